@@ -1,0 +1,89 @@
+"""Classification of CUDA runtime/driver API names (the one place these lists live).
+
+Names are compared after removing the ``_v<digits>`` version suffix and the per-thread default-stream
+suffixes ``_ptsz`` / ``_ptds``.
+
+* **sync** — host-blocking calls: device/stream/event/context synchronize (runtime and driver) and
+  synchronous (non-``Async``) memcpy/memset.
+* **nonblocking_sync** — query / wait calls that do not block the host (reported separately, never as sync).
+* **launch** — kernel and graph launch calls.
+* **alloc** / **free** — device, host-pinned, managed and stream-ordered allocation and release.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+import numpy as np
+
+SYNC_WAIT = {
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+}
+SYNC_MEMCPY = {
+    "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpy3DPeer", "cudaMemcpyToSymbol",
+    "cudaMemcpyFromSymbol", "cudaMemcpyToArray", "cudaMemcpyFromArray", "cudaMemcpy2DToArray",
+    "cudaMemcpy2DFromArray", "cudaMemcpyArrayToArray", "cudaMemcpy2DArrayToArray",
+    "cudaMemset", "cudaMemset2D", "cudaMemset3D",
+    "cuMemcpy", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD", "cuMemcpyHtoA", "cuMemcpyAtoH", "cuMemcpyAtoD",
+    "cuMemcpyDtoA", "cuMemcpyAtoA", "cuMemcpy2D", "cuMemcpy2DUnaligned", "cuMemcpy3D", "cuMemcpyPeer",
+    "cuMemcpy3DPeer", "cuMemsetD8", "cuMemsetD16", "cuMemsetD32", "cuMemsetD2D8", "cuMemsetD2D16",
+    "cuMemsetD2D32",
+}
+SYNC = SYNC_WAIT | SYNC_MEMCPY
+NONBLOCKING_SYNC = {
+    "cudaEventQuery", "cudaStreamWaitEvent", "cudaStreamQuery", "cuEventQuery", "cuStreamWaitEvent",
+    "cuStreamQuery",
+}
+LAUNCH = {
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
+    "cudaLaunchCooperativeKernelMultiDevice", "cudaLaunch", "cudaLaunchDevice", "cudaGraphLaunch",
+    "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernelMultiDevice",
+    "cuLaunchGrid", "cuLaunchGridAsync", "cuLaunch", "cuGraphLaunch",
+}
+GRAPH_LAUNCH = {"cudaGraphLaunch", "cuGraphLaunch"}
+ALLOC = {
+    "cudaMalloc", "cudaMallocAsync", "cudaMallocFromPoolAsync", "cudaMallocHost", "cudaHostAlloc",
+    "cudaMallocManaged", "cudaMallocPitch", "cudaMalloc3D", "cudaMallocArray", "cudaMalloc3DArray",
+    "cuMemAlloc", "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemAllocHost", "cuMemHostAlloc",
+    "cuMemAllocManaged", "cuMemAllocPitch", "cuMemCreate", "cuMemMap", "cuMemAddressReserve",
+}
+FREE = {
+    "cudaFree", "cudaFreeAsync", "cudaFreeHost", "cudaFreeArray", "cuMemFree", "cuMemFreeAsync",
+    "cuMemFreeHost", "cuMemRelease", "cuMemUnmap", "cuMemAddressFree",
+}
+
+_SUFFIX = re.compile(r"(_v\d+)?(_ptsz|_ptds)?(_v\d+)?$")
+
+
+def normalize(name: str) -> str:
+    """Base API name used for classification (``cudaMemcpy_ptds_v7000`` → ``cudaMemcpy``)."""
+    return _SUFFIX.sub("", name)
+
+
+def api_class(name: str) -> str:
+    """One of ``sync``, ``nonblocking_sync``, ``launch``, ``alloc``, ``free``, ``other``."""
+    b = normalize(name)
+    if b in SYNC:
+        return "sync"
+    if b in NONBLOCKING_SYNC:
+        return "nonblocking_sync"
+    if b in LAUNCH:
+        return "launch"
+    if b in ALLOC:
+        return "alloc"
+    if b in FREE:
+        return "free"
+    return "other"
+
+
+def class_mask(api, cls: str) -> np.ndarray:
+    """Rows of :class:`ApiCalls` ``api`` in class ``cls`` — runtime/driver rows only (work per distinct name)."""
+    hit = np.array([api_class(n) == cls for n in api.names] + [False], dtype=bool)
+    return (hit[api.name_idx] & api.primary) if len(api) else np.zeros(0, bool)
+
+
+def name_set_mask(names: List[str], name_idx: np.ndarray, base_names: set) -> np.ndarray:
+    hit = np.array([normalize(n) in base_names for n in names] + [False], dtype=bool)
+    return hit[name_idx] if name_idx.shape[0] else np.zeros(0, bool)

@@ -1,0 +1,70 @@
+"""CUDA API summary: per API (base name, ``_v<digits>`` removed) calls, total, avg, p50, min, max of
+call durations (``end − start`` on the calling CPU thread); launch-call cost; allocation/free churn.
+
+All rows of ``CUPTI_ACTIVITY_KIND_RUNTIME`` are counted, grouped by (base name, eventClass): runtime (0)
+and driver (1) APIs, and wrapper classes some captures add (e.g. eventClass 67 rows that duplicate the
+runtime call around MPI) as separate rows. Raw names (with the version suffix) are kept in ``raw_names``.
+Only runtime/driver rows feed the sync, launch and accounting analyses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..model.trace import ApiCalls, TraceModel
+from . import api_classes as ac
+from .stats import group_stats, pct, summary
+
+
+@dataclass
+class CudaApiResult:
+    available: bool
+    reason: Optional[str]
+    total_ns: int = 0
+    call_count: int = 0
+    apis: List[Dict] = field(default_factory=list)
+    launch_calls: Dict = field(default_factory=dict)
+    alloc_free: List[Dict] = field(default_factory=list)
+
+
+def base_index(api: ApiCalls) -> tuple:
+    """(row → base-name index, base names): rows grouped by display name."""
+    uniq: Dict[str, int] = {}
+    m = np.array([uniq.setdefault(b, len(uniq)) for b in api.base_names] + [0], dtype=np.int64)
+    return m[api.name_idx], list(uniq.keys())
+
+
+def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
+    api = model.api
+    if api is None:
+        return CudaApiResult(False, "no CUPTI_ACTIVITY_KIND_RUNTIME table: CUDA API calls were not traced")
+    if len(api) == 0:
+        return CudaApiResult(False, "CUDA API table is empty")
+    dur = api.end - api.start
+    bidx, bnames = base_index(api)
+    total = int(dur.sum())
+    res = CudaApiResult(True, None, total_ns=total, call_count=len(api))
+    gs = group_stats({"name": bidx, "event_class": api.event_class}, dur)
+    raw_by_group: Dict[tuple, set] = {}
+    pairs = np.unique(np.stack([bidx, api.event_class, api.name_idx.astype(np.int64)], axis=1), axis=0)
+    for b, ec, ni in pairs.tolist():
+        raw_by_group.setdefault((b, ec), set()).add(api.names[ni])
+    for i in gs.order_by_total().tolist():
+        b = int(gs.keys["name"][i])
+        ec = int(gs.keys["event_class"][i])
+        res.apis.append({
+            "name": bnames[b], "raw_names": sorted(raw_by_group.get((b, ec), ())), "event_class": ec,
+            "api_class": ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper",
+            "count": int(gs.count[i]), "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]),
+            "p50_ns": int(gs.p50[i]), "min_ns": int(gs.min[i]), "max_ns": int(gs.max[i]),
+            "pct": pct(int(gs.total[i]), total),
+        })
+    lm = ac.class_mask(api, "launch")
+    res.launch_calls = summary(dur[lm])
+    for r in res.apis:
+        if r["api_class"] in ("alloc", "free"):
+            res.alloc_free.append({k: r[k] for k in ("name", "api_class", "count", "total_ns", "avg_ns", "max_ns")})
+    return res

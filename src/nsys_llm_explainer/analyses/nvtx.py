@@ -1,0 +1,69 @@
+"""NVTX ranges by (domain-qualified) name and style.
+
+Per name and style (``PushPop`` = types 59/70, ``StartEnd`` = 60/71): count, total, avg, p50, min, max of
+``end − start`` over ranges that were closed in the capture (unterminated ranges are counted in
+``unterminated`` and left out of durations). ``self_ns`` (push/pop only) = time inside the range not
+inside a nested push/pop range on the same thread, so self times of all ranges never double count
+nesting; ``pct_self`` = self_ns / Σ self_ns × 100. ``pct_total`` = total / Σ totals × 100 as nsys
+prints it (nested ranges are counted once per level there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..model.trace import TraceModel
+from .nvtx_tree import NvtxTree, build_tree, self_time
+from .stats import group_stats, pct
+
+STYLE = {59: "PushPop", 70: "PushPop", 60: "StartEnd", 71: "StartEnd"}
+
+
+@dataclass
+class NvtxResult:
+    available: bool
+    reason: Optional[str]
+    range_count: int = 0
+    unterminated: int = 0
+    ranges: List[Dict] = field(default_factory=list)
+    by_pid: List[Dict] = field(default_factory=list)
+    tree: Optional[NvtxTree] = None   # not serialized
+
+
+def analyze_nvtx(model: TraceModel) -> NvtxResult:
+    nv = model.nvtx
+    if nv is None:
+        return NvtxResult(False, "no NVTX_EVENTS table: NVTX was not traced (add `--trace=nvtx`) or no ranges")
+    if len(nv) == 0:
+        return NvtxResult(False, "NVTX_EVENTS has no push/pop or start/end ranges")
+    style = np.where(nv.is_push_pop, 0, 1)
+    closed = nv.closed
+    dur = nv.end - nv.start
+    res = NvtxResult(True, None, range_count=int(closed.sum()), unterminated=int((~closed).sum()))
+    tree = build_tree(nv)
+    res.tree = tree
+    self_by_name = np.zeros(len(nv.names), np.int64)
+    if tree is not None:
+        st = self_time(tree)
+        ok = nv.closed[tree.row]
+        np.add.at(self_by_name, tree.name_idx[ok], st[ok])
+    self_total = int(self_by_name.sum())
+    gs = group_stats({"name": nv.name_idx[closed].astype(np.int64), "style": style[closed]}, dur[closed])
+    total_all = int(gs.total.sum()) if len(gs) else 0
+    for i in gs.order_by_total().tolist():
+        ni, sty = int(gs.keys["name"][i]), int(gs.keys["style"][i])
+        r = {"name": nv.names[ni], "style": "PushPop" if sty == 0 else "StartEnd", "count": int(gs.count[i]),
+             "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i]),
+             "min_ns": int(gs.min[i]), "max_ns": int(gs.max[i]), "pct_total": pct(int(gs.total[i]), total_all)}
+        if sty == 0:
+            r["self_ns"] = int(self_by_name[ni])
+            r["pct_self"] = pct(int(self_by_name[ni]), self_total)
+        res.ranges.append(r)
+    gp = group_stats({"pid": nv.pid[closed], "name": nv.name_idx[closed].astype(np.int64)}, dur[closed])
+    for i in gp.order_by_total().tolist():
+        res.by_pid.append({"pid": int(gp.keys["pid"][i]), "name": nv.names[int(gp.keys["name"][i])],
+                           "count": int(gp.count[i]), "total_ns": int(gp.total[i])})
+    return res

@@ -1,0 +1,146 @@
+"""NVTX → kernel attribution.
+
+A kernel follows its launch call (the CUDA API row with the same correlationId in the same process) to
+the push/pop ranges open on the launching thread: ranges with start ≤ call start and end ≥ call end.
+
+* ``inclusive_ns`` of a range name: kernel time of kernels with at least one enclosing range of that
+  name (a kernel counts once per distinct enclosing name, as nsys's nvtx_kern_sum does).
+* ``innermost_ns``: kernel time of kernels whose innermost enclosing range has that name
+  (Σ innermost_ns = attributed kernel time, no double counting).
+* ``coverage`` = kernel time with any enclosing range / total kernel time (per PID: of that PID).
+* Phase totals (``--phase-map``): a kernel's phase is the phase of its innermost enclosing range whose
+  name contains one of the phase's substrings (case-insensitive); kernels with none are ``unmapped``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..model.trace import TraceModel
+from .nvtx_tree import NvtxTree, innermost_enclosing
+from .stats import pct
+
+
+@dataclass
+class AttributionResult:
+    available: bool
+    reason: Optional[str]
+    total_kernel_ns: int = 0
+    attributed_ns: int = 0
+    attributed_count: int = 0
+    coverage: float = 0.0
+    linked_kernel_ns: int = 0          # kernel time whose launch call was found
+    ranges: List[Dict] = field(default_factory=list)
+    by_pid: List[Dict] = field(default_factory=list)
+    pid_coverage: List[Dict] = field(default_factory=list)
+    phases: List[Dict] = field(default_factory=list)
+    kernel_node: Optional[np.ndarray] = None   # innermost tree node per kernel (not serialized)
+
+
+def phase_of_names(names: List[str], phase_map: Dict[str, List[str]]) -> np.ndarray:
+    """Phase index per range name (order of ``phase_map``), -1 when no substring matches."""
+    phases = list(phase_map.items())
+    out = np.full(len(names) + 1, -1, np.int64)
+    for i, n in enumerate(names):
+        low = n.lower()
+        for j, (_, subs) in enumerate(phases):
+            if any(s.lower() in low for s in subs):
+                out[i] = j
+                break
+    return out
+
+
+def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree],
+                        phase_map: Optional[Dict[str, List[str]]] = None) -> AttributionResult:
+    k, api = model.kernels, model.api
+    if k is None or len(k) == 0:
+        return AttributionResult(False, "no kernels to attribute")
+    if api is None or len(api) == 0:
+        return AttributionResult(False, "no CUDA API calls: kernels cannot be linked to launching threads")
+    if tree is None or len(tree) == 0:
+        return AttributionResult(False, "no NVTX push/pop ranges to attribute kernels to")
+    dur = k.dur
+    total = int(dur.sum())
+    li = k.launch_idx
+    linked = li >= 0
+    res = AttributionResult(True, None, total_kernel_ns=total, linked_kernel_ns=int(dur[linked].sum()))
+    # innermost range per distinct launch call, then per kernel
+    calls = np.unique(li[linked])
+    call_node = innermost_enclosing(tree, api.gtid[calls], api.start[calls], api.end[calls])
+    node = np.full(len(k), -1, np.int64)
+    node[linked] = call_node[np.searchsorted(calls, li[linked])]
+    res.kernel_node = node
+    att = node >= 0
+    res.attributed_ns = int(dur[att].sum())
+    res.attributed_count = int(att.sum())
+    res.coverage = round(res.attributed_ns / total, 6) if total else 0.0
+
+    n = len(tree)
+    inner_t = np.bincount(node[att], weights=dur[att], minlength=n).astype(np.int64)
+    inner_c = np.bincount(node[att], minlength=n).astype(np.int64)
+    sub_t, sub_c = inner_t.copy(), inner_c.copy()
+    for d in range(int(tree.depth.max()), 0, -1):
+        m = np.nonzero(tree.depth == d)[0]
+        np.add.at(sub_t, tree.parent[m], sub_t[m])
+        np.add.at(sub_c, tree.parent[m], sub_c[m])
+    dup = np.zeros(n, bool)   # has an ancestor with the same name
+    for anc in tree.ancestors_rounds():
+        ok = anc >= 0
+        dup |= ok & (tree.name_idx[np.maximum(anc, 0)] == tree.name_idx)
+    names = model.nvtx.names if model.nvtx is not None else []
+    nn = len(names)
+    first = ~dup
+    incl_t = np.bincount(tree.name_idx[first], weights=sub_t[first], minlength=nn).astype(np.int64)
+    incl_c = np.bincount(tree.name_idx[first], weights=sub_c[first], minlength=nn).astype(np.int64)
+    inn_t = np.bincount(tree.name_idx, weights=inner_t, minlength=nn).astype(np.int64)
+    inn_c = np.bincount(tree.name_idx, weights=inner_c, minlength=nn).astype(np.int64)
+    for i in np.lexsort((np.arange(nn), -incl_t)).tolist():
+        if incl_c[i] == 0:
+            continue
+        res.ranges.append({"name": names[i], "kernel_count": int(incl_c[i]), "inclusive_ns": int(incl_t[i]),
+                           "innermost_ns": int(inn_t[i]), "innermost_kernel_count": int(inn_c[i]),
+                           "pct_of_kernel_time": pct(int(incl_t[i]), total)})
+    # per PID (tree nodes carry the launching thread's PID)
+    pids = tree.pid
+    key = pids[first].astype(np.int64) * (nn + 1) + tree.name_idx[first]
+    uk, inv = np.unique(key, return_inverse=True)
+    pt = np.bincount(inv, weights=sub_t[first]).astype(np.int64)
+    pc = np.bincount(inv, weights=sub_c[first]).astype(np.int64)
+    for j in np.lexsort((uk, -pt)).tolist():
+        if pc[j] == 0:
+            continue
+        res.by_pid.append({"pid": int(uk[j] // (nn + 1)), "name": names[int(uk[j] % (nn + 1))],
+                           "kernel_count": int(pc[j]), "inclusive_ns": int(pt[j])})
+    for p in np.unique(k.pid).tolist():
+        m = k.pid == p
+        pt_all = int(dur[m].sum())
+        pa = int(dur[m & att].sum())
+        res.pid_coverage.append({"pid": int(p), "kernel_ns": pt_all, "attributed_ns": pa,
+                                 "coverage": round(pa / pt_all, 6) if pt_all else 0.0})
+    if phase_map:
+        res.phases = phase_totals(tree, node, dur, names, phase_map)
+    return res
+
+
+def phase_totals(tree: NvtxTree, node: np.ndarray, dur: np.ndarray, names: List[str],
+                 phase_map: Dict[str, List[str]]) -> List[Dict]:
+    """Kernel time per phase (innermost matching enclosing range decides); see module docstring."""
+    ph_name = phase_of_names(names, phase_map)
+    node_phase = ph_name[tree.name_idx]
+    # nearest ancestor-or-self with a phase
+    resolved = node_phase.copy()
+    for anc in tree.ancestors_rounds():
+        need = (resolved < 0) & (anc >= 0)
+        resolved = np.where(need, node_phase[np.maximum(anc, 0)], resolved)
+    kp = np.where(node >= 0, resolved[np.maximum(node, 0)], -1)
+    total = int(dur.sum())
+    labels = list(phase_map.keys())
+    rows = []
+    for j, label in enumerate(labels + ["unmapped"]):
+        m = kp == (j if j < len(labels) else -1)
+        t = int(dur[m].sum())
+        rows.append({"phase": label, "kernel_count": int(m.sum()), "kernel_ns": t, "pct_of_kernel_time": pct(t, total)})
+    return rows

@@ -1,0 +1,67 @@
+"""CPU↔GPU synchronization: host-blocking CUDA calls (see :mod:`api_classes` for the exact list),
+globally and per PID. Non-blocking query/wait calls are reported separately and never counted as sync.
+OS-runtime waits (``OSRT_API``) are not CPU↔GPU sync and are not included.
+
+``total_ns`` = summed call durations on the calling threads (calls on different threads may overlap in
+time); ``wall_ns`` = length of the union of those calls per PID (time during which at least one thread of
+the PID was blocked in a sync call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..model.trace import TraceModel
+from . import api_classes as ac
+from . import intervals as iv
+from .cuda_api import base_index
+from .stats import group_stats
+
+
+@dataclass
+class SyncResult:
+    available: bool
+    reason: Optional[str]
+    total_ns: int = 0
+    call_count: int = 0
+    sync_apis: List[Dict] = field(default_factory=list)
+    nonblocking_apis: List[Dict] = field(default_factory=list)
+    per_pid: List[Dict] = field(default_factory=list)
+    per_pid_totals: List[Dict] = field(default_factory=list)
+
+
+def _table(keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[Dict]:
+    gs = group_stats(keys, dur)
+    rows = []
+    for i in gs.order_by_total().tolist():
+        r: Dict = {}
+        for k, v in gs.keys.items():
+            r[k] = bnames[int(v[i])] if k == "name" else int(v[i])
+        r.update(count=int(gs.count[i]), total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]),
+                 p50_ns=int(gs.p50[i]), max_ns=int(gs.max[i]))
+        rows.append(r)
+    return rows
+
+
+def analyze_sync(model: TraceModel) -> SyncResult:
+    api = model.api
+    if api is None or len(api) == 0:
+        return SyncResult(False, "no CUDA API calls in the trace")
+    dur = api.end - api.start
+    bidx, bnames = base_index(api)
+    sm = ac.class_mask(api, "sync")
+    nm = ac.class_mask(api, "nonblocking_sync")
+    res = SyncResult(True, None, total_ns=int(dur[sm].sum()), call_count=int(sm.sum()))
+    res.sync_apis = _table({"name": bidx[sm]}, dur[sm], bnames)
+    res.nonblocking_apis = _table({"name": bidx[nm]}, dur[nm], bnames)
+    res.per_pid = _table({"pid": api.pid[sm], "name": bidx[sm]}, dur[sm], bnames)
+    res.per_pid.sort(key=lambda r: (r["pid"], -r["total_ns"]))
+    for p in np.unique(api.pid[sm]).tolist():
+        m = sm & (api.pid == p)
+        u = iv.union_unsorted(api.start[m], api.end[m])
+        res.per_pid_totals.append({"pid": int(p), "count": int(m.sum()), "total_ns": int(dur[m].sum()),
+                                   "wall_ns": u.length})
+    return res

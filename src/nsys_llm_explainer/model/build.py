@@ -1,0 +1,289 @@
+"""Build a :class:`TraceModel` from a read-only connection: fetch, decode ids, resolve names, sort,
+and join GPU work to its launching API call (same process + correlationId)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..read import fetch as F
+from ..read.schema import Schema
+from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceInfo, TraceModel, pid_of, tid_of
+
+_VSUFFIX = re.compile(r"_v\d+$")
+
+
+def base_api_name(name: str) -> str:
+    """API display name: the raw name without its ``_v<digits>`` version suffix."""
+    return _VSUFFIX.sub("", name)
+
+
+def missing_name(string_id: int) -> str:
+    return f"[missing StringId {string_id}]"
+
+
+def intern_ids(ids: np.ndarray, strings: Dict[int, str],
+               fallback: Optional[np.ndarray] = None) -> Tuple[np.ndarray, List[str]]:
+    """Map StringIds ids to (row → index into names, names); rows whose id is not in StringIds use
+    ``fallback`` ids, then ``[missing StringId N]``. Python work is per distinct id, not per row."""
+    n = ids.shape[0]
+    if n == 0:
+        return np.empty(0, np.int32), []
+    if fallback is None:
+        fallback = np.full(n, -1, np.int64)
+    key = (ids.astype(np.int64) << 32) | (fallback.astype(np.int64) & 0xFFFFFFFF)
+    uniq, inv = np.unique(key, return_inverse=True)
+    names: List[str] = []
+    index: Dict[str, int] = {}
+    map_arr = np.empty(uniq.shape[0], np.int32)
+    for i, k in enumerate(uniq.tolist()):
+        primary = k >> 32
+        fb = k & 0xFFFFFFFF
+        if fb == 0xFFFFFFFF:
+            fb = -1
+        if primary in strings:
+            s = strings[primary]
+        elif fb >= 0 and fb in strings:
+            s = strings[fb]
+        else:
+            s = missing_name(primary)
+        j = index.get(s)
+        if j is None:
+            j = index[s] = len(names)
+            names.append(s)
+        map_arr[i] = j
+    return map_arr[inv.reshape(-1)], names
+
+
+def intern_strings(values: Sequence[Optional[str]], placeholder: str = "[unnamed]") -> Tuple[np.ndarray, List[str]]:
+    """Intern a list of strings (e.g. NVTX text) into (index array, names)."""
+    index: Dict[str, int] = {}
+    idx = [index.setdefault(placeholder if v is None else v, len(index)) for v in values]
+    return np.asarray(idx, dtype=np.int32).reshape(-1), list(index.keys())
+
+
+def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    order = np.lexsort((cols["end"], cols["start"]))
+    return {k: v[order] for k, v in cols.items()}
+
+
+def corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """Combined (process, correlationId) key; correlation ids restart in every process."""
+    return (pid.astype(np.int64) << 32) | (corr.astype(np.int64) & 0xFFFFFFFF)
+
+
+def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls]) -> np.ndarray:
+    """Row of the API call with the same (pid, correlationId) for each GPU row, or -1."""
+    out = np.full(pid.shape[0], -1, np.int64)
+    if api is None or len(api) == 0 or pid.shape[0] == 0:
+        return out
+    akey = corr_key(api.pid, api.corr)
+    valid_api = (api.corr >= 0) & (api.pid >= 0)
+    # among rows sharing (pid, corr) prefer the runtime/driver row over wrapper event classes
+    order = np.lexsort((~api.primary, akey))
+    order = order[valid_api[order]]
+    skey = akey[order]
+    gkey = corr_key(pid, corr)
+    pos = np.searchsorted(skey, gkey)
+    pos_c = np.minimum(pos, max(skey.shape[0] - 1, 0))
+    if skey.shape[0] == 0:
+        return out
+    ok = (pos < skey.shape[0]) & (corr >= 0) & (pid >= 0) & (skey[pos_c] == gkey)
+    out[ok] = order[pos_c[ok]]
+    return out
+
+
+def _device_map(rows: List[Dict[str, object]]) -> Dict[Tuple[int, int], int]:
+    out: Dict[Tuple[int, int], int] = {}
+    for r in rows:
+        try:
+            out[(int(r["pid"]), int(r["cudaId"]))] = int(r["gpuId"])  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def _map_devices(device: np.ndarray, pid: np.ndarray, dmap: Dict[Tuple[int, int], int]) -> np.ndarray:
+    if not dmap or device.shape[0] == 0:
+        return device
+    out = device.copy()
+    for (p, c), g in dmap.items():
+        out[(pid == p) & (device == c)] = g
+    return out
+
+
+def _fill_pid(cols: Dict[str, np.ndarray], default_pid: Optional[int]) -> np.ndarray:
+    pid = pid_of(cols["gpid"])
+    if default_pid is not None:
+        pid = np.where(pid < 0, default_pid, pid)
+    return pid
+
+
+def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceModel:
+    """Read every table the analyses use and normalize it."""
+    warnings: List[str] = []
+    notes: List[str] = []
+    strings = F.fetch_strings(conn, schema)
+    if not schema.has("StringIds"):
+        warnings.append("StringIds table missing: names are shown as [missing StringId N].")
+
+    # ---- CUDA API calls
+    api: Optional[ApiCalls] = None
+    rt = F.fetch_table(conn, schema, "CUPTI_ACTIVITY_KIND_RUNTIME", F.RUNTIME_COLS)
+    if rt is not None:
+        rt = _sorted(rt)
+        name_idx, names = intern_ids(rt["name_id"], strings)
+        api = ApiCalls(
+            start=rt["start"], end=rt["end"], gtid=rt["gtid"], pid=pid_of(rt["gtid"]), tid=tid_of(rt["gtid"]),
+            corr=rt["corr"], name_idx=name_idx, event_class=rt["event_class"], names=names,
+            base_names=[base_api_name(n) for n in names],
+        )
+    api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
+    default_pid = api_pids[0] if len(api_pids) == 1 else None
+
+    dmap = _device_map(F.fetch_cuda_device_map(conn, schema))
+    if dmap:
+        notes.append("Device ids are physical GPU ids mapped through TARGET_INFO_CUDA_DEVICE (pid, cudaId → gpuId).")
+
+    # ---- kernels
+    kernels: Optional[Kernels] = None
+    ktable = schema.kernel_table
+    if ktable == "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL":
+        notes.append("Kernels read from CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (old table name).")
+    kc = F.fetch_table(conn, schema, ktable, F.KERNEL_COLS)
+    if kc is not None:
+        if ktable and not schema.has(ktable, "globalPid"):
+            if default_pid is not None:
+                notes.append(f"Kernel table has no globalPid column; all kernels assigned to the only CUDA "
+                             f"process (PID {default_pid}).")
+            else:
+                warnings.append("Kernel table has no globalPid column and the trace has several processes: "
+                                "per-PID kernel numbers and kernel→launch correlation are unavailable.")
+        if ktable and schema.has(ktable, "greenContextId"):
+            notes.append("greenContextId column present (2023.x+ layout); columns selected by name.")
+        kc = _sorted(kc)
+        pid = _fill_pid(kc, default_pid)
+        name_idx, names = intern_ids(kc["demangled"], strings, kc["short"])
+        missing = [n for n in names if n.startswith("[missing StringId")]
+        if missing:
+            warnings.append(f"{len(missing)} kernel name id(s) missing from StringIds; shown as [missing StringId N].")
+        kernels = Kernels(
+            start=kc["start"], end=kc["end"], device=_map_devices(kc["device"], pid, dmap), stream=kc["stream"],
+            corr=kc["corr"], pid=pid, name_idx=name_idx, graph_node=kc["graph_node"], names=names,
+        )
+        kernels.launch_idx = link_to_api(kernels.pid, kernels.corr, api)
+
+    def ops(table: str, cols: Dict[str, str]) -> Optional[GpuOps]:
+        c = F.fetch_table(conn, schema, table, cols)
+        if c is None:
+            return None
+        c = _sorted(c)
+        c["pid"] = _fill_pid(c, default_pid)
+        if "device" in c:
+            c["device"] = _map_devices(c["device"], c["pid"], dmap)
+        c["launch_idx"] = link_to_api(c["pid"], c["corr"], api)
+        return GpuOps(c)
+
+    memcpy = ops("CUPTI_ACTIVITY_KIND_MEMCPY", F.MEMCPY_COLS)
+    memset = ops("CUPTI_ACTIVITY_KIND_MEMSET", F.MEMSET_COLS)
+    sync = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS)
+    graph_trace = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS)
+    osrt_cols = F.fetch_table(conn, schema, "OSRT_API", F.OSRT_COLS)
+    osrt = None
+    if osrt_cols is not None:
+        osrt_cols = _sorted(osrt_cols)
+        osrt_cols["pid"] = pid_of(osrt_cols["gtid"])
+        osrt = GpuOps(osrt_cols)
+
+    thread_names: Dict[int, str] = {}
+    for r in F.fetch_thread_names(conn, schema):
+        try:
+            thread_names[int(r["globalTid"])] = strings.get(int(r["nameId"]), "")  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError):
+            continue
+
+    partial = TraceModel(
+        info=None,  # type: ignore[arg-type]
+        kernels=kernels, api=api, nvtx=None, memcpy=memcpy, memset=memset, sync=sync,
+        graph_trace=graph_trace, osrt=osrt, thread_names=thread_names,
+    )
+    t_end = partial.trace_end
+
+    # ---- NVTX
+    nvtx: Optional[NvtxRanges] = None
+    nv = F.fetch_nvtx(conn, schema)
+    if nv is not None:
+        nvtx = _build_nvtx(nv, t_end, warnings)
+
+    graph_mode = schema.meta_value("capture:CUDA_GRAPH_TRACE_OPTIONS:MODE")
+    row_counts = {
+        "kernels": len(kernels) if kernels is not None else 0,
+        "cuda_api": len(api) if api is not None else 0,
+        "nvtx_ranges": len(nvtx) if nvtx is not None else 0,
+        "memcpy": len(memcpy) if memcpy is not None else 0,
+        "memset": len(memset) if memset is not None else 0,
+        "sync": len(sync) if sync is not None else 0,
+        "graph_trace": len(graph_trace) if graph_trace is not None else 0,
+    }
+    info = TraceInfo(
+        path=path, product_version=schema.product_version, schema_version=schema.schema_version,
+        meta_table=schema.meta_table, kernel_table=ktable, tables=schema.tables, meta=schema.meta,
+        gpus=F.fetch_gpus(conn, schema), processes=F.fetch_processes(conn, schema),
+        session=F.fetch_session(conn, schema), row_counts=row_counts, graph_trace_mode=graph_mode,
+    )
+    if schema.meta_table is None:
+        warnings.append("No export metadata table (EXPORT_META_DATA / META_DATA_EXPORT): nsys version unknown.")
+    elif schema.meta_table == "EXPORT_META_DATA":
+        notes.append("Export metadata read from EXPORT_META_DATA (≤ 2022.x layout).")
+    if schema.has("CUDA_GRAPH_EVENTS"):
+        cols = schema.columns("CUDA_GRAPH_EVENTS")
+        level = "graph-level (≥ 2024.2 meaning)" if "graphId" in cols else "node-level (≤ 2023.4 meaning)"
+        notes.append(f"CUDA_GRAPH_EVENTS has {level} columns; decided by its columns, not the version.")
+    model = TraceModel(
+        info=info, kernels=kernels, api=api, nvtx=nvtx, memcpy=memcpy, memset=memset, sync=sync,
+        graph_trace=graph_trace, osrt=osrt, thread_names=thread_names, warnings=warnings, notes=notes,
+    )
+    return model
+
+
+def _build_nvtx(nv: F.NvtxRows, t_end: Optional[int], warnings: List[str]) -> NvtxRanges:
+    c = nv.cols
+    n = c["start"].shape[0]
+    pid = pid_of(c["gtid"])
+    # domain names are per process: (pid, domainId) -> name
+    dom: Dict[Tuple[int, int], str] = {}
+    for g, d, name in nv.domains:
+        dom[(int(pid_of(np.array([g]))[0]), d)] = name
+    name_idx, names = intern_strings(nv.text)
+    if dom and n:
+        # qualify names of non-default domains, per distinct (pid, domain, name) — not per row
+        rows = np.nonzero(c["domain"] > 0)[0]
+        if rows.size:
+            key = np.stack([pid[rows], c["domain"][rows], name_idx[rows].astype(np.int64)], axis=1)
+            uniq, inv = np.unique(key, axis=0, return_inverse=True)
+            index = {s: i for i, s in enumerate(names)}
+            new = np.empty(uniq.shape[0], np.int32)
+            for j, (p, d, ni) in enumerate(uniq.tolist()):
+                dn = dom.get((p, d))
+                s = f"{dn}:{names[ni]}" if dn is not None else names[ni]
+                new[j] = index.setdefault(s, len(index))
+            names = list(index.keys())
+            name_idx = name_idx.copy()
+            name_idx[rows] = new[inv.reshape(-1)]
+    closed = c["has_end"].astype(bool) & (c["end"] >= 0)
+    end = c["end"].copy()
+    open_rows = int((~closed).sum())
+    if open_rows:
+        fill = t_end if t_end is not None else int(c["start"].max())
+        end[~closed] = np.maximum(fill, c["start"][~closed])
+        warnings.append(f"{open_rows} NVTX range(s) have no end (unterminated in the capture): they are left out "
+                        "of range durations and treated as open until the end of the trace for attribution.")
+    order = np.lexsort((-end, c["start"]))
+    return NvtxRanges(
+        start=c["start"][order], end=end[order], closed=closed[order], event_type=c["event_type"][order],
+        gtid=c["gtid"][order], pid=pid[order], tid=tid_of(c["gtid"])[order], end_gtid=c["end_gtid"][order],
+        name_idx=name_idx[order], names=names,
+    )

@@ -1,0 +1,172 @@
+"""Normalized, columnar trace model shared by every analysis.
+
+All times are integer nanoseconds on the export's timeline. Ids are decoded once here:
+``pid = (globalPid >> 24) & 0xFFFFFF``, ``tid = globalTid & 0xFFFFFF`` (SCHEMA.md §2.3).
+Arrays of one table have equal length; ``-1`` means "unknown / NULL".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+PID_SHIFT = 24
+ID_MASK = 0xFFFFFF
+
+
+def pid_of(global_id: np.ndarray) -> np.ndarray:
+    """PID from a serialized globalPid/globalTid (bits 24–47); -1 stays -1."""
+    g = np.asarray(global_id, dtype=np.int64)
+    out = (g >> PID_SHIFT) & ID_MASK
+    return np.where(g < 0, -1, out)
+
+
+def tid_of(global_tid: np.ndarray) -> np.ndarray:
+    """TID from a serialized globalTid (low 24 bits); -1 stays -1."""
+    g = np.asarray(global_tid, dtype=np.int64)
+    return np.where(g < 0, -1, g & ID_MASK)
+
+
+@dataclass
+class Kernels:
+    """One row per kernel execution, sorted by ``start``."""
+
+    start: np.ndarray
+    end: np.ndarray
+    device: np.ndarray        # device id (physical GPU id when the export maps it, else CUDA deviceId)
+    stream: np.ndarray
+    corr: np.ndarray          # correlationId (per process)
+    pid: np.ndarray           # -1 when the export has no globalPid column
+    name_idx: np.ndarray      # index into ``names``
+    graph_node: np.ndarray    # graphNodeId, -1 when not a graph node
+    names: List[str]
+    launch_idx: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # row in ApiCalls or -1
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.end - self.start
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+@dataclass
+class ApiCalls:
+    """CUDA runtime + driver API calls (``CUPTI_ACTIVITY_KIND_RUNTIME``), sorted by ``start``."""
+
+    start: np.ndarray
+    end: np.ndarray
+    gtid: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    corr: np.ndarray
+    name_idx: np.ndarray      # index into ``names`` (raw names, e.g. cudaLaunchKernel_v7000)
+    event_class: np.ndarray   # 0 runtime, 1 driver
+    names: List[str]
+    base_names: List[str]     # ``names`` with the ``_v<digits>`` suffix removed
+
+    @property
+    def primary(self) -> np.ndarray:
+        """Rows of the CUDA runtime (eventClass 0) or driver (1) API — not wrapper classes such as the
+        eventClass-67 duplicates some MPI/OpenACC captures record around the same call."""
+        return (self.event_class == 0) | (self.event_class == 1) | (self.event_class < 0)
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+@dataclass
+class NvtxRanges:
+    """NVTX push/pop (59, 70) and start/end (60, 71) ranges, sorted by ``start``.
+
+    ``end`` of an unterminated range (NULL in the export) is set to the trace end; ``closed`` is False.
+    Names are domain-qualified (``NCCL:ncclAllReduce``) when the range is in a non-default domain.
+    """
+
+    start: np.ndarray
+    end: np.ndarray
+    closed: np.ndarray        # bool
+    event_type: np.ndarray
+    gtid: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    end_gtid: np.ndarray
+    name_idx: np.ndarray
+    names: List[str]
+
+    @property
+    def is_push_pop(self) -> np.ndarray:
+        return (self.event_type == 59) | (self.event_type == 70)
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+@dataclass
+class GpuOps:
+    """Memcpy / memset / synchronization / graph-trace rows (whatever columns the table has)."""
+
+    cols: Dict[str, np.ndarray]
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.cols[key]
+
+    def __len__(self) -> int:
+        return int(self.cols["start"].shape[0])
+
+
+@dataclass
+class TraceInfo:
+    path: str
+    product_version: Optional[str]
+    schema_version: Optional[str]
+    meta_table: Optional[str]
+    kernel_table: Optional[str]
+    tables: Dict[str, List[str]]
+    meta: Dict[str, List[str]]
+    gpus: List[Dict[str, object]]
+    processes: List[Dict[str, object]]
+    session: Dict[str, object]
+    row_counts: Dict[str, int]
+    graph_trace_mode: Optional[str]   # "Graph" / "Node" from capture metadata, when recorded
+
+
+@dataclass
+class TraceModel:
+    """Everything the analyses need, read once."""
+
+    info: TraceInfo
+    kernels: Optional[Kernels]
+    api: Optional[ApiCalls]
+    nvtx: Optional[NvtxRanges]
+    memcpy: Optional[GpuOps]
+    memset: Optional[GpuOps]
+    sync: Optional[GpuOps]
+    graph_trace: Optional[GpuOps]
+    osrt: Optional[GpuOps]
+    thread_names: Dict[int, str]
+    warnings: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)   # schema quirks handled (stated in the report)
+
+    @property
+    def trace_start(self) -> Optional[int]:
+        return _edge(self, min)
+
+    @property
+    def trace_end(self) -> Optional[int]:
+        return _edge(self, max)
+
+
+def _edge(m: TraceModel, fn) -> Optional[int]:
+    vals = []
+    for part in (m.kernels, m.api):
+        if part is not None and len(part):
+            vals.append(int(part.start.min()) if fn is min else int(part.end.max()))
+    for ops in (m.memcpy, m.memset, m.sync, m.graph_trace):
+        if ops is not None and len(ops):
+            vals.append(int(ops["start"].min()) if fn is min else int(ops["end"].max()))
+    if m.nvtx is not None and len(m.nvtx):
+        vals.append(int(m.nvtx.start.min()) if fn is min else int(m.nvtx.end.max()))
+    return fn(vals) if vals else None

@@ -1,0 +1,251 @@
+"""All SQL the tool runs lives here. Each fetcher selects columns by name (never ``SELECT *``),
+substitutes a sentinel for columns an export version lacks, and returns numpy arrays.
+
+Sentinel: ``-1`` stands for NULL or "column absent" in integer columns.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import InputError
+from .schema import Schema
+
+CHUNK = 262_144
+NULL = -1
+
+Columns = Dict[str, np.ndarray]
+
+
+class ReadError(InputError):
+    """SQLite failed while reading rows (corrupt or truncated file)."""
+
+
+def _expr(schema: Schema, table: str, col: str, default: str = str(NULL)) -> str:
+    if schema.has(table, col):
+        return f'COALESCE("{col}", {default})'
+    return default
+
+
+def _fetch_ints(conn: sqlite3.Connection, sql: str, names: Sequence[str], params: Tuple = ()) -> Columns:
+    """Run ``sql`` (integer-only select list) and return one int64 array per column."""
+    ncol = len(names)
+    parts: List[np.ndarray] = []
+    try:
+        cur = conn.execute(sql, params)
+        while True:
+            rows = cur.fetchmany(CHUNK)
+            if not rows:
+                break
+            parts.append(np.array(rows, dtype=np.int64).reshape(len(rows), ncol))
+    except sqlite3.DatabaseError as exc:
+        raise ReadError(f"SQLite error while reading the trace: {exc} (file corrupt or truncated?)") from None
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise ReadError(f"unexpected non-integer value in an integer column: {exc}") from None
+    arr = np.concatenate(parts) if parts else np.empty((0, ncol), dtype=np.int64)
+    return {n: np.ascontiguousarray(arr[:, i]) for i, n in enumerate(names)}
+
+
+def _query(conn: sqlite3.Connection, sql: str, params: Tuple = ()) -> List[tuple]:
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise ReadError(f"SQLite error while reading the trace: {exc} (file corrupt or truncated?)") from None
+
+
+def _select(conn: sqlite3.Connection, schema: Schema, table: str, cols: Dict[str, str],
+            where: str = "") -> Columns:
+    """``cols`` maps output name → source column; absent columns read as ``NULL`` (-1)."""
+    exprs = [_expr(schema, table, src) for src in cols.values()]
+    sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
+    return _fetch_ints(conn, sql, list(cols.keys()))
+
+
+# --------------------------------------------------------------------------- strings
+
+
+def fetch_strings(conn: sqlite3.Connection, schema: Schema) -> Dict[int, str]:
+    """The whole ``StringIds`` table as a dict (ids are unique, values deduplicated by nsys)."""
+    if not (schema.has("StringIds", "id") and schema.has("StringIds", "value")):
+        return {}
+    return {int(i): ("" if v is None else str(v)) for i, v in _query(conn, "SELECT id, value FROM StringIds")}
+
+
+# --------------------------------------------------------------------------- GPU activity
+
+KERNEL_COLS = {
+    "start": "start", "end": "end", "device": "deviceId", "context": "contextId", "stream": "streamId",
+    "corr": "correlationId", "gpid": "globalPid", "demangled": "demangledName", "short": "shortName",
+    "graph_node": "graphNodeId", "graph_id": "graphId",
+}
+MEMCPY_COLS = {
+    "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
+    "gpid": "globalPid", "bytes": "bytes", "copy_kind": "copyKind", "src_kind": "srcKind",
+    "dst_kind": "dstKind", "graph_node": "graphNodeId",
+}
+MEMSET_COLS = {
+    "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
+    "gpid": "globalPid", "bytes": "bytes", "mem_kind": "memKind", "graph_node": "graphNodeId",
+}
+SYNC_COLS = {
+    "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
+    "gpid": "globalPid", "sync_type": "syncType",
+}
+GRAPH_TRACE_COLS = {
+    "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
+    "gpid": "globalPid", "graph_id": "graphId", "graph_exec_id": "graphExecId",
+}
+RUNTIME_COLS = {
+    "start": "start", "end": "end", "gtid": "globalTid", "corr": "correlationId", "name_id": "nameId",
+    "event_class": "eventClass", "return_value": "returnValue",
+}
+OSRT_COLS = {"start": "start", "end": "end", "gtid": "globalTid", "name_id": "nameId"}
+
+
+def fetch_table(conn: sqlite3.Connection, schema: Schema, table: Optional[str],
+                cols: Dict[str, str]) -> Optional[Columns]:
+    """Fetch ``cols`` of ``table``; ``None`` when the table does not exist or lacks start/end."""
+    if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
+        return None
+    return _select(conn, schema, table, cols)
+
+
+# --------------------------------------------------------------------------- NVTX
+
+
+@dataclass
+class NvtxRows:
+    """Raw NVTX range rows plus domain-name rows; ``text`` is resolved (inline text or registered)."""
+
+    cols: Columns
+    text: List[Optional[str]]
+    domains: List[Tuple[int, int, str]]  # (globalTid, domainId, name)
+
+
+NVTX_RANGE_TYPES = (59, 60, 70, 71)
+
+
+def fetch_nvtx(conn: sqlite3.Connection, schema: Schema) -> Optional[NvtxRows]:
+    t = "NVTX_EVENTS"
+    if not (schema.has(t, "start") and schema.has(t, "eventType")):
+        return None
+    text_expr = "NULL"
+    join = ""
+    if schema.has(t, "text") and schema.has(t, "textId") and schema.has("StringIds", "value"):
+        text_expr = "COALESCE(n.text, s.value)"
+        join = " LEFT JOIN StringIds s ON s.id = n.textId"
+    elif schema.has(t, "text"):
+        text_expr = "n.text"
+    elif schema.has(t, "textId") and schema.has("StringIds", "value"):
+        text_expr = "s.value"
+        join = " LEFT JOIN StringIds s ON s.id = n.textId"
+
+    def e(col: str) -> str:
+        return f'COALESCE(n."{col}", {NULL})' if schema.has(t, col) else str(NULL)
+
+    has_end = "(n.\"end\" IS NOT NULL)" if schema.has(t, "end") else "0"
+    types = ",".join(str(x) for x in NVTX_RANGE_TYPES)
+    sql = (
+        f"SELECT n.start, {e('end')}, {has_end}, n.eventType, {e('globalTid')}, {e('endGlobalTid')}, "
+        f"{e('domainId')}, {text_expr} FROM NVTX_EVENTS n{join} WHERE n.eventType IN ({types})"
+    )
+    names = ["start", "end", "has_end", "event_type", "gtid", "end_gtid", "domain"]
+    parts: List[np.ndarray] = []
+    text: List[Optional[str]] = []
+    try:
+        cur = conn.execute(sql)
+        while True:
+            rows = cur.fetchmany(CHUNK)
+            if not rows:
+                break
+            parts.append(np.array([r[:7] for r in rows], dtype=np.int64).reshape(len(rows), 7))
+            text.extend(r[7] for r in rows)
+    except sqlite3.DatabaseError as exc:
+        raise ReadError(f"SQLite error while reading NVTX_EVENTS: {exc}") from None
+    arr = np.concatenate(parts) if parts else np.empty((0, 7), dtype=np.int64)
+    cols = {n: np.ascontiguousarray(arr[:, i]) for i, n in enumerate(names)}
+    domains: List[Tuple[int, int, str]] = []
+    if schema.has(t, "domainId"):
+        dsql = (
+            f"SELECT {e('globalTid')}, n.domainId, {text_expr} FROM NVTX_EVENTS n{join} "
+            "WHERE n.eventType = 75"
+        )
+        for g, d, name in _query(conn, dsql):
+            if d is not None and name is not None:
+                domains.append((int(g), int(d), str(name)))
+    return NvtxRows(cols=cols, text=text, domains=domains)
+
+
+# --------------------------------------------------------------------------- target / session info
+
+
+def fetch_rows(conn: sqlite3.Connection, schema: Schema, table: str,
+               wanted: Sequence[str]) -> List[Dict[str, object]]:
+    """Small info tables: return dict rows of the ``wanted`` columns that exist."""
+    cols = [c for c in wanted if schema.has(table, c)]
+    if not cols:
+        return []
+    sql = f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{table}"'
+    return [dict(zip(cols, r)) for r in _query(conn, sql)]
+
+
+GPU_INFO_COLS = (
+    "id", "name", "chipName", "busLocation", "uuid", "totalMemory", "memoryBandwidth", "clockRate",
+    "smCount", "computeMajor", "computeMinor",
+)
+
+
+def fetch_gpus(conn: sqlite3.Connection, schema: Schema) -> List[Dict[str, object]]:
+    return fetch_rows(conn, schema, "TARGET_INFO_GPU", GPU_INFO_COLS)
+
+
+def fetch_processes(conn: sqlite3.Connection, schema: Schema) -> List[Dict[str, object]]:
+    return fetch_rows(conn, schema, "PROCESSES", ("globalPid", "pid", "name"))
+
+
+def fetch_thread_names(conn: sqlite3.Connection, schema: Schema) -> List[Dict[str, object]]:
+    return fetch_rows(conn, schema, "ThreadNames", ("globalTid", "nameId"))
+
+
+def fetch_cuda_device_map(conn: sqlite3.Connection, schema: Schema) -> List[Dict[str, object]]:
+    return fetch_rows(conn, schema, "TARGET_INFO_CUDA_DEVICE", ("gpuId", "cudaId", "pid"))
+
+
+def fetch_session(conn: sqlite3.Connection, schema: Schema) -> Dict[str, object]:
+    out: Dict[str, object] = {}
+    rows = fetch_rows(conn, schema, "TARGET_INFO_SESSION_START_TIME", ("utcEpochNs", "utcTime"))
+    if rows:
+        out.update(rows[0])
+    rows = fetch_rows(conn, schema, "ANALYSIS_DETAILS", ("duration",))
+    if rows:
+        out["analysis_duration_ns"] = rows[0].get("duration")
+    return out
+
+
+def fetch_enum(conn: sqlite3.Connection, schema: Schema, table: str) -> Dict[int, str]:
+    """An ``ENUM_*`` table as id → label (empty when absent or empty: callers keep fallbacks)."""
+    if not schema.has(table, "id"):
+        return {}
+    label = "label" if schema.has(table, "label") else ("name" if schema.has(table, "name") else None)
+    if label is None:
+        return {}
+    return {int(i): str(v) for i, v in _query(conn, f'SELECT id, "{label}" FROM "{table}"') if v is not None}
+
+
+def count_rows(conn: sqlite3.Connection, schema: Schema, table: str) -> int:
+    if table not in schema.tables:
+        return 0
+    return int(_query(conn, f'SELECT count(*) FROM "{table}"')[0][0])
+
+
+def group_by_name_floor(conn: sqlite3.Connection, schema: Schema) -> int:
+    """One ``GROUP BY`` pass over the kernel table (benchmark floor); returns the number of groups."""
+    t = schema.kernel_table
+    if t is None:
+        return 0
+    rows = _query(conn, f'SELECT demangledName, count(*), sum("end" - start) FROM "{t}" GROUP BY 1')
+    return len(rows)

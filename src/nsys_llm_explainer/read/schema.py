@@ -1,0 +1,110 @@
+"""Probe which tables and columns an export has, and read its metadata.
+
+Nsight Systems exports differ by version (renamed tables, inserted columns, lazily created tables);
+every other part of the reader asks :class:`Schema` instead of assuming.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from ..errors import InputError
+
+#: Tables whose presence identifies an Nsight Systems export.
+NSYS_MARKER_TABLES = (
+    "StringIds",
+    "EXPORT_META_DATA",
+    "META_DATA_EXPORT",
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "NVTX_EVENTS",
+    "TARGET_INFO_SESSION_START_TIME",
+)
+
+KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
+
+
+@dataclass
+class Schema:
+    """Tables → column names (in table order), plus export metadata as a multimap."""
+
+    tables: Dict[str, List[str]]
+    meta: Dict[str, List[str]] = field(default_factory=dict)
+    meta_table: Optional[str] = None
+
+    def has(self, table: str, column: Optional[str] = None) -> bool:
+        cols = self.tables.get(table)
+        if cols is None:
+            return False
+        return column is None or column in cols
+
+    def columns(self, table: str) -> List[str]:
+        return self.tables.get(table, [])
+
+    def first_table(self, names: Tuple[str, ...]) -> Optional[str]:
+        for n in names:
+            if n in self.tables:
+                return n
+        return None
+
+    def meta_value(self, *keys: str) -> Optional[str]:
+        for k in keys:
+            vals = self.meta.get(k)
+            if vals:
+                return vals[0]
+        return None
+
+    @property
+    def product_version(self) -> Optional[str]:
+        return self.meta_value("EXPORT_PRODUCT_VERSION")
+
+    @property
+    def schema_version(self) -> Optional[str]:
+        return self.meta_value("EXPORT_SCHEMA_VERSION")
+
+    @property
+    def kernel_table(self) -> Optional[str]:
+        return self.first_table(KERNEL_TABLES)
+
+
+def probe(conn: sqlite3.Connection, path_label: str = "trace") -> Schema:
+    """Read table/column lists and metadata; raise :class:`InputError` if this is not an nsys export."""
+    try:
+        names = [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        ]
+        tables: Dict[str, List[str]] = {}
+        for name in names:
+            cols = conn.execute("SELECT name FROM pragma_table_info(?)", (name,)).fetchall()
+            tables[name] = [c[0] for c in cols]
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path_label} is corrupt or truncated ({exc})") from None
+    if not any(t in tables for t in NSYS_MARKER_TABLES):
+        if not tables:
+            raise InputError(f"{path_label} is an empty SQLite database, not an Nsight Systems export")
+        raise InputError(
+            f"{path_label} is an SQLite database but not an Nsight Systems export "
+            f"(none of {', '.join(NSYS_MARKER_TABLES[:3])} ... found)"
+        )
+    schema = Schema(tables=tables)
+    for mt in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if schema.has(mt, "name") and schema.has(mt, "value"):
+            schema.meta_table = mt
+            try:
+                rows = conn.execute(f'SELECT name, value FROM "{mt}"').fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise InputError(f"{path_label} is corrupt or truncated ({exc})") from None
+            for k, v in rows:
+                schema.meta.setdefault(str(k), []).append("" if v is None else str(v))
+            break
+    if schema.has("META_DATA_CAPTURE", "name") and schema.has("META_DATA_CAPTURE", "value"):
+        try:
+            rows = conn.execute("SELECT name, value FROM META_DATA_CAPTURE").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"{path_label} is corrupt or truncated ({exc})") from None
+        for k, v in rows:
+            schema.meta.setdefault("capture:" + str(k), []).append("" if v is None else str(v))
+    return schema

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from . import __version__
 from .analyses.cuda_api import CudaApiResult, analyze_cuda_api
@@ -31,6 +31,10 @@ class Options:
     nvtx_coverage_warn_threshold: float = 0.7
     nvtx_kernel_map: bool = True
     include_memcpy_in_busy: bool = False
+    categories_file: Optional[str] = None
+    step_marker: Optional[str] = None
+    window: Optional[Tuple[int, int]] = None
+    window_nvtx: Optional[str] = None
 
 
 @dataclass

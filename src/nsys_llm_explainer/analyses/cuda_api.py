@@ -45,13 +45,19 @@ def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
         return CudaApiResult(False, "CUDA API table is empty")
     dur = api.end - api.start
     bidx, bnames = base_index(api)
+    uniq_b: Dict[str, int] = {b: i for i, b in enumerate(bnames)}
+    bidx_of_name = [uniq_b[b] for b in api.base_names]
     total = int(dur.sum())
     res = CudaApiResult(True, None, total_ns=total, call_count=len(api))
     gs = group_stats({"name": bidx, "event_class": api.event_class}, dur)
     raw_by_group: Dict[tuple, set] = {}
-    pairs = np.unique(np.stack([bidx, api.event_class, api.name_idx.astype(np.int64)], axis=1), axis=0)
-    for b, ec, ni in pairs.tolist():
-        raw_by_group.setdefault((b, ec), set()).add(api.names[ni])
+    # distinct (base, class, raw name) triples without a per-row loop
+    ec = api.event_class.astype(np.int64)
+    key = (api.name_idx.astype(np.int64) << 8) | (ec & 0xFF)
+    for k in np.unique(key).tolist():
+        ni, e = k >> 8, k & 0xFF
+        e = -1 if e == 0xFF else e
+        raw_by_group.setdefault((int(bidx_of_name[ni]), e), set()).add(api.names[ni])
     for i in gs.order_by_total().tolist():
         b = int(gs.keys["name"][i])
         ec = int(gs.keys["event_class"][i])

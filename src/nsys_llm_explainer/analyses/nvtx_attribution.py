@@ -68,10 +68,14 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree],
     linked = li >= 0
     res = AttributionResult(True, None, total_kernel_ns=total, linked_kernel_ns=int(dur[linked].sum()))
     # innermost range per distinct launch call, then per kernel
-    calls = np.unique(li[linked])
+    present = np.zeros(len(api), bool)
+    present[li[linked]] = True
+    calls = np.nonzero(present)[0]           # distinct launch calls (graph launches map to many kernels)
     call_node = innermost_enclosing(tree, api.gtid[calls], api.start[calls], api.end[calls])
+    lut = np.full(len(api), -1, np.int64)
+    lut[calls] = call_node
     node = np.full(len(k), -1, np.int64)
-    node[linked] = call_node[np.searchsorted(calls, li[linked])]
+    node[linked] = lut[li[linked]]
     res.kernel_node = node
     att = node >= 0
     res.attributed_ns = int(dur[att].sum())

@@ -9,7 +9,7 @@ rounded half up to an integer. ``p50_exact`` keeps the unrounded median.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -55,6 +55,41 @@ def percentile_sorted(values: np.ndarray, starts: np.ndarray, counts: np.ndarray
     return vlo + (vhi - vlo) * frac
 
 
+def combine_keys(cols: List[np.ndarray]):
+    """One non-negative int64 key per row whose order equals the lexicographic order of ``cols``,
+    plus a decoder (per column: (offset, distinct values or None, width)); decoder is None when the
+    key had to be re-factorized (very wide keys)."""
+    key = np.zeros(cols[0].shape[0], np.int64)
+    span = 1
+    dec: Optional[list] = []
+    for c in cols:
+        c = np.asarray(c, dtype=np.int64)
+        lo, hi = (int(c.min()), int(c.max())) if c.shape[0] else (0, 0)
+        if hi - lo < (1 << 24):
+            code, width, u = c - lo, hi - lo + 1, None
+        else:
+            u, code = np.unique(c, return_inverse=True)
+            code, width = code.reshape(-1).astype(np.int64), int(u.shape[0])
+        if span * width >= (1 << 62):  # too wide: re-factorize what we have so far
+            uu, key = np.unique(key, return_inverse=True)
+            key, span = key.reshape(-1).astype(np.int64), int(uu.shape[0])
+            dec = None
+        key = key * width + code
+        span *= width
+        if dec is not None:
+            dec.append((lo, u, width))
+    return key, dec
+
+
+def _decode(key: np.ndarray, dec: list) -> List[np.ndarray]:
+    out = []
+    for lo, u, width in reversed(dec):
+        code = key % width
+        key = key // width
+        out.append(u[code] if u is not None else code + lo)
+    return out[::-1]
+
+
 def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
     """Statistics of ``dur`` grouped by the combination of ``keys`` (all int arrays of equal length)."""
     names = list(keys.keys())
@@ -64,22 +99,36 @@ def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
         return GroupStats({k: empty for k in names}, empty, empty, empty, empty, empty, empty, empty, empty,
                           np.empty(0, np.float64))
     cols = [np.asarray(keys[k], dtype=np.int64) for k in names]
-    # sort by keys, then by duration (lexsort: last key is primary)
-    order = np.lexsort([dur] + cols[::-1])
-    sd = dur[order]
-    sk = [c[order] for c in cols]
-    change = np.zeros(n, bool)
+    key, dec = combine_keys(cols)
+    dur = np.asarray(dur, dtype=np.int64)
+    dmin, dmax = int(dur.min()), int(dur.max())
+    bits = max(int(dmax - dmin).bit_length(), 1)
+    kmax = int(key.max())
+    order = None
+    if dec is not None and kmax < (1 << max(62 - bits, 0)):
+        sp = np.sort((key << bits) | (dur - dmin))   # sort by (key, duration) with one int64 sort
+        sk = sp >> bits
+        sd = (sp & ((1 << bits) - 1)) + dmin
+        del sp
+    else:
+        order = np.lexsort((dur, key))
+        sd = dur[order]
+        sk = key[order]
+    change = np.empty(n, bool)
     change[0] = True
-    for c in sk:
-        change[1:] |= c[1:] != c[:-1]
+    change[1:] = sk[1:] != sk[:-1]
     starts = np.nonzero(change)[0]
     counts = np.diff(np.append(starts, n))
     total = np.add.reduceat(sd, starts)
     mn = sd[starts]
     mx = sd[starts + counts - 1]
     p50 = percentile_sorted(sd, starts, counts, 50)
+    if order is None:
+        key_cols = _decode(sk[starts], dec)
+    else:
+        key_cols = [c[order[starts]] for c in cols]
     return GroupStats(
-        keys={k: c[starts] for k, c in zip(names, sk)},
+        keys=dict(zip(names, key_cols)),
         count=counts.astype(np.int64), total=total.astype(np.int64), min=mn, max=mx,
         avg=round_half_up(total / counts),
         p50=round_half_up(p50), p90=round_half_up(percentile_sorted(sd, starts, counts, 90)),

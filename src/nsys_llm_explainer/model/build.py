@@ -25,6 +25,20 @@ def missing_name(string_id: int) -> str:
     return f"[missing StringId {string_id}]"
 
 
+def distinct_small(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, inverse) for non-negative int ids — O(n) with a lookup table when the
+    id range is small (StringIds ids are), else ``np.unique``."""
+    if ids.shape[0] and int(ids.min()) >= 0 and int(ids.max()) < 50_000_000:
+        present = np.zeros(int(ids.max()) + 1, bool)
+        present[ids] = True
+        uniq = np.nonzero(present)[0]
+        lut = np.zeros(present.shape[0], np.int64)
+        lut[uniq] = np.arange(uniq.shape[0])
+        return uniq, lut[ids]
+    uniq, inv = np.unique(ids, return_inverse=True)
+    return uniq, inv.reshape(-1)
+
+
 def intern_ids(ids: np.ndarray, strings: Dict[int, str],
                fallback: Optional[np.ndarray] = None) -> Tuple[np.ndarray, List[str]]:
     """Map StringIds ids to (row → index into names, names); rows whose id is not in StringIds use
@@ -32,30 +46,39 @@ def intern_ids(ids: np.ndarray, strings: Dict[int, str],
     n = ids.shape[0]
     if n == 0:
         return np.empty(0, np.int32), []
-    if fallback is None:
-        fallback = np.full(n, -1, np.int64)
-    key = (ids.astype(np.int64) << 32) | (fallback.astype(np.int64) & 0xFFFFFFFF)
-    uniq, inv = np.unique(key, return_inverse=True)
+    ids = ids.astype(np.int64)
+    uniq, inv = distinct_small(ids)
     names: List[str] = []
     index: Dict[str, int] = {}
     map_arr = np.empty(uniq.shape[0], np.int32)
-    for i, k in enumerate(uniq.tolist()):
-        primary = k >> 32
-        fb = k & 0xFFFFFFFF
-        if fb == 0xFFFFFFFF:
-            fb = -1
+    missing = []
+    for i, primary in enumerate(uniq.tolist()):
         if primary in strings:
             s = strings[primary]
-        elif fb >= 0 and fb in strings:
-            s = strings[fb]
+            j = index.get(s)
+            if j is None:
+                j = index[s] = len(names)
+                names.append(s)
+            map_arr[i] = j
         else:
-            s = missing_name(primary)
-        j = index.get(s)
-        if j is None:
-            j = index[s] = len(names)
-            names.append(s)
-        map_arr[i] = j
-    return map_arr[inv.reshape(-1)], names
+            map_arr[i] = -1
+            missing.append(i)
+    out = map_arr[inv]
+    if missing:
+        rows = np.nonzero(out < 0)[0]
+        fb = fallback[rows] if fallback is not None else np.full(rows.shape[0], -1, np.int64)
+        key = np.stack([ids[rows], fb.astype(np.int64)], axis=1)
+        pairs, pinv = np.unique(key, axis=0, return_inverse=True)
+        pmap = np.empty(pairs.shape[0], np.int32)
+        for j, (prim, f) in enumerate(pairs.tolist()):
+            s = strings[f] if f >= 0 and f in strings else missing_name(prim)
+            k = index.get(s)
+            if k is None:
+                k = index[s] = len(names)
+                names.append(s)
+            pmap[j] = k
+        out[rows] = pmap[pinv.reshape(-1)]
+    return out, names
 
 
 def intern_strings(values: Sequence[Optional[str]], placeholder: str = "[unnamed]") -> Tuple[np.ndarray, List[str]]:
@@ -66,7 +89,8 @@ def intern_strings(values: Sequence[Optional[str]], placeholder: str = "[unnamed
 
 
 def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-    order = np.lexsort((cols["end"], cols["start"]))
+    """Order rows by start (ties keep export order, so results are deterministic)."""
+    order = np.argsort(cols["start"], kind="stable")
     return {k: v[order] for k, v in cols.items()}
 
 
@@ -132,7 +156,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
 
     # ---- CUDA API calls
     api: Optional[ApiCalls] = None
-    rt = F.fetch_table(conn, schema, "CUPTI_ACTIVITY_KIND_RUNTIME", F.RUNTIME_COLS)
+    rt = F.fetch_runtime(conn, schema)
     if rt is not None:
         rt = _sorted(rt)
         name_idx, names = intern_ids(rt["name_id"], strings)
@@ -153,7 +177,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
     ktable = schema.kernel_table
     if ktable == "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL":
         notes.append("Kernels read from CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (old table name).")
-    kc = F.fetch_table(conn, schema, ktable, F.KERNEL_COLS)
+    kc = F.fetch_kernels(conn, schema, ktable)
     if kc is not None:
         if ktable and not schema.has(ktable, "globalPid"):
             if default_pid is not None:
@@ -166,6 +190,12 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
             notes.append("greenContextId column present (2023.x+ layout); columns selected by name.")
         kc = _sorted(kc)
         pid = _fill_pid(kc, default_pid)
+        if "short" not in kc:
+            missing_ids = [int(x) for x in distinct_small(kc["demangled"])[0].tolist() if int(x) not in strings]
+            short_map = F.fetch_short_for(conn, schema, ktable, missing_ids) if ktable else {}
+            kc["short"] = np.full(kc["demangled"].shape[0], -1, np.int64)
+            for did, sid in short_map.items():
+                kc["short"][kc["demangled"] == did] = sid
         name_idx, names = intern_ids(kc["demangled"], strings, kc["short"])
         missing = [n for n in names if n.startswith("[missing StringId")]
         if missing:

@@ -47,7 +47,10 @@ def _fetch_ints(conn: sqlite3.Connection, sql: str, names: Sequence[str], params
     except (OverflowError, TypeError, ValueError) as exc:
         raise ReadError(f"unexpected non-integer value in an integer column: {exc}") from None
     arr = np.concatenate(parts) if parts else np.empty((0, ncol), dtype=np.int64)
-    return {n: np.ascontiguousarray(arr[:, i]) for i, n in enumerate(names)}
+    del parts
+    cols_t = np.ascontiguousarray(arr.T)
+    del arr
+    return {n: cols_t[i] for i, n in enumerate(names)}
 
 
 def _query(conn: sqlite3.Connection, sql: str, params: Tuple = ()) -> List[tuple]:
@@ -104,6 +107,84 @@ RUNTIME_COLS = {
     "event_class": "eventClass", "return_value": "returnValue",
 }
 OSRT_COLS = {"start": "start", "end": "end", "gtid": "globalTid", "name_id": "nameId"}
+
+
+def fetch_kernels(conn: sqlite3.Connection, schema: Schema, table: Optional[str]) -> Optional[Columns]:
+    """Kernel rows: start, end, device, stream, corr, gpid, demangled, short, graph_node.
+
+    Fast path (what big traces need): one min/max pass proves the small columns fit, then each row is
+    fetched as four packed integers (Python object creation dominates fetch cost) and unpacked in numpy.
+    ``short`` is then only resolved for demangled ids missing from StringIds (see :func:`fetch_short_for`).
+    """
+    if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
+        return None
+    need = ("deviceId", "streamId", "correlationId", "globalPid", "demangledName")
+    if not all(schema.has(table, c) for c in need):
+        return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")})
+    has_gn = schema.has(table, "graphNodeId")
+    n_graph = _query(conn, f'SELECT count(*) FROM (SELECT 1 FROM "{table}" WHERE graphNodeId IS NOT NULL LIMIT 1)')[0][0] \
+        if has_gn else 0
+    # rows whose small columns do not fit the packing come back as -1 and trigger the generic path
+    ok = ("deviceId BETWEEN 0 AND 127 AND streamId BETWEEN 0 AND 16777215 AND correlationId BETWEEN 0 AND 4294967295 "
+          "AND globalPid IS NOT NULL AND demangledName BETWEEN 0 AND 2147483647")
+    cols = ["start", "end", f"CASE WHEN {ok} THEN (deviceId << 56) | (streamId << 32) | correlationId ELSE -1 END",
+            "(((globalPid >> 24) & 16777215) << 32) | demangledName"]
+    names = ["start", "end", "p1", "p2"]
+    if n_graph:
+        cols.append("COALESCE(graphNodeId, -1)")
+        names.append("graph_node")
+    c = _fetch_ints(conn, f'SELECT {", ".join(cols)} FROM "{table}"', names)
+    p1v, p2v = c.pop("p1"), c.pop("p2")
+    if p1v.shape[0] == 0 or (p1v < 0).any():
+        return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")})
+    c["device"] = (p1v >> 56).astype(np.int32)
+    c["stream"] = ((p1v >> 32) & 0xFFFFFF).astype(np.int32)
+    c["corr"] = p1v & 0xFFFFFFFF
+    pid = p2v >> 32
+    # keep the globalPid layout the model expects (VM id 1 is irrelevant to PID decoding)
+    c["gpid"] = pid << 24
+    c["demangled"] = p2v & 0xFFFFFFFF
+    if "graph_node" not in c:
+        c["graph_node"] = np.full(c["start"].shape[0], NULL, np.int64)
+    return c
+
+
+def fetch_short_for(conn: sqlite3.Connection, schema: Schema, table: str, demangled_ids: List[int]) -> Dict[int, int]:
+    """shortName id for kernels whose demangledName id is in ``demangled_ids`` (first seen wins)."""
+    if not demangled_ids or not schema.has(table, "shortName"):
+        return {}
+    out: Dict[int, int] = {}
+    for i in range(0, len(demangled_ids), 500):
+        chunk = demangled_ids[i:i + 500]
+        q = (f'SELECT demangledName, min(shortName) FROM "{table}" WHERE demangledName IN '
+             f'({",".join("?" * len(chunk))}) GROUP BY demangledName')
+        try:
+            rows = conn.execute(q, tuple(chunk)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise ReadError(f"SQLite error while reading the trace: {exc}") from None
+        out.update({int(a): int(b) for a, b in rows if b is not None})
+    return out
+
+
+def fetch_runtime(conn: sqlite3.Connection, schema: Schema) -> Optional[Columns]:
+    """CUDA API rows: start, end, gtid, corr, name_id, event_class (packed fast path as for kernels)."""
+    t = "CUPTI_ACTIVITY_KIND_RUNTIME"
+    if not schema.has(t, "start") or not schema.has(t, "end"):
+        return None
+    cols = {k: v for k, v in RUNTIME_COLS.items() if k != "return_value"}
+    if not all(schema.has(t, c) for c in ("globalTid", "correlationId", "nameId", "eventClass")):
+        return _select(conn, schema, t, cols)
+    ok = ("correlationId BETWEEN 0 AND 4294967295 AND nameId BETWEEN 0 AND 16777215 AND eventClass BETWEEN 0 AND 127 "
+          "AND globalTid IS NOT NULL")
+    c = _fetch_ints(conn, f'SELECT start, "end", globalTid, CASE WHEN {ok} THEN (eventClass << 56) | (nameId << 32) '
+                          f'| correlationId ELSE -1 END FROM "{t}"', ["start", "end", "gtid", "p"])
+    if c["p"].shape[0] == 0 or (c["p"] < 0).any():
+        return _select(conn, schema, t, cols)
+    p = c.pop("p")
+    c["event_class"] = (p >> 56).astype(np.int32)
+    c["name_id"] = (p >> 32) & 0xFFFFFF
+    c["corr"] = p & 0xFFFFFFFF
+    return c
 
 
 def fetch_table(conn: sqlite3.Connection, schema: Schema, table: Optional[str],

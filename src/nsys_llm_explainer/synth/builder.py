@@ -9,7 +9,6 @@ exports are not time-ordered.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -112,7 +111,12 @@ def _kernel_cols(flv: int) -> List[Col]:
         ("mangledName", "INTEGER", False, "REFERENCES StringIds(id) -- Raw C++ mangled kernel function name"),
         ("launchType", "INTEGER", False, f"REFERENCES {launch_enum}(id)"),
         ("cacheConfig", "INTEGER", False, "REFERENCES ENUM_CUDA_FUNC_CACHE_CONFIG(id)"),
-        ("registersPerThread", "INTEGER", True, "Number of registers required for each thread executing the kernel."),
+        (
+            "registersPerThread",
+            "INTEGER",
+            True,
+            "Number of registers required for each thread executing the kernel.",
+        ),
         ("gridX", "INTEGER", True, "X-dimension grid size."),
         ("gridY", "INTEGER", True, "Y-dimension grid size."),
         ("gridZ", "INTEGER", True, "Z-dimension grid size."),
@@ -141,7 +145,12 @@ def _kernel_cols(flv: int) -> List[Col]:
             ("maxPotentialClusterSize", "INTEGER", False, "Maximum potential cluster size."),
             ("maxActiveClusters", "INTEGER", False, "Maximum active clusters."),
             ("sharedMemoryRequestedPercentage", "INTEGER", False, "Shared memory requested percentage."),
-            ("tensorSizeMinusOneElements", "TEXT", True, "TMA descriptor tensor size minus one elements array."),
+            (
+                "tensorSizeMinusOneElements",
+                "TEXT",
+                True,
+                "TMA descriptor tensor size minus one elements array.",
+            ),
         ]
     return cols
 
@@ -163,7 +172,9 @@ def _memcpy_cols(flv: int) -> List[Col]:
         ("virtualAddress", "INTEGER", False, "Virtual base address of the page/s being transferred."),
     ]
     if flv >= 4:
-        cols.append(("copyCount", "INTEGER", False, "The total number of memcopy operations traced in this record."))
+        cols.append(
+            ("copyCount", "INTEGER", False, "The total number of memcopy operations traced in this record.")
+        )
     return cols
 
 
@@ -179,21 +190,29 @@ def _memset_cols(flv: int) -> List[Col]:
 
 
 def _sync_cols(flv: int) -> List[Col]:
-    cols = _gpu_head(
-        flv, "Correlation ID of the synchronization API to which this result is associated."
-    )
+    cols = _gpu_head(flv, "Correlation ID of the synchronization API to which this result is associated.")
     if flv >= 4:
         cols.append(
-            ("deprecatedSyncType", "INTEGER", False, "Deprecated, use syncType instead. For older report, "
-             "REFERENCES ENUM_CUPTI_SYNC_TYPE(id)")
+            (
+                "deprecatedSyncType",
+                "INTEGER",
+                False,
+                "Deprecated, use syncType instead. For older report, REFERENCES ENUM_CUPTI_SYNC_TYPE(id)",
+            )
         )
     cols += [
         ("syncType", "INTEGER", True, "REFERENCES ENUM_CUPTI_SYNC_TYPE(id)"),
         ("eventId", "INTEGER", True, "Event ID for which the synchronization API is called."),
     ]
     if flv >= 4:
-        cols.append(("eventSyncId", "INTEGER", False, "CUDA Event Sync ID to link the synchronization API to "
-                     "associated event record API."))
+        cols.append(
+            (
+                "eventSyncId",
+                "INTEGER",
+                False,
+                "CUDA Event Sync ID to link the synchronization API to associated event record API.",
+            )
+        )
     return cols
 
 
@@ -312,7 +331,9 @@ def _session_cols(flv: int) -> List[Col]:
         ("localTime", "TEXT", False, "Start of the capture in local time of target."),
     ]
     if flv >= 4:
-        cols.append(("systemClockNs", "INTEGER", False, "Target system clock timestamp at start of the capture (ns)."))
+        cols.append(
+            ("systemClockNs", "INTEGER", False, "Target system clock timestamp at start of the capture (ns).")
+        )
     return cols
 
 
@@ -342,7 +363,12 @@ _GPU_INFO_COLS: List[Col] = [
     ("maxShmemPerBlock", "INTEGER", False, "Maximum optin shared memory per block."),
     ("maxShmemPerBlockOptin", "INTEGER", False, "Maximum optin shared memory per block."),
     ("maxShmemPerSm", "INTEGER", False, "Maximum shared memory available per multiprocessor (B)."),
-    ("maxRegistersPerSm", "INTEGER", False, "Maximum number of 32-bit registers available per multiprocessor."),
+    (
+        "maxRegistersPerSm",
+        "INTEGER",
+        False,
+        "Maximum number of 32-bit registers available per multiprocessor.",
+    ),
     ("threadsPerWarp", "INTEGER", False, "Warp size in threads."),
     ("asyncEngines", "INTEGER", False, "Number of asynchronous engines."),
     ("maxWarpsPerSm", "INTEGER", False, "Maximum number of warps per multiprocessor."),
@@ -448,22 +474,63 @@ _ENUMS: Dict[str, List[Tuple[int, str, str]]] = {
 
 # logical table key -> default values for NOT NULL / usual columns
 _KERNEL_DEFAULTS: Dict[str, Any] = {
-    "contextId": 1, "greenContextId": 0, "launchType": 1, "cacheConfig": 1, "registersPerThread": 32,
-    "gridX": 1, "gridY": 1, "gridZ": 1, "blockX": 128, "blockY": 1, "blockZ": 1,
-    "staticSharedMemory": 0, "dynamicSharedMemory": 0, "localMemoryPerThread": 0, "localMemoryTotal": 0,
-    "sharedMemoryExecuted": 0, "sharedMemoryLimitConfig": 0, "clusterX": 0, "clusterY": 0, "clusterZ": 0,
-    "clusterSchedulingPolicy": 0, "maxPotentialClusterSize": 1, "maxActiveClusters": 0,
+    "contextId": 1,
+    "greenContextId": 0,
+    "launchType": 1,
+    "cacheConfig": 1,
+    "registersPerThread": 32,
+    "gridX": 1,
+    "gridY": 1,
+    "gridZ": 1,
+    "blockX": 128,
+    "blockY": 1,
+    "blockZ": 1,
+    "staticSharedMemory": 0,
+    "dynamicSharedMemory": 0,
+    "localMemoryPerThread": 0,
+    "localMemoryTotal": 0,
+    "sharedMemoryExecuted": 0,
+    "sharedMemoryLimitConfig": 0,
+    "clusterX": 0,
+    "clusterY": 0,
+    "clusterZ": 0,
+    "clusterSchedulingPolicy": 0,
+    "maxPotentialClusterSize": 1,
+    "maxActiveClusters": 0,
     "tensorSizeMinusOneElements": "[]",
 }
 
 _H100_DEFAULTS: Dict[str, Any] = {
-    "isDiscrete": 1, "l2CacheSize": 52428800, "clockRate": 1980000000, "pwGpuId": 0, "luid": 0,
-    "chipName": "GH100", "revision": 161, "nodeMask": 0, "constantMemory": 65536, "maxIPC": 4,
-    "maxRegistersPerBlock": 65536, "maxShmemPerBlock": 49152, "maxShmemPerBlockOptin": 232448,
-    "maxShmemPerSm": 233472, "maxRegistersPerSm": 65536, "threadsPerWarp": 32, "asyncEngines": 3,
-    "maxWarpsPerSm": 64, "maxBlocksPerSm": 32, "maxThreadsPerBlock": 1024, "maxBlockDimX": 1024,
-    "maxBlockDimY": 1024, "maxBlockDimZ": 64, "maxGridDimX": 2147483647, "maxGridDimY": 65535,
-    "maxGridDimZ": 65535, "computeMajor": 9, "computeMinor": 0, "smMajor": 9, "smMinor": 0,
+    "isDiscrete": 1,
+    "l2CacheSize": 52428800,
+    "clockRate": 1980000000,
+    "pwGpuId": 0,
+    "luid": 0,
+    "chipName": "GH100",
+    "revision": 161,
+    "nodeMask": 0,
+    "constantMemory": 65536,
+    "maxIPC": 4,
+    "maxRegistersPerBlock": 65536,
+    "maxShmemPerBlock": 49152,
+    "maxShmemPerBlockOptin": 232448,
+    "maxShmemPerSm": 233472,
+    "maxRegistersPerSm": 65536,
+    "threadsPerWarp": 32,
+    "asyncEngines": 3,
+    "maxWarpsPerSm": 64,
+    "maxBlocksPerSm": 32,
+    "maxThreadsPerBlock": 1024,
+    "maxBlockDimX": 1024,
+    "maxBlockDimY": 1024,
+    "maxBlockDimZ": 64,
+    "maxGridDimX": 2147483647,
+    "maxGridDimY": 65535,
+    "maxGridDimZ": 65535,
+    "computeMajor": 9,
+    "computeMinor": 0,
+    "smMajor": 9,
+    "smMinor": 0,
 }
 
 _CHUNK = 200_000
@@ -518,8 +585,19 @@ class TraceBuilder:
         self._next_string = 0
         self.string("[Unknown]")
         self._rows: Dict[str, List[Dict[str, Any]]] = {
-            k: [] for k in ("kernel", "runtime", "memcpy", "memset", "sync", "graph_trace",
-                            "graph_events", "graph_node_events", "nvtx", "osrt")
+            k: []
+            for k in (
+                "kernel",
+                "runtime",
+                "memcpy",
+                "memset",
+                "sync",
+                "graph_trace",
+                "graph_events",
+                "graph_node_events",
+                "nvtx",
+                "osrt",
+            )
         }
         self._bulk_kernels: List[Dict[str, np.ndarray]] = []
         self._bulk_runtime: List[Dict[str, np.ndarray]] = []
@@ -564,9 +642,15 @@ class TraceBuilder:
         """Add a TARGET_INFO_GPU row (other columns default to H100-like values)."""
         row = dict(_H100_DEFAULTS)
         row.update(
-            vmId=VM_GLOBAL, id=id, name=name, smCount=sm_count, memoryBandwidth=memory_bandwidth,
-            busLocation=bus or f"0000:{0x18 + 0x10 * id:02x}:00.0", totalMemory=total_memory,
-            uuid=f"GPU-{id:08x}-5e1f-4c1a-9d2b-{id:012x}", cuDevice=id,
+            vmId=VM_GLOBAL,
+            id=id,
+            name=name,
+            smCount=sm_count,
+            memoryBandwidth=memory_bandwidth,
+            busLocation=bus or f"0000:{0x18 + 0x10 * id:02x}:00.0",
+            totalMemory=total_memory,
+            uuid=f"GPU-{id:08x}-5e1f-4c1a-9d2b-{id:012x}",
+            cuDevice=id,
         )
         row.update(extra)
         self._gpus[id] = row
@@ -638,16 +722,32 @@ class TraceBuilder:
             dn = self.string(name)
             sn = self.string(short_name if short_name is not None else short_kernel_name(name))
         self._grid_id += 1
-        self._rows["kernel"].append({
-            "start": int(start), "end": int(end), "deviceId": device, "contextId": context,
-            "streamId": stream, "correlationId": corr, "globalPid": global_pid(pid),
-            "demangledName": dn, "shortName": sn,
-            "mangledName": self.string(mangled_name) if mangled_name else None,
-            "registersPerThread": registers, "gridX": grid[0], "gridY": grid[1], "gridZ": grid[2],
-            "blockX": block[0], "blockY": block[1], "blockZ": block[2], "gridId": self._grid_id,
-            "staticSharedMemory": static_shared, "dynamicSharedMemory": dynamic_shared,
-            "graphNodeId": graph_node_id, "graphId": graph_id,
-        })
+        self._rows["kernel"].append(
+            {
+                "start": int(start),
+                "end": int(end),
+                "deviceId": device,
+                "contextId": context,
+                "streamId": stream,
+                "correlationId": corr,
+                "globalPid": global_pid(pid),
+                "demangledName": dn,
+                "shortName": sn,
+                "mangledName": self.string(mangled_name) if mangled_name else None,
+                "registersPerThread": registers,
+                "gridX": grid[0],
+                "gridY": grid[1],
+                "gridZ": grid[2],
+                "blockX": block[0],
+                "blockY": block[1],
+                "blockZ": block[2],
+                "gridId": self._grid_id,
+                "staticSharedMemory": static_shared,
+                "dynamicSharedMemory": dynamic_shared,
+                "graphNodeId": graph_node_id,
+                "graphId": graph_id,
+            }
+        )
         return corr
 
     def runtime(
@@ -663,10 +763,17 @@ class TraceBuilder:
     ) -> int:
         """Add a CUDA runtime (event_class 0) or driver (1) API row; return its correlation id."""
         corr = self._corr(_pid_of(tid_g), corr)
-        self._rows["runtime"].append({
-            "start": int(start), "end": int(end), "eventClass": event_class, "globalTid": tid_g,
-            "correlationId": corr, "nameId": self.string(name), "returnValue": return_value,
-        })
+        self._rows["runtime"].append(
+            {
+                "start": int(start),
+                "end": int(end),
+                "eventClass": event_class,
+                "globalTid": tid_g,
+                "correlationId": corr,
+                "nameId": self.string(name),
+                "returnValue": return_value,
+            }
+        )
         return corr
 
     @staticmethod
@@ -721,19 +828,37 @@ class TraceBuilder:
         if node_mode:
             for i, (ks, ke, kname) in enumerate(kernels):
                 node = nodes[i] if i < len(nodes) else None
-                self.kernel(ks, ke, pid=pid, device=device, stream=stream, name=kname, corr=corr,
-                            graph_node_id=node, graph_id=graph_id)
+                self.kernel(
+                    ks,
+                    ke,
+                    pid=pid,
+                    device=device,
+                    stream=stream,
+                    name=kname,
+                    corr=corr,
+                    graph_node_id=node,
+                    graph_id=graph_id,
+                )
         elif self._flv >= 3 and kernels:
-            self._rows["graph_trace"].append({
-                "start": int(min(k[0] for k in kernels)), "end": int(max(k[1] for k in kernels)),
-                "deviceId": device, "contextId": 1, "greenContextId": 0, "streamId": stream,
-                "correlationId": corr, "globalPid": global_pid(pid), "graphId": graph_id,
-                "graphExecId": graph_exec_id,
-            })
+            self._rows["graph_trace"].append(
+                {
+                    "start": int(min(k[0] for k in kernels)),
+                    "end": int(max(k[1] for k in kernels)),
+                    "deviceId": device,
+                    "contextId": 1,
+                    "greenContextId": 0,
+                    "streamId": stream,
+                    "correlationId": corr,
+                    "globalPid": global_pid(pid),
+                    "graphId": graph_id,
+                    "graphExecId": graph_exec_id,
+                }
+            )
         return corr
 
-    def _create_graph(self, pid: int, g: int, before: int, graph_id: int, exec_id: int,
-                      names: Sequence[str]) -> None:
+    def _create_graph(
+        self, pid: int, g: int, before: int, graph_id: int, exec_id: int, names: Sequence[str]
+    ) -> None:
         """Capture-time node rows + instantiation rows, placed just before the first launch."""
         n = len(names)
         t = max(0, int(before) - 2000 * (n + 2))
@@ -744,28 +869,73 @@ class TraceBuilder:
         for _ in names:
             orig = self._next_node_id
             self._next_node_id += 1
-            node_rows.append({"start": t, "end": t + 800, "eventClass": 77, "globalTid": g, "nameId": cap,
-                              "graphNodeId": orig, "originalGraphNodeId": None})
+            node_rows.append(
+                {
+                    "start": t,
+                    "end": t + 800,
+                    "eventClass": 77,
+                    "globalTid": g,
+                    "nameId": cap,
+                    "graphNodeId": orig,
+                    "originalGraphNodeId": None,
+                }
+            )
             t += 1000
-        for i in range(n):
+        for _ in range(n):
             node = self._next_node_id
             self._next_node_id += 1
-            node_rows.append({"start": t, "end": t + 500, "eventClass": 77, "globalTid": g, "nameId": inst,
-                              "graphNodeId": node, "originalGraphNodeId": node - n})
+            node_rows.append(
+                {
+                    "start": t,
+                    "end": t + 500,
+                    "eventClass": 77,
+                    "globalTid": g,
+                    "nameId": inst,
+                    "graphNodeId": node,
+                    "originalGraphNodeId": node - n,
+                }
+            )
             exec_nodes.append(node)
         t += 500
         if self._flv >= 3:
             ge = self._rows["graph_events"]
-            ge.append({"start": t, "end": t + 300, "eventClass": 95, "globalTid": g,
-                       "nameId": self.string("cudaStreamEndCapture_v10000"), "graphId": graph_id,
-                       "originalGraphId": None, "graphExecId": None})
-            ge.append({"start": t + 400, "end": t + 900, "eventClass": 94, "globalTid": g, "nameId": inst,
-                       "graphId": graph_id, "originalGraphId": None, "graphExecId": exec_id})
+            ge.append(
+                {
+                    "start": t,
+                    "end": t + 300,
+                    "eventClass": 95,
+                    "globalTid": g,
+                    "nameId": self.string("cudaStreamEndCapture_v10000"),
+                    "graphId": graph_id,
+                    "originalGraphId": None,
+                    "graphExecId": None,
+                }
+            )
+            ge.append(
+                {
+                    "start": t + 400,
+                    "end": t + 900,
+                    "eventClass": 94,
+                    "globalTid": g,
+                    "nameId": inst,
+                    "graphId": graph_id,
+                    "originalGraphId": None,
+                    "graphExecId": exec_id,
+                }
+            )
         self._graph_nodes[(pid, exec_id)] = exec_nodes
 
     def _gpu_row(self, start: int, end: int, pid: int, device: int, stream: int, corr: int) -> Dict[str, Any]:
-        return {"start": int(start), "end": int(end), "deviceId": device, "contextId": 1, "greenContextId": 0,
-                "streamId": stream, "correlationId": corr, "globalPid": global_pid(pid)}
+        return {
+            "start": int(start),
+            "end": int(end),
+            "deviceId": device,
+            "contextId": 1,
+            "greenContextId": 0,
+            "streamId": stream,
+            "correlationId": corr,
+            "globalPid": global_pid(pid),
+        }
 
     def memcpy(
         self,
@@ -841,11 +1011,19 @@ class TraceBuilder:
         category: Optional[int] = None,
     ) -> None:
         """Push/pop range (eventType 59); ``registered`` stores the text via StringIds/textId."""
-        self._rows["nvtx"].append({
-            "start": int(start), "end": None if end is None else int(end), "eventType": 59,
-            "text": None if registered else text, "textId": self.string(text) if registered else None,
-            "globalTid": tid_g, "domainId": domain_id, "color": color, "category": category,
-        })
+        self._rows["nvtx"].append(
+            {
+                "start": int(start),
+                "end": None if end is None else int(end),
+                "eventType": 59,
+                "text": None if registered else text,
+                "textId": self.string(text) if registered else None,
+                "globalTid": tid_g,
+                "domainId": domain_id,
+                "color": color,
+                "category": category,
+            }
+        )
 
     def nvtx_start_end(
         self,
@@ -862,51 +1040,118 @@ class TraceBuilder:
         if range_id is None:
             self._range_id += 1
             range_id = self._range_id
-        self._rows["nvtx"].append({
-            "start": int(start), "end": None if end is None else int(end), "eventType": 60,
-            "rangeId": range_id, "text": text, "globalTid": tid_g,
-            "endGlobalTid": end_tid_g if end_tid_g != tid_g else None, "domainId": domain_id,
-        })
+        self._rows["nvtx"].append(
+            {
+                "start": int(start),
+                "end": None if end is None else int(end),
+                "eventType": 60,
+                "rangeId": range_id,
+                "text": text,
+                "globalTid": tid_g,
+                "endGlobalTid": end_tid_g if end_tid_g != tid_g else None,
+                "domainId": domain_id,
+            }
+        )
         return range_id
 
     def nvtx_mark(self, ts: int, text: str, *, tid_g: int, domain_id: int = 0) -> None:
         """NVTX mark (eventType 34, end NULL)."""
-        self._rows["nvtx"].append({"start": int(ts), "end": None, "eventType": 34, "text": text,
-                                   "globalTid": tid_g, "domainId": domain_id})
+        self._rows["nvtx"].append(
+            {
+                "start": int(ts),
+                "end": None,
+                "eventType": 34,
+                "text": text,
+                "globalTid": tid_g,
+                "domainId": domain_id,
+            }
+        )
 
     def nvtx_domain(self, domain_id: int, name: str, *, tid_g: int, ts: int = 0) -> None:
         """Domain creation row (eventType 75; domain ids are per process)."""
-        self._rows["nvtx"].append({"start": int(ts), "end": None, "eventType": 75, "text": name,
-                                   "globalTid": tid_g, "domainId": domain_id})
+        self._rows["nvtx"].append(
+            {
+                "start": int(ts),
+                "end": None,
+                "eventType": 75,
+                "text": name,
+                "globalTid": tid_g,
+                "domainId": domain_id,
+            }
+        )
 
-    def osrt(self, start: int, end: int, *, tid_g: int, name: str = "pthread_cond_wait",
-             return_value: int = 0) -> None:
+    def osrt(
+        self, start: int, end: int, *, tid_g: int, name: str = "pthread_cond_wait", return_value: int = 0
+    ) -> None:
         """OS runtime API row (eventClass 27)."""
-        self._rows["osrt"].append({"start": int(start), "end": int(end), "eventClass": 27, "globalTid": tid_g,
-                                   "nameId": self.string(name), "returnValue": return_value,
-                                   "nestingLevel": 0, "callchainId": 0})
+        self._rows["osrt"].append(
+            {
+                "start": int(start),
+                "end": int(end),
+                "eventClass": 27,
+                "globalTid": tid_g,
+                "nameId": self.string(name),
+                "returnValue": return_value,
+                "nestingLevel": 0,
+                "callchainId": 0,
+            }
+        )
 
     # ----------------------------------------------------------------- bulk
-    def add_kernels_bulk(self, start: np.ndarray, end: np.ndarray, device: Any, stream: Any, corr: np.ndarray,
-                         global_pid: Any, name_id: Any, short_id: Any) -> None:  # noqa: A002
+    def add_kernels_bulk(
+        self,
+        start: np.ndarray,
+        end: np.ndarray,
+        device: Any,
+        stream: Any,
+        corr: np.ndarray,
+        global_pid: Any,
+        name_id: Any,
+        short_id: Any,
+    ) -> None:  # noqa: A002
         """Queue many kernel rows given as arrays (scalars broadcast); written in shuffled chunks."""
         n = len(start)
-        cols = {"start": start, "end": end, "deviceId": device, "streamId": stream, "correlationId": corr,
-                "globalPid": global_pid, "demangledName": name_id, "shortName": short_id}
-        self._bulk_kernels.append({k: np.broadcast_to(np.asarray(v, dtype=np.int64), (n,)) for k, v in cols.items()})
+        cols = {
+            "start": start,
+            "end": end,
+            "deviceId": device,
+            "streamId": stream,
+            "correlationId": corr,
+            "globalPid": global_pid,
+            "demangledName": name_id,
+            "shortName": short_id,
+        }
+        self._bulk_kernels.append(
+            {k: np.broadcast_to(np.asarray(v, dtype=np.int64), (n,)) for k, v in cols.items()}
+        )
         for gp in np.unique(np.asarray(global_pid)):
             p = _pid_of(int(gp))
             self._processes.setdefault(p, "python3")
             if len(corr):
                 self._next_corr[p] = max(self._next_corr.get(p, 1), int(np.max(corr)) + 1)
 
-    def add_runtime_bulk(self, start: np.ndarray, end: np.ndarray, global_tid: Any, corr: np.ndarray,
-                         name_id: Any, event_class: Any) -> None:  # noqa: A002
+    def add_runtime_bulk(
+        self,
+        start: np.ndarray,
+        end: np.ndarray,
+        global_tid: Any,
+        corr: np.ndarray,
+        name_id: Any,
+        event_class: Any,
+    ) -> None:  # noqa: A002
         """Queue many CUDA API rows given as arrays (scalars broadcast)."""
         n = len(start)
-        cols = {"start": start, "end": end, "globalTid": global_tid, "correlationId": corr, "nameId": name_id,
-                "eventClass": event_class}
-        self._bulk_runtime.append({k: np.broadcast_to(np.asarray(v, dtype=np.int64), (n,)) for k, v in cols.items()})
+        cols = {
+            "start": start,
+            "end": end,
+            "globalTid": global_tid,
+            "correlationId": corr,
+            "nameId": name_id,
+            "eventClass": event_class,
+        }
+        self._bulk_runtime.append(
+            {k: np.broadcast_to(np.asarray(v, dtype=np.int64), (n,)) for k, v in cols.items()}
+        )
 
     # ----------------------------------------------------------------- schema per flavor
     def _export_meta_table(self) -> str:
@@ -926,9 +1171,12 @@ class TraceBuilder:
         if f >= 3:
             t["graph_trace"] = ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", _graph_trace_cols(f))
             t["graph_events"] = ("CUDA_GRAPH_EVENTS", list(_GRAPH_EVENT_COLS))
-            node_cols = [c if c[0] != "graphNodeId" else
-                         ("graphNodeId", "INTEGER", True, "REFERENCES CUDA_GRAPH_NODE_EVENTS(graphNodeId)")
-                         for c in _GRAPH_NODE_EVENT_COLS]
+            node_cols = [
+                c
+                if c[0] != "graphNodeId"
+                else ("graphNodeId", "INTEGER", True, "REFERENCES CUDA_GRAPH_NODE_EVENTS(graphNodeId)")
+                for c in _GRAPH_NODE_EVENT_COLS
+            ]
             t["graph_node_events"] = ("CUDA_GRAPH_NODE_EVENTS", node_cols)
         else:
             t["graph_node_events"] = ("CUDA_GRAPH_EVENTS", list(_GRAPH_NODE_EVENT_COLS))
@@ -980,13 +1228,17 @@ class TraceBuilder:
             con.close()
         return path
 
-    def _create(self, con: sqlite3.Connection, table: str, cols: Sequence[Col], pk: Optional[str] = None) -> List[str]:
+    def _create(
+        self, con: sqlite3.Connection, table: str, cols: Sequence[Col], pk: Optional[str] = None
+    ) -> List[str]:
         drop = self._dropped.get(table, set())
         kept = [c for c in cols if c[0] not in drop]
         con.execute(_ddl(table, kept, pk))
         return [c[0] for c in kept]
 
-    def _insert(self, con: sqlite3.Connection, table: str, names: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    def _insert(
+        self, con: sqlite3.Connection, table: str, names: Sequence[str], rows: Iterable[Sequence[Any]]
+    ) -> None:
         q = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
         con.executemany(q, rows)
 
@@ -999,24 +1251,39 @@ class TraceBuilder:
         meta_table = self._export_meta_table()
         major, minor, micro = schema.split(".")
         export_rows: List[Tuple[str, str]] = [
-            ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"), ("EXPORT_PRODUCT_VERSION", product),
-            ("EXPORT_PRODUCT_DATE", self.flavor), ("EXPORT_SCHEMA_VERSION", schema),
-            ("EXPORT_SCHEMA_VERSION_MAJOR", major), ("EXPORT_SCHEMA_VERSION_MINOR", minor),
-            ("EXPORT_SCHEMA_VERSION_MICRO", micro), ("EXPORT_SCHEMA_VERSION_CKSUM", cksum),
-            ("EXPORT_PLATFORM", "linux-desktop"), ("EXPORT_ARCH", "x64"),
-            ("EXPORT_TIME_UTC", "2025-01-01T12:30:00"), ("EXPORT_HOST", "synth"), ("EXPORT_USER", ""),
+            ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
+            ("EXPORT_PRODUCT_VERSION", product),
+            ("EXPORT_PRODUCT_DATE", self.flavor),
+            ("EXPORT_SCHEMA_VERSION", schema),
+            ("EXPORT_SCHEMA_VERSION_MAJOR", major),
+            ("EXPORT_SCHEMA_VERSION_MINOR", minor),
+            ("EXPORT_SCHEMA_VERSION_MICRO", micro),
+            ("EXPORT_SCHEMA_VERSION_CKSUM", cksum),
+            ("EXPORT_PLATFORM", "linux-desktop"),
+            ("EXPORT_ARCH", "x64"),
+            ("EXPORT_TIME_UTC", "2025-01-01T12:30:00"),
+            ("EXPORT_HOST", "synth"),
+            ("EXPORT_USER", ""),
         ]
         if f <= 1:
-            export_rows += [("EXPORT_INPUT_FILE", "report1.nsys-rep"), ("EXPORT_OUTUPT_FILE", "report1.sqlite"),
-                            ("EXPORT_OVERWRITE", "true"), ("EXPORT_LAZY", "true" if self.lazy else "false")]
+            export_rows += [
+                ("EXPORT_INPUT_FILE", "report1.nsys-rep"),
+                ("EXPORT_OUTUPT_FILE", "report1.sqlite"),
+                ("EXPORT_OVERWRITE", "true"),
+                ("EXPORT_LAZY", "true" if self.lazy else "false"),
+            ]
         else:
             out_key = "EXPORT_PARAM_OUTPUT_FILE" if f >= 4 else "EXPORT_PARAM_OUTUPT_FILE"
             export_rows += [
-                ("EXPORT_PARAM_EXPORT_TYPE", "SQLite"), ("EXPORT_PARAM_INPUT_FILE", "report1.nsys-rep"),
-                (out_key, "report1.sqlite"), ("EXPORT_PARAM_OVERWRITE", "true"),
+                ("EXPORT_PARAM_EXPORT_TYPE", "SQLite"),
+                ("EXPORT_PARAM_INPUT_FILE", "report1.nsys-rep"),
+                (out_key, "report1.sqlite"),
+                ("EXPORT_PARAM_OVERWRITE", "true"),
                 ("EXPORT_PARAM_LAZY", "true" if self.lazy else "false"),
-                ("EXPORT_PARAM_TIME_NORMALIZE", "false"), ("EXPORT_PARAM_TIME_SHIFT", "0"),
-                ("EXPORT_PARAM_TABLES_TO_EXPORT", ""), ("EXPORT_PARAM_TIMES_TO_EXPORT", ""),
+                ("EXPORT_PARAM_TIME_NORMALIZE", "false"),
+                ("EXPORT_PARAM_TIME_SHIFT", "0"),
+                ("EXPORT_PARAM_TABLES_TO_EXPORT", ""),
+                ("EXPORT_PARAM_TIMES_TO_EXPORT", ""),
                 ("EXPORT_CONFIG_TIME_SHIFT", "0"),
             ]
         user_export = {k: v for t, k, v in self._meta if t == meta_table}
@@ -1026,13 +1293,21 @@ class TraceBuilder:
         if f >= 2:
             user_cap = [(k, v) for t, k, v in self._meta if t == "META_DATA_CAPTURE"]
             user_keys = {k for k, _ in user_cap}
-            cap: List[Tuple[str, str]] = [("CAPTURE_EVENT_TYPE", "Cuda"), ("CAPTURE_EVENT_TYPE", "NvtxEvents")]
+            cap: List[Tuple[str, str]] = [
+                ("CAPTURE_EVENT_TYPE", "Cuda"),
+                ("CAPTURE_EVENT_TYPE", "NvtxEvents"),
+            ]
             if self._rows["osrt"]:
                 cap.append(("CAPTURE_EVENT_TYPE", "OSRuntime"))
-            cap += [("CUDA_SKIP_SOME_API_CALLS", "true"), ("CUDA_TRACE_SCOPE", "ProcessTree"),
-                    ("PROCESS_0:COMMAND", "python3"), ("PROCESS_0:ARGUMENT_0", "-m"),
-                    ("PROCESS_0:ARGUMENT_1", "vllm.entrypoints.openai.api_server"),
-                    ("START_DELAY_MS", "0"), ("RUN_DURATION_MS", str(max(0, (hi - lo) // 1_000_000)))]
+            cap += [
+                ("CUDA_SKIP_SOME_API_CALLS", "true"),
+                ("CUDA_TRACE_SCOPE", "ProcessTree"),
+                ("PROCESS_0:COMMAND", "python3"),
+                ("PROCESS_0:ARGUMENT_0", "-m"),
+                ("PROCESS_0:ARGUMENT_1", "vllm.entrypoints.openai.api_server"),
+                ("START_DELAY_MS", "0"),
+                ("RUN_DURATION_MS", str(max(0, (hi - lo) // 1_000_000))),
+            ]
             if f >= 4:
                 cap.append(("CUDA_GRAPH_TRACE_OPTIONS:MODE", "Node"))
             cap = [kv for kv in cap if kv[0] not in user_keys or kv[0] == "CAPTURE_EVENT_TYPE"] + user_cap
@@ -1073,7 +1348,7 @@ class TraceBuilder:
                 order = self._order(len(rows), salt)
                 data = [tuple(rows[i].get(c, defaults.get(c)) for c in names) for i in order]
                 for i in range(0, len(data), _CHUNK):
-                    self._insert(con, tname, names, data[i:i + _CHUNK])
+                    self._insert(con, tname, names, data[i : i + _CHUNK])
             if bulk:
                 self._write_bulk(con, tname, names, bulk, defaults, salt)
 
@@ -1100,14 +1375,20 @@ class TraceBuilder:
         self._insert(con, "StringIds", names, self._string_list)
         gpus = dict(self._gpus)
         if self.auto_gpu:
-            devs = {r["deviceId"] for k in ("kernel", "memcpy", "memset", "sync", "graph_trace") for r in self._rows[k]}
+            devs = {
+                r["deviceId"]
+                for k in ("kernel", "memcpy", "memset", "sync", "graph_trace")
+                for r in self._rows[k]
+            }
             for b in self._bulk_kernels:
                 devs.update(int(d) for d in np.unique(b["deviceId"]))
             for d in sorted(devs - set(gpus)):
                 self.gpu(d)
                 gpus[d] = self._gpus[d]
         names = self._create(con, "TARGET_INFO_GPU", _GPU_INFO_COLS)
-        self._insert(con, "TARGET_INFO_GPU", names, [tuple(g.get(c) for c in names) for _, g in sorted(gpus.items())])
+        self._insert(
+            con, "TARGET_INFO_GPU", names, [tuple(g.get(c) for c in names) for _, g in sorted(gpus.items())]
+        )
         streams = set()
         for k in ("kernel", "memcpy", "memset"):
             for r in self._rows[k]:
@@ -1118,11 +1399,22 @@ class TraceBuilder:
                 streams.add((_pid_of(gp), 1, st))
         if streams or not self.lazy:
             names = self._create(con, "TARGET_INFO_CUDA_STREAM", _STREAM_COLS)
-            self._insert(con, "TARGET_INFO_CUDA_STREAM", names,
-                         [(s, 0, VM_ID, p, c, 0, 3 if s == 7 else 2) for p, c, s in sorted(streams)])
+            self._insert(
+                con,
+                "TARGET_INFO_CUDA_STREAM",
+                names,
+                [(s, 0, VM_ID, p, c, 0, 3 if s == 7 else 2) for p, c, s in sorted(streams)],
+            )
 
-    def _write_bulk(self, con: sqlite3.Connection, tname: str, names: Sequence[str],
-                    groups: List[Dict[str, np.ndarray]], defaults: Dict[str, Any], salt: int) -> None:
+    def _write_bulk(
+        self,
+        con: sqlite3.Connection,
+        tname: str,
+        names: Sequence[str],
+        groups: List[Dict[str, np.ndarray]],
+        defaults: Dict[str, Any],
+        salt: int,
+    ) -> None:
         """Insert array groups chunk by chunk (chunks in shuffled order); constants go inline in SQL."""
         varying = [c for c in names if c in groups[0]]
         if "gridId" in names:
@@ -1132,8 +1424,10 @@ class TraceBuilder:
         for c in consts:
             v = defaults.get(c)
             lits.append("NULL" if v is None else (repr(v) if isinstance(v, str) else str(int(v))))
-        q = (f"INSERT INTO {tname} ({', '.join(varying + consts)}) VALUES "
-             f"({', '.join(['?'] * len(varying) + lits)})")
+        q = (
+            f"INSERT INTO {tname} ({', '.join(varying + consts)}) VALUES "
+            f"({', '.join(['?'] * len(varying) + lits)})"
+        )
         chunks: List[Tuple[int, int, int]] = []
         for gi, g in enumerate(groups):
             n = len(g["start"])

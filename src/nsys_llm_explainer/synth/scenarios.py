@@ -18,63 +18,107 @@ __all__ = ["SCENARIOS", "build_scenario", "CAUSES", "K"]
 US = 1_000
 MS = 1_000_000
 
-CAUSES = ("launch_overhead", "sync_stall", "capture_window", "dominant_kernel", "memcpy", "nccl_wait",
-          "allocation", "host_gap", "graph_trace_mode", "none")
+CAUSES = (
+    "launch_overhead",
+    "sync_stall",
+    "capture_window",
+    "dominant_kernel",
+    "memcpy",
+    "nccl_wait",
+    "allocation",
+    "host_gap",
+    "graph_trace_mode",
+    "none",
+)
 
 
 class K:
     """Realistic kernel names (H100 / vLLM flavoured)."""
 
-    GEMM_QKV = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
-                "execute_segment_k_off_kernel__5x_cublas")
+    GEMM_QKV = (
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+        "execute_segment_k_off_kernel__5x_cublas"
+    )
     GEMM_O = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
-    GEMM_UP = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_"
-               "execute_segment_k_off_kernel__5x_cublas")
+    GEMM_UP = (
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_"
+        "execute_segment_k_off_kernel__5x_cublas"
+    )
     GEMM_DOWN = "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"
     GEMM_AMPERE = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"
     LM_HEAD = "nvjet_tst_256x128_64x4_2x1_v_bz_coopA_NNT"
-    FLASH = ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
-             "cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, false, true, "
-             "false, false, true, true, false, false>(Flash_fwd_params)")
-    FLASH_SPLITKV = ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, "
-                     "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t>>, "
-                     "true, false, false, false, true, true, false, false>(Flash_fwd_params)")
-    PAGED_ATTN = ("void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, "
-                  "(vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, "
-                  "const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, int, float, "
-                  "const int*, const int*, int, const float*, int, int, int, const float*, const float*)")
-    RMS_NORM = "void vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, const c10::BFloat16*, " \
-               "const c10::BFloat16*, float, int, int)"
-    FUSED_ADD_RMS = ("void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*, "
-                     "const c10::BFloat16*, float, int, int)")
-    ACT_MUL = ("void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>"
-               "(c10::BFloat16*, const c10::BFloat16*, int)")
-    ROTARY = ("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(const long*, c10::BFloat16*, "
-              "c10::BFloat16*, const c10::BFloat16*, int, long, long, int, int, int)")
-    RESHAPE_CACHE = ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, "
-                     "(vllm::Fp8KVCacheDataType)0>(const __nv_bfloat16*, const __nv_bfloat16*, "
-                     "__nv_bfloat16*, __nv_bfloat16*, const long*, long, long, long, long, int, int, int, "
-                     "const float*, const float*)")
+    FLASH = (
+        "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+        "cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, false, true, "
+        "false, false, true, true, false, false>(Flash_fwd_params)"
+    )
+    FLASH_SPLITKV = (
+        "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, "
+        "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t>>, "
+        "true, false, false, false, true, true, false, false>(Flash_fwd_params)"
+    )
+    PAGED_ATTN = (
+        "void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, "
+        "(vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, "
+        "const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, int, float, "
+        "const int*, const int*, int, const float*, int, int, int, const float*, const float*)"
+    )
+    RMS_NORM = (
+        "void vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, const c10::BFloat16*, "
+        "const c10::BFloat16*, float, int, int)"
+    )
+    FUSED_ADD_RMS = (
+        "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*, "
+        "const c10::BFloat16*, float, int, int)"
+    )
+    ACT_MUL = (
+        "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>"
+        "(c10::BFloat16*, const c10::BFloat16*, int)"
+    )
+    ROTARY = (
+        "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(const long*, c10::BFloat16*, "
+        "c10::BFloat16*, const c10::BFloat16*, int, long, long, int, int, int)"
+    )
+    RESHAPE_CACHE = (
+        "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, "
+        "(vllm::Fp8KVCacheDataType)0>(const __nv_bfloat16*, const __nv_bfloat16*, "
+        "__nv_bfloat16*, __nv_bfloat16*, const long*, long, long, long, long, int, int, int, "
+        "const float*, const float*)"
+    )
     NCCL_AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-    CUSTOM_AR = "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(vllm::RankData*, vllm::RankSignals, " \
-                "vllm::Signal*, __nv_bfloat16*, int, int)"
-    ELEMENTWISE = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, "
-                   "std::array<char*, 1ul>>(int, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul>)")
-    COPY = ("void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda"
-            "(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(float)#1}, "
-            "std::array<char*, 2ul>>(int, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)"
-            "::{lambda()#1}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>)")
+    CUSTOM_AR = (
+        "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(vllm::RankData*, vllm::RankSignals, "
+        "vllm::Signal*, __nv_bfloat16*, int, int)"
+    )
+    ELEMENTWISE = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, "
+        "std::array<char*, 1ul>>(int, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul>)"
+    )
+    COPY = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda"
+        "(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(float)#1}, "
+        "std::array<char*, 2ul>>(int, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)"
+        "::{lambda()#1}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>)"
+    )
     TRITON = "triton_poi_fused_add_mul_0"
-    SOFTMAX = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
-               "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, const float*, int)")
-    ARGMAX = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, "
-              "unsigned int, long, 4>>(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, "
-              "unsigned int, long, 4>)")
-    TOPK_SOFTMAX = "void vllm::moe::topk_softmax<8, 8, 4, 64>(const float*, const bool*, float*, int*, int*, " \
-                   "int, int, int, int)"
+    SOFTMAX = (
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+        "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, const float*, int)"
+    )
+    ARGMAX = (
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, "
+        "unsigned int, long, 4>>(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, "
+        "unsigned int, long, 4>)"
+    )
+    TOPK_SOFTMAX = (
+        "void vllm::moe::topk_softmax<8, 8, 4, 64>(const float*, const bool*, float*, int*, int*, "
+        "int, int, int, int)"
+    )
     FUSED_MOE = "fused_moe_kernel"
-    FP8_QUANT = ("void vllm::scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*, "
-                 "const c10::BFloat16*, const float*, long)")
+    FP8_QUANT = (
+        "void vllm::scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*, "
+        "const c10::BFloat16*, const float*, long)"
+    )
 
 
 # -------------------------------------------------------------------------------------------------
@@ -128,7 +172,9 @@ class _Sim:
     def uni(self, lo: float, hi: float) -> int:
         return int(self.rng.integers(int(lo), int(hi) + 1))
 
-    def record(self, key: Tuple[int, int], s: int, e: int, name: Optional[str] = None, kernel: bool = True) -> None:
+    def record(
+        self, key: Tuple[int, int], s: int, e: int, name: Optional[str] = None, kernel: bool = True
+    ) -> None:
         self.busy.setdefault(key, []).append((s, e))
         if kernel:
             self.kernel_ns[key] = self.kernel_ns.get(key, 0) + (e - s)
@@ -147,16 +193,33 @@ class _Sim:
             busy = sum(e - s for s, e in merged)
             first, last = merged[0][0], merged[-1][1]
             devices[f"{key[0]}:{key[1]}"] = {
-                "pid": key[0], "device": key[1], "kernel_count": self.kernel_n.get(key, 0),
-                "kernel_sum_ns": self.kernel_ns.get(key, 0), "busy_ns": busy, "first_start_ns": first,
-                "last_end_ns": last, "idle_ns": (last - first) - busy,
+                "pid": key[0],
+                "device": key[1],
+                "kernel_count": self.kernel_n.get(key, 0),
+                "kernel_sum_ns": self.kernel_ns.get(key, 0),
+                "busy_ns": busy,
+                "first_start_ns": first,
+                "last_end_ns": last,
+                "idle_ns": (last - first) - busy,
+                "memcpy_ns": 0,
+                "memset_ns": 0,
             }
+        for kind in ("memcpy", "memset"):
+            for r in self.b.rows(kind):
+                k = f"{(r['globalPid'] >> 24) & 0xFFFFFF}:{r['deviceId']}"
+                if k in devices:
+                    devices[k][f"{kind}_ns"] += r["end"] - r["start"]
         rows = self.b.rows
-        starts = [r["start"] for k in ("kernel", "runtime", "memcpy", "memset", "sync", "nvtx", "osrt", "graph_trace")
-                  for r in rows(k)]
-        ends = [r["end"] if r.get("end") is not None else r["start"]
-                for k in ("kernel", "runtime", "memcpy", "memset", "sync", "nvtx", "osrt", "graph_trace")
-                for r in rows(k)]
+        starts = [
+            r["start"]
+            for k in ("kernel", "runtime", "memcpy", "memset", "sync", "nvtx", "osrt", "graph_trace")
+            for r in rows(k)
+        ]
+        ends = [
+            r["end"] if r.get("end") is not None else r["start"]
+            for k in ("kernel", "runtime", "memcpy", "memset", "sync", "nvtx", "osrt", "graph_trace")
+            for r in rows(k)
+        ]
         idle_in: Dict[str, int] = {}
         for kind, wins in self.windows.items():
             tot = 0
@@ -172,7 +235,8 @@ class _Sim:
             "memcpy_count": len(rows("memcpy")),
             "sync_count": len(rows("sync")),
             "graph_trace_count": len(rows("graph_trace")),
-            "trace_start_ns": min(starts), "trace_end_ns": max(ends),
+            "trace_start_ns": min(starts),
+            "trace_end_ns": max(ends),
             "devices": devices,
             "gpu_busy_ns": sum(d["busy_ns"] for d in devices.values()),
             "gpu_idle_ns": sum(d["idle_ns"] for d in devices.values()),
@@ -186,8 +250,9 @@ class _Sim:
 class _Rank:
     """One worker process (one device, one main thread) issuing CUDA work in program order."""
 
-    def __init__(self, sim: _Sim, pid: int, device: int, *, stream: int = 7, nccl: bool = False,
-                 name: str = "python3") -> None:
+    def __init__(
+        self, sim: _Sim, pid: int, device: int, *, stream: int = 7, nccl: bool = False, name: str = "python3"
+    ) -> None:
         self.sim, self.b = sim, sim.b
         self.pid, self.tid, self.device, self.stream = pid, pid, device, stream
         self.b.process(pid, name)
@@ -222,17 +287,39 @@ class _Rank:
     def _gap(self) -> int:
         return self.sim.uni(600, 1500)
 
-    def launch(self, name: str, dur: int, *, stream: Optional[int] = None, api: str = "cudaLaunchKernel_v7000",
-               api_ns: Optional[int] = None, grid: Tuple[int, int, int] = (132, 1, 1),
-               block: Tuple[int, int, int] = (256, 1, 1), not_before: int = 0, scale: bool = True) -> Tuple[int, int]:
+    def launch(
+        self,
+        name: str,
+        dur: int,
+        *,
+        stream: Optional[int] = None,
+        api: str = "cudaLaunchKernel_v7000",
+        api_ns: Optional[int] = None,
+        grid: Tuple[int, int, int] = (132, 1, 1),
+        block: Tuple[int, int, int] = (256, 1, 1),
+        not_before: int = 0,
+        scale: bool = True,
+    ) -> Tuple[int, int]:
         st = self.stream if stream is None else stream
         a0 = self.cpu
         a1 = a0 + (self.sim.jit(self.api_ns, 0.1) if api_ns is None else api_ns)
         ks = max(a0 + self.sim.jit(self.lat_ns, 0.1), self.gpu.get(st, 0) + self._gap(), not_before)
         d = self.sim.jit(dur * (self.slow if scale else 1.0), 0.04)
         ke = ks + d
-        self.b.launch(a0, a1, ks, ke, pid=self.pid, tid=self.tid, device=self.device, stream=st, name=name,
-                      api=api, grid=grid, block=block)
+        self.b.launch(
+            a0,
+            a1,
+            ks,
+            ke,
+            pid=self.pid,
+            tid=self.tid,
+            device=self.device,
+            stream=st,
+            name=name,
+            api=api,
+            grid=grid,
+            block=block,
+        )
         self.gpu[st] = ke
         self.cpu = a1 + self.sim.jit(self.cpu_gap, 0.2)
         self.sim.record(self.key, ks, ke, name)
@@ -271,32 +358,57 @@ class _Rank:
         a0 = self.cpu
         a1 = max(a0 + 1500, when + self.sim.jit(2500, 0.2))
         corr = self.b.runtime(a0, a1, tid_g=self.gtid, name="cudaEventSynchronize_v3020")
-        self.b.sync(a0, a1, pid=self.pid, sync_type=1, device=self.device, stream=4294967295, corr=corr,
-                    event_id=eid)
+        self.b.sync(
+            a0, a1, pid=self.pid, sync_type=1, device=self.device, stream=4294967295, corr=corr, event_id=eid
+        )
         self.sim.window("sync", self.key, a0, a1)
         self.cpu = a1 + self.sim.jit(1000, 0.2)
         return a0, a1
 
-    def memcpy_async(self, nbytes: int, *, kind: int = 2, src: int = 2, dst: int = 1, gbps: float = 20.0) -> None:
+    def memcpy_async(
+        self, nbytes: int, *, kind: int = 2, src: int = 2, dst: int = 1, gbps: float = 20.0
+    ) -> None:
         a0 = self.cpu
         a1 = a0 + self.sim.jit(3500, 0.1)
         corr = self.b.runtime(a0, a1, tid_g=self.gtid, name="cudaMemcpyAsync_v3020")
         ks = max(a0 + self.sim.jit(3000, 0.1), self.gpu_done(self.stream) + self._gap())
         ke = ks + max(1200, int(nbytes / gbps))
-        self.b.memcpy(ks, ke, pid=self.pid, bytes=nbytes, copy_kind=kind, src_kind=src, dst_kind=dst,
-                      device=self.device, stream=self.stream, corr=corr)
+        self.b.memcpy(
+            ks,
+            ke,
+            pid=self.pid,
+            bytes=nbytes,
+            copy_kind=kind,
+            src_kind=src,
+            dst_kind=dst,
+            device=self.device,
+            stream=self.stream,
+            corr=corr,
+        )
         self.gpu[self.stream] = ke
         self.cpu = a1 + self.sim.jit(1000, 0.2)
 
-    def memcpy_sync(self, nbytes: int, *, kind: int = 1, src: int = 0, dst: int = 2, gbps: float = 6.0) -> Tuple[int, int]:
+    def memcpy_sync(
+        self, nbytes: int, *, kind: int = 1, src: int = 0, dst: int = 2, gbps: float = 6.0
+    ) -> Tuple[int, int]:
         """Blocking cudaMemcpy (pageable); returns the memcpy GPU interval."""
         a0 = self.cpu
         ks = max(a0 + self.sim.jit(9000, 0.1), self.gpu_done(self.stream) + self._gap())
         ke = ks + int(nbytes / gbps)
         a1 = ke + self.sim.jit(4000, 0.1)
         corr = self.b.runtime(a0, a1, tid_g=self.gtid, name="cudaMemcpy_v3020")
-        self.b.memcpy(ks, ke, pid=self.pid, bytes=nbytes, copy_kind=kind, src_kind=src, dst_kind=dst,
-                      device=self.device, stream=self.stream, corr=corr)
+        self.b.memcpy(
+            ks,
+            ke,
+            pid=self.pid,
+            bytes=nbytes,
+            copy_kind=kind,
+            src_kind=src,
+            dst_kind=dst,
+            device=self.device,
+            stream=self.stream,
+            corr=corr,
+        )
         self.gpu[self.stream] = ke
         self.sim.window("memcpy_call", self.key, a0, a1)
         self.cpu = a1 + self.sim.jit(1500, 0.2)
@@ -307,17 +419,40 @@ class _Rank:
 # model step building blocks
 # -------------------------------------------------------------------------------------------------
 # (name, duration ns at scale 1, grid) -- decode of a ~8B model, TP=2, batch 32 on H100
-_SEG1 = [(K.RMS_NORM, 2500, (32, 1, 1)), (K.GEMM_QKV, 14000, (132, 1, 1)), (K.ROTARY, 2200, (32, 1, 1)),
-         (K.RESHAPE_CACHE, 2400, (32, 1, 1)), (K.FLASH_SPLITKV, 18000, (4, 32, 8)), (K.GEMM_O, 8000, (66, 1, 1))]
-_SEG2 = [(K.FUSED_ADD_RMS, 2800, (32, 1, 1)), (K.GEMM_UP, 28000, (132, 1, 1)), (K.ACT_MUL, 3500, (32, 1, 1)),
-         (K.GEMM_DOWN, 16000, (132, 1, 1))]
-_PREFILL_SEG1 = [(K.RMS_NORM, 9000, (2048, 1, 1)), (K.GEMM_QKV, 210000, (132, 1, 1)),
-                 (K.ROTARY, 11000, (2048, 1, 1)), (K.RESHAPE_CACHE, 8000, (2048, 1, 1)),
-                 (K.FLASH, 260000, (16, 32, 1)), (K.GEMM_O, 95000, (132, 1, 1))]
-_PREFILL_SEG2 = [(K.FUSED_ADD_RMS, 12000, (2048, 1, 1)), (K.GEMM_UP, 420000, (132, 1, 1)),
-                 (K.ACT_MUL, 30000, (2048, 1, 1)), (K.GEMM_DOWN, 210000, (132, 1, 1))]
-_SAMPLER = [(K.RMS_NORM, 2500, (32, 1, 1)), (K.LM_HEAD, 45000, (132, 1, 1)), (K.SOFTMAX, 6000, (32, 1, 1)),
-            (K.ARGMAX, 4000, (32, 1, 1))]
+_SEG1 = [
+    (K.RMS_NORM, 2500, (32, 1, 1)),
+    (K.GEMM_QKV, 14000, (132, 1, 1)),
+    (K.ROTARY, 2200, (32, 1, 1)),
+    (K.RESHAPE_CACHE, 2400, (32, 1, 1)),
+    (K.FLASH_SPLITKV, 18000, (4, 32, 8)),
+    (K.GEMM_O, 8000, (66, 1, 1)),
+]
+_SEG2 = [
+    (K.FUSED_ADD_RMS, 2800, (32, 1, 1)),
+    (K.GEMM_UP, 28000, (132, 1, 1)),
+    (K.ACT_MUL, 3500, (32, 1, 1)),
+    (K.GEMM_DOWN, 16000, (132, 1, 1)),
+]
+_PREFILL_SEG1 = [
+    (K.RMS_NORM, 9000, (2048, 1, 1)),
+    (K.GEMM_QKV, 210000, (132, 1, 1)),
+    (K.ROTARY, 11000, (2048, 1, 1)),
+    (K.RESHAPE_CACHE, 8000, (2048, 1, 1)),
+    (K.FLASH, 260000, (16, 32, 1)),
+    (K.GEMM_O, 95000, (132, 1, 1)),
+]
+_PREFILL_SEG2 = [
+    (K.FUSED_ADD_RMS, 12000, (2048, 1, 1)),
+    (K.GEMM_UP, 420000, (132, 1, 1)),
+    (K.ACT_MUL, 30000, (2048, 1, 1)),
+    (K.GEMM_DOWN, 210000, (132, 1, 1)),
+]
+_SAMPLER = [
+    (K.RMS_NORM, 2500, (32, 1, 1)),
+    (K.LM_HEAD, 45000, (132, 1, 1)),
+    (K.SOFTMAX, 6000, (32, 1, 1)),
+    (K.ARGMAX, 4000, (32, 1, 1)),
+]
 
 
 def _allreduce(ranks: Sequence[_Rank], comm: int, *, name: str = K.NCCL_AR) -> None:
@@ -325,8 +460,9 @@ def _allreduce(ranks: Sequence[_Rank], comm: int, *, name: str = K.NCCL_AR) -> N
     sim = ranks[0].sim
     starts = []
     for r in ranks:
-        r.b.nvtx_push_pop(r.cpu, r.cpu + r.api_ns + 3000, "ncclAllReduce", tid_g=r.gtid, domain_id=1,
-                          registered=True)
+        r.b.nvtx_push_pop(
+            r.cpu, r.cpu + r.api_ns + 3000, "ncclAllReduce", tid_g=r.gtid, domain_id=1, registered=True
+        )
         r.cpu += 1500
         a0 = r.cpu
         a1 = a0 + sim.jit(r.api_ns, 0.1)
@@ -334,8 +470,19 @@ def _allreduce(ranks: Sequence[_Rank], comm: int, *, name: str = K.NCCL_AR) -> N
         starts.append((r, a0, a1, ks))
     done = max(s[3] for s in starts) + sim.jit(comm, 0.05)
     for r, a0, a1, ks in starts:
-        r.b.launch(a0, a1, ks, done, pid=r.pid, tid=r.tid, device=r.device, stream=r.stream, name=name,
-                   grid=(2, 1, 1), block=(512, 1, 1))
+        r.b.launch(
+            a0,
+            a1,
+            ks,
+            done,
+            pid=r.pid,
+            tid=r.tid,
+            device=r.device,
+            stream=r.stream,
+            name=name,
+            grid=(2, 1, 1),
+            block=(512, 1, 1),
+        )
         r.gpu[r.stream] = done
         r.cpu = a1 + 1500 + sim.jit(r.cpu_gap, 0.2)
         sim.record(r.key, ks, done, name)
@@ -346,8 +493,15 @@ def _segment(r: _Rank, seg: Sequence[Tuple[str, int, Tuple[int, int, int]]], sca
         r.launch(name, int(dur * scale), grid=grid)
 
 
-def _forward(ranks: Sequence[_Rank], layers: int, *, prefill: bool = False, scale: float = 1.0,
-             comm: int = 9000, layer_ranges: bool = False) -> None:
+def _forward(
+    ranks: Sequence[_Rank],
+    layers: int,
+    *,
+    prefill: bool = False,
+    scale: float = 1.0,
+    comm: int = 9000,
+    layer_ranges: bool = False,
+) -> None:
     seg1, seg2 = (_PREFILL_SEG1, _PREFILL_SEG2) if prefill else (_SEG1, _SEG2)
     if prefill:
         comm *= 12
@@ -418,8 +572,15 @@ def _demo(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, A
             r.pop()
             r.host(sim.jit(180 * US, 0.2))
     _write(sim, path)
-    return sim.facts("none", steps=decode_steps + 1, prefill_steps=1, decode_steps=decode_steps, layers=layers,
-                     tp=2, pids=[1001, 1002])
+    return sim.facts(
+        "none",
+        steps=decode_steps + 1,
+        prefill_steps=1,
+        decode_steps=decode_steps,
+        layers=layers,
+        tp=2,
+        pids=[1001, 1002],
+    )
 
 
 def _healthy(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
@@ -453,10 +614,20 @@ def _launch_bound(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dic
     r.api_ns, r.cpu_gap, r.lat_ns = 7000, 900, 3500
     sim.b.gpu(0)
     layers, steps = 32, 30
-    small = [(K.RMS_NORM, 2500, (8, 1, 1)), (K.GEMM_QKV, 3800, (16, 1, 1)), (K.ROTARY, 2000, (8, 1, 1)),
-             (K.RESHAPE_CACHE, 2100, (8, 1, 1)), (K.FLASH_SPLITKV, 3900, (1, 32, 4)), (K.GEMM_O, 3000, (16, 1, 1)),
-             (K.TRITON, 2000, (8, 1, 1)), (K.FUSED_ADD_RMS, 2600, (8, 1, 1)), (K.GEMM_UP, 4000, (32, 1, 1)),
-             (K.ACT_MUL, 2200, (8, 1, 1)), (K.GEMM_DOWN, 3600, (16, 1, 1)), (K.ELEMENTWISE, 2000, (8, 1, 1))]
+    small = [
+        (K.RMS_NORM, 2500, (8, 1, 1)),
+        (K.GEMM_QKV, 3800, (16, 1, 1)),
+        (K.ROTARY, 2000, (8, 1, 1)),
+        (K.RESHAPE_CACHE, 2100, (8, 1, 1)),
+        (K.FLASH_SPLITKV, 3900, (1, 32, 4)),
+        (K.GEMM_O, 3000, (16, 1, 1)),
+        (K.TRITON, 2000, (8, 1, 1)),
+        (K.FUSED_ADD_RMS, 2600, (8, 1, 1)),
+        (K.GEMM_UP, 4000, (32, 1, 1)),
+        (K.ACT_MUL, 2200, (8, 1, 1)),
+        (K.GEMM_DOWN, 3600, (16, 1, 1)),
+        (K.ELEMENTWISE, 2000, (8, 1, 1)),
+    ]
     for _ in range(steps):
         r.push("execute_model")
         r.push("vllm: decode step")
@@ -472,8 +643,14 @@ def _launch_bound(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dic
     _write(sim, path)
     launches = [x for x in sim.b.rows("runtime") if x["nameId"] == sim.b.string("cudaLaunchKernel_v7000")]
     api_mean = sum(x["end"] - x["start"] for x in launches) / max(1, len(launches))
-    return sim.facts("launch_overhead", steps=steps, layers=layers, kernels_per_step=layers * len(small) + 2,
-                     launch_api_mean_ns=api_mean, launch_api_count=len(launches))
+    return sim.facts(
+        "launch_overhead",
+        steps=steps,
+        layers=layers,
+        kernels_per_step=layers * len(small) + 2,
+        launch_api_mean_ns=api_mean,
+        launch_api_count=len(launches),
+    )
 
 
 def _per_token_sync(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
@@ -535,8 +712,15 @@ def _warmup_tail(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict
     sched = _scheduler(sim, 5001)
     sim.b.osrt(tail_start + 10 * US, r.cpu, tid_g=sched, name="pthread_cond_wait")
     _write(sim, path)
-    f = sim.facts("capture_window", steps=steps, warmup_end_ns=warmup_end, steady_start_ns=steady_start,
-                  steady_end_ns=steady_end, tail_start_ns=tail_start, tail_end_ns=r.cpu)
+    f = sim.facts(
+        "capture_window",
+        steps=steps,
+        warmup_end_ns=warmup_end,
+        steady_start_ns=steady_start,
+        steady_end_ns=steady_end,
+        tail_start_ns=tail_start,
+        tail_end_ns=r.cpu,
+    )
     merged = _union(sim.busy[r.key])
     f["steady_busy_ns"] = _overlap(merged, steady_start, steady_end)
     return f
@@ -565,8 +749,9 @@ def _dominant(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[st
     _write(sim, path)
     tot = sum(sim.by_name.values())
     name, ns = max(sim.by_name.items(), key=lambda kv: kv[1])
-    return sim.facts("dominant_kernel", steps=steps, dominant_kernel=name, dominant_kernel_ns=ns,
-                     dominant_share=ns / tot)
+    return sim.facts(
+        "dominant_kernel", steps=steps, dominant_kernel=name, dominant_kernel_ns=ns, dominant_share=ns / tot
+    )
 
 
 def _pageable_h2d(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
@@ -588,8 +773,14 @@ def _pageable_h2d(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dic
         r.host(sim.jit(40 * US))
     _write(sim, path)
     cp = [x for x in sim.b.rows("memcpy") if x["copyKind"] == 1]
-    f = sim.facts("memcpy", steps=steps, h2d_count=len(cp), h2d_bytes_total=sum(x["bytes"] for x in cp),
-                  h2d_ns_total=sum(x["end"] - x["start"] for x in cp), h2d_src_kind=0)
+    f = sim.facts(
+        "memcpy",
+        steps=steps,
+        h2d_count=len(cp),
+        h2d_bytes_total=sum(x["bytes"] for x in cp),
+        h2d_ns_total=sum(x["end"] - x["start"] for x in cp),
+        h2d_src_kind=0,
+    )
     f["gpu_idle_inside_memcpy_ns"] = f["idle_inside_ns"].get("memcpy_call", 0)
     return f
 
@@ -621,8 +812,15 @@ def _nccl_straggler(path: str, seed: int = 0, flavor: Optional[str] = None) -> D
             key = str((x["globalPid"] >> 24) & 0xFFFFFF)
             per[key] = per.get(key, 0) + x["end"] - x["start"]
             count += 1
-    return sim.facts("nccl_wait", steps=steps, nccl_kernel_ns_by_pid=per, nccl_calls_per_rank=count // 2,
-                     straggler_pid=8002, waiting_pid=8001, comm_ns_nominal=comm)
+    return sim.facts(
+        "nccl_wait",
+        steps=steps,
+        nccl_kernel_ns_by_pid=per,
+        nccl_calls_per_rank=count // 2,
+        straggler_pid=8002,
+        waiting_pid=8001,
+        comm_ns_nominal=comm,
+    )
 
 
 def _alloc_in_loop(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
@@ -650,8 +848,12 @@ def _alloc_in_loop(path: str, seed: int = 0, flavor: Optional[str] = None) -> Di
     _write(sim, path)
     names = {sim.b.string("cudaFree_v2020"), sim.b.string("cudaMalloc_v3020")}
     calls = [x for x in sim.b.rows("runtime") if x["nameId"] in names]
-    f = sim.facts("allocation", steps=steps, alloc_call_count=len(calls),
-                  alloc_api_total_ns=sum(x["end"] - x["start"] for x in calls))
+    f = sim.facts(
+        "allocation",
+        steps=steps,
+        alloc_call_count=len(calls),
+        alloc_api_total_ns=sum(x["end"] - x["start"] for x in calls),
+    )
     f["gpu_idle_inside_alloc_ns"] = f["idle_inside_ns"].get("alloc", 0)
     return f
 
@@ -688,8 +890,18 @@ def _graph_steps(path: str, seed: int, flavor: str, node_mode: bool, cause: str)
             dd = sim.jit(d, 0.04)
             ks.append((t, t + dd, n))
             t += dd + sim.uni(400, 900)
-        sim.b.graph_launch(a0, a1, pid=r.pid, tid=r.tid, kernels=ks, device=0, stream=r.stream, graph_id=1,
-                           graph_exec_id=1, node_mode=node_mode)
+        sim.b.graph_launch(
+            a0,
+            a1,
+            pid=r.pid,
+            tid=r.tid,
+            kernels=ks,
+            device=0,
+            stream=r.stream,
+            graph_id=1,
+            graph_exec_id=1,
+            node_mode=node_mode,
+        )
         if node_mode:
             for s, e, n in ks:
                 sim.record(r.key, s, e, n)
@@ -704,8 +916,15 @@ def _graph_steps(path: str, seed: int, flavor: str, node_mode: bool, cause: str)
         r.pop()
         r.host(sim.jit(40 * US))
     _write(sim, path)
-    return sim.facts(cause, steps=steps + 1, graph_launches=steps, eager_kernel_count=eager,
-                     kernels_per_graph=len(body), graph_node_mode=node_mode, graph_busy_ns=graph_busy)
+    return sim.facts(
+        cause,
+        steps=steps + 1,
+        graph_launches=steps,
+        eager_kernel_count=eager,
+        kernels_per_graph=len(body),
+        graph_node_mode=node_mode,
+        graph_busy_ns=graph_busy,
+    )
 
 
 def _cuda_graph_node(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
@@ -738,8 +957,13 @@ def _overlapping_streams(path: str, seed: int = 0, flavor: Optional[str] = None)
     r.event_sync(prev)  # type: ignore[arg-type]
     _write(sim, path)
     d = next(iter(sim.facts("none")["devices"].values()))
-    return sim.facts("none", steps=steps, streams=[7, 13], busy_union_ns=d["busy_ns"],
-                     kernel_sum_exceeds_busy=d["kernel_sum_ns"] > d["busy_ns"])
+    return sim.facts(
+        "none",
+        steps=steps,
+        streams=[7, 13],
+        busy_union_ns=d["busy_ns"],
+        kernel_sum_exceeds_busy=d["kernel_sum_ns"] > d["busy_ns"],
+    )
 
 
 def _host_gap(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
@@ -762,8 +986,9 @@ def _host_gap(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[st
         gaps.append((g0, r.cpu))
         sim.window("host_gap", r.key, g0, r.cpu)
     _write(sim, path)
-    f = sim.facts("host_gap", steps=steps, host_gap_count=len(gaps),
-                  host_gap_total_ns=sum(b - a for a, b in gaps))
+    f = sim.facts(
+        "host_gap", steps=steps, host_gap_count=len(gaps), host_gap_total_ns=sum(b - a for a, b in gaps)
+    )
     f["gpu_idle_inside_host_gap_ns"] = f["idle_inside_ns"].get("host_gap", 0)
     return f
 

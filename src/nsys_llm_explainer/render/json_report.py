@@ -80,4 +80,5 @@ def build_json(report) -> Dict[str, Any]:
     }
     for key, val in report.extra.items():
         out[key] = plain(val)
+    out["timings_s"] = dict(report.timings_s)
     return out

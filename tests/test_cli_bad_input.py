@@ -1,0 +1,238 @@
+"""Bad input: one-line error, exit code 2 (never a traceback); input never modified; atomic output."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED_TRACES, run_cli
+
+
+def one_line_error(proc) -> str:
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("nsys-llm-explain: error:")
+    return lines[0]
+
+
+def test_missing_path_is_not_created(tmp_path):
+    missing = tmp_path / "nope.sqlite"
+    proc = run_cli(str(missing), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "not found" in one_line_error(proc)
+    assert not missing.exists()
+    assert not (tmp_path / "out").exists()
+
+
+def test_directory(tmp_path):
+    proc = run_cli(str(tmp_path), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "directory" in one_line_error(proc)
+
+
+def test_not_sqlite(tmp_path):
+    f = tmp_path / "trace.sqlite"
+    f.write_text("hello, this is not a database\n" * 10)
+    proc = run_cli(str(f), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "not an SQLite database" in one_line_error(proc)
+
+
+def test_empty_file(tmp_path):
+    f = tmp_path / "trace.sqlite"
+    f.write_bytes(b"")
+    proc = run_cli(str(f), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    one_line_error(proc)
+
+
+def test_sqlite_but_not_nsys(tmp_path):
+    f = tmp_path / "other.sqlite"
+    c = sqlite3.connect(f)
+    c.execute("CREATE TABLE users(id INTEGER, name TEXT)")
+    c.commit()
+    c.close()
+    proc = run_cli(str(f), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "not an Nsight Systems export" in one_line_error(proc)
+
+
+def test_sqlite_without_tables(tmp_path):
+    f = tmp_path / "empty.sqlite"
+    c = sqlite3.connect(f)
+    c.execute("PRAGMA user_version = 1")
+    c.commit()
+    c.close()
+    proc = run_cli(str(f), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    one_line_error(proc)
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.1])
+def test_truncated_file(tmp_path, demo_trace, fraction):
+    data = demo_trace.read_bytes()
+    f = tmp_path / "trunc.sqlite"
+    f.write_bytes(data[: int(len(data) * fraction)])
+    proc = run_cli(str(f), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stderr
+    one_line_error(proc)
+    assert not (tmp_path / "out").exists()
+
+
+def test_corrupt_pages(tmp_path, demo_trace):
+    data = bytearray(demo_trace.read_bytes())
+    for off in range(8192, len(data), 4096):  # scribble over every page after the first two
+        data[off + 100: off + 164] = b"\xff" * 64
+    f = tmp_path / "corrupt.sqlite"
+    f.write_bytes(bytes(data))
+    proc = run_cli(str(f), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stderr
+    one_line_error(proc)
+
+
+def test_locked_database_is_read(tmp_path, demo_trace):
+    f = tmp_path / "locked.sqlite"
+    shutil.copyfile(demo_trace, f)
+    holder = sqlite3.connect(f, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        proc = run_cli(str(f), "--out", str(tmp_path / "out"), "--quiet")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "report.json").exists()
+
+
+def _nsys_shell(path: Path, with_kernel_table: bool) -> None:
+    c = sqlite3.connect(path)
+    c.execute("CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
+    c.execute("CREATE TABLE META_DATA_EXPORT(name TEXT, value TEXT)")
+    c.execute("INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_VERSION', '2024.2.3.38')")
+    if with_kernel_table:
+        c.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL, "
+                  "deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER, "
+                  "demangledName INTEGER, shortName INTEGER)")
+    c.commit()
+    c.close()
+
+
+def test_empty_kernel_table(tmp_path):
+    f = tmp_path / "t.sqlite"
+    _nsys_shell(f, True)
+    out = tmp_path / "out"
+    proc = run_cli(str(f), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    md = (out / "report.md").read_text()
+    assert "no CUDA kernels were captured" in md
+    assert "--trace=cuda" in md
+
+
+def test_all_activity_tables_missing(tmp_path):
+    f = tmp_path / "t.sqlite"
+    _nsys_shell(f, False)
+    out = tmp_path / "out"
+    proc = run_cli(str(f), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    import json
+    j = json.loads((out / "report.json").read_text())
+    assert j["kernels"] == [] and j["devices"] == []
+    assert any("no CUDA kernels were captured" in w for w in j["warnings"])
+
+
+def test_unwritable_out(tmp_path, demo_trace):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = run_cli(str(demo_trace), "--out", str(blocker / "sub"))
+    assert proc.returncode == 2
+    one_line_error(proc)
+
+
+def test_out_is_a_file(tmp_path, demo_trace):
+    f = tmp_path / "out"
+    f.write_text("x")
+    proc = run_cli(str(demo_trace), "--out", str(f))
+    assert proc.returncode == 2
+    one_line_error(proc)
+    assert f.read_text() == "x"
+
+
+def test_out_rules(tmp_path, demo_trace):
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run_cli(str(demo_trace), "--out", str(out), "--quiet").returncode == 0   # empty dir: ok
+    assert run_cli(str(demo_trace), "--out", str(out), "--quiet").returncode == 0   # previous report: ok
+    (out / "notes.txt").write_text("mine")
+    proc = run_cli(str(demo_trace), "--out", str(out), "--quiet")
+    assert proc.returncode == 2
+    assert "--force" in one_line_error(proc)
+    proc = run_cli(str(demo_trace), "--out", str(out), "--quiet", "--force")
+    assert proc.returncode == 0
+    assert (out / "notes.txt").read_text() == "mine"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.tmp")]
+
+
+def test_bad_usage_exit_2(tmp_path, demo_trace):
+    proc = run_cli(str(demo_trace))  # --out missing
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), "--window", "abc")
+    assert proc.returncode == 2
+    one_line_error(proc)
+    bad = tmp_path / "phases.json"
+    bad.write_text("{not json")
+    proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), "--phase-map", str(bad))
+    assert proc.returncode == 2
+    one_line_error(proc)
+
+
+def test_nsys_rep_without_nsys(tmp_path):
+    f = tmp_path / "trace.nsys-rep"
+    f.write_bytes(b"\x00" * 64)
+    env = {"PATH": str(tmp_path)}  # no nsys on PATH
+    proc = run_cli(str(f), "--out", str(tmp_path / "out"), env_extra=env)
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert "nsys export --type sqlite" in line
+    assert not list(tmp_path.glob("*.sqlite"))
+
+
+def test_ctrl_c_leaves_nothing(tmp_path, demo_trace):
+    out = tmp_path / "out"
+    env = dict(os.environ, NSYS_LLM_EXPLAIN_TEST_PAUSE_S="0.5")
+    p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", str(demo_trace), "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    assert "interrupted" in err
+    assert not out.exists()
+    assert not [x for x in tmp_path.iterdir() if x.name.startswith(".out")]
+
+
+def _fingerprint(p: Path):
+    st = p.stat()
+    return hashlib.sha256(p.read_bytes()).hexdigest(), st.st_mtime_ns, st.st_size
+
+
+@pytest.mark.skipif(not SHARED_TRACES.exists(), reason="../shared not available")
+def test_input_unchanged_and_no_side_files(tmp_path):
+    for trace in sorted(SHARED_TRACES.glob("*/trace.sqlite"))[:12]:
+        before = _fingerprint(trace)
+        siblings = sorted(x.name for x in trace.parent.iterdir())
+        proc = run_cli(str(trace), "--out", str(tmp_path / trace.parent.name), "--quiet")
+        assert proc.returncode == 0, (trace, proc.stderr)
+        assert _fingerprint(trace) == before
+        assert sorted(x.name for x in trace.parent.iterdir()) == siblings  # no -journal/-wal/-shm

@@ -48,9 +48,13 @@ def union(start: np.ndarray, end: np.ndarray) -> Union:
     bend = cm[last_pos]
     bstart = start[first]
     block = np.cumsum(new) - 1
-    closes = np.nonzero(end == bend[block])[0]
-    _, idx = np.unique(block[closes], return_index=True)
-    return Union(bstart, bend, first, closes[idx])
+    closes = np.nonzero(end == bend[block])[0]          # ascending, so block[closes] is non-decreasing
+    cb = block[closes]
+    firsts = np.empty(cb.shape[0], bool)
+    if cb.shape[0]:
+        firsts[0] = True
+        firsts[1:] = cb[1:] != cb[:-1]
+    return Union(bstart, bend, first, closes[firsts])
 
 
 def union_unsorted(start: np.ndarray, end: np.ndarray) -> Union:

@@ -1,0 +1,273 @@
+"""GPU time accounting: every ns of each device's window is busy or idle, and every idle ns is charged to
+what the host was doing on that device's launching thread(s).
+
+Definitions (integer ns):
+
+* ``window_ns`` — per device, first start → last end of its busy intervals (kernels; with
+  ``include_memcpy`` also memcpy/memset), as in :func:`idle.device_activity`.
+* ``busy_ns`` — length of the union of those intervals; ``idle_ns = window_ns − busy_ns`` (always).
+* *Launching threads* of a device — the threads (globalTid) of the CUDA API calls linked through
+  ``launch_idx`` to any kernel, memcpy, memset or graph-trace row on that device.
+* ``idle_parts[state]`` — idle ns during which the highest-priority state of the launching threads was
+  ``state``, in priority order: ``sync`` (inside a host-blocking sync call or synchronous memcpy/memset:
+  :mod:`api_classes` class ``sync``), ``launch`` (inside a launch call), ``alloc`` (inside an alloc or
+  free call), ``other_api`` (inside any other CUDA runtime/driver call, non-blocking queries included),
+  ``no_cuda_call`` (no launching thread was inside a CUDA call). Only runtime/driver rows (``primary``)
+  count. ``unknown`` — idle of a device with no linked launching thread (host state not knowable).
+  Every idle ns is counted exactly once: the parts sum to ``idle_ns``.
+* ``idle_parts_pct[state]`` — ``idle_parts[state] / idle_ns × 100``.
+* ``gap_count`` — gaps between busy blocks; ``short_gap_count`` — gaps shorter than 100 µs;
+  ``idle_in_short_gaps_ns`` — their total; ``idle_in_short_gaps_pct`` — that total / ``idle_ns`` × 100.
+* ``launch_stats.launch_call`` — duration statistics (:func:`stats.summary`) of all runtime/driver launch
+  calls (class ``launch``).
+* ``launch_stats.launch_to_start`` — for each launch call linked to at least one kernel: start of the
+  earliest kernel it produced − start of the call (one value per call, so a graph launch counts once);
+  overall and per device (the device of that earliest kernel).
+* ``totals`` — sums over devices of window/busy/idle and of each idle part; percentages of the summed idle.
+
+Computation is vectorized: per-state unions of API intervals are built once per device (cumulative in
+priority order), and the idle gaps are intersected with them through :func:`intervals.overlap_length`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..model.trace import TraceModel
+from . import intervals as iv
+from .api_classes import api_class
+from .idle import device_activity
+from .stats import pct, summary
+
+STATES = ("sync", "launch", "alloc", "other_api", "no_cuda_call")
+PART_KEYS = STATES + ("unknown",)
+SHORT_GAP_NS = 100_000
+_CLASS_TO_STATE = {"sync": 0, "launch": 1, "alloc": 2, "free": 2, "nonblocking_sync": 3, "other": 3}
+
+
+@dataclass
+class AccountingResult:
+    available: bool
+    reason: Optional[str]
+    include_memcpy: bool
+    devices: List[Dict] = field(default_factory=list)
+    totals: Dict = field(default_factory=dict)
+    launch_stats: Dict = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+
+
+@dataclass
+class HostStateUnions:
+    """Cumulative unions of the given threads' CUDA API intervals: ``cumulative[k]`` covers states 0..k."""
+
+    cumulative: List[iv.Union]
+
+
+def lean_union(start: np.ndarray, end: np.ndarray) -> iv.Union:
+    """Union of intervals sorted by ``start`` — same blocks as :func:`intervals.union`, without the
+    first/last-row bookkeeping (empty arrays there), so it needs no sort: O(n)."""
+    n = start.shape[0]
+    e0 = np.empty(0, np.int64)
+    if n == 0:
+        return iv.Union(e0, e0, e0, e0)
+    s = np.asarray(start, dtype=np.int64)
+    cm = np.maximum.accumulate(np.maximum(np.asarray(end, dtype=np.int64), s))
+    new = np.empty(n, bool)
+    new[0] = True
+    np.greater(s[1:], cm[:-1], out=new[1:])
+    first = np.nonzero(new)[0]
+    last = np.append(first[1:] - 1, n - 1)
+    return iv.Union(s[first], cm[last], e0, e0)
+
+
+def _state_codes(model: TraceModel) -> np.ndarray:
+    """State code (0 sync, 1 launch, 2 alloc/free, 3 other) per API row; -1 for non-primary rows."""
+    api = model.api
+    if api is None or len(api) == 0:
+        return np.empty(0, np.int64)
+    per_name = np.array([_CLASS_TO_STATE[api_class(n)] for n in api.names] + [3], dtype=np.int64)
+    codes = per_name[api.name_idx]
+    return np.where(api.primary, codes, -1)
+
+
+def host_state_unions(model: TraceModel, gtids: np.ndarray,
+                      codes: Optional[np.ndarray] = None) -> HostStateUnions:
+    """Build the cumulative per-state unions of the API calls made by threads ``gtids``."""
+    api = model.api
+    empty = iv.union(np.empty(0, np.int64), np.empty(0, np.int64))
+    if api is None or len(api) == 0 or np.asarray(gtids).shape[0] == 0:
+        return HostStateUnions([empty] * 4)
+    if codes is None:
+        codes = _state_codes(model)
+    mine = np.isin(api.gtid, np.asarray(gtids, dtype=np.int64)) & (codes >= 0)
+    rows = np.nonzero(mine)[0]
+    st, en, cd = api.start[rows], api.end[rows], codes[rows]
+    out = []
+    for k in range(4):
+        m = cd <= k
+        out.append(lean_union(st[m], en[m]))
+    return HostStateUnions(out)
+
+
+def state_parts(unions: HostStateUnions, gaps_start: np.ndarray,
+                gaps_end: np.ndarray) -> Dict[str, np.ndarray]:
+    """Per query interval, ns charged to each state (highest priority wins); they sum to its length."""
+    a = np.asarray(gaps_start, dtype=np.int64)
+    b = np.maximum(np.asarray(gaps_end, dtype=np.int64), a)
+    prev = np.zeros(a.shape[0], np.int64)
+    out: Dict[str, np.ndarray] = {}
+    for k, state in enumerate(STATES[:4]):
+        cov = iv.overlap_length(unions.cumulative[k], a, b).astype(np.int64)
+        out[state] = cov - prev
+        prev = cov
+    out["no_cuda_call"] = (b - a) - prev
+    return out
+
+
+def host_state_during(model: TraceModel, gaps_start: np.ndarray, gaps_end: np.ndarray,
+                      gtids: np.ndarray) -> Dict[str, np.ndarray]:
+    """For each interval ``[gaps_start[i], gaps_end[i])``: ns during which threads ``gtids`` were in each
+    state of :data:`STATES` (priority sync > launch > alloc > other_api > no_cuda_call). The five arrays
+    sum to ``gaps_end − gaps_start`` element-wise."""
+    return state_parts(host_state_unions(model, gtids), gaps_start, gaps_end)
+
+
+def launching_threads(model: TraceModel) -> Dict[int, np.ndarray]:
+    """Device → sorted distinct globalTids of the API calls that launched work on it."""
+    api = model.api
+    if api is None or len(api) == 0:
+        return {}
+    devs, rows = [], []
+    k = model.kernels
+    if k is not None and len(k) and k.launch_idx.shape[0] == len(k):
+        devs.append(k.device)
+        rows.append(k.launch_idx)
+    for ops in (model.memcpy, model.memset, model.graph_trace):
+        if ops is not None and len(ops) and "launch_idx" in ops.cols and "device" in ops.cols:
+            devs.append(ops["device"])
+            rows.append(ops["launch_idx"])
+    if not devs:
+        return {}
+    d = np.concatenate(devs).astype(np.int64)
+    r = np.concatenate(rows).astype(np.int64)
+    ok = r >= 0
+    d, r = d[ok], r[ok]
+    out: Dict[int, np.ndarray] = {}
+    if r.shape[0] == 0:
+        return out
+    # (device, thread) pairs through a bincount over dense codes: no sort of the per-row arrays
+    threads, tinv = np.unique(api.gtid, return_inverse=True)
+    tinv = tinv.reshape(-1)
+    dmin = int(d.min())
+    nt = threads.shape[0]
+    hit = np.bincount((d - dmin) * nt + tinv[r], minlength=(int(d.max()) - dmin + 1) * nt) > 0
+    for dev_off in np.nonzero(hit.reshape(-1, nt).any(axis=1))[0].tolist():
+        out[dmin + dev_off] = threads[hit.reshape(-1, nt)[dev_off]].astype(np.int64)
+    return out
+
+
+def _parts_pct(parts: Dict[str, int], idle: int) -> Dict[str, float]:
+    return {s: pct(v, idle, 2) for s, v in parts.items()}
+
+
+def _launch_stats(model: TraceModel) -> Dict:
+    api = model.api
+    none = np.empty(0, np.int64)
+    out: Dict = {"launch_call": summary(none), "launch_to_start": summary(none),
+                 "launch_to_start_per_device": [], "linked_launch_calls": 0}
+    if api is None or len(api) == 0:
+        return out
+    codes = _state_codes(model)
+    lm = codes == 1
+    out["launch_call"] = summary((api.end[lm] - api.start[lm]).astype(np.int64))
+    k = model.kernels
+    if k is None or len(k) == 0 or k.launch_idx.shape[0] != len(k):
+        return out
+    rows = np.nonzero(k.launch_idx >= 0)[0]
+    if rows.size == 0:
+        return out
+    li = k.launch_idx[rows].astype(np.int64)
+    order = np.lexsort((k.start[rows], li))
+    rows, li = rows[order], li[order]
+    first = np.ones(rows.shape[0], bool)
+    first[1:] = li[1:] != li[:-1]
+    kr, lr = rows[first], li[first]
+    lat = (k.start[kr] - api.start[lr]).astype(np.int64)
+    dev = k.device[kr].astype(np.int64)
+    out["linked_launch_calls"] = int(kr.shape[0])
+    out["launch_to_start"] = summary(lat)
+    per = []
+    for d in np.unique(dev).tolist():
+        row = {"device_id": int(d)}
+        row.update(summary(lat[dev == d]))
+        per.append(row)
+    out["launch_to_start_per_device"] = per
+    return out
+
+
+def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> AccountingResult:
+    """Busy/idle per device with idle split by host state, plus launch-call and launch-latency stats."""
+    acts = device_activity(model, include_memcpy)
+    if not acts:
+        return AccountingResult(False, "no GPU activity rows to build a timeline from (no kernels captured)",
+                                include_memcpy, launch_stats=_launch_stats(model))
+    res = AccountingResult(True, None, include_memcpy)
+    threads = launching_threads(model)
+    codes = _state_codes(model)
+    cache: Dict[tuple, HostStateUnions] = {}
+    tot = {"window_ns": 0, "busy_ns": 0, "idle_ns": 0, "gap_count": 0, "short_gap_count": 0,
+           "idle_in_short_gaps_ns": 0}
+    tot_parts = {s: 0 for s in PART_KEYS}
+    for d in sorted(acts):
+        u = acts[d].union
+        w0, w1 = int(u.start[0]), int(u.end[-1])
+        window = w1 - w0
+        busy = u.length
+        idle = window - busy
+        gs, ge, _, _ = iv.gaps(u)
+        gd = (ge - gs).astype(np.int64)
+        gt = threads.get(d, np.empty(0, np.int64))
+        parts = {s: 0 for s in PART_KEYS}
+        if gt.shape[0]:
+            key = tuple(gt.tolist())
+            if key not in cache:
+                cache[key] = host_state_unions(model, gt, codes)
+            per_gap = state_parts(cache[key], gs, ge)
+            for s in STATES:
+                parts[s] = int(per_gap[s].sum())
+        else:
+            parts["unknown"] = int(gd.sum())
+        assert sum(parts.values()) == idle, (d, parts, idle)
+        short = gd < SHORT_GAP_NS
+        short_ns = int(gd[short].sum())
+        tids = sorted({int(t) & 0xFFFFFF for t in gt.tolist()})
+        res.devices.append({
+            "device_id": d, "window_start_ns": w0, "window_end_ns": w1, "window_ns": window,
+            "busy_ns": busy, "idle_ns": idle, "busy_pct": pct(busy, window, 2),
+            "idle_pct": pct(idle, window, 2),
+            "idle_parts": parts, "idle_parts_pct": _parts_pct(parts, idle),
+            "launching_thread_count": int(gt.shape[0]), "launching_tids": tids,
+            "gap_count": int(gd.shape[0]), "short_gap_count": int(short.sum()),
+            "idle_in_short_gaps_ns": short_ns, "idle_in_short_gaps_pct": pct(short_ns, idle, 2),
+        })
+        for key, v in (("window_ns", window), ("busy_ns", busy), ("idle_ns", idle),
+                       ("gap_count", gd.shape[0]), ("short_gap_count", int(short.sum())),
+                       ("idle_in_short_gaps_ns", short_ns)):
+            tot[key] += int(v)
+        for s in PART_KEYS:
+            tot_parts[s] += parts[s]
+        if not gt.shape[0] and idle:
+            res.notes.append(f"Device {d}: no kernel/memcpy is linked to a CUDA API call, so the host state "
+                             f"during its idle time is unknown.")
+    assert sum(tot_parts.values()) == tot["idle_ns"]
+    res.totals = dict(tot)
+    res.totals["busy_pct"] = pct(tot["busy_ns"], tot["window_ns"], 2)
+    res.totals["idle_pct"] = pct(tot["idle_ns"], tot["window_ns"], 2)
+    res.totals["idle_parts"] = tot_parts
+    res.totals["idle_parts_pct"] = _parts_pct(tot_parts, tot["idle_ns"])
+    res.totals["idle_in_short_gaps_pct"] = pct(tot["idle_in_short_gaps_ns"], tot["idle_ns"], 2)
+    res.launch_stats = _launch_stats(model)
+    return res

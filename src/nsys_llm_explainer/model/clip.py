@@ -1,0 +1,116 @@
+"""Restrict a :class:`TraceModel` to a time window ``[start_ns, end_ns)``.
+
+* A row is kept when its interval ``[start, end)`` intersects the window; a zero-length row
+  (``start == end``) is kept when ``start_ns <= start < end_ns``.
+* Kept rows have ``start`` / ``end`` clipped to the window (``max(start, start_ns)``,
+  ``min(end, end_ns)``), so every duration measured on the clipped model is time inside the window.
+* Applies to kernels, CUDA API calls, NVTX ranges, memcpy, memset, synchronization, graph-trace and
+  OS-runtime rows. Name lists are kept unchanged (``name_idx`` stays valid).
+* ``launch_idx`` of GPU rows is re-indexed into the clipped API table through an old-row → new-row map;
+  it becomes ``-1`` when the launching call lies entirely outside the window.
+* Sort orders are those of the model builder: kernels, API, GPU ops and OS runtime by (start, end);
+  NVTX by (start, −end). All work is vectorized (no per-row Python loops).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceModel
+
+
+def _keep_mask(start: np.ndarray, end: np.ndarray, w0: int, w1: int) -> np.ndarray:
+    e = np.maximum(end, start)
+    return (start < w1) & ((e > w0) | ((e == start) & (start >= w0)))
+
+
+def _select(start: np.ndarray, end: np.ndarray, w0: int, w1: int,
+            neg_end_order: bool = False) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows kept in their new order, clipped start, clipped end)."""
+    rows = np.nonzero(_keep_mask(start, end, w0, w1))[0]
+    cs = np.maximum(start[rows], w0)
+    ce = np.minimum(end[rows], w1)
+    ce = np.maximum(ce, cs)
+    order = np.lexsort((-ce if neg_end_order else ce, cs))
+    return rows[order], cs[order], ce[order]
+
+
+def _remap(launch_idx: np.ndarray, old_to_new: Optional[np.ndarray]) -> np.ndarray:
+    li = np.asarray(launch_idx, dtype=np.int64)
+    if old_to_new is None or old_to_new.shape[0] == 0 or li.shape[0] == 0:
+        return np.full(li.shape[0], -1, np.int64)
+    return np.where(li >= 0, old_to_new[np.clip(li, 0, old_to_new.shape[0] - 1)], -1)
+
+
+def _clip_ops(ops: Optional[GpuOps], w0: int, w1: int, old_to_new: Optional[np.ndarray]) -> Optional[GpuOps]:
+    if ops is None:
+        return None
+    rows, cs, ce = _select(ops["start"], ops["end"], w0, w1)
+    cols: Dict[str, np.ndarray] = {}
+    for key, arr in ops.cols.items():
+        if key == "start":
+            cols[key] = cs
+        elif key == "end":
+            cols[key] = ce
+        elif key == "launch_idx":
+            cols[key] = _remap(arr[rows], old_to_new)
+        else:
+            cols[key] = arr[rows]
+    return GpuOps(cols)
+
+
+def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
+    """A new :class:`TraceModel` holding only the rows intersecting ``[start_ns, end_ns)``, clipped to it."""
+    w0, w1 = int(start_ns), int(end_ns)
+    if w1 < w0:
+        raise ValueError(f"clip window end {w1} is before its start {w0}")
+
+    api: Optional[ApiCalls] = None
+    old_to_new: Optional[np.ndarray] = None
+    a = model.api
+    if a is not None:
+        rows, cs, ce = _select(a.start, a.end, w0, w1)
+        old_to_new = np.full(len(a), -1, np.int64)
+        old_to_new[rows] = np.arange(rows.shape[0], dtype=np.int64)
+        api = ApiCalls(start=cs, end=ce, gtid=a.gtid[rows], pid=a.pid[rows], tid=a.tid[rows],
+                       corr=a.corr[rows], name_idx=a.name_idx[rows], event_class=a.event_class[rows],
+                       names=a.names, base_names=a.base_names)
+
+    kernels: Optional[Kernels] = None
+    k = model.kernels
+    if k is not None:
+        rows, cs, ce = _select(k.start, k.end, w0, w1)
+        li = k.launch_idx if k.launch_idx.shape[0] == len(k) else np.full(len(k), -1, np.int64)
+        kernels = Kernels(start=cs, end=ce, device=k.device[rows], stream=k.stream[rows], corr=k.corr[rows],
+                          pid=k.pid[rows], name_idx=k.name_idx[rows], graph_node=k.graph_node[rows],
+                          names=k.names, launch_idx=_remap(li[rows], old_to_new))
+
+    nvtx: Optional[NvtxRanges] = None
+    n = model.nvtx
+    if n is not None:
+        rows, cs, ce = _select(n.start, n.end, w0, w1, neg_end_order=True)
+        nvtx = NvtxRanges(start=cs, end=ce, closed=n.closed[rows], event_type=n.event_type[rows],
+                          gtid=n.gtid[rows], pid=n.pid[rows], tid=n.tid[rows], end_gtid=n.end_gtid[rows],
+                          name_idx=n.name_idx[rows], names=n.names)
+
+    out = TraceModel(
+        info=model.info, kernels=kernels, api=api, nvtx=nvtx,
+        memcpy=_clip_ops(model.memcpy, w0, w1, old_to_new),
+        memset=_clip_ops(model.memset, w0, w1, old_to_new),
+        sync=_clip_ops(model.sync, w0, w1, old_to_new),
+        graph_trace=_clip_ops(model.graph_trace, w0, w1, old_to_new),
+        osrt=_clip_ops(model.osrt, w0, w1, None),
+        thread_names=dict(model.thread_names), warnings=list(model.warnings), notes=list(model.notes),
+    )
+    if model.info is not None:
+        counts = dict(model.info.row_counts)
+        for key, part in (("kernels", out.kernels), ("cuda_api", out.api), ("nvtx_ranges", out.nvtx),
+                          ("memcpy", out.memcpy), ("memset", out.memset), ("sync", out.sync),
+                          ("graph_trace", out.graph_trace)):
+            if key in counts or part is not None:
+                counts[key] = len(part) if part is not None else 0
+        out.info = dataclasses.replace(model.info, row_counts=counts)
+    return out

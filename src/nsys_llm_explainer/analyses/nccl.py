@@ -1,0 +1,214 @@
+"""NCCL collectives across GPUs / processes, and straggler (late rank) detection.
+
+Definitions:
+
+* **NCCL kernel** — a kernel whose name contains ``nccl`` (case-insensitive). Its **collective name** is the
+  first identifier starting with ``nccl`` in the kernel name (``ncclDevKernel_SendRecv(...)`` →
+  ``ncclDevKernel_SendRecv``).
+* **custom all-reduce** — non-NCCL kernels matching ``cross_device_reduce`` or ``all_reduce`` / ``allreduce``
+  (vLLM / TensorRT-LLM custom all-reduce, ``allreduce_fusion``); counted separately, never as NCCL.
+* per device / per PID: ``count``, ``total_ns`` (Σ end − start of NCCL kernels), ``kernel_ns`` (Σ end − start
+  of all kernels there), ``pct_of_kernel_ns`` = total_ns / kernel_ns × 100, ``union_ns`` = length of the union
+  of the NCCL kernel intervals (time with at least one NCCL kernel running).
+* **rank** — one (pid, device) pair with NCCL kernels, labelled ``"pid P / GPU D"``.
+* **matching** — the k-th NCCL kernel (in start order) of a collective name on one rank is matched with the
+  k-th kernel of that name on every other rank that runs that name; a collective is *matched* when all those
+  ranks (≥ 2) have a k-th kernel. ``unmatched_kernels`` = NCCL kernels outside matched collectives.
+* per matched collective: ``skew`` of a rank = its kernel start − earliest start among the ranks; the
+  **last to arrive** is the rank with the latest start (ties: highest rank index); ``wait`` = latest start −
+  earliest start.
+* per rank (over its matched kernels): ``mean_ns`` (rounded half up), ``p50_ns`` (linear interpolation,
+  rounded half up), ``mean_start_skew_ns`` (rounded half up), ``last_arrival_count``.
+* **verdict** (``straggler``) — ``waiting_rank`` = rank with the largest p50 duration; ``duration_ratio`` =
+  its p50 / the median of the other ranks' p50; ``late_rank`` = rank most often last to arrive,
+  ``late_share`` = that count / matched collectives. Reported when ratio ≥ 1.5, share ≥ 0.6 and the two
+  ranks differ; ``wait_ns_total`` = Σ wait over matched collectives; ``confidence`` = ``"high"`` when
+  ratio ≥ 2 and share ≥ 0.8, else ``"medium"``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..model.trace import TraceModel
+from . import intervals as iv
+from .stats import combine_keys, pct, round_half_up
+
+NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
+COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
+CUSTOM_AR_RE = re.compile(r"cross_device_reduce|all_?reduce", re.IGNORECASE)
+MIN_RATIO = 1.5
+MIN_LATE_SHARE = 0.6
+
+
+@dataclass
+class NcclResult:
+    available: bool
+    reason: Optional[str]
+    nccl_kernel_count: int = 0
+    nccl_total_ns: int = 0
+    by_name: List[Dict] = field(default_factory=list)
+    per_device: List[Dict] = field(default_factory=list)
+    per_pid: List[Dict] = field(default_factory=list)
+    custom_allreduce: Dict = field(default_factory=dict)
+    ranks: List[Dict] = field(default_factory=list)
+    matched_collectives: int = 0
+    unmatched_kernels: int = 0
+    wait_ns_total: int = 0
+    straggler: Optional[Dict] = None
+    straggler_reason: Optional[str] = None
+
+
+def collective_name(kernel_name: str) -> str:
+    m = COLL_RE.search(kernel_name)
+    return m.group(0) if m else kernel_name
+
+
+def _name_masks(names: List[str], name_idx: np.ndarray):
+    is_nccl = np.array([bool(NCCL_RE.search(n)) for n in names] + [False], bool)
+    is_custom = np.array([(not NCCL_RE.search(n)) and bool(CUSTOM_AR_RE.search(n)) for n in names] + [False],
+                         bool)
+    return is_nccl[name_idx], is_custom[name_idx]
+
+
+def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str) -> List[Dict]:
+    dur = end - start
+    rows = []
+    for v in np.unique(key[nm]).tolist():
+        km = key == v
+        m = km & nm
+        u = iv.union(start[m], end[m])   # kernels are sorted by start
+        tot, kt = int(dur[m].sum()), int(dur[km].sum())
+        rows.append({label: int(v), "count": int(m.sum()), "total_ns": tot, "kernel_ns": kt,
+                     "pct_of_kernel_ns": pct(tot, kt), "union_ns": u.length})
+    return rows
+
+
+def analyze_nccl(model: TraceModel) -> NcclResult:
+    k = model.kernels
+    if k is None or len(k) == 0:
+        return NcclResult(False, "no CUDA kernels were captured")
+    nm, cm = _name_masks(k.names, k.name_idx)
+    dur = k.dur
+    cnames = sorted({k.names[j] for j in np.unique(k.name_idx[cm]).tolist()})
+    custom = {"count": int(cm.sum()), "total_ns": int(dur[cm].sum()), "names": cnames}
+    if not nm.any():
+        return NcclResult(False, "no NCCL kernels in the trace", custom_allreduce=custom)
+    res = NcclResult(True, None, nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()),
+                     custom_allreduce=custom)
+    res.per_device = _per_key(k.device, nm, k.start, k.end, "device_id")
+    res.per_pid = _per_key(k.pid, nm, k.start, k.end, "pid")
+
+    rows = np.nonzero(nm)[0]                        # start order
+    s, d = k.start[rows], dur[rows]
+    # collective-name ids (loop over distinct kernel names only)
+    coll_names: List[str] = []
+    coll_of_name = np.zeros(len(k.names) + 1, np.int64)
+    lookup: Dict[str, int] = {}
+    for j in np.unique(k.name_idx[rows]).tolist():
+        c = collective_name(k.names[j])
+        coll_of_name[j] = lookup.setdefault(c, len(lookup))
+        if len(coll_names) < len(lookup):
+            coll_names.append(c)
+    coll = coll_of_name[k.name_idx[rows]]
+    n_coll = len(coll_names)
+    cc = np.bincount(coll, minlength=n_coll)
+    ct = np.bincount(coll, weights=d, minlength=n_coll)
+    res.by_name = sorted(({"name": coll_names[i], "count": int(cc[i]), "total_ns": int(round(ct[i]))}
+                          for i in range(n_coll)), key=lambda r: (-r["total_ns"], r["name"]))
+
+    rkey, _ = combine_keys([k.pid[rows], k.device[rows]])
+    _, rfirst, rank = np.unique(rkey, return_index=True, return_inverse=True)
+    rank = rank.reshape(-1).astype(np.int64)
+    n_rank = rfirst.shape[0]
+    rank_pid = k.pid[rows][rfirst]
+    rank_dev = k.device[rows][rfirst]
+    # sequence index of each kernel within its (rank, collective name), in start order
+    g = rank * n_coll + coll
+    order = np.argsort(g, kind="stable")
+    gs = g[order]
+    new = np.ones(gs.shape[0], bool)
+    new[1:] = gs[1:] != gs[:-1]
+    grp_start = np.maximum.accumulate(np.where(new, np.arange(gs.shape[0]), 0))
+    seq = np.empty(gs.shape[0], np.int64)
+    seq[order] = np.arange(gs.shape[0]) - grp_start
+    # ranks per collective name; a (name, seq) collective is matched when every such rank has it
+    pairs = np.unique(coll * n_rank + rank)
+    ranks_per_coll = np.bincount(pairs // n_rank, minlength=n_coll)
+    cid_key = coll * (int(seq.max()) + 1) + seq
+    ucid, cinv, ccount = np.unique(cid_key, return_inverse=True, return_counts=True)
+    cinv = cinv.reshape(-1)
+    c_coll = ucid // (int(seq.max()) + 1)
+    matched_c = (ccount == ranks_per_coll[c_coll]) & (ccount >= 2)
+    mrow = matched_c[cinv]
+    res.matched_collectives = int(matched_c.sum())
+    res.unmatched_kernels = int((~mrow).sum())
+
+    base_rank = [{"rank": f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", "pid": int(rank_pid[r]),
+                  "device_id": int(rank_dev[r]), "nccl_count": int((rank == r).sum()),
+                  "nccl_total_ns": int(d[rank == r].sum())} for r in range(n_rank)]
+    if n_rank < 2:
+        res.ranks = base_rank
+        res.straggler_reason = "NCCL kernels on a single (pid, GPU) rank: nothing to compare"
+        return res
+    if res.matched_collectives == 0:
+        res.ranks = base_rank
+        res.straggler_reason = "no collective could be matched across ranks"
+        return res
+
+    # per matched collective: earliest start, latest start, last-arriving rank
+    mi = np.nonzero(mrow)[0]
+    mc = cinv[mi]
+    o = np.lexsort((rank[mi], s[mi], mc))
+    mi, mc = mi[o], mc[o]
+    first = np.ones(mi.shape[0], bool)
+    first[1:] = mc[1:] != mc[:-1]
+    starts = np.nonzero(first)[0]
+    ends = np.append(starts[1:], mi.shape[0]) - 1
+    cmin = s[mi][starts]
+    cmax = s[mi][ends]
+    last_rank = rank[mi][ends]
+    res.wait_ns_total = int((cmax - cmin).sum())
+    grp = np.cumsum(first) - 1
+    skew = s[mi] - cmin[grp]
+    last_cnt = np.bincount(last_rank, minlength=n_rank)
+    p50 = np.zeros(n_rank, np.float64)
+    for r in range(n_rank):   # loop over ranks only
+        m = rank[mi] == r
+        dd = d[mi][m]
+        p50[r] = float(np.median(dd)) if dd.shape[0] else 0.0
+        base_rank[r].update(
+            matched=int(m.sum()),
+            mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
+            p50_ns=int(round_half_up(p50[r])),
+            mean_start_skew_ns=int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
+            last_arrival_count=int(last_cnt[r]),
+        )
+    res.ranks = base_rank
+
+    waiting = int(np.argmax(p50))
+    others = np.delete(p50, waiting)
+    ref = float(np.median(others))
+    ratio = p50[waiting] / ref if ref > 0 else float("inf")
+    late = int(np.argmax(last_cnt))
+    share = last_cnt[late] / res.matched_collectives
+    if ratio >= MIN_RATIO and share >= MIN_LATE_SHARE and late != waiting:
+        res.straggler = {
+            "waiting_rank": base_rank[waiting]["rank"], "waiting_pid": base_rank[waiting]["pid"],
+            "waiting_device_id": base_rank[waiting]["device_id"],
+            "late_rank": base_rank[late]["rank"], "late_pid": base_rank[late]["pid"],
+            "late_device_id": base_rank[late]["device_id"],
+            "wait_ns_total": res.wait_ns_total, "duration_ratio": round(float(ratio), 4) if ref > 0 else None,
+            "late_share": round(float(share), 4), "matched_collectives": res.matched_collectives,
+            "confidence": "high" if ratio >= 2 and share >= 0.8 else "medium",
+        }
+    else:
+        res.straggler_reason = (
+            f"no significant imbalance (p50 duration ratio {ratio:.2f} vs ≥ {MIN_RATIO}; most frequent last "
+            f"arriver in {100 * share:.0f}% of collectives vs ≥ {100 * MIN_LATE_SHARE:.0f}%)"
+        )
+    return res

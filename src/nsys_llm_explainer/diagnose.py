@@ -1,8 +1,90 @@
-"""Diagnosis analyses (issue 3) run after the core analyses; results go to ``report.extra``."""
+"""Diagnosis analyses run after the core report (steady-state window, time accounting, kernel
+categories, phases, steps, CUDA graphs, memory traffic, NCCL). Results land in ``report.extra`` under
+the JSON key each section is written to.
+
+Order: window (full vs steady state) → clip the model to the steady window → accounting on both →
+phases (NVTX) → categories (per phase) → steps → graphs → memory (steady state, per step) → NCCL.
+"""
 
 from __future__ import annotations
 
+from typing import Any, Dict
+
+import numpy as np
+
+from .analyses.accounting import analyze_accounting, host_state_unions, launching_threads, state_parts
+from .analyses.api_classes import SYNC_MEMCPY, normalize
+from .analyses.categories import analyze_categories, load_rules
+from .analyses.graphs import analyze_graphs
+from .analyses.idle import analyze_idle
+from .analyses.memory import analyze_memory
+from .analyses.nccl import analyze_nccl
+from .analyses.phases import analyze_phases, resolve_phase_map
+from .analyses.steps import analyze_steps
+from .analyses.window import detect_window
+from .model.clip import clip_model
+from .model.trace import TraceModel
+
+
+def sync_memcpy_idle(model: TraceModel, acct_devices) -> Dict[int, int]:
+    """Per device: idle ns during which a launching thread was inside a synchronous memcpy/memset call
+    (a subset of the accounting's ``sync`` part)."""
+    api = model.api
+    out: Dict[int, int] = {}
+    if api is None or len(api) == 0:
+        return out
+    is_sm = np.array([normalize(n) in SYNC_MEMCPY for n in api.names] + [False], dtype=bool)
+    codes = np.where(is_sm[api.name_idx] & api.primary, 0, -1).astype(np.int64)
+    threads = launching_threads(model)
+    acts = analyze_idle(model).activity
+    from .analyses import intervals as iv
+    for d in acct_devices:
+        dev = d["device_id"]
+        if dev not in acts or dev not in threads:
+            continue
+        gs, ge, _, _ = iv.gaps(acts[dev].union)
+        parts = state_parts(host_state_unions(model, threads[dev], codes), gs, ge)
+        out[dev] = int(parts["sync"].sum())
+    return out
+
 
 def run_diagnosis(report) -> None:
-    """Populate ``report.extra`` with diagnosis results (categories, steps, accounting, …)."""
-    return None
+    """Populate ``report.extra`` (see module docstring)."""
+    model: TraceModel = report.model
+    opts = report.options
+    extra: Dict[str, Any] = report.extra
+
+    window = detect_window(model, opts.window, opts.window_nvtx)
+    steady = model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
+    extra["window"] = window.to_dict()
+
+    acct_full = analyze_accounting(model, opts.include_memcpy_in_busy)
+    acct = acct_full if window.is_full else analyze_accounting(steady, opts.include_memcpy_in_busy)
+    sm_idle = sync_memcpy_idle(steady, acct.devices) if acct.available else {}
+    for d in acct.devices:
+        d["idle_in_sync_memcpy_ns"] = sm_idle.get(d["device_id"], 0)
+    extra["accounting"] = {"scope": "steady_state" if not window.is_full else "full", "steady": acct,
+                           "full": acct_full}
+    if not window.is_full:
+        extra["steady_idle"] = analyze_idle(steady, opts.include_memcpy_in_busy, opts.top).devices
+
+    phase_map, phase_source = resolve_phase_map(opts.phase_map)
+    tree = report.nvtx.tree
+    kernel_node = report.attribution.kernel_node
+    phases = analyze_phases(model, phase_map, tree, kernel_node)
+    phases_source = phase_source
+    extra["phases"] = phases
+    kernel_phase = getattr(phases, "kernel_phase", None)
+    phase_names = getattr(phases, "phase_names", None)
+
+    rules = load_rules(None, opts.categories_file)
+    extra["categories"] = analyze_categories(model, rules, kernel_phase, phase_names,
+                                             opts.include_memcpy_in_busy).to_dict()
+
+    steps = analyze_steps(model, phases, step_marker=opts.step_marker, top=min(opts.top, 10))
+    extra["steps"] = steps
+    extra["graphs"] = analyze_graphs(model)
+    bounds = getattr(steps, "bounds", None)
+    extra["memory"] = analyze_memory(steady, bounds)
+    extra["nccl"] = analyze_nccl(model)
+    extra["_phase_source"] = phases_source

@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="count memcpy/memset as GPU busy in the idle analysis")
     p.add_argument("--categories", metavar="FILE", help="kernel category rules (JSON or YAML) extending the presets")
     p.add_argument("--step-marker", metavar="REGEX", help="kernel-name regex marking the end of a decode step")
+    p.add_argument("--step-range", metavar="NVTX_NAME", help="NVTX range name that delimits one step")
     p.add_argument("--window", metavar="START_NS:END_NS", help="analyze only this time window (steady state)")
     p.add_argument("--window-nvtx", metavar="RANGE_NAME", help="steady-state window = span of this NVTX range")
     p.add_argument("--quiet", action="store_true", help="no stdout summary, no progress")
@@ -230,7 +231,7 @@ def _main(argv: Sequence[str]) -> int:
         top=a.top, phase_map=_load_phase_map(a.phase_map), nvtx_coverage_warn_threshold=a.nvtx_coverage_warn_threshold,
         nvtx_kernel_map=not a.no_nvtx_kernel_map, include_memcpy_in_busy=a.include_memcpy_in_busy,
         categories_file=a.categories, step_marker=a.step_marker, window=_parse_window(a.window),
-        window_nvtx=a.window_nvtx,
+        window_nvtx=a.window_nvtx, step_range=a.step_range,
     )
     return run_analysis(Path(a.trace), Path(a.out), opts, a.force, a.quiet)
 

@@ -71,20 +71,20 @@ def run_diagnosis(report) -> None:
     phase_map, phase_source = resolve_phase_map(opts.phase_map)
     tree = report.nvtx.tree
     kernel_node = report.attribution.kernel_node
-    phases = analyze_phases(model, phase_map, tree, kernel_node)
-    phases_source = phase_source
-    extra["phases"] = phases
-    kernel_phase = getattr(phases, "kernel_phase", None)
-    phase_names = getattr(phases, "phase_names", None)
+    phases = analyze_phases(model, phase_map, tree, kernel_node, source=phase_source)
+    extra["phases"] = phases.to_dict()
+    kernel_phase = phases.kernel_phase if phases.available else None
+    phase_names = phases.phase_names if phases.available else None
 
     rules = load_rules(None, opts.categories_file)
     extra["categories"] = analyze_categories(model, rules, kernel_phase, phase_names,
                                              opts.include_memcpy_in_busy).to_dict()
 
-    steps = analyze_steps(model, phases, step_marker=opts.step_marker, top=min(opts.top, 10))
-    extra["steps"] = steps
+    steps = analyze_steps(model, phases, step_marker=opts.step_marker, step_range=opts.step_range,
+                          top=min(opts.top, 10), tree=tree, kernel_node=kernel_node)
+    extra["steps"] = steps.to_dict()
+    report.step_table = steps.table() if steps.available else []
     extra["graphs"] = analyze_graphs(model)
-    bounds = getattr(steps, "bounds", None)
+    bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
     extra["memory"] = analyze_memory(steady, bounds)
     extra["nccl"] = analyze_nccl(model)
-    extra["_phase_source"] = phases_source

@@ -35,6 +35,7 @@ class Options:
     step_marker: Optional[str] = None
     window: Optional[Tuple[int, int]] = None
     window_nvtx: Optional[str] = None
+    step_range: Optional[str] = None
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Report:
     findings: List[Dict] = field(default_factory=list)
     extra: Dict[str, object] = field(default_factory=dict)   # issue-3 analyses (diagnosis)
     timings_s: Dict[str, float] = field(default_factory=dict)
+    step_table: List[Dict] = field(default_factory=list)   # one row per detected step (CSV)
 
 
 def _noop(_: str) -> None:

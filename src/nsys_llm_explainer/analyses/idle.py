@@ -1,7 +1,8 @@
 """GPU busy / idle per device.
 
-busy = length of the union of kernel intervals on the device (with ``include_memcpy``: also memcpy and
-memset intervals); window = first start → last end of those intervals on that device; idle = window −
+busy = length of the union of kernel intervals on the device, plus whole-graph executions recorded by
+graph-level CUDA-graph tracing (``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``, whose kernels are not in the kernel
+table), and with ``include_memcpy`` also memcpy and memset intervals; window = first start → last end of those intervals on that device; idle = window −
 busy; idle % = idle / window × 100. Gaps are the spaces between union blocks; each lists the activity
 that closed the block before it and the one that opened the block after it.
 """
@@ -67,6 +68,13 @@ def device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, Device
         parts_l.append(k.name_idx.astype(np.int64))
         parts_d.append(k.device)
         labels = list(k.names)
+    gt = model.graph_trace
+    if gt is not None and len(gt):
+        labels.append("[CUDA graph (graph-level trace)]")
+        parts_l.append(np.full(len(gt), len(labels) - 1, np.int64))
+        parts_s.append(gt["start"])
+        parts_e.append(gt["end"])
+        parts_d.append(gt["device"])
     if include_memcpy:
         for ops, kind in ((model.memcpy, "memcpy"), (model.memset, "memset")):
             if ops is None or len(ops) == 0:

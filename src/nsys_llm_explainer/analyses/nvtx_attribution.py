@@ -9,7 +9,8 @@ the push/pop ranges open on the launching thread: ranges with start ≤ call sta
   (Σ innermost_ns = attributed kernel time, no double counting).
 * ``coverage`` = kernel time with any enclosing range / total kernel time (per PID: of that PID).
 * Phase totals (``--phase-map``): a kernel's phase is the phase of its innermost enclosing range whose
-  name contains one of the phase's substrings (case-insensitive); kernels with none are ``unmapped``.
+  name matches the phase map (longest matching substring wins, case-insensitive; the same rule as
+  :func:`phases.phase_of_names`); kernels with none are ``unmapped``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..model.trace import TraceModel
 from .nvtx_tree import NvtxTree, innermost_enclosing
+from .phases import phase_of_names
 from .stats import pct
 
 
@@ -38,19 +40,6 @@ class AttributionResult:
     pid_coverage: List[Dict] = field(default_factory=list)
     phases: List[Dict] = field(default_factory=list)
     kernel_node: Optional[np.ndarray] = None   # innermost tree node per kernel (not serialized)
-
-
-def phase_of_names(names: List[str], phase_map: Dict[str, List[str]]) -> np.ndarray:
-    """Phase index per range name (order of ``phase_map``), -1 when no substring matches."""
-    phases = list(phase_map.items())
-    out = np.full(len(names) + 1, -1, np.int64)
-    for i, n in enumerate(names):
-        low = n.lower()
-        for j, (_, subs) in enumerate(phases):
-            if any(s.lower() in low for s in subs):
-                out[i] = j
-                break
-    return out
 
 
 def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree],

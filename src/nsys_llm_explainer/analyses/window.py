@@ -121,10 +121,19 @@ def _result(full0: int, full1: int, s: int, e: int, method: str, reason: str,
 
 
 def _busy_union(model: TraceModel) -> iv.Union:
+    """Union of kernel intervals and whole-graph executions (graph-level trace), all devices pooled."""
+    parts_s, parts_e = [], []
     k = model.kernels
-    if k is None or len(k) == 0:
+    if k is not None and len(k):
+        parts_s.append(k.start)
+        parts_e.append(k.end)
+    gt = model.graph_trace
+    if gt is not None and len(gt):
+        parts_s.append(gt["start"])
+        parts_e.append(gt["end"])
+    if not parts_s:
         return iv.union(np.empty(0, np.int64), np.empty(0, np.int64))
-    return iv.union(k.start.astype(np.int64), k.end.astype(np.int64))
+    return iv.union_unsorted(np.concatenate(parts_s).astype(np.int64), np.concatenate(parts_e).astype(np.int64))
 
 
 def _runs(active: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -323,6 +323,7 @@ def rule_graph_trace(report):
              "CUPTI_ACTIVITY_KIND_GRAPH_TRACE." if gt.get("total_ns") else "."),
           f"Capture metadata graph trace mode: {g.get('capture_graph_trace_mode') or 'not recorded'}."]
     return {"id": "graph_trace_mode", "category": "graph_trace_mode", "severity": "high", "confidence": "high",
+            "blocks_analysis": True,
             "title": "CUDA graphs were traced at graph level: their kernels are missing",
             "evidence": ev,
             "recommendation": ["Re-capture with `nsys profile --cuda-graph-trace=node` so every kernel inside "
@@ -425,7 +426,9 @@ def run_rules(report) -> List[Dict]:
             findings.extend(out if isinstance(out, list) else [out])
     major = [f for f in findings if f["severity"] in ("high", "medium")]
     minor = [f for f in findings if f["severity"] not in ("high", "medium")]
-    major.sort(key=lambda f: (-int(f["time_at_stake_ns"]), SEVERITY_RANK[f["severity"]], f["id"]))
+    # a finding that invalidates the other numbers (graph-level tracing) comes first
+    major.sort(key=lambda f: (not f.get("blocks_analysis", False), -int(f["time_at_stake_ns"]),
+                              SEVERITY_RANK[f["severity"]], f["id"]))
     minor.sort(key=lambda f: (SEVERITY_RANK.get(f["severity"], 9), -int(f["time_at_stake_ns"]), f["id"]))
     if not major:
         major = [_none_finding(report)]

@@ -8,13 +8,15 @@ from typing import Any, Dict
 import numpy as np
 
 SCHEMA_VERSION = "1.0"
-_PRIVATE = {"tree", "activity", "kernel_node"}
+_PRIVATE = {"tree", "activity", "kernel_node", "kernel_phase", "node_phase", "arrays", "kernel_category", "name_category"}
 
 
 def plain(obj: Any) -> Any:
     """Dataclasses/numpy → JSON-ready builtins (private helper fields dropped)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name not in _PRIVATE}
+        return {
+            f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name not in _PRIVATE
+        }
     if isinstance(obj, dict):
         return {str(k): plain(v) for k, v in obj.items() if k not in _PRIVATE}
     if isinstance(obj, (list, tuple)):
@@ -46,34 +48,61 @@ def build_json(report) -> Dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "tool_version": report.tool_version,
         "trace": {
-            "path": t.path, "nsys_version": t.nsys_version, "export_schema_version": t.export_schema_version,
-            "metadata_table": t.metadata_table, "kernel_table": t.kernel_table, "start_ns": t.start_ns,
-            "end_ns": t.end_ns, "span_ns": t.span_ns, "gpus": plain(t.gpus), "processes": plain(t.processes),
-            "row_counts": plain(t.row_counts), "cuda_graph_trace_mode": t.cuda_graph_trace_mode,
-            "capture": plain(t.capture), "schema_notes": list(report.model.notes),
+            "path": t.path,
+            "nsys_version": t.nsys_version,
+            "export_schema_version": t.export_schema_version,
+            "metadata_table": t.metadata_table,
+            "kernel_table": t.kernel_table,
+            "start_ns": t.start_ns,
+            "end_ns": t.end_ns,
+            "span_ns": t.span_ns,
+            "gpus": plain(t.gpus),
+            "processes": plain(t.processes),
+            "row_counts": plain(t.row_counts),
+            "cuda_graph_trace_mode": t.cuda_graph_trace_mode,
+            "capture": plain(t.capture),
+            "schema_notes": list(report.model.notes),
         },
         "options": plain(report.options),
         "warnings": list(report.warnings),
         "findings": plain(report.findings),
         "kernels": plain(k.by_name_device),
-        "kernels_summary": {"available": k.available, "reason": k.reason, "total_kernel_ns": k.total_kernel_ns,
-                            "kernel_count": k.kernel_count, "by_name": plain(k.by_name)},
+        "kernels_summary": {
+            "available": k.available,
+            "reason": k.reason,
+            "total_kernel_ns": k.total_kernel_ns,
+            "kernel_count": k.kernel_count,
+            "by_name": plain(k.by_name),
+        },
         "devices": plain(report.idle.devices),
-        "idle": {"available": report.idle.available, "reason": report.idle.reason,
-                 "include_memcpy": report.idle.include_memcpy},
+        "idle": {
+            "available": report.idle.available,
+            "reason": report.idle.reason,
+            "include_memcpy": report.idle.include_memcpy,
+        },
         "pids": {"by_pid": plain(k.by_pid), "kernels_by_pid": plain(k.by_pid_name)},
         "launch": _section(report.launch),
         "sync": _section(report.sync),
         "cuda_api": _section(report.cuda_api),
         "memcpy": _section(report.memcpy),
         "nvtx": {
-            "available": nv.available, "reason": nv.reason, "range_count": nv.range_count,
-            "unterminated": nv.unterminated, "ranges": plain(nv.ranges), "by_pid": plain(nv.by_pid),
+            "available": nv.available,
+            "reason": nv.reason,
+            "range_count": nv.range_count,
+            "unterminated": nv.unterminated,
+            "ranges": plain(nv.ranges),
+            "by_pid": plain(nv.by_pid),
             "attribution": {
-                "available": att.available, "reason": att.reason, "coverage": att.coverage,
-                "total_kernel_ns": att.total_kernel_ns, "attributed_ns": att.attributed_ns,
-                "attributed_kernel_count": att.attributed_count, "linked_kernel_ns": att.linked_kernel_ns,
-                "ranges": plain(att.ranges), "by_pid": plain(att.by_pid), "pid_coverage": plain(att.pid_coverage),
+                "available": att.available,
+                "reason": att.reason,
+                "coverage": att.coverage,
+                "total_kernel_ns": att.total_kernel_ns,
+                "attributed_ns": att.attributed_ns,
+                "attributed_kernel_count": att.attributed_count,
+                "linked_kernel_ns": att.linked_kernel_ns,
+                "ranges": plain(att.ranges),
+                "by_pid": plain(att.by_pid),
+                "pid_coverage": plain(att.pid_coverage),
                 "phases": plain(att.phases),
             },
         },

@@ -1,0 +1,274 @@
+"""Inference phases (prefill / decode / other) from NVTX range names.
+
+Name → phase: a range name (domain-qualified, e.g. ``"vLLM:decode step"``) has the phase of the
+*longest* phase substring it contains, compared case-insensitively (ties: the phase listed first). Names
+whose longest match is in the preset's ``ignore`` list (``"decoder"``, ``"tokenize"``…) have no phase.
+This lets ``": 0 ctx reqs"`` (TensorRT-LLM generation-only step) beat ``"ctx reqs"`` (context step) and
+keeps ``"LlamaDecoderLayer"`` out of ``decode``. Presets live in ``presets/phases.json`` (vLLM, SGLang,
+TensorRT-LLM, generic); a user ``--phase-map`` ``{"phase": ["substring", ...]}`` replaces the preset
+phases (the ignore list still applies, after the user's phases on ties).
+
+Only push/pop ranges (the NVTX tree) take part. At any instant on a thread, the *phase owner* is the
+innermost open range whose name has a phase; a kernel's phase is the phase owner of its launch call
+(the innermost phase-named range enclosing the launch, via :mod:`nvtx_attribution`); kernels with none
+are ``unmapped``.
+
+* ``range_count``: push/pop ranges whose name has the phase.
+* ``wall_ns``: per process, length of the union of the time the phase owns on the process's threads
+  (a phase-named range minus the phase-named ranges nested in it, so nested ranges are never counted
+  twice and nested ranges of another phase go to that phase); summed over processes. ``wall_by_pid``
+  lists the per-process values. ``unmapped`` has no wall time (0).
+* ``kernel_count`` / ``gpu_time_ns``: number and summed duration of the phase's kernels.
+* ``gpu_busy_ns``: per device, length of the union of the phase's kernel intervals; summed over devices.
+* ``pct_of_kernel_time``: ``gpu_time_ns`` / total kernel time × 100.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import InputError
+from ..model.trace import TraceModel
+from . import intervals as iv
+from .nvtx_tree import NvtxTree
+from .stats import pct
+
+PHASES = ("prefill", "decode", "other")
+UNMAPPED = "unmapped"
+PRESET_FILE = Path(__file__).resolve().parent.parent / "presets" / "phases.json"
+
+# used when presets/phases.json cannot be read (installed without package data)
+_FALLBACK = {
+    "frameworks": {
+        "builtin": {
+            "prefill": ["prefill", "mixed", "forward_extend", "extend", "context", "ctx reqs"],
+            "decode": ["decode", "forward_decode", "generation", ": 0 ctx reqs"],
+            "other": ["warmup", "profile_run", "dummy_run", "capture_model"],
+        }
+    },
+    "ignore": ["decoder", "tokeniz", "detokeniz"],
+    "step_keywords": ["execute_model", "forward_step", "step", "iteration", "prefill", "decode", "extend",
+                      "generation", "context"],
+}
+
+
+def load_presets() -> Dict:
+    """The preset document (``frameworks``, ``ignore``, ``step_keywords``)."""
+    try:
+        with open(PRESET_FILE, encoding="utf-8") as fh:
+            data = json.load(fh)
+        if isinstance(data, dict) and isinstance(data.get("frameworks"), dict):
+            return data
+    except (OSError, ValueError):
+        pass
+    return _FALLBACK
+
+
+def _merge(maps: Sequence[Dict[str, List[str]]]) -> Dict[str, List[str]]:
+    out: Dict[str, List[str]] = {p: [] for p in PHASES}
+    for m in maps:
+        for phase, subs in m.items():
+            lst = out.setdefault(phase, [])
+            for s in subs:
+                if s.lower() not in (x.lower() for x in lst):
+                    lst.append(s)
+    return out
+
+
+def preset_phase_map(framework: Optional[str] = None) -> Dict[str, List[str]]:
+    """Phase map of one framework preset (``vllm``, ``sglang``, ``trtllm``, ``generic``) or all merged."""
+    fw = load_presets()["frameworks"]
+    if framework is not None:
+        if framework not in fw:
+            raise InputError(f"unknown phase preset {framework!r}; expected one of {sorted(fw)}")
+        return _merge([fw[framework]])
+    return _merge([fw[k] for k in fw])
+
+
+def ignore_list() -> List[str]:
+    return [str(s) for s in load_presets().get("ignore", [])]
+
+
+def step_keywords() -> List[str]:
+    return [str(s) for s in load_presets().get("step_keywords", [])]
+
+
+def resolve_phase_map(user_map: Optional[Dict[str, object]]) -> Tuple[Dict[str, List[str]], str]:
+    """(phase map, source). A user map replaces the presets; source is ``"user"`` or ``"preset:<names>"``."""
+    if user_map:
+        if not isinstance(user_map, dict):
+            raise InputError('phase map must be a JSON object {"phase": ["substring", ...]}')
+        out: Dict[str, List[str]] = {}
+        for k, v in user_map.items():
+            subs = [v] if isinstance(v, str) else v
+            ok = isinstance(k, str) and isinstance(subs, list) and all(isinstance(s, str) for s in subs)
+            if not ok:
+                raise InputError('phase map must be a JSON object {"phase": ["substring", ...]}')
+            if k == UNMAPPED:
+                raise InputError(f"phase name {UNMAPPED!r} is reserved")
+            out[k] = [s for s in subs if s]
+        return out, "user"
+    fw = load_presets()["frameworks"]
+    return preset_phase_map(), "preset:" + "+".join(fw)
+
+
+def phase_of_names(names: Sequence[str], phase_map: Dict[str, List[str]],
+                   ignore: Optional[Sequence[str]] = None) -> np.ndarray:
+    """Phase index per name (order of ``phase_map``), -1 for none; one extra trailing -1 (for index -1)."""
+    pats: List[Tuple[str, int, int]] = []   # (substring, phase index or -1 for ignore, tie order)
+    for j, subs in enumerate(phase_map.values()):
+        pats += [(s.lower(), j, j) for s in subs if s]
+    big = len(phase_map)
+    pats += [(s.lower(), -1, big) for s in (ignore if ignore is not None else ignore_list()) if s]
+    out = np.full(len(names) + 1, -1, np.int64)
+    for i, n in enumerate(names):
+        low = n.lower()
+        best: Optional[Tuple[int, int]] = None
+        ph = -1
+        for s, j, order in pats:
+            if s in low:
+                key = (len(s), -order)
+                if best is None or key > best:
+                    best, ph = key, j
+        out[i] = ph
+    return out
+
+
+def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(own phase per node, phase owner per node): the nearest ancestor-or-self with a phase, -1 if none."""
+    own = name_phase[tree.name_idx]
+    owner = np.where(own >= 0, np.arange(len(tree)), -1)
+    for anc in tree.ancestors_rounds():
+        need = (owner < 0) & (anc >= 0)
+        a = np.maximum(anc, 0)
+        owner = np.where(need & (own[a] >= 0), a, owner)
+    return own, owner
+
+
+@dataclass
+class PhaseResult:
+    available: bool
+    reason: Optional[str]
+    source: str
+    phase_map: Dict[str, List[str]]
+    phase_names: List[str] = field(default_factory=list)   # phase map order; index = kernel_phase value
+    total_kernel_ns: int = 0
+    phases: List[Dict] = field(default_factory=list)
+    range_names: List[Dict] = field(default_factory=list)  # NVTX names that got a phase: name, phase, count
+    notes: List[str] = field(default_factory=list)
+    kernel_phase: Optional[np.ndarray] = None   # phase index per kernel, -1 none (not serialized)
+    node_phase: Optional[np.ndarray] = None     # phase index of each tree node's phase owner (not serialized)
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"available": self.available, "reason": self.reason, "source": self.source,
+                "phase_map": self.phase_map, "phase_names": list(self.phase_names),
+                "total_kernel_ns": self.total_kernel_ns, "phases": self.phases,
+                "range_names": self.range_names,
+                "notes": list(self.notes)}
+
+
+def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> int:
+    total = 0
+    for d in np.unique(device).tolist():
+        m = device == d
+        total += iv.union(start[m], end[m]).length   # kernels are sorted by start
+    return total
+
+
+def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray):
+    """Intervals of time owned by each phase-named node: its range minus its phase-named descendants.
+
+    Returns (start, end, owner node). Pieces of one node are [r.start, c1.start), [c1.end, c2.start), …,
+    [ck.end, r.end) for its nearest phase-named descendants c1..ck (disjoint on one push/pop thread)."""
+    lab = np.nonzero(own >= 0)[0]
+    par = tree.parent[lab]
+    lpar = np.where(par >= 0, owner[np.maximum(par, 0)], -1)   # nearest phase-named strict ancestor
+    ch = lab[lpar >= 0]
+    chp = lpar[lpar >= 0]
+    s_t = np.concatenate([tree.start[lab], tree.end[ch]])
+    s_o = np.concatenate([lab, chp])
+    e_t = np.concatenate([tree.end[lab], tree.start[ch]])
+    e_o = np.concatenate([lab, chp])
+    so = np.lexsort((s_t, s_o))
+    eo = np.lexsort((e_t, e_o))
+    ps, pe, po = s_t[so], e_t[eo], s_o[so]
+    return ps, np.maximum(pe, ps), po
+
+
+def analyze_phases(model: TraceModel, phase_map: Optional[Dict[str, List[str]]] = None,
+                   tree: Optional[NvtxTree] = None, kernel_node: Optional[np.ndarray] = None,
+                   source: Optional[str] = None) -> PhaseResult:
+    """Phase wall time and GPU time (see module docstring). ``phase_map=None`` uses the presets."""
+    if phase_map is None:
+        phase_map, src = resolve_phase_map(None)
+    else:
+        src = source or "user"
+    labels = list(phase_map.keys())
+    res = PhaseResult(False, None, src, phase_map, phase_names=labels)
+    k = model.kernels
+    nk = len(k) if k is not None else 0
+    res.kernel_phase = np.full(nk, -1, np.int64)
+    dur = k.dur if k is not None else np.zeros(0, np.int64)
+    res.total_kernel_ns = int(dur.sum())
+    names = model.nvtx.names if model.nvtx is not None else []
+    piece_s = piece_e = piece_ph = piece_pid = np.zeros(0, np.int64)
+    range_count = np.zeros(len(labels), np.int64)
+    if tree is None or len(tree) == 0:
+        res.reason = "no NVTX push/pop ranges to take phases from"
+    else:
+        name_phase = phase_of_names(names, phase_map)
+        own, owner = resolve_nodes(tree, name_phase)
+        res.node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
+        has = own >= 0
+        range_count = np.bincount(own[has], minlength=len(labels)).astype(np.int64)
+        cnt = np.bincount(tree.name_idx[has], minlength=len(names) + 1)
+        for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist():
+            if cnt[i] == 0 or i >= len(names):
+                continue
+            res.range_names.append({"name": names[i], "phase": labels[int(name_phase[i])],
+                                    "count": int(cnt[i])})
+        if not has.any():
+            res.reason = "no NVTX push/pop range name matches the phase map"
+        else:
+            res.available = True
+            ps, pe, po = _owned_pieces(tree, own, owner)
+            piece_s, piece_e, piece_ph, piece_pid = ps, pe, own[po], tree.pid[po]
+            if kernel_node is not None and nk:
+                kn = np.asarray(kernel_node, dtype=np.int64)
+                res.kernel_phase = np.where(kn >= 0, res.node_phase[np.maximum(kn, 0)], -1)
+            elif nk:
+                res.notes.append("kernels were not linked to NVTX ranges: GPU time per phase is unavailable")
+        nvtx = model.nvtx
+        if nvtx is not None and len(nvtx):
+            other = np.ones(len(nvtx), bool)
+            other[tree.row] = False
+            n_se = int((other & (name_phase[nvtx.name_idx] >= 0)).sum())
+            if n_se:
+                res.notes.append(f"{n_se} phase-named NVTX start/end or cross-thread ranges are not used "
+                                 "(phases come from push/pop ranges only)")
+    kp = res.kernel_phase
+    for j, label in enumerate(labels + [UNMAPPED]):
+        pj = j if j < len(labels) else -1
+        by_pid = []
+        wall = 0
+        if pj >= 0:
+            pm = piece_ph == pj
+            for p in np.unique(piece_pid[pm]).tolist():
+                m = pm & (piece_pid == p)
+                w = iv.union_unsorted(piece_s[m], piece_e[m]).length
+                by_pid.append({"pid": int(p), "wall_ns": int(w)})
+                wall += w
+        km = kp == pj
+        t = int(dur[km].sum())
+        busy = _busy_per_device(k.start[km], k.end[km], k.device[km]) if nk and km.any() else 0
+        res.phases.append({
+            "phase": label, "range_count": int(range_count[pj]) if pj >= 0 else 0, "wall_ns": int(wall),
+            "wall_by_pid": by_pid, "kernel_count": int(km.sum()), "gpu_time_ns": t, "gpu_busy_ns": int(busy),
+            "pct_of_kernel_time": pct(t, res.total_kernel_ns),
+        })
+    return res

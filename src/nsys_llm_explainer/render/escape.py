@@ -1,0 +1,127 @@
+"""Escaping of user-controlled text (kernel names, NVTX range names, process names, paths).
+
+* :func:`md_cell` — text for one cell of a GitHub-flavoured Markdown table. The result never contains a raw
+  ``|`` (escaped ``\\|``), a line break (newline, CR, tab and other control characters become a space), a
+  raw ``<`` ``>`` ``&`` or backtick (HTML entities), an unescaped emphasis/link/strikethrough/math marker
+  (``* _ [ ] ~ $`` and ``\\`` are backslash-escaped; ``_`` only where it could start or end emphasis, i.e.
+  not between two letters/digits), nor an autolink trigger (``://``, ``www.`` and ``@`` are broken with
+  entities). So a cell cannot split the table, open HTML, or inject a link or image.
+* :func:`md_text` — the same escaping for inline text in a paragraph or bullet; in addition a leading
+  block marker (``#``, ``>``, ``-``, ``+``, ``=``, ``1.``/``1)``) is escaped so text cannot become a
+  heading, quote or list item (``md_cell`` escapes the same markers except ``1.``, which is inert in a
+  cell).
+* :func:`md_code` — ``text`` in monospace: a backtick code span for plain names, ``<code>`` with the
+  :func:`md_text`-style escaping for names holding ``< > & |``, backticks, backslashes or control
+  characters (so the .md source never holds raw HTML from a name); safe inside a table cell.
+* :func:`md_rich` — text that already uses backtick code spans for names (finding evidence): code
+  spans are re-emitted with :func:`md_code`, the rest with :func:`md_text`.
+* :func:`html_escape` — text for an HTML element or attribute value (``& < > " '``).
+* :func:`truncate` — shorten to at most ``limit`` characters with a trailing ``…`` (Markdown only;
+  CSV and JSON always keep the full name).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any, List
+
+#: Markdown tables truncate names longer than this many characters (stated in the section notes)
+MD_NAME_LIMIT = 160
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
+_BACKSLASH_ESCAPED = set("\\*[]~$")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;", "|": "\\|"}
+_UNSAFE_IN_SPAN = re.compile(r"[<>&|`\\\x00-\x1f\x7f\u2028\u2029\x85]")
+_LEADING_BLOCK = re.compile(r"^(\s*)(?:([#>+=-])|(\d+)([.)]))")
+
+
+def _to_str(text: Any) -> str:
+    if text is None:
+        return ""
+    return text if isinstance(text, str) else str(text)
+
+
+def truncate(text: Any, limit: int = MD_NAME_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters (the last one an ellipsis) when longer."""
+    s = _to_str(text)
+    if limit > 0 and len(s) > limit:
+        return s[: limit - 1] + "…"
+    return s
+
+
+def _escape_inline(s: str) -> str:
+    s = _CONTROL.sub(" ", s)
+    out: List[str] = []
+    n = len(s)
+    for i, ch in enumerate(s):  # loop over the characters of one name, not over table rows
+        if ch in _ENTITIES:
+            out.append(_ENTITIES[ch])
+        elif ch in _BACKSLASH_ESCAPED:
+            out.append("\\" + ch)
+        elif ch == "_":
+            prev_alnum = i > 0 and s[i - 1].isalnum()
+            next_alnum = i + 1 < n and s[i + 1].isalnum()
+            out.append("_" if prev_alnum and next_alnum else "\\_")
+        elif ch == "@":
+            out.append("&#64;")
+        else:
+            out.append(ch)
+    r = "".join(out)
+    r = r.replace("://", "&#58;//")
+    r = re.sub(r"(?i)\bwww\.", lambda m: m.group(0)[:-1] + "&#46;", r)
+    return r
+
+
+def _escape_leading(r: str, numbered: bool = True) -> str:
+    def sub(m: re.Match[str]) -> str:
+        if m.group(2):
+            return m.group(1) + "\\" + m.group(2)
+        if not numbered:
+            return m.group(0)
+        return m.group(1) + m.group(3) + "\\" + m.group(4)
+
+    return _LEADING_BLOCK.sub(sub, r, count=1)
+
+
+def md_cell(text: Any) -> str:
+    """Escape ``text`` for one GitHub Markdown table cell (see module docstring)."""
+    return _escape_leading(_escape_inline(_to_str(text)).strip(), numbered=False)
+
+
+def md_text(text: Any, line_start: bool = True) -> str:
+    """Escape ``text`` for inline Markdown (paragraphs, bullet points). ``line_start=False`` when the text
+    is placed after other text on the same line (no block marker can be formed there)."""
+    r = _escape_inline(_to_str(text))
+    return _escape_leading(r) if line_start else r
+
+
+def md_code(text: Any) -> str:
+    """``text`` in monospace, shown verbatim. Plain names become a backtick code span; names holding
+    ``< > & | \\`` backticks or control characters become ``<code>…</code>`` with escaped content (a code span
+    could not hide raw HTML from a reader of the .md source). Safe inside a table cell."""
+    s = _to_str(text)
+    if not s:
+        return ""
+    if _UNSAFE_IN_SPAN.search(s) or s.startswith(" ") or s.endswith(" "):
+        return "<code>" + _escape_inline(s) + "</code>"
+    return f"`{s}`"
+
+
+def md_rich(text: Any) -> str:
+    """Escape text whose backtick-delimited parts are code spans (e.g. finding evidence)."""
+    parts = _to_str(text).split("`")
+    if len(parts) % 2 == 0:  # unbalanced backticks: treat everything as plain text
+        return md_text(text)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(md_code(part) if part else "")
+        else:
+            out.append(md_text(part, line_start=(i == 0)))
+    return "".join(out)
+
+
+def html_escape(text: Any) -> str:
+    """Escape ``text`` for HTML element content or a quoted attribute value."""
+    return html.escape(_to_str(text), quote=True)

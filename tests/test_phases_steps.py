@@ -1,0 +1,244 @@
+"""Phases (prefill/decode wall + GPU time) and step detection on small hand-computed fixtures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nsys_llm_explainer.analyses.nvtx_attribution import analyze_attribution
+from nsys_llm_explainer.analyses.nvtx_tree import build_tree
+from nsys_llm_explainer.analyses.phases import (
+    analyze_phases,
+    phase_of_names,
+    preset_phase_map,
+    resolve_phase_map,
+)
+from nsys_llm_explainer.analyses.steps import analyze_steps
+from nsys_llm_explainer.errors import InputError
+from nsys_llm_explainer.pipeline import load_model
+from nsys_llm_explainer.synth import TraceBuilder
+
+US = 1_000
+PID = 100
+# five decode steps: (start, width)
+STARTS = [1_000_000, 1_120_000, 1_260_000, 1_380_000, 1_700_000]
+WIDTHS = [100_000, 120_000, 100_000, 300_000, 110_000]
+
+
+def _decode_trace(path: str) -> str:
+    """5 ``decode`` push/pop ranges on the launching thread, each with a ``model.layers.0`` range inside.
+
+    Per step at s: kernel A [s+5us, s+25us), kernel B [s+30us, s+60us). Step 3 has a third kernel
+    [s+40us, s+70us) (overlaps B) and a 150 us cudaStreamSynchronize; step 2 has a 10 us memcpy;
+    step 4's kernel B runs [s+100us, s+130us), past the step end (s+110us).
+    """
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, PID)
+    other = b.thread(PID, PID + 1)
+    b.gpu(0)
+    b.nvtx_push_pop(900_000, 1_900_000, "generate", tid_g=g)
+    for i, (s, w) in enumerate(zip(STARTS, WIDTHS)):
+        e = s + w
+        b.nvtx_push_pop(s, e, "decode", tid_g=g)
+        b.nvtx_push_pop(s + 500, s + 10 * US, "model.layers.0", tid_g=g)
+        b.launch(s + 1 * US, s + 3 * US, s + 5 * US, s + 25 * US, pid=PID, tid=PID, name="gemm_a")
+        kb = (s + 100 * US, s + 130 * US) if i == 4 else (s + 30 * US, s + 60 * US)
+        b.launch(s + 4 * US, s + 6 * US, *kb, pid=PID, tid=PID, name="gemm_b")
+        if i == 3:
+            b.launch(s + 7 * US, s + 9 * US, s + 40 * US, s + 70 * US, pid=PID, tid=PID, name="gemm_c")
+            b.runtime(s + 100 * US, s + 250 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+        if i == 2:
+            b.memcpy(s + 70 * US, s + 80 * US, pid=PID, bytes=4096, device=0)
+        # a non-launching thread with a frequent range: never a step candidate
+        b.nvtx_push_pop(s, s + 1000, "poll", tid_g=other)
+    b.write(path, overwrite=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def decode_model(tmp_path_factory):
+    return load_model(_decode_trace(str(tmp_path_factory.mktemp("steps") / "decode.sqlite")))
+
+
+def _phases(model, phase_map=None):
+    tree = build_tree(model.nvtx)
+    att = analyze_attribution(model, tree)
+    pm, src = resolve_phase_map(phase_map)
+    return analyze_phases(model, pm, tree, att.kernel_node, source=src), tree, att
+
+
+def test_nvtx_steps_exact(decode_model):
+    pr, tree, att = _phases(decode_model)
+    res = analyze_steps(decode_model, pr, tree=tree, kernel_node=att.kernel_node, top=2)
+    assert res.available and res.method == "nvtx"
+    assert res.step_ranges == ["decode"]
+    assert res.confidence == "high"
+    a = res.arrays
+    assert a.start.tolist() == STARTS
+    assert a.wall.tolist() == WIDTHS
+    assert a.gpu_busy.tolist() == [50_000, 50_000, 50_000, 60_000, 30_000]
+    assert a.gpu_idle.tolist() == [50_000, 70_000, 50_000, 240_000, 80_000]
+    assert a.kernel_count.tolist() == [2, 2, 2, 3, 2]
+    assert a.sync.tolist() == [0, 0, 0, 150_000, 0]
+    assert a.memcpy.tolist() == [0, 0, 10_000, 0, 0]
+    assert a.device.tolist() == [0] * 5 and a.pid.tolist() == [PID] * 5
+    assert [a.phase_label(i) for i in range(5)] == ["decode"] * 5
+    # wall distribution: sorted 100,100,110,120,300 us
+    assert res.summary["p50_ns"] == 110_000
+    assert res.summary["p90_ns"] == 228_000   # 120k + 0.6 * 180k
+    assert res.summary["max_ns"] == 300_000
+    assert res.by_phase[0]["phase"] == "decode" and res.by_phase[0]["count"] == 5
+    assert res.by_pid[0]["pid"] == PID and res.by_pid[0]["gpu_idle_ns"] == 490_000
+    slow = res.slowest[0]
+    assert slow["start_ns"] == STARTS[3]
+    assert slow["vs_median"] == {"wall_ns": 190_000, "gpu_busy_ns": 10_000, "gpu_idle_ns": 170_000,
+                                 "sync_ns": 150_000, "memcpy_ns": 0, "kernel_count": 1}
+    assert slow["what_differed"] == ("+190.0 µs wall vs the median decode step: +170.0 µs GPU idle, "
+                                     "+150.0 µs sync, +10.0 µs GPU busy, +1 kernels")
+    assert res.outliers[0]["start_ns"] == STARTS[3]
+    assert res.totals["kernel_count"] == 11
+    assert len(res.table()) == 5
+    assert "arrays" not in res.to_dict()
+
+
+def test_step_range_override(decode_model):
+    res = analyze_steps(decode_model, step_range="MODEL.LAYERS.0")
+    assert res.method == "nvtx" and res.confidence == "high"
+    assert res.step_ranges == ["model.layers.0"]
+    assert res.arrays.wall.tolist() == [9_500] * 5
+    # every launch call (s+1us .. s+9us) lies inside the layer range [s+0.5us, s+10us)
+    assert res.arrays.kernel_count.tolist() == [2, 2, 2, 3, 2]
+    missing = analyze_steps(decode_model, step_range="no-such-range")
+    assert missing.step_ranges == ["decode"] and "no-such-range" in missing.notes[0]
+
+
+def test_decode_phase(decode_model):
+    pr, _, _ = _phases(decode_model)
+    assert pr.available and pr.source.startswith("preset:")
+    rows = {r["phase"]: r for r in pr.phases}
+    assert list(rows) == ["prefill", "decode", "other", "unmapped"]
+    d = rows["decode"]
+    assert d["range_count"] == 5
+    assert d["wall_ns"] == sum(WIDTHS)
+    assert d["wall_by_pid"] == [{"pid": PID, "wall_ns": sum(WIDTHS)}]
+    assert d["kernel_count"] == 11
+    assert d["gpu_time_ns"] == 5 * 50_000 + 30_000
+    assert d["gpu_busy_ns"] == 3 * 50_000 + 60_000 + 50_000
+    assert rows["unmapped"]["kernel_count"] == 0
+    assert pr.kernel_phase.tolist() == [1] * 11
+
+
+def test_phase_map_override(decode_model):
+    pr, _, _ = _phases(decode_model, {"tok": ["decode"], "lay": ["layers"]})
+    assert pr.source == "user" and pr.phase_names == ["tok", "lay"]
+    rows = {r["phase"]: r for r in pr.phases}
+    # the innermost phase-named range enclosing each launch is model.layers.0
+    assert rows["lay"]["kernel_count"] == 11 and rows["tok"]["kernel_count"] == 0
+    assert rows["lay"]["wall_ns"] == 5 * 9_500
+    assert rows["tok"]["wall_ns"] == sum(WIDTHS) - 5 * 9_500   # nested ranges of another phase subtracted
+    with pytest.raises(InputError):
+        resolve_phase_map({"x": [1, 2]})
+
+
+def test_nested_phase_wall(tmp_path):
+    b = TraceBuilder()
+    g1 = b.thread(1, 1)
+    g2 = b.thread(2, 2)
+    b.nvtx_push_pop(0, 100_000, "vllm: prefill step", tid_g=g1)
+    b.nvtx_push_pop(20_000, 50_000, "decode", tid_g=g1)
+    b.nvtx_push_pop(30_000, 40_000, "decode inner", tid_g=g1)   # same phase nested: counted once
+    b.nvtx_push_pop(10_000, 60_000, "prefill", tid_g=g2)
+    b.launch(25_000, 26_000, 30_000, 31_000, pid=1, tid=1, name="k")
+    m = load_model(b.write(str(tmp_path / "nest.sqlite")))
+    pr, _, _ = _phases(m)
+    rows = {r["phase"]: r for r in pr.phases}
+    assert rows["prefill"]["wall_ns"] == 70_000 + 50_000
+    assert rows["prefill"]["wall_by_pid"] == [{"pid": 1, "wall_ns": 70_000}, {"pid": 2, "wall_ns": 50_000}]
+    assert rows["decode"]["wall_ns"] == 30_000
+    assert rows["decode"]["kernel_count"] == 1 and rows["decode"]["gpu_time_ns"] == 1_000
+
+
+def test_preset_names():
+    names = [
+        "vllm: prefill step", "vllm: decode step", "execute_model", "model.LlamaDecoderLayer",
+        "[Executor] _forward_step 3: 0 ctx reqs, 8 gen reqs",
+        "[Executor] _forward_step 4: 2 ctx reqs, 8 gen reqs",
+        "forward_extend", "forward_decode", "vLLM:mixed batch", "profile_run",
+        "TensorRT:ExecutionContext::execute",
+        "context phase", "generation phase",
+    ]
+    pm = preset_phase_map()
+    labels = list(pm)
+    got = [labels[i] if i >= 0 else None for i in phase_of_names(names, pm)[:-1].tolist()]
+    assert got == ["prefill", "decode", None, None, "decode", "prefill", "prefill", "decode", "prefill",
+                   "other", None, "prefill", "decode"]
+    vllm = preset_phase_map("vllm")
+    assert "vllm: decode" in vllm["decode"] and "prefill" in vllm["prefill"]
+    with pytest.raises(InputError):
+        preset_phase_map("nope")
+
+
+def _marker_trace(path: str) -> str:
+    """No NVTX. Device 0, per iteration at t: gemm [t, t+10us), softmax [t+12, t+14), argmax [t+15, t+17).
+    Iteration 3 (t=60us) has top_k [t+14, t+15) right before argmax (a run: counts once).
+    A 10 us cudaDeviceSynchronize at [50us, 60us)."""
+    b = TraceBuilder()
+    g = b.thread(300, 300)
+    for t in (0, 30 * US, 60 * US, 90 * US):
+        b.kernel(t, t + 10 * US, pid=300, name="gemm")
+        b.kernel(t + 12 * US, t + 14 * US, pid=300, name="softmax")
+        if t == 60 * US:
+            b.kernel(t + 14 * US, t + 15 * US, pid=300, name="topk_kernel")
+        b.kernel(t + 15 * US, t + 17 * US, pid=300, name="argmax_kernel")
+    b.runtime(50 * US, 60 * US, tid_g=g, name="cudaDeviceSynchronize_v3020")
+    return b.write(path, overwrite=True)
+
+
+def test_marker_steps(tmp_path):
+    m = load_model(_marker_trace(str(tmp_path / "marker.sqlite")))
+    res = analyze_steps(m)
+    assert res.method == "marker" and res.confidence == "low"
+    a = res.arrays
+    assert a.start.tolist() == [17 * US, 47 * US, 77 * US]
+    assert a.end.tolist() == [47 * US, 77 * US, 107 * US]
+    assert a.kernel_count.tolist() == [3, 4, 3]
+    assert a.gpu_busy.tolist() == [14 * US, 15 * US, 14 * US]
+    assert a.gpu_idle.tolist() == [16 * US, 15 * US, 16 * US]
+    assert a.sync.tolist() == [0, 10 * US, 0]
+    assert [a.phase_label(i) for i in range(3)] == ["unmapped"] * 3
+    assert {d["name"] for d in res.marker_kernels} == {"argmax_kernel", "topk_kernel"}
+    # a user regex that matches only the softmax kernels
+    res2 = analyze_steps(m, step_marker="softmax")
+    assert res2.marker_regex == "softmax" and res2.arrays.start.tolist() == [14 * US, 44 * US, 74 * US]
+    with pytest.raises(InputError):
+        analyze_steps(m, step_marker="(")
+
+
+def test_no_steps(tmp_path):
+    b = TraceBuilder()
+    b.kernel(0, 10, pid=1, name="gemm")
+    m = load_model(b.write(str(tmp_path / "none.sqlite")))
+    res = analyze_steps(m)
+    assert not res.available and res.method == "none" and res.reason
+    assert np.asarray(res.to_dict()["slowest"]).size == 0
+
+
+@pytest.mark.parametrize("scenario, n_steps, phases", [
+    ("demo", 82, {"prefill": 2, "decode": 80}),         # 2 ranks × (1 prefill + 40 decode)
+    ("graph_level", 41, {"prefill": 1, "decode": 40}),  # decode steps replay a CUDA graph (graph-level rows)
+])
+def test_scenarios(tmp_path, scenario, n_steps, phases):
+    from nsys_llm_explainer.synth.scenarios import build_scenario
+
+    path = str(tmp_path / f"{scenario}.sqlite")
+    facts = build_scenario(scenario, path)
+    m = load_model(path)
+    pr, tree, att = _phases(m)
+    res = analyze_steps(m, pr, tree=tree, kernel_node=att.kernel_node)
+    assert res.method == "nvtx" and res.confidence == "high" and res.step_ranges == ["execute_model"]
+    assert res.step_count == n_steps
+    assert {r["phase"]: r["count"] for r in res.by_phase} == phases
+    assert res.totals["kernel_count"] == facts["kernel_count"]
+    assert (res.arrays.gpu_busy > 0).all()
+    assert (res.arrays.gpu_idle >= 0).all()

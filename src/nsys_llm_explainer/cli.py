@@ -168,7 +168,8 @@ def _write_all(data: dict, out_dir: Path) -> None:
         (r() if isinstance(r, type) else r).render(data, out_dir)
 
 
-def run_analysis(trace: Path, out: Path, opts, force: bool, quiet: bool) -> int:
+def run_analysis(trace: Path, out: Path, opts, force: bool, quiet: bool, display_path: Optional[str] = None,
+                 extra_files: Sequence[Path] = ()) -> int:
     from .output import Staging, check_out_dir
     from .pipeline import analyze_path
     from .render.json_report import build_json
@@ -184,11 +185,15 @@ def run_analysis(trace: Path, out: Path, opts, force: bool, quiet: bool) -> int:
             report = analyze_path(str(src), opts, progress)
             if src != trace:
                 report.trace.path = str(trace)
+            if display_path:
+                report.trace.path = display_path
             progress("writing report")
             data = build_json(report)
             with Staging(out) as st:
                 assert st.tmp is not None
                 _write_all(data, st.tmp)
+                for f in extra_files:
+                    shutil.copyfile(f, st.tmp / f.name)
                 st.commit()
     finally:
         progress.stop()
@@ -218,9 +223,8 @@ def _main(argv: Sequence[str]) -> int:
                 build_scenario(a.scenario, str(trace))
             except KeyError:
                 raise InputError(f"unknown demo scenario {a.scenario!r}") from None
-            rc = run_analysis(trace, out, Options(top=a.top), a.force, a.quiet)
-            shutil.copyfile(trace, out / "demo_trace.sqlite")
-        return rc
+            return run_analysis(trace, out, Options(top=a.top), a.force, a.quiet,
+                                display_path=str(out / "demo_trace.sqlite"), extra_files=[trace])
     a = _parser().parse_args(argv)
     from .pipeline import Options
     if a.top < 1:

@@ -25,6 +25,8 @@ from .analyses.window import detect_window
 from .model.clip import clip_model
 from .model.trace import TraceModel
 
+MAX_STEP_ROWS = 100_000  # per-step rows kept in report.json / tables/steps_rows.csv
+
 
 def sync_memcpy_idle(model: TraceModel, acct_devices) -> Dict[int, int]:
     """Per device: idle ns during which a launching thread was inside a synchronous memcpy/memset call
@@ -83,7 +85,8 @@ def run_diagnosis(report) -> None:
     steps = analyze_steps(model, phases, step_marker=opts.step_marker, step_range=opts.step_range,
                           top=min(opts.top, 10), tree=tree, kernel_node=kernel_node)
     extra["steps"] = steps.to_dict()
-    report.step_table = steps.table() if steps.available else []
+    extra["steps"]["rows"] = steps.table()[:MAX_STEP_ROWS] if steps.available else []
+    extra["steps"]["rows_capped"] = bool(steps.available and steps.step_count > MAX_STEP_ROWS)
     extra["graphs"] = analyze_graphs(model)
     bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
     extra["memory"] = analyze_memory(steady, bounds)

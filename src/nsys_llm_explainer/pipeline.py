@@ -56,7 +56,6 @@ class Report:
     findings: List[Dict] = field(default_factory=list)
     extra: Dict[str, object] = field(default_factory=dict)   # issue-3 analyses (diagnosis)
     timings_s: Dict[str, float] = field(default_factory=dict)
-    step_table: List[Dict] = field(default_factory=list)   # one row per detected step (CSV)
 
 
 def _noop(_: str) -> None:

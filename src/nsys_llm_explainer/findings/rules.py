@@ -153,6 +153,15 @@ def _tip(category: str, stack: str) -> List[str]:
     return [t] if t else []
 
 
+PART_TEXT = {
+    "sync": "blocked in host-synchronizing calls (synchronous copies excluded)",
+    "launch": "inside kernel launch calls",
+    "alloc": "inside allocation/free calls",
+    "other_api": "inside other CUDA API calls",
+    "no_cuda_call": "outside any CUDA call (host-side work)",
+}
+
+
 def _idle_rule(report, part: str, fid: str, category: str, title: str, recs: List[str],
                exclude_ns: int = 0, extra_evidence: Optional[List[str]] = None) -> Optional[Dict]:
     acct = _acct(report)
@@ -167,7 +176,7 @@ def _idle_rule(report, part: str, fid: str, category: str, title: str, recs: Lis
     if sev is None:
         return None
     d = _worst_device(acct, part)
-    ev = [f"GPU idle while the launching thread(s) were {title.split(':')[0].lower()}: {ms(total)} = "
+    ev = [f"GPU idle while the launching thread(s) were {PART_TEXT[part]}: {ms(total)} = "
           f"{share:.1f}% of the summed device windows ({_scope_text(report)})."]
     if d is not None:
         ev.append(f"Worst device {d['device_id']}: {ms(d['idle_parts'].get(part, 0))} of its {ms(d['window_ns'])} "

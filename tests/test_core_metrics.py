@@ -1,0 +1,241 @@
+"""Core metrics on small synthetic exports with hand-computed answers (see docs/METRICS.md)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import pytest
+
+from conftest import run_cli
+from nsys_llm_explainer.pipeline import Options, analyze_path
+from nsys_llm_explainer.render.json_report import build_json
+from nsys_llm_explainer.synth import TraceBuilder
+
+
+def report_of(b: TraceBuilder, tmp_path, name="t.sqlite", **opts) -> dict:
+    p = tmp_path / name
+    b.write(str(p))
+    return build_json(analyze_path(str(p), Options(**opts)))
+
+
+def by(rows, **kv):
+    out = [r for r in rows if all(r.get(k) == v for k, v in kv.items())]
+    assert len(out) == 1, (kv, rows)
+    return out[0]
+
+
+@pytest.mark.parametrize("flavor", ["2021.5", "2022.4", "2023.4", "2024.2", "2026.2"])
+def test_overlapping_streams_union_and_gaps(tmp_path, flavor):
+    b = TraceBuilder(flavor=flavor)
+    b.process(10)
+    t = b.thread(10, 10)
+    b.launch(50, 60, 100, 200, pid=10, tid=10, stream=7, name="A")
+    b.launch(60, 70, 150, 300, pid=10, tid=10, stream=13, name="B")
+    b.launch(70, 80, 400, 450, pid=10, tid=10, stream=7, name="C")
+    b.launch(80, 90, 2000, 3500, pid=10, tid=10, stream=7, name="D")
+    del t
+    j = report_of(b, tmp_path)
+    d = by(j["devices"], device_id=0)
+    # union: [100,300) + [400,450) + [2000,3500) = 200 + 50 + 1500
+    assert d["busy_ns"] == 1750
+    assert d["window_start_ns"] == 100 and d["window_end_ns"] == 3500 and d["window_ns"] == 3400
+    assert d["idle_ns"] == 3400 - 1750
+    assert d["idle_pct"] == pytest.approx(100 * 1650 / 3400, abs=1e-3)
+    gaps = d["largest_gaps"]
+    assert [(g["start_ns"], g["end_ns"], g["duration_ns"]) for g in gaps] == [(450, 2000, 1550), (300, 400, 100)]
+    assert (gaps[0]["kernel_before"], gaps[0]["kernel_after"]) == ("C", "D")
+    assert (gaps[1]["kernel_before"], gaps[1]["kernel_after"]) == ("B", "C")
+    hist = {h["bucket"]: (h["count"], h["total_ns"]) for h in d["gap_histogram"]}
+    assert hist["<1us"] == (1, 100) and hist["1-5us"] == (1, 1550) and hist[">1ms"] == (0, 0)
+    # kernel sums are not unions: 100 + 150 + 50 + 1500
+    assert j["kernels_summary"]["total_kernel_ns"] == 1800
+
+
+def test_kernel_stats_percentiles_and_zero_duration(tmp_path):
+    b = TraceBuilder()
+    b.process(1)
+    b.thread(1, 1)
+    durs = [0, 10, 20, 30, 1000]
+    t = 1000
+    for d in durs:
+        b.launch(t - 50, t - 40, t, t + d, pid=1, tid=1, name="k")
+        t += 2000
+    j = report_of(b, tmp_path)
+    r = by(j["kernels"], name="k", device_id=0)
+    assert (r["count"], r["total_ns"], r["min_ns"], r["max_ns"]) == (5, 1060, 0, 1000)
+    assert r["avg_ns"] == 212
+    assert r["p50_ns"] == 20
+    assert r["p90_ns"] == round(30 + 0.6 * 970)  # linear interpolation: pos 3.6
+    assert r["pct"] == 100.0
+
+
+def test_two_processes_colliding_correlation_ids(tmp_path):
+    b = TraceBuilder()
+    b.process(100)
+    b.process(200)
+    t1 = b.thread(100, 100)
+    t2 = b.thread(200, 200)
+    b.nvtx_push_pop(0, 1000, "rank0_step", tid_g=t1)
+    b.nvtx_push_pop(0, 1000, "rank1_step", tid_g=t2)
+    # both processes use correlation id 1 (ids restart per process)
+    c0 = b.launch(100, 110, 200, 300, pid=100, tid=100, device=0, name="k0")
+    c1 = b.launch(120, 130, 400, 900, pid=200, tid=200, device=1, name="k1")
+    assert c0 == c1  # the same correlation id in both processes
+    j = report_of(b, tmp_path)
+    att = {r["name"]: r for r in j["nvtx"]["attribution"]["ranges"]}
+    assert att["rank0_step"]["inclusive_ns"] == 100 and att["rank0_step"]["kernel_count"] == 1
+    assert att["rank1_step"]["inclusive_ns"] == 500 and att["rank1_step"]["kernel_count"] == 1
+    assert j["nvtx"]["attribution"]["coverage"] == 1.0
+    by_pid = {(r["pid"], r["name"]): r["inclusive_ns"] for r in j["nvtx"]["attribution"]["by_pid"]}
+    assert by_pid == {(100, "rank0_step"): 100, (200, "rank1_step"): 500}
+    pids = {r["pid"]: r["total_ns"] for r in j["pids"]["by_pid"]}
+    assert pids == {100: 100, 200: 500}
+
+
+def test_nested_nvtx_inclusive_innermost_and_self(tmp_path):
+    b = TraceBuilder()
+    b.process(1)
+    tg = b.thread(1, 1)
+    b.nvtx_push_pop(0, 1000, "step", tid_g=tg)
+    b.nvtx_push_pop(100, 500, "layer", tid_g=tg)
+    b.nvtx_push_pop(200, 300, "layer", tid_g=tg)      # same name nested: counted once
+    b.nvtx_push_pop(600, 900, "layer", tid_g=tg)
+    b.launch(250, 260, 2000, 2010, pid=1, tid=1, name="a")   # step > layer > layer
+    b.launch(550, 560, 2100, 2120, pid=1, tid=1, name="b")   # step only
+    b.launch(700, 710, 2200, 2240, pid=1, tid=1, name="c")   # step > layer
+    b.launch(1500, 1510, 2300, 2380, pid=1, tid=1, name="d")  # outside any range
+    j = report_of(b, tmp_path)
+    att = j["nvtx"]["attribution"]
+    rows = {r["name"]: r for r in att["ranges"]}
+    assert rows["step"]["inclusive_ns"] == 70 and rows["step"]["innermost_ns"] == 20
+    assert rows["layer"]["inclusive_ns"] == 50 and rows["layer"]["innermost_ns"] == 50
+    assert rows["layer"]["kernel_count"] == 2
+    assert att["attributed_ns"] == 70 and att["total_kernel_ns"] == 150
+    assert att["coverage"] == pytest.approx(70 / 150, abs=1e-6)
+    ranges = {r["name"]: r for r in j["nvtx"]["ranges"]}
+    assert ranges["step"]["total_ns"] == 1000 and ranges["step"]["count"] == 1
+    assert ranges["layer"]["total_ns"] == 400 + 100 + 300 and ranges["layer"]["count"] == 3
+    # self time: step 1000 − 400 − 300 = 300; layer (400 − 100) + 100 + 300 = 700
+    assert ranges["step"]["self_ns"] == 300 and ranges["layer"]["self_ns"] == 700
+    assert ranges["step"]["pct_self"] == 30.0 and ranges["layer"]["pct_self"] == 70.0
+
+
+def test_unterminated_range_and_domains(tmp_path):
+    b = TraceBuilder()
+    b.process(1)
+    tg = b.thread(1, 1)
+    b.nvtx_domain(5, "NCCL", tid_g=tg)
+    b.nvtx_push_pop(0, None, "open_forever", tid_g=tg)
+    b.nvtx_push_pop(10, 50, "ncclAllReduce", tid_g=tg, domain_id=5, registered=True)
+    b.launch(20, 30, 100, 150, pid=1, tid=1, name="k")
+    b.launch(5000, 5010, 6000, 6100, pid=1, tid=1, name="k")
+    j = report_of(b, tmp_path)
+    assert j["nvtx"]["unterminated"] == 1
+    names = {(r["name"], r["style"]) for r in j["nvtx"]["ranges"]}
+    assert names == {("NCCL:ncclAllReduce", "PushPop")}     # the open range has no duration
+    att = {r["name"]: r for r in j["nvtx"]["attribution"]["ranges"]}
+    assert att["open_forever"]["inclusive_ns"] == 150          # open until the end of the trace
+    assert att["NCCL:ncclAllReduce"]["inclusive_ns"] == 50
+    assert any("no end" in w for w in j["warnings"])
+
+
+def test_sync_classification_and_api_names(tmp_path):
+    b = TraceBuilder()
+    b.process(1)
+    tg = b.thread(1, 1)
+    b.runtime(0, 1000, tid_g=tg, name="cudaStreamSynchronize_v3020")
+    b.runtime(2000, 2500, tid_g=tg, name="cudaDeviceSynchronize_v3020")
+    b.runtime(3000, 3100, tid_g=tg, name="cudaEventQuery_v3020")
+    b.runtime(3200, 3300, tid_g=tg, name="cudaStreamWaitEvent_v3020")
+    b.runtime(4000, 4700, tid_g=tg, name="cudaMemcpy_v3020")
+    b.runtime(5000, 5050, tid_g=tg, name="cudaMemcpyAsync_v3020")
+    b.runtime(6000, 6300, tid_g=tg, name="cuCtxSynchronize", event_class=1)
+    b.launch(7000, 7010, 7100, 7200, pid=1, tid=1, name="k", api="cudaGraphLaunch_v10000")
+    b.osrt(8000, 9000, tid_g=tg, name="pthread_cond_wait")
+    j = report_of(b, tmp_path)
+    s = j["sync"]
+    assert s["total_ns"] == 1000 + 500 + 700 + 300 and s["call_count"] == 4
+    assert {r["name"] for r in s["sync_apis"]} == {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpy",
+                                                  "cuCtxSynchronize"}
+    assert {r["name"] for r in s["nonblocking_apis"]} == {"cudaEventQuery", "cudaStreamWaitEvent"}
+    assert by(s["per_pid_totals"], pid=1)["wall_ns"] == 2500
+    names = {r["name"]: r for r in j["cuda_api"]["apis"]}
+    assert "cudaGraphLaunch" in names and names["cudaGraphLaunch"]["raw_names"] == ["cudaGraphLaunch_v10000"]
+    assert names["cudaMemcpyAsync"]["api_class"] == "other"
+
+
+def test_launch_storm_per_device_not_pooled(tmp_path):
+    b = TraceBuilder()
+    b.process(1)
+    b.thread(1, 1)
+    # device 0: 200 kernels of 2 µs every 5 µs → 200 k launches/s → storm
+    for i in range(200):
+        b.launch(i * 5000, i * 5000 + 1000, i * 5000 + 1000, i * 5000 + 3000, pid=1, tid=1, device=0, name="tiny")
+    # device 1: 20 kernels of 100 µs every ms → not a storm
+    for i in range(20):
+        b.launch(i * 1_000_000, i * 1_000_000 + 1000, i * 1_000_000 + 5000, i * 1_000_000 + 105_000, pid=1, tid=1,
+                 device=1, name="big")
+    j = report_of(b, tmp_path)
+    d0 = by(j["launch"]["per_device"], device_id=0)
+    d1 = by(j["launch"]["per_device"], device_id=1)
+    assert d0["launches"] == 200 and d0["window_ns"] == 199 * 5000 + 2000
+    assert d0["launches_per_s"] == pytest.approx(200 / (d0["window_ns"] / 1e9), rel=1e-6)
+    assert d0["launch_storm"] is True and d0["pct_under_5us"] == 100.0
+    assert d1["launch_storm"] is False and d1["p50_ns"] == 100_000
+    assert j["launch"]["overall"]["launch_storm"] is None
+
+
+def test_names_with_markdown_and_html_metacharacters(tmp_path):
+    evil = "a|b <script>alert(1)</script> & `x`\nsecond line"
+    b = TraceBuilder()
+    b.process(1)
+    tg = b.thread(1, 1)
+    b.nvtx_push_pop(0, 100, "range|<b>&\nnext", tid_g=tg)
+    b.launch(10, 20, 100, 200, pid=1, tid=1, name=evil)
+    p = tmp_path / "evil.sqlite"
+    b.write(str(p))
+    out = tmp_path / "out"
+    proc = run_cli(str(p), "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    j = json.loads((out / "report.json").read_text())
+    assert j["kernels"][0]["name"] == evil
+    md = (out / "report.md").read_text()
+    assert "<script>" not in md and "<b>" not in md
+    assert "alert(1)" in md
+    block: list = []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            block.append(len(re.split(r"(?<!\\)\|", line.strip())) - 2)
+        elif block:
+            assert len(set(block)) == 1, block   # every row of a table has the header's cell count
+            block = []
+    with open(out / "tables" / "kernels.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows[0]["kernel_name"] == evil
+
+
+def test_kernel_table_without_globalpid_single_process(tmp_path):
+    b = TraceBuilder(flavor="2022.4", kernel_has_global_pid=False)
+    b.process(7)
+    b.thread(7, 7)
+    b.launch(0, 10, 20, 120, pid=7, tid=7, name="k")
+    j = report_of(b, tmp_path)
+    assert by(j["pids"]["by_pid"], pid=7)["total_ns"] == 100
+    assert any("globalPid" in n for n in j["trace"]["schema_notes"])
+
+
+def test_concurrent_kernel_table_name_and_missing_string(tmp_path):
+    b = TraceBuilder(flavor="2021.5", kernel_table_name="CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
+    b.process(7)
+    b.thread(7, 7)
+    b.launch(0, 10, 20, 120, pid=7, tid=7, name="named")
+    b.kernel(200, 260, pid=7, name_id=987654, short_name="shorty")
+    b.kernel(300, 330, pid=7, name_id=987655)
+    j = report_of(b, tmp_path)
+    names = {r["name"]: r["total_ns"] for r in j["kernels"]}
+    assert names["named"] == 100
+    assert j["trace"]["kernel_table"] == "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL"
+    assert names.get("shorty") == 60 or names.get("[missing StringId 987654]") == 60
+    assert any(n.startswith("[missing StringId") for n in names) or "shorty" in names

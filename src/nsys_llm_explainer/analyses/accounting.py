@@ -159,11 +159,11 @@ def launching_threads(model: TraceModel) -> Dict[int, np.ndarray]:
     if r.shape[0] == 0:
         return out
     # (device, thread) pairs through a bincount over dense codes: no sort of the per-row arrays
-    threads, tinv = np.unique(api.gtid, return_inverse=True)
-    tinv = tinv.reshape(-1)
+    threads = np.unique(api.gtid)                   # few distinct threads: hash unique, no inverse (fast)
+    tinv = np.searchsorted(threads, api.gtid[r])
     dmin = int(d.min())
     nt = threads.shape[0]
-    hit = np.bincount((d - dmin) * nt + tinv[r], minlength=(int(d.max()) - dmin + 1) * nt) > 0
+    hit = np.bincount((d - dmin) * nt + tinv, minlength=(int(d.max()) - dmin + 1) * nt) > 0
     for dev_off in np.nonzero(hit.reshape(-1, nt).any(axis=1))[0].tolist():
         out[dmin + dev_off] = threads[hit.reshape(-1, nt)[dev_off]].astype(np.int64)
     return out
@@ -190,11 +190,12 @@ def _launch_stats(model: TraceModel) -> Dict:
     if rows.size == 0:
         return out
     li = k.launch_idx[rows].astype(np.int64)
-    order = np.lexsort((k.start[rows], li))
-    rows, li = rows[order], li[order]
-    first = np.ones(rows.shape[0], bool)
-    first[1:] = li[1:] != li[:-1]
-    kr, lr = rows[first], li[first]
+    # kernels are sorted by start, so the smallest kernel row per launch call is its earliest kernel
+    earliest = np.full(len(api), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(earliest, li, rows)
+    lr = np.nonzero(earliest != np.iinfo(np.int64).max)[0]
+    kr = earliest[lr]
+    del earliest
     lat = (k.start[kr] - api.start[lr]).astype(np.int64)
     dev = k.device[kr].astype(np.int64)
     out["linked_launch_calls"] = int(kr.shape[0])

@@ -58,7 +58,15 @@ class IdleResult:
 
 
 def device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, DeviceActivity]:
-    """Per-device busy intervals (kernels, optionally memcpy/memset) and their union."""
+    """Per-device busy intervals (kernels, graph-level executions, optionally memcpy/memset) and their
+    union; computed once per model and flag (cached on the model)."""
+    key = ("device_activity", bool(include_memcpy))
+    if key not in model.cache:
+        model.cache[key] = _device_activity(model, include_memcpy)
+    return model.cache[key]
+
+
+def _device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, DeviceActivity]:
     k = model.kernels
     parts_s, parts_e, parts_l, parts_d = [], [], [], []
     labels: List[str] = []
@@ -98,8 +106,11 @@ def device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, Device
     e = np.concatenate(parts_e)
     lab = np.concatenate(parts_l)
     dev = np.concatenate(parts_d)
-    order = np.lexsort((e, s, dev))
-    s, e, lab, dev = s[order], e[order], lab[order], dev[order]
+    if len(parts_s) == 1 and (dev.shape[0] < 2 or (dev[0] == dev).all()):
+        order = None   # kernels only, one device: already sorted by start
+    else:
+        order = np.lexsort((e, s, dev))
+        s, e, lab, dev = s[order], e[order], lab[order], dev[order]
     bounds = np.nonzero(np.diff(dev))[0] + 1
     for seg in np.split(np.arange(dev.shape[0]), bounds):
         if seg.size == 0:

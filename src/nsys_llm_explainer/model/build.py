@@ -89,9 +89,15 @@ def intern_strings(values: Sequence[Optional[str]], placeholder: str = "[unnamed
 
 
 def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-    """Order rows by start (ties keep export order, so results are deterministic)."""
-    order = np.argsort(cols["start"], kind="stable")
-    return {k: v[order] for k, v in cols.items()}
+    """Order rows by start (ties keep export order, so results are deterministic); columns are
+    replaced one at a time to keep peak memory low."""
+    st = cols["start"]
+    if st.shape[0] < 2 or bool((st[1:] >= st[:-1]).all()):
+        return cols
+    order = np.argsort(st, kind="stable")
+    for k in list(cols):
+        cols[k] = cols[k][order]
+    return cols
 
 
 def corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:

@@ -19,14 +19,14 @@ ID_MASK = 0xFFFFFF
 def pid_of(global_id: np.ndarray) -> np.ndarray:
     """PID from a serialized globalPid/globalTid (bits 24–47); -1 stays -1."""
     g = np.asarray(global_id, dtype=np.int64)
-    out = (g >> PID_SHIFT) & ID_MASK
-    return np.where(g < 0, -1, out)
+    out = ((g >> PID_SHIFT) & ID_MASK).astype(np.int32)
+    return np.where(g < 0, np.int32(-1), out)
 
 
 def tid_of(global_tid: np.ndarray) -> np.ndarray:
     """TID from a serialized globalTid (low 24 bits); -1 stays -1."""
     g = np.asarray(global_tid, dtype=np.int64)
-    return np.where(g < 0, -1, g & ID_MASK)
+    return np.where(g < 0, np.int32(-1), (g & ID_MASK).astype(np.int32))
 
 
 @dataclass
@@ -149,6 +149,7 @@ class TraceModel:
     thread_names: Dict[int, str]
     warnings: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)   # schema quirks handled (stated in the report)
+    cache: Dict[object, object] = field(default_factory=dict, repr=False)  # derived data shared by analyses
 
     @property
     def trace_start(self) -> Optional[int]:

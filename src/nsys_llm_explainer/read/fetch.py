@@ -32,25 +32,32 @@ def _expr(schema: Schema, table: str, col: str, default: str = str(NULL)) -> str
 
 
 def _fetch_ints(conn: sqlite3.Connection, sql: str, names: Sequence[str], params: Tuple = ()) -> Columns:
-    """Run ``sql`` (integer-only select list) and return one int64 array per column."""
+    """Run ``sql`` (integer-only select list) and return one int64 array per column.
+
+    Rows arrive in chunks; each chunk is split into per-column arrays right away so that peak memory is
+    about one copy of the result plus one chunk."""
     ncol = len(names)
-    parts: List[np.ndarray] = []
+    parts: List[List[np.ndarray]] = [[] for _ in range(ncol)]
     try:
         cur = conn.execute(sql, params)
         while True:
             rows = cur.fetchmany(CHUNK)
             if not rows:
                 break
-            parts.append(np.array(rows, dtype=np.int64).reshape(len(rows), ncol))
+            arr = np.array(rows, dtype=np.int64).reshape(len(rows), ncol)
+            del rows
+            for i in range(ncol):
+                parts[i].append(arr[:, i].copy())
+            del arr
     except sqlite3.DatabaseError as exc:
         raise ReadError(f"SQLite error while reading the trace: {exc} (file corrupt or truncated?)") from None
     except (OverflowError, TypeError, ValueError) as exc:
         raise ReadError(f"unexpected non-integer value in an integer column: {exc}") from None
-    arr = np.concatenate(parts) if parts else np.empty((0, ncol), dtype=np.int64)
-    del parts
-    cols_t = np.ascontiguousarray(arr.T)
-    del arr
-    return {n: cols_t[i] for i, n in enumerate(names)}
+    out: Columns = {}
+    for i, n in enumerate(names):
+        out[n] = np.concatenate(parts[i]) if parts[i] else np.empty(0, np.int64)
+        parts[i] = []
+    return out
 
 
 def _query(conn: sqlite3.Connection, sql: str, params: Tuple = ()) -> List[tuple]:

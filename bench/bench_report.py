@@ -50,7 +50,7 @@ def main() -> int:
         out = Path(td) / "report"
         t = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "nsys_llm_explainer", str(trace), "--out", str(out), "--quiet"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                              capture_output=True)
         wall = time.perf_counter() - t
         rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         if proc.returncode != 0:

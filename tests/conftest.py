@@ -16,8 +16,8 @@ def run_cli(*args: str, env_extra: dict | None = None, timeout: int = 300) -> su
     env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
     if env_extra:
         env.update(env_extra)
-    return subprocess.run([sys.executable, "-m", "nsys_llm_explainer", *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, env=env, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "nsys_llm_explainer", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,8 @@ import json
 import re
 
 import pytest
-
 from conftest import run_cli
+
 from nsys_llm_explainer.pipeline import Options, analyze_path
 from nsys_llm_explainer.render.json_report import build_json
 from nsys_llm_explainer.synth import TraceBuilder

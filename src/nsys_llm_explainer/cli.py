@@ -64,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Explain an Nsight Systems SQLite export of an LLM-inference workload "
                     f"(subcommands: `{PROG} demo --out DIR`, `{PROG} schema`).",
     )
-    p.add_argument("trace", help="trace.sqlite exported by `nsys export --type sqlite` (or .nsys-rep/.qdrep with nsys on PATH)")
+    p.add_argument("trace", help="trace.sqlite exported by `nsys export --type sqlite` "
+                                  "(or .nsys-rep/.qdrep with nsys on PATH)")
     p.add_argument("--out", required=True, help="output directory (new, empty, or holding a previous report)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --out that is not a previous report")
     p.add_argument("--phase-map", "--phases-json", dest="phase_map", metavar="FILE",
@@ -86,7 +87,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _demo_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"{PROG} demo", description="Generate a synthetic vLLM-style trace and analyze it.")
+    p = argparse.ArgumentParser(prog=f"{PROG} demo",
+                                description="Generate a synthetic vLLM-style trace and analyze it.")
     p.add_argument("--out", required=True)
     p.add_argument("--force", action="store_true")
     p.add_argument("--scenario", default="demo", help="synthetic scenario to generate (default: demo)")
@@ -134,7 +136,7 @@ def _export_report(path: Path, tmpdir: Path) -> Path:
     out = tmpdir / "trace.sqlite"
     try:
         proc = subprocess.run([nsys, "export", "--type", "sqlite", "--output", str(out), str(path)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=3600)
+                              capture_output=True, timeout=3600)
     except (OSError, subprocess.SubprocessError) as exc:
         raise InputError(f"`nsys export` failed ({exc}); run: {cmd_hint}") from None
     if proc.returncode != 0 or not out.exists():

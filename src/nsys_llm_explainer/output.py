@@ -32,7 +32,12 @@ def check_out_dir(out: Path, force: bool) -> None:
             )
     parent = out.resolve().parent
     if not parent.exists():
-        raise OutputError(f"parent directory of --out does not exist: {parent}")
+        try:
+            parent.mkdir(parents=True, exist_ok=True)   # like `mkdir -p` for artifacts/run_X/
+        except OSError as exc:
+            raise OutputError(f"cannot create the parent directory of --out {parent}: {exc.strerror or exc}") from None
+    if not parent.is_dir():
+        raise OutputError(f"parent of --out is not a directory: {parent}")
     if not os.access(parent, os.W_OK | os.X_OK) or (out.is_dir() and not os.access(out, os.W_OK | os.X_OK)):
         raise OutputError(f"--out {out} is not writable")
 
@@ -44,7 +49,7 @@ class Staging:
         self.out = out
         self.tmp: Path | None = None
 
-    def __enter__(self) -> "Staging":
+    def __enter__(self) -> Staging:
         parent = self.out.resolve().parent
         try:
             self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=parent))

@@ -2,7 +2,8 @@
 
 busy = length of the union of kernel intervals on the device, plus whole-graph executions recorded by
 graph-level CUDA-graph tracing (``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``, whose kernels are not in the kernel
-table), and with ``include_memcpy`` also memcpy and memset intervals; window = first start → last end of those intervals on that device; idle = window −
+table), and with ``include_memcpy`` also memcpy and memset intervals; window = first start → last end of
+those intervals on that device; idle = window −
 busy; idle % = idle / window × 100. Gaps are the spaces between union blocks; each lists the activity
 that closed the block before it and the one that opened the block after it.
 """

@@ -129,7 +129,8 @@ def fetch_kernels(conn: sqlite3.Connection, schema: Schema, table: Optional[str]
     if not all(schema.has(table, c) for c in need):
         return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")})
     has_gn = schema.has(table, "graphNodeId")
-    n_graph = _query(conn, f'SELECT count(*) FROM (SELECT 1 FROM "{table}" WHERE graphNodeId IS NOT NULL LIMIT 1)')[0][0] \
+    n_graph = _query(conn, f'SELECT count(*) FROM (SELECT 1 FROM "{table}" WHERE graphNodeId IS NOT NULL '
+                           'LIMIT 1)')[0][0] \
         if has_gn else 0
     # rows whose small columns do not fit the packing come back as -1 and trigger the generic path
     ok = ("deviceId BETWEEN 0 AND 127 AND streamId BETWEEN 0 AND 16777215 AND correlationId BETWEEN 0 AND 4294967295 "

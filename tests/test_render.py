@@ -398,11 +398,15 @@ def test_generic_diagnosis_sections_and_registry(tmp_path: Path) -> None:
     def custom(key: str, val: Any, ctx: Any) -> List[str]:
         return [f"## Custom {key}", "", "*Derived from:* x", "", "*Limitations:* y", ""]
 
+    previous = SECTION_RENDERERS.get("accounting")
     SECTION_RENDERERS["accounting"] = custom
     try:
         text2 = render_markdown(rep)
     finally:
-        del SECTION_RENDERERS["accounting"]
+        if previous is None:
+            del SECTION_RENDERERS["accounting"]
+        else:
+            SECTION_RENDERERS["accounting"] = previous
     assert "## Custom accounting" in text2 and "## GPU time accounting" not in text2
 
 

@@ -1279,9 +1279,17 @@ def section_renderer(key: str) -> Callable[[SectionFn], SectionFn]:
     return deco
 
 
+#: diagnosis sections shown first, in this order; any other diagnosis key follows in report order
+DIAGNOSIS_ORDER = (
+    "window", "accounting", "steady_idle", "categories", "phases", "steps", "graphs", "memory", "nccl"
+)
+
+
 def sec_extra(ctx: Ctx) -> List[str]:
     lines: List[str] = []
-    for key in extra_section_keys(ctx.report):
+    keys = extra_section_keys(ctx.report)
+    keys.sort(key=lambda k: DIAGNOSIS_ORDER.index(k) if k in DIAGNOSIS_ORDER else len(DIAGNOSIS_ORDER))
+    for key in keys:
         fn = SECTION_RENDERERS.get(key, render_generic)
         try:
             lines += fn(key, ctx.report[key], ctx)
@@ -1385,3 +1393,7 @@ class MarkdownRenderer(Renderer):
         with open(path, "w", encoding="utf-8", errors="replace", newline="\n") as fh:
             fh.write(render_markdown(report))
         return [path]
+
+
+# dedicated diagnosis renderers register themselves in SECTION_RENDERERS (and their CSV tables) on import
+from . import markdown_diagnosis  # noqa: E402,F401

@@ -69,6 +69,9 @@ def run_diagnosis(report) -> None:
                            "full": acct_full}
     if not window.is_full:
         extra["steady_idle"] = analyze_idle(steady, opts.include_memcpy_in_busy, opts.top).devices
+    # the per-device timelines are not needed any more: free them before the memory-heavy steps
+    model.cache.clear()
+    steady.cache.clear()
 
     phase_map, phase_source = resolve_phase_map(opts.phase_map)
     tree = report.nvtx.tree

@@ -127,6 +127,36 @@ def state_parts(unions: HostStateUnions, gaps_start: np.ndarray,
     return out
 
 
+def state_parts_streaming(model: TraceModel, gtids: np.ndarray, codes: np.ndarray, gaps_start: np.ndarray,
+                          gaps_end: np.ndarray) -> Dict[str, np.ndarray]:
+    """Same result as ``state_parts(host_state_unions(...), ...)`` but builds one cumulative union at a
+    time and drops it after use, so peak memory holds a single union (big traces)."""
+    api = model.api
+    a = np.asarray(gaps_start, dtype=np.int64)
+    b = np.maximum(np.asarray(gaps_end, dtype=np.int64), a)
+    out: Dict[str, np.ndarray] = {}
+    prev = np.zeros(a.shape[0], np.int64)
+    if api is None or len(api) == 0 or np.asarray(gtids).shape[0] == 0:
+        for state in STATES[:4]:
+            out[state] = np.zeros(a.shape[0], np.int64)
+        out["no_cuda_call"] = b - a
+        return out
+    mine = np.isin(api.gtid, np.asarray(gtids, dtype=np.int64)) & (codes >= 0)
+    rows = np.nonzero(mine)[0]
+    del mine
+    cd = codes[rows]
+    for k, state in enumerate(STATES[:4]):
+        sel = rows[cd <= k]
+        u = lean_union(api.start[sel], api.end[sel])
+        del sel
+        cov = iv.overlap_length(u, a, b).astype(np.int64)
+        del u
+        out[state] = cov - prev
+        prev = cov
+    out["no_cuda_call"] = (b - a) - prev
+    return out
+
+
 def host_state_during(model: TraceModel, gaps_start: np.ndarray, gaps_end: np.ndarray,
                       gtids: np.ndarray) -> Dict[str, np.ndarray]:
     """For each interval ``[gaps_start[i], gaps_end[i])``: ns during which threads ``gtids`` were in each
@@ -218,7 +248,6 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
     res = AccountingResult(True, None, include_memcpy)
     threads = launching_threads(model)
     codes = _state_codes(model)
-    cache: Dict[tuple, HostStateUnions] = {}
     tot = {"window_ns": 0, "busy_ns": 0, "idle_ns": 0, "gap_count": 0, "short_gap_count": 0,
            "idle_in_short_gaps_ns": 0}
     tot_parts = {s: 0 for s in PART_KEYS}
@@ -233,12 +262,10 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
         gt = threads.get(d, np.empty(0, np.int64))
         parts = {s: 0 for s in PART_KEYS}
         if gt.shape[0]:
-            key = tuple(gt.tolist())
-            if key not in cache:
-                cache[key] = host_state_unions(model, gt, codes)
-            per_gap = state_parts(cache[key], gs, ge)
+            per_gap = state_parts_streaming(model, gt, codes, gs, ge)
             for s in STATES:
                 parts[s] = int(per_gap[s].sum())
+            del per_gap
         else:
             parts["unknown"] = int(gd.sum())
         assert sum(parts.values()) == idle, (d, parts, idle)
@@ -263,6 +290,7 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
         if not gt.shape[0] and idle:
             res.notes.append(f"Device {d}: no kernel/memcpy is linked to a CUDA API call, so the host state "
                              f"during its idle time is unknown.")
+    del codes
     assert sum(tot_parts.values()) == tot["idle_ns"]
     res.totals = dict(tot)
     res.totals["busy_pct"] = pct(tot["busy_ns"], tot["window_ns"], 2)

@@ -288,13 +288,20 @@ def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
     block_first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     # active-category count per elementary segment
     t = np.concatenate((bs, be))
-    d = np.concatenate((np.ones(bs.shape[0], np.int64), -np.ones(be.shape[0], np.int64)))
     o = np.argsort(t, kind="stable")
-    ts, ds = t[o], d[o]
-    first = np.concatenate(([True], ts[1:] != ts[:-1]))
+    ts = t[o]
+    del t
+    ds = np.where(o < bs.shape[0], np.int8(1), np.int8(-1))   # +1 at a block start, −1 at its end
+    del o
+    first = np.empty(ts.shape[0], bool)
+    first[0] = True
+    np.not_equal(ts[1:], ts[:-1], out=first[1:])
     pos = np.flatnonzero(first)
+    del first
     tu = ts[pos]
-    k_seg = np.cumsum(np.add.reduceat(ds, pos))[:-1]
+    del ts
+    k_seg = np.cumsum(np.add.reduceat(ds.astype(np.int32), pos))[:-1]
+    del ds, pos
     length = np.diff(tu)
     busy = int(length[k_seg > 0].sum())
     i0 = np.searchsorted(tu, bs)

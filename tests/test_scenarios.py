@@ -95,3 +95,14 @@ def test_nccl_straggler_names_ranks(tmp_path_factory):
     facts, j = run("nccl_straggler", tmp_path_factory)
     v = j["nccl"]["straggler"]
     assert v["waiting_pid"] == facts["waiting_pid"] and v["late_pid"] == facts["straggler_pid"]
+
+
+@pytest.mark.parametrize("name", ["demo", "graph_level", "warmup_tail", "nccl_straggler"])
+def test_diagnosis_sections_match_json_schema(name, tmp_path_factory):
+    jsonschema = pytest.importorskip("jsonschema")
+    from nsys_llm_explainer.render import load_schema
+
+    _, j = run(name, tmp_path_factory)
+    for key in ("window", "accounting", "categories", "phases", "steps", "graphs", "memory", "nccl"):
+        assert key in j
+    jsonschema.Draft202012Validator(load_schema()).validate(j)

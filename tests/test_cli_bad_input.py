@@ -235,3 +235,21 @@ def test_input_unchanged_and_no_side_files(tmp_path):
         assert proc.returncode == 0, (trace, proc.stderr)
         assert _fingerprint(trace) == before
         assert sorted(x.name for x in trace.parent.iterdir()) == siblings  # no -journal/-wal/-shm
+
+
+@pytest.mark.skipif(shutil.which("nsys") is None, reason="needs Nsight Systems (`nsys`) on PATH")
+def test_qdrep_is_exported_to_a_temp_dir(tmp_path):
+    src = SHARED_TRACES / "12_gartangh_keras_gtx1650" / "original.qdrep"
+    if not src.exists():
+        pytest.skip("no .qdrep in ../shared")
+    rep = tmp_path / "in" / "original.qdrep"
+    rep.parent.mkdir()
+    shutil.copyfile(src, rep)
+    before = _fingerprint(rep)
+    proc = run_cli(str(rep), "--out", str(tmp_path / "out"), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert _fingerprint(rep) == before
+    assert sorted(p.name for p in rep.parent.iterdir()) == ["original.qdrep"]   # nothing written beside it
+    import json
+    j = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert j["kernels_summary"]["kernel_count"] > 0

@@ -239,3 +239,39 @@ def test_concurrent_kernel_table_name_and_missing_string(tmp_path):
     assert j["trace"]["kernel_table"] == "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL"
     assert names.get("shorty") == 60 or names.get("[missing StringId 987654]") == 60
     assert any(n.startswith("[missing StringId") for n in names) or "shorty" in names
+
+
+def test_ranges_of_different_domains_interleave(tmp_path):
+    """Each NVTX domain has its own push/pop stack: an NCCL range may end after the enclosing layer range
+    ended; a kernel launched inside both counts for both (as nsys's nvtx_kern_sum does)."""
+    b = TraceBuilder()
+    b.process(1)
+    tg = b.thread(1, 1)
+    b.nvtx_domain(3, "NCCL", tid_g=tg)
+    b.nvtx_push_pop(0, 1000, "decode step", tid_g=tg)
+    b.nvtx_push_pop(100, 500, "layer.7", tid_g=tg)
+    b.nvtx_push_pop(400, 520, "ncclAllReduce", tid_g=tg, domain_id=3)  # ends after layer.7 ends
+    b.launch(450, 460, 2000, 2300, pid=1, tid=1, name="nccl_kernel")   # inside all three
+    b.launch(510, 515, 2400, 2450, pid=1, tid=1, name="after_layer")   # inside step and NCCL only
+    j = report_of(b, tmp_path)
+    att = {r["name"]: r for r in j["nvtx"]["attribution"]["ranges"]}
+    assert att["layer.7"]["inclusive_ns"] == 300 and att["layer.7"]["kernel_count"] == 1
+    assert att["NCCL:ncclAllReduce"]["inclusive_ns"] == 350 and att["NCCL:ncclAllReduce"]["innermost_ns"] == 350
+    assert att["decode step"]["inclusive_ns"] == 350 and att["decode step"]["innermost_ns"] == 0
+    ranges = {r["name"]: r for r in j["nvtx"]["ranges"]}
+    assert ranges["decode step"]["self_ns"] == 600 and ranges["layer.7"]["self_ns"] == 400
+
+
+def test_phase_map_totals(tmp_path):
+    b = TraceBuilder()
+    b.process(1)
+    tg = b.thread(1, 1)
+    b.nvtx_push_pop(0, 100, "vllm: prefill step", tid_g=tg)
+    b.nvtx_push_pop(200, 300, "vllm: decode step", tid_g=tg)
+    b.nvtx_push_pop(210, 250, "model.layers.0", tid_g=tg)
+    b.launch(10, 20, 1000, 1400, pid=1, tid=1, name="p")
+    b.launch(220, 230, 2000, 2100, pid=1, tid=1, name="d")
+    b.launch(400, 410, 3000, 3050, pid=1, tid=1, name="u")
+    j = report_of(b, tmp_path, phase_map={"prefill": ["prefill"], "decode": ["decode"]})
+    ph = {r["phase"]: (r["kernel_count"], r["kernel_ns"]) for r in j["nvtx"]["attribution"]["phases"]}
+    assert ph == {"prefill": (1, 400), "decode": (1, 100), "unmapped": (1, 50)}

@@ -75,9 +75,17 @@ def run_diagnosis(report) -> None:
 
     phase_map, phase_source = resolve_phase_map(opts.phase_map)
     tree = report.nvtx.tree
-    kernel_node = report.attribution.kernel_node
-    phases = analyze_phases(model, phase_map, tree, kernel_node, source=phase_source)
+    att = report.attribution
+    # phases: every NVTX domain stack counts; steps: the default domain's ranges (framework step ranges),
+    # falling back to the innermost over all domains
+    phase_nodes = att.kernel_nodes if att.kernel_nodes else att.kernel_node
+    kernel_node = att.kernel_nodes.get(0, att.kernel_node) if att.kernel_nodes else att.kernel_node
+    phases = analyze_phases(model, phase_map, tree, phase_nodes, source=phase_source)
     extra["phases"] = phases.to_dict()
+    if opts.phase_map and phases.available and att.available:
+        # NVTX→kernel phase totals of the core report use the same kernel → phase rule as the phases section
+        att.phases = [{"phase": r["phase"], "kernel_count": r["kernel_count"], "kernel_ns": r["gpu_time_ns"],
+                       "pct_of_kernel_time": r["pct_of_kernel_time"]} for r in phases.phases]
     kernel_phase = phases.kernel_phase if phases.available else None
     phase_names = phases.phase_names if phases.available else None
 

@@ -92,7 +92,7 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
     memcpy = step("memcpy", analyze_memcpy, model)
     nvtx = step("nvtx", analyze_nvtx, model)
     if opts.nvtx_kernel_map:
-        attribution = step("nvtx attribution", analyze_attribution, model, nvtx.tree, opts.phase_map)
+        attribution = step("nvtx attribution", analyze_attribution, model, nvtx.tree)
     else:
         attribution = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
     report = Report(

@@ -1,16 +1,16 @@
 """NVTX → kernel attribution.
 
 A kernel follows its launch call (the CUDA API row with the same correlationId in the same process) to
-the push/pop ranges open on the launching thread: ranges with start ≤ call start and end ≥ call end.
+the push/pop ranges open on the launching thread: ranges with start ≤ call start and end ≥ call end, in
+every NVTX domain (each domain has its own push/pop stack; the innermost range over all domains is the
+one that started last).
 
 * ``inclusive_ns`` of a range name: kernel time of kernels with at least one enclosing range of that
   name (a kernel counts once per distinct enclosing name, as nsys's nvtx_kern_sum does).
 * ``innermost_ns``: kernel time of kernels whose innermost enclosing range has that name
   (Σ innermost_ns = attributed kernel time, no double counting).
 * ``coverage`` = kernel time with any enclosing range / total kernel time (per PID: of that PID).
-* Phase totals (``--phase-map``): a kernel's phase is the phase of its innermost enclosing range whose
-  name matches the phase map (longest matching substring wins, case-insensitive; the same rule as
-  :func:`phases.phase_of_names`); kernels with none are ``unmapped``.
+* Phase totals (``--phase-map``) are filled in from :mod:`phases` (one definition of a kernel's phase).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..model.trace import TraceModel
-from .nvtx_tree import NvtxTree, innermost_enclosing
-from .phases import phase_of_names
+from .nvtx_tree import NvtxTree, combine_innermost, enclosing_by_domain
 from .stats import pct
 
 
@@ -40,10 +39,10 @@ class AttributionResult:
     pid_coverage: List[Dict] = field(default_factory=list)
     phases: List[Dict] = field(default_factory=list)
     kernel_node: Optional[np.ndarray] = None   # innermost tree node per kernel (not serialized)
+    kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict)  # per NVTX domain (not serialized)
 
 
-def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree],
-                        phase_map: Optional[Dict[str, List[str]]] = None) -> AttributionResult:
+def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> AttributionResult:
     k, api = model.kernels, model.api
     if k is None or len(k) == 0:
         return AttributionResult(False, "no kernels to attribute")
@@ -60,11 +59,17 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree],
     present = np.zeros(len(api), bool)
     present[li[linked]] = True
     calls = np.nonzero(present)[0]           # distinct launch calls (graph launches map to many kernels)
-    call_node = innermost_enclosing(tree, api.gtid[calls], api.start[calls], api.end[calls])
+    by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
     lut = np.full(len(api), -1, np.int64)
-    lut[calls] = call_node
-    node = np.full(len(k), -1, np.int64)
-    node[linked] = lut[li[linked]]
+
+    def per_kernel(call_node: np.ndarray) -> np.ndarray:
+        lut[calls] = call_node
+        node = np.full(len(k), -1, np.int64)
+        node[linked] = lut[li[linked]]
+        return node
+
+    res.kernel_nodes = {d: per_kernel(cn) for d, cn in by_dom.items()}
+    node = per_kernel(combine_innermost(tree, by_dom, calls.shape[0]))
     res.kernel_node = node
     att = node >= 0
     res.attributed_ns = int(dur[att].sum())
@@ -74,7 +79,13 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree],
     n = len(tree)
     inner_t = np.bincount(node[att], weights=dur[att], minlength=n).astype(np.int64)
     inner_c = np.bincount(node[att], minlength=n).astype(np.int64)
-    sub_t, sub_c = inner_t.copy(), inner_c.copy()
+    # inclusive sums: a kernel sits in one innermost node per domain stack of its launching thread
+    sub_t = np.zeros(n, np.int64)
+    sub_c = np.zeros(n, np.int64)
+    for dn in res.kernel_nodes.values():
+        m = dn >= 0
+        sub_t += np.bincount(dn[m], weights=dur[m], minlength=n).astype(np.int64)
+        sub_c += np.bincount(dn[m], minlength=n).astype(np.int64)
     for d in range(int(tree.depth.max()), 0, -1):
         m = np.nonzero(tree.depth == d)[0]
         np.add.at(sub_t, tree.parent[m], sub_t[m])
@@ -113,27 +124,4 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree],
         pa = int(dur[m & att].sum())
         res.pid_coverage.append({"pid": int(p), "kernel_ns": pt_all, "attributed_ns": pa,
                                  "coverage": round(pa / pt_all, 6) if pt_all else 0.0})
-    if phase_map:
-        res.phases = phase_totals(tree, node, dur, names, phase_map)
     return res
-
-
-def phase_totals(tree: NvtxTree, node: np.ndarray, dur: np.ndarray, names: List[str],
-                 phase_map: Dict[str, List[str]]) -> List[Dict]:
-    """Kernel time per phase (innermost matching enclosing range decides); see module docstring."""
-    ph_name = phase_of_names(names, phase_map)
-    node_phase = ph_name[tree.name_idx]
-    # nearest ancestor-or-self with a phase
-    resolved = node_phase.copy()
-    for anc in tree.ancestors_rounds():
-        need = (resolved < 0) & (anc >= 0)
-        resolved = np.where(need, node_phase[np.maximum(anc, 0)], resolved)
-    kp = np.where(node >= 0, resolved[np.maximum(node, 0)], -1)
-    total = int(dur.sum())
-    labels = list(phase_map.keys())
-    rows = []
-    for j, label in enumerate(labels + ["unmapped"]):
-        m = kp == (j if j < len(labels) else -1)
-        t = int(dur[m].sum())
-        rows.append({"phase": label, "kernel_count": int(m.sum()), "kernel_ns": t, "pct_of_kernel_time": pct(t, total)})
-    return rows

@@ -1,14 +1,17 @@
-"""Nesting of NVTX push/pop ranges per thread (parent, depth), computed with vectorized pointer jumping.
+"""Nesting of NVTX push/pop ranges (parent, depth), computed with vectorized pointer jumping.
 
-Push/pop ranges on one thread are LIFO, so they nest. Ranges are ordered by (thread, start, −end); the
-parent of a range is the nearest earlier range on the same thread whose end is ≥ its end. Start/end
-ranges (type 60/71) and ranges closed on another thread are not part of the tree.
+NVTX keeps one push/pop stack per thread *and domain*, so ranges of one (thread, domain) nest, while
+ranges of different domains on the same thread may interleave (e.g. an ``NCCL:`` range that ends just
+after the enclosing model-layer range). The tree is therefore built per (thread, domain) segment: ranges
+are ordered by (thread, domain, start, −end); the parent of a range is the nearest earlier range of the
+same segment whose end is ≥ its end. Start/end ranges (type 60/71) and ranges closed on another thread
+are not part of the tree.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Dict, Optional
 
 import numpy as np
 
@@ -27,7 +30,8 @@ class NvtxTree:
     pid: np.ndarray
     parent: np.ndarray      # index into this tree, -1 for roots
     depth: np.ndarray       # 0 for roots
-    thread_bounds: np.ndarray  # start offsets of each thread segment (plus len at the end)
+    thread_bounds: np.ndarray  # start offsets of each (thread, domain) segment (plus len at the end)
+    domain: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
     def __len__(self) -> int:
         return int(self.row.shape[0])
@@ -48,11 +52,12 @@ def build_tree(nvtx: Optional[NvtxRanges]) -> Optional[NvtxTree]:
     if rows.size == 0:
         return None
     g, s, e = nvtx.gtid[rows], nvtx.start[rows], nvtx.end[rows]
-    order = np.lexsort((-e, s, g))
-    rows, g, s, e = rows[order], g[order], s[order], e[order]
+    dom = nvtx.domain[rows] if nvtx.domain.shape[0] == len(nvtx) else np.zeros(rows.shape[0], np.int64)
+    order = np.lexsort((-e, s, dom, g))
+    rows, g, s, e, dom = rows[order], g[order], s[order], e[order], dom[order]
     n = rows.shape[0]
     first = np.ones(n, bool)
-    first[1:] = g[1:] != g[:-1]
+    first[1:] = (g[1:] != g[:-1]) | (dom[1:] != dom[:-1])
     f = np.arange(n) - 1
     f[first] = -1
     # pointer jumping: f(x) moves left past ranges that end before x ends
@@ -72,7 +77,7 @@ def build_tree(nvtx: Optional[NvtxRanges]) -> Optional[NvtxTree]:
         anc = np.where(anc >= 0, parent[np.maximum(anc, 0)], -1)
     bounds = np.append(np.nonzero(first)[0], n)
     return NvtxTree(row=rows, gtid=g, start=s, end=e, name_idx=nvtx.name_idx[rows], pid=nvtx.pid[rows],
-                    parent=parent, depth=depth, thread_bounds=bounds)
+                    parent=parent, depth=depth, thread_bounds=bounds, domain=dom)
 
 
 def self_time(tree: NvtxTree) -> np.ndarray:
@@ -84,16 +89,19 @@ def self_time(tree: NvtxTree) -> np.ndarray:
     return np.maximum(dur - child, 0)
 
 
-def innermost_enclosing(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-    """For each query (thread, [t0, t1]), the innermost push/pop range on that thread with
-    start ≤ t0 and end ≥ t1, as an index into the tree; -1 when none encloses it."""
-    out = np.full(gtid.shape[0], -1, np.int64)
+def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
+                        t1: np.ndarray) -> Dict[int, np.ndarray]:
+    """Domain → for each query (thread, [t0, t1]), the innermost push/pop range of that domain on that
+    thread with start ≤ t0 and end ≥ t1 (index into the tree, -1 when none)."""
+    out: Dict[int, np.ndarray] = {}
     if len(tree) == 0 or gtid.shape[0] == 0:
         return out
-    seg_g = tree.gtid[tree.thread_bounds[:-1]]
+    seg_starts = tree.thread_bounds[:-1]
+    seg_g = tree.gtid[seg_starts]
+    seg_d = tree.domain[seg_starts] if tree.domain.shape[0] == len(tree) else np.zeros(seg_g.shape[0], np.int64)
     qs = np.argsort(gtid, kind="stable")
     qg = gtid[qs]
-    for j, g in enumerate(seg_g.tolist()):
+    for j, (g, d) in enumerate(zip(seg_g.tolist(), seg_d.tolist())):
         lo, hi = np.searchsorted(qg, g, "left"), np.searchsorted(qg, g, "right")
         if lo == hi:
             continue
@@ -107,5 +115,27 @@ def innermost_enclosing(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray, t1: np
             if not bad.any():
                 break
             cand = np.where(bad, tree.parent[c], cand)
-        out[q] = cand
+        arr = out.get(int(d))
+        if arr is None:
+            arr = out[int(d)] = np.full(gtid.shape[0], -1, np.int64)
+        arr[q] = cand
     return out
+
+
+def innermost_enclosing(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    """For each query (thread, [t0, t1]), the innermost push/pop range on that thread, over all domains,
+    with start ≤ t0 and end ≥ t1 (latest start wins; ties: earliest end), as an index into the tree;
+    -1 when none encloses it."""
+    return combine_innermost(tree, enclosing_by_domain(tree, gtid, t0, t1), gtid.shape[0])
+
+
+def combine_innermost(tree: NvtxTree, by_domain: Dict[int, np.ndarray], n: int) -> np.ndarray:
+    """Innermost over domains of per-domain innermost nodes (latest start; ties: earliest end)."""
+    best = np.full(n, -1, np.int64)
+    for cand in by_domain.values():
+        c = np.maximum(cand, 0)
+        b = np.maximum(best, 0)
+        better = (cand >= 0) & ((best < 0) | (tree.start[c] > tree.start[b])
+                                | ((tree.start[c] == tree.start[b]) & (tree.end[c] < tree.end[b])))
+        best = np.where(better, cand, best)
+    return best

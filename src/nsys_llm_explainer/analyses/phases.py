@@ -238,7 +238,19 @@ def analyze_phases(model: TraceModel, phase_map: Optional[Dict[str, List[str]]] 
             res.available = True
             ps, pe, po = _owned_pieces(tree, own, owner)
             piece_s, piece_e, piece_ph, piece_pid = ps, pe, own[po], tree.pid[po]
-            if kernel_node is not None and nk:
+            if isinstance(kernel_node, dict) and nk:
+                # one innermost node per NVTX domain stack: the phase of the phase range that started last
+                kp = np.full(nk, -1, np.int64)
+                best = np.full(nk, np.iinfo(np.int64).min, np.int64)
+                for kn in kernel_node.values():
+                    kn = np.asarray(kn, dtype=np.int64)
+                    o = np.where(kn >= 0, owner[np.maximum(kn, 0)], -1)
+                    st = np.where(o >= 0, tree.start[np.maximum(o, 0)], np.iinfo(np.int64).min)
+                    better = (o >= 0) & (st > best)
+                    kp = np.where(better, own[np.maximum(o, 0)], kp)
+                    best = np.where(better, st, best)
+                res.kernel_phase = kp
+            elif kernel_node is not None and nk:
                 kn = np.asarray(kernel_node, dtype=np.int64)
                 res.kernel_phase = np.where(kn >= 0, res.node_phase[np.maximum(kn, 0)], -1)
             elif nk:

@@ -321,5 +321,5 @@ def _build_nvtx(nv: F.NvtxRows, t_end: Optional[int], warnings: List[str]) -> Nv
     return NvtxRanges(
         start=c["start"][order], end=end[order], closed=closed[order], event_type=c["event_type"][order],
         gtid=c["gtid"][order], pid=pid[order], tid=tid_of(c["gtid"])[order], end_gtid=c["end_gtid"][order],
-        name_idx=name_idx[order], names=names,
+        name_idx=name_idx[order], names=names, domain=np.maximum(c["domain"], 0)[order],
     )

@@ -94,7 +94,8 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
         rows, cs, ce = _select(n.start, n.end, w0, w1, neg_end_order=True)
         nvtx = NvtxRanges(start=cs, end=ce, closed=n.closed[rows], event_type=n.event_type[rows],
                           gtid=n.gtid[rows], pid=n.pid[rows], tid=n.tid[rows], end_gtid=n.end_gtid[rows],
-                          name_idx=n.name_idx[rows], names=n.names)
+                          name_idx=n.name_idx[rows], names=n.names,
+                          domain=n.domain[rows] if n.domain.shape[0] == len(n) else np.zeros(rows.shape[0], np.int64))
 
     out = TraceModel(
         info=model.info, kernels=kernels, api=api, nvtx=nvtx,

@@ -95,6 +95,7 @@ class NvtxRanges:
     end_gtid: np.ndarray
     name_idx: np.ndarray
     names: List[str]
+    domain: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # domainId (0 = default), per process
 
     @property
     def is_push_pop(self) -> np.ndarray:

@@ -8,8 +8,8 @@ from typing import Any, Dict
 import numpy as np
 
 SCHEMA_VERSION = "1.0"
-_PRIVATE = {"tree", "activity", "kernel_node", "kernel_phase", "node_phase", "arrays", "kernel_category",
-            "name_category"}
+_PRIVATE = {"tree", "activity", "kernel_node", "kernel_nodes", "kernel_phase", "node_phase", "arrays",
+            "kernel_category", "name_category"}
 
 
 def plain(obj: Any) -> Any:

@@ -211,6 +211,16 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
             corr=kc["corr"], pid=pid, name_idx=name_idx, graph_node=kc["graph_node"], names=names,
         )
         kernels.launch_idx = link_to_api(kernels.pid, kernels.corr, api)
+        if not dmap and len(kernels):
+            pairs = np.unique((kernels.device.astype(np.int64) << 32) | (kernels.pid.astype(np.int64) & 0xFFFFFFFF))
+            devs, n_pids = np.unique(pairs >> 32, return_counts=True)
+            shared = [int(d) for d, c in zip(devs.tolist(), n_pids.tolist()) if c > 1]
+            if shared:
+                warnings.append(
+                    f"CUDA device id(s) {', '.join(map(str, shared))} are used by several processes and the export "
+                    "has no per-process device map (TARGET_INFO_CUDA_DEVICE): their kernels are treated as one GPU. "
+                    "If each process saw a different GPU (per-process CUDA_VISIBLE_DEVICES), per-device busy/idle "
+                    "mixes GPUs; per-PID numbers are unaffected.")
 
     def ops(table: str, cols: Dict[str, str]) -> Optional[GpuOps]:
         c = F.fetch_table(conn, schema, table, cols)

@@ -1312,19 +1312,22 @@ _DERIVATION = (
     "**Statistics**: avg = total / count rounded half up; p50/p90/p99 by linear interpolation between "
     "closest ranks (numpy default; p50 equals `nsys stats` “Med”), rounded half up.",
     "**Kernel %** = share of summed kernel time across all kernels (concurrent kernels each counted).",
-    "**Busy** = length of the union of kernel intervals on a device (overlaps counted once); "
-    "**window** = first kernel start → last kernel end on that device; **idle** = window − busy; "
-    "idle % = idle / window × 100.",
+    "**Busy** = length of the union of kernel intervals on a device (overlaps counted once; whole-graph "
+    "executions of graph-level CUDA-graph tracing count too; memcpy/memset only with "
+    "`--include-memcpy-in-busy`); **window** = first start → last end of that activity on the device; "
+    "**idle** = window − busy; idle % = idle / window × 100.",
     "**Sync** = host-blocking CUDA calls only (synchronize calls, synchronous memcpy/memset); "
     "non-blocking queries/waits are reported separately and never counted as sync; OS-runtime waits "
     "are excluded.",
     "**Launch join**: a kernel is linked to the CUDA API call with the same correlationId in the same "
     "process (correlation ids are per process).",
-    "**NVTX attribution**: a kernel belongs to the push/pop ranges open on its launching thread around "
-    "the launch call; inclusive = once per distinct enclosing name, innermost = exactly one range per "
-    "kernel; coverage = attributed kernel time / total kernel time.",
-    "**NVTX self time** = range time not inside a nested push/pop range on the same thread (never "
-    "double-counts nesting).",
+    "**NVTX attribution**: a kernel belongs to the push/pop ranges (every domain) open on its launching "
+    "thread around the launch call; inclusive = once per distinct enclosing name, innermost = exactly one "
+    "range per kernel (the one that started last); coverage = attributed kernel time / total kernel time.",
+    "**NVTX self time** = range time not inside a nested push/pop range of the same thread and domain "
+    "(never double-counts nesting).",
+    "**Steady-state window, time accounting, categories, phases, steps, findings**: see the definitions "
+    "in the sections above and docs/FINDINGS.md.",
     "**API names** are shown without the `_v<digits>` version suffix (raw names are kept in `report.json`).",
 )
 

@@ -5,8 +5,10 @@ Each finding: stable ``id``, ``category`` (vocabulary in :data:`CATEGORIES`), ``
 numbers and how they were derived), ``recommendation`` (strings, stack-specific when the stack is
 recognised), ``time_at_stake_ns`` (ns of idle or kernel time the finding explains).
 
-Ranking: bottleneck findings (severity high/medium) by time at stake, then — if there is none — one
-``none`` finding ("no bottleneck found"), then low/info findings. So the top finding names the primary
+Ranking: a finding that invalidates the other numbers (graph-level CUDA-graph tracing) first; then the
+workload's bottleneck findings (severity high/medium) by time at stake; then findings about the capture
+itself (warm-up/tail-dominated window); then — if there was no high/medium finding — one ``none``
+finding ("no bottleneck found"); then low/info findings. So the top finding names the primary
 bottleneck, and a healthy GPU-bound trace leads with ``none``.
 
 Idle-based rules use the time accounting of the steady-state window (see docs/FINDINGS.md): the share of
@@ -130,21 +132,36 @@ def _scope_text(report) -> str:
 
 STACK_TIPS = {
     "launch_overhead": {
-        "vllm": "vLLM: make sure decode runs in CUDA graphs (do not pass `enforce_eager=True`; check "
-                "`cudagraph_capture_sizes` covers your batch sizes) and consider `-O3`/torch.compile fusion.",
+        "vllm": "vLLM: make sure decode runs in CUDA graphs (no `--enforce-eager`; the captured batch sizes "
+                "must cover your running batch sizes) and keep torch.compile fusion enabled.",
         "sglang": "SGLang: keep CUDA graphs enabled (no `--disable-cuda-graph`; raise `--cuda-graph-max-bs` to "
                   "cover the running batch sizes).",
-        "trtllm": "TensorRT-LLM: enable CUDA graphs (`cuda_graph_mode`/`use_cuda_graph`) and in-flight batching.",
+        "trtllm": "TensorRT-LLM: enable CUDA graphs for generation steps and in-flight batching.",
         "torch": "PyTorch: capture the decode step with CUDA graphs (`torch.compile(mode=\"reduce-overhead\")` "
                  "or `torch.cuda.graphs`) and fuse small elementwise ops.",
     },
     "sync_stall": {
         "vllm": "vLLM: look for `.item()`/`.cpu()`/`.tolist()` on GPU tensors in the step (sampling, logits "
-                "processors, stop checks); async scheduling / overlapped output processing removes the per-step wait.",
-        "sglang": "SGLang: enable overlap scheduling (do not disable the overlap scheduler) so the CPU prepares the "
-                  "next batch while the GPU runs.",
+                "processors, stop checks); `--async-scheduling` overlaps output processing with the next step.",
+        "sglang": "SGLang: keep the overlap scheduler on (no `--disable-overlap-schedule`) so the CPU prepares "
+                  "the next batch while the GPU runs.",
         "torch": "PyTorch: replace `.item()`/`.cpu()`/`torch.cuda.synchronize()` in the loop with "
                  "non-blocking copies to pinned memory and events polled later.",
+    },
+    "host_gap": {
+        "vllm": "vLLM: `--async-scheduling` overlaps scheduling and output processing with GPU execution; "
+                "CUDA graphs (no `--enforce-eager`) shorten the host work per step.",
+        "sglang": "SGLang: keep the overlap scheduler on (no `--disable-overlap-schedule`) and CUDA graphs "
+                  "enabled.",
+        "trtllm": "TensorRT-LLM: keep the overlap scheduler enabled in the PyTorch backend and use CUDA graphs.",
+    },
+    "memcpy": {
+        "torch": "PyTorch: `tensor.pin_memory()` once, then `.to(device, non_blocking=True)`; avoid "
+                 "`torch.tensor(python_list, device=...)` inside the step (a pageable, synchronous copy).",
+    },
+    "capture_window": {
+        "vllm": "vLLM: start/stop the profiler from vLLM itself (see its profiling docs: `--profiler-config`, "
+                "`vllm bench serve --profile`) with `nsys profile --capture-range=cudaProfilerApi`.",
     },
 }
 
@@ -238,7 +255,8 @@ def rule_memcpy(report):
             "evidence": ev,
             "recommendation": ["Allocate host buffers pinned (`pin_memory=True` / `cudaHostAlloc`) and use "
                                "`cudaMemcpyAsync` / `tensor.to(device, non_blocking=True)` on a side stream; "
-                               "prefetch the next step's inputs while the current step runs."],
+                               "prefetch the next step's inputs while the current step runs."]
+            + _tip("memcpy", stack_of(report)),
             "time_at_stake_ns": total}
 
 
@@ -319,12 +337,13 @@ def rule_capture_window(report):
                   "mostly warm-up/tail, "
                   "not a steady-state problem; the other findings use the steady-state window.")
     return {"id": "capture_window", "category": "capture_window", "severity": "medium", "confidence": "medium",
+            "about_capture": True,
             "title": "The capture is dominated by warm-up / idle tail",
             "evidence": ev,
             "recommendation": ["Capture only steady-state decode: `nsys profile --capture-range=cudaProfilerApi` "
                                "with `torch.cuda.profiler.start()/stop()` around a few steps after warm-up, or "
                                "`--delay`/`--duration`; re-run this tool with `--window` or `--window-nvtx` to "
-                               "choose the window yourself."],
+                               "choose the window yourself."] + _tip("capture_window", stack_of(report)),
             "time_at_stake_ns": trimmed}
 
 
@@ -447,8 +466,11 @@ def run_rules(report) -> List[Dict]:
     major = [f for f in findings if f["severity"] in ("high", "medium")]
     minor = [f for f in findings if f["severity"] not in ("high", "medium")]
     # a finding that invalidates the other numbers (graph-level tracing) comes first
-    major.sort(key=lambda f: (not f.get("blocks_analysis", False), -int(f["time_at_stake_ns"]),
-                              SEVERITY_RANK[f["severity"]], f["id"]))
+    # a finding that invalidates the other numbers (graph-level tracing) comes first; findings about the
+    # capture itself (warm-up/tail) come after the workload's own bottlenecks, whose time at stake is
+    # steady-state time and so not comparable with trimmed warm-up time
+    major.sort(key=lambda f: (not f.get("blocks_analysis", False), f.get("about_capture", False),
+                              -int(f["time_at_stake_ns"]), SEVERITY_RANK[f["severity"]], f["id"]))
     minor.sort(key=lambda f: (SEVERITY_RANK.get(f["severity"], 9), -int(f["time_at_stake_ns"]), f["id"]))
     if not major:
         major = [_none_finding(report)]

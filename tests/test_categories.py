@@ -339,10 +339,10 @@ def test_analyze_two_devices_and_phases(tmp_path: Path) -> None:
     assert r.preset == "generic" and r.kernel_count == 6
     assert r.total_kernel_ns == 10 + 10 + 10 + 7 + 7 + 3
     assert r.busy_ns == 25 + 10
-    assert r.other_ns == 3 and r.other_pct == round(100 * 3 / 47, 4)
+    assert r.other_ns == 3 and r.other_pct == pytest.approx(100 * 3 / 47)
     g = _row(r.overall, "gemm")
     assert (g["count"], g["total_ns"], g["nonoverlap_ns"]) == (2, 17, 8 + 4)
-    assert g["pct"] == round(100 * 17 / 47, 4) and g["nonoverlap_pct"] == round(100 * 12 / 35, 4)
+    assert g["pct"] == pytest.approx(100 * 17 / 47) and g["nonoverlap_pct"] == pytest.approx(100 * 12 / 35)
     assert _row(r.overall, "attention")["nonoverlap_ns"] == 7
     assert _row(r.overall, "norm")["nonoverlap_ns"] == 3
     assert _row(r.overall, "nccl")["nonoverlap_ns"] == 10
@@ -383,8 +383,8 @@ def test_analyze_autodetects_engine(tmp_path: Path) -> None:
     ])
     r = analyze_categories(m)
     assert r.preset == "vllm"
-    assert r.detect_pct["vllm"] == round(100 * 110 / 860, 4)
-    assert r.detect_pct["sglang"] == round(100 * 50 / 860, 4)
+    assert r.detect_pct["vllm"] == pytest.approx(100 * 110 / 860)
+    assert r.detect_pct["sglang"] == pytest.approx(100 * 50 / 860)
     assert r.detect_pct["trtllm"] == 0.0 and "auto" in r.preset_reason
     assert _row(r.overall, "elementwise")["total_ns"] == 10
     # nothing engine-specific → generic; an explicit preset is kept as requested

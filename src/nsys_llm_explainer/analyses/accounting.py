@@ -200,7 +200,7 @@ def launching_threads(model: TraceModel) -> Dict[int, np.ndarray]:
 
 
 def _parts_pct(parts: Dict[str, int], idle: int) -> Dict[str, float]:
-    return {s: pct(v, idle, 2) for s, v in parts.items()}
+    return {s: pct(v, idle) for s, v in parts.items()}
 
 
 def _launch_stats(model: TraceModel) -> Dict:
@@ -274,12 +274,12 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
         tids = sorted({int(t) & 0xFFFFFF for t in gt.tolist()})
         res.devices.append({
             "device_id": d, "window_start_ns": w0, "window_end_ns": w1, "window_ns": window,
-            "busy_ns": busy, "idle_ns": idle, "busy_pct": pct(busy, window, 2),
-            "idle_pct": pct(idle, window, 2),
+            "busy_ns": busy, "idle_ns": idle, "busy_pct": pct(busy, window),
+            "idle_pct": pct(idle, window),
             "idle_parts": parts, "idle_parts_pct": _parts_pct(parts, idle),
             "launching_thread_count": int(gt.shape[0]), "launching_tids": tids,
             "gap_count": int(gd.shape[0]), "short_gap_count": int(short.sum()),
-            "idle_in_short_gaps_ns": short_ns, "idle_in_short_gaps_pct": pct(short_ns, idle, 2),
+            "idle_in_short_gaps_ns": short_ns, "idle_in_short_gaps_pct": pct(short_ns, idle),
         })
         for key, v in (("window_ns", window), ("busy_ns", busy), ("idle_ns", idle),
                        ("gap_count", gd.shape[0]), ("short_gap_count", int(short.sum())),
@@ -293,10 +293,10 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
     del codes
     assert sum(tot_parts.values()) == tot["idle_ns"]
     res.totals = dict(tot)
-    res.totals["busy_pct"] = pct(tot["busy_ns"], tot["window_ns"], 2)
-    res.totals["idle_pct"] = pct(tot["idle_ns"], tot["window_ns"], 2)
+    res.totals["busy_pct"] = pct(tot["busy_ns"], tot["window_ns"])
+    res.totals["idle_pct"] = pct(tot["idle_ns"], tot["window_ns"])
     res.totals["idle_parts"] = tot_parts
     res.totals["idle_parts_pct"] = _parts_pct(tot_parts, tot["idle_ns"])
-    res.totals["idle_in_short_gaps_pct"] = pct(tot["idle_in_short_gaps_ns"], tot["idle_ns"], 2)
+    res.totals["idle_in_short_gaps_pct"] = pct(tot["idle_in_short_gaps_ns"], tot["idle_ns"])
     res.launch_stats = _launch_stats(model)
     return res

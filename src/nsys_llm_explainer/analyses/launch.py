@@ -45,7 +45,7 @@ def _rows(key_name: str, keys: np.ndarray, start: np.ndarray, end: np.ndarray, d
         window = w1 - w0
         n = int(gs.count[i])
         rate = n / (window / 1e9) if window > 0 else 0.0
-        row = {key_name: kv, "launches": n, "window_ns": window, "launches_per_s": round(rate, 3),
+        row = {key_name: kv, "launches": n, "window_ns": window, "launches_per_s": rate,
                "p50_ns": int(gs.p50[i]), "p90_ns": int(gs.p90[i]), "p99_ns": int(gs.p99[i])}
         row.update(share_under(dur[m], (5_000, 10_000, 20_000)))
         row["launch_storm"] = is_storm(rate, float(gs.p50_exact[i]))

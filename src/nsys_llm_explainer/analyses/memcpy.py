@@ -47,7 +47,7 @@ def _stats_rows(keys: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray
         t = int(gs.total[i])
         r = label({k: int(v[i]) for k, v in gs.keys.items()})
         r.update(count=int(gs.count[i]), bytes=b, total_ns=t, avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i]),
-                 min_ns=int(gs.min[i]), max_ns=int(gs.max[i]), gb_per_s=round(b / t, 4) if t > 0 else None)
+                 min_ns=int(gs.min[i]), max_ns=int(gs.max[i]), gb_per_s=b / t if t > 0 else None)
         rows.append(r)
     return rows
 

@@ -74,7 +74,7 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     att = node >= 0
     res.attributed_ns = int(dur[att].sum())
     res.attributed_count = int(att.sum())
-    res.coverage = round(res.attributed_ns / total, 6) if total else 0.0
+    res.coverage = res.attributed_ns / total if total else 0.0
 
     n = len(tree)
     inner_t = np.bincount(node[att], weights=dur[att], minlength=n).astype(np.int64)
@@ -123,5 +123,5 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
         pt_all = int(dur[m].sum())
         pa = int(dur[m & att].sum())
         res.pid_coverage.append({"pid": int(p), "kernel_ns": pt_all, "attributed_ns": pa,
-                                 "coverage": round(pa / pt_all, 6) if pt_all else 0.0})
+                                 "coverage": pa / pt_all if pt_all else 0.0})
     return res

@@ -147,9 +147,12 @@ def summary(dur: np.ndarray) -> Dict[str, int]:
             "p90_ns": int(gs.p90[0]), "p99_ns": int(gs.p99[0])}
 
 
-def pct(part: float, whole: float, digits: int = 4) -> float:
-    """``100 * part / whole`` rounded; 0 when ``whole`` is 0."""
-    return round(100.0 * part / whole, digits) if whole else 0.0
+def pct(part: float, whole: float, digits: Optional[int] = None) -> float:
+    """``100 * part / whole`` (full float precision unless ``digits``); 0 when ``whole`` is 0."""
+    if not whole:
+        return 0.0
+    v = 100.0 * part / whole
+    return round(v, digits) if digits is not None else v
 
 
 def share_under(dur: np.ndarray, thresholds_ns: Sequence[int]) -> Dict[str, float]:

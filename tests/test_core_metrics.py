@@ -133,10 +133,12 @@ def test_unterminated_range_and_domains(tmp_path):
     b.launch(5000, 5010, 6000, 6100, pid=1, tid=1, name="k")
     j = report_of(b, tmp_path)
     assert j["nvtx"]["unterminated"] == 1
-    names = {(r["name"], r["style"]) for r in j["nvtx"]["ranges"]}
-    assert names == {("NCCL:ncclAllReduce", "PushPop")}     # the open range has no duration
+    ranges = {(r["name"], r["style"]): r for r in j["nvtx"]["ranges"]}
+    assert set(ranges) == {("NCCL:ncclAllReduce", "PushPop"), ("open_forever", "PushPop")}
+    # as nsys nvtx_sum: the open range ends at the latest NVTX timestamp (50)
+    assert ranges[("open_forever", "PushPop")]["total_ns"] == 50
     att = {r["name"]: r for r in j["nvtx"]["attribution"]["ranges"]}
-    assert att["open_forever"]["inclusive_ns"] == 150          # open until the end of the trace
+    assert att["open_forever"]["inclusive_ns"] == 50            # only the launch at 20–30 is inside [0, 50]
     assert att["NCCL:ncclAllReduce"]["inclusive_ns"] == 50
     assert any("no end" in w for w in j["warnings"])
 
@@ -275,3 +277,23 @@ def test_phase_map_totals(tmp_path):
     j = report_of(b, tmp_path, phase_map={"prefill": ["prefill"], "decode": ["decode"]})
     ph = {r["phase"]: (r["kernel_count"], r["kernel_ns"]) for r in j["nvtx"]["attribution"]["phases"]}
     assert ph == {"prefill": (1, 400), "decode": (1, 100), "unmapped": (1, 50)}
+
+
+def test_unterminated_range_matches_nsys_2022_4(tmp_path):
+    """Numbers checked against `nsys stats -r nvtxsum,nvtxkernsum` 2022.4.2 on this exact trace: the open
+    range ends at the latest NVTX timestamp (the mark at 70), not at the end of GPU activity."""
+    b = TraceBuilder(flavor="2022.4")
+    b.process(1)
+    tg = b.thread(1, 1)
+    b.nvtx_domain(5, "NCCL", tid_g=tg)
+    b.nvtx_push_pop(0, None, "open_forever", tid_g=tg)
+    b.nvtx_push_pop(10, 50, "ncclAllReduce", tid_g=tg, domain_id=5, registered=True)
+    b.nvtx_mark(70, "mark", tid_g=tg)
+    b.launch(20, 30, 100, 150, pid=1, tid=1, name="k")
+    b.launch(60, 65, 200, 260, pid=1, tid=1, name="k")
+    b.launch(5000, 5010, 6000, 6100, pid=1, tid=1, name="k")
+    j = report_of(b, tmp_path)
+    assert {(r["name"], r["count"], r["total_ns"]) for r in j["nvtx"]["ranges"]} == {
+        ("open_forever", 1, 70), ("NCCL:ncclAllReduce", 1, 40)}
+    assert {(r["name"], r["kernel_count"], r["inclusive_ns"]) for r in j["nvtx"]["attribution"]["ranges"]} == {
+        ("open_forever", 2, 110), ("NCCL:ncclAllReduce", 1, 50)}

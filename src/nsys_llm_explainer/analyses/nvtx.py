@@ -1,8 +1,8 @@
 """NVTX ranges by (domain-qualified) name and style.
 
 Per name and style (``PushPop`` = types 59/70, ``StartEnd`` = 60/71): count, total, avg, p50, min, max of
-``end − start`` over ranges that were closed in the capture (unterminated ranges are counted in
-``unterminated`` and left out of durations). ``self_ns`` (push/pop only) = time inside the range not
+``end − start``. A range left unterminated in the capture (NULL ``end``) ends at the latest NVTX timestamp
+of the export, exactly as nsys stats' nvtx_sum does; their number is reported as ``unterminated``. ``self_ns`` (push/pop only) = time inside the range not
 inside a nested push/pop range on the same thread, so self times of all ranges never double count
 nesting; ``pct_self`` = self_ns / Σ self_ns × 100. ``pct_total`` = total / Σ totals × 100 as nsys
 prints it (nested ranges are counted once per level there).
@@ -40,16 +40,15 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
     if len(nv) == 0:
         return NvtxResult(False, "NVTX_EVENTS has no push/pop or start/end ranges")
     style = np.where(nv.is_push_pop, 0, 1)
-    closed = nv.closed
+    closed = np.ones(len(nv), bool)   # every range counts (unterminated ones end at the last NVTX timestamp)
     dur = nv.end - nv.start
-    res = NvtxResult(True, None, range_count=int(closed.sum()), unterminated=int((~closed).sum()))
+    res = NvtxResult(True, None, range_count=len(nv), unterminated=int((~nv.closed).sum()))
     tree = build_tree(nv)
     res.tree = tree
     self_by_name = np.zeros(len(nv.names), np.int64)
     if tree is not None:
         st = self_time(tree)
-        ok = nv.closed[tree.row]
-        np.add.at(self_by_name, tree.name_idx[ok], st[ok])
+        np.add.at(self_by_name, tree.name_idx, st)
     self_total = int(self_by_name.sum())
     gs = group_stats({"name": nv.name_idx[closed].astype(np.int64), "style": style[closed]}, dur[closed])
     total_all = int(gs.total.sum()) if len(gs) else 0

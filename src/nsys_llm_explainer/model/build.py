@@ -323,10 +323,11 @@ def _build_nvtx(nv: F.NvtxRows, t_end: Optional[int], warnings: List[str]) -> Nv
     end = c["end"].copy()
     open_rows = int((~closed).sum())
     if open_rows:
-        fill = t_end if t_end is not None else int(c["start"].max())
+        # as nsys does (nvtx_sum, nvtx_kern_sum): an unterminated range ends at the latest NVTX timestamp
+        fill = nv.max_ts if nv.max_ts is not None else (t_end if t_end is not None else int(c["start"].max()))
         end[~closed] = np.maximum(fill, c["start"][~closed])
-        warnings.append(f"{open_rows} NVTX range(s) have no end (unterminated in the capture): they are left out "
-                        "of range durations and treated as open until the end of the trace for attribution.")
+        warnings.append(f"{open_rows} NVTX range(s) have no end (unterminated in the capture): as in nsys stats, "
+                        "they are taken to end at the last NVTX timestamp of the export.")
     order = np.lexsort((-end, c["start"]))
     return NvtxRanges(
         start=c["start"][order], end=end[order], closed=closed[order], event_type=c["event_type"][order],

@@ -213,6 +213,7 @@ class NvtxRows:
     cols: Columns
     text: List[Optional[str]]
     domains: List[Tuple[int, int, str]]  # (globalTid, domainId, name)
+    max_ts: Optional[int] = None         # latest start/end of any NVTX_EVENTS row (end of unterminated ranges)
 
 
 NVTX_RANGE_TYPES = (59, 60, 70, 71)
@@ -266,7 +267,12 @@ def fetch_nvtx(conn: sqlite3.Connection, schema: Schema) -> Optional[NvtxRows]:
         for g, d, name in _query(conn, dsql):
             if d is not None and name is not None:
                 domains.append((int(g), int(d), str(name)))
-    return NvtxRows(cols=cols, text=text, domains=domains)
+    max_ts = None
+    if schema.has(t, "end"):
+        row = _query(conn, 'SELECT max(start), max("end") FROM NVTX_EVENTS')[0]
+        vals = [int(v) for v in row if v is not None]
+        max_ts = max(vals) if vals else None
+    return NvtxRows(cols=cols, text=text, domains=domains, max_ts=max_ts)
 
 
 # --------------------------------------------------------------------------- target / session info

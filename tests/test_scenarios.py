@@ -106,3 +106,11 @@ def test_diagnosis_sections_match_json_schema(name, tmp_path_factory):
     for key in ("window", "accounting", "categories", "phases", "steps", "graphs", "memory", "nccl"):
         assert key in j
     jsonschema.Draft202012Validator(load_schema()).validate(j)
+
+
+def test_pageable_copies_per_step(tmp_path_factory):
+    facts, j = run("pageable_h2d", tmp_path_factory)
+    ps = j["memory"]["per_step"]
+    h2d = [r for r in ps["by_kind_per_step"] if r["direction"] == "Host-to-Device" and r["src_kind_name"] == "Pageable"]
+    assert len(h2d) == 1 and h2d[0]["copies_per_step"] == pytest.approx(facts["h2d_count"] / ps["step_count"])
+    assert j["memory"]["pageable"]["count"] >= facts["h2d_count"]

@@ -189,6 +189,7 @@ def analyze_memory(model: TraceModel,
                 "host_copies_in_steps": int((inside & host).sum()),
                 "pageable_in_steps": int((inside & pm).sum()),
                 "sync_copies_in_steps": int((inside & sync_rows).sum()),
+                "by_kind_per_step": _per_step_by_kind(mc, inside, nb, dur, n_steps),
             }
 
     if steps is not None and res.per_step is None:
@@ -196,7 +197,7 @@ def analyze_memory(model: TraceModel,
             "step_count": int(steps[0].shape[0]), "copies_in_steps": 0, "copies_per_step_median": 0.0,
             "copies_per_step_mean": 0.0, "bytes_per_step_median": 0, "bytes_per_step_mean": 0,
             "copy_ns_per_step_mean": 0, "host_copies_in_steps": 0, "pageable_in_steps": 0,
-            "sync_copies_in_steps": 0,
+            "sync_copies_in_steps": 0, "by_kind_per_step": [],
         }
     if api is not None and len(api):
         adur = api.end - api.start
@@ -216,3 +217,28 @@ def analyze_memory(model: TraceModel,
                 res.alloc_free_by_api.append(row)
         res.alloc_free_by_api.sort(key=lambda r: (-r["total_ns"], r["name"]))
     return res
+
+
+def _per_step_by_kind(mc, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int) -> List[Dict]:
+    """Copies inside steps per (direction, source kind, destination kind): count, bytes and GPU time per
+    step (mean over all steps)."""
+    if n_steps == 0 or not inside.any():
+        return []
+    ck, sk, dk = mc["copy_kind"][inside], mc["src_kind"][inside], mc["dst_kind"][inside]
+    key = (ck.astype(np.int64) << 16) | ((sk.astype(np.int64) & 0xFF) << 8) | (dk.astype(np.int64) & 0xFF)
+    uniq, inv = np.unique(key, return_inverse=True)
+    inv = inv.reshape(-1)
+    cnt = np.bincount(inv, minlength=uniq.shape[0])
+    byt = np.bincount(inv, weights=nb[inside].astype(np.float64), minlength=uniq.shape[0])
+    tim = np.bincount(inv, weights=dur[inside].astype(np.float64), minlength=uniq.shape[0])
+    rows = []
+    for j, k in enumerate(uniq.tolist()):
+        c, s_, d_ = k >> 16, (k >> 8) & 0xFF, k & 0xFF
+        s_ = -1 if s_ == 0xFF else s_
+        d_ = -1 if d_ == 0xFF else d_
+        rows.append({"direction": MEMCPY_KIND_LABEL.get(int(c), str(c)), "src_kind_name": _kind(s_),
+                     "dst_kind_name": _kind(d_), "copies_per_step": float(cnt[j]) / n_steps,
+                     "bytes_per_step": int(round_half_up(byt[j] / n_steps)),
+                     "copy_ns_per_step": int(round_half_up(tim[j] / n_steps))})
+    rows.sort(key=lambda r: (-r["bytes_per_step"], r["direction"]))
+    return rows

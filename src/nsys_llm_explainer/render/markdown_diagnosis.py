@@ -925,6 +925,17 @@ def render_memory(key: str, val: Any, ctx: Ctx) -> List[str]:
                 f"{fmt_int(ps.get('sync_copies_in_steps'))} synchronous",
             ]
         )
+        kinds = [r for r in (ps.get("by_kind_per_step") or []) if isinstance(r, abc.Mapping)]
+        if kinds:
+            s.capped(
+                kinds,
+                [("Direction", "l"), ("Source", "l"), ("Destination", "l"), ("Copies / step", "r"),
+                 ("Bytes / step", "r"), ("GPU time / step", "r")],
+                lambda r: [s.name(r.get("direction")), s.name(r.get("src_kind_name")), s.name(r.get("dst_kind_name")),
+                           fmt_float(r.get("copies_per_step"), 2), fmt_bytes(r.get("bytes_per_step")),
+                           fmt_dur(r.get("copy_ns_per_step"))],
+                what="copy kinds",
+            )
     al = val.get("alloc") if isinstance(val.get("alloc"), abc.Mapping) else {}
     fr = val.get("free") if isinstance(val.get("free"), abc.Mapping) else {}
     s.sub("Allocation")

@@ -4,8 +4,9 @@ Per name and style (``PushPop`` = types 59/70, ``StartEnd`` = 60/71): count, tot
 ``end − start``. A range left unterminated in the capture (NULL ``end``) ends at the latest NVTX timestamp
 of the export, exactly as nsys stats' nvtx_sum does; their number is reported as ``unterminated``.
 ``self_ns`` (push/pop only) = time inside the range not inside a nested push/pop range of the same thread
-and domain, so self times of all ranges never double count nesting; ``pct_self`` = self_ns / Σ self_ns × 100. ``pct_total`` = total / Σ totals × 100 as nsys
-prints it (nested ranges are counted once per level there).
+and domain, so self times of all ranges never double count nesting; ``pct_self`` = self_ns / Σ self_ns ×
+100. ``pct_total`` = total / Σ totals × 100 as nsys prints it (nested ranges are counted once per level
+there).
 """
 
 from __future__ import annotations

@@ -415,18 +415,10 @@ def test_scenarios_build_and_match_facts(tmp_path: Path, name: str) -> None:
     p = tmp_path / f"{name}.sqlite"
     facts = build_scenario(name, str(p), seed=1)
     assert facts["scenario"] == name
-    assert facts["cause"] in (
-        "launch_overhead",
-        "sync_stall",
-        "capture_window",
-        "dominant_kernel",
-        "memcpy",
-        "nccl_wait",
-        "allocation",
-        "host_gap",
-        "graph_trace_mode",
-        "none",
-    )
+    from nsys_llm_explainer.findings.rules import CATEGORIES
+    from nsys_llm_explainer.synth.scenarios import CAUSES
+
+    assert facts["cause"] in CAUSES and set(CAUSES) <= set(CATEGORIES)
     con = _ro(p)
     tables = set(_tables(con))
     n_k = (

@@ -297,3 +297,28 @@ def test_unterminated_range_matches_nsys_2022_4(tmp_path):
         ("open_forever", 1, 70), ("NCCL:ncclAllReduce", 1, 40)}
     assert {(r["name"], r["kernel_count"], r["inclusive_ns"]) for r in j["nvtx"]["attribution"]["ranges"]} == {
         ("open_forever", 2, 110), ("NCCL:ncclAllReduce", 1, 50)}
+
+
+def test_memcpy_memset_by_direction_kind_and_bandwidth(tmp_path):
+    b = TraceBuilder()
+    b.process(1)
+    tg = b.thread(1, 1)
+    c1 = b.runtime(0, 2000, tid_g=tg, name="cudaMemcpy_v3020")
+    b.memcpy(500, 1500, pid=1, bytes=4000, copy_kind=1, src_kind=0, dst_kind=2, corr=c1)      # pageable HtoD
+    c2 = b.runtime(3000, 3100, tid_g=tg, name="cudaMemcpyAsync_v3020")
+    b.memcpy(3200, 3400, pid=1, bytes=1000, copy_kind=1, src_kind=1, dst_kind=2, corr=c2)     # pinned HtoD
+    c3 = b.runtime(4000, 4050, tid_g=tg, name="cudaMemcpyAsync_v3020")
+    b.memcpy(4100, 4600, pid=1, bytes=10_000, copy_kind=2, src_kind=2, dst_kind=1, corr=c3)   # DtoH
+    c4 = b.runtime(5000, 5010, tid_g=tg, name="cudaMemsetAsync_v3020")
+    b.memset(5020, 5120, pid=1, bytes=800, mem_kind=2, corr=c4)
+    j = report_of(b, tmp_path)
+    m = j["memcpy"]
+    h2d = by(m["by_direction"], direction="Host-to-Device")
+    assert (h2d["count"], h2d["bytes"], h2d["total_ns"]) == (2, 5000, 1200)
+    assert h2d["gb_per_s"] == pytest.approx(5000 / 1200)
+    assert by(m["by_kind"], direction="Host-to-Device", src_kind_name="Pageable")["bytes"] == 4000
+    assert by(m["by_direction"], direction="Device-to-Host")["gb_per_s"] == pytest.approx(20.0)
+    assert by(m["memset"], mem_kind_name="Device")["total_ns"] == 100
+    mem = j["memory"]
+    assert mem["pageable"]["count"] == 1 and mem["sync_copies"]["count"] == 1
+    assert mem["sync_copies"]["host_blocked_ns"] == 2000

@@ -150,7 +150,8 @@ def _summary_lines(rep) -> List[str]:
     k = rep.kernels
     if k.available and k.by_name:
         t = k.by_name[0]
-        lines.append(f"top kernel: {t['name'][:100]} — {t['pct']:.1f}% of kernel time ({t['total_ns'] / 1e6:.3f} ms)")
+        name = " ".join(str(t["name"]).split())[:100]   # one line on the terminal, whatever the name holds
+        lines.append(f"top kernel: {name} — {t['pct']:.1f}% of kernel time ({t['total_ns'] / 1e6:.3f} ms)")
     else:
         lines.append(f"kernels: {k.reason}")
     if rep.idle.available and rep.idle.devices:

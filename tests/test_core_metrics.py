@@ -322,3 +322,20 @@ def test_memcpy_memset_by_direction_kind_and_bandwidth(tmp_path):
     mem = j["memory"]
     assert mem["pageable"]["count"] == 1 and mem["sync_copies"]["count"] == 1
     assert mem["sync_copies"]["host_blocked_ns"] == 2000
+
+
+def test_idle_split_into_host_caused_and_queued(tmp_path):
+    """A gap whose next kernel was already launched (queued behind a dependency) is not the host's doing."""
+    b = TraceBuilder()
+    b.process(1)
+    b.thread(1, 1)
+    b.launch(0, 1, 0, 10, pid=1, tid=1, name="k1")
+    b.launch(2, 4, 30, 40, pid=1, tid=1, name="k2")      # queued long before the gap [10, 30)
+    b.launch(50, 60, 65, 70, pid=1, tid=1, name="k3")    # gap [40, 65): host idle 40–50, in launch 50–60
+    j = report_of(b, tmp_path)
+    d = by(j["accounting"]["full"]["devices"], device_id=0)
+    assert d["idle_ns"] == 45
+    assert d["idle_parts"]["no_cuda_call"] == 35 and d["idle_parts"]["launch"] == 10
+    assert d["idle_queued_ns"] == 25
+    host = d["idle_host_caused_parts"]
+    assert host["launch"] == 10 and host["no_cuda_call"] == 10 and sum(host.values()) + 25 == 45

@@ -12,11 +12,12 @@ from typing import Any, Dict
 
 import numpy as np
 
-from .analyses.accounting import analyze_accounting, host_state_unions, launching_threads, state_parts
+from .analyses import intervals as iv
+from .analyses.accounting import analyze_accounting, host_caused_end, launching_threads, state_parts_streaming
 from .analyses.api_classes import SYNC_MEMCPY, normalize
 from .analyses.categories import analyze_categories, load_rules
 from .analyses.graphs import analyze_graphs
-from .analyses.idle import analyze_idle
+from .analyses.idle import analyze_idle, device_activity
 from .analyses.memory import analyze_memory
 from .analyses.nccl import analyze_nccl
 from .analyses.phases import analyze_phases, resolve_phase_map
@@ -28,9 +29,9 @@ from .model.trace import TraceModel
 MAX_STEP_ROWS = 100_000  # per-step rows kept in report.json / tables/steps_rows.csv
 
 
-def sync_memcpy_idle(model: TraceModel, acct_devices) -> Dict[int, int]:
-    """Per device: idle ns during which a launching thread was inside a synchronous memcpy/memset call
-    (a subset of the accounting's ``sync`` part)."""
+def sync_memcpy_idle(model: TraceModel, acct_devices, include_memcpy: bool) -> Dict[int, int]:
+    """Per device: host-caused idle ns (see accounting) during which a launching thread was inside a
+    synchronous memcpy/memset call — a subset of the host-caused ``sync`` part."""
     api = model.api
     out: Dict[int, int] = {}
     if api is None or len(api) == 0:
@@ -38,14 +39,14 @@ def sync_memcpy_idle(model: TraceModel, acct_devices) -> Dict[int, int]:
     is_sm = np.array([normalize(n) in SYNC_MEMCPY for n in api.names] + [False], dtype=bool)
     codes = np.where(is_sm[api.name_idx] & api.primary, 0, -1).astype(np.int64)
     threads = launching_threads(model)
-    acts = analyze_idle(model).activity
-    from .analyses import intervals as iv
+    acts = device_activity(model, include_memcpy)
     for d in acct_devices:
         dev = d["device_id"]
         if dev not in acts or dev not in threads:
             continue
-        gs, ge, _, _ = iv.gaps(acts[dev].union)
-        parts = state_parts(host_state_unions(model, threads[dev], codes), gs, ge)
+        gs, ge, _, ba = iv.gaps(acts[dev].union)
+        hce = host_caused_end(model, acts[dev], gs, ge, ba)
+        parts = state_parts_streaming(model, threads[dev], codes, gs, hce)
         out[dev] = int(parts["sync"].sum())
     return out
 
@@ -62,7 +63,7 @@ def run_diagnosis(report) -> None:
 
     acct_full = analyze_accounting(model, opts.include_memcpy_in_busy)
     acct = acct_full if window.is_full else analyze_accounting(steady, opts.include_memcpy_in_busy)
-    sm_idle = sync_memcpy_idle(steady, acct.devices) if acct.available else {}
+    sm_idle = sync_memcpy_idle(steady, acct.devices, opts.include_memcpy_in_busy) if acct.available else {}
     for d in acct.devices:
         d["idle_in_sync_memcpy_ns"] = sm_idle.get(d["device_id"], 0)
     extra["accounting"] = {"scope": "steady_state" if not window.is_full else "full", "steady": acct,

@@ -16,8 +16,13 @@ Definitions (integer ns):
   count. ``unknown`` — idle of a device with no linked launching thread (host state not knowable).
   Every idle ns is counted exactly once: the parts sum to ``idle_ns``.
 * ``idle_parts_pct[state]`` — ``idle_parts[state] / idle_ns × 100``.
+* ``idle_queued_ns`` — idle during which the next GPU activity was already launched (its launch call had
+  returned): GPU-side latency or a stream dependency, not the host's doing. ``idle_host_caused_parts``
+  splits the rest (idle before the next activity's launch call returned) by host state as above, so
+  Σ host-caused parts + queued = idle. Findings use the host-caused parts.
 * ``gap_count`` — gaps between busy blocks; ``short_gap_count`` — gaps shorter than 100 µs;
-  ``idle_in_short_gaps_ns`` — their total; ``idle_in_short_gaps_pct`` — that total / ``idle_ns`` × 100.
+  ``idle_in_short_gaps_ns`` — their total; ``idle_in_short_gaps_pct`` — that total / ``idle_ns`` × 100;
+  ``idle_parts_short_gaps[state]`` — the part of ``idle_parts[state]`` that lies in gaps shorter than 100 µs.
 * ``launch_stats.launch_call`` — duration statistics (:func:`stats.summary`) of all runtime/driver launch
   calls (class ``launch``).
 * ``launch_stats.launch_to_start`` — for each launch call linked to at least one kernel: start of the
@@ -157,6 +162,22 @@ def state_parts_streaming(model: TraceModel, gtids: np.ndarray, codes: np.ndarra
     return out
 
 
+def host_caused_end(model: TraceModel, act, gaps_start: np.ndarray, gaps_end: np.ndarray,
+                    block_after: np.ndarray) -> np.ndarray:
+    """End of the host-caused part of each gap: the end of the launch call of the activity that opens the
+    block after the gap, clipped to the gap. Before it the GPU had nothing queued and waited for the host;
+    after it the work was queued and the rest of the gap is GPU-side latency or a stream dependency
+    (``queued``). Activity with no linked launch call counts as host-caused for the whole gap."""
+    api = model.api
+    ge = np.asarray(gaps_end, np.int64)
+    if api is None or len(api) == 0 or act.launch_idx.shape[0] != act.start.shape[0] or ge.shape[0] == 0:
+        return ge.copy()
+    row = act.union.first_row[block_after]
+    li = act.launch_idx[row]
+    le = np.where(li >= 0, api.end[np.maximum(li, 0)], ge)
+    return np.clip(le, np.asarray(gaps_start, np.int64), ge)
+
+
 def host_state_during(model: TraceModel, gaps_start: np.ndarray, gaps_end: np.ndarray,
                       gtids: np.ndarray) -> Dict[str, np.ndarray]:
     """For each interval ``[gaps_start[i], gaps_end[i])``: ns during which threads ``gtids`` were in each
@@ -251,25 +272,40 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
     tot = {"window_ns": 0, "busy_ns": 0, "idle_ns": 0, "gap_count": 0, "short_gap_count": 0,
            "idle_in_short_gaps_ns": 0}
     tot_parts = {s: 0 for s in PART_KEYS}
+    tot_short = {s: 0 for s in PART_KEYS}
     for d in sorted(acts):
         u = acts[d].union
         w0, w1 = int(u.start[0]), int(u.end[-1])
         window = w1 - w0
         busy = u.length
         idle = window - busy
-        gs, ge, _, _ = iv.gaps(u)
+        gs, ge, _, ba = iv.gaps(u)
         gd = (ge - gs).astype(np.int64)
         gt = threads.get(d, np.empty(0, np.int64))
         parts = {s: 0 for s in PART_KEYS}
+        parts_short = {s: 0 for s in PART_KEYS}
+        host = {s: 0 for s in PART_KEYS}
+        host_short = {s: 0 for s in PART_KEYS}
+        short = gd < SHORT_GAP_NS
+        hce = host_caused_end(model, acts[d], gs, ge, ba)
+        queued = int((ge - hce).sum())
         if gt.shape[0]:
             per_gap = state_parts_streaming(model, gt, codes, gs, ge)
             for s in STATES:
                 parts[s] = int(per_gap[s].sum())
+                parts_short[s] = int(per_gap[s][short].sum())
+            per_gap = state_parts_streaming(model, gt, codes, gs, hce)
+            for s in STATES:
+                host[s] = int(per_gap[s].sum())
+                host_short[s] = int(per_gap[s][short].sum())
             del per_gap
         else:
             parts["unknown"] = int(gd.sum())
+            parts_short["unknown"] = int(gd[short].sum())
+            host["unknown"] = int((hce - gs).sum())
+            host_short["unknown"] = int((hce - gs)[short].sum())
+        assert sum(host.values()) + queued == idle, (d, host, queued, idle)
         assert sum(parts.values()) == idle, (d, parts, idle)
-        short = gd < SHORT_GAP_NS
         short_ns = int(gd[short].sum())
         tids = sorted({int(t) & 0xFFFFFF for t in gt.tolist()})
         res.devices.append({
@@ -277,6 +313,8 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
             "busy_ns": busy, "idle_ns": idle, "busy_pct": pct(busy, window),
             "idle_pct": pct(idle, window),
             "idle_parts": parts, "idle_parts_pct": _parts_pct(parts, idle),
+            "idle_parts_short_gaps": parts_short,
+            "idle_queued_ns": queued, "idle_host_caused_parts": host, "idle_host_caused_parts_short_gaps": host_short,
             "launching_thread_count": int(gt.shape[0]), "launching_tids": tids,
             "gap_count": int(gd.shape[0]), "short_gap_count": int(short.sum()),
             "idle_in_short_gaps_ns": short_ns, "idle_in_short_gaps_pct": pct(short_ns, idle),
@@ -287,6 +325,7 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
             tot[key] += int(v)
         for s in PART_KEYS:
             tot_parts[s] += parts[s]
+            tot_short[s] += parts_short[s]
         if not gt.shape[0] and idle:
             res.notes.append(f"Device {d}: no kernel/memcpy is linked to a CUDA API call, so the host state "
                              f"during its idle time is unknown.")
@@ -297,6 +336,7 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
     res.totals["idle_pct"] = pct(tot["idle_ns"], tot["window_ns"])
     res.totals["idle_parts"] = tot_parts
     res.totals["idle_parts_pct"] = _parts_pct(tot_parts, tot["idle_ns"])
+    res.totals["idle_parts_short_gaps"] = tot_short
     res.totals["idle_in_short_gaps_pct"] = pct(tot["idle_in_short_gaps_ns"], tot["idle_ns"])
     res.launch_stats = _launch_stats(model)
     return res

@@ -47,6 +47,7 @@ class DeviceActivity:
     label_idx: np.ndarray
     labels: List[str]
     union: iv.Union
+    launch_idx: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # API row that launched it, -1
 
 
 @dataclass
@@ -69,9 +70,15 @@ def device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, Device
 
 def _device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, DeviceActivity]:
     k = model.kernels
-    parts_s, parts_e, parts_l, parts_d = [], [], [], []
+    parts_s, parts_e, parts_l, parts_d, parts_li = [], [], [], [], []
     labels: List[str] = []
+
+    def li_of(ops, n: int) -> np.ndarray:
+        v = ops.cols.get("launch_idx") if hasattr(ops, "cols") else getattr(ops, "launch_idx", None)
+        return np.asarray(v, np.int64) if v is not None and len(v) == n else np.full(n, -1, np.int64)
+
     if k is not None and len(k):
+        parts_li.append(li_of(k, len(k)))
         parts_s.append(k.start)
         parts_e.append(k.end)
         parts_l.append(k.name_idx.astype(np.int64))
@@ -81,6 +88,7 @@ def _device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, Devic
     if gt is not None and len(gt):
         labels.append("[CUDA graph (graph-level trace)]")
         parts_l.append(np.full(len(gt), len(labels) - 1, np.int64))
+        parts_li.append(li_of(gt, len(gt)))
         parts_s.append(gt["start"])
         parts_e.append(gt["end"])
         parts_d.append(gt["device"])
@@ -97,6 +105,7 @@ def _device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, Devic
             else:
                 labels.append("[CUDA memset]")
                 parts_l.append(np.full(len(ops), len(labels) - 1, np.int64))
+            parts_li.append(li_of(ops, len(ops)))
             parts_s.append(ops["start"])
             parts_e.append(ops["end"])
             parts_d.append(ops["device"])
@@ -107,18 +116,19 @@ def _device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, Devic
     e = np.concatenate(parts_e)
     lab = np.concatenate(parts_l)
     dev = np.concatenate(parts_d)
+    lix = np.concatenate(parts_li)
     if len(parts_s) == 1 and (dev.shape[0] < 2 or (dev[0] == dev).all()):
         order = None   # kernels only, one device: already sorted by start
     else:
         order = np.lexsort((e, s, dev))
-        s, e, lab, dev = s[order], e[order], lab[order], dev[order]
+        s, e, lab, dev, lix = s[order], e[order], lab[order], dev[order], lix[order]
     bounds = np.nonzero(np.diff(dev))[0] + 1
     for seg in np.split(np.arange(dev.shape[0]), bounds):
         if seg.size == 0:
             continue
         d = int(dev[seg[0]])
         ss, ee = s[seg], e[seg]
-        out[d] = DeviceActivity(d, ss, ee, lab[seg], labels, iv.union(ss, ee))
+        out[d] = DeviceActivity(d, ss, ee, lab[seg], labels, iv.union(ss, ee), lix[seg])
     return out
 
 

@@ -96,13 +96,6 @@ def _window(report) -> Dict:
     return plain(report.extra.get("window")) or {}
 
 
-def _worst_device(acct: Dict, part: str) -> Optional[Dict]:
-    devs = [d for d in acct.get("devices", []) if d.get("window_ns")]
-    if not devs:
-        return None
-    return max(devs, key=lambda d: d["idle_parts"].get(part, 0) / d["window_ns"])
-
-
 def _severity(share_pct: float) -> Optional[str]:
     if share_pct >= HIGH_SHARE:
         return "high"
@@ -111,8 +104,27 @@ def _severity(share_pct: float) -> Optional[str]:
     return None
 
 
-def _part_total(acct: Dict, part: str) -> int:
-    return int(sum(d["idle_parts"].get(part, 0) for d in acct.get("devices", [])))
+def _host(d: Dict, part: str) -> int:
+    """Host-caused idle of a state (the GPU had nothing queued; see accounting)."""
+    return int((d.get("idle_host_caused_parts") or d.get("idle_parts") or {}).get(part, 0))
+
+
+def _host_short(d: Dict, part: str) -> int:
+    return int((d.get("idle_host_caused_parts_short_gaps") or {}).get(part, 0))
+
+
+#: idle amounts per device dict of the steady-state accounting, one per idle-based finding; all count only
+#: host-caused idle (before the next activity's launch call returned), never queued-work latency
+AMOUNTS = {
+    # host blocked in synchronize calls (synchronous copies are the memcpy finding)
+    "sync": lambda d: _host(d, "sync") - d.get("idle_in_sync_memcpy_ns", 0),
+    "memcpy_sync": lambda d: d.get("idle_in_sync_memcpy_ns", 0),
+    # inside launch calls, plus host time between launches in gaps < 100 µs (per-launch CPU overhead)
+    "launch": lambda d: _host(d, "launch") + _host_short(d, "no_cuda_call") + _host_short(d, "other_api"),
+    "alloc": lambda d: _host(d, "alloc"),
+    # host work outside CUDA calls in gaps ≥ 100 µs (scheduling, Python, tokenization)
+    "host": lambda d: _host(d, "no_cuda_call") - _host_short(d, "no_cuda_call"),
+}
 
 
 def _window_total(acct: Dict) -> int:
@@ -173,19 +185,23 @@ def _tip(category: str, stack: str) -> List[str]:
 
 PART_TEXT = {
     "sync": "blocked in host-synchronizing calls (synchronous copies excluded)",
-    "launch": "inside kernel launch calls",
+    "memcpy_sync": "inside synchronous memcpy/memset calls",
+    "launch": "inside kernel launch calls or between launches in gaps < 100 µs",
     "alloc": "inside allocation/free calls",
-    "other_api": "inside other CUDA API calls",
-    "no_cuda_call": "outside any CUDA call (host-side work)",
+    "host": "outside any CUDA call in gaps ≥ 100 µs (host-side work)",
 }
 
 
 def _idle_rule(report, part: str, fid: str, category: str, title: str, recs: List[str],
-               exclude_ns: int = 0, extra_evidence: Optional[List[str]] = None) -> Optional[Dict]:
+               extra_evidence: Optional[List[str]] = None) -> Optional[Dict]:
+    """A finding for one idle amount of :data:`AMOUNTS`: severity from its share of the summed device windows
+    (steady state), time at stake = the amount."""
     acct = _acct(report)
     if not acct:
         return None
-    total = _part_total(acct, part) - exclude_ns
+    amount = AMOUNTS[part]
+    devs = [d for d in acct.get("devices", []) if d.get("window_ns")]
+    total = int(sum(max(amount(d), 0) for d in devs))
     win = _window_total(acct)
     if total <= 0 or win <= 0:
         return None
@@ -193,24 +209,22 @@ def _idle_rule(report, part: str, fid: str, category: str, title: str, recs: Lis
     sev = _severity(share)
     if sev is None:
         return None
-    d = _worst_device(acct, part)
+    d = max(devs, key=lambda x: amount(x) / x["window_ns"])
     ev = [f"GPU idle while the launching thread(s) were {PART_TEXT[part]}: {ms(total)} = "
-          f"{share:.1f}% of the summed device windows ({_scope_text(report)})."]
-    if d is not None:
-        ev.append(f"Worst device {d['device_id']}: {ms(d['idle_parts'].get(part, 0))} of its {ms(d['window_ns'])} "
-                  f"window; busy {d.get('busy_pct', 0):.1f}%, idle {d.get('idle_pct', 0):.1f}% "
-                  f"(idle split: " + ", ".join(f"{k} {ms(v)}" for k, v in d["idle_parts"].items() if v) + ").")
+          f"{share:.1f}% of the summed device windows ({_scope_text(report)}).",
+          f"Worst device {d['device_id']}: {ms(amount(d))} of its {ms(d['window_ns'])} window; busy "
+          f"{d.get('busy_pct', 0):.1f}%, idle {d.get('idle_pct', 0):.1f}% (idle split: "
+          + ", ".join(f"{k} {ms(v)}" for k, v in d["idle_parts"].items() if v) + ")."]
     ev += extra_evidence or []
     return {"id": fid, "category": category, "severity": sev, "confidence": "high" if share >= HIGH_SHARE else "medium",
             "title": title, "evidence": ev, "recommendation": recs + _tip(category, stack_of(report)),
-            "time_at_stake_ns": int(total)}
+            "time_at_stake_ns": total}
 
 
 def rule_sync(report):
     acct = _acct(report)
     if not acct:
         return None
-    sm = int(sum(d.get("idle_in_sync_memcpy_ns", 0) for d in acct.get("devices", [])))
     s = report.sync
     top = s.sync_apis[0] if s.available and s.sync_apis else None
     extra = []
@@ -223,15 +237,10 @@ def rule_sync(report):
         "Sync stall: the GPU idles while the host waits in synchronize calls",
         ["Remove per-step host synchronization (`cudaStreamSynchronize`/`cudaDeviceSynchronize`/event sync) from "
          "the steady-state loop, or move the wait after the next step has been launched (double-buffer the step)."],
-        exclude_ns=sm, extra_evidence=extra)
+        extra_evidence=extra)
 
 
 def rule_memcpy(report):
-    acct = _acct(report)
-    if not acct:
-        return None
-    total = int(sum(d.get("idle_in_sync_memcpy_ns", 0) for d in acct.get("devices", [])))
-    win = _window_total(acct)
     mem = plain(report.extra.get("memory")) or {}
     ev = []
     pg = mem.get("pageable") or {}
@@ -242,22 +251,13 @@ def rule_memcpy(report):
     if sc.get("count"):
         ev.append(f"Synchronous copy calls blocking the launching thread: {sc.get('count')} calls, "
                   f"{ms(sc.get('host_blocked_ns', 0))} host time.")
-    if win <= 0 or total <= 0:
-        return None
-    share = 100.0 * total / win
-    sev = _severity(share)
-    if sev is None:
-        return None
-    ev.insert(0, f"GPU idle while the launching thread(s) were inside synchronous memcpy/memset calls: "
-                 f"{ms(total)} = {share:.1f}% of the summed device windows ({_scope_text(report)}).")
-    return {"id": "memcpy_sync_copies", "category": "memcpy", "severity": sev, "confidence": "high",
-            "title": "Synchronous host↔device copies stall the GPU every step",
-            "evidence": ev,
-            "recommendation": ["Allocate host buffers pinned (`pin_memory=True` / `cudaHostAlloc`) and use "
-                               "`cudaMemcpyAsync` / `tensor.to(device, non_blocking=True)` on a side stream; "
-                               "prefetch the next step's inputs while the current step runs."]
-            + _tip("memcpy", stack_of(report)),
-            "time_at_stake_ns": total}
+    return _idle_rule(
+        report, "memcpy_sync", "memcpy_sync_copies", "memcpy",
+        "Synchronous host↔device copies stall the GPU every step",
+        ["Allocate host buffers pinned (`pin_memory=True` / `cudaHostAlloc`) and use `cudaMemcpyAsync` / "
+         "`tensor.to(device, non_blocking=True)` on a side stream; prefetch the next step's inputs while the "
+         "current step runs."],
+        extra_evidence=ev)
 
 
 def rule_launch(report):
@@ -310,7 +310,7 @@ def rule_alloc(report):
 
 def rule_host_gap(report):
     return _idle_rule(
-        report, "no_cuda_call", "host_gap", "host_gap",
+        report, "host", "host_gap", "host_gap",
         "Host gaps: the GPU idles while the host is outside any CUDA call",
         ["The CPU is busy with framework work between launches (scheduling, Python, tokenization, "
          "detokenization). Profile the host with `nsys --sample=cpu` or py-spy; overlap CPU work with GPU "

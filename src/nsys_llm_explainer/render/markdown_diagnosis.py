@@ -294,6 +294,21 @@ def _accounting_table(s: Sec, acc: Row, csv: Optional[str]) -> None:
             )
         s.para("Reading:")
         s.bullets(reading)
+        hc = [d for d in devs if isinstance(d.get("idle_host_caused_parts"), abc.Mapping)]
+        if hc:
+            s.para("Host-caused vs queued idle (the findings use the host-caused part only): *queued* = the next "
+                   "kernel had already been launched when the gap began (GPU-side latency or a stream "
+                   "dependency); *host-caused* = the GPU waited for the host to launch it.")
+
+            def hc_row(d: Row) -> List[str]:
+                w = d.get("window_ns")
+                parts = d["idle_host_caused_parts"]
+                return [_dev(s.ctx, d.get("device_id")), _ms_pct(d.get("idle_queued_ns"), w)] + [
+                    _ms_pct(parts.get(k), w) for k, _ in IDLE_PARTS]
+
+            s.capped(hc, [("Device", "l"), ("Queued ms (%)", "r")] + [
+                (f"host-caused: {t}" if i == 0 else t, "r") for i, (_, t) in enumerate(IDLE_PARTS)],
+                hc_row, what="devices")
 
 
 def _launch_stats(s: Sec, acc: Row) -> None:

@@ -133,33 +133,42 @@ def state_parts(unions: HostStateUnions, gaps_start: np.ndarray,
 
 
 def state_parts_streaming(model: TraceModel, gtids: np.ndarray, codes: np.ndarray, gaps_start: np.ndarray,
-                          gaps_end: np.ndarray) -> Dict[str, np.ndarray]:
+                          gaps_end: np.ndarray, *more: np.ndarray) -> Dict[str, np.ndarray]:
     """Same result as ``state_parts(host_state_unions(...), ...)`` but builds one cumulative union at a
-    time and drops it after use, so peak memory holds a single union (big traces)."""
+    time and drops it after use, so peak memory holds a single union (big traces). Extra ``(start, end)``
+    array pairs in ``more`` are evaluated against the same unions; their results are returned under
+    ``"_more"`` as a list of dicts."""
     api = model.api
-    a = np.asarray(gaps_start, dtype=np.int64)
-    b = np.maximum(np.asarray(gaps_end, dtype=np.int64), a)
-    out: Dict[str, np.ndarray] = {}
-    prev = np.zeros(a.shape[0], np.int64)
+    sets = [(gaps_start, gaps_end)] + [(more[i], more[i + 1]) for i in range(0, len(more), 2)]
+    sets = [(np.asarray(a, dtype=np.int64), np.maximum(np.asarray(b, dtype=np.int64), np.asarray(a, np.int64)))
+            for a, b in sets]
+    outs: List[Dict[str, np.ndarray]] = [{} for _ in sets]
+    prevs = [np.zeros(a.shape[0], np.int64) for a, _ in sets]
     if api is None or len(api) == 0 or np.asarray(gtids).shape[0] == 0:
-        for state in STATES[:4]:
-            out[state] = np.zeros(a.shape[0], np.int64)
-        out["no_cuda_call"] = b - a
-        return out
-    mine = np.isin(api.gtid, np.asarray(gtids, dtype=np.int64)) & (codes >= 0)
-    rows = np.nonzero(mine)[0]
-    del mine
-    cd = codes[rows]
-    for k, state in enumerate(STATES[:4]):
-        sel = rows[cd <= k]
-        u = lean_union(api.start[sel], api.end[sel])
-        del sel
-        cov = iv.overlap_length(u, a, b).astype(np.int64)
-        del u
-        out[state] = cov - prev
-        prev = cov
-    out["no_cuda_call"] = (b - a) - prev
-    return out
+        for o, (a, b) in zip(outs, sets):
+            for state in STATES[:4]:
+                o[state] = np.zeros(a.shape[0], np.int64)
+            o["no_cuda_call"] = b - a
+    else:
+        mine = np.isin(api.gtid, np.asarray(gtids, dtype=np.int64)) & (codes >= 0)
+        rows = np.nonzero(mine)[0]
+        del mine
+        cd = codes[rows]
+        for k, state in enumerate(STATES[:4]):
+            sel = rows[cd <= k]
+            u = lean_union(api.start[sel], api.end[sel])
+            del sel
+            for j, (a, b) in enumerate(sets):
+                cov = iv.overlap_length(u, a, b).astype(np.int64)
+                outs[j][state] = cov - prevs[j]
+                prevs[j] = cov
+            del u
+        for o, p, (a, b) in zip(outs, prevs, sets):
+            o["no_cuda_call"] = (b - a) - p
+    first = outs[0]
+    if len(outs) > 1:
+        first["_more"] = outs[1:]   # type: ignore[assignment]
+    return first
 
 
 def host_caused_end(model: TraceModel, act, gaps_start: np.ndarray, gaps_end: np.ndarray,
@@ -290,15 +299,14 @@ def analyze_accounting(model: TraceModel, include_memcpy: bool = False) -> Accou
         hce = host_caused_end(model, acts[d], gs, ge, ba)
         queued = int((ge - hce).sum())
         if gt.shape[0]:
-            per_gap = state_parts_streaming(model, gt, codes, gs, ge)
+            per_gap = state_parts_streaming(model, gt, codes, gs, ge, gs, hce)
+            per_host = per_gap.pop("_more")[0]
             for s in STATES:
                 parts[s] = int(per_gap[s].sum())
                 parts_short[s] = int(per_gap[s][short].sum())
-            per_gap = state_parts_streaming(model, gt, codes, gs, hce)
-            for s in STATES:
-                host[s] = int(per_gap[s].sum())
-                host_short[s] = int(per_gap[s][short].sum())
-            del per_gap
+                host[s] = int(per_host[s].sum())
+                host_short[s] = int(per_host[s][short].sum())
+            del per_gap, per_host
         else:
             parts["unknown"] = int(gd.sum())
             parts_short["unknown"] = int(gd[short].sum())

@@ -119,6 +119,10 @@ def _device_activity(model: TraceModel, include_memcpy: bool) -> Dict[int, Devic
     lix = np.concatenate(parts_li)
     if len(parts_s) == 1 and (dev.shape[0] < 2 or (dev[0] == dev).all()):
         order = None   # kernels only, one device: already sorted by start
+    elif len(parts_s) == 1 and int(dev.min()) >= 0 and int(dev.max()) < (1 << 15):
+        # kernels only (sorted by start): a stable radix sort on the small device id keeps start order
+        order = np.argsort(dev.astype(np.int16), kind="stable")
+        s, e, lab, dev, lix = s[order], e[order], lab[order], dev[order], lix[order]
     else:
         order = np.lexsort((e, s, dev))
         s, e, lab, dev, lix = s[order], e[order], lab[order], dev[order], lix[order]

@@ -28,6 +28,17 @@ class Union:
     def length(self) -> int:
         return int((self.end - self.start).sum())
 
+    @property
+    def cum_before(self) -> np.ndarray:
+        """Total length of the blocks before block ``k`` (cached)."""
+        c = getattr(self, "_cum", None)
+        if c is None or c.shape[0] != self.start.shape[0]:
+            c = np.zeros(self.start.shape[0], np.int64)
+            if c.shape[0] > 1:
+                np.cumsum((self.end - self.start)[:-1], out=c[1:])
+            object.__setattr__(self, "_cum", c)
+        return c
+
     def __len__(self) -> int:
         return int(self.start.shape[0])
 
@@ -68,13 +79,17 @@ def covered_before(u: Union, t: np.ndarray) -> np.ndarray:
     """Length of the union that lies before each time ``t`` (vectorized, O(log n) per query)."""
     if len(u) == 0:
         return np.zeros(np.shape(t), np.int64)
-    lengths = u.end - u.start
-    cum = np.concatenate(([0], np.cumsum(lengths)))
+    cum = u.cum_before
     t = np.asarray(t, dtype=np.int64)
-    i = np.searchsorted(u.start, t, side="right")  # blocks starting at or before t
-    full = cum[np.maximum(i - 1, 0)]
-    partial = np.where(i > 0, np.minimum(t, u.end[np.maximum(i - 1, 0)]) - u.start[np.maximum(i - 1, 0)], 0)
-    return np.where(i > 0, full + np.maximum(partial, 0), 0)
+    i = np.searchsorted(u.start, t, side="right") - 1   # last block starting at or before t
+    valid = i >= 0
+    np.maximum(i, 0, out=i)
+    partial = np.minimum(t, u.end[i])
+    partial -= u.start[i]
+    np.maximum(partial, 0, out=partial)
+    partial += cum[i]
+    partial[~valid] = 0
+    return partial
 
 
 def overlap_length(u: Union, a: np.ndarray, b: np.ndarray) -> np.ndarray:

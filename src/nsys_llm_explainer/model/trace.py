@@ -40,7 +40,7 @@ class Kernels:
     corr: np.ndarray          # correlationId (per process)
     pid: np.ndarray           # -1 when the export has no globalPid column
     name_idx: np.ndarray      # index into ``names``
-    graph_node: np.ndarray    # graphNodeId, -1 when not a graph node
+    graph_node: np.ndarray    # ≥ 0 when the kernel ran as a CUDA-graph node (graphNodeId or a flag 1), else -1
     names: List[str]
     launch_idx: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # row in ApiCalls or -1
 

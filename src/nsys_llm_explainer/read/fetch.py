@@ -119,8 +119,9 @@ OSRT_COLS = {"start": "start", "end": "end", "gtid": "globalTid", "name_id": "na
 def fetch_kernels(conn: sqlite3.Connection, schema: Schema, table: Optional[str]) -> Optional[Columns]:
     """Kernel rows: start, end, device, stream, corr, gpid, demangled, short, graph_node.
 
-    Fast path (what big traces need): one min/max pass proves the small columns fit, then each row is
-    fetched as four packed integers (Python object creation dominates fetch cost) and unpacked in numpy.
+    Fast path (what big traces need): each row is fetched as four packed integers (Python object creation
+    dominates fetch cost) and unpacked in numpy; a ``CASE`` marks rows whose small columns do not fit, and any
+    such row sends the table through the generic path. ``graph_node`` is then a flag (1 = graph node).
     ``short`` is then only resolved for demangled ids missing from StringIds (see :func:`fetch_short_for`).
     """
     if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
@@ -129,31 +130,27 @@ def fetch_kernels(conn: sqlite3.Connection, schema: Schema, table: Optional[str]
     if not all(schema.has(table, c) for c in need):
         return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")})
     has_gn = schema.has(table, "graphNodeId")
-    n_graph = _query(conn, f'SELECT count(*) FROM (SELECT 1 FROM "{table}" WHERE graphNodeId IS NOT NULL '
-                           'LIMIT 1)')[0][0] \
-        if has_gn else 0
+    gflag = "((graphNodeId IS NOT NULL) << 62) | " if has_gn else ""
     # rows whose small columns do not fit the packing come back as -1 and trigger the generic path
-    ok = ("deviceId BETWEEN 0 AND 127 AND streamId BETWEEN 0 AND 16777215 AND correlationId BETWEEN 0 AND 4294967295 "
+    ok = ("deviceId BETWEEN 0 AND 63 AND streamId BETWEEN 0 AND 16777215 AND correlationId BETWEEN 0 AND 4294967295 "
           "AND globalPid IS NOT NULL AND demangledName BETWEEN 0 AND 2147483647")
-    cols = ["start", "end", f"CASE WHEN {ok} THEN (deviceId << 56) | (streamId << 32) | correlationId ELSE -1 END",
+    cols = ["start", "end",
+            f"CASE WHEN {ok} THEN {gflag}(deviceId << 56) | (streamId << 32) | correlationId ELSE -1 END",
             "(((globalPid >> 24) & 16777215) << 32) | demangledName"]
-    names = ["start", "end", "p1", "p2"]
-    if n_graph:
-        cols.append("COALESCE(graphNodeId, -1)")
-        names.append("graph_node")
-    c = _fetch_ints(conn, f'SELECT {", ".join(cols)} FROM "{table}"', names)
+    c = _fetch_ints(conn, f'SELECT {", ".join(cols)} FROM "{table}"', ["start", "end", "p1", "p2"])
     p1v, p2v = c.pop("p1"), c.pop("p2")
     if p1v.shape[0] == 0 or (p1v < 0).any():
         return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")})
-    c["device"] = (p1v >> 56).astype(np.int32)
+    c["device"] = ((p1v >> 56) & 0x3F).astype(np.int32)
     c["stream"] = ((p1v >> 32) & 0xFFFFFF).astype(np.int32)
     c["corr"] = p1v & 0xFFFFFFFF
+    # graph-node flag only (1 = executed as a CUDA-graph node); the node id itself is not needed
+    c["graph_node"] = np.where((p1v >> 62) & 1, 1, NULL).astype(np.int64)
+    del p1v
     pid = p2v >> 32
     # keep the globalPid layout the model expects (VM id 1 is irrelevant to PID decoding)
     c["gpid"] = pid << 24
     c["demangled"] = p2v & 0xFFFFFFFF
-    if "graph_node" not in c:
-        c["graph_node"] = np.full(c["start"].shape[0], NULL, np.int64)
     return c
 
 

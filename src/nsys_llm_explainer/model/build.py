@@ -105,22 +105,35 @@ def corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
     return (pid.astype(np.int64) << 32) | (corr.astype(np.int64) & 0xFFFFFFFF)
 
 
-def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls]) -> np.ndarray:
+class ApiIndex:
+    """API rows sorted by (pid, correlationId) once, for every GPU table's launch join."""
+
+    def __init__(self, api: Optional[ApiCalls]) -> None:
+        self.order = np.empty(0, np.int64)
+        self.keys = np.empty(0, np.int64)
+        if api is None or len(api) == 0:
+            return
+        akey = corr_key(api.pid, api.corr)
+        valid = (api.corr >= 0) & (api.pid >= 0)
+        # among rows sharing (pid, corr) prefer the runtime/driver row over wrapper event classes
+        order = np.lexsort((~api.primary, akey))
+        self.order = order[valid[order]]
+        self.keys = akey[self.order]
+
+
+def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls],
+                index: Optional[ApiIndex] = None) -> np.ndarray:
     """Row of the API call with the same (pid, correlationId) for each GPU row, or -1."""
     out = np.full(pid.shape[0], -1, np.int64)
     if api is None or len(api) == 0 or pid.shape[0] == 0:
         return out
-    akey = corr_key(api.pid, api.corr)
-    valid_api = (api.corr >= 0) & (api.pid >= 0)
-    # among rows sharing (pid, corr) prefer the runtime/driver row over wrapper event classes
-    order = np.lexsort((~api.primary, akey))
-    order = order[valid_api[order]]
-    skey = akey[order]
-    gkey = corr_key(pid, corr)
-    pos = np.searchsorted(skey, gkey)
-    pos_c = np.minimum(pos, max(skey.shape[0] - 1, 0))
+    idx = index if index is not None else ApiIndex(api)
+    skey, order = idx.keys, idx.order
     if skey.shape[0] == 0:
         return out
+    gkey = corr_key(pid, corr)
+    pos = np.searchsorted(skey, gkey)
+    pos_c = np.minimum(pos, skey.shape[0] - 1)
     ok = (pos < skey.shape[0]) & (corr >= 0) & (pid >= 0) & (skey[pos_c] == gkey)
     out[ok] = order[pos_c[ok]]
     return out
@@ -174,6 +187,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
     api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
     default_pid = api_pids[0] if len(api_pids) == 1 else None
 
+    api_index = ApiIndex(api)
     dmap = _device_map(F.fetch_cuda_device_map(conn, schema))
     if dmap:
         notes.append("Device ids are physical GPU ids mapped through TARGET_INFO_CUDA_DEVICE (pid, cudaId → gpuId).")
@@ -210,7 +224,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
             start=kc["start"], end=kc["end"], device=_map_devices(kc["device"], pid, dmap), stream=kc["stream"],
             corr=kc["corr"], pid=pid, name_idx=name_idx, graph_node=kc["graph_node"], names=names,
         )
-        kernels.launch_idx = link_to_api(kernels.pid, kernels.corr, api)
+        kernels.launch_idx = link_to_api(kernels.pid, kernels.corr, api, api_index)
         if not dmap and len(kernels):
             pairs = np.unique((kernels.device.astype(np.int64) << 32) | (kernels.pid.astype(np.int64) & 0xFFFFFFFF))
             devs, n_pids = np.unique(pairs >> 32, return_counts=True)
@@ -230,7 +244,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
         c["pid"] = _fill_pid(c, default_pid)
         if "device" in c:
             c["device"] = _map_devices(c["device"], c["pid"], dmap)
-        c["launch_idx"] = link_to_api(c["pid"], c["corr"], api)
+        c["launch_idx"] = link_to_api(c["pid"], c["corr"], api, api_index)
         return GpuOps(c)
 
     memcpy = ops("CUPTI_ACTIVITY_KIND_MEMCPY", F.MEMCPY_COLS)

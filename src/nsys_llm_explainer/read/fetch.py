@@ -6,6 +6,7 @@ Sentinel: ``-1`` stands for NULL or "column absent" in integer columns.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -15,7 +16,7 @@ import numpy as np
 from ..errors import InputError
 from .schema import Schema
 
-CHUNK = 262_144
+CHUNK = 1_048_576
 NULL = -1
 
 Columns = Dict[str, np.ndarray]
@@ -32,27 +33,29 @@ def _expr(schema: Schema, table: str, col: str, default: str = str(NULL)) -> str
 
 
 def _fetch_ints(conn: sqlite3.Connection, sql: str, names: Sequence[str], params: Tuple = ()) -> Columns:
-    """Run ``sql`` (integer-only select list) and return one int64 array per column.
+    """Run ``sql`` (integer-only select list, no NULLs) and return one int64 array per column.
 
-    Rows arrive in chunks; each chunk is split into per-column arrays right away so that peak memory is
-    about one copy of the result plus one chunk."""
+    Rows stream straight from the cursor into ``np.fromiter`` (no list of tuples is built: about twice as
+    fast as ``fetchall``), one chunk at a time; each chunk is split into per-column arrays right away so
+    peak memory is about one copy of the result plus one chunk."""
     ncol = len(names)
     parts: List[List[np.ndarray]] = [[] for _ in range(ncol)]
     try:
         cur = conn.execute(sql, params)
         while True:
-            rows = cur.fetchmany(CHUNK)
-            if not rows:
+            flat = np.fromiter(itertools.chain.from_iterable(itertools.islice(cur, CHUNK)), dtype=np.int64)
+            if flat.shape[0] == 0:
                 break
-            arr = np.array(rows, dtype=np.int64).reshape(len(rows), ncol)
-            del rows
+            if flat.shape[0] % ncol:
+                raise ReadError("unexpected row shape while reading the trace")
+            arr = flat.reshape(-1, ncol)
             for i in range(ncol):
                 parts[i].append(arr[:, i].copy())
-            del arr
+            del arr, flat
     except sqlite3.DatabaseError as exc:
         raise ReadError(f"SQLite error while reading the trace: {exc} (file corrupt or truncated?)") from None
     except (OverflowError, TypeError, ValueError) as exc:
-        raise ReadError(f"unexpected non-integer value in an integer column: {exc}") from None
+        raise ReadError(f"unexpected non-integer or NULL value in an integer column: {exc}") from None
     out: Columns = {}
     for i, n in enumerate(names):
         out[n] = np.concatenate(parts[i]) if parts[i] else np.empty(0, np.int64)

@@ -253,3 +253,18 @@ def test_qdrep_is_exported_to_a_temp_dir(tmp_path):
     import json
     j = json.loads((tmp_path / "out" / "report.json").read_text())
     assert j["kernels_summary"]["kernel_count"] > 0
+
+
+def test_bad_option_files_fail_fast(tmp_path, demo_trace):
+    bad = tmp_path / "cats.json"
+    bad.write_text('{"rules": [["(unclosed", "gemm"]]}')
+    proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), "--categories", str(bad))
+    assert proc.returncode == 2
+    one_line_error(proc)
+    proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), "--step-marker", "(oops")
+    assert proc.returncode == 2
+    assert "--step-marker" in one_line_error(proc)
+    proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), "--window-nvtx", "no such range")
+    assert proc.returncode == 2
+    one_line_error(proc)
+    assert not (tmp_path / "o").exists()

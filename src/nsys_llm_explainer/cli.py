@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -234,6 +235,14 @@ def _main(argv: Sequence[str]) -> int:
         raise InputError("--top must be at least 1")
     if not 0.0 <= a.nvtx_coverage_warn_threshold <= 1.0:
         raise InputError("--nvtx-coverage-warn-threshold must be between 0 and 1")
+    if a.step_marker:
+        try:
+            re.compile(a.step_marker)
+        except re.error as exc:
+            raise InputError(f"--step-marker is not a valid regular expression: {exc}") from None
+    if a.categories:
+        from .analyses.categories import load_rules
+        load_rules(None, a.categories)   # fail before the (long) analysis on a bad rules file
     opts = Options(
         top=a.top, phase_map=_load_phase_map(a.phase_map), nvtx_coverage_warn_threshold=a.nvtx_coverage_warn_threshold,
         nvtx_kernel_map=not a.no_nvtx_kernel_map, include_memcpy_in_busy=a.include_memcpy_in_busy,

@@ -26,7 +26,7 @@ from .analyses.window import detect_window
 from .model.clip import clip_model
 from .model.trace import TraceModel
 
-MAX_STEP_ROWS = 100_000  # per-step rows kept in report.json / tables/steps_rows.csv
+MAX_STEP_ROWS = 100_000  # per-step rows kept in report.json / tables/steps.csv
 
 
 def sync_memcpy_idle(model: TraceModel, acct_devices, include_memcpy: bool) -> Dict[int, int]:

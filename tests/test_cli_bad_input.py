@@ -268,3 +268,13 @@ def test_bad_option_files_fail_fast(tmp_path, demo_trace):
     assert proc.returncode == 2
     one_line_error(proc)
     assert not (tmp_path / "o").exists()
+
+
+def test_progress_on_stderr_for_slow_steps(tmp_path, demo_trace):
+    proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), env_extra={"NSYS_LLM_EXPLAIN_TEST_PAUSE_S": "1.2"},
+                   timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "[nsys-llm-explain]" in proc.stderr and "elapsed" in proc.stderr
+    assert "top kernel:" in proc.stdout and "top finding:" in proc.stdout
+    quiet = run_cli(str(demo_trace), "--out", str(tmp_path / "q"), "--quiet")
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""

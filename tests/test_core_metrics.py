@@ -339,3 +339,20 @@ def test_idle_split_into_host_caused_and_queued(tmp_path):
     assert d["idle_queued_ns"] == 25
     host = d["idle_host_caused_parts"]
     assert host["launch"] == 10 and host["no_cuda_call"] == 10 and sum(host.values()) + 25 == 45
+
+
+def test_include_memcpy_in_busy(tmp_path):
+    b = TraceBuilder()
+    b.process(1)
+    tg = b.thread(1, 1)
+    b.launch(0, 5, 100, 200, pid=1, tid=1, name="k1")
+    c = b.runtime(210, 220, tid_g=tg, name="cudaMemcpyAsync_v3020")
+    b.memcpy(250, 350, pid=1, bytes=100, copy_kind=1, src_kind=1, dst_kind=2, corr=c)
+    b.launch(300, 310, 400, 500, pid=1, tid=1, name="k2")
+    plain = by(report_of(b, tmp_path, name="a.sqlite")["devices"], device_id=0)
+    assert (plain["busy_ns"], plain["idle_ns"]) == (200, 200)
+    withm = report_of(b, tmp_path, name="b.sqlite", include_memcpy_in_busy=True)
+    d = by(withm["devices"], device_id=0)
+    assert (d["busy_ns"], d["idle_ns"], d["window_ns"]) == (300, 100, 400)
+    assert [(g["kernel_before"], g["kernel_after"]) for g in d["largest_gaps"]] == [
+        ("k1", "[CUDA memcpy Host-to-Device]"), ("[CUDA memcpy Host-to-Device]", "k2")]

@@ -38,15 +38,14 @@ class Progress:
 
     def __call__(self, step: str) -> None:
         self.stop()
-        hook = os.environ.get("NSYS_LLM_EXPLAIN_TEST_PAUSE_S")  # test hook: lets tests interrupt mid-run
+        if self.enabled:
+            t = threading.Timer(self.delay, self._say, args=(step,))
+            t.daemon = True
+            t.start()
+            self._timer = t
+        hook = os.environ.get("NSYS_LLM_EXPLAIN_TEST_PAUSE_S")  # test hook: makes a step slow (tests)
         if hook:
             time.sleep(float(hook))
-        if not self.enabled:
-            return
-        t = threading.Timer(self.delay, self._say, args=(step,))
-        t.daemon = True
-        t.start()
-        self._timer = t
 
     def _say(self, step: str) -> None:
         el = time.perf_counter() - self._t0

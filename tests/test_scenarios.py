@@ -114,3 +114,10 @@ def test_pageable_copies_per_step(tmp_path_factory):
     h2d = [r for r in ps["by_kind_per_step"] if r["direction"] == "Host-to-Device" and r["src_kind_name"] == "Pageable"]
     assert len(h2d) == 1 and h2d[0]["copies_per_step"] == pytest.approx(facts["h2d_count"] / ps["step_count"])
     assert j["memory"]["pageable"]["count"] >= facts["h2d_count"]
+
+
+def test_stack_specific_recommendation(tmp_path_factory):
+    _, j = run("launch_bound", tmp_path_factory)
+    top = j["findings"][0]
+    assert top["category"] == "launch_overhead"
+    assert any(r.startswith("vLLM:") and "--enforce-eager" in r for r in top["recommendation"])

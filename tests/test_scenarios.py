@@ -121,3 +121,12 @@ def test_stack_specific_recommendation(tmp_path_factory):
     top = j["findings"][0]
     assert top["category"] == "launch_overhead"
     assert any(r.startswith("vLLM:") and "--enforce-eager" in r for r in top["recommendation"])
+
+
+def test_full_window_idle_section_points_to_steady_state(tmp_path_factory):
+    from nsys_llm_explainer.render.markdown import render_markdown
+
+    _, j = run("warmup_tail", tmp_path_factory)
+    md = render_markdown(j)
+    idle_sec = md.split("## GPU idle per device", 1)[1].split("\n## ", 1)[0]
+    assert "These numbers cover the whole capture" in idle_sec and "steady-state window" in idle_sec

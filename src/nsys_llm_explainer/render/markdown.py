@@ -835,6 +835,15 @@ def sec_idle(ctx: Ctx) -> List[str]:
         what="devices",
         csv="gpu_idle.csv",
     )
+    win = section(ctx.report, "window")
+    steady = [r for r in rows_of(ctx.report, "steady_idle") if isinstance(r, Mapping)]
+    if win.get("method") not in (None, "full") and steady:
+        lines = ", ".join(f"device {_dev_label(ctx, r.get('device_id'))} {fmt_pct(r.get('idle_pct'))}% idle"
+                          for r in steady[: ctx.top])
+        s.para(f"These numbers cover the whole capture. In the steady-state window "
+               f"({fmt_ms(win.get('start_ns', 0) - (ctx.trace_start or 0))} → "
+               f"{fmt_ms(win.get('end_ns', 0) - (ctx.trace_start or 0))} ms from the trace start, "
+               f"`{md_cell(win.get('method'))}`): {lines}. See *Analysis window* and *GPU time accounting*.")
     t0 = ctx.trace_start
     for d in devices[: ctx.top]:
         dev = d.get("device_id")

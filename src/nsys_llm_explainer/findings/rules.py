@@ -292,6 +292,26 @@ def rule_launch(report):
     return f
 
 
+def rule_launch_storm(report):
+    """Informational: a device is flagged as a launch storm but launch overhead does not (yet) idle the GPU."""
+    storm = [d for d in report.launch.per_device if d.get("launch_storm")]
+    if not storm or rule_launch(report) is not None:
+        return None
+    g = plain(report.extra.get("graphs")) or {}
+    if (g.get("graph_kernel_pct") or 0) >= 50.0:
+        return None   # kernels replayed from CUDA graphs are not launched one by one by the CPU
+    ev = [f"Device {d['device_id']}: {d['launches_per_s']:.0f} launches/s, kernel p50 {us(d['p50_ns'])}, "
+          f"{d['pct_under_10us']:.1f}% of kernels < 10 µs." for d in storm]
+    ev.append("Host-caused idle inside or between launches stays below 5% of the window, so the GPU is still fed; "
+              "the CPU is close to its launch limit.")
+    return {"id": "launch_storm", "category": "launch_overhead", "severity": "low", "confidence": "medium",
+            "title": "Launch storm: many tiny kernels at a high launch rate (not yet idling the GPU)",
+            "evidence": ev,
+            "recommendation": ["Headroom: CUDA graphs or kernel fusion would cut CPU launch work before it becomes "
+                               "the bottleneck at smaller batch sizes."] + _tip("launch_overhead", stack_of(report)),
+            "time_at_stake_ns": 0}
+
+
 def rule_alloc(report):
     mem = plain(report.extra.get("memory")) or {}
     extra = []
@@ -431,8 +451,8 @@ def rule_nvtx_coverage(report):
             "time_at_stake_ns": 0}
 
 
-RULES = [rule_graph_trace, rule_capture_window, rule_sync, rule_memcpy, rule_launch, rule_alloc, rule_host_gap,
-         rule_nccl, rule_dominant_kernel, rule_nvtx_coverage]
+RULES = [rule_graph_trace, rule_capture_window, rule_sync, rule_memcpy, rule_launch, rule_launch_storm, rule_alloc,
+         rule_host_gap, rule_nccl, rule_dominant_kernel, rule_nvtx_coverage]
 
 
 def _none_finding(report) -> Dict:

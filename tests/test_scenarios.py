@@ -130,3 +130,11 @@ def test_full_window_idle_section_points_to_steady_state(tmp_path_factory):
     md = render_markdown(j)
     idle_sec = md.split("## GPU idle per device", 1)[1].split("\n## ", 1)[0]
     assert "These numbers cover the whole capture" in idle_sec and "steady-state window" in idle_sec
+
+
+def test_launch_storm_info_not_for_graph_replays(tmp_path_factory):
+    _, demo = run("demo", tmp_path_factory)
+    assert any(f["id"] == "launch_storm" and f["severity"] == "low" for f in demo["findings"])
+    assert demo["findings"][0]["id"] != "launch_storm"
+    _, graphs = run("cuda_graph_node", tmp_path_factory)
+    assert not any(f["id"] == "launch_storm" for f in graphs["findings"])

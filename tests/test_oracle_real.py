@@ -163,3 +163,19 @@ def test_real_trace_invariants(trace):
     assert 0.0 <= cov <= 1.0
     for r in j["nvtx"]["attribution"]["ranges"]:
         assert r["innermost_ns"] <= r["inclusive_ns"] <= j["kernels_summary"]["total_kernel_ns"]
+
+
+def test_reexport_with_newer_schema_gives_identical_numbers():
+    """16_*: the same capture exported by the author (schema 3.1.2) and re-exported by nsys 2023.4 (3.7.2,
+    greenContextId inserted mid-table, renamed tables): every number must be identical."""
+    d = SHARED / "16_memfusion_tensorrt_rtx3090"
+    a_path, b_path = d / "trace.sqlite", d / "trace_reexport_nsys2023.4.sqlite"
+    if not b_path.exists():
+        pytest.skip("re-export not available")
+    a, b = report_json(a_path), report_json(b_path)
+    assert a["trace"]["export_schema_version"] != b["trace"]["export_schema_version"]
+    for key in ("kernels", "devices", "launch", "sync", "cuda_api", "memcpy"):
+        assert a[key] == b[key], key
+    assert a["nvtx"]["ranges"] == b["nvtx"]["ranges"]
+    assert a["nvtx"]["attribution"]["ranges"] == b["nvtx"]["attribution"]["ranges"]
+    assert [f["category"] for f in a["findings"]] == [f["category"] for f in b["findings"]]

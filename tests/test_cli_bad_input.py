@@ -253,6 +253,13 @@ def test_qdrep_is_exported_to_a_temp_dir(tmp_path):
     import json
     j = json.loads((tmp_path / "out" / "report.json").read_text())
     assert j["kernels_summary"]["kernel_count"] > 0
+    # the committed trace.sqlite was exported from this .qdrep by nsys 2022.4: same numbers when the local
+    # nsys is that version
+    ref = run_cli(str(src.parent / "trace.sqlite"), "--out", str(tmp_path / "ref"), "--quiet")
+    assert ref.returncode == 0
+    r = json.loads((tmp_path / "ref" / "report.json").read_text())
+    if j["trace"]["nsys_version"] == r["trace"]["nsys_version"]:
+        assert j["kernels"] == r["kernels"] and j["cuda_api"] == r["cuda_api"]
 
 
 def test_bad_option_files_fail_fast(tmp_path, demo_trace):

@@ -404,19 +404,24 @@ def _small(x: np.ndarray, n: int) -> np.ndarray:
 
 def _scope(start: np.ndarray, end: np.ndarray, cat: np.ndarray, dev_code: np.ndarray, n_dev: int,
            n_cat: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per (device, category): count, total, nonoverlap; per device: busy. Rows must be grouped by device
-    (``dev_code`` non-decreasing) — the groups are taken as contiguous slices."""
+    """Per (device, category): count, total, nonoverlap; per device: busy. Rows are in start order; each
+    device's rows are gathered one device at a time (only one device's copy is alive at once)."""
     key = dev_code * n_cat + cat
     count = np.bincount(key, minlength=n_dev * n_cat).reshape(n_dev, n_cat).astype(np.int64)
     total = np.rint(np.bincount(key, weights=(end - start).astype(np.float64), minlength=n_dev * n_cat))
     total = total.astype(np.int64).reshape(n_dev, n_cat)
+    del key
     nonov = np.zeros((n_dev, n_cat), np.int64)
     busy = np.zeros(n_dev, np.int64)
-    bounds = np.searchsorted(dev_code, np.arange(n_dev + 1))
+    # group rows by device (stable: each group stays sorted by start)
+    o = np.argsort(_small(dev_code, n_dev), kind="stable")
+    bounds = np.searchsorted(dev_code[o], np.arange(n_dev + 1))
     for j in range(n_dev):
         a, b = int(bounds[j]), int(bounds[j + 1])
         if b > a:
-            nonov[j], busy[j] = nonoverlap_split(start[a:b], end[a:b], cat[a:b], n_cat)
+            idx = o[a:b]
+            nonov[j], busy[j] = nonoverlap_split(start[idx], end[idx], cat[idx], n_cat)
+            del idx
     return count, total, nonov, busy
 
 
@@ -481,10 +486,7 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
     devices, dev_code = _codes(dev)
     n_dev = int(devices.shape[0])
 
-    # group rows by device (stable: each group stays sorted by start)
-    o = np.argsort(_small(dev_code, n_dev), kind="stable")
-    count, total, nonov, busy = _scope(start[o], end[o], cat[o], dev_code[o], n_dev, n_cat)
-    del o
+    count, total, nonov, busy = _scope(start, end, cat, dev_code, n_dev, n_cat)
     tot_all = int(total.sum())
     busy_all = int(busy.sum())
     c_cnt, c_tot, c_non = count.sum(0), total.sum(0), nonov.sum(0)

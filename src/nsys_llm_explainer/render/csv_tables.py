@@ -224,9 +224,7 @@ LAUNCH_SPEC: Spec = (
     ("p90_ns", raw("p90_ns")),
     ("p99_ns", raw("p99_ns")),
 )
-SYNC_BY_PID_SPEC: Spec = (
-    ("pid", raw("pid")),
-    ("api_name", raw("name")),
+_SYNC_TIMES: Spec = (
     ("calls", raw("count")),
     ("total_ms", ms("total_ns")),
     ("avg_us", us("avg_ns")),
@@ -237,19 +235,8 @@ SYNC_BY_PID_SPEC: Spec = (
     ("p50_ns", raw("p50_ns")),
     ("max_ns", raw("max_ns")),
 )
-SYNC_API_SPEC: Spec = (
-    ("api_name", raw("name")),
-    ("blocking", raw("blocking")),
-    ("calls", raw("count")),
-    ("total_ms", ms("total_ns")),
-    ("avg_us", us("avg_ns")),
-    ("p50_us", us("p50_ns")),
-    ("max_us", us("max_ns")),
-    ("total_ns", raw("total_ns")),
-    ("avg_ns", raw("avg_ns")),
-    ("p50_ns", raw("p50_ns")),
-    ("max_ns", raw("max_ns")),
-)
+SYNC_BY_PID_SPEC: Spec = (("pid", raw("pid")), ("api_name", raw("name"))) + _SYNC_TIMES
+SYNC_API_SPEC: Spec = (("api_name", raw("name")), ("blocking", raw("blocking"))) + _SYNC_TIMES
 CUDA_API_SPEC: Spec = (
     ("api_name", raw("name")),
     ("api_class", raw("api_class")),

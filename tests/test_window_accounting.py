@@ -1,4 +1,5 @@
-"""Steady-state window, model clipping and GPU time accounting on hand-built fixtures."""
+"""Steady-state window, model clipping, the device timeline (busy/idle) and the idle-cause attribution on
+hand-built fixtures; every expected number is worked out by hand in the docstrings."""
 
 from __future__ import annotations
 
@@ -7,17 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsys_llm_explainer.analyses.accounting import (
-    PART_KEYS,
-    STATES,
-    analyze_accounting,
-    host_state_during,
-    launching_threads,
-)
-from nsys_llm_explainer.analyses.idle import analyze_idle
+from nsys_llm_explainer.analyses.idle import analyze_gpu_time
+from nsys_llm_explainer.analyses.idle_causes import KINDS, analyze_idle_causes, normalize_range_name
+from nsys_llm_explainer.analyses.nvtx_tree import build_tree
 from nsys_llm_explainer.analyses.window import detect_window, parse_window
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.model.clip import clip_model
+from nsys_llm_explainer.model.timeline import build_timelines
 from nsys_llm_explainer.pipeline import load_model
 from nsys_llm_explainer.synth import TraceBuilder, global_pid
 
@@ -47,124 +44,120 @@ def _brief_fixture() -> TraceBuilder:
     return b
 
 
-# ------------------------------------------------------------------------------------------ accounting
+def _causes_fixture() -> TraceBuilder:
+    """One thread g, device 0, all times + T:
+
+    * launch A: call [0,6) → kernel ``gemm`` [4,10) (first launch of ``gemm``: module_load)
+    * cudaStreamSynchronize [10,25); launch B: call [25,31) → ``gemm`` [30,40)
+    * NVTX push/pop ``step_3`` [40,100); cudaMalloc [50,90); cudaMemcpyAsync [91,93) → pageable HtoD copy
+      [92,96); launch C: call [95,99) → ``gemm`` [100,110); cudaDeviceSynchronize [110,120)
+
+    Window [0,120) = 120, busy 6+10+10 = 26, idle 94. Gaps and their causes (precedence of docs/MODEL.md):
+    [0,4) module_load 4 · [10,30) sync 15 + launch 5 · [40,100) copy 4 [92,96), queued 1 [99,100),
+    alloc 40, pageable_memcpy 1 [91,92), launch 3 [96,99), nvtx ``step_N`` 11 ([40,50) + [90,91))
+    · trailing [110,120) sync 10 (thread of the kernel before it).
+    """
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, 101)
+    b.launch(T + 0, T + 6, T + 4, T + 10, pid=PID, tid=101, name="gemm")
+    b.runtime(T + 10, T + 25, tid_g=g, name="cudaStreamSynchronize_v3020")
+    b.launch(T + 25, T + 31, T + 30, T + 40, pid=PID, tid=101, name="gemm")
+    b.nvtx_push_pop(T + 40, T + 100, "step_3", tid_g=g)
+    b.runtime(T + 50, T + 90, tid_g=g, name="cudaMalloc_v3020")
+    corr = b.runtime(T + 91, T + 93, tid_g=g, name="cudaMemcpyAsync_v3020")
+    b.memcpy(T + 92, T + 96, pid=PID, bytes=4096, copy_kind=1, src_kind=0, dst_kind=2, corr=corr)
+    b.launch(T + 95, T + 99, T + 100, T + 110, pid=PID, tid=101, name="gemm")
+    b.runtime(T + 110, T + 120, tid_g=g, name="cudaDeviceSynchronize_v3020")
+    return b
 
 
-def test_accounting_brief_example(tmp_path: Path) -> None:
-    m = _load(_brief_fixture(), tmp_path)
-    r = analyze_accounting(m)
-    assert r.available
+def _causes(m, w0, w1):
+    tls = build_timelines(m, w0, w1)
+    return tls, analyze_idle_causes(m, m, tls, build_tree(m.nvtx))
+
+
+def test_timeline_busy_idle_and_gaps(tmp_path: Path) -> None:
+    m = _load(_causes_fixture(), tmp_path)
+    tls = build_timelines(m, T, T + 120)
+    tl = tls[0]
+    assert (tl.window_ns, tl.busy_ns, tl.idle_ns) == (120, 26, 94)
+    assert (tl.copy_busy_ns, tl.copy_only_ns, tl.kernel_count) == (4, 4, 3)
+    g = tl.gaps()
+    assert list(zip((g.start - T).tolist(), (g.end - T).tolist())) == [(0, 4), (10, 30), (40, 100), (110, 120)]
+    assert g.prev_row[0] == -1 and g.next_row[-1] == -1
+
+
+def test_idle_causes_hand_computed(tmp_path: Path) -> None:
+    m = _load(_causes_fixture(), tmp_path)
+    _, r = _causes(m, T, T + 120)
     (d,) = r.devices
-    assert (d["window_start_ns"], d["window_end_ns"], d["window_ns"]) == (T, T + 110, 110)
-    assert d["busy_ns"] == 30 and d["idle_ns"] == 80
-    assert d["idle_parts"] == {"sync": 15, "launch": 5, "alloc": 40, "other_api": 0, "no_cuda_call": 20,
-                               "unknown": 0}
-    assert sum(d["idle_parts"].values()) == d["idle_ns"]
-    assert d["idle_parts_pct"]["alloc"] == 50.0 and d["idle_parts_pct"]["sync"] == 18.75
-    assert d["launching_tids"] == [101] and d["launching_thread_count"] == 1
-    assert d["gap_count"] == 2 and d["short_gap_count"] == 2
-    assert d["idle_in_short_gaps_ns"] == 80 and d["idle_in_short_gaps_pct"] == 100.0
-    assert r.totals["idle_ns"] == 80 and r.totals["idle_parts"]["alloc"] == 40
-    # launch calls: 6, 6, 5 ns; launch→start: 8, 5, 68 ns
-    ls = r.launch_stats
-    assert ls["launch_call"]["count"] == 3 and ls["launch_call"]["total_ns"] == 17
-    assert ls["launch_call"]["min_ns"] == 5 and ls["launch_call"]["max_ns"] == 6
-    lt = ls["launch_to_start"]
-    assert (lt["count"], lt["total_ns"], lt["min_ns"], lt["max_ns"], lt["p50_ns"], lt["avg_ns"]) == (
-        3, 81, 5, 68, 8, 27)
-    assert ls["launch_to_start_per_device"][0]["device_id"] == 0
-    assert ls["launch_to_start_per_device"][0]["count"] == 3
+    got = {(c.kind, c.detail): c.ns for c in d.causes}
+    assert got == {
+        ("module_load", "cudaLaunchKernel"): 4, ("sync", "cudaStreamSynchronize"): 15,
+        ("sync", "cudaDeviceSynchronize"): 10, ("launch", "cudaLaunchKernel"): 8,
+        ("copy", "Host-to-Device (pageable)"): 4, ("queued", ""): 1, ("alloc", "cudaMalloc"): 40,
+        ("pageable_memcpy", "cudaMemcpyAsync"): 1, ("nvtx", "step_N"): 11,
+    }
+    assert sum(got.values()) == d.idle_ns == 94
+    launch = next(c for c in d.causes if c.kind == "launch")
+    assert launch.gap_count == 2 and launch.examples[0].ns == 5
+    assert d.gap_cause[2] == ("alloc", "cudaMalloc") and d.gap_cause[3] == ("sync", "cudaDeviceSynchronize")
+    assert next(c for c in d.causes if c.kind == "module_load").one_time
 
 
-def test_host_state_during_priority_and_threads(tmp_path: Path) -> None:
+def test_gpu_time_steady_and_full(tmp_path: Path) -> None:
+    """Steady window [T+10, T+110) of the fixture: busy [30,40) + [100,110) = 20 of 100; full = 26 of 120."""
+    m = _load(_causes_fixture(), tmp_path)
+    steady = clip_model(m, T + 10, T + 110)
+    st = build_timelines(steady, T + 10, T + 110)
+    full = build_timelines(m, T, T + 120)
+    causes = analyze_idle_causes(m, steady, st, build_tree(m.nvtx))
+    g = analyze_gpu_time(st, full, causes, False, top=2)
+    (d,) = g.devices
+    assert (d.window_ns, d.busy_ns, d.idle_ns, d.busy_pct) == (100, 20, 80, 20.0)
+    assert (d.full.window_ns, d.full.busy_ns, d.full.idle_ns) == (120, 26, 94)
+    assert d.kernel_count == 2 and d.launches_per_s == pytest.approx(2 / 100e-9)
+    assert [(x.start_ns - T, x.duration_ns, x.cause_kind) for x in d.largest_gaps] == [(40, 60, "alloc"),
+                                                                                      (10, 20, "sync")]
+    # first launches are found on the whole capture: B and C are not first launches inside the window
+    assert causes.devices[0].ns_of("module_load") == 0
+
+
+def test_unknown_thread_and_edges(tmp_path: Path) -> None:
+    """A kernel with no launch call: its gaps are ``unknown``; a window wider than the activity has leading
+    and trailing idle."""
     b = TraceBuilder()
     b.process(PID)
-    ga = b.thread(PID, 1)
-    gb = b.thread(PID, 2)
-    gc = b.thread(PID, 3)
-    b.launch(0, 5, 10, 20, pid=PID, tid=1, name="a")        # thread 1 launches on device 0
-    b.launch(6, 9, 200, 210, pid=PID, tid=2, name="b")      # thread 2 launches on device 0
-    b.runtime(20, 40, tid_g=ga, name="cudaDeviceSynchronize_v3020")       # sync
-    b.runtime(30, 60, tid_g=gb, name="cudaLaunchKernel_v7000", corr=999)  # launch (no kernel)
-    b.runtime(50, 80, tid_g=ga, name="cudaEventQuery_v3020")              # non-blocking → other_api
-    b.runtime(70, 120, tid_g=gb, name="cudaFree_v3020")                   # alloc (free)
-    b.runtime(70, 75, tid_g=ga, name="cuLaunchKernel", event_class=1)     # driver launch wins over free
-    b.runtime(130, 150, tid_g=ga, name="cudaDeviceSynchronize_v3020", event_class=67)  # not primary
-    b.runtime(130, 190, tid_g=gc, name="cudaMalloc_v3020")                # thread 3 never launches
+    b.kernel(T + 10, T + 20, pid=PID, name="k", corr=999)
     m = _load(b, tmp_path)
-    gt = launching_threads(m)
-    assert sorted((gt[0] & 0xFFFFFF).tolist()) == [1, 2]
-    parts = host_state_during(m, np.array([20, 20, 100]), np.array([200, 60, 100]), gt[0])
-    assert set(parts) == set(STATES)
-    # [20,200): sync 20..40 = 20; launch 40..60 + 70..75 = 25; alloc 75..120 = 45; other 60..70 = 10
-    assert [int(parts[s][0]) for s in STATES] == [20, 25, 45, 10, 80]
-    assert [int(parts[s][1]) for s in STATES] == [20, 20, 0, 0, 0]
-    assert [int(parts[s][2]) for s in STATES] == [0, 0, 0, 0, 0]
-    r = analyze_accounting(m)
+    tls, r = _causes(m, T, T + 50)
     (d,) = r.devices
-    assert d["idle_ns"] == 180 and d["idle_parts"]["sync"] == 20 and d["idle_parts"]["no_cuda_call"] == 80
-    assert sum(d["idle_parts"].values()) == 180
+    assert (d.window_ns, d.busy_ns, d.idle_ns) == (50, 10, 40)
+    assert [(c.kind, c.ns, c.gap_count) for c in d.causes] == [("unknown", 40, 2)]
 
 
-def test_overlapping_streams_busy_is_union(tmp_path: Path) -> None:
+def test_multi_device_overlap_is_union(tmp_path: Path) -> None:
+    """Device 0: kernels [0,10) and [5,20) on two streams → busy 20 (union, not 25); device 1: [0,5) →
+    busy 5; both over the same window [0,20)."""
     b = TraceBuilder()
     b.process(PID)
-    g = b.thread(PID, 1)
-    b.launch(0, 5, 100, 150, pid=PID, tid=1, stream=7, name="a")
-    b.launch(5, 10, 120, 170, pid=PID, tid=1, stream=8, name="b")
-    b.launch(10, 15, 160, 165, pid=PID, tid=1, stream=9, name="c")   # nested in the union
-    b.launch(15, 20, 200, 220, pid=PID, tid=1, stream=7, name="d")
-    c = b.runtime(175, 178, tid_g=g, name="cudaMemcpyAsync_v3020")
-    b.memcpy(180, 190, pid=PID, bytes=64, corr=c)
+    b.launch(T - 5, T - 1, T + 0, T + 10, pid=PID, tid=101, name="a", stream=1)
+    b.launch(T - 4, T - 2, T + 5, T + 20, pid=PID, tid=101, name="b", stream=2)
+    b.launch(T - 3, T - 2, T + 0, T + 5, pid=PID, tid=101, name="c", device=1)
     m = _load(b, tmp_path)
-    r = analyze_accounting(m)
-    (d,) = r.devices
-    assert (d["window_ns"], d["busy_ns"], d["idle_ns"]) == (120, 90, 30)
-    assert d["idle_parts"]["other_api"] == 3 and d["idle_parts"]["no_cuda_call"] == 27
-    rm = analyze_accounting(m, include_memcpy=True)
-    (dm,) = rm.devices
-    assert (dm["window_ns"], dm["busy_ns"], dm["idle_ns"]) == (120, 100, 20)
-    assert dm["idle_parts"]["other_api"] == 3 and dm["idle_parts"]["no_cuda_call"] == 17
-    idle = analyze_idle(m).devices[0]
-    assert idle["busy_ns"] == d["busy_ns"] and idle["idle_ns"] == d["idle_ns"]
+    tls = build_timelines(m, T, T + 20)
+    assert {d: (t.busy_ns, t.idle_ns) for d, t in tls.items()} == {0: (20, 0), 1: (5, 15)}
+    _, r = _causes(m, T, T + 20)
+    d1 = next(d for d in r.devices if d.device_id == 1)
+    assert sum(c.ns for c in d1.causes) == 15
 
 
-def test_multi_device_and_unknown_host(tmp_path: Path) -> None:
-    b = TraceBuilder()
-    b.process(PID)
-    g1 = b.thread(PID, 1)
-    b.thread(PID, 2)
-    b.launch(0, 5, 10, 20, pid=PID, tid=1, device=0, name="a")
-    b.launch(0, 5, 50, 60, pid=PID, tid=1, device=0, name="a")
-    b.launch(1, 6, 10, 30, pid=PID, tid=2, device=1, name="b")
-    b.launch(7, 9, 40, 45, pid=PID, tid=2, device=1, name="b")
-    b.runtime(20, 35, tid_g=g1, name="cudaStreamSynchronize_v3020")
-    b.kernel(10, 20, pid=PID, device=2, name="orphan", corr=5000)   # no API row links to it
-    b.kernel(30, 35, pid=PID, device=2, name="orphan", corr=5001)
-    m = _load(b, tmp_path)
-    r = analyze_accounting(m)
-    dev = {d["device_id"]: d for d in r.devices}
-    assert dev[0]["idle_ns"] == 30 and dev[0]["idle_parts"]["sync"] == 15
-    assert dev[0]["idle_parts"]["no_cuda_call"] == 15
-    # thread 1's sync does not count for device 1 (launched by thread 2 only)
-    assert dev[1]["idle_ns"] == 10 and dev[1]["idle_parts"]["no_cuda_call"] == 10
-    assert dev[2]["idle_ns"] == 10 and dev[2]["idle_parts"]["unknown"] == 10
-    assert dev[2]["launching_thread_count"] == 0 and r.notes
-    assert r.totals["idle_ns"] == 50 and sum(r.totals["idle_parts"].values()) == 50
-    assert set(r.totals["idle_parts"]) == set(PART_KEYS)
-
-
-def test_accounting_without_kernels(tmp_path: Path) -> None:
-    b = TraceBuilder()
-    b.process(PID)
-    g = b.thread(PID, 1)
-    b.runtime(0, 10, tid_g=g, name="cudaMalloc_v3020")
-    m = _load(b, tmp_path)
-    r = analyze_accounting(m)
-    assert not r.available and r.devices == [] and r.reason
-
-
-# ------------------------------------------------------------------------------------------ clip_model
+def test_normalize_range_name() -> None:
+    assert normalize_range_name("layer_12_attn") == "layer_N_attn"
+    assert normalize_range_name("h2d_copy 3") == "h2d_copy N"
+    assert normalize_range_name("nvFusion42") == "nvFusionN"
+    assert KINDS[0] == "copy" and KINDS[-1] == "unknown"
 
 
 def test_clip_model_counts_and_clipping(tmp_path: Path) -> None:
@@ -201,9 +194,9 @@ def test_clip_model_counts_and_clipping(tmp_path: Path) -> None:
     # a window that excludes a kernel's launch call turns its launch_idx into -1
     cm2 = clip_model(m, T + 99, T + 120)
     assert len(cm2.kernels) == 1 and int(cm2.kernels.launch_idx[0]) == -1
-    # accounting on the clipped model: k2 alone → no idle
-    r = analyze_accounting(cm)
-    assert r.devices[0]["busy_ns"] == 10 and r.devices[0]["idle_ns"] == 0
+    # the timeline of the clipped model over the window: k2 alone is busy, the rest of the window is idle
+    tl = build_timelines(cm, w0, w1)[0]
+    assert (tl.busy_ns, tl.idle_ns) == (10, (w1 - w0) - 10)
 
 
 # ------------------------------------------------------------------------------------------ window
@@ -315,6 +308,8 @@ def test_synthetic_warmup_scenario(tmp_path: Path) -> None:
     # within 1 ms of the planted steady part (host-side bounds vs GPU activity)
     assert abs(w.start_ns - facts["steady_start_ns"]) < MS
     assert abs(w.end_ns - facts["steady_end_ns"]) < MS
-    r = analyze_accounting(clip_model(m, w.start_ns, w.end_ns))
+    st = clip_model(m, w.start_ns, w.end_ns)
+    tls = build_timelines(st, w.start_ns, w.end_ns)
+    r = analyze_idle_causes(m, st, tls, build_tree(m.nvtx))
     for d in r.devices:
-        assert sum(d["idle_parts"].values()) == d["idle_ns"] == d["window_ns"] - d["busy_ns"]
+        assert sum(c.ns for c in d.causes) == d.idle_ns == d.window_ns - d.busy_ns

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -18,10 +17,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from . import __version__
 from .errors import ExplainerError, InputError
+from .options import Options, options_from_args
 
 PROG = "nsys-llm-explain"
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
@@ -97,34 +97,21 @@ def _demo_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load_phase_map(path: Optional[str]) -> Optional[Dict[str, List[str]]]:
-    if not path:
-        return None
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"--phase-map file not found: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"--phase-map {path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and isinstance(v, list) and all(isinstance(s, str) for s in v) for k, v in data.items()
-    ):
-        raise InputError(f'--phase-map {path} must be a JSON object {{"phase": ["substring", ...]}}')
-    return data
+def _pipeline_options(opts: Options):
+    """TEMPORARY ADAPTER — remove once :mod:`pipeline` takes :class:`options.Options` directly.
 
+    Builds today's ``pipeline.Options`` from the parsed options (the phase map as a plain dict; the
+    categories file path, which the diagnosis re-reads)."""
+    from . import pipeline
 
-def _parse_window(text: Optional[str]):
-    if not text:
-        return None
-    try:
-        a, b = text.split(":")
-        lo, hi = int(a), int(b)
-    except ValueError:
-        raise InputError(f"--window must be START_NS:END_NS (integers), got {text!r}") from None
-    if hi <= lo:
-        raise InputError(f"--window end must be greater than start, got {text!r}")
-    return lo, hi
+    if pipeline.Options is Options:
+        return opts
+    return pipeline.Options(
+        top=opts.top, phase_map=opts.phase_map.as_dict() if opts.phase_map is not None else None,
+        nvtx_coverage_warn_threshold=opts.nvtx_coverage_warn_threshold, nvtx_kernel_map=opts.nvtx_kernel_map,
+        include_memcpy_in_busy=opts.include_memcpy_in_busy, categories_file=opts.categories_file,
+        step_marker=opts.step_marker, window=opts.window, window_nvtx=opts.window_nvtx, step_range=opts.step_range,
+    )
 
 
 def _export_report(path: Path, tmpdir: Path) -> Path:
@@ -146,21 +133,18 @@ def _export_report(path: Path, tmpdir: Path) -> Path:
 
 
 def _summary_lines(rep) -> List[str]:
-    lines = []
-    k = rep.kernels
-    if k.available and k.by_name:
-        t = k.by_name[0]
-        name = " ".join(str(t["name"]).split())[:100]   # one line on the terminal, whatever the name holds
-        lines.append(f"top kernel: {name} — {t['pct']:.1f}% of kernel time ({t['total_ns'] / 1e6:.3f} ms)")
-    else:
-        lines.append(f"kernels: {k.reason}")
-    if rep.idle.available and rep.idle.devices:
-        d = max(rep.idle.devices, key=lambda r: r["idle_pct"])
-        lines.append(f"worst idle device: {d['device_id']} — idle {d['idle_pct']:.1f}% of its "
-                     f"{d['window_ns'] / 1e6:.3f} ms window")
-    if rep.findings:
-        f = rep.findings[0]
-        lines.append(f"top finding: [{f['severity']}] {f['title']}")
+    """Headline for the terminal: verdict, steady busy %, top cause (names squeezed to one line)."""
+    h = rep.headline
+
+    def one(x) -> str:
+        return " ".join(str(x).split())[:160]
+
+    lines = [f"verdict: {one(h.verdict)}"]
+    if h.steady_busy_pct is not None:
+        lines.append(f"GPU busy {h.steady_busy_pct:.1f}% of the {rep.window.method} window "
+                     f"({(rep.window.end_ns - rep.window.start_ns) / 1e6:.3f} ms)")
+    if h.action:
+        lines.append(f"first thing to do: {one(h.action)}")
     return lines
 
 
@@ -171,11 +155,10 @@ def _write_all(data: dict, out_dir: Path) -> None:
         (r() if isinstance(r, type) else r).render(data, out_dir)
 
 
-def run_analysis(trace: Path, out: Path, opts, force: bool, quiet: bool, display_path: Optional[str] = None,
-                 extra_files: Sequence[Path] = ()) -> int:
+def run_analysis(trace: Path, out: Path, opts: Options, force: bool, quiet: bool,
+                 display_path: Optional[str] = None, extra_files: Sequence[Path] = ()) -> int:
     from .output import Staging, check_out_dir
     from .pipeline import analyze_path
-    from .render.json_report import build_json
 
     check_out_dir(out, force)
     progress = Progress(enabled=not quiet)
@@ -185,13 +168,13 @@ def run_analysis(trace: Path, out: Path, opts, force: bool, quiet: bool, display
             if trace.suffix.lower() in REPORT_SUFFIXES:
                 progress("exporting report to SQLite with nsys")
                 src = _export_report(trace, Path(td))
-            report = analyze_path(str(src), opts, progress)
+            report = analyze_path(str(src), _pipeline_options(opts), progress)
             if src != trace:
                 report.trace.path = str(trace)
             if display_path:
                 report.trace.path = display_path
             progress("writing report")
-            data = build_json(report)
+            data = report.to_dict()
             with Staging(out) as st:
                 assert st.tmp is not None
                 _write_all(data, st.tmp)
@@ -216,7 +199,6 @@ def _main(argv: Sequence[str]) -> int:
     if argv and argv[0] == "demo" and not Path("demo").exists():
         a = _demo_parser().parse_args(argv[1:])
         from .output import check_out_dir
-        from .pipeline import Options
         from .synth import build_scenario
         out = Path(a.out)
         check_out_dir(out, a.force)
@@ -226,28 +208,10 @@ def _main(argv: Sequence[str]) -> int:
                 build_scenario(a.scenario, str(trace))
             except KeyError:
                 raise InputError(f"unknown demo scenario {a.scenario!r}") from None
-            return run_analysis(trace, out, Options(top=a.top), a.force, a.quiet,
+            return run_analysis(trace, out, options_from_args(a), a.force, a.quiet,
                                 display_path=str(out / "demo_trace.sqlite"), extra_files=[trace])
     a = _parser().parse_args(argv)
-    from .pipeline import Options
-    if a.top < 1:
-        raise InputError("--top must be at least 1")
-    if not 0.0 <= a.nvtx_coverage_warn_threshold <= 1.0:
-        raise InputError("--nvtx-coverage-warn-threshold must be between 0 and 1")
-    if a.step_marker:
-        try:
-            re.compile(a.step_marker)
-        except re.error as exc:
-            raise InputError(f"--step-marker is not a valid regular expression: {exc}") from None
-    if a.categories:
-        from .analyses.categories import load_rules
-        load_rules(None, a.categories)   # fail before the (long) analysis on a bad rules file
-    opts = Options(
-        top=a.top, phase_map=_load_phase_map(a.phase_map), nvtx_coverage_warn_threshold=a.nvtx_coverage_warn_threshold,
-        nvtx_kernel_map=not a.no_nvtx_kernel_map, include_memcpy_in_busy=a.include_memcpy_in_busy,
-        categories_file=a.categories, step_marker=a.step_marker, window=_parse_window(a.window),
-        window_nvtx=a.window_nvtx, step_range=a.step_range,
-    )
+    opts = options_from_args(a)   # validates every option and reads the option files before the analysis
     return run_analysis(Path(a.trace), Path(a.out), opts, a.force, a.quiet)
 
 

@@ -1,14 +1,16 @@
-"""Run the whole flow: read → model → analyses → findings. Rendering happens in :mod:`render`."""
+"""Run the whole flow: read → model → analyses → findings. Rendering happens in :mod:`render`.
+
+:func:`analyze_path` returns a typed :class:`Report`; ``report.to_dict()`` is ``report.json``.
+"""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import __version__
 from .analyses.cuda_api import CudaApiResult, analyze_cuda_api
-from .analyses.idle import IdleResult, analyze_idle
 from .analyses.kernels import KernelSummary, analyze_kernels
 from .analyses.launch import LaunchResult, analyze_launch
 from .analyses.memcpy import MemcpyResult, analyze_memcpy
@@ -16,6 +18,10 @@ from .analyses.nvtx import NvtxResult, analyze_nvtx
 from .analyses.nvtx_attribution import AttributionResult, analyze_attribution
 from .analyses.sync import SyncResult, analyze_sync
 from .analyses.trace_info import TraceInfoResult, analyze_trace_info
+from .diagnose import Diagnosis, run_diagnosis
+from .findings.base import Finding
+from .findings.rank import Headline
+from .findings.run import collect_warnings, run_findings
 from .model.build import build_model
 from .model.trace import TraceModel
 from .read.connection import open_readonly
@@ -38,24 +44,42 @@ class Options:
     step_range: Optional[str] = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
+    """Everything the analysis found, typed. ``to_dict()`` gives the ``report.json`` dict."""
+
     tool_version: str
-    options: Options
+    options: Any
     model: TraceModel
     trace: TraceInfoResult
     kernels: KernelSummary
-    idle: IdleResult
     launch: LaunchResult
     sync: SyncResult
     cuda_api: CudaApiResult
     memcpy: MemcpyResult
     nvtx: NvtxResult
     attribution: AttributionResult
-    warnings: List[str] = field(default_factory=list)
-    findings: List[Dict] = field(default_factory=list)
-    extra: Dict[str, object] = field(default_factory=dict)   # issue-3 analyses (diagnosis)
+    diagnosis: Diagnosis
+    findings: Tuple[Finding, ...]
+    headline: Headline
+    warnings: Tuple[str, ...]
     timings_s: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def window(self):
+        return self.diagnosis.window
+
+    @property
+    def gpu_time(self):
+        return self.diagnosis.gpu_time
+
+    @property
+    def idle_causes(self):
+        return self.diagnosis.idle_causes
+
+    def to_dict(self) -> Dict[str, Any]:
+        from .serialize import report_dict
+        return report_dict(self)
 
 
 def _noop(_: str) -> None:
@@ -72,7 +96,7 @@ def load_model(path: str, progress: Progress = _noop) -> TraceModel:
         conn.close()
 
 
-def analyze_model(model: TraceModel, options: Optional[Options] = None, progress: Progress = _noop) -> Report:
+def analyze_model(model: TraceModel, options: Optional[Any] = None, progress: Progress = _noop) -> Report:
     opts = options or Options()
     timings: Dict[str, float] = {}
 
@@ -85,28 +109,23 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
 
     trace = step("trace info", analyze_trace_info, model)
     kernels = step("kernels", analyze_kernels, model)
-    idle = step("gpu idle", analyze_idle, model, opts.include_memcpy_in_busy, opts.top)
-    launch = step("launch storm", analyze_launch, model, opts.top)
     sync = step("sync", analyze_sync, model)
     cuda_api = step("cuda api", analyze_cuda_api, model)
     memcpy = step("memcpy", analyze_memcpy, model)
     nvtx = step("nvtx", analyze_nvtx, model)
     if opts.nvtx_kernel_map:
-        attribution = step("nvtx attribution", analyze_attribution, model, nvtx.tree)
+        att = step("nvtx attribution", analyze_attribution, model, nvtx.tree)
     else:
-        attribution = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
-    report = Report(
-        tool_version=__version__, options=opts, model=model, trace=trace, kernels=kernels, idle=idle,
-        launch=launch, sync=sync, cuda_api=cuda_api, memcpy=memcpy, nvtx=nvtx, attribution=attribution,
-        timings_s=timings,
-    )
-    from .diagnose import run_diagnosis  # issue-3 analyses; imported late to keep the core path light
-    step("diagnosis", run_diagnosis, report)
-    from .findings.rules import collect_warnings, run_rules
-    report.warnings = collect_warnings(report)
-    report.findings = step("findings", run_rules, report)
-    return report
+        att = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
+    diag, new_att = step("diagnosis", run_diagnosis, model, opts, nvtx.tree, att, trace.processes)
+    att = new_att or att
+    w = diag.window
+    launch = step("launch storm", analyze_launch, diag.steady, w.end_ns - w.start_ns, opts.top)
+    findings, head = step("findings", run_findings, diag, kernels, att, opts)
+    warnings = collect_warnings(model, kernels, att, diag, opts)
+    return Report(__version__, opts, model, trace, kernels, launch, sync, cuda_api, memcpy, nvtx, att, diag,
+                  findings, head, warnings, timings)
 
 
-def analyze_path(path: str, options: Optional[Options] = None, progress: Progress = _noop) -> Report:
+def analyze_path(path: str, options: Optional[Any] = None, progress: Progress = _noop) -> Report:
     return analyze_model(load_model(path, progress), options, progress)

@@ -1,6 +1,7 @@
 """Launch storm: kernel launch rate and kernel-size distribution per device and per process.
 
-launches/s = kernels on the device (or of the PID) / its window (first kernel start → last kernel end).
+launches/s = kernels on the device (or of the PID) in the analysis window / the window's length (the same
+window as every other rate in the report; docs/MODEL.md).
 Kernel duration percentiles use the shared definition in :mod:`stats`; ``pct_under_Xus`` = percent of
 kernels shorter than X µs. A device or PID is flagged a *launch storm* when
 (launches/s ≥ 50 000 and p50 ≤ 10 µs) or (launches/s ≥ 100 000 and p50 ≤ 20 µs). The flag is evaluated
@@ -35,14 +36,12 @@ class LaunchResult:
     tiny_kernels: List[Dict] = field(default_factory=list)
 
 
-def _rows(key_name: str, keys: np.ndarray, start: np.ndarray, end: np.ndarray, dur: np.ndarray) -> List[Dict]:
+def _rows(key_name: str, keys: np.ndarray, dur: np.ndarray, window: int) -> List[Dict]:
     out = []
     gs = group_stats({key_name: keys}, dur)
     for i in range(len(gs)):
         kv = int(gs.keys[key_name][i])
         m = keys == kv
-        w0, w1 = int(start[m].min()), int(end[m].max())
-        window = w1 - w0
         n = int(gs.count[i])
         rate = n / (window / 1e9) if window > 0 else 0.0
         row = {key_name: kv, "launches": n, "window_ns": window, "launches_per_s": rate,
@@ -53,18 +52,19 @@ def _rows(key_name: str, keys: np.ndarray, start: np.ndarray, end: np.ndarray, d
     return out
 
 
-def analyze_launch(model: TraceModel, top: int = 10) -> LaunchResult:
+def analyze_launch(model: TraceModel, window_ns: int, top: int = 10) -> LaunchResult:
+    """``model``: clipped to the analysis window; ``window_ns``: its length (the rate's denominator)."""
     k = model.kernels
     if k is None or len(k) == 0:
         return LaunchResult(False, "no CUDA kernels were captured")
     dur = k.dur
     res = LaunchResult(True, None)
-    overall = _rows("all", np.zeros(len(k), np.int64), k.start, k.end, dur)[0]
+    overall = _rows("all", np.zeros(len(k), np.int64), dur, window_ns)[0]
     overall.pop("all")
     overall["launch_storm"] = None  # never evaluated over all GPUs pooled
     res.overall = overall
-    res.per_device = _rows("device_id", k.device, k.start, k.end, dur)
-    res.per_pid = _rows("pid", k.pid, k.start, k.end, dur)
+    res.per_device = _rows("device_id", k.device, dur, window_ns)
+    res.per_pid = _rows("pid", k.pid, dur, window_ns)
     gs = group_stats({"name": k.name_idx.astype(np.int64)}, dur)
     tiny = np.nonzero(gs.p50_exact < TINY_NS)[0]
     tiny = tiny[np.lexsort((gs.keys["name"][tiny], -gs.count[tiny]))][:top]

@@ -29,7 +29,7 @@ Auto rule:
    (looking ahead at most one bin). Sparse kernels sharing an edge bin are thereby dropped, dense ones
    just outside it kept.
 5. The leading part ``[full_start, candidate start)`` is trimmed only when it exceeds ``TRIM_MIN_SHARE``
-   (10 %) of the full span **and** holds at most ``TRIM_MAX_BUSY_SHARE`` (25 %) of all pooled busy ns (a
+   (10 %) of the candidate window (``candidate end − candidate start``, or of the full span if smaller) **and** holds at most ``TRIM_MAX_BUSY_SHARE`` (25 %) of all pooled busy ns (a
    sparser part that still carries much of the GPU work is workload, not warm-up); likewise the trailing
    part. A side that is not trimmed keeps its full edge.
    Nothing trimmed → method ``full``. Fewer than ``MIN_KERNELS`` (20) kernels or a span under 1 µs → ``full``.
@@ -218,8 +218,9 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
 
     lead_share = busy_in(full0, cand0) / total
     tail_share = busy_in(cand1, full1) / total
-    trim_lead = lead > TRIM_MIN_SHARE * span and lead_share <= TRIM_MAX_BUSY_SHARE
-    trim_tail = trail > TRIM_MIN_SHARE * span and tail_share <= TRIM_MAX_BUSY_SHARE
+    cand = max(cand1 - cand0, 1)
+    trim_lead = lead > TRIM_MIN_SHARE * min(span, cand) and lead_share <= TRIM_MAX_BUSY_SHARE
+    trim_tail = trail > TRIM_MIN_SHARE * min(span, cand) and tail_share <= TRIM_MAX_BUSY_SHARE
     s = cand0 if trim_lead else full0
     e = cand1 if trim_tail else full1
     details: Dict[str, object] = {
@@ -233,7 +234,7 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     }
     if not trim_lead and not trim_tail:
         big = [(n, sh) for n, ln, sh in (("leading", lead, lead_share), ("trailing", trail, tail_share))
-               if ln > TRIM_MIN_SHARE * span]
+               if ln > TRIM_MIN_SHARE * min(span, cand)]
         if big:
             name, sh = max(big, key=lambda x: x[1])
             reason = (f"Full trace kept: the sparser {name} part holds {round(100.0 * sh, 1)}% of all GPU "

@@ -256,7 +256,10 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
     if osrt_cols is not None:
         osrt_cols = _sorted(osrt_cols)
         osrt_cols["pid"] = pid_of(osrt_cols["gtid"])
-        osrt = GpuOps(osrt_cols)
+        names: List[str] = []
+        if "name_id" in osrt_cols:
+            osrt_cols["name_idx"], names = intern_ids(osrt_cols["name_id"], strings)
+        osrt = GpuOps(osrt_cols, names)
 
     thread_names: Dict[int, str] = {}
     for r in F.fetch_thread_names(conn, schema):

@@ -59,7 +59,7 @@ def _clip_ops(ops: Optional[GpuOps], w0: int, w1: int, old_to_new: Optional[np.n
             cols[key] = _remap(arr[rows], old_to_new)
         else:
             cols[key] = arr[rows]
-    return GpuOps(cols)
+    return GpuOps(cols, ops.names)
 
 
 def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:

@@ -110,6 +110,7 @@ class GpuOps:
     """Memcpy / memset / synchronization / graph-trace rows (whatever columns the table has)."""
 
     cols: Dict[str, np.ndarray]
+    names: List[str] = field(default_factory=list)   # OSRT: call names, indexed by ``cols["name_idx"]``
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.cols[key]

@@ -1,0 +1,380 @@
+"""Where every idle nanosecond went: each ns of each device's idle gaps is charged to exactly one cause
+``(kind, detail)`` — the first kind of :data:`KINDS` whose condition holds at that ns (docs/MODEL.md).
+
+The gap's *host thread* is the thread whose CUDA call launched the activity opening the busy block after
+the gap; for the trailing gap (or when that activity has no linked call) the one that launched the
+activity closing the block before it; else the thread that launched most of the device's activity; else
+``unknown``. Each gap is cut into elementary pieces at every boundary of copies, the queued point, and the
+thread's API calls, NVTX push/pop ranges and OS-runtime calls; each piece takes the first kind that
+covers it. Σ causes = idle exactly (asserted). Vectorized: work per thread and per kind, never per row.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..model.timeline import DeviceTimeline
+from ..model.trace import TraceModel
+from . import api_classes as ac
+from .nvtx_tree import NvtxTree, innermost_enclosing
+from .stats import pct
+
+KINDS = ("copy", "queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch",
+         "other_api", "nvtx", "osrt", "host_cpu", "unknown")
+K = {k: i for i, k in enumerate(KINDS)}
+API_KINDS = ("sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch", "other_api")
+ONE_TIME = {"module_load"}
+MAX_EXAMPLES = 3
+LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
+_DIGITS = re.compile(r"(?<![A-Za-z])\d+|\d+(?![A-Za-z])")
+_MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)(Load|GetFunction|GetKernel)|^cudaGetFuncBySymbol|"
+                          r"^cuModuleGetLoadingMode|^cudaFuncGetAttributes$")
+
+
+def normalize_range_name(name: str) -> str:
+    """NVTX range name with digit runs replaced by ``N`` unless between two letters (``layer_12_attn`` →
+    ``layer_N_attn``, ``h2d_copy`` unchanged)."""
+    return _DIGITS.sub("N", name)
+
+
+@dataclass(frozen=True)
+class GapExample:
+    start_ns: int
+    end_ns: int
+    ns: int       # ns of this gap charged to the cause
+
+
+@dataclass(frozen=True)
+class IdleCause:
+    kind: str
+    detail: str
+    ns: int
+    pct_of_window: float
+    pct_of_idle: float
+    gap_count: int
+    one_time: bool
+    short_gap_ns: int = 0                    # part of ``ns`` inside gaps shorter than LONG_GAP_NS
+    examples: Tuple[GapExample, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeviceCauses:
+    device_id: int
+    window_ns: int
+    busy_ns: int
+    idle_ns: int
+    causes: Tuple[IdleCause, ...]            # largest first
+    gap_cause: Tuple[Tuple[str, str], ...]   # per gap (time order): the cause with the most ns in it
+
+    def ns_of(self, kind: str, detail: Optional[str] = None) -> int:
+        return sum(c.ns for c in self.causes if c.kind == kind and (detail is None or c.detail == detail))
+
+
+@dataclass(frozen=True)
+class IdleCausesResult:
+    available: bool
+    reason: Optional[str]
+    devices: Tuple[DeviceCauses, ...] = ()
+    totals: Tuple[IdleCause, ...] = ()       # summed over devices, pct of Σ window / Σ idle
+
+    def to_dict(self) -> Dict[str, object]:
+        devs = []
+        for d in self.devices:
+            dd = asdict(d)
+            dd.pop("gap_cause")
+            devs.append(dd)
+        tots = []
+        for c in self.totals:
+            cd = asdict(c)
+            cd.pop("examples")
+            tots.append(cd)
+        return {"available": self.available, "reason": self.reason, "precedence": list(KINDS),
+                "devices": devs, "totals": tots}
+
+
+# ------------------------------------------------------------------------------------------ API kinds
+
+
+def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str], np.ndarray]:
+    """Per API row of ``model``: kind code (index into :data:`KINDS`, -1 = not a runtime/driver row), the
+    base-name list and the row → base-name index. First launches are found on ``full`` (the whole
+    capture) and matched to ``model``'s rows by (pid, correlation id)."""
+    api = model.api
+    if api is None or len(api) == 0:
+        return np.empty(0, np.int64), [], np.empty(0, np.int64)
+    base = [ac.normalize(n) for n in api.names]
+    uniq = sorted(set(base))
+    pos = {b: i for i, b in enumerate(uniq)}
+    name_to_base = np.array([pos[b] for b in base] + [0], np.int64)
+    per_name = np.array([_name_kind(b) for b in base] + [K["other_api"]], np.int64)
+    kinds = per_name[api.name_idx]
+    is_async_copy = np.array([("Memcpy" in b and "Async" in b) for b in base] + [False], bool)[api.name_idx]
+    mc = model.memcpy
+    if mc is not None and len(mc) and "launch_idx" in mc.cols:
+        pg = np.zeros(len(mc), bool)
+        for c in ("src_kind", "dst_kind"):
+            if c in mc.cols:
+                pg |= np.asarray(mc.cols[c], np.int64) == 0
+        li = np.asarray(mc["launch_idx"], np.int64)[pg]
+        li = li[li >= 0]
+        hit = np.zeros(len(api), bool)
+        hit[li] = True
+        kinds = np.where(hit & is_async_copy, K["pageable_memcpy"], kinds)
+    first = _first_launch_keys(full)
+    if first.shape[0]:
+        key = api.pid.astype(np.int64) * (1 << 32) + (api.corr.astype(np.int64) & 0xFFFFFFFF)
+        fl = np.isin(key, first) & (kinds == K["launch"])
+        kinds = np.where(fl, K["module_load"], kinds)
+    kinds = np.where(api.primary, kinds, -1)
+    return kinds, uniq, name_to_base[api.name_idx]
+
+
+def _name_kind(b: str) -> int:
+    if b in ac.SYNC_WAIT:
+        return K["sync"]
+    if b in ac.SYNC_MEMCPY:
+        return K["sync_memcpy"]
+    if b in ac.ALLOC or b in ac.FREE:
+        return K["alloc"]
+    if _MODULE_LOAD.search(b):
+        return K["module_load"]
+    if b in ac.LAUNCH:
+        return K["launch"]
+    return K["other_api"]
+
+
+def _first_launch_keys(full: TraceModel) -> np.ndarray:
+    """(pid << 32 | corr) of the launch call of the first kernel of each (process, kernel name)."""
+    k, api = full.kernels, full.api
+    if k is None or len(k) == 0 or api is None or k.launch_idx.shape[0] != len(k):
+        return np.empty(0, np.int64)
+    key = k.pid.astype(np.int64) * (1 << 32) + k.name_idx.astype(np.int64)
+    _, first = np.unique(key, return_index=True)        # kernels are sorted by start: first = earliest
+    li = k.launch_idx[first]
+    li = li[li >= 0]
+    return np.unique(api.pid[li].astype(np.int64) * (1 << 32) + (api.corr[li].astype(np.int64) & 0xFFFFFFFF))
+
+
+# ------------------------------------------------------------------------------------------ coverage
+
+
+class _Cover:
+    """Point coverage by a set of intervals sorted by start: which row covers ``t`` (the one reaching
+    furthest, i.e. the outermost of nested calls)."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
+        self.start = start
+        n = start.shape[0]
+        self.cm = np.maximum.accumulate(np.maximum(end, start)) if n else end
+        idx = np.arange(n)
+        self.arg = np.maximum.accumulate(np.where(end >= self.cm, idx, 0)) if n else idx
+
+    def row(self, t: np.ndarray) -> np.ndarray:
+        """Covering row per time (-1 when none)."""
+        if self.start.shape[0] == 0:
+            return np.full(t.shape[0], -1, np.int64)
+        i = np.searchsorted(self.start, t, side="right") - 1
+        ok = i >= 0
+        i0 = np.maximum(i, 0)
+        ok &= self.cm[i0] > t
+        return np.where(ok, self.arg[i0], -1)
+
+
+def _inside(x: np.ndarray, gs: np.ndarray, ge: np.ndarray) -> np.ndarray:
+    p = np.searchsorted(gs, x, side="right") - 1
+    return (p >= 0) & (x <= ge[np.maximum(p, 0)])
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+@dataclass
+class _Ctx:
+    model: TraceModel
+    kinds: np.ndarray
+    base_idx: np.ndarray
+    details: List[str]
+    detail_pos: Dict[str, int]
+    tree: Optional[NvtxTree]
+    nvtx_names: Sequence[str]
+    base_names: Sequence[str]
+
+    def det(self, s: str) -> int:
+        j = self.detail_pos.get(s)
+        if j is None:
+            j = self.detail_pos[s] = len(self.details)
+            self.details.append(s)
+        return j
+
+
+def _thread_pieces(ctx: _Ctx, tl: DeviceTimeline, g: int, gi: np.ndarray, gs: np.ndarray, ge: np.ndarray,
+                   hce: np.ndarray, copy_cover: _Cover, copy_det: np.ndarray):
+    """Pieces of gaps ``gi`` (host thread ``g``; -1 unknown): (gap index, kind, detail, length)."""
+    m, api = ctx.model, ctx.model.api
+    sgs, sge = gs[gi], ge[gi]
+    bounds = [sgs, sge, hce[gi], tl.copy_start, tl.copy_end]
+    api_rows = np.empty(0, np.int64)
+    if g >= 0 and api is not None and len(api):
+        api_rows = np.nonzero((api.gtid == g) & (ctx.kinds >= 0))[0]
+        bounds += [api.start[api_rows], api.end[api_rows]]
+    tree_rows = np.empty(0, np.int64)
+    if g >= 0 and ctx.tree is not None and len(ctx.tree):
+        tree_rows = np.nonzero(ctx.tree.gtid == g)[0]
+        bounds += [ctx.tree.start[tree_rows], ctx.tree.end[tree_rows]]
+    os_rows = np.empty(0, np.int64)
+    if g >= 0 and m.osrt is not None and len(m.osrt):
+        os_rows = np.nonzero(m.osrt["gtid"] == g)[0]
+        bounds += [m.osrt["start"][os_rows], m.osrt["end"][os_rows]]
+    b = np.concatenate([np.asarray(x, np.int64) for x in bounds])
+    b = np.unique(b[_inside(b, sgs, sge)])
+    t0, t1 = b[:-1], b[1:]
+    p = np.searchsorted(sgs, t0, side="right") - 1
+    ok = (p >= 0) & (t1 <= sge[np.maximum(p, 0)])
+    t0, t1, p = t0[ok], t1[ok], p[ok]
+    gap = gi[p]
+    kind = np.full(t0.shape[0], -1, np.int64)
+    det = np.zeros(t0.shape[0], np.int64)
+
+    def assign(mask: np.ndarray, k: int, d: np.ndarray) -> None:
+        free = mask & (kind < 0)
+        kind[free] = k
+        det[free] = d[free] if d.shape else d
+
+    r = copy_cover.row(t0)
+    assign(r >= 0, K["copy"], copy_det[np.maximum(r, 0)] if copy_det.shape[0] else np.zeros_like(r))
+    assign(t0 >= hce[gap], K["queued"], np.zeros_like(t0))
+    if g < 0:
+        assign(np.ones_like(kind, bool), K["unknown"], np.zeros_like(t0))
+        return gap, kind, det, t1 - t0
+    dmap = np.array([ctx.det(s) for s in ctx.base_names] + [0], np.int64)
+    for name in API_KINDS:
+        rows = api_rows[ctx.kinds[api_rows] == K[name]]
+        if rows.shape[0] == 0:
+            continue
+        rr = _Cover(api.start[rows], api.end[rows]).row(t0)
+        assign(rr >= 0, K[name], dmap[ctx.base_idx[rows[np.maximum(rr, 0)]]])
+    if tree_rows.shape[0]:
+        q = np.nonzero(kind < 0)[0]
+        node = innermost_enclosing(ctx.tree, np.full(q.shape[0], g, np.int64), t0[q], t1[q])
+        hit = node >= 0
+        names = ctx.tree.name_idx[np.maximum(node[hit], 0)]
+        uniq, inv = np.unique(names, return_inverse=True)
+        dm = np.array([ctx.det(normalize_range_name(ctx.nvtx_names[int(u)])) for u in uniq.tolist()], np.int64)
+        kind[q[hit]] = K["nvtx"]
+        det[q[hit]] = dm[inv.reshape(-1)] if uniq.shape[0] else 0
+    if os_rows.shape[0]:
+        rr = _Cover(m.osrt["start"][os_rows], m.osrt["end"][os_rows]).row(t0)
+        ni = m.osrt.cols.get("name_idx")
+        if ni is not None:
+            dm = np.array([ctx.det(s) for s in m.osrt.names] + [ctx.det("")], np.int64)
+            d = dm[np.where(rr >= 0, ni[os_rows][np.maximum(rr, 0)], len(m.osrt.names))]
+        else:
+            d = np.zeros_like(t0)
+        assign(rr >= 0, K["osrt"], d)
+    assign(np.ones_like(kind, bool), K["host_cpu"], np.zeros_like(t0))
+    return gap, kind, det, t1 - t0
+
+
+def _device(ctx: _Ctx, tl: DeviceTimeline) -> DeviceCauses:
+    api = ctx.model.api
+    gp = tl.gaps()
+    gs, ge = gp.start, gp.end
+    li = tl.act.launch_idx
+    has_api = api is not None and len(api) > 0
+    nli = np.where(gp.next_row >= 0, li[np.maximum(gp.next_row, 0)], -1) if li.shape[0] else gp.next_row * 0 - 1
+    pli = np.where(gp.prev_row >= 0, li[np.maximum(gp.prev_row, 0)], -1) if li.shape[0] else gp.prev_row * 0 - 1
+    if has_api:
+        linked = li[li >= 0]
+        dom = int(np.bincount(np.unique(api.gtid, return_inverse=True)[1].reshape(-1)[linked]).argmax()) \
+            if linked.shape[0] else -1
+        dom_g = int(np.unique(api.gtid)[dom]) if dom >= 0 else -1
+        thread = np.where(nli >= 0, api.gtid[np.maximum(nli, 0)],
+                          np.where(pli >= 0, api.gtid[np.maximum(pli, 0)], dom_g)).astype(np.int64)
+        hce = np.where(nli >= 0, np.clip(api.end[np.maximum(nli, 0)], gs, ge), ge + 1)
+    else:
+        thread = np.full(len(gp), -1, np.int64)
+        hce = ge + 1                                   # never queued
+    copy_cover = _Cover(tl.copy_start, tl.copy_end)
+    copy_det = np.array([ctx.det(s) for s in tl.copy_labels], np.int64)[tl.copy_label] \
+        if tl.copy_label.shape[0] else np.empty(0, np.int64)
+    parts = []
+    for g in np.unique(thread).tolist():
+        gi = np.nonzero(thread == g)[0]
+        parts.append(_thread_pieces(ctx, tl, int(g), gi, gs, ge, hce, copy_cover, copy_det))
+    gap = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, np.int64)
+    kind = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int64)
+    det = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, np.int64)
+    ln = np.concatenate([p[3] for p in parts]) if parts else np.empty(0, np.int64)
+    return _aggregate(ctx, tl, gs, ge, gap, kind, det, ln)
+
+
+def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> DeviceCauses:
+    idle, window = tl.idle_ns, tl.window_ns
+    D = max(len(ctx.details), 1)
+    key = kind * D + det
+    ukey, inv = np.unique(key, return_inverse=True)
+    inv = inv.reshape(-1)
+    ns = np.zeros(ukey.shape[0], np.int64)
+    np.add.at(ns, inv, ln)
+    short_ns = np.zeros(ukey.shape[0], np.int64)
+    if gap.shape[0]:
+        sm = (ge - gs)[gap] < LONG_GAP_NS
+        np.add.at(short_ns, inv[sm], ln[sm])
+    assert int(ns.sum()) == idle, (tl.device_id, int(ns.sum()), idle)
+    # per (cause, gap) sums
+    pair = inv.astype(np.int64) * max(len(gs), 1) + gap
+    upair, pinv = np.unique(pair, return_inverse=True)
+    pns = np.zeros(upair.shape[0], np.int64)
+    np.add.at(pns, pinv.reshape(-1), ln)
+    pc, pg = upair // max(len(gs), 1), upair % max(len(gs), 1)
+    gap_count = np.bincount(pc, minlength=ukey.shape[0])
+    order = np.lexsort((-pns, pc))
+    causes = []
+    for j in range(ukey.shape[0]):
+        rows = order[np.searchsorted(pc[order], j, "left"):np.searchsorted(pc[order], j, "right")][:MAX_EXAMPLES]
+        k = KINDS[int(ukey[j] // D)]
+        ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in rows.tolist())
+        causes.append(IdleCause(k, ctx.details[int(ukey[j] % D)], int(ns[j]), pct(int(ns[j]), window),
+                                pct(int(ns[j]), idle), int(gap_count[j]), k in ONE_TIME, int(short_ns[j]), ex))
+    causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
+    best = np.lexsort((-pns, pg))
+    first = np.ones(best.shape[0], bool)
+    first[1:] = pg[best][1:] != pg[best][:-1]
+    gap_cause: List[Tuple[str, str]] = [("", "")] * len(gs)
+    for r in best[first].tolist():
+        c = int(ukey[pc[r]])
+        gap_cause[int(pg[r])] = (KINDS[c // D], ctx.details[c % D])
+    return DeviceCauses(tl.device_id, window, tl.busy_ns, idle, tuple(causes), tuple(gap_cause))
+
+
+def _totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
+    window = sum(d.window_ns for d in devs)
+    idle = sum(d.idle_ns for d in devs)
+    acc: Dict[Tuple[str, str], List[int]] = {}
+    for d in devs:
+        for c in d.causes:
+            a = acc.setdefault((c.kind, c.detail), [0, 0, 0])
+            a[0] += c.ns
+            a[1] += c.gap_count
+            a[2] += c.short_gap_ns
+    out = [IdleCause(k, det, v[0], pct(v[0], window), pct(v[0], idle), v[1], k in ONE_TIME, v[2])
+           for (k, det), v in acc.items()]
+    out.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
+    return tuple(out)
+
+
+def analyze_idle_causes(full: TraceModel, model: TraceModel, timelines: Dict[int, DeviceTimeline],
+                        tree: Optional[NvtxTree]) -> IdleCausesResult:
+    """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g.
+    clipped to the steady window; ``full``: the whole capture, for first-launch detection)."""
+    if not timelines:
+        return IdleCausesResult(False, "no GPU activity in the window (no kernels captured)")
+    kinds, base_names, base_idx = api_kinds(full, model)
+    ctx = _Ctx(model, kinds, base_idx, [""], {"": 0}, tree,
+               full.nvtx.names if full.nvtx is not None else [], base_names)
+    devs = tuple(_device(ctx, timelines[d]) for d in sorted(timelines))
+    return IdleCausesResult(True, None, devs, _totals(devs))

@@ -1,0 +1,87 @@
+"""Typed findings: a claim, the preconditions it was emitted under (``checks``), evidence and advice.
+
+A :class:`Check` names a metric of the closed vocabulary in docs/MODEL.md, the value observed in the trace,
+and the threshold it was compared with; a finding is emitted only when all its checks hold, and the report
+carries them so anyone can recompute them.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
+HIGH_SHARE = 20.0         # % of the window: a cause this large is high severity
+MEDIUM_SHARE = 5.0        # % of the window: smaller causes yield no finding
+GPU_BOUND_PCT = 85.0      # busy % from which kernels, not the host, set the step time
+NO_BOTTLENECK_PCT = 90.0  # busy % required to say "no bottleneck"
+METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct", "kernel_count",
+           "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct")
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
+
+
+@dataclass(frozen=True)
+class Scope:
+    window: str = "steady"                 # "steady" | "full"
+    device_id: Optional[int] = None        # None: all devices pooled
+    kind: Optional[str] = None             # idle-cause kind
+    detail: Optional[str] = None           # idle-cause detail
+    name: Optional[str] = None             # kernel name
+    trait: Optional[str] = None            # kernel-name trait
+
+
+@dataclass(frozen=True)
+class Check:
+    """``observed op threshold`` for ``metric`` over ``scope``."""
+
+    metric: str
+    observed: float
+    op: str
+    threshold: float
+    scope: Scope = field(default_factory=Scope)
+
+    def holds(self) -> bool:
+        assert self.metric in METRICS, self.metric
+        return bool(_OPS[self.op](self.observed, self.threshold))
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    category: str
+    severity: str
+    confidence: str
+    title: str
+    evidence: Tuple[str, ...]
+    recommendation: Tuple[str, ...]
+    time_at_stake_ns: int
+    checks: Tuple[Check, ...] = ()
+    device_id: Optional[int] = None
+    cause: Optional[Tuple[str, str]] = None     # (kind, detail) of the idle cause it reports
+    blocks_analysis: bool = False               # invalidates the other numbers: ranked first
+    about_capture: bool = False                 # about how the trace was taken, not the workload
+
+    def holds(self) -> bool:
+        return all(c.holds() for c in self.checks)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = asdict(self)
+        d["evidence"] = list(self.evidence)
+        d["recommendation"] = list(self.recommendation)
+        d["cause"] = {"kind": self.cause[0], "detail": self.cause[1]} if self.cause else None
+        d["checks"] = [dict(asdict(c), scope=asdict(c.scope)) for c in self.checks]
+        return d
+
+
+def ms(ns: float) -> str:
+    """Milliseconds with 3 significant decimals (``12.345 ms``)."""
+    return f"{ns / 1e6:.3f} ms" if abs(ns) >= 1e5 or ns == 0 else f"{ns / 1e3:.1f} µs"
+
+
+def us(ns: float) -> str:
+    return f"{ns / 1e3:.1f} µs"
+
+
+def pct_text(x: float) -> str:
+    return f"{x:.1f} %"

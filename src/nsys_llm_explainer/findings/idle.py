@@ -1,0 +1,187 @@
+"""Findings from the idle causes: one total mapping from cause kind to finding (docs/FINDINGS.md).
+
+* Each cause kind maps to one category (:data:`CATEGORY`; a ``copy`` whose largest detail is a pageable
+  host copy maps to ``memcpy``). Per kind, the device where it holds the largest
+  share of the window is checked: ≥ ``HIGH_SHARE`` % → high, ≥ ``MEDIUM_SHARE`` % → medium, else no
+  finding (``module_load`` and ``unknown``: at most low — one-time or unknowable).
+* **Per-launch host overhead**: on a device where the pattern of a launch-bound loop holds (busy < 50 %,
+  median kernel ≤ 20 µs, ≥ 5 000 kernels/s in the window), the host-side kinds (launch, host_cpu, nvtx,
+  osrt, other_api) in gaps shorter than 1 ms are one ``launch_overhead`` finding; their long-gap parts
+  stay with their own kinds.
+* Time at stake = the ns charged (summed over devices).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..analyses.idle import GpuTimeResult
+from ..analyses.idle_causes import IdleCause, IdleCausesResult
+from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, ms, us
+from .text import CAUSE_TEXT, stack_tips
+
+CATEGORY = {"copy": "copy_bound", "queued": "gpu_wait", "sync": "sync_stall", "sync_memcpy": "memcpy",
+            "pageable_memcpy": "memcpy", "alloc": "allocation", "module_load": "one_time",
+            "launch": "launch_overhead", "other_api": "cuda_api", "nvtx": "host_range", "osrt": "host_os",
+            "host_cpu": "host_gap", "unknown": "unknown_host"}
+HOST_KINDS = ("launch", "host_cpu", "nvtx", "osrt", "other_api")
+LOW_ONLY = {"module_load", "unknown"}
+LAUNCH_BOUND_MAX_BUSY = 50.0
+LAUNCH_BOUND_MAX_P50_NS = 20_000
+LAUNCH_BOUND_MIN_RATE = 5_000.0
+
+
+@dataclass(frozen=True)
+class DeviceKernels:
+    """What the launch-bound pattern needs per device: median kernel ns and kernels/s in the window."""
+
+    device_id: int
+    p50_ns: int
+    launches_per_s: float
+
+
+def _severity(share: float, kind: str) -> Optional[str]:
+    if share < MEDIUM_SHARE:
+        return None
+    if kind in LOW_ONLY:
+        return "low"
+    return "high" if share >= HIGH_SHARE else "medium"
+
+
+def launch_bound_devices(gpu: GpuTimeResult, kern: Dict[int, DeviceKernels]) -> Dict[int, Tuple[Check, ...]]:
+    """Devices where the launch-bound pattern holds, with the checks that show it."""
+    out: Dict[int, Tuple[Check, ...]] = {}
+    for d in gpu.devices:
+        k = kern.get(d.device_id)
+        if k is None:
+            continue
+        sc = Scope(device_id=d.device_id)
+        checks = (Check("busy_pct", d.busy_pct, "<", LAUNCH_BOUND_MAX_BUSY, sc),
+                  Check("kernel_p50_ns", k.p50_ns, "<=", LAUNCH_BOUND_MAX_P50_NS, sc),
+                  Check("launch_rate_per_s", d.launches_per_s, ">=", LAUNCH_BOUND_MIN_RATE, sc))
+        if all(c.holds() for c in checks):
+            out[d.device_id] = checks
+    return out
+
+
+def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]]):
+    """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device."""
+    per_kind: Dict[str, Dict[int, Dict[str, int]]] = {}
+    merged: Dict[int, Dict[Tuple[str, str], int]] = {}
+    for d in causes.devices:
+        for c in d.causes:
+            ns = c.ns
+            if d.device_id in lb and c.kind in HOST_KINDS:
+                part = c.ns if c.kind == "launch" else c.short_gap_ns
+                if part:
+                    merged.setdefault(d.device_id, {})[(c.kind, c.detail)] = part
+                ns -= part
+            if ns > 0:
+                per_kind.setdefault(c.kind, {}).setdefault(d.device_id, {})[c.detail] = ns
+    return per_kind, merged
+
+
+def _where(c: IdleCause, t0: int) -> str:
+    if not c.examples:
+        return ""
+    e = c.examples[0]
+    return f"; largest at {ms(e.start_ns - t0)} → {ms(e.end_ns - t0)} from capture start ({ms(e.ns)} of it)"
+
+
+def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
+                  capture_start_ns: int, stack: str, workload: str) -> List[Finding]:
+    """All idle-cause findings whose checks hold."""
+    if not causes.available or not gpu.available:
+        return []
+    lb = launch_bound_devices(gpu, kern)
+    per_kind, merged = _split(causes, lb)
+    win = {d.device_id: d.window_ns for d in gpu.devices}
+    out: List[Finding] = []
+    by_dev = {d.device_id: d for d in causes.devices}
+    for kind, devs in per_kind.items():
+        share = {dev: 100.0 * sum(v.values()) / win[dev] for dev, v in devs.items() if win.get(dev)}
+        if not share:
+            continue
+        dev = max(share, key=lambda x: (share[x], -x))
+        sev = _severity(share[dev], kind)
+        if sev is None:
+            continue
+        details: Dict[str, int] = {}
+        for v in devs.values():
+            for det, ns in v.items():
+                details[det] = details.get(det, 0) + ns
+        top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
+        total = sum(details.values())
+        txt = CAUSE_TEXT[kind]
+        what = top[0][0] or txt.get("noun", kind)
+        main_share = 100.0 * devs[dev].get(top[0][0], 0) / win[dev]
+        ev = [f"Device {d}: {ms(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "
+              f"{ms(win[d])} window)." for d, v in sorted(devs.items())]
+        if len(top) > 1 or top[0][0]:
+            ev.append("By " + txt.get("by", "detail") + ": " + "; ".join(
+                f"`{det or '–'}` {ms(ns)}" for det, ns in top[:4]) + ".")
+        main = next((c for c in by_dev[dev].causes if c.kind == kind and c.detail == top[0][0]), None)
+        if main is not None:
+            ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
+                      f"{_where(main, capture_start_ns)}.")
+        sc = Scope(device_id=dev, kind=kind)
+        checks = (Check("cause_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
+        category = CATEGORY[kind]
+        if kind == "copy" and "(pageable)" in top[0][0]:
+            category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
+        out.append(Finding(
+            id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
+            else "low", title=txt["title"].format(what=what, share=main_share),
+            evidence=tuple(ev), recommendation=tuple(txt["advice"]) + tuple(stack_tips(category, stack)),
+            time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
+            about_capture=kind in LOW_ONLY))
+    lf = _launch_finding(merged, win, lb, kern, gpu, stack, workload)
+    if lf is not None:
+        out.append(lf)
+    return out
+
+
+def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],
+                    lb: Dict[int, Tuple[Check, ...]], kern: Dict[int, DeviceKernels], gpu: GpuTimeResult,
+                    stack: str, workload: str) -> Optional[Finding]:
+    if not merged:
+        return None
+    share = {d: 100.0 * sum(v.values()) / win[d] for d, v in merged.items() if win.get(d)}
+    dev = max(share, key=lambda x: (share[x], -x))
+    sev = _severity(share[dev], "launch")
+    if sev is None:
+        return None
+    parts: Dict[Tuple[str, str], int] = {}
+    for v in merged.values():
+        for k, ns in v.items():
+            parts[k] = parts.get(k, 0) + ns
+    total = sum(parts.values())
+    d = gpu.device(dev)
+    kc = d.kernel_count if d else 0
+    host_per_kernel = sum(merged[dev].values()) / kc if kc else 0.0
+    k = kern[dev]
+    ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(k.p50_ns)}, GPU busy "
+          f"{d.busy_pct:.1f} %; the host spends about {us(host_per_kernel)} per kernel between or inside launches."
+          if d else "",
+          "Host time in short gaps (< 1 ms): " + "; ".join(
+              f"{kind.replace('_', ' ')}{' `' + det + '`' if det else ''} {ms(ns)}"
+              for (kind, det), ns in sorted(parts.items(), key=lambda x: -x[1])[:5]) + "."]
+    checks = lb[dev] + (Check("host_overhead_pct", share[dev], ">=", MEDIUM_SHARE, Scope(device_id=dev)),)
+    advice = list(CAUSE_TEXT["launch"]["advice"])
+    if workload == "training":
+        advice = [a for a in advice if "decode" not in a]
+    return Finding(
+        id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
+        title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(k.p50_ns)}",
+        evidence=tuple(e for e in ev if e), recommendation=tuple(advice) + tuple(stack_tips("launch_overhead", stack)),
+        time_at_stake_ns=total, checks=checks, device_id=dev, cause=("launch", ""))
+
+
+def cause_share(causes: IdleCausesResult, kinds: Sequence[str]) -> float:
+    """Largest per-device share of the window held by ``kinds`` together (0 when unavailable)."""
+    best = 0.0
+    for d in causes.devices:
+        if d.window_ns:
+            best = max(best, 100.0 * sum(d.ns_of(k) for k in kinds) / d.window_ns)
+    return best

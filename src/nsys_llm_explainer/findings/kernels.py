@@ -1,0 +1,115 @@
+"""Findings about the kernels themselves — claimed only when the GPU is busy enough for kernel speed to
+matter (docs/FINDINGS.md):
+
+* ``gpu_bound`` — pooled busy ≥ ``GPU_BOUND_PCT``: kernels set the step time; evidence: the top kernel and
+  the category split (non-overlapped time). Time at stake = busy ns.
+* ``fp32_gemm`` — busy ≥ 50 %, FP32 GEMMs on CUDA cores ≥ 20 % of kernel time in the window, and the GPU
+  has tensor cores: TF32/BF16. High when ≥ 50 %. Time at stake = their kernel time × busy fraction.
+* ``attention_unfused`` — busy ≥ 50 %, softmax kernels of unfused attention ≥ 5 % of kernel time.
+* ``elementwise_fusion`` — busy ≥ 50 %, elementwise kernels ≥ 25 % of kernel time.
+  These two are medium only when the GPU is bound (busy ≥ ``GPU_BOUND_PCT``), else low (secondary).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+from ..analyses.idle import GpuTimeResult
+from ..analyses.kernel_traits import KernelTraitsResult
+from .base import GPU_BOUND_PCT, Check, Finding, Scope, ms, us
+
+KERNEL_CLAIM_MIN_BUSY = 50.0
+FP32_MIN_SHARE = 20.0
+ATTN_MIN_SHARE = 5.0
+ELEMENTWISE_MIN_SHARE = 25.0
+NAME_MAX = 90
+
+
+def short(name: str, n: int = NAME_MAX) -> str:
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
+def _busy_check(gpu: GpuTimeResult, threshold: float) -> Optional[Check]:
+    p = gpu.pooled()
+    return Check("busy_pct", p.busy_pct, ">=", threshold) if p else None
+
+
+def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels: Sequence[dict],
+                    categories: Sequence[dict]) -> List[Finding]:
+    """``top_kernels``: steady-window kernels by name (name, total_ns, count, avg_ns, pct), largest first;
+    ``categories``: overall category rows (category, nonoverlap_ns, nonoverlap_pct)."""
+    out: List[Finding] = []
+    p = gpu.pooled()
+    if p is None or not traits.available:
+        return out
+    busy = _busy_check(gpu, GPU_BOUND_PCT)
+    if busy is not None and busy.holds():
+        ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({ms(p.busy_ns)} of {ms(p.window_ns)}, all "
+              "devices): kernel speed, not the host, sets the step time."]
+        checks = [busy]
+        if top_kernels:
+            t = top_kernels[0]
+            ev.append(f"Top kernel `{short(t['name'])}`: {t['pct']:.1f} % of kernel time ({t['count']} calls, "
+                      f"avg {us(t['avg_ns'])}).")
+            checks.append(Check("kernel_share_pct", float(t["pct"]), ">", 0.0, Scope(name=t["name"])))
+        cats = [c for c in categories if c.get("nonoverlap_ns")]
+        if cats:
+            ev.append("Where the busy time goes (non-overlapped): " + ", ".join(
+                f"{c['category']} {c['nonoverlap_pct']:.0f} %" for c in cats[:5]) + ".")
+        out.append(Finding(
+            id="gpu_bound", category="gpu_bound", severity="medium", confidence="high",
+            title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of the steady window; kernel time sets the pace",
+            evidence=tuple(ev),
+            recommendation=("Optimize the largest categories first (see the kernel table): faster kernels, fewer "
+                            "bytes moved, or more work per kernel (larger batches).",),
+            time_at_stake_ns=p.busy_ns, checks=tuple(checks)))
+    mid = _busy_check(gpu, KERNEL_CLAIM_MIN_BUSY)
+    if mid is None or not mid.holds():
+        return out
+    frac = p.busy_pct / 100.0
+    sev_k = "medium" if p.busy_pct >= GPU_BOUND_PCT else "low"   # secondary unless kernels set the pace
+    h = traits.traits.get("fp32_gemm_simt")
+    if h is not None and h.share_pct >= FP32_MIN_SHARE and traits.tensor_cores is not False:
+        lever = "TF32 or BF16" if traits.tf32 is not False else "FP16 (tensor cores)"
+        names = ", ".join(f"`{short(n, 60)}`" for n, _, _ in h.top_kernels[:2])
+        out.append(Finding(
+            id="fp32_gemm", category="fp32_gemm",
+            severity="high" if h.share_pct >= 50.0 and p.busy_pct >= GPU_BOUND_PCT else "medium",
+            confidence="high" if traits.tensor_cores else "medium",
+            title=f"FP32 GEMMs run on CUDA cores, not tensor cores: {h.share_pct:.1f} % of kernel time",
+            evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {ms(h.total_ns)}, {h.share_pct:.1f} % of "
+                      f"kernel time in the window: {names}.",
+                      f"The GPU is busy {p.busy_pct:.1f} %, so these kernels set the step time.")
+            + ((f"GPU has tensor cores (TF32/BF16: {'yes' if traits.tf32 else 'no'}).",)
+               if traits.tensor_cores is not None else ()),
+            recommendation=(f"Run the matmuls in {lever}: `torch.backends.cuda.matmul.allow_tf32 = True` / "
+                            "`torch.set_float32_matmul_precision('high')`, or autocast / cast the model to bfloat16; "
+                            "tensor cores are several times faster than FP32 on CUDA cores.",),
+            time_at_stake_ns=int(h.total_ns * frac),
+            checks=(mid, Check("trait_share_pct", h.share_pct, ">=", FP32_MIN_SHARE, Scope(trait="fp32_gemm_simt")))))
+    a = traits.traits.get("attention_unfused")
+    if a is not None and a.share_pct >= ATTN_MIN_SHARE:
+        out.append(Finding(
+            id="attention_unfused", category="attention_unfused", severity=sev_k, confidence="medium",
+            title=f"Attention runs unfused (softmax + batched GEMMs): softmax alone is {a.share_pct:.1f} % of "
+                  "kernel time",
+            evidence=(f"{a.kernel_count} softmax kernels ({ms(a.total_ns)}) next to batched GEMMs and no fused "
+                      "(flash/memory-efficient) attention kernel in the window.",),
+            recommendation=("Use a fused attention kernel: `torch.nn.functional.scaled_dot_product_attention` "
+                            "(FlashAttention / memory-efficient backends), FlashAttention or FlashInfer.",),
+            time_at_stake_ns=int(a.total_ns * frac),
+            checks=(mid, Check("trait_share_pct", a.share_pct, ">=", ATTN_MIN_SHARE,
+                               Scope(trait="attention_unfused")))))
+    e = traits.traits.get("elementwise")
+    if e is not None and e.share_pct >= ELEMENTWISE_MIN_SHARE:
+        out.append(Finding(
+            id="elementwise_fusion", category="elementwise_fusion", severity=sev_k, confidence="medium",
+            title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
+            evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {ms(e.total_ns)}, median {us(e.p50_ns)}: "
+                      + ", ".join(f"`{short(n, 50)}`" for n, _, _ in e.top_kernels[:3]) + ".",),
+            recommendation=("Fuse elementwise chains into their producers (`torch.compile`, fused "
+                            "norm/activation/residual kernels) and drop needless casts and copies.",),
+            time_at_stake_ns=int(e.total_ns * frac),
+            checks=(mid, Check("trait_share_pct", e.share_pct, ">=", ELEMENTWISE_MIN_SHARE,
+                               Scope(trait="elementwise")))))
+    return out

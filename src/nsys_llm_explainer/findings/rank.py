@@ -1,0 +1,86 @@
+"""Collect every finding whose checks hold, rank them, and write the headline.
+
+Ranking: a finding that invalidates the other numbers first; then workload findings by severity, then by
+time at stake (ns); then findings about the capture. When there is no kernel to speak of, the gate finding
+(``no_gpu_work`` / ``too_little_work``) replaces every performance claim. ``none`` ("no bottleneck") only
+when pooled busy ≥ ``NO_BOTTLENECK_PCT`` and no workload finding of high/medium severity exists; when the
+GPU is idler than that but no single cause reaches the threshold, ``mixed_idle`` says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..analyses.idle_causes import IdleCausesResult
+from .base import NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, ms
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The 3–5 lines a reader sees first."""
+
+    verdict: str
+    window_method: str
+    steady_busy_pct: Optional[float]
+    top_finding_id: Optional[str]
+    top_cause: Optional[str]
+    time_at_stake_ns: int
+    action: Optional[str]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],
+         causes: IdleCausesResult) -> Tuple[Finding, ...]:
+    held = [f for f in findings if f.holds()]
+    if gate is not None:
+        keep = [f for f in held if f.blocks_analysis or f.category in ("one_time", "nvtx_coverage")]
+        return tuple([gate] + sorted(keep, key=_key))
+    work = [f for f in held if not f.about_capture and not f.blocks_analysis]
+    if not any(f.severity in ("high", "medium") for f in work) and busy_pct is not None:
+        held.append(_none_or_mixed(busy_pct, causes))
+    return tuple(sorted(held, key=_key))
+
+
+def _key(f: Finding):
+    return (not f.blocks_analysis, f.about_capture, SEVERITY_RANK[f.severity], -int(f.time_at_stake_ns), f.id)
+
+
+def _none_or_mixed(busy_pct: float, causes: IdleCausesResult) -> Finding:
+    check = Check("busy_pct", busy_pct, ">=", NO_BOTTLENECK_PCT)
+    if check.holds():
+        return Finding(
+            id="no_bottleneck", category="none", severity="info", confidence="medium",
+            title=f"No bottleneck found: the GPU is busy {busy_pct:.1f} % of the steady window",
+            evidence=("No idle cause reaches 5 % of the window on any device.",),
+            recommendation=("Further gains come from faster kernels (see the top kernels and categories) or "
+                            "larger batches.",),
+            time_at_stake_ns=0, checks=(check,))
+    top = [c for c in causes.totals[:4]] if causes.available else []
+    idle = sum(d.idle_ns for d in causes.devices) if causes.available else 0
+    return Finding(
+        id="mixed_idle", category="mixed_idle", severity="low", confidence="medium",
+        title=f"The GPU is idle {100 - busy_pct:.1f} % of the steady window, spread over causes below 5 % each",
+        evidence=("Largest idle causes: " + "; ".join(
+            f"{c.kind.replace('_', ' ')}{' `' + c.detail + '`' if c.detail else ''} {ms(c.ns)}" for c in top)
+            + ".",) if top else (),
+        recommendation=("See the idle-cause table: several small causes add up; the largest is the place to "
+                        "start.",),
+        time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT),))
+
+
+def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str) -> Headline:
+    if not ranked:
+        return Headline("No finding.", method, busy_pct, None, None, 0, None)
+    top = ranked[0]
+    cause = None
+    if top.cause:
+        cause = top.cause[0] + (f": {top.cause[1]}" if top.cause[1] else "")
+    return Headline(top.title, method, busy_pct, top.id, cause, int(top.time_at_stake_ns),
+                    top.recommendation[0] if top.recommendation else None)
+
+
+def as_dicts(findings: Sequence[Finding]) -> List[Dict[str, Any]]:
+    return [f.to_dict() for f in findings]

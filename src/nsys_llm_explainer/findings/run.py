@@ -1,0 +1,56 @@
+"""Run every finding rule over the typed results and rank them (the only entry point of ``findings``)."""
+
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+from ..analyses.kernels import KernelSummary
+from ..analyses.nvtx_attribution import AttributionResult
+from ..diagnose import Diagnosis
+from ..model.trace import TraceModel
+from .base import Finding
+from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
+from .idle import DeviceKernels, idle_findings
+from .kernels import kernel_findings
+from .rank import Headline, headline, rank
+
+
+def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult,
+                 opts: Any) -> Tuple[Tuple[Finding, ...], Headline]:
+    gpu, causes, traits = diag.gpu_time, diag.idle_causes, diag.traits
+    pooled = gpu.pooled() if gpu.available else None
+    busy = pooled.busy_pct if pooled else None
+    gate = gate_finding(gpu, kernels.kernel_count if kernels.available else 0, kernels.reason)
+    kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
+    found: List[Finding] = []
+    found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits.stack, traits.workload)
+    top = diag.steady_kernels.by_name if diag.steady_kernels.available else []
+    cats = diag.categories.overall if diag.categories.available else []
+    found += kernel_findings(gpu, traits, top, cats)
+    for f in (graph_trace_finding(diag.graphs, pooled.idle_ns if pooled else 0),
+              capture_window_finding(diag.window, gpu, traits.stack),
+              nvtx_coverage_finding(att.coverage if att.available else None, opts.nvtx_coverage_warn_threshold,
+                                    att.attributed_ns if att.available else 0,
+                                    att.total_kernel_ns if att.available else 0),
+              nccl_finding(diag.nccl)):
+        if f is not None:
+            found.append(f)
+    ranked = rank(found, gate, busy, causes)
+    return ranked, headline(ranked, busy, diag.window.method)
+
+
+def collect_warnings(model: TraceModel, kernels: KernelSummary, att: AttributionResult, diag: Diagnosis,
+                     opts: Any) -> Tuple[str, ...]:
+    w = list(model.warnings)
+    if not kernels.available and kernels.reason:
+        w.append(kernels.reason[0].upper() + kernels.reason[1:])
+    thr = opts.nvtx_coverage_warn_threshold
+    if att.available and att.coverage < thr:
+        w.append(f"NVTX→kernel attribution covers {att.coverage * 100:.1f}% of kernel time "
+                 f"(< {thr * 100:.1f}%): per-range and per-phase GPU time is partial.")
+    g = diag.graphs
+    if g.available and getattr(g, "graph_level_hidden", False):
+        w.append(g.warning or "CUDA graphs ran with graph-level tracing: their kernels are not in the trace.")
+    return tuple(w)
+
+

@@ -1,0 +1,245 @@
+"""One timeline per device and window: the single definition of GPU busy and idle (docs/MODEL.md).
+
+For a window ``[w0, w1)`` and a device:
+
+* ``busy`` — union of the device's kernel intervals and whole-graph executions (graph-level CUDA-graph
+  tracing), plus memcpy/memset rows only when ``include_memcpy``; clipped to the window.
+* ``copies`` — union of the device's memcpy and memset rows, clipped to the window.
+* ``busy_ns = |busy|``; ``idle_ns = window_ns − busy_ns``; ``copy_busy_ns = |copies|``;
+  ``copy_only_ns = |copies \\ busy|``.
+* Idle gaps: the maximal intervals of ``[w0, w1) \\ busy``, the leading and trailing ones included.
+
+Every busy/idle number in the report comes from :func:`build_timelines`; nothing else computes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..analyses import intervals as iv
+from .trace import GpuOps, TraceModel
+
+#: copyKind → direction label (ENUM_CUDA_MEMCPY_OPER)
+MEMCPY_KIND_LABEL = {
+    0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
+    5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device", 9: "Host-to-Host",
+    10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device",
+}
+PAGEABLE = 0          # srcKind / dstKind value of pageable host memory (ENUM_CUDA_MEM_KIND)
+GRAPH_LABEL = "[CUDA graph (graph-level trace)]"
+
+
+@dataclass(frozen=True)
+class Activity:
+    """Rows of one device sorted by start (kernels, graph executions, optionally copies)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    label_idx: np.ndarray     # index into ``labels``
+    launch_idx: np.ndarray    # API row that launched it, -1 unknown
+    is_kernel: np.ndarray     # bool: a kernel row (not a graph execution / copy)
+
+
+@dataclass(frozen=True)
+class DeviceTimeline:
+    """Busy, copies and idle gaps of one device over ``[w0, w1)``."""
+
+    device_id: int
+    w0: int
+    w1: int
+    act: Activity
+    labels: List[str]
+    busy: iv.Union
+    copy_start: np.ndarray
+    copy_end: np.ndarray
+    copy_label: np.ndarray    # index into ``copy_labels``
+    copy_launch_idx: np.ndarray
+    copy_labels: List[str]
+    copies: iv.Union
+    kernel_count: int         # kernel rows intersecting the window
+
+    @property
+    def window_ns(self) -> int:
+        return self.w1 - self.w0
+
+    @property
+    def busy_ns(self) -> int:
+        return self.busy.length
+
+    @property
+    def idle_ns(self) -> int:
+        return self.window_ns - self.busy_ns
+
+    @property
+    def copy_busy_ns(self) -> int:
+        return self.copies.length
+
+    @property
+    def copy_only_ns(self) -> int:
+        """Copy time while no busy interval runs: |copies| − |copies ∩ busy|."""
+        if len(self.copies) == 0:
+            return 0
+        inside = iv.overlap_length(self.busy, self.copies.start, self.copies.end)
+        return int(self.copies.length - int(inside.sum()))
+
+    def gaps(self) -> "Gaps":
+        """Idle gaps in time order, with the activity rows around them (-1 at the window edges)."""
+        u = self.busy
+        n = len(u)
+        if n == 0:
+            return Gaps(np.array([self.w0], np.int64), np.array([self.w1], np.int64),
+                        np.array([-1], np.int64), np.array([-1], np.int64))
+        gs = np.concatenate(([self.w0], u.end))
+        ge = np.concatenate((u.start, [self.w1]))
+        prev_row = np.concatenate(([-1], u.last_row)).astype(np.int64)
+        next_row = np.concatenate((u.first_row, [-1])).astype(np.int64)
+        keep = ge > gs
+        return Gaps(gs[keep], ge[keep], prev_row[keep], next_row[keep])
+
+
+@dataclass(frozen=True)
+class Gaps:
+    """Idle gaps ``[start, end)``; ``prev_row`` / ``next_row``: activity row closing the block before /
+    opening the block after the gap (index into :class:`Activity`), -1 at a window edge."""
+
+    start: np.ndarray
+    end: np.ndarray
+    prev_row: np.ndarray
+    next_row: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+def _launch_of(ops: GpuOps, n: int) -> np.ndarray:
+    v = ops.cols.get("launch_idx")
+    return np.asarray(v, np.int64) if v is not None and len(v) == n else np.full(n, -1, np.int64)
+
+
+def _copy_labels(model: TraceModel) -> tuple:
+    """Per memcpy/memset row: label index, and the label list (direction, '(pageable)' for pageable host)."""
+    labels: List[str] = []
+    parts = []
+    for ops, kind in ((model.memcpy, "memcpy"), (model.memset, "memset")):
+        if ops is None or len(ops) == 0:
+            continue
+        if kind == "memset":
+            labels.append("memset")
+            parts.append((ops, np.full(len(ops), len(labels) - 1, np.int64)))
+            continue
+        ck = np.asarray(ops.cols.get("copy_kind", np.zeros(len(ops), np.int64)), np.int64)
+        pg = np.zeros(len(ops), bool)
+        for c in ("src_kind", "dst_kind"):
+            if c in ops.cols:
+                pg |= np.asarray(ops.cols[c], np.int64) == PAGEABLE
+        code = ck * 2 + pg.astype(np.int64)
+        uniq, inv = np.unique(code, return_inverse=True)
+        base = len(labels)
+        for u in uniq.tolist():
+            lab = MEMCPY_KIND_LABEL.get(u // 2, str(u // 2))
+            labels.append(lab + (" (pageable)" if u % 2 else ""))
+        parts.append((ops, base + inv.reshape(-1)))
+    return parts, labels
+
+
+def _by_device(dev: np.ndarray) -> Dict[int, np.ndarray]:
+    order = np.argsort(dev, kind="stable")
+    d = dev[order]
+    out: Dict[int, np.ndarray] = {}
+    if d.shape[0] == 0:
+        return out
+    cut = np.nonzero(np.diff(d))[0] + 1
+    for seg in np.split(order, cut):
+        out[int(dev[seg[0]])] = seg
+    return out
+
+
+def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = False) -> Dict[int, DeviceTimeline]:
+    """Device → timeline over ``[w0, w1)``. Rows outside the window are ignored, rows crossing an edge are
+    clipped to it (pass a model clipped with :func:`model.clip.clip_model` or the full model)."""
+    s_parts, e_parts, l_parts, d_parts, li_parts, k_parts = [], [], [], [], [], []
+    labels: List[str] = []
+    k = model.kernels
+    if k is not None and len(k):
+        s_parts.append(k.start)
+        e_parts.append(k.end)
+        l_parts.append(k.name_idx.astype(np.int64))
+        d_parts.append(k.device.astype(np.int64))
+        li = k.launch_idx if k.launch_idx.shape[0] == len(k) else np.full(len(k), -1, np.int64)
+        li_parts.append(np.asarray(li, np.int64))
+        k_parts.append(np.ones(len(k), bool))
+        labels = list(k.names)
+    gt = model.graph_trace
+    if gt is not None and len(gt) and "device" in gt.cols:
+        labels.append(GRAPH_LABEL)
+        s_parts.append(gt["start"])
+        e_parts.append(gt["end"])
+        l_parts.append(np.full(len(gt), len(labels) - 1, np.int64))
+        d_parts.append(np.asarray(gt["device"], np.int64))
+        li_parts.append(_launch_of(gt, len(gt)))
+        k_parts.append(np.zeros(len(gt), bool))
+    copy_parts, copy_labels = _copy_labels(model)
+    if include_memcpy:
+        for ops, lab in copy_parts:
+            if "device" not in ops.cols:
+                continue
+            base = len(labels)
+            labels += ["[CUDA " + x + "]" if x == "memset" else f"[CUDA memcpy {x}]" for x in copy_labels]
+            s_parts.append(ops["start"])
+            e_parts.append(ops["end"])
+            l_parts.append(base + lab)
+            d_parts.append(np.asarray(ops["device"], np.int64))
+            li_parts.append(_launch_of(ops, len(ops)))
+            k_parts.append(np.zeros(len(ops), bool))
+    cat = (lambda p, dt: np.concatenate(p).astype(dt) if p else np.empty(0, dt))
+    s, e = cat(s_parts, np.int64), cat(e_parts, np.int64)
+    lab, dev, lix, isk = cat(l_parts, np.int64), cat(d_parts, np.int64), cat(li_parts, np.int64), cat(k_parts, bool)
+    keep = (s < w1) & ((np.maximum(e, s) > w0) | ((e == s) & (s >= w0)))
+    s, e, lab, dev, lix, isk = s[keep], e[keep], lab[keep], dev[keep], lix[keep], isk[keep]
+    s = np.maximum(s, w0)
+    e = np.clip(e, s, w1)
+    order = np.lexsort((e, s))
+    s, e, lab, dev, lix, isk = (a[order] for a in (s, e, lab, dev, lix, isk))
+
+    cs_, ce_, cl_, cd_, cli_ = [], [], [], [], []
+    for ops, lb in copy_parts:
+        if "device" not in ops.cols:
+            continue
+        cs_.append(ops["start"])
+        ce_.append(ops["end"])
+        cl_.append(lb)
+        cd_.append(np.asarray(ops["device"], np.int64))
+        cli_.append(_launch_of(ops, len(ops)))
+    cs, ce, cl, cd, cli = (cat(cs_, np.int64), cat(ce_, np.int64), cat(cl_, np.int64), cat(cd_, np.int64),
+                           cat(cli_, np.int64))
+    ck = (cs < w1) & (np.maximum(ce, cs) > w0)
+    cs, ce, cl, cd, cli = cs[ck], ce[ck], cl[ck], cd[ck], cli[ck]
+    cs = np.maximum(cs, w0)
+    ce = np.clip(ce, cs, w1)
+    corder = np.lexsort((ce, cs))
+    cs, ce, cl, cd, cli = cs[corder], ce[corder], cl[corder], cd[corder], cli[corder]
+
+    act_by_dev = _by_device(dev)
+    copy_by_dev = _by_device(cd)
+    out: Dict[int, DeviceTimeline] = {}
+    for d in sorted(set(act_by_dev) | set(copy_by_dev)):
+        r = act_by_dev.get(d, np.empty(0, np.int64))
+        c = copy_by_dev.get(d, np.empty(0, np.int64))
+        act = Activity(s[r], e[r], lab[r], lix[r], isk[r])
+        out[d] = DeviceTimeline(
+            device_id=d, w0=int(w0), w1=int(w1), act=act, labels=labels, busy=iv.union(act.start, act.end),
+            copy_start=cs[c], copy_end=ce[c], copy_label=cl[c], copy_launch_idx=cli[c], copy_labels=copy_labels,
+            copies=iv.union(cs[c], ce[c]), kernel_count=int(isk[r].sum()))
+    return out
+
+
+def pooled(timelines: Dict[int, DeviceTimeline]) -> Optional[Dict[str, int]]:
+    """Σ over devices of window, busy and idle ns (None without devices)."""
+    if not timelines:
+        return None
+    return {"window_ns": sum(t.window_ns for t in timelines.values()),
+            "busy_ns": sum(t.busy_ns for t in timelines.values()),
+            "idle_ns": sum(t.idle_ns for t in timelines.values())}

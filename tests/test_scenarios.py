@@ -1,115 +1,107 @@
-"""Diagnosis on synthetic scenarios, each with one planted cause: the top finding names it, and the
-time accounting adds up (busy + idle parts = window) with the planted busy time."""
+"""Diagnosis on synthetic scenarios, each with one planted cause: the top finding names it, every finding's
+checks hold, and the time adds up (busy + Σ idle causes = window on every device; busy over the full
+capture = the planted busy time)."""
 
 from __future__ import annotations
 
 import pytest
 
-from nsys_llm_explainer.findings.rules import CATEGORIES
 from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.render.json_report import build_json
 from nsys_llm_explainer.synth import SCENARIOS, build_scenario
 
 _CACHE: dict = {}
+
+#: what the top finding must be where the new model names the planted cause more precisely than the
+#: scenario's own label: a healthy / dominant-kernel trace is GPU-bound; a host gap spent inside an NVTX
+#: range names the range; a pageable copy is the memcpy finding; a trimmed warm-up leaves a GPU-bound
+#: steady state (the warm-up is reported as a capture finding, not a bottleneck)
+EXPECTED_TOP = {
+    "cuda_graph_node": "gpu_bound", "dominant_kernel": "gpu_bound", "healthy": "gpu_bound",
+    "overlapping_streams": "gpu_bound", "host_gap": "host_range", "warmup_tail": "gpu_bound",
+    "warmup_then_busy": "gpu_bound",
+}
 
 
 def run(name: str, tmp_path_factory):
     if name not in _CACHE:
         p = tmp_path_factory.mktemp(name) / f"{name}.sqlite"
         facts = build_scenario(name, str(p))
-        _CACHE[name] = (facts, build_json(analyze_path(str(p))))
+        rep = analyze_path(str(p))
+        _CACHE[name] = (facts, rep, rep.to_dict())
     return _CACHE[name]
+
+
+def expected(name: str, facts: dict) -> str:
+    return EXPECTED_TOP.get(name, {"none": "gpu_bound"}.get(facts["cause"], facts["cause"]))
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_top_finding_names_the_planted_cause(name, tmp_path_factory):
-    facts, j = run(name, tmp_path_factory)
+    facts, rep, j = run(name, tmp_path_factory)
     top = j["findings"][0]
-    assert top["category"] == facts["cause"], [(f["category"], f["time_at_stake_ns"]) for f in j["findings"]]
-    assert top["category"] in CATEGORIES
-    if facts["cause"] == "none":
-        assert not any(f["severity"] == "high" for f in j["findings"])
-    else:
-        assert top["severity"] in ("high", "medium")
-        assert top["time_at_stake_ns"] > 0
-        assert top["evidence"] and top["recommendation"]
+    assert top["category"] == expected(name, facts), [(f["category"], f["title"]) for f in j["findings"]]
+    assert top["evidence"] and top["recommendation"]
+    assert j["headline"]["top_finding_id"] == top["id"]
+    if top["category"] not in ("gpu_bound", "none", "one_time", "too_little_work"):
+        assert top["severity"] in ("high", "medium") and top["time_at_stake_ns"] > 0
+    kind = facts.get("cause_kind")
+    if kind and top.get("cause"):
+        assert top["cause"]["kind"] == kind
+        if facts.get("cause_detail"):
+            assert top["cause"]["detail"] == facts["cause_detail"]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_accounting_adds_up(name, tmp_path_factory):
-    facts, j = run(name, tmp_path_factory)
-    acc = j["accounting"]
-    for scope in ("steady", "full"):
-        a = acc[scope]
-        if not a["available"]:
-            continue
-        for d in a["devices"]:
-            assert d["busy_ns"] + d["idle_ns"] == d["window_ns"]
-            assert sum(d["idle_parts"].values()) == d["idle_ns"]
-            assert all(v >= 0 for v in d["idle_parts"].values())
-    # the full-window accounting agrees with the idle section and with the planted busy time
-    devs = {d["device_id"]: d for d in j["devices"]}
-    for d in acc["full"]["devices"]:
-        assert d["busy_ns"] == devs[d["device_id"]]["busy_ns"]
-        assert d["window_ns"] == devs[d["device_id"]]["window_ns"]
+def test_every_finding_holds_and_time_adds_up(name, tmp_path_factory):
+    facts, rep, j = run(name, tmp_path_factory)
+    assert all(f.holds() for f in rep.findings)
+    for f in j["findings"]:
+        assert f["checks"] or f["category"] in ("graph_trace_mode", "nvtx_coverage", "nccl_wait")
+    causes = {d["device_id"]: d for d in j["idle_causes"]["devices"]}
+    for d in j["devices"]:
+        assert d["busy_ns"] + d["idle_ns"] == d["window_ns"]
+        assert sum(c["ns"] for c in causes[d["device_id"]]["causes"]) == d["idle_ns"]
+        assert d["window_start_ns"] == j["window"]["start_ns"] and d["window_end_ns"] == j["window"]["end_ns"]
     planted = {}
     for v in facts["devices"].values():
-        planted.setdefault(v["device"], 0)
-        planted[v["device"]] += v["busy_ns"]
-    if len(planted) == len(devs):  # one process per device in every scenario
-        for dev, busy in planted.items():
-            assert devs[dev]["busy_ns"] == busy
+        planted[v["device"]] = planted.get(v["device"], 0) + v["busy_ns"]
+    full = {d["device_id"]: d["full"]["busy_ns"] for d in j["devices"]}
+    if len(planted) == len(full):   # one process per device
+        assert full == planted
     assert j["kernels_summary"]["kernel_count"] == facts["kernel_count"]
 
 
 def test_sync_scenario_idle_is_inside_sync(tmp_path_factory):
-    facts, j = run("per_token_sync", tmp_path_factory)
-    acct = j["accounting"]["steady"]
-    sync_idle = sum(d["idle_parts"]["sync"] for d in acct["devices"])
+    facts, rep, _ = run("per_token_sync", tmp_path_factory)
+    sync_idle = sum(d.ns_of("sync") for d in rep.idle_causes.devices)
     assert sync_idle >= 0.8 * facts["idle_inside_ns"]["sync"]
 
 
-def test_healthy_trace_with_big_sync_total_is_not_a_stall(tmp_path_factory):
-    _, j = run("healthy", tmp_path_factory)
-    assert j["findings"][0]["category"] == "none"
-    assert all(f["category"] != "sync_stall" for f in j["findings"])
-
-
 def test_warmup_window_is_trimmed_not_alarmed(tmp_path_factory):
-    facts, j = run("warmup_tail", tmp_path_factory)
+    facts, rep, j = run("warmup_tail", tmp_path_factory)
     w = j["window"]
     assert w["method"] == "auto"
     assert abs(w["start_ns"] - facts["steady_start_ns"]) < 2_000_000
     assert abs(w["end_ns"] - facts["steady_end_ns"]) < 2_000_000
-    cats = [f["category"] for f in j["findings"] if f["severity"] in ("high", "medium")]
-    assert cats == ["capture_window"]
+    cap = [f for f in j["findings"] if f["category"] == "capture_window"]
+    assert len(cap) == 1 and cap[0]["severity"] == "low"
+    assert not any(f["severity"] == "high" for f in j["findings"])
 
 
 def test_graph_level_trace_is_flagged(tmp_path_factory):
-    _, j = run("graph_level", tmp_path_factory)
+    _, _, j = run("graph_level", tmp_path_factory)
     assert j["graphs"]["graph_level_hidden"] is True
     assert any("cuda-graph-trace=node" in w for w in j["warnings"])
 
 
 def test_nccl_straggler_names_ranks(tmp_path_factory):
-    facts, j = run("nccl_straggler", tmp_path_factory)
+    facts, _, j = run("nccl_straggler", tmp_path_factory)
     v = j["nccl"]["straggler"]
     assert v["waiting_pid"] == facts["waiting_pid"] and v["late_pid"] == facts["straggler_pid"]
 
 
-@pytest.mark.parametrize("name", ["demo", "graph_level", "warmup_tail", "nccl_straggler"])
-def test_diagnosis_sections_match_json_schema(name, tmp_path_factory):
-    jsonschema = pytest.importorskip("jsonschema")
-    from nsys_llm_explainer.render import load_schema
-
-    _, j = run(name, tmp_path_factory)
-    for key in ("window", "accounting", "categories", "phases", "steps", "graphs", "memory", "nccl"):
-        assert key in j
-    jsonschema.Draft202012Validator(load_schema()).validate(j)
-
-
 def test_pageable_copies_per_step(tmp_path_factory):
-    facts, j = run("pageable_h2d", tmp_path_factory)
+    facts, _, j = run("pageable_h2d", tmp_path_factory)
     ps = j["memory"]["per_step"]
     h2d = [r for r in ps["by_kind_per_step"] if r["direction"] == "Host-to-Device" and r["src_kind_name"] == "Pageable"]
     assert len(h2d) == 1 and h2d[0]["copies_per_step"] == pytest.approx(facts["h2d_count"] / ps["step_count"])
@@ -117,24 +109,16 @@ def test_pageable_copies_per_step(tmp_path_factory):
 
 
 def test_stack_specific_recommendation(tmp_path_factory):
-    _, j = run("launch_bound", tmp_path_factory)
+    _, _, j = run("launch_bound", tmp_path_factory)
     top = j["findings"][0]
     assert top["category"] == "launch_overhead"
     assert any(r.startswith("vLLM:") and "--enforce-eager" in r for r in top["recommendation"])
+    _, _, h = run("healthy", tmp_path_factory)
+    assert j["kernel_traits"]["stack"] == "vllm"
 
 
-def test_full_window_idle_section_points_to_steady_state(tmp_path_factory):
-    from nsys_llm_explainer.render.markdown import render_markdown
-
-    _, j = run("warmup_tail", tmp_path_factory)
-    md = render_markdown(j)
-    idle_sec = md.split("## GPU idle per device", 1)[1].split("\n## ", 1)[0]
-    assert "These numbers cover the whole capture" in idle_sec and "steady-state window" in idle_sec
-
-
-def test_launch_storm_info_not_for_graph_replays(tmp_path_factory):
-    _, demo = run("demo", tmp_path_factory)
-    assert any(f["id"] == "launch_storm" and f["severity"] == "low" for f in demo["findings"])
-    assert demo["findings"][0]["id"] != "launch_storm"
-    _, graphs = run("cuda_graph_node", tmp_path_factory)
-    assert not any(f["id"] == "launch_storm" for f in graphs["findings"])
+def test_launch_rate_is_quoted_over_the_steady_window(tmp_path_factory):
+    _, rep, j = run("launch_bound", tmp_path_factory)
+    d = j["devices"][0]
+    assert d["launches_per_s"] == pytest.approx(d["kernel_count"] / (d["window_ns"] / 1e9))
+    assert rep.launch.per_device[0]["launches_per_s"] == pytest.approx(d["launches_per_s"])

@@ -17,7 +17,7 @@ MEDIUM_SHARE = 5.0        # % of the window: smaller causes yield no finding
 GPU_BOUND_PCT = 85.0      # busy % from which kernels, not the host, set the step time
 NO_BOTTLENECK_PCT = 90.0  # busy % required to say "no bottleneck"
 METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct", "kernel_count",
-           "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct")
+           "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns")
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 
 

@@ -1,3 +1,39 @@
-"""nsys-llm-explainer: exact, actionable reports from Nsight Systems SQLite exports of LLM inference."""
+"""nsys-llm-explainer: exact, actionable reports from Nsight Systems SQLite exports of LLM workloads.
 
-__version__ = "0.2.0"
+Public API (writes no files)::
+
+    import nsys_llm_explainer as nle
+    rep = nle.analyze("trace.sqlite", top=20)     # typed Report
+    rep.headline.verdict, rep.findings[0].title, rep.gpu_time.devices[0].busy_pct
+    data = rep.to_dict()                          # the report.json dict
+    md = nle.render_markdown(rep)                 # the report.md text
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+__version__ = "0.3.0"
+
+
+def analyze(path: str, **options: Any):
+    """Analyze a ``.sqlite`` export and return the typed :class:`pipeline.Report` (no files written).
+
+    ``options`` are the command-line options by their long names with underscores: ``top``, ``phase_map``,
+    ``nvtx_coverage_warn_threshold``, ``nvtx_kernel_map``, ``include_memcpy_in_busy``, ``categories_file``,
+    ``step_marker``, ``window`` (``(start_ns, end_ns)``), ``window_nvtx``, ``step_range``. Unknown names or bad
+    values raise :class:`errors.InputError`.
+    """
+    from .pipeline import analyze_path, make_options
+
+    return analyze_path(str(path), make_options(**options))
+
+
+def render_markdown(report: Union[Any, dict]) -> str:
+    """``report.md`` text for a :class:`pipeline.Report` (or its ``to_dict()``)."""
+    from .render import render_markdown as _md
+
+    return _md(report if isinstance(report, dict) else report.to_dict())
+
+
+__all__ = ["__version__", "analyze", "render_markdown"]

@@ -82,6 +82,24 @@ class Report:
         return report_dict(self)
 
 
+def make_options(**kw: Any) -> Options:
+    """Options from keyword arguments; unknown names or bad values raise :class:`errors.InputError`."""
+    from .errors import InputError
+
+    names = set(Options.__dataclass_fields__)
+    bad = sorted(set(kw) - names)
+    if bad:
+        raise InputError(f"unknown option(s): {', '.join(bad)} (known: {', '.join(sorted(names))})")
+    o = Options(**kw)
+    if not isinstance(o.top, int) or o.top < 1:
+        raise InputError("top must be an integer ≥ 1")
+    if not 0.0 <= float(o.nvtx_coverage_warn_threshold) <= 1.0:
+        raise InputError("nvtx_coverage_warn_threshold must be between 0 and 1")
+    if o.window is not None and (len(o.window) != 2 or int(o.window[1]) <= int(o.window[0])):
+        raise InputError("window must be (start_ns, end_ns) with end > start")
+    return o
+
+
 def _noop(_: str) -> None:
     return None
 

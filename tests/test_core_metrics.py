@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 
 from nsys_llm_explainer.pipeline import Options, analyze_path
-from nsys_llm_explainer.render.json_report import build_json
+from nsys_llm_explainer.serialize import report_dict as build_json
 from nsys_llm_explainer.synth import TraceBuilder
 
 
@@ -38,17 +38,20 @@ def test_overlapping_streams_union_and_gaps(tmp_path, flavor):
     del t
     j = report_of(b, tmp_path)
     d = by(j["devices"], device_id=0)
-    # union: [100,300) + [400,450) + [2000,3500) = 200 + 50 + 1500
+    # union: [100,300) + [400,450) + [2000,3500) = 200 + 50 + 1500, over the capture window [50, 3500)
+    # (first API call → last kernel end; docs/MODEL.md: every device is measured over the same window)
     assert d["busy_ns"] == 1750
-    assert d["window_start_ns"] == 100 and d["window_end_ns"] == 3500 and d["window_ns"] == 3400
-    assert d["idle_ns"] == 3400 - 1750
-    assert d["idle_pct"] == pytest.approx(100 * 1650 / 3400, abs=1e-3)
+    assert d["window_start_ns"] == 50 and d["window_end_ns"] == 3500 and d["window_ns"] == 3450
+    assert d["idle_ns"] == 3450 - 1750
+    assert d["idle_pct"] == pytest.approx(100 * 1700 / 3450, abs=1e-9)
     gaps = d["largest_gaps"]
-    assert [(g["start_ns"], g["end_ns"], g["duration_ns"]) for g in gaps] == [(450, 2000, 1550), (300, 400, 100)]
+    assert [(g["start_ns"], g["end_ns"], g["duration_ns"]) for g in gaps] == [(450, 2000, 1550), (300, 400, 100),
+                                                                               (50, 100, 50)]
     assert (gaps[0]["kernel_before"], gaps[0]["kernel_after"]) == ("C", "D")
     assert (gaps[1]["kernel_before"], gaps[1]["kernel_after"]) == ("B", "C")
+    assert (gaps[2]["kernel_before"], gaps[2]["kernel_after"]) == (None, "A")
     hist = {h["bucket"]: (h["count"], h["total_ns"]) for h in d["gap_histogram"]}
-    assert hist["<1us"] == (1, 100) and hist["1-5us"] == (1, 1550) and hist[">1ms"] == (0, 0)
+    assert hist["<1 µs"] == (2, 150) and hist["1–5 µs"] == (1, 1550) and hist["≥1 ms"] == (0, 0)
     # kernel sums are not unions: 100 + 150 + 50 + 1500
     assert j["kernels_summary"]["total_kernel_ns"] == 1800
 
@@ -169,24 +172,27 @@ def test_sync_classification_and_api_names(tmp_path):
 
 
 def test_launch_storm_per_device_not_pooled(tmp_path):
+    """Rates are kernels in the analysis window / its length (the same window for both devices)."""
     b = TraceBuilder()
     b.process(1)
     b.thread(1, 1)
-    # device 0: 200 kernels of 2 µs every 5 µs → 200 k launches/s → storm
+    # device 0: 200 kernels of 2 µs every 5 µs → 200 / 998 µs ≈ 200 k launches/s → storm
     for i in range(200):
         b.launch(i * 5000, i * 5000 + 1000, i * 5000 + 1000, i * 5000 + 3000, pid=1, tid=1, device=0, name="tiny")
-    # device 1: 20 kernels of 100 µs every ms → not a storm
-    for i in range(20):
-        b.launch(i * 1_000_000, i * 1_000_000 + 1000, i * 1_000_000 + 5000, i * 1_000_000 + 105_000, pid=1, tid=1,
+    # device 1: 10 kernels of 50 µs every 100 µs → ≈ 10 k launches/s of 50 µs → not a storm
+    for i in range(10):
+        b.launch(i * 100_000, i * 100_000 + 500, i * 100_000 + 1000, i * 100_000 + 51_000, pid=1, tid=1,
                  device=1, name="big")
     j = report_of(b, tmp_path)
+    assert (j["window"]["start_ns"], j["window"]["end_ns"]) == (0, 199 * 5000 + 3000)
     d0 = by(j["launch"]["per_device"], device_id=0)
     d1 = by(j["launch"]["per_device"], device_id=1)
-    assert d0["launches"] == 200 and d0["window_ns"] == 199 * 5000 + 2000
-    assert d0["launches_per_s"] == pytest.approx(200 / (d0["window_ns"] / 1e9), rel=1e-6)
+    assert d0["launches"] == 200 and d0["window_ns"] == d1["window_ns"] == 998_000
+    assert d0["launches_per_s"] == pytest.approx(200 / 998e-6, rel=1e-9)
     assert d0["launch_storm"] is True and d0["pct_under_5us"] == 100.0
-    assert d1["launch_storm"] is False and d1["p50_ns"] == 100_000
+    assert d1["launch_storm"] is False and d1["p50_ns"] == 50_000
     assert j["launch"]["overall"]["launch_storm"] is None
+    assert by(j["devices"], device_id=0)["launches_per_s"] == pytest.approx(d0["launches_per_s"])
 
 
 def test_names_with_markdown_and_html_metacharacters(tmp_path):
@@ -325,20 +331,22 @@ def test_memcpy_memset_by_direction_kind_and_bandwidth(tmp_path):
 
 
 def test_idle_split_into_host_caused_and_queued(tmp_path):
-    """A gap whose next kernel was already launched (queued behind a dependency) is not the host's doing."""
+    """A gap whose next kernel was already launched (queued behind a dependency) is not the host's doing.
+    Window [0,70), busy 25, idle 45: [10,30) queued 20 (k's call ended at 4); [40,65): host outside calls
+    [40,50) = host_cpu 10, in the launch call [50,60) = launch 10, queued [60,65) = 5."""
     b = TraceBuilder()
     b.process(1)
     b.thread(1, 1)
-    b.launch(0, 1, 0, 10, pid=1, tid=1, name="k1")
-    b.launch(2, 4, 30, 40, pid=1, tid=1, name="k2")      # queued long before the gap [10, 30)
-    b.launch(50, 60, 65, 70, pid=1, tid=1, name="k3")    # gap [40, 65): host idle 40–50, in launch 50–60
+    b.launch(0, 1, 0, 10, pid=1, tid=1, name="k")
+    b.launch(2, 4, 30, 40, pid=1, tid=1, name="k")
+    b.launch(50, 60, 65, 70, pid=1, tid=1, name="k")
     j = report_of(b, tmp_path)
-    d = by(j["accounting"]["full"]["devices"], device_id=0)
+    (d,) = j["idle_causes"]["devices"]
     assert d["idle_ns"] == 45
-    assert d["idle_parts"]["no_cuda_call"] == 35 and d["idle_parts"]["launch"] == 10
-    assert d["idle_queued_ns"] == 25
-    host = d["idle_host_caused_parts"]
-    assert host["launch"] == 10 and host["no_cuda_call"] == 10 and sum(host.values()) + 25 == 45
+    assert {(c["kind"], c["detail"]): c["ns"] for c in d["causes"]} == {
+        ("queued", ""): 25, ("host_cpu", ""): 10, ("launch", "cudaLaunchKernel"): 10}
+    q = next(c for c in d["causes"] if c["kind"] == "queued")
+    assert q["gap_count"] == 2 and q["examples"][0] == {"start_ns": 10, "end_ns": 30, "ns": 20}
 
 
 def test_include_memcpy_in_busy(tmp_path):
@@ -350,9 +358,10 @@ def test_include_memcpy_in_busy(tmp_path):
     b.memcpy(250, 350, pid=1, bytes=100, copy_kind=1, src_kind=1, dst_kind=2, corr=c)
     b.launch(300, 310, 400, 500, pid=1, tid=1, name="k2")
     plain = by(report_of(b, tmp_path, name="a.sqlite")["devices"], device_id=0)
-    assert (plain["busy_ns"], plain["idle_ns"]) == (200, 200)
+    assert (plain["busy_ns"], plain["idle_ns"], plain["window_ns"]) == (200, 300, 500)   # window [0, 500)
+    assert (plain["copy_busy_ns"], plain["copy_only_ns"]) == (100, 100)   # the copy overlaps no kernel
     withm = report_of(b, tmp_path, name="b.sqlite", include_memcpy_in_busy=True)
     d = by(withm["devices"], device_id=0)
-    assert (d["busy_ns"], d["idle_ns"], d["window_ns"]) == (300, 100, 400)
+    assert (d["busy_ns"], d["idle_ns"], d["window_ns"]) == (300, 200, 500)
     assert [(g["kernel_before"], g["kernel_after"]) for g in d["largest_gaps"]] == [
-        ("k1", "[CUDA memcpy Host-to-Device]"), ("[CUDA memcpy Host-to-Device]", "k2")]
+        (None, "k1"), ("k1", "[CUDA memcpy Host-to-Device]"), ("[CUDA memcpy Host-to-Device]", "k2")]

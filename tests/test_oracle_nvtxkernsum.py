@@ -19,7 +19,7 @@ from conftest import SHARED_TRACES
 
 from nsys_llm_explainer.model.build import corr_key
 from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.render.json_report import build_json
+from nsys_llm_explainer.serialize import report_dict as build_json
 
 DATA = Path(__file__).parent / "data" / "nsys2022.4_nvtxkernsum"
 CASES = sorted(DATA.glob("*.csv"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.render.json_report import build_json
+from nsys_llm_explainer.serialize import report_dict as build_json
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 TRACES = sorted(p for p in SHARED.glob("*/trace.sqlite")) if SHARED.exists() else []

@@ -30,9 +30,8 @@ API_KINDS = ("sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "
 ONE_TIME = {"module_load"}
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
-_DIGITS = re.compile(r"(?<![A-Za-z])\d+|\d+(?![A-Za-z])")
-_MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)(Load|GetFunction|GetKernel)|^cudaGetFuncBySymbol|"
-                          r"^cuModuleGetLoadingMode|^cudaFuncGetAttributes$")
+_DIGITS = re.compile(r"(?<![A-Za-z0-9])\d+|\d+(?![A-Za-z0-9])")
+_MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
 
 
 def normalize_range_name(name: str) -> str:

@@ -79,14 +79,17 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             title=f"FP32 GEMMs run on CUDA cores, not tensor cores: {h.share_pct:.1f} % of kernel time",
             evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {ms(h.total_ns)}, {h.share_pct:.1f} % of "
                       f"kernel time in the window: {names}.",
-                      f"The GPU is busy {p.busy_pct:.1f} %, so these kernels set the step time.")
+                      f"The GPU is busy {p.busy_pct:.1f} %, " + ("so these kernels set the step time."
+                                                                 if p.busy_pct >= GPU_BOUND_PCT else
+                                                                 "so faster GEMMs shorten the busy part of the step."))
             + ((f"GPU has tensor cores (TF32/BF16: {'yes' if traits.tf32 else 'no'}).",)
                if traits.tensor_cores is not None else ()),
             recommendation=(f"Run the matmuls in {lever}: `torch.backends.cuda.matmul.allow_tf32 = True` / "
                             "`torch.set_float32_matmul_precision('high')`, or autocast / cast the model to bfloat16; "
                             "tensor cores are several times faster than FP32 on CUDA cores.",),
             time_at_stake_ns=int(h.total_ns * frac),
-            checks=(mid, Check("trait_share_pct", h.share_pct, ">=", FP32_MIN_SHARE, Scope(trait="fp32_gemm_simt")))))
+            checks=(busy if busy is not None and busy.holds() else mid,
+                    Check("trait_share_pct", h.share_pct, ">=", FP32_MIN_SHARE, Scope(trait="fp32_gemm_simt")))))
     a = traits.traits.get("attention_unfused")
     if a is not None and a.share_pct >= ATTN_MIN_SHARE:
         out.append(Finding(

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..analyses.idle_causes import IdleCausesResult
-from .base import NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, ms
+from ..analyses.idle_causes import IdleCause, IdleCausesResult
+from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, ms
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,9 @@ def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optiona
         return tuple([gate] + sorted(keep, key=_key))
     work = [f for f in held if not f.about_capture and not f.blocks_analysis]
     if not any(f.severity in ("high", "medium") for f in work) and busy_pct is not None:
-        held.append(_none_or_mixed(busy_pct, causes))
+        extra = _none_or_mixed(busy_pct, causes)
+        if extra.holds():
+            held.append(extra)
     return tuple(sorted(held, key=_key))
 
 
@@ -60,6 +62,8 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult) -> Finding:
             time_at_stake_ns=0, checks=(check,))
     top = [c for c in causes.totals[:4]] if causes.available else []
     idle = sum(d.idle_ns for d in causes.devices) if causes.available else 0
+    worst = max(((c.pct_of_window, d.device_id, c.kind) for d in causes.devices for c in _by_kind(d)),
+                default=(0.0, None, None))
     return Finding(
         id="mixed_idle", category="mixed_idle", severity="low", confidence="medium",
         title=f"The GPU is idle {100 - busy_pct:.1f} % of the steady window, spread over causes below 5 % each",
@@ -68,7 +72,18 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult) -> Finding:
             + ".",) if top else (),
         recommendation=("See the idle-cause table: several small causes add up; the largest is the place to "
                         "start.",),
-        time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT),))
+        time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT),
+                                       Check("cause_pct_of_window", worst[0], "<", MEDIUM_SHARE,
+                                             Scope(device_id=worst[1], kind=worst[2]))))
+
+
+def _by_kind(d) -> List[IdleCause]:
+    """Causes of a device summed per kind (pct of its window)."""
+    acc: Dict[str, int] = {}
+    for c in d.causes:
+        acc[c.kind] = acc.get(c.kind, 0) + c.ns
+    return [IdleCause(k, "", ns, 100.0 * ns / d.window_ns if d.window_ns else 0.0, 0.0, 0, False)
+            for k, ns in acc.items()]
 
 
 def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str) -> Headline:

@@ -1,0 +1,638 @@
+"""Independent reference implementation of docs/MODEL.md (test-only oracle).
+
+Nothing here imports the package: every number is recomputed from the SQLite export with plain SQL
+and simple Python loops, following MODEL.md literally:
+
+* per device, the kernel-busy set ``K`` (kernels + ``CUPTI_ACTIVITY_KIND_GRAPH_TRACE`` rows) and the
+  copy set ``C`` (memcpy + memset rows), clipped to the window ``[w0, w1)``;
+* ``busy_ns = |K|``, ``idle_ns = window_ns - busy_ns``, idle gaps = maximal intervals of
+  ``[w0, w1) \\ K`` (leading and trailing gaps included);
+* every idle ns charged to one ``(kind, detail)`` by the 13-kind precedence of MODEL.md;
+* the metric vocabulary of ``findings[].checks``.
+
+Entry points: :func:`load` (read a trace once), :func:`device_timelines`, :func:`idle_causes`,
+:func:`full_window` and the metric helpers at the end.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+PRECEDENCE = (
+    "copy", "queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load",
+    "launch", "other_api", "nvtx", "osrt", "host_cpu", "unknown",
+)
+RANK = {k: i for i, k in enumerate(PRECEDENCE)}
+
+# ----------------------------------------------------------------------------- API name classes
+
+_SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds)$")
+
+
+def base_api_name(name: Optional[str]) -> str:
+    """``cudaMemcpyAsync_ptsz_v7000`` -> ``cudaMemcpyAsync`` (suffixes stripped until none is left)."""
+    s = name or ""
+    while True:
+        t = _SUFFIX.sub("", s)
+        if t == s:
+            return s
+        s = t
+
+
+SYNC_APIS = {
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+}
+LAUNCH_PREFIXES = (
+    "cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunchKernel", "cuLaunchCooperativeKernel",
+    "cuLaunchGrid",
+)
+LAUNCH_EXACT = {"cudaGraphLaunch", "cuGraphLaunch", "cudaLaunch", "cuLaunch"}
+ALLOC_PREFIXES = ("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree")
+ALLOC_EXACT = {
+    "cudaHostAlloc", "cuMemHostAlloc", "cuMemCreate", "cuMemMap", "cuMemRelease", "cuMemUnmap",
+    "cuMemAddressReserve", "cuMemAddressFree",
+}
+COPY_PREFIXES = ("cudaMemcpy", "cudaMemset", "cuMemcpy", "cuMemset")
+
+
+def is_sync(base: str) -> bool:
+    return base in SYNC_APIS
+
+
+def is_copy_api(base: str) -> bool:
+    return base.startswith(COPY_PREFIXES)
+
+
+def is_sync_copy_api(base: str) -> bool:
+    return is_copy_api(base) and not base.endswith("Async")
+
+
+def is_async_memcpy_api(base: str) -> bool:
+    return base.startswith(("cudaMemcpy", "cuMemcpy")) and base.endswith("Async")
+
+
+def is_alloc(base: str) -> bool:
+    return base in ALLOC_EXACT or base.startswith(ALLOC_PREFIXES)
+
+
+def is_module_load_name(base: str) -> bool:
+    return "ModuleLoad" in base or "LibraryLoad" in base
+
+
+def is_launch(base: str) -> bool:
+    return base in LAUNCH_EXACT or base.startswith(LAUNCH_PREFIXES)
+
+
+def normalize_nvtx(text: Optional[str]) -> str:
+    """MODEL.md: a digit run becomes ``N`` unless it sits between two letters/digits (``h2d``, ``c10d`` kept)."""
+    return re.sub(r"(?<![A-Za-z0-9])\d+|\d+(?![A-Za-z0-9])", "N", text or "")
+
+
+# ----------------------------------------------------------------------------- loading
+
+COPY_KIND_NAMES = {
+    0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
+    5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device",
+    9: "Host-to-Host", 10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host",
+    13: "Unified Device-to-Device",
+}
+
+
+@dataclass
+class Api:
+    start: int
+    end: int
+    tid: int
+    pid: int
+    corr: Optional[int]
+    name: str          # base name
+
+
+@dataclass
+class Gpu:
+    start: int
+    end: int
+    device: int
+    pid: Optional[int]
+    corr: Optional[int]
+    name: Optional[str] = None       # demangled kernel name (None for graph-trace rows)
+    short: Optional[str] = None
+    launch: Optional[Api] = None
+
+
+@dataclass
+class Copy:
+    start: int
+    end: int
+    device: int
+    pid: Optional[int]
+    corr: Optional[int]
+    detail: str
+    pageable: bool
+
+
+@dataclass
+class Trace:
+    path: str
+    kernels: List[Gpu] = field(default_factory=list)      # kernel table only
+    graphs: List[Gpu] = field(default_factory=list)       # whole-graph executions
+    copies: List[Copy] = field(default_factory=list)
+    apis: List[Api] = field(default_factory=list)
+    nvtx: List[Tuple[int, int, int, str]] = field(default_factory=list)   # start, end, tid, name
+    osrt: List[Tuple[int, int, int, str]] = field(default_factory=list)
+    other_ts: List[int] = field(default_factory=list)      # sync-row timestamps (full window only)
+    nvtx_full_ts: List[int] = field(default_factory=list)  # NVTX range timestamps (full window only)
+    nvtx_domains: set = field(default_factory=set)         # names of NVTX domains (eventType 75)
+    pageable_calls: set = field(default_factory=set)       # (pid, corr) of copies with pageable memory
+    first_launches: set = field(default_factory=set)       # id() of Api rows launching a first kernel
+
+    @property
+    def activity(self) -> List[Gpu]:
+        return self.kernels + self.graphs
+
+    @property
+    def devices(self) -> List[int]:
+        return sorted({g.device for g in self.activity})
+
+
+def connect(path: str) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+
+
+def _tables(conn) -> set:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+
+
+def _cols(conn, table: str) -> set:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _pid_of_tid(g: int) -> int:
+    return (g >> 24)
+
+
+def load(path: str) -> Trace:
+    """Read every row the model needs from the export (once)."""
+    tr = Trace(str(path))
+    conn = connect(str(path))
+    try:
+        tables = _tables(conn)
+        strings: Dict[int, str] = {}
+        if "StringIds" in tables:
+            strings = dict(conn.execute("SELECT id, value FROM StringIds"))
+
+        def s(i):
+            return None if i is None else strings.get(i)
+
+        # --- CUDA runtime / driver API rows (eventClass 0/1, NULL, or no column)
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
+            cols = _cols(conn, "CUPTI_ACTIVITY_KIND_RUNTIME")
+            ec = "eventClass" if "eventClass" in cols else "NULL"
+            nm = "name" if "name" in cols else "NULL"
+            q = (f"SELECT start, end, globalTid, correlationId, nameId, {nm}, {ec} "
+                 "FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+            for st, en, tid, corr, name_id, name_txt, cls in conn.execute(q):
+                if cls not in (None, 0, 1) or st is None or en is None:
+                    continue
+                name = s(name_id) or name_txt
+                tr.apis.append(Api(st, en, tid, _pid_of_tid(tid), corr, base_api_name(name)))
+
+        by_key: Dict[Tuple[Optional[int], int], List[Api]] = defaultdict(list)
+        by_corr: Dict[int, List[Api]] = defaultdict(list)
+        for a in tr.apis:
+            by_key[(a.pid, a.corr)].append(a)
+            by_corr[a.corr].append(a)
+
+        def link(pid, corr) -> Optional[Api]:
+            if corr is None:
+                return None
+            cands = by_key.get((pid, corr), []) if pid is not None else by_corr.get(corr, [])
+            if not cands:
+                return None
+            return min(cands, key=lambda a: (a.start, -a.end))
+
+        # --- kernels and whole-graph executions
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+            cols = _cols(conn, "CUPTI_ACTIVITY_KIND_KERNEL")
+            gp = "globalPid" if "globalPid" in cols else "NULL"
+            dn = "demangledName" if "demangledName" in cols else "NULL"
+            sn = "shortName" if "shortName" in cols else "NULL"
+            q = f"SELECT start, end, deviceId, {gp}, correlationId, {dn}, {sn} FROM CUPTI_ACTIVITY_KIND_KERNEL"
+            for st, en, dev, gpid, corr, dname, sname in conn.execute(q):
+                pid = None if gpid is None else _pid_of_tid(gpid)
+                short = s(sname)
+                name = s(dname) or short
+                tr.kernels.append(Gpu(st, en, dev, pid, corr, name, short, link(pid, corr)))
+        if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" in tables:
+            cols = _cols(conn, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
+            gp = "globalPid" if "globalPid" in cols else "NULL"
+            q = f"SELECT start, end, deviceId, {gp}, correlationId FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+            for st, en, dev, gpid, corr in conn.execute(q):
+                pid = None if gpid is None else _pid_of_tid(gpid)
+                tr.graphs.append(Gpu(st, en, dev, pid, corr, None, None, link(pid, corr)))
+
+        # --- copies
+        if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
+            cols = _cols(conn, "CUPTI_ACTIVITY_KIND_MEMCPY")
+            gp = "globalPid" if "globalPid" in cols else "NULL"
+            q = (f"SELECT start, end, deviceId, {gp}, correlationId, copyKind, srcKind, dstKind "
+                 "FROM CUPTI_ACTIVITY_KIND_MEMCPY")
+            for st, en, dev, gpid, corr, ck, sk, dk in conn.execute(q):
+                pid = None if gpid is None else _pid_of_tid(gpid)
+                pageable = sk == 0 or dk == 0
+                detail = COPY_KIND_NAMES.get(ck, f"copyKind {ck}") + (" (pageable)" if pageable else "")
+                tr.copies.append(Copy(st, en, dev, pid, corr, detail, pageable))
+                if pageable:
+                    tr.pageable_calls.add((pid, corr))
+        if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
+            cols = _cols(conn, "CUPTI_ACTIVITY_KIND_MEMSET")
+            gp = "globalPid" if "globalPid" in cols else "NULL"
+            q = f"SELECT start, end, deviceId, {gp}, correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET"
+            for st, en, dev, gpid, corr in conn.execute(q):
+                pid = None if gpid is None else _pid_of_tid(gpid)
+                tr.copies.append(Copy(st, en, dev, pid, corr, "memset", False))
+        if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in tables:
+            for st, en in conn.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"):
+                tr.other_ts += [t for t in (st, en) if t is not None]
+
+        # --- NVTX push/pop ranges (59; 70 = NVTXT import)
+        if "NVTX_EVENTS" in tables:
+            cols = _cols(conn, "NVTX_EVENTS")
+            tid_col = "textId" if "textId" in cols else "NULL"
+            max_ts = conn.execute(
+                "SELECT max(max(coalesce(start, 0)), max(coalesce(end, 0))) FROM NVTX_EVENTS").fetchone()[0]
+            q = f"SELECT start, end, eventType, globalTid, text, {tid_col} FROM NVTX_EVENTS"
+            for st, en, et, tid, text, text_id in conn.execute(q):
+                if et == 75 and text:
+                    tr.nvtx_domains.add(text)
+                if et in (59, 60, 70, 71) and st is not None:
+                    tr.nvtx_full_ts += [st, en if en is not None else max_ts]
+                if et not in (59, 70) or st is None or tid is None:
+                    continue
+                en = max_ts if en is None else en
+                name = text if text is not None else s(text_id)
+                tr.nvtx.append((st, en, tid, normalize_nvtx(name)))
+
+        # --- OS runtime calls
+        if "OSRT_API" in tables:
+            for st, en, tid, name_id in conn.execute("SELECT start, end, globalTid, nameId FROM OSRT_API"):
+                if st is None or en is None or tid is None:
+                    continue
+                tr.osrt.append((st, en, tid, s(name_id) or ""))
+    finally:
+        conn.close()
+
+    # --- the launch call of the first kernel (by start) of each kernel name in its process
+    first: Dict[Tuple[Optional[int], Optional[str]], Gpu] = {}
+    for k in sorted(tr.kernels, key=lambda k: (k.start, k.end, k.corr or 0)):
+        first.setdefault((k.pid, k.name), k)
+    tr.first_launches = {id(k.launch) for k in first.values() if k.launch is not None}
+    return tr
+
+
+# ----------------------------------------------------------------------------- intervals
+
+def clip(ivs: Iterable[Tuple[int, int]], w0: int, w1: int) -> List[Tuple[int, int]]:
+    out = []
+    for a, b in ivs:
+        a, b = max(a, w0), min(b, w1)
+        if b > a:
+            out.append((a, b))
+    return out
+
+
+def union(ivs: Iterable[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    out: List[List[int]] = []
+    for a, b in sorted(ivs):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def total(ivs: Iterable[Tuple[int, int]]) -> int:
+    return sum(b - a for a, b in ivs)
+
+
+def complement(blocks: Sequence[Tuple[int, int]], w0: int, w1: int) -> List[Tuple[int, int]]:
+    """Maximal intervals of [w0, w1) not covered by the sorted disjoint ``blocks``."""
+    gaps, t = [], w0
+    for a, b in blocks:
+        if a > t:
+            gaps.append((t, a))
+        t = max(t, b)
+    if t < w1:
+        gaps.append((t, w1))
+    return gaps
+
+
+class _Sweep:
+    """All intervals overlapping [a, b) for a sequence of queries with non-decreasing ``a``."""
+
+    def __init__(self, items: Iterable[tuple]):
+        self.items = sorted((x for x in items if x[1] > x[0]), key=lambda x: (x[0], x[1]))
+        self.i = 0
+        self.active: List[tuple] = []
+        self.last = None
+
+    def query(self, a: int, b: int) -> List[tuple]:
+        assert self.last is None or a >= self.last, "queries must move forward"
+        self.last = a
+        while self.i < len(self.items) and self.items[self.i][0] < b:
+            self.active.append(self.items[self.i])
+            self.i += 1
+        self.active = [x for x in self.active if x[1] > a]
+        return [x for x in self.active if x[0] < b]
+
+
+# ----------------------------------------------------------------------------- busy / idle
+
+@dataclass
+class DeviceTimeline:
+    device_id: int
+    w0: int
+    w1: int
+    blocks: List[Tuple[int, int]]
+    gaps: List[Tuple[int, int]]
+    busy_ns: int
+    copy_busy_ns: int
+    copy_only_ns: int
+
+    @property
+    def window_ns(self) -> int:
+        return self.w1 - self.w0
+
+    @property
+    def idle_ns(self) -> int:
+        return self.window_ns - self.busy_ns
+
+
+def device_timelines(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = None
+                     ) -> Dict[int, DeviceTimeline]:
+    out = {}
+    for d in (tr.devices if devices is None else devices):
+        k = union(clip(((g.start, g.end) for g in tr.activity if g.device == d), w0, w1))
+        c = union(clip(((x.start, x.end) for x in tr.copies if x.device == d), w0, w1))
+        copy_only = total(union(c + k)) - total(k)          # |C \ K| = |C u K| - |K|
+        out[d] = DeviceTimeline(d, w0, w1, k, complement(k, w0, w1), total(k), total(c), copy_only)
+    return out
+
+
+# ----------------------------------------------------------------------------- idle causes
+
+def classify_api(tr: Trace, a: Api) -> str:
+    n = a.name
+    if is_sync(n):
+        return "sync"
+    if is_sync_copy_api(n):
+        return "sync_memcpy"
+    if is_async_memcpy_api(n) and (a.pid, a.corr) in tr.pageable_calls:
+        return "pageable_memcpy"
+    if is_alloc(n):
+        return "alloc"
+    if is_module_load_name(n) or id(a) in tr.first_launches:
+        return "module_load"
+    if is_launch(n):
+        return "launch"
+    return "other_api"
+
+
+@dataclass
+class DeviceCauses:
+    device_id: int
+    window_ns: int
+    busy_ns: int
+    idle_ns: int
+    causes: Dict[Tuple[str, str], int]
+    gap_counts: Dict[Tuple[str, str], int]
+    short_causes: Dict[Tuple[str, str], int]   # the part of ``causes`` inside gaps shorter than 1 ms
+    threads_used: Counter            # how the gaps' host threads were found (opener/closer/fallback/none)
+
+    def kind_ns(self) -> Dict[str, int]:
+        out: Dict[str, int] = defaultdict(int)
+        for (k, _d), ns in self.causes.items():
+            out[k] += ns
+        return dict(out)
+
+
+def _pick(cands: List[Gpu]) -> Optional[Gpu]:
+    """One activity among several tied ones: prefer a linked launch call, then the earliest launch."""
+    if not cands:
+        return None
+    return min(cands, key=lambda g: (g.launch is None, g.launch.end if g.launch else 0, g.end, g.corr or 0))
+
+
+def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = None
+                ) -> Dict[int, DeviceCauses]:
+    """Charge every idle ns of every device over [w0, w1) to one (kind, detail) of MODEL.md."""
+    tls = device_timelines(tr, w0, w1, devices)
+    api_by_tid: Dict[int, list] = defaultdict(list)
+    for a in tr.apis:
+        api_by_tid[a.tid].append((a.start, a.end, a))
+    nvtx_by_tid: Dict[int, list] = defaultdict(list)
+    for st, en, tid, name in tr.nvtx:
+        nvtx_by_tid[tid].append((st, en, name))
+    osrt_by_tid: Dict[int, list] = defaultdict(list)
+    for st, en, tid, name in tr.osrt:
+        osrt_by_tid[tid].append((st, en, name))
+
+    out = {}
+    for d, tl in tls.items():
+        acts = [g for g in tr.activity if g.device == d]
+        by_start: Dict[int, List[Gpu]] = defaultdict(list)
+        by_end: Dict[int, List[Gpu]] = defaultdict(list)
+        for g in acts:
+            by_start[g.start].append(g)
+            by_end[g.end].append(g)
+        in_win = [g for g in acts if min(g.end, w1) > max(g.start, w0)]
+        cnt = Counter(g.launch.tid for g in in_win if g.launch is not None)
+        fallback = min(cnt, key=lambda t: (-cnt[t], t)) if cnt else None
+
+        copies = _Sweep((x.start, x.end, x) for x in tr.copies if x.device == d)
+        sources = {"api": api_by_tid, "nvtx": nvtx_by_tid, "osrt": osrt_by_tid}
+        sweeps: Dict[Tuple[str, int], _Sweep] = {}   # fresh per device: queries move forward per thread
+
+        causes: Dict[Tuple[str, str], int] = defaultdict(int)
+        short_causes: Dict[Tuple[str, str], int] = defaultdict(int)
+        gap_counts: Dict[Tuple[str, str], int] = defaultdict(int)
+        how = Counter()
+        for a, b in tl.gaps:
+            opener = _pick(by_start.get(b, [])) if b < w1 else None
+            closer = _pick(by_end.get(a, [])) if a > w0 else None
+            queued_t = None
+            if opener is not None and opener.launch is not None:
+                tid, queued_t = opener.launch.tid, opener.launch.end
+                how["opener"] += 1
+            elif closer is not None and closer.launch is not None:
+                tid = closer.launch.tid
+                how["closer"] += 1
+            elif fallback is not None:
+                tid = fallback
+                how["fallback"] += 1
+            else:
+                tid = None
+                how["none"] += 1
+
+            cps = copies.query(a, b)
+            apis = _sweep(sweeps, sources, "api", tid).query(a, b) if tid is not None else []
+            nvtx = _sweep(sweeps, sources, "nvtx", tid).query(a, b) if tid is not None else []
+            nvtx.sort(key=lambda x: (-x[0], x[1]))        # innermost (latest start, shortest) first
+            osrt = _sweep(sweeps, sources, "osrt", tid).query(a, b) if tid is not None else []
+            pts = {a, b}
+            for lst in (cps, apis, nvtx, osrt):
+                for x in lst:
+                    pts.update(p for p in (x[0], x[1]) if a < p < b)
+            if queued_t is not None and a < queued_t < b:
+                pts.add(queued_t)
+            pts = sorted(pts)
+            seen = set()
+            for p, q in zip(pts, pts[1:]):
+                cause = _classify_at(tr, p, tid, queued_t, cps, apis, nvtx, osrt)
+                causes[cause] += q - p
+                if b - a < 1_000_000:
+                    short_causes[cause] += q - p
+                seen.add(cause)
+            for c in seen:
+                gap_counts[c] += 1
+        out[d] = DeviceCauses(d, tl.window_ns, tl.busy_ns, tl.idle_ns, dict(causes), dict(gap_counts),
+                              dict(short_causes), how)
+    return out
+
+
+def _sweep(sweeps: Dict[Tuple[str, int], _Sweep], sources: Dict[str, Dict[int, list]], kind: str, tid: int
+           ) -> _Sweep:
+    if (kind, tid) not in sweeps:
+        sweeps[(kind, tid)] = _Sweep(sources[kind].get(tid, []))
+    return sweeps[(kind, tid)]
+
+
+def _covering(items: Sequence[tuple], t: int) -> List[tuple]:
+    return [x for x in items if x[0] <= t < x[1]]
+
+
+def _classify_at(tr: Trace, t: int, tid: Optional[int], queued_t: Optional[int],
+                 cps, apis, nvtx, osrt) -> Tuple[str, str]:
+    c = _covering(cps, t)
+    if c:
+        return ("copy", min(c, key=lambda x: (x[0], -x[1], x[2].detail))[2].detail)
+    if queued_t is not None and t >= queued_t:
+        return ("queued", "")
+    if tid is None:
+        return ("unknown", "")
+    c = _covering(apis, t)
+    if c:
+        kind = min((classify_api(tr, x[2]) for x in c), key=RANK.__getitem__)
+        outer = min(c, key=lambda x: (x[0], -x[1]))[2]
+        return (kind, outer.name)
+    for x in nvtx:                                      # sorted innermost first
+        if x[0] <= t < x[1]:
+            return ("nvtx", x[2])
+    c = _covering(osrt, t)
+    if c:
+        return ("osrt", min(c, key=lambda x: (x[0], -x[1]))[2])
+    return ("host_cpu", "")
+
+
+# ----------------------------------------------------------------------------- full window
+
+def full_window(tr: Trace) -> Optional[Tuple[int, int]]:
+    """First -> last timestamp of kernels, CUDA API, memcpy/memset/sync/graph rows and NVTX ranges."""
+    ts: List[int] = []
+    for g in tr.activity:
+        ts += [g.start, g.end]
+    for a in tr.apis:
+        ts += [a.start, a.end]
+    for x in tr.copies:
+        ts += [x.start, x.end]
+    ts += tr.other_ts + tr.nvtx_full_ts
+    ts = [t for t in ts if t is not None]
+    return (min(ts), max(ts)) if ts else None
+
+
+# ----------------------------------------------------------------------------- metric vocabulary
+
+def _sel(tls: Dict[int, object], device_id: Optional[int]) -> list:
+    return list(tls.values()) if device_id is None else [tls[device_id]]
+
+
+def busy_pct(tls: Dict[int, DeviceTimeline], device_id: Optional[int] = None) -> float:
+    sel = _sel(tls, device_id)
+    w = sum(t.window_ns for t in sel)
+    return 100.0 * sum(t.busy_ns for t in sel) / w if w else 0.0
+
+
+def idle_pct(tls: Dict[int, DeviceTimeline], device_id: Optional[int] = None) -> float:
+    sel = _sel(tls, device_id)
+    w = sum(t.window_ns for t in sel)
+    return 100.0 * sum(t.idle_ns for t in sel) / w if w else 0.0
+
+
+def cause_pct_of_window(causes: Dict[int, DeviceCauses], kind: str, detail: Optional[str] = None,
+                        device_id: Optional[int] = None) -> float:
+    sel = _sel(causes, device_id)
+    w = sum(c.window_ns for c in sel)
+    ns = sum(v for c in sel for (k, dt), v in c.causes.items() if k == kind and (detail is None or dt == detail))
+    return 100.0 * ns / w if w else 0.0
+
+
+def idle_pct_change(full: Dict[int, DeviceTimeline], steady: Dict[int, DeviceTimeline]) -> float:
+    return idle_pct(full) - idle_pct(steady)
+
+
+def kernels_in(tr: Trace, w0: int, w1: int, device_id: Optional[int] = None) -> List[Tuple[int, int, "Gpu"]]:
+    """Kernels intersecting [w0, w1) (a zero-length one when it starts inside), clipped: (start, end, kernel)."""
+    out = []
+    for k in tr.kernels:
+        if device_id is not None and k.device != device_id:
+            continue
+        if k.start < w1 and (k.end > w0 or (k.end == k.start and k.start >= w0)):
+            s0 = max(k.start, w0)
+            out.append((s0, max(min(k.end, w1), s0), k))
+    return out
+
+
+def kernel_share_pct(tr: Trace, w0: int, w1: int, name: str) -> float:
+    ks = kernels_in(tr, w0, w1)
+    tot = sum(e - s for s, e, _ in ks)
+    mine = sum(e - s for s, e, k in ks if name in (k.name, k.short))
+    return 100.0 * mine / tot if tot else 0.0
+
+
+def kernel_count(tr: Trace, w0: int, w1: int, device_id: Optional[int] = None) -> int:
+    return len(kernels_in(tr, w0, w1, device_id))
+
+
+def launch_rate_per_s(tr: Trace, w0: int, w1: int, device_id: Optional[int] = None) -> float:
+    n = len(kernels_in(tr, w0, w1, device_id))
+    return n / ((w1 - w0) / 1e9) if w1 > w0 else 0.0
+
+
+def kernel_p50_ns(tr: Trace, w0: int, w1: int, device_id: Optional[int] = None) -> float:
+    """Median (linear interpolation) of clipped kernel durations."""
+    d = sorted(e - s for s, e, _ in kernels_in(tr, w0, w1, device_id))
+    if not d:
+        return 0.0
+    m = (len(d) - 1) / 2
+    lo = int(m)
+    return d[lo] + (d[min(lo + 1, len(d) - 1)] - d[lo]) * (m - lo)
+
+
+def busy_ns(tls: Dict[int, DeviceTimeline]) -> int:
+    return sum(t.busy_ns for t in tls.values())
+
+
+HOST_KINDS_SHORT = ("host_cpu", "nvtx", "osrt", "other_api")
+
+
+def host_overhead_pct(causes: Dict[int, DeviceCauses], device_id: int) -> float:
+    """MODEL.md: launch ns + the host_cpu/nvtx/osrt/other_api ns in gaps shorter than 1 ms, / window."""
+    c = causes[device_id]
+    ns = sum(v for (k, _), v in c.causes.items() if k == "launch")
+    ns += sum(v for (k, _), v in c.short_causes.items() if k in HOST_KINDS_SHORT)
+    return 100.0 * ns / c.window_ns if c.window_ns else 0.0

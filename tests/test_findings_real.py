@@ -7,8 +7,8 @@ must not appear at high/medium severity, and extra facts. A missing trace direct
 from __future__ import annotations
 
 import pytest
-
 from conftest import SHARED_TRACES
+
 from nsys_llm_explainer.pipeline import analyze_path
 
 #: trace dir prefix → (top category, detail substring or None, categories never claimed at high/medium)

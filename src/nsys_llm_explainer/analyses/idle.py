@@ -3,7 +3,8 @@
 
 Per device and window: ``busy_ns``, ``idle_ns``, ``busy_pct``, ``idle_pct`` (of ``window_ns``),
 ``copy_busy_ns`` / ``copy_only_ns``, ``kernel_count`` (kernel rows in the window), ``launches_per_s``
-(``kernel_count`` / window in s), ``kernel_p50_ns`` (median kernel duration, clipped to the window), ``gap_count`` (idle gaps, edges included), the largest gaps (with the
+(``kernel_count`` / window in s), ``kernel_p50_ns`` (median kernel duration, clipped to the window),
+``gap_count`` (idle gaps, edges included), the largest gaps (with the
 activity around them and the idle cause holding most of each gap) and a gap-size histogram.
 """
 
@@ -141,7 +142,8 @@ def _device(tl: DeviceTimeline, full: Optional[DeviceTimeline], gap_cause, top: 
     return DeviceTime(
         tl.device_id, tl.w0, tl.w1, w, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, w), pct(tl.idle_ns, w),
         tl.copy_busy_ns, tl.copy_only_ns, tl.kernel_count, tl.kernel_count / (w / 1e9) if w > 0 else 0.0,
-        int(round(median(kd))) if kd.shape[0] else 0, len(gp), tuple(gaps), _histogram(gd), _window_time(full) if full is not None else None)
+        int(round(median(kd))) if kd.shape[0] else 0, len(gp), tuple(gaps), _histogram(gd),
+        _window_time(full) if full is not None else None)
 
 
 def analyze_gpu_time(steady: Dict[int, DeviceTimeline], full: Dict[int, DeviceTimeline],

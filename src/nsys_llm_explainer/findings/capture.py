@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Optional
 
 from ..analyses.graphs import GraphResult
 from ..analyses.idle import GpuTimeResult
@@ -116,6 +116,3 @@ def nccl_finding(n: NcclResult) -> Optional[Finding]:
                         "work or a slower GPU); check its step timeline.",),
         time_at_stake_ns=wait)
 
-
-def launch_storm_note(findings: List[Finding]) -> List[Finding]:
-    return findings

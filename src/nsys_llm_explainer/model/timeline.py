@@ -85,7 +85,7 @@ class DeviceTimeline:
         inside = iv.overlap_length(self.busy, self.copies.start, self.copies.end)
         return int(self.copies.length - int(inside.sum()))
 
-    def gaps(self) -> "Gaps":
+    def gaps(self) -> Gaps:
         """Idle gaps in time order, with the activity rows around them (-1 at the window edges)."""
         u = self.busy
         n = len(u)
@@ -157,6 +157,10 @@ def _by_device(dev: np.ndarray) -> Dict[int, np.ndarray]:
     return out
 
 
+def _cat(parts: list, dt) -> np.ndarray:
+    return np.concatenate(parts).astype(dt) if parts else np.empty(0, dt)
+
+
 def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = False) -> Dict[int, DeviceTimeline]:
     """Device → timeline over ``[w0, w1)``. Rows outside the window are ignored, rows crossing an edge are
     clipped to it (pass a model clipped with :func:`model.clip.clip_model` or the full model)."""
@@ -194,9 +198,8 @@ def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = 
             d_parts.append(np.asarray(ops["device"], np.int64))
             li_parts.append(_launch_of(ops, len(ops)))
             k_parts.append(np.zeros(len(ops), bool))
-    cat = (lambda p, dt: np.concatenate(p).astype(dt) if p else np.empty(0, dt))
-    s, e = cat(s_parts, np.int64), cat(e_parts, np.int64)
-    lab, dev, lix, isk = cat(l_parts, np.int64), cat(d_parts, np.int64), cat(li_parts, np.int64), cat(k_parts, bool)
+    s, e = _cat(s_parts, np.int64), _cat(e_parts, np.int64)
+    lab, dev, lix, isk = _cat(l_parts, np.int64), _cat(d_parts, np.int64), _cat(li_parts, np.int64), _cat(k_parts, bool)
     keep = (s < w1) & ((np.maximum(e, s) > w0) | ((e == s) & (s >= w0)))
     s, e, lab, dev, lix, isk = s[keep], e[keep], lab[keep], dev[keep], lix[keep], isk[keep]
     s = np.maximum(s, w0)
@@ -213,8 +216,8 @@ def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = 
         cl_.append(lb)
         cd_.append(np.asarray(ops["device"], np.int64))
         cli_.append(_launch_of(ops, len(ops)))
-    cs, ce, cl, cd, cli = (cat(cs_, np.int64), cat(ce_, np.int64), cat(cl_, np.int64), cat(cd_, np.int64),
-                           cat(cli_, np.int64))
+    cs, ce, cl, cd, cli = (_cat(cs_, np.int64), _cat(ce_, np.int64), _cat(cl_, np.int64), _cat(cd_, np.int64),
+                           _cat(cli_, np.int64))
     ck = (cs < w1) & (np.maximum(ce, cs) > w0)
     cs, ce, cl, cd, cli = cs[ck], ce[ck], cl[ck], cd[ck], cli[ck]
     cs = np.maximum(cs, w0)

@@ -276,7 +276,7 @@ def test_user_rules_prepend_and_replace(tmp_path: Path) -> None:
     assert got == ["lm_head", "attention", "nccl", "other"]
     f.write_text(json.dumps({"rules": [["nccl", "comm"]], "replace": True}))
     r = load_rules("vllm", str(f))
-    assert r.replace and r.preset == "custom" and r.rules == [("nccl", "comm")]
+    assert r.replace and r.preset == "custom" and r.rules == (("nccl", "comm"),)
     got = [r.categories[int(i)] for i in classify([GEMM, NCCL], r)]
     assert got == ["other", "comm"]
 
@@ -429,3 +429,23 @@ def test_phase_length_mismatch(tmp_path: Path) -> None:
     m = _model(tmp_path, [(0, 10, GEMM, 0)])
     with pytest.raises(ValueError):
         analyze_categories(m, kernel_phase=np.array([0, 1]))
+
+
+def test_auto_preset_resolved_without_file_io(tmp_path: Path, monkeypatch) -> None:
+    """``load_rules(None)`` carries every preset auto-selection may pick, so the analysis reads no file."""
+    from nsys_llm_explainer.config import categories as cfg
+
+    rules = load_rules(None)
+    m = _model(tmp_path, [(0, 100, NORM, 0), (100, 110, "_compute_slot_mapping_kernel", 0)])
+
+    def no_io(name: str):
+        raise AssertionError(f"analysis read preset {name}")
+
+    monkeypatch.setattr(cfg, "_read_preset", no_io)
+    cfg.builtin_preset.cache_clear()
+    try:
+        r = analyze_categories(m, rules)
+    finally:
+        cfg.builtin_preset.cache_clear()
+    assert r.preset == "vllm" and r.detect_pct["vllm"] == 100.0
+    assert _row(r.overall, "elementwise")["total_ns"] == 10 and _row(r.overall, "norm")["total_ns"] == 100

@@ -282,6 +282,6 @@ def test_progress_on_stderr_for_slow_steps(tmp_path, demo_trace):
                    timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "[nsys-llm-explain]" in proc.stderr and "elapsed" in proc.stderr
-    assert "top kernel:" in proc.stdout and "top finding:" in proc.stdout
+    assert "verdict:" in proc.stdout and "GPU busy" in proc.stdout and "first thing to do:" in proc.stdout
     quiet = run_cli(str(demo_trace), "--out", str(tmp_path / "q"), "--quiet")
     assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""

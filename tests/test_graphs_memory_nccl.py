@@ -323,3 +323,33 @@ def test_nccl_scenario(tmp_path: Path) -> None:
 def test_collective_name() -> None:
     assert collective_name(AR) == "ncclDevKernel_AllReduce_Sum_f16_RING_LL"
     assert collective_name("void ncclKernel_AllGather_RING(ncclWorkElem)") == "ncclKernel_AllGather_RING"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# shared definitions these analyses use: one percentile (stats), one union (intervals)
+
+
+def test_stats_median_and_percentile() -> None:
+    from nsys_llm_explainer.analyses.stats import median, percentile
+
+    assert median(np.array([4, 1, 3, 2])) == 2.5                 # mean of the two middle values
+    assert median(np.array([7, 1, 3])) == 3.0
+    assert percentile(np.array([50, 10, 40, 20, 30]), 90) == 46.0  # rank 4 × 0.9 = 3.6 → 40 + 0.6 × 10
+    assert percentile(np.array([5]), 99) == 5.0
+    assert median(np.array([], np.int64)) == 0.0
+    assert median(np.array([1, 2, 4, 9])) == float(np.median([1, 2, 4, 9])) == 3.0
+
+
+def test_union_lean_matches_union() -> None:
+    from nsys_llm_explainer.analyses import intervals as iv
+
+    s = np.array([0, 5, 10, 20, 22], np.int64)
+    e = np.array([10, 8, 12, 25, 30], np.int64)          # [0,10) and [10,12) touch: one block
+    u = iv.union_lean(s, e)
+    assert u.start.tolist() == [0, 20] and u.end.tolist() == [12, 30] and u.length == 22
+    full = iv.union(s, e)
+    assert full.start.tolist() == u.start.tolist() and full.end.tolist() == u.end.tolist()
+    assert u.first_row.shape[0] == 0 and u.last_row.shape[0] == 0
+    # [5,21) ∩ blocks = [5,12) + [20,21) = 8; [11,40) ∩ blocks = [11,12) + [20,30) = 11
+    assert iv.overlap_length(u, np.array([5, 11]), np.array([21, 40])).tolist() == [8, 11]
+    assert len(iv.union_lean(np.empty(0, np.int64), np.empty(0, np.int64))) == 0

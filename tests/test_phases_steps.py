@@ -242,3 +242,48 @@ def test_scenarios(tmp_path, scenario, n_steps, phases):
     assert res.totals["kernel_count"] == facts["kernel_count"]
     assert (res.arrays.gpu_busy > 0).all()
     assert (res.arrays.gpu_idle >= 0).all()
+
+
+def test_step_ranges_of_two_domains_use_the_nvtx_tree_lookup(tmp_path):
+    """--step-range matching ranges of two NVTX domains that overlap on one thread: a kernel belongs to the
+    latest-starting step range that encloses its launch call (nvtx_tree's per-domain enclosing lookup).
+    Step A (default domain) [0, 100 us) encloses the launch at 50 us; step B ("D1" domain) [30, 40 us)
+    starts later but ends before the launch, so the kernel is A's: kernel counts [1, 0]."""
+    b = TraceBuilder()
+    b.process(1)
+    tg = b.thread(1, 1)
+    b.gpu(0)
+    b.nvtx_domain(1, "D1", tid_g=tg)
+    b.nvtx_push_pop(0, 100 * US, "mystep A", tid_g=tg)
+    b.nvtx_push_pop(30 * US, 40 * US, "mystep B", tid_g=tg, domain_id=1)
+    b.launch(50 * US, 51 * US, 60 * US, 70 * US, pid=1, tid=1, name="gemm")
+    m = load_model(b.write(str(tmp_path / "dom.sqlite")))
+    res = analyze_steps(m, step_range="mystep")
+    assert res.method == "nvtx" and res.step_ranges == ["D1:mystep B", "mystep A"]
+    a = res.arrays
+    assert a.start.tolist() == [0, 30 * US] and a.end.tolist() == [100 * US, 40 * US]
+    assert a.kernel_count.tolist() == [1, 0]
+    assert a.gpu_busy.tolist() == [10 * US, 0]
+    assert a.device.tolist() == [0, 0]          # B has no work: the process's most used device
+
+
+def test_phase_map_object_and_no_preset_io_during_analysis(decode_model, monkeypatch):
+    """A PhaseMap parsed by config gives the same result as the plain dict, and once parsed the analyses
+    (phases, steps) read no preset file."""
+    from nsys_llm_explainer.config import phase_map as cfg
+
+    pm = cfg.build_phase_map({"tok": ["decode"], "lay": ["layers"]})
+    tree = build_tree(decode_model.nvtx)
+    att = analyze_attribution(decode_model, tree)
+    ref = analyze_phases(decode_model, {"tok": ["decode"], "lay": ["layers"]}, tree, att.kernel_node)
+
+    def no_io():
+        raise AssertionError("analysis read the phase presets")
+
+    monkeypatch.setattr(cfg, "_preset_document", no_io)
+    got = analyze_phases(decode_model, pm, tree, att.kernel_node)
+    assert got.to_dict() == ref.to_dict() and got.source == "user"
+    assert got.kernel_phase.tolist() == [1] * 11          # every launch is inside model.layers.0 → "lay"
+    steps = analyze_steps(decode_model, got, tree=tree, kernel_node=att.kernel_node)
+    assert steps.step_ranges == ["decode"] and steps.arrays.kernel_count.tolist() == [2, 2, 2, 3, 2]
+    assert [steps.arrays.phase_label(i) for i in range(5)] == ["tok"] * 5

@@ -10,7 +10,7 @@ import pytest
 
 from nsys_llm_explainer import render
 from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.render.json_report import build_json
+from nsys_llm_explainer.serialize import report_dict as build_json
 from nsys_llm_explainer.synth import build_scenario
 
 TABLES = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_MEMCPY",

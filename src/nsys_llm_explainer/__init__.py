@@ -24,9 +24,10 @@ def analyze(path: str, **options: Any):
     ``step_marker``, ``window`` (``(start_ns, end_ns)``), ``window_nvtx``, ``step_range``. Unknown names or bad
     values raise :class:`errors.InputError`.
     """
-    from .pipeline import analyze_path, make_options
+    from .options import options_from_kwargs
+    from .pipeline import analyze_path
 
-    return analyze_path(str(path), make_options(**options))
+    return analyze_path(str(path), options_from_kwargs(**options))
 
 
 def render_markdown(report: Union[Any, dict]) -> str:

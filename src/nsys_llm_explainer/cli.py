@@ -97,23 +97,6 @@ def _demo_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _pipeline_options(opts: Options):
-    """TEMPORARY ADAPTER — remove once :mod:`pipeline` takes :class:`options.Options` directly.
-
-    Builds today's ``pipeline.Options`` from the parsed options (the phase map as a plain dict; the
-    categories file path, which the diagnosis re-reads)."""
-    from . import pipeline
-
-    if pipeline.Options is Options:
-        return opts
-    return pipeline.Options(
-        top=opts.top, phase_map=opts.phase_map.as_dict() if opts.phase_map is not None else None,
-        nvtx_coverage_warn_threshold=opts.nvtx_coverage_warn_threshold, nvtx_kernel_map=opts.nvtx_kernel_map,
-        include_memcpy_in_busy=opts.include_memcpy_in_busy, categories_file=opts.categories_file,
-        step_marker=opts.step_marker, window=opts.window, window_nvtx=opts.window_nvtx, step_range=opts.step_range,
-    )
-
-
 def _export_report(path: Path, tmpdir: Path) -> Path:
     nsys = shutil.which("nsys")
     cmd_hint = f"nsys export --type sqlite --output {path.with_suffix('.sqlite').name} {path}"
@@ -168,7 +151,7 @@ def run_analysis(trace: Path, out: Path, opts: Options, force: bool, quiet: bool
             if trace.suffix.lower() in REPORT_SUFFIXES:
                 progress("exporting report to SQLite with nsys")
                 src = _export_report(trace, Path(td))
-            report = analyze_path(str(src), _pipeline_options(opts), progress)
+            report = analyze_path(str(src), opts, progress)
             if src != trace:
                 report.trace.path = str(trace)
             if display_path:

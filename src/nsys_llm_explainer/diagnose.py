@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .analyses.categories import CategoryResult, analyze_categories, load_rules
+from .analyses.categories import CategoryResult, analyze_categories
 from .analyses.graphs import GraphResult, analyze_graphs
 from .analyses.idle import GpuTimeResult, analyze_gpu_time
 from .analyses.idle_causes import IdleCausesResult, analyze_idle_causes
@@ -22,9 +22,11 @@ from .analyses.memory import MemoryResult, analyze_memory
 from .analyses.nccl import NcclResult, analyze_nccl
 from .analyses.nvtx_attribution import AttributionResult
 from .analyses.nvtx_tree import NvtxTree
-from .analyses.phases import PhaseResult, analyze_phases, resolve_phase_map
+from .analyses.phases import PhaseResult, analyze_phases
 from .analyses.steps import StepResult, analyze_steps
 from .analyses.window import WindowResult, detect_window
+from .config.categories import load_rules
+from .config.phase_map import build_phase_map
 from .model.clip import clip_model
 from .model.timeline import build_timelines
 from .model.trace import TraceModel
@@ -80,10 +82,10 @@ def run_diagnosis(model: TraceModel, opts, tree: Optional[NvtxTree], att: Attrib
     gpu = analyze_gpu_time(tl_steady, tl_full, causes, opts.include_memcpy_in_busy, opts.top)
     del tl_steady, tl_full
 
-    phase_map, phase_source = resolve_phase_map(opts.phase_map)
+    phase_map = opts.phase_map if opts.phase_map is not None else build_phase_map(None)
     phase_nodes = att.kernel_nodes if att.kernel_nodes else att.kernel_node
     kernel_node = att.kernel_nodes.get(0, att.kernel_node) if att.kernel_nodes else att.kernel_node
-    phases = analyze_phases(model, phase_map, tree, phase_nodes, source=phase_source)
+    phases = analyze_phases(model, phase_map, tree, phase_nodes)
     new_att = None
     if opts.phase_map and phases.available and att.available:
         import dataclasses
@@ -92,7 +94,7 @@ def run_diagnosis(model: TraceModel, opts, tree: Optional[NvtxTree], att: Attrib
              "pct_of_kernel_time": r["pct_of_kernel_time"]} for r in phases.phases])
     kernel_phase = phases.kernel_phase if phases.available else None
     phase_names = phases.phase_names if phases.available else None
-    rules = load_rules(None, opts.categories_file)
+    rules = opts.categories if opts.categories is not None else load_rules(None, None)
     categories = analyze_categories(model, rules, kernel_phase, phase_names, opts.include_memcpy_in_busy)
     steps = analyze_steps(model, phases, step_marker=opts.step_marker, step_range=opts.step_range,
                           top=min(opts.top, 10), tree=tree, kernel_node=kernel_node)

@@ -1,5 +1,7 @@
 """Run the whole flow: read → model → analyses → findings. Rendering happens in :mod:`render`.
 
+Options are the typed :class:`options.Options` (``options_from_kwargs`` for the Python API).
+
 :func:`analyze_path` returns a typed :class:`Report`; ``report.to_dict()`` is ``report.json``.
 """
 
@@ -7,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import __version__
 from .analyses.cuda_api import CudaApiResult, analyze_cuda_api
@@ -24,24 +26,11 @@ from .findings.rank import Headline
 from .findings.run import collect_warnings, run_findings
 from .model.build import build_model
 from .model.trace import TraceModel
+from .options import Options
 from .read.connection import open_readonly
 from .read.schema import probe
 
 Progress = Callable[[str], None]
-
-
-@dataclass
-class Options:
-    top: int = 20
-    phase_map: Optional[Dict[str, List[str]]] = None
-    nvtx_coverage_warn_threshold: float = 0.7
-    nvtx_kernel_map: bool = True
-    include_memcpy_in_busy: bool = False
-    categories_file: Optional[str] = None
-    step_marker: Optional[str] = None
-    window: Optional[Tuple[int, int]] = None
-    window_nvtx: Optional[str] = None
-    step_range: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -49,7 +38,7 @@ class Report:
     """Everything the analysis found, typed. ``to_dict()`` gives the ``report.json`` dict."""
 
     tool_version: str
-    options: Any
+    options: Options
     model: TraceModel
     trace: TraceInfoResult
     kernels: KernelSummary
@@ -82,24 +71,6 @@ class Report:
         return report_dict(self)
 
 
-def make_options(**kw: Any) -> Options:
-    """Options from keyword arguments; unknown names or bad values raise :class:`errors.InputError`."""
-    from .errors import InputError
-
-    names = set(Options.__dataclass_fields__)
-    bad = sorted(set(kw) - names)
-    if bad:
-        raise InputError(f"unknown option(s): {', '.join(bad)} (known: {', '.join(sorted(names))})")
-    o = Options(**kw)
-    if not isinstance(o.top, int) or o.top < 1:
-        raise InputError("top must be an integer ≥ 1")
-    if not 0.0 <= float(o.nvtx_coverage_warn_threshold) <= 1.0:
-        raise InputError("nvtx_coverage_warn_threshold must be between 0 and 1")
-    if o.window is not None and (len(o.window) != 2 or int(o.window[1]) <= int(o.window[0])):
-        raise InputError("window must be (start_ns, end_ns) with end > start")
-    return o
-
-
 def _noop(_: str) -> None:
     return None
 
@@ -115,7 +86,7 @@ def load_model(path: str, progress: Progress = _noop) -> TraceModel:
 
 
 def analyze_model(model: TraceModel, options: Optional[Any] = None, progress: Progress = _noop) -> Report:
-    opts = options or Options()
+    opts = options if options is not None else Options()
     timings: Dict[str, float] = {}
 
     def step(name: str, fn, *a, **kw):

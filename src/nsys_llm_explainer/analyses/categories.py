@@ -4,7 +4,8 @@ Classification: ordered regex rules, searched case-insensitively in the kernel n
 first rule that matches decides the category, a name no rule matches is ``other``. Rules come from a
 preset (``presets/categories_<name>.json``: ``generic``, ``vllm``, ``sglang``, ``trtllm``; an engine preset
 ``extends`` generic, its own rules first) and an optional user file (``--categories FILE``) whose rules
-are prepended (or, with ``"replace": true``, used alone).
+are prepended (or, with ``"replace": true``, used alone). Reading and validating presets and user files
+is done by :mod:`config.categories` (:class:`CategoryRules`, re-exported here); this module only uses them.
 
 Preset auto-selection (no preset named): *detect share* of an engine = kernel time of kernels whose name
 matches any of that preset's ``detect`` regexes / total kernel time × 100; the engine with the largest
@@ -22,6 +23,7 @@ Numbers (integer ns; per category, overall / per device / per phase):
   kernel running in it. The exact (rational) shares are rounded to integers per device by the largest
   remainder method (floors first, then one ns each to the largest fractional parts; ties: lowest category
   index), so per device Σ_categories ``nonoverlap_ns`` == ``busy_ns`` exactly. Overall = sum over devices.
+  Computed by :mod:`category_split`.
   ``nonoverlap_pct`` — ``nonoverlap_ns`` / ``busy_ns`` of the same scope × 100.
 * Per phase (``kernel_phase`` given): the same numbers computed over that phase's kernels alone (the
   phase's busy time is the union of its own kernels on each device, summed over devices). Kernels with
@@ -37,163 +39,34 @@ With ``include_memcpy`` memcpy / memset rows join as pseudo-kernels named ``[CUD
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from math import gcd
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import InputError
+from ..config.categories import (  # noqa: F401  (re-exported: rules live in config)
+    CATEGORY_NAMES,
+    ENGINE_PRESETS,
+    PRESET_DIR,
+    PRESETS,
+    CategoryRules,
+    PresetRules,
+    Rule,
+    build_rules,
+    load_rules,
+    preset_detect,
+    preset_rules,
+    with_preset,
+)
 from ..model.trace import TraceModel
-from . import intervals as iv
+from .category_split import device_split, nonoverlap_split, small_int, value_codes  # noqa: F401
 from .idle import MEMCPY_KIND_LABEL
 from .stats import pct
 
-CATEGORY_NAMES: List[str] = [
-    "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "sampling",
-    "quantize", "elementwise", "memcpy", "triton", "other",
-]
 OTHER = CATEGORY_NAMES.index("other")
-PRESETS: Tuple[str, ...] = ("generic", "vllm", "sglang", "trtllm")
-ENGINE_PRESETS: Tuple[str, ...] = ("vllm", "sglang", "trtllm")
-PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
 TOP_KERNELS = 5
 OTHER_TOP_KERNELS = 15
-
-Rule = Tuple[str, str]
-
-
-@dataclass
-class CategoryRules:
-    """Ordered (regex, category) rules. ``preset == "auto"``: the engine preset is chosen per trace by
-    :func:`analyze_categories` (``rules`` then holds user rules + generic until resolved)."""
-
-    preset: str
-    rules: List[Rule]
-    user_rules: List[Rule] = field(default_factory=list)
-    replace: bool = False
-    source: Optional[str] = None          # path of the user rules file
-    reason: str = ""                      # why this preset
-
-    @property
-    def categories(self) -> List[str]:
-        """Category names in index order: the standard ones, then user-defined ones by first use."""
-        out = list(CATEGORY_NAMES)
-        for _, c in self.rules:
-            if c not in out:
-                out.append(c)
-        return out
-
-    def compiled(self) -> List[Tuple[re.Pattern, str]]:
-        return [(re.compile(rx, re.IGNORECASE), c) for rx, c in self.rules]
-
-
-# ----------------------------------------------------------------------------------------------------------
-# presets and user rules
-
-
-def _read_preset(name: str) -> Dict:
-    path = PRESET_DIR / f"categories_{name}.json"
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def preset_rules(name: str) -> List[Rule]:
-    """Rules of a preset, with the rules of the preset it ``extends`` appended."""
-    p = _read_preset(name)
-    rules = [(str(r[0]), str(r[1])) for r in p.get("rules", [])]
-    base = p.get("extends")
-    if base and base != name:
-        rules += preset_rules(str(base))
-    return rules
-
-
-def preset_detect(name: str) -> List[str]:
-    return [str(x) for x in _read_preset(name).get("detect", [])]
-
-
-def _parse_user_file(path: str) -> Tuple[List[Rule], bool]:
-    label = f"--categories {path}"
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise InputError(f"{label}: cannot read the file ({e.strerror or e})") from None
-    data = None
-    is_yaml = path.lower().endswith((".yaml", ".yml"))
-    if not is_yaml:
-        try:
-            data = json.loads(text)
-        except ValueError as e:
-            json_err = f"not valid JSON ({e.msg} at line {e.lineno})"
-        else:
-            json_err = ""
-    if data is None:
-        try:
-            import yaml  # type: ignore[import-untyped]
-        except ImportError:
-            msg = json_err if not is_yaml else "YAML needs PyYAML (pip install pyyaml); use JSON instead"
-            raise InputError(f"{label}: {msg}") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else "parse error"
-            raise InputError(f"{label}: not valid JSON or YAML ({first})") from None
-    if isinstance(data, list):
-        data = {"rules": data}
-    if not isinstance(data, dict) or "rules" not in data:
-        raise InputError(f'{label}: expected an object '
-                         f'{{"rules": [[regex, category], ...], "replace": false}}')
-    raw = data["rules"]
-    if not isinstance(raw, list):
-        raise InputError(f'{label}: "rules" must be a list of [regex, category] pairs')
-    rules: List[Rule] = []
-    for i, r in enumerate(raw):
-        if isinstance(r, dict) and set(r) >= {"regex", "category"}:
-            r = [r["regex"], r["category"]]
-        if not (isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(x, str) for x in r)):
-            raise InputError(f"{label}: rule #{i + 1} must be a [regex, category] pair of strings, got {r!r}")
-        rx, cat = r[0], r[1].strip()
-        if not cat:
-            raise InputError(f"{label}: rule #{i + 1} has an empty category")
-        try:
-            re.compile(rx, re.IGNORECASE)
-        except re.error as e:
-            raise InputError(f"{label}: rule #{i + 1} regex {rx!r} is invalid ({e})") from None
-        rules.append((rx, cat))
-    replace = data.get("replace", False)
-    if not isinstance(replace, bool):
-        raise InputError(f'{label}: "replace" must be true or false')
-    return rules, replace
-
-
-def load_rules(preset: Optional[str] = None, extra_file: Optional[str] = None) -> CategoryRules:
-    """Rules for ``preset`` (None / "auto": chosen per trace) plus an optional user rules file.
-
-    Raises :class:`InputError` (one-line message) for an unknown preset or a bad file.
-    """
-    name = (preset or "auto").strip().lower()
-    if name not in PRESETS and name != "auto":
-        raise InputError(f"unknown categories preset {preset!r} (choose from: auto, {', '.join(PRESETS)})")
-    user: List[Rule] = []
-    replace = False
-    if extra_file:
-        user, replace = _parse_user_file(str(extra_file))
-    if replace:
-        return CategoryRules("custom", list(user), user, True, str(extra_file),
-                             f"rules replaced by {extra_file}")
-    base = preset_rules("generic" if name == "auto" else name)
-    reason = "auto-selected per trace" if name == "auto" else f"preset {name} requested"
-    return CategoryRules(name, user + base, user, False, str(extra_file) if extra_file else None, reason)
-
-
-def with_preset(rules: CategoryRules, name: str, reason: str) -> CategoryRules:
-    """``rules`` with its preset part replaced by preset ``name`` (user rules kept first)."""
-    return CategoryRules(name, list(rules.user_rules) + preset_rules(name), list(rules.user_rules),
-                         rules.replace, rules.source, reason)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -202,7 +75,7 @@ def with_preset(rules: CategoryRules, name: str, reason: str) -> CategoryRules:
 
 def classify(names: Sequence[str], rules: Optional[CategoryRules] = None) -> np.ndarray:
     """Category index (into ``rules.categories``) per distinct name; loops over rules × unmatched names."""
-    rules = rules or load_rules("generic")
+    rules = rules or build_rules("generic")   # built-in preset, parsed once by config
     cats = rules.categories
     index = {c: i for i, c in enumerate(cats)}
     out = np.full(len(names), index["other"], np.int64)
@@ -228,110 +101,24 @@ def _name_time(name_idx: np.ndarray, dur: np.ndarray, n_names: int) -> Tuple[np.
     return cnt, tot
 
 
-def detect_engine(names: Sequence[str], name_total_ns: np.ndarray) -> Tuple[Optional[str], Dict[str, float]]:
-    """Engine preset whose ``detect`` regexes match the most kernel time (None if none matches)."""
+def detect_engine(names: Sequence[str], name_total_ns: np.ndarray,
+                  engines: Optional[Sequence[PresetRules]] = None) -> Tuple[Optional[str], Dict[str, float]]:
+    """Engine preset whose ``detect`` regexes match the most kernel time (None if none matches).
+
+    ``engines``: the engine presets to compare, in tie-break order (default: the built-in ones)."""
+    if engines is None:
+        engines = CategoryRules("auto", ()).engine_presets()
     total = int(name_total_ns.sum())
     shares: Dict[str, float] = {}
     best, best_ns = None, 0
     live = [i for i in range(len(names)) if name_total_ns[i] > 0]
-    for eng in ENGINE_PRESETS:
-        pats = [re.compile(p, re.IGNORECASE) for p in preset_detect(eng)]
+    for eng in engines:
+        pats = [re.compile(p, re.IGNORECASE) for p in eng.detect]
         ns = sum(int(name_total_ns[i]) for i in live if any(p.search(names[i] or "") for p in pats))
-        shares[eng] = pct(ns, total)
+        shares[eng.name] = pct(ns, total)
         if ns > best_ns:
-            best, best_ns = eng, ns
+            best, best_ns = eng.name, ns
     return best, shares
-
-
-# ----------------------------------------------------------------------------------------------------------
-# non-overlapped time
-
-
-def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
-                     n_cat: int) -> Tuple[np.ndarray, int]:
-    """(nonoverlap_ns per category, busy_ns) for the intervals of ONE device (see module docstring).
-
-    Memory is O(intervals): per category the union of its intervals is built; the number of active
-    categories per elementary segment comes from one cumsum over all union-block boundaries; for each
-    distinct active-count k, a prefix sum of the segment lengths with that k gives each category's
-    length at that k. Exact shares Σ_k len(c, k) / k are rounded by the largest remainder.
-    """
-    out = np.zeros(n_cat, np.int64)
-    n = int(start.shape[0])
-    if n == 0:
-        return out, 0
-    start = np.asarray(start, np.int64)
-    end = np.maximum(np.asarray(end, np.int64), start)
-    cat = np.asarray(cat, np.int64)
-    if n < 2 or bool((start[1:] >= start[:-1]).all()):
-        # already sorted by start: a stable sort by category (radix sort on a small int type) suffices
-        small = cat.astype(np.int16) if n_cat < (1 << 15) else cat
-        order = np.argsort(small, kind="stable")
-    else:
-        order = np.lexsort((start, cat))
-    s, e, c = start[order], end[order], cat[order]
-    cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
-    lo = np.concatenate(([0], cuts))
-    hi = np.concatenate((cuts, [n]))
-    bs_l, be_l, bc_l = [], [], []
-    for a, b in zip(lo.tolist(), hi.tolist()):
-        u = iv.union(s[a:b], e[a:b])
-        keep = u.end > u.start
-        if keep.any():
-            bs_l.append(u.start[keep])
-            be_l.append(u.end[keep])
-            bc_l.append(int(c[a]))
-    if not bs_l:
-        return out, 0
-    sizes = np.array([x.shape[0] for x in bs_l], np.int64)
-    bs, be = np.concatenate(bs_l), np.concatenate(be_l)
-    block_first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    # active-category count per elementary segment
-    t = np.concatenate((bs, be))
-    o = np.argsort(t, kind="stable")
-    ts = t[o]
-    del t
-    ds = np.where(o < bs.shape[0], np.int8(1), np.int8(-1))   # +1 at a block start, −1 at its end
-    del o
-    first = np.empty(ts.shape[0], bool)
-    first[0] = True
-    np.not_equal(ts[1:], ts[:-1], out=first[1:])
-    pos = np.flatnonzero(first)
-    del first
-    tu = ts[pos]
-    del ts
-    k_seg = np.cumsum(np.add.reduceat(ds.astype(np.int32), pos))[:-1]
-    del ds, pos
-    length = np.diff(tu)
-    busy = int(length[k_seg > 0].sum())
-    i0 = np.searchsorted(tu, bs)
-    i1 = np.searchsorted(tu, be)
-    ks = [int(k) for k in np.unique(k_seg[k_seg > 0]).tolist()]
-    # len_ck[c][k]: length of segments with k active categories inside category c's blocks
-    len_ck: Dict[int, Dict[int, int]] = {cc: {} for cc in bc_l}
-    for k in ks:
-        prefix = np.concatenate(([0], np.cumsum(np.where(k_seg == k, length, 0))))
-        per_block = prefix[i1] - prefix[i0]
-        per_cat = np.add.reduceat(per_block, block_first)
-        for cc, v in zip(bc_l, per_cat.tolist()):
-            if v:
-                len_ck[cc][k] = int(v)
-    lcm = 1
-    for k in ks:
-        lcm = lcm * k // gcd(lcm, k)
-    numer = {cc: sum(v * (lcm // k) for k, v in len_ck[cc].items()) for cc in bc_l}
-    floors = {cc: numer[cc] // lcm for cc in bc_l}
-    deficit = busy - sum(floors.values())
-    ranked = sorted(bc_l, key=lambda cc: (-(numer[cc] % lcm), cc))
-    for cc in ranked[:deficit]:
-        floors[cc] += 1
-    for cc, v in floors.items():
-        out[cc] = v
-    return out, busy
-
-
-# ----------------------------------------------------------------------------------------------------------
-# analysis
 
 
 @dataclass
@@ -382,49 +169,6 @@ def _rows(cats: List[str], count: np.ndarray, total: np.ndarray, nonov: np.ndarr
              "nonoverlap_pct": pct(int(nonov[i]), busy)} for i in order]
 
 
-def _codes(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(distinct values ascending, code per row) — a lookup table when the value range is small (no sort)."""
-    x = np.asarray(x, np.int64)
-    if x.shape[0] == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    lo, hi = int(x.min()), int(x.max())
-    if hi - lo < (1 << 20):
-        present = np.bincount(x - lo, minlength=hi - lo + 1) > 0
-        values = np.flatnonzero(present) + lo
-        lut = np.cumsum(present) - 1
-        return values.astype(np.int64), lut[x - lo].astype(np.int64)
-    values, inv = np.unique(x, return_inverse=True)
-    return values.astype(np.int64), inv.reshape(-1).astype(np.int64)
-
-
-def _small(x: np.ndarray, n: int) -> np.ndarray:
-    """``x`` in the smallest int type holding 0..n (numpy's stable sort is a radix sort for those)."""
-    return x.astype(np.int16) if n < (1 << 15) else x.astype(np.int32) if n < (1 << 31) else x
-
-
-def _scope(start: np.ndarray, end: np.ndarray, cat: np.ndarray, dev_code: np.ndarray, n_dev: int,
-           n_cat: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per (device, category): count, total, nonoverlap; per device: busy. Rows are in start order; each
-    device's rows are gathered one device at a time (only one device's copy is alive at once)."""
-    key = dev_code * n_cat + cat
-    count = np.bincount(key, minlength=n_dev * n_cat).reshape(n_dev, n_cat).astype(np.int64)
-    total = np.rint(np.bincount(key, weights=(end - start).astype(np.float64), minlength=n_dev * n_cat))
-    total = total.astype(np.int64).reshape(n_dev, n_cat)
-    del key
-    nonov = np.zeros((n_dev, n_cat), np.int64)
-    busy = np.zeros(n_dev, np.int64)
-    # group rows by device (stable: each group stays sorted by start)
-    o = np.argsort(_small(dev_code, n_dev), kind="stable")
-    bounds = np.searchsorted(dev_code[o], np.arange(n_dev + 1))
-    for j in range(n_dev):
-        a, b = int(bounds[j]), int(bounds[j + 1])
-        if b > a:
-            idx = o[a:b]
-            nonov[j], busy[j] = nonoverlap_split(start[idx], end[idx], cat[idx], n_cat)
-            del idx
-    return count, total, nonov, busy
-
-
 def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
                        kernel_phase: Optional[np.ndarray] = None, phase_names: Optional[List] = None,
                        include_memcpy: bool = False) -> CategoryResult:
@@ -433,18 +177,18 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
         return CategoryResult(False, "no CUDA kernels were captured — nothing to categorize")
     if kernel_phase is not None and np.shape(kernel_phase)[0] != len(k):
         raise ValueError(f"kernel_phase has {np.shape(kernel_phase)[0]} entries for {len(k)} kernels")
-    rules = rules or load_rules(None)
+    rules = rules or build_rules(None)   # built-in presets, parsed once by config
     names = list(k.names)
     name_idx = k.name_idx.astype(np.int64)
     n_cnt, n_tot = _name_time(name_idx, k.dur, len(names))
     detect_pct: Dict[str, float] = {}
     if rules.preset == "auto":
-        eng, detect_pct = detect_engine(names, n_tot)
+        eng, detect_pct = detect_engine(names, n_tot, rules.engine_presets())
         shares = ", ".join(f"{e} {v:g} %" for e, v in detect_pct.items())
         if eng is None:
-            rules = with_preset(rules, "generic", f"auto: no engine-specific kernel names found ({shares})")
+            rules = rules.with_preset("generic", f"auto: no engine-specific kernel names found ({shares})")
         else:
-            rules = with_preset(rules, eng, f"auto: {eng} kernel names cover the most kernel time ({shares})")
+            rules = rules.with_preset(eng, f"auto: {eng} kernel names cover the most kernel time ({shares})")
     cats = rules.categories
     n_cat = len(cats)
     other = cats.index("other")
@@ -483,10 +227,10 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
             phase = np.concatenate((phase, np.full(start.shape[0] - len(k), -1, np.int64)))
             n_cnt, n_tot = _name_time(row_name, end - start, len(all_names))
     cat = name_cat[row_name]
-    devices, dev_code = _codes(dev)
+    devices, dev_code = value_codes(dev)
     n_dev = int(devices.shape[0])
 
-    count, total, nonov, busy = _scope(start, end, cat, dev_code, n_dev, n_cat)
+    count, total, nonov, busy = device_split(start, end, cat, dev_code, n_dev, n_cat)
     tot_all = int(total.sum())
     busy_all = int(busy.sum())
     c_cnt, c_tot, c_non = count.sum(0), total.sum(0), nonov.sum(0)
@@ -519,16 +263,16 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
 
     if kernel_phase is not None:
         labels = list(phase_names or [])
-        values, pcode = _codes(phase)
+        values, pcode = value_codes(phase)
         n_ph = int(values.shape[0])
         # one stable sort groups rows by (phase, device); each group stays sorted by start
-        o = np.argsort(_small(pcode * n_dev + dev_code, n_ph * n_dev), kind="stable")
+        o = np.argsort(small_int(pcode * n_dev + dev_code, n_ph * n_dev), kind="stable")
         bounds = np.searchsorted(pcode[o], np.arange(n_ph + 1))
         order = [j for j in range(n_ph) if values[j] >= 0] + [j for j in range(n_ph) if values[j] < 0]
         for j in order:
             p = int(values[j])
             ro = o[int(bounds[j]):int(bounds[j + 1])]
-            pc, pt, pn, pb = _scope(start[ro], end[ro], cat[ro], dev_code[ro], n_dev, n_cat)
+            pc, pt, pn, pb = device_split(start[ro], end[ro], cat[ro], dev_code[ro], n_dev, n_cat)
             ptot, pbusy = int(pt.sum()), int(pb.sum())
             name = None if p < 0 else (str(labels[p]) if p < len(labels) else f"phase {p}")
             res.phases.append({

@@ -7,7 +7,7 @@ Definitions:
 * **graph kernel** — a kernel whose ``launch_idx`` points at a graph-launch call, or whose
   ``graphNodeId`` is set (``graph_node >= 0``).
 * **kernels per launch** — number of graph kernels linked (by correlation id) to one graph-launch call;
-  the statistics (min/p50/mean/max, p50 by linear interpolation, mean rounded to 3 decimals) cover the
+  the statistics (min/p50/mean/max, p50 by :func:`stats.median`, mean rounded to 3 decimals) cover the
   launches with at least one linked kernel; ``launches_without_kernels`` counts the others.
 * **graph kernel share** — ``graph_kernel_ns`` (Σ end − start of graph kernels) / ``total_kernel_ns``
   (Σ over all kernels) × 100.
@@ -30,7 +30,7 @@ import numpy as np
 from ..model.trace import TraceModel
 from . import api_classes as ac
 from . import intervals as iv
-from .stats import pct
+from .stats import median, pct
 
 FIX_CMD = "nsys profile --cuda-graph-trace=node"
 HIDDEN_WARNING = (
@@ -140,7 +140,7 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
         pos = np.sort(kpl[kpl > 0])
         if pos.shape[0]:
             res.kernels_per_launch = {
-                "launches": int(pos.shape[0]), "min": int(pos[0]), "p50": float(np.percentile(pos, 50)),
+                "launches": int(pos.shape[0]), "min": int(pos[0]), "p50": median(pos),
                 "mean": round(float(pos.mean()), 3), "max": int(pos[-1]),
             }
         vals, cnts = np.unique(kpl, return_counts=True)

@@ -68,6 +68,23 @@ def union(start: np.ndarray, end: np.ndarray) -> Union:
     return Union(bstart, bend, first, closes[firsts])
 
 
+def union_lean(start: np.ndarray, end: np.ndarray) -> Union:
+    """Union of intervals already sorted by ``start``: the same blocks as :func:`union`, without the
+    first/last-row bookkeeping (``first_row`` / ``last_row`` are empty), so no sort is needed: O(n)."""
+    n = start.shape[0]
+    e0 = np.empty(0, np.int64)
+    if n == 0:
+        return Union(e0, e0, e0, e0)
+    s = np.asarray(start, dtype=np.int64)
+    cm = np.maximum.accumulate(np.maximum(np.asarray(end, dtype=np.int64), s))
+    new = np.empty(n, bool)
+    new[0] = True
+    np.greater(s[1:], cm[:-1], out=new[1:])
+    first = np.nonzero(new)[0]
+    last = np.append(first[1:] - 1, n - 1)
+    return Union(s[first], cm[last], e0, e0)
+
+
 def union_unsorted(start: np.ndarray, end: np.ndarray) -> Union:
     order = np.argsort(start, kind="stable")
     u = union(start[order], end[order])

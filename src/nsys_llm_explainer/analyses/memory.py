@@ -17,7 +17,7 @@ Definitions:
 * **steps** (only with ``step_bounds = (starts, ends)``, non-overlapping): a copy belongs to the step whose
   ``[start, end)`` holds the start of its launching call (GPU start when the call is unknown); an
   alloc/free call belongs to the step holding its start ("allocation in the loop": ``in_steps``).
-  ``copies_per_step_*`` / ``bytes_per_step_*`` are the median (linear interpolation) and mean over all steps,
+  ``copies_per_step_*`` / ``bytes_per_step_*`` are the median (:func:`stats.median`) and mean over all steps,
   steps without copies counting as 0; means of counts are rounded to 3 decimals, byte means half up.
 """
 
@@ -32,7 +32,7 @@ from ..model.trace import TraceModel
 from . import api_classes as ac
 from .idle import MEMCPY_KIND_LABEL
 from .memcpy import mem_kind as _kind
-from .stats import combine_keys, round_half_up
+from .stats import combine_keys, median, round_half_up
 
 HTOD, DTOH = 1, 2
 PAGEABLE = 0
@@ -181,9 +181,9 @@ def analyze_memory(model: TraceModel,
             np.add.at(tps, st[inside], dur[inside].astype(np.int64))
             res.per_step = {
                 "step_count": int(n_steps), "copies_in_steps": int(inside.sum()),
-                "copies_per_step_median": float(np.median(cps)) if n_steps else 0.0,
+                "copies_per_step_median": median(cps),
                 "copies_per_step_mean": round(float(cps.mean()), 3) if n_steps else 0.0,
-                "bytes_per_step_median": int(round_half_up(np.median(bps))) if n_steps else 0,
+                "bytes_per_step_median": int(round_half_up(median(bps))),
                 "bytes_per_step_mean": int(round_half_up(bps.mean())) if n_steps else 0,
                 "copy_ns_per_step_mean": int(round_half_up(tps.mean())) if n_steps else 0,
                 "host_copies_in_steps": int((inside & host).sum()),

@@ -17,7 +17,7 @@ Definitions:
 * per matched collective: ``skew`` of a rank = its kernel start − earliest start among the ranks; the
   **last to arrive** is the rank with the latest start (ties: highest rank index); ``wait`` = latest start −
   earliest start.
-* per rank (over its matched kernels): ``mean_ns`` (rounded half up), ``p50_ns`` (linear interpolation,
+* per rank (over its matched kernels): ``mean_ns`` (rounded half up), ``p50_ns`` (:func:`stats.median`,
   rounded half up), ``mean_start_skew_ns`` (rounded half up), ``last_arrival_count``.
 * **verdict** (``straggler``) — ``waiting_rank`` = rank with the largest p50 duration; ``duration_ratio`` =
   its p50 / the median of the other ranks' p50; ``late_rank`` = rank most often last to arrive,
@@ -36,7 +36,7 @@ import numpy as np
 
 from ..model.trace import TraceModel
 from . import intervals as iv
-from .stats import combine_keys, pct, round_half_up
+from .stats import combine_keys, median, pct, round_half_up
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
 COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
@@ -180,7 +180,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     for r in range(n_rank):   # loop over ranks only
         m = rank[mi] == r
         dd = d[mi][m]
-        p50[r] = float(np.median(dd)) if dd.shape[0] else 0.0
+        p50[r] = median(dd)
         base_rank[r].update(
             matched=int(m.sum()),
             mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
@@ -192,7 +192,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
 
     waiting = int(np.argmax(p50))
     others = np.delete(p50, waiting)
-    ref = float(np.median(others))
+    ref = median(others)
     ratio = p50[waiting] / ref if ref > 0 else float("inf")
     late = int(np.argmax(last_cnt))
     share = last_cnt[late] / res.matched_collectives

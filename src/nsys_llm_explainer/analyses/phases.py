@@ -6,7 +6,8 @@ whose longest match is in the preset's ``ignore`` list (``"decoder"``, ``"tokeni
 This lets ``": 0 ctx reqs"`` (TensorRT-LLM generation-only step) beat ``"ctx reqs"`` (context step) and
 keeps ``"LlamaDecoderLayer"`` out of ``decode``. Presets live in ``presets/phases.json`` (vLLM, SGLang,
 TensorRT-LLM, generic); a user ``--phase-map`` ``{"phase": ["substring", ...]}`` replaces the preset
-phases (the ignore list still applies, after the user's phases on ties).
+phases (the ignore list still applies, after the user's phases on ties). Presets and user maps are read
+and validated by :mod:`config.phase_map` (:class:`PhaseMap`); this module does no file I/O.
 
 Only push/pop ranges (the NVTX tree) take part. At any instant on a thread, the *phase owner* is the
 innermost open range whose name has a phase; a kernel's phase is the phase owner of its launch call
@@ -25,106 +26,49 @@ are ``unmapped``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..errors import InputError
+from ..config.phase_map import (  # noqa: F401  (re-exported: phase maps are read and validated in config)
+    PHASES,
+    PRESET_FILE,
+    UNMAPPED,
+    PhaseMap,
+    as_phase_map,
+    ignore_list,
+    load_presets,
+    preset_phase_map,
+    resolve_phase_map,
+    step_keywords,
+)
 from ..model.trace import TraceModel
 from . import intervals as iv
 from .nvtx_tree import NvtxTree
 from .stats import pct
 
-PHASES = ("prefill", "decode", "other")
-UNMAPPED = "unmapped"
-PRESET_FILE = Path(__file__).resolve().parent.parent / "presets" / "phases.json"
-
-# used when presets/phases.json cannot be read (installed without package data)
-_FALLBACK = {
-    "frameworks": {
-        "builtin": {
-            "prefill": ["prefill", "mixed", "forward_extend", "extend", "context", "ctx reqs"],
-            "decode": ["decode", "forward_decode", "generation", ": 0 ctx reqs"],
-            "other": ["warmup", "profile_run", "dummy_run", "capture_model"],
-        }
-    },
-    "ignore": ["decoder", "tokeniz", "detokeniz"],
-    "step_keywords": ["execute_model", "forward_step", "step", "iteration", "prefill", "decode", "extend",
-                      "generation", "context"],
-}
+PhaseMapLike = Union[PhaseMap, Mapping[str, Sequence[str]]]
 
 
-def load_presets() -> Dict:
-    """The preset document (``frameworks``, ``ignore``, ``step_keywords``)."""
-    try:
-        with open(PRESET_FILE, encoding="utf-8") as fh:
-            data = json.load(fh)
-        if isinstance(data, dict) and isinstance(data.get("frameworks"), dict):
-            return data
-    except (OSError, ValueError):
-        pass
-    return _FALLBACK
-
-
-def _merge(maps: Sequence[Dict[str, List[str]]]) -> Dict[str, List[str]]:
-    out: Dict[str, List[str]] = {p: [] for p in PHASES}
-    for m in maps:
-        for phase, subs in m.items():
-            lst = out.setdefault(phase, [])
-            for s in subs:
-                if s.lower() not in (x.lower() for x in lst):
-                    lst.append(s)
-    return out
-
-
-def preset_phase_map(framework: Optional[str] = None) -> Dict[str, List[str]]:
-    """Phase map of one framework preset (``vllm``, ``sglang``, ``trtllm``, ``generic``) or all merged."""
-    fw = load_presets()["frameworks"]
-    if framework is not None:
-        if framework not in fw:
-            raise InputError(f"unknown phase preset {framework!r}; expected one of {sorted(fw)}")
-        return _merge([fw[framework]])
-    return _merge([fw[k] for k in fw])
-
-
-def ignore_list() -> List[str]:
-    return [str(s) for s in load_presets().get("ignore", [])]
-
-
-def step_keywords() -> List[str]:
-    return [str(s) for s in load_presets().get("step_keywords", [])]
-
-
-def resolve_phase_map(user_map: Optional[Dict[str, object]]) -> Tuple[Dict[str, List[str]], str]:
-    """(phase map, source). A user map replaces the presets; source is ``"user"`` or ``"preset:<names>"``."""
-    if user_map:
-        if not isinstance(user_map, dict):
-            raise InputError('phase map must be a JSON object {"phase": ["substring", ...]}')
-        out: Dict[str, List[str]] = {}
-        for k, v in user_map.items():
-            subs = [v] if isinstance(v, str) else v
-            ok = isinstance(k, str) and isinstance(subs, list) and all(isinstance(s, str) for s in subs)
-            if not ok:
-                raise InputError('phase map must be a JSON object {"phase": ["substring", ...]}')
-            if k == UNMAPPED:
-                raise InputError(f"phase name {UNMAPPED!r} is reserved")
-            out[k] = [s for s in subs if s]
-        return out, "user"
-    fw = load_presets()["frameworks"]
-    return preset_phase_map(), "preset:" + "+".join(fw)
-
-
-def phase_of_names(names: Sequence[str], phase_map: Dict[str, List[str]],
+def phase_of_names(names: Sequence[str], phase_map: PhaseMapLike,
                    ignore: Optional[Sequence[str]] = None) -> np.ndarray:
-    """Phase index per name (order of ``phase_map``), -1 for none; one extra trailing -1 (for index -1)."""
+    """Phase index per name (order of ``phase_map``), -1 for none; one extra trailing -1 (for index -1).
+
+    ``ignore`` defaults to the :class:`PhaseMap`'s ignore list (the presets' for a plain dict)."""
+    if isinstance(phase_map, PhaseMap):
+        items = phase_map.phases
+        if ignore is None:
+            ignore = phase_map.ignore
+    else:
+        items = tuple(phase_map.items())
+    if ignore is None:
+        ignore = ignore_list()
     pats: List[Tuple[str, int, int]] = []   # (substring, phase index or -1 for ignore, tie order)
-    for j, subs in enumerate(phase_map.values()):
+    for j, (_, subs) in enumerate(items):
         pats += [(s.lower(), j, j) for s in subs if s]
-    big = len(phase_map)
-    pats += [(s.lower(), -1, big) for s in (ignore if ignore is not None else ignore_list()) if s]
+    big = len(items)
+    pats += [(s.lower(), -1, big) for s in ignore if s]
     out = np.full(len(names) + 1, -1, np.int64)
     for i, n in enumerate(names):
         low = n.lower()
@@ -163,6 +107,7 @@ class PhaseResult:
     notes: List[str] = field(default_factory=list)
     kernel_phase: Optional[np.ndarray] = None   # phase index per kernel, -1 none (not serialized)
     node_phase: Optional[np.ndarray] = None     # phase index of each tree node's phase owner (not serialized)
+    rules: Optional[PhaseMap] = None            # the phase map used, with ignore / step keywords (not serialized)
 
     def to_dict(self) -> Dict[str, object]:
         return {"available": self.available, "reason": self.reason, "source": self.source,
@@ -176,7 +121,7 @@ def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> 
     total = 0
     for d in np.unique(device).tolist():
         m = device == d
-        total += iv.union(start[m], end[m]).length   # kernels are sorted by start
+        total += iv.union_lean(start[m], end[m]).length   # kernels are sorted by start
     return total
 
 
@@ -200,16 +145,15 @@ def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray):
     return ps, np.maximum(pe, ps), po
 
 
-def analyze_phases(model: TraceModel, phase_map: Optional[Dict[str, List[str]]] = None,
+def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
                    tree: Optional[NvtxTree] = None, kernel_node: Optional[np.ndarray] = None,
                    source: Optional[str] = None) -> PhaseResult:
-    """Phase wall time and GPU time (see module docstring). ``phase_map=None`` uses the presets."""
-    if phase_map is None:
-        phase_map, src = resolve_phase_map(None)
-    else:
-        src = source or "user"
-    labels = list(phase_map.keys())
-    res = PhaseResult(False, None, src, phase_map, phase_names=labels)
+    """Phase wall time and GPU time (see module docstring). ``phase_map``: a :class:`PhaseMap` from
+    :mod:`config.phase_map`, or a plain ``{"phase": [substring, ...]}`` dict (source ``source`` or
+    ``"user"``); None uses the presets."""
+    pm = as_phase_map(phase_map, source)
+    labels = pm.names
+    res = PhaseResult(False, None, pm.source, pm.as_dict(), phase_names=labels, rules=pm)
     k = model.kernels
     nk = len(k) if k is not None else 0
     res.kernel_phase = np.full(nk, -1, np.int64)
@@ -221,7 +165,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[Dict[str, List[str]]] 
     if tree is None or len(tree) == 0:
         res.reason = "no NVTX push/pop ranges to take phases from"
     else:
-        name_phase = phase_of_names(names, phase_map)
+        name_phase = phase_of_names(names, pm)
         own, owner = resolve_nodes(tree, name_phase)
         res.node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
         has = own >= 0

@@ -4,6 +4,9 @@ For each group: ``count``, ``total_ns`` (sum of ``end − start``), ``avg_ns`` (
 up to an integer), ``min_ns``, ``max_ns``, and percentiles ``p50_ns`` / ``p90_ns`` / ``p99_ns`` computed
 with linear interpolation between closest ranks (numpy's default method; p50 equals nsys stats' "Med"),
 rounded half up to an integer. ``p50_exact`` keeps the unrounded median.
+
+Ungrouped values: :func:`percentile` / :func:`median` (same interpolation, unrounded float; callers round
+half up with :func:`round_half_up` where they report integer ns).
 """
 
 from __future__ import annotations
@@ -53,6 +56,20 @@ def percentile_sorted(values: np.ndarray, starts: np.ndarray, counts: np.ndarray
     vlo = values[starts + lo].astype(np.float64)
     vhi = values[starts + hi].astype(np.float64)
     return vlo + (vhi - vlo) * frac
+
+
+def percentile(values: np.ndarray, q: float) -> float:
+    """Percentile ``q`` (0–100) of ``values`` (any order) by the same linear interpolation between
+    closest ranks as :func:`percentile_sorted` (numpy's default method, unrounded); 0.0 when empty."""
+    v = np.sort(np.asarray(values).reshape(-1))
+    if v.shape[0] == 0:
+        return 0.0
+    return float(percentile_sorted(v, np.zeros(1, np.int64), np.array([v.shape[0]], np.int64), q)[0])
+
+
+def median(values: np.ndarray) -> float:
+    """:func:`percentile` 50 (for an even count: the mean of the two middle values, unrounded)."""
+    return percentile(values, 50)
 
 
 def combine_keys(cols: List[np.ndarray]):

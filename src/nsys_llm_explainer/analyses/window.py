@@ -29,7 +29,8 @@ Auto rule:
    (looking ahead at most one bin). Sparse kernels sharing an edge bin are thereby dropped, dense ones
    just outside it kept.
 5. The leading part ``[full_start, candidate start)`` is trimmed only when it exceeds ``TRIM_MIN_SHARE``
-   (10 %) of the candidate window (``candidate end − candidate start``, or of the full span if smaller) **and** holds at most ``TRIM_MAX_BUSY_SHARE`` (25 %) of all pooled busy ns (a
+   (10 %) of the candidate window (``candidate end − candidate start``, or of the full span if smaller)
+   **and** holds at most ``TRIM_MAX_BUSY_SHARE`` (25 %) of all pooled busy ns (a
    sparser part that still carries much of the GPU work is workload, not warm-up); likewise the trailing
    part. A side that is not trimmed keeps its full edge.
    Nothing trimmed → method ``full``. Fewer than ``MIN_KERNELS`` (20) kernels or a span under 1 µs → ``full``.
@@ -49,6 +50,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..config.window import parse_window
 from ..errors import InputError
 from ..model.trace import TraceModel
 from . import intervals as iv
@@ -88,20 +90,6 @@ class WindowResult:
         d = dataclasses.asdict(self)
         d["window_ns"] = self.window_ns
         return d
-
-
-def parse_window(text: str) -> Tuple[int, int]:
-    """``"START_NS:END_NS"`` → (start, end); raises :class:`InputError` when malformed."""
-    parts = str(text).split(":")
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        a, b = int(parts[0].strip()), int(parts[1].strip())
-    except ValueError:
-        raise InputError(f"--window expects START_NS:END_NS (integers), got {text!r}") from None
-    if b <= a:
-        raise InputError(f"--window end ({b}) must be after its start ({a})")
-    return a, b
 
 
 def _fmt_s(ns: int) -> str:

@@ -319,28 +319,3 @@ def fetch_session(conn: sqlite3.Connection, schema: Schema) -> Dict[str, object]
     if rows:
         out["analysis_duration_ns"] = rows[0].get("duration")
     return out
-
-
-def fetch_enum(conn: sqlite3.Connection, schema: Schema, table: str) -> Dict[int, str]:
-    """An ``ENUM_*`` table as id → label (empty when absent or empty: callers keep fallbacks)."""
-    if not schema.has(table, "id"):
-        return {}
-    label = "label" if schema.has(table, "label") else ("name" if schema.has(table, "name") else None)
-    if label is None:
-        return {}
-    return {int(i): str(v) for i, v in _query(conn, f'SELECT id, "{label}" FROM "{table}"') if v is not None}
-
-
-def count_rows(conn: sqlite3.Connection, schema: Schema, table: str) -> int:
-    if table not in schema.tables:
-        return 0
-    return int(_query(conn, f'SELECT count(*) FROM "{table}"')[0][0])
-
-
-def group_by_name_floor(conn: sqlite3.Connection, schema: Schema) -> int:
-    """One ``GROUP BY`` pass over the kernel table (benchmark floor); returns the number of groups."""
-    t = schema.kernel_table
-    if t is None:
-        return 0
-    rows = _query(conn, f'SELECT demangledName, count(*), sum("end" - start) FROM "{t}" GROUP BY 1')
-    return len(rows)

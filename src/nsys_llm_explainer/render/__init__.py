@@ -2,6 +2,7 @@
 
 ``ALL_RENDERERS`` lists the renderer classes run for every report: Markdown (``report.md``), JSON
 (``report.json``) and CSV (``tables/*.csv``). :func:`load_schema` returns the JSON Schema of ``report.json``.
+Renderers format the dict; they never compute a metric (docs/MODEL.md defines every number).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Dict, List, Mapping, Type
 
 from .base import JsonRenderer, Renderer
 from .csv_tables import CsvRenderer
-from .markdown import SECTION_RENDERERS, MarkdownRenderer, render_markdown, section_renderer
+from .markdown import MarkdownRenderer, render_markdown
 
 ALL_RENDERERS: List[Type[Renderer]] = [MarkdownRenderer, JsonRenderer, CsvRenderer]
 SCHEMA_FILE = "report_schema.json"
@@ -39,9 +40,7 @@ __all__ = [
     "JsonRenderer",
     "MarkdownRenderer",
     "Renderer",
-    "SECTION_RENDERERS",
     "load_schema",
     "render_all",
     "render_markdown",
-    "section_renderer",
 ]

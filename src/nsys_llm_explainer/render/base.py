@@ -1,12 +1,18 @@
-"""Renderer base class, the JSON file renderer, and number formatting shared by the renderers.
+"""Renderer base class, the JSON file renderer, and the number formats shared by the renderers.
 
 A renderer turns the report dict (:func:`render.json_report.build_json`) into files inside ``out_dir``
 and returns their paths. The caller owns atomicity (it passes a temporary directory and moves it).
 
-Number formats (Markdown only; CSV and JSON keep exact integer ns as well):
+Renderers only *format* numbers of the dict; they never derive a metric. Number formats (Markdown only;
+CSV and JSON keep exact integer ns):
 
-* ``fmt_ms(ns)`` — ns / 10⁶ with 3 decimals; ``fmt_us(ns)`` — ns / 10³ with 2 decimals.
-* ``fmt_pct(x)`` — a percentage with 2 decimals; ``fmt_int(n)`` — integer with thousands separators.
+* ``fmt_dur(ns)`` — a duration with its unit: µs (2 decimals) below 1 ms, ms (3 decimals) below 10 s,
+  else s (3 decimals). Units are always ``µs`` / ``ms`` / ``s``.
+* ``fmt_ms(ns)`` — ns / 10⁶ with 3 decimals, no unit (table columns titled "(ms)");
+  ``fmt_us(ns)`` — ns / 10³ with 2 decimals, no unit (columns titled "(µs)").
+* ``fmt_at(ns, t0)`` — a timestamp as ms from capture start ``t0`` (3 decimals, with unit).
+* ``fmt_pct(x)`` — a percentage with 1 decimal (no ``%`` sign); ``fmt_int(n)`` — thousands separators.
+* ``fmt_num(x)`` — a compact number (observed values and thresholds of finding checks).
 * ``fmt_bytes(n)`` — decimal units (1 MB = 10⁶ bytes), 2 decimals.
 * Missing values (``None``) print as ``–``.
 """
@@ -15,12 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import abc
 from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
 DASH = "–"
+Row = Mapping[str, Any]
 
 
 class Renderer:
@@ -47,53 +53,73 @@ class JsonRenderer(Renderer):
         return [path]
 
 
-def _num(x: Any) -> Optional[float]:
-    if x is None or isinstance(x, bool):
+def num(x: Any) -> Optional[float]:
+    """``x`` as a finite float, else ``None`` (booleans, strings, NaN are not numbers here)."""
+    if x is None or isinstance(x, bool) or not isinstance(x, (int, float)):
         return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
+    v = float(x)
     return v if math.isfinite(v) else None
 
 
 def fmt_ms(ns: Any) -> str:
-    v = _num(ns)
+    v = num(ns)
     return DASH if v is None else f"{v / 1e6:,.3f}"
 
 
 def fmt_us(ns: Any) -> str:
-    v = _num(ns)
+    v = num(ns)
     return DASH if v is None else f"{v / 1e3:,.2f}"
 
 
 def fmt_dur(ns: Any) -> str:
-    """Duration with its unit: µs (2 decimals) below 1 ms, else ms (3 decimals)."""
-    v = _num(ns)
+    """Duration with its unit: µs below 1 ms, ms below 10 s, else s."""
+    v = num(ns)
     if v is None:
         return DASH
-    return f"{v / 1e3:,.2f} µs" if abs(v) < 1e6 else f"{v / 1e6:,.3f} ms"
+    if abs(v) < 1e6:
+        return f"{v / 1e3:,.2f} µs"
+    if abs(v) < 1e10:
+        return f"{v / 1e6:,.3f} ms"
+    return f"{v / 1e9:,.3f} s"
 
 
-def fmt_pct(x: Any, decimals: int = 2) -> str:
-    v = _num(x)
+def fmt_at(ns: Any, t0: Any, unit: bool = True) -> str:
+    """Timestamp ``ns`` as ms from capture start ``t0`` (the one time base of report.md)."""
+    v, z = num(ns), num(t0)
+    if v is None or z is None:
+        return DASH
+    return f"{(v - z) / 1e6:,.3f}" + (" ms" if unit else "")
+
+
+def fmt_pct(x: Any, decimals: int = 1) -> str:
+    v = num(x)
     return DASH if v is None else f"{v:.{decimals}f}"
 
 
 def fmt_int(n: Any) -> str:
-    v = _num(n)
+    v = num(n)
     if v is None:
         return DASH
     return f"{int(v):,}" if v == int(v) else f"{v:,.3f}"
 
 
+def fmt_num(x: Any) -> str:
+    """Compact number: integers with separators, ≥ 100 rounded to an integer, else ≤ 2 decimals."""
+    v = num(x)
+    if v is None:
+        return DASH if x is None else str(x)
+    if v == int(v) or abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.2f}".rstrip("0").rstrip(".")
+
+
 def fmt_float(x: Any, decimals: int = 3) -> str:
-    v = _num(x)
+    v = num(x)
     return DASH if v is None else f"{v:,.{decimals}f}"
 
 
 def fmt_bytes(n: Any) -> str:
-    v = _num(n)
+    v = num(n)
     if v is None:
         return DASH
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -102,7 +128,11 @@ def fmt_bytes(n: Any) -> str:
     return f"{int(v)} B"
 
 
-def section(report: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def fmt_bool(v: Any) -> str:
+    return DASH if v is None else ("yes" if v else "no")
+
+
+def section(report: Any, key: str) -> Mapping[str, Any]:
     """``report[key]`` when it is a dict, else an empty dict (renderers never fail on a missing section)."""
     v = report.get(key) if isinstance(report, abc.Mapping) else None
     return v if isinstance(v, abc.Mapping) else {}
@@ -110,45 +140,17 @@ def section(report: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 def rows_of(obj: Any, key: Optional[str] = None) -> List[Mapping[str, Any]]:
     """The list of row dicts at ``obj[key]`` (or ``obj`` itself), skipping anything that is not a dict."""
-    v = obj.get(key) if (key is not None and isinstance(obj, abc.Mapping)) else (obj if key is None else None)
+    if key is None:
+        v = obj
+    else:
+        v = obj.get(key) if isinstance(obj, abc.Mapping) else None
     if not isinstance(v, list):
         return []
     return [r for r in v if isinstance(r, abc.Mapping)]
 
 
-#: top-level report keys rendered by dedicated code; any other key is a diagnosis section rendered generically
-CORE_KEYS = (
-    "schema_version",
-    "tool_version",
-    "generated_at",
-    "trace",
-    "options",
-    "warnings",
-    "findings",
-    "kernels",
-    "kernels_summary",
-    "devices",
-    "idle",
-    "pids",
-    "launch",
-    "sync",
-    "cuda_api",
-    "memcpy",
-    "nvtx",
-    "timings_s",
-)
-
-
-def extra_section_keys(report: Mapping[str, Any]) -> List[str]:
-    """Top-level keys that are not core sections (diagnosis sections added later), in report order."""
-    return [
-        k
-        for k in report
-        if k not in CORE_KEYS and not str(k).startswith("_") and isinstance(report[k], (abc.Mapping, list))
-    ]
-
-
-def table_stem(*parts: Any) -> str:
-    """CSV file stem for a generic table at ``report[part0][part1]…`` (non-identifier characters → ``_``)."""
-    clean = [re.sub(r"[^A-Za-z0-9_]+", "_", str(p)).strip("_") for p in parts]
-    return "_".join(c for c in clean if c) or "section"
+def available(sec: Mapping[str, Any]) -> bool:
+    """A diagnosis section with data: ``available`` true (a section without the flag counts if non-empty)."""
+    if not sec:
+        return False
+    return bool(sec.get("available", True))

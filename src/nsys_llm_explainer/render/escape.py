@@ -16,8 +16,10 @@
 * :func:`md_rich` — text that already uses backtick code spans for names (finding evidence): code
   spans are re-emitted with :func:`md_code`, the rest with :func:`md_text`.
 * :func:`html_escape` — text for an HTML element or attribute value (``& < > " '``).
-* :func:`truncate` — shorten to at most ``limit`` characters with a trailing ``…`` (Markdown only;
-  CSV and JSON always keep the full name).
+* :func:`truncate` — shorten to at most ``limit`` characters with a trailing ``…``; :func:`shorten` — the
+  same with a middle ellipsis (head and tail of a long kernel name). Markdown only; CSV and JSON always keep
+  the full name.
+* :func:`md_name` — a user-controlled name for Markdown: :func:`shorten` then :func:`md_code`.
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ import html
 import re
 from typing import Any, List
 
-#: Markdown tables truncate names longer than this many characters (stated in the section notes)
-MD_NAME_LIMIT = 160
+#: Markdown shortens names longer than this many characters (full names are in the CSV and JSON files)
+MD_NAME_LIMIT = 80
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
 _BACKSLASH_ESCAPED = set("\\*[]~$")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;", "|": "\\|"}
 _UNSAFE_IN_SPAN = re.compile(r"[<>&|`\\\x00-\x1f\x7f\u2028\u2029\x85]")
-_LEADING_BLOCK = re.compile(r"^(\s*)(?:([#>+=-])|(\d+)([.)]))")
+#: a block marker at the start of a line: quote, heading/list/setext marker followed by a space, end or a
+#: run of markers (``---``), or an ordered-list number (``1.`` / ``1)``) followed by a space or end
+_LEADING_BLOCK = re.compile(r"^(\s*)(?:(>|[#+=-](?=[\s#+=-]|$))|(\d+)([.)])(?=\s|$))")
 
 
 def _to_str(text: Any) -> str:
@@ -48,6 +52,22 @@ def truncate(text: Any, limit: int = MD_NAME_LIMIT) -> str:
     if limit > 0 and len(s) > limit:
         return s[: limit - 1] + "…"
     return s
+
+
+def shorten(text: Any, limit: int = MD_NAME_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters with a middle ellipsis (⅘ head, ⅕ tail) when longer; control
+    characters become spaces first so the head/tail split never hides a line break."""
+    s = _CONTROL.sub(" ", _to_str(text))
+    if limit <= 0 or len(s) <= limit:
+        return s
+    tail = limit // 5
+    head = limit - 1 - tail
+    return s[:head] + "…" + (s[-tail:] if tail else "")
+
+
+def md_name(text: Any, limit: int = MD_NAME_LIMIT) -> str:
+    """A kernel / NVTX / API / process name for Markdown: shortened, monospace, escaped (cell-safe)."""
+    return md_code(shorten(text, limit))
 
 
 def _escape_inline(s: str) -> str:
@@ -108,17 +128,18 @@ def md_code(text: Any) -> str:
     return f"`{s}`"
 
 
-def md_rich(text: Any) -> str:
-    """Escape text whose backtick-delimited parts are code spans (e.g. finding evidence)."""
+def md_rich(text: Any, line_start: bool = True) -> str:
+    """Escape text whose backtick-delimited parts are code spans (e.g. finding evidence); ``line_start``
+    as for :func:`md_text`."""
     parts = _to_str(text).split("`")
     if len(parts) % 2 == 0:  # unbalanced backticks: treat everything as plain text
-        return md_text(text)
+        return md_text(text, line_start)
     out = []
     for i, part in enumerate(parts):
         if i % 2:
             out.append(md_code(part) if part else "")
         else:
-            out.append(md_text(part, line_start=(i == 0)))
+            out.append(md_text(part, line_start=(i == 0 and line_start)))
     return "".join(out)
 
 

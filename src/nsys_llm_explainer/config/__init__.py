@@ -1,0 +1,25 @@
+"""Configuration: reading and validating option values and rule files into typed objects.
+
+Everything that reads a file other than the trace (category rules, phase maps, presets) or parses an
+option string lives here; analyses receive the parsed objects only. Errors are
+:class:`~nsys_llm_explainer.errors.InputError` with a one-line message.
+"""
+
+from .categories import CategoryRules, PresetRules, UserRules, build_rules, load_rules, read_rules_file
+from .phase_map import PhaseMap, build_phase_map, parse_phase_map, read_phase_map_file
+from .window import check_window, parse_window
+
+__all__ = [
+    "CategoryRules",
+    "PhaseMap",
+    "PresetRules",
+    "UserRules",
+    "build_phase_map",
+    "build_rules",
+    "check_window",
+    "load_rules",
+    "parse_phase_map",
+    "parse_window",
+    "read_phase_map_file",
+    "read_rules_file",
+]

@@ -1,0 +1,240 @@
+"""Kernel-category rules: presets (``presets/categories_<name>.json``) and the user ``--categories`` file.
+
+The one place that reads category rule files. :func:`load_rules` returns a :class:`CategoryRules` that
+carries every preset the analysis may need (for ``auto``: generic and the engine presets with their
+``detect`` regexes), so :mod:`analyses.categories` does no file I/O.
+
+Preset file: ``{"name": ..., "extends": "generic", "detect": [regex, ...], "rules": [[regex, category], ...]}``
+(an engine preset ``extends`` generic: its own rules first, then generic's).
+
+User file (JSON, or YAML with PyYAML installed, chosen by the ``.yaml`` / ``.yml`` suffix; a file that
+is not valid JSON is also tried as YAML): ``{"rules": [[regex, category], ...], "replace": false}``, or
+just the list of rules; a rule may also be ``{"regex": ..., "category": ...}``. User rules are put
+before the preset's (first match wins), or with ``"replace": true`` used alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple, Union
+
+from ..errors import InputError
+
+CATEGORY_NAMES: List[str] = [
+    "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "sampling",
+    "quantize", "elementwise", "memcpy", "triton", "other",
+]
+PRESETS: Tuple[str, ...] = ("generic", "vllm", "sglang", "trtllm")
+ENGINE_PRESETS: Tuple[str, ...] = ("vllm", "sglang", "trtllm")
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
+
+Rule = Tuple[str, str]
+
+
+@dataclass(frozen=True)
+class PresetRules:
+    """One preset: its rules (with the rules of the preset it ``extends`` appended) and ``detect`` regexes."""
+
+    name: str
+    rules: Tuple[Rule, ...]
+    detect: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UserRules:
+    """A parsed ``--categories`` file."""
+
+    rules: Tuple[Rule, ...]
+    replace: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class CategoryRules:
+    """Ordered (regex, category) rules, first match wins.
+
+    ``preset == "auto"``: the engine preset is chosen per trace by :func:`analyses.categories.analyze_categories`
+    (``rules`` then holds user rules + generic until resolved); ``presets`` holds the presets that choice
+    may use (generic and the engines), so resolving needs no file I/O."""
+
+    preset: str
+    rules: Tuple[Rule, ...]
+    user_rules: Tuple[Rule, ...] = ()
+    replace: bool = False
+    source: Optional[str] = None          # path of the user rules file
+    reason: str = ""                      # why this preset
+    presets: Tuple[PresetRules, ...] = ()
+
+    @property
+    def categories(self) -> List[str]:
+        """Category names in index order: the standard ones, then user-defined ones by first use."""
+        out = list(CATEGORY_NAMES)
+        for _, c in self.rules:
+            if c not in out:
+                out.append(c)
+        return out
+
+    def compiled(self) -> List[Tuple[re.Pattern, str]]:
+        return [(re.compile(rx, re.IGNORECASE), c) for rx, c in self.rules]
+
+    def preset_named(self, name: str) -> PresetRules:
+        for p in self.presets:
+            if p.name == name:
+                return p
+        return builtin_preset(name)
+
+    def engine_presets(self) -> List[PresetRules]:
+        """The engine presets auto-selection compares, in tie-break order."""
+        return [self.preset_named(e) for e in ENGINE_PRESETS]
+
+    def with_preset(self, name: str, reason: str) -> CategoryRules:
+        """These rules with the preset part replaced by preset ``name`` (user rules kept first)."""
+        rules = self.user_rules + self.preset_named(name).rules
+        return dataclasses.replace(self, preset=name, rules=rules, reason=reason)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# presets
+
+
+def _read_preset(name: str) -> Dict:
+    path = PRESET_DIR / f"categories_{name}.json"
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f"categories preset {name!r} cannot be read from {path} ({e})") from None
+
+
+@cache
+def builtin_preset(name: str) -> PresetRules:
+    """A built-in preset (read once); raises :class:`InputError` for an unknown name."""
+    if name not in PRESETS:
+        raise InputError(f"unknown categories preset {name!r} (choose from: auto, {', '.join(PRESETS)})")
+    p = _read_preset(name)
+    rules = tuple((str(r[0]), str(r[1])) for r in p.get("rules", []))
+    base = p.get("extends")
+    if base and base != name:
+        rules += builtin_preset(str(base)).rules
+    return PresetRules(name, rules, tuple(str(x) for x in p.get("detect", [])))
+
+
+def preset_rules(name: str) -> List[Rule]:
+    """Rules of a preset, with the rules of the preset it ``extends`` appended."""
+    return list(builtin_preset(name).rules)
+
+
+def preset_detect(name: str) -> List[str]:
+    return list(builtin_preset(name).detect)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# user rules
+
+
+def _decode(text: str, path: str, label: str) -> object:
+    is_yaml = path.lower().endswith((".yaml", ".yml"))
+    json_err = ""
+    if not is_yaml:
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            json_err = f"not valid JSON ({e.msg} at line {e.lineno})" if hasattr(e, "msg") else "not valid JSON"
+    try:
+        import yaml  # type: ignore[import-untyped]
+    except ImportError:
+        msg = json_err if not is_yaml else "YAML needs PyYAML (pip install pyyaml); use JSON instead"
+        raise InputError(f"{label}: {msg}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else "parse error"
+        raise InputError(f"{label}: not valid JSON or YAML ({first})") from None
+
+
+def parse_rules_data(data: object, label: str = "categories") -> Tuple[Tuple[Rule, ...], bool]:
+    """Validate decoded rules (see module docstring) → (rules, replace); :class:`InputError` if bad."""
+    if isinstance(data, list):
+        data = {"rules": data}
+    if not isinstance(data, dict) or "rules" not in data:
+        raise InputError(f'{label}: expected an object {{"rules": [[regex, category], ...], "replace": false}}')
+    raw = data["rules"]
+    if not isinstance(raw, list):
+        raise InputError(f'{label}: "rules" must be a list of [regex, category] pairs')
+    rules: List[Rule] = []
+    for i, r in enumerate(raw):
+        if isinstance(r, dict) and set(r) >= {"regex", "category"}:
+            r = [r["regex"], r["category"]]
+        if not (isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(x, str) for x in r)):
+            raise InputError(f"{label}: rule #{i + 1} must be a [regex, category] pair of strings, got {r!r}")
+        rx, cat = r[0], r[1].strip()
+        if not cat:
+            raise InputError(f"{label}: rule #{i + 1} has an empty category")
+        try:
+            re.compile(rx, re.IGNORECASE)
+        except re.error as e:
+            raise InputError(f"{label}: rule #{i + 1} regex {rx!r} is invalid ({e})") from None
+        rules.append((rx, cat))
+    rep = data.get("replace", False)
+    if not isinstance(rep, bool):
+        raise InputError(f'{label}: "replace" must be true or false')
+    return tuple(rules), rep
+
+
+def read_rules_file(path: Union[str, os.PathLike], flag: str = "--categories") -> UserRules:
+    """Read and validate a user rules file; messages start with ``"<flag> <path>:"``."""
+    path = str(path)
+    label = f"{flag} {path}"
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise InputError(f"{label}: cannot read the file ({why})") from None
+    rules, rep = parse_rules_data(_decode(text, path, label), label)
+    return UserRules(rules, rep, path)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# rule sets
+
+
+def build_rules(preset: Optional[str] = None, user: Optional[UserRules] = None) -> CategoryRules:
+    """Rules for ``preset`` (None / "auto": chosen per trace) with optional parsed user rules."""
+    name = (preset or "auto").strip().lower()
+    if name not in PRESETS and name != "auto":
+        raise InputError(f"unknown categories preset {preset!r} (choose from: auto, {', '.join(PRESETS)})")
+    own = user.rules if user is not None else ()
+    source = user.source if user is not None else None
+    if user is not None and user.replace:
+        return CategoryRules("custom", own, own, True, source, f"rules replaced by {source}")
+    if name == "auto":
+        presets = tuple(builtin_preset(p) for p in PRESETS)
+        return CategoryRules("auto", own + presets[0].rules, own, False, source, "auto-selected per trace",
+                             presets)
+    p = builtin_preset(name)
+    return CategoryRules(name, own + p.rules, own, False, source, f"preset {name} requested", (p,))
+
+
+def load_rules(preset: Optional[str] = None, extra_file: Optional[Union[str, os.PathLike]] = None,
+               flag: str = "--categories") -> CategoryRules:
+    """Rules for ``preset`` (None / "auto": chosen per trace) plus an optional user rules file.
+
+    Raises :class:`InputError` (one-line message) for an unknown preset or a bad file."""
+    name = (preset or "auto").strip().lower()
+    if name not in PRESETS and name != "auto":
+        raise InputError(f"unknown categories preset {preset!r} (choose from: auto, {', '.join(PRESETS)})")
+    user = read_rules_file(extra_file, flag) if extra_file else None
+    return build_rules(preset, user)
+
+
+def with_preset(rules: CategoryRules, name: str, reason: str) -> CategoryRules:
+    """``rules`` with its preset part replaced by preset ``name`` (user rules kept first)."""
+    return rules.with_preset(name, reason)
+

@@ -1,0 +1,175 @@
+"""Phase maps: NVTX range-name substrings → inference phase (prefill / decode / other).
+
+The one place that reads phase presets (``presets/phases.json``) and user ``--phase-map`` files and
+validates a user map. Analyses receive a :class:`PhaseMap` (or the plain ``{"phase": [...]}`` dict) and do
+no file I/O themselves.
+
+User map format: a JSON object ``{"phase": ["substring", ...]}`` (a single string stands for a one-item
+list; empty substrings are dropped). Phase names are strings; ``"unmapped"`` is reserved. An empty map
+means "use the presets". A user map replaces the preset phases; the presets' ``ignore`` list and
+``step_keywords`` still apply.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ..errors import InputError
+
+PHASES = ("prefill", "decode", "other")
+UNMAPPED = "unmapped"
+PRESET_FILE = Path(__file__).resolve().parent.parent / "presets" / "phases.json"
+FORMAT = '{"phase": ["substring", ...]}'
+
+# used when presets/phases.json cannot be read (installed without package data)
+_FALLBACK = {
+    "frameworks": {
+        "builtin": {
+            "prefill": ["prefill", "mixed", "forward_extend", "extend", "context", "ctx reqs"],
+            "decode": ["decode", "forward_decode", "generation", ": 0 ctx reqs"],
+            "other": ["warmup", "profile_run", "dummy_run", "capture_model"],
+        }
+    },
+    "ignore": ["decoder", "tokeniz", "detokeniz"],
+    "step_keywords": ["execute_model", "forward_step", "step", "iteration", "prefill", "decode", "extend",
+                      "generation", "context"],
+}
+
+PhaseDict = Dict[str, List[str]]
+
+
+@dataclass(frozen=True)
+class PhaseMap:
+    """Ordered phases with their name substrings, plus the preset ``ignore`` substrings (names whose
+    longest match is one of these have no phase) and ``step_keywords`` (step-like NVTX names).
+
+    ``source``: ``"user"`` for a user map, ``"preset:<framework>+…"`` for the merged presets."""
+
+    phases: Tuple[Tuple[str, Tuple[str, ...]], ...]
+    source: str = "user"
+    ignore: Tuple[str, ...] = ()
+    step_keywords: Tuple[str, ...] = ()
+
+    @property
+    def names(self) -> List[str]:
+        return [p for p, _ in self.phases]
+
+    @property
+    def is_user(self) -> bool:
+        return self.source == "user"
+
+    def as_dict(self) -> PhaseDict:
+        return {p: list(subs) for p, subs in self.phases}
+
+
+@lru_cache(maxsize=1)
+def _preset_document() -> Dict:
+    try:
+        with open(PRESET_FILE, encoding="utf-8") as fh:
+            data = json.load(fh)
+        if isinstance(data, dict) and isinstance(data.get("frameworks"), dict):
+            return data
+    except (OSError, ValueError):
+        pass
+    return _FALLBACK
+
+
+def load_presets() -> Dict:
+    """The preset document (``frameworks``, ``ignore``, ``step_keywords``); a copy, read once."""
+    return copy.deepcopy(_preset_document())
+
+
+def _merge(maps: Sequence[Mapping[str, Sequence[str]]]) -> PhaseDict:
+    out: PhaseDict = {p: [] for p in PHASES}
+    for m in maps:
+        for phase, subs in m.items():
+            lst = out.setdefault(phase, [])
+            for s in subs:
+                if s.lower() not in (x.lower() for x in lst):
+                    lst.append(s)
+    return out
+
+
+def preset_phase_map(framework: Optional[str] = None) -> PhaseDict:
+    """Phase map of one framework preset (``vllm``, ``sglang``, ``trtllm``, ``generic``) or all merged."""
+    fw = _preset_document()["frameworks"]
+    if framework is not None:
+        if framework not in fw:
+            raise InputError(f"unknown phase preset {framework!r}; expected one of {sorted(fw)}")
+        return _merge([fw[framework]])
+    return _merge([fw[k] for k in fw])
+
+
+def ignore_list() -> List[str]:
+    return [str(s) for s in _preset_document().get("ignore", [])]
+
+
+def step_keywords() -> List[str]:
+    return [str(s) for s in _preset_document().get("step_keywords", [])]
+
+
+def preset_source() -> str:
+    return "preset:" + "+".join(_preset_document()["frameworks"])
+
+
+def parse_phase_map(data: object, label: str = "phase map") -> PhaseDict:
+    """Validate a user phase map (see module docstring) and return it as ``{phase: [substring, ...]}``.
+
+    Raises :class:`InputError` with a one-line message that starts with ``label``."""
+    bad = InputError(f"{label} must be a JSON object {FORMAT}")
+    if not isinstance(data, Mapping):
+        raise bad
+    out: PhaseDict = {}
+    for k, v in data.items():
+        subs = [v] if isinstance(v, str) else v
+        if not (isinstance(k, str) and isinstance(subs, list) and all(isinstance(s, str) for s in subs)):
+            raise bad
+        if k == UNMAPPED:
+            raise InputError(f"{label}: phase name {UNMAPPED!r} is reserved")
+        out[k] = [s for s in subs if s]
+    return out
+
+
+def read_phase_map_file(path: Union[str, os.PathLike], label: str = "--phase-map") -> PhaseDict:
+    """Read and validate a JSON phase-map file (:func:`parse_phase_map`)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise InputError(f"{label} file not found: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{label} {path} is not valid JSON: {exc}") from None
+    return parse_phase_map(data, f"{label} {path}")
+
+
+def build_phase_map(user_map: Optional[Mapping] = None, label: str = "phase map") -> PhaseMap:
+    """A :class:`PhaseMap`: the validated user map (source ``"user"``) or, when ``user_map`` is empty or
+    None, the merged presets. ``ignore`` / ``step_keywords`` always come from the presets."""
+    if isinstance(user_map, PhaseMap):
+        return user_map
+    if user_map:
+        phases, source = parse_phase_map(user_map, label), "user"
+    else:
+        phases, source = preset_phase_map(), preset_source()
+    return PhaseMap(tuple((p, tuple(subs)) for p, subs in phases.items()), source,
+                    tuple(ignore_list()), tuple(step_keywords()))
+
+
+def as_phase_map(value: Union[PhaseMap, Mapping, None], source: Optional[str] = None) -> PhaseMap:
+    """``value`` as a :class:`PhaseMap` (a plain dict is validated; None → presets); ``source`` overrides
+    the map's source label when given."""
+    pm = build_phase_map(value)
+    return dataclasses.replace(pm, source=source) if source and source != pm.source else pm
+
+
+def resolve_phase_map(user_map: Optional[Mapping]) -> Tuple[PhaseDict, str]:
+    """(phase map, source). A user map replaces the presets; source is ``"user"`` or ``"preset:<names>"``."""
+    pm = build_phase_map(user_map)
+    return pm.as_dict(), pm.source

@@ -1,0 +1,208 @@
+"""Analysis options, parsed and validated once into an immutable, typed :class:`Options`.
+
+Two entry points build one: :func:`options_from_kwargs` (the Python API, ``analyze(path, **options)``)
+and :func:`options_from_args` (the command line's ``argparse.Namespace``). Both read the option files
+(``phase_map``, ``categories``) through :mod:`config` and raise :class:`~nsys_llm_explainer.errors.InputError`
+with a one-line message naming the option (``top`` for the API, ``--top`` on the command line) on a bad
+value. Analyses receive the parsed values only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import numbers
+import os
+import re
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+from .config.categories import CategoryRules, load_rules
+from .config.phase_map import FORMAT as PHASE_MAP_FORMAT
+from .config.phase_map import PhaseMap, build_phase_map, read_phase_map_file
+from .config.window import check_window
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Options:
+    """Parsed analysis options (field names and defaults as the historical ``pipeline.Options``).
+
+    * ``top`` — rows in top tables (≥ 1).
+    * ``phase_map`` — user phase map (:class:`~config.phase_map.PhaseMap`, source ``"user"``); None: presets.
+    * ``nvtx_coverage_warn_threshold`` — warn when NVTX→kernel attribution covers less than this
+      fraction of kernel time (0 … 1).
+    * ``nvtx_kernel_map`` — run NVTX→kernel attribution.
+    * ``include_memcpy_in_busy`` — count memcpy/memset as GPU busy.
+    * ``categories_file`` — path of the user category rules file (None: presets only);
+      ``categories`` — the parsed rules (:class:`~config.categories.CategoryRules`, preset ``auto``
+      plus the file's rules), None when no rules were given.
+    * ``step_marker`` — kernel-name regex marking the end of a step (valid; None: default markers).
+    * ``window`` — ``(start_ns, end_ns)`` with end > start, or None (auto-detected steady state).
+    * ``window_nvtx`` — NVTX range name whose span is the window, or None.
+    * ``step_range`` — NVTX range name that delimits one step, or None (auto-detected).
+    """
+
+    top: int = 20
+    phase_map: Optional[PhaseMap] = None
+    nvtx_coverage_warn_threshold: float = 0.7
+    nvtx_kernel_map: bool = True
+    include_memcpy_in_busy: bool = False
+    categories_file: Optional[str] = None
+    step_marker: Optional[str] = None
+    window: Optional[Tuple[int, int]] = None
+    window_nvtx: Optional[str] = None
+    step_range: Optional[str] = None
+    categories: Optional[CategoryRules] = None
+
+
+OPTION_NAMES: Tuple[str, ...] = tuple(f.name for f in fields(Options))
+
+#: command-line flag of each option (error messages of :func:`options_from_args`)
+CLI_FLAGS: Dict[str, str] = {
+    "top": "--top", "phase_map": "--phase-map", "nvtx_coverage_warn_threshold": "--nvtx-coverage-warn-threshold",
+    "nvtx_kernel_map": "--no-nvtx-kernel-map", "include_memcpy_in_busy": "--include-memcpy-in-busy",
+    "categories_file": "--categories", "categories": "--categories", "step_marker": "--step-marker",
+    "window": "--window", "window_nvtx": "--window-nvtx", "step_range": "--step-range",
+}
+
+
+# ------------------------------------------------------------------------------------------- validators
+def _is_path(v: Any) -> bool:
+    return isinstance(v, (str, os.PathLike))
+
+
+def _top(v: Any, label: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise InputError(f"{label} must be an integer, got {v!r}")
+    if v < 1:
+        raise InputError(f"{label} must be at least 1 (got {v})")
+    return int(v)
+
+
+def _fraction(v: Any, label: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)) \
+            or not 0.0 <= float(v) <= 1.0:
+        raise InputError(f"{label} must be a number between 0 and 1 (got {v!r})")
+    return float(v)
+
+
+def _flag(v: Any, label: str) -> bool:
+    if not isinstance(v, bool):
+        raise InputError(f"{label} must be True or False, got {v!r}")
+    return v
+
+
+def _text(v: Any, label: str) -> Optional[str]:
+    """A string option; None or "" → None."""
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise InputError(f"{label} must be a string, got {type(v).__name__}")
+    return v or None
+
+
+def _regex(v: Any, label: str) -> Optional[str]:
+    text = _text(v, label)
+    if text is not None:
+        try:
+            re.compile(text, re.IGNORECASE)
+        except re.error as exc:
+            raise InputError(f"{label} is not a valid regular expression: {exc}") from None
+    return text
+
+
+def _phase_map(v: Any, label: str) -> Optional[PhaseMap]:
+    if v is None or isinstance(v, PhaseMap):
+        return v
+    if _is_path(v):
+        if not str(v):
+            return None
+        path = v
+        v = read_phase_map_file(path, label)
+        label = f"{label} {path}"
+    elif not isinstance(v, Mapping):
+        raise InputError(f"{label} must be a JSON file path or a mapping {PHASE_MAP_FORMAT}, "
+                         f"got {type(v).__name__}")
+    return build_phase_map(v, label) if v else None   # empty map: the presets
+
+
+def _window(v: Any, label: str) -> Optional[Tuple[int, int]]:
+    if v is None or (isinstance(v, str) and not v):
+        return None
+    return check_window(v, label)
+
+
+def _window_nvtx(v: Any, label: str) -> Optional[str]:
+    if v is not None and v == "":
+        raise InputError(f"{label} must be a non-empty NVTX range name")
+    return _text(v, label)
+
+
+def _categories(rules: Any, path: Any, label: str, file_label: str) -> Tuple[Optional[CategoryRules],
+                                                                               Optional[str]]:
+    """(parsed rules, rules file path) from ``categories`` (rules or a path) and ``categories_file``."""
+    if path is not None and not _is_path(path):
+        raise InputError(f"{file_label} must be a file path, got {type(path).__name__}")
+    path = str(path) if path is not None and str(path) else None
+    if rules is None:
+        return (load_rules(None, path, flag=file_label), path) if path else (None, None)
+    if path is not None:
+        raise InputError(f"give either {label} or {file_label}, not both")
+    if isinstance(rules, CategoryRules):
+        return rules, rules.source
+    if _is_path(rules):
+        p = str(rules)
+        return (load_rules(None, p, flag=label), p) if p else (None, None)
+    raise InputError(f"{label} must be a rules file path or parsed CategoryRules, got {type(rules).__name__}")
+
+
+_SIMPLE: Dict[str, Callable[[Any, str], Any]] = {
+    "top": _top, "phase_map": _phase_map, "nvtx_coverage_warn_threshold": _fraction, "nvtx_kernel_map": _flag,
+    "include_memcpy_in_busy": _flag, "step_marker": _regex, "window": _window, "window_nvtx": _window_nvtx,
+    "step_range": _text,
+}
+
+
+def _build(values: Mapping[str, Any], labels: Mapping[str, str]) -> Options:
+    out: Dict[str, Any] = {}
+    for name, check in _SIMPLE.items():
+        if name in values:
+            out[name] = check(values[name], labels[name])
+    out["categories"], out["categories_file"] = _categories(
+        values.get("categories"), values.get("categories_file"), labels["categories"], labels["categories_file"])
+    return Options(**out)
+
+
+# ------------------------------------------------------------------------------------------- entry points
+def options_from_kwargs(**kw: Any) -> Options:
+    """Validate keyword options (names of :class:`Options`; omitted ones take their defaults).
+
+    Values may be given unparsed: ``phase_map`` as a JSON file path or a ``{"phase": [...]}`` mapping,
+    ``categories`` / ``categories_file`` as a rules file path (``categories`` also as parsed rules),
+    ``window`` as ``"START_NS:END_NS"`` or a ``(start, end)`` pair. Raises :class:`InputError` naming the
+    option for an unknown name or a bad value."""
+    unknown = sorted(set(kw) - set(OPTION_NAMES))
+    if unknown:
+        raise InputError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                         f"(known: {', '.join(OPTION_NAMES)})")
+    return _build(kw, {n: n for n in OPTION_NAMES})
+
+
+def options_from_args(ns: argparse.Namespace) -> Options:
+    """Options from the command line's parsed arguments (attributes a parser lacks take their defaults);
+    messages name the command-line flags (``--top must be at least 1``)."""
+    d = Options()
+    values = {
+        "top": getattr(ns, "top", d.top),
+        "phase_map": getattr(ns, "phase_map", None),
+        "nvtx_coverage_warn_threshold": getattr(ns, "nvtx_coverage_warn_threshold", d.nvtx_coverage_warn_threshold),
+        "nvtx_kernel_map": not getattr(ns, "no_nvtx_kernel_map", False),
+        "include_memcpy_in_busy": getattr(ns, "include_memcpy_in_busy", d.include_memcpy_in_busy),
+        "categories_file": getattr(ns, "categories", None),
+        "step_marker": getattr(ns, "step_marker", None),
+        "window": getattr(ns, "window", None),
+        "window_nvtx": getattr(ns, "window_nvtx", None),
+        "step_range": getattr(ns, "step_range", None),
+    }
+    return _build(values, CLI_FLAGS)

@@ -1,0 +1,115 @@
+"""Where the idle time went (``idle_causes`` and ``devices``) and the largest idle gaps."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence
+
+from ..base import Row, fmt_dur, fmt_int, fmt_ms, fmt_pct, num, rows_of
+from ..escape import md_code, md_text
+from ..specs import GAPS, IDLE_CAUSES
+from ..table import md_col, md_table
+from .ctx import Ctx, Lines, Omitted, Result, heading
+
+#: rows of a device's cause table before the rest is folded into one "other" row
+CAUSE_ROWS = 6
+
+#: what each cause kind means, one short phrase (docs/MODEL.md has the precise rule)
+KIND_MEANING = {
+    "copy": "a memcpy/memset was in flight",
+    "queued": "the next kernel was already launched (stream/event dependency or launch latency)",
+    "sync": "the launching thread was blocked in a synchronize call",
+    "sync_memcpy": "the launching thread was in a synchronous memcpy/memset",
+    "pageable_memcpy": "the launching thread was in an async memcpy from pageable memory",
+    "alloc": "the launching thread was in an allocation / free",
+    "module_load": "the launching thread loaded modules or first-launched a kernel (one-time)",
+    "launch": "the launching thread was inside a launch call",
+    "other_api": "the launching thread was inside another CUDA API call",
+    "nvtx": "the launching thread was inside this NVTX range, outside CUDA calls",
+    "osrt": "the launching thread was inside this OS runtime call",
+    "host_cpu": "the launching thread ran CPU code outside CUDA, NVTX and OS calls",
+    "unknown": "no host thread could be linked to the gap",
+}
+
+
+def _example(ctx: Ctx, r: Row) -> str:
+    ex = rows_of(r, "examples")
+    return ctx.span(ex[0].get("start_ns"), ex[0].get("end_ns")) if ex else ""
+
+
+def _other_row(rest: Sequence[Row]) -> List[str]:
+    """The causes past the first rows, folded into one row (their ns and shares added for display)."""
+    ns = sum(int(r.get("ns") or 0) for r in rest)
+    pw = sum(num(r.get("pct_of_window")) or 0.0 for r in rest)
+    pi = sum(num(r.get("pct_of_idle")) or 0.0 for r in rest)
+    return [f"other ({len(rest)} causes)", "", fmt_ms(ns), fmt_pct(pw), fmt_pct(pi), "", ""]
+
+
+def device_line(ctx: Ctx, d: Row) -> str:
+    full = d.get("full") if isinstance(d.get("full"), dict) else {}
+    line = (f"**{ctx.device(d.get('device_id'))}:** busy {fmt_dur(d.get('busy_ns'))} "
+            f"({fmt_pct(d.get('busy_pct'))} %), idle {fmt_dur(d.get('idle_ns'))} "
+            f"({fmt_pct(d.get('idle_pct'))} %) of the {fmt_dur(d.get('window_ns'))} window")
+    if full and full.get("window_ns") != d.get("window_ns"):
+        line += (f"; whole capture: busy {fmt_pct(full.get('busy_pct'))} %, idle {fmt_dur(full.get('idle_ns'))}"
+                 f" of {fmt_dur(full.get('window_ns'))}")
+    line += f". {fmt_int(d.get('kernel_count'))} kernels, {fmt_int(d.get('gap_count'))} gaps"
+    if num(d.get("copy_busy_ns")):
+        line += (f"; copies {fmt_dur(d.get('copy_busy_ns'))} "
+                 f"({fmt_dur(d.get('copy_only_ns'))} with no kernel running)")
+    return line + "."
+
+
+def _histogram_line(d: Row) -> str:
+    parts = [f"{md_text(h.get('bucket'), line_start=False)}: {fmt_int(h.get('count'))} ({fmt_dur(h.get('total_ns'))})"
+             for h in rows_of(d, "gap_histogram") if h.get("count")]
+    return ("Gaps by length: " + " · ".join(parts) + ".") if parts else ""
+
+
+def cause_table(ctx: Ctx, causes: Sequence[Row]) -> Lines:
+    cols = IDLE_CAUSES.cols + (md_col("example gap (from capture start)", lambda r: _example(ctx, r)),)
+    shown, rest = list(causes[:CAUSE_ROWS]), list(causes[CAUSE_ROWS:])
+    if len(rest) == 1:  # one more row is shorter than an "other" row
+        shown, rest = shown + rest, []
+    return md_table(cols, shown, [_other_row(rest)] if rest else [])
+
+
+def sec_idle(ctx: Ctx) -> Result:
+    devices = ctx.rows("devices")
+    ic = ctx.sec("idle_causes")
+    if not devices:
+        return Omitted("Where the idle time went", str(ic.get("reason") or ctx.sec("gpu_time").get("reason")
+                                                        or "no device timeline"))
+    by_dev: Dict[Any, Row] = {d.get("device_id"): d for d in rows_of(ic, "devices")}
+    note = ("Every idle ns of a device's window is charged to one cause (first match in the precedence of "
+            "docs/MODEL.md); each table's rows add up to that device's idle time.")
+    if not ic.get("available"):
+        note = f"Idle causes not available: {md_text(ic.get('reason'), line_start=False)}."
+    lines = heading("Where the idle time went", note)
+    kinds: List[str] = []
+    for d in devices:  # one iteration per device
+        lines += [device_line(ctx, d), ""]
+        causes = rows_of(by_dev.get(d.get("device_id"), {}), "causes")
+        if causes:
+            lines += cause_table(ctx, causes) + [""]
+            kinds += [str(c.get("kind")) for c in causes[:CAUSE_ROWS] if str(c.get("kind")) not in kinds]
+            kinds = list(dict.fromkeys(kinds))
+        hist = _histogram_line(d)
+        if hist:
+            lines += [hist, ""]
+    legend = [f"{md_code(k)}: {KIND_MEANING[k]}" for k in kinds if k in KIND_MEANING]
+    if legend:
+        lines += ["*Causes:* " + "; ".join(legend) + "."]
+    return lines if lines[-1] else lines[:-1]
+
+
+def sec_gaps(ctx: Ctx) -> Result:
+    rows = GAPS.rows(ctx.report)
+    if not rows:
+        return Omitted("Largest idle gaps", "no idle gaps in the window")
+    limit = min(ctx.top, 8)
+    shown = sorted(rows, key=lambda r: -(num(r.get("duration_ns")) or 0))[:limit]
+    cols = (md_col("start (from capture start)", lambda r: ctx.at(r.get("start_ns")), True),
+            md_col("device", lambda r: md_text(r.get("device_id"), line_start=False), True)) + GAPS.cols
+    note = f"The {len(shown)} largest gaps of the window with the cause charged most of their time. " \
+           + ctx.capped(len(shown), len(rows), GAPS.csv)
+    return heading("Largest idle gaps", note) + md_table(cols, shown)

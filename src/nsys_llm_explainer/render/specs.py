@@ -1,0 +1,356 @@
+"""The table specs (one per table): CSV files under ``tables/`` and the Markdown tables built from them.
+
+Each :class:`~.table.Table` names the ``report.json`` rows it holds (``rows``); Markdown sections take the
+same columns (only those with a Markdown header) over the rows they show. Rows are never re-derived here:
+a row function selects, flattens (a parent key copied onto child rows) or joins rows of the dict.
+"""
+
+from __future__ import annotations
+
+from collections import abc
+from typing import Any, Callable, List, Mapping
+
+from .base import Row, fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num, rows_of, section
+from .escape import md_cell, md_name, shorten
+from .table import (
+    Col,
+    Table,
+    csv_col,
+    dur_col,
+    int_col,
+    joined,
+    ms,
+    name_col,
+    pct_col,
+    raw,
+    text_col,
+    with_fields,
+)
+
+OPS = {">=": "≥", "<=": "≤", "==": "=", ">": ">", "<": "<"}
+
+
+# --------------------------------------------------------------------------------------- row getters
+def device_rows(report: Row) -> List[Row]:
+    return rows_of(report, "devices")
+
+
+def idle_cause_rows(report: Row) -> List[Row]:
+    return [r for d in rows_of(section(report, "idle_causes"), "devices")
+            for r in with_fields(rows_of(d, "causes"), device_id=d.get("device_id"))]
+
+
+def gap_rows(report: Row) -> List[Row]:
+    return [r for d in rows_of(report, "devices")
+            for r in with_fields(rows_of(d, "largest_gaps"), device_id=d.get("device_id"))]
+
+
+def hist_rows(report: Row) -> List[Row]:
+    return [r for d in rows_of(report, "devices")
+            for r in with_fields(rows_of(d, "gap_histogram"), device_id=d.get("device_id"))]
+
+
+def trait_rows(report: Row) -> List[Row]:
+    traits = section(report, "kernel_traits").get("traits")
+    if not isinstance(traits, abc.Mapping):
+        return []
+    return [{"trait": k, **v} for k, v in traits.items() if isinstance(v, abc.Mapping)]
+
+
+def category_rows(report: Row) -> List[Row]:
+    cat = section(report, "categories")
+    out = with_fields(rows_of(cat, "overall"), scope="all", preset=cat.get("preset"))
+    for d in rows_of(cat, "devices"):  # one iteration per device
+        out += with_fields(rows_of(d, "categories"), scope="device", device_id=d.get("device_id"))
+    for p in rows_of(cat, "phases"):  # one iteration per phase
+        out += with_fields(rows_of(p, "categories"), scope="phase", phase=p.get("phase"))
+    return out
+
+
+def launch_rows(report: Row) -> List[Row]:
+    la = section(report, "launch")
+    rows: List[Row] = []
+    if isinstance(la.get("overall"), abc.Mapping) and la["overall"]:
+        rows.append({**la["overall"], "scope": "overall"})
+    return rows + with_fields(rows_of(la, "per_device"), scope="device") + with_fields(
+        rows_of(la, "per_pid"), scope="pid")
+
+
+def sync_api_rows(report: Row) -> List[Row]:
+    sy = section(report, "sync")
+    return with_fields(rows_of(sy, "sync_apis"), blocking=True) + with_fields(
+        rows_of(sy, "nonblocking_apis"), blocking=False)
+
+
+def memcpy_rows(report: Row) -> List[Row]:
+    mc = section(report, "memcpy")
+    return with_fields(rows_of(mc, "by_kind"), op="memcpy") + with_fields(rows_of(mc, "memset"), op="memset")
+
+
+def nvtx_by_pid_rows(report: Row) -> List[Row]:
+    """``nvtx.by_pid`` joined with ``nvtx.attribution.by_pid`` on (pid, range name)."""
+    nv = section(report, "nvtx")
+    att = {(r.get("pid"), r.get("name")): r for r in rows_of(section(nv, "attribution"), "by_pid")}
+    out: List[Row] = []
+    for r in rows_of(nv, "by_pid"):  # one iteration per (pid, range name)
+        a = att.pop((r.get("pid"), r.get("name")), {})
+        out.append({**r, "kernel_count": a.get("kernel_count"), "inclusive_ns": a.get("inclusive_ns")})
+    out += [{"pid": k[0], "name": k[1], "kernel_count": a.get("kernel_count"), "inclusive_ns": a.get("inclusive_ns")}
+            for k, a in att.items()]
+    return out
+
+
+def md_name_first(rows: List[Row]) -> str:
+    """The first row's ``name`` for Markdown (the top kernel of a category or trait)."""
+    return md_name(rows[0].get("name"), 60) if rows else ""
+
+
+# ------------------------------------------------------------------------------------ finding checks
+def _same(s: Any) -> str:
+    return str(s)
+
+
+def check_text(c: Mapping[str, Any], text: Callable[[Any], str] = _same, code: Callable[[Any], str] = _same) -> str:
+    """One finding check: ``metric (scope) observed op threshold``. ``text`` formats the metric and plain
+    words, ``code`` the names in the scope (plain text for CSV; escaped Markdown for report.md)."""
+    scope = c.get("scope") if isinstance(c.get("scope"), abc.Mapping) else {}
+    quals = []
+    if scope.get("window") == "full":
+        quals.append("full capture")
+    if scope.get("device_id") is not None:
+        quals.append(text(f"device {scope['device_id']}"))
+    for key in ("kind", "detail", "name", "trait"):
+        if scope.get(key):
+            quals.append(code(shorten(scope[key], 60)))
+    q = f" ({', '.join(quals)})" if quals else ""
+    op = OPS.get(str(c.get("op")), text(c.get("op")))
+    return f"{text(c.get('metric'))}{q} {fmt_num(c.get('observed'))} {op} {fmt_num(c.get('threshold'))}"
+
+
+def checks_text(f: Row) -> str:
+    return "; ".join(check_text(c) for c in rows_of(f, "checks"))
+
+
+def _cause(f: Row) -> Mapping[str, Any]:
+    c = f.get("cause")
+    return c if isinstance(c, abc.Mapping) else {}
+
+
+# -------------------------------------------------------------------------------------------- tables
+FINDINGS = Table("findings.csv", (
+    csv_col("id", "severity", "confidence", "category", "title"),
+    dur_col("time_at_stake_ns", "time_at_stake"),
+    csv_col("device_id"),
+    Col((("cause_kind", lambda r: _cause(r).get("kind")), ("cause_detail", lambda r: _cause(r).get("detail")))),
+    Col((("evidence", joined("evidence", " | ")), ("recommendation", joined("recommendation", " | ")),
+         ("checks", checks_text))),
+), lambda rep: rows_of(rep, "findings"))
+
+DEVICES = Table("devices.csv", (
+    csv_col("device_id", "window_start_ns", "window_end_ns"),
+    dur_col("window_ns", "window"), dur_col("busy_ns", "busy"), dur_col("idle_ns", "idle"),
+    csv_col("busy_pct", "idle_pct"),
+    dur_col("copy_busy_ns", "copy_busy"), dur_col("copy_only_ns", "copy_only"),
+    csv_col("kernel_count", "launches_per_s", "kernel_p50_ns", "gap_count"),
+    Col(tuple((f"full_{k}", (lambda r, k=k: section(r, "full").get(k)))
+              for k in ("window_start_ns", "window_end_ns", "window_ns", "busy_ns", "idle_ns", "busy_pct",
+                        "idle_pct"))),
+), device_rows)
+
+IDLE_CAUSES = Table("idle_causes.csv", (
+    csv_col("device_id"),
+    text_col("kind", "kind", "cause", code=True),
+    name_col("detail", "detail", "detail", 60),
+    Col((("ns", raw("ns")), ("ms", ms("ns"))), "idle (ms)", lambda r: fmt_ms(r.get("ns")), True),
+    pct_col("pct_of_window", "pct_of_window", "% of window"),
+    pct_col("pct_of_idle", "pct_of_idle", "% of idle"),
+    int_col("gap_count", "gap_count", "gaps"),
+    Col((("one_time", raw("one_time")), ("short_gap_ns", raw("short_gap_ns")))),
+    Col(tuple((f"example_{k}", (lambda r, k=k: (rows_of(r, "examples") or [{}])[0].get(k)))
+              for k in ("start_ns", "end_ns", "ns"))),
+), idle_cause_rows)
+
+GAPS = Table("gpu_idle_gaps.csv", (
+    csv_col("device_id", "start_ns", "end_ns"),
+    dur_col("duration_ns", "duration", "length", unit="us"),
+    text_col("cause_kind", "cause_kind", "cause", code=True),
+    name_col("cause_detail", "cause_detail", "detail", 40),
+    name_col("kernel_before", "kernel_before", "kernel before", 50),
+    name_col("kernel_after", "kernel_after", "kernel after", 50),
+), gap_rows)
+
+GAP_HISTOGRAM = Table("gap_histogram.csv", (
+    csv_col("device_id", "bucket", "lo_ns", "hi_ns", "count"), dur_col("total_ns", "total"),
+), hist_rows)
+
+_KERNEL_STATS = (
+    int_col("count", "calls", "calls"),
+    dur_col("total_ns", "total", "total"),
+    pct_col("pct", "pct_kernel_time", "% of kernel time"),
+    dur_col("avg_ns", "avg", "avg", unit="us"),
+    dur_col("p50_ns", "p50", "p50", unit="us"),
+    dur_col("p90_ns", "p90", "p90", unit="us"),
+    dur_col("p99_ns", "p99", unit="us"),
+    dur_col("min_ns", "min", unit="us"),
+    dur_col("max_ns", "max", "max", unit="us"),
+)
+KERNELS = Table("kernels.csv", (name_col("name", "kernel_name", "kernel"), csv_col("device_id"))
+                + _KERNEL_STATS, lambda rep: rows_of(rep, "kernels"))
+KERNELS_BY_PID = Table("kernels_by_pid.csv", (csv_col("pid"), name_col("name", "kernel_name", "kernel"),
+                                              csv_col("device_id")) + _KERNEL_STATS + (csv_col("pct_of_pid"),),
+                       lambda rep: rows_of(section(rep, "pids"), "kernels_by_pid"))
+
+KERNEL_TRAITS = Table("kernel_traits.csv", (
+    text_col("trait", "trait", "trait", code=True),
+    pct_col("share_pct", "share_pct", "% of kernel time"),
+    int_col("kernel_count", "kernel_count", "kernels"),
+    dur_col("total_ns", "total", "total"),
+    dur_col("p50_ns", "p50", "p50", unit="us"),
+    Col((("top_kernel", lambda r: (rows_of(r, "top_kernels") or [{}])[0].get("name")),),
+        "top kernel", lambda r: md_name_first(rows_of(r, "top_kernels"))),
+    text_col("meaning", "meaning", "what it is"),
+), trait_rows)
+
+
+
+CATEGORIES = Table("categories.csv", (
+    csv_col("scope", "device_id", "phase"),
+    text_col("category", "category", "category", code=True),
+    int_col("count", "count", "kernels"),
+    dur_col("total_ns", "total", "total"),
+    pct_col("pct", "pct_kernel_time", "% of kernel time"),
+    dur_col("nonoverlap_ns", "nonoverlap"),
+    csv_col("nonoverlap_pct"),
+    Col((("top_kernel", lambda r: (rows_of(r, "top_kernels") or [{}])[0].get("name")),),
+        "top kernel", lambda r: md_name_first(rows_of(r, "top_kernels"))),
+    csv_col("preset"),
+), category_rows)
+
+STEP_COLUMNS = ("index", "start_ns", "end_ns", "wall_ns", "phase", "pid", "device", "gpu_busy_ns",
+                "gpu_idle_ns", "kernel_count", "sync_ns", "memcpy_ns")
+STEPS = Table("steps.csv", (csv_col(*STEP_COLUMNS),), lambda rep: rows_of(section(rep, "steps"), "rows"))
+
+STEPS_BY_PHASE = Table("steps_by_phase.csv", (
+    text_col("phase", "phase", "phase"),
+    int_col("count", "steps", "steps"),
+    dur_col("p50_ns", "p50", "p50 step"),
+    dur_col("p90_ns", "p90", "p90 step"),
+    dur_col("p99_ns", "p99"),
+    dur_col("max_ns", "max", "max step"),
+    dur_col("total_ns", "total", "total"),
+    dur_col("gpu_busy_ns", "gpu_busy", "GPU busy"),
+    dur_col("gpu_idle_ns", "gpu_idle", "GPU idle"),
+    dur_col("sync_ns", "sync", "sync"),
+    csv_col("kernel_count", "avg_ns", "min_ns", "memcpy_ns"),
+), lambda rep: rows_of(section(rep, "steps"), "by_phase"))
+
+PHASES = Table("phases.csv", (
+    text_col("phase", "phase", "phase"),
+    int_col("range_count", "range_count", "ranges"),
+    dur_col("wall_ns", "wall", "wall"),
+    int_col("kernel_count", "kernel_count", "kernels"),
+    dur_col("gpu_time_ns", "gpu_time", "kernel time"),
+    dur_col("gpu_busy_ns", "gpu_busy"),
+    pct_col("pct_of_kernel_time", "pct_of_kernel_time", "% of kernel time"),
+), lambda rep: rows_of(section(rep, "phases"), "phases"))
+
+LAUNCH = Table("launch.csv", (
+    csv_col("scope"),
+    Col((("device_id", raw("device_id")), ("pid", raw("pid"))), "device",
+        lambda r: md_cell(r.get("device_id") if r.get("device_id") is not None else f"pid {r.get('pid')}")),
+    int_col("launches", "launches", "launches"),
+    Col((("launches_per_s", raw("launches_per_s")),), "launches/s",
+        lambda r: fmt_num(r.get("launches_per_s")), True),
+    dur_col("window_ns", "window"),
+    dur_col("p50_ns", "p50", "kernel p50", unit="us"),
+    dur_col("p90_ns", "p90", "kernel p90", unit="us"),
+    dur_col("p99_ns", "p99", unit="us"),
+    pct_col("pct_under_5us", "pct_under_5us", "% < 5 µs"),
+    pct_col("pct_under_10us", "pct_under_10us", "% < 10 µs"),
+    pct_col("pct_under_20us", "pct_under_20us"),
+    Col((("launch_storm", raw("launch_storm")),), "storm", lambda r: fmt_bool(r.get("launch_storm"))),
+), launch_rows)
+
+_SYNC_STATS = (
+    int_col("count", "calls", "calls"),
+    dur_col("total_ns", "total", "total"),
+    dur_col("avg_ns", "avg", "avg", unit="us"),
+    dur_col("p50_ns", "p50", "p50", unit="us"),
+    dur_col("max_ns", "max", "max", unit="us"),
+)
+SYNC_APIS = Table("sync_apis.csv", (name_col("name", "api_name", "API"), csv_col("blocking")) + _SYNC_STATS,
+                  sync_api_rows)
+SYNC_BY_PID = Table("sync_by_pid.csv", (csv_col("pid"), name_col("name", "api_name", "API")) + _SYNC_STATS,
+                    lambda rep: rows_of(section(rep, "sync"), "per_pid"))
+
+CUDA_API = Table("cuda_api.csv", (
+    name_col("name", "api_name", "API"),
+    text_col("api_class", "api_class", "class"),
+    csv_col("event_class"),
+    int_col("count", "calls", "calls"),
+    dur_col("total_ns", "total", "total"),
+    pct_col("pct", "pct", "% of API time"),
+    dur_col("avg_ns", "avg", "avg", unit="us"),
+    dur_col("p50_ns", "p50", unit="us"),
+    dur_col("min_ns", "min", unit="us"),
+    dur_col("max_ns", "max", "max", unit="us"),
+    Col((("raw_names", joined("raw_names")),)),
+), lambda rep: rows_of(section(rep, "cuda_api"), "apis"))
+
+MEMCPY = Table("memcpy.csv", (
+    text_col("op", "op", "op"),
+    text_col("direction", "direction", "direction"),
+    Col((("src_kind", raw("src_kind_name")), ("dst_kind", raw("dst_kind_name")), ("mem_kind", raw("mem_kind_name"))),
+        "memory", lambda r: md_cell(f"{r.get('src_kind_name')} → {r.get('dst_kind_name')}"
+                                    if r.get("src_kind_name") else (r.get("mem_kind_name") or ""))),
+    int_col("count", "count", "count"),
+    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.get("bytes")), True),
+    dur_col("total_ns", "total", "total"),
+    dur_col("avg_ns", "avg", "avg", unit="us"),
+    dur_col("p50_ns", "p50", unit="us"),
+    dur_col("min_ns", "min", unit="us"),
+    dur_col("max_ns", "max", unit="us"),
+    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(r.get("gb_per_s"), 2), True),
+), memcpy_rows)
+
+NVTX_RANGES = Table("nvtx_ranges.csv", (
+    name_col("name", "range_name", "range", 60),
+    text_col("style", "style", "style"),
+    int_col("count", "count", "count"),
+    dur_col("total_ns", "total", "total"),
+    dur_col("avg_ns", "avg", "avg"),
+    dur_col("p50_ns", "p50", unit="us"),
+    dur_col("min_ns", "min", unit="us"),
+    dur_col("max_ns", "max", "max"),
+    csv_col("pct_total"),
+    dur_col("self_ns", "self", "self"),
+    csv_col("pct_self"),
+), lambda rep: rows_of(section(rep, "nvtx"), "ranges"))
+
+NVTX_BY_PID = Table("nvtx_by_pid.csv", (
+    csv_col("pid"), name_col("name", "range_name", "range"), csv_col("count"), dur_col("total_ns", "total"),
+    csv_col("kernel_count"), dur_col("inclusive_ns", "kernel_inclusive"),
+), nvtx_by_pid_rows)
+
+NVTX_ATTRIBUTION = Table("nvtx_attribution.csv", (
+    name_col("name", "range_name", "range"), csv_col("kernel_count"), dur_col("inclusive_ns", "inclusive"),
+    dur_col("innermost_ns", "innermost"), csv_col("innermost_kernel_count", "pct_of_kernel_time"),
+), lambda rep: rows_of(section(section(rep, "nvtx"), "attribution"), "ranges"))
+
+NCCL_RANKS = Table("nccl_ranks.csv", (
+    text_col("rank", "rank", "rank"), csv_col("pid", "device_id"),
+    int_col("nccl_count", "nccl_count", "collectives"),
+    dur_col("nccl_total_ns", "nccl_total", "total"),
+    dur_col("mean_ns", "mean", "mean", unit="us"),
+    dur_col("p50_ns", "p50", "p50", unit="us"),
+    dur_col("mean_start_skew_ns", "mean_start_skew", "mean start skew", unit="us"),
+    int_col("last_arrival_count", "last_arrival_count", "last to arrive"),
+    csv_col("matched"),
+), lambda rep: rows_of(section(rep, "nccl"), "ranks"))
+
+#: every CSV file, in the order written
+CSV_TABLES: List[Table] = [
+    FINDINGS, DEVICES, IDLE_CAUSES, GAPS, GAP_HISTOGRAM, KERNELS, KERNELS_BY_PID, KERNEL_TRAITS, CATEGORIES,
+    PHASES, STEPS, STEPS_BY_PHASE, LAUNCH, SYNC_APIS, SYNC_BY_PID, CUDA_API, MEMCPY, NVTX_RANGES, NVTX_BY_PID,
+    NVTX_ATTRIBUTION, NCCL_RANKS,
+]

@@ -1,0 +1,107 @@
+"""Waiting scenarios of the idle model: the host busy in an NVTX range without CUDA calls, and a GPU that
+waits on cross-stream events although every kernel was launched well ahead."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from .idle_model import model_facts
+from .names import K, Shape
+from .rank import Rank
+from .sim import MS, US, Sim
+from .steps import segment, write_trace
+
+__all__ = ["nvtx_host_range", "queued_dependency"]
+
+_LAYER_KERNELS: List[Shape] = [
+    (K.RMS_NORM, 6000, (32, 1, 1)),
+    (K.GEMM_QKV, 22000, (132, 1, 1)),
+    (K.ACT_MUL, 7000, (32, 1, 1)),
+    (K.GEMM_DOWN, 20000, (132, 1, 1)),
+]
+
+
+def nvtx_host_range(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
+    """Layer-by-layer weight streaming: 8 steps × 32 layers; per layer the host opens the NVTX range
+    ``load_layer_<i>_weights`` and spends ~1 ms in it without any CUDA call (an OSRT ``nanosleep`` inside,
+    as when waiting for the loader), then launches 4 kernels (~55 µs). GPU ≈ 5 % busy; the ranges hold
+    most of the idle time."""
+    sim = Sim(flavor or "2024.2", seed)
+    r = Rank(sim, 13601, 0)
+    sim.b.gpu(0)
+    steps, layers = 8, 32
+    ranges: List[Tuple[int, int]] = []
+    for _ in range(steps):
+        r.push("execute_model")
+        for i in range(layers):
+            r.push(f"load_layer_{i}_weights")
+            t = r.cpu
+            sleep = sim.uni(0.9 * MS, 1.1 * MS)
+            sim.b.osrt(t + 3 * US, t + 3 * US + sleep, tid_g=r.gtid, name="nanosleep")
+            r.host(sleep + sim.uni(5 * US, 8 * US))
+            ranges.append(r.pop())
+            segment(r, _LAYER_KERNELS)
+        r.stream_sync()
+        r.pop()
+        r.host(sim.jit(100 * US, 0.2))
+    write_trace(sim, path)
+    f = sim.facts(
+        "host_range",
+        steps=steps,
+        layers=layers,
+        range_name_pattern="load_layer_<i>_weights",
+        range_count=len(ranges),
+        range_ns_total=sum(e - s for s, e in ranges),
+        kernels_per_layer=len(_LAYER_KERNELS),
+    )
+    return model_facts(f, sim.b, r.key, "nvtx", "load_layer_N_weights")
+
+
+def _wait_event(r: Rank, stream: int, event_id: int) -> None:
+    """``cudaStreamWaitEvent``: a short API call plus its stream-wait-event SYNCHRONIZATION row."""
+    corr, a0, a1 = r.api("cudaStreamWaitEvent_v3020", r.sim.jit(1800, 0.1))
+    r.b.sync(a0, a1, pid=r.pid, sync_type=2, device=r.device, stream=stream, corr=corr, event_id=event_id)
+
+
+def queued_dependency(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
+    """MoE layer with a shared-expert side stream: per step 40 ping-pong pairs (GEMM on stream 7, then
+    ``fused_moe_kernel`` on stream 13, each waiting on an event recorded after the other). The host
+    launches the whole step at once and syncs at the end; every kernel starts 25–40 µs after the kernel it
+    depends on (planted dependency gaps), long after its launch call returned. GPU ≈ 60 % busy."""
+    sim = Sim(flavor or "2024.2", seed)
+    r = Rank(sim, 13701, 0)
+    sim.b.gpu(0)
+    steps, pairs = 60, 40
+    a_stream, b_stream = 7, 13
+    dep_gaps: List[int] = []
+    for _ in range(steps):
+        r.push("execute_model")
+        prev_end: Optional[int] = None
+        for i in range(pairs):
+            name = K.GEMM_UP if i % 2 == 0 else K.GEMM_DOWN
+            nb = 0 if prev_end is None else prev_end + sim.uni(25 * US, 40 * US)
+            ks, ke = r.launch(name, 50 * US, stream=a_stream, not_before=nb)
+            if prev_end is not None:
+                dep_gaps.append(ks - prev_end)
+            ev, _ = r.event_record(stream=a_stream)
+            _wait_event(r, b_stream, ev)
+            gap = sim.uni(25 * US, 40 * US)
+            ks2, ke2 = r.launch(K.FUSED_MOE, 45 * US, stream=b_stream, grid=(264, 1, 1), not_before=ke + gap)
+            dep_gaps.append(ks2 - ke)
+            ev2, _ = r.event_record(stream=b_stream)
+            _wait_event(r, a_stream, ev2)
+            prev_end = ke2
+        r.stream_sync(stream=b_stream)
+        r.pop()
+        r.host(sim.jit(40 * US, 0.2))
+    write_trace(sim, path)
+    f = sim.facts(
+        "gpu_wait",
+        steps=steps,
+        pairs_per_step=pairs,
+        streams=[a_stream, b_stream],
+        dependency_gap_count=len(dep_gaps),
+        dependency_gap_ns_total=sum(dep_gaps),
+        event_wait_count=len(sim.b.rows("sync")) - steps,
+    )
+    return model_facts(f, sim.b, r.key, "queued", "")

@@ -58,6 +58,8 @@ class IdleCause:
     one_time: bool
     short_gap_ns: int = 0                    # part of ``ns`` inside gaps shorter than LONG_GAP_NS
     examples: Tuple[GapExample, ...] = ()
+    first_ns: int = 0                        # start of the first gap holding this cause
+    last_ns: int = 0                         # end of the last gap holding this cause
 
 
 @dataclass(frozen=True)
@@ -331,6 +333,11 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> Dev
     np.add.at(pns, pinv.reshape(-1), ln)
     pc, pg = upair // max(len(gs), 1), upair % max(len(gs), 1)
     gap_count = np.bincount(pc, minlength=ukey.shape[0])
+    first = np.full(ukey.shape[0], np.iinfo(np.int64).max, np.int64)
+    last = np.full(ukey.shape[0], np.iinfo(np.int64).min, np.int64)
+    if pc.shape[0]:
+        np.minimum.at(first, pc, gs[pg])
+        np.maximum.at(last, pc, ge[pg])
     order = np.lexsort((-pns, pc))
     causes = []
     for j in range(ukey.shape[0]):
@@ -338,7 +345,8 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> Dev
         k = KINDS[int(ukey[j] // D)]
         ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in rows.tolist())
         causes.append(IdleCause(k, ctx.details[int(ukey[j] % D)], int(ns[j]), pct(int(ns[j]), window),
-                                pct(int(ns[j]), idle), int(gap_count[j]), k in ONE_TIME, int(short_ns[j]), ex))
+                                pct(int(ns[j]), idle), int(gap_count[j]), k in ONE_TIME, int(short_ns[j]), ex,
+                                int(first[j]), int(last[j])))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     best = np.lexsort((-pns, pg))
     first = np.ones(best.shape[0], bool)

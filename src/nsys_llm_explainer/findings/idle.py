@@ -8,6 +8,8 @@
   median kernel ≤ 20 µs, ≥ 5 000 kernels/s in the window), the host-side kinds (launch, host_cpu, nvtx,
   osrt, other_api) in gaps shorter than 1 ms are one ``launch_overhead`` finding; their long-gap parts
   stay with their own kinds.
+* ``alloc`` idle that lies only in the first quarter of the window is allocator growth: a low ``one_time``
+  finding, not "allocation in the loop".
 * Time at stake = the ns charged (summed over devices).
 """
 
@@ -18,6 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analyses.idle import GpuTimeResult
 from ..analyses.idle_causes import IdleCause, IdleCausesResult
+from ..analyses.kernel_traits import KernelTraitsResult
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, ms, us
 from .text import CAUSE_TEXT, stack_tips
 
@@ -27,6 +30,7 @@ CATEGORY = {"copy": "copy_bound", "queued": "gpu_wait", "sync": "sync_stall", "s
             "host_cpu": "host_gap", "unknown": "unknown_host"}
 HOST_KINDS = ("launch", "host_cpu", "nvtx", "osrt", "other_api")
 LOW_ONLY = {"module_load", "unknown"}
+GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the window: allocator growth
 LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
@@ -90,10 +94,11 @@ def _where(c: IdleCause, t0: int) -> str:
 
 
 def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
-                  capture_start_ns: int, stack: str, workload: str) -> List[Finding]:
+                  capture_start_ns: int, traits: KernelTraitsResult) -> List[Finding]:
     """All idle-cause findings whose checks hold."""
     if not causes.available or not gpu.available:
         return []
+    stack = advice_stack(traits)
     lb = launch_bound_devices(gpu, kern)
     per_kind, merged = _split(causes, lb)
     win = {d.device_id: d.window_ns for d in gpu.devices}
@@ -128,15 +133,19 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         sc = Scope(device_id=dev, kind=kind)
         checks = (Check("cause_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
         category = CATEGORY[kind]
+        growth = kind == "alloc" and _early_only(causes, gpu, kind)
+        if growth:
+            category, sev = "one_time", "low"
         if kind == "copy" and "(pageable)" in top[0][0]:
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         out.append(Finding(
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
-            else "low", title=txt["title"].format(what=what, share=main_share),
+            else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_share:.1f} % of it "
+                   "(a one-time cost)" if growth else txt["title"].format(what=what, share=main_share)),
             evidence=tuple(ev), recommendation=tuple(txt["advice"]) + tuple(stack_tips(category, stack)),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
-            about_capture=kind in LOW_ONLY))
-    lf = _launch_finding(merged, win, lb, kern, gpu, stack, workload)
+            about_capture=kind in LOW_ONLY or growth))
+    lf = _launch_finding(merged, win, lb, kern, gpu, traits)
     if lf is not None:
         out.append(lf)
     return out
@@ -144,7 +153,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
 
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],
                     lb: Dict[int, Tuple[Check, ...]], kern: Dict[int, DeviceKernels], gpu: GpuTimeResult,
-                    stack: str, workload: str) -> Optional[Finding]:
+                    traits: KernelTraitsResult) -> Optional[Finding]:
     if not merged:
         return None
     share = {d: 100.0 * sum(v.values()) / win[d] for d, v in merged.items() if win.get(d)}
@@ -168,14 +177,35 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
               f"{kind.replace('_', ' ')}{' `' + det + '`' if det else ''} {ms(ns)}"
               for (kind, det), ns in sorted(parts.items(), key=lambda x: -x[1])[:5]) + "."]
     checks = lb[dev] + (Check("host_overhead_pct", share[dev], ">=", MEDIUM_SHARE, Scope(device_id=dev)),)
+    tiny = traits.traits.get("tiny_elementwise")
+    if tiny is not None and traits.kernel_count:
+        ev.append(f"{tiny.kernel_count:,} tiny elementwise kernels (median under 10 µs) are "
+                  f"{100.0 * tiny.kernel_count / traits.kernel_count:.0f} % of the kernels in the window: fusing "
+                  "them removes launches.")
     advice = list(CAUSE_TEXT["launch"]["advice"])
-    if workload == "training":
-        advice = [a for a in advice if "decode" not in a]
+    stack = advice_stack(traits)
     return Finding(
         id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
         title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(k.p50_ns)}",
         evidence=tuple(e for e in ev if e), recommendation=tuple(advice) + tuple(stack_tips("launch_overhead", stack)),
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=("launch", ""))
+
+
+def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool:
+    """True when every gap holding ``kind`` ends within the first quarter of its device's window."""
+    for d in causes.devices:
+        t = gpu.device(d.device_id)
+        for c in d.causes:
+            if c.kind == kind and t is not None and \
+                    c.last_ns > t.window_start_ns + GROWTH_WINDOW_SHARE * t.window_ns:
+                return False
+    return True
+
+
+def advice_stack(traits: KernelTraitsResult) -> str:
+    """The stack whose flags the advice may name: none for a training workload (the serving-engine flags
+    do not apply), else the detected stack."""
+    return "" if traits.workload == "training" else traits.stack
 
 
 def cause_share(causes: IdleCausesResult, kinds: Sequence[str]) -> float:

@@ -10,7 +10,7 @@ from ..diagnose import Diagnosis
 from ..model.trace import TraceModel
 from .base import Finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
-from .idle import DeviceKernels, idle_findings
+from .idle import DeviceKernels, advice_stack, idle_findings
 from .kernels import kernel_findings
 from .rank import Headline, headline, rank
 
@@ -23,12 +23,12 @@ def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult
     gate = gate_finding(gpu, kernels.kernel_count if kernels.available else 0, kernels.reason)
     kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
     found: List[Finding] = []
-    found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits.stack, traits.workload)
+    found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits)
     top = diag.steady_kernels.by_name if diag.steady_kernels.available else []
     cats = diag.categories.overall if diag.categories.available else []
     found += kernel_findings(gpu, traits, top, cats)
     for f in (graph_trace_finding(diag.graphs, pooled.idle_ns if pooled else 0),
-              capture_window_finding(diag.window, gpu, traits.stack),
+              capture_window_finding(diag.window, gpu, advice_stack(traits)),
               nvtx_coverage_finding(att.coverage if att.available else None, opts.nvtx_coverage_warn_threshold,
                                     att.attributed_ns if att.available else 0,
                                     att.total_kernel_ns if att.available else 0),

@@ -1,0 +1,73 @@
+"""Findings rules on hand-built traces: preconditions decide the claim (numbers worked out in docstrings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nsys_llm_explainer.options import options_from_kwargs
+from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.synth import TraceBuilder
+
+US = 1_000
+PID = 7
+
+
+def _run(b: TraceBuilder, tmp_path: Path, name: str, **options):
+    p = tmp_path / name
+    b.write(str(p), overwrite=True)
+    return analyze_path(str(p), options_from_kwargs(**options))
+
+
+def _loop(b: TraceBuilder, t0: int, n: int) -> int:
+    """n kernels of 9 µs every 10 µs from t0, each launched 8 µs ahead by a 2 µs call."""
+    for i in range(n):
+        t = t0 + i * 10 * US
+        b.launch(t - 8 * US, t - 6 * US, t, t + 9 * US, pid=PID, tid=1, name="gemm")
+    return t0 + n * 10 * US
+
+
+def test_allocator_growth_is_one_time(tmp_path: Path) -> None:
+    """cudaMalloc [0, 300 µs) before a 1 ms loop, window set to the whole run [0, 1309 µs): 300 µs of idle,
+    all in the first quarter → a low one-time finding, never "allocation in the loop". (The auto window
+    trims it as warm-up instead.)"""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, 1)
+    b.runtime(0, 300 * US, tid_g=g, name="cudaMalloc_v3020")
+    _loop(b, 310 * US, 100)
+    rep = _run(b, tmp_path, "growth.sqlite", window=(0, 1_309 * US))
+    alloc = [f for f in rep.findings if f.cause and f.cause[0] == "alloc"]
+    assert len(alloc) == 1 and alloc[0].category == "one_time" and alloc[0].severity == "low"
+    assert "growth" in alloc[0].title
+    assert all(f.category != "allocation" for f in rep.findings)
+
+
+def test_allocation_in_the_loop(tmp_path: Path) -> None:
+    """A 50 µs cudaMalloc before every 10th kernel, all through the window: allocation in the loop."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, 1)
+    t = 0
+    for _ in range(10):
+        b.runtime(t, t + 50 * US, tid_g=g, name="cudaMalloc_v3020")
+        t = _loop(b, t + 60 * US, 10)
+    rep = _run(b, tmp_path, "loop.sqlite")
+    top = rep.findings[0]
+    assert top.category == "allocation" and top.cause == ("alloc", "cudaMalloc")
+    assert top.severity == "high" and top.holds()
+
+
+def test_no_kernel_claims_when_idle(tmp_path: Path) -> None:
+    """One FP32 sgemm kernel type on an idle GPU (9 µs every 400 µs ≈ 2.3 % busy, 2 500 kernels/s: below the
+    launch-bound rate): no fp32/GPU-bound claim; the idle is host work outside CUDA calls → host_gap."""
+    b = TraceBuilder()
+    b.process(PID)
+    for i in range(50):
+        t = i * 400 * US
+        b.launch(t + 380 * US, t + 385 * US, t + 390 * US, t + 399 * US, pid=PID, tid=1,
+                 name="ampere_sgemm_128x64_nn")
+    rep = _run(b, tmp_path, "idle.sqlite")
+    cats = {f.category for f in rep.findings}
+    assert "fp32_gemm" not in cats and "gpu_bound" not in cats
+    assert rep.findings[0].category == "host_gap"
+    assert rep.headline.steady_busy_pct < 10

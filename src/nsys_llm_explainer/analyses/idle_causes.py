@@ -185,6 +185,17 @@ class _Cover:
         return np.where(ok, self.arg[i0], -1)
 
 
+def _sorted_distinct(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (sort + neighbour compare: faster than hashing for millions of values)."""
+    x = np.sort(x)
+    if x.shape[0] < 2:
+        return x
+    keep = np.empty(x.shape[0], bool)
+    keep[0] = True
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]
+
+
 def _inside(x: np.ndarray, gs: np.ndarray, ge: np.ndarray) -> np.ndarray:
     p = np.searchsorted(gs, x, side="right") - 1
     return (p >= 0) & (x <= ge[np.maximum(p, 0)])
@@ -231,7 +242,7 @@ def _thread_pieces(ctx: _Ctx, tl: DeviceTimeline, g: int, gi: np.ndarray, gs: np
         os_rows = np.nonzero(m.osrt["gtid"] == g)[0]
         bounds += [m.osrt["start"][os_rows], m.osrt["end"][os_rows]]
     b = np.concatenate([np.asarray(x, np.int64) for x in bounds])
-    b = np.unique(b[_inside(b, sgs, sge)])
+    b = _sorted_distinct(b[_inside(b, sgs, sge)])
     t0, t1 = b[:-1], b[1:]
     p = np.searchsorted(sgs, t0, side="right") - 1
     ok = (p >= 0) & (t1 <= sge[np.maximum(p, 0)])
@@ -289,10 +300,12 @@ def _device(ctx: _Ctx, tl: DeviceTimeline) -> DeviceCauses:
     nli = np.where(gp.next_row >= 0, li[np.maximum(gp.next_row, 0)], -1) if li.shape[0] else gp.next_row * 0 - 1
     pli = np.where(gp.prev_row >= 0, li[np.maximum(gp.prev_row, 0)], -1) if li.shape[0] else gp.prev_row * 0 - 1
     if has_api:
-        linked = li[li >= 0]
-        dom = int(np.bincount(np.unique(api.gtid, return_inverse=True)[1].reshape(-1)[linked]).argmax()) \
-            if linked.shape[0] else -1
-        dom_g = int(np.unique(api.gtid)[dom]) if dom >= 0 else -1
+        linked = api.gtid[li[li >= 0]]
+        dom_g = -1
+        if linked.shape[0]:
+            threads = np.unique(linked[:: max(1, linked.shape[0] // 100_000)])   # few distinct launch threads
+            threads = _sorted_distinct(np.concatenate([threads, linked[np.isin(linked, threads, invert=True)]]))
+            dom_g = int(threads[np.bincount(np.searchsorted(threads, linked)).argmax()])
         thread = np.where(nli >= 0, api.gtid[np.maximum(nli, 0)],
                           np.where(pli >= 0, api.gtid[np.maximum(pli, 0)], dom_g)).astype(np.int64)
         hce = np.where(nli >= 0, np.clip(api.end[np.maximum(nli, 0)], gs, ge), ge + 1)
@@ -314,46 +327,46 @@ def _device(ctx: _Ctx, tl: DeviceTimeline) -> DeviceCauses:
 
 
 def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> DeviceCauses:
+    """Sum the pieces per cause and per (cause, gap) with one sort (dense cause codes, no hashing)."""
     idle, window = tl.idle_ns, tl.window_ns
     D = max(len(ctx.details), 1)
     key = kind * D + det
-    ukey, inv = np.unique(key, return_inverse=True)
-    inv = inv.reshape(-1)
-    ns = np.zeros(ukey.shape[0], np.int64)
-    np.add.at(ns, inv, ln)
-    short_ns = np.zeros(ukey.shape[0], np.int64)
-    if gap.shape[0]:
-        sm = (ge - gs)[gap] < LONG_GAP_NS
-        np.add.at(short_ns, inv[sm], ln[sm])
-    assert int(ns.sum()) == idle, (tl.device_id, int(ns.sum()), idle)
-    # per (cause, gap) sums
-    pair = inv.astype(np.int64) * max(len(gs), 1) + gap
-    upair, pinv = np.unique(pair, return_inverse=True)
-    pns = np.zeros(upair.shape[0], np.int64)
-    np.add.at(pns, pinv.reshape(-1), ln)
-    pc, pg = upair // max(len(gs), 1), upair % max(len(gs), 1)
-    gap_count = np.bincount(pc, minlength=ukey.shape[0])
-    first = np.full(ukey.shape[0], np.iinfo(np.int64).max, np.int64)
-    last = np.full(ukey.shape[0], np.iinfo(np.int64).min, np.int64)
-    if pc.shape[0]:
-        np.minimum.at(first, pc, gs[pg])
-        np.maximum.at(last, pc, ge[pg])
-    order = np.lexsort((-pns, pc))
+    if key.shape[0] > 1:                                # merge runs of pieces of one cause in one gap
+        run = np.concatenate(([True], (key[1:] != key[:-1]) | (gap[1:] != gap[:-1])))
+        at = np.nonzero(run)[0]
+        key, gap, ln = key[at], gap[at], np.add.reduceat(ln, at)
+    ns_all = np.bincount(key, weights=ln, minlength=len(KINDS) * D).round().astype(np.int64)
+    assert int(ns_all.sum()) == idle, (tl.device_id, int(ns_all.sum()), idle)
+    ukey = np.nonzero(ns_all)[0]
+    G = max(len(gs), 1)
+    pair = key * G + gap
+    order = np.argsort(pair, kind="stable")
+    ps = pair[order]
+    start = np.nonzero(np.concatenate(([True], ps[1:] != ps[:-1])))[0] if ps.shape[0] else ps
+    upair = ps[start]
+    pns = np.add.reduceat(ln[order], start) if ps.shape[0] else ps
+    pk, pg = upair // G, upair % G
     causes = []
-    for j in range(ukey.shape[0]):
-        rows = order[np.searchsorted(pc[order], j, "left"):np.searchsorted(pc[order], j, "right")][:MAX_EXAMPLES]
-        k = KINDS[int(ukey[j] // D)]
-        ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in rows.tolist())
-        causes.append(IdleCause(k, ctx.details[int(ukey[j] % D)], int(ns[j]), pct(int(ns[j]), window),
-                                pct(int(ns[j]), idle), int(gap_count[j]), k in ONE_TIME, int(short_ns[j]), ex,
-                                int(first[j]), int(last[j])))
+    first_pair = np.searchsorted(pk, ukey, "left")
+    last_pair = np.searchsorted(pk, ukey, "right")
+    short = ((ge - gs) < LONG_GAP_NS)[pg]
+    for j, code in enumerate(ukey.tolist()):
+        a, b = int(first_pair[j]), int(last_pair[j])
+        sl = slice(a, b)
+        top = a + np.argsort(-pns[sl], kind="stable")[:MAX_EXAMPLES]
+        k = KINDS[code // D]
+        ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in top.tolist())
+        ns = int(ns_all[code])
+        causes.append(IdleCause(k, ctx.details[code % D], ns, pct(ns, window), pct(ns, idle), b - a, k in ONE_TIME,
+                                int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]])))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
-    best = np.lexsort((-pns, pg))
+    # per gap: the cause with the most ns in it (ties: precedence order)
+    best = np.lexsort((pk, -pns, pg))
     first = np.ones(best.shape[0], bool)
     first[1:] = pg[best][1:] != pg[best][:-1]
     gap_cause: List[Tuple[str, str]] = [("", "")] * len(gs)
     for r in best[first].tolist():
-        c = int(ukey[pc[r]])
+        c = int(pk[r])
         gap_cause[int(pg[r])] = (KINDS[c // D], ctx.details[c % D])
     return DeviceCauses(tl.device_id, window, tl.busy_ns, idle, tuple(causes), tuple(gap_cause))
 

@@ -585,7 +585,7 @@ def idle_pct_change(full: Dict[int, DeviceTimeline], steady: Dict[int, DeviceTim
     return idle_pct(full) - idle_pct(steady)
 
 
-def kernels_in(tr: Trace, w0: int, w1: int, device_id: Optional[int] = None) -> List[Tuple[int, int, "Gpu"]]:
+def kernels_in(tr: Trace, w0: int, w1: int, device_id: Optional[int] = None) -> List[Tuple[int, int, Gpu]]:
     """Kernels intersecting [w0, w1) (a zero-length one when it starts inside), clipped: (start, end, kernel)."""
     out = []
     for k in tr.kernels:

@@ -12,6 +12,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
+#: the closed vocabulary of ``Finding.category`` (docs/FINDINGS.md)
+CATEGORIES = (
+    "copy_bound", "gpu_wait", "sync_stall", "memcpy", "allocation", "one_time", "launch_overhead", "cuda_api",
+    "host_range", "host_os", "host_gap", "unknown_host", "gpu_bound", "fp32_gemm", "attention_unfused",
+    "elementwise_fusion", "no_gpu_work", "too_little_work", "graph_trace_mode", "capture_window", "nvtx_coverage",
+    "nccl_wait", "mixed_idle", "none",
+)
 HIGH_SHARE = 20.0         # % of the window: a cause this large is high severity
 MEDIUM_SHARE = 5.0        # % of the window: smaller causes yield no finding
 GPU_BOUND_PCT = 85.0      # busy % from which kernels, not the host, set the step time
@@ -63,6 +70,7 @@ class Finding:
     about_capture: bool = False                 # about how the trace was taken, not the workload
 
     def holds(self) -> bool:
+        assert self.category in CATEGORIES, self.category
         return all(c.holds() for c in self.checks)
 
     def to_dict(self) -> Dict[str, Any]:

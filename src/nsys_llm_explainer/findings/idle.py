@@ -86,6 +86,14 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]]):
     return per_kind, merged
 
 
+def _title(txt: Dict, what: str, kind_share: float, main_share: float) -> str:
+    """Named after the largest detail when it holds most of the kind, else after the kind with the largest
+    detail beside it."""
+    if "many" in txt and main_share < 0.5 * kind_share:
+        return txt["many"].format(share=kind_share) + f"; largest `{what}` ({main_share:.1f} %)"
+    return txt["title"].format(what=what, share=main_share)
+
+
 def _where(c: IdleCause, t0: int) -> str:
     if not c.examples:
         return ""
@@ -141,7 +149,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         out.append(Finding(
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_share:.1f} % of it "
-                   "(a one-time cost)" if growth else txt["title"].format(what=what, share=main_share)),
+                   "(a one-time cost)" if growth else _title(txt, what, share[dev], main_share)),
             evidence=tuple(ev), recommendation=tuple(txt["advice"]) + tuple(stack_tips(category, stack)),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))

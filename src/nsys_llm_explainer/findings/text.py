@@ -7,6 +7,7 @@ from typing import Dict, List
 
 CAUSE_TEXT: Dict[str, Dict] = {
     "copy": {
+        "many": "Copies keep the kernels waiting: {share:.1f} % of the window",
         "title": "Copies keep the kernels waiting: `{what}` copies fill {share:.1f} % of the window",
         "by": "copy kind",
         "advice": ["Overlap copies with compute: issue them on a side stream from pinned memory "
@@ -19,6 +20,7 @@ CAUSE_TEXT: Dict[str, Dict] = {
         "advice": ["Look at the largest gaps: the next kernel was already launched, so it waited on another stream, "
                    "an event (`cudaStreamWaitEvent`) or a copy; reorder the streams or remove the dependency."]},
     "sync": {
+        "many": "Host blocks in synchronize calls while the GPU idles ({share:.1f} % of the window)",
         "title": "Host blocks in `{what}` while the GPU idles ({share:.1f} % of the window)",
         "by": "call",
         "advice": ["Remove per-step host synchronization from the loop (`.item()`, `.cpu()`, "
@@ -34,6 +36,8 @@ CAUSE_TEXT: Dict[str, Dict] = {
         "advice": ["An async copy from pageable memory is staged by the driver and blocks the calling thread: "
                    "allocate the host buffer pinned (`pin_memory()` / `cudaHostAlloc`) so the copy is truly async."]},
     "alloc": {
+        "many": "Allocation in the loop: the host is in alloc/free calls while the GPU idles "
+                "({share:.1f} % of the window)",
         "title": "Allocation in the loop: the host is in `{what}` while the GPU idles ({share:.1f} % of the window)",
         "by": "call",
         "advice": ["Allocate once outside the loop or use a caching / stream-ordered allocator "
@@ -51,16 +55,19 @@ CAUSE_TEXT: Dict[str, Dict] = {
                    "`torch.cuda.graphs`), kernel fusion (`torch.compile`, fused norms/activations), larger batches.",
                    "Many tiny elementwise kernels are the usual source: fuse them."]},
     "other_api": {
+        "many": "The host is inside other CUDA calls while the GPU idles ({share:.1f} % of the window)",
         "title": "The host is inside `{what}` while the GPU idles ({share:.1f} % of the window)",
         "by": "call",
         "advice": ["Find where this CUDA call is made in the step (nsys call stacks: `--cudabacktrace=all`) and "
                    "move it out of the loop or make it asynchronous."]},
     "nvtx": {
+        "many": "The GPU idles while the host is in NVTX ranges ({share:.1f} % of the window)",
         "title": "The GPU idles while the host is in NVTX range `{what}` ({share:.1f} % of the window)",
         "by": "range",
         "advice": ["The host thread that launches the GPU work is busy in this range and launches nothing: overlap "
                    "it with GPU work (prefetch on another thread/stream, async I/O) or shorten it."]},
     "osrt": {
+        "many": "The launching thread is blocked in OS calls while the GPU idles ({share:.1f} % of the window)",
         "title": "The launching thread is blocked in `{what}` (OS runtime) while the GPU idles "
                  "({share:.1f} % of the window)",
         "by": "call",

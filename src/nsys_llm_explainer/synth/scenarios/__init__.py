@@ -32,7 +32,7 @@ _LEGACY_CAUSES = (
     "launch_overhead",
     "sync_stall",
     "capture_window",
-    "dominant_kernel",
+    "gpu_bound",
     "memcpy",
     "nccl_wait",
     "allocation",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 import pytest
@@ -49,8 +49,9 @@ def _model(tmp_path: Path, kernels: Sequence[KernelSpec], memcpy: Sequence[Tuple
     return load_model(b.write(str(tmp_path / fname)))
 
 
-def _row(rows: List[Dict], cat: str) -> Dict:
-    found = [r for r in rows if r["category"] == cat]
+def _row(rows: Sequence[Any], cat: str) -> Dict:
+    """The row of ``cat`` as a dict (overall rows are typed :class:`CategoryRow`; device/phase rows dicts)."""
+    found = [d for d in (r if isinstance(r, dict) else r.to_dict() for r in rows) if d["category"] == cat]
     assert len(found) == 1, (cat, rows)
     return found[0]
 

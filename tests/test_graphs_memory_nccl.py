@@ -48,12 +48,12 @@ def test_graph_node_mode(tmp_path: Path) -> None:
     r = analyze_graphs(_load(_graph_fixture(True), tmp_path))
     assert r.available and r.trace_mode == "node"
     assert r.graph_launch_count == 2 and r.graph_launch_host_ns == 16 * US
-    assert r.launches_by_pid == [{"pid": PID, "count": 2, "host_ns": 16 * US}]
+    assert r.launches_by_pid == ({"pid": PID, "count": 2, "host_ns": 16 * US},)
     assert r.graph_kernel_count == 6
     assert r.graph_kernel_ns == 120 * US and r.total_kernel_ns == 160 * US
     assert r.graph_kernel_pct == 75.0
     assert r.kernels_per_launch == {"launches": 2, "min": 3, "p50": 3.0, "mean": 3.0, "max": 3}
-    assert r.kernels_per_launch_hist == [{"kernels": 3, "launches": 2}]
+    assert r.kernels_per_launch_hist == ({"kernels": 3, "launches": 2},)
     assert r.launches_without_kernels == 0
     assert not r.graph_level_hidden and r.warning is None and r.fix is None
 
@@ -66,7 +66,7 @@ def test_graph_level_hidden(tmp_path: Path) -> None:
     assert r.graph_level_hidden
     assert r.graph_kernel_count == 0 and r.graph_kernel_ns == 0 and r.total_kernel_ns == 40 * US
     assert r.kernels_per_launch == {} and r.launches_without_kernels == 2
-    assert r.kernels_per_launch_hist == [{"kernels": 0, "launches": 2}]
+    assert r.kernels_per_launch_hist == ({"kernels": 0, "launches": 2},)
     # one GRAPH_TRACE row per launch, spanning first kernel start → last kernel end (60 µs)
     assert r.graph_trace == {
         "count": 2,
@@ -164,10 +164,10 @@ def test_memory(tmp_path: Path) -> None:
     assert (ps["host_copies_in_steps"], ps["pageable_in_steps"], ps["sync_copies_in_steps"]) == (2, 1, 1)
     assert r.alloc == {"count": 1, "total_ns": 50 * US, "in_steps": 1, "in_steps_ns": 50 * US}
     assert r.free == {"count": 1, "total_ns": 20 * US, "in_steps": 0, "in_steps_ns": 0}
-    assert r.alloc_free_by_api == [
+    assert r.alloc_free_by_api == (
         {"name": "cudaMalloc", "class": "alloc", "count": 1, "total_ns": 50 * US, "in_steps": 1},
         {"name": "cudaFree", "class": "free", "count": 1, "total_ns": 20 * US, "in_steps": 0},
-    ]
+    )
     # without step bounds: no per-step numbers, "in_steps" unknown
     r2 = analyze_memory(m)
     assert r2.per_step is None and r2.alloc["in_steps"] is None
@@ -246,9 +246,9 @@ def test_nccl_straggler(tmp_path: Path) -> None:
     r = analyze_nccl(_load(_nccl_fixture(4), tmp_path))
     assert r.available
     assert r.nccl_kernel_count == 8 and r.nccl_total_ns == 4 * 500 * US
-    assert r.by_name == [
-        {"name": "ncclDevKernel_AllReduce_Sum_f16_RING_LL", "count": 8, "total_ns": 2000 * US}
-    ]
+    assert r.by_name == (
+        {"name": "ncclDevKernel_AllReduce_Sum_f16_RING_LL", "count": 8, "total_ns": 2000 * US},
+    )
     assert r.custom_allreduce["count"] == 1 and r.custom_allreduce["total_ns"] == 7 * US
     d0, d1 = r.per_device
     assert (d0["device_id"], d0["count"], d0["total_ns"], d0["kernel_ns"], d0["union_ns"]) == (
@@ -281,10 +281,10 @@ def test_nccl_straggler(tmp_path: Path) -> None:
     ) == (101, 1, 100 * US, 100 * US, 300 * US, 4)
     v = r.straggler
     assert v is not None
-    assert (v["waiting_pid"], v["waiting_device_id"], v["late_pid"], v["late_device_id"]) == (100, 0, 101, 1)
-    assert v["waiting_rank"] == "pid 100 / GPU 0" and v["late_rank"] == "pid 101 / GPU 1"
-    assert v["wait_ns_total"] == r.wait_ns_total == 4 * 300 * US
-    assert v["duration_ratio"] == 4.0 and v["late_share"] == 1.0 and v["confidence"] == "high"
+    assert (v.waiting_pid, v.waiting_device_id, v.late_pid, v.late_device_id) == (100, 0, 101, 1)
+    assert v.waiting_rank == "pid 100 / GPU 0" and v.late_rank == "pid 101 / GPU 1"
+    assert v.wait_ns_total == r.wait_ns_total == 4 * 300 * US
+    assert v.duration_ratio == 4.0 and v.late_share == 1.0 and v.confidence == "high"
 
 
 def test_nccl_balanced_and_unmatched(tmp_path: Path) -> None:
@@ -317,7 +317,7 @@ def test_nccl_scenario(tmp_path: Path) -> None:
     r = analyze_nccl(load_model(str(p)))
     assert {str(x["pid"]): x["total_ns"] for x in r.per_pid} == f["nccl_kernel_ns_by_pid"]
     assert r.straggler is not None
-    assert r.straggler["late_pid"] == f["straggler_pid"] and r.straggler["waiting_pid"] == f["waiting_pid"]
+    assert r.straggler.late_pid == f["straggler_pid"] and r.straggler.waiting_pid == f["waiting_pid"]
 
 
 def test_collective_name() -> None:

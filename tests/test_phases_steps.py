@@ -72,7 +72,7 @@ def test_nvtx_steps_exact(decode_model):
     pr, tree, att = _phases(decode_model)
     res = analyze_steps(decode_model, pr, tree=tree, kernel_node=att.kernel_node, top=2)
     assert res.available and res.method == "nvtx"
-    assert res.step_ranges == ["decode"]
+    assert res.step_ranges == ("decode",)
     assert res.confidence == "high"
     a = res.arrays
     assert a.start.tolist() == STARTS
@@ -105,12 +105,12 @@ def test_nvtx_steps_exact(decode_model):
 def test_step_range_override(decode_model):
     res = analyze_steps(decode_model, step_range="MODEL.LAYERS.0")
     assert res.method == "nvtx" and res.confidence == "high"
-    assert res.step_ranges == ["model.layers.0"]
+    assert res.step_ranges == ("model.layers.0",)
     assert res.arrays.wall.tolist() == [9_500] * 5
     # every launch call (s+1us .. s+9us) lies inside the layer range [s+0.5us, s+10us)
     assert res.arrays.kernel_count.tolist() == [2, 2, 2, 3, 2]
     missing = analyze_steps(decode_model, step_range="no-such-range")
-    assert missing.step_ranges == ["decode"] and "no-such-range" in missing.notes[0]
+    assert missing.step_ranges == ("decode",) and "no-such-range" in missing.notes[0]
 
 
 def test_decode_phase(decode_model):
@@ -131,7 +131,7 @@ def test_decode_phase(decode_model):
 
 def test_phase_map_override(decode_model):
     pr, _, _ = _phases(decode_model, {"tok": ["decode"], "lay": ["layers"]})
-    assert pr.source == "user" and pr.phase_names == ["tok", "lay"]
+    assert pr.source == "user" and pr.phase_names == ("tok", "lay")
     rows = {r["phase"]: r for r in pr.phases}
     # the innermost phase-named range enclosing each launch is model.layers.0
     assert rows["lay"]["kernel_count"] == 11 and rows["tok"]["kernel_count"] == 0
@@ -236,7 +236,7 @@ def test_scenarios(tmp_path, scenario, n_steps, phases):
     m = load_model(path)
     pr, tree, att = _phases(m)
     res = analyze_steps(m, pr, tree=tree, kernel_node=att.kernel_node)
-    assert res.method == "nvtx" and res.confidence == "high" and res.step_ranges == ["execute_model"]
+    assert res.method == "nvtx" and res.confidence == "high" and res.step_ranges == ("execute_model",)
     assert res.step_count == n_steps
     assert {r["phase"]: r["count"] for r in res.by_phase} == phases
     assert res.totals["kernel_count"] == facts["kernel_count"]
@@ -259,7 +259,7 @@ def test_step_ranges_of_two_domains_use_the_nvtx_tree_lookup(tmp_path):
     b.launch(50 * US, 51 * US, 60 * US, 70 * US, pid=1, tid=1, name="gemm")
     m = load_model(b.write(str(tmp_path / "dom.sqlite")))
     res = analyze_steps(m, step_range="mystep")
-    assert res.method == "nvtx" and res.step_ranges == ["D1:mystep B", "mystep A"]
+    assert res.method == "nvtx" and res.step_ranges == ("D1:mystep B", "mystep A")
     a = res.arrays
     assert a.start.tolist() == [0, 30 * US] and a.end.tolist() == [100 * US, 40 * US]
     assert a.kernel_count.tolist() == [1, 0]
@@ -285,5 +285,5 @@ def test_phase_map_object_and_no_preset_io_during_analysis(decode_model, monkeyp
     assert got.to_dict() == ref.to_dict() and got.source == "user"
     assert got.kernel_phase.tolist() == [1] * 11          # every launch is inside model.layers.0 → "lay"
     steps = analyze_steps(decode_model, got, tree=tree, kernel_node=att.kernel_node)
-    assert steps.step_ranges == ["decode"] and steps.arrays.kernel_count.tolist() == [2, 2, 2, 3, 2]
+    assert steps.step_ranges == ("decode",) and steps.arrays.kernel_count.tolist() == [2, 2, 2, 3, 2]
     assert [steps.arrays.phase_label(i) for i in range(5)] == ["tok"] * 5

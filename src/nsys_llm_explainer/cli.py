@@ -17,11 +17,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from . import __version__
 from .errors import ExplainerError, InputError
 from .options import Options, options_from_args
+
+if TYPE_CHECKING:
+    from .pipeline import Report
 
 PROG = "nsys-llm-explain"
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
@@ -115,11 +118,11 @@ def _export_report(path: Path, tmpdir: Path) -> Path:
     return out
 
 
-def _summary_lines(rep) -> List[str]:
+def _summary_lines(rep: Report) -> List[str]:
     """Headline for the terminal: verdict, steady busy %, top cause (names squeezed to one line)."""
     h = rep.headline
 
-    def one(x) -> str:
+    def one(x: object) -> str:
         return " ".join(str(x).split())[:160]
 
     lines = [f"verdict: {one(h.verdict)}"]
@@ -151,11 +154,9 @@ def run_analysis(trace: Path, out: Path, opts: Options, force: bool, quiet: bool
             if trace.suffix.lower() in REPORT_SUFFIXES:
                 progress("exporting report to SQLite with nsys")
                 src = _export_report(trace, Path(td))
-            report = analyze_path(str(src), opts, progress)
-            if src != trace:
-                report.trace.path = str(trace)
-            if display_path:
-                report.trace.path = display_path
+            # the report names the file the user gave (or the demo's copy), not a temporary export
+            shown = display_path or (str(trace) if src != trace else None)
+            report = analyze_path(str(src), opts, progress, display_path=shown)
             progress("writing report")
             data = report.to_dict()
             with Staging(out) as st:

@@ -7,8 +7,9 @@ memory → NCCL.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -30,8 +31,7 @@ from .config.phase_map import build_phase_map
 from .model.clip import clip_model
 from .model.timeline import build_timelines
 from .model.trace import TraceModel
-
-MAX_STEP_ROWS = 100_000  # per-step rows kept in report.json / tables/steps.csv
+from .options import Options
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,12 @@ class Diagnosis:
     nccl: NcclResult
 
 
-def _kernel_pids(model: TraceModel) -> set:
+def _kernel_pids(model: TraceModel) -> Set[int]:
     k = model.kernels
     return set(np.unique(k.pid).tolist()) if k is not None and len(k) else set()
 
 
-def _traits(model: TraceModel, steady: TraceModel, processes: List[Dict[str, Any]]) -> KernelTraitsResult:
+def _traits(model: TraceModel, steady: TraceModel, processes: Sequence[Dict[str, Any]]) -> KernelTraitsResult:
     k = steady.kernels
     pids = _kernel_pids(model)
     threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]
@@ -69,8 +69,8 @@ def _traits(model: TraceModel, steady: TraceModel, processes: List[Dict[str, Any
     return analyze_kernel_traits(k.names, k.name_idx, k.dur, gpus, nv, threads, procs)
 
 
-def run_diagnosis(model: TraceModel, opts, tree: Optional[NvtxTree], att: AttributionResult,
-                  processes: List[Dict[str, Any]]) -> Tuple[Diagnosis, Optional[AttributionResult]]:
+def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult,
+                  processes: Sequence[Dict[str, Any]]) -> Tuple[Diagnosis, Optional[AttributionResult]]:
     """All diagnosis results, and the NVTX attribution with phase totals set from the phases section when a
     user phase map is given (a new object; ``att`` is not changed)."""
     window = detect_window(model, opts.window, opts.window_nvtx)
@@ -88,10 +88,9 @@ def run_diagnosis(model: TraceModel, opts, tree: Optional[NvtxTree], att: Attrib
     phases = analyze_phases(model, phase_map, tree, phase_nodes)
     new_att = None
     if opts.phase_map and phases.available and att.available:
-        import dataclasses
-        new_att = dataclasses.replace(att, phases=[
+        new_att = dataclasses.replace(att, phases=tuple(
             {"phase": r["phase"], "kernel_count": r["kernel_count"], "kernel_ns": r["gpu_time_ns"],
-             "pct_of_kernel_time": r["pct_of_kernel_time"]} for r in phases.phases])
+             "pct_of_kernel_time": r["pct_of_kernel_time"]} for r in phases.phases))
     kernel_phase = phases.kernel_phase if phases.available else None
     phase_names = phases.phase_names if phases.available else None
     rules = opts.categories if opts.categories is not None else load_rules(None, None)

@@ -2,7 +2,9 @@
 
 Options are the typed :class:`options.Options` (``options_from_kwargs`` for the Python API).
 
-:func:`analyze_path` returns a typed :class:`Report`; ``report.to_dict()`` is ``report.json``.
+:func:`analyze_path` returns a typed :class:`Report`; ``report.to_dict()`` is ``report.json``. Every part of
+it is immutable; ``display_path`` names the trace in the report when it differs from the file read (the
+``.nsys-rep`` a SQLite export was made from, the demo's copy).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import __version__
 from .analyses.cuda_api import CudaApiResult, analyze_cuda_api
+from .analyses.idle import GpuTimeResult
+from .analyses.idle_causes import IdleCausesResult
 from .analyses.kernels import KernelSummary, analyze_kernels
 from .analyses.launch import LaunchResult, analyze_launch
 from .analyses.memcpy import MemcpyResult, analyze_memcpy
@@ -20,6 +24,7 @@ from .analyses.nvtx import NvtxResult, analyze_nvtx
 from .analyses.nvtx_attribution import AttributionResult, analyze_attribution
 from .analyses.sync import SyncResult, analyze_sync
 from .analyses.trace_info import TraceInfoResult, analyze_trace_info
+from .analyses.window import WindowResult
 from .diagnose import Diagnosis, run_diagnosis
 from .findings.base import Finding
 from .findings.rank import Headline
@@ -29,6 +34,7 @@ from .model.trace import TraceModel
 from .options import Options
 from .read.connection import open_readonly
 from .read.schema import probe
+from .serialize import report_dict
 
 Progress = Callable[[str], None]
 
@@ -55,19 +61,18 @@ class Report:
     timings_s: Dict[str, float] = field(default_factory=dict)
 
     @property
-    def window(self):
+    def window(self) -> WindowResult:
         return self.diagnosis.window
 
     @property
-    def gpu_time(self):
+    def gpu_time(self) -> GpuTimeResult:
         return self.diagnosis.gpu_time
 
     @property
-    def idle_causes(self):
+    def idle_causes(self) -> IdleCausesResult:
         return self.diagnosis.idle_causes
 
     def to_dict(self) -> Dict[str, Any]:
-        from .serialize import report_dict
         return report_dict(self)
 
 
@@ -85,18 +90,19 @@ def load_model(path: str, progress: Progress = _noop) -> TraceModel:
         conn.close()
 
 
-def analyze_model(model: TraceModel, options: Optional[Any] = None, progress: Progress = _noop) -> Report:
+def analyze_model(model: TraceModel, options: Optional[Options] = None, progress: Progress = _noop,
+                  display_path: Optional[str] = None) -> Report:
     opts = options if options is not None else Options()
     timings: Dict[str, float] = {}
 
-    def step(name: str, fn, *a, **kw):
+    def step(name: str, fn: Callable[..., Any], *a: Any, **kw: Any) -> Any:
         progress(name)
         t = time.perf_counter()
         out = fn(*a, **kw)
         timings[name] = round(time.perf_counter() - t, 4)
         return out
 
-    trace = step("trace info", analyze_trace_info, model)
+    trace = step("trace info", analyze_trace_info, model, display_path)
     kernels = step("kernels", analyze_kernels, model)
     sync = step("sync", analyze_sync, model)
     cuda_api = step("cuda api", analyze_cuda_api, model)
@@ -116,5 +122,6 @@ def analyze_model(model: TraceModel, options: Optional[Any] = None, progress: Pr
                   findings, head, warnings, timings)
 
 
-def analyze_path(path: str, options: Optional[Any] = None, progress: Progress = _noop) -> Report:
-    return analyze_model(load_model(path, progress), options, progress)
+def analyze_path(path: str, options: Optional[Options] = None, progress: Progress = _noop,
+                 display_path: Optional[str] = None) -> Report:
+    return analyze_model(load_model(path, progress), options, progress, display_path)

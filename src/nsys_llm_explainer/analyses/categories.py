@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -59,6 +59,7 @@ from ..config.categories import (  # noqa: F401  (re-exported: rules live in con
     preset_rules,
     with_preset,
 )
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from .category_split import device_split, nonoverlap_split, small_int, value_codes  # noqa: F401
 from .idle import MEMCPY_KIND_LABEL
@@ -67,6 +68,8 @@ from .stats import pct
 OTHER = CATEGORY_NAMES.index("other")
 TOP_KERNELS = 5
 OTHER_TOP_KERNELS = 15
+
+Row = Dict[str, Any]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -121,7 +124,26 @@ def detect_engine(names: Sequence[str], name_total_ns: np.ndarray,
     return best, shares
 
 
-@dataclass
+@dataclass(frozen=True)
+class CategoryRow:
+    """One category over all devices (see module docstring): kernels, summed and non-overlapped time, and
+    its largest kernel names (``top_kernels``: name, count, total_ns)."""
+
+    category: str
+    count: int
+    total_ns: int
+    pct: float
+    nonoverlap_ns: int
+    nonoverlap_pct: float
+    top_kernels: Tuple[Row, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"category": self.category, "count": self.count, "total_ns": self.total_ns,
+                           "pct": self.pct, "nonoverlap_ns": self.nonoverlap_ns,
+                           "nonoverlap_pct": self.nonoverlap_pct, "top_kernels": self.top_kernels})
+
+
+@dataclass(frozen=True)
 class CategoryResult:
     available: bool
     reason: Optional[str]
@@ -132,41 +154,52 @@ class CategoryResult:
     rules_replaced: bool = False
     rule_count: int = 0
     include_memcpy: bool = False
-    categories: List[str] = field(default_factory=list)
+    categories: Tuple[str, ...] = ()
     kernel_count: int = 0
     total_kernel_ns: int = 0
     busy_ns: int = 0
     other_ns: int = 0
     other_pct: float = 0.0
-    overall: List[Dict] = field(default_factory=list)
-    devices: List[Dict] = field(default_factory=list)
-    phases: List[Dict] = field(default_factory=list)
-    other_top_kernels: List[Dict] = field(default_factory=list)
-    rules: Optional[CategoryRules] = None              # not serialized
-    name_category: Optional[np.ndarray] = None         # category index per kernel name (not serialized)
-    kernel_category: Optional[np.ndarray] = None       # category index per kernel row (not serialized)
+    overall: Tuple[CategoryRow, ...] = ()
+    devices: Tuple[Row, ...] = ()
+    phases: Tuple[Row, ...] = ()
+    other_top_kernels: Tuple[Row, ...] = ()
+    # helpers, not in to_dict(): the rules applied, category index per kernel name and per kernel row
+    rules: Optional[CategoryRules] = None
+    name_category: Optional[np.ndarray] = None
+    kernel_category: Optional[np.ndarray] = None
 
-    def to_dict(self) -> Dict[str, object]:
-        return {
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
             "available": self.available, "reason": self.reason, "preset": self.preset,
-            "preset_reason": self.preset_reason, "detect_pct": dict(self.detect_pct),
+            "preset_reason": self.preset_reason, "detect_pct": self.detect_pct,
             "rules_file": self.rules_file, "rules_replaced": self.rules_replaced,
             "rule_count": self.rule_count, "include_memcpy": self.include_memcpy,
-            "categories": list(self.categories), "kernel_count": self.kernel_count,
+            "categories": self.categories, "kernel_count": self.kernel_count,
             "total_kernel_ns": self.total_kernel_ns, "busy_ns": self.busy_ns,
             "other_ns": self.other_ns, "other_pct": self.other_pct, "overall": self.overall,
             "devices": self.devices, "phases": self.phases, "other_top_kernels": self.other_top_kernels,
-        }
+        })
+
+
+def _order(count: np.ndarray, total: np.ndarray, nonov: np.ndarray) -> List[int]:
+    """Categories present, by nonoverlap_ns desc, then total_ns desc, then category index."""
+    present = np.flatnonzero(count > 0)
+    return sorted(present.tolist(), key=lambda i: (-int(nonov[i]), -int(total[i]), i))
 
 
 def _rows(cats: List[str], count: np.ndarray, total: np.ndarray, nonov: np.ndarray, total_all: int,
-          busy: int) -> List[Dict]:
-    """Rows of the categories present, by nonoverlap_ns desc, then total_ns desc, then category index."""
-    present = np.flatnonzero(count > 0)
-    order = sorted(present.tolist(), key=lambda i: (-int(nonov[i]), -int(total[i]), i))
+          busy: int) -> List[Row]:
+    """Category rows of a device or phase (see :func:`_order`)."""
     return [{"category": cats[i], "count": int(count[i]), "total_ns": int(total[i]),
              "pct": pct(int(total[i]), total_all), "nonoverlap_ns": int(nonov[i]),
-             "nonoverlap_pct": pct(int(nonov[i]), busy)} for i in order]
+             "nonoverlap_pct": pct(int(nonov[i]), busy)} for i in _order(count, total, nonov)]
+
+
+def _top(members: np.ndarray, names: List[str], n_cnt: np.ndarray, n_tot: np.ndarray, n: int) -> Tuple[Row, ...]:
+    """The ``n`` names among ``members`` with the largest total_ns (ties: lower name index)."""
+    top = members[np.lexsort((members, -n_tot[members]))][:n]
+    return tuple({"name": names[i], "count": int(n_cnt[i]), "total_ns": int(n_tot[i])} for i in top.tolist())
 
 
 def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
@@ -227,40 +260,27 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
             phase = np.concatenate((phase, np.full(start.shape[0] - len(k), -1, np.int64)))
             n_cnt, n_tot = _name_time(row_name, end - start, len(all_names))
     cat = name_cat[row_name]
-    devices, dev_code = value_codes(dev)
-    n_dev = int(devices.shape[0])
+    devices_ids, dev_code = value_codes(dev)
+    n_dev = int(devices_ids.shape[0])
 
     count, total, nonov, busy = device_split(start, end, cat, dev_code, n_dev, n_cat)
     tot_all = int(total.sum())
     busy_all = int(busy.sum())
     c_cnt, c_tot, c_non = count.sum(0), total.sum(0), nonov.sum(0)
-    res = CategoryResult(
-        True, None, preset=rules.preset, preset_reason=rules.reason, detect_pct=detect_pct,
-        rules_file=rules.source, rules_replaced=rules.replace, rule_count=len(rules.rules),
-        include_memcpy=include_memcpy, categories=cats, kernel_count=int(start.shape[0]),
-        total_kernel_ns=tot_all, busy_ns=busy_all, other_ns=int(c_tot[other]),
-        other_pct=pct(int(c_tot[other]), tot_all), rules=rules, name_category=name_cat[: len(names)],
-        kernel_category=cat[: len(k)],
-    )
-    res.overall = _rows(cats, c_cnt, c_tot, c_non, tot_all, busy_all)
-    for row in res.overall:
-        ci = cats.index(row["category"])
-        members = np.flatnonzero((name_cat == ci) & (n_cnt > 0))
-        top = members[np.lexsort((members, -n_tot[members]))][:TOP_KERNELS]
-        row["top_kernels"] = [{"name": all_names[i], "count": int(n_cnt[i]), "total_ns": int(n_tot[i])}
-                              for i in top.tolist()]
-    members = np.flatnonzero((name_cat == other) & (n_cnt > 0))
-    top = members[np.lexsort((members, -n_tot[members]))][:OTHER_TOP_KERNELS]
-    res.other_top_kernels = [{"name": all_names[i], "count": int(n_cnt[i]), "total_ns": int(n_tot[i])}
-                             for i in top.tolist()]
-    for j in range(n_dev):
-        dt = int(total[j].sum())
-        res.devices.append({
-            "device_id": int(devices[j]), "kernel_count": int(count[j].sum()), "total_kernel_ns": dt,
-            "busy_ns": int(busy[j]),
-            "categories": _rows(cats, count[j], total[j], nonov[j], dt, int(busy[j])),
-        })
+    overall = tuple(
+        CategoryRow(category=cats[i], count=int(c_cnt[i]), total_ns=int(c_tot[i]), pct=pct(int(c_tot[i]), tot_all),
+                    nonoverlap_ns=int(c_non[i]), nonoverlap_pct=pct(int(c_non[i]), busy_all),
+                    top_kernels=_top(np.flatnonzero((name_cat == i) & (n_cnt > 0)), all_names, n_cnt, n_tot,
+                                     TOP_KERNELS))
+        for i in _order(c_cnt, c_tot, c_non))
+    other_top = _top(np.flatnonzero((name_cat == other) & (n_cnt > 0)), all_names, n_cnt, n_tot, OTHER_TOP_KERNELS)
+    devices = tuple({
+        "device_id": int(devices_ids[j]), "kernel_count": int(count[j].sum()), "total_kernel_ns": int(total[j].sum()),
+        "busy_ns": int(busy[j]),
+        "categories": _rows(cats, count[j], total[j], nonov[j], int(total[j].sum()), int(busy[j])),
+    } for j in range(n_dev))
 
+    phases: List[Row] = []
     if kernel_phase is not None:
         labels = list(phase_names or [])
         values, pcode = value_codes(phase)
@@ -275,8 +295,16 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
             pc, pt, pn, pb = device_split(start[ro], end[ro], cat[ro], dev_code[ro], n_dev, n_cat)
             ptot, pbusy = int(pt.sum()), int(pb.sum())
             name = None if p < 0 else (str(labels[p]) if p < len(labels) else f"phase {p}")
-            res.phases.append({
+            phases.append({
                 "phase": name, "phase_index": int(p), "kernel_count": int(pc.sum()), "total_kernel_ns": ptot,
                 "busy_ns": pbusy, "categories": _rows(cats, pc.sum(0), pt.sum(0), pn.sum(0), ptot, pbusy),
             })
-    return res
+    return CategoryResult(
+        True, None, preset=rules.preset, preset_reason=rules.reason, detect_pct=detect_pct,
+        rules_file=rules.source, rules_replaced=rules.replace, rule_count=len(rules.rules),
+        include_memcpy=include_memcpy, categories=tuple(cats), kernel_count=int(start.shape[0]),
+        total_kernel_ns=tot_all, busy_ns=busy_all, other_ns=int(c_tot[other]),
+        other_pct=pct(int(c_tot[other]), tot_all), overall=overall, devices=devices, phases=tuple(phases),
+        other_top_kernels=other_top, rules=rules, name_category=name_cat[: len(names)],
+        kernel_category=cat[: len(k)],
+    )

@@ -10,27 +10,35 @@ Only runtime/driver rows feed the sync, launch and accounting analyses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..jsonable import json_ready
 from ..model.trace import ApiCalls, TraceModel
 from . import api_classes as ac
 from .stats import group_stats, pct, summary
 
+Row = Dict[str, Any]
 
-@dataclass
+
+@dataclass(frozen=True)
 class CudaApiResult:
     available: bool
     reason: Optional[str]
     total_ns: int = 0
     call_count: int = 0
-    apis: List[Dict] = field(default_factory=list)
-    launch_calls: Dict = field(default_factory=dict)
-    alloc_free: List[Dict] = field(default_factory=list)
+    apis: Tuple[Row, ...] = ()
+    launch_calls: Dict[str, int] = field(default_factory=dict)
+    alloc_free: Tuple[Row, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "total_ns": self.total_ns,
+                           "call_count": self.call_count, "apis": self.apis, "launch_calls": self.launch_calls,
+                           "alloc_free": self.alloc_free})
 
 
-def base_index(api: ApiCalls) -> tuple:
+def base_index(api: ApiCalls) -> Tuple[np.ndarray, List[str]]:
     """(row → base-name index, base names): rows grouped by display name."""
     uniq: Dict[str, int] = {}
     m = np.array([uniq.setdefault(b, len(uniq)) for b in api.base_names] + [0], dtype=np.int64)
@@ -48,7 +56,6 @@ def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
     uniq_b: Dict[str, int] = {b: i for i, b in enumerate(bnames)}
     bidx_of_name = [uniq_b[b] for b in api.base_names]
     total = int(dur.sum())
-    res = CudaApiResult(True, None, total_ns=total, call_count=len(api))
     gs = group_stats({"name": bidx, "event_class": api.event_class}, dur)
     raw_by_group: Dict[tuple, set] = {}
     # distinct (base, class, raw name) triples without a per-row loop
@@ -58,10 +65,11 @@ def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
         ni, e = k >> 8, k & 0xFF
         e = -1 if e == 0xFF else e
         raw_by_group.setdefault((int(bidx_of_name[ni]), e), set()).add(api.names[ni])
+    apis = []
     for i in gs.order_by_total().tolist():
         b = int(gs.keys["name"][i])
         ec = int(gs.keys["event_class"][i])
-        res.apis.append({
+        apis.append({
             "name": bnames[b], "raw_names": sorted(raw_by_group.get((b, ec), ())), "event_class": ec,
             "api_class": ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper",
             "count": int(gs.count[i]), "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]),
@@ -69,8 +77,7 @@ def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
             "pct": pct(int(gs.total[i]), total),
         })
     lm = ac.class_mask(api, "launch")
-    res.launch_calls = summary(dur[lm])
-    for r in res.apis:
-        if r["api_class"] in ("alloc", "free"):
-            res.alloc_free.append({k: r[k] for k in ("name", "api_class", "count", "total_ns", "avg_ns", "max_ns")})
-    return res
+    alloc_free = tuple({k: r[k] for k in ("name", "api_class", "count", "total_ns", "avg_ns", "max_ns")}
+                       for r in apis if r["api_class"] in ("alloc", "free"))
+    return CudaApiResult(True, None, total_ns=total, call_count=len(api), apis=tuple(apis),
+                         launch_calls=summary(dur[lm]), alloc_free=alloc_free)

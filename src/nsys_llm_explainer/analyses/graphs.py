@@ -23,10 +23,11 @@ Definitions:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from . import api_classes as ac
 from . import intervals as iv
@@ -40,7 +41,10 @@ HIDDEN_WARNING = (
 )
 
 
-@dataclass
+Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
 class GraphResult:
     available: bool
     reason: Optional[str]
@@ -48,18 +52,29 @@ class GraphResult:
     capture_graph_trace_mode: Optional[str] = None
     graph_launch_count: int = 0
     graph_launch_host_ns: int = 0
-    launches_by_pid: List[Dict] = field(default_factory=list)
+    launches_by_pid: Tuple[Row, ...] = ()
     graph_kernel_count: int = 0
     graph_kernel_ns: int = 0
     total_kernel_ns: int = 0
     graph_kernel_pct: float = 0.0
-    kernels_per_launch: Dict = field(default_factory=dict)
-    kernels_per_launch_hist: List[Dict] = field(default_factory=list)
+    kernels_per_launch: Row = field(default_factory=dict)
+    kernels_per_launch_hist: Tuple[Row, ...] = ()
     launches_without_kernels: int = 0
     graph_level_hidden: bool = False
-    graph_trace: Optional[Dict] = None
+    graph_trace: Optional[Row] = None
     warning: Optional[str] = None
     fix: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "trace_mode": self.trace_mode,
+            "capture_graph_trace_mode": self.capture_graph_trace_mode, "graph_launch_count": self.graph_launch_count,
+            "graph_launch_host_ns": self.graph_launch_host_ns, "launches_by_pid": self.launches_by_pid,
+            "graph_kernel_count": self.graph_kernel_count, "graph_kernel_ns": self.graph_kernel_ns,
+            "total_kernel_ns": self.total_kernel_ns, "graph_kernel_pct": self.graph_kernel_pct,
+            "kernels_per_launch": self.kernels_per_launch, "kernels_per_launch_hist": self.kernels_per_launch_hist,
+            "launches_without_kernels": self.launches_without_kernels, "graph_level_hidden": self.graph_level_hidden,
+            "graph_trace": self.graph_trace, "warning": self.warning, "fix": self.fix})
 
 
 def graph_launch_mask(model: TraceModel) -> np.ndarray:
@@ -110,23 +125,23 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
     if n_launch == 0 and n_gk == 0 and gt is None:
         return GraphResult(False, "no CUDA graph launches, graph kernels or GRAPH_TRACE rows in the trace",
                            capture_graph_trace_mode=cap_mode)
-    res = GraphResult(True, None, capture_graph_trace_mode=cap_mode, graph_launch_count=n_launch)
+    launch_host_ns = 0
+    launches_by_pid: Tuple[Row, ...] = ()
     if n_launch:
         dur = (api.end - api.start)[gm]
         pids = api.pid[gm]
-        res.graph_launch_host_ns = int(dur.sum())
+        launch_host_ns = int(dur.sum())
         up, inv = np.unique(pids, return_inverse=True)
         inv = inv.reshape(-1)
         cnt = np.bincount(inv, minlength=up.shape[0])
         tot = np.bincount(inv, weights=dur, minlength=up.shape[0])
-        res.launches_by_pid = [{"pid": int(p), "count": int(c), "host_ns": int(round(t))}
-                               for p, c, t in zip(up.tolist(), cnt.tolist(), tot.tolist())]
-    if k is not None and len(k):
-        kd = k.dur
-        res.total_kernel_ns = int(kd.sum())
-        res.graph_kernel_count = n_gk
-        res.graph_kernel_ns = int(kd[gkm].sum())
-        res.graph_kernel_pct = pct(res.graph_kernel_ns, res.total_kernel_ns)
+        launches_by_pid = tuple({"pid": int(p), "count": int(c), "host_ns": int(round(t))}
+                                for p, c, t in zip(up.tolist(), cnt.tolist(), tot.tolist()))
+    total = int(k.dur.sum()) if k is not None and len(k) else 0
+    gk_ns = int(k.dur[gkm].sum()) if n_gk else 0
+    without = 0
+    per_launch: Row = {}
+    hist: Tuple[Row, ...] = ()
     if n_launch:
         # kernels linked to each graph-launch call (bincount over api rows; no per-row loop)
         per_call = np.zeros(gm.shape[0], np.int64)
@@ -136,25 +151,19 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
             lk = lk[gm[lk]]
             per_call = np.bincount(lk, minlength=gm.shape[0]).astype(np.int64)
         kpl = per_call[gm]
-        res.launches_without_kernels = int((kpl == 0).sum())
+        without = int((kpl == 0).sum())
         pos = np.sort(kpl[kpl > 0])
         if pos.shape[0]:
-            res.kernels_per_launch = {
-                "launches": int(pos.shape[0]), "min": int(pos[0]), "p50": median(pos),
-                "mean": round(float(pos.mean()), 3), "max": int(pos[-1]),
-            }
+            per_launch = {"launches": int(pos.shape[0]), "min": int(pos[0]), "p50": median(pos),
+                          "mean": round(float(pos.mean()), 3), "max": int(pos[-1])}
         vals, cnts = np.unique(kpl, return_counts=True)
-        res.kernels_per_launch_hist = [{"kernels": int(v), "launches": int(c)}
-                                       for v, c in zip(vals.tolist(), cnts.tolist())]
-    if n_gk:
-        res.trace_mode = "node"
-    elif gt is not None or n_launch:
-        res.trace_mode = "graph"
-    res.graph_level_hidden = bool(n_launch > 0 and n_gk == 0)
-    if res.graph_level_hidden:
-        res.graph_trace = gt
-        res.warning = HIDDEN_WARNING.format(n=n_launch)
-        res.fix = FIX_CMD
-    elif gt is not None:
-        res.graph_trace = gt
-    return res
+        hist = tuple({"kernels": int(v), "launches": int(c)} for v, c in zip(vals.tolist(), cnts.tolist()))
+    mode = "node" if n_gk else "graph" if gt is not None or n_launch else "none"
+    hidden = bool(n_launch > 0 and n_gk == 0)
+    return GraphResult(
+        True, None, trace_mode=mode, capture_graph_trace_mode=cap_mode, graph_launch_count=n_launch,
+        graph_launch_host_ns=launch_host_ns, launches_by_pid=launches_by_pid, graph_kernel_count=n_gk,
+        graph_kernel_ns=gk_ns, total_kernel_ns=total, graph_kernel_pct=pct(gk_ns, total),
+        kernels_per_launch=per_launch, kernels_per_launch_hist=hist, launches_without_kernels=without,
+        graph_level_hidden=hidden, graph_trace=gt, warning=HIDDEN_WARNING.format(n=n_launch) if hidden else None,
+        fix=FIX_CMD if hidden else None)

@@ -7,41 +7,69 @@ then ``[missing StringId N]``). ``pct`` = group total / total kernel time of all
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..jsonable import json_ready
 from ..model.trace import Kernels, TraceModel
 from .stats import GroupStats, group_stats, pct
 
+Row = Dict[str, Any]
 
-@dataclass
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One kernel name across devices: duration statistics (ns) and ``pct`` of all kernel time."""
+
+    name: str
+    count: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    min_ns: int
+    max_ns: int
+    pct: float
+
+    def to_dict(self) -> Row:
+        return {"name": self.name, "count": self.count, "total_ns": self.total_ns, "avg_ns": self.avg_ns,
+                "p50_ns": self.p50_ns, "p90_ns": self.p90_ns, "p99_ns": self.p99_ns, "min_ns": self.min_ns,
+                "max_ns": self.max_ns, "pct": self.pct}
+
+
+@dataclass(frozen=True)
 class KernelSummary:
     available: bool
     reason: Optional[str]
     total_kernel_ns: int = 0
     kernel_count: int = 0
-    by_name_device: List[Dict] = field(default_factory=list)   # JSON "kernels"
-    by_name: List[Dict] = field(default_factory=list)          # across devices
-    by_pid: List[Dict] = field(default_factory=list)           # top PIDs
-    by_pid_name: List[Dict] = field(default_factory=list)      # kernels per PID
+    by_name_device: Tuple[Row, ...] = ()      # JSON "kernels"
+    by_name: Tuple[KernelRow, ...] = ()       # across devices
+    by_pid: Tuple[Row, ...] = ()              # top PIDs
+    by_pid_name: Tuple[Row, ...] = ()         # kernels per PID
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "total_kernel_ns": self.total_kernel_ns,
+            "kernel_count": self.kernel_count, "by_name_device": self.by_name_device, "by_name": self.by_name,
+            "by_pid": self.by_pid, "by_pid_name": self.by_pid_name})
 
 
 NO_KERNELS = "no CUDA kernels were captured — was `--trace=cuda` on?"
 
 
-def _rows(gs: GroupStats, names: List[str], total_all: int, extra_keys: List[str]) -> List[Dict]:
-    rows = []
-    for i in gs.order_by_total().tolist():
-        r: Dict = {"name": names[int(gs.keys["name"][i])]}
-        for k in extra_keys:
-            r[k] = int(gs.keys[k][i])
-        r.update(count=int(gs.count[i]), total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]),
-                 p50_ns=int(gs.p50[i]), p90_ns=int(gs.p90[i]), p99_ns=int(gs.p99[i]), min_ns=int(gs.min[i]),
-                 max_ns=int(gs.max[i]), pct=pct(int(gs.total[i]), total_all))
-        rows.append(r)
-    return rows
+def _stats(gs: GroupStats, i: int, total_all: int) -> Row:
+    return dict(count=int(gs.count[i]), total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i]),
+                p90_ns=int(gs.p90[i]), p99_ns=int(gs.p99[i]), min_ns=int(gs.min[i]), max_ns=int(gs.max[i]),
+                pct=pct(int(gs.total[i]), total_all))
+
+
+def _rows(gs: GroupStats, names: List[str], total_all: int, extra_keys: List[str]) -> List[Row]:
+    return [{"name": names[int(gs.keys["name"][i])], **{k: int(gs.keys[k][i]) for k in extra_keys},
+             **_stats(gs, i, total_all)} for i in gs.order_by_total().tolist()]
 
 
 def analyze_kernels(model: TraceModel) -> KernelSummary:
@@ -53,18 +81,19 @@ def analyze_kernels(model: TraceModel) -> KernelSummary:
     dur = k.dur
     total = int(dur.sum())
     name = k.name_idx.astype(np.int64)
-    s = KernelSummary(True, None, total_kernel_ns=total, kernel_count=len(k))
-    s.by_name_device = _rows(group_stats({"name": name, "device_id": k.device}, dur), k.names, total, ["device_id"])
-    s.by_name = _rows(group_stats({"name": name}, dur), k.names, total, [])
+    by_name_device = _rows(group_stats({"name": name, "device_id": k.device}, dur), k.names, total, ["device_id"])
+    gn = group_stats({"name": name}, dur)
+    by_name = [KernelRow(name=k.names[int(gn.keys["name"][i])], **_stats(gn, i, total))
+               for i in gn.order_by_total().tolist()]
     # per process
     pid_stats = group_stats({"pid": k.pid}, dur)
-    for i in pid_stats.order_by_total().tolist():
-        s.by_pid.append({"pid": int(pid_stats.keys["pid"][i]), "count": int(pid_stats.count[i]),
-                         "total_ns": int(pid_stats.total[i]), "pct": pct(int(pid_stats.total[i]), total)})
-    pid_total = {r["pid"]: r["total_ns"] for r in s.by_pid}
+    by_pid = [{"pid": int(pid_stats.keys["pid"][i]), "count": int(pid_stats.count[i]),
+               "total_ns": int(pid_stats.total[i]), "pct": pct(int(pid_stats.total[i]), total)}
+              for i in pid_stats.order_by_total().tolist()]
+    pid_total = {r["pid"]: r["total_ns"] for r in by_pid}
     gs = group_stats({"pid": k.pid, "name": name, "device_id": k.device}, dur)
-    for r in _rows(gs, k.names, total, ["pid", "device_id"]):
-        r["pct_of_pid"] = pct(r["total_ns"], pid_total.get(r["pid"], 0))
-        s.by_pid_name.append(r)
-    s.by_pid_name.sort(key=lambda r: (r["pid"], -r["total_ns"], r["name"]))
-    return s
+    by_pid_name = [{**r, "pct_of_pid": pct(r["total_ns"], pid_total.get(r["pid"], 0))}
+                   for r in _rows(gs, k.names, total, ["pid", "device_id"])]
+    by_pid_name.sort(key=lambda r: (r["pid"], -r["total_ns"], r["name"]))
+    return KernelSummary(True, None, total_kernel_ns=total, kernel_count=len(k), by_name_device=tuple(by_name_device),
+                         by_name=tuple(by_name), by_pid=tuple(by_pid), by_pid_name=tuple(by_pid_name))

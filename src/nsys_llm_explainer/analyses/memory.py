@@ -24,10 +24,11 @@ Definitions:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from . import api_classes as ac
 from .idle import MEMCPY_KIND_LABEL
@@ -38,28 +39,37 @@ HTOD, DTOH = 1, 2
 PAGEABLE = 0
 SYNC_COPY = {n for n in ac.SYNC_MEMCPY if "Memset" not in n}
 
+Row = Dict[str, Any]
 
 
 def _direction(k: int) -> str:
     return MEMCPY_KIND_LABEL.get(int(k), str(int(k)))
 
 
-@dataclass
+@dataclass(frozen=True)
 class MemoryResult:
     available: bool
     reason: Optional[str]
     copy_count: int = 0
     copy_bytes: int = 0
     copy_ns: int = 0
-    by_direction: List[Dict] = field(default_factory=list)
-    by_kind: List[Dict] = field(default_factory=list)
-    host_copies: Dict = field(default_factory=dict)
-    pageable: Dict = field(default_factory=dict)
-    sync_copies: Dict = field(default_factory=dict)
-    per_step: Optional[Dict] = None
-    alloc: Dict = field(default_factory=dict)
-    free: Dict = field(default_factory=dict)
-    alloc_free_by_api: List[Dict] = field(default_factory=list)
+    by_direction: Tuple[Row, ...] = ()
+    by_kind: Tuple[Row, ...] = ()
+    host_copies: Row = field(default_factory=dict)
+    pageable: Row = field(default_factory=dict)
+    sync_copies: Row = field(default_factory=dict)
+    per_step: Optional[Row] = None
+    alloc: Row = field(default_factory=dict)
+    free: Row = field(default_factory=dict)
+    alloc_free_by_api: Tuple[Row, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "copy_count": self.copy_count,
+            "copy_bytes": self.copy_bytes, "copy_ns": self.copy_ns, "by_direction": self.by_direction,
+            "by_kind": self.by_kind, "host_copies": self.host_copies, "pageable": self.pageable,
+            "sync_copies": self.sync_copies, "per_step": self.per_step, "alloc": self.alloc, "free": self.free,
+            "alloc_free_by_api": self.alloc_free_by_api})
 
 
 def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict]:
@@ -122,101 +132,101 @@ def analyze_memory(model: TraceModel,
     fm = ac.class_mask(api, "free") if api is not None and len(api) else np.zeros(0, bool)
     if not has_copies and not am.any() and not fm.any():
         return MemoryResult(False, "no memcpy activity and no allocation/free calls in the trace")
-    res = MemoryResult(True, None)
-    zero = {"count": 0, "bytes": 0, "total_ns": 0}
-    res.host_copies = dict(zero)
-    res.pageable = dict(zero, by_direction=[])
-    res.sync_copies = dict(zero, calls=0, host_blocked_ns=0, pageable_count=0, by_api=[])
     steps = _sorted_steps(step_bounds)
-
-    if has_copies:
-        dur = mc["end"] - mc["start"]
-        nb = mc["bytes"]
-        ck, sk, dk = mc["copy_kind"], mc["src_kind"], mc["dst_kind"]
-        res.copy_count, res.copy_bytes, res.copy_ns = len(mc), int(nb.sum()), int(dur.sum())
-        res.by_direction = _grouped({"copy_kind": ck}, dur, nb)
-        for r in res.by_direction:
-            r["direction"] = _direction(r["copy_kind"])
-        res.by_kind = _grouped({"copy_kind": ck, "src_kind": sk, "dst_kind": dk}, dur, nb)
-        for r in res.by_kind:
-            r.update(direction=_direction(r["copy_kind"]), src_kind_name=_kind(r["src_kind"]),
-                     dst_kind_name=_kind(r["dst_kind"]))
-        host = (ck == HTOD) | (ck == DTOH)
-        res.host_copies = _totals(host, dur, nb)
-        pm = host & ((sk == PAGEABLE) | (dk == PAGEABLE))
-        res.pageable = _totals(pm, dur, nb)
-        res.pageable["by_direction"] = [dict(r, direction=_direction(r["copy_kind"]))
-                                        for r in _grouped({"copy_kind": ck[pm]}, dur[pm], nb[pm])]
-        # synchronous copies: launching call is a blocking memcpy
-        li = mc["launch_idx"] if "launch_idx" in mc.cols else np.full(len(mc), -1, np.int64)
-        sync_rows = np.zeros(len(mc), bool)
-        calls = np.empty(0, np.int64)
-        if api is not None and len(api):
-            sc = ac.name_set_mask(api.names, api.name_idx, SYNC_COPY) & api.primary
-            linked = li >= 0
-            sync_rows = linked & sc[np.where(linked, li, 0)]
-            calls = np.unique(li[sync_rows])
-        sd = res.sync_copies = _totals(sync_rows, dur, nb)
-        sd["calls"] = int(calls.shape[0])
-        sd["host_blocked_ns"] = int((api.end[calls] - api.start[calls]).sum()) if calls.shape[0] else 0
-        sd["pageable_count"] = int((sync_rows & pm).sum())
-        by_api: List[Dict] = []
-        if calls.shape[0]:
-            cd = api.end[calls] - api.start[calls]
-            for name, mm in _by_base_name(api, api.name_idx[calls]):
-                by_api.append({"name": name, "calls": int(mm.sum()), "host_blocked_ns": int(cd[mm].sum())})
-            by_api.sort(key=lambda r: (-r["host_blocked_ns"], r["name"]))
-        sd["by_api"] = by_api
-        if steps is not None:
-            t = mc["start"].copy()
-            if api is not None and len(api):
-                t = np.where(li >= 0, api.start[np.maximum(li, 0)], t)
-            st = _step_of(t, *steps)
-            n_steps = steps[0].shape[0]
-            inside = st >= 0
-            cps = np.bincount(st[inside], minlength=n_steps).astype(np.int64)
-            bps = np.zeros(n_steps, np.int64)
-            np.add.at(bps, st[inside], nb[inside].astype(np.int64))
-            tps = np.zeros(n_steps, np.int64)
-            np.add.at(tps, st[inside], dur[inside].astype(np.int64))
-            res.per_step = {
-                "step_count": int(n_steps), "copies_in_steps": int(inside.sum()),
-                "copies_per_step_median": median(cps),
-                "copies_per_step_mean": round(float(cps.mean()), 3) if n_steps else 0.0,
-                "bytes_per_step_median": int(round_half_up(median(bps))),
-                "bytes_per_step_mean": int(round_half_up(bps.mean())) if n_steps else 0,
-                "copy_ns_per_step_mean": int(round_half_up(tps.mean())) if n_steps else 0,
-                "host_copies_in_steps": int((inside & host).sum()),
-                "pageable_in_steps": int((inside & pm).sum()),
-                "sync_copies_in_steps": int((inside & sync_rows).sum()),
-                "by_kind_per_step": _per_step_by_kind(mc, inside, nb, dur, n_steps),
-            }
-
-    if steps is not None and res.per_step is None:
-        res.per_step = {
+    zero = {"count": 0, "bytes": 0, "total_ns": 0}
+    fields: Dict[str, Any] = _copies(mc, api, steps) if has_copies else {
+        "host_copies": dict(zero), "pageable": dict(zero, by_direction=[]),
+        "sync_copies": dict(zero, calls=0, host_blocked_ns=0, pageable_count=0, by_api=[])}
+    if steps is not None and fields.get("per_step") is None:
+        fields["per_step"] = {
             "step_count": int(steps[0].shape[0]), "copies_in_steps": 0, "copies_per_step_median": 0.0,
             "copies_per_step_mean": 0.0, "bytes_per_step_median": 0, "bytes_per_step_mean": 0,
             "copy_ns_per_step_mean": 0, "host_copies_in_steps": 0, "pageable_in_steps": 0,
             "sync_copies_in_steps": 0, "by_kind_per_step": [],
         }
     if api is not None and len(api):
-        adur = api.end - api.start
-        st = _step_of(api.start, *steps) if steps is not None else None
-        for cls, m, attr in (("alloc", am, "alloc"), ("free", fm, "free")):
-            d = {"count": int(m.sum()), "total_ns": int(adur[m].sum()),
-                 "in_steps": int((m & (st >= 0)).sum()) if st is not None else None,
-                 "in_steps_ns": int(adur[m & (st >= 0)].sum()) if st is not None else None}
-            setattr(res, attr, d)
-            ni = api.name_idx[m]
-            dd = adur[m]
-            for name, mm in _by_base_name(api, ni):
-                row = {"name": name, "class": cls, "count": int(mm.sum()), "total_ns": int(dd[mm].sum()),
-                       "in_steps": None}
-                if st is not None:
-                    row["in_steps"] = int((st[m][mm] >= 0).sum())
-                res.alloc_free_by_api.append(row)
-        res.alloc_free_by_api.sort(key=lambda r: (-r["total_ns"], r["name"]))
-    return res
+        fields.update(_alloc_free(api, am, fm, steps))
+    return MemoryResult(True, None, **fields)
+
+
+def _copies(mc, api, steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
+    """The copy fields of :class:`MemoryResult` (``mc``: a non-empty memcpy table)."""
+    dur = mc["end"] - mc["start"]
+    nb = mc["bytes"]
+    ck, sk, dk = mc["copy_kind"], mc["src_kind"], mc["dst_kind"]
+    by_direction = tuple({**r, "direction": _direction(r["copy_kind"])} for r in _grouped({"copy_kind": ck}, dur, nb))
+    by_kind = tuple({**r, "direction": _direction(r["copy_kind"]), "src_kind_name": _kind(r["src_kind"]),
+                     "dst_kind_name": _kind(r["dst_kind"])}
+                    for r in _grouped({"copy_kind": ck, "src_kind": sk, "dst_kind": dk}, dur, nb))
+    host = (ck == HTOD) | (ck == DTOH)
+    pm = host & ((sk == PAGEABLE) | (dk == PAGEABLE))
+    pageable = {**_totals(pm, dur, nb), "by_direction": [{**r, "direction": _direction(r["copy_kind"])}
+                                                         for r in _grouped({"copy_kind": ck[pm]}, dur[pm], nb[pm])]}
+    # synchronous copies: launching call is a blocking memcpy
+    li = mc["launch_idx"] if "launch_idx" in mc.cols else np.full(len(mc), -1, np.int64)
+    sync_rows = np.zeros(len(mc), bool)
+    calls = np.empty(0, np.int64)
+    if api is not None and len(api):
+        sc = ac.name_set_mask(api.names, api.name_idx, SYNC_COPY) & api.primary
+        linked = li >= 0
+        sync_rows = linked & sc[np.where(linked, li, 0)]
+        calls = np.unique(li[sync_rows])
+    by_api: List[Row] = []
+    if calls.shape[0]:
+        cd = api.end[calls] - api.start[calls]
+        by_api = sorted(({"name": name, "calls": int(mm.sum()), "host_blocked_ns": int(cd[mm].sum())}
+                         for name, mm in _by_base_name(api, api.name_idx[calls])),
+                        key=lambda r: (-r["host_blocked_ns"], r["name"]))
+    sync_copies = {**_totals(sync_rows, dur, nb), "calls": int(calls.shape[0]),
+                   "host_blocked_ns": int((api.end[calls] - api.start[calls]).sum()) if calls.shape[0] else 0,
+                   "pageable_count": int((sync_rows & pm).sum()), "by_api": by_api}
+    per_step = None
+    if steps is not None:
+        t = mc["start"].copy()
+        if api is not None and len(api):
+            t = np.where(li >= 0, api.start[np.maximum(li, 0)], t)
+        st = _step_of(t, *steps)
+        n_steps = steps[0].shape[0]
+        inside = st >= 0
+        cps = np.bincount(st[inside], minlength=n_steps).astype(np.int64)
+        bps = np.zeros(n_steps, np.int64)
+        np.add.at(bps, st[inside], nb[inside].astype(np.int64))
+        tps = np.zeros(n_steps, np.int64)
+        np.add.at(tps, st[inside], dur[inside].astype(np.int64))
+        per_step = {
+            "step_count": int(n_steps), "copies_in_steps": int(inside.sum()),
+            "copies_per_step_median": median(cps),
+            "copies_per_step_mean": round(float(cps.mean()), 3) if n_steps else 0.0,
+            "bytes_per_step_median": int(round_half_up(median(bps))),
+            "bytes_per_step_mean": int(round_half_up(bps.mean())) if n_steps else 0,
+            "copy_ns_per_step_mean": int(round_half_up(tps.mean())) if n_steps else 0,
+            "host_copies_in_steps": int((inside & host).sum()),
+            "pageable_in_steps": int((inside & pm).sum()),
+            "sync_copies_in_steps": int((inside & sync_rows).sum()),
+            "by_kind_per_step": _per_step_by_kind(mc, inside, nb, dur, n_steps),
+        }
+    return {"copy_count": len(mc), "copy_bytes": int(nb.sum()), "copy_ns": int(dur.sum()),
+            "by_direction": by_direction, "by_kind": by_kind, "host_copies": _totals(host, dur, nb),
+            "pageable": pageable, "sync_copies": sync_copies, "per_step": per_step}
+
+
+def _alloc_free(api, am: np.ndarray, fm: np.ndarray, steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
+    """The ``alloc``, ``free`` and ``alloc_free_by_api`` fields of :class:`MemoryResult` (non-empty ``api``)."""
+    adur = api.end - api.start
+    st = _step_of(api.start, *steps) if steps is not None else None
+    out: Dict[str, Any] = {}
+    rows: List[Row] = []
+    for cls, m in (("alloc", am), ("free", fm)):
+        out[cls] = {"count": int(m.sum()), "total_ns": int(adur[m].sum()),
+                    "in_steps": int((m & (st >= 0)).sum()) if st is not None else None,
+                    "in_steps_ns": int(adur[m & (st >= 0)].sum()) if st is not None else None}
+        dd = adur[m]
+        for name, mm in _by_base_name(api, api.name_idx[m]):
+            rows.append({"name": name, "class": cls, "count": int(mm.sum()), "total_ns": int(dd[mm].sum()),
+                         "in_steps": int((st[m][mm] >= 0).sum()) if st is not None else None})
+    rows.sort(key=lambda r: (-r["total_ns"], r["name"]))
+    out["alloc_free_by_api"] = tuple(rows)
+    return out
 
 
 def _per_step_by_kind(mc, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int) -> List[Dict]:

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from . import intervals as iv
 from .stats import combine_keys, median, pct, round_half_up
@@ -45,22 +46,59 @@ MIN_RATIO = 1.5
 MIN_LATE_SHARE = 0.6
 
 
-@dataclass
+Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NcclStraggler:
+    """The straggler verdict (module docstring): the rank that waits, the rank that arrives late."""
+
+    waiting_rank: str
+    waiting_pid: int
+    waiting_device_id: int
+    late_rank: str
+    late_pid: int
+    late_device_id: int
+    wait_ns_total: int
+    duration_ratio: Optional[float]
+    late_share: float
+    matched_collectives: int
+    confidence: str           # "high" | "medium"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "waiting_rank": self.waiting_rank, "waiting_pid": self.waiting_pid,
+            "waiting_device_id": self.waiting_device_id, "late_rank": self.late_rank, "late_pid": self.late_pid,
+            "late_device_id": self.late_device_id, "wait_ns_total": self.wait_ns_total,
+            "duration_ratio": self.duration_ratio, "late_share": self.late_share,
+            "matched_collectives": self.matched_collectives, "confidence": self.confidence})
+
+
+@dataclass(frozen=True)
 class NcclResult:
     available: bool
     reason: Optional[str]
     nccl_kernel_count: int = 0
     nccl_total_ns: int = 0
-    by_name: List[Dict] = field(default_factory=list)
-    per_device: List[Dict] = field(default_factory=list)
-    per_pid: List[Dict] = field(default_factory=list)
-    custom_allreduce: Dict = field(default_factory=dict)
-    ranks: List[Dict] = field(default_factory=list)
+    by_name: Tuple[Row, ...] = ()
+    per_device: Tuple[Row, ...] = ()
+    per_pid: Tuple[Row, ...] = ()
+    custom_allreduce: Row = field(default_factory=dict)
+    ranks: Tuple[Row, ...] = ()
     matched_collectives: int = 0
     unmatched_kernels: int = 0
     wait_ns_total: int = 0
-    straggler: Optional[Dict] = None
+    straggler: Optional[NcclStraggler] = None
     straggler_reason: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "nccl_kernel_count": self.nccl_kernel_count,
+            "nccl_total_ns": self.nccl_total_ns, "by_name": self.by_name, "per_device": self.per_device,
+            "per_pid": self.per_pid, "custom_allreduce": self.custom_allreduce, "ranks": self.ranks,
+            "matched_collectives": self.matched_collectives, "unmatched_kernels": self.unmatched_kernels,
+            "wait_ns_total": self.wait_ns_total, "straggler": self.straggler,
+            "straggler_reason": self.straggler_reason})
 
 
 def collective_name(kernel_name: str) -> str:
@@ -98,10 +136,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     custom = {"count": int(cm.sum()), "total_ns": int(dur[cm].sum()), "names": cnames}
     if not nm.any():
         return NcclResult(False, "no NCCL kernels in the trace", custom_allreduce=custom)
-    res = NcclResult(True, None, nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()),
-                     custom_allreduce=custom)
-    res.per_device = _per_key(k.device, nm, k.start, k.end, "device_id")
-    res.per_pid = _per_key(k.pid, nm, k.start, k.end, "pid")
+    per_device = tuple(_per_key(k.device, nm, k.start, k.end, "device_id"))
+    per_pid = tuple(_per_key(k.pid, nm, k.start, k.end, "pid"))
 
     rows = np.nonzero(nm)[0]                        # start order
     s, d = k.start[rows], dur[rows]
@@ -118,8 +154,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     n_coll = len(coll_names)
     cc = np.bincount(coll, minlength=n_coll)
     ct = np.bincount(coll, weights=d, minlength=n_coll)
-    res.by_name = sorted(({"name": coll_names[i], "count": int(cc[i]), "total_ns": int(round(ct[i]))}
-                          for i in range(n_coll)), key=lambda r: (-r["total_ns"], r["name"]))
+    by_name = tuple(sorted(({"name": coll_names[i], "count": int(cc[i]), "total_ns": int(round(ct[i]))}
+                            for i in range(n_coll)), key=lambda r: (-r["total_ns"], r["name"])))
 
     rkey, _ = combine_keys([k.pid[rows], k.device[rows]])
     _, rfirst, rank = np.unique(rkey, return_index=True, return_inverse=True)
@@ -145,20 +181,19 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     c_coll = ucid // (int(seq.max()) + 1)
     matched_c = (ccount == ranks_per_coll[c_coll]) & (ccount >= 2)
     mrow = matched_c[cinv]
-    res.matched_collectives = int(matched_c.sum())
-    res.unmatched_kernels = int((~mrow).sum())
-
+    matched = int(matched_c.sum())
+    head = dict(nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()), by_name=by_name,
+                per_device=per_device, per_pid=per_pid, custom_allreduce=custom, matched_collectives=matched,
+                unmatched_kernels=int((~mrow).sum()))
     base_rank = [{"rank": f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", "pid": int(rank_pid[r]),
                   "device_id": int(rank_dev[r]), "nccl_count": int((rank == r).sum()),
                   "nccl_total_ns": int(d[rank == r].sum())} for r in range(n_rank)]
     if n_rank < 2:
-        res.ranks = base_rank
-        res.straggler_reason = "NCCL kernels on a single (pid, GPU) rank: nothing to compare"
-        return res
-    if res.matched_collectives == 0:
-        res.ranks = base_rank
-        res.straggler_reason = "no collective could be matched across ranks"
-        return res
+        return NcclResult(True, None, **head, ranks=tuple(base_rank),
+                          straggler_reason="NCCL kernels on a single (pid, GPU) rank: nothing to compare")
+    if matched == 0:
+        return NcclResult(True, None, **head, ranks=tuple(base_rank),
+                          straggler_reason="no collective could be matched across ranks")
 
     # per matched collective: earliest start, latest start, last-arriving rank
     mi = np.nonzero(mrow)[0]
@@ -172,43 +207,43 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     cmin = s[mi][starts]
     cmax = s[mi][ends]
     last_rank = rank[mi][ends]
-    res.wait_ns_total = int((cmax - cmin).sum())
+    wait_ns_total = int((cmax - cmin).sum())
     grp = np.cumsum(first) - 1
     skew = s[mi] - cmin[grp]
     last_cnt = np.bincount(last_rank, minlength=n_rank)
     p50 = np.zeros(n_rank, np.float64)
+    ranks = []
     for r in range(n_rank):   # loop over ranks only
         m = rank[mi] == r
         dd = d[mi][m]
         p50[r] = median(dd)
-        base_rank[r].update(
-            matched=int(m.sum()),
-            mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
-            p50_ns=int(round_half_up(p50[r])),
-            mean_start_skew_ns=int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
-            last_arrival_count=int(last_cnt[r]),
-        )
-    res.ranks = base_rank
+        ranks.append({
+            **base_rank[r], "matched": int(m.sum()),
+            "mean_ns": int(round_half_up(dd.mean())) if dd.shape[0] else 0,
+            "p50_ns": int(round_half_up(p50[r])),
+            "mean_start_skew_ns": int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
+            "last_arrival_count": int(last_cnt[r]),
+        })
 
     waiting = int(np.argmax(p50))
     others = np.delete(p50, waiting)
     ref = median(others)
     ratio = p50[waiting] / ref if ref > 0 else float("inf")
     late = int(np.argmax(last_cnt))
-    share = last_cnt[late] / res.matched_collectives
+    share = last_cnt[late] / matched
+    straggler = None
+    reason = None
     if ratio >= MIN_RATIO and share >= MIN_LATE_SHARE and late != waiting:
-        res.straggler = {
-            "waiting_rank": base_rank[waiting]["rank"], "waiting_pid": base_rank[waiting]["pid"],
-            "waiting_device_id": base_rank[waiting]["device_id"],
-            "late_rank": base_rank[late]["rank"], "late_pid": base_rank[late]["pid"],
-            "late_device_id": base_rank[late]["device_id"],
-            "wait_ns_total": res.wait_ns_total, "duration_ratio": round(float(ratio), 4) if ref > 0 else None,
-            "late_share": round(float(share), 4), "matched_collectives": res.matched_collectives,
-            "confidence": "high" if ratio >= 2 and share >= 0.8 else "medium",
-        }
+        w, lt = ranks[waiting], ranks[late]
+        straggler = NcclStraggler(
+            waiting_rank=w["rank"], waiting_pid=w["pid"], waiting_device_id=w["device_id"], late_rank=lt["rank"],
+            late_pid=lt["pid"], late_device_id=lt["device_id"], wait_ns_total=wait_ns_total,
+            duration_ratio=round(float(ratio), 4) if ref > 0 else None, late_share=round(float(share), 4),
+            matched_collectives=matched, confidence="high" if ratio >= 2 and share >= 0.8 else "medium")
     else:
-        res.straggler_reason = (
+        reason = (
             f"no significant imbalance (p50 duration ratio {ratio:.2f} vs ≥ {MIN_RATIO}; most frequent last "
             f"arriver in {100 * share:.0f}% of collectives vs ≥ {100 * MIN_LATE_SHARE:.0f}%)"
         )
-    return res
+    return NcclResult(True, None, **head, ranks=tuple(ranks), wait_ns_total=wait_ns_total, straggler=straggler,
+                      straggler_reason=reason)

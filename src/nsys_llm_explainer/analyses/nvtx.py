@@ -11,27 +11,34 @@ there).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from .nvtx_tree import NvtxTree, build_tree, self_time
 from .stats import group_stats, pct
 
 STYLE = {59: "PushPop", 70: "PushPop", 60: "StartEnd", 71: "StartEnd"}
 
+Row = Dict[str, Any]
 
-@dataclass
+
+@dataclass(frozen=True)
 class NvtxResult:
     available: bool
     reason: Optional[str]
     range_count: int = 0
     unterminated: int = 0
-    ranges: List[Dict] = field(default_factory=list)
-    by_pid: List[Dict] = field(default_factory=list)
-    tree: Optional[NvtxTree] = None   # not serialized
+    ranges: Tuple[Row, ...] = ()
+    by_pid: Tuple[Row, ...] = ()
+    tree: Optional[NvtxTree] = None   # push/pop nesting tree: a helper, not in to_dict()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "range_count": self.range_count,
+                           "unterminated": self.unterminated, "ranges": self.ranges, "by_pid": self.by_pid})
 
 
 def analyze_nvtx(model: TraceModel) -> NvtxResult:
@@ -43,9 +50,7 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
     style = np.where(nv.is_push_pop, 0, 1)
     closed = np.ones(len(nv), bool)   # every range counts (unterminated ones end at the last NVTX timestamp)
     dur = nv.end - nv.start
-    res = NvtxResult(True, None, range_count=len(nv), unterminated=int((~nv.closed).sum()))
     tree = build_tree(nv)
-    res.tree = tree
     self_by_name = np.zeros(len(nv.names), np.int64)
     if tree is not None:
         st = self_time(tree)
@@ -53,17 +58,17 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
     self_total = int(self_by_name.sum())
     gs = group_stats({"name": nv.name_idx[closed].astype(np.int64), "style": style[closed]}, dur[closed])
     total_all = int(gs.total.sum()) if len(gs) else 0
+    ranges = []
     for i in gs.order_by_total().tolist():
         ni, sty = int(gs.keys["name"][i]), int(gs.keys["style"][i])
         r = {"name": nv.names[ni], "style": "PushPop" if sty == 0 else "StartEnd", "count": int(gs.count[i]),
              "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i]),
              "min_ns": int(gs.min[i]), "max_ns": int(gs.max[i]), "pct_total": pct(int(gs.total[i]), total_all)}
         if sty == 0:
-            r["self_ns"] = int(self_by_name[ni])
-            r["pct_self"] = pct(int(self_by_name[ni]), self_total)
-        res.ranges.append(r)
+            r = {**r, "self_ns": int(self_by_name[ni]), "pct_self": pct(int(self_by_name[ni]), self_total)}
+        ranges.append(r)
     gp = group_stats({"pid": nv.pid[closed], "name": nv.name_idx[closed].astype(np.int64)}, dur[closed])
-    for i in gp.order_by_total().tolist():
-        res.by_pid.append({"pid": int(gp.keys["pid"][i]), "name": nv.names[int(gp.keys["name"][i])],
-                           "count": int(gp.count[i]), "total_ns": int(gp.total[i])})
-    return res
+    by_pid = tuple({"pid": int(gp.keys["pid"][i]), "name": nv.names[int(gp.keys["name"][i])],
+                    "count": int(gp.count[i]), "total_ns": int(gp.total[i])} for i in gp.order_by_total().tolist())
+    return NvtxResult(True, None, range_count=len(nv), unterminated=int((~nv.closed).sum()), ranges=tuple(ranges),
+                      by_pid=by_pid, tree=tree)

@@ -10,22 +10,26 @@ one that started last).
 * ``innermost_ns``: kernel time of kernels whose innermost enclosing range has that name
   (Σ innermost_ns = attributed kernel time, no double counting).
 * ``coverage`` = kernel time with any enclosing range / total kernel time (per PID: of that PID).
-* Phase totals (``--phase-map``) are filled in from :mod:`phases` (one definition of a kernel's phase).
+* Phase totals (``--phase-map``) come from :mod:`phases` (one definition of a kernel's phase):
+  :func:`diagnose.run_diagnosis` returns a copy of this result with ``phases`` set.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from .nvtx_tree import NvtxTree, combine_innermost, enclosing_by_domain
 from .stats import pct
 
+Row = Dict[str, Any]
 
-@dataclass
+
+@dataclass(frozen=True)
 class AttributionResult:
     available: bool
     reason: Optional[str]
@@ -34,12 +38,20 @@ class AttributionResult:
     attributed_count: int = 0
     coverage: float = 0.0
     linked_kernel_ns: int = 0          # kernel time whose launch call was found
-    ranges: List[Dict] = field(default_factory=list)
-    by_pid: List[Dict] = field(default_factory=list)
-    pid_coverage: List[Dict] = field(default_factory=list)
-    phases: List[Dict] = field(default_factory=list)
-    kernel_node: Optional[np.ndarray] = None   # innermost tree node per kernel (not serialized)
-    kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict)  # per NVTX domain (not serialized)
+    ranges: Tuple[Row, ...] = ()
+    by_pid: Tuple[Row, ...] = ()
+    pid_coverage: Tuple[Row, ...] = ()
+    phases: Tuple[Row, ...] = ()
+    # helpers, not in to_dict(): innermost tree node per kernel (-1 none), and the same per NVTX domain
+    kernel_node: Optional[np.ndarray] = None
+    kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "coverage": self.coverage,
+            "total_kernel_ns": self.total_kernel_ns, "attributed_ns": self.attributed_ns,
+            "attributed_kernel_count": self.attributed_count, "linked_kernel_ns": self.linked_kernel_ns,
+            "ranges": self.ranges, "by_pid": self.by_pid, "pid_coverage": self.pid_coverage, "phases": self.phases})
 
 
 def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> AttributionResult:
@@ -54,7 +66,6 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     total = int(dur.sum())
     li = k.launch_idx
     linked = li >= 0
-    res = AttributionResult(True, None, total_kernel_ns=total, linked_kernel_ns=int(dur[linked].sum()))
     # innermost range per distinct launch call, then per kernel
     present = np.zeros(len(api), bool)
     present[li[linked]] = True
@@ -68,13 +79,10 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
         node[linked] = lut[li[linked]]
         return node
 
-    res.kernel_nodes = {d: per_kernel(cn) for d, cn in by_dom.items()}
+    kernel_nodes = {d: per_kernel(cn) for d, cn in by_dom.items()}
     node = per_kernel(combine_innermost(tree, by_dom, calls.shape[0]))
-    res.kernel_node = node
     att = node >= 0
-    res.attributed_ns = int(dur[att].sum())
-    res.attributed_count = int(att.sum())
-    res.coverage = res.attributed_ns / total if total else 0.0
+    attributed_ns = int(dur[att].sum())
 
     n = len(tree)
     inner_t = np.bincount(node[att], weights=dur[att], minlength=n).astype(np.int64)
@@ -82,7 +90,7 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     # inclusive sums: a kernel sits in one innermost node per domain stack of its launching thread
     sub_t = np.zeros(n, np.int64)
     sub_c = np.zeros(n, np.int64)
-    for dn in res.kernel_nodes.values():
+    for dn in kernel_nodes.values():
         m = dn >= 0
         sub_t += np.bincount(dn[m], weights=dur[m], minlength=n).astype(np.int64)
         sub_c += np.bincount(dn[m], minlength=n).astype(np.int64)
@@ -101,27 +109,27 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     incl_c = np.bincount(tree.name_idx[first], weights=sub_c[first], minlength=nn).astype(np.int64)
     inn_t = np.bincount(tree.name_idx, weights=inner_t, minlength=nn).astype(np.int64)
     inn_c = np.bincount(tree.name_idx, weights=inner_c, minlength=nn).astype(np.int64)
-    for i in np.lexsort((np.arange(nn), -incl_t)).tolist():
-        if incl_c[i] == 0:
-            continue
-        res.ranges.append({"name": names[i], "kernel_count": int(incl_c[i]), "inclusive_ns": int(incl_t[i]),
-                           "innermost_ns": int(inn_t[i]), "innermost_kernel_count": int(inn_c[i]),
-                           "pct_of_kernel_time": pct(int(incl_t[i]), total)})
+    ranges = tuple({"name": names[i], "kernel_count": int(incl_c[i]), "inclusive_ns": int(incl_t[i]),
+                    "innermost_ns": int(inn_t[i]), "innermost_kernel_count": int(inn_c[i]),
+                    "pct_of_kernel_time": pct(int(incl_t[i]), total)}
+                   for i in np.lexsort((np.arange(nn), -incl_t)).tolist() if incl_c[i] != 0)
     # per PID (tree nodes carry the launching thread's PID)
     pids = tree.pid
     key = pids[first].astype(np.int64) * (nn + 1) + tree.name_idx[first]
     uk, inv = np.unique(key, return_inverse=True)
     pt = np.bincount(inv, weights=sub_t[first]).astype(np.int64)
     pc = np.bincount(inv, weights=sub_c[first]).astype(np.int64)
-    for j in np.lexsort((uk, -pt)).tolist():
-        if pc[j] == 0:
-            continue
-        res.by_pid.append({"pid": int(uk[j] // (nn + 1)), "name": names[int(uk[j] % (nn + 1))],
-                           "kernel_count": int(pc[j]), "inclusive_ns": int(pt[j])})
+    by_pid = tuple({"pid": int(uk[j] // (nn + 1)), "name": names[int(uk[j] % (nn + 1))],
+                    "kernel_count": int(pc[j]), "inclusive_ns": int(pt[j])}
+                   for j in np.lexsort((uk, -pt)).tolist() if pc[j] != 0)
+    pid_coverage = []
     for p in np.unique(k.pid).tolist():
         m = k.pid == p
         pt_all = int(dur[m].sum())
         pa = int(dur[m & att].sum())
-        res.pid_coverage.append({"pid": int(p), "kernel_ns": pt_all, "attributed_ns": pa,
-                                 "coverage": pa / pt_all if pt_all else 0.0})
-    return res
+        pid_coverage.append({"pid": int(p), "kernel_ns": pt_all, "attributed_ns": pa,
+                             "coverage": pa / pt_all if pt_all else 0.0})
+    return AttributionResult(
+        True, None, total_kernel_ns=total, attributed_ns=attributed_ns, attributed_count=int(att.sum()),
+        coverage=attributed_ns / total if total else 0.0, linked_kernel_ns=int(dur[linked].sum()), ranges=ranges,
+        by_pid=by_pid, pid_coverage=tuple(pid_coverage), kernel_node=node, kernel_nodes=kernel_nodes)

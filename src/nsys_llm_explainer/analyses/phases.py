@@ -26,8 +26,8 @@ are ``unmapped``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -43,12 +43,14 @@ from ..config.phase_map import (  # noqa: F401  (re-exported: phase maps are rea
     resolve_phase_map,
     step_keywords,
 )
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from . import intervals as iv
 from .nvtx_tree import NvtxTree
 from .stats import pct
 
 PhaseMapLike = Union[PhaseMap, Mapping[str, Sequence[str]]]
+Row = Dict[str, Any]
 
 
 def phase_of_names(names: Sequence[str], phase_map: PhaseMapLike,
@@ -94,27 +96,28 @@ def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, n
     return own, owner
 
 
-@dataclass
+@dataclass(frozen=True)
 class PhaseResult:
     available: bool
     reason: Optional[str]
     source: str
     phase_map: Dict[str, List[str]]
-    phase_names: List[str] = field(default_factory=list)   # phase map order; index = kernel_phase value
+    phase_names: Tuple[str, ...] = ()   # phase map order; index = kernel_phase value
     total_kernel_ns: int = 0
-    phases: List[Dict] = field(default_factory=list)
-    range_names: List[Dict] = field(default_factory=list)  # NVTX names that got a phase: name, phase, count
-    notes: List[str] = field(default_factory=list)
-    kernel_phase: Optional[np.ndarray] = None   # phase index per kernel, -1 none (not serialized)
-    node_phase: Optional[np.ndarray] = None     # phase index of each tree node's phase owner (not serialized)
-    rules: Optional[PhaseMap] = None            # the phase map used, with ignore / step keywords (not serialized)
+    phases: Tuple[Row, ...] = ()
+    range_names: Tuple[Row, ...] = ()  # NVTX names that got a phase: name, phase, count
+    notes: Tuple[str, ...] = ()
+    # helpers, not in to_dict(): phase index per kernel (-1 none), phase index of each tree node's phase
+    # owner, and the phase map used (with ignore / step keywords)
+    kernel_phase: Optional[np.ndarray] = None
+    node_phase: Optional[np.ndarray] = None
+    rules: Optional[PhaseMap] = None
 
-    def to_dict(self) -> Dict[str, object]:
-        return {"available": self.available, "reason": self.reason, "source": self.source,
-                "phase_map": self.phase_map, "phase_names": list(self.phase_names),
-                "total_kernel_ns": self.total_kernel_ns, "phases": self.phases,
-                "range_names": self.range_names,
-                "notes": list(self.notes)}
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "source": self.source,
+                           "phase_map": self.phase_map, "phase_names": self.phase_names,
+                           "total_kernel_ns": self.total_kernel_ns, "phases": self.phases,
+                           "range_names": self.range_names, "notes": self.notes})
 
 
 def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> int:
@@ -153,78 +156,89 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
     ``"user"``); None uses the presets."""
     pm = as_phase_map(phase_map, source)
     labels = pm.names
-    res = PhaseResult(False, None, pm.source, pm.as_dict(), phase_names=labels, rules=pm)
     k = model.kernels
     nk = len(k) if k is not None else 0
-    res.kernel_phase = np.full(nk, -1, np.int64)
+    kernel_phase = np.full(nk, -1, np.int64)
+    node_phase: Optional[np.ndarray] = None
     dur = k.dur if k is not None else np.zeros(0, np.int64)
-    res.total_kernel_ns = int(dur.sum())
+    total_kernel_ns = int(dur.sum())
     names = model.nvtx.names if model.nvtx is not None else []
     piece_s = piece_e = piece_ph = piece_pid = np.zeros(0, np.int64)
     range_count = np.zeros(len(labels), np.int64)
+    range_names: List[Row] = []
+    notes: List[str] = []
+    available = False
+    reason: Optional[str] = None
     if tree is None or len(tree) == 0:
-        res.reason = "no NVTX push/pop ranges to take phases from"
+        reason = "no NVTX push/pop ranges to take phases from"
     else:
         name_phase = phase_of_names(names, pm)
         own, owner = resolve_nodes(tree, name_phase)
-        res.node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
+        node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
         has = own >= 0
         range_count = np.bincount(own[has], minlength=len(labels)).astype(np.int64)
         cnt = np.bincount(tree.name_idx[has], minlength=len(names) + 1)
-        for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist():
-            if cnt[i] == 0 or i >= len(names):
-                continue
-            res.range_names.append({"name": names[i], "phase": labels[int(name_phase[i])],
-                                    "count": int(cnt[i])})
+        range_names = [{"name": names[i], "phase": labels[int(name_phase[i])], "count": int(cnt[i])}
+                       for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist()
+                       if cnt[i] != 0 and i < len(names)]
         if not has.any():
-            res.reason = "no NVTX push/pop range name matches the phase map"
+            reason = "no NVTX push/pop range name matches the phase map"
         else:
-            res.available = True
+            available = True
             ps, pe, po = _owned_pieces(tree, own, owner)
             piece_s, piece_e, piece_ph, piece_pid = ps, pe, own[po], tree.pid[po]
             if isinstance(kernel_node, dict) and nk:
-                # one innermost node per NVTX domain stack: the phase of the phase range that started last
-                kp = np.full(nk, -1, np.int64)
-                best = np.full(nk, np.iinfo(np.int64).min, np.int64)
-                for kn in kernel_node.values():
-                    kn = np.asarray(kn, dtype=np.int64)
-                    o = np.where(kn >= 0, owner[np.maximum(kn, 0)], -1)
-                    st = np.where(o >= 0, tree.start[np.maximum(o, 0)], np.iinfo(np.int64).min)
-                    better = (o >= 0) & (st > best)
-                    kp = np.where(better, own[np.maximum(o, 0)], kp)
-                    best = np.where(better, st, best)
-                res.kernel_phase = kp
+                kernel_phase = _latest_phase(kernel_node, own, owner, tree.start, nk)
             elif kernel_node is not None and nk:
                 kn = np.asarray(kernel_node, dtype=np.int64)
-                res.kernel_phase = np.where(kn >= 0, res.node_phase[np.maximum(kn, 0)], -1)
+                kernel_phase = np.where(kn >= 0, node_phase[np.maximum(kn, 0)], -1)
             elif nk:
-                res.notes.append("kernels were not linked to NVTX ranges: GPU time per phase is unavailable")
+                notes.append("kernels were not linked to NVTX ranges: GPU time per phase is unavailable")
         nvtx = model.nvtx
         if nvtx is not None and len(nvtx):
             other = np.ones(len(nvtx), bool)
             other[tree.row] = False
             n_se = int((other & (name_phase[nvtx.name_idx] >= 0)).sum())
             if n_se:
-                res.notes.append(f"{n_se} phase-named NVTX start/end or cross-thread ranges are not used "
-                                 "(phases come from push/pop ranges only)")
-    kp = res.kernel_phase
+                notes.append(f"{n_se} phase-named NVTX start/end or cross-thread ranges are not used "
+                             "(phases come from push/pop ranges only)")
+    kp = kernel_phase
+    rows = []
     for j, label in enumerate(labels + [UNMAPPED]):
         pj = j if j < len(labels) else -1
         by_pid = []
         wall = 0
         if pj >= 0:
-            pm = piece_ph == pj
-            for p in np.unique(piece_pid[pm]).tolist():
-                m = pm & (piece_pid == p)
+            m_ph = piece_ph == pj
+            for p in np.unique(piece_pid[m_ph]).tolist():
+                m = m_ph & (piece_pid == p)
                 w = iv.union_unsorted(piece_s[m], piece_e[m]).length
                 by_pid.append({"pid": int(p), "wall_ns": int(w)})
                 wall += w
         km = kp == pj
         t = int(dur[km].sum())
         busy = _busy_per_device(k.start[km], k.end[km], k.device[km]) if nk and km.any() else 0
-        res.phases.append({
+        rows.append({
             "phase": label, "range_count": int(range_count[pj]) if pj >= 0 else 0, "wall_ns": int(wall),
             "wall_by_pid": by_pid, "kernel_count": int(km.sum()), "gpu_time_ns": t, "gpu_busy_ns": int(busy),
-            "pct_of_kernel_time": pct(t, res.total_kernel_ns),
+            "pct_of_kernel_time": pct(t, total_kernel_ns),
         })
-    return res
+    return PhaseResult(available, reason, pm.source, pm.as_dict(), phase_names=tuple(labels),
+                       total_kernel_ns=total_kernel_ns, phases=tuple(rows), range_names=tuple(range_names),
+                       notes=tuple(notes), kernel_phase=kernel_phase, node_phase=node_phase, rules=pm)
+
+
+def _latest_phase(kernel_nodes: Dict[int, np.ndarray], own: np.ndarray, owner: np.ndarray, node_start: np.ndarray,
+                  nk: int) -> np.ndarray:
+    """Phase per kernel from one innermost node per NVTX domain stack: the phase of the phase range that
+    started last (-1 none)."""
+    kp = np.full(nk, -1, np.int64)
+    best = np.full(nk, np.iinfo(np.int64).min, np.int64)
+    for kn in kernel_nodes.values():
+        kn = np.asarray(kn, dtype=np.int64)
+        o = np.where(kn >= 0, owner[np.maximum(kn, 0)], -1)
+        st = np.where(o >= 0, node_start[np.maximum(o, 0)], np.iinfo(np.int64).min)
+        better = (o >= 0) & (st > best)
+        kp = np.where(better, own[np.maximum(o, 0)], kp)
+        best = np.where(better, st, best)
+    return kp

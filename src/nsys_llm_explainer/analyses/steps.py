@@ -20,17 +20,19 @@ metrics. ``median_by_phase``: the median of each metric over the phase's steps (
 rounded half up). ``slowest``: the ``top`` steps with the largest ``wall_ns`` (ties: earlier first);
 ``outliers``: the ``top`` steps with the largest positive excess of ``wall_ns`` over their phase's median;
 each with ``vs_median`` = its metrics minus its phase's medians. ``confidence`` / ``method``: see
-:mod:`steps_detect`.
+:mod:`steps_detect`. ``rows``: every step (the first :data:`MAX_ROWS`; ``rows_capped`` says whether more
+were cut), as in ``tables/steps.csv``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..config.phase_map import as_phase_map
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from . import intervals as iv
 from .api_classes import class_mask
@@ -40,11 +42,14 @@ from .stats import median, round_half_up, summary
 from .steps_detect import DEFAULT_MARKER, MIN_INSTANCES, detect_steps  # noqa: F401  (re-exported)
 
 METRICS = ("wall_ns", "gpu_busy_ns", "gpu_idle_ns", "sync_ns", "memcpy_ns", "kernel_count")
+MAX_ROWS = 100_000  # per-step rows kept in report.json / tables/steps.csv
+
+Row = Dict[str, Any]
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepArrays:
-    """Full per-step columns (not serialized), in step order (by pid/device, then start)."""
+    """Full per-step columns, in step order (by pid/device, then start); serialized only as the step rows."""
 
     start: np.ndarray
     end: np.ndarray
@@ -55,7 +60,7 @@ class StepArrays:
     gpu_busy: np.ndarray
     sync: np.ndarray
     memcpy: np.ndarray
-    phase_names: List[str]
+    phase_names: Tuple[str, ...]
 
     @property
     def wall(self) -> np.ndarray:
@@ -80,34 +85,39 @@ class StepArrays:
                 "sync_ns": int(self.sync[i]), "memcpy_ns": int(self.memcpy[i])}
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepResult:
     available: bool
     reason: Optional[str]
     method: str                        # "nvtx" | "marker" | "none"
     confidence: str = "low"            # "high" | "medium" | "low"
     confidence_reason: str = ""
-    step_ranges: List[str] = field(default_factory=list)    # NVTX names used as steps
+    step_ranges: Tuple[str, ...] = ()  # NVTX names used as steps
     marker_regex: Optional[str] = None
-    marker_kernels: List[Dict] = field(default_factory=list)  # marker kernel names and counts
+    marker_kernels: Tuple[Row, ...] = ()  # marker kernel names and counts
     step_count: int = 0
     summary: Dict[str, int] = field(default_factory=dict)
     totals: Dict[str, int] = field(default_factory=dict)
-    by_phase: List[Dict] = field(default_factory=list)
-    by_pid: List[Dict] = field(default_factory=list)
-    median_by_phase: List[Dict] = field(default_factory=list)
-    slowest: List[Dict] = field(default_factory=list)
-    outliers: List[Dict] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
-    arrays: Optional[StepArrays] = None   # full per-step data (not serialized; drop in JSON)
+    by_phase: Tuple[Row, ...] = ()
+    by_pid: Tuple[Row, ...] = ()
+    median_by_phase: Tuple[Row, ...] = ()
+    slowest: Tuple[Row, ...] = ()
+    outliers: Tuple[Row, ...] = ()
+    notes: Tuple[str, ...] = ()
+    arrays: Optional[StepArrays] = None   # full per-step columns: a helper, in to_dict() only as ``rows``
 
-    def to_dict(self) -> Dict[str, object]:
-        return {k: getattr(self, k) for k in (
-            "available", "reason", "method", "confidence", "confidence_reason", "step_ranges", "marker_regex",
-            "marker_kernels", "step_count", "summary", "totals", "by_phase", "by_pid", "median_by_phase",
-            "slowest", "outliers", "notes")}
+    def to_dict(self) -> Dict[str, Any]:
+        n = len(self.arrays) if self.available and self.arrays is not None else 0
+        return {**json_ready({
+            "available": self.available, "reason": self.reason, "method": self.method, "confidence": self.confidence,
+            "confidence_reason": self.confidence_reason, "step_ranges": self.step_ranges,
+            "marker_regex": self.marker_regex, "marker_kernels": self.marker_kernels, "step_count": self.step_count,
+            "summary": self.summary, "totals": self.totals, "by_phase": self.by_phase, "by_pid": self.by_pid,
+            "median_by_phase": self.median_by_phase, "slowest": self.slowest, "outliers": self.outliers,
+            "notes": self.notes}), "rows": [self.arrays.row(i) for i in range(min(n, MAX_ROWS))] if n else [],
+            "rows_capped": n > MAX_ROWS}   # StepArrays.row() gives builtins already
 
-    def table(self) -> List[Dict[str, object]]:
+    def table(self) -> List[Row]:
         """Every step as a row (for CSV output)."""
         a = self.arrays
         return [a.row(i) for i in range(len(a))] if a is not None else []
@@ -186,11 +196,11 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     if tree is None:
         tree = build_tree(model.nvtx)
     det = detect_steps(model, phase_map, phase_result, step_marker, step_range, tree, kernel_node)
-    res = StepResult(False, det.reason, det.method, confidence=det.confidence,
-                     confidence_reason=det.confidence_reason, step_ranges=det.step_ranges,
-                     marker_regex=det.marker_regex, marker_kernels=det.marker_kernels, notes=det.notes)
+    head = dict(reason=det.reason, method=det.method, confidence=det.confidence,
+                confidence_reason=det.confidence_reason, step_ranges=tuple(det.step_ranges),
+                marker_regex=det.marker_regex, marker_kernels=tuple(det.marker_kernels), notes=tuple(det.notes))
     if det.start is None:
-        return res
+        return StepResult(False, **head)
     s, e, pid, dev, kstep, ph = det.start, det.end, det.pid, det.device, det.kernel_step, det.phase
     n = s.shape[0]
     kc = np.bincount(kstep[kstep >= 0], minlength=n).astype(np.int64)
@@ -221,33 +231,34 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     order = np.lexsort((s, dev, pid))   # by pid, device, then start
     a = StepArrays(start=s[order], end=e[order], pid=pid[order].astype(np.int64), device=dev[order],
                    phase=ph[order], kernel_count=kc[order], gpu_busy=busy[order], sync=sync[order],
-                   memcpy=memcpy[order], phase_names=phase_names)
-    res.arrays = a
-    res.available = True
-    res.step_count = n
-    res.summary = summary(a.wall)
-    res.totals = {m: int(_metric(a, m).sum()) for m in METRICS}
+                   memcpy=memcpy[order], phase_names=tuple(phase_names))
     uph = np.unique(a.phase).tolist()
-    res.by_phase = _group_rows(a, a.phase, [phase_names[p] if p >= 0 else UNMAPPED for p in uph], "phase")
-    res.by_pid = _group_rows(a, a.pid, np.unique(a.pid).tolist(), "pid")
     med: Dict[int, Dict[str, int]] = {}
+    median_by_phase = []
     for p in uph:
         m = a.phase == p
         med[p] = {mm: int(round_half_up(median(_metric(a, mm)[m]))) for mm in METRICS}
-        res.median_by_phase.append({"phase": phase_names[p] if p >= 0 else UNMAPPED,
-                                    "count": int(m.sum()), **med[p]})
+        median_by_phase.append({"phase": phase_names[p] if p >= 0 else UNMAPPED, "count": int(m.sum()), **med[p]})
     ntop = max(int(top), 0)
     ref_wall = np.array([med[int(p)]["wall_ns"] for p in a.phase.tolist()], np.int64)
     excess = a.wall - ref_wall
     slow = np.lexsort((a.start, -a.wall))[:ntop]
     out = np.lexsort((a.start, -excess))[:ntop]
     out = out[excess[out] > 0]
-    for idx, dest in ((slow, res.slowest), (out, res.outliers)):
-        for i in idx.tolist():
-            row = a.row(i)
-            ref = med[int(a.phase[i])]
-            delta = {mm: int(row[mm]) - ref[mm] for mm in METRICS}
-            row["vs_median"] = delta
-            row["what_differed"] = _what_differed(delta, row["phase"])
-            dest.append(row)
-    return res
+    return StepResult(
+        True, **head, step_count=n, summary=summary(a.wall), totals={m: int(_metric(a, m).sum()) for m in METRICS},
+        by_phase=tuple(_group_rows(a, a.phase, [phase_names[p] if p >= 0 else UNMAPPED for p in uph], "phase")),
+        by_pid=tuple(_group_rows(a, a.pid, np.unique(a.pid).tolist(), "pid")),
+        median_by_phase=tuple(median_by_phase), slowest=_vs_median(a, slow, med), outliers=_vs_median(a, out, med),
+        arrays=a)
+
+
+def _vs_median(a: StepArrays, idx: np.ndarray, med: Dict[int, Dict[str, int]]) -> Tuple[Row, ...]:
+    """Rows of steps ``idx`` with ``vs_median`` (metrics minus the phase's medians) and ``what_differed``."""
+    rows = []
+    for i in idx.tolist():
+        row = a.row(i)
+        ref = med[int(a.phase[i])]
+        delta = {mm: int(row[mm]) - ref[mm] for mm in METRICS}
+        rows.append({**row, "vs_median": delta, "what_differed": _what_differed(delta, str(row["phase"]))})
+    return tuple(rows)

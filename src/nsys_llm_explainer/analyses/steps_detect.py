@@ -35,8 +35,8 @@ kernels launched from their threads), ``medium`` (step-like name with lower cove
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -50,7 +50,7 @@ from .steps_nvtx import MIN_INSTANCES, StepChoice, choose_nvtx, kernel_nodes, nv
 DEFAULT_MARKER = r"argmax|sampl|top_?k|top_?p|topp"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Detection:
     """Detected steps (unsorted; arrays None when ``method == "none"``) and how they were found."""
 
@@ -58,10 +58,10 @@ class Detection:
     reason: Optional[str] = None         # why no steps (method "none")
     confidence: str = "low"
     confidence_reason: str = ""
-    step_ranges: List[str] = field(default_factory=list)
+    step_ranges: Tuple[str, ...] = ()
     marker_regex: Optional[str] = None
-    marker_kernels: List[Dict] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
+    marker_kernels: Tuple[Dict[str, Any], ...] = ()
+    notes: Tuple[str, ...] = ()
     start: Optional[np.ndarray] = None
     end: Optional[np.ndarray] = None
     pid: Optional[np.ndarray] = None
@@ -71,8 +71,8 @@ class Detection:
 
 
 # ------------------------------------------------------------------------------------------- marker method
-def marker_steps(model: TraceModel, regex: str, out_markers: List[Dict]):
-    """(start, end, pid, device, kernel_step) between consecutive marker kernels per device."""
+def marker_kernels(model: TraceModel, regex: str) -> Tuple[np.ndarray, Tuple[Dict[str, Any], ...]]:
+    """(marker mask per kernel row, marker kernel names with their counts, most frequent first)."""
     k = model.kernels
     try:
         rx = re.compile(regex, re.IGNORECASE)
@@ -81,9 +81,17 @@ def marker_steps(model: TraceModel, regex: str, out_markers: List[Dict]):
     hit = np.array([bool(rx.search(n)) for n in k.names] + [False], dtype=bool)
     is_m = hit[k.name_idx]
     cnt = np.bincount(k.name_idx[is_m], minlength=len(k.names))
-    for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist():
-        if cnt[i]:
-            out_markers.append({"name": k.names[i], "count": int(cnt[i])})
+    return is_m, tuple({"name": k.names[i], "count": int(cnt[i])}
+                       for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist() if cnt[i])
+
+
+#: (start, end, pid, device, step per kernel row) of marker steps
+MarkerSteps = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def marker_steps(model: TraceModel, is_m: np.ndarray) -> Optional[MarkerSteps]:
+    """(start, end, pid, device, kernel_step) between consecutive marker kernels per device, or None."""
+    k = model.kernels
     parts_s, parts_e, parts_p, parts_d = [], [], [], []
     kstep = np.full(len(k), -1, np.int64)
     base = 0
@@ -136,23 +144,24 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
     """Find the steps (see module docstring). ``phase_result`` (optional) supplies kernel and node phases
     consistent with the phases section; ``kernel_node`` (innermost tree node per kernel) is reused if given."""
     k = model.kernels
-    det = Detection()
-    notes = det.notes
+    notes: List[str] = []
     nph = len(phase_map.names)
     li, wdev, wpid, nk = work_items(model)
     choice: Optional[StepChoice] = None
     if tree is not None and len(tree) and not step_marker:
         knode = kernel_node if kernel_node is not None else kernel_nodes(model, tree, li[:nk])
         wnode = np.concatenate([np.asarray(knode, np.int64), kernel_nodes(model, tree, li[nk:])])
-        choice = choose_nvtx(model, tree, wnode, li, phase_map, step_range, notes)
+        choice, choice_notes = choose_nvtx(model, tree, wnode, li, phase_map, step_range)
+        notes += choice_notes
     elif step_range:
         notes.append("--step-range ignored: " + ("a --step-marker was given" if step_marker
                                                  else "the trace has no NVTX push/pop ranges"))
     marker = None
     regex = step_marker or DEFAULT_MARKER
-    markers: List[Dict] = []
+    markers: Tuple[Dict[str, Any], ...] = ()
     if (choice is None or choice.confidence == "low") and k is not None and len(k):
-        marker = marker_steps(model, regex, markers)
+        is_m, markers = marker_kernels(model, regex)
+        marker = marker_steps(model, is_m)
         if marker is not None and choice is not None:
             per_dev = np.unique(marker[3], return_counts=True)[1]
             if per_dev.min() < MIN_INSTANCES:
@@ -163,8 +172,6 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
     dur = k.dur if k is not None else np.zeros(0, np.int64)
     if choice is not None and marker is None:
         s, e, pid, dev, wstep = nvtx_steps(model, tree, choice, li, wdev, wpid)
-        det.method, det.confidence, det.confidence_reason = "nvtx", choice.confidence, choice.reason
-        det.step_ranges = choice.names
         if phase_result is not None and phase_result.node_phase is not None:
             node_phase = phase_result.node_phase
         else:
@@ -173,29 +180,26 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
         wphase = np.where(wnode >= 0, node_phase[np.maximum(wnode, 0)], -1)
         gt = model.graph_trace
         wdur = np.concatenate([dur] + ([gt["end"] - gt["start"]] if wstep.shape[0] > nk else []))
-        det.phase = step_phase(wstep, wdur, wphase, s.shape[0], nph, node_phase[choice.nodes])
-        kstep = wstep[:nk]
-    elif marker is not None:
+        return Detection(method="nvtx", confidence=choice.confidence, confidence_reason=choice.reason,
+                         step_ranges=choice.names, notes=tuple(notes), start=s, end=e, pid=pid, device=dev,
+                         kernel_step=wstep[:nk],
+                         phase=step_phase(wstep, wdur, wphase, s.shape[0], nph, node_phase[choice.nodes]))
+    if marker is not None:
         s, e, pid, dev, kstep = marker
-        det.method, det.marker_regex, det.marker_kernels = "marker", regex, markers
         per_dev = np.unique(dev, return_counts=True)[1]
         src = "user" if step_marker else "default"
         if per_dev.min() >= 5:
-            det.confidence = "medium"
-            det.confidence_reason = (f"steps bounded by marker kernels ({src} regex {regex!r}); "
-                                     "no NVTX range marks steps")
+            conf, why = "medium", (f"steps bounded by marker kernels ({src} regex {regex!r}); "
+                                   "no NVTX range marks steps")
         else:
-            det.confidence = "low"
-            det.confidence_reason = f"only {int(per_dev.min())} step(s) between marker kernels on some device"
+            conf, why = "low", f"only {int(per_dev.min())} step(s) between marker kernels on some device"
         kphase = phase_result.kernel_phase if phase_result is not None else None
-        det.phase = step_phase(kstep, dur, kphase, s.shape[0], nph, None)
+        return Detection(method="marker", confidence=conf, confidence_reason=why, marker_regex=regex,
+                         marker_kernels=markers, notes=tuple(notes), start=s, end=e, pid=pid, device=dev,
+                         kernel_step=kstep, phase=step_phase(kstep, dur, kphase, s.shape[0], nph, None))
+    if k is None or len(k) == 0:
+        reason = "no kernels and no usable NVTX step ranges"
     else:
-        det.marker_regex = regex
-        if k is None or len(k) == 0:
-            det.reason = "no kernels and no usable NVTX step ranges"
-        else:
-            det.reason = ("no NVTX range repeats once per step and fewer than 2 marker kernels "
-                          f"(regex {regex!r}) ran on any device")
-        return det
-    det.start, det.end, det.pid, det.device, det.kernel_step = s, e, pid, dev, kstep
-    return det
+        reason = ("no NVTX range repeats once per step and fewer than 2 marker kernels "
+                  f"(regex {regex!r}) ran on any device")
+    return Detection(reason=reason, marker_regex=regex, notes=tuple(notes))

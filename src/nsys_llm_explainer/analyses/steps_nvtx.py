@@ -20,10 +20,10 @@ from .phases import phase_of_names
 MIN_INSTANCES = 3
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepChoice:
     nodes: np.ndarray          # tree nodes of the step ranges
-    names: List[str]
+    names: Tuple[str, ...]
     confidence: str
     reason: str
 
@@ -135,9 +135,10 @@ def _looks_like_step(name: str, keywords: Tuple[str, ...]) -> bool:
 
 # ------------------------------------------------------------------------------------------- NVTX method
 def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.ndarray, phase_map: PhaseMap,
-                step_range: Optional[str], notes: List[str]) -> Optional[StepChoice]:
-    """The NVTX ranges that are the steps (see module docstring), or None."""
+                step_range: Optional[str]) -> Tuple[Optional[StepChoice], Tuple[str, ...]]:
+    """The NVTX ranges that are the steps (see module docstring), or None; and notes for the report."""
     names = model.nvtx.names if model.nvtx is not None else []
+    notes: Tuple[str, ...] = ()
     if step_range:
         want = step_range.lower()
         exact = [i for i, n in enumerate(names) if n.lower() == want]
@@ -145,14 +146,13 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
         if ids:
             sel = np.isin(tree.name_idx, np.asarray(ids, np.int64))
             sel &= ~_self_nested(tree, np.where(sel, 0, -1 - np.arange(len(tree))))
-            used = sorted({names[i] for i in tree.name_idx[sel].tolist()})
+            used = tuple(sorted({names[i] for i in tree.name_idx[sel].tolist()}))
             return StepChoice(np.nonzero(sel)[0], used, "high",
-                              f"step ranges chosen by the user (--step-range {step_range!r})")
-        notes.append(f"--step-range {step_range!r} matches no NVTX push/pop range; "
-                     "detecting steps automatically")
+                              f"step ranges chosen by the user (--step-range {step_range!r})"), ()
+        notes = (f"--step-range {step_range!r} matches no NVTX push/pop range; detecting steps automatically",)
     api = model.api
     if api is None or not (li >= 0).any():
-        return None
+        return None, notes
     gid, glabels = _name_groups(names)
     node_g = gid[tree.name_idx]
     lthreads = np.unique(api.gtid[li[li >= 0]])
@@ -179,7 +179,7 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
         if best is None or key > best[0]:
             best = (key, gi)
     if best is None:
-        return None
+        return None, notes
     (steplike, _, _, _, _), gi = best
     inst, depth = info[gi]
     chosen = [gi]
@@ -199,7 +199,7 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     lk = li >= 0
     total = int(np.isin(api.gtid[li[lk]], thr).sum())
     cov = int(sub[inst].sum()) / total if total else 0.0
-    used = [glabels[i] for i in chosen]
+    used = tuple(glabels[i] for i in chosen)
     desc = " + ".join(repr(n) for n in used)
     n_inst = int(inst.shape[0])
     if steplike and cov >= 0.5:
@@ -210,7 +210,7 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     else:
         conf, why = "low", (f"the most frequent top-level NVTX range {desc} ({n_inst} instances) was used; "
                             "its name does not look like a model step")
-    return StepChoice(np.sort(inst), used, conf, why)
+    return StepChoice(np.sort(inst), used, conf, why), notes
 
 
 def _nearest_step(tree: NvtxTree, node: np.ndarray, step_of_node: np.ndarray) -> np.ndarray:
@@ -248,7 +248,7 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
 
 
 def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.ndarray, wdev: np.ndarray,
-               wpid: np.ndarray):
+               wpid: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(start, end, pid, device, step per work item) for NVTX step instances (see :func:`work_items`)."""
     nodes = choice.nodes
     s, e, pid = tree.start[nodes], tree.end[nodes], tree.pid[nodes]

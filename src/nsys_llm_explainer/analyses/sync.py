@@ -9,41 +9,45 @@ the PID was blocked in a sync call).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from . import api_classes as ac
 from . import intervals as iv
 from .cuda_api import base_index
 from .stats import group_stats
 
+Row = Dict[str, Any]
 
-@dataclass
+
+@dataclass(frozen=True)
 class SyncResult:
     available: bool
     reason: Optional[str]
     total_ns: int = 0
     call_count: int = 0
-    sync_apis: List[Dict] = field(default_factory=list)
-    nonblocking_apis: List[Dict] = field(default_factory=list)
-    per_pid: List[Dict] = field(default_factory=list)
-    per_pid_totals: List[Dict] = field(default_factory=list)
+    sync_apis: Tuple[Row, ...] = ()
+    nonblocking_apis: Tuple[Row, ...] = ()
+    per_pid: Tuple[Row, ...] = ()
+    per_pid_totals: Tuple[Row, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "total_ns": self.total_ns,
+                           "call_count": self.call_count, "sync_apis": self.sync_apis,
+                           "nonblocking_apis": self.nonblocking_apis, "per_pid": self.per_pid,
+                           "per_pid_totals": self.per_pid_totals})
 
 
-def _table(keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[Dict]:
+def _table(keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[Row]:
     gs = group_stats(keys, dur)
-    rows = []
-    for i in gs.order_by_total().tolist():
-        r: Dict = {}
-        for k, v in gs.keys.items():
-            r[k] = bnames[int(v[i])] if k == "name" else int(v[i])
-        r.update(count=int(gs.count[i]), total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]),
-                 p50_ns=int(gs.p50[i]), max_ns=int(gs.max[i]))
-        rows.append(r)
-    return rows
+    return [{**{k: bnames[int(v[i])] if k == "name" else int(v[i]) for k, v in gs.keys.items()},
+             "count": int(gs.count[i]), "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]),
+             "p50_ns": int(gs.p50[i]), "max_ns": int(gs.max[i])}
+            for i in gs.order_by_total().tolist()]
 
 
 def analyze_sync(model: TraceModel) -> SyncResult:
@@ -54,14 +58,14 @@ def analyze_sync(model: TraceModel) -> SyncResult:
     bidx, bnames = base_index(api)
     sm = ac.class_mask(api, "sync")
     nm = ac.class_mask(api, "nonblocking_sync")
-    res = SyncResult(True, None, total_ns=int(dur[sm].sum()), call_count=int(sm.sum()))
-    res.sync_apis = _table({"name": bidx[sm]}, dur[sm], bnames)
-    res.nonblocking_apis = _table({"name": bidx[nm]}, dur[nm], bnames)
-    res.per_pid = _table({"pid": api.pid[sm], "name": bidx[sm]}, dur[sm], bnames)
-    res.per_pid.sort(key=lambda r: (r["pid"], -r["total_ns"]))
+    per_pid = _table({"pid": api.pid[sm], "name": bidx[sm]}, dur[sm], bnames)
+    per_pid.sort(key=lambda r: (r["pid"], -r["total_ns"]))
+    totals = []
     for p in np.unique(api.pid[sm]).tolist():
         m = sm & (api.pid == p)
         u = iv.union_unsorted(api.start[m], api.end[m])
-        res.per_pid_totals.append({"pid": int(p), "count": int(m.sum()), "total_ns": int(dur[m].sum()),
-                                   "wall_ns": u.length})
-    return res
+        totals.append({"pid": int(p), "count": int(m.sum()), "total_ns": int(dur[m].sum()), "wall_ns": u.length})
+    return SyncResult(True, None, total_ns=int(dur[sm].sum()), call_count=int(sm.sum()),
+                      sync_apis=tuple(_table({"name": bidx[sm]}, dur[sm], bnames)),
+                      nonblocking_apis=tuple(_table({"name": bidx[nm]}, dur[nm], bnames)),
+                      per_pid=tuple(per_pid), per_pid_totals=tuple(totals))

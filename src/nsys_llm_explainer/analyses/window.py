@@ -46,12 +46,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..config.window import parse_window
 from ..errors import InputError
+from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from . import intervals as iv
 from .stats import pct
@@ -65,7 +66,7 @@ TRIM_MAX_BUSY_SHARE = 0.25
 MIN_KERNELS = 20
 
 
-@dataclass
+@dataclass(frozen=True)
 class WindowResult:
     full_start_ns: int
     full_end_ns: int
@@ -86,10 +87,8 @@ class WindowResult:
     def is_full(self) -> bool:
         return self.start_ns <= self.full_start_ns and self.end_ns >= self.full_end_ns
 
-    def to_dict(self) -> Dict[str, object]:
-        d = dataclasses.asdict(self)
-        d["window_ns"] = self.window_ns
-        return d
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({**dataclasses.asdict(self), "window_ns": self.window_ns})
 
 
 def _fmt_s(ns: int) -> str:

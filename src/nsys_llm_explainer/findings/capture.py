@@ -53,7 +53,7 @@ def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Op
 
 
 def graph_trace_finding(g: GraphResult, idle_ns: int) -> Optional[Finding]:
-    if not g.available or not getattr(g, "graph_level_hidden", False):
+    if not g.available or not g.graph_level_hidden:
         return None
     return Finding(
         id="graph_trace_mode", category="graph_trace_mode", severity="high", confidence="high",
@@ -102,16 +102,16 @@ def nvtx_coverage_finding(coverage: Optional[float], threshold: float, attribute
 
 def nccl_finding(n: NcclResult) -> Optional[Finding]:
     v = n.straggler if n.available else None
-    if not v or int(v.get("wait_ns_total", 0)) <= 0:
+    if v is None or v.wait_ns_total <= 0:
         return None
-    wait = int(v["wait_ns_total"])
+    wait = v.wait_ns_total
     return Finding(
-        id="nccl_wait", category="nccl_wait", severity="high" if v.get("confidence") == "high" else "medium",
-        confidence=str(v.get("confidence", "medium")),
-        title=f"NCCL wait: rank {v.get('waiting_rank')} waits in collectives for late rank {v.get('late_rank')}",
-        evidence=(f"Across {v.get('matched_collectives', 0)} matched collectives the late rank arrived {ms(wait)} "
+        id="nccl_wait", category="nccl_wait", severity="high" if v.confidence == "high" else "medium",
+        confidence=v.confidence,
+        title=f"NCCL wait: rank {v.waiting_rank} waits in collectives for late rank {v.late_rank}",
+        evidence=(f"Across {v.matched_collectives} matched collectives the late rank arrived {ms(wait)} "
                   "after the earliest in total.",
-                  f"{v.get('late_rank')} arrived last in {float(v.get('late_share', 0)) * 100:.0f} % of them."),
+                  f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of them."),
         recommendation=("Balance the work before the collective on the late rank (uneven batch split, extra host "
                         "work or a slower GPU); check its step timeline.",),
         time_at_stake_ns=wait)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
+from ..analyses.categories import CategoryRow
 from ..analyses.idle import GpuTimeResult
 from ..analyses.kernel_traits import KernelTraitsResult
+from ..analyses.kernels import KernelRow
 from .base import GPU_BOUND_PCT, Check, Finding, Scope, ms, us
 
 KERNEL_CLAIM_MIN_BUSY = 50.0
@@ -34,8 +36,8 @@ def _busy_check(gpu: GpuTimeResult, threshold: float) -> Optional[Check]:
     return Check("busy_pct", p.busy_pct, ">=", threshold) if p else None
 
 
-def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels: Sequence[dict],
-                    categories: Sequence[dict]) -> List[Finding]:
+def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels: Sequence[KernelRow],
+                    categories: Sequence[CategoryRow]) -> List[Finding]:
     """``top_kernels``: steady-window kernels by name (name, total_ns, count, avg_ns, pct), largest first;
     ``categories``: overall category rows (category, nonoverlap_ns, nonoverlap_pct)."""
     out: List[Finding] = []
@@ -49,13 +51,13 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
         checks = [busy]
         if top_kernels:
             t = top_kernels[0]
-            ev.append(f"Top kernel `{short(t['name'])}`: {t['pct']:.1f} % of kernel time ({t['count']} calls, "
-                      f"avg {us(t['avg_ns'])}).")
-            checks.append(Check("kernel_share_pct", float(t["pct"]), ">", 0.0, Scope(name=t["name"])))
-        cats = [c for c in categories if c.get("nonoverlap_ns")]
+            ev.append(f"Top kernel `{short(t.name)}`: {t.pct:.1f} % of kernel time ({t.count} calls, "
+                      f"avg {us(t.avg_ns)}).")
+            checks.append(Check("kernel_share_pct", float(t.pct), ">", 0.0, Scope(name=t.name)))
+        cats = [c for c in categories if c.nonoverlap_ns]
         if cats:
             ev.append("Where the busy time goes (non-overlapped): " + ", ".join(
-                f"{c['category']} {c['nonoverlap_pct']:.0f} %" for c in cats[:5]) + ".")
+                f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
         out.append(Finding(
             id="gpu_bound", category="gpu_bound", severity="medium", confidence="high",
             title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of the steady window; kernel time sets the pace",

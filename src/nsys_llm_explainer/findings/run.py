@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import List, Tuple
 
 from ..analyses.kernels import KernelSummary
 from ..analyses.nvtx_attribution import AttributionResult
 from ..diagnose import Diagnosis
 from ..model.trace import TraceModel
+from ..options import Options
 from .base import Finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
 from .idle import DeviceKernels, advice_stack, idle_findings
@@ -16,7 +17,7 @@ from .rank import Headline, headline, rank
 
 
 def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult,
-                 opts: Any) -> Tuple[Tuple[Finding, ...], Headline]:
+                 opts: Options) -> Tuple[Tuple[Finding, ...], Headline]:
     gpu, causes, traits = diag.gpu_time, diag.idle_causes, diag.traits
     pooled = gpu.pooled() if gpu.available else None
     busy = pooled.busy_pct if pooled else None
@@ -24,8 +25,8 @@ def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult
     kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
     found: List[Finding] = []
     found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits)
-    top = diag.steady_kernels.by_name if diag.steady_kernels.available else []
-    cats = diag.categories.overall if diag.categories.available else []
+    top = diag.steady_kernels.by_name if diag.steady_kernels.available else ()
+    cats = diag.categories.overall if diag.categories.available else ()
     found += kernel_findings(gpu, traits, top, cats)
     for f in (graph_trace_finding(diag.graphs, pooled.idle_ns if pooled else 0),
               capture_window_finding(diag.window, gpu, advice_stack(traits)),
@@ -40,7 +41,7 @@ def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult
 
 
 def collect_warnings(model: TraceModel, kernels: KernelSummary, att: AttributionResult, diag: Diagnosis,
-                     opts: Any) -> Tuple[str, ...]:
+                     opts: Options) -> Tuple[str, ...]:
     w = list(model.warnings)
     if not kernels.available and kernels.reason:
         w.append(kernels.reason[0].upper() + kernels.reason[1:])
@@ -49,7 +50,7 @@ def collect_warnings(model: TraceModel, kernels: KernelSummary, att: Attribution
         w.append(f"NVTX→kernel attribution covers {att.coverage * 100:.1f}% of kernel time "
                  f"(< {thr * 100:.1f}%): per-range and per-phase GPU time is partial.")
     g = diag.graphs
-    if g.available and getattr(g, "graph_level_hidden", False):
+    if g.available and g.graph_level_hidden:
         w.append(g.warning or "CUDA graphs ran with graph-level tracing: their kernels are not in the trace.")
     return tuple(w)
 

@@ -12,7 +12,7 @@ covers it. Σ causes = idle exactly (asserted). Vectorized: work per thread and 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -20,11 +20,10 @@ import numpy as np
 from ..model.timeline import DeviceTimeline
 from ..model.trace import TraceModel
 from . import api_classes as ac
+from .idle_cause_result import KINDS, DeviceCauses, GapExample, IdleCause, IdleCausesResult
 from .nvtx_tree import NvtxTree, innermost_enclosing
 from .stats import pct
 
-KINDS = ("copy", "queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch",
-         "other_api", "nvtx", "osrt", "host_cpu", "unknown")
 K = {k: i for i, k in enumerate(KINDS)}
 API_KINDS = ("sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch", "other_api")
 ONE_TIME = {"module_load"}
@@ -38,63 +37,6 @@ def normalize_range_name(name: str) -> str:
     """NVTX range name with digit runs replaced by ``N`` unless between two letters (``layer_12_attn`` →
     ``layer_N_attn``, ``h2d_copy`` unchanged)."""
     return _DIGITS.sub("N", name)
-
-
-@dataclass(frozen=True)
-class GapExample:
-    start_ns: int
-    end_ns: int
-    ns: int       # ns of this gap charged to the cause
-
-
-@dataclass(frozen=True)
-class IdleCause:
-    kind: str
-    detail: str
-    ns: int
-    pct_of_window: float
-    pct_of_idle: float
-    gap_count: int
-    one_time: bool
-    short_gap_ns: int = 0                    # part of ``ns`` inside gaps shorter than LONG_GAP_NS
-    examples: Tuple[GapExample, ...] = ()
-    first_ns: int = 0                        # start of the first gap holding this cause
-    last_ns: int = 0                         # end of the last gap holding this cause
-
-
-@dataclass(frozen=True)
-class DeviceCauses:
-    device_id: int
-    window_ns: int
-    busy_ns: int
-    idle_ns: int
-    causes: Tuple[IdleCause, ...]            # largest first
-    gap_cause: Tuple[Tuple[str, str], ...]   # per gap (time order): the cause with the most ns in it
-
-    def ns_of(self, kind: str, detail: Optional[str] = None) -> int:
-        return sum(c.ns for c in self.causes if c.kind == kind and (detail is None or c.detail == detail))
-
-
-@dataclass(frozen=True)
-class IdleCausesResult:
-    available: bool
-    reason: Optional[str]
-    devices: Tuple[DeviceCauses, ...] = ()
-    totals: Tuple[IdleCause, ...] = ()       # summed over devices, pct of Σ window / Σ idle
-
-    def to_dict(self) -> Dict[str, object]:
-        devs = []
-        for d in self.devices:
-            dd = asdict(d)
-            dd.pop("gap_cause")
-            devs.append(dd)
-        tots = []
-        for c in self.totals:
-            cd = asdict(c)
-            cd.pop("examples")
-            tots.append(cd)
-        return {"available": self.available, "reason": self.reason, "precedence": list(KINDS),
-                "devices": devs, "totals": tots}
 
 
 # ------------------------------------------------------------------------------------------ API kinds

@@ -65,7 +65,8 @@ class Finding:
     time_at_stake_ns: int
     checks: Tuple[Check, ...] = ()
     device_id: Optional[int] = None
-    cause: Optional[Tuple[str, str]] = None     # (kind, detail) of the idle cause it reports
+    cause: Optional[Tuple[str, str]] = None     # (kind, detail) of the idle cause it reports; ("host_overhead",
+    #                                             "") for the launch-bound composite (docs/FINDINGS.md)
     blocks_analysis: bool = False               # invalidates the other numbers: ranked first
     about_capture: bool = False                 # about how the trace was taken, not the workload
 

@@ -194,9 +194,9 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     stack = advice_stack(traits)
     return Finding(
         id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
-        title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(k.p50_ns)}",
+        title=f"Launch-bound: the host needs about {us(host_per_kernel)} per kernel, the kernels about {us(k.p50_ns)}",
         evidence=tuple(e for e in ev if e), recommendation=tuple(advice) + tuple(stack_tips("launch_overhead", stack)),
-        time_at_stake_ns=total, checks=checks, device_id=dev, cause=("launch", ""))
+        time_at_stake_ns=total, checks=checks, device_id=dev, cause=("host_overhead", ""))
 
 
 def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool:

@@ -24,9 +24,12 @@ class Headline:
     window_method: str
     steady_busy_pct: Optional[float]
     top_finding_id: Optional[str]
-    top_cause: Optional[str]
+    top_cause: Optional[str]                 # "kind: detail" of the top finding's idle cause
     time_at_stake_ns: int
     action: Optional[str]
+    top_cause_kind: Optional[str] = None
+    top_cause_detail: Optional[str] = None
+    top_share_pct: Optional[float] = None    # share of the window held by the top cause's kind (all details)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -90,11 +93,13 @@ def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str) 
     if not ranked:
         return Headline("No finding.", method, busy_pct, None, None, 0, None)
     top = ranked[0]
-    cause = None
+    cause = kind = detail = None
     if top.cause:
-        cause = top.cause[0] + (f": {top.cause[1]}" if top.cause[1] else "")
+        kind, detail = top.cause
+        cause = kind + (f": {detail}" if detail else "")
+    share = next((c.observed for c in top.checks if c.metric in ("cause_pct_of_window", "host_overhead_pct")), None)
     return Headline(top.title, method, busy_pct, top.id, cause, int(top.time_at_stake_ns),
-                    top.recommendation[0] if top.recommendation else None)
+                    top.recommendation[0] if top.recommendation else None, kind, detail, share)
 
 
 def as_dicts(findings: Sequence[Finding]) -> List[Dict[str, Any]]:

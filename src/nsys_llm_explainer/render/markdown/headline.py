@@ -42,7 +42,12 @@ def sec_title(ctx: Ctx) -> Result:
                      + (f" ({per}{more})." if len(devs) > 1 else ".") + "  ")
     lines.append(window_line(ctx) + "  ")
     stake = fmt_dur(h.get("time_at_stake_ns")) if num(h.get("time_at_stake_ns")) else ""
-    if h.get("top_cause"):
+    if h.get("top_cause_kind"):
+        share = f" ({fmt_pct(h['top_share_pct'])} % of the window)" if num(h.get("top_share_pct")) else ""
+        largest = f", largest {md_code(h['top_cause_detail'])}" if h.get("top_cause_detail") else ""
+        lines.append(f"**Top cause:** {md_code(h['top_cause_kind'])}{share}{largest}"
+                     + (f", {stake} at stake" if stake else "") + ".  ")
+    elif h.get("top_cause"):
         lines.append(f"**Top cause:** {md_code(h['top_cause'])}" + (f", {stake} at stake" if stake else "") + ".  ")
     elif stake:
         lines.append(f"**At stake:** {stake} (finding {md_code(h.get('top_finding_id'))}).  ")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..base import Row, fmt_dur, fmt_int, fmt_ms, fmt_pct, num, rows_of
 from ..escape import md_code, md_text
@@ -10,7 +10,7 @@ from ..specs import GAPS, IDLE_CAUSES
 from ..table import md_col, md_table
 from .ctx import Ctx, Lines, Omitted, Result, heading
 
-#: rows of a device's cause table before the rest is folded into one "other" row
+#: causes named in the legend per device (the table's own row count comes from the data)
 CAUSE_ROWS = 6
 
 #: what each cause kind means, one short phrase (docs/MODEL.md has the precise rule)
@@ -36,12 +36,10 @@ def _example(ctx: Ctx, r: Row) -> str:
     return ctx.span(ex[0].get("start_ns"), ex[0].get("end_ns")) if ex else ""
 
 
-def _other_row(rest: Sequence[Row]) -> List[str]:
-    """The causes past the first rows, folded into one row (their ns and shares added for display)."""
-    ns = sum(int(r.get("ns") or 0) for r in rest)
-    pw = sum(num(r.get("pct_of_window")) or 0.0 for r in rest)
-    pi = sum(num(r.get("pct_of_idle")) or 0.0 for r in rest)
-    return [f"other ({len(rest)} causes)", "", fmt_ms(ns), fmt_pct(pw), fmt_pct(pi), "", ""]
+def _other_row(other: Row) -> List[str]:
+    """The causes past the first rows, folded into one row by the analysis (``idle_causes…other``)."""
+    return [f"other ({fmt_int(other.get('count'))} causes)", "", fmt_ms(other.get("ns")),
+            fmt_pct(other.get("pct_of_window")), fmt_pct(other.get("pct_of_idle")), "", ""]
 
 
 def device_line(ctx: Ctx, d: Row) -> str:
@@ -65,12 +63,11 @@ def _histogram_line(d: Row) -> str:
     return ("Gaps by length: " + " · ".join(parts) + ".") if parts else ""
 
 
-def cause_table(ctx: Ctx, causes: Sequence[Row]) -> Lines:
+def cause_table(ctx: Ctx, causes: Sequence[Row], other: Optional[Row] = None) -> Lines:
     cols = IDLE_CAUSES.cols + (md_col("example gap (from capture start)", lambda r: _example(ctx, r)),)
-    shown, rest = list(causes[:CAUSE_ROWS]), list(causes[CAUSE_ROWS:])
-    if len(rest) == 1:  # one more row is shorter than an "other" row
-        shown, rest = shown + rest, []
-    return md_table(cols, shown, [_other_row(rest)] if rest else [])
+    if other and num(other.get("count")):
+        return md_table(cols, list(causes[: int(other.get("after_rows") or 0)]), [_other_row(other)])
+    return md_table(cols, list(causes))
 
 
 def sec_idle(ctx: Ctx) -> Result:
@@ -88,9 +85,11 @@ def sec_idle(ctx: Ctx) -> Result:
     kinds: List[str] = []
     for d in devices:  # one iteration per device
         lines += [device_line(ctx, d), ""]
-        causes = rows_of(by_dev.get(d.get("device_id"), {}), "causes")
+        dc = by_dev.get(d.get("device_id"), {})
+        causes = rows_of(dc, "causes")
         if causes:
-            lines += cause_table(ctx, causes) + [""]
+            other = dc.get("other") if isinstance(dc.get("other"), dict) else None
+            lines += cause_table(ctx, causes, other) + [""]
             kinds += [str(c.get("kind")) for c in causes[:CAUSE_ROWS] if str(c.get("kind")) not in kinds]
             kinds = list(dict.fromkeys(kinds))
         hist = _histogram_line(d)

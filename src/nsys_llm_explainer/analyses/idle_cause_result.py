@@ -1,0 +1,78 @@
+"""Typed results of the idle-cause attribution (:mod:`idle_causes`; docs/MODEL.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Dict, Optional, Tuple
+
+from .stats import pct
+
+KINDS = ("copy", "queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch",
+         "other_api", "nvtx", "osrt", "host_cpu", "unknown")
+TABLE_ROWS = 6   # causes listed per device before the rest is folded into ``other``
+
+
+@dataclass(frozen=True)
+class GapExample:
+    start_ns: int
+    end_ns: int
+    ns: int       # ns of this gap charged to the cause
+
+
+@dataclass(frozen=True)
+class IdleCause:
+    kind: str
+    detail: str
+    ns: int
+    pct_of_window: float
+    pct_of_idle: float
+    gap_count: int
+    one_time: bool
+    short_gap_ns: int = 0                    # part of ``ns`` inside gaps shorter than LONG_GAP_NS
+    examples: Tuple[GapExample, ...] = ()
+    first_ns: int = 0                        # start of the first gap holding this cause
+    last_ns: int = 0                         # end of the last gap holding this cause
+
+
+@dataclass(frozen=True)
+class DeviceCauses:
+    device_id: int
+    window_ns: int
+    busy_ns: int
+    idle_ns: int
+    causes: Tuple[IdleCause, ...]            # largest first
+    gap_cause: Tuple[Tuple[str, str], ...]   # per gap (time order): the cause with the most ns in it
+
+    def ns_of(self, kind: str, detail: Optional[str] = None) -> int:
+        return sum(c.ns for c in self.causes if c.kind == kind and (detail is None or c.detail == detail))
+
+    def other(self, rows: int = TABLE_ROWS) -> Dict[str, object]:
+        """The causes after the first ``rows`` (largest first) folded into one: ``count`` causes, their
+        ``ns`` and its share of the window and of idle (none when at most one cause is left over)."""
+        rest = self.causes[rows:] if len(self.causes) > rows + 1 else ()
+        ns = sum(c.ns for c in rest)
+        return {"after_rows": rows, "count": len(rest), "ns": ns, "pct_of_window": pct(ns, self.window_ns),
+                "pct_of_idle": pct(ns, self.idle_ns)}
+
+
+@dataclass(frozen=True)
+class IdleCausesResult:
+    available: bool
+    reason: Optional[str]
+    devices: Tuple[DeviceCauses, ...] = ()
+    totals: Tuple[IdleCause, ...] = ()       # summed over devices, pct of Σ window / Σ idle
+
+    def to_dict(self) -> Dict[str, object]:
+        devs = []
+        for d in self.devices:
+            dd = asdict(d)
+            dd.pop("gap_cause")
+            dd["other"] = d.other()
+            devs.append(dd)
+        tots = []
+        for c in self.totals:
+            cd = asdict(c)
+            cd.pop("examples")
+            tots.append(cd)
+        return {"available": self.available, "reason": self.reason, "precedence": list(KINDS),
+                "devices": devs, "totals": tots}

@@ -51,6 +51,16 @@ def options_dict(o: Options) -> Dict[str, Any]:
     }
 
 
+def _steady_kernels(dg) -> Dict[str, Any]:
+    """Kernels by name over the analysis window (clipped to it); ``None`` rows when it is the whole capture
+    (then ``kernels_summary`` holds the same numbers)."""
+    sk = dg.steady_kernels.to_dict()
+    same = dg.window.is_full
+    return {"available": sk["available"] and not same, "reason": "the analysis window is the whole capture"
+            if same else sk["reason"], "total_kernel_ns": sk["total_kernel_ns"], "kernel_count": sk["kernel_count"],
+            "by_name": [] if same else sk["by_name"]}
+
+
 def report_dict(report: Report) -> Dict[str, Any]:
     dg = report.diagnosis
     k = report.kernels.to_dict()
@@ -71,6 +81,7 @@ def report_dict(report: Report) -> Dict[str, Any]:
         "kernels": k["by_name_device"],
         "kernels_summary": {key: k[key] for key in ("available", "reason", "total_kernel_ns", "kernel_count",
                                                     "by_name")},
+        "steady_kernels": _steady_kernels(dg),
         "pids": {"by_pid": k["by_pid"], "kernels_by_pid": k["by_pid_name"]},
         "launch": report.launch.to_dict(),
         "sync": report.sync.to_dict(),

@@ -1,4 +1,4 @@
-"""GPU work: top kernels (whole capture), kernel traits, kernel categories, launch rate."""
+"""GPU work: top kernels (analysis window, or whole capture), kernel traits, kernel categories, launch rate."""
 
 from __future__ import annotations
 
@@ -12,15 +12,23 @@ from .ctx import Ctx, Omitted, Result, heading
 
 
 def sec_kernels(ctx: Ctx) -> Result:
+    """Top kernels of the analysis window when it was trimmed, else of the whole capture."""
     ks = ctx.sec("kernels_summary")
     rows = ctx.rows("kernels_summary", "by_name")
     if not available(ks) or not rows:
         return Omitted("Top kernels", str(ks.get("reason") or "no kernels"))
+    st = ctx.sec("steady_kernels")
+    if available(st) and ctx.rows("steady_kernels", "by_name"):
+        rows = ctx.rows("steady_kernels", "by_name")
+        scope = (f"**Analysis window**, all devices (kernels clipped to it): {fmt_int(st.get('kernel_count'))} "
+                 f"kernels, {fmt_dur(st.get('total_kernel_ns'))} of summed kernel time; the whole capture "
+                 f"({fmt_int(ks.get('kernel_count'))} kernels) is in `tables/{KERNELS.csv}`. ")
+    else:
+        scope = (f"**Whole capture**, all devices: {fmt_int(ks.get('kernel_count'))} kernels, "
+                 f"{fmt_dur(ks.get('total_kernel_ns'))} of summed kernel time. ")
     shown = rows[: ctx.top]
-    note = (f"**Whole capture**, all devices (not only the analysis window): {fmt_int(ks.get('kernel_count'))} "
-            f"kernels, {fmt_dur(ks.get('total_kernel_ns'))} of summed kernel time. "
-            + (f"Showing {len(shown)} of {len(rows)} names" if len(rows) > len(shown) else f"All {len(rows)} names")
-            + f"; per device in `tables/{KERNELS.csv}`.")
+    note = scope + (f"Showing {len(shown)} of {len(rows)} names" if len(rows) > len(shown)
+                    else f"All {len(rows)} names") + f"; per device in `tables/{KERNELS.csv}`."
     return heading("Top kernels", note) + md_table(KERNELS.cols, shown)
 
 

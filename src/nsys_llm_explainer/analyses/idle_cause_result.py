@@ -32,6 +32,7 @@ class IdleCause:
     examples: Tuple[GapExample, ...] = ()
     first_ns: int = 0                        # start of the first gap holding this cause
     last_ns: int = 0                         # end of the last gap holding this cause
+    tiny_gap_ns: int = 0                     # part of ``ns`` inside gaps shorter than 10 µs
 
 
 @dataclass(frozen=True)

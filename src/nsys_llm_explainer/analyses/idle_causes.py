@@ -29,6 +29,7 @@ API_KINDS = ("sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "
 ONE_TIME = {"module_load"}
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
+TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
 _DIGITS = re.compile(r"(?<![A-Za-z0-9])\d+|\d+(?![A-Za-z0-9])")
 _MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
 
@@ -292,6 +293,7 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> Dev
     first_pair = np.searchsorted(pk, ukey, "left")
     last_pair = np.searchsorted(pk, ukey, "right")
     short = ((ge - gs) < LONG_GAP_NS)[pg]
+    tiny = ((ge - gs) < TINY_GAP_NS)[pg]
     for j, code in enumerate(ukey.tolist()):
         a, b = int(first_pair[j]), int(last_pair[j])
         sl = slice(a, b)
@@ -300,7 +302,8 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> Dev
         ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in top.tolist())
         ns = int(ns_all[code])
         causes.append(IdleCause(k, ctx.details[code % D], ns, pct(ns, window), pct(ns, idle), b - a, k in ONE_TIME,
-                                int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]])))
+                                int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
+                                int(pns[sl][tiny[sl]].sum())))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     # per gap: the cause with the most ns in it (ties: precedence order)
     best = np.lexsort((pk, -pns, pg))

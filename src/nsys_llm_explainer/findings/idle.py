@@ -127,6 +127,8 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
         total = sum(details.values())
         txt = CAUSE_TEXT[kind]
+        if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
+            txt = CAUSE_TEXT["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
         what = top[0][0] or txt.get("noun", kind)
         main_share = 100.0 * devs[dev].get(top[0][0], 0) / win[dev]
         ev = [f"Device {d}: {ms(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "
@@ -208,6 +210,13 @@ def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool
                     c.last_ns > t.window_start_ns + GROWTH_WINDOW_SHARE * t.window_ns:
                 return False
     return True
+
+
+def _tiny_share(by_dev, kind: str) -> float:
+    """Fraction of a kind's ns (all devices) inside gaps shorter than 10 µs."""
+    ns = sum(c.ns for d in by_dev.values() for c in d.causes if c.kind == kind)
+    tiny = sum(c.tiny_gap_ns for d in by_dev.values() for c in d.causes if c.kind == kind)
+    return tiny / ns if ns else 0.0
 
 
 def advice_stack(traits: KernelTraitsResult) -> str:

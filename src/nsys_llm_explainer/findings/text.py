@@ -14,6 +14,12 @@ CAUSE_TEXT: Dict[str, Dict] = {
                    "(`pin_memory()`, `non_blocking=True`) and prefetch the next step's data while this step runs.",
                    "Device-to-device copies usually come from `.contiguous()`, `torch.cat`, `.clone()` or layout "
                    "changes: remove them or fuse them into the producing kernel."]},
+    "queued_latency": {
+        "title": "Back-to-back kernels leave the GPU idle with the next one already queued ({share:.1f} % of "
+                 "the window): per-kernel launch latency",
+        "advice": ["Each kernel boundary costs a few µs of GPU-side latency even when the work is queued (CUDA "
+                   "graphs included): fewer, larger kernels (fusion, `torch.compile`) remove boundaries; "
+                   "programmatic dependent launch overlaps a kernel's prologue with the previous one."]},
     "queued": {
         "title": "The GPU waits with work already queued ({share:.1f} % of the window): a stream/event dependency "
                  "or launch latency, not the host",

@@ -122,3 +122,14 @@ def test_launch_rate_is_quoted_over_the_steady_window(tmp_path_factory):
     d = j["devices"][0]
     assert d["launches_per_s"] == pytest.approx(d["kernel_count"] / (d["window_ns"] / 1e9))
     assert rep.launch.per_device[0]["launches_per_s"] == pytest.approx(d["launches_per_s"])
+
+
+def test_queued_latency_vs_dependency(tmp_path_factory):
+    """Sub-µs gaps between back-to-back vLLM kernels are launch latency; 25–40 µs waits on another stream's
+    event are a dependency (scenario queued_dependency)."""
+    _, demo, _ = run("demo", tmp_path_factory)
+    q = next(f for f in demo.findings if f.id == "idle_queued")
+    assert "launch latency" in q.title and "dependency" not in q.title
+    _, dep, _ = run("queued_dependency", tmp_path_factory)
+    q = next(f for f in dep.findings if f.id == "idle_queued")
+    assert "dependency" in q.title

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..analyses import intervals as iv
+from . import intervals as iv
 from .trace import GpuOps, TraceModel
 
 #: copyKind → direction label (ENUM_CUDA_MEMCPY_OPER)

@@ -1,0 +1,127 @@
+"""Interval arithmetic on sorted numpy arrays (no Python loops over rows).
+
+*Union*: overlapping or touching intervals merge into disjoint blocks; its length counts every
+nanosecond covered by at least one interval once. *Gaps*: the spaces between consecutive blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Union:
+    """Disjoint, sorted blocks covering the input intervals.
+
+    ``last_row[b]``: input row (in the sorted input) whose end closes block ``b`` (earliest such row);
+    ``first_row[b]``: input row that opens block ``b``.
+    """
+
+    start: np.ndarray
+    end: np.ndarray
+    first_row: np.ndarray
+    last_row: np.ndarray
+
+    @property
+    def length(self) -> int:
+        return int((self.end - self.start).sum())
+
+    @property
+    def cum_before(self) -> np.ndarray:
+        """Total length of the blocks before block ``k`` (cached)."""
+        c = getattr(self, "_cum", None)
+        if c is None or c.shape[0] != self.start.shape[0]:
+            c = np.zeros(self.start.shape[0], np.int64)
+            if c.shape[0] > 1:
+                np.cumsum((self.end - self.start)[:-1], out=c[1:])
+            object.__setattr__(self, "_cum", c)
+        return c
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+def union(start: np.ndarray, end: np.ndarray) -> Union:
+    """Union of intervals already sorted by ``start``."""
+    n = start.shape[0]
+    if n == 0:
+        e = np.empty(0, np.int64)
+        return Union(e, e, e, e)
+    end = np.maximum(end, start)
+    cm = np.maximum.accumulate(end)
+    new = np.empty(n, bool)
+    new[0] = True
+    new[1:] = start[1:] > cm[:-1]
+    first = np.nonzero(new)[0]
+    last_pos = np.append(first[1:] - 1, n - 1)
+    bend = cm[last_pos]
+    bstart = start[first]
+    block = np.cumsum(new) - 1
+    closes = np.nonzero(end == bend[block])[0]          # ascending, so block[closes] is non-decreasing
+    cb = block[closes]
+    firsts = np.empty(cb.shape[0], bool)
+    if cb.shape[0]:
+        firsts[0] = True
+        firsts[1:] = cb[1:] != cb[:-1]
+    return Union(bstart, bend, first, closes[firsts])
+
+
+def union_lean(start: np.ndarray, end: np.ndarray) -> Union:
+    """Union of intervals already sorted by ``start``: the same blocks as :func:`union`, without the
+    first/last-row bookkeeping (``first_row`` / ``last_row`` are empty), so no sort is needed: O(n)."""
+    n = start.shape[0]
+    e0 = np.empty(0, np.int64)
+    if n == 0:
+        return Union(e0, e0, e0, e0)
+    s = np.asarray(start, dtype=np.int64)
+    cm = np.maximum.accumulate(np.maximum(np.asarray(end, dtype=np.int64), s))
+    new = np.empty(n, bool)
+    new[0] = True
+    np.greater(s[1:], cm[:-1], out=new[1:])
+    first = np.nonzero(new)[0]
+    last = np.append(first[1:] - 1, n - 1)
+    return Union(s[first], cm[last], e0, e0)
+
+
+def union_unsorted(start: np.ndarray, end: np.ndarray) -> Union:
+    order = np.argsort(start, kind="stable")
+    u = union(start[order], end[order])
+    return Union(u.start, u.end, order[u.first_row] if len(u) else u.first_row,
+                 order[u.last_row] if len(u) else u.last_row)
+
+
+def covered_before(u: Union, t: np.ndarray) -> np.ndarray:
+    """Length of the union that lies before each time ``t`` (vectorized, O(log n) per query)."""
+    if len(u) == 0:
+        return np.zeros(np.shape(t), np.int64)
+    cum = u.cum_before
+    t = np.asarray(t, dtype=np.int64)
+    i = np.searchsorted(u.start, t, side="right") - 1   # last block starting at or before t
+    valid = i >= 0
+    np.maximum(i, 0, out=i)
+    partial = np.minimum(t, u.end[i])
+    partial -= u.start[i]
+    np.maximum(partial, 0, out=partial)
+    partial += cum[i]
+    partial[~valid] = 0
+    return partial
+
+
+def overlap_length(u: Union, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Length of ``[a, b)`` ∩ union for each query interval."""
+    b = np.maximum(b, a)
+    return covered_before(u, b) - covered_before(u, a)
+
+
+def gaps(u: Union, lo: int | None = None, hi: int | None = None):
+    """Gaps between blocks: (start, end, block_before, block_after) arrays."""
+    if len(u) < 2:
+        e = np.empty(0, np.int64)
+        return e, e, e, e
+    gs = u.end[:-1]
+    ge = u.start[1:]
+    idx = np.arange(len(u) - 1)
+    keep = ge > gs
+    return gs[keep], ge[keep], idx[keep], idx[keep] + 1

@@ -71,3 +71,15 @@ def test_no_kernel_claims_when_idle(tmp_path: Path) -> None:
     assert "fp32_gemm" not in cats and "gpu_bound" not in cats
     assert rep.findings[0].category == "host_gap"
     assert rep.headline.steady_busy_pct < 10
+
+
+def test_stray_device_does_not_drive_findings(tmp_path: Path) -> None:
+    """Device 0 runs a GPU-bound loop; device 1 gets one 5 µs kernel in the middle (idle ~100 % of the
+    window). No idle finding may be about device 1."""
+    b = TraceBuilder()
+    b.process(PID)
+    end = _loop(b, 10 * US, 500)
+    b.launch(2_000 * US, 2_001 * US, 2_002 * US, 2_007 * US, pid=PID, tid=1, device=1, name="stray")
+    rep = _run(b, tmp_path, "stray.sqlite", window=(0, end))
+    assert {d.device_id for d in rep.gpu_time.devices} == {0, 1}
+    assert all(f.device_id != 1 for f in rep.findings), [(f.id, f.device_id) for f in rep.findings]

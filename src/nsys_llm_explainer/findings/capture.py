@@ -18,11 +18,9 @@ from ..analyses.graphs import GraphResult
 from ..analyses.idle import GpuTimeResult
 from ..analyses.nccl import NcclResult
 from ..analyses.window import WindowResult
-from .base import Check, Finding, Scope, ms
+from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms
 from .text import stack_tips
 
-MIN_KERNELS = 20
-MIN_BUSY_NS = 1_000_000
 WARMUP_IDLE_POINTS = 10.0
 
 

@@ -10,7 +10,9 @@
   stay with their own kinds.
 * ``alloc`` idle that lies only in the first quarter of the window is allocator growth: a low ``one_time``
   finding, not "allocation in the loop".
-* Time at stake = the ns charged (summed over devices).
+* Devices with no workload in the window (fewer than 20 kernels and under 1 ms busy, e.g. a GPU touched
+  by one stray kernel) are left out when another device has one.
+* Time at stake = the ns charged (summed over the devices considered).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..analyses.idle import GpuTimeResult
 from ..analyses.idle_causes import IdleCause, IdleCausesResult
 from ..analyses.kernel_traits import KernelTraitsResult
-from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, ms, us
+from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms, us
 from .text import CAUSE_TEXT, stack_tips
 
 CATEGORY = {"copy": "copy_bound", "queued": "gpu_wait", "sync": "sync_stall", "sync_memcpy": "memcpy",
@@ -69,11 +71,21 @@ def launch_bound_devices(gpu: GpuTimeResult, kern: Dict[int, DeviceKernels]) -> 
     return out
 
 
-def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]]):
-    """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device."""
+def active_devices(gpu: GpuTimeResult) -> set:
+    """Devices with a workload in the window (≥ ``MIN_KERNELS`` kernels or ≥ ``MIN_BUSY_NS`` busy); when
+    none qualifies, all of them (the gate finding then speaks for the trace)."""
+    act = {d.device_id for d in gpu.devices if d.kernel_count >= MIN_KERNELS or d.busy_ns >= MIN_BUSY_NS}
+    return act or {d.device_id for d in gpu.devices}
+
+
+def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: set):
+    """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device; devices
+    outside ``active`` (a stray kernel or copy on an otherwise unused GPU) are left out."""
     per_kind: Dict[str, Dict[int, Dict[str, int]]] = {}
     merged: Dict[int, Dict[Tuple[str, str], int]] = {}
     for d in causes.devices:
+        if d.device_id not in active:
+            continue
         for c in d.causes:
             ns = c.ns
             if d.device_id in lb and c.kind in HOST_KINDS:
@@ -108,7 +120,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         return []
     stack = advice_stack(traits)
     lb = launch_bound_devices(gpu, kern)
-    per_kind, merged = _split(causes, lb)
+    per_kind, merged = _split(causes, lb, active_devices(gpu))
     win = {d.device_id: d.window_ns for d in gpu.devices}
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in causes.devices}

@@ -98,3 +98,22 @@ def test_one_busy_figure_per_window():
     assert rep.headline.steady_busy_pct == pytest.approx(d.busy_pct)
     gb = next(f for f in rep.findings if f.category == "gpu_bound")
     assert gb.checks[0].observed == pytest.approx(d.busy_pct) and d.busy_pct > 95
+
+
+@pytest.mark.parametrize("prefix", sorted(READING))
+def test_timeline_bins_tile_the_window(prefix):
+    """Per bin, busy + Σ idle kinds = bin width; over all bins, busy = the device's busy and each kind = its
+    idle-cause total (the bins cut the same timeline, they do not sample it)."""
+    d = report(prefix).to_dict()
+    causes = {c["device_id"]: c for c in d["idle_causes"]["devices"]}
+    busy = {x["device_id"]: x["busy_ns"] for x in d["devices"]}
+    for dv in d["timeline"]["devices"]:
+        e = dv["edges_ns"]
+        assert (e[0], e[-1]) == (d["window"]["start_ns"], d["window"]["end_ns"])
+        for i in range(len(e) - 1):
+            assert dv["busy_ns"][i] + sum(v[i] for v in dv["idle_ns_by_kind"].values()) == e[i + 1] - e[i]
+        assert sum(dv["busy_ns"]) == busy[dv["device_id"]]
+        per_kind = {}
+        for c in causes[dv["device_id"]]["causes"]:
+            per_kind[c["kind"]] = per_kind.get(c["kind"], 0) + c["ns"]
+        assert {k: sum(v) for k, v in dv["idle_ns_by_kind"].items()} == per_kind

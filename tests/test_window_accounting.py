@@ -313,3 +313,16 @@ def test_synthetic_warmup_scenario(tmp_path: Path) -> None:
     r = analyze_idle_causes(m, st, tls, build_tree(m.nvtx))
     for d in r.devices:
         assert sum(c.ns for c in d.causes) == d.idle_ns == d.window_ns - d.busy_ns
+
+
+def test_timeline_bins_hand_computed(tmp_path: Path) -> None:
+    """The causes fixture over [T, T+120) in 4 bins of 30 ns (see _causes_fixture for the pieces)."""
+    m = _load(_causes_fixture(), tmp_path)
+    tls = build_timelines(m, T, T + 120)
+    r = analyze_idle_causes(m, m, tls, build_tree(m.nvtx), n_bins=4)
+    (b,) = r.bins
+    assert [e - T for e in b.edges_ns] == [0, 30, 60, 90, 120]
+    assert b.busy_ns == (6, 10, 0, 10) and b.copy_ns == (0, 0, 0, 4)
+    assert b.idle_ns_by_kind == {
+        "module_load": (4, 0, 0, 0), "sync": (15, 0, 0, 10), "launch": (5, 0, 0, 3), "nvtx": (0, 10, 0, 1),
+        "alloc": (0, 10, 30, 0), "pageable_memcpy": (0, 0, 0, 1), "copy": (0, 0, 0, 4), "queued": (0, 0, 0, 1)}

@@ -25,6 +25,7 @@ from .analyses.nvtx_attribution import AttributionResult
 from .analyses.nvtx_tree import NvtxTree
 from .analyses.phases import PhaseResult, analyze_phases
 from .analyses.steps import StepResult, analyze_steps
+from .analyses.timeline_bins import DEFAULT_BINS
 from .analyses.window import WindowResult, detect_window
 from .config.categories import load_rules
 from .config.phase_map import build_phase_map
@@ -78,7 +79,7 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
     tl_steady = build_timelines(steady, window.start_ns, window.end_ns, opts.include_memcpy_in_busy)
     tl_full = tl_steady if window.is_full else build_timelines(model, window.full_start_ns, window.full_end_ns,
                                                                opts.include_memcpy_in_busy)
-    causes = analyze_idle_causes(model, steady, tl_steady, tree)
+    causes = analyze_idle_causes(model, steady, tl_steady, tree, DEFAULT_BINS)
     gpu = analyze_gpu_time(tl_steady, tl_full, causes, opts.include_memcpy_in_busy, opts.top)
     del tl_steady, tl_full
 

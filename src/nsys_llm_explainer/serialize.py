@@ -77,6 +77,8 @@ def report_dict(report: Report) -> Dict[str, Any]:
         "devices": json_ready(gpu.to_dict()),
         "gpu_time": {"available": gpu.available, "reason": gpu.reason, "include_memcpy": gpu.include_memcpy},
         "idle_causes": json_ready(dg.idle_causes.to_dict()),
+        "timeline": {"bins": len(dg.idle_causes.bins[0].busy_ns) if dg.idle_causes.bins else 0,
+                     "devices": [b.to_dict() for b in dg.idle_causes.bins]},
         "kernel_traits": json_ready(dg.traits.to_dict()),
         "kernels": k["by_name_device"],
         "kernels_summary": {key: k[key] for key in ("available", "reason", "total_kernel_ns", "kernel_count",

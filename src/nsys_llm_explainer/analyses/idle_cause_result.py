@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from .stats import pct
 
@@ -62,6 +62,7 @@ class IdleCausesResult:
     reason: Optional[str]
     devices: Tuple[DeviceCauses, ...] = ()
     totals: Tuple[IdleCause, ...] = ()       # summed over devices, pct of Σ window / Σ idle
+    bins: Tuple[Any, ...] = ()               # timeline_bins.DeviceBins per device (report.json "timeline")
 
     def to_dict(self) -> Dict[str, object]:
         devs = []

@@ -23,6 +23,7 @@ from . import api_classes as ac
 from .idle_cause_result import KINDS, DeviceCauses, GapExample, IdleCause, IdleCausesResult
 from .nvtx_tree import NvtxTree, innermost_enclosing
 from .stats import pct
+from .timeline_bins import DeviceBins, device_bins
 
 K = {k: i for i, k in enumerate(KINDS)}
 API_KINDS = ("sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch", "other_api")
@@ -204,7 +205,7 @@ def _thread_pieces(ctx: _Ctx, tl: DeviceTimeline, g: int, gi: np.ndarray, gs: np
     assign(t0 >= hce[gap], K["queued"], np.zeros_like(t0))
     if g < 0:
         assign(np.ones_like(kind, bool), K["unknown"], np.zeros_like(t0))
-        return gap, kind, det, t1 - t0
+        return gap, kind, det, t1 - t0, t0
     dmap = np.array([ctx.det(s) for s in ctx.base_names] + [0], np.int64)
     for name in API_KINDS:
         rows = api_rows[ctx.kinds[api_rows] == K[name]]
@@ -231,10 +232,10 @@ def _thread_pieces(ctx: _Ctx, tl: DeviceTimeline, g: int, gi: np.ndarray, gs: np
             d = np.zeros_like(t0)
         assign(rr >= 0, K["osrt"], d)
     assign(np.ones_like(kind, bool), K["host_cpu"], np.zeros_like(t0))
-    return gap, kind, det, t1 - t0
+    return gap, kind, det, t1 - t0, t0
 
 
-def _device(ctx: _Ctx, tl: DeviceTimeline) -> DeviceCauses:
+def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
     api = ctx.model.api
     gp = tl.gaps()
     gs, ge = gp.start, gp.end
@@ -266,7 +267,11 @@ def _device(ctx: _Ctx, tl: DeviceTimeline) -> DeviceCauses:
     kind = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int64)
     det = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, np.int64)
     ln = np.concatenate([p[3] for p in parts]) if parts else np.empty(0, np.int64)
-    return _aggregate(ctx, tl, gs, ge, gap, kind, det, ln)
+    bins = None
+    if n_bins > 0:
+        t0 = np.concatenate([p[4] for p in parts]) if parts else np.empty(0, np.int64)
+        bins = device_bins(tl, t0, ln, kind, n_bins)
+    return _aggregate(ctx, tl, gs, ge, gap, kind, det, ln), bins
 
 
 def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> DeviceCauses:
@@ -333,13 +338,16 @@ def _totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
 
 
 def analyze_idle_causes(full: TraceModel, model: TraceModel, timelines: Dict[int, DeviceTimeline],
-                        tree: Optional[NvtxTree]) -> IdleCausesResult:
+                        tree: Optional[NvtxTree], n_bins: int = 0) -> IdleCausesResult:
     """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g.
-    clipped to the steady window; ``full``: the whole capture, for first-launch detection)."""
+    clipped to the steady window; ``full``: the whole capture, for first-launch detection). With
+    ``n_bins`` > 0 the result also holds the binned timeline of each device (:mod:`timeline_bins`)."""
     if not timelines:
         return IdleCausesResult(False, "no GPU activity in the window (no kernels captured)")
     kinds, base_names, base_idx = api_kinds(full, model)
     ctx = _Ctx(model, kinds, base_idx, [""], {"": 0}, tree,
                full.nvtx.names if full.nvtx is not None else [], base_names)
-    devs = tuple(_device(ctx, timelines[d]) for d in sorted(timelines))
-    return IdleCausesResult(True, None, devs, _totals(devs))
+    done = [_device(ctx, timelines[d], n_bins) for d in sorted(timelines)]
+    devs = tuple(d for d, _ in done)
+    bins = tuple(b for _, b in done if b is not None)
+    return IdleCausesResult(True, None, devs, _totals(devs), bins)

@@ -15,6 +15,7 @@ import pytest
 from nsys_llm_explainer.render import (
     ALL_RENDERERS,
     CsvRenderer,
+    HtmlRenderer,
     JsonRenderer,
     MarkdownRenderer,
     load_schema,
@@ -197,11 +198,12 @@ def test_schema_command_serves_the_schema() -> None:
 
 # ------------------------------------------------------------------------------------------ renderers
 def test_render_all_writes_md_json_csv(demo: Dict[str, Any], tmp_path: Path) -> None:
-    assert ALL_RENDERERS == [MarkdownRenderer, JsonRenderer, CsvRenderer]
+    assert ALL_RENDERERS == [MarkdownRenderer, JsonRenderer, CsvRenderer, HtmlRenderer]
     written = render_all(demo, tmp_path)
     assert (tmp_path / "report.md").read_text() == render_markdown(demo)
     assert json.loads((tmp_path / "report.json").read_text()) == demo
-    assert len(written) == 2 + len(CSV_TABLES)
+    assert (tmp_path / "report.html").is_file()  # content: tests/test_html.py, tests/test_browser.py
+    assert len(written) == 3 + len(CSV_TABLES)
 
 
 def test_json_renderer_is_strict(tmp_path: Path) -> None:

@@ -7,11 +7,13 @@ Public API (writes no files)::
     rep.headline.verdict, rep.findings[0].title, rep.gpu_time.devices[0].busy_pct
     data = rep.to_dict()                          # the report.json dict
     md = nle.render_markdown(rep)                 # the report.md text
+    cmp = nle.compare(["base.sqlite", "new.sqlite"])  # typed CompareResult; cmp.to_dict() is compare.json
+    df = rep.to_frame("kernels")                  # a pandas DataFrame (pip install nsys-llm-explainer[pandas])
 """
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, Optional, Sequence, Union
 
 __version__ = "0.3.0"
 
@@ -37,4 +39,21 @@ def render_markdown(report: Union[Any, dict]) -> str:
     return _md(report if isinstance(report, dict) else report.to_dict())
 
 
-__all__ = ["__version__", "analyze", "render_markdown"]
+def compare(paths: Sequence[str], labels: Optional[Sequence[str]] = None, **options: Any):
+    """Analyze ``.sqlite`` exports and compare them: ``paths[0]`` is BASE, each later one a NEW compared against
+    it. Returns the typed :class:`comparison.CompareResult` (``to_dict()`` is ``compare.json``); writes no files.
+
+    ``labels`` name the traces (default: file names); ``options`` are :func:`analyze`'s, applied to every trace.
+    Bad paths, labels or options raise :class:`errors.InputError`. The headline metric, its noise and the
+    "too short" / "too different" rules are in docs/COMPARE.md.
+    """
+    from .comparison import compare_paths
+    from .options import options_from_kwargs
+    from .pipeline import analyze_path
+
+    opts = options_from_kwargs(**options)
+    result, _ = compare_paths([str(p) for p in paths], labels, lambda p: analyze_path(p, opts))
+    return result
+
+
+__all__ = ["__version__", "analyze", "compare", "render_markdown"]

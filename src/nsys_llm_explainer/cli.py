@@ -1,7 +1,8 @@
 """Command line: ``nsys-llm-explain TRACE --out DIR``, ``nsys-llm-explain demo --out DIR``,
-``nsys-llm-explain schema``.
+``nsys-llm-explain compare BASE NEW [MORE ...] --out DIR``, ``nsys-llm-explain schema [--compare]``.
 
-Exit codes: 0 ok, 2 bad usage or unusable input/output, 1 internal error, 130 interrupted.
+Exit codes: 0 ok, 2 bad usage or unusable input/output, 1 internal error, 130 interrupted, and 3
+(:data:`errors.EXIT_REGRESSION`) when ``compare --fail-on-regression PCT`` finds a NEW trace slower than BASE.
 Bad input never produces a traceback: one line on stderr.
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from . import __version__
-from .errors import ExplainerError, InputError
+from .errors import EXIT_REGRESSION, ExplainerError, InputError
 from .options import Options, options_from_args
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Explain an Nsight Systems SQLite export of an LLM-inference workload "
-                    f"(subcommands: `{PROG} demo --out DIR`, `{PROG} schema`).",
+                    f"(subcommands: `{PROG} demo --out DIR`, `{PROG} compare BASE NEW --out DIR`, "
+                    f"`{PROG} schema [--compare]`).",
     )
     p.add_argument("trace", help="trace.sqlite exported by `nsys export --type sqlite` "
                                   "(or .nsys-rep/.qdrep with nsys on PATH)")
@@ -98,6 +100,78 @@ def _demo_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=20)
     p.add_argument("--quiet", action="store_true")
     return p
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one-line :class:`InputError` messages (exit 2) instead of argparse's usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _compare_parser() -> argparse.ArgumentParser:
+    p = _OneLineParser(prog=f"{PROG} compare",
+                       description="Compare traces of the same workload: BASE (the first) against each NEW. "
+                                   "Writes compare.md, compare.json, compare.html and tables/ (docs/COMPARE.md).")
+    p.add_argument("traces", nargs="*", metavar="TRACE", help="BASE NEW [MORE ...] (.sqlite, or .nsys-rep with nsys)")
+    p.add_argument("--out", required=True, help="output directory (new, empty, or holding a previous comparison)")
+    p.add_argument("--labels", metavar="A,B,...", help="comma-separated names of the traces (default: file names)")
+    p.add_argument("--fail-on-regression", metavar="PCT",
+                   help=f"exit {EXIT_REGRESSION} when a NEW trace is slower than BASE by more than PCT %% on the "
+                        "headline metric (and by more than the noise)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty --out that is not a comparison")
+    p.add_argument("--quiet", action="store_true", help="print only the gate line(s)")
+    p.add_argument("--top", type=int, default=20, metavar="N", help="rows in top tables (default 20)")
+    p.add_argument("--phase-map", "--phases-json", dest="phase_map", metavar="FILE")
+    p.add_argument("--no-nvtx-kernel-map", action="store_true")
+    p.add_argument("--include-memcpy-in-busy", action="store_true")
+    p.add_argument("--categories", metavar="FILE")
+    p.add_argument("--step-marker", metavar="REGEX")
+    p.add_argument("--step-range", metavar="NVTX_NAME")
+    return p
+
+
+def run_compare(argv: Sequence[str]) -> int:
+    from .comparison import compare_paths
+    from .comparison.write import check_compare_out, check_gate, gate, write_compare
+    from .pipeline import analyze_path
+
+    a = _compare_parser().parse_args(list(argv))
+    if len(a.traces) < 2:
+        raise InputError(f"compare needs at least two traces (BASE NEW [MORE ...]), got {len(a.traces)}")
+    limit = check_gate(a.fail_on_regression) if a.fail_on_regression is not None else None
+    labels = a.labels.split(",") if a.labels is not None else None
+    opts = options_from_args(a)
+    out = Path(a.out)
+    check_compare_out(out, a.force)
+    progress = Progress(enabled=not a.quiet)
+    try:
+        with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-compare-") as td:
+            def analyze(path: str) -> Report:
+                src = trace = Path(path)
+                if trace.suffix.lower() in REPORT_SUFFIXES:
+                    sub = Path(tempfile.mkdtemp(dir=td))
+                    progress(f"exporting {trace.name} to SQLite with nsys")
+                    src = _export_report(trace, sub)
+                progress(f"analyzing {trace.name}")
+                return analyze_path(str(src), opts, progress, display_path=str(trace) if src != trace else None)
+
+            result, _ = compare_paths(a.traces, labels, analyze)
+            progress("writing the comparison")
+            write_compare(result, out, top=opts.top)
+    finally:
+        progress.stop()
+    if not a.quiet:
+        print(f"{PROG}: wrote {out / 'compare.md'}, compare.json, compare.html, tables/")
+        for c in result.comparisons:
+            for line in c.headline:
+                print("  " + " ".join(line.split()))
+    if limit is None:
+        return 0
+    lines, failed = gate(result, limit)
+    for line in lines:
+        print(f"{PROG}: {line}")
+    return EXIT_REGRESSION if failed else 0
 
 
 def _export_report(path: Path, tmpdir: Path) -> Path:
@@ -168,7 +242,7 @@ def run_analysis(trace: Path, out: Path, opts: Options, force: bool, quiet: bool
     finally:
         progress.stop()
     if not quiet:
-        print(f"{PROG}: wrote {out / 'report.md'}, report.json, tables/")
+        print(f"{PROG}: wrote {out / 'report.md'}, report.html, report.json, tables/")
         for line in _summary_lines(report):
             print("  " + line)
     return 0
@@ -177,9 +251,15 @@ def run_analysis(trace: Path, out: Path, opts: Options, force: bool, quiet: bool
 def _main(argv: Sequence[str]) -> int:
     argv = list(argv)
     if argv and argv[0] == "schema" and not Path("schema").exists():
+        if "--compare" in argv[1:]:
+            from .comparison import load_compare_schema
+            print(json.dumps(load_compare_schema(), indent=2))
+            return 0
         from .render import load_schema
         print(json.dumps(load_schema(), indent=2))
         return 0
+    if argv and argv[0] == "compare" and not Path("compare").exists():
+        return run_compare(argv[1:])
     if argv and argv[0] == "demo" and not Path("demo").exists():
         a = _demo_parser().parse_args(argv[1:])
         from .output import check_out_dir

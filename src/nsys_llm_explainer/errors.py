@@ -19,3 +19,12 @@ class OutputError(ExplainerError):
     """The output directory cannot be used: exit code 2."""
 
     exit_code = 2
+
+
+#: exit code of ``nsys-llm-explain compare --fail-on-regression PCT`` when a NEW trace is slower than BASE by
+#: more than PCT % on the headline metric (distinct from 0 ok, 1 internal error, 2 bad input, 130 interrupted)
+EXIT_REGRESSION = 3
+
+
+class OptionalDependencyError(ImportError):
+    """An optional dependency is missing; the message names the ``pip install`` extra that provides it."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import __version__
 from .analyses.cuda_api import CudaApiResult, analyze_cuda_api
@@ -26,6 +26,7 @@ from .analyses.sync import SyncResult, analyze_sync
 from .analyses.trace_info import TraceInfoResult, analyze_trace_info
 from .analyses.window import WindowResult
 from .diagnose import Diagnosis, run_diagnosis
+from .errors import OptionalDependencyError
 from .findings.base import Finding
 from .findings.rank import Headline
 from .findings.run import collect_warnings, run_findings
@@ -37,6 +38,31 @@ from .read.schema import probe
 from .serialize import report_dict
 
 Progress = Callable[[str], None]
+
+Rows = Callable[[Dict[str, Any]], List[Dict[str, Any]]]
+
+
+def _per_device(key: str, field_name: str) -> Rows:
+    return lambda d: [{"device_id": dev["device_id"], **row} for dev in d[key] for row in dev[field_name]]
+
+
+#: ``Report.to_frame(name)``: the rows of ``report.json`` each name stands for (as in ``tables/*.csv``)
+FRAMES: Dict[str, Rows] = {
+    "kernels": lambda d: d["kernels"],                                  # per name and device
+    "kernels_by_name": lambda d: d["kernels_summary"]["by_name"],
+    "steady_kernels": lambda d: d["steady_kernels"]["by_name"],
+    "devices": lambda d: d["devices"],
+    "gaps": _per_device("devices", "largest_gaps"),
+    "idle_causes": lambda d: _per_device("devices", "causes")(d["idle_causes"]),
+    "idle_cause_totals": lambda d: d["idle_causes"]["totals"],
+    "findings": lambda d: d["findings"],
+    "steps": lambda d: d["steps"]["rows"],
+    "categories": lambda d: d["categories"]["overall"],
+    "phases": lambda d: d["phases"]["phases"],
+    "nvtx_ranges": lambda d: d["nvtx"]["ranges"],
+    "cuda_api": lambda d: d["cuda_api"]["apis"],
+    "memcpy": lambda d: d["memcpy"]["by_kind"],
+}
 
 
 @dataclass(frozen=True)
@@ -74,6 +100,21 @@ class Report:
 
     def to_dict(self) -> Dict[str, Any]:
         return report_dict(self)
+
+    def to_frame(self, name: str):
+        """A pandas ``DataFrame`` of one table of ``report.json`` (:data:`FRAMES`: ``kernels``, ``devices``,
+        ``idle_causes``, ``findings``, ``steps``, ``categories``, …), one row per row, nested objects flattened
+        one level (``full.busy_ns``, ``cause.kind``); integer ns as in ``report.json``. Needs the ``pandas``
+        extra: raises :class:`errors.OptionalDependencyError` (an ``ImportError``) without it."""
+        if name not in FRAMES:
+            raise ValueError(f"unknown table {name!r}; known: {', '.join(sorted(FRAMES))}")
+        try:
+            import pandas as pd
+        except ImportError:
+            raise OptionalDependencyError("Report.to_frame needs pandas: pip install 'nsys-llm-explainer[pandas]'"
+                                          ) from None
+        rows = FRAMES[name](self.to_dict())
+        return pd.json_normalize(rows, max_level=1) if rows else pd.DataFrame()
 
 
 def _noop(_: str) -> None:

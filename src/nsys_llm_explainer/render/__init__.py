@@ -1,7 +1,8 @@
 """Renderers: the report dict (:func:`json_report.build_json`) → files in an output directory.
 
 ``ALL_RENDERERS`` lists the renderer classes run for every report: Markdown (``report.md``), JSON
-(``report.json``) and CSV (``tables/*.csv``). :func:`load_schema` returns the JSON Schema of ``report.json``.
+(``report.json``), CSV (``tables/*.csv``) and HTML (``report.html``, one offline page with charts).
+:func:`load_schema` returns the JSON Schema of ``report.json``.
 Renderers format the dict; they never compute a metric (docs/MODEL.md defines every number).
 """
 
@@ -14,9 +15,10 @@ from typing import Any, Dict, List, Mapping, Type
 
 from .base import JsonRenderer, Renderer
 from .csv_tables import CsvRenderer
+from .html import HtmlRenderer, render_html
 from .markdown import MarkdownRenderer, render_markdown
 
-ALL_RENDERERS: List[Type[Renderer]] = [MarkdownRenderer, JsonRenderer, CsvRenderer]
+ALL_RENDERERS: List[Type[Renderer]] = [MarkdownRenderer, JsonRenderer, CsvRenderer, HtmlRenderer]
 SCHEMA_FILE = "report_schema.json"
 
 
@@ -37,10 +39,12 @@ def render_all(report: Mapping[str, Any], out_dir: Path) -> List[Path]:
 __all__ = [
     "ALL_RENDERERS",
     "CsvRenderer",
+    "HtmlRenderer",
     "JsonRenderer",
     "MarkdownRenderer",
     "Renderer",
     "load_schema",
     "render_all",
+    "render_html",
     "render_markdown",
 ]

@@ -1,0 +1,36 @@
+"""Compare traces: BASE against one or more NEW runs of the same workload (docs/COMPARE.md).
+
+:func:`compare_reports` / :func:`compare_paths` return a typed :class:`CompareResult` (no files written);
+``result.to_dict()`` is ``compare.json``. :mod:`.write` renders ``compare.md``, ``compare.json``,
+``compare.html`` and ``tables/*.csv``; :mod:`.gate` is the ``--fail-on-regression`` CI gate.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any, Dict
+
+from .core import compare_paths, compare_reports, default_labels
+from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, MetricSpec, TraceSummary
+
+SCHEMA_FILE = "compare_schema.json"
+
+
+def load_compare_schema() -> Dict[str, Any]:
+    """The JSON Schema of ``compare.json`` (package data ``nsys_llm_explainer/compare_schema.json``)."""
+    text = resources.files("nsys_llm_explainer").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+__all__ = [
+    "COMPARE_SCHEMA_VERSION",
+    "CompareResult",
+    "Comparison",
+    "MetricSpec",
+    "TraceSummary",
+    "compare_paths",
+    "compare_reports",
+    "default_labels",
+    "load_compare_schema",
+]

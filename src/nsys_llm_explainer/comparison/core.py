@@ -1,0 +1,119 @@
+"""Build a :class:`CompareResult` from typed reports (or from trace paths, analyzing each one)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
+
+from .. import __version__
+from ..analyses.stats import pct
+from ..errors import InputError
+from .diff import compare_pair, per_unit
+from .measure import NON_GPU, Facts, gather
+from .metric import choose_metric, measure
+from .result import CompareResult, FindingBrief, MetricSpec, Share, StepInfo, TraceSummary
+
+if TYPE_CHECKING:
+    from ..pipeline import Report
+
+Analyzer = Callable[[str], "Report"]
+
+
+def default_labels(paths: Sequence[str]) -> List[str]:
+    """File stems; the parent folder's name where stems repeat (``run1/trace.sqlite``); else numbered."""
+    ps = [Path(str(p)) for p in paths]
+    labels = [p.stem for p in ps]
+    if len(set(labels)) < len(labels):
+        labels = [p.parent.name or p.stem for p in ps]
+    if len(set(labels)) < len(labels):
+        labels = [f"{i}:{p.stem}" for i, p in enumerate(ps)]
+    return labels
+
+
+def check_labels(labels: Optional[Sequence[str]], paths: Sequence[str]) -> List[str]:
+    if labels is None:
+        return default_labels(paths)
+    labels = [str(x).strip() for x in labels]
+    if len(labels) != len(paths):
+        raise InputError(f"--labels has {len(labels)} label{'s' if len(labels) != 1 else ''} for {len(paths)} "
+                         "traces; give one per trace")
+    if any(not x for x in labels):
+        raise InputError("--labels: a label is empty")
+    if len(set(labels)) < len(labels):
+        raise InputError("--labels: labels must be distinct")
+    return labels
+
+
+def _steps(rep: Report) -> StepInfo:
+    s = rep.diagnosis.steps
+    p50, p90 = s.summary.get("p50_ns"), s.summary.get("p90_ns")
+    return StepInfo(bool(s.available and s.step_count), s.reason, s.method, s.confidence, int(s.step_count),
+                    p50, p90, (p90 / p50) if p50 and p90 is not None else None)
+
+
+def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
+    mv, units = measure(spec, f)
+    w = f.pooled_window_ns
+    idle = tuple(Share(k, ns, pct(ns, w), per_unit(ns, units))
+                 for k, ns in sorted(f.idle_kind.items(), key=lambda kv: (-kv[1], kv[0])))
+    cats = tuple(Share(k, ns, pct(ns, w), per_unit(ns, units))
+                 for k, ns in sorted(f.categories.items(), key=lambda kv: (-kv[1], kv[0])))
+    cats += (Share(NON_GPU, f.non_gpu_ns, pct(f.non_gpu_ns, w), per_unit(f.non_gpu_ns, units)),)
+    rep = f.report
+    steps = _steps(rep)
+    notes = [] if steps.available else [f"no steps found: {steps.reason or 'the steps analysis found none'}"]
+    findings = tuple(FindingBrief(x.id, x.category, x.severity, x.title, int(x.time_at_stake_ns))
+                     for x in rep.findings)
+    return TraceSummary(
+        label=f.label, path=f.path, gpus=f.gpus, device_count=f.device_count, window_method=rep.window.method,
+        window_start_ns=int(rep.window.start_ns), window_end_ns=int(rep.window.end_ns), window_ns=f.window_ns,
+        pooled_window_ns=w, busy_ns=f.busy_ns, busy_pct=f.busy_pct, non_gpu_ns=f.non_gpu_ns, units=units,
+        metric=mv, steps=steps, idle_by_kind=idle, categories=cats, kernel_count=f.kernel_count,
+        total_kernel_ns=f.total_kernel_ns, verdict=rep.headline.verdict, findings=findings, notes=tuple(notes))
+
+
+def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] = None,
+                    paths: Optional[Sequence[str]] = None) -> CompareResult:
+    """Compare typed reports: ``reports[0]`` is BASE, each later one a NEW compared against it."""
+    t0 = time.perf_counter()
+    if len(reports) < 2:
+        raise InputError(f"compare needs at least two traces (BASE NEW), got {len(reports)}")
+    paths = [str(p) for p in (paths or [r.trace.path for r in reports])]
+    labels = check_labels(labels, paths)
+    facts = [gather(r, lab, p) for r, lab, p in zip(reports, labels, paths)]
+    spec = choose_metric(facts)
+    sums = [summarize(spec, f) for f in facts]
+    comps = tuple(compare_pair(spec, facts[0], facts[i], sums[0], sums[i]) for i in range(1, len(facts)))
+    warnings: List[str] = []
+    for r, lab in zip(reports, labels):
+        warnings += [f"{lab}: {w}" for w in r.warnings]
+    return CompareResult(__version__, spec, tuple(sums), comps, tuple(warnings),
+                         {"compare": round(time.perf_counter() - t0, 4)})
+
+
+def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]] = None,
+                  analyze: Optional[Analyzer] = None) -> Tuple[CompareResult, List[Report]]:
+    """Analyze each trace with ``analyze`` (default: :func:`pipeline.analyze_path` with default options) and
+    compare them; every path is checked before any analysis runs."""
+    if len(paths) < 2:
+        raise InputError(f"compare needs at least two traces (BASE NEW), got {len(paths)}")
+    for p in paths:
+        pp = Path(str(p))
+        if not pp.exists():
+            raise InputError(f"trace not found: {pp}")
+        if pp.is_dir():
+            raise InputError(f"{pp} is a directory, not a trace file")
+    labels = check_labels(labels, [str(p) for p in paths])
+    if analyze is None:
+        from ..pipeline import analyze_path
+
+        def analyze(p: str) -> Report:
+            return analyze_path(p)
+
+    t0 = time.perf_counter()
+    reports = [analyze(str(p)) for p in paths]
+    t_analyze = round(time.perf_counter() - t0, 4)
+    res = compare_reports(reports, labels, [str(p) for p in paths])
+    timings = {"analyze": t_analyze, **res.timings_s}
+    return CompareResult(res.tool_version, res.metric, res.traces, res.comparisons, res.warnings, timings), reports

@@ -1,0 +1,195 @@
+"""BASE against one NEW: status (comparable / too short / too different), the change of the headline metric
+and its noise, per-unit deltas (categories, idle causes, kernels), finding changes, and the headline lines.
+
+Per unit of work the steady window splits exactly into non-overlapped busy per kernel category plus idle per
+cause kind (docs/MODEL.md: busy = Σ categories, idle = Σ causes), so the change of window time per unit is
+the sum of their deltas; the *main reason* is the part with the largest delta in the direction of that
+change (an idle kind is named by its detail with the largest delta).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..findings.base import SEVERITY_RANK
+from .measure import NON_GPU, Facts, weighted_jaccard
+from .metric import MIN_SIMILARITY, MIN_UNITS, MIN_WINDOW_NS, change
+from .result import Comparison, Delta, FindingChange, MetricSpec, MetricValue, TraceSummary
+
+NO_CHANGE_PCT = 0.5     # |change| below this is reported as no change even when it is above the noise
+IDLE_DETAIL_ROWS = 20
+
+UNIT_WORD = {"step": "step", "iteration": "iteration", "window_s": "s of window"}
+
+IDLE_TEXT = {
+    "copy": "GPU idle while a copy ran", "queued": "GPU idle with the next kernel already launched (queued)",
+    "sync": "GPU idle with the host blocked in a sync call", "sync_memcpy": "GPU idle in a synchronous copy call",
+    "pageable_memcpy": "GPU idle in a pageable async copy call", "alloc": "GPU idle in an allocation call",
+    "module_load": "GPU idle in module loading / first launches", "launch": "GPU idle in kernel launch calls",
+    "other_api": "GPU idle in other CUDA API calls", "nvtx": "GPU idle with the host inside NVTX ranges",
+    "osrt": "GPU idle with the host in an OS call", "host_cpu": "GPU idle during plain host CPU work",
+    "unknown": "GPU idle with no host thread linked",
+}
+
+
+def per_unit(ns: int, units: Optional[float]) -> Optional[int]:
+    return int(round(ns / units)) if units else None
+
+
+def _delta(component: str, name: str, detail: str, b: int, n: int, ub: Optional[float], un: Optional[float],
+           bc: int = 0, nc: int = 0) -> Delta:
+    pb, pn = per_unit(b, ub), per_unit(n, un)
+    d = pn - pb if pb is not None and pn is not None else None
+    ch = 100.0 * d / pb if d is not None and pb else None
+    return Delta(component, name, detail, b, n, pb, pn, d, ch, bc, nc)
+
+
+def _by_abs(rows: List[Delta]) -> Tuple[Delta, ...]:
+    return tuple(sorted(rows, key=lambda r: (-abs(r.delta_per_unit_ns or 0), -(r.base_ns + r.new_ns), r.name,
+                                             r.detail)))
+
+
+def _finding_changes(b: TraceSummary, n: TraceSummary) -> Tuple[FindingChange, ...]:
+    fb = {f.id: f for f in b.findings}
+    fn = {f.id: f for f in n.findings}
+    out = []
+    for fid in list(fb) + [i for i in fn if i not in fb]:
+        x, y = fb.get(fid), fn.get(fid)
+        kind = "new" if x is None else "gone" if y is None else "same" if x.severity == y.severity else "severity"
+        ref = y or x
+        assert ref is not None
+        out.append(FindingChange(fid, ref.category, kind, x.severity if x else None, y.severity if y else None,
+                                 ref.title, x.time_at_stake_ns if x else None, y.time_at_stake_ns if y else None))
+    order = {"new": 0, "severity": 1, "gone": 2, "same": 3}
+    return tuple(sorted(out, key=lambda c: (order[c.change], SEVERITY_RANK.get(c.new_severity or c.base_severity
+                                                                               or "info", 9), c.id)))
+
+
+def _status(spec: MetricSpec, fb: Facts, fn: Facts, mb: MetricValue, mn: MetricValue, sim: float,
+            b: TraceSummary, n: TraceSummary) -> Tuple[str, Tuple[str, ...], Optional[bool]]:
+    different: List[str] = []
+    short: List[str] = []
+    gpus_match = None if not (fb.gpus and fn.gpus) else fb.gpus == fn.gpus
+    if gpus_match is False:
+        different.append(f"different GPUs ({', '.join(fb.gpus)} vs {', '.join(fn.gpus)})")
+    empty = [t.label for t, f in ((b, fb), (n, fn)) if not f.kernels]
+    if empty:
+        different.append(f"no kernel ran in the steady window of {' and '.join(empty)}")
+    elif sim < MIN_SIMILARITY:
+        different.append(f"the kernel mixes overlap little (weighted kernel-name Jaccard {sim:.2f} < "
+                         f"{MIN_SIMILARITY})")
+    if spec.name is None:
+        different.append("no common unit of work (no common steps and no common kernel)")
+    unit = UNIT_WORD[spec.basis]
+    for t, m in ((b, mb), (n, mn)):
+        if spec.name is not None and m.count < MIN_UNITS:
+            short.append(f"{t.label} has {m.count} {unit}{'s' if m.count != 1 else ''} (< {MIN_UNITS})")
+        if t.window_ns < MIN_WINDOW_NS:
+            short.append(f"{t.label}'s steady window is {t.window_ns / 1e6:.3f} ms (< {MIN_WINDOW_NS / 1e6:g} ms)")
+    status = "too_different" if different else "too_short" if short else "comparable"
+    return status, tuple(different + short), gpus_match
+
+
+def _main_reason(cats: Sequence[Delta], kinds: Sequence[Delta], details: Sequence[Delta],
+                 total: Optional[int]) -> Optional[Delta]:
+    if total is None:
+        return None
+    sign = 1 if total >= 0 else -1
+    parts = [c for c in cats if c.name != NON_GPU] + list(kinds)
+    parts = [p for p in parts if p.delta_per_unit_ns is not None]
+    if not parts:
+        return None
+    best = max(parts, key=lambda p: (sign * (p.delta_per_unit_ns or 0), p.name))
+    if best.component == "idle":
+        sub = [d for d in details if d.name == best.name and d.delta_per_unit_ns is not None]
+        if sub:
+            top = max(sub, key=lambda d: (sign * (d.delta_per_unit_ns or 0), d.detail))
+            return Delta("idle", best.name, top.detail, best.base_ns, best.new_ns, best.base_per_unit_ns,
+                         best.new_per_unit_ns, best.delta_per_unit_ns, best.change_pct)
+    return best
+
+
+def ms(ns: Optional[float]) -> str:
+    return "–" if ns is None else f"{ns / 1e6:,.3f} ms"
+
+
+def signed_ms(ns: Optional[float]) -> str:
+    return "–" if ns is None else ("+" if ns >= 0 else "−") + f"{abs(ns) / 1e6:,.3f} ms"
+
+
+def reason_text(r: Delta) -> str:
+    if r.component == "category":
+        return f"non-overlapped GPU time in `{r.name}` kernels"
+    return IDLE_TEXT.get(r.name, f"GPU idle ({r.name})") + f" (idle cause `{r.name}`)"
+
+
+def _headline(spec: MetricSpec, c: Dict[str, object], b: TraceSummary, n: TraceSummary) -> Tuple[str, ...]:
+    unit = UNIT_WORD[spec.basis]
+    mb, mn = b.metric, n.metric
+    what = spec.description.split(" (")[0]
+    ch, noise, verdict = c["change_pct"], c["noise_pct"], c["verdict"]
+    if verdict == "not_compared":
+        first = (f"`{n.label}` vs `{b.label}`: not compared — {c['status'].replace('_', ' ')} to compare: "
+                 + "; ".join(c["reasons"]) + ".")
+    elif verdict == "no_change" and not c["significant"]:
+        first = (f"`{n.label}` and `{b.label}` do not differ significantly on the {what}: {ms(mb.p50_ns)} → "
+                 f"{ms(mn.p50_ns)} ({ch:+.1f} %, within the noise).")
+    elif verdict == "no_change":
+        first = f"`{n.label}` performs like `{b.label}` on the {what}: {ms(mb.p50_ns)} → {ms(mn.p50_ns)} ({ch:+.1f} %)."
+    else:
+        first = (f"`{n.label}` is {abs(ch):.1f} % {verdict} than `{b.label}` on the {what}: "
+                 f"{ms(mb.p50_ns)} → {ms(mn.p50_ns)}.")
+    lines = [first]
+    if spec.name is not None:
+        sp = [f"{v.spread:.2f}" if v.spread is not None else "–" for v in (mb, mn)]
+        tail = "" if noise is None else f"; noise ±{noise:.1f} %: " + (
+            "the change is larger than the noise" if c["significant"] else "the change is within the noise")
+        lines.append(f"Spread p90/p50 {sp[0]} over {mb.count} {unit}s vs {sp[1]} over {mn.count}{tail}.")
+    r = c["main_reason"]
+    wb, wn = c["window_per_unit_base_ns"], c["window_per_unit_new_ns"]
+    if isinstance(r, Delta) and wb is not None and wn is not None:
+        lead = "Main reason" if verdict in ("faster", "slower") else "Largest change"
+        text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns)} per {unit}"
+        sub = [d for d in c["details"] if d.name == r.name and d.detail == r.detail]  # type: ignore[union-attr]
+        if r.component == "idle" and r.detail and sub:
+            text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns)}"
+        lines.append(text + f" (window time per {unit} {ms(wb)} → {ms(wn)}).")
+    lines.append(f"GPU busy {b.busy_pct:.1f} % → {n.busy_pct:.1f} % of the steady window.")
+    return tuple(lines)
+
+
+def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: TraceSummary) -> Comparison:
+    ub, un = b.units, n.units
+    sim = weighted_jaccard(fb, fn)
+    status, reasons, gpus_match = _status(spec, fb, fn, b.metric, n.metric, sim, b, n)
+    ch, noise = change(b.metric, n.metric)
+    significant = None if ch is None else (noise is None or abs(ch) > noise)
+    if status != "comparable" or ch is None:
+        verdict = "not_compared"
+    elif not significant or abs(ch) < NO_CHANGE_PCT:
+        verdict = "no_change"
+    else:
+        verdict = "slower" if ch > 0 else "faster"
+    cat_names = list(dict.fromkeys(list(fb.categories) + list(fn.categories)))
+    cats = _by_abs([_delta("category", k, "", fb.categories.get(k, 0), fn.categories.get(k, 0), ub, un)
+                    for k in cat_names])
+    cats = cats + (_delta("non_gpu", NON_GPU, "", fb.non_gpu_ns, fn.non_gpu_ns, ub, un),)
+    kinds = _by_abs([_delta("idle", k, "", fb.idle_kind.get(k, 0), fn.idle_kind.get(k, 0), ub, un)
+                     for k in dict.fromkeys(list(fb.idle_kind) + list(fn.idle_kind))])
+    details = _by_abs([_delta("idle", k[0], k[1], fb.idle_detail.get(k, 0), fn.idle_detail.get(k, 0), ub, un)
+                       for k in dict.fromkeys(list(fb.idle_detail) + list(fn.idle_detail))])
+    kern = _by_abs([_delta("kernel", k, "", fb.kernels.get(k, (0, 0))[1], fn.kernels.get(k, (0, 0))[1], ub, un,
+                           fb.kernels.get(k, (0, 0))[0], fn.kernels.get(k, (0, 0))[0])
+                    for k in dict.fromkeys(list(fb.kernels) + list(fn.kernels))])
+    wb, wn = per_unit(fb.pooled_window_ns, ub), per_unit(fn.pooled_window_ns, un)
+    main = _main_reason(cats, kinds, details, (wn - wb) if wb is not None and wn is not None else None)
+    parts: Dict[str, object] = {"change_pct": ch, "noise_pct": noise, "verdict": verdict, "status": status,
+                                "reasons": reasons, "significant": significant, "main_reason": main,
+                                "window_per_unit_base_ns": wb, "window_per_unit_new_ns": wn, "details": details}
+    return Comparison(
+        base=b.label, new=n.label, status=status, reasons=reasons, similarity=sim, gpus_match=gpus_match,
+        metric_base=b.metric, metric_new=n.metric, change_pct=ch, noise_pct=noise, significant=significant,
+        verdict=verdict, headline=_headline(spec, parts, b, n), main_reason=main, busy_pct_base=b.busy_pct,
+        busy_pct_new=n.busy_pct, window_per_unit_base_ns=wb, window_per_unit_new_ns=wn, idle_changes=kinds,
+        idle_detail_changes=details[:IDLE_DETAIL_ROWS], category_changes=cats, kernel_deltas=kern,
+        finding_changes=_finding_changes(b, n))

@@ -1,0 +1,155 @@
+"""What the comparison reads from one typed :class:`~nsys_llm_explainer.pipeline.Report`.
+
+Everything is over the report's steady window, summed over devices (docs/MODEL.md):
+
+* busy / window: ``Report.gpu_time.pooled()``; ``non_gpu_ns`` = pooled window − pooled busy.
+* idle by cause: ``Report.idle_causes.totals`` summed per kind (and kept per (kind, detail)); Σ = idle.
+* non-overlapped busy per kernel category: ``diagnosis.categories.overall`` when the steady window is the
+  whole capture; otherwise the same analysis rerun on the steady (clipped) model with the rules the report
+  resolved, so categories + idle = window exactly. Busy the kernels do not explain (whole-graph executions
+  of a graph-level trace) is the row ``graph_untraced``.
+* kernels by name: ``diagnosis.steady_kernels.by_name`` (clipped to the window): count, total ns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..analyses.categories import analyze_categories
+
+if TYPE_CHECKING:
+    from ..pipeline import Report
+
+GRAPH_UNTRACED = "graph_untraced"
+NON_GPU = "non_gpu"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Raw per-trace numbers the comparison is built from (not serialized)."""
+
+    label: str
+    path: str
+    report: Report
+    window_ns: int
+    pooled_window_ns: int
+    busy_ns: int
+    busy_pct: float
+    device_count: int
+    gpus: Tuple[str, ...]
+    kernels: Dict[str, Tuple[int, int]]           # name → (count, total ns) in the steady window
+    total_kernel_ns: int
+    kernel_count: int
+    idle_kind: Dict[str, int]                     # kind → idle ns
+    idle_detail: Dict[Tuple[str, str], int]       # (kind, detail) → idle ns
+    categories: Dict[str, int]                    # category → non-overlapped busy ns (+ graph_untraced)
+
+    @property
+    def non_gpu_ns(self) -> int:
+        return self.pooled_window_ns - self.busy_ns
+
+
+def _categories(rep: Report, busy_ns: int) -> Dict[str, int]:
+    dg = rep.diagnosis
+    cat = dg.categories
+    if cat.available and not dg.window.is_full and cat.rules is not None:
+        cat = analyze_categories(dg.steady, cat.rules, include_memcpy=rep.options.include_memcpy_in_busy)
+    out: Dict[str, int] = {}
+    if cat.available:
+        for r in cat.overall:
+            if r.nonoverlap_ns:
+                out[r.category] = out.get(r.category, 0) + int(r.nonoverlap_ns)
+    rest = busy_ns - sum(out.values())
+    if rest > 0:
+        out[GRAPH_UNTRACED] = rest
+    return out
+
+
+def gather(rep: Report, label: str, path: str) -> Facts:
+    """The numbers of ``rep`` the comparison uses (see module docstring)."""
+    pooled = rep.gpu_time.pooled()
+    w = rep.window
+    window_ns = int(w.end_ns - w.start_ns)
+    pooled_ns = int(pooled.window_ns) if pooled is not None else window_ns
+    busy = int(pooled.busy_ns) if pooled is not None else 0
+    busy_pct = float(pooled.busy_pct) if pooled is not None else 0.0
+    kind: Dict[str, int] = {}
+    detail: Dict[Tuple[str, str], int] = {}
+    if rep.idle_causes.available:
+        for c in rep.idle_causes.totals:
+            kind[c.kind] = kind.get(c.kind, 0) + int(c.ns)
+            detail[(c.kind, c.detail)] = detail.get((c.kind, c.detail), 0) + int(c.ns)
+    sk = rep.diagnosis.steady_kernels
+    kernels = {r.name: (int(r.count), int(r.total_ns)) for r in sk.by_name} if sk.available else {}
+    gpus = tuple(sorted({str(g.get("name") or "") for g in rep.trace.gpus} - {""}))
+    return Facts(label, path, rep, window_ns, pooled_ns, busy, busy_pct, len(rep.gpu_time.devices), gpus, kernels,
+                 int(sk.total_kernel_ns) if sk.available else 0, int(sk.kernel_count) if sk.available else 0,
+                 kind, detail, _categories(rep, busy))
+
+
+# ------------------------------------------------------------------------------------------ similarity
+def shares(f: Facts) -> Dict[str, float]:
+    tot = sum(ns for _, ns in f.kernels.values())
+    return {n: ns / tot for n, (_, ns) in f.kernels.items()} if tot > 0 else {}
+
+
+def weighted_jaccard(a: Facts, b: Facts) -> float:
+    """Σ_name min(share_a, share_b) / Σ_name max(share_a, share_b), shares of steady-window kernel time; 0
+    when either trace has no kernel time."""
+    sa, sb = shares(a), shares(b)
+    if not sa or not sb:
+        return 0.0
+    names = set(sa) | set(sb)
+    lo = sum(min(sa.get(n, 0.0), sb.get(n, 0.0)) for n in names)
+    hi = sum(max(sa.get(n, 0.0), sb.get(n, 0.0)) for n in names)
+    return lo / hi if hi > 0 else 0.0
+
+
+# ------------------------------------------------------------------------------------------ anchor kernel
+def anchor_starts(f: Facts, name: str) -> List[Tuple[np.ndarray, np.ndarray]]:
+    """Per device: (sorted starts of kernel ``name``, sorted starts of all kernels), steady window."""
+    k = f.report.diagnosis.steady.kernels
+    if k is None or len(k) == 0 or name not in k.names:
+        return []
+    idx = k.names.index(name)
+    out = []
+    for d in np.unique(k.device).tolist():
+        dm = k.device == d
+        a = np.sort(k.start[dm & (k.name_idx == idx)])
+        if a.shape[0]:
+            out.append((a, np.sort(k.start[dm])))
+    return out
+
+
+def repeat_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
+    """Share of anchor intervals whose kernel count equals that of the interval ``k`` later (same device):
+    1.0 when the kernel sequence repeats every ``k`` anchor instances. None when no pair exists."""
+    same = total = 0
+    for a, allk in per_device:
+        sig = np.diff(np.searchsorted(allk, a))
+        if sig.shape[0] > k:
+            same += int((sig[k:] == sig[:-k]).sum())
+            total += int(sig.shape[0] - k)
+    return same / total if total else None
+
+
+def anchor_periods(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Tuple[np.ndarray, int, int]:
+    """(samples start[i+k] − start[i] over devices, complete iterations Σ (n−1)//k, anchor instances)."""
+    samples = [a[k:] - a[:-k] for a, _ in per_device if a.shape[0] > k]
+    s = np.concatenate(samples) if samples else np.empty(0, np.int64)
+    return s, sum((a.shape[0] - 1) // k for a, _ in per_device), sum(int(a.shape[0]) for a, _ in per_device)
+
+
+def steps_in_window(f: Facts) -> float:
+    """Steps inside the steady window: Σ over steps of the fraction of the step's wall inside it."""
+    st = f.report.diagnosis.steps
+    a = st.arrays
+    if not st.available or a is None or len(a) == 0:
+        return 0.0
+    w = f.report.window
+    wall = np.maximum(a.end - a.start, 1)
+    inside = np.clip(np.minimum(a.end, w.end_ns) - np.maximum(a.start, w.start_ns), 0, None)
+    return float((inside / wall).sum())

@@ -1,0 +1,120 @@
+"""The headline metric: one number per trace, lower is better, chosen once for all traces (docs/COMPARE.md).
+
+1. ``step_time_p50`` — the median step wall time of the steps analysis (``report.diagnosis.steps``), when
+   every trace has steps found by the same method (and, for NVTX steps, the same range names). Unit of
+   work: one step; steps in the window = Σ of each step's fraction inside the steady window.
+2. ``iteration_period_p50`` — otherwise: the *anchor kernel* is the kernel name present in every trace's
+   steady window with the largest smallest share of kernel time (``max_name min_trace share``). Per device
+   its instance starts ``a_0 < a_1 < …``; the *repeat* ``k`` is the smallest k in 1…8 such that, in every
+   trace, ≥ 75 % of the intervals ``[a_i, a_i+1)`` hold as many kernels as ``[a_i+k, a_i+k+1)`` (the kernel
+   sequence repeats every k anchor instances: one iteration — a transformer block, a step), else 1. The
+   samples are ``a_i+k − a_i`` on every device; the metric is their median. Unit of work: one iteration
+   (anchor instances in the window / k).
+3. No metric (``None``) when the traces share no kernel name: basis ``window_s`` (one second of steady
+   window per device) and no pair is comparable.
+
+Spread = p90 / p50 of the samples. Noise: each median's ~95 % interval half-width ``1.58 · IQR / √n``
+(McGill et al., the box-plot notch; n = complete steps / iterations), combined in quadrature for the
+change and expressed in % of BASE.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..analyses.stats import percentile, round_half_up
+from .measure import Facts, anchor_periods, anchor_starts, repeat_score, shares, steps_in_window
+from .result import MetricSpec, MetricValue
+
+MIN_UNITS = 10                 # fewer steps / iterations than this in a trace: too short to compare
+MIN_WINDOW_NS = 20_000_000     # a steady window shorter than 20 ms: too short to compare
+MIN_SIMILARITY = 0.5           # weighted kernel-name Jaccard below this: too different to compare
+MAX_REPEAT = 8
+REPEAT_SCORE = 0.75
+NOTCH = 1.58
+
+STEP = "step_time_p50"
+ITERATION = "iteration_period_p50"
+
+
+def _steps_common(facts: Sequence[Facts]) -> Optional[str]:
+    st = [f.report.diagnosis.steps for f in facts]
+    if not all(s.available and s.step_count > 0 for s in st):
+        missing = [f.label for f, s in zip(facts, st) if not (s.available and s.step_count > 0)]
+        return f"no steps found in {', '.join(missing)}"
+    if len({s.method for s in st}) > 1:
+        return "steps were found by different methods (" + ", ".join(f"{f.label}: {s.method}" for f, s in
+                                                                     zip(facts, st)) + ")"
+    if st[0].method == "nvtx" and len({tuple(s.step_ranges) for s in st}) > 1:
+        return "the traces delimit steps with different NVTX ranges"
+    return None
+
+
+def _anchor(facts: Sequence[Facts]) -> Optional[str]:
+    sh = [shares(f) for f in facts]
+    common = set(sh[0]).intersection(*sh[1:]) if sh else set()
+    if not common:
+        return None
+    return max(sorted(common), key=lambda n: min(s[n] for s in sh))
+
+
+def _repeat(per_trace: List[list]) -> Tuple[int, str]:
+    for k in range(1, MAX_REPEAT + 1):
+        scores = [repeat_score(p, k) for p in per_trace]
+        if all(s is not None and s >= REPEAT_SCORE for s in scores):
+            return k, f"the kernel sequence repeats every {k} instance{'s' if k > 1 else ''} of the anchor kernel"
+    return 1, "no repeating kernel sequence found; each anchor instance counts as one iteration"
+
+
+def choose_metric(facts: Sequence[Facts]) -> MetricSpec:
+    why_not_steps = _steps_common(facts)
+    if why_not_steps is None:
+        s = facts[0].report.diagnosis.steps
+        where = f"NVTX range {', '.join(s.step_ranges)}" if s.method == "nvtx" else f"marker kernels /{s.marker_regex}/"
+        return MetricSpec(STEP, f"median step time (steps delimited by {where})", "step",
+                          "every trace has steps found the same way", step_method=s.method,
+                          step_ranges=tuple(s.step_ranges))
+    name = _anchor(facts)
+    if name is None:
+        return MetricSpec(None, "none: the traces have no kernel name in common", "window_s",
+                          f"{why_not_steps}, and no kernel name is common to all traces")
+    k, why = _repeat([anchor_starts(f, name) for f in facts])
+    return MetricSpec(ITERATION, f"median iteration period ({k} instance{'s' if k > 1 else ''} of the anchor "
+                      "kernel, start to start, same device)", "iteration",
+                      f"{why_not_steps}; the anchor is the kernel with the largest share of kernel time common to "
+                      f"all traces; {why}", anchor_kernel=name, anchor_repeat=k)
+
+
+def _value(samples: np.ndarray, count: int, p50: Optional[int] = None, p90: Optional[int] = None) -> MetricValue:
+    if samples.shape[0] == 0:
+        return MetricValue(None, None, count, None, None)
+    p50 = int(round_half_up(percentile(samples, 50))) if p50 is None else int(p50)
+    p90 = int(round_half_up(percentile(samples, 90))) if p90 is None else int(p90)
+    iqr = int(round_half_up(percentile(samples, 75) - percentile(samples, 25)))
+    return MetricValue(p50, p90, count, (p90 / p50) if p50 > 0 else None, iqr)
+
+
+def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
+    """(the metric of trace ``f``, units of work in its steady window)."""
+    if spec.name == STEP:
+        st = f.report.diagnosis.steps
+        wall = st.arrays.wall if st.arrays is not None else np.empty(0, np.int64)
+        return (_value(wall, st.step_count, st.summary.get("p50_ns"), st.summary.get("p90_ns")),
+                steps_in_window(f))
+    if spec.name == ITERATION and spec.anchor_kernel is not None and spec.anchor_repeat:
+        samples, complete, instances = anchor_periods(anchor_starts(f, spec.anchor_kernel), spec.anchor_repeat)
+        return _value(samples, complete), instances / spec.anchor_repeat
+    return MetricValue(None, None, 0, None, None), f.pooled_window_ns / 1e9
+
+
+def change(base: MetricValue, new: MetricValue) -> Tuple[Optional[float], Optional[float]]:
+    """(change % of NEW against BASE, noise % — the ~95 % half-width of the change, in % of BASE)."""
+    if not base.p50_ns or new.p50_ns is None:
+        return None, None
+    ch = 100.0 * (new.p50_ns - base.p50_ns) / base.p50_ns
+    hw = [NOTCH * (v.iqr_ns or 0) / math.sqrt(v.count) if v.count > 0 else float("inf") for v in (base, new)]
+    noise = 100.0 * math.sqrt(hw[0] ** 2 + hw[1] ** 2) / base.p50_ns
+    return ch, (noise if math.isfinite(noise) else None)

@@ -1,0 +1,221 @@
+"""Typed results of a comparison (frozen dataclasses); ``to_dict()`` gives ``compare.json``.
+
+Durations are integer ns; ``*_per_unit_ns`` are ns per unit of work (one step, one iteration, or one
+second of steady window per device: :attr:`MetricSpec.basis`), rounded to integers. Percent changes are
+``(new − base) / base × 100``: positive means NEW takes longer (slower) on a lower-is-better number.
+See docs/COMPARE.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from ..jsonable import json_ready
+
+COMPARE_SCHEMA_VERSION = "1.0"
+
+#: per-pair status: a number is compared only when ``comparable``
+STATUSES = ("comparable", "too_short", "too_different")
+#: per-pair verdict on the headline metric
+VERDICTS = ("faster", "slower", "no_change", "not_compared")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """The headline metric, chosen once for all traces of the comparison (docs/COMPARE.md)."""
+
+    name: Optional[str]              # "step_time_p50" | "iteration_period_p50" | None (no common unit)
+    description: str
+    basis: str                       # unit of work: "step" | "iteration" | "window_s"
+    reason: str                      # why this metric was chosen
+    step_method: Optional[str] = None
+    step_ranges: Tuple[str, ...] = ()
+    anchor_kernel: Optional[str] = None
+    anchor_repeat: Optional[int] = None   # anchor instances per iteration
+    min_units: int = 10
+    min_window_ns: int = 20_000_000
+    min_similarity: float = 0.5
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready(asdict(self))
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """The headline metric of one trace: median and p90 of its samples and how many units they cover."""
+
+    p50_ns: Optional[int]
+    p90_ns: Optional[int]
+    count: int                        # complete steps / iterations measured
+    spread: Optional[float]           # p90 / p50
+    iqr_ns: Optional[int]             # interquartile range of the samples (noise estimate)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready(asdict(self))
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    available: bool
+    reason: Optional[str]
+    method: str
+    confidence: str
+    count: int
+    p50_ns: Optional[int]
+    p90_ns: Optional[int]
+    spread: Optional[float]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready(asdict(self))
+
+
+@dataclass(frozen=True)
+class Share:
+    """A part of the steady window (summed over devices): a kernel category's non-overlapped busy time,
+    ``non_gpu`` (window − busy), or an idle-cause kind."""
+
+    name: str
+    ns: int
+    pct_of_window: float
+    per_unit_ns: Optional[int]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready(asdict(self))
+
+
+@dataclass(frozen=True)
+class FindingBrief:
+    id: str
+    category: str
+    severity: str
+    title: str
+    time_at_stake_ns: int
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready(asdict(self))
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """One trace, measured for the comparison (all over its steady window, devices summed)."""
+
+    label: str
+    path: str
+    gpus: Tuple[str, ...]
+    device_count: int
+    window_method: str
+    window_start_ns: int
+    window_end_ns: int
+    window_ns: int                    # steady window length (one device)
+    pooled_window_ns: int             # Σ over devices
+    busy_ns: int
+    busy_pct: float
+    non_gpu_ns: int                   # pooled window − busy
+    units: Optional[float]            # units of work in the steady window (devices summed)
+    metric: MetricValue
+    steps: StepInfo
+    idle_by_kind: Tuple[Share, ...]
+    categories: Tuple[Share, ...]     # non-overlapped busy per category, then ``non_gpu``
+    kernel_count: int
+    total_kernel_ns: int
+    verdict: str
+    findings: Tuple[FindingBrief, ...]
+    notes: Tuple[str, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({**{k: getattr(self, k) for k in (
+            "label", "path", "gpus", "device_count", "window_method", "window_start_ns", "window_end_ns", "window_ns",
+            "pooled_window_ns", "busy_ns", "busy_pct", "non_gpu_ns", "units")},
+            "metric": self.metric, "steps": self.steps, "idle_by_kind": self.idle_by_kind,
+            "categories": self.categories, "kernel_count": self.kernel_count, "total_kernel_ns": self.total_kernel_ns,
+            "verdict": self.verdict, "findings": self.findings, "notes": self.notes})
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One part of the time per unit of work in BASE and NEW (a category, an idle cause, a kernel name)."""
+
+    component: str                    # "category" | "idle" | "non_gpu" | "kernel"
+    name: str
+    detail: str
+    base_ns: int                      # total over the steady window
+    new_ns: int
+    base_per_unit_ns: Optional[int]
+    new_per_unit_ns: Optional[int]
+    delta_per_unit_ns: Optional[int]
+    change_pct: Optional[float]
+    base_count: int = 0               # kernels: instances
+    new_count: int = 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready(asdict(self))
+
+
+@dataclass(frozen=True)
+class FindingChange:
+    id: str
+    category: str
+    change: str                       # "new" | "gone" | "severity" | "same"
+    base_severity: Optional[str]
+    new_severity: Optional[str]
+    title: str
+    base_time_at_stake_ns: Optional[int]
+    new_time_at_stake_ns: Optional[int]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready(asdict(self))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """BASE against one NEW."""
+
+    base: str
+    new: str
+    status: str                       # see STATUSES
+    reasons: Tuple[str, ...]          # why not comparable (empty when comparable)
+    similarity: float                 # kernel-time-weighted Jaccard of kernel names
+    gpus_match: Optional[bool]        # None when a trace names no GPU
+    metric_base: MetricValue
+    metric_new: MetricValue
+    change_pct: Optional[float]
+    noise_pct: Optional[float]        # half-width of the ~95 % interval of the change, in % of BASE
+    significant: Optional[bool]
+    verdict: str                      # see VERDICTS
+    headline: Tuple[str, ...]         # 3–5 lines (plain text; names in backticks)
+    main_reason: Optional[Delta]
+    busy_pct_base: float
+    busy_pct_new: float
+    window_per_unit_base_ns: Optional[int]
+    window_per_unit_new_ns: Optional[int]
+    idle_changes: Tuple[Delta, ...] = ()       # by idle-cause kind
+    idle_detail_changes: Tuple[Delta, ...] = ()  # by (kind, detail), largest |Δ| first
+    category_changes: Tuple[Delta, ...] = ()   # per category and non_gpu
+    kernel_deltas: Tuple[Delta, ...] = ()      # by kernel name, largest |Δ| first
+    finding_changes: Tuple[FindingChange, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({f: getattr(self, f) for f in self.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Everything :func:`nsys_llm_explainer.compare` found. ``to_dict()`` is ``compare.json``."""
+
+    tool_version: str
+    metric: MetricSpec
+    traces: Tuple[TraceSummary, ...]
+    comparisons: Tuple[Comparison, ...]      # traces[0] (BASE) against each later trace
+    warnings: Tuple[str, ...] = ()
+    timings_s: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def base(self) -> TraceSummary:
+        return self.traces[0]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"schema_version": COMPARE_SCHEMA_VERSION, "kind": "compare",
+                           "tool_version": self.tool_version, "metric": self.metric, "traces": self.traces,
+                           "comparisons": self.comparisons, "warnings": self.warnings,
+                           "timings_s": dict(self.timings_s)})

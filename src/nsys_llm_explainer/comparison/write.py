@@ -1,0 +1,92 @@
+"""Write a comparison atomically (``compare.md``, ``compare.json``, ``compare.html``, ``tables/*.csv``) and
+evaluate the ``--fail-on-regression PCT`` gate.
+
+Output follows the main command (:mod:`output`): everything is rendered into a temporary directory beside
+``--out`` and moved in place; ``--out`` may be new, empty or hold a previous comparison, anything else is
+refused unless ``force``.
+
+The gate (docs/COMPARE.md): for each NEW, fail when the pair is comparable and NEW's headline metric is
+higher than BASE's by more than ``PCT`` % *and* by more than the noise; a pair that is too short or too
+different to compare never fails, and its line says why. One line per NEW.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, List, Mapping, Optional, Tuple
+
+from ..errors import InputError, OutputError
+from ..output import Staging, check_out_dir
+from .html import render_compare_html
+from .markdown import render_compare_markdown
+from .result import CompareResult
+from .tables import write_compare_tables
+
+COMPARE_ENTRIES = {"compare.md", "compare.json", "compare.html", "tables"}
+
+
+def check_compare_out(out: Path, force: bool) -> None:
+    """Refuse an unusable ``--out`` before any trace is analyzed."""
+    if out.is_dir() and not force:
+        foreign = sorted({p.name for p in out.iterdir()} - COMPARE_ENTRIES)
+        if foreign:
+            raise OutputError(f"--out {out} is not empty and does not hold a previous comparison (found "
+                              f"{foreign[0]!r}); choose another directory or pass --force")
+    check_out_dir(out, True)
+
+
+def render_compare(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None,
+                   top: Optional[int] = None) -> List[Path]:
+    """Every output file of a ``compare.json`` dict into ``out_dir`` (not atomic: see :func:`write_compare`)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = [out_dir / "compare.json", out_dir / "compare.md", out_dir / "compare.html"]
+    files[0].write_text(json.dumps(d, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    files[1].write_text(render_compare_markdown(d, top), encoding="utf-8")
+    files[2].write_text(render_compare_html(d, js), encoding="utf-8")
+    return files + write_compare_tables(d, out_dir)
+
+
+def write_compare(result: CompareResult, out: Path, top: Optional[int] = None) -> None:
+    d = result.to_dict()
+    with Staging(out) as st:
+        assert st.tmp is not None
+        render_compare(d, st.tmp, top=top)
+        st.commit()
+
+
+def check_gate(pct: Any) -> float:
+    """The ``--fail-on-regression`` value: a finite percentage ≥ 0."""
+    try:
+        v = float(pct)
+    except (TypeError, ValueError):
+        raise InputError(f"--fail-on-regression must be a percentage, got {pct!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise InputError(f"--fail-on-regression must be a finite percentage ≥ 0, got {pct!r}")
+    return v
+
+
+def _ms(ns: Optional[int]) -> str:
+    return "–" if ns is None else f"{ns / 1e6:.3f} ms"
+
+
+def gate(result: CompareResult, pct: float) -> Tuple[List[str], bool]:
+    """(one line per NEW, whether any NEW regressed) for ``--fail-on-regression pct``."""
+    spec = result.metric
+    what = spec.description.split(" (")[0]
+    lines: List[str] = []
+    failed = False
+    for c in result.comparisons:
+        vals = (f"{what}: BASE {c.base} {_ms(c.metric_base.p50_ns)}, NEW {c.new} {_ms(c.metric_new.p50_ns)}"
+                + ("" if c.change_pct is None else f", {c.change_pct:+.1f} %"))
+        if c.status != "comparable" or c.change_pct is None:
+            lines.append(f"not gated ({c.status.replace('_', ' ')} to compare: {'; '.join(c.reasons)}): {vals}")
+        elif c.change_pct > pct and c.significant:
+            failed = True
+            lines.append(f"REGRESSION: {vals} (limit +{pct:g} %)")
+        elif c.change_pct > pct:
+            lines.append(f"not failing, within the noise (±{c.noise_pct:.1f} %): {vals} (limit +{pct:g} %)")
+        else:
+            lines.append(f"ok: {vals} (limit +{pct:g} %)")
+    return lines, failed

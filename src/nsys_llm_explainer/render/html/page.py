@@ -1,0 +1,141 @@
+"""The page shell: Content-Security-Policy, style sheet, the inlined plotly.js, the figure data and the small
+script that draws the charts and sorts tables.
+
+Nothing is loaded from anywhere: the CSP ``default-src 'none'`` forbids every fetch, frame, font, image
+(except ``data:``), connection and form target, and only inline scripts / styles may run — so even a bug
+that put a URL into the page could not load it. plotly.js (from the ``plotly`` Python package) is inlined
+once; the figures are one ``<script type="application/json">`` element (escaped by
+:func:`.markup.script_json`), read with ``JSON.parse`` — data is never evaluated as code.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .markup import h
+
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+       "font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'")
+
+CSS = """
+:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg2:#f6f8fa}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg)}
+nav{position:sticky;top:0;z-index:10;background:#fff;border-bottom:1px solid var(--line);padding:6px 24px;
+ font-size:13px}
+nav a{margin-right:14px;color:#0969da;text-decoration:none}
+main{max-width:1200px;margin:0 auto;padding:8px 24px 40px}
+section,header,footer{scroll-margin-top:40px}
+h1{font-size:22px;margin:16px 0 8px}h2{font-size:19px;border-bottom:1px solid var(--line);padding-bottom:4px;
+ margin-top:32px}h3{font-size:15px;margin:18px 0 6px}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:var(--bg2);padding:1px 4px;
+ border-radius:4px;word-break:break-all}
+.verdict{font-size:16px;font-weight:600}.action{background:#ddf4ff;padding:6px 10px;border-radius:6px}
+.meta,.legend,figcaption,caption{color:var(--muted);font-size:12px}
+.warning{background:#fff8c5;border-left:4px solid #d4a72c;padding:6px 10px;margin:6px 0}
+.missing{color:var(--muted);font-style:italic}
+.finding{border:1px solid var(--line);border-left-width:5px;border-radius:6px;padding:4px 14px;margin:10px 0}
+.finding h3{margin:8px 0 4px}.finding ul{margin:4px 0}.facts,.checks{font-size:13px;color:var(--muted)}
+.badge{font-size:11px;padding:1px 6px;border-radius:10px;background:#eaeef2;vertical-align:2px}
+.sev-critical,.sev-high{border-left-color:#cf222e}.sev-critical .badge,.sev-high .badge{background:#ffebe9}
+.sev-medium{border-left-color:#d4a72c}.sev-medium .badge{background:#fff8c5}
+.sev-low,.sev-info{border-left-color:#0969da}
+figure{margin:8px 0 16px}.chart{width:100%;min-height:120px}
+.tw{overflow-x:auto;margin:6px 0 14px}
+table{border-collapse:collapse;font-size:12.5px}caption{text-align:left;padding:2px 0}
+th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
+th{background:var(--bg2);cursor:pointer;user-select:none;white-space:nowrap}
+th.n,td.n{text-align:right}td.n{font-variant-numeric:tabular-nums;white-space:nowrap}
+th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
+details summary{cursor:pointer;color:#0969da;font-size:13px}
+footer{max-width:1200px;margin:0 auto;padding:0 24px 40px;color:var(--muted);font-size:12px}
+"""
+
+#: draws every figure of the JSON block and makes ``table.sortable`` headers sort their column
+BOOT_JS = """
+(function () {
+  "use strict";
+  function cellKey(row, col, numeric) {
+    var c = row.cells[col];
+    var v = c ? (c.hasAttribute("data-v") ? c.getAttribute("data-v") : c.textContent) : "";
+    var f = parseFloat(v);
+    if (numeric && !isNaN(f)) { return {num: true, v: f}; }
+    return {num: false, v: String(v).toLowerCase()};
+  }
+  function sortBy(th) {
+    var table = th.closest("table"), body = table.tBodies[0], heads = th.parentNode.children;
+    var col = Array.prototype.indexOf.call(heads, th), numeric = th.classList.contains("n");
+    var prev = th.getAttribute("aria-sort");
+    var asc = prev ? prev !== "ascending" : !numeric;
+    Array.prototype.forEach.call(heads, function (x) { x.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+    var rows = Array.prototype.map.call(body.rows, function (r, i) {
+      var k = cellKey(r, col, numeric); k.r = r; k.i = i; return k;
+    });
+    rows.sort(function (a, b) {
+      if (numeric && a.num !== b.num) { return a.num ? -1 : 1; }
+      var d = a.num ? a.v - b.v : (a.v < b.v ? -1 : (a.v > b.v ? 1 : 0));
+      return (asc ? d : -d) || a.i - b.i;
+    });
+    rows.forEach(function (x) { body.appendChild(x.r); });
+  }
+  document.querySelectorAll("table.sortable thead th").forEach(function (th) {
+    th.addEventListener("click", function () { sortBy(th); });
+    th.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sortBy(th); }
+    });
+  });
+  var spec = JSON.parse(document.getElementById("nle-figures").textContent);
+  if (typeof Plotly === "undefined") {
+    document.querySelectorAll(".chart").forEach(function (el) {
+      el.textContent = "The chart library did not load; the tables and report.json hold the same numbers.";
+    });
+    return;
+  }
+  spec.figures.forEach(function (f) {
+    var el = document.getElementById(f.id);
+    if (f.shared) {
+      f.data.forEach(function (t) {
+        Object.keys(f.shared).forEach(function (k) { if (!(k in t)) { t[k] = f.shared[k]; } });
+      });
+    }
+    if (el) { Plotly.newPlot(el, f.data, f.layout, spec.config); }
+  });
+  document.body.setAttribute("data-charts", String(spec.figures.length));
+})();
+"""
+
+_SCRIPT_END = re.compile(r"</(script)", re.IGNORECASE)
+
+
+def inline_js(js: str) -> str:
+    """JavaScript source made safe to sit inside ``<script>…</script>`` (``</script`` → ``<\\/script``, which
+    means the same inside a JS string, template or regular expression)."""
+    return _SCRIPT_END.sub(r"<\\/\1", js)
+
+
+NAV = (("headline", "Headline"), ("findings", "Findings"), ("timeline", "Timeline"), ("idle", "Idle causes"),
+       ("categories", "Categories"), ("steps", "Steps"), ("kernels", "Top kernels"), ("method", "Method"))
+
+FOOTER = ("<footer id=\"method\"><h2>How these numbers are computed</h2><p>Every number on this page is read "
+          "from report.json (written in the same run) and only formatted here: times as ms from capture start "
+          "(<code>window.full_start_ns</code>), durations in µs / ms / s, percentages with one decimal. "
+          "Definitions: docs/MODEL.md (busy, idle, the idle-cause precedence), docs/METRICS.md, docs/FINDINGS.md. "
+          "Charts are drawn in the page by plotly.js, which is embedded in this file; the page loads nothing "
+          "from the network (its Content-Security-Policy forbids it). report.md holds the same content as text."
+          "</p></footer>")
+
+
+def page(title: str, body: str, figures_json: str, plotly_js: str) -> str:
+    """The complete document (``body`` is already escaped HTML; ``figures_json`` from ``script_json``)."""
+    nav = "".join(f'<a href="#{sid}">{h(label)}</a>' for sid, label in NAV)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{h(CSP)}">'
+        '<meta name="referrer" content="no-referrer">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{h(title)}</title><style>{CSS}</style></head>\n<body>"
+        f"<nav>{nav}</nav><main>\n{body}\n</main>{FOOTER}\n"
+        f'<script type="application/json" id="nle-figures">{figures_json}</script>\n'
+        f"<script>{inline_js(plotly_js)}</script>\n<script>{BOOT_JS}</script>\n</body></html>\n"
+    )

@@ -1,0 +1,194 @@
+"""Per-device timeline of the analysis window (``timeline.devices[]``) with the largest gaps marked.
+
+One stacked bar chart per device: each bar is one bin of the window as binned by the analysis
+(``edges_ns``, or ``start_ns + i · bin_ns``), its height the bin's ns split into ``busy_ns`` then
+``idle_ns_by_kind[kind]`` in the idle-cause precedence (so every bar is the bin's width). Copy-engine time
+(``copy_ns``, which may overlap kernels) is an optional line. Dashed lines mark the analysis window edges
+(``window.start_ns`` / ``end_ns``; the part of the capture outside it is shaded), shaded boxes the device's
+``largest_gaps`` coloured by their cause, the largest ones labelled. A table lists the gaps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..base import Row, fmt_dur, fmt_int, fmt_ms, rows_of
+from ..markdown.idle import KIND_MEANING
+from .ctx import HtmlCtx, kind_color, layout, ms, us
+from .markup import Col, code, h, name_col, plot_text, section, table, text_col
+
+#: gaps labelled on the chart (all of ``largest_gaps`` are shaded and listed in the table)
+GAP_LABELS = 5
+#: share of the window length shown beyond each window edge (when the capture extends there)
+MARGIN = 0.04
+
+
+def _edges(dev: Row) -> Optional[List[int]]:
+    """Bin edges of a device: ``edges_ns`` when present, else ``start_ns + i · bin_ns`` capped at ``end_ns``."""
+    busy = dev.get("busy_ns")
+    if not isinstance(busy, list) or not busy:
+        return None
+    n = len(busy)
+    edges = dev.get("edges_ns")
+    if isinstance(edges, list) and len(edges) == n + 1:
+        return edges
+    start, end, width = dev.get("start_ns"), dev.get("end_ns"), dev.get("bin_ns")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, width)):
+        return None
+    return [min(start + i * width, end) for i in range(n)] + [end]
+
+
+def _kinds(ctx: HtmlCtx, by_kind: Dict[str, Any]) -> List[str]:
+    order = [str(k) for k in (ctx.sec("idle_causes").get("precedence") or [])]
+    return [k for k in order if k in by_kind] + sorted(k for k in by_kind if k not in order)
+
+
+def _window_marks(ctx: HtmlCtx) -> Dict[str, List[Dict[str, Any]]]:
+    """Shapes and labels for the analysis window edges (and the shaded rest of the capture)."""
+    w = ctx.window
+    shapes: List[Dict[str, Any]] = []
+    notes: List[Dict[str, Any]] = []
+    full0, full1 = ctx.rel_ms(w.get("full_start_ns")), ctx.rel_ms(w.get("full_end_ns"))
+    w0, w1 = ctx.rel_ms(w.get("start_ns")), ctx.rel_ms(w.get("end_ns"))
+    for x0, x1 in ((full0, w0), (w1, full1)):
+        if x0 is not None and x1 is not None and x1 > x0:
+            shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
+                           "fillcolor": "#bdbdbd", "opacity": 0.35, "line": {"width": 0}, "layer": "below"})
+            notes.append({"x": (x0 + x1) / 2, "y": 0.5, "xref": "x", "yref": "paper", "showarrow": False,
+                          "text": "outside the<br>analysis window", "font": {"size": 10, "color": "#616161"}})
+    for x, label in ((w0, "window start"), (w1, "window end")):
+        if x is not None:
+            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+                           "line": {"color": "#212121", "width": 1.5, "dash": "dash"}})
+            notes.append({"x": x, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
+                          "text": label, "font": {"size": 10},
+                          "xanchor": "left" if label == "window start" else "right"})
+    return {"shapes": shapes, "annotations": notes}
+
+
+def _gap_marks(ctx: HtmlCtx, gaps: Sequence[Row]) -> Dict[str, List[Dict[str, Any]]]:
+    shapes: List[Dict[str, Any]] = []
+    notes: List[Dict[str, Any]] = []
+    for i, g in enumerate(gaps, 1):  # one iteration per listed gap (at most the analysis's cap)
+        x0, x1 = ctx.rel_ms(g.get("start_ns")), ctx.rel_ms(g.get("end_ns"))
+        if x0 is None or x1 is None:
+            continue
+        color = kind_color(str(g.get("cause_kind")))
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
+                       "fillcolor": color, "opacity": 0.3, "line": {"color": color, "width": 1}})
+        if i <= GAP_LABELS:
+            cause = plot_text(g.get("cause_kind")) + (f" {plot_text(g.get('cause_detail'))}"
+                                                      if g.get("cause_detail") else "")
+            hover = (f"gap #{i}: {fmt_dur(g.get('duration_ns'))} ({ctx.span(g.get('start_ns'), g.get('end_ns'))})"
+                     f"<br>cause: {cause}<br>before: {plot_text(g.get('kernel_before'))}"
+                     f"<br>after: {plot_text(g.get('kernel_after'))}")
+            notes.append({"x": (x0 + x1) / 2, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom",
+                          "yshift": 12, "showarrow": False, "text": f"#{i}", "hovertext": hover,
+                          "font": {"size": 10, "color": color}})
+    return {"shapes": shapes, "annotations": notes}
+
+
+def _bins(ctx: HtmlCtx, edges: List[int]) -> Dict[str, Any]:
+    """Bar positions shared by every trace of a device: bin start (ms from capture start) and width (ms)."""
+    return {"x": [ctx.rel_ms(e) for e in edges[:-1]], "width": [ms(b - a) for a, b in zip(edges[:-1], edges[1:])]}
+
+
+def _traces(ctx: HtmlCtx, dev: Row, n: int, unit: str) -> List[Dict[str, Any]]:
+    """The stacked series of one device; ``x`` / ``width`` come from the figure's shared bins."""
+    conv = us if unit == "µs" else ms
+
+    def bar(name: str, series: Any, color: str, what: str) -> Dict[str, Any]:
+        return {"type": "bar", "name": name, "offset": 0,
+                "y": [conv(v) for v in series], "marker": {"color": color, "line": {"width": 0}},
+                "hovertemplate": f"%{{y:,.3f}} {unit}<extra>{what}</extra>"}
+
+    traces = [bar("busy (kernels)", dev.get("busy_ns") or [], kind_color("busy"), "busy")]
+    by_kind = dev.get("idle_ns_by_kind") if isinstance(dev.get("idle_ns_by_kind"), dict) else {}
+    for i, kind in enumerate(_kinds(ctx, by_kind)):
+        series = by_kind.get(kind)
+        if isinstance(series, list) and len(series) == n:
+            name = f"idle: {plot_text(kind)}"
+            traces.append(bar(name, series, kind_color(kind, i), name))
+    copy = dev.get("copy_ns")
+    if isinstance(copy, list) and len(copy) == n and any(copy):
+        traces.append({"type": "scatter", "mode": "lines", "name": "copy engine busy (may overlap kernels)",
+                       "width": None,  # a line: keep the shared bar widths off it
+                       "y": [conv(v) for v in copy], "visible": "legendonly",
+                       "line": {"color": kind_color("copy"), "width": 1, "shape": "hv"},
+                       "hovertemplate": f"%{{y:,.3f}} {unit}<extra>copy engine</extra>"})
+    return traces
+
+
+def _gap_table(ctx: HtmlCtx, tid: str, gaps: Sequence[Row]) -> str:
+    cols = (Col("#", lambda r: h(r.get("_rank")), lambda r: r.get("_rank")),
+            Col("start (ms from capture start)", lambda r: h(ctx.at(r.get("start_ns"), unit=False)),
+                lambda r: r.get("start_ns")),
+            Col("duration (ms)", lambda r: fmt_ms(r.get("duration_ns")), lambda r: r.get("duration_ns"),
+                key="duration_ns"),
+            text_col("cause", "cause_kind"), name_col("detail", "cause_detail"),
+            name_col("kernel before", "kernel_before", 80), name_col("kernel after", "kernel_after", 80))
+    return table(tid, cols, [{**g, "_rank": i} for i, g in enumerate(gaps, 1)])
+
+
+def _x_range(ctx: HtmlCtx) -> List[Optional[float]]:
+    """The initial x range: the analysis window with a margin of :data:`MARGIN` of its length each side
+    (inside the capture), so both edges and a sliver of the excluded capture are visible; zoom out for all."""
+    w = ctx.window
+    full0, full1 = ctx.rel_ms(w.get("full_start_ns")), ctx.rel_ms(w.get("full_end_ns"))
+    w0, w1 = ctx.rel_ms(w.get("start_ns")), ctx.rel_ms(w.get("end_ns"))
+    if None in (full0, full1, w0, w1):
+        return [full0, full1]
+    pad = (w1 - w0) * MARGIN
+    return [max(full0, w0 - pad), min(full1, w1 + pad)]
+
+
+def _device_block(ctx: HtmlCtx, i: int, dev: Row, gaps_by_dev: Dict[Any, List[Row]]) -> str:
+    edges = _edges(dev)
+    did = dev.get("device_id")
+    title = f"<h3>{ctx.device(did)}</h3>"
+    if edges is None:
+        return title + "<p>No bins for this device in <code>timeline.devices[]</code>.</p>"
+    unit = "µs" if (edges[-1] - edges[0]) / max(1, len(edges) - 1) < 1e7 else "ms"
+    gaps = sorted(gaps_by_dev.get(did, []), key=lambda g: -(g.get("duration_ns") or 0))
+    marks = _window_marks(ctx)
+    gm = _gap_marks(ctx, gaps)
+    x_range = _x_range(ctx)
+    lay = layout(340, "ms from capture start", f"{unit} of each bin", barmode="stack", bargap=0,
+                 hovermode="x unified", shapes=marks["shapes"] + gm["shapes"],
+                 annotations=marks["annotations"] + gm["annotations"])
+    lay["margin"]["t"] = 40
+    lay["legend"]["traceorder"] = "normal"
+    if None not in x_range:
+        lay["xaxis"]["range"] = x_range
+    cap = (f"Busy and idle time of {ctx.device(did)} in each of {fmt_int(len(edges) - 1)} bins of the analysis "
+           f"window; idle coloured by cause, the {len(gaps)} largest gaps shaded (the largest {GAP_LABELS} "
+           "numbered; hover a number). Text equivalent: report.json <code>timeline.devices[]</code> (per-bin "
+           "<code>busy_ns</code>, <code>idle_ns_by_kind</code>, <code>copy_ns</code>) and "
+           "<code>idle_causes.devices[]</code>; gaps: <code>devices[].largest_gaps</code> (report.md "
+           "“Largest idle gaps”, <code>tables/gpu_idle_gaps.csv</code>).")
+    traces = _traces(ctx, dev, len(edges) - 1, unit)
+    out = title + ctx.figure(f"timeline-{i}", traces, lay, cap, shared=_bins(ctx, edges))
+    if gaps:
+        out += "<details><summary>Largest gaps of this device</summary>" + _gap_table(
+            ctx, f"gaps-dev-{i}", gaps) + "</details>"
+    return out
+
+
+def sec_timeline(ctx: HtmlCtx) -> str:
+    tl = ctx.sec("timeline")
+    devs = rows_of(tl, "devices")
+    if not devs:
+        why = ("this report.json has no <code>timeline</code> section (written by an older version)" if not tl
+               else "<code>timeline.devices</code> is empty (no device timeline in the window)")
+        return section("timeline", "Timeline of the analysis window",
+                       [f'<p class="missing">No per-device timeline: {why}. The idle causes below still '
+                        "say where the idle time went.</p>"])
+    gaps_by_dev: Dict[Any, List[Row]] = {d.get("device_id"): rows_of(d, "largest_gaps") for d in ctx.rows("devices")}
+    kinds = [k for k in (ctx.sec("idle_causes").get("precedence") or []) if k in KIND_MEANING]
+    legend = "; ".join(f"{code(k)}: {h(KIND_MEANING[k])}" for k in kinds)
+    body = ["<p>Each bar is one bin of the window: busy time at the bottom, then the bin's idle time by "
+            "cause (docs/MODEL.md precedence). Drag to zoom, double-click to reset.</p>"]
+    body += [_device_block(ctx, i, d, gaps_by_dev) for i, d in enumerate(devs)]
+    if legend:
+        body.append(f'<p class="legend"><em>Causes:</em> {legend}.</p>')
+    return section("timeline", "Timeline of the analysis window", body)

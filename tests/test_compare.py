@@ -1,0 +1,378 @@
+"""`nsys-llm-explain compare`, the regression gate, `nsys_llm_explainer.compare()` and `Report.to_frame()`.
+
+Real before/after pair: 05 (before) vs 06 (after) of ../shared/traces — SOURCE.md of 06: same job, slower
+(median block period 19.3 ms vs 16.7 ms), busy falls, FSDP::pre_forward host stalls rise, flash_fwd unchanged.
+Synthetic pairs are written with the scenario simulator (``synth.scenarios``) from the same seed, so the two
+traces draw the same random numbers and differ only by what is planted.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from conftest import run_cli
+
+import nsys_llm_explainer as nle
+from nsys_llm_explainer.comparison import CompareResult, load_compare_schema
+from nsys_llm_explainer.comparison.html import render_compare_html
+from nsys_llm_explainer.comparison.write import gate
+from nsys_llm_explainer.errors import EXIT_REGRESSION, InputError, OptionalDependencyError
+from nsys_llm_explainer.synth import build_scenario
+from nsys_llm_explainer.synth.scenarios.names import K
+from nsys_llm_explainer.synth.scenarios.rank import Rank
+from nsys_llm_explainer.synth.scenarios.sim import US, Sim
+from nsys_llm_explainer.synth.scenarios.steps import forward, sample, write_trace
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+BEFORE = TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"
+AFTER = TRACES / "06_nsysai_mfu_2gpu_after" / "trace.sqlite"
+MS = 1_000_000
+
+
+def _json(result: CompareResult) -> dict:
+    return json.loads(json.dumps(result.to_dict(), allow_nan=False))
+
+
+def _validate(d: dict) -> None:
+    schema = load_compare_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(d, schema)
+
+
+def _one_line_error(proc) -> str:
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("nsys-llm-explain: error:")
+    return lines[0]
+
+
+def _lines(text: str):
+    return [ln for ln in text.splitlines() if ln.strip()]
+
+
+# ------------------------------------------------------------------------------------------ synthetic traces
+def decode_loop(path: Path, steps: int = 60, host_extra: int = 0, lm_head_extra: int = 0, nvtx: bool = True,
+                gpu: str = "NVIDIA H100 80GB HBM3", host_jitter: int = 0, seed: int = 3) -> Path:
+    """A one-GPU decode loop: per step (NVTX ``execute_model`` when ``nvtx``) 4 layers, the sampler (or, without
+    NVTX, 4 plain layers and no sampler: no step can be found), an LM-head GEMM, a stream sync, then host work.
+
+    Planted: ``host_extra`` ns of host work inside each step after the sync (the GPU is drained, so every step is
+    exactly that much longer); ``lm_head_extra`` ns more per LM-head kernel; ``host_jitter``: a further uniform
+    0…host_jitter ns of host work per step from its own generator (same in both traces of a pair)."""
+    sim = Sim("2024.2", seed)
+    r = Rank(sim, 4101, 0)
+    sim.b.gpu(0, name=gpu)
+    jitter = np.random.default_rng(99)
+    for _ in range(steps):
+        if nvtx:
+            r.push("execute_model")
+            forward([r], 4)
+            sample([r])
+        else:
+            for _layer in range(4):
+                for name, dur in ((K.RMS_NORM, 2500), (K.GEMM_QKV, 14000), (K.FLASH, 30000), (K.GEMM_UP, 28000)):
+                    r.launch(name, dur)
+        r.launch(K.LM_HEAD, 45000 + lm_head_extra)
+        r.stream_sync()
+        r.host(40 * US + host_extra + (int(jitter.integers(0, host_jitter)) if host_jitter else 0))
+        if nvtx:
+            r.pop()
+        r.host(30 * US)
+    write_trace(sim, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def synth_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("compare_synth")
+
+
+@pytest.fixture(scope="module")
+def base_trace(synth_dir) -> Path:
+    return decode_loop(synth_dir / "base.sqlite")
+
+
+@pytest.fixture(scope="module")
+def host_trace(synth_dir) -> Path:
+    return decode_loop(synth_dir / "host.sqlite", host_extra=400 * US)
+
+
+# ------------------------------------------------------------------------------------------ the real pair
+@pytest.fixture(scope="module")
+def real() -> CompareResult:
+    assert BEFORE.exists() and AFTER.exists(), f"../shared/traces is required: {TRACES}"
+    return nle.compare([str(BEFORE), str(AFTER)], labels=["before", "after"])
+
+
+def test_real_pair_after_is_slower_for_the_reason_source_md_gives(real):
+    m = real.metric
+    assert m.name == "iteration_period_p50"                      # 05/06 have no steps: the anchor-kernel period
+    assert "flash_fwd_kernel" in (m.anchor_kernel or "") and m.anchor_repeat == 2   # 2 flash kernels per block
+    b, a = real.traces
+    assert not b.steps.available and "no steps found" in b.notes[0]
+    c = real.comparisons[0]
+    assert (c.status, c.verdict, c.significant) == ("comparable", "slower", True)
+    # SOURCE.md reads the median block period by hand as 16.7 ms before, 19.3 ms after (another anchor point
+    # of the block): ours is within 0.3 / 0.5 ms of it and moves the same way
+    assert abs(b.metric.p50_ns - 16.7 * MS) < 0.3 * MS
+    assert abs(a.metric.p50_ns - 19.3 * MS) < 0.5 * MS
+    assert c.change_pct == pytest.approx(100 * (a.metric.p50_ns - b.metric.p50_ns) / b.metric.p50_ns)
+    assert 8 < c.change_pct < 20 and c.change_pct > c.noise_pct
+    assert b.metric.count >= 10 and a.metric.count >= 10 and c.similarity > 0.9
+    assert c.busy_pct_new < c.busy_pct_base                                # busy falls
+    # the main reason: host stalls inside NVTX ranges, FSDP::pre_forward the largest of them
+    r = c.main_reason
+    assert (r.component, r.name) == ("idle", "nvtx") and r.detail.startswith("FSDP::pre_forward")
+    fsdp = [d for d in c.idle_detail_changes if d.detail.startswith("FSDP::pre_forward")]
+    assert fsdp and fsdp[0].delta_per_unit_ns > 0
+    # flash_fwd unchanged (≤ 1 % per block): it would be wrong to claim it got faster or slower
+    flash = next(k for k in c.kernel_deltas if k.name == m.anchor_kernel)
+    assert abs(flash.change_pct) < 1.0
+    assert {f.id: f.change for f in c.finding_changes}["gpu_bound"] == "gone"
+    assert "slower" in c.headline[0] and "FSDP::pre_forward" in c.headline[2]
+    assert 3 <= len(c.headline) <= 5
+
+
+def test_real_pair_parts_add_up(real):
+    """Per unit of work: Σ categories + non-GPU = window; non-GPU = Σ idle causes (docs/MODEL.md)."""
+    for t in real.traces:
+        assert sum(s.ns for s in t.categories) == t.pooled_window_ns
+        assert sum(s.ns for s in t.idle_by_kind) == t.non_gpu_ns == t.pooled_window_ns - t.busy_ns
+    d = _json(real)
+    _validate(d)
+    assert d["schema_version"] == "1.0" and d["kind"] == "compare"
+
+
+def test_real_pair_cli_gate_and_outputs(tmp_path):
+    out = tmp_path / "cmp"
+    proc = run_cli("compare", str(BEFORE), str(AFTER), "--out", str(out), "--labels", "before,after",
+                   "--fail-on-regression", "5", "--quiet")
+    assert proc.returncode == EXIT_REGRESSION == 3, proc.stderr
+    lines = _lines(proc.stdout)
+    assert len(lines) == 1, proc.stdout                         # the gate's one line
+    line = lines[0]
+    d = json.loads((out / "compare.json").read_text())
+    c = d["comparisons"][0]
+    for part in ("REGRESSION", "median iteration period", "before", "after",
+                 f"{c['metric_base']['p50_ns'] / 1e6:.3f} ms", f"{c['metric_new']['p50_ns'] / 1e6:.3f} ms",
+                 f"{c['change_pct']:+.1f} %"):
+        assert part in line, (part, line)
+    _validate(d)
+    md = (out / "compare.md").read_text()
+    assert md.splitlines()[2].startswith("`after` is ") and "slower" in md.splitlines()[2]
+    for table in ("traces", "comparisons", "categories", "idle_by_kind", "part_changes", "kernel_deltas",
+                  "finding_changes"):
+        with open(out / "tables" / f"{table}.csv", newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+        assert rows and rows[0], table
+    html = (out / "compare.html").read_text()
+    assert "stack-categories" in html and "Content-Security-Policy" in html
+    # a limit above the change passes, printing one "ok" line; the output directory is reused
+    proc = run_cli("compare", str(BEFORE), str(AFTER), "--out", str(out), "--fail-on-regression", "50", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert len(_lines(proc.stdout)) == 1 and "ok:" in proc.stdout
+
+
+# ------------------------------------------------------------------------------------------ planted changes
+def test_planted_host_delay_per_step_is_measured_exactly(base_trace, host_trace):
+    res = nle.compare([str(base_trace), str(host_trace)])
+    assert res.metric.name == "step_time_p50" and res.metric.step_ranges == ("execute_model",)
+    c = res.comparisons[0]
+    assert c.status == "comparable" and c.verdict == "slower"
+    # same seed: each step of NEW is the step of BASE plus exactly 400 µs, so the median moves by exactly that
+    # (±1 ns for the half-up rounding of an interpolated median)
+    assert abs((c.metric_new.p50_ns - c.metric_base.p50_ns) - 400 * US) <= 1
+    assert abs(c.window_per_unit_new_ns - c.window_per_unit_base_ns - 400 * US) <= 400 * US * 0.02
+    assert c.main_reason.component == "idle" and c.main_reason.delta_per_unit_ns == pytest.approx(400 * US, rel=0.02)
+    assert all(abs(k.delta_per_unit_ns) <= 1 for k in c.kernel_deltas)    # no kernel changed
+    lines, failed = gate(res, 10.0)
+    assert failed and lines[0].startswith("REGRESSION: median step time")
+
+
+def test_planted_kernel_slowdown_is_the_top_kernel_delta(synth_dir, base_trace):
+    slow = decode_loop(synth_dir / "lmhead.sqlite", lm_head_extra=100 * US)
+    c = nle.compare([str(base_trace), str(slow)]).comparisons[0]
+    top = c.kernel_deltas[0]
+    assert top.name == K.LM_HEAD and (top.base_count, top.new_count) == (120, 120)   # 2 per step, 1 slowed
+    # planted +100 µs per step; kernel durations carry ±4 % multiplicative jitter (Rank.launch), the same draws
+    # in both traces, so the delta is 100 µs × mean(1 + 0.04 z) over 60 instances: sd 0.5 %; 3 % is > 5 sd
+    assert top.delta_per_unit_ns == pytest.approx(100 * US, rel=0.03)
+    assert c.main_reason.component == "category" and c.main_reason.name == "gemm"
+    assert c.verdict == "slower"
+    # the step is GPU-bound at its end (stream sync), so the step time grows by the same amount
+    assert c.metric_new.p50_ns - c.metric_base.p50_ns == pytest.approx(100 * US, rel=0.05)
+
+
+def test_no_steps_uses_the_anchor_kernel_period(synth_dir):
+    a = decode_loop(synth_dir / "plain_a.sqlite", nvtx=False)
+    b = decode_loop(synth_dir / "plain_b.sqlite", nvtx=False, host_extra=300 * US)
+    res = nle.compare([str(a), str(b)])
+    m = res.metric
+    assert m.name == "iteration_period_p50" and m.anchor_kernel == K.FLASH and m.anchor_repeat == 4
+    c = res.comparisons[0]
+    assert c.status == "comparable" and abs(c.metric_new.p50_ns - c.metric_base.p50_ns - 300 * US) <= 1
+    assert res.traces[0].units == pytest.approx(60.0)      # 240 flash kernels / 4 per iteration
+    _validate(_json(res))
+
+
+def test_same_scenario_other_seed_is_no_change_and_passes_the_gate(tmp_path):
+    """A/A: per_token_sync with seeds 0 and 2 differ only by noise (random sync stalls): no verdict, and a gate
+    tighter than that noise does not fail."""
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    build_scenario("per_token_sync", str(a), seed=0)
+    build_scenario("per_token_sync", str(b), seed=2)
+    res = nle.compare([str(a), str(b)])
+    c = res.comparisons[0]
+    assert c.status == "comparable" and c.verdict == "no_change" and not c.significant
+    assert 0 < c.change_pct < c.noise_pct
+    lines, failed = gate(res, 0.5)
+    assert not failed and lines[0].startswith("not failing, within the noise")
+
+
+def test_new_finding_shows_in_finding_changes(tmp_path):
+    a, b = tmp_path / "healthy.sqlite", tmp_path / "sync.sqlite"
+    build_scenario("healthy", str(a))
+    build_scenario("per_token_sync", str(b))
+    c = nle.compare([str(a), str(b)]).comparisons[0]
+    new = {f.category for f in c.finding_changes if f.change == "new"}
+    assert "sync_stall" in new
+    # per_token_sync plants a stall of uniform(800, 1200) µs inside each step's stream sync: the sync idle per
+    # step rises by its mean, 1 ms (sd of a 40-step mean: 18 µs; 6 % is > 3 sd plus the µs of sync overhead)
+    sync = next(d for d in c.idle_changes if d.name == "sync")
+    assert sync.delta_per_unit_ns == pytest.approx(1 * MS, rel=0.06)
+
+
+# ------------------------------------------------------------------------------------------ not comparable
+def test_too_short(tmp_path, base_trace):
+    short = decode_loop(tmp_path / "short.sqlite", steps=5, host_extra=2 * MS)
+    proc = run_cli("compare", str(base_trace), str(short), "--out", str(tmp_path / "o"), "--quiet",
+                   "--fail-on-regression", "0")
+    assert proc.returncode == 0, proc.stderr
+    line = _lines(proc.stdout)
+    assert len(line) == 1 and "not gated (too short to compare" in line[0] and "5 steps (< 10)" in line[0]
+    d = json.loads((tmp_path / "o" / "compare.json").read_text())
+    assert d["comparisons"][0]["status"] == "too_short" and d["comparisons"][0]["verdict"] == "not_compared"
+
+
+def test_too_different_gpus_and_kernels(tmp_path, base_trace):
+    other_gpu = decode_loop(tmp_path / "a100.sqlite", gpu="NVIDIA A100-SXM4-80GB", host_extra=MS)
+    c = nle.compare([str(base_trace), str(other_gpu)]).comparisons[0]
+    assert c.status == "too_different" and c.gpus_match is False and "different GPUs" in c.reasons[0]
+    train = tmp_path / "train.sqlite"
+    build_scenario("training_step", str(train))
+    res = nle.compare([str(base_trace), str(train)])
+    c = res.comparisons[0]
+    assert c.status == "too_different" and c.similarity < 0.5
+    assert any("Jaccard" in r for r in c.reasons)
+    lines, failed = gate(res, 0.0)
+    assert not failed and lines[0].startswith("not gated (too different to compare")
+
+
+def test_three_traces_compare_each_new_with_base(tmp_path, base_trace, host_trace):
+    res = nle.compare([str(base_trace), str(base_trace), str(host_trace)], labels=["b", "same", "slow"])
+    assert [(c.base, c.new) for c in res.comparisons] == [("b", "same"), ("b", "slow")]
+    assert res.comparisons[0].verdict == "no_change" and res.comparisons[0].change_pct == 0
+    lines, failed = gate(res, 5.0)
+    assert failed and lines[0].startswith("ok:") and lines[1].startswith("REGRESSION:")
+
+
+# ------------------------------------------------------------------------------------------ CLI errors
+@pytest.mark.parametrize("args, needle", [
+    (["ONE"], "at least two traces"),
+    (["ONE", "MISSING"], "not found"),
+    (["ONE", "ONE", "--labels", "a"], "--labels"),
+    (["ONE", "ONE", "--fail-on-regression", "fast"], "--fail-on-regression"),
+    (["ONE", "ONE", "--bogus"], "unrecognized arguments"),
+])
+def test_cli_errors_are_one_line_exit_2(tmp_path, base_trace, args, needle):
+    args = [str(base_trace) if a == "ONE" else str(tmp_path / "nope.sqlite") if a == "MISSING" else a
+            for a in args]
+    out = tmp_path / "o"
+    proc = run_cli("compare", *args, "--out", str(out))
+    assert proc.returncode == 2
+    assert needle in _one_line_error(proc)
+    assert not out.exists()
+
+
+def test_cli_refuses_foreign_out_dir(tmp_path, base_trace, host_trace):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    proc = run_cli("compare", str(base_trace), str(host_trace), "--out", str(out), "--quiet")
+    assert proc.returncode == 2 and "--force" in _one_line_error(proc)
+    proc = run_cli("compare", str(base_trace), str(host_trace), "--out", str(out), "--quiet", "--force")
+    assert proc.returncode == 0 and (out / "notes.txt").read_text() == "mine" and (out / "compare.md").exists()
+    assert proc.stdout == ""                                    # --quiet without the gate prints nothing
+
+
+def test_nsys_rep_without_nsys_is_one_line(tmp_path, base_trace):
+    rep = tmp_path / "new.nsys-rep"
+    rep.write_bytes(b"\x00" * 64)
+    proc = run_cli("compare", str(base_trace), str(rep), "--out", str(tmp_path / "o"),
+                   env_extra={"PATH": str(tmp_path)})                   # no nsys on PATH
+    assert proc.returncode == 2 and "nsys export --type sqlite" in _one_line_error(proc)
+    assert not (tmp_path / "o").exists()
+
+
+def test_schema_subcommand():
+    proc = run_cli("schema", "--compare")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == load_compare_schema()
+
+
+# ------------------------------------------------------------------------------------------ Python API
+def test_api_is_typed_frozen_and_writes_nothing(tmp_path, base_trace, host_trace, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = nle.compare([str(base_trace), str(host_trace)], labels=["x", "y"], top=5)
+    assert isinstance(res, CompareResult) and callable(nle.compare)        # still the function after a call
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.metric = None  # type: ignore[misc]
+    assert list(tmp_path.iterdir()) == []
+    _validate(_json(res))
+    with pytest.raises(InputError):
+        nle.compare([str(base_trace)])
+    with pytest.raises(InputError):
+        nle.compare([str(base_trace), str(host_trace)], bogus=1)
+
+
+def test_html_escapes_names_and_loads_nothing(base_trace, host_trace):
+    evil = '<script>alert("x")</script>&'
+    d = _json(nle.compare([str(base_trace), str(host_trace)], labels=[evil, "new</script>"]))
+    page = render_compare_html(d, js="")
+    assert "<script>alert" not in page and "new</script>" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
+    assert "src=" not in page and "http://" not in page and "https://" not in page   # nothing to load
+    assert "default-src &#x27;none&#x27;" in page          # the CSP (attribute-escaped)
+
+
+# ------------------------------------------------------------------------------------------ Report.to_frame
+def test_to_frame(base_trace):
+    pd = pytest.importorskip("pandas")
+    rep = nle.analyze(str(base_trace))
+    d = rep.to_dict()
+    k = rep.to_frame("kernels")
+    assert isinstance(k, pd.DataFrame) and len(k) == len(d["kernels"]) and {"name", "total_ns"} <= set(k.columns)
+    assert int(k["total_ns"].sum()) == sum(r["total_ns"] for r in d["kernels"])
+    assert len(rep.to_frame("steps")) == d["steps"]["step_count"] == 60
+    assert {"device_id", "kind", "detail", "ns"} <= set(rep.to_frame("idle_causes").columns)
+    assert "full.busy_ns" in rep.to_frame("devices").columns
+    for name in ("findings", "categories"):
+        assert len(rep.to_frame(name)) > 0
+    with pytest.raises(ValueError, match="known"):
+        rep.to_frame("nope")
+
+
+def test_to_frame_without_pandas(base_trace, monkeypatch):
+    rep = nle.analyze(str(base_trace))
+    monkeypatch.setitem(sys.modules, "pandas", None)            # `import pandas` now raises ImportError
+    with pytest.raises(ImportError) as exc:
+        rep.to_frame("kernels")
+    assert isinstance(exc.value, OptionalDependencyError)
+    assert "pip install 'nsys-llm-explainer[pandas]'" in str(exc.value)

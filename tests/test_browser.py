@@ -187,3 +187,33 @@ def test_hostile_names_show_as_text_and_run_nothing(driver: Any, tmp_path: Path)
     details = [c["detail"] for c in data["idle_causes"]["devices"][0]["causes"] if c["kind"] == "nvtx"]
     shown = [f"nvtx: {shorten(d, LABEL_DETAIL)}" for d in details]
     assert len(shown) == 3 and all(s in state["ticks"] for s in shown), (shown, state["ticks"])
+
+
+def test_compare_page_draws_and_hostile_labels_stay_inert(driver: Any, tmp_path: Path) -> None:
+    """compare.html of two planted-cause scenarios with markup in the labels and kernel names: the stacked bars
+    are drawn, no console error, nothing requested, the labels show as text and run nothing."""
+    import nsys_llm_explainer as nle
+    from nsys_llm_explainer.comparison.write import write_compare
+    from nsys_llm_explainer.synth import build_scenario
+
+    paths = []
+    for name in ("healthy", "per_token_sync"):
+        p = tmp_path / f"{name}.sqlite"
+        build_scenario(name, str(p))
+        paths.append(str(p))
+    hostile = tmp_path / EVIL_FILE
+    build_hostile(hostile)
+    labels = ["base" + EVIL_IMG, "new" + EVIL_SCRIPT]
+    write_compare(nle.compare(paths, labels=labels), tmp_path / "cmp")
+    page = open_page(driver, tmp_path / "cmp" / "compare.html")
+    assert_charts_drawn(driver, page)
+    state = driver.execute_script(
+        "return {pwned: typeof window.__pwned, alerted: window.__alerted === undefined ? null : window.__alerted,"
+        " imgs: document.images.length, text: document.body.innerText};")
+    assert state["pwned"] == "undefined" and state["alerted"] is None and state["imgs"] == 0
+    assert all(label in state["text"] for label in labels)
+    # the hostile trace compares too (too different to gate), its page stays inert
+    write_compare(nle.compare([paths[0], str(hostile)], labels=["a", "b" + EVIL_LINK]), tmp_path / "cmp2")
+    page = open_page(driver, tmp_path / "cmp2" / "compare.html")
+    assert page["severe"] == [] and all(u.startswith(("file:", "data:", "about:")) for u in page["urls"])
+    assert driver.execute_script("return typeof window.__pwned;") == "undefined"

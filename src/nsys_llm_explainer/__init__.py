@@ -9,6 +9,7 @@ Public API (writes no files)::
     md = nle.render_markdown(rep)                 # the report.md text
     cmp = nle.compare(["base.sqlite", "new.sqlite"])  # typed CompareResult; cmp.to_dict() is compare.json
     df = rep.to_frame("kernels")                  # a pandas DataFrame (pip install nsys-llm-explainer[pandas])
+    cl = nle.analyze_cluster(["rank0.sqlite", "rank1.sqlite"])  # typed ClusterResult; cl.to_dict() is cluster.json
 """
 
 from __future__ import annotations
@@ -56,4 +57,20 @@ def compare(paths: Sequence[str], labels: Optional[Sequence[str]] = None, **opti
     return result
 
 
-__all__ = ["__version__", "analyze", "compare", "render_markdown"]
+def analyze_cluster(paths: Union[str, Sequence[str]], jobs: Optional[int] = None, scheduler: Optional[str] = None,
+                    **options: Any):
+    """Analyze several exports (files, directories or globs; e.g. one per rank) and return the typed
+    :class:`cluster.ClusterResult` (``to_dict()`` is ``cluster.json``); writes no files.
+
+    Each file is analysed on its own (``options`` as in :func:`analyze`, applied to every file) by a local process
+    pool of ``jobs`` workers (default min(files, CPUs)), or on the Dask cluster at ``scheduler`` (``"local"``: a
+    ``LocalCluster``; needs ``pip install 'nsys-llm-explainer[dask]'``). Definitions: docs/CLUSTER.md.
+    """
+    from .cluster import analyze_many
+    from .options import options_from_kwargs
+
+    items = [str(paths)] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else [str(p) for p in paths]
+    return analyze_many(items, options_from_kwargs(**options), jobs, scheduler)
+
+
+__all__ = ["__version__", "analyze", "analyze_cluster", "compare", "render_markdown"]

@@ -69,8 +69,9 @@ def _parser() -> argparse.ArgumentParser:
                     f"(subcommands: `{PROG} demo --out DIR`, `{PROG} compare BASE NEW --out DIR`, "
                     f"`{PROG} schema [--compare]`).",
     )
-    p.add_argument("trace", help="trace.sqlite exported by `nsys export --type sqlite` "
-                                  "(or .nsys-rep/.qdrep with nsys on PATH)")
+    p.add_argument("traces", nargs="+", metavar="trace",
+                   help="trace.sqlite exported by `nsys export --type sqlite` (or .nsys-rep/.qdrep with nsys on PATH); "
+                        "several files, a directory or a glob give one cluster report (docs/CLUSTER.md)")
     p.add_argument("--out", required=True, help="output directory (new, empty, or holding a previous report)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --out that is not a previous report")
     p.add_argument("--phase-map", "--phases-json", dest="phase_map", metavar="FILE",
@@ -86,9 +87,58 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--step-range", metavar="NVTX_NAME", help="NVTX range name that delimits one step")
     p.add_argument("--window", metavar="START_NS:END_NS", help="analyze only this time window (steady state)")
     p.add_argument("--window-nvtx", metavar="RANGE_NAME", help="steady-state window = span of this NVTX range")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="several traces: analyse N files at a time (default: min(files, CPU count))")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="several traces: run the per-file analyses on this Dask scheduler (`local`: a LocalCluster); "
+                        "needs the dask extra")
     p.add_argument("--quiet", action="store_true", help="no stdout summary, no progress")
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return p
+
+
+def _is_cluster(items: Sequence[str]) -> bool:
+    """Several traces, a directory or a glob (that names no existing file) → cluster report."""
+    if len(items) != 1:
+        return True
+    p = Path(items[0])
+    return p.is_dir() or (not p.exists() and any(c in items[0] for c in "*?["))
+
+
+def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, quiet: bool, jobs: Optional[int],
+                scheduler: Optional[str]) -> int:
+    from .cluster import analyze_many
+    from .cluster.write import check_cluster_out, write_cluster_files
+    from .errors import OptionalDependencyError
+    from .output import Staging
+
+    if jobs is not None and jobs < 1:
+        raise InputError(f"--jobs must be ≥ 1, got {jobs}")
+    if scheduler:
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise InputError("--scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
+    check_cluster_out(out, force)
+    progress = Progress(enabled=not quiet)
+    try:
+        with Staging(out) as st:
+            assert st.tmp is not None
+            progress("analyzing the traces")
+            try:
+                result = analyze_many(items, opts, jobs, scheduler, rank_root=str(st.tmp / "ranks"))
+            except OptionalDependencyError as exc:
+                raise InputError(str(exc)) from None
+            progress("writing the cluster report")
+            write_cluster_files(result.to_dict(), st.tmp)
+            st.commit()
+    finally:
+        progress.stop()
+    if not quiet:
+        print(f"{PROG}: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ ({len(result.files)} files)")
+        for c in result.claims[:3]:
+            print("  " + " ".join(str(c["title"]).split())[:160])
+    return 0
 
 
 def _demo_parser() -> argparse.ArgumentParser:
@@ -276,7 +326,9 @@ def _main(argv: Sequence[str]) -> int:
                                 display_path=str(out / "demo_trace.sqlite"), extra_files=[trace])
     a = _parser().parse_args(argv)
     opts = options_from_args(a)   # validates every option and reads the option files before the analysis
-    return run_analysis(Path(a.trace), Path(a.out), opts, a.force, a.quiet)
+    if _is_cluster(a.traces):
+        return run_cluster(a.traces, Path(a.out), opts, a.force, a.quiet, a.jobs, a.scheduler)
+    return run_analysis(Path(a.traces[0]), Path(a.out), opts, a.force, a.quiet)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

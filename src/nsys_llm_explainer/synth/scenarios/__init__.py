@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from .cluster import CLUSTER_SCENARIOS, build_cluster  # noqa: F401  (multi-file scenarios)
 from .compute import fp32_gemm, training_step
 from .copies import async_copies, pageable_async_copy
 from .graphs import cuda_graph_node, graph_level, overlapping_streams

@@ -1,0 +1,54 @@
+"""Clock alignment of several exports (docs/CLUSTER.md).
+
+Nsight Systems writes event timestamps on the *session timeline*: ns since the session start, whose wall-clock
+UTC is ``TARGET_INFO_SESSION_START_TIME.utcEpochNs`` (SCHEMA.md §2.2). ``nsys export --ts-normalize`` adds
+``utcEpochNs`` to every timestamp (``META_DATA_EXPORT.EXPORT_PARAM_TIME_NORMALIZE = true``) and ``--ts-shift N``
+adds ``N`` (``EXPORT_CONFIG_TIME_SHIFT``). So the UTC time of an export timestamp ``ts`` is::
+
+    utc(ts) = ts − shift + (0 if normalized else utcEpochNs)
+
+The cluster timeline is UTC minus the earliest session start of all files (``base_utc_ns``), so each file gets
+``offset_ns = (0 if normalized else utcEpochNs) − shift − base_utc_ns`` and ``aligned = ts + offset_ns``
+(NVIDIA's multi-report recipes do the same: add ``utcEpochNs − min(utcEpochNs)``).
+``ANALYSIS_DETAILS.startTime`` is never used (a host-clock value in 2026.x).
+
+Files cannot be aligned when one lacks ``utcEpochNs``, or when their aligned activity spans do not all
+overlap one another (not one job, or broken clocks); the cluster report then says why and makes no
+cross-rank timing claim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+from .summary import FileSummary
+
+
+@dataclass(frozen=True)
+class Alignment:
+    aligned: bool
+    reason: Optional[str]
+    base_utc_ns: Optional[int]
+    offsets_ns: Tuple[Optional[int], ...]    # per file, in input order (None when not aligned)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"aligned": self.aligned, "reason": self.reason, "base_utc_ns": self.base_utc_ns,
+                "offsets_ns": list(self.offsets_ns)}
+
+
+def align(files: Sequence[FileSummary]) -> Alignment:
+    none = tuple(None for _ in files)
+    missing = [f.label for f in files if f.clock.utc_epoch_ns is None]
+    if missing:
+        return Alignment(False, f"no session start time (TARGET_INFO_SESSION_START_TIME.utcEpochNs) in "
+                                f"{', '.join(missing)}", None, none)
+    base = min(int(f.clock.utc_epoch_ns) for f in files)  # type: ignore[arg-type]
+    offs = tuple((0 if f.clock.normalized else int(f.clock.utc_epoch_ns)) - f.clock.shift_ns - base  # type: ignore
+                 for f in files)
+    spans = [(f.clock.start_ns + o, f.clock.end_ns + o) for f, o in zip(files, offs)
+             if f.clock.start_ns is not None and f.clock.end_ns is not None]
+    if len(spans) >= 2 and max(s for s, _ in spans) >= min(e for _, e in spans):
+        return Alignment(False, "the files' captured activity does not overlap in time after aligning their "
+                                "session start times (not one run, or host clocks disagree)", base, none)
+    return Alignment(True, None, base, offs)

@@ -1,0 +1,137 @@
+"""NCCL collectives matched across ranks of several files (docs/CLUSTER.md).
+
+* **rank** — one (file, pid, device) with NCCL kernels; named by the file label when the file has one such
+  (pid, device), else ``label/pid P/GPU D``. Ranks are ordered by input file, then pid, then device.
+* **matching** — no export we read names the NCCL communicator of a kernel, so collectives are matched per
+  **collective name** (:func:`analyses.nccl.collective_name`): the k-th kernel (issue = start order) of a name
+  on one rank is matched with the k-th kernel of that name on every other rank running that name; an
+  instance is *matched* when all those ranks (≥ 2) have a k-th kernel. ``unmatched_kernels`` are the rest.
+* per matched instance, on the aligned clock (:mod:`.align`): ``last_start`` = the latest kernel start; the
+  **late arriver** is the rank whose kernel starts at ``last_start`` (ties: the first rank in rank order);
+  a rank's **wait** = ``last_start − its own start`` (the time its kernel sat waiting for the late arriver;
+  0 for the late arriver itself); ``skew`` = ``last_start − earliest start``.
+* per rank: ``matched``, ``wait_ns_total`` (Σ wait), ``wait_mean_ns`` / ``wait_p50_ns`` (rounded half up),
+  ``last_arrival_count``, ``last_arrival_share`` = count / matched.
+
+Without aligned clocks only counts are given (waits, skew and late arrivers are ``None``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..analyses.stats import median, round_half_up
+from ..jsonable import json_ready
+from .align import Alignment
+from .summary import FileSummary
+
+Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CollectivesResult:
+    available: bool
+    reason: Optional[str]
+    timed: bool                       # waits / late arrivers computed (clocks aligned)
+    ranks: Tuple[Row, ...] = ()
+    by_name: Tuple[Row, ...] = ()
+    instances: Tuple[Row, ...] = ()   # one row per matched instance: name, seq, late_rank, starts, skew
+    matched_collectives: int = 0
+    unmatched_kernels: int = 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "timed": self.timed, "ranks": self.ranks,
+            "by_name": self.by_name, "matched_collectives": self.matched_collectives,
+            "unmatched_kernels": self.unmatched_kernels, "instances": self.instances})
+
+
+def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
+    """(file index, pid, device) → rank name (module docstring)."""
+    out: Dict[Tuple[int, int, int], str] = {}
+    for i, f in enumerate(files):
+        keys = sorted({(s.pid, s.device_id) for s in f.nccl})
+        for pid, dev in keys:
+            out[(i, pid, dev)] = f.label if len(keys) == 1 else f"{f.label}/pid {pid}/GPU {dev}"
+    return out
+
+
+def _half_up(x: float) -> int:
+    return int(round_half_up(np.float64(x)))
+
+
+def match_collectives(files: Sequence[FileSummary], al: Alignment) -> CollectivesResult:
+    names = rank_names(files)
+    if not names:
+        return CollectivesResult(False, "no NCCL kernels in any file", False)
+    order = sorted(names)
+    rix = {k: j for j, k in enumerate(order)}
+    series: Dict[str, Dict[int, Any]] = {}
+    for i, f in enumerate(files):
+        for s in f.nccl:
+            series.setdefault(s.name, {})[rix[(i, s.pid, s.device_id)]] = (s, i)
+    timed = al.aligned
+    n = len(order)
+    waits: List[List[int]] = [[] for _ in range(n)]
+    matched_per = [0] * n
+    last_cnt = [0] * n
+    by_name: List[Row] = []
+    instances: List[Row] = []
+    matched_total = unmatched = 0
+    for cname in sorted(series):
+        members = sorted(series[cname])
+        lens = [len(series[cname][r][0].start) for r in members]
+        m = min(lens) if len(members) >= 2 else 0
+        unmatched += sum(lens) - m * len(members)
+        matched_total += m
+        skews: List[int] = []
+        late_c = {r: 0 for r in members}
+        for k in range(m):
+            starts = []
+            for r in members:
+                s, fi = series[cname][r]
+                off = al.offsets_ns[fi] if timed else 0
+                starts.append(int(s.start[k]) + int(off or 0))
+            for r in members:
+                matched_per[r] += 1
+            if not timed:
+                continue
+            last = max(starts)
+            late = members[starts.index(last)]
+            last_cnt[late] += 1
+            late_c[late] += 1
+            skews.append(last - min(starts))
+            for r, st in zip(members, starts):
+                waits[r].append(last - st)
+            instances.append({"name": cname, "seq": k, "late_rank": names[order[late]],
+                              "first_start_ns": min(starts), "last_start_ns": last, "skew_ns": last - min(starts)})
+        row: Row = {"name": cname, "ranks": len(members), "matched": m, "kernels": sum(lens),
+                    "unmatched_kernels": sum(lens) - m * len(members)}
+        if timed and skews:
+            sk = np.array(skews, np.int64)
+            top = max(members, key=lambda r: (late_c[r], -r))
+            row.update(skew_total_ns=int(sk.sum()), skew_p50_ns=_half_up(median(sk)), skew_max_ns=int(sk.max()),
+                       most_late_rank=names[order[top]], most_late_share=round(late_c[top] / m, 4))
+        by_name.append(row)
+    ranks: List[Row] = []
+    for j, key in enumerate(order):
+        i, pid, dev = key
+        ser = [s for s in files[i].nccl if (s.pid, s.device_id) == (pid, dev)]
+        row = {"rank": names[key], "file": files[i].label, "pid": pid, "device_id": dev,
+               "nccl_count": sum(len(s.start) for s in ser),
+               "nccl_total_ns": sum(int(e) - int(b) for s in ser for b, e in zip(s.start, s.end)),
+               "matched": matched_per[j]}
+        if timed:
+            w = np.array(waits[j], np.int64)
+            row.update(wait_ns_total=int(w.sum()), wait_mean_ns=_half_up(w.mean()) if w.shape[0] else 0,
+                       wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=last_cnt[j],
+                       last_arrival_share=round(last_cnt[j] / matched_per[j], 4) if matched_per[j] else 0.0)
+        ranks.append(row)
+    reason = None if timed else f"clocks not aligned: {al.reason}"
+    if matched_total == 0:
+        reason = "no collective could be matched across ranks" if n >= 2 else "NCCL kernels on a single rank"
+    return CollectivesResult(True, reason, timed and matched_total > 0, tuple(ranks), tuple(by_name),
+                             tuple(instances), matched_total, unmatched)

@@ -1,0 +1,191 @@
+"""Per-file work of a cluster run: analyse one export and keep a compact, picklable :class:`FileSummary`.
+
+A worker (local process or Dask) runs :func:`analyze_file`: the full single-file analysis
+(:func:`pipeline.analyze_path`), optionally the file's own report written under ``ranks/<label>/``, and returns
+only what the cluster view needs — never the model or its arrays:
+
+* per device (steady window of that file): ``busy_ns``, ``busy_pct``, ``idle_ns``, idle ns by cause kind,
+  kernel count, step count and step time p50 / p90 (:func:`stats.summary` of the steps on that device);
+* the NCCL kernel instances per (pid, device, collective name), in issue (start) order: start, end, stream;
+* the clock facts alignment needs (``TARGET_INFO_SESSION_START_TIME.utcEpochNs``, the export's
+  time-normalize flag and time shift, the activity span).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from ..analyses.nccl import NCCL_RE, collective_name
+from ..analyses.stats import summary
+from ..jsonable import json_ready
+from ..options import Options
+
+
+@dataclass(frozen=True)
+class DeviceSummary:
+    device_id: int
+    window_ns: int
+    busy_ns: int
+    busy_pct: float
+    idle_ns: int
+    idle_by_kind: Tuple[Tuple[str, int], ...]   # (kind, ns), precedence order, kinds with ns > 0
+    kernel_count: int
+    step_count: int
+    step_p50_ns: Optional[int]
+    step_p90_ns: Optional[int]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "device_id": self.device_id, "window_ns": self.window_ns, "busy_ns": self.busy_ns,
+            "busy_pct": self.busy_pct, "idle_ns": self.idle_ns, "idle_by_kind": dict(self.idle_by_kind),
+            "kernel_count": self.kernel_count, "step_count": self.step_count, "step_p50_ns": self.step_p50_ns,
+            "step_p90_ns": self.step_p90_ns})
+
+
+@dataclass(frozen=True)
+class NcclSeries:
+    """NCCL kernels of one collective name on one (pid, device), in issue (start) order; export timeline."""
+
+    pid: int
+    device_id: int
+    name: str
+    start: Tuple[int, ...]
+    end: Tuple[int, ...]
+    stream: Tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ClockInfo:
+    utc_epoch_ns: Optional[int]     # TARGET_INFO_SESSION_START_TIME.utcEpochNs
+    normalized: bool                # EXPORT_PARAM_TIME_NORMALIZE == true: timestamps already UTC epoch ns
+    shift_ns: int                   # EXPORT_CONFIG_TIME_SHIFT / EXPORT_PARAM_TIME_SHIFT
+    start_ns: Optional[int]         # first / last activity timestamp, export timeline
+    end_ns: Optional[int]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"utc_epoch_ns": self.utc_epoch_ns, "normalized": self.normalized, "shift_ns": self.shift_ns,
+                "start_ns": self.start_ns, "end_ns": self.end_ns}
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    label: str
+    path: str
+    nsys_version: Optional[str]
+    window_start_ns: int
+    window_end_ns: int
+    window_method: str
+    clock: ClockInfo
+    devices: Tuple[DeviceSummary, ...]
+    nccl: Tuple[NcclSeries, ...]
+    headline: str
+    warnings: Tuple[str, ...]
+
+
+def _int_meta(meta: Dict[str, Any], *keys: str) -> int:
+    for k in keys:
+        v = meta.get(k)
+        if v:
+            try:
+                return int(str(v[0]).strip() or 0)
+            except ValueError:
+                continue
+    return 0
+
+
+def _clock(model: Any) -> ClockInfo:
+    meta = model.info.meta
+    raw = model.info.session.get("utcEpochNs")
+    try:
+        utc = int(raw) if raw is not None and int(raw) > 0 else None
+    except (TypeError, ValueError):
+        utc = None
+    norm = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or ["false"])[0].strip().lower() in ("true", "1", "yes")
+    shift = _int_meta(meta, "EXPORT_CONFIG_TIME_SHIFT", "EXPORT_PARAM_TIME_SHIFT")
+    return ClockInfo(utc, norm, shift, model.trace_start, model.trace_end)
+
+
+def _nccl(model: Any) -> Tuple[NcclSeries, ...]:
+    k = model.kernels
+    if k is None or len(k) == 0:
+        return ()
+    is_nccl = np.array([bool(NCCL_RE.search(n)) for n in k.names] + [False], bool)[k.name_idx]
+    rows = np.nonzero(is_nccl)[0]
+    if rows.shape[0] == 0:
+        return ()
+    coll = [collective_name(k.names[j]) for j in k.name_idx[rows].tolist()]
+    groups: Dict[Tuple[int, int, str], list] = {}
+    for i, c in zip(rows.tolist(), coll):
+        groups.setdefault((int(k.pid[i]), int(k.device[i]), c), []).append(i)
+    out = []
+    for (pid, dev, name), idx in sorted(groups.items()):
+        ix = np.array(idx, np.int64)
+        ix = ix[np.lexsort((k.end[ix], k.start[ix]))]     # issue order = start order (stable on end)
+        out.append(NcclSeries(pid, dev, name, tuple(k.start[ix].tolist()), tuple(k.end[ix].tolist()),
+                              tuple(k.stream[ix].tolist())))
+    return tuple(out)
+
+
+def _devices(report: Any, d: Dict[str, Any]) -> Tuple[DeviceSummary, ...]:
+    causes = {c["device_id"]: c for c in d["idle_causes"].get("devices", [])}
+    order = list(d["idle_causes"].get("precedence") or [])
+    st = report.diagnosis.steps
+    arr = st.arrays if st.available else None
+    out = []
+    for dev in d["devices"]:
+        did = int(dev["device_id"])
+        by_kind: Dict[str, int] = {}
+        for c in causes.get(did, {}).get("causes", []):
+            by_kind[c["kind"]] = by_kind.get(c["kind"], 0) + int(c["ns"])
+        kinds = sorted(by_kind, key=lambda x: (order.index(x) if x in order else len(order), x))
+        n, p50, p90 = 0, None, None
+        if arr is not None and len(arr):
+            wall = arr.wall[arr.device == did]
+            n = int(wall.shape[0])
+            if n:
+                s = summary(wall)
+                p50, p90 = int(s["p50_ns"]), int(s["p90_ns"])
+        out.append(DeviceSummary(did, int(dev["window_ns"]), int(dev["busy_ns"]), float(dev["busy_pct"]),
+                                 int(dev["idle_ns"]), tuple((x, by_kind[x]) for x in kinds if by_kind[x] > 0),
+                                 int(dev["kernel_count"]), n, p50, p90))
+    return tuple(out)
+
+
+def summarize(report: Any, label: str, data: Optional[Dict[str, Any]] = None) -> FileSummary:
+    """The compact summary of a :class:`pipeline.Report` (``data``: its ``to_dict()`` when already made)."""
+    d = data if data is not None else report.to_dict()
+    w = report.window
+    return FileSummary(
+        label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
+        window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns), window_method=str(w.method),
+        clock=_clock(report.model), devices=_devices(report, d), nccl=_nccl(report.model),
+        headline=str(report.headline.verdict), warnings=tuple(report.warnings))
+
+
+def analyze_file(path: str, label: str, options: Optional[Options] = None,
+                 rank_dir: Optional[str] = None) -> FileSummary:
+    """Worker entry point: analyse ``path``; with ``rank_dir``, also write its single-file report there."""
+    import tempfile
+
+    from ..pipeline import analyze_path
+
+    with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-rank-") as td:
+        src = Path(path)
+        shown = None
+        if src.suffix.lower() in (".nsys-rep", ".qdrep"):
+            from ..cli import _export_report
+            src, shown = _export_report(Path(path), Path(td)), str(path)
+        report = analyze_path(str(src), options, display_path=shown)
+    data = report.to_dict()
+    if rank_dir is not None:
+        from ..render import ALL_RENDERERS
+
+        out = Path(rank_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for r in ALL_RENDERERS:
+            (r() if isinstance(r, type) else r).render(data, out)
+    return summarize(report, label, data)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..jsonable import json_ready
 from ..model.trace import TraceModel
-from .nvtx_tree import NvtxTree, combine_innermost, enclosing_by_domain
+from .nvtx_tree import NvtxTree, combine_innermost, enclosing_by_domain, has_ancestor_with_key, subtree_sums
 from .stats import pct
 
 Row = Dict[str, Any]
@@ -88,20 +88,14 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     inner_t = np.bincount(node[att], weights=dur[att], minlength=n).astype(np.int64)
     inner_c = np.bincount(node[att], minlength=n).astype(np.int64)
     # inclusive sums: a kernel sits in one innermost node per domain stack of its launching thread
-    sub_t = np.zeros(n, np.int64)
-    sub_c = np.zeros(n, np.int64)
+    own_t = np.zeros(n, np.int64)
+    own_c = np.zeros(n, np.int64)
     for dn in kernel_nodes.values():
         m = dn >= 0
-        sub_t += np.bincount(dn[m], weights=dur[m], minlength=n).astype(np.int64)
-        sub_c += np.bincount(dn[m], minlength=n).astype(np.int64)
-    for d in range(int(tree.depth.max()), 0, -1):
-        m = np.nonzero(tree.depth == d)[0]
-        np.add.at(sub_t, tree.parent[m], sub_t[m])
-        np.add.at(sub_c, tree.parent[m], sub_c[m])
-    dup = np.zeros(n, bool)   # has an ancestor with the same name
-    for anc in tree.ancestors_rounds():
-        ok = anc >= 0
-        dup |= ok & (tree.name_idx[np.maximum(anc, 0)] == tree.name_idx)
+        own_t += np.bincount(dn[m], weights=dur[m], minlength=n).astype(np.int64)
+        own_c += np.bincount(dn[m], minlength=n).astype(np.int64)
+    sub_t, sub_c = subtree_sums(tree, own_t), subtree_sums(tree, own_c)
+    dup = has_ancestor_with_key(tree, tree.name_idx)   # has an ancestor with the same name
     names = model.nvtx.names if model.nvtx is not None else []
     nn = len(names)
     first = ~dup

@@ -46,7 +46,7 @@ from ..config.phase_map import (  # noqa: F401  (re-exported: phase maps are rea
 from ..jsonable import json_ready
 from ..model.trace import TraceModel
 from . import intervals as iv
-from .nvtx_tree import NvtxTree
+from .nvtx_tree import NvtxTree, nearest_marked
 from .stats import pct
 
 PhaseMapLike = Union[PhaseMap, Mapping[str, Sequence[str]]]
@@ -88,12 +88,7 @@ def phase_of_names(names: Sequence[str], phase_map: PhaseMapLike,
 def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(own phase per node, phase owner per node): the nearest ancestor-or-self with a phase, -1 if none."""
     own = name_phase[tree.name_idx]
-    owner = np.where(own >= 0, np.arange(len(tree)), -1)
-    for anc in tree.ancestors_rounds():
-        need = (owner < 0) & (anc >= 0)
-        a = np.maximum(anc, 0)
-        owner = np.where(need & (own[a] >= 0), a, owner)
-    return own, owner
+    return own, nearest_marked(tree.parent, own >= 0)
 
 
 @dataclass(frozen=True)

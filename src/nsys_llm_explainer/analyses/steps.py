@@ -84,6 +84,16 @@ class StepArrays:
                 "gpu_idle_ns": int(self.gpu_idle[i]), "kernel_count": int(self.kernel_count[i]),
                 "sync_ns": int(self.sync[i]), "memcpy_ns": int(self.memcpy[i])}
 
+    def rows(self, limit: Optional[int] = None) -> List[Dict[str, object]]:
+        """``row(i)`` for the first ``limit`` steps (all by default), converting each column once."""
+        k = len(self) if limit is None else min(limit, len(self))
+        cols = [[int(v) for v in x[:k].tolist()] for x in (self.start, self.end, self.pid, self.device,
+                                                          self.gpu_busy, self.kernel_count, self.sync, self.memcpy)]
+        labels = [self.phase_label(i) for i in range(k)]
+        return [{"index": i, "start_ns": s, "end_ns": e, "wall_ns": e - s, "phase": ph, "pid": p, "device": d,
+                 "gpu_busy_ns": b, "gpu_idle_ns": e - s - b, "kernel_count": kc, "sync_ns": sy, "memcpy_ns": mc}
+                for i, (s, e, p, d, b, kc, sy, mc, ph) in enumerate(zip(*cols, labels))]
+
 
 @dataclass(frozen=True)
 class StepResult:
@@ -114,13 +124,13 @@ class StepResult:
             "marker_regex": self.marker_regex, "marker_kernels": self.marker_kernels, "step_count": self.step_count,
             "summary": self.summary, "totals": self.totals, "by_phase": self.by_phase, "by_pid": self.by_pid,
             "median_by_phase": self.median_by_phase, "slowest": self.slowest, "outliers": self.outliers,
-            "notes": self.notes}), "rows": [self.arrays.row(i) for i in range(min(n, MAX_ROWS))] if n else [],
+            "notes": self.notes}), "rows": self.arrays.rows(MAX_ROWS) if n else [],
             "rows_capped": n > MAX_ROWS}   # StepArrays.row() gives builtins already
 
     def table(self) -> List[Row]:
         """Every step as a row (for CSV output)."""
         a = self.arrays
-        return [a.row(i) for i in range(len(a))] if a is not None else []
+        return a.rows() if a is not None else []
 
 
 # ------------------------------------------------------------------------------------------- metrics

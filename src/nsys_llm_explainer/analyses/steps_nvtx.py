@@ -14,7 +14,14 @@ import numpy as np
 
 from ..config.phase_map import PhaseMap
 from ..model.trace import TraceModel
-from .nvtx_tree import NvtxTree, enclosing_by_domain, innermost_enclosing
+from .nvtx_tree import (
+    NvtxTree,
+    enclosing_by_domain,
+    has_ancestor_with_key,
+    innermost_enclosing,
+    nearest_marked,
+    subtree_sums,
+)
 from .phases import phase_of_names
 
 MIN_INSTANCES = 3
@@ -82,20 +89,12 @@ def kernel_nodes(model: TraceModel, tree: NvtxTree, li: np.ndarray) -> np.ndarra
 def _subtree_counts(tree: NvtxTree, node: np.ndarray) -> np.ndarray:
     """Kernels launched inside each tree node (its own and its descendants')."""
     n = len(tree)
-    c = np.bincount(node[node >= 0], minlength=n).astype(np.int64)
-    for d in range(int(tree.depth.max()) if n else 0, 0, -1):
-        m = np.nonzero(tree.depth == d)[0]
-        np.add.at(c, tree.parent[m], c[m])
-    return c
+    return subtree_sums(tree, np.bincount(node[node >= 0], minlength=n).astype(np.int64))
 
 
 def _self_nested(tree: NvtxTree, key: np.ndarray) -> np.ndarray:
     """Nodes with an ancestor of the same ``key`` (per node)."""
-    dup = np.zeros(len(tree), bool)
-    for anc in tree.ancestors_rounds():
-        ok = anc >= 0
-        dup |= ok & (key[np.maximum(anc, 0)] == key)
-    return dup
+    return has_ancestor_with_key(tree, key)
 
 
 def _overlaps(pid: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
@@ -215,17 +214,9 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
 
 def _nearest_step(tree: NvtxTree, node: np.ndarray, step_of_node: np.ndarray) -> np.ndarray:
     """Per query tree node: step index of its nearest ancestor-or-self that is a step range, -1 none."""
-    out = np.full(node.shape[0], -1, np.int64)
-    idx = np.nonzero(node >= 0)[0]
-    cur = node[idx]
-    while idx.shape[0]:
-        st = step_of_node[cur]
-        hit = st >= 0
-        out[idx[hit]] = st[hit]
-        idx, cur = idx[~hit], tree.parent[cur[~hit]]
-        up = cur >= 0
-        idx, cur = idx[up], cur[up]
-    return out
+    near = nearest_marked(tree.parent, step_of_node >= 0)   # per tree node
+    hit = np.where(node >= 0, near[np.maximum(node, 0)], -1)
+    return np.where(hit >= 0, step_of_node[np.maximum(hit, 0)], -1)
 
 
 def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.ndarray) -> np.ndarray:

@@ -27,8 +27,9 @@ def missing_name(string_id: int) -> str:
 
 def distinct_small(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(sorted distinct values, inverse) for non-negative int ids — O(n) with a lookup table when the
-    id range is small (StringIds ids are), else ``np.unique``."""
-    if ids.shape[0] and int(ids.min()) >= 0 and int(ids.max()) < 50_000_000:
+    id range is small (StringIds ids are), else ``np.unique``. The table is never larger than a few
+    times the number of rows, so one sparse huge id does not allocate per possible id."""
+    if ids.shape[0] and int(ids.min()) >= 0 and int(ids.max()) < min(50_000_000, max(1 << 20, 4 * ids.shape[0])):
         present = np.zeros(int(ids.max()) + 1, bool)
         present[ids] = True
         uniq = np.nonzero(present)[0]

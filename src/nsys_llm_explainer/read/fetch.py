@@ -246,14 +246,17 @@ def fetch_nvtx(conn: sqlite3.Connection, schema: Schema) -> Optional[NvtxRows]:
     names = ["start", "end", "has_end", "event_type", "gtid", "end_gtid", "domain"]
     parts: List[np.ndarray] = []
     text: List[Optional[str]] = []
+    seen: Dict[Optional[str], Optional[str]] = {}   # one string object per distinct text (millions of rows)
     try:
         cur = conn.execute(sql)
         while True:
-            rows = cur.fetchmany(CHUNK)
+            rows = cur.fetchmany(CHUNK // 4)
             if not rows:
                 break
-            parts.append(np.array([r[:7] for r in rows], dtype=np.int64).reshape(len(rows), 7))
-            text.extend(r[7] for r in rows)
+            parts.append(np.fromiter(itertools.chain.from_iterable(r[:7] for r in rows), dtype=np.int64,
+                                     count=7 * len(rows)).reshape(len(rows), 7))
+            text.extend([seen.setdefault(r[7], r[7]) for r in rows])
+            del rows
     except sqlite3.DatabaseError as exc:
         raise ReadError(f"SQLite error while reading NVTX_EVENTS: {exc}") from None
     arr = np.concatenate(parts) if parts else np.empty((0, 7), dtype=np.int64)

@@ -1,0 +1,241 @@
+"""Pathological trace shapes (issue 8, item 2), small versions of ``bench/pathological.py``: exact answers
+computed by hand, plus scaling checks that fail if a tree walk regresses to one round per depth level."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import nsys_llm_explainer as nle
+from nsys_llm_explainer.analyses import nvtx_tree as T
+from nsys_llm_explainer.model.trace import NvtxRanges
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import pathological as P  # noqa: E402
+
+DEPTH = 2000
+
+
+def _kernel_dur(n: int) -> np.ndarray:
+    """Kernel durations written by the bench (kernel i: 1000 + ((i + 1) % 7) * 100 ns)."""
+    return 1000 + ((np.arange(n) + 1) % 7) * 100
+
+
+@pytest.fixture(scope="module")
+def deep(tmp_path_factory) -> SimpleNamespace:
+    path = tmp_path_factory.mktemp("patho") / "deep.sqlite"
+    P.write_deep(str(path), DEPTH)
+    rep = nle.analyze(str(path))
+    return SimpleNamespace(rep=rep, d=rep.to_dict())
+
+
+def test_deep_tree_parent_depth(deep):
+    tree = T.build_tree(deep.rep.model.nvtx)
+    assert len(tree) == DEPTH + 1                       # "outer" + ranges 0 .. DEPTH-1, one chain
+    assert np.array_equal(tree.parent, np.arange(-1, DEPTH))
+    assert np.array_equal(tree.depth, np.arange(DEPTH + 1))
+    assert np.array_equal(tree.subtree_end(), np.full(DEPTH + 1, DEPTH + 1))
+
+
+def test_deep_self_times(deep):
+    t_end = 10 * DEPTH + 10_000 * DEPTH + 1_000_000
+    # range i = [10 i, t_end - 10 i]; its only child is range i + 1: self time 20 ns, the last one all of it
+    self_t = np.full(DEPTH, 20, np.int64)
+    self_t[-1] = t_end - 20 * (DEPTH - 1)
+    names = [P.deep_name(k) for k in range(DEPTH)]
+    want = {"outer": 10}
+    for nm, st in zip(names, self_t.tolist()):
+        want[nm] = want.get(nm, 0) + st
+    got = {r["name"]: r["self_ns"] for r in deep.d["nvtx"]["ranges"]}
+    assert got == want
+
+
+def test_deep_attribution(deep):
+    # kernel i is launched inside range i only (its innermost range); enclosing ranges: outer, ranges 0..i
+    dur = _kernel_dur(DEPTH)
+    names = [P.deep_name(k) for k in range(DEPTH)]
+    first = {}
+    for k, nm in enumerate(names):
+        first.setdefault(nm, k)
+    rows = {r["name"]: r for r in deep.rep.attribution.ranges}
+    assert rows["outer"]["kernel_count"] == DEPTH and rows["outer"]["innermost_kernel_count"] == 0
+    for nm, f in first.items():
+        inner = [i for i in range(DEPTH) if names[i] == nm]
+        assert rows[nm]["kernel_count"] == DEPTH - f
+        assert rows[nm]["inclusive_ns"] == int(dur[f:].sum())
+        assert rows[nm]["innermost_kernel_count"] == len(inner)
+        assert rows[nm]["innermost_ns"] == int(dur[inner].sum())
+    assert deep.rep.attribution.attributed_count == DEPTH
+    node = deep.rep.attribution.kernel_node
+    assert np.array_equal(np.sort(node), np.arange(1, DEPTH + 1))
+
+
+def test_deep_phases(deep):
+    # "decode" ranges are at depths 5, 21, 37, ...: kernels 0..4 have no phase-named enclosing range
+    ph = {r["phase"]: r["kernel_count"] for r in deep.d["phases"]["phases"]}
+    assert ph["decode"] == DEPTH - 5 and ph["unmapped"] == 5
+
+
+def _chain(depth: int, n_threads: int = 1) -> NvtxRanges:
+    """``depth`` nested ranges per thread, then a sibling of the outermost one (forces a climb of the
+    whole chain in pointer jumping); names cycle through 16 values."""
+    s, e, g = [], [], []
+    for t in range(n_threads):
+        i = np.arange(depth, dtype=np.int64)
+        s += [10 * i, [10 * depth * 3]]
+        e += [10 * depth * 2 - 10 * i, [10 * depth * 3 + 5]]
+        g += [np.full(depth + 1, 1000 + t)]
+    s, e, g = np.concatenate(s), np.concatenate(e), np.concatenate(g)
+    n = s.shape[0]
+    o = np.lexsort((-e, s))
+    return NvtxRanges(start=s[o], end=e[o], closed=np.ones(n, bool), event_type=np.full(n, 59), gtid=g[o],
+                      pid=g[o] // 1000, tid=g[o], end_gtid=np.full(n, -1), name_idx=(np.arange(n) % 16)[o],
+                      names=[f"n{k}" for k in range(16)], domain=np.zeros(n, np.int64))
+
+
+def _walk_all(depth: int) -> int:
+    """Every tree walk the analyses use, on a ``depth``-deep chain; returns the rounds counted."""
+    T.ROUNDS["n"] = 0
+    tree = T.build_tree(_chain(depth))
+    T.self_time(tree)
+    q = np.arange(0, 10 * depth, 7, dtype=np.int64)
+    T.enclosing_by_domain(tree, np.full(q.shape[0], 1000), q, q + 3)
+    T.subtree_sums(tree, np.ones(len(tree), np.int64))
+    T.has_ancestor_with_key(tree, tree.name_idx)
+    T.nearest_marked(tree.parent, tree.name_idx == 3)
+    T.nearest_marked(tree.parent, np.zeros(len(tree), bool))
+    return T.ROUNDS["n"]
+
+
+def test_deep_walks_take_log_depth_rounds():
+    small, big = _walk_all(1000), _walk_all(8000)
+    # O(log depth): 8× deeper adds a few rounds per walk; one round per level would add ~7000
+    assert big <= small + 40, (small, big)
+    assert big < 300, big
+
+
+def test_deep_walks_scale_linearly():
+    def best(depth: int) -> float:
+        out = []
+        for _ in range(3):
+            t = time.perf_counter()
+            _walk_all(depth)
+            out.append(time.perf_counter() - t)
+        return min(out)
+
+    small, big = best(2000), best(16000)
+    # near-linear: 8× the rows ≈ 8× the time; O(depth) rounds would be ≈ 64× (generous bound for noise)
+    assert big < 30 * small + 0.05, (small, big)
+
+
+def test_walks_match_brute_force_on_random_forests():
+    rng = np.random.default_rng(7)
+    for it in range(60):
+        n = int(rng.integers(1, 120))
+        s = rng.integers(0, 40, n)
+        e = s + rng.integers(0, 25, n)                  # not properly nested: parents are still exact
+        g = rng.integers(0, 2, n) + 1000
+        o = np.lexsort((-e, s))
+        nv = NvtxRanges(start=s[o], end=e[o], closed=np.ones(n, bool), event_type=np.full(n, 59), gtid=g[o],
+                        pid=g[o] // 1000, tid=g[o], end_gtid=np.full(n, -1), name_idx=rng.integers(0, 3, n),
+                        names=["a", "b", "c"], domain=rng.integers(0, 2, n) * (it % 2))
+        tree = T.build_tree(nv)
+        b = tree.thread_bounds
+        for lo, hi in zip(b[:-1].tolist(), b[1:].tolist()):
+            for i in range(lo, hi):
+                ge = [j for j in range(lo, i) if tree.end[j] >= tree.end[i]]
+                assert tree.parent[i] == (ge[-1] if ge else -1)
+        anc = []
+        for i in range(len(tree)):
+            a, p = [], tree.parent[i]
+            while p >= 0:
+                a.append(int(p))
+                p = tree.parent[p]
+            anc.append(a)
+        assert tree.depth.tolist() == [len(a) for a in anc]
+        vals = rng.integers(0, 9, len(tree))
+        sub = T.subtree_sums(tree, vals)
+        for i in range(len(tree)):
+            assert sub[i] == vals[i] + sum(int(vals[j]) for j in range(len(tree)) if i in anc[j])
+        dup = T.has_ancestor_with_key(tree, tree.name_idx)
+        assert dup.tolist() == [any(tree.name_idx[a] == tree.name_idx[i] for a in anc[i]) for i in range(len(tree))]
+        mk = rng.random(len(tree)) < 0.3
+        near = T.nearest_marked(tree.parent, mk)
+        assert near.tolist() == [i if mk[i] else next((a for a in anc[i] if mk[a]), -1) for i in range(len(tree))]
+        q = rng.integers(0, 50, 40)
+        qg = rng.integers(0, 2, 40) + 1000
+        for d, res in T.enclosing_by_domain(tree, qg, q, q + 2).items():
+            for k in range(40):
+                segs = [j for j in range(len(b) - 1) if tree.gtid[b[j]] == qg[k] and tree.domain[b[j]] == d]
+                want = -1
+                if segs:
+                    lo, hi = int(b[segs[0]]), int(b[segs[0] + 1])
+                    c = int(np.searchsorted(tree.start[lo:hi], q[k], "right")) - 1
+                    c = c + lo if c >= 0 else -1
+                    while c >= 0 and tree.end[c] < q[k] + 2:
+                        c = int(tree.parent[c])
+                    want = c
+                assert res[k] == want
+
+
+def test_many_ranges_steps_and_attribution(tmp_path):
+    path = tmp_path / "ranges.sqlite"
+    P.write_ranges(str(path), 4000)                      # 1000 steps: execute_model ⊃ attn, mlp, norm
+    rep = nle.analyze(str(path))
+    d = rep.to_dict()
+    counts = {r["name"]: r["count"] for r in d["nvtx"]["ranges"]}
+    assert counts == {"execute_model": 1000, "attn": 1000, "mlp": 1000, "norm": 1000, "warmup": 1}
+    selfs = {r["name"]: r["self_ns"] for r in d["nvtx"]["ranges"]}
+    assert selfs["execute_model"] == 1000 * (90_000 - 24_000 - 25_000 - 20_000) - 10   # warmup sits in step 0
+    st = d["steps"]
+    assert (st["method"], st["step_count"], st["step_ranges"]) == ("nvtx", 1000, ["execute_model"])
+    assert st["totals"]["kernel_count"] == 2000 and len(st["rows"]) == 1000
+    rows = {r["name"]: r for r in rep.attribution.ranges}
+    assert rows["execute_model"]["kernel_count"] == 2000 and rows["execute_model"]["innermost_kernel_count"] == 0
+    assert rows["attn"]["innermost_kernel_count"] == 1000 and rows["mlp"]["innermost_kernel_count"] == 1000
+    assert "norm" not in rows
+
+
+def test_many_distinct_kernel_names(tmp_path):
+    path = tmp_path / "names.sqlite"
+    P.write_names(str(path), 3000, per_name=5)
+    rep = nle.analyze(str(path))
+    d = rep.to_dict()
+    k = rep.model.kernels
+    assert len(k.names) == 3000 and len(set(k.names)) == 3000
+    assert np.array_equal(np.bincount(k.name_idx), np.full(3000, 5))
+    cat = d["categories"]
+    assert cat["kernel_count"] == 15000
+    assert sum(r["count"] for r in cat["overall"]) == 15000
+    assert sum(r["nonoverlap_ns"] for r in cat["overall"]) == cat["busy_ns"] == int(_kernel_dur(15000).sum())
+
+
+@pytest.mark.parametrize("huge", [4_000_000_000, 2**31 - 1])
+def test_sparse_huge_device_ids(tmp_path, huge):
+    path = tmp_path / "devices.sqlite"
+    P.write_devices(str(path), 1000, (0, huge))          # kernel i on device 0 when i is even, else on `huge`
+    d = nle.analyze(str(path)).to_dict()
+    dur = _kernel_dur(1000)
+    devs = {r["device_id"]: r for r in d["devices"]}
+    assert sorted(devs) == [0, huge]
+    assert devs[0]["kernel_count"] == devs[huge]["kernel_count"] == 500
+    assert devs[0]["busy_ns"] == int(dur[0::2].sum())      # kernels never overlap on one device
+    assert devs[huge]["busy_ns"] == int(dur[1::2].sum())
+
+
+def test_sparse_huge_string_id_allocates_per_row_not_per_id():
+    import tracemalloc
+
+    from nsys_llm_explainer.model.build import distinct_small
+
+    tracemalloc.start()
+    uniq, inv = distinct_small(np.array([0, 49_000_000, 0, 7], np.int64))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert uniq.tolist() == [0, 7, 49_000_000] and inv.tolist() == [0, 2, 0, 1]
+    assert peak < 16 << 20, peak          # a lookup table over all possible ids would be ~440 MB

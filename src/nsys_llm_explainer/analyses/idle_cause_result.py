@@ -66,11 +66,9 @@ class IdleCausesResult:
 
     def to_dict(self) -> Dict[str, object]:
         devs = []
-        for d in self.devices:
-            dd = asdict(d)
-            dd.pop("gap_cause")
-            dd["other"] = d.other()
-            devs.append(dd)
+        for d in self.devices:   # field by field: ``gap_cause`` (one entry per gap) is not serialised
+            devs.append({"device_id": d.device_id, "window_ns": d.window_ns, "busy_ns": d.busy_ns,
+                         "idle_ns": d.idle_ns, "causes": [asdict(c) for c in d.causes], "other": d.other()})
         tots = []
         for c in self.totals:
             cd = asdict(c)

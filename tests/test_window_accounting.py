@@ -102,7 +102,7 @@ def test_idle_causes_hand_computed(tmp_path: Path) -> None:
     assert sum(got.values()) == d.idle_ns == 94
     launch = next(c for c in d.causes if c.kind == "launch")
     assert launch.gap_count == 2 and launch.examples[0].ns == 5
-    assert d.gap_cause[2] == ("alloc", "cudaMalloc") and d.gap_cause[3] == ("sync", "cudaDeviceSynchronize")
+    assert d.gap_cause(2) == ("alloc", "cudaMalloc") and d.gap_cause(3) == ("sync", "cudaDeviceSynchronize")
     assert next(c for c in d.causes if c.kind == "module_load").one_time
 
 

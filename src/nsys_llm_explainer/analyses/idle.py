@@ -134,7 +134,7 @@ def _device(tl: DeviceTimeline, full: Optional[DeviceTimeline], gap_cause, top: 
 
     gaps = []
     for j in order.tolist():
-        ck, cd = gap_cause[j] if j < len(gap_cause) else ("", "")
+        ck, cd = gap_cause(j) if gap_cause is not None else ("", "")
         gaps.append(Gap(int(gp.start[j]), int(gp.end[j]), int(gd[j]), name(int(gp.prev_row[j])),
                         name(int(gp.next_row[j])), ck, cd))
     w = tl.window_ns
@@ -153,5 +153,6 @@ def analyze_gpu_time(steady: Dict[int, DeviceTimeline], full: Dict[int, DeviceTi
         return GpuTimeResult(False, "no GPU activity rows to build a timeline from (no kernels captured)",
                              include_memcpy)
     by_dev = {d.device_id: d.gap_cause for d in causes.devices} if causes and causes.available else {}
-    devs = tuple(_device(steady[d], full.get(d), by_dev.get(d, ()), top) for d in sorted(steady))
+
+    devs = tuple(_device(steady[d], full.get(d), by_dev.get(d), top) for d in sorted(steady))
     return GpuTimeResult(True, None, include_memcpy, devs)

@@ -42,7 +42,13 @@ class DeviceCauses:
     busy_ns: int
     idle_ns: int
     causes: Tuple[IdleCause, ...]            # largest first
-    gap_cause: Tuple[Tuple[str, str], ...]   # per gap (time order): the cause with the most ns in it
+    gap_cause_code: Any                      # per gap (time order): code of the cause with the most ns, -1 none
+    cause_of_code: Dict[int, Tuple[str, str]]
+
+    def gap_cause(self, i: int) -> Tuple[str, str]:
+        """(kind, detail) of the cause holding most of gap ``i`` (time order); ``("", "")`` when none."""
+        c = int(self.gap_cause_code[i]) if 0 <= i < len(self.gap_cause_code) else -1
+        return self.cause_of_code.get(c, ("", ""))
 
     def ns_of(self, kind: str, detail: Optional[str] = None) -> int:
         return sum(c.ns for c in self.causes if c.kind == kind and (detail is None or c.detail == detail))
@@ -66,7 +72,7 @@ class IdleCausesResult:
 
     def to_dict(self) -> Dict[str, object]:
         devs = []
-        for d in self.devices:   # field by field: ``gap_cause`` (one entry per gap) is not serialised
+        for d in self.devices:   # field by field: the per-gap cause codes are not serialised
             devs.append({"device_id": d.device_id, "window_ns": d.window_ns, "busy_ns": d.busy_ns,
                          "idle_ns": d.idle_ns, "causes": [asdict(c) for c in d.causes], "other": d.other()})
         tots = []

@@ -310,15 +310,20 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> Dev
                                 int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
                                 int(pns[sl][tiny[sl]].sum())))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
-    # per gap: the cause with the most ns in it (ties: precedence order)
-    best = np.lexsort((pk, -pns, pg))
-    first = np.ones(best.shape[0], bool)
-    first[1:] = pg[best][1:] != pg[best][:-1]
-    gap_cause: List[Tuple[str, str]] = [("", "")] * len(gs)
-    for r in best[first].tolist():
-        c = int(pk[r])
-        gap_cause[int(pg[r])] = (KINDS[c // D], ctx.details[c % D])
-    return DeviceCauses(tl.device_id, window, tl.busy_ns, idle, tuple(causes), tuple(gap_cause))
+    # per gap: the cause with the most ns in it (ties: precedence order); gaps with one cause need no sort
+    code = np.full(len(gs), -1, np.int64)
+    multi = np.bincount(pg, minlength=len(gs)) > 1 if pg.shape[0] else np.zeros(len(gs), bool)
+    single = ~multi[pg]
+    code[pg[single]] = pk[single]
+    rows = np.nonzero(~single)[0]
+    if rows.shape[0]:
+        best = rows[np.lexsort((pk[rows], -pns[rows], pg[rows]))]
+        first = np.ones(best.shape[0], bool)
+        first[1:] = pg[best][1:] != pg[best][:-1]
+        code[pg[best[first]]] = pk[best[first]]
+    used = np.unique(code[code >= 0])
+    table = {int(c): (KINDS[int(c) // D], ctx.details[int(c) % D]) for c in used.tolist()}
+    return DeviceCauses(tl.device_id, window, tl.busy_ns, idle, tuple(causes), code, table)
 
 
 def _totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:

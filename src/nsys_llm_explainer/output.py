@@ -10,7 +10,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import List
+from typing import List, Optional, Set
 
 from .errors import OutputError
 
@@ -18,16 +18,17 @@ from .errors import OutputError
 REPORT_ENTRIES = {"report.md", "report.json", "tables", "demo_trace.sqlite", "report.html"}
 
 
-def check_out_dir(out: Path, force: bool) -> None:
-    """Refuse an unusable ``--out`` before any work is done."""
+def check_out_dir(out: Path, force: bool, owned: Optional[Set[str]] = None, what: str = "report") -> None:
+    """Refuse an unusable ``--out`` before any work is done: a non-directory, or (without ``force``) a
+    directory holding anything but the entries a previous ``what`` writes (``owned``; default: a report)."""
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} exists and is not a directory")
     if out.is_dir():
         entries = {p.name for p in out.iterdir()}
-        foreign = sorted(entries - REPORT_ENTRIES)
+        foreign = sorted(entries - (REPORT_ENTRIES if owned is None else owned))
         if foreign and not force:
             raise OutputError(
-                f"--out {out} is not empty and does not hold a previous report (found {foreign[0]!r}); "
+                f"--out {out} is not empty and does not hold a previous {what} (found {foreign[0]!r}); "
                 "choose another directory or pass --force"
             )
     parent = out.resolve().parent

@@ -11,24 +11,19 @@ import json
 from pathlib import Path
 from typing import Any, List, Mapping
 
-from ..errors import OutputError
+from ..analyses.idle_cause_result import KINDS
 from ..output import check_out_dir
 from ..render.csv_tables import write_csv
 from ..render.escape import md_cell, md_text
 
 OPS = {">=": "≥", ">": "more than", "<=": "≤", "<": "less than", "==": "="}
 CLUSTER_ENTRIES = {"cluster.md", "cluster.json", "tables", "ranks"}
-IDLE_KINDS = ("copy", "queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch",
-              "other_api", "nvtx", "osrt", "host_cpu", "unknown")
+IDLE_KINDS = KINDS   # the idle-cause precedence of docs/MODEL.md
 
 
 def check_cluster_out(out: Path, force: bool) -> None:
-    if out.is_dir() and not force:
-        foreign = sorted({p.name for p in out.iterdir()} - CLUSTER_ENTRIES)
-        if foreign:
-            raise OutputError(f"--out {out} is not empty and does not hold a previous cluster report (found "
-                              f"{foreign[0]!r}); choose another directory or pass --force")
-    check_out_dir(out, True)
+    """Refuse an unusable ``--out`` before any trace is analyzed."""
+    check_out_dir(out, force, CLUSTER_ENTRIES, "cluster report")
 
 
 def _ms(ns: Any) -> str:

@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ..errors import InputError, OutputError
+from ..errors import InputError
 from ..output import Staging, check_out_dir
 from .html import render_compare_html
 from .markdown import render_compare_markdown
@@ -29,12 +29,7 @@ COMPARE_ENTRIES = {"compare.md", "compare.json", "compare.html", "tables"}
 
 def check_compare_out(out: Path, force: bool) -> None:
     """Refuse an unusable ``--out`` before any trace is analyzed."""
-    if out.is_dir() and not force:
-        foreign = sorted({p.name for p in out.iterdir()} - COMPARE_ENTRIES)
-        if foreign:
-            raise OutputError(f"--out {out} is not empty and does not hold a previous comparison (found "
-                              f"{foreign[0]!r}); choose another directory or pass --force")
-    check_out_dir(out, True)
+    check_out_dir(out, force, COMPARE_ENTRIES, "comparison")
 
 
 def render_compare(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None,

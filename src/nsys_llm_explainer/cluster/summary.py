@@ -117,16 +117,22 @@ def _nccl(model: Any) -> Tuple[NcclSeries, ...]:
     rows = np.nonzero(is_nccl)[0]
     if rows.shape[0] == 0:
         return ()
-    coll = [collective_name(k.names[j]) for j in k.name_idx[rows].tolist()]
-    groups: Dict[Tuple[int, int, str], list] = {}
-    for i, c in zip(rows.tolist(), coll):
-        groups.setdefault((int(k.pid[i]), int(k.device[i]), c), []).append(i)
+    # collective name per distinct kernel name (Python work per name, never per row), then numpy grouping
+    uniq = np.unique(k.name_idx[rows])
+    cnames = sorted({collective_name(k.names[j]) for j in uniq.tolist()})
+    code_of = {c: i for i, c in enumerate(cnames)}
+    lut = np.full(len(k.names) + 1, -1, np.int64)
+    lut[uniq] = [code_of[collective_name(k.names[j])] for j in uniq.tolist()]
+    pid, dev, cc = k.pid[rows].astype(np.int64), k.device[rows].astype(np.int64), lut[k.name_idx[rows]]
+    order = np.lexsort((k.end[rows], k.start[rows], cc, dev, pid))   # groups by (pid, device, name); issue order
+    ix, pid, dev, cc = rows[order], pid[order], dev[order], cc[order]
+    cut = np.nonzero((np.diff(pid) != 0) | (np.diff(dev) != 0) | (np.diff(cc) != 0))[0] + 1
     out = []
-    for (pid, dev, name), idx in sorted(groups.items()):
-        ix = np.array(idx, np.int64)
-        ix = ix[np.lexsort((k.end[ix], k.start[ix]))]     # issue order = start order (stable on end)
-        out.append(NcclSeries(pid, dev, name, tuple(k.start[ix].tolist()), tuple(k.end[ix].tolist()),
-                              tuple(k.stream[ix].tolist())))
+    for seg in np.split(np.arange(ix.shape[0]), cut):
+        g = ix[seg]
+        out.append(NcclSeries(int(pid[seg[0]]), int(dev[seg[0]]), cnames[int(cc[seg[0]])],
+                              tuple(k.start[g].tolist()), tuple(k.end[g].tolist()), tuple(k.stream[g].tolist())))
+    out.sort(key=lambda x: (x.pid, x.device_id, x.name))
     return tuple(out)
 
 

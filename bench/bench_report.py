@@ -59,8 +59,9 @@ def main() -> int:
         rep = json.loads((out / "report.json").read_text())
     print(f"trace: {trace} ({size_mb:.0f} MB, {n:,} kernels, {groups} kernel names)")
     print(f"GROUP BY floor (one pass over the kernel table): {floor:.2f} s")
-    print(f"full report wall time: {wall:.2f} s")
-    print(f"peak RSS: {rss_mb:.0f} MB")
+    print(f"full report wall time: {wall:.2f} s = {wall / floor:.1f} x the floor (target: <= 4 x, <= 10 s)")
+    print(f"peak RSS: {rss_mb:.0f} MB (target: <= 1500 MB)")
+    print(f"reader: {os.environ.get('NSYS_LLM_EXPLAINER_READER', 'auto')} (set NSYS_LLM_EXPLAINER_READER=sqlite3|adbc)")
     print(f"cpu count: {os.cpu_count()}")
     print("step timings (s):", json.dumps(rep.get("timings_s", {})))
     if not a.keep and trace.parent == HERE / "_data" and "--trace" not in sys.argv:

@@ -1,14 +1,73 @@
+"""Shared test plumbing: the one definition of the real-trace directory, and what happens when it is missing.
+
+The real Nsight Systems exports live in ``../shared/traces`` (beside the repository; set
+``NSYS_LLM_EXPLAINER_SHARED=/path/to/shared`` to use another copy). Tests that need them never skip:
+
+- with ``CI`` set (``CI=true``, as CI services and ``.ci/run`` set it) and the directory missing, the session
+  stops before running anything, with one line naming the path, and pytest exits with status 4;
+- locally, every test that needs the traces fails (an error in its set-up, naming the path) and the terminal
+  summary ends with a loud banner, so a run without the data is never green.
+"""
+
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import List
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_TRACES = ROOT.parent / "shared" / "traces"
+#: environment variable that points the tests at another ``shared`` directory (holding ``traces/``)
+SHARED_ENV = "NSYS_LLM_EXPLAINER_SHARED"
+SHARED = Path(os.environ[SHARED_ENV]).resolve() if os.environ.get(SHARED_ENV) else ROOT.parent / "shared"
+SHARED_TRACES = SHARED / "traces"
+#: stands in for the real traces in parametrizations when they are missing: its tests then fail in set-up
+MISSING_TRACE = SHARED_TRACES / "MISSING" / "trace.sqlite"
+MISSING_MESSAGE = (f"real traces missing: {SHARED_TRACES} is not a directory (put ../shared beside the "
+                   f"repository or set {SHARED_ENV}=/path/to/shared); the oracle tests need them")
+
+
+def in_ci() -> bool:
+    """True when the ``CI`` environment variable is set to anything but '', 0, false or no."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def traces_present() -> bool:
+    """True when the real-trace directory exists."""
+    return SHARED_TRACES.is_dir()
+
+
+def real_traces() -> List[Path]:
+    """``trace.sqlite`` of every real export, sorted by directory name; ``[MISSING_TRACE]`` when the directory
+    is missing (or empty), so that a parametrization over it yields one failing test instead of none."""
+    found = sorted(SHARED_TRACES.glob("*/trace.sqlite")) if traces_present() else []
+    return found or [MISSING_TRACE]
+
+
+def real_trace(name: str) -> Path:
+    """``trace.sqlite`` of the real export in directory ``name`` (existence is checked by the test)."""
+    return SHARED_TRACES / name / "trace.sqlite"
+
+
+def trace_id(path: Path) -> str:
+    """Test id of a real trace: its directory name."""
+    return path.parent.name
+
+
+def require_traces() -> Path:
+    """The real-trace directory; fails the calling test with one clear line when it is missing."""
+    if not traces_present():
+        pytest.fail(MISSING_MESSAGE, pytrace=False)
+    return SHARED_TRACES
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> Path:
+    """The real-trace directory (``../shared/traces``); the test errors when it is missing."""
+    return require_traces()
 
 
 def run_cli(*args: str, env_extra: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -27,3 +86,32 @@ def demo_trace(tmp_path_factory) -> Path:
     p = tmp_path_factory.mktemp("demo") / "demo.sqlite"
     build_scenario("demo", str(p))
     return p
+
+
+# ----------------------------------------------------------------------------- hooks
+
+
+def pytest_report_header(config) -> str:
+    n = len(list(SHARED_TRACES.glob("*/trace.sqlite"))) if traces_present() else 0
+    return f"real traces: {SHARED_TRACES} ({n} found){'' if n else ' — MISSING'}; CI={in_ci()}"
+
+
+def pytest_sessionstart(session) -> None:
+    if in_ci() and not traces_present():
+        pytest.exit(f"CI: {MISSING_MESSAGE}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def pytest_runtest_setup(item) -> None:
+    """A test parametrized with the stand-in for missing real traces fails in set-up with one clear line."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if any(v == MISSING_TRACE for v in params.values() if isinstance(v, Path)):
+        pytest.fail(MISSING_MESSAGE, pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if traces_present():
+        return
+    terminalreporter.write_sep("!", "REAL TRACES MISSING", red=True, bold=True)
+    terminalreporter.write_line(MISSING_MESSAGE, red=True, bold=True)
+    terminalreporter.write_line("every test that needs them failed or errored above: this run "
+                                "is NOT a valid check of the tool", red=True, bold=True)

@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES, run_cli
+from conftest import run_cli
+
+pytestmark = pytest.mark.slow   # every test starts the command line in a subprocess
 
 
 def one_line_error(proc) -> str:
@@ -178,7 +180,7 @@ def test_out_rules(tmp_path, demo_trace):
     proc = run_cli(str(demo_trace), "--out", str(out), "--quiet", "--force")
     assert proc.returncode == 0
     assert (out / "notes.txt").read_text() == "mine"
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.tmp")]
+    assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".nsys-llm-explain-")]
 
 
 def test_bad_usage_exit_2(tmp_path, demo_trace):
@@ -206,6 +208,7 @@ def test_nsys_rep_without_nsys(tmp_path):
     assert not list(tmp_path.glob("*.sqlite"))
 
 
+@pytest.mark.slow   # waits for a real SIGINT
 def test_ctrl_c_leaves_nothing(tmp_path, demo_trace):
     out = tmp_path / "out"
     env = dict(os.environ, NSYS_LLM_EXPLAIN_TEST_PAUSE_S="0.5")
@@ -226,9 +229,9 @@ def _fingerprint(p: Path):
     return hashlib.sha256(p.read_bytes()).hexdigest(), st.st_mtime_ns, st.st_size
 
 
-@pytest.mark.skipif(not SHARED_TRACES.exists(), reason="../shared not available")
-def test_input_unchanged_and_no_side_files(tmp_path):
-    for trace in sorted(SHARED_TRACES.glob("*/trace.sqlite"))[:12]:
+@pytest.mark.slow   # the CLI on 12 real traces
+def test_input_unchanged_and_no_side_files(tmp_path, shared_traces):
+    for trace in sorted(shared_traces.glob("*/trace.sqlite"))[:12]:
         before = _fingerprint(trace)
         siblings = sorted(x.name for x in trace.parent.iterdir())
         proc = run_cli(str(trace), "--out", str(tmp_path / trace.parent.name), "--quiet")
@@ -238,10 +241,9 @@ def test_input_unchanged_and_no_side_files(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("nsys") is None, reason="needs Nsight Systems (`nsys`) on PATH")
-def test_qdrep_is_exported_to_a_temp_dir(tmp_path):
-    src = SHARED_TRACES / "12_gartangh_keras_gtx1650" / "original.qdrep"
-    if not src.exists():
-        pytest.skip("no .qdrep in ../shared")
+def test_qdrep_is_exported_to_a_temp_dir(tmp_path, shared_traces):
+    src = shared_traces / "12_gartangh_keras_gtx1650" / "original.qdrep"
+    assert src.is_file(), f"no .qdrep in ../shared: {src}"
     rep = tmp_path / "in" / "original.qdrep"
     rep.parent.mkdir()
     shutil.copyfile(src, rep)
@@ -277,6 +279,7 @@ def test_bad_option_files_fail_fast(tmp_path, demo_trace):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow   # pauses 1.2 s per pipeline step
 def test_progress_on_stderr_for_slow_steps(tmp_path, demo_trace):
     proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), env_extra={"NSYS_LLM_EXPLAIN_TEST_PAUSE_S": "1.2"},
                    timeout=600)

@@ -18,6 +18,7 @@ from nsys_llm_explainer.synth.scenarios import build_cluster
 
 US = 1_000
 REAL = SHARED_TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"
+pytestmark = pytest.mark.slow   # process pools, Dask, a real 2-process trace
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +103,7 @@ def _split(src: Path, pid: int, dst: Path) -> Path:
     return dst
 
 
-def test_split_real_trace_matches_single_file(tmp_path):
+def test_split_real_trace_matches_single_file(tmp_path, shared_traces):
     assert REAL.exists(), f"real traces missing: {REAL} (../shared/traces is required)"
     pids = [p["pid"] for p in nle.analyze(str(REAL)).trace.processes]
     assert len(pids) == 2
@@ -174,7 +175,7 @@ def test_cli_bad_inputs(tmp_path, capsys, monkeypatch):
 def test_worker_error_is_one_line_exit_2(tmp_path, capsys):
     build_cluster("cluster_straggler", str(tmp_path / "in"), ranks=2, steps=6)
     (tmp_path / "in" / "zz.sqlite").write_text("not a database")
-    assert main([str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--jobs", "2"]) == 2
+    assert main([str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--jobs", "2", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "zz.sqlite" in err[0] and not (tmp_path / "o").exists()
 

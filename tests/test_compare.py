@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import SHARED_TRACES, run_cli
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.comparison import CompareResult, load_compare_schema
@@ -30,9 +30,8 @@ from nsys_llm_explainer.synth.scenarios.rank import Rank
 from nsys_llm_explainer.synth.scenarios.sim import US, Sim
 from nsys_llm_explainer.synth.scenarios.steps import forward, sample, write_trace
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-BEFORE = TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"
-AFTER = TRACES / "06_nsysai_mfu_2gpu_after" / "trace.sqlite"
+BEFORE = SHARED_TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"
+AFTER = SHARED_TRACES / "06_nsysai_mfu_2gpu_after" / "trace.sqlite"
 MS = 1_000_000
 
 
@@ -107,11 +106,12 @@ def host_trace(synth_dir) -> Path:
 
 # ------------------------------------------------------------------------------------------ the real pair
 @pytest.fixture(scope="module")
-def real() -> CompareResult:
-    assert BEFORE.exists() and AFTER.exists(), f"../shared/traces is required: {TRACES}"
+def real(shared_traces) -> CompareResult:
+    assert BEFORE.exists() and AFTER.exists(), f"../shared/traces is required: {shared_traces}"
     return nle.compare([str(BEFORE), str(AFTER)], labels=["before", "after"])
 
 
+@pytest.mark.slow
 def test_real_pair_after_is_slower_for_the_reason_source_md_gives(real):
     m = real.metric
     assert m.name == "iteration_period_p50"                      # 05/06 have no steps: the anchor-kernel period
@@ -141,6 +141,7 @@ def test_real_pair_after_is_slower_for_the_reason_source_md_gives(real):
     assert 3 <= len(c.headline) <= 5
 
 
+@pytest.mark.slow
 def test_real_pair_parts_add_up(real):
     """Per unit of work: Σ categories + non-GPU = window; non-GPU = Σ idle causes (docs/MODEL.md)."""
     for t in real.traces:
@@ -151,7 +152,8 @@ def test_real_pair_parts_add_up(real):
     assert d["schema_version"] == "1.0" and d["kind"] == "compare"
 
 
-def test_real_pair_cli_gate_and_outputs(tmp_path):
+@pytest.mark.slow
+def test_real_pair_cli_gate_and_outputs(tmp_path, shared_traces):
     out = tmp_path / "cmp"
     proc = run_cli("compare", str(BEFORE), str(AFTER), "--out", str(out), "--labels", "before,after",
                    "--fail-on-regression", "5", "--quiet")
@@ -251,6 +253,7 @@ def test_new_finding_shows_in_finding_changes(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ not comparable
+@pytest.mark.slow   # the command line in a subprocess
 def test_too_short(tmp_path, base_trace):
     short = decode_loop(tmp_path / "short.sqlite", steps=5, host_extra=2 * MS)
     proc = run_cli("compare", str(base_trace), str(short), "--out", str(tmp_path / "o"), "--quiet",
@@ -292,6 +295,7 @@ def test_three_traces_compare_each_new_with_base(tmp_path, base_trace, host_trac
     (["ONE", "ONE", "--fail-on-regression", "fast"], "--fail-on-regression"),
     (["ONE", "ONE", "--bogus"], "unrecognized arguments"),
 ])
+@pytest.mark.slow   # the command line in a subprocess
 def test_cli_errors_are_one_line_exit_2(tmp_path, base_trace, args, needle):
     args = [str(base_trace) if a == "ONE" else str(tmp_path / "nope.sqlite") if a == "MISSING" else a
             for a in args]
@@ -302,6 +306,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, base_trace, args, needle):
     assert not out.exists()
 
 
+@pytest.mark.slow   # the command line in a subprocess
 def test_cli_refuses_foreign_out_dir(tmp_path, base_trace, host_trace):
     out = tmp_path / "o"
     out.mkdir()
@@ -313,6 +318,7 @@ def test_cli_refuses_foreign_out_dir(tmp_path, base_trace, host_trace):
     assert proc.stdout == ""                                    # --quiet without the gate prints nothing
 
 
+@pytest.mark.slow   # the command line in a subprocess
 def test_nsys_rep_without_nsys_is_one_line(tmp_path, base_trace):
     rep = tmp_path / "new.nsys-rep"
     rep.write_bytes(b"\x00" * 64)

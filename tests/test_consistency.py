@@ -29,8 +29,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_model as rm  # noqa: E402
+from conftest import SHARED_TRACES  # noqa: E402
 
-TRACES_DIR = Path(__file__).resolve().parents[2] / "shared" / "traces"
+TRACES_DIR = SHARED_TRACES
+pytestmark = pytest.mark.slow   # every real trace and scenario, against the reference model
 
 # Detail-level comparison for these kinds (API base names, normalized NVTX names, empty details).
 # `copy` (copy-kind wording) and `osrt` (which of nested OS calls names it) are compared per kind only.

@@ -11,6 +11,8 @@ from conftest import SHARED_TRACES
 
 from nsys_llm_explainer.pipeline import analyze_path
 
+pytestmark = pytest.mark.slow   # every real trace through the whole pipeline
+
 #: trace dir prefix → (top category, detail substring or None, categories never claimed at high/medium)
 READING = {
     # weight-streaming demo: idle sits in prefetch/transfer NVTX ranges with no CUDA call; not PCIe/sgemm

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+from conftest import real_traces, trace_id
 
 from nsys_llm_explainer.render import ALL_RENDERERS, HtmlRenderer
 from nsys_llm_explainer.render.base import fmt_ms, fmt_pct
@@ -23,8 +24,7 @@ from nsys_llm_explainer.render.html.page import inline_js
 from nsys_llm_explainer.render.html.steps import MAX_STEP_POINTS
 from nsys_llm_explainer.synth import TraceBuilder
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = sorted((ROOT.parent / "shared" / "traces").glob("*/trace.sqlite"))
+REAL = real_traces()
 
 #: report.html of the demo: plotly.js (~4.8 MB) + the report (~0.3 MB); fails if the page grows past this
 MAX_DEMO_BYTES = 5_500_000
@@ -359,7 +359,8 @@ def test_script_json_cannot_leave_the_script() -> None:
     assert inline_js('a="</SCRIPT>"') == 'a="<\\/SCRIPT>"'
 
 
-@pytest.mark.parametrize("trace", REAL, ids=[p.parent.name for p in REAL])
+@pytest.mark.slow
+@pytest.mark.parametrize("trace", REAL, ids=trace_id)
 def test_real_traces_render(trace: Path) -> None:
     from nsys_llm_explainer.pipeline import analyze_path
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 import pytest
+from conftest import require_traces
 
 from nsys_llm_explainer.analyses.kernel_traits import (
     TRAITS,
@@ -19,8 +19,6 @@ from nsys_llm_explainer.analyses.kernel_traits import (
     detect_stack,
     gpu_capabilities,
 )
-
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 SGEMM = "ampere_sgemm_128x64_tn"
 ELT = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctor_add<float>, " \
@@ -314,7 +312,7 @@ def test_gpu_capabilities_lists():
 def load_trace(name: str) -> dict:
     """Kernel names/durations of a real trace with plain SQL, plus GPU, NVTX, process and thread names (only
     of the processes that ran kernels)."""
-    p = TRACES / name / "trace.sqlite"
+    p = require_traces() / name / "trace.sqlite"
     assert p.is_file(), f"missing real trace {p}"
     con = sqlite3.connect(f"file:{p}?mode=ro&immutable=1", uri=True)
     try:

@@ -27,11 +27,11 @@ def test_defaults_and_field_names() -> None:
     o = options_from_kwargs()
     assert o == Options()
     assert (o.top, o.phase_map, o.nvtx_coverage_warn_threshold, o.nvtx_kernel_map, o.include_memcpy_in_busy,
-            o.categories_file, o.step_marker, o.window, o.window_nvtx, o.step_range, o.categories) == (
-        20, None, 0.7, True, False, None, None, None, None, None, None)
+            o.categories_file, o.step_marker, o.window, o.window_nvtx, o.step_range, o.categories, o.reader) == (
+        20, None, 0.7, True, False, None, None, None, None, None, None, "auto")
     assert OPTION_NAMES == ("top", "phase_map", "nvtx_coverage_warn_threshold", "nvtx_kernel_map",
                             "include_memcpy_in_busy", "categories_file", "step_marker", "window", "window_nvtx",
-                            "step_range", "categories")
+                            "step_range", "categories", "reader")
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.top = 5  # type: ignore[misc]
 
@@ -190,3 +190,10 @@ def test_categories_yaml_parses_into_rules(tmp_path: Path) -> None:
     with pytest.raises(InputError) as ei:
         load_rules(None, str(f))
     assert _msg(ei) == f"--categories {f}: rule #1 must be a [regex, category] pair of strings, got ['nccl']"
+
+
+def test_reader() -> None:
+    assert options_from_kwargs(reader="SQLITE3").reader == "sqlite3"
+    assert options_from_kwargs(reader="adbc").reader == "adbc"
+    with pytest.raises(InputError, match="reader must be one of auto, adbc, sqlite3"):
+        options_from_kwargs(reader="duckdb")

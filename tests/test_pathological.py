@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import pathological as P  # noqa: E402
 
 DEPTH = 2000
+pytestmark = pytest.mark.slow   # large shapes and scaling measurements
 
 
 def _kernel_dur(n: int) -> np.ndarray:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+from conftest import real_traces, trace_id
 
 from nsys_llm_explainer.pipeline import Options, analyze_path
 from nsys_llm_explainer.render import render_all, render_markdown
@@ -15,8 +16,7 @@ from nsys_llm_explainer.render.csv_tables import read_table
 from nsys_llm_explainer.render.escape import md_rich
 from nsys_llm_explainer.synth import TraceBuilder
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = sorted((ROOT.parent / "shared" / "traces").glob("*/trace.sqlite"))
+REAL = real_traces()
 EVIL_KERNEL = "<img src=x onerror=alert(1)>|a|b `tick` \x1b[31mred\x1b[0m\nnext<script>x</script>"
 EVIL_RANGE = "range|<b>bold</b> `rm -rf` \x1b]0;title\x07\nline2"
 UNIT_US = re.compile(r"(?<![A-Za-z_])us(?![A-Za-z_])")
@@ -237,7 +237,8 @@ def test_hostile_names_patched_into_every_name_field(demo) -> None:  # noqa: ANN
 
 
 # ------------------------------------------------------------------------------------------ real traces
-@pytest.mark.parametrize("trace", REAL, ids=lambda p: p.parent.name)
+@pytest.mark.slow
+@pytest.mark.parametrize("trace", REAL, ids=trace_id)
 def test_real_trace_renders(trace: Path, tmp_path: Path) -> None:
     data, md = report(trace)
     assert_tables_valid(md)

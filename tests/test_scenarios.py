@@ -10,6 +10,7 @@ from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.synth import SCENARIOS, build_scenario
 
 _CACHE: dict = {}
+pytestmark = pytest.mark.slow   # sweeps over every scenario
 
 #: what the top finding must be where the new model names the planted cause more precisely than the
 #: scenario's own label: a healthy / dominant-kernel trace is GPU-bound; a host gap spent inside an NVTX

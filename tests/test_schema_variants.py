@@ -39,6 +39,7 @@ def _variants():
     return [(t, None) for t in TABLES] + [(t, c) for t, cs in COLUMNS.items() for c in cs]
 
 
+@pytest.mark.slow   # a sweep over every removable table and column
 @pytest.mark.parametrize("table,column", _variants())
 def test_missing_table_or_column_degrades(base, tmp_path, table, column):
     src, cols = base

@@ -8,14 +8,11 @@ from typing import Dict, List
 
 import numpy as np
 import pytest
+from conftest import require_traces
 
 from nsys_llm_explainer.synth import SCENARIOS, TraceBuilder, build_scenario, global_pid, global_tid
 from nsys_llm_explainer.synth.builder import short_kernel_name
 from nsys_llm_explainer.synth.scenarios import CAUSES, NEW_CAUSES
-
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-if not TRACES.is_dir():
-    TRACES = Path("/work/shared/traces")
 
 
 def _ro(path: Path) -> sqlite3.Connection:
@@ -119,7 +116,7 @@ def test_flavor_tables_and_columns(tmp_path: Path, flavor: str) -> None:
 
 
 def _real_columns(trace: str, table: str) -> List[str]:
-    p = TRACES / trace / "trace.sqlite"
+    p = require_traces() / trace / "trace.sqlite"
     assert p.exists(), f"real trace missing: {p} (../shared must sit beside the repository)"
     con = _ro(p)
     try:
@@ -364,6 +361,7 @@ def test_rows_not_time_sorted(tmp_path: Path) -> None:
     con.close()
 
 
+@pytest.mark.slow   # writes a large trace
 def test_bulk_rows(tmp_path: Path) -> None:
     b = TraceBuilder("2023.4")
     n = 450_000  # > one chunk
@@ -410,6 +408,7 @@ def _union_len(iv: List[tuple]) -> int:
     return tot + (cur_e - cur_s if cur_e is not None else 0)
 
 
+@pytest.mark.slow   # a sweep over every scenario
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_scenarios_build_and_match_facts(tmp_path: Path, name: str) -> None:
     p = tmp_path / f"{name}.sqlite"

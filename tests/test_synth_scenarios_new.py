@@ -173,6 +173,7 @@ def test_facts_are_consistent_with_the_file(built, name: str) -> None:
     con.close()
 
 
+@pytest.mark.slow   # every new scenario in two more export flavors
 @pytest.mark.parametrize("flavor", ["2021.5", "2026.2"])
 def test_other_flavors_build(tmp_path: Path, flavor: str) -> None:
     assert flavor in FLAVORS
@@ -186,6 +187,7 @@ def test_other_flavors_build(tmp_path: Path, flavor: str) -> None:
         con.close()
 
 
+@pytest.mark.slow   # builds three scenarios twice
 def test_new_scenarios_are_deterministic(tmp_path: Path) -> None:
     for name in ("pageable_async_copy", "first_launch", "queued_dependency"):
         a = build_scenario(name, str(tmp_path / "a.sqlite"), seed=7)

@@ -24,7 +24,8 @@ def analyze(path: str, **options: Any):
 
     ``options`` are the command-line options by their long names with underscores: ``top``, ``phase_map``,
     ``nvtx_coverage_warn_threshold``, ``nvtx_kernel_map``, ``include_memcpy_in_busy``, ``categories_file``,
-    ``step_marker``, ``window`` (``(start_ns, end_ns)``), ``window_nvtx``, ``step_range``. Unknown names or bad
+    ``step_marker``, ``window`` (``(start_ns, end_ns)``), ``window_nvtx``, ``step_range``, ``reader``
+    (``auto`` | ``adbc`` | ``sqlite3``: how big tables are fetched; same numbers). Unknown names or bad
     values raise :class:`errors.InputError`.
     """
     from .options import options_from_kwargs

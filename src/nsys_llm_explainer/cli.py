@@ -1,9 +1,12 @@
 """Command line: ``nsys-llm-explain TRACE --out DIR``, ``nsys-llm-explain demo --out DIR``,
 ``nsys-llm-explain compare BASE NEW [MORE ...] --out DIR``, ``nsys-llm-explain schema [--compare]``.
 
-Exit codes: 0 ok, 2 bad usage or unusable input/output, 1 internal error, 130 interrupted, and 3
-(:data:`errors.EXIT_REGRESSION`) when ``compare --fail-on-regression PCT`` finds a NEW trace slower than BASE.
-Bad input never produces a traceback: one line on stderr.
+Exit codes: 0 ok, 2 bad usage or unusable input/output, 1 internal error, 3 (:data:`errors.EXIT_REGRESSION`)
+when ``compare --fail-on-regression PCT`` finds a NEW trace slower than BASE, and 128 + the signal number when
+interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP; :mod:`interrupts`). Bad input never produces a traceback: one
+line on stderr. Every terminal line passes :func:`render.escape.term_text` (control and bidi characters shown as
+escapes) and is encoded with replacements, so an ASCII-only or closed stdout never fails a complete run.
+Output directories: :mod:`output` (manifest, ``--force``, atomic commit).
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -23,12 +25,26 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 from . import __version__
 from .errors import EXIT_REGRESSION, ExplainerError, InputError
 from .options import Options, options_from_args
+from .read.nsys_export import export_report, is_report
+from .terminal import error_line, say, silence_stdout
 
 if TYPE_CHECKING:
+    from .output import OutDir
     from .pipeline import Report
 
 PROG = "nsys-llm-explain"
-REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+FORCE_HELP = ("write beside files this tool did not write in --out (they are never changed; a file of theirs at a "
+              "path the tool writes, or the input, is still refused), or replace another kind of output")
+#: test-only hook (tests/test_output_safety.py): seconds to sleep once the output is staged, before the commit
+STAGED_PAUSE_ENV = "NSYS_LLM_EXPLAIN_TEST_STAGED_PAUSE_S"
+
+
+def _test_pause(var: str) -> None:
+    value = os.environ.get(var)
+    if value:
+        time.sleep(float(value))
+
+
 
 
 class Progress:
@@ -53,8 +69,7 @@ class Progress:
 
     def _say(self, step: str) -> None:
         el = time.perf_counter() - self._t0
-        sys.stderr.write(f"[{PROG}] {step} … ({el:.1f} s elapsed)\n")
-        sys.stderr.flush()
+        error_line(f"[{PROG}] ", f"{step} … ({el:.1f} s elapsed)")   # a step may name a file: made inert
 
     def stop(self) -> None:
         if self._timer is not None:
@@ -72,8 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("traces", nargs="+", metavar="trace",
                    help="trace.sqlite exported by `nsys export --type sqlite` (or .nsys-rep/.qdrep with nsys on PATH); "
                         "several files, a directory or a glob give one cluster report (docs/CLUSTER.md)")
-    p.add_argument("--out", required=True, help="output directory (new, empty, or holding a previous report)")
-    p.add_argument("--force", action="store_true", help="write into a non-empty --out that is not a previous report")
+    p.add_argument("-o", "--out", required=True, help="output directory (new, empty, or holding a previous report)")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--phase-map", "--phases-json", dest="phase_map", metavar="FILE",
                    help='JSON {"phase": ["substring", ...]} mapping NVTX range names to phases')
     p.add_argument("--nvtx-coverage-warn-threshold", type=float, default=0.7, metavar="F",
@@ -92,6 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="several traces: run the per-file analyses on this Dask scheduler (`local`: a LocalCluster); "
                         "needs the dask extra")
+    p.add_argument("--reader", choices=("auto", "adbc", "sqlite3"), default="auto",
+                   help="how big tables are read: auto (the columnar ADBC driver when installed), adbc or sqlite3 "
+                        "(the standard library); the numbers do not depend on it")
     p.add_argument("--quiet", action="store_true", help="no stdout summary, no progress")
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return p
@@ -108,6 +126,7 @@ def _is_cluster(items: Sequence[str]) -> bool:
 def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, quiet: bool, jobs: Optional[int],
                 scheduler: Optional[str]) -> int:
     from .cluster import analyze_many
+    from .cluster.run import expand_inputs
     from .cluster.write import check_cluster_out, write_cluster_files
     from .errors import OptionalDependencyError
     from .output import Staging
@@ -119,10 +138,10 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
             import dask.distributed  # noqa: F401
         except ImportError:
             raise InputError("--scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
-    check_cluster_out(out, force)
+    od = check_cluster_out(out, force, expand_inputs(items))
     progress = Progress(enabled=not quiet)
     try:
-        with Staging(out) as st:
+        with Staging(od) as st:
             assert st.tmp is not None
             progress("analyzing the traces")
             try:
@@ -131,25 +150,14 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
                 raise InputError(str(exc)) from None
             progress("writing the cluster report")
             write_cluster_files(result.to_dict(), st.tmp)
+            _test_pause(STAGED_PAUSE_ENV)
             st.commit()
     finally:
         progress.stop()
     if not quiet:
-        print(f"{PROG}: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ ({len(result.files)} files)")
-        for c in result.claims[:3]:
-            print("  " + " ".join(str(c["title"]).split())[:160])
+        say([f"{PROG}: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ ({len(result.files)} files)"]
+            + ["  " + str(c["title"]) for c in result.claims[:3]])
     return 0
-
-
-def _demo_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"{PROG} demo",
-                                description="Generate a synthetic vLLM-style trace and analyze it.")
-    p.add_argument("--out", required=True)
-    p.add_argument("--force", action="store_true")
-    p.add_argument("--scenario", default="demo", help="synthetic scenario to generate (default: demo)")
-    p.add_argument("--top", type=int, default=20)
-    p.add_argument("--quiet", action="store_true")
-    return p
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -159,17 +167,31 @@ class _OneLineParser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
+def _demo_parser() -> argparse.ArgumentParser:
+    from .synth import SCENARIOS
+
+    p = _OneLineParser(prog=f"{PROG} demo", description="Generate a synthetic vLLM-style trace and analyze it.")
+    p.add_argument("-o", "--out", required=True, help="output directory (new, empty, or holding a previous demo)")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP + " (e.g. a report of a real trace)")
+    p.add_argument("--scenario", default="demo", choices=sorted(SCENARIOS), metavar="NAME",
+                   help=f"synthetic scenario to generate (default: demo; one of {', '.join(sorted(SCENARIOS))})")
+    p.add_argument("--top", type=int, default=20)
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
 def _compare_parser() -> argparse.ArgumentParser:
     p = _OneLineParser(prog=f"{PROG} compare",
                        description="Compare traces of the same workload: BASE (the first) against each NEW. "
                                    "Writes compare.md, compare.json, compare.html and tables/ (docs/COMPARE.md).")
     p.add_argument("traces", nargs="*", metavar="TRACE", help="BASE NEW [MORE ...] (.sqlite, or .nsys-rep with nsys)")
-    p.add_argument("--out", required=True, help="output directory (new, empty, or holding a previous comparison)")
+    p.add_argument("-o", "--out", required=True,
+                   help="output directory (new, empty, or holding a previous comparison)")
     p.add_argument("--labels", metavar="A,B,...", help="comma-separated names of the traces (default: file names)")
     p.add_argument("--fail-on-regression", metavar="PCT",
                    help=f"exit {EXIT_REGRESSION} when a NEW trace is slower than BASE by more than PCT %% on the "
                         "headline metric (and by more than the noise)")
-    p.add_argument("--force", action="store_true", help="write into a non-empty --out that is not a comparison")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--quiet", action="store_true", help="print only the gate line(s)")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows in top tables (default 20)")
     p.add_argument("--phase-map", "--phases-json", dest="phase_map", metavar="FILE")
@@ -193,53 +215,32 @@ def run_compare(argv: Sequence[str]) -> int:
     labels = a.labels.split(",") if a.labels is not None else None
     opts = options_from_args(a)
     out = Path(a.out)
-    check_compare_out(out, a.force)
+    od = check_compare_out(out, a.force, a.traces)
     progress = Progress(enabled=not a.quiet)
     try:
         with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-compare-") as td:
             def analyze(path: str) -> Report:
                 src = trace = Path(path)
-                if trace.suffix.lower() in REPORT_SUFFIXES:
+                if is_report(trace):
                     sub = Path(tempfile.mkdtemp(dir=td))
                     progress(f"exporting {trace.name} to SQLite with nsys")
-                    src = _export_report(trace, sub)
+                    src = export_report(trace, sub)
                 progress(f"analyzing {trace.name}")
                 return analyze_path(str(src), opts, progress, display_path=str(trace) if src != trace else None)
 
             result, _ = compare_paths(a.traces, labels, analyze)
             progress("writing the comparison")
-            write_compare(result, out, top=opts.top)
+            write_compare(result, od, top=opts.top, before_commit=lambda: _test_pause(STAGED_PAUSE_ENV))
     finally:
         progress.stop()
     if not a.quiet:
-        print(f"{PROG}: wrote {out / 'compare.md'}, compare.json, compare.html, tables/")
-        for c in result.comparisons:
-            for line in c.headline:
-                print("  " + " ".join(line.split()))
+        say([f"{PROG}: wrote {out / 'compare.md'}, compare.json, compare.html, tables/"]
+            + ["  " + line for c in result.comparisons for line in c.headline])
     if limit is None:
         return 0
     lines, failed = gate(result, limit)
-    for line in lines:
-        print(f"{PROG}: {line}")
+    say([f"{PROG}: {line}" for line in lines])
     return EXIT_REGRESSION if failed else 0
-
-
-def _export_report(path: Path, tmpdir: Path) -> Path:
-    nsys = shutil.which("nsys")
-    cmd_hint = f"nsys export --type sqlite --output {path.with_suffix('.sqlite').name} {path}"
-    if nsys is None:
-        raise InputError(f"{path.name} is an Nsight Systems report, not SQLite, and `nsys` is not on PATH; "
-                         f"run: {cmd_hint}")
-    out = tmpdir / "trace.sqlite"
-    try:
-        proc = subprocess.run([nsys, "export", "--type", "sqlite", "--output", str(out), str(path)],
-                              capture_output=True, timeout=3600)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise InputError(f"`nsys export` failed ({exc}); run: {cmd_hint}") from None
-    if proc.returncode != 0 or not out.exists():
-        last = (proc.stderr or proc.stdout or b"").decode(errors="replace").strip().splitlines()
-        raise InputError(f"`nsys export` failed: {last[-1] if last else proc.returncode}; run: {cmd_hint}")
-    return out
 
 
 def _summary_lines(rep: Report) -> List[str]:
@@ -247,7 +248,7 @@ def _summary_lines(rep: Report) -> List[str]:
     h = rep.headline
 
     def one(x: object) -> str:
-        return " ".join(str(x).split())[:160]
+        return " ".join(str(x).split())
 
     lines = [f"verdict: {one(h.verdict)}"]
     if h.steady_busy_pct is not None:
@@ -265,36 +266,36 @@ def _write_all(data: dict, out_dir: Path) -> None:
         (r() if isinstance(r, type) else r).render(data, out_dir)
 
 
-def run_analysis(trace: Path, out: Path, opts: Options, force: bool, quiet: bool,
+def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
                  display_path: Optional[str] = None, extra_files: Sequence[Path] = ()) -> int:
-    from .output import Staging, check_out_dir
+    from .output import Staging
     from .pipeline import analyze_path
 
-    check_out_dir(out, force)
+    out = od.path
     progress = Progress(enabled=not quiet)
     try:
         with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-") as td:
             src = trace
-            if trace.suffix.lower() in REPORT_SUFFIXES:
+            if is_report(trace):
                 progress("exporting report to SQLite with nsys")
-                src = _export_report(trace, Path(td))
+                src = export_report(trace, Path(td))
             # the report names the file the user gave (or the demo's copy), not a temporary export
             shown = display_path or (str(trace) if src != trace else None)
             report = analyze_path(str(src), opts, progress, display_path=shown)
             progress("writing report")
             data = report.to_dict()
-            with Staging(out) as st:
+            with Staging(od) as st:
                 assert st.tmp is not None
                 _write_all(data, st.tmp)
                 for f in extra_files:
                     shutil.copyfile(f, st.tmp / f.name)
+                _test_pause(STAGED_PAUSE_ENV)
                 st.commit()
     finally:
         progress.stop()
     if not quiet:
-        print(f"{PROG}: wrote {out / 'report.md'}, report.html, report.json, tables/")
-        for line in _summary_lines(report):
-            print("  " + line)
+        say([f"{PROG}: wrote {out / 'report.md'}, report.html, report.json, tables/"]
+            + ["  " + line for line in _summary_lines(report)])
     return 0
 
 
@@ -315,43 +316,58 @@ def _main(argv: Sequence[str]) -> int:
         from .output import check_out_dir
         from .synth import build_scenario
         out = Path(a.out)
-        check_out_dir(out, a.force)
+        od = check_out_dir(out, a.force, "demo")
+        opts = options_from_args(a)
         with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-demo-") as td:
             trace = Path(td) / "demo_trace.sqlite"
-            try:
-                build_scenario(a.scenario, str(trace))
-            except KeyError:
-                raise InputError(f"unknown demo scenario {a.scenario!r}") from None
-            return run_analysis(trace, out, options_from_args(a), a.force, a.quiet,
-                                display_path=str(out / "demo_trace.sqlite"), extra_files=[trace])
+            build_scenario(a.scenario, str(trace))
+            return run_analysis(trace, od, opts, a.quiet, display_path=str(out / "demo_trace.sqlite"),
+                                extra_files=[trace])
     a = _parser().parse_args(argv)
     opts = options_from_args(a)   # validates every option and reads the option files before the analysis
     if _is_cluster(a.traces):
         return run_cluster(a.traces, Path(a.out), opts, a.force, a.quiet, a.jobs, a.scheduler)
-    return run_analysis(Path(a.traces[0]), Path(a.out), opts, a.force, a.quiet)
+    from .output import check_out_dir
+    if a.jobs is not None and a.jobs < 1:
+        raise InputError(f"--jobs must be ≥ 1, got {a.jobs}")
+    od = check_out_dir(Path(a.out), a.force, "report", [a.traces[0]])
+    if (a.jobs is not None or a.scheduler) and not a.quiet:
+        error_line(f"{PROG}: note: ", "--jobs / --scheduler apply to several traces; one trace is analysed here, "
+                   "in this process")
+    return run_analysis(Path(a.traces[0]), od, opts, a.quiet)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from . import interrupts
+    from .output import COMMITTED
+
     argv = sys.argv[1:] if argv is None else argv
+    del COMMITTED[:]
+    previous = interrupts.install()
     try:
         return _main(argv)
     except ExplainerError as exc:
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        error_line(f"{PROG}: error: ", exc)
         return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG}: interrupted; no report was written\n")
-        return 130
+    except KeyboardInterrupt as exc:   # SIGINT, or SIGTERM / SIGHUP as errors.Interrupted
+        name, code = getattr(exc, "name", "SIGINT"), getattr(exc, "exit_code", 130)
+        done = f"after the output was written to {COMMITTED[-1]}" if COMMITTED else "; no output was written"
+        error_line(f"{PROG}: ", f"interrupted by {name} {done}".replace(" ;", ";"))
+        return code
     except MemoryError:
-        sys.stderr.write(f"{PROG}: error: out of memory while analyzing the trace\n")
+        error_line(f"{PROG}: error: ", "out of memory while analyzing the trace")
         return 1
-    except BrokenPipeError:
-        return 1
+    except BrokenPipeError:   # stdout closed by the reader (`| head`): fine once the output is complete
+        silence_stdout()
+        return 0 if COMMITTED else 1
     except Exception as exc:  # internal error: still one line, unless debugging
         if os.environ.get("NSYS_LLM_EXPLAIN_DEBUG"):
             raise
-        sys.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {exc} "
-                         "(set NSYS_LLM_EXPLAIN_DEBUG=1 for a traceback)\n")
+        error_line(f"{PROG}: internal error: ", f"{type(exc).__name__}: {exc} "
+                   "(set NSYS_LLM_EXPLAIN_DEBUG=1 for a traceback)")
         return 1
+    finally:
+        interrupts.restore(previous)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ memory → NCCL.
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
@@ -70,19 +71,10 @@ def _traits(model: TraceModel, steady: TraceModel, processes: Sequence[Dict[str,
     return analyze_kernel_traits(k.names, k.name_idx, k.dur, gpus, nv, threads, procs)
 
 
-def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult,
-                  processes: Sequence[Dict[str, Any]]) -> Tuple[Diagnosis, Optional[AttributionResult]]:
-    """All diagnosis results, and the NVTX attribution with phase totals set from the phases section when a
-    user phase map is given (a new object; ``att`` is not changed)."""
-    window = detect_window(model, opts.window, opts.window_nvtx)
-    steady = model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
-    tl_steady = build_timelines(steady, window.start_ns, window.end_ns, opts.include_memcpy_in_busy)
-    tl_full = tl_steady if window.is_full else build_timelines(model, window.full_start_ns, window.full_end_ns,
-                                                               opts.include_memcpy_in_busy)
-    causes = analyze_idle_causes(model, steady, tl_steady, tree, DEFAULT_BINS)
-    gpu = analyze_gpu_time(tl_steady, tl_full, causes, opts.include_memcpy_in_busy, opts.top)
-    del tl_steady, tl_full
-
+def _structure_lane(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult
+                    ) -> Tuple[PhaseResult, Optional[AttributionResult], CategoryResult, StepResult, GraphResult,
+                               NcclResult]:
+    """Phases, categories, steps, CUDA graphs and NCCL: everything that does not need the window."""
     phase_map = opts.phase_map if opts.phase_map is not None else build_phase_map(None)
     phase_nodes = att.kernel_nodes if att.kernel_nodes else att.kernel_node
     kernel_node = att.kernel_nodes.get(0, att.kernel_node) if att.kernel_nodes else att.kernel_node
@@ -98,9 +90,30 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
     categories = analyze_categories(model, rules, kernel_phase, phase_names, opts.include_memcpy_in_busy)
     steps = analyze_steps(model, phases, step_marker=opts.step_marker, step_range=opts.step_range,
                           top=min(opts.top, 10), tree=tree, kernel_node=kernel_node)
+    return phases, new_att, categories, steps, analyze_graphs(model), analyze_nccl(model)
+
+
+def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult,
+                  processes: Sequence[Dict[str, Any]], pool: Optional[Executor] = None
+                  ) -> Tuple[Diagnosis, Optional[AttributionResult]]:
+    """All diagnosis results, and the NVTX attribution with phase totals set from the phases section when a
+    user phase map is given (a new object; ``att`` is not changed). With ``pool`` the window-independent
+    analyses run on it while this thread builds the timelines (numpy releases the GIL in its big loops)."""
+    lane = pool.submit(_structure_lane, model, opts, tree, att) if pool is not None else None
+    window = detect_window(model, opts.window, opts.window_nvtx)
+    steady = model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
+    tl_steady = build_timelines(steady, window.start_ns, window.end_ns, opts.include_memcpy_in_busy)
+    tl_full = tl_steady if window.is_full else build_timelines(model, window.full_start_ns, window.full_end_ns,
+                                                               opts.include_memcpy_in_busy)
+    causes = analyze_idle_causes(model, steady, tl_steady, tree, DEFAULT_BINS)
+    gpu = analyze_gpu_time(tl_steady, tl_full, causes, opts.include_memcpy_in_busy, opts.top)
+    del tl_steady, tl_full
+    traits, steady_kernels = _traits(model, steady, processes), analyze_kernels(steady)
+    phases, new_att, categories, steps, graphs, nccl = (
+        lane.result() if lane is not None else _structure_lane(model, opts, tree, att))
     bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
     diag = Diagnosis(
-        window=window, steady=steady, gpu_time=gpu, idle_causes=causes, traits=_traits(model, steady, processes),
-        steady_kernels=analyze_kernels(steady), phases=phases, categories=categories, steps=steps,
-        graphs=analyze_graphs(model), memory=analyze_memory(steady, bounds), nccl=analyze_nccl(model))
+        window=window, steady=steady, gpu_time=gpu, idle_causes=causes, traits=traits,
+        steady_kernels=steady_kernels, phases=phases, categories=categories, steps=steps,
+        graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl)
     return diag, new_att

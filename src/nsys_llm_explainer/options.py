@@ -22,6 +22,7 @@ from .config.phase_map import FORMAT as PHASE_MAP_FORMAT
 from .config.phase_map import PhaseMap, build_phase_map, read_phase_map_file
 from .config.window import check_window
 from .errors import InputError
+from .read.columnar import READERS
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class Options:
     * ``window`` — ``(start_ns, end_ns)`` with end > start, or None (auto-detected steady state).
     * ``window_nvtx`` — NVTX range name whose span is the window, or None.
     * ``step_range`` — NVTX range name that delimits one step, or None (auto-detected).
+    * ``reader`` — how big tables are fetched: ``auto`` (columnar ADBC driver when installed, else the
+      standard library), ``adbc`` or ``sqlite3`` (:mod:`read.columnar`); the numbers do not depend on it.
     """
 
     top: int = 20
@@ -54,6 +57,7 @@ class Options:
     window_nvtx: Optional[str] = None
     step_range: Optional[str] = None
     categories: Optional[CategoryRules] = None
+    reader: str = "auto"
 
 
 OPTION_NAMES: Tuple[str, ...] = tuple(f.name for f in fields(Options))
@@ -63,7 +67,7 @@ CLI_FLAGS: Dict[str, str] = {
     "top": "--top", "phase_map": "--phase-map", "nvtx_coverage_warn_threshold": "--nvtx-coverage-warn-threshold",
     "nvtx_kernel_map": "--no-nvtx-kernel-map", "include_memcpy_in_busy": "--include-memcpy-in-busy",
     "categories_file": "--categories", "categories": "--categories", "step_marker": "--step-marker",
-    "window": "--window", "window_nvtx": "--window-nvtx", "step_range": "--step-range",
+    "window": "--window", "window_nvtx": "--window-nvtx", "step_range": "--step-range", "reader": "--reader",
 }
 
 
@@ -139,6 +143,14 @@ def _window_nvtx(v: Any, label: str) -> Optional[str]:
     return _text(v, label)
 
 
+def _reader(v: Any, label: str) -> str:
+    if v is None:
+        return "auto"
+    if not isinstance(v, str) or v.lower() not in READERS:
+        raise InputError(f"{label} must be one of {', '.join(READERS)}, got {v!r}")
+    return v.lower()
+
+
 def _categories(rules: Any, path: Any, label: str, file_label: str) -> Tuple[Optional[CategoryRules],
                                                                                Optional[str]]:
     """(parsed rules, rules file path) from ``categories`` (rules or a path) and ``categories_file``."""
@@ -160,7 +172,7 @@ def _categories(rules: Any, path: Any, label: str, file_label: str) -> Tuple[Opt
 _SIMPLE: Dict[str, Callable[[Any, str], Any]] = {
     "top": _top, "phase_map": _phase_map, "nvtx_coverage_warn_threshold": _fraction, "nvtx_kernel_map": _flag,
     "include_memcpy_in_busy": _flag, "step_marker": _regex, "window": _window, "window_nvtx": _window_nvtx,
-    "step_range": _text,
+    "step_range": _text, "reader": _reader,
 }
 
 
@@ -204,5 +216,6 @@ def options_from_args(ns: argparse.Namespace) -> Options:
         "window": getattr(ns, "window", None),
         "window_nvtx": getattr(ns, "window_nvtx", None),
         "step_range": getattr(ns, "step_range", None),
+        "reader": getattr(ns, "reader", None),
     }
     return _build(values, CLI_FLAGS)

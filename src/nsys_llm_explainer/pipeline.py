@@ -9,7 +9,10 @@ it is immutable; ``display_path`` names the trace in the report when it differs 
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -33,6 +36,7 @@ from .findings.run import collect_warnings, run_findings
 from .model.build import build_model
 from .model.trace import TraceModel
 from .options import Options
+from .read.columnar import resolve_reader
 from .read.connection import open_readonly
 from .read.schema import probe
 from .serialize import report_dict
@@ -121,8 +125,9 @@ def _noop(_: str) -> None:
     return None
 
 
-def load_model(path: str, progress: Progress = _noop) -> TraceModel:
-    conn = open_readonly(path)
+def load_model(path: str, progress: Progress = _noop, reader: str = "auto") -> TraceModel:
+    """Read and normalize the trace at ``path`` (``reader``: see ``Options.reader``)."""
+    conn = open_readonly(path, resolve_reader(reader))
     try:
         schema = probe(conn, str(path))
         progress("reading tables")
@@ -144,16 +149,27 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
         return out
 
     trace = step("trace info", analyze_trace_info, model, display_path)
-    kernels = step("kernels", analyze_kernels, model)
-    sync = step("sync", analyze_sync, model)
-    cuda_api = step("cuda api", analyze_cuda_api, model)
-    memcpy = step("memcpy", analyze_memcpy, model)
-    nvtx = step("nvtx", analyze_nvtx, model)
-    if opts.nvtx_kernel_map:
-        att = step("nvtx attribution", analyze_attribution, model, nvtx.tree)
-    else:
-        att = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
-    diag, new_att = step("diagnosis", run_diagnosis, model, opts, nvtx.tree, att, trace.processes)
+    # one extra thread (2 cores busy): independent analyses run beside the main line; numpy releases the GIL
+    with ThreadPoolExecutor(1) if (os.cpu_count() or 1) > 1 else nullcontext() as pool:
+
+        def timed(name: str, fn: Callable[..., Any], *a: Any) -> Any:
+            t = time.perf_counter()
+            out = fn(*a)
+            timings[name] = round(time.perf_counter() - t, 4)
+            return out
+
+        def basics() -> Tuple[Any, ...]:
+            return (timed("kernels", analyze_kernels, model), timed("sync", analyze_sync, model),
+                    timed("cuda api", analyze_cuda_api, model), timed("memcpy", analyze_memcpy, model))
+
+        side = pool.submit(basics) if pool is not None else None
+        nvtx = step("nvtx", analyze_nvtx, model)
+        if opts.nvtx_kernel_map:
+            att = step("nvtx attribution", analyze_attribution, model, nvtx.tree)
+        else:
+            att = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
+        kernels, sync, cuda_api, memcpy = side.result() if side is not None else basics()
+        diag, new_att = step("diagnosis", run_diagnosis, model, opts, nvtx.tree, att, trace.processes, pool)
     att = new_att or att
     w = diag.window
     launch = step("launch storm", analyze_launch, diag.steady, w.end_ns - w.start_ns, opts.top)
@@ -165,4 +181,5 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
 
 def analyze_path(path: str, options: Optional[Options] = None, progress: Progress = _noop,
                  display_path: Optional[str] = None) -> Report:
-    return analyze_model(load_model(path, progress), options, progress, display_path)
+    opts = options if options is not None else Options()
+    return analyze_model(load_model(path, progress, opts.reader), opts, progress, display_path)

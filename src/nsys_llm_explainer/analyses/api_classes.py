@@ -1,7 +1,9 @@
 """Classification of CUDA runtime/driver API names (the one place these lists live).
 
-Names are compared after removing the ``_v<digits>`` version suffix and the per-thread default-stream
-suffixes ``_ptsz`` / ``_ptds``.
+Names are compared after removing every version suffix ``_v<digits>`` (also ``_v2``, ``_v10000`` and
+stacked ``_v2_v12000``) and the per-thread default-stream suffixes ``_ptsz`` / ``_ptds``. This is wider than
+the display name of the API table (which, like ``nsys stats``, removes only ``_vNNNN``): ``cuMemAlloc_v2``
+is shown as such but classified as ``cuMemAlloc``.
 
 * **sync** — host-blocking calls: device/stream/event/context synchronize (runtime and driver) and
   synchronous (non-``Async``) memcpy/memset.

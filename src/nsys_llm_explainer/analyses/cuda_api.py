@@ -1,4 +1,5 @@
-"""CUDA API summary: per API (base name, ``_v<digits>`` removed) calls, total, avg, p50, min, max of
+"""CUDA API summary: per API (display name as ``nsys stats`` prints it: only a ``_vNNNN`` four-character
+suffix removed, see :func:`model.build.base_api_name`) calls, total, avg, p50, min, max of
 call durations (``end − start`` on the calling CPU thread); launch-call cost; allocation/free churn.
 
 All rows of ``CUPTI_ACTIVITY_KIND_RUNTIME`` are counted, grouped by (base name, eventClass): runtime (0)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model.timeline import MEMCPY_KIND_LABEL, DeviceTimeline
 from .idle_causes import IdleCausesResult
-from .stats import median, pct
+from .stats import median, pct, top_indices
 
 __all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "GpuTimeResult", "analyze_gpu_time"]
 
@@ -126,7 +126,7 @@ def _window_time(tl: DeviceTimeline) -> WindowTime:
 def _device(tl: DeviceTimeline, full: Optional[DeviceTimeline], gap_cause, top: int) -> DeviceTime:
     gp = tl.gaps()
     gd = gp.end - gp.start
-    order = np.argsort(-gd, kind="stable")[:top]
+    order = top_indices(gd, top)
     lab = tl.act.label_idx
 
     def name(row: int) -> Optional[str]:

@@ -12,21 +12,21 @@ covers it. Σ causes = idle exactly (asserted). Vectorized: work per thread and 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..model.timeline import DeviceTimeline
+from ..model.timeline import DeviceTimeline, few_distinct
 from ..model.trace import TraceModel
 from . import api_classes as ac
 from .idle_cause_result import KINDS, DeviceCauses, GapExample, IdleCause, IdleCausesResult
-from .nvtx_tree import NvtxTree, innermost_enclosing
+from .idle_pieces import Cover, index_runs, thread_pieces, touching
+from .nvtx_tree import NvtxTree
 from .stats import pct
 from .timeline_bins import DeviceBins, device_bins
 
 K = {k: i for i, k in enumerate(KINDS)}
-API_KINDS = ("sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch", "other_api")
 ONE_TIME = {"module_load"}
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
@@ -45,37 +45,47 @@ def normalize_range_name(name: str) -> str:
 
 
 def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str], np.ndarray]:
-    """Per API row of ``model``: kind code (index into :data:`KINDS`, -1 = not a runtime/driver row), the
-    base-name list and the row → base-name index. First launches are found on ``full`` (the whole
-    capture) and matched to ``model``'s rows by (pid, correlation id)."""
+    """Per API row of ``model``: kind code (int8 index into :data:`KINDS`, -1 = not a runtime/driver row),
+    the base-name list and the row → base-name index. First launches are found on ``full`` (the whole
+    capture) and matched to ``model``'s rows by (pid, correlation id). Per-name work is done once per
+    distinct name; per-row work is a few gathers."""
     api = model.api
     if api is None or len(api) == 0:
-        return np.empty(0, np.int64), [], np.empty(0, np.int64)
+        return np.empty(0, np.int8), [], np.empty(0, np.int64)
     base = [ac.normalize(n) for n in api.names]
     uniq = sorted(set(base))
     pos = {b: i for i, b in enumerate(uniq)}
-    name_to_base = np.array([pos[b] for b in base] + [0], np.int64)
-    per_name = np.array([_name_kind(b) for b in base] + [K["other_api"]], np.int64)
+    name_to_base = np.array([pos[b] for b in base] + [0], np.int32)
+    per_name = np.array([_name_kind(b) for b in base] + [K["other_api"]], np.int8)
     kinds = per_name[api.name_idx]
-    is_async_copy = np.array([("Memcpy" in b and "Async" in b) for b in base] + [False], bool)[api.name_idx]
     mc = model.memcpy
     if mc is not None and len(mc) and "launch_idx" in mc.cols:
+        is_async_copy = np.array([("Memcpy" in b and "Async" in b) for b in base] + [False], bool)
         pg = np.zeros(len(mc), bool)
         for c in ("src_kind", "dst_kind"):
             if c in mc.cols:
                 pg |= np.asarray(mc.cols[c], np.int64) == 0
         li = np.asarray(mc["launch_idx"], np.int64)[pg]
         li = li[li >= 0]
-        hit = np.zeros(len(api), bool)
-        hit[li] = True
-        kinds = np.where(hit & is_async_copy, K["pageable_memcpy"], kinds)
+        kinds[li[is_async_copy[api.name_idx[li]]]] = K["pageable_memcpy"]
     first = _first_launch_keys(full)
     if first.shape[0]:
-        key = api.pid.astype(np.int64) * (1 << 32) + (api.corr.astype(np.int64) & 0xFFFFFFFF)
-        fl = np.isin(key, first) & (kinds == K["launch"])
-        kinds = np.where(fl, K["module_load"], kinds)
-    kinds = np.where(api.primary, kinds, -1)
+        key = _pid_corr_key(api.pid, api.corr)
+        at = np.minimum(np.searchsorted(first, key), first.shape[0] - 1)
+        fl = first[at] == key
+        del key, at
+        fl &= kinds == K["launch"]
+        kinds[fl] = K["module_load"]
+    kinds[~api.primary] = -1
     return kinds, uniq, name_to_base[api.name_idx]
+
+
+def _pid_corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """``pid << 32 | (corr & 0xFFFFFFFF)``: a call's identity across models of one capture."""
+    key = pid.astype(np.int64)
+    key <<= 32
+    key += np.asarray(corr, np.int64) & 0xFFFFFFFF
+    return key
 
 
 def _name_kind(b: str) -> int:
@@ -93,56 +103,33 @@ def _name_kind(b: str) -> int:
 
 
 def _first_launch_keys(full: TraceModel) -> np.ndarray:
-    """(pid << 32 | corr) of the launch call of the first kernel of each (process, kernel name)."""
+    """Sorted distinct (pid << 32 | corr) of the launch call of the first kernel of each (process, kernel
+    name)."""
     k, api = full.kernels, full.api
     if k is None or len(k) == 0 or api is None or k.launch_idx.shape[0] != len(k):
         return np.empty(0, np.int64)
-    key = k.pid.astype(np.int64) * (1 << 32) + k.name_idx.astype(np.int64)
-    _, first = np.unique(key, return_index=True)        # kernels are sorted by start: first = earliest
+    first = _first_rows(k.pid, k.name_idx, len(k.names))   # kernels are sorted by start: first = earliest
     li = k.launch_idx[first]
     li = li[li >= 0]
-    return np.unique(api.pid[li].astype(np.int64) * (1 << 32) + (api.corr[li].astype(np.int64) & 0xFFFFFFFF))
+    return np.unique(_pid_corr_key(api.pid[li], api.corr[li]))
 
 
-# ------------------------------------------------------------------------------------------ coverage
-
-
-class _Cover:
-    """Point coverage by a set of intervals sorted by start: which row covers ``t`` (the one reaching
-    furthest, i.e. the outermost of nested calls)."""
-
-    def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
-        self.start = start
-        n = start.shape[0]
-        self.cm = np.maximum.accumulate(np.maximum(end, start)) if n else end
-        idx = np.arange(n)
-        self.arg = np.maximum.accumulate(np.where(end >= self.cm, idx, 0)) if n else idx
-
-    def row(self, t: np.ndarray) -> np.ndarray:
-        """Covering row per time (-1 when none)."""
-        if self.start.shape[0] == 0:
-            return np.full(t.shape[0], -1, np.int64)
-        i = np.searchsorted(self.start, t, side="right") - 1
-        ok = i >= 0
-        i0 = np.maximum(i, 0)
-        ok &= self.cm[i0] > t
-        return np.where(ok, self.arg[i0], -1)
-
-
-def _sorted_distinct(x: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (sort + neighbour compare: faster than hashing for millions of values)."""
-    x = np.sort(x)
-    if x.shape[0] < 2:
-        return x
-    keep = np.empty(x.shape[0], bool)
-    keep[0] = True
-    np.not_equal(x[1:], x[:-1], out=keep[1:])
-    return x[keep]
-
-
-def _inside(x: np.ndarray, gs: np.ndarray, ge: np.ndarray) -> np.ndarray:
-    p = np.searchsorted(gs, x, side="right") - 1
-    return (p >= 0) & (x <= ge[np.maximum(p, 0)])
+def _first_rows(pid: np.ndarray, name_idx: np.ndarray, n_names: int) -> np.ndarray:
+    """Row of the first occurrence of each distinct (pid, name index), in order of (pid, name index).
+    Dense codes and one ``minimum.at`` when the (distinct pids × names) table is small, else a sort."""
+    n = pid.shape[0]
+    pids = few_distinct(pid)
+    cells = pids.shape[0] * (n_names + 1)
+    if cells > max(4 * n, 1 << 20):
+        key = pid.astype(np.int64) * (n_names + 1) + name_idx + 1
+        return np.unique(key, return_index=True)[1]
+    code = np.searchsorted(pids, pid).astype(np.int64)
+    code *= n_names + 1
+    code += name_idx
+    code += 1                                           # name index -1 (unknown) gets its own cell
+    first = np.full(cells, n, np.int64)
+    np.minimum.at(first, code, np.arange(n, dtype=np.int64))
+    return first[first < n]
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -158,6 +145,9 @@ class _Ctx:
     tree: Optional[NvtxTree]
     nvtx_names: Sequence[str]
     base_names: Sequence[str]
+    api_rows: Dict[int, np.ndarray] = field(default_factory=dict)   # thread → its API rows with a kind
+    reach: Optional[np.ndarray] = None        # per API row: max(start, end) over it and all earlier rows
+    backwards: Optional[np.ndarray] = None    # API rows with end < start
 
     def det(self, s: str) -> int:
         j = self.detail_pos.get(s)
@@ -166,73 +156,66 @@ class _Ctx:
             self.details.append(s)
         return j
 
+    def base_dmap(self) -> np.ndarray:
+        """Base-name index → detail code (registers the base names as details)."""
+        return np.array([self.det(s) for s in self.base_names] + [0], np.int64)
 
-def _thread_pieces(ctx: _Ctx, tl: DeviceTimeline, g: int, gi: np.ndarray, gs: np.ndarray, ge: np.ndarray,
-                   hce: np.ndarray, copy_cover: _Cover, copy_det: np.ndarray):
-    """Pieces of gaps ``gi`` (host thread ``g``; -1 unknown): (gap index, kind, detail, length)."""
-    m, api = ctx.model, ctx.model.api
-    sgs, sge = gs[gi], ge[gi]
-    bounds = [sgs, sge, hce[gi], tl.copy_start, tl.copy_end]
-    api_rows = np.empty(0, np.int64)
-    if g >= 0 and api is not None and len(api):
-        api_rows = np.nonzero((api.gtid == g) & (ctx.kinds >= 0))[0]
-        bounds += [api.start[api_rows], api.end[api_rows]]
-    tree_rows = np.empty(0, np.int64)
-    if g >= 0 and ctx.tree is not None and len(ctx.tree):
-        tree_rows = np.nonzero(ctx.tree.gtid == g)[0]
-        bounds += [ctx.tree.start[tree_rows], ctx.tree.end[tree_rows]]
-    os_rows = np.empty(0, np.int64)
-    if g >= 0 and m.osrt is not None and len(m.osrt):
-        os_rows = np.nonzero(m.osrt["gtid"] == g)[0]
-        bounds += [m.osrt["start"][os_rows], m.osrt["end"][os_rows]]
-    b = np.concatenate([np.asarray(x, np.int64) for x in bounds])
-    b = _sorted_distinct(b[_inside(b, sgs, sge)])
-    t0, t1 = b[:-1], b[1:]
-    p = np.searchsorted(sgs, t0, side="right") - 1
-    ok = (p >= 0) & (t1 <= sge[np.maximum(p, 0)])
-    t0, t1, p = t0[ok], t1[ok], p[ok]
-    gap = gi[p]
-    kind = np.full(t0.shape[0], -1, np.int64)
-    det = np.zeros(t0.shape[0], np.int64)
+    def range_detail(self, name_idx: int) -> int:
+        return self.det(normalize_range_name(self.nvtx_names[name_idx]))
 
-    def assign(mask: np.ndarray, k: int, d: np.ndarray) -> None:
-        free = mask & (kind < 0)
-        kind[free] = k
-        det[free] = d[free] if d.shape else d
-
-    r = copy_cover.row(t0)
-    assign(r >= 0, K["copy"], copy_det[np.maximum(r, 0)] if copy_det.shape[0] else np.zeros_like(r))
-    assign(t0 >= hce[gap], K["queued"], np.zeros_like(t0))
-    if g < 0:
-        assign(np.ones_like(kind, bool), K["unknown"], np.zeros_like(t0))
-        return gap, kind, det, t1 - t0, t0
-    dmap = np.array([ctx.det(s) for s in ctx.base_names] + [0], np.int64)
-    for name in API_KINDS:
-        rows = api_rows[ctx.kinds[api_rows] == K[name]]
-        if rows.shape[0] == 0:
-            continue
-        rr = _Cover(api.start[rows], api.end[rows]).row(t0)
-        assign(rr >= 0, K[name], dmap[ctx.base_idx[rows[np.maximum(rr, 0)]]])
-    if tree_rows.shape[0]:
-        q = np.nonzero(kind < 0)[0]
-        node = innermost_enclosing(ctx.tree, np.full(q.shape[0], g, np.int64), t0[q], t1[q])
-        hit = node >= 0
-        names = ctx.tree.name_idx[np.maximum(node[hit], 0)]
-        uniq, inv = np.unique(names, return_inverse=True)
-        dm = np.array([ctx.det(normalize_range_name(ctx.nvtx_names[int(u)])) for u in uniq.tolist()], np.int64)
-        kind[q[hit]] = K["nvtx"]
-        det[q[hit]] = dm[inv.reshape(-1)] if uniq.shape[0] else 0
-    if os_rows.shape[0]:
-        rr = _Cover(m.osrt["start"][os_rows], m.osrt["end"][os_rows]).row(t0)
-        ni = m.osrt.cols.get("name_idx")
-        if ni is not None:
-            dm = np.array([ctx.det(s) for s in m.osrt.names] + [ctx.det("")], np.int64)
-            d = dm[np.where(rr >= 0, ni[os_rows][np.maximum(rr, 0)], len(m.osrt.names))]
+    def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]`` (sorted,
+        disjoint), in start order. When the intervals are few, only the rows that can reach them are
+        looked at: rows sorted by start, so those in ``[first row whose furthest end so far ≥ a, last row
+        starting ≤ b]`` (plus the rare rows ending before they start)."""
+        api = self.model.api
+        cand = self._near(a, b)
+        if cand is None:
+            r = self.thread_api_rows(g)
         else:
-            d = np.zeros_like(t0)
-        assign(rr >= 0, K["osrt"], d)
-    assign(np.ones_like(kind, bool), K["host_cpu"], np.zeros_like(t0))
-    return gap, kind, det, t1 - t0, t0
+            r = cand[(api.gtid[cand] == g) & (self.kinds[cand] >= 0)]
+        return r[touching(a, b, api.start[r], api.end[r])]
+
+    def _near(self, a: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
+        """Candidate API rows for :meth:`api_near`, or None when they would be many (then: all rows)."""
+        api = self.model.api
+        if self.reach is None:
+            self.reach = np.maximum.accumulate(np.maximum(api.start, api.end))   # furthest end so far
+            self.backwards = np.nonzero(api.end < api.start)[0]
+        lo = np.searchsorted(self.reach, a, side="left")
+        hi = np.searchsorted(api.start, b, side="right")
+        lo[1:] = np.maximum(lo[1:], hi[:-1])               # runs in ascending order, not overlapping
+        n = np.maximum(hi - lo, 0)
+        if int(n.sum()) > len(api) // 8:
+            return None
+        idx = index_runs(lo, n)
+        return np.union1d(idx, self.backwards) if self.backwards.shape[0] else idx
+
+    def thread_api_rows(self, g: int) -> np.ndarray:
+        """API rows of thread ``g`` that have a kind, in start order (computed once per thread)."""
+        r = self.api_rows.get(g)
+        if r is None:
+            api = self.model.api
+            r = np.nonzero(api.gtid == g)[0]
+            r = self.api_rows[g] = r[self.kinds[r] >= 0]
+        return r
+
+
+def _no_rows(g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.empty(0, np.int64)
+
+
+def _groups(values: np.ndarray, candidates: np.ndarray) -> List[Tuple[int, np.ndarray]]:
+    """(value, rows holding it) for each distinct value of ``values`` in ascending order; ``candidates``:
+    a superset of those values (one mask per candidate when they are few, else one stable sort)."""
+    cand = np.unique(candidates)
+    if cand.shape[0] <= 16:
+        out = [(int(c), np.nonzero(values == c)[0]) for c in cand.tolist()]
+        return [(c, r) for c, r in out if r.shape[0]]
+    order = np.argsort(values, kind="stable")
+    v = values[order]
+    cut = np.nonzero(v[1:] != v[:-1])[0] + 1
+    return [(int(values[seg[0]]), seg) for seg in np.split(order, cut)] if v.shape[0] else []
 
 
 def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
@@ -246,63 +229,93 @@ def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, O
     if has_api:
         linked = api.gtid[li[li >= 0]]
         dom_g = -1
+        threads = np.empty(0, np.int64)
         if linked.shape[0]:
-            threads = np.unique(linked[:: max(1, linked.shape[0] // 100_000)])   # few distinct launch threads
-            threads = _sorted_distinct(np.concatenate([threads, linked[np.isin(linked, threads, invert=True)]]))
-            dom_g = int(threads[np.bincount(np.searchsorted(threads, linked)).argmax()])
-        thread = np.where(nli >= 0, api.gtid[np.maximum(nli, 0)],
-                          np.where(pli >= 0, api.gtid[np.maximum(pli, 0)], dom_g)).astype(np.int64)
+            threads = few_distinct(linked)                  # few distinct launch threads
+            dom_g = int(threads[0]) if threads.shape[0] == 1 else \
+                int(threads[np.bincount(np.searchsorted(threads, linked)).argmax()])
+        if threads.shape[0] == 1:                           # one launching thread: every gap is on it
+            thread = np.full(len(gp), dom_g, np.int64)
+        else:
+            thread = np.where(nli >= 0, api.gtid[np.maximum(nli, 0)],
+                              np.where(pli >= 0, api.gtid[np.maximum(pli, 0)], dom_g)).astype(np.int64)
         hce = np.where(nli >= 0, np.clip(api.end[np.maximum(nli, 0)], gs, ge), ge + 1)
+        cand = np.append(threads.astype(np.int64), dom_g)
     else:
         thread = np.full(len(gp), -1, np.int64)
         hce = ge + 1                                   # never queued
-    copy_cover = _Cover(tl.copy_start, tl.copy_end)
+        cand = np.array([-1], np.int64)
+    copy_cover = Cover(tl.copy_start, tl.copy_end)
     copy_det = np.array([ctx.det(s) for s in tl.copy_labels], np.int64)[tl.copy_label] \
         if tl.copy_label.shape[0] else np.empty(0, np.int64)
     parts = []
-    for g in np.unique(thread).tolist():
-        gi = np.nonzero(thread == g)[0]
-        parts.append(_thread_pieces(ctx, tl, int(g), gi, gs, ge, hce, copy_cover, copy_det))
-    gap = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, np.int64)
-    kind = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int64)
-    det = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, np.int64)
-    ln = np.concatenate([p[3] for p in parts]) if parts else np.empty(0, np.int64)
-    bins = None
-    if n_bins > 0:
-        t0 = np.concatenate([p[4] for p in parts]) if parts else np.empty(0, np.int64)
-        bins = device_bins(tl, t0, ln, kind, n_bins)
+    for g, gi in _groups(thread, cand):
+        near = ctx.api_near if has_api else _no_rows
+        parts.append(thread_pieces(ctx.model, ctx.kinds, ctx.base_idx, ctx.tree, ctx.det, ctx.range_detail, tl, g,
+                                   gi, gs, ge, hce, copy_cover, copy_det, near, ctx.base_dmap))
+    if not parts:                                      # no idle gap at all
+        e = np.empty(0, np.int64)
+        parts = [(e, np.empty(0, np.int8), e, e, e)]
+    gap, kind, det, ln, t0 = parts[0] if len(parts) == 1 else (np.concatenate([p[i] for p in parts])
+                                                                for i in range(5))
+    if len(parts) > 1:                                 # time order: gaps are disjoint, each on one thread
+        order = np.argsort(gap, kind="stable")
+        gap, kind, det, ln, t0 = (a[order] for a in (gap, kind, det, ln, t0))
+    bins = device_bins(tl, t0, ln, kind, n_bins) if n_bins > 0 else None
+    del t0
     return _aggregate(ctx, tl, gs, ge, gap, kind, det, ln), bins
 
 
 def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> DeviceCauses:
-    """Sum the pieces per cause and per (cause, gap) with one sort (dense cause codes, no hashing)."""
+    """Sum the pieces (in time order) per cause and per (cause, gap): dense cause codes ``kind · D +
+    detail``, runs merged, then one stable sort by cause rank (a radix sort: causes are few)."""
     idle, window = tl.idle_ns, tl.window_ns
     D = max(len(ctx.details), 1)
-    key = kind * D + det
+    key = kind.astype(np.int64)
+    key *= D
+    key += det
     if key.shape[0] > 1:                                # merge runs of pieces of one cause in one gap
-        run = np.concatenate(([True], (key[1:] != key[:-1]) | (gap[1:] != gap[:-1])))
+        run = np.empty(key.shape[0], bool)
+        run[0] = True
+        np.not_equal(key[1:], key[:-1], out=run[1:])
+        run[1:] |= gap[1:] != gap[:-1]
         at = np.nonzero(run)[0]
         key, gap, ln = key[at], gap[at], np.add.reduceat(ln, at)
-    ns_all = np.bincount(key, weights=ln, minlength=len(KINDS) * D).round().astype(np.int64)
+    ns_all = np.zeros(len(KINDS) * D, np.int64)       # integer sums: exact for any ns
+    np.add.at(ns_all, key, ln)
     assert int(ns_all.sum()) == idle, (tl.device_id, int(ns_all.sum()), idle)
-    ukey = np.nonzero(ns_all)[0]
-    G = max(len(gs), 1)
-    pair = key * G + gap
-    order = np.argsort(pair, kind="stable")
-    ps = pair[order]
-    start = np.nonzero(np.concatenate(([True], ps[1:] != ps[:-1])))[0] if ps.shape[0] else ps
-    upair = ps[start]
-    pns = np.add.reduceat(ln[order], start) if ps.shape[0] else ps
-    pk, pg = upair // G, upair % G
+    ukey = np.nonzero(ns_all)[0]                       # every piece has ns > 0: ukey = the causes present
+    one_per_gap = gap.shape[0] < 2 or bool((gap[1:] != gap[:-1]).all())   # then (cause, gap) pairs = runs
+    small = ukey.shape[0] <= 1 << 16                   # numpy sorts 16-bit integers stably by radix
+    rank_of = np.zeros(ns_all.shape[0], np.uint16 if small else np.int64)
+    rank_of[ukey] = np.arange(ukey.shape[0])
+    rank = rank_of[key]
+    order = np.argsort(rank, kind="stable")            # (cause, gap) order: pieces are in gap order
+    if one_per_gap:
+        pk, pg, pns = key[order], gap[order], ln[order]
+    else:
+        rs, gsrt = rank[order], gap[order]
+        new = np.empty(rs.shape[0], bool)
+        new[0] = True
+        np.not_equal(rs[1:], rs[:-1], out=new[1:])
+        new[1:] |= gsrt[1:] != gsrt[:-1]
+        start = np.nonzero(new)[0]
+        pk = ukey[rs[start].astype(np.int64)]
+        pg = gsrt[start]
+        pns = np.add.reduceat(ln[order], start)
+        del rs, gsrt, new, start
+    del order, rank
     causes = []
     first_pair = np.searchsorted(pk, ukey, "left")
     last_pair = np.searchsorted(pk, ukey, "right")
-    short = ((ge - gs) < LONG_GAP_NS)[pg]
-    tiny = ((ge - gs) < TINY_GAP_NS)[pg]
+    glen = (ge - gs)[pg]
+    short = glen < LONG_GAP_NS
+    tiny = glen < TINY_GAP_NS
+    del glen
     for j, code in enumerate(ukey.tolist()):
         a, b = int(first_pair[j]), int(last_pair[j])
         sl = slice(a, b)
-        top = a + np.argsort(-pns[sl], kind="stable")[:MAX_EXAMPLES]
+        top = a + _top(pns[sl], MAX_EXAMPLES)
         k = KINDS[code // D]
         ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in top.tolist())
         ns = int(ns_all[code])
@@ -310,9 +323,34 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> Dev
                                 int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
                                 int(pns[sl][tiny[sl]].sum())))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
-    # per gap: the cause with the most ns in it (ties: precedence order); gaps with one cause need no sort
-    code = np.full(len(gs), -1, np.int64)
-    multi = np.bincount(pg, minlength=len(gs)) > 1 if pg.shape[0] else np.zeros(len(gs), bool)
+    if one_per_gap:
+        code = np.full(len(gs), -1, np.int64)
+        code[gap] = key
+    else:
+        code = _gap_codes(len(gs), pk, pg, pns)
+    seen = np.zeros(ns_all.shape[0], bool)
+    seen[code[code >= 0]] = True
+    used = np.nonzero(seen)[0]
+    table = {int(c): (KINDS[int(c) // D], ctx.details[int(c) % D]) for c in used.tolist()}
+    return DeviceCauses(tl.device_id, window, tl.busy_ns, idle, tuple(causes), code, table)
+
+
+def _top(x: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest values, largest first, ties by index (a partition, then a sort of the
+    few candidates)."""
+    if x.shape[0] > 4 * k:
+        cut = np.partition(x, x.shape[0] - k)[x.shape[0] - k]     # k-th largest value
+        cand = np.nonzero(x >= cut)[0]
+        return cand[np.argsort(-x[cand], kind="stable")[:k]]
+    return np.argsort(-x, kind="stable")[:k]
+
+
+def _gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> np.ndarray:
+    """Per gap: the cause code with the most ns in it (ties: the lower code, i.e. precedence order), -1 for
+    none. ``(pk, pg, pns)``: cause, gap and ns of each distinct (cause, gap) pair. Gaps with one cause need
+    no sort."""
+    code = np.full(n_gaps, -1, np.int64)
+    multi = np.bincount(pg, minlength=n_gaps) > 1 if pg.shape[0] else np.zeros(n_gaps, bool)
     single = ~multi[pg]
     code[pg[single]] = pk[single]
     rows = np.nonzero(~single)[0]
@@ -321,9 +359,7 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> Dev
         first = np.ones(best.shape[0], bool)
         first[1:] = pg[best][1:] != pg[best][:-1]
         code[pg[best[first]]] = pk[best[first]]
-    used = np.unique(code[code >= 0])
-    table = {int(c): (KINDS[int(c) // D], ctx.details[int(c) % D]) for c in used.tolist()}
-    return DeviceCauses(tl.device_id, window, tl.busy_ns, idle, tuple(causes), code, table)
+    return code
 
 
 def _totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:

@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-import numpy as np
-
 from ..jsonable import json_ready
 from ..model.trace import Kernels, TraceModel
-from .stats import GroupStats, group_stats, pct
+from .stats import GroupStats, kernel_stats, pct
 
 Row = Dict[str, Any]
 
@@ -80,18 +78,17 @@ def analyze_kernels(model: TraceModel) -> KernelSummary:
         return KernelSummary(False, reason)
     dur = k.dur
     total = int(dur.sum())
-    name = k.name_idx.astype(np.int64)
-    by_name_device = _rows(group_stats({"name": name, "device_id": k.device}, dur), k.names, total, ["device_id"])
-    gn = group_stats({"name": name}, dur)
+    by_name_device = _rows(kernel_stats(model, "name", "device_id"), k.names, total, ["device_id"])
+    gn = kernel_stats(model, "name")
     by_name = [KernelRow(name=k.names[int(gn.keys["name"][i])], **_stats(gn, i, total))
                for i in gn.order_by_total().tolist()]
     # per process
-    pid_stats = group_stats({"pid": k.pid}, dur)
+    pid_stats = kernel_stats(model, "pid")
     by_pid = [{"pid": int(pid_stats.keys["pid"][i]), "count": int(pid_stats.count[i]),
                "total_ns": int(pid_stats.total[i]), "pct": pct(int(pid_stats.total[i]), total)}
               for i in pid_stats.order_by_total().tolist()]
     pid_total = {r["pid"]: r["total_ns"] for r in by_pid}
-    gs = group_stats({"pid": k.pid, "name": name, "device_id": k.device}, dur)
+    gs = kernel_stats(model, "pid", "name", "device_id")
     by_pid_name = [{**r, "pct_of_pid": pct(r["total_ns"], pid_total.get(r["pid"], 0))}
                    for r in _rows(gs, k.names, total, ["pid", "device_id"])]
     by_pid_name.sort(key=lambda r: (r["pid"], -r["total_ns"], r["name"]))

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..jsonable import json_ready
 from ..model.trace import TraceModel
-from .stats import group_stats, share_under
+from .stats import GroupStats, kernel_stats, share_under
 
 STORM_RULES = ((50_000.0, 10_000), (100_000.0, 20_000))  # (launches/s at least, p50 at most ns)
 TINY_NS = 10_000
@@ -44,16 +44,18 @@ class LaunchResult:
                            "tiny_kernels": self.tiny_kernels})
 
 
-def _rows(key_name: str, keys: np.ndarray, dur: np.ndarray, window: int) -> List[Row]:
+def _rows(key_name: str, gs: GroupStats, keys: np.ndarray, dur: np.ndarray, window: int) -> List[Row]:
     out = []
-    gs = group_stats({key_name: keys}, dur)
+    order = np.argsort(keys, kind="stable")                 # rows of each key value, for the share-under figures
+    sk = keys[order]
     for i in range(len(gs)):
         kv = int(gs.keys[key_name][i])
         n = int(gs.count[i])
         rate = n / (window / 1e9) if window > 0 else 0.0
+        a, b = np.searchsorted(sk, kv, "left"), np.searchsorted(sk, kv, "right")
         out.append({key_name: kv, "launches": n, "window_ns": window, "launches_per_s": rate,
                     "p50_ns": int(gs.p50[i]), "p90_ns": int(gs.p90[i]), "p99_ns": int(gs.p99[i]),
-                    **share_under(dur[keys == kv], (5_000, 10_000, 20_000)),
+                    **share_under(dur[order[a:b]], (5_000, 10_000, 20_000)),
                     "launch_storm": is_storm(rate, float(gs.p50_exact[i]))})
     return out
 
@@ -64,13 +66,15 @@ def analyze_launch(model: TraceModel, window_ns: int, top: int = 10) -> LaunchRe
     if k is None or len(k) == 0:
         return LaunchResult(False, "no CUDA kernels were captured")
     dur = k.dur
-    pooled = _rows("all", np.zeros(len(k), np.int64), dur, window_ns)[0]
+    pooled = _rows("all", kernel_stats(model, "all"), np.zeros(len(k), np.int64), dur, window_ns)[0]
     # never evaluated over all GPUs pooled
     overall = {c: (None if c == "launch_storm" else v) for c, v in pooled.items() if c != "all"}
-    gs = group_stats({"name": k.name_idx.astype(np.int64)}, dur)
+    gs = kernel_stats(model, "name")
     tiny = np.nonzero(gs.p50_exact < TINY_NS)[0]
     tiny = tiny[np.lexsort((gs.keys["name"][tiny], -gs.count[tiny]))][:top]
     tiny_kernels = tuple({"name": k.names[int(gs.keys["name"][i])], "count": int(gs.count[i]),
                           "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i])} for i in tiny.tolist())
-    return LaunchResult(True, None, overall=overall, per_device=tuple(_rows("device_id", k.device, dur, window_ns)),
-                        per_pid=tuple(_rows("pid", k.pid, dur, window_ns)), tiny_kernels=tiny_kernels)
+    per_device = _rows("device_id", kernel_stats(model, "device_id"), k.device, dur, window_ns)
+    per_pid = _rows("pid", kernel_stats(model, "pid"), k.pid, dur, window_ns)
+    return LaunchResult(True, None, overall=overall, per_device=tuple(per_device), per_pid=tuple(per_pid),
+                        tiny_kernels=tiny_kernels)

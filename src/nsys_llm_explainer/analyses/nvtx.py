@@ -2,7 +2,9 @@
 
 Per name and style (``PushPop`` = types 59/70, ``StartEnd`` = 60/71): count, total, avg, p50, min, max of
 ``end − start``. A range left unterminated in the capture (NULL ``end``) ends at the latest NVTX timestamp
-of the export, exactly as nsys stats' nvtx_sum does; their number is reported as ``unterminated``.
+of the export (any row, marks included), as nsys 2022.4's nvtxsum / nvtxkernsum do; their number is
+reported as ``unterminated``, the rule as ``unterminated_end_rule`` and the end used as
+``unterminated_end_ns`` (null when none is open).
 ``self_ns`` (push/pop only) = time inside the range not inside a nested push/pop range of the same thread
 and domain, so self times of all ranges never double count nesting; ``pct_self`` = self_ns / Σ self_ns ×
 100. ``pct_total`` = total / Σ totals × 100 as nsys prints it (nested ranges are counted once per level
@@ -18,6 +20,7 @@ import numpy as np
 
 from ..jsonable import json_ready
 from ..model.trace import TraceModel
+from ..read.fetch import UNTERMINATED_END_RULE
 from .nvtx_tree import NvtxTree, build_tree, self_time
 from .stats import group_stats, pct
 
@@ -32,13 +35,16 @@ class NvtxResult:
     reason: Optional[str]
     range_count: int = 0
     unterminated: int = 0
+    unterminated_end_ns: Optional[int] = None   # end given to unterminated ranges (None: none open)
     ranges: Tuple[Row, ...] = ()
     by_pid: Tuple[Row, ...] = ()
     tree: Optional[NvtxTree] = None   # push/pop nesting tree: a helper, not in to_dict()
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({"available": self.available, "reason": self.reason, "range_count": self.range_count,
-                           "unterminated": self.unterminated, "ranges": self.ranges, "by_pid": self.by_pid})
+                           "unterminated": self.unterminated, "unterminated_end_rule": UNTERMINATED_END_RULE,
+                           "unterminated_end_ns": self.unterminated_end_ns, "ranges": self.ranges,
+                           "by_pid": self.by_pid})
 
 
 def analyze_nvtx(model: TraceModel) -> NvtxResult:
@@ -70,5 +76,7 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
     gp = group_stats({"pid": nv.pid[closed], "name": nv.name_idx[closed].astype(np.int64)}, dur[closed])
     by_pid = tuple({"pid": int(gp.keys["pid"][i]), "name": nv.names[int(gp.keys["name"][i])],
                     "count": int(gp.count[i]), "total_ns": int(gp.total[i])} for i in gp.order_by_total().tolist())
-    return NvtxResult(True, None, range_count=len(nv), unterminated=int((~nv.closed).sum()), ranges=tuple(ranges),
-                      by_pid=by_pid, tree=tree)
+    open_ = ~nv.closed
+    open_end = int(nv.end[open_].max()) if open_.any() else None
+    return NvtxResult(True, None, range_count=len(nv), unterminated=int(open_.sum()), unterminated_end_ns=open_end,
+                      ranges=tuple(ranges), by_pid=by_pid, tree=tree)

@@ -10,6 +10,12 @@ one that started last).
 * ``innermost_ns``: kernel time of kernels whose innermost enclosing range has that name
   (Σ innermost_ns = attributed kernel time, no double counting).
 * ``coverage`` = kernel time with any enclosing range / total kernel time (per PID: of that PID).
+* Start/end ranges (types 60/71) that were ended on the thread that started them count like push/pop
+  ranges, as in nsys's nvtx_kern_sum: a kernel is inside one when its launch call, on the thread that
+  called ``nvtxRangeStart``, lies within [start, end]. They are not on the push/pop stack, so they give
+  rows with ``style`` ``StartEnd`` (``kernel_count`` / ``inclusive_ns`` once per kernel and name,
+  ``innermost_ns`` 0) and ``startend_kernel_ns`` (kernel time inside any of them); ``coverage`` and
+  the innermost columns stay push/pop only. Start/end ranges ended on another thread never count.
 * Phase totals (``--phase-map``) come from :mod:`phases` (one definition of a kernel's phase):
   :func:`diagnose.run_diagnosis` returns a copy of this result with ``phases`` set.
 """
@@ -38,6 +44,7 @@ class AttributionResult:
     attributed_count: int = 0
     coverage: float = 0.0
     linked_kernel_ns: int = 0          # kernel time whose launch call was found
+    startend_kernel_ns: int = 0        # kernel time launched inside ≥ 1 start/end range (same thread)
     ranges: Tuple[Row, ...] = ()
     by_pid: Tuple[Row, ...] = ()
     pid_coverage: Tuple[Row, ...] = ()
@@ -51,6 +58,7 @@ class AttributionResult:
             "available": self.available, "reason": self.reason, "coverage": self.coverage,
             "total_kernel_ns": self.total_kernel_ns, "attributed_ns": self.attributed_ns,
             "attributed_kernel_count": self.attributed_count, "linked_kernel_ns": self.linked_kernel_ns,
+            "startend_kernel_ns": self.startend_kernel_ns,
             "ranges": self.ranges, "by_pid": self.by_pid, "pid_coverage": self.pid_coverage, "phases": self.phases})
 
 
@@ -60,16 +68,20 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
         return AttributionResult(False, "no kernels to attribute")
     if api is None or len(api) == 0:
         return AttributionResult(False, "no CUDA API calls: kernels cannot be linked to launching threads")
-    if tree is None or len(tree) == 0:
-        return AttributionResult(False, "no NVTX push/pop ranges to attribute kernels to")
     dur = k.dur
     total = int(dur.sum())
     li = k.launch_idx
     linked = li >= 0
-    # innermost range per distinct launch call, then per kernel
     present = np.zeros(len(api), bool)
     present[li[linked]] = True
     calls = np.nonzero(present)[0]           # distinct launch calls (graph launches map to many kernels)
+    se_rows, se_by_pid, se_ns = startend_rows(model, calls, total)
+    if tree is None or len(tree) == 0:
+        if model.nvtx is None or not se_rows:
+            return AttributionResult(False, "no NVTX push/pop or start/end ranges to attribute kernels to")
+        return AttributionResult(True, None, total_kernel_ns=total, linked_kernel_ns=int(dur[linked].sum()),
+                                 startend_kernel_ns=se_ns, ranges=se_rows, by_pid=se_by_pid)
+    # innermost range per distinct launch call, then per kernel
     by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
     lut = np.full(len(api), -1, np.int64)
 
@@ -103,9 +115,9 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     incl_c = np.bincount(tree.name_idx[first], weights=sub_c[first], minlength=nn).astype(np.int64)
     inn_t = np.bincount(tree.name_idx, weights=inner_t, minlength=nn).astype(np.int64)
     inn_c = np.bincount(tree.name_idx, weights=inner_c, minlength=nn).astype(np.int64)
-    ranges = tuple({"name": names[i], "kernel_count": int(incl_c[i]), "inclusive_ns": int(incl_t[i]),
-                    "innermost_ns": int(inn_t[i]), "innermost_kernel_count": int(inn_c[i]),
-                    "pct_of_kernel_time": pct(int(incl_t[i]), total)}
+    ranges = tuple({"name": names[i], "style": "PushPop", "kernel_count": int(incl_c[i]),
+                    "inclusive_ns": int(incl_t[i]), "innermost_ns": int(inn_t[i]),
+                    "innermost_kernel_count": int(inn_c[i]), "pct_of_kernel_time": pct(int(incl_t[i]), total)}
                    for i in np.lexsort((np.arange(nn), -incl_t)).tolist() if incl_c[i] != 0)
     # per PID (tree nodes carry the launching thread's PID)
     pids = tree.pid
@@ -113,7 +125,7 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     uk, inv = np.unique(key, return_inverse=True)
     pt = np.bincount(inv, weights=sub_t[first]).astype(np.int64)
     pc = np.bincount(inv, weights=sub_c[first]).astype(np.int64)
-    by_pid = tuple({"pid": int(uk[j] // (nn + 1)), "name": names[int(uk[j] % (nn + 1))],
+    by_pid = tuple({"pid": int(uk[j] // (nn + 1)), "name": names[int(uk[j] % (nn + 1))], "style": "PushPop",
                     "kernel_count": int(pc[j]), "inclusive_ns": int(pt[j])}
                    for j in np.lexsort((uk, -pt)).tolist() if pc[j] != 0)
     pid_coverage = []
@@ -125,5 +137,53 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
                              "coverage": pa / pt_all if pt_all else 0.0})
     return AttributionResult(
         True, None, total_kernel_ns=total, attributed_ns=attributed_ns, attributed_count=int(att.sum()),
-        coverage=attributed_ns / total if total else 0.0, linked_kernel_ns=int(dur[linked].sum()), ranges=ranges,
-        by_pid=by_pid, pid_coverage=tuple(pid_coverage), kernel_node=node, kernel_nodes=kernel_nodes)
+        coverage=attributed_ns / total if total else 0.0, linked_kernel_ns=int(dur[linked].sum()),
+        startend_kernel_ns=se_ns, ranges=ranges + se_rows, by_pid=by_pid + se_by_pid,
+        pid_coverage=tuple(pid_coverage), kernel_node=node, kernel_nodes=kernel_nodes)
+
+
+def startend_rows(model: TraceModel, calls: np.ndarray, total: int) -> Tuple[Tuple[Row, ...], Tuple[Row, ...], int]:
+    """Rows (style ``StartEnd``) for start/end ranges ended on their own thread: per name and per
+    (pid, name), the kernels whose launch call (rows ``calls`` of the API table) lies inside one of
+    them on the same thread — each kernel once per name. Also the kernel time inside any of them."""
+    nv, api, k = model.nvtx, model.api, model.kernels
+    if nv is None or api is None or k is None or len(nv) == 0 or calls.shape[0] == 0:
+        return (), (), 0
+    se = np.nonzero(((nv.event_type == 60) | (nv.event_type == 71)) & (nv.end_gtid < 0))[0]
+    if se.shape[0] == 0:
+        return (), (), 0
+    # launch calls ordered by (thread, start): the calls of one thread starting in [s, e] are one slice
+    o = np.lexsort((api.start[calls], api.gtid[calls]))
+    cg, cs, ce, cid = api.gtid[calls][o], api.start[calls][o], api.end[calls][o], calls[o]
+    inside: Dict[int, list] = {}
+    for r in se.tolist():
+        g, s0, e0 = int(nv.gtid[r]), int(nv.start[r]), int(nv.end[r])
+        lo = int(np.searchsorted(cg, g, "left"))
+        hi = int(np.searchsorted(cg, g, "right"))
+        a = lo + int(np.searchsorted(cs[lo:hi], s0, "left"))
+        b = lo + int(np.searchsorted(cs[lo:hi], e0, "right"))
+        sel = cid[a:b][ce[a:b] <= e0]
+        if sel.shape[0]:
+            inside.setdefault(int(nv.name_idx[r]), []).append(sel)
+    if not inside:
+        return (), (), 0
+    dur, li = k.dur, k.launch_idx
+    linked = li >= 0
+    any_call = np.zeros(len(api), bool)
+    rows, by_pid = [], []
+    for ni, parts in inside.items():
+        hit = np.zeros(len(api), bool)
+        hit[np.concatenate(parts)] = True
+        any_call |= hit
+        km = linked & hit[np.maximum(li, 0)]
+        t = int(dur[km].sum())
+        rows.append({"name": nv.names[ni], "style": "StartEnd", "kernel_count": int(km.sum()), "inclusive_ns": t,
+                     "innermost_ns": 0, "innermost_kernel_count": 0, "pct_of_kernel_time": pct(t, total)})
+        for p in np.unique(k.pid[km]).tolist():
+            pm = km & (k.pid == p)
+            by_pid.append({"pid": int(p), "name": nv.names[ni], "style": "StartEnd",
+                           "kernel_count": int(pm.sum()), "inclusive_ns": int(dur[pm].sum())})
+    rows.sort(key=lambda r: (-r["inclusive_ns"], r["name"]))
+    by_pid.sort(key=lambda r: (-r["inclusive_ns"], r["pid"], r["name"]))
+    se_ns = int(dur[linked & any_call[np.maximum(li, 0)]].sum())
+    return tuple(rows), tuple(by_pid), se_ns

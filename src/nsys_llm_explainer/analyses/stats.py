@@ -16,6 +16,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ..model.trace import TraceModel
+
 
 def round_half_up(x: np.ndarray) -> np.ndarray:
     return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
@@ -153,6 +155,27 @@ def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
     )
 
 
+#: kernel columns :func:`kernel_stats` groups by
+_KERNEL_KEYS = {"name": lambda k: k.name_idx.astype(np.int64), "device_id": lambda k: k.device,
+                "pid": lambda k: k.pid, "all": lambda k: np.zeros(len(k), np.int64)}
+
+
+def kernel_stats(model: TraceModel, *cols: str) -> GroupStats:
+    """:func:`group_stats` of the kernel durations of ``model`` grouped by ``cols`` (``name``, ``device_id``,
+    ``pid``, ``all``), computed once per model and shared by the analyses that need it (kept in
+    ``model.cache``; a concurrent duplicate computation gives the same object contents)."""
+    key = ("kernel_stats",) + cols
+    got = model.cache.get(key)
+    if got is None:
+        k = model.kernels
+        assert k is not None
+        dur = model.cache.get("kernel_dur")
+        if dur is None:
+            dur = model.cache["kernel_dur"] = k.dur
+        got = model.cache[key] = group_stats({c: _KERNEL_KEYS[c](k) for c in cols}, dur)
+    return got  # type: ignore[return-value]
+
+
 def summary(dur: np.ndarray) -> Dict[str, int]:
     """Ungrouped statistics of ``dur`` as a JSON-ready dict (all integer ns)."""
     gs = group_stats({"all": np.zeros(dur.shape[0], np.int64)}, dur)
@@ -162,6 +185,20 @@ def summary(dur: np.ndarray) -> Dict[str, int]:
     return {"count": int(gs.count[0]), "total_ns": int(gs.total[0]), "avg_ns": int(gs.avg[0]),
             "min_ns": int(gs.min[0]), "max_ns": int(gs.max[0]), "p50_ns": int(gs.p50[0]),
             "p90_ns": int(gs.p90[0]), "p99_ns": int(gs.p99[0])}
+
+
+def top_indices(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``values``, largest first, ties in index order — the first ``k`` of a
+    stable descending argsort, found in linear time (a partition, then a sort of the candidates only)."""
+    n = values.shape[0]
+    if k <= 0 or n == 0:
+        return np.empty(0, np.int64)
+    if n > 4 * k:
+        kth = np.partition(values, n - k)[n - k]
+        cand = np.nonzero(values >= kth)[0]
+    else:
+        cand = np.arange(n)
+    return cand[np.argsort(-values[cand], kind="stable")[:k]]
 
 
 def pct(part: float, whole: float, digits: Optional[int] = None) -> float:

@@ -120,7 +120,11 @@ def _busy_union(model: TraceModel) -> iv.Union:
         parts_e.append(gt["end"])
     if not parts_s:
         return iv.union(np.empty(0, np.int64), np.empty(0, np.int64))
-    return iv.union_unsorted(np.concatenate(parts_s).astype(np.int64), np.concatenate(parts_e).astype(np.int64))
+    s, e = (parts_s[0], parts_e[0]) if len(parts_s) == 1 else (np.concatenate(parts_s), np.concatenate(parts_e))
+    if s.shape[0] > 1 and not bool((s[1:] >= s[:-1]).all()):   # kernels alone come sorted by start
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+    return iv.union_lean(s, e)
 
 
 def _runs(active: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -75,9 +75,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             series.setdefault(s.name, {})[rix[(i, s.pid, s.device_id)]] = (s, i)
     timed = al.aligned
     n = len(order)
-    waits: List[List[int]] = [[] for _ in range(n)]
-    matched_per = [0] * n
-    last_cnt = [0] * n
+    waits: List[List[np.ndarray]] = [[] for _ in range(n)]
+    matched_per = np.zeros(n, np.int64)
+    last_cnt = np.zeros(n, np.int64)
     by_name: List[Row] = []
     instances: List[Row] = []
     matched_total = unmatched = 0
@@ -87,34 +87,29 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
         m = min(lens) if len(members) >= 2 else 0
         unmatched += sum(lens) - m * len(members)
         matched_total += m
-        skews: List[int] = []
-        late_c = {r: 0 for r in members}
-        for k in range(m):
-            starts = []
-            for r in members:
-                s, fi = series[cname][r]
-                off = al.offsets_ns[fi] if timed else 0
-                starts.append(int(s.start[k]) + int(off or 0))
-            for r in members:
-                matched_per[r] += 1
-            if not timed:
-                continue
-            last = max(starts)
-            late = members[starts.index(last)]
-            last_cnt[late] += 1
-            late_c[late] += 1
-            skews.append(last - min(starts))
-            for r, st in zip(members, starts):
-                waits[r].append(last - st)
-            instances.append({"name": cname, "seq": k, "late_rank": names[order[late]],
-                              "first_start_ns": min(starts), "last_start_ns": last, "skew_ns": last - min(starts)})
+        mem = np.array(members, np.int64)
+        matched_per[mem] += m
         row: Row = {"name": cname, "ranks": len(members), "matched": m, "kernels": sum(lens),
                     "unmatched_kernels": sum(lens) - m * len(members)}
-        if timed and skews:
-            sk = np.array(skews, np.int64)
-            top = max(members, key=lambda r: (late_c[r], -r))
+        if timed and m:
+            # starts[j, k]: aligned start of the k-th kernel of this name on member j (issue order)
+            starts = np.stack([np.asarray(series[cname][r][0].start[:m], np.int64)
+                               + int(al.offsets_ns[series[cname][r][1]] or 0) for r in members])
+            last, first = starts.max(axis=0), starts.min(axis=0)
+            late_j = starts.argmax(axis=0)             # first member holding the latest start
+            late_c = np.bincount(late_j, minlength=len(members))
+            np.add.at(last_cnt, mem, late_c)
+            for j in range(len(members)):
+                waits[members[j]].append(last - starts[j])
+            sk = last - first
+            late_names = [names[order[r]] for r in members]
+            instances.extend({"name": cname, "seq": k, "late_rank": late_names[lj], "first_start_ns": f0,
+                              "last_start_ns": l0, "skew_ns": s0}
+                             for k, (lj, f0, l0, s0) in enumerate(zip(late_j.tolist(), first.tolist(),
+                                                                      last.tolist(), sk.tolist())))
+            top = max(range(len(members)), key=lambda j: (int(late_c[j]), -members[j]))
             row.update(skew_total_ns=int(sk.sum()), skew_p50_ns=_half_up(median(sk)), skew_max_ns=int(sk.max()),
-                       most_late_rank=names[order[top]], most_late_share=round(late_c[top] / m, 4))
+                       most_late_rank=late_names[top], most_late_share=round(int(late_c[top]) / m, 4))
         by_name.append(row)
     ranks: List[Row] = []
     for j, key in enumerate(order):
@@ -122,13 +117,14 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
         ser = [s for s in files[i].nccl if (s.pid, s.device_id) == (pid, dev)]
         row = {"rank": names[key], "file": files[i].label, "pid": pid, "device_id": dev,
                "nccl_count": sum(len(s.start) for s in ser),
-               "nccl_total_ns": sum(int(e) - int(b) for s in ser for b, e in zip(s.start, s.end)),
-               "matched": matched_per[j]}
+               "nccl_total_ns": sum(int((np.asarray(s.end, np.int64) - np.asarray(s.start, np.int64)).sum())
+                                    for s in ser),
+               "matched": int(matched_per[j])}
         if timed:
-            w = np.array(waits[j], np.int64)
+            w = np.concatenate(waits[j]) if waits[j] else np.empty(0, np.int64)
             row.update(wait_ns_total=int(w.sum()), wait_mean_ns=_half_up(w.mean()) if w.shape[0] else 0,
-                       wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=last_cnt[j],
-                       last_arrival_share=round(last_cnt[j] / matched_per[j], 4) if matched_per[j] else 0.0)
+                       wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=int(last_cnt[j]),
+                       last_arrival_share=round(int(last_cnt[j]) / int(matched_per[j]), 4) if matched_per[j] else 0.0)
         ranks.append(row)
     reason = None if timed else f"clocks not aligned: {al.reason}"
     if matched_total == 0:

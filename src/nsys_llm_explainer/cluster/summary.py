@@ -23,6 +23,7 @@ from ..analyses.nccl import NCCL_RE, collective_name
 from ..analyses.stats import summary
 from ..jsonable import json_ready
 from ..options import Options
+from ..read.nsys_export import export_report, is_report
 
 
 @dataclass(frozen=True)
@@ -182,9 +183,8 @@ def analyze_file(path: str, label: str, options: Optional[Options] = None,
     with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-rank-") as td:
         src = Path(path)
         shown = None
-        if src.suffix.lower() in (".nsys-rep", ".qdrep"):
-            from ..cli import _export_report
-            src, shown = _export_report(Path(path), Path(td)), str(path)
+        if is_report(src):
+            src, shown = export_report(Path(path), Path(td)), str(path)
         report = analyze_path(str(src), options, display_path=shown)
     data = report.to_dict()
     if rank_dir is not None:

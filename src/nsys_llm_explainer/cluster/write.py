@@ -1,29 +1,29 @@
 """Write a cluster result: ``cluster.md``, ``cluster.json``, ``tables/*.csv``; each file's own report under
 ``ranks/<label>/`` is written by the workers into the same staging directory (:func:`run.run_files`).
 
-Atomic like the main command (:mod:`output`): everything goes to a temporary directory beside ``--out`` and
-is moved in place; ``--out`` may be new, empty or hold a previous cluster report, anything else needs ``force``.
+Atomic and owned like the main command (:mod:`output`: a manifest of the files written, a staging directory
+made visible in one step); ``--out`` may be new, empty or hold a previous cluster report, anything else needs
+``force``. Text cells follow :mod:`render.escape`.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Mapping
+from typing import Any, List, Mapping, Sequence
 
 from ..analyses.idle_cause_result import KINDS
-from ..output import check_out_dir
+from ..output import OutDir, check_out_dir
 from ..render.csv_tables import write_csv
 from ..render.escape import md_cell, md_text
 
 OPS = {">=": "≥", ">": "more than", "<=": "≤", "<": "less than", "==": "="}
-CLUSTER_ENTRIES = {"cluster.md", "cluster.json", "tables", "ranks"}
 IDLE_KINDS = KINDS   # the idle-cause precedence of docs/MODEL.md
 
 
-def check_cluster_out(out: Path, force: bool) -> None:
-    """Refuse an unusable ``--out`` before any trace is analyzed."""
-    check_out_dir(out, force, CLUSTER_ENTRIES, "cluster report")
+def check_cluster_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> OutDir:
+    """Refuse an unusable ``--out`` (or one holding an input) before any trace is analyzed."""
+    return check_out_dir(out, force, "cluster", [Path(p) for p in inputs])
 
 
 def _ms(ns: Any) -> str:

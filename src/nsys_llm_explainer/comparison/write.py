@@ -1,9 +1,9 @@
 """Write a comparison atomically (``compare.md``, ``compare.json``, ``compare.html``, ``tables/*.csv``) and
 evaluate the ``--fail-on-regression PCT`` gate.
 
-Output follows the main command (:mod:`output`): everything is rendered into a temporary directory beside
-``--out`` and moved in place; ``--out`` may be new, empty or hold a previous comparison, anything else is
-refused unless ``force``.
+Output follows the main command (:mod:`output`: a manifest of the files written, a staging directory made
+visible in one step); ``--out`` may be new, empty or hold a previous comparison, anything else is refused
+unless ``force``. Text cells follow :mod:`render.escape` (Markdown / HTML escaping, CSV formula guard).
 
 The gate (docs/COMPARE.md): for each NEW, fail when the pair is comparable and NEW's headline metric is
 higher than BASE's by more than ``PCT`` % *and* by more than the noise; a pair that is too short or too
@@ -15,21 +15,19 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import InputError
-from ..output import Staging, check_out_dir
+from ..output import OutDir, Staging, check_out_dir
 from .html import render_compare_html
 from .markdown import render_compare_markdown
 from .result import CompareResult
 from .tables import write_compare_tables
 
-COMPARE_ENTRIES = {"compare.md", "compare.json", "compare.html", "tables"}
 
-
-def check_compare_out(out: Path, force: bool) -> None:
-    """Refuse an unusable ``--out`` before any trace is analyzed."""
-    check_out_dir(out, force, COMPARE_ENTRIES, "comparison")
+def check_compare_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> OutDir:
+    """Refuse an unusable ``--out`` (or one holding an input) before any trace is analyzed."""
+    return check_out_dir(out, force, "compare", [Path(p) for p in inputs])
 
 
 def render_compare(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None,
@@ -43,11 +41,16 @@ def render_compare(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None
     return files + write_compare_tables(d, out_dir)
 
 
-def write_compare(result: CompareResult, out: Path, top: Optional[int] = None) -> None:
+def write_compare(result: CompareResult, out: Union[Path, OutDir], top: Optional[int] = None,
+                  before_commit: Optional[Callable[[], None]] = None) -> None:
+    """Write the comparison into ``out`` atomically (a plain path is checked first, without ``force``)."""
+    od = out if isinstance(out, OutDir) else check_compare_out(Path(out), False)
     d = result.to_dict()
-    with Staging(out) as st:
+    with Staging(od) as st:
         assert st.tmp is not None
         render_compare(d, st.tmp, top=top)
+        if before_commit is not None:
+            before_commit()
         st.commit()
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 from ..errors import InputError
+from .user_file import read_user_text
 
 CATEGORY_NAMES: List[str] = [
     "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "sampling",
@@ -192,10 +193,9 @@ def read_rules_file(path: Union[str, os.PathLike], flag: str = "--categories") -
     path = str(path)
     label = f"{flag} {path}"
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        text = read_user_text(path, label)
+    except InputError as e:   # keep one message shape: "<label>: cannot read the file (why)"
+        why = str(e)[len(label) + 2:]
         raise InputError(f"{label}: cannot read the file ({why})") from None
     rules, rep = parse_rules_data(_decode(text, path, label), label)
     return UserRules(rules, rep, path)

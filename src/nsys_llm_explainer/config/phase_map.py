@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import InputError
+from .user_file import read_user_text
 
 PHASES = ("prefill", "decode", "other")
 UNMAPPED = "unmapped"
@@ -139,12 +140,12 @@ def parse_phase_map(data: object, label: str = "phase map") -> PhaseDict:
 
 def read_phase_map_file(path: Union[str, os.PathLike], label: str = "--phase-map") -> PhaseDict:
     """Read and validate a JSON phase-map file (:func:`parse_phase_map`)."""
+    if not os.path.lexists(path):
+        raise InputError(f"{label} file not found: {path}")
+    text = read_user_text(path, f"{label} {path}")   # size-capped, regular files only
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{label} file not found: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise InputError(f"{label} {path} is not valid JSON: {exc}") from None
     return parse_phase_map(data, f"{label} {path}")
 

@@ -3,22 +3,24 @@ and join GPU work to its launching API call (same process + correlationId)."""
 
 from __future__ import annotations
 
-import re
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..read import fetch as F
 from ..read.schema import Schema
+from .link import link_unknown_pid, pid_from_launch, unknown_pid_message
 from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceInfo, TraceModel, pid_of, tid_of
-
-_VSUFFIX = re.compile(r"_v\d+$")
 
 
 def base_api_name(name: str) -> str:
-    """API display name: the raw name without its ``_v<digits>`` version suffix."""
-    return _VSUFFIX.sub("", name)
+    """API display name exactly as ``nsys stats`` (cudaapisum 2022.4, cuda_api_sum 2024.2) prints it: a
+    trailing ``_v`` + four characters is removed (``cudaLaunchKernel_v7000`` → ``cudaLaunchKernel``), every
+    other suffix is kept (``cuGetProcAddress_v2``, ``cudaStreamIsCapturing_v10000`` are distinct entry
+    points). Classification (:mod:`analyses.api_classes`) strips all variants separately."""
+    return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
 
 
 def missing_name(string_id: int) -> str:
@@ -123,8 +125,11 @@ class ApiIndex:
 
 
 def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls],
-                index: Optional[ApiIndex] = None) -> np.ndarray:
-    """Row of the API call with the same (pid, correlationId) for each GPU row, or -1."""
+                index: Optional[ApiIndex] = None, kind: Optional[str] = None) -> np.ndarray:
+    """Row of the API call with the same (pid, correlationId) for each GPU row, or -1.
+
+    Rows whose process is unknown (``pid`` < 0: no ``globalPid`` column) are joined on correlationId
+    alone when that is unambiguous — see :func:`link_unknown_pid`."""
     out = np.full(pid.shape[0], -1, np.int64)
     if api is None or len(api) == 0 or pid.shape[0] == 0:
         return out
@@ -137,6 +142,9 @@ def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls],
     pos_c = np.minimum(pos, skey.shape[0] - 1)
     ok = (pos < skey.shape[0]) & (corr >= 0) & (pid >= 0) & (skey[pos_c] == gkey)
     out[ok] = order[pos_c[ok]]
+    unknown = (pid < 0) & (corr >= 0)
+    if unknown.any():
+        out[unknown] = link_unknown_pid(corr[unknown], api, kind)[0]
     return out
 
 
@@ -174,9 +182,23 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
     if not schema.has("StringIds"):
         warnings.append("StringIds table missing: names are shown as [missing StringId N].")
 
+    # ---- the two big tables: fetched at the same time when the columnar reader is on (it releases the GIL)
+    ktable = schema.kernel_table
+    if getattr(conn, "columnar_uri", None):
+        def kernels_sorted() -> Optional[Dict[str, np.ndarray]]:
+            got = F.fetch_kernels(conn, schema, ktable)
+            return None if got is None else _sorted(got)
+
+        with ThreadPoolExecutor(1) as pool:
+            kc_future = pool.submit(kernels_sorted)
+            rt = F.fetch_runtime(conn, schema)
+            rt = None if rt is None else _sorted(rt)
+            kc = kc_future.result()
+    else:
+        rt, kc = F.fetch_runtime(conn, schema), F.fetch_kernels(conn, schema, ktable)
+
     # ---- CUDA API calls
     api: Optional[ApiCalls] = None
-    rt = F.fetch_runtime(conn, schema)
     if rt is not None:
         rt = _sorted(rt)
         name_idx, names = intern_ids(rt["name_id"], strings)
@@ -195,18 +217,13 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
 
     # ---- kernels
     kernels: Optional[Kernels] = None
-    ktable = schema.kernel_table
     if ktable == "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL":
         notes.append("Kernels read from CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (old table name).")
-    kc = F.fetch_kernels(conn, schema, ktable)
     if kc is not None:
         if ktable and not schema.has(ktable, "globalPid"):
             if default_pid is not None:
                 notes.append(f"Kernel table has no globalPid column; all kernels assigned to the only CUDA "
                              f"process (PID {default_pid}).")
-            else:
-                warnings.append("Kernel table has no globalPid column and the trace has several processes: "
-                                "per-PID kernel numbers and kernel→launch correlation are unavailable.")
         if ktable and schema.has(ktable, "greenContextId"):
             notes.append("greenContextId column present (2023.x+ layout); columns selected by name.")
         kc = _sorted(kc)
@@ -221,11 +238,17 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
         missing = [n for n in names if n.startswith("[missing StringId")]
         if missing:
             warnings.append(f"{len(missing)} kernel name id(s) missing from StringIds; shown as [missing StringId N].")
+        launch_idx = link_to_api(pid, kc["corr"], api, api_index, kind="kernel")
+        if (pid < 0).any():   # no globalPid and several processes: the process of the linked launch call
+            msg = unknown_pid_message(pid, kc["corr"], launch_idx, api, ktable or "kernel table", "kernel")
+            if msg:
+                warnings.append(msg)
+            pid = pid_from_launch(pid, launch_idx, api)
         kernels = Kernels(
             start=kc["start"], end=kc["end"], device=_map_devices(kc["device"], pid, dmap), stream=kc["stream"],
             corr=kc["corr"], pid=pid, name_idx=name_idx, graph_node=kc["graph_node"], names=names,
+            launch_idx=launch_idx,
         )
-        kernels.launch_idx = link_to_api(kernels.pid, kernels.corr, api, api_index)
         if not dmap and len(kernels):
             pairs = np.unique((kernels.device.astype(np.int64) << 32) | (kernels.pid.astype(np.int64) & 0xFFFFFFFF))
             devs, n_pids = np.unique(pairs >> 32, return_counts=True)
@@ -237,21 +260,22 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
                     "If each process saw a different GPU (per-process CUDA_VISIBLE_DEVICES), per-device busy/idle "
                     "mixes GPUs; per-PID numbers are unaffected.")
 
-    def ops(table: str, cols: Dict[str, str]) -> Optional[GpuOps]:
+    def ops(table: str, cols: Dict[str, str], kind: str) -> Optional[GpuOps]:
         c = F.fetch_table(conn, schema, table, cols)
         if c is None:
             return None
         c = _sorted(c)
         c["pid"] = _fill_pid(c, default_pid)
+        c["launch_idx"] = link_to_api(c["pid"], c["corr"], api, api_index, kind=kind)
+        c["pid"] = pid_from_launch(c["pid"], c["launch_idx"], api)
         if "device" in c:
             c["device"] = _map_devices(c["device"], c["pid"], dmap)
-        c["launch_idx"] = link_to_api(c["pid"], c["corr"], api, api_index)
         return GpuOps(c)
 
-    memcpy = ops("CUPTI_ACTIVITY_KIND_MEMCPY", F.MEMCPY_COLS)
-    memset = ops("CUPTI_ACTIVITY_KIND_MEMSET", F.MEMSET_COLS)
-    sync = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS)
-    graph_trace = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS)
+    memcpy = ops("CUPTI_ACTIVITY_KIND_MEMCPY", F.MEMCPY_COLS, "memcpy")
+    memset = ops("CUPTI_ACTIVITY_KIND_MEMSET", F.MEMSET_COLS, "memset")
+    sync = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS, "sync")
+    graph_trace = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS, "graph_trace")
     osrt_cols = F.fetch_table(conn, schema, "OSRT_API", F.OSRT_COLS)
     osrt = None
     if osrt_cols is not None:
@@ -344,8 +368,8 @@ def _build_nvtx(nv: F.NvtxRows, t_end: Optional[int], warnings: List[str]) -> Nv
         # as nsys does (nvtx_sum, nvtx_kern_sum): an unterminated range ends at the latest NVTX timestamp
         fill = nv.max_ts if nv.max_ts is not None else (t_end if t_end is not None else int(c["start"].max()))
         end[~closed] = np.maximum(fill, c["start"][~closed])
-        warnings.append(f"{open_rows} NVTX range(s) have no end (unterminated in the capture): as in nsys stats, "
-                        "they are taken to end at the last NVTX timestamp of the export.")
+        warnings.append(f"{open_rows} NVTX range(s) have no end (unterminated in the capture): they are taken to "
+                        f"end at {int(fill)} ns (rule {F.UNTERMINATED_END_RULE}).")
     order = np.lexsort((-end, c["start"]))
     return NvtxRanges(
         start=c["start"][order], end=end[order], closed=closed[order], event_type=c["event_type"][order],

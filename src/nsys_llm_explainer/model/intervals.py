@@ -44,28 +44,28 @@ class Union:
 
 
 def union(start: np.ndarray, end: np.ndarray) -> Union:
-    """Union of intervals already sorted by ``start``."""
+    """Union of intervals already sorted by ``start``. O(n), no sort: ``cm`` (furthest end so far) is
+    non-decreasing, a block starts where ``start`` passes it, and the earliest row reaching the block's end
+    is the block's last strict increase of ``cm``."""
     n = start.shape[0]
     if n == 0:
         e = np.empty(0, np.int64)
         return Union(e, e, e, e)
-    end = np.maximum(end, start)
-    cm = np.maximum.accumulate(end)
+    cm = np.maximum.accumulate(np.maximum(end, start))
     new = np.empty(n, bool)
     new[0] = True
-    new[1:] = start[1:] > cm[:-1]
+    np.greater(start[1:], cm[:-1], out=new[1:])
     first = np.nonzero(new)[0]
+    if first.shape[0] == n:                             # every row is its own block
+        return Union(start.copy(), cm, first, first)
     last_pos = np.append(first[1:] - 1, n - 1)
-    bend = cm[last_pos]
-    bstart = start[first]
-    block = np.cumsum(new) - 1
-    closes = np.nonzero(end == bend[block])[0]          # ascending, so block[closes] is non-decreasing
-    cb = block[closes]
-    firsts = np.empty(cb.shape[0], bool)
-    if cb.shape[0]:
-        firsts[0] = True
-        firsts[1:] = cb[1:] != cb[:-1]
-    return Union(bstart, bend, first, closes[firsts])
+    rise = np.empty(n, bool)                            # cm strictly increases here (block starts included)
+    rise[0] = True
+    np.greater(cm[1:], cm[:-1], out=rise[1:])
+    at = np.nonzero(rise)[0]
+    opens = np.nonzero(new[at])[0]                      # position in ``at`` of each block's first row
+    last = at[np.append(opens[1:] - 1, at.shape[0] - 1)]
+    return Union(start[first], cm[last_pos], first, last)
 
 
 def union_lean(start: np.ndarray, end: np.ndarray) -> Union:

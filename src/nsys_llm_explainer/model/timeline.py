@@ -92,11 +92,13 @@ class DeviceTimeline:
         if n == 0:
             return Gaps(np.array([self.w0], np.int64), np.array([self.w1], np.int64),
                         np.array([-1], np.int64), np.array([-1], np.int64))
-        gs = np.concatenate(([self.w0], u.end))
-        ge = np.concatenate((u.start, [self.w1]))
-        prev_row = np.concatenate(([-1], u.last_row)).astype(np.int64)
-        next_row = np.concatenate((u.first_row, [-1])).astype(np.int64)
+        gs = np.concatenate(([self.w0], u.end)).astype(np.int64, copy=False)
+        ge = np.concatenate((u.start, [self.w1])).astype(np.int64, copy=False)
+        prev_row = np.concatenate(([-1], u.last_row)).astype(np.int64, copy=False)
+        next_row = np.concatenate((u.first_row, [-1])).astype(np.int64, copy=False)
         keep = ge > gs
+        if keep.all():
+            return Gaps(gs, ge, prev_row, next_row)
         return Gaps(gs[keep], ge[keep], prev_row[keep], next_row[keep])
 
 
@@ -145,12 +147,31 @@ def _copy_labels(model: TraceModel) -> tuple:
     return parts, labels
 
 
+def few_distinct(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of ``x``, cheap when there are few: the distinct values of a sample, then
+    only the values the sample missed are sorted."""
+    if x.shape[0] == 0:
+        return np.unique(x)
+    cand = np.unique(x[:: max(1, x.shape[0] // 4096)])
+    at = np.minimum(np.searchsorted(cand, x), cand.shape[0] - 1)
+    miss = cand[at] != x
+    if miss.any():
+        cand = np.union1d(cand, x[miss])
+    return cand
+
+
 def _by_device(dev: np.ndarray) -> Dict[int, np.ndarray]:
+    """Device id → its rows (ascending). One mask per device when they are few, else one stable sort."""
+    out: Dict[int, np.ndarray] = {}
+    if dev.shape[0] == 0:
+        return out
+    ids = few_distinct(dev)
+    if ids.shape[0] <= 16:
+        for d in ids.tolist():
+            out[int(d)] = np.nonzero(dev == d)[0]
+        return out
     order = np.argsort(dev, kind="stable")
     d = dev[order]
-    out: Dict[int, np.ndarray] = {}
-    if d.shape[0] == 0:
-        return out
     cut = np.nonzero(np.diff(d))[0] + 1
     for seg in np.split(order, cut):
         out[int(dev[seg[0]])] = seg
@@ -158,7 +179,24 @@ def _by_device(dev: np.ndarray) -> Dict[int, np.ndarray]:
 
 
 def _cat(parts: list, dt) -> np.ndarray:
-    return np.concatenate(parts).astype(dt) if parts else np.empty(0, dt)
+    if len(parts) == 1:
+        return np.asarray(parts[0]).astype(dt, copy=False)
+    return np.concatenate(parts).astype(dt, copy=False) if parts else np.empty(0, dt)
+
+
+def _sorted_by_start_end(s: np.ndarray, e: np.ndarray) -> bool:
+    """Are the rows already in (start, end) order (then the stable sort would keep them as they are)?"""
+    if s.shape[0] < 2:
+        return True
+    ds = s[1:] >= s[:-1]
+    if not ds.all():
+        return False
+    tie = np.nonzero(s[1:] == s[:-1])[0]
+    return bool((e[tie + 1] >= e[tie]).all())
+
+
+def _take(arrays: tuple, idx: Optional[np.ndarray]) -> tuple:
+    return arrays if idx is None else tuple(a[idx] for a in arrays)
 
 
 def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = False) -> Dict[int, DeviceTimeline]:
@@ -201,11 +239,12 @@ def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = 
     s, e = _cat(s_parts, np.int64), _cat(e_parts, np.int64)
     lab, dev, lix, isk = _cat(l_parts, np.int64), _cat(d_parts, np.int64), _cat(li_parts, np.int64), _cat(k_parts, bool)
     keep = (s < w1) & ((np.maximum(e, s) > w0) | ((e == s) & (s >= w0)))
-    s, e, lab, dev, lix, isk = s[keep], e[keep], lab[keep], dev[keep], lix[keep], isk[keep]
+    s, e, lab, dev, lix, isk = _take((s, e, lab, dev, lix, isk), None if keep.all() else np.nonzero(keep)[0])
+    del keep
     s = np.maximum(s, w0)
     e = np.clip(e, s, w1)
-    order = np.lexsort((e, s))
-    s, e, lab, dev, lix, isk = (a[order] for a in (s, e, lab, dev, lix, isk))
+    if not _sorted_by_start_end(s, e):             # kernels come sorted by start: usually no sort at all
+        s, e, lab, dev, lix, isk = _take((s, e, lab, dev, lix, isk), np.lexsort((e, s)))
 
     cs_, ce_, cl_, cd_, cli_ = [], [], [], [], []
     for ops, lb in copy_parts:
@@ -227,15 +266,17 @@ def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = 
 
     act_by_dev = _by_device(dev)
     copy_by_dev = _by_device(cd)
+    del dev
     out: Dict[int, DeviceTimeline] = {}
     for d in sorted(set(act_by_dev) | set(copy_by_dev)):
-        r = act_by_dev.get(d, np.empty(0, np.int64))
+        r = act_by_dev.pop(d, np.empty(0, np.int64))
         c = copy_by_dev.get(d, np.empty(0, np.int64))
-        act = Activity(s[r], e[r], lab[r], lix[r], isk[r])
+        act = Activity(*_take((s, e, lab, lix, isk), None if r.shape[0] == s.shape[0] else r))
+        del r
         out[d] = DeviceTimeline(
             device_id=d, w0=int(w0), w1=int(w1), act=act, labels=labels, busy=iv.union(act.start, act.end),
             copy_start=cs[c], copy_end=ce[c], copy_label=cl[c], copy_launch_idx=cli[c], copy_labels=copy_labels,
-            copies=iv.union(cs[c], ce[c]), kernel_count=int(isk[r].sum()))
+            copies=iv.union(cs[c], ce[c]), kernel_count=int(act.is_kernel.sum()))
     return out
 
 

@@ -65,7 +65,7 @@ class ApiCalls:
     name_idx: np.ndarray      # index into ``names`` (raw names, e.g. cudaLaunchKernel_v7000)
     event_class: np.ndarray   # 0 runtime, 1 driver
     names: List[str]
-    base_names: List[str]     # ``names`` with the ``_v<digits>`` suffix removed
+    base_names: List[str]     # display names as nsys stats prints them (docs/METRICS.md: a trailing ``_vNNNN`` removed)
 
     @property
     def primary(self) -> np.ndarray:
@@ -81,7 +81,8 @@ class ApiCalls:
 class NvtxRanges:
     """NVTX push/pop (59, 70) and start/end (60, 71) ranges, sorted by ``start``.
 
-    ``end`` of an unterminated range (NULL in the export) is set to the trace end; ``closed`` is False.
+    ``end`` of an unterminated range (NULL in the export) is set by the rule in docs/METRICS.md (nsys 2022.4:
+    the latest NVTX timestamp); ``closed`` is False.
     Names are domain-qualified (``NCCL:ncclAllReduce``) when the range is in a non-default domain.
     """
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
 from pathlib import Path
+from typing import Optional
 from urllib.parse import quote
 
 from ..errors import InputError
@@ -20,6 +22,15 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 def _uri(path: Path) -> str:
     return "file:" + quote(str(path.resolve()), safe="/") + "?mode=ro&immutable=1"
+
+
+class TraceConnection(sqlite3.Connection):
+    """A read-only connection that also knows its URI, so :mod:`read.columnar` can open the same file the same
+    way (``columnar_uri`` is ``None`` when the standard-library reader is used). ``lock`` serializes use of this
+    connection when tables are fetched on several threads."""
+
+    columnar_uri: Optional[str] = None
+    lock: threading.Lock
 
 
 def check_trace_path(path: str | os.PathLike) -> Path:
@@ -52,11 +63,17 @@ def check_trace_path(path: str | os.PathLike) -> Path:
     return p
 
 
-def open_readonly(path: str | os.PathLike) -> sqlite3.Connection:
-    """Open ``path`` read-only and immutable; raise :class:`InputError` when it is not a usable database."""
+def open_readonly(path: str | os.PathLike, reader: str = "sqlite3") -> TraceConnection:
+    """Open ``path`` read-only and immutable; raise :class:`InputError` when it is not a usable database.
+    ``reader``: ``adbc`` lets big integer tables be fetched through :mod:`read.columnar` (already resolved by
+    :func:`read.columnar.resolve_reader`), ``sqlite3`` keeps every read on this connection."""
     p = check_trace_path(path)
+    from .sidecar import check_sidecars  # hot journal / non-empty WAL beside the trace: refused (read/sidecar.py)
+    check_sidecars(p)
     try:
-        conn = sqlite3.connect(_uri(p), uri=True, check_same_thread=False)
+        conn = sqlite3.connect(_uri(p), uri=True, check_same_thread=False, factory=TraceConnection)
+        conn.lock = threading.Lock()
+        conn.columnar_uri = _uri(p) if reader == "adbc" else None
         conn.execute("PRAGMA query_only = 1")
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()

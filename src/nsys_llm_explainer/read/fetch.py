@@ -6,6 +6,7 @@ Sentinel: ``-1`` stands for NULL or "column absent" in integer columns.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sqlite3
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import InputError
+from . import columnar
 from .schema import Schema
 
 CHUNK = 1_048_576
@@ -32,10 +34,37 @@ def _expr(schema: Schema, table: str, col: str, default: str = str(NULL)) -> str
     return default
 
 
-def _fetch_ints(conn: sqlite3.Connection, sql: str, names: Sequence[str], params: Tuple = ()) -> Columns:
-    """Run ``sql`` (integer-only select list, no NULLs) and return one int64 array per column.
+def _fetch_ints(conn: sqlite3.Connection, sql: str, names: Sequence[str], params: Tuple = (),
+                table: Optional[str] = None) -> Columns:
+    """Run ``sql`` (integer-only select list, no NULLs) and return one int64 array per column: through
+    :mod:`read.columnar` when the connection allows it and it can, else through the standard library.
+    ``table``: the one table ``sql`` reads (its largest rowid sizes the columnar arrays)."""
+    uri = getattr(conn, "columnar_uri", None)
+    if uri and not params:
+        got = columnar.fetch_ints(uri, sql, names, _max_rowid(conn, table) if table else 0)
+        if got is not None:
+            return got
+    with getattr(conn, "lock", None) or contextlib.nullcontext():
+        return _fetch_ints_stdlib(conn, sql, names, params)
 
-    Rows stream straight from the cursor into ``np.fromiter`` (no list of tuples is built: about twice as
+
+def _max_rowid(conn: sqlite3.Connection, table: str) -> int:
+    """Largest rowid of ``table`` (one b-tree descent; ≥ its row count when rowids are positive), 0 if unknown."""
+    try:
+        with getattr(conn, "lock", None) or contextlib.nullcontext():
+            v = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
+    except sqlite3.DatabaseError:
+        return 0
+    return int(v) if isinstance(v, int) and 0 < v < 1 << 31 else 0
+
+
+def _columnar(conn: sqlite3.Connection) -> bool:
+    """True when big tables of ``conn`` are fetched through :mod:`read.columnar` (no row packing needed)."""
+    return bool(getattr(conn, "columnar_uri", None))
+
+
+def _fetch_ints_stdlib(conn: sqlite3.Connection, sql: str, names: Sequence[str], params: Tuple = ()) -> Columns:
+    """Rows stream straight from the cursor into ``np.fromiter`` (no list of tuples is built: about twice as
     fast as ``fetchall``), one chunk at a time; each chunk is split into per-column arrays right away so
     peak memory is about one copy of the result plus one chunk."""
     ncol = len(names)
@@ -75,7 +104,7 @@ def _select(conn: sqlite3.Connection, schema: Schema, table: str, cols: Dict[str
     """``cols`` maps output name → source column; absent columns read as ``NULL`` (-1)."""
     exprs = [_expr(schema, table, src) for src in cols.values()]
     sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
-    return _fetch_ints(conn, sql, list(cols.keys()))
+    return _fetch_ints(conn, sql, list(cols.keys()), table=table)
 
 
 # --------------------------------------------------------------------------- strings
@@ -131,7 +160,13 @@ def fetch_kernels(conn: sqlite3.Connection, schema: Schema, table: Optional[str]
         return None
     need = ("deviceId", "streamId", "correlationId", "globalPid", "demangledName")
     if not all(schema.has(table, c) for c in need):
-        return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")})
+        return _narrow(_select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items()
+                                                     if k not in ("context", "graph_id")}), ("device", "stream"))
+    if _columnar(conn):   # as the packed path: shortName only for ids missing from StringIds (fetch_short_for)
+        c = _narrow(_select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items()
+                                                  if k not in ("context", "graph_id", "short")}), ("device", "stream"))
+        c["graph_node"] = np.where(c["graph_node"] >= 0, 1, NULL).astype(np.int64)   # the packed path's flag
+        return c
     has_gn = schema.has(table, "graphNodeId")
     gflag = "((graphNodeId IS NOT NULL) << 62) | " if has_gn else ""
     # rows whose small columns do not fit the packing come back as -1 and trigger the generic path
@@ -154,6 +189,15 @@ def fetch_kernels(conn: sqlite3.Connection, schema: Schema, table: Optional[str]
     # keep the globalPid layout the model expects (VM id 1 is irrelevant to PID decoding)
     c["gpid"] = pid << 24
     c["demangled"] = p2v & 0xFFFFFFFF
+    return c
+
+
+def _narrow(c: Columns, names: Sequence[str]) -> Columns:
+    """Small-valued columns as int32 (as the packed path gives them) when every value fits."""
+    for n in names:
+        v = c.get(n)
+        if v is not None and (v.shape[0] == 0 or (int(v.min()) >= -(1 << 31) and int(v.max()) < 1 << 31)):
+            c[n] = v.astype(np.int32)
     return c
 
 
@@ -180,8 +224,8 @@ def fetch_runtime(conn: sqlite3.Connection, schema: Schema) -> Optional[Columns]
     if not schema.has(t, "start") or not schema.has(t, "end"):
         return None
     cols = {k: v for k, v in RUNTIME_COLS.items() if k != "return_value"}
-    if not all(schema.has(t, c) for c in ("globalTid", "correlationId", "nameId", "eventClass")):
-        return _select(conn, schema, t, cols)
+    if _columnar(conn) or not all(schema.has(t, c) for c in ("globalTid", "correlationId", "nameId", "eventClass")):
+        return _narrow(_select(conn, schema, t, cols), ("event_class",))
     ok = ("correlationId BETWEEN 0 AND 4294967295 AND nameId BETWEEN 0 AND 16777215 AND eventClass BETWEEN 0 AND 127 "
           "AND globalTid IS NOT NULL")
     c = _fetch_ints(conn, f'SELECT start, "end", globalTid, CASE WHEN {ok} THEN (eventClass << 56) | (nameId << 32) '
@@ -217,6 +261,10 @@ class NvtxRows:
 
 
 NVTX_RANGE_TYPES = (59, 60, 70, 71)
+# The one rule for ranges left open in the capture (NULL ``end``); ``max_ts`` implements it. nsys 2022.4's
+# nvtxsum / nvtxkernsum use it; 2024.2's nvtx_sum ends them at the latest *range* timestamp instead, which
+# differs only when a mark or other NVTX row comes after the last range timestamp.
+UNTERMINATED_END_RULE = "nsys 2022.4: latest start or end of any NVTX_EVENTS row (marks included)"
 
 
 def fetch_nvtx(conn: sqlite3.Connection, schema: Schema) -> Optional[NvtxRows]:

@@ -1,7 +1,8 @@
 """Probe which tables and columns an export has, and read its metadata.
 
 Nsight Systems exports differ by version (renamed tables, inserted columns, lazily created tables);
-every other part of the reader asks :class:`Schema` instead of assuming.
+every other part of the reader asks :class:`Schema` instead of assuming. Only real tables count
+(:data:`REAL_TABLES_SQL`): views and virtual tables are never read.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ NSYS_MARKER_TABLES = (
     "NVTX_EVENTS",
     "TARGET_INFO_SESSION_START_TIME",
 )
+
+#: only ordinary tables are read: a view (or a virtual table) named like an nsys table could run any query —
+#: a recursive CTE that never ends — each time the reader selects from it, so it is ignored like a missing table
+REAL_TABLES_SQL = ("SELECT name FROM sqlite_master WHERE type = 'table' "
+                   "AND coalesce(upper(substr(ltrim(sql), 1, 14)), '') != 'CREATE VIRTUAL'")
 
 KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
 
@@ -74,7 +80,7 @@ def probe(conn: sqlite3.Connection, path_label: str = "trace") -> Schema:
     try:
         names = [
             r[0]
-            for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+            for r in conn.execute(REAL_TABLES_SQL).fetchall()
         ]
         tables: Dict[str, List[str]] = {}
         for name in names:

@@ -2,7 +2,9 @@
 
 Written with the :mod:`csv` module (``QUOTE_MINIMAL``, ``\\r\\n`` line ends, UTF-8): names holding commas,
 quotes or newlines round-trip through :func:`csv.reader`. Every file has its header row even when the
-table is empty. Missing values are empty cells.
+table is empty. Missing values are empty cells. A text cell that a spreadsheet could run as a formula (first
+character ``=``, ``+``, ``-``, ``@``, tab or CR — e.g. a hostile kernel name) is written with a leading ``'``
+(:func:`.escape.csv_text`); numbers never are, and ``report.json`` keeps every name exactly.
 
 Column conventions: ``*_ns`` — integer nanoseconds as in ``report.json`` (timestamps are absolute, on the
 export's timeline); ``*_ms`` = ns / 10⁶ (6 decimals) and ``*_us`` = ns / 10³ (3 decimals): the same number in
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, List, Mapping, Sequence, Tuple
 
 from .base import Renderer
+from .escape import csv_text
 from .specs import CSV_TABLES
 from .table import csv_cell
 
@@ -28,8 +31,8 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) 
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8", errors="replace") as fh:
         w = csv.writer(fh, quoting=csv.QUOTE_MINIMAL)
-        w.writerow(list(header))
-        w.writerows([csv_cell(v) for v in row] for row in rows)
+        w.writerow([csv_text(h) for h in header])
+        w.writerows([csv_text(csv_cell(v)) for v in row] for row in rows)
     return path
 
 

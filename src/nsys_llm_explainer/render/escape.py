@@ -1,7 +1,18 @@
-"""Escaping of user-controlled text (kernel names, NVTX range names, process names, paths).
+"""The one place where user-controlled text (kernel / NVTX / process / thread names, paths, labels) is made
+inert for each output. Every renderer and the command line's terminal lines use these helpers.
+
+* :func:`visible` — tab, LF and CR become a space; every other C0/C1 control character, DEL, and the bidi
+  controls (U+202A–U+202E embeddings/overrides, U+2066–U+2069 isolates, U+200E/U+200F marks, U+061C) and
+  U+2028/U+2029 become a *visible* escape (``\\x1b``, ``\\u202e``), so an ESC/OSC-8/BEL sequence or a
+  right-to-left override is shown, never executed or applied. Used by every Markdown, HTML and terminal helper.
+* :func:`term_text` — one terminal line (stdout summary, stderr errors): :func:`visible`, whitespace
+  collapsed, shortened to :data:`TERM_LIMIT` characters.
+* :func:`csv_text` — a CSV text cell: a value starting with ``=`` ``+`` ``-`` ``@``, tab or CR (which a
+  spreadsheet could run as a formula) gets a leading ``'`` (OWASP "CSV injection"); numbers are untouched
+  and the rest of the text is kept exactly (report.json always holds the raw name).
 
 * :func:`md_cell` — text for one cell of a GitHub-flavoured Markdown table. The result never contains a raw
-  ``|`` (escaped ``\\|``), a line break (newline, CR, tab and other control characters become a space), a
+  ``|`` (escaped ``\\|``), a line break (newline, CR and tab become a space, other controls :func:`visible`), a
   raw ``<`` ``>`` ``&`` or backtick (HTML entities), an unescaped emphasis/link/strikethrough/math marker
   (``* _ [ ] ~ $`` and ``\\`` are backslash-escaped; ``_`` only where it could start or end emphasis, i.e.
   not between two letters/digits), nor an autolink trigger (``://``, ``www.`` and ``@`` are broken with
@@ -20,6 +31,10 @@
   same with a middle ellipsis (head and tail of a long kernel name). Markdown only; CSV and JSON always keep
   the full name.
 * :func:`md_name` — a user-controlled name for Markdown: :func:`shorten` then :func:`md_code`.
+
+Over-long text is shortened in every human-facing output (Markdown, HTML, terminal: at most
+:data:`CODE_LIMIT` characters for a name in monospace, :data:`TEXT_LIMIT` for a paragraph); CSV and JSON keep
+the full name.
 """
 
 from __future__ import annotations
@@ -31,10 +46,17 @@ from typing import Any, List
 #: Markdown shortens names longer than this many characters (full names are in the CSV and JSON files)
 MD_NAME_LIMIT = 80
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
+#: a name shown in monospace (``md_code``, HTML ``<code>``) / any other text is shortened beyond this
+CODE_LIMIT = 200
+TEXT_LIMIT = 2000
+#: one terminal line (summary, error) is shortened beyond this many characters
+TERM_LIMIT = 300
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_WHITE = {"\t": " ", "\n": " ", "\r": " "}
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _BACKSLASH_ESCAPED = set("\\*[]~$")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;", "|": "\\|"}
-_UNSAFE_IN_SPAN = re.compile(r"[<>&|`\\\x00-\x1f\x7f\u2028\u2029\x85]")
+_UNSAFE_IN_SPAN = re.compile(r"[<>&|`\\]")
 #: a block marker at the start of a line: quote, heading/list/setext marker followed by a space, end or a
 #: run of markers (``---``), or an ordered-list number (``1.`` / ``1)``) followed by a space or end
 _LEADING_BLOCK = re.compile(r"^(\s*)(?:(>|[#+=-](?=[\s#+=-]|$))|(\d+)([.)])(?=\s|$))")
@@ -46,6 +68,32 @@ def _to_str(text: Any) -> str:
     return text if isinstance(text, str) else str(text)
 
 
+def _show(m: re.Match[str]) -> str:
+    ch = m.group()
+    if ch in _WHITE:
+        return " "
+    o = ord(ch)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def visible(text: Any) -> str:
+    """``text`` with tab/LF/CR as spaces and every other control or bidi character as a visible escape."""
+    s = _to_str(text)
+    return _HIDDEN.sub(_show, s) if _HIDDEN.search(s) else s
+
+
+def term_text(text: Any, limit: int = TERM_LIMIT) -> str:
+    """One inert terminal line: :func:`visible`, runs of whitespace as one space, at most ``limit`` chars."""
+    return shorten(" ".join(visible(text).split()), limit)
+
+
+def csv_text(value: Any) -> Any:
+    """A CSV cell value: text that a spreadsheet could read as a formula gets a leading ``'``."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def truncate(text: Any, limit: int = MD_NAME_LIMIT) -> str:
     """``text`` cut to ``limit`` characters (the last one an ellipsis) when longer."""
     s = _to_str(text)
@@ -55,9 +103,9 @@ def truncate(text: Any, limit: int = MD_NAME_LIMIT) -> str:
 
 
 def shorten(text: Any, limit: int = MD_NAME_LIMIT) -> str:
-    """``text`` cut to ``limit`` characters with a middle ellipsis (⅘ head, ⅕ tail) when longer; control
-    characters become spaces first so the head/tail split never hides a line break."""
-    s = _CONTROL.sub(" ", _to_str(text))
+    """``text`` cut to ``limit`` characters with a middle ellipsis (⅘ head, ⅕ tail) when longer; made
+    :func:`visible` first so the head/tail split never hides a line break or a control character."""
+    s = visible(text)
     if limit <= 0 or len(s) <= limit:
         return s
     tail = limit // 5
@@ -71,7 +119,7 @@ def md_name(text: Any, limit: int = MD_NAME_LIMIT) -> str:
 
 
 def _escape_inline(s: str) -> str:
-    s = _CONTROL.sub(" ", s)
+    s = shorten(s, TEXT_LIMIT)
     out: List[str] = []
     n = len(s)
     for i, ch in enumerate(s):  # loop over the characters of one name, not over table rows
@@ -120,7 +168,7 @@ def md_code(text: Any) -> str:
     """``text`` in monospace, shown verbatim. Plain names become a backtick code span; names holding
     ``< > & | \\`` backticks or control characters become ``<code>…</code>`` with escaped content (a code span
     could not hide raw HTML from a reader of the .md source). Safe inside a table cell."""
-    s = _to_str(text)
+    s = shorten(text, CODE_LIMIT)
     if not s:
         return ""
     if _UNSAFE_IN_SPAN.search(s) or s.startswith(" ") or s.endswith(" "):
@@ -144,5 +192,6 @@ def md_rich(text: Any, line_start: bool = True) -> str:
 
 
 def html_escape(text: Any) -> str:
-    """Escape ``text`` for HTML element content or a quoted attribute value."""
-    return html.escape(_to_str(text), quote=True)
+    """Escape ``text`` for HTML element content or a quoted attribute value (:func:`visible` first; not
+    shortened: callers shorten names)."""
+    return html.escape(visible(text), quote=True)

@@ -333,8 +333,9 @@ NVTX_BY_PID = Table("nvtx_by_pid.csv", (
 ), nvtx_by_pid_rows)
 
 NVTX_ATTRIBUTION = Table("nvtx_attribution.csv", (
-    name_col("name", "range_name", "range"), csv_col("kernel_count"), dur_col("inclusive_ns", "inclusive"),
-    dur_col("innermost_ns", "innermost"), csv_col("innermost_kernel_count", "pct_of_kernel_time"),
+    name_col("name", "range_name", "range"), text_col("style", "style", "style"), csv_col("kernel_count"),
+    dur_col("inclusive_ns", "inclusive"), dur_col("innermost_ns", "innermost"),
+    csv_col("innermost_kernel_count", "pct_of_kernel_time"),
 ), lambda rep: rows_of(section(section(rep, "nvtx"), "attribution"), "ranges"))
 
 NCCL_RANKS = Table("nccl_ranks.csv", (

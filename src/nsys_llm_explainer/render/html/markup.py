@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence
 
 from ..base import Row, fmt_int, fmt_ms, fmt_pct, fmt_us, num
-from ..escape import shorten
+from ..escape import CODE_LIMIT, TEXT_LIMIT, html_escape, shorten
 
 #: characters kept for a name shown in a table cell or a chart label (the full name is in ``title`` / CSV)
 NAME_LIMIT = 120
@@ -36,14 +36,15 @@ def _s(text: Any) -> str:
 
 
 def h(text: Any) -> str:
-    """Escape for HTML element content or a quoted attribute value (U+2028 / U+2029 as character references
-    too, so no JavaScript line terminator appears anywhere in the page's markup)."""
-    return html.escape(_s(text), quote=True).replace("\u2028", "&#8232;").replace("\u2029", "&#8233;")
+    """Escape for HTML element content or a quoted attribute value (:func:`..escape.html_escape`: control and
+    bidi characters, U+2028 / U+2029 included, become visible escapes, so no JavaScript line terminator
+    appears anywhere in the page's markup)."""
+    return html_escape(text)
 
 
 def code(text: Any) -> str:
     """A name in monospace, escaped; empty for an empty name."""
-    s = _s(text)
+    s = shorten(text, CODE_LIMIT)
     return f"<code>{h(s)}</code>" if s else ""
 
 
@@ -53,7 +54,7 @@ def name_html(text: Any, limit: int = NAME_LIMIT) -> str:
     if not s:
         return ""
     short = shorten(s, limit)
-    title = f' title="{h(s)}"' if short != s else ""
+    title = f' title="{h(shorten(s, TEXT_LIMIT))}"' if short != s else ""
     return f"<code{title}>{h(short)}</code>"
 
 
@@ -80,12 +81,14 @@ def script_json(value: Any) -> str:
 
 
 def raw_value(v: Any) -> Optional[str]:
-    """The exact value for a ``data-v`` attribute (JSON number or string), ``None`` when missing."""
+    """The exact value for a ``data-v`` attribute (JSON number or string; a string longer than
+    :data:`..escape.TEXT_LIMIT` shortened: it only orders the rows), ``None`` when missing."""
     if v is None:
         return None
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return json.dumps(v, allow_nan=False) if num(v) is not None else None
-    return _s(v)
+    s = _s(v)
+    return s if len(s) <= TEXT_LIMIT else shorten(s, TEXT_LIMIT)
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -101,7 +104,7 @@ class Col:
 
 
 def text_col(title: str, key: str) -> Col:
-    return Col(title, lambda r: h(r.get(key)), lambda r: r.get(key), numeric=False, key=key)
+    return Col(title, lambda r: h(shorten(r.get(key), TEXT_LIMIT)), lambda r: r.get(key), numeric=False, key=key)
 
 
 def name_col(title: str, key: str, limit: int = NAME_LIMIT) -> Col:

@@ -1,0 +1,67 @@
+"""Termination signals as exceptions, and a critical section in which they wait.
+
+:func:`install` (called by the command line only, never on import) makes SIGINT, SIGTERM and SIGHUP raise
+:class:`errors.Interrupted` in the main thread, so every ``with`` / ``finally`` runs and temporary and staging
+directories are removed; the exit code is 128 + the signal number (130, 143, 129). Later signals are ignored
+while the first one unwinds, so cleanup is never cut short. Inside :func:`critical` (the renames that make an
+output directory visible, :mod:`output`) a signal is held and raised when the section ends, so an output is
+either the previous one or the complete new one.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator
+
+from .errors import Interrupted
+
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+_STATE: Dict[str, Any] = {"defer": 0, "pending": None, "fired": False}
+
+
+def _raise(signum: int) -> None:
+    _STATE["fired"] = True
+    raise Interrupted(signum, signal.Signals(signum).name)
+
+
+def _handler(signum: int, _frame: Any) -> None:
+    if _STATE["fired"]:
+        return   # already unwinding: let the cleanup finish
+    if _STATE["defer"]:
+        _STATE["pending"] = signum
+        return
+    _raise(signum)
+
+
+def install() -> Dict[int, Any]:
+    """Route SIGINT / SIGTERM / SIGHUP to :class:`errors.Interrupted` (main thread only; no-op elsewhere);
+    returns the previous handlers for :func:`restore`."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    _STATE.update(defer=0, pending=None, fired=False)
+    previous = {}
+    for sig in SIGNALS:
+        previous[sig] = signal.signal(sig, _handler)
+    return previous
+
+
+def restore(previous: Dict[int, Any]) -> None:
+    """Put back the handlers :func:`install` replaced."""
+    for sig, handler in previous.items():
+        signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def critical() -> Iterator[None]:
+    """Hold termination signals until the block ends (then raise the first one that arrived)."""
+    _STATE["defer"] += 1
+    try:
+        yield
+    finally:
+        _STATE["defer"] -= 1
+        pending = _STATE["pending"]
+        if pending is not None and not _STATE["defer"] and not _STATE["fired"]:
+            _STATE["pending"] = None
+            _raise(pending)

@@ -1,0 +1,105 @@
+"""Columnar reads: the same SQL as the standard-library path, fetched through ADBC's SQLite driver as Arrow
+columns (no Python object per value).
+
+Why: decoding rows one by one through :mod:`sqlite3` costs ~0.9 µs per integer value; ADBC's C driver fills
+Arrow buffers directly and releases the GIL, so the kernel and CUDA API tables are read at the same time on two
+threads (docs/PERFORMANCE.md has the measurements). The driver opens the same ``file:…?mode=ro&immutable=1``
+URI as :func:`read.connection.open_readonly`: no lock, no journal, no write.
+
+Every call returns ``None`` when the columnar path cannot give exactly what :func:`read.fetch._fetch_ints`
+would (driver not installed, a value that is not a 64-bit integer, a NULL, any driver error): the caller then
+runs the standard-library path, which gives the same arrays or its usual error. Both paths are tested to give
+identical reports (``tests/test_reader.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+#: reader names accepted by ``Options.reader`` / ``NSYS_LLM_EXPLAINER_READER``
+READERS = ("auto", "adbc", "sqlite3")
+#: rows per Arrow batch (the driver's default, 1,024, makes ~5,000 chunks per 5 M rows)
+BATCH_ROWS = 65_536
+
+
+def adbc_available() -> bool:
+    """True when ``adbc-driver-sqlite`` (with its driver manager) and ``pyarrow`` import."""
+    try:
+        import adbc_driver_manager  # noqa: F401
+        import adbc_driver_sqlite  # noqa: F401
+        import pyarrow  # noqa: F401
+    except Exception:   # ImportError, or a broken binary wheel
+        return False
+    return True
+
+
+def resolve_reader(requested: str) -> str:
+    """The reader a run uses: ``requested`` (``auto`` → ``adbc`` when installed, else ``sqlite3``); the
+    environment variable ``NSYS_LLM_EXPLAINER_READER`` overrides ``auto`` (benchmarks, tests)."""
+    if requested == "auto":
+        requested = os.environ.get("NSYS_LLM_EXPLAINER_READER", "auto").strip().lower() or "auto"
+        if requested not in READERS:
+            requested = "auto"
+    if requested == "auto":
+        return "adbc" if adbc_available() else "sqlite3"
+    if requested == "adbc" and not adbc_available():
+        return "sqlite3"
+    return requested
+
+
+def _fill(reader, ncol: int, pa, capacity: int) -> Optional[List[np.ndarray]]:
+    """Copy the Arrow batches of ``reader`` into one int64 array per column, preallocated for ``capacity``
+    rows (grown by doubling if the guess was short) and trimmed at the end — no list of per-batch pieces, so
+    peak memory is about the result itself. ``None`` on a NULL or a non-integer column."""
+    cap = max(int(capacity), 1)
+    out = [np.empty(cap, np.int64) for _ in range(ncol)]
+    n = 0
+    for batch in reader:
+        if batch.num_columns != ncol:
+            return None
+        m = batch.num_rows
+        if n + m > cap:
+            cap = max(2 * cap, n + m)
+            out = [np.concatenate([o[:n], np.empty(cap - n, np.int64)]) for o in out]
+        for i in range(ncol):
+            col = batch.column(i)
+            if m and (col.null_count or not pa.types.is_integer(col.type)):
+                return None
+            if m:
+                out[i][n:n + m] = col.to_numpy(zero_copy_only=True)
+        n += m
+    return [o[:n] if n > 0.9 * o.shape[0] else o[:n].copy() for o in out]
+
+
+def fetch_ints(uri: str, sql: str, names: Sequence[str], capacity: int = 0) -> Optional[Dict[str, np.ndarray]]:
+    """Run ``sql`` (an integer-only select list without NULLs) on ``uri`` and return one int64 array per
+    column, or ``None`` when the columnar path cannot give that exactly (see the module docstring).
+    ``capacity``: expected number of rows (an upper bound such as the table's largest rowid avoids regrowth)."""
+    try:
+        # the low-level API: the DB-API module imports pyarrow.dataset and pandas (~0.4 s) for nothing here
+        import adbc_driver_manager as dm
+        import adbc_driver_sqlite
+        import pyarrow as pa
+
+        handles = [adbc_driver_sqlite.connect(uri)]
+        try:
+            handles.append(dm.AdbcConnection(handles[0]))
+            st = dm.AdbcStatement(handles[1])
+            handles.append(st)
+            st.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+            st.set_sql_query(sql)
+            stream, _ = st.execute_query()
+            reader = pa.RecordBatchReader._import_from_c(stream.address)
+            try:
+                cols = _fill(reader, len(names), pa, capacity or BATCH_ROWS)
+            finally:
+                reader.close()
+        finally:
+            for h in reversed(handles):   # statement, connection, database
+                h.close()
+    except Exception:   # any driver failure: the standard-library path decides (same numbers or its own error)
+        return None
+    return None if cols is None else dict(zip(names, cols))

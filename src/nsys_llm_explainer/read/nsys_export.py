@@ -1,0 +1,39 @@
+"""Turn an Nsight Systems report (``.nsys-rep`` / ``.qdrep``) into a SQLite export with the user's own
+``nsys`` (``nsys export --type sqlite``), into a directory the caller owns (a temp dir). The report itself is
+only read by ``nsys``; nothing is written beside it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..errors import InputError
+
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+EXPORT_TIMEOUT_S = 3600
+
+
+def is_report(path: Path) -> bool:
+    """True for an Nsight Systems report file name (needs exporting before it can be read)."""
+    return path.suffix.lower() in REPORT_SUFFIXES
+
+
+def export_report(path: Path, tmpdir: Path) -> Path:
+    """``tmpdir/trace.sqlite`` exported from the report ``path``; :class:`InputError` (one line with the
+    command to run by hand) when ``nsys`` is missing or the export fails."""
+    nsys = shutil.which("nsys")
+    cmd_hint = f"nsys export --type sqlite --output {path.with_suffix('.sqlite').name} {path}"
+    if nsys is None:
+        raise InputError(f"{path.name} is an Nsight Systems report, not SQLite, and `nsys` is not on PATH; "
+                         f"run: {cmd_hint}")
+    out = tmpdir / "trace.sqlite"
+    try:
+        proc = subprocess.run([nsys, "export", "--type", "sqlite", "--output", str(out), str(path)],
+                              capture_output=True, timeout=EXPORT_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InputError(f"`nsys export` failed ({exc}); run: {cmd_hint}") from None
+    if proc.returncode != 0 or not out.exists():
+        last = (proc.stderr or proc.stdout or b"").decode(errors="replace").strip().splitlines()
+        raise InputError(f"`nsys export` failed: {last[-1] if last else proc.returncode}; run: {cmd_hint}")
+    return out

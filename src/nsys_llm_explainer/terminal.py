@@ -1,0 +1,72 @@
+"""Terminal lines: the stdout summary and the one-line stderr errors.
+
+Every line is made inert by :func:`render.escape.term_text` (control and bidi characters as visible escapes,
+one line, shortened) and encodable on the stream: with an ASCII-only stdout (``LANG=C``,
+``PYTHONIOENCODING=ascii``) our typographic characters become ASCII (``–`` → ``-``, ``µ`` → ``u``) and any other
+character a ``\\uXXXX`` escape. A closed stdout (``| head -1``) after a complete run is not an error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+from .render.escape import term_text
+
+#: longest error line (a path or a name inside a message is shortened beyond this)
+ERROR_LIMIT = 1000
+
+
+def say(lines: Sequence[str]) -> None:
+    """Print terminal lines made inert (:func:`term_text`) and encodable on stdout; a closed stdout is ignored."""
+    enc = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        for line in lines:
+            indent = len(line) - len(line.lstrip(" "))
+            sys.stdout.write(encodable(" " * indent + term_text(line), enc) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def encodable(text: str, encoding: str) -> str:
+    """``text`` in ``encoding``: our typographic characters as ASCII where needed, the rest as ``\\uXXXX``."""
+    try:
+        text.encode(encoding)
+        return text
+    except (UnicodeEncodeError, LookupError):
+        t = text.translate(ASCII_FALLBACK)
+        return t.encode(encoding, "backslashreplace").decode(encoding, "replace") if _known(encoding) else t
+
+
+def _known(encoding: str) -> bool:
+    try:
+        "".encode(encoding)
+        return True
+    except LookupError:
+        return False
+
+
+ASCII_FALLBACK = str.maketrans({"–": "-", "—": "-", "−": "-", "…": "...", "µ": "u", "≥": ">=", "≤": "<=",
+                                "→": "->", "×": "x", "·": "-", "’": "'", "“": '"', "”": '"', "±": "+/-"})
+
+
+def silence_stdout() -> None:
+    """stdout is a closed pipe (``| head -1``): send the rest to /dev/null so the exit flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def error_line(prefix: str, message: object) -> None:
+    """Write ``prefix + message`` as one inert, encodable line on stderr (never raises)."""
+    enc = getattr(sys.stderr, "encoding", None) or "utf-8"
+    try:
+        sys.stderr.write(encodable(prefix + term_text(message, ERROR_LIMIT), enc) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

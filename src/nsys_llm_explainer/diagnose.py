@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
 from .analyses.categories import CategoryResult, analyze_categories
 from .analyses.graphs import GraphResult, analyze_graphs
-from .analyses.idle import GpuTimeResult, analyze_gpu_time
+from .analyses.idle import DeviceTime, GpuTimeResult, device_time, gpu_time_result, window_times
+from .analyses.idle_cause_result import DeviceCauses
 from .analyses.idle_causes import IdleCausesResult, analyze_idle_causes
 from .analyses.kernel_traits import KernelTraitsResult, analyze_kernel_traits
 from .analyses.kernels import KernelSummary, analyze_kernels
@@ -31,7 +32,7 @@ from .analyses.window import WindowResult, detect_window
 from .config.categories import load_rules
 from .config.phase_map import build_phase_map
 from .model.clip import clip_model
-from .model.timeline import build_timelines
+from .model.timeline import DeviceTimeline, build_timelines, iter_timelines
 from .model.trace import TraceModel
 from .options import Options
 
@@ -102,12 +103,21 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
     lane = pool.submit(_structure_lane, model, opts, tree, att) if pool is not None else None
     window = detect_window(model, opts.window, opts.window_nvtx)
     steady = model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
-    tl_steady = build_timelines(steady, window.start_ns, window.end_ns, opts.include_memcpy_in_busy)
-    tl_full = tl_steady if window.is_full else build_timelines(model, window.full_start_ns, window.full_end_ns,
-                                                               opts.include_memcpy_in_busy)
-    causes = analyze_idle_causes(model, steady, tl_steady, tree, DEFAULT_BINS)
-    gpu = analyze_gpu_time(tl_steady, tl_full, causes, opts.include_memcpy_in_busy, opts.top)
-    del tl_steady, tl_full
+    full_times = None
+    if not window.is_full:   # only the full capture's totals are reported: its per-row timelines are dropped at once
+        full_times = window_times(build_timelines(model, window.full_start_ns, window.full_end_ns,
+                                                  opts.include_memcpy_in_busy))
+    # one device at a time: its timeline → idle causes → busy/idle figures, then it is dropped (memory ∝ 1 device)
+    dev_times: List[DeviceTime] = []
+
+    def per_device(tl: DeviceTimeline, dc: DeviceCauses) -> None:
+        full = full_times.get(tl.device_id) if full_times is not None else tl
+        dev_times.append(device_time(tl, full, dc.gap_cause, opts.top))
+
+    causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
+                                                                opts.include_memcpy_in_busy),
+                                 tree, DEFAULT_BINS, per_device)
+    gpu = gpu_time_result(dev_times, opts.include_memcpy_in_busy)
     traits, steady_kernels = _traits(model, steady, processes), analyze_kernels(steady)
     phases, new_att, categories, steps, graphs, nccl = (
         lane.result() if lane is not None else _structure_lane(model, opts, tree, att))

@@ -11,7 +11,7 @@ activity around them and the idle cause holding most of each gap) and a gap-size
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -19,7 +19,8 @@ from ..model.timeline import MEMCPY_KIND_LABEL, DeviceTimeline
 from .idle_causes import IdleCausesResult
 from .stats import median, pct, top_indices
 
-__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "GpuTimeResult", "analyze_gpu_time"]
+__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "GpuTimeResult", "analyze_gpu_time", "device_time", "gpu_time_result",
+           "window_times"]
 
 #: gap-size histogram buckets: (label, lower bound ns inclusive, upper bound ns exclusive)
 GAP_BUCKETS = [
@@ -123,7 +124,16 @@ def _window_time(tl: DeviceTimeline) -> WindowTime:
                       pct(tl.idle_ns, tl.window_ns))
 
 
-def _device(tl: DeviceTimeline, full: Optional[DeviceTimeline], gap_cause, top: int) -> DeviceTime:
+def window_times(timelines: Mapping[int, DeviceTimeline]) -> Dict[int, WindowTime]:
+    """Per device, the window totals of a timeline (all that the report keeps of the full-capture timelines, so
+    their per-row arrays can be dropped before the steady ones are built)."""
+    return {d: _window_time(tl) for d, tl in timelines.items()}
+
+
+def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None], gap_cause, top: int
+                ) -> DeviceTime:
+    """Busy/idle, gaps and the ``top`` longest gaps (with their dominant cause from ``gap_cause``) of one device
+    over the timeline's window; ``full``: the same device over the full capture (timeline or its totals)."""
     gp = tl.gaps()
     gd = gp.end - gp.start
     order = top_indices(gd, top)
@@ -143,16 +153,21 @@ def _device(tl: DeviceTimeline, full: Optional[DeviceTimeline], gap_cause, top: 
         tl.device_id, tl.w0, tl.w1, w, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, w), pct(tl.idle_ns, w),
         tl.copy_busy_ns, tl.copy_only_ns, tl.kernel_count, tl.kernel_count / (w / 1e9) if w > 0 else 0.0,
         int(round(median(kd))) if kd.shape[0] else 0, len(gp), tuple(gaps), _histogram(gd),
-        _window_time(full) if full is not None else None)
+        _window_time(full) if isinstance(full, DeviceTimeline) else full)
 
 
-def analyze_gpu_time(steady: Dict[int, DeviceTimeline], full: Dict[int, DeviceTimeline],
+def analyze_gpu_time(steady: Dict[int, DeviceTimeline], full: Mapping[int, Union[DeviceTimeline, WindowTime]],
                      causes: Optional[IdleCausesResult], include_memcpy: bool, top: int = 20) -> GpuTimeResult:
-    """Per-device busy/idle over the steady window (with the full-capture figures beside)."""
-    if not steady:
+    """Per-device busy/idle over the steady window (with the full-capture figures beside: ``full`` holds the
+    full-capture timelines or just their :func:`window_times`)."""
+    by_dev = {d.device_id: d.gap_cause for d in causes.devices} if causes and causes.available else {}
+    return gpu_time_result([device_time(steady[d], full.get(d), by_dev.get(d), top) for d in sorted(steady)],
+                           include_memcpy)
+
+
+def gpu_time_result(devices: Sequence[DeviceTime], include_memcpy: bool) -> GpuTimeResult:
+    """The result for per-device figures computed one device at a time (:func:`device_time`)."""
+    if not devices:
         return GpuTimeResult(False, "no GPU activity rows to build a timeline from (no kernels captured)",
                              include_memcpy)
-    by_dev = {d.device_id: d.gap_cause for d in causes.devices} if causes and causes.available else {}
-
-    devs = tuple(_device(steady[d], full.get(d), by_dev.get(d), top) for d in sorted(steady))
-    return GpuTimeResult(True, None, include_memcpy, devs)
+    return GpuTimeResult(True, None, include_memcpy, tuple(sorted(devices, key=lambda d: d.device_id)))

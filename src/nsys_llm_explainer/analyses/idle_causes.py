@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -378,17 +378,33 @@ def _totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
     return tuple(out)
 
 
-def analyze_idle_causes(full: TraceModel, model: TraceModel, timelines: Dict[int, DeviceTimeline],
-                        tree: Optional[NvtxTree], n_bins: int = 0) -> IdleCausesResult:
+def analyze_idle_causes(full: TraceModel, model: TraceModel,
+                        timelines: Union[Mapping[int, DeviceTimeline], Iterable[DeviceTimeline]],
+                        tree: Optional[NvtxTree], n_bins: int = 0,
+                        on_device: Optional[Callable[[DeviceTimeline, DeviceCauses], None]] = None
+                        ) -> IdleCausesResult:
     """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g.
     clipped to the steady window; ``full``: the whole capture, for first-launch detection). With
-    ``n_bins`` > 0 the result also holds the binned timeline of each device (:mod:`timeline_bins`)."""
-    if not timelines:
+    ``n_bins`` > 0 the result also holds the binned timeline of each device (:mod:`timeline_bins`).
+
+    ``timelines``: device → timeline, or the timelines in device-id order (e.g. :func:`model.timeline.iter_timelines`,
+    so that only one device's rows are alive at a time); ``on_device`` sees each timeline with its causes before
+    the next one is built."""
+    seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
+    ctx: Optional[_Ctx] = None
+    done = []
+    for tl in seq:
+        if ctx is None:
+            kinds, base_names, base_idx = api_kinds(full, model)
+            ctx = _Ctx(model, kinds, base_idx, [""], {"": 0}, tree,
+                       full.nvtx.names if full.nvtx is not None else [], base_names)
+        dc, b = _device(ctx, tl, n_bins)
+        if on_device is not None:
+            on_device(tl, dc)
+        done.append((dc, b))
+        del tl
+    if not done:
         return IdleCausesResult(False, "no GPU activity in the window (no kernels captured)")
-    kinds, base_names, base_idx = api_kinds(full, model)
-    ctx = _Ctx(model, kinds, base_idx, [""], {"": 0}, tree,
-               full.nvtx.names if full.nvtx is not None else [], base_names)
-    done = [_device(ctx, timelines[d], n_bins) for d in sorted(timelines)]
     devs = tuple(d for d, _ in done)
     bins = tuple(b for _, b in done if b is not None)
     return IdleCausesResult(True, None, devs, _totals(devs), bins)

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -27,10 +27,23 @@ def _keep_mask(start: np.ndarray, end: np.ndarray, w0: int, w1: int) -> np.ndarr
     return (start < w1) & ((e > w0) | ((e == start) & (start >= w0)))
 
 
+Rows = Union[slice, np.ndarray]
+
+
 def _select(start: np.ndarray, end: np.ndarray, w0: int, w1: int,
-            neg_end_order: bool = False) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows kept in their new order, clipped start, clipped end)."""
+            neg_end_order: bool = False) -> Tuple[Rows, np.ndarray, np.ndarray]:
+    """(rows kept in their new order, clipped start, clipped end). ``rows`` is a slice when the kept rows are
+    contiguous and already in their new order (the usual case: rows sorted by start, few crossing the window
+    edges), so the other columns of the clipped model are views of the model's arrays instead of copies."""
     rows = np.nonzero(_keep_mask(start, end, w0, w1))[0]
+    n = rows.shape[0]
+    if n and not neg_end_order and int(rows[-1]) - int(rows[0]) + 1 == n:
+        a = int(rows[0])
+        sl = slice(a, a + n)
+        cs = np.maximum(start[sl], w0)
+        ce = np.maximum(np.minimum(end[sl], w1), cs)
+        if n < 2 or bool(((cs[1:] > cs[:-1]) | ((cs[1:] == cs[:-1]) & (ce[1:] >= ce[:-1]))).all()):
+            return sl, cs, ce                          # the (start, end) sort below would keep this order
     cs = np.maximum(start[rows], w0)
     ce = np.minimum(end[rows], w1)
     ce = np.maximum(ce, cs)
@@ -38,14 +51,25 @@ def _select(start: np.ndarray, end: np.ndarray, w0: int, w1: int,
     return rows[order], cs[order], ce[order]
 
 
-def _remap(launch_idx: np.ndarray, old_to_new: Optional[np.ndarray]) -> np.ndarray:
+def _old_to_new(rows: Rows, n_old: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Old row → new row (-1 when dropped) of a selection made by :func:`_select`."""
+    if isinstance(rows, slice):
+        a, b = rows.start, rows.stop
+        return lambda li: np.where((li >= a) & (li < b), li - a, -1)
+    table = np.full(n_old, -1, np.int64)
+    table[rows] = np.arange(rows.shape[0], dtype=np.int64)
+    return lambda li: table[li]
+
+
+def _remap(launch_idx: np.ndarray, old_to_new: Optional[Callable[[np.ndarray], np.ndarray]],
+           n_old: int) -> np.ndarray:
     li = np.asarray(launch_idx, dtype=np.int64)
-    if old_to_new is None or old_to_new.shape[0] == 0 or li.shape[0] == 0:
+    if old_to_new is None or n_old == 0 or li.shape[0] == 0:
         return np.full(li.shape[0], -1, np.int64)
-    return np.where(li >= 0, old_to_new[np.clip(li, 0, old_to_new.shape[0] - 1)], -1)
+    return np.where(li >= 0, old_to_new(np.clip(li, 0, n_old - 1)), -1)
 
 
-def _clip_ops(ops: Optional[GpuOps], w0: int, w1: int, old_to_new: Optional[np.ndarray]) -> Optional[GpuOps]:
+def _clip_ops(ops: Optional[GpuOps], w0: int, w1: int, old_to_new, n_old: int) -> Optional[GpuOps]:
     if ops is None:
         return None
     rows, cs, ce = _select(ops["start"], ops["end"], w0, w1)
@@ -56,7 +80,7 @@ def _clip_ops(ops: Optional[GpuOps], w0: int, w1: int, old_to_new: Optional[np.n
         elif key == "end":
             cols[key] = ce
         elif key == "launch_idx":
-            cols[key] = _remap(arr[rows], old_to_new)
+            cols[key] = _remap(arr[rows], old_to_new, n_old)
         else:
             cols[key] = arr[rows]
     return GpuOps(cols, ops.names)
@@ -69,12 +93,12 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
         raise ValueError(f"clip window end {w1} is before its start {w0}")
 
     api: Optional[ApiCalls] = None
-    old_to_new: Optional[np.ndarray] = None
+    old_to_new = None
+    n_api = len(model.api) if model.api is not None else 0
     a = model.api
     if a is not None:
         rows, cs, ce = _select(a.start, a.end, w0, w1)
-        old_to_new = np.full(len(a), -1, np.int64)
-        old_to_new[rows] = np.arange(rows.shape[0], dtype=np.int64)
+        old_to_new = _old_to_new(rows, n_api)
         api = ApiCalls(start=cs, end=ce, gtid=a.gtid[rows], pid=a.pid[rows], tid=a.tid[rows],
                        corr=a.corr[rows], name_idx=a.name_idx[rows], event_class=a.event_class[rows],
                        names=a.names, base_names=a.base_names)
@@ -86,7 +110,7 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
         li = k.launch_idx if k.launch_idx.shape[0] == len(k) else np.full(len(k), -1, np.int64)
         kernels = Kernels(start=cs, end=ce, device=k.device[rows], stream=k.stream[rows], corr=k.corr[rows],
                           pid=k.pid[rows], name_idx=k.name_idx[rows], graph_node=k.graph_node[rows],
-                          names=k.names, launch_idx=_remap(li[rows], old_to_new))
+                          names=k.names, launch_idx=_remap(li[rows], old_to_new, n_api))
 
     nvtx: Optional[NvtxRanges] = None
     n = model.nvtx
@@ -95,15 +119,15 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
         nvtx = NvtxRanges(start=cs, end=ce, closed=n.closed[rows], event_type=n.event_type[rows],
                           gtid=n.gtid[rows], pid=n.pid[rows], tid=n.tid[rows], end_gtid=n.end_gtid[rows],
                           name_idx=n.name_idx[rows], names=n.names,
-                          domain=n.domain[rows] if n.domain.shape[0] == len(n) else np.zeros(rows.shape[0], np.int64))
+                          domain=n.domain[rows] if n.domain.shape[0] == len(n) else np.zeros(cs.shape[0], np.int64))
 
     out = TraceModel(
         info=model.info, kernels=kernels, api=api, nvtx=nvtx,
-        memcpy=_clip_ops(model.memcpy, w0, w1, old_to_new),
-        memset=_clip_ops(model.memset, w0, w1, old_to_new),
-        sync=_clip_ops(model.sync, w0, w1, old_to_new),
-        graph_trace=_clip_ops(model.graph_trace, w0, w1, old_to_new),
-        osrt=_clip_ops(model.osrt, w0, w1, None),
+        memcpy=_clip_ops(model.memcpy, w0, w1, old_to_new, n_api),
+        memset=_clip_ops(model.memset, w0, w1, old_to_new, n_api),
+        sync=_clip_ops(model.sync, w0, w1, old_to_new, n_api),
+        graph_trace=_clip_ops(model.graph_trace, w0, w1, old_to_new, n_api),
+        osrt=_clip_ops(model.osrt, w0, w1, None, 0),
         thread_names=dict(model.thread_names), warnings=list(model.warnings), notes=list(model.notes),
     )
     if model.info is not None:

@@ -15,7 +15,7 @@ Every busy/idle number in the report comes from :func:`build_timelines`; nothing
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -202,6 +202,12 @@ def _take(arrays: tuple, idx: Optional[np.ndarray]) -> tuple:
 def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = False) -> Dict[int, DeviceTimeline]:
     """Device → timeline over ``[w0, w1)``. Rows outside the window are ignored, rows crossing an edge are
     clipped to it (pass a model clipped with :func:`model.clip.clip_model` or the full model)."""
+    return {tl.device_id: tl for tl in iter_timelines(model, w0, w1, include_memcpy)}
+
+
+def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = False) -> Iterator[DeviceTimeline]:
+    """The timelines of :func:`build_timelines`, one device at a time in device-id order, each built only when
+    asked for — a consumer that drops each one before the next holds one device's rows at a time."""
     s_parts, e_parts, l_parts, d_parts, li_parts, k_parts = [], [], [], [], [], []
     labels: List[str] = []
     k = model.kernels
@@ -267,17 +273,16 @@ def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = 
     act_by_dev = _by_device(dev)
     copy_by_dev = _by_device(cd)
     del dev
-    out: Dict[int, DeviceTimeline] = {}
     for d in sorted(set(act_by_dev) | set(copy_by_dev)):
         r = act_by_dev.pop(d, np.empty(0, np.int64))
         c = copy_by_dev.get(d, np.empty(0, np.int64))
         act = Activity(*_take((s, e, lab, lix, isk), None if r.shape[0] == s.shape[0] else r))
         del r
-        out[d] = DeviceTimeline(
+        yield DeviceTimeline(
             device_id=d, w0=int(w0), w1=int(w1), act=act, labels=labels, busy=iv.union(act.start, act.end),
             copy_start=cs[c], copy_end=ce[c], copy_label=cl[c], copy_launch_idx=cli[c], copy_labels=copy_labels,
             copies=iv.union(cs[c], ce[c]), kernel_count=int(act.is_kernel.sum()))
-    return out
+        del act
 
 
 def pooled(timelines: Dict[int, DeviceTimeline]) -> Optional[Dict[str, int]]:

@@ -212,8 +212,8 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
         raise ValueError(f"kernel_phase has {np.shape(kernel_phase)[0]} entries for {len(k)} kernels")
     rules = rules or build_rules(None)   # built-in presets, parsed once by config
     names = list(k.names)
-    name_idx = k.name_idx.astype(np.int64)
-    n_cnt, n_tot = _name_time(name_idx, k.dur, len(names))
+    name_idx = k.name_idx                    # int32: every per-row array below stays as small as its values allow
+    n_cnt, n_tot = _name_time(name_idx, k.end - k.start, len(names))
     detect_pct: Dict[str, float] = {}
     if rules.preset == "auto":
         eng, detect_pct = detect_engine(names, n_tot, rules.engine_presets())
@@ -228,11 +228,11 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
     name_cat = classify(names, rules)
 
     start, end = np.asarray(k.start, np.int64), np.asarray(k.end, np.int64)
-    dev = np.asarray(k.device, np.int64)
+    dev = k.device
     row_name = name_idx
     all_names = names
-    phase = (np.maximum(np.asarray(kernel_phase, np.int64), -1) if kernel_phase is not None
-             else np.full(len(k), -1, np.int64))
+    phase = (np.maximum(np.asarray(kernel_phase), -1).astype(np.int32) if kernel_phase is not None
+             else np.full(len(k), -1, np.int32))
     if include_memcpy:
         extra_s, extra_e, extra_d, extra_n = [], [], [], []
         all_names = list(names)
@@ -250,16 +250,16 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
                 extra_n.append(np.full(len(ops), len(all_names) - 1, np.int64))
             extra_s.append(ops["start"].astype(np.int64))
             extra_e.append(ops["end"].astype(np.int64))
-            extra_d.append(ops["device"].astype(np.int64))
+            extra_d.append(ops["device"].astype(np.int64))   # concatenated with ``dev`` below
         if extra_s:
             name_cat = np.concatenate((name_cat, classify(all_names[len(names):], rules)))
             start = np.concatenate([start] + extra_s)
             end = np.concatenate([end] + extra_e)
-            dev = np.concatenate([dev] + extra_d)
-            row_name = np.concatenate([row_name] + extra_n)
-            phase = np.concatenate((phase, np.full(start.shape[0] - len(k), -1, np.int64)))
+            dev = np.concatenate([np.asarray(dev, np.int64)] + extra_d)
+            row_name = np.concatenate([np.asarray(row_name, np.int64)] + extra_n)
+            phase = np.concatenate((phase, np.full(start.shape[0] - len(k), -1, np.int32)))
             n_cnt, n_tot = _name_time(row_name, end - start, len(all_names))
-    cat = name_cat[row_name]
+    cat = name_cat.astype(np.int16 if n_cat < (1 << 15) else np.int64)[row_name]
     devices_ids, dev_code = value_codes(dev)
     n_dev = int(devices_ids.shape[0])
 

@@ -33,10 +33,10 @@ def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
         return out, 0
     start = np.asarray(start, np.int64)
     end = np.maximum(np.asarray(end, np.int64), start)
-    cat = np.asarray(cat, np.int64)
+    cat = np.asarray(cat)
     if n < 2 or bool((start[1:] >= start[:-1]).all()):
         # already sorted by start: a stable sort by category (radix sort on a small int type) suffices
-        small = cat.astype(np.int16) if n_cat < (1 << 15) else cat
+        small = cat.astype(np.int16, copy=False) if n_cat < (1 << 15) else cat
         order = np.argsort(small, kind="stable")
     else:
         order = np.lexsort((start, cat))
@@ -103,17 +103,18 @@ def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
 
 def value_codes(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(distinct values ascending, code per row) — a lookup table when the value range is small (no sort)."""
-    x = np.asarray(x, np.int64)
+    x = np.asarray(x)
     if x.shape[0] == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.empty(0, np.int64), np.empty(0, np.int32)
     lo, hi = int(x.min()), int(x.max())
     if hi - lo < (1 << 20):
-        present = np.bincount(x - lo, minlength=hi - lo + 1) > 0
+        off = x.astype(np.int64) - lo if x.dtype != np.int32 or lo < 0 else x - np.int32(lo)
+        present = np.bincount(off, minlength=hi - lo + 1) > 0
         values = np.flatnonzero(present) + lo
-        lut = np.cumsum(present) - 1
-        return values.astype(np.int64), lut[x - lo].astype(np.int64)
+        lut = (np.cumsum(present) - 1).astype(np.int32)
+        return values.astype(np.int64), lut[off]
     values, inv = np.unique(x, return_inverse=True)
-    return values.astype(np.int64), inv.reshape(-1).astype(np.int64)
+    return values.astype(np.int64), inv.reshape(-1).astype(np.int32 if values.shape[0] < (1 << 31) else np.int64)
 
 
 def small_int(x: np.ndarray, n: int) -> np.ndarray:
@@ -125,7 +126,7 @@ def device_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray, dev_code: 
                  n_cat: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per (device, category): count, total, nonoverlap; per device: busy. Rows are in start order; each
     device's rows are gathered one device at a time (only one device's copy is alive at once)."""
-    key = dev_code * n_cat + cat
+    key = dev_code.astype(np.int64) * n_cat + cat
     count = np.bincount(key, minlength=n_dev * n_cat).reshape(n_dev, n_cat).astype(np.int64)
     total = np.rint(np.bincount(key, weights=(end - start).astype(np.float64), minlength=n_dev * n_cat))
     total = total.astype(np.int64).reshape(n_dev, n_cat)

@@ -1,8 +1,8 @@
 """The diagnosis analyses, as one explicit flow of pure functions (nothing is mutated after it is built):
 
-window (decided once) → steady model (clipped) → device timelines (steady and full) → idle causes →
-GPU time per device → kernel traits and steady-window kernels → phases → categories → steps → graphs →
-memory → NCCL.
+window (decided once) → steady model (clipped) → device timelines (one device at a time) → idle causes →
+GPU time per device → kernel traits, steady-window kernels, CUDA graphs, NCCL, launch rate; beside them (on a
+second thread when given) phases → categories → steps; then memory (needs the steps).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .analyses.idle_cause_result import DeviceCauses
 from .analyses.idle_causes import IdleCausesResult, analyze_idle_causes
 from .analyses.kernel_traits import KernelTraitsResult, analyze_kernel_traits
 from .analyses.kernels import KernelSummary, analyze_kernels
+from .analyses.launch import LaunchResult, analyze_launch
 from .analyses.memory import MemoryResult, analyze_memory
 from .analyses.nccl import NcclResult, analyze_nccl
 from .analyses.nvtx_attribution import AttributionResult
@@ -51,6 +52,7 @@ class Diagnosis:
     graphs: GraphResult
     memory: MemoryResult
     nccl: NcclResult
+    launch: LaunchResult
 
 
 def _kernel_pids(model: TraceModel) -> Set[int]:
@@ -73,9 +75,8 @@ def _traits(model: TraceModel, steady: TraceModel, processes: Sequence[Dict[str,
 
 
 def _structure_lane(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult
-                    ) -> Tuple[PhaseResult, Optional[AttributionResult], CategoryResult, StepResult, GraphResult,
-                               NcclResult]:
-    """Phases, categories, steps, CUDA graphs and NCCL: everything that does not need the window."""
+                    ) -> Tuple[PhaseResult, Optional[AttributionResult], CategoryResult, StepResult]:
+    """Phases, categories and steps: the longest chain that does not need the window."""
     phase_map = opts.phase_map if opts.phase_map is not None else build_phase_map(None)
     phase_nodes = att.kernel_nodes if att.kernel_nodes else att.kernel_node
     kernel_node = att.kernel_nodes.get(0, att.kernel_node) if att.kernel_nodes else att.kernel_node
@@ -91,7 +92,7 @@ def _structure_lane(model: TraceModel, opts: Options, tree: Optional[NvtxTree], 
     categories = analyze_categories(model, rules, kernel_phase, phase_names, opts.include_memcpy_in_busy)
     steps = analyze_steps(model, phases, step_marker=opts.step_marker, step_range=opts.step_range,
                           top=min(opts.top, 10), tree=tree, kernel_node=kernel_node)
-    return phases, new_att, categories, steps, analyze_graphs(model), analyze_nccl(model)
+    return phases, new_att, categories, steps
 
 
 def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult,
@@ -118,12 +119,14 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
                                                                 opts.include_memcpy_in_busy),
                                  tree, DEFAULT_BINS, per_device)
     gpu = gpu_time_result(dev_times, opts.include_memcpy_in_busy)
+    # while the other thread finishes phases → categories → steps (the longer chain)
     traits, steady_kernels = _traits(model, steady, processes), analyze_kernels(steady)
-    phases, new_att, categories, steps, graphs, nccl = (
-        lane.result() if lane is not None else _structure_lane(model, opts, tree, att))
+    graphs, nccl = analyze_graphs(model), analyze_nccl(model)
+    launch = analyze_launch(steady, window.end_ns - window.start_ns, opts.top)
+    phases, new_att, categories, steps = lane.result() if lane is not None else _structure_lane(model, opts, tree, att)
     bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
     diag = Diagnosis(
         window=window, steady=steady, gpu_time=gpu, idle_causes=causes, traits=traits,
         steady_kernels=steady_kernels, phases=phases, categories=categories, steps=steps,
-        graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl)
+        graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl, launch=launch)
     return diag, new_att

@@ -21,7 +21,7 @@ from .analyses.cuda_api import CudaApiResult, analyze_cuda_api
 from .analyses.idle import GpuTimeResult
 from .analyses.idle_causes import IdleCausesResult
 from .analyses.kernels import KernelSummary, analyze_kernels
-from .analyses.launch import LaunchResult, analyze_launch
+from .analyses.launch import LaunchResult
 from .analyses.memcpy import MemcpyResult, analyze_memcpy
 from .analyses.nvtx import NvtxResult, analyze_nvtx
 from .analyses.nvtx_attribution import AttributionResult, analyze_attribution
@@ -171,8 +171,7 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
         kernels, sync, cuda_api, memcpy = side.result() if side is not None else basics()
         diag, new_att = step("diagnosis", run_diagnosis, model, opts, nvtx.tree, att, trace.processes, pool)
     att = new_att or att
-    w = diag.window
-    launch = step("launch storm", analyze_launch, diag.steady, w.end_ns - w.start_ns, opts.top)
+    launch = diag.launch
     findings, head = step("findings", run_findings, diag, kernels, att, opts)
     warnings = collect_warnings(model, kernels, att, diag, opts)
     return Report(__version__, opts, model, trace, kernels, launch, sync, cuda_api, memcpy, nvtx, att, diag,

@@ -450,3 +450,28 @@ def test_auto_preset_resolved_without_file_io(tmp_path: Path, monkeypatch) -> No
         cfg.builtin_preset.cache_clear()
     assert r.preset == "vllm" and r.detect_pct["vllm"] == 100.0
     assert _row(r.overall, "elementwise")["total_ns"] == 10 and _row(r.overall, "norm")["total_ns"] == 100
+
+
+def test_nonoverlap_serial_stream_is_each_categorys_own_time() -> None:
+    # one stream: back-to-back (touching) and gapped kernels, a zero-length one; no instant has two categories
+    s = np.array([0, 10, 10, 25, 40])
+    e = np.array([10, 10, 25, 30, 41])
+    c = np.array([0, 2, 1, 0, 2])
+    out, busy = nonoverlap_split(s, e, c, 3)
+    assert busy == 10 + 15 + 5 + 1 and out.tolist() == [15, 15, 1]
+    # random serial streams against a per-ns grid (each ns covered by one category at most)
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        n = int(rng.integers(1, 300))
+        gaps = rng.integers(0, 50, n)
+        durs = rng.integers(0, 40, n)
+        s = np.cumsum(gaps + np.concatenate(([0], durs[:-1])))
+        e = s + durs
+        c = rng.integers(0, 6, n)
+        out, busy = nonoverlap_split(s, e, c, 6)
+        grid = np.full(int(e.max()) + 1, -1)
+        for a, b, k in zip(s.tolist(), e.tolist(), c.tolist()):
+            assert (grid[a:b] == -1).all()
+            grid[a:b] = k
+        assert busy == int((grid >= 0).sum())
+        assert out.tolist() == [int((grid == k).sum()) for k in range(6)]

@@ -119,10 +119,14 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
                                                                 opts.include_memcpy_in_busy),
                                  tree, DEFAULT_BINS, per_device)
     gpu = gpu_time_result(dev_times, opts.include_memcpy_in_busy)
-    # while the other thread finishes phases → categories → steps (the longer chain)
+    def tail() -> Tuple[GraphResult, NcclResult, LaunchResult]:
+        return (analyze_graphs(model), analyze_nccl(model),
+                analyze_launch(steady, window.end_ns - window.start_ns, opts.top))
+
+    # queued behind the phases → categories → steps lane on the other thread; this thread does the rest
+    late = pool.submit(tail) if pool is not None else None
     traits, steady_kernels = _traits(model, steady, processes), analyze_kernels(steady)
-    graphs, nccl = analyze_graphs(model), analyze_nccl(model)
-    launch = analyze_launch(steady, window.end_ns - window.start_ns, opts.top)
+    graphs, nccl, launch = late.result() if late is not None else tail()
     phases, new_att, categories, steps = lane.result() if lane is not None else _structure_lane(model, opts, tree, att)
     bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
     diag = Diagnosis(

@@ -214,8 +214,11 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
     seg_starts = tree.thread_bounds[:-1]
     seg_g = tree.gtid[seg_starts]
     seg_d = tree.domain[seg_starts] if tree.domain.shape[0] == len(tree) else np.zeros(seg_g.shape[0], np.int64)
-    qs = np.argsort(gtid, kind="stable")
-    qg = gtid[qs]
+    if gtid.shape[0] < 2 or bool((gtid[1:] == gtid[0]).all()):   # one querying thread (common): no sort
+        qs, qg = np.arange(gtid.shape[0]), gtid
+    else:
+        qs = np.argsort(gtid, kind="stable")
+        qg = gtid[qs]
     for j, (g, d) in enumerate(zip(seg_g.tolist(), seg_d.tolist())):
         lo, hi = np.searchsorted(qg, g, "left"), np.searchsorted(qg, g, "right")
         if lo == hi:

@@ -230,8 +230,11 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
     step_of_node[nodes] = np.arange(nodes.shape[0])
     best = np.full(calls.shape[0], -1, np.int64)
     s, e = tree.start[nodes], tree.end[nodes]
-    for dn in enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls]).values():
+    for j, dn in enumerate(enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls]).values()):
         cand = _nearest_step(tree, dn, step_of_node)
+        if j == 0:                                     # nothing to compare with yet: the candidate is the best
+            best = cand
+            continue
         c, b = np.maximum(cand, 0), np.maximum(best, 0)
         better = (cand >= 0) & ((best < 0) | (s[c] > s[b]) | ((s[c] == s[b]) & (e[c] < e[b])))
         best = np.where(better, cand, best)

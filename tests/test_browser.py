@@ -217,3 +217,31 @@ def test_compare_page_draws_and_hostile_labels_stay_inert(driver: Any, tmp_path:
     page = open_page(driver, tmp_path / "cmp2" / "compare.html")
     assert page["severe"] == [] and all(u.startswith(("file:", "data:", "about:")) for u in page["urls"])
     assert driver.execute_script("return typeof window.__pwned;") == "undefined"
+
+
+def test_cluster_page_draws_every_chart_offline_and_hostile_labels_stay_inert(driver: Any, tmp_path: Path) -> None:
+    """cluster.html of the planted 4-rank straggler, one file named like markup: the busy/idle, wait, last-arrival
+    and skew charts are drawn, no console error, nothing but the file requested, the name shows as text."""
+    from conftest import run_cli
+
+    from nsys_llm_explainer.synth.scenarios import build_cluster
+
+    build_cluster("cluster_straggler", str(tmp_path / "in"))
+    evil = tmp_path / "in" / (EVIL_IMG + ".sqlite")
+    (tmp_path / "in" / "rank0.sqlite").rename(evil)
+    proc = run_cli(str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--quiet", "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr
+    page = open_page(driver, tmp_path / "out" / "cluster.html")
+    assert page["figures"] == 4
+    assert_charts_drawn(driver, page)
+    state = driver.execute_script(
+        "return {pwned: typeof window.__pwned, alerted: window.__alerted === undefined ? null : window.__alerted,"
+        " imgs: document.images.length, scripts: document.scripts.length, text: document.body.innerText,"
+        " skew: document.getElementById('nccl-skew').data.map(function (t) { return [t.name, t.x.length]; }),"
+        " links: Array.prototype.map.call(document.querySelectorAll('a[href^=\"ranks/\"]'),"
+        " function (a) { return a.getAttribute('href'); })};")
+    assert state["pwned"] == "undefined" and state["alerted"] is None
+    assert state["imgs"] == 0 and state["scripts"] == 3
+    assert str(evil) in state["text"]
+    assert sorted(state["skew"]) == [["last: rank1", 2], ["last: rank3", 8]]
+    assert len(set(state["links"])) == 4 and all((tmp_path / "out" / h).is_file() for h in state["links"])

@@ -51,7 +51,7 @@ KIND_FILES: Dict[str, Tuple[str, ...]] = {
     "report": ("report.md", "report.json", "report.html"),
     "demo": ("report.md", "report.json", "report.html", "demo_trace.sqlite"),
     "compare": ("compare.md", "compare.json", "compare.html"),
-    "cluster": ("cluster.md", "cluster.json"),
+    "cluster": ("cluster.md", "cluster.json", "cluster.html"),
 }
 WHAT = {"report": "report", "demo": "demo report", "compare": "comparison", "cluster": "cluster report"}
 #: kinds that may replace each other without ``force`` (a demo does not replace a real trace's report)

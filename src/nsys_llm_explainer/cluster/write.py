@@ -1,5 +1,6 @@
-"""Write a cluster result: ``cluster.md``, ``cluster.json``, ``tables/*.csv``; each file's own report under
-``ranks/<label>/`` is written by the workers into the same staging directory (:func:`run.run_files`).
+"""Write a cluster result: ``cluster.md``, ``cluster.json``, ``cluster.html`` (:mod:`render.html.cluster`),
+``tables/*.csv``; each file's own report under ``ranks/<label>/`` is written by the workers into the same
+staging directory (:func:`run.run_files`).
 
 Atomic and owned like the main command (:mod:`output`: a manifest of the files written, a staging directory
 made visible in one step); ``--out`` may be new, empty or hold a previous cluster report, anything else needs
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Mapping, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
 from ..analyses.idle_cause_result import KINDS
 from ..output import OutDir, check_out_dir
 from ..render.csv_tables import write_csv
 from ..render.escape import md_cell, md_text
+from ..render.html.cluster import render_cluster_html, report_href
 
 OPS = {">=": "≥", ">": "more than", "<=": "≤", "<": "less than", "==": "="}
 IDLE_KINDS = KINDS   # the idle-cause precedence of docs/MODEL.md
@@ -88,12 +90,21 @@ def render_cluster_markdown(d: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_cluster_files(d: Mapping[str, Any], out_dir: Path) -> List[Path]:
+def rank_pages(d: Mapping[str, Any], out_dir: Path) -> List[str]:
+    """Labels of the files whose own ``ranks/<label>/report.html`` is in ``out_dir`` (cluster.html links them)."""
+    return [f["label"] for f in d["files"] if report_href(f["label"])
+            and (out_dir / "ranks" / f["label"] / "report.html").is_file()]
+
+
+def write_cluster_files(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None) -> List[Path]:
+    """Every cluster output of a cluster.json dict into ``out_dir`` (the staging directory of :mod:`output`,
+    where the workers already wrote ``ranks/``); ``js`` replaces the plotly.js bundle of cluster.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "cluster.json").write_text(json.dumps(d, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     (out_dir / "cluster.md").write_text(render_cluster_markdown(d), encoding="utf-8")
+    (out_dir / "cluster.html").write_text(render_cluster_html(d, js, rank_pages(d, out_dir)), encoding="utf-8")
     t = out_dir / "tables"
-    files = [out_dir / "cluster.json", out_dir / "cluster.md"]
+    files = [out_dir / "cluster.json", out_dir / "cluster.md", out_dir / "cluster.html"]
     files.append(write_csv(t / "ranks.csv", ["rank", "file", "device_id", "window_ns", "busy_ns", "busy_pct",
                                              "idle_ns", "kernel_count", "step_count", "step_p50_ns", "step_p90_ns"]
                            + [f"idle_{k}_ns" for k in IDLE_KINDS],

@@ -12,7 +12,7 @@ from collections import abc
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..base import Row, fmt_at, rows_of, section
-from .markup import h, script_json
+from .markup import h, plot_text, script_json
 
 Section = Callable[["HtmlCtx"], Optional[str]]
 
@@ -43,6 +43,15 @@ PLOT_CONFIG: Dict[str, Any] = {"displaylogo": False, "responsive": True, "showLi
 
 def kind_color(kind: str, i: int = 0) -> str:
     return KIND_COLORS.get(kind, SPARE_COLORS[i % len(SPARE_COLORS)])
+
+
+#: the legend name of busy time in stacked busy / idle-by-cause bars (timeline, cluster.html)
+BUSY_LABEL = "busy (kernels)"
+
+
+def idle_label(kind: Any) -> str:
+    """The legend name of one idle-cause kind in stacked busy / idle-by-cause bars (plotly-escaped)."""
+    return f"idle: {plot_text(kind)}"
 
 
 def ms(ns: Any) -> Optional[float]:

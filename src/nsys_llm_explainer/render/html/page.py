@@ -11,6 +11,7 @@ once; the figures are one ``<script type="application/json">`` element (escaped 
 from __future__ import annotations
 
 import re
+from typing import Sequence, Tuple
 
 from .markup import h
 
@@ -126,16 +127,18 @@ FOOTER = ("<footer id=\"method\"><h2>How these numbers are computed</h2><p>Every
           "</p></footer>")
 
 
-def page(title: str, body: str, figures_json: str, plotly_js: str) -> str:
-    """The complete document (``body`` is already escaped HTML; ``figures_json`` from ``script_json``)."""
-    nav = "".join(f'<a href="#{sid}">{h(label)}</a>' for sid, label in NAV)
+def page(title: str, body: str, figures_json: str, plotly_js: str,
+         nav_items: Sequence[Tuple[str, str]] = NAV, footer: str = FOOTER) -> str:
+    """The complete document (``body`` is already escaped HTML; ``figures_json`` from ``script_json``).
+    ``nav_items`` (section id, label) and ``footer`` (escaped HTML) default to report.html's."""
+    nav = "".join(f'<a href="#{h(sid)}">{h(label)}</a>' for sid, label in nav_items)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{h(CSP)}">'
         '<meta name="referrer" content="no-referrer">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{h(title)}</title><style>{CSS}</style></head>\n<body>"
-        f"<nav>{nav}</nav><main>\n{body}\n</main>{FOOTER}\n"
+        f"<nav>{nav}</nav><main>\n{body}\n</main>{footer}\n"
         f'<script type="application/json" id="nle-figures">{figures_json}</script>\n'
         f"<script>{inline_js(plotly_js)}</script>\n<script>{BOOT_JS}</script>\n</body></html>\n"
     )

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..base import Row, fmt_dur, fmt_int, fmt_ms, rows_of
 from ..markdown.idle import KIND_MEANING
-from .ctx import HtmlCtx, kind_color, layout, ms, us
+from .ctx import BUSY_LABEL, HtmlCtx, idle_label, kind_color, layout, ms, us
 from .markup import Col, code, h, name_col, plot_text, section, table, text_col
 
 #: gaps labelled on the chart (all of ``largest_gaps`` are shaded and listed in the table)
@@ -102,12 +102,12 @@ def _traces(ctx: HtmlCtx, dev: Row, n: int, unit: str) -> List[Dict[str, Any]]:
                 "y": [conv(v) for v in series], "marker": {"color": color, "line": {"width": 0}},
                 "hovertemplate": f"%{{y:,.3f}} {unit}<extra>{what}</extra>"}
 
-    traces = [bar("busy (kernels)", dev.get("busy_ns") or [], kind_color("busy"), "busy")]
+    traces = [bar(BUSY_LABEL, dev.get("busy_ns") or [], kind_color("busy"), "busy")]
     by_kind = dev.get("idle_ns_by_kind") if isinstance(dev.get("idle_ns_by_kind"), dict) else {}
     for i, kind in enumerate(_kinds(ctx, by_kind)):
         series = by_kind.get(kind)
         if isinstance(series, list) and len(series) == n:
-            name = f"idle: {plot_text(kind)}"
+            name = idle_label(kind)
             traces.append(bar(name, series, kind_color(kind, i), name))
     copy = dev.get("copy_ns")
     if isinstance(copy, list) and len(copy) == n and any(copy):

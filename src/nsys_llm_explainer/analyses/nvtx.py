@@ -20,7 +20,7 @@ import numpy as np
 
 from ..jsonable import json_ready
 from ..model.trace import TraceModel
-from ..read.fetch import UNTERMINATED_END_RULE
+from ..read.fetch_nvtx import UNTERMINATED_END_RULE
 from .nvtx_tree import NvtxTree, build_tree, self_time
 from .stats import group_stats, pct
 

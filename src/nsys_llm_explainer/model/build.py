@@ -10,8 +10,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..read import fetch as F
+from ..read import fetch_nvtx as FN
 from ..read.schema import Schema
 from .link import link_unknown_pid, pid_from_launch, unknown_pid_message
+from .row_checks import MAX_TS, drop_impossible
 from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceInfo, TraceModel, pid_of, tid_of
 
 
@@ -196,6 +198,11 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
             kc = kc_future.result()
     else:
         rt, kc = F.fetch_runtime(conn, schema), F.fetch_kernels(conn, schema, ktable)
+    warnings += getattr(conn, "excluded", [])           # rows with a value of the wrong type, left out
+    if rt is not None:
+        rt = drop_impossible(rt, "CUPTI_ACTIVITY_KIND_RUNTIME", warnings)
+    if kc is not None:
+        kc = drop_impossible(kc, ktable or "kernel table", warnings)
 
     # ---- CUDA API calls
     api: Optional[ApiCalls] = None
@@ -240,7 +247,8 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
             warnings.append(f"{len(missing)} kernel name id(s) missing from StringIds; shown as [missing StringId N].")
         launch_idx = link_to_api(pid, kc["corr"], api, api_index, kind="kernel")
         if (pid < 0).any():   # no globalPid and several processes: the process of the linked launch call
-            msg = unknown_pid_message(pid, kc["corr"], launch_idx, api, ktable or "kernel table", "kernel")
+            msg = unknown_pid_message(pid, kc["corr"], launch_idx, api, ktable or "kernel table", "kernel",
+                                      column_missing=not (ktable and schema.has(ktable, "globalPid")))
             if msg:
                 warnings.append(msg)
             pid = pid_from_launch(pid, launch_idx, api)
@@ -264,6 +272,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
         c = F.fetch_table(conn, schema, table, cols)
         if c is None:
             return None
+        c = drop_impossible(c, table, warnings)
         c = _sorted(c)
         c["pid"] = _fill_pid(c, default_pid)
         c["launch_idx"] = link_to_api(c["pid"], c["corr"], api, api_index, kind=kind)
@@ -277,6 +286,8 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
     sync = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS, "sync")
     graph_trace = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS, "graph_trace")
     osrt_cols = F.fetch_table(conn, schema, "OSRT_API", F.OSRT_COLS)
+    if osrt_cols is not None:
+        osrt_cols = drop_impossible(osrt_cols, "OSRT_API", warnings)
     osrt = None
     if osrt_cols is not None:
         osrt_cols = _sorted(osrt_cols)
@@ -302,9 +313,9 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
 
     # ---- NVTX
     nvtx: Optional[NvtxRanges] = None
-    nv = F.fetch_nvtx(conn, schema)
+    nv = FN.fetch_nvtx(conn, schema)
     if nv is not None:
-        nvtx = _build_nvtx(nv, t_end, warnings)
+        nvtx = _build_nvtx(_possible_nvtx(nv, warnings), t_end, warnings)
 
     graph_mode = schema.meta_value("capture:CUDA_GRAPH_TRACE_OPTIONS:MODE")
     row_counts = {
@@ -337,7 +348,24 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
     return model
 
 
-def _build_nvtx(nv: F.NvtxRows, t_end: Optional[int], warnings: List[str]) -> NvtxRanges:
+def _possible_nvtx(nv: FN.NvtxRows, warnings: List[str]) -> FN.NvtxRows:
+    """``nv`` without its impossible ranges (:mod:`.row_checks`); the latest NVTX timestamp (the end of
+    unterminated ranges) is then taken from the rows kept when the export's own maximum is impossible."""
+    c = nv.cols
+    before = len(warnings)
+    kept = drop_impossible(dict(c, _row=np.arange(c["start"].shape[0])), "NVTX_EVENTS", warnings, has_end="has_end")
+    max_ts = nv.max_ts
+    if max_ts is not None and max_ts > MAX_TS:
+        ends = kept["end"][kept["has_end"].astype(bool)]
+        max_ts = int(max(kept["start"].max(initial=0), ends.max(initial=0)))
+    if len(warnings) == before:
+        return FN.NvtxRows(cols=c, text=nv.text, domains=nv.domains, max_ts=max_ts)
+    rows = kept.pop("_row")
+    text = np.array(nv.text, dtype=object)[rows].tolist() if rows.shape[0] else []
+    return FN.NvtxRows(cols=kept, text=text, domains=nv.domains, max_ts=max_ts)
+
+
+def _build_nvtx(nv: FN.NvtxRows, t_end: Optional[int], warnings: List[str]) -> NvtxRanges:
     c = nv.cols
     n = c["start"].shape[0]
     pid = pid_of(c["gtid"])
@@ -369,7 +397,7 @@ def _build_nvtx(nv: F.NvtxRows, t_end: Optional[int], warnings: List[str]) -> Nv
         fill = nv.max_ts if nv.max_ts is not None else (t_end if t_end is not None else int(c["start"].max()))
         end[~closed] = np.maximum(fill, c["start"][~closed])
         warnings.append(f"{open_rows} NVTX range(s) have no end (unterminated in the capture): they are taken to "
-                        f"end at {int(fill)} ns (rule {F.UNTERMINATED_END_RULE}).")
+                        f"end at {int(fill)} ns (rule {FN.UNTERMINATED_END_RULE}).")
     order = np.lexsort((-end, c["start"]))
     return NvtxRanges(
         start=c["start"][order], end=end[order], closed=closed[order], event_type=c["event_type"][order],

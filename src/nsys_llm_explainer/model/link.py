@@ -50,7 +50,7 @@ def link_unknown_pid(corr: np.ndarray, api: ApiCalls, kind: Optional[str] = None
 
 
 def unknown_pid_message(pid: np.ndarray, corr: np.ndarray, launch_idx: np.ndarray, api: Optional[ApiCalls],
-                        table: str, kind: Optional[str] = None) -> Optional[str]:
+                        table: str, kind: Optional[str] = None, column_missing: bool = True) -> Optional[str]:
     """One warning line for GPU rows of unknown process (no ``globalPid``): how many were linked to their
     call on correlationId alone and how many were left unlinked because several processes used the id."""
     unknown = pid < 0
@@ -58,9 +58,10 @@ def unknown_pid_message(pid: np.ndarray, corr: np.ndarray, launch_idx: np.ndarra
         return None
     linked = int((launch_idx[unknown] >= 0).sum())
     amb = int(link_unknown_pid(corr[unknown], api, kind)[1].sum())
-    msg = (f"{table} has no globalPid column and the trace has several processes: {linked} of "
-           f"{int(unknown.sum())} row(s) were linked to their launch call on correlationId alone (one process "
-           "used that id)")
+    why = ("has no globalPid column and the trace has several processes" if column_missing else
+           f"has {int(unknown.sum())} row(s) whose globalPid is NULL (process unknown; rows kept)")
+    msg = (f"{table} {why}: {linked} of {int(unknown.sum())} row(s) were linked to their launch call on "
+           "correlationId alone (one process used that id)")
     if amb:
         msg += (f"; {amb} row(s) stay unattributed because several processes used the same correlationId "
                 "(not guessed)")

@@ -15,12 +15,14 @@ identical reports (``tests/test_reader.py``).
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
 #: reader names accepted by ``Options.reader`` / ``NSYS_LLM_EXPLAINER_READER``
 READERS = ("auto", "adbc", "sqlite3")
+#: returned by :func:`fetch_ints` when a value is not an integer (text, blob, real): the rows must be filtered
+TYPE_MISMATCH = object()
 #: rows per Arrow batch (the driver's default, 1,024, makes ~5,000 chunks per 5 M rows)
 BATCH_ROWS = 65_536
 
@@ -82,9 +84,10 @@ def _fill(reader, ncol: int, pa, capacity: int) -> Optional[List[np.ndarray]]:
     return [o[:n] if n > 0.9 * o.shape[0] else o[:n].copy() for o in out]
 
 
-def fetch_ints(uri: str, sql: str, names: Sequence[str], capacity: int = 0) -> Optional[Dict[str, np.ndarray]]:
+def fetch_ints(uri: str, sql: str, names: Sequence[str], capacity: int = 0) -> Any:
     """Run ``sql`` (an integer-only select list without NULLs) on ``uri`` and return one int64 array per
-    column, or ``None`` when the columnar path cannot give that exactly (see the module docstring).
+    column; :data:`TYPE_MISMATCH` when a value is not an integer (or a NULL slipped through); ``None`` when the
+    columnar path fails otherwise (see the module docstring).
     ``capacity``: expected number of rows (an upper bound such as the table's largest rowid avoids regrowth)."""
     try:
         # the low-level API: the DB-API module imports pyarrow.dataset and pandas (~0.4 s) for nothing here
@@ -108,6 +111,6 @@ def fetch_ints(uri: str, sql: str, names: Sequence[str], capacity: int = 0) -> O
         finally:
             for h in reversed(handles):   # statement, connection, database
                 h.close()
-    except Exception:   # any driver failure: the standard-library path decides (same numbers or its own error)
-        return None
-    return None if cols is None else dict(zip(names, cols))
+    except Exception as exc:   # any other driver failure: the standard-library path decides
+        return TYPE_MISMATCH if "type mismatch" in str(exc).lower() else None
+    return TYPE_MISMATCH if cols is None else dict(zip(names, cols))

@@ -12,7 +12,7 @@ import sqlite3
 import stat
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 from urllib.parse import quote
 
 from ..errors import InputError
@@ -31,6 +31,7 @@ class TraceConnection(sqlite3.Connection):
 
     columnar_uri: Optional[str] = None
     lock: threading.Lock
+    excluded: List[str]   # warnings about rows left out while reading (values of the wrong type)
 
 
 def check_trace_path(path: str | os.PathLike) -> Path:
@@ -73,6 +74,7 @@ def open_readonly(path: str | os.PathLike, reader: str = "sqlite3") -> TraceConn
     try:
         conn = sqlite3.connect(_uri(p), uri=True, check_same_thread=False, factory=TraceConnection)
         conn.lock = threading.Lock()
+        conn.excluded = []
         conn.columnar_uri = _uri(p) if reader == "adbc" else None
         conn.execute("PRAGMA query_only = 1")
         conn.execute("PRAGMA temp_store = MEMORY")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import sqlite3
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -28,10 +27,28 @@ class ReadError(InputError):
     """SQLite failed while reading rows (corrupt or truncated file)."""
 
 
-def _expr(schema: Schema, table: str, col: str, default: str = str(NULL)) -> str:
+class ValueTypeError(ReadError):
+    """A value of another type (text, blob, real) in a column that must hold integers."""
+
+
+def _exclude_note(conn: sqlite3.Connection, note: str, count: int = 1) -> None:
+    """Record a warning about ``count`` rows left out while reading (``build_model`` puts it in the report)."""
+    notes = getattr(conn, "excluded", None)
+    if isinstance(notes, list) and count > 0:
+        notes.append(note)
+
+
+def _expr(schema: Schema, table: str, col: str, default: str = str(NULL), strict: bool = False) -> str:
+    """Select expression of an integer column (NULL → ``default``). ``strict``: a REAL value becomes text, so
+    that the standard-library fetch fails on it (as the columnar driver does) instead of truncating it."""
     if schema.has(table, col):
-        return f'COALESCE("{col}", {default})'
+        return f'COALESCE({_strict(col) if strict else chr(34) + col + chr(34)}, {default})'
     return default
+
+
+def _strict(col: str) -> str:
+    """``col`` with a REAL value turned into text (an error for the integer fetch, like text or a blob)."""
+    return f'CASE WHEN typeof("{col}") = \'real\' THEN \'real\' ELSE "{col}" END'
 
 
 def _fetch_ints(conn: sqlite3.Connection, sql: str, names: Sequence[str], params: Tuple = (),
@@ -42,6 +59,8 @@ def _fetch_ints(conn: sqlite3.Connection, sql: str, names: Sequence[str], params
     uri = getattr(conn, "columnar_uri", None)
     if uri and not params:
         got = columnar.fetch_ints(uri, sql, names, _max_rowid(conn, table) if table else 0)
+        if got is columnar.TYPE_MISMATCH:
+            raise ValueTypeError("a non-integer value (text, blob or real) in an integer column")
         if got is not None:
             return got
     with getattr(conn, "lock", None) or contextlib.nullcontext():
@@ -84,7 +103,7 @@ def _fetch_ints_stdlib(conn: sqlite3.Connection, sql: str, names: Sequence[str],
     except sqlite3.DatabaseError as exc:
         raise ReadError(f"SQLite error while reading the trace: {exc} (file corrupt or truncated?)") from None
     except (OverflowError, TypeError, ValueError) as exc:
-        raise ReadError(f"unexpected non-integer or NULL value in an integer column: {exc}") from None
+        raise ValueTypeError(f"unexpected non-integer or NULL value in an integer column: {exc}") from None
     out: Columns = {}
     for i, n in enumerate(names):
         out[n] = np.concatenate(parts[i]) if parts[i] else np.empty(0, np.int64)
@@ -102,9 +121,19 @@ def _query(conn: sqlite3.Connection, sql: str, params: Tuple = ()) -> List[tuple
 def _select(conn: sqlite3.Connection, schema: Schema, table: str, cols: Dict[str, str],
             where: str = "") -> Columns:
     """``cols`` maps output name → source column; absent columns read as ``NULL`` (-1)."""
-    exprs = [_expr(schema, table, src) for src in cols.values()]
+    exprs = [_expr(schema, table, src, strict=not _columnar(conn)) for src in cols.values()]
     sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
-    return _fetch_ints(conn, sql, list(cols.keys()), table=table)
+    try:
+        return _fetch_ints(conn, sql, list(cols.keys()), table=table)
+    except ValueTypeError:
+        # a text / blob / real value in an integer column: those rows are left out, counted and stated
+        ok = " AND ".join(f'typeof("{src}") IN (\'integer\', \'null\')' for src in cols.values()
+                          if schema.has(table, src)) or "1"
+        bad = _query(conn, f'SELECT count(*) FROM "{table}" WHERE NOT ({ok})' + (f" AND ({where})" if where else ""))
+        _exclude_note(conn, f"{table}: {int(bad[0][0])} row(s) with a non-integer value (text, blob or real) in an "
+                            "integer column were left out.", int(bad[0][0]))
+        sql = f'SELECT {", ".join(exprs)} FROM "{table}" WHERE ({ok})' + (f" AND ({where})" if where else "")
+        return _fetch_ints(conn, sql, list(cols.keys()), table=table)
 
 
 # --------------------------------------------------------------------------- strings
@@ -172,10 +201,15 @@ def fetch_kernels(conn: sqlite3.Connection, schema: Schema, table: Optional[str]
     # rows whose small columns do not fit the packing come back as -1 and trigger the generic path
     ok = ("deviceId BETWEEN 0 AND 63 AND streamId BETWEEN 0 AND 16777215 AND correlationId BETWEEN 0 AND 4294967295 "
           "AND globalPid IS NOT NULL AND demangledName BETWEEN 0 AND 2147483647")
-    cols = ["start", "end",
+    ok += "".join(f" AND typeof({c}) = 'integer'" for c in need)   # a REAL would be truncated by the shifts
+    cols = [_strict("start"), _strict("end"),
             f"CASE WHEN {ok} THEN {gflag}(deviceId << 56) | (streamId << 32) | correlationId ELSE -1 END",
             "(((globalPid >> 24) & 16777215) << 32) | demangledName"]
-    c = _fetch_ints(conn, f'SELECT {", ".join(cols)} FROM "{table}"', ["start", "end", "p1", "p2"])
+    try:
+        c = _fetch_ints(conn, f'SELECT {", ".join(cols)} FROM "{table}"', ["start", "end", "p1", "p2"])
+    except ValueTypeError:
+        return _narrow(_select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items()
+                                                     if k not in ("context", "graph_id")}), ("device", "stream"))
     p1v, p2v = c.pop("p1"), c.pop("p2")
     if p1v.shape[0] == 0 or (p1v < 0).any():
         return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")})
@@ -228,8 +262,13 @@ def fetch_runtime(conn: sqlite3.Connection, schema: Schema) -> Optional[Columns]
         return _narrow(_select(conn, schema, t, cols), ("event_class",))
     ok = ("correlationId BETWEEN 0 AND 4294967295 AND nameId BETWEEN 0 AND 16777215 AND eventClass BETWEEN 0 AND 127 "
           "AND globalTid IS NOT NULL")
-    c = _fetch_ints(conn, f'SELECT start, "end", globalTid, CASE WHEN {ok} THEN (eventClass << 56) | (nameId << 32) '
-                          f'| correlationId ELSE -1 END FROM "{t}"', ["start", "end", "gtid", "p"])
+    ok += "".join(f" AND typeof({c}) = 'integer'" for c in ("correlationId", "nameId", "eventClass"))
+    try:
+        c = _fetch_ints(conn, f'SELECT {_strict("start")}, {_strict("end")}, {_strict("globalTid")}, '
+                              f'CASE WHEN {ok} THEN (eventClass << 56) | '
+                              f'(nameId << 32) | correlationId ELSE -1 END FROM "{t}"', ["start", "end", "gtid", "p"])
+    except ValueTypeError:
+        return _narrow(_select(conn, schema, t, cols), ("event_class",))
     if c["p"].shape[0] == 0 or (c["p"] < 0).any():
         return _select(conn, schema, t, cols)
     p = c.pop("p")
@@ -245,85 +284,6 @@ def fetch_table(conn: sqlite3.Connection, schema: Schema, table: Optional[str],
     if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
         return None
     return _select(conn, schema, table, cols)
-
-
-# --------------------------------------------------------------------------- NVTX
-
-
-@dataclass
-class NvtxRows:
-    """Raw NVTX range rows plus domain-name rows; ``text`` is resolved (inline text or registered)."""
-
-    cols: Columns
-    text: List[Optional[str]]
-    domains: List[Tuple[int, int, str]]  # (globalTid, domainId, name)
-    max_ts: Optional[int] = None         # latest start/end of any NVTX_EVENTS row (end of unterminated ranges)
-
-
-NVTX_RANGE_TYPES = (59, 60, 70, 71)
-# The one rule for ranges left open in the capture (NULL ``end``); ``max_ts`` implements it. nsys 2022.4's
-# nvtxsum / nvtxkernsum use it; 2024.2's nvtx_sum ends them at the latest *range* timestamp instead, which
-# differs only when a mark or other NVTX row comes after the last range timestamp.
-UNTERMINATED_END_RULE = "nsys 2022.4: latest start or end of any NVTX_EVENTS row (marks included)"
-
-
-def fetch_nvtx(conn: sqlite3.Connection, schema: Schema) -> Optional[NvtxRows]:
-    t = "NVTX_EVENTS"
-    if not (schema.has(t, "start") and schema.has(t, "eventType")):
-        return None
-    text_expr = "NULL"
-    join = ""
-    if schema.has(t, "text") and schema.has(t, "textId") and schema.has("StringIds", "value"):
-        text_expr = "COALESCE(n.text, s.value)"
-        join = " LEFT JOIN StringIds s ON s.id = n.textId"
-    elif schema.has(t, "text"):
-        text_expr = "n.text"
-    elif schema.has(t, "textId") and schema.has("StringIds", "value"):
-        text_expr = "s.value"
-        join = " LEFT JOIN StringIds s ON s.id = n.textId"
-
-    def e(col: str) -> str:
-        return f'COALESCE(n."{col}", {NULL})' if schema.has(t, col) else str(NULL)
-
-    has_end = "(n.\"end\" IS NOT NULL)" if schema.has(t, "end") else "0"
-    types = ",".join(str(x) for x in NVTX_RANGE_TYPES)
-    sql = (
-        f"SELECT n.start, {e('end')}, {has_end}, n.eventType, {e('globalTid')}, {e('endGlobalTid')}, "
-        f"{e('domainId')}, {text_expr} FROM NVTX_EVENTS n{join} WHERE n.eventType IN ({types})"
-    )
-    names = ["start", "end", "has_end", "event_type", "gtid", "end_gtid", "domain"]
-    parts: List[np.ndarray] = []
-    text: List[Optional[str]] = []
-    seen: Dict[Optional[str], Optional[str]] = {}   # one string object per distinct text (millions of rows)
-    try:
-        cur = conn.execute(sql)
-        while True:
-            rows = cur.fetchmany(CHUNK // 4)
-            if not rows:
-                break
-            parts.append(np.fromiter(itertools.chain.from_iterable(r[:7] for r in rows), dtype=np.int64,
-                                     count=7 * len(rows)).reshape(len(rows), 7))
-            text.extend([seen.setdefault(r[7], r[7]) for r in rows])
-            del rows
-    except sqlite3.DatabaseError as exc:
-        raise ReadError(f"SQLite error while reading NVTX_EVENTS: {exc}") from None
-    arr = np.concatenate(parts) if parts else np.empty((0, 7), dtype=np.int64)
-    cols = {n: np.ascontiguousarray(arr[:, i]) for i, n in enumerate(names)}
-    domains: List[Tuple[int, int, str]] = []
-    if schema.has(t, "domainId"):
-        dsql = (
-            f"SELECT {e('globalTid')}, n.domainId, {text_expr} FROM NVTX_EVENTS n{join} "
-            "WHERE n.eventType = 75"
-        )
-        for g, d, name in _query(conn, dsql):
-            if d is not None and name is not None:
-                domains.append((int(g), int(d), str(name)))
-    max_ts = None
-    if schema.has(t, "end"):
-        row = _query(conn, 'SELECT max(start), max("end") FROM NVTX_EVENTS')[0]
-        vals = [int(v) for v in row if v is not None]
-        max_ts = max(vals) if vals else None
-    return NvtxRows(cols=cols, text=text, domains=domains, max_ts=max_ts)
 
 
 # --------------------------------------------------------------------------- target / session info

@@ -1,0 +1,119 @@
+"""NVTX ranges from ``NVTX_EVENTS`` (push/pop and start/end rows, their messages and domains), read-only like
+every fetcher in :mod:`read.fetch`; rows with a non-integer value in an integer column are left out and counted."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .fetch import CHUNK, NULL, Columns, ReadError, ValueTypeError, _exclude_note, _query
+from .schema import Schema
+
+
+@dataclass
+class NvtxRows:
+    """Raw NVTX range rows plus domain-name rows; ``text`` is resolved (inline text or registered)."""
+
+    cols: Columns
+    text: List[Optional[str]]
+    domains: List[Tuple[int, int, str]]  # (globalTid, domainId, name)
+    max_ts: Optional[int] = None         # latest start/end of any NVTX_EVENTS row (end of unterminated ranges)
+
+
+NVTX_RANGE_TYPES = (59, 60, 70, 71)
+# The one rule for ranges left open in the capture (NULL ``end``); ``max_ts`` implements it. nsys 2022.4's
+# nvtxsum / nvtxkernsum use it; 2024.2's nvtx_sum ends them at the latest *range* timestamp instead, which
+# differs only when a mark or other NVTX row comes after the last range timestamp.
+UNTERMINATED_END_RULE = "nsys 2022.4: latest start or end of any NVTX_EVENTS row (marks included)"
+
+
+def _text(v: object) -> Optional[str]:
+    """An NVTX message as text: a blob is decoded (invalid UTF-8 replaced), a number written out."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).decode("utf-8", "replace")
+    return str(v)
+
+
+def _nvtx_rows(conn: sqlite3.Connection, sql: str) -> Tuple[np.ndarray, List[Optional[str]]]:
+    """(rows × 7 int64 array, message per row) of the NVTX select; :class:`ValueTypeError` on a value that is
+    not an integer."""
+    parts: List[np.ndarray] = []
+    text: List[Optional[str]] = []
+    seen: Dict[object, Optional[str]] = {}   # one string object per distinct text (millions of rows)
+    try:
+        cur = conn.execute(sql)
+        while True:
+            rows = cur.fetchmany(CHUNK // 4)
+            if not rows:
+                break
+            parts.append(np.fromiter(itertools.chain.from_iterable(r[:7] for r in rows), dtype=np.int64,
+                                     count=7 * len(rows)).reshape(len(rows), 7))
+            text.extend([seen[r[7]] if r[7] in seen else seen.setdefault(r[7], _text(r[7])) for r in rows])
+            del rows
+    except sqlite3.DatabaseError as exc:
+        raise ReadError(f"SQLite error while reading NVTX_EVENTS: {exc}") from None
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise ValueTypeError(f"unexpected non-integer value in NVTX_EVENTS: {exc}") from None
+    return (np.concatenate(parts) if parts else np.empty((0, 7), dtype=np.int64)), text
+
+
+def fetch_nvtx(conn: sqlite3.Connection, schema: Schema) -> Optional[NvtxRows]:
+    t = "NVTX_EVENTS"
+    if not (schema.has(t, "start") and schema.has(t, "eventType")):
+        return None
+    text_expr = "NULL"
+    join = ""
+    if schema.has(t, "text") and schema.has(t, "textId") and schema.has("StringIds", "value"):
+        text_expr = "COALESCE(n.text, s.value)"
+        join = " LEFT JOIN StringIds s ON s.id = n.textId"
+    elif schema.has(t, "text"):
+        text_expr = "n.text"
+    elif schema.has(t, "textId") and schema.has("StringIds", "value"):
+        text_expr = "s.value"
+        join = " LEFT JOIN StringIds s ON s.id = n.textId"
+
+    def e(col: str) -> str:
+        return f'COALESCE(n."{col}", {NULL})' if schema.has(t, col) else str(NULL)
+
+    has_end = "(n.\"end\" IS NOT NULL)" if schema.has(t, "end") else "0"
+    types = ",".join(str(x) for x in NVTX_RANGE_TYPES)
+    sql = (
+        f"SELECT n.start, {e('end')}, {has_end}, n.eventType, {e('globalTid')}, {e('endGlobalTid')}, "
+        f"{e('domainId')}, {text_expr} FROM NVTX_EVENTS n{join} WHERE n.eventType IN ({types})"
+    )
+    try:
+        arr, text = _nvtx_rows(conn, sql)
+    except ValueTypeError:
+        # a text / blob / real value in an integer column: those rows are left out, counted and stated
+        ok = " AND ".join(f'typeof(n."{c}") IN (\'integer\', \'null\')'
+                          for c in ("start", "end", "eventType", "globalTid", "endGlobalTid", "domainId")
+                          if schema.has(t, c))
+        bad = _query(conn, f"SELECT count(*) FROM NVTX_EVENTS n WHERE n.eventType IN ({types}) AND NOT ({ok})")
+        _exclude_note(conn, f"NVTX_EVENTS: {int(bad[0][0])} row(s) with a non-integer value (text, blob or real) in "
+                            "an integer column were left out.", int(bad[0][0]))
+        arr, text = _nvtx_rows(conn, sql.replace(f"WHERE n.eventType IN ({types})",
+                                                 f"WHERE n.eventType IN ({types}) AND {ok}"))
+    names = ["start", "end", "has_end", "event_type", "gtid", "end_gtid", "domain"]
+    cols = {n: np.ascontiguousarray(arr[:, i]) for i, n in enumerate(names)}
+    domains: List[Tuple[int, int, str]] = []
+    if schema.has(t, "domainId"):
+        dsql = (
+            f"SELECT {e('globalTid')}, n.domainId, {text_expr} FROM NVTX_EVENTS n{join} "
+            "WHERE n.eventType = 75"
+        )
+        for g, d, name in _query(conn, dsql):
+            if d is not None and name is not None:
+                domains.append((int(g), int(d), str(name)))
+    max_ts = None
+    if schema.has(t, "end"):
+        row = _query(conn, "SELECT max(CASE WHEN typeof(start) = 'integer' THEN start END), "
+                           "max(CASE WHEN typeof(\"end\") = 'integer' THEN \"end\" END) FROM NVTX_EVENTS")[0]
+        vals = [int(v) for v in row if v is not None]
+        max_ts = max(vals) if vals else None
+    return NvtxRows(cols=cols, text=text, domains=domains, max_ts=max_ts)

@@ -184,8 +184,24 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
     if not schema.has("StringIds"):
         warnings.append("StringIds table missing: names are shown as [missing StringId N].")
 
-    # ---- the two big tables: fetched at the same time when the columnar reader is on (it releases the GIL)
+    # ---- the two big tables: fetched at the same time when the columnar reader is on (it releases the GIL);
+    # the CUDA API rows are normalized while the kernel table is still being read
     ktable = schema.kernel_table
+    api_warnings: List[str] = []
+
+    def api_part() -> Tuple[Optional[ApiCalls], ApiIndex]:
+        rt = F.fetch_runtime(conn, schema)
+        if rt is None:
+            return None, ApiIndex(None)
+        rt = _sorted(drop_impossible(rt, "CUPTI_ACTIVITY_KIND_RUNTIME", api_warnings))
+        name_idx, names = intern_ids(rt["name_id"], strings)
+        calls = ApiCalls(
+            start=rt["start"], end=rt["end"], gtid=rt["gtid"], pid=pid_of(rt["gtid"]), tid=tid_of(rt["gtid"]),
+            corr=rt["corr"], name_idx=name_idx, event_class=rt["event_class"], names=names,
+            base_names=[base_api_name(n) for n in names],
+        )
+        return calls, ApiIndex(calls)
+
     if getattr(conn, "columnar_uri", None):
         def kernels_sorted() -> Optional[Dict[str, np.ndarray]]:
             got = F.fetch_kernels(conn, schema, ktable)
@@ -193,31 +209,18 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
 
         with ThreadPoolExecutor(1) as pool:
             kc_future = pool.submit(kernels_sorted)
-            rt = F.fetch_runtime(conn, schema)
-            rt = None if rt is None else _sorted(rt)
+            api, api_index = api_part()
             kc = kc_future.result()
     else:
-        rt, kc = F.fetch_runtime(conn, schema), F.fetch_kernels(conn, schema, ktable)
-    warnings += getattr(conn, "excluded", [])           # rows with a value of the wrong type, left out
-    if rt is not None:
-        rt = drop_impossible(rt, "CUPTI_ACTIVITY_KIND_RUNTIME", warnings)
+        (api, api_index), kc = api_part(), F.fetch_kernels(conn, schema, ktable)
+    warnings += sorted(getattr(conn, "excluded", []))   # rows with a value of the wrong type, left out
+    warnings += api_warnings
     if kc is not None:
         kc = drop_impossible(kc, ktable or "kernel table", warnings)
 
-    # ---- CUDA API calls
-    api: Optional[ApiCalls] = None
-    if rt is not None:
-        rt = _sorted(rt)
-        name_idx, names = intern_ids(rt["name_id"], strings)
-        api = ApiCalls(
-            start=rt["start"], end=rt["end"], gtid=rt["gtid"], pid=pid_of(rt["gtid"]), tid=tid_of(rt["gtid"]),
-            corr=rt["corr"], name_idx=name_idx, event_class=rt["event_class"], names=names,
-            base_names=[base_api_name(n) for n in names],
-        )
     api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
     default_pid = api_pids[0] if len(api_pids) == 1 else None
 
-    api_index = ApiIndex(api)
     dmap = _device_map(F.fetch_cuda_device_map(conn, schema))
     if dmap:
         notes.append("Device ids are physical GPU ids mapped through TARGET_INFO_CUDA_DEVICE (pid, cudaId → gpuId).")

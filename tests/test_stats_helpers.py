@@ -13,3 +13,30 @@ def test_top_indices_equals_a_stable_descending_sort():
         v = rng.integers(0, hi, n)
         want = np.argsort(-v, kind="stable")[:k].tolist()
         assert top_indices(v, k).tolist() == want, (n, hi, k)
+
+
+def test_launch_share_under_per_device(tmp_path):
+    """pct_under_Xus per device and per PID: hand-counted on four kernels of 3/7/15/30 µs on GPU 0, one of 1 µs
+    on GPU 1 (two processes)."""
+    from nsys_llm_explainer.analyses.launch import analyze_launch
+    from nsys_llm_explainer.pipeline import load_model
+    from nsys_llm_explainer.synth import TraceBuilder
+
+    b = TraceBuilder()
+    for pid in (100, 200):
+        b.process(pid)
+        b.thread(pid, pid + 1)
+    t = 1_000_000
+    for j, us in enumerate((3, 7, 15, 30)):
+        b.launch(t + j * 100_000, t + j * 100_000 + 10, t + j * 100_000 + 50, t + j * 100_000 + 50 + us * 1000,
+                 pid=100, tid=101, name="k", device=0)
+    b.launch(t, t + 10, t + 60, t + 1060, pid=200, tid=201, name="k", device=1)
+    p = tmp_path / "l.sqlite"
+    b.write(str(p))
+    r = analyze_launch(load_model(str(p)), 1_000_000)
+    dev = {d["device_id"]: d for d in r.per_device}
+    assert [dev[0][f"pct_under_{x}us"] for x in (5, 10, 20)] == [25.0, 50.0, 75.0]
+    assert [dev[1][f"pct_under_{x}us"] for x in (5, 10, 20)] == [100.0, 100.0, 100.0]
+    pid = {d["pid"]: d for d in r.per_pid}
+    assert pid[100]["launches"] == 4 and pid[100]["pct_under_10us"] == 50.0 and pid[200]["pct_under_5us"] == 100.0
+    assert r.overall["launches"] == 5 and r.overall["pct_under_5us"] == 40.0

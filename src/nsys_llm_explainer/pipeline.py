@@ -159,8 +159,7 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
             return out
 
         def basics() -> Tuple[Any, ...]:
-            return (timed("kernels", analyze_kernels, model), timed("sync", analyze_sync, model),
-                    timed("cuda api", analyze_cuda_api, model), timed("memcpy", analyze_memcpy, model))
+            return (timed("kernels", analyze_kernels, model), timed("cuda api", analyze_cuda_api, model))
 
         side = pool.submit(basics) if pool is not None else None
         nvtx = step("nvtx", analyze_nvtx, model)
@@ -168,7 +167,8 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
             att = step("nvtx attribution", analyze_attribution, model, nvtx.tree)
         else:
             att = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
-        kernels, sync, cuda_api, memcpy = side.result() if side is not None else basics()
+        sync, memcpy = step("sync", analyze_sync, model), step("memcpy", analyze_memcpy, model)
+        kernels, cuda_api = side.result() if side is not None else basics()
         diag, new_att = step("diagnosis", run_diagnosis, model, opts, nvtx.tree, att, trace.processes, pool)
     att = new_att or att
     launch = diag.launch

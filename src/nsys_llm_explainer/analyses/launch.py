@@ -17,7 +17,7 @@ import numpy as np
 
 from ..jsonable import json_ready
 from ..model.trace import TraceModel
-from .stats import GroupStats, kernel_stats, share_under
+from .stats import GroupStats, kernel_stats, pct
 
 STORM_RULES = ((50_000.0, 10_000), (100_000.0, 20_000))  # (launches/s at least, p50 at most ns)
 TINY_NS = 10_000
@@ -44,18 +44,22 @@ class LaunchResult:
                            "tiny_kernels": self.tiny_kernels})
 
 
+SHARE_THRESHOLDS_NS = (5_000, 10_000, 20_000)
+
+
 def _rows(key_name: str, gs: GroupStats, keys: np.ndarray, dur: np.ndarray, window: int) -> List[Row]:
     out = []
-    order = np.argsort(keys, kind="stable")                 # rows of each key value, for the share-under figures
-    sk = keys[order]
+    # group of each row (``gs`` holds its groups in ascending key order): the share-under figures are counts
+    # per group, no sort needed
+    code = np.searchsorted(gs.keys[key_name], keys)
+    under = {t: np.bincount(code[dur < t], minlength=len(gs)) for t in SHARE_THRESHOLDS_NS}
     for i in range(len(gs)):
         kv = int(gs.keys[key_name][i])
         n = int(gs.count[i])
         rate = n / (window / 1e9) if window > 0 else 0.0
-        a, b = np.searchsorted(sk, kv, "left"), np.searchsorted(sk, kv, "right")
         out.append({key_name: kv, "launches": n, "window_ns": window, "launches_per_s": rate,
                     "p50_ns": int(gs.p50[i]), "p90_ns": int(gs.p90[i]), "p99_ns": int(gs.p99[i]),
-                    **share_under(dur[order[a:b]], (5_000, 10_000, 20_000)),
+                    **{f"pct_under_{t // 1000}us": pct(int(under[t][i]), n) for t in SHARE_THRESHOLDS_NS},
                     "launch_storm": is_storm(rate, float(gs.p50_exact[i]))})
     return out
 

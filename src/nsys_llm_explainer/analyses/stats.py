@@ -12,7 +12,7 @@ half up with :func:`round_half_up` where they report integer ns).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -207,9 +207,3 @@ def pct(part: float, whole: float, digits: Optional[int] = None) -> float:
         return 0.0
     v = 100.0 * part / whole
     return round(v, digits) if digits is not None else v
-
-
-def share_under(dur: np.ndarray, thresholds_ns: Sequence[int]) -> Dict[str, float]:
-    """Percent of ``dur`` strictly below each threshold."""
-    n = dur.shape[0]
-    return {f"pct_under_{t // 1000}us": pct(int((dur < t).sum()), n) for t in thresholds_ns}

@@ -18,12 +18,21 @@ from typing import Any, Dict, Iterator
 from .errors import Interrupted
 
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
-_STATE: Dict[str, Any] = {"defer": 0, "pending": None, "fired": False}
+_STATE: Dict[str, Any] = {"defer": 0, "pending": None, "fired": 0}   # fired: the signal being handled, or 0
 
 
 def _raise(signum: int) -> None:
-    _STATE["fired"] = True
+    _STATE["fired"] = signum
     raise Interrupted(signum, signal.Signals(signum).name)
+
+
+def check() -> None:
+    """Raise again a signal whose exception was swallowed: Python ignores an exception raised by a handler
+    that happened to run inside a weakref callback or ``__del__`` ("Exception ignored in …"), so the run
+    would go on as if nothing happened. Called before an output is made visible."""
+    signum = _STATE["fired"]
+    if signum:
+        raise Interrupted(signum, signal.Signals(signum).name)
 
 
 def _handler(signum: int, _frame: Any) -> None:
@@ -40,7 +49,7 @@ def install() -> Dict[int, Any]:
     returns the previous handlers for :func:`restore`."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    _STATE.update(defer=0, pending=None, fired=False)
+    _STATE.update(defer=0, pending=None, fired=0)
     previous = {}
     for sig in SIGNALS:
         previous[sig] = signal.signal(sig, _handler)
@@ -55,7 +64,9 @@ def restore(previous: Dict[int, Any]) -> None:
 
 @contextmanager
 def critical() -> Iterator[None]:
-    """Hold termination signals until the block ends (then raise the first one that arrived)."""
+    """Hold termination signals until the block ends (then raise the first one that arrived); a signal that
+    arrived earlier and was swallowed (:func:`check`) stops the block before it starts."""
+    check()
     _STATE["defer"] += 1
     try:
         yield

@@ -210,18 +210,24 @@ def test_nsys_rep_without_nsys(tmp_path):
 
 @pytest.mark.slow   # waits for a real SIGINT
 def test_ctrl_c_leaves_nothing(tmp_path, demo_trace):
+    from nsys_llm_explainer.cli import STAGED_PAUSE_ENV
+    from nsys_llm_explainer.output import STAGING_PREFIX
+
     out = tmp_path / "out"
-    env = dict(os.environ, NSYS_LLM_EXPLAIN_TEST_PAUSE_S="0.5")
+    env = dict(os.environ, **{STAGED_PAUSE_ENV: "30"})   # the report is staged, then waits: Ctrl-C lands there
     p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", str(demo_trace), "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(1.5)
+    deadline = time.time() + 120
+    while not [x for x in tmp_path.iterdir() if x.name.startswith(STAGING_PREFIX)]:
+        assert time.time() < deadline and p.poll() is None, p.communicate()
+        time.sleep(0.05)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert "Traceback" not in err
     assert "interrupted" in err
     assert not out.exists()
-    assert not [x for x in tmp_path.iterdir() if x.name.startswith(".out")]
+    assert not [x for x in tmp_path.iterdir() if x.name.startswith((".out", STAGING_PREFIX))]
 
 
 def _fingerprint(p: Path):

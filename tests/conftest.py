@@ -79,6 +79,19 @@ def run_cli(*args: str, env_extra: dict | None = None, timeout: int = 300) -> su
                           env=env, timeout=timeout)
 
 
+def wait_until_staged(proc: subprocess.Popen, where: Path, timeout: float = 120) -> None:
+    """Wait until the CLI run ``proc`` (started with the staged-pause test hook) has staged its output in
+    ``where`` (a hidden staging directory exists); fails if it ends first or takes longer than ``timeout``."""
+    import time
+
+    from nsys_llm_explainer.output import STAGING_PREFIX
+
+    deadline = time.time() + timeout
+    while not [x for x in where.iterdir() if x.name.startswith(STAGING_PREFIX)]:
+        assert time.time() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="session")
 def demo_trace(tmp_path_factory) -> Path:
     from nsys_llm_explainer.synth import build_scenario

@@ -9,11 +9,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, wait_until_staged
 
 pytestmark = pytest.mark.slow   # every test starts the command line in a subprocess
 
@@ -217,10 +216,7 @@ def test_ctrl_c_leaves_nothing(tmp_path, demo_trace):
     env = dict(os.environ, **{STAGED_PAUSE_ENV: "30"})   # the report is staged, then waits: Ctrl-C lands there
     p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", str(demo_trace), "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.time() + 120
-    while not [x for x in tmp_path.iterdir() if x.name.startswith(STAGING_PREFIX)]:
-        assert time.time() < deadline and p.poll() is None, p.communicate()
-        time.sleep(0.05)
+    wait_until_staged(p, tmp_path)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err

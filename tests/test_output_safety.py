@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, wait_until_staged
 
 from nsys_llm_explainer import cli, interrupts
 from nsys_llm_explainer.errors import Interrupted
@@ -235,10 +235,7 @@ def test_signal_after_staging_leaves_previous_report(tmp_path: Path, trace: Path
     env = dict(os.environ, TMPDIR=str(tmpdir), **{cli.STAGED_PAUSE_ENV: "30"})
     p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", str(trace), "--out", str(out), "--quiet"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.time() + 120
-    while not [x for x in tmp_path.iterdir() if x.name.startswith(STAGING_PREFIX)]:   # staged, waiting
-        assert time.time() < deadline and p.poll() is None, p.communicate()
-        time.sleep(0.05)
+    wait_until_staged(p, tmp_path)
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)
     assert p.returncode == code, err
@@ -253,10 +250,7 @@ def test_sigterm_during_compare_keeps_previous_comparison(tmp_path: Path, trace:
     env = dict(os.environ, **{cli.STAGED_PAUSE_ENV: "30"})
     p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", "compare", str(trace), str(trace), "-o",
                           str(out), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.time() + 120
-    while not [x for x in tmp_path.iterdir() if x.name.startswith(STAGING_PREFIX)]:
-        assert time.time() < deadline and p.poll() is None, p.communicate()
-        time.sleep(0.05)
+    wait_until_staged(p, tmp_path)
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 143 and "interrupted by SIGTERM" in one_line(err)

@@ -262,18 +262,23 @@ def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, O
         order = np.argsort(gap, kind="stable")
         gap, kind, det, ln, t0 = (a[order] for a in (gap, kind, det, ln, t0))
     bins = device_bins(tl, t0, ln, kind, n_bins) if n_bins > 0 else None
-    del t0
-    return _aggregate(ctx, tl, gs, ge, gap, kind, det, ln), bins
+    pieces = [gap, kind, det, ln]
+    del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
+    return _aggregate(ctx, tl, gs, ge, pieces), bins
 
 
-def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, gap, kind, det, ln) -> DeviceCauses:
-    """Sum the pieces (in time order) per cause and per (cause, gap): dense cause codes ``kind · D +
-    detail``, runs merged, then one stable sort by cause rank (a radix sort: causes are few)."""
+def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, pieces: List[np.ndarray]) -> DeviceCauses:
+    """Sum the pieces (in time order; ``pieces`` = [gap, kind, detail, length], emptied here so that the
+    arrays are freed early) per cause and per (cause, gap): dense cause codes ``kind · D + detail``, runs merged,
+    then one stable sort by cause rank (a radix sort: causes are few)."""
+    gap, kind, det, ln = pieces
+    pieces.clear()
     idle, window = tl.idle_ns, tl.window_ns
     D = max(len(ctx.details), 1)
     key = kind.astype(np.int64)
     key *= D
     key += det
+    del kind, det
     if key.shape[0] > 1:                                # merge runs of pieces of one cause in one gap
         run = np.empty(key.shape[0], bool)
         run[0] = True

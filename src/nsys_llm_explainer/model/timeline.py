@@ -243,12 +243,14 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
             li_parts.append(_launch_of(ops, len(ops)))
             k_parts.append(np.zeros(len(ops), bool))
     s, e = _cat(s_parts, np.int64), _cat(e_parts, np.int64)
-    lab, dev, lix, isk = _cat(l_parts, np.int64), _cat(d_parts, np.int64), _cat(li_parts, np.int64), _cat(k_parts, bool)
+    # labels in 32 bits (they index ``labels``); start/end are the model's own arrays when no row needs clipping
+    lab, dev, lix, isk = _cat(l_parts, np.int32), _cat(d_parts, np.int64), _cat(li_parts, np.int64), _cat(k_parts, bool)
     keep = (s < w1) & ((np.maximum(e, s) > w0) | ((e == s) & (s >= w0)))
     s, e, lab, dev, lix, isk = _take((s, e, lab, dev, lix, isk), None if keep.all() else np.nonzero(keep)[0])
     del keep
-    s = np.maximum(s, w0)
-    e = np.clip(e, s, w1)
+    if s.shape[0] and not (int(s.min()) >= w0 and int(e.max()) <= w1 and bool((e >= s).all())):
+        s = np.maximum(s, w0)
+        e = np.clip(e, s, w1)
     if not _sorted_by_start_end(s, e):             # kernels come sorted by start: usually no sort at all
         s, e, lab, dev, lix, isk = _take((s, e, lab, dev, lix, isk), np.lexsort((e, s)))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 
 def test_top_indices_equals_a_stable_descending_sort():
@@ -40,3 +41,24 @@ def test_launch_share_under_per_device(tmp_path):
     pid = {d["pid"]: d for d in r.per_pid}
     assert pid[100]["launches"] == 4 and pid[100]["pct_under_10us"] == 50.0 and pid[200]["pct_under_5us"] == 100.0
     assert r.overall["launches"] == 5 and r.overall["pct_under_5us"] == 40.0
+
+
+@pytest.mark.parametrize("groups", [1, 3, 8, 12])
+def test_group_stats_against_numpy_percentile(groups):
+    """Few big groups take a partition path, more groups the sort path: both equal numpy's own percentile
+    (linear interpolation), sum, min and max per group."""
+    from nsys_llm_explainer.analyses.stats import group_stats
+
+    rng = np.random.default_rng(groups)
+    n = 150_000
+    keys = rng.integers(0, groups, n) * 7 + 3
+    dur = rng.integers(0, 5_000_000, n)
+    dur[: n // 10] = 1234                               # many ties
+    gs = group_stats({"k": keys}, dur)
+    assert gs.keys["k"].tolist() == sorted(set(keys.tolist()))
+    for i, kv in enumerate(gs.keys["k"].tolist()):
+        v = dur[keys == kv]
+        assert (gs.count[i], gs.total[i], gs.min[i], gs.max[i]) == (v.shape[0], v.sum(), v.min(), v.max())
+        for q, got in ((50, gs.p50[i]), (90, gs.p90[i]), (99, gs.p99[i])):
+            assert got == int(np.floor(np.percentile(v, q) + 0.5)), (kv, q)
+        assert gs.p50_exact[i] == pytest.approx(np.median(v), abs=1e-6)

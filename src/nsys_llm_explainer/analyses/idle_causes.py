@@ -21,9 +21,9 @@ from ..model.timeline import DeviceTimeline, few_distinct
 from ..model.trace import TraceModel
 from . import api_classes as ac
 from .idle_cause_result import KINDS, DeviceCauses, GapExample, IdleCause, IdleCausesResult
-from .idle_pieces import Cover, index_runs, thread_pieces, touching
+from .idle_pieces import Cover, gap_codes, index_runs, thread_pieces, touching
 from .nvtx_tree import NvtxTree
-from .stats import pct
+from .stats import pct, top_indices
 from .timeline_bins import DeviceBins, device_bins
 
 K = {k: i for i, k in enumerate(KINDS)}
@@ -320,7 +320,7 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, pieces: List[np.ndarray]) 
     for j, code in enumerate(ukey.tolist()):
         a, b = int(first_pair[j]), int(last_pair[j])
         sl = slice(a, b)
-        top = a + _top(pns[sl], MAX_EXAMPLES)
+        top = a + top_indices(pns[sl], MAX_EXAMPLES)
         k = KINDS[code // D]
         ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in top.tolist())
         ns = int(ns_all[code])
@@ -332,39 +332,12 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, pieces: List[np.ndarray]) 
         code = np.full(len(gs), -1, np.int64)
         code[gap] = key
     else:
-        code = _gap_codes(len(gs), pk, pg, pns)
+        code = gap_codes(len(gs), pk, pg, pns)
     seen = np.zeros(ns_all.shape[0], bool)
     seen[code[code >= 0]] = True
     used = np.nonzero(seen)[0]
     table = {int(c): (KINDS[int(c) // D], ctx.details[int(c) % D]) for c in used.tolist()}
     return DeviceCauses(tl.device_id, window, tl.busy_ns, idle, tuple(causes), code, table)
-
-
-def _top(x: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` largest values, largest first, ties by index (a partition, then a sort of the
-    few candidates)."""
-    if x.shape[0] > 4 * k:
-        cut = np.partition(x, x.shape[0] - k)[x.shape[0] - k]     # k-th largest value
-        cand = np.nonzero(x >= cut)[0]
-        return cand[np.argsort(-x[cand], kind="stable")[:k]]
-    return np.argsort(-x, kind="stable")[:k]
-
-
-def _gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> np.ndarray:
-    """Per gap: the cause code with the most ns in it (ties: the lower code, i.e. precedence order), -1 for
-    none. ``(pk, pg, pns)``: cause, gap and ns of each distinct (cause, gap) pair. Gaps with one cause need
-    no sort."""
-    code = np.full(n_gaps, -1, np.int64)
-    multi = np.bincount(pg, minlength=n_gaps) > 1 if pg.shape[0] else np.zeros(n_gaps, bool)
-    single = ~multi[pg]
-    code[pg[single]] = pk[single]
-    rows = np.nonzero(~single)[0]
-    if rows.shape[0]:
-        best = rows[np.lexsort((pk[rows], -pns[rows], pg[rows]))]
-        first = np.ones(best.shape[0], bool)
-        first[1:] = pg[best][1:] != pg[best][:-1]
-        code[pg[best[first]]] = pk[best[first]]
-    return code
 
 
 def _totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:

@@ -243,3 +243,20 @@ def thread_pieces(model: TraceModel, kinds: np.ndarray, base_det: np.ndarray, tr
         assign(K["osrt"], cov.row, (lambda r: dm[ni[o][r]]) if ni is not None else (lambda r: np.zeros_like(r)))
     kind[kind < 0] = K["host_cpu"]
     return gap, kind, det, t1 - t0, t0
+
+
+def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> np.ndarray:
+    """Per gap: the cause code with the most ns in it (ties: the lower code, i.e. precedence order), -1 for
+    none. ``(pk, pg, pns)``: cause, gap and ns of each distinct (cause, gap) pair. Gaps with one cause need
+    no sort."""
+    code = np.full(n_gaps, -1, np.int64)
+    multi = np.bincount(pg, minlength=n_gaps) > 1 if pg.shape[0] else np.zeros(n_gaps, bool)
+    single = ~multi[pg]
+    code[pg[single]] = pk[single]
+    rows = np.nonzero(~single)[0]
+    if rows.shape[0]:
+        best = rows[np.lexsort((pk[rows], -pns[rows], pg[rows]))]
+        first = np.ones(best.shape[0], bool)
+        first[1:] = pg[best][1:] != pg[best][:-1]
+        code[pg[best[first]]] = pk[best[first]]
+    return code

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -13,84 +13,10 @@ from ..read import fetch as F
 from ..read import fetch_nvtx as FN
 from ..read.schema import Schema
 from .link import link_unknown_pid, pid_from_launch, unknown_pid_message
-from .row_checks import MAX_TS, drop_impossible
+from .names import base_api_name, distinct_small, intern_ids, intern_strings, missing_name  # noqa: F401
+from .nvtx_build import build_nvtx, possible_nvtx
+from .row_checks import drop_impossible
 from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceInfo, TraceModel, pid_of, tid_of
-
-
-def base_api_name(name: str) -> str:
-    """API display name exactly as ``nsys stats`` (cudaapisum 2022.4, cuda_api_sum 2024.2) prints it: a
-    trailing ``_v`` + four characters is removed (``cudaLaunchKernel_v7000`` → ``cudaLaunchKernel``), every
-    other suffix is kept (``cuGetProcAddress_v2``, ``cudaStreamIsCapturing_v10000`` are distinct entry
-    points). Classification (:mod:`analyses.api_classes`) strips all variants separately."""
-    return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
-
-
-def missing_name(string_id: int) -> str:
-    return f"[missing StringId {string_id}]"
-
-
-def distinct_small(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(sorted distinct values, inverse) for non-negative int ids — O(n) with a lookup table when the
-    id range is small (StringIds ids are), else ``np.unique``. The table is never larger than a few
-    times the number of rows, so one sparse huge id does not allocate per possible id."""
-    if ids.shape[0] and int(ids.min()) >= 0 and int(ids.max()) < min(50_000_000, max(1 << 20, 4 * ids.shape[0])):
-        present = np.zeros(int(ids.max()) + 1, bool)
-        present[ids] = True
-        uniq = np.nonzero(present)[0]
-        lut = np.zeros(present.shape[0], np.int64)
-        lut[uniq] = np.arange(uniq.shape[0])
-        return uniq, lut[ids]
-    uniq, inv = np.unique(ids, return_inverse=True)
-    return uniq, inv.reshape(-1)
-
-
-def intern_ids(ids: np.ndarray, strings: Dict[int, str],
-               fallback: Optional[np.ndarray] = None) -> Tuple[np.ndarray, List[str]]:
-    """Map StringIds ids to (row → index into names, names); rows whose id is not in StringIds use
-    ``fallback`` ids, then ``[missing StringId N]``. Python work is per distinct id, not per row."""
-    n = ids.shape[0]
-    if n == 0:
-        return np.empty(0, np.int32), []
-    ids = ids.astype(np.int64)
-    uniq, inv = distinct_small(ids)
-    names: List[str] = []
-    index: Dict[str, int] = {}
-    map_arr = np.empty(uniq.shape[0], np.int32)
-    missing = []
-    for i, primary in enumerate(uniq.tolist()):
-        if primary in strings:
-            s = strings[primary]
-            j = index.get(s)
-            if j is None:
-                j = index[s] = len(names)
-                names.append(s)
-            map_arr[i] = j
-        else:
-            map_arr[i] = -1
-            missing.append(i)
-    out = map_arr[inv]
-    if missing:
-        rows = np.nonzero(out < 0)[0]
-        fb = fallback[rows] if fallback is not None else np.full(rows.shape[0], -1, np.int64)
-        key = np.stack([ids[rows], fb.astype(np.int64)], axis=1)
-        pairs, pinv = np.unique(key, axis=0, return_inverse=True)
-        pmap = np.empty(pairs.shape[0], np.int32)
-        for j, (prim, f) in enumerate(pairs.tolist()):
-            s = strings[f] if f >= 0 and f in strings else missing_name(prim)
-            k = index.get(s)
-            if k is None:
-                k = index[s] = len(names)
-                names.append(s)
-            pmap[j] = k
-        out[rows] = pmap[pinv.reshape(-1)]
-    return out, names
-
-
-def intern_strings(values: Sequence[Optional[str]], placeholder: str = "[unnamed]") -> Tuple[np.ndarray, List[str]]:
-    """Intern a list of strings (e.g. NVTX text) into (index array, names)."""
-    index: Dict[str, int] = {}
-    idx = [index.setdefault(placeholder if v is None else v, len(index)) for v in values]
-    return np.asarray(idx, dtype=np.int32).reshape(-1), list(index.keys())
 
 
 def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
@@ -318,7 +244,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
     nvtx: Optional[NvtxRanges] = None
     nv = FN.fetch_nvtx(conn, schema)
     if nv is not None:
-        nvtx = _build_nvtx(_possible_nvtx(nv, warnings), t_end, warnings)
+        nvtx = build_nvtx(possible_nvtx(nv, warnings), t_end, warnings)
 
     graph_mode = schema.meta_value("capture:CUDA_GRAPH_TRACE_OPTIONS:MODE")
     row_counts = {
@@ -349,61 +275,3 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
         graph_trace=graph_trace, osrt=osrt, thread_names=thread_names, warnings=warnings, notes=notes,
     )
     return model
-
-
-def _possible_nvtx(nv: FN.NvtxRows, warnings: List[str]) -> FN.NvtxRows:
-    """``nv`` without its impossible ranges (:mod:`.row_checks`); the latest NVTX timestamp (the end of
-    unterminated ranges) is then taken from the rows kept when the export's own maximum is impossible."""
-    c = nv.cols
-    before = len(warnings)
-    kept = drop_impossible(dict(c, _row=np.arange(c["start"].shape[0])), "NVTX_EVENTS", warnings, has_end="has_end")
-    max_ts = nv.max_ts
-    if max_ts is not None and max_ts > MAX_TS:
-        ends = kept["end"][kept["has_end"].astype(bool)]
-        max_ts = int(max(kept["start"].max(initial=0), ends.max(initial=0)))
-    if len(warnings) == before:
-        return FN.NvtxRows(cols=c, text=nv.text, domains=nv.domains, max_ts=max_ts)
-    rows = kept.pop("_row")
-    text = np.array(nv.text, dtype=object)[rows].tolist() if rows.shape[0] else []
-    return FN.NvtxRows(cols=kept, text=text, domains=nv.domains, max_ts=max_ts)
-
-
-def _build_nvtx(nv: FN.NvtxRows, t_end: Optional[int], warnings: List[str]) -> NvtxRanges:
-    c = nv.cols
-    n = c["start"].shape[0]
-    pid = pid_of(c["gtid"])
-    # domain names are per process: (pid, domainId) -> name
-    dom: Dict[Tuple[int, int], str] = {}
-    for g, d, name in nv.domains:
-        dom[(int(pid_of(np.array([g]))[0]), d)] = name
-    name_idx, names = intern_strings(nv.text)
-    if dom and n:
-        # qualify names of non-default domains, per distinct (pid, domain, name) — not per row
-        rows = np.nonzero(c["domain"] > 0)[0]
-        if rows.size:
-            key = np.stack([pid[rows], c["domain"][rows], name_idx[rows].astype(np.int64)], axis=1)
-            uniq, inv = np.unique(key, axis=0, return_inverse=True)
-            index = {s: i for i, s in enumerate(names)}
-            new = np.empty(uniq.shape[0], np.int32)
-            for j, (p, d, ni) in enumerate(uniq.tolist()):
-                dn = dom.get((p, d))
-                s = f"{dn}:{names[ni]}" if dn is not None else names[ni]
-                new[j] = index.setdefault(s, len(index))
-            names = list(index.keys())
-            name_idx = name_idx.copy()
-            name_idx[rows] = new[inv.reshape(-1)]
-    closed = c["has_end"].astype(bool) & (c["end"] >= 0)
-    end = c["end"].copy()
-    open_rows = int((~closed).sum())
-    if open_rows:
-        # as nsys does (nvtx_sum, nvtx_kern_sum): an unterminated range ends at the latest NVTX timestamp
-        fill = nv.max_ts if nv.max_ts is not None else (t_end if t_end is not None else int(c["start"].max()))
-        end[~closed] = np.maximum(fill, c["start"][~closed])
-        warnings.append(f"{open_rows} NVTX range(s) have no end (unterminated in the capture): they are taken to "
-                        f"end at {int(fill)} ns (rule {FN.UNTERMINATED_END_RULE}).")
-    order = np.lexsort((-end, c["start"]))
-    return NvtxRanges(
-        start=c["start"][order], end=end[order], closed=closed[order], event_type=c["event_type"][order],
-        gtid=c["gtid"][order], pid=pid[order], tid=tid_of(c["gtid"])[order], end_gtid=c["end_gtid"][order],
-        name_idx=name_idx[order], names=names, domain=np.maximum(c["domain"], 0)[order],
-    )

@@ -23,7 +23,7 @@ import json
 import math
 from collections import abc
 from pathlib import Path
-from typing import Any, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 DASH = "–"
 Row = Mapping[str, Any]
@@ -154,3 +154,23 @@ def available(sec: Mapping[str, Any]) -> bool:
     if not sec:
         return False
     return bool(sec.get("available", True))
+
+
+class ReportView:
+    """The report dict as every renderer reads it (Markdown, HTML): the rows-in-top-tables setting, the
+    analysis window, the capture start (times are shown relative to it) and GPU names by id."""
+
+    def __init__(self, report: Mapping[str, Any]) -> None:
+        self.report: Row = report if isinstance(report, abc.Mapping) else {}
+        top = section(self.report, "options").get("top")
+        self.top: int = top if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 20
+        self.window: Row = section(self.report, "window")
+        self.t0 = self.window.get("full_start_ns")
+        self.gpu_names: Dict[Any, str] = {
+            g.get("id"): str(g.get("name") or "") for g in rows_of(section(self.report, "trace"), "gpus")}
+
+    def sec(self, key: str) -> Row:
+        return section(self.report, key)
+
+    def rows(self, key: str, field: Optional[str] = None) -> List[Row]:
+        return rows_of(self.report, key) if field is None else rows_of(self.sec(key), field)

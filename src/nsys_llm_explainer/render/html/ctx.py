@@ -8,10 +8,9 @@ a small script draws them. No metric is derived here: values are the dict's, con
 
 from __future__ import annotations
 
-from collections import abc
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from ..base import Row, fmt_at, rows_of, section
+from ..base import ReportView, fmt_at
 from .markup import h, plot_text, script_json
 
 Section = Callable[["HtmlCtx"], Optional[str]]
@@ -82,24 +81,12 @@ def layout(height: int, xtitle: str = "", ytitle: str = "", **extra: Any) -> Dic
     return base
 
 
-class HtmlCtx:
+class HtmlCtx(ReportView):
     """The report dict and the state of one HTML rendering (the figures collected so far)."""
 
     def __init__(self, report: Mapping[str, Any]) -> None:
-        self.report: Row = report if isinstance(report, abc.Mapping) else {}
-        top = section(self.report, "options").get("top")
-        self.top: int = top if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 20
-        self.window: Row = section(self.report, "window")
-        self.t0 = self.window.get("full_start_ns")
+        super().__init__(report)
         self.figures: List[Dict[str, Any]] = []
-        self.gpu_names: Dict[Any, str] = {
-            g.get("id"): str(g.get("name") or "") for g in rows_of(section(self.report, "trace"), "gpus")}
-
-    def sec(self, key: str) -> Row:
-        return section(self.report, key)
-
-    def rows(self, key: str, field: Optional[str] = None) -> List[Row]:
-        return rows_of(self.report, key) if field is None else rows_of(self.sec(key), field)
 
     def at(self, ns: Any, unit: bool = True) -> str:
         """A timestamp as ms from capture start (``window.full_start_ns``), as text."""

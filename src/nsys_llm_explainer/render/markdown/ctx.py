@@ -7,11 +7,10 @@ report), or ``None`` when it does not apply at all (e.g. no warnings).
 
 from __future__ import annotations
 
-from collections import abc
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
-from ..base import Row, available, fmt_at, rows_of, section
+from ..base import ReportView, available, fmt_at
 from ..escape import md_cell, md_text
 
 
@@ -28,24 +27,8 @@ Result = Union[Lines, Omitted, None]
 SectionFn = Callable[["Ctx"], Result]
 
 
-class Ctx:
+class Ctx(ReportView):
     """The report dict and the settings of one Markdown rendering."""
-
-    def __init__(self, report: Mapping[str, Any]) -> None:
-        self.report: Row = report if isinstance(report, abc.Mapping) else {}
-        opts = section(self.report, "options")
-        top = opts.get("top")
-        self.top: int = top if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 20
-        self.window: Row = section(self.report, "window")
-        self.t0 = self.window.get("full_start_ns")
-        self.gpu_names: Dict[Any, str] = {
-            g.get("id"): str(g.get("name") or "") for g in rows_of(section(self.report, "trace"), "gpus")}
-
-    def sec(self, key: str) -> Row:
-        return section(self.report, key)
-
-    def rows(self, key: str, field: Optional[str] = None) -> List[Row]:
-        return rows_of(self.report, key) if field is None else rows_of(self.sec(key), field)
 
     def at(self, ns: Any) -> str:
         """A timestamp as ms from capture start (``window.full_start_ns``)."""

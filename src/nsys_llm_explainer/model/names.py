@@ -1,0 +1,84 @@
+"""Names of the model: API display names as nsys stats prints them, and string ids interned into dense
+indices (one name list per table, ``name_idx`` per row)."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+
+def base_api_name(name: str) -> str:
+    """API display name exactly as ``nsys stats`` (cudaapisum 2022.4, cuda_api_sum 2024.2) prints it: a
+    trailing ``_v`` + four characters is removed (``cudaLaunchKernel_v7000`` → ``cudaLaunchKernel``), every
+    other suffix is kept (``cuGetProcAddress_v2``, ``cudaStreamIsCapturing_v10000`` are distinct entry
+    points). Classification (:mod:`analyses.api_classes`) strips all variants separately."""
+    return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
+
+
+def missing_name(string_id: int) -> str:
+    return f"[missing StringId {string_id}]"
+
+
+def distinct_small(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, inverse) for non-negative int ids — O(n) with a lookup table when the
+    id range is small (StringIds ids are), else ``np.unique``. The table is never larger than a few
+    times the number of rows, so one sparse huge id does not allocate per possible id."""
+    if ids.shape[0] and int(ids.min()) >= 0 and int(ids.max()) < min(50_000_000, max(1 << 20, 4 * ids.shape[0])):
+        present = np.zeros(int(ids.max()) + 1, bool)
+        present[ids] = True
+        uniq = np.nonzero(present)[0]
+        lut = np.zeros(present.shape[0], np.int64)
+        lut[uniq] = np.arange(uniq.shape[0])
+        return uniq, lut[ids]
+    uniq, inv = np.unique(ids, return_inverse=True)
+    return uniq, inv.reshape(-1)
+
+
+def intern_ids(ids: np.ndarray, strings: Dict[int, str],
+               fallback: Optional[np.ndarray] = None) -> Tuple[np.ndarray, List[str]]:
+    """Map StringIds ids to (row → index into names, names); rows whose id is not in StringIds use
+    ``fallback`` ids, then ``[missing StringId N]``. Python work is per distinct id, not per row."""
+    n = ids.shape[0]
+    if n == 0:
+        return np.empty(0, np.int32), []
+    ids = ids.astype(np.int64)
+    uniq, inv = distinct_small(ids)
+    names: List[str] = []
+    index: Dict[str, int] = {}
+    map_arr = np.empty(uniq.shape[0], np.int32)
+    missing = []
+    for i, primary in enumerate(uniq.tolist()):
+        if primary in strings:
+            s = strings[primary]
+            j = index.get(s)
+            if j is None:
+                j = index[s] = len(names)
+                names.append(s)
+            map_arr[i] = j
+        else:
+            map_arr[i] = -1
+            missing.append(i)
+    out = map_arr[inv]
+    if missing:
+        rows = np.nonzero(out < 0)[0]
+        fb = fallback[rows] if fallback is not None else np.full(rows.shape[0], -1, np.int64)
+        key = np.stack([ids[rows], fb.astype(np.int64)], axis=1)
+        pairs, pinv = np.unique(key, axis=0, return_inverse=True)
+        pmap = np.empty(pairs.shape[0], np.int32)
+        for j, (prim, f) in enumerate(pairs.tolist()):
+            s = strings[f] if f >= 0 and f in strings else missing_name(prim)
+            k = index.get(s)
+            if k is None:
+                k = index[s] = len(names)
+                names.append(s)
+            pmap[j] = k
+        out[rows] = pmap[pinv.reshape(-1)]
+    return out, names
+
+
+def intern_strings(values: Sequence[Optional[str]], placeholder: str = "[unnamed]") -> Tuple[np.ndarray, List[str]]:
+    """Intern a list of strings (e.g. NVTX text) into (index array, names)."""
+    index: Dict[str, int] = {}
+    idx = [index.setdefault(placeholder if v is None else v, len(index)) for v in values]
+    return np.asarray(idx, dtype=np.int32).reshape(-1), list(index.keys())

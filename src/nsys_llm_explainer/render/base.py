@@ -30,12 +30,21 @@ Row = Mapping[str, Any]
 
 
 class Renderer:
-    """Base class: ``render(report_dict, out_dir)`` writes files into ``out_dir`` and returns their paths."""
+    """Base class: ``render(report_dict, out_dir)`` writes files into ``out_dir`` and returns their paths.
+    A one-file renderer sets ``filename`` and implements :meth:`text`."""
 
     name: str = "renderer"
+    filename: str = ""
+
+    def text(self, report: Mapping[str, Any]) -> str:
+        raise NotImplementedError
 
     def render(self, report: Mapping[str, Any], out_dir: Path) -> List[Path]:
-        raise NotImplementedError
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / self.filename
+        path.write_text(self.text(report), encoding="utf-8")
+        return [path]
 
 
 class JsonRenderer(Renderer):
@@ -44,13 +53,8 @@ class JsonRenderer(Renderer):
     name = "json"
     filename = "report.json"
 
-    def render(self, report: Mapping[str, Any], out_dir: Path) -> List[Path]:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / self.filename
-        text = json.dumps(report, indent=2, allow_nan=False)
-        path.write_text(text + "\n", encoding="utf-8")
-        return [path]
+    def text(self, report: Mapping[str, Any]) -> str:
+        return json.dumps(report, indent=2, allow_nan=False) + "\n"
 
 
 def num(x: Any) -> Optional[float]:

@@ -30,8 +30,7 @@ imported only when the page is written.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 from ..base import Renderer
 from .breakdown import sec_categories, sec_idle, sec_kernels
@@ -76,12 +75,8 @@ class HtmlRenderer(Renderer):
     name = "html"
     filename = "report.html"
 
-    def render(self, report: Mapping[str, Any], out_dir: Path) -> List[Path]:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / self.filename
-        path.write_text(render_html(report), encoding="utf-8")
-        return [path]
+    def text(self, report: Mapping[str, Any]) -> str:
+        return render_html(report)
 
 
 __all__ = ["HtmlRenderer", "SECTIONS", "render_html"]

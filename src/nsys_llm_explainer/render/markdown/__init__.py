@@ -11,7 +11,6 @@ Sections live in :mod:`.headline`, :mod:`.findings`, :mod:`.idle`, :mod:`.kernel
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, List, Mapping, Tuple
 
 from ..base import Renderer
@@ -69,12 +68,8 @@ class MarkdownRenderer(Renderer):
     name = "markdown"
     filename = "report.md"
 
-    def render(self, report: Mapping[str, Any], out_dir: Path) -> List[Path]:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / self.filename
-        path.write_text(render_markdown(report), encoding="utf-8")
-        return [path]
+    def text(self, report: Mapping[str, Any]) -> str:
+        return render_markdown(report)
 
 
 __all__ = ["MarkdownRenderer", "SECTIONS", "render_markdown"]

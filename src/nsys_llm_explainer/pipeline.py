@@ -168,8 +168,9 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
         else:
             att = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
         sync, memcpy = step("sync", analyze_sync, model), step("memcpy", analyze_memcpy, model)
-        kernels, cuda_api = side.result() if side is not None else basics()
+        # the diagnosis does not need the kernel/API tables: their thread goes on while it starts
         diag, new_att = step("diagnosis", run_diagnosis, model, opts, nvtx.tree, att, trace.processes, pool)
+        kernels, cuda_api = side.result() if side is not None else basics()
     att = new_att or att
     launch = diag.launch
     findings, head = step("findings", run_findings, diag, kernels, att, opts)

@@ -64,7 +64,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .stats import group_stats, pct, percentile_sorted, round_half_up
+from .stats import group_stats, median, pct, round_half_up
 
 TRAITS: Dict[str, str] = {
     "fp32_gemm_simt": "GEMM/conv on CUDA cores (FP32 SIMT math), not tensor cores",
@@ -246,12 +246,11 @@ def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
 
 def _hit(trait: str, mask: np.ndarray, name_idx: np.ndarray, dur: np.ndarray, names: Sequence[str],
          cnt: np.ndarray, tot: np.ndarray, total_all: int) -> Optional[TraitHit]:
-    rows = mask[name_idx]
-    d = np.sort(dur[rows])
+    d = dur[mask[name_idx]]
     if d.shape[0] == 0:
         return None
     total = int(d.sum())
-    p50 = int(round_half_up(percentile_sorted(d, np.zeros(1, np.int64), np.array([d.shape[0]]), 50))[0])
+    p50 = int(round_half_up(np.array([median(d)]))[0])
     idx = np.nonzero(mask & (cnt > 0))[0]
     order = sorted(idx.tolist(), key=lambda i: (-int(tot[i]), -int(cnt[i]), str(names[i] or "")))[:3]
     top = tuple((str(names[i] or ""), int(cnt[i]), int(tot[i])) for i in order)

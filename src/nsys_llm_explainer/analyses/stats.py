@@ -64,10 +64,16 @@ def percentile_sorted(values: np.ndarray, starts: np.ndarray, counts: np.ndarray
 def percentile(values: np.ndarray, q: float) -> float:
     """Percentile ``q`` (0–100) of ``values`` (any order) by the same linear interpolation between
     closest ranks as :func:`percentile_sorted` (numpy's default method, unrounded); 0.0 when empty."""
-    v = np.sort(np.asarray(values).reshape(-1))
-    if v.shape[0] == 0:
+    v = np.asarray(values).reshape(-1)
+    n = v.shape[0]
+    if n == 0:
         return 0.0
-    return float(percentile_sorted(v, np.zeros(1, np.int64), np.array([v.shape[0]], np.int64), q)[0])
+    pos = (n - 1) * (q / 100.0)
+    lo = int(np.floor(pos))
+    hi = min(lo + 1, n - 1)
+    part = np.partition(v, [lo, hi] if hi != lo else [lo])   # the two order statistics, no full sort
+    vlo, vhi = float(part[lo]), float(part[hi])
+    return vlo + (vhi - vlo) * (pos - lo)
 
 
 def median(values: np.ndarray) -> float:
@@ -163,7 +169,10 @@ def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
     kmax = int(key.max())
     order = None
     if dec is not None and kmax < (1 << max(62 - bits, 0)):
-        sp = np.sort((key << bits) | (dur - dmin))   # sort by (key, duration) with one int64 sort
+        sp = (key << bits) | (dur - dmin)   # sort by (key, duration) with one integer sort
+        if (kmax << bits) < (1 << 32):      # fits 32 bits: a sort of half the bytes, twice as fast
+            sp = sp.astype(np.uint32)
+        sp = np.sort(sp).astype(np.int64, copy=False)
         sk = sp >> bits
         sd = (sp & ((1 << bits) - 1)) + dmin
         del sp

@@ -91,7 +91,8 @@ def _structure_lane(model: TraceModel, opts: Options, tree: Optional[NvtxTree], 
     rules = opts.categories if opts.categories is not None else load_rules(None, None)
     categories = analyze_categories(model, rules, kernel_phase, phase_names, opts.include_memcpy_in_busy)
     steps = analyze_steps(model, phases, step_marker=opts.step_marker, step_range=opts.step_range,
-                          top=min(opts.top, 10), tree=tree, kernel_node=kernel_node)
+                          top=min(opts.top, 10), tree=tree, kernel_node=kernel_node,
+                          domain_nodes=att.kernel_nodes or None)
     return phases, new_att, categories, steps
 
 

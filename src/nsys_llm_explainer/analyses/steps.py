@@ -193,9 +193,11 @@ def _metric(a: StepArrays, name: str) -> np.ndarray:
 def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
                   step_marker: Optional[str] = None,
                   step_range: Optional[str] = None, top: int = 10, tree: Optional[NvtxTree] = None,
-                  kernel_node: Optional[np.ndarray] = None) -> StepResult:
+                  kernel_node: Optional[np.ndarray] = None,
+                  domain_nodes: Optional[Dict[int, np.ndarray]] = None) -> StepResult:
     """Detect steps (:func:`steps_detect.detect_steps`) and measure them (see module docstring);
-    ``tree`` / ``kernel_node`` reused if given."""
+    ``tree`` / ``kernel_node`` / ``domain_nodes`` (the attribution's per-domain innermost node per kernel)
+    reused if given."""
     k = model.kernels
     if phase_result is not None:
         phase_map = phase_result.rules or as_phase_map(phase_result.phase_map, phase_result.source)
@@ -205,7 +207,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
         phase_names = phase_map.names
     if tree is None:
         tree = build_tree(model.nvtx)
-    det = detect_steps(model, phase_map, phase_result, step_marker, step_range, tree, kernel_node)
+    det = detect_steps(model, phase_map, phase_result, step_marker, step_range, tree, kernel_node, domain_nodes)
     head = dict(reason=det.reason, method=det.method, confidence=det.confidence,
                 confidence_reason=det.confidence_reason, step_ranges=tuple(det.step_ranges),
                 marker_regex=det.marker_regex, marker_kernels=tuple(det.marker_kernels), notes=tuple(det.notes))

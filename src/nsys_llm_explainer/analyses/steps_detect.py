@@ -140,7 +140,8 @@ def step_phase(wstep: np.ndarray, dur: np.ndarray, wphase: Optional[np.ndarray],
 # ------------------------------------------------------------------------------------------- entry point
 def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[PhaseResult],
                  step_marker: Optional[str], step_range: Optional[str], tree: Optional[NvtxTree],
-                 kernel_node: Optional[np.ndarray] = None) -> Detection:
+                 kernel_node: Optional[np.ndarray] = None,
+                 domain_nodes: Optional[Dict[int, np.ndarray]] = None) -> Detection:
     """Find the steps (see module docstring). ``phase_result`` (optional) supplies kernel and node phases
     consistent with the phases section; ``kernel_node`` (innermost tree node per kernel) is reused if given."""
     k = model.kernels
@@ -171,7 +172,7 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
                              "whose name does not look like a model step")
     dur = k.dur if k is not None else np.zeros(0, np.int64)
     if choice is not None and marker is None:
-        s, e, pid, dev, wstep = nvtx_steps(model, tree, choice, li, wdev, wpid)
+        s, e, pid, dev, wstep = nvtx_steps(model, tree, choice, li, wdev, wpid, nk, domain_nodes)
         if phase_result is not None and phase_result.node_phase is not None:
             node_phase = phase_result.node_phase
         else:

@@ -13,6 +13,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..config.phase_map import PhaseMap
+from ..model.names import distinct_small
+from ..model.timeline import few_distinct
 from ..model.trace import TraceModel
 from .nvtx_tree import (
     NvtxTree,
@@ -219,41 +221,82 @@ def _nearest_step(tree: NvtxTree, node: np.ndarray, step_of_node: np.ndarray) ->
     return np.where(hit >= 0, step_of_node[np.maximum(hit, 0)], -1)
 
 
-def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.ndarray) -> np.ndarray:
-    """Step (index into ``nodes``) whose range encloses each work item's launch call, -1 when none."""
-    api = model.api
-    if api is None or nodes.shape[0] == 0 or not (li >= 0).any():
-        return np.full(li.shape[0], -1, np.int64)
-    calls = _distinct_calls(model, li)
-    calls = calls[np.isin(api.gtid[calls], np.unique(tree.gtid[nodes]))]   # only threads with steps
-    step_of_node = np.full(len(tree), -1, np.int64)
-    step_of_node[nodes] = np.arange(nodes.shape[0])
-    best = np.full(calls.shape[0], -1, np.int64)
-    s, e = tree.start[nodes], tree.end[nodes]
-    for j, dn in enumerate(enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls]).values()):
+def _domain_order(tree: NvtxTree, threads: np.ndarray) -> List[int]:
+    """Domains in the order :func:`enclosing_by_domain` meets them for queries on ``threads`` (sorted)."""
+    seg = tree.thread_bounds[:-1]
+    g = tree.gtid[seg]
+    d = tree.domain[seg] if tree.domain.shape[0] == len(tree) else np.zeros(seg.shape[0], np.int64)
+    on = np.isin(g, threads)
+    return list(dict.fromkeys(int(x) for x in d[on].tolist()))
+
+
+def _innermost_step(per_domain, s: np.ndarray, e: np.ndarray, tree: NvtxTree, step_of_node: np.ndarray):
+    """Per query: over the domains (in order), the step of the nearest enclosing step range, the innermost
+    (latest start; ties: earliest end; exact ties: the first domain) winning; -1 when none."""
+    best = None
+    for dn in per_domain:
         cand = _nearest_step(tree, dn, step_of_node)
-        if j == 0:                                     # nothing to compare with yet: the candidate is the best
+        if best is None:                               # nothing to compare with yet: the candidate is the best
             best = cand
             continue
         c, b = np.maximum(cand, 0), np.maximum(best, 0)
         better = (cand >= 0) & ((best < 0) | (s[c] > s[b]) | ((s[c] == s[b]) & (e[c] < e[b])))
         best = np.where(better, cand, best)
-    return _per_call(model, li, calls, best)
+    return best
+
+
+def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.ndarray, nk: Optional[int] = None,
+                 domain_nodes: Optional[Dict[int, np.ndarray]] = None) -> np.ndarray:
+    """Step (index into ``nodes``) whose range encloses each work item's launch call, -1 when none.
+    ``domain_nodes`` (domain → innermost range of that domain per kernel, i.e. per work item ``< nk``, as the
+    NVTX attribution computes it) spares the range lookups when every work item is a kernel."""
+    api = model.api
+    if api is None or nodes.shape[0] == 0 or not (li >= 0).any():
+        return np.full(li.shape[0], -1, np.int64)
+    threads = np.unique(tree.gtid[nodes])               # only threads with steps
+    step_of_node = np.full(len(tree), -1, np.int64)
+    step_of_node[nodes] = np.arange(nodes.shape[0])
+    s, e = tree.start[nodes], tree.end[nodes]
+    calls = _distinct_calls(model, li)
+    calls = calls[np.isin(api.gtid[calls], threads)]
+    if domain_nodes and nk == li.shape[0] and all(v.shape[0] == nk for v in domain_nodes.values()):
+        # a range on a thread without steps has no step ancestor: the attribution's lookups give the same steps,
+        # taken over the domains in the order the lookups below would meet them
+        order = [d for d in _domain_order(tree, few_distinct(api.gtid[calls])) if d in domain_nodes]
+        best = _innermost_step((domain_nodes[d] for d in order), s, e, tree, step_of_node)
+        return np.full(li.shape[0], -1, np.int64) if best is None else best
+    by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
+    best = _innermost_step(by_dom.values(), s, e, tree, step_of_node)
+    return _per_call(model, li, calls, np.full(calls.shape[0], -1, np.int64) if best is None else best)
+
+
+def _unique_counts(key: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_counts=True)`` for non-negative integer keys, by counting when they are dense."""
+    if key.shape[0] and int(key.max()) < 4 * key.shape[0]:
+        counts = np.bincount(key)
+        uk = np.flatnonzero(counts)
+        return uk, counts[uk]
+    return np.unique(key, return_counts=True)
 
 
 def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.ndarray, wdev: np.ndarray,
-               wpid: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end, pid, device, step per work item) for NVTX step instances (see :func:`work_items`)."""
+               wpid: np.ndarray, nk: Optional[int] = None, domain_nodes: Optional[Dict[int, np.ndarray]] = None
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, pid, device, step per work item) for NVTX step instances (see :func:`work_items`;
+    ``nk`` / ``domain_nodes``: see :func:`step_of_work`)."""
     nodes = choice.nodes
     s, e, pid = tree.start[nodes], tree.end[nodes], tree.pid[nodes]
     n = nodes.shape[0]
-    wstep = step_of_work(model, tree, nodes, li)
+    wstep = step_of_work(model, tree, nodes, li, nk, domain_nodes)
     dev = np.full(n, -1, np.int64)
     has = wstep >= 0
     if has.any():
-        ud, dinv = np.unique(wdev[has], return_inverse=True)
+        wd = wdev[has]
+        lo = int(wd.min())
+        ud, dinv = distinct_small(wd - lo)              # = np.unique(wd, return_inverse=True), O(n)
+        ud = ud + lo
         nd = ud.shape[0]
-        uk, cnt = np.unique(wstep[has] * nd + dinv.reshape(-1), return_counts=True)
+        uk, cnt = _unique_counts(wstep[has] * nd + dinv)
         o = np.lexsort((uk % nd, -cnt, uk // nd))   # per step: the device with most work items first
         st = uk[o] // nd
         firsts = np.ones(st.shape[0], bool)

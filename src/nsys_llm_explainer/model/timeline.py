@@ -205,6 +205,40 @@ def _take(arrays: tuple, idx: Optional[np.ndarray]) -> tuple:
     return arrays if idx is None else tuple(a[idx] for a in arrays)
 
 
+@dataclass
+class _Source:
+    """One table's rows that may enter a device's activity: columns as the model holds them (no copies);
+    ``label`` is an index array or one constant label; ``rows``: device → its rows in the window (None = all)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    label: object
+    launch: np.ndarray
+    is_kernel: bool
+    rows: Dict[int, Optional[np.ndarray]]
+
+    def take(self, r: Optional[np.ndarray]) -> tuple:
+        n = self.start.shape[0] if r is None else r.shape[0]
+        if isinstance(self.label, int):
+            lab = np.full(n, self.label, np.int32)
+        else:
+            lab = _take((np.asarray(self.label).astype(np.int32, copy=False),), r)[0]
+        s, e, lix = (a.astype(np.int64, copy=False) for a in _take((self.start, self.end, self.launch), r))
+        return s, e, lab, lix, np.full(n, self.is_kernel, bool)
+
+
+def _source(start: np.ndarray, end: np.ndarray, label: object, dev: np.ndarray, launch: np.ndarray,
+            is_kernel: bool, w0: int, w1: int) -> _Source:
+    keep = (start < w1) & ((np.maximum(end, start) > w0) | ((end == start) & (start >= w0)))
+    if keep.all():
+        by = _by_device(dev)
+        rows: Dict[int, Optional[np.ndarray]] = {d: (None if r.shape[0] == dev.shape[0] else r) for d, r in by.items()}
+    else:
+        kept = np.nonzero(keep)[0]
+        rows = {d: kept[r] for d, r in _by_device(dev[kept]).items()}
+    return _Source(start, end, label, launch, is_kernel, rows)
+
+
 def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = False) -> Dict[int, DeviceTimeline]:
     """Device → timeline over ``[w0, w1)``. Rows outside the window are ignored, rows crossing an edge are
     clipped to it (pass a model clipped with :func:`model.clip.clip_model` or the full model)."""
@@ -213,28 +247,21 @@ def build_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = 
 
 def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = False) -> Iterator[DeviceTimeline]:
     """The timelines of :func:`build_timelines`, one device at a time in device-id order, each built only when
-    asked for — a consumer that drops each one before the next holds one device's rows at a time."""
-    s_parts, e_parts, l_parts, d_parts, li_parts, k_parts = [], [], [], [], [], []
+    asked for from that device's rows of the model's columns — a consumer that drops each one before the next
+    holds one device's rows at a time. Activity rows are kernels, then graph executions, then (optionally)
+    copies, stably sorted by (start, end)."""
+    sources: List[_Source] = []
     labels: List[str] = []
     k = model.kernels
     if k is not None and len(k):
-        s_parts.append(k.start)
-        e_parts.append(k.end)
-        l_parts.append(k.name_idx.astype(np.int64))
-        d_parts.append(k.device.astype(np.int64))
         li = k.launch_idx if k.launch_idx.shape[0] == len(k) else np.full(len(k), -1, np.int64)
-        li_parts.append(np.asarray(li, np.int64))
-        k_parts.append(np.ones(len(k), bool))
+        sources.append(_source(k.start, k.end, k.name_idx, k.device, li, True, w0, w1))
         labels = list(k.names)
     gt = model.graph_trace
     if gt is not None and len(gt) and "device" in gt.cols:
         labels.append(GRAPH_LABEL)
-        s_parts.append(gt["start"])
-        e_parts.append(gt["end"])
-        l_parts.append(np.full(len(gt), len(labels) - 1, np.int64))
-        d_parts.append(np.asarray(gt["device"], np.int64))
-        li_parts.append(_launch_of(gt, len(gt)))
-        k_parts.append(np.zeros(len(gt), bool))
+        sources.append(_source(gt["start"], gt["end"], len(labels) - 1, np.asarray(gt["device"], np.int64),
+                               _launch_of(gt, len(gt)), False, w0, w1))
     copy_parts, copy_labels = _copy_labels(model)
     if include_memcpy:
         for ops, lab in copy_parts:
@@ -242,23 +269,8 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
                 continue
             base = len(labels)
             labels += ["[CUDA " + x + "]" if x == "memset" else f"[CUDA memcpy {x}]" for x in copy_labels]
-            s_parts.append(ops["start"])
-            e_parts.append(ops["end"])
-            l_parts.append(base + lab)
-            d_parts.append(np.asarray(ops["device"], np.int64))
-            li_parts.append(_launch_of(ops, len(ops)))
-            k_parts.append(np.zeros(len(ops), bool))
-    s, e = _cat(s_parts, np.int64), _cat(e_parts, np.int64)
-    # labels in 32 bits (they index ``labels``); start/end are the model's own arrays when no row needs clipping
-    lab, dev, lix, isk = _cat(l_parts, np.int32), _cat(d_parts, np.int64), _cat(li_parts, np.int64), _cat(k_parts, bool)
-    keep = (s < w1) & ((np.maximum(e, s) > w0) | ((e == s) & (s >= w0)))
-    s, e, lab, dev, lix, isk = _take((s, e, lab, dev, lix, isk), None if keep.all() else np.nonzero(keep)[0])
-    del keep
-    if s.shape[0] and not (int(s.min()) >= w0 and int(e.max()) <= w1 and bool((e >= s).all())):
-        s = np.maximum(s, w0)
-        e = np.clip(e, s, w1)
-    if not _sorted_by_start_end(s, e):             # kernels come sorted by start: usually no sort at all
-        s, e, lab, dev, lix, isk = _take((s, e, lab, dev, lix, isk), np.lexsort((e, s)))
+            sources.append(_source(ops["start"], ops["end"], (base + lab).astype(np.int32),
+                                   np.asarray(ops["device"], np.int64), _launch_of(ops, len(ops)), False, w0, w1))
 
     cs_, ce_, cl_, cd_, cli_ = [], [], [], [], []
     for ops, lb in copy_parts:
@@ -277,15 +289,27 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
     ce = np.clip(ce, cs, w1)
     corder = np.lexsort((ce, cs))
     cs, ce, cl, cd, cli = cs[corder], ce[corder], cl[corder], cd[corder], cli[corder]
-
-    act_by_dev = _by_device(dev)
     copy_by_dev = _by_device(cd)
-    del dev
-    for d in sorted(set(act_by_dev) | set(copy_by_dev)):
-        r = act_by_dev.pop(d, np.empty(0, np.int64))
+
+    devices = set(copy_by_dev)
+    for src in sources:
+        devices |= set(src.rows)
+    for d in sorted(devices):
+        parts = [src.take(src.rows.pop(d)) for src in sources if d in src.rows]
+        if not parts:
+            e64 = np.empty(0, np.int64)
+            parts = [(e64, e64, np.empty(0, np.int32), e64, np.empty(0, bool))]
+        s, e, lab, lix, isk = parts[0] if len(parts) == 1 else tuple(
+            _cat([p[i] for p in parts], dt) for i, dt in enumerate((np.int64, np.int64, np.int32, np.int64, bool)))
+        del parts
+        if s.shape[0] and not (int(s.min()) >= w0 and int(e.max()) <= w1 and bool((e >= s).all())):
+            s = np.maximum(s, w0)
+            e = np.clip(e, s, w1)
+        if not _sorted_by_start_end(s, e):         # kernels come sorted by start: usually no sort at all
+            s, e, lab, lix, isk = _take((s, e, lab, lix, isk), np.lexsort((e, s)))
+        act = Activity(s, e, lab, lix, isk)
+        del s, e, lab, lix, isk
         c = copy_by_dev.get(d, np.empty(0, np.int64))
-        act = Activity(*_take((s, e, lab, lix, isk), None if r.shape[0] == s.shape[0] else r))
-        del r
         yield DeviceTimeline(
             device_id=d, w0=int(w0), w1=int(w1), act=act, labels=labels, busy=iv.union(act.start, act.end),
             copy_start=cs[c], copy_end=ce[c], copy_label=cl[c], copy_launch_idx=cli[c], copy_labels=copy_labels,

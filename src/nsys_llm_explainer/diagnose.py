@@ -8,9 +8,9 @@ second thread when given) phases → categories → steps; then memory (needs th
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from .analyses.nccl import NcclResult, analyze_nccl
 from .analyses.nvtx_attribution import AttributionResult
 from .analyses.nvtx_tree import NvtxTree
 from .analyses.phases import PhaseResult, analyze_phases
+from .analyses.stats import kernel_stats
 from .analyses.steps import StepResult, analyze_steps
 from .analyses.timeline_bins import DEFAULT_BINS
 from .analyses.window import WindowResult, detect_window
@@ -71,7 +72,7 @@ def _traits(model: TraceModel, steady: TraceModel, processes: Sequence[Dict[str,
         kk = model.kernels
         names = kk.names if kk is not None else []
         return analyze_kernel_traits(names, np.empty(0, np.int64), np.empty(0, np.int64), gpus, nv, threads, procs)
-    return analyze_kernel_traits(k.names, k.name_idx, k.dur, gpus, nv, threads, procs)
+    return analyze_kernel_traits(k.names, k.name_idx, k.dur, gpus, nv, threads, procs, kernel_stats(steady, "name"))
 
 
 def _structure_lane(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult
@@ -96,13 +97,27 @@ def _structure_lane(model: TraceModel, opts: Options, tree: Optional[NvtxTree], 
     return phases, new_att, categories, steps
 
 
+class _Task:
+    """``fn(*args)`` queued on ``pool`` (None: run when asked); :meth:`result` runs it on the calling thread
+    instead when it has not started yet (pure functions: the same result either way)."""
+
+    def __init__(self, pool: Optional[Executor], fn: Callable[..., Any], *args: Any) -> None:
+        self.fn, self.args = fn, args
+        self.future: Optional[Future] = pool.submit(fn, *args) if pool is not None else None
+
+    def result(self) -> Any:
+        if self.future is None or self.future.cancel():
+            return self.fn(*self.args)
+        return self.future.result()
+
+
 def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult,
                   processes: Sequence[Dict[str, Any]], pool: Optional[Executor] = None
                   ) -> Tuple[Diagnosis, Optional[AttributionResult]]:
     """All diagnosis results, and the NVTX attribution with phase totals set from the phases section when a
     user phase map is given (a new object; ``att`` is not changed). With ``pool`` the window-independent
     analyses run on it while this thread builds the timelines (numpy releases the GIL in its big loops)."""
-    lane = pool.submit(_structure_lane, model, opts, tree, att) if pool is not None else None
+    lane = _Task(pool, _structure_lane, model, opts, tree, att)
     window = detect_window(model, opts.window, opts.window_nvtx)
     steady = model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
     full_times = None
@@ -120,15 +135,13 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
                                                                 opts.include_memcpy_in_busy),
                                  tree, DEFAULT_BINS, per_device)
     gpu = gpu_time_result(dev_times, opts.include_memcpy_in_busy)
-    def tail() -> Tuple[GraphResult, NcclResult, LaunchResult]:
-        return (analyze_graphs(model), analyze_nccl(model),
-                analyze_launch(steady, window.end_ns - window.start_ns, opts.top))
-
-    # queued behind the phases → categories → steps lane on the other thread; this thread does the rest
-    late = pool.submit(tail) if pool is not None else None
+    # queued behind the phases → categories → steps lane on the other thread; this thread takes back whichever
+    # has not started yet once its own work is done
+    late = [_Task(pool, analyze_graphs, model), _Task(pool, analyze_nccl, model),
+            _Task(pool, analyze_launch, steady, window.end_ns - window.start_ns, opts.top)]
     traits, steady_kernels = _traits(model, steady, processes), analyze_kernels(steady)
-    graphs, nccl, launch = late.result() if late is not None else tail()
-    phases, new_att, categories, steps = lane.result() if lane is not None else _structure_lane(model, opts, tree, att)
+    graphs, nccl, launch = (t.result() for t in late)
+    phases, new_att, categories, steps = lane.result()
     bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
     diag = Diagnosis(
         window=window, steady=steady, gpu_time=gpu, idle_causes=causes, traits=traits,

@@ -64,7 +64,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .stats import group_stats, median, pct, round_half_up
+from .stats import GroupStats, group_stats, median, pct, round_half_up
 
 TRAITS: Dict[str, str] = {
     "fp32_gemm_simt": "GEMM/conv on CUDA cores (FP32 SIMT math), not tensor cores",
@@ -259,8 +259,10 @@ def _hit(trait: str, mask: np.ndarray, name_idx: np.ndarray, dur: np.ndarray, na
 
 def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.ndarray,
                           gpu_names: Sequence[str] = (), nvtx_names: Sequence[str] = (),
-                          thread_names: Sequence[str] = (), process_names: Sequence[str] = ()) -> KernelTraitsResult:
-    """Traits of the kernels ``names[name_idx]`` with durations ``dur`` (ns), plus workload, stack and GPU caps."""
+                          thread_names: Sequence[str] = (), process_names: Sequence[str] = (),
+                          name_stats: Optional[GroupStats] = None) -> KernelTraitsResult:
+    """Traits of the kernels ``names[name_idx]`` with durations ``dur`` (ns), plus workload, stack and GPU caps.
+    ``name_stats``: :func:`stats.group_stats` of ``dur`` by ``name_idx`` when already computed."""
     name_idx = np.asarray(name_idx, dtype=np.int64)
     dur = np.asarray(dur, dtype=np.int64)
     tc, tf = gpu_capabilities(gpu_names)
@@ -268,7 +270,7 @@ def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.nd
     tot = np.zeros(len(names), np.int64)
     med = np.zeros(len(names), np.float64)
     if dur.shape[0]:
-        gs = group_stats({"name": name_idx}, dur)
+        gs = name_stats if name_stats is not None else group_stats({"name": name_idx}, dur)
         k = gs.keys["name"]
         cnt[k], tot[k], med[k] = gs.count, gs.total, gs.p50_exact
     present = np.nonzero(cnt > 0)[0]

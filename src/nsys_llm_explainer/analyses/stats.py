@@ -12,7 +12,7 @@ half up with :func:`round_half_up` where they report integer ns).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -149,6 +149,42 @@ def _few_groups(names: List[str], key: np.ndarray, dec: list, dur: np.ndarray) -
         p99=round_half_up(p[:, 2]), p50_exact=p[:, 0])
 
 
+def _from_sorted(sk: np.ndarray, sd: np.ndarray) -> Tuple[np.ndarray, GroupStats]:
+    """Statistics of runs of equal ``sk`` (sorted) whose durations ``sd`` are sorted within each run; returns
+    (row of each group's first element, stats without keys)."""
+    n = sd.shape[0]
+    change = np.empty(n, bool)
+    change[0] = True
+    np.not_equal(sk[1:], sk[:-1], out=change[1:])
+    starts = np.nonzero(change)[0]
+    del change
+    counts = np.diff(np.append(starts, n))
+    total = np.add.reduceat(sd, starts)
+    p50 = percentile_sorted(sd, starts, counts, 50)
+    return starts, GroupStats(
+        keys={}, count=counts.astype(np.int64), total=total.astype(np.int64), min=sd[starts],
+        max=sd[starts + counts - 1], avg=round_half_up(total / counts),
+        p50=round_half_up(p50), p90=round_half_up(percentile_sorted(sd, starts, counts, 90)),
+        p99=round_half_up(percentile_sorted(sd, starts, counts, 99)), p50_exact=p50)
+
+
+def _packed_sort(key: np.ndarray, dur: np.ndarray, kind: Optional[str] = None
+                 ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """(key, duration) sorted by key then duration with one integer sort of ``key << bits | dur − min`` (32-bit
+    when it fits); None when the packed value would not fit 62 bits. ``kind="stable"`` for inputs made of
+    sorted runs (numpy's stable sort merges runs)."""
+    dmin, dmax = int(dur.min()), int(dur.max())
+    bits = max(int(dmax - dmin).bit_length(), 1)
+    kmax = int(key.max())
+    if kmax >= (1 << max(62 - bits, 0)):
+        return None
+    sp = (key << bits) | (dur - dmin)
+    if (kmax << bits) < (1 << 32):      # fits 32 bits: a sort of half the bytes, twice as fast
+        sp = sp.astype(np.uint32)
+    sp = np.sort(sp, kind=kind).astype(np.int64, copy=False)
+    return sp >> bits, (sp & ((1 << bits) - 1)) + dmin
+
+
 def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
     """Statistics of ``dur`` grouped by the combination of ``keys`` (all int arrays of equal length)."""
     names = list(keys.keys())
@@ -164,47 +200,65 @@ def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
         few = _few_groups(names, key, dec, dur)
         if few is not None:
             return few
-    dmin, dmax = int(dur.min()), int(dur.max())
-    bits = max(int(dmax - dmin).bit_length(), 1)
-    kmax = int(key.max())
+    got = _packed_sort(key, dur) if dec is not None else None
     order = None
-    if dec is not None and kmax < (1 << max(62 - bits, 0)):
-        sp = (key << bits) | (dur - dmin)   # sort by (key, duration) with one integer sort
-        if (kmax << bits) < (1 << 32):      # fits 32 bits: a sort of half the bytes, twice as fast
-            sp = sp.astype(np.uint32)
-        sp = np.sort(sp).astype(np.int64, copy=False)
-        sk = sp >> bits
-        sd = (sp & ((1 << bits) - 1)) + dmin
-        del sp
+    if got is not None:
+        sk, sd = got
     else:
         order = np.lexsort((dur, key))
         sd = dur[order]
         sk = key[order]
-    change = np.empty(n, bool)
-    change[0] = True
-    change[1:] = sk[1:] != sk[:-1]
-    starts = np.nonzero(change)[0]
-    counts = np.diff(np.append(starts, n))
-    total = np.add.reduceat(sd, starts)
-    mn = sd[starts]
-    mx = sd[starts + counts - 1]
-    p50 = percentile_sorted(sd, starts, counts, 50)
+    starts, gs = _from_sorted(sk, sd)
     if order is None:
-        key_cols = _decode(sk[starts], dec)
+        gs.keys = dict(zip(names, _decode(sk[starts], dec)))
     else:
-        key_cols = [c[order[starts]] for c in cols]
-    return GroupStats(
-        keys=dict(zip(names, key_cols)),
-        count=counts.astype(np.int64), total=total.astype(np.int64), min=mn, max=mx,
-        avg=round_half_up(total / counts),
-        p50=round_half_up(p50), p90=round_half_up(percentile_sorted(sd, starts, counts, 90)),
-        p99=round_half_up(percentile_sorted(sd, starts, counts, 99)), p50_exact=p50,
-    )
+        gs.keys = {k: c[order[starts]] for k, c in zip(names, cols)}
+    return gs
 
 
 #: kernel columns :func:`kernel_stats` groups by
 _KERNEL_KEYS = {"name": lambda k: k.name_idx.astype(np.int64), "device_id": lambda k: k.device,
                 "pid": lambda k: k.pid, "all": lambda k: np.zeros(len(k), np.int64)}
+#: groupings by a prefix of these columns (in any order) come from one sort (:func:`_nested_stats`)
+_NESTED = ("name", "device_id", "pid")
+
+
+def _nested_stats(k, dur: np.ndarray) -> Optional[Dict[frozenset, GroupStats]]:
+    """Statistics by {name}, {name, device_id} and {name, device_id, pid}, keys in that column order, from one
+    sort by (name, device, pid, duration): a coarser grouping's runs are already sorted by duration, so its
+    sort is a merge of sorted runs (or nothing, when it groups the same rows). None when the keys are too wide."""
+    key, dec = combine_keys([_KERNEL_KEYS[c](k) for c in _NESTED])
+    if dec is None or dur.shape[0] == 0:
+        return None
+    got = _packed_sort(key, dur)
+    if got is None:
+        return None
+    sk, sd = got
+    del key, got
+    out: Dict[frozenset, GroupStats] = {}
+    div = 1
+    fine_groups = -1
+    for depth in range(len(_NESTED), 0, -1):
+        ck = sk // div if div > 1 else sk
+        starts, gs = _from_sorted(ck, sd)
+        if fine_groups >= 0 and starts.shape[0] != fine_groups:   # several finer runs per group: merge them
+            merged = _packed_sort(ck, sd, kind="stable")
+            if merged is None:
+                return None
+            starts, gs = _from_sorted(*merged)
+            ck = merged[0]
+        fine_groups = starts.shape[0] if depth == len(_NESTED) else fine_groups
+        gs.keys = dict(zip(_NESTED[:depth], _decode(ck[starts], dec[:depth])))
+        out[frozenset(_NESTED[:depth])] = gs
+        div *= dec[depth - 1][2]
+    return out
+
+
+def _reordered(gs: GroupStats, cols: Tuple[str, ...]) -> GroupStats:
+    """``gs`` with its groups in the order of the key columns ``cols`` (what :func:`group_stats` gives)."""
+    order = np.lexsort(tuple(gs.keys[c] for c in reversed(cols)))
+    return GroupStats({c: gs.keys[c][order] for c in cols}, gs.count[order], gs.total[order], gs.min[order],
+                      gs.max[order], gs.avg[order], gs.p50[order], gs.p90[order], gs.p99[order], gs.p50_exact[order])
 
 
 def kernel_stats(model: TraceModel, *cols: str) -> GroupStats:
@@ -219,6 +273,14 @@ def kernel_stats(model: TraceModel, *cols: str) -> GroupStats:
         dur = model.cache.get("kernel_dur")
         if dur is None:
             dur = model.cache["kernel_dur"] = k.dur
+        nested = frozenset(cols)
+        if cols and len(nested) == len(cols) and nested in {frozenset(_NESTED[:i]) for i in (1, 2, 3)}:
+            fam = model.cache.get("kernel_stats_nested")
+            if fam is None:
+                fam = model.cache["kernel_stats_nested"] = _nested_stats(k, dur) or {}
+            if nested in fam:
+                got = model.cache[key] = _reordered(fam[nested], cols)
+                return got
         got = model.cache[key] = group_stats({c: _KERNEL_KEYS[c](k) for c in cols}, dur)
     return got  # type: ignore[return-value]
 

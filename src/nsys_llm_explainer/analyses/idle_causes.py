@@ -210,7 +210,8 @@ def _groups(values: np.ndarray, candidates: np.ndarray) -> List[Tuple[int, np.nd
     a superset of those values (one mask per candidate when they are few, else one stable sort)."""
     cand = np.unique(candidates)
     if cand.shape[0] <= 16:
-        out = [(int(c), np.nonzero(values == c)[0]) for c in cand.tolist()]
+        small = np.int32 if values.shape[0] < (1 << 31) else np.int64
+        out = [(int(c), np.nonzero(values == c)[0].astype(small)) for c in cand.tolist()]
         return [(c, r) for c, r in out if r.shape[0]]
     order = np.argsort(values, kind="stable")
     v = values[order]
@@ -248,14 +249,17 @@ def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, O
     copy_cover = Cover(tl.copy_start, tl.copy_end)
     copy_det = np.array([ctx.det(s) for s in tl.copy_labels], np.int64)[tl.copy_label] \
         if tl.copy_label.shape[0] else np.empty(0, np.int64)
-    parts = []
-    for g, gi in _groups(thread, cand):
-        near = ctx.api_near if has_api else _no_rows
-        parts.append(thread_pieces(ctx.model, ctx.kinds, ctx.base_idx, ctx.tree, ctx.det, ctx.range_detail, tl, g,
-                                   gi, gs, ge, hce, copy_cover, copy_det, near, ctx.base_dmap))
+    groups = _groups(thread, cand)
+    del gp, nli, pli, thread                           # per-gap inputs no longer needed while cutting
+    if has_api:
+        del linked
+    near = ctx.api_near if has_api else _no_rows
+    parts = [thread_pieces(ctx.model, ctx.kinds, ctx.base_idx, ctx.tree, ctx.det, ctx.range_detail, tl, g, gi, gs,
+                           ge, hce, copy_cover, copy_det, near, ctx.base_dmap) for g, gi in groups]
     if not parts:                                      # no idle gap at all
         e = np.empty(0, np.int64)
         parts = [(e, np.empty(0, np.int8), e, e, e)]
+    del groups, hce, copy_cover, copy_det              # the pieces are cut: free their inputs
     gap, kind, det, ln, t0 = parts[0] if len(parts) == 1 else (np.concatenate([p[i] for p in parts])
                                                                 for i in range(5))
     if len(parts) > 1:                                 # time order: gaps are disjoint, each on one thread
@@ -275,7 +279,7 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, pieces: List[np.ndarray]) 
     pieces.clear()
     idle, window = tl.idle_ns, tl.window_ns
     D = max(len(ctx.details), 1)
-    key = kind.astype(np.int64)
+    key = kind.astype(np.int32 if len(KINDS) * D < (1 << 31) else np.int64)
     key *= D
     key += det
     del kind, det

@@ -166,7 +166,7 @@ def cut(sgs: np.ndarray, sge: np.ndarray, shce: np.ndarray, extra: Sequence[np.n
     t1 = np.empty_like(t0)
     t1[:-1] = t0[1:]
     t1[first + c] = sge
-    return t0, t1, np.repeat(np.arange(n, dtype=np.int64), c + 1)
+    return t0, t1, np.repeat(np.arange(n, dtype=np.int32 if n < (1 << 31) else np.int64), c + 1)
 
 
 def thread_pieces(model: TraceModel, kinds: np.ndarray, base_det: np.ndarray, tree: Optional[NvtxTree],
@@ -194,7 +194,7 @@ def thread_pieces(model: TraceModel, kinds: np.ndarray, base_det: np.ndarray, tr
     t0, t1, p = cut(sgs, sge, shce, extra)
     gap = p if every else gi[p]
     kind = np.full(t0.shape[0], -1, np.int8)
-    det = np.zeros(t0.shape[0], np.int64)
+    det = np.zeros(t0.shape[0], np.int32)           # detail codes: few (one per distinct name)
 
     def assign(k: int, row_of: Callable[[np.ndarray], np.ndarray], det_of_row: Callable[[np.ndarray], np.ndarray],
                cand: Optional[np.ndarray] = None) -> None:

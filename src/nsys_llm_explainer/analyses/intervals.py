@@ -3,6 +3,16 @@ the analyses."""
 
 from __future__ import annotations
 
-from ..model.intervals import Union, covered_before, gaps, overlap_length, union, union_lean, union_unsorted
+from ..model.intervals import (
+    Union,
+    covered_before,
+    gaps,
+    overlap_length,
+    union,
+    union_blocks,
+    union_lean,
+    union_unsorted,
+)
 
-__all__ = ["Union", "covered_before", "gaps", "overlap_length", "union", "union_lean", "union_unsorted"]
+__all__ = ["Union", "covered_before", "gaps", "overlap_length", "union", "union_blocks", "union_lean",
+           "union_unsorted"]

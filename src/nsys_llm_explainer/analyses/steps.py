@@ -140,11 +140,17 @@ def _clip_union(starts: np.ndarray, ends: np.ndarray, keys: np.ndarray, q_key: n
     out = np.zeros(q0.shape[0], np.int64)
     if starts.shape[0] == 0:
         return out
+    one = keys.shape[0] > 0 and int(keys.min()) == int(keys.max())   # one key: no masked copies
     for kk in np.unique(q_key).tolist():
-        m = keys == kk
-        if not m.any():
-            continue
-        u = iv.union_unsorted(starts[m], ends[m])
+        if one:
+            if kk != int(keys[0]):
+                continue
+            u = iv.union_blocks(starts, ends)
+        else:
+            m = keys == kk
+            if not m.any():
+                continue
+            u = iv.union_blocks(starts[m], ends[m])
         q = q_key == kk
         out[q] = iv.overlap_length(u, q0[q], q1[q])
     return out
@@ -218,14 +224,15 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     kc = np.bincount(kstep[kstep >= 0], minlength=n).astype(np.int64)
     bs = [k.start] if k is not None else []
     be = [k.end] if k is not None else []
-    bd = [k.device.astype(np.int64)] if k is not None else []
+    bd = [k.device] if k is not None else []
     gt = model.graph_trace
     if gt is not None and len(gt):
         bs.append(gt["start"])
         be.append(gt["end"])
-        bd.append(gt["device"].astype(np.int64))
-    if bs:
-        busy = _clip_union(np.concatenate(bs), np.concatenate(be), np.concatenate(bd), dev, s, e)
+        bd.append(gt["device"])
+    if bs:   # one table: its own columns, no copies
+        busy = _clip_union(*(x[0] if len(x) == 1 else np.concatenate([np.asarray(a, np.int64) for a in x])
+                             for x in (bs, be, bd)), dev, s, e)
     else:
         busy = np.zeros(n, np.int64)
     mc = model.memcpy

@@ -49,14 +49,17 @@ def work_items(model: TraceModel) -> Tuple[np.ndarray, np.ndarray, np.ndarray, i
     """GPU work = kernels, then whole-graph rows (graph-level trace): (launch row, device, pid, #kernels)."""
     k, gt = model.kernels, model.graph_trace
     li = [_launch_rows(model)]
-    dev = [k.device.astype(np.int64)] if k is not None else [np.zeros(0, np.int64)]
-    pid = [k.pid.astype(np.int64)] if k is not None else [np.zeros(0, np.int64)]
+    dev = [k.device] if k is not None else [np.zeros(0, np.int64)]
+    pid = [k.pid] if k is not None else [np.zeros(0, np.int64)]
     nk = int(li[0].shape[0])
     if gt is not None and len(gt) and "launch_idx" in gt.cols:
-        li.append(gt["launch_idx"].astype(np.int64))
-        dev.append(gt["device"].astype(np.int64))
-        pid.append(gt["pid"].astype(np.int64))
-    return np.concatenate(li), np.concatenate(dev), np.concatenate(pid), nk
+        li.append(gt["launch_idx"])
+        dev.append(gt["device"])
+        pid.append(gt["pid"])
+    # the model's own columns when there is one table (no copies); device/pid keep their integer type
+    return (np.asarray(li[0] if len(li) == 1 else np.concatenate(li)).astype(np.int64, copy=False),
+            dev[0] if len(dev) == 1 else np.concatenate([d.astype(np.int64) for d in dev]),
+            pid[0] if len(pid) == 1 else np.concatenate([p.astype(np.int64) for p in pid]), nk)
 
 
 def _distinct_calls(model: TraceModel, li: np.ndarray) -> np.ndarray:

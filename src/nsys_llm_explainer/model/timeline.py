@@ -155,8 +155,11 @@ def few_distinct(x: np.ndarray) -> np.ndarray:
         return np.unique(x)
     if x.dtype.kind in "iu":
         lo, hi = int(x.min()), int(x.max())
-        if hi - lo < max(n, 1 << 16):   # a dense range: one counting pass, no search
-            seen = np.bincount((x - x.dtype.type(lo)).astype(np.intp, copy=False), minlength=hi - lo + 1)
+        if hi - lo < max(n, 1 << 16):   # a dense range: one counting pass (in chunks: small copies), no search
+            seen = np.zeros(hi - lo + 1, bool)
+            for a in range(0, n, 1 << 20):
+                c = x[a:a + (1 << 20)]
+                seen[(c - x.dtype.type(lo)) if lo else c] = True
             return (np.nonzero(seen)[0] + lo).astype(x.dtype)
     cand = np.unique(x[:: max(1, n // 4096)])
     at = np.minimum(np.searchsorted(cand, x), cand.shape[0] - 1)

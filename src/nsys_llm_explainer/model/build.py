@@ -12,7 +12,7 @@ import numpy as np
 from ..read import fetch as F
 from ..read import fetch_nvtx as FN
 from ..read.schema import Schema
-from .link import link_unknown_pid, pid_from_launch, unknown_pid_message
+from .link import ApiIndex, corr_key, link_to_api, pid_from_launch, unknown_pid_message  # noqa: F401
 from .names import base_api_name, distinct_small, intern_ids, intern_strings, missing_name  # noqa: F401
 from .nvtx_build import build_nvtx, possible_nvtx
 from .row_checks import drop_impossible
@@ -29,51 +29,6 @@ def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     for k in list(cols):
         cols[k] = cols[k][order]
     return cols
-
-
-def corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
-    """Combined (process, correlationId) key; correlation ids restart in every process."""
-    return (pid.astype(np.int64) << 32) | (corr.astype(np.int64) & 0xFFFFFFFF)
-
-
-class ApiIndex:
-    """API rows sorted by (pid, correlationId) once, for every GPU table's launch join."""
-
-    def __init__(self, api: Optional[ApiCalls]) -> None:
-        self.order = np.empty(0, np.int64)
-        self.keys = np.empty(0, np.int64)
-        if api is None or len(api) == 0:
-            return
-        akey = corr_key(api.pid, api.corr)
-        valid = (api.corr >= 0) & (api.pid >= 0)
-        # among rows sharing (pid, corr) prefer the runtime/driver row over wrapper event classes
-        order = np.lexsort((~api.primary, akey))
-        self.order = order[valid[order]]
-        self.keys = akey[self.order]
-
-
-def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls],
-                index: Optional[ApiIndex] = None, kind: Optional[str] = None) -> np.ndarray:
-    """Row of the API call with the same (pid, correlationId) for each GPU row, or -1.
-
-    Rows whose process is unknown (``pid`` < 0: no ``globalPid`` column) are joined on correlationId
-    alone when that is unambiguous — see :func:`link_unknown_pid`."""
-    out = np.full(pid.shape[0], -1, np.int64)
-    if api is None or len(api) == 0 or pid.shape[0] == 0:
-        return out
-    idx = index if index is not None else ApiIndex(api)
-    skey, order = idx.keys, idx.order
-    if skey.shape[0] == 0:
-        return out
-    gkey = corr_key(pid, corr)
-    pos = np.searchsorted(skey, gkey)
-    pos_c = np.minimum(pos, skey.shape[0] - 1)
-    ok = (pos < skey.shape[0]) & (corr >= 0) & (pid >= 0) & (skey[pos_c] == gkey)
-    out[ok] = order[pos_c[ok]]
-    unknown = (pid < 0) & (corr >= 0)
-    if unknown.any():
-        out[unknown] = link_unknown_pid(corr[unknown], api, kind)[0]
-    return out
 
 
 def _device_map(rows: List[Dict[str, object]]) -> Dict[Tuple[int, int], int]:

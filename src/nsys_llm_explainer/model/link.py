@@ -1,5 +1,6 @@
-"""Join GPU rows whose process is unknown (an older kernel table without ``globalPid`` in a trace with
-several processes) to their launch call on correlationId alone — only where that is unambiguous."""
+"""Join GPU rows to the API call that issued them: same process and correlationId (:func:`link_to_api`), or —
+for GPU rows whose process is unknown (an older kernel table without ``globalPid`` in a trace with several
+processes) — on correlationId alone, only where that is unambiguous (:func:`link_unknown_pid`)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,108 @@ def pid_from_launch(pid: np.ndarray, launch_idx: np.ndarray, api: Optional[ApiCa
         return pid
     fill = (pid < 0) & (launch_idx >= 0)
     return np.where(fill, api.pid[np.maximum(launch_idx, 0)], pid) if len(api) else pid
+
+
+def corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """Combined (process, correlationId) key; correlation ids restart in every process."""
+    return (pid.astype(np.int64) << 32) | (corr.astype(np.int64) & 0xFFFFFFFF)
+
+
+#: a direct table is used when it has at most this many cells per API row (else a sorted index)
+DENSE_CELLS_PER_ROW = 4
+
+
+class ApiIndex:
+    """(pid, correlationId) → API row, built once for every GPU table's launch join. Among rows sharing a
+    key the runtime/driver row wins over wrapper event classes, then the earliest row.
+
+    A direct table (one cell per process × correlationId in the API's range) when that is small — no sort,
+    O(1) per lookup; else the rows sorted by key, looked up by binary search. Same answers either way."""
+
+    def __init__(self, api: Optional[ApiCalls]) -> None:
+        self.order = np.empty(0, np.int64)
+        self.keys = np.empty(0, np.int64)
+        self.table: Optional[np.ndarray] = None
+        if api is None or len(api) == 0:
+            return
+        valid = (api.corr >= 0) & (api.pid >= 0)
+        if self._dense(api, valid):
+            return
+        akey = corr_key(api.pid, api.corr)
+        order = np.lexsort((~api.primary, akey))
+        self.order = order[valid[order]]
+        self.keys = akey[self.order]
+
+    def _dense(self, api: ApiCalls, valid: np.ndarray) -> bool:
+        rows = np.flatnonzero(valid)
+        if rows.shape[0] == 0:
+            return False
+        pid, corr = api.pid[rows].astype(np.int64), api.corr[rows].astype(np.int64)
+        self.pids = np.unique(pid[:: max(1, pid.shape[0] // 4096)])
+        at = np.minimum(np.searchsorted(self.pids, pid), self.pids.shape[0] - 1)
+        if int(corr.max()) > 0xFFFFFFFF or bool((self.pids[at] != pid).any()):
+            return False                      # a process the sample missed, or ids beyond 32 bits: sorted index
+        self.c0 = int(corr.min())
+        self.span = int(corr.max()) - self.c0 + 1
+        if self.pids.shape[0] * self.span > max(DENSE_CELLS_PER_ROW * rows.shape[0], 1 << 16):
+            return False
+        code = at * self.span + (corr - self.c0)
+        del pid, corr, at
+        table = np.full(self.pids.shape[0] * self.span, -1, np.int64)
+        counts = np.bincount(code, minlength=table.shape[0])
+        single = counts[code] == 1
+        table[code[single]] = rows[single]           # keys with one row: no ambiguity
+        dup = np.flatnonzero(~single)
+        if dup.shape[0]:                             # shared keys: the primary row first, then the earliest
+            dr, dc = rows[dup], code[dup]
+            o = np.lexsort((dr, ~api.primary[dr], dc))
+            first = np.ones(o.shape[0], bool)
+            first[1:] = dc[o][1:] != dc[o][:-1]
+            table[dc[o][first]] = dr[o][first]
+        self.table = table
+        return True
+
+    def lookup(self, pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
+        """API row of each (pid, corr) pair (-1: no such call, or pid / corr negative)."""
+        out = np.full(pid.shape[0], -1, np.int64)
+        if self.table is not None:
+            c = np.asarray(corr, np.int64) & 0xFFFFFFFF
+            p = np.asarray(pid, np.int64)
+            p0, p1 = int(self.pids[0]), int(self.pids[-1])
+            if p1 - p0 < 1 << 16:                    # process → its block of the table by a small lookup table
+                pcode = np.full(p1 - p0 + 1, -1, np.int64)
+                pcode[self.pids - p0] = np.arange(self.pids.shape[0])
+                inr = (p >= p0) & (p <= p1)
+                at = np.where(inr, pcode[np.clip(p - p0, 0, p1 - p0)], -1)
+                ok = at >= 0
+            else:
+                at = np.minimum(np.searchsorted(self.pids, p), self.pids.shape[0] - 1)
+                ok = self.pids[at] == p
+            ok &= (corr >= 0) & (c >= self.c0) & (c < self.c0 + self.span)
+            cell = at[ok] * self.span + (c[ok] - self.c0)
+            out[ok] = self.table[cell]
+            return out
+        skey, order = self.keys, self.order
+        if skey.shape[0] == 0:
+            return out
+        gkey = corr_key(pid, corr)
+        pos = np.searchsorted(skey, gkey)
+        pos_c = np.minimum(pos, skey.shape[0] - 1)
+        ok = (pos < skey.shape[0]) & (corr >= 0) & (pid >= 0) & (skey[pos_c] == gkey)
+        out[ok] = order[pos_c[ok]]
+        return out
+
+
+def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls],
+                index: Optional[ApiIndex] = None, kind: Optional[str] = None) -> np.ndarray:
+    """Row of the API call with the same (pid, correlationId) for each GPU row, or -1.
+
+    Rows whose process is unknown (``pid`` < 0: no ``globalPid`` column) are joined on correlationId
+    alone when that is unambiguous — see :func:`link_unknown_pid`."""
+    if api is None or len(api) == 0 or pid.shape[0] == 0:
+        return np.full(pid.shape[0], -1, np.int64)
+    out = (index if index is not None else ApiIndex(api)).lookup(pid, corr)
+    unknown = (pid < 0) & (corr >= 0)
+    if unknown.any():
+        out[unknown] = link_unknown_pid(corr[unknown], api, kind)[0]
+    return out

@@ -47,14 +47,56 @@ class Renderer:
         return [path]
 
 
+#: a list longer than this is written one element per line, each element on its one line
+LONG_LIST = 32
+_COMPACT = json.JSONEncoder(allow_nan=False, separators=(", ", ": ")).encode   # the C encoder
+
+
+def _key(k: Any) -> str:
+    return _COMPACT(k) if isinstance(k, str) else json.dumps({k: 0})[1:-4]   # JSON's own key conversion
+
+
+def _indented(v: Any, level: int, out: List[str]) -> None:
+    pad = "  " * (level + 1)
+    if isinstance(v, dict) and v:
+        out.append("{\n")
+        last = len(v) - 1
+        for i, (k, x) in enumerate(v.items()):
+            out.append(pad + _key(k) + ": ")
+            _indented(x, level + 1, out)
+            out.append(",\n" if i < last else "\n")
+        out.append("  " * level + "}")
+    elif isinstance(v, (list, tuple)) and v:
+        if len(v) > LONG_LIST:   # rows: one per line (the C encoder, not one Python call per value)
+            out.append("[\n" + ",\n".join(pad + _COMPACT(x) for x in v) + "\n" + "  " * level + "]")
+            return
+        out.append("[\n")
+        for i, x in enumerate(v):
+            out.append(pad)
+            _indented(x, level + 1, out)
+            out.append(",\n" if i < len(v) - 1 else "\n")
+        out.append("  " * level + "]")
+    else:
+        out.append(_COMPACT(v))
+
+
+def dumps_indented(value: Any) -> str:
+    """Strict JSON (``allow_nan=False``) with a 2-space indent, as ``json.dumps(value, indent=2)`` writes it,
+    except that a list of more than :data:`LONG_LIST` elements has one compact element per line."""
+    out: List[str] = []
+    _indented(value, 0, out)
+    return "".join(out)
+
+
 class JsonRenderer(Renderer):
-    """``report.json``: the report dict as strict JSON (``allow_nan=False``, 2-space indent)."""
+    """``report.json``: the report dict as strict JSON (``allow_nan=False``, 2-space indent, long lists one
+    element per line: :func:`dumps_indented`)."""
 
     name = "json"
     filename = "report.json"
 
     def text(self, report: Mapping[str, Any]) -> str:
-        return json.dumps(report, indent=2, allow_nan=False) + "\n"
+        return dumps_indented(report) + "\n"
 
 
 def num(x: Any) -> Optional[float]:

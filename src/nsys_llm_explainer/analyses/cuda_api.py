@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..jsonable import json_ready
+from ..model.timeline import few_distinct
 from ..model.trace import ApiCalls, TraceModel
 from . import api_classes as ac
 from .stats import group_stats, pct, summary
@@ -42,7 +43,7 @@ class CudaApiResult:
 def base_index(api: ApiCalls) -> Tuple[np.ndarray, List[str]]:
     """(row → base-name index, base names): rows grouped by display name."""
     uniq: Dict[str, int] = {}
-    m = np.array([uniq.setdefault(b, len(uniq)) for b in api.base_names] + [0], dtype=np.int64)
+    m = np.array([uniq.setdefault(b, len(uniq)) for b in api.base_names] + [0], dtype=np.int32)
     return m[api.name_idx], list(uniq.keys())
 
 
@@ -60,9 +61,9 @@ def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
     gs = group_stats({"name": bidx, "event_class": api.event_class}, dur)
     raw_by_group: Dict[tuple, set] = {}
     # distinct (base, class, raw name) triples without a per-row loop
-    ec = api.event_class.astype(np.int64)
-    key = (api.name_idx.astype(np.int64) << 8) | (ec & 0xFF)
-    for k in np.unique(key).tolist():
+    key = api.name_idx.astype(np.int64) << 8
+    key |= api.event_class & 0xFF
+    for k in few_distinct(key).tolist():
         ni, e = k >> 8, k & 0xFF
         e = -1 if e == 0xFF else e
         raw_by_group.setdefault((int(bidx_of_name[ni]), e), set()).add(api.names[ni])

@@ -44,6 +44,7 @@ from ..config.phase_map import (  # noqa: F401  (re-exported: phase maps are rea
     step_keywords,
 )
 from ..jsonable import json_ready
+from ..model.timeline import few_distinct
 from ..model.trace import TraceModel
 from . import intervals as iv
 from .nvtx_tree import NvtxTree, nearest_marked
@@ -117,9 +118,13 @@ class PhaseResult:
 
 def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> int:
     total = 0
-    for d in np.unique(device).tolist():
+    ids = few_distinct(device)
+    for d in ids.tolist():
+        if ids.shape[0] == 1:
+            total += iv.union_lean(start, end).length      # kernels are sorted by start
+            continue
         m = device == d
-        total += iv.union_lean(start[m], end[m]).length   # kernels are sorted by start
+        total += iv.union_lean(start[m], end[m]).length
     return total
 
 
@@ -211,8 +216,12 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
                 by_pid.append({"pid": int(p), "wall_ns": int(w)})
                 wall += w
         km = kp == pj
-        t = int(dur[km].sum())
-        busy = _busy_per_device(k.start[km], k.end[km], k.device[km]) if nk and km.any() else 0
+        if nk and km.all():                            # every kernel: the columns themselves, no copies
+            t = int(dur.sum())
+            busy = _busy_per_device(k.start, k.end, k.device)
+        else:
+            t = int(dur[km].sum())
+            busy = _busy_per_device(k.start[km], k.end[km], k.device[km]) if nk and km.any() else 0
         rows.append({
             "phase": label, "range_count": int(range_count[pj]) if pj >= 0 else 0, "wall_ns": int(wall),
             "wall_by_pid": by_pid, "kernel_count": int(km.sum()), "gpu_time_ns": t, "gpu_busy_ns": int(busy),
@@ -230,10 +239,12 @@ def _latest_phase(kernel_nodes: Dict[int, np.ndarray], own: np.ndarray, owner: n
     kp = np.full(nk, -1, np.int64)
     best = np.full(nk, np.iinfo(np.int64).min, np.int64)
     for kn in kernel_nodes.values():
-        kn = np.asarray(kn, dtype=np.int64)
-        o = np.where(kn >= 0, owner[np.maximum(kn, 0)], -1)
-        st = np.where(o >= 0, node_start[np.maximum(o, 0)], np.iinfo(np.int64).min)
-        better = (o >= 0) & (st > best)
-        kp = np.where(better, own[np.maximum(o, 0)], kp)
-        best = np.where(better, st, best)
+        o = owner[np.maximum(kn, 0)]                   # the owning phase range of each kernel's node
+        o[np.asarray(kn) < 0] = -1
+        better = o >= 0
+        st = node_start[np.maximum(o, 0)]
+        better &= st > best                            # a phase range that started later wins
+        kp[better] = own[o[better]]
+        best[better] = st[better]
+        del o, st, better
     return kp

@@ -89,10 +89,14 @@ def combine_keys(cols: List[np.ndarray]):
     span = 1
     dec: Optional[list] = []
     for c in cols:
-        c = np.asarray(c, dtype=np.int64)
+        c = np.asarray(c)
+        if c.dtype.kind not in "iub":
+            c = c.astype(np.int64)
+        elif c.dtype == np.uint64:
+            c = c.astype(np.int64)
         lo, hi = (int(c.min()), int(c.max())) if c.shape[0] else (0, 0)
         if hi - lo < (1 << 24):
-            code, width, u = c - lo, hi - lo + 1, None
+            code, width, u = None, hi - lo + 1, None   # the code is c − lo, added in place below
         else:
             u, code = np.unique(c, return_inverse=True)
             code, width = code.reshape(-1).astype(np.int64), int(u.shape[0])
@@ -100,7 +104,12 @@ def combine_keys(cols: List[np.ndarray]):
             uu, key = np.unique(key, return_inverse=True)
             key, span = key.reshape(-1).astype(np.int64), int(uu.shape[0])
             dec = None
-        key = key * width + code
+        key *= width                   # in place: no temporaries of the row count
+        if code is None:
+            key += c
+            key -= lo
+        else:
+            key += code
         span *= width
         if dec is not None:
             dec.append((lo, u, width))
@@ -198,7 +207,7 @@ def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
         empty = np.empty(0, np.int64)
         return GroupStats({k: empty for k in names}, empty, empty, empty, empty, empty, empty, empty, empty,
                           np.empty(0, np.float64))
-    cols = [np.asarray(keys[k], dtype=np.int64) for k in names]
+    cols = [np.asarray(keys[k]) for k in names]
     key, dec = combine_keys(cols)
     dur = np.asarray(dur, dtype=np.int64)
     if dec is not None and n >= FEW_GROUPS_MIN_ROWS:
@@ -217,13 +226,13 @@ def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
     if order is None:
         gs.keys = dict(zip(names, _decode(sk[starts], dec)))
     else:
-        gs.keys = {k: c[order[starts]] for k, c in zip(names, cols)}
+        gs.keys = {k: c[order[starts]].astype(np.int64) for k, c in zip(names, cols)}
     return gs
 
 
 #: kernel columns :func:`kernel_stats` groups by
-_KERNEL_KEYS = {"name": lambda k: k.name_idx.astype(np.int64), "device_id": lambda k: k.device,
-                "pid": lambda k: k.pid, "all": lambda k: np.zeros(len(k), np.int64)}
+_KERNEL_KEYS = {"name": lambda k: k.name_idx, "device_id": lambda k: k.device,
+                "pid": lambda k: k.pid, "all": lambda k: np.zeros(len(k), np.int8)}
 #: groupings by a prefix of these columns (in any order) come from one sort (:func:`_nested_stats`)
 _NESTED = ("name", "device_id", "pid")
 

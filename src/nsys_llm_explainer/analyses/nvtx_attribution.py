@@ -93,19 +93,27 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
 
     kernel_nodes = {d: per_kernel(cn) for d, cn in by_dom.items()}
     node = per_kernel(combine_innermost(tree, by_dom, calls.shape[0]))
+    del by_dom
+    lut = np.empty(0, np.int64)   # frees the call table (per_kernel is not used again)
     att = node >= 0
     attributed_ns = int(dur[att].sum())
 
     n = len(tree)
-    inner_t = np.bincount(node[att], weights=dur[att], minlength=n).astype(np.int64)
-    inner_c = np.bincount(node[att], minlength=n).astype(np.int64)
+
+    def per_node(nd: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """(Σ duration, kernel count) per tree node of the kernels with node ``nd`` ≥ 0 (bin 0 = none)."""
+        b = nd + 1
+        return (np.bincount(b, weights=dur, minlength=n + 1)[1:].astype(np.int64),
+                np.bincount(b, minlength=n + 1)[1:].astype(np.int64))
+
+    inner_t, inner_c = per_node(node)
     # inclusive sums: a kernel sits in one innermost node per domain stack of its launching thread
     own_t = np.zeros(n, np.int64)
     own_c = np.zeros(n, np.int64)
     for dn in kernel_nodes.values():
-        m = dn >= 0
-        own_t += np.bincount(dn[m], weights=dur[m], minlength=n).astype(np.int64)
-        own_c += np.bincount(dn[m], minlength=n).astype(np.int64)
+        t, c = per_node(dn)
+        own_t += t
+        own_c += c
     sub_t, sub_c = subtree_sums(tree, own_t), subtree_sums(tree, own_c)
     dup = has_ancestor_with_key(tree, tree.name_idx)   # has an ancestor with the same name
     names = model.nvtx.names if model.nvtx is not None else []

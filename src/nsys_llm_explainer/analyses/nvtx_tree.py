@@ -23,6 +23,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from ..model.timeline import few_distinct
 from ..model.trace import NvtxRanges
 
 
@@ -214,16 +215,26 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
     seg_starts = tree.thread_bounds[:-1]
     seg_g = tree.gtid[seg_starts]
     seg_d = tree.domain[seg_starts] if tree.domain.shape[0] == len(tree) else np.zeros(seg_g.shape[0], np.int64)
-    if gtid.shape[0] < 2 or bool((gtid[1:] == gtid[0]).all()):   # one querying thread (common): no sort
-        qs, qg = np.arange(gtid.shape[0]), gtid
-    else:
+    threads = few_distinct(gtid)
+    few = threads.shape[0] <= 16          # few querying threads (common): one mask per thread, no sort
+    if not few:
         qs = np.argsort(gtid, kind="stable")
         qg = gtid[qs]
+    q_of: Dict[int, np.ndarray] = {}      # the current thread's queries (segments come thread by thread)
     for j, (g, d) in enumerate(zip(seg_g.tolist(), seg_d.tolist())):
-        lo, hi = np.searchsorted(qg, g, "left"), np.searchsorted(qg, g, "right")
-        if lo == hi:
-            continue
-        q = qs[lo:hi]
+        if few:
+            if g not in q_of:
+                q_of.clear()
+                q_of[g] = (np.arange(gtid.shape[0]) if threads.shape[0] == 1 and threads[0] == g
+                           else np.flatnonzero(gtid == g))
+            q = q_of[g]
+            if q.shape[0] == 0:
+                continue
+        else:
+            lo, hi = np.searchsorted(qg, g, "left"), np.searchsorted(qg, g, "right")
+            if lo == hi:
+                continue
+            q = qs[lo:hi]
         a, b = int(tree.thread_bounds[j]), int(tree.thread_bounds[j + 1])
         cand = np.searchsorted(tree.start[a:b], t0[q], side="right") - 1
         cand = np.where(cand >= 0, cand + a, -1)
@@ -258,9 +269,12 @@ def combine_innermost(tree: NvtxTree, by_domain: Dict[int, np.ndarray], n: int) 
     """Innermost over domains of per-domain innermost nodes (latest start; ties: earliest end)."""
     best = np.full(n, -1, np.int64)
     for cand in by_domain.values():
-        c = np.maximum(cand, 0)
-        b = np.maximum(best, 0)
-        better = (cand >= 0) & ((best < 0) | (tree.start[c] > tree.start[b])
-                                | ((tree.start[c] == tree.start[b]) & (tree.end[c] < tree.end[b])))
-        best = np.where(better, cand, best)
+        better = cand >= 0
+        both = np.flatnonzero(better & (best >= 0))    # only these need a comparison of the two ranges
+        if both.shape[0]:
+            c, b = cand[both], best[both]
+            sc, sb = tree.start[c], tree.start[b]
+            better[both] = (sc > sb) | ((sc == sb) & (tree.end[c] < tree.end[b]))
+            del c, b, sc, sb, both
+        best[better] = cand[better]
     return best

@@ -93,6 +93,8 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
 
     kernel_nodes = {d: per_kernel(cn) for d, cn in by_dom.items()}
     node = per_kernel(combine_innermost(tree, by_dom, calls.shape[0]))
+    for a in (node, *kernel_nodes.values()):   # shared with phases and steps: read-only
+        a.flags.writeable = False
     del by_dom
     lut = np.empty(0, np.int64)   # frees the call table (per_kernel is not used again)
     att = node >= 0

@@ -151,7 +151,9 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
     choice: Optional[StepChoice] = None
     if tree is not None and len(tree) and not step_marker:
         knode = kernel_node if kernel_node is not None else kernel_nodes(model, tree, li[:nk])
-        wnode = np.concatenate([np.asarray(knode, np.int64), kernel_nodes(model, tree, li[nk:])])
+        wnode = np.asarray(knode, np.int64)
+        if li.shape[0] > nk:                            # graph-level rows after the kernels
+            wnode = np.concatenate([wnode, kernel_nodes(model, tree, li[nk:])])
         choice, choice_notes = choose_nvtx(model, tree, wnode, li, phase_map, step_range)
         notes += choice_notes
     elif step_range:

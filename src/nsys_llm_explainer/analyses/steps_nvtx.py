@@ -220,8 +220,21 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
 def _nearest_step(tree: NvtxTree, node: np.ndarray, step_of_node: np.ndarray) -> np.ndarray:
     """Per query tree node: step index of its nearest ancestor-or-self that is a step range, -1 none."""
     near = nearest_marked(tree.parent, step_of_node >= 0)   # per tree node
-    hit = np.where(node >= 0, near[np.maximum(node, 0)], -1)
-    return np.where(hit >= 0, step_of_node[np.maximum(hit, 0)], -1)
+    step_near = np.where(near >= 0, step_of_node[np.maximum(near, 0)], -1)   # per tree node: its step
+    out = step_near[np.maximum(node, 0)]
+    out[np.asarray(node) < 0] = -1
+    return out
+
+
+def _call_threads(gtid: np.ndarray, li: np.ndarray) -> np.ndarray:
+    """Distinct threads of the launch calls ``li`` (≥ 0), sorted; gathered a chunk at a time (small copies)."""
+    parts = []
+    for a in range(0, li.shape[0], 1 << 20):
+        c = li[a:a + (1 << 20)]
+        c = c[c >= 0]
+        if c.shape[0]:
+            parts.append(few_distinct(gtid[c]))
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
 
 def _domain_order(tree: NvtxTree, threads: np.ndarray) -> List[int]:
@@ -260,14 +273,15 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
     step_of_node = np.full(len(tree), -1, np.int64)
     step_of_node[nodes] = np.arange(nodes.shape[0])
     s, e = tree.start[nodes], tree.end[nodes]
-    calls = _distinct_calls(model, li)
-    calls = calls[np.isin(api.gtid[calls], threads)]
     if domain_nodes and nk == li.shape[0] and all(v.shape[0] == nk for v in domain_nodes.values()):
         # a range on a thread without steps has no step ancestor: the attribution's lookups give the same steps,
-        # taken over the domains in the order the lookups below would meet them
-        order = [d for d in _domain_order(tree, few_distinct(api.gtid[calls])) if d in domain_nodes]
+        # taken over the domains in the order the lookups below would meet them (threads with steps and calls)
+        order = [d for d in _domain_order(tree, np.intersect1d(threads, _call_threads(api.gtid, li)))
+                 if d in domain_nodes]
         best = _innermost_step((domain_nodes[d] for d in order), s, e, tree, step_of_node)
         return np.full(li.shape[0], -1, np.int64) if best is None else best
+    calls = _distinct_calls(model, li)
+    calls = calls[np.isin(api.gtid[calls], threads)]
     by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
     best = _innermost_step(by_dom.values(), s, e, tree, step_of_node)
     return _per_call(model, li, calls, np.full(calls.shape[0], -1, np.int64) if best is None else best)

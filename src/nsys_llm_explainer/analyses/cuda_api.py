@@ -62,7 +62,7 @@ def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
     raw_by_group: Dict[tuple, set] = {}
     # distinct (base, class, raw name) triples without a per-row loop
     key = api.name_idx.astype(np.int64) << 8
-    key |= api.event_class & 0xFF
+    key |= api.event_class.astype(np.int64) & 0xFF
     for k in few_distinct(key).tolist():
         ni, e = k >> 8, k & 0xFF
         e = -1 if e == 0xFF else e

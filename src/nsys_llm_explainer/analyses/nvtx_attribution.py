@@ -92,7 +92,9 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
         return node
 
     kernel_nodes = {d: per_kernel(cn) for d, cn in by_dom.items()}
-    node = per_kernel(combine_innermost(tree, by_dom, calls.shape[0]))
+    # one domain: the innermost range over domains is that domain's (the same array, not a copy)
+    node = next(iter(kernel_nodes.values())) if len(kernel_nodes) == 1 else \
+        per_kernel(combine_innermost(tree, by_dom, calls.shape[0]))
     for a in (node, *kernel_nodes.values()):   # shared with phases and steps: read-only
         a.flags.writeable = False
     del by_dom

@@ -31,6 +31,17 @@ def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     return cols
 
 
+def narrow(v: np.ndarray, types: Tuple[type, ...] = (np.int16, np.int32)) -> np.ndarray:
+    """``v`` in the first of ``types`` that holds every value (else as it is): less model memory."""
+    if v.shape[0] == 0:
+        return v
+    lo, hi = int(v.min()), int(v.max())
+    for t in types:
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return v.astype(t)
+    return v
+
+
 def _device_map(rows: List[Dict[str, object]]) -> Dict[Tuple[int, int], int]:
     out: Dict[Tuple[int, int], int] = {}
     for r in rows:
@@ -78,7 +89,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
         name_idx, names = intern_ids(rt["name_id"], strings)
         calls = ApiCalls(
             start=rt["start"], end=rt["end"], gtid=rt["gtid"], pid=pid_of(rt["gtid"]), tid=tid_of(rt["gtid"]),
-            corr=rt["corr"], name_idx=name_idx, event_class=rt["event_class"], names=names,
+            corr=rt["corr"], name_idx=name_idx, event_class=narrow(rt["event_class"]), names=names,
             base_names=[base_api_name(n) for n in names],
         )
         return calls, ApiIndex(calls)
@@ -138,7 +149,8 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
             pid = pid_from_launch(pid, launch_idx, api)
         kernels = Kernels(
             start=kc["start"], end=kc["end"], device=_map_devices(kc["device"], pid, dmap), stream=kc["stream"],
-            corr=kc["corr"], pid=pid, name_idx=name_idx, graph_node=kc["graph_node"], names=names,
+            corr=narrow(kc["corr"], (np.int32,)), pid=pid, name_idx=name_idx, names=names,
+            graph_node=np.where(kc.pop("graph_node") >= 0, 1, -1).astype(np.int8),   # only "is a graph node" is used
             launch_idx=launch_idx,
         )
         if not dmap and len(kernels):

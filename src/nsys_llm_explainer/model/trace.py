@@ -37,10 +37,10 @@ class Kernels:
     end: np.ndarray
     device: np.ndarray        # device id (physical GPU id when the export maps it, else CUDA deviceId)
     stream: np.ndarray
-    corr: np.ndarray          # correlationId (per process)
+    corr: np.ndarray          # correlationId (per process; int32 when every id fits)
     pid: np.ndarray           # -1 when the export has no globalPid column
     name_idx: np.ndarray      # index into ``names``
-    graph_node: np.ndarray    # ≥ 0 when the kernel ran as a CUDA-graph node (graphNodeId or a flag 1), else -1
+    graph_node: np.ndarray    # int8: 1 when the kernel ran as a CUDA-graph node (graphNodeId set), else -1
     names: List[str]
     launch_idx: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # row in ApiCalls or -1
 

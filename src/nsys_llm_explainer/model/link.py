@@ -82,8 +82,10 @@ def corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
     return (pid.astype(np.int64) << 32) | (corr.astype(np.int64) & 0xFFFFFFFF)
 
 
-#: a direct table is used when it has at most this many cells per API row (else a sorted index)
+#: a direct table is used when it has at most this many cells per API row, or at most MIN_DENSE_CELLS cells
+#: (else a sorted index)
 DENSE_CELLS_PER_ROW = 4
+MIN_DENSE_CELLS = 1 << 16
 
 
 class ApiIndex:
@@ -118,7 +120,7 @@ class ApiIndex:
             return False                      # a process the sample missed, or ids beyond 32 bits: sorted index
         self.c0 = int(corr.min())
         self.span = int(corr.max()) - self.c0 + 1
-        if self.pids.shape[0] * self.span > max(DENSE_CELLS_PER_ROW * rows.shape[0], 1 << 16):
+        if self.pids.shape[0] * self.span > max(DENSE_CELLS_PER_ROW * rows.shape[0], MIN_DENSE_CELLS):
             return False
         code = at * self.span + (corr - self.c0)
         del pid, corr, at

@@ -61,6 +61,30 @@ def test_planted_straggler_exact(straggler, pool_result):
     assert res.to_dict()["schema_version"]
 
 
+def test_kernels_that_do_not_end_together_give_no_late_arriver_claim(tmp_path, straggler, pool_result):
+    """Two communicators ({0, 1}, {2, 3}) running the same all-reduce name: matched by name and issue order, the
+    k-th kernels of the four ranks start 300 µs and end 250 µs apart (each pair ends together, the pairs do not),
+    so the matching is not one collective: no late-arriver claim (rank 2 would otherwise be "last" in 10 of 10),
+    and a warning says why. The planted straggler (ends together) keeps its claim."""
+    facts = build_cluster("cluster_two_comms", str(tmp_path))
+    res = nle.analyze_cluster([str(p) for p in facts["paths"]], jobs=1)
+    coll = res.collectives
+    assert coll.timed and coll.matched_collectives == 10
+    assert [i["end_spread_ns"] for i in coll.instances] == facts["end_spread_ns"] == [250 * US] * 10
+    assert [i["skew_ns"] for i in coll.instances] == facts["skew_ns"] == [300 * US] * 10
+    assert coll.end_spread_p50_ns == 250 * US and coll.skew_p50_ns == 300 * US
+    ranks = {r["rank"]: r for r in coll.ranks}
+    assert ranks["rank2"]["last_arrival_count"] == 10 and ranks["rank0"]["wait_ns_total"] > 0
+    assert not [c for c in res.claims if c["id"] == "late_arriver"]
+    assert any("do not end together" in w and "communicators" in w for w in res.warnings)
+    ok = pool_result.collectives
+    assert ok.end_spread_p50_ns == 0 and ok.skew_p50_ns > 0
+    claim = next(c for c in pool_result.claims if c["id"] == "late_arriver")
+    assert {"metric": "end_spread_p50_ns", "scope": {}, "observed": 0, "op": "<=",
+            "threshold": ok.skew_p50_ns // 2} in claim["checks"]
+    assert not any("end together" in w for w in pool_result.warnings)
+
+
 def test_without_session_start_no_timing_claims(tmp_path):
     build_cluster("cluster_straggler", str(tmp_path), no_session=True)
     res = nle.analyze_cluster([str(p) for p in sorted(tmp_path.glob("*.sqlite"))], jobs=1)

@@ -4,7 +4,8 @@ A claim is made only when every check holds (docs/CLUSTER.md):
 
 * ``late_arriver`` — the rank most often last to arrive at matched NCCL collectives (ties: first in rank
   order). Checks: clocks aligned (``aligned == 1``), ``ranks >= 2``, its ``matched >= 5``, its
-  ``last_arrival_share >= 0.6``, and the other ranks' mean ``wait_ns_total > 0``.
+  ``last_arrival_share >= 0.6``, the other ranks' mean ``wait_ns_total > 0``, and the matched kernels end
+  together: median ``end_spread`` ``<=`` half the median ``skew`` (:mod:`.collectives`).
 * ``low_busy_rank`` — the device with the lowest steady busy %; checks ``devices >= 2`` and
   ``busy_pct_gap`` (median busy % of the other devices − its busy %) ``>= 10`` percentage points.
 * ``slow_step_rank`` — the device with the highest step p50; checks ``devices_with_steps >= 2`` and
@@ -52,7 +53,8 @@ def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Opt
     checks = [_check("aligned", int(timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
               _check("matched", r["matched"], ">=", MIN_MATCHED, rank=r["rank"]),
               _check("last_arrival_share", r.get("last_arrival_share", 0.0), ">=", MIN_LATE_SHARE, rank=r["rank"]),
-              _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, rank=r["rank"])]
+              _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, rank=r["rank"]),
+              _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", coll.skew_p50_ns // 2)]
     if not all(_holds(c) for c in checks):
         return None
     pct = 100.0 * r["last_arrival_share"]

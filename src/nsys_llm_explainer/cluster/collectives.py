@@ -9,7 +9,10 @@
 * per matched instance, on the aligned clock (:mod:`.align`): ``last_start`` = the latest kernel start; the
   **late arriver** is the rank whose kernel starts at ``last_start`` (ties: the first rank in rank order);
   a rank's **wait** = ``last_start − its own start`` (the time its kernel sat waiting for the late arriver;
-  0 for the late arriver itself); ``skew`` = ``last_start − earliest start``.
+  0 for the late arriver itself); ``skew`` = ``last_start − earliest start``; ``end_spread`` = latest end −
+  earliest end. The kernels of one collective end together (each waits for the others' data), so a median
+  ``end_spread`` that is not small against the median ``skew`` means the matching paired kernels of different
+  collectives (e.g. of different communicators, which the export does not name) or the clocks disagree.
 * per rank: ``matched``, ``wait_ns_total`` (Σ wait), ``wait_mean_ns`` / ``wait_p50_ns`` (rounded half up),
   ``last_arrival_count``, ``last_arrival_share`` = count / matched.
 
@@ -41,12 +44,15 @@ class CollectivesResult:
     instances: Tuple[Row, ...] = ()   # one row per matched instance: name, seq, late_rank, starts, skew
     matched_collectives: int = 0
     unmatched_kernels: int = 0
+    skew_p50_ns: int = 0              # over all matched instances (timed only)
+    end_spread_p50_ns: int = 0        # over all matched instances (timed only)
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({
             "available": self.available, "reason": self.reason, "timed": self.timed, "ranks": self.ranks,
             "by_name": self.by_name, "matched_collectives": self.matched_collectives,
-            "unmatched_kernels": self.unmatched_kernels, "instances": self.instances})
+            "unmatched_kernels": self.unmatched_kernels, "skew_p50_ns": self.skew_p50_ns,
+            "end_spread_p50_ns": self.end_spread_p50_ns, "instances": self.instances})
 
 
 def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
@@ -81,6 +87,8 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     by_name: List[Row] = []
     instances: List[Row] = []
     matched_total = unmatched = 0
+    all_skew: List[np.ndarray] = []
+    all_spread: List[np.ndarray] = []
     for cname in sorted(series):
         members = sorted(series[cname])
         lens = [len(series[cname][r][0].start) for r in members]
@@ -93,8 +101,12 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                     "unmatched_kernels": sum(lens) - m * len(members)}
         if timed and m:
             # starts[j, k]: aligned start of the k-th kernel of this name on member j (issue order)
-            starts = np.stack([np.asarray(series[cname][r][0].start[:m], np.int64)
-                               + int(al.offsets_ns[series[cname][r][1]] or 0) for r in members])
+            offs = [int(al.offsets_ns[series[cname][r][1]] or 0) for r in members]
+            starts = np.stack([np.asarray(series[cname][r][0].start[:m], np.int64) + o
+                               for r, o in zip(members, offs)])
+            ends = np.stack([np.asarray(series[cname][r][0].end[:m], np.int64) + o for r, o in zip(members, offs)])
+            spread = ends.max(axis=0) - ends.min(axis=0)
+            all_spread.append(spread)
             last, first = starts.max(axis=0), starts.min(axis=0)
             late_j = starts.argmax(axis=0)             # first member holding the latest start
             late_c = np.bincount(late_j, minlength=len(members))
@@ -102,14 +114,17 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             for j in range(len(members)):
                 waits[members[j]].append(last - starts[j])
             sk = last - first
+            all_skew.append(sk)
             late_names = [names[order[r]] for r in members]
             instances.extend({"name": cname, "seq": k, "late_rank": late_names[lj], "first_start_ns": f0,
-                              "last_start_ns": l0, "skew_ns": s0}
-                             for k, (lj, f0, l0, s0) in enumerate(zip(late_j.tolist(), first.tolist(),
-                                                                      last.tolist(), sk.tolist())))
+                              "last_start_ns": l0, "skew_ns": s0, "end_spread_ns": e0}
+                             for k, (lj, f0, l0, s0, e0) in enumerate(zip(late_j.tolist(), first.tolist(),
+                                                                          last.tolist(), sk.tolist(),
+                                                                          spread.tolist())))
             top = max(range(len(members)), key=lambda j: (int(late_c[j]), -members[j]))
             row.update(skew_total_ns=int(sk.sum()), skew_p50_ns=_half_up(median(sk)), skew_max_ns=int(sk.max()),
-                       most_late_rank=late_names[top], most_late_share=round(int(late_c[top]) / m, 4))
+                       most_late_rank=late_names[top], most_late_share=round(int(late_c[top]) / m, 4),
+                       end_spread_p50_ns=_half_up(median(spread)))
         by_name.append(row)
     ranks: List[Row] = []
     for j, key in enumerate(order):
@@ -129,5 +144,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     reason = None if timed else f"clocks not aligned: {al.reason}"
     if matched_total == 0:
         reason = "no collective could be matched across ranks" if n >= 2 else "NCCL kernels on a single rank"
+    sk_p50 = _half_up(median(np.concatenate(all_skew))) if all_skew else 0
+    es_p50 = _half_up(median(np.concatenate(all_spread))) if all_spread else 0
     return CollectivesResult(True, reason, timed and matched_total > 0, tuple(ranks), tuple(by_name),
-                             tuple(instances), matched_total, unmatched)
+                             tuple(instances), matched_total, unmatched, sk_p50, es_p50)

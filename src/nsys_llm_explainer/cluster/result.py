@@ -62,6 +62,12 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
         warnings.append(f"Clocks of the files cannot be aligned ({al.reason}); no cross-rank timing claim is made.")
     if len(files) < 2:
         warnings.append("Only one file: nothing to compare across files.")
+    if coll.timed and coll.end_spread_p50_ns > coll.skew_p50_ns // 2:
+        warnings.append(
+            f"Matched NCCL kernels do not end together (median end spread {coll.end_spread_p50_ns:,} ns vs median "
+            f"start skew {coll.skew_p50_ns:,} ns): matching by collective name and issue order may pair kernels of "
+            "different collectives (e.g. of different communicators, which the export does not name), or the clocks "
+            "disagree; no late-arriver claim is made.")
     claims = make_claims(coll, devices, al.aligned)
     return ClusterResult(__version__, tuple(_file_rows(files, al)), al, tuple(devices), coll, tuple(claims),
                          tuple(warnings))

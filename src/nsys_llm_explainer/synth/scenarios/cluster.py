@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Sequence
 
 from ..builder import TraceBuilder, global_tid
 
-__all__ = ["CLUSTER_SCENARIOS", "build_cluster", "cluster_straggler"]
+__all__ = ["CLUSTER_SCENARIOS", "build_cluster", "cluster_straggler", "cluster_two_comms"]
 
 US = 1_000
 MS = 1_000_000
@@ -76,7 +76,36 @@ def cluster_straggler(out_dir: str, seed: int = 0, ranks: int = 4, steps: int = 
             "ar_start_common_ns": ar_start, "utc_epoch_ns": [BASE_UTC + 5 * r * MS for r in range(ranks)]}
 
 
-CLUSTER_SCENARIOS = {"cluster_straggler": cluster_straggler}
+def cluster_two_comms(out_dir: str, seed: int = 0, steps: int = 10, flavor: str = "2024.2") -> Dict[str, Any]:
+    """4 ranks in two tensor-parallel pairs — communicators {0, 1} and {2, 3}, the same all-reduce kernel name —
+    whose steps are 300 µs apart (pair 2–3 starts later); rank 1 is 50 µs late in its pair in every step. The
+    kernels of one pair end together (20 µs after the pair's last start), the two pairs' kernels do not: matched
+    across all four ranks by name and issue order, the k-th kernels start 300 µs apart (610 − 310) and end 250 µs
+    apart (630 − 380), ranks 2 and 3 "arriving last" every time. Clocks aligned (one session start)."""
+    os.makedirs(out_dir, exist_ok=True)
+    t0 = 50 * MS
+    start = [[t0 + s * MS + (300 * US if r >= 2 else 0) + 310 * US + (50 * US if r == 1 else 0)
+              for s in range(steps)] for r in range(4)]
+    end = [[max(start[q][s] for q in range(4) if q // 2 == r // 2) + 20 * US for s in range(steps)] for r in range(4)]
+    paths: List[str] = []
+    for r in range(4):
+        b = TraceBuilder(flavor, seed=seed + r, utc_epoch_ns=BASE_UTC)
+        pid = 6000 + r
+        b.process(pid, "python3")
+        b.thread(pid, pid, f"rank{r}")
+        b.gpu(r)
+        for s in range(steps):
+            a = start[r][s]
+            b.launch(a - 20 * US, a - 15 * US, a, end[r][s], pid=pid, tid=pid, device=r, stream=7, name=AR)
+        p = os.path.join(out_dir, f"rank{r}.sqlite")
+        b.write(p, overwrite=True)
+        paths.append(p)
+    spread = [max(end[r][s] for r in range(4)) - min(end[r][s] for r in range(4)) for s in range(steps)]
+    skew = [max(start[r][s] for r in range(4)) - min(start[r][s] for r in range(4)) for s in range(steps)]
+    return {"paths": paths, "ranks": 4, "steps": steps, "end_spread_ns": spread, "skew_ns": skew}
+
+
+CLUSTER_SCENARIOS = {"cluster_straggler": cluster_straggler, "cluster_two_comms": cluster_two_comms}
 
 
 def build_cluster(name: str, out_dir: str, seed: int = 0, **kw: Any) -> Dict[str, Any]:

@@ -275,6 +275,27 @@ def test_a_queued_task_taken_back_gives_the_same_result():
     assert _Task(None, lambda: "inline").result() == "inline"
 
 
+def test_gather_takes_back_queued_tasks_and_keeps_their_order():
+    import threading
+
+    from nsys_llm_explainer.diagnose import _gather, _Task
+
+    gate = threading.Event()
+    ran_on = {}
+
+    def job(i):
+        ran_on[i] = threading.current_thread().name
+        return i * i
+
+    with ThreadPoolExecutor(1, thread_name_prefix="side") as pool:
+        blocker = pool.submit(gate.wait, 30)                 # the other thread is busy: nothing queued starts
+        tasks = [_Task(pool, job, i) for i in range(4)]
+        assert _gather(tasks) == [0, 1, 4, 9]
+        gate.set()
+        blocker.result()
+    assert all(not name.startswith("side") for name in ran_on.values())
+
+
 def test_narrow_keeps_values():
     from nsys_llm_explainer.model.build import narrow
 

@@ -111,6 +111,22 @@ class _Task:
         return self.future.result()
 
 
+def _gather(tasks: Sequence[_Task]) -> List[Any]:
+    """The results of ``tasks``: those not started yet are taken back from the end of the queue (the other thread
+    keeps taking from its front), then the running ones are waited for."""
+    out: List[Any] = [None] * len(tasks)
+    running = []
+    for i in range(len(tasks) - 1, -1, -1):
+        t = tasks[i]
+        if t.future is None or t.future.cancel():
+            out[i] = t.fn(*t.args)
+        else:
+            running.append(i)
+    for i in running:
+        out[i] = tasks[i].future.result()
+    return out
+
+
 def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult,
                   processes: Sequence[Dict[str, Any]], pool: Optional[Executor] = None
                   ) -> Tuple[Diagnosis, Optional[AttributionResult]]:
@@ -140,7 +156,7 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
     late = [_Task(pool, analyze_graphs, model), _Task(pool, analyze_nccl, model),
             _Task(pool, analyze_launch, steady, window.end_ns - window.start_ns, opts.top)]
     traits, steady_kernels = _traits(model, steady, processes), analyze_kernels(steady)
-    graphs, nccl, launch = (t.result() for t in late)
+    graphs, nccl, launch = _gather(late)
     phases, new_att, categories, steps = lane.result()
     bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
     diag = Diagnosis(

@@ -265,7 +265,7 @@ def test_unique_counts_by_counting_equals_numpy():
 
 
 def test_a_queued_task_taken_back_gives_the_same_result():
-    from nsys_llm_explainer.diagnose import _Task
+    from nsys_llm_explainer.tasks import Task as _Task
 
     with ThreadPoolExecutor(1) as pool:
         blocker = pool.submit(lambda: sum(range(2_000_000)))
@@ -278,7 +278,8 @@ def test_a_queued_task_taken_back_gives_the_same_result():
 def test_gather_takes_back_queued_tasks_and_keeps_their_order():
     import threading
 
-    from nsys_llm_explainer.diagnose import _gather, _Task
+    from nsys_llm_explainer.tasks import Task as _Task
+    from nsys_llm_explainer.tasks import gather as _gather
 
     gate = threading.Event()
     ran_on = {}

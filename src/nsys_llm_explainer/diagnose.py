@@ -8,9 +8,9 @@ second thread when given) phases → categories → steps; then memory (needs th
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from .model.clip import clip_model
 from .model.timeline import DeviceTimeline, build_timelines, iter_timelines
 from .model.trace import TraceModel
 from .options import Options
+from .tasks import Task, gather
 
 
 @dataclass(frozen=True)
@@ -97,43 +98,13 @@ def _structure_lane(model: TraceModel, opts: Options, tree: Optional[NvtxTree], 
     return phases, new_att, categories, steps
 
 
-class _Task:
-    """``fn(*args)`` queued on ``pool`` (None: run when asked); :meth:`result` runs it on the calling thread
-    instead when it has not started yet (pure functions: the same result either way)."""
-
-    def __init__(self, pool: Optional[Executor], fn: Callable[..., Any], *args: Any) -> None:
-        self.fn, self.args = fn, args
-        self.future: Optional[Future] = pool.submit(fn, *args) if pool is not None else None
-
-    def result(self) -> Any:
-        if self.future is None or self.future.cancel():
-            return self.fn(*self.args)
-        return self.future.result()
-
-
-def _gather(tasks: Sequence[_Task]) -> List[Any]:
-    """The results of ``tasks``: those not started yet are taken back from the end of the queue (the other thread
-    keeps taking from its front), then the running ones are waited for."""
-    out: List[Any] = [None] * len(tasks)
-    running = []
-    for i in range(len(tasks) - 1, -1, -1):
-        t = tasks[i]
-        if t.future is None or t.future.cancel():
-            out[i] = t.fn(*t.args)
-        else:
-            running.append(i)
-    for i in running:
-        out[i] = tasks[i].future.result()
-    return out
-
-
 def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult,
                   processes: Sequence[Dict[str, Any]], pool: Optional[Executor] = None
                   ) -> Tuple[Diagnosis, Optional[AttributionResult]]:
     """All diagnosis results, and the NVTX attribution with phase totals set from the phases section when a
     user phase map is given (a new object; ``att`` is not changed). With ``pool`` the window-independent
     analyses run on it while this thread builds the timelines (numpy releases the GIL in its big loops)."""
-    lane = _Task(pool, _structure_lane, model, opts, tree, att)
+    lane = Task(pool, _structure_lane, model, opts, tree, att)
     window = detect_window(model, opts.window, opts.window_nvtx)
     steady = model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
     full_times = None
@@ -153,10 +124,10 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
     gpu = gpu_time_result(dev_times, opts.include_memcpy_in_busy)
     # queued behind the phases → categories → steps lane on the other thread; this thread takes back whichever
     # has not started yet once its own work is done
-    late = [_Task(pool, analyze_graphs, model), _Task(pool, analyze_nccl, model),
-            _Task(pool, analyze_launch, steady, window.end_ns - window.start_ns, opts.top)]
+    late = [Task(pool, analyze_graphs, model), Task(pool, analyze_nccl, model),
+            Task(pool, analyze_launch, steady, window.end_ns - window.start_ns, opts.top)]
     traits, steady_kernels = _traits(model, steady, processes), analyze_kernels(steady)
-    graphs, nccl, launch = _gather(late)
+    graphs, nccl, launch = gather(late)
     phases, new_att, categories, steps = lane.result()
     bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
     diag = Diagnosis(

@@ -78,9 +78,10 @@ def render_cluster_markdown(d: Mapping[str, Any]) -> str:
                         r["last_arrival_count"], f"{100 * r['last_arrival_share']:.0f}%"]
             rows.append(row)
         lines += _table(head, rows)
-        lines += _table(["collective", "ranks", "matched", "skew p50 ms", "skew max ms", "most often last"],
+        lines += _table(["collective", "ranks", "matched", "skew p50 ms", "skew max ms", "end spread p50 ms",
+                         "most often last"],
                         [[b["name"], b["ranks"], b["matched"], _ms(b.get("skew_p50_ns")), _ms(b.get("skew_max_ns")),
-                          b.get("most_late_rank", "")] for b in coll["by_name"]])
+                          _ms(b.get("end_spread_p50_ns")), b.get("most_late_rank", "")] for b in coll["by_name"]])
     lines += ["## Files", ""]
     lines += _table(["label", "path", "nsys", "window", "clock offset ms", "verdict"],
                     [[f["label"], f["path"], f["nsys_version"] or "", f["window_method"], _ms(f["offset_ns"]),
@@ -116,9 +117,9 @@ def write_cluster_files(d: Mapping[str, Any], out_dir: Path, js: Optional[str] =
     coll = d["collectives"]
     files.append(write_csv(t / "nccl_ranks.csv", rk, [[r.get(k) for k in rk] for r in coll["ranks"]]))
     bk = ["name", "ranks", "kernels", "matched", "unmatched_kernels", "skew_total_ns", "skew_p50_ns", "skew_max_ns",
-          "most_late_rank", "most_late_share"]
+          "end_spread_p50_ns", "most_late_rank", "most_late_share"]
     files.append(write_csv(t / "nccl_collectives.csv", bk, [[r.get(k) for k in bk] for r in coll["by_name"]]))
-    ik = ["name", "seq", "late_rank", "first_start_ns", "last_start_ns", "skew_ns"]
+    ik = ["name", "seq", "late_rank", "first_start_ns", "last_start_ns", "skew_ns", "end_spread_ns"]
     files.append(write_csv(t / "nccl_instances.csv", ik, [[r.get(k) for k in ik] for r in coll["instances"]]))
     ck = ["id", "rank", "severity", "title", "time_at_stake_ns", "evidence"]
     files.append(write_csv(t / "claims.csv", ck, [[c["id"], c["rank"], c["severity"], c["title"],

@@ -129,7 +129,8 @@ def _name_table(coll: Row) -> str:
                        int_col("matched", "matched"), int_col("unmatched kernels", "unmatched_kernels")]
     if coll.get("timed"):
         cols += [ms_col("skew total (ms)", "skew_total_ns"), ms_col("skew p50 (ms)", "skew_p50_ns"),
-                 ms_col("skew max (ms)", "skew_max_ns"), text_col("most often last", "most_late_rank"),
+                 ms_col("skew max (ms)", "skew_max_ns"), ms_col("end spread p50 (ms)", "end_spread_p50_ns"),
+                 text_col("most often last", "most_late_rank"),
                  Col("its share", lambda r: "–" if num(r.get("most_late_share")) is None else
                      f"{fmt_pct(100 * r['most_late_share'], 0)} %", lambda r: r.get("most_late_share"),
                      key="most_late_share")]

@@ -159,7 +159,7 @@ def few_distinct(x: np.ndarray) -> np.ndarray:
             seen = np.zeros(hi - lo + 1, bool)
             for a in range(0, n, 1 << 20):
                 c = x[a:a + (1 << 20)]
-                seen[(c - x.dtype.type(lo)) if lo else c] = True
+                seen[c.astype(np.intp) - lo] = True     # in the index type: no wrap-around of small types
             return (np.nonzero(seen)[0] + lo).astype(x.dtype)
     cand = np.unique(x[:: max(1, n // 4096)])
     at = np.minimum(np.searchsorted(cand, x), cand.shape[0] - 1)

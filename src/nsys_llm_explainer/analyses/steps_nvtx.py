@@ -308,7 +308,7 @@ def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.nda
     dev = np.full(n, -1, np.int64)
     has = wstep >= 0
     if has.any():
-        wd = wdev[has]
+        wd = wdev[has].astype(np.int64)                # device ids in 64 bits: no wrap-around below
         lo = int(wd.min())
         ud, dinv = distinct_small(wd - lo)              # = np.unique(wd, return_inverse=True), O(n)
         ud = ud + lo

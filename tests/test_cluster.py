@@ -85,6 +85,19 @@ def test_kernels_that_do_not_end_together_give_no_late_arriver_claim(tmp_path, s
     assert not any("end together" in w for w in pool_result.warnings)
 
 
+def test_a_collective_name_on_several_streams_gives_no_late_arriver_claim(tmp_path):
+    """The planted straggler with every other all-reduce on a second stream (as a second communicator would run):
+    the waits are computed as before, but the name is split across streams on every rank, so matching by name
+    may mix communicators — no late-arriver claim, and a warning names an example."""
+    facts = build_cluster("cluster_straggler", str(tmp_path), second_stream=True)
+    res = nle.analyze_cluster([str(p) for p in facts["paths"]], jobs=1)
+    coll = res.collectives
+    assert {r["rank"]: r["wait_ns_total"] for r in coll.ranks} == {f"rank{r}": w for r, w in facts["wait_ns"].items()}
+    assert [(s["rank"], s["streams"]) for s in coll.split_names] == [(f"rank{r}", [7, 9]) for r in range(4)]
+    assert not [c for c in res.claims if c["id"] == "late_arriver"]
+    assert any("several CUDA streams" in w and "rank0: streams 7, 9" in w for w in res.warnings)
+
+
 def test_without_session_start_no_timing_claims(tmp_path):
     build_cluster("cluster_straggler", str(tmp_path), no_session=True)
     res = nle.analyze_cluster([str(p) for p in sorted(tmp_path.glob("*.sqlite"))], jobs=1)

@@ -5,7 +5,8 @@ A claim is made only when every check holds (docs/CLUSTER.md):
 * ``late_arriver`` — the rank most often last to arrive at matched NCCL collectives (ties: first in rank
   order). Checks: clocks aligned (``aligned == 1``), ``ranks >= 2``, its ``matched >= 5``, its
   ``last_arrival_share >= 0.6``, the other ranks' mean ``wait_ns_total > 0``, and the matched kernels end
-  together: median ``end_spread`` ``<=`` half the median ``skew`` (:mod:`.collectives`).
+  together: median ``end_spread`` ``<=`` half the median ``skew``, and no rank runs a collective name on
+  several streams (``split_names == 0``: else the name is shared by communicators; :mod:`.collectives`).
 * ``low_busy_rank`` — the device with the lowest steady busy %; checks ``devices >= 2`` and
   ``busy_pct_gap`` (median busy % of the other devices − its busy %) ``>= 10`` percentage points.
 * ``slow_step_rank`` — the device with the highest step p50; checks ``devices_with_steps >= 2`` and
@@ -54,7 +55,8 @@ def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Opt
               _check("matched", r["matched"], ">=", MIN_MATCHED, rank=r["rank"]),
               _check("last_arrival_share", r.get("last_arrival_share", 0.0), ">=", MIN_LATE_SHARE, rank=r["rank"]),
               _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, rank=r["rank"]),
-              _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", coll.skew_p50_ns // 2)]
+              _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", coll.skew_p50_ns // 2),
+              _check("split_names", len(coll.split_names), "==", 0)]
     if not all(_holds(c) for c in checks):
         return None
     pct = 100.0 * r["last_arrival_share"]

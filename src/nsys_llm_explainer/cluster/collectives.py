@@ -13,6 +13,9 @@
   earliest end. The kernels of one collective end together (each waits for the others' data), so a median
   ``end_spread`` that is not small against the median ``skew`` means the matching paired kernels of different
   collectives (e.g. of different communicators, which the export does not name) or the clocks disagree.
+* ``split_names`` — (rank, collective name) pairs whose kernels run on more than one CUDA stream: a framework
+  runs each communicator's collectives on that communicator's stream, so several streams mean the name is
+  shared by several communicators (or point-to-point streams) and its issue order mixes them.
 * per rank: ``matched``, ``wait_ns_total`` (Σ wait), ``wait_mean_ns`` / ``wait_p50_ns`` (rounded half up),
   ``last_arrival_count``, ``last_arrival_share`` = count / matched.
 
@@ -46,13 +49,15 @@ class CollectivesResult:
     unmatched_kernels: int = 0
     skew_p50_ns: int = 0              # over all matched instances (timed only)
     end_spread_p50_ns: int = 0        # over all matched instances (timed only)
+    split_names: Tuple[Row, ...] = ()   # (rank, name, streams) run on several streams
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({
             "available": self.available, "reason": self.reason, "timed": self.timed, "ranks": self.ranks,
             "by_name": self.by_name, "matched_collectives": self.matched_collectives,
             "unmatched_kernels": self.unmatched_kernels, "skew_p50_ns": self.skew_p50_ns,
-            "end_spread_p50_ns": self.end_spread_p50_ns, "instances": self.instances})
+            "end_spread_p50_ns": self.end_spread_p50_ns, "split_names": self.split_names,
+            "instances": self.instances})
 
 
 def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
@@ -144,7 +149,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     reason = None if timed else f"clocks not aligned: {al.reason}"
     if matched_total == 0:
         reason = "no collective could be matched across ranks" if n >= 2 else "NCCL kernels on a single rank"
+    split = tuple({"rank": names[(i, s.pid, s.device_id)], "name": s.name, "streams": sorted(set(s.stream))}
+                  for i, f in enumerate(files) for s in f.nccl if len(set(s.stream)) > 1)
     sk_p50 = _half_up(median(np.concatenate(all_skew))) if all_skew else 0
     es_p50 = _half_up(median(np.concatenate(all_spread))) if all_spread else 0
     return CollectivesResult(True, reason, timed and matched_total > 0, tuple(ranks), tuple(by_name),
-                             tuple(instances), matched_total, unmatched, sk_p50, es_p50)
+                             tuple(instances), matched_total, unmatched, sk_p50, es_p50, split)

@@ -62,6 +62,13 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
         warnings.append(f"Clocks of the files cannot be aligned ({al.reason}); no cross-rank timing claim is made.")
     if len(files) < 2:
         warnings.append("Only one file: nothing to compare across files.")
+    if coll.split_names:
+        ex = coll.split_names[0]
+        warnings.append(
+            f"{len(coll.split_names)} (rank, collective) pair(s) run on several CUDA streams (e.g. {ex['name']} on "
+            f"{ex['rank']}: streams {', '.join(map(str, ex['streams']))}): the collective name is shared by several "
+            "communicators (each runs on its own stream), which the export does not name, so matching by name and "
+            "issue order mixes them; no late-arriver claim is made.")
     if coll.timed and coll.end_spread_p50_ns > coll.skew_p50_ns // 2:
         warnings.append(
             f"Matched NCCL kernels do not end together (median end spread {coll.end_spread_p50_ns:,} ns vs median "

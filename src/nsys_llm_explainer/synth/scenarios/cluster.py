@@ -10,7 +10,8 @@ range; a GEMM of ``300 + 10·r`` µs (+200 µs on rank 3 in steps 0–7, +250 µ
 after the last one started; then ``cudaStreamSynchronize``. Rank r's profiling session started ``5·r`` ms after
 rank 0's (``utcEpochNs``), so its timestamps are ``common − 5·r`` ms; with ``normalized=(2,)`` rank 2 is
 exported with ``--ts-normalize`` (timestamps + utcEpochNs); ``no_session=True`` writes ``utcEpochNs = 0``
-(not alignable). Hand-computed answers (µs): waits r0 2360, r1 1760, r2 2160, r3 460; rank 3 last in 8 of 10.
+(not alignable); ``second_stream=True`` runs the odd steps' all-reduces on stream 9 (as a second communicator
+would). Hand-computed answers (µs): waits r0 2360, r1 1760, r2 2160, r3 460; rank 3 last in 8 of 10.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def _gemm_us(r: int, s: int) -> int:
 
 
 def cluster_straggler(out_dir: str, seed: int = 0, ranks: int = 4, steps: int = 10, flavor: str = "2024.2",
-                      normalized: Sequence[int] = (), no_session: bool = False) -> Dict[str, Any]:
+                      normalized: Sequence[int] = (), no_session: bool = False,
+                      second_stream: bool = False) -> Dict[str, Any]:
     os.makedirs(out_dir, exist_ok=True)
     t0 = 50 * MS
     ar_start = [[t0 + s * MS + 10 * US + _gemm_us(r, s) * US + 2 * US for s in range(steps)] for r in range(ranks)]
@@ -59,7 +61,8 @@ def cluster_straggler(out_dir: str, seed: int = 0, ranks: int = 4, steps: int = 
                      device=r, stream=7, name=GEMM)
             a = ar_start[r][s]
             b.launch(st + 6 * US + shift, st + 9 * US + shift, a + shift, ar_end[s] + shift, pid=pid, tid=pid,
-                     device=r, stream=7, name=AR, grid=(2, 1, 1), block=(512, 1, 1))
+                     device=r, stream=9 if (second_stream and s % 2) else 7, name=AR, grid=(2, 1, 1),
+                     block=(512, 1, 1))
             y0, y1 = st + 12 * US, ar_end[s] + 5 * US
             corr = b.runtime(y0 + shift, y1 + shift, tid_g=g, name="cudaStreamSynchronize_v3020")
             b.sync(y0 + shift, y1 + shift, pid=pid, sync_type=3, device=r, stream=7, corr=corr)

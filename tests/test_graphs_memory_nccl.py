@@ -204,11 +204,12 @@ def test_memory_scenarios(tmp_path: Path) -> None:
 AR = "ncclDevKernel_AllReduce_Sum_f16_RING_LL(ncclDevKernelArgsStorage<4096>)"
 
 
-def _nccl_fixture(n: int = 4) -> TraceBuilder:
+def _nccl_fixture(n: int = 4, odd_stream: int = 7, late_end: int = 0) -> TraceBuilder:
     """Ranks (pid 100, GPU 0) and (pid 101, GPU 1). Per step: a 500 µs GEMM on rank 0 and 800 µs on
     rank 1, then an all-reduce: rank 0 starts at +500 µs and spins until rank 1 arrives at +800 µs; both
     end at +900 µs (rank 0 kernel 400 µs, rank 1 kernel 100 µs). Rank 1 also runs a 7 µs custom
-    all-reduce kernel."""
+    all-reduce kernel. ``odd_stream``: the stream of the odd steps' all-reduces (7 = all on one stream);
+    ``late_end``: rank 1's all-reduces end this much later than rank 0's."""
     b = TraceBuilder()
     for pid, dev in ((100, 0), (101, 1)):
         b.process(pid)
@@ -223,10 +224,11 @@ def _nccl_fixture(n: int = 4) -> TraceBuilder:
                 t - 4 * US,
                 t - 2 * US,
                 t + 500 * US + late,
-                t + 900 * US,
+                t + 900 * US + (late_end if pid == 101 else 0),
                 pid=pid,
                 tid=pid + 1,
                 device=dev,
+                stream=odd_stream if i % 2 else 7,
                 name=AR,
             )
     b.launch(
@@ -285,6 +287,21 @@ def test_nccl_straggler(tmp_path: Path) -> None:
     assert v.waiting_rank == "pid 100 / GPU 0" and v.late_rank == "pid 101 / GPU 1"
     assert v.wait_ns_total == r.wait_ns_total == 4 * 300 * US
     assert v.duration_ratio == 4.0 and v.late_share == 1.0 and v.confidence == "high"
+
+
+def test_nccl_no_verdict_when_the_matching_may_mix_communicators(tmp_path: Path) -> None:
+    """The straggler fixture, but (a) every other all-reduce on a second stream (a second communicator), or
+    (b) rank 1's kernels ending 250 µs after rank 0's (more than half the 300 µs wait: not one collective):
+    the waits are measured as before, no verdict is given, and the reason says why. (c) ending 100 µs later
+    (within half the wait) keeps the verdict."""
+    split = analyze_nccl(_load(_nccl_fixture(4, odd_stream=9), tmp_path, "split.sqlite"))
+    assert split.straggler is None and split.wait_ns_total == 4 * 300 * US
+    assert "2 (rank, collective) pair(s) run on several CUDA streams" in split.straggler_reason
+    apart = analyze_nccl(_load(_nccl_fixture(4, late_end=250 * US), tmp_path, "apart.sqlite"))
+    assert apart.straggler is None and apart.wait_ns_total == 4 * 300 * US
+    assert "do not end together (median end spread 250,000 ns vs median wait 300,000 ns)" in apart.straggler_reason
+    close = analyze_nccl(_load(_nccl_fixture(4, late_end=100 * US), tmp_path, "close.sqlite"))
+    assert close.straggler is not None and close.straggler.late_rank == "pid 101 / GPU 1"
 
 
 def test_nccl_balanced_and_unmatched(tmp_path: Path) -> None:

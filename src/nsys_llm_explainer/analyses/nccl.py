@@ -23,7 +23,11 @@ Definitions:
   its p50 / the median of the other ranks' p50; ``late_rank`` = rank most often last to arrive,
   ``late_share`` = that count / matched collectives. Reported when ratio ≥ 1.5, share ≥ 0.6 and the two
   ranks differ; ``wait_ns_total`` = Σ wait over matched collectives; ``confidence`` = ``"high"`` when
-  ratio ≥ 2 and share ≥ 0.8, else ``"medium"``.
+  ratio ≥ 2 and share ≥ 0.8, else ``"medium"``. Also required, because the export does not name the
+  communicator of a kernel (matching is by name and issue order): the matched kernels end together — median
+  ``end_spread`` (latest − earliest end per matched collective) ≤ half the median wait — and no rank runs a
+  collective name on several CUDA streams (each communicator runs on its own stream); else the matching may
+  pair different communicators' collectives and no verdict is given (docs/CLUSTER.md).
 """
 
 from __future__ import annotations
@@ -140,7 +144,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     per_pid = tuple(_per_key(k.pid, nm, k.start, k.end, "pid"))
 
     rows = np.nonzero(nm)[0]                        # start order
-    s, d = k.start[rows], dur[rows]
+    s, d, e = k.start[rows], dur[rows], k.end[rows]
     # collective-name ids (loop over distinct kernel names only)
     coll_names: List[str] = []
     coll_of_name = np.zeros(len(k.names) + 1, np.int64)
@@ -208,6 +212,14 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     cmax = s[mi][ends]
     last_rank = rank[mi][ends]
     wait_ns_total = int((cmax - cmin).sum())
+    ce = e[mi]
+    spread = np.maximum.reduceat(ce, starts) - np.minimum.reduceat(ce, starts)   # per matched collective
+    wait_p50, spread_p50 = median(cmax - cmin), median(spread)
+    st = k.stream[rows].astype(np.int64)
+    st -= int(st.min())
+    width = int(st.max()) + 1
+    pair_g = np.unique(g * width + st) // width      # (rank, name) of each distinct (rank, name, stream)
+    split_n = int((np.bincount(pair_g) > 1).sum())   # (rank, name) pairs on several streams
     grp = np.cumsum(first) - 1
     skew = s[mi] - cmin[grp]
     last_cnt = np.bincount(last_rank, minlength=n_rank)
@@ -233,7 +245,15 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     share = last_cnt[late] / matched
     straggler = None
     reason = None
-    if ratio >= MIN_RATIO and share >= MIN_LATE_SHARE and late != waiting:
+    if split_n:
+        reason = (f"{split_n} (rank, collective) pair(s) run on several CUDA streams: the collective name is shared "
+                  "by several communicators, which the export does not name, so matching by name and issue order "
+                  "may mix them; no straggler verdict")
+    elif spread_p50 > wait_p50 / 2:
+        reason = (f"the matched NCCL kernels do not end together (median end spread {spread_p50:,.0f} ns vs median "
+                  f"wait {wait_p50:,.0f} ns): matching by name and issue order may pair kernels of different "
+                  "communicators; no straggler verdict")
+    elif ratio >= MIN_RATIO and share >= MIN_LATE_SHARE and late != waiting:
         w, lt = ranks[waiting], ranks[late]
         straggler = NcclStraggler(
             waiting_rank=w["rank"], waiting_pid=w["pid"], waiting_device_id=w["device_id"], late_rank=lt["rank"],

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import __version__
-from .analyses.cuda_api import CudaApiResult, analyze_cuda_api
+from .analyses.cuda_api import CudaApiResult, analyze_cuda_api, cuda_api_of
 from .analyses.idle import GpuTimeResult
 from .analyses.idle_causes import IdleCausesResult
 from .analyses.kernels import KernelSummary, analyze_kernels
@@ -25,7 +25,7 @@ from .analyses.launch import LaunchResult
 from .analyses.memcpy import MemcpyResult, analyze_memcpy
 from .analyses.nvtx import NvtxResult, analyze_nvtx
 from .analyses.nvtx_attribution import AttributionResult, analyze_attribution
-from .analyses.sync import SyncResult, analyze_sync
+from .analyses.sync import SyncResult, analyze_sync, sync_of
 from .analyses.trace_info import TraceInfoResult, analyze_trace_info
 from .analyses.window import WindowResult
 from .diagnose import Diagnosis, run_diagnosis
@@ -125,13 +125,15 @@ def _noop(_: str) -> None:
     return None
 
 
-def load_model(path: str, progress: Progress = _noop, reader: str = "auto") -> TraceModel:
-    """Read and normalize the trace at ``path`` (``reader``: see ``Options.reader``)."""
+def load_model(path: str, progress: Progress = _noop, reader: str = "auto",
+               on_api: Optional[Callable[[Any], None]] = None) -> TraceModel:
+    """Read and normalize the trace at ``path`` (``reader``: see ``Options.reader``; ``on_api``: see
+    :func:`model.build.build_model`)."""
     conn = open_readonly(path, resolve_reader(reader))
     try:
         schema = probe(conn, str(path))
         progress("reading tables")
-        return build_model(conn, schema, str(path))
+        return build_model(conn, schema, str(path), on_api)
     finally:
         conn.close()
 
@@ -159,7 +161,9 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
             return out
 
         def basics() -> Tuple[Any, ...]:
-            return (timed("kernels", analyze_kernels, model), timed("cuda api", analyze_cuda_api, model))
+            early = model.cache.get(EARLY)   # computed from the API table while the kernel table was read
+            cuda = early[0] if early is not None else timed("cuda api", analyze_cuda_api, model)
+            return timed("kernels", analyze_kernels, model), cuda
 
         side = pool.submit(basics) if pool is not None else None
         nvtx = step("nvtx", analyze_nvtx, model)
@@ -167,7 +171,9 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
             att = step("nvtx attribution", analyze_attribution, model, nvtx.tree)
         else:
             att = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
-        sync, memcpy = step("sync", analyze_sync, model), step("memcpy", analyze_memcpy, model)
+        early = model.cache.get(EARLY)
+        sync = early[1] if early is not None else step("sync", analyze_sync, model)
+        memcpy = step("memcpy", analyze_memcpy, model)
         # the diagnosis does not need the kernel/API tables: their thread goes on while it starts
         diag, new_att = step("diagnosis", run_diagnosis, model, opts, nvtx.tree, att, trace.processes, pool)
         kernels, cuda_api = side.result() if side is not None else basics()
@@ -179,7 +185,24 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
                   findings, head, warnings, timings)
 
 
+#: ``model.cache`` key of the (CUDA API, sync) results computed by :func:`analyze_path` during the read
+EARLY = "early_api_results"
+
+
 def analyze_path(path: str, options: Optional[Options] = None, progress: Progress = _noop,
                  display_path: Optional[str] = None) -> Report:
     opts = options if options is not None else Options()
-    return analyze_model(load_model(path, progress, opts.reader), opts, progress, display_path)
+    early: Dict[str, Any] = {}
+
+    def on_api(api: Any) -> None:   # only the API table: the same results as from the finished model
+        t = time.perf_counter()
+        early["api"], early["results"] = api, (cuda_api_of(api), sync_of(api))
+        early["s"] = round(time.perf_counter() - t, 4)
+
+    model = load_model(path, progress, opts.reader, on_api)
+    if early and early["api"] is model.api:
+        model.cache[EARLY] = early["results"]
+    report = analyze_model(model, opts, progress, display_path)
+    if "s" in early:
+        report.timings_s["cuda api + sync (while reading)"] = early["s"]
+    return report

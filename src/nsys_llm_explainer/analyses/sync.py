@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..jsonable import json_ready
-from ..model.trace import TraceModel
+from ..model.trace import ApiCalls, TraceModel
 from . import api_classes as ac
 from . import intervals as iv
 from .cuda_api import base_index
@@ -51,7 +51,11 @@ def _table(keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> L
 
 
 def analyze_sync(model: TraceModel) -> SyncResult:
-    api = model.api
+    return sync_of(model.api)
+
+
+def sync_of(api: Optional[ApiCalls]) -> SyncResult:
+    """:func:`analyze_sync` of a model whose CUDA API table is ``api`` (it reads nothing else)."""
     if api is None or len(api) == 0:
         return SyncResult(False, "no CUDA API calls in the trace")
     dur = api.end - api.start

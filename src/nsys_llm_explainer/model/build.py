@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -68,8 +68,11 @@ def _fill_pid(cols: Dict[str, np.ndarray], default_pid: Optional[int]) -> np.nda
     return pid
 
 
-def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceModel:
-    """Read every table the analyses use and normalize it."""
+def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
+                on_api: Optional[Callable[[Optional[ApiCalls]], None]] = None) -> TraceModel:
+    """Read every table the analyses use and normalize it. ``on_api`` is called with the CUDA API table (the
+    model's own ``api``) as soon as it is built — with the columnar reader, while the kernel table is still
+    being read on the other thread — so that work needing only that table can use the wait."""
     warnings: List[str] = []
     notes: List[str] = []
     strings = F.fetch_strings(conn, schema)
@@ -102,9 +105,13 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str) -> TraceMod
         with ThreadPoolExecutor(1) as pool:
             kc_future = pool.submit(kernels_sorted)
             api, api_index = api_part()
+            if on_api is not None:
+                on_api(api)
             kc = kc_future.result()
     else:
         (api, api_index), kc = api_part(), F.fetch_kernels(conn, schema, ktable)
+        if on_api is not None:
+            on_api(api)
     warnings += sorted(getattr(conn, "excluded", []))   # rows with a value of the wrong type, left out
     warnings += api_warnings
     if kc is not None:

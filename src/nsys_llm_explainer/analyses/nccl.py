@@ -48,6 +48,9 @@ COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
 CUSTOM_AR_RE = re.compile(r"cross_device_reduce|all_?reduce", re.IGNORECASE)
 MIN_RATIO = 1.5
 MIN_LATE_SHARE = 0.6
+#: matched kernels "end together" when their median end spread is at most this share of the median wait / skew
+#: (the one definition, also used by the cluster's late-arriver claim)
+MAX_END_SPREAD_SHARE = 0.5
 
 
 Row = Dict[str, Any]
@@ -249,7 +252,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
         reason = (f"{split_n} (rank, collective) pair(s) run on several CUDA streams: the collective name is shared "
                   "by several communicators, which the export does not name, so matching by name and issue order "
                   "may mix them; no straggler verdict")
-    elif spread_p50 > wait_p50 / 2:
+    elif spread_p50 > wait_p50 * MAX_END_SPREAD_SHARE:
         reason = (f"the matched NCCL kernels do not end together (median end spread {spread_p50:,.0f} ns vs median "
                   f"wait {wait_p50:,.0f} ns): matching by name and issue order may pair kernels of different "
                   "communicators; no straggler verdict")

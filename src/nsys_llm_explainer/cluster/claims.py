@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ..analyses.nccl import MAX_END_SPREAD_SHARE
 from ..analyses.stats import median
 from .collectives import CollectivesResult
 
@@ -55,7 +56,7 @@ def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Opt
               _check("matched", r["matched"], ">=", MIN_MATCHED, rank=r["rank"]),
               _check("last_arrival_share", r.get("last_arrival_share", 0.0), ">=", MIN_LATE_SHARE, rank=r["rank"]),
               _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, rank=r["rank"]),
-              _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", coll.skew_p50_ns // 2),
+              _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
               _check("split_names", len(coll.split_names), "==", 0)]
     if not all(_holds(c) for c in checks):
         return None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
 from .. import __version__
+from ..analyses.nccl import MAX_END_SPREAD_SHARE
 from ..jsonable import json_ready
 from .align import Alignment, align
 from .claims import make_claims
@@ -69,7 +70,7 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
             f"{ex['rank']}: streams {', '.join(map(str, ex['streams']))}): the collective name is shared by several "
             "communicators (each runs on its own stream), which the export does not name, so matching by name and "
             "issue order mixes them; no late-arriver claim is made.")
-    if coll.timed and coll.end_spread_p50_ns > coll.skew_p50_ns // 2:
+    if coll.timed and coll.end_spread_p50_ns > int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE):
         warnings.append(
             f"Matched NCCL kernels do not end together (median end spread {coll.end_spread_p50_ns:,} ns vs median "
             f"start skew {coll.skew_p50_ns:,} ns): matching by collective name and issue order may pair kernels of "

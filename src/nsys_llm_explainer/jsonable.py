@@ -15,6 +15,17 @@ from typing import Any
 
 import numpy as np
 
+_SAME = frozenset((str, int, bool, type(None)))   # exact types returned as they are (no call per value)
+
+
+def _item(v: Any) -> Any:
+    t = type(v)
+    if t in _SAME:
+        return v
+    if t is float:
+        return v if math.isfinite(v) else None
+    return json_ready(v)
+
 
 def json_ready(obj: Any) -> Any:
     """A JSON-ready copy of ``obj`` (see module docstring); containers are always copied."""
@@ -22,10 +33,10 @@ def json_ready(obj: Any) -> Any:
         return obj
     if isinstance(obj, float):
         return float(obj) if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, dict):   # rows of plain values (the common case) without a recursive call per value
+        return {(k if type(k) is str else str(k)): (v if type(v) in _SAME else _item(v)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [json_ready(v) for v in obj]
+        return [v if type(v) in _SAME else _item(v) for v in obj]
     if isinstance(obj, np.bool_):
         return bool(obj)
     if isinstance(obj, np.integer):

@@ -149,8 +149,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     reason = None if timed else f"clocks not aligned: {al.reason}"
     if matched_total == 0:
         reason = "no collective could be matched across ranks" if n >= 2 else "NCCL kernels on a single rank"
-    split = tuple({"rank": names[(i, s.pid, s.device_id)], "name": s.name, "streams": sorted(set(s.stream))}
-                  for i, f in enumerate(files) for s in f.nccl if len(set(s.stream)) > 1)
+    streams = [(names[(i, s.pid, s.device_id)], s.name, np.unique(np.asarray(s.stream, np.int64)))
+               for i, f in enumerate(files) for s in f.nccl]   # one entry per (rank, name) series
+    split = tuple({"rank": r, "name": nm, "streams": st.tolist()} for r, nm, st in streams if st.shape[0] > 1)
     sk_p50 = _half_up(median(np.concatenate(all_skew))) if all_skew else 0
     es_p50 = _half_up(median(np.concatenate(all_spread))) if all_spread else 0
     return CollectivesResult(True, reason, timed and matched_total > 0, tuple(ranks), tuple(by_name),

@@ -1,0 +1,164 @@
+"""Advice as knowledge: every recommendation line a finding may give, with the trace facts it requires
+(docs/FINDINGS.md, "Advice and the facts it needs").
+
+A line is emitted only when, for every fact it names, the trace's value is one of the values it allows.
+``None`` stands for "the trace does not say" and is allowed only where a line lists it: a line that needs a
+GPU with TF32 lists ``(True,)`` when it must be sure, ``(True, None)`` when it may be given on an unknown GPU.
+A fact the line does not name is not read. The facts themselves are derived once per trace
+(:mod:`analyses.facts`, ``report.json`` ``facts``); :data:`FACT_DOMAINS` lists every value each can take.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Mapping, Optional, Tuple
+
+FactValue = Optional[object]
+
+#: every fact an advice line may read, and the values it can take (``None``: unknown)
+FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
+    "workload": ("training", "inference", "unknown"),
+    "stack": ("vllm", "sglang", "trtllm", "tensorrt", "tensorflow", "jax", "pytorch", ""),
+    "framework": ("pytorch", "tensorflow", "jax", "tensorrt", ""),
+    "gpu_fp16_tensor_cores": (True, False, None),
+    "gpu_tf32": (True, False, None),
+    "gpu_bf16": (True, False, None),
+    "gpu_fp8": (True, False, None),
+    "cuda_graphs": (True, False),
+    "unified_memory": (True, False),
+    "nvtx": (True, False),
+}
+
+_PT = ("pytorch",)
+_PT_OR_UNKNOWN = ("pytorch", "")
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One recommendation line and the facts it requires (fact → allowed values)."""
+
+    id: str
+    text: str
+    requires: Mapping[str, Tuple[FactValue, ...]] = field(default_factory=dict)
+
+    def allowed(self, facts: Mapping[str, FactValue]) -> bool:
+        """True when no fact this line names contradicts it (its value is among the allowed ones)."""
+        for fact, ok in self.requires.items():
+            assert fact in FACT_DOMAINS, fact
+            if facts.get(fact) not in ok:
+                return False
+        return True
+
+
+def _a(id: str, text: str, **requires: Tuple[FactValue, ...]) -> Advice:
+    return Advice(id, text, dict(requires))
+
+
+#: every advice line of every finding, by id (the one table; findings pick lines by id)
+ADVICE: Dict[str, Advice] = {a.id: a for a in (
+    # ---- idle causes
+    _a("copy.overlap", "Overlap copies with compute: issue them on a side stream from pinned memory and prefetch the "
+       "next step's data while this step runs."),
+    _a("copy.overlap.torch", "In PyTorch: `tensor.pin_memory()` and `.to(device, non_blocking=True)` on a side "
+       "`torch.cuda.Stream`.", framework=_PT),
+    _a("copy.d2d", "Device-to-device copies usually come from `.contiguous()`, `torch.cat`, `.clone()` or layout "
+       "changes: remove them or fuse them into the producing kernel.", framework=_PT_OR_UNKNOWN),
+    _a("queued_latency.fuse", "Each kernel boundary costs a few µs of GPU-side latency even when the work is queued "
+       "(CUDA graphs included): fewer, larger kernels (fusion) remove boundaries; programmatic dependent launch "
+       "overlaps a kernel's prologue with the previous one."),
+    _a("queued_latency.compile", "In PyTorch, `torch.compile` fuses elementwise chains into fewer kernels.",
+       framework=_PT),
+    _a("queued.dependency", "Look at the largest gaps: the next kernel was already launched, so it waited on another "
+       "stream, an event (`cudaStreamWaitEvent`) or a copy; reorder the streams or remove the dependency."),
+    _a("sync.remove", "Remove per-step host synchronization from the loop, or move the wait after the next step has "
+       "been launched."),
+    _a("sync.remove.torch", "In PyTorch the usual sources are `.item()`, `.cpu()`, `.tolist()`, `print(tensor)` and "
+       "`torch.cuda.synchronize()` inside the step.", framework=_PT_OR_UNKNOWN),
+    _a("sync_memcpy.async", "Use `cudaMemcpyAsync` from pinned memory on a side stream, and read results back once "
+       "per step, not per op."),
+    _a("sync_memcpy.async.torch", "In PyTorch: `tensor.to(device, non_blocking=True)` after `pin_memory()`.",
+       framework=_PT),
+    _a("pageable.pin", "An async copy from pageable memory is staged by the driver and blocks the calling thread: "
+       "allocate the host buffer pinned (`cudaHostAlloc`; `pin_memory()` in PyTorch) so the copy is truly async."),
+    _a("alloc.pool", "Allocate once outside the loop or use a caching / stream-ordered allocator (`cudaMallocAsync` "
+       "with a pool); `cudaFree` synchronizes the device."),
+    _a("module_load.exclude", "This is paid once per process (lazy module loading, JIT): leave it out of the "
+       "steady-state capture (`--capture-range=cudaProfilerApi` after warm-up) rather than optimizing it."),
+    _a("launch.graphs", "Cut the number of launches per step with CUDA graphs and kernel fusion, or give each "
+       "kernel more work (larger batches).", cuda_graphs=(False,)),
+    _a("launch.graphs.torch", "In PyTorch: `torch.compile(mode=\"reduce-overhead\")` or `torch.cuda.graphs` "
+       "capture the step; `torch.compile` also fuses small kernels.", framework=_PT, cuda_graphs=(False,)),
+    _a("launch.graphs.more", "CUDA graphs are already in use: the launches that remain are outside them; capture "
+       "more of the step in the graph (or fuse the kernels launched outside it).", cuda_graphs=(True,)),
+    _a("launch.fuse", "Many tiny elementwise kernels are the usual source of launches: fuse them."),
+    _a("other_api.find", "Find where this CUDA call is made in the step (nsys call stacks: `--cudabacktrace=all`) "
+       "and move it out of the loop or make it asynchronous."),
+    _a("nvtx.overlap", "The host thread that launches the GPU work is busy in this range and launches nothing: "
+       "overlap it with GPU work (prefetch on another thread/stream, async I/O) or shorten it."),
+    _a("osrt.find", "The thread that feeds the GPU waits on the OS (locks, queues, sleeps, I/O): find what it waits "
+       "for (`nsys --sample=cpu --backtrace`) and keep it off the critical path."),
+    _a("host_cpu.profile", "Profile the host side of the step (`nsys --sample=cpu`, py-spy) and overlap CPU work "
+       "(scheduling, data preparation, Python) with GPU execution."),
+    _a("unknown.trace_cuda", "Capture with `--trace=cuda` so kernels link to the CUDA calls that launched them."),
+    # ---- stack-specific tips (serving engines: inference only)
+    _a("launch.vllm", "vLLM: make sure decode runs in CUDA graphs (no `--enforce-eager`; the captured batch sizes "
+       "must cover your running batch sizes) and keep torch.compile fusion enabled.",
+       stack=("vllm",), workload=("inference",)),
+    _a("launch.sglang", "SGLang: keep CUDA graphs enabled (no `--disable-cuda-graph`; raise `--cuda-graph-max-bs` "
+       "to cover the running batch sizes).", stack=("sglang",), workload=("inference",)),
+    _a("launch.trtllm", "TensorRT-LLM: enable CUDA graphs for generation steps and in-flight batching.",
+       stack=("trtllm",), workload=("inference",)),
+    _a("sync.vllm", "vLLM: look for `.item()`/`.cpu()`/`.tolist()` on GPU tensors in the step (sampling, logits "
+       "processors, stop checks); `--async-scheduling` overlaps output processing with the next step.",
+       stack=("vllm",), workload=("inference",)),
+    _a("sync.sglang", "SGLang: keep the overlap scheduler on (no `--disable-overlap-schedule`) so the CPU prepares "
+       "the next batch while the GPU runs.", stack=("sglang",), workload=("inference",)),
+    _a("host_cpu.vllm", "vLLM: `--async-scheduling` overlaps scheduling and output processing with GPU execution; "
+       "CUDA graphs (no `--enforce-eager`) shorten the host work per step.",
+       stack=("vllm",), workload=("inference",)),
+    _a("host_cpu.sglang", "SGLang: keep the overlap scheduler on (no `--disable-overlap-schedule`) and CUDA graphs "
+       "enabled.", stack=("sglang",), workload=("inference",)),
+    _a("host_cpu.trtllm", "TensorRT-LLM: keep the overlap scheduler enabled in the PyTorch backend and use CUDA "
+       "graphs.", stack=("trtllm",), workload=("inference",)),
+    _a("capture.vllm", "vLLM: start/stop the profiler from vLLM itself (`vllm bench serve --profile`) with "
+       "`nsys profile --capture-range=cudaProfilerApi`.", stack=("vllm",), workload=("inference",)),
+    # ---- capture
+    _a("capture.range", "Capture only the steady state: `nsys profile --capture-range=cudaProfilerApi` around a few "
+       "steps after warm-up, or `--delay`/`--duration`."),
+    _a("capture.range.torch", "In PyTorch: `torch.cuda.profiler.start()` / `stop()` around those steps.",
+       framework=_PT),
+    _a("graph_trace.node", "Re-capture with `nsys profile --cuda-graph-trace=node` so every kernel inside the graphs "
+       "is recorded; until then per-kernel tables and idle causes are unreliable."),
+    _a("no_gpu_work.capture", "Capture with `nsys profile --trace=cuda,nvtx` around the GPU part of the program."),
+    _a("too_little_work.capture", "Capture a run of the real workload (several steady steps after warm-up)."),
+    _a("nccl.balance", "Balance the work before the collective on the late rank (uneven batch split, extra host "
+       "work or a slower GPU); check its step timeline."),
+    # ---- kernels
+    _a("gpu_bound.kernels", "Optimize the largest categories first (see the kernel table): faster kernels, fewer "
+       "bytes moved, or more work per kernel (larger batches)."),
+    _a("fp32.tf32", "Let FP32 matmuls use TF32 tensor cores: `torch.backends.cuda.matmul.allow_tf32 = True` / "
+       "`torch.set_float32_matmul_precision('high')` (accuracy close to FP32 for most models).",
+       gpu_tf32=(True,), framework=_PT_OR_UNKNOWN),
+    _a("fp32.bf16", "Or run the model in bfloat16 (`torch.autocast('cuda', dtype=torch.bfloat16)` or "
+       "`model.to(torch.bfloat16)`): tensor cores, half the bytes, no loss scaling.",
+       gpu_bf16=(True,), framework=_PT_OR_UNKNOWN),
+    _a("fp32.fp16", "This GPU's tensor cores take FP16, not TF32/BF16: run the matmuls in float16 "
+       "(`torch.autocast('cuda', dtype=torch.float16)`).", gpu_fp16_tensor_cores=(True,), gpu_tf32=(False,),
+       framework=_PT_OR_UNKNOWN),
+    _a("fp32.fp16.scaler", "Training in FP16 needs loss scaling (`torch.cuda.amp.GradScaler`) to keep small "
+       "gradients.", gpu_fp16_tensor_cores=(True,), gpu_tf32=(False,), workload=("training",),
+       framework=_PT_OR_UNKNOWN),
+    _a("fp32.generic", "Run the GEMMs in a tensor-core precision this GPU supports (see `facts.gpus`): tensor cores "
+       "are several times faster than FP32 on CUDA cores.", gpu_fp16_tensor_cores=(True, None)),
+    _a("attention.fused", "Use a fused attention kernel: `torch.nn.functional.scaled_dot_product_attention` "
+       "(FlashAttention / memory-efficient backends), FlashAttention or FlashInfer.", framework=_PT_OR_UNKNOWN),
+    _a("elementwise.fuse", "Fuse elementwise chains into their producers (fused norm/activation/residual kernels) "
+       "and drop needless casts and copies."),
+    _a("elementwise.compile", "In PyTorch, `torch.compile` generates fused Triton kernels for such chains.",
+       framework=_PT),
+)}
+
+
+def advise(ids: Iterable[str], facts: Mapping[str, FactValue]) -> Tuple[str, ...]:
+    """The texts of the lines ``ids`` (in that order) that the facts allow."""
+    return tuple(ADVICE[i].text for i in ids if ADVICE[i].allowed(facts))

@@ -35,6 +35,28 @@ class IdleCause:
     tiny_gap_ns: int = 0                     # part of ``ns`` inside gaps shorter than 10 µs
 
 
+#: kinds whose pieces :class:`IdlePieces` keeps: idle time the launching thread spends on the host side
+HOST_PIECE_KINDS = ("launch", "other_api", "nvtx", "osrt", "host_cpu")
+
+
+@dataclass(frozen=True)
+class IdlePieces:
+    """The idle pieces of one device charged to a kind of :data:`HOST_PIECE_KINDS`, in time order: piece
+    ``i`` is ``[start[i], end[i])``, charged to ``(KINDS[kind[i]], details[detail[i]])``, on host thread
+    ``gtid[i]`` (the gap's host thread, serialized globalTid; -1 unknown). Analyses that split host-side idle
+    further (CPU samples, per-step syncs) read these; Σ (end − start) per (kind, detail) equals the cause's ns."""
+
+    start: Any
+    end: Any
+    kind: Any
+    detail: Any
+    gtid: Any
+    details: Tuple[str, ...]
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
 @dataclass(frozen=True)
 class DeviceCauses:
     device_id: int
@@ -44,6 +66,7 @@ class DeviceCauses:
     causes: Tuple[IdleCause, ...]            # largest first
     gap_cause_code: Any                      # per gap (time order): code of the cause with the most ns, -1 none
     cause_of_code: Dict[int, Tuple[str, str]]
+    pieces: Optional[IdlePieces] = None      # host-side pieces (not serialised)
 
     def gap_cause(self, i: int) -> Tuple[str, str]:
         """(kind, detail) of the cause holding most of gap ``i`` (time order); ``("", "")`` when none."""

@@ -16,6 +16,7 @@ Entry points: :func:`load` (read a trace once), :func:`device_timelines`, :func:
 
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
 from collections import Counter, defaultdict
@@ -627,12 +628,33 @@ def busy_ns(tls: Dict[int, DeviceTimeline]) -> int:
     return sum(t.busy_ns for t in tls.values())
 
 
-HOST_KINDS_SHORT = ("host_cpu", "nvtx", "osrt", "other_api")
+HOST_KINDS_SHORT = ("host_cpu",)   # launch overhead only: never time inside an NVTX range, OS or other CUDA call
 
 
-def host_overhead_pct(causes: Dict[int, DeviceCauses], device_id: int) -> float:
-    """MODEL.md: launch ns + the host_cpu/nvtx/osrt/other_api ns in gaps shorter than 1 ms, / window."""
+def launch_ranges(tr: Trace) -> set:
+    """Normalized names of NVTX push/pop ranges that enclose the start of a kernel's launch call on their own
+    thread (ranges the launches happen in)."""
+    starts: Dict[int, List[int]] = defaultdict(list)
+    for k in tr.kernels:
+        if k.launch is not None:
+            starts[k.launch.tid].append(k.launch.start)
+    for v in starts.values():
+        v.sort()
+    out = set()
+    for st, en, tid, name in tr.nvtx:
+        v = starts.get(tid)
+        if v and name not in out:
+            i = bisect.bisect_left(v, st)
+            if i < len(v) and v[i] <= en:
+                out.add(name)
+    return out
+
+
+def host_overhead_pct(causes: Dict[int, DeviceCauses], device_id: int, ranges: Optional[set] = None) -> float:
+    """MODEL.md: launch ns + the ns in gaps shorter than 1 ms of host_cpu and of nvtx inside a range that
+    encloses launches (``ranges``: :func:`launch_ranges`), / window."""
     c = causes[device_id]
     ns = sum(v for (k, _), v in c.causes.items() if k == "launch")
-    ns += sum(v for (k, _), v in c.short_causes.items() if k in HOST_KINDS_SHORT)
+    ns += sum(v for (k, d), v in c.short_causes.items()
+              if k in HOST_KINDS_SHORT or (k == "nvtx" and ranges is not None and d in ranges))
     return 100.0 * ns / c.window_ns if c.window_ns else 0.0

@@ -40,7 +40,7 @@ DETAIL_KINDS = {"queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "mo
                 "other_api", "nvtx", "host_cpu", "unknown"}
 VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct",
               "kernel_count", "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "busy_ns",
-              "host_overhead_pct"}
+              "host_overhead_pct", "claimed_pct_of_window"}
 NS_METRICS = {"kernel_p50_ns", "busy_ns", "kernel_count"}   # integer-valued: compared within 1
 GPU_BOUND_PCT = 85.0   # docs/FINDINGS.md: busy % from which a "GPU-bound / sets the step time" claim is allowed
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
@@ -335,10 +335,10 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
     if metric == "busy_ns":
         return float(rm.busy_ns(ctx.timelines(w)))
     if metric == "host_overhead_pct":
-        return rm.host_overhead_pct(ctx.causes(w), dev)
+        return rm.host_overhead_pct(ctx.causes(w), dev, rm.launch_ranges(ctx.ref))
     if metric == "launch_rate_per_s":
         return rm.launch_rate_per_s(ctx.ref, *w, dev)
-    if metric == "trait_share_pct":
+    if metric in ("trait_share_pct", "claimed_pct_of_window"):   # the tool's own numbers (checked elsewhere)
         return None
     raise AssertionError(f"unknown metric {metric!r}: the vocabulary of MODEL.md is closed")
 

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from .analyses.categories import CategoryResult, analyze_categories
+from .analyses.facts import TraceFacts, analyze_facts
 from .analyses.graphs import GraphResult, analyze_graphs
 from .analyses.idle import DeviceTime, GpuTimeResult, device_time, gpu_time_result, window_times
 from .analyses.idle_cause_result import DeviceCauses
@@ -55,6 +56,7 @@ class Diagnosis:
     memory: MemoryResult
     nccl: NcclResult
     launch: LaunchResult
+    facts: TraceFacts
 
 
 def _kernel_pids(model: TraceModel) -> Set[int]:
@@ -133,5 +135,6 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
     diag = Diagnosis(
         window=window, steady=steady, gpu_time=gpu, idle_causes=causes, traits=traits,
         steady_kernels=steady_kernels, phases=phases, categories=categories, steps=steps,
-        graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl, launch=launch)
+        graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl, launch=launch,
+        facts=analyze_facts(model, traits, graphs))
     return diag, new_att

@@ -80,6 +80,7 @@ def report_dict(report: Report) -> Dict[str, Any]:
         "timeline": {"bins": len(dg.idle_causes.bins[0].busy_ns) if dg.idle_causes.bins else 0,
                      "devices": [b.to_dict() for b in dg.idle_causes.bins]},
         "kernel_traits": json_ready(dg.traits.to_dict()),
+        "facts": json_ready(dg.facts.to_dict()),
         "kernels": k["by_name_device"],
         "kernels_summary": {key: k[key] for key in ("available", "reason", "total_kernel_ns", "kernel_count",
                                                     "by_name")},

@@ -28,9 +28,8 @@ from .idle_cause_result import (
     GapExample,
     IdleCause,
     IdleCausesResult,
-    IdlePieces,
 )
-from .idle_pieces import Cover, gap_codes, index_runs, thread_pieces, touching
+from .idle_pieces import Cover, gap_codes, host_pieces, index_runs, thread_pieces, touching
 from .nvtx_tree import NvtxTree
 from .stats import pct, top_indices
 from .timeline_bins import DeviceBins, device_bins
@@ -265,7 +264,7 @@ def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, O
     near = ctx.api_near if has_api else _no_rows
     parts = [thread_pieces(ctx.model, ctx.kinds, ctx.base_idx, ctx.tree, ctx.det, ctx.range_detail, tl, g, gi, gs,
                            ge, hce, copy_cover, copy_det, near, ctx.base_dmap) for g, gi in groups]
-    host = _host_pieces(parts, [g for g, _ in groups], ctx.details)
+    host = host_pieces(parts, [g for g, _ in groups], ctx.details, np.array([K[k] for k in HOST_PIECE_KINDS], np.int8))
     if not parts:                                      # no idle gap at all
         e = np.empty(0, np.int64)
         parts = [(e, np.empty(0, np.int8), e, e, e)]
@@ -279,27 +278,6 @@ def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, O
     pieces = [gap, kind, det, ln]
     del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
     return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host), bins
-
-
-_HOST_CODES = np.array([K[k] for k in HOST_PIECE_KINDS], np.int8)
-
-
-def _host_pieces(parts: List[Tuple[np.ndarray, ...]], threads: List[int], details: List[str]) -> IdlePieces:
-    """The pieces of :data:`HOST_PIECE_KINDS` of every thread's part, in time order (see :class:`IdlePieces`)."""
-    cols: List[List[np.ndarray]] = [[], [], [], [], []]
-    for (_, kind, det, ln, t0), g in zip(parts, threads):
-        m = np.isin(kind, _HOST_CODES)
-        s = t0[m]
-        for c, v in zip(cols, (s, s + ln[m], kind[m], det[m], np.full(s.shape[0], g, np.int64))):
-            c.append(v)
-    if not cols[0]:
-        e = np.empty(0, np.int64)
-        return IdlePieces(e, e, np.empty(0, np.int8), np.empty(0, np.int32), e, tuple(details))
-    start, end, kind, det, gtid = (np.concatenate(c) for c in cols)
-    if len(parts) > 1:
-        order = np.argsort(start, kind="stable")
-        start, end, kind, det, gtid = (a[order] for a in (start, end, kind, det, gtid))
-    return IdlePieces(start, end, kind, det, gtid, tuple(details))
 
 
 def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, pieces: List[np.ndarray]) -> DeviceCauses:

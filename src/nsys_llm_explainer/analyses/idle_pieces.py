@@ -21,7 +21,7 @@ import numpy as np
 
 from ..model.timeline import DeviceTimeline
 from ..model.trace import TraceModel
-from .idle_cause_result import KINDS
+from .idle_cause_result import KINDS, IdlePieces
 from .nvtx_tree import NvtxTree, innermost_enclosing
 
 K = {k: i for i, k in enumerate(KINDS)}
@@ -260,3 +260,23 @@ def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> n
         first[1:] = pg[best][1:] != pg[best][:-1]
         code[pg[best[first]]] = pk[best[first]]
     return code
+
+
+def host_pieces(parts: List[Tuple[np.ndarray, ...]], threads: List[int], details: List[str],
+                codes: np.ndarray) -> IdlePieces:
+    """The pieces whose kind code is in ``codes`` of every thread's part (``thread_pieces`` output, one per
+    thread of ``threads``), in time order (see :class:`IdlePieces`)."""
+    cols: List[List[np.ndarray]] = [[], [], [], [], []]
+    for (_, kind, det, ln, t0), g in zip(parts, threads):
+        m = np.isin(kind, codes)
+        s = t0[m]
+        for c, v in zip(cols, (s, s + ln[m], kind[m], det[m], np.full(s.shape[0], g, np.int64))):
+            c.append(v)
+    if not cols[0]:
+        e = np.empty(0, np.int64)
+        return IdlePieces(e, e, np.empty(0, np.int8), np.empty(0, np.int32), e, tuple(details))
+    start, end, kind, det, gtid = (np.concatenate(c) for c in cols)
+    if len(parts) > 1:
+        order = np.argsort(start, kind="stable")
+        start, end, kind, det, gtid = (a[order] for a in (start, end, kind, det, gtid))
+    return IdlePieces(start, end, kind, det, gtid, tuple(details))

@@ -136,7 +136,7 @@ _STACKS: List[Tuple[str, Dict[str, re.Pattern[str]]]] = [
                      "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
     ]
 ]
-_AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
+AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
 
 # GPU name → (tensor cores, tf32/bf16); first match wins (order matters: "RTX 5000 Ada", "Quadro RTX 5000").
 _GPUS: List[Tuple[re.Pattern[str], bool, bool]] = [(re.compile(rx, _I), tc, tf) for rx, tc, tf in [
@@ -311,7 +311,7 @@ def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, t
         if share[key] > 0:
             ev.append(f"{key} kernels {share[key]:.1f} % of kernel time")
     both = pct(int(dur[(m["backward"] | m["optimizer"])[name_idx]].sum()), total_all)
-    threads = sorted({str(t) for t in thread_names if t and _AUTOGRAD_THREAD.search(str(t))})
+    threads = sorted({str(t) for t in thread_names if t and AUTOGRAD_THREAD.search(str(t))})
     if threads:
         ev.append(f"autograd thread(s) {', '.join(repr(t) for t in threads[:3])} (backward ran in this process)")
     if both >= TRAINING_SHARE_PCT or threads:

@@ -23,12 +23,13 @@ one that started last).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 import numpy as np
 
 from ..jsonable import json_ready
 from ..model.trace import TraceModel
+from .idle_causes import normalize_range_name
 from .nvtx_tree import NvtxTree, combine_innermost, enclosing_by_domain, has_ancestor_with_key, subtree_sums
 from .stats import pct
 
@@ -49,9 +50,17 @@ class AttributionResult:
     by_pid: Tuple[Row, ...] = ()
     pid_coverage: Tuple[Row, ...] = ()
     phases: Tuple[Row, ...] = ()
+    uncovered_by_thread: Tuple[Row, ...] = ()   # kernels no push/pop range covers, per launching thread
     # helpers, not in to_dict(): innermost tree node per kernel (-1 none), and the same per NVTX domain
     kernel_node: Optional[np.ndarray] = None
     kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict)
+
+    def launch_range_details(self) -> FrozenSet[str]:
+        """The idle-cause details (range names, digit runs as ``N``) of push/pop ranges that enclose at least
+        one kernel launch: ranges the launches happen in (a step, a layer), as opposed to ranges of host work
+        that launch nothing."""
+        return frozenset(normalize_range_name(str(r["name"])) for r in self.ranges
+                         if r.get("style") == "PushPop" and int(r.get("kernel_count", 0)) > 0)
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({
@@ -59,7 +68,8 @@ class AttributionResult:
             "total_kernel_ns": self.total_kernel_ns, "attributed_ns": self.attributed_ns,
             "attributed_kernel_count": self.attributed_count, "linked_kernel_ns": self.linked_kernel_ns,
             "startend_kernel_ns": self.startend_kernel_ns,
-            "ranges": self.ranges, "by_pid": self.by_pid, "pid_coverage": self.pid_coverage, "phases": self.phases})
+            "ranges": self.ranges, "by_pid": self.by_pid, "pid_coverage": self.pid_coverage, "phases": self.phases,
+            "uncovered_by_thread": self.uncovered_by_thread})
 
 
 def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> AttributionResult:
@@ -149,9 +159,41 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
                              "coverage": pa / pt_all if pt_all else 0.0})
     return AttributionResult(
         True, None, total_kernel_ns=total, attributed_ns=attributed_ns, attributed_count=int(att.sum()),
+        uncovered_by_thread=uncovered_threads(model, ~att, dur),
         coverage=attributed_ns / total if total else 0.0, linked_kernel_ns=int(dur[linked].sum()),
         startend_kernel_ns=se_ns, ranges=ranges + se_rows, by_pid=by_pid + se_by_pid,
         pid_coverage=tuple(pid_coverage), kernel_node=node, kernel_nodes=kernel_nodes)
+
+
+def uncovered_threads(model: TraceModel, uncovered: np.ndarray, dur: np.ndarray, top: int = 8) -> Tuple[Row, ...]:
+    """Kernels no push/pop range covers, per launching thread (largest kernel time first, ``top`` rows): the
+    thread (``gtid``, ``pid``, ``tid``, ``thread_name``), its uncovered ``kernel_count`` / ``kernel_ns`` and their
+    share of all uncovered kernel time, and ``thread_ranges``: NVTX ranges that thread opened (nsys attributes
+    ranges per thread, so a thread with none — e.g. PyTorch's autograd thread — can never be covered). Kernels
+    whose launch call is unknown are one row with ``gtid`` -1."""
+    k, api = model.kernels, model.api
+    assert k is not None and api is not None
+    li = k.launch_idx[uncovered]
+    g = np.where(li >= 0, api.gtid[np.maximum(li, 0)], -1).astype(np.int64)
+    if g.shape[0] == 0:
+        return ()
+    u, inv = np.unique(g, return_inverse=True)
+    ns = np.bincount(inv, weights=dur[uncovered], minlength=u.shape[0]).astype(np.int64)
+    cnt = np.bincount(inv, minlength=u.shape[0])
+    total = int(ns.sum())
+    nv = model.nvtx
+    ranges = {}
+    if nv is not None and len(nv):
+        rg, rc = np.unique(nv.gtid, return_counts=True)
+        ranges = dict(zip(rg.tolist(), rc.tolist()))
+    rows = []
+    for j in np.lexsort((u, -ns)).tolist()[:top]:
+        gt = int(u[j])
+        rows.append({"gtid": gt, "pid": int((gt >> 24) & 0xFFFFFF) if gt >= 0 else -1,
+                     "tid": int(gt & 0xFFFFFF) if gt >= 0 else -1, "thread_name": model.thread_names.get(gt, ""),
+                     "kernel_count": int(cnt[j]), "kernel_ns": int(ns[j]), "pct_of_uncovered": pct(int(ns[j]), total),
+                     "thread_ranges": int(ranges.get(gt, 0))})
+    return tuple(rows)
 
 
 def startend_rows(model: TraceModel, calls: np.ndarray, total: int) -> Tuple[Tuple[Row, ...], Tuple[Row, ...], int]:

@@ -133,6 +133,21 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("too_little_work.capture", "Capture a run of the real workload (several steady steps after warm-up)."),
     _a("nccl.balance", "Balance the work before the collective on the late rank (uneven batch split, extra host "
        "work or a slower GPU); check its step timeline."),
+    _a("nvtx.per_thread", "nsys gives a kernel the NVTX ranges open on the thread that launched it: put the ranges "
+       "on the launching threads named above."),
+    _a("nvtx.other_thread", "The uncovered kernels are launched by a thread that opens no NVTX range (nsys "
+       "attributes ranges per thread): add ranges on that thread, not only on the main one."),
+    _a("nvtx.autograd", "The uncovered kernels are the backward pass, launched by PyTorch's autograd thread, which "
+       "opens no range of its own: ranges around `loss.backward()` on the main thread cannot cover them; "
+       "`torch.autograd.profiler.emit_nvtx()` puts ranges on the autograd thread too.",
+       workload=("training",), framework=_PT_OR_UNKNOWN),
+    _a("nvtx.add.training", "Add NVTX ranges around forward, backward and the optimizer step to split each "
+       "training step's GPU time.", workload=("training",)),
+    _a("nvtx.add.inference", "Add NVTX ranges around each prefill and decode step on the thread that launches them "
+       "to get per-phase GPU time.", workload=("inference",)),
+    _a("none.kernels", "Further gains come from faster kernels (see the top kernels and categories) or larger "
+       "batches."),
+    _a("mixed.table", "See the idle-cause table: several small causes add up; the largest is the place to start."),
     # ---- kernels
     _a("gpu_bound.kernels", "Optimize the largest categories first (see the kernel table): faster kernels, fewer "
        "bytes moved, or more work per kernel (larger batches)."),

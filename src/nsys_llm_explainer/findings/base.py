@@ -26,7 +26,8 @@ NO_BOTTLENECK_PCT = 90.0  # busy % required to say "no bottleneck"
 MIN_KERNELS = 20          # a device (or trace) with fewer kernels …
 MIN_BUSY_NS = 1_000_000   # … and less busy time than this in the window has no workload to diagnose
 METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct", "kernel_count",
-           "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns")
+           "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns",
+           "claimed_pct_of_window")
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 
 

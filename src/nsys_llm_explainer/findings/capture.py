@@ -12,26 +12,29 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from ..analyses.graphs import GraphResult
 from ..analyses.idle import GpuTimeResult
+from ..analyses.kernel_traits import AUTOGRAD_THREAD
 from ..analyses.nccl import NcclResult
+from ..analyses.nvtx_attribution import AttributionResult
 from ..analyses.window import WindowResult
+from .advice import advise
 from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms
-from .text import stack_tips
 
 WARMUP_IDLE_POINTS = 10.0
 
 
-def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Optional[str]) -> Optional[Finding]:
+def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Optional[str],
+                 facts: Mapping[str, Any]) -> Optional[Finding]:
     """The finding that withholds performance claims, or None when there is a workload to diagnose."""
     if kernel_count_total == 0:
         return Finding(
             id="no_gpu_work", category="no_gpu_work", severity="info", confidence="high",
             title="No GPU kernels in the trace: nothing to diagnose",
             evidence=(kernels_reason or "The export holds no kernel rows.",),
-            recommendation=("Capture with `nsys profile --trace=cuda,nvtx` around the GPU part of the program.",),
+            recommendation=advise(["no_gpu_work.capture"], facts),
             time_at_stake_ns=0, checks=(Check("kernel_count", 0, "==", 0, Scope(window="full")),),
             about_capture=True)
     p = gpu.pooled()
@@ -43,14 +46,14 @@ def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Op
             title=f"Too little GPU work to diagnose: {kc} kernels, {ms(busy)} of GPU time in the window",
             evidence=(f"{kc} kernels keep the GPU busy {ms(busy)} of {ms(p.window_ns if p else 0)}; the trace shows "
                       "start-up and one-off work, so no utilisation or kernel conclusion is drawn.",),
-            recommendation=("Capture a run of the real workload (several steady steps after warm-up).",),
+            recommendation=advise(["too_little_work.capture"], facts),
             time_at_stake_ns=0,
             checks=(Check("kernel_count", kc, "<", MIN_KERNELS), Check("busy_ns", busy, "<", MIN_BUSY_NS)),
             about_capture=True)
     return None
 
 
-def graph_trace_finding(g: GraphResult, idle_ns: int) -> Optional[Finding]:
+def graph_trace_finding(g: GraphResult, idle_ns: int, facts: Mapping[str, Any]) -> Optional[Finding]:
     if not g.available or not g.graph_level_hidden:
         return None
     return Finding(
@@ -58,12 +61,11 @@ def graph_trace_finding(g: GraphResult, idle_ns: int) -> Optional[Finding]:
         title="CUDA graphs were traced at graph level: their kernels are missing",
         evidence=(f"{g.graph_launch_count} CUDA graph launches but no kernel rows linked to them.",
                   f"Capture metadata graph trace mode: {g.capture_graph_trace_mode or 'not recorded'}."),
-        recommendation=("Re-capture with `nsys profile --cuda-graph-trace=node` so every kernel inside the graphs is "
-                        "recorded; until then per-kernel tables and idle causes are unreliable.",),
+        recommendation=advise(["graph_trace.node"], facts),
         time_at_stake_ns=idle_ns, blocks_analysis=True)
 
 
-def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, stack: str) -> Optional[Finding]:
+def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[str, Any]) -> Optional[Finding]:
     if w.is_full or not gpu.available:
         return None
     full, steady = gpu.pooled(full=True), gpu.pooled()
@@ -78,27 +80,40 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, stack: str) -> O
         title=f"Warm-up / tail make the whole capture look {change:.0f} points idler than the steady state",
         evidence=(f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the steady "
                   f"window ({ms(w.warmup_ns)} of warm-up and {ms(w.tail_ns)} of tail trimmed). {w.reason}",),
-        recommendation=("Capture only the steady state: `nsys profile --capture-range=cudaProfilerApi` with "
-                        "`torch.cuda.profiler.start()/stop()` around a few steps after warm-up, or `--delay`/"
-                        "`--duration`.",) + tuple(stack_tips("capture_window", stack)),
+        recommendation=advise(["capture.range", "capture.range.torch", "capture.vllm"], facts),
         time_at_stake_ns=w.warmup_ns + w.tail_ns, checks=(check,), about_capture=True)
 
 
-def nvtx_coverage_finding(coverage: Optional[float], threshold: float, attributed_ns: int,
-                          total_ns: int) -> Optional[Finding]:
-    if coverage is None or coverage >= threshold:
+def nvtx_coverage_finding(att: Optional[AttributionResult], threshold: float,
+                          facts: Mapping[str, Any]) -> Optional[Finding]:
+    """Low: NVTX push/pop ranges cover less than ``threshold`` of kernel time. The evidence names the threads
+    that launch the uncovered kernels and their share; the advice depends on whether those threads open any
+    range (nsys attributes ranges per thread) and on the workload (training: forward/backward/optimizer;
+    inference: prefill/decode steps)."""
+    if att is None or not att.available or att.coverage >= threshold:
         return None
+    ev = [f"{att.coverage * 100:.1f} % of kernel time ({ms(att.attributed_ns)} of {ms(att.total_kernel_ns)}) is "
+          "launched inside an NVTX push/pop range."]
+    rows = att.uncovered_by_thread
+    if rows:
+        ev.append("Kernels no range covers, by launching thread: " + "; ".join(
+            f"`{r['thread_name'] or 'thread'}` (tid {r['tid']}) {r['pct_of_uncovered']:.1f} %, "
+            + (f"{r['thread_ranges']} range(s) on that thread" if r["thread_ranges"] else "no NVTX range on it")
+            for r in rows[:3] if r["gtid"] >= 0) + ".")
+    top = rows[0] if rows else None
+    ids = ["nvtx.per_thread"]
+    if top is not None and top["gtid"] >= 0 and not top["thread_ranges"]:
+        ids = ["nvtx.autograd" if AUTOGRAD_THREAD.search(str(top["thread_name"])) else "nvtx.other_thread"]
+    ids += ["nvtx.add.training", "nvtx.add.inference"]
     return Finding(
         id="nvtx_coverage", category="nvtx_coverage", severity="low", confidence="high",
-        title="NVTX ranges cover little of the GPU time",
-        evidence=(f"{coverage * 100:.1f} % of kernel time ({ms(attributed_ns)} of {ms(total_ns)}) is launched "
-                  "inside an NVTX push/pop range.",),
-        recommendation=("Add NVTX ranges around prefill/decode steps (vLLM/SGLang can emit them) to get per-phase "
-                        "GPU time.",),
-        time_at_stake_ns=0, about_capture=True)
+        title="NVTX ranges cover little of the GPU time" + (
+            f": {top['pct_of_uncovered']:.0f} % of the uncovered kernel time is launched by "
+            f"`{top['thread_name'] or 'tid ' + str(top['tid'])}`" if top is not None and top["gtid"] >= 0 else ""),
+        evidence=tuple(ev), recommendation=advise(ids, facts), time_at_stake_ns=0, about_capture=True)
 
 
-def nccl_finding(n: NcclResult) -> Optional[Finding]:
+def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
     v = n.straggler if n.available else None
     if v is None or v.wait_ns_total <= 0:
         return None
@@ -110,7 +125,6 @@ def nccl_finding(n: NcclResult) -> Optional[Finding]:
         evidence=(f"Across {v.matched_collectives} matched collectives the late rank arrived {ms(wait)} "
                   "after the earliest in total.",
                   f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of them."),
-        recommendation=("Balance the work before the collective on the late rank (uneven batch split, extra host "
-                        "work or a slower GPU); check its step timeline.",),
+        recommendation=advise(["nccl.balance"], facts),
         time_at_stake_ns=wait)
 

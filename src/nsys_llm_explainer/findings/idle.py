@@ -5,9 +5,14 @@
   share of the window is checked: ≥ ``HIGH_SHARE`` % → high, ≥ ``MEDIUM_SHARE`` % → medium, else no
   finding (``module_load`` and ``unknown``: at most low — one-time or unknowable).
 * **Per-launch host overhead**: on a device where the pattern of a launch-bound loop holds (busy < 50 %,
-  median kernel ≤ 20 µs, ≥ 5 000 kernels/s in the window), the host-side kinds (launch, host_cpu, nvtx,
-  osrt, other_api) in gaps shorter than 1 ms are one ``launch_overhead`` finding; their long-gap parts
-  stay with their own kinds.
+  median kernel ≤ 20 µs, ≥ 5 000 kernels/s in the window), the launch overhead — every ``launch`` ns, and the
+  ns in gaps shorter than 1 ms of plain host CPU between launches: ``host_cpu``, and ``nvtx`` whose range
+  itself encloses kernel launches (a step or layer range the launches happen in, ``launch_ranges``) — is one
+  ``launch_overhead`` finding; the long-gap parts stay with their own kinds. Time inside a named NVTX range
+  that launches nothing (loading, tokenizing, waiting), an OS call, another CUDA call, a sync or a copy is never
+  part of it: those keep their own finding (one claim per cause).
+* ``claimed``: ns per (device, (kind, detail)) that a more specific finding explains (the per-step sync);
+  they are taken out before shares are computed, so no ns is the evidence of two findings.
 * ``alloc`` idle that lies only in the first quarter of the window is allocator growth: a low ``one_time``
   finding, not "allocation in the loop".
 * Devices with no workload in the window (fewer than 20 kernels and under 1 ms busy, e.g. a GPU touched
@@ -18,19 +23,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle import GpuTimeResult
 from ..analyses.idle_causes import IdleCause, IdleCausesResult
 from ..analyses.kernel_traits import KernelTraitsResult
+from .advice import advise
 from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms, us
-from .text import CAUSE_TEXT, stack_tips
+from .text import CAUSE_TEXT
+
+Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
 CATEGORY = {"copy": "copy_bound", "queued": "gpu_wait", "sync": "sync_stall", "sync_memcpy": "memcpy",
             "pageable_memcpy": "memcpy", "alloc": "allocation", "module_load": "one_time",
             "launch": "launch_overhead", "other_api": "cuda_api", "nvtx": "host_range", "osrt": "host_os",
             "host_cpu": "host_gap", "unknown": "unknown_host"}
-HOST_KINDS = ("launch", "host_cpu", "nvtx", "osrt", "other_api")
+HOST_KINDS = ("launch", "host_cpu")   # the launch overhead the launch-bound composite may claim
 LOW_ONLY = {"module_load", "unknown"}
 GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the window: allocator growth
 LAUNCH_BOUND_MAX_BUSY = 50.0
@@ -78,19 +86,22 @@ def active_devices(gpu: GpuTimeResult) -> set:
     return act or {d.device_id for d in gpu.devices}
 
 
-def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: set):
+def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: set, claimed: Claimed,
+           launch_ranges: AbstractSet[str]):
     """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device; devices
-    outside ``active`` (a stray kernel or copy on an otherwise unused GPU) are left out."""
+    outside ``active`` (a stray kernel or copy on an otherwise unused GPU) are left out, and so are the ns
+    ``claimed`` by a more specific finding."""
     per_kind: Dict[str, Dict[int, Dict[str, int]]] = {}
     merged: Dict[int, Dict[Tuple[str, str], int]] = {}
     for d in causes.devices:
         if d.device_id not in active:
             continue
+        taken = claimed.get(d.device_id, {})
         for c in d.causes:
-            ns = c.ns
-            if d.device_id in lb and c.kind in HOST_KINDS:
-                part = c.ns if c.kind == "launch" else c.short_gap_ns
-                if part:
+            ns = c.ns - taken.get((c.kind, c.detail), 0)
+            if d.device_id in lb and (c.kind in HOST_KINDS or (c.kind == "nvtx" and c.detail in launch_ranges)):
+                part = min(ns, c.ns if c.kind == "launch" else c.short_gap_ns)
+                if part > 0:
                     merged.setdefault(d.device_id, {})[(c.kind, c.detail)] = part
                 ns -= part
             if ns > 0:
@@ -114,13 +125,14 @@ def _where(c: IdleCause, t0: int) -> str:
 
 
 def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
-                  capture_start_ns: int, traits: KernelTraitsResult) -> List[Finding]:
-    """All idle-cause findings whose checks hold."""
+                  capture_start_ns: int, traits: KernelTraitsResult, facts: Mapping[str, Any],
+                  claimed: Optional[Claimed] = None, launch_ranges: AbstractSet[str] = frozenset()) -> List[Finding]:
+    """All idle-cause findings whose checks hold (``facts``: :meth:`analyses.facts.TraceFacts.advice_facts`;
+    ``launch_ranges``: the NVTX idle details whose ranges enclose kernel launches)."""
     if not causes.available or not gpu.available:
         return []
-    stack = advice_stack(traits)
     lb = launch_bound_devices(gpu, kern)
-    per_kind, merged = _split(causes, lb, active_devices(gpu))
+    per_kind, merged = _split(causes, lb, active_devices(gpu), claimed or {}, launch_ranges)
     win = {d.device_id: d.window_ns for d in gpu.devices}
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in causes.devices}
@@ -152,8 +164,16 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         if main is not None:
             ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
                       f"{_where(main, capture_start_ns)}.")
+        table_ns = by_dev[dev].ns_of(kind)
+        if table_ns > sum(devs[dev].values()):
+            ev.append(f"The idle-cause table charges {100.0 * table_ns / win[dev]:.1f} % of device {dev}'s window to "
+                      f"`{kind}`; this finding claims the {share[dev]:.1f} % no more specific finding explains "
+                      "(the launch overhead in gaps < 1 ms, or the host work after a per-step sync).")
         sc = Scope(device_id=dev, kind=kind)
-        checks = (Check("cause_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
+        table_share = 100.0 * table_ns / win[dev]
+        checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
+        if table_ns > sum(devs[dev].values()):     # part of the kind is another finding's: check the rest too
+            checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
         category = CATEGORY[kind]
         growth = kind == "alloc" and _early_only(causes, gpu, kind)
         if growth:
@@ -164,10 +184,10 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_share:.1f} % of it "
                    "(a one-time cost)" if growth else _title(txt, what, share[dev], main_share)),
-            evidence=tuple(ev), recommendation=tuple(txt["advice"]) + tuple(stack_tips(category, stack)),
+            evidence=tuple(ev), recommendation=advise(txt["advice"], facts),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))
-    lf = _launch_finding(merged, win, lb, kern, gpu, traits)
+    lf = _launch_finding(merged, win, lb, kern, gpu, traits, facts)
     if lf is not None:
         out.append(lf)
     return out
@@ -175,7 +195,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
 
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],
                     lb: Dict[int, Tuple[Check, ...]], kern: Dict[int, DeviceKernels], gpu: GpuTimeResult,
-                    traits: KernelTraitsResult) -> Optional[Finding]:
+                    traits: KernelTraitsResult, facts: Mapping[str, Any]) -> Optional[Finding]:
     if not merged:
         return None
     share = {d: 100.0 * sum(v.values()) / win[d] for d, v in merged.items() if win.get(d)}
@@ -195,21 +215,22 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(k.p50_ns)}, GPU busy "
           f"{d.busy_pct:.1f} %; the host spends about {us(host_per_kernel)} per kernel between or inside launches."
           if d else "",
-          "Host time in short gaps (< 1 ms): " + "; ".join(
-              f"{kind.replace('_', ' ')}{' `' + det + '`' if det else ''} {ms(ns)}"
-              for (kind, det), ns in sorted(parts.items(), key=lambda x: -x[1])[:5]) + "."]
+          "Launch overhead: " + "; ".join(
+              (f"launch calls `{det}` {ms(ns)}" if kind == "launch" else
+               f"host CPU between launches inside range `{det}` (gaps < 1 ms) {ms(ns)}" if kind == "nvtx" else
+               f"host CPU between launches (gaps < 1 ms) {ms(ns)}")
+              for (kind, det), ns in sorted(parts.items(), key=lambda x: -x[1])[:5]) + "; time inside NVTX ranges, "
+          "OS calls, other CUDA calls, syncs and copies is left to their own findings."]
     checks = lb[dev] + (Check("host_overhead_pct", share[dev], ">=", MEDIUM_SHARE, Scope(device_id=dev)),)
     tiny = traits.traits.get("tiny_elementwise")
     if tiny is not None and traits.kernel_count:
         ev.append(f"{tiny.kernel_count:,} tiny elementwise kernels (median under 10 µs) are "
                   f"{100.0 * tiny.kernel_count / traits.kernel_count:.0f} % of the kernels in the window: fusing "
                   "them removes launches.")
-    advice = list(CAUSE_TEXT["launch"]["advice"])
-    stack = advice_stack(traits)
     return Finding(
         id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
         title=f"Launch-bound: the host needs about {us(host_per_kernel)} per kernel, the kernels about {us(k.p50_ns)}",
-        evidence=tuple(e for e in ev if e), recommendation=tuple(advice) + tuple(stack_tips("launch_overhead", stack)),
+        evidence=tuple(e for e in ev if e), recommendation=advise(CAUSE_TEXT["launch"]["advice"], facts),
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=("host_overhead", ""))
 
 
@@ -229,12 +250,6 @@ def _tiny_share(by_dev, kind: str) -> float:
     ns = sum(c.ns for d in by_dev.values() for c in d.causes if c.kind == kind)
     tiny = sum(c.tiny_gap_ns for d in by_dev.values() for c in d.causes if c.kind == kind)
     return tiny / ns if ns else 0.0
-
-
-def advice_stack(traits: KernelTraitsResult) -> str:
-    """The stack whose flags the advice may name: none for a training workload (the serving-engine flags
-    do not apply), else the detected stack."""
-    return "" if traits.workload == "training" else traits.stack
 
 
 def cause_share(causes: IdleCausesResult, kinds: Sequence[str]) -> float:

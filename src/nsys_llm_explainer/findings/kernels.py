@@ -4,7 +4,8 @@ matter (docs/FINDINGS.md):
 * ``gpu_bound`` — pooled busy ≥ ``GPU_BOUND_PCT``: kernels set the step time; evidence: the top kernel and
   the category split (non-overlapped time). Time at stake = busy ns.
 * ``fp32_gemm`` — busy ≥ 50 %, FP32 GEMMs on CUDA cores ≥ 20 % of kernel time in the window, and the GPU
-  has tensor cores: TF32/BF16. High when ≥ 50 %. Time at stake = their kernel time × busy fraction.
+  has tensor cores (``facts``): the precision advice names only datatypes the GPU's tensor cores take (TF32/BF16
+  from Ampere, FP16 on Volta/Turing). High when ≥ 50 %. Time at stake = their kernel time × busy fraction.
 * ``attention_unfused`` — busy ≥ 50 %, softmax kernels of unfused attention ≥ 5 % of kernel time.
 * ``elementwise_fusion`` — busy ≥ 50 %, elementwise kernels ≥ 25 % of kernel time.
   These two are medium only when the GPU is bound (busy ≥ ``GPU_BOUND_PCT``), else low (secondary).
@@ -12,12 +13,13 @@ matter (docs/FINDINGS.md):
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
 from ..analyses.categories import CategoryRow
 from ..analyses.idle import GpuTimeResult
 from ..analyses.kernel_traits import KernelTraitsResult
 from ..analyses.kernels import KernelRow
+from .advice import advise
 from .base import GPU_BOUND_PCT, Check, Finding, Scope, ms, us
 
 KERNEL_CLAIM_MIN_BUSY = 50.0
@@ -37,9 +39,11 @@ def _busy_check(gpu: GpuTimeResult, threshold: float) -> Optional[Check]:
 
 
 def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels: Sequence[KernelRow],
-                    categories: Sequence[CategoryRow]) -> List[Finding]:
+                    categories: Sequence[CategoryRow], facts: Mapping[str, Any]) -> List[Finding]:
     """``top_kernels``: steady-window kernels by name (name, total_ns, count, avg_ns, pct), largest first;
-    ``categories``: overall category rows (category, nonoverlap_ns, nonoverlap_pct)."""
+    ``categories``: overall category rows (category, nonoverlap_ns, nonoverlap_pct); ``facts``:
+    :meth:`analyses.facts.TraceFacts.advice_facts` (the GPUs' tensor-core datatypes decide the precision
+    advice)."""
     out: List[Finding] = []
     p = gpu.pooled()
     if p is None or not traits.available:
@@ -62,8 +66,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             id="gpu_bound", category="gpu_bound", severity="medium", confidence="high",
             title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of the steady window; kernel time sets the pace",
             evidence=tuple(ev),
-            recommendation=("Optimize the largest categories first (see the kernel table): faster kernels, fewer "
-                            "bytes moved, or more work per kernel (larger batches).",),
+            recommendation=advise(["gpu_bound.kernels"], facts),
             time_at_stake_ns=p.busy_ns, checks=tuple(checks)))
     mid = _busy_check(gpu, KERNEL_CLAIM_MIN_BUSY)
     if mid is None or not mid.holds():
@@ -71,24 +74,24 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
     frac = p.busy_pct / 100.0
     sev_k = "medium" if p.busy_pct >= GPU_BOUND_PCT else "low"   # secondary unless kernels set the pace
     h = traits.traits.get("fp32_gemm_simt")
-    if h is not None and h.share_pct >= FP32_MIN_SHARE and traits.tensor_cores is not False:
-        lever = "TF32 or BF16" if traits.tf32 is not False else "FP16 (tensor cores)"
+    tensor_cores = facts.get("gpu_fp16_tensor_cores")
+    if h is not None and h.share_pct >= FP32_MIN_SHARE and tensor_cores is not False:
         names = ", ".join(f"`{short(n, 60)}`" for n, _, _ in h.top_kernels[:2])
+        kinds = [k for k, f in (("TF32", "gpu_tf32"), ("BF16", "gpu_bf16"), ("FP16", "gpu_fp16_tensor_cores"))
+                 if facts.get(f)]
         out.append(Finding(
             id="fp32_gemm", category="fp32_gemm",
             severity="high" if h.share_pct >= 50.0 and p.busy_pct >= GPU_BOUND_PCT else "medium",
-            confidence="high" if traits.tensor_cores else "medium",
+            confidence="high" if tensor_cores else "medium",
             title=f"FP32 GEMMs run on CUDA cores, not tensor cores: {h.share_pct:.1f} % of kernel time",
             evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {ms(h.total_ns)}, {h.share_pct:.1f} % of "
                       f"kernel time in the window: {names}.",
                       f"The GPU is busy {p.busy_pct:.1f} %, " + ("so these kernels set the step time."
                                                                  if p.busy_pct >= GPU_BOUND_PCT else
-                                                                 "so faster GEMMs shorten the busy part of the step."))
-            + ((f"GPU has tensor cores (TF32/BF16: {'yes' if traits.tf32 else 'no'}).",)
-               if traits.tensor_cores is not None else ()),
-            recommendation=(f"Run the matmuls in {lever}: `torch.backends.cuda.matmul.allow_tf32 = True` / "
-                            "`torch.set_float32_matmul_precision('high')`, or autocast / cast the model to bfloat16; "
-                            "tensor cores are several times faster than FP32 on CUDA cores.",),
+                                                                 "so faster GEMMs shorten the busy part of the step."),
+                      ("The GPU's tensor cores take " + "/".join(kinds) + " (see `facts.gpus`)." if kinds else
+                       "The GPU's tensor-core datatypes are not known from the trace.")),
+            recommendation=advise(["fp32.tf32", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"], facts),
             time_at_stake_ns=int(h.total_ns * frac),
             checks=(busy if busy is not None and busy.holds() else mid,
                     Check("trait_share_pct", h.share_pct, ">=", FP32_MIN_SHARE, Scope(trait="fp32_gemm_simt")))))
@@ -100,8 +103,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
                   "kernel time",
             evidence=(f"{a.kernel_count} softmax kernels ({ms(a.total_ns)}) next to batched GEMMs and no fused "
                       "(flash/memory-efficient) attention kernel in the window.",),
-            recommendation=("Use a fused attention kernel: `torch.nn.functional.scaled_dot_product_attention` "
-                            "(FlashAttention / memory-efficient backends), FlashAttention or FlashInfer.",),
+            recommendation=advise(["attention.fused"], facts),
             time_at_stake_ns=int(a.total_ns * frac),
             checks=(mid, Check("trait_share_pct", a.share_pct, ">=", ATTN_MIN_SHARE,
                                Scope(trait="attention_unfused")))))
@@ -112,8 +114,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
             evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {ms(e.total_ns)}, median {us(e.p50_ns)}: "
                       + ", ".join(f"`{short(n, 50)}`" for n, _, _ in e.top_kernels[:3]) + ".",),
-            recommendation=("Fuse elementwise chains into their producers (`torch.compile`, fused "
-                            "norm/activation/residual kernels) and drop needless casts and copies.",),
+            recommendation=advise(["elementwise.fuse", "elementwise.compile"], facts),
             time_at_stake_ns=int(e.total_ns * frac),
             checks=(mid, Check("trait_share_pct", e.share_pct, ">=", ELEMENTWISE_MIN_SHARE,
                                Scope(trait="elementwise")))))

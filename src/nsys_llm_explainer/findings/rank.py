@@ -10,9 +10,10 @@ GPU is idler than that but no single cause reaches the threshold, ``mixed_idle``
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle_causes import IdleCause, IdleCausesResult
+from .advice import advise
 from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, ms
 
 
@@ -36,14 +37,14 @@ class Headline:
 
 
 def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],
-         causes: IdleCausesResult) -> Tuple[Finding, ...]:
+         causes: IdleCausesResult, facts: Mapping[str, Any]) -> Tuple[Finding, ...]:
     held = [f for f in findings if f.holds()]
     if gate is not None:
         keep = [f for f in held if f.blocks_analysis or f.category in ("one_time", "nvtx_coverage")]
         return tuple([gate] + sorted(keep, key=_key))
     work = [f for f in held if not f.about_capture and not f.blocks_analysis]
     if not any(f.severity in ("high", "medium") for f in work) and busy_pct is not None:
-        extra = _none_or_mixed(busy_pct, causes)
+        extra = _none_or_mixed(busy_pct, causes, facts)
         if extra.holds():
             held.append(extra)
     return tuple(sorted(held, key=_key))
@@ -53,15 +54,14 @@ def _key(f: Finding):
     return (not f.blocks_analysis, f.about_capture, SEVERITY_RANK[f.severity], -int(f.time_at_stake_ns), f.id)
 
 
-def _none_or_mixed(busy_pct: float, causes: IdleCausesResult) -> Finding:
+def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any]) -> Finding:
     check = Check("busy_pct", busy_pct, ">=", NO_BOTTLENECK_PCT)
     if check.holds():
         return Finding(
             id="no_bottleneck", category="none", severity="info", confidence="medium",
             title=f"No bottleneck found: the GPU is busy {busy_pct:.1f} % of the steady window",
             evidence=("No idle cause reaches 5 % of the window on any device.",),
-            recommendation=("Further gains come from faster kernels (see the top kernels and categories) or "
-                            "larger batches.",),
+            recommendation=advise(["none.kernels"], facts),
             time_at_stake_ns=0, checks=(check,))
     top = [c for c in causes.totals[:4]] if causes.available else []
     idle = sum(d.idle_ns for d in causes.devices) if causes.available else 0
@@ -73,8 +73,7 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult) -> Finding:
         evidence=("Largest idle causes: " + "; ".join(
             f"{c.kind.replace('_', ' ')}{' `' + c.detail + '`' if c.detail else ''} {ms(c.ns)}" for c in top)
             + ".",) if top else (),
-        recommendation=("See the idle-cause table: several small causes add up; the largest is the place to "
-                        "start.",),
+        recommendation=advise(["mixed.table"], facts),
         time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT),
                                        Check("cause_pct_of_window", worst[0], "<", MEDIUM_SHARE,
                                              Scope(device_id=worst[1], kind=worst[2]))))

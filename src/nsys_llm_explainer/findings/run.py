@@ -11,7 +11,7 @@ from ..model.trace import TraceModel
 from ..options import Options
 from .base import Finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
-from .idle import DeviceKernels, advice_stack, idle_findings
+from .idle import DeviceKernels, idle_findings
 from .kernels import kernel_findings
 from .rank import Headline, headline, rank
 
@@ -19,24 +19,24 @@ from .rank import Headline, headline, rank
 def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult,
                  opts: Options) -> Tuple[Tuple[Finding, ...], Headline]:
     gpu, causes, traits = diag.gpu_time, diag.idle_causes, diag.traits
+    facts = diag.facts.advice_facts()
     pooled = gpu.pooled() if gpu.available else None
     busy = pooled.busy_pct if pooled else None
-    gate = gate_finding(gpu, kernels.kernel_count if kernels.available else 0, kernels.reason)
+    gate = gate_finding(gpu, kernels.kernel_count if kernels.available else 0, kernels.reason, facts)
     kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
     found: List[Finding] = []
-    found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits)
+    found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits, facts,
+                           launch_ranges=att.launch_range_details() if att.available else frozenset())
     top = diag.steady_kernels.by_name if diag.steady_kernels.available else ()
     cats = diag.categories.overall if diag.categories.available else ()
-    found += kernel_findings(gpu, traits, top, cats)
-    for f in (graph_trace_finding(diag.graphs, pooled.idle_ns if pooled else 0),
-              capture_window_finding(diag.window, gpu, advice_stack(traits)),
-              nvtx_coverage_finding(att.coverage if att.available else None, opts.nvtx_coverage_warn_threshold,
-                                    att.attributed_ns if att.available else 0,
-                                    att.total_kernel_ns if att.available else 0),
-              nccl_finding(diag.nccl)):
+    found += kernel_findings(gpu, traits, top, cats, facts)
+    for f in (graph_trace_finding(diag.graphs, pooled.idle_ns if pooled else 0, facts),
+              capture_window_finding(diag.window, gpu, facts),
+              nvtx_coverage_finding(att, opts.nvtx_coverage_warn_threshold, facts),
+              nccl_finding(diag.nccl, facts)):
         if f is not None:
             found.append(f)
-    ranked = rank(found, gate, busy, causes)
+    ranked = rank(found, gate, busy, causes, facts)
     return ranked, headline(ranked, busy, diag.window.method)
 
 

@@ -22,6 +22,11 @@ Auto rule:
 3. Active runs separated by at most ``HOLE_BINS_FRACTION`` (5 %) of the bins of inactive bins are merged
    (short pauses inside the steady state). The merged run holding the most busy ns is the steady stretch
    (ties: the earliest).
+3b. Bursty warm-up (or tail) whose bursts are closer than the hole tolerance is merged into the run; it is cut
+   to the bin: the run's per-bin busy fractions are split at their least-squares change point (two constant
+   levels); the leading part is dropped when its level is under ``SPARSE_EDGE_RATIO`` (½) of the rest's, it
+   and the rest span ≥ ``MIN_EDGE_BINS`` (3) bins each and it holds ≤ ``TRIM_MAX_BUSY_SHARE`` of all busy ns;
+   then the same for the trailing part of what is left.
 4. Edges are refined on the busy blocks (pooled kernel union): blocks closer than ``H`` = min(largest gap
    between the stretch's blocks, half a bin) form chains; the candidate start is the first block
    of the chain holding the last block that starts in the stretch's first bin (looking back at most one
@@ -58,6 +63,8 @@ from . import intervals as iv
 from .stats import pct
 
 N_BINS = 200
+SPARSE_EDGE_RATIO = 0.5   # a merged-in side whose busy level is under half the rest's is warm-up or tail
+MIN_EDGE_BINS = 3         # a side cut at a change point spans at least this many bins, and so does what is kept
 MIN_BIN_NS = 1_000
 ACTIVE_FRACTION = 0.25
 HOLE_BINS_FRACTION = 0.05
@@ -164,6 +171,42 @@ def _snap(u: iv.Union, edges: np.ndarray, b0: int, b1: int) -> Tuple[int, int]:
     return int(u.start[c]), int(u.end[f])
 
 
+def _change_point(f: np.ndarray) -> Tuple[int, float, float]:
+    """Best split of ``f`` into two constant levels (least squares): (k, mean of f[:k], mean of f[k:]),
+    1 ≤ k < len(f)."""
+    n = f.shape[0]
+    c1 = np.cumsum(f)
+    c2 = np.cumsum(f * f)
+    k = np.arange(1, n)
+    left = c2[k - 1] - c1[k - 1] ** 2 / k
+    right = (c2[-1] - c2[k - 1]) - (c1[-1] - c1[k - 1]) ** 2 / (n - k)
+    j = int(np.argmin(left + right))
+    kk = int(k[j])
+    return kk, float(c1[kk - 1] / kk), float((c1[-1] - c1[kk - 1]) / (n - kk))
+
+
+def _sparse_edges(frac: np.ndarray, busy: np.ndarray, b0: int, b1: int, total: int) -> Tuple[int, int]:
+    """Bins ``b0..b1`` of the merged run without a sparse warm-up or tail that the hole tolerance merged into
+    it (step 3b of the module docstring): a side is cut at the least-squares change point of the bins' busy
+    fractions when its level is under ``SPARSE_EDGE_RATIO`` of the rest's and it holds at most
+    ``TRIM_MAX_BUSY_SHARE`` of all busy ns; the lead first, then the tail of what is left."""
+    for side in ("lead", "tail"):
+        if b1 - b0 + 1 < 2 * MIN_EDGE_BINS:
+            break
+        f = frac[b0:b1 + 1]
+        k, m1, m2 = _change_point(f)
+        if side == "lead":
+            part, rest, cut = (b0, b0 + k - 1), m2, m1
+        else:
+            part, rest, cut = (b0 + k, b1), m1, m2
+        n_part = part[1] - part[0] + 1
+        if n_part < MIN_EDGE_BINS or b1 - b0 + 1 - n_part < MIN_EDGE_BINS:
+            continue
+        if cut < SPARSE_EDGE_RATIO * rest and int(busy[part[0]:part[1] + 1].sum()) <= TRIM_MAX_BUSY_SHARE * total:
+            b0, b1 = (b0 + k, b1) if side == "lead" else (b0, b0 + k - 1)
+    return b0, b1
+
+
 def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     span = full1 - full0
     k = model.kernels
@@ -197,7 +240,7 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     csum = np.concatenate(([0], np.cumsum(busy)))
     g_busy = csum[g_last + 1] - csum[g_first]
     best = int(np.argmax(g_busy))
-    b0, b1 = int(g_first[best]), int(g_last[best])
+    b0, b1 = _sparse_edges(frac, busy, int(g_first[best]), int(g_last[best]), total)
     cand0, cand1 = _snap(u, edges, b0, b1)
     lead, trail = cand0 - full0, full1 - cand1
 

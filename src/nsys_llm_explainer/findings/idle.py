@@ -11,6 +11,8 @@
   ``launch_overhead`` finding; the long-gap parts stay with their own kinds. Time inside a named NVTX range
   that launches nothing (loading, tokenizing, waiting), an OS call, another CUDA call, a sync or a copy is never
   part of it: those keep their own finding (one claim per cause).
+* Idle within one bin (1/200 of the window, ``timeline`` bins) of the window's edges is left out of every
+  finding's share and time at stake.
 * ``claimed``: ns per (device, (kind, detail)) that a more specific finding explains (the per-step sync);
   they are taken out before shares are computed, so no ns is the evidence of two findings.
 * ``alloc`` idle that lies only in the first quarter of the window is allocator growth: a low ``one_time``
@@ -132,12 +134,14 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
     if not causes.available or not gpu.available:
         return []
     lb = launch_bound_devices(gpu, kern)
+    edges = edge_bin_ns(causes)
     per_kind, merged = _split(causes, lb, active_devices(gpu), claimed or {}, launch_ranges)
     win = {d.device_id: d.window_ns for d in gpu.devices}
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in causes.devices}
     for kind, devs in per_kind.items():
-        share = {dev: 100.0 * sum(v.values()) / win[dev] for dev, v in devs.items() if win.get(dev)}
+        edge_ns = {dev: min(edges.get(dev, {}).get(kind, 0), sum(v.values())) for dev, v in devs.items()}
+        share = {dev: 100.0 * (sum(v.values()) - edge_ns[dev]) / win[dev] for dev, v in devs.items() if win.get(dev)}
         if not share:
             continue
         dev = max(share, key=lambda x: (share[x], -x))
@@ -149,7 +153,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             for det, ns in v.items():
                 details[det] = details.get(det, 0) + ns
         top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
-        total = sum(details.values())
+        total = sum(details.values()) - sum(edge_ns.values())
         txt = CAUSE_TEXT[kind]
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
             txt = CAUSE_TEXT["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
@@ -165,14 +169,16 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
                       f"{_where(main, capture_start_ns)}.")
         table_ns = by_dev[dev].ns_of(kind)
-        if table_ns > sum(devs[dev].values()):
+        claimed_ns = sum(devs[dev].values()) - edge_ns[dev]
+        if table_ns > claimed_ns:
             ev.append(f"The idle-cause table charges {100.0 * table_ns / win[dev]:.1f} % of device {dev}'s window to "
-                      f"`{kind}`; this finding claims the {share[dev]:.1f} % no more specific finding explains "
-                      "(the launch overhead in gaps < 1 ms, or the host work after a per-step sync).")
+                      f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
+                      "and that lies more than one timeline bin from the window's edges"
+                      + (f" ({ms(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "") + ".")
         sc = Scope(device_id=dev, kind=kind)
         table_share = 100.0 * table_ns / win[dev]
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
-        if table_ns > sum(devs[dev].values()):     # part of the kind is another finding's: check the rest too
+        if table_ns > claimed_ns:    # part of the kind is another finding's or at the window's edge: check the rest
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
         category = CATEGORY[kind]
         growth = kind == "alloc" and _early_only(causes, gpu, kind)
@@ -232,6 +238,17 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         title=f"Launch-bound: the host needs about {us(host_per_kernel)} per kernel, the kernels about {us(k.p50_ns)}",
         evidence=tuple(e for e in ev if e), recommendation=advise(CAUSE_TEXT["launch"]["advice"], facts),
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=("host_overhead", ""))
+
+
+def edge_bin_ns(causes: IdleCausesResult) -> Dict[int, Dict[str, int]]:
+    """Per device and idle kind, the ns in the first and last bins of its timeline (``timeline`` in report.json):
+    idle that lies within one bin of the window's edges, on which no finding may rest (a window cut one bin off
+    would not hold it)."""
+    out: Dict[int, Dict[str, int]] = {}
+    for b in causes.bins:
+        n = len(b.edges_ns) - 1
+        out[b.device_id] = {k: int(v[0]) + (int(v[-1]) if n > 1 else 0) for k, v in b.idle_ns_by_kind.items() if v}
+    return out
 
 
 def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool:

@@ -18,14 +18,14 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .cluster import CLUSTER_SCENARIOS, build_cluster  # noqa: F401  (multi-file scenarios)
-from .compute import fp32_gemm, training_step
+from .compute import fp32_gemm, fp32_gemm_no_tensor_cores, fp32_gemm_turing, training_step
 from .copies import async_copies, pageable_async_copy
 from .graphs import cuda_graph_node, graph_level, overlapping_streams
 from .names import K
-from .one_time import first_launch, warmup_then_busy
+from .one_time import bursty_warmup, first_launch, warmup_then_busy
 from .serving import demo, dominant_kernel, healthy, launch_bound, per_token_sync, warmup_tail
 from .stalls import alloc_in_loop, host_gap, nccl_straggler, pageable_h2d
-from .waits import nvtx_host_range, queued_dependency
+from .waits import nvtx_host_range, nvtx_load_launch_bound, queued_dependency
 
 __all__ = ["SCENARIOS", "build_scenario", "CAUSES", "NEW_CAUSES", "K"]
 
@@ -67,6 +67,10 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "nvtx_host_range": nvtx_host_range,
     "queued_dependency": queued_dependency,
     "training_step": training_step,
+    "bursty_warmup": bursty_warmup,
+    "nvtx_load_launch_bound": nvtx_load_launch_bound,
+    "fp32_gemm_turing": fp32_gemm_turing,
+    "fp32_gemm_no_tensor_cores": fp32_gemm_no_tensor_cores,
 }
 
 

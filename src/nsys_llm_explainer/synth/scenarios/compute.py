@@ -11,7 +11,7 @@ from .rank import Rank
 from .sim import US, Sim
 from .steps import write_trace
 
-__all__ = ["fp32_gemm", "training_step"]
+__all__ = ["fp32_gemm", "fp32_gemm_no_tensor_cores", "fp32_gemm_turing", "training_step"]
 
 Op = Tuple[str, int, Tuple[int, int, int]]
 
@@ -44,12 +44,23 @@ _FP32_BODY: List[Op] = [
 ]
 
 
-def fp32_gemm(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
-    """An FP32 MLP loop on an A100 (50 steps × 10 × [sgemm 880 µs + add/gelu/mul 120 µs]): GPU-bound
-    (> 99 % busy) and ``ampere_sgemm_128x64_nn`` takes ~88 % of kernel time (no tensor cores)."""
+#: TARGET_INFO_GPU of a GeForce RTX 2080 Ti (Turing, compute capability 7.5: FP16/INT8 tensor cores, no TF32/BF16)
+RTX_2080_TI: Dict[str, Any] = {"name": "NVIDIA GeForce RTX 2080 Ti", "sm_count": 68, "memory_bandwidth": 616000000000,
+                               "total_memory": 11546394624, "chipName": "TU102", "computeMajor": 7, "computeMinor": 5}
+#: a GeForce GTX 1660 SUPER: compute capability 7.5 too, but no tensor cores (TU116)
+GTX_1660: Dict[str, Any] = {"name": "NVIDIA GeForce GTX 1660 SUPER", "sm_count": 22, "memory_bandwidth": 336000000000,
+                            "total_memory": 6442450944, "chipName": "TU116", "computeMajor": 7, "computeMinor": 5}
+
+
+def fp32_gemm(path: str, seed: int = 0, flavor: Optional[str] = None, gpu: Optional[Dict[str, Any]] = None
+              ) -> Dict[str, Any]:
+    """An FP32 MLP loop on an A100 (or ``gpu``: TARGET_INFO_GPU values) (50 steps × 10 × [sgemm 880 µs +
+    add/gelu/mul 120 µs]): GPU-bound (> 99 % busy) and ``ampere_sgemm_128x64_nn`` takes ~88 % of kernel time
+    (no tensor cores)."""
     sim = Sim(flavor or "2024.2", seed)
     r = Rank(sim, 13401, 0)
-    sim.b.gpu(0, **A100)
+    g = gpu or A100
+    sim.b.gpu(0, **g)
     steps = 50
     _ahead_loop(r, steps, _FP32_BODY, "mlp_step")
     write_trace(sim, path)
@@ -57,7 +68,7 @@ def fp32_gemm(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[st
     f = sim.facts(
         "fp32_gemm",
         steps=steps,
-        gpu_name=A100["name"],
+        gpu_name=g["name"],
         fp32_gemm_kernel=KT.SGEMM,
         fp32_gemm_count=steps * 10,
         fp32_gemm_ns=sim.by_name[KT.SGEMM],
@@ -65,6 +76,20 @@ def fp32_gemm(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[st
         busy_pct_min=99,
     )
     return model_facts(f, sim.b, r.key, "queued", "")
+
+
+def fp32_gemm_turing(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
+    """:func:`fp32_gemm` on a GeForce RTX 2080 Ti (compute capability 7.5): tensor cores take FP16 only, so the
+    lever is FP16 autocast, never TF32 or bfloat16."""
+    return fp32_gemm(path, seed, flavor, RTX_2080_TI)
+
+
+def fp32_gemm_no_tensor_cores(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
+    """:func:`fp32_gemm` on a GeForce GTX 1660 SUPER (compute capability 7.5 without tensor cores): no
+    precision claim can be made; the loop is GPU-bound."""
+    f = fp32_gemm(path, seed, flavor, GTX_1660)
+    f["cause"] = "gpu_bound"
+    return f
 
 
 def _layer_fwd(s: float) -> List[Op]:

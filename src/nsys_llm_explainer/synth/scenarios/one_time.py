@@ -12,7 +12,7 @@ from .rank import Rank
 from .sim import MS, US, Sim, overlap, union
 from .steps import forward, sample, write_trace
 
-__all__ = ["first_launch", "warmup_then_busy"]
+__all__ = ["bursty_warmup", "first_launch", "warmup_then_busy"]
 
 
 def _launch_once(
@@ -114,6 +114,32 @@ def warmup_then_busy(path: str, seed: int = 0, flavor: Optional[str] = None) -> 
     fw0, fw1 = f["full_idle_window_ns"]
     f.update(idle_facts(sim.b, r.pid, r.device, fw0, fw1, prefix="full_"))
     return f
+
+
+def bursty_warmup(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
+    """~4 s of bursty warm-up (40 bursts of ~8 ms of decode steps, each followed by ~85 ms of host idle:
+    ~10 % busy, bursts closer than the window's hole tolerance), then ~2.5 s of a GPU-bound decode loop
+    (> 99 % busy). The steady window must start at the loop's first kernel, not inside the warm-up."""
+    sim = Sim(flavor or "2024.2", seed)
+    r = Rank(sim, 13202, 0)
+    sim.b.gpu(0)
+    for _ in range(40):
+        for name in (K.GEMM_QKV, K.FLASH, K.GEMM_UP, K.GEMM_DOWN):
+            r.launch(name, sim.uni(1800 * US, 2200 * US), grid=(132, 1, 1))
+        r.stream_sync()
+        r.host(sim.uni(80 * MS, 90 * MS))
+    warmup_kernels = sim.kernel_n.get(r.key, 0)
+    warmup_busy = union(sim.busy[r.key][:warmup_kernels])
+    steps = _busy_loop(r, r.cpu + 2500 * MS)
+    write_trace(sim, path)
+    steady = union(sim.busy[r.key][warmup_kernels:])
+    s0, s1 = steady[0][0], steady[-1][1]
+    f = sim.facts("none", steps=steps, warmup_kernel_count=warmup_kernels, steady_start_ns=s0, steady_end_ns=s1,
+                  warmup_busy_ns=sum(e - s for s, e in warmup_busy), warmup_start_ns=warmup_busy[0][0],
+                  steady_busy_pct_min=99)
+    f["steady_busy_ns"] = overlap(union(sim.busy[r.key]), s0, s1)
+    f["steady_busy_pct"] = 100.0 * f["steady_busy_ns"] / (s1 - s0)
+    return model_facts(f, sim.b, r.key, "queued", "", window=(s0, full_window(sim.b)[1]))
 
 
 _FIRST_LAUNCH_KERNELS = [

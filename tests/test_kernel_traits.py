@@ -17,7 +17,6 @@ from nsys_llm_explainer.analyses.kernel_traits import (
     analyze_kernel_traits,
     classify_names,
     detect_stack,
-    gpu_capabilities,
 )
 
 SGEMM = "ampere_sgemm_128x64_tn"
@@ -86,18 +85,17 @@ def test_tiny_elementwise_threshold_uses_per_name_median():
 
 
 def test_no_kernels():
-    r = run([], [], gpu_names=["NVIDIA A100-SXM4-80GB"], thread_names=["pt_autograd_0"])
+    r = run([], [], thread_names=["pt_autograd_0"])
     assert not r.available and r.reason
     assert (r.kernel_count, r.total_kernel_ns, r.traits, r.workload) == (0, 0, {}, "unknown")
-    assert (r.tensor_cores, r.tf32) == (True, True)
 
 
 def test_to_dict_is_json_ready():
-    r = run([SGEMM, SOFTMAX], [(0, 5), (1, 3)], gpu_names=["Tesla V100-SXM2-16GB"])
+    r = run([SGEMM, SOFTMAX], [(0, 5), (1, 3)])
     d = r.to_dict()
     assert json.loads(json.dumps(d)) == d
     assert d["traits"]["fp32_gemm_simt"]["top_kernels"] == [{"name": SGEMM, "count": 1, "total_ns": 5}]
-    assert d["tensor_cores"] is True and d["tf32"] is False
+    assert "tensor_cores" not in d and "tf32" not in d   # GPU capabilities are facts (analyses/facts.py)
     assert list(d["traits"]) == [t for t in TRAITS if t in d["traits"]]
 
 
@@ -279,34 +277,6 @@ def test_stack_in_result_uses_only_window_kernels():
     assert r.stack == "pytorch" and r.stack_evidence
 
 
-# ---------------------------------------------------------------- GPU capabilities
-
-@pytest.mark.parametrize("gpu,expected", [
-    ("GeForce GTX 1650", (False, False)), ("NVIDIA GeForce GTX 1660 Ti", (False, False)),
-    ("A100-SXM4-80GB", (True, True)), ("NVIDIA A100-SXM4-80GB", (True, True)),
-    ("Tesla V100-SXM2-16GB", (True, False)), ("TITAN RTX", (True, False)), ("Tesla T4", (True, False)),
-    ("Quadro RTX 5000", (True, False)), ("NVIDIA GeForce RTX 2080 Ti", (True, False)), ("TITAN V", (True, False)),
-    ("NVIDIA RTX 5000 Ada Generation Laptop GPU", (True, True)), ("NVIDIA GeForce RTX 4060 Ti", (True, True)),
-    ("NVIDIA GeForce RTX 3090", (True, True)), ("NVIDIA RTX A5000", (True, True)), ("NVIDIA A10G", (True, True)),
-    ("NVIDIA A30", (True, True)), ("NVIDIA A40", (True, True)), ("NVIDIA L4", (True, True)),
-    ("NVIDIA L40S", (True, True)), ("NVIDIA H100 80GB HBM3", (True, True)), ("NVIDIA H200", (True, True)),
-    ("NVIDIA GH200 480GB", (True, True)), ("NVIDIA B200", (True, True)), ("NVIDIA GB200", (True, True)),
-    ("NVIDIA GeForce RTX 5090", (True, True)), ("Tesla P100-PCIE-16GB", (False, False)),
-    ("GeForce GTX 1080 Ti", (False, False)), ("Tesla K80", (False, False)), ("Quadro T1000", (False, False)),
-    ("Tesla M60", (False, False)), ("Intel(R) Iris(R) Xe Graphics", (None, None)), ("Some Future GPU", (None, None)),
-])
-def test_gpu_capabilities(gpu, expected):
-    assert gpu_capabilities([gpu]) == expected
-
-
-def test_gpu_capabilities_lists():
-    assert gpu_capabilities([]) == (None, None)
-    assert gpu_capabilities(["Intel(R) Iris(R) Xe Graphics", "NVIDIA RTX 5000 Ada Generation Laptop GPU"]) == \
-        (True, True)
-    assert gpu_capabilities(["Tesla V100-SXM2-16GB"] * 8) == (True, False)
-    assert gpu_capabilities(["GeForce GTX 1650", "NVIDIA A100-SXM4-80GB"]) == (None, None)   # mixed: unknown
-
-
 # ---------------------------------------------------------------- real traces
 
 def load_trace(name: str) -> dict:
@@ -322,8 +292,6 @@ def load_trace(name: str) -> dict:
         names = sorted({r[0] for r in rows})
         pos = {n: i for i, n in enumerate(names)}
         pids = ",".join(str(x) for x in sorted({r[2] for r in rows}))
-        gpus = [r[0] for r in con.execute("SELECT name FROM TARGET_INFO_GPU")] if "TARGET_INFO_GPU" in tables \
-            else []
         threads = [r[0] for r in con.execute(
             "SELECT DISTINCT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
             f"WHERE t.globalTid >> 24 IN ({pids})")] if "ThreadNames" in tables else []
@@ -335,7 +303,7 @@ def load_trace(name: str) -> dict:
     finally:
         con.close()
     return dict(names=names, name_idx=np.array([pos[r[0]] for r in rows], np.int64),
-                dur=np.array([r[1] for r in rows], np.int64), gpu_names=gpus, nvtx_names=nvtx,
+                dur=np.array([r[1] for r in rows], np.int64), nvtx_names=nvtx,
                 thread_names=threads, process_names=procs)
 
 
@@ -351,7 +319,7 @@ def test_real_23_fp32_gemm_on_a100():
     assert 100 * top_ns / r.total_kernel_ns > 80        # one non-tensor-core FP32 GEMM: ~88 % of kernel time
     assert 85 < g.share_pct < 95
     assert "tensor_core_gemm" not in r.traits
-    assert (r.tensor_cores, r.tf32, r.stack, r.workload) == (True, True, "pytorch", "inference")
+    assert (r.stack, r.workload) == ("pytorch", "inference")
 
 
 def test_real_05_flash_attention_training():
@@ -372,7 +340,6 @@ def test_real_06_flash_attention_training():
 
 def test_real_10_titan_rtx_convs_on_cuda_cores():
     r = real("10_abacus_dnn_serving_titanrtx_r1")
-    assert (r.tensor_cores, r.tf32) == (True, False)
     assert 80 < r.traits["conv"].share_pct < 92                  # SOURCE.md: 87 % convs on non-tensor-core kernels
     assert 65 < r.traits["fp32_gemm_simt"].share_pct < 80        # implicit/explicit_convolve_sgemm<__half>
     assert r.traits["tensor_core_gemm"].share_pct < 5            # the few s884/s1688 cuDNN kernels
@@ -382,7 +349,6 @@ def test_real_10_titan_rtx_convs_on_cuda_cores():
 
 def test_real_12_gtx1650_tensorflow_autotuning():
     r = real("12_gartangh_keras_gtx1650")
-    assert (r.tensor_cores, r.tf32) == (False, False)
     assert r.stack == "tensorflow"
     a = r.traits["autotune"]
     assert a.share_pct > 80                                      # redzone_checker + FFT/cgemm trials
@@ -398,7 +364,7 @@ def test_real_16_tensorrt_tensor_core_convs():
     assert r.traits["tensor_core_gemm"].share_pct > 90
     assert r.traits["conv"].share_pct > 90
     assert "fp32_gemm_simt" not in r.traits
-    assert (r.tensor_cores, r.tf32, r.workload) == (True, True, "inference")
+    assert r.workload == "inference"
 
 
 def test_real_01_unfused_attention():
@@ -410,7 +376,6 @@ def test_real_01_unfused_attention():
 
 def test_real_24_laptop_ada_tiny_elementwise():
     r = real("24_cs336_laptop_rtx5000ada_launch_bound")
-    assert (r.tensor_cores, r.tf32) == (True, True)              # the Intel iGPU name is ignored
     assert 60 < r.traits["fp32_gemm_simt"].share_pct < 75
     assert r.traits["tiny_elementwise"].share_pct > 20
     assert r.traits["tiny_elementwise"].p50_ns < 10_000
@@ -418,5 +383,5 @@ def test_real_24_laptop_ada_tiny_elementwise():
 
 def test_real_14_v100_nvfuser():
     r = real("14_nvfuser_v100_nvtx_heavy")
-    assert (r.tensor_cores, r.tf32, r.stack) == (True, False, "pytorch")
+    assert r.stack == "pytorch"
     assert sum(h.share_pct for h in r.traits.values()) < 1       # CudaCodeGen kernels carry no trait

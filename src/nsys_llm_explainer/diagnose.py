@@ -69,13 +69,12 @@ def _traits(model: TraceModel, steady: TraceModel, processes: Sequence[Dict[str,
     pids = _kernel_pids(model)
     threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]
     procs = [str(p.get("name", "")) for p in processes if p.get("pid") in pids]
-    gpus = [str(g.get("name", "")) for g in model.info.gpus]
     nv = model.nvtx.names if model.nvtx is not None else []
     if k is None or len(k) == 0:
         kk = model.kernels
         names = kk.names if kk is not None else []
-        return analyze_kernel_traits(names, np.empty(0, np.int64), np.empty(0, np.int64), gpus, nv, threads, procs)
-    return analyze_kernel_traits(k.names, k.name_idx, k.dur, gpus, nv, threads, procs, kernel_stats(steady, "name"))
+        return analyze_kernel_traits(names, np.empty(0, np.int64), np.empty(0, np.int64), nv, threads, procs)
+    return analyze_kernel_traits(k.names, k.name_idx, k.dur, nv, threads, procs, kernel_stats(steady, "name"))
 
 
 def _structure_lane(model: TraceModel, opts: Options, tree: Optional[NvtxTree], att: AttributionResult

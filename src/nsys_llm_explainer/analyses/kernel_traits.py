@@ -50,10 +50,6 @@ only when backward runs); ``inference`` when kernels exist otherwise; ``unknown`
 vllm, sglang, trtllm, tensorrt, tensorflow, jax, pytorch (``redzone_checker`` alone, which JAX's XLA
 autotuner also runs, says tensorflow only after jax found nothing). Pass only
 the names of the processes that ran kernels: system-wide thread lists may name unrelated programs.
-
-``tensor_cores`` / ``tf32`` — from the NVIDIA GPU names (others ignored): Volta and Turing RTX/T4 have tensor
-cores, Ampere and newer also TF32/BF16; Pascal, Maxwell, GTX 16xx and TU117 Quadro T-series have none.
-``None`` when no name is recognised or the recognised GPUs disagree.
 """
 
 from __future__ import annotations
@@ -138,19 +134,6 @@ _STACKS: List[Tuple[str, Dict[str, re.Pattern[str]]]] = [
 ]
 AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
 
-# GPU name → (tensor cores, tf32/bf16); first match wins (order matters: "RTX 5000 Ada", "Quadro RTX 5000").
-_GPUS: List[Tuple[re.Pattern[str], bool, bool]] = [(re.compile(rx, _I), tc, tf) for rx, tc, tf in [
-    (r"blackwell|\bg?b[123]00\b|rtx 50[5-9]0", True, True),
-    (r"hopper|\bg?h[12]00\b|\bh800\b|\bh20\b", True, True),
-    (r"\bada\b|rtx 40\d0|\bl4\b|\bl40s?\b|\bl20\b", True, True),
-    (r"gtx 16\d0|\bt(?:400|550|600|1000|1200|2000)\b|\bmx\d{3}\b", False, False),
-    (r"titan rtx|quadro rtx|rtx 20\d0|\bt4\b|turing", True, False),
-    (r"ampere|\ba100\b|\ba800\b|\ba10g?\b|\ba16\b|\ba2\b|\ba30\b|\ba40\b|rtx 30\d0|rtx a\d{3,4}|orin", True, True),
-    (r"v100|titan v\b|volta|xavier", True, False),
-    (r"gtx|\bgt \d|titan x|p100|(?:tesla|quadro|nvidia) [pkm]\d|pascal|maxwell|kepler", False, False),
-]]
-
-
 @dataclass(frozen=True)
 class TraitHit:
     """Kernels of one trait in the window (see module docstring for what each number means)."""
@@ -170,7 +153,8 @@ class TraitHit:
 
 @dataclass(frozen=True)
 class KernelTraitsResult:
-    """Traits of the window's kernels, the workload kind, the software stack and the GPU's capabilities."""
+    """Traits of the window's kernels, the workload kind and the software stack (the GPUs' capabilities are
+    facts: :mod:`facts`)."""
 
     available: bool
     reason: Optional[str]
@@ -181,30 +165,13 @@ class KernelTraitsResult:
     workload_evidence: Tuple[str, ...]
     stack: str
     stack_evidence: Tuple[str, ...]
-    tensor_cores: Optional[bool]
-    tf32: Optional[bool]
 
     def to_dict(self) -> Dict[str, Any]:
         return {"available": self.available, "reason": self.reason, "kernel_count": self.kernel_count,
                 "total_kernel_ns": self.total_kernel_ns,
                 "traits": {k: v.to_dict() for k, v in self.traits.items()},
                 "workload": self.workload, "workload_evidence": list(self.workload_evidence),
-                "stack": self.stack, "stack_evidence": list(self.stack_evidence),
-                "tensor_cores": self.tensor_cores, "tf32": self.tf32}
-
-
-def gpu_capabilities(gpu_names: Sequence[str]) -> Tuple[Optional[bool], Optional[bool]]:
-    """(tensor_cores, tf32) of the recognised NVIDIA GPUs; ``(None, None)`` if none is recognised or they
-    disagree."""
-    seen = set()
-    for g in gpu_names:
-        for rx, tc, tf in _GPUS:
-            if g and rx.search(str(g)):
-                seen.add((tc, tf))
-                break
-    if len(seen) != 1:
-        return None, None
-    return next(iter(seen))
+                "stack": self.stack, "stack_evidence": list(self.stack_evidence)}
 
 
 def _short(s: str, n: int = 80) -> str:
@@ -258,14 +225,13 @@ def _hit(trait: str, mask: np.ndarray, name_idx: np.ndarray, dur: np.ndarray, na
 
 
 def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.ndarray,
-                          gpu_names: Sequence[str] = (), nvtx_names: Sequence[str] = (),
+                          nvtx_names: Sequence[str] = (),
                           thread_names: Sequence[str] = (), process_names: Sequence[str] = (),
                           name_stats: Optional[GroupStats] = None) -> KernelTraitsResult:
-    """Traits of the kernels ``names[name_idx]`` with durations ``dur`` (ns), plus workload, stack and GPU caps.
+    """Traits of the kernels ``names[name_idx]`` with durations ``dur`` (ns), plus workload and stack.
     ``name_stats``: :func:`stats.group_stats` of ``dur`` by ``name_idx`` when already computed."""
     name_idx = np.asarray(name_idx, dtype=np.int64)
     dur = np.asarray(dur, dtype=np.int64)
-    tc, tf = gpu_capabilities(gpu_names)
     cnt = np.zeros(len(names), np.int64)
     tot = np.zeros(len(names), np.int64)
     med = np.zeros(len(names), np.float64)
@@ -278,7 +244,7 @@ def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.nd
     stack, stack_ev = detect_stack(present_names, nvtx_names, process_names, thread_names)
     if dur.shape[0] == 0:
         return KernelTraitsResult(False, "no kernels in the analysis window", 0, 0, {}, "unknown",
-                                  ("no kernels in the analysis window",), stack, stack_ev, tc, tf)
+                                  ("no kernels in the analysis window",), stack, stack_ev)
     sub = classify_names(present_names)
     m = {key: np.zeros(len(names), bool) for key in sub}
     for key, v in sub.items():
@@ -298,8 +264,7 @@ def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.nd
         if h is not None:
             traits[trait] = h
     workload, w_ev = _workload(m, name_idx, dur, total_all, thread_names)
-    return KernelTraitsResult(True, None, int(dur.shape[0]), total_all, traits, workload, w_ev, stack, stack_ev,
-                              tc, tf)
+    return KernelTraitsResult(True, None, int(dur.shape[0]), total_all, traits, workload, w_ev, stack, stack_ev)
 
 
 def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, total_all: int,

@@ -73,13 +73,15 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("sync.remove", "Remove per-step host synchronization from the loop, or move the wait after the next step has "
        "been launched."),
     _a("sync.remove.torch", "In PyTorch the usual sources are `.item()`, `.cpu()`, `.tolist()`, `print(tensor)` and "
-       "`torch.cuda.synchronize()` inside the step.", framework=_PT_OR_UNKNOWN),
+       "`torch.cuda.synchronize()` inside the step.", framework=_PT),
     _a("sync_memcpy.async", "Use `cudaMemcpyAsync` from pinned memory on a side stream, and read results back once "
        "per step, not per op."),
     _a("sync_memcpy.async.torch", "In PyTorch: `tensor.to(device, non_blocking=True)` after `pin_memory()`.",
        framework=_PT),
     _a("pageable.pin", "An async copy from pageable memory is staged by the driver and blocks the calling thread: "
-       "allocate the host buffer pinned (`cudaHostAlloc`; `pin_memory()` in PyTorch) so the copy is truly async."),
+       "allocate the host buffer pinned (`cudaHostAlloc` / `cudaHostRegister`) so the copy is truly async."),
+    _a("pageable.pin.torch", "In PyTorch: `tensor.pin_memory()` (or `pin_memory=True` in the `DataLoader`) before "
+       "`.to(device, non_blocking=True)`.", framework=_PT),
     _a("alloc.pool", "Allocate once outside the loop or use a caching / stream-ordered allocator (`cudaMallocAsync` "
        "with a pool); `cudaFree` synchronizes the device."),
     _a("module_load.exclude", "This is paid once per process (lazy module loading, JIT): leave it out of the "

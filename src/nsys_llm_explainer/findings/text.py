@@ -31,7 +31,7 @@ CAUSE_TEXT: Dict[str, Dict] = {
     "pageable_memcpy": {
         "title": "`{what}` from pageable memory blocks the host ({share:.1f} % of the window)",
         "by": "call",
-        "advice": ["pageable.pin"]},
+        "advice": ["pageable.pin", "pageable.pin.torch"]},
     "alloc": {
         "many": "Allocation in the loop: the host is in alloc/free calls while the GPU idles "
                 "({share:.1f} % of the window)",

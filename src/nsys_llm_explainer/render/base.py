@@ -23,7 +23,7 @@ import json
 import math
 from collections import abc
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 DASH = "–"
 Row = Mapping[str, Any]
@@ -220,3 +220,27 @@ class ReportView:
 
     def rows(self, key: str, field: Optional[str] = None) -> List[Row]:
         return rows_of(self.report, key) if field is None else rows_of(self.sec(key), field)
+
+
+def facts_pairs(report: Mapping[str, Any]) -> List[Tuple[str, str]]:
+    """``report.json`` ``facts`` as (label, plain text) pairs, in a fixed order, for every format (each writer
+    escapes); empty when the report has no facts."""
+    f = report.get("facts")
+    if not isinstance(f, Mapping):
+        return []
+    gpus = [g for g in f.get("gpus") or [] if isinstance(g, Mapping)]
+    gp = "; ".join(f"{g.get('name') or 'GPU'}: {g.get('architecture')}"
+                   + (f" (compute capability {g['compute_capability']})" if g.get("compute_capability") else "")
+                   + ", tensor cores " + ("/".join(map(str, g.get("tensor_core_types") or [])) or "none")
+                   for g in gpus) or "not recorded in the export"
+    ev = [str(x) for x in f.get("workload_evidence") or []][:1]
+    threads = [t for t in f.get("nvtx_threads") or [] if isinstance(t, Mapping)]
+    nv = ("yes, on " + ", ".join(f"{t.get('name') or 'tid ' + str(int(t.get('gtid', 0)) & 0xFFFFFF)} "
+                                 f"({fmt_int(t.get('ranges'))} ranges)" for t in threads[:4])
+          + (f" and {len(threads) - 4} more threads" if len(threads) > 4 else "")) if f.get("nvtx") else "no"
+    return [("GPUs", gp),
+            ("Workload", str(f.get("workload")) + (f" ({ev[0]})" if ev else "")),
+            ("Stack", str(f.get("stack") or "not recognised")),
+            ("CUDA graphs", "yes: " + str(f.get("cuda_graphs_evidence")) if f.get("cuda_graphs") else "no"),
+            ("Unified Memory", "yes: " + str(f.get("unified_memory_evidence")) if f.get("unified_memory") else "no"),
+            ("NVTX ranges", nv)]

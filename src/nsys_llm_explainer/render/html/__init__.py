@@ -37,7 +37,7 @@ from .breakdown import sec_categories, sec_idle, sec_kernels
 from .ctx import HtmlCtx, Section
 from .page import page
 from .steps import sec_steps
-from .summary import sec_findings, sec_headline, sec_warnings
+from .summary import sec_facts, sec_findings, sec_headline, sec_warnings
 from .timeline import sec_timeline
 
 #: every section of report.html, in order
@@ -47,6 +47,7 @@ SECTIONS: Tuple[Section, ...] = (
     sec_findings,
     sec_timeline,
     sec_idle,
+    sec_facts,
     sec_categories,
     sec_steps,
     sec_kernels,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import abc
 from typing import Any, List, Mapping
 
-from ..base import Row, fmt_dur, fmt_pct, num, rows_of
+from ..base import Row, facts_pairs, fmt_dur, fmt_pct, num, rows_of
 from ..markdown.headline import WINDOW_METHOD
 from ..specs import check_text
 from .ctx import HtmlCtx
@@ -132,3 +132,13 @@ def sec_findings(ctx: HtmlCtx) -> str:
 
 
 __all__ = ["sec_findings", "sec_headline", "sec_warnings", "window_html"]
+
+
+def sec_facts(ctx: HtmlCtx) -> str:
+    """The trace facts the advice was checked against (the same pairs as report.md)."""
+    pairs = facts_pairs(ctx.report)
+    if not pairs:
+        return ""
+    return ('<section id="facts"><h2>Facts the advice rests on</h2><p>Every recommendation above declares the facts '
+            "it needs and is left out when these contradict it.</p><ul>"
+            + "".join(f"<li><strong>{h(k)}:</strong> {h(v)}</li>" for k, v in pairs) + "</ul></section>")

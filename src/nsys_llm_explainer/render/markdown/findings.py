@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import abc
 from typing import List
 
-from ..base import Row, fmt_dur, rows_of
+from ..base import Row, facts_pairs, fmt_dur, rows_of
 from ..escape import md_code, md_rich, md_text
 from ..specs import check_text
 from .ctx import Ctx, Lines, Result, heading
@@ -53,3 +53,13 @@ def sec_findings(ctx: Ctx) -> Result:
     for i, f in enumerate(findings, 1):
         lines += finding_lines(i, f) + [""]
     return lines[:-1]
+
+
+def sec_facts(ctx: Ctx) -> Result:
+    """The trace facts every piece of advice above was checked against (``facts`` in report.json)."""
+    pairs = facts_pairs(ctx.report)
+    if not pairs:
+        return []
+    return heading("Facts the advice rests on") + [
+        " · ".join(f"**{k}:** {_text(v)}" for k, v in pairs) + " — every recommendation declares the facts it "
+        "needs and is left out when these contradict it."]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..base import available, fmt_bool, fmt_dur, fmt_int, num
+from ..base import available, fmt_dur, fmt_int, num
 from ..escape import md_code, md_rich, md_text
 from ..specs import CATEGORIES, KERNEL_TRAITS, KERNELS, LAUNCH
 from ..table import md_table
@@ -48,8 +48,6 @@ def sec_traits(ctx: Ctx) -> Result:
         facts.append(f"**Workload:** {md_text(kt['workload'], line_start=False)}{why}")
     if kt.get("stack"):
         facts.append(f"**Stack:** {md_text(kt['stack'], line_start=False)}")
-    if "tensor_cores" in kt or "tf32" in kt:
-        facts.append(f"**Tensor cores:** {fmt_bool(kt.get('tensor_cores'))}; **TF32:** {fmt_bool(kt.get('tf32'))}")
     rows = sorted(KERNEL_TRAITS.rows(ctx.report), key=lambda r: -(num(r.get("share_pct")) or 0))
     note = (f"Kernel-name traits over the analysis window ({fmt_int(kt.get('kernel_count'))} kernels, "
             f"{fmt_dur(kt.get('total_kernel_ns'))}); a kernel may have several traits.")

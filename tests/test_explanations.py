@@ -1,0 +1,292 @@
+"""Explanations that hold on traces never seen (issue: facts first, advice that declares what it needs, one
+claim per cause, window edges to the bin, NVTX coverage explained).
+
+* The advice table is checked as a table: every advice line × every combination of the facts it reads (and
+  the facts its words imply), against rules read off the *text* of the line — a line that names TF32 needs a
+  GPU with TF32, a vLLM flag needs vLLM serving, prefill/decode needs inference, and so on.
+* GPU facts against NVIDIA's compute-capability table, on names and capabilities the project has no trace of.
+* Planted scenarios (numbers by construction) and the real traces for the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+from conftest import SHARED_TRACES
+
+from nsys_llm_explainer.analyses.facts import gpu_fact
+from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
+from nsys_llm_explainer.findings.text import CAUSE_TEXT
+from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.synth.scenarios import SCENARIOS, build_scenario
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "nsys_llm_explainer"
+
+# ---------------------------------------------------------------------------------------------- the advice table
+
+#: (pattern in the advice text, fact, values for which the line may be given) — written from what the words
+#: claim, independently of the ``requires`` each line declares
+TEXT_RULES = [
+    (r"allow_tf32|set_float32_matmul_precision|TF32 tensor cores", "gpu_tf32", {True}),
+    (r"bfloat16", "gpu_bf16", {True}),
+    (r"torch\.float16|GradScaler", "gpu_fp16_tensor_cores", {True}),
+    (r"torch\.float16|GradScaler", "gpu_tf32", {False}),
+    (r"\bvLLM\b|vllm ", "stack", {"vllm"}),
+    (r"SGLang", "stack", {"sglang"}),
+    (r"TensorRT-LLM", "stack", {"trtllm"}),
+    (r"--enforce-eager|--async-scheduling|--disable-cuda-graph|--disable-overlap-schedule|in-flight batching",
+     "workload", {"inference"}),
+    (r"prefill|decode", "workload", {"inference"}),
+    (r"backward pass|optimizer step|GradScaler|autograd", "workload", {"training"}),
+    (r"In PyTorch", "framework", {"pytorch"}),
+    (r"\btorch\.|PyTorch|pin_memory|\.item\(\)", "framework", {"pytorch", ""}),
+    (r"already in use", "cuda_graphs", {True}),
+    (r"with CUDA graphs and kernel fusion|capture the step", "cuda_graphs", {False}),
+]
+
+
+#: the framework each stack runs on (TensorRT-LLM: either backend); a combination against it cannot occur
+STACK_FRAMEWORK = {"vllm": "pytorch", "sglang": "pytorch", "pytorch": "pytorch", "tensorflow": "tensorflow",
+                   "jax": "jax", "tensorrt": "tensorrt", "trtllm": ""}
+
+
+def _possible(env) -> bool:
+    st, fw = env.get("stack"), env.get("framework")
+    return st is None or fw is None or st not in STACK_FRAMEWORK or STACK_FRAMEWORK[st] == fw
+
+
+def _read_facts(a: Advice):
+    facts = set(a.requires)
+    for rx, fact, _ in TEXT_RULES:
+        if re.search(rx, a.text):
+            facts.add(fact)
+    return sorted(facts)
+
+
+@pytest.mark.parametrize("aid", sorted(ADVICE))
+def test_every_advice_line_x_every_combination_of_its_facts(aid):
+    a = ADVICE[aid]
+    facts = _read_facts(a)
+    assert all(f in FACT_DOMAINS for f in facts)
+    rules = [(fact, ok) for rx, fact, ok in TEXT_RULES if re.search(rx, a.text)]
+    given = 0
+    for combo in itertools.product(*(FACT_DOMAINS[f] for f in facts)):
+        env = dict(zip(facts, combo))
+        if not _possible(env):
+            continue
+        if a.allowed(env):
+            given += 1
+            bad = [(fact, env[fact]) for fact, ok in rules if env[fact] not in ok]
+            assert not bad, f"{aid} is given although the trace's {bad} contradict its words: {a.text!r}"
+    assert given > 0, f"{aid} can never be given"
+
+
+def test_every_advice_id_used_exists_and_every_line_is_used():
+    used = set()
+    for txt in CAUSE_TEXT.values():
+        used.update(txt.get("advice", []))
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (SRC / "findings").glob("*.py") if p.name != "advice.py")
+    used.update(re.findall(r'"([a-z_0-9]+\.[a-z_0-9.]+)"', code))
+    used = {u for u in used if u in ADVICE or "." in u and not u.endswith((".py", ".json"))}
+    missing = {u for u in used if u not in ADVICE and re.fullmatch(r"[a-z_0-9]+(\.[a-z_0-9]+)+", u)}
+    assert not missing, missing
+    assert not set(ADVICE) - used, f"advice lines no finding gives: {sorted(set(ADVICE) - used)}"
+
+
+# ---------------------------------------------------------------------------------------------- GPU facts
+
+@pytest.mark.parametrize("row,arch,types", [
+    ({"name": "NVIDIA GeForce RTX 2080 Ti", "computeMajor": 7, "computeMinor": 5}, "Turing", {"FP16", "INT8"}),
+    ({"name": "GeForce GTX 1650", "computeMajor": 7, "computeMinor": 5}, "Turing (no tensor cores)", set()),
+    ({"name": "GeForce GTX 1650"}, "Turing (no tensor cores)", set()),
+    ({"name": "TITAN RTX"}, "Turing", {"FP16", "INT8"}),
+    ({"name": "Tesla V100-SXM2-16GB", "computeMajor": 7, "computeMinor": 0}, "Volta", {"FP16"}),
+    ({"name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "computeMinor": 0}, "Ampere", {"TF32", "BF16", "FP16"}),
+    ({"name": "NVIDIA GeForce RTX 4060 Ti", "computeMajor": 8, "computeMinor": 9}, "Ada", {"FP8", "TF32"}),
+    ({"name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}, "Hopper", {"FP8", "BF16"}),
+    ({"name": "NVIDIA B200", "computeMajor": 10, "computeMinor": 0}, "Blackwell", {"FP4", "FP6", "FP8"}),
+    ({"name": "NVIDIA GeForce RTX 5090", "computeMajor": 12, "computeMinor": 0}, "Blackwell", {"FP4", "FP8"}),
+    ({"name": "Tesla P100-PCIE-16GB", "computeMajor": 6, "computeMinor": 0}, "pre-Volta (Kepler/Maxwell/Pascal)",
+     set()),
+])
+def test_gpu_facts_from_compute_capability_or_name(row, arch, types):
+    f = gpu_fact(row)
+    assert f is not None and f.architecture == arch
+    assert types <= set(f.tensor_core_types) and (types or not f.tensor_core_types)
+    if arch.startswith("Turing"):
+        assert "TF32" not in f.tensor_core_types and "BF16" not in f.tensor_core_types
+
+
+@pytest.mark.parametrize("gpu,expected", [
+    ("GeForce GTX 1650", (False, False)), ("NVIDIA GeForce GTX 1660 Ti", (False, False)),
+    ("A100-SXM4-80GB", (True, True)), ("NVIDIA A100-SXM4-80GB", (True, True)),
+    ("Tesla V100-SXM2-16GB", (True, False)), ("TITAN RTX", (True, False)), ("Tesla T4", (True, False)),
+    ("Quadro RTX 5000", (True, False)), ("NVIDIA GeForce RTX 2080 Ti", (True, False)), ("TITAN V", (True, False)),
+    ("NVIDIA RTX 5000 Ada Generation Laptop GPU", (True, True)), ("NVIDIA GeForce RTX 4060 Ti", (True, True)),
+    ("NVIDIA GeForce RTX 3090", (True, True)), ("NVIDIA RTX A5000", (True, True)), ("NVIDIA A10G", (True, True)),
+    ("NVIDIA A30", (True, True)), ("NVIDIA A40", (True, True)), ("NVIDIA L4", (True, True)),
+    ("NVIDIA L40S", (True, True)), ("NVIDIA H100 80GB HBM3", (True, True)), ("NVIDIA H200", (True, True)),
+    ("NVIDIA GH200 480GB", (True, True)), ("NVIDIA B200", (True, True)), ("NVIDIA GB200", (True, True)),
+    ("NVIDIA GeForce RTX 5090", (True, True)), ("Tesla P100-PCIE-16GB", (False, False)),
+    ("GeForce GTX 1080 Ti", (False, False)), ("Tesla K80", (False, False)), ("Quadro T1000", (False, False)),
+    ("Tesla M60", (False, False)), ("Some Future GPU", (None, None)),
+])
+def test_gpu_facts_from_the_name_alone(gpu, expected):
+    """Exports without compute capability (≤ 2022.4 often): (FP16 tensor cores, TF32) from the name."""
+    f = gpu_fact({"name": gpu})
+    assert f is not None
+    got = (None, None) if f.source == "unknown" else ("FP16" in f.tensor_core_types, "TF32" in f.tensor_core_types)
+    assert got == expected
+
+
+def test_non_nvidia_adapters_are_not_gpus():
+    assert gpu_fact({"name": "Intel(R) Iris(R) Xe Graphics", "computeMajor": 0, "computeMinor": 0}) is None
+    assert gpu_fact({"name": "Microsoft Basic Render Driver", "computeMajor": 0}) is None
+    unk = gpu_fact({"name": "Some Future Accelerator"})
+    assert unk is not None and unk.source == "unknown" and unk.compute_capability is None
+
+
+_CACHE: dict = {}
+
+
+def _scenario(name, tmp_path_factory):
+    if name not in _CACHE:
+        p = tmp_path_factory.mktemp(name) / "trace.sqlite"
+        facts = build_scenario(name, str(p))
+        _CACHE[name] = (facts, analyze_path(str(p)))
+    return _CACHE[name]
+
+
+def _real(prefix):
+    key = "real" + prefix
+    if key not in _CACHE:
+        d = next(p for p in sorted(SHARED_TRACES.iterdir()) if p.name.startswith(prefix + "_"))
+        _CACHE[key] = analyze_path(str(d / "trace.sqlite"))
+    return _CACHE[key]
+
+
+def test_real_trace_facts():
+    """12: GTX 1650 without compute capability in the export → no tensor cores; 24: the Intel and Microsoft
+    adapters are not GPUs; 23: A100 (8.0) with TF32; 05: no TARGET_INFO_GPU → GPU facts unknown."""
+    f12 = _real("12").diagnosis.facts
+    assert [g.tensor_core_types for g in f12.gpus] == [()] and f12.advice_facts()["gpu_fp16_tensor_cores"] is False
+    f24 = _real("24").diagnosis.facts
+    assert len(f24.gpus) == 1 and f24.gpus[0].architecture == "Ada"
+    f23 = _real("23").diagnosis.facts
+    assert f23.advice_facts()["gpu_tf32"] is True and f23.workload == "inference" and f23.nvtx
+    f10 = _real("10").diagnosis.facts                     # TITAN RTX, no compute capability: Turing by name
+    assert f10.gpus[0].source == "name" and f10.advice_facts()["gpu_tf32"] is False
+    assert f10.advice_facts()["gpu_fp16_tensor_cores"] is True
+    f14 = _real("14").diagnosis.facts                     # 8 × V100 (7.0): FP16 only
+    assert len(f14.gpus) == 8 and {g.architecture for g in f14.gpus} == {"Volta"}
+    f05 = _real("05").diagnosis.facts
+    assert f05.gpus == () and f05.advice_facts()["gpu_tf32"] is None and f05.workload == "training"
+    d = _real("23").to_dict()["facts"]
+    assert d["gpus"][0]["compute_capability"] == "8.0" and d["advice_facts"]["gpu_bf16"] is True
+
+
+# ---------------------------------------------------------------------------------------------- advice on traces
+
+def _advice(rep, category):
+    return " ".join(a for f in rep.findings if f.category == category for a in f.recommendation)
+
+
+def test_fp32_gemm_on_turing_advises_fp16_never_tf32(tmp_path_factory):
+    _, rep = _scenario("fp32_gemm_turing", tmp_path_factory)
+    assert rep.findings[0].category == "fp32_gemm"
+    text = _advice(rep, "fp32_gemm")
+    assert "torch.float16" in text
+    assert not re.search(r"allow_tf32|set_float32_matmul_precision|bfloat16", text), text
+
+
+def test_fp32_gemm_on_ampere_advises_tf32(tmp_path_factory):
+    _, rep = _scenario("fp32_gemm", tmp_path_factory)
+    text = _advice(rep, "fp32_gemm")
+    assert "allow_tf32" in text and "bfloat16" in text and "torch.float16" not in text
+
+
+def test_no_precision_claim_without_tensor_cores(tmp_path_factory):
+    _, rep = _scenario("fp32_gemm_no_tensor_cores", tmp_path_factory)
+    assert rep.findings[0].category == "gpu_bound"
+    assert not any(f.category == "fp32_gemm" for f in rep.findings)
+
+
+def test_training_nvtx_coverage_names_the_autograd_thread(tmp_path_factory):
+    """training_step: backward kernels launched by ``pt_autograd_0`` (no NVTX range on it); the coverage
+    finding names that thread and never gives serving (prefill/decode) advice."""
+    _, rep = _scenario("training_step", tmp_path_factory)
+    f = next(f for f in rep.findings if f.category == "nvtx_coverage")
+    assert "pt_autograd" in f.title
+    text = " ".join(f.recommendation)
+    assert "autograd" in text and not re.search(r"prefill|decode|vLLM|SGLang", text)
+    rows = rep.attribution.uncovered_by_thread
+    assert rows[0]["thread_name"].startswith("pt_autograd") and rows[0]["thread_ranges"] == 0
+
+
+def test_no_serving_advice_on_training_traces(tmp_path_factory):
+    for rep in (_scenario("training_step", tmp_path_factory)[1], _real("05"), _real("06")):
+        for f in rep.findings:
+            for a in f.recommendation:
+                assert not re.search(r"prefill|decode|vLLM|SGLang|TensorRT-LLM|--enforce-eager", a), (f.id, a)
+
+
+# ---------------------------------------------------------------------------------------------- one claim per cause
+
+def test_named_range_outranks_the_launch_bound_composite(tmp_path_factory):
+    """The weight-reading NVTX range holds most idle (planted); the launch-bound pattern holds too. The range's
+    finding is first and claims the idle-cause table's share exactly; the composite claims only launch calls
+    and host CPU between launches, never the range's ns."""
+    facts, rep = _scenario("nvtx_load_launch_bound", tmp_path_factory)
+    top = rep.findings[0]
+    assert (top.category, top.cause) == ("host_range", ("nvtx", "read_layer_N_weights"))
+    (dev,) = rep.idle_causes.devices
+    table_ns = dev.ns_of("nvtx", "read_layer_N_weights")
+    assert table_ns == facts["idle_by_cause_ns"]["nvtx"]["read_layer_N_weights"]
+    assert top.checks[0].metric == "cause_pct_of_window"       # the table's nvtx rows, all ranges
+    assert top.checks[0].observed == pytest.approx(100.0 * dev.ns_of("nvtx") / dev.window_ns)
+    assert f"({100.0 * table_ns / dev.window_ns:.1f} % of the window)" in top.title   # the table's row
+    lb = next(f for f in rep.findings if f.category == "launch_overhead")
+    assert lb.time_at_stake_ns <= dev.ns_of("launch") + dev.ns_of("host_cpu") + dev.ns_of("nvtx", "decode_step")
+    assert top.time_at_stake_ns + lb.time_at_stake_ns <= dev.idle_ns
+    assert top.time_at_stake_ns > lb.time_at_stake_ns
+
+
+def _idle_claims_fit(rep):
+    idle = sum(d.idle_ns for d in rep.idle_causes.devices) if rep.idle_causes.available else 0
+    claims = [f for f in rep.findings if f.cause is not None]
+    assert sum(f.time_at_stake_ns for f in claims) <= idle, [(f.id, f.time_at_stake_ns) for f in claims]
+    per_kind: dict = {}
+    for f in claims:
+        if f.cause[0] != "host_overhead":
+            per_kind[f.cause[0]] = per_kind.get(f.cause[0], 0) + f.time_at_stake_ns
+    for kind, ns in per_kind.items():
+        assert ns <= sum(d.ns_of(kind) for d in rep.idle_causes.devices), kind
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_idle_findings_never_claim_more_than_idle_scenarios(name, tmp_path_factory):
+    _idle_claims_fit(_scenario(name, tmp_path_factory)[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prefix", ["01", "03", "05", "06", "08", "10", "12", "14", "16", "23", "24"])
+def test_idle_findings_never_claim_more_than_idle_real(prefix):
+    _idle_claims_fit(_real(prefix))
+
+
+# ---------------------------------------------------------------------------------------------- window edges
+
+def test_bursty_warmup_is_cut_to_the_bin(tmp_path_factory):
+    """40 warm-up bursts closer than the hole tolerance, then a > 99 % busy loop: the window starts at the
+    loop's first kernel exactly (planted), the kept window is > 99 % busy and the cut part's busy % is stated."""
+    facts, rep = _scenario("bursty_warmup", tmp_path_factory)
+    w = rep.window
+    assert w.method == "auto" and w.start_ns == facts["steady_start_ns"]
+    assert rep.headline.steady_busy_pct == pytest.approx(facts["steady_busy_pct"], abs=0.01)
+    warm = facts["warmup_busy_ns"] / (facts["steady_start_ns"] - w.full_start_ns) * 100
+    assert f"GPU busy {round(warm, 2)}%" in w.reason
+    assert not any(f.severity in ("high", "medium") and f.category.startswith("host") for f in rep.findings)

@@ -266,16 +266,33 @@ def _idle_claims_fit(rep):
         assert ns <= sum(d.ns_of(kind) for d in rep.idle_causes.devices), kind
 
 
+def _titles_quote_the_table(rep):
+    """Each idle-kind finding's title quotes a share the idle-cause table shows: its kind's or its detail's row
+    on the finding's device (one decimal)."""
+    by_dev = {d.device_id: d for d in rep.idle_causes.devices} if rep.idle_causes.available else {}
+    for f in rep.findings:
+        if f.cause is None or f.cause[0] == "host_overhead" or f.category == "one_time":
+            continue
+        d = by_dev[f.device_id]
+        kind, detail = f.cause
+        shares = {f"{100.0 * d.ns_of(kind) / d.window_ns:.1f} %",
+                  f"{100.0 * d.ns_of(kind, detail) / d.window_ns:.1f} %"}
+        assert any(x in f.title for x in shares), (f.title, shares)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_idle_findings_never_claim_more_than_idle_scenarios(name, tmp_path_factory):
-    _idle_claims_fit(_scenario(name, tmp_path_factory)[1])
+    rep = _scenario(name, tmp_path_factory)[1]
+    _idle_claims_fit(rep)
+    _titles_quote_the_table(rep)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("prefix", ["01", "03", "05", "06", "08", "10", "12", "14", "16", "23", "24"])
 def test_idle_findings_never_claim_more_than_idle_real(prefix):
     _idle_claims_fit(_real(prefix))
+    _titles_quote_the_table(_real(prefix))
 
 
 # ---------------------------------------------------------------------------------------------- window edges

@@ -43,6 +43,20 @@ READING = {
     "24": ("launch_overhead", None, {"gpu_bound", "fp32_gemm"}),
 }
 
+#: trace dir prefix → facts an engineer reads off the trace: (workload, stack, architecture of its GPU(s), or
+#: None when the export records no GPU)
+FACTS = {
+    "01": ("inference", "pytorch", "Ada"), "02": ("unknown", "", "Ada"), "03": ("inference", "pytorch", "Ada"),
+    "05": ("training", "pytorch", None), "06": ("training", "pytorch", None),
+    "07": ("unknown", "pytorch", "Ampere"),        # two start-up kernels, no model kernel
+    # MPI daxpy: no model at all
+    "08": ("unknown", "", "Ampere"),
+    "10": ("inference", "pytorch", "Turing"), "12": ("inference", "tensorflow", "Turing (no tensor cores)"),
+    # 14: nvFuser-generated kernels (`kernel1` …) name no model layer
+    "14": ("unknown", "", "Volta"), "16": ("inference", "tensorrt", "Ampere"), "19": ("unknown", "", "Ampere"),
+    "23": ("inference", "pytorch", "Ampere"), "24": ("inference", "pytorch", "Ada"),
+}
+
 _CACHE: dict = {}
 
 
@@ -59,7 +73,15 @@ def report(prefix: str):
 
 
 def test_every_trace_has_a_reading():
-    assert {p.name[:2] for p in trace_dirs()} == set(READING)
+    assert {p.name[:2] for p in trace_dirs()} == set(READING) == set(FACTS)
+
+
+@pytest.mark.parametrize("prefix", sorted(FACTS))
+def test_facts_are_what_the_trace_shows(prefix):
+    workload, stack, arch = FACTS[prefix]
+    f = report(prefix).diagnosis.facts
+    assert (f.workload, f.stack) == (workload, stack), f.workload_evidence
+    assert {g.architecture for g in f.gpus} == ({arch} if arch else set())
 
 
 @pytest.mark.parametrize("prefix", sorted(READING))

@@ -44,7 +44,9 @@ largest total first; ties: count, then name).
 
 ``workload`` — ``training`` when ``backward`` ∪ ``optimizer`` kernels hold ≥ 5 % of kernel time, or a
 thread named like ``pt_autograd_*``/``autograd`` exists (PyTorch's autograd engine creates these threads
-only when backward runs); ``inference`` when kernels exist otherwise; ``unknown`` with no kernels.
+only when backward runs); ``inference`` when the window otherwise holds a model's forward-pass kernels (a GEMM,
+convolution, attention, softmax or normalization trait); ``unknown`` otherwise (no kernels, or kernels of no
+recognisable model such as an MPI saxpy), with the evidence.
 
 ``stack`` — first of ``_STACKS`` with evidence in the kernel, NVTX, process or thread names, in the order
 vllm, sglang, trtllm, tensorrt, tensorflow, jax, pytorch (``redzone_checker`` alone, which JAX's XLA
@@ -81,6 +83,8 @@ TRAITS: Dict[str, str] = {
 }
 
 TINY_ELEMENTWISE_NS = 10_000
+#: kernels of a neural network's forward pass: without any, a trace is not called inference
+_MODEL_TRAITS = ("fp32_gemm_simt", "tensor_core_gemm", "gemm_any", "conv", "attention_fused", "softmax", "norm")
 TRAINING_SHARE_PCT = 5.0
 
 _I = re.IGNORECASE
@@ -283,4 +287,10 @@ def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, t
         return "training", tuple(ev)
     ev.append(f"backward + optimizer kernels {both:.1f} % of kernel time (< {TRAINING_SHARE_PCT:g} %), "
               "no autograd thread")
+    model = np.zeros_like(m["norm"])
+    for key in _MODEL_TRAITS:
+        model |= m[key]
+    if not model[name_idx].any():
+        ev.append("no GEMM, convolution, attention, softmax or normalization kernel: not a recognisable model")
+        return "unknown", tuple(ev)
     return "inference", tuple(ev)

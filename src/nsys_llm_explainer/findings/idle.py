@@ -158,7 +158,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
             txt = CAUSE_TEXT["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
         what = top[0][0] or txt.get("noun", kind)
-        main_share = 100.0 * devs[dev].get(top[0][0], 0) / win[dev]
+        main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
         ev = [f"Device {d}: {ms(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "
               f"{ms(win[d])} window)." for d, v in sorted(devs.items())]
         if len(top) > 1 or top[0][0]:
@@ -169,6 +169,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
                       f"{_where(main, capture_start_ns)}.")
         table_ns = by_dev[dev].ns_of(kind)
+        table_share = 100.0 * table_ns / win[dev]      # titles quote the idle-cause table's shares
         claimed_ns = sum(devs[dev].values()) - edge_ns[dev]
         if table_ns > claimed_ns:
             ev.append(f"The idle-cause table charges {100.0 * table_ns / win[dev]:.1f} % of device {dev}'s window to "
@@ -176,7 +177,6 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
                       "and that lies more than one timeline bin from the window's edges"
                       + (f" ({ms(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "") + ".")
         sc = Scope(device_id=dev, kind=kind)
-        table_share = 100.0 * table_ns / win[dev]
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
         if table_ns > claimed_ns:    # part of the kind is another finding's or at the window's edge: check the rest
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
@@ -189,7 +189,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         out.append(Finding(
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_share:.1f} % of it "
-                   "(a one-time cost)" if growth else _title(txt, what, share[dev], main_share)),
+                   "(a one-time cost)" if growth else _title(txt, what, table_share, main_share)),
             evidence=tuple(ev), recommendation=advise(txt["advice"], facts),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))

@@ -28,6 +28,7 @@ from typing import Any, Dict, FrozenSet, Optional, Tuple
 import numpy as np
 
 from ..jsonable import json_ready
+from ..model.timeline import few_distinct
 from ..model.trace import TraceModel
 from .idle_causes import normalize_range_name
 from .nvtx_tree import NvtxTree, combine_innermost, enclosing_by_domain, has_ancestor_with_key, subtree_sums
@@ -177,7 +178,8 @@ def uncovered_threads(model: TraceModel, uncovered: np.ndarray, dur: np.ndarray,
     g = np.where(li >= 0, api.gtid[np.maximum(li, 0)], -1).astype(np.int64)
     if g.shape[0] == 0:
         return ()
-    u, inv = np.unique(g, return_inverse=True)
+    u = few_distinct(g)                      # launching threads are few: no full sort of the kernels
+    inv = np.searchsorted(u, g)
     ns = np.bincount(inv, weights=dur[uncovered], minlength=u.shape[0]).astype(np.int64)
     cnt = np.bincount(inv, minlength=u.shape[0])
     total = int(ns.sum())

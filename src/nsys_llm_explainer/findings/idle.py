@@ -25,6 +25,7 @@ from ..analyses.idle_causes import IdleCause, IdleCausesResult
 from ..analyses.kernel_traits import KernelTraitsResult
 from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms, us
 from .text import CAUSE_TEXT, stack_tips
+from .unified_memory import UM_COPY_TEXT, is_unified_detail
 
 CATEGORY = {"copy": "copy_bound", "queued": "gpu_wait", "sync": "sync_stall", "sync_memcpy": "memcpy",
             "pageable_memcpy": "memcpy", "alloc": "allocation", "module_load": "one_time",
@@ -141,6 +142,8 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         txt = CAUSE_TEXT[kind]
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
             txt = CAUSE_TEXT["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
+        if kind == "copy" and is_unified_detail(top[0][0]):
+            txt = UM_COPY_TEXT                      # managed-memory migrations: prefetch, not pin_memory
         what = top[0][0] or txt.get("noun", kind)
         main_share = 100.0 * devs[dev].get(top[0][0], 0) / win[dev]
         ev = [f"Device {d}: {ms(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "

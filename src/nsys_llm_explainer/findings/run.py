@@ -11,9 +11,10 @@ from ..model.trace import TraceModel
 from ..options import Options
 from .base import Finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
-from .idle import DeviceKernels, advice_stack, idle_findings
+from .idle import DeviceKernels, active_devices, advice_stack, idle_findings
 from .kernels import kernel_findings
 from .rank import Headline, headline, rank
+from .unified_memory import um_advice_facts, unified_memory_finding
 
 
 def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult,
@@ -33,7 +34,9 @@ def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult
               nvtx_coverage_finding(att.coverage if att.available else None, opts.nvtx_coverage_warn_threshold,
                                     att.attributed_ns if att.available else 0,
                                     att.total_kernel_ns if att.available else 0),
-              nccl_finding(diag.nccl)):
+              nccl_finding(diag.nccl),
+              unified_memory_finding(diag.unified_memory, active_devices(gpu) if gpu.available else None,
+                                     um_advice_facts(traits, diag.unified_memory))):
         if f is not None:
             found.append(f)
     ranked = rank(found, gate, busy, causes)

@@ -289,8 +289,14 @@ def test_real_reports_list_um_as_not_shown(tmp_path: Path, name: str) -> None:
     rep = analyze_path(str(real_trace(name)))
     j = rep.to_dict()
     assert j["unified_memory"]["available"] is False
-    md = render_markdown(j)
+    assert "UM GPU and CPU page-fault tables empty" in j["unified_memory"]["reason"]
+    render_all(j, tmp_path)
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "Unified Memory (no Unified Memory activity" in md and "## Unified Memory" not in md
+    assert 'id="unified-memory"' not in (tmp_path / "report.html").read_text(encoding="utf-8")
+    for csv in ("unified_memory.csv", "unified_memory_breakdown.csv"):
+        head, rows = read_table(tmp_path / "tables" / csv)
+        assert head and rows == []
     assert not any(f["category"] == "unified_memory" for f in j["findings"])
 
 

@@ -32,6 +32,8 @@ USED = {
     "PROCESSES": ["globalPid", "pid", "name"],
     "ThreadNames": ["globalTid", "nameId"],
     "META_DATA_CAPTURE": ["name", "value"],
+    "CUDA_UM_GPU_PAGE_FAULT_EVENTS": list(F.UM_GPU_FAULT_COLS.values()),
+    "CUDA_UM_CPU_PAGE_FAULT_EVENTS": list(F.UM_CPU_FAULT_COLS.values()),
 }
 
 

@@ -658,3 +658,13 @@ def host_overhead_pct(causes: Dict[int, DeviceCauses], device_id: int, ranges: O
     ns += sum(v for (k, d), v in c.short_causes.items()
               if k in HOST_KINDS_SHORT or (k == "nvtx" and ranges is not None and d in ranges))
     return 100.0 * ns / c.window_ns if c.window_ns else 0.0
+
+
+def um_overlap_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
+    """``um_overlap_pct_of_kernel_time``: 100 · |K ∩ M| / |K| on one device, K = kernels + graph executions,
+    M = Unified-Memory copies (copy kinds 11–13), both clipped to [w0, w1); |K ∩ M| = |K| + |M| − |K ∪ M|."""
+    k = union(clip(((g.start, g.end) for g in tr.activity if g.device == device_id), w0, w1))
+    m = union(clip(((c.start, c.end) for c in tr.copies
+                    if c.device == device_id and c.detail.startswith("Unified")), w0, w1))
+    both = total(k) + total(m) - total(union(k + m))
+    return 100.0 * both / total(k) if total(k) else 0.0

@@ -40,7 +40,7 @@ DETAIL_KINDS = {"queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "mo
                 "other_api", "nvtx", "host_cpu", "unknown"}
 VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct",
               "kernel_count", "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "busy_ns",
-              "host_overhead_pct", "claimed_pct_of_window"}
+              "host_overhead_pct", "claimed_pct_of_window", "um_overlap_pct_of_kernel_time"}
 NS_METRICS = {"kernel_p50_ns", "busy_ns", "kernel_count"}   # integer-valued: compared within 1
 GPU_BOUND_PCT = 85.0   # docs/FINDINGS.md: busy % from which a "GPU-bound / sets the step time" claim is allowed
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
@@ -340,6 +340,8 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         return rm.launch_rate_per_s(ctx.ref, *w, dev)
     if metric in ("trait_share_pct", "claimed_pct_of_window"):   # the tool's own numbers (checked elsewhere)
         return None
+    if metric == "um_overlap_pct_of_kernel_time":
+        return rm.um_overlap_pct(ctx.ref, *w, dev)
     raise AssertionError(f"unknown metric {metric!r}: the vocabulary of MODEL.md is closed")
 
 

@@ -2,7 +2,7 @@
 
 window (decided once) → steady model (clipped) → device timelines (one device at a time) → idle causes →
 GPU time per device → kernel traits, steady-window kernels, CUDA graphs, NCCL, launch rate; beside them (on a
-second thread when given) phases → categories → steps; then memory (needs the steps).
+second thread when given) phases → categories → steps; then memory (needs the steps) and Unified Memory.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .analyses.phases import PhaseResult, analyze_phases
 from .analyses.stats import kernel_stats
 from .analyses.steps import StepResult, analyze_steps
 from .analyses.timeline_bins import DEFAULT_BINS
+from .analyses.unified_memory import UnifiedMemoryResult, analyze_unified_memory
 from .analyses.window import WindowResult, detect_window
 from .config.categories import load_rules
 from .config.phase_map import build_phase_map
@@ -57,6 +58,7 @@ class Diagnosis:
     nccl: NcclResult
     launch: LaunchResult
     facts: TraceFacts
+    unified_memory: Optional[UnifiedMemoryResult] = None   # None only for a Diagnosis built without it
 
 
 def _kernel_pids(model: TraceModel) -> Set[int]:
@@ -135,5 +137,7 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
         window=window, steady=steady, gpu_time=gpu, idle_causes=causes, traits=traits,
         steady_kernels=steady_kernels, phases=phases, categories=categories, steps=steps,
         graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl, launch=launch,
-        facts=analyze_facts(model, traits, graphs))
+        facts=analyze_facts(model, traits, graphs),
+        unified_memory=analyze_unified_memory(model, steady, window.start_ns, window.end_ns, window.full_start_ns,
+                                              window.full_end_ns))
     return diag, new_att

@@ -98,4 +98,14 @@ def report_dict(report: Report) -> Dict[str, Any]:
         "memory": dg.memory.to_dict(),
         "nccl": dg.nccl.to_dict(),
         "timings_s": dict(report.timings_s),
+        "unified_memory": _unified_memory(dg),
     }
+
+
+def _unified_memory(dg) -> Dict[str, Any]:
+    """``report.json`` ``unified_memory`` (analyses/unified_memory.py)."""
+    um = dg.unified_memory
+    if um is None:
+        return {"available": False, "reason": "not computed", "sources": {}, "notes": [], "steady": None,
+                "full": None}
+    return um.to_dict()

@@ -29,6 +29,7 @@ import numpy as np
 from ..model.trace import TraceModel
 from .graphs import GraphResult
 from .kernel_traits import KernelTraitsResult
+from .unified_memory import UM_COPY_KINDS
 
 #: compute-capability major (and minor where it matters) → (architecture, tensor-core datatypes)
 ARCHITECTURES: Tuple[Tuple[Tuple[int, int], Tuple[int, int], str, Tuple[str, ...]], ...] = (
@@ -59,7 +60,6 @@ _NAME_CC: Tuple[Tuple[re.Pattern[str], Tuple[int, int]], ...] = tuple((re.compil
 DATATYPES = ("FP16", "BF16", "TF32", "INT8", "FP8")
 _FRAMEWORK = {"vllm": "pytorch", "sglang": "pytorch", "pytorch": "pytorch", "tensorflow": "tensorflow",
               "jax": "jax", "tensorrt": "tensorrt", "trtllm": ""}
-UM_COPY_KINDS = (11, 12, 13)
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,23 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "and drop needless casts and copies."),
     _a("elementwise.compile", "In PyTorch, `torch.compile` generates fused Triton kernels for such chains.",
        framework=_PT),
+    # ---- unified memory (findings/unified_memory.py; the copy finding when its largest copy is a Unified one)
+    _a("um.prefetch", "Prefetch managed buffers to the GPU before the kernels that read them: "
+       "`cudaMemPrefetchAsync` to the device, on the stream of those kernels (or one they wait for), so pages "
+       "move in bulk ahead of use instead of on demand through GPU page faults.", unified_memory=(True,)),
+    _a("um.advise", "Tell the driver where managed data should live: `cudaMemAdvise` with "
+       "`cudaMemAdviseSetPreferredLocation` (the GPU) for buffers the GPU owns, `cudaMemAdviseSetReadMostly` for "
+       "data only read on the GPU (weights), so read copies are kept instead of pages moving back and forth.",
+       unified_memory=(True,)),
+    _a("um.device_alloc", "Memory that only the GPU uses does not need to be managed: allocate it with "
+       "`cudaMalloc` (or `cudaMallocAsync`) and copy the inputs once, explicitly.", unified_memory=(True,)),
+    _a("um.torch", "In PyTorch, tensors from the default CUDA caching allocator are plain device memory, not "
+       "managed: managed memory comes from a custom allocator (`torch.cuda.memory.CUDAPluggableAllocator` around "
+       "`cudaMallocManaged`) or an extension. Keep weights and activations on the default allocator, or prefetch "
+       "the managed buffers before each forward pass.", unified_memory=(True,), framework=_PT),
+    _a("um.see_finding", "These copies are Unified-Memory page migrations, not explicit copies: pinning host memory "
+       "does not apply. The Unified Memory section breaks them down by direction and cause.",
+       unified_memory=(True,)),
 )}
 
 

@@ -33,6 +33,7 @@ from ..analyses.kernel_traits import KernelTraitsResult
 from .advice import advise
 from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms, us
 from .text import CAUSE_TEXT
+from .unified_memory import is_unified_detail
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
@@ -157,6 +158,8 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         txt = CAUSE_TEXT[kind]
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
             txt = CAUSE_TEXT["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
+        if kind == "copy" and is_unified_detail(top[0][0]):
+            txt = CAUSE_TEXT["copy_unified"]       # managed-memory migrations: prefetch, not pin_memory
         what = top[0][0] or txt.get("noun", kind)
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
         ev = [f"Device {d}: {ms(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "

@@ -11,9 +11,10 @@ from ..model.trace import TraceModel
 from ..options import Options
 from .base import Finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
-from .idle import DeviceKernels, idle_findings
+from .idle import DeviceKernels, active_devices, idle_findings
 from .kernels import kernel_findings
 from .rank import Headline, headline, rank
+from .unified_memory import unified_memory_finding
 
 
 def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult,
@@ -33,7 +34,9 @@ def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult
     for f in (graph_trace_finding(diag.graphs, pooled.idle_ns if pooled else 0, facts),
               capture_window_finding(diag.window, gpu, facts),
               nvtx_coverage_finding(att, opts.nvtx_coverage_warn_threshold, facts),
-              nccl_finding(diag.nccl, facts)):
+              nccl_finding(diag.nccl, facts),
+              unified_memory_finding(diag.unified_memory, active_devices(gpu) if gpu.available else None,
+                                     facts)):
         if f is not None:
             found.append(f)
     ranked = rank(found, gate, busy, causes, facts)

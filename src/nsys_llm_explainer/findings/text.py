@@ -11,6 +11,11 @@ CAUSE_TEXT: Dict[str, Dict] = {
         "title": "Copies keep the kernels waiting: `{what}` copies fill {share:.1f} % of the window",
         "by": "copy kind",
         "advice": ["copy.overlap", "copy.overlap.torch", "copy.d2d"]},
+    "copy_unified": {    # the copy finding when its largest copy kind is a Unified-Memory migration
+        "many": "Unified-Memory migrations and copies keep the kernels waiting: {share:.1f} % of the window",
+        "title": "Unified-Memory migrations (`{what}`) keep the kernels waiting: {share:.1f} % of the window",
+        "by": "copy kind",
+        "advice": ["um.see_finding", "um.prefetch", "um.advise"]},
     "queued_latency": {
         "title": "Back-to-back kernels leave the GPU idle with the next one already queued ({share:.1f} % of "
                  "the window): per-kernel launch latency",

@@ -200,6 +200,8 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
             osrt_cols["name_idx"], names = intern_ids(osrt_cols["name_id"], strings)
         osrt = GpuOps(osrt_cols, names)
 
+    um_gpu_faults, um_cpu_faults = _um_faults(conn, schema, strings, default_pid, dmap, warnings)
+
     thread_names: Dict[int, str] = {}
     for r in F.fetch_thread_names(conn, schema):
         try:
@@ -247,5 +249,26 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
     model = TraceModel(
         info=info, kernels=kernels, api=api, nvtx=nvtx, memcpy=memcpy, memset=memset, sync=sync,
         graph_trace=graph_trace, osrt=osrt, thread_names=thread_names, warnings=warnings, notes=notes,
+        um_gpu_faults=um_gpu_faults, um_cpu_faults=um_cpu_faults,
     )
     return model
+
+
+def _um_faults(conn: sqlite3.Connection, schema: Schema, strings: Dict[int, str], default_pid: Optional[int],
+               dmap: Dict[Tuple[int, int], int], warnings: List[str]) -> Tuple[Optional[GpuOps], Optional[GpuOps]]:
+    """The Unified-Memory page-fault tables (``None`` each when absent): sorted by start, PIDs decoded, GPU
+    device ids mapped like the other GPU rows; CPU-fault function and module ids interned into one name list."""
+    gpu = F.fetch_table(conn, schema, F.UM_GPU_FAULT_TABLE, F.UM_GPU_FAULT_COLS)
+    if gpu is not None:
+        gpu = _sorted(drop_impossible(gpu, F.UM_GPU_FAULT_TABLE, warnings))
+        gpu["pid"] = _fill_pid(gpu, default_pid)
+        gpu["device"] = _map_devices(gpu["device"], gpu["pid"], dmap)
+    cpu = F.fetch_um_cpu_faults(conn, schema)
+    names: List[str] = []
+    if cpu is not None:
+        cpu = _sorted(drop_impossible(cpu, F.UM_CPU_FAULT_TABLE, warnings))
+        cpu["pid"] = _fill_pid(cpu, default_pid)
+        n = cpu["start"].shape[0]
+        idx, names = intern_ids(np.concatenate((cpu.pop("func_id"), cpu.pop("module_id"))), strings)
+        cpu["func_idx"], cpu["module_idx"] = idx[:n], idx[n:]
+    return (None if gpu is None else GpuOps(gpu)), (None if cpu is None else GpuOps(cpu, names))

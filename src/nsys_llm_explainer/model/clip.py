@@ -4,8 +4,9 @@
   (``start == end``) is kept when ``start_ns <= start < end_ns``.
 * Kept rows have ``start`` / ``end`` clipped to the window (``max(start, start_ns)``,
   ``min(end, end_ns)``), so every duration measured on the clipped model is time inside the window.
-* Applies to kernels, CUDA API calls, NVTX ranges, memcpy, memset, synchronization, graph-trace and
-  OS-runtime rows. Name lists are kept unchanged (``name_idx`` stays valid).
+* Applies to kernels, CUDA API calls, NVTX ranges, memcpy, memset, synchronization, graph-trace,
+  OS-runtime and Unified-Memory page-fault rows (a CPU fault is a point: kept when
+  ``start_ns <= start < end_ns``). Name lists are kept unchanged (``name_idx`` stays valid).
 * ``launch_idx`` of GPU rows is re-indexed into the clipped API table through an old-row → new-row map;
   it becomes ``-1`` when the launching call lies entirely outside the window.
 * Sort orders are those of the model builder: kernels, API, GPU ops and OS runtime by (start, end);
@@ -129,6 +130,8 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
         graph_trace=_clip_ops(model.graph_trace, w0, w1, old_to_new, n_api),
         osrt=_clip_ops(model.osrt, w0, w1, None, 0),
         thread_names=dict(model.thread_names), warnings=list(model.warnings), notes=list(model.notes),
+        um_gpu_faults=_clip_ops(model.um_gpu_faults, w0, w1, None, 0),
+        um_cpu_faults=_clip_ops(model.um_cpu_faults, w0, w1, None, 0),
     )
     if model.info is not None:
         counts = dict(model.info.row_counts)

@@ -156,7 +156,7 @@ KERNEL_COLS = {
 MEMCPY_COLS = {
     "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
     "gpid": "globalPid", "bytes": "bytes", "copy_kind": "copyKind", "src_kind": "srcKind",
-    "dst_kind": "dstKind", "graph_node": "graphNodeId",
+    "dst_kind": "dstKind", "graph_node": "graphNodeId", "migration_cause": "migrationCause",
 }
 MEMSET_COLS = {
     "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
@@ -330,3 +330,27 @@ def fetch_session(conn: sqlite3.Connection, schema: Schema) -> Dict[str, object]
     if rows:
         out["analysis_duration_ns"] = rows[0].get("duration")
     return out
+
+
+# --------------------------------------------------------------------------- Unified Memory (managed memory)
+
+UM_GPU_FAULT_TABLE = "CUDA_UM_GPU_PAGE_FAULT_EVENTS"
+UM_CPU_FAULT_TABLE = "CUDA_UM_CPU_PAGE_FAULT_EVENTS"
+#: GPU page-fault groups (2022.x → 2026.x: same columns); ``access``: ENUM_CUDA_UNIF_MEM_ACCESS_TYPE
+UM_GPU_FAULT_COLS = {
+    "start": "start", "end": "end", "device": "deviceId", "gpid": "globalPid", "faults": "numberOfPageFaults",
+    "access": "faultAccessType",
+}
+#: CPU page faults: one timestamp per fault; function and module are StringIds ids
+UM_CPU_FAULT_COLS = {"start": "start", "gpid": "globalPid", "func_id": "CpuInstruction", "module_id": "module"}
+
+
+def fetch_um_cpu_faults(conn: sqlite3.Connection, schema: Schema) -> Optional[Columns]:
+    """``CUDA_UM_CPU_PAGE_FAULT_EVENTS`` rows (``None`` when the table or its ``start`` is absent); the table
+    has no ``end``: ``end`` is set to ``start`` (a point event)."""
+    t = UM_CPU_FAULT_TABLE
+    if not schema.has(t, "start"):
+        return None
+    c = _select(conn, schema, t, UM_CPU_FAULT_COLS)
+    c["end"] = c["start"].copy()
+    return c

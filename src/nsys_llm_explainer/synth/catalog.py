@@ -21,6 +21,8 @@ __all__ = [
     "memset_cols",
     "nvtx_cols",
     "sync_cols",
+    "um_cpu_fault_cols",
+    "um_gpu_fault_cols",
 ]
 
 Col = Tuple[str, str, bool, str]
@@ -239,6 +241,32 @@ OSRT_COLS: List[Col] = _SE + [
 ]
 
 
+def um_gpu_fault_cols(flv: int) -> List[Col]:
+    """``CUDA_UM_GPU_PAGE_FAULT_EVENTS`` (real exports: 2022.2, 2022.4, 2023.4 have these columns; later flavors
+    are assumed unchanged — a 2025-era online schema lists the same ones)."""
+    return _SE + [
+        ("globalPid", "INTEGER", True, "Serialized GlobalId."),
+        ("deviceId", "INTEGER", True, "Device ID."),
+        ("address", "INTEGER", True, "Virtual address of the page that faulted."),
+        ("numberOfPageFaults", "INTEGER", True, "Number of page faults for the same page."),
+        ("faultAccessType", "INTEGER", True, "REFERENCES ENUM_CUDA_UNIF_MEM_ACCESS_TYPE(id)"),
+    ]
+
+
+def um_cpu_fault_cols(flv: int) -> List[Col]:
+    """``CUDA_UM_CPU_PAGE_FAULT_EVENTS`` as in the real 2022.4 / 2023.4 exports (no ``end``: one row per fault;
+    a 2025-era online schema adds ``sourceFile`` / ``sourceLine``, not written here)."""
+    return [
+        ("start", "INTEGER", True, "Event start timestamp (ns)."),
+        ("globalPid", "INTEGER", True, "Serialized GlobalId."),
+        ("address", "INTEGER", True, "Virtual address of the page that faulted."),
+        ("originalFaultPc", "INTEGER", False, "Program counter of the CPU instruction that caused the page fault."),
+        ("CpuInstruction", "INTEGER", True, "REFERENCES StringIds(id) -- Function name"),
+        ("module", "INTEGER", True, "REFERENCES StringIds(id) -- Module name"),
+        ("unresolvedFaultPc", "INTEGER", False, "True if the program counter was not resolved."),
+    ]
+
+
 def activity_tables(flv: int, kernel_table: str) -> Dict[str, Tuple[str, List[Col]]]:
     """Logical key -> (table name, columns) of every activity table of flavor ``flv``, in write order."""
     t: Dict[str, Tuple[str, List[Col]]] = {
@@ -262,4 +290,7 @@ def activity_tables(flv: int, kernel_table: str) -> Dict[str, Tuple[str, List[Co
         t["graph_node_events"] = ("CUDA_GRAPH_NODE_EVENTS", node_cols)
     else:
         t["graph_node_events"] = ("CUDA_GRAPH_EVENTS", list(GRAPH_NODE_EVENT_COLS))
+    if flv >= 1:   # Unified Memory page faults: not written for 2021.5 (its table list is not known here)
+        t["um_gpu_fault"] = ("CUDA_UM_GPU_PAGE_FAULT_EVENTS", um_gpu_fault_cols(flv))
+        t["um_cpu_fault"] = ("CUDA_UM_CPU_PAGE_FAULT_EVENTS", um_cpu_fault_cols(flv))
     return t

@@ -159,6 +159,41 @@ class CudaRows(RowStore):
         self._rows["memcpy"].append(row)
         return corr
 
+    def um_migration(
+        self,
+        start: int,
+        end: int,
+        *,
+        pid: int,
+        bytes: int,  # noqa: A002 - matches the column name
+        copy_kind: int = 11,
+        cause: Optional[int] = 2,
+        address: int = 0,
+        device: int = 0,
+    ) -> None:
+        """A Unified-Memory page migration: a CUPTI_ACTIVITY_KIND_MEMCPY row with ``copyKind`` 11/12/13, managed
+        memory (kind 4) on both ends, ``migrationCause`` (2 = page fault / coherence) and ``virtualAddress``; no
+        launching API call (correlationId 0, stream 0)."""
+        row = self._gpu_row(start, end, pid, device, 0, 0)
+        row.update(bytes=int(bytes), copyKind=copy_kind, srcKind=4, dstKind=4, migrationCause=cause,
+                   virtualAddress=address, copyCount=1)
+        self._rows["memcpy"].append(row)
+
+    def um_gpu_fault(
+        self, start: int, end: int, *, pid: int, device: int = 0, address: int = 0, faults: int = 1, access: int = 1
+    ) -> None:
+        """A CUDA_UM_GPU_PAGE_FAULT_EVENTS row (a fault group: ``faults`` faults on one page; ``access``:
+        ENUM_CUDA_UNIF_MEM_ACCESS_TYPE, 1 read, 2 write, 3 atomic, 4 prefetch)."""
+        self._rows["um_gpu_fault"].append({
+            "start": int(start), "end": int(end), "globalPid": global_pid(pid), "deviceId": device,
+            "address": int(address), "numberOfPageFaults": int(faults), "faultAccessType": int(access)})
+
+    def um_cpu_fault(self, ts: int, *, pid: int, function: str, module: str, address: int = 0) -> None:
+        """A CUDA_UM_CPU_PAGE_FAULT_EVENTS row (one fault; function and module through StringIds)."""
+        self._rows["um_cpu_fault"].append({
+            "start": int(ts), "globalPid": global_pid(pid), "address": int(address), "originalFaultPc": 0,
+            "CpuInstruction": self.string(function), "module": self.string(module), "unresolvedFaultPc": 0})
+
     def memset(
         self,
         start: int,

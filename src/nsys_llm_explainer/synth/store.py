@@ -27,6 +27,8 @@ ROW_KEYS = (
     "graph_node_events",
     "nvtx",
     "osrt",
+    "um_gpu_fault",
+    "um_cpu_fault",
 )
 
 

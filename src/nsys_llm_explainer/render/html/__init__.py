@@ -39,6 +39,7 @@ from .page import page
 from .steps import sec_steps
 from .summary import sec_facts, sec_findings, sec_headline, sec_warnings
 from .timeline import sec_timeline
+from .unified_memory import sec_unified_memory
 
 #: every section of report.html, in order
 SECTIONS: Tuple[Section, ...] = (
@@ -51,6 +52,7 @@ SECTIONS: Tuple[Section, ...] = (
     sec_categories,
     sec_steps,
     sec_kernels,
+    sec_unified_memory,
 )
 
 

@@ -5,8 +5,8 @@ idle time went, then only the sections whose data exists (:data:`SECTIONS`, in o
 sections left out, and one closing "How these numbers are computed" section.
 
 The renderer reads the report dict only: it formats, shortens and escapes, and never derives a metric.
-Sections live in :mod:`.headline`, :mod:`.findings`, :mod:`.idle`, :mod:`.kernels`, :mod:`.diagnosis` and
-:mod:`.appendix`; :data:`SECTIONS` is the one explicit, ordered list of them.
+Sections live in :mod:`.headline`, :mod:`.findings`, :mod:`.idle`, :mod:`.kernels`, :mod:`.diagnosis`,
+:mod:`.unified_memory` and :mod:`.appendix`; :data:`SECTIONS` is the one explicit, ordered list of them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .findings import sec_facts, sec_findings
 from .headline import sec_title, sec_warnings
 from .idle import sec_gaps, sec_idle
 from .kernels import sec_categories, sec_kernels, sec_launch, sec_traits
+from .unified_memory import sec_unified_memory
 
 #: every section of report.md, in order
 SECTIONS: Tuple[SectionFn, ...] = (
@@ -42,6 +43,7 @@ SECTIONS: Tuple[SectionFn, ...] = (
     sec_nccl,
     sec_gaps,
     sec_trace,
+    sec_unified_memory,
 )
 
 

@@ -10,7 +10,7 @@ the generator from its planted intervals over ``idle_window_ns`` (see ``idle_mod
 
 Modules: ``names`` / ``names_train`` (kernel names and step shapes), ``sim`` / ``rank`` / ``steps`` (the
 simulator), ``idle_model`` (planted idle causes), then the scenarios grouped by theme: ``serving``,
-``stalls``, ``graphs``, ``copies``, ``one_time``, ``compute``, ``waits``.
+``stalls``, ``graphs``, ``copies``, ``one_time``, ``compute``, ``waits``, ``unified_memory``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from .names import K
 from .one_time import bursty_warmup, first_launch, warmup_then_busy
 from .serving import demo, dominant_kernel, healthy, launch_bound, per_token_sync, warmup_tail
 from .stalls import alloc_in_loop, host_gap, nccl_straggler, pageable_h2d
+from .unified_memory import unified_memory
 from .waits import nvtx_host_range, nvtx_load_launch_bound, queued_dependency
 
 __all__ = ["SCENARIOS", "build_scenario", "CAUSES", "NEW_CAUSES", "K"]
@@ -43,7 +44,9 @@ _LEGACY_CAUSES = (
 )
 #: causes added with the idle-model scenarios (docs/MODEL.md)
 NEW_CAUSES = ("copy_bound", "one_time", "fp32_gemm", "host_range", "gpu_wait", "gpu_bound")
-CAUSES: Tuple[str, ...] = _LEGACY_CAUSES + NEW_CAUSES
+#: causes added with the feature scenarios (Unified Memory)
+FEATURE_CAUSES = ("unified_memory",)
+CAUSES: Tuple[str, ...] = _LEGACY_CAUSES + NEW_CAUSES + FEATURE_CAUSES
 
 SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "demo": demo,
@@ -71,6 +74,7 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "nvtx_load_launch_bound": nvtx_load_launch_bound,
     "fp32_gemm_turing": fp32_gemm_turing,
     "fp32_gemm_no_tensor_cores": fp32_gemm_no_tensor_cores,
+    "unified_memory": unified_memory,
 }
 
 

@@ -68,6 +68,9 @@ _COPY_LABEL = {
     8: "Device-to-Device",
     9: "Host-to-Host",
     10: "Peer-to-Peer",
+    11: "Unified Host-to-Device",
+    12: "Unified Device-to-Host",
+    13: "Unified Device-to-Device",
 }
 
 Iv = Tuple[int, int, str]  # start, end, detail

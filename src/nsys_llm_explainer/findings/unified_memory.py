@@ -1,0 +1,104 @@
+"""The Unified Memory finding (category ``unified_memory``; docs/FINDINGS.md).
+
+* Read: :class:`analyses.unified_memory.UnifiedMemoryResult` over the steady window, and the devices with a
+  workload (:func:`findings.idle.active_devices`, passed in by ``findings.run``).
+* Metric ``um_overlap_pct_of_kernel_time`` (per device): ``100 · |K ∩ M| / |K|``, ``K`` the union of the device's
+  kernel (and whole-graph) intervals, ``M`` the union of its Unified-Memory migrations (copy kinds 11–13), both in
+  the steady window — the share of kernel time during which pages were being migrated underneath the kernels.
+* Check: on the device where that share is largest, ≥ :data:`MEDIUM_PCT` (10 %) → medium, ≥ :data:`HIGH_PCT`
+  (30 %) → high. Below 10 % managed memory is reported in its section, not as a finding.
+* Time at stake: Σ over the devices considered of ``|K ∩ M|`` — *busy* kernel time that ran alongside
+  migrations (an upper bound of what prefetching can take off the kernels). The migration time with no kernel
+  running is idle time: the idle-cause model charges it to ``copy`` and the copy finding claims it, so it is
+  quoted in the evidence but not claimed here.
+* Advice (:data:`ADVICE_IDS` in :data:`findings.advice.ADVICE`): ``cudaMemPrefetchAsync``, ``cudaMemAdvise``,
+  plain device allocations, and for PyTorch where managed memory comes from.
+
+The copy finding (:mod:`findings.idle`) whose largest copy kind is a Unified one takes
+the ``copy_unified`` words of :data:`findings.text.CAUSE_TEXT`
+(title and advice pointing here) instead of the pinned-memory advice of ordinary copies.
+"""
+
+from __future__ import annotations
+
+from typing import AbstractSet, List, Mapping, Optional
+
+from ..analyses.unified_memory import UmDevice, UmWindow, UnifiedMemoryResult
+from .advice import advise
+from .base import Check, Finding, Scope, ms
+
+MEDIUM_PCT = 10.0
+HIGH_PCT = 30.0
+METRIC = "um_overlap_pct_of_kernel_time"
+ADVICE_IDS = ("um.prefetch", "um.advise", "um.device_alloc", "um.torch")
+#: advice of the copy finding when its largest copy kind is a Unified-Memory migration
+def is_unified_detail(detail: str) -> bool:
+    """True for an idle-cause ``copy`` detail naming a Unified-Memory copy kind ("Unified Host-to-Device" …)."""
+    return str(detail).startswith("Unified ")
+
+
+def _bytes(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def _evidence(w: UmWindow, full: Optional[UmWindow], considered: List[UmDevice], um: UnifiedMemoryResult
+              ) -> List[str]:
+    ev = []
+    for d in considered:
+        other = full is not None and (full.start_ns, full.end_ns) != (w.start_ns, w.end_ns)
+        fd = full.device(d.device_id) if other and full is not None else None
+        tail = f"; whole capture {fd.overlap_pct:.1f} %" if fd is not None else ""
+        ev.append(f"Device {d.device_id}: Unified-Memory migrations were in flight during {ms(d.overlap_ns)} of its "
+                  f"{ms(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in the steady window{tail}.")
+    if w.by_direction:
+        ev.append(f"{w.migration_count:,} migrations, {_bytes(w.migration_bytes)}, {ms(w.migration_ns)} of GPU "
+                  "migration time in the window: " + "; ".join(
+                      f"{r['direction']} {r['count']:,} ({_bytes(r['bytes'])}, {ms(r['total_ns'])})"
+                      for r in w.by_direction) + ".")
+    if any(r["cause_id"] >= 0 for r in w.by_cause):
+        ev.append("By migration cause: " + "; ".join(
+            f"{r['cause']} {r['count']:,}" for r in sorted(w.by_cause, key=lambda r: (-r["count"], r["cause_id"])))
+            + ".")
+    if um.sources.get("gpu_fault_table"):
+        if w.gpu_fault_events:
+            ev.append(f"{w.gpu_page_faults:,} GPU page faults in {w.gpu_fault_events:,} fault groups (" + ", ".join(
+                f"{r['access']} {r['page_faults']:,}" for r in w.gpu_faults_by_access) + ").")
+    if w.cpu_fault_count:
+        where = ""
+        if w.cpu_faults_by_function:
+            top = w.cpu_faults_by_function[0]
+            where = f", most in `{top['function']}` ({top['count']:,})"
+        ev.append(f"{w.cpu_fault_count:,} CPU page faults on managed memory{where}: the host touches pages the GPU "
+                  "also uses, so they migrate back and forth.")
+    idle = sum(d.migration_idle_ns for d in considered)
+    if idle:
+        ev.append(f"{ms(idle)} of migration time ran with no kernel on the GPU: that is idle time, charged to the "
+                  "`copy` idle cause (not claimed here).")
+    return ev
+
+
+def unified_memory_finding(um: Optional[UnifiedMemoryResult], active: Optional[AbstractSet[int]],
+                           facts: Mapping[str, object]) -> Optional[Finding]:
+    """The finding when migrations overlap ≥ :data:`MEDIUM_PCT` % of a device's kernel time (module docstring).
+    ``active``: the devices with a workload (:func:`findings.idle.active_devices`; ``None``: every device)."""
+    if um is None or not um.available or um.steady is None:
+        return None
+    considered = [d for d in um.steady.devices if d.kernel_busy_ns > 0 and d.migration_count
+                  and (active is None or d.device_id in active)]
+    if not considered:
+        return None
+    top = max(considered, key=lambda d: (d.overlap_pct, -d.device_id))
+    check = Check(METRIC, top.overlap_pct, ">=", MEDIUM_PCT, Scope(device_id=top.device_id))
+    if not check.holds():
+        return None
+    w = um.steady
+    title = (f"Unified-Memory migrations run underneath {top.overlap_pct:.1f} % of the kernel time on device "
+             f"{top.device_id}: managed memory is moved while kernels run")
+    return Finding(
+        id="unified_memory", category="unified_memory", severity="high" if top.overlap_pct >= HIGH_PCT else "medium",
+        confidence="high", title=title, evidence=tuple(_evidence(w, um.full, considered, um)),
+        recommendation=advise(ADVICE_IDS, facts), time_at_stake_ns=sum(d.overlap_ns for d in considered),
+        checks=(check,), device_id=top.device_id)

@@ -16,6 +16,7 @@ import numpy as np
 
 from .analyses.categories import CategoryResult, analyze_categories
 from .analyses.graphs import GraphResult, analyze_graphs
+from .analyses.host_samples import HostSamplesResult, analyze_host_samples
 from .analyses.idle import DeviceTime, GpuTimeResult, device_time, gpu_time_result, window_times
 from .analyses.idle_cause_result import DeviceCauses
 from .analyses.idle_causes import IdleCausesResult, analyze_idle_causes
@@ -55,6 +56,7 @@ class Diagnosis:
     memory: MemoryResult
     nccl: NcclResult
     launch: LaunchResult
+    host_samples: Optional[HostSamplesResult] = None   # CPU samples inside host-side idle (analyses/host_samples.py)
 
 
 def _kernel_pids(model: TraceModel) -> Set[int]:
@@ -133,5 +135,6 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
     diag = Diagnosis(
         window=window, steady=steady, gpu_time=gpu, idle_causes=causes, traits=traits,
         steady_kernels=steady_kernels, phases=phases, categories=categories, steps=steps,
-        graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl, launch=launch)
+        graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl, launch=launch,
+        host_samples=analyze_host_samples(model.samples, causes))
     return diag, new_att

@@ -97,4 +97,13 @@ def report_dict(report: Report) -> Dict[str, Any]:
         "memory": dg.memory.to_dict(),
         "nccl": dg.nccl.to_dict(),
         "timings_s": dict(report.timings_s),
+        "host_samples": json_ready(_host_samples(dg)),
     }
+
+
+def _host_samples(dg) -> Dict[str, Any]:
+    """``host_samples`` (analyses/host_samples.py); a Diagnosis built without it reads as not computed."""
+    hs = getattr(dg, "host_samples", None)
+    if hs is None:
+        return {"available": False, "reason": "not computed", "captured": False, "sample_count": 0, "devices": []}
+    return hs.to_dict()

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..analyses.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle import GpuTimeResult
 from ..analyses.idle_causes import IdleCause, IdleCausesResult
 from ..analyses.kernel_traits import KernelTraitsResult
@@ -114,7 +115,8 @@ def _where(c: IdleCause, t0: int) -> str:
 
 
 def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
-                  capture_start_ns: int, traits: KernelTraitsResult) -> List[Finding]:
+                  capture_start_ns: int, traits: KernelTraitsResult,
+                  samples: Optional[HostSamplesResult] = None) -> List[Finding]:
     """All idle-cause findings whose checks hold."""
     if not causes.available or not gpu.available:
         return []
@@ -152,6 +154,9 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         if main is not None:
             ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
                       f"{_where(main, capture_start_ns)}.")
+        sampled = samples_evidence(samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
+        if sampled:
+            ev.append(sampled)
         sc = Scope(device_id=dev, kind=kind)
         checks = (Check("cause_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
         category = CATEGORY[kind]

@@ -24,7 +24,7 @@ def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult
     gate = gate_finding(gpu, kernels.kernel_count if kernels.available else 0, kernels.reason)
     kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
     found: List[Finding] = []
-    found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits)
+    found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits, diag.host_samples)
     top = diag.steady_kernels.by_name if diag.steady_kernels.available else ()
     cats = diag.categories.overall if diag.categories.available else ()
     found += kernel_findings(gpu, traits, top, cats)

@@ -16,6 +16,7 @@ from .link import ApiIndex, corr_key, link_to_api, pid_from_launch, unknown_pid_
 from .names import base_api_name, distinct_small, intern_ids, intern_strings, missing_name  # noqa: F401
 from .nvtx_build import build_nvtx, possible_nvtx
 from .row_checks import drop_impossible
+from .samples import build_samples
 from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceInfo, TraceModel, pid_of, tid_of
 
 
@@ -247,5 +248,6 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
     model = TraceModel(
         info=info, kernels=kernels, api=api, nvtx=nvtx, memcpy=memcpy, memset=memset, sync=sync,
         graph_trace=graph_trace, osrt=osrt, thread_names=thread_names, warnings=warnings, notes=notes,
+        samples=build_samples(conn, schema, strings, api.gtid if api is not None else None),
     )
     return model

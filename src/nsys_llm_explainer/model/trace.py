@@ -8,9 +8,12 @@ Arrays of one table have equal length; ``-1`` means "unknown / NULL".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .samples import CpuSamples
 
 PID_SHIFT = 24
 ID_MASK = 0xFFFFFF
@@ -153,6 +156,7 @@ class TraceModel:
     warnings: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)   # schema quirks handled (stated in the report)
     cache: Dict[object, object] = field(default_factory=dict, repr=False)  # derived data shared by analyses
+    samples: Optional[CpuSamples] = None   # CPU samples of the CUDA-calling threads (model/samples.py)
 
     @property
     def trace_start(self) -> Optional[int]:

@@ -23,6 +23,7 @@ from .copies import async_copies, pageable_async_copy
 from .graphs import cuda_graph_node, graph_level, overlapping_streams
 from .names import K
 from .one_time import first_launch, warmup_then_busy
+from .samples import host_samples
 from .serving import demo, dominant_kernel, healthy, launch_bound, per_token_sync, warmup_tail
 from .stalls import alloc_in_loop, host_gap, nccl_straggler, pageable_h2d
 from .waits import nvtx_host_range, queued_dependency
@@ -67,6 +68,8 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "nvtx_host_range": nvtx_host_range,
     "queued_dependency": queued_dependency,
     "training_step": training_step,
+    # CPU samples inside host-side idle (analyses/host_samples.py)
+    "host_samples": host_samples,
 }
 
 

@@ -109,7 +109,9 @@ def test_planted_evidence_and_outputs(tmp_path_factory, tmp_path):
         top_group = GROUP_LABEL[max(e["groups"], key=lambda g: (e["groups"][g], g))]
         top_caller = min(e["callers"].items(), key=lambda x: (-x[1], x[0]))[0].split("|")[0]
         line = next(x for x in by_id[fid]["evidence"] if x.startswith("CPU samples"))
-        assert f"({e['samples']:,})" in line and top_group in line and f"`{top_caller}`" in line
+        kind_ms = facts["idle_by_kind_ns"][kind] / 1e6
+        assert f"({e['samples']:,} over {kind_ms:,.1f} ms of idle)" in line
+        assert top_group in line and f"`{top_caller}`" in line
     schema = json.loads(SCHEMA.read_text())
     jsonschema.validate(json.loads(json.dumps(j)), schema)
     render_all(j, tmp_path)
@@ -168,8 +170,8 @@ def test_samples_of_the_thread_outside_the_gaps_are_said(tmp_path):
     rep, j = _run(tmp_path / "t.sqlite")
     d = j["host_samples"]["devices"][0]
     assert d["thread_samples"] == 3 and d["samples_inside"] == 0
-    assert d["note"] == ("the gaps' host thread has 3 CPU samples, none inside its host-side idle pieces on this "
-                         "device")
+    assert d["note"] == ("the gaps' host thread has 3 CPU samples in the traced span, none inside its host-side idle "
+                         "pieces on this device")
 
 
 def test_lazy_false_export_with_empty_tables(tmp_path):
@@ -255,6 +257,7 @@ def test_traces_without_samples_say_so(name, requested, tmp_path):
     hs = j["host_samples"]
     assert not hs["available"] and not hs["captured"] and hs["sample_count"] == 0
     assert hs["sampling_requested"] is requested
+    jsonschema.validate(json.loads(json.dumps(j)), json.loads(SCHEMA.read_text()))
     assert "--sample=process-tree" in hs["reason"]
     assert ("nsys status --environment" in hs["reason"]) == bool(requested)
     assert ("no CPU samples" in hs["reason"]) == (not requested)
@@ -275,3 +278,35 @@ def test_trace_02_has_samples_but_no_kernels():
     hs = j["host_samples"]
     assert hs["captured"] and not hs["available"] and hs["sample_count"] == 3580
     assert hs["reason"].startswith("no idle causes to split")
+    jsonschema.validate(json.loads(json.dumps(j)), json.loads(SCHEMA.read_text()))
+
+
+def test_module_groups_by_name():
+    """The group table (docs/MODEL.md) on module paths and symbols seen in the real exports."""
+    from nsys_llm_explainer.model.samples import frame_group, is_system_module, module_group
+
+    seen = {
+        "/usr/lib/x86_64-linux-gnu/libc.so.6": "libc", "/lib64/libc-2.31.so": "libc", "/lib64/ld-2.31.so": "libc",
+        "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2": "libc", "/lib64/libpthread-2.31.so": "libc",
+        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.33": "libc", "[kernel.kallsyms]": "os_kernel",
+        "[vdso]": "os_kernel", "/home/u/.pyenv/versions/3.13.2/lib/libpython3.13.so.1.0": "python",
+        "/usr/bin/python3.10": "python", "/x/torch/lib/libtorch_cpu.so": "framework",
+        "/x/torch/lib/libc10.so": "framework", "/x/torch/_C.cpython-313-x86_64-linux-gnu.so": "framework",
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.570.172.08": "cuda_driver",
+        "/usr/lib64/libnvidia-ptxjitcompiler.so.525.105.17": "cuda_driver",
+        "/x/nvidia/cublas/lib/libcublasLt.so.12": "cuda_libs", "/x/cuda_runtime/lib/libcudart.so.12": "cuda_libs",
+        "/opt/nvidia/nsight-systems/2024.6.2/target-linux-x64/libToolsInjection64.so": "profiler",
+        "/opt/nvidia/nsight-systems/2024.6.2/target-linux-x64/libcupti.so.12.8": "profiler",
+        "/opt/cray/libfabric/1.15.2.0/lib64/libfabric.so.1.18.2": "other",
+        "/x/numpy/_core/_multiarray_umath.cpython-313-x86_64-linux-gnu.so": "other",
+        "/global/apps/saxpy-mpi-cuda": "other",
+    }
+    assert {m: module_group(m) for m in seen} == seen
+    assert frame_group("_int_malloc", "libc.so.6", False) == "allocator"
+    assert frame_group("__GI___libc_free", "libc.so.6", False) == "allocator"
+    assert frame_group("operator new(unsigned long)", "libstdc++.so.6", False) == "allocator"
+    assert frame_group("_PyObject_Malloc", "libpython3.13.so.1.0", False) == "python"
+    assert frame_group("malloc", "libc.so.6", True) == "os_kernel"      # kernel mode wins
+    assert frame_group("__memmove_avx_unaligned_erms", "libc.so.6", False) == "libc"
+    assert is_system_module("[Max depth]") and is_system_module("/lib64/libc-2.31.so")
+    assert not is_system_module("/x/torch/lib/libtorch_cpu.so")

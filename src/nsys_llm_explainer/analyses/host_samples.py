@@ -94,7 +94,7 @@ class ScopeSamples:
 class DeviceHostSamples:
     device_id: int
     threads: Tuple[int, ...]           # the gaps' host threads (serialized globalTid) of this device's pieces
-    thread_samples: int                # samples read of those threads (whole capture)
+    thread_samples: int                # samples read of those threads (the traced span)
     samples_inside: int                # of them inside a host-side piece of this device
     kinds: Tuple[ScopeSamples, ...]    # per host kind with idle ns, largest idle first
     causes: Tuple[ScopeSamples, ...]   # per cause with ≥ 1 sample, the CAUSE_LIMIT largest by idle ns
@@ -116,7 +116,7 @@ class HostSamplesResult:
     captured: bool                     # the trace has CPU samples
     sampling_requested: Optional[bool]  # capture metadata: sampling on (None: not recorded)
     sample_count: int                  # every sample of the trace (all threads)
-    samples_read: int                  # samples of the CUDA-calling threads
+    samples_read: int                  # samples of the CUDA-calling threads in the traced span
     caller_depth: int = 0
     devices: Tuple[DeviceHostSamples, ...] = ()
 
@@ -270,8 +270,8 @@ def _device(fr: _Frames, dc: DeviceCauses) -> DeviceHostSamples:
             note = ("no CPU samples of the gaps' host thread" + ("s" if len(threads) > 1 else "") +
                     " (the samples in the trace are of other threads)")
         else:
-            note = (f"the gaps' host thread has {thread_samples:,} CPU samples, none inside its host-side idle "
-                    "pieces on this device")
+            note = (f"the gaps' host thread has {thread_samples:,} CPU samples in the traced span, none inside its "
+                    "host-side idle pieces on this device")
     return DeviceHostSamples(dc.device_id, threads, thread_samples, int(rows.shape[0]), tuple(kinds), tuple(causes),
                              note)
 
@@ -321,8 +321,8 @@ def samples_evidence(result: Optional[HostSamplesResult], device_id: int, kind: 
                        for i, g in enumerate(k.groups[:3]) if i == 0 or g.pct >= 1.0)
     callers = "; ".join(f"`{c.name}` ({c.module}) {c.pct:.0f} %"
                         for i, c in enumerate(k.callers[:3]) if i == 0 or c.pct >= 1.0)
-    return (f"CPU samples of the launching thread inside these gaps ({k.samples:,}): {groups}. "
-            f"Top code: {callers}.")
+    return (f"CPU samples of the launching thread inside these gaps ({k.samples:,} over {_fmt_ms(k.idle_ns)} of "
+            f"idle): {groups}. Top code: {callers}.")
 
 
 __all__ = ["CAPTURE_HINT", "DeviceHostSamples", "HostSamplesResult", "ScopeSamples", "Share", "analyze_host_samples",

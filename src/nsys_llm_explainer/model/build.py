@@ -248,6 +248,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
     model = TraceModel(
         info=info, kernels=kernels, api=api, nvtx=nvtx, memcpy=memcpy, memset=memset, sync=sync,
         graph_trace=graph_trace, osrt=osrt, thread_names=thread_names, warnings=warnings, notes=notes,
-        samples=build_samples(conn, schema, strings, api.gtid if api is not None else None),
     )
+    model.samples = build_samples(conn, schema, strings, api.gtid if api is not None else None,
+                                  model.trace_start, model.trace_end)
     return model

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..read import fetch_samples as FS
 from ..read.schema import Schema
-from .names import missing_name
+from .names import distinct_small, missing_name
 from .timeline import few_distinct
 
 #: module groups, in the order they are tested on a frame (key, label shown in reports). The rules
@@ -143,7 +143,14 @@ def _frames(keys: np.ndarray, strings: Dict[int, str]) -> Tuple[np.ndarray, List
     (row → frame index, display symbols, module file names, group per frame). Python work per distinct frame."""
     if keys.shape[0] == 0:
         return np.empty(0, np.int32), [], [], np.empty(0, np.int8)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    # one packed integer per row (dense codes of the symbol and module ids, then the two flags): a 1-D unique
+    usym, sym_code = distinct_small(keys[:, 0] + 1)
+    umod, mod_code = distinct_small(keys[:, 1] + 1)
+    packed = (sym_code.astype(np.int64) * umod.shape[0] + mod_code) * 4 + keys[:, 2] * 2 + keys[:, 3]
+    upacked, inv = np.unique(packed, return_inverse=True)
+    flag = upacked % 4
+    pair = upacked // 4
+    uniq = np.stack([usym[pair // umod.shape[0]] - 1, umod[pair % umod.shape[0]] - 1, flag >> 1, flag & 1], axis=1)
     syms: List[str] = []
     mods: List[str] = []
     groups = np.empty(uniq.shape[0], np.int8)
@@ -173,10 +180,12 @@ def system_module_ids(strings: Dict[int, str]) -> List[int]:
 
 
 def build_samples(conn: sqlite3.Connection, schema: Schema, strings: Dict[int, str],
-                  api_gtid: Optional[np.ndarray]) -> Optional[CpuSamples]:
-    """The samples of the threads in ``api_gtid`` (the CUDA API rows' threads; see module docstring); ``None``
-    when the export has no sample tables and the capture metadata does not say sampling was on. Costs one
-    schema lookup when there are no sample tables, one ``count(*)`` when they are empty."""
+                  api_gtid: Optional[np.ndarray], lo: Optional[int] = None, hi: Optional[int] = None
+                  ) -> Optional[CpuSamples]:
+    """The samples taken in ``[lo, hi]`` (the trace's activity span: idle gaps never lie outside it) of the
+    threads in ``api_gtid`` (the CUDA API rows' threads; see module docstring); ``None`` when the export has no
+    sample tables and the capture metadata does not say sampling was on. Costs one schema lookup when there are
+    no sample tables, one ``count(*)`` when they are empty."""
     requested = FS.capture_requested(schema)
     if not FS.has_samples_tables(schema):
         if requested:
@@ -187,27 +196,22 @@ def build_samples(conn: sqlite3.Connection, schema: Schema, strings: Dict[int, s
     total = FS.count_samples(conn, schema)
     threads = [int(t) for t in few_distinct(api_gtid).tolist() if int(t) >= 0] \
         if total and api_gtid is not None and api_gtid.shape[0] else []
-    s = FS.fetch_samples(conn, schema, threads)
+    s = FS.fetch_samples(conn, schema, threads, system_module_ids(strings) if threads else [], lo,
+                         None if hi is None else hi + 1)
     assert s is not None
     n = s["start"].shape[0]
-    leaf_keys = np.stack([s["leaf_symbol"], s["leaf_module"], (s["leaf_kernel"] != 0).astype(np.int64),
-                          (s["leaf_unresolved"] != 0).astype(np.int64)], axis=1) if n else np.empty((0, 4), np.int64)
-    # caller: first non-system user frame; none found → the leaf
-    caller_keys = leaf_keys.copy()
-    if n:
-        c = FS.fetch_callers(conn, schema, threads, system_module_ids(strings))
-        assert c is not None
-        order = np.argsort(s["id"], kind="stable")
-        pos = np.searchsorted(s["id"], c["id"], sorter=order)
-        pos = np.minimum(pos, n - 1)
-        rows = order[pos]
-        ok = s["id"][rows] == c["id"]
-        rows = rows[ok]
-        caller_keys[rows, 0] = c["symbol"][ok]
-        caller_keys[rows, 1] = c["module"][ok]
-        caller_keys[rows, 2] = 0
-        caller_keys[rows, 3] = (c["unresolved"][ok] != 0).astype(np.int64)
-    idx, syms, mods, groups = _frames(np.concatenate([leaf_keys, caller_keys]), strings)
+    flags = s["flags"]
+    keys = np.empty((2 * n, 4), np.int64)
+    keys[:n, 0], keys[:n, 1] = s["leaf_symbol"], s["leaf_module"]
+    keys[:n, 2], keys[:n, 3] = flags & 1, (flags >> 1) & 1
+    # caller: the first non-system user frame; none found → the leaf
+    has = s["caller_symbol"] >= 0
+    keys[n:] = keys[:n]
+    keys[n:, 0] = np.where(has, s["caller_symbol"], keys[:n, 0])
+    keys[n:, 1] = np.where(has, s["caller_module"], keys[:n, 1])
+    keys[n:, 2] = np.where(has, 0, keys[:n, 2])
+    keys[n:, 3] = np.where(has, (flags >> 2) & 1, keys[:n, 3])
+    idx, syms, mods, groups = _frames(keys, strings)
     leaf, caller = idx[:n], idx[n:]
     start, gtid = s["start"], s["gtid"]
     if n > 1 and not bool((start[1:] >= start[:-1]).all()):
@@ -220,4 +224,4 @@ def build_samples(conn: sqlite3.Connection, schema: Schema, strings: Dict[int, s
 
 
 __all__ = ["CpuSamples", "GROUPS", "GROUP_KEYS", "GROUP_LABEL", "SYSTEM_GROUPS", "build_samples", "frame_group",
-           "module_file", "module_group", "system_module_ids"]
+           "is_system_module", "module_file", "module_group", "system_module_ids"]

@@ -8,11 +8,10 @@ unwindMethod, stackDepth)``; one 2022.2 file also had a ``symbolName`` column ap
 which is not read). ``kernelMode`` / ``unresolved`` are NULL in the 2022.2 export for user frames: read as 0.
 
 Bounded work: only the samples of the given threads (the threads that made CUDA calls — the only ones that can
-be a gap's host thread) are read, with their leaf frame (``stackDepth = 0``, one primary-key lookup per sample)
-and, per sample, the first frame among the :data:`CALLER_DEPTH` innermost whose module is not in a given set
-(one ``min(stackDepth)`` per sample computed by SQLite over at most that many frames; SQLite's documented
-"bare column of a min() aggregate" rule gives that frame's symbol and module). Names stay StringIds ids: the
-model resolves each distinct id once.
+be a gap's host thread) inside the trace's activity span are read, one row per sample, with its leaf frame
+(``stackDepth = 0``) and the first frame among the :data:`CALLER_DEPTH` innermost whose module is not in a given
+set (a correlated ``LIMIT 1`` search over the primary-key index that stops at that frame). Names stay StringIds
+ids: the model resolves each distinct id once.
 """
 
 from __future__ import annotations
@@ -51,8 +50,8 @@ def _ints(values: Iterable[int]) -> str:
     return out or "-1"
 
 
-def _opt(schema: Schema, col: str) -> str:
-    return f'COALESCE(c."{col}", 0)' if schema.has(CHAINS, col) else "0"
+def _opt(schema: Schema, col: str, alias: str) -> str:
+    return f'COALESCE({alias}."{col}", 0)' if schema.has(CHAINS, col) else "0"
 
 
 def _run(conn: sqlite3.Connection, sql: str, names: Sequence[str], guard: str, note: str) -> Columns:
@@ -65,43 +64,38 @@ def _run(conn: sqlite3.Connection, sql: str, names: Sequence[str], guard: str, n
         return _fetch_ints(conn, sql.format(guard=guard), names)
 
 
-def fetch_samples(conn: sqlite3.Connection, schema: Schema, threads: Sequence[int]) -> Optional[Columns]:
-    """Samples of ``threads`` (serialized globalTids): ``id``, ``start``, ``gtid`` and the leaf frame's
-    ``leaf_symbol``, ``leaf_module`` (StringIds ids; -1 when the sample has no callchain), ``leaf_kernel``
-    (kernelMode) and ``leaf_unresolved``. ``None`` when the tables are missing."""
+def fetch_samples(conn: sqlite3.Connection, schema: Schema, threads: Sequence[int], system_modules: Sequence[int],
+                  lo: Optional[int] = None, hi: Optional[int] = None, depth: int = CALLER_DEPTH) -> Optional[Columns]:
+    """Samples of ``threads`` (serialized globalTids) taken in ``[lo, hi)`` (unbounded side when None), one row
+    each: ``start``, ``gtid``; the leaf frame's ``leaf_symbol``, ``leaf_module``; the caller frame's
+    ``caller_symbol``, ``caller_module`` — the first frame among the ``depth`` innermost that is in user mode and
+    whose module id is not in ``system_modules`` (-1 when the sample has no callchain / no such frame) — and
+    ``flags``: 1 = leaf in kernel mode, 2 = leaf unresolved, 4 = caller unresolved. ``None`` when the tables are
+    missing.
+
+    Bounded: the caller is found by a correlated ``ORDER BY stackDepth LIMIT 1`` over the primary-key index
+    ``(id, stackDepth)``, which stops at the first frame outside the system modules (the leaf, for most samples),
+    so the work is about one to a few frame lookups per sample of those threads — never the whole table."""
+    names = ["start", "gtid", "leaf_symbol", "leaf_module", "caller_symbol", "caller_module", "flags"]
     if not has_samples_tables(schema):
         return None
-    if not threads:
-        return {k: np.empty(0, np.int64) for k in ("id", "start", "gtid", "leaf_symbol", "leaf_module",
-                                                   "leaf_kernel", "leaf_unresolved")}
-    sql = (f'SELECT e.id, e.start, e.globalTid, COALESCE(c.symbol, -1), COALESCE(c.module, -1), '
-           f'{_opt(schema, "kernelMode")}, {_opt(schema, "unresolved")} '
-           f'FROM "{EVENTS}" e LEFT JOIN "{CHAINS}" c ON c.id = e.id AND c.stackDepth = 0 '
-           f'WHERE e.globalTid IN ({_ints(threads)}) AND {{guard}}')
-    guard = ("typeof(e.id) = 'integer' AND typeof(e.start) = 'integer' AND "
-             "typeof(c.symbol) IN ('integer', 'null') AND typeof(c.module) IN ('integer', 'null')")
-    return _run(conn, sql, ["id", "start", "gtid", "leaf_symbol", "leaf_module", "leaf_kernel", "leaf_unresolved"],
-                guard, f"{EVENTS}/{CHAINS}: samples with a non-integer value were left out.")
-
-
-def fetch_callers(conn: sqlite3.Connection, schema: Schema, threads: Sequence[int],
-                  system_modules: Sequence[int], depth: int = CALLER_DEPTH) -> Optional[Columns]:
-    """Per sample of ``threads`` that has one: the first frame among the ``depth`` innermost (``stackDepth <
-    depth``) that is in user mode and whose module id is not in ``system_modules`` — ``id`` (sample),
-    ``depth``, ``symbol``, ``module``, ``unresolved``. Samples without such a frame have no row."""
-    if not has_samples_tables(schema):
-        return None
-    names = ["id", "depth", "symbol", "module", "unresolved"]
     if not threads:
         return {k: np.empty(0, np.int64) for k in names}
-    km = 'AND COALESCE(c."kernelMode", 0) = 0 ' if schema.has(CHAINS, "kernelMode") else ""
-    sql = (f'SELECT c.id, min(c.stackDepth), c.symbol, c.module, {_opt(schema, "unresolved")} '
-           f'FROM "{EVENTS}" e CROSS JOIN "{CHAINS}" c ON c.id = e.id AND c.stackDepth < {int(depth)} '
-           f'WHERE e.globalTid IN ({_ints(threads)}) AND c.module NOT IN ({_ints(system_modules)}) {km}'
-           f'AND {{guard}} GROUP BY c.id')
-    guard = ("typeof(c.id) = 'integer' AND typeof(c.stackDepth) = 'integer' AND typeof(c.symbol) = 'integer' "
-             "AND typeof(c.module) = 'integer'")
-    return _run(conn, sql, names, guard, f"{CHAINS}: callchain frames with a non-integer value were left out.")
+    km = 'AND COALESCE(c1."kernelMode", 0) = 0 ' if schema.has(CHAINS, "kernelMode") else ""
+    span = (f" AND e.start >= {int(lo)}" if lo is not None else "") + (f" AND e.start < {int(hi)}" if hi is not None
+                                                                       else "")
+    first = (f'(SELECT c1.stackDepth FROM "{CHAINS}" c1 WHERE c1.id = e.id AND c1.stackDepth < {int(depth)} '
+             f'AND c1.module NOT IN ({_ints(system_modules)}) {km}ORDER BY c1.stackDepth LIMIT 1)')
+    flags = (f'({_opt(schema, "kernelMode", "l")} != 0) + 2 * ({_opt(schema, "unresolved", "l")} != 0) '
+             f'+ 4 * ({_opt(schema, "unresolved", "c")} != 0)')
+    sql = (f'SELECT s.start, s.gtid, COALESCE(l.symbol, -1), COALESCE(l.module, -1), COALESCE(c.symbol, -1), '
+           f'COALESCE(c.module, -1), {flags} '
+           f'FROM (SELECT e.id AS id, e.start AS start, e.globalTid AS gtid, {first} AS cd FROM "{EVENTS}" e '
+           f'WHERE e.globalTid IN ({_ints(threads)}){span} AND {{guard}}) s '
+           f'LEFT JOIN "{CHAINS}" l ON l.id = s.id AND l.stackDepth = 0 '
+           f'LEFT JOIN "{CHAINS}" c ON c.id = s.id AND c.stackDepth = s.cd')
+    guard = "typeof(e.id) = 'integer' AND typeof(e.start) = 'integer'"
+    return _run(conn, sql, names, guard, f"{EVENTS}/{CHAINS}: samples with a non-integer value were left out.")
 
 
 def capture_requested(schema: Schema) -> Optional[bool]:
@@ -112,5 +106,4 @@ def capture_requested(schema: Schema) -> Optional[bool]:
     return str(v).strip().lower() == "true"
 
 
-__all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "fetch_callers", "fetch_samples",
-                      "has_samples_tables"]
+__all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "fetch_samples", "has_samples_tables"]

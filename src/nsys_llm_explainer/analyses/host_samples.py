@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples
+from ..model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
 from .idle_cause_result import HOST_PIECE_KINDS, KINDS, DeviceCauses, IdleCausesResult
 from .stats import pct
 
@@ -193,7 +193,7 @@ class _Frames:
         fof, mof = np.empty(nfr, np.int64), np.empty(nfr, np.int64)
         for j, (sym, mod, g) in enumerate(zip(s.frame_symbol, s.frame_module, s.frame_group.tolist())):
             fof[j] = fns.add(sym, mod, labels[int(g)])
-            mof[j] = mods.add(mod, "", labels[int(g)])
+            mof[j] = mods.add(mod, "", GROUP_LABEL[module_group(mod)])   # a module's group: by its name alone
         return cls(s, labels, fof, fns, mof, mods)
 
     def scope(self, kind: str, detail: Optional[str], rows: np.ndarray, ns: int, top: int) -> ScopeSamples:

@@ -17,6 +17,7 @@ import numpy as np
 from .analyses.categories import CategoryResult, analyze_categories
 from .analyses.facts import TraceFacts, analyze_facts
 from .analyses.graphs import GraphResult, analyze_graphs
+from .analyses.host_samples import HostSamplesResult, analyze_host_samples
 from .analyses.idle import DeviceTime, GpuTimeResult, device_time, gpu_time_result, window_times
 from .analyses.idle_cause_result import DeviceCauses
 from .analyses.idle_causes import IdleCausesResult, analyze_idle_causes
@@ -59,6 +60,7 @@ class Diagnosis:
     launch: LaunchResult
     facts: TraceFacts
     unified_memory: Optional[UnifiedMemoryResult] = None   # None only for a Diagnosis built without it
+    host_samples: Optional[HostSamplesResult] = None   # CPU samples inside host-side idle (analyses/host_samples.py)
 
 
 def _kernel_pids(model: TraceModel) -> Set[int]:
@@ -139,5 +141,6 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
         graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl, launch=launch,
         facts=analyze_facts(model, traits, graphs),
         unified_memory=analyze_unified_memory(model, steady, window.start_ns, window.end_ns, window.full_start_ns,
-                                              window.full_end_ns))
+                                              window.full_end_ns),
+        host_samples=analyze_host_samples(model.samples, causes))
     return diag, new_att

@@ -99,6 +99,7 @@ def report_dict(report: Report) -> Dict[str, Any]:
         "nccl": dg.nccl.to_dict(),
         "timings_s": dict(report.timings_s),
         "unified_memory": _unified_memory(dg),
+        "host_samples": json_ready(_host_samples(dg)),
     }
 
 
@@ -109,3 +110,11 @@ def _unified_memory(dg) -> Dict[str, Any]:
         return {"available": False, "reason": "not computed", "sources": {}, "notes": [], "steady": None,
                 "full": None}
     return um.to_dict()
+
+
+def _host_samples(dg) -> Dict[str, Any]:
+    """``host_samples`` (analyses/host_samples.py); a Diagnosis built without it reads as not computed."""
+    hs = getattr(dg, "host_samples", None)
+    if hs is None:
+        return {"available": False, "reason": "not computed", "captured": False, "sample_count": 0, "devices": []}
+    return hs.to_dict()

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..analyses.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle import GpuTimeResult
 from ..analyses.idle_causes import IdleCause, IdleCausesResult
 from ..analyses.kernel_traits import KernelTraitsResult
@@ -47,6 +48,7 @@ GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the w
 LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
+SPLIT_SHOWN_POINTS = 0.05   # a claimed share this far below the table's is stated and checked on its own
 
 
 @dataclass(frozen=True)
@@ -129,9 +131,11 @@ def _where(c: IdleCause, t0: int) -> str:
 
 def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
                   capture_start_ns: int, traits: KernelTraitsResult, facts: Mapping[str, Any],
-                  claimed: Optional[Claimed] = None, launch_ranges: AbstractSet[str] = frozenset()) -> List[Finding]:
+                  claimed: Optional[Claimed] = None, launch_ranges: AbstractSet[str] = frozenset(),
+                  samples: Optional[HostSamplesResult] = None) -> List[Finding]:
     """All idle-cause findings whose checks hold (``facts``: :meth:`analyses.facts.TraceFacts.advice_facts`;
-    ``launch_ranges``: the NVTX idle details whose ranges enclose kernel launches)."""
+    ``launch_ranges``: the NVTX idle details whose ranges enclose kernel launches; ``samples``: CPU samples
+    inside host-side idle, for an evidence line)."""
     if not causes.available or not gpu.available:
         return []
     lb = launch_bound_devices(gpu, kern)
@@ -173,15 +177,18 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
                       f"{_where(main, capture_start_ns)}.")
         table_ns = by_dev[dev].ns_of(kind)
         table_share = 100.0 * table_ns / win[dev]      # titles quote the idle-cause table's shares
-        claimed_ns = sum(devs[dev].values()) - edge_ns[dev]
-        if table_ns > claimed_ns:
+        split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
+        if split:
             ev.append(f"The idle-cause table charges {100.0 * table_ns / win[dev]:.1f} % of device {dev}'s window to "
                       f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
                       "and that lies more than one timeline bin from the window's edges"
                       + (f" ({ms(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "") + ".")
+        sampled = samples_evidence(samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
+        if sampled:
+            ev.append(sampled)
         sc = Scope(device_id=dev, kind=kind)
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
-        if table_ns > claimed_ns:    # part of the kind is another finding's or at the window's edge: check the rest
+        if split:    # part of the kind is another finding's or at the window's edge: check the rest too
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
         category = CATEGORY[kind]
         growth = kind == "alloc" and _early_only(causes, gpu, kind)
@@ -196,7 +203,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             evidence=tuple(ev), recommendation=advise(txt["advice"], facts),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))
-    lf = _launch_finding(merged, win, lb, kern, gpu, traits, facts)
+    lf = _launch_finding(merged, win, lb, kern, gpu, traits, facts, samples)
     if lf is not None:
         out.append(lf)
     return out
@@ -204,7 +211,8 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
 
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],
                     lb: Dict[int, Tuple[Check, ...]], kern: Dict[int, DeviceKernels], gpu: GpuTimeResult,
-                    traits: KernelTraitsResult, facts: Mapping[str, Any]) -> Optional[Finding]:
+                    traits: KernelTraitsResult, facts: Mapping[str, Any],
+                    samples: Optional[HostSamplesResult] = None) -> Optional[Finding]:
     if not merged:
         return None
     share = {d: 100.0 * sum(v.values()) / win[d] for d, v in merged.items() if win.get(d)}
@@ -230,6 +238,9 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
                f"host CPU between launches (gaps < 1 ms) {ms(ns)}")
               for (kind, det), ns in sorted(parts.items(), key=lambda x: -x[1])[:5]) + "; time inside NVTX ranges, "
           "OS calls, other CUDA calls, syncs and copies is left to their own findings."]
+    sampled = samples_evidence(samples, dev, "host_cpu")      # what the host ran between launches
+    if sampled:
+        ev.append(sampled)
     checks = lb[dev] + (Check("host_overhead_pct", share[dev], ">=", MEDIUM_SHARE, Scope(device_id=dev)),)
     tiny = traits.traits.get("tiny_elementwise")
     if tiny is not None and traits.kernel_count:

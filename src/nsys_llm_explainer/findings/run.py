@@ -27,7 +27,8 @@ def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult
     kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
     found: List[Finding] = []
     found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits, facts,
-                           launch_ranges=att.launch_range_details() if att.available else frozenset())
+                           launch_ranges=att.launch_range_details() if att.available else frozenset(),
+                           samples=diag.host_samples)
     top = diag.steady_kernels.by_name if diag.steady_kernels.available else ()
     cats = diag.categories.overall if diag.categories.available else ()
     found += kernel_findings(gpu, traits, top, cats, facts)

@@ -16,6 +16,7 @@ from .link import ApiIndex, corr_key, link_to_api, pid_from_launch, unknown_pid_
 from .names import base_api_name, distinct_small, intern_ids, intern_strings, missing_name  # noqa: F401
 from .nvtx_build import build_nvtx, possible_nvtx
 from .row_checks import drop_impossible
+from .samples import build_samples
 from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceInfo, TraceModel, pid_of, tid_of
 
 
@@ -251,6 +252,8 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
         graph_trace=graph_trace, osrt=osrt, thread_names=thread_names, warnings=warnings, notes=notes,
         um_gpu_faults=um_gpu_faults, um_cpu_faults=um_cpu_faults,
     )
+    model.samples = build_samples(conn, schema, strings, api.gtid if api is not None else None,
+                                  model.trace_start, model.trace_end)
     return model
 
 

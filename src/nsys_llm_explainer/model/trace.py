@@ -8,9 +8,12 @@ Arrays of one table have equal length; ``-1`` means "unknown / NULL".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .samples import CpuSamples
 
 PID_SHIFT = 24
 ID_MASK = 0xFFFFFF
@@ -156,6 +159,7 @@ class TraceModel:
     # ---- Unified Memory page faults (None when the export has no such table; docs/METRICS.md "Unified Memory")
     um_gpu_faults: Optional[GpuOps] = None   # start, end, device, pid, faults (numberOfPageFaults), access
     um_cpu_faults: Optional[GpuOps] = None   # start, end (= start), pid, func_idx, module_idx → ``names``
+    samples: Optional[CpuSamples] = None   # CPU samples of the CUDA-calling threads (model/samples.py)
 
     @property
     def trace_start(self) -> Optional[int]:

@@ -228,11 +228,14 @@ def facts_pairs(report: Mapping[str, Any]) -> List[Tuple[str, str]]:
     f = report.get("facts")
     if not isinstance(f, Mapping):
         return []
-    gpus = [g for g in f.get("gpus") or [] if isinstance(g, Mapping)]
-    gp = "; ".join(f"{g.get('name') or 'GPU'}: {g.get('architecture')}"
+    kinds: Dict[str, int] = {}      # identical GPUs once, with their number
+    for g in f.get("gpus") or []:
+        if isinstance(g, Mapping):
+            one = (f"{g.get('name') or 'GPU'}: {g.get('architecture')}"
                    + (f" (compute capability {g['compute_capability']})" if g.get("compute_capability") else "")
-                   + ", tensor cores " + ("/".join(map(str, g.get("tensor_core_types") or [])) or "none")
-                   for g in gpus) or "not recorded in the export"
+                   + ", tensor cores " + ("/".join(map(str, g.get("tensor_core_types") or [])) or "none"))
+            kinds[one] = kinds.get(one, 0) + 1
+    gp = "; ".join((f"{n} × " if n > 1 else "") + k for k, n in kinds.items()) or "not recorded in the export"
     ev = [str(x) for x in f.get("workload_evidence") or []][:1]
     threads = [t for t in f.get("nvtx_threads") or [] if isinstance(t, Mapping)]
     nv = ("yes, on " + ", ".join(f"{t.get('name') or 'tid ' + str(int(t.get('gtid', 0)) & 0xFFFFFF)} "

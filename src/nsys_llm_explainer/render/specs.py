@@ -12,6 +12,7 @@ from typing import Any, Callable, List, Mapping
 
 from .base import Row, fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num, rows_of, section
 from .escape import md_cell, md_name, shorten
+from .host_samples import CAUSE_COL, HOST_SAMPLES, attach
 from .table import (
     Col,
     Table,
@@ -37,7 +38,8 @@ def device_rows(report: Row) -> List[Row]:
 
 def idle_cause_rows(report: Row) -> List[Row]:
     return [r for d in rows_of(section(report, "idle_causes"), "devices")
-            for r in with_fields(rows_of(d, "causes"), device_id=d.get("device_id"))]
+            for r in with_fields(attach(report, d.get("device_id"), rows_of(d, "causes")),
+                                 device_id=d.get("device_id"))]
 
 
 def gap_rows(report: Row) -> List[Row]:
@@ -168,6 +170,7 @@ IDLE_CAUSES = Table("idle_causes.csv", (
     Col((("one_time", raw("one_time")), ("short_gap_ns", raw("short_gap_ns")))),
     Col(tuple((f"example_{k}", (lambda r, k=k: (rows_of(r, "examples") or [{}])[0].get(k)))
               for k in ("start_ns", "end_ns", "ns"))),
+    CAUSE_COL,
 ), idle_cause_rows)
 
 GAPS = Table("gpu_idle_gaps.csv", (
@@ -408,4 +411,5 @@ CSV_TABLES: List[Table] = [
     PHASES, STEPS, STEPS_BY_PHASE, LAUNCH, SYNC_APIS, SYNC_BY_PID, CUDA_API, MEMCPY, NVTX_RANGES, NVTX_BY_PID,
     NVTX_ATTRIBUTION, NCCL_RANKS,
     UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN,
+    HOST_SAMPLES,
 ]

@@ -6,7 +6,8 @@ and writes a database whose table and column names follow the real exporter of t
 exports are not time-ordered.
 
 Layout: ``ids`` (flavors, global ids), ``catalog`` / ``catalog_session`` (columns per flavor),
-``store`` (identities, strings, correlation ids), ``rows_cuda`` / ``rows_graph`` (CUDA rows), this
+``store`` (identities, strings, correlation ids), ``rows_cuda`` / ``rows_graph`` (CUDA rows), ``rows_samples``
+(CPU samples), this
 module (NVTX / OSRT rows and ``write``), ``writer`` (the SQLite writer).
 """
 
@@ -17,13 +18,13 @@ import sqlite3
 from typing import Optional
 
 from .ids import FLAVORS, global_pid, global_tid, short_kernel_name
-from .rows_graph import GraphRows
+from .rows_samples import SampleRows
 from .writer import write_all
 
 __all__ = ["TraceBuilder", "FLAVORS", "global_pid", "global_tid", "short_kernel_name"]
 
 
-class TraceBuilder(GraphRows):
+class TraceBuilder(SampleRows):
     """Collect rows and write an Nsight-Systems-shaped SQLite export.
 
     ``flavor`` picks the exporter generation ("2021.5", "2022.4", "2023.4", "2024.2", "2026.2").

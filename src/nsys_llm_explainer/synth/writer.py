@@ -28,6 +28,7 @@ from .catalog_session import (
     session_cols,
 )
 from .ids import FLAVORS, VM_GLOBAL, VM_ID, global_pid, pid_of
+from .rows_samples import write_samples
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import RowStore
@@ -330,3 +331,4 @@ def write_all(b: RowStore, con: sqlite3.Connection) -> None:
     _write_identities(w)
     _write_gpus(w)
     _write_streams(w)
+    write_samples(w)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence
 
 from ..base import Row, available, fmt_dur, fmt_int, fmt_pct, num, rows_of
+from ..host_samples import attach, captured, samples_note
 from ..markdown.idle import KIND_MEANING
 from .ctx import HtmlCtx, kind_color, layout, ms
 from .markup import (
@@ -18,6 +19,7 @@ from .markup import (
     name_col,
     pct_col,
     plot_text,
+    rich,
     section,
     table,
     text_col,
@@ -96,6 +98,8 @@ def _cause_table(ctx: HtmlCtx, i: int, causes: Sequence[Row]) -> str:
             pct_col("% of window", "pct_of_window"), pct_col("% of idle", "pct_of_idle"),
             int_col("gaps", "gap_count"),
             Col("largest example (ms from capture start)", example, numeric=False))
+    if captured(ctx.report):   # CPU samples inside each host-side cause (render/host_samples.py)
+        cols += (text_col("host samples", "host_samples"),)
     shown = list(causes[:TABLE_CAUSES])
     cap = (f"Showing {len(shown)} of {len(causes)} causes; all in <code>tables/idle_causes.csv</code>."
            if len(causes) > len(shown) else "")
@@ -119,13 +123,16 @@ def sec_idle(ctx: HtmlCtx) -> str:
     for i, d in enumerate(devices):  # one iteration per device
         body.append(f"<h3>{ctx.device(d.get('device_id'))}</h3>" + _device_line(ctx, d))
         dc = by_dev.get(d.get("device_id"), {})
-        causes = rows_of(dc, "causes")
+        causes = attach(ctx.report, d.get("device_id"), rows_of(dc, "causes"))
         if causes:
             body.append(_cause_chart(ctx, i, dc, causes) + _cause_table(ctx, i, causes))
             kinds += [str(c.get("kind")) for c in causes]
     legend = [f"{code(k)}: {h(KIND_MEANING[k])}" for k in dict.fromkeys(kinds) if k in KIND_MEANING]
     if legend:
         body.append('<p class="legend"><em>Causes:</em> ' + "; ".join(legend) + ".</p>")
+    note = samples_note(ctx.report, list(dict.fromkeys(kinds)))
+    if note:
+        body.append(f'<p class="legend"><em>Host samples:</em> {rich(note)}</p>')
     return section("idle", "Where the idle time went", body)
 
 

@@ -17,7 +17,7 @@ from ..base import Renderer
 from .appendix import how_computed, omitted_line, sec_trace
 from .ctx import Ctx, Omitted, SectionFn
 from .diagnosis import sec_cuda_api, sec_graphs, sec_memory, sec_nccl, sec_nvtx, sec_steps, sec_sync
-from .findings import sec_facts, sec_findings
+from .findings import sec_findings
 from .headline import sec_title, sec_warnings
 from .idle import sec_gaps, sec_idle
 from .kernels import sec_categories, sec_kernels, sec_launch, sec_traits
@@ -29,7 +29,6 @@ SECTIONS: Tuple[SectionFn, ...] = (
     sec_warnings,
     sec_findings,
     sec_idle,
-    sec_facts,
     sec_kernels,
     sec_traits,
     sec_categories,

@@ -52,14 +52,13 @@ def sec_findings(ctx: Ctx) -> Result:
         return lines + ["No finding: no rule's preconditions held."]
     for i, f in enumerate(findings, 1):
         lines += finding_lines(i, f) + [""]
-    return lines[:-1]
+    return lines + facts_line(ctx)
 
 
-def sec_facts(ctx: Ctx) -> Result:
-    """The trace facts every piece of advice above was checked against (``facts`` in report.json)."""
+def facts_line(ctx: Ctx) -> Lines:
+    """The trace facts every piece of advice above was checked against (``facts`` in report.json), one line."""
     pairs = facts_pairs(ctx.report)
     if not pairs:
         return []
-    return heading("Facts the advice rests on") + [
-        " · ".join(f"**{k}:** {_text(v)}" for k, v in pairs) + " — every recommendation declares the facts it "
-        "needs and is left out when these contradict it."]
+    return ["*Facts the advice rests on* (every recommendation declares the facts it needs and is left out when "
+            "these contradict it): " + " · ".join(f"**{k}:** {_text(v)}" for k, v in pairs)]

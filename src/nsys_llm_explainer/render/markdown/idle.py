@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..base import Row, fmt_dur, fmt_int, fmt_ms, fmt_pct, num, rows_of
-from ..escape import md_code, md_text
+from ..escape import md_code, md_rich, md_text
+from ..host_samples import CAUSE_COL, attach, captured, samples_note
 from ..specs import GAPS, IDLE_CAUSES
 from ..table import md_col, md_table
 from .ctx import Ctx, Lines, Omitted, Result, heading
@@ -63,8 +64,9 @@ def _histogram_line(d: Row) -> str:
     return ("Gaps by length: " + " · ".join(parts) + ".") if parts else ""
 
 
-def cause_table(ctx: Ctx, causes: Sequence[Row], other: Optional[Row] = None) -> Lines:
-    cols = IDLE_CAUSES.cols + (md_col("example gap (from capture start)", lambda r: _example(ctx, r)),)
+def cause_table(ctx: Ctx, causes: Sequence[Row], other: Optional[Row] = None, samples: bool = False) -> Lines:
+    cols = tuple(c for c in IDLE_CAUSES.cols if c is not CAUSE_COL) + (
+        md_col("example gap (from capture start)", lambda r: _example(ctx, r)),) + ((CAUSE_COL,) if samples else ())
     if other and num(other.get("count")):
         return md_table(cols, list(causes[: int(other.get("after_rows") or 0)]), [_other_row(other)])
     return md_table(cols, list(causes))
@@ -86,10 +88,10 @@ def sec_idle(ctx: Ctx) -> Result:
     for d in devices:  # one iteration per device
         lines += [device_line(ctx, d), ""]
         dc = by_dev.get(d.get("device_id"), {})
-        causes = rows_of(dc, "causes")
+        causes = attach(ctx.report, d.get("device_id"), rows_of(dc, "causes"))
         if causes:
             other = dc.get("other") if isinstance(dc.get("other"), dict) else None
-            lines += cause_table(ctx, causes, other) + [""]
+            lines += cause_table(ctx, causes, other, captured(ctx.report)) + [""]
             kinds += [str(c.get("kind")) for c in causes[:CAUSE_ROWS] if str(c.get("kind")) not in kinds]
             kinds = list(dict.fromkeys(kinds))
         hist = _histogram_line(d)
@@ -98,6 +100,7 @@ def sec_idle(ctx: Ctx) -> Result:
     legend = [f"{md_code(k)}: {KIND_MEANING[k]}" for k in kinds if k in KIND_MEANING]
     if legend:
         lines += ["*Causes:* " + "; ".join(legend) + "."]
+    lines += samples_lines(ctx.report, kinds)
     return lines if lines[-1] else lines[:-1]
 
 
@@ -112,3 +115,9 @@ def sec_gaps(ctx: Ctx) -> Result:
     note = f"The {len(shown)} largest gaps of the window with the cause charged most of their time. " \
            + ctx.capped(len(shown), len(rows), GAPS.csv)
     return heading("Largest idle gaps", note) + md_table(cols, shown)
+
+
+def samples_lines(report: Row, kinds: Sequence[str]) -> Lines:
+    """The note under the idle tables on CPU samples (``host_samples``)."""
+    note = samples_note(report, kinds)
+    return ["", "*Host samples:* " + md_rich(note, line_start=False)] if note else []

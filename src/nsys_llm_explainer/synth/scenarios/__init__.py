@@ -23,6 +23,7 @@ from .copies import async_copies, pageable_async_copy
 from .graphs import cuda_graph_node, graph_level, overlapping_streams
 from .names import K
 from .one_time import bursty_warmup, first_launch, warmup_then_busy
+from .samples import host_samples
 from .serving import demo, dominant_kernel, healthy, launch_bound, per_token_sync, warmup_tail
 from .stalls import alloc_in_loop, host_gap, nccl_straggler, pageable_h2d
 from .unified_memory import unified_memory
@@ -75,6 +76,8 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "fp32_gemm_turing": fp32_gemm_turing,
     "fp32_gemm_no_tensor_cores": fp32_gemm_no_tensor_cores,
     "unified_memory": unified_memory,
+    # CPU samples inside host-side idle (analyses/host_samples.py)
+    "host_samples": host_samples,
 }
 
 

@@ -1,0 +1,227 @@
+"""CPU samples of the threads that made CUDA calls, normalized (``TraceModel.samples``; docs/MODEL.md "What the
+host ran during host-side idle").
+
+Each sample keeps its time, its thread (serialized globalTid) and two frames of its callchain:
+
+* the **leaf** (``stackDepth`` 0): the code the CPU was executing when the sample was taken;
+* the **caller**: the first frame, from the leaf outwards among the :data:`~read.fetch_samples.CALLER_DEPTH`
+  innermost, that runs in user mode in a module that is not a *system* module (:data:`SYSTEM_GROUPS`: the OS
+  kernel, vDSO, libc and the C/C++ runtime, the dynamic loader) nor a placeholder (``[Max depth]``,
+  ``[Unknown]``, ``[Broken backtraces]``) — the application, interpreter or library code that ran or called
+  into the system. When the leaf is not in a system module the caller is the leaf; when no such frame is found
+  in those frames the caller is the leaf.
+
+Frames are interned: one entry per distinct (symbol, module, kernel mode, unresolved) with its display symbol
+(``[unresolved]`` for an address nsys could not resolve), its module file name, and its **module group**
+(:data:`GROUPS`, decided once per distinct frame by :func:`frame_group`). Names are resolved through StringIds
+once per distinct id.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..read import fetch_samples as FS
+from ..read.schema import Schema
+from .names import distinct_small, missing_name
+from .timeline import few_distinct
+
+#: module groups, in the order they are tested on a frame (key, label shown in reports). The rules
+#: (:func:`frame_group`): ``os_kernel`` — kernel-mode frame, or module ``[kernel.kallsyms]``, ``vmlinux*``,
+#: ``[kernel…]``, ``[vdso]``; ``allocator`` — a malloc/free-family symbol (glibc, jemalloc ``je_*``, tcmalloc
+#: ``tc_*``, mimalloc ``mi_*``, C++ ``operator new/delete``) or a jemalloc/tcmalloc/mimalloc module; then by
+#: module file name: ``python`` — ``libpython*``, ``python``/``python3*`` executables; ``framework`` —
+#: ``libtorch*``, ``libc10*``, ``_C*.so`` (PyTorch's extension), ``libtensorflow*``, ``_pywrap_tensorflow*``,
+#: ``xla_extension*``; ``cuda_driver`` — ``libcuda.so*``, ``libnvidia-*`` (driver components, e.g. its PTX
+#: JIT); ``cuda_libs`` — ``libcudart*``, ``libcublas*``, ``libcudnn*``, ``libnccl*``, ``libcufft*``, ``libcurand*``,
+#: ``libcusparse*``, ``libcusolver*``, ``libnvrtc*``, ``libnvJitLink*``, ``libnvToolsExt*``; ``profiler`` —
+#: Nsight Systems' injection libraries (``libToolsInjection*``) and ``libcupti*``; ``libc`` — ``libc``,
+#: ``libpthread``, ``libm``, ``libdl``, ``librt``, the dynamic loader (``ld-linux*``, ``ld-*.so``),
+#: ``libstdc++``, ``libgcc_s``; else ``other``.
+GROUPS: Tuple[Tuple[str, str], ...] = (
+    ("python", "Python interpreter"),
+    ("framework", "PyTorch / framework"),
+    ("cuda_driver", "CUDA driver"),
+    ("cuda_libs", "CUDA runtime / libraries"),
+    ("allocator", "allocator (malloc/free)"),
+    ("os_kernel", "OS kernel"),
+    ("libc", "libc / C runtime"),
+    ("profiler", "profiler (Nsight Systems)"),
+    ("other", "application / other"),
+)
+GROUP_KEYS = tuple(k for k, _ in GROUPS)
+GROUP_LABEL = dict(GROUPS)
+G = {k: i for i, k in enumerate(GROUP_KEYS)}
+#: groups whose frames are skipped when looking for the caller
+SYSTEM_GROUPS = ("os_kernel", "libc")
+#: placeholder "modules" nsys writes into callchains (never real code)
+PLACEHOLDERS = ("[Max depth]", "[Unknown]", "[Broken backtraces]")
+UNRESOLVED = "[unresolved]"
+
+_KERNEL_MOD = re.compile(r"^(\[kernel[^\]]*\]|vmlinux.*|\[vdso\])$")
+_ALLOC_MOD = re.compile(r"^lib(jemalloc|tcmalloc|mimalloc)")
+_ALLOC_SYM = re.compile(
+    r"^(?:__GI_)?_*(?:libc_)?(?:malloc|free|calloc|realloc|memalign|posix_memalign|aligned_alloc|valloc|pvalloc|"
+    r"cfree|int_malloc|int_free|int_realloc|int_memalign|malloc_consolidate|sysmalloc|tcache_\w+|unlink_chunk|"
+    r"(?:je|tc|mi)_\w+)$|^(?:tcmalloc|jemalloc)::|^operator (?:new|delete)")
+_MODULE_RULES: Tuple[Tuple[str, re.Pattern[str]], ...] = (
+    ("python", re.compile(r"^(libpython\d|python(\d(\.\d+)?)?$)")),
+    ("framework", re.compile(r"^(libtorch|libc10|_C[.\w-]*\.so|libtensorflow|_pywrap_tensorflow|xla_extension)")),
+    ("cuda_driver", re.compile(r"^(libcuda\.so|libnvidia-)")),
+    ("cuda_libs", re.compile(r"^(libcudart|libcublas|libcudnn|libnccl|libcufft|libcurand|libcusparse|libcusolver|"
+                             r"libnvrtc|libnvJitLink|libnvToolsExt)")),
+    ("profiler", re.compile(r"^(libToolsInjection|libcupti)")),
+    ("libc", re.compile(r"^(libc[.-]|libpthread[.-]|libm[.-]|libdl[.-]|librt[.-]|ld-linux|ld-\d|ld\.so|"
+                        r"libstdc\+\+|libgcc_s)")),
+)
+
+
+def module_file(path: str) -> str:
+    """The file name of a module path (``/usr/lib/x86_64-linux-gnu/libc.so.6`` → ``libc.so.6``)."""
+    return path.rsplit("/", 1)[-1] if "/" in path else path
+
+
+def module_group(path: str) -> str:
+    """Group key of a module path by its file name alone (``other`` when no rule matches)."""
+    f = module_file(path)
+    if _KERNEL_MOD.match(f):
+        return "os_kernel"
+    if _ALLOC_MOD.match(f):
+        return "allocator"
+    for key, rx in _MODULE_RULES:
+        if rx.match(f):
+            return key
+    return "other"
+
+
+def frame_group(symbol: str, module: str, kernel_mode: bool) -> str:
+    """Group key of one frame (rules in :data:`GROUPS`)."""
+    if kernel_mode:
+        return "os_kernel"
+    g = module_group(module)
+    if g == "os_kernel":
+        return g
+    if _ALLOC_SYM.search(symbol):
+        return "allocator"
+    return g
+
+
+def is_system_module(path: str) -> bool:
+    """True for the modules skipped when looking for a sample's caller (system groups and placeholders)."""
+    return path in PLACEHOLDERS or (path.startswith("[") and path.endswith("]")) or \
+        module_group(path) in SYSTEM_GROUPS
+
+
+@dataclass
+class CpuSamples:
+    """CPU samples of the threads that made CUDA calls, sorted by ``start`` (see module docstring)."""
+
+    start: np.ndarray            # int64 ns
+    gtid: np.ndarray             # int64 serialized globalTid
+    leaf: np.ndarray             # int32 index into the frame tables
+    caller: np.ndarray           # int32 index into the frame tables
+    frame_symbol: List[str]      # display symbol of each distinct frame
+    frame_module: List[str]      # module file name of each distinct frame
+    frame_group: np.ndarray      # int8 index into GROUPS of each distinct frame
+    total: int                   # rows of COMPOSITE_EVENTS (every thread)
+    threads_read: Tuple[int, ...] = ()      # the threads whose samples were read
+    requested: Optional[bool] = None        # capture metadata: CPU IP/backtrace sampling on (None: not recorded)
+    caller_depth: int = FS.CALLER_DEPTH
+    per_thread: Dict[int, int] = field(default_factory=dict)   # samples read per thread
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+def _frames(keys: np.ndarray, strings: Dict[int, str]) -> Tuple[np.ndarray, List[str], List[str], np.ndarray]:
+    """Intern frame keys (rows of symbol id, module id, kernel, unresolved; symbol -1 = no callchain):
+    (row → frame index, display symbols, module file names, group per frame). Python work per distinct frame."""
+    if keys.shape[0] == 0:
+        return np.empty(0, np.int32), [], [], np.empty(0, np.int8)
+    # one packed integer per row (dense codes of the symbol and module ids, then the two flags): a 1-D unique
+    usym, sym_code = distinct_small(keys[:, 0] + 1)
+    umod, mod_code = distinct_small(keys[:, 1] + 1)
+    packed = (sym_code.astype(np.int64) * umod.shape[0] + mod_code) * 4 + keys[:, 2] * 2 + keys[:, 3]
+    upacked, inv = np.unique(packed, return_inverse=True)
+    flag = upacked % 4
+    pair = upacked // 4
+    uniq = np.stack([usym[pair // umod.shape[0]] - 1, umod[pair % umod.shape[0]] - 1, flag >> 1, flag & 1], axis=1)
+    syms: List[str] = []
+    mods: List[str] = []
+    groups = np.empty(uniq.shape[0], np.int8)
+    for j, (sid, mid, km, unres) in enumerate(uniq.tolist()):
+        if sid < 0:
+            sym, mod = "[no callchain]", ""
+        else:
+            sym = strings.get(sid, missing_name(sid))
+            mod_path = strings.get(mid, missing_name(mid))
+            mod = module_file(mod_path)
+            if unres and mod_path not in PLACEHOLDERS:
+                sym = UNRESOLVED
+        groups[j] = G[frame_group(sym, mod if sid >= 0 else "", bool(km))] if sid >= 0 else G["other"]
+        syms.append(sym)
+        mods.append(mod)
+    return inv.reshape(-1).astype(np.int32), syms, mods, groups
+
+
+def system_module_ids(strings: Dict[int, str]) -> List[int]:
+    """StringIds ids whose value is a system module path or a placeholder (one regex per candidate string:
+    only values that look like a module — a path, a bracketed name, a shared object — are tested)."""
+    out = []
+    for i, v in strings.items():
+        if v and (v[0] in "/[" or ".so" in v) and len(v) < 4096 and is_system_module(v):
+            out.append(i)
+    return out
+
+
+def build_samples(conn: sqlite3.Connection, schema: Schema, strings: Dict[int, str],
+                  api_gtid: Optional[np.ndarray], lo: Optional[int] = None, hi: Optional[int] = None
+                  ) -> Optional[CpuSamples]:
+    """The samples taken in ``[lo, hi]`` (the trace's activity span: idle gaps never lie outside it) of the
+    threads in ``api_gtid`` (the CUDA API rows' threads; see module docstring); ``None`` when the export has no
+    sample tables and the capture metadata does not say sampling was on. Costs one schema lookup when there are
+    no sample tables, one ``count(*)`` when they are empty."""
+    requested = FS.capture_requested(schema)
+    if not FS.has_samples_tables(schema):
+        if requested:
+            e = np.empty(0, np.int64)
+            return CpuSamples(e, e, np.empty(0, np.int32), np.empty(0, np.int32), [], [], np.empty(0, np.int8), 0,
+                              requested=requested)
+        return None
+    total = FS.count_samples(conn, schema)
+    threads = [int(t) for t in few_distinct(api_gtid).tolist() if int(t) >= 0] \
+        if total and api_gtid is not None and api_gtid.shape[0] else []
+    s = FS.fetch_samples(conn, schema, threads, system_module_ids(strings) if threads else [], lo,
+                         None if hi is None else hi + 1)
+    assert s is not None
+    n = s["start"].shape[0]
+    flags = s["flags"]
+    keys = np.empty((2 * n, 4), np.int64)
+    keys[:n, 0], keys[:n, 1] = s["leaf_symbol"], s["leaf_module"]
+    keys[:n, 2], keys[:n, 3] = flags & 1, (flags >> 1) & 1
+    # caller: the first non-system user frame; none found → the leaf
+    has = s["caller_symbol"] >= 0
+    keys[n:] = keys[:n]
+    keys[n:, 0] = np.where(has, s["caller_symbol"], keys[:n, 0])
+    keys[n:, 1] = np.where(has, s["caller_module"], keys[:n, 1])
+    keys[n:, 2] = np.where(has, 0, keys[:n, 2])
+    keys[n:, 3] = np.where(has, (flags >> 2) & 1, keys[:n, 3])
+    idx, syms, mods, groups = _frames(keys, strings)
+    leaf, caller = idx[:n], idx[n:]
+    start, gtid = s["start"], s["gtid"]
+    if n > 1 and not bool((start[1:] >= start[:-1]).all()):
+        o = np.argsort(start, kind="stable")
+        start, gtid, leaf, caller = start[o], gtid[o], leaf[o], caller[o]
+    uniq, counts = (np.unique(gtid, return_counts=True) if n else (np.empty(0, np.int64), np.empty(0, np.int64)))
+    return CpuSamples(start=start, gtid=gtid, leaf=leaf, caller=caller, frame_symbol=syms, frame_module=mods,
+                      frame_group=groups, total=total, threads_read=tuple(threads), requested=requested,
+                      per_thread={int(g): int(k) for g, k in zip(uniq.tolist(), counts.tolist())})
+
+
+__all__ = ["CpuSamples", "GROUPS", "GROUP_KEYS", "GROUP_LABEL", "SYSTEM_GROUPS", "build_samples", "frame_group",
+           "is_system_module", "module_file", "module_group", "system_module_ids"]

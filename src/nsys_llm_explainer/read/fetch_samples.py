@@ -1,0 +1,109 @@
+"""CPU samples (``COMPOSITE_EVENTS``) and the two frames of each sample's callchain (``SAMPLING_CALLCHAINS``) that
+the host-samples analysis uses — read-only like every fetcher in :mod:`read.fetch`.
+
+Columns are selected by name; both tables have had the same columns in every export seen (2022.2, 2022.4,
+2023.4, 2024.6: ``COMPOSITE_EVENTS(id, start, cpu, threadState, globalTid, cpuCycles)``,
+``SAMPLING_CALLCHAINS(id, symbol, module, kernelMode, thumbCode, unresolved, specialEntry, originalIP,
+unwindMethod, stackDepth)``; one 2022.2 file also had a ``symbolName`` column appended by a third-party tool,
+which is not read). ``kernelMode`` / ``unresolved`` are NULL in the 2022.2 export for user frames: read as 0.
+
+Bounded work: only the samples of the given threads (the threads that made CUDA calls — the only ones that can
+be a gap's host thread) inside the trace's activity span are read, one row per sample, with its leaf frame
+(``stackDepth = 0``) and the first frame among the :data:`CALLER_DEPTH` innermost whose module is not in a given
+set (a correlated ``LIMIT 1`` search over the primary-key index that stops at that frame). Names stay StringIds
+ids: the model resolves each distinct id once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Iterable, List, Optional, Sequence
+
+import numpy as np
+
+from .fetch import Columns, ValueTypeError, _exclude_note, _fetch_ints, _query
+from .schema import Schema
+
+EVENTS = "COMPOSITE_EVENTS"
+CHAINS = "SAMPLING_CALLCHAINS"
+#: frames searched (from the leaf) for the first one outside the system modules
+CALLER_DEPTH = 16
+
+
+def has_samples_tables(schema: Schema) -> bool:
+    """True when both tables exist with the columns the reader needs."""
+    return all(schema.has(EVENTS, c) for c in ("id", "start", "globalTid")) and \
+        all(schema.has(CHAINS, c) for c in ("id", "symbol", "module", "stackDepth"))
+
+
+def count_samples(conn: sqlite3.Connection, schema: Schema) -> int:
+    """Rows of ``COMPOSITE_EVENTS`` (0 when the table is absent)."""
+    if not schema.has(EVENTS):
+        return 0
+    rows = _query(conn, f'SELECT count(*) FROM "{EVENTS}"')
+    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+
+def _ints(values: Iterable[int]) -> str:
+    """An SQL list of integers (our own ints, never user text)."""
+    out = ",".join(str(int(v)) for v in values)
+    return out or "-1"
+
+
+def _opt(schema: Schema, col: str, alias: str) -> str:
+    return f'COALESCE({alias}."{col}", 0)' if schema.has(CHAINS, col) else "0"
+
+
+def _run(conn: sqlite3.Connection, sql: str, names: Sequence[str], guard: str, note: str) -> Columns:
+    """``sql`` (with a ``{guard}`` placeholder in its WHERE clause) through the integer fetch; rows with a
+    non-integer value are left out (``guard`` filters them) and stated."""
+    try:
+        return _fetch_ints(conn, sql.format(guard="1"), names)
+    except ValueTypeError:
+        _exclude_note(conn, note)
+        return _fetch_ints(conn, sql.format(guard=guard), names)
+
+
+def fetch_samples(conn: sqlite3.Connection, schema: Schema, threads: Sequence[int], system_modules: Sequence[int],
+                  lo: Optional[int] = None, hi: Optional[int] = None, depth: int = CALLER_DEPTH) -> Optional[Columns]:
+    """Samples of ``threads`` (serialized globalTids) taken in ``[lo, hi)`` (unbounded side when None), one row
+    each: ``start``, ``gtid``; the leaf frame's ``leaf_symbol``, ``leaf_module``; the caller frame's
+    ``caller_symbol``, ``caller_module`` — the first frame among the ``depth`` innermost that is in user mode and
+    whose module id is not in ``system_modules`` (-1 when the sample has no callchain / no such frame) — and
+    ``flags``: 1 = leaf in kernel mode, 2 = leaf unresolved, 4 = caller unresolved. ``None`` when the tables are
+    missing.
+
+    Bounded: the caller is found by a correlated ``ORDER BY stackDepth LIMIT 1`` over the primary-key index
+    ``(id, stackDepth)``, which stops at the first frame outside the system modules (the leaf, for most samples),
+    so the work is about one to a few frame lookups per sample of those threads — never the whole table."""
+    names = ["start", "gtid", "leaf_symbol", "leaf_module", "caller_symbol", "caller_module", "flags"]
+    if not has_samples_tables(schema):
+        return None
+    if not threads:
+        return {k: np.empty(0, np.int64) for k in names}
+    km = 'AND COALESCE(c1."kernelMode", 0) = 0 ' if schema.has(CHAINS, "kernelMode") else ""
+    span = (f" AND e.start >= {int(lo)}" if lo is not None else "") + (f" AND e.start < {int(hi)}" if hi is not None
+                                                                       else "")
+    first = (f'(SELECT c1.stackDepth FROM "{CHAINS}" c1 WHERE c1.id = e.id AND c1.stackDepth < {int(depth)} '
+             f'AND c1.module NOT IN ({_ints(system_modules)}) {km}ORDER BY c1.stackDepth LIMIT 1)')
+    flags = (f'({_opt(schema, "kernelMode", "l")} != 0) + 2 * ({_opt(schema, "unresolved", "l")} != 0) '
+             f'+ 4 * ({_opt(schema, "unresolved", "c")} != 0)')
+    sql = (f'SELECT s.start, s.gtid, COALESCE(l.symbol, -1), COALESCE(l.module, -1), COALESCE(c.symbol, -1), '
+           f'COALESCE(c.module, -1), {flags} '
+           f'FROM (SELECT e.id AS id, e.start AS start, e.globalTid AS gtid, {first} AS cd FROM "{EVENTS}" e '
+           f'WHERE e.globalTid IN ({_ints(threads)}){span} AND {{guard}}) s '
+           f'LEFT JOIN "{CHAINS}" l ON l.id = s.id AND l.stackDepth = 0 '
+           f'LEFT JOIN "{CHAINS}" c ON c.id = s.id AND c.stackDepth = s.cd')
+    guard = "typeof(e.id) = 'integer' AND typeof(e.start) = 'integer'"
+    return _run(conn, sql, names, guard, f"{EVENTS}/{CHAINS}: samples with a non-integer value were left out.")
+
+
+def capture_requested(schema: Schema) -> Optional[bool]:
+    """Whether the capture metadata says CPU IP/backtrace sampling was on (``None``: not recorded)."""
+    v = schema.meta_value("capture:LINUX_PERF_OPTIONS:COLLECT_IP_BACKTRACE_SAMPLES")
+    if v is None:
+        return None
+    return str(v).strip().lower() == "true"
+
+
+__all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "fetch_samples", "has_samples_tables"]

@@ -28,6 +28,7 @@ from .analyses.nvtx_attribution import AttributionResult
 from .analyses.nvtx_tree import NvtxTree
 from .analyses.phases import PhaseResult, analyze_phases
 from .analyses.stats import kernel_stats
+from .analyses.step_sync import StepSyncContext, StepSyncResult, StepSyncSeries, device_step_sync, step_sync_result
 from .analyses.steps import StepResult, analyze_steps
 from .analyses.timeline_bins import DEFAULT_BINS
 from .analyses.window import WindowResult, detect_window
@@ -55,6 +56,7 @@ class Diagnosis:
     memory: MemoryResult
     nccl: NcclResult
     launch: LaunchResult
+    step_sync: StepSyncResult          # per-step synchronization (analyses/step_sync.py)
 
 
 def _kernel_pids(model: TraceModel) -> Set[int]:
@@ -113,10 +115,13 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
                                                   opts.include_memcpy_in_busy))
     # one device at a time: its timeline → idle causes → busy/idle figures, then it is dropped (memory ∝ 1 device)
     dev_times: List[DeviceTime] = []
+    ss_ctx = StepSyncContext(steady)              # per-step sync series, cut from the same timelines and pieces
+    ss_series: List[StepSyncSeries] = []
 
     def per_device(tl: DeviceTimeline, dc: DeviceCauses) -> None:
         full = full_times.get(tl.device_id) if full_times is not None else tl
         dev_times.append(device_time(tl, full, dc.gap_cause, opts.top))
+        ss_series.extend(device_step_sync(ss_ctx, tl, dc))
 
     causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
                                                                 opts.include_memcpy_in_busy),
@@ -133,5 +138,6 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
     diag = Diagnosis(
         window=window, steady=steady, gpu_time=gpu, idle_causes=causes, traits=traits,
         steady_kernels=steady_kernels, phases=phases, categories=categories, steps=steps,
-        graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl, launch=launch)
+        graphs=graphs, memory=analyze_memory(steady, bounds), nccl=nccl, launch=launch,
+        step_sync=step_sync_result(ss_ctx, causes, ss_series))
     return diag, new_att

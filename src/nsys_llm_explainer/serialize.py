@@ -97,4 +97,5 @@ def report_dict(report: Report) -> Dict[str, Any]:
         "memory": dg.memory.to_dict(),
         "nccl": dg.nccl.to_dict(),
         "timings_s": dict(report.timings_s),
+        "step_sync": json_ready(dg.step_sync.to_dict()),   # per-step synchronization (analyses/step_sync.py)
     }

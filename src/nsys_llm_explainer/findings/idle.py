@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle import GpuTimeResult
 from ..analyses.idle_causes import IdleCause, IdleCausesResult
@@ -36,6 +36,7 @@ GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the w
 LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
+Claimed = Optional[Mapping[int, Mapping[Tuple[str, str], int]]]
 
 
 @dataclass(frozen=True)
@@ -78,18 +79,20 @@ def active_devices(gpu: GpuTimeResult) -> set:
     return act or {d.device_id for d in gpu.devices}
 
 
-def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: set):
+def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: set, claimed: Claimed = None):
     """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device; devices
-    outside ``active`` (a stray kernel or copy on an otherwise unused GPU) are left out."""
+    outside ``active`` (a stray kernel or copy on an otherwise unused GPU) are left out; ns another finding
+    claims (``claimed``: device → (kind, detail) → ns) are left out first."""
     per_kind: Dict[str, Dict[int, Dict[str, int]]] = {}
     merged: Dict[int, Dict[Tuple[str, str], int]] = {}
     for d in causes.devices:
         if d.device_id not in active:
             continue
+        taken = (claimed or {}).get(d.device_id, {})
         for c in d.causes:
-            ns = c.ns
+            ns = c.ns - taken.get((c.kind, c.detail), 0)
             if d.device_id in lb and c.kind in HOST_KINDS:
-                part = c.ns if c.kind == "launch" else c.short_gap_ns
+                part = min(ns, c.ns if c.kind == "launch" else c.short_gap_ns)
                 if part:
                     merged.setdefault(d.device_id, {})[(c.kind, c.detail)] = part
                 ns -= part
@@ -114,13 +117,14 @@ def _where(c: IdleCause, t0: int) -> str:
 
 
 def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
-                  capture_start_ns: int, traits: KernelTraitsResult) -> List[Finding]:
-    """All idle-cause findings whose checks hold."""
+                  capture_start_ns: int, traits: KernelTraitsResult, claimed: Claimed = None) -> List[Finding]:
+    """All idle-cause findings whose checks hold; ``claimed`` ns (device → (kind, detail) → ns, claimed by
+    another finding: per-step sync) are subtracted from the per-kind ns first."""
     if not causes.available or not gpu.available:
         return []
     stack = advice_stack(traits)
     lb = launch_bound_devices(gpu, kern)
-    per_kind, merged = _split(causes, lb, active_devices(gpu))
+    per_kind, merged = _split(causes, lb, active_devices(gpu), claimed)
     win = {d.device_id: d.window_ns for d in gpu.devices}
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in causes.devices}

@@ -25,6 +25,7 @@ from .names import K
 from .one_time import first_launch, warmup_then_busy
 from .serving import demo, dominant_kernel, healthy, launch_bound, per_token_sync, warmup_tail
 from .stalls import alloc_in_loop, host_gap, nccl_straggler, pageable_h2d
+from .step_sync import step_sync_host_work
 from .waits import nvtx_host_range, queued_dependency
 
 __all__ = ["SCENARIOS", "build_scenario", "CAUSES", "NEW_CAUSES", "K"]
@@ -42,7 +43,8 @@ _LEGACY_CAUSES = (
     "none",
 )
 #: causes added with the idle-model scenarios (docs/MODEL.md)
-NEW_CAUSES = ("copy_bound", "one_time", "fp32_gemm", "host_range", "gpu_wait", "gpu_bound")
+NEW_CAUSES = ("copy_bound", "one_time", "fp32_gemm", "host_range", "gpu_wait", "gpu_bound",
+              "step_sync")   # per-step synchronization
 CAUSES: Tuple[str, ...] = _LEGACY_CAUSES + NEW_CAUSES
 
 SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
@@ -67,6 +69,7 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "nvtx_host_range": nvtx_host_range,
     "queued_dependency": queued_dependency,
     "training_step": training_step,
+    "step_sync_host_work": step_sync_host_work,   # per-step synchronization
 }
 
 

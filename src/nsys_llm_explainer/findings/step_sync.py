@@ -92,26 +92,21 @@ def _title(s: StepSyncSeries) -> str:
 
 def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
     who = f"thread `{s.thread_name}`" if s.thread_name else "thread"
-    rb = ""
-    if s.readback_points:
-        rb = (f"; {s.readback_points} of them right after a device-to-host copy (a `.item()` / `.cpu()`-style "
-              "readback)")
-    ev = [f"Device {dev}, {who} (pid {s.pid}, tid {s.tid}): {s.sync_points} blocking calls wait until the GPU has "
-          f"finished the thread's work ({', '.join(f'`{a}` {n}' for a, n in s.api_counts[:3])}){rb}; "
-          f"`{s.api}` ends a step every {ms(s.period_p50_ns)} (p90 {ms(s.period_p90_ns)}), {s.steps} steps holding "
-          f"{100 * s.kernel_share:.0f} % of the device's kernels.",
-          f"Per step (p50): GPU busy {ms(s.gpu_busy_p50_ns)}; the host waits in the sync {ms(s.wait_p50_ns)}; then "
-          f"the GPU idles {ms(s.exposed_p50_ns)} (p90 {ms(s.exposed_p90_ns)}) while the host works before the next "
-          f"launch: {ms(s.exposed_ns)} in all, {s.exposed_pct_of_window:.1f} % of the window, "
-          f"{s.exposed_pct_of_idle:.1f} % of its idle."]
-    if s.exposed_by_cause:
-        ev.append("That host time by idle cause: " + "; ".join(
-            f"{k.replace('_', ' ')}{' `' + d + '`' if d else ''} {ms(ns)}" for k, d, ns in s.exposed_by_cause[:4]) + ".")
-    ev.append(f"Done while the GPU runs the next step, at most {ms(s.overlap_ns)} ({s.overlap_pct_of_window:.1f} % "
-              "of the window) would be hidden: per step the host work, capped by the time the host then waits for "
-              "the GPU anyway; host work beyond that keeps the loop host-bound and stays with the host findings.")
+    rb = (f", {s.readback_points} right after a device-to-host copy (a `.item()` / `.cpu()`-style readback)"
+          if s.readback_points else "")
+    causes = "".join(f"; {k.replace('_', ' ')}{' `' + d + '`' if d else ''} {ms(ns)}"
+                      for k, d, ns in s.exposed_by_cause[:3])
     others = [x for x in ss.holding() if x is not s]
-    if others:
-        ev.append("Also: " + "; ".join(f"device {x.device_id} tid {x.tid} `{x.api}` every {ms(x.period_p50_ns)}, "
-                                       f"{ms(x.overlap_ns)} overlappable" for x in others[:3]) + ".")
-    return ev
+    also = f" The pattern also holds for {len(others)} other thread/device pair(s) (step-sync table)." \
+        if others else ""
+    return [f"Device {dev}, {who} (pid {s.pid}, tid {s.tid}): {s.sync_points} blocking calls wait until the GPU "
+            f"has finished the thread's work ({', '.join(f'`{a}` {n}' for a, n in s.api_counts[:3])}){rb}; "
+            f"`{s.api}` ends a step every {ms(s.period_p50_ns)} (p90 {ms(s.period_p90_ns)}), {s.steps} steps "
+            f"holding {100 * s.kernel_share:.0f} % of the device's kernels." + also,
+            f"Per step (p50): GPU busy {ms(s.gpu_busy_p50_ns)}; the host waits in the sync {ms(s.wait_p50_ns)}; "
+            f"then the GPU idles {ms(s.exposed_p50_ns)} (p90 {ms(s.exposed_p90_ns)}) while the host works before "
+            f"the next launch: {ms(s.exposed_ns)} in all ({s.exposed_pct_of_window:.1f} % of the window, "
+            f"{s.exposed_pct_of_idle:.1f} % of its idle{causes}). Done while the GPU runs the next step, "
+            f"{ms(s.overlap_ns)} of it ({s.overlap_pct_of_window:.1f} % of the window) would be hidden: per step "
+            "the host work up to the time the host then waits for the GPU anyway; longer host work keeps the loop "
+            "host-bound and stays with the host findings."]

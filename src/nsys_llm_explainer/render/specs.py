@@ -11,7 +11,7 @@ from collections import abc
 from typing import Any, Callable, List, Mapping
 
 from .base import Row, fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num, rows_of, section
-from .escape import md_cell, md_name, shorten
+from .escape import md_cell, md_name, md_rich, shorten
 from .table import (
     Col,
     Table,
@@ -349,9 +349,37 @@ NCCL_RANKS = Table("nccl_ranks.csv", (
     csv_col("matched"),
 ), lambda rep: rows_of(section(rep, "nccl"), "ranks"))
 
+# ---- per-step synchronization (analyses/step_sync.py): one row per (launching thread, device)
+STEP_SYNC = Table("step_sync.csv", (
+    int_col("device_id", "device_id", "device"),
+    csv_col("pid", "tid"),
+    name_col("thread_name", "thread_name", "thread", 30),
+    Col((("holds", raw("holds")),), "holds", lambda r: fmt_bool(r.get("holds"))),
+    name_col("api", "api", "sync API", 40),
+    int_col("step_sync_points", "step_sync_points"),
+    csv_col("sync_points", "blocking_calls", "readback_points", "readback", "steps", "kernels_in_steps",
+            "device_kernels", "kernel_share", "kernels_per_step_p50"),
+    dur_col("period_p50_ns", "period_p50", "period p50"),
+    dur_col("period_p90_ns", "period_p90"),
+    dur_col("gpu_busy_p50_ns", "gpu_busy_p50", "GPU busy / step"),
+    dur_col("wait_p50_ns", "wait_p50", "wait in sync / step"),
+    dur_col("exposed_p50_ns", "exposed_p50", "host, GPU idle / step"),
+    dur_col("exposed_p90_ns", "exposed_p90"),
+    dur_col("exposed_ns", "exposed"),
+    pct_col("exposed_pct_of_window", "exposed_pct_of_window", "exposed % of window"),
+    csv_col("exposed_pct_of_idle"),
+    dur_col("overlap_ns", "overlap", "overlappable"),
+    pct_col("overlap_pct_of_window", "overlap_pct_of_window", "overlappable % of window"),
+    csv_col("overlap_pct_of_idle"),
+    Col((("claimed", lambda r: "; ".join(f"{c.get('kind')}:{c.get('detail')}={c.get('ns')}"
+                                        for c in rows_of(r, "claimed"))),)),
+    Col((("reason", raw("reason")),), "why", lambda r: md_rich(r.get("reason"), line_start=False)),
+), lambda rep: rows_of(section(rep, "step_sync"), "series"))
+
 #: every CSV file, in the order written
 CSV_TABLES: List[Table] = [
     FINDINGS, DEVICES, IDLE_CAUSES, GAPS, GAP_HISTOGRAM, KERNELS, KERNELS_BY_PID, KERNEL_TRAITS, CATEGORIES,
     PHASES, STEPS, STEPS_BY_PHASE, LAUNCH, SYNC_APIS, SYNC_BY_PID, CUDA_API, MEMCPY, NVTX_RANGES, NVTX_BY_PID,
     NVTX_ATTRIBUTION, NCCL_RANKS,
+    STEP_SYNC,   # per-step synchronization
 ]

@@ -21,6 +21,7 @@ from .findings import sec_findings
 from .headline import sec_title, sec_warnings
 from .idle import sec_gaps, sec_idle
 from .kernels import sec_categories, sec_kernels, sec_launch, sec_traits
+from .step_sync import sec_step_sync
 
 #: every section of report.md, in order
 SECTIONS: Tuple[SectionFn, ...] = (
@@ -41,6 +42,7 @@ SECTIONS: Tuple[SectionFn, ...] = (
     sec_nccl,
     sec_gaps,
     sec_trace,
+    sec_step_sync,   # per-step synchronization
 )
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .names import K
 from .rank import Rank
-from .sim import MS, US, Sim
+from .sim import US, Sim
 from .steps import forward, sample, write_trace
 
 __all__ = ["step_sync_host_work"]
@@ -74,8 +74,9 @@ def step_sync_host_work(path: str, seed: int = 0, flavor: Optional[str] = None) 
     write_trace(sim, path)
 
     n = len(syncs)
-    x, by_kind = [], {"host_cpu": [], "osrt": [], "launch": []}   # type: List[int], Dict[str, List[int]]
-    for (s, e, _), (a, a1, k), (o0, o1) in zip(syncs, nxt, osrt):
+    x: List[int] = []
+    by_kind: Dict[str, List[int]] = {"host_cpu": [], "osrt": [], "launch": []}
+    for (_, e, _), (a, a1, k), (o0, o1) in zip(syncs, nxt, osrt):
         host_end = min(k, a1)
         x.append(host_end - e)
         by_kind["osrt"].append(o1 - o0)

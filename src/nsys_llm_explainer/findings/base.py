@@ -29,7 +29,7 @@ MIN_BUSY_NS = 1_000_000   # … and less busy time than this in the window has n
 METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct", "kernel_count",
            "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns",
            # per-step synchronization (findings/step_sync.py)
-           "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct")
+           "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct", "claimed_pct_of_window")
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 
 

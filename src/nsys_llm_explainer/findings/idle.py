@@ -125,6 +125,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
     stack = advice_stack(traits)
     lb = launch_bound_devices(gpu, kern)
     per_kind, merged = _split(causes, lb, active_devices(gpu), claimed)
+    unclaimed = _split(causes, lb, active_devices(gpu))[0] if claimed else per_kind
     win = {d.device_id: d.window_ns for d in gpu.devices}
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in causes.devices}
@@ -157,7 +158,12 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
                       f"{_where(main, capture_start_ns)}.")
         sc = Scope(device_id=dev, kind=kind)
-        checks = (Check("cause_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
+        pre = 100.0 * sum(unclaimed.get(kind, {}).get(dev, {}).values()) / win[dev]
+        checks: Tuple[Check, ...] = (Check("cause_pct_of_window", pre, ">=", MEDIUM_SHARE, sc),)
+        if pre > share[dev]:   # part of the kind is claimed by the per-step sync finding: the rest is checked
+            checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
+            ev.append(f"Device {dev}: {pre:.1f} % of the window is `{kind}` idle; the per-step sync finding explains "
+                      f"{pre - share[dev]:.1f} points of it, this finding claims the other {share[dev]:.1f} %.")
         category = CATEGORY[kind]
         growth = kind == "alloc" and _early_only(causes, gpu, kind)
         if growth:

@@ -320,3 +320,16 @@ def test_real_traces_where_the_loop_is_host_bound() -> None:
     assert rep8.findings[0].category == "host_gap"
     for r in (rep, rep8):
         assert not any(f.category == "step_sync" for f in r.findings)
+
+
+def test_degrades_without_cuda_api_rows(tmp_path: Path) -> None:
+    """Kernels with no CUDA API table: sync calls cannot be matched to launches; the section says why."""
+    b = TraceBuilder()
+    b.process(PID)
+    for i in range(30):
+        b.kernel(i * 100 * US, i * 100 * US + 50 * US, pid=PID, name="decode")
+    rep = _run(b, tmp_path, "noapi.sqlite")
+    ss = rep.diagnosis.step_sync
+    assert ss.series == () and not any(f.category == "step_sync" for f in rep.findings)
+    assert not ss.available and ss.reason.startswith("no CUDA API calls")
+    assert rep.to_dict()["step_sync"]["reason"] == ss.reason

@@ -203,7 +203,7 @@ def _p(x: np.ndarray, q: float) -> float:
     return float(percentile(x, q)) if x.shape[0] else 0.0
 
 
-def _by_cause(pc, w: np.ndarray, ns: np.ndarray, code: np.ndarray) -> Tuple[Tuple[str, str, int], ...]:
+def _by_cause(pc, ns: np.ndarray, code: np.ndarray) -> Tuple[Tuple[str, str, int], ...]:
     """(kind, detail, Σ ns) per piece cause code, largest first."""
     hit = ns > 0
     if not hit.any():
@@ -244,15 +244,11 @@ def _exposure(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray, budget: np
     exposed = np.bincount(wi, weights=ov, minlength=n).round().astype(np.int64)
     # overlappable part: the first budget_i ns of each window's pieces (pieces are in time order)
     before = np.cumsum(ov) - ov                        # exposed ns of earlier pieces (all windows)
-    first = np.full(n, 0, np.int64)
-    if ov.shape[0]:
-        starts = np.searchsorted(wi, np.arange(n), side="left")   # wi is non-decreasing
-        base = np.append(before, before[-1] + ov[-1] if ov.shape[0] else 0)
-        first = base[starts]
+    first = np.append(before, int(ov.sum()))[np.searchsorted(wi, np.arange(n), side="left")]   # wi non-decreasing
     within = before - first[wi]
     take = np.where(w >= 0, np.clip(budget[wi] - within, 0, ov), 0)
     over = np.bincount(wi, weights=take, minlength=n).round().astype(np.int64)
-    return exposed, over, _by_cause(pc, wi, ov, code), _by_cause(pc, wi, take, code)
+    return exposed, over, _by_cause(pc, ov, code), _by_cause(pc, take, code)
 
 
 def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, work: np.ndarray

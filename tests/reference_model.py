@@ -28,6 +28,7 @@ PRECEDENCE = (
     "launch", "other_api", "nvtx", "osrt", "host_cpu", "unknown",
 )
 RANK = {k: i for i, k in enumerate(PRECEDENCE)}
+HOST_SEGMENT_KINDS = ("launch", "other_api", "nvtx", "osrt", "host_cpu")
 
 # ----------------------------------------------------------------------------- API name classes
 
@@ -150,6 +151,8 @@ class Trace:
     nvtx_full_ts: List[int] = field(default_factory=list)  # NVTX range timestamps (full window only)
     nvtx_domains: set = field(default_factory=set)         # names of NVTX domains (eventType 75)
     pageable_calls: set = field(default_factory=set)       # (pid, corr) of copies with pageable memory
+    d2h_calls: set = field(default_factory=set)            # (pid, corr) of device-to-host copies
+    pageable_d2h_calls: set = field(default_factory=set)   # … of those into pageable memory
     first_launches: set = field(default_factory=set)       # id() of Api rows launching a first kernel
 
     @property
@@ -250,6 +253,10 @@ def load(path: str) -> Trace:
                 tr.copies.append(Copy(st, en, dev, pid, corr, detail, pageable))
                 if pageable:
                     tr.pageable_calls.add((pid, corr))
+                if ck == 2:
+                    tr.d2h_calls.add((pid, corr))
+                    if dk == 0:
+                        tr.pageable_d2h_calls.add((pid, corr))
         if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
             cols = _cols(conn, "CUPTI_ACTIVITY_KIND_MEMSET")
             gp = "globalPid" if "globalPid" in cols else "NULL"
@@ -414,6 +421,8 @@ class DeviceCauses:
     gap_counts: Dict[Tuple[str, str], int]
     short_causes: Dict[Tuple[str, str], int]   # the part of ``causes`` inside gaps shorter than 1 ms
     threads_used: Counter            # how the gaps' host threads were found (opener/closer/fallback/none)
+    host_segments: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = field(default_factory=list)
+    #   (start, end, gap's host thread, cause) of every elementary idle segment with a host-side kind
 
     def kind_ns(self) -> Dict[str, int]:
         out: Dict[str, int] = defaultdict(int)
@@ -463,6 +472,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         short_causes: Dict[Tuple[str, str], int] = defaultdict(int)
         gap_counts: Dict[Tuple[str, str], int] = defaultdict(int)
         how = Counter()
+        segs: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = []
         for a, b in tl.gaps:
             opener = _pick(by_start.get(b, [])) if b < w1 else None
             closer = _pick(by_end.get(a, [])) if a > w0 else None
@@ -496,13 +506,15 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
             for p, q in zip(pts, pts[1:]):
                 cause = _classify_at(tr, p, tid, queued_t, cps, apis, nvtx, osrt)
                 causes[cause] += q - p
+                if cause[0] in HOST_SEGMENT_KINDS:
+                    segs.append((p, q, tid, cause))
                 if b - a < 1_000_000:
                     short_causes[cause] += q - p
                 seen.add(cause)
             for c in seen:
                 gap_counts[c] += 1
         out[d] = DeviceCauses(d, tl.window_ns, tl.busy_ns, tl.idle_ns, dict(causes), dict(gap_counts),
-                              dict(short_causes), how)
+                              dict(short_causes), how, segs)
     return out
 
 
@@ -668,3 +680,112 @@ def um_overlap_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
                     if c.device == device_id and c.detail.startswith("Unified")), w0, w1))
     both = total(k) + total(m) - total(union(k + m))
     return 100.0 * both / total(k) if total(k) else 0.0
+
+
+# ----------------------------------------------------------------------------- per-step synchronization
+
+SS_MIN_POINTS, SS_MIN_SHARE, SS_MAX_SPREAD, SS_WAIT_TOL = 5, 0.5, 3.0, 20_000
+SS_D2H_NAMES = {"cuMemcpyDtoH", "cuMemcpyAtoH"}
+
+
+def _kept(st: int, en: int, w0: int, w1: int) -> bool:
+    """model/clip.py: a row intersecting [w0, w1) (a zero-length one starting inside)."""
+    e = max(en, st)
+    return st < w1 and (e > w0 or (e == st and st >= w0))
+
+
+def _clipped(st: int, en: int, w0: int, w1: int) -> Tuple[int, int]:
+    s0 = max(st, w0)
+    return s0, max(min(en, w1), s0)
+
+
+def _blocking(tr: Trace, a: Api) -> bool:
+    n, key = a.name, (a.pid, a.corr)
+    d2h = key in tr.d2h_calls or n in SS_D2H_NAMES
+    return (n in SYNC_APIS or (is_sync_copy_api(n) and "Memset" not in n and d2h)
+            or (is_async_memcpy_api(n) and key in tr.pageable_d2h_calls))
+
+
+def _pctl(xs: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default), 0 for none."""
+    v = sorted(xs)
+    if not v:
+        return 0.0
+    pos = (len(v) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+@dataclass
+class StepSyncSeries:
+    device_id: int
+    tid: int
+    holds: bool
+    api: str
+    sync_points: int
+    step_sync_points: int
+    exposed_ns: int
+    overlap_ns: int
+    kernels_in_steps: int
+    device_kernels: int
+
+
+def step_sync(tr: Trace, causes: Dict[int, DeviceCauses], w0: int, w1: int) -> List[StepSyncSeries]:
+    """Per (launching thread, device): the per-step sync pattern of analyses/step_sync.py, with plain loops."""
+    out: List[StepSyncSeries] = []
+    for d in sorted(causes):
+        acts = []                                      # (start, end, launch api) of the device's work in the window
+        for g in tr.activity:
+            if g.device == d and _kept(g.start, g.end, w0, w1):
+                s0, e0 = _clipped(g.start, g.end, w0, w1)
+                acts.append((s0, e0, g.launch if g.launch is not None and _kept(g.launch.start, g.launch.end, w0, w1)
+                             else None))
+        starts = sorted(a[0] for a in acts)
+        for tid in sorted({a[2].tid for a in acts if a[2] is not None}):
+            mine = sorted(((_clipped(a[2].start, a[2].end, w0, w1)[0], a[0], a[1]) for a in acts
+                           if a[2] is not None and a[2].tid == tid), key=lambda x: x[0])
+            calls = sorted((_clipped(a.start, a.end, w0, w1) + (a,) for a in tr.apis
+                            if a.tid == tid and _kept(a.start, a.end, w0, w1) and _blocking(tr, a)),
+                           key=lambda x: (x[0], x[1]))
+            sp = []                                    # (s, e, wait, name)
+            for s, e, a in calls:
+                before = [m for m in mine if m[0] < s]
+                if not before:
+                    continue
+                last = max(m[2] for m in before)
+                if s < last <= e + SS_WAIT_TOL:
+                    sp.append((s, e, max(0, min(last, e) - s), a.name))
+            if not sp:
+                continue
+            segs = [(p, q) for p, q, t, _ in causes[d].host_segments if t == tid]
+            xs = []
+            for i, (_, e, _, _) in enumerate(sp):
+                later = [m[1] for m in mine if m[0] >= e]
+                k = min(later) if later else e
+                b = max(e, min(k, sp[i + 1][0])) if i + 1 < len(sp) else max(e, k)
+                xs.append(sum(max(0, min(q, b) - max(p, e)) for p, q in segs))
+            rs = [min(x, sp[i + 1][2]) if i + 1 < len(sp) else 0 for i, x in enumerate(xs)]
+            cnt = Counter(x[3] for x in sp)
+            api = min(cnt, key=lambda n: (-cnt[n], n))
+            ed = [x[1] for x in sp if x[3] == api]
+            period = [b - a for a, b in zip(ed, ed[1:])]
+            in_steps = sum(1 for t in starts if ed[0] <= t < ed[-1])
+            share = in_steps / len(starts) if starts else 0.0
+            p50, p90 = _pctl(period, 50), _pctl(period, 90)
+            holds = len(ed) >= SS_MIN_POINTS and share >= SS_MIN_SHARE and p90 <= SS_MAX_SPREAD * p50
+            out.append(StepSyncSeries(d, tid, holds, api, len(sp), len(ed), sum(xs), sum(rs), in_steps,
+                                      len(starts)))
+    return out
+
+
+def step_sync_metric(series: List[StepSyncSeries], causes: Dict[int, DeviceCauses], device_id: int,
+                     metric: str) -> float:
+    """``step_sync_points`` / ``step_sync_exposed_pct`` / ``step_sync_overlap_pct`` of a device: over the
+    device's holding series (the largest step count; Σ ns / window × 100)."""
+    held = [s for s in series if s.device_id == device_id and s.holds]
+    if metric == "step_sync_points":
+        return float(max((s.step_sync_points for s in held), default=0))
+    w = causes[device_id].window_ns
+    ns = sum(s.exposed_ns if metric == "step_sync_exposed_pct" else s.overlap_ns for s in held)
+    return 100.0 * ns / w if w else 0.0

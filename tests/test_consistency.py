@@ -40,7 +40,8 @@ DETAIL_KINDS = {"queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "mo
                 "other_api", "nvtx", "host_cpu", "unknown"}
 VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct",
               "kernel_count", "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "busy_ns",
-              "host_overhead_pct", "claimed_pct_of_window", "um_overlap_pct_of_kernel_time"}
+              "host_overhead_pct", "claimed_pct_of_window", "um_overlap_pct_of_kernel_time",
+              "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct"}
 NS_METRICS = {"kernel_p50_ns", "busy_ns", "kernel_count"}   # integer-valued: compared within 1
 GPU_BOUND_PCT = 85.0   # docs/FINDINGS.md: busy % from which a "GPU-bound / sets the step time" claim is allowed
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
@@ -77,6 +78,7 @@ _PATHS: Dict[str, str] = {}
 _REPORTS: Dict[str, dict] = {}
 _REF: Dict[str, rm.Trace] = {}
 _CAUSES: Dict[Tuple[str, int, int], Dict[int, rm.DeviceCauses]] = {}
+_STEP_SYNC: Dict[Tuple[str, int, int], List[rm.StepSyncSeries]] = {}
 _TLS: Dict[Tuple[str, int, int], Dict[int, rm.DeviceTimeline]] = {}
 
 
@@ -138,6 +140,12 @@ class Ctx:
         if key not in _CAUSES:
             _CAUSES[key] = rm.idle_causes(self.ref, *w)
         return _CAUSES[key]
+
+    def step_sync(self, w: Tuple[int, int]) -> List[rm.StepSyncSeries]:
+        key = (self.path, *w)
+        if key not in _STEP_SYNC:
+            _STEP_SYNC[key] = rm.step_sync(self.ref, self.causes(w), *w)
+        return _STEP_SYNC[key]
 
     def device_map(self) -> Dict[object, int]:
         """Tool device_id -> reference device id: same id, else the unique device with equal busy_ns."""
@@ -342,6 +350,8 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         return None
     if metric == "um_overlap_pct_of_kernel_time":
         return rm.um_overlap_pct(ctx.ref, *w, dev)
+    if metric in ("step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct"):
+        return rm.step_sync_metric(ctx.step_sync(w), ctx.causes(w), dev, metric)
     raise AssertionError(f"unknown metric {metric!r}: the vocabulary of MODEL.md is closed")
 
 
@@ -371,6 +381,28 @@ def test_finding_checks_hold(ctx):
                 problems.append(f"{where}: reference observes {value}")
             if not op(value, chk["threshold"]):
                 problems.append(f"{where}: precondition does not hold for the reference value {value}")
+    assert not problems, f"{ctx.case}:\n  " + "\n  ".join(problems)
+
+
+def test_step_sync_series_match_reference(ctx):
+    """Every per-step sync series (holding or not) equals the reference's plain-loop computation: sync points,
+    step boundaries, exposed and overlappable ns, kernels in the steps, and whether the pattern holds."""
+    if not _w_ok(ctx):
+        pytest.skip("empty analysis window")
+    ss = ctx.report.get("step_sync") or {}
+    dmap = ctx.device_map()
+    tool = {(dmap.get(s["device_id"], s["device_id"]), s["gtid"]): s for s in ss.get("series", [])}
+    ref = {(r.device_id, r.tid): r for r in ctx.step_sync(ctx.steady)}
+    assert set(tool) == set(ref), (sorted(tool), sorted(ref))
+    problems = []
+    for key, r in ref.items():
+        t = tool[key]
+        got = (t["holds"], t["api"], t["sync_points"], t["step_sync_points"], t["exposed_ns"], t["overlap_ns"],
+               t["kernels_in_steps"], t["device_kernels"])
+        want = (r.holds, r.api, r.sync_points, r.step_sync_points, r.exposed_ns, r.overlap_ns, r.kernels_in_steps,
+                r.device_kernels)
+        if got != want:
+            problems.append(f"{key}: tool {got} != reference {want}")
     assert not problems, f"{ctx.case}:\n  " + "\n  ".join(problems)
 
 

@@ -225,7 +225,7 @@ def test_demo_run_writes_an_offline_page_of_bounded_size(cli_demo: Path) -> None
 
 def test_sections_in_report_md_order(demo_html: str) -> None:
     ids = re.findall(r'<(?:section|header) id="([a-z-]+)"', demo_html)
-    assert ids == ["headline", "findings", "timeline", "idle", "facts", "categories", "steps", "kernels"]
+    assert ids == ["headline", "findings", "timeline", "idle", "facts", "categories", "steps", "kernels", "step-sync"]
     assert demo_html.count("<strong>Window:</strong>") == 1
 
 

@@ -30,6 +30,7 @@ from .analyses.nvtx_attribution import AttributionResult
 from .analyses.nvtx_tree import NvtxTree
 from .analyses.phases import PhaseResult, analyze_phases
 from .analyses.stats import kernel_stats
+from .analyses.step_sync import StepSyncContext, StepSyncResult, StepSyncSeries, device_step_sync, step_sync_result
 from .analyses.steps import StepResult, analyze_steps
 from .analyses.timeline_bins import DEFAULT_BINS
 from .analyses.unified_memory import UnifiedMemoryResult, analyze_unified_memory
@@ -59,6 +60,7 @@ class Diagnosis:
     nccl: NcclResult
     launch: LaunchResult
     facts: TraceFacts
+    step_sync: StepSyncResult          # per-step synchronization (analyses/step_sync.py)
     unified_memory: Optional[UnifiedMemoryResult] = None   # None only for a Diagnosis built without it
     host_samples: Optional[HostSamplesResult] = None   # CPU samples inside host-side idle (analyses/host_samples.py)
 
@@ -118,10 +120,13 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
                                                   opts.include_memcpy_in_busy))
     # one device at a time: its timeline → idle causes → busy/idle figures, then it is dropped (memory ∝ 1 device)
     dev_times: List[DeviceTime] = []
+    ss_ctx = StepSyncContext(steady)              # per-step sync series, cut from the same timelines and pieces
+    ss_series: List[StepSyncSeries] = []
 
     def per_device(tl: DeviceTimeline, dc: DeviceCauses) -> None:
         full = full_times.get(tl.device_id) if full_times is not None else tl
         dev_times.append(device_time(tl, full, dc.gap_cause, opts.top))
+        ss_series.extend(device_step_sync(ss_ctx, tl, dc))
 
     causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
                                                                 opts.include_memcpy_in_busy),
@@ -142,5 +147,7 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
         facts=analyze_facts(model, traits, graphs),
         unified_memory=analyze_unified_memory(model, steady, window.start_ns, window.end_ns, window.full_start_ns,
                                               window.full_end_ns),
-        host_samples=analyze_host_samples(model.samples, causes))
+        host_samples=analyze_host_samples(model.samples, causes),
+
+step_sync=step_sync_result(ss_ctx, causes, ss_series))
     return diag, new_att

@@ -100,6 +100,7 @@ def report_dict(report: Report) -> Dict[str, Any]:
         "timings_s": dict(report.timings_s),
         "unified_memory": _unified_memory(dg),
         "host_samples": json_ready(_host_samples(dg)),
+        "step_sync": json_ready(dg.step_sync.to_dict()),   # per-step synchronization (analyses/step_sync.py)
     }
 
 

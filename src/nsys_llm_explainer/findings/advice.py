@@ -190,6 +190,21 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("um.see_finding", "These copies are Unified-Memory page migrations, not explicit copies: pinning host memory "
        "does not apply. The Unified Memory section breaks them down by direction and cause.",
        unified_memory=(True,)),
+    # ---- per-step synchronization (findings/step_sync.py)
+    _a("step_sync.overlap", "Overlap the per-step host work with the GPU: launch step N+1 before reading step N's "
+       "results (double-buffer the outputs), copy the results asynchronously into pinned host memory and wait on an "
+       "event recorded after that copy, not on a full stream/device synchronize."),
+    _a("step_sync.overlap.torch", "In PyTorch: `out.to('cpu', non_blocking=True)` into a pinned buffer, "
+       "`torch.cuda.Event().record()` after it and `event.synchronize()` only when the values are needed (one step "
+       "later), instead of `.item()` / `.cpu()` / `.tolist()` right after the step.", framework=_PT),
+    _a("step_sync.vllm", "vLLM: `--async-scheduling` schedules step N+1 and processes step N's outputs while the "
+       "GPU runs.", stack=("vllm",), workload=("inference",)),
+    _a("step_sync.sglang", "SGLang: the overlap scheduler runs the CPU work of the next batch while the GPU runs "
+       "this one; it is on unless the server was started with `--disable-overlap-schedule`.",
+       stack=("sglang",), workload=("inference",)),
+    _a("step_sync.trtllm", "TensorRT-LLM (PyTorch backend): keep the overlap scheduler on (the default; "
+       "`disable_overlap_scheduler=True` turns it off) so step n+1 is launched before step n's outputs are "
+       "processed.", stack=("trtllm",), workload=("inference",)),
 )}
 
 

@@ -19,6 +19,7 @@ CATEGORIES = (
     "elementwise_fusion", "no_gpu_work", "too_little_work", "graph_trace_mode", "capture_window", "nvtx_coverage",
     "nccl_wait", "mixed_idle", "none",
     "unified_memory",
+    "step_sync",   # per-step synchronization (findings/step_sync.py)
 )
 HIGH_SHARE = 20.0         # % of the window: a cause this large is high severity
 MEDIUM_SHARE = 5.0        # % of the window: smaller causes yield no finding
@@ -28,7 +29,9 @@ MIN_KERNELS = 20          # a device (or trace) with fewer kernels …
 MIN_BUSY_NS = 1_000_000   # … and less busy time than this in the window has no workload to diagnose
 METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct", "kernel_count",
            "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns",
-           "claimed_pct_of_window", "um_overlap_pct_of_kernel_time")
+           "claimed_pct_of_window", "um_overlap_pct_of_kernel_time",
+           # per-step synchronization (findings/step_sync.py)
+           "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct")
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 
 

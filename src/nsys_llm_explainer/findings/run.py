@@ -14,6 +14,7 @@ from .capture import capture_window_finding, gate_finding, graph_trace_finding, 
 from .idle import DeviceKernels, active_devices, idle_findings
 from .kernels import kernel_findings
 from .rank import Headline, headline, rank
+from .step_sync import claimed_ns, step_sync_finding
 from .unified_memory import unified_memory_finding
 
 
@@ -26,9 +27,11 @@ def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult
     gate = gate_finding(gpu, kernels.kernel_count if kernels.available else 0, kernels.reason, facts)
     kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
     found: List[Finding] = []
+    ss = step_sync_finding(diag.step_sync, facts)   # claims host idle ns before the idle findings
+    found += [ss] if ss is not None else []
     found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits, facts,
                            launch_ranges=att.launch_range_details() if att.available else frozenset(),
-                           samples=diag.host_samples)
+                           samples=diag.host_samples, claimed=claimed_ns(diag.step_sync, ss))
     top = diag.steady_kernels.by_name if diag.steady_kernels.available else ()
     cats = diag.categories.overall if diag.categories.available else ()
     found += kernel_findings(gpu, traits, top, cats, facts)

@@ -12,6 +12,7 @@ from typing import Any, Callable, List, Mapping
 
 from .base import Row, fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num, rows_of, section
 from .escape import md_cell, md_name, shorten
+from .feature_tables import STEP_SYNC, UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
 from .host_samples import CAUSE_COL, HOST_SAMPLES, attach
 from .table import (
     Col,
@@ -354,56 +355,6 @@ NCCL_RANKS = Table("nccl_ranks.csv", (
 
 
 
-# ---- Unified Memory (report.json ``unified_memory``: analyses/unified_memory.py)
-UM_WINDOWS = ("steady", "full")
-#: ``unified_memory.<window>`` lists of the breakdown CSV: (list key, group label, id key, name key)
-UM_GROUPS = (("by_direction", "direction", "copy_kind", "direction"), ("by_cause", "cause", "cause_id", "cause"),
-             ("gpu_faults_by_access", "gpu_fault_access", "access_id", "access"),
-             ("cpu_faults_by_function", "cpu_fault_function", None, "function"),
-             ("cpu_faults_by_module", "cpu_fault_module", None, "module"))
-
-
-def _um_windows(report: Row) -> List[Row]:
-    um = section(report, "unified_memory")
-    return [um[w] for w in UM_WINDOWS if isinstance(um.get(w), abc.Mapping)]
-
-
-def um_device_rows(report: Row) -> List[Row]:
-    """``unified_memory.steady.devices`` then ``unified_memory.full.devices``, each with its ``window``."""
-    return [r for w in _um_windows(report) for r in with_fields(rows_of(w, "devices"), window=w.get("window"))]
-
-
-def um_breakdown_rows(report: Row) -> List[Row]:
-    """The per-direction, per-cause, per-access-type and CPU-fault lists of both windows, one row each."""
-    out: List[Row] = []
-    for w in _um_windows(report):
-        for key, group, id_key, name_key in UM_GROUPS:
-            out += [{**r, "window": w.get("window"), "group": group, "id": r.get(id_key) if id_key else None,
-                     "name": r.get(name_key)} for r in rows_of(w, key)]
-    return out
-
-
-UNIFIED_MEMORY = Table("unified_memory.csv", (
-    csv_col("window"),
-    text_col("device_id", "device_id", "device"),
-    int_col("migration_count", "migration_count", "migrations"),
-    Col((("migration_bytes", raw("migration_bytes")),), "bytes", lambda r: fmt_bytes(r.get("migration_bytes")), True),
-    dur_col("migration_ns", "migration", "migration time"),
-    dur_col("migration_union_ns", "migration_union"),
-    dur_col("kernel_busy_ns", "kernel_busy", "kernel time"),
-    dur_col("overlap_ns", "overlap", "kernels under migrations"),
-    pct_col("overlap_pct", "overlap_pct", "% of kernel time"),
-    dur_col("migration_idle_ns", "migration_idle", "migrations with no kernel"),
-    int_col("gpu_fault_events", "gpu_fault_events", "GPU fault groups"),
-    int_col("gpu_page_faults", "gpu_page_faults", "GPU page faults"),
-    dur_col("gpu_fault_union_ns", "gpu_fault_union"),
-), um_device_rows)
-
-UNIFIED_MEMORY_BREAKDOWN = Table("unified_memory_breakdown.csv", (
-    csv_col("window", "group", "id"),
-    name_col("name", "name", "what"),
-    csv_col("count", "bytes", "total_ns", "page_faults"),
-), um_breakdown_rows)
 
 #: every CSV file, in the order written
 CSV_TABLES: List[Table] = [
@@ -412,4 +363,5 @@ CSV_TABLES: List[Table] = [
     NVTX_ATTRIBUTION, NCCL_RANKS,
     UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN,
     HOST_SAMPLES,
+    STEP_SYNC,   # per-step synchronization
 ]

@@ -36,6 +36,7 @@ from ..base import Renderer
 from .breakdown import sec_categories, sec_idle, sec_kernels
 from .ctx import HtmlCtx, Section
 from .page import page
+from .step_sync import sec_step_sync
 from .steps import sec_steps
 from .summary import sec_facts, sec_findings, sec_headline, sec_warnings
 from .timeline import sec_timeline
@@ -53,6 +54,7 @@ SECTIONS: Tuple[Section, ...] = (
     sec_steps,
     sec_kernels,
     sec_unified_memory,
+    sec_step_sync,   # per-step synchronization
 )
 
 

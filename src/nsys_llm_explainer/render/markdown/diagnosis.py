@@ -9,6 +9,7 @@ from ..escape import md_code, md_name, md_rich, md_text
 from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, PHASES, STEPS, STEPS_BY_PHASE, SYNC_APIS
 from ..table import md_table
 from .ctx import Ctx, Lines, Omitted, Result, heading
+from .step_sync import step_sync_lines
 
 #: rows of the short tables (CUDA API, NVTX) whatever ``--top`` says; all rows are in the CSV files
 SHORT = 6
@@ -67,7 +68,7 @@ def sec_sync(ctx: Ctx) -> Result:
     if nb:
         lines += ["", "Non-blocking (not counted as sync): " + ", ".join(
             f"{md_name(r.get('name'))} ×{fmt_int(r.get('count'))}" for r in nb[:SHORT]) + "."]
-    return lines
+    return lines + step_sync_lines(ctx)
 
 
 def sec_cuda_api(ctx: Ctx) -> Result:

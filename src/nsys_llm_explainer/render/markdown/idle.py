@@ -98,9 +98,9 @@ def sec_idle(ctx: Ctx) -> Result:
         if hist:
             lines += [hist, ""]
     legend = [f"{md_code(k)}: {KIND_MEANING[k]}" for k in kinds if k in KIND_MEANING]
-    if legend:
-        lines += ["*Causes:* " + "; ".join(legend) + "."]
-    lines += samples_lines(ctx.report, kinds)
+    tail = ("*Causes:* " + "; ".join(legend) + ". " if legend else "") + samples_text(ctx.report, kinds)
+    if tail.strip():
+        lines += [tail.strip()]
     return lines if lines[-1] else lines[:-1]
 
 
@@ -108,7 +108,7 @@ def sec_gaps(ctx: Ctx) -> Result:
     rows = GAPS.rows(ctx.report)
     if not rows:
         return Omitted("Largest idle gaps", "no idle gaps in the window")
-    limit = min(ctx.top, 8)
+    limit = min(ctx.top, 5)
     shown = sorted(rows, key=lambda r: -(num(r.get("duration_ns")) or 0))[:limit]
     cols = (md_col("start (from capture start)", lambda r: ctx.at(r.get("start_ns")), True),
             md_col("device", lambda r: md_text(r.get("device_id"), line_start=False), True)) + GAPS.cols
@@ -117,7 +117,7 @@ def sec_gaps(ctx: Ctx) -> Result:
     return heading("Largest idle gaps", note) + md_table(cols, shown)
 
 
-def samples_lines(report: Row, kinds: Sequence[str]) -> Lines:
-    """The note under the idle tables on CPU samples (``host_samples``)."""
+def samples_text(report: Row, kinds: Sequence[str]) -> str:
+    """The note under the idle tables on CPU samples (``host_samples``), in the legend's paragraph."""
     note = samples_note(report, kinds)
-    return ["", "*Host samples:* " + md_rich(note, line_start=False)] if note else []
+    return "*Host samples:* " + md_rich(note, line_start=False) if note else ""

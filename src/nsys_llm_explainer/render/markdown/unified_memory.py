@@ -11,7 +11,7 @@ from typing import Any, List, Mapping
 
 from ..base import Row, available, fmt_bytes, fmt_dur, fmt_int, fmt_pct, rows_of
 from ..escape import md_name, md_rich, md_text
-from ..specs import UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
+from ..feature_tables import UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
 from ..table import md_table
 from .ctx import Ctx, Omitted, Result, heading
 

@@ -26,6 +26,7 @@ from .one_time import bursty_warmup, first_launch, warmup_then_busy
 from .samples import host_samples
 from .serving import demo, dominant_kernel, healthy, launch_bound, per_token_sync, warmup_tail
 from .stalls import alloc_in_loop, host_gap, nccl_straggler, pageable_h2d
+from .step_sync import step_sync_host_work
 from .unified_memory import unified_memory
 from .waits import nvtx_host_range, nvtx_load_launch_bound, queued_dependency
 
@@ -45,8 +46,8 @@ _LEGACY_CAUSES = (
 )
 #: causes added with the idle-model scenarios (docs/MODEL.md)
 NEW_CAUSES = ("copy_bound", "one_time", "fp32_gemm", "host_range", "gpu_wait", "gpu_bound")
-#: causes added with the feature scenarios (Unified Memory)
-FEATURE_CAUSES = ("unified_memory",)
+#: causes added with the feature scenarios (Unified Memory, per-step synchronization)
+FEATURE_CAUSES = ("unified_memory", "step_sync")
 CAUSES: Tuple[str, ...] = _LEGACY_CAUSES + NEW_CAUSES + FEATURE_CAUSES
 
 SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
@@ -78,6 +79,7 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "unified_memory": unified_memory,
     # CPU samples inside host-side idle (analyses/host_samples.py)
     "host_samples": host_samples,
+    "step_sync_host_work": step_sync_host_work,   # per-step synchronization
 }
 
 

@@ -1,0 +1,100 @@
+"""Per-step synchronization finding (docs/FINDINGS.md, "Per-step synchronization"; the pattern and its numbers
+are defined in :mod:`analyses.step_sync`).
+
+Emitted when, on some device, the per-step sync pattern holds for a launching thread and (checks, scope = that
+device, summed over the device's holding series): ``step_sync_points`` ≥ :data:`MIN_POINTS` (the step
+boundaries of its largest series), ``step_sync_exposed_pct`` ≥ 5 (host-side idle after the syncs, % of the
+window) and ``step_sync_overlap_pct`` ≥ 5 (the part of it that overlapping the host work with the next step
+can hide); ≥ 20 → high. The device with the largest overlappable share is the one checked.
+
+**One claim per ns.** Time at stake = Σ overlappable ns of every holding series (all devices); those ns are
+host-side idle ns (``launch``, ``other_api``, ``nvtx``, ``osrt``, ``host_cpu``) that the idle findings would
+also claim: :func:`claimed_ns` gives them per device and (kind, detail), and ``findings/idle.py`` subtracts
+them before it measures its kinds. The exposed host time beyond the overlappable part (host work longer than
+the GPU's step) stays with the idle findings: it is host-bound work that overlap would not hide.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from ..analyses.step_sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
+from .advice import advise
+from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, ms
+
+MIN_POINTS = MIN_SYNC_POINTS
+ADVICE_IDS = ("step_sync.overlap", "step_sync.overlap.torch", "step_sync.vllm", "step_sync.sglang",
+              "step_sync.trtllm")
+def _device_totals(ss: StepSyncResult) -> Dict[int, Tuple[int, int, int, StepSyncSeries]]:
+    """Per device with a holding series: (Σ exposed ns, Σ overlappable ns, largest step count, main series)."""
+    out: Dict[int, Tuple[int, int, int, StepSyncSeries]] = {}
+    for s in ss.holding():
+        x, o, m, main = out.get(s.device_id, (0, 0, 0, s))
+        out[s.device_id] = (x + s.exposed_ns, o + s.overlap_ns, max(m, s.step_sync_points), main)
+    return out
+
+
+def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object]) -> Optional[Finding]:
+    """The per-step sync finding, or None when no device passes its checks."""
+    if not ss.available:
+        return None
+    totals = _device_totals(ss)
+    best: Optional[Tuple[float, int]] = None
+    for dev, (x, o, m, s) in totals.items():
+        checks = _checks(dev, x, o, m, s.window_ns)
+        if all(c.holds() for c in checks):
+            key = (100.0 * o / s.window_ns, -dev)
+            if best is None or key > best:
+                best = key
+    if best is None:
+        return None
+    dev = -best[1]
+    x, o, m, s = totals[dev]
+    checks = _checks(dev, x, o, m, s.window_ns)
+    share = checks[2].observed
+    stake = sum(t[1] for t in totals.values())
+    return Finding(
+        id="step_sync", category="step_sync", severity="high" if share >= HIGH_SHARE else "medium",
+        confidence="high", title=_title(s), evidence=tuple(_evidence(s, ss, dev)),
+        recommendation=advise(ADVICE_IDS, facts), time_at_stake_ns=stake, checks=checks, device_id=dev,
+        cause=("step_sync", s.api))
+
+
+def claimed_ns(ss: StepSyncResult, finding: Optional[Finding]) -> Dict[int, Dict[Tuple[str, str], int]]:
+    """Per device, the idle ns per (kind, detail) the step-sync finding claims (empty when it was not made)."""
+    return ss.claimed() if finding is not None else {}
+
+
+def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> Tuple[Check, ...]:
+    sc = Scope(device_id=dev)
+    pct = (lambda ns: 100.0 * ns / window) if window else (lambda ns: 0.0)
+    return (Check("step_sync_points", float(points), ">=", float(MIN_POINTS), sc),
+            Check("step_sync_exposed_pct", pct(exposed), ">=", MEDIUM_SHARE, sc),
+            Check("step_sync_overlap_pct", pct(overlap), ">=", MEDIUM_SHARE, sc))
+
+
+def _title(s: StepSyncSeries) -> str:
+    return (f"Per-step sync: `{s.api}` every {ms(s.period_p50_ns)}, then {ms(s.exposed_p50_ns)} of host work per "
+            f"step with the GPU idle ({s.overlap_pct_of_window:.1f} % of the window could overlap the next step)")
+
+
+def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
+    who = f"thread `{s.thread_name}`" if s.thread_name else "thread"
+    rb = (f", {s.readback_points} right after a device-to-host copy (a `.item()` / `.cpu()`-style readback)"
+          if s.readback_points else "")
+    causes = "".join(f"; {k.replace('_', ' ')}{' `' + d + '`' if d else ''} {ms(ns)}"
+                      for k, d, ns in s.exposed_by_cause[:3])
+    others = [x for x in ss.holding() if x is not s]
+    also = f" The pattern also holds for {len(others)} other thread/device pair(s) (step-sync table)." \
+        if others else ""
+    return [f"Device {dev}, {who} (pid {s.pid}, tid {s.tid}): {s.sync_points} blocking calls wait until the GPU "
+            f"has finished the thread's work ({', '.join(f'`{a}` {n}' for a, n in s.api_counts[:3])}){rb}; "
+            f"`{s.api}` ends a step every {ms(s.period_p50_ns)} (p90 {ms(s.period_p90_ns)}), {s.steps} steps "
+            f"holding {100 * s.kernel_share:.0f} % of the device's kernels." + also,
+            f"Per step (p50): GPU busy {ms(s.gpu_busy_p50_ns)}; the host waits in the sync {ms(s.wait_p50_ns)}; "
+            f"then the GPU idles {ms(s.exposed_p50_ns)} (p90 {ms(s.exposed_p90_ns)}) while the host works before "
+            f"the next launch: {ms(s.exposed_ns)} in all ({s.exposed_pct_of_window:.1f} % of the window, "
+            f"{s.exposed_pct_of_idle:.1f} % of its idle{causes}). Done while the GPU runs the next step, "
+            f"{ms(s.overlap_ns)} of it ({s.overlap_pct_of_window:.1f} % of the window) would be hidden: per step "
+            "the host work up to the time the host then waits for the GPU anyway; longer host work keeps the loop "
+            "host-bound and stays with the host findings."]

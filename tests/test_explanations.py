@@ -18,6 +18,7 @@ import pytest
 from conftest import SHARED_TRACES
 
 from nsys_llm_explainer.analyses.facts import gpu_fact
+from nsys_llm_explainer.analyses.idle_cause_result import KINDS
 from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
 from nsys_llm_explainer.pipeline import analyze_path
@@ -260,7 +261,7 @@ def _idle_claims_fit(rep):
     assert sum(f.time_at_stake_ns for f in claims) <= idle, [(f.id, f.time_at_stake_ns) for f in claims]
     per_kind: dict = {}
     for f in claims:
-        if f.cause[0] != "host_overhead":
+        if f.cause[0] in KINDS:      # composites (launch overhead, per-step sync) span several kinds
             per_kind[f.cause[0]] = per_kind.get(f.cause[0], 0) + f.time_at_stake_ns
     for kind, ns in per_kind.items():
         assert ns <= sum(d.ns_of(kind) for d in rep.idle_causes.devices), kind
@@ -271,7 +272,7 @@ def _titles_quote_the_table(rep):
     on the finding's device (one decimal)."""
     by_dev = {d.device_id: d for d in rep.idle_causes.devices} if rep.idle_causes.available else {}
     for f in rep.findings:
-        if f.cause is None or f.cause[0] == "host_overhead" or f.category == "one_time":
+        if f.cause is None or f.cause[0] not in KINDS or f.category == "one_time":
             continue
         d = by_dev[f.device_id]
         kind, detail = f.cause

@@ -148,6 +148,5 @@ def run_diagnosis(model: TraceModel, opts: Options, tree: Optional[NvtxTree], at
         unified_memory=analyze_unified_memory(model, steady, window.start_ns, window.end_ns, window.full_start_ns,
                                               window.full_end_ns),
         host_samples=analyze_host_samples(model.samples, causes),
-
-step_sync=step_sync_result(ss_ctx, causes, ss_series))
+        step_sync=step_sync_result(ss_ctx, causes, ss_series))
     return diag, new_att

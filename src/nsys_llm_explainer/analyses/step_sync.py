@@ -49,7 +49,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..model.timeline import DeviceTimeline, build_timelines
+from ..model.timeline import DeviceTimeline, build_timelines, few_distinct
 from ..model.trace import TraceModel
 from . import api_classes as ac
 from .idle_cause_result import HOST_PIECE_KINDS, KINDS, DeviceCauses, IdleCausesResult
@@ -163,7 +163,8 @@ class StepSyncContext:
         names = [ac.normalize(x) for x in api.names]
         self.base_names: List[str] = sorted(set(names))
         pos = {b: i for i, b in enumerate(self.base_names)}
-        self.base_idx = np.array([pos[b] for b in names] + [0], np.int64)[api.name_idx]
+        # base-name index per raw name (+1 slot for unknown names): gathered only at the few sync points
+        self.name_base = np.array([pos[b] for b in names] + [0], np.int32)
 
         def per_name(pred) -> np.ndarray:
             return np.array([pred(b) for b in names] + [False], bool)[api.name_idx]
@@ -285,7 +286,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     at = np.searchsorted(cs, lastl, side="left")
     rb = (cs[np.minimum(at, cs.shape[0] - 1)] < s) & (at < cs.shape[0]) if cs.shape[0] else np.zeros(n, bool)
     rb |= ctx.d2h_call[sp]
-    names = ctx.base_idx[sp]
+    names = ctx.name_base[ctx.model.api.name_idx[sp]]
     uniq, cnt = np.unique(names, return_counts=True)
     top = np.lexsort((uniq, -cnt))
     api_counts = tuple((ctx.base_names[int(uniq[i])], int(cnt[i])) for i in top.tolist())
@@ -337,11 +338,13 @@ def device_step_sync(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses)
     if linked.shape[0] == 0:
         return []
     thread = api.gtid[li[linked]]
+    threads = [g for g in few_distinct(thread).tolist() if g in ctx.blocking_rows]   # few: no full sort
+    rows = {g: linked for g in threads} if len(threads) == 1 and bool((thread == threads[0]).all()) else \
+        {g: linked[thread == g] for g in threads}
+    del thread, linked
     out = []
-    for g in np.unique(thread).tolist():
-        if g not in ctx.blocking_rows:
-            continue
-        s = _series(ctx, tl, dc, int(g), linked[thread == g])
+    for g in threads:
+        s = _series(ctx, tl, dc, int(g), rows.pop(g))
         if s is not None:
             out.append(s)
     return out

@@ -255,6 +255,24 @@ def test_named_range_outranks_the_launch_bound_composite(tmp_path_factory):
     assert top.time_at_stake_ns > lb.time_at_stake_ns
 
 
+@pytest.mark.slow
+def test_split_claim_names_the_table_and_who_holds_the_rest():
+    """14 (nvFuser, launch-bound): NVTX idle inside ranges that enclose the launches is launch overhead; the
+    ranges that launch nothing (`return`, `allocOutput`, …) keep their own finding, whose title quotes the part it
+    claims beside the table's share and names the launch-bound finding for the rest; launch overhead stays first."""
+    rep = _real("14")
+    assert rep.findings[0].category == "launch_overhead"
+    f = next(f for f in rep.findings if f.category == "host_range")
+    (d,) = [x for x in rep.idle_causes.devices if x.device_id == f.device_id]
+    assert f"of {100.0 * d.ns_of('nvtx') / d.window_ns:.1f} % in the idle-cause table" in f.title
+    assert "the launch-bound finding" in f.title
+    claimed = next(c for c in f.checks if c.metric == "claimed_pct_of_window")
+    assert f"({claimed.observed:.1f} % of the window)" in f.title
+    assert f.cause[1] not in rep.attribution.launch_range_details()
+    lb = rep.findings[0]
+    assert lb.time_at_stake_ns + f.time_at_stake_ns <= d.idle_ns
+
+
 def _idle_claims_fit(rep):
     idle = sum(d.idle_ns for d in rep.idle_causes.devices) if rep.idle_causes.available else 0
     claims = [f for f in rep.findings if f.cause is not None]

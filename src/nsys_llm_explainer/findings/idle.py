@@ -178,6 +178,13 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         table_ns = by_dev[dev].ns_of(kind)
         table_share = 100.0 * table_ns / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
+        elsewhere = [w for w, ns in (
+            ("the launch-bound finding", sum(v for (k, _), v in merged.get(dev, {}).items() if k == kind)),
+            ("the per-step sync finding", sum(v for (k, _), v in (claimed or {}).get(dev, {}).items() if k == kind)),
+            ("the window's edges", edge_ns[dev])) if ns > 0]
+        quoted = share[dev] if split else table_share   # the part it claims, beside the table's share when split
+        rest = (f" — of {table_share:.1f} % in the idle-cause table; " + " and ".join(elsewhere)
+                + " account for the rest") if split else ""
         if split:
             ev.append(f"The idle-cause table charges {100.0 * table_ns / win[dev]:.1f} % of device {dev}'s window to "
                       f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
@@ -199,7 +206,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         out.append(Finding(
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_share:.1f} % of it "
-                   "(a one-time cost)" if growth else _title(txt, what, table_share, main_share)),
+                   "(a one-time cost)" if growth else _title(txt, what, quoted, main_share) + rest),
             evidence=tuple(ev), recommendation=advise(txt["advice"], facts),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))

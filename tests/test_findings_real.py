@@ -57,6 +57,18 @@ FACTS = {
     "23": ("inference", "pytorch", "Ampere"), "24": ("inference", "pytorch", "Ada"),
 }
 
+#: the signal classes each trace carries: (CPU samples in the capture, per-step sync pattern holds on some
+#: launching thread with this API, Unified Memory in use). None of them makes a step-sync claim: where the pattern
+#: holds, the host work after the sync is longer than the wait it could hide (03: a 36 µs GPU step against a
+#: ~1.2 ms sleep; 05/06/08: < 5 % of the window overlappable).
+SIGNALS = {
+    "01": (True, None, False), "02": (True, None, False), "03": (True, "cudaDeviceSynchronize", False),
+    "05": (False, "cudaStreamSynchronize", False), "06": (False, "cudaStreamSynchronize", False),
+    "07": (False, None, False), "08": (True, "cudaMemcpy", False), "10": (False, None, False),
+    "12": (False, None, False), "14": (False, None, False), "16": (False, None, False), "19": (False, None, False),
+    "23": (False, None, False), "24": (False, None, False),
+}
+
 _CACHE: dict = {}
 
 
@@ -73,7 +85,17 @@ def report(prefix: str):
 
 
 def test_every_trace_has_a_reading():
-    assert {p.name[:2] for p in trace_dirs()} == set(READING) == set(FACTS)
+    assert {p.name[:2] for p in trace_dirs()} == set(READING) == set(FACTS) == set(SIGNALS)
+
+
+@pytest.mark.parametrize("prefix", sorted(SIGNALS))
+def test_signal_classes_are_read(prefix):
+    samples, sync_api, um = SIGNALS[prefix]
+    d = report(prefix).diagnosis
+    assert d.host_samples is not None and d.host_samples.captured is samples
+    assert {s.api for s in d.step_sync.holding()} == ({sync_api} if sync_api else set())
+    assert d.facts.unified_memory is um and d.unified_memory is not None
+    assert not any(f.category in ("step_sync", "unified_memory") for f in report(prefix).findings)
 
 
 @pytest.mark.parametrize("prefix", sorted(FACTS))

@@ -44,7 +44,9 @@ TEXT_RULES = [
     (r"backward pass|optimizer step|GradScaler|autograd", "workload", {"training"}),
     (r"In PyTorch", "framework", {"pytorch"}),
     (r"\btorch\.|PyTorch|pin_memory|\.item\(\)", "framework", {"pytorch", ""}),
-    (r"already in use", "cuda_graphs", {True}),
+    (r"CUDA graphs are already in use", "cuda_graphs", {True}),
+    (r"In PyTorch, `torch\.compile`|`torch\.compile` also fuses", "torch_compile", {False}),
+    (r"`torch\.compile` is (already )?in use", "torch_compile", {True}),
     (r"with CUDA graphs and kernel fusion|capture the step", "cuda_graphs", {False}),
 ]
 
@@ -225,6 +227,22 @@ def test_training_nvtx_coverage_names_the_autograd_thread(tmp_path_factory):
     assert "autograd" in text and not re.search(r"prefill|decode|vLLM|SGLang", text)
     rows = rep.attribution.uncovered_by_thread
     assert rows[0]["thread_name"].startswith("pt_autograd") and rows[0]["thread_ranges"] == 0
+
+
+def test_compiled_model_is_never_told_to_adopt_torch_compile(tmp_path_factory):
+    """compiled_elementwise: Inductor's pointwise kernels are ~29 % of kernel time (planted) but already fused:
+    no "unfused elementwise" claim, and no advice to adopt torch.compile anywhere; the fact says why."""
+    facts, rep = _scenario("compiled_elementwise", tmp_path_factory)
+    assert rep.diagnosis.facts.torch_compile and "Inductor" in rep.diagnosis.facts.torch_compile_evidence
+    assert not any(f.category == "elementwise_fusion" for f in rep.findings)
+    hit = rep.diagnosis.traits.traits["inductor_pointwise"]
+    assert hit.share_pct == pytest.approx(facts["pointwise_share_pct"], abs=0.01) and hit.share_pct > 25
+    for f in rep.findings:
+        for a in f.recommendation:
+            assert not re.search(r"In PyTorch, `torch\.compile`|`torch\.compile` also fuses", a), (f.id, a)
+    _, lb = _scenario("launch_bound", tmp_path_factory)        # its step has an Inductor kernel too
+    text = _advice(lb, "launch_overhead")
+    assert "reduce-overhead" in text and "graph breaks" in text and "also fuses small kernels" not in text
 
 
 def test_no_serving_advice_on_training_traces(tmp_path_factory):

@@ -25,6 +25,7 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "gpu_bf16": (True, False, None),
     "gpu_fp8": (True, False, None),
     "cuda_graphs": (True, False),
+    "torch_compile": (True, False),
     "unified_memory": (True, False),
     "nvtx": (True, False),
 }
@@ -67,7 +68,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "(CUDA graphs included): fewer, larger kernels (fusion) remove boundaries; programmatic dependent launch "
        "overlaps a kernel's prologue with the previous one."),
     _a("queued_latency.compile", "In PyTorch, `torch.compile` fuses elementwise chains into fewer kernels.",
-       framework=_PT),
+       framework=_PT, torch_compile=(False,)),
+    _a("compiled.graph_breaks", "`torch.compile` is already in use (Inductor's `triton_*` kernels are in the "
+       "trace): the small kernels left are eager regions between graph breaks; list the breaks "
+       "(`TORCH_LOGS=graph_breaks`, or `fullgraph=True` to fail on the first) and compile those regions too.",
+       framework=_PT, torch_compile=(True,)),
     _a("queued.dependency", "Look at the largest gaps: the next kernel was already launched, so it waited on another "
        "stream, an event (`cudaStreamWaitEvent`) or a copy; reorder the streams or remove the dependency."),
     _a("sync.remove", "Remove per-step host synchronization from the loop, or move the wait after the next step has "
@@ -89,7 +94,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("launch.graphs", "Cut the number of launches per step with CUDA graphs and kernel fusion, or give each "
        "kernel more work (larger batches).", cuda_graphs=(False,)),
     _a("launch.graphs.torch", "In PyTorch: `torch.compile(mode=\"reduce-overhead\")` or `torch.cuda.graphs` "
-       "capture the step; `torch.compile` also fuses small kernels.", framework=_PT, cuda_graphs=(False,)),
+       "capture the step; `torch.compile` also fuses small kernels.", framework=_PT, cuda_graphs=(False,),
+       torch_compile=(False,)),
+    _a("launch.graphs.compiled", "`torch.compile` is in use without CUDA graphs: `mode=\"reduce-overhead\"` (or "
+       "`\"max-autotune\"`) captures the compiled step in CUDA graphs and removes most launches.",
+       framework=_PT, cuda_graphs=(False,), torch_compile=(True,)),
     _a("launch.graphs.more", "CUDA graphs are already in use: the launches that remain are outside them; capture "
        "more of the step in the graph (or fuse the kernels launched outside it).", cuda_graphs=(True,)),
     _a("launch.fuse", "Many tiny elementwise kernels are the usual source of launches: fuse them."),
@@ -172,7 +181,7 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("elementwise.fuse", "Fuse elementwise chains into their producers (fused norm/activation/residual kernels) "
        "and drop needless casts and copies."),
     _a("elementwise.compile", "In PyTorch, `torch.compile` generates fused Triton kernels for such chains.",
-       framework=_PT),
+       framework=_PT, torch_compile=(False,)),
     # ---- unified memory (findings/unified_memory.py; the copy finding when its largest copy is a Unified one)
     _a("um.prefetch", "Prefetch managed buffers to the GPU before the kernels that read them: "
        "`cudaMemPrefetchAsync` to the device, on the stream of those kernels (or one they wait for), so pages "

@@ -114,7 +114,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
             evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {ms(e.total_ns)}, median {us(e.p50_ns)}: "
                       + ", ".join(f"`{short(n, 50)}`" for n, _, _ in e.top_kernels[:3]) + ".",),
-            recommendation=advise(["elementwise.fuse", "elementwise.compile"], facts),
+            recommendation=advise(["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts),
             time_at_stake_ns=int(e.total_ns * frac),
             checks=(mid, Check("trait_share_pct", e.share_pct, ">=", ELEMENTWISE_MIN_SHARE,
                                Scope(trait="elementwise")))))

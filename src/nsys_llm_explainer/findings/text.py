@@ -19,7 +19,7 @@ CAUSE_TEXT: Dict[str, Dict] = {
     "queued_latency": {
         "title": "Back-to-back kernels leave the GPU idle with the next one already queued ({share:.1f} % of "
                  "the window): per-kernel launch latency",
-        "advice": ["queued_latency.fuse", "queued_latency.compile"]},
+        "advice": ["queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks"]},
     "queued": {
         "title": "The GPU waits with work already queued ({share:.1f} % of the window): a stream/event dependency "
                  "or launch latency, not the host",
@@ -51,8 +51,8 @@ CAUSE_TEXT: Dict[str, Dict] = {
     "launch": {
         "title": "Launch calls (`{what}`) hold the host while the GPU idles ({share:.1f} % of the window)",
         "by": "call",
-        "advice": ["launch.graphs", "launch.graphs.torch", "launch.graphs.more", "launch.fuse", "launch.vllm",
-                   "launch.sglang", "launch.trtllm"]},
+        "advice": ["launch.graphs", "launch.graphs.torch", "launch.graphs.compiled", "launch.graphs.more",
+                   "launch.fuse", "compiled.graph_breaks", "launch.vllm", "launch.sglang", "launch.trtllm"]},
     "other_api": {
         "many": "The host is inside other CUDA calls while the GPU idles ({share:.1f} % of the window)",
         "title": "The host is inside `{what}` while the GPU idles ({share:.1f} % of the window)",

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .cluster import CLUSTER_SCENARIOS, build_cluster  # noqa: F401  (multi-file scenarios)
-from .compute import fp32_gemm, fp32_gemm_no_tensor_cores, fp32_gemm_turing, training_step
+from .compute import compiled_elementwise, fp32_gemm, fp32_gemm_no_tensor_cores, fp32_gemm_turing, training_step
 from .copies import async_copies, pageable_async_copy
 from .graphs import cuda_graph_node, graph_level, overlapping_streams
 from .names import K
@@ -76,6 +76,7 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "nvtx_load_launch_bound": nvtx_load_launch_bound,
     "fp32_gemm_turing": fp32_gemm_turing,
     "fp32_gemm_no_tensor_cores": fp32_gemm_no_tensor_cores,
+    "compiled_elementwise": compiled_elementwise,
     "unified_memory": unified_memory,
     # CPU samples inside host-side idle (analyses/host_samples.py)
     "host_samples": host_samples,

@@ -45,6 +45,8 @@ TEXT_RULES = [
     (r"In PyTorch", "framework", {"pytorch"}),
     (r"\btorch\.|PyTorch|pin_memory|\.item\(\)", "framework", {"pytorch", ""}),
     (r"CUDA graphs are already in use", "cuda_graphs", {True}),
+    (r"--sample=cpu", "cpu_samples", {False}),
+    (r"CPU samples", "cpu_samples", {True}),
     (r"In PyTorch, `torch\.compile`|`torch\.compile` also fuses", "torch_compile", {False}),
     (r"`torch\.compile` is (already )?in use", "torch_compile", {True}),
     (r"with CUDA graphs and kernel fusion|capture the step", "cuda_graphs", {False}),

@@ -26,6 +26,7 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "gpu_fp8": (True, False, None),
     "cuda_graphs": (True, False),
     "torch_compile": (True, False),
+    "cpu_samples": (True, False),
     "unified_memory": (True, False),
     "nvtx": (True, False),
 }
@@ -62,6 +63,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "next step's data while this step runs."),
     _a("copy.overlap.torch", "In PyTorch: `tensor.pin_memory()` and `.to(device, non_blocking=True)` on a side "
        "`torch.cuda.Stream`.", framework=_PT),
+    _a("copy.pageable", "Pageable host memory is behind these copies: the driver stages them through its own pinned "
+       "buffer (slower, and they cannot overlap compute); allocate the host buffers pinned (`cudaHostAlloc` / "
+       "`cudaHostRegister`) once and reuse them."),
     _a("copy.d2d", "Device-to-device copies usually come from `.contiguous()`, `torch.cat`, `.clone()` or layout "
        "changes: remove them or fuse them into the producing kernel.", framework=_PT_OR_UNKNOWN),
     _a("queued_latency.fuse", "Each kernel boundary costs a few µs of GPU-side latency even when the work is queued "
@@ -107,9 +111,15 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("nvtx.overlap", "The host thread that launches the GPU work is busy in this range and launches nothing: "
        "overlap it with GPU work (prefetch on another thread/stream, async I/O) or shorten it."),
     _a("osrt.find", "The thread that feeds the GPU waits on the OS (locks, queues, sleeps, I/O): find what it waits "
-       "for (`nsys --sample=cpu --backtrace`) and keep it off the critical path."),
+       "for (`nsys --sample=cpu --backtrace`) and keep it off the critical path.", cpu_samples=(False,)),
+    _a("osrt.samples", "The thread that feeds the GPU waits on the OS (locks, queues, sleeps, I/O): the CPU samples "
+       "around these calls (host samples column, `tables/host_samples.csv`) show what it ran before waiting; keep "
+       "the wait off the critical path.", cpu_samples=(True,)),
     _a("host_cpu.profile", "Profile the host side of the step (`nsys --sample=cpu`, py-spy) and overlap CPU work "
-       "(scheduling, data preparation, Python) with GPU execution."),
+       "(scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,)),
+    _a("host_cpu.samples", "The CPU samples of the launching thread (evidence above, `tables/host_samples.csv`) name "
+       "the code that ran while the GPU idled: shorten it, move it to another thread, or overlap it with GPU "
+       "execution.", cpu_samples=(True,)),
     _a("unknown.trace_cuda", "Capture with `--trace=cuda` so kernels link to the CUDA calls that launched them."),
     # ---- stack-specific tips (serving engines: inference only)
     _a("launch.vllm", "vLLM: make sure decode runs in CUDA graphs (no `--enforce-eager`; the captured batch sizes "

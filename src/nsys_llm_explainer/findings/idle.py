@@ -182,9 +182,10 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             ("the launch-bound finding", sum(v for (k, _), v in merged.get(dev, {}).items() if k == kind)),
             ("the per-step sync finding", sum(v for (k, _), v in (claimed or {}).get(dev, {}).items() if k == kind)),
             ("the window's edges", edge_ns[dev])) if ns > 0]
-        quoted = share[dev] if split else table_share   # the part it claims, beside the table's share when split
-        rest = (f" — of {table_share:.1f} % in the idle-cause table; " + " and ".join(elsewhere)
-                + " account for the rest") if split else ""
+        findings_elsewhere = [w for w in elsewhere if w != "the window's edges"]
+        rest = (f" — the `{kind}` rows of the idle-cause table hold {table_share:.1f} %; " + " and ".join(elsewhere)
+                + " account for the rest") if split and findings_elsewhere else ""
+        quoted = share[dev] if rest else table_share   # the part it claims, beside the table's share when split
         if split:
             ev.append(f"The idle-cause table charges {100.0 * table_ns / win[dev]:.1f} % of device {dev}'s window to "
                       f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
@@ -207,7 +208,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_share:.1f} % of it "
                    "(a one-time cost)" if growth else _title(txt, what, quoted, main_share) + rest),
-            evidence=tuple(ev), recommendation=advise(txt["advice"], facts),
+            evidence=tuple(ev), recommendation=advise(_advice_ids(kind, txt, details), facts),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))
     lf = _launch_finding(merged, win, lb, kern, gpu, traits, facts, samples)
@@ -259,6 +260,18 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         title=f"Launch-bound: the host needs about {us(host_per_kernel)} per kernel, the kernels about {us(k.p50_ns)}",
         evidence=tuple(e for e in ev if e), recommendation=advise(CAUSE_TEXT["launch"]["advice"], facts),
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=("host_overhead", ""))
+
+
+def _advice_ids(kind: str, txt: Dict[str, Any], details: Mapping[str, int]) -> List[str]:
+    """The advice lines of a kind's finding that its own details call for: the device-to-device line only when
+    such copies are among them; the pinned-memory lines when a pageable copy is."""
+    ids = list(txt["advice"])
+    if kind == "copy":
+        if not any("Device-to-Device" in d for d in details):
+            ids = [i for i in ids if i != "copy.d2d"]
+        if any("(pageable)" in d for d in details):
+            ids += ["copy.pageable", "pageable.pin.torch"]
+    return ids
 
 
 def edge_bin_ns(causes: IdleCausesResult) -> Dict[int, Dict[str, int]]:

@@ -68,12 +68,12 @@ CAUSE_TEXT: Dict[str, Dict] = {
         "title": "The launching thread is blocked in `{what}` (OS runtime) while the GPU idles "
                  "({share:.1f} % of the window)",
         "by": "call",
-        "advice": ["osrt.find"]},
+        "advice": ["osrt.find", "osrt.samples"]},
     "host_cpu": {
         "title": "Host gaps: the launching thread works outside CUDA calls while the GPU idles "
                  "({share:.1f} % of the window)",
         "noun": "host work",
-        "advice": ["host_cpu.profile", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm"]},
+        "advice": ["host_cpu.profile", "host_cpu.samples", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm"]},
     "unknown": {
         "title": "Idle with no linked host thread ({share:.1f} % of the window): its cause is unknown",
         "advice": ["unknown.trace_cuda"]},

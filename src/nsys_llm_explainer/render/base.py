@@ -246,5 +246,6 @@ def facts_pairs(report: Mapping[str, Any]) -> List[Tuple[str, str]]:
             ("Stack", str(f.get("stack") or "not recognised")),
             ("CUDA graphs", "yes: " + str(f.get("cuda_graphs_evidence")) if f.get("cuda_graphs") else "no"),
             ("torch.compile", "yes: " + str(f.get("torch_compile_evidence")) if f.get("torch_compile") else "no"),
+            ("CPU samples", "yes" if f.get("cpu_samples") else "no"),
             ("Unified Memory", "yes: " + str(f.get("unified_memory_evidence")) if f.get("unified_memory") else "no"),
             ("NVTX ranges", nv)]

@@ -284,7 +284,7 @@ def test_split_claim_names_the_table_and_who_holds_the_rest():
     assert rep.findings[0].category == "launch_overhead"
     f = next(f for f in rep.findings if f.category == "host_range")
     (d,) = [x for x in rep.idle_causes.devices if x.device_id == f.device_id]
-    assert f"of {100.0 * d.ns_of('nvtx') / d.window_ns:.1f} % in the idle-cause table" in f.title
+    assert f"the `nvtx` rows of the idle-cause table hold {100.0 * d.ns_of('nvtx') / d.window_ns:.1f} %" in f.title
     assert "the launch-bound finding" in f.title
     claimed = next(c for c in f.checks if c.metric == "claimed_pct_of_window")
     assert f"({claimed.observed:.1f} % of the window)" in f.title

@@ -147,6 +147,41 @@ def test_gpu_facts_from_the_name_alone(gpu, expected):
     assert got == expected
 
 
+def test_pooled_datatypes_follow_the_gpus_that_ran_kernels():
+    """A machine with an idle A100 beside a Turing card that ran the kernels: the pooled facts are the Turing's
+    (no TF32), but only when the export maps CUDA devices to GPUs; unmapped, every listed GPU counts."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from nsys_llm_explainer.analyses.facts import TraceFacts, _with_kernels
+
+    class Kernels:
+        def __init__(self, devices):
+            self.device = np.array(devices)
+
+        def __len__(self):
+            return int(self.device.shape[0])
+
+    note = "Device ids are physical GPU ids mapped through TARGET_INFO_CUDA_DEVICE (pid, cudaId → gpuId)."
+    gpus = (gpu_fact({"id": 0, "name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "computeMinor": 0}),
+            gpu_fact({"id": 1, "name": "NVIDIA GeForce RTX 2080 Ti", "computeMajor": 7, "computeMinor": 5}))
+
+    def facts(gs, devices, notes):
+        marked = _with_kernels(gs, SimpleNamespace(kernels=Kernels(devices), notes=notes))
+        return TraceFacts(marked, "inference", (), "", (), "", False, "", False, "", False, False, "", False, ())
+
+    on = facts(gpus, [1, 1], [note])
+    assert [g.ran_kernels for g in on.gpus] == [False, True]
+    assert (on.supports("TF32"), on.supports("FP16")) == (False, True)
+    a100 = facts(gpus, [0, 0], [note])
+    assert [g.ran_kernels for g in a100.gpus] == [True, False] and a100.supports("TF32") is True
+    off = facts(gpus, [0, 0], [])                  # unmapped: a CUDA id need not be a GPU id
+    assert [g.ran_kernels for g in off.gpus] == [None, None] and off.supports("TF32") is False
+    one = facts(gpus[:1], [0], [])                 # one listed GPU: it ran them
+    assert one.gpus[0].ran_kernels is True and one.supports("TF32") is True
+
+
 def test_non_nvidia_adapters_are_not_gpus():
     assert gpu_fact({"name": "Intel(R) Iris(R) Xe Graphics", "computeMajor": 0, "computeMinor": 0}) is None
     assert gpu_fact({"name": "Microsoft Basic Render Driver", "computeMajor": 0}) is None

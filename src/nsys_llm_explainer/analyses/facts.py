@@ -8,8 +8,9 @@
   without tensor cores (GeForce GTX 16xx, MX, the TU117 Quadro T-series) report compute capability 7.5 too, so
   a name that says so overrides it. GPUs with compute capability 0 (an integrated non-NVIDIA adapter) and
   names that are not NVIDIA's are left out.
-* **Per datatype, pooled** (``gpu_tf32`` …): True when every listed GPU supports it, False when one does
-  not, None when no GPU is known.
+* **Per datatype, pooled** (``gpu_tf32`` …): over the GPUs that ran kernels (``ran_kernels``, known when the
+  export maps CUDA devices to GPUs or lists one GPU; else over every listed GPU): True when every one supports it,
+  False when one does not, None when no GPU is known.
 * **workload** / **stack** — from :mod:`kernel_traits` (kernel, NVTX, process and thread names), with the
   evidence; **framework** — the framework under the stack (vLLM and SGLang run on PyTorch; TensorRT-LLM can run
   either its PyTorch or its TensorRT backend, so it names none).
@@ -23,6 +24,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -77,6 +79,7 @@ class GpuFact:
     architecture: str
     tensor_core_types: Tuple[str, ...]
     source: str
+    ran_kernels: Optional[bool] = None    # None: the export does not let kernels be matched to this GPU
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,9 @@ class TraceFacts:
     nvtx_threads: Tuple[NvtxThread, ...]
 
     def supports(self, dtype: str) -> Optional[bool]:
-        """Whether every known GPU's tensor cores take ``dtype`` (None: no GPU known)."""
-        known = [g for g in self.gpus if g.source != "unknown"]
+        """Whether the tensor cores of every known GPU that ran kernels (of every known GPU, when kernels cannot
+        be matched to GPUs) take ``dtype`` (None: no GPU known)."""
+        known = [g for g in self.gpus if g.source != "unknown" and g.ran_kernels is not False]
         if not known:
             return None
         return all(dtype in g.tensor_core_types for g in known)
@@ -161,7 +165,7 @@ def gpu_fact(g: Mapping[str, object]) -> Optional[GpuFact]:
 
 
 def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphResult) -> TraceFacts:
-    gpus = tuple(f for f in (gpu_fact(g) for g in model.info.gpus) if f is not None)
+    gpus = _with_kernels(tuple(f for f in (gpu_fact(g) for g in model.info.gpus) if f is not None), model)
     graph_ev = ""
     uses_graphs = False
     if graphs.available and (graphs.graph_launch_count or graphs.graph_kernel_count):
@@ -181,6 +185,21 @@ def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphRe
                       _FRAMEWORK.get(stack, ""), uses_graphs, graph_ev, compiled, compiled_ev,
                       bool(model.samples is not None and len(model.samples)), um, um_ev, bool(threads),
                       tuple(threads))
+
+
+def _with_kernels(gpus: Tuple[GpuFact, ...], model: TraceModel) -> Tuple[GpuFact, ...]:
+    """Mark which GPUs ran kernels when the kernels' device ids are GPU ids of ``TARGET_INFO_GPU`` (the model maps
+    CUDA device ids to GPU ids through ``TARGET_INFO_CUDA_DEVICE`` when the export has it); otherwise leave
+    ``ran_kernels`` unknown (a CUDA device id need not be a GPU id under ``CUDA_VISIBLE_DEVICES``)."""
+    k = model.kernels
+    ids = {g.id for g in gpus}
+    if k is None or len(k) == 0 or None in ids:
+        return gpus
+    used = set(np.unique(k.device).tolist())
+    mapped = any("TARGET_INFO_CUDA_DEVICE" in n for n in model.notes)
+    if not used <= ids or not (mapped or len(ids) == 1):
+        return gpus
+    return tuple(dataclasses.replace(g, ran_kernels=g.id in used) for g in gpus)
 
 
 _INDUCTOR = re.compile(r"(?<![A-Za-z0-9])triton_(?:poi|red|per|tem)_")

@@ -310,3 +310,30 @@ def test_module_groups_by_name():
     assert frame_group("__memmove_avx_unaligned_erms", "libc.so.6", False) == "libc"
     assert is_system_module("[Max depth]") and is_system_module("/lib64/libc-2.31.so")
     assert not is_system_module("/x/torch/lib/libtorch_cpu.so")
+
+
+def test_a_device_without_host_side_idle_keeps_its_kinds_and_no_samples(tmp_path):
+    """A device whose idle has no host-side piece (all queued or copies) beside samples elsewhere: the device is
+    listed with its host kinds and no sample, and nothing fails (a regression: the constructor lacked ``causes``)."""
+    import dataclasses
+
+    import numpy as np
+
+    from nsys_llm_explainer.analyses.host_samples import analyze_host_samples
+    from nsys_llm_explainer.pipeline import analyze_path
+    from nsys_llm_explainer.synth.scenarios import build_scenario
+
+    p = tmp_path / "t.sqlite"
+    build_scenario("host_samples", str(p))
+    rep = analyze_path(str(p))
+    e = np.empty(0, np.int64)
+    d0 = rep.idle_causes.devices[0]
+    empty = dataclasses.replace(d0.pieces, start=e, end=e, kind=np.empty(0, np.int8), detail=np.empty(0, np.int32),
+                                gtid=e)
+    causes = dataclasses.replace(rep.idle_causes, devices=(dataclasses.replace(d0, pieces=empty),))
+    res = analyze_host_samples(rep.model.samples, causes)
+    (dev,) = res.devices
+    assert res.available and dev.samples_inside == 0 and dev.causes == ()
+    assert {k.kind for k in dev.kinds} == {k for k in ("launch", "other_api", "nvtx", "osrt", "host_cpu")
+                                          if d0.ns_of(k) > 0}
+    assert all(k.samples == 0 for k in dev.kinds)

@@ -135,7 +135,7 @@ class TraceFacts:
 
 def _cc(g: Mapping[str, object]) -> Optional[Tuple[int, int]]:
     try:
-        major, minor = int(g.get("computeMajor")), int(g.get("computeMinor"))  # type: ignore[arg-type]
+        major, minor = int(str(g.get("computeMajor"))), int(str(g.get("computeMinor")))
     except (TypeError, ValueError):
         return None
     return (major, minor) if major > 0 else None
@@ -155,7 +155,7 @@ def gpu_fact(g: Mapping[str, object]) -> Optional[GpuFact]:
         source = "name" if cc is not None else "unknown"
     if cc is None:
         return GpuFact(int(gid) if isinstance(gid, int) else None, name, None, "unknown", (), "unknown")
-    arch, types = "unknown", ()
+    arch, types = "unknown", ()   # type: Tuple[str, Tuple[str, ...]]
     for lo, hi, a, t in ARCHITECTURES:
         if lo <= cc <= hi:
             arch, types = a, t

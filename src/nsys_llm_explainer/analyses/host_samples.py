@@ -236,7 +236,7 @@ def _device(fr: _Frames, dc: DeviceCauses) -> DeviceHostSamples:
     kinds_present = sorted((k for k, v in kind_ns.items() if v > 0), key=lambda k: (-kind_ns[k], k))
     if p is None or len(p) == 0:
         return DeviceHostSamples(dc.device_id, (), 0, 0, tuple(ScopeSamples(k, None, kind_ns[k], 0, (), (), (), ())
-                                                               for k in kinds_present))
+                                                               for k in kinds_present), ())
     keep = p.end > p.start
     start, end, gt = p.start[keep], p.end[keep], p.gtid[keep]
     kcode, dcode = np.asarray(p.kind)[keep].astype(np.int64), np.asarray(p.detail)[keep].astype(np.int64)
@@ -283,16 +283,19 @@ def analyze_host_samples(samples: Optional[CpuSamples], causes: IdleCausesResult
         requested = samples.requested if samples is not None else None
         reason = REQUESTED_EMPTY if requested else NO_SAMPLES
         return HostSamplesResult(False, f"{reason}; {CAPTURE_HINT}", False, requested, 0, 0)
-    base = dict(captured=True, sampling_requested=samples.requested, sample_count=samples.total,
-                samples_read=len(samples), caller_depth=samples.caller_depth)
+    def result(available: bool, reason: Optional[str], devices: Tuple[DeviceHostSamples, ...] = ()
+               ) -> HostSamplesResult:
+        assert samples is not None
+        return HostSamplesResult(available, reason, True, samples.requested, samples.total, len(samples),
+                                 samples.caller_depth, devices)
+
     if not causes.available:
-        return HostSamplesResult(False, f"no idle causes to split ({causes.reason})", **base)
+        return result(False, f"no idle causes to split ({causes.reason})")
     if len(samples) == 0:
-        return HostSamplesResult(False, f"the trace has {samples.total:,} CPU samples, none of a thread that made "
-                                        "CUDA calls (only those can be a gap's host thread)", **base)
+        return result(False, f"the trace has {samples.total:,} CPU samples, none of a thread that made "
+                             "CUDA calls (only those can be a gap's host thread)")
     fr = _Frames.of(samples)
-    devs = tuple(_device(fr, d) for d in causes.devices)
-    return HostSamplesResult(True, None, devices=devs, **base)
+    return result(True, None, tuple(_device(fr, d) for d in causes.devices))
 
 
 # ------------------------------------------------------------------------------------------ evidence

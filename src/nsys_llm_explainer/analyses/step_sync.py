@@ -45,12 +45,12 @@ loops only over devices, threads and distinct API names.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..model.timeline import DeviceTimeline, build_timelines, few_distinct
-from ..model.trace import TraceModel
+from ..model.trace import ApiCalls, TraceModel
 from . import api_classes as ac
 from .idle_cause_result import HOST_PIECE_KINDS, KINDS, DeviceCauses, IdleCausesResult
 from .intervals import overlap_length
@@ -158,8 +158,9 @@ class StepSyncContext:
         self.model = model
         api = model.api
         self.ok = api is not None and len(api) > 0
-        if not self.ok:
+        if api is None or not self.ok:
             return
+        self.api: ApiCalls = api
         names = [ac.normalize(x) for x in api.names]
         self.base_names: List[str] = sorted(set(names))
         pos = {b: i for i, b in enumerate(self.base_names)}
@@ -216,7 +217,7 @@ def _by_cause(pc, ns: np.ndarray, code: np.ndarray) -> Tuple[Tuple[str, str, int
     return tuple(sorted(rows, key=lambda r: (-r[2], r[0], r[1])))
 
 
-def _per_step(ed: np.ndarray, e: np.ndarray, v: np.ndarray, side: str) -> np.ndarray:
+def _per_step(ed: np.ndarray, e: np.ndarray, v: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
     """Σ ``v`` of the sync points (returns ``e``, sorted) per step ``j = 1 … m−1`` between step boundaries
     ``ed``: those with ``e`` in ``[ed_{j−1}, ed_j)`` (``side="right"``) or ``(ed_{j−1}, ed_j]`` (``"left"``)."""
     m = ed.shape[0]
@@ -254,7 +255,7 @@ def _exposure(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray, budget: np
 
 def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, work: np.ndarray
             ) -> Optional[StepSyncSeries]:
-    api = ctx.model.api
+    api = ctx.api
     act = tl.act
     # work of g on this device, in launch-call order
     li = act.launch_idx[work]
@@ -286,7 +287,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     at = np.searchsorted(cs, lastl, side="left")
     rb = (cs[np.minimum(at, cs.shape[0] - 1)] < s) & (at < cs.shape[0]) if cs.shape[0] else np.zeros(n, bool)
     rb |= ctx.d2h_call[sp]
-    names = ctx.name_base[ctx.model.api.name_idx[sp]]
+    names = ctx.name_base[ctx.api.name_idx[sp]]
     uniq, cnt = np.unique(names, return_counts=True)
     top = np.lexsort((uniq, -cnt))
     api_counts = tuple((ctx.base_names[int(uniq[i])], int(cnt[i])) for i in top.tolist())
@@ -332,7 +333,7 @@ def device_step_sync(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses)
     """The series of one device (its timeline and idle causes, as :func:`analyze_idle_causes` hands them over)."""
     if not ctx.ok or not ctx.blocking_rows:
         return []
-    api = ctx.model.api
+    api = ctx.api
     li = tl.act.launch_idx
     linked = np.nonzero(li >= 0)[0]
     if linked.shape[0] == 0:

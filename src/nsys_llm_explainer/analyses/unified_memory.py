@@ -238,7 +238,8 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     over_all = sum(x.overlap_ns for x in devices)
     cf = m.um_cpu_faults
     n_cpu = len(cf) if cf is not None else 0
-    by_func = by_mod = ()
+    by_func: Tuple[Row, ...] = ()
+    by_mod: Tuple[Row, ...] = ()
     if cf is not None and n_cpu:
         by_func = _top(_i64(cf, "func_idx"), cf.names, "function")
         by_mod = _top(_i64(cf, "module_idx"), cf.names, "module")

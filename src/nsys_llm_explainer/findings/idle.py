@@ -236,8 +236,8 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     d = gpu.device(dev)
     kc = d.kernel_count if d else 0
     host_per_kernel = sum(merged[dev].values()) / kc if kc else 0.0
-    k = kern[dev]
-    ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(k.p50_ns)}, GPU busy "
+    dk = kern[dev]
+    ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(dk.p50_ns)}, GPU busy "
           f"{d.busy_pct:.1f} %; the host spends about {us(host_per_kernel)} per kernel between or inside launches."
           if d else "",
           "Launch overhead: " + "; ".join(
@@ -257,7 +257,7 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
                   "them removes launches.")
     return Finding(
         id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
-        title=f"Launch-bound: the host needs about {us(host_per_kernel)} per kernel, the kernels about {us(k.p50_ns)}",
+        title=f"Launch-bound: the host needs about {us(host_per_kernel)} per kernel, the kernels about {us(dk.p50_ns)}",
         evidence=tuple(e for e in ev if e), recommendation=advise(CAUSE_TEXT["launch"]["advice"], facts),
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=("host_overhead", ""))
 

@@ -53,7 +53,7 @@ def attach(report: Row, device_id: Any, rows: Sequence[Row]) -> List[Row]:
     if not captured(report):
         return [{**r, FIELD: ""} for r in rows]
     idx = _index(report)
-    out = []
+    out: List[Row] = []
     for r in rows:
         kind = r.get("kind")
         if kind in SAMPLED_KINDS:

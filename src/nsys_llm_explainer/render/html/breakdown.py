@@ -4,7 +4,7 @@ window was trimmed, else ``kernels_summary.by_name``). Each chart has the table 
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from ..base import Row, available, fmt_dur, fmt_int, fmt_pct, num, rows_of
 from ..host_samples import attach, captured, samples_note
@@ -94,7 +94,7 @@ def _cause_table(ctx: HtmlCtx, i: int, causes: Sequence[Row]) -> str:
         ex = rows_of(r, "examples")
         return h(ctx.span(ex[0].get("start_ns"), ex[0].get("end_ns"))) if ex else ""
 
-    cols = (text_col("kind", "kind"), name_col("detail", "detail", 80), ms_col("idle (ms)", "ns"),
+    cols: Tuple[Col, ...] = (text_col("kind", "kind"), name_col("detail", "detail", 80), ms_col("idle (ms)", "ns"),
             pct_col("% of window", "pct_of_window"), pct_col("% of idle", "pct_of_idle"),
             int_col("gaps", "gap_count"),
             Col("largest example (ms from capture start)", example, numeric=False))

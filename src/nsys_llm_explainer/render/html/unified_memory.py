@@ -9,7 +9,7 @@ the dict's, formatted; names are escaped.
 from __future__ import annotations
 
 from collections import abc
-from typing import List, Optional
+from typing import Any, List, Mapping, Optional
 
 from ..base import Row, available, fmt_bytes, fmt_dur, fmt_int, fmt_pct, rows_of
 from .ctx import HtmlCtx
@@ -26,7 +26,8 @@ def sec_unified_memory(ctx: HtmlCtx) -> Optional[str]:
     um = ctx.sec("unified_memory")
     if not available(um):
         return None
-    w = um.get("steady") if isinstance(um.get("steady"), abc.Mapping) else {}
+    steady = um.get("steady")
+    w: Mapping[str, Any] = steady if isinstance(steady, abc.Mapping) else {}
     body: List[str] = [
         f"<p>{fmt_int(w.get('migration_count'))} Unified-Memory migrations ({h(fmt_bytes(w.get('migration_bytes')))}, "
         f"{h(fmt_dur(w.get('migration_ns')))} of GPU migration time) in the analysis window. Migrations were in "

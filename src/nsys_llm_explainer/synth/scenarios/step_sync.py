@@ -86,8 +86,8 @@ def step_sync_host_work(path: str, seed: int = 0, flavor: Optional[str] = None) 
     budget = w[1:] + [0]
     rr = [min(xi, bi) for xi, bi in zip(x, budget)]
     assert all(ri == xi for ri, xi in zip(rr[:-1], x[:-1])), "the GPU step must outlast the host work"
-    e = [s[1] for s in syncs]
-    period = [b - a for a, b in zip(e, e[1:])]
+    ends = [s[1] for s in syncs]
+    period = [b - a for a, b in zip(ends, ends[1:])]
     gpu = [sum(ke - ks for ks, ke in ks_) for ks_ in step_kernels[1:]]
     kernels = len(kern_rows)
     f = sim.facts("step_sync", steps=steps, layers=layers)
@@ -107,6 +107,6 @@ def step_sync_host_work(path: str, seed: int = 0, flavor: Optional[str] = None) 
         exposed_by_kind={k: sum(v) for k, v in by_kind.items()},
         claimed_by_kind={k: sum(v[:-1]) for k, v in by_kind.items()},   # R_i = X_i except the last (0)
         os_call=OS_CALL,
-        first_sync_end_ns=e[0], last_sync_end_ns=e[-1],
+        first_sync_end_ns=ends[0], last_sync_end_ns=ends[-1],
     )
     return f

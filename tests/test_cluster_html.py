@@ -15,7 +15,7 @@ import pytest
 from conftest import run_cli
 from test_html import EVIL_IMG, EVIL_LINK, EVIL_SCRIPT, Page, figures, without_plotly
 
-from nsys_llm_explainer.analyses.idle_cause_result import KINDS
+from nsys_llm_explainer.analyses.cause_kinds import KINDS
 from nsys_llm_explainer.cluster.write import write_cluster_files
 from nsys_llm_explainer.output import MANIFEST
 from nsys_llm_explainer.render.html.cluster import render_cluster_html, report_href

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_TRACES
 
+from nsys_llm_explainer.analyses.cause_kinds import CAUSE_KINDS, KINDS
 from nsys_llm_explainer.analyses.facts import gpu_fact
-from nsys_llm_explainer.analyses.idle_cause_result import KINDS
 from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
 from nsys_llm_explainer.pipeline import analyze_path
@@ -90,7 +90,7 @@ def test_every_advice_line_x_every_combination_of_its_facts(aid):
 
 
 def test_every_advice_id_used_exists_and_every_line_is_used():
-    used = set()
+    used = {a for k in CAUSE_KINDS for a in k.advice}
     for txt in CAUSE_TEXT.values():
         used.update(txt.get("advice", []))
     code = "\n".join(p.read_text(encoding="utf-8") for p in (SRC / "findings").glob("*.py") if p.name != "advice.py")

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from conftest import real_trace
 
+from nsys_llm_explainer.analyses.cause_kinds import KINDS
 from nsys_llm_explainer.analyses.host_samples import analyze_host_samples, samples_evidence
-from nsys_llm_explainer.analyses.idle_cause_result import KINDS
 from nsys_llm_explainer.model.samples import GROUP_LABEL
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_all

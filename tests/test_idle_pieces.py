@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nsys_llm_explainer.analyses.idle_cause_result import KINDS
+from nsys_llm_explainer.analyses.cause_kinds import KINDS
 from nsys_llm_explainer.analyses.idle_pieces import cut, index_runs, touching, within
 from nsys_llm_explainer.analyses.timeline_bins import _idle_by_kind
 from nsys_llm_explainer.model import intervals as iv

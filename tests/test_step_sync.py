@@ -10,7 +10,7 @@ from typing import Dict
 import pytest
 from conftest import SHARED_TRACES
 
-from nsys_llm_explainer.analyses.idle_cause_result import HOST_PIECE_KINDS
+from nsys_llm_explainer.analyses.cause_kinds import HOST_PIECE_KINDS
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.findings.base import ms
 from nsys_llm_explainer.findings.idle import edge_bin_ns

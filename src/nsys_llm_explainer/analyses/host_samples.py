@@ -31,7 +31,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
-from .idle_cause_result import HOST_PIECE_KINDS, KINDS, DeviceCauses, IdleCausesResult
+from .cause_kinds import HOST_PIECE_KINDS, KINDS
+from .idle_cause_result import DeviceCauses, IdleCausesResult
 from .stats import pct
 
 #: entries per list (modules, functions, callers)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional, Tuple
 
+from .cause_kinds import KINDS
 from .stats import pct
 
-KINDS = ("copy", "queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch",
-         "other_api", "nvtx", "osrt", "host_cpu", "unknown")
 TABLE_ROWS = 6   # causes listed per device before the rest is folded into ``other``
 
 
@@ -35,13 +34,11 @@ class IdleCause:
     tiny_gap_ns: int = 0                     # part of ``ns`` inside gaps shorter than 10 µs
 
 
-#: kinds whose pieces :class:`IdlePieces` keeps: idle time the launching thread spends on the host side
-HOST_PIECE_KINDS = ("launch", "other_api", "nvtx", "osrt", "host_cpu")
 
 
 @dataclass(frozen=True)
 class IdlePieces:
-    """The idle pieces of one device charged to a kind of :data:`HOST_PIECE_KINDS`, in time order: piece
+    """The idle pieces of one device charged to a kind of :data:`cause_kinds.HOST_PIECE_KINDS`, in time order: piece
     ``i`` is ``[start[i], end[i])``, charged to ``(KINDS[kind[i]], details[detail[i]])``, on host thread
     ``gtid[i]`` (the gap's host thread, serialized globalTid; -1 unknown). Analyses that split host-side idle
     further (CPU samples, per-step syncs) read these; Σ (end − start) per (kind, detail) equals the cause's ns."""

@@ -21,21 +21,14 @@ import numpy as np
 from ..model.timeline import DeviceTimeline, few_distinct
 from ..model.trace import TraceModel
 from . import api_classes as ac
-from .idle_cause_result import (
-    HOST_PIECE_KINDS,
-    KINDS,
-    DeviceCauses,
-    GapExample,
-    IdleCause,
-    IdleCausesResult,
-)
+from .cause_kinds import HOST_PIECE_KINDS, KINDS, ONE_TIME
+from .idle_cause_result import DeviceCauses, GapExample, IdleCause, IdleCausesResult
 from .idle_pieces import Cover, gap_codes, host_pieces, index_runs, thread_pieces, touching
 from .nvtx_tree import NvtxTree
 from .stats import pct, top_indices
 from .timeline_bins import DeviceBins, device_bins
 
 K = {k: i for i, k in enumerate(KINDS)}
-ONE_TIME = {"module_load"}
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
 TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)

@@ -21,11 +21,11 @@ import numpy as np
 
 from ..model.timeline import DeviceTimeline
 from ..model.trace import TraceModel
-from .idle_cause_result import KINDS, IdlePieces
+from .cause_kinds import API_KINDS, KINDS
+from .idle_cause_result import IdlePieces
 from .nvtx_tree import NvtxTree, innermost_enclosing
 
 K = {k: i for i, k in enumerate(KINDS)}
-API_KINDS = ("sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch", "other_api")
 
 
 class Cover:

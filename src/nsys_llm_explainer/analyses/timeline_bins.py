@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model import intervals as iv
 from ..model.timeline import DeviceTimeline
-from .idle_cause_result import KINDS
+from .cause_kinds import KINDS
 
 DEFAULT_BINS = 500
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
-from ..analyses.idle_cause_result import KINDS
+from ..analyses.cause_kinds import KINDS
 from ..output import OutDir, check_out_dir
 from ..render.csv_tables import write_csv
 from ..render.escape import md_cell, md_text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..analyses.cause_kinds import CAUSE_KINDS
 from ..findings.base import SEVERITY_RANK
 from .measure import NON_GPU, Facts, weighted_jaccard
 from .metric import MIN_SIMILARITY, MIN_UNITS, MIN_WINDOW_NS, change
@@ -21,15 +22,7 @@ IDLE_DETAIL_ROWS = 20
 
 UNIT_WORD = {"step": "step", "iteration": "iteration", "window_s": "s of window"}
 
-IDLE_TEXT = {
-    "copy": "GPU idle while a copy ran", "queued": "GPU idle with the next kernel already launched (queued)",
-    "sync": "GPU idle with the host blocked in a sync call", "sync_memcpy": "GPU idle in a synchronous copy call",
-    "pageable_memcpy": "GPU idle in a pageable async copy call", "alloc": "GPU idle in an allocation call",
-    "module_load": "GPU idle in module loading / first launches", "launch": "GPU idle in kernel launch calls",
-    "other_api": "GPU idle in other CUDA API calls", "nvtx": "GPU idle with the host inside NVTX ranges",
-    "osrt": "GPU idle with the host in an OS call", "host_cpu": "GPU idle during plain host CPU work",
-    "unknown": "GPU idle with no host thread linked",
-}
+IDLE_TEXT = {k.name: k.idle_text for k in CAUSE_KINDS}
 
 
 def per_unit(ns: int, units: Optional[float]) -> Optional[int]:

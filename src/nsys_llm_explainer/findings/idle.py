@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..analyses.cause_kinds import CAUSE_KINDS, KIND
 from ..analyses.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle import GpuTimeResult
 from ..analyses.idle_causes import IdleCause, IdleCausesResult
@@ -38,12 +39,9 @@ from .unified_memory import is_unified_detail
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
-CATEGORY = {"copy": "copy_bound", "queued": "gpu_wait", "sync": "sync_stall", "sync_memcpy": "memcpy",
-            "pageable_memcpy": "memcpy", "alloc": "allocation", "module_load": "one_time",
-            "launch": "launch_overhead", "other_api": "cuda_api", "nvtx": "host_range", "osrt": "host_os",
-            "host_cpu": "host_gap", "unknown": "unknown_host"}
+CATEGORY = {k.name: k.category for k in CAUSE_KINDS}
 HOST_KINDS = ("launch", "host_cpu")   # the launch overhead the launch-bound composite may claim
-LOW_ONLY = {"module_load", "unknown"}
+LOW_ONLY = {k.name for k in CAUSE_KINDS if k.low_only}
 GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the window: allocator growth
 LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
@@ -258,14 +256,14 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     return Finding(
         id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
         title=f"Launch-bound: the host needs about {us(host_per_kernel)} per kernel, the kernels about {us(dk.p50_ns)}",
-        evidence=tuple(e for e in ev if e), recommendation=advise(CAUSE_TEXT["launch"]["advice"], facts),
+        evidence=tuple(e for e in ev if e), recommendation=advise(KIND["launch"].advice, facts),
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=("host_overhead", ""))
 
 
 def _advice_ids(kind: str, txt: Dict[str, Any], details: Mapping[str, int]) -> List[str]:
     """The advice lines of a kind's finding that its own details call for: the device-to-device line only when
     such copies are among them; the pinned-memory lines when a pageable copy is."""
-    ids = list(txt["advice"])
+    ids = list(txt.get("advice") or KIND[kind].advice)
     if kind == "copy":
         if not any("Device-to-Device" in d for d in details):
             ids = [i for i in ids if i != "copy.d2d"]

@@ -1,5 +1,6 @@
-"""Words of the findings: titles per idle-cause kind and the ids of the advice lines each may give
-(:data:`findings.advice.ADVICE`, where every line declares the trace facts it needs)."""
+"""Words of the findings: titles per idle-cause kind (the kinds' advice lines are in the kind table,
+:data:`analyses.cause_kinds.CAUSE_KINDS`), and the titles and advice ids of two variants: back-to-back queued
+kernels and Unified-Memory copies."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ CAUSE_TEXT: Dict[str, Dict] = {
     "copy": {
         "many": "Copies keep the kernels waiting: {share:.1f} % of the window",
         "title": "Copies keep the kernels waiting: `{what}` copies fill {share:.1f} % of the window",
-        "by": "copy kind",
-        "advice": ["copy.overlap", "copy.overlap.torch", "copy.d2d"]},
+        "by": "copy kind"},
     "copy_unified": {    # the copy finding when its largest copy kind is a Unified-Memory migration
         "many": "Unified-Memory migrations and copies keep the kernels waiting: {share:.1f} % of the window",
         "title": "Unified-Memory migrations (`{what}`) keep the kernels waiting: {share:.1f} % of the window",
@@ -22,59 +22,46 @@ CAUSE_TEXT: Dict[str, Dict] = {
         "advice": ["queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks"]},
     "queued": {
         "title": "The GPU waits with work already queued ({share:.1f} % of the window): a stream/event dependency "
-                 "or launch latency, not the host",
-        "advice": ["queued.dependency"]},
+                 "or launch latency, not the host"},
     "sync": {
         "many": "Host blocks in synchronize calls while the GPU idles ({share:.1f} % of the window)",
         "title": "Host blocks in `{what}` while the GPU idles ({share:.1f} % of the window)",
-        "by": "call",
-        "advice": ["sync.remove", "sync.remove.torch", "sync.vllm", "sync.sglang"]},
+        "by": "call"},
     "sync_memcpy": {
         "title": "Synchronous copies (`{what}`) stall the GPU ({share:.1f} % of the window)",
-        "by": "call",
-        "advice": ["sync_memcpy.async", "sync_memcpy.async.torch"]},
+        "by": "call"},
     "pageable_memcpy": {
         "title": "`{what}` from pageable memory blocks the host ({share:.1f} % of the window)",
-        "by": "call",
-        "advice": ["pageable.pin", "pageable.pin.torch"]},
+        "by": "call"},
     "alloc": {
         "many": "Allocation in the loop: the host is in alloc/free calls while the GPU idles "
                 "({share:.1f} % of the window)",
         "title": "Allocation in the loop: the host is in `{what}` while the GPU idles ({share:.1f} % of the window)",
-        "by": "call",
-        "advice": ["alloc.pool"]},
+        "by": "call"},
     "module_load": {
         "title": "One-time start-up cost: module loading / first kernel launches (`{what}`) take {share:.1f} % "
                  "of the window",
-        "by": "call",
-        "advice": ["module_load.exclude"]},
+        "by": "call"},
     "launch": {
         "title": "Launch calls (`{what}`) hold the host while the GPU idles ({share:.1f} % of the window)",
-        "by": "call",
-        "advice": ["launch.graphs", "launch.graphs.torch", "launch.graphs.compiled", "launch.graphs.more",
-                   "launch.fuse", "compiled.graph_breaks", "launch.vllm", "launch.sglang", "launch.trtllm"]},
+        "by": "call"},
     "other_api": {
         "many": "The host is inside other CUDA calls while the GPU idles ({share:.1f} % of the window)",
         "title": "The host is inside `{what}` while the GPU idles ({share:.1f} % of the window)",
-        "by": "call",
-        "advice": ["other_api.find"]},
+        "by": "call"},
     "nvtx": {
         "many": "The GPU idles while the host is in NVTX ranges ({share:.1f} % of the window)",
         "title": "The GPU idles while the host is in NVTX range `{what}` ({share:.1f} % of the window)",
-        "by": "range",
-        "advice": ["nvtx.overlap"]},
+        "by": "range"},
     "osrt": {
         "many": "The launching thread is blocked in OS calls while the GPU idles ({share:.1f} % of the window)",
         "title": "The launching thread is blocked in `{what}` (OS runtime) while the GPU idles "
                  "({share:.1f} % of the window)",
-        "by": "call",
-        "advice": ["osrt.find", "osrt.samples"]},
+        "by": "call"},
     "host_cpu": {
         "title": "Host gaps: the launching thread works outside CUDA calls while the GPU idles "
                  "({share:.1f} % of the window)",
-        "noun": "host work",
-        "advice": ["host_cpu.profile", "host_cpu.samples", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm"]},
+        "noun": "host work"},
     "unknown": {
-        "title": "Idle with no linked host thread ({share:.1f} % of the window): its cause is unknown",
-        "advice": ["unknown.trace_cuda"]},
+        "title": "Idle with no linked host thread ({share:.1f} % of the window): its cause is unknown"},
 }

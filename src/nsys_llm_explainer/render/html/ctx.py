@@ -10,28 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from ...analyses.cause_kinds import CAUSE_KINDS
 from ..base import ReportView, fmt_at
 from .markup import h, plot_text, script_json
 
 Section = Callable[["HtmlCtx"], Optional[str]]
 
 #: colours of the timeline / idle-cause charts: busy, then each idle-cause kind (docs/MODEL.md precedence)
-KIND_COLORS: Dict[str, str] = {
-    "busy": "#2e7d32",
-    "copy": "#00838f",
-    "queued": "#9e9d24",
-    "sync": "#c62828",
-    "sync_memcpy": "#ad1457",
-    "pageable_memcpy": "#6a1b9a",
-    "alloc": "#4527a0",
-    "module_load": "#283593",
-    "launch": "#ef6c00",
-    "other_api": "#5d4037",
-    "nvtx": "#1565c0",
-    "osrt": "#00695c",
-    "host_cpu": "#f9a825",
-    "unknown": "#9e9e9e",
-}
+KIND_COLORS: Dict[str, str] = {"busy": "#2e7d32", **{k.name: k.color for k in CAUSE_KINDS}}
 SPARE_COLORS = ("#8d6e63", "#78909c", "#d81b60", "#7cb342", "#039be5", "#fb8c00")
 
 #: plotly options of every chart: no plotly logo or cloud links, SVG download, responsive width

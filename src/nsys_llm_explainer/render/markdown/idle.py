@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
+from ...analyses.cause_kinds import CAUSE_KINDS
 from ..base import Row, fmt_dur, fmt_int, fmt_ms, fmt_pct, num, rows_of
 from ..escape import md_code, md_rich, md_text
 from ..host_samples import CAUSE_COL, attach, captured, samples_note
@@ -15,21 +16,7 @@ from .ctx import Ctx, Lines, Omitted, Result, heading
 CAUSE_ROWS = 6
 
 #: what each cause kind means, one short phrase (docs/MODEL.md has the precise rule)
-KIND_MEANING = {
-    "copy": "a memcpy/memset was in flight",
-    "queued": "the next kernel was already launched (stream/event dependency or launch latency)",
-    "sync": "the launching thread was blocked in a synchronize call",
-    "sync_memcpy": "the launching thread was in a synchronous memcpy/memset",
-    "pageable_memcpy": "the launching thread was in an async memcpy from pageable memory",
-    "alloc": "the launching thread was in an allocation / free",
-    "module_load": "the launching thread loaded modules or first-launched a kernel (one-time)",
-    "launch": "the launching thread was inside a launch call",
-    "other_api": "the launching thread was inside another CUDA API call",
-    "nvtx": "the launching thread was inside this NVTX range, outside CUDA calls",
-    "osrt": "the launching thread was inside this OS runtime call",
-    "host_cpu": "the launching thread ran CPU code outside CUDA, NVTX and OS calls",
-    "unknown": "no host thread could be linked to the gap",
-}
+KIND_MEANING = {k.name: k.meaning for k in CAUSE_KINDS}
 
 
 def _example(ctx: Ctx, r: Row) -> str:

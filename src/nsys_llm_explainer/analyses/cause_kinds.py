@@ -1,0 +1,77 @@
+"""The idle-cause kinds: one table that every analysis, finding, renderer, comparison and the JSON schema read
+(docs/MODEL.md defines each kind's condition).
+
+Each row: ``name``; its place in the precedence (the table's order: each idle ns takes the first kind whose
+condition holds); ``category`` of the finding that reports it; ``meaning``, one phrase for the report's legend;
+``idle_text``, the comparison's wording; ``color`` of the charts; ``one_time`` (paid once per process);
+``api`` (charged from a class of CUDA API call on the gap's host thread); ``host_side`` (time the launching
+thread spends on the host: the pieces later analyses split further); ``low_only`` (its finding is at most low:
+one-time or unknowable); ``advice``, the ids of the advice lines (:data:`findings.advice.ADVICE`) its finding
+may give, each filtered by the trace's facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Tuple
+
+
+@dataclass(frozen=True)
+class CauseKind:
+    name: str
+    category: str
+    meaning: str
+    idle_text: str
+    color: str
+    one_time: bool = False
+    api: bool = False
+    host_side: bool = False
+    low_only: bool = False
+    advice: Tuple[str, ...] = ()
+
+
+#: every kind, in precedence order
+CAUSE_KINDS: Tuple[CauseKind, ...] = (
+    CauseKind("copy", "copy_bound", "a memcpy/memset was in flight", "GPU idle while a copy ran", "#00838f",
+              advice=("copy.overlap", "copy.overlap.torch", "copy.d2d")),
+    CauseKind("queued", "gpu_wait", "the next kernel was already launched (stream/event dependency or launch latency)",
+              "GPU idle with the next kernel already launched (queued)", "#9e9d24", advice=("queued.dependency",)),
+    CauseKind("sync", "sync_stall", "the launching thread was blocked in a synchronize call",
+              "GPU idle with the host blocked in a sync call", "#c62828", api=True,
+              advice=("sync.remove", "sync.remove.torch", "sync.vllm", "sync.sglang")),
+    CauseKind("sync_memcpy", "memcpy", "the launching thread was in a synchronous memcpy/memset",
+              "GPU idle in a synchronous copy call", "#ad1457", api=True,
+              advice=("sync_memcpy.async", "sync_memcpy.async.torch")),
+    CauseKind("pageable_memcpy", "memcpy", "the launching thread was in an async memcpy from pageable memory",
+              "GPU idle in a pageable async copy call", "#6a1b9a", api=True,
+              advice=("pageable.pin", "pageable.pin.torch")),
+    CauseKind("alloc", "allocation", "the launching thread was in an allocation / free",
+              "GPU idle in an allocation call", "#4527a0", api=True, advice=("alloc.pool",)),
+    CauseKind("module_load", "one_time", "the launching thread loaded modules or first-launched a kernel (one-time)",
+              "GPU idle in module loading / first launches", "#283593", one_time=True, api=True, low_only=True,
+              advice=("module_load.exclude",)),
+    CauseKind("launch", "launch_overhead", "the launching thread was inside a launch call",
+              "GPU idle in kernel launch calls", "#ef6c00", api=True, host_side=True,
+              advice=("launch.graphs", "launch.graphs.torch", "launch.graphs.compiled", "launch.graphs.more",
+                      "launch.fuse", "compiled.graph_breaks", "launch.vllm", "launch.sglang", "launch.trtllm")),
+    CauseKind("other_api", "cuda_api", "the launching thread was inside another CUDA API call",
+              "GPU idle in other CUDA API calls", "#5d4037", api=True, host_side=True, advice=("other_api.find",)),
+    CauseKind("nvtx", "host_range", "the launching thread was inside this NVTX range, outside CUDA calls",
+              "GPU idle with the host inside NVTX ranges", "#1565c0", host_side=True, advice=("nvtx.overlap",)),
+    CauseKind("osrt", "host_os", "the launching thread was inside this OS runtime call",
+              "GPU idle with the host in an OS call", "#00695c", host_side=True,
+              advice=("osrt.find", "osrt.samples")),
+    CauseKind("host_cpu", "host_gap", "the launching thread ran CPU code outside CUDA, NVTX and OS calls",
+              "GPU idle during plain host CPU work", "#f9a825", host_side=True,
+              advice=("host_cpu.profile", "host_cpu.samples", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm")),
+    CauseKind("unknown", "unknown_host", "no host thread could be linked to the gap",
+              "GPU idle with no host thread linked", "#9e9e9e", low_only=True, advice=("unknown.trace_cuda",)),
+)
+
+KINDS: Tuple[str, ...] = tuple(k.name for k in CAUSE_KINDS)
+KIND: Dict[str, CauseKind] = {k.name: k for k in CAUSE_KINDS}
+#: kinds charged from a CUDA API call class, in precedence order
+API_KINDS: Tuple[str, ...] = tuple(k.name for k in CAUSE_KINDS if k.api)
+#: kinds whose pieces :class:`idle_cause_result.IdlePieces` keeps (the launching thread on the host side)
+HOST_PIECE_KINDS: Tuple[str, ...] = tuple(k.name for k in CAUSE_KINDS if k.host_side)
+ONE_TIME: frozenset = frozenset(k.name for k in CAUSE_KINDS if k.one_time)

@@ -15,7 +15,6 @@ import pytest
 from conftest import run_cli
 from test_html import EVIL_IMG, EVIL_LINK, EVIL_SCRIPT, Page, figures, without_plotly
 
-from nsys_llm_explainer.analyses.cause_kinds import KINDS
 from nsys_llm_explainer.cluster.write import write_cluster_files
 from nsys_llm_explainer.output import MANIFEST
 from nsys_llm_explainer.render.html.cluster import render_cluster_html, report_href
@@ -23,6 +22,7 @@ from nsys_llm_explainer.render.html.cluster_nccl import MAX_SKEW_POINTS, TOP_SKE
 from nsys_llm_explainer.render.html.ctx import KIND_COLORS
 from nsys_llm_explainer.render.html.page import CSP
 from nsys_llm_explainer.synth.scenarios import build_cluster
+from nsys_llm_explainer.vocabulary.cause_kinds import KINDS
 
 US = 1_000
 #: hand-computed (synth/scenarios/cluster.py): waits in µs, rank 3 last in 8 of 10, rank 1 in the last 2

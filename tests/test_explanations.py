@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_TRACES
 
-from nsys_llm_explainer.analyses.cause_kinds import CAUSE_KINDS, KINDS
 from nsys_llm_explainer.analyses.facts import gpu_fact
 from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.synth.scenarios import SCENARIOS, build_scenario
+from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, KINDS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "nsys_llm_explainer"
 

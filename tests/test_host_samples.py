@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 from conftest import real_trace
 
-from nsys_llm_explainer.analyses.cause_kinds import KINDS
 from nsys_llm_explainer.analyses.host_samples import analyze_host_samples, samples_evidence
 from nsys_llm_explainer.model.samples import GROUP_LABEL
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_all
 from nsys_llm_explainer.synth import TraceBuilder, build_scenario
+from nsys_llm_explainer.vocabulary.cause_kinds import KINDS
 
 SCHEMA = Path(__file__).resolve().parents[1] / "src" / "nsys_llm_explainer" / "report_schema.json"
 _CACHE: Dict[Any, Any] = {}

@@ -1,4 +1,4 @@
-"""One definition per vocabulary: the idle-cause kinds live in `analyses/cause_kinds.py`; the places that
+"""One definition per vocabulary: the idle-cause kinds live in `vocabulary/cause_kinds.py`; the places that
 cannot import it (the JSON schema, the docs) must say the same, and every kind has the words its finding needs."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import json
 import re
 from pathlib import Path
 
-from nsys_llm_explainer.analyses.cause_kinds import CAUSE_KINDS, HOST_PIECE_KINDS, KINDS
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.findings.base import CATEGORIES
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
+from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, HOST_PIECE_KINDS, KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src" / "nsys_llm_explainer" / "report_schema.json").read_text(encoding="utf-8"))
@@ -26,6 +26,13 @@ def _enums(node, path=""):
     elif isinstance(node, list):
         for i, v in enumerate(node):
             yield from _enums(v, f"{path}[{i}]")
+
+
+def test_vocabularies_import_nothing_from_the_package():
+    """Pure data every layer may read (render included): no import of the package's other modules."""
+    for p in (ROOT / "src" / "nsys_llm_explainer" / "vocabulary").glob("*.py"):
+        text = p.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(from|import)\s+(\.|nsys_llm_explainer)", text, re.M), p
 
 
 def test_schema_kind_enums_follow_the_table():

@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
-from .cause_kinds import HOST_PIECE_KINDS, KINDS
+from ..vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from .idle_cause_result import DeviceCauses, IdleCausesResult
 from .stats import pct
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from .cause_kinds import KINDS
+from ..vocabulary.cause_kinds import KINDS
 from .stats import pct
 
 TABLE_ROWS = 6   # causes listed per device before the rest is folded into ``other``
@@ -38,10 +38,10 @@ class IdleCause:
 
 @dataclass(frozen=True)
 class IdlePieces:
-    """The idle pieces of one device charged to a kind of :data:`cause_kinds.HOST_PIECE_KINDS`, in time order: piece
-    ``i`` is ``[start[i], end[i])``, charged to ``(KINDS[kind[i]], details[detail[i]])``, on host thread
-    ``gtid[i]`` (the gap's host thread, serialized globalTid; -1 unknown). Analyses that split host-side idle
-    further (CPU samples, per-step syncs) read these; Σ (end − start) per (kind, detail) equals the cause's ns."""
+    """The idle pieces of one device charged to a host-side kind (:data:`vocabulary.cause_kinds.HOST_PIECE_KINDS`),
+    in time order: piece ``i`` is ``[start[i], end[i])``, charged to ``(KINDS[kind[i]], details[detail[i]])``, on
+    host thread ``gtid[i]`` (the gap's host thread, serialized globalTid; -1 unknown). Analyses that split host-side
+    idle further (CPU samples, per-step syncs) read these; Σ (end − start) per (kind, detail) equals the cause's ns."""
 
     start: Any
     end: Any

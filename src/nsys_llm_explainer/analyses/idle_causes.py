@@ -20,8 +20,8 @@ import numpy as np
 
 from ..model.timeline import DeviceTimeline, few_distinct
 from ..model.trace import TraceModel
+from ..vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS, ONE_TIME
 from . import api_classes as ac
-from .cause_kinds import HOST_PIECE_KINDS, KINDS, ONE_TIME
 from .idle_cause_result import DeviceCauses, GapExample, IdleCause, IdleCausesResult
 from .idle_pieces import Cover, gap_codes, host_pieces, index_runs, thread_pieces, touching
 from .nvtx_tree import NvtxTree

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..model.timeline import DeviceTimeline
 from ..model.trace import TraceModel
-from .cause_kinds import API_KINDS, KINDS
+from ..vocabulary.cause_kinds import API_KINDS, KINDS
 from .idle_cause_result import IdlePieces
 from .nvtx_tree import NvtxTree, innermost_enclosing
 

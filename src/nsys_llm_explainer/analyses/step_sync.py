@@ -51,8 +51,8 @@ import numpy as np
 
 from ..model.timeline import DeviceTimeline, build_timelines, few_distinct
 from ..model.trace import ApiCalls, TraceModel
+from ..vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from . import api_classes as ac
-from .cause_kinds import HOST_PIECE_KINDS, KINDS
 from .idle_cause_result import DeviceCauses, IdleCausesResult
 from .intervals import overlap_length
 from .stats import pct, percentile

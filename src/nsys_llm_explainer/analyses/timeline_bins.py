@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model import intervals as iv
 from ..model.timeline import DeviceTimeline
-from .cause_kinds import KINDS
+from ..vocabulary.cause_kinds import KINDS
 
 DEFAULT_BINS = 500
 

@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
-from ..analyses.cause_kinds import KINDS
 from ..output import OutDir, check_out_dir
 from ..render.csv_tables import write_csv
 from ..render.escape import md_cell, md_text
 from ..render.html.cluster import render_cluster_html, report_href
+from ..vocabulary.cause_kinds import KINDS
 
 OPS = {">=": "≥", ">": "more than", "<=": "≤", "<": "less than", "==": "="}
 IDLE_KINDS = KINDS   # the idle-cause precedence of docs/MODEL.md

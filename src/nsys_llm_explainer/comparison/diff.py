@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..analyses.cause_kinds import CAUSE_KINDS
 from ..findings.base import SEVERITY_RANK
+from ..vocabulary.cause_kinds import CAUSE_KINDS
 from .measure import NON_GPU, Facts, weighted_jaccard
 from .metric import MIN_SIMILARITY, MIN_UNITS, MIN_WINDOW_NS, change
 from .result import Comparison, Delta, FindingChange, MetricSpec, MetricValue, TraceSummary

@@ -102,7 +102,7 @@ def weighted_jaccard(a: Facts, b: Facts) -> float:
     sa, sb = shares(a), shares(b)
     if not sa or not sb:
         return 0.0
-    names = set(sa) | set(sb)
+    names = sorted(set(sa) | set(sb))   # a fixed order: the float sums do not depend on string hashing
     lo = sum(min(sa.get(n, 0.0), sb.get(n, 0.0)) for n in names)
     hi = sum(max(sa.get(n, 0.0), sb.get(n, 0.0)) for n in names)
     return lo / hi if hi > 0 else 0.0

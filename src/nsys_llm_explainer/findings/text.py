@@ -1,5 +1,5 @@
 """Words of the findings: titles per idle-cause kind (the kinds' advice lines are in the kind table,
-:data:`analyses.cause_kinds.CAUSE_KINDS`), and the titles and advice ids of two variants: back-to-back queued
+:data:`vocabulary.cause_kinds.CAUSE_KINDS`), and the titles and advice ids of two variants: back-to-back queued
 kernels and Unified-Memory copies."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from ...analyses.cause_kinds import CAUSE_KINDS
+from ...vocabulary.cause_kinds import CAUSE_KINDS
 from ..base import ReportView, fmt_at
 from .markup import h, plot_text, script_json
 

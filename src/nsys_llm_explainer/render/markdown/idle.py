@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from ...analyses.cause_kinds import CAUSE_KINDS
+from ...vocabulary.cause_kinds import CAUSE_KINDS
 from ..base import Row, fmt_dur, fmt_int, fmt_ms, fmt_pct, num, rows_of
 from ..escape import md_code, md_rich, md_text
 from ..host_samples import CAUSE_COL, attach, captured, samples_note

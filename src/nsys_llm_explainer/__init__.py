@@ -20,7 +20,7 @@ __version__ = "0.3.0"
 
 
 def analyze(path: str, **options: Any):
-    """Analyze a ``.sqlite`` export and return the typed :class:`pipeline.Report` (no files written).
+    """Analyze a ``.sqlite`` export and return the typed :class:`report.Report` (no files written).
 
     ``options`` are the command-line options by their long names with underscores: ``top``, ``phase_map``,
     ``nvtx_coverage_warn_threshold``, ``nvtx_kernel_map``, ``include_memcpy_in_busy``, ``categories_file``,
@@ -35,7 +35,7 @@ def analyze(path: str, **options: Any):
 
 
 def render_markdown(report: Union[Any, dict]) -> str:
-    """``report.md`` text for a :class:`pipeline.Report` (or its ``to_dict()``)."""
+    """``report.md`` text for a :class:`report.Report` (or its ``to_dict()``)."""
     from .render import render_markdown as _md
 
     return _md(report if isinstance(report, dict) else report.to_dict())

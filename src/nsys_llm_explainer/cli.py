@@ -30,7 +30,7 @@ from .terminal import error_line, say, silence_stdout
 
 if TYPE_CHECKING:
     from .output import OutDir
-    from .pipeline import Report
+    from .report import Report
 
 PROG = "nsys-llm-explain"
 FORCE_HELP = ("write beside files this tool did not write in --out (they are never changed; a file of theirs at a "

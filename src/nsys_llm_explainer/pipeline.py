@@ -1,4 +1,5 @@
-"""Run the whole flow: read → model → analyses → findings. Rendering happens in :mod:`render`.
+"""Run the whole flow: read → model → analyses → findings, into a :class:`report.Report`. Rendering happens in
+:mod:`render`.
 
 Options are the typed :class:`options.Options` (``options_from_kwargs`` for the Python API).
 
@@ -13,25 +14,17 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import __version__
-from .analyses.cuda_api import CudaApiResult, analyze_cuda_api, cuda_api_of
-from .analyses.idle import GpuTimeResult
-from .analyses.idle_causes import IdleCausesResult
-from .analyses.kernels import KernelSummary, analyze_kernels
-from .analyses.launch import LaunchResult
-from .analyses.memcpy import MemcpyResult, analyze_memcpy
-from .analyses.nvtx import NvtxResult, analyze_nvtx
+from .analyses.cuda_api import analyze_cuda_api, cuda_api_of
+from .analyses.kernels import analyze_kernels
+from .analyses.memcpy import analyze_memcpy
+from .analyses.nvtx import analyze_nvtx
 from .analyses.nvtx_attribution import AttributionResult, analyze_attribution
-from .analyses.sync import SyncResult, analyze_sync, sync_of
-from .analyses.trace_info import TraceInfoResult, analyze_trace_info
-from .analyses.window import WindowResult
-from .diagnose import Diagnosis, run_diagnosis
-from .errors import OptionalDependencyError
-from .findings.base import Finding
-from .findings.rank import Headline
+from .analyses.sync import analyze_sync, sync_of
+from .analyses.trace_info import analyze_trace_info
+from .diagnose import run_diagnosis
 from .findings.run import collect_warnings, run_findings
 from .model.build import build_model
 from .model.trace import TraceModel
@@ -39,86 +32,9 @@ from .options import Options
 from .read.columnar import resolve_reader
 from .read.connection import open_readonly
 from .read.schema import probe
-from .serialize import report_dict
+from .report import Report
 
 Progress = Callable[[str], None]
-
-Rows = Callable[[Dict[str, Any]], List[Dict[str, Any]]]
-
-
-def _per_device(key: str, field_name: str) -> Rows:
-    return lambda d: [{"device_id": dev["device_id"], **row} for dev in d[key] for row in dev[field_name]]
-
-
-#: ``Report.to_frame(name)``: the rows of ``report.json`` each name stands for (as in ``tables/*.csv``)
-FRAMES: Dict[str, Rows] = {
-    "kernels": lambda d: d["kernels"],                                  # per name and device
-    "kernels_by_name": lambda d: d["kernels_summary"]["by_name"],
-    "steady_kernels": lambda d: d["steady_kernels"]["by_name"],
-    "devices": lambda d: d["devices"],
-    "gaps": _per_device("devices", "largest_gaps"),
-    "idle_causes": lambda d: _per_device("devices", "causes")(d["idle_causes"]),
-    "idle_cause_totals": lambda d: d["idle_causes"]["totals"],
-    "findings": lambda d: d["findings"],
-    "steps": lambda d: d["steps"]["rows"],
-    "categories": lambda d: d["categories"]["overall"],
-    "phases": lambda d: d["phases"]["phases"],
-    "nvtx_ranges": lambda d: d["nvtx"]["ranges"],
-    "cuda_api": lambda d: d["cuda_api"]["apis"],
-    "memcpy": lambda d: d["memcpy"]["by_kind"],
-}
-
-
-@dataclass(frozen=True)
-class Report:
-    """Everything the analysis found, typed. ``to_dict()`` gives the ``report.json`` dict."""
-
-    tool_version: str
-    options: Options
-    model: TraceModel
-    trace: TraceInfoResult
-    kernels: KernelSummary
-    launch: LaunchResult
-    sync: SyncResult
-    cuda_api: CudaApiResult
-    memcpy: MemcpyResult
-    nvtx: NvtxResult
-    attribution: AttributionResult
-    diagnosis: Diagnosis
-    findings: Tuple[Finding, ...]
-    headline: Headline
-    warnings: Tuple[str, ...]
-    timings_s: Dict[str, float] = field(default_factory=dict)
-
-    @property
-    def window(self) -> WindowResult:
-        return self.diagnosis.window
-
-    @property
-    def gpu_time(self) -> GpuTimeResult:
-        return self.diagnosis.gpu_time
-
-    @property
-    def idle_causes(self) -> IdleCausesResult:
-        return self.diagnosis.idle_causes
-
-    def to_dict(self) -> Dict[str, Any]:
-        return report_dict(self)
-
-    def to_frame(self, name: str):
-        """A pandas ``DataFrame`` of one table of ``report.json`` (:data:`FRAMES`: ``kernels``, ``devices``,
-        ``idle_causes``, ``findings``, ``steps``, ``categories``, …), one row per row, nested objects flattened
-        one level (``full.busy_ns``, ``cause.kind``); integer ns as in ``report.json``. Needs the ``pandas``
-        extra: raises :class:`errors.OptionalDependencyError` (an ``ImportError``) without it."""
-        if name not in FRAMES:
-            raise ValueError(f"unknown table {name!r}; known: {', '.join(sorted(FRAMES))}")
-        try:
-            import pandas as pd
-        except ImportError:
-            raise OptionalDependencyError("Report.to_frame needs pandas: pip install 'nsys-llm-explainer[pandas]'"
-                                          ) from None
-        rows = FRAMES[name](self.to_dict())
-        return pd.json_normalize(rows, max_level=1) if rows else pd.DataFrame()
 
 
 def _noop(_: str) -> None:

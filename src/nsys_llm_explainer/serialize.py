@@ -1,4 +1,4 @@
-"""The typed :class:`pipeline.Report` → the ``report.json`` dict (builtins only; every duration an integer
+"""The typed :class:`report.Report` → the ``report.json`` dict (builtins only; every duration an integer
 ``*_ns``). The one place the report is assembled: each result serialises itself (``to_dict()``), this
 module only places the parts under their ``report.json`` keys. Renderers read this dict, findings never do.
 """
@@ -13,7 +13,7 @@ from .jsonable import json_ready
 from .options import Options
 
 if TYPE_CHECKING:
-    from .pipeline import Report
+    from .report import Report
 
 SCHEMA_VERSION = "2.0"
 

@@ -163,7 +163,7 @@ def _devices(report: Any, d: Dict[str, Any]) -> Tuple[DeviceSummary, ...]:
 
 
 def summarize(report: Any, label: str, data: Optional[Dict[str, Any]] = None) -> FileSummary:
-    """The compact summary of a :class:`pipeline.Report` (``data``: its ``to_dict()`` when already made)."""
+    """The compact summary of a :class:`report.Report` (``data``: its ``to_dict()`` when already made)."""
     d = data if data is not None else report.to_dict()
     w = report.window
     return FileSummary(

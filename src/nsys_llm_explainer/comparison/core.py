@@ -15,7 +15,7 @@ from .metric import choose_metric, measure
 from .result import CompareResult, FindingBrief, MetricSpec, Share, StepInfo, TraceSummary
 
 if TYPE_CHECKING:
-    from ..pipeline import Report
+    from ..report import Report
 
 Analyzer = Callable[[str], "Report"]
 

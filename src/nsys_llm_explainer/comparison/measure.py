@@ -1,4 +1,4 @@
-"""What the comparison reads from one typed :class:`~nsys_llm_explainer.pipeline.Report`.
+"""What the comparison reads from one typed :class:`~nsys_llm_explainer.report.Report`.
 
 Everything is over the report's steady window, summed over devices (docs/MODEL.md):
 
@@ -21,7 +21,7 @@ import numpy as np
 from ..analyses.categories import analyze_categories
 
 if TYPE_CHECKING:
-    from ..pipeline import Report
+    from ..report import Report
 
 GRAPH_UNTRACED = "graph_untraced"
 NON_GPU = "non_gpu"

@@ -1,0 +1,103 @@
+"""The typed result of one analysis: :class:`Report` (every section, immutable), with ``to_dict()`` (the
+``report.json`` dict, :mod:`serialize`) and ``to_frame(name)`` (one table as a pandas ``DataFrame``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Tuple
+
+from .analyses.cuda_api import CudaApiResult
+from .analyses.idle import GpuTimeResult
+from .analyses.idle_causes import IdleCausesResult
+from .analyses.kernels import KernelSummary
+from .analyses.launch import LaunchResult
+from .analyses.memcpy import MemcpyResult
+from .analyses.nvtx import NvtxResult
+from .analyses.nvtx_attribution import AttributionResult
+from .analyses.sync import SyncResult
+from .analyses.trace_info import TraceInfoResult
+from .analyses.window import WindowResult
+from .diagnose import Diagnosis
+from .errors import OptionalDependencyError
+from .findings.base import Finding
+from .findings.rank import Headline
+from .model.trace import TraceModel
+from .options import Options
+from .serialize import report_dict
+
+Rows = Callable[[Dict[str, Any]], List[Dict[str, Any]]]
+
+
+def _per_device(key: str, field_name: str) -> Rows:
+    return lambda d: [{"device_id": dev["device_id"], **row} for dev in d[key] for row in dev[field_name]]
+
+
+#: ``Report.to_frame(name)``: the rows of ``report.json`` each name stands for (as in ``tables/*.csv``)
+FRAMES: Dict[str, Rows] = {
+    "kernels": lambda d: d["kernels"],                                  # per name and device
+    "kernels_by_name": lambda d: d["kernels_summary"]["by_name"],
+    "steady_kernels": lambda d: d["steady_kernels"]["by_name"],
+    "devices": lambda d: d["devices"],
+    "gaps": _per_device("devices", "largest_gaps"),
+    "idle_causes": lambda d: _per_device("devices", "causes")(d["idle_causes"]),
+    "idle_cause_totals": lambda d: d["idle_causes"]["totals"],
+    "findings": lambda d: d["findings"],
+    "steps": lambda d: d["steps"]["rows"],
+    "categories": lambda d: d["categories"]["overall"],
+    "phases": lambda d: d["phases"]["phases"],
+    "nvtx_ranges": lambda d: d["nvtx"]["ranges"],
+    "cuda_api": lambda d: d["cuda_api"]["apis"],
+    "memcpy": lambda d: d["memcpy"]["by_kind"],
+}
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything the analysis found, typed. ``to_dict()`` gives the ``report.json`` dict."""
+
+    tool_version: str
+    options: Options
+    model: TraceModel
+    trace: TraceInfoResult
+    kernels: KernelSummary
+    launch: LaunchResult
+    sync: SyncResult
+    cuda_api: CudaApiResult
+    memcpy: MemcpyResult
+    nvtx: NvtxResult
+    attribution: AttributionResult
+    diagnosis: Diagnosis
+    findings: Tuple[Finding, ...]
+    headline: Headline
+    warnings: Tuple[str, ...]
+    timings_s: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def window(self) -> WindowResult:
+        return self.diagnosis.window
+
+    @property
+    def gpu_time(self) -> GpuTimeResult:
+        return self.diagnosis.gpu_time
+
+    @property
+    def idle_causes(self) -> IdleCausesResult:
+        return self.diagnosis.idle_causes
+
+    def to_dict(self) -> Dict[str, Any]:
+        return report_dict(self)
+
+    def to_frame(self, name: str):
+        """A pandas ``DataFrame`` of one table of ``report.json`` (:data:`FRAMES`: ``kernels``, ``devices``,
+        ``idle_causes``, ``findings``, ``steps``, ``categories``, …), one row per row, nested objects flattened
+        one level (``full.busy_ns``, ``cause.kind``); integer ns as in ``report.json``. Needs the ``pandas``
+        extra: raises :class:`errors.OptionalDependencyError` (an ``ImportError``) without it."""
+        if name not in FRAMES:
+            raise ValueError(f"unknown table {name!r}; known: {', '.join(sorted(FRAMES))}")
+        try:
+            import pandas as pd
+        except ImportError:
+            raise OptionalDependencyError("Report.to_frame needs pandas: pip install 'nsys-llm-explainer[pandas]'"
+                                          ) from None
+        rows = FRAMES[name](self.to_dict())
+        return pd.json_normalize(rows, max_level=1) if rows else pd.DataFrame()

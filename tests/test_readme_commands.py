@@ -79,3 +79,14 @@ def test_fast_command_and_slow_marker_are_documented():
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'^markers = \[\n\s+"slow: ', pyproject, re.M)
     assert "--strict-markers" in pyproject
+
+
+def test_readme_counts_the_scenarios():
+    """The README's "N synthetic scenarios" is the generator's count (it drifted once)."""
+    import re
+    from pathlib import Path
+
+    from nsys_llm_explainer.synth.scenarios import SCENARIOS
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    (n,) = re.findall(r"(\d+) synthetic scenarios", text)
+    assert int(n) == len(SCENARIOS)

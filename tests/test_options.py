@@ -197,3 +197,23 @@ def test_reader() -> None:
     assert options_from_kwargs(reader="adbc").reader == "adbc"
     with pytest.raises(InputError, match="reader must be one of auto, adbc, sqlite3"):
         options_from_kwargs(reader="duckdb")
+
+
+def test_one_flag_table_builds_every_parser() -> None:
+    """Main command and compare take every analysis flag of the one table (compare lacked --reader, --window
+    and --window-nvtx before), demo takes --top; each flag sets its option the same way on both."""
+    from nsys_llm_explainer.cli import _compare_parser, _demo_parser
+    from nsys_llm_explainer.cli import _parser as main_parser
+    from nsys_llm_explainer.options import FLAGS
+
+    def flags_of(p) -> set:
+        return {s for a in p._actions for s in a.option_strings}
+
+    every = {s for f in FLAGS for s in f.flags}
+    assert every <= flags_of(main_parser()) and every <= flags_of(_compare_parser())
+    assert "--top" in flags_of(_demo_parser()) and not (every - {"--top"}) & flags_of(_demo_parser())
+    argv = ["--window-nvtx", "decode", "--reader", "sqlite3", "--top", "7", "--no-nvtx-kernel-map"]
+    main = options_from_args(main_parser().parse_args(["t.sqlite", "--out", "o", *argv]))
+    cmp_ = options_from_args(_compare_parser().parse_args(["a.sqlite", "b.sqlite", "--out", "o", *argv]))
+    assert main == cmp_
+    assert (main.window_nvtx, main.reader, main.top, main.nvtx_kernel_map) == ("decode", "sqlite3", 7, False)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from . import __version__
 from .errors import EXIT_REGRESSION, ExplainerError, InputError
-from .options import Options, options_from_args
+from .options import Options, add_option_flags, options_from_args
 from .read.nsys_export import export_report, is_report
 from .terminal import error_line, say, silence_stdout
 
@@ -89,27 +89,12 @@ def _parser() -> argparse.ArgumentParser:
                         "several files, a directory or a glob give one cluster report (docs/CLUSTER.md)")
     p.add_argument("-o", "--out", required=True, help="output directory (new, empty, or holding a previous report)")
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
-    p.add_argument("--phase-map", "--phases-json", dest="phase_map", metavar="FILE",
-                   help='JSON {"phase": ["substring", ...]} mapping NVTX range names to phases')
-    p.add_argument("--nvtx-coverage-warn-threshold", type=float, default=0.7, metavar="F",
-                   help="warn when NVTX→kernel attribution covers less than this fraction of kernel time (default 0.7)")
-    p.add_argument("--no-nvtx-kernel-map", action="store_true", help="skip NVTX→kernel attribution")
-    p.add_argument("--top", type=int, default=20, metavar="N", help="rows in top tables (default 20)")
-    p.add_argument("--include-memcpy-in-busy", action="store_true",
-                   help="count memcpy/memset as GPU busy in the idle analysis")
-    p.add_argument("--categories", metavar="FILE", help="kernel category rules (JSON or YAML) extending the presets")
-    p.add_argument("--step-marker", metavar="REGEX", help="kernel-name regex marking the end of a decode step")
-    p.add_argument("--step-range", metavar="NVTX_NAME", help="NVTX range name that delimits one step")
-    p.add_argument("--window", metavar="START_NS:END_NS", help="analyze only this time window (steady state)")
-    p.add_argument("--window-nvtx", metavar="RANGE_NAME", help="steady-state window = span of this NVTX range")
+    add_option_flags(p)
     p.add_argument("--jobs", type=int, metavar="N",
                    help="several traces: analyse N files at a time (default: min(files, CPU count))")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="several traces: run the per-file analyses on this Dask scheduler (`local`: a LocalCluster); "
                         "needs the dask extra")
-    p.add_argument("--reader", choices=("auto", "adbc", "sqlite3"), default="auto",
-                   help="how big tables are read: auto (the columnar ADBC driver when installed), adbc or sqlite3 "
-                        "(the standard library); the numbers do not depend on it")
     p.add_argument("--quiet", action="store_true", help="no stdout summary, no progress")
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return p
@@ -175,7 +160,7 @@ def _demo_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help=FORCE_HELP + " (e.g. a report of a real trace)")
     p.add_argument("--scenario", default="demo", choices=sorted(SCENARIOS), metavar="NAME",
                    help=f"synthetic scenario to generate (default: demo; one of {', '.join(sorted(SCENARIOS))})")
-    p.add_argument("--top", type=int, default=20)
+    add_option_flags(p, only=("top",))
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -193,13 +178,7 @@ def _compare_parser() -> argparse.ArgumentParser:
                         "headline metric (and by more than the noise)")
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--quiet", action="store_true", help="print only the gate line(s)")
-    p.add_argument("--top", type=int, default=20, metavar="N", help="rows in top tables (default 20)")
-    p.add_argument("--phase-map", "--phases-json", dest="phase_map", metavar="FILE")
-    p.add_argument("--no-nvtx-kernel-map", action="store_true")
-    p.add_argument("--include-memcpy-in-busy", action="store_true")
-    p.add_argument("--categories", metavar="FILE")
-    p.add_argument("--step-marker", metavar="REGEX")
-    p.add_argument("--step-range", metavar="NVTX_NAME")
+    add_option_flags(p)
     return p
 
 

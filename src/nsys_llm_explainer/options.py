@@ -62,13 +62,68 @@ class Options:
 
 OPTION_NAMES: Tuple[str, ...] = tuple(f.name for f in fields(Options))
 
+@dataclass(frozen=True)
+class Flag:
+    """The command-line flag of one analysis option: ``option`` is the :class:`Options` field it sets;
+    ``kind`` ``value`` (a string the option's validator parses), ``int`` / ``float`` (parsed by argparse),
+    ``on`` (a switch that sets the option) or ``off`` (a switch that clears it)."""
+
+    option: str
+    flags: Tuple[str, ...]
+    help: str
+    metavar: Optional[str] = None
+    kind: str = "value"
+    choices: Optional[Tuple[str, ...]] = None
+
+    @property
+    def dest(self) -> str:
+        """The ``argparse.Namespace`` attribute (the first flag's name)."""
+        return self.flags[0].lstrip("-").replace("-", "_")
+
+
+#: every analysis option's flag: one table that builds the main command's and compare's parsers (demo takes
+#: ``--top`` only) and names the flags in error messages
+FLAGS: Tuple[Flag, ...] = (
+    Flag("phase_map", ("--phase-map", "--phases-json"),
+         'JSON {"phase": ["substring", ...]} mapping NVTX range names to phases', "FILE"),
+    Flag("nvtx_coverage_warn_threshold", ("--nvtx-coverage-warn-threshold",),
+         "warn when NVTX→kernel attribution covers less than this fraction of kernel time (default 0.7)", "F",
+         "float"),
+    Flag("nvtx_kernel_map", ("--no-nvtx-kernel-map",), "skip NVTX→kernel attribution", kind="off"),
+    Flag("top", ("--top",), "rows in top tables (default 20)", "N", "int"),
+    Flag("include_memcpy_in_busy", ("--include-memcpy-in-busy",),
+         "count memcpy/memset as GPU busy in the idle analysis", kind="on"),
+    Flag("categories_file", ("--categories",), "kernel category rules (JSON or YAML) extending the presets", "FILE"),
+    Flag("step_marker", ("--step-marker",), "kernel-name regex marking the end of a decode step", "REGEX"),
+    Flag("step_range", ("--step-range",), "NVTX range name that delimits one step", "NVTX_NAME"),
+    Flag("window", ("--window",), "analyze only this time window (steady state)", "START_NS:END_NS"),
+    Flag("window_nvtx", ("--window-nvtx",), "steady-state window = span of this NVTX range", "RANGE_NAME"),
+    Flag("reader", ("--reader",), "how big tables are read: auto (the columnar ADBC driver when installed), adbc or "
+         "sqlite3 (the standard library); the numbers do not depend on it", choices=READERS),
+)
+FLAG_OF: Dict[str, Flag] = {f.option: f for f in FLAGS}
+
 #: command-line flag of each option (error messages of :func:`options_from_args`)
-CLI_FLAGS: Dict[str, str] = {
-    "top": "--top", "phase_map": "--phase-map", "nvtx_coverage_warn_threshold": "--nvtx-coverage-warn-threshold",
-    "nvtx_kernel_map": "--no-nvtx-kernel-map", "include_memcpy_in_busy": "--include-memcpy-in-busy",
-    "categories_file": "--categories", "categories": "--categories", "step_marker": "--step-marker",
-    "window": "--window", "window_nvtx": "--window-nvtx", "step_range": "--step-range", "reader": "--reader",
-}
+CLI_FLAGS: Dict[str, str] = {**{f.option: f.flags[0] for f in FLAGS}, "categories": "--categories"}
+
+
+def add_option_flags(p: argparse.ArgumentParser, only: Optional[Tuple[str, ...]] = None) -> None:
+    """Add the flags of :data:`FLAGS` (or of the options ``only``) to ``p``, defaults as :class:`Options`."""
+    d = Options()
+    for f in FLAGS:
+        if only is not None and f.option not in only:
+            continue
+        if f.kind in ("on", "off"):
+            p.add_argument(*f.flags, dest=f.dest, action="store_true", help=f.help)
+            continue
+        kw: Dict[str, Any] = {"dest": f.dest, "help": f.help}
+        if f.kind in ("int", "float"):
+            kw.update(type=int if f.kind == "int" else float, default=getattr(d, f.option))
+        if f.choices is not None:
+            kw.update(choices=f.choices, default=getattr(d, f.option))
+        else:
+            kw["metavar"] = f.metavar
+        p.add_argument(*f.flags, **kw)
 
 
 # ------------------------------------------------------------------------------------------- validators
@@ -205,17 +260,8 @@ def options_from_args(ns: argparse.Namespace) -> Options:
     """Options from the command line's parsed arguments (attributes a parser lacks take their defaults);
     messages name the command-line flags (``--top must be at least 1``)."""
     d = Options()
-    values = {
-        "top": getattr(ns, "top", d.top),
-        "phase_map": getattr(ns, "phase_map", None),
-        "nvtx_coverage_warn_threshold": getattr(ns, "nvtx_coverage_warn_threshold", d.nvtx_coverage_warn_threshold),
-        "nvtx_kernel_map": not getattr(ns, "no_nvtx_kernel_map", False),
-        "include_memcpy_in_busy": getattr(ns, "include_memcpy_in_busy", d.include_memcpy_in_busy),
-        "categories_file": getattr(ns, "categories", None),
-        "step_marker": getattr(ns, "step_marker", None),
-        "window": getattr(ns, "window", None),
-        "window_nvtx": getattr(ns, "window_nvtx", None),
-        "step_range": getattr(ns, "step_range", None),
-        "reader": getattr(ns, "reader", None),
-    }
+    values: Dict[str, Any] = {}
+    for f in FLAGS:
+        values[f.option] = (not getattr(ns, f.dest, False)) if f.kind == "off" else \
+            getattr(ns, f.dest, getattr(d, f.option))
     return _build(values, CLI_FLAGS)

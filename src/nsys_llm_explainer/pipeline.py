@@ -14,15 +14,16 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import __version__
-from .analyses.cuda_api import analyze_cuda_api, cuda_api_of
+from .analyses.cuda_api import CudaApiResult, analyze_cuda_api, cuda_api_of
 from .analyses.kernels import analyze_kernels
 from .analyses.memcpy import analyze_memcpy
 from .analyses.nvtx import analyze_nvtx
 from .analyses.nvtx_attribution import AttributionResult, analyze_attribution
-from .analyses.sync import analyze_sync, sync_of
+from .analyses.sync import SyncResult, analyze_sync, sync_of
 from .analyses.trace_info import analyze_trace_info
 from .diagnose import run_diagnosis
 from .findings.run import collect_warnings, run_findings
@@ -54,8 +55,19 @@ def load_model(path: str, progress: Progress = _noop, reader: str = "auto",
         conn.close()
 
 
+@dataclass(frozen=True)
+class ApiResults:
+    """The CUDA API and sync sections, computed from the API table alone while the kernel table was still being
+    read (:func:`analyze_path`), and the seconds that took; equal to what :func:`analyze_model` computes."""
+
+    cuda_api: CudaApiResult
+    sync: SyncResult
+    seconds: float
+
+
 def analyze_model(model: TraceModel, options: Optional[Options] = None, progress: Progress = _noop,
-                  display_path: Optional[str] = None) -> Report:
+                  display_path: Optional[str] = None, api_results: Optional[ApiResults] = None) -> Report:
+    """The report of a built model; ``api_results``: the CUDA API and sync sections when already computed."""
     opts = options if options is not None else Options()
     timings: Dict[str, float] = {}
 
@@ -77,8 +89,7 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
             return out
 
         def basics() -> Tuple[Any, ...]:
-            early = model.cache.get(EARLY)   # computed from the API table while the kernel table was read
-            cuda = early[0] if early is not None else timed("cuda api", analyze_cuda_api, model)
+            cuda = api_results.cuda_api if api_results is not None else timed("cuda api", analyze_cuda_api, model)
             return timed("kernels", analyze_kernels, model), cuda
 
         side = pool.submit(basics) if pool is not None else None
@@ -87,8 +98,7 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
             att = step("nvtx attribution", analyze_attribution, model, nvtx.tree)
         else:
             att = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
-        early = model.cache.get(EARLY)
-        sync = early[1] if early is not None else step("sync", analyze_sync, model)
+        sync = api_results.sync if api_results is not None else step("sync", analyze_sync, model)
         memcpy = step("memcpy", analyze_memcpy, model)
         # the diagnosis does not need the kernel/API tables: their thread goes on while it starts
         diag, new_att = step("diagnosis", run_diagnosis, model, opts, nvtx.tree, att, trace.processes, pool)
@@ -97,12 +107,10 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
     launch = diag.launch
     findings, head = step("findings", run_findings, diag, kernels, att, opts)
     warnings = collect_warnings(model, kernels, att, diag, opts)
+    if api_results is not None:
+        timings["cuda api + sync (while reading)"] = api_results.seconds
     return Report(__version__, opts, model, trace, kernels, launch, sync, cuda_api, memcpy, nvtx, att, diag,
                   findings, head, warnings, timings)
-
-
-#: ``model.cache`` key of the (CUDA API, sync) results computed by :func:`analyze_path` during the read
-EARLY = "early_api_results"
 
 
 def analyze_path(path: str, options: Optional[Options] = None, progress: Progress = _noop,
@@ -116,9 +124,5 @@ def analyze_path(path: str, options: Optional[Options] = None, progress: Progres
         early["s"] = round(time.perf_counter() - t, 4)
 
     model = load_model(path, progress, opts.reader, on_api)
-    if early and early["api"] is model.api:
-        model.cache[EARLY] = early["results"]
-    report = analyze_model(model, opts, progress, display_path)
-    if "s" in early:
-        report.timings_s["cuda api + sync (while reading)"] = early["s"]
-    return report
+    ready = ApiResults(*early["results"], early["s"]) if early and early["api"] is model.api else None
+    return analyze_model(model, opts, progress, display_path, ready)

@@ -732,7 +732,7 @@ class StepSyncSeries:
 
 
 def step_sync(tr: Trace, causes: Dict[int, DeviceCauses], w0: int, w1: int) -> List[StepSyncSeries]:
-    """Per (launching thread, device): the per-step sync pattern of analyses/step_sync.py, with plain loops."""
+    """Per (launching thread, device): the per-step sync pattern of analyses/steps/sync.py, with plain loops."""
     out: List[StepSyncSeries] = []
     for d in sorted(causes):
         acts = []                                      # (start, end, launch api) of the device's work in the window

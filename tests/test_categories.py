@@ -9,17 +9,9 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 import pytest
 
-from nsys_llm_explainer.analyses.categories import (
-    CATEGORY_NAMES,
-    PRESET_DIR,
-    PRESETS,
-    CategoryResult,
-    analyze_categories,
-    classify,
-    load_rules,
-    nonoverlap_split,
-    preset_rules,
-)
+from nsys_llm_explainer.analyses.kernels.categories import CategoryResult, analyze_categories, classify
+from nsys_llm_explainer.analyses.kernels.category_split import nonoverlap_split
+from nsys_llm_explainer.config.categories import CATEGORY_NAMES, PRESET_DIR, PRESETS, load_rules, preset_rules
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import load_model
 from nsys_llm_explainer.synth import TraceBuilder

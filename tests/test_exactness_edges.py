@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from nsys_llm_explainer.analyses import api_classes as ac
-from nsys_llm_explainer.model.build import base_api_name
+from nsys_llm_explainer.analyses.api import classes as ac
+from nsys_llm_explainer.model.names import base_api_name
 from nsys_llm_explainer.pipeline import Options, analyze_path
 from nsys_llm_explainer.serialize import report_dict as build_json
 from nsys_llm_explainer.synth import TraceBuilder

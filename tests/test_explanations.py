@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_TRACES
 
-from nsys_llm_explainer.analyses.facts import gpu_fact
+from nsys_llm_explainer.analyses.trace.facts import gpu_fact
 from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
 from nsys_llm_explainer.pipeline import analyze_path
@@ -154,7 +154,7 @@ def test_pooled_datatypes_follow_the_gpus_that_ran_kernels():
 
     import numpy as np
 
-    from nsys_llm_explainer.analyses.facts import TraceFacts, _with_kernels
+    from nsys_llm_explainer.analyses.trace.facts import TraceFacts, _with_kernels
 
     class Kernels:
         def __init__(self, devices):

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from nsys_llm_explainer.analyses.stats import group_stats, kernel_stats, percentile
+from nsys_llm_explainer.analyses.common.stats import group_stats, kernel_stats, percentile
 from nsys_llm_explainer.model.timeline import few_distinct
 
 RNG = np.random.default_rng(20261125)
@@ -156,7 +156,7 @@ def test_union_blocks_equals_union_sorted_or_not():
 
 
 def test_combine_innermost_equals_the_rule_per_query():
-    from nsys_llm_explainer.analyses.nvtx_tree import combine_innermost
+    from nsys_llm_explainer.analyses.nvtx.tree import combine_innermost
 
     class T:
         pass
@@ -219,9 +219,9 @@ def test_steps_from_the_attributions_nodes_equal_fresh_range_lookups():
     attribution's per-domain nodes are reused or the ranges are looked up again."""
     from conftest import real_traces
 
-    from nsys_llm_explainer.analyses.nvtx_attribution import analyze_attribution
-    from nsys_llm_explainer.analyses.nvtx_tree import build_tree
-    from nsys_llm_explainer.analyses.steps_nvtx import step_of_work, work_items
+    from nsys_llm_explainer.analyses.nvtx.attribution import analyze_attribution
+    from nsys_llm_explainer.analyses.nvtx.tree import build_tree
+    from nsys_llm_explainer.analyses.steps.nvtx_method import step_of_work, work_items
     from nsys_llm_explainer.pipeline import load_model
 
     checked = 0
@@ -256,7 +256,7 @@ def test_long_lists_one_element_per_line_and_the_rest_as_json_dumps():
 
 
 def test_unique_counts_by_counting_equals_numpy():
-    from nsys_llm_explainer.analyses.steps_nvtx import _unique_counts
+    from nsys_llm_explainer.analyses.steps.nvtx_method import _unique_counts
 
     for hi in (5, 10**6, 10**12):
         key = RNG.integers(0, hi, 20_000)
@@ -310,9 +310,9 @@ def test_narrow_keeps_values():
 def test_steps_reuse_keeps_the_domain_order_on_exact_ties(tmp_path):
     """Two NVTX domains with ranges of identical start and end on one thread: the step a kernel gets (the first
     domain in lookup order wins an exact tie) is the same through the attribution's nodes as through lookups."""
-    from nsys_llm_explainer.analyses.nvtx_attribution import analyze_attribution
-    from nsys_llm_explainer.analyses.nvtx_tree import build_tree
-    from nsys_llm_explainer.analyses.steps_nvtx import step_of_work, work_items
+    from nsys_llm_explainer.analyses.nvtx.attribution import analyze_attribution
+    from nsys_llm_explainer.analyses.nvtx.tree import build_tree
+    from nsys_llm_explainer.analyses.steps.nvtx_method import step_of_work, work_items
     from nsys_llm_explainer.pipeline import load_model
     from nsys_llm_explainer.synth import TraceBuilder, global_tid
 
@@ -342,8 +342,8 @@ def test_steps_reuse_keeps_the_domain_order_on_exact_ties(tmp_path):
 def test_api_results_computed_while_reading_equal_the_finished_models(tmp_path, reader):
     """The CUDA API and sync sections are computed from the API table while the kernel table is still being
     read; they equal the sections computed from the finished model, and that early path is really taken."""
-    from nsys_llm_explainer.analyses.cuda_api import analyze_cuda_api
-    from nsys_llm_explainer.analyses.sync import analyze_sync
+    from nsys_llm_explainer.analyses.api.cuda_api import analyze_cuda_api
+    from nsys_llm_explainer.analyses.api.sync import analyze_sync
     from nsys_llm_explainer.options import Options
     from nsys_llm_explainer.pipeline import analyze_path
     from nsys_llm_explainer.synth import build_scenario

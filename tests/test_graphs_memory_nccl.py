@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsys_llm_explainer.analyses.graphs import FIX_CMD, analyze_graphs
-from nsys_llm_explainer.analyses.memory import analyze_memory
-from nsys_llm_explainer.analyses.nccl import analyze_nccl, collective_name
+from nsys_llm_explainer.analyses.api.graphs import FIX_CMD, analyze_graphs
+from nsys_llm_explainer.analyses.comms.nccl import analyze_nccl, collective_name
+from nsys_llm_explainer.analyses.memory.traffic import analyze_memory
 from nsys_llm_explainer.pipeline import load_model
 from nsys_llm_explainer.synth import TraceBuilder, build_scenario
 
@@ -347,7 +347,7 @@ def test_collective_name() -> None:
 
 
 def test_stats_median_and_percentile() -> None:
-    from nsys_llm_explainer.analyses.stats import median, percentile
+    from nsys_llm_explainer.analyses.common.stats import median, percentile
 
     assert median(np.array([4, 1, 3, 2])) == 2.5                 # mean of the two middle values
     assert median(np.array([7, 1, 3])) == 3.0
@@ -358,7 +358,7 @@ def test_stats_median_and_percentile() -> None:
 
 
 def test_union_lean_matches_union() -> None:
-    from nsys_llm_explainer.analyses import intervals as iv
+    from nsys_llm_explainer.model import intervals as iv
 
     s = np.array([0, 5, 10, 20, 22], np.int64)
     e = np.array([10, 8, 12, 25, 30], np.int64)          # [0,10) and [10,12) touch: one block

@@ -1,4 +1,4 @@
-"""CPU samples inside host-side idle (analyses/host_samples.py; docs/MODEL.md "What the host ran during
+"""CPU samples inside host-side idle (analyses/idle/host_samples.py; docs/MODEL.md "What the host ran during
 host-side idle").
 
 * the planted scenario ``host_samples``: counts per kind, per cause, per module group / module / function /
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from conftest import real_trace
 
-from nsys_llm_explainer.analyses.host_samples import analyze_host_samples, samples_evidence
+from nsys_llm_explainer.analyses.idle.host_samples import analyze_host_samples, samples_evidence
 from nsys_llm_explainer.model.samples import GROUP_LABEL
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_all
@@ -319,7 +319,7 @@ def test_a_device_without_host_side_idle_keeps_its_kinds_and_no_samples(tmp_path
 
     import numpy as np
 
-    from nsys_llm_explainer.analyses.host_samples import analyze_host_samples
+    from nsys_llm_explainer.analyses.idle.host_samples import analyze_host_samples
     from nsys_llm_explainer.pipeline import analyze_path
     from nsys_llm_explainer.synth.scenarios import build_scenario
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nsys_llm_explainer.analyses.idle_pieces import cut, index_runs, touching, within
-from nsys_llm_explainer.analyses.timeline_bins import _idle_by_kind
+from nsys_llm_explainer.analyses.idle.bins import _idle_by_kind
+from nsys_llm_explainer.analyses.idle.pieces import cut, index_runs, touching, within
 from nsys_llm_explainer.model import intervals as iv
 from nsys_llm_explainer.vocabulary.cause_kinds import KINDS
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import require_traces
 
-from nsys_llm_explainer.analyses.kernel_traits import (
+from nsys_llm_explainer.analyses.kernels.traits import (
     TRAITS,
     KernelTraitsResult,
     analyze_kernel_traits,
@@ -95,7 +95,7 @@ def test_to_dict_is_json_ready():
     d = r.to_dict()
     assert json.loads(json.dumps(d)) == d
     assert d["traits"]["fp32_gemm_simt"]["top_kernels"] == [{"name": SGEMM, "count": 1, "total_ns": 5}]
-    assert "tensor_cores" not in d and "tf32" not in d   # GPU capabilities are facts (analyses/facts.py)
+    assert "tensor_cores" not in d and "tf32" not in d   # GPU capabilities are facts (analyses/trace/facts.py)
     assert list(d["traits"]) == [t for t in TRAITS if t in d["traits"]]
 
 

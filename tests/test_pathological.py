@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import nsys_llm_explainer as nle
-from nsys_llm_explainer.analyses import nvtx_tree as T
+from nsys_llm_explainer.analyses.nvtx import tree as T
 from nsys_llm_explainer.model.trace import NvtxRanges
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -232,7 +232,7 @@ def test_sparse_huge_device_ids(tmp_path, huge):
 def test_sparse_huge_string_id_allocates_per_row_not_per_id():
     import tracemalloc
 
-    from nsys_llm_explainer.model.build import distinct_small
+    from nsys_llm_explainer.model.names import distinct_small
 
     tracemalloc.start()
     uniq, inv = distinct_small(np.array([0, 49_000_000, 0, 7], np.int64))

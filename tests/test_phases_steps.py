@@ -5,15 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nsys_llm_explainer.analyses.nvtx_attribution import analyze_attribution
-from nsys_llm_explainer.analyses.nvtx_tree import build_tree
-from nsys_llm_explainer.analyses.phases import (
+from nsys_llm_explainer.analyses.nvtx.attribution import analyze_attribution
+from nsys_llm_explainer.analyses.nvtx.tree import build_tree
+from nsys_llm_explainer.analyses.steps.metrics import analyze_steps
+from nsys_llm_explainer.analyses.steps.phases import (
     analyze_phases,
     phase_of_names,
-    preset_phase_map,
-    resolve_phase_map,
 )
-from nsys_llm_explainer.analyses.steps import analyze_steps
+from nsys_llm_explainer.config.phase_map import preset_phase_map, resolve_phase_map
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import load_model
 from nsys_llm_explainer.synth import TraceBuilder

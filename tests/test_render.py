@@ -211,12 +211,6 @@ def _render_modules() -> List[Path]:
     return sorted(RENDER.rglob("*.py"))
 
 
-def test_render_modules_are_small() -> None:
-    for p in _render_modules():
-        n = len(p.read_text().splitlines())
-        assert n <= 420, f"{p.relative_to(RENDER)} has {n} lines"
-
-
 def _absolute(p: Path, node: ast.ImportFrom) -> str:
     """The absolute module name of a (possibly relative) ``from … import`` in render module ``p``."""
     if not node.level:

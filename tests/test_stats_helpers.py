@@ -1,4 +1,4 @@
-"""Small numeric helpers of analyses/stats.py against numpy's own definitions."""
+"""Small numeric helpers of analyses/common/stats.py against numpy's own definitions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 
 def test_top_indices_equals_a_stable_descending_sort():
-    from nsys_llm_explainer.analyses.stats import top_indices
+    from nsys_llm_explainer.analyses.common.stats import top_indices
 
     rng = np.random.default_rng(7)
     for n, hi, k in [(0, 5, 3), (5, 5, 10), (1000, 4, 20), (100_000, 50, 20), (100_000, 10**9, 1), (37, 3, 37)]:
@@ -19,7 +19,7 @@ def test_top_indices_equals_a_stable_descending_sort():
 def test_launch_share_under_per_device(tmp_path):
     """pct_under_Xus per device and per PID: hand-counted on four kernels of 3/7/15/30 µs on GPU 0, one of 1 µs
     on GPU 1 (two processes)."""
-    from nsys_llm_explainer.analyses.launch import analyze_launch
+    from nsys_llm_explainer.analyses.api.launch import analyze_launch
     from nsys_llm_explainer.pipeline import load_model
     from nsys_llm_explainer.synth import TraceBuilder
 
@@ -47,7 +47,7 @@ def test_launch_share_under_per_device(tmp_path):
 def test_group_stats_against_numpy_percentile(groups):
     """Few big groups take a partition path, more groups the sort path: both equal numpy's own percentile
     (linear interpolation), sum, min and max per group."""
-    from nsys_llm_explainer.analyses.stats import group_stats
+    from nsys_llm_explainer.analyses.common.stats import group_stats
 
     rng = np.random.default_rng(groups)
     n = 150_000

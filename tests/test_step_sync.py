@@ -1,4 +1,4 @@
-"""Per-step synchronization (analyses/step_sync.py, findings/step_sync.py): the planted numbers exactly, the
+"""Per-step synchronization (analyses/steps/sync.py, findings/step_sync.py): the planted numbers exactly, the
 finding outranks the generic host claim without claiming any idle ns twice, and it stays silent where the
 pattern is absent or the loop is host-bound (numbers worked out in the docstrings)."""
 

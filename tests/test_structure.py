@@ -1,14 +1,39 @@
-"""The design rules the code must keep: data flows read → model → analyses → findings → render, no import
-cycles, no module over ~400 lines (docs: README Development)."""
+"""The design rules the code must keep: data flows read → model → analyses → findings → report → render, every
+package and top-level module has its declared place (:data:`ALLOWED`), no import cycles; modules over ~400
+lines are reported as a warning (a hint to look for a split by meaning, not a rule) (docs/DESIGN.md)."""
 
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
-from typing import Dict, Set
+from typing import Dict, FrozenSet, Set
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "nsys_llm_explainer"
-LAYER = {"read": 0, "model": 1, "analyses": 2, "findings": 3, "render": 4}
+F = frozenset
+BASE: FrozenSet[str] = F({"errors", "jsonable", "vocabulary"})
+#: every package / top-level module of nsys_llm_explainer → the ones it may import (``<pkg>``: the package's
+#: ``__init__``, the public API). The flow: read → model → analyses → findings → report/serialize → render;
+#: the front ends (cli, comparison, cluster, output, terminal) sit on top.
+ALLOWED: Dict[str, FrozenSet[str]] = {
+    "vocabulary": F(), "errors": F(), "jsonable": F(), "interrupts": F({"errors"}),
+    "read": F({"errors"}), "config": F({"errors"}), "model": BASE | {"read"},
+    "options": BASE | {"config", "read"},
+    "analyses": BASE | {"model", "config"},
+    "findings": BASE | {"analyses", "model", "options", "diagnose"},
+    "diagnose": BASE | {"analyses", "model", "config", "options", "tasks"}, "tasks": F(),
+    "serialize": BASE | {"config", "options"},
+    "report": BASE | {"analyses", "findings", "model", "options", "serialize", "diagnose"},
+    "pipeline": BASE | {"<pkg>", "read", "model", "analyses", "findings", "options", "report", "diagnose"},
+    "render": F({"vocabulary", "serialize"}),
+    "comparison": BASE | {"<pkg>", "analyses", "findings", "output", "pipeline", "render", "report"},
+    "cluster": BASE | {"<pkg>", "analyses", "findings", "options", "output", "pipeline", "read", "render", "report"},
+    "output": BASE | {"<pkg>", "interrupts"}, "terminal": F({"render"}),
+    "synth": F(), "presets": F(),
+    "cli": BASE | {"<pkg>", "cluster", "comparison", "interrupts", "options", "output", "pipeline", "read", "render",
+                   "synth", "terminal"},
+    "__main__": F({"cli"}), "<pkg>": BASE | {"cluster", "comparison", "options", "pipeline", "render", "report"},
+}
 
 
 def _module(path: Path) -> str:
@@ -48,18 +73,22 @@ def _imports() -> Dict[str, Set[str]]:
     return out
 
 
-def _layer(mod: str):
+def _unit(mod: str) -> str:
     parts = mod.split(".")
-    return LAYER.get(parts[1]) if len(parts) > 1 else None
+    return parts[1] if len(parts) > 1 else "<pkg>"
+
+
+def test_every_unit_has_a_place():
+    units = {_unit(m) for m in _imports()}
+    assert units == set(ALLOWED), (sorted(units - set(ALLOWED)), sorted(set(ALLOWED) - units))
 
 
 def test_no_import_runs_backwards():
     bad = []
     for mod, deps in _imports().items():
-        lm = _layer(mod)
+        me = _unit(mod)
         for d in deps:
-            ld = _layer(d)
-            if lm is not None and ld is not None and ld > lm:
+            if _unit(d) != me and _unit(d) not in ALLOWED[me]:
                 bad.append(f"{mod} imports {d}")
     assert not bad, bad
 
@@ -89,7 +118,10 @@ def test_no_import_cycles_at_module_level():
     assert not cycle, " → ".join(cycle)
 
 
-def test_modules_stay_small():
+def test_large_modules_are_reported():
+    """A module over 420 lines is a hint (a warning in the test report), not a failure: split by meaning."""
     big = {str(p.relative_to(PKG)): n for p in PKG.rglob("*.py")
            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 420}
-    assert not big, big
+    if big:
+        warnings.warn(f"modules over 420 lines (split them by meaning if one holds two ideas): {big}", stacklevel=1)
+    assert all(n < 2000 for n in big.values()), big   # HTA's 2,000-line files: never

@@ -12,7 +12,7 @@ from typing import Dict, List, Tuple
 import pytest
 from conftest import real_trace
 
-from nsys_llm_explainer.analyses.unified_memory import UmDevice, UmWindow, UnifiedMemoryResult, analyze_unified_memory
+from nsys_llm_explainer.analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult, analyze_unified_memory
 from nsys_llm_explainer.findings.base import METRICS, Check
 from nsys_llm_explainer.findings.unified_memory import HIGH_PCT, MEDIUM_PCT, unified_memory_finding
 from nsys_llm_explainer.model.clip import clip_model

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsys_llm_explainer.analyses.idle import analyze_gpu_time
-from nsys_llm_explainer.analyses.idle_causes import KINDS, analyze_idle_causes, normalize_range_name
-from nsys_llm_explainer.analyses.nvtx_tree import build_tree
-from nsys_llm_explainer.analyses.window import detect_window, parse_window
+from nsys_llm_explainer.analyses.idle.causes import KINDS, analyze_idle_causes, normalize_range_name
+from nsys_llm_explainer.analyses.idle.gpu_time import device_time, gpu_time_result
+from nsys_llm_explainer.analyses.nvtx.tree import build_tree
+from nsys_llm_explainer.analyses.trace.window import detect_window, parse_window
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.model.clip import clip_model
 from nsys_llm_explainer.model.timeline import build_timelines
@@ -113,7 +113,8 @@ def test_gpu_time_steady_and_full(tmp_path: Path) -> None:
     st = build_timelines(steady, T + 10, T + 110)
     full = build_timelines(m, T, T + 120)
     causes = analyze_idle_causes(m, steady, st, build_tree(m.nvtx))
-    g = analyze_gpu_time(st, full, causes, False, top=2)
+    by_dev = {c.device_id: c.gap_cause for c in causes.devices}
+    g = gpu_time_result([device_time(st[k], full[k], by_dev[k], 2) for k in sorted(st)], False)
     (d,) = g.devices
     assert (d.window_ns, d.busy_ns, d.idle_ns, d.busy_pct) == (100, 20, 80, 20.0)
     assert (d.full.window_ns, d.full.busy_ns, d.full.idle_ns) == (120, 26, 94)

@@ -14,27 +14,27 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from .analyses.categories import CategoryResult, analyze_categories
-from .analyses.facts import TraceFacts, analyze_facts
-from .analyses.graphs import GraphResult, analyze_graphs
-from .analyses.host_samples import HostSamplesResult, analyze_host_samples
-from .analyses.idle import DeviceTime, GpuTimeResult, device_time, gpu_time_result, window_times
-from .analyses.idle_cause_result import DeviceCauses
-from .analyses.idle_causes import IdleCausesResult, analyze_idle_causes
-from .analyses.kernel_traits import KernelTraitsResult, analyze_kernel_traits
-from .analyses.kernels import KernelSummary, analyze_kernels
-from .analyses.launch import LaunchResult, analyze_launch
-from .analyses.memory import MemoryResult, analyze_memory
-from .analyses.nccl import NcclResult, analyze_nccl
-from .analyses.nvtx_attribution import AttributionResult
-from .analyses.nvtx_tree import NvtxTree
-from .analyses.phases import PhaseResult, analyze_phases
-from .analyses.stats import kernel_stats
-from .analyses.step_sync import StepSyncContext, StepSyncResult, StepSyncSeries, device_step_sync, step_sync_result
-from .analyses.steps import StepResult, analyze_steps
-from .analyses.timeline_bins import DEFAULT_BINS
-from .analyses.unified_memory import UnifiedMemoryResult, analyze_unified_memory
-from .analyses.window import WindowResult, detect_window
+from .analyses.api.graphs import GraphResult, analyze_graphs
+from .analyses.api.launch import LaunchResult, analyze_launch
+from .analyses.common.stats import kernel_stats
+from .analyses.comms.nccl import NcclResult, analyze_nccl
+from .analyses.idle.bins import DEFAULT_BINS
+from .analyses.idle.causes import IdleCausesResult, analyze_idle_causes
+from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, device_time, gpu_time_result, window_times
+from .analyses.idle.host_samples import HostSamplesResult, analyze_host_samples
+from .analyses.idle.result import DeviceCauses
+from .analyses.kernels.categories import CategoryResult, analyze_categories
+from .analyses.kernels.summary import KernelSummary, analyze_kernels
+from .analyses.kernels.traits import KernelTraitsResult, analyze_kernel_traits
+from .analyses.memory.traffic import MemoryResult, analyze_memory
+from .analyses.memory.unified import UnifiedMemoryResult, analyze_unified_memory
+from .analyses.nvtx.attribution import AttributionResult
+from .analyses.nvtx.tree import NvtxTree
+from .analyses.steps.metrics import StepResult, analyze_steps
+from .analyses.steps.phases import PhaseResult, analyze_phases
+from .analyses.steps.sync import StepSyncContext, StepSyncResult, StepSyncSeries, device_step_sync, step_sync_result
+from .analyses.trace.facts import TraceFacts, analyze_facts
+from .analyses.trace.window import WindowResult, detect_window
 from .config.categories import load_rules
 from .config.phase_map import build_phase_map
 from .model.clip import clip_model
@@ -60,9 +60,9 @@ class Diagnosis:
     nccl: NcclResult
     launch: LaunchResult
     facts: TraceFacts
-    step_sync: StepSyncResult          # per-step synchronization (analyses/step_sync.py)
+    step_sync: StepSyncResult          # per-step synchronization (analyses/steps/sync.py)
     unified_memory: Optional[UnifiedMemoryResult] = None   # None only for a Diagnosis built without it
-    host_samples: Optional[HostSamplesResult] = None   # CPU samples inside host-side idle (analyses/host_samples.py)
+    host_samples: Optional[HostSamplesResult] = None   # CPU samples in host-side idle (idle/host_samples.py)
 
 
 def _kernel_pids(model: TraceModel) -> Set[int]:

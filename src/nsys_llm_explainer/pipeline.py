@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import __version__
-from .analyses.cuda_api import CudaApiResult, analyze_cuda_api, cuda_api_of
-from .analyses.kernels import analyze_kernels
-from .analyses.memcpy import analyze_memcpy
-from .analyses.nvtx import analyze_nvtx
-from .analyses.nvtx_attribution import AttributionResult, analyze_attribution
-from .analyses.sync import SyncResult, analyze_sync, sync_of
-from .analyses.trace_info import analyze_trace_info
+from .analyses.api.cuda_api import CudaApiResult, analyze_cuda_api, cuda_api_of
+from .analyses.api.sync import SyncResult, analyze_sync, sync_of
+from .analyses.kernels.summary import analyze_kernels
+from .analyses.memory.memcpy import analyze_memcpy
+from .analyses.nvtx.attribution import AttributionResult, analyze_attribution
+from .analyses.nvtx.ranges import analyze_nvtx
+from .analyses.trace.info import analyze_trace_info
 from .diagnose import run_diagnosis
 from .findings.run import collect_warnings, run_findings
 from .model.build import build_model

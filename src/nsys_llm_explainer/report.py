@@ -6,17 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Tuple
 
-from .analyses.cuda_api import CudaApiResult
-from .analyses.idle import GpuTimeResult
-from .analyses.idle_causes import IdleCausesResult
-from .analyses.kernels import KernelSummary
-from .analyses.launch import LaunchResult
-from .analyses.memcpy import MemcpyResult
-from .analyses.nvtx import NvtxResult
-from .analyses.nvtx_attribution import AttributionResult
-from .analyses.sync import SyncResult
-from .analyses.trace_info import TraceInfoResult
-from .analyses.window import WindowResult
+from .analyses.api.cuda_api import CudaApiResult
+from .analyses.api.launch import LaunchResult
+from .analyses.api.sync import SyncResult
+from .analyses.idle.causes import IdleCausesResult
+from .analyses.idle.gpu_time import GpuTimeResult
+from .analyses.kernels.summary import KernelSummary
+from .analyses.memory.memcpy import MemcpyResult
+from .analyses.nvtx.attribution import AttributionResult
+from .analyses.nvtx.ranges import NvtxResult
+from .analyses.trace.info import TraceInfoResult
+from .analyses.trace.window import WindowResult
 from .diagnose import Diagnosis
 from .errors import OptionalDependencyError
 from .findings.base import Finding

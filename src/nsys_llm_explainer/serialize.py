@@ -100,12 +100,12 @@ def report_dict(report: Report) -> Dict[str, Any]:
         "timings_s": dict(report.timings_s),
         "unified_memory": _unified_memory(dg),
         "host_samples": json_ready(_host_samples(dg)),
-        "step_sync": json_ready(dg.step_sync.to_dict()),   # per-step synchronization (analyses/step_sync.py)
+        "step_sync": json_ready(dg.step_sync.to_dict()),   # per-step synchronization (analyses/steps/sync.py)
     }
 
 
 def _unified_memory(dg) -> Dict[str, Any]:
-    """``report.json`` ``unified_memory`` (analyses/unified_memory.py)."""
+    """``report.json`` ``unified_memory`` (analyses/memory/unified.py)."""
     um = dg.unified_memory
     if um is None:
         return {"available": False, "reason": "not computed", "sources": {}, "notes": [], "steady": None,
@@ -114,7 +114,7 @@ def _unified_memory(dg) -> Dict[str, Any]:
 
 
 def _host_samples(dg) -> Dict[str, Any]:
-    """``host_samples`` (analyses/host_samples.py); a Diagnosis built without it reads as not computed."""
+    """``host_samples`` (analyses/idle/host_samples.py); a Diagnosis built without it reads as not computed."""
     hs = getattr(dg, "host_samples", None)
     if hs is None:
         return {"available": False, "reason": "not computed", "captured": False, "sample_count": 0, "devices": []}

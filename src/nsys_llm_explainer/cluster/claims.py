@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..analyses.nccl import MAX_END_SPREAD_SHARE
-from ..analyses.stats import median
+from ..analyses.common.stats import median
+from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from .collectives import CollectivesResult
 
 Row = Dict[str, Any]

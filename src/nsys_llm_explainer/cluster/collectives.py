@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..analyses.stats import median, round_half_up
+from ..analyses.common.stats import median, round_half_up
 from ..jsonable import json_ready
 from .align import Alignment
 from .summary import FileSummary

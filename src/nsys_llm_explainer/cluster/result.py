@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
 from .. import __version__
-from ..analyses.nccl import MAX_END_SPREAD_SHARE
+from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..jsonable import json_ready
 from .align import Alignment, align
 from .claims import make_claims

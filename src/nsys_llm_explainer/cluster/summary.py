@@ -19,8 +19,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ..analyses.nccl import NCCL_RE, collective_name
-from ..analyses.stats import summary
+from ..analyses.common.stats import summary
+from ..analyses.comms.nccl import NCCL_RE, collective_name
 from ..jsonable import json_ready
 from ..options import Options
 from ..read.nsys_export import export_report, is_report

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from .. import __version__
-from ..analyses.stats import pct
+from ..analyses.common.stats import pct
 from ..errors import InputError
 from .diff import compare_pair, per_unit
 from .measure import NON_GPU, Facts, gather

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..analyses.categories import analyze_categories
+from ..analyses.kernels.categories import analyze_categories
 
 if TYPE_CHECKING:
     from ..report import Report

@@ -25,7 +25,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..analyses.stats import percentile, round_half_up
+from ..analyses.common.stats import percentile, round_half_up
 from .measure import Facts, anchor_periods, anchor_starts, repeat_score, shares, steps_in_window
 from .result import MetricSpec, MetricValue
 

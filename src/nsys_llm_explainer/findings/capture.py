@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from ..analyses.graphs import GraphResult
-from ..analyses.idle import GpuTimeResult
-from ..analyses.kernel_traits import AUTOGRAD_THREAD
-from ..analyses.nccl import NcclResult
-from ..analyses.nvtx_attribution import AttributionResult
-from ..analyses.window import WindowResult
+from ..analyses.api.graphs import GraphResult
+from ..analyses.comms.nccl import NcclResult
+from ..analyses.idle.gpu_time import GpuTimeResult
+from ..analyses.kernels.traits import AUTOGRAD_THREAD
+from ..analyses.nvtx.attribution import AttributionResult
+from ..analyses.trace.window import WindowResult
 from .advice import advise
 from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..analyses.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
-from ..analyses.idle import GpuTimeResult
-from ..analyses.idle_causes import IdleCause, IdleCausesResult
-from ..analyses.kernel_traits import KernelTraitsResult
+from ..analyses.idle.causes import IdleCause, IdleCausesResult
+from ..analyses.idle.gpu_time import GpuTimeResult
+from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
+from ..analyses.kernels.traits import KernelTraitsResult
 from ..vocabulary.cause_kinds import CAUSE_KINDS, KIND
 from .advice import advise
 from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms, us

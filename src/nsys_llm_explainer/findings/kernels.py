@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional, Sequence
 
-from ..analyses.categories import CategoryRow
-from ..analyses.idle import GpuTimeResult
-from ..analyses.kernel_traits import KernelTraitsResult
-from ..analyses.kernels import KernelRow
+from ..analyses.idle.gpu_time import GpuTimeResult
+from ..analyses.kernels.categories import CategoryRow
+from ..analyses.kernels.summary import KernelRow
+from ..analyses.kernels.traits import KernelTraitsResult
 from .advice import advise
 from .base import GPU_BOUND_PCT, Check, Finding, Scope, ms, us
 

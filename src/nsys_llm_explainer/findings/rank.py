@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..analyses.idle_causes import IdleCause, IdleCausesResult
+from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from .advice import advise
 from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, ms
 

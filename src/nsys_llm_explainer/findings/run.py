@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from ..analyses.kernels import KernelSummary
-from ..analyses.nvtx_attribution import AttributionResult
+from ..analyses.kernels.summary import KernelSummary
+from ..analyses.nvtx.attribution import AttributionResult
 from ..diagnose import Diagnosis
 from ..model.trace import TraceModel
 from ..options import Options

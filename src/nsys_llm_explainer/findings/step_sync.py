@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from ..analyses.step_sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
+from ..analyses.steps.sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
 from .advice import advise
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, ms
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import AbstractSet, List, Mapping, Optional
 
-from ..analyses.unified_memory import UmDevice, UmWindow, UnifiedMemoryResult
+from ..analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult
 from .advice import advise
 from .base import Check, Finding, Scope, ms
 

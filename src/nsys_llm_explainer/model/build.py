@@ -12,8 +12,8 @@ import numpy as np
 from ..read import fetch as F
 from ..read import fetch_nvtx as FN
 from ..read.schema import Schema
-from .link import ApiIndex, corr_key, link_to_api, pid_from_launch, unknown_pid_message  # noqa: F401
-from .names import base_api_name, distinct_small, intern_ids, intern_strings, missing_name  # noqa: F401
+from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
+from .names import base_api_name, distinct_small, intern_ids
 from .nvtx_build import build_nvtx, possible_nvtx
 from .row_checks import drop_impossible
 from .samples import build_samples

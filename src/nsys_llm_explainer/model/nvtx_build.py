@@ -12,6 +12,9 @@ from .names import intern_strings
 from .row_checks import MAX_TS, drop_impossible
 from .trace import NvtxRanges, pid_of, tid_of
 
+#: how an unterminated range's end is set (the read takes that timestamp; the model applies it)
+UNTERMINATED_END_RULE = FN.UNTERMINATED_END_RULE
+
 
 def possible_nvtx(nv: FN.NvtxRows, warnings: List[str]) -> FN.NvtxRows:
     """``nv`` without its impossible ranges (:mod:`.row_checks`); the latest NVTX timestamp (the end of
@@ -62,7 +65,7 @@ def build_nvtx(nv: FN.NvtxRows, t_end: Optional[int], warnings: List[str]) -> Nv
         fill = nv.max_ts if nv.max_ts is not None else (t_end if t_end is not None else int(c["start"].max()))
         end[~closed] = np.maximum(fill, c["start"][~closed])
         warnings.append(f"{open_rows} NVTX range(s) have no end (unterminated in the capture): they are taken to "
-                        f"end at {int(fill)} ns (rule {FN.UNTERMINATED_END_RULE}).")
+                        f"end at {int(fill)} ns (rule {UNTERMINATED_END_RULE}).")
     order = np.lexsort((-end, c["start"]))
     return NvtxRanges(
         start=c["start"][order], end=end[order], closed=closed[order], event_type=c["event_type"][order],

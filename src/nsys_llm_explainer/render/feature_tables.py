@@ -11,7 +11,7 @@ from .base import Row, fmt_bool, fmt_bytes, rows_of, section
 from .escape import md_rich
 from .table import Col, Table, csv_col, dur_col, int_col, name_col, pct_col, raw, text_col, with_fields
 
-# ---- Unified Memory (report.json ``unified_memory``: analyses/unified_memory.py)
+# ---- Unified Memory (report.json ``unified_memory``: analyses/memory/unified.py)
 UM_WINDOWS = ("steady", "full")
 #: ``unified_memory.<window>`` lists of the breakdown CSV: (list key, group label, id key, name key)
 UM_GROUPS = (("by_direction", "direction", "copy_kind", "direction"), ("by_cause", "cause", "cause_id", "cause"),
@@ -63,7 +63,7 @@ UNIFIED_MEMORY_BREAKDOWN = Table("unified_memory_breakdown.csv", (
 ), um_breakdown_rows)
 
 
-# ---- per-step synchronization (analyses/step_sync.py): one row per (launching thread, device)
+# ---- per-step synchronization (analyses/steps/sync.py): one row per (launching thread, device)
 STEP_SYNC = Table("step_sync.csv", (
     int_col("device_id", "device_id", "device"),
     csv_col("pid", "tid"),

@@ -1,4 +1,4 @@
-"""CPU samples inside host-side idle (``host_samples``, analyses/host_samples.py), for the renderers: the
+"""CPU samples inside host-side idle (``host_samples``, analyses/idle/host_samples.py), for the renderers: the
 "host samples" cell of an idle-cause row (joined by device, kind and detail; formatting only), the note shown
 when the trace has no samples, and the ``host_samples.csv`` table (every list entry of every scope)."""
 

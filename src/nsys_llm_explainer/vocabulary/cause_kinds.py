@@ -70,8 +70,10 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
 
 KINDS: Tuple[str, ...] = tuple(k.name for k in CAUSE_KINDS)
 KIND: Dict[str, CauseKind] = {k.name: k for k in CAUSE_KINDS}
+#: each kind's code: its index in :data:`KINDS` (= its precedence; arrays of kinds hold these)
+KIND_CODE: Dict[str, int] = {k: i for i, k in enumerate(KINDS)}
 #: kinds charged from a CUDA API call class, in precedence order
 API_KINDS: Tuple[str, ...] = tuple(k.name for k in CAUSE_KINDS if k.api)
-#: kinds whose pieces :class:`idle_cause_result.IdlePieces` keeps (the launching thread on the host side)
+#: kinds whose pieces :class:`analyses.idle.result.IdlePieces` keeps (the launching thread on the host side)
 HOST_PIECE_KINDS: Tuple[str, ...] = tuple(k.name for k in CAUSE_KINDS if k.host_side)
 ONE_TIME: frozenset = frozenset(k.name for k in CAUSE_KINDS if k.one_time)

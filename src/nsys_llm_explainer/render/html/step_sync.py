@@ -1,4 +1,4 @@
-"""Per-step synchronization (``step_sync`` of report.json; analyses/step_sync.py): one table row per launching
+"""Per-step synchronization (``step_sync`` of report.json; analyses/steps/sync.py): one table row per launching
 thread and device, holding series first, with the same numbers as report.md and ``tables/step_sync.csv``."""
 
 from __future__ import annotations

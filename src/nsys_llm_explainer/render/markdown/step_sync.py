@@ -1,4 +1,4 @@
-"""The per-step synchronization section of ``report.md`` (``report.json`` ``step_sync``; analyses/step_sync.py)."""
+"""The per-step synchronization section of ``report.md`` (``report.json`` ``step_sync``; analyses/steps/sync.py)."""
 
 from __future__ import annotations
 

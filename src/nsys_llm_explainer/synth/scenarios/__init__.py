@@ -78,7 +78,7 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "fp32_gemm_no_tensor_cores": fp32_gemm_no_tensor_cores,
     "compiled_elementwise": compiled_elementwise,
     "unified_memory": unified_memory,
-    # CPU samples inside host-side idle (analyses/host_samples.py)
+    # CPU samples inside host-side idle (analyses/idle/host_samples.py)
     "host_samples": host_samples,
     "step_sync_host_work": step_sync_host_work,   # per-step synchronization
 }

@@ -1,4 +1,4 @@
-"""CPU samples planted in host-side idle (analyses/host_samples.py, docs/MODEL.md "What the host ran during
+"""CPU samples planted in host-side idle (analyses/idle/host_samples.py, docs/MODEL.md "What the host ran during
 host-side idle").
 
 ``host_samples``: 20 steps; per step the main thread opens ``execute_model``, launches 4 kernels, synchronizes,

@@ -2,7 +2,7 @@
 and ``cudaStreamSynchronize``; then 1–3 ms of host work (plain CPU around a short OS call) runs with the GPU
 idle before the next step's launches. The GPU step (~4.8 ms) is longer than that host work and the host
 launches far ahead of the GPU, so all of it could overlap the next step (docs/FINDINGS.md, "Per-step
-synchronization"; analyses/step_sync.py).
+synchronization"; analyses/steps/sync.py).
 
 The facts are the generator's own arithmetic on what it planted (it never calls the package's analyses):
 for sync point ``i`` (call ``[s_i, e_i)``, last kernel of its step ending at ``L_i``), the next launch call

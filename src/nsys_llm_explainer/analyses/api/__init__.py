@@ -1,0 +1,1 @@
+"""The CUDA API side: calls, synchronization, launches and CUDA graphs."""

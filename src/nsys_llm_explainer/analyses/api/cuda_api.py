@@ -1,0 +1,89 @@
+"""CUDA API summary: per API (display name as ``nsys stats`` prints it: only a ``_vNNNN`` four-character
+suffix removed, see :func:`model.build.base_api_name`) calls, total, avg, p50, min, max of
+call durations (``end − start`` on the calling CPU thread); launch-call cost; allocation/free churn.
+
+All rows of ``CUPTI_ACTIVITY_KIND_RUNTIME`` are counted, grouped by (base name, eventClass): runtime (0)
+and driver (1) APIs, and wrapper classes some captures add (e.g. eventClass 67 rows that duplicate the
+runtime call around MPI) as separate rows. Raw names (with the version suffix) are kept in ``raw_names``.
+Only runtime/driver rows feed the sync, launch and accounting analyses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model.timeline import few_distinct
+from ...model.trace import ApiCalls, TraceModel
+from ..common.stats import group_stats, pct, summary
+from . import classes as ac
+
+Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CudaApiResult:
+    available: bool
+    reason: Optional[str]
+    total_ns: int = 0
+    call_count: int = 0
+    apis: Tuple[Row, ...] = ()
+    launch_calls: Dict[str, int] = field(default_factory=dict)
+    alloc_free: Tuple[Row, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "total_ns": self.total_ns,
+                           "call_count": self.call_count, "apis": self.apis, "launch_calls": self.launch_calls,
+                           "alloc_free": self.alloc_free})
+
+
+def base_index(api: ApiCalls) -> Tuple[np.ndarray, List[str]]:
+    """(row → base-name index, base names): rows grouped by display name."""
+    uniq: Dict[str, int] = {}
+    m = np.array([uniq.setdefault(b, len(uniq)) for b in api.base_names] + [0], dtype=np.int32)
+    return m[api.name_idx], list(uniq.keys())
+
+
+def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
+    return cuda_api_of(model.api)
+
+
+def cuda_api_of(api: Optional[ApiCalls]) -> CudaApiResult:
+    """:func:`analyze_cuda_api` of a model whose CUDA API table is ``api`` (it reads nothing else)."""
+    if api is None:
+        return CudaApiResult(False, "no CUPTI_ACTIVITY_KIND_RUNTIME table: CUDA API calls were not traced")
+    if len(api) == 0:
+        return CudaApiResult(False, "CUDA API table is empty")
+    dur = api.end - api.start
+    bidx, bnames = base_index(api)
+    uniq_b: Dict[str, int] = {b: i for i, b in enumerate(bnames)}
+    bidx_of_name = [uniq_b[b] for b in api.base_names]
+    total = int(dur.sum())
+    gs = group_stats({"name": bidx, "event_class": api.event_class}, dur)
+    raw_by_group: Dict[tuple, set] = {}
+    # distinct (base, class, raw name) triples without a per-row loop
+    key = api.name_idx.astype(np.int64) << 8
+    key |= api.event_class.astype(np.int64) & 0xFF
+    for k in few_distinct(key).tolist():
+        ni, e = k >> 8, k & 0xFF
+        e = -1 if e == 0xFF else e
+        raw_by_group.setdefault((int(bidx_of_name[ni]), e), set()).add(api.names[ni])
+    apis = []
+    for i in gs.order_by_total().tolist():
+        b = int(gs.keys["name"][i])
+        ec = int(gs.keys["event_class"][i])
+        apis.append({
+            "name": bnames[b], "raw_names": sorted(raw_by_group.get((b, ec), ())), "event_class": ec,
+            "api_class": ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper",
+            "count": int(gs.count[i]), "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]),
+            "p50_ns": int(gs.p50[i]), "min_ns": int(gs.min[i]), "max_ns": int(gs.max[i]),
+            "pct": pct(int(gs.total[i]), total),
+        })
+    lm = ac.class_mask(api, "launch")
+    alloc_free = tuple({k: r[k] for k in ("name", "api_class", "count", "total_ns", "avg_ns", "max_ns")}
+                       for r in apis if r["api_class"] in ("alloc", "free"))
+    return CudaApiResult(True, None, total_ns=total, call_count=len(api), apis=tuple(apis),
+                         launch_calls=summary(dur[lm]), alloc_free=alloc_free)

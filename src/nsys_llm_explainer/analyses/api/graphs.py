@@ -1,0 +1,169 @@
+"""CUDA graphs: graph launches, kernels launched from graphs, and graph-level (hidden-kernel) tracing.
+
+Definitions:
+
+* **graph launch** — a CUDA runtime/driver call whose base name is in ``api_classes.GRAPH_LAUNCH``
+  (``cudaGraphLaunch`` / ``cuGraphLaunch``); ``host_ns`` = summed call durations (end − start).
+* **graph kernel** — a kernel whose ``launch_idx`` points at a graph-launch call, or whose
+  ``graphNodeId`` is set (``graph_node >= 0``).
+* **kernels per launch** — number of graph kernels linked (by correlation id) to one graph-launch call;
+  the statistics (min/p50/mean/max, p50 by :func:`stats.median`, mean rounded to 3 decimals) cover the
+  launches with at least one linked kernel; ``launches_without_kernels`` counts the others.
+* **graph kernel share** — ``graph_kernel_ns`` (Σ end − start of graph kernels) / ``total_kernel_ns``
+  (Σ over all kernels) × 100.
+* **trace mode** — ``"node"`` when graph kernels are present; ``"graph"`` when ``GRAPH_TRACE`` rows are
+  present, or graph launches exist without any graph kernel (graph-level capture, whether or not the
+  capture metadata says ``Graph``); ``"none"`` when there are no graph launches, rows or graph kernels.
+* **graph-level hidden** — graph launches exist but no kernel row is linked to them and no kernel is a
+  graph node: the kernels inside the graphs were not traced individually. ``graph_trace`` then holds
+  the ``GRAPH_TRACE`` rows (one per graph execution): ``count``, ``total_ns`` (Σ end − start) and per
+  device ``union_ns`` (length of the union of the rows' intervals on that device).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model import intervals as iv
+from ...model.trace import TraceModel
+from ..common.stats import median, pct
+from . import classes as ac
+
+FIX_CMD = "nsys profile --cuda-graph-trace=node"
+HIDDEN_WARNING = (
+    "CUDA graphs were traced at graph level: {n} graph launch(es) but no kernel inside them was recorded. "
+    "Per-kernel tables, kernel counts, launch statistics and GPU idle time are unreliable (work inside "
+    "graphs is missing or appears only as whole-graph GRAPH_TRACE rows). Re-capture with `" + FIX_CMD + "`."
+)
+
+
+Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GraphResult:
+    available: bool
+    reason: Optional[str]
+    trace_mode: str = "none"                    # "node" / "graph" / "none"
+    capture_graph_trace_mode: Optional[str] = None
+    graph_launch_count: int = 0
+    graph_launch_host_ns: int = 0
+    launches_by_pid: Tuple[Row, ...] = ()
+    graph_kernel_count: int = 0
+    graph_kernel_ns: int = 0
+    total_kernel_ns: int = 0
+    graph_kernel_pct: float = 0.0
+    kernels_per_launch: Row = field(default_factory=dict)
+    kernels_per_launch_hist: Tuple[Row, ...] = ()
+    launches_without_kernels: int = 0
+    graph_level_hidden: bool = False
+    graph_trace: Optional[Row] = None
+    warning: Optional[str] = None
+    fix: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "trace_mode": self.trace_mode,
+            "capture_graph_trace_mode": self.capture_graph_trace_mode, "graph_launch_count": self.graph_launch_count,
+            "graph_launch_host_ns": self.graph_launch_host_ns, "launches_by_pid": self.launches_by_pid,
+            "graph_kernel_count": self.graph_kernel_count, "graph_kernel_ns": self.graph_kernel_ns,
+            "total_kernel_ns": self.total_kernel_ns, "graph_kernel_pct": self.graph_kernel_pct,
+            "kernels_per_launch": self.kernels_per_launch, "kernels_per_launch_hist": self.kernels_per_launch_hist,
+            "launches_without_kernels": self.launches_without_kernels, "graph_level_hidden": self.graph_level_hidden,
+            "graph_trace": self.graph_trace, "warning": self.warning, "fix": self.fix})
+
+
+def graph_launch_mask(model: TraceModel) -> np.ndarray:
+    """Rows of ``model.api`` that are graph-launch calls (runtime/driver rows only)."""
+    api = model.api
+    if api is None or len(api) == 0:
+        return np.zeros(0, bool)
+    return ac.name_set_mask(api.names, api.name_idx, ac.GRAPH_LAUNCH) & api.primary
+
+
+def graph_kernel_mask(model: TraceModel, launch_mask: Optional[np.ndarray] = None) -> np.ndarray:
+    """Kernels launched from CUDA graphs (linked to a graph-launch call, or with a graph node id)."""
+    k = model.kernels
+    if k is None or len(k) == 0:
+        return np.zeros(0, bool)
+    gm = graph_launch_mask(model) if launch_mask is None else launch_mask
+    m = k.graph_node >= 0
+    li = k.launch_idx
+    if li.shape[0] == len(k) and gm.shape[0]:
+        linked = li >= 0
+        m = m | (linked & gm[np.where(linked, li, 0)])
+    return m
+
+
+def _graph_trace_summary(model: TraceModel) -> Optional[Dict]:
+    gt = model.graph_trace
+    if gt is None or len(gt) == 0:
+        return None
+    s, e = gt["start"], gt["end"]
+    dev = gt["device"] if "device" in gt.cols else np.full(len(gt), -1, np.int64)
+    per_dev = []
+    for d in np.unique(dev).tolist():
+        m = dev == d
+        u = iv.union_unsorted(s[m], e[m])
+        per_dev.append({"device_id": int(d), "count": int(m.sum()), "total_ns": int((e[m] - s[m]).sum()),
+                        "union_ns": u.length})
+    return {"count": int(len(gt)), "total_ns": int((e - s).sum()), "by_device": per_dev}
+
+
+def analyze_graphs(model: TraceModel) -> GraphResult:
+    api, k = model.api, model.kernels
+    gm = graph_launch_mask(model)
+    gkm = graph_kernel_mask(model, gm)
+    gt = _graph_trace_summary(model)
+    n_launch = int(gm.sum())
+    n_gk = int(gkm.sum())
+    cap_mode = model.info.graph_trace_mode if model.info is not None else None
+    if n_launch == 0 and n_gk == 0 and gt is None:
+        return GraphResult(False, "no CUDA graph launches, graph kernels or GRAPH_TRACE rows in the trace",
+                           capture_graph_trace_mode=cap_mode)
+    launch_host_ns = 0
+    launches_by_pid: Tuple[Row, ...] = ()
+    if n_launch:
+        dur = (api.end - api.start)[gm]
+        pids = api.pid[gm]
+        launch_host_ns = int(dur.sum())
+        up, inv = np.unique(pids, return_inverse=True)
+        inv = inv.reshape(-1)
+        cnt = np.bincount(inv, minlength=up.shape[0])
+        tot = np.bincount(inv, weights=dur, minlength=up.shape[0])
+        launches_by_pid = tuple({"pid": int(p), "count": int(c), "host_ns": int(round(t))}
+                                for p, c, t in zip(up.tolist(), cnt.tolist(), tot.tolist()))
+    total = int(k.dur.sum()) if k is not None and len(k) else 0
+    gk_ns = int(k.dur[gkm].sum()) if n_gk else 0
+    without = 0
+    per_launch: Row = {}
+    hist: Tuple[Row, ...] = ()
+    if n_launch:
+        # kernels linked to each graph-launch call (bincount over api rows; no per-row loop)
+        per_call = np.zeros(gm.shape[0], np.int64)
+        if k is not None and len(k) and k.launch_idx.shape[0] == len(k):
+            li = k.launch_idx
+            lk = li[(li >= 0)]
+            lk = lk[gm[lk]]
+            per_call = np.bincount(lk, minlength=gm.shape[0]).astype(np.int64)
+        kpl = per_call[gm]
+        without = int((kpl == 0).sum())
+        pos = np.sort(kpl[kpl > 0])
+        if pos.shape[0]:
+            per_launch = {"launches": int(pos.shape[0]), "min": int(pos[0]), "p50": median(pos),
+                          "mean": round(float(pos.mean()), 3), "max": int(pos[-1])}
+        vals, cnts = np.unique(kpl, return_counts=True)
+        hist = tuple({"kernels": int(v), "launches": int(c)} for v, c in zip(vals.tolist(), cnts.tolist()))
+    mode = "node" if n_gk else "graph" if gt is not None or n_launch else "none"
+    hidden = bool(n_launch > 0 and n_gk == 0)
+    return GraphResult(
+        True, None, trace_mode=mode, capture_graph_trace_mode=cap_mode, graph_launch_count=n_launch,
+        graph_launch_host_ns=launch_host_ns, launches_by_pid=launches_by_pid, graph_kernel_count=n_gk,
+        graph_kernel_ns=gk_ns, total_kernel_ns=total, graph_kernel_pct=pct(gk_ns, total),
+        kernels_per_launch=per_launch, kernels_per_launch_hist=hist, launches_without_kernels=without,
+        graph_level_hidden=hidden, graph_trace=gt, warning=HIDDEN_WARNING.format(n=n_launch) if hidden else None,
+        fix=FIX_CMD if hidden else None)

@@ -1,0 +1,84 @@
+"""Launch storm: kernel launch rate and kernel-size distribution per device and per process.
+
+launches/s = kernels on the device (or of the PID) in the analysis window / the window's length (the same
+window as every other rate in the report; docs/MODEL.md).
+Kernel duration percentiles use the shared definition in :mod:`stats`; ``pct_under_Xus`` = percent of
+kernels shorter than X µs. A device or PID is flagged a *launch storm* when
+(launches/s ≥ 50 000 and p50 ≤ 10 µs) or (launches/s ≥ 100 000 and p50 ≤ 20 µs). The flag is evaluated
+per device and per PID only, never over all GPUs pooled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model.trace import TraceModel
+from ..common.stats import GroupStats, kernel_stats, pct
+
+STORM_RULES = ((50_000.0, 10_000), (100_000.0, 20_000))  # (launches/s at least, p50 at most ns)
+TINY_NS = 10_000
+
+Row = Dict[str, Any]
+
+
+def is_storm(rate: float, p50_ns: float) -> bool:
+    return any(rate >= r and p50_ns <= p for r, p in STORM_RULES)
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    available: bool
+    reason: Optional[str]
+    overall: Row = field(default_factory=dict)
+    per_device: Tuple[Row, ...] = ()
+    per_pid: Tuple[Row, ...] = ()
+    tiny_kernels: Tuple[Row, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "overall": self.overall,
+                           "per_device": self.per_device, "per_pid": self.per_pid,
+                           "tiny_kernels": self.tiny_kernels})
+
+
+SHARE_THRESHOLDS_NS = (5_000, 10_000, 20_000)
+
+
+def _rows(key_name: str, gs: GroupStats, keys: np.ndarray, dur: np.ndarray, window: int) -> List[Row]:
+    out = []
+    # group of each row (``gs`` holds its groups in ascending key order): the share-under figures are counts
+    # per group, no sort needed
+    code = np.searchsorted(gs.keys[key_name], keys)
+    under = {t: np.bincount(code[dur < t], minlength=len(gs)) for t in SHARE_THRESHOLDS_NS}
+    for i in range(len(gs)):
+        kv = int(gs.keys[key_name][i])
+        n = int(gs.count[i])
+        rate = n / (window / 1e9) if window > 0 else 0.0
+        out.append({key_name: kv, "launches": n, "window_ns": window, "launches_per_s": rate,
+                    "p50_ns": int(gs.p50[i]), "p90_ns": int(gs.p90[i]), "p99_ns": int(gs.p99[i]),
+                    **{f"pct_under_{t // 1000}us": pct(int(under[t][i]), n) for t in SHARE_THRESHOLDS_NS},
+                    "launch_storm": is_storm(rate, float(gs.p50_exact[i]))})
+    return out
+
+
+def analyze_launch(model: TraceModel, window_ns: int, top: int = 10) -> LaunchResult:
+    """``model``: clipped to the analysis window; ``window_ns``: its length (the rate's denominator)."""
+    k = model.kernels
+    if k is None or len(k) == 0:
+        return LaunchResult(False, "no CUDA kernels were captured")
+    dur = k.dur
+    pooled = _rows("all", kernel_stats(model, "all"), np.zeros(len(k), np.int64), dur, window_ns)[0]
+    # never evaluated over all GPUs pooled
+    overall = {c: (None if c == "launch_storm" else v) for c, v in pooled.items() if c != "all"}
+    gs = kernel_stats(model, "name")
+    tiny = np.nonzero(gs.p50_exact < TINY_NS)[0]
+    tiny = tiny[np.lexsort((gs.keys["name"][tiny], -gs.count[tiny]))][:top]
+    tiny_kernels = tuple({"name": k.names[int(gs.keys["name"][i])], "count": int(gs.count[i]),
+                          "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i])} for i in tiny.tolist())
+    per_device = _rows("device_id", kernel_stats(model, "device_id"), k.device, dur, window_ns)
+    per_pid = _rows("pid", kernel_stats(model, "pid"), k.pid, dur, window_ns)
+    return LaunchResult(True, None, overall=overall, per_device=tuple(per_device), per_pid=tuple(per_pid),
+                        tiny_kernels=tiny_kernels)

@@ -1,0 +1,75 @@
+"""CPU↔GPU synchronization: host-blocking CUDA calls (see :mod:`api_classes` for the exact list),
+globally and per PID. Non-blocking query/wait calls are reported separately and never counted as sync.
+OS-runtime waits (``OSRT_API``) are not CPU↔GPU sync and are not included.
+
+``total_ns`` = summed call durations on the calling threads (calls on different threads may overlap in
+time); ``wall_ns`` = length of the union of those calls per PID (time during which at least one thread of
+the PID was blocked in a sync call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model import intervals as iv
+from ...model.trace import ApiCalls, TraceModel
+from ..common.stats import group_stats
+from . import classes as ac
+from .cuda_api import base_index
+
+Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    available: bool
+    reason: Optional[str]
+    total_ns: int = 0
+    call_count: int = 0
+    sync_apis: Tuple[Row, ...] = ()
+    nonblocking_apis: Tuple[Row, ...] = ()
+    per_pid: Tuple[Row, ...] = ()
+    per_pid_totals: Tuple[Row, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "total_ns": self.total_ns,
+                           "call_count": self.call_count, "sync_apis": self.sync_apis,
+                           "nonblocking_apis": self.nonblocking_apis, "per_pid": self.per_pid,
+                           "per_pid_totals": self.per_pid_totals})
+
+
+def _table(keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[Row]:
+    gs = group_stats(keys, dur)
+    return [{**{k: bnames[int(v[i])] if k == "name" else int(v[i]) for k, v in gs.keys.items()},
+             "count": int(gs.count[i]), "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]),
+             "p50_ns": int(gs.p50[i]), "max_ns": int(gs.max[i])}
+            for i in gs.order_by_total().tolist()]
+
+
+def analyze_sync(model: TraceModel) -> SyncResult:
+    return sync_of(model.api)
+
+
+def sync_of(api: Optional[ApiCalls]) -> SyncResult:
+    """:func:`analyze_sync` of a model whose CUDA API table is ``api`` (it reads nothing else)."""
+    if api is None or len(api) == 0:
+        return SyncResult(False, "no CUDA API calls in the trace")
+    dur = api.end - api.start
+    bidx, bnames = base_index(api)
+    sm = ac.class_mask(api, "sync")
+    nm = ac.class_mask(api, "nonblocking_sync")
+    per_pid = _table({"pid": api.pid[sm], "name": bidx[sm]}, dur[sm], bnames)
+    per_pid.sort(key=lambda r: (r["pid"], -r["total_ns"]))
+    totals = []
+    for p in np.unique(api.pid[sm]).tolist():
+        m = sm & (api.pid == p)
+        u = iv.union_unsorted(api.start[m], api.end[m])
+        totals.append({"pid": int(p), "count": int(m.sum()), "total_ns": int(dur[m].sum()), "wall_ns": u.length})
+    return SyncResult(True, None, total_ns=int(dur[sm].sum()), call_count=int(sm.sum()),
+                      sync_apis=tuple(_table({"name": bidx[sm]}, dur[sm], bnames)),
+                      nonblocking_apis=tuple(_table({"name": bidx[nm]}, dur[nm], bnames)),
+                      per_pid=tuple(per_pid), per_pid_totals=tuple(totals))

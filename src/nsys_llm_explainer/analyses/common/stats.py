@@ -1,0 +1,332 @@
+"""Grouped duration statistics — the single definition used by every table.
+
+For each group: ``count``, ``total_ns`` (sum of ``end − start``), ``avg_ns`` (total / count, rounded half
+up to an integer), ``min_ns``, ``max_ns``, and percentiles ``p50_ns`` / ``p90_ns`` / ``p99_ns`` computed
+with linear interpolation between closest ranks (numpy's default method; p50 equals nsys stats' "Med"),
+rounded half up to an integer. ``p50_exact`` keeps the unrounded median.
+
+Ungrouped values: :func:`percentile` / :func:`median` (same interpolation, unrounded float; callers round
+half up with :func:`round_half_up` where they report integer ns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...model.timeline import few_distinct
+from ...model.trace import TraceModel
+
+
+def round_half_up(x: np.ndarray) -> np.ndarray:
+    return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
+
+
+@dataclass
+class GroupStats:
+    """Per-group statistics; ``keys`` holds one array per key column (aligned with the stats)."""
+
+    keys: Dict[str, np.ndarray]
+    count: np.ndarray
+    total: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    avg: np.ndarray
+    p50: np.ndarray
+    p90: np.ndarray
+    p99: np.ndarray
+    p50_exact: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.count.shape[0])
+
+    def order_by_total(self) -> np.ndarray:
+        """Indices sorted by total descending (ties: count descending, then first key ascending)."""
+        first = next(iter(self.keys.values())) if self.keys else np.zeros_like(self.count)
+        return np.lexsort((first, -self.count, -self.total))
+
+
+def percentile_sorted(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
+    """Linear-interpolation percentile ``q`` (0–100) of each segment of an already sorted array."""
+    if counts.shape[0] == 0:
+        return np.empty(0, np.float64)
+    pos = (counts - 1) * (q / 100.0)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, counts - 1)
+    frac = pos - lo
+    vlo = values[starts + lo].astype(np.float64)
+    vhi = values[starts + hi].astype(np.float64)
+    return vlo + (vhi - vlo) * frac
+
+
+def percentile(values: np.ndarray, q: float) -> float:
+    """Percentile ``q`` (0–100) of ``values`` (any order) by the same linear interpolation between
+    closest ranks as :func:`percentile_sorted` (numpy's default method, unrounded); 0.0 when empty."""
+    v = np.asarray(values).reshape(-1)
+    n = v.shape[0]
+    if n == 0:
+        return 0.0
+    pos = (n - 1) * (q / 100.0)
+    lo = int(np.floor(pos))
+    hi = min(lo + 1, n - 1)
+    part = np.partition(v, [lo, hi] if hi != lo else [lo])   # the two order statistics, no full sort
+    vlo, vhi = float(part[lo]), float(part[hi])
+    return vlo + (vhi - vlo) * (pos - lo)
+
+
+def median(values: np.ndarray) -> float:
+    """:func:`percentile` 50 (for an even count: the mean of the two middle values, unrounded)."""
+    return percentile(values, 50)
+
+
+def combine_keys(cols: List[np.ndarray]):
+    """One non-negative int64 key per row whose order equals the lexicographic order of ``cols``,
+    plus a decoder (per column: (offset, distinct values or None, width)); decoder is None when the
+    key had to be re-factorized (very wide keys)."""
+    key = np.zeros(cols[0].shape[0], np.int64)
+    span = 1
+    dec: Optional[list] = []
+    for c in cols:
+        c = np.asarray(c)
+        if c.dtype.kind not in "iub":
+            c = c.astype(np.int64)
+        elif c.dtype == np.uint64:
+            c = c.astype(np.int64)
+        lo, hi = (int(c.min()), int(c.max())) if c.shape[0] else (0, 0)
+        if hi - lo < (1 << 24):
+            code, width, u = None, hi - lo + 1, None   # the code is c − lo, added in place below
+        else:
+            u, code = np.unique(c, return_inverse=True)
+            code, width = code.reshape(-1).astype(np.int64), int(u.shape[0])
+        if span * width >= (1 << 62):  # too wide: re-factorize what we have so far
+            uu, key = np.unique(key, return_inverse=True)
+            key, span = key.reshape(-1).astype(np.int64), int(uu.shape[0])
+            dec = None
+        key *= width                   # in place: no temporaries of the row count
+        if code is None:
+            key += c
+            key -= lo
+        else:
+            key += code
+        span *= width
+        if dec is not None:
+            dec.append((lo, u, width))
+    return key, dec
+
+
+def _decode(key: np.ndarray, dec: list) -> List[np.ndarray]:
+    out = []
+    for lo, u, width in reversed(dec):
+        code = key % width
+        key = key // width
+        out.append(u[code] if u is not None else code + lo)
+    return out[::-1]
+
+
+#: a grouping of at least this many rows into at most :data:`FEW_GROUPS` groups takes :func:`_few_groups`
+FEW_GROUPS_MIN_ROWS = 100_000
+FEW_GROUPS = 8
+_QS = (50.0, 90.0, 99.0)
+
+
+def _few_groups(names: List[str], key: np.ndarray, dec: list, dur: np.ndarray) -> Optional[GroupStats]:
+    """The statistics of :func:`group_stats` for a few large groups without sorting: per group, the order
+    statistics the percentiles need come from one ``np.partition`` (the same interpolation formula as
+    :func:`percentile_sorted`, so the numbers are identical). ``None`` when there are more groups."""
+    uk = few_distinct(key)
+    if uk.shape[0] > FEW_GROUPS:
+        return None
+    rows = []
+    for g in uk.tolist():
+        v = dur if uk.shape[0] == 1 else dur[key == g]
+        cnt = np.int64(v.shape[0])
+        pos = [(cnt - 1) * (q / 100.0) for q in _QS]
+        lo = [int(np.floor(x)) for x in pos]
+        hi = [min(x + 1, int(cnt) - 1) for x in lo]
+        part = np.partition(v, sorted(set(lo + hi)))
+        pct_v = [float(part[a]) + (float(part[b]) - float(part[a])) * (x - a) for x, a, b in zip(pos, lo, hi)]
+        rows.append((int(cnt), int(v.sum()), int(v.min()), int(v.max()), pct_v))
+    count = np.array([r[0] for r in rows], np.int64)
+    total = np.array([r[1] for r in rows], np.int64)
+    p = np.array([r[4] for r in rows], np.float64).reshape(len(rows), len(_QS))
+    return GroupStats(
+        keys=dict(zip(names, _decode(uk.astype(np.int64), dec))), count=count, total=total,
+        min=np.array([r[2] for r in rows], np.int64), max=np.array([r[3] for r in rows], np.int64),
+        avg=round_half_up(total / count), p50=round_half_up(p[:, 0]), p90=round_half_up(p[:, 1]),
+        p99=round_half_up(p[:, 2]), p50_exact=p[:, 0])
+
+
+def _from_sorted(sk: np.ndarray, sd: np.ndarray) -> Tuple[np.ndarray, GroupStats]:
+    """Statistics of runs of equal ``sk`` (sorted) whose durations ``sd`` are sorted within each run; returns
+    (row of each group's first element, stats without keys)."""
+    n = sd.shape[0]
+    change = np.empty(n, bool)
+    change[0] = True
+    np.not_equal(sk[1:], sk[:-1], out=change[1:])
+    starts = np.nonzero(change)[0]
+    del change
+    counts = np.diff(np.append(starts, n))
+    total = np.add.reduceat(sd, starts)
+    p50 = percentile_sorted(sd, starts, counts, 50)
+    return starts, GroupStats(
+        keys={}, count=counts.astype(np.int64), total=total.astype(np.int64), min=sd[starts],
+        max=sd[starts + counts - 1], avg=round_half_up(total / counts),
+        p50=round_half_up(p50), p90=round_half_up(percentile_sorted(sd, starts, counts, 90)),
+        p99=round_half_up(percentile_sorted(sd, starts, counts, 99)), p50_exact=p50)
+
+
+def _packed_sort(key: np.ndarray, dur: np.ndarray, kind: Optional[str] = None
+                 ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """(key, duration) sorted by key then duration with one integer sort of ``key << bits | dur − min`` (32-bit
+    when it fits); None when the packed value would not fit 62 bits. ``kind="stable"`` for inputs made of
+    sorted runs (numpy's stable sort merges runs)."""
+    dmin, dmax = int(dur.min()), int(dur.max())
+    bits = max(int(dmax - dmin).bit_length(), 1)
+    kmax = int(key.max())
+    if kmax >= (1 << max(62 - bits, 0)):
+        return None
+    sp = key << bits
+    sp -= dmin
+    sp += dur                           # = key << bits | (dur − dmin), as 0 ≤ dur − dmin < 2^bits
+    if (kmax << bits) < (1 << 32):      # fits 32 bits: a sort of half the bytes, twice as fast
+        sp = sp.astype(np.uint32)
+    sp.sort(kind=kind)
+    sd = np.bitwise_and(sp, (1 << bits) - 1, dtype=np.int64)
+    sd += dmin
+    sk = np.right_shift(sp, bits, dtype=np.int64)
+    return sk, sd
+
+
+def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
+    """Statistics of ``dur`` grouped by the combination of ``keys`` (all int arrays of equal length)."""
+    names = list(keys.keys())
+    n = dur.shape[0]
+    if n == 0:
+        empty = np.empty(0, np.int64)
+        return GroupStats({k: empty for k in names}, empty, empty, empty, empty, empty, empty, empty, empty,
+                          np.empty(0, np.float64))
+    cols = [np.asarray(keys[k]) for k in names]
+    key, dec = combine_keys(cols)
+    dur = np.asarray(dur, dtype=np.int64)
+    if dec is not None and n >= FEW_GROUPS_MIN_ROWS:
+        few = _few_groups(names, key, dec, dur)
+        if few is not None:
+            return few
+    got = _packed_sort(key, dur) if dec is not None else None
+    order = None
+    if got is not None:
+        sk, sd = got
+    else:
+        order = np.lexsort((dur, key))
+        sd = dur[order]
+        sk = key[order]
+    starts, gs = _from_sorted(sk, sd)
+    if order is None:
+        gs.keys = dict(zip(names, _decode(sk[starts], dec)))
+    else:
+        gs.keys = {k: c[order[starts]].astype(np.int64) for k, c in zip(names, cols)}
+    return gs
+
+
+#: kernel columns :func:`kernel_stats` groups by
+_KERNEL_KEYS = {"name": lambda k: k.name_idx, "device_id": lambda k: k.device,
+                "pid": lambda k: k.pid, "all": lambda k: np.zeros(len(k), np.int8)}
+#: groupings by a prefix of these columns (in any order) come from one sort (:func:`_nested_stats`)
+_NESTED = ("name", "device_id", "pid")
+
+
+def _nested_stats(k, dur: np.ndarray) -> Optional[Dict[frozenset, GroupStats]]:
+    """Statistics by {name}, {name, device_id} and {name, device_id, pid}, keys in that column order, from one
+    sort by (name, device, pid, duration): a coarser grouping's runs are already sorted by duration, so its
+    sort is a merge of sorted runs (or nothing, when it groups the same rows). None when the keys are too wide."""
+    key, dec = combine_keys([_KERNEL_KEYS[c](k) for c in _NESTED])
+    if dec is None or dur.shape[0] == 0:
+        return None
+    got = _packed_sort(key, dur)
+    if got is None:
+        return None
+    sk, sd = got
+    del key, got
+    out: Dict[frozenset, GroupStats] = {}
+    div = 1
+    fine_groups = -1
+    for depth in range(len(_NESTED), 0, -1):
+        ck = sk // div if div > 1 else sk
+        starts, gs = _from_sorted(ck, sd)
+        if fine_groups >= 0 and starts.shape[0] != fine_groups:   # several finer runs per group: merge them
+            merged = _packed_sort(ck, sd, kind="stable")
+            if merged is None:
+                return None
+            starts, gs = _from_sorted(*merged)
+            ck = merged[0]
+        fine_groups = starts.shape[0] if depth == len(_NESTED) else fine_groups
+        gs.keys = dict(zip(_NESTED[:depth], _decode(ck[starts], dec[:depth])))
+        out[frozenset(_NESTED[:depth])] = gs
+        div *= dec[depth - 1][2]
+    return out
+
+
+def _reordered(gs: GroupStats, cols: Tuple[str, ...]) -> GroupStats:
+    """``gs`` with its groups in the order of the key columns ``cols`` (what :func:`group_stats` gives)."""
+    order = np.lexsort(tuple(gs.keys[c] for c in reversed(cols)))
+    return GroupStats({c: gs.keys[c][order] for c in cols}, gs.count[order], gs.total[order], gs.min[order],
+                      gs.max[order], gs.avg[order], gs.p50[order], gs.p90[order], gs.p99[order], gs.p50_exact[order])
+
+
+def kernel_stats(model: TraceModel, *cols: str) -> GroupStats:
+    """:func:`group_stats` of the kernel durations of ``model`` grouped by ``cols`` (``name``, ``device_id``,
+    ``pid``, ``all``), computed once per model and shared by the analyses that need it (kept in
+    ``model.cache``; a concurrent duplicate computation gives the same object contents)."""
+    key = ("kernel_stats",) + cols
+    got = model.cache.get(key)
+    if got is None:
+        k = model.kernels
+        assert k is not None
+        dur = model.cache.get("kernel_dur")
+        if dur is None:
+            dur = model.cache["kernel_dur"] = k.dur
+        nested = frozenset(cols)
+        if cols and len(nested) == len(cols) and nested in {frozenset(_NESTED[:i]) for i in (1, 2, 3)}:
+            fam = model.cache.get("kernel_stats_nested")
+            if fam is None:
+                fam = model.cache["kernel_stats_nested"] = _nested_stats(k, dur) or {}
+            if nested in fam:
+                got = model.cache[key] = _reordered(fam[nested], cols)
+                return got
+        got = model.cache[key] = group_stats({c: _KERNEL_KEYS[c](k) for c in cols}, dur)
+    return got  # type: ignore[return-value]
+
+
+def summary(dur: np.ndarray) -> Dict[str, int]:
+    """Ungrouped statistics of ``dur`` as a JSON-ready dict (all integer ns)."""
+    gs = group_stats({"all": np.zeros(dur.shape[0], np.int64)}, dur)
+    if len(gs) == 0:
+        return {"count": 0, "total_ns": 0, "avg_ns": 0, "min_ns": 0, "max_ns": 0, "p50_ns": 0, "p90_ns": 0,
+                "p99_ns": 0}
+    return {"count": int(gs.count[0]), "total_ns": int(gs.total[0]), "avg_ns": int(gs.avg[0]),
+            "min_ns": int(gs.min[0]), "max_ns": int(gs.max[0]), "p50_ns": int(gs.p50[0]),
+            "p90_ns": int(gs.p90[0]), "p99_ns": int(gs.p99[0])}
+
+
+def top_indices(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``values``, largest first, ties in index order — the first ``k`` of a
+    stable descending argsort, found in linear time (a partition, then a sort of the candidates only)."""
+    n = values.shape[0]
+    if k <= 0 or n == 0:
+        return np.empty(0, np.int64)
+    if n > 4 * k:
+        kth = np.partition(values, n - k)[n - k]
+        cand = np.nonzero(values >= kth)[0]
+    else:
+        cand = np.arange(n)
+    return cand[np.argsort(-values[cand], kind="stable")[:k]]
+
+
+def pct(part: float, whole: float, digits: Optional[int] = None) -> float:
+    """``100 * part / whole`` (full float precision unless ``digits``); 0 when ``whole`` is 0."""
+    if not whole:
+        return 0.0
+    v = 100.0 * part / whole
+    return round(v, digits) if digits is not None else v

@@ -1,0 +1,272 @@
+"""NCCL collectives across GPUs / processes, and straggler (late rank) detection.
+
+Definitions:
+
+* **NCCL kernel** — a kernel whose name contains ``nccl`` (case-insensitive). Its **collective name** is the
+  first identifier starting with ``nccl`` in the kernel name (``ncclDevKernel_SendRecv(...)`` →
+  ``ncclDevKernel_SendRecv``).
+* **custom all-reduce** — non-NCCL kernels matching ``cross_device_reduce`` or ``all_reduce`` / ``allreduce``
+  (vLLM / TensorRT-LLM custom all-reduce, ``allreduce_fusion``); counted separately, never as NCCL.
+* per device / per PID: ``count``, ``total_ns`` (Σ end − start of NCCL kernels), ``kernel_ns`` (Σ end − start
+  of all kernels there), ``pct_of_kernel_ns`` = total_ns / kernel_ns × 100, ``union_ns`` = length of the union
+  of the NCCL kernel intervals (time with at least one NCCL kernel running).
+* **rank** — one (pid, device) pair with NCCL kernels, labelled ``"pid P / GPU D"``.
+* **matching** — the k-th NCCL kernel (in start order) of a collective name on one rank is matched with the
+  k-th kernel of that name on every other rank that runs that name; a collective is *matched* when all those
+  ranks (≥ 2) have a k-th kernel. ``unmatched_kernels`` = NCCL kernels outside matched collectives.
+* per matched collective: ``skew`` of a rank = its kernel start − earliest start among the ranks; the
+  **last to arrive** is the rank with the latest start (ties: highest rank index); ``wait`` = latest start −
+  earliest start.
+* per rank (over its matched kernels): ``mean_ns`` (rounded half up), ``p50_ns`` (:func:`stats.median`,
+  rounded half up), ``mean_start_skew_ns`` (rounded half up), ``last_arrival_count``.
+* **verdict** (``straggler``) — ``waiting_rank`` = rank with the largest p50 duration; ``duration_ratio`` =
+  its p50 / the median of the other ranks' p50; ``late_rank`` = rank most often last to arrive,
+  ``late_share`` = that count / matched collectives. Reported when ratio ≥ 1.5, share ≥ 0.6 and the two
+  ranks differ; ``wait_ns_total`` = Σ wait over matched collectives; ``confidence`` = ``"high"`` when
+  ratio ≥ 2 and share ≥ 0.8, else ``"medium"``. Also required, because the export does not name the
+  communicator of a kernel (matching is by name and issue order): the matched kernels end together — median
+  ``end_spread`` (latest − earliest end per matched collective) ≤ half the median wait — and no rank runs a
+  collective name on several CUDA streams (each communicator runs on its own stream); else the matching may
+  pair different communicators' collectives and no verdict is given (docs/CLUSTER.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model import intervals as iv
+from ...model.trace import TraceModel
+from ..common.stats import combine_keys, median, pct, round_half_up
+
+NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
+COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
+CUSTOM_AR_RE = re.compile(r"cross_device_reduce|all_?reduce", re.IGNORECASE)
+MIN_RATIO = 1.5
+MIN_LATE_SHARE = 0.6
+#: matched kernels "end together" when their median end spread is at most this share of the median wait / skew
+#: (the one definition, also used by the cluster's late-arriver claim)
+MAX_END_SPREAD_SHARE = 0.5
+
+
+Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NcclStraggler:
+    """The straggler verdict (module docstring): the rank that waits, the rank that arrives late."""
+
+    waiting_rank: str
+    waiting_pid: int
+    waiting_device_id: int
+    late_rank: str
+    late_pid: int
+    late_device_id: int
+    wait_ns_total: int
+    duration_ratio: Optional[float]
+    late_share: float
+    matched_collectives: int
+    confidence: str           # "high" | "medium"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "waiting_rank": self.waiting_rank, "waiting_pid": self.waiting_pid,
+            "waiting_device_id": self.waiting_device_id, "late_rank": self.late_rank, "late_pid": self.late_pid,
+            "late_device_id": self.late_device_id, "wait_ns_total": self.wait_ns_total,
+            "duration_ratio": self.duration_ratio, "late_share": self.late_share,
+            "matched_collectives": self.matched_collectives, "confidence": self.confidence})
+
+
+@dataclass(frozen=True)
+class NcclResult:
+    available: bool
+    reason: Optional[str]
+    nccl_kernel_count: int = 0
+    nccl_total_ns: int = 0
+    by_name: Tuple[Row, ...] = ()
+    per_device: Tuple[Row, ...] = ()
+    per_pid: Tuple[Row, ...] = ()
+    custom_allreduce: Row = field(default_factory=dict)
+    ranks: Tuple[Row, ...] = ()
+    matched_collectives: int = 0
+    unmatched_kernels: int = 0
+    wait_ns_total: int = 0
+    straggler: Optional[NcclStraggler] = None
+    straggler_reason: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "nccl_kernel_count": self.nccl_kernel_count,
+            "nccl_total_ns": self.nccl_total_ns, "by_name": self.by_name, "per_device": self.per_device,
+            "per_pid": self.per_pid, "custom_allreduce": self.custom_allreduce, "ranks": self.ranks,
+            "matched_collectives": self.matched_collectives, "unmatched_kernels": self.unmatched_kernels,
+            "wait_ns_total": self.wait_ns_total, "straggler": self.straggler,
+            "straggler_reason": self.straggler_reason})
+
+
+def collective_name(kernel_name: str) -> str:
+    m = COLL_RE.search(kernel_name)
+    return m.group(0) if m else kernel_name
+
+
+def _name_masks(names: List[str], name_idx: np.ndarray):
+    is_nccl = np.array([bool(NCCL_RE.search(n)) for n in names] + [False], bool)
+    is_custom = np.array([(not NCCL_RE.search(n)) and bool(CUSTOM_AR_RE.search(n)) for n in names] + [False],
+                         bool)
+    return is_nccl[name_idx], is_custom[name_idx]
+
+
+def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str) -> List[Dict]:
+    dur = end - start
+    rows = []
+    for v in np.unique(key[nm]).tolist():
+        km = key == v
+        m = km & nm
+        u = iv.union(start[m], end[m])   # kernels are sorted by start
+        tot, kt = int(dur[m].sum()), int(dur[km].sum())
+        rows.append({label: int(v), "count": int(m.sum()), "total_ns": tot, "kernel_ns": kt,
+                     "pct_of_kernel_ns": pct(tot, kt), "union_ns": u.length})
+    return rows
+
+
+def analyze_nccl(model: TraceModel) -> NcclResult:
+    k = model.kernels
+    if k is None or len(k) == 0:
+        return NcclResult(False, "no CUDA kernels were captured")
+    nm, cm = _name_masks(k.names, k.name_idx)
+    dur = k.dur
+    cnames = sorted({k.names[j] for j in np.unique(k.name_idx[cm]).tolist()})
+    custom = {"count": int(cm.sum()), "total_ns": int(dur[cm].sum()), "names": cnames}
+    if not nm.any():
+        return NcclResult(False, "no NCCL kernels in the trace", custom_allreduce=custom)
+    per_device = tuple(_per_key(k.device, nm, k.start, k.end, "device_id"))
+    per_pid = tuple(_per_key(k.pid, nm, k.start, k.end, "pid"))
+
+    rows = np.nonzero(nm)[0]                        # start order
+    s, d, e = k.start[rows], dur[rows], k.end[rows]
+    # collective-name ids (loop over distinct kernel names only)
+    coll_names: List[str] = []
+    coll_of_name = np.zeros(len(k.names) + 1, np.int64)
+    lookup: Dict[str, int] = {}
+    for j in np.unique(k.name_idx[rows]).tolist():
+        c = collective_name(k.names[j])
+        coll_of_name[j] = lookup.setdefault(c, len(lookup))
+        if len(coll_names) < len(lookup):
+            coll_names.append(c)
+    coll = coll_of_name[k.name_idx[rows]]
+    n_coll = len(coll_names)
+    cc = np.bincount(coll, minlength=n_coll)
+    ct = np.bincount(coll, weights=d, minlength=n_coll)
+    by_name = tuple(sorted(({"name": coll_names[i], "count": int(cc[i]), "total_ns": int(round(ct[i]))}
+                            for i in range(n_coll)), key=lambda r: (-r["total_ns"], r["name"])))
+
+    rkey, _ = combine_keys([k.pid[rows], k.device[rows]])
+    _, rfirst, rank = np.unique(rkey, return_index=True, return_inverse=True)
+    rank = rank.reshape(-1).astype(np.int64)
+    n_rank = rfirst.shape[0]
+    rank_pid = k.pid[rows][rfirst]
+    rank_dev = k.device[rows][rfirst]
+    # sequence index of each kernel within its (rank, collective name), in start order
+    g = rank * n_coll + coll
+    order = np.argsort(g, kind="stable")
+    gs = g[order]
+    new = np.ones(gs.shape[0], bool)
+    new[1:] = gs[1:] != gs[:-1]
+    grp_start = np.maximum.accumulate(np.where(new, np.arange(gs.shape[0]), 0))
+    seq = np.empty(gs.shape[0], np.int64)
+    seq[order] = np.arange(gs.shape[0]) - grp_start
+    # ranks per collective name; a (name, seq) collective is matched when every such rank has it
+    pairs = np.unique(coll * n_rank + rank)
+    ranks_per_coll = np.bincount(pairs // n_rank, minlength=n_coll)
+    cid_key = coll * (int(seq.max()) + 1) + seq
+    ucid, cinv, ccount = np.unique(cid_key, return_inverse=True, return_counts=True)
+    cinv = cinv.reshape(-1)
+    c_coll = ucid // (int(seq.max()) + 1)
+    matched_c = (ccount == ranks_per_coll[c_coll]) & (ccount >= 2)
+    mrow = matched_c[cinv]
+    matched = int(matched_c.sum())
+    head = dict(nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()), by_name=by_name,
+                per_device=per_device, per_pid=per_pid, custom_allreduce=custom, matched_collectives=matched,
+                unmatched_kernels=int((~mrow).sum()))
+    base_rank = [{"rank": f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", "pid": int(rank_pid[r]),
+                  "device_id": int(rank_dev[r]), "nccl_count": int((rank == r).sum()),
+                  "nccl_total_ns": int(d[rank == r].sum())} for r in range(n_rank)]
+    if n_rank < 2:
+        return NcclResult(True, None, **head, ranks=tuple(base_rank),
+                          straggler_reason="NCCL kernels on a single (pid, GPU) rank: nothing to compare")
+    if matched == 0:
+        return NcclResult(True, None, **head, ranks=tuple(base_rank),
+                          straggler_reason="no collective could be matched across ranks")
+
+    # per matched collective: earliest start, latest start, last-arriving rank
+    mi = np.nonzero(mrow)[0]
+    mc = cinv[mi]
+    o = np.lexsort((rank[mi], s[mi], mc))
+    mi, mc = mi[o], mc[o]
+    first = np.ones(mi.shape[0], bool)
+    first[1:] = mc[1:] != mc[:-1]
+    starts = np.nonzero(first)[0]
+    ends = np.append(starts[1:], mi.shape[0]) - 1
+    cmin = s[mi][starts]
+    cmax = s[mi][ends]
+    last_rank = rank[mi][ends]
+    wait_ns_total = int((cmax - cmin).sum())
+    ce = e[mi]
+    spread = np.maximum.reduceat(ce, starts) - np.minimum.reduceat(ce, starts)   # per matched collective
+    wait_p50, spread_p50 = median(cmax - cmin), median(spread)
+    st = k.stream[rows].astype(np.int64)
+    st -= int(st.min())
+    width = int(st.max()) + 1
+    pair_g = np.unique(g * width + st) // width      # (rank, name) of each distinct (rank, name, stream)
+    split_n = int((np.bincount(pair_g) > 1).sum())   # (rank, name) pairs on several streams
+    grp = np.cumsum(first) - 1
+    skew = s[mi] - cmin[grp]
+    last_cnt = np.bincount(last_rank, minlength=n_rank)
+    p50 = np.zeros(n_rank, np.float64)
+    ranks = []
+    for r in range(n_rank):   # loop over ranks only
+        m = rank[mi] == r
+        dd = d[mi][m]
+        p50[r] = median(dd)
+        ranks.append({
+            **base_rank[r], "matched": int(m.sum()),
+            "mean_ns": int(round_half_up(dd.mean())) if dd.shape[0] else 0,
+            "p50_ns": int(round_half_up(p50[r])),
+            "mean_start_skew_ns": int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
+            "last_arrival_count": int(last_cnt[r]),
+        })
+
+    waiting = int(np.argmax(p50))
+    others = np.delete(p50, waiting)
+    ref = median(others)
+    ratio = p50[waiting] / ref if ref > 0 else float("inf")
+    late = int(np.argmax(last_cnt))
+    share = last_cnt[late] / matched
+    straggler = None
+    reason = None
+    if split_n:
+        reason = (f"{split_n} (rank, collective) pair(s) run on several CUDA streams: the collective name is shared "
+                  "by several communicators, which the export does not name, so matching by name and issue order "
+                  "may mix them; no straggler verdict")
+    elif spread_p50 > wait_p50 * MAX_END_SPREAD_SHARE:
+        reason = (f"the matched NCCL kernels do not end together (median end spread {spread_p50:,.0f} ns vs median "
+                  f"wait {wait_p50:,.0f} ns): matching by name and issue order may pair kernels of different "
+                  "communicators; no straggler verdict")
+    elif ratio >= MIN_RATIO and share >= MIN_LATE_SHARE and late != waiting:
+        w, lt = ranks[waiting], ranks[late]
+        straggler = NcclStraggler(
+            waiting_rank=w["rank"], waiting_pid=w["pid"], waiting_device_id=w["device_id"], late_rank=lt["rank"],
+            late_pid=lt["pid"], late_device_id=lt["device_id"], wait_ns_total=wait_ns_total,
+            duration_ratio=round(float(ratio), 4) if ref > 0 else None, late_share=round(float(share), 4),
+            matched_collectives=matched, confidence="high" if ratio >= 2 and share >= 0.8 else "medium")
+    else:
+        reason = (
+            f"no significant imbalance (p50 duration ratio {ratio:.2f} vs ≥ {MIN_RATIO}; most frequent last "
+            f"arriver in {100 * share:.0f}% of collectives vs ≥ {100 * MIN_LATE_SHARE:.0f}%)"
+        )
+    return NcclResult(True, None, **head, ranks=tuple(ranks), wait_ns_total=wait_ns_total, straggler=straggler,
+                      straggler_reason=reason)

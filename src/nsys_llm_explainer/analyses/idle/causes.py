@@ -1,0 +1,394 @@
+"""Where every idle nanosecond went: each ns of each device's idle gaps is charged to exactly one cause
+``(kind, detail)`` — the first kind of :data:`KINDS` whose condition holds at that ns (docs/MODEL.md).
+
+The gap's *host thread* is the thread whose CUDA call launched the activity opening the busy block after
+the gap; for the trailing gap (or when that activity has no linked call) the one that launched the
+activity closing the block before it; else the thread that launched most of the device's activity; else
+``unknown``. Each gap is cut into elementary pieces at every boundary of copies, the queued point, and the
+thread's API calls, NVTX push/pop ranges and OS-runtime calls; each piece takes the first kind that
+covers it. Σ causes = idle exactly (asserted). Vectorized: work per thread and per kind, never per row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ...model.timeline import DeviceTimeline, few_distinct
+from ...model.trace import TraceModel
+from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
+from ..api import classes as ac
+from ..common.stats import pct, top_indices
+from ..nvtx.tree import NvtxTree
+from .bins import DeviceBins, device_bins
+from .pieces import Cover, gap_codes, host_pieces, index_runs, thread_pieces, touching
+from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult
+
+K = KIND_CODE
+MAX_EXAMPLES = 3
+LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
+TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
+_DIGITS = re.compile(r"(?<![A-Za-z0-9])\d+|\d+(?![A-Za-z0-9])")
+_MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
+
+
+def normalize_range_name(name: str) -> str:
+    """NVTX range name with digit runs replaced by ``N`` unless between two letters (``layer_12_attn`` →
+    ``layer_N_attn``, ``h2d_copy`` unchanged)."""
+    return _DIGITS.sub("N", name)
+
+
+# ------------------------------------------------------------------------------------------ API kinds
+
+
+def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str], np.ndarray]:
+    """Per API row of ``model``: kind code (int8 index into :data:`KINDS`, -1 = not a runtime/driver row),
+    the base-name list and the row → base-name index. First launches are found on ``full`` (the whole
+    capture) and matched to ``model``'s rows by (pid, correlation id). Per-name work is done once per
+    distinct name; per-row work is a few gathers."""
+    api = model.api
+    if api is None or len(api) == 0:
+        return np.empty(0, np.int8), [], np.empty(0, np.int64)
+    base = [ac.normalize(n) for n in api.names]
+    uniq = sorted(set(base))
+    pos = {b: i for i, b in enumerate(uniq)}
+    name_to_base = np.array([pos[b] for b in base] + [0], np.int32)
+    per_name = np.array([_name_kind(b) for b in base] + [K["other_api"]], np.int8)
+    kinds = per_name[api.name_idx]
+    mc = model.memcpy
+    if mc is not None and len(mc) and "launch_idx" in mc.cols:
+        is_async_copy = np.array([("Memcpy" in b and "Async" in b) for b in base] + [False], bool)
+        pg = np.zeros(len(mc), bool)
+        for c in ("src_kind", "dst_kind"):
+            if c in mc.cols:
+                pg |= np.asarray(mc.cols[c], np.int64) == 0
+        li = np.asarray(mc["launch_idx"], np.int64)[pg]
+        li = li[li >= 0]
+        kinds[li[is_async_copy[api.name_idx[li]]]] = K["pageable_memcpy"]
+    first = _first_launch_keys(full)
+    if first.shape[0]:
+        key = _pid_corr_key(api.pid, api.corr)
+        at = np.minimum(np.searchsorted(first, key), first.shape[0] - 1)
+        fl = first[at] == key
+        del key, at
+        fl &= kinds == K["launch"]
+        kinds[fl] = K["module_load"]
+    kinds[~api.primary] = -1
+    return kinds, uniq, name_to_base[api.name_idx]
+
+
+def _pid_corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """``pid << 32 | (corr & 0xFFFFFFFF)``: a call's identity across models of one capture."""
+    key = pid.astype(np.int64)
+    key <<= 32
+    key += np.asarray(corr, np.int64) & 0xFFFFFFFF
+    return key
+
+
+def _name_kind(b: str) -> int:
+    if b in ac.SYNC_WAIT:
+        return K["sync"]
+    if b in ac.SYNC_MEMCPY:
+        return K["sync_memcpy"]
+    if b in ac.ALLOC or b in ac.FREE:
+        return K["alloc"]
+    if _MODULE_LOAD.search(b):
+        return K["module_load"]
+    if b in ac.LAUNCH:
+        return K["launch"]
+    return K["other_api"]
+
+
+def _first_launch_keys(full: TraceModel) -> np.ndarray:
+    """Sorted distinct (pid << 32 | corr) of the launch call of the first kernel of each (process, kernel
+    name)."""
+    k, api = full.kernels, full.api
+    if k is None or len(k) == 0 or api is None or k.launch_idx.shape[0] != len(k):
+        return np.empty(0, np.int64)
+    first = _first_rows(k.pid, k.name_idx, len(k.names))   # kernels are sorted by start: first = earliest
+    li = k.launch_idx[first]
+    li = li[li >= 0]
+    return np.unique(_pid_corr_key(api.pid[li], api.corr[li]))
+
+
+def _first_rows(pid: np.ndarray, name_idx: np.ndarray, n_names: int) -> np.ndarray:
+    """Row of the first occurrence of each distinct (pid, name index), in order of (pid, name index).
+    Dense codes and one ``minimum.at`` when the (distinct pids × names) table is small, else a sort."""
+    n = pid.shape[0]
+    pids = few_distinct(pid)
+    cells = pids.shape[0] * (n_names + 1)
+    if cells > max(4 * n, 1 << 20):
+        key = pid.astype(np.int64) * (n_names + 1) + name_idx + 1
+        return np.unique(key, return_index=True)[1]
+    code = np.searchsorted(pids, pid).astype(np.int64)
+    code *= n_names + 1
+    code += name_idx
+    code += 1                                           # name index -1 (unknown) gets its own cell
+    first = np.full(cells, n, np.int64)
+    np.minimum.at(first, code, np.arange(n, dtype=np.int64))
+    return first[first < n]
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+@dataclass
+class _Ctx:
+    model: TraceModel
+    kinds: np.ndarray
+    base_idx: np.ndarray
+    details: List[str]
+    detail_pos: Dict[str, int]
+    tree: Optional[NvtxTree]
+    nvtx_names: Sequence[str]
+    base_names: Sequence[str]
+    api_rows: Dict[int, np.ndarray] = field(default_factory=dict)   # thread → its API rows with a kind
+    reach: Optional[np.ndarray] = None        # per API row: max(start, end) over it and all earlier rows
+    backwards: Optional[np.ndarray] = None    # API rows with end < start
+
+    def det(self, s: str) -> int:
+        j = self.detail_pos.get(s)
+        if j is None:
+            j = self.detail_pos[s] = len(self.details)
+            self.details.append(s)
+        return j
+
+    def base_dmap(self) -> np.ndarray:
+        """Base-name index → detail code (registers the base names as details)."""
+        return np.array([self.det(s) for s in self.base_names] + [0], np.int64)
+
+    def range_detail(self, name_idx: int) -> int:
+        return self.det(normalize_range_name(self.nvtx_names[name_idx]))
+
+    def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]`` (sorted,
+        disjoint), in start order. When the intervals are few, only the rows that can reach them are
+        looked at: rows sorted by start, so those in ``[first row whose furthest end so far ≥ a, last row
+        starting ≤ b]`` (plus the rare rows ending before they start)."""
+        api = self.model.api
+        cand = self._near(a, b)
+        if cand is None:
+            r = self.thread_api_rows(g)
+        else:
+            r = cand[(api.gtid[cand] == g) & (self.kinds[cand] >= 0)]
+        return r[touching(a, b, api.start[r], api.end[r])]
+
+    def _near(self, a: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
+        """Candidate API rows for :meth:`api_near`, or None when they would be many (then: all rows)."""
+        api = self.model.api
+        if self.reach is None:
+            self.reach = np.maximum.accumulate(np.maximum(api.start, api.end))   # furthest end so far
+            self.backwards = np.nonzero(api.end < api.start)[0]
+        lo = np.searchsorted(self.reach, a, side="left")
+        hi = np.searchsorted(api.start, b, side="right")
+        lo[1:] = np.maximum(lo[1:], hi[:-1])               # runs in ascending order, not overlapping
+        n = np.maximum(hi - lo, 0)
+        if int(n.sum()) > len(api) // 8:
+            return None
+        idx = index_runs(lo, n)
+        return np.union1d(idx, self.backwards) if self.backwards.shape[0] else idx
+
+    def thread_api_rows(self, g: int) -> np.ndarray:
+        """API rows of thread ``g`` that have a kind, in start order (computed once per thread)."""
+        r = self.api_rows.get(g)
+        if r is None:
+            api = self.model.api
+            r = np.nonzero(api.gtid == g)[0]
+            r = self.api_rows[g] = r[self.kinds[r] >= 0]
+        return r
+
+
+def _no_rows(g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.empty(0, np.int64)
+
+
+def _groups(values: np.ndarray, candidates: np.ndarray) -> List[Tuple[int, np.ndarray]]:
+    """(value, rows holding it) for each distinct value of ``values`` in ascending order; ``candidates``:
+    a superset of those values (one mask per candidate when they are few, else one stable sort)."""
+    cand = np.unique(candidates)
+    if cand.shape[0] <= 16:
+        small = np.int32 if values.shape[0] < (1 << 31) else np.int64
+        out = [(int(c), np.nonzero(values == c)[0].astype(small)) for c in cand.tolist()]
+        return [(c, r) for c, r in out if r.shape[0]]
+    order = np.argsort(values, kind="stable")
+    v = values[order]
+    cut = np.nonzero(v[1:] != v[:-1])[0] + 1
+    return [(int(values[seg[0]]), seg) for seg in np.split(order, cut)] if v.shape[0] else []
+
+
+def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
+    api = ctx.model.api
+    gp = tl.gaps()
+    gs, ge = gp.start, gp.end
+    li = tl.act.launch_idx
+    has_api = api is not None and len(api) > 0
+    nli = np.where(gp.next_row >= 0, li[np.maximum(gp.next_row, 0)], -1) if li.shape[0] else gp.next_row * 0 - 1
+    pli = np.where(gp.prev_row >= 0, li[np.maximum(gp.prev_row, 0)], -1) if li.shape[0] else gp.prev_row * 0 - 1
+    if has_api:
+        linked = api.gtid[li[li >= 0]]
+        dom_g = -1
+        threads = np.empty(0, np.int64)
+        if linked.shape[0]:
+            threads = few_distinct(linked)                  # few distinct launch threads
+            dom_g = int(threads[0]) if threads.shape[0] == 1 else \
+                int(threads[np.bincount(np.searchsorted(threads, linked)).argmax()])
+        if threads.shape[0] == 1:                           # one launching thread: every gap is on it
+            thread = np.full(len(gp), dom_g, np.int64)
+        else:
+            thread = np.where(nli >= 0, api.gtid[np.maximum(nli, 0)],
+                              np.where(pli >= 0, api.gtid[np.maximum(pli, 0)], dom_g)).astype(np.int64)
+        hce = np.where(nli >= 0, np.clip(api.end[np.maximum(nli, 0)], gs, ge), ge + 1)
+        cand = np.append(threads.astype(np.int64), dom_g)
+    else:
+        thread = np.full(len(gp), -1, np.int64)
+        hce = ge + 1                                   # never queued
+        cand = np.array([-1], np.int64)
+    copy_cover = Cover(tl.copy_start, tl.copy_end)
+    copy_det = np.array([ctx.det(s) for s in tl.copy_labels], np.int64)[tl.copy_label] \
+        if tl.copy_label.shape[0] else np.empty(0, np.int64)
+    groups = _groups(thread, cand)
+    del gp, nli, pli, thread                           # per-gap inputs no longer needed while cutting
+    if has_api:
+        del linked
+    near = ctx.api_near if has_api else _no_rows
+    parts = [thread_pieces(ctx.model, ctx.kinds, ctx.base_idx, ctx.tree, ctx.det, ctx.range_detail, tl, g, gi, gs,
+                           ge, hce, copy_cover, copy_det, near, ctx.base_dmap) for g, gi in groups]
+    host = host_pieces(parts, [g for g, _ in groups], ctx.details, np.array([K[k] for k in HOST_PIECE_KINDS], np.int8))
+    if not parts:                                      # no idle gap at all
+        e = np.empty(0, np.int64)
+        parts = [(e, np.empty(0, np.int8), e, e, e)]
+    del groups, hce, copy_cover, copy_det              # the pieces are cut: free their inputs
+    gap, kind, det, ln, t0 = parts[0] if len(parts) == 1 else (np.concatenate([p[i] for p in parts])
+                                                                for i in range(5))
+    if len(parts) > 1:                                 # time order: gaps are disjoint, each on one thread
+        order = np.argsort(gap, kind="stable")
+        gap, kind, det, ln, t0 = (a[order] for a in (gap, kind, det, ln, t0))
+    bins = device_bins(tl, t0, ln, kind, n_bins) if n_bins > 0 else None
+    pieces = [gap, kind, det, ln]
+    del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
+    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host), bins
+
+
+def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, pieces: List[np.ndarray]) -> DeviceCauses:
+    """Sum the pieces (in time order; ``pieces`` = [gap, kind, detail, length], emptied here so that the
+    arrays are freed early) per cause and per (cause, gap): dense cause codes ``kind · D + detail``, runs merged,
+    then one stable sort by cause rank (a radix sort: causes are few)."""
+    gap, kind, det, ln = pieces
+    pieces.clear()
+    idle, window = tl.idle_ns, tl.window_ns
+    D = max(len(ctx.details), 1)
+    key = kind.astype(np.int32 if len(KINDS) * D < (1 << 31) else np.int64)
+    key *= D
+    key += det
+    del kind, det
+    if key.shape[0] > 1:                                # merge runs of pieces of one cause in one gap
+        run = np.empty(key.shape[0], bool)
+        run[0] = True
+        np.not_equal(key[1:], key[:-1], out=run[1:])
+        run[1:] |= gap[1:] != gap[:-1]
+        at = np.nonzero(run)[0]
+        key, gap, ln = key[at], gap[at], np.add.reduceat(ln, at)
+    ns_all = np.zeros(len(KINDS) * D, np.int64)       # integer sums: exact for any ns
+    np.add.at(ns_all, key, ln)
+    assert int(ns_all.sum()) == idle, (tl.device_id, int(ns_all.sum()), idle)
+    ukey = np.nonzero(ns_all)[0]                       # every piece has ns > 0: ukey = the causes present
+    one_per_gap = gap.shape[0] < 2 or bool((gap[1:] != gap[:-1]).all())   # then (cause, gap) pairs = runs
+    small = ukey.shape[0] <= 1 << 16                   # numpy sorts 16-bit integers stably by radix
+    rank_of = np.zeros(ns_all.shape[0], np.uint16 if small else np.int64)
+    rank_of[ukey] = np.arange(ukey.shape[0])
+    rank = rank_of[key]
+    order = np.argsort(rank, kind="stable")            # (cause, gap) order: pieces are in gap order
+    if one_per_gap:
+        pk, pg, pns = key[order], gap[order], ln[order]
+    else:
+        rs, gsrt = rank[order], gap[order]
+        new = np.empty(rs.shape[0], bool)
+        new[0] = True
+        np.not_equal(rs[1:], rs[:-1], out=new[1:])
+        new[1:] |= gsrt[1:] != gsrt[:-1]
+        start = np.nonzero(new)[0]
+        pk = ukey[rs[start].astype(np.int64)]
+        pg = gsrt[start]
+        pns = np.add.reduceat(ln[order], start)
+        del rs, gsrt, new, start
+    del order, rank
+    causes = []
+    first_pair = np.searchsorted(pk, ukey, "left")
+    last_pair = np.searchsorted(pk, ukey, "right")
+    glen = (ge - gs)[pg]
+    short = glen < LONG_GAP_NS
+    tiny = glen < TINY_GAP_NS
+    del glen
+    for j, code in enumerate(ukey.tolist()):
+        a, b = int(first_pair[j]), int(last_pair[j])
+        sl = slice(a, b)
+        top = a + top_indices(pns[sl], MAX_EXAMPLES)
+        k = KINDS[code // D]
+        ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in top.tolist())
+        ns = int(ns_all[code])
+        causes.append(IdleCause(k, ctx.details[code % D], ns, pct(ns, window), pct(ns, idle), b - a, k in ONE_TIME,
+                                int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
+                                int(pns[sl][tiny[sl]].sum())))
+    causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
+    if one_per_gap:
+        code = np.full(len(gs), -1, np.int64)
+        code[gap] = key
+    else:
+        code = gap_codes(len(gs), pk, pg, pns)
+    seen = np.zeros(ns_all.shape[0], bool)
+    seen[code[code >= 0]] = True
+    used = np.nonzero(seen)[0]
+    table = {int(c): (KINDS[int(c) // D], ctx.details[int(c) % D]) for c in used.tolist()}
+    return DeviceCauses(tl.device_id, window, tl.busy_ns, idle, tuple(causes), code, table)
+
+
+def _totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
+    window = sum(d.window_ns for d in devs)
+    idle = sum(d.idle_ns for d in devs)
+    acc: Dict[Tuple[str, str], List[int]] = {}
+    for d in devs:
+        for c in d.causes:
+            a = acc.setdefault((c.kind, c.detail), [0, 0, 0])
+            a[0] += c.ns
+            a[1] += c.gap_count
+            a[2] += c.short_gap_ns
+    out = [IdleCause(k, det, v[0], pct(v[0], window), pct(v[0], idle), v[1], k in ONE_TIME, v[2])
+           for (k, det), v in acc.items()]
+    out.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
+    return tuple(out)
+
+
+def analyze_idle_causes(full: TraceModel, model: TraceModel,
+                        timelines: Union[Mapping[int, DeviceTimeline], Iterable[DeviceTimeline]],
+                        tree: Optional[NvtxTree], n_bins: int = 0,
+                        on_device: Optional[Callable[[DeviceTimeline, DeviceCauses], None]] = None
+                        ) -> IdleCausesResult:
+    """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g.
+    clipped to the steady window; ``full``: the whole capture, for first-launch detection). With
+    ``n_bins`` > 0 the result also holds the binned timeline of each device (:mod:`timeline_bins`).
+
+    ``timelines``: device → timeline, or the timelines in device-id order (e.g. :func:`model.timeline.iter_timelines`,
+    so that only one device's rows are alive at a time); ``on_device`` sees each timeline with its causes before
+    the next one is built."""
+    seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
+    ctx: Optional[_Ctx] = None
+    done = []
+    for tl in seq:
+        if ctx is None:
+            kinds, base_names, base_idx = api_kinds(full, model)
+            ctx = _Ctx(model, kinds, base_idx, [""], {"": 0}, tree,
+                       full.nvtx.names if full.nvtx is not None else [], base_names)
+        dc, b = _device(ctx, tl, n_bins)
+        if on_device is not None:
+            on_device(tl, dc)
+        done.append((dc, b))
+        del tl
+    if not done:
+        return IdleCausesResult(False, "no GPU activity in the window (no kernels captured)")
+    devs = tuple(d for d, _ in done)
+    bins = tuple(b for _, b in done if b is not None)
+    return IdleCausesResult(True, None, devs, _totals(devs), bins)

@@ -1,0 +1,163 @@
+"""GPU busy / idle per device over the steady window and the full capture, read off the device timelines
+(:mod:`model.timeline`, the one definition; docs/MODEL.md).
+
+Per device and window: ``busy_ns``, ``idle_ns``, ``busy_pct``, ``idle_pct`` (of ``window_ns``),
+``copy_busy_ns`` / ``copy_only_ns``, ``kernel_count`` (kernel rows in the window), ``launches_per_s``
+(``kernel_count`` / window in s), ``kernel_p50_ns`` (median kernel duration, clipped to the window),
+``gap_count`` (idle gaps, edges included), the largest gaps (with the
+activity around them and the idle cause holding most of each gap) and a gap-size histogram.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ...model.timeline import MEMCPY_KIND_LABEL, DeviceTimeline
+from ..common.stats import median, pct, top_indices
+
+__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "GpuTimeResult", "device_time", "gpu_time_result",
+           "window_times"]
+
+#: gap-size histogram buckets: (label, lower bound ns inclusive, upper bound ns exclusive)
+GAP_BUCKETS = [
+    ("<1 µs", 0, 1_000),
+    ("1–5 µs", 1_000, 5_000),
+    ("5–10 µs", 5_000, 10_000),
+    ("10–50 µs", 10_000, 50_000),
+    ("50–100 µs", 50_000, 100_000),
+    ("0.1–1 ms", 100_000, 1_000_000),
+    ("≥1 ms", 1_000_000, None),
+]
+
+
+@dataclass(frozen=True)
+class WindowTime:
+    window_start_ns: int
+    window_end_ns: int
+    window_ns: int
+    busy_ns: int
+    idle_ns: int
+    busy_pct: float
+    idle_pct: float
+
+
+@dataclass(frozen=True)
+class Gap:
+    start_ns: int
+    end_ns: int
+    duration_ns: int
+    kernel_before: Optional[str]
+    kernel_after: Optional[str]
+    cause_kind: str
+    cause_detail: str
+
+
+@dataclass(frozen=True)
+class Bucket:
+    bucket: str
+    lo_ns: int
+    hi_ns: Optional[int]
+    count: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
+class DeviceTime:
+    device_id: int
+    window_start_ns: int
+    window_end_ns: int
+    window_ns: int
+    busy_ns: int
+    idle_ns: int
+    busy_pct: float
+    idle_pct: float
+    copy_busy_ns: int
+    copy_only_ns: int
+    kernel_count: int
+    launches_per_s: float
+    kernel_p50_ns: int        # median duration of the kernels in the window (clipped to it)
+    gap_count: int
+    largest_gaps: Tuple[Gap, ...]
+    gap_histogram: Tuple[Bucket, ...]
+    full: Optional[WindowTime]
+
+
+@dataclass(frozen=True)
+class GpuTimeResult:
+    available: bool
+    reason: Optional[str]
+    include_memcpy: bool
+    devices: Tuple[DeviceTime, ...] = ()
+
+    def pooled(self, full: bool = False) -> Optional[WindowTime]:
+        """Σ over devices (percentages of the summed windows)."""
+        rows = [d.full if full else d for d in self.devices]
+        rows = [r for r in rows if r is not None]
+        if not rows:
+            return None
+        w = sum(r.window_ns for r in rows)
+        b = sum(r.busy_ns for r in rows)
+        return WindowTime(min(r.window_start_ns for r in rows), max(r.window_end_ns for r in rows), w, b, w - b,
+                          pct(b, w), pct(w - b, w))
+
+    def device(self, device_id: int) -> Optional[DeviceTime]:
+        return next((d for d in self.devices if d.device_id == device_id), None)
+
+    def to_dict(self) -> List[Dict[str, object]]:
+        return [asdict(d) for d in self.devices]
+
+
+def _histogram(durations: np.ndarray) -> Tuple[Bucket, ...]:
+    out = []
+    for label, lo, hi in GAP_BUCKETS:
+        m = durations >= lo if hi is None else (durations >= lo) & (durations < hi)
+        out.append(Bucket(label, lo, hi, int(m.sum()), int(durations[m].sum())))
+    return tuple(out)
+
+
+def _window_time(tl: DeviceTimeline) -> WindowTime:
+    return WindowTime(tl.w0, tl.w1, tl.window_ns, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, tl.window_ns),
+                      pct(tl.idle_ns, tl.window_ns))
+
+
+def window_times(timelines: Mapping[int, DeviceTimeline]) -> Dict[int, WindowTime]:
+    """Per device, the window totals of a timeline (all that the report keeps of the full-capture timelines, so
+    their per-row arrays can be dropped before the steady ones are built)."""
+    return {d: _window_time(tl) for d, tl in timelines.items()}
+
+
+def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None], gap_cause, top: int
+                ) -> DeviceTime:
+    """Busy/idle, gaps and the ``top`` longest gaps (with their dominant cause from ``gap_cause``) of one device
+    over the timeline's window; ``full``: the same device over the full capture (timeline or its totals)."""
+    gp = tl.gaps()
+    gd = gp.end - gp.start
+    order = top_indices(gd, top)
+    lab = tl.act.label_idx
+
+    def name(row: int) -> Optional[str]:
+        return tl.labels[int(lab[row])] if row >= 0 else None
+
+    gaps = []
+    for j in order.tolist():
+        ck, cd = gap_cause(j) if gap_cause is not None else ("", "")
+        gaps.append(Gap(int(gp.start[j]), int(gp.end[j]), int(gd[j]), name(int(gp.prev_row[j])),
+                        name(int(gp.next_row[j])), ck, cd))
+    w = tl.window_ns
+    kd = (tl.act.end - tl.act.start)[tl.act.is_kernel]
+    return DeviceTime(
+        tl.device_id, tl.w0, tl.w1, w, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, w), pct(tl.idle_ns, w),
+        tl.copy_busy_ns, tl.copy_only_ns, tl.kernel_count, tl.kernel_count / (w / 1e9) if w > 0 else 0.0,
+        int(round(median(kd))) if kd.shape[0] else 0, len(gp), tuple(gaps), _histogram(gd),
+        _window_time(full) if isinstance(full, DeviceTimeline) else full)
+
+
+def gpu_time_result(devices: Sequence[DeviceTime], include_memcpy: bool) -> GpuTimeResult:
+    """The result for per-device figures computed one device at a time (:func:`device_time`)."""
+    if not devices:
+        return GpuTimeResult(False, "no GPU activity rows to build a timeline from (no kernels captured)",
+                             include_memcpy)
+    return GpuTimeResult(True, None, include_memcpy, tuple(sorted(devices, key=lambda d: d.device_id)))

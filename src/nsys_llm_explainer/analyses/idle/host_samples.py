@@ -1,0 +1,333 @@
+"""What the host ran during host-side GPU idle, from CPU samples (docs/MODEL.md "What the host ran during
+host-side idle").
+
+The idle causes (:mod:`idle_causes`) charge idle ns to host-side kinds (``launch``, ``other_api``, ``nvtx``,
+``osrt``, ``host_cpu``) and keep those pieces per device (:class:`~.idle_cause_result.IdlePieces`: start, end,
+kind, detail, the gap's host thread). A CPU sample (``TraceModel.samples``) is **inside** a piece when the
+sample's thread is the piece's host thread and ``piece.start ≤ sample time < piece.end``. Per device and host
+kind (and per cause ``(kind, detail)``) the samples inside its pieces are counted by
+
+* **module group** of the leaf frame (:data:`model.samples.GROUPS`: Python interpreter, PyTorch/framework, CUDA
+  driver, CUDA runtime/libraries, allocator, OS kernel, libc, profiler, other);
+* **module** (file name of the leaf frame's module), **function** (leaf frame: symbol and module) and **caller**
+  (the first frame that is not in a system module: :mod:`model.samples`).
+
+Each entry has ``count``, ``pct`` = count / samples inside the scope × 100, and ``est_ns`` = round(count / samples
+× the scope's idle ns): the idle time the entry stands for if samples are spread over the scope's pieces in
+proportion to time (sampling is periodic while the thread runs; a thread blocked off-CPU is not sampled, so
+off-CPU time inside a piece is spread over the code that was sampled). Lists: every group with a sample, the
+top :data:`TOP` modules / functions / callers (count descending, then name).
+
+Vectorized: one ``searchsorted`` of the samples (sorted by time) against each device's pieces (sorted, disjoint),
+then counting with ``np.unique`` / ``bincount``: O((samples + pieces) log pieces). A trace without samples costs
+nothing (the model holds ``None``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
+from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
+from ..common.stats import pct
+from .result import DeviceCauses, IdleCausesResult
+
+#: entries per list (modules, functions, callers)
+TOP = 5
+#: per-cause (kind, detail) entries kept per device: the largest causes (by idle ns) with a sample
+CAUSE_LIMIT = 100
+#: entries per list of a per-cause entry
+CAUSE_TOP = 3
+#: kinds the evidence line and the idle-cause table speak for
+SHOWN_KINDS = ("host_cpu", "nvtx")
+
+#: how to capture samples (Nsight Systems CLI; docs/MODEL.md cites the sources)
+CAPTURE_HINT = ("capture with CPU sampling on: `nsys profile --sample=process-tree` (Nsight Systems 2022.1 and "
+                "later, where it is the default unless `--sample=none` is given; `--sample=cpu` in 2021.x); recent "
+                "versions also sample Python frames with `--python-sampling=true` — check `nsys profile --help` "
+                "for the options your version has")
+NO_SAMPLES = "the trace has no CPU samples (COMPOSITE_EVENTS / SAMPLING_CALLCHAINS absent or empty)"
+REQUESTED_EMPTY = ("CPU sampling was on in the capture (COLLECT_IP_BACKTRACE_SAMPLES) but no samples were "
+                   "recorded: the system may not allow it (`nsys status --environment` shows why)")
+
+
+@dataclass(frozen=True)
+class Share:
+    """One row of a list: ``name`` (group label, module file, or function symbol), ``module`` (the module file
+    of a function, else ""), ``group`` (module group label), ``count``, ``pct`` of the scope's samples, ``est_ns``."""
+
+    name: str
+    module: str
+    group: str
+    count: int
+    pct: float
+    est_ns: int
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"name": self.name, "module": self.module, "group": self.group, "count": self.count,
+                "pct": self.pct, "est_ns": self.est_ns}
+
+
+@dataclass(frozen=True)
+class ScopeSamples:
+    """Samples inside the pieces of one kind (``detail`` None) or one cause (kind, detail) of a device."""
+
+    kind: str
+    detail: Optional[str]
+    idle_ns: int
+    samples: int
+    groups: Tuple[Share, ...]
+    modules: Tuple[Share, ...]
+    functions: Tuple[Share, ...]
+    callers: Tuple[Share, ...]
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"kind": self.kind, "detail": self.detail, "idle_ns": self.idle_ns, "samples": self.samples,
+                "groups": [s.to_dict() for s in self.groups], "modules": [s.to_dict() for s in self.modules],
+                "functions": [s.to_dict() for s in self.functions],
+                "callers": [s.to_dict() for s in self.callers]}
+
+
+@dataclass(frozen=True)
+class DeviceHostSamples:
+    device_id: int
+    threads: Tuple[int, ...]           # the gaps' host threads (serialized globalTid) of this device's pieces
+    thread_samples: int                # samples read of those threads (the traced span)
+    samples_inside: int                # of them inside a host-side piece of this device
+    kinds: Tuple[ScopeSamples, ...]    # per host kind with idle ns, largest idle first
+    causes: Tuple[ScopeSamples, ...]   # per cause with ≥ 1 sample, the CAUSE_LIMIT largest by idle ns
+    note: Optional[str] = None         # why a kind has no samples (none on the thread / none in the gaps)
+
+    def kind(self, kind: str) -> Optional[ScopeSamples]:
+        return next((k for k in self.kinds if k.kind == kind), None)
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"device_id": self.device_id, "threads": list(self.threads), "thread_samples": self.thread_samples,
+                "samples_inside": self.samples_inside, "note": self.note, "kinds": [k.to_dict() for k in self.kinds],
+                "causes": [c.to_dict() for c in self.causes]}
+
+
+@dataclass(frozen=True)
+class HostSamplesResult:
+    available: bool                    # samples were matched against idle pieces
+    reason: Optional[str]
+    captured: bool                     # the trace has CPU samples
+    sampling_requested: Optional[bool]  # capture metadata: sampling on (None: not recorded)
+    sample_count: int                  # every sample of the trace (all threads)
+    samples_read: int                  # samples of the CUDA-calling threads in the traced span
+    caller_depth: int = 0
+    devices: Tuple[DeviceHostSamples, ...] = ()
+
+    def device(self, device_id: int) -> Optional[DeviceHostSamples]:
+        return next((d for d in self.devices if d.device_id == device_id), None)
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"available": self.available, "reason": self.reason, "captured": self.captured,
+                "sampling_requested": self.sampling_requested, "sample_count": self.sample_count,
+                "samples_read": self.samples_read, "caller_depth": self.caller_depth, "top": TOP,
+                "cause_limit": CAUSE_LIMIT, "capture_hint": CAPTURE_HINT,
+                "groups": [{"key": k, "label": v} for k, v in GROUPS],
+                "devices": [d.to_dict() for d in self.devices]}
+
+
+# ------------------------------------------------------------------------------------------ counting
+def _shares(codes: np.ndarray, n_codes: int, total: int, scope_ns: int, names: Sequence[str],
+            modules: Sequence[str], groups: Sequence[str], limit: int) -> Tuple[Share, ...]:
+    """Top ``limit`` codes by count (then name) as :class:`Share` rows (``limit`` < 0: every code present)."""
+    if codes.shape[0] == 0 or total == 0:
+        return ()
+    counts = np.bincount(codes, minlength=n_codes) if n_codes <= 4 * codes.shape[0] + 64 else None
+    if counts is not None:
+        present = np.nonzero(counts)[0]
+        cnt = counts[present]
+    else:
+        present, cnt = np.unique(codes, return_counts=True)
+    order = sorted(range(present.shape[0]), key=lambda i: (-int(cnt[i]), names[int(present[i])]))
+    if limit >= 0:
+        order = order[:limit]
+    out = []
+    for i in order:
+        c, k = int(present[i]), int(cnt[i])
+        out.append(Share(names[c], modules[c], groups[c], k, pct(k, total), (k * scope_ns * 2 + total) // (2 * total)))
+    return tuple(out)
+
+
+class _Names:
+    """Distinct display names (with their module file and group label), interned in first-seen order."""
+
+    def __init__(self) -> None:
+        self.index: Dict[Tuple[str, str], int] = {}
+        self.names: List[str] = []
+        self.modules: List[str] = []
+        self.groups: List[str] = []
+
+    def add(self, name: str, module: str, group: str) -> int:
+        k = self.index.get((name, module))
+        if k is None:
+            k = self.index[(name, module)] = len(self.names)
+            self.names.append(name)
+            self.modules.append(module)
+            self.groups.append(group)
+        return k
+
+
+@dataclass
+class _Frames:
+    """The frame tables of a :class:`CpuSamples` mapped (once per run, per distinct frame) to functions (display
+    symbol + module file: the unresolved addresses of one module are one function) and to module files."""
+
+    s: CpuSamples
+    labels: List[str]
+    fn_of_frame: np.ndarray       # frame → function index
+    fns: _Names
+    mod_of_frame: np.ndarray      # frame → module index
+    mods: _Names
+
+    @classmethod
+    def of(cls, s: CpuSamples) -> _Frames:
+        labels = [GROUP_LABEL[k] for k in GROUP_KEYS]
+        fns, mods = _Names(), _Names()
+        nfr = len(s.frame_symbol)
+        fof, mof = np.empty(nfr, np.int64), np.empty(nfr, np.int64)
+        for j, (sym, mod, g) in enumerate(zip(s.frame_symbol, s.frame_module, s.frame_group.tolist())):
+            fof[j] = fns.add(sym, mod, labels[int(g)])
+            mof[j] = mods.add(mod, "", GROUP_LABEL[module_group(mod)])   # a module's group: by its name alone
+        return cls(s, labels, fof, fns, mof, mods)
+
+    def scope(self, kind: str, detail: Optional[str], rows: np.ndarray, ns: int, top: int) -> ScopeSamples:
+        s = self.s
+        leaf, caller = s.leaf[rows], s.caller[rows]
+        n = int(rows.shape[0])
+        g = s.frame_group[leaf].astype(np.int64)
+        groups = _shares(g, len(GROUP_KEYS), n, ns, self.labels, [""] * len(self.labels), self.labels, -1)
+        m, f = self.mods, self.fns
+        mods = _shares(self.mod_of_frame[leaf], len(m.names), n, ns, m.names, m.modules, m.groups, top)
+        fns = _shares(self.fn_of_frame[leaf], len(f.names), n, ns, f.names, f.modules, f.groups, top)
+        callers = _shares(self.fn_of_frame[caller], len(f.names), n, ns, f.names, f.modules, f.groups, top)
+        return ScopeSamples(kind, detail, ns, n, groups, mods, fns, callers)
+
+
+def _inside(s: CpuSamples, start: np.ndarray, end: np.ndarray, gtid: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(sample rows, piece index) of the samples inside a piece of the same thread (pieces sorted, disjoint)."""
+    if start.shape[0] == 0 or len(s) == 0:
+        e = np.empty(0, np.int64)
+        return e, e
+    lo = int(np.searchsorted(s.start, start[0], "left"))
+    hi = int(np.searchsorted(s.start, end[-1], "left"))
+    if hi <= lo:
+        e = np.empty(0, np.int64)
+        return e, e
+    t = s.start[lo:hi]
+    i = np.searchsorted(start, t, "right") - 1
+    ok = i >= 0
+    j = np.maximum(i, 0)
+    ok &= t < end[j]
+    ok &= s.gtid[lo:hi] == gtid[j]
+    rows = np.nonzero(ok)[0]
+    return rows + lo, j[rows]
+
+
+def _device(fr: _Frames, dc: DeviceCauses) -> DeviceHostSamples:
+    s = fr.s
+    p = dc.pieces
+    kind_ns = {k: dc.ns_of(k) for k in HOST_PIECE_KINDS}
+    kinds_present = sorted((k for k, v in kind_ns.items() if v > 0), key=lambda k: (-kind_ns[k], k))
+    if p is None or len(p) == 0:
+        return DeviceHostSamples(dc.device_id, (), 0, 0, tuple(ScopeSamples(k, None, kind_ns[k], 0, (), (), (), ())
+                                                               for k in kinds_present), ())
+    keep = p.end > p.start
+    start, end, gt = p.start[keep], p.end[keep], p.gtid[keep]
+    kcode, dcode = np.asarray(p.kind)[keep].astype(np.int64), np.asarray(p.detail)[keep].astype(np.int64)
+    threads = tuple(int(g) for g in np.unique(gt).tolist())
+    thread_samples = sum(s.per_thread.get(g, 0) for g in threads)
+    rows, piece = _inside(s, start, end, gt)
+    pk, pd = kcode[piece], dcode[piece]
+    kinds = []
+    for k in kinds_present:
+        sel = rows[pk == KINDS.index(k)]
+        kinds.append(fr.scope(k, None, sel, kind_ns[k], TOP))
+    causes: List[ScopeSamples] = []
+    if rows.shape[0]:
+        cause_ns = {(c.kind, c.detail): c.ns for c in dc.causes}
+        ndet = max(len(p.details), 1)
+        key = pk * ndet + pd
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        cut = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]]) if ks.shape[0] else np.empty(0, np.int64)
+        segs = []
+        for a, b in zip(cut.tolist(), cut[1:].tolist() + [ks.shape[0]]):
+            code = int(ks[a])
+            kd = (KINDS[code // ndet], p.details[code % ndet])
+            segs.append((cause_ns.get(kd, 0), kd, order[a:b]))
+        segs.sort(key=lambda x: (-x[0], KINDS.index(x[1][0]), x[1][1]))
+        for ns, (k, d), seg in segs[:CAUSE_LIMIT]:
+            causes.append(fr.scope(k, d, rows[seg], ns, CAUSE_TOP))
+    note = None
+    if rows.shape[0] == 0:
+        if thread_samples == 0:
+            note = ("no CPU samples of the gaps' host thread" + ("s" if len(threads) > 1 else "") +
+                    " (the samples in the trace are of other threads)")
+        else:
+            note = (f"the gaps' host thread has {thread_samples:,} CPU samples in the traced span, none inside its "
+                    "host-side idle pieces on this device")
+    return DeviceHostSamples(dc.device_id, threads, thread_samples, int(rows.shape[0]), tuple(kinds), tuple(causes),
+                             note)
+
+
+def analyze_host_samples(samples: Optional[CpuSamples], causes: IdleCausesResult) -> HostSamplesResult:
+    """Attribute the CPU samples of the gaps' host threads inside each device's host-side idle pieces (module
+    docstring). ``samples``: the whole capture's (``TraceModel.samples`` of the model read from the file)."""
+    if samples is None or samples.total == 0:
+        requested = samples.requested if samples is not None else None
+        reason = REQUESTED_EMPTY if requested else NO_SAMPLES
+        return HostSamplesResult(False, f"{reason}; {CAPTURE_HINT}", False, requested, 0, 0)
+    def result(available: bool, reason: Optional[str], devices: Tuple[DeviceHostSamples, ...] = ()
+               ) -> HostSamplesResult:
+        assert samples is not None
+        return HostSamplesResult(available, reason, True, samples.requested, samples.total, len(samples),
+                                 samples.caller_depth, devices)
+
+    if not causes.available:
+        return result(False, f"no idle causes to split ({causes.reason})")
+    if len(samples) == 0:
+        return result(False, f"the trace has {samples.total:,} CPU samples, none of a thread that made "
+                             "CUDA calls (only those can be a gap's host thread)")
+    fr = _Frames.of(samples)
+    return result(True, None, tuple(_device(fr, d) for d in causes.devices))
+
+
+# ------------------------------------------------------------------------------------------ evidence
+def _fmt_ms(ns: int) -> str:
+    return f"{ns / 1e6:,.1f} ms" if ns >= 100_000 else f"{ns / 1e3:,.0f} µs"
+
+
+def samples_evidence(result: Optional[HostSamplesResult], device_id: int, kind: str) -> Optional[str]:
+    """One evidence line for the idle finding of ``kind`` on ``device_id``: the top sampled module groups and
+    callers inside that kind's pieces, or why there are none (``None`` when the result is missing)."""
+    if result is None:
+        return None
+    if not result.captured:
+        return ("What the host ran in these gaps is unknown: " + (REQUESTED_EMPTY if result.sampling_requested
+                                                                    else NO_SAMPLES) + ".")
+    if not result.available:
+        return f"CPU samples: {result.reason}."
+    d = result.device(device_id)
+    if d is None:
+        return None
+    k = d.kind(kind)
+    if k is None or k.samples == 0:
+        why = d.note or f"none of the {d.thread_samples:,} samples of the gaps' host thread fall inside them"
+        return f"CPU samples: {why}."
+    groups = ", ".join(f"{g.name} {g.pct:.0f} % (≈ {_fmt_ms(g.est_ns)})"
+                       for i, g in enumerate(k.groups[:3]) if i == 0 or g.pct >= 1.0)
+    callers = "; ".join(f"`{c.name}` ({c.module}) {c.pct:.0f} %"
+                        for i, c in enumerate(k.callers[:3]) if i == 0 or c.pct >= 1.0)
+    return (f"CPU samples of the launching thread inside these gaps ({k.samples:,} over {_fmt_ms(k.idle_ns)} of "
+            f"idle): {groups}. Top code: {callers}.")
+
+
+__all__ = ["CAPTURE_HINT", "DeviceHostSamples", "HostSamplesResult", "ScopeSamples", "Share", "analyze_host_samples",
+           "samples_evidence"]

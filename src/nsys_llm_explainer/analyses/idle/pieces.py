@@ -1,0 +1,271 @@
+"""The idle gaps of one host thread cut into elementary pieces, each charged to one idle-cause kind
+(:mod:`idle_causes`; docs/MODEL.md).
+
+A *piece* is ``[t0, t1)`` between two consecutive distinct boundaries inside one gap; the boundaries are the
+gap edges, the queued point, and the starts/ends of the copies and of the thread's API calls, NVTX ranges
+and OS-runtime calls that lie inside a gap. No row boundary falls strictly inside a piece, so whether a row
+covers a piece is decided at ``t0``. From the queued point on, a piece is ``copy`` or ``queued`` whatever
+the host does, so only rows touching the part of a gap *before* its queued point can change a piece's
+cause: the others are dropped first (one ``searchsorted`` of the sorted rows against the sorted gap
+prefixes), so the cost follows the rows near those prefixes, not all rows of the thread. (A row boundary
+after the queued point would only split a ``copy``/``queued`` run into pieces of the same cause, which the
+sums merge back.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...model.timeline import DeviceTimeline
+from ...model.trace import TraceModel
+from ...vocabulary.cause_kinds import API_KINDS, KIND_CODE
+from ..nvtx.tree import NvtxTree, innermost_enclosing
+from .result import IdlePieces
+
+K = KIND_CODE
+
+
+class Cover:
+    """Point coverage by a set of intervals sorted by start: which row covers ``t`` (the one reaching
+    furthest, i.e. the outermost of nested calls; ties: the later row)."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
+        self.start = start
+        n = start.shape[0]
+        self.cm = np.maximum.accumulate(np.maximum(end, start)) if n else end      # furthest end so far
+        idx = np.arange(n)
+        self.arg = np.maximum.accumulate(np.where(end >= self.cm, idx, 0)) if n else idx   # row reaching it
+
+    def row(self, t: np.ndarray) -> np.ndarray:
+        """Covering row per time (-1 when none)."""
+        if self.start.shape[0] == 0:
+            return np.full(t.shape[0], -1, np.int64)
+        i = np.searchsorted(self.start, t, side="right") - 1
+        ok = i >= 0
+        i0 = np.maximum(i, 0)
+        ok &= self.cm[i0] > t
+        return np.where(ok, self.arg[i0], -1)
+
+
+def inside(x: np.ndarray, gs: np.ndarray, ge: np.ndarray) -> np.ndarray:
+    """Per value: does it lie in a closed gap ``[gs, ge]`` (gaps sorted, disjoint)?"""
+    p = np.searchsorted(gs, x, side="right") - 1
+    return (p >= 0) & (x <= ge[np.maximum(p, 0)])
+
+
+def index_runs(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The indices ``lo[i] … lo[i] + n[i] − 1`` of all runs, concatenated (``n`` ≥ 0)."""
+    keep = n > 0
+    lo, n = lo[keep], n[keep]
+    if lo.shape[0] == 0:
+        return np.empty(0, np.int64)
+    shift = lo - np.concatenate(([0], np.cumsum(n)[:-1]))
+    return np.arange(int(n.sum()), dtype=np.int64) + np.repeat(shift, n)
+
+
+def within(t: np.ndarray, us: np.ndarray, ue: np.ndarray) -> np.ndarray:
+    """Indices of the sorted times ``t`` that lie in one of the disjoint sorted intervals ``[us, ue)``
+    (two ``searchsorted`` per interval, then the index runs)."""
+    lo = np.searchsorted(t, us, side="left")
+    return index_runs(lo, np.searchsorted(t, ue, side="left") - lo)
+
+
+def touching(gs: np.ndarray, ge: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Per row ``[s, e]``: does it meet a closed gap ``[gs, ge]`` (gaps sorted, disjoint)? Rows that do not
+    neither put a boundary inside a gap nor cover any point of one."""
+    n = gs.shape[0]
+    if n == 0 or s.shape[0] == 0:
+        return np.zeros(s.shape[0], bool)
+    lo, hi = (s, e) if bool((e >= s).all()) else (np.minimum(s, e), np.maximum(s, e))
+    j = np.searchsorted(ge, lo, side="left")                # first gap ending at or after the row's start
+    return (j < n) & (gs[np.minimum(j, n - 1)] <= hi)
+
+
+@dataclass
+class ThreadRows:
+    """Rows of one host thread that touch one of its gaps (row indices into the model's tables, in
+    start order): API calls with a kind, NVTX tree nodes, OS-runtime calls."""
+
+    api: np.ndarray
+    tree: np.ndarray
+    osrt: np.ndarray
+    osrt_any: bool = False   # the thread has OS-runtime rows at all (touching a gap or not)
+
+
+def thread_rows(model: TraceModel, tree: Optional[NvtxTree], g: int,
+                api_near: Callable[[int, np.ndarray, np.ndarray], np.ndarray], sgs: np.ndarray, sge: np.ndarray
+                ) -> ThreadRows:
+    """The rows of thread ``g`` touching the closed intervals ``[sgs, sge]`` (sorted, disjoint);
+    ``api_near(g, sgs, sge)`` gives its API rows with a kind that touch them, in start order."""
+    e = np.empty(0, np.int64)
+    a = api_near(g, sgs, sge) if sgs.shape[0] else e
+    t = e
+    if tree is not None and len(tree):
+        t = np.nonzero(tree.gtid == g)[0]
+        t = t[touching(sgs, sge, tree.start[t], tree.end[t])]
+    o, o_any = e, False
+    if model.osrt is not None and len(model.osrt):
+        o = np.nonzero(model.osrt["gtid"] == g)[0]
+        o_any = o.shape[0] > 0
+        o = o[touching(sgs, sge, model.osrt["start"][o], model.osrt["end"][o])]
+    return ThreadRows(a, t, o, o_any)
+
+
+def cut(sgs: np.ndarray, sge: np.ndarray, shce: np.ndarray, extra: Sequence[np.ndarray]
+        ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pieces of the gaps ``[sgs, sge)`` (sorted, disjoint) cut at the queued points ``shce`` (in
+    ``[sgs, sge]``, or ``sge + 1`` when never queued) and at the values of ``extra`` inside a gap:
+    ``(t0, t1, p)`` in time order, ``p`` the index of the piece's gap in ``sgs``. Built by placing each
+    gap's distinct interior cut points after its start (no sort over all gaps)."""
+    n = sgs.shape[0]
+    x = np.concatenate([shce[shce > sge]] + [np.asarray(v, np.int64) for v in extra])
+    px = np.searchsorted(sgs, x, side="right") - 1
+    pc = np.maximum(px, 0)
+    ok = (px >= 0) & (x > sgs[pc]) & (x < sge[pc])       # strictly inside a gap: cuts it
+    x, px = x[ok], px[ok]
+    order = np.argsort(x, kind="stable")
+    x, px = x[order], px[order]
+    h_in = (shce > sgs) & (shce < sge)
+    hp = np.nonzero(h_in)[0]
+    hv = shce[hp]
+    if x.shape[0]:                                      # merge the two sorted cut lists (value order)
+        at = np.searchsorted(hv, x, side="right") + np.arange(x.shape[0])
+        v = np.empty(hv.shape[0] + x.shape[0], np.int64)
+        vp = np.empty(v.shape[0], np.int64)
+        from_h = np.ones(v.shape[0], bool)
+        from_h[at] = False
+        v[at], vp[at] = x, px
+        v[from_h], vp[from_h] = hv, hp
+        if v.shape[0] > 1:
+            keep = np.empty(v.shape[0], bool)
+            keep[0] = True
+            np.not_equal(v[1:], v[:-1], out=keep[1:])
+            v, vp = v[keep], vp[keep]
+    else:
+        v, vp = hv, hp
+    c = np.bincount(vp, minlength=n)                    # cut points per gap
+    first = np.arange(n, dtype=np.int64)                # index of each gap's first piece
+    first[1:] += np.cumsum(c)[:-1]
+    t0 = np.empty(n + v.shape[0], np.int64)
+    t0[first] = sgs
+    t0[np.arange(v.shape[0]) + vp + 1] = v
+    t1 = np.empty_like(t0)
+    t1[:-1] = t0[1:]
+    t1[first + c] = sge
+    return t0, t1, np.repeat(np.arange(n, dtype=np.int32 if n < (1 << 31) else np.int64), c + 1)
+
+
+def thread_pieces(model: TraceModel, kinds: np.ndarray, base_det: np.ndarray, tree: Optional[NvtxTree],
+                  det_of: Callable[[str], int], range_detail: Callable[[int], int], tl: DeviceTimeline, g: int,
+                  gi: np.ndarray, gs: np.ndarray, ge: np.ndarray, hce: np.ndarray, copy_cover: Cover,
+                  copy_det: np.ndarray, api_near: Callable[[int, np.ndarray, np.ndarray], np.ndarray],
+                  base_dmap: Callable[[], np.ndarray]):
+    """Pieces of gaps ``gi`` (host thread ``g``; -1 unknown), in time order: (gap index, kind code, detail
+    code, length ns, start ns). ``base_det``: per API row, its base-name index; ``base_dmap()``: base-name
+    index → detail code; ``range_detail``: NVTX name index → detail code; ``det_of``: string → detail code."""
+    api = model.api
+    every = gi.shape[0] == gs.shape[0]                  # all gaps are on this thread: no gathers needed
+    sgs, sge, shce = (gs, ge, hce) if every else (gs[gi], ge[gi], hce[gi])
+    rows = ThreadRows(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
+    if g >= 0:                   # rows matter only before the queued point: after it, copy or queued wins
+        pre = shce > sgs
+        rows = thread_rows(model, tree, g, api_near, sgs[pre], np.minimum(shce[pre], sge[pre]))
+    extra: List[np.ndarray] = [tl.copy_start, tl.copy_end]
+    if rows.api.shape[0]:
+        extra += [api.start[rows.api], api.end[rows.api]]
+    if rows.tree.shape[0]:
+        extra += [tree.start[rows.tree], tree.end[rows.tree]]
+    if rows.osrt.shape[0]:
+        extra += [model.osrt["start"][rows.osrt], model.osrt["end"][rows.osrt]]
+    t0, t1, p = cut(sgs, sge, shce, extra)
+    gap = p if every else gi[p]
+    kind = np.full(t0.shape[0], -1, np.int8)
+    det = np.zeros(t0.shape[0], np.int32)           # detail codes: few (one per distinct name)
+
+    def assign(k: int, row_of: Callable[[np.ndarray], np.ndarray], det_of_row: Callable[[np.ndarray], np.ndarray],
+               cand: Optional[np.ndarray] = None) -> None:
+        """Charge the still free pieces (of ``cand``, default all) that ``row_of`` covers (row ≥ 0) to kind
+        ``k``."""
+        free = np.nonzero(kind < 0)[0] if cand is None else cand[kind[cand] < 0]
+        if free.shape[0] == 0:
+            return
+        r = row_of(t0[free])
+        hit = r >= 0
+        sel = free[hit]
+        kind[sel] = k
+        det[sel] = det_of_row(r[hit])
+
+    if copy_det.shape[0]:                  # only pieces starting inside the copies' union can be copies
+        assign(K["copy"], copy_cover.row, lambda r: copy_det[r], within(t0, tl.copies.start, tl.copies.end))
+    queued = t0 >= hce[gap]
+    q = np.nonzero(queued & (kind < 0))[0]
+    kind[q] = K["queued"]
+    det[q] = 0
+    if g < 0:
+        kind[kind < 0] = K["unknown"]
+        return gap, kind, det, t1 - t0, t0
+    dmap = base_dmap()
+    for name in API_KINDS:
+        r_k = rows.api[kinds[rows.api] == K[name]]
+        if r_k.shape[0] == 0:
+            continue
+        cov = Cover(api.start[r_k], api.end[r_k])
+        assign(K[name], cov.row, lambda r, r_k=r_k: dmap[base_det[r_k[r]]])
+    if rows.tree.shape[0]:
+        q = np.nonzero(kind < 0)[0]
+        node = innermost_enclosing(tree, np.full(q.shape[0], g, np.int64), t0[q], t1[q])
+        hit = node >= 0
+        names = tree.name_idx[node[hit]]
+        uniq, inv = np.unique(names, return_inverse=True)
+        dm = np.array([range_detail(int(u)) for u in uniq.tolist()], np.int64)
+        kind[q[hit]] = K["nvtx"]
+        det[q[hit]] = dm[inv.reshape(-1)] if uniq.shape[0] else 0
+    if rows.osrt_any:                   # details registered as soon as the thread has OS-runtime rows
+        osrt = model.osrt
+        o = rows.osrt
+        ni = osrt.cols.get("name_idx")
+        dm = np.array([det_of(s) for s in osrt.names] + [det_of("")], np.int64) if ni is not None else None
+        cov = Cover(osrt["start"][o], osrt["end"][o])
+        assign(K["osrt"], cov.row, (lambda r: dm[ni[o][r]]) if ni is not None else (lambda r: np.zeros_like(r)))
+    kind[kind < 0] = K["host_cpu"]
+    return gap, kind, det, t1 - t0, t0
+
+
+def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> np.ndarray:
+    """Per gap: the cause code with the most ns in it (ties: the lower code, i.e. precedence order), -1 for
+    none. ``(pk, pg, pns)``: cause, gap and ns of each distinct (cause, gap) pair. Gaps with one cause need
+    no sort."""
+    code = np.full(n_gaps, -1, np.int64)
+    multi = np.bincount(pg, minlength=n_gaps) > 1 if pg.shape[0] else np.zeros(n_gaps, bool)
+    single = ~multi[pg]
+    code[pg[single]] = pk[single]
+    rows = np.nonzero(~single)[0]
+    if rows.shape[0]:
+        best = rows[np.lexsort((pk[rows], -pns[rows], pg[rows]))]
+        first = np.ones(best.shape[0], bool)
+        first[1:] = pg[best][1:] != pg[best][:-1]
+        code[pg[best[first]]] = pk[best[first]]
+    return code
+
+
+def host_pieces(parts: List[Tuple[np.ndarray, ...]], threads: List[int], details: List[str],
+                codes: np.ndarray) -> IdlePieces:
+    """The pieces whose kind code is in ``codes`` of every thread's part (``thread_pieces`` output, one per
+    thread of ``threads``), in time order (see :class:`IdlePieces`)."""
+    cols: List[List[np.ndarray]] = [[], [], [], [], []]
+    for (_, kind, det, ln, t0), g in zip(parts, threads):
+        m = np.isin(kind, codes)
+        s = t0[m]
+        for c, v in zip(cols, (s, s + ln[m], kind[m], det[m], np.full(s.shape[0], g, np.int64))):
+            c.append(v)
+    if not cols[0]:
+        e = np.empty(0, np.int64)
+        return IdlePieces(e, e, np.empty(0, np.int8), np.empty(0, np.int32), e, tuple(details))
+    start, end, kind, det, gtid = (np.concatenate(c) for c in cols)
+    if len(parts) > 1:
+        order = np.argsort(start, kind="stable")
+        start, end, kind, det, gtid = (a[order] for a in (start, end, kind, det, gtid))
+    return IdlePieces(start, end, kind, det, gtid, tuple(details))

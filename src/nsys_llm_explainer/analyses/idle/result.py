@@ -1,0 +1,104 @@
+"""Typed results of the idle-cause attribution (:mod:`idle_causes`; docs/MODEL.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from ...vocabulary.cause_kinds import KINDS
+from ..common.stats import pct
+
+TABLE_ROWS = 6   # causes listed per device before the rest is folded into ``other``
+
+
+@dataclass(frozen=True)
+class GapExample:
+    start_ns: int
+    end_ns: int
+    ns: int       # ns of this gap charged to the cause
+
+
+@dataclass(frozen=True)
+class IdleCause:
+    kind: str
+    detail: str
+    ns: int
+    pct_of_window: float
+    pct_of_idle: float
+    gap_count: int
+    one_time: bool
+    short_gap_ns: int = 0                    # part of ``ns`` inside gaps shorter than LONG_GAP_NS
+    examples: Tuple[GapExample, ...] = ()
+    first_ns: int = 0                        # start of the first gap holding this cause
+    last_ns: int = 0                         # end of the last gap holding this cause
+    tiny_gap_ns: int = 0                     # part of ``ns`` inside gaps shorter than 10 µs
+
+
+
+
+@dataclass(frozen=True)
+class IdlePieces:
+    """The idle pieces of one device charged to a host-side kind (:data:`vocabulary.cause_kinds.HOST_PIECE_KINDS`),
+    in time order: piece ``i`` is ``[start[i], end[i])``, charged to ``(KINDS[kind[i]], details[detail[i]])``, on
+    host thread ``gtid[i]`` (the gap's host thread, serialized globalTid; -1 unknown). Analyses that split host-side
+    idle further (CPU samples, per-step syncs) read these; Σ (end − start) per (kind, detail) equals the cause's ns."""
+
+    start: Any
+    end: Any
+    kind: Any
+    detail: Any
+    gtid: Any
+    details: Tuple[str, ...]
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+@dataclass(frozen=True)
+class DeviceCauses:
+    device_id: int
+    window_ns: int
+    busy_ns: int
+    idle_ns: int
+    causes: Tuple[IdleCause, ...]            # largest first
+    gap_cause_code: Any                      # per gap (time order): code of the cause with the most ns, -1 none
+    cause_of_code: Dict[int, Tuple[str, str]]
+    pieces: Optional[IdlePieces] = None      # host-side pieces (not serialised)
+
+    def gap_cause(self, i: int) -> Tuple[str, str]:
+        """(kind, detail) of the cause holding most of gap ``i`` (time order); ``("", "")`` when none."""
+        c = int(self.gap_cause_code[i]) if 0 <= i < len(self.gap_cause_code) else -1
+        return self.cause_of_code.get(c, ("", ""))
+
+    def ns_of(self, kind: str, detail: Optional[str] = None) -> int:
+        return sum(c.ns for c in self.causes if c.kind == kind and (detail is None or c.detail == detail))
+
+    def other(self, rows: int = TABLE_ROWS) -> Dict[str, object]:
+        """The causes after the first ``rows`` (largest first) folded into one: ``count`` causes, their
+        ``ns`` and its share of the window and of idle (none when at most one cause is left over)."""
+        rest = self.causes[rows:] if len(self.causes) > rows + 1 else ()
+        ns = sum(c.ns for c in rest)
+        return {"after_rows": rows, "count": len(rest), "ns": ns, "pct_of_window": pct(ns, self.window_ns),
+                "pct_of_idle": pct(ns, self.idle_ns)}
+
+
+@dataclass(frozen=True)
+class IdleCausesResult:
+    available: bool
+    reason: Optional[str]
+    devices: Tuple[DeviceCauses, ...] = ()
+    totals: Tuple[IdleCause, ...] = ()       # summed over devices, pct of Σ window / Σ idle
+    bins: Tuple[Any, ...] = ()               # timeline_bins.DeviceBins per device (report.json "timeline")
+
+    def to_dict(self) -> Dict[str, object]:
+        devs = []
+        for d in self.devices:   # field by field: the per-gap cause codes are not serialised
+            devs.append({"device_id": d.device_id, "window_ns": d.window_ns, "busy_ns": d.busy_ns,
+                         "idle_ns": d.idle_ns, "causes": [asdict(c) for c in d.causes], "other": d.other()})
+        tots = []
+        for c in self.totals:
+            cd = asdict(c)
+            cd.pop("examples")
+            tots.append(cd)
+        return {"available": self.available, "reason": self.reason, "precedence": list(KINDS),
+                "devices": devs, "totals": tots}

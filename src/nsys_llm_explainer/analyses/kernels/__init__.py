@@ -1,0 +1,1 @@
+"""Kernels: per-name statistics, traits (what a kernel is) and categories."""

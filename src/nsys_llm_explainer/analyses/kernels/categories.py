@@ -1,0 +1,300 @@
+"""Kernel categories: what kind of work the GPU time went to (GEMM, attention, NCCL, …).
+
+Classification: ordered regex rules, searched case-insensitively in the kernel name (``re.search``); the
+first rule that matches decides the category, a name no rule matches is ``other``. Rules come from a
+preset (``presets/categories_<name>.json``: ``generic``, ``vllm``, ``sglang``, ``trtllm``; an engine preset
+``extends`` generic, its own rules first) and an optional user file (``--categories FILE``) whose rules
+are prepended (or, with ``"replace": true``, used alone). Reading and validating presets and user files
+is done by :mod:`config.categories` (:class:`CategoryRules`, re-exported here); this module only uses them.
+
+Preset auto-selection (no preset named): *detect share* of an engine = kernel time of kernels whose name
+matches any of that preset's ``detect`` regexes / total kernel time × 100; the engine with the largest
+share (> 0) is used (ties: vllm, sglang, trtllm order), else ``generic``.
+
+Numbers (integer ns; per category, overall / per device / per phase):
+
+* ``kernel_count`` / ``total_kernel_ns`` — kernels in the scope and the sum of their durations;
+  ``rule_count`` — number of rules applied (user rules + preset rules).
+* ``count`` — kernels in the category; ``total_ns`` — sum of their durations (``end − start``);
+  ``pct`` — ``total_ns`` / total kernel time of the same scope × 100 (summed time: overlap counts twice).
+* ``busy_ns`` of a device — length of the union of its kernel intervals.
+* ``nonoverlap_ns`` — on each device the busy time is cut into elementary segments at every kernel start
+  and end; each segment's length is shared equally among the distinct categories with at least one
+  kernel running in it. The exact (rational) shares are rounded to integers per device by the largest
+  remainder method (floors first, then one ns each to the largest fractional parts; ties: lowest category
+  index), so per device Σ_categories ``nonoverlap_ns`` == ``busy_ns`` exactly. Overall = sum over devices.
+  Computed by :mod:`category_split`.
+  ``nonoverlap_pct`` — ``nonoverlap_ns`` / ``busy_ns`` of the same scope × 100.
+* Per phase (``kernel_phase`` given): the same numbers computed over that phase's kernels alone (the
+  phase's busy time is the union of its own kernels on each device, summed over devices). Kernels with
+  phase -1 form the row with ``phase: null``.
+* ``other_ns`` / ``other_pct`` — ``total_ns`` / ``pct`` of category ``other`` (overall).
+* ``top_kernels`` — per category, the 5 kernel names with the largest ``total_ns`` (count, total_ns);
+  ``other_top_kernels`` — the same for ``other``, up to 15 names (candidates for ``--categories`` rules).
+* ``categories`` — category names in index order: the 14 standard ones, then user-defined ones.
+
+With ``include_memcpy`` memcpy / memset rows join as pseudo-kernels named ``[CUDA memcpy <kind>]`` /
+``[CUDA memset]`` (phase -1), classified by the same rules (category ``memcpy`` by default).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...config.categories import (
+    CategoryRules,
+    PresetRules,
+    build_rules,
+)
+from ...jsonable import json_ready
+from ...model.trace import TraceModel
+from ..common.stats import pct
+from ..idle.gpu_time import MEMCPY_KIND_LABEL
+from .category_split import device_split, small_int, value_codes
+
+TOP_KERNELS = 5
+OTHER_TOP_KERNELS = 15
+
+Row = Dict[str, Any]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# classification
+
+
+def classify(names: Sequence[str], rules: Optional[CategoryRules] = None) -> np.ndarray:
+    """Category index (into ``rules.categories``) per distinct name; loops over rules × unmatched names."""
+    rules = rules or build_rules("generic")   # built-in preset, parsed once by config
+    cats = rules.categories
+    index = {c: i for i, c in enumerate(cats)}
+    out = np.full(len(names), index["other"], np.int64)
+    todo = list(range(len(names)))
+    for pattern, cat in rules.compiled():
+        if not todo:
+            break
+        ci = index[cat]
+        rest = []
+        for i in todo:
+            if pattern.search(names[i] or ""):
+                out[i] = ci
+            else:
+                rest.append(i)
+        todo = rest
+    return out
+
+
+def _name_time(name_idx: np.ndarray, dur: np.ndarray, n_names: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(count, total_ns) per name index (exact while sums stay below 2**53 ns)."""
+    cnt = np.bincount(name_idx, minlength=n_names).astype(np.int64)
+    tot = np.rint(np.bincount(name_idx, weights=dur.astype(np.float64), minlength=n_names)).astype(np.int64)
+    return cnt, tot
+
+
+def detect_engine(names: Sequence[str], name_total_ns: np.ndarray,
+                  engines: Optional[Sequence[PresetRules]] = None) -> Tuple[Optional[str], Dict[str, float]]:
+    """Engine preset whose ``detect`` regexes match the most kernel time (None if none matches).
+
+    ``engines``: the engine presets to compare, in tie-break order (default: the built-in ones)."""
+    if engines is None:
+        engines = CategoryRules("auto", ()).engine_presets()
+    total = int(name_total_ns.sum())
+    shares: Dict[str, float] = {}
+    best, best_ns = None, 0
+    live = [i for i in range(len(names)) if name_total_ns[i] > 0]
+    for eng in engines:
+        pats = [re.compile(p, re.IGNORECASE) for p in eng.detect]
+        ns = sum(int(name_total_ns[i]) for i in live if any(p.search(names[i] or "") for p in pats))
+        shares[eng.name] = pct(ns, total)
+        if ns > best_ns:
+            best, best_ns = eng.name, ns
+    return best, shares
+
+
+@dataclass(frozen=True)
+class CategoryRow:
+    """One category over all devices (see module docstring): kernels, summed and non-overlapped time, and
+    its largest kernel names (``top_kernels``: name, count, total_ns)."""
+
+    category: str
+    count: int
+    total_ns: int
+    pct: float
+    nonoverlap_ns: int
+    nonoverlap_pct: float
+    top_kernels: Tuple[Row, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"category": self.category, "count": self.count, "total_ns": self.total_ns,
+                           "pct": self.pct, "nonoverlap_ns": self.nonoverlap_ns,
+                           "nonoverlap_pct": self.nonoverlap_pct, "top_kernels": self.top_kernels})
+
+
+@dataclass(frozen=True)
+class CategoryResult:
+    available: bool
+    reason: Optional[str]
+    preset: str = "generic"
+    preset_reason: str = ""
+    detect_pct: Dict[str, float] = field(default_factory=dict)
+    rules_file: Optional[str] = None
+    rules_replaced: bool = False
+    rule_count: int = 0
+    include_memcpy: bool = False
+    categories: Tuple[str, ...] = ()
+    kernel_count: int = 0
+    total_kernel_ns: int = 0
+    busy_ns: int = 0
+    other_ns: int = 0
+    other_pct: float = 0.0
+    overall: Tuple[CategoryRow, ...] = ()
+    devices: Tuple[Row, ...] = ()
+    phases: Tuple[Row, ...] = ()
+    other_top_kernels: Tuple[Row, ...] = ()
+    # helpers, not in to_dict(): the rules applied, category index per kernel name and per kernel row
+    rules: Optional[CategoryRules] = None
+    name_category: Optional[np.ndarray] = None
+    kernel_category: Optional[np.ndarray] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "preset": self.preset,
+            "preset_reason": self.preset_reason, "detect_pct": self.detect_pct,
+            "rules_file": self.rules_file, "rules_replaced": self.rules_replaced,
+            "rule_count": self.rule_count, "include_memcpy": self.include_memcpy,
+            "categories": self.categories, "kernel_count": self.kernel_count,
+            "total_kernel_ns": self.total_kernel_ns, "busy_ns": self.busy_ns,
+            "other_ns": self.other_ns, "other_pct": self.other_pct, "overall": self.overall,
+            "devices": self.devices, "phases": self.phases, "other_top_kernels": self.other_top_kernels,
+        })
+
+
+def _order(count: np.ndarray, total: np.ndarray, nonov: np.ndarray) -> List[int]:
+    """Categories present, by nonoverlap_ns desc, then total_ns desc, then category index."""
+    present = np.flatnonzero(count > 0)
+    return sorted(present.tolist(), key=lambda i: (-int(nonov[i]), -int(total[i]), i))
+
+
+def _rows(cats: List[str], count: np.ndarray, total: np.ndarray, nonov: np.ndarray, total_all: int,
+          busy: int) -> List[Row]:
+    """Category rows of a device or phase (see :func:`_order`)."""
+    return [{"category": cats[i], "count": int(count[i]), "total_ns": int(total[i]),
+             "pct": pct(int(total[i]), total_all), "nonoverlap_ns": int(nonov[i]),
+             "nonoverlap_pct": pct(int(nonov[i]), busy)} for i in _order(count, total, nonov)]
+
+
+def _top(members: np.ndarray, names: List[str], n_cnt: np.ndarray, n_tot: np.ndarray, n: int) -> Tuple[Row, ...]:
+    """The ``n`` names among ``members`` with the largest total_ns (ties: lower name index)."""
+    top = members[np.lexsort((members, -n_tot[members]))][:n]
+    return tuple({"name": names[i], "count": int(n_cnt[i]), "total_ns": int(n_tot[i])} for i in top.tolist())
+
+
+def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
+                       kernel_phase: Optional[np.ndarray] = None, phase_names: Optional[List] = None,
+                       include_memcpy: bool = False) -> CategoryResult:
+    k = model.kernels
+    if k is None or len(k) == 0:
+        return CategoryResult(False, "no CUDA kernels were captured — nothing to categorize")
+    if kernel_phase is not None and np.shape(kernel_phase)[0] != len(k):
+        raise ValueError(f"kernel_phase has {np.shape(kernel_phase)[0]} entries for {len(k)} kernels")
+    rules = rules or build_rules(None)   # built-in presets, parsed once by config
+    names = list(k.names)
+    name_idx = k.name_idx                    # int32: every per-row array below stays as small as its values allow
+    n_cnt, n_tot = _name_time(name_idx, k.end - k.start, len(names))
+    detect_pct: Dict[str, float] = {}
+    if rules.preset == "auto":
+        eng, detect_pct = detect_engine(names, n_tot, rules.engine_presets())
+        shares = ", ".join(f"{e} {v:g} %" for e, v in detect_pct.items())
+        if eng is None:
+            rules = rules.with_preset("generic", f"auto: no engine-specific kernel names found ({shares})")
+        else:
+            rules = rules.with_preset(eng, f"auto: {eng} kernel names cover the most kernel time ({shares})")
+    cats = rules.categories
+    n_cat = len(cats)
+    other = cats.index("other")
+    name_cat = classify(names, rules)
+
+    start, end = np.asarray(k.start, np.int64), np.asarray(k.end, np.int64)
+    dev = k.device
+    row_name = name_idx
+    all_names = names
+    phase = (np.maximum(np.asarray(kernel_phase), -1).astype(np.int32) if kernel_phase is not None
+             else np.full(len(k), -1, np.int32))
+    if include_memcpy:
+        extra_s, extra_e, extra_d, extra_n = [], [], [], []
+        all_names = list(names)
+        for ops, kind in ((model.memcpy, "memcpy"), (model.memset, "memset")):
+            if ops is None or len(ops) == 0:
+                continue
+            if kind == "memcpy":
+                uniq, inv = np.unique(ops["copy_kind"], return_inverse=True)
+                base = len(all_names)
+                all_names += [f"[CUDA memcpy {MEMCPY_KIND_LABEL.get(int(u), str(int(u)))}]"
+                              for u in uniq.tolist()]
+                extra_n.append(base + inv.reshape(-1).astype(np.int64))
+            else:
+                all_names.append("[CUDA memset]")
+                extra_n.append(np.full(len(ops), len(all_names) - 1, np.int64))
+            extra_s.append(ops["start"].astype(np.int64))
+            extra_e.append(ops["end"].astype(np.int64))
+            extra_d.append(ops["device"].astype(np.int64))   # concatenated with ``dev`` below
+        if extra_s:
+            name_cat = np.concatenate((name_cat, classify(all_names[len(names):], rules)))
+            start = np.concatenate([start] + extra_s)
+            end = np.concatenate([end] + extra_e)
+            dev = np.concatenate([np.asarray(dev, np.int64)] + extra_d)
+            row_name = np.concatenate([np.asarray(row_name, np.int64)] + extra_n)
+            phase = np.concatenate((phase, np.full(start.shape[0] - len(k), -1, np.int32)))
+            n_cnt, n_tot = _name_time(row_name, end - start, len(all_names))
+    cat = name_cat.astype(np.int16 if n_cat < (1 << 15) else np.int64)[row_name]
+    devices_ids, dev_code = value_codes(dev)
+    n_dev = int(devices_ids.shape[0])
+
+    count, total, nonov, busy = device_split(start, end, cat, dev_code, n_dev, n_cat)
+    tot_all = int(total.sum())
+    busy_all = int(busy.sum())
+    c_cnt, c_tot, c_non = count.sum(0), total.sum(0), nonov.sum(0)
+    overall = tuple(
+        CategoryRow(category=cats[i], count=int(c_cnt[i]), total_ns=int(c_tot[i]), pct=pct(int(c_tot[i]), tot_all),
+                    nonoverlap_ns=int(c_non[i]), nonoverlap_pct=pct(int(c_non[i]), busy_all),
+                    top_kernels=_top(np.flatnonzero((name_cat == i) & (n_cnt > 0)), all_names, n_cnt, n_tot,
+                                     TOP_KERNELS))
+        for i in _order(c_cnt, c_tot, c_non))
+    other_top = _top(np.flatnonzero((name_cat == other) & (n_cnt > 0)), all_names, n_cnt, n_tot, OTHER_TOP_KERNELS)
+    devices = tuple({
+        "device_id": int(devices_ids[j]), "kernel_count": int(count[j].sum()), "total_kernel_ns": int(total[j].sum()),
+        "busy_ns": int(busy[j]),
+        "categories": _rows(cats, count[j], total[j], nonov[j], int(total[j].sum()), int(busy[j])),
+    } for j in range(n_dev))
+
+    phases: List[Row] = []
+    if kernel_phase is not None:
+        labels = list(phase_names or [])
+        values, pcode = value_codes(phase)
+        n_ph = int(values.shape[0])
+        # one stable sort groups rows by (phase, device); each group stays sorted by start
+        o = np.argsort(small_int(pcode * n_dev + dev_code, n_ph * n_dev), kind="stable")
+        bounds = np.searchsorted(pcode[o], np.arange(n_ph + 1))
+        order = [j for j in range(n_ph) if values[j] >= 0] + [j for j in range(n_ph) if values[j] < 0]
+        for j in order:
+            p = int(values[j])
+            ro = o[int(bounds[j]):int(bounds[j + 1])]
+            pc, pt, pn, pb = device_split(start[ro], end[ro], cat[ro], dev_code[ro], n_dev, n_cat)
+            ptot, pbusy = int(pt.sum()), int(pb.sum())
+            name = None if p < 0 else (str(labels[p]) if p < len(labels) else f"phase {p}")
+            phases.append({
+                "phase": name, "phase_index": int(p), "kernel_count": int(pc.sum()), "total_kernel_ns": ptot,
+                "busy_ns": pbusy, "categories": _rows(cats, pc.sum(0), pt.sum(0), pn.sum(0), ptot, pbusy),
+            })
+    return CategoryResult(
+        True, None, preset=rules.preset, preset_reason=rules.reason, detect_pct=detect_pct,
+        rules_file=rules.source, rules_replaced=rules.replace, rule_count=len(rules.rules),
+        include_memcpy=include_memcpy, categories=tuple(cats), kernel_count=int(start.shape[0]),
+        total_kernel_ns=tot_all, busy_ns=busy_all, other_ns=int(c_tot[other]),
+        other_pct=pct(int(c_tot[other]), tot_all), overall=overall, devices=devices, phases=tuple(phases),
+        other_top_kernels=other_top, rules=rules, name_category=name_cat[: len(names)],
+        kernel_category=cat[: len(k)],
+    )

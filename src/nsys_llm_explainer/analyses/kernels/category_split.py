@@ -1,0 +1,153 @@
+"""Non-overlapped kernel time per category: each instant of a device's busy time is shared equally among
+the categories running then (the ``nonoverlap_ns`` of :mod:`categories`).
+
+On each device the busy time is cut into elementary segments at every interval start and end; each
+segment's length is shared equally among the distinct categories with at least one interval running in
+it. The exact (rational) shares are rounded to integers per device by the largest remainder method
+(floors first, then one ns each to the largest fractional parts; ties: lowest category index), so per
+device Σ_categories ``nonoverlap_ns`` == ``busy_ns`` (the length of the union of its intervals) exactly.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+from typing import Dict, Tuple
+
+import numpy as np
+
+from ...model import intervals as iv
+
+
+def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
+                     n_cat: int) -> Tuple[np.ndarray, int]:
+    """(nonoverlap_ns per category, busy_ns) for the intervals of ONE device (see module docstring).
+
+    Memory is O(intervals): per category the union of its intervals is built; the number of active
+    categories per elementary segment comes from one cumsum over all union-block boundaries; for each
+    distinct active-count k, a prefix sum of the segment lengths with that k gives each category's
+    length at that k. Exact shares Σ_k len(c, k) / k are rounded by the largest remainder.
+    """
+    out = np.zeros(n_cat, np.int64)
+    n = int(start.shape[0])
+    if n == 0:
+        return out, 0
+    start = np.asarray(start, np.int64)
+    end = np.maximum(np.asarray(end, np.int64), start)
+    cat = np.asarray(cat)
+    in_order = n < 2 or bool((start[1:] >= start[:-1]).all())
+    if in_order and (n < 2 or bool((start[1:] >= np.maximum.accumulate(end)[:-1]).all())):
+        # no two intervals overlap (each starts at or after every earlier end — one serial stream): every
+        # instant runs one category, so each category's share is exactly its own time, and busy is their sum
+        dur = end - start
+        out = np.bincount(np.asarray(cat, np.int64), weights=dur.astype(np.float64), minlength=n_cat)
+        out = np.rint(out).astype(np.int64)            # exact: sums of integer ns below 2**53
+        return out, int(dur.sum())
+    if in_order:
+        # already sorted by start: a stable sort by category (radix sort on a small int type) suffices
+        small = cat.astype(np.int16, copy=False) if n_cat < (1 << 15) else cat
+        order = np.argsort(small, kind="stable")
+    else:
+        order = np.lexsort((start, cat))
+    s, e, c = start[order], end[order], cat[order]
+    cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
+    lo = np.concatenate(([0], cuts))
+    hi = np.concatenate((cuts, [n]))
+    bs_l, be_l, bc_l = [], [], []
+    for a, b in zip(lo.tolist(), hi.tolist()):
+        u = iv.union_lean(s[a:b], e[a:b])   # rows of one category, sorted by start
+        keep = u.end > u.start
+        if keep.any():
+            bs_l.append(u.start[keep])
+            be_l.append(u.end[keep])
+            bc_l.append(int(c[a]))
+    if not bs_l:
+        return out, 0
+    sizes = np.array([x.shape[0] for x in bs_l], np.int64)
+    bs, be = np.concatenate(bs_l), np.concatenate(be_l)
+    block_first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    # active-category count per elementary segment
+    t = np.concatenate((bs, be))
+    o = np.argsort(t, kind="stable")
+    ts = t[o]
+    del t
+    ds = np.where(o < bs.shape[0], np.int8(1), np.int8(-1))   # +1 at a block start, −1 at its end
+    del o
+    first = np.empty(ts.shape[0], bool)
+    first[0] = True
+    np.not_equal(ts[1:], ts[:-1], out=first[1:])
+    pos = np.flatnonzero(first)
+    del first
+    tu = ts[pos]
+    del ts
+    k_seg = np.cumsum(np.add.reduceat(ds.astype(np.int32), pos))[:-1]
+    del ds, pos
+    length = np.diff(tu)
+    busy = int(length[k_seg > 0].sum())
+    i0 = np.searchsorted(tu, bs)
+    i1 = np.searchsorted(tu, be)
+    ks = [int(k) for k in np.unique(k_seg[k_seg > 0]).tolist()]
+    # len_ck[c][k]: length of segments with k active categories inside category c's blocks
+    len_ck: Dict[int, Dict[int, int]] = {cc: {} for cc in bc_l}
+    for k in ks:
+        prefix = np.concatenate(([0], np.cumsum(np.where(k_seg == k, length, 0))))
+        per_block = prefix[i1] - prefix[i0]
+        per_cat = np.add.reduceat(per_block, block_first)
+        for cc, v in zip(bc_l, per_cat.tolist()):
+            if v:
+                len_ck[cc][k] = int(v)
+    lcm = 1
+    for k in ks:
+        lcm = lcm * k // gcd(lcm, k)
+    numer = {cc: sum(v * (lcm // k) for k, v in len_ck[cc].items()) for cc in bc_l}
+    floors = {cc: numer[cc] // lcm for cc in bc_l}
+    deficit = busy - sum(floors.values())
+    ranked = sorted(bc_l, key=lambda cc: (-(numer[cc] % lcm), cc))
+    for cc in ranked[:deficit]:
+        floors[cc] += 1
+    for cc, v in floors.items():
+        out[cc] = v
+    return out, busy
+
+
+def value_codes(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(distinct values ascending, code per row) — a lookup table when the value range is small (no sort)."""
+    x = np.asarray(x)
+    if x.shape[0] == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int32)
+    lo, hi = int(x.min()), int(x.max())
+    if hi - lo < (1 << 20):
+        off = x.astype(np.int64) - lo if x.dtype != np.int32 or lo < 0 else x - np.int32(lo)
+        present = np.bincount(off, minlength=hi - lo + 1) > 0
+        values = np.flatnonzero(present) + lo
+        lut = (np.cumsum(present) - 1).astype(np.int32)
+        return values.astype(np.int64), lut[off]
+    values, inv = np.unique(x, return_inverse=True)
+    return values.astype(np.int64), inv.reshape(-1).astype(np.int32 if values.shape[0] < (1 << 31) else np.int64)
+
+
+def small_int(x: np.ndarray, n: int) -> np.ndarray:
+    """``x`` in the smallest int type holding 0..n (numpy's stable sort is a radix sort for those)."""
+    return x.astype(np.int16) if n < (1 << 15) else x.astype(np.int32) if n < (1 << 31) else x
+
+
+def device_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray, dev_code: np.ndarray, n_dev: int,
+                 n_cat: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per (device, category): count, total, nonoverlap; per device: busy. Rows are in start order; each
+    device's rows are gathered one device at a time (only one device's copy is alive at once)."""
+    key = dev_code.astype(np.int64) * n_cat + cat
+    count = np.bincount(key, minlength=n_dev * n_cat).reshape(n_dev, n_cat).astype(np.int64)
+    total = np.rint(np.bincount(key, weights=(end - start).astype(np.float64), minlength=n_dev * n_cat))
+    total = total.astype(np.int64).reshape(n_dev, n_cat)
+    del key
+    nonov = np.zeros((n_dev, n_cat), np.int64)
+    busy = np.zeros(n_dev, np.int64)
+    # group rows by device (stable: each group stays sorted by start)
+    o = np.argsort(small_int(dev_code, n_dev), kind="stable")
+    bounds = np.searchsorted(dev_code[o], np.arange(n_dev + 1))
+    for j in range(n_dev):
+        a, b = int(bounds[j]), int(bounds[j + 1])
+        if b > a:
+            idx = o[a:b]
+            nonov[j], busy[j] = nonoverlap_split(start[idx], end[idx], cat[idx], n_cat)
+            del idx
+    return count, total, nonov, busy

@@ -1,0 +1,1 @@
+"""Memory: copies, allocation traffic and Unified Memory."""

@@ -1,0 +1,88 @@
+"""Memcpy / memset GPU activity by direction and memory kind.
+
+Per group: ``count``, ``bytes``, ``total_ns`` (sum of ``end − start`` on the GPU), duration stats, and
+achieved bandwidth ``gb_per_s`` = bytes / total_ns (1 byte/ns = 1 GB/s, decimal GB).
+Direction labels follow ``ENUM_CUDA_MEMCPY_OPER``; memory kinds ``ENUM_CUDA_MEM_KIND`` (built-in fallbacks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model.trace import TraceModel
+from ..common.stats import group_stats
+from ..idle.gpu_time import MEMCPY_KIND_LABEL
+
+MEM_KIND_LABEL = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
+                  6: "Managed Static", 7: "Unknown"}
+
+Row = Dict[str, Any]
+
+
+def mem_kind(k: int) -> str:
+    return MEM_KIND_LABEL.get(int(k), "Unknown" if k < 0 else str(int(k)))
+
+
+@dataclass(frozen=True)
+class MemcpyResult:
+    available: bool
+    reason: Optional[str]
+    by_direction: Tuple[Row, ...] = ()
+    by_kind: Tuple[Row, ...] = ()
+    memset: Tuple[Row, ...] = ()
+    total_bytes: int = 0
+    total_ns: int = 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "by_direction": self.by_direction,
+                           "by_kind": self.by_kind, "memset": self.memset, "total_bytes": self.total_bytes,
+                           "total_ns": self.total_ns})
+
+
+def _stats_rows(keys: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray,
+                label: Callable[[Dict[str, int]], Row]) -> Tuple[Row, ...]:
+    gs = group_stats(keys, dur)
+    # bytes per group: same grouping order → recompute with a stable key
+    rows = []
+    for i in gs.order_by_total().tolist():
+        m = np.ones(dur.shape[0], bool)
+        for k, v in keys.items():
+            m &= v == gs.keys[k][i]
+        b = int(nbytes[m].sum())
+        t = int(gs.total[i])
+        rows.append({**label({k: int(v[i]) for k, v in gs.keys.items()}), "count": int(gs.count[i]), "bytes": b,
+                     "total_ns": t, "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i]), "min_ns": int(gs.min[i]),
+                     "max_ns": int(gs.max[i]), "gb_per_s": b / t if t > 0 else None})
+    return tuple(rows)
+
+
+def analyze_memcpy(model: TraceModel) -> MemcpyResult:
+    mc, ms = model.memcpy, model.memset
+    if (mc is None or len(mc) == 0) and (ms is None or len(ms) == 0):
+        return MemcpyResult(False, "no memcpy or memset activity in the trace")
+    by_direction: Tuple[Row, ...] = ()
+    by_kind: Tuple[Row, ...] = ()
+    memset: Tuple[Row, ...] = ()
+    total_bytes = total_ns = 0
+    if mc is not None and len(mc):
+        dur = mc["end"] - mc["start"]
+        total_bytes = int(mc["bytes"].sum())
+        total_ns = int(dur.sum())
+        by_direction = _stats_rows(
+            {"copy_kind": mc["copy_kind"]}, dur, mc["bytes"],
+            lambda k: {"direction": MEMCPY_KIND_LABEL.get(k["copy_kind"], str(k["copy_kind"])), **k})
+        by_kind = _stats_rows(
+            {"copy_kind": mc["copy_kind"], "src_kind": mc["src_kind"], "dst_kind": mc["dst_kind"]}, dur,
+            mc["bytes"],
+            lambda k: {"direction": MEMCPY_KIND_LABEL.get(k["copy_kind"], str(k["copy_kind"])),
+                       "src_kind_name": mem_kind(k["src_kind"]), "dst_kind_name": mem_kind(k["dst_kind"]), **k})
+    if ms is not None and len(ms):
+        dur = ms["end"] - ms["start"]
+        memset = _stats_rows({"mem_kind": ms["mem_kind"]}, dur, ms["bytes"],
+                             lambda k: {"mem_kind_name": mem_kind(k["mem_kind"]), **k})
+    return MemcpyResult(True, None, by_direction=by_direction, by_kind=by_kind, memset=memset,
+                        total_bytes=total_bytes, total_ns=total_ns)

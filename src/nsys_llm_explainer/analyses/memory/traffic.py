@@ -1,0 +1,254 @@
+"""Memory traffic and allocation: host↔device copies, pageable and synchronous copies, alloc/free calls.
+
+Definitions:
+
+* **copies** — rows of ``CUPTI_ACTIVITY_KIND_MEMCPY``; per group ``count``, ``bytes`` (Σ bytes) and
+  ``total_ns`` (Σ end − start on the GPU). Directions follow ``copyKind`` (1 HtoD, 2 DtoH, 8 DtoD,
+  10 PtoP, …); memory kinds follow ``srcKind`` / ``dstKind`` (0 pageable, 1 pinned, 2 device, 4 managed, …).
+* **host copies** — copies with ``copyKind`` HtoD (1) or DtoH (2).
+* **pageable copies** — host copies whose source or destination kind is pageable (0): the driver stages
+  them through a pinned bounce buffer, and they cannot overlap with compute.
+* **synchronous copies** — copy rows whose launching API call (``launch_idx``) is a synchronous memcpy
+  (``api_classes.SYNC_MEMCPY`` without memset names, i.e. not ``*Async``); ``host_blocked_ns`` = Σ duration
+  of those distinct calls (a call counted once even when it produced several copy rows); ``calls`` = their
+  number.
+* **alloc / free** — runtime/driver calls of class ``alloc`` / ``free`` (:mod:`api_classes`): ``count``,
+  ``total_ns`` (Σ call durations), per API name.
+* **steps** (only with ``step_bounds = (starts, ends)``, non-overlapping): a copy belongs to the step whose
+  ``[start, end)`` holds the start of its launching call (GPU start when the call is unknown); an
+  alloc/free call belongs to the step holding its start ("allocation in the loop": ``in_steps``).
+  ``copies_per_step_*`` / ``bytes_per_step_*`` are the median (:func:`stats.median`) and mean over all steps,
+  steps without copies counting as 0; means of counts are rounded to 3 decimals, byte means half up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model.trace import TraceModel
+from ..api import classes as ac
+from ..common.stats import combine_keys, median, round_half_up
+from ..idle.gpu_time import MEMCPY_KIND_LABEL
+from .memcpy import mem_kind as _kind
+
+HTOD, DTOH = 1, 2
+PAGEABLE = 0
+SYNC_COPY = {n for n in ac.SYNC_MEMCPY if "Memset" not in n}
+
+Row = Dict[str, Any]
+
+
+def _direction(k: int) -> str:
+    return MEMCPY_KIND_LABEL.get(int(k), str(int(k)))
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    available: bool
+    reason: Optional[str]
+    copy_count: int = 0
+    copy_bytes: int = 0
+    copy_ns: int = 0
+    by_direction: Tuple[Row, ...] = ()
+    by_kind: Tuple[Row, ...] = ()
+    host_copies: Row = field(default_factory=dict)
+    pageable: Row = field(default_factory=dict)
+    sync_copies: Row = field(default_factory=dict)
+    per_step: Optional[Row] = None
+    alloc: Row = field(default_factory=dict)
+    free: Row = field(default_factory=dict)
+    alloc_free_by_api: Tuple[Row, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "copy_count": self.copy_count,
+            "copy_bytes": self.copy_bytes, "copy_ns": self.copy_ns, "by_direction": self.by_direction,
+            "by_kind": self.by_kind, "host_copies": self.host_copies, "pageable": self.pageable,
+            "sync_copies": self.sync_copies, "per_step": self.per_step, "alloc": self.alloc, "free": self.free,
+            "alloc_free_by_api": self.alloc_free_by_api})
+
+
+def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict]:
+    """count / bytes / total_ns per distinct combination of ``cols``, ordered by total_ns descending."""
+    n = dur.shape[0]
+    if n == 0:
+        return []
+    key, _ = combine_keys([np.asarray(c, np.int64) for c in cols.values()])
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    g = first.shape[0]
+    cnt = np.bincount(inv, minlength=g)
+    tot = np.zeros(g, np.int64)
+    np.add.at(tot, inv, dur.astype(np.int64))
+    byt = np.zeros(g, np.int64)
+    np.add.at(byt, inv, nbytes.astype(np.int64))
+    rows = []
+    for i in np.lexsort((first, -tot)).tolist():
+        r = {k: int(v[first[i]]) for k, v in cols.items()}
+        r.update(count=int(cnt[i]), bytes=int(byt[i]), total_ns=int(tot[i]))
+        rows.append(r)
+    return rows
+
+
+def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> Dict:
+    return {"count": int(m.sum()), "bytes": int(nbytes[m].sum()), "total_ns": int(dur[m].sum())}
+
+
+def _by_base_name(api, name_idx: np.ndarray):
+    """(base name, row mask) for each distinct base API name among ``name_idx`` (loop over names only)."""
+    groups: Dict[str, List[int]] = {}
+    for j in np.unique(name_idx).tolist():
+        groups.setdefault(api.base_names[j], []).append(j)
+    return [(name, np.isin(name_idx, idxs)) for name, idxs in groups.items()]
+
+
+def _step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+    """Index of the step (sorted, non-overlapping ``[s0, s1)``) holding each time, -1 when none."""
+    if s0.shape[0] == 0:
+        return np.full(t.shape[0], -1, np.int64)
+    i = np.searchsorted(s0, t, side="right") - 1
+    ok = (i >= 0) & (t < s1[np.maximum(i, 0)])
+    return np.where(ok, i, -1)
+
+
+def _sorted_steps(step_bounds) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    if step_bounds is None:
+        return None
+    s0 = np.asarray(step_bounds[0], np.int64)
+    s1 = np.asarray(step_bounds[1], np.int64)
+    o = np.argsort(s0, kind="stable")
+    return s0[o], s1[o]
+
+
+def analyze_memory(model: TraceModel,
+                   step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> MemoryResult:
+    mc, api = model.memcpy, model.api
+    has_copies = mc is not None and len(mc) > 0
+    am = ac.class_mask(api, "alloc") if api is not None and len(api) else np.zeros(0, bool)
+    fm = ac.class_mask(api, "free") if api is not None and len(api) else np.zeros(0, bool)
+    if not has_copies and not am.any() and not fm.any():
+        return MemoryResult(False, "no memcpy activity and no allocation/free calls in the trace")
+    steps = _sorted_steps(step_bounds)
+    zero = {"count": 0, "bytes": 0, "total_ns": 0}
+    fields: Dict[str, Any] = _copies(mc, api, steps) if has_copies else {
+        "host_copies": dict(zero), "pageable": dict(zero, by_direction=[]),
+        "sync_copies": dict(zero, calls=0, host_blocked_ns=0, pageable_count=0, by_api=[])}
+    if steps is not None and fields.get("per_step") is None:
+        fields["per_step"] = {
+            "step_count": int(steps[0].shape[0]), "copies_in_steps": 0, "copies_per_step_median": 0.0,
+            "copies_per_step_mean": 0.0, "bytes_per_step_median": 0, "bytes_per_step_mean": 0,
+            "copy_ns_per_step_mean": 0, "host_copies_in_steps": 0, "pageable_in_steps": 0,
+            "sync_copies_in_steps": 0, "by_kind_per_step": [],
+        }
+    if api is not None and len(api):
+        fields.update(_alloc_free(api, am, fm, steps))
+    return MemoryResult(True, None, **fields)
+
+
+def _copies(mc, api, steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
+    """The copy fields of :class:`MemoryResult` (``mc``: a non-empty memcpy table)."""
+    dur = mc["end"] - mc["start"]
+    nb = mc["bytes"]
+    ck, sk, dk = mc["copy_kind"], mc["src_kind"], mc["dst_kind"]
+    by_direction = tuple({**r, "direction": _direction(r["copy_kind"])} for r in _grouped({"copy_kind": ck}, dur, nb))
+    by_kind = tuple({**r, "direction": _direction(r["copy_kind"]), "src_kind_name": _kind(r["src_kind"]),
+                     "dst_kind_name": _kind(r["dst_kind"])}
+                    for r in _grouped({"copy_kind": ck, "src_kind": sk, "dst_kind": dk}, dur, nb))
+    host = (ck == HTOD) | (ck == DTOH)
+    pm = host & ((sk == PAGEABLE) | (dk == PAGEABLE))
+    pageable = {**_totals(pm, dur, nb), "by_direction": [{**r, "direction": _direction(r["copy_kind"])}
+                                                         for r in _grouped({"copy_kind": ck[pm]}, dur[pm], nb[pm])]}
+    # synchronous copies: launching call is a blocking memcpy
+    li = mc["launch_idx"] if "launch_idx" in mc.cols else np.full(len(mc), -1, np.int64)
+    sync_rows = np.zeros(len(mc), bool)
+    calls = np.empty(0, np.int64)
+    if api is not None and len(api):
+        sc = ac.name_set_mask(api.names, api.name_idx, SYNC_COPY) & api.primary
+        linked = li >= 0
+        sync_rows = linked & sc[np.where(linked, li, 0)]
+        calls = np.unique(li[sync_rows])
+    by_api: List[Row] = []
+    if calls.shape[0]:
+        cd = api.end[calls] - api.start[calls]
+        by_api = sorted(({"name": name, "calls": int(mm.sum()), "host_blocked_ns": int(cd[mm].sum())}
+                         for name, mm in _by_base_name(api, api.name_idx[calls])),
+                        key=lambda r: (-r["host_blocked_ns"], r["name"]))
+    sync_copies = {**_totals(sync_rows, dur, nb), "calls": int(calls.shape[0]),
+                   "host_blocked_ns": int((api.end[calls] - api.start[calls]).sum()) if calls.shape[0] else 0,
+                   "pageable_count": int((sync_rows & pm).sum()), "by_api": by_api}
+    per_step = None
+    if steps is not None:
+        t = mc["start"].copy()
+        if api is not None and len(api):
+            t = np.where(li >= 0, api.start[np.maximum(li, 0)], t)
+        st = _step_of(t, *steps)
+        n_steps = steps[0].shape[0]
+        inside = st >= 0
+        cps = np.bincount(st[inside], minlength=n_steps).astype(np.int64)
+        bps = np.zeros(n_steps, np.int64)
+        np.add.at(bps, st[inside], nb[inside].astype(np.int64))
+        tps = np.zeros(n_steps, np.int64)
+        np.add.at(tps, st[inside], dur[inside].astype(np.int64))
+        per_step = {
+            "step_count": int(n_steps), "copies_in_steps": int(inside.sum()),
+            "copies_per_step_median": median(cps),
+            "copies_per_step_mean": round(float(cps.mean()), 3) if n_steps else 0.0,
+            "bytes_per_step_median": int(round_half_up(median(bps))),
+            "bytes_per_step_mean": int(round_half_up(bps.mean())) if n_steps else 0,
+            "copy_ns_per_step_mean": int(round_half_up(tps.mean())) if n_steps else 0,
+            "host_copies_in_steps": int((inside & host).sum()),
+            "pageable_in_steps": int((inside & pm).sum()),
+            "sync_copies_in_steps": int((inside & sync_rows).sum()),
+            "by_kind_per_step": _per_step_by_kind(mc, inside, nb, dur, n_steps),
+        }
+    return {"copy_count": len(mc), "copy_bytes": int(nb.sum()), "copy_ns": int(dur.sum()),
+            "by_direction": by_direction, "by_kind": by_kind, "host_copies": _totals(host, dur, nb),
+            "pageable": pageable, "sync_copies": sync_copies, "per_step": per_step}
+
+
+def _alloc_free(api, am: np.ndarray, fm: np.ndarray, steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
+    """The ``alloc``, ``free`` and ``alloc_free_by_api`` fields of :class:`MemoryResult` (non-empty ``api``)."""
+    adur = api.end - api.start
+    st = _step_of(api.start, *steps) if steps is not None else None
+    out: Dict[str, Any] = {}
+    rows: List[Row] = []
+    for cls, m in (("alloc", am), ("free", fm)):
+        out[cls] = {"count": int(m.sum()), "total_ns": int(adur[m].sum()),
+                    "in_steps": int((m & (st >= 0)).sum()) if st is not None else None,
+                    "in_steps_ns": int(adur[m & (st >= 0)].sum()) if st is not None else None}
+        dd = adur[m]
+        for name, mm in _by_base_name(api, api.name_idx[m]):
+            rows.append({"name": name, "class": cls, "count": int(mm.sum()), "total_ns": int(dd[mm].sum()),
+                         "in_steps": int((st[m][mm] >= 0).sum()) if st is not None else None})
+    rows.sort(key=lambda r: (-r["total_ns"], r["name"]))
+    out["alloc_free_by_api"] = tuple(rows)
+    return out
+
+
+def _per_step_by_kind(mc, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int) -> List[Dict]:
+    """Copies inside steps per (direction, source kind, destination kind): count, bytes and GPU time per
+    step (mean over all steps)."""
+    if n_steps == 0 or not inside.any():
+        return []
+    ck, sk, dk = mc["copy_kind"][inside], mc["src_kind"][inside], mc["dst_kind"][inside]
+    key = (ck.astype(np.int64) << 16) | ((sk.astype(np.int64) & 0xFF) << 8) | (dk.astype(np.int64) & 0xFF)
+    uniq, inv = np.unique(key, return_inverse=True)
+    inv = inv.reshape(-1)
+    cnt = np.bincount(inv, minlength=uniq.shape[0])
+    byt = np.bincount(inv, weights=nb[inside].astype(np.float64), minlength=uniq.shape[0])
+    tim = np.bincount(inv, weights=dur[inside].astype(np.float64), minlength=uniq.shape[0])
+    rows = []
+    for j, k in enumerate(uniq.tolist()):
+        c, s_, d_ = k >> 16, (k >> 8) & 0xFF, k & 0xFF
+        s_ = -1 if s_ == 0xFF else s_
+        d_ = -1 if d_ == 0xFF else d_
+        rows.append({"direction": MEMCPY_KIND_LABEL.get(int(c), str(c)), "src_kind_name": _kind(s_),
+                     "dst_kind_name": _kind(d_), "copies_per_step": float(cnt[j]) / n_steps,
+                     "bytes_per_step": int(round_half_up(byt[j] / n_steps)),
+                     "copy_ns_per_step": int(round_half_up(tim[j] / n_steps))})
+    rows.sort(key=lambda r: (-r["bytes_per_step"], r["direction"]))
+    return rows

@@ -1,0 +1,295 @@
+"""Unified Memory (CUDA managed memory): page migrations, GPU and CPU page faults, and how much kernel time ran
+while migrations were in flight (docs/METRICS.md, "Unified Memory").
+
+Inputs (all from the model; SCHEMA.md §3.3):
+
+* **Migrations** — ``CUPTI_ACTIVITY_KIND_MEMCPY`` rows with ``copyKind`` 11 (Unified Host-to-Device), 12
+  (Unified Device-to-Host) or 13 (Unified Device-to-Device). Per direction, per migration cause
+  (``migrationCause``, ``ENUM_CUDA_UNIF_MEM_MIGRATION``; "not recorded" when NULL or the column is absent) and per
+  device: ``count``, ``bytes`` (Σ ``bytes``), ``total_ns`` (Σ ``end − start`` on the GPU).
+* **GPU page faults** — ``CUDA_UM_GPU_PAGE_FAULT_EVENTS``: one row per fault group (``start``, ``end``,
+  ``deviceId``); ``gpu_fault_events`` = rows, ``gpu_page_faults`` = Σ ``numberOfPageFaults`` (as nsys'
+  ``um_total_sum`` report counts them), also by ``faultAccessType`` (``ENUM_CUDA_UNIF_MEM_ACCESS_TYPE``);
+  ``gpu_fault_union_ns`` = |union of the fault-group intervals| of a device.
+* **CPU page faults** — ``CUDA_UM_CPU_PAGE_FAULT_EVENTS``: one row per fault (``start`` only); counted, and by
+  function (``CpuInstruction``) and module (``module``), both StringIds names.
+
+**Kernel time under migrations** (per device ``d`` and window): ``K_d`` = union of the device's kernel intervals
+and whole-graph executions (the busy set of docs/MODEL.md without copies, whatever ``--include-memcpy-in-busy``
+says), ``M_d`` = union of its migration intervals, both inside the window. ``overlap_ns = |K_d ∩ M_d|`` (wall time
+in which at least one kernel and at least one migration ran on the device; concurrent kernels count once),
+``overlap_pct = 100 · overlap_ns / |K_d|`` (0 when ``|K_d| = 0``), ``migration_idle_ns = |M_d \\ K_d|`` (migration
+time with no kernel running: idle time, which the idle-cause model charges to ``copy``). Pooled figures sum the
+listed devices (those with a migration or a GPU fault in the window).
+
+Windows: ``steady`` is computed on the clipped steady-state model (rows intersecting the window, clipped to it
+by :func:`model.clip.clip_model`: ``bytes`` of a row crossing an edge counts whole, its ns only inside); ``full``
+on every row. A trace with no migration and no fault row is ``available = False`` with the reason saying which
+sources were present; the cost is then one pass over the memcpy ``copyKind`` column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model import intervals as iv
+from ...model.trace import GpuOps, TraceModel
+
+Row = Dict[str, Any]
+
+UM_COPY_KINDS = (11, 12, 13)
+DIRECTION = {11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device"}
+#: ENUM_CUDA_UNIF_MEM_MIGRATION labels (built-in: the 2022.x exporters can leave ENUM_* tables empty)
+CAUSE = {-1: "not recorded", 0: "unknown", 1: "user prefetch", 2: "page fault (coherence)",
+         3: "speculative prefetch", 4: "eviction", 5: "access counters"}
+#: ENUM_CUDA_UNIF_MEM_ACCESS_TYPE labels
+ACCESS = {0: "unknown", 1: "read", 2: "write", 3: "atomic", 4: "prefetch"}
+TOP_CPU = 10
+GPU_TABLE = "CUDA_UM_GPU_PAGE_FAULT_EVENTS"
+CPU_TABLE = "CUDA_UM_CPU_PAGE_FAULT_EVENTS"
+
+
+@dataclass(frozen=True)
+class UmDevice:
+    """One device over one window (module docstring)."""
+
+    device_id: int
+    migration_count: int
+    migration_bytes: int
+    migration_ns: int
+    migration_union_ns: int
+    kernel_busy_ns: int
+    overlap_ns: int
+    overlap_pct: float
+    migration_idle_ns: int
+    gpu_fault_events: int
+    gpu_page_faults: int
+    gpu_fault_union_ns: int
+
+
+@dataclass(frozen=True)
+class UmWindow:
+    """Unified Memory over one window: ``window`` is "steady" or "full"."""
+
+    window: str
+    start_ns: int
+    end_ns: int
+    migration_count: int
+    migration_bytes: int
+    migration_ns: int
+    by_direction: Tuple[Row, ...]
+    by_cause: Tuple[Row, ...]
+    devices: Tuple[UmDevice, ...]
+    kernel_busy_ns: int
+    overlap_ns: int
+    overlap_pct: float
+    migration_idle_ns: int
+    gpu_fault_events: int
+    gpu_page_faults: int
+    gpu_faults_by_access: Tuple[Row, ...]
+    cpu_fault_count: int
+    cpu_faults_by_function: Tuple[Row, ...]
+    cpu_faults_by_module: Tuple[Row, ...]
+
+    def device(self, device_id: int) -> Optional[UmDevice]:
+        return next((d for d in self.devices if d.device_id == device_id), None)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = asdict(self)
+        d["devices"] = [asdict(x) for x in self.devices]
+        return json_ready(d)
+
+
+@dataclass(frozen=True)
+class UnifiedMemoryResult:
+    """``available``: the trace holds Unified-Memory activity (a migration or a fault row); ``sources``: which
+    inputs the export has (``gpu_fault_table``, ``cpu_fault_table``, ``migration_cause_column``); ``notes``:
+    what could not be measured and why."""
+
+    available: bool
+    reason: Optional[str]
+    sources: Dict[str, bool]
+    notes: Tuple[str, ...] = ()
+    steady: Optional[UmWindow] = None
+    full: Optional[UmWindow] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"available": self.available, "reason": self.reason, "sources": dict(self.sources),
+                "notes": list(self.notes), "steady": self.steady.to_dict() if self.steady else None,
+                "full": self.full.to_dict() if self.full else None}
+
+
+def _um_rows(mc: Optional[GpuOps]) -> np.ndarray:
+    """Row indices of the Unified (managed-memory) copies of a memcpy table."""
+    if mc is None or len(mc) == 0 or "copy_kind" not in mc.cols:
+        return np.empty(0, np.int64)
+    ck = np.asarray(mc["copy_kind"])
+    return np.nonzero((ck >= UM_COPY_KINDS[0]) & (ck <= UM_COPY_KINDS[-1]))[0]
+
+
+def _i64(ops: GpuOps, key: str, rows: Optional[np.ndarray] = None, default: int = -1) -> np.ndarray:
+    v = ops.cols.get(key)
+    n = len(ops) if rows is None else rows.shape[0]
+    if v is None:
+        return np.full(n, default, np.int64)
+    v = np.asarray(v, np.int64)
+    return v if rows is None else v[rows]
+
+
+def _grouped(key: np.ndarray, cols: Dict[str, np.ndarray], label: Dict[int, str], key_name: str,
+             name: str) -> Tuple[Row, ...]:
+    """One row per distinct ``key`` (ascending): ``{key_name, name, count, <Σ of each col>}``."""
+    if key.shape[0] == 0:
+        return ()
+    uniq, inv = np.unique(key, return_inverse=True)
+    inv = inv.reshape(-1)
+    count = np.bincount(inv, minlength=uniq.shape[0])
+    sums = {k: np.bincount(inv, weights=v, minlength=uniq.shape[0]) if v.shape[0] else np.zeros(uniq.shape[0])
+            for k, v in cols.items()}
+    # bincount sums in float64: exact below 2^53 (9 PB of bytes, 104 days of ns); recomputed exactly beyond
+    out = []
+    for i, u in enumerate(uniq.tolist()):
+        row: Row = {key_name: int(u), name: label.get(int(u), str(int(u))), "count": int(count[i])}
+        for k, s in sums.items():
+            row[k] = int(s[i]) if s[i] < 2 ** 53 else int(cols[k][inv == i].sum())
+        out.append(row)
+    return tuple(out)
+
+
+def _kernel_union(m: TraceModel, d: int) -> iv.Union:
+    """Union of the kernel and whole-graph-execution intervals of device ``d``."""
+    parts_s: List[np.ndarray] = []
+    parts_e: List[np.ndarray] = []
+    k = m.kernels
+    if k is not None and len(k):
+        sel = np.nonzero(k.device == d)[0]
+        parts_s.append(k.start[sel])
+        parts_e.append(k.end[sel])
+    gt = m.graph_trace
+    if gt is not None and len(gt) and "device" in gt.cols:
+        sel = np.nonzero(np.asarray(gt["device"]) == d)[0]
+        parts_s.append(gt["start"][sel])
+        parts_e.append(gt["end"][sel])
+    if not parts_s:
+        e = np.empty(0, np.int64)
+        return iv.union_lean(e, e)
+    s = np.concatenate(parts_s).astype(np.int64, copy=False)
+    e = np.concatenate(parts_e).astype(np.int64, copy=False)
+    return iv.union_blocks(s, e)
+
+
+def _top(idx: np.ndarray, names: List[str], key: str) -> Tuple[Row, ...]:
+    """The :data:`TOP_CPU` most frequent names of ``idx`` (index into ``names``; ties by name)."""
+    ok = idx[idx >= 0]
+    if ok.shape[0] == 0:
+        return ()
+    cnt = np.bincount(ok, minlength=len(names))
+    nz = np.nonzero(cnt)[0]
+    order = sorted(nz.tolist(), key=lambda i: (-int(cnt[i]), names[i]))[:TOP_CPU]
+    return tuple({key: names[i], "count": int(cnt[i])} for i in order)
+
+
+def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
+    mc = m.memcpy
+    rows = _um_rows(mc)
+    n = rows.shape[0]
+    if n:
+        assert mc is not None
+        s = _i64(mc, "start", rows)
+        e = _i64(mc, "end", rows)
+        ck = _i64(mc, "copy_kind", rows)
+        nbytes = np.maximum(_i64(mc, "bytes", rows, 0), 0)
+        cause = _i64(mc, "migration_cause", rows)
+        dev = _i64(mc, "device", rows)
+    else:
+        s = e = ck = nbytes = cause = dev = np.empty(0, np.int64)
+    dur = e - s
+    by_direction = _grouped(ck, {"bytes": nbytes, "total_ns": dur}, DIRECTION, "copy_kind", "direction")
+    by_cause = _grouped(np.where(cause < 0, -1, cause), {"bytes": nbytes, "total_ns": dur}, CAUSE, "cause_id",
+                        "cause")
+    gf = m.um_gpu_faults
+    if gf is not None and len(gf):
+        fs, fe, fdev = _i64(gf, "start"), _i64(gf, "end"), _i64(gf, "device")
+        nf = np.maximum(_i64(gf, "faults", default=0), 0)
+        acc = _i64(gf, "access")
+    else:
+        fs = fe = fdev = nf = acc = np.empty(0, np.int64)
+    by_access = _grouped(acc, {"page_faults": nf}, ACCESS, "access_id", "access")
+    devices: List[UmDevice] = []
+    for d in sorted(set(np.unique(dev).tolist()) | set(np.unique(fdev).tolist())):
+        sel = np.nonzero(dev == d)[0]
+        mig = iv.union_blocks(s[sel], e[sel])
+        ku = _kernel_union(m, d)
+        over = int(iv.overlap_length(ku, mig.start, mig.end).sum()) if len(mig) and len(ku) else 0
+        kb = ku.length
+        fsel = np.nonzero(fdev == d)[0]
+        devices.append(UmDevice(
+            device_id=int(d), migration_count=int(sel.shape[0]), migration_bytes=int(nbytes[sel].sum()),
+            migration_ns=int(dur[sel].sum()), migration_union_ns=mig.length, kernel_busy_ns=kb, overlap_ns=over,
+            overlap_pct=100.0 * over / kb if kb > 0 else 0.0, migration_idle_ns=mig.length - over,
+            gpu_fault_events=int(fsel.shape[0]), gpu_page_faults=int(nf[fsel].sum()),
+            gpu_fault_union_ns=iv.union_blocks(fs[fsel], fe[fsel]).length))
+    kb_all = sum(x.kernel_busy_ns for x in devices)
+    over_all = sum(x.overlap_ns for x in devices)
+    cf = m.um_cpu_faults
+    n_cpu = len(cf) if cf is not None else 0
+    by_func: Tuple[Row, ...] = ()
+    by_mod: Tuple[Row, ...] = ()
+    if cf is not None and n_cpu:
+        by_func = _top(_i64(cf, "func_idx"), cf.names, "function")
+        by_mod = _top(_i64(cf, "module_idx"), cf.names, "module")
+    return UmWindow(
+        window=which, start_ns=int(w0), end_ns=int(w1), migration_count=int(n), migration_bytes=int(nbytes.sum()),
+        migration_ns=int(dur.sum()), by_direction=by_direction, by_cause=by_cause, devices=tuple(devices),
+        kernel_busy_ns=kb_all, overlap_ns=over_all, overlap_pct=100.0 * over_all / kb_all if kb_all else 0.0,
+        migration_idle_ns=sum(x.migration_idle_ns for x in devices), gpu_fault_events=int(fs.shape[0]),
+        gpu_page_faults=int(nf.sum()), gpu_faults_by_access=by_access, cpu_fault_count=int(n_cpu),
+        cpu_faults_by_function=by_func, cpu_faults_by_module=by_mod)
+
+
+def _sources(model: TraceModel) -> Dict[str, bool]:
+    tables = model.info.tables if model.info is not None else {}
+    return {"gpu_fault_table": model.um_gpu_faults is not None, "cpu_fault_table": model.um_cpu_faults is not None,
+            "migration_cause_column": "migrationCause" in tables.get("CUPTI_ACTIVITY_KIND_MEMCPY", [])}
+
+
+def _absent_reason(model: TraceModel, src: Dict[str, bool]) -> str:
+    mc = model.memcpy
+    copies = (f"no Unified copy kind (11–13) among {len(mc):,} memcpy rows" if mc is not None and len(mc)
+              else "no memcpy rows")
+    tabs = [t for t, k in (("GPU", "gpu_fault_table"), ("CPU", "cpu_fault_table")) if src[k]]
+    faults = (f"UM {' and '.join(tabs)} page-fault table{'s' if len(tabs) > 1 else ''} empty" if tabs
+              else "no UM page-fault tables")
+    return f"no Unified Memory activity: {copies}; {faults}"
+
+
+def _notes(src: Dict[str, bool], full: UmWindow) -> Tuple[str, ...]:
+    out = []
+    if not src["gpu_fault_table"]:
+        out.append(f"GPU page faults not recorded (no {GPU_TABLE} table; nsys records them with "
+                   "`--cuda-um-gpu-page-faults=true`).")
+    if not src["cpu_fault_table"]:
+        out.append(f"CPU page faults not recorded (no {CPU_TABLE} table; nsys records them with "
+                   "`--cuda-um-cpu-page-faults=true`).")
+    if full.migration_count and not any(r["cause_id"] >= 0 for r in full.by_cause):
+        out.append("Migration causes not recorded (migrationCause NULL or absent).")
+    return tuple(out)
+
+
+def analyze_unified_memory(model: TraceModel, steady: TraceModel, w0: int, w1: int, full_w0: int,
+                           full_w1: int) -> UnifiedMemoryResult:
+    """Unified Memory over the steady window ``[w0, w1)`` (``steady``: the model clipped to it, or ``model``
+    itself when the window is the whole capture) and over the whole capture (every row of ``model``)."""
+    src = _sources(model)
+    gf, cf = model.um_gpu_faults, model.um_cpu_faults
+    if _um_rows(model.memcpy).shape[0] == 0 and not (gf is not None and len(gf)) and not (cf is not None and len(cf)):
+        return UnifiedMemoryResult(False, _absent_reason(model, src), src)
+    full = _window(model, "full", full_w0, full_w1)
+    same = steady is model and (w0, w1) == (full_w0, full_w1)
+    st = dataclasses.replace(full, window="steady") if same else _window(steady, "steady", w0, w1)
+    return UnifiedMemoryResult(True, None, src, _notes(src, full), st, full)

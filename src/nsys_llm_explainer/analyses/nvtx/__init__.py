@@ -1,0 +1,1 @@
+"""NVTX: ranges, the range tree, and kernels attributed to ranges."""

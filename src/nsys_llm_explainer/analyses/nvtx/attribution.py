@@ -1,0 +1,245 @@
+"""NVTX → kernel attribution.
+
+A kernel follows its launch call (the CUDA API row with the same correlationId in the same process) to
+the push/pop ranges open on the launching thread: ranges with start ≤ call start and end ≥ call end, in
+every NVTX domain (each domain has its own push/pop stack; the innermost range over all domains is the
+one that started last).
+
+* ``inclusive_ns`` of a range name: kernel time of kernels with at least one enclosing range of that
+  name (a kernel counts once per distinct enclosing name, as nsys's nvtx_kern_sum does).
+* ``innermost_ns``: kernel time of kernels whose innermost enclosing range has that name
+  (Σ innermost_ns = attributed kernel time, no double counting).
+* ``coverage`` = kernel time with any enclosing range / total kernel time (per PID: of that PID).
+* Start/end ranges (types 60/71) that were ended on the thread that started them count like push/pop
+  ranges, as in nsys's nvtx_kern_sum: a kernel is inside one when its launch call, on the thread that
+  called ``nvtxRangeStart``, lies within [start, end]. They are not on the push/pop stack, so they give
+  rows with ``style`` ``StartEnd`` (``kernel_count`` / ``inclusive_ns`` once per kernel and name,
+  ``innermost_ns`` 0) and ``startend_kernel_ns`` (kernel time inside any of them); ``coverage`` and
+  the innermost columns stay push/pop only. Start/end ranges ended on another thread never count.
+* Phase totals (``--phase-map``) come from :mod:`phases` (one definition of a kernel's phase):
+  :func:`diagnose.run_diagnosis` returns a copy of this result with ``phases`` set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model.timeline import few_distinct
+from ...model.trace import TraceModel
+from ..common.stats import pct
+from ..idle.causes import normalize_range_name
+from .tree import NvtxTree, combine_innermost, enclosing_by_domain, has_ancestor_with_key, subtree_sums
+
+Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AttributionResult:
+    available: bool
+    reason: Optional[str]
+    total_kernel_ns: int = 0
+    attributed_ns: int = 0
+    attributed_count: int = 0
+    coverage: float = 0.0
+    linked_kernel_ns: int = 0          # kernel time whose launch call was found
+    startend_kernel_ns: int = 0        # kernel time launched inside ≥ 1 start/end range (same thread)
+    ranges: Tuple[Row, ...] = ()
+    by_pid: Tuple[Row, ...] = ()
+    pid_coverage: Tuple[Row, ...] = ()
+    phases: Tuple[Row, ...] = ()
+    uncovered_by_thread: Tuple[Row, ...] = ()   # kernels no push/pop range covers, per launching thread
+    # helpers, not in to_dict(): innermost tree node per kernel (-1 none), and the same per NVTX domain
+    kernel_node: Optional[np.ndarray] = None
+    kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict)
+
+    def launch_range_details(self) -> FrozenSet[str]:
+        """The idle-cause details (range names, digit runs as ``N``) of push/pop ranges that enclose at least
+        one kernel launch: ranges the launches happen in (a step, a layer), as opposed to ranges of host work
+        that launch nothing."""
+        return frozenset(normalize_range_name(str(r["name"])) for r in self.ranges
+                         if r.get("style") == "PushPop" and int(r.get("kernel_count", 0)) > 0)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "available": self.available, "reason": self.reason, "coverage": self.coverage,
+            "total_kernel_ns": self.total_kernel_ns, "attributed_ns": self.attributed_ns,
+            "attributed_kernel_count": self.attributed_count, "linked_kernel_ns": self.linked_kernel_ns,
+            "startend_kernel_ns": self.startend_kernel_ns,
+            "ranges": self.ranges, "by_pid": self.by_pid, "pid_coverage": self.pid_coverage, "phases": self.phases,
+            "uncovered_by_thread": self.uncovered_by_thread})
+
+
+def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> AttributionResult:
+    k, api = model.kernels, model.api
+    if k is None or len(k) == 0:
+        return AttributionResult(False, "no kernels to attribute")
+    if api is None or len(api) == 0:
+        return AttributionResult(False, "no CUDA API calls: kernels cannot be linked to launching threads")
+    dur = k.dur
+    total = int(dur.sum())
+    li = k.launch_idx
+    linked = li >= 0
+    present = np.zeros(len(api), bool)
+    present[li[linked]] = True
+    calls = np.nonzero(present)[0]           # distinct launch calls (graph launches map to many kernels)
+    se_rows, se_by_pid, se_ns = startend_rows(model, calls, total)
+    if tree is None or len(tree) == 0:
+        if model.nvtx is None or not se_rows:
+            return AttributionResult(False, "no NVTX push/pop or start/end ranges to attribute kernels to")
+        return AttributionResult(True, None, total_kernel_ns=total, linked_kernel_ns=int(dur[linked].sum()),
+                                 startend_kernel_ns=se_ns, ranges=se_rows, by_pid=se_by_pid)
+    # innermost range per distinct launch call, then per kernel
+    by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
+    lut = np.full(len(api), -1, np.int64)
+
+    def per_kernel(call_node: np.ndarray) -> np.ndarray:
+        lut[calls] = call_node
+        node = np.full(len(k), -1, np.int64)
+        node[linked] = lut[li[linked]]
+        return node
+
+    kernel_nodes = {d: per_kernel(cn) for d, cn in by_dom.items()}
+    # one domain: the innermost range over domains is that domain's (the same array, not a copy)
+    node = next(iter(kernel_nodes.values())) if len(kernel_nodes) == 1 else \
+        per_kernel(combine_innermost(tree, by_dom, calls.shape[0]))
+    for a in (node, *kernel_nodes.values()):   # shared with phases and steps: read-only
+        a.flags.writeable = False
+    del by_dom
+    lut = np.empty(0, np.int64)   # frees the call table (per_kernel is not used again)
+    att = node >= 0
+    attributed_ns = int(dur[att].sum())
+
+    n = len(tree)
+
+    def per_node(nd: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """(Σ duration, kernel count) per tree node of the kernels with node ``nd`` ≥ 0 (bin 0 = none)."""
+        b = nd + 1
+        return (np.bincount(b, weights=dur, minlength=n + 1)[1:].astype(np.int64),
+                np.bincount(b, minlength=n + 1)[1:].astype(np.int64))
+
+    inner_t, inner_c = per_node(node)
+    # inclusive sums: a kernel sits in one innermost node per domain stack of its launching thread
+    own_t = np.zeros(n, np.int64)
+    own_c = np.zeros(n, np.int64)
+    for dn in kernel_nodes.values():
+        t, c = per_node(dn)
+        own_t += t
+        own_c += c
+    sub_t, sub_c = subtree_sums(tree, own_t), subtree_sums(tree, own_c)
+    dup = has_ancestor_with_key(tree, tree.name_idx)   # has an ancestor with the same name
+    names = model.nvtx.names if model.nvtx is not None else []
+    nn = len(names)
+    first = ~dup
+    incl_t = np.bincount(tree.name_idx[first], weights=sub_t[first], minlength=nn).astype(np.int64)
+    incl_c = np.bincount(tree.name_idx[first], weights=sub_c[first], minlength=nn).astype(np.int64)
+    inn_t = np.bincount(tree.name_idx, weights=inner_t, minlength=nn).astype(np.int64)
+    inn_c = np.bincount(tree.name_idx, weights=inner_c, minlength=nn).astype(np.int64)
+    ranges = tuple({"name": names[i], "style": "PushPop", "kernel_count": int(incl_c[i]),
+                    "inclusive_ns": int(incl_t[i]), "innermost_ns": int(inn_t[i]),
+                    "innermost_kernel_count": int(inn_c[i]), "pct_of_kernel_time": pct(int(incl_t[i]), total)}
+                   for i in np.lexsort((np.arange(nn), -incl_t)).tolist() if incl_c[i] != 0)
+    # per PID (tree nodes carry the launching thread's PID)
+    pids = tree.pid
+    key = pids[first].astype(np.int64) * (nn + 1) + tree.name_idx[first]
+    uk, inv = np.unique(key, return_inverse=True)
+    pt = np.bincount(inv, weights=sub_t[first]).astype(np.int64)
+    pc = np.bincount(inv, weights=sub_c[first]).astype(np.int64)
+    by_pid = tuple({"pid": int(uk[j] // (nn + 1)), "name": names[int(uk[j] % (nn + 1))], "style": "PushPop",
+                    "kernel_count": int(pc[j]), "inclusive_ns": int(pt[j])}
+                   for j in np.lexsort((uk, -pt)).tolist() if pc[j] != 0)
+    pid_coverage = []
+    for p in np.unique(k.pid).tolist():
+        m = k.pid == p
+        pt_all = int(dur[m].sum())
+        pa = int(dur[m & att].sum())
+        pid_coverage.append({"pid": int(p), "kernel_ns": pt_all, "attributed_ns": pa,
+                             "coverage": pa / pt_all if pt_all else 0.0})
+    return AttributionResult(
+        True, None, total_kernel_ns=total, attributed_ns=attributed_ns, attributed_count=int(att.sum()),
+        uncovered_by_thread=uncovered_threads(model, ~att, dur),
+        coverage=attributed_ns / total if total else 0.0, linked_kernel_ns=int(dur[linked].sum()),
+        startend_kernel_ns=se_ns, ranges=ranges + se_rows, by_pid=by_pid + se_by_pid,
+        pid_coverage=tuple(pid_coverage), kernel_node=node, kernel_nodes=kernel_nodes)
+
+
+def uncovered_threads(model: TraceModel, uncovered: np.ndarray, dur: np.ndarray, top: int = 8) -> Tuple[Row, ...]:
+    """Kernels no push/pop range covers, per launching thread (largest kernel time first, ``top`` rows): the
+    thread (``gtid``, ``pid``, ``tid``, ``thread_name``), its uncovered ``kernel_count`` / ``kernel_ns`` and their
+    share of all uncovered kernel time, and ``thread_ranges``: NVTX ranges that thread opened (nsys attributes
+    ranges per thread, so a thread with none — e.g. PyTorch's autograd thread — can never be covered). Kernels
+    whose launch call is unknown are one row with ``gtid`` -1."""
+    k, api = model.kernels, model.api
+    assert k is not None and api is not None
+    li = k.launch_idx[uncovered]
+    g = np.where(li >= 0, api.gtid[np.maximum(li, 0)], -1).astype(np.int64)
+    if g.shape[0] == 0:
+        return ()
+    u = few_distinct(g)                      # launching threads are few: no full sort of the kernels
+    inv = np.searchsorted(u, g)
+    ns = np.bincount(inv, weights=dur[uncovered], minlength=u.shape[0]).astype(np.int64)
+    cnt = np.bincount(inv, minlength=u.shape[0])
+    total = int(ns.sum())
+    nv = model.nvtx
+    ranges = {}
+    if nv is not None and len(nv):
+        rg, rc = np.unique(nv.gtid, return_counts=True)
+        ranges = dict(zip(rg.tolist(), rc.tolist()))
+    rows = []
+    for j in np.lexsort((u, -ns)).tolist()[:top]:
+        gt = int(u[j])
+        rows.append({"gtid": gt, "pid": int((gt >> 24) & 0xFFFFFF) if gt >= 0 else -1,
+                     "tid": int(gt & 0xFFFFFF) if gt >= 0 else -1, "thread_name": model.thread_names.get(gt, ""),
+                     "kernel_count": int(cnt[j]), "kernel_ns": int(ns[j]), "pct_of_uncovered": pct(int(ns[j]), total),
+                     "thread_ranges": int(ranges.get(gt, 0))})
+    return tuple(rows)
+
+
+def startend_rows(model: TraceModel, calls: np.ndarray, total: int) -> Tuple[Tuple[Row, ...], Tuple[Row, ...], int]:
+    """Rows (style ``StartEnd``) for start/end ranges ended on their own thread: per name and per
+    (pid, name), the kernels whose launch call (rows ``calls`` of the API table) lies inside one of
+    them on the same thread — each kernel once per name. Also the kernel time inside any of them."""
+    nv, api, k = model.nvtx, model.api, model.kernels
+    if nv is None or api is None or k is None or len(nv) == 0 or calls.shape[0] == 0:
+        return (), (), 0
+    se = np.nonzero(((nv.event_type == 60) | (nv.event_type == 71)) & (nv.end_gtid < 0))[0]
+    if se.shape[0] == 0:
+        return (), (), 0
+    # launch calls ordered by (thread, start): the calls of one thread starting in [s, e] are one slice
+    o = np.lexsort((api.start[calls], api.gtid[calls]))
+    cg, cs, ce, cid = api.gtid[calls][o], api.start[calls][o], api.end[calls][o], calls[o]
+    inside: Dict[int, list] = {}
+    for r in se.tolist():
+        g, s0, e0 = int(nv.gtid[r]), int(nv.start[r]), int(nv.end[r])
+        lo = int(np.searchsorted(cg, g, "left"))
+        hi = int(np.searchsorted(cg, g, "right"))
+        a = lo + int(np.searchsorted(cs[lo:hi], s0, "left"))
+        b = lo + int(np.searchsorted(cs[lo:hi], e0, "right"))
+        sel = cid[a:b][ce[a:b] <= e0]
+        if sel.shape[0]:
+            inside.setdefault(int(nv.name_idx[r]), []).append(sel)
+    if not inside:
+        return (), (), 0
+    dur, li = k.dur, k.launch_idx
+    linked = li >= 0
+    any_call = np.zeros(len(api), bool)
+    rows, by_pid = [], []
+    for ni, parts in inside.items():
+        hit = np.zeros(len(api), bool)
+        hit[np.concatenate(parts)] = True
+        any_call |= hit
+        km = linked & hit[np.maximum(li, 0)]
+        t = int(dur[km].sum())
+        rows.append({"name": nv.names[ni], "style": "StartEnd", "kernel_count": int(km.sum()), "inclusive_ns": t,
+                     "innermost_ns": 0, "innermost_kernel_count": 0, "pct_of_kernel_time": pct(t, total)})
+        for p in np.unique(k.pid[km]).tolist():
+            pm = km & (k.pid == p)
+            by_pid.append({"pid": int(p), "name": nv.names[ni], "style": "StartEnd",
+                           "kernel_count": int(pm.sum()), "inclusive_ns": int(dur[pm].sum())})
+    rows.sort(key=lambda r: (-r["inclusive_ns"], r["name"]))
+    by_pid.sort(key=lambda r: (-r["inclusive_ns"], r["pid"], r["name"]))
+    se_ns = int(dur[linked & any_call[np.maximum(li, 0)]].sum())
+    return tuple(rows), tuple(by_pid), se_ns

@@ -1,0 +1,79 @@
+"""NVTX ranges by (domain-qualified) name and style.
+
+Per name and style (``PushPop`` = types 59/70, ``StartEnd`` = 60/71): count, total, avg, p50, min, max of
+``end − start``. A range left unterminated in the capture (NULL ``end``) ends at the latest NVTX timestamp
+of the export (any row, marks included), as nsys 2022.4's nvtxsum / nvtxkernsum do; their number is
+reported as ``unterminated``, the rule as ``unterminated_end_rule`` and the end used as
+``unterminated_end_ns`` (null when none is open).
+``self_ns`` (push/pop only) = time inside the range not inside a nested push/pop range of the same thread
+and domain, so self times of all ranges never double count nesting; ``pct_self`` = self_ns / Σ self_ns ×
+100. ``pct_total`` = total / Σ totals × 100 as nsys prints it (nested ranges are counted once per level
+there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model.nvtx_build import UNTERMINATED_END_RULE
+from ...model.trace import TraceModel
+from ..common.stats import group_stats, pct
+from .tree import NvtxTree, build_tree, self_time
+
+Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NvtxResult:
+    available: bool
+    reason: Optional[str]
+    range_count: int = 0
+    unterminated: int = 0
+    unterminated_end_ns: Optional[int] = None   # end given to unterminated ranges (None: none open)
+    ranges: Tuple[Row, ...] = ()
+    by_pid: Tuple[Row, ...] = ()
+    tree: Optional[NvtxTree] = None   # push/pop nesting tree: a helper, not in to_dict()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "range_count": self.range_count,
+                           "unterminated": self.unterminated, "unterminated_end_rule": UNTERMINATED_END_RULE,
+                           "unterminated_end_ns": self.unterminated_end_ns, "ranges": self.ranges,
+                           "by_pid": self.by_pid})
+
+
+def analyze_nvtx(model: TraceModel) -> NvtxResult:
+    nv = model.nvtx
+    if nv is None:
+        return NvtxResult(False, "no NVTX_EVENTS table: NVTX was not traced (add `--trace=nvtx`) or no ranges")
+    if len(nv) == 0:
+        return NvtxResult(False, "NVTX_EVENTS has no push/pop or start/end ranges")
+    style = np.where(nv.is_push_pop, 0, 1)
+    dur = nv.end - nv.start
+    tree = build_tree(nv)
+    self_by_name = np.zeros(len(nv.names), np.int64)
+    if tree is not None:
+        st = self_time(tree)
+        np.add.at(self_by_name, tree.name_idx, st)
+    self_total = int(self_by_name.sum())
+    gs = group_stats({"name": nv.name_idx.astype(np.int64), "style": style}, dur)
+    total_all = int(gs.total.sum()) if len(gs) else 0
+    ranges = []
+    for i in gs.order_by_total().tolist():
+        ni, sty = int(gs.keys["name"][i]), int(gs.keys["style"][i])
+        r = {"name": nv.names[ni], "style": "PushPop" if sty == 0 else "StartEnd", "count": int(gs.count[i]),
+             "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i]),
+             "min_ns": int(gs.min[i]), "max_ns": int(gs.max[i]), "pct_total": pct(int(gs.total[i]), total_all)}
+        if sty == 0:
+            r = {**r, "self_ns": int(self_by_name[ni]), "pct_self": pct(int(self_by_name[ni]), self_total)}
+        ranges.append(r)
+    gp = group_stats({"pid": nv.pid, "name": nv.name_idx.astype(np.int64)}, dur)
+    by_pid = tuple({"pid": int(gp.keys["pid"][i]), "name": nv.names[int(gp.keys["name"][i])],
+                    "count": int(gp.count[i]), "total_ns": int(gp.total[i])} for i in gp.order_by_total().tolist())
+    open_ = ~nv.closed
+    open_end = int(nv.end[open_].max()) if open_.any() else None
+    return NvtxResult(True, None, range_count=len(nv), unterminated=int(open_.sum()), unterminated_end_ns=open_end,
+                      ranges=tuple(ranges), by_pid=by_pid, tree=tree)

@@ -1,0 +1,273 @@
+"""Nesting of NVTX push/pop ranges (parent, depth), computed with vectorized pointer jumping.
+
+NVTX keeps one push/pop stack per thread *and domain*, so ranges of one (thread, domain) nest, while
+ranges of different domains on the same thread may interleave (e.g. an ``NCCL:`` range that ends just
+after the enclosing model-layer range). The tree is therefore built per (thread, domain) segment: ranges
+are ordered by (thread, domain, start, −end); the parent of a range is the nearest earlier range of the
+same segment whose end is ≥ its end. Start/end ranges (type 60/71) and ranges closed on another thread
+are not part of the tree.
+
+Every walk along the tree is O(n log depth), never one numpy pass per depth level (a 100 000-deep
+nesting must stay fast): parents come from a "previous greater-or-equal end" search (a few rounds of
+pointer jumping, then a sparse table of range maxima for what is left), the tree is in preorder so each
+subtree is the index range ``[i, sub_end[i])`` (subtree sums are prefix-sum differences, depth is a
+count of open intervals), nearest marked ancestors use pointer doubling, and enclosing-range lookups
+use binary lifting over ancestors (ends never decrease towards the root). ``ROUNDS["n"]`` counts the
+Python-level rounds of those loops (tests use it to check that they stay O(log depth)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ...model.timeline import few_distinct
+from ...model.trace import NvtxRanges
+
+
+@dataclass
+class NvtxTree:
+    """Push/pop ranges in (gtid, start, −end) order; ``row`` maps back into :class:`NvtxRanges`."""
+
+    row: np.ndarray
+    gtid: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    name_idx: np.ndarray
+    pid: np.ndarray
+    parent: np.ndarray      # index into this tree, -1 for roots
+    depth: np.ndarray       # 0 for roots
+    thread_bounds: np.ndarray  # start offsets of each (thread, domain) segment (plus len at the end)
+    domain: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    sub_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # subtree = [i, sub_end[i])
+    _up: List[np.ndarray] = field(default_factory=list, repr=False, compare=False)  # binary-lifting cache
+
+    def __len__(self) -> int:
+        return int(self.row.shape[0])
+
+    def subtree_end(self) -> np.ndarray:
+        """Exclusive end of each node's subtree in tree order (the tree is in preorder)."""
+        if self.sub_end.shape[0] != len(self):
+            seg = np.repeat(np.arange(self.thread_bounds.shape[0] - 1), np.diff(self.thread_bounds))
+            self.sub_end = subtree_ends(self.parent, seg, self.thread_bounds[seg + 1])
+        return self.sub_end
+
+    def lifting(self) -> List[np.ndarray]:
+        """``up[k][i]``: the 2**k-th ancestor of node i (-1 past the root); built once, cached."""
+        if not self._up and len(self):
+            up = [self.parent]
+            for _ in range(max(1, int(self.depth.max()).bit_length()) - 1):
+                a = up[-1]
+                up.append(np.where(a >= 0, a[np.maximum(a, 0)], -1))
+            self._up.extend(up)
+        return self._up
+
+
+
+ROUNDS = {"n": 0}
+_CHEAP_ROUNDS = 6
+
+
+def prev_greater_equal(e: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """For each i: the nearest j in ``[lo[i], i)`` with ``e[j] >= e[i]``, -1 when none (exact).
+
+    A few rounds of pointer jumping settle shallow nestings; what is left (deep nestings, where each
+    round climbs only one level) is found by a descent over a sparse table of range maxima."""
+    n = e.shape[0]
+    f = np.arange(n, dtype=np.int64) - 1
+    f[f < lo] = -1
+    act = np.nonzero(f >= 0)[0]
+    for r in range(_CHEAP_ROUNDS + 1):
+        fa = f[act]
+        bad = e[fa] < e[act]      # invariant: every j in (f[i], i) has e[j] < e[i]
+        act, fa = act[bad], fa[bad]
+        if act.shape[0] == 0 or r == _CHEAP_ROUNDS:
+            break
+        ROUNDS["n"] += 1
+        f[act] = f[fa]
+        act = act[f[act] >= 0]
+    if act.shape[0] == 0:
+        return f
+    # left: e[f[i]] < e[i], so e[f[i] .. i-1] < e[i]; extend that run leftwards by powers of two
+    table = [e]
+    while (1 << len(table)) <= n:
+        h = 1 << (len(table) - 1)
+        table.append(np.maximum(table[-1][:-h], table[-1][h:]))   # max of e[j .. j + 2**k - 1]
+    v, lo_a, pos = e[act], lo[act], f[act]
+    for k in range(len(table) - 1, -1, -1):
+        ROUNDS["n"] += 1
+        cand = pos - (1 << k)
+        ok = cand >= lo_a
+        ok[ok] = table[k][cand[ok]] < v[ok]
+        pos = np.where(ok, cand, pos)
+    f[act] = np.where(pos - 1 >= lo_a, pos - 1, -1)
+    return f
+
+
+def nearest_marked(parent: np.ndarray, marked: np.ndarray, strict: bool = False) -> np.ndarray:
+    """Nearest ancestor-or-self (strict: ancestor) of each node that is ``marked``, -1 when none —
+    pointer doubling, O(log depth) rounds."""
+    jump = parent.copy()   # invariant: nodes strictly between i and jump[i] are not marked
+    act = np.nonzero(jump >= 0)[0]
+    act = act[~marked[jump[act]]]
+    while act.shape[0]:
+        ROUNDS["n"] += 1
+        jump[act] = jump[jump[act]]
+        act = act[jump[act] >= 0]
+        act = act[~marked[jump[act]]]
+    if strict:
+        return jump
+    return np.where(marked, np.arange(parent.shape[0]), jump)
+
+
+def subtree_ends(parent: np.ndarray, seg: np.ndarray, seg_end: np.ndarray) -> np.ndarray:
+    """Exclusive end of each subtree of a preorder forest (``seg``: segment per node, ``seg_end`` its
+    end): the next sibling of the nearest ancestor-or-self that has one, else the segment's end."""
+    n = parent.shape[0]
+    key = np.where(parent >= 0, parent, -1 - seg)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    nxt = np.full(n, -1, np.int64)
+    same = ks[1:] == ks[:-1]
+    nxt[order[:-1][same]] = order[1:][same]
+    a = nearest_marked(parent, nxt >= 0)
+    return np.where(a >= 0, nxt[np.maximum(a, 0)], seg_end).astype(np.int64)
+
+
+def preorder_depth(sub_end: np.ndarray) -> np.ndarray:
+    """Depth of each node of a preorder forest: the number of subtrees ``[j, sub_end[j])`` holding it."""
+    n = sub_end.shape[0]
+    closed = np.cumsum(np.bincount(sub_end, minlength=n + 1))[:n]   # nodes j with sub_end[j] <= i
+    return np.arange(n, dtype=np.int64) - closed
+
+
+def subtree_sums(tree: NvtxTree, values: np.ndarray) -> np.ndarray:
+    """Per node: the sum of ``values`` over its subtree (itself and all descendants)."""
+    c = np.concatenate(([0], np.cumsum(values, dtype=np.int64)))
+    return c[tree.subtree_end()] - c[:-1]
+
+
+def has_ancestor_with_key(tree: NvtxTree, key: np.ndarray) -> np.ndarray:
+    """Per node: whether a strict ancestor has the same ``key`` (subtrees of one key are nested or
+    disjoint, so a running maximum of subtree ends per key answers it)."""
+    n = len(tree)
+    if n == 0:
+        return np.zeros(0, bool)
+    o = np.argsort(np.asarray(key, np.int64), kind="stable")
+    ko = np.asarray(key, np.int64)[o]
+    gid = np.cumsum(np.concatenate(([True], ko[1:] != ko[:-1]))) - 1
+    cm = np.maximum.accumulate(gid * (n + 1) + tree.subtree_end()[o])
+    prev = np.full(n, -1, np.int64)
+    prev[1:] = cm[:-1] - gid[1:] * (n + 1)   # < 0 when the previous entry is of another key
+    out = np.zeros(n, bool)
+    out[o] = prev > o
+    return out
+
+
+def build_tree(nvtx: Optional[NvtxRanges]) -> Optional[NvtxTree]:
+    if nvtx is None or len(nvtx) == 0:
+        return None
+    m = nvtx.is_push_pop & (nvtx.end_gtid < 0)
+    rows = np.nonzero(m)[0]
+    if rows.size == 0:
+        return None
+    g, s, e = nvtx.gtid[rows], nvtx.start[rows], nvtx.end[rows]
+    dom = nvtx.domain[rows] if nvtx.domain.shape[0] == len(nvtx) else np.zeros(rows.shape[0], np.int64)
+    order = np.lexsort((-e, s, dom, g))
+    rows, g, s, e, dom = rows[order], g[order], s[order], e[order], dom[order]
+    n = rows.shape[0]
+    first = np.ones(n, bool)
+    first[1:] = (g[1:] != g[:-1]) | (dom[1:] != dom[:-1])
+    bounds = np.append(np.nonzero(first)[0], n)
+    seg = np.cumsum(first) - 1
+    parent = prev_greater_equal(e, bounds[seg])
+    sub_end = subtree_ends(parent, seg, bounds[seg + 1])
+    return NvtxTree(row=rows, gtid=g, start=s, end=e, name_idx=nvtx.name_idx[rows], pid=nvtx.pid[rows],
+                    parent=parent, depth=preorder_depth(sub_end), thread_bounds=bounds, domain=dom,
+                    sub_end=sub_end)
+
+
+def self_time(tree: NvtxTree) -> np.ndarray:
+    """Exclusive time of each range: its duration minus its direct children's durations (≥ 0)."""
+    dur = tree.end - tree.start
+    child = np.zeros(len(tree), np.int64)
+    has_p = tree.parent >= 0
+    np.add.at(child, tree.parent[has_p], dur[has_p])
+    return np.maximum(dur - child, 0)
+
+
+def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
+                        t1: np.ndarray) -> Dict[int, np.ndarray]:
+    """Domain → for each query (thread, [t0, t1]), the innermost push/pop range of that domain on that
+    thread with start ≤ t0 and end ≥ t1 (index into the tree, -1 when none)."""
+    out: Dict[int, np.ndarray] = {}
+    if len(tree) == 0 or gtid.shape[0] == 0:
+        return out
+    seg_starts = tree.thread_bounds[:-1]
+    seg_g = tree.gtid[seg_starts]
+    seg_d = tree.domain[seg_starts] if tree.domain.shape[0] == len(tree) else np.zeros(seg_g.shape[0], np.int64)
+    threads = few_distinct(gtid)
+    few = threads.shape[0] <= 16          # few querying threads (common): one mask per thread, no sort
+    if not few:
+        qs = np.argsort(gtid, kind="stable")
+        qg = gtid[qs]
+    q_of: Dict[int, np.ndarray] = {}      # the current thread's queries (segments come thread by thread)
+    for j, (g, d) in enumerate(zip(seg_g.tolist(), seg_d.tolist())):
+        if few:
+            if g not in q_of:
+                q_of.clear()
+                q_of[g] = (np.arange(gtid.shape[0]) if threads.shape[0] == 1 and threads[0] == g
+                           else np.flatnonzero(gtid == g))
+            q = q_of[g]
+            if q.shape[0] == 0:
+                continue
+        else:
+            lo, hi = np.searchsorted(qg, g, "left"), np.searchsorted(qg, g, "right")
+            if lo == hi:
+                continue
+            q = qs[lo:hi]
+        a, b = int(tree.thread_bounds[j]), int(tree.thread_bounds[j + 1])
+        cand = np.searchsorted(tree.start[a:b], t0[q], side="right") - 1
+        cand = np.where(cand >= 0, cand + a, -1)
+        # climb to the first ancestor-or-self ending at or after t1 (ends never decrease upwards)
+        climb = np.nonzero(cand >= 0)[0]
+        climb = climb[tree.end[cand[climb]] < t1[q[climb]]]
+        if climb.shape[0]:
+            up = tree.lifting()
+            c, v = cand[climb], t1[q[climb]]
+            for k in range(len(up) - 1, -1, -1):
+                ROUNDS["n"] += 1
+                u = up[k][c]
+                ok = u >= 0
+                ok[ok] = tree.end[u[ok]] < v[ok]
+                c = np.where(ok, u, c)
+            cand[climb] = tree.parent[c]
+        arr = out.get(int(d))
+        if arr is None:
+            arr = out[int(d)] = np.full(gtid.shape[0], -1, np.int64)
+        arr[q] = cand
+    return out
+
+
+def innermost_enclosing(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    """For each query (thread, [t0, t1]), the innermost push/pop range on that thread, over all domains,
+    with start ≤ t0 and end ≥ t1 (latest start wins; ties: earliest end), as an index into the tree;
+    -1 when none encloses it."""
+    return combine_innermost(tree, enclosing_by_domain(tree, gtid, t0, t1), gtid.shape[0])
+
+
+def combine_innermost(tree: NvtxTree, by_domain: Dict[int, np.ndarray], n: int) -> np.ndarray:
+    """Innermost over domains of per-domain innermost nodes (latest start; ties: earliest end)."""
+    best = np.full(n, -1, np.int64)
+    for cand in by_domain.values():
+        better = cand >= 0
+        both = np.flatnonzero(better & (best >= 0))    # only these need a comparison of the two ranges
+        if both.shape[0]:
+            c, b = cand[both], best[both]
+            sc, sb = tree.start[c], tree.start[b]
+            better[both] = (sc > sb) | ((sc == sb) & (tree.end[c] < tree.end[b]))
+            del c, b, sc, sb, both
+        best[better] = cand[better]
+    return best

@@ -1,0 +1,1 @@
+"""Model steps and phases: detection, per-step metrics, per-step synchronization."""

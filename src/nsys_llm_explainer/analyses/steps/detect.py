@@ -1,0 +1,208 @@
+"""Model-step (decode / prefill iteration) detection: which spans of time are the steps.
+
+Method ``nvtx`` — one NVTX push/pop range per step. With ``step_range`` the ranges named so (exact,
+case-insensitive; else every name containing it) are the steps. Otherwise candidates are range names on
+the *launching threads* (threads that issued a CUDA call that launched a kernel) with ≥ 3 instances that
+enclose kernel launches and do not overlap within a process (instances nested in a same-name range are
+not separate instances). Preferred, in order: names that look like a step (a step keyword such as
+``execute_model`` / ``step`` or a prefill/decode phase name), the shallowest nesting depth, the most
+instances, the most kernels enclosed. When the chosen name has a phase, range names of the other
+prefill/decode phases at the same depth are added (prefill steps beside decode steps).
+Method ``marker`` (no suitable NVTX range, or ``step_marker`` given) — per device, marker kernels are
+kernels whose name matches ``step_marker`` (default :data:`DEFAULT_MARKER`, sampling / argmax kernels;
+a run of consecutive marker kernels counts once, by its last kernel); step i runs from the end of marker
+i to the end of marker i + 1.
+
+Per step: ``start`` / ``end``; ``pid`` — process of the range (of the closing marker kernel); ``device``
+— device that ran most of the step's work (NVTX: else the process's most used device; -1 when unknown).
+*Work* = kernels, plus whole-graph ``GRAPH_TRACE`` rows when CUDA graphs were traced at graph level.
+A work item belongs to an NVTX step when the step range encloses the item's launch call on the calling
+thread (the enclosing-range lookup of :mod:`nvtx_tree`: per NVTX domain, the innermost range enclosing
+the call, then its nearest ancestor-or-self that is a step range; if several domains give one, the
+latest-starting step); to a marker step when it is a kernel on the step's device starting in
+[start, end).
+
+``phase`` of a step: NVTX method — the phase of the step range itself when its name (or an enclosing
+range's) has one; otherwise the phase with the most GPU time among the work launched in the step (phase
+of the launch call, :mod:`phases`); for markers, the phase with the most kernel time among the step's
+kernels; -1 (``unmapped``) when none.
+
+``confidence``: ``high`` (user-chosen range, or a step-like name whose instances enclose ≥ 50 % of the
+kernels launched from their threads), ``medium`` (step-like name with lower coverage; marker method with
+≥ 5 steps on every device), ``low`` (otherwise).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...config.phase_map import PhaseMap
+from ...errors import InputError
+from ...model.trace import TraceModel
+from ..nvtx.tree import NvtxTree
+from .nvtx_method import MIN_INSTANCES, StepChoice, choose_nvtx, kernel_nodes, nvtx_steps, work_items
+from .phases import PhaseResult, phase_of_names, resolve_nodes
+
+DEFAULT_MARKER = r"argmax|sampl|top_?k|top_?p|topp"
+
+
+@dataclass(frozen=True)
+class Detection:
+    """Detected steps (unsorted; arrays None when ``method == "none"``) and how they were found."""
+
+    method: str = "none"                 # "nvtx" | "marker" | "none"
+    reason: Optional[str] = None         # why no steps (method "none")
+    confidence: str = "low"
+    confidence_reason: str = ""
+    step_ranges: Tuple[str, ...] = ()
+    marker_regex: Optional[str] = None
+    marker_kernels: Tuple[Dict[str, Any], ...] = ()
+    notes: Tuple[str, ...] = ()
+    start: Optional[np.ndarray] = None
+    end: Optional[np.ndarray] = None
+    pid: Optional[np.ndarray] = None
+    device: Optional[np.ndarray] = None
+    kernel_step: Optional[np.ndarray] = None   # step index per kernel row, -1 none
+    phase: Optional[np.ndarray] = None         # phase index per step, -1 unmapped
+
+
+# ------------------------------------------------------------------------------------------- marker method
+def marker_kernels(model: TraceModel, regex: str) -> Tuple[np.ndarray, Tuple[Dict[str, Any], ...]]:
+    """(marker mask per kernel row, marker kernel names with their counts, most frequent first)."""
+    k = model.kernels
+    try:
+        rx = re.compile(regex, re.IGNORECASE)
+    except re.error as exc:
+        raise InputError(f"--step-marker {regex!r} is not a valid regular expression: {exc}") from None
+    hit = np.array([bool(rx.search(n)) for n in k.names] + [False], dtype=bool)
+    is_m = hit[k.name_idx]
+    cnt = np.bincount(k.name_idx[is_m], minlength=len(k.names))
+    return is_m, tuple({"name": k.names[i], "count": int(cnt[i])}
+                       for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist() if cnt[i])
+
+
+#: (start, end, pid, device, step per kernel row) of marker steps
+MarkerSteps = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def marker_steps(model: TraceModel, is_m: np.ndarray) -> Optional[MarkerSteps]:
+    """(start, end, pid, device, kernel_step) between consecutive marker kernels per device, or None."""
+    k = model.kernels
+    parts_s, parts_e, parts_p, parts_d = [], [], [], []
+    kstep = np.full(len(k), -1, np.int64)
+    base = 0
+    for d in np.unique(k.device).tolist():
+        idx = np.nonzero(k.device == d)[0]          # kernel order = start order
+        m = is_m[idx]
+        last_of_run = m.copy()
+        last_of_run[:-1] &= ~m[1:]
+        mk = idx[last_of_run]
+        if mk.shape[0] < 2:
+            continue
+        o = np.argsort(k.end[mk], kind="stable")
+        mk = mk[o]
+        bnd = k.end[mk]
+        ss, ee = bnd[:-1], bnd[1:]
+        parts_s.append(ss)
+        parts_e.append(ee)
+        parts_p.append(k.pid[mk[1:]])
+        parts_d.append(np.full(ss.shape[0], d, np.int64))
+        pos = np.searchsorted(ss, k.start[idx], side="right") - 1
+        ok = (pos >= 0) & (k.start[idx] < ee[np.maximum(pos, 0)])
+        kstep[idx[ok]] = base + pos[ok]
+        base += ss.shape[0]
+    if not parts_s:
+        return None
+    return (np.concatenate(parts_s), np.concatenate(parts_e), np.concatenate(parts_p),
+            np.concatenate(parts_d), kstep)
+
+
+# ------------------------------------------------------------------------------------------- phase per step
+def step_phase(wstep: np.ndarray, dur: np.ndarray, wphase: Optional[np.ndarray], n: int, nph: int,
+               range_phase: Optional[np.ndarray]) -> np.ndarray:
+    """Phase per step: ``range_phase`` where set, else the phase with the most ``dur`` among its work."""
+    ph = np.full(n, -1, np.int64)
+    if wphase is not None and wphase.shape[0] == wstep.shape[0] and nph:
+        m = (wstep >= 0) & (wphase >= 0)
+        if m.any():
+            w = np.bincount(wstep[m] * nph + wphase[m], weights=dur[m], minlength=n * nph).reshape(n, nph)
+            best = np.argmax(w, axis=1)
+            ph = np.where(w.max(axis=1) > 0, best, -1)
+    if range_phase is not None:
+        ph = np.where(range_phase >= 0, range_phase, ph)
+    return ph
+
+
+# ------------------------------------------------------------------------------------------- entry point
+def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[PhaseResult],
+                 step_marker: Optional[str], step_range: Optional[str], tree: Optional[NvtxTree],
+                 kernel_node: Optional[np.ndarray] = None,
+                 domain_nodes: Optional[Dict[int, np.ndarray]] = None) -> Detection:
+    """Find the steps (see module docstring). ``phase_result`` (optional) supplies kernel and node phases
+    consistent with the phases section; ``kernel_node`` (innermost tree node per kernel) is reused if given."""
+    k = model.kernels
+    notes: List[str] = []
+    nph = len(phase_map.names)
+    li, wdev, wpid, nk = work_items(model)
+    choice: Optional[StepChoice] = None
+    if tree is not None and len(tree) and not step_marker:
+        knode = kernel_node if kernel_node is not None else kernel_nodes(model, tree, li[:nk])
+        wnode = np.asarray(knode, np.int64)
+        if li.shape[0] > nk:                            # graph-level rows after the kernels
+            wnode = np.concatenate([wnode, kernel_nodes(model, tree, li[nk:])])
+        choice, choice_notes = choose_nvtx(model, tree, wnode, li, phase_map, step_range)
+        notes += choice_notes
+    elif step_range:
+        notes.append("--step-range ignored: " + ("a --step-marker was given" if step_marker
+                                                 else "the trace has no NVTX push/pop ranges"))
+    marker = None
+    regex = step_marker or DEFAULT_MARKER
+    markers: Tuple[Dict[str, Any], ...] = ()
+    if (choice is None or choice.confidence == "low") and k is not None and len(k):
+        is_m, markers = marker_kernels(model, regex)
+        marker = marker_steps(model, is_m)
+        if marker is not None and choice is not None:
+            per_dev = np.unique(marker[3], return_counts=True)[1]
+            if per_dev.min() < MIN_INSTANCES:
+                marker = None
+            else:
+                notes.append(f"marker kernels preferred over the NVTX range {' + '.join(choice.names)} "
+                             "whose name does not look like a model step")
+    dur = k.dur if k is not None else np.zeros(0, np.int64)
+    if choice is not None and marker is None:
+        s, e, pid, dev, wstep = nvtx_steps(model, tree, choice, li, wdev, wpid, nk, domain_nodes)
+        if phase_result is not None and phase_result.node_phase is not None:
+            node_phase = phase_result.node_phase
+        else:
+            own, owner = resolve_nodes(tree, phase_of_names(model.nvtx.names, phase_map))
+            node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
+        wphase = np.where(wnode >= 0, node_phase[np.maximum(wnode, 0)], -1)
+        gt = model.graph_trace
+        wdur = np.concatenate([dur] + ([gt["end"] - gt["start"]] if wstep.shape[0] > nk else []))
+        return Detection(method="nvtx", confidence=choice.confidence, confidence_reason=choice.reason,
+                         step_ranges=choice.names, notes=tuple(notes), start=s, end=e, pid=pid, device=dev,
+                         kernel_step=wstep[:nk],
+                         phase=step_phase(wstep, wdur, wphase, s.shape[0], nph, node_phase[choice.nodes]))
+    if marker is not None:
+        s, e, pid, dev, kstep = marker
+        per_dev = np.unique(dev, return_counts=True)[1]
+        src = "user" if step_marker else "default"
+        if per_dev.min() >= 5:
+            conf, why = "medium", (f"steps bounded by marker kernels ({src} regex {regex!r}); "
+                                   "no NVTX range marks steps")
+        else:
+            conf, why = "low", f"only {int(per_dev.min())} step(s) between marker kernels on some device"
+        kphase = phase_result.kernel_phase if phase_result is not None else None
+        return Detection(method="marker", confidence=conf, confidence_reason=why, marker_regex=regex,
+                         marker_kernels=markers, notes=tuple(notes), start=s, end=e, pid=pid, device=dev,
+                         kernel_step=kstep, phase=step_phase(kstep, dur, kphase, s.shape[0], nph, None))
+    if k is None or len(k) == 0:
+        reason = "no kernels and no usable NVTX step ranges"
+    else:
+        reason = ("no NVTX range repeats once per step and fewer than 2 marker kernels "
+                  f"(regex {regex!r}) ran on any device")
+    return Detection(reason=reason, marker_regex=regex, notes=tuple(notes))

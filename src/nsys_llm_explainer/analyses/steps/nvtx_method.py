@@ -1,0 +1,327 @@
+"""NVTX step method: choose the push/pop ranges that mark model steps and assign work to them.
+
+Definitions are in :mod:`steps_detect` (method ``nvtx``, work items, confidence). Enclosing-range
+lookups use :mod:`nvtx_tree` (:func:`~nvtx_tree.enclosing_by_domain` / :func:`~nvtx_tree.innermost_enclosing`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...config.phase_map import PhaseMap
+from ...model.names import distinct_small
+from ...model.timeline import few_distinct
+from ...model.trace import TraceModel
+from ..nvtx.tree import (
+    NvtxTree,
+    enclosing_by_domain,
+    has_ancestor_with_key,
+    innermost_enclosing,
+    nearest_marked,
+    subtree_sums,
+)
+from .phases import phase_of_names
+
+MIN_INSTANCES = 3
+
+
+@dataclass(frozen=True)
+class StepChoice:
+    nodes: np.ndarray          # tree nodes of the step ranges
+    names: Tuple[str, ...]
+    confidence: str
+    reason: str
+
+
+# ------------------------------------------------------------------------------------------- work items
+def _launch_rows(model: TraceModel) -> np.ndarray:
+    k = model.kernels
+    if k is None or len(k) == 0 or k.launch_idx.shape[0] != len(k):
+        return np.zeros(0 if k is None else len(k), np.int64) - 1
+    return k.launch_idx
+
+
+def work_items(model: TraceModel) -> Tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """GPU work = kernels, then whole-graph rows (graph-level trace): (launch row, device, pid, #kernels)."""
+    k, gt = model.kernels, model.graph_trace
+    li = [_launch_rows(model)]
+    dev = [k.device] if k is not None else [np.zeros(0, np.int64)]
+    pid = [k.pid] if k is not None else [np.zeros(0, np.int64)]
+    nk = int(li[0].shape[0])
+    if gt is not None and len(gt) and "launch_idx" in gt.cols:
+        li.append(gt["launch_idx"])
+        dev.append(gt["device"])
+        pid.append(gt["pid"])
+    # the model's own columns when there is one table (no copies); device/pid keep their integer type
+    return (np.asarray(li[0] if len(li) == 1 else np.concatenate(li)).astype(np.int64, copy=False),
+            dev[0] if len(dev) == 1 else np.concatenate([d.astype(np.int64) for d in dev]),
+            pid[0] if len(pid) == 1 else np.concatenate([p.astype(np.int64) for p in pid]), nk)
+
+
+def _distinct_calls(model: TraceModel, li: np.ndarray) -> np.ndarray:
+    """Distinct launch-call rows among ``li`` (ascending; a presence mask over the API rows, no sort)."""
+    present = np.zeros(len(model.api), bool)
+    present[li[li >= 0]] = True
+    return np.flatnonzero(present)
+
+
+def _per_call(model: TraceModel, li: np.ndarray, calls: np.ndarray, call_value: np.ndarray) -> np.ndarray:
+    """Spread a value per distinct launch call (``calls``, sorted) to the work items launched by it."""
+    out = np.full(li.shape[0], -1, np.int64)
+    linked = li >= 0
+    if calls.shape[0] == 0 or not linked.any():
+        return out
+    lut = np.full(len(model.api), -1, np.int64)
+    lut[calls] = call_value
+    out[linked] = lut[li[linked]]
+    return out
+
+
+def kernel_nodes(model: TraceModel, tree: NvtxTree, li: np.ndarray) -> np.ndarray:
+    """Innermost enclosing tree node of each work item's launch call (as nvtx_attribution does)."""
+    api = model.api
+    if api is None or not (li >= 0).any():
+        return np.full(li.shape[0], -1, np.int64)
+    calls = _distinct_calls(model, li)
+    return _per_call(model, li, calls, innermost_enclosing(tree, api.gtid[calls], api.start[calls],
+                                                           api.end[calls]))
+
+
+def _subtree_counts(tree: NvtxTree, node: np.ndarray) -> np.ndarray:
+    """Kernels launched inside each tree node (its own and its descendants')."""
+    n = len(tree)
+    return subtree_sums(tree, np.bincount(node[node >= 0], minlength=n).astype(np.int64))
+
+
+def _self_nested(tree: NvtxTree, key: np.ndarray) -> np.ndarray:
+    """Nodes with an ancestor of the same ``key`` (per node)."""
+    return has_ancestor_with_key(tree, key)
+
+
+def _overlaps(pid: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+    o = np.lexsort((start, pid))
+    p, s, e = pid[o], start[o], end[o]
+    same = p[1:] == p[:-1]
+    return bool((same & (s[1:] < e[:-1])).any())
+
+
+_DIGITS = re.compile(r"\d+")
+#: NVTX names of libraries / per-op instrumentation that never mark a model step
+_NOT_STEP = re.compile(
+    r"^(?:[\w.]+:)?(?:nccl|mpi_|aten::|cublas|cudnn|cufft|nvshmem|cupti)"   # libraries, torch ops
+    r"|, (?:seq|op_id) = "                                                 # torch emit_nvtx op ranges
+    r"|^tensorrt:(?!executioncontext)",                                    # TensorRT per-layer ranges
+    re.IGNORECASE)
+
+
+def _name_groups(names: List[str]) -> Tuple[np.ndarray, List[str]]:
+    """Group id per name (digit runs replaced by ``#``: ``token_7_step`` → ``token_#_step``), plus labels."""
+    labels: List[str] = []
+    index: Dict[str, int] = {}
+    gid = np.full(len(names) + 1, -1, np.int64)
+    for i, n in enumerate(names):
+        g = _DIGITS.sub("#", n)
+        if g not in index:
+            index[g] = len(labels)
+            labels.append(g)
+        gid[i] = index[g]
+    return gid, labels
+
+
+def _looks_like_step(name: str, keywords: Tuple[str, ...]) -> bool:
+    low = name.lower()
+    return any(kw.lower() in low for kw in keywords)
+
+
+# ------------------------------------------------------------------------------------------- NVTX method
+def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.ndarray, phase_map: PhaseMap,
+                step_range: Optional[str]) -> Tuple[Optional[StepChoice], Tuple[str, ...]]:
+    """The NVTX ranges that are the steps (see module docstring), or None; and notes for the report."""
+    names = model.nvtx.names if model.nvtx is not None else []
+    notes: Tuple[str, ...] = ()
+    if step_range:
+        want = step_range.lower()
+        exact = [i for i, n in enumerate(names) if n.lower() == want]
+        ids = exact or [i for i, n in enumerate(names) if want in n.lower()]
+        if ids:
+            sel = np.isin(tree.name_idx, np.asarray(ids, np.int64))
+            sel &= ~_self_nested(tree, np.where(sel, 0, -1 - np.arange(len(tree))))
+            used = tuple(sorted({names[i] for i in tree.name_idx[sel].tolist()}))
+            return StepChoice(np.nonzero(sel)[0], used, "high",
+                              f"step ranges chosen by the user (--step-range {step_range!r})"), ()
+        notes = (f"--step-range {step_range!r} matches no NVTX push/pop range; detecting steps automatically",)
+    api = model.api
+    if api is None or not (li >= 0).any():
+        return None, notes
+    gid, glabels = _name_groups(names)
+    node_g = gid[tree.name_idx]
+    lthreads = np.unique(api.gtid[li[li >= 0]])
+    sub = _subtree_counts(tree, knode)
+    usable = np.array([not _NOT_STEP.search(g) for g in glabels] + [False], bool)
+    cand = np.isin(tree.gtid, lthreads) & ~_self_nested(tree, node_g) & usable[node_g]
+    g_phase = phase_of_names(glabels, phase_map)
+    step_phases = {j for j, p in enumerate(phase_map.names) if p != "other"}
+    best: Optional[Tuple] = None
+    info: Dict[int, Tuple[np.ndarray, int]] = {}
+    cidx = np.nonzero(cand)[0]
+    cg = node_g[cidx]
+    for gi in np.unique(cg).tolist():
+        inst = cidx[cg == gi]
+        with_k = int((sub[inst] > 0).sum())
+        if inst.shape[0] < MIN_INSTANCES or with_k < MIN_INSTANCES:
+            continue
+        if _overlaps(tree.pid[inst], tree.start[inst], tree.end[inst]):
+            continue
+        depth = int(tree.depth[inst].min())
+        steplike = _looks_like_step(glabels[gi], phase_map.step_keywords) or int(g_phase[gi]) in step_phases
+        key = (steplike, -depth, int(inst.shape[0]), int(sub[inst].sum()), -gi)
+        info[gi] = (inst, depth)
+        if best is None or key > best[0]:
+            best = (key, gi)
+    if best is None:
+        return None, notes
+    (steplike, _, _, _, _), gi = best
+    inst, depth = info[gi]
+    chosen = [gi]
+    if int(g_phase[gi]) in step_phases:
+        for gj in np.unique(cg).tolist():
+            if gj == gi or int(g_phase[gj]) not in step_phases or int(g_phase[gj]) == int(g_phase[gi]):
+                continue
+            other = cidx[(cg == gj) & (tree.depth[cidx] == depth) & (sub[cidx] > 0)]
+            if other.shape[0] == 0:
+                continue
+            both = np.concatenate([inst, other])
+            if not _overlaps(tree.pid[both], tree.start[both], tree.end[both]):
+                inst = both
+                chosen.append(gj)
+    # coverage: kernels launched inside the chosen instances / kernels launched from their threads
+    thr = np.unique(tree.gtid[inst])
+    lk = li >= 0
+    total = int(np.isin(api.gtid[li[lk]], thr).sum())
+    cov = int(sub[inst].sum()) / total if total else 0.0
+    used = tuple(glabels[i] for i in chosen)
+    desc = " + ".join(repr(n) for n in used)
+    n_inst = int(inst.shape[0])
+    if steplike and cov >= 0.5:
+        conf, why = "high", f"NVTX range {desc} ({n_inst} instances) encloses {cov:.0%} of kernel launches"
+    elif steplike:
+        conf, why = "medium", (f"NVTX range {desc} ({n_inst} instances) looks like a step but encloses only "
+                               f"{cov:.0%} of the kernel launches of its threads")
+    else:
+        conf, why = "low", (f"the most frequent top-level NVTX range {desc} ({n_inst} instances) was used; "
+                            "its name does not look like a model step")
+    return StepChoice(np.sort(inst), used, conf, why), notes
+
+
+def _nearest_step(tree: NvtxTree, node: np.ndarray, step_of_node: np.ndarray) -> np.ndarray:
+    """Per query tree node: step index of its nearest ancestor-or-self that is a step range, -1 none."""
+    near = nearest_marked(tree.parent, step_of_node >= 0)   # per tree node
+    step_near = np.where(near >= 0, step_of_node[np.maximum(near, 0)], -1)   # per tree node: its step
+    out = step_near[np.maximum(node, 0)]
+    out[np.asarray(node) < 0] = -1
+    return out
+
+
+def _call_threads(gtid: np.ndarray, li: np.ndarray) -> np.ndarray:
+    """Distinct threads of the launch calls ``li`` (≥ 0), sorted; gathered a chunk at a time (small copies)."""
+    parts = []
+    for a in range(0, li.shape[0], 1 << 20):
+        c = li[a:a + (1 << 20)]
+        c = c[c >= 0]
+        if c.shape[0]:
+            parts.append(few_distinct(gtid[c]))
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+
+
+def _domain_order(tree: NvtxTree, threads: np.ndarray) -> List[int]:
+    """Domains in the order :func:`enclosing_by_domain` meets them for queries on ``threads`` (sorted)."""
+    seg = tree.thread_bounds[:-1]
+    g = tree.gtid[seg]
+    d = tree.domain[seg] if tree.domain.shape[0] == len(tree) else np.zeros(seg.shape[0], np.int64)
+    on = np.isin(g, threads)
+    return list(dict.fromkeys(int(x) for x in d[on].tolist()))
+
+
+def _innermost_step(per_domain, s: np.ndarray, e: np.ndarray, tree: NvtxTree, step_of_node: np.ndarray):
+    """Per query: over the domains (in order), the step of the nearest enclosing step range, the innermost
+    (latest start; ties: earliest end; exact ties: the first domain) winning; -1 when none."""
+    best = None
+    for dn in per_domain:
+        cand = _nearest_step(tree, dn, step_of_node)
+        if best is None:                               # nothing to compare with yet: the candidate is the best
+            best = cand
+            continue
+        c, b = np.maximum(cand, 0), np.maximum(best, 0)
+        better = (cand >= 0) & ((best < 0) | (s[c] > s[b]) | ((s[c] == s[b]) & (e[c] < e[b])))
+        best = np.where(better, cand, best)
+    return best
+
+
+def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.ndarray, nk: Optional[int] = None,
+                 domain_nodes: Optional[Dict[int, np.ndarray]] = None) -> np.ndarray:
+    """Step (index into ``nodes``) whose range encloses each work item's launch call, -1 when none.
+    ``domain_nodes`` (domain → innermost range of that domain per kernel, i.e. per work item ``< nk``, as the
+    NVTX attribution computes it) spares the range lookups when every work item is a kernel."""
+    api = model.api
+    if api is None or nodes.shape[0] == 0 or not (li >= 0).any():
+        return np.full(li.shape[0], -1, np.int64)
+    threads = np.unique(tree.gtid[nodes])               # only threads with steps
+    step_of_node = np.full(len(tree), -1, np.int64)
+    step_of_node[nodes] = np.arange(nodes.shape[0])
+    s, e = tree.start[nodes], tree.end[nodes]
+    if domain_nodes and nk == li.shape[0] and all(v.shape[0] == nk for v in domain_nodes.values()):
+        # a range on a thread without steps has no step ancestor: the attribution's lookups give the same steps,
+        # taken over the domains in the order the lookups below would meet them (threads with steps and calls)
+        order = [d for d in _domain_order(tree, np.intersect1d(threads, _call_threads(api.gtid, li)))
+                 if d in domain_nodes]
+        best = _innermost_step((domain_nodes[d] for d in order), s, e, tree, step_of_node)
+        return np.full(li.shape[0], -1, np.int64) if best is None else best
+    calls = _distinct_calls(model, li)
+    calls = calls[np.isin(api.gtid[calls], threads)]
+    by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
+    best = _innermost_step(by_dom.values(), s, e, tree, step_of_node)
+    return _per_call(model, li, calls, np.full(calls.shape[0], -1, np.int64) if best is None else best)
+
+
+def _unique_counts(key: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_counts=True)`` for non-negative integer keys, by counting when they are dense."""
+    if key.shape[0] and int(key.max()) < 4 * key.shape[0]:
+        counts = np.bincount(key)
+        uk = np.flatnonzero(counts)
+        return uk, counts[uk]
+    return np.unique(key, return_counts=True)
+
+
+def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.ndarray, wdev: np.ndarray,
+               wpid: np.ndarray, nk: Optional[int] = None, domain_nodes: Optional[Dict[int, np.ndarray]] = None
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, pid, device, step per work item) for NVTX step instances (see :func:`work_items`;
+    ``nk`` / ``domain_nodes``: see :func:`step_of_work`)."""
+    nodes = choice.nodes
+    s, e, pid = tree.start[nodes], tree.end[nodes], tree.pid[nodes]
+    n = nodes.shape[0]
+    wstep = step_of_work(model, tree, nodes, li, nk, domain_nodes)
+    dev = np.full(n, -1, np.int64)
+    has = wstep >= 0
+    if has.any():
+        wd = wdev[has].astype(np.int64)                # device ids in 64 bits: no wrap-around below
+        lo = int(wd.min())
+        ud, dinv = distinct_small(wd - lo)              # = np.unique(wd, return_inverse=True), O(n)
+        ud = ud + lo
+        nd = ud.shape[0]
+        uk, cnt = _unique_counts(wstep[has] * nd + dinv)
+        o = np.lexsort((uk % nd, -cnt, uk // nd))   # per step: the device with most work items first
+        st = uk[o] // nd
+        firsts = np.ones(st.shape[0], bool)
+        firsts[1:] = st[1:] != st[:-1]
+        dev[st[firsts]] = ud[(uk[o] % nd)[firsts]]
+    for p in np.unique(pid[dev < 0]).tolist():
+        pk = wdev[wpid == p]
+        if pk.size:
+            vals, cnt = np.unique(pk, return_counts=True)
+            dev[(dev < 0) & (pid == p)] = int(vals[np.argmax(cnt)])
+    return s, e, pid, dev, wstep

@@ -1,0 +1,244 @@
+"""Inference phases (prefill / decode / other) from NVTX range names.
+
+Name → phase: a range name (domain-qualified, e.g. ``"vLLM:decode step"``) has the phase of the
+*longest* phase substring it contains, compared case-insensitively (ties: the phase listed first). Names
+whose longest match is in the preset's ``ignore`` list (``"decoder"``, ``"tokenize"``…) have no phase.
+This lets ``": 0 ctx reqs"`` (TensorRT-LLM generation-only step) beat ``"ctx reqs"`` (context step) and
+keeps ``"LlamaDecoderLayer"`` out of ``decode``. Presets live in ``presets/phases.json`` (vLLM, SGLang,
+TensorRT-LLM, generic); a user ``--phase-map`` ``{"phase": ["substring", ...]}`` replaces the preset
+phases (the ignore list still applies, after the user's phases on ties). Presets and user maps are read
+and validated by :mod:`config.phase_map` (:class:`PhaseMap`); this module does no file I/O.
+
+Only push/pop ranges (the NVTX tree) take part. At any instant on a thread, the *phase owner* is the
+innermost open range whose name has a phase; a kernel's phase is the phase owner of its launch call
+(the innermost phase-named range enclosing the launch, via :mod:`nvtx_attribution`); kernels with none
+are ``unmapped``.
+
+* ``range_count``: push/pop ranges whose name has the phase.
+* ``wall_ns``: per process, length of the union of the time the phase owns on the process's threads
+  (a phase-named range minus the phase-named ranges nested in it, so nested ranges are never counted
+  twice and nested ranges of another phase go to that phase); summed over processes. ``wall_by_pid``
+  lists the per-process values. ``unmapped`` has no wall time (0).
+* ``kernel_count`` / ``gpu_time_ns``: number and summed duration of the phase's kernels.
+* ``gpu_busy_ns``: per device, length of the union of the phase's kernel intervals; summed over devices.
+* ``pct_of_kernel_time``: ``gpu_time_ns`` / total kernel time × 100.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ...config.phase_map import (
+    UNMAPPED,
+    PhaseMap,
+    as_phase_map,
+    ignore_list,
+)
+from ...jsonable import json_ready
+from ...model import intervals as iv
+from ...model.timeline import few_distinct
+from ...model.trace import TraceModel
+from ..common.stats import pct
+from ..nvtx.tree import NvtxTree, nearest_marked
+
+PhaseMapLike = Union[PhaseMap, Mapping[str, Sequence[str]]]
+Row = Dict[str, Any]
+
+
+def phase_of_names(names: Sequence[str], phase_map: PhaseMapLike,
+                   ignore: Optional[Sequence[str]] = None) -> np.ndarray:
+    """Phase index per name (order of ``phase_map``), -1 for none; one extra trailing -1 (for index -1).
+
+    ``ignore`` defaults to the :class:`PhaseMap`'s ignore list (the presets' for a plain dict)."""
+    if isinstance(phase_map, PhaseMap):
+        items = phase_map.phases
+        if ignore is None:
+            ignore = phase_map.ignore
+    else:
+        items = tuple(phase_map.items())
+    if ignore is None:
+        ignore = ignore_list()
+    pats: List[Tuple[str, int, int]] = []   # (substring, phase index or -1 for ignore, tie order)
+    for j, (_, subs) in enumerate(items):
+        pats += [(s.lower(), j, j) for s in subs if s]
+    big = len(items)
+    pats += [(s.lower(), -1, big) for s in ignore if s]
+    out = np.full(len(names) + 1, -1, np.int64)
+    for i, n in enumerate(names):
+        low = n.lower()
+        best: Optional[Tuple[int, int]] = None
+        ph = -1
+        for s, j, order in pats:
+            if s in low:
+                key = (len(s), -order)
+                if best is None or key > best:
+                    best, ph = key, j
+        out[i] = ph
+    return out
+
+
+def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(own phase per node, phase owner per node): the nearest ancestor-or-self with a phase, -1 if none."""
+    own = name_phase[tree.name_idx]
+    return own, nearest_marked(tree.parent, own >= 0)
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    available: bool
+    reason: Optional[str]
+    source: str
+    phase_map: Dict[str, List[str]]
+    phase_names: Tuple[str, ...] = ()   # phase map order; index = kernel_phase value
+    total_kernel_ns: int = 0
+    phases: Tuple[Row, ...] = ()
+    range_names: Tuple[Row, ...] = ()  # NVTX names that got a phase: name, phase, count
+    notes: Tuple[str, ...] = ()
+    # helpers, not in to_dict(): phase index per kernel (-1 none), phase index of each tree node's phase
+    # owner, and the phase map used (with ignore / step keywords)
+    kernel_phase: Optional[np.ndarray] = None
+    node_phase: Optional[np.ndarray] = None
+    rules: Optional[PhaseMap] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason, "source": self.source,
+                           "phase_map": self.phase_map, "phase_names": self.phase_names,
+                           "total_kernel_ns": self.total_kernel_ns, "phases": self.phases,
+                           "range_names": self.range_names, "notes": self.notes})
+
+
+def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> int:
+    total = 0
+    ids = few_distinct(device)
+    for d in ids.tolist():
+        if ids.shape[0] == 1:
+            total += iv.union_lean(start, end).length      # kernels are sorted by start
+            continue
+        m = device == d
+        total += iv.union_lean(start[m], end[m]).length
+    return total
+
+
+def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray):
+    """Intervals of time owned by each phase-named node: its range minus its phase-named descendants.
+
+    Returns (start, end, owner node). Pieces of one node are [r.start, c1.start), [c1.end, c2.start), …,
+    [ck.end, r.end) for its nearest phase-named descendants c1..ck (disjoint on one push/pop thread)."""
+    lab = np.nonzero(own >= 0)[0]
+    par = tree.parent[lab]
+    lpar = np.where(par >= 0, owner[np.maximum(par, 0)], -1)   # nearest phase-named strict ancestor
+    ch = lab[lpar >= 0]
+    chp = lpar[lpar >= 0]
+    s_t = np.concatenate([tree.start[lab], tree.end[ch]])
+    s_o = np.concatenate([lab, chp])
+    e_t = np.concatenate([tree.end[lab], tree.start[ch]])
+    e_o = np.concatenate([lab, chp])
+    so = np.lexsort((s_t, s_o))
+    eo = np.lexsort((e_t, e_o))
+    ps, pe, po = s_t[so], e_t[eo], s_o[so]
+    return ps, np.maximum(pe, ps), po
+
+
+def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
+                   tree: Optional[NvtxTree] = None, kernel_node: Optional[np.ndarray] = None,
+                   source: Optional[str] = None) -> PhaseResult:
+    """Phase wall time and GPU time (see module docstring). ``phase_map``: a :class:`PhaseMap` from
+    :mod:`config.phase_map`, or a plain ``{"phase": [substring, ...]}`` dict (source ``source`` or
+    ``"user"``); None uses the presets."""
+    pm = as_phase_map(phase_map, source)
+    labels = pm.names
+    k = model.kernels
+    nk = len(k) if k is not None else 0
+    kernel_phase = np.full(nk, -1, np.int64)
+    node_phase: Optional[np.ndarray] = None
+    dur = k.dur if k is not None else np.zeros(0, np.int64)
+    total_kernel_ns = int(dur.sum())
+    names = model.nvtx.names if model.nvtx is not None else []
+    piece_s = piece_e = piece_ph = piece_pid = np.zeros(0, np.int64)
+    range_count = np.zeros(len(labels), np.int64)
+    range_names: List[Row] = []
+    notes: List[str] = []
+    available = False
+    reason: Optional[str] = None
+    if tree is None or len(tree) == 0:
+        reason = "no NVTX push/pop ranges to take phases from"
+    else:
+        name_phase = phase_of_names(names, pm)
+        own, owner = resolve_nodes(tree, name_phase)
+        node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
+        has = own >= 0
+        range_count = np.bincount(own[has], minlength=len(labels)).astype(np.int64)
+        cnt = np.bincount(tree.name_idx[has], minlength=len(names) + 1)
+        range_names = [{"name": names[i], "phase": labels[int(name_phase[i])], "count": int(cnt[i])}
+                       for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist()
+                       if cnt[i] != 0 and i < len(names)]
+        if not has.any():
+            reason = "no NVTX push/pop range name matches the phase map"
+        else:
+            available = True
+            ps, pe, po = _owned_pieces(tree, own, owner)
+            piece_s, piece_e, piece_ph, piece_pid = ps, pe, own[po], tree.pid[po]
+            if isinstance(kernel_node, dict) and nk:
+                kernel_phase = _latest_phase(kernel_node, own, owner, tree.start, nk)
+            elif kernel_node is not None and nk:
+                kn = np.asarray(kernel_node, dtype=np.int64)
+                kernel_phase = np.where(kn >= 0, node_phase[np.maximum(kn, 0)], -1)
+            elif nk:
+                notes.append("kernels were not linked to NVTX ranges: GPU time per phase is unavailable")
+        nvtx = model.nvtx
+        if nvtx is not None and len(nvtx):
+            other = np.ones(len(nvtx), bool)
+            other[tree.row] = False
+            n_se = int((other & (name_phase[nvtx.name_idx] >= 0)).sum())
+            if n_se:
+                notes.append(f"{n_se} phase-named NVTX start/end or cross-thread ranges are not used "
+                             "(phases come from push/pop ranges only)")
+    kp = kernel_phase
+    rows = []
+    for j, label in enumerate(labels + [UNMAPPED]):
+        pj = j if j < len(labels) else -1
+        by_pid = []
+        wall = 0
+        if pj >= 0:
+            m_ph = piece_ph == pj
+            for p in np.unique(piece_pid[m_ph]).tolist():
+                m = m_ph & (piece_pid == p)
+                w = iv.union_unsorted(piece_s[m], piece_e[m]).length
+                by_pid.append({"pid": int(p), "wall_ns": int(w)})
+                wall += w
+        km = kp == pj
+        if nk and km.all():                            # every kernel: the columns themselves, no copies
+            t = int(dur.sum())
+            busy = _busy_per_device(k.start, k.end, k.device)
+        else:
+            t = int(dur[km].sum())
+            busy = _busy_per_device(k.start[km], k.end[km], k.device[km]) if nk and km.any() else 0
+        rows.append({
+            "phase": label, "range_count": int(range_count[pj]) if pj >= 0 else 0, "wall_ns": int(wall),
+            "wall_by_pid": by_pid, "kernel_count": int(km.sum()), "gpu_time_ns": t, "gpu_busy_ns": int(busy),
+            "pct_of_kernel_time": pct(t, total_kernel_ns),
+        })
+    return PhaseResult(available, reason, pm.source, pm.as_dict(), phase_names=tuple(labels),
+                       total_kernel_ns=total_kernel_ns, phases=tuple(rows), range_names=tuple(range_names),
+                       notes=tuple(notes), kernel_phase=kernel_phase, node_phase=node_phase, rules=pm)
+
+
+def _latest_phase(kernel_nodes: Dict[int, np.ndarray], own: np.ndarray, owner: np.ndarray, node_start: np.ndarray,
+                  nk: int) -> np.ndarray:
+    """Phase per kernel from one innermost node per NVTX domain stack: the phase of the phase range that
+    started last (-1 none)."""
+    kp = np.full(nk, -1, np.int64)
+    best = np.full(nk, np.iinfo(np.int64).min, np.int64)
+    for kn in kernel_nodes.values():
+        o = owner[np.maximum(kn, 0)]                   # the owning phase range of each kernel's node
+        o[np.asarray(kn) < 0] = -1
+        better = o >= 0
+        st = node_start[np.maximum(o, 0)]
+        better &= st > best                            # a phase range that started later wins
+        kp[better] = own[o[better]]
+        best[better] = st[better]
+        del o, st, better
+    return kp

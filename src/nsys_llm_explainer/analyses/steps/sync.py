@@ -1,0 +1,382 @@
+"""Per-step synchronization: the launching thread blocks until the GPU has drained its work, then works on
+the host while the GPU idles, then launches the next step (docs/FINDINGS.md, "Per-step synchronization").
+
+Per *series* = (launching thread ``T``, device ``d``), over the analysis window. *Work* of ``T`` on ``d`` =
+the kernels (and whole-graph executions of graph-level tracing) of ``d`` whose launch call was made by ``T``.
+
+* **blocking call** — a CUDA runtime/driver call of ``T`` that blocks the host until GPU work ends: a sync
+  wait (:data:`api_classes.SYNC_WAIT`: ``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
+  ``cudaEventSynchronize``, driver equivalents) or a device-to-host copy that blocks the host: a synchronous
+  copy (:data:`api_classes.SYNC_MEMCPY`, not memset) or an ``*Async`` copy into pageable memory, whose copy
+  row has ``copyKind`` 2 (``cuMemcpyDtoH`` / ``cuMemcpyAtoH`` also without a copy row).
+* **sync point** ``i`` — a blocking call ``[s_i, e_i)`` that drained ``T``'s work on ``d``: with ``L_i`` =
+  the latest end of the work whose launch call started before ``s_i``, ``s_i < L_i ≤ e_i +``
+  :data:`WAIT_TOL_NS`. A call that returns while that work still runs (waiting on an earlier step's event:
+  double buffering) or that finds it already done does not serialize host and GPU and is no sync point.
+  Its **wait** ``W_i = min(L_i, e_i) − s_i``: how long the host sat blocked while the GPU still ran the step
+  (how far the host was ahead of the GPU).
+* **exposed host time** ``X_i`` — the idle of ``d`` in ``[e_i, b_i)``, ``b_i = min(k_i, s_{i+1})`` with
+  ``k_i`` the start of the first work of ``T`` on ``d`` whose launch call starts at or after ``e_i`` (empty
+  when there is none), counting only the idle-cause pieces charged to thread ``T`` with a host-side kind
+  (:data:`idle_cause_result.HOST_PIECE_KINDS`: ``launch``, ``other_api``, ``nvtx``, ``osrt``, ``host_cpu``;
+  docs/MODEL.md). ``exposed_ns = Σ X_i`` is a subset of those rows of the idle-cause table.
+* **overlappable time** ``R_i = min(X_i, W_{i+1})`` (``0`` for the last sync point): had the host done this
+  work while the GPU ran the next step, the step would be shorter by at most the time the host then waited
+  for the GPU anyway; host work beyond that stays on the critical path (host-bound). ``overlap_ns = Σ R_i``;
+  ``claimed`` holds, per (kind, detail), the first ``R_i`` ns (in time order) of each window's exposed
+  pieces: the idle this pattern explains, which the idle findings then no longer claim.
+* **steps** — the sync points of ``api``, the most frequent base name among the sync points, are the step
+  boundaries ``ed_0 < … < ed_{m−1}`` (their returns); step ``j = 1 … m−1`` runs from ``ed_{j−1}`` to
+  ``ed_j``: its period ``ed_j − ed_{j−1}``, exposed host time (Σ ``X_i`` of the sync points returning in
+  ``[ed_{j−1}, ed_j)``), wait (Σ ``W_i`` of those returning in ``(ed_{j−1}, ed_j]``), GPU busy time (the
+  device timeline's busy inside the step) and the device's kernels starting in it.
+* The pattern **holds** when there are ≥ :data:`MIN_SYNC_POINTS` step boundaries, the steps hold ≥
+  :data:`MIN_KERNEL_SHARE` of the device's kernels in the window (the loop is made of these steps, not a
+  stray readback or a set-up phase) and the period is regular: p90 ≤ :data:`MAX_PERIOD_SPREAD` × p50 (a loop
+  of like steps; per-trial syncs of autotuning or sporadic request handling recur irregularly).
+  ``readback_points``: sync points preceded by a device-to-host copy call of ``T`` made after ``T``'s last
+  launch of work on ``d`` before the sync (``.item()`` / ``.cpu()``-style; a blocking device-to-host copy is
+  its own readback).
+
+Vectorized: per series a few sorts and ``searchsorted`` over the API rows, work and idle pieces; Python
+loops only over devices, threads and distinct API names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Literal, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...model.intervals import overlap_length
+from ...model.timeline import DeviceTimeline, build_timelines, few_distinct
+from ...model.trace import ApiCalls, TraceModel
+from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
+from ..api import classes as ac
+from ..common.stats import pct, percentile
+from ..idle.result import DeviceCauses, IdleCausesResult
+
+MIN_SYNC_POINTS = 5          # fewer sync points are no per-step pattern
+MIN_KERNEL_SHARE = 0.5       # the steps hold at least half of the device's kernels in the window
+MAX_PERIOD_SPREAD = 3.0      # period p90 ≤ 3 × p50: the steps recur
+WAIT_TOL_NS = 20_000         # a call returning up to 20 µs before its work's recorded end still drained it
+THRESHOLDS = {"min_sync_points": MIN_SYNC_POINTS, "min_kernel_share": MIN_KERNEL_SHARE,
+              "max_period_spread": MAX_PERIOD_SPREAD, "wait_tol_ns": WAIT_TOL_NS}
+_D2H = 2                     # copyKind device → host
+_PAGEABLE = 0                # dstKind pageable host memory
+_D2H_NAMES = {"cuMemcpyDtoH", "cuMemcpyAtoH"}
+_NEVER = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class StepSyncSeries:
+    """The per-step sync pattern of one launching thread on one device (module docstring)."""
+
+    device_id: int
+    gtid: int                       # serialized globalTid of the launching thread
+    pid: int
+    tid: int
+    thread_name: str
+    holds: bool
+    reason: str                     # why the pattern holds or not
+    api: str                        # most frequent base name among the sync points
+    api_counts: Tuple[Tuple[str, int], ...]
+    blocking_calls: int             # blocking calls of the thread in the window
+    sync_points: int                # blocking calls that drained the thread's work (any API)
+    step_sync_points: int           # sync points of ``api``: the step boundaries
+    readback_points: int            # sync points preceded by a device-to-host copy call
+    steps: int                      # step_sync_points − 1
+    kernels_in_steps: int           # kernels of the device starting between the first and last sync point
+    device_kernels: int             # kernels of the device in the window
+    kernel_share: float             # kernels_in_steps / device_kernels
+    kernels_per_step_p50: float
+    period_p50_ns: float
+    period_p90_ns: float
+    exposed_ns: int                 # Σ X_i
+    exposed_p50_ns: float           # per step
+    exposed_p90_ns: float
+    wait_p50_ns: float              # per step
+    wait_p90_ns: float
+    overlap_ns: int                 # Σ R_i
+    gpu_busy_p50_ns: float          # per step
+    gpu_busy_p90_ns: float
+    window_ns: int
+    idle_ns: int
+    exposed_pct_of_window: float
+    exposed_pct_of_idle: float
+    overlap_pct_of_window: float
+    overlap_pct_of_idle: float
+    exposed_by_cause: Tuple[Tuple[str, str, int], ...] = ()   # (kind, detail, ns) of Σ X_i, largest first
+    claimed: Tuple[Tuple[str, str, int], ...] = ()            # (kind, detail, ns) of Σ R_i, largest first
+    first_ns: int = 0               # return of the first sync point
+    last_ns: int = 0                # return of the last sync point
+
+    @property
+    def readback(self) -> bool:
+        """Most sync points read results back (a device-to-host copy just before the wait)."""
+        return self.sync_points > 0 and 2 * self.readback_points >= self.sync_points
+
+    def to_dict(self) -> Dict[str, object]:
+        d: Dict[str, object] = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["api_counts"] = [{"api": a, "count": n} for a, n in self.api_counts]
+        for k in ("exposed_by_cause", "claimed"):
+            d[k] = [{"kind": kind, "detail": det, "ns": ns} for kind, det, ns in getattr(self, k)]
+        d["readback"] = self.readback
+        return d
+
+
+@dataclass(frozen=True)
+class StepSyncResult:
+    available: bool
+    reason: Optional[str]
+    series: Tuple[StepSyncSeries, ...] = ()     # holding series first, then by overlappable ns
+    thresholds: Dict[str, float] = field(default_factory=lambda: dict(THRESHOLDS))
+
+    def holding(self) -> Tuple[StepSyncSeries, ...]:
+        return tuple(s for s in self.series if s.holds)
+
+    def claimed(self) -> Dict[int, Dict[Tuple[str, str], int]]:
+        """Per device: the idle ns per (kind, detail) that the holding series explain (``claimed``); a
+        step-sync finding claims them and the idle findings subtract them, so that each ns is claimed once."""
+        out: Dict[int, Dict[Tuple[str, str], int]] = {}
+        for s in self.holding():
+            dev = out.setdefault(s.device_id, {})
+            for k, det, ns in s.claimed:
+                dev[(k, det)] = dev.get((k, det), 0) + ns
+        return out
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"available": self.available, "reason": self.reason, "thresholds": dict(self.thresholds),
+                "series": [s.to_dict() for s in self.series]}
+
+
+class StepSyncContext:
+    """Per-model inputs of every series (computed once): per API row whether it is a blocking call and
+    whether it issued a device-to-host copy, and its base-name index."""
+
+    def __init__(self, model: TraceModel) -> None:
+        self.model = model
+        api = model.api
+        self.ok = api is not None and len(api) > 0
+        if api is None or not self.ok:
+            return
+        self.api: ApiCalls = api
+        names = [ac.normalize(x) for x in api.names]
+        self.base_names: List[str] = sorted(set(names))
+        pos = {b: i for i, b in enumerate(self.base_names)}
+        # base-name index per raw name (+1 slot for unknown names): gathered only at the few sync points
+        self.name_base = np.array([pos[b] for b in names] + [0], np.int32)
+
+        def per_name(pred) -> np.ndarray:
+            return np.array([pred(b) for b in names] + [False], bool)[api.name_idx]
+
+        wait = per_name(lambda b: b in ac.SYNC_WAIT)
+        sync_copy = per_name(lambda b: b in ac.SYNC_MEMCPY and "Memset" not in b)
+        async_copy = per_name(lambda b: "Memcpy" in b and "Async" in b)
+        d2h = per_name(lambda b: b in _D2H_NAMES)
+        pageable_d2h = np.zeros(len(api), bool)
+        mc = model.memcpy
+        if mc is not None and len(mc) and "launch_idx" in mc.cols and "copy_kind" in mc.cols:
+            li = np.asarray(mc["launch_idx"], np.int64)
+            is_d2h = (np.asarray(mc["copy_kind"], np.int64) == _D2H) & (li >= 0)
+            d2h[li[is_d2h]] = True
+            if "dst_kind" in mc.cols:
+                pageable_d2h[li[is_d2h & (np.asarray(mc["dst_kind"], np.int64) == _PAGEABLE)]] = True
+        primary = api.primary
+        self.blocking = (wait | (sync_copy & d2h) | (async_copy & pageable_d2h)) & primary
+        self.d2h_call = d2h & primary
+        self.blocking_rows = _by_thread(api.gtid, self.blocking)
+        self.d2h_rows = _by_thread(api.gtid, self.d2h_call)
+
+
+def _by_thread(gtid: np.ndarray, mask: np.ndarray) -> Dict[int, np.ndarray]:
+    """Thread → its rows in ``mask`` (ascending row order = start order)."""
+    rows = np.nonzero(mask)[0]
+    if rows.shape[0] == 0:
+        return {}
+    g = gtid[rows]
+    order = np.argsort(g, kind="stable")
+    rows, g = rows[order], g[order]
+    cut = np.nonzero(g[1:] != g[:-1])[0] + 1
+    return {int(x[0]): r for x, r in zip(np.split(g, cut), np.split(rows, cut))}
+
+
+def _p(x: np.ndarray, q: float) -> float:
+    return float(percentile(x, q)) if x.shape[0] else 0.0
+
+
+def _by_cause(pc, ns: np.ndarray, code: np.ndarray) -> Tuple[Tuple[str, str, int], ...]:
+    """(kind, detail, Σ ns) per piece cause code, largest first."""
+    hit = ns > 0
+    if not hit.any():
+        return ()
+    uc, inv = np.unique(code[hit], return_inverse=True)
+    sums = np.bincount(inv, weights=ns[hit].astype(np.float64)).round().astype(np.int64)
+    D = max(len(pc.details), 1)
+    rows = [(KINDS[int(c) // D], pc.details[int(c) % D], int(v)) for c, v in zip(uc.tolist(), sums.tolist())]
+    return tuple(sorted(rows, key=lambda r: (-r[2], r[0], r[1])))
+
+
+def _per_step(ed: np.ndarray, e: np.ndarray, v: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
+    """Σ ``v`` of the sync points (returns ``e``, sorted) per step ``j = 1 … m−1`` between step boundaries
+    ``ed``: those with ``e`` in ``[ed_{j−1}, ed_j)`` (``side="right"``) or ``(ed_{j−1}, ed_j]`` (``"left"``)."""
+    m = ed.shape[0]
+    if m < 2:
+        return np.empty(0, np.int64)
+    step = np.searchsorted(ed, e, side=side) - (1 if side == "right" else 0)
+    ok = (step >= 0) & (step < m - 1) if side == "right" else (step >= 1) & (step <= m - 1)
+    idx = step[ok] - (0 if side == "right" else 1)
+    return np.bincount(idx, weights=v[ok], minlength=m - 1).round().astype(np.int64)
+
+
+def _exposure(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray, budget: np.ndarray):
+    """Per window ``[e_i, b_i)``: the exposed ns of thread ``g``'s host-side pieces, the overlappable ns
+    (the first ``budget_i`` ns of them in time order), and both split by (kind, detail)."""
+    n = e.shape[0]
+    pc = dc.pieces
+    zero = np.zeros(n, np.int64)
+    if pc is None or len(pc) == 0 or n == 0:
+        return zero, zero, (), ()
+    m = pc.gtid == g
+    ps, pe = pc.start[m], pc.end[m]
+    code = pc.kind[m].astype(np.int64) * max(len(pc.details), 1) + pc.detail[m]
+    w = np.searchsorted(e, ps, side="right") - 1       # window starting at or before the piece (pieces of g
+    wi = np.maximum(w, 0)                              # are cut at g's call boundaries: none straddles e_i)
+    ov = np.where(w >= 0, np.clip(np.minimum(pe, b[wi]) - np.maximum(ps, e[wi]), 0, None), 0)
+    exposed = np.bincount(wi, weights=ov, minlength=n).round().astype(np.int64)
+    # overlappable part: the first budget_i ns of each window's pieces (pieces are in time order)
+    before = np.cumsum(ov) - ov                        # exposed ns of earlier pieces (all windows)
+    first = np.append(before, int(ov.sum()))[np.searchsorted(wi, np.arange(n), side="left")]   # wi non-decreasing
+    within = before - first[wi]
+    take = np.where(w >= 0, np.clip(budget[wi] - within, 0, ov), 0)
+    over = np.bincount(wi, weights=take, minlength=n).round().astype(np.int64)
+    return exposed, over, _by_cause(pc, ov, code), _by_cause(pc, take, code)
+
+
+def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, work: np.ndarray
+            ) -> Optional[StepSyncSeries]:
+    api = ctx.api
+    act = tl.act
+    # work of g on this device, in launch-call order
+    li = act.launch_idx[work]
+    la = api.start[li]
+    order = np.argsort(la, kind="stable")
+    work, la = work[order], la[order]
+    ws, we = act.start[work], act.end[work]
+    reach = np.maximum.accumulate(we)                   # latest end of g's work launched so far
+    rows = ctx.blocking_rows[g]
+    s, e = api.start[rows], api.end[rows]
+    j = np.searchsorted(la, s, side="left") - 1         # last work launched before the call starts
+    last = np.where(j >= 0, reach[np.maximum(j, 0)], _NEVER)
+    waited = (j >= 0) & (last > s) & (last <= e + WAIT_TOL_NS)
+    sp, s, e, last = rows[waited], s[waited], e[waited], last[waited]
+    n = int(sp.shape[0])
+    if n == 0:
+        return None
+    wait = np.clip(np.minimum(last, e) - s, 0, None)
+    # exposed window after each sync point: [e_i, min(first work launched at/after e_i, s_{i+1}))
+    nxt = np.searchsorted(la, e, side="left")
+    first_start = np.minimum.accumulate(ws[::-1])[::-1]     # earliest start among work launched from here on
+    k_next = np.where(nxt < ws.shape[0], first_start[np.minimum(nxt, ws.shape[0] - 1)], e)
+    b = np.maximum(np.minimum(k_next, np.append(s[1:], np.iinfo(np.int64).max)), e)
+    budget = np.append(wait[1:], 0)                     # R_i = min(X_i, W_{i+1}); 0 for the last one
+    exposed, over, by_cause, claimed = _exposure(dc, g, e, b, budget)
+    # readback: a D→H copy call of g after its last launch before the sync, before the sync (or the sync is one)
+    cs = api.start[ctx.d2h_rows.get(g, np.empty(0, np.int64))]
+    lastl = la[np.maximum(j[waited], 0)]
+    at = np.searchsorted(cs, lastl, side="left")
+    rb = (cs[np.minimum(at, cs.shape[0] - 1)] < s) & (at < cs.shape[0]) if cs.shape[0] else np.zeros(n, bool)
+    rb |= ctx.d2h_call[sp]
+    names = ctx.name_base[ctx.api.name_idx[sp]]
+    uniq, cnt = np.unique(names, return_counts=True)
+    top = np.lexsort((uniq, -cnt))
+    api_counts = tuple((ctx.base_names[int(uniq[i])], int(cnt[i])) for i in top.tolist())
+    # steps: between consecutive sync points of the most frequent API
+    ed = e[names == uniq[top[0]]]
+    m = int(ed.shape[0])
+    period = np.diff(ed)
+    gpu_step = overlap_length(tl.busy, ed[:-1], ed[1:]) if m > 1 else np.empty(0, np.int64)
+    kin = np.diff(np.searchsorted(act.start, ed, side="left"))
+    in_steps = int(kin.sum())
+    dev_k = len(act.start)
+    share = in_steps / dev_k if dev_k else 0.0
+    step_x = _per_step(ed, e, exposed, "right")         # X of the sync points in [ed_{j-1}, ed_j)
+    step_w = _per_step(ed, e, wait, "left")             # W of the sync points in (ed_{j-1}, ed_j]
+    p50, p90 = _p(period, 50), _p(period, 90)
+    if m < MIN_SYNC_POINTS:
+        holds, why = False, f"{m} sync point{'s' if m != 1 else ''} of `{api_counts[0][0]}` (< {MIN_SYNC_POINTS})"
+    elif share < MIN_KERNEL_SHARE:
+        holds, why = False, (f"the steps hold {100 * share:.0f} % of the device's kernels "
+                             f"(< {100 * MIN_KERNEL_SHARE:.0f} %)")
+    elif p90 > MAX_PERIOD_SPREAD * p50:
+        holds, why = False, (f"irregular period: p90 {p90 / 1e6:.3f} ms > {MAX_PERIOD_SPREAD:g} × p50 "
+                             f"{p50 / 1e6:.3f} ms")
+    else:
+        holds, why = True, (f"{m} sync points of `{api_counts[0][0]}`; the steps hold {100 * share:.0f} % of the "
+                            f"device's kernels; period p90/p50 = {p90 / p50 if p50 else 0.0:.2f}")
+    tot, ovl = int(exposed.sum()), int(over.sum())
+    return StepSyncSeries(
+        device_id=tl.device_id, gtid=int(g), pid=(int(g) >> 24) & 0xFFFFFF, tid=int(g) & 0xFFFFFF,
+        thread_name=str(ctx.model.thread_names.get(int(g), "")), holds=holds, reason=why,
+        api=api_counts[0][0], api_counts=api_counts, blocking_calls=int(rows.shape[0]), sync_points=n,
+        step_sync_points=m, readback_points=int(rb.sum()), steps=max(m - 1, 0), kernels_in_steps=in_steps,
+        device_kernels=dev_k, kernel_share=share, kernels_per_step_p50=_p(kin, 50), period_p50_ns=p50,
+        period_p90_ns=p90, exposed_ns=tot, exposed_p50_ns=_p(step_x, 50), exposed_p90_ns=_p(step_x, 90),
+        wait_p50_ns=_p(step_w, 50), wait_p90_ns=_p(step_w, 90), overlap_ns=ovl,
+        gpu_busy_p50_ns=_p(gpu_step, 50), gpu_busy_p90_ns=_p(gpu_step, 90), window_ns=dc.window_ns,
+        idle_ns=dc.idle_ns, exposed_pct_of_window=pct(tot, dc.window_ns), exposed_pct_of_idle=pct(tot, dc.idle_ns),
+        overlap_pct_of_window=pct(ovl, dc.window_ns), overlap_pct_of_idle=pct(ovl, dc.idle_ns),
+        exposed_by_cause=by_cause, claimed=claimed, first_ns=int(e[0]), last_ns=int(e[-1]))
+
+
+def device_step_sync(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses) -> List[StepSyncSeries]:
+    """The series of one device (its timeline and idle causes, as :func:`analyze_idle_causes` hands them over)."""
+    if not ctx.ok or not ctx.blocking_rows:
+        return []
+    api = ctx.api
+    li = tl.act.launch_idx
+    linked = np.nonzero(li >= 0)[0]
+    if linked.shape[0] == 0:
+        return []
+    thread = api.gtid[li[linked]]
+    threads = [g for g in few_distinct(thread).tolist() if g in ctx.blocking_rows]   # few: no full sort
+    rows = {g: linked for g in threads} if len(threads) == 1 and bool((thread == threads[0]).all()) else \
+        {g: linked[thread == g] for g in threads}
+    del thread, linked
+    out = []
+    for g in threads:
+        s = _series(ctx, tl, dc, int(g), rows.pop(g))
+        if s is not None:
+            out.append(s)
+    return out
+
+
+def step_sync_result(ctx: StepSyncContext, causes: IdleCausesResult, series: Sequence[StepSyncSeries]
+                     ) -> StepSyncResult:
+    """The result from the series of every device."""
+    if not causes.available:
+        return StepSyncResult(False, causes.reason or "no idle causes")
+    if not ctx.ok:
+        return StepSyncResult(False, "no CUDA API calls in the trace: sync calls cannot be matched to launches")
+    if not series:
+        return StepSyncResult(True, "no blocking call waited for the launching thread's GPU work")
+    out = sorted(series, key=lambda s: (not s.holds, -s.overlap_ns, -s.exposed_ns, s.device_id, s.gtid))
+    return StepSyncResult(True, None, tuple(out))
+
+
+def analyze_step_sync(model: TraceModel, causes: IdleCausesResult, w0: int, w1: int,
+                      include_memcpy: bool = False) -> StepSyncResult:
+    """Stand-alone form (tests): rebuilds the device timelines of ``model`` over ``[w0, w1)`` (the window the
+    idle causes were computed on). The pipeline computes the series inside the idle-cause pass instead."""
+    ctx = StepSyncContext(model)
+    by_dev = {d.device_id: d for d in causes.devices}
+    series: List[StepSyncSeries] = []
+    for dev, tl in sorted(build_timelines(model, w0, w1, include_memcpy).items()):
+        if dev in by_dev:
+            series += device_step_sync(ctx, tl, by_dev[dev])
+    return step_sync_result(ctx, causes, series)
+
+
+__all__ = ["HOST_PIECE_KINDS", "StepSyncContext", "StepSyncResult", "StepSyncSeries", "analyze_step_sync",
+           "device_step_sync", "step_sync_result"]

@@ -1,0 +1,1 @@
+"""Trace facts: what was captured, the analysis window, the facts advice depends on."""

@@ -1,0 +1,329 @@
+"""Steady-state analysis window: drop warm-up (model load, compilation, graph capture, sparse early
+kernels) and idle tails before measuring.
+
+Definitions (all times integer ns on the export timeline):
+
+* ``full_start_ns`` / ``full_end_ns``: first start / last end of any captured activity (kernels, CUDA API,
+  memcpy/memset/sync/graph-trace rows, NVTX ranges) — :attr:`TraceModel.trace_start` / ``trace_end``.
+* ``start_ns`` / ``end_ns``: the chosen window; ``window_ns = end_ns − start_ns``.
+* ``warmup_ns = start_ns − full_start_ns``; ``tail_ns = full_end_ns − end_ns``;
+  ``steady_fraction = window_ns / (full_end_ns − full_start_ns)`` (1.0 for an empty span).
+* ``method``: ``override`` (``--window START_NS:END_NS``, clipped to the full span), ``nvtx``
+  (``--window-nvtx NAME``: first start → last end of all NVTX ranges whose name equals NAME exactly),
+  ``auto`` (rule below trimmed something) or ``full`` (nothing trimmed).
+
+Auto rule:
+
+1. Split the full span into ``min(200, span / 1 µs)`` equal bins. *Busy fraction* of a bin = length of the
+   union of all kernel intervals (all devices pooled) inside the bin / bin width.
+2. *Reference density* = busy-weighted median of the bin busy fractions: the busy fraction of the bin
+   below which half of all busy ns lie (sort bins by busy fraction, accumulate busy ns, take the first bin
+   reaching 50 %). A bin is *active* when its busy fraction ≥ ``ACTIVE_FRACTION`` (25 %) × reference.
+3. Active runs separated by at most ``HOLE_BINS_FRACTION`` (5 %) of the bins of inactive bins are merged
+   (short pauses inside the steady state). The merged run holding the most busy ns is the steady stretch
+   (ties: the earliest).
+3b. Bursty warm-up (or tail) whose bursts are closer than the hole tolerance is merged into the run; it is cut
+   to the bin: the run's per-bin busy fractions are split at their least-squares change point (two constant
+   levels); the leading part is dropped when its level is under ``SPARSE_EDGE_RATIO`` (½) of the rest's, it
+   and the rest span ≥ ``MIN_EDGE_BINS`` (3) bins each and it holds ≤ ``TRIM_MAX_BUSY_SHARE`` of all busy ns;
+   then the same for the trailing part of what is left.
+4. Edges are refined on the busy blocks (pooled kernel union): blocks closer than ``H`` = min(largest gap
+   between the stretch's blocks, half a bin) form chains; the candidate start is the first block
+   of the chain holding the last block that starts in the stretch's first bin (looking back at most one
+   bin), the candidate end the last block of the chain holding the first block that ends in its last bin
+   (looking ahead at most one bin). Sparse kernels sharing an edge bin are thereby dropped, dense ones
+   just outside it kept.
+5. The leading part ``[full_start, candidate start)`` is trimmed only when it exceeds ``TRIM_MIN_SHARE``
+   (10 %) of the candidate window (``candidate end − candidate start``, or of the full span if smaller)
+   **and** holds at most ``TRIM_MAX_BUSY_SHARE`` (25 %) of all pooled busy ns (a
+   sparser part that still carries much of the GPU work is workload, not warm-up); likewise the trailing
+   part. A side that is not trimmed keeps its full edge.
+   Nothing trimmed → method ``full``. Fewer than ``MIN_KERNELS`` (20) kernels or a span under 1 µs → ``full``.
+
+``details`` (auto only): ``warmup_busy_pct`` / ``steady_busy_pct`` / ``tail_busy_pct`` = pooled kernel
+union inside ``[full_start, cand_start)`` / ``[cand_start, cand_end)`` / ``[cand_end, full_end)`` / that
+length × 100;
+``warmup_share_of_busy_pct`` / ``tail_share_of_busy_pct`` = pooled busy ns in the leading / trailing part /
+all pooled busy ns × 100; ``reference_busy_pct`` and ``active_threshold_pct`` from step 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...config.window import parse_window
+from ...errors import InputError
+from ...jsonable import json_ready
+from ...model import intervals as iv
+from ...model.trace import TraceModel
+from ..common.stats import pct
+
+N_BINS = 200
+SPARSE_EDGE_RATIO = 0.5   # a merged-in side whose busy level is under half the rest's is warm-up or tail
+MIN_EDGE_BINS = 3         # a side cut at a change point spans at least this many bins, and so does what is kept
+MIN_BIN_NS = 1_000
+ACTIVE_FRACTION = 0.25
+HOLE_BINS_FRACTION = 0.05
+TRIM_MIN_SHARE = 0.10
+TRIM_MAX_BUSY_SHARE = 0.25
+MIN_KERNELS = 20
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    full_start_ns: int
+    full_end_ns: int
+    start_ns: int
+    end_ns: int
+    method: str          # "full" | "auto" | "override" | "nvtx"
+    reason: str
+    warmup_ns: int
+    tail_ns: int
+    steady_fraction: float
+    details: Dict[str, object] = field(default_factory=dict)
+
+    @property
+    def window_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    @property
+    def is_full(self) -> bool:
+        return self.start_ns <= self.full_start_ns and self.end_ns >= self.full_end_ns
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({**dataclasses.asdict(self), "window_ns": self.window_ns})
+
+
+def _fmt_s(ns: int) -> str:
+    if abs(ns) >= 1_000_000_000:
+        return f"{ns / 1e9:.3f} s"
+    if abs(ns) >= 1_000_000:
+        return f"{ns / 1e6:.3f} ms"
+    return f"{ns / 1e3:.3f} µs"
+
+
+def _result(full0: int, full1: int, s: int, e: int, method: str, reason: str,
+            details: Optional[Dict[str, object]] = None) -> WindowResult:
+    span = full1 - full0
+    frac = round((e - s) / span, 6) if span > 0 else 1.0
+    return WindowResult(full0, full1, s, e, method, reason, max(0, s - full0), max(0, full1 - e), frac,
+                        details or {})
+
+
+def _busy_union(model: TraceModel) -> iv.Union:
+    """Union of kernel intervals and whole-graph executions (graph-level trace), all devices pooled."""
+    parts_s, parts_e = [], []
+    k = model.kernels
+    if k is not None and len(k):
+        parts_s.append(k.start)
+        parts_e.append(k.end)
+    gt = model.graph_trace
+    if gt is not None and len(gt):
+        parts_s.append(gt["start"])
+        parts_e.append(gt["end"])
+    if not parts_s:
+        return iv.union(np.empty(0, np.int64), np.empty(0, np.int64))
+    s, e = (parts_s[0], parts_e[0]) if len(parts_s) == 1 else (np.concatenate(parts_s), np.concatenate(parts_e))
+    if s.shape[0] > 1 and not bool((s[1:] >= s[:-1]).all()):   # kernels alone come sorted by start
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+    return iv.union_lean(s, e)
+
+
+def _runs(active: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(first, last) bin index of each run of True values."""
+    a = np.concatenate(([False], active, [False])).astype(np.int8)
+    d = np.diff(a)
+    return np.nonzero(d == 1)[0], np.nonzero(d == -1)[0] - 1
+
+
+def _snap(u: iv.Union, edges: np.ndarray, b0: int, b1: int) -> Tuple[int, int]:
+    """Snap bins ``b0..b1`` to busy blocks, then extend/shrink each edge by at most one bin along chains of
+    blocks separated by gaps ≤ ``H`` (the largest gap inside the stretch, at most half a bin)."""
+    nb = edges.shape[0] - 1
+    t0, t1 = int(edges[b0]), int(edges[b1 + 1])
+    j0 = int(np.searchsorted(u.end, t0, side="right"))
+    j1 = int(np.searchsorted(u.start, t1, side="left")) - 1
+    if j0 >= len(u) or j1 < j0:
+        return t0, t1
+    if j1 == j0:
+        return int(u.start[j0]), int(u.end[j1])
+    gap_after = u.start[1:] - u.end[:-1]           # gap after block j (j < len(u) − 1)
+    inner = gap_after[j0:j1]
+    bin_ns = int(edges[1] - edges[0])
+    h = min(float(inner.max()), bin_ns / 2.0)
+    # start: chain back from the last block starting in the first bin, not past the previous bin
+    lo = int(np.searchsorted(u.end, int(edges[max(b0 - 1, 0)]), side="right"))
+    a = max(int(np.searchsorted(u.start, int(edges[b0 + 1]), side="left")) - 1, j0)
+    lo = min(lo, a)
+    big = np.nonzero(gap_after[lo:a] > h)[0]        # gap after block lo+i, i.e. before block lo+i+1
+    c = lo + int(big[-1]) + 1 if big.size else lo
+    # end: chain forward from the first block ending in the last bin, not past the next bin
+    hi = int(np.searchsorted(u.start, int(edges[min(b1 + 2, nb)]), side="left")) - 1
+    z = min(int(np.searchsorted(u.end, int(edges[b1]), side="right")), j1)
+    hi = max(hi, z)
+    big = np.nonzero(gap_after[z:hi] > h)[0]
+    f = z + int(big[0]) if big.size else hi
+    return int(u.start[c]), int(u.end[f])
+
+
+def _change_point(f: np.ndarray) -> Tuple[int, float, float]:
+    """Best split of ``f`` into two constant levels (least squares): (k, mean of f[:k], mean of f[k:]),
+    1 ≤ k < len(f)."""
+    n = f.shape[0]
+    c1 = np.cumsum(f)
+    c2 = np.cumsum(f * f)
+    k = np.arange(1, n)
+    left = c2[k - 1] - c1[k - 1] ** 2 / k
+    right = (c2[-1] - c2[k - 1]) - (c1[-1] - c1[k - 1]) ** 2 / (n - k)
+    j = int(np.argmin(left + right))
+    kk = int(k[j])
+    return kk, float(c1[kk - 1] / kk), float((c1[-1] - c1[kk - 1]) / (n - kk))
+
+
+def _sparse_edges(frac: np.ndarray, busy: np.ndarray, b0: int, b1: int, total: int) -> Tuple[int, int]:
+    """Bins ``b0..b1`` of the merged run without a sparse warm-up or tail that the hole tolerance merged into
+    it (step 3b of the module docstring): a side is cut at the least-squares change point of the bins' busy
+    fractions when its level is under ``SPARSE_EDGE_RATIO`` of the rest's and it holds at most
+    ``TRIM_MAX_BUSY_SHARE`` of all busy ns; the lead first, then the tail of what is left."""
+    for side in ("lead", "tail"):
+        if b1 - b0 + 1 < 2 * MIN_EDGE_BINS:
+            break
+        f = frac[b0:b1 + 1]
+        k, m1, m2 = _change_point(f)
+        if side == "lead":
+            part, rest, cut = (b0, b0 + k - 1), m2, m1
+        else:
+            part, rest, cut = (b0 + k, b1), m1, m2
+        n_part = part[1] - part[0] + 1
+        if n_part < MIN_EDGE_BINS or b1 - b0 + 1 - n_part < MIN_EDGE_BINS:
+            continue
+        if cut < SPARSE_EDGE_RATIO * rest and int(busy[part[0]:part[1] + 1].sum()) <= TRIM_MAX_BUSY_SHARE * total:
+            b0, b1 = (b0 + k, b1) if side == "lead" else (b0, b0 + k - 1)
+    return b0, b1
+
+
+def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
+    span = full1 - full0
+    k = model.kernels
+    nk = len(k) if k is not None else 0
+    if nk < MIN_KERNELS or span < MIN_BIN_NS:
+        return _result(full0, full1, full0, full1, "full",
+                       f"Full trace kept: too little GPU activity to detect a steady state ({nk} kernels).")
+    u = _busy_union(model)
+    nb = int(min(N_BINS, span // MIN_BIN_NS))
+    edges = full0 + (np.arange(nb + 1, dtype=np.int64) * span) // nb
+    cov = iv.covered_before(u, edges)
+    busy = np.diff(cov)
+    width = np.diff(edges)
+    frac = busy / np.maximum(width, 1)
+    total = int(busy.sum())
+    if total <= 0:
+        return _result(full0, full1, full0, full1, "full",
+                       "Full trace kept: kernels have zero total duration.")
+    order = np.argsort(frac, kind="stable")
+    cum = np.cumsum(busy[order])
+    ref = float(frac[order][int(np.searchsorted(cum, total / 2.0, side="left"))])
+    thr = ACTIVE_FRACTION * ref
+    active = (frac >= thr) & (busy > 0)
+    first, last = _runs(active)
+    hole = max(1, int(round(HOLE_BINS_FRACTION * nb)))
+    # merge runs separated by short holes
+    keep_break = (first[1:] - last[:-1] - 1) > hole
+    grp_start = np.concatenate(([0], np.nonzero(keep_break)[0] + 1))
+    g_first = first[grp_start]
+    g_last = last[np.append(grp_start[1:] - 1, first.shape[0] - 1)]
+    csum = np.concatenate(([0], np.cumsum(busy)))
+    g_busy = csum[g_last + 1] - csum[g_first]
+    best = int(np.argmax(g_busy))
+    b0, b1 = _sparse_edges(frac, busy, int(g_first[best]), int(g_last[best]), total)
+    cand0, cand1 = _snap(u, edges, b0, b1)
+    lead, trail = cand0 - full0, full1 - cand1
+
+    def busy_in(a: int, b: int) -> int:
+        return int(iv.overlap_length(u, np.array([a]), np.array([b]))[0])
+
+    def busy_pct(a: int, b: int) -> float:
+        return pct(busy_in(a, b), b - a, 2)
+
+    lead_share = busy_in(full0, cand0) / total
+    tail_share = busy_in(cand1, full1) / total
+    cand = max(cand1 - cand0, 1)
+    trim_lead = lead > TRIM_MIN_SHARE * min(span, cand) and lead_share <= TRIM_MAX_BUSY_SHARE
+    trim_tail = trail > TRIM_MIN_SHARE * min(span, cand) and tail_share <= TRIM_MAX_BUSY_SHARE
+    s = cand0 if trim_lead else full0
+    e = cand1 if trim_tail else full1
+    details: Dict[str, object] = {
+        "bins": nb, "bin_ns": int(span // nb), "reference_busy_pct": round(100.0 * ref, 2),
+        "active_threshold_pct": round(100.0 * thr, 2), "active_bins": int(active.sum()),
+        "candidate_start_ns": cand0, "candidate_end_ns": cand1,
+        "warmup_busy_pct": busy_pct(full0, cand0), "steady_busy_pct": busy_pct(cand0, cand1),
+        "tail_busy_pct": busy_pct(cand1, full1),
+        "warmup_share_of_busy_pct": round(100.0 * lead_share, 2),
+        "tail_share_of_busy_pct": round(100.0 * tail_share, 2),
+    }
+    if not trim_lead and not trim_tail:
+        big = [(n, sh) for n, ln, sh in (("leading", lead, lead_share), ("trailing", trail, tail_share))
+               if ln > TRIM_MIN_SHARE * min(span, cand)]
+        if big:
+            name, sh = max(big, key=lambda x: x[1])
+            reason = (f"Full trace kept: the sparser {name} part holds {round(100.0 * sh, 1)}% of all GPU "
+                      f"busy time, so it is treated as part of the workload, not warm-up or tail.")
+        else:
+            reason = (f"Full trace kept: no warm-up or idle tail above {int(TRIM_MIN_SHARE * 100)}% of the "
+                      f"trace was detected (GPU busy {details['steady_busy_pct']}% in the densest stretch).")
+        return _result(full0, full1, full0, full1, "full", reason, details)
+    parts = []
+    if trim_lead:
+        parts.append(f"{_fmt_s(lead)} of warm-up (GPU busy {details['warmup_busy_pct']}%)")
+    if trim_tail:
+        parts.append(f"{_fmt_s(trail)} of tail (GPU busy {details['tail_busy_pct']}%)")
+    reason = (f"Auto-detected steady state: trimmed {' and '.join(parts)}; the kept window is GPU busy "
+              f"{busy_pct(s, e)}% (active bins ≥ {details['active_threshold_pct']}% busy).")
+    return _result(full0, full1, s, e, "auto", reason, details)
+
+
+def _nvtx_window(model: TraceModel, name: str, full0: int, full1: int) -> WindowResult:
+    n = model.nvtx
+    if n is None or len(n) == 0:
+        raise InputError(f"--window-nvtx {name!r}: the trace has no NVTX ranges")
+    hits = [i for i, s in enumerate(n.names) if s == name]
+    if not hits:
+        raise InputError(f"--window-nvtx {name!r}: no NVTX range has exactly this name")
+    m = np.isin(n.name_idx, np.asarray(hits))
+    if not m.any():
+        raise InputError(f"--window-nvtx {name!r}: no NVTX range has exactly this name")
+    s, e = int(n.start[m].min()), int(n.end[m].max())
+    count = int(m.sum())
+    reason = f"Window set to the span of the {count} NVTX range(s) named {name!r} ({_fmt_s(e - s)})."
+    return _result(full0, full1, s, e, "nvtx", reason, {"nvtx_name": name, "nvtx_ranges": count})
+
+
+def detect_window(model: TraceModel, override: Optional[Sequence[int]] = None,
+                  nvtx_range: Optional[str] = None) -> WindowResult:
+    """Choose the analysis window: explicit override, an NVTX range's span, or auto-detection."""
+    t0, t1 = model.trace_start, model.trace_end
+    full0 = int(t0) if t0 is not None else 0
+    full1 = int(t1) if t1 is not None else full0
+    if override is not None:
+        if isinstance(override, str):
+            a, b = parse_window(override)
+        else:
+            a, b = int(override[0]), int(override[1])
+        if b <= a:
+            raise InputError(f"--window end ({b}) must be after its start ({a})")
+        s, e = max(a, full0), min(b, full1)
+        if e <= s:
+            raise InputError(f"--window {a}:{b} does not overlap the trace ({full0}:{full1})")
+        clipped = " (clipped to the trace span)" if (s, e) != (a, b) else ""
+        return _result(full0, full1, s, e, "override", f"Window set by --window {a}:{b}{clipped}.")
+    if nvtx_range is not None:
+        return _nvtx_window(model, nvtx_range, full0, full1)
+    if t0 is None:
+        return _result(full0, full1, full0, full1, "full",
+                       "Full trace kept: the trace has no timed activity.")
+    return _auto(model, full0, full1)

@@ -211,18 +211,18 @@ def _real(prefix):
 def test_real_trace_facts():
     """12: GTX 1650 without compute capability in the export → no tensor cores; 24: the Intel and Microsoft
     adapters are not GPUs; 23: A100 (8.0) with TF32; 05: no TARGET_INFO_GPU → GPU facts unknown."""
-    f12 = _real("12").diagnosis.facts
+    f12 = _real("12").facts
     assert [g.tensor_core_types for g in f12.gpus] == [()] and f12.advice_facts()["gpu_fp16_tensor_cores"] is False
-    f24 = _real("24").diagnosis.facts
+    f24 = _real("24").facts
     assert len(f24.gpus) == 1 and f24.gpus[0].architecture == "Ada"
-    f23 = _real("23").diagnosis.facts
+    f23 = _real("23").facts
     assert f23.advice_facts()["gpu_tf32"] is True and f23.workload == "inference" and f23.nvtx
-    f10 = _real("10").diagnosis.facts                     # TITAN RTX, no compute capability: Turing by name
+    f10 = _real("10").facts                     # TITAN RTX, no compute capability: Turing by name
     assert f10.gpus[0].source == "name" and f10.advice_facts()["gpu_tf32"] is False
     assert f10.advice_facts()["gpu_fp16_tensor_cores"] is True
-    f14 = _real("14").diagnosis.facts                     # 8 × V100 (7.0): FP16 only
+    f14 = _real("14").facts                     # 8 × V100 (7.0): FP16 only
     assert len(f14.gpus) == 8 and {g.architecture for g in f14.gpus} == {"Volta"}
-    f05 = _real("05").diagnosis.facts
+    f05 = _real("05").facts
     assert f05.gpus == () and f05.advice_facts()["gpu_tf32"] is None and f05.workload == "training"
     d = _real("23").to_dict()["facts"]
     assert d["gpus"][0]["compute_capability"] == "8.0" and d["advice_facts"]["gpu_bf16"] is True
@@ -270,9 +270,9 @@ def test_compiled_model_is_never_told_to_adopt_torch_compile(tmp_path_factory):
     """compiled_elementwise: Inductor's pointwise kernels are ~29 % of kernel time (planted) but already fused:
     no "unfused elementwise" claim, and no advice to adopt torch.compile anywhere; the fact says why."""
     facts, rep = _scenario("compiled_elementwise", tmp_path_factory)
-    assert rep.diagnosis.facts.torch_compile and "Inductor" in rep.diagnosis.facts.torch_compile_evidence
+    assert rep.facts.torch_compile and "Inductor" in rep.facts.torch_compile_evidence
     assert not any(f.category == "elementwise_fusion" for f in rep.findings)
-    hit = rep.diagnosis.traits.traits["inductor_pointwise"]
+    hit = rep.traits.traits["inductor_pointwise"]
     assert hit.share_pct == pytest.approx(facts["pointwise_share_pct"], abs=0.01) and hit.share_pct > 25
     for f in rep.findings:
         for a in f.recommendation:

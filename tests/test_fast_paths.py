@@ -5,12 +5,12 @@ per-device timelines, lean unions, the attribution's nodes reused by the steps, 
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
-from nsys_llm_explainer.analyses.common.stats import group_stats, kernel_stats, percentile
+from nsys_llm_explainer.analyses.common.stats import group_stats, percentile
+from nsys_llm_explainer.analyses.kernels.stats import kernel_stats
 from nsys_llm_explainer.model.timeline import few_distinct
 
 RNG = np.random.default_rng(20261125)
@@ -67,35 +67,28 @@ def test_group_stats_packed_sorts_equal_a_python_reference(dur_hi, dmin):
 def _kernel_model(n: int, names: int, devices: int, pids: int, one_device_per_name: bool):
     from nsys_llm_explainer.model.trace import Kernels
 
-    class M:   # the two attributes kernel_stats reads
-        pass
-
     name_idx = RNG.integers(0, names, n).astype(np.int32)
     device = (name_idx % devices if one_device_per_name else RNG.integers(0, devices, n)).astype(np.int32)
     pid = (1000 + (device % pids)).astype(np.int32)
     start = np.sort(RNG.integers(0, 10**9, n))
     end = start + RNG.integers(0, 50_000, n)
-    m = M()
-    m.kernels = Kernels(start=start, end=end, device=device, stream=np.zeros(n, np.int32),
+    return Kernels(start=start, end=end, device=device, stream=np.zeros(n, np.int32),
                         corr=np.arange(n), pid=pid, name_idx=name_idx, graph_node=np.full(n, -1, np.int8),
                         names=[f"k{i}" for i in range(names)])
-    m.cache = {}
-    return m
 
 
 @pytest.mark.parametrize("one_device_per_name", [True, False])
 def test_nested_kernel_groupings_equal_separate_groupings(one_device_per_name):
     """Groupings by name, name+device, pid+name+device (any column order) come from one sort; each equals
     group_stats run on its own columns, groups in the same order."""
-    m = _kernel_model(30_000, 40, 3, 2, one_device_per_name)
-    k = m.kernels
+    k = _kernel_model(30_000, 40, 3, 2, one_device_per_name)
+    stats = kernel_stats(k)
     cols_of = {"name": k.name_idx, "device_id": k.device, "pid": k.pid}
     for cols in [("name",), ("name", "device_id"), ("device_id", "name"), ("pid", "name", "device_id"),
                  ("device_id", "pid", "name"), ("pid",), ("device_id",)]:
-        got = kernel_stats(m, *cols)
+        got = stats.by(*cols)
         want = group_stats({c: cols_of[c] for c in cols}, k.dur)
         assert _rows(got, list(cols)) == _rows(want, list(cols)), cols
-    assert "kernel_stats_nested" in m.cache
 
 
 def _api(n_rows: int, pids, corr_hi: int, primary_share: float):
@@ -193,8 +186,7 @@ def _old_timelines(model, w0, w1):
 def test_per_device_timelines_equal_the_concatenated_construction():
     from nsys_llm_explainer.model.timeline import iter_timelines
 
-    m = _kernel_model(20_000, 10, 3, 1, False)
-    k = m.kernels
+    k = _kernel_model(20_000, 10, 3, 1, False)
     k.start[100:140] = k.start[100]                      # ties on start with different ends
     object.__setattr__(k, "launch_idx", RNG.integers(-1, 50, len(k)))
     k.end[5] = k.start[5] - 3                            # a backwards row
@@ -263,39 +255,6 @@ def test_unique_counts_by_counting_equals_numpy():
         u, c = _unique_counts(key)
         wu, wc = np.unique(key, return_counts=True)
         assert u.tolist() == wu.tolist() and c.tolist() == wc.tolist()
-
-
-def test_a_queued_task_taken_back_gives_the_same_result():
-    from nsys_llm_explainer.tasks import Task as _Task
-
-    with ThreadPoolExecutor(1) as pool:
-        blocker = pool.submit(lambda: sum(range(2_000_000)))
-        t = _Task(pool, lambda a, b: a * b, 6, 7)         # queued behind the blocker: taken back here
-        assert t.result() == 42
-        blocker.result()
-    assert _Task(None, lambda: "inline").result() == "inline"
-
-
-def test_gather_takes_back_queued_tasks_and_keeps_their_order():
-    import threading
-
-    from nsys_llm_explainer.tasks import Task as _Task
-    from nsys_llm_explainer.tasks import gather as _gather
-
-    gate = threading.Event()
-    ran_on = {}
-
-    def job(i):
-        ran_on[i] = threading.current_thread().name
-        return i * i
-
-    with ThreadPoolExecutor(1, thread_name_prefix="side") as pool:
-        blocker = pool.submit(gate.wait, 30)                 # the other thread is busy: nothing queued starts
-        tasks = [_Task(pool, job, i) for i in range(4)]
-        assert _gather(tasks) == [0, 1, 4, 9]
-        gate.set()
-        blocker.result()
-    assert all(not name.startswith("side") for name in ran_on.values())
 
 
 def test_narrow_keeps_values():

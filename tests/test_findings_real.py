@@ -91,7 +91,7 @@ def test_every_trace_has_a_reading():
 @pytest.mark.parametrize("prefix", sorted(SIGNALS))
 def test_signal_classes_are_read(prefix):
     samples, sync_api, um = SIGNALS[prefix]
-    d = report(prefix).diagnosis
+    d = report(prefix)
     assert d.host_samples is not None and d.host_samples.captured is samples
     assert {s.api for s in d.step_sync.holding()} == ({sync_api} if sync_api else set())
     assert d.facts.unified_memory is um and d.unified_memory is not None
@@ -101,7 +101,7 @@ def test_signal_classes_are_read(prefix):
 @pytest.mark.parametrize("prefix", sorted(FACTS))
 def test_facts_are_what_the_trace_shows(prefix):
     workload, stack, arch = FACTS[prefix]
-    f = report(prefix).diagnosis.facts
+    f = report(prefix).facts
     assert (f.workload, f.stack) == (workload, stack), f.workload_evidence
     assert {g.architecture for g in f.gpus} == ({arch} if arch else set())
 

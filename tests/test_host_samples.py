@@ -154,10 +154,10 @@ def test_samples_not_on_the_launching_thread_are_said(tmp_path):
     assert hs["available"] and hs["sample_count"] == 8 and hs["devices"][0]["samples_inside"] == 0
     assert "no CPU samples of the gaps' host thread" in hs["devices"][0]["note"]
     # the evidence line the host_cpu finding would carry (this tiny trace is gated as too little work)
-    line = samples_evidence(rep.diagnosis.host_samples, 0, "host_cpu")
+    line = samples_evidence(rep.host_samples, 0, "host_cpu")
     assert line == ("CPU samples: no CPU samples of the gaps' host thread (the samples in the trace are of other "
                     "threads).")
-    assert samples_evidence(rep.diagnosis.host_samples, 5, "host_cpu") is None   # no such device
+    assert samples_evidence(rep.host_samples, 5, "host_cpu") is None   # no such device
 
 
 def test_samples_of_the_thread_outside_the_gaps_are_said(tmp_path):
@@ -213,7 +213,7 @@ def test_real_traces_match_plain_sql(name, kinds):
     trace = real_trace(name)
     assert trace.is_file(), trace
     rep, j = _run(trace)
-    hs = rep.diagnosis.host_samples
+    hs = rep.host_samples
     assert hs.available and hs.captured
     con = sqlite3.connect(f"file:{trace}?mode=ro&immutable=1", uri=True)
     assert hs.sample_count == con.execute("SELECT count(*) FROM COMPOSITE_EVENTS").fetchone()[0]
@@ -236,7 +236,7 @@ def test_real_trace_08_names_the_application_loop():
     """08 (MPI + CUDA saxpy): the host-CPU idle is the application's own ``main`` loop (the SOURCE.md reading:
     the CPU computes between GPU phases); the NVTX MPI ranges are MPI/libfabric progress loops."""
     rep, j = _run(real_trace("08_pipit_saxpy_mpi_a100"))
-    d = rep.diagnosis.host_samples.device(0)
+    d = rep.host_samples.device(0)
     host = d.kind("host_cpu")
     assert host.callers[0].name == "main" and host.callers[0].module == "saxpy-mpi-cuda"
     assert host.callers[0].pct > 50

@@ -221,7 +221,8 @@ def _absolute(p: Path, node: ast.ImportFrom) -> str:
 
 
 def test_render_imports_no_metric_code() -> None:
-    banned = tuple(f"nsys_llm_explainer.{m}" for m in ("analyses", "findings", "pipeline", "model", "diagnose"))
+    banned = tuple(f"nsys_llm_explainer.{m}"
+                   for m in ("analyses", "findings", "pipeline", "model", "graph", "runner", "report"))
     for p in _render_modules():
         if p.name == "json_report.py":  # re-exports the serializer; not used by the renderers
             continue

@@ -47,7 +47,7 @@ def _claims_once(rep) -> None:
                 if f.cause and f.cause[0] in IDLE_KINDS | {"host_overhead", "step_sync"})
     assert stake <= idle, (stake, idle)
     ss = next((f for f in rep.findings if f.category == "step_sync"), None)
-    claimed = rep.diagnosis.step_sync.claimed() if ss is not None else {}
+    claimed = rep.step_sync.claimed() if ss is not None else {}
     for kind in HOST_PIECE_KINDS:
         total = sum(d.ns_of(kind) for d in rep.idle_causes.devices)
         mine = sum(ns for dev in claimed.values() for (k, _), ns in dev.items() if k == kind)
@@ -62,7 +62,7 @@ def test_planted_numbers_exactly(tmp_path_factory):
     cudaStreamSynchronize, then 1–3 ms of host work around a `pthread_mutex_lock` call; every number below is
     the generator's own arithmetic on what it planted (synth/scenarios/step_sync.py)."""
     f, rep = scenario("step_sync_host_work", tmp_path_factory)
-    ss = rep.diagnosis.step_sync
+    ss = rep.step_sync
     assert ss.available and len(ss.series) == 1
     (s,) = ss.series
     assert s.holds and s.api == f["sync_api"] and s.api_counts == ((f["sync_api"], f["sync_points"]),)
@@ -116,7 +116,7 @@ def test_host_bound_steps_keep_their_host_finding(tmp_path_factory):
     cats = [x.category for x in rep.findings]
     assert cats[0] == "host_range" and "step_sync" in cats
     ss = next(x for x in rep.findings if x.category == "step_sync")
-    (s,) = rep.diagnosis.step_sync.holding()
+    (s,) = rep.step_sync.holding()
     assert s.overlap_ns < 0.5 * s.exposed_ns and s.wait_p50_ns < s.exposed_p50_ns
     nvtx = rep.findings[0]
     rng = "vllm: schedule + prepare_inputs (python)"
@@ -140,7 +140,7 @@ def test_no_finding_on_the_negatives(name, tmp_path_factory):
     speaks)."""
     _, rep = scenario(name, tmp_path_factory)
     assert not any(x.category == "step_sync" for x in rep.findings)
-    ss = rep.diagnosis.step_sync
+    ss = rep.step_sync
     if name == "launch_bound":
         assert ss.series == ()
     elif name == "healthy":
@@ -158,7 +158,7 @@ def test_demo_reads_as_per_step_sync(tmp_path_factory):
     ~0.45 ms in the sync: all of it could overlap the next step, on both devices (13 % of the window)."""
     f, rep = scenario("demo", tmp_path_factory)
     assert f["cause"] == "step_sync" and rep.findings[0].category == "step_sync"
-    held = rep.diagnosis.step_sync.holding()
+    held = rep.step_sync.holding()
     assert {s.device_id for s in held} == {0, 1}
     assert all(s.overlap_ns == s.exposed_ns for s in held)
     assert rep.findings[0].time_at_stake_ns == sum(s.overlap_ns for s in held)
@@ -189,7 +189,7 @@ def test_small_loop_by_hand(tmp_path: Path) -> None:
     for _ in range(6):
         t = _step(b, g, t)
     rep = _run(b, tmp_path, "loop.sqlite")
-    (s,) = rep.diagnosis.step_sync.series
+    (s,) = rep.step_sync.series
     assert s.holds and s.sync_points == 6 and s.steps == 5 and s.readback_points == 0 and not s.readback
     assert s.period_p50_ns == s.period_p90_ns == 1500 * US
     assert s.exposed_ns == s.overlap_ns == 5 * 490 * US
@@ -215,7 +215,7 @@ def test_blocking_d2h_copy_is_a_sync_point_h2d_is_not(tmp_path: Path) -> None:
             b.memcpy(t0 + 1011 * US, t0 + 1013 * US, pid=PID, bytes=64, copy_kind=kind, src_kind=2 if kind == 2 else 0,
                      dst_kind=0 if kind == 2 else 2, corr=corr)
         rep = _run(b, tmp_path, f"copy{kind}.sqlite")
-        series = rep.diagnosis.step_sync.series
+        series = rep.step_sync.series
         assert sum(s.sync_points for s in series) == expect
         if expect:
             assert series[0].api == "cudaMemcpy" and series[0].readback_points == expect
@@ -232,7 +232,7 @@ def test_double_buffered_event_wait_is_not_a_sync_point(tmp_path: Path) -> None:
         b.launch(t, t + 5 * US, t + 10 * US + (i and 200 * US), t + 1210 * US, pid=PID, tid=1, name="decode")
         b.runtime(t + 20 * US, t + 250 * US, tid_g=g, name="cudaEventSynchronize_v3020")
     rep = _run(b, tmp_path, "dbuf.sqlite")
-    assert rep.diagnosis.step_sync.series == ()
+    assert rep.step_sync.series == ()
     assert not any(f.category == "step_sync" for f in rep.findings)
 
 
@@ -246,7 +246,7 @@ def test_irregular_period_is_no_pattern(tmp_path: Path) -> None:
     for i in range(8):
         t = _step(b, g, t, host_us=485 + (9500 if i == 3 else 0))
     rep = _run(b, tmp_path, "irregular.sqlite")
-    (s,) = rep.diagnosis.step_sync.series
+    (s,) = rep.step_sync.series
     assert s.sync_points == 8 and not s.holds and "irregular period" in s.reason
     assert s.period_p50_ns == 1500 * US and s.period_p90_ns > 3 * s.period_p50_ns
     assert not any(f.category == "step_sync" for f in rep.findings)
@@ -270,7 +270,7 @@ def _facts(workload: str, stack: str, framework: str) -> Dict[str, object]:
 def test_advice_follows_the_facts(tmp_path_factory, facts, expect, never) -> None:
     """Engine flags only for that engine's inference traces; the PyTorch line not for a TensorFlow trace."""
     _, rep = scenario("step_sync_host_work", tmp_path_factory)
-    f = step_sync_finding(rep.diagnosis.step_sync, facts)
+    f = step_sync_finding(rep.step_sync, facts)
     assert f is not None
     for i in expect:
         assert ADVICE[i].text in f.recommendation
@@ -295,11 +295,11 @@ def test_real_traces_where_the_pattern_does_not_hold() -> None:
     483 sync points in cuDNN autotuning (FFT / redzone trials), `cuMemcpyDtoHAsync` into pageable memory every
     1.1 ms at p50 but 10.5 ms at p90: no regular step. Neither reports a per-step sync."""
     rep = _real("10")
-    (s,) = rep.diagnosis.step_sync.series
+    (s,) = rep.step_sync.series
     assert not s.holds and s.api == "cudaEventSynchronize" and s.sync_points == 156 and s.kernel_share < 0.05
     assert rep.findings[0].category == "launch_overhead"
     rep = _real("12")
-    s = next(x for x in rep.diagnosis.step_sync.series if x.sync_points)
+    s = next(x for x in rep.step_sync.series if x.sync_points)
     assert not s.holds and s.api == "cuMemcpyDtoHAsync" and s.period_p90_ns > 3 * s.period_p50_ns
     for r in (rep,):
         assert not any(f.category == "step_sync" for f in r.findings)
@@ -313,11 +313,11 @@ def test_real_traces_where_the_loop_is_host_bound() -> None:
     D→H, 176 ms of host work each against a 17.7 ms kernel (3.5 %). No per-step sync claim; the host findings
     stay on top."""
     rep = _real("03")
-    (s,) = rep.diagnosis.step_sync.series
+    (s,) = rep.step_sync.series
     assert s.holds and s.sync_points == 511 and s.exposed_pct_of_window > 90 and s.overlap_pct_of_window < 2
     assert rep.findings[0].category == "host_range"
     rep8 = _real("08")
-    (s8,) = rep8.diagnosis.step_sync.series
+    (s8,) = rep8.step_sync.series
     assert s8.holds and s8.api == "cudaMemcpy" and s8.readback and s8.overlap_pct_of_window < 5
     assert rep8.findings[0].category == "host_gap"
     for r in (rep, rep8):
@@ -331,7 +331,7 @@ def test_degrades_without_cuda_api_rows(tmp_path: Path) -> None:
     for i in range(30):
         b.kernel(i * 100 * US, i * 100 * US + 50 * US, pid=PID, name="decode")
     rep = _run(b, tmp_path, "noapi.sqlite")
-    ss = rep.diagnosis.step_sync
+    ss = rep.step_sync
     assert ss.series == () and not any(f.category == "step_sync" for f in rep.findings)
     assert not ss.available and ss.reason.startswith("no CUDA API calls")
     assert rep.to_dict()["step_sync"]["reason"] == ss.reason

@@ -82,7 +82,7 @@ def test_registered_scenario_plants_the_unified_memory_cause() -> None:
 
 def test_full_capture_equals_the_planted_numbers(tmp_path_factory) -> None:
     _, f, rep, _ = scenario(tmp_path_factory)
-    um = rep.diagnosis.unified_memory
+    um = rep.unified_memory
     assert um.available and um.reason is None
     assert um.sources == {"gpu_fault_table": True, "cpu_fault_table": True, "migration_cause_column": True}
     w = um.full
@@ -114,7 +114,7 @@ def test_full_capture_equals_the_planted_numbers(tmp_path_factory) -> None:
 def test_steady_window_matches_plain_sql(tmp_path_factory) -> None:
     p, _, rep, j = scenario(tmp_path_factory)
     w0, w1 = j["window"]["start_ns"], j["window"]["end_ns"]
-    st = rep.diagnosis.unified_memory.steady
+    st = rep.unified_memory.steady
     assert st.window == "steady" and (st.start_ns, st.end_ns) == (w0, w1)
     (d,) = st.devices
     assert (d.kernel_busy_ns, d.overlap_ns, d.migration_idle_ns) == _sql_overlap(p, w0, w1, 0)
@@ -133,14 +133,14 @@ def test_steady_window_matches_plain_sql(tmp_path_factory) -> None:
     con.close()
     assert (res.steady.cpu_fault_count, res.steady.gpu_fault_events, res.steady.gpu_page_faults) == (
         n_cpu, n_gpu, faults)
-    assert res.full.migration_count == rep.diagnosis.unified_memory.full.migration_count
+    assert res.full.migration_count == rep.unified_memory.full.migration_count
 
 
 @pytest.mark.slow   # the scenario in three more export flavors
 @pytest.mark.parametrize("flavor", ["2022.4", "2023.4", "2026.2"])
 def test_other_flavors_write_and_read_the_um_tables(tmp_path_factory, flavor: str) -> None:
     _, f, rep, _ = scenario(tmp_path_factory, flavor)
-    w = rep.diagnosis.unified_memory.full
+    w = rep.unified_memory.full
     assert f["gpu_fault_table"] and f["cpu_fault_table"]
     assert (w.migration_count, w.gpu_page_faults, w.cpu_fault_count, w.overlap_ns) == (
         f["um_migration_count"], f["um_gpu_page_faults"], f["um_cpu_fault_count"], f["um_overlap_ns"])
@@ -150,7 +150,7 @@ def test_other_flavors_write_and_read_the_um_tables(tmp_path_factory, flavor: st
 def test_flavor_without_the_fault_tables(tmp_path_factory) -> None:
     """2021.5: no UM fault tables are written; migrations are still read and the notes say what is missing."""
     _, f, rep, _ = scenario(tmp_path_factory, "2021.5")
-    um = rep.diagnosis.unified_memory
+    um = rep.unified_memory
     assert not f["gpu_fault_table"] and f["um_gpu_fault_events"] == 0
     assert um.available and not um.sources["gpu_fault_table"] and not um.sources["cpu_fault_table"]
     assert um.full.gpu_fault_events == 0 and um.full.cpu_fault_count == 0
@@ -230,7 +230,7 @@ def test_no_finding_and_one_line_without_um(tmp_path_factory) -> None:
     p = tmp_path_factory.mktemp("healthy") / "h.sqlite"
     build_scenario("healthy", str(p))
     rep = analyze_path(str(p))
-    um = rep.diagnosis.unified_memory
+    um = rep.unified_memory
     assert not um.available and um.steady is None
     assert um.reason.startswith("no Unified Memory activity: no memcpy rows")
     assert not any(f.category == "unified_memory" for f in rep.findings)
@@ -261,7 +261,7 @@ def test_copy_finding_on_unified_copies_points_to_prefetching(tmp_path: Path) ->
     rec = " ".join(cf.recommendation)
     assert "cudaMemPrefetchAsync" in rec and "pin_memory" not in rec and "non_blocking" not in rec
     assert not any(f.category == "unified_memory" for f in rep.findings)
-    assert rep.diagnosis.unified_memory.steady.overlap_ns == 0
+    assert rep.unified_memory.steady.overlap_ns == 0
 
 
 # ------------------------------------------------------------------------------------------ real traces

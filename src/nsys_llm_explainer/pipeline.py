@@ -12,21 +12,13 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Dict, Optional
 
 from . import __version__
-from .analyses.api.cuda_api import CudaApiResult, analyze_cuda_api, cuda_api_of
-from .analyses.api.sync import SyncResult, analyze_sync, sync_of
-from .analyses.kernels.summary import analyze_kernels
-from .analyses.memory.memcpy import analyze_memcpy
-from .analyses.nvtx.attribution import AttributionResult, analyze_attribution
-from .analyses.nvtx.ranges import analyze_nvtx
-from .analyses.trace.info import analyze_trace_info
-from .diagnose import run_diagnosis
-from .findings.run import collect_warnings, run_findings
+from .analyses.api.cuda_api import CudaApiResult, cuda_api_of
+from .analyses.api.sync import SyncResult, sync_of
+from .graph import STEPS
 from .model.build import build_model
 from .model.trace import TraceModel
 from .options import Options
@@ -34,12 +26,20 @@ from .read.columnar import resolve_reader
 from .read.connection import open_readonly
 from .read.schema import probe
 from .report import Report
+from .runner import run_graph
 
 Progress = Callable[[str], None]
+#: the analysis graph's values that are not :class:`Report` fields (intermediate values)
+_NOT_IN_REPORT = ("tool_version", "timings_s")
 
 
 def _noop(_: str) -> None:
     return None
+
+
+def default_workers() -> int:
+    """Threads the analysis graph runs on by default: 2 when the machine has more than one core, else 1."""
+    return 2 if (os.cpu_count() or 1) > 1 else 1
 
 
 def load_model(path: str, progress: Progress = _noop, reader: str = "auto",
@@ -66,55 +66,25 @@ class ApiResults:
 
 
 def analyze_model(model: TraceModel, options: Optional[Options] = None, progress: Progress = _noop,
-                  display_path: Optional[str] = None, api_results: Optional[ApiResults] = None) -> Report:
-    """The report of a built model; ``api_results``: the CUDA API and sync sections when already computed."""
+                  display_path: Optional[str] = None, api_results: Optional[ApiResults] = None,
+                  workers: Optional[int] = None) -> Report:
+    """The report of a built model: the analysis graph (:data:`graph.STEPS`) run on ``workers`` threads
+    (default :func:`default_workers`; 1 runs every step in order on this thread). ``api_results``: the CUDA
+    API and sync sections when already computed."""
     opts = options if options is not None else Options()
-    timings: Dict[str, float] = {}
-
-    def step(name: str, fn: Callable[..., Any], *a: Any, **kw: Any) -> Any:
-        progress(name)
-        t = time.perf_counter()
-        out = fn(*a, **kw)
-        timings[name] = round(time.perf_counter() - t, 4)
-        return out
-
-    trace = step("trace info", analyze_trace_info, model, display_path)
-    # one extra thread (2 cores busy): independent analyses run beside the main line; numpy releases the GIL
-    with ThreadPoolExecutor(1) if (os.cpu_count() or 1) > 1 else nullcontext() as pool:
-
-        def timed(name: str, fn: Callable[..., Any], *a: Any) -> Any:
-            t = time.perf_counter()
-            out = fn(*a)
-            timings[name] = round(time.perf_counter() - t, 4)
-            return out
-
-        def basics() -> Tuple[Any, ...]:
-            cuda = api_results.cuda_api if api_results is not None else timed("cuda api", analyze_cuda_api, model)
-            return timed("kernels", analyze_kernels, model), cuda
-
-        side = pool.submit(basics) if pool is not None else None
-        nvtx = step("nvtx", analyze_nvtx, model)
-        if opts.nvtx_kernel_map:
-            att = step("nvtx attribution", analyze_attribution, model, nvtx.tree)
-        else:
-            att = AttributionResult(False, "disabled with --no-nvtx-kernel-map")
-        sync = api_results.sync if api_results is not None else step("sync", analyze_sync, model)
-        memcpy = step("memcpy", analyze_memcpy, model)
-        # the diagnosis does not need the kernel/API tables: their thread goes on while it starts
-        diag, new_att = step("diagnosis", run_diagnosis, model, opts, nvtx.tree, att, trace.processes, pool)
-        kernels, cuda_api = side.result() if side is not None else basics()
-    att = new_att or att
-    launch = diag.launch
-    findings, head = step("findings", run_findings, diag, kernels, att, opts)
-    warnings = collect_warnings(model, kernels, att, diag, opts)
+    given: Dict[str, Any] = {"model": model, "options": opts, "display_path": display_path}
+    if api_results is not None:
+        given.update(cuda_api=api_results.cuda_api, sync=api_results.sync)
+    keep = [f.name for f in fields(Report) if f.name not in _NOT_IN_REPORT]
+    values, timings = run_graph(STEPS, given, keep, workers or default_workers(), progress)
     if api_results is not None:
         timings["cuda api + sync (while reading)"] = api_results.seconds
-    return Report(__version__, opts, model, trace, kernels, launch, sync, cuda_api, memcpy, nvtx, att, diag,
-                  findings, head, warnings, timings)
+    return Report(tool_version=__version__, timings_s=timings, **values)
 
 
 def analyze_path(path: str, options: Optional[Options] = None, progress: Progress = _noop,
-                 display_path: Optional[str] = None) -> Report:
+                 display_path: Optional[str] = None, workers: Optional[int] = None) -> Report:
+    """The report of the trace at ``path`` (see :func:`analyze_model`)."""
     opts = options if options is not None else Options()
     early: Dict[str, Any] = {}
 
@@ -125,4 +95,4 @@ def analyze_path(path: str, options: Optional[Options] = None, progress: Progres
 
     model = load_model(path, progress, opts.reader, on_api)
     ready = ApiResults(*early["results"], early["s"]) if early and early["api"] is model.api else None
-    return analyze_model(model, opts, progress, display_path, ready)
+    return analyze_model(model, opts, progress, display_path, ready, workers)

@@ -4,20 +4,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from .analyses.api.cuda_api import CudaApiResult
+from .analyses.api.graphs import GraphResult
 from .analyses.api.launch import LaunchResult
 from .analyses.api.sync import SyncResult
+from .analyses.comms.nccl import NcclResult
 from .analyses.idle.causes import IdleCausesResult
 from .analyses.idle.gpu_time import GpuTimeResult
+from .analyses.idle.host_samples import HostSamplesResult
+from .analyses.kernels.categories import CategoryResult
 from .analyses.kernels.summary import KernelSummary
+from .analyses.kernels.traits import KernelTraitsResult
 from .analyses.memory.memcpy import MemcpyResult
+from .analyses.memory.traffic import MemoryResult
+from .analyses.memory.unified import UnifiedMemoryResult
 from .analyses.nvtx.attribution import AttributionResult
 from .analyses.nvtx.ranges import NvtxResult
+from .analyses.steps.metrics import StepResult
+from .analyses.steps.phases import PhaseResult
+from .analyses.steps.sync import StepSyncResult
+from .analyses.trace.facts import TraceFacts
 from .analyses.trace.info import TraceInfoResult
 from .analyses.trace.window import WindowResult
-from .diagnose import Diagnosis
 from .errors import OptionalDependencyError
 from .findings.base import Finding
 from .findings.rank import Headline
@@ -53,36 +63,41 @@ FRAMES: Dict[str, Rows] = {
 
 @dataclass(frozen=True)
 class Report:
-    """Everything the analysis found, typed. ``to_dict()`` gives the ``report.json`` dict."""
+    """Everything the analysis found, one typed field per section (the analysis graph's values of the same
+    names, :mod:`graph`). ``to_dict()`` gives the ``report.json`` dict. ``steady`` fields and sections are
+    over the analysis window (``window``); the others over the whole capture."""
 
     tool_version: str
     options: Options
-    model: TraceModel
+    model: TraceModel                      # the trace as read
+    steady: TraceModel                     # the model clipped to the analysis window (``model`` when it is all)
     trace: TraceInfoResult
+    window: WindowResult
     kernels: KernelSummary
-    launch: LaunchResult
+    steady_kernels: KernelSummary          # steady
+    launch: LaunchResult                   # steady
     sync: SyncResult
     cuda_api: CudaApiResult
     memcpy: MemcpyResult
     nvtx: NvtxResult
     attribution: AttributionResult
-    diagnosis: Diagnosis
+    gpu_time: GpuTimeResult                # steady, with the full capture's totals beside
+    idle_causes: IdleCausesResult          # steady
+    traits: KernelTraitsResult             # steady
+    phases: PhaseResult
+    categories: CategoryResult
+    steps: StepResult
+    graphs: GraphResult
+    memory: MemoryResult                   # steady
+    nccl: NcclResult
+    facts: TraceFacts
+    step_sync: StepSyncResult              # steady
+    unified_memory: UnifiedMemoryResult    # steady and full
+    host_samples: HostSamplesResult        # steady
     findings: Tuple[Finding, ...]
     headline: Headline
     warnings: Tuple[str, ...]
-    timings_s: Dict[str, float] = field(default_factory=dict)
-
-    @property
-    def window(self) -> WindowResult:
-        return self.diagnosis.window
-
-    @property
-    def gpu_time(self) -> GpuTimeResult:
-        return self.diagnosis.gpu_time
-
-    @property
-    def idle_causes(self) -> IdleCausesResult:
-        return self.diagnosis.idle_causes
+    timings_s: Mapping[str, float] = field(default_factory=dict)   # seconds per analysis step (not a result)
 
     def to_dict(self) -> Dict[str, Any]:
         return report_dict(self)

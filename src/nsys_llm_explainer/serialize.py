@@ -51,71 +51,54 @@ def options_dict(o: Options) -> Dict[str, Any]:
     }
 
 
-def _steady_kernels(dg) -> Dict[str, Any]:
+def _steady_kernels(report: Report) -> Dict[str, Any]:
     """Kernels by name over the analysis window (clipped to it); ``None`` rows when it is the whole capture
     (then ``kernels_summary`` holds the same numbers)."""
-    sk = dg.steady_kernels.to_dict()
-    same = dg.window.is_full
+    sk = report.steady_kernels.to_dict()
+    same = report.window.is_full
     return {"available": sk["available"] and not same, "reason": "the analysis window is the whole capture"
             if same else sk["reason"], "total_kernel_ns": sk["total_kernel_ns"], "kernel_count": sk["kernel_count"],
             "by_name": [] if same else sk["by_name"]}
 
 
 def report_dict(report: Report) -> Dict[str, Any]:
-    dg = report.diagnosis
     k = report.kernels.to_dict()
-    gpu = dg.gpu_time
+    gpu = report.gpu_time
     return {
         "schema_version": SCHEMA_VERSION,
         "tool_version": report.tool_version,
         "headline": json_ready(report.headline.to_dict()),
-        "window": dg.window.to_dict(),
+        "window": report.window.to_dict(),
         "trace": report.trace.to_dict(),
         "options": options_dict(report.options),
         "warnings": list(report.warnings),
         "findings": [f.to_dict() for f in report.findings],
         "devices": json_ready(gpu.to_dict()),
         "gpu_time": {"available": gpu.available, "reason": gpu.reason, "include_memcpy": gpu.include_memcpy},
-        "idle_causes": json_ready(dg.idle_causes.to_dict()),
-        "timeline": {"bins": len(dg.idle_causes.bins[0].busy_ns) if dg.idle_causes.bins else 0,
-                     "devices": [b.to_dict() for b in dg.idle_causes.bins]},
-        "kernel_traits": json_ready(dg.traits.to_dict()),
-        "facts": json_ready(dg.facts.to_dict()),
+        "idle_causes": json_ready(report.idle_causes.to_dict()),
+        "timeline": {"bins": len(report.idle_causes.bins[0].busy_ns) if report.idle_causes.bins else 0,
+                     "devices": [b.to_dict() for b in report.idle_causes.bins]},
+        "kernel_traits": json_ready(report.traits.to_dict()),
+        "facts": json_ready(report.facts.to_dict()),
         "kernels": k["by_name_device"],
         "kernels_summary": {key: k[key] for key in ("available", "reason", "total_kernel_ns", "kernel_count",
                                                     "by_name")},
-        "steady_kernels": _steady_kernels(dg),
+        "steady_kernels": _steady_kernels(report),
         "pids": {"by_pid": k["by_pid"], "kernels_by_pid": k["by_pid_name"]},
         "launch": report.launch.to_dict(),
         "sync": report.sync.to_dict(),
         "cuda_api": report.cuda_api.to_dict(),
         "memcpy": report.memcpy.to_dict(),
         "nvtx": {**report.nvtx.to_dict(), "attribution": report.attribution.to_dict()},
-        "phases": dg.phases.to_dict(),
-        "categories": dg.categories.to_dict(),
-        "steps": dg.steps.to_dict(),
-        "graphs": dg.graphs.to_dict(),
-        "memory": dg.memory.to_dict(),
-        "nccl": dg.nccl.to_dict(),
+        "phases": report.phases.to_dict(),
+        "categories": report.categories.to_dict(),
+        "steps": report.steps.to_dict(),
+        "graphs": report.graphs.to_dict(),
+        "memory": report.memory.to_dict(),
+        "nccl": report.nccl.to_dict(),
         "timings_s": dict(report.timings_s),
-        "unified_memory": _unified_memory(dg),
-        "host_samples": json_ready(_host_samples(dg)),
-        "step_sync": json_ready(dg.step_sync.to_dict()),   # per-step synchronization (analyses/steps/sync.py)
+        "unified_memory": report.unified_memory.to_dict(),
+        "host_samples": json_ready(report.host_samples.to_dict()),
+        "step_sync": json_ready(report.step_sync.to_dict()),   # per-step synchronization (analyses/steps/sync.py)
     }
 
-
-def _unified_memory(dg) -> Dict[str, Any]:
-    """``report.json`` ``unified_memory`` (analyses/memory/unified.py)."""
-    um = dg.unified_memory
-    if um is None:
-        return {"available": False, "reason": "not computed", "sources": {}, "notes": [], "steady": None,
-                "full": None}
-    return um.to_dict()
-
-
-def _host_samples(dg) -> Dict[str, Any]:
-    """``host_samples`` (analyses/idle/host_samples.py); a Diagnosis built without it reads as not computed."""
-    hs = getattr(dg, "host_samples", None)
-    if hs is None:
-        return {"available": False, "reason": "not computed", "captured": False, "sample_count": 0, "devices": []}
-    return hs.to_dict()

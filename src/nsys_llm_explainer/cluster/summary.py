@@ -140,7 +140,7 @@ def _nccl(model: Any) -> Tuple[NcclSeries, ...]:
 def _devices(report: Any, d: Dict[str, Any]) -> Tuple[DeviceSummary, ...]:
     causes = {c["device_id"]: c for c in d["idle_causes"].get("devices", [])}
     order = list(d["idle_causes"].get("precedence") or [])
-    st = report.diagnosis.steps
+    st = report.steps
     arr = st.arrays if st.available else None
     out = []
     for dev in d["devices"]:

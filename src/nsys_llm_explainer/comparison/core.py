@@ -46,7 +46,7 @@ def check_labels(labels: Optional[Sequence[str]], paths: Sequence[str]) -> List[
 
 
 def _steps(rep: Report) -> StepInfo:
-    s = rep.diagnosis.steps
+    s = rep.steps
     p50, p90 = s.summary.get("p50_ns"), s.summary.get("p90_ns")
     return StepInfo(bool(s.available and s.step_count), s.reason, s.method, s.confidence, int(s.step_count),
                     p50, p90, (p90 / p50) if p50 and p90 is not None else None)

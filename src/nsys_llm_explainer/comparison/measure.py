@@ -53,10 +53,9 @@ class Facts:
 
 
 def _categories(rep: Report, busy_ns: int) -> Dict[str, int]:
-    dg = rep.diagnosis
-    cat = dg.categories
-    if cat.available and not dg.window.is_full and cat.rules is not None:
-        cat = analyze_categories(dg.steady, cat.rules, include_memcpy=rep.options.include_memcpy_in_busy)
+    cat = rep.categories
+    if cat.available and not rep.window.is_full and cat.rules is not None:
+        cat = analyze_categories(rep.steady, cat.rules, include_memcpy=rep.options.include_memcpy_in_busy)
     out: Dict[str, int] = {}
     if cat.available:
         for r in cat.overall:
@@ -82,7 +81,7 @@ def gather(rep: Report, label: str, path: str) -> Facts:
         for c in rep.idle_causes.totals:
             kind[c.kind] = kind.get(c.kind, 0) + int(c.ns)
             detail[(c.kind, c.detail)] = detail.get((c.kind, c.detail), 0) + int(c.ns)
-    sk = rep.diagnosis.steady_kernels
+    sk = rep.steady_kernels
     kernels = {r.name: (int(r.count), int(r.total_ns)) for r in sk.by_name} if sk.available else {}
     gpus = tuple(sorted({str(g.get("name") or "") for g in rep.trace.gpus} - {""}))
     return Facts(label, path, rep, window_ns, pooled_ns, busy, busy_pct, len(rep.gpu_time.devices), gpus, kernels,
@@ -111,7 +110,7 @@ def weighted_jaccard(a: Facts, b: Facts) -> float:
 # ------------------------------------------------------------------------------------------ anchor kernel
 def anchor_starts(f: Facts, name: str) -> List[Tuple[np.ndarray, np.ndarray]]:
     """Per device: (sorted starts of kernel ``name``, sorted starts of all kernels), steady window."""
-    k = f.report.diagnosis.steady.kernels
+    k = f.report.steady.kernels
     if k is None or len(k) == 0 or name not in k.names:
         return []
     idx = k.names.index(name)
@@ -145,7 +144,7 @@ def anchor_periods(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> T
 
 def steps_in_window(f: Facts) -> float:
     """Steps inside the steady window: Σ over steps of the fraction of the step's wall inside it."""
-    st = f.report.diagnosis.steps
+    st = f.report.steps
     a = st.arrays
     if not st.available or a is None or len(a) == 0:
         return 0.0

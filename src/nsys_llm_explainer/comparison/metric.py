@@ -1,6 +1,6 @@
 """The headline metric: one number per trace, lower is better, chosen once for all traces (docs/COMPARE.md).
 
-1. ``step_time_p50`` — the median step wall time of the steps analysis (``report.diagnosis.steps``), when
+1. ``step_time_p50`` — the median step wall time of the steps analysis (``report.steps``), when
    every trace has steps found by the same method (and, for NVTX steps, the same range names). Unit of
    work: one step; steps in the window = Σ of each step's fraction inside the steady window.
 2. ``iteration_period_p50`` — otherwise: the *anchor kernel* is the kernel name present in every trace's
@@ -41,7 +41,7 @@ ITERATION = "iteration_period_p50"
 
 
 def _steps_common(facts: Sequence[Facts]) -> Optional[str]:
-    st = [f.report.diagnosis.steps for f in facts]
+    st = [f.report.steps for f in facts]
     if not all(s.available and s.step_count > 0 for s in st):
         missing = [f.label for f, s in zip(facts, st) if not (s.available and s.step_count > 0)]
         return f"no steps found in {', '.join(missing)}"
@@ -72,7 +72,7 @@ def _repeat(per_trace: List[list]) -> Tuple[int, str]:
 def choose_metric(facts: Sequence[Facts]) -> MetricSpec:
     why_not_steps = _steps_common(facts)
     if why_not_steps is None:
-        s = facts[0].report.diagnosis.steps
+        s = facts[0].report.steps
         where = f"NVTX range {', '.join(s.step_ranges)}" if s.method == "nvtx" else f"marker kernels /{s.marker_regex}/"
         return MetricSpec(STEP, f"median step time (steps delimited by {where})", "step",
                           "every trace has steps found the same way", step_method=s.method,
@@ -100,7 +100,7 @@ def _value(samples: np.ndarray, count: int, p50: Optional[int] = None, p90: Opti
 def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
     """(the metric of trace ``f``, units of work in its steady window)."""
     if spec.name == STEP:
-        st = f.report.diagnosis.steps
+        st = f.report.steps
         wall = st.arrays.wall if st.arrays is not None else np.empty(0, np.int64)
         return (_value(wall, st.step_count, st.summary.get("p50_ns"), st.summary.get("p90_ns")),
                 steps_in_window(f))

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
+from ..analyses.api.graphs import GraphResult
+from ..analyses.comms.nccl import NcclResult
+from ..analyses.idle.causes import IdleCausesResult
+from ..analyses.idle.gpu_time import GpuTimeResult
+from ..analyses.idle.host_samples import HostSamplesResult
+from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.summary import KernelSummary
+from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.memory.unified import UnifiedMemoryResult
 from ..analyses.nvtx.attribution import AttributionResult
-from ..diagnose import Diagnosis
+from ..analyses.steps.sync import StepSyncResult
+from ..analyses.trace.facts import TraceFacts
+from ..analyses.trace.window import WindowResult
 from ..model.trace import TraceModel
 from ..options import Options
 from .base import Finding
@@ -18,37 +28,41 @@ from .step_sync import claimed_ns, step_sync_finding
 from .unified_memory import unified_memory_finding
 
 
-def run_findings(diag: Diagnosis, kernels: KernelSummary, att: AttributionResult,
-                 opts: Options) -> Tuple[Tuple[Finding, ...], Headline]:
-    gpu, causes, traits = diag.gpu_time, diag.idle_causes, diag.traits
-    facts = diag.facts.advice_facts()
+def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTraitsResult, trace_facts: TraceFacts,
+                 step_sync: StepSyncResult, window: WindowResult, steady_kernels: KernelSummary,
+                 categories: CategoryResult, graphs: GraphResult, nccl: NcclResult,
+                 unified_memory: Optional[UnifiedMemoryResult], host_samples: Optional[HostSamplesResult],
+                 kernels: KernelSummary, att: AttributionResult, opts: Options) -> Tuple[Tuple[Finding, ...], Headline]:
+    """Every finding of the typed results, ranked, and the headline (the analysis graph's ``findings`` step)."""
+    facts = trace_facts.advice_facts()
     pooled = gpu.pooled() if gpu.available else None
     busy = pooled.busy_pct if pooled else None
     gate = gate_finding(gpu, kernels.kernel_count if kernels.available else 0, kernels.reason, facts)
     kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
     found: List[Finding] = []
-    ss = step_sync_finding(diag.step_sync, facts)   # claims host idle ns before the idle findings
+    ss = step_sync_finding(step_sync, facts)   # claims host idle ns before the idle findings
     found += [ss] if ss is not None else []
-    found += idle_findings(causes, gpu, kern, diag.window.full_start_ns, traits, facts,
+    found += idle_findings(causes, gpu, kern, window.full_start_ns, traits, facts,
                            launch_ranges=att.launch_range_details() if att.available else frozenset(),
-                           samples=diag.host_samples, claimed=claimed_ns(diag.step_sync, ss))
-    top = diag.steady_kernels.by_name if diag.steady_kernels.available else ()
-    cats = diag.categories.overall if diag.categories.available else ()
+                           samples=host_samples, claimed=claimed_ns(step_sync, ss))
+    top = steady_kernels.by_name if steady_kernels.available else ()
+    cats = categories.overall if categories.available else ()
     found += kernel_findings(gpu, traits, top, cats, facts)
-    for f in (graph_trace_finding(diag.graphs, pooled.idle_ns if pooled else 0, facts),
-              capture_window_finding(diag.window, gpu, facts),
+    for f in (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, facts),
+              capture_window_finding(window, gpu, facts),
               nvtx_coverage_finding(att, opts.nvtx_coverage_warn_threshold, facts),
-              nccl_finding(diag.nccl, facts),
-              unified_memory_finding(diag.unified_memory, active_devices(gpu) if gpu.available else None,
+              nccl_finding(nccl, facts),
+              unified_memory_finding(unified_memory, active_devices(gpu) if gpu.available else None,
                                      facts)):
         if f is not None:
             found.append(f)
     ranked = rank(found, gate, busy, causes, facts)
-    return ranked, headline(ranked, busy, diag.window.method)
+    return ranked, headline(ranked, busy, window.method)
 
 
-def collect_warnings(model: TraceModel, kernels: KernelSummary, att: AttributionResult, diag: Diagnosis,
+def collect_warnings(model: TraceModel, kernels: KernelSummary, att: AttributionResult, graphs: GraphResult,
                      opts: Options) -> Tuple[str, ...]:
+    """The report's warnings: the model's (what the read dropped or repaired) and the partial analyses'."""
     w = list(model.warnings)
     if not kernels.available and kernels.reason:
         w.append(kernels.reason[0].upper() + kernels.reason[1:])
@@ -56,7 +70,7 @@ def collect_warnings(model: TraceModel, kernels: KernelSummary, att: Attribution
     if att.available and att.coverage < thr:
         w.append(f"NVTX→kernel attribution covers {att.coverage * 100:.1f}% of kernel time "
                  f"(< {thr * 100:.1f}%): per-range and per-phase GPU time is partial.")
-    g = diag.graphs
+    g = graphs
     if g.available and g.graph_level_hidden:
         w.append(g.warning or "CUDA graphs ran with graph-level tracing: their kernels are not in the trace.")
     return tuple(w)

@@ -155,7 +155,6 @@ class TraceModel:
     thread_names: Dict[int, str]
     warnings: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)   # schema quirks handled (stated in the report)
-    cache: Dict[object, object] = field(default_factory=dict, repr=False)  # derived data shared by analyses
     # ---- Unified Memory page faults (None when the export has no such table; docs/METRICS.md "Unified Memory")
     um_gpu_faults: Optional[GpuOps] = None   # start, end, device, pid, faults (numberOfPageFaults), access
     um_cpu_faults: Optional[GpuOps] = None   # start, end (= start), pid, func_idx, module_idx → ``names``

@@ -17,7 +17,8 @@ import numpy as np
 
 from ...jsonable import json_ready
 from ...model.trace import TraceModel
-from ..common.stats import GroupStats, kernel_stats, pct
+from ..common.stats import GroupStats, pct
+from ..kernels.stats import KernelStats, kernel_stats
 
 STORM_RULES = ((50_000.0, 10_000), (100_000.0, 20_000))  # (launches/s at least, p50 at most ns)
 TINY_NS = 10_000
@@ -64,21 +65,24 @@ def _rows(key_name: str, gs: GroupStats, keys: np.ndarray, dur: np.ndarray, wind
     return out
 
 
-def analyze_launch(model: TraceModel, window_ns: int, top: int = 10) -> LaunchResult:
-    """``model``: clipped to the analysis window; ``window_ns``: its length (the rate's denominator)."""
+def analyze_launch(model: TraceModel, window_ns: int, top: int = 10, stats: Optional[KernelStats] = None
+                   ) -> LaunchResult:
+    """``model``: clipped to the analysis window; ``window_ns``: its length (the rate's denominator); ``stats``:
+    its kernels' :class:`~analyses.kernels.stats.KernelStats` when already computed."""
     k = model.kernels
     if k is None or len(k) == 0:
         return LaunchResult(False, "no CUDA kernels were captured")
     dur = k.dur
-    pooled = _rows("all", kernel_stats(model, "all"), np.zeros(len(k), np.int64), dur, window_ns)[0]
+    st = stats if stats is not None else kernel_stats(k)
+    pooled = _rows("all", st.by("all"), np.zeros(len(k), np.int64), dur, window_ns)[0]
     # never evaluated over all GPUs pooled
     overall = {c: (None if c == "launch_storm" else v) for c, v in pooled.items() if c != "all"}
-    gs = kernel_stats(model, "name")
+    gs = st.by("name")
     tiny = np.nonzero(gs.p50_exact < TINY_NS)[0]
     tiny = tiny[np.lexsort((gs.keys["name"][tiny], -gs.count[tiny]))][:top]
     tiny_kernels = tuple({"name": k.names[int(gs.keys["name"][i])], "count": int(gs.count[i]),
                           "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i])} for i in tiny.tolist())
-    per_device = _rows("device_id", kernel_stats(model, "device_id"), k.device, dur, window_ns)
-    per_pid = _rows("pid", kernel_stats(model, "pid"), k.pid, dur, window_ns)
+    per_device = _rows("device_id", st.by("device_id"), k.device, dur, window_ns)
+    per_pid = _rows("pid", st.by("pid"), k.pid, dur, window_ns)
     return LaunchResult(True, None, overall=overall, per_device=tuple(per_device), per_pid=tuple(per_pid),
                         tiny_kernels=tiny_kernels)

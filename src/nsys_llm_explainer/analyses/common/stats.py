@@ -17,7 +17,6 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ...model.timeline import few_distinct
-from ...model.trace import TraceModel
 
 
 def round_half_up(x: np.ndarray) -> np.ndarray:
@@ -230,18 +229,12 @@ def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
     return gs
 
 
-#: kernel columns :func:`kernel_stats` groups by
-_KERNEL_KEYS = {"name": lambda k: k.name_idx, "device_id": lambda k: k.device,
-                "pid": lambda k: k.pid, "all": lambda k: np.zeros(len(k), np.int8)}
-#: groupings by a prefix of these columns (in any order) come from one sort (:func:`_nested_stats`)
-_NESTED = ("name", "device_id", "pid")
-
-
-def _nested_stats(k, dur: np.ndarray) -> Optional[Dict[frozenset, GroupStats]]:
-    """Statistics by {name}, {name, device_id} and {name, device_id, pid}, keys in that column order, from one
-    sort by (name, device, pid, duration): a coarser grouping's runs are already sorted by duration, so its
-    sort is a merge of sorted runs (or nothing, when it groups the same rows). None when the keys are too wide."""
-    key, dec = combine_keys([_KERNEL_KEYS[c](k) for c in _NESTED])
+def nested_group_stats(cols: Dict[str, np.ndarray], dur: np.ndarray) -> Optional[Dict[Tuple[str, ...], GroupStats]]:
+    """:func:`group_stats` by every prefix of the ordered key columns ``cols`` (``(a,)``, ``(a, b)``, …), from
+    one sort by (keys…, duration): a coarser grouping's runs are already sorted by duration, so its sort is a
+    merge of sorted runs (or nothing, when it groups the same rows). None when the keys are too wide."""
+    names = tuple(cols)
+    key, dec = combine_keys([cols[c] for c in names])
     if dec is None or dur.shape[0] == 0:
         return None
     got = _packed_sort(key, dur)
@@ -249,10 +242,10 @@ def _nested_stats(k, dur: np.ndarray) -> Optional[Dict[frozenset, GroupStats]]:
         return None
     sk, sd = got
     del key, got
-    out: Dict[frozenset, GroupStats] = {}
+    out: Dict[Tuple[str, ...], GroupStats] = {}
     div = 1
     fine_groups = -1
-    for depth in range(len(_NESTED), 0, -1):
+    for depth in range(len(names), 0, -1):
         ck = sk // div if div > 1 else sk
         starts, gs = _from_sorted(ck, sd)
         if fine_groups >= 0 and starts.shape[0] != fine_groups:   # several finer runs per group: merge them
@@ -261,42 +254,21 @@ def _nested_stats(k, dur: np.ndarray) -> Optional[Dict[frozenset, GroupStats]]:
                 return None
             starts, gs = _from_sorted(*merged)
             ck = merged[0]
-        fine_groups = starts.shape[0] if depth == len(_NESTED) else fine_groups
-        gs.keys = dict(zip(_NESTED[:depth], _decode(ck[starts], dec[:depth])))
-        out[frozenset(_NESTED[:depth])] = gs
+        fine_groups = starts.shape[0] if depth == len(names) else fine_groups
+        gs.keys = dict(zip(names[:depth], _decode(ck[starts], dec[:depth])))
+        out[names[:depth]] = gs
         div *= dec[depth - 1][2]
     return out
 
 
-def _reordered(gs: GroupStats, cols: Tuple[str, ...]) -> GroupStats:
-    """``gs`` with its groups in the order of the key columns ``cols`` (what :func:`group_stats` gives)."""
+def reordered(gs: GroupStats, cols: Tuple[str, ...]) -> GroupStats:
+    """``gs`` (grouped by the columns ``cols`` in some order) with its groups and key columns in the order of
+    ``cols`` (what :func:`group_stats` on ``cols`` gives)."""
+    if tuple(gs.keys) == tuple(cols):
+        return gs
     order = np.lexsort(tuple(gs.keys[c] for c in reversed(cols)))
     return GroupStats({c: gs.keys[c][order] for c in cols}, gs.count[order], gs.total[order], gs.min[order],
                       gs.max[order], gs.avg[order], gs.p50[order], gs.p90[order], gs.p99[order], gs.p50_exact[order])
-
-
-def kernel_stats(model: TraceModel, *cols: str) -> GroupStats:
-    """:func:`group_stats` of the kernel durations of ``model`` grouped by ``cols`` (``name``, ``device_id``,
-    ``pid``, ``all``), computed once per model and shared by the analyses that need it (kept in
-    ``model.cache``; a concurrent duplicate computation gives the same object contents)."""
-    key = ("kernel_stats",) + cols
-    got = model.cache.get(key)
-    if got is None:
-        k = model.kernels
-        assert k is not None
-        dur = model.cache.get("kernel_dur")
-        if dur is None:
-            dur = model.cache["kernel_dur"] = k.dur
-        nested = frozenset(cols)
-        if cols and len(nested) == len(cols) and nested in {frozenset(_NESTED[:i]) for i in (1, 2, 3)}:
-            fam = model.cache.get("kernel_stats_nested")
-            if fam is None:
-                fam = model.cache["kernel_stats_nested"] = _nested_stats(k, dur) or {}
-            if nested in fam:
-                got = model.cache[key] = _reordered(fam[nested], cols)
-                return got
-        got = model.cache[key] = group_stats({c: _KERNEL_KEYS[c](k) for c in cols}, dur)
-    return got  # type: ignore[return-value]
 
 
 def summary(dur: np.ndarray) -> Dict[str, int]:

@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ...jsonable import json_ready
 from ...model.trace import Kernels, TraceModel
-from ..common.stats import GroupStats, kernel_stats, pct
+from ..common.stats import GroupStats, pct
+from .stats import KernelStats, kernel_stats
 
 Row = Dict[str, Any]
 
@@ -70,25 +71,26 @@ def _rows(gs: GroupStats, names: List[str], total_all: int, extra_keys: List[str
              **_stats(gs, i, total_all)} for i in gs.order_by_total().tolist()]
 
 
-def analyze_kernels(model: TraceModel) -> KernelSummary:
+def analyze_kernels(model: TraceModel, stats: Optional[KernelStats] = None) -> KernelSummary:
+    """Kernels of ``model``; ``stats``: their :class:`~.stats.KernelStats` when already computed."""
     k: Optional[Kernels] = model.kernels
     if k is None or len(k) == 0:
         reason = NO_KERNELS if k is None or model.info.kernel_table is None else \
             "the kernel table is empty: " + NO_KERNELS
         return KernelSummary(False, reason)
-    dur = k.dur
-    total = int(dur.sum())
-    by_name_device = _rows(kernel_stats(model, "name", "device_id"), k.names, total, ["device_id"])
-    gn = kernel_stats(model, "name")
+    st = stats if stats is not None else kernel_stats(k)
+    total = int(k.dur.sum())
+    by_name_device = _rows(st.by("name", "device_id"), k.names, total, ["device_id"])
+    gn = st.by("name")
     by_name = [KernelRow(name=k.names[int(gn.keys["name"][i])], **_stats(gn, i, total))
                for i in gn.order_by_total().tolist()]
     # per process
-    pid_stats = kernel_stats(model, "pid")
+    pid_stats = st.by("pid")
     by_pid = [{"pid": int(pid_stats.keys["pid"][i]), "count": int(pid_stats.count[i]),
                "total_ns": int(pid_stats.total[i]), "pct": pct(int(pid_stats.total[i]), total)}
               for i in pid_stats.order_by_total().tolist()]
     pid_total = {r["pid"]: r["total_ns"] for r in by_pid}
-    gs = kernel_stats(model, "pid", "name", "device_id")
+    gs = st.by("pid", "name", "device_id")
     by_pid_name = [{**r, "pct_of_pid": pct(r["total_ns"], pid_total.get(r["pid"], 0))}
                    for r in _rows(gs, k.names, total, ["pid", "device_id"])]
     by_pid_name.sort(key=lambda r: (r["pid"], -r["total_ns"], r["name"]))

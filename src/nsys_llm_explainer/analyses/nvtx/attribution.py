@@ -17,7 +17,7 @@ one that started last).
   ``innermost_ns`` 0) and ``startend_kernel_ns`` (kernel time inside any of them); ``coverage`` and
   the innermost columns stay push/pop only. Start/end ranges ended on another thread never count.
 * Phase totals (``--phase-map``) come from :mod:`phases` (one definition of a kernel's phase):
-  :func:`diagnose.run_diagnosis` returns a copy of this result with ``phases`` set.
+  :mod:`graph`'s ``phases`` step makes a copy of this result with ``phases`` set.
 """
 
 from __future__ import annotations

@@ -1,0 +1,231 @@
+"""The analysis graph: every analysis of a report, with the values it reads and makes, in one list
+(:data:`STEPS`), run by :func:`runner.run_graph`.
+
+Given values: ``model`` (the trace as read, :class:`model.trace.TraceModel`), ``options``
+(:class:`options.Options`) and ``display_path``; ``cuda_api`` and ``sync`` too when they were computed from
+the API table while the kernel table was still being read (their steps are then skipped). Each step's
+``window`` says which span it analyses: ``full`` (the whole capture) or ``steady`` (the analysis window,
+``steady`` = the model clipped to it). Every value a step makes that :data:`REPORT_VALUES` names becomes the
+:class:`report.Report` field of that name.
+
+Adding an analysis: write its function (a pure function in ``analyses/``), add one :class:`runner.Step` here
+(after the steps making its inputs) and, when the report shows it, one ``Report`` field of the same name
+(docs/DESIGN.md shows an example). The one fused step is ``device pass``: it builds each device's timeline of
+the window, charges its idle time to causes and cuts its per-step sync series, one device at a time, so
+memory holds one device's rows at a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import List, Optional, Tuple, Union
+
+import numpy as np
+
+from .analyses.api.cuda_api import analyze_cuda_api
+from .analyses.api.graphs import GraphResult, analyze_graphs
+from .analyses.api.launch import LaunchResult, analyze_launch
+from .analyses.api.sync import analyze_sync
+from .analyses.comms.nccl import analyze_nccl
+from .analyses.idle.bins import DEFAULT_BINS
+from .analyses.idle.causes import IdleCausesResult, analyze_idle_causes
+from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, device_time, gpu_time_result, window_times
+from .analyses.idle.host_samples import HostSamplesResult, analyze_host_samples
+from .analyses.idle.result import DeviceCauses
+from .analyses.kernels.categories import CategoryResult, analyze_categories
+from .analyses.kernels.stats import GROUPINGS, NESTED, KernelStats, kernel_stats
+from .analyses.kernels.summary import KernelSummary, analyze_kernels
+from .analyses.kernels.traits import KernelTraitsResult, analyze_kernel_traits
+from .analyses.memory.memcpy import analyze_memcpy
+from .analyses.memory.traffic import MemoryResult, analyze_memory
+from .analyses.memory.unified import UnifiedMemoryResult, analyze_unified_memory
+from .analyses.nvtx.attribution import AttributionResult, analyze_attribution
+from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
+from .analyses.steps.metrics import StepResult, analyze_steps
+from .analyses.steps.phases import PhaseResult, analyze_phases
+from .analyses.steps.sync import StepSyncContext, StepSyncSeries, device_step_sync, step_sync_result
+from .analyses.trace.facts import analyze_facts
+from .analyses.trace.info import TraceInfoResult, analyze_trace_info
+from .analyses.trace.window import WindowResult, detect_window
+from .config.categories import load_rules
+from .config.phase_map import build_phase_map
+from .findings.run import collect_warnings, run_findings
+from .model.clip import clip_model
+from .model.timeline import DeviceTimeline, build_timelines, iter_timelines
+from .model.trace import TraceModel
+from .options import Options
+from .runner import Step
+
+
+# ---------------------------------------------------------------------------------------- window and model
+def _window(model: TraceModel, opts: Options) -> WindowResult:
+    return detect_window(model, opts.window, opts.window_nvtx)
+
+
+def _steady(model: TraceModel, window: WindowResult) -> TraceModel:
+    """The model clipped to the analysis window (``model`` itself when the window is the whole capture)."""
+    return model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
+
+
+def _full_times(model: TraceModel, window: WindowResult, opts: Options) -> Optional[dict]:
+    """Per device, the full capture's busy/idle totals (None when the window is the whole capture: the steady
+    timelines are then the full ones). Only totals are kept: the full timelines' rows are dropped at once."""
+    if window.is_full:
+        return None
+    return window_times(build_timelines(model, window.full_start_ns, window.full_end_ns, opts.include_memcpy_in_busy))
+
+
+def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nvtx: NvtxResult,
+                 full_times: Optional[dict], opts: Options
+                 ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...]]:
+    """One device at a time: its steady timeline → idle causes → busy/idle figures and per-step sync series;
+    then the timeline is dropped (memory ∝ one device)."""
+    dev_times: List[DeviceTime] = []
+    ctx = StepSyncContext(steady)
+    series: List[StepSyncSeries] = []
+
+    def per_device(tl: DeviceTimeline, dc: DeviceCauses) -> None:
+        full: Union[WindowTime, DeviceTimeline, None] = full_times.get(tl.device_id) if full_times is not None else tl
+        dev_times.append(device_time(tl, full, dc.gap_cause, opts.top))
+        series.extend(device_step_sync(ctx, tl, dc))
+
+    causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
+                                                                opts.include_memcpy_in_busy),
+                                 nvtx.tree, DEFAULT_BINS, per_device)
+    return causes, gpu_time_result(dev_times, opts.include_memcpy_in_busy), ctx, tuple(series)
+
+
+# ---------------------------------------------------------------------------------------- kernels
+def _kernel_stats(model: TraceModel) -> Optional[KernelStats]:
+    """The full capture's kernel statistics by the groupings its kernel summary reads."""
+    k = model.kernels
+    return kernel_stats(k, (NESTED[:1], NESTED[:2], NESTED, ("pid",))) if k is not None and len(k) else None
+
+
+def _steady_stats(steady: TraceModel, window: WindowResult, full: Optional[KernelStats]) -> Optional[KernelStats]:
+    """The steady window's kernel statistics (the full capture's, completed, when the window is the whole
+    capture: nothing is computed twice)."""
+    k = steady.kernels
+    if k is None or len(k) == 0:
+        return None
+    return full.with_groupings(k, GROUPINGS) if window.is_full and full is not None else kernel_stats(k)
+
+
+def _traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult, stats: Optional[KernelStats]
+            ) -> KernelTraitsResult:
+    """Kernel traits of the steady window's kernels, with the launching processes' and threads' names."""
+    k = model.kernels
+    pids = set(np.unique(k.pid).tolist()) if k is not None and len(k) else set()
+    threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]
+    procs = [str(p.get("name", "")) for p in trace.processes if p.get("pid") in pids]
+    nv = model.nvtx.names if model.nvtx is not None else []
+    sk = steady.kernels
+    if sk is None or len(sk) == 0 or stats is None:
+        names = k.names if k is not None else []
+        return analyze_kernel_traits(names, _EMPTY, _EMPTY, nv, threads, procs)
+    return analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs, stats.by("name"))
+
+
+def _steady_kernels(steady: TraceModel, stats: Optional[KernelStats]) -> KernelSummary:
+    return analyze_kernels(steady, stats)
+
+
+def _launch(steady: TraceModel, window: WindowResult, opts: Options, stats: Optional[KernelStats]) -> LaunchResult:
+    return analyze_launch(steady, window.end_ns - window.start_ns, opts.top, stats)
+
+
+# ---------------------------------------------------------------------------------------- NVTX, phases, steps
+def _attribution(model: TraceModel, nvtx: NvtxResult, opts: Options) -> AttributionResult:
+    if not opts.nvtx_kernel_map:
+        return AttributionResult(False, "disabled with --no-nvtx-kernel-map")
+    return analyze_attribution(model, nvtx.tree)
+
+
+def _phases(model: TraceModel, opts: Options, nvtx: NvtxResult, att: AttributionResult
+            ) -> Tuple[PhaseResult, AttributionResult]:
+    """Phases, and the NVTX attribution with its per-phase totals set from them when a user phase map is given
+    (a new object)."""
+    phase_map = opts.phase_map if opts.phase_map is not None else build_phase_map(None)
+    phase_nodes = att.kernel_nodes if att.kernel_nodes else att.kernel_node
+    phases = analyze_phases(model, phase_map, nvtx.tree, phase_nodes)
+    if opts.phase_map and phases.available and att.available:
+        att = dataclasses.replace(att, phases=tuple(
+            {"phase": r["phase"], "kernel_count": r["kernel_count"], "kernel_ns": r["gpu_time_ns"],
+             "pct_of_kernel_time": r["pct_of_kernel_time"]} for r in phases.phases))
+    return phases, att
+
+
+def _categories(model: TraceModel, opts: Options, phases: PhaseResult) -> CategoryResult:
+    rules = opts.categories if opts.categories is not None else load_rules(None, None)
+    return analyze_categories(model, rules, phases.kernel_phase if phases.available else None,
+                              phases.phase_names if phases.available else None, opts.include_memcpy_in_busy)
+
+
+def _steps(model: TraceModel, opts: Options, nvtx: NvtxResult, att: AttributionResult, phases: PhaseResult
+           ) -> StepResult:
+    kernel_node = att.kernel_nodes.get(0, att.kernel_node) if att.kernel_nodes else att.kernel_node
+    return analyze_steps(model, phases, step_marker=opts.step_marker, step_range=opts.step_range,
+                         top=min(opts.top, 10), tree=nvtx.tree, kernel_node=kernel_node,
+                         domain_nodes=att.kernel_nodes or None)
+
+
+# ---------------------------------------------------------------------------------------- memory
+def _memory(steady: TraceModel, steps: StepResult) -> MemoryResult:
+    bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
+    return analyze_memory(steady, bounds)
+
+
+def _unified_memory(model: TraceModel, steady: TraceModel, window: WindowResult) -> UnifiedMemoryResult:
+    return analyze_unified_memory(model, steady, window.start_ns, window.end_ns, window.full_start_ns,
+                                  window.full_end_ns)
+
+
+def _host_samples(model: TraceModel, causes: IdleCausesResult) -> HostSamplesResult:
+    return analyze_host_samples(model.samples, causes)
+
+
+def _warnings(model: TraceModel, kernels: KernelSummary, att: AttributionResult, graphs: GraphResult,
+              opts: Options) -> Tuple[str, ...]:
+    return collect_warnings(model, kernels, att, graphs, opts)
+
+
+_EMPTY = np.empty(0, np.int64)
+
+#: every step of a report, in declaration order (also the order two threads take ready steps in: the long
+#: chains — the device pass and NVTX → phases → categories → steps — come first)
+STEPS: Tuple[Step, ...] = (
+    Step("trace info", analyze_trace_info, ("model", "display_path"), ("trace",)),
+    Step("nvtx", analyze_nvtx, ("model",), ("nvtx",)),
+    Step("window", _window, ("model", "options"), ("window",)),
+    Step("clip to the window", _steady, ("model", "window"), ("steady",), "steady"),
+    Step("full-capture busy", _full_times, ("model", "window", "options"), ("full_times",)),
+    Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "full_times", "options"),
+         ("idle_causes", "gpu_time", "step_sync_context", "step_sync_series"), "steady"),
+    Step("kernel stats", _kernel_stats, ("model",), ("kernel_stats",)),
+    Step("kernels", analyze_kernels, ("model", "kernel_stats"), ("kernels",)),
+    Step("cuda api", analyze_cuda_api, ("model",), ("cuda_api",)),
+    Step("nvtx attribution", _attribution, ("model", "nvtx", "options"), ("nvtx_attribution",)),
+    Step("phases", _phases, ("model", "options", "nvtx", "nvtx_attribution"), ("phases", "attribution")),
+    Step("categories", _categories, ("model", "options", "phases"), ("categories",)),
+    Step("steps", _steps, ("model", "options", "nvtx", "nvtx_attribution", "phases"), ("steps",)),
+    Step("sync", analyze_sync, ("model",), ("sync",)),
+    Step("memcpy", analyze_memcpy, ("model",), ("memcpy",)),
+    Step("graphs", analyze_graphs, ("model",), ("graphs",)),
+    Step("nccl", analyze_nccl, ("model",), ("nccl",)),
+    Step("steady kernel stats", _steady_stats, ("steady", "window", "kernel_stats"), ("steady_kernel_stats",),
+         "steady"),
+    Step("launch", _launch, ("steady", "window", "options", "steady_kernel_stats"), ("launch",), "steady"),
+    Step("kernel traits", _traits, ("model", "steady", "trace", "steady_kernel_stats"), ("traits",), "steady"),
+    Step("steady kernels", _steady_kernels, ("steady", "steady_kernel_stats"), ("steady_kernels",), "steady"),
+    Step("memory", _memory, ("steady", "steps"), ("memory",), "steady"),
+    Step("facts", analyze_facts, ("model", "traits", "graphs"), ("facts",)),
+    Step("unified memory", _unified_memory, ("model", "steady", "window"), ("unified_memory",), "steady"),
+    Step("host samples", _host_samples, ("model", "idle_causes"), ("host_samples",), "steady"),
+    Step("step sync", step_sync_result, ("step_sync_context", "idle_causes", "step_sync_series"), ("step_sync",),
+         "steady"),
+    Step("findings", run_findings, ("gpu_time", "idle_causes", "traits", "facts", "step_sync", "window",
+                                    "steady_kernels", "categories", "graphs", "nccl", "unified_memory",
+                                    "host_samples", "kernels", "attribution", "options"),
+         ("findings", "headline")),
+    Step("warnings", _warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
+)

@@ -1,0 +1,101 @@
+"""The analysis graph's runner (runner.py) and the declared graph (graph.py): declaration checks, order,
+concurrency, values dropped after their last reader, errors, and one report whatever the thread count."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from nsys_llm_explainer.graph import STEPS
+from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.report import Report
+from nsys_llm_explainer.runner import GraphError, Step, check_graph, run_graph
+
+
+def test_a_value_read_before_it_is_made_or_made_twice_is_refused():
+    with pytest.raises(GraphError, match="reads \\['b'\\]"):
+        check_graph([Step("s", lambda b: b, ("b",), ("c",))], {"a"})
+    with pytest.raises(GraphError, match="makes \\['a'\\]"):
+        check_graph([Step("s", lambda: 1, (), ("a",))], {"a"})
+    with pytest.raises(GraphError, match="window"):
+        check_graph([Step("s", lambda: 1, (), ("b",), "partial")], set())
+
+
+def test_one_worker_runs_the_declaration_order_and_keeps_only_what_is_asked():
+    order = []
+
+    def step(name, value):
+        def fn(*args):
+            order.append(name)
+            return value + sum(args)
+        return fn
+
+    steps = [Step("b", step("b", 10), ("a",), ("b",)), Step("c", step("c", 100), ("a",), ("c",)),
+             Step("d", step("d", 0), ("b", "c"), ("d",))]
+    values, timings = run_graph(steps, {"a": 1}, keep=("d",), workers=1)
+    assert order == ["b", "c", "d"]
+    assert values == {"d": 112}                     # b = 11, c = 101: dropped, not kept
+    assert set(timings) == {"b", "c", "d"}
+
+
+def test_a_step_whose_outputs_are_given_is_skipped():
+    calls = []
+    steps = [Step("b", lambda a: calls.append("b") or a + 1, ("a",), ("b",)),
+             Step("c", lambda b: b * 2, ("b",), ("c",))]
+    values, timings = run_graph(steps, {"a": 1, "b": 5}, keep=("c",), workers=1)
+    assert values == {"c": 10} and calls == [] and "b" not in timings
+
+
+def test_two_workers_run_independent_steps_at_the_same_time():
+    """Each step waits for the other to have started: only two threads at once can finish them."""
+    started = {n: threading.Event() for n in "xy"}
+
+    def meet(me, other):
+        def fn():
+            started[me].set()
+            assert started[other].wait(10), f"{other} never ran beside {me}"
+            return me
+        return fn
+
+    steps = [Step("x", meet("x", "y"), (), ("x",)), Step("y", meet("y", "x"), (), ("y",))]
+    values, _ = run_graph(steps, {}, keep=("x", "y"), workers=2)
+    assert values == {"x": "x", "y": "y"}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_failing_step_raises_its_own_error_and_later_steps_do_not_run(workers):
+    ran = []
+
+    def boom():
+        raise ValueError("step failed")
+
+    steps = [Step("boom", boom, (), ("a",)), Step("after", lambda a: ran.append(a), ("a",), ("b",))]
+    with pytest.raises(ValueError, match="step failed"):
+        run_graph(steps, {}, keep=("b",), workers=workers)
+    assert ran == []
+
+
+def test_a_step_returning_the_wrong_number_of_values_is_an_error():
+    with pytest.raises(GraphError, match="returned 3 values for 2 outputs"):
+        run_graph([Step("s", lambda: (1, 2, 3), (), ("a", "b"))], {}, keep=("a",), workers=1)
+
+
+def test_the_declared_graph_is_consistent_and_makes_every_report_field():
+    given = {"model", "options", "display_path"}
+    check_graph(STEPS, given)
+    made = given | {o for s in STEPS for o in s.outputs}
+    fields = set(Report.__dataclass_fields__) - {"tool_version", "timings_s"}
+    assert fields <= made, fields - made
+    labels = [s.label for s in STEPS]
+    assert len(labels) == len(set(labels))
+
+
+def test_one_report_whatever_the_thread_count(tmp_path):
+    from nsys_llm_explainer.synth import build_scenario
+
+    p = tmp_path / "t.sqlite"
+    build_scenario("step_sync_host_work", str(p))
+    one, two = (analyze_path(str(p), workers=w).to_dict() for w in (1, 2))
+    one.pop("timings_s"), two.pop("timings_s")
+    assert one == two and one["findings"]

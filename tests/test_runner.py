@@ -99,3 +99,31 @@ def test_one_report_whatever_the_thread_count(tmp_path):
     one, two = (analyze_path(str(p), workers=w).to_dict() for w in (1, 2))
     one.pop("timings_s"), two.pop("timings_s")
     assert one == two and one["findings"]
+
+
+def test_every_report_field_reaches_report_json(tmp_path):
+    """A Report field serialize.py does not place itself is written under its own name (a new analysis needs
+    no serializer line); the placed ones are the known set."""
+    import dataclasses
+
+    from nsys_llm_explainer.serialize import PLACED, report_dict
+    from nsys_llm_explainer.synth import build_scenario
+
+    p = tmp_path / "t.sqlite"
+    build_scenario("launch_bound", str(p))
+    rep = analyze_path(str(p), workers=1)
+    assert PLACED == {f.name for f in dataclasses.fields(Report)}
+
+    @dataclasses.dataclass(frozen=True)
+    class Extra:
+        n: int
+
+        def to_dict(self):
+            return {"n": self.n}
+
+    Wider = dataclasses.make_dataclass("Wider", [("extra_section", Extra, dataclasses.field(default=Extra(0)))],
+                                       bases=(Report,), frozen=True)
+    wide = Wider(**{f.name: getattr(rep, f.name) for f in dataclasses.fields(Report)}, extra_section=Extra(7))
+    d = report_dict(wide)
+    assert d["extra_section"] == {"n": 7}
+    assert {k: v for k, v in d.items() if k != "extra_section"} == report_dict(rep)

@@ -94,5 +94,6 @@ def analyze_path(path: str, options: Optional[Options] = None, progress: Progres
         early["s"] = round(time.perf_counter() - t, 4)
 
     model = load_model(path, progress, opts.reader, on_api)
-    ready = ApiResults(*early["results"], early["s"]) if early and early["api"] is model.api else None
+    ready = ApiResults(early["results"][0], early["results"][1], early["s"]) if early and early["api"] is model.api \
+        else None
     return analyze_model(model, opts, progress, display_path, ready, workers)

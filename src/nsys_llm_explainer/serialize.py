@@ -5,6 +5,7 @@ module only places the parts under their ``report.json`` keys. Renderers read th
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
 
 from .config.categories import CategoryRules
@@ -61,7 +62,26 @@ def _steady_kernels(report: Report) -> Dict[str, Any]:
             "by_name": [] if same else sk["by_name"]}
 
 
+#: :class:`report.Report` fields :func:`report_dict` places itself (or leaves out: the models, the timings
+#: under ``timings_s``); every other field is written under its own name as its ``to_dict()`` — so a new
+#: analysis needs no line here
+PLACED = frozenset({
+    "tool_version", "options", "model", "steady", "trace", "window", "kernels", "steady_kernels", "launch", "sync",
+    "cuda_api", "memcpy", "nvtx", "attribution", "gpu_time", "idle_causes", "traits", "phases", "categories",
+    "steps", "graphs", "memory", "nccl", "facts", "step_sync", "unified_memory", "host_samples", "findings",
+    "headline", "warnings", "timings_s"})
+
+
 def report_dict(report: Report) -> Dict[str, Any]:
+    """The ``report.json`` dict of ``report``."""
+    out = _placed(report)
+    for f in fields(report):
+        if f.name not in PLACED:
+            out[f.name] = json_ready(getattr(report, f.name).to_dict())
+    return out
+
+
+def _placed(report: Report) -> Dict[str, Any]:
     k = report.kernels.to_dict()
     gpu = report.gpu_time
     return {

@@ -43,14 +43,14 @@ def default_workers() -> int:
 
 
 def load_model(path: str, progress: Progress = _noop, reader: str = "auto",
-               on_api: Optional[Callable[[Any], None]] = None) -> TraceModel:
+               on_api: Optional[Callable[[Any], None]] = None, workers: Optional[int] = None) -> TraceModel:
     """Read and normalize the trace at ``path`` (``reader``: see ``Options.reader``; ``on_api``: see
-    :func:`model.build.build_model`)."""
+    :func:`model.build.build_model`; ``workers``: threads, default :func:`default_workers`)."""
     conn = open_readonly(path, resolve_reader(reader))
     try:
         schema = probe(conn, str(path))
         progress("reading tables")
-        return build_model(conn, schema, str(path), on_api)
+        return build_model(conn, schema, str(path), on_api, workers or default_workers())
     finally:
         conn.close()
 
@@ -84,7 +84,8 @@ def analyze_model(model: TraceModel, options: Optional[Options] = None, progress
 
 def analyze_path(path: str, options: Optional[Options] = None, progress: Progress = _noop,
                  display_path: Optional[str] = None, workers: Optional[int] = None) -> Report:
-    """The report of the trace at ``path`` (see :func:`analyze_model`)."""
+    """The report of the trace at ``path`` (see :func:`analyze_model`; ``workers=1``: no second thread at all,
+    neither while reading nor in the analysis graph)."""
     opts = options if options is not None else Options()
     early: Dict[str, Any] = {}
 
@@ -93,7 +94,7 @@ def analyze_path(path: str, options: Optional[Options] = None, progress: Progres
         early["api"], early["results"] = api, (cuda_api_of(api), sync_of(api))
         early["s"] = round(time.perf_counter() - t, 4)
 
-    model = load_model(path, progress, opts.reader, on_api)
+    model = load_model(path, progress, opts.reader, on_api, workers)
     ready = ApiResults(early["results"][0], early["results"][1], early["s"]) if early and early["api"] is model.api \
         else None
     return analyze_model(model, opts, progress, display_path, ready, workers)

@@ -70,10 +70,10 @@ def _fill_pid(cols: Dict[str, np.ndarray], default_pid: Optional[int]) -> np.nda
 
 
 def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
-                on_api: Optional[Callable[[Optional[ApiCalls]], None]] = None) -> TraceModel:
+                on_api: Optional[Callable[[Optional[ApiCalls]], None]] = None, threads: int = 2) -> TraceModel:
     """Read every table the analyses use and normalize it. ``on_api`` is called with the CUDA API table (the
-    model's own ``api``) as soon as it is built — with the columnar reader, while the kernel table is still
-    being read on the other thread — so that work needing only that table can use the wait."""
+    model's own ``api``) as soon as it is built — with the columnar reader and ``threads`` > 1, while the kernel
+    table is still being read on a second thread — so that work needing only that table can use the wait."""
     warnings: List[str] = []
     notes: List[str] = []
     strings = F.fetch_strings(conn, schema)
@@ -98,7 +98,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
         )
         return calls, ApiIndex(calls)
 
-    if getattr(conn, "columnar_uri", None):
+    if threads > 1 and getattr(conn, "columnar_uri", None):
         def kernels_sorted() -> Optional[Dict[str, np.ndarray]]:
             got = F.fetch_kernels(conn, schema, ktable)
             return None if got is None else _sorted(got)

@@ -26,8 +26,11 @@ if TYPE_CHECKING:
 __version__ = "0.3.0"
 
 
-def analyze(path: str, **options: Any) -> Report:
+def analyze(path: str, workers: Optional[int] = None, **options: Any) -> Report:
     """Analyze a ``.sqlite`` export and return the typed :class:`report.Report` (no files written).
+
+    ``workers``: threads for the read and the analysis graph (default 2 on a multi-core machine; ``1`` runs
+    every step in order on the calling thread, for debugging); the report is the same either way.
 
     ``options`` are the fields of :class:`options.Options` (the option table: each is the command-line option
     of the same name with underscores, ``top``, ``step_marker``, ``window=(start_ns, end_ns)``, …; defaults and
@@ -36,10 +39,11 @@ def analyze(path: str, **options: Any) -> Report:
     (an ``InputError``) whose message and ``option`` name the keyword (``step_marker is not a valid regular
     expression: …``), also when the trace shows it (``window_nvtx 'x': no NVTX range has exactly this name``).
     """
+    from .config.values import workers as check_workers
     from .options import options_from_kwargs
     from .pipeline import analyze_path
 
-    return analyze_path(str(path), options_from_kwargs(**options))
+    return analyze_path(str(path), options_from_kwargs(**options), workers=check_workers(workers, "workers"))
 
 
 def render_markdown(report: Union[Any, dict]) -> str:

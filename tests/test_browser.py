@@ -166,7 +166,7 @@ def test_hostile_names_show_as_text_and_run_nothing(driver: Any, tmp_path: Path)
     from nsys_llm_explainer.pipeline import analyze_path
     from nsys_llm_explainer.render import HtmlRenderer
     from nsys_llm_explainer.render.escape import shorten
-    from nsys_llm_explainer.render.html.breakdown import LABEL_DETAIL
+    from nsys_llm_explainer.render.sections.idle import LABEL_DETAIL
 
     trace = tmp_path / EVIL_FILE
     build_hostile(trace)

@@ -89,7 +89,7 @@ def produce_report(path: str) -> dict:
     if hasattr(pkg, "analyze"):
         return pkg.analyze(path).to_dict()
     from nsys_llm_explainer.pipeline import analyze_path
-    from nsys_llm_explainer.render.json_report import build_json
+    from nsys_llm_explainer.serialize import report_dict as build_json
 
     return build_json(analyze_path(path))
 

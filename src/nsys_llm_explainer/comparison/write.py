@@ -19,8 +19,9 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Unio
 
 from ..errors import InputError
 from ..output import OutDir, Staging, check_out_dir
+from ..render.markdown import write_markdown
+from .document import compare_document
 from .html import render_compare_html
-from .markdown import render_compare_markdown
 from .result import CompareResult
 from .tables import write_compare_tables
 
@@ -36,8 +37,8 @@ def render_compare(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "compare.json", out_dir / "compare.md", out_dir / "compare.html"]
     files[0].write_text(json.dumps(d, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    files[1].write_text(render_compare_markdown(d, top), encoding="utf-8")
-    files[2].write_text(render_compare_html(d, js), encoding="utf-8")
+    files[1].write_text(write_markdown(compare_document(d, top)), encoding="utf-8")
+    files[2].write_text(render_compare_html(d, js, top), encoding="utf-8")
     return files + write_compare_tables(d, out_dir)
 
 

@@ -1,4 +1,4 @@
-"""Renderers: the report dict (:func:`json_report.build_json`) → files in an output directory.
+"""Renderers: the report dict (``report.json``, built by :mod:`..serialize`) → files in an output directory.
 
 ``ALL_RENDERERS`` lists the renderer classes run for every report: Markdown (``report.md``), JSON
 (``report.json``), CSV (``tables/*.csv``) and HTML (``report.html``, one offline page with charts).

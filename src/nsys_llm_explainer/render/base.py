@@ -1,6 +1,6 @@
 """Renderer base class, the JSON file renderer, and the number formats shared by the renderers.
 
-A renderer turns the report dict (:func:`render.json_report.build_json`) into files inside ``out_dir``
+A renderer turns the report dict (``report.json``, built by :mod:`serialize`) into files inside ``out_dir``
 and returns their paths. The caller owns atomicity (it passes a temporary directory and moves it).
 
 Renderers only *format* numbers of the dict; they never derive a metric. Number formats (Markdown only;

@@ -104,7 +104,7 @@ HOST_SAMPLES = Table("host_samples.csv", (
 ), _rows)
 
 #: the idle-cause table's column (CSV ``host_samples``, Markdown "host samples")
-CAUSE_COL = Col(((FIELD, raw(FIELD)),), "host samples")
+CAUSE_COL = Col(((FIELD, raw(FIELD)),), "host samples", value=raw(FIELD), key=FIELD)
 
 
 __all__ = ["CAUSE_COL", "COLUMN_NOTE", "HOST_SAMPLES", "SAMPLED_KINDS", "attach", "captured", "cell_text",

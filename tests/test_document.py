@@ -14,7 +14,6 @@ import pytest
 from conftest import real_traces, trace_id
 
 from nsys_llm_explainer.render import render_html, render_markdown
-from nsys_llm_explainer.render.base import fmt_dur
 from nsys_llm_explainer.render.document import (
     BR,
     NL,
@@ -33,6 +32,7 @@ from nsys_llm_explainer.render.html.writer import HtmlWriter
 from nsys_llm_explainer.render.markdown import write_markdown
 from nsys_llm_explainer.render.table import int_col, name_col
 from nsys_llm_explainer.synth.scenarios import build_scenario
+from nsys_llm_explainer.vocabulary.units import fmt_dur
 
 Table = Tuple[List[str], List[List[str]]]
 #: scenarios whose reports hold the optional sections (Unified Memory, CPU samples, NCCL, CUDA graphs, steps)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from ..render.base import fmt_int, fmt_ms, fmt_pct
-from ..render.charts import kind_color, layout, ms, plot_text
+from ..render.charts import kind_color, layout, plot_text
 from ..render.document import (
     BR,
     Cell,
@@ -35,6 +34,7 @@ from ..render.document import (
     parts,
 )
 from ..render.table import Col, show_col
+from ..vocabulary.units import fmt_float, fmt_int, fmt_ms, fmt_pct, ms_value, signed_ms, signed_pct
 
 KERNEL_ROWS = 15
 UNIT_WORD = {"step": "step", "iteration": "iteration", "window_s": "s of window"}
@@ -43,16 +43,6 @@ CATEGORY_COLORS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#c628
                    "#ad1457", "#00695c", "#5d4037", "#283593", "#f9a825", "#7cb342", "#039be5", "#8d6e63")
 NON_GPU_COLOR = "#bdbdbd"
 Row = Mapping[str, Any]
-
-
-def signed_ms(ns: Any) -> str:
-    if ns is None:
-        return "–"
-    return ("+" if ns >= 0 else "−") + fmt_ms(abs(ns))
-
-
-def _signed_pct(x: Any) -> str:
-    return "–" if x is None else f"{x:+.1f} %"
 
 
 def _label(t: Row) -> Inline:
@@ -87,9 +77,9 @@ def _metric(d: Row, unit: str) -> Section:
                      "status": c.get("status")})
     cols = (_col("trace", "label", lambda v: Code(v, 40), False), _col("role", "role", lambda v: v, False),
             _col("p50 (ms)", "p50_ns", fmt_ms), _col("p90 (ms)", "p90_ns", fmt_ms),
-            _col("p90/p50", "spread", lambda v: "–" if v is None else f"{v:.2f}"),
+            _col("p90/p50", "spread", lambda v: fmt_float(v, 2)),
             _col(f"{unit}s", "count", fmt_int),
-            _col("change", "change_pct", lambda v: "" if v is None else _signed_pct(v)),
+            _col("change", "change_pct", lambda v: "" if v is None else signed_pct(v)),
             _col("noise", "noise_pct", lambda v: "" if v is None else "±" + fmt_pct(v) + " %"),
             _col("verdict", "verdict", lambda v: Cell(v.replace("_", " ")) if v else "", False),
             _col("status", "status", lambda v: Cell(v.replace("_", " ")) if v else "", False))
@@ -112,7 +102,7 @@ def _traces(d: Row, unit: str) -> Section:
             show_col("steady window (ms)", lambda r: (f"{fmt_ms(r['window_ns'])} (", Cell(r["window_method"]), ")"),
                      True, lambda r: r.get("window_ns"), "window_ns"),
             _col("GPU busy %", "busy_pct", fmt_pct), _col("kernels", "kernel_count", fmt_int),
-            _col(f"{unit}s in window", "units", lambda v: "–" if v is None else f"{v:,.1f}"),
+            _col(f"{unit}s in window", "units", lambda v: fmt_float(v, 1)),
             show_col("steps", lambda r: _steps(r["steps"]), False, lambda r: r["steps"].get("count"), "step_count"),
             _col("verdict", "verdict", lambda v: Rich(v), False))
     notes = [inline(_label(t), ": ", Data(n)) for t in d["traces"] for n in t["notes"]]
@@ -167,7 +157,7 @@ def _stack_chart(fid: str, d: Row, key: str, unit: str, colors: Dict[str, str]) 
     for n in names:
         rows = [{s["name"]: s for s in t[key]}.get(n) for t in traces]
         data.append({"type": "bar", "name": plot_text(n, 40), "x": x,
-                     "y": [ms(r["per_unit_ns"]) if r else 0 for r in rows],
+                     "y": [ms_value(r["per_unit_ns"]) if r else 0 for r in rows],
                      "marker": {"color": colors.get(n, NON_GPU_COLOR)},
                      "hovertext": [f"{plot_text(n, 60)}: {fmt_ms(r['per_unit_ns'])} ms per {unit} · "
                                    f"{fmt_pct(r['pct_of_window'])} % of the window" if r else "" for r in rows],
@@ -204,7 +194,7 @@ def _pair(i: int, c: Row, unit: str, top: int) -> List[Section]:
     title = inline(Code(c["new"], 40), " vs ", Code(c["base"], 40))
     kcols = (_col("kernel", "name", lambda v: Code(v, 80), False), _col(f"BASE ms/{unit}", "base_per_unit_ns", fmt_ms),
              _col(f"NEW ms/{unit}", "new_per_unit_ns", fmt_ms), _col("Δ ms", "delta_per_unit_ns", signed_ms),
-             _col("change", "change_pct", _signed_pct),
+             _col("change", "change_pct", signed_pct),
              show_col("instances", lambda r: f"{fmt_int(r['base_count'])} → {fmt_int(r['new_count'])}", True,
                       lambda r: r.get("new_count"), "new_count"))
     fcols = (_col("finding", "id", Cell, False), _col("category", "category", Cell, False),
@@ -234,4 +224,4 @@ def compare_document(d: Row, top: Optional[int] = None) -> Document:
     return Document("Trace comparison: " + ", ".join(str(t["label"]) for t in traces), tuple(sections))
 
 
-__all__ = ["compare_document", "signed_ms"]
+__all__ = ["compare_document"]

@@ -20,6 +20,7 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Unio
 from ..errors import InputError
 from ..output import OutDir, Staging, check_out_dir
 from ..render.markdown import write_markdown
+from ..vocabulary.units import fmt_ms
 from .document import compare_document
 from .html import render_compare_html
 from .result import CompareResult
@@ -66,10 +67,6 @@ def check_gate(pct: Any) -> float:
     return v
 
 
-def _ms(ns: Optional[int]) -> str:
-    return "–" if ns is None else f"{ns / 1e6:.3f} ms"
-
-
 def gate(result: CompareResult, pct: float) -> Tuple[List[str], bool]:
     """(one line per NEW, whether any NEW regressed) for ``--fail-on-regression pct``."""
     spec = result.metric
@@ -77,7 +74,8 @@ def gate(result: CompareResult, pct: float) -> Tuple[List[str], bool]:
     lines: List[str] = []
     failed = False
     for c in result.comparisons:
-        vals = (f"{what}: BASE {c.base} {_ms(c.metric_base.p50_ns)}, NEW {c.new} {_ms(c.metric_new.p50_ns)}"
+        vals = (f"{what}: BASE {c.base} {fmt_ms(c.metric_base.p50_ns, unit=True)}, "
+                f"NEW {c.new} {fmt_ms(c.metric_new.p50_ns, unit=True)}"
                 + ("" if c.change_pct is None else f", {c.change_pct:+.1f} %"))
         if c.status != "comparable" or c.change_pct is None:
             lines.append(f"not gated ({c.status.replace('_', ' ')} to compare: {'; '.join(c.reasons)}): {vals}")

@@ -1,5 +1,5 @@
 """What every chart shares: plotly figure options, the layout, the idle-cause colours and legend names, text for
-plotly labels, ns → ms / µs chart coordinates, and the horizontal bar chart. Charts are plain plotly figure
+plotly labels, and the horizontal bar chart. Charts are plain plotly figure
 dicts (``{"data": [...], "layout": {...}}``) held by :class:`.document.Figure`; the HTML writer embeds them once as
 JSON and a small script draws them. No metric is derived here: values are the dict's, converted to display units.
 """
@@ -7,9 +7,10 @@ JSON and a small script draws them. No metric is derived here: values are the di
 from __future__ import annotations
 
 import html
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from ..vocabulary.cause_kinds import CAUSE_KINDS
+from ..vocabulary.units import ms_value
 from .document import Figure, Inline
 from .escape import shorten
 
@@ -44,20 +45,6 @@ def idle_label(kind: Any) -> str:
     return f"idle: {plot_text(kind)}"
 
 
-def ms(ns: Any) -> Optional[float]:
-    """ns → ms for a chart coordinate (6 decimals keep every ns)."""
-    if ns is None or isinstance(ns, bool) or not isinstance(ns, (int, float)):
-        return None
-    return round(ns / 1e6, 6)
-
-
-def us(ns: Any) -> Optional[float]:
-    """ns → µs for a chart coordinate (3 decimals keep every ns)."""
-    if ns is None or isinstance(ns, bool) or not isinstance(ns, (int, float)):
-        return None
-    return round(ns / 1e3, 3)
-
-
 def layout(height: int, xtitle: str = "", ytitle: str = "", **extra: Any) -> Dict[str, Any]:
     """The shared layout of every chart (fonts, margins, white background); ``extra`` overrides keys."""
     base: Dict[str, Any] = {
@@ -76,7 +63,7 @@ def hbar(fid: str, labels: List[str], values_ns: List[Any], colors: List[str], h
          caption: Inline) -> Figure:
     """A horizontal bar chart in ms, first row on top; labels are tick texts (already plotly-escaped)."""
     idx = list(range(len(labels)))
-    data: List[Dict[str, Any]] = [{"type": "bar", "orientation": "h", "y": idx, "x": [ms(v) for v in values_ns],
+    data: List[Dict[str, Any]] = [{"type": "bar", "orientation": "h", "y": idx, "x": [ms_value(v) for v in values_ns],
                                    "marker": {"color": colors}, "hovertext": hover, "hoverinfo": "text",
                                    "showlegend": False}]
     lay = layout(max(160, 60 + 26 * len(labels)), "ms", "")

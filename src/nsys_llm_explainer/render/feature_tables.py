@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections import abc
 from typing import List
 
-from .base import Row, fmt_bool, fmt_bytes, fmt_ms, rows_of, section
+from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_ms
+from .base import Row, rows_of, section
 from .document import Rich
 from .table import Col, Table, csv_col, dur_col, int_col, name_col, pct_col, raw, text_col, with_fields
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Sequence, Tuple
 
-from .base import DASH, Renderer
+from ..vocabulary.units import DASH
+from .base import Renderer
 from .document import (
     BR,
     NL,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import abc
 from typing import Any, Callable, List, Mapping
 
-from .base import Row, fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num, rows_of, section
+from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
+from .base import Row, rows_of, section
 from .document import Cell, Code, Data, Inline, inline, joined
 from .escape import shorten
 from .feature_tables import STEP_SYNC, UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN

@@ -19,7 +19,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
-from .base import Row, fmt_int, fmt_ms, fmt_pct, fmt_us
+from ..vocabulary.units import exact_decimal, fmt_int, fmt_ms, fmt_pct, fmt_us
+from .base import Row
 from .document import Cell, Code, Spans
 from .escape import MD_NAME_LIMIT
 
@@ -72,27 +73,12 @@ def raw(key: str) -> Getter:
     return lambda r: r.get(key)
 
 
-def _exact(ns: Any, digits: int) -> str:
-    """Integer ns / 10**digits as an exact decimal string ('' for missing)."""
-    if ns is None or isinstance(ns, bool) or not isinstance(ns, (int, float)):
-        return ""
-    if isinstance(ns, float):
-        if ns != ns or ns in (float("inf"), float("-inf")):
-            return ""
-        if ns != int(ns):
-            return f"{ns / 10**digits:.{digits + 3}f}"
-    n = int(ns)
-    sign = "-" if n < 0 else ""
-    q, r = divmod(abs(n), 10**digits)
-    return f"{sign}{q}.{r:0{digits}d}"
-
-
 def ms(key: str) -> Getter:
-    return lambda r: _exact(r.get(key), 6)
+    return lambda r: exact_decimal(r.get(key), 6)
 
 
 def us(key: str) -> Getter:
-    return lambda r: _exact(r.get(key), 3)
+    return lambda r: exact_decimal(r.get(key), 3)
 
 
 def listed(key: str, sep: str = ";") -> Getter:

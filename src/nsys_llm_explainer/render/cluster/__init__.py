@@ -18,8 +18,9 @@ from typing import Any, Callable, Collection, List, Mapping, Optional
 from urllib.parse import quote
 
 from ...vocabulary.cause_kinds import KINDS
-from ..base import Row, fmt_ms, fmt_pct, rows_of
-from ..charts import BUSY_LABEL, idle_label, kind_color, layout, ms, plot_text
+from ...vocabulary.units import fmt_ms, fmt_pct, ms_value
+from ..base import Row, rows_of
+from ..charts import BUSY_LABEL, idle_label, kind_color, layout, plot_text
 from ..document import (
     Chart,
     Code,
@@ -107,8 +108,8 @@ def _busy_chart(devices: List[Row], kinds: List[str]) -> Figure:
     ticks = [f"{plot_text(r.get('rank'), 40)}<br>{fmt_pct(r.get('busy_pct'))} % busy" for r in devices]
 
     def bar(name: str, values: List[Any], color: str, what: str) -> Row:
-        hover = [f"{plot_text(r.get('rank'))} · {what}: {ms(v)} ms" for r, v in zip(devices, values)]
-        return {"type": "bar", "name": name, "x": idx, "y": [ms(v) for v in values], "marker": {"color": color},
+        hover = [f"{plot_text(r.get('rank'))} · {what}: {ms_value(v)} ms" for r, v in zip(devices, values)]
+        return {"type": "bar", "name": name, "x": idx, "y": [ms_value(v) for v in values], "marker": {"color": color},
                 "hovertext": hover, "hoverinfo": "text"}
 
     data = [bar(BUSY_LABEL, [r.get("busy_ns") for r in devices], kind_color("busy"), "busy")]

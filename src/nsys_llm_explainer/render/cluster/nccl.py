@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
-from ..base import Row, fmt_dur, fmt_int, fmt_pct, num, rows_of
-from ..charts import layout, ms, plot_text, us
+from ...vocabulary.units import fmt_dur, fmt_int, fmt_pct, ms_value, num, us_value
+from ..base import Row, rows_of
+from ..charts import layout, plot_text
 from ..document import (
     Chart,
     Code,
@@ -78,7 +79,7 @@ def _wait_chart(ranks: Sequence[Row]) -> Figure:
                  "collectives (ms). Text equivalent: cluster.json ", Code("collectives.ranks[].wait_ns_total"),
                  " (and ", Code("wait_mean_ns"), ", ", Code("wait_p50_ns"), "), the rank table below, cluster.md "
                  "“NCCL collectives across ranks”, ", Code("tables/nccl_ranks.csv"), ".")
-    return _rank_bars("nccl-wait", ranks, [ms(r.get("wait_ns_total")) for r in ranks], hover,
+    return _rank_bars("nccl-wait", ranks, [ms_value(r.get("wait_ns_total")) for r in ranks], hover,
                       "wait, ms (summed)", cap)
 
 
@@ -103,11 +104,11 @@ def _skew_chart(coll: Row, ranks: Sequence[Row]) -> Figure:
     for j, (late, rows) in enumerate(groups.items()):
         data.append({
             "type": "scatter", "mode": "markers", "name": f"last: {plot_text(late, 40)}",
-            "x": [r.get("seq") for r in rows], "y": [us(r.get("skew_ns")) for r in rows],
+            "x": [r.get("seq") for r in rows], "y": [us_value(r.get("skew_ns")) for r in rows],
             "marker": {"size": 7, "color": color.get(late, rank_color(len(ranks) + j))},
             "hovertext": [f"{plot_text(r.get('name'))} #{fmt_int(r.get('seq'))}<br>skew "
                           f"{fmt_dur(r.get('skew_ns'))} · last to arrive: {plot_text(late)}<br>first start "
-                          f"{ms(r.get('first_start_ns'))} ms on the aligned clock" for r in rows],
+                          f"{ms_value(r.get('first_start_ns'))} ms on the aligned clock" for r in rows],
             "hoverinfo": "text"})
     how = (f"all {fmt_int(len(inst))} matched instances" if len(shown) == len(inst) else
            f"{fmt_int(len(shown))} of {fmt_int(len(inst))} matched instances (every "

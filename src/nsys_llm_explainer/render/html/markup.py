@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from ..base import num
+from ...vocabulary.units import num
 from ..escape import CODE_LIMIT, TEXT_LIMIT, html_escape, shorten
 
 #: characters kept for a name shown in a table cell (the full name is in ``title`` / CSV)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from ..base import DASH
+from ...vocabulary.units import DASH
 from ..charts import PLOT_CONFIG
 from ..document import (
     BulletList,

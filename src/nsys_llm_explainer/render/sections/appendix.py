@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
 
-from ..base import fmt_bool, fmt_bytes, fmt_int, rows_of
+from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_int
+from ..base import rows_of
 from ..document import (
     Code,
     Data,

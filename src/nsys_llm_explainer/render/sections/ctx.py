@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ..base import ReportView, available, fmt_at
+from ...vocabulary.units import fmt_at
+from ..base import ReportView, available
 from ..document import Cell, Code, Data, Inline, Omitted, SectionResult, inline
 
 SectionFn = Callable[["View"], SectionResult]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from ..base import Row, available, fmt_bytes, fmt_dur, fmt_int, fmt_pct, num, rows_of
+from ...vocabulary.units import fmt_bytes, fmt_dur, fmt_int, fmt_pct, num
+from ..base import Row, available, rows_of
 from ..document import (
     Code,
     Data,

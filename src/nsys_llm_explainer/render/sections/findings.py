@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import abc
 from typing import Any, List, Mapping
 
-from ..base import Row, facts_pairs, fmt_dur, rows_of
+from ...vocabulary.units import fmt_dur
+from ..base import Row, facts_pairs, rows_of
 from ..document import (
     NL,
     Code,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from ..base import fmt_dur, fmt_pct, num
+from ...vocabulary.units import fmt_dur, fmt_pct, num
 from ..document import (
     BR,
     Code,

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from ...vocabulary.cause_kinds import CAUSE_KINDS
-from ..base import Row, fmt_dur, fmt_int, fmt_ms, fmt_pct, num, rows_of
+from ...vocabulary.units import fmt_dur, fmt_int, fmt_ms, fmt_pct, num
+from ..base import Row, rows_of
 from ..charts import hbar, kind_color, plot_text
 from ..document import (
     Chart,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from ..base import Row, available, fmt_dur, fmt_int, fmt_pct, num
+from ...vocabulary.units import fmt_dur, fmt_int, fmt_pct, num
+from ..base import Row, available
 from ..charts import hbar, plot_text
 from ..document import (
     Chart,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from ..base import available, fmt_dur, fmt_int, rows_of
+from ...vocabulary.units import fmt_dur, fmt_int
+from ..base import available, rows_of
 from ..document import Code, Data, Em, HtmlOnly, Strong, TablePart, inline, joined, para
 from ..feature_tables import STEP_SYNC
 from .ctx import View, capped

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from ..base import Row, available, fmt_dur, fmt_int, rows_of
-from ..charts import layout, ms, plot_text
+from ...vocabulary.units import fmt_dur, fmt_int, ms_value
+from ..base import Row, available, rows_of
+from ..charts import layout, plot_text
 from ..document import (
     BR,
     NL,
@@ -72,9 +73,10 @@ def _series(v: View, groups: Dict[str, List[Row]]) -> List[Dict[str, Any]]:
     for i, (phase, rows) in enumerate(groups.items()):
         traces.append({
             "type": "scatter", "mode": "markers", "name": plot_text(phase, 40),
-            "x": [v.rel_ms(r.get("start_ns")) for r in rows], "y": [ms(r.get("wall_ns")) for r in rows],
-            "customdata": [[r.get("index"), r.get("pid"), r.get("device"), ms(r.get("gpu_busy_ns")),
-                            ms(r.get("gpu_idle_ns")), ms(r.get("sync_ns")), r.get("kernel_count")] for r in rows],
+            "x": [v.rel_ms(r.get("start_ns")) for r in rows], "y": [ms_value(r.get("wall_ns")) for r in rows],
+            "customdata": [[r.get("index"), r.get("pid"), r.get("device"), ms_value(r.get("gpu_busy_ns")),
+                            ms_value(r.get("gpu_idle_ns")), ms_value(r.get("sync_ns")), r.get("kernel_count")]
+                           for r in rows],
             "marker": {"size": 5, "color": PHASE_COLORS[i % len(PHASE_COLORS)]}, "hovertemplate": HOVER})
     return traces
 
@@ -116,7 +118,7 @@ def hist_chart(st: Row) -> Figure:
         ax = "" if i == 0 else str(i + 1)
         color = PHASE_COLORS[i % len(PHASE_COLORS)]
         data.append({"type": "histogram", "name": plot_text(phase, 40), "xaxis": f"x{ax}", "yaxis": f"y{ax}",
-                     "x": [ms(r.get("wall_ns")) for r in groups[phase]], "marker": {"color": color},
+                     "x": [ms_value(r.get("wall_ns")) for r in groups[phase]], "marker": {"color": color},
                      "hovertemplate": "%{x} ms: %{y} steps<extra>%{fullData.name}</extra>"})
         lo, hi = i / k + (0.04 if i else 0), (i + 1) / k - (0.04 if i + 1 < k else 0)
         lay[f"xaxis{ax}"] = {"domain": [lo, hi], "anchor": f"y{ax}", "gridcolor": "#eeeeee",
@@ -125,7 +127,7 @@ def hist_chart(st: Row) -> Figure:
                              **({"title": {"text": "steps"}} if i == 0 else {})}
         stats = by_phase.get(phase, {})
         for key, dash in (("p50_ns", "dash"), ("p99_ns", "dot")):
-            x = ms(stats.get(key))
+            x = ms_value(stats.get(key))
             if x is not None:
                 shapes.append({"type": "line", "xref": f"x{ax}", "yref": "paper", "x0": x, "x1": x, "y0": 0,
                                "y1": 1, "line": {"color": "#212121", "width": 1, "dash": dash}})

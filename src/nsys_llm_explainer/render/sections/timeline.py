@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..base import Row, fmt_at, fmt_dur, fmt_int, fmt_ms, rows_of
-from ..charts import BUSY_LABEL, idle_label, kind_color, layout, ms, plot_text, us
+from ...vocabulary.units import fmt_at, fmt_dur, fmt_int, fmt_ms, ms_value, us_value
+from ..base import Row, rows_of
+from ..charts import BUSY_LABEL, idle_label, kind_color, layout, plot_text
 from ..document import (
     Chart,
     Code,
@@ -108,12 +109,12 @@ def _gap_marks(ctx: View, gaps: Sequence[Row]) -> Dict[str, List[Dict[str, Any]]
 
 def _bins(ctx: View, edges: List[int]) -> Dict[str, Any]:
     """Bar positions shared by every trace of a device: bin start (ms from capture start) and width (ms)."""
-    return {"x": [ctx.rel_ms(e) for e in edges[:-1]], "width": [ms(b - a) for a, b in zip(edges[:-1], edges[1:])]}
+    return {"x": [ctx.rel_ms(e) for e in edges[:-1]], "width": [ms_value(b - a) for a, b in zip(edges[:-1], edges[1:])]}
 
 
 def _traces(ctx: View, dev: Row, n: int, unit: str) -> List[Dict[str, Any]]:
     """The stacked series of one device; ``x`` / ``width`` come from the figure's shared bins."""
-    conv = us if unit == "µs" else ms
+    conv = us_value if unit == "µs" else ms_value
 
     def bar(name: str, series: Any, color: str, what: str) -> Dict[str, Any]:
         return {"type": "bar", "name": name, "offset": 0,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import abc
 from typing import Any, List, Mapping
 
-from ..base import Row, available, fmt_bytes, fmt_dur, fmt_int, fmt_pct, rows_of
+from ...vocabulary.units import fmt_bytes, fmt_dur, fmt_int, fmt_pct
+from ..base import Row, available, rows_of
 from ..document import (
     Code,
     Data,

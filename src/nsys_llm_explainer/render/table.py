@@ -47,6 +47,10 @@ class Col:
         """This column, shown in HTML only."""
         return replace(self, html_only=True)
 
+    def with_csv(self, *names: str) -> Col:
+        """This column with the CSV columns ``names`` copied verbatim from the row (none: not in the CSV)."""
+        return replace(self, csv=tuple((n, raw(n)) for n in names))
+
     def spans(self, row: Row) -> Spans:
         if self.cell is not None:
             return self.cell(row)

@@ -14,7 +14,7 @@ names, claim text) is escaped by the writers.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, List, Mapping, Optional
+from typing import Any, Collection, List, Mapping, Optional
 from urllib.parse import quote
 
 from ...vocabulary.cause_kinds import KINDS
@@ -31,7 +31,6 @@ from ..document import (
     Heading,
     HtmlOnly,
     Link,
-    Rich,
     Section,
     Spans,
     TablePart,
@@ -46,10 +45,9 @@ from ..html.writer import HtmlWriter, nav
 from ..markdown import write_markdown
 from ..sections.findings import finding_parts
 from ..sections.idle import KIND_MEANING
-from ..table import Col, dur_col, int_col, pct_col, show_col, text_col
+from ..table import show_col
 from .nccl import sec_nccl
-
-Linker = Callable[[Any], Spans]
+from .tables import FILES, RANKS, Linker, idle, linked
 
 
 def report_href(label: Any) -> Optional[str]:
@@ -75,10 +73,6 @@ def _kinds(devices: List[Row]) -> List[str]:
     """Idle-cause kinds present on any device, in the precedence order of docs/MODEL.md."""
     seen = {str(k) for r in devices for k in (r.get("idle_by_kind") or {})}
     return [k for k in KINDS if k in seen] + sorted(seen - set(KINDS))
-
-
-def _idle(k: str) -> Callable[[Row], Any]:
-    return lambda r: (r.get("idle_by_kind") or {}).get(k, 0)
 
 
 def sec_headline(d: Mapping[str, Any]) -> Section:
@@ -114,7 +108,7 @@ def _busy_chart(devices: List[Row], kinds: List[str]) -> Figure:
 
     data = [bar(BUSY_LABEL, [r.get("busy_ns") for r in devices], kind_color("busy"), "busy")]
     for i, k in enumerate(kinds):
-        data.append(bar(idle_label(k), [_idle(k)(r) for r in devices], kind_color(k, i), f"idle {plot_text(k)}"))
+        data.append(bar(idle_label(k), [idle(k)(r) for r in devices], kind_color(k, i), f"idle {plot_text(k)}"))
     lay = layout(360, "", "ms of the steady window", barmode="stack")
     lay["xaxis"].update({"tickvals": idx, "ticktext": ticks, "automargin": True})
     lay["legend"]["traceorder"] = "normal"
@@ -129,32 +123,20 @@ def sec_ranks(d: Mapping[str, Any], link: Linker) -> Section:
     title = "Ranks (steady window of each file)"
     devices = rows_of(d, "devices")
     kinds = _kinds(devices)
-    cols: List[Col] = [
-        text_col("rank", "rank", "rank"),
-        show_col("report", lambda r: link(r.get("file")), False, lambda r: r.get("file"), "file").html(),
-        int_col("device_id", "device_id", "GPU"), pct_col("busy_pct", "busy_pct", "busy %"),
-        dur_col("window_ns", "window", "window").html(), dur_col("busy_ns", "busy", "busy").html(),
-        dur_col("idle_ns", "idle", "idle").html(), int_col("kernel_count", "kernel_count", "kernels"),
-        int_col("step_count", "step_count", "steps").html(), dur_col("step_p50_ns", "step_p50", "step p50"),
-        dur_col("step_p90_ns", "step_p90", "step p90")]
-    cols += [show_col(f"idle {k} (ms)", lambda r, k=k: fmt_ms(_idle(k)(r)), True, _idle(k), f"idle_{k}_ns")
-             for k in kinds]
+    absent = {f"idle_{k}_ns" for k in KINDS if k not in kinds}
+    extra = tuple(show_col(f"idle {k} (ms)", lambda r, k=k: fmt_ms(idle(k)(r)), True, idle(k), f"idle_{k}_ns")
+                  for k in kinds if k not in KINDS)
+    cols = linked([c for c in RANKS.cols if c.key not in absent], link) + extra
     legend = joined([inline(Code(k), f": {KIND_MEANING[k]}") for k in kinds if k in KIND_MEANING], "; ")
     return Section("ranks", title, parts(
         Chart(lambda: _busy_chart(devices, kinds)) if devices else None,
-        TablePart(tuple(cols), devices, (), "ranks-table"),
+        TablePart(cols, devices, (), "ranks-table"),
         HtmlOnly((para(Em(("Causes:",)), " ", legend, ".", cls="legend"),)) if legend else None), "Ranks")
 
 
 def sec_files(d: Mapping[str, Any], link: Linker) -> Section:
-    cols = (show_col("label", lambda r: link(r.get("label")), False, lambda r: r.get("label"), "label"),
-            show_col("path", lambda r: Code(r.get("path")), False, lambda r: r.get("path"), "path"),
-            text_col("nsys_version", "nsys", "nsys"), text_col("window_method", "window", "window"),
-            dur_col("offset_ns", "offset", "clock offset"),
-            int_col("nccl_kernels", "nccl_kernels", "NCCL kernels").html(),
-            show_col("verdict", lambda r: Rich(r.get("headline")), False, lambda r: r.get("headline"), "headline"))
     return Section("files", "Files", (
-        TablePart(cols, rows_of(d, "files"), (), "files-table"),
+        TablePart(linked(FILES.cols, link), rows_of(d, "files"), (), "files-table"),
         para("Each file's own report: ", Code("ranks/<label>/report.md"), ". Definitions: docs/CLUSTER.md."),
         HtmlOnly((para("Clock offsets are relative to the earliest session start; each label links to the file's "
                        "own report.html.", cls="meta"),))), "Files")

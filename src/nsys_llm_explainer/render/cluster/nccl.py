@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
-from ...vocabulary.units import fmt_dur, fmt_int, fmt_pct, ms_value, num, us_value
+from ...vocabulary.units import fmt_dur, fmt_int, ms_value, num, us_value
 from ..base import Row, rows_of
 from ..charts import layout, plot_text
 from ..document import (
@@ -32,7 +32,8 @@ from ..document import (
     para,
     parts,
 )
-from ..table import Col, dur_col, int_col, name_col, show_col, text_col
+from ..table import Table
+from .tables import NCCL_COLLECTIVES, NCCL_RANKS, TIMED, linked
 
 #: most collective instances plotted in the skew chart
 MAX_SKEW_POINTS = 4000
@@ -124,45 +125,9 @@ def _skew_chart(coll: Row, ranks: Sequence[Row]) -> Figure:
     return Figure("nccl-skew", data, lay, cap)
 
 
-def _share(key: str) -> Callable[[Row], str]:
-    def cell(r: Row) -> str:
-        v = num(r.get(key))
-        return "–" if v is None else f"{fmt_pct(100 * v, 0)} %"
-    return cell
-
-
-def _rank_table(coll: Row, link: Callable[[Any], Spans]) -> TablePart:
-    cols: List[Col] = [text_col("rank", "rank", "rank"),
-                       show_col("report", lambda r: link(r.get("file")), False, lambda r: r.get("file"), "file").html(),
-                       int_col("pid", "pid", "pid").html(), int_col("device_id", "device_id", "GPU").html(),
-                       int_col("nccl_count", "nccl_count", "NCCL kernels"),
-                       dur_col("nccl_total_ns", "nccl_total", "NCCL time").html(),
-                       int_col("matched", "matched", "matched")]
-    if coll.get("timed"):
-        cols += [dur_col("wait_ns_total", "wait_total", "wait total"),
-                 dur_col("wait_mean_ns", "wait_mean", "wait mean"),
-                 dur_col("wait_p50_ns", "wait_p50", "wait p50"),
-                 int_col("last_arrival_count", "last_arrival_count", "last to arrive"),
-                 show_col("share", _share("last_arrival_share"), True, lambda r: r.get("last_arrival_share"),
-                          "last_arrival_share")]
-    return TablePart(tuple(cols), rows_of(coll, "ranks"), (), "nccl-ranks",
-                     ("Per rank (cluster.json ", Code("collectives.ranks[]"), ", ", Code("tables/nccl_ranks.csv"),
-                      ")."))
-
-
-def _name_table(coll: Row) -> TablePart:
-    cols: List[Col] = [name_col("name", "name", "collective"), int_col("ranks", "ranks", "ranks"),
-                       int_col("kernels", "kernels", "kernels").html(), int_col("matched", "matched", "matched"),
-                       int_col("unmatched_kernels", "unmatched_kernels", "unmatched kernels").html(),
-                       dur_col("skew_total_ns", "skew_total", "skew total").html(),
-                       dur_col("skew_p50_ns", "skew_p50", "skew p50"), dur_col("skew_max_ns", "skew_max", "skew max"),
-                       dur_col("end_spread_p50_ns", "end_spread_p50", "end spread p50"),
-                       text_col("most_late_rank", "most_late_rank", "most often last"),
-                       show_col("its share", _share("most_late_share"), True, lambda r: r.get("most_late_share"),
-                                "most_late_share").html()]
-    return TablePart(tuple(cols), rows_of(coll, "by_name"), (), "nccl-collectives",
-                     ("By collective name (cluster.json ", Code("collectives.by_name[]"), ", ",
-                      Code("tables/nccl_collectives.csv"), ")."))
+def _table(spec: Table, coll: Row, link: Callable[[Any], Spans], tid: str, caption: Inline) -> TablePart:
+    cols = [c for c in spec.cols if coll.get("timed") or c.key not in TIMED]
+    return TablePart(linked(cols, link), rows_of(coll, "ranks" if spec is NCCL_RANKS else "by_name"), (), tid, caption)
 
 
 def sec_nccl(d: Mapping[str, Any], link: Callable[[Any], Spans]) -> Section:
@@ -188,7 +153,11 @@ def sec_nccl(d: Mapping[str, Any], link: Callable[[Any], Spans]) -> Section:
             body.append(HtmlOnly((Note((Strong(("No cross-rank timing:",)), " ", Data(why), ". Waits, late arrivers "
                                         "and skew are not computed and no timing chart is drawn; the counts below "
                                         "hold.")),)))
-        body += [_rank_table(coll, link), _name_table(coll)]
+        body += [_table(NCCL_RANKS, coll, link, "nccl-ranks", ("Per rank (cluster.json ", Code("collectives.ranks[]"),
+                                                               ", ", Code("tables/nccl_ranks.csv"), ").")),
+                 _table(NCCL_COLLECTIVES, coll, link, "nccl-collectives",
+                        ("By collective name (cluster.json ", Code("collectives.by_name[]"), ", ",
+                         Code("tables/nccl_collectives.csv"), ")."))]
     return Section("nccl", title, parts(body), "NCCL")
 
 

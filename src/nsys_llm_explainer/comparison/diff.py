@@ -9,7 +9,7 @@ change (an idle kind is named by its detail with the largest delta).
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import CAUSE_KINDS
@@ -109,7 +109,7 @@ def reason_text(r: Delta) -> str:
     return IDLE_TEXT.get(r.name, f"GPU idle ({r.name})") + f" (idle cause `{r.name}`)"
 
 
-def _headline(spec: MetricSpec, c: Dict[str, object], b: TraceSummary, n: TraceSummary) -> Tuple[str, ...]:
+def _headline(spec: MetricSpec, c: Dict[str, Any], b: TraceSummary, n: TraceSummary) -> Tuple[str, ...]:
     unit = UNIT_WORD[spec.basis]
     mb, mn = b.metric, n.metric
     what = spec.description.split(" (")[0]
@@ -137,7 +137,7 @@ def _headline(spec: MetricSpec, c: Dict[str, object], b: TraceSummary, n: TraceS
     if isinstance(r, Delta) and wb is not None and wn is not None:
         lead = "Main reason" if verdict in ("faster", "slower") else "Largest change"
         text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
-        sub = [d for d in c["details"] if d.name == r.name and d.detail == r.detail]  # type: ignore[union-attr]
+        sub = [d for d in c["details"] if d.name == r.name and d.detail == r.detail]
         if r.component == "idle" and r.detail and sub:
             text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")

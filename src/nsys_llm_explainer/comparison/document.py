@@ -135,13 +135,20 @@ def _per_unit_rows(d: Row, key: str) -> List[Dict[str, Any]]:
     return rows
 
 
+def _item(key: str, j: int) -> Callable[[Row], Any]:
+    """``row[key][j]`` (one trace's cell of a per-unit row)."""
+    return lambda r: r[key][j]
+
+
 def _stack_cols(d: Row, unit: str, first: str) -> List[Col]:
     cols = [show_col(first, lambda r: Cell(r["name"]), False, lambda r: r["name"], "name")]
     j = 0
     for i, t in enumerate(d["traces"]):
-        heads: List[Spans] = [inline(_label(t), f" ms/{unit} (% of window)")] + ([inline("Δ ", _label(t))] if i else [])
+        heads: List[Inline] = [inline(_label(t), f" ms/{unit} (% of window)")]
+        if i:
+            heads.append(inline("Δ ", _label(t)))
         for head in heads:
-            cols.append(show_col(head, lambda r, j=j: r["cells"][j], True, lambda r, j=j: r["values"][j]))
+            cols.append(show_col(head, _item("cells", j), True, _item("values", j)))
             j += 1
     return cols
 

@@ -18,6 +18,7 @@ from .feature_tables import STEP_SYNC, UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
 from .host_samples import CAUSE_COL, HOST_SAMPLES, attach
 from .table import (
     Col,
+    Getter,
     Table,
     csv_col,
     dur_col,
@@ -105,6 +106,16 @@ def nvtx_by_pid_rows(report: Row) -> List[Row]:
     return out
 
 
+def _field(key: str, field: str) -> Getter:
+    """``row[key][field]`` (a nested dict's value)."""
+    return lambda r: section(r, key).get(field)
+
+
+def _first(key: str, field: str) -> Getter:
+    """``row[key][0][field]`` (the first element of a nested list)."""
+    return lambda r: (rows_of(r, key) or [{}])[0].get(field)
+
+
 def _top_name(r: Row) -> Any:
     return (rows_of(r, "top_kernels") or [{}])[0].get("name")
 
@@ -122,7 +133,7 @@ def _same(s: Any) -> str:
 def check_text(c: Mapping[str, Any], text: Callable[[Any], str] = _same, code: Callable[[Any], str] = _same) -> str:
     """One finding check: ``metric (scope) observed op threshold``. ``text`` formats the metric and plain
     words, ``code`` the names in the scope (plain text for CSV; escaped Markdown for report.md)."""
-    scope = c.get("scope") if isinstance(c.get("scope"), abc.Mapping) else {}
+    scope = section(c, "scope")
     quals = []
     if scope.get("window") == "full":
         quals.append("full capture")
@@ -138,7 +149,7 @@ def check_text(c: Mapping[str, Any], text: Callable[[Any], str] = _same, code: C
 
 def check_spans(c: Mapping[str, Any]) -> Inline:
     """One finding check as spans: ``metric (scope) observed op threshold``."""
-    scope = c.get("scope") if isinstance(c.get("scope"), abc.Mapping) else {}
+    scope = section(c, "scope")
     quals: List[Inline] = []
     if scope.get("window") == "full":
         quals.append(("full capture",))
@@ -177,9 +188,8 @@ DEVICES = Table("devices.csv", (
     csv_col("busy_pct", "idle_pct"),
     dur_col("copy_busy_ns", "copy_busy"), dur_col("copy_only_ns", "copy_only"),
     csv_col("kernel_count", "launches_per_s", "kernel_p50_ns", "gap_count"),
-    Col(tuple((f"full_{k}", (lambda r, k=k: section(r, "full").get(k)))
-              for k in ("window_start_ns", "window_end_ns", "window_ns", "busy_ns", "idle_ns", "busy_pct",
-                        "idle_pct"))),
+    Col(tuple((f"full_{k}", _field("full", k)) for k in ("window_start_ns", "window_end_ns", "window_ns", "busy_ns",
+                                                          "idle_ns", "busy_pct", "idle_pct"))),
 ), device_rows)
 
 IDLE_CAUSES = Table("idle_causes.csv", (
@@ -191,8 +201,7 @@ IDLE_CAUSES = Table("idle_causes.csv", (
     pct_col("pct_of_idle", "pct_of_idle", "% of idle"),
     int_col("gap_count", "gap_count", "gaps"),
     Col((("one_time", raw("one_time")), ("short_gap_ns", raw("short_gap_ns")))),
-    Col(tuple((f"example_{k}", (lambda r, k=k: (rows_of(r, "examples") or [{}])[0].get(k)))
-              for k in ("start_ns", "end_ns", "ns"))),
+    Col(tuple((f"example_{k}", _first("examples", k)) for k in ("start_ns", "end_ns", "ns"))),
     CAUSE_COL,
 ), idle_cause_rows)
 

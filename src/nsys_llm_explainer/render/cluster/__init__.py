@@ -18,8 +18,8 @@ from typing import Any, Collection, List, Mapping, Optional
 from urllib.parse import quote
 
 from ...vocabulary.cause_kinds import KINDS
-from ...vocabulary.units import fmt_ms, fmt_pct, ms_value
-from ..base import Row, rows_of
+from ...vocabulary.units import fmt_pct, ms_value
+from ..base import Row, rows_of, section
 from ..charts import BUSY_LABEL, idle_label, kind_color, layout, plot_text
 from ..document import (
     Chart,
@@ -45,9 +45,8 @@ from ..html.writer import HtmlWriter, nav
 from ..markdown import write_markdown
 from ..sections.findings import finding_parts
 from ..sections.idle import KIND_MEANING
-from ..table import show_col
 from .nccl import sec_nccl
-from .tables import FILES, RANKS, Linker, idle, linked
+from .tables import FILES, RANKS, Linker, idle, idle_col, linked
 
 
 def report_href(label: Any) -> Optional[str]:
@@ -76,7 +75,7 @@ def _kinds(devices: List[Row]) -> List[str]:
 
 
 def sec_headline(d: Mapping[str, Any]) -> Section:
-    al = d.get("alignment") if isinstance(d.get("alignment"), Mapping) else {}
+    al = section(d, "alignment")
     aligned = bool(al.get("aligned"))
     clocks = ("aligned on the session start times (UTC)." if aligned else
               Data(f"NOT aligned — {al.get('reason')}; no cross-rank timing claim is made."))
@@ -124,8 +123,7 @@ def sec_ranks(d: Mapping[str, Any], link: Linker) -> Section:
     devices = rows_of(d, "devices")
     kinds = _kinds(devices)
     absent = {f"idle_{k}_ns" for k in KINDS if k not in kinds}
-    extra = tuple(show_col(f"idle {k} (ms)", lambda r, k=k: fmt_ms(idle(k)(r)), True, idle(k), f"idle_{k}_ns")
-                  for k in kinds if k not in KINDS)
+    extra = tuple(idle_col(k) for k in kinds if k not in KINDS)
     cols = linked([c for c in RANKS.cols if c.key not in absent], link) + extra
     legend = joined([inline(Code(k), f": {KIND_MEANING[k]}") for k in kinds if k in KIND_MEANING], "; ")
     return Section("ranks", title, parts(

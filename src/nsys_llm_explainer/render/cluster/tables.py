@@ -22,7 +22,15 @@ Linker = Callable[[Any], Spans]
 
 def linked(cols: Sequence[Col], link: Linker) -> Tuple[Col, ...]:
     """The columns with each file label (``file`` / ``label``) linking the file's own report."""
-    return tuple(replace(c, cell=lambda r, k=c.key: link(r.get(k))) if c.key in ("file", "label") else c for c in cols)
+    def cell(key: str) -> Callable[[Row], Spans]:
+        return lambda r: link(r.get(key))
+    return tuple(replace(c, cell=cell(c.key)) if c.key in ("file", "label") else c for c in cols)
+
+
+def idle_col(kind: str) -> Col:
+    """The idle ns of one cause kind: CSV ``idle_<kind>_ns``, shown in ms."""
+    return Col(((f"idle_{kind}_ns", idle(kind)),), f"idle {kind} (ms)", lambda r: fmt_ms(idle(kind)(r)), True,
+               idle(kind), f"idle_{kind}_ns")
 
 
 def ns_col(key: str, head: str = "") -> Col:
@@ -60,8 +68,7 @@ RANKS = Table("ranks.csv", (
     ns_col("idle_ns", "idle").html(),
     int_col("kernel_count", "kernel_count", "kernels"), int_col("step_count", "step_count", "steps").html(),
     ns_col("step_p50_ns", "step p50"), ns_col("step_p90_ns", "step p90"),
-) + tuple(Col(((f"idle_{k}_ns", idle(k)),), f"idle {k} (ms)", lambda r, k=k: fmt_ms(idle(k)(r)), True, idle(k),
-              f"idle_{k}_ns") for k in KINDS), lambda d: rows_of(d, "devices"))
+) + tuple(idle_col(k) for k in KINDS), lambda d: rows_of(d, "devices"))
 
 NCCL_RANKS = Table("nccl_ranks.csv", (
     text_col("rank", "rank", "rank"),

@@ -21,6 +21,7 @@ from ..document import (
     inline,
     joined,
     para,
+    parts,
 )
 from ..escape import shorten
 from .ctx import View
@@ -66,7 +67,7 @@ def sec_trace(v: View) -> SectionResult:
     if settings:
         items.append(inline("Capture settings: ", joined(settings, ", "), "."))
     items += [(Rich(n, lead=True),) for n in (t.get("schema_notes") or []) if n]
-    return Section("trace", "Trace and capture", (bullets(items),) if items else (), "Trace")
+    return Section("trace", "Trace and capture", parts(bullets(items)), "Trace")
 
 
 def omitted_section(omitted: Sequence[Omitted]) -> Optional[Section]:
@@ -98,7 +99,7 @@ def how_computed(v: View) -> SectionResult:
         (Strong(("Names",)), " longer than 80 characters are shortened with ", Code("…"), " here; full names are in "
          "report.json and the CSV files."),
     ]
-    return Section("method", "How these numbers are computed", (
+    return Section("method", "How these numbers are computed", parts(
         para("Full definitions: ", Code("docs/MODEL.md"), " (window, busy/idle, idle causes, checks) and ",
              Code("docs/METRICS.md"), " (every other metric)."),
         bullets(items),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, List
 
 from ...vocabulary.units import fmt_bytes, fmt_dur, fmt_int, fmt_pct, num
-from ..base import Row, available, rows_of
+from ..base import Row, available, rows_of, section
 from ..document import (
     Code,
     Data,
@@ -60,20 +60,20 @@ def sec_cuda_api(v: View) -> SectionResult:
 
 def _memory_items(m: Row) -> List[Inline]:
     out: List[Inline] = []
-    pg = m.get("pageable") if isinstance(m.get("pageable"), dict) else {}
+    pg = section(m, "pageable")
     if num(pg.get("count")):
         out.append((f"Pageable host memory: {fmt_int(pg.get('count'))} copies, {fmt_bytes(pg.get('bytes'))}, "
                     f"{fmt_dur(pg.get('total_ns'))} (staged through a bounce buffer; pin it to overlap).",))
-    sc = m.get("sync_copies") if isinstance(m.get("sync_copies"), dict) else {}
+    sc = section(m, "sync_copies")
     if num(sc.get("calls")):
         out.append((f"Synchronous copies: {fmt_int(sc.get('calls'))} calls blocked the host "
                     f"{fmt_dur(sc.get('host_blocked_ns'))}.",))
     for key, label in (("alloc", "Allocations"), ("free", "Frees")):
-        a = m.get(key) if isinstance(m.get(key), dict) else {}
+        a = section(m, key)
         if num(a.get("count")):
             inside = f", {fmt_int(a['in_steps'])} inside steps" if num(a.get("in_steps")) is not None else ""
             out.append((f"{label}: {fmt_int(a.get('count'))} calls, {fmt_dur(a.get('total_ns'))}{inside}.",))
-    ps = m.get("per_step") if isinstance(m.get("per_step"), dict) else {}
+    ps = section(m, "per_step")
     if num(ps.get("step_count")):
         out.append((f"Copies per step (median): {fmt_int(ps.get('copies_per_step_median'))}, "
                     f"{fmt_bytes(ps.get('bytes_per_step_median'))}.",))
@@ -98,7 +98,7 @@ def sec_nvtx(v: View) -> SectionResult:
     if not available(nv) or not rows:
         return Omitted("NVTX ranges", str(nv.get("reason") or "no NVTX ranges"))
     shown = rows[:SHORT]
-    att = nv.get("attribution") if isinstance(nv.get("attribution"), dict) else {}
+    att = section(nv, "attribution")
     cover = ""
     if att.get("available") and num(att.get("coverage")) is not None:
         cover = f" NVTX ranges enclose the launches of {fmt_pct(100 * att['coverage'])} % of kernel time."
@@ -112,7 +112,7 @@ def sec_graphs(v: View) -> SectionResult:
     gone = v.unavailable("graphs", "CUDA graphs")
     if gone:
         return gone
-    kpl = g.get("kernels_per_launch") if isinstance(g.get("kernels_per_launch"), dict) else {}
+    kpl = section(g, "kernels_per_launch")
     text = inline("Trace mode ", Code(g.get("trace_mode")), f": {fmt_int(g.get('graph_launch_count'))} graph launches "
                   f"({fmt_dur(g.get('graph_launch_host_ns'))} of host launch time); "
                   f"{fmt_int(g.get('graph_kernel_count'))} kernels ran inside graphs, "
@@ -134,7 +134,7 @@ def sec_nccl(v: View) -> SectionResult:
                             "(whole capture): ", per, ".")]
     if rows_of(nc, "ranks"):
         body.append(TablePart(NCCL_RANKS.cols, rows_of(nc, "ranks"), (), "nccl-ranks"))
-    s = nc.get("straggler") if isinstance(nc.get("straggler"), dict) else None
+    s = section(nc, "straggler") or None
     if s:
         body.append(para(Strong(("Straggler:",)), " ", Data(s.get("late_rank")), " arrives late; ",
                          Data(s.get("waiting_rank")), f" waits {fmt_dur(s.get('wait_ns_total'))} in collectives "

@@ -3,11 +3,12 @@ largest idle gaps."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Dict, List, Optional, Sequence
 
 from ...vocabulary.cause_kinds import CAUSE_KINDS
 from ...vocabulary.units import fmt_dur, fmt_int, fmt_ms, fmt_pct, num
-from ..base import Row, rows_of
+from ..base import Row, rows_of, section
 from ..charts import hbar, kind_color, plot_text
 from ..document import (
     Chart,
@@ -57,7 +58,7 @@ def _other_row(other: Row) -> Inline:
 
 
 def device_line(v: View, d: Row) -> Inline:
-    full = d.get("full") if isinstance(d.get("full"), dict) else {}
+    full = section(d, "full")
     line = (f" busy {fmt_dur(d.get('busy_ns'))} ({fmt_pct(d.get('busy_pct'))} %), idle {fmt_dur(d.get('idle_ns'))} "
             f"({fmt_pct(d.get('idle_pct'))} %) of the {fmt_dur(d.get('window_ns'))} window")
     if full and full.get("window_ns") != d.get("window_ns"):
@@ -90,7 +91,7 @@ def _label(kind: Any, detail: Any) -> str:
 
 def cause_chart(v: View, i: int, dc: Row, causes: Sequence[Row]) -> Figure:
     """Idle time of one device by cause, as bars (the table's rows; the analysis's "other" fold kept)."""
-    other = dc.get("other") if isinstance(dc.get("other"), dict) else {}
+    other = section(dc, "other")
     folded = bool(num(other.get("count")))
     shown = list(causes[: int(other.get("after_rows") or 0)]) if folded else list(causes[:CHART_CAUSES])
     labels = [_label(c.get("kind"), c.get("detail")) for c in shown]
@@ -140,8 +141,8 @@ def sec_idle(v: View) -> SectionResult:
         dc = by_dev.get(d.get("device_id"), {})
         causes = attach(v.report, d.get("device_id"), rows_of(dc, "causes"))
         if causes:
-            other = dc.get("other") if isinstance(dc.get("other"), dict) else None
-            body += [Chart(lambda i=i, dc=dc, causes=causes: cause_chart(v, i, dc, causes)),
+            other = section(dc, "other") or None
+            body += [Chart(partial(cause_chart, v, i, dc, causes)),
                      cause_table(v, causes, other, captured(v.report), f"idle-causes-dev-{i}")]
             kinds = list(dict.fromkeys(kinds + [str(c.get("kind")) for c in causes[:CAUSE_ROWS]]))
         body.append(_histogram(d))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ...vocabulary.units import fmt_dur, fmt_int, ms_value
-from ..base import Row, available, rows_of
+from ..base import Row, available, rows_of, section
 from ..charts import layout, plot_text
 from ..document import (
     BR,
@@ -140,7 +140,7 @@ def hist_chart(st: Row) -> Figure:
 
 def _steps(v: View) -> List[Any]:
     st = v.sec("steps")
-    s = st.get("summary") if isinstance(st.get("summary"), dict) else {}
+    s = section(st, "summary")
     if st.get("method") == "nvtx":
         how = inline("NVTX range ", joined([(Code(n, 80),) for n in (st.get("step_ranges") or [])], ", "))
     else:

@@ -11,10 +11,10 @@ only (report.md has the idle causes and the largest gaps as text).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ...vocabulary.units import fmt_at, fmt_dur, fmt_int, fmt_ms, ms_value, us_value
-from ..base import Row, rows_of
+from ..base import Row, rows_of, section
 from ..charts import BUSY_LABEL, idle_label, kind_color, layout, plot_text
 from ..document import (
     Chart,
@@ -52,12 +52,12 @@ def _edges(dev: Row) -> Optional[List[int]]:
     if isinstance(edges, list) and len(edges) == n + 1:
         return edges
     start, end, width = dev.get("start_ns"), dev.get("end_ns"), dev.get("bin_ns")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, width)):
+    if not (isinstance(start, int) and isinstance(end, int) and isinstance(width, int)):
         return None
     return [min(start + i * width, end) for i in range(n)] + [end]
 
 
-def _kinds(ctx: View, by_kind: Dict[str, Any]) -> List[str]:
+def _kinds(ctx: View, by_kind: Mapping[str, Any]) -> List[str]:
     order = [str(k) for k in (ctx.sec("idle_causes").get("precedence") or [])]
     return [k for k in order if k in by_kind] + sorted(k for k in by_kind if k not in order)
 
@@ -122,7 +122,7 @@ def _traces(ctx: View, dev: Row, n: int, unit: str) -> List[Dict[str, Any]]:
                 "hovertemplate": f"%{{y:,.3f}} {unit}<extra>{what}</extra>"}
 
     traces = [bar(BUSY_LABEL, dev.get("busy_ns") or [], kind_color("busy"), "busy")]
-    by_kind = dev.get("idle_ns_by_kind") if isinstance(dev.get("idle_ns_by_kind"), dict) else {}
+    by_kind = section(dev, "idle_ns_by_kind")
     for i, kind in enumerate(_kinds(ctx, by_kind)):
         series = by_kind.get(kind)
         if isinstance(series, list) and len(series) == n:
@@ -156,7 +156,7 @@ def _x_range(ctx: View) -> List[Optional[float]]:
     w = ctx.window
     full0, full1 = ctx.rel_ms(w.get("full_start_ns")), ctx.rel_ms(w.get("full_end_ns"))
     w0, w1 = ctx.rel_ms(w.get("start_ns")), ctx.rel_ms(w.get("end_ns"))
-    if None in (full0, full1, w0, w1):
+    if full0 is None or full1 is None or w0 is None or w1 is None:
         return [full0, full1]
     pad = (w1 - w0) * MARGIN
     return [max(full0, w0 - pad), min(full1, w1 + pad)]

@@ -148,7 +148,7 @@ def test_kernel_table_sorts_by_clicked_header(driver: Any, demo_page: Path) -> N
     from selenium.webdriver.common.by import By
 
     open_page(driver, demo_page)
-    header = driver.find_element(By.XPATH, "//table[@id='top-kernels']//th[normalize-space()='count']")
+    header = driver.find_element(By.XPATH, "//table[@id='top-kernels']//th[normalize-space()='calls']")
 
     def column() -> List[float]:
         return driver.execute_script(

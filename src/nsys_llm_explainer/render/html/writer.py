@@ -89,7 +89,9 @@ def html_table(t: TablePart) -> str:
     head = "".join(f'<th scope="col" tabindex="0"{num_cls if c.right else ""}>{html_inline(c.head)}</th>'
                    for c in shown)
     body = ["<tr>" + "".join(_cell(c, r) for c in shown) + "</tr>" for r in t.rows]
-    foot = "".join("<tr>" + "".join(f"<td>{html_inline(x)}</td>" for x in cells) + "</tr>" for cells in t.extra)
+    right = [c.right for c in shown]
+    foot = "".join("<tr>" + "".join(f"<td{num_cls if j < len(right) and right[j] else ''}>{html_inline(x)}</td>"
+                                    for j, x in enumerate(cells)) + "</tr>" for cells in t.extra)
     cap = f"<caption>{html_inline(t.caption)}</caption>" if t.caption else ""
     tid = f' id="{h(t.tid)}"' if t.tid else ""
     return (f'<div class="tw"><table{tid} class="sortable">{cap}<thead><tr>{head}</tr></thead>'

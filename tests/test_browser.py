@@ -148,7 +148,7 @@ def test_kernel_table_sorts_by_clicked_header(driver: Any, demo_page: Path) -> N
     from selenium.webdriver.common.by import By
 
     open_page(driver, demo_page)
-    header = driver.find_element(By.XPATH, "//table[@id='top-kernels']//th[normalize-space()='count']")
+    header = driver.find_element(By.XPATH, "//table[@id='top-kernels']//th[normalize-space()='calls']")
 
     def column() -> List[float]:
         return driver.execute_script(
@@ -166,7 +166,7 @@ def test_hostile_names_show_as_text_and_run_nothing(driver: Any, tmp_path: Path)
     from nsys_llm_explainer.pipeline import analyze_path
     from nsys_llm_explainer.render import HtmlRenderer
     from nsys_llm_explainer.render.escape import shorten
-    from nsys_llm_explainer.render.html.breakdown import LABEL_DETAIL
+    from nsys_llm_explainer.render.sections.idle import LABEL_DETAIL
 
     trace = tmp_path / EVIL_FILE
     build_hostile(trace)

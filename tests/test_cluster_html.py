@@ -17,9 +17,9 @@ from test_html import EVIL_IMG, EVIL_LINK, EVIL_SCRIPT, Page, figures, without_p
 
 from nsys_llm_explainer.cluster.write import write_cluster_files
 from nsys_llm_explainer.output import MANIFEST
-from nsys_llm_explainer.render.html.cluster import render_cluster_html, report_href
-from nsys_llm_explainer.render.html.cluster_nccl import MAX_SKEW_POINTS, TOP_SKEWS, plotted_instances
-from nsys_llm_explainer.render.html.ctx import KIND_COLORS
+from nsys_llm_explainer.render.charts import KIND_COLORS
+from nsys_llm_explainer.render.cluster import render_cluster_html, report_href
+from nsys_llm_explainer.render.cluster.nccl import MAX_SKEW_POINTS, TOP_SKEWS, plotted_instances
 from nsys_llm_explainer.render.html.page import CSP
 from nsys_llm_explainer.synth.scenarios import build_cluster
 from nsys_llm_explainer.vocabulary.cause_kinds import KINDS
@@ -72,7 +72,7 @@ def test_page_is_written_listed_and_offline(straggler) -> None:
 def test_headline_claims_and_clock_statement(straggler) -> None:
     _, d, text = straggler
     page = Page(text)
-    assert "Cluster report: 4 files, 4 devices" in page.text
+    assert "Cluster report4 files, 4 devices." in page.text
     assert "rank3 is the rank the others wait for at NCCL collectives" in page.titles
     assert page.text.index("rank3 is the rank") < page.text.index("Ranks (steady window")   # headline first
     assert "Clocks: aligned on the session start times (UTC)" in page.text
@@ -159,8 +159,8 @@ def test_not_aligned_draws_no_cross_rank_timing(tmp_path: Path) -> None:
     _, d, text = _cluster(tmp_path, no_session=True)
     assert not d["alignment"]["aligned"]
     page = Page(text)
-    assert "Clocks NOT aligned: no session start time" in page.text
-    assert "no cross-rank timing chart is drawn" in page.text
+    assert "Clocks: NOT aligned — no session start time" in page.text
+    assert "no timing chart is drawn" in page.text
     assert list(figures(text)) == ["rank-busy"]
     assert {r: int(v) for r, (v, _) in _by_key(page, "nccl-ranks", "matched").items()} == {
         f"rank{r}": 10 for r in range(4)}

@@ -23,9 +23,23 @@ from nsys_llm_explainer.render import (
     render_all,
     render_markdown,
 )
-from nsys_llm_explainer.render.base import fmt_at, fmt_bytes, fmt_dur, fmt_int, fmt_ms, fmt_num, fmt_pct, fmt_us
 from nsys_llm_explainer.render.csv_tables import CSV_TABLES, read_table
 from nsys_llm_explainer.render.escape import md_cell, md_code, md_name, md_rich, md_text, shorten, truncate
+from nsys_llm_explainer.vocabulary.units import (
+    exact_decimal,
+    fmt_at,
+    fmt_bytes,
+    fmt_dur,
+    fmt_int,
+    fmt_ms,
+    fmt_num,
+    fmt_pct,
+    fmt_us,
+    ms_value,
+    signed_ms,
+    signed_pct,
+    us_value,
+)
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -88,6 +102,15 @@ def test_number_formats_use_one_unit_vocabulary() -> None:
     assert fmt_at(3_000_000, 1_000_000) == "2.000 ms" and fmt_at(3_000_000, 1_000_000, unit=False) == "2.000"
     assert fmt_pct(79.54) == "79.5" and fmt_int(12345) == "12,345" and fmt_bytes(20992) == "20.99 kB"
     assert fmt_num(5.0) == "5" and fmt_num(13.1504) == "13.15" and fmt_num(62970.29) == "62,970"
+    # the fixed-unit forms with their unit (terminal gate lines, compare headlines) and signed changes
+    assert fmt_ms(1_234_567_890, unit=True) == "1,234.568 ms" and fmt_ms(None, unit=True) == "–"
+    assert fmt_us(48_200, unit=True) == "48.20 µs"
+    assert signed_ms(-20_000) == "−0.020" and signed_ms(1_250_000, unit=True) == "+1.250 ms"
+    assert signed_pct(12.46) == "+12.5 %" and signed_pct(None) == "–"
+    # chart coordinates keep every ns; CSV decimals are exact (no float rounding)
+    assert ms_value(1_234_567) == 1.234567 and us_value(1_234) == 1.234 and ms_value(float("nan")) is None
+    assert exact_decimal(1_234_567, 6) == "1.234567" and exact_decimal(-5, 3) == "-0.005"
+    assert exact_decimal(None, 6) == ""
 
 
 # ------------------------------------------------------------------------------------------ CSV
@@ -224,8 +247,6 @@ def test_render_imports_no_metric_code() -> None:
     banned = tuple(f"nsys_llm_explainer.{m}"
                    for m in ("analyses", "findings", "pipeline", "model", "graph", "runner", "report"))
     for p in _render_modules():
-        if p.name == "json_report.py":  # re-exports the serializer; not used by the renderers
-            continue
         for node in ast.walk(ast.parse(p.read_text())):
             if isinstance(node, ast.ImportFrom):
                 mod = _absolute(p, node)

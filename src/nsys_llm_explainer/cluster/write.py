@@ -1,4 +1,4 @@
-"""Write a cluster result: ``cluster.md``, ``cluster.json``, ``cluster.html`` (:mod:`render.html.cluster`),
+"""Write a cluster result: ``cluster.md``, ``cluster.json``, ``cluster.html`` (one document: :mod:`render.cluster`),
 ``tables/*.csv``; each file's own report under ``ranks/<label>/`` is written by the workers into the same
 staging directory (:func:`run.run_files`).
 
@@ -14,81 +14,14 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
 from ..output import OutDir, check_out_dir
+from ..render.cluster import render_cluster_html, render_cluster_markdown, report_href
+from ..render.cluster.tables import CLUSTER_TABLES
 from ..render.csv_tables import write_csv
-from ..render.escape import md_cell, md_text
-from ..render.html.cluster import render_cluster_html, report_href
-from ..vocabulary.cause_kinds import KINDS
-
-OPS = {">=": "≥", ">": "more than", "<=": "≤", "<": "less than", "==": "="}
-IDLE_KINDS = KINDS   # the idle-cause precedence of docs/MODEL.md
 
 
 def check_cluster_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> OutDir:
     """Refuse an unusable ``--out`` (or one holding an input) before any trace is analyzed."""
     return check_out_dir(out, force, "cluster", [Path(p) for p in inputs])
-
-
-def _ms(ns: Any) -> str:
-    return "" if ns is None else f"{ns / 1e6:.3f}"
-
-
-def _table(head: List[str], rows: List[List[Any]]) -> List[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(md_cell("" if v is None else v) for v in r) + " |" for r in rows]
-    return out + [""]
-
-
-def render_cluster_markdown(d: Mapping[str, Any]) -> str:
-    al, coll = d["alignment"], d["collectives"]
-    lines = ["# Cluster report", "",
-             f"{len(d['files'])} files, {len(d['devices'])} devices. Clocks: "
-             + ("aligned on the session start times (UTC)." if al["aligned"] else
-                md_text(f"NOT aligned — {al['reason']}; no cross-rank timing claim is made.", False)), ""]
-    lines += ["## Findings", ""]
-    if not d["claims"]:
-        lines += ["No rank stands out (every claim's preconditions are listed in docs/CLUSTER.md).", ""]
-    for c in d["claims"]:
-        lines.append(f"### {md_text(c['title'])} ({c['severity']})")
-        lines.append("")
-        lines += [f"- {md_text(e, False)}" for e in c["evidence"]]
-        checks = "; ".join(f"{k['metric']} {k['observed']} {OPS[k['op']]} {k['threshold']}" for k in c["checks"])
-        lines += [f"- checked: {md_text(checks, False)}", ""]
-    lines += ["## Ranks (steady window of each file)", ""]
-    kinds = [k for k in IDLE_KINDS if any(k in r["idle_by_kind"] for r in d["devices"])]
-    head = ["rank", "GPU", "busy %", "kernels", "step p50 ms", "step p90 ms"] + [f"idle {k} ms" for k in kinds]
-    lines += _table(head,
-                    [[r["rank"], r["device_id"], f"{r['busy_pct']:.1f}", r["kernel_count"], _ms(r["step_p50_ns"]),
-                      _ms(r["step_p90_ns"])] + [_ms(r["idle_by_kind"].get(k, 0)) for k in kinds]
-                     for r in d["devices"]])
-    lines += ["## NCCL collectives across ranks", ""]
-    if not coll["available"] or coll["reason"]:
-        lines += [md_text(coll["reason"] or "", False), ""]
-    if coll["available"]:
-        lines.append(f"{coll['matched_collectives']} matched collectives, {coll['unmatched_kernels']} unmatched "
-                     "kernels (matched per collective name, in issue order).")
-        lines.append("")
-        head = ["rank", "NCCL kernels", "matched"]
-        if coll["timed"]:
-            head += ["wait total ms", "wait mean ms", "wait p50 ms", "last to arrive", "share"]
-        rows = []
-        for r in coll["ranks"]:
-            row = [r["rank"], r["nccl_count"], r["matched"]]
-            if coll["timed"]:
-                row += [_ms(r["wait_ns_total"]), _ms(r["wait_mean_ns"]), _ms(r["wait_p50_ns"]),
-                        r["last_arrival_count"], f"{100 * r['last_arrival_share']:.0f}%"]
-            rows.append(row)
-        lines += _table(head, rows)
-        lines += _table(["collective", "ranks", "matched", "skew p50 ms", "skew max ms", "end spread p50 ms",
-                         "most often last"],
-                        [[b["name"], b["ranks"], b["matched"], _ms(b.get("skew_p50_ns")), _ms(b.get("skew_max_ns")),
-                          _ms(b.get("end_spread_p50_ns")), b.get("most_late_rank", "")] for b in coll["by_name"]])
-    lines += ["## Files", ""]
-    lines += _table(["label", "path", "nsys", "window", "clock offset ms", "verdict"],
-                    [[f["label"], f["path"], f["nsys_version"] or "", f["window_method"], _ms(f["offset_ns"]),
-                      f["headline"]] for f in d["files"]])
-    lines += ["Each file's own report: `ranks/<label>/report.md`. Definitions: docs/CLUSTER.md.", ""]
-    lines += [f"- {md_text(w, False)}" for w in d["warnings"]]
-    return "\n".join(lines).rstrip() + "\n"
 
 
 def rank_pages(d: Mapping[str, Any], out_dir: Path) -> List[str]:
@@ -104,29 +37,5 @@ def write_cluster_files(d: Mapping[str, Any], out_dir: Path, js: Optional[str] =
     (out_dir / "cluster.json").write_text(json.dumps(d, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     (out_dir / "cluster.md").write_text(render_cluster_markdown(d), encoding="utf-8")
     (out_dir / "cluster.html").write_text(render_cluster_html(d, js, rank_pages(d, out_dir)), encoding="utf-8")
-    t = out_dir / "tables"
     files = [out_dir / "cluster.json", out_dir / "cluster.md", out_dir / "cluster.html"]
-    files.append(write_csv(t / "ranks.csv", ["rank", "file", "device_id", "window_ns", "busy_ns", "busy_pct",
-                                             "idle_ns", "kernel_count", "step_count", "step_p50_ns", "step_p90_ns"]
-                           + [f"idle_{k}_ns" for k in IDLE_KINDS],
-                           [[r["rank"], r["file"], r["device_id"], r["window_ns"], r["busy_ns"], r["busy_pct"],
-                             r["idle_ns"], r["kernel_count"], r["step_count"], r["step_p50_ns"], r["step_p90_ns"]]
-                            + [r["idle_by_kind"].get(k, 0) for k in IDLE_KINDS] for r in d["devices"]]))
-    rk = ["rank", "file", "pid", "device_id", "nccl_count", "nccl_total_ns", "matched", "wait_ns_total",
-          "wait_mean_ns", "wait_p50_ns", "last_arrival_count", "last_arrival_share"]
-    coll = d["collectives"]
-    files.append(write_csv(t / "nccl_ranks.csv", rk, [[r.get(k) for k in rk] for r in coll["ranks"]]))
-    bk = ["name", "ranks", "kernels", "matched", "unmatched_kernels", "skew_total_ns", "skew_p50_ns", "skew_max_ns",
-          "end_spread_p50_ns", "most_late_rank", "most_late_share"]
-    files.append(write_csv(t / "nccl_collectives.csv", bk, [[r.get(k) for k in bk] for r in coll["by_name"]]))
-    ik = ["name", "seq", "late_rank", "first_start_ns", "last_start_ns", "skew_ns", "end_spread_ns"]
-    files.append(write_csv(t / "nccl_instances.csv", ik, [[r.get(k) for k in ik] for r in coll["instances"]]))
-    ck = ["id", "rank", "severity", "title", "time_at_stake_ns", "evidence"]
-    files.append(write_csv(t / "claims.csv", ck, [[c["id"], c["rank"], c["severity"], c["title"],
-                                                   c["time_at_stake_ns"], " ".join(c["evidence"])]
-                                                  for c in d["claims"]]))
-    fk = ["label", "path", "nsys_version", "window_method", "window_start_ns", "window_end_ns", "offset_ns"]
-    files.append(write_csv(t / "files.csv", fk + ["utc_epoch_ns", "normalized", "shift_ns"],
-                           [[f[k] for k in fk] + [f["clock"]["utc_epoch_ns"], f["clock"]["normalized"],
-                                                   f["clock"]["shift_ns"]] for f in d["files"]]))
-    return files
+    return files + [write_csv(out_dir / "tables" / t.csv, t.csv_header(), t.csv_rows(d)) for t in CLUSTER_TABLES]

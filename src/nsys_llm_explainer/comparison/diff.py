@@ -9,10 +9,11 @@ change (an idle kind is named by its detail with the largest delta).
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import CAUSE_KINDS
+from ..vocabulary.units import fmt_ms, signed_ms
 from .measure import NON_GPU, Facts, weighted_jaccard
 from .metric import MIN_SIMILARITY, MIN_UNITS, MIN_WINDOW_NS, change
 from .result import Comparison, Delta, FindingChange, MetricSpec, MetricValue, TraceSummary
@@ -102,36 +103,29 @@ def _main_reason(cats: Sequence[Delta], kinds: Sequence[Delta], details: Sequenc
     return best
 
 
-def ms(ns: Optional[float]) -> str:
-    return "–" if ns is None else f"{ns / 1e6:,.3f} ms"
-
-
-def signed_ms(ns: Optional[float]) -> str:
-    return "–" if ns is None else ("+" if ns >= 0 else "−") + f"{abs(ns) / 1e6:,.3f} ms"
-
-
 def reason_text(r: Delta) -> str:
     if r.component == "category":
         return f"non-overlapped GPU time in `{r.name}` kernels"
     return IDLE_TEXT.get(r.name, f"GPU idle ({r.name})") + f" (idle cause `{r.name}`)"
 
 
-def _headline(spec: MetricSpec, c: Dict[str, object], b: TraceSummary, n: TraceSummary) -> Tuple[str, ...]:
+def _headline(spec: MetricSpec, c: Dict[str, Any], b: TraceSummary, n: TraceSummary) -> Tuple[str, ...]:
     unit = UNIT_WORD[spec.basis]
     mb, mn = b.metric, n.metric
     what = spec.description.split(" (")[0]
     ch, noise, verdict = c["change_pct"], c["noise_pct"], c["verdict"]
+    b_ms, n_ms = fmt_ms(mb.p50_ns, unit=True), fmt_ms(mn.p50_ns, unit=True)
     if verdict == "not_compared":
         first = (f"`{n.label}` vs `{b.label}`: not compared — {c['status'].replace('_', ' ')} to compare: "
                  + "; ".join(c["reasons"]) + ".")
     elif verdict == "no_change" and not c["significant"]:
-        first = (f"`{n.label}` and `{b.label}` do not differ significantly on the {what}: {ms(mb.p50_ns)} → "
-                 f"{ms(mn.p50_ns)} ({ch:+.1f} %, within the noise).")
+        first = (f"`{n.label}` and `{b.label}` do not differ significantly on the {what}: {b_ms} → "
+                 f"{n_ms} ({ch:+.1f} %, within the noise).")
     elif verdict == "no_change":
-        first = f"`{n.label}` performs like `{b.label}` on the {what}: {ms(mb.p50_ns)} → {ms(mn.p50_ns)} ({ch:+.1f} %)."
+        first = f"`{n.label}` performs like `{b.label}` on the {what}: {b_ms} → {n_ms} ({ch:+.1f} %)."
     else:
         first = (f"`{n.label}` is {abs(ch):.1f} % {verdict} than `{b.label}` on the {what}: "
-                 f"{ms(mb.p50_ns)} → {ms(mn.p50_ns)}.")
+                 f"{b_ms} → {n_ms}.")
     lines = [first]
     if spec.name is not None:
         sp = [f"{v.spread:.2f}" if v.spread is not None else "–" for v in (mb, mn)]
@@ -142,11 +136,11 @@ def _headline(spec: MetricSpec, c: Dict[str, object], b: TraceSummary, n: TraceS
     wb, wn = c["window_per_unit_base_ns"], c["window_per_unit_new_ns"]
     if isinstance(r, Delta) and wb is not None and wn is not None:
         lead = "Main reason" if verdict in ("faster", "slower") else "Largest change"
-        text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns)} per {unit}"
-        sub = [d for d in c["details"] if d.name == r.name and d.detail == r.detail]  # type: ignore[union-attr]
+        text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
+        sub = [d for d in c["details"] if d.name == r.name and d.detail == r.detail]
         if r.component == "idle" and r.detail and sub:
-            text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns)}"
-        lines.append(text + f" (window time per {unit} {ms(wb)} → {ms(wn)}).")
+            text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
+        lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
     lines.append(f"GPU busy {b.busy_pct:.1f} % → {n.busy_pct:.1f} % of the steady window.")
     return tuple(lines)
 

@@ -91,9 +91,9 @@ def choose_metric(facts: Sequence[Facts]) -> MetricSpec:
 def _value(samples: np.ndarray, count: int, p50: Optional[int] = None, p90: Optional[int] = None) -> MetricValue:
     if samples.shape[0] == 0:
         return MetricValue(None, None, count, None, None)
-    p50 = int(round_half_up(percentile(samples, 50))) if p50 is None else int(p50)
-    p90 = int(round_half_up(percentile(samples, 90))) if p90 is None else int(p90)
-    iqr = int(round_half_up(percentile(samples, 75) - percentile(samples, 25)))
+    p50 = int(round_half_up(np.asarray(percentile(samples, 50)))) if p50 is None else int(p50)
+    p90 = int(round_half_up(np.asarray(percentile(samples, 90)))) if p90 is None else int(p90)
+    iqr = int(round_half_up(np.asarray(percentile(samples, 75) - percentile(samples, 25))))
     return MetricValue(p50, p90, count, (p90 / p50) if p50 > 0 else None, iqr)
 
 

@@ -1,5 +1,6 @@
 """``tables/*.csv`` of a comparison: every row of ``compare.json`` (never capped), full names, exact integer
-ns, a header row even when a table is empty (the CSV conventions of :mod:`render.csv_tables`)."""
+ns, a header row even when a table is empty (the CSV conventions of :mod:`render.csv_tables`). Each file is a
+table spec (:class:`render.table.Table`) written by the report's CSV writer."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from ..render.csv_tables import write_csv
+from ..render.table import Table, csv_col
 
 Row = Mapping[str, Any]
 
@@ -69,18 +71,23 @@ def _pair_rows(key: str) -> Callable[[Row], Iterable[Dict[str, Any]]]:
     return rows
 
 
-TABLES: Tuple[Tuple[str, Sequence[str], Callable[[Row], Iterable[Dict[str, Any]]]], ...] = (
-    ("traces.csv", TRACE_COLS, _trace_rows),
-    ("comparisons.csv", COMPARISON_COLS, _comparison_rows),
-    ("categories.csv", SHARE_COLS, _share_rows("categories")),
-    ("idle_by_kind.csv", SHARE_COLS, _share_rows("idle_by_kind")),
-    ("part_changes.csv", DELTA_COLS, _delta_rows),
-    ("kernel_deltas.csv", KERNEL_COLS, _pair_rows("kernel_deltas")),
-    ("finding_changes.csv", FINDING_COLS, _pair_rows("finding_changes")),
+def _spec(name: str, cols: Sequence[str], rows: Callable[[Row], Iterable[Dict[str, Any]]]) -> Table:
+    return Table(name, (csv_col(*cols),), lambda d: list(rows(d)))
+
+
+#: every CSV file of a comparison, in the order written (the report's table specs: :class:`render.table.Table`)
+TABLES: Tuple[Table, ...] = (
+    _spec("traces.csv", TRACE_COLS, _trace_rows),
+    _spec("comparisons.csv", COMPARISON_COLS, _comparison_rows),
+    _spec("categories.csv", SHARE_COLS, _share_rows("categories")),
+    _spec("idle_by_kind.csv", SHARE_COLS, _share_rows("idle_by_kind")),
+    _spec("part_changes.csv", DELTA_COLS, _delta_rows),
+    _spec("kernel_deltas.csv", KERNEL_COLS, _pair_rows("kernel_deltas")),
+    _spec("finding_changes.csv", FINDING_COLS, _pair_rows("finding_changes")),
 )
 
 
 def write_compare_tables(d: Row, out_dir: Path) -> List[Path]:
     tdir = Path(out_dir) / "tables"
     tdir.mkdir(parents=True, exist_ok=True)
-    return [write_csv(tdir / name, cols, ([r.get(c) for c in cols] for r in rows(d))) for name, cols, rows in TABLES]
+    return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(d)) for t in TABLES]

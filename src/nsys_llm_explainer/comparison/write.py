@@ -19,8 +19,10 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Unio
 
 from ..errors import InputError
 from ..output import OutDir, Staging, check_out_dir
+from ..render.markdown import write_markdown
+from ..vocabulary.units import fmt_ms
+from .document import compare_document
 from .html import render_compare_html
-from .markdown import render_compare_markdown
 from .result import CompareResult
 from .tables import write_compare_tables
 
@@ -36,8 +38,8 @@ def render_compare(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "compare.json", out_dir / "compare.md", out_dir / "compare.html"]
     files[0].write_text(json.dumps(d, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    files[1].write_text(render_compare_markdown(d, top), encoding="utf-8")
-    files[2].write_text(render_compare_html(d, js), encoding="utf-8")
+    files[1].write_text(write_markdown(compare_document(d, top)), encoding="utf-8")
+    files[2].write_text(render_compare_html(d, js, top), encoding="utf-8")
     return files + write_compare_tables(d, out_dir)
 
 
@@ -65,10 +67,6 @@ def check_gate(pct: Any) -> float:
     return v
 
 
-def _ms(ns: Optional[int]) -> str:
-    return "–" if ns is None else f"{ns / 1e6:.3f} ms"
-
-
 def gate(result: CompareResult, pct: float) -> Tuple[List[str], bool]:
     """(one line per NEW, whether any NEW regressed) for ``--fail-on-regression pct``."""
     spec = result.metric
@@ -76,7 +74,8 @@ def gate(result: CompareResult, pct: float) -> Tuple[List[str], bool]:
     lines: List[str] = []
     failed = False
     for c in result.comparisons:
-        vals = (f"{what}: BASE {c.base} {_ms(c.metric_base.p50_ns)}, NEW {c.new} {_ms(c.metric_new.p50_ns)}"
+        vals = (f"{what}: BASE {c.base} {fmt_ms(c.metric_base.p50_ns, unit=True)}, "
+                f"NEW {c.new} {fmt_ms(c.metric_new.p50_ns, unit=True)}"
                 + ("" if c.change_pct is None else f", {c.change_pct:+.1f} %"))
         if c.status != "comparable" or c.change_pct is None:
             lines.append(f"not gated ({c.status.replace('_', ' ')} to compare: {'; '.join(c.reasons)}): {vals}")

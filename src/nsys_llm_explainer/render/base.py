@@ -1,31 +1,21 @@
-"""Renderer base class, the JSON file renderer, and the number formats shared by the renderers.
+"""Renderer base class, the JSON file renderer, and how renderers read the report dict.
 
-A renderer turns the report dict (:func:`render.json_report.build_json`) into files inside ``out_dir``
+A renderer turns the report dict (``report.json``, built by :mod:`serialize`) into files inside ``out_dir``
 and returns their paths. The caller owns atomicity (it passes a temporary directory and moves it).
 
-Renderers only *format* numbers of the dict; they never derive a metric. Number formats (Markdown only;
-CSV and JSON keep exact integer ns):
-
-* ``fmt_dur(ns)`` — a duration with its unit: µs (2 decimals) below 1 ms, ms (3 decimals) below 10 s,
-  else s (3 decimals). Units are always ``µs`` / ``ms`` / ``s``.
-* ``fmt_ms(ns)`` — ns / 10⁶ with 3 decimals, no unit (table columns titled "(ms)");
-  ``fmt_us(ns)`` — ns / 10³ with 2 decimals, no unit (columns titled "(µs)").
-* ``fmt_at(ns, t0)`` — a timestamp as ms from capture start ``t0`` (3 decimals, with unit).
-* ``fmt_pct(x)`` — a percentage with 1 decimal (no ``%`` sign); ``fmt_int(n)`` — thousands separators.
-* ``fmt_num(x)`` — a compact number (observed values and thresholds of finding checks).
-* ``fmt_bytes(n)`` — decimal units (1 MB = 10⁶ bytes), 2 decimals.
-* Missing values (``None``) print as ``–``.
+Renderers only *format* numbers of the dict (:mod:`..vocabulary.units`, one formatter per unit); they never
+derive a metric. CSV and JSON keep exact integer ns.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections import abc
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-DASH = "–"
+from ..vocabulary.units import fmt_int
+
 Row = Mapping[str, Any]
 
 
@@ -97,85 +87,6 @@ class JsonRenderer(Renderer):
 
     def text(self, report: Mapping[str, Any]) -> str:
         return dumps_indented(report) + "\n"
-
-
-def num(x: Any) -> Optional[float]:
-    """``x`` as a finite float, else ``None`` (booleans, strings, NaN are not numbers here)."""
-    if x is None or isinstance(x, bool) or not isinstance(x, (int, float)):
-        return None
-    v = float(x)
-    return v if math.isfinite(v) else None
-
-
-def fmt_ms(ns: Any) -> str:
-    v = num(ns)
-    return DASH if v is None else f"{v / 1e6:,.3f}"
-
-
-def fmt_us(ns: Any) -> str:
-    v = num(ns)
-    return DASH if v is None else f"{v / 1e3:,.2f}"
-
-
-def fmt_dur(ns: Any) -> str:
-    """Duration with its unit: µs below 1 ms, ms below 10 s, else s."""
-    v = num(ns)
-    if v is None:
-        return DASH
-    if abs(v) < 1e6:
-        return f"{v / 1e3:,.2f} µs"
-    if abs(v) < 1e10:
-        return f"{v / 1e6:,.3f} ms"
-    return f"{v / 1e9:,.3f} s"
-
-
-def fmt_at(ns: Any, t0: Any, unit: bool = True) -> str:
-    """Timestamp ``ns`` as ms from capture start ``t0`` (the one time base of report.md)."""
-    v, z = num(ns), num(t0)
-    if v is None or z is None:
-        return DASH
-    return f"{(v - z) / 1e6:,.3f}" + (" ms" if unit else "")
-
-
-def fmt_pct(x: Any, decimals: int = 1) -> str:
-    v = num(x)
-    return DASH if v is None else f"{v:.{decimals}f}"
-
-
-def fmt_int(n: Any) -> str:
-    v = num(n)
-    if v is None:
-        return DASH
-    return f"{int(v):,}" if v == int(v) else f"{v:,.3f}"
-
-
-def fmt_num(x: Any) -> str:
-    """Compact number: integers with separators, ≥ 100 rounded to an integer, else ≤ 2 decimals."""
-    v = num(x)
-    if v is None:
-        return DASH if x is None else str(x)
-    if v == int(v) or abs(v) >= 100:
-        return f"{v:,.0f}"
-    return f"{v:.2f}".rstrip("0").rstrip(".")
-
-
-def fmt_float(x: Any, decimals: int = 3) -> str:
-    v = num(x)
-    return DASH if v is None else f"{v:,.{decimals}f}"
-
-
-def fmt_bytes(n: Any) -> str:
-    v = num(n)
-    if v is None:
-        return DASH
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(v) >= scale:
-            return f"{v / scale:,.2f} {unit}"
-    return f"{int(v)} B"
-
-
-def fmt_bool(v: Any) -> str:
-    return DASH if v is None else ("yes" if v else "no")
 
 
 def section(report: Any, key: str) -> Mapping[str, Any]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections import abc
 from typing import List
 
-from .base import Row, fmt_bool, fmt_bytes, rows_of, section
-from .escape import md_rich
+from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_ms
+from .base import Row, rows_of, section
+from .document import Rich
 from .table import Col, Table, csv_col, dur_col, int_col, name_col, pct_col, raw, text_col, with_fields
 
 # ---- Unified Memory (report.json ``unified_memory``: analyses/memory/unified.py)
@@ -44,7 +45,8 @@ UNIFIED_MEMORY = Table("unified_memory.csv", (
     csv_col("window"),
     text_col("device_id", "device_id", "device"),
     int_col("migration_count", "migration_count", "migrations"),
-    Col((("migration_bytes", raw("migration_bytes")),), "bytes", lambda r: fmt_bytes(r.get("migration_bytes")), True),
+    Col((("migration_bytes", raw("migration_bytes")),), "bytes", lambda r: fmt_bytes(r.get("migration_bytes")), True,
+        raw("migration_bytes"), "migration_bytes"),
     dur_col("migration_ns", "migration", "migration time"),
     dur_col("migration_union_ns", "migration_union"),
     dur_col("kernel_busy_ns", "kernel_busy", "kernel time"),
@@ -57,9 +59,15 @@ UNIFIED_MEMORY = Table("unified_memory.csv", (
 ), um_device_rows)
 
 UNIFIED_MEMORY_BREAKDOWN = Table("unified_memory_breakdown.csv", (
-    csv_col("window", "group", "id"),
+    csv_col("window"),
+    text_col("group", "group", "group"),
+    csv_col("id"),
     name_col("name", "name", "what"),
-    csv_col("count", "bytes", "total_ns", "page_faults"),
+    int_col("count", "count", "count"),
+    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.get("bytes")), True, raw("bytes"), "bytes"),
+    Col((("total_ns", raw("total_ns")),), "time (ms)", lambda r: fmt_ms(r.get("total_ns")), True, raw("total_ns"),
+        "total_ns"),
+    int_col("page_faults", "page_faults", "page faults"),
 ), um_breakdown_rows)
 
 
@@ -68,7 +76,7 @@ STEP_SYNC = Table("step_sync.csv", (
     int_col("device_id", "device_id", "device"),
     csv_col("pid", "tid"),
     name_col("thread_name", "thread_name", "thread", 30),
-    Col((("holds", raw("holds")),), "holds", lambda r: fmt_bool(r.get("holds"))),
+    Col((("holds", raw("holds")),), "holds", lambda r: fmt_bool(r.get("holds")), False, raw("holds"), "holds"),
     name_col("api", "api", "sync API", 40),
     int_col("step_sync_points", "step_sync_points"),
     csv_col("sync_points", "blocking_calls", "readback_points", "readback", "steps", "kernels_in_steps",
@@ -87,5 +95,5 @@ STEP_SYNC = Table("step_sync.csv", (
     csv_col("overlap_pct_of_idle"),
     Col((("claimed", lambda r: "; ".join(f"{c.get('kind')}:{c.get('detail')}={c.get('ns')}"
                                         for c in rows_of(r, "claimed"))),)),
-    Col((("reason", raw("reason")),), "why", lambda r: md_rich(r.get("reason"), line_start=False)),
+    Col((("reason", raw("reason")),), "why", lambda r: Rich(r.get("reason")), False, raw("reason"), "reason"),
 ), lambda rep: rows_of(section(rep, "step_sync"), "series"))

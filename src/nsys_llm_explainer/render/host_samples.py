@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections import abc
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .base import Row, fmt_int, rows_of, section
+from ..vocabulary.units import fmt_int, fmt_pct
+from .base import Row, rows_of, section
 from .table import Col, Table, csv_col, raw
 
 #: kinds whose idle-cause rows get a "host samples" cell (the host-side kinds whose pieces are sampled)
@@ -40,9 +41,9 @@ def cell_text(entry: Optional[Mapping[str, Any]]) -> str:
     n = entry.get("samples")
     if not n:
         return "0 samples"
-    groups = ", ".join(f"{g.get('name')} {float(g.get('pct') or 0):.0f} %"
+    groups = ", ".join(f"{g.get('name')} {fmt_pct(g.get('pct') or 0, 0)} %"
                        for g in rows_of(entry, "groups")[:CELL_GROUPS])
-    callers = "; ".join(f"{c.get('name')} ({c.get('module')}) {float(c.get('pct') or 0):.0f} %"
+    callers = "; ".join(f"{c.get('name')} ({c.get('module')}) {fmt_pct(c.get('pct') or 0, 0)} %"
                         for c in rows_of(entry, "callers")[:CELL_CALLERS])
     return f"n={fmt_int(n)}: {groups}" + (f"; top: {callers}" if callers else "")
 
@@ -104,7 +105,7 @@ HOST_SAMPLES = Table("host_samples.csv", (
 ), _rows)
 
 #: the idle-cause table's column (CSV ``host_samples``, Markdown "host samples")
-CAUSE_COL = Col(((FIELD, raw(FIELD)),), "host samples")
+CAUSE_COL = Col(((FIELD, raw(FIELD)),), "host samples", value=raw(FIELD), key=FIELD)
 
 
 __all__ = ["CAUSE_COL", "COLUMN_NOTE", "HOST_SAMPLES", "SAMPLED_KINDS", "attach", "captured", "cell_text",

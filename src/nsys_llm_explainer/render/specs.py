@@ -1,7 +1,7 @@
-"""The table specs (one per table): CSV files under ``tables/`` and the Markdown tables built from them.
+"""The table specs (one per table): CSV files under ``tables/`` and the tables the report's sections show.
 
-Each :class:`~.table.Table` names the ``report.json`` rows it holds (``rows``); Markdown sections take the
-same columns (only those with a Markdown header) over the rows they show. Rows are never re-derived here:
+Each :class:`~.table.Table` names the ``report.json`` rows it holds (``rows``); sections take the same columns
+(only those with a header) over the rows they show. Rows are never re-derived here:
 a row function selects, flattens (a parent key copied onto child rows) or joins rows of the dict.
 """
 
@@ -10,17 +10,20 @@ from __future__ import annotations
 from collections import abc
 from typing import Any, Callable, List, Mapping
 
-from .base import Row, fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num, rows_of, section
-from .escape import md_cell, md_name, shorten
+from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
+from .base import Row, rows_of, section
+from .document import Cell, Code, Data, Inline, inline, joined
+from .escape import shorten
 from .feature_tables import STEP_SYNC, UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
 from .host_samples import CAUSE_COL, HOST_SAMPLES, attach
 from .table import (
     Col,
+    Getter,
     Table,
     csv_col,
     dur_col,
     int_col,
-    joined,
+    listed,
     ms,
     name_col,
     pct_col,
@@ -103,9 +106,23 @@ def nvtx_by_pid_rows(report: Row) -> List[Row]:
     return out
 
 
-def md_name_first(rows: List[Row]) -> str:
-    """The first row's ``name`` for Markdown (the top kernel of a category or trait)."""
-    return md_name(rows[0].get("name"), 60) if rows else ""
+def _field(key: str, field: str) -> Getter:
+    """``row[key][field]`` (a nested dict's value)."""
+    return lambda r: section(r, key).get(field)
+
+
+def _first(key: str, field: str) -> Getter:
+    """``row[key][0][field]`` (the first element of a nested list)."""
+    return lambda r: (rows_of(r, key) or [{}])[0].get(field)
+
+
+def _top_name(r: Row) -> Any:
+    return (rows_of(r, "top_kernels") or [{}])[0].get("name")
+
+
+def name_first(rows: List[Row]) -> Inline:
+    """The first row's ``name`` (the top kernel of a category or trait), shortened in monospace."""
+    return (Code(rows[0].get("name"), 60),) if rows else ()
 
 
 # ------------------------------------------------------------------------------------ finding checks
@@ -116,7 +133,7 @@ def _same(s: Any) -> str:
 def check_text(c: Mapping[str, Any], text: Callable[[Any], str] = _same, code: Callable[[Any], str] = _same) -> str:
     """One finding check: ``metric (scope) observed op threshold``. ``text`` formats the metric and plain
     words, ``code`` the names in the scope (plain text for CSV; escaped Markdown for report.md)."""
-    scope = c.get("scope") if isinstance(c.get("scope"), abc.Mapping) else {}
+    scope = section(c, "scope")
     quals = []
     if scope.get("window") == "full":
         quals.append("full capture")
@@ -128,6 +145,22 @@ def check_text(c: Mapping[str, Any], text: Callable[[Any], str] = _same, code: C
     q = f" ({', '.join(quals)})" if quals else ""
     op = OPS.get(str(c.get("op")), text(c.get("op")))
     return f"{text(c.get('metric'))}{q} {fmt_num(c.get('observed'))} {op} {fmt_num(c.get('threshold'))}"
+
+
+def check_spans(c: Mapping[str, Any]) -> Inline:
+    """One finding check as spans: ``metric (scope) observed op threshold``."""
+    scope = section(c, "scope")
+    quals: List[Inline] = []
+    if scope.get("window") == "full":
+        quals.append(("full capture",))
+    if scope.get("device_id") is not None:
+        quals.append((Data(f"device {scope['device_id']}"),))
+    for key in ("kind", "detail", "name", "trait"):
+        if scope.get(key):
+            quals.append((Code(scope[key], 60),))
+    op = OPS.get(str(c.get("op")))
+    return inline(Data(c.get("metric")), (" (", joined(quals, ", "), ")") if quals else None, " ",
+                  fmt_num(c.get("observed")), " ", op if op else Data(c.get("op")), " ", fmt_num(c.get("threshold")))
 
 
 def checks_text(f: Row) -> str:
@@ -145,7 +178,7 @@ FINDINGS = Table("findings.csv", (
     dur_col("time_at_stake_ns", "time_at_stake"),
     csv_col("device_id"),
     Col((("cause_kind", lambda r: _cause(r).get("kind")), ("cause_detail", lambda r: _cause(r).get("detail")))),
-    Col((("evidence", joined("evidence", " | ")), ("recommendation", joined("recommendation", " | ")),
+    Col((("evidence", listed("evidence", " | ")), ("recommendation", listed("recommendation", " | ")),
          ("checks", checks_text))),
 ), lambda rep: rows_of(rep, "findings"))
 
@@ -155,22 +188,20 @@ DEVICES = Table("devices.csv", (
     csv_col("busy_pct", "idle_pct"),
     dur_col("copy_busy_ns", "copy_busy"), dur_col("copy_only_ns", "copy_only"),
     csv_col("kernel_count", "launches_per_s", "kernel_p50_ns", "gap_count"),
-    Col(tuple((f"full_{k}", (lambda r, k=k: section(r, "full").get(k)))
-              for k in ("window_start_ns", "window_end_ns", "window_ns", "busy_ns", "idle_ns", "busy_pct",
-                        "idle_pct"))),
+    Col(tuple((f"full_{k}", _field("full", k)) for k in ("window_start_ns", "window_end_ns", "window_ns", "busy_ns",
+                                                          "idle_ns", "busy_pct", "idle_pct"))),
 ), device_rows)
 
 IDLE_CAUSES = Table("idle_causes.csv", (
     csv_col("device_id"),
     text_col("kind", "kind", "cause", code=True),
     name_col("detail", "detail", "detail", 60),
-    Col((("ns", raw("ns")), ("ms", ms("ns"))), "idle (ms)", lambda r: fmt_ms(r.get("ns")), True),
+    Col((("ns", raw("ns")), ("ms", ms("ns"))), "idle (ms)", lambda r: fmt_ms(r.get("ns")), True, raw("ns"), "ns"),
     pct_col("pct_of_window", "pct_of_window", "% of window"),
     pct_col("pct_of_idle", "pct_of_idle", "% of idle"),
     int_col("gap_count", "gap_count", "gaps"),
     Col((("one_time", raw("one_time")), ("short_gap_ns", raw("short_gap_ns")))),
-    Col(tuple((f"example_{k}", (lambda r, k=k: (rows_of(r, "examples") or [{}])[0].get(k)))
-              for k in ("start_ns", "end_ns", "ns"))),
+    Col(tuple((f"example_{k}", _first("examples", k)) for k in ("start_ns", "end_ns", "ns"))),
     CAUSE_COL,
 ), idle_cause_rows)
 
@@ -210,8 +241,8 @@ KERNEL_TRAITS = Table("kernel_traits.csv", (
     int_col("kernel_count", "kernel_count", "kernels"),
     dur_col("total_ns", "total", "total"),
     dur_col("p50_ns", "p50", "p50", unit="us"),
-    Col((("top_kernel", lambda r: (rows_of(r, "top_kernels") or [{}])[0].get("name")),),
-        "top kernel", lambda r: md_name_first(rows_of(r, "top_kernels"))),
+    Col((("top_kernel", _top_name),),
+        "top kernel", lambda r: name_first(rows_of(r, "top_kernels")), value=_top_name, key="top_kernel"),
     text_col("meaning", "meaning", "what it is"),
 ), trait_rows)
 
@@ -225,8 +256,8 @@ CATEGORIES = Table("categories.csv", (
     pct_col("pct", "pct_kernel_time", "% of kernel time"),
     dur_col("nonoverlap_ns", "nonoverlap"),
     csv_col("nonoverlap_pct"),
-    Col((("top_kernel", lambda r: (rows_of(r, "top_kernels") or [{}])[0].get("name")),),
-        "top kernel", lambda r: md_name_first(rows_of(r, "top_kernels"))),
+    Col((("top_kernel", _top_name),),
+        "top kernel", lambda r: name_first(rows_of(r, "top_kernels")), value=_top_name, key="top_kernel"),
     csv_col("preset"),
 ), category_rows)
 
@@ -261,10 +292,11 @@ PHASES = Table("phases.csv", (
 LAUNCH = Table("launch.csv", (
     csv_col("scope"),
     Col((("device_id", raw("device_id")), ("pid", raw("pid"))), "device",
-        lambda r: md_cell(r.get("device_id") if r.get("device_id") is not None else f"pid {r.get('pid')}")),
+        lambda r: Cell(r.get("device_id") if r.get("device_id") is not None else f"pid {r.get('pid')}"),
+        value=raw("device_id"), key="device_id"),
     int_col("launches", "launches", "launches"),
     Col((("launches_per_s", raw("launches_per_s")),), "launches/s",
-        lambda r: fmt_num(r.get("launches_per_s")), True),
+        lambda r: fmt_num(r.get("launches_per_s")), True, raw("launches_per_s"), "launches_per_s"),
     dur_col("window_ns", "window"),
     dur_col("p50_ns", "p50", "kernel p50", unit="us"),
     dur_col("p90_ns", "p90", "kernel p90", unit="us"),
@@ -272,7 +304,8 @@ LAUNCH = Table("launch.csv", (
     pct_col("pct_under_5us", "pct_under_5us", "% < 5 µs"),
     pct_col("pct_under_10us", "pct_under_10us", "% < 10 µs"),
     pct_col("pct_under_20us", "pct_under_20us"),
-    Col((("launch_storm", raw("launch_storm")),), "storm", lambda r: fmt_bool(r.get("launch_storm"))),
+    Col((("launch_storm", raw("launch_storm")),), "storm", lambda r: fmt_bool(r.get("launch_storm")), False,
+        raw("launch_storm"), "launch_storm"),
 ), launch_rows)
 
 _SYNC_STATS = (
@@ -298,23 +331,24 @@ CUDA_API = Table("cuda_api.csv", (
     dur_col("p50_ns", "p50", unit="us"),
     dur_col("min_ns", "min", unit="us"),
     dur_col("max_ns", "max", "max", unit="us"),
-    Col((("raw_names", joined("raw_names")),)),
+    Col((("raw_names", listed("raw_names")),)),
 ), lambda rep: rows_of(section(rep, "cuda_api"), "apis"))
 
 MEMCPY = Table("memcpy.csv", (
     text_col("op", "op", "op"),
     text_col("direction", "direction", "direction"),
     Col((("src_kind", raw("src_kind_name")), ("dst_kind", raw("dst_kind_name")), ("mem_kind", raw("mem_kind_name"))),
-        "memory", lambda r: md_cell(f"{r.get('src_kind_name')} → {r.get('dst_kind_name')}"
-                                    if r.get("src_kind_name") else (r.get("mem_kind_name") or ""))),
+        "memory", lambda r: Cell(f"{r.get('src_kind_name')} → {r.get('dst_kind_name')}"
+                                 if r.get("src_kind_name") else (r.get("mem_kind_name") or ""))),
     int_col("count", "count", "count"),
-    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.get("bytes")), True),
+    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.get("bytes")), True, raw("bytes"), "bytes"),
     dur_col("total_ns", "total", "total"),
     dur_col("avg_ns", "avg", "avg", unit="us"),
     dur_col("p50_ns", "p50", unit="us"),
     dur_col("min_ns", "min", unit="us"),
     dur_col("max_ns", "max", unit="us"),
-    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(r.get("gb_per_s"), 2), True),
+    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(r.get("gb_per_s"), 2), True, raw("gb_per_s"),
+        "gb_per_s"),
 ), memcpy_rows)
 
 NVTX_RANGES = Table("nvtx_ranges.csv", (

@@ -1,42 +1,65 @@
-"""Declarative tables shared by Markdown and CSV.
+"""Table specs: the one column mini-language of every table (report, compare, cluster), in every format.
 
-A :class:`Table` is a list of :class:`Col`; each column names its CSV output columns (exact values: integer
-ns, raw percentages, full names) and, optionally, one Markdown column (a header and a cell formatter that
-returns already-escaped text). The same spec therefore drives ``tables/<csv>`` and the Markdown table of the
-section that shows it, so the two can never disagree on what a column means.
+A :class:`Table` is a CSV file name, its :class:`Col` columns and the rows of the dict it holds. Each column names
+its CSV output columns (exact values: integer ns, raw percentages, full names) and, optionally, one displayed
+column: a header ``head`` and a cell function returning inline spans (:mod:`.document`), which the Markdown and
+HTML writers escape and lay out, with the exact value behind it (``value``, HTML ``data-v``). The same spec
+therefore drives ``tables/<csv>`` and the table of the section that shows it, so formats cannot disagree on what
+a column means.
 
-Helpers build the common column kinds: :func:`name_col` (a user-controlled name: full in CSV, shortened and
-escaped in Markdown), :func:`dur_col` (a duration: ``*_ns`` and ``*_ms``/``*_us`` in CSV, ms or µs in
-Markdown), :func:`pct_col`, :func:`int_col`, :func:`text_col`, :func:`csv_col` (CSV only).
+Column helpers, all ``(key, csv_name, head, …)``: :func:`name_col` (a user-controlled name: full in CSV,
+shortened in monospace when shown), :func:`dur_col` (a duration: ``*_ns`` and ``*_ms``/``*_us`` in CSV, ms or
+µs when shown), :func:`pct_col`, :func:`int_col`, :func:`text_col`; :func:`csv_col` (CSV only) and
+:func:`show_col` (shown only, no CSV column).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
-from .base import DASH, Row, fmt_int, fmt_ms, fmt_pct, fmt_us
-from .escape import md_cell, md_name
+from ..vocabulary.units import exact_decimal, fmt_int, fmt_ms, fmt_pct, fmt_us
+from .base import Row
+from .document import Cell, Code, Spans
+from .escape import MD_NAME_LIMIT
 
 Getter = Callable[[Row], Any]
-Cell = Callable[[Row], str]
+CellFn = Callable[[Row], Spans]
 
 
 @dataclass(frozen=True)
 class Col:
-    """One logical column: its CSV columns ``csv`` ((name, getter), …) and its Markdown header ``head`` and
-    cell formatter ``cell`` (``head == ""``: CSV only). ``right``: right-align in Markdown (numbers)."""
+    """One logical column: its CSV columns ``csv`` ((name, getter), …); when shown (``head`` set), the header,
+    the cell's spans (``cell``; default: the first CSV value as escaped text), right-aligned or not (numbers),
+    and the exact value behind the cell (``value``) under the report key ``key`` (HTML ``data-v`` / ``data-k``);
+    ``html_only``: shown in HTML tables only (a page's wider table; Markdown keeps its short one)."""
 
-    csv: Tuple[Tuple[str, Getter], ...]
-    head: str = ""
-    cell: Optional[Cell] = None
+    csv: Tuple[Tuple[str, Getter], ...] = ()
+    head: Spans = ""
+    cell: Optional[CellFn] = None
     right: bool = False
+    value: Optional[Getter] = None
+    key: str = ""
+    html_only: bool = False
+
+    def html(self) -> Col:
+        """This column, shown in HTML only."""
+        return replace(self, html_only=True)
+
+    def with_csv(self, *names: str) -> Col:
+        """This column with the CSV columns ``names`` copied verbatim from the row (none: not in the CSV)."""
+        return replace(self, csv=tuple((n, raw(n)) for n in names))
+
+    def spans(self, row: Row) -> Spans:
+        if self.cell is not None:
+            return self.cell(row)
+        return Cell(self.csv[0][1](row)) if self.csv else ""
 
 
 @dataclass(frozen=True)
 class Table:
-    """A table spec: the CSV file name, its columns, and the rows of the report dict it holds in CSV."""
+    """A table spec: the CSV file name, its columns, and the rows of the dict it holds in CSV."""
 
     csv: str
     cols: Tuple[Col, ...]
@@ -54,30 +77,15 @@ def raw(key: str) -> Getter:
     return lambda r: r.get(key)
 
 
-def _exact(ns: Any, digits: int) -> str:
-    """Integer ns / 10**digits as an exact decimal string ('' for missing)."""
-    if ns is None or isinstance(ns, bool) or not isinstance(ns, (int, float)):
-        return ""
-    if isinstance(ns, float):
-        if ns != ns or ns in (float("inf"), float("-inf")):
-            return ""
-        if ns != int(ns):
-            return f"{ns / 10**digits:.{digits + 3}f}"
-    n = int(ns)
-    sign = "-" if n < 0 else ""
-    q, r = divmod(abs(n), 10**digits)
-    return f"{sign}{q}.{r:0{digits}d}"
-
-
 def ms(key: str) -> Getter:
-    return lambda r: _exact(r.get(key), 6)
+    return lambda r: exact_decimal(r.get(key), 6)
 
 
 def us(key: str) -> Getter:
-    return lambda r: _exact(r.get(key), 3)
+    return lambda r: exact_decimal(r.get(key), 3)
 
 
-def joined(key: str, sep: str = ";") -> Getter:
+def listed(key: str, sep: str = ";") -> Getter:
     return lambda r: sep.join(str(x) for x in (r.get(key) or []))
 
 
@@ -87,50 +95,37 @@ def csv_col(*names: str) -> Col:
     return Col(tuple((n, raw(n)) for n in names))
 
 
-def name_col(key: str, csv_name: str, head: str, limit: int = 80) -> Col:
-    return Col(((csv_name, raw(key)),), head, lambda r: md_name(r.get(key), limit))
+def name_col(key: str, csv_name: str, head: str, limit: int = MD_NAME_LIMIT) -> Col:
+    """A user-controlled name: full in CSV, shortened to ``limit`` characters in monospace when shown."""
+    return Col(((csv_name, raw(key)),), head, lambda r: Code(r.get(key), limit), False, raw(key), key)
 
 
 def text_col(key: str, csv_name: str, head: str, code: bool = False) -> Col:
     """A short text value (category, phase, kind): escaped; ``code`` shows it monospace."""
-    cell: Cell = (lambda r: md_name(r.get(key))) if code else (lambda r: md_cell(r.get(key)))
-    return Col(((csv_name, raw(key)),), head, cell)
+    cell: CellFn = (lambda r: Code(r.get(key), MD_NAME_LIMIT)) if code else (lambda r: Cell(r.get(key)))
+    return Col(((csv_name, raw(key)),), head, cell, False, raw(key), key)
 
 
 def dur_col(key: str, stem: str, head: str = "", unit: str = "ms") -> Col:
-    """A duration ``key`` (ns): CSV ``<stem>_<unit>`` and ``<stem>_ns``; Markdown ``head (unit)``."""
+    """A duration ``key`` (ns): CSV ``<stem>_<unit>`` and ``<stem>_ns``; shown as ``head (unit)``."""
     conv = ms if unit == "ms" else us
     fmt = fmt_ms if unit == "ms" else fmt_us
     label = f"{head} ({'ms' if unit == 'ms' else 'µs'})" if head else ""
-    return Col(((f"{stem}_{unit}", conv(key)), (f"{stem}_ns", raw(key))), label, lambda r: fmt(r.get(key)), True)
+    return Col(((f"{stem}_{unit}", conv(key)), (f"{stem}_ns", raw(key))), label, lambda r: fmt(r.get(key)), True,
+               raw(key), key)
 
 
 def pct_col(key: str, csv_name: str, head: str = "", decimals: int = 1) -> Col:
-    return Col(((csv_name, raw(key)),), head, lambda r: fmt_pct(r.get(key), decimals), True)
+    return Col(((csv_name, raw(key)),), head, lambda r: fmt_pct(r.get(key), decimals), True, raw(key), key)
 
 
 def int_col(key: str, csv_name: str, head: str = "") -> Col:
-    return Col(((csv_name, raw(key)),), head, lambda r: fmt_int(r.get(key)), True)
+    return Col(((csv_name, raw(key)),), head, lambda r: fmt_int(r.get(key)), True, raw(key), key)
 
 
-def md_col(head: str, cell: Cell, right: bool = False) -> Col:
-    """A Markdown-only column (no CSV output)."""
-    return Col((), head, cell, right)
-
-
-# ------------------------------------------------------------------------------------------- output
-def md_table(cols: Sequence[Col], rows: Sequence[Row], extra: Sequence[Sequence[str]] = ()) -> List[str]:
-    """A GitHub Markdown table of the columns with a header (``extra``: pre-formatted trailing rows, e.g.
-    an "other" row, one cell per Markdown column)."""
-    shown = [c for c in cols if c.head]
-    lines = ["| " + " | ".join(c.head for c in shown) + " |",
-             "|" + "|".join("---:" if c.right else "---" for c in shown) + "|"]
-    for r in rows:
-        cells = [(c.cell(r) if c.cell else md_cell(c.csv[0][1](r) if c.csv else "")) or DASH for c in shown]
-        lines.append("| " + " | ".join(cells) + " |")
-    for cells in extra:
-        lines.append("| " + " | ".join(list(cells) + [""] * (len(shown) - len(cells))) + " |")
-    return lines
+def show_col(head: Spans, cell: CellFn, right: bool = False, value: Optional[Getter] = None, key: str = "") -> Col:
+    """A shown column with no CSV output (``value``: the exact value behind the cell)."""
+    return Col((), head, cell, right, value, key)
 
 
 def csv_cell(v: Any) -> Any:

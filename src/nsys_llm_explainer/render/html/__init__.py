@@ -1,16 +1,15 @@
 """``report.html``: the report as one self-contained, offline page with interactive charts.
 
-Layout, in the order of report.md: title and headline (verdict, steady busy %, the window stated once, top
-cause with time at stake, first action), warnings, findings, then the per-device **timeline** of the
-analysis window (``timeline.devices[]``: busy and idle-by-cause per bin, window edges and largest gaps
-marked), where the idle time went per device (``idle_causes``), kernel categories, steps, and a sortable
-top-kernel table. Every chart has a caption naming the report.json key (and report.md section / CSV) that
-holds the same numbers as text. :data:`SECTIONS` is the one ordered list of sections.
+The page lays out the same document as report.md (:func:`..sections.build_document`: every section, sentence and
+table of report.md, by the same builders), plus what only a page can show: charts (the per-device timeline of the
+analysis window, ``timeline.devices[]``; idle time by cause per device; non-overlapped time per kernel category;
+the step time series and distributions), sortable tables whose cells carry the exact report values, and a few
+chart-side tables. Every chart has a caption naming the report.json key (and CSV) that holds the same numbers.
 
 Formatting only: every number comes from the report dict (the same dict as report.json) and is converted
 to display units, never recomputed; the analysis does the downsampling (``timeline.bins`` bins per device),
 no per-row data is shipped (kernels, gaps and causes are the report's capped lists; steps are capped at
-:data:`.steps.MAX_STEP_POINTS` points). User-controlled strings are HTML-escaped in markup, entity-escaped
+:data:`..sections.steps.MAX_STEP_POINTS` points). User-controlled strings are HTML-escaped in markup, entity-escaped
 in plotly labels and JSON-escaped in the data script (:mod:`.markup`); a strict Content-Security-Policy
 (:mod:`.page`) forbids loading anything.
 
@@ -30,48 +29,28 @@ imported only when the page is written.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional
 
 from ..base import Renderer
-from .breakdown import sec_categories, sec_idle, sec_kernels
-from .ctx import HtmlCtx, Section
+from ..sections import build_document
 from .page import page
-from .step_sync import sec_step_sync
-from .steps import sec_steps
-from .summary import sec_facts, sec_findings, sec_headline, sec_warnings
-from .timeline import sec_timeline
-from .unified_memory import sec_unified_memory
-
-#: every section of report.html, in order
-SECTIONS: Tuple[Section, ...] = (
-    sec_headline,
-    sec_warnings,
-    sec_findings,
-    sec_timeline,
-    sec_idle,
-    sec_facts,
-    sec_categories,
-    sec_steps,
-    sec_kernels,
-    sec_unified_memory,
-    sec_step_sync,   # per-step synchronization
-)
+from .writer import HtmlWriter, nav
 
 
 def plotly_js() -> str:
     """The plotly.js bundle shipped with the ``plotly`` Python package (a declared dependency)."""
-    from plotly.offline import get_plotlyjs
+    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]  # plotly ships no type stubs
 
-    return get_plotlyjs()
+    return str(get_plotlyjs())
 
 
 def render_html(report: Mapping[str, Any], js: Optional[str] = None) -> str:
     """The full ``report.html`` text for a report dict. ``js`` replaces the plotly.js bundle (``None``: the
     installed one); tests that never draw a chart pass ``""`` to keep the 4.6 MB out of their strings."""
-    ctx = HtmlCtx(report)
-    body = "\n".join(out for out in (fn(ctx) for fn in SECTIONS) if out)
-    name = str(ctx.sec("trace").get("path") or "").replace("\\", "/").rsplit("/", 1)[-1] or "trace"
-    return page(f"Nsight Systems LLM report: {name}", body, ctx.figures_json(), plotly_js() if js is None else js)
+    doc = build_document(report)
+    w = HtmlWriter()
+    body = w.body(doc)
+    return page(doc.title, body, w.figures_json(), plotly_js() if js is None else js, nav(doc), "")
 
 
 class HtmlRenderer(Renderer):
@@ -84,4 +63,4 @@ class HtmlRenderer(Renderer):
         return render_html(report)
 
 
-__all__ = ["HtmlRenderer", "SECTIONS", "render_html"]
+__all__ = ["HtmlRenderer", "render_html"]

@@ -115,30 +115,19 @@ def inline_js(js: str) -> str:
     return _SCRIPT_END.sub(r"<\\/\1", js)
 
 
-NAV = (("headline", "Headline"), ("findings", "Findings"), ("timeline", "Timeline"), ("idle", "Idle causes"),
-       ("categories", "Categories"), ("steps", "Steps"), ("kernels", "Top kernels"), ("method", "Method"))
-
-FOOTER = ("<footer id=\"method\"><h2>How these numbers are computed</h2><p>Every number on this page is read "
-          "from report.json (written in the same run) and only formatted here: times as ms from capture start "
-          "(<code>window.full_start_ns</code>), durations in µs / ms / s, percentages with one decimal. "
-          "Definitions: docs/MODEL.md (busy, idle, the idle-cause precedence), docs/METRICS.md, docs/FINDINGS.md. "
-          "Charts are drawn in the page by plotly.js, which is embedded in this file; the page loads nothing "
-          "from the network (its Content-Security-Policy forbids it). report.md holds the same content as text."
-          "</p></footer>")
-
-
-def page(title: str, body: str, figures_json: str, plotly_js: str,
-         nav_items: Sequence[Tuple[str, str]] = NAV, footer: str = FOOTER) -> str:
-    """The complete document (``body`` is already escaped HTML; ``figures_json`` from ``script_json``).
-    ``nav_items`` (section id, label) and ``footer`` (escaped HTML) default to report.html's."""
-    nav = "".join(f'<a href="#{h(sid)}">{h(label)}</a>' for sid, label in nav_items)
+def page(title: str, body: str, figures_json: str, plotly_js: str, nav_items: Sequence[Tuple[str, str]] = (),
+         footer: str = "") -> str:
+    """The complete document (``body`` is already escaped HTML; ``figures_json`` from ``script_json``;
+    ``nav_items``: (section id, label) of the navigation; ``footer``: escaped HTML after ``<main>``)."""
+    links = "".join(f'<a href="#{h(sid)}">{h(label)}</a>' for sid, label in nav_items)
+    nav = f"<nav>{links}</nav>" if links else ""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{h(CSP)}">'
         '<meta name="referrer" content="no-referrer">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{h(title)}</title><style>{CSS}</style></head>\n<body>"
-        f"<nav>{nav}</nav><main>\n{body}\n</main>{footer}\n"
+        f"{nav}<main>\n{body}\n</main>{footer}\n"
         f'<script type="application/json" id="nle-figures">{figures_json}</script>\n'
         f"<script>{inline_js(plotly_js)}</script>\n<script>{BOOT_JS}</script>\n</body></html>\n"
     )

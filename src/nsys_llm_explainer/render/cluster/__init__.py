@@ -1,0 +1,180 @@
+"""``cluster.md`` and ``cluster.html``: one document of a ``cluster.json`` dict, laid out by the Markdown and HTML
+writers (:mod:`..markdown`, :mod:`..html.writer`).
+
+Sections: the headline (how many files / devices, the clock alignment statement), the claims (``claims[]``: the
+same cards as report.md's findings — title, severity, time at stake, evidence, advice, checks), the ranks
+(``devices[]``; in HTML with the busy / idle-by-cause stacked bars in report.html's colours), the NCCL collectives
+(:mod:`.nccl`; cross-rank timing charts only when the clocks are aligned), the files (in HTML each label links
+to the file's own ``ranks/<label>/report.html``) and the warnings. HTML tables add a few columns (links, totals)
+to Markdown's.
+
+Every number is the dict's, only converted to display units; user-controlled text (labels, paths, collective
+names, claim text) is escaped by the writers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Collection, List, Mapping, Optional
+from urllib.parse import quote
+
+from ...vocabulary.cause_kinds import KINDS
+from ...vocabulary.units import fmt_pct, ms_value
+from ..base import Row, rows_of, section
+from ..charts import BUSY_LABEL, idle_label, kind_color, layout, plot_text
+from ..document import (
+    Chart,
+    Code,
+    Data,
+    Document,
+    Em,
+    Figure,
+    Heading,
+    HtmlOnly,
+    Link,
+    Section,
+    Spans,
+    TablePart,
+    bullets,
+    inline,
+    joined,
+    para,
+    parts,
+)
+from ..html.page import page
+from ..html.writer import HtmlWriter, nav
+from ..markdown import write_markdown
+from ..sections.findings import finding_parts
+from ..sections.idle import KIND_MEANING
+from .nccl import sec_nccl
+from .tables import FILES, RANKS, Linker, idle, idle_col, linked
+
+
+def report_href(label: Any) -> Optional[str]:
+    """The relative link to a file's own report (``ranks/<label>/report.html``, the label percent-encoded so it
+    stays one path segment); ``None`` for a label that could not name that directory."""
+    s = "" if label is None else str(label)
+    if s in ("", ".", ".."):
+        return None
+    return f"ranks/{quote(s, safe='')}/report.html"
+
+
+def make_link(pages: Optional[Collection[str]]) -> Linker:
+    """``label → spans``: a link to the label's report (only to those in ``pages`` when given), else the text."""
+    def link(label: Any) -> Spans:
+        href = report_href(label)
+        if href is None or (pages is not None and str(label) not in pages):
+            return Data(label)
+        return Link((Data(label),), href)
+    return link
+
+
+def _kinds(devices: List[Row]) -> List[str]:
+    """Idle-cause kinds present on any device, in the precedence order of docs/MODEL.md."""
+    seen = {str(k) for r in devices for k in (r.get("idle_by_kind") or {})}
+    return [k for k in KINDS if k in seen] + sorted(seen - set(KINDS))
+
+
+def sec_headline(d: Mapping[str, Any]) -> Section:
+    al = section(d, "alignment")
+    aligned = bool(al.get("aligned"))
+    clocks = ("aligned on the session start times (UTC)." if aligned else
+              Data(f"NOT aligned — {al.get('reason')}; no cross-rank timing claim is made."))
+    meta = para(f"nsys-llm-explainer {d.get('tool_version')} · cluster.json schema {d.get('schema_version')} · each "
+                "file's own report: ", Code("ranks/<label>/report.html"), " (linked in the tables)", cls="meta")
+    return Section("headline", "", (
+        Heading(1, ("Cluster report",)),
+        para(f"{len(rows_of(d, 'files'))} files, {len(rows_of(d, 'devices'))} devices. Clocks: ", clocks,
+             cls="" if aligned else "warning"),
+        HtmlOnly((meta,))), "Headline", "header")
+
+
+def sec_claims(d: Mapping[str, Any]) -> Section:
+    claims = rows_of(d, "claims")
+    body: List[Any] = [finding_parts(i, c, "advice") for i, c in enumerate(claims, 1)]
+    if not body:
+        body = [para("No rank stands out (every claim's preconditions are listed in docs/CLUSTER.md).")]
+    return Section("findings", "Findings", parts(body), "Findings")
+
+
+def _busy_chart(devices: List[Row], kinds: List[str]) -> Figure:
+    idx = list(range(len(devices)))
+    ticks = [f"{plot_text(r.get('rank'), 40)}<br>{fmt_pct(r.get('busy_pct'))} % busy" for r in devices]
+
+    def bar(name: str, values: List[Any], color: str, what: str) -> Row:
+        hover = [f"{plot_text(r.get('rank'))} · {what}: {ms_value(v)} ms" for r, v in zip(devices, values)]
+        return {"type": "bar", "name": name, "x": idx, "y": [ms_value(v) for v in values], "marker": {"color": color},
+                "hovertext": hover, "hoverinfo": "text"}
+
+    data = [bar(BUSY_LABEL, [r.get("busy_ns") for r in devices], kind_color("busy"), "busy")]
+    for i, k in enumerate(kinds):
+        data.append(bar(idle_label(k), [idle(k)(r) for r in devices], kind_color(k, i), f"idle {plot_text(k)}"))
+    lay = layout(360, "", "ms of the steady window", barmode="stack")
+    lay["xaxis"].update({"tickvals": idx, "ticktext": ticks, "automargin": True})
+    lay["legend"]["traceorder"] = "normal"
+    cap = inline("Busy time and idle time by cause of each rank's GPU over its own steady window (ms; the bar is the "
+                 "window; the tick label gives the steady busy %). Text equivalent: cluster.json ",
+                 Code("devices[]"), " (", Code("busy_ns"), ", ", Code("busy_pct"), ", ", Code("idle_by_kind"), "), the "
+                 "table below, cluster.md “Ranks (steady window of each file)”, ", Code("tables/ranks.csv"), ".")
+    return Figure("rank-busy", [dict(x) for x in data], lay, cap)
+
+
+def sec_ranks(d: Mapping[str, Any], link: Linker) -> Section:
+    title = "Ranks (steady window of each file)"
+    devices = rows_of(d, "devices")
+    kinds = _kinds(devices)
+    absent = {f"idle_{k}_ns" for k in KINDS if k not in kinds}
+    extra = tuple(idle_col(k) for k in kinds if k not in KINDS)
+    cols = linked([c for c in RANKS.cols if c.key not in absent], link) + extra
+    legend = joined([inline(Code(k), f": {KIND_MEANING[k]}") for k in kinds if k in KIND_MEANING], "; ")
+    return Section("ranks", title, parts(
+        Chart(lambda: _busy_chart(devices, kinds)) if devices else None,
+        TablePart(cols, devices, (), "ranks-table"),
+        HtmlOnly((para(Em(("Causes:",)), " ", legend, ".", cls="legend"),)) if legend else None), "Ranks")
+
+
+def sec_files(d: Mapping[str, Any], link: Linker) -> Section:
+    return Section("files", "Files", (
+        TablePart(linked(FILES.cols, link), rows_of(d, "files"), (), "files-table"),
+        para("Each file's own report: ", Code("ranks/<label>/report.md"), ". Definitions: docs/CLUSTER.md."),
+        HtmlOnly((para("Clock offsets are relative to the earliest session start; each label links to the file's "
+                       "own report.html.", cls="meta"),))), "Files")
+
+
+def cluster_document(d: Mapping[str, Any], rank_pages: Optional[Collection[str]] = None) -> Document:
+    """The cluster report's sections; ``rank_pages``: the labels whose ``ranks/<label>/report.html`` exists
+    (``None``: link every label)."""
+    link = make_link(rank_pages)
+    warnings = bullets([Data(w) for w in (d.get("warnings") or []) if w])
+    sections = [sec_headline(d), sec_claims(d), sec_ranks(d, link), sec_nccl(d, link), sec_files(d, link)]
+    if warnings:
+        sections.append(Section("warnings", "Warnings", (warnings,)))
+    return Document(f"Cluster report: {len(rows_of(d, 'files'))} files", tuple(sections))
+
+
+def render_cluster_markdown(d: Mapping[str, Any]) -> str:
+    """The full ``cluster.md`` for a cluster.json dict."""
+    return write_markdown(cluster_document(d))
+
+
+FOOTER = ("<footer id=\"method\"><p>Every number on this page is read from cluster.json (written in the same run) "
+          "and only formatted here: durations in ms / µs, percentages with one decimal. Definitions (ranks, clock "
+          "alignment, matching, wait, skew, late arriver, the claims' preconditions): docs/CLUSTER.md; busy and idle "
+          "causes: docs/MODEL.md. Charts are drawn in the page by plotly.js, which is embedded in this file; the page "
+          "loads nothing from the network (its Content-Security-Policy forbids it). cluster.md holds the same "
+          "sections as text.</p></footer>")
+
+
+def render_cluster_html(d: Mapping[str, Any], js: Optional[str] = None,
+                        rank_pages: Optional[Collection[str]] = None) -> str:
+    """The full ``cluster.html`` for a cluster.json dict. ``js`` replaces the plotly.js bundle (``None``: the
+    installed one; tests that draw nothing pass ``""``); ``rank_pages``: the labels whose
+    ``ranks/<label>/report.html`` exists (``None``: link every label)."""
+    from ..html import plotly_js
+
+    doc = cluster_document(d, rank_pages)
+    w = HtmlWriter()
+    body = w.body(doc)
+    return page(doc.title, body, w.figures_json(), plotly_js() if js is None else js, nav(doc), FOOTER)
+
+
+__all__ = ["cluster_document", "render_cluster_html", "render_cluster_markdown", "report_href"]

@@ -1,0 +1,118 @@
+"""The cluster report's table specs: each names its CSV file under ``tables/`` and the cluster.json rows it holds;
+the cluster document shows the same columns (those with a header; ``html_only`` ones in cluster.html only).
+
+Durations are integer ns in CSV (``*_ns``) and ms when shown. Columns that depend on the run are completed by the
+document: the link to each file's own report (``file`` / ``label``), the idle kinds present, the timing columns
+when the clocks were aligned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable, List, Sequence, Tuple
+
+from ...vocabulary.cause_kinds import KINDS
+from ...vocabulary.units import fmt_ms, fmt_pct, num
+from ..base import Row, rows_of, section
+from ..document import Code, Data, Rich, Spans
+from ..table import Col, Table, csv_col, int_col, name_col, pct_col, raw, show_col, text_col
+
+Linker = Callable[[Any], Spans]
+
+
+def linked(cols: Sequence[Col], link: Linker) -> Tuple[Col, ...]:
+    """The columns with each file label (``file`` / ``label``) linking the file's own report."""
+    def cell(key: str) -> Callable[[Row], Spans]:
+        return lambda r: link(r.get(key))
+    return tuple(replace(c, cell=cell(c.key)) if c.key in ("file", "label") else c for c in cols)
+
+
+def idle_col(kind: str) -> Col:
+    """The idle ns of one cause kind: CSV ``idle_<kind>_ns``, shown in ms."""
+    return Col(((f"idle_{kind}_ns", idle(kind)),), f"idle {kind} (ms)", lambda r: fmt_ms(idle(kind)(r)), True,
+               idle(kind), f"idle_{kind}_ns")
+
+
+def ns_col(key: str, head: str = "") -> Col:
+    """A duration: CSV ``key`` (integer ns), shown ``head (ms)``."""
+    return Col(((key, raw(key)),), f"{head} (ms)" if head else "", lambda r: fmt_ms(r.get(key)), True, raw(key), key)
+
+
+def idle(kind: str) -> Callable[[Row], Any]:
+    """The idle ns of one cause kind of a ``devices[]`` row (0 when the kind did not occur)."""
+    return lambda r: (r.get("idle_by_kind") or {}).get(kind, 0)
+
+
+def share_col(key: str, head: str) -> Col:
+    """A share in [0, 1]: CSV as it is, shown as a whole percentage."""
+    def cell(r: Row) -> str:
+        v = num(r.get(key))
+        return "–" if v is None else f"{fmt_pct(100 * v, 0)} %"
+    return Col(((key, raw(key)),), head, cell, True, raw(key), key)
+
+
+def _coll(key: str) -> Callable[[Row], List[Row]]:
+    return lambda d: rows_of(section(d, "collectives"), key)
+
+
+def _clock(key: str) -> Callable[[Row], Any]:
+    return lambda r: section(r, "clock").get(key)
+
+
+RANKS = Table("ranks.csv", (
+    text_col("rank", "rank", "rank"),
+    show_col("report", lambda r: Data(r.get("file")), False, raw("file"), "file").html().with_csv("file"),
+    int_col("device_id", "device_id", "GPU"),
+    ns_col("window_ns", "window").html(), ns_col("busy_ns", "busy").html(),
+    pct_col("busy_pct", "busy_pct", "busy %"),
+    ns_col("idle_ns", "idle").html(),
+    int_col("kernel_count", "kernel_count", "kernels"), int_col("step_count", "step_count", "steps").html(),
+    ns_col("step_p50_ns", "step p50"), ns_col("step_p90_ns", "step p90"),
+) + tuple(idle_col(k) for k in KINDS), lambda d: rows_of(d, "devices"))
+
+NCCL_RANKS = Table("nccl_ranks.csv", (
+    text_col("rank", "rank", "rank"),
+    show_col("report", lambda r: Data(r.get("file")), False, raw("file"), "file").html().with_csv("file"),
+    int_col("pid", "pid", "pid").html(), int_col("device_id", "device_id", "GPU").html(),
+    int_col("nccl_count", "nccl_count", "NCCL kernels"), ns_col("nccl_total_ns", "NCCL time").html(),
+    int_col("matched", "matched", "matched"),
+    ns_col("wait_ns_total", "wait total"), ns_col("wait_mean_ns", "wait mean"), ns_col("wait_p50_ns", "wait p50"),
+    int_col("last_arrival_count", "last_arrival_count", "last to arrive"),
+    share_col("last_arrival_share", "share"),
+), _coll("ranks"))
+#: the NCCL rank columns that compare timestamps of different files (shown only when the clocks were aligned)
+TIMED = ("wait_ns_total", "wait_mean_ns", "wait_p50_ns", "last_arrival_count", "last_arrival_share",
+         "skew_total_ns", "skew_p50_ns", "skew_max_ns", "end_spread_p50_ns", "most_late_rank", "most_late_share")
+
+NCCL_COLLECTIVES = Table("nccl_collectives.csv", (
+    name_col("name", "name", "collective"), int_col("ranks", "ranks", "ranks"),
+    int_col("kernels", "kernels", "kernels").html(), int_col("matched", "matched", "matched"),
+    int_col("unmatched_kernels", "unmatched_kernels", "unmatched kernels").html(),
+    ns_col("skew_total_ns", "skew total").html(), ns_col("skew_p50_ns", "skew p50"), ns_col("skew_max_ns", "skew max"),
+    ns_col("end_spread_p50_ns", "end spread p50"),
+    text_col("most_late_rank", "most_late_rank", "most often last"),
+    share_col("most_late_share", "its share").html(),
+), _coll("by_name"))
+
+NCCL_INSTANCES = Table("nccl_instances.csv", (
+    csv_col("name", "seq", "late_rank", "first_start_ns", "last_start_ns", "skew_ns", "end_spread_ns"),
+), _coll("instances"))
+
+CLAIMS = Table("claims.csv", (
+    csv_col("id", "rank", "severity", "title", "time_at_stake_ns"),
+    Col((("evidence", lambda c: " ".join(c.get("evidence") or [])),)),
+), lambda d: rows_of(d, "claims"))
+
+FILES = Table("files.csv", (
+    show_col("label", lambda r: Data(r.get("label")), False, raw("label"), "label").with_csv("label"),
+    show_col("path", lambda r: Code(r.get("path")), False, raw("path"), "path").with_csv("path"),
+    text_col("nsys_version", "nsys_version", "nsys"), text_col("window_method", "window_method", "window"),
+    csv_col("window_start_ns", "window_end_ns"),
+    ns_col("offset_ns", "clock offset"),
+    Col(tuple((k, _clock(k)) for k in ("utc_epoch_ns", "normalized", "shift_ns"))),
+    int_col("nccl_kernels", "nccl_kernels", "NCCL kernels").html().with_csv(),
+    show_col("verdict", lambda r: Rich(r.get("headline")), False, raw("headline"), "headline"),
+), lambda d: rows_of(d, "files"))
+
+#: every CSV file of a cluster report, in the order written
+CLUSTER_TABLES = (RANKS, NCCL_RANKS, NCCL_COLLECTIVES, NCCL_INSTANCES, CLAIMS, FILES)

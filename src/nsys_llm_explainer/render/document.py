@@ -1,0 +1,283 @@
+"""The document model: every output (report, compare, cluster) is built once as a list of small, frozen parts;
+the Markdown writer (:mod:`.markdown`) and the HTML writer (:mod:`.html.writer`) only escape and lay them out.
+
+**Inline text** (:data:`Inline`) is a tuple of spans. A plain ``str`` is the tool's own words: written as it is
+in Markdown, HTML-escaped in HTML (so it must not hold Markdown syntax: use the spans). The other spans:
+
+* :class:`Data` — user-controlled text (a name, a path, a reason): escaped in every format
+  (``md_text`` / ``html_escape``); ``lead`` lets Markdown escape a block marker at its start.
+* :class:`Cell` — the same, escaped as a Markdown table cell (``md_cell``: stripped, ``|`` escaped).
+* :class:`Rich` — text holding backtick code spans (finding evidence, advice): the code spans in monospace.
+* :class:`Code` — a name in monospace, shortened to ``limit`` characters (middle ellipsis).
+* :class:`Strong`, :class:`Em` — bold / emphasis around other spans; :class:`Styled` — a CSS class in HTML
+  (Markdown writes the children); :class:`Value` — a formatted number with the exact value behind it (HTML
+  ``data-v``); :class:`Link` — a relative link in HTML (Markdown writes the text).
+
+**Blocks** (:data:`Part`): :class:`Heading`, :class:`Paragraph`, :class:`Note` (a warning), :class:`BulletList`,
+:class:`TablePart` (a :class:`.table.Col` spec and the rows it shows), :class:`Chart` (HTML only: a plotly figure
+built lazily, so Markdown never pays for it), :class:`Details` (collapsible in HTML), :class:`Group` (a card in
+HTML, e.g. one finding) and :class:`HtmlOnly` (parts that only the page shows: meta lines, chart-side tables).
+In Markdown, blocks are separated by a blank line; ``brk`` = :data:`BR` (hard line break) or :data:`NL` (the
+next block follows on the next line, e.g. a paragraph introducing a list) joins a block to the next one.
+
+A :class:`Section` has an id (HTML anchor), a title (``## title`` / ``<h2>``; none for the top block) and its
+parts; a section builder returns :class:`Omitted` when its data is missing (both formats list those in one
+line). A :class:`Document` is the ordered sections.
+
+**Adding a section**: write one builder ``(View) -> Section | Omitted | None`` from the report dict with these
+parts (no Markdown or HTML in it), and add it to the ordered list (``render.sections.SECTIONS``); both
+report.md and report.html then show it. A table shown in a section takes its columns from the table spec of
+its CSV file (:mod:`.specs`), so the three formats cannot disagree on a column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .escape import CODE_LIMIT
+
+if TYPE_CHECKING:   # annotations only: table.py imports this module
+    from .table import Col
+
+
+# ------------------------------------------------------------------------------------------------ inline
+@dataclass(frozen=True)
+class Data:
+    """User-controlled text, escaped in every format; ``lead``: Markdown escapes a leading block marker."""
+
+    value: Any
+    lead: bool = False
+
+
+@dataclass(frozen=True)
+class Cell:
+    """User-controlled text escaped as one Markdown table cell (stripped; ``|`` escaped)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class Rich:
+    """Text whose backtick-delimited parts are names (shown in monospace); the rest is escaped."""
+
+    value: Any
+    lead: bool = False
+
+
+@dataclass(frozen=True)
+class Code:
+    """A name in monospace, shortened to ``limit`` characters (HTML keeps the full name in ``title``)."""
+
+    value: Any
+    limit: int = CODE_LIMIT
+
+
+@dataclass(frozen=True)
+class Strong:
+    children: Inline
+
+
+@dataclass(frozen=True)
+class Em:
+    children: Inline
+
+
+@dataclass(frozen=True)
+class Styled:
+    """``<span class="cls">`` in HTML; the children alone in Markdown."""
+
+    cls: str
+    children: Inline
+
+
+@dataclass(frozen=True)
+class Value:
+    """A formatted number (``shown``) with the exact report value behind it (HTML ``data-k`` / ``data-v``)."""
+
+    shown: str
+    key: str
+    raw: Any
+
+
+@dataclass(frozen=True)
+class Link:
+    """A relative link (HTML); Markdown writes the text only."""
+
+    children: Inline
+    href: str
+
+
+Span = Union[str, Data, Cell, Rich, Code, Strong, Em, Styled, Value, Link]
+Inline = Tuple[Span, ...]
+#: what a builder may pass where inline text is expected (nested, with ``None`` / ``""`` left out)
+Spans = Union[Span, Sequence[Any], None]
+
+
+def inline(*parts: Any) -> Inline:
+    """Spans flattened into one tuple; nested tuples / lists are spliced, ``None`` and ``""`` dropped."""
+    out: List[Span] = []
+    for p in parts:
+        if p is None or p == "":
+            continue
+        if isinstance(p, (tuple, list)):
+            out.extend(inline(*p))
+        else:
+            out.append(p)
+    return tuple(out)
+
+
+def joined(items: Sequence[Inline], sep: str) -> Inline:
+    """``items`` with ``sep`` (the tool's text) between them."""
+    out: List[Any] = []
+    for i, it in enumerate(items):
+        if i:
+            out.append(sep)
+        out.append(it)
+    return inline(*out)
+
+
+# ------------------------------------------------------------------------------------------------ blocks
+#: ``brk`` values: blank line after the block (default), hard line break, next block on the next line
+PARA, BR, NL = "", "br", "nl"
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: Inline
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: Inline
+    cls: str = ""
+    brk: str = PARA
+
+
+@dataclass(frozen=True)
+class Note:
+    """A warning: ``> …`` in Markdown, a highlighted paragraph in HTML."""
+
+    text: Inline
+    brk: str = PARA
+
+
+@dataclass(frozen=True)
+class BulletList:
+    items: Tuple[Inline, ...]
+
+
+@dataclass(frozen=True)
+class TablePart:
+    """A table: columns (those with a header are shown), the rows shown, pre-formatted trailing rows (``extra``,
+    e.g. a folded "other" row), the HTML id and caption."""
+
+    cols: Tuple[Col, ...]
+    rows: Sequence[Mapping[str, Any]]
+    extra: Tuple[Inline, ...] = ()
+    tid: str = ""
+    caption: Inline = ()
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One plotly figure (``data`` / ``layout`` dicts) with its caption; ``shared``: arrays the page copies
+    into every trace lacking them."""
+
+    fid: str
+    data: List[Dict[str, Any]]
+    layout: Dict[str, Any]
+    caption: Inline
+    shared: Optional[Dict[str, Any]] = None
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A chart (HTML only), built when the page is written."""
+
+    make: Callable[[], Figure]
+
+
+@dataclass(frozen=True)
+class Details:
+    """Collapsible in HTML (``<details>``); Markdown writes the summary and the parts."""
+
+    summary: Inline
+    parts: Tuple[Part, ...]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Parts kept together: an ``<article>`` (``cls``, ``ident`` as ``data-id``) in HTML; laid out as usual in
+    Markdown."""
+
+    parts: Tuple[Part, ...]
+    cls: str = ""
+    ident: str = ""
+
+
+@dataclass(frozen=True)
+class HtmlOnly:
+    """Parts shown only in HTML (charts' companions, the page's meta line)."""
+
+    parts: Tuple[Part, ...]
+
+
+Part = Union[Heading, Paragraph, Note, BulletList, TablePart, Chart, Details, Group, HtmlOnly]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section: ``sid`` (HTML id), ``title`` (none for the top block), its parts; ``nav`` labels it in the
+    page's navigation; ``tag`` is its HTML element; ``html_only`` sections (charts) are not in Markdown."""
+
+    sid: str
+    title: Spans
+    parts: Tuple[Part, ...]
+    nav: str = ""
+    tag: str = "section"
+    html_only: bool = False
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """A section left out: its title and why (the section's ``reason`` in the dict)."""
+
+    title: str
+    reason: str
+
+
+SectionResult = Union[Section, Omitted, None]
+
+
+@dataclass(frozen=True)
+class Document:
+    """The ordered sections of one output; ``title`` is the page title (plain text)."""
+
+    title: str
+    sections: Tuple[Section, ...]
+
+
+def parts(*items: Any) -> Tuple[Part, ...]:
+    """Parts flattened into one tuple (nested tuples / lists spliced, ``None`` dropped)."""
+    out: List[Part] = []
+    for p in items:
+        if p is None:
+            continue
+        if isinstance(p, (tuple, list)):
+            out.extend(parts(*p))
+        else:
+            out.append(p)
+    return tuple(out)
+
+
+def para(*text: Any, cls: str = "", brk: str = PARA) -> Paragraph:
+    return Paragraph(inline(*text), cls, brk)
+
+
+def bullets(items: Sequence[Any]) -> Optional[BulletList]:
+    """A bullet list of the non-empty items (``None`` when there is none)."""
+    rows = tuple(inline(i) for i in items)
+    rows = tuple(r for r in rows if r)
+    return BulletList(rows) if rows else None

@@ -1,0 +1,109 @@
+"""Closing sections: trace & capture info, the omitted sections, and how the numbers are computed."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_int
+from ..base import rows_of
+from ..document import (
+    Code,
+    Data,
+    Em,
+    HtmlOnly,
+    Inline,
+    Omitted,
+    Rich,
+    Section,
+    SectionResult,
+    Strong,
+    bullets,
+    inline,
+    joined,
+    para,
+    parts,
+)
+from ..escape import shorten
+from .ctx import View
+
+ROW_COUNT_LABELS = (("kernels", "kernels"), ("cuda_api", "CUDA API calls"), ("nvtx_ranges", "NVTX ranges"),
+                    ("memcpy", "memcpy"), ("memset", "memset"), ("sync", "sync records"),
+                    ("graph_trace", "graph-trace rows"))
+
+
+def sec_trace(v: View) -> SectionResult:
+    t = v.sec("trace")
+    if not t:
+        return Omitted("Trace and capture", "no trace information")
+    c = t.get("capture")
+    cap = c if isinstance(c, dict) else {}
+    items: List[Inline] = [inline(
+        "File ", Code(t.get("path")), "; Nsight Systems ", Data(t.get("nsys_version")), ", export schema ",
+        Data(t.get("export_schema_version")),
+        (", captured ", Data(cap["EXPORT_TIME_UTC"]), " UTC") if cap.get("EXPORT_TIME_UTC") else None,
+        f"; capture length {v.at(v.window.get('full_end_ns'))}.")]
+    gpus = rows_of(t, "gpus")
+    if gpus:
+        items.append(inline("GPUs: ", joined([inline(Data(g.get("id")), ": ", Data(g.get("name")),
+                                                     f" ({fmt_int(g.get('smCount'))} SMs, "
+                                                     f"{fmt_bytes(g.get('totalMemory'))})") for g in gpus[:16]], "; "),
+                            "."))
+    procs = rows_of(t, "processes")
+    if procs:
+        more = f" (+{len(procs) - 8} more)" if len(procs) > 8 else ""
+        items.append(inline("Processes: ", joined([inline(
+            "pid ", Data(p.get("pid")), " ", Code(p.get("name"), 40),
+            f" ({fmt_int(p.get('kernels'))} kernels, {fmt_int(p.get('cuda_api_calls'))} CUDA API calls)")
+            for p in procs[:8]], "; "), more, "."))
+    r = t.get("row_counts")
+    rc = r if isinstance(r, dict) else {}
+    if rc:
+        items.append(("Rows: " + ", ".join(f"{fmt_int(rc[k])} {label}" for k, label in ROW_COUNT_LABELS
+                                           if k in rc) + ".",))
+    mode = t.get("cuda_graph_trace_mode")
+    settings: List[Inline] = [inline(Code(k), "=", Code(x)) for k, x in cap.items() if k != "EXPORT_TIME_UTC"]
+    if mode:
+        settings.append(inline("CUDA graph trace ", Code(mode)))
+    if settings:
+        items.append(inline("Capture settings: ", joined(settings, ", "), "."))
+    items += [(Rich(n, lead=True),) for n in (t.get("schema_notes") or []) if n]
+    return Section("trace", "Trace and capture", parts(bullets(items)), "Trace")
+
+
+def omitted_section(omitted: Sequence[Omitted]) -> Optional[Section]:
+    if not omitted:
+        return None
+    text = joined([inline(f"{o.title} (", Rich(shorten(o.reason, 160), lead=True), ")") for o in omitted], "; ")
+    return Section("omitted", "", (para(Strong(("Not shown (no data):",)), " ", text, ".", cls="meta"),), tag="div")
+
+
+def how_computed(v: View) -> SectionResult:
+    ic = v.sec("idle_causes")
+    prec = joined([(Code(k),) for k in (ic.get("precedence") or [])], " → ")
+    memcpy = v.sec("gpu_time").get("include_memcpy")
+    items: List[Any] = [
+        (Strong(("Time base:",)), " timestamps are ms from capture start (the first captured activity); durations "
+         "are in µs, ms or s. ", Code("report.json"), " and ", Code("tables/*.csv"), " keep absolute integer ns."),
+        (Strong(("Analysis window:",)), " the whole capture, or the steady state left after trimming warm-up and "
+         "idle tail (", Code("window"), " in report.json); every rate, share and finding uses it unless labelled ",
+         Em(("whole capture",)), "."),
+        (Strong(("Busy / idle:",)), " busy = union of kernel intervals on a device inside the window (overlapping "
+         f"kernels count once; memcpy/memset counted as busy: {fmt_bool(memcpy)}); idle = window − busy, including "
+         "before the first and after the last kernel."),
+        (Strong(("Idle causes:",)), " each idle ns goes to the first cause that holds", (" (", prec, ")") if prec
+         else None, ", judged from the host thread that launched the work after the gap."),
+        (Strong(("Findings:",)), " emitted only when every check on their ", Em(("Checked",)), " line holds; time at "
+         "stake is the GPU time the finding is about."),
+        (Strong(("Kernel tables:",)), " per kernel name; % = share of summed kernel time, not of wall time; p50/p90 = "
+         "percentiles of single-kernel durations."),
+        (Strong(("Names",)), " longer than 80 characters are shortened with ", Code("…"), " here; full names are in "
+         "report.json and the CSV files."),
+    ]
+    return Section("method", "How these numbers are computed", parts(
+        para("Full definitions: ", Code("docs/MODEL.md"), " (window, busy/idle, idle causes, checks) and ",
+             Code("docs/METRICS.md"), " (every other metric)."),
+        bullets(items),
+        HtmlOnly((para("Every number on this page is read from report.json (written in the same run) and only "
+                       "formatted here. Charts are drawn in the page by plotly.js, which is embedded in this file; the "
+                       "page loads nothing from the network (its Content-Security-Policy forbids it). report.md holds "
+                       "the same sections as text, without the charts.", cls="meta"),))), "Method")

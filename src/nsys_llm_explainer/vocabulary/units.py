@@ -1,0 +1,152 @@
+"""The one formatter per unit: how every output (Markdown, HTML, terminal lines, chart coordinates, CSV) writes a
+duration, a timestamp, a percentage, a count, a size. Pure functions of a number; any package may import them
+(render, comparison, cluster, findings, analyses).
+
+* :func:`fmt_dur` — *the* duration with its unit: µs with 2 decimals below 1 ms, ms with 3 decimals below 10 s,
+  else s with 3 decimals (``48.20 µs``, ``0.211 ms`` is written ``211.00 µs``, ``1,234.567 ms``, ``12.346 s``).
+* :func:`fmt_ms` / :func:`fmt_us` — a duration in a fixed unit: ns / 10⁶ with 3 decimals, ns / 10³ with 2
+  decimals, thousands separators; no unit (a table column titled "(ms)") unless ``unit=True`` (``12.345 ms``).
+  :func:`signed_ms` — the same with a sign (``+1.250`` / ``−0.020``; a minus sign, not a hyphen).
+* :func:`fmt_at` — a timestamp as ms from the capture start ``t0`` (3 decimals).
+* :func:`fmt_pct` — a percentage (1 decimal, no ``%``); :func:`signed_pct` — a change (``+12.5 %``).
+* :func:`fmt_int` — thousands separators; :func:`fmt_num` — a compact number (check values and thresholds);
+  :func:`fmt_float` — fixed decimals; :func:`fmt_bytes` — decimal units (1 MB = 10⁶ bytes), 2 decimals;
+  :func:`fmt_bool` — yes / no.
+* :func:`ms_value` / :func:`us_value` — ns as a chart coordinate in ms / µs (a float keeping every ns).
+* :func:`exact_decimal` — integer ns / 10^digits as an exact decimal string (CSV ``*_ms`` / ``*_us`` columns).
+
+A missing value (``None``, NaN, a non-number) is written ``–`` (:data:`DASH`); ``exact_decimal`` writes ``""``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+DASH = "–"
+
+
+def num(x: Any) -> Optional[float]:
+    """``x`` as a finite float, else ``None`` (booleans, strings, NaN are not numbers here)."""
+    if x is None or isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    v = float(x)
+    return v if math.isfinite(v) else None
+
+
+def fmt_ms(ns: Any, unit: bool = False) -> str:
+    """ns / 10⁶ with 3 decimals (``1,234.567``; with ``unit``: ``1,234.567 ms``)."""
+    v = num(ns)
+    return DASH if v is None else f"{v / 1e6:,.3f}" + (" ms" if unit else "")
+
+
+def fmt_us(ns: Any, unit: bool = False) -> str:
+    """ns / 10³ with 2 decimals (``48.20``; with ``unit``: ``48.20 µs``)."""
+    v = num(ns)
+    return DASH if v is None else f"{v / 1e3:,.2f}" + (" µs" if unit else "")
+
+
+def fmt_dur(ns: Any) -> str:
+    """A duration with its unit: µs below 1 ms, ms below 10 s, else s."""
+    v = num(ns)
+    if v is None:
+        return DASH
+    if abs(v) < 1e6:
+        return f"{v / 1e3:,.2f} µs"
+    if abs(v) < 1e10:
+        return f"{v / 1e6:,.3f} ms"
+    return f"{v / 1e9:,.3f} s"
+
+
+def signed_ms(ns: Any, unit: bool = False) -> str:
+    """A change in ms with its sign (``+1.250``, ``−0.020``)."""
+    v = num(ns)
+    if v is None:
+        return DASH
+    return ("+" if v >= 0 else "−") + fmt_ms(abs(v), unit)
+
+
+def fmt_at(ns: Any, t0: Any, unit: bool = True) -> str:
+    """Timestamp ``ns`` as ms from capture start ``t0`` (the one time base of the reports)."""
+    v, z = num(ns), num(t0)
+    if v is None or z is None:
+        return DASH
+    return f"{(v - z) / 1e6:,.3f}" + (" ms" if unit else "")
+
+
+def fmt_pct(x: Any, decimals: int = 1) -> str:
+    v = num(x)
+    return DASH if v is None else f"{v:.{decimals}f}"
+
+
+def signed_pct(x: Any) -> str:
+    """A relative change with its sign and unit (``+12.5 %``)."""
+    v = num(x)
+    return DASH if v is None else f"{v:+.1f} %"
+
+
+def fmt_int(n: Any) -> str:
+    v = num(n)
+    if v is None:
+        return DASH
+    return f"{int(v):,}" if v == int(v) else f"{v:,.3f}"
+
+
+def fmt_num(x: Any) -> str:
+    """Compact number: integers with separators, ≥ 100 rounded to an integer, else ≤ 2 decimals."""
+    v = num(x)
+    if v is None:
+        return DASH if x is None else str(x)
+    if v == int(v) or abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.2f}".rstrip("0").rstrip(".")
+
+
+def fmt_float(x: Any, decimals: int = 3) -> str:
+    v = num(x)
+    return DASH if v is None else f"{v:,.{decimals}f}"
+
+
+def fmt_bytes(n: Any) -> str:
+    v = num(n)
+    if v is None:
+        return DASH
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:,.2f} {unit}"
+    return f"{int(v)} B"
+
+
+def fmt_bool(v: Any) -> str:
+    return DASH if v is None else ("yes" if v else "no")
+
+
+def ms_value(ns: Any) -> Optional[float]:
+    """ns → ms for a chart coordinate (6 decimals keep every ns)."""
+    v = num(ns)
+    return None if v is None else round(v / 1e6, 6)
+
+
+def us_value(ns: Any) -> Optional[float]:
+    """ns → µs for a chart coordinate (3 decimals keep every ns)."""
+    v = num(ns)
+    return None if v is None else round(v / 1e3, 3)
+
+
+def exact_decimal(ns: Any, digits: int) -> str:
+    """Integer ns / 10**digits as an exact decimal string (``""`` for a missing value)."""
+    if ns is None or isinstance(ns, bool) or not isinstance(ns, (int, float)):
+        return ""
+    if isinstance(ns, float):
+        if not math.isfinite(ns):
+            return ""
+        if ns != int(ns):
+            return f"{ns / 10**digits:.{digits + 3}f}"
+    n = int(ns)
+    sign = "-" if n < 0 else ""
+    q, r = divmod(abs(n), 10**digits)
+    return f"{sign}{q}.{r:0{digits}d}"
+
+
+__all__ = ["DASH", "exact_decimal", "fmt_at", "fmt_bool", "fmt_bytes", "fmt_dur", "fmt_float", "fmt_int", "fmt_ms",
+           "fmt_num", "fmt_pct", "fmt_us", "ms_value", "num", "signed_ms", "signed_pct", "us_value"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import InputError
-from .user_file import read_user_text
+from .user_file import load_json, read_user_text
 
 PHASES = ("prefill", "decode", "other")
 UNMAPPED = "unmapped"
@@ -144,7 +144,7 @@ def read_phase_map_file(path: Union[str, os.PathLike], label: str = "--phase-map
         raise InputError(f"{label} file not found: {path}")
     text = read_user_text(path, f"{label} {path}")   # size-capped, regular files only
     try:
-        data = json.loads(text)
+        data = load_json(text, f"{label} {path}")   # depth and size bounded (config/user_file.py)
     except json.JSONDecodeError as exc:
         raise InputError(f"{label} {path} is not valid JSON: {exc}") from None
     return parse_phase_map(data, f"{label} {path}")

@@ -148,7 +148,8 @@ def _decode(text: str, path: str, label: str) -> object:
         try:
             return load_json(text, label)
         except ValueError as e:
-            json_err = f"not valid JSON ({e.msg} at line {e.lineno})" if hasattr(e, "msg") else "not valid JSON"
+            json_err = (f"not valid JSON ({e.msg} at line {e.lineno})" if isinstance(e, json.JSONDecodeError)
+                        else "not valid JSON")
         if len(text) > YAML_MAX_BYTES:   # too big to be tried as YAML: the JSON error is the answer
             raise InputError(f"{label}: {json_err}") from None
     try:

@@ -29,6 +29,8 @@ a link, or that is itself a link, is ignored (never written or removed) and repo
 a link or not a directory is refused (exit 2), even with ``force``: the link is the user's, so it is not
 replaced either. Staging directories are made beside the real ``--out`` (inside it only where it is a mount
 point or its parent is not writable) and removed on every way out, signals included.
+An ``--out`` that is, or lies under, a symbolic link to a missing path is refused (creating it would create
+directories wherever the link points).
 
 The new directory's mode follows the umask; a replaced directory keeps its mode.
 """
@@ -36,17 +38,17 @@ The new directory's mode follows the umask; a replaced directory keeps its mode.
 from __future__ import annotations
 
 from .owned import (
-                    KIND_DIRS,
-                    KIND_FILES,
-                    MANIFEST,
-                    OLD_PREFIX,
-                    STAGING_PREFIX,
-                    TOOL,
-                    OutDir,
-                    check_out_dir,
-                    first_foreign,
-                    link_on_the_way,
-                    read_manifest,
+    KIND_DIRS,
+    KIND_FILES,
+    MANIFEST,
+    OLD_PREFIX,
+    STAGING_PREFIX,
+    TOOL,
+    OutDir,
+    check_out_dir,
+    first_foreign,
+    link_on_the_way,
+    read_manifest,
 )
 from .staging import COMMITTED, Staging
 

@@ -179,10 +179,24 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _no_dangling_link(out: Path) -> None:
+    """Refuse an ``--out`` that is, or lies under, a symbolic link to a missing path: creating it would create
+    directories wherever the link points (``mkdir -p`` refuses it too)."""
+    p = Path(os.path.abspath(out))
+    while not p.exists():
+        if os.path.islink(p):
+            raise OutputError(f"--out {out}: {p} is a symbolic link to a missing path; create its target or choose "
+                              "another directory")
+        if p == p.parent:
+            return
+        p = p.parent
+
+
 def check_out_dir(out: Path, force: bool, kind: str = "report", inputs: Sequence[os.PathLike] = ()) -> OutDir:
     """Refuse an unusable ``--out`` before any work (see module docstring); ``inputs``: the files read."""
     out = Path(out)
     _fs_name_check(out)
+    _no_dangling_link(out)
     real = Path(os.path.realpath(out))
     what = WHAT[kind]
     if os.path.lexists(real) and not real.is_dir():

@@ -49,12 +49,20 @@ def test_planted_straggler_exact(straggler, pool_result):
     assert ranks["rank3"]["wait_p50_ns"] == 0 and ranks["rank0"]["wait_p50_ns"] == 230 * US
     assert [i["skew_ns"] for i in coll.instances] == facts["skew_ns"]
     assert [i["late_rank"] for i in coll.instances] == ["rank3"] * 8 + ["rank1"] * 2
-    claim = next(c for c in res.claims if c["id"] == "late_arriver")
+    claim = next(c.to_dict() for c in res.claims if c.finding.id == "late_arriver")
     assert claim["rank"] == "rank3" and claim["severity"] == "high"
     assert claim["time_at_stake_ns"] == round((2360 + 1760 + 2160) * US / 3)
     assert "arrives last in 80% (8 of 10)" in claim["evidence"][0]
     assert "209.3 µs of waiting per step" in claim["evidence"][1]
     assert all(c["op"] for c in claim["checks"])
+    assert [(c["metric"], c["scope"], c["observed"], c["op"], c["threshold"]) for c in claim["checks"]] == [
+        ("aligned", {}, 1, "==", 1), ("ranks", {}, 4, ">=", 2), ("matched", {"rank": "rank3"}, 10, ">=", 5),
+        ("last_arrival_share", {"rank": "rank3"}, 0.8, ">=", 0.6),
+        ("others_mean_wait_ns", {"rank": "rank3"}, round((2360 + 1760 + 2160) * US / 3), ">", 0),
+        ("end_spread_p50_ns", {}, 0, "<=", coll.skew_p50_ns // 2), ("split_names", {}, 0, "==", 0)]
+    late = next(c for c in res.claims if c.finding.id == "late_arriver")   # the single-file Finding and Check types
+    assert late.rank == "rank3" and late.finding.category == "nccl_wait" and late.finding.holds()
+    assert [c.scope.rank for c in late.finding.checks] == [None, None, "rank3", "rank3", "rank3", None, None]
     devs = {r["rank"]: r for r in res.devices}
     assert all(devs[f"rank{r}"]["step_count"] == 10 and devs[f"rank{r}"]["kernel_count"] == 20 for r in range(4))
     json.dumps(res.to_dict(), allow_nan=False)
@@ -75,11 +83,11 @@ def test_kernels_that_do_not_end_together_give_no_late_arriver_claim(tmp_path, s
     assert coll.end_spread_p50_ns == 250 * US and coll.skew_p50_ns == 300 * US
     ranks = {r["rank"]: r for r in coll.ranks}
     assert ranks["rank2"]["last_arrival_count"] == 10 and ranks["rank0"]["wait_ns_total"] > 0
-    assert not [c for c in res.claims if c["id"] == "late_arriver"]
+    assert not [c for c in res.claims if c.finding.id == "late_arriver"]
     assert any("do not end together" in w and "communicators" in w for w in res.warnings)
     ok = pool_result.collectives
     assert ok.end_spread_p50_ns == 0 and ok.skew_p50_ns > 0
-    claim = next(c for c in pool_result.claims if c["id"] == "late_arriver")
+    claim = next(c.to_dict() for c in pool_result.claims if c.finding.id == "late_arriver")
     assert {"metric": "end_spread_p50_ns", "scope": {}, "observed": 0, "op": "<=",
             "threshold": ok.skew_p50_ns // 2} in claim["checks"]
     assert not any("end together" in w for w in pool_result.warnings)
@@ -94,7 +102,7 @@ def test_a_collective_name_on_several_streams_gives_no_late_arriver_claim(tmp_pa
     coll = res.collectives
     assert {r["rank"]: r["wait_ns_total"] for r in coll.ranks} == {f"rank{r}": w for r, w in facts["wait_ns"].items()}
     assert [(s["rank"], s["streams"]) for s in coll.split_names] == [(f"rank{r}", [7, 9]) for r in range(4)]
-    assert not [c for c in res.claims if c["id"] == "late_arriver"]
+    assert not [c for c in res.claims if c.finding.id == "late_arriver"]
     assert any("several CUDA streams" in w and "rank0: streams 7, 9" in w for w in res.warnings)
 
 
@@ -104,7 +112,7 @@ def test_without_session_start_no_timing_claims(tmp_path):
     assert not res.alignment.aligned and "utcEpochNs" in res.alignment.reason
     assert not res.collectives.timed and res.collectives.matched_collectives == 10
     assert "wait_ns_total" not in res.collectives.ranks[0]
-    assert not [c for c in res.claims if c["id"] == "late_arriver"]
+    assert not [c for c in res.claims if c.finding.id == "late_arriver"]
     assert any("cannot be aligned" in w for w in res.warnings)
 
 
@@ -226,8 +234,15 @@ def test_rank_outlier_claims_need_their_preconditions():
                 "idle_by_kind": {"host_cpu": 1000, "sync": 5000}, "step_count": 10, "step_p50_ns": p50}
 
     none = CollectivesResult(False, "no NCCL kernels in any file", False)
-    claims = make_claims(none, [dev("a", 90.0, 1000), dev("b", 89.0, 1000), dev("c", 75.0, 1150)], True)
+    claims = [c.to_dict() for c in
+              make_claims(none, [dev("a", 90.0, 1000), dev("b", 89.0, 1000), dev("c", 75.0, 1150)], True)]
     assert [(c["id"], c["rank"]) for c in claims] == [("low_busy_rank", "c"), ("slow_step_rank", "c")]
+    assert claims[0]["checks"] == [
+        {"metric": "devices", "scope": {}, "observed": 3, "op": ">=", "threshold": 2},
+        {"metric": "busy_pct_gap", "scope": {"rank": "c"}, "observed": 14.5, "op": ">=", "threshold": 10.0}]
+    assert claims[1]["checks"][1] == {"metric": "step_p50_ratio", "scope": {"rank": "c"}, "observed": 1.15,
+                                      "op": ">=", "threshold": 1.1}
+    assert claims[0]["advice"] == ["Open this rank's report (ranks/) for where its idle time went."]
     assert claims[0]["time_at_stake_ns"] == round(14.5 / 100 * 10_000_000)
     assert "largest idle cause is sync" in claims[0]["evidence"][0]
     assert make_claims(none, [dev("a", 90.0, 1000), dev("b", 81.0, 1090)], True) == []

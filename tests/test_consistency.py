@@ -83,15 +83,10 @@ _TLS: Dict[Tuple[str, int, int], Dict[int, rm.DeviceTimeline]] = {}
 
 
 def produce_report(path: str) -> dict:
-    """The report dict through the public entry point (falls back to the pre-rewrite pipeline)."""
+    """The report dict through the public entry point."""
     import nsys_llm_explainer as pkg
 
-    if hasattr(pkg, "analyze"):
-        return pkg.analyze(path).to_dict()
-    from nsys_llm_explainer.pipeline import analyze_path
-    from nsys_llm_explainer.render.json_report import build_json
-
-    return build_json(analyze_path(path))
+    return pkg.analyze(path).to_dict()
 
 
 def _path(case: str, tmp_path_factory) -> str:

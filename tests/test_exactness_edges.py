@@ -9,7 +9,7 @@ import pytest
 from nsys_llm_explainer.analyses.api import classes as ac
 from nsys_llm_explainer.model.names import base_api_name
 from nsys_llm_explainer.pipeline import Options, analyze_path
-from nsys_llm_explainer.serialize import report_dict as build_json
+from nsys_llm_explainer.serialize import report_dict
 from nsys_llm_explainer.synth import TraceBuilder
 
 
@@ -17,7 +17,7 @@ def run(b: TraceBuilder, tmp_path, name: str = "t.sqlite"):
     p = tmp_path / name
     b.write(str(p))
     rep = analyze_path(str(p), Options())
-    return rep, build_json(rep)
+    return rep, report_dict(rep)
 
 
 # ------------------------------------------------------------------ 1. API names

@@ -12,14 +12,20 @@ from nsys_llm_explainer.cli import _parser
 from nsys_llm_explainer.config.categories import CategoryRules, load_rules, preset_rules
 from nsys_llm_explainer.config.phase_map import PhaseMap, build_phase_map, parse_phase_map, read_phase_map_file
 from nsys_llm_explainer.config.window import check_window, parse_window
-from nsys_llm_explainer.errors import InputError
-from nsys_llm_explainer.options import OPTION_NAMES, Options, options_from_args, options_from_kwargs
+from nsys_llm_explainer.errors import InputError, OptionError
+from nsys_llm_explainer.options import OPTION_NAMES, Options, flag_of, options_from_args, options_from_kwargs
 
 
 def _msg(exc: pytest.ExceptionInfo) -> str:
     text = str(exc.value)
     assert "\n" not in text
     return text
+
+
+def _cli(exc: pytest.ExceptionInfo) -> str:
+    """The message as the command line words it (the option by its flag)."""
+    assert isinstance(exc.value, OptionError), exc.value
+    return exc.value.worded(flag_of)
 
 
 # ---------------------------------------------------------------------------------------------- Options
@@ -41,6 +47,7 @@ def test_top() -> None:
     with pytest.raises(InputError) as ei:
         options_from_kwargs(top=0)
     assert _msg(ei) == "top must be at least 1 (got 0)"
+    assert ei.value.option == "top" and _cli(ei) == "--top must be at least 1 (got 0)"
     with pytest.raises(InputError, match=r"^top must be an integer, got '5'$"):
         options_from_kwargs(top="5")
     with pytest.raises(InputError, match="top must be an integer"):
@@ -130,17 +137,20 @@ def test_options_from_args(tmp_path: Path) -> None:
     o = options_from_args(ns)
     assert (o.top, o.window, o.nvtx_kernel_map, o.step_range) == (7, (10, 20), False, "execute_model")
     assert o.phase_map.as_dict() == {"decode": ["gen"]} and o.phase_map.source == "user"
-    for argv, want in (
-        (["--top", "0"], "--top must be at least 1 (got 0)"),
-        (["--window", "5:5"], "--window end (5) must be after its start (5)"),
-        (["--nvtx-coverage-warn-threshold", "2"], "--nvtx-coverage-warn-threshold must be a number between 0"),
-        (["--phase-map", str(tmp_path / "nope.json")], f"--phase-map file not found: {tmp_path / 'nope.json'}"),
-        (["--categories", str(tmp_path / "nope.json")], f"--categories {tmp_path / 'nope.json'}: cannot read"),
-        (["--step-marker", "[x"], "--step-marker is not a valid regular expression"),
+    nope = tmp_path / "nope.json"
+    for argv, option, rest in (
+        (["--top", "0"], "top", " must be at least 1 (got 0)"),
+        (["--window", "5:5"], "window", " end (5) must be after its start (5)"),
+        (["--nvtx-coverage-warn-threshold", "2"], "nvtx_coverage_warn_threshold", " must be a number between 0"),
+        (["--phase-map", str(nope)], "phase_map", f" file not found: {nope}"),
+        (["--categories", str(nope)], "categories_file", f" {nope}: cannot read"),
+        (["--step-marker", "[x"], "step_marker", " is not a valid regular expression"),
     ):
-        with pytest.raises(InputError) as ei:
+        with pytest.raises(OptionError) as ei:
             options_from_args(_parser().parse_args(["t.sqlite", "--out", "o", *argv]))
-        assert _msg(ei).startswith(want), (argv, str(ei.value))
+        assert ei.value.option == option
+        assert _cli(ei).startswith(argv[0] + rest), (argv, _cli(ei))      # the command line: the flag
+        assert _msg(ei).startswith(option + rest), (argv, _msg(ei))        # the API: the keyword
 
 
 # ---------------------------------------------------------------------------------------------- config
@@ -151,22 +161,23 @@ def test_parse_window() -> None:
     for bad, msg in (("1:2:3", "--window expects START_NS:END_NS (integers), got '1:2:3'"),
                      ("a:b", "--window expects START_NS:END_NS (integers), got 'a:b'"),
                      ("7:3", "--window end (3) must be after its start (7)")):
-        with pytest.raises(InputError) as ei:
+        with pytest.raises(OptionError) as ei:
             parse_window(bad)
-        assert str(ei.value) == msg
+        assert _cli(ei) == msg and str(ei.value) == msg[2:]
 
 
 def test_phase_map_config(tmp_path: Path) -> None:
     pm = build_phase_map(None)
     assert pm.source.startswith("preset:") and pm.names[:3] == ["prefill", "decode", "other"]
     assert parse_phase_map({"a": "x", "b": ["", "y", "z"]}) == {"a": ["x"], "b": ["y", "z"]}
-    with pytest.raises(InputError, match=r'^phase map must be a JSON object \{"phase"'):
+    with pytest.raises(OptionError, match=r'^phase_map must be a JSON object \{"phase"'):
         parse_phase_map({"a": [None]})
     f = tmp_path / "bad.json"
     f.write_text("{not json")
-    with pytest.raises(InputError) as ei:
+    with pytest.raises(OptionError) as ei:
         read_phase_map_file(f)
-    assert _msg(ei).startswith(f"--phase-map {f} is not valid JSON: Expecting property name")
+    assert _msg(ei).startswith(f"phase_map {f} is not valid JSON: Expecting property name")
+    assert _cli(ei).startswith(f"--phase-map {f} is not valid JSON: Expecting property name")
 
 
 def test_categories_yaml_parses_into_rules(tmp_path: Path) -> None:
@@ -187,10 +198,12 @@ def test_categories_yaml_parses_into_rules(tmp_path: Path) -> None:
     r = load_rules("vllm", str(f))
     assert (r.preset, r.rules, r.reason) == ("custom", (("nccl", "comm"),), f"rules replaced by {f}")
     f.write_text("rules: [[nccl]]\n")
-    with pytest.raises(InputError) as ei:
+    with pytest.raises(OptionError) as ei:
         load_rules(None, str(f))
-    # the shape of the bad value, never the file's text
-    assert _msg(ei) == f"--categories {f}: rule #1 must be a [regex, category] pair of strings, got a list of 1 item(s)"
+    # the shape of the bad value, never the file's text; the command line names the flag, the API the keyword
+    want = "rule #1 must be a [regex, category] pair of strings, got a list of 1 item(s)"
+    assert _cli(ei) == f"--categories {f}: {want}"
+    assert _msg(ei) == f"categories_file {f}: {want}"
 
 
 def test_reader() -> None:
@@ -200,21 +213,3 @@ def test_reader() -> None:
         options_from_kwargs(reader="duckdb")
 
 
-def test_one_flag_table_builds_every_parser() -> None:
-    """Main command and compare take every analysis flag of the one table (compare lacked --reader, --window
-    and --window-nvtx before), demo takes --top; each flag sets its option the same way on both."""
-    from nsys_llm_explainer.cli import _compare_parser, _demo_parser
-    from nsys_llm_explainer.cli import _parser as main_parser
-    from nsys_llm_explainer.options import FLAGS
-
-    def flags_of(p) -> set:
-        return {s for a in p._actions for s in a.option_strings}
-
-    every = {s for f in FLAGS for s in f.flags}
-    assert every <= flags_of(main_parser()) and every <= flags_of(_compare_parser())
-    assert "--top" in flags_of(_demo_parser()) and not (every - {"--top"}) & flags_of(_demo_parser())
-    argv = ["--window-nvtx", "decode", "--reader", "sqlite3", "--top", "7", "--no-nvtx-kernel-map"]
-    main = options_from_args(main_parser().parse_args(["t.sqlite", "--out", "o", *argv]))
-    cmp_ = options_from_args(_compare_parser().parse_args(["a.sqlite", "b.sqlite", "--out", "o", *argv]))
-    assert main == cmp_
-    assert (main.window_nvtx, main.reader, main.top, main.nvtx_kernel_map) == ("decode", "sqlite3", 7, False)

@@ -11,7 +11,7 @@ from conftest import real_traces, trace_id
 from oracles import oracle_rows
 
 from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.serialize import report_dict as build_json
+from nsys_llm_explainer.serialize import report_dict
 
 #: the one real trace whose oracle checks run in the fast set (small: ~1 MB, NVTX, a launch-bound laptop
 #: GPU); every other trace's are slow (the whole pipeline per trace)
@@ -24,7 +24,7 @@ _CACHE: dict = {}
 
 def report_json(path: Path) -> dict:
     if path not in _CACHE:
-        _CACHE[path] = build_json(analyze_path(str(path)))
+        _CACHE[path] = report_dict(analyze_path(str(path)))
     return _CACHE[path]
 
 

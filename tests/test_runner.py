@@ -127,3 +127,18 @@ def test_every_report_field_reaches_report_json(tmp_path):
     d = report_dict(wide)
     assert d["extra_section"] == {"n": 7}
     assert {k: v for k, v in d.items() if k != "extra_section"} == report_dict(rep)
+
+
+def test_the_api_takes_workers_and_words_a_bad_value_with_the_keyword(tmp_path):
+    import nsys_llm_explainer as nle
+    from nsys_llm_explainer.errors import OptionError
+    from nsys_llm_explainer.synth import build_scenario
+
+    p = tmp_path / "t.sqlite"
+    build_scenario("launch_bound", str(p))
+    a, b = nle.analyze(str(p), workers=1).to_dict(), nle.analyze(str(p), workers=3).to_dict()
+    a.pop("timings_s"), b.pop("timings_s")
+    assert a == b
+    for bad in (0, "2", 1.5):
+        with pytest.raises(OptionError, match="^workers "):
+            nle.analyze(str(p), workers=bad)

@@ -10,7 +10,7 @@ import pytest
 
 from nsys_llm_explainer import render
 from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.serialize import report_dict as build_json
+from nsys_llm_explainer.serialize import report_dict
 from nsys_llm_explainer.synth import build_scenario
 
 TABLES = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_MEMCPY",
@@ -53,7 +53,7 @@ def test_missing_table_or_column_degrades(base, tmp_path, table, column):
         c.execute(f'ALTER TABLE "{table}" DROP COLUMN "{column}"')
     c.commit()
     c.close()
-    j = build_json(analyze_path(str(p)))
+    j = report_dict(analyze_path(str(p)))
     for r in render.ALL_RENDERERS:
         r().render(j, tmp_path / "out")
     assert (tmp_path / "out" / "report.md").exists()

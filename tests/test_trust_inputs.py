@@ -20,7 +20,7 @@ import pytest
 import nsys_llm_explainer as nle
 from nsys_llm_explainer import cli
 from nsys_llm_explainer.config import user_file
-from nsys_llm_explainer.errors import InputError
+from nsys_llm_explainer.errors import OptionError
 from nsys_llm_explainer.read.connection import open_readonly
 from nsys_llm_explainer.read.fetch_nvtx import fetch_nvtx
 from nsys_llm_explainer.read.schema import probe
@@ -226,14 +226,20 @@ def test_hostile_option_file_is_one_line_quickly(tmp_path: Path, demo_trace: Pat
         assert time.perf_counter() - t0 < 5
         assert line.startswith(f"nsys-llm-explain: error: {flag} {f}") and says in line, line
         assert "SECRET" not in line and "x, x" not in line and not (tmp_path / "o").exists()
+    for keyword in ["categories_file"] + (["phase_map"] if name.endswith(".json") else []):   # the API: the keyword
+        with pytest.raises(OptionError) as ei:
+            nle.analyze(str(demo_trace), **{keyword: str(f)})
+        msg = str(ei.value)
+        assert ei.value.option == keyword and msg.startswith(f"{keyword} {f}: ") and says in msg, msg
+        assert "\n" not in msg and "SECRET" not in msg and "x, x" not in msg
 
 
 def test_alias_bomb_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     tracemalloc.start()
     try:
         for text in (_bomb(12), _merge_bomb()):
-            with pytest.raises(InputError, match="more than 50,000 values"):
-                user_file.load_yaml(text, "--categories f")
+            with pytest.raises(OptionError, match="^categories_file f: more than 50,000 values"):
+                user_file.load_yaml(text, "categories_file", "f")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -251,6 +257,11 @@ def test_messages_never_quote_the_file(tmp_path: Path, demo_trace: Path, capsys)
         assert cli.main([str(demo_trace), "--out", str(tmp_path / "o"), flag, str(f)]) == 2
         line = one_line(capsys.readouterr().err)
         assert "SECRET" not in line.replace(str(f), ""), line
+        keyword = "phase_map" if "phase" in name else "categories_file"
+        with pytest.raises(OptionError) as ei:
+            nle.analyze(str(demo_trace), **{keyword: str(f)})
+        assert ei.value.option == keyword and str(ei.value).startswith(f"{keyword} {f}")
+        assert "SECRET" not in str(ei.value).replace(str(f), "") and "\n" not in str(ei.value)
 
 
 def test_real_option_files_are_well_within_the_limits(tmp_path: Path) -> None:

@@ -14,24 +14,36 @@ Public API (writes no files)::
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+
+from .errors import InputError, OptionError
+
+if TYPE_CHECKING:
+    from .cluster import ClusterResult
+    from .comparison import CompareResult
+    from .report import Report
 
 __version__ = "0.3.0"
 
 
-def analyze(path: str, **options: Any):
+def analyze(path: str, workers: Optional[int] = None, **options: Any) -> Report:
     """Analyze a ``.sqlite`` export and return the typed :class:`report.Report` (no files written).
 
-    ``options`` are the command-line options by their long names with underscores: ``top``, ``phase_map``,
-    ``nvtx_coverage_warn_threshold``, ``nvtx_kernel_map``, ``include_memcpy_in_busy``, ``categories_file``,
-    ``step_marker``, ``window`` (``(start_ns, end_ns)``), ``window_nvtx``, ``step_range``, ``reader``
-    (``auto`` | ``adbc`` | ``sqlite3``: how big tables are fetched; same numbers). Unknown names or bad
-    values raise :class:`errors.InputError`.
+    ``workers``: threads for the read and the analysis graph (default 2 on a multi-core machine; ``1`` runs
+    every step in order on the calling thread, for debugging); the report is the same either way.
+
+    ``options`` are the fields of :class:`options.Options` (the option table: each is the command-line option
+    of the same name with underscores, ``top``, ``step_marker``, ``window=(start_ns, end_ns)``, …; defaults and
+    meanings in ``help(nsys_llm_explainer.options.Options)`` or ``nsys-llm-explain --help``). An unknown name
+    raises :class:`errors.InputError` listing the known ones; a bad value raises :class:`errors.OptionError`
+    (an ``InputError``) whose message and ``option`` name the keyword (``step_marker is not a valid regular
+    expression: …``), also when the trace shows it (``window_nvtx 'x': no NVTX range has exactly this name``).
     """
+    from .config.values import workers as check_workers
     from .options import options_from_kwargs
     from .pipeline import analyze_path
 
-    return analyze_path(str(path), options_from_kwargs(**options))
+    return analyze_path(str(path), options_from_kwargs(**options), workers=check_workers(workers, "workers"))
 
 
 def render_markdown(report: Union[Any, dict]) -> str:
@@ -41,31 +53,33 @@ def render_markdown(report: Union[Any, dict]) -> str:
     return _md(report if isinstance(report, dict) else report.to_dict())
 
 
-def compare(paths: Sequence[str], labels: Optional[Sequence[str]] = None, **options: Any):
+def compare(paths: Sequence[str], labels: Optional[Sequence[str]] = None, **options: Any) -> CompareResult:
     """Analyze ``.sqlite`` exports and compare them: ``paths[0]`` is BASE, each later one a NEW compared against
     it. Returns the typed :class:`comparison.CompareResult` (``to_dict()`` is ``compare.json``); writes no files.
 
     ``labels`` name the traces (default: file names); ``options`` are :func:`analyze`'s, applied to every trace.
-    Bad paths, labels or options raise :class:`errors.InputError`. The headline metric, its noise and the
-    "too short" / "too different" rules are in docs/COMPARE.md.
+    Bad paths, labels or options raise :class:`errors.InputError` (:class:`errors.OptionError` naming the keyword).
+    The headline metric, its noise and the "too short" / "too different" rules are in docs/COMPARE.md.
     """
     from .comparison import compare_paths
-    from .options import options_from_kwargs
+    from .options import check_option, options_from_kwargs
     from .pipeline import analyze_path
 
     opts = options_from_kwargs(**options)
-    result, _ = compare_paths([str(p) for p in paths], labels, lambda p: analyze_path(p, opts))
+    names = check_option("labels", labels)
+    result, _ = compare_paths([str(p) for p in paths], names, lambda p: analyze_path(p, opts))
     return result
 
 
 def analyze_cluster(paths: Union[str, Sequence[str]], jobs: Optional[int] = None, scheduler: Optional[str] = None,
-                    **options: Any):
+                    **options: Any) -> ClusterResult:
     """Analyze several exports (files, directories or globs; e.g. one per rank) and return the typed
     :class:`cluster.ClusterResult` (``to_dict()`` is ``cluster.json``); writes no files.
 
     Each file is analysed on its own (``options`` as in :func:`analyze`, applied to every file) by a local process
     pool of ``jobs`` workers (default min(files, CPUs)), or on the Dask cluster at ``scheduler`` (``"local"``: a
-    ``LocalCluster``; needs ``pip install 'nsys-llm-explainer[dask]'``). Definitions: docs/CLUSTER.md.
+    ``LocalCluster``; needs ``pip install 'nsys-llm-explainer[dask]'``). Definitions: docs/CLUSTER.md. ``jobs`` < 1
+    raises :class:`errors.OptionError`.
     """
     from .cluster import analyze_many
     from .options import options_from_kwargs
@@ -74,4 +88,4 @@ def analyze_cluster(paths: Union[str, Sequence[str]], jobs: Optional[int] = None
     return analyze_many(items, options_from_kwargs(**options), jobs, scheduler)
 
 
-__all__ = ["__version__", "analyze", "analyze_cluster", "compare", "render_markdown"]
+__all__ = ["InputError", "OptionError", "__version__", "analyze", "analyze_cluster", "compare", "render_markdown"]

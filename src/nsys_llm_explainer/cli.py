@@ -20,11 +20,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import TYPE_CHECKING, List, NoReturn, Optional, Sequence
 
 from . import __version__
-from .errors import EXIT_REGRESSION, ExplainerError, InputError
-from .options import Options, add_option_flags, options_from_args
+from .errors import EXIT_REGRESSION, ExplainerError, InputError, OptionError
+from .options import Options, add_flags, check_option, flag_of, options_from_args
 from .read.nsys_export import export_report, is_report
 from .terminal import error_line, say, silence_stdout
 
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from .report import Report
 
 PROG = "nsys-llm-explain"
-FORCE_HELP = ("write beside files this tool did not write in --out (they are never changed; a file of theirs at a "
-              "path the tool writes, or the input, is still refused), or replace another kind of output")
 #: test-only hook (tests/test_output_safety.py): seconds to sleep once the output is staged, before the commit
 STAGED_PAUSE_ENV = "NSYS_LLM_EXPLAIN_TEST_STAGED_PAUSE_S"
 
@@ -87,15 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("traces", nargs="+", metavar="trace",
                    help="trace.sqlite exported by `nsys export --type sqlite` (or .nsys-rep/.qdrep with nsys on PATH); "
                         "several files, a directory or a glob give one cluster report (docs/CLUSTER.md)")
-    p.add_argument("-o", "--out", required=True, help="output directory (new, empty, or holding a previous report)")
-    p.add_argument("--force", action="store_true", help=FORCE_HELP)
-    add_option_flags(p)
-    p.add_argument("--jobs", type=int, metavar="N",
-                   help="several traces: analyse N files at a time (default: min(files, CPU count))")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="several traces: run the per-file analyses on this Dask scheduler (`local`: a LocalCluster); "
-                        "needs the dask extra")
-    p.add_argument("--quiet", action="store_true", help="no stdout summary, no progress")
+    add_flags(p, "main")   # every option: the table in options.py
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return p
 
@@ -116,8 +106,6 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
     from .errors import OptionalDependencyError
     from .output import Staging
 
-    if jobs is not None and jobs < 1:
-        raise InputError(f"--jobs must be ≥ 1, got {jobs}")
     if scheduler:
         try:
             import dask.distributed  # noqa: F401
@@ -141,14 +129,14 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
         progress.stop()
     if not quiet:
         say([f"{PROG}: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ ({len(result.files)} files)"]
-            + ["  " + str(c["title"]) for c in result.claims[:3]])
+            + ["  " + c.finding.title for c in result.claims[:3]])
     return 0
 
 
 class _OneLineParser(argparse.ArgumentParser):
     """Usage errors as one-line :class:`InputError` messages (exit 2) instead of argparse's usage block."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
@@ -156,12 +144,7 @@ def _demo_parser() -> argparse.ArgumentParser:
     from .synth import SCENARIOS
 
     p = _OneLineParser(prog=f"{PROG} demo", description="Generate a synthetic vLLM-style trace and analyze it.")
-    p.add_argument("-o", "--out", required=True, help="output directory (new, empty, or holding a previous demo)")
-    p.add_argument("--force", action="store_true", help=FORCE_HELP + " (e.g. a report of a real trace)")
-    p.add_argument("--scenario", default="demo", choices=sorted(SCENARIOS), metavar="NAME",
-                   help=f"synthetic scenario to generate (default: demo; one of {', '.join(sorted(SCENARIOS))})")
-    add_option_flags(p, only=("top",))
-    p.add_argument("--quiet", action="store_true")
+    add_flags(p, "demo", choices={"scenario": sorted(SCENARIOS)})
     return p
 
 
@@ -170,15 +153,7 @@ def _compare_parser() -> argparse.ArgumentParser:
                        description="Compare traces of the same workload: BASE (the first) against each NEW. "
                                    "Writes compare.md, compare.json, compare.html and tables/ (docs/COMPARE.md).")
     p.add_argument("traces", nargs="*", metavar="TRACE", help="BASE NEW [MORE ...] (.sqlite, or .nsys-rep with nsys)")
-    p.add_argument("-o", "--out", required=True,
-                   help="output directory (new, empty, or holding a previous comparison)")
-    p.add_argument("--labels", metavar="A,B,...", help="comma-separated names of the traces (default: file names)")
-    p.add_argument("--fail-on-regression", metavar="PCT",
-                   help=f"exit {EXIT_REGRESSION} when a NEW trace is slower than BASE by more than PCT %% on the "
-                        "headline metric (and by more than the noise)")
-    p.add_argument("--force", action="store_true", help=FORCE_HELP)
-    p.add_argument("--quiet", action="store_true", help="print only the gate line(s)")
-    add_option_flags(p)
+    add_flags(p, "compare")
     return p
 
 
@@ -191,7 +166,7 @@ def run_compare(argv: Sequence[str]) -> int:
     if len(a.traces) < 2:
         raise InputError(f"compare needs at least two traces (BASE NEW [MORE ...]), got {len(a.traces)}")
     limit = check_gate(a.fail_on_regression) if a.fail_on_regression is not None else None
-    labels = a.labels.split(",") if a.labels is not None else None
+    labels = check_option("labels", a.labels)
     opts = options_from_args(a)
     out = Path(a.out)
     od = check_compare_out(out, a.force, a.traces)
@@ -238,17 +213,11 @@ def _summary_lines(rep: Report) -> List[str]:
     return lines
 
 
-def _write_all(data: dict, out_dir: Path) -> None:
-    from . import render
-
-    for r in render.ALL_RENDERERS:
-        (r() if isinstance(r, type) else r).render(data, out_dir)
-
-
 def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
                  display_path: Optional[str] = None, extra_files: Sequence[Path] = ()) -> int:
     from .output import Staging
     from .pipeline import analyze_path
+    from .render import render_all
 
     out = od.path
     progress = Progress(enabled=not quiet)
@@ -265,7 +234,7 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
             data = report.to_dict()
             with Staging(od) as st:
                 assert st.tmp is not None
-                _write_all(data, st.tmp)
+                render_all(data, st.tmp)
                 for f in extra_files:
                     shutil.copyfile(f, st.tmp / f.name)
                 _test_pause(STAGED_PAUSE_ENV)
@@ -304,13 +273,12 @@ def _main(argv: Sequence[str]) -> int:
                                 extra_files=[trace])
     a = _parser().parse_args(argv)
     opts = options_from_args(a)   # validates every option and reads the option files before the analysis
+    jobs = check_option("jobs", a.jobs)
     if _is_cluster(a.traces):
-        return run_cluster(a.traces, Path(a.out), opts, a.force, a.quiet, a.jobs, a.scheduler)
+        return run_cluster(a.traces, Path(a.out), opts, a.force, a.quiet, jobs, a.scheduler)
     from .output import check_out_dir
-    if a.jobs is not None and a.jobs < 1:
-        raise InputError(f"--jobs must be ≥ 1, got {a.jobs}")
     od = check_out_dir(Path(a.out), a.force, "report", [a.traces[0]])
-    if (a.jobs is not None or a.scheduler) and not a.quiet:
+    if (jobs is not None or a.scheduler) and not a.quiet:
         error_line(f"{PROG}: note: ", "--jobs / --scheduler apply to several traces; one trace is analysed here, "
                    "in this process")
     return run_analysis(Path(a.traces[0]), od, opts, a.quiet)
@@ -325,6 +293,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     previous = interrupts.install()
     try:
         return _main(argv)
+    except OptionError as exc:   # named by its flag here (the API names it by its keyword)
+        error_line(f"{PROG}: error: ", exc.worded(flag_of))
+        return exc.exit_code
     except ExplainerError as exc:
         error_line(f"{PROG}: error: ", exc)
         return exc.exit_code

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 
 class ExplainerError(Exception):
     """Base class: anything the CLI turns into a one-line message."""
@@ -13,6 +15,36 @@ class InputError(ExplainerError):
     """The input trace (or an option) is unusable: exit code 2."""
 
     exit_code = 2
+
+
+class OptionError(InputError):
+    """A bad option value (exit code 2), raised where it is found (options, option files, an analysis that
+    meets the trace) with the option's *name* — an :class:`options.Options` field or a run option such as
+    ``jobs`` — never its flag. The boundary words it: ``str()`` names the keyword (the Python API:
+    ``step_marker is not a valid regular expression: …``), the command line the flag through
+    :meth:`worded` (``--step-marker is not …``). The message is ``<name><sep><detail>``."""
+
+    def __init__(self, option: str, detail: str, sep: str = " ") -> None:
+        super().__init__(option, detail, sep)   # args: pickled as they are (cluster workers re-raise it)
+        self.option, self.detail, self.sep = option, detail, sep
+
+    def worded(self, name_of: Callable[[str], str]) -> str:
+        """The message with each option named by ``name_of(option)`` (a flag, a keyword)."""
+        return f"{name_of(self.option)}{self.sep}{self.detail}"
+
+    def __str__(self) -> str:
+        return self.worded(str)
+
+
+class OptionConflict(OptionError):
+    """Two options given together that exclude each other (``give either categories or categories_file``)."""
+
+    def __init__(self, option: str, other: str) -> None:
+        InputError.__init__(self, option, other)
+        self.option, self.other, self.detail, self.sep = option, other, "", " "
+
+    def worded(self, name_of: Callable[[str], str]) -> str:
+        return f"give either {name_of(self.option)} or {name_of(self.other)}, not both"
 
 
 class OutputError(ExplainerError):

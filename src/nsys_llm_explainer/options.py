@@ -1,267 +1,247 @@
-"""Analysis options, parsed and validated once into an immutable, typed :class:`Options`.
+"""Every option, defined once: the option table that builds the command-line parsers, checks the Python API's
+keywords, holds the defaults of :class:`Options` and writes ``report.json``'s ``options``.
 
-Two entry points build one: :func:`options_from_kwargs` (the Python API, ``analyze(path, **options)``)
-and :func:`options_from_args` (the command line's ``argparse.Namespace``). Both read the option files
-(``phase_map``, ``categories``) through :mod:`config` and raise :class:`~nsys_llm_explainer.errors.InputError`
-with a one-line message naming the option (``top`` for the API, ``--top`` on the command line) on a bad
-value. Analyses receive the parsed values only.
+An analysis option is one field of :class:`Options` declared with :func:`option` — its name (the field and
+the API keyword), type (the annotation), default, flags, help, the commands that take it and the check that
+parses it (:mod:`config.values`). :data:`OPTIONS` is read from those fields; :data:`RUN_OPTIONS` adds the
+options of a run (``--out``, ``--jobs``, ``--labels``, …); :data:`TABLE` is both, in ``--help`` order.
+Adding an option is adding one field (README "Development"; ``tests/test_options.py`` checks every parser, the
+API, the defaults and the README against the table).
+
+Two entry points build an :class:`Options`: :func:`options_from_kwargs` (``analyze(path, **options)``) and
+:func:`options_from_args` (the command line's ``argparse.Namespace``). Both read the option files
+(``phase_map``, ``categories``) and raise :class:`~nsys_llm_explainer.errors.OptionError` naming the option;
+the command line words it with the flag (:func:`flag_of`: ``--top must be at least 1``), the API with the
+keyword (``top must be at least 1``). Analyses receive the parsed values only.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import numbers
-import os
-import re
-from dataclasses import dataclass, fields
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, TypeVar
 
+from .config import values as v
 from .config.categories import CategoryRules, load_rules
-from .config.phase_map import FORMAT as PHASE_MAP_FORMAT
-from .config.phase_map import PhaseMap, build_phase_map, read_phase_map_file
-from .config.window import check_window
-from .errors import InputError
+from .config.phase_map import PhaseMap
+from .errors import EXIT_REGRESSION, InputError, OptionConflict
+from .jsonable import json_ready
 from .read.columnar import READERS
+
+T = TypeVar("T")
+#: ``check(value, name) -> parsed``; raises :class:`~nsys_llm_explainer.errors.OptionError` naming ``name``
+Check = Callable[[Any, str], Any]
+#: the commands whose parsers the table builds: the main command (one trace, or several: a cluster), compare, demo
+COMMANDS = ("main", "compare", "demo")
+ANALYSIS = ("main", "compare")      # the commands that take every analysis option
+KINDS = ("value", "int", "float", "on", "off")
+#: ``Option.choices`` of an option whose choices the command knows (demo's scenarios: :mod:`synth`)
+CHOSEN_BY_COMMAND: Tuple[str, ...] = ("<given by the command>",)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option. ``kind``: ``value`` (argparse keeps the string; ``check`` parses it), ``int`` / ``float``
+    (argparse converts, ``check`` validates), ``on`` (a switch that sets the option) or ``off`` (a switch that
+    clears it). ``choices``: the values allowed (:data:`CHOSEN_BY_COMMAND`: given by the command to
+    :func:`add_flags`). ``help`` may use argparse's ``%(default)s`` / ``%(choices)s``; ``help_for`` replaces it
+    for some commands. ``check=None``: the command checks the value itself. ``in_report``: written to
+    ``report.json`` ``options`` (by :func:`jsonable.json_ready`, so a parsed value serialises itself)."""
+
+    name: str
+    flags: Tuple[str, ...]
+    help: str
+    default: Any = None
+    check: Optional[Check] = None
+    metavar: Optional[str] = None
+    kind: str = "value"
+    choices: Optional[Tuple[str, ...]] = None
+    commands: Tuple[str, ...] = ANALYSIS
+    required: bool = False
+    help_for: Tuple[Tuple[str, Optional[str]], ...] = ()
+    in_report: bool = True
+    after: bool = False                 # a run option listed after the analysis options in --help
+
+    @property
+    def flag(self) -> str:
+        """The flag that names the option in messages: the first long one (``--out`` of ``-o, --out``); an
+        option without flags (``categories``, API only) by its name in the flag style."""
+        longs = [f for f in self.flags if f.startswith("--")]
+        return longs[0] if longs else "--" + self.name.replace("_", "-")
+
+    @property
+    def dest(self) -> str:
+        """The ``argparse.Namespace`` attribute (argparse's own choice: the first long flag)."""
+        return self.flag[2:].replace("-", "_")
+
+    def help_in(self, command: str) -> Optional[str]:
+        return dict(self.help_for).get(command, self.help)
+
+
+def option(default: T, *flags: str, help: str, check: Check, metavar: Optional[str] = None, kind: str = "value",
+           choices: Optional[Tuple[str, ...]] = None, commands: Tuple[str, ...] = ANALYSIS,
+           in_report: bool = True) -> T:
+    """An :class:`Options` field: its default, and its :class:`Option` (named after the field by :data:`OPTIONS`)."""
+    spec = Option("", flags, help, default, check, metavar, kind, choices, commands, in_report=in_report)
+    return field(default=default, metadata={"option": spec})
 
 
 @dataclass(frozen=True)
 class Options:
-    """Parsed analysis options (field names and defaults as the historical ``pipeline.Options``).
+    """Parsed analysis options, one field per option (order: ``report.json`` ``options``)."""
 
-    * ``top`` — rows in top tables (≥ 1).
-    * ``phase_map`` — user phase map (:class:`~config.phase_map.PhaseMap`, source ``"user"``); None: presets.
-    * ``nvtx_coverage_warn_threshold`` — warn when NVTX→kernel attribution covers less than this
-      fraction of kernel time (0 … 1).
-    * ``nvtx_kernel_map`` — run NVTX→kernel attribution.
-    * ``include_memcpy_in_busy`` — count memcpy/memset as GPU busy.
-    * ``categories_file`` — path of the user category rules file (None: presets only);
-      ``categories`` — the parsed rules (:class:`~config.categories.CategoryRules`, preset ``auto``
-      plus the file's rules), None when no rules were given.
-    * ``step_marker`` — kernel-name regex marking the end of a step (valid; None: default markers).
-    * ``window`` — ``(start_ns, end_ns)`` with end > start, or None (auto-detected steady state).
-    * ``window_nvtx`` — NVTX range name whose span is the window, or None.
-    * ``step_range`` — NVTX range name that delimits one step, or None (auto-detected).
-    * ``reader`` — how big tables are fetched: ``auto`` (columnar ADBC driver when installed, else the
-      standard library), ``adbc`` or ``sqlite3`` (:mod:`read.columnar`); the numbers do not depend on it.
-    """
-
-    top: int = 20
-    phase_map: Optional[PhaseMap] = None
-    nvtx_coverage_warn_threshold: float = 0.7
-    nvtx_kernel_map: bool = True
-    include_memcpy_in_busy: bool = False
-    categories_file: Optional[str] = None
-    step_marker: Optional[str] = None
-    window: Optional[Tuple[int, int]] = None
-    window_nvtx: Optional[str] = None
-    step_range: Optional[str] = None
-    categories: Optional[CategoryRules] = None
-    reader: str = "auto"
-
-
-OPTION_NAMES: Tuple[str, ...] = tuple(f.name for f in fields(Options))
-
-@dataclass(frozen=True)
-class Flag:
-    """The command-line flag of one analysis option: ``option`` is the :class:`Options` field it sets;
-    ``kind`` ``value`` (a string the option's validator parses), ``int`` / ``float`` (parsed by argparse),
-    ``on`` (a switch that sets the option) or ``off`` (a switch that clears it)."""
-
-    option: str
-    flags: Tuple[str, ...]
-    help: str
-    metavar: Optional[str] = None
-    kind: str = "value"
-    choices: Optional[Tuple[str, ...]] = None
-
-    @property
-    def dest(self) -> str:
-        """The ``argparse.Namespace`` attribute (the first flag's name)."""
-        return self.flags[0].lstrip("-").replace("-", "_")
+    top: int = option(20, "--top", help="rows in top tables (default %(default)s)", metavar="N", kind="int",
+                      check=v.positive_int, commands=COMMANDS)
+    #: user phase map (source ``"user"``); None: the presets
+    phase_map: Optional[PhaseMap] = option(
+        None, "--phase-map", "--phases-json", help='JSON {"phase": ["substring", ...]} mapping NVTX range names '
+        "to phases", metavar="FILE", check=v.phase_map)
+    nvtx_coverage_warn_threshold: float = option(
+        0.7, "--nvtx-coverage-warn-threshold", help="warn when NVTX→kernel attribution covers less than this "
+        "fraction of kernel time (default %(default)s)", metavar="F", kind="float", check=v.fraction)
+    nvtx_kernel_map: bool = option(True, "--no-nvtx-kernel-map", help="skip NVTX→kernel attribution", kind="off",
+                                   check=v.switch)
+    include_memcpy_in_busy: bool = option(False, "--include-memcpy-in-busy", kind="on", check=v.switch,
+                                          help="count memcpy/memset as GPU busy in the idle analysis")
+    #: path of the user category rules file (None: presets only)
+    categories_file: Optional[str] = option(None, "--categories", metavar="FILE", check=v.file_path,
+                                            help="kernel category rules (JSON or YAML) extending the presets")
+    #: kernel-name regex marking the end of a step (None: the default markers)
+    step_marker: Optional[str] = option(None, "--step-marker", metavar="REGEX", check=v.regex,
+                                        help="kernel-name regex marking the end of a decode step")
+    #: ``(start_ns, end_ns)`` with end > start; None: the steady state is detected
+    window: Optional[Tuple[int, int]] = option(None, "--window", metavar="START_NS:END_NS", check=v.window,
+                                               help="analyze only this time window (steady state)")
+    window_nvtx: Optional[str] = option(None, "--window-nvtx", metavar="RANGE_NAME", check=v.range_name,
+                                        help="steady-state window = span of this NVTX range")
+    step_range: Optional[str] = option(None, "--step-range", metavar="NVTX_NAME", check=v.text,
+                                       help="NVTX range name that delimits one step")
+    #: the parsed rules (preset ``auto`` plus the file's rules); the API also takes them here (or a rules file
+    #: path) instead of ``categories_file``; None when no rules were given
+    categories: Optional[CategoryRules] = option(None, help="", check=v.rules, commands=())
+    #: how big tables are fetched (:mod:`read.columnar`); the numbers do not depend on it, so report.json
+    #: leaves it out
+    reader: str = option("auto", "--reader", choices=READERS, check=v.one_of(READERS), in_report=False,
+                         help="how big tables are read: auto (the columnar ADBC driver when installed), adbc or "
+                              "sqlite3 (the standard library); the numbers do not depend on it")
 
 
-#: every analysis option's flag: one table that builds the main command's and compare's parsers (demo takes
-#: ``--top`` only) and names the flags in error messages
-FLAGS: Tuple[Flag, ...] = (
-    Flag("phase_map", ("--phase-map", "--phases-json"),
-         'JSON {"phase": ["substring", ...]} mapping NVTX range names to phases', "FILE"),
-    Flag("nvtx_coverage_warn_threshold", ("--nvtx-coverage-warn-threshold",),
-         "warn when NVTX→kernel attribution covers less than this fraction of kernel time (default 0.7)", "F",
-         "float"),
-    Flag("nvtx_kernel_map", ("--no-nvtx-kernel-map",), "skip NVTX→kernel attribution", kind="off"),
-    Flag("top", ("--top",), "rows in top tables (default 20)", "N", "int"),
-    Flag("include_memcpy_in_busy", ("--include-memcpy-in-busy",),
-         "count memcpy/memset as GPU busy in the idle analysis", kind="on"),
-    Flag("categories_file", ("--categories",), "kernel category rules (JSON or YAML) extending the presets", "FILE"),
-    Flag("step_marker", ("--step-marker",), "kernel-name regex marking the end of a decode step", "REGEX"),
-    Flag("step_range", ("--step-range",), "NVTX range name that delimits one step", "NVTX_NAME"),
-    Flag("window", ("--window",), "analyze only this time window (steady state)", "START_NS:END_NS"),
-    Flag("window_nvtx", ("--window-nvtx",), "steady-state window = span of this NVTX range", "RANGE_NAME"),
-    Flag("reader", ("--reader",), "how big tables are read: auto (the columnar ADBC driver when installed), adbc or "
-         "sqlite3 (the standard library); the numbers do not depend on it", choices=READERS),
+#: the analysis options, from the fields of :class:`Options`
+OPTIONS: Tuple[Option, ...] = tuple(replace(f.metadata["option"], name=f.name) for f in fields(Options))
+OPTION_NAMES: Tuple[str, ...] = tuple(o.name for o in OPTIONS)
+
+
+FORCE_HELP = ("write beside files this tool did not write in --out (they are never changed; a file of theirs at a "
+              "path the tool writes, or the input, is still refused), or replace another kind of output")
+_OUT = "output directory (new, empty, or holding a previous "
+
+#: the options of a run (where the output goes, how the work is spread, how BASE and NEW are named)
+RUN_OPTIONS: Tuple[Option, ...] = (
+    Option("out", ("-o", "--out"), _OUT + "report)", required=True, commands=COMMANDS,
+           help_for=(("demo", _OUT + "demo)"), ("compare", _OUT + "comparison)"))),
+    Option("force", ("--force",), FORCE_HELP, False, kind="on", commands=COMMANDS,
+           help_for=(("demo", FORCE_HELP + " (e.g. a report of a real trace)"),)),
+    Option("scenario", ("--scenario",), "synthetic scenario to generate (default: %(default)s; one of %(choices)s)",
+           "demo", metavar="NAME", choices=CHOSEN_BY_COMMAND, commands=("demo",)),
+    Option("labels", ("--labels",), "comma-separated names of the traces (default: file names)", check=v.names,
+           metavar="A,B,...", commands=("compare",)),
+    Option("fail_on_regression", ("--fail-on-regression",),   # checked by comparison.write.check_gate
+           f"exit {EXIT_REGRESSION} when a NEW trace is slower than BASE by more than PCT %% on the headline metric "
+           "(and by more than the noise)", metavar="PCT", commands=("compare",)),
+    Option("jobs", ("--jobs",), "several traces: analyse N files at a time (default: min(files, CPU count))",
+           check=v.workers, metavar="N", kind="int", commands=("main",), after=True),
+    Option("scheduler", ("--scheduler",), "several traces: run the per-file analyses on this Dask scheduler "
+           "(`local`: a LocalCluster); needs the dask extra", metavar="ADDRESS", commands=("main",), after=True),
+    Option("quiet", ("--quiet",), "no stdout summary, no progress", False, kind="on", commands=COMMANDS,
+           help_for=(("compare", "print only the gate line(s)"), ("demo", None)), after=True),
 )
-FLAG_OF: Dict[str, Flag] = {f.option: f for f in FLAGS}
 
-#: command-line flag of each option (error messages of :func:`options_from_args`)
-CLI_FLAGS: Dict[str, str] = {**{f.option: f.flags[0] for f in FLAGS}, "categories": "--categories"}
+#: every option, in ``--help`` order
+TABLE: Tuple[Option, ...] = (tuple(o for o in RUN_OPTIONS if not o.after) + OPTIONS
+                             + tuple(o for o in RUN_OPTIONS if o.after))
+BY_NAME: Dict[str, Option] = {o.name: o for o in TABLE}
 
 
-def add_option_flags(p: argparse.ArgumentParser, only: Optional[Tuple[str, ...]] = None) -> None:
-    """Add the flags of :data:`FLAGS` (or of the options ``only``) to ``p``, defaults as :class:`Options`."""
-    d = Options()
-    for f in FLAGS:
-        if only is not None and f.option not in only:
+def flag_of(name: str) -> str:
+    """How the command line names option ``name`` (``step_marker`` → ``--step-marker``)."""
+    o = BY_NAME.get(name)
+    return o.flag if o is not None else "--" + name.replace("_", "-")
+
+
+def add_flags(p: argparse.ArgumentParser, command: str, choices: Optional[Mapping[str, Sequence[str]]] = None) -> None:
+    """Add to ``p`` the flag of every option of :data:`TABLE` that ``command`` takes, defaults as the table's;
+    ``choices``: those of the options whose choices the command knows (:data:`CHOSEN_BY_COMMAND`)."""
+    assert command in COMMANDS, command
+    for o in TABLE:
+        if command not in o.commands:
             continue
-        if f.kind in ("on", "off"):
-            p.add_argument(*f.flags, dest=f.dest, action="store_true", help=f.help)
+        assert o.kind in KINDS, (o.name, o.kind)
+        if o.kind in ("on", "off"):
+            p.add_argument(*o.flags, dest=o.dest, action="store_true", help=o.help_in(command))
             continue
-        kw: Dict[str, Any] = {"dest": f.dest, "help": f.help}
-        if f.kind in ("int", "float"):
-            kw.update(type=int if f.kind == "int" else float, default=getattr(d, f.option))
-        if f.choices is not None:
-            kw.update(choices=f.choices, default=getattr(d, f.option))
-        else:
-            kw["metavar"] = f.metavar
-        p.add_argument(*f.flags, **kw)
+        kw: Dict[str, Any] = {"dest": o.dest, "help": o.help_in(command), "default": o.default}
+        if o.kind in ("int", "float"):
+            kw["type"] = int if o.kind == "int" else float
+        if o.choices == CHOSEN_BY_COMMAND:
+            kw["choices"] = list((choices or {})[o.name])
+        elif o.choices is not None:
+            kw["choices"] = o.choices
+        if o.metavar is not None:
+            kw["metavar"] = o.metavar
+        if o.required:
+            kw["required"] = True
+        p.add_argument(*o.flags, **kw)
 
 
-# ------------------------------------------------------------------------------------------- validators
-def _is_path(v: Any) -> bool:
-    return isinstance(v, (str, os.PathLike))
+def check_option(name: str, value: Any) -> Any:
+    """``value`` of option ``name`` checked and parsed by the table's check (unchanged when it has none)."""
+    o = BY_NAME[name]
+    return o.check(value, name) if o.check is not None else value
 
 
-def _top(v: Any, label: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise InputError(f"{label} must be an integer, got {v!r}")
-    if v < 1:
-        raise InputError(f"{label} must be at least 1 (got {v})")
-    return int(v)
-
-
-def _fraction(v: Any, label: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)) \
-            or not 0.0 <= float(v) <= 1.0:
-        raise InputError(f"{label} must be a number between 0 and 1 (got {v!r})")
-    return float(v)
-
-
-def _flag(v: Any, label: str) -> bool:
-    if not isinstance(v, bool):
-        raise InputError(f"{label} must be True or False, got {v!r}")
-    return v
-
-
-def _text(v: Any, label: str) -> Optional[str]:
-    """A string option; None or "" → None."""
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise InputError(f"{label} must be a string, got {type(v).__name__}")
-    return v or None
-
-
-def _regex(v: Any, label: str) -> Optional[str]:
-    text = _text(v, label)
-    if text is not None:
-        try:
-            re.compile(text, re.IGNORECASE)
-        except re.error as exc:
-            raise InputError(f"{label} is not a valid regular expression: {exc}") from None
-    return text
-
-
-def _phase_map(v: Any, label: str) -> Optional[PhaseMap]:
-    if v is None or isinstance(v, PhaseMap):
-        return v
-    if _is_path(v):
-        if not str(v):
-            return None
-        path = v
-        v = read_phase_map_file(path, label)
-        label = f"{label} {path}"
-    elif not isinstance(v, Mapping):
-        raise InputError(f"{label} must be a JSON file path or a mapping {PHASE_MAP_FORMAT}, "
-                         f"got {type(v).__name__}")
-    return build_phase_map(v, label) if v else None   # empty map: the presets
-
-
-def _window(v: Any, label: str) -> Optional[Tuple[int, int]]:
-    if v is None or (isinstance(v, str) and not v):
-        return None
-    return check_window(v, label)
-
-
-def _window_nvtx(v: Any, label: str) -> Optional[str]:
-    if v is not None and v == "":
-        raise InputError(f"{label} must be a non-empty NVTX range name")
-    return _text(v, label)
-
-
-def _reader(v: Any, label: str) -> str:
-    if v is None:
-        return "auto"
-    if not isinstance(v, str) or v.lower() not in READERS:
-        raise InputError(f"{label} must be one of {', '.join(READERS)}, got {v!r}")
-    return v.lower()
-
-
-def _categories(rules: Any, path: Any, label: str, file_label: str) -> Tuple[Optional[CategoryRules],
-                                                                               Optional[str]]:
-    """(parsed rules, rules file path) from ``categories`` (rules or a path) and ``categories_file``."""
-    if path is not None and not _is_path(path):
-        raise InputError(f"{file_label} must be a file path, got {type(path).__name__}")
-    path = str(path) if path is not None and str(path) else None
-    if rules is None:
-        return (load_rules(None, path, flag=file_label), path) if path else (None, None)
-    if path is not None:
-        raise InputError(f"give either {label} or {file_label}, not both")
-    if isinstance(rules, CategoryRules):
-        return rules, rules.source
-    if _is_path(rules):
-        p = str(rules)
-        return (load_rules(None, p, flag=label), p) if p else (None, None)
-    raise InputError(f"{label} must be a rules file path or parsed CategoryRules, got {type(rules).__name__}")
-
-
-_SIMPLE: Dict[str, Callable[[Any, str], Any]] = {
-    "top": _top, "phase_map": _phase_map, "nvtx_coverage_warn_threshold": _fraction, "nvtx_kernel_map": _flag,
-    "include_memcpy_in_busy": _flag, "step_marker": _regex, "window": _window, "window_nvtx": _window_nvtx,
-    "step_range": _text, "reader": _reader,
-}
-
-
-def _build(values: Mapping[str, Any], labels: Mapping[str, str]) -> Options:
-    out: Dict[str, Any] = {}
-    for name, check in _SIMPLE.items():
-        if name in values:
-            out[name] = check(values[name], labels[name])
-    out["categories"], out["categories_file"] = _categories(
-        values.get("categories"), values.get("categories_file"), labels["categories"], labels["categories_file"])
+def _build(given: Mapping[str, Any]) -> Options:
+    out = {o.name: check_option(o.name, given[o.name]) for o in OPTIONS if o.name in given}
+    # categories (rules, or a rules file path) and categories_file (a path) are one thing: the parsed rules
+    rules, path = out.get("categories"), out.get("categories_file")
+    if rules is not None and path is not None:
+        raise OptionConflict("categories", "categories_file")
+    if isinstance(rules, str):
+        out["categories"], out["categories_file"] = load_rules(None, rules, option="categories"), rules
+    elif rules is not None:
+        out["categories_file"] = rules.source
+    elif path is not None:
+        out["categories"] = load_rules(None, path, option="categories_file")
     return Options(**out)
 
 
 # ------------------------------------------------------------------------------------------- entry points
 def options_from_kwargs(**kw: Any) -> Options:
-    """Validate keyword options (names of :class:`Options`; omitted ones take their defaults).
+    """Check keyword options (:data:`OPTION_NAMES`; omitted ones take their defaults).
 
     Values may be given unparsed: ``phase_map`` as a JSON file path or a ``{"phase": [...]}`` mapping,
     ``categories`` / ``categories_file`` as a rules file path (``categories`` also as parsed rules),
-    ``window`` as ``"START_NS:END_NS"`` or a ``(start, end)`` pair. Raises :class:`InputError` naming the
-    option for an unknown name or a bad value."""
+    ``window`` as ``"START_NS:END_NS"`` or a ``(start, end)`` pair. Raises :class:`InputError` for an unknown
+    name (listing the known ones) and :class:`~nsys_llm_explainer.errors.OptionError` naming the keyword for
+    a bad value."""
     unknown = sorted(set(kw) - set(OPTION_NAMES))
     if unknown:
         raise InputError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
                          f"(known: {', '.join(OPTION_NAMES)})")
-    return _build(kw, {n: n for n in OPTION_NAMES})
+    return _build(kw)
 
 
 def options_from_args(ns: argparse.Namespace) -> Options:
-    """Options from the command line's parsed arguments (attributes a parser lacks take their defaults);
-    messages name the command-line flags (``--top must be at least 1``)."""
-    d = Options()
-    values: Dict[str, Any] = {}
-    for f in FLAGS:
-        values[f.option] = (not getattr(ns, f.dest, False)) if f.kind == "off" else \
-            getattr(ns, f.dest, getattr(d, f.option))
-    return _build(values, CLI_FLAGS)
+    """Options from the command line's parsed arguments (options a parser lacks take their defaults); a bad
+    value raises :class:`~nsys_llm_explainer.errors.OptionError` (the command line words it with
+    :func:`flag_of`)."""
+    given: Dict[str, Any] = {}
+    for o in OPTIONS:
+        if o.flags and hasattr(ns, o.dest):
+            given[o.name] = not getattr(ns, o.dest) if o.kind == "off" else getattr(ns, o.dest)
+    return _build(given)
+
+
+def report_options(o: Options) -> Dict[str, Any]:
+    """``report.json`` ``options``: every option with ``in_report``, parsed (a :class:`PhaseMap` or
+    :class:`CategoryRules` by its ``to_dict()``)."""
+    return {opt.name: json_ready(getattr(o, opt.name)) for opt in OPTIONS if opt.in_report}

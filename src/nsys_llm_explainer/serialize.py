@@ -6,12 +6,10 @@ module only places the parts under their ``report.json`` keys. Renderers read th
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict
 
-from .config.categories import CategoryRules
-from .config.phase_map import PhaseMap
 from .jsonable import json_ready
-from .options import Options
+from .options import Options, report_options
 
 if TYPE_CHECKING:
     from .report import Report
@@ -22,34 +20,9 @@ SCHEMA_VERSION = "2.0"
 plain = json_ready
 
 
-def _phase_map_dict(pm: Union[PhaseMap, Mapping[str, Sequence[str]], None]) -> Any:
-    """A :class:`PhaseMap` by its fields; a plain ``{"phase": [substring, ...]}`` mapping (``Options`` built
-    directly, not through ``options_from_kwargs``) as it is."""
-    if not isinstance(pm, PhaseMap):
-        return json_ready(pm)
-    return {"phases": json_ready(pm.phases), "source": pm.source, "ignore": list(pm.ignore),
-            "step_keywords": list(pm.step_keywords)}
-
-
-def _category_rules_dict(r: Optional[CategoryRules]) -> Optional[Dict[str, Any]]:
-    """The user's category rules and the presets auto-selection may use (by name and ``detect`` regexes);
-    the merged rule lists themselves are left out (the applied ones are in ``categories``)."""
-    if not isinstance(r, CategoryRules):
-        return json_ready(r)
-    return {"preset": r.preset, "user_rules": json_ready(r.user_rules), "replace": r.replace, "source": r.source,
-            "reason": r.reason, "presets": [{"name": p.name, "detect": list(p.detect)} for p in r.presets]}
-
-
 def options_dict(o: Options) -> Dict[str, Any]:
-    """``report.json`` ``options``: the parsed options."""
-    return {
-        "top": o.top, "phase_map": _phase_map_dict(o.phase_map),
-        "nvtx_coverage_warn_threshold": json_ready(o.nvtx_coverage_warn_threshold),
-        "nvtx_kernel_map": o.nvtx_kernel_map, "include_memcpy_in_busy": o.include_memcpy_in_busy,
-        "categories_file": o.categories_file, "step_marker": o.step_marker,
-        "window": json_ready(o.window), "window_nvtx": o.window_nvtx, "step_range": o.step_range,
-        "categories": _category_rules_dict(o.categories),
-    }
+    """``report.json`` ``options``: the parsed options (the option table decides which, :mod:`options`)."""
+    return report_options(o)
 
 
 def _steady_kernels(report: Report) -> Dict[str, Any]:

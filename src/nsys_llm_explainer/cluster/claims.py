@@ -1,4 +1,6 @@
-"""Findings-like claims about single ranks of a cluster, each with the preconditions it was made under.
+"""Claims about single ranks of a cluster: the single-file :class:`~findings.base.Finding` with its
+:class:`~findings.base.Check` preconditions (metrics of the cluster block of ``findings.base.METRICS``, each
+scoped to a rank by :class:`RankScope`), wrapped with the rank in a :class:`RankClaim`.
 
 A claim is made only when every check holds (docs/CLUSTER.md):
 
@@ -15,12 +17,14 @@ A claim is made only when every check holds (docs/CLUSTER.md):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ..analyses.common.stats import median
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
+from ..findings.base import Check, Finding, Scope
 from .collectives import CollectivesResult
 
 Row = Dict[str, Any]
@@ -30,20 +34,52 @@ MIN_BUSY_GAP_PCT = 10.0
 MIN_STEP_RATIO = 1.1
 
 
-def _check(metric: str, observed: Any, op: str, threshold: Any, **scope: Any) -> Row:
-    return {"metric": metric, "scope": scope, "observed": observed, "op": op, "threshold": threshold}
+@dataclass(frozen=True)
+class RankScope(Scope):
+    """The scope of a cluster check: the rank (file label, or ``label/GPU n``) it is about; None: the cluster."""
+
+    rank: Optional[str] = None
 
 
-def _holds(c: Row) -> bool:
-    o, t = c["observed"], c["threshold"]
-    return {">=": o >= t, ">": o > t, "<=": o <= t, "<": o < t, "==": o == t}[c["op"]]
+@dataclass(frozen=True)
+class RankClaim:
+    """A claim about one rank of a cluster: a :class:`Finding` (made only when all its checks hold, as a
+    single-file finding) and the rank it names. ``to_dict()`` is one ``cluster.json`` ``claims[]`` item."""
+
+    rank: str
+    finding: Finding
+
+    def to_dict(self) -> Dict[str, Any]:
+        f = self.finding
+        return {"id": f.id, "rank": self.rank, "severity": f.severity, "title": f.title, "evidence": list(f.evidence),
+                "time_at_stake_ns": f.time_at_stake_ns, "checks": [_check_dict(c) for c in f.checks],
+                "advice": list(f.recommendation)}
+
+
+def _check_dict(c: Check) -> Dict[str, Any]:
+    rank = c.scope.rank if isinstance(c.scope, RankScope) else None
+    return {"metric": c.metric, "scope": {} if rank is None else {"rank": rank}, "observed": c.observed,
+            "op": c.op, "threshold": c.threshold}
+
+
+def _check(metric: str, observed: Any, op: str, threshold: Any, rank: Optional[str] = None) -> Check:
+    return Check(metric, observed, op, threshold, RankScope(rank=rank))
+
+
+def _claim(rank: str, id: str, category: str, severity: str, title: str, evidence: Sequence[str],
+           time_at_stake_ns: int, checks: Sequence[Check], advice: str) -> RankClaim:
+    f = Finding(id=id, category=category, severity=severity, confidence="high", title=title,
+                evidence=tuple(evidence), recommendation=(advice,), time_at_stake_ns=time_at_stake_ns,
+                checks=tuple(checks))
+    assert f.holds(), id
+    return RankClaim(rank, f)
 
 
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms" if abs(ns) >= 1e6 else f"{ns / 1e3:.1f} µs"
 
 
-def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Optional[Row]:
+def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Optional[RankClaim]:
     ranks = list(coll.ranks)
     if not coll.available or not ranks:
         return None
@@ -53,12 +89,12 @@ def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Opt
     others = [x for j, x in enumerate(ranks) if j != late]
     mean_wait = float(np.mean([x.get("wait_ns_total", 0) for x in others])) if others else 0.0
     checks = [_check("aligned", int(timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
-              _check("matched", r["matched"], ">=", MIN_MATCHED, rank=r["rank"]),
-              _check("last_arrival_share", r.get("last_arrival_share", 0.0), ">=", MIN_LATE_SHARE, rank=r["rank"]),
-              _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, rank=r["rank"]),
+              _check("matched", r["matched"], ">=", MIN_MATCHED, r["rank"]),
+              _check("last_arrival_share", r.get("last_arrival_share", 0.0), ">=", MIN_LATE_SHARE, r["rank"]),
+              _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r["rank"]),
               _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
               _check("split_names", len(coll.split_names), "==", 0)]
-    if not all(_holds(c) for c in checks):
+    if not all(c.holds() for c in checks):
         return None
     pct = 100.0 * r["last_arrival_share"]
     per_coll = mean_wait / r["matched"]
@@ -73,14 +109,13 @@ def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Opt
     for x in others:
         ev.append(f"{x['rank']} waits {_ms(x['wait_ns_total'])} over {x['matched']} collectives "
                   f"(p50 {_ms(x['wait_p50_ns'])}).")
-    return {"id": "late_arriver", "rank": r["rank"], "severity": "high" if pct >= 80 else "medium",
-            "title": f"{r['rank']} is the rank the others wait for at NCCL collectives",
-            "evidence": ev, "time_at_stake_ns": int(round(mean_wait)), "checks": checks,
-            "advice": ["Look at what this rank does before its collectives (host work, data loading, a slower "
-                       "GPU or link); its single-file report is under ranks/."]}
+    return _claim(r["rank"], "late_arriver", "nccl_wait", "high" if pct >= 80 else "medium",
+                  f"{r['rank']} is the rank the others wait for at NCCL collectives", ev, int(round(mean_wait)),
+                  checks, "Look at what this rank does before its collectives (host work, data loading, a slower "
+                  "GPU or link); its single-file report is under ranks/.")
 
 
-def _low_busy(devices: Sequence[Row]) -> Optional[Row]:
+def _low_busy(devices: Sequence[Row]) -> Optional[RankClaim]:
     if len(devices) < 2:
         return None
     j = min(range(len(devices)), key=lambda i: (devices[i]["busy_pct"], i))
@@ -88,19 +123,19 @@ def _low_busy(devices: Sequence[Row]) -> Optional[Row]:
     ref = median(np.array([x["busy_pct"] for i, x in enumerate(devices) if i != j], np.float64))
     gap = round(float(ref - d["busy_pct"]), 4)
     checks = [_check("devices", len(devices), ">=", 2),
-              _check("busy_pct_gap", gap, ">=", MIN_BUSY_GAP_PCT, rank=d["rank"])]
-    if not all(_holds(c) for c in checks):
+              _check("busy_pct_gap", gap, ">=", MIN_BUSY_GAP_PCT, d["rank"])]
+    if not all(c.holds() for c in checks):
         return None
     kinds = sorted(d["idle_by_kind"].items(), key=lambda kv: -kv[1])
     top = f"; its largest idle cause is {kinds[0][0]} ({_ms(kinds[0][1])})" if kinds else ""
-    return {"id": "low_busy_rank", "rank": d["rank"], "severity": "medium",
-            "title": f"{d['rank']} keeps its GPU busy less than the other ranks",
-            "evidence": [f"GPU busy {d['busy_pct']:.1f}% vs a median of {ref:.1f}% on the other devices{top}."],
-            "time_at_stake_ns": int(round(gap / 100.0 * d["window_ns"])), "checks": checks,
-            "advice": ["Open this rank's report (ranks/) for where its idle time went."]}
+    return _claim(d["rank"], "low_busy_rank", "rank_outlier", "medium",
+                  f"{d['rank']} keeps its GPU busy less than the other ranks",
+                  [f"GPU busy {d['busy_pct']:.1f}% vs a median of {ref:.1f}% on the other devices{top}."],
+                  int(round(gap / 100.0 * d["window_ns"])), checks,
+                  "Open this rank's report (ranks/) for where its idle time went.")
 
 
-def _slow_step(devices: Sequence[Row]) -> Optional[Row]:
+def _slow_step(devices: Sequence[Row]) -> Optional[RankClaim]:
     ds = [d for d in devices if d.get("step_p50_ns")]
     if len(ds) < 2:
         return None
@@ -109,17 +144,16 @@ def _slow_step(devices: Sequence[Row]) -> Optional[Row]:
     ref = median(np.array([x["step_p50_ns"] for i, x in enumerate(ds) if i != j], np.float64))
     ratio = round(d["step_p50_ns"] / ref, 4) if ref > 0 else 0.0
     checks = [_check("devices_with_steps", len(ds), ">=", 2),
-              _check("step_p50_ratio", ratio, ">=", MIN_STEP_RATIO, rank=d["rank"])]
-    if not all(_holds(c) for c in checks):
+              _check("step_p50_ratio", ratio, ">=", MIN_STEP_RATIO, d["rank"])]
+    if not all(c.holds() for c in checks):
         return None
-    return {"id": "slow_step_rank", "rank": d["rank"], "severity": "medium",
-            "title": f"{d['rank']} has the slowest steps",
-            "evidence": [f"step time p50 {_ms(d['step_p50_ns'])} vs a median of {_ms(ref)} on the other devices "
-                         f"({ratio:.2f}×)."],
-            "time_at_stake_ns": int(round((d["step_p50_ns"] - ref) * d["step_count"])), "checks": checks,
-            "advice": ["Compare this rank's report (ranks/) with another rank's: `nsys-llm-explain compare`."]}
+    return _claim(d["rank"], "slow_step_rank", "rank_outlier", "medium", f"{d['rank']} has the slowest steps",
+                  [f"step time p50 {_ms(d['step_p50_ns'])} vs a median of {_ms(ref)} on the other devices "
+                   f"({ratio:.2f}×)."], int(round((d["step_p50_ns"] - ref) * d["step_count"])), checks,
+                  "Compare this rank's report (ranks/) with another rank's: `nsys-llm-explain compare`.")
 
 
-def make_claims(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> List[Row]:
+def make_claims(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> List[RankClaim]:
+    """The claims whose checks all hold, largest time at stake first."""
     out = [c for c in (_late(coll, devices, aligned), _low_busy(devices), _slow_step(devices)) if c is not None]
-    return sorted(out, key=lambda c: -c["time_at_stake_ns"])
+    return sorted(out, key=lambda c: -c.finding.time_at_stake_ns)

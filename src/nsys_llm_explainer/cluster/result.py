@@ -13,7 +13,7 @@ from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..jsonable import json_ready
 from .align import Alignment, align
-from .claims import make_claims
+from .claims import RankClaim, make_claims
 from .collectives import CollectivesResult, match_collectives
 from .summary import FileSummary
 
@@ -28,7 +28,7 @@ class ClusterResult:
     alignment: Alignment
     devices: Tuple[Row, ...]
     collectives: CollectivesResult
-    claims: Tuple[Row, ...]
+    claims: Tuple[RankClaim, ...]
     warnings: Tuple[str, ...]
 
     def to_dict(self) -> Dict[str, Any]:

@@ -16,10 +16,10 @@ import os
 import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import InputError, OptionalDependencyError
-from ..options import Options
+from ..options import Options, check_option
 from .result import ClusterResult, build_result
 from .summary import FileSummary, analyze_file
 
@@ -62,7 +62,8 @@ def expand_inputs(items: Sequence[str]) -> List[str]:
 def make_labels(paths: Sequence[str]) -> List[str]:
     stems = [Path(p).stem for p in paths]
     labels = [s if stems.count(s) == 1 else f"{Path(p).parent.name}_{s}" for p, s in zip(paths, stems)]
-    out, seen = [], {}
+    out: List[str] = []
+    seen: Dict[str, int] = {}
     for lab in labels:
         lab = re.sub(r"[^A-Za-z0-9._-]+", "_", lab).strip("._") or "trace"
         n = seen.get(lab, 0)
@@ -71,11 +72,12 @@ def make_labels(paths: Sequence[str]) -> List[str]:
     return out
 
 
-def _dask_client(scheduler: str, jobs: int):
+def _dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
+    """(a ``dask.distributed.Client``, the ``LocalCluster`` it runs on or None)."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise OptionalDependencyError("--scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
+        raise OptionalDependencyError("scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
     if scheduler == "local":
         cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
         return Client(cluster), cluster
@@ -113,7 +115,6 @@ def run_files(paths: Sequence[str], labels: Sequence[str], options: Optional[Opt
 
 def analyze_many(items: Sequence[str], options: Optional[Options] = None, jobs: Optional[int] = None,
                  scheduler: Optional[str] = None, rank_root: Optional[str] = None) -> ClusterResult:
-    if jobs is not None and jobs < 1:
-        raise InputError(f"--jobs must be ≥ 1, got {jobs}")
+    jobs = check_option("jobs", jobs)
     paths = expand_inputs(items)
     return build_result(run_files(paths, make_labels(paths), options, jobs, scheduler, rank_root))

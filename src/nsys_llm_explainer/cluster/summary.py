@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -24,6 +24,10 @@ from ..analyses.comms.nccl import NCCL_RE, collective_name
 from ..jsonable import json_ready
 from ..options import Options
 from ..read.nsys_export import export_report, is_report
+
+if TYPE_CHECKING:
+    from ..model.trace import TraceModel
+    from ..report import Report
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,9 @@ def _int_meta(meta: Dict[str, Any], *keys: str) -> int:
     return 0
 
 
-def _clock(model: Any) -> ClockInfo:
+def _clock(model: TraceModel) -> ClockInfo:
     meta = model.info.meta
-    raw = model.info.session.get("utcEpochNs")
+    raw: Any = model.info.session.get("utcEpochNs")
     try:
         utc = int(raw) if raw is not None and int(raw) > 0 else None
     except (TypeError, ValueError):
@@ -110,7 +114,7 @@ def _clock(model: Any) -> ClockInfo:
     return ClockInfo(utc, norm, shift, model.trace_start, model.trace_end)
 
 
-def _nccl(model: Any) -> Tuple[NcclSeries, ...]:
+def _nccl(model: TraceModel) -> Tuple[NcclSeries, ...]:
     k = model.kernels
     if k is None or len(k) == 0:
         return ()
@@ -137,7 +141,7 @@ def _nccl(model: Any) -> Tuple[NcclSeries, ...]:
     return tuple(out)
 
 
-def _devices(report: Any, d: Dict[str, Any]) -> Tuple[DeviceSummary, ...]:
+def _devices(report: Report, d: Dict[str, Any]) -> Tuple[DeviceSummary, ...]:
     causes = {c["device_id"]: c for c in d["idle_causes"].get("devices", [])}
     order = list(d["idle_causes"].get("precedence") or [])
     st = report.steps
@@ -162,7 +166,7 @@ def _devices(report: Any, d: Dict[str, Any]) -> Tuple[DeviceSummary, ...]:
     return tuple(out)
 
 
-def summarize(report: Any, label: str, data: Optional[Dict[str, Any]] = None) -> FileSummary:
+def summarize(report: Report, label: str, data: Optional[Dict[str, Any]] = None) -> FileSummary:
     """The compact summary of a :class:`report.Report` (``data``: its ``to_dict()`` when already made)."""
     d = data if data is not None else report.to_dict()
     w = report.window
@@ -188,10 +192,9 @@ def analyze_file(path: str, label: str, options: Optional[Options] = None,
         report = analyze_path(str(src), options, display_path=shown)
     data = report.to_dict()
     if rank_dir is not None:
-        from ..render import ALL_RENDERERS
+        from ..render import render_all
 
         out = Path(rank_dir)
         out.mkdir(parents=True, exist_ok=True)
-        for r in ALL_RENDERERS:
-            (r() if isinstance(r, type) else r).render(data, out)
+        render_all(data, out)
     return summarize(report, label, data)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.common.stats import pct
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from .diff import compare_pair, per_unit
 from .measure import NON_GPU, Facts, gather
 from .metric import choose_metric, measure
@@ -36,12 +36,12 @@ def check_labels(labels: Optional[Sequence[str]], paths: Sequence[str]) -> List[
         return default_labels(paths)
     labels = [str(x).strip() for x in labels]
     if len(labels) != len(paths):
-        raise InputError(f"--labels has {len(labels)} label{'s' if len(labels) != 1 else ''} for {len(paths)} "
-                         "traces; give one per trace")
+        raise OptionError("labels", f"has {len(labels)} label{'s' if len(labels) != 1 else ''} for {len(paths)} "
+                          "traces; give one per trace")
     if any(not x for x in labels):
-        raise InputError("--labels: a label is empty")
+        raise OptionError("labels", "a label is empty", ": ")
     if len(set(labels)) < len(labels):
-        raise InputError("--labels: labels must be distinct")
+        raise OptionError("labels", "labels must be distinct", ": ")
     return labels
 
 

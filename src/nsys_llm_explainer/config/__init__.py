@@ -1,8 +1,9 @@
 """Configuration: reading and validating option values and rule files into typed objects.
 
 Everything that reads a file other than the trace (category rules, phase maps, presets) or parses an
-option string lives here; analyses receive the parsed objects only. Errors are
-:class:`~nsys_llm_explainer.errors.InputError` with a one-line message.
+option value lives here (:mod:`.values`: one check per kind of value); analyses receive the parsed objects
+only. A bad value raises :class:`~nsys_llm_explainer.errors.OptionError` naming the option (``window``), which
+the command line words with its flag (``--window``).
 """
 
 from .categories import CategoryRules, PresetRules, UserRules, build_rules, load_rules, read_rules_file

@@ -24,8 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
-from ..errors import InputError
-from .user_file import YAML_MAX_BYTES, load_json, load_yaml, read_user_text
+from ..errors import InputError, OptionError
+from .user_file import YAML_MAX_BYTES, Unreadable, load_json, load_yaml, read_text
 
 CATEGORY_NAMES: List[str] = [
     "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "sampling",
@@ -80,6 +80,13 @@ class CategoryRules:
             if c not in out:
                 out.append(c)
         return out
+
+    def to_dict(self) -> Dict[str, object]:
+        """``report.json`` ``options.categories``: the user's rules and the presets auto-selection may use (by
+        name and ``detect`` regexes); the merged rule lists are left out (the applied ones are in ``categories``)."""
+        return {"preset": self.preset, "user_rules": [list(r) for r in self.user_rules], "replace": self.replace,
+                "source": self.source, "reason": self.reason,
+                "presets": [{"name": p.name, "detect": list(p.detect)} for p in self.presets]}
 
     def compiled(self) -> List[Tuple[re.Pattern, str]]:
         return [(re.compile(rx, re.IGNORECASE), c) for rx, c in self.rules]
@@ -139,24 +146,29 @@ def preset_detect(name: str) -> List[str]:
 # user rules
 
 
-def _decode(text: str, path: str, label: str) -> object:
+def _bad(option: str, path: Optional[str], detail: str) -> OptionError:
+    """``<option> <path>: <detail>`` (rules from a file), ``<option>: <detail>`` (rules given directly)."""
+    return OptionError(option, detail, ": ") if path is None else OptionError(option, f"{path}: {detail}")
+
+
+def _decode(text: str, path: str, option: str) -> object:
     """JSON, else YAML (by suffix, or when the text is not JSON), within the option-file limits
     (:mod:`config.user_file`: depth, values with YAML aliases expanded; messages never quote the file)."""
     is_yaml = path.lower().endswith((".yaml", ".yml"))
     json_err = ""
     if not is_yaml:
         try:
-            return load_json(text, label)
+            return load_json(text, option, path)
         except ValueError as e:
             json_err = (f"not valid JSON ({e.msg} at line {e.lineno})" if isinstance(e, json.JSONDecodeError)
                         else "not valid JSON")
         if len(text) > YAML_MAX_BYTES:   # too big to be tried as YAML: the JSON error is the answer
-            raise InputError(f"{label}: {json_err}") from None
+            raise _bad(option, path, json_err) from None
     try:
-        return load_yaml(text, label, "JSON or YAML")
+        return load_yaml(text, option, path, "JSON or YAML")
     except ImportError:
         msg = json_err if not is_yaml else "YAML needs PyYAML (pip install pyyaml); use JSON instead"
-        raise InputError(f"{label}: {msg}") from None
+        raise _bad(option, path, msg) from None
 
 
 def _kind(v: object) -> str:
@@ -168,45 +180,45 @@ def _kind(v: object) -> str:
     return "null" if v is None else f"a {type(v).__name__}"
 
 
-def parse_rules_data(data: object, label: str = "categories") -> Tuple[Tuple[Rule, ...], bool]:
-    """Validate decoded rules (see module docstring) → (rules, replace); :class:`InputError` if bad."""
+def parse_rules_data(data: object, option: str = "categories_file",
+                     path: Optional[str] = None) -> Tuple[Tuple[Rule, ...], bool]:
+    """Validate decoded rules (see module docstring) → (rules, replace); :class:`OptionError` naming ``option``
+    (and the file ``path`` they came from) if bad."""
     if isinstance(data, list):
         data = {"rules": data}
     if not isinstance(data, dict) or "rules" not in data:
-        raise InputError(f'{label}: expected an object {{"rules": [[regex, category], ...], "replace": false}}')
+        raise _bad(option, path, 'expected an object {"rules": [[regex, category], ...], "replace": false}')
     raw = data["rules"]
     if not isinstance(raw, list):
-        raise InputError(f'{label}: "rules" must be a list of [regex, category] pairs')
+        raise _bad(option, path, '"rules" must be a list of [regex, category] pairs')
     rules: List[Rule] = []
     for i, r in enumerate(raw):
         if isinstance(r, dict) and set(r) >= {"regex", "category"}:
             r = [r["regex"], r["category"]]
         if not (isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(x, str) for x in r)):
-            raise InputError(f"{label}: rule #{i + 1} must be a [regex, category] pair of strings, got {_kind(r)}")
+            raise _bad(option, path, f"rule #{i + 1} must be a [regex, category] pair of strings, got {_kind(r)}")
         rx, cat = r[0], r[1].strip()
         if not cat:
-            raise InputError(f"{label}: rule #{i + 1} has an empty category")
+            raise _bad(option, path, f"rule #{i + 1} has an empty category")
         try:
             re.compile(rx, re.IGNORECASE)
         except re.error as e:
-            raise InputError(f"{label}: rule #{i + 1} has an invalid regex ({e})") from None
+            raise _bad(option, path, f"rule #{i + 1} has an invalid regex ({e})") from None
         rules.append((rx, cat))
     rep = data.get("replace", False)
     if not isinstance(rep, bool):
-        raise InputError(f'{label}: "replace" must be true or false')
+        raise _bad(option, path, '"replace" must be true or false')
     return tuple(rules), rep
 
 
-def read_rules_file(path: Union[str, os.PathLike], flag: str = "--categories") -> UserRules:
-    """Read and validate a user rules file; messages start with ``"<flag> <path>:"``."""
+def read_rules_file(path: Union[str, os.PathLike], option: str = "categories_file") -> UserRules:
+    """Read and validate a user rules file; :class:`OptionError` ``<option> <path>: …``."""
     path = str(path)
-    label = f"{flag} {path}"
     try:
-        text = read_user_text(path, label)
-    except InputError as e:   # keep one message shape: "<label>: cannot read the file (why)"
-        why = str(e)[len(label) + 2:]
-        raise InputError(f"{label}: cannot read the file ({why})") from None
-    rules, rep = parse_rules_data(_decode(text, path, label), label)
+        text = read_text(path)
+    except Unreadable as e:   # one message shape: "<option> <path>: cannot read the file (why)"
+        raise _bad(option, path, f"cannot read the file ({e})") from None
+    rules, rep = parse_rules_data(_decode(text, path, option), option, path)
     return UserRules(rules, rep, path)
 
 
@@ -232,14 +244,14 @@ def build_rules(preset: Optional[str] = None, user: Optional[UserRules] = None) 
 
 
 def load_rules(preset: Optional[str] = None, extra_file: Optional[Union[str, os.PathLike]] = None,
-               flag: str = "--categories") -> CategoryRules:
+               option: str = "categories_file") -> CategoryRules:
     """Rules for ``preset`` (None / "auto": chosen per trace) plus an optional user rules file.
 
     Raises :class:`InputError` (one-line message) for an unknown preset or a bad file."""
     name = (preset or "auto").strip().lower()
     if name not in PRESETS and name != "auto":
         raise InputError(f"unknown categories preset {preset!r} (choose from: auto, {', '.join(PRESETS)})")
-    user = read_rules_file(extra_file, flag) if extra_file else None
+    user = read_rules_file(extra_file, option) if extra_file else None
     return build_rules(preset, user)
 
 

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from .user_file import load_json, read_user_text
 
 PHASES = ("prefill", "decode", "other")
@@ -68,6 +68,11 @@ class PhaseMap:
 
     def as_dict(self) -> PhaseDict:
         return {p: list(subs) for p, subs in self.phases}
+
+    def to_dict(self) -> Dict[str, object]:
+        """``report.json`` ``options.phase_map``."""
+        return {"phases": [[p, list(subs)] for p, subs in self.phases], "source": self.source,
+                "ignore": list(self.ignore), "step_keywords": list(self.step_keywords)}
 
 
 @lru_cache(maxsize=1)
@@ -120,11 +125,20 @@ def preset_source() -> str:
     return "preset:" + "+".join(_preset_document()["frameworks"])
 
 
-def parse_phase_map(data: object, label: str = "phase map") -> PhaseDict:
+def _bad(option: str, path: Optional[Union[str, os.PathLike]], detail: str, colon: bool = False) -> OptionError:
+    """``<option> <path>[:] <detail>`` for a file, ``<option>[:] <detail>`` for a mapping given directly."""
+    if path is None:
+        return OptionError(option, detail, ": " if colon else " ")
+    return OptionError(option, f"{path}{':' if colon else ''} {detail}")
+
+
+def parse_phase_map(data: object, option: str = "phase_map",
+                    path: Optional[Union[str, os.PathLike]] = None) -> PhaseDict:
     """Validate a user phase map (see module docstring) and return it as ``{phase: [substring, ...]}``.
 
-    Raises :class:`InputError` with a one-line message that starts with ``label``."""
-    bad = InputError(f"{label} must be a JSON object {FORMAT}")
+    Raises :class:`~nsys_llm_explainer.errors.OptionError` naming ``option`` (and the file ``path`` it came
+    from)."""
+    bad = _bad(option, path, f"must be a JSON object {FORMAT}")
     if not isinstance(data, Mapping):
         raise bad
     out: PhaseDict = {}
@@ -133,30 +147,30 @@ def parse_phase_map(data: object, label: str = "phase map") -> PhaseDict:
         if not (isinstance(k, str) and isinstance(subs, list) and all(isinstance(s, str) for s in subs)):
             raise bad
         if k == UNMAPPED:
-            raise InputError(f"{label}: phase name {UNMAPPED!r} is reserved")
+            raise _bad(option, path, f"phase name {UNMAPPED!r} is reserved", colon=True)
         out[k] = [s for s in subs if s]
     return out
 
 
-def read_phase_map_file(path: Union[str, os.PathLike], label: str = "--phase-map") -> PhaseDict:
+def read_phase_map_file(path: Union[str, os.PathLike], option: str = "phase_map") -> PhaseDict:
     """Read and validate a JSON phase-map file (:func:`parse_phase_map`)."""
     if not os.path.lexists(path):
-        raise InputError(f"{label} file not found: {path}")
-    text = read_user_text(path, f"{label} {path}")   # size-capped, regular files only
+        raise OptionError(option, f"file not found: {path}")
+    text = read_user_text(path, option)   # size-capped, regular files only
     try:
-        data = load_json(text, f"{label} {path}")   # depth and size bounded (config/user_file.py)
+        data = load_json(text, option, str(path))   # depth and size bounded (config/user_file.py)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{label} {path} is not valid JSON: {exc}") from None
-    return parse_phase_map(data, f"{label} {path}")
+        raise OptionError(option, f"{path} is not valid JSON: {exc}") from None
+    return parse_phase_map(data, option, path)
 
 
-def build_phase_map(user_map: Optional[Mapping] = None, label: str = "phase map") -> PhaseMap:
+def build_phase_map(user_map: Union[PhaseMap, Mapping, None] = None, option: str = "phase_map") -> PhaseMap:
     """A :class:`PhaseMap`: the validated user map (source ``"user"``) or, when ``user_map`` is empty or
     None, the merged presets. ``ignore`` / ``step_keywords`` always come from the presets."""
     if isinstance(user_map, PhaseMap):
         return user_map
     if user_map:
-        phases, source = parse_phase_map(user_map, label), "user"
+        phases, source = parse_phase_map(user_map, option), "user"
     else:
         phases, source = preset_phase_map(), preset_source()
     return PhaseMap(tuple((p, tuple(subs)) for p, subs in phases.items()), source,

@@ -2,16 +2,17 @@
 its JSON or YAML within bounds.
 
 Only a regular file is read, and at most :data:`MAX_BYTES` of it: ``/dev/zero``, a FIFO, a directory or a
-multi-gigabyte file is refused with one :class:`InputError` line instead of being read until memory runs out.
-The file is opened non-blocking so that opening a FIFO never waits for a writer.
+multi-gigabyte file is refused with one :class:`~nsys_llm_explainer.errors.OptionError` line (naming the
+option) instead of being read until memory runs out. The file is opened non-blocking so that opening a FIFO
+never waits for a writer.
 
 Decoding (:func:`load_json`, :func:`load_yaml`) is bounded too: YAML at most :data:`YAML_MAX_BYTES` (PyYAML's
 pure-Python parser takes about a second per MiB at worst), at most :data:`MAX_DEPTH` levels of nesting
 and :data:`MAX_VALUES` values, counted with YAML aliases and merge keys expanded (an "alias bomb" of a few
 hundred bytes that would expand to billions of values is refused after composing its few nodes, before
 anything is built). YAML is read with PyYAML's safe loader (plain data only, no Python objects). Real option
-files are a few levels deep and hold at most a few thousand values. Messages name the option and the limit
-or the parser's reason and line, never the file's text.
+files are a few levels deep and hold at most a few thousand values. Every refusal is one :class:`OptionError`
+line naming the option and the file, then the limit or the parser's reason and line, never the file's text.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import json
 import os
 import re
 import stat
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..errors import InputError
+from ..errors import OptionError
 
 #: largest option file read (rule and phase-map files are a few kB)
 MAX_BYTES = 8 << 20
@@ -34,69 +35,87 @@ MAX_DEPTH = 64
 MAX_VALUES = 50_000
 
 
-def read_user_text(path: Union[str, os.PathLike], label: str) -> str:
-    """The UTF-8 text of ``path``; :class:`InputError` (message starting with ``label``) when it is missing,
-    not a regular file, larger than :data:`MAX_BYTES` or not UTF-8."""
+class Unreadable(Exception):
+    """Why an option file cannot be read (``file not found``, ``not a regular file``, …): one short phrase."""
+
+
+def read_text(path: Union[str, os.PathLike]) -> str:
+    """The UTF-8 text of ``path``; :class:`Unreadable` when it is missing, not a regular file, larger than
+    :data:`MAX_BYTES` or not UTF-8."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        raise InputError(f"{label}: file not found") from None
+        raise Unreadable("file not found") from None
     except OSError as exc:
-        raise InputError(f"{label}: cannot read the file ({exc.strerror or exc})") from None
+        raise Unreadable(f"cannot read the file ({exc.strerror or exc})") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{label}: not a regular file")
+            raise Unreadable("not a regular file")
         if st.st_size > MAX_BYTES:
-            raise InputError(f"{label}: the file is {st.st_size:,} bytes; option files are limited to {MAX_BYTES:,}")
+            raise Unreadable(f"the file is {st.st_size:,} bytes; option files are limited to {MAX_BYTES:,}")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(MAX_BYTES + 1)
     except OSError as exc:
-        raise InputError(f"{label}: cannot read the file ({exc.strerror or exc})") from None
+        raise Unreadable(f"cannot read the file ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
     if len(data) > MAX_BYTES:
-        raise InputError(f"{label}: the file is larger than {MAX_BYTES:,} bytes, the limit for option files")
+        raise Unreadable(f"the file is larger than {MAX_BYTES:,} bytes, the limit for option files")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{label}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise Unreadable(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def _too_deep(label: str) -> InputError:
-    return InputError(f"{label}: nested deeper than {MAX_DEPTH} levels, the limit for option files")
+def read_user_text(path: Union[str, os.PathLike], option: str) -> str:
+    """:func:`read_text`, or :class:`OptionError` ``<option> <path>: <why>``."""
+    try:
+        return read_text(path)
+    except Unreadable as exc:
+        raise OptionError(option, f"{path}: {exc}") from None
 
 
-def _too_big(label: str) -> InputError:
-    return InputError(f"{label}: more than {MAX_VALUES:,} values (lists, objects and scalars, YAML aliases "
-                      "expanded), the limit for option files")
+def refusal(option: str, path: Optional[str], detail: str) -> OptionError:
+    """``<option> <path>: <detail>`` (a file), ``<option>: <detail>`` (no file)."""
+    return OptionError(option, detail, ": ") if path is None else OptionError(option, f"{path}: {detail}")
 
 
-def check_shape(data: object, label: str) -> object:
+def _too_deep(option: str, path: Optional[str]) -> OptionError:
+    return refusal(option, path, f"nested deeper than {MAX_DEPTH} levels, the limit for option files")
+
+
+def _too_big(option: str, path: Optional[str]) -> OptionError:
+    return refusal(option, path, f"more than {MAX_VALUES:,} values (lists, objects and scalars, YAML aliases "
+                   "expanded), the limit for option files")
+
+
+def check_shape(data: object, option: str, path: Optional[str] = None) -> object:
     """``data`` (decoded JSON) when it is at most :data:`MAX_DEPTH` deep and holds at most :data:`MAX_VALUES`
-    values; :class:`InputError` otherwise (iterative: no recursion)."""
+    values; :class:`OptionError` naming ``option`` and ``path`` otherwise (iterative: no recursion)."""
     stack: List[Tuple[object, int]] = [(data, 1)]
     count = 0
     while stack:
         v, depth = stack.pop()
         count += 1
         if count > MAX_VALUES:
-            raise _too_big(label)
+            raise _too_big(option, path)
         if isinstance(v, (list, dict)):
             if depth > MAX_DEPTH:
-                raise _too_deep(label)
+                raise _too_deep(option, path)
             items = v.values() if isinstance(v, dict) else v
             stack.extend((x, depth + 1) for x in items)
     return data
 
 
-def load_json(text: str, label: str) -> object:
-    """JSON within the limits; ``json.JSONDecodeError`` (a ``ValueError``) for invalid JSON, as ``json.loads``."""
+def load_json(text: str, option: str, path: Optional[str] = None) -> object:
+    """JSON within the limits (:class:`OptionError` past one); ``json.JSONDecodeError`` (a ``ValueError``) for
+    invalid JSON, as ``json.loads``."""
     try:
         data = json.loads(text)
     except RecursionError:   # nesting past the interpreter's own limit: far past ours
-        raise _too_deep(label) from None
-    return check_shape(data, label)
+        raise _too_deep(option, path) from None
+    return check_shape(data, option, path)
 
 
 def _children(node: Any) -> List[Any]:
@@ -109,7 +128,7 @@ def _children(node: Any) -> List[Any]:
     return []
 
 
-def _check_expanded(root: Any, label: str) -> None:
+def _check_expanded(root: Any, option: str, path: Optional[str]) -> None:
     """Values and depth of the composed YAML document with every alias expanded, computed once per node (the
     document is a graph: an alias is the anchored node itself), without recursion; a cycle is refused."""
     size: Dict[int, Tuple[int, int]] = {}   # id(node) → (expanded values, expanded depth)
@@ -123,14 +142,14 @@ def _check_expanded(root: Any, label: str) -> None:
             n = 1 + sum(k[0] for k in kids)
             d = 1 + max((k[1] for k in kids), default=0)
             if n > MAX_VALUES:
-                raise _too_big(label)
+                raise _too_big(option, path)
             if d > MAX_DEPTH:
-                raise _too_deep(label)
+                raise _too_deep(option, path)
             size[key] = (n, d)
             on_path.discard(key)
         elif key in on_path:
-            raise InputError(f"{label}: a YAML alias refers to a node that contains it (a cycle); option files "
-                             "must be plain data")
+            raise refusal(option, path, "a YAML alias refers to a node that contains it (a cycle); option files "
+                          "must be plain data")
         elif key not in size:
             on_path.add(key)
             stack.append((node, True))
@@ -144,15 +163,15 @@ def _scrub(problem: str) -> str:
     return re.sub(r"'(?!<[a-z ]+>')[^'\n]{2,}'", "'…'", first)[:200]
 
 
-def load_yaml(text: str, label: str, what: str = "YAML") -> object:
-    """YAML (safe loader) within the limits; :class:`InputError` for invalid YAML (``<label>: not valid <what>
-    (reason at line N)``) or one past a limit; ``ImportError`` when PyYAML is not installed."""
+def load_yaml(text: str, option: str, path: Optional[str] = None, what: str = "YAML") -> object:
+    """YAML (safe loader) within the limits; :class:`OptionError` for invalid YAML (``<option> <path>: not valid
+    <what> (reason at line N)``) or one past a limit; ``ImportError`` when PyYAML is not installed."""
     import yaml  # type: ignore[import-untyped]
 
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > YAML_MAX_BYTES:
-        raise InputError(f"{label}: the file is {size:,} bytes; YAML option files are limited to {YAML_MAX_BYTES:,} "
-                         f"(JSON ones to {MAX_BYTES:,})")
+        raise refusal(option, path, f"the file is {size:,} bytes; YAML option files are limited to "
+                      f"{YAML_MAX_BYTES:,} (JSON ones to {MAX_BYTES:,})")
 
     class Bounded(yaml.SafeLoader):   # type: ignore[misc]
         depth = 0
@@ -163,9 +182,9 @@ def load_yaml(text: str, label: str, what: str = "YAML") -> object:
             self.nodes += 1
             try:
                 if self.depth > MAX_DEPTH:
-                    raise _too_deep(label)
+                    raise _too_deep(option, path)
                 if self.nodes > MAX_VALUES:
-                    raise _too_big(label)
+                    raise _too_big(option, path)
                 return super().compose_node(parent, index)
             finally:
                 self.depth -= 1
@@ -175,15 +194,15 @@ def load_yaml(text: str, label: str, what: str = "YAML") -> object:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_expanded(node, label)
+        _check_expanded(node, option, path)
         return loader.construct_document(node)
     except yaml.MarkedYAMLError as e:
         where = f" at line {e.problem_mark.line + 1}" if e.problem_mark is not None else ""
         reason = _scrub(e.problem or e.context or "") or "parse error"
-        raise InputError(f"{label}: not valid {what} ({reason}{where})") from None
+        raise refusal(option, path, f"not valid {what} ({reason}{where})") from None
     except yaml.YAMLError as e:
-        raise InputError(f"{label}: not valid {what} ({_scrub(str(e)) or 'parse error'})") from None
+        raise refusal(option, path, f"not valid {what} ({_scrub(str(e)) or 'parse error'})") from None
     except RecursionError:
-        raise _too_deep(label) from None
+        raise _too_deep(option, path) from None
     finally:
         loader.dispose()

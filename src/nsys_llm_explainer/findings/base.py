@@ -20,6 +20,7 @@ CATEGORIES = (
     "nccl_wait", "mixed_idle", "none",
     "unified_memory",
     "step_sync",   # per-step synchronization (findings/step_sync.py)
+    "rank_outlier",   # cluster claims about one rank (cluster/claims.py; the late arriver is nccl_wait)
 )
 HIGH_SHARE = 20.0         # % of the window: a cause this large is high severity
 MEDIUM_SHARE = 5.0        # % of the window: smaller causes yield no finding
@@ -31,7 +32,10 @@ METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "ke
            "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns",
            "claimed_pct_of_window", "um_overlap_pct_of_kernel_time",
            # per-step synchronization (findings/step_sync.py)
-           "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct")
+           "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
+           # cluster claims about one rank (cluster/claims.py; docs/CLUSTER.md)
+           "aligned", "ranks", "matched", "last_arrival_share", "others_mean_wait_ns", "end_spread_p50_ns",
+           "split_names", "devices", "busy_pct_gap", "devices_with_steps", "step_p50_ratio")
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 
 

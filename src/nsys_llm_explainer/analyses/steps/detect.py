@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ...config.phase_map import PhaseMap
-from ...errors import InputError
+from ...errors import OptionError
 from ...model.trace import TraceModel
 from ..nvtx.tree import NvtxTree
 from .nvtx_method import MIN_INSTANCES, StepChoice, choose_nvtx, kernel_nodes, nvtx_steps, work_items
@@ -77,7 +77,7 @@ def marker_kernels(model: TraceModel, regex: str) -> Tuple[np.ndarray, Tuple[Dic
     try:
         rx = re.compile(regex, re.IGNORECASE)
     except re.error as exc:
-        raise InputError(f"--step-marker {regex!r} is not a valid regular expression: {exc}") from None
+        raise OptionError("step_marker", f"{regex!r} is not a valid regular expression: {exc}") from None
     hit = np.array([bool(rx.search(n)) for n in k.names] + [False], dtype=bool)
     is_m = hit[k.name_idx]
     cnt = np.bincount(k.name_idx[is_m], minlength=len(k.names))

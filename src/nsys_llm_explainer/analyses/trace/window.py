@@ -56,7 +56,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from ...config.window import parse_window
-from ...errors import InputError
+from ...errors import OptionError
 from ...jsonable import json_ready
 from ...model import intervals as iv
 from ...model.trace import TraceModel
@@ -290,13 +290,13 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
 def _nvtx_window(model: TraceModel, name: str, full0: int, full1: int) -> WindowResult:
     n = model.nvtx
     if n is None or len(n) == 0:
-        raise InputError(f"--window-nvtx {name!r}: the trace has no NVTX ranges")
+        raise OptionError("window_nvtx", f"{name!r}: the trace has no NVTX ranges")
     hits = [i for i, s in enumerate(n.names) if s == name]
     if not hits:
-        raise InputError(f"--window-nvtx {name!r}: no NVTX range has exactly this name")
+        raise OptionError("window_nvtx", f"{name!r}: no NVTX range has exactly this name")
     m = np.isin(n.name_idx, np.asarray(hits))
     if not m.any():
-        raise InputError(f"--window-nvtx {name!r}: no NVTX range has exactly this name")
+        raise OptionError("window_nvtx", f"{name!r}: no NVTX range has exactly this name")
     s, e = int(n.start[m].min()), int(n.end[m].max())
     count = int(m.sum())
     reason = f"Window set to the span of the {count} NVTX range(s) named {name!r} ({_fmt_s(e - s)})."
@@ -315,10 +315,10 @@ def detect_window(model: TraceModel, override: Optional[Sequence[int]] = None,
         else:
             a, b = int(override[0]), int(override[1])
         if b <= a:
-            raise InputError(f"--window end ({b}) must be after its start ({a})")
+            raise OptionError("window", f"end ({b}) must be after its start ({a})")
         s, e = max(a, full0), min(b, full1)
         if e <= s:
-            raise InputError(f"--window {a}:{b} does not overlap the trace ({full0}:{full1})")
+            raise OptionError("window", f"{a}:{b} does not overlap the trace ({full0}:{full1})")
         clipped = " (clipped to the trace span)" if (s, e) != (a, b) else ""
         return _result(full0, full1, s, e, "override", f"Window set by --window {a}:{b}{clipped}.")
     if nvtx_range is not None:

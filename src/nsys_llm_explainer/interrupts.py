@@ -63,10 +63,12 @@ def restore(previous: Dict[int, Any]) -> None:
 
 
 @contextmanager
-def critical() -> Iterator[None]:
+def critical(stop_first: bool = True) -> Iterator[None]:
     """Hold termination signals until the block ends (then raise the first one that arrived); a signal that
-    arrived earlier and was swallowed (:func:`check`) stops the block before it starts."""
-    check()
+    arrived earlier and was swallowed (:func:`check`) stops the block before it starts, unless ``stop_first``
+    is false (a cleanup, which must run even while an earlier signal unwinds)."""
+    if stop_first:
+        check()
     _STATE["defer"] += 1
     try:
         yield

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 from ..errors import InputError, OptionError
-from .user_file import Unreadable, read_text
+from .user_file import YAML_MAX_BYTES, Unreadable, load_json, load_yaml, read_text
 
 CATEGORY_NAMES: List[str] = [
     "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "sampling",
@@ -152,24 +152,32 @@ def _bad(option: str, path: Optional[str], detail: str) -> OptionError:
 
 
 def _decode(text: str, path: str, option: str) -> object:
+    """JSON, else YAML (by suffix, or when the text is not JSON), within the option-file limits
+    (:mod:`config.user_file`: depth, values with YAML aliases expanded; messages never quote the file)."""
     is_yaml = path.lower().endswith((".yaml", ".yml"))
     json_err = ""
     if not is_yaml:
         try:
-            return json.loads(text)
+            return load_json(text, option, path)
         except ValueError as e:
             json_err = (f"not valid JSON ({e.msg} at line {e.lineno})" if isinstance(e, json.JSONDecodeError)
                         else "not valid JSON")
+        if len(text) > YAML_MAX_BYTES:   # too big to be tried as YAML: the JSON error is the answer
+            raise _bad(option, path, json_err) from None
     try:
-        import yaml  # type: ignore[import-untyped]
+        return load_yaml(text, option, path, "JSON or YAML")
     except ImportError:
         msg = json_err if not is_yaml else "YAML needs PyYAML (pip install pyyaml); use JSON instead"
         raise _bad(option, path, msg) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else "parse error"
-        raise _bad(option, path, f"not valid JSON or YAML ({first})") from None
+
+
+def _kind(v: object) -> str:
+    """What a value is, without its content (messages never quote an option file)."""
+    if isinstance(v, (list, tuple)):
+        return f"a list of {len(v)} item(s)"
+    if isinstance(v, dict):
+        return f"an object with {len(v)} key(s)"
+    return "null" if v is None else f"a {type(v).__name__}"
 
 
 def parse_rules_data(data: object, option: str = "categories_file",
@@ -188,14 +196,14 @@ def parse_rules_data(data: object, option: str = "categories_file",
         if isinstance(r, dict) and set(r) >= {"regex", "category"}:
             r = [r["regex"], r["category"]]
         if not (isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(x, str) for x in r)):
-            raise _bad(option, path, f"rule #{i + 1} must be a [regex, category] pair of strings, got {r!r}")
+            raise _bad(option, path, f"rule #{i + 1} must be a [regex, category] pair of strings, got {_kind(r)}")
         rx, cat = r[0], r[1].strip()
         if not cat:
             raise _bad(option, path, f"rule #{i + 1} has an empty category")
         try:
             re.compile(rx, re.IGNORECASE)
         except re.error as e:
-            raise _bad(option, path, f"rule #{i + 1} regex {rx!r} is invalid ({e})") from None
+            raise _bad(option, path, f"rule #{i + 1} has an invalid regex ({e})") from None
         rules.append((rx, cat))
     rep = data.get("replace", False)
     if not isinstance(rep, bool):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import InputError, OptionError
-from .user_file import read_user_text
+from .user_file import load_json, read_user_text
 
 PHASES = ("prefill", "decode", "other")
 UNMAPPED = "unmapped"
@@ -158,7 +158,7 @@ def read_phase_map_file(path: Union[str, os.PathLike], option: str = "phase_map"
         raise OptionError(option, f"file not found: {path}")
     text = read_user_text(path, option)   # size-capped, regular files only
     try:
-        data = json.loads(text)
+        data = load_json(text, option, str(path))   # depth and size bounded (config/user_file.py)
     except json.JSONDecodeError as exc:
         raise OptionError(option, f"{path} is not valid JSON: {exc}") from None
     return parse_phase_map(data, option, path)

@@ -1,21 +1,38 @@
-"""Read a small option file given by the user (``--categories``, ``--phase-map``) with a size cap.
+"""Read a small option file given by the user (``--categories``, ``--phase-map``) with a size cap, and decode
+its JSON or YAML within bounds.
 
 Only a regular file is read, and at most :data:`MAX_BYTES` of it: ``/dev/zero``, a FIFO, a directory or a
 multi-gigabyte file is refused with one :class:`~nsys_llm_explainer.errors.OptionError` line (naming the
 option) instead of being read until memory runs out. The file is opened non-blocking so that opening a FIFO
 never waits for a writer.
+
+Decoding (:func:`load_json`, :func:`load_yaml`) is bounded too: YAML at most :data:`YAML_MAX_BYTES` (PyYAML's
+pure-Python parser takes about a second per MiB at worst), at most :data:`MAX_DEPTH` levels of nesting
+and :data:`MAX_VALUES` values, counted with YAML aliases and merge keys expanded (an "alias bomb" of a few
+hundred bytes that would expand to billions of values is refused after composing its few nodes, before
+anything is built). YAML is read with PyYAML's safe loader (plain data only, no Python objects). Real option
+files are a few levels deep and hold at most a few thousand values. Every refusal is one :class:`OptionError`
+line naming the option and the file, then the limit or the parser's reason and line, never the file's text.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
-from typing import Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..errors import OptionError
 
 #: largest option file read (rule and phase-map files are a few kB)
 MAX_BYTES = 8 << 20
+#: largest YAML option file parsed (PyYAML's safe loader is pure Python: about a second per MiB at worst)
+YAML_MAX_BYTES = 1 << 20
+#: deepest nesting of lists / objects in an option file (real files: 3 or 4)
+MAX_DEPTH = 64
+#: most values (scalars, lists, objects; YAML aliases expanded) in an option file (real files: hundreds)
+MAX_VALUES = 50_000
 
 
 class Unreadable(Exception):
@@ -57,3 +74,135 @@ def read_user_text(path: Union[str, os.PathLike], option: str) -> str:
         return read_text(path)
     except Unreadable as exc:
         raise OptionError(option, f"{path}: {exc}") from None
+
+
+def refusal(option: str, path: Optional[str], detail: str) -> OptionError:
+    """``<option> <path>: <detail>`` (a file), ``<option>: <detail>`` (no file)."""
+    return OptionError(option, detail, ": ") if path is None else OptionError(option, f"{path}: {detail}")
+
+
+def _too_deep(option: str, path: Optional[str]) -> OptionError:
+    return refusal(option, path, f"nested deeper than {MAX_DEPTH} levels, the limit for option files")
+
+
+def _too_big(option: str, path: Optional[str]) -> OptionError:
+    return refusal(option, path, f"more than {MAX_VALUES:,} values (lists, objects and scalars, YAML aliases "
+                   "expanded), the limit for option files")
+
+
+def check_shape(data: object, option: str, path: Optional[str] = None) -> object:
+    """``data`` (decoded JSON) when it is at most :data:`MAX_DEPTH` deep and holds at most :data:`MAX_VALUES`
+    values; :class:`OptionError` naming ``option`` and ``path`` otherwise (iterative: no recursion)."""
+    stack: List[Tuple[object, int]] = [(data, 1)]
+    count = 0
+    while stack:
+        v, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise _too_big(option, path)
+        if isinstance(v, (list, dict)):
+            if depth > MAX_DEPTH:
+                raise _too_deep(option, path)
+            items = v.values() if isinstance(v, dict) else v
+            stack.extend((x, depth + 1) for x in items)
+    return data
+
+
+def load_json(text: str, option: str, path: Optional[str] = None) -> object:
+    """JSON within the limits (:class:`OptionError` past one); ``json.JSONDecodeError`` (a ``ValueError``) for
+    invalid JSON, as ``json.loads``."""
+    try:
+        data = json.loads(text)
+    except RecursionError:   # nesting past the interpreter's own limit: far past ours
+        raise _too_deep(option, path) from None
+    return check_shape(data, option, path)
+
+
+def _children(node: Any) -> List[Any]:
+    import yaml  # type: ignore[import-untyped]
+
+    if isinstance(node, yaml.MappingNode):
+        return [x for pair in node.value for x in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_expanded(root: Any, option: str, path: Optional[str]) -> None:
+    """Values and depth of the composed YAML document with every alias expanded, computed once per node (the
+    document is a graph: an alias is the anchored node itself), without recursion; a cycle is refused."""
+    size: Dict[int, Tuple[int, int]] = {}   # id(node) → (expanded values, expanded depth)
+    on_path = set()
+    stack: List[Tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            kids = [size[id(c)] for c in _children(node)]
+            n = 1 + sum(k[0] for k in kids)
+            d = 1 + max((k[1] for k in kids), default=0)
+            if n > MAX_VALUES:
+                raise _too_big(option, path)
+            if d > MAX_DEPTH:
+                raise _too_deep(option, path)
+            size[key] = (n, d)
+            on_path.discard(key)
+        elif key in on_path:
+            raise refusal(option, path, "a YAML alias refers to a node that contains it (a cycle); option files "
+                          "must be plain data")
+        elif key not in size:
+            on_path.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in _children(node))
+
+
+def _scrub(problem: str) -> str:
+    """A parser's reason without the file's text: quoted excerpts longer than one character are dropped
+    (token names such as ``'<scalar>'`` stay)."""
+    first = problem.strip().splitlines()[0] if problem.strip() else ""
+    return re.sub(r"'(?!<[a-z ]+>')[^'\n]{2,}'", "'…'", first)[:200]
+
+
+def load_yaml(text: str, option: str, path: Optional[str] = None, what: str = "YAML") -> object:
+    """YAML (safe loader) within the limits; :class:`OptionError` for invalid YAML (``<option> <path>: not valid
+    <what> (reason at line N)``) or one past a limit; ``ImportError`` when PyYAML is not installed."""
+    import yaml  # type: ignore[import-untyped]
+
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > YAML_MAX_BYTES:
+        raise refusal(option, path, f"the file is {size:,} bytes; YAML option files are limited to "
+                      f"{YAML_MAX_BYTES:,} (JSON ones to {MAX_BYTES:,})")
+
+    class Bounded(yaml.SafeLoader):   # type: ignore[misc]
+        depth = 0
+        nodes = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            self.nodes += 1
+            try:
+                if self.depth > MAX_DEPTH:
+                    raise _too_deep(option, path)
+                if self.nodes > MAX_VALUES:
+                    raise _too_big(option, path)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    loader = Bounded(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded(node, option, path)
+        return loader.construct_document(node)
+    except yaml.MarkedYAMLError as e:
+        where = f" at line {e.problem_mark.line + 1}" if e.problem_mark is not None else ""
+        reason = _scrub(e.problem or e.context or "") or "parse error"
+        raise refusal(option, path, f"not valid {what} ({reason}{where})") from None
+    except yaml.YAMLError as e:
+        raise refusal(option, path, f"not valid {what} ({_scrub(str(e)) or 'parse error'})") from None
+    except RecursionError:
+        raise _too_deep(option, path) from None
+    finally:
+        loader.dispose()

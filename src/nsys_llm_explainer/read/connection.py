@@ -3,21 +3,29 @@
 The file is opened through a URI with ``mode=ro&immutable=1``: SQLite then neither writes, creates
 journal/WAL side files, nor takes locks, so the user's trace is never modified or locked and a
 database locked by another process can still be read.
+
+Text is decoded as UTF-8. A value holding bytes that are not UTF-8 (a kernel name in ``StringIds``, an NVTX
+message, a process name) does not reject the trace: the query that met it runs again with such bytes replaced
+by U+FFFD (:func:`lenient`), every later text read of the connection does the same, and the distinct values
+replaced are counted in one warning line (``excluded``, which the model puts among the report's warnings).
+Clean traces keep the standard library's decoder (no per-value Python call).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
 import threading
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional, Set, TypeVar
 from urllib.parse import quote
 
 from ..errors import InputError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+T = TypeVar("T")
 
 
 def _uri(path: Path) -> str:
@@ -32,6 +40,67 @@ class TraceConnection(sqlite3.Connection):
     columnar_uri: Optional[str] = None
     lock: threading.Lock
     excluded: List[str]   # warnings about rows left out while reading (values of the wrong type)
+
+
+class LenientText:
+    """A ``text_factory`` that decodes UTF-8 with invalid bytes replaced (U+FFFD) and remembers which distinct
+    values needed it (by hash: memory grows with the number of bad values, never their size)."""
+
+    def __init__(self) -> None:
+        self.bad: Set[int] = set()
+        self.where: List[str] = []   # the tables they were read from, in order
+        self.note: Optional[str] = None
+
+    def __call__(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.bad.add(hash(raw))
+            return raw.decode("utf-8", "replace")
+
+
+def undecodable(exc: BaseException) -> bool:
+    """``exc`` is the standard library's error for a text value that is not UTF-8."""
+    return isinstance(exc, sqlite3.OperationalError) and "Could not decode to UTF-8" in str(exc)
+
+
+def lenient(conn: sqlite3.Connection, where: str, run: Callable[[], T]) -> T:
+    """``run()`` (which reads text through ``conn``); when it meets bytes that are not UTF-8, ``conn`` decodes
+    text leniently from then on (:class:`LenientText`) and ``run()`` is called again. Values replaced are
+    counted in one note of ``conn.excluded`` naming the tables (``where``: the table ``run`` reads)."""
+    dec = conn.text_factory if isinstance(conn.text_factory, LenientText) else None
+    before = len(dec.bad) if dec is not None else 0
+    try:
+        out = run()
+    except sqlite3.OperationalError as exc:
+        if dec is not None or not undecodable(exc):
+            raise
+        dec = LenientText()
+        conn.text_factory = dec
+        out = run()
+    if dec is not None and len(dec.bad) > before:
+        if where not in dec.where:
+            dec.where.append(where)
+        notes = getattr(conn, "excluded", None)
+        if isinstance(notes, list):
+            if dec.note in notes:
+                notes.remove(dec.note)
+            dec.note = (f"{len(dec.bad)} text value(s) in {', '.join(dec.where)} hold bytes that are not UTF-8; they "
+                        "are shown with U+FFFD (\ufffd) in place of those bytes (names that differ only there are "
+                        "counted together).")
+            notes.append(dec.note)
+    return out
+
+
+def all_rows(conn: sqlite3.Connection, sql: str, params: tuple = (), where: Optional[str] = None) -> List[tuple]:
+    """``conn.execute(sql, params).fetchall()`` through :func:`lenient` (``where``: default, the table read)."""
+    return lenient(conn, where or table_of(sql), lambda: conn.execute(sql, params).fetchall())
+
+
+def table_of(sql: str) -> str:
+    """The first table a query reads (for messages)."""
+    m = re.search(r'\bFROM\s+"?([A-Za-z_][A-Za-z0-9_]*)', sql, re.IGNORECASE)
+    return m.group(1) if m else "the trace"
 
 
 def check_trace_path(path: str | os.PathLike) -> Path:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import InputError
 from . import columnar
+from .connection import all_rows
 from .schema import Schema
 
 CHUNK = 1_048_576
@@ -112,8 +113,9 @@ def _fetch_ints_stdlib(conn: sqlite3.Connection, sql: str, names: Sequence[str],
 
 
 def _query(conn: sqlite3.Connection, sql: str, params: Tuple = ()) -> List[tuple]:
+    """All rows of ``sql``; text that is not UTF-8 is read with U+FFFD (:func:`read.connection.lenient`)."""
     try:
-        return conn.execute(sql, params).fetchall()
+        return all_rows(conn, sql, params)
     except sqlite3.DatabaseError as exc:
         raise ReadError(f"SQLite error while reading the trace: {exc} (file corrupt or truncated?)") from None
 

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .connection import lenient, undecodable
 from .fetch import CHUNK, NULL, Columns, ReadError, ValueTypeError, _exclude_note, _query
 from .schema import Schema
 
@@ -57,6 +58,8 @@ def _nvtx_rows(conn: sqlite3.Connection, sql: str) -> Tuple[np.ndarray, List[Opt
             text.extend([seen[r[7]] if r[7] in seen else seen.setdefault(r[7], _text(r[7])) for r in rows])
             del rows
     except sqlite3.DatabaseError as exc:
+        if undecodable(exc):
+            raise   # read again with lenient decoding (fetch_nvtx)
         raise ReadError(f"SQLite error while reading NVTX_EVENTS: {exc}") from None
     except (OverflowError, TypeError, ValueError) as exc:
         raise ValueTypeError(f"unexpected non-integer value in NVTX_EVENTS: {exc}") from None
@@ -88,7 +91,7 @@ def fetch_nvtx(conn: sqlite3.Connection, schema: Schema) -> Optional[NvtxRows]:
         f"{e('domainId')}, {text_expr} FROM NVTX_EVENTS n{join} WHERE n.eventType IN ({types})"
     )
     try:
-        arr, text = _nvtx_rows(conn, sql)
+        arr, text = lenient(conn, t, lambda: _nvtx_rows(conn, sql))
     except ValueTypeError:
         # a text / blob / real value in an integer column: those rows are left out, counted and stated
         ok = " AND ".join(f'typeof(n."{c}") IN (\'integer\', \'null\')'
@@ -97,8 +100,8 @@ def fetch_nvtx(conn: sqlite3.Connection, schema: Schema) -> Optional[NvtxRows]:
         bad = _query(conn, f"SELECT count(*) FROM NVTX_EVENTS n WHERE n.eventType IN ({types}) AND NOT ({ok})")
         _exclude_note(conn, f"NVTX_EVENTS: {int(bad[0][0])} row(s) with a non-integer value (text, blob or real) in "
                             "an integer column were left out.", int(bad[0][0]))
-        arr, text = _nvtx_rows(conn, sql.replace(f"WHERE n.eventType IN ({types})",
-                                                 f"WHERE n.eventType IN ({types}) AND {ok}"))
+        sql = sql.replace(f"WHERE n.eventType IN ({types})", f"WHERE n.eventType IN ({types}) AND {ok}")
+        arr, text = lenient(conn, t, lambda: _nvtx_rows(conn, sql))
     names = ["start", "end", "has_end", "event_type", "gtid", "end_gtid", "domain"]
     cols = {n: np.ascontiguousarray(arr[:, i]) for i, n in enumerate(names)}
     domains: List[Tuple[int, int, str]] = []

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import InputError
+from .connection import all_rows
 
 #: Tables whose presence identifies an Nsight Systems export.
 NSYS_MARKER_TABLES = (
@@ -78,13 +79,10 @@ class Schema:
 def probe(conn: sqlite3.Connection, path_label: str = "trace") -> Schema:
     """Read table/column lists and metadata; raise :class:`InputError` if this is not an nsys export."""
     try:
-        names = [
-            r[0]
-            for r in conn.execute(REAL_TABLES_SQL).fetchall()
-        ]
+        names = [r[0] for r in all_rows(conn, REAL_TABLES_SQL, where="sqlite_master")]
         tables: Dict[str, List[str]] = {}
         for name in names:
-            cols = conn.execute("SELECT name FROM pragma_table_info(?)", (name,)).fetchall()
+            cols = all_rows(conn, "SELECT name FROM pragma_table_info(?)", (name,), where="sqlite_master")
             tables[name] = [c[0] for c in cols]
     except sqlite3.DatabaseError as exc:
         raise InputError(f"{path_label} is corrupt or truncated ({exc})") from None
@@ -100,7 +98,7 @@ def probe(conn: sqlite3.Connection, path_label: str = "trace") -> Schema:
         if schema.has(mt, "name") and schema.has(mt, "value"):
             schema.meta_table = mt
             try:
-                rows = conn.execute(f'SELECT name, value FROM "{mt}"').fetchall()
+                rows = all_rows(conn, f'SELECT name, value FROM "{mt}"')
             except sqlite3.DatabaseError as exc:
                 raise InputError(f"{path_label} is corrupt or truncated ({exc})") from None
             for k, v in rows:
@@ -108,7 +106,7 @@ def probe(conn: sqlite3.Connection, path_label: str = "trace") -> Schema:
             break
     if schema.has("META_DATA_CAPTURE", "name") and schema.has("META_DATA_CAPTURE", "value"):
         try:
-            rows = conn.execute("SELECT name, value FROM META_DATA_CAPTURE").fetchall()
+            rows = all_rows(conn, "SELECT name, value FROM META_DATA_CAPTURE")
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{path_label} is corrupt or truncated ({exc})") from None
         for k, v in rows:

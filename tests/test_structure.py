@@ -32,7 +32,8 @@ ALLOWED: Dict[str, FrozenSet[str]] = {
     "synth": F(), "presets": F(),
     "cli": BASE | {"<pkg>", "cluster", "comparison", "interrupts", "options", "output", "pipeline", "read", "render",
                    "synth", "terminal"},
-    "__main__": F({"cli"}), "<pkg>": BASE | {"cluster", "comparison", "config", "options", "pipeline", "render", "report"},
+    "__main__": F({"cli"}),
+    "<pkg>": BASE | {"cluster", "comparison", "config", "options", "pipeline", "render", "report"},
 }
 
 

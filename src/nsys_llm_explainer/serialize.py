@@ -16,8 +16,6 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = "2.0"
 
-#: a JSON-ready copy of builtin / numpy values (kept under its old name: ``render.json_report`` re-exports it)
-plain = json_ready
 
 
 def options_dict(o: Options) -> Dict[str, Any]:

@@ -263,7 +263,7 @@ def test_training_nvtx_coverage_names_the_autograd_thread(tmp_path_factory):
     text = " ".join(f.recommendation)
     assert "autograd" in text and not re.search(r"prefill|decode|vLLM|SGLang", text)
     rows = rep.attribution.uncovered_by_thread
-    assert rows[0]["thread_name"].startswith("pt_autograd") and rows[0]["thread_ranges"] == 0
+    assert rows[0].thread_name.startswith("pt_autograd") and rows[0].thread_ranges == 0
 
 
 def test_compiled_model_is_never_told_to_adopt_torch_compile(tmp_path_factory):

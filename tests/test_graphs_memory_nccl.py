@@ -248,9 +248,8 @@ def test_nccl_straggler(tmp_path: Path) -> None:
     r = analyze_nccl(_load(_nccl_fixture(4), tmp_path))
     assert r.available
     assert r.nccl_kernel_count == 8 and r.nccl_total_ns == 4 * 500 * US
-    assert r.by_name == (
-        {"name": "ncclDevKernel_AllReduce_Sum_f16_RING_LL", "count": 8, "total_ns": 2000 * US},
-    )
+    assert [(c.name, c.count, c.total_ns) for c in r.by_name] == [
+        ("ncclDevKernel_AllReduce_Sum_f16_RING_LL", 8, 2000 * US)]
     assert r.custom_allreduce["count"] == 1 and r.custom_allreduce["total_ns"] == 7 * US
     d0, d1 = r.per_device
     assert (d0["device_id"], d0["count"], d0["total_ns"], d0["kernel_ns"], d0["union_ns"]) == (
@@ -265,22 +264,12 @@ def test_nccl_straggler(tmp_path: Path) -> None:
     assert [p["pid"] for p in r.per_pid] == [100, 101]
     assert r.matched_collectives == 4 and r.unmatched_kernels == 0
     r0, r1 = r.ranks
-    assert (
-        r0["pid"],
-        r0["device_id"],
-        r0["p50_ns"],
-        r0["mean_ns"],
-        r0["mean_start_skew_ns"],
-        r0["last_arrival_count"],
-    ) == (100, 0, 400 * US, 400 * US, 0, 0)
-    assert (
-        r1["pid"],
-        r1["device_id"],
-        r1["p50_ns"],
-        r1["mean_ns"],
-        r1["mean_start_skew_ns"],
-        r1["last_arrival_count"],
-    ) == (101, 1, 100 * US, 100 * US, 300 * US, 4)
+    a0, a1 = r0.arrivals, r1.arrivals
+    assert a0 is not None and a1 is not None
+    assert (r0.pid, r0.device_id, a0.p50_ns, a0.mean_ns, a0.mean_start_skew_ns, a0.last_arrival_count) == (
+        100, 0, 400 * US, 400 * US, 0, 0)
+    assert (r1.pid, r1.device_id, a1.p50_ns, a1.mean_ns, a1.mean_start_skew_ns, a1.last_arrival_count) == (
+        101, 1, 100 * US, 100 * US, 300 * US, 4)
     v = r.straggler
     assert v is not None
     assert (v.waiting_pid, v.waiting_device_id, v.late_pid, v.late_device_id) == (100, 0, 101, 1)

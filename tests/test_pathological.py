@@ -63,14 +63,14 @@ def test_deep_attribution(deep):
     first = {}
     for k, nm in enumerate(names):
         first.setdefault(nm, k)
-    rows = {r["name"]: r for r in deep.rep.attribution.ranges}
-    assert rows["outer"]["kernel_count"] == DEPTH and rows["outer"]["innermost_kernel_count"] == 0
+    rows = {r.name: r for r in deep.rep.attribution.ranges}
+    assert rows["outer"].kernel_count == DEPTH and rows["outer"].innermost_kernel_count == 0
     for nm, f in first.items():
         inner = [i for i in range(DEPTH) if names[i] == nm]
-        assert rows[nm]["kernel_count"] == DEPTH - f
-        assert rows[nm]["inclusive_ns"] == int(dur[f:].sum())
-        assert rows[nm]["innermost_kernel_count"] == len(inner)
-        assert rows[nm]["innermost_ns"] == int(dur[inner].sum())
+        assert rows[nm].kernel_count == DEPTH - f
+        assert rows[nm].inclusive_ns == int(dur[f:].sum())
+        assert rows[nm].innermost_kernel_count == len(inner)
+        assert rows[nm].innermost_ns == int(dur[inner].sum())
     assert deep.rep.attribution.attributed_count == DEPTH
     node = deep.rep.attribution.kernel_node
     assert np.array_equal(np.sort(node), np.arange(1, DEPTH + 1))
@@ -196,9 +196,9 @@ def test_many_ranges_steps_and_attribution(tmp_path):
     st = d["steps"]
     assert (st["method"], st["step_count"], st["step_ranges"]) == ("nvtx", 1000, ["execute_model"])
     assert st["totals"]["kernel_count"] == 2000 and len(st["rows"]) == 1000
-    rows = {r["name"]: r for r in rep.attribution.ranges}
-    assert rows["execute_model"]["kernel_count"] == 2000 and rows["execute_model"]["innermost_kernel_count"] == 0
-    assert rows["attn"]["innermost_kernel_count"] == 1000 and rows["mlp"]["innermost_kernel_count"] == 1000
+    rows = {r.name: r for r in rep.attribution.ranges}
+    assert rows["execute_model"].kernel_count == 2000 and rows["execute_model"].innermost_kernel_count == 0
+    assert rows["attn"].innermost_kernel_count == 1000 and rows["mlp"].innermost_kernel_count == 1000
     assert "norm" not in rows
 
 

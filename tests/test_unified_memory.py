@@ -88,16 +88,16 @@ def test_full_capture_equals_the_planted_numbers(tmp_path_factory) -> None:
     w = um.full
     assert (w.migration_count, w.migration_bytes, w.migration_ns) == (
         f["um_migration_count"], f["um_migration_bytes"], f["um_migration_ns"])
-    assert {r["copy_kind"]: {k: r[k] for k in ("count", "bytes", "total_ns")} for r in w.by_direction} == \
+    assert {r.key: {"count": r.count, "bytes": r.bytes, "total_ns": r.total_ns} for r in w.by_direction} == \
         f["um_by_direction"]
-    assert {r["cause_id"]: {k: r[k] for k in ("count", "bytes", "total_ns")} for r in w.by_cause} == f["um_by_cause"]
-    assert {r["copy_kind"]: r["direction"] for r in w.by_direction} == {11: "Unified Host-to-Device",
-                                                                          12: "Unified Device-to-Host"}
+    assert {r.key: {"count": r.count, "bytes": r.bytes, "total_ns": r.total_ns} for r in w.by_cause} == \
+        f["um_by_cause"]
+    assert {r.key: r.label for r in w.by_direction} == {11: "Unified Host-to-Device", 12: "Unified Device-to-Host"}
     assert (w.gpu_fault_events, w.gpu_page_faults) == (f["um_gpu_fault_events"], f["um_gpu_page_faults"])
-    assert {r["access_id"]: {"events": r["count"], "page_faults": r["page_faults"]}
+    assert {r.access_id: {"events": r.count, "page_faults": r.page_faults}
             for r in w.gpu_faults_by_access} == f["um_gpu_faults_by_access"]
     assert w.cpu_fault_count == f["um_cpu_fault_count"]
-    assert {r["function"]: r["count"] for r in w.cpu_faults_by_function} == f["um_cpu_faults_by_function"]
+    assert {r.name: r.count for r in w.cpu_faults_by_function} == f["um_cpu_faults_by_function"]
     (d,) = w.devices
     assert d.device_id == 0
     assert (d.kernel_busy_ns, d.overlap_ns, d.migration_union_ns, d.migration_idle_ns) == (

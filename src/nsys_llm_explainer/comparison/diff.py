@@ -9,7 +9,8 @@ change (an idle kind is named by its detail with the largest delta).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
 
 from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import CAUSE_KINDS
@@ -109,16 +110,32 @@ def reason_text(r: Delta) -> str:
     return IDLE_TEXT.get(r.name, f"GPU idle ({r.name})") + f" (idle cause `{r.name}`)"
 
 
-def _headline(spec: MetricSpec, c: Dict[str, Any], b: TraceSummary, n: TraceSummary) -> Tuple[str, ...]:
+@dataclass(frozen=True)
+class _Verdict:
+    """What the headline lines say (the fields of :class:`Comparison` they are written from)."""
+
+    status: str
+    reasons: Tuple[str, ...]
+    change_pct: Optional[float]
+    noise_pct: Optional[float]
+    significant: Optional[bool]
+    verdict: str
+    main_reason: Optional[Delta]
+    window_per_unit_base_ns: Optional[int]
+    window_per_unit_new_ns: Optional[int]
+    details: Tuple[Delta, ...]
+
+
+def _headline(spec: MetricSpec, c: _Verdict, b: TraceSummary, n: TraceSummary) -> Tuple[str, ...]:
     unit = UNIT_WORD[spec.basis]
     mb, mn = b.metric, n.metric
     what = spec.description.split(" (")[0]
-    ch, noise, verdict = c["change_pct"], c["noise_pct"], c["verdict"]
+    ch, noise, verdict = c.change_pct, c.noise_pct, c.verdict
     b_ms, n_ms = fmt_ms(mb.p50_ns, unit=True), fmt_ms(mn.p50_ns, unit=True)
-    if verdict == "not_compared":
-        first = (f"`{n.label}` vs `{b.label}`: not compared — {c['status'].replace('_', ' ')} to compare: "
-                 + "; ".join(c["reasons"]) + ".")
-    elif verdict == "no_change" and not c["significant"]:
+    if verdict == "not_compared" or ch is None:
+        first = (f"`{n.label}` vs `{b.label}`: not compared — {c.status.replace('_', ' ')} to compare: "
+                 + "; ".join(c.reasons) + ".")
+    elif verdict == "no_change" and not c.significant:
         first = (f"`{n.label}` and `{b.label}` do not differ significantly on the {what}: {b_ms} → "
                  f"{n_ms} ({ch:+.1f} %, within the noise).")
     elif verdict == "no_change":
@@ -130,14 +147,14 @@ def _headline(spec: MetricSpec, c: Dict[str, Any], b: TraceSummary, n: TraceSumm
     if spec.name is not None:
         sp = [f"{v.spread:.2f}" if v.spread is not None else "–" for v in (mb, mn)]
         tail = "" if noise is None else f"; noise ±{noise:.1f} %: " + (
-            "the change is larger than the noise" if c["significant"] else "the change is within the noise")
+            "the change is larger than the noise" if c.significant else "the change is within the noise")
         lines.append(f"Spread p90/p50 {sp[0]} over {mb.count} {unit}s vs {sp[1]} over {mn.count}{tail}.")
-    r = c["main_reason"]
-    wb, wn = c["window_per_unit_base_ns"], c["window_per_unit_new_ns"]
-    if isinstance(r, Delta) and wb is not None and wn is not None:
+    r = c.main_reason
+    wb, wn = c.window_per_unit_base_ns, c.window_per_unit_new_ns
+    if r is not None and wb is not None and wn is not None:
         lead = "Main reason" if verdict in ("faster", "slower") else "Largest change"
         text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
-        sub = [d for d in c["details"] if d.name == r.name and d.detail == r.detail]
+        sub = [d for d in c.details if d.name == r.name and d.detail == r.detail]
         if r.component == "idle" and r.detail and sub:
             text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
@@ -170,9 +187,7 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
                     for k in dict.fromkeys(list(fb.kernels) + list(fn.kernels))])
     wb, wn = per_unit(fb.pooled_window_ns, ub), per_unit(fn.pooled_window_ns, un)
     main = _main_reason(cats, kinds, details, (wn - wb) if wb is not None and wn is not None else None)
-    parts: Dict[str, object] = {"change_pct": ch, "noise_pct": noise, "verdict": verdict, "status": status,
-                                "reasons": reasons, "significant": significant, "main_reason": main,
-                                "window_per_unit_base_ns": wb, "window_per_unit_new_ns": wn, "details": details}
+    parts = _Verdict(status, reasons, ch, noise, significant, verdict, main, wb, wn, details)
     return Comparison(
         base=b.label, new=n.label, status=status, reasons=reasons, similarity=sim, gpus_match=gpus_match,
         metric_base=b.metric, metric_new=n.metric, change_pct=ch, noise_pct=noise, significant=significant,

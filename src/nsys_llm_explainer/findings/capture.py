@@ -97,19 +97,19 @@ def nvtx_coverage_finding(att: Optional[AttributionResult], threshold: float,
     rows = att.uncovered_by_thread
     if rows:
         ev.append("Kernels no range covers, by launching thread: " + "; ".join(
-            f"`{r['thread_name'] or 'thread'}` (tid {r['tid']}) {r['pct_of_uncovered']:.1f} %, "
-            + (f"{r['thread_ranges']} range(s) on that thread" if r["thread_ranges"] else "no NVTX range on it")
-            for r in rows[:3] if r["gtid"] >= 0) + ".")
+            f"`{r.thread_name or 'thread'}` (tid {r.tid}) {r.pct_of_uncovered:.1f} %, "
+            + (f"{r.thread_ranges} range(s) on that thread" if r.thread_ranges else "no NVTX range on it")
+            for r in rows[:3] if r.gtid >= 0) + ".")
     top = rows[0] if rows else None
     ids = ["nvtx.per_thread"]
-    if top is not None and top["gtid"] >= 0 and not top["thread_ranges"]:
-        ids = ["nvtx.autograd" if AUTOGRAD_THREAD.search(str(top["thread_name"])) else "nvtx.other_thread"]
+    if top is not None and top.gtid >= 0 and not top.thread_ranges:
+        ids = ["nvtx.autograd" if AUTOGRAD_THREAD.search(top.thread_name) else "nvtx.other_thread"]
     ids += ["nvtx.add.training", "nvtx.add.inference"]
     return Finding(
         id="nvtx_coverage", category="nvtx_coverage", severity="low", confidence="high",
         title="NVTX ranges cover little of the GPU time" + (
-            f": {top['pct_of_uncovered']:.0f} % of the uncovered kernel time is launched by "
-            f"`{top['thread_name'] or 'tid ' + str(top['tid'])}`" if top is not None and top["gtid"] >= 0 else ""),
+            f": {top.pct_of_uncovered:.0f} % of the uncovered kernel time is launched by "
+            f"`{top.thread_name or 'tid ' + str(top.tid)}`" if top is not None and top.gtid >= 0 else ""),
         evidence=tuple(ev), recommendation=advise(ids, facts), time_at_stake_ns=0, about_capture=True)
 
 

@@ -56,21 +56,21 @@ def _evidence(w: UmWindow, full: Optional[UmWindow], considered: List[UmDevice],
     if w.by_direction:
         ev.append(f"{w.migration_count:,} migrations, {_bytes(w.migration_bytes)}, {ms(w.migration_ns)} of GPU "
                   "migration time in the window: " + "; ".join(
-                      f"{r['direction']} {r['count']:,} ({_bytes(r['bytes'])}, {ms(r['total_ns'])})"
+                      f"{r.label} {r.count:,} ({_bytes(r.bytes)}, {ms(r.total_ns)})"
                       for r in w.by_direction) + ".")
-    if any(r["cause_id"] >= 0 for r in w.by_cause):
+    if any(r.key >= 0 for r in w.by_cause):
         ev.append("By migration cause: " + "; ".join(
-            f"{r['cause']} {r['count']:,}" for r in sorted(w.by_cause, key=lambda r: (-r["count"], r["cause_id"])))
+            f"{r.label} {r.count:,}" for r in sorted(w.by_cause, key=lambda r: (-r.count, r.key)))
             + ".")
     if um.sources.get("gpu_fault_table"):
         if w.gpu_fault_events:
             ev.append(f"{w.gpu_page_faults:,} GPU page faults in {w.gpu_fault_events:,} fault groups (" + ", ".join(
-                f"{r['access']} {r['page_faults']:,}" for r in w.gpu_faults_by_access) + ").")
+                f"{r.access} {r.page_faults:,}" for r in w.gpu_faults_by_access) + ").")
     if w.cpu_fault_count:
         where = ""
         if w.cpu_faults_by_function:
             top = w.cpu_faults_by_function[0]
-            where = f", most in `{top['function']}` ({top['count']:,})"
+            where = f", most in `{top.name}` ({top.count:,})"
         ev.append(f"{w.cpu_fault_count:,} CPU page faults on managed memory{where}: the host touches pages the GPU "
                   "also uses, so they migrate back and forth.")
     idle = sum(d.migration_idle_ns for d in considered)

@@ -3,7 +3,6 @@ and join GPU work to its launching API call (same process + correlationId)."""
 
 from __future__ import annotations
 
-import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -11,13 +10,14 @@ import numpy as np
 
 from ..read import fetch as F
 from ..read import fetch_nvtx as FN
+from ..read.connection import TraceConnection
 from ..read.schema import Schema
 from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
 from .names import base_api_name, distinct_small, intern_ids
 from .nvtx_build import build_nvtx, possible_nvtx
 from .row_checks import drop_impossible
 from .samples import build_samples
-from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceInfo, TraceModel, pid_of, tid_of
+from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceInfo, TraceModel, pid_of, sql_int, tid_of, trace_edge
 
 
 def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
@@ -47,7 +47,7 @@ def _device_map(rows: List[Dict[str, object]]) -> Dict[Tuple[int, int], int]:
     out: Dict[Tuple[int, int], int] = {}
     for r in rows:
         try:
-            out[(int(r["pid"]), int(r["cudaId"]))] = int(r["gpuId"])  # type: ignore[arg-type]
+            out[(sql_int(r["pid"]), sql_int(r["cudaId"]))] = sql_int(r["gpuId"])
         except (KeyError, TypeError, ValueError):
             continue
     return out
@@ -69,7 +69,7 @@ def _fill_pid(cols: Dict[str, np.ndarray], default_pid: Optional[int]) -> np.nda
     return pid
 
 
-def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
+def build_model(conn: TraceConnection, schema: Schema, path: str,
                 on_api: Optional[Callable[[Optional[ApiCalls]], None]] = None, threads: int = 2) -> TraceModel:
     """Read every table the analyses use and normalize it. ``on_api`` is called with the CUDA API table (the
     model's own ``api``) as soon as it is built — with the columnar reader and ``threads`` > 1, while the kernel
@@ -98,7 +98,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
         )
         return calls, ApiIndex(calls)
 
-    if threads > 1 and getattr(conn, "columnar_uri", None):
+    if threads > 1 and conn.columnar_uri:
         def kernels_sorted() -> Optional[Dict[str, np.ndarray]]:
             got = F.fetch_kernels(conn, schema, ktable)
             return None if got is None else _sorted(got)
@@ -113,7 +113,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
         (api, api_index), kc = api_part(), F.fetch_kernels(conn, schema, ktable)
         if on_api is not None:
             on_api(api)
-    warnings += sorted(getattr(conn, "excluded", []))   # rows with a value of the wrong type, left out
+    warnings += sorted(conn.excluded)   # rows with a value of the wrong type, left out
     warnings += api_warnings
     if kc is not None:
         kc = drop_impossible(kc, ktable or "kernel table", warnings)
@@ -196,26 +196,21 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
     if osrt_cols is not None:
         osrt_cols = _sorted(osrt_cols)
         osrt_cols["pid"] = pid_of(osrt_cols["gtid"])
-        names: List[str] = []
+        osrt_names: List[str] = []
         if "name_id" in osrt_cols:
-            osrt_cols["name_idx"], names = intern_ids(osrt_cols["name_id"], strings)
-        osrt = GpuOps(osrt_cols, names)
+            osrt_cols["name_idx"], osrt_names = intern_ids(osrt_cols["name_id"], strings)
+        osrt = GpuOps(osrt_cols, osrt_names)
 
     um_gpu_faults, um_cpu_faults = _um_faults(conn, schema, strings, default_pid, dmap, warnings)
 
     thread_names: Dict[int, str] = {}
     for r in F.fetch_thread_names(conn, schema):
         try:
-            thread_names[int(r["globalTid"])] = strings.get(int(r["nameId"]), "")  # type: ignore[arg-type]
+            thread_names[sql_int(r["globalTid"])] = strings.get(sql_int(r["nameId"]), "")
         except (KeyError, TypeError, ValueError):
             continue
 
-    partial = TraceModel(
-        info=None,  # type: ignore[arg-type]
-        kernels=kernels, api=api, nvtx=None, memcpy=memcpy, memset=memset, sync=sync,
-        graph_trace=graph_trace, osrt=osrt, thread_names=thread_names,
-    )
-    t_end = partial.trace_end
+    t_end = trace_edge(max, kernels, api, (memcpy, memset, sync, graph_trace), None)   # before NVTX is read
 
     # ---- NVTX
     nvtx: Optional[NvtxRanges] = None
@@ -257,7 +252,7 @@ def build_model(conn: sqlite3.Connection, schema: Schema, path: str,
     return model
 
 
-def _um_faults(conn: sqlite3.Connection, schema: Schema, strings: Dict[int, str], default_pid: Optional[int],
+def _um_faults(conn: TraceConnection, schema: Schema, strings: Dict[int, str], default_pid: Optional[int],
                dmap: Dict[Tuple[int, int], int], warnings: List[str]) -> Tuple[Optional[GpuOps], Optional[GpuOps]]:
     """The Unified-Memory page-fault tables (``None`` each when absent): sorted by start, PIDs decoded, GPU
     device ids mapped like the other GPU rows; CPU-fault function and module ids interned into one name list."""

@@ -20,13 +20,13 @@ once per distinct id.
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..read import fetch_samples as FS
+from ..read.connection import TraceConnection
 from ..read.schema import Schema
 from .names import distinct_small, missing_name
 from .timeline import few_distinct
@@ -179,7 +179,7 @@ def system_module_ids(strings: Dict[int, str]) -> List[int]:
     return out
 
 
-def build_samples(conn: sqlite3.Connection, schema: Schema, strings: Dict[int, str],
+def build_samples(conn: TraceConnection, schema: Schema, strings: Dict[int, str],
                   api_gtid: Optional[np.ndarray], lo: Optional[int] = None, hi: Optional[int] = None
                   ) -> Optional[CpuSamples]:
     """The samples taken in ``[lo, hi]`` (the trace's activity span: idle gaps never lie outside it) of the

@@ -8,7 +8,7 @@ Arrays of one table have equal length; ``-1`` means "unknown / NULL".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -123,6 +123,14 @@ class GpuOps:
         return int(self.cols["start"].shape[0])
 
 
+def sql_int(v: object) -> int:
+    """``int(v)`` of a value read from SQLite (an info-table cell): ``TypeError`` for NULL or a non-number type,
+    ``ValueError`` for text that is not a number — as ``int()`` itself."""
+    if isinstance(v, (int, float, str, bytes)):
+        return int(v)
+    raise TypeError(f"not a number: {v!r}")
+
+
 @dataclass
 class TraceInfo:
     path: str
@@ -162,21 +170,26 @@ class TraceModel:
 
     @property
     def trace_start(self) -> Optional[int]:
-        return _edge(self, min)
+        return trace_edge(min, self.kernels, self.api, (self.memcpy, self.memset, self.sync, self.graph_trace),
+                          self.nvtx)
 
     @property
     def trace_end(self) -> Optional[int]:
-        return _edge(self, max)
+        return trace_edge(max, self.kernels, self.api, (self.memcpy, self.memset, self.sync, self.graph_trace),
+                          self.nvtx)
 
 
-def _edge(m: TraceModel, fn) -> Optional[int]:
-    vals = []
-    for part in (m.kernels, m.api):
+def trace_edge(fn: Callable[[List[int]], int], kernels: Optional[Kernels], api: Optional[ApiCalls],
+               ops: Sequence[Optional[GpuOps]], nvtx: Optional[NvtxRanges]) -> Optional[int]:
+    """The first start (``fn`` = ``min``) or the last end (``max``) over the given tables; ``None`` when all
+    are empty."""
+    vals: List[int] = []
+    for part in (kernels, api):
         if part is not None and len(part):
             vals.append(int(part.start.min()) if fn is min else int(part.end.max()))
-    for ops in (m.memcpy, m.memset, m.sync, m.graph_trace):
-        if ops is not None and len(ops):
-            vals.append(int(ops["start"].min()) if fn is min else int(ops["end"].max()))
-    if m.nvtx is not None and len(m.nvtx):
-        vals.append(int(m.nvtx.start.min()) if fn is min else int(m.nvtx.end.max()))
+    for o in ops:
+        if o is not None and len(o):
+            vals.append(int(o["start"].min()) if fn is min else int(o["end"].max()))
+    if nvtx is not None and len(nvtx):
+        vals.append(int(nvtx.start.min()) if fn is min else int(nvtx.end.max()))
     return fn(vals) if vals else None

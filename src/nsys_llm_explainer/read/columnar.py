@@ -14,15 +14,25 @@ identical reports (``tests/test_reader.py``).
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import os
-from typing import Any, List, Optional, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Union
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow
 
 #: reader names accepted by ``Options.reader`` / ``NSYS_LLM_EXPLAINER_READER``
 READERS = ("auto", "adbc", "sqlite3")
 #: returned by :func:`fetch_ints` when a value is not an integer (text, blob, real): the rows must be filtered
-TYPE_MISMATCH = object()
+class _Outcome(enum.Enum):
+    TYPE_MISMATCH = "type mismatch"
+
+
+TYPE_MISMATCH = _Outcome.TYPE_MISMATCH
 #: rows per Arrow batch (the driver's default, 1,024, makes ~5,000 chunks per 5 M rows)
 BATCH_ROWS = 65_536
 
@@ -52,7 +62,7 @@ def resolve_reader(requested: str) -> str:
     return requested
 
 
-def _values(col, pa) -> np.ndarray:
+def _values(col: pyarrow.Array, pa: ModuleType) -> np.ndarray:
     """The values of an Arrow integer array without nulls, as numpy (a view of its data buffer for int64 —
     ``Array.to_numpy`` would import pandas, +0.25 s — else through ``to_numpy``)."""
     if col.type == pa.int64():
@@ -60,7 +70,7 @@ def _values(col, pa) -> np.ndarray:
     return col.to_numpy(zero_copy_only=True)
 
 
-def _fill(reader, ncol: int, pa, capacity: int) -> Optional[List[np.ndarray]]:
+def _fill(reader: pyarrow.RecordBatchReader, ncol: int, pa: ModuleType, capacity: int) -> Optional[List[np.ndarray]]:
     """Copy the Arrow batches of ``reader`` into one int64 array per column, preallocated for ``capacity``
     rows (grown by doubling if the guess was short) and trimmed at the end — no list of per-batch pieces, so
     peak memory is about the result itself. ``None`` on a NULL or a non-integer column."""
@@ -84,7 +94,8 @@ def _fill(reader, ncol: int, pa, capacity: int) -> Optional[List[np.ndarray]]:
     return [o[:n] if n > 0.9 * o.shape[0] else o[:n].copy() for o in out]
 
 
-def fetch_ints(uri: str, sql: str, names: Sequence[str], capacity: int = 0) -> Any:
+def fetch_ints(uri: str, sql: str, names: Sequence[str], capacity: int = 0
+               ) -> Union[Dict[str, np.ndarray], _Outcome, None]:
     """Run ``sql`` (an integer-only select list without NULLs) on ``uri`` and return one int64 array per
     column; :data:`TYPE_MISMATCH` when a value is not an integer (or a NULL slipped through); ``None`` when the
     columnar path fails otherwise (see the module docstring).
@@ -95,11 +106,13 @@ def fetch_ints(uri: str, sql: str, names: Sequence[str], capacity: int = 0) -> A
         import adbc_driver_sqlite
         import pyarrow as pa
 
-        handles = [adbc_driver_sqlite.connect(uri)]
-        try:
-            handles.append(dm.AdbcConnection(handles[0]))
-            st = dm.AdbcStatement(handles[1])
-            handles.append(st)
+        with contextlib.ExitStack() as handles:   # closed in reverse: statement, connection, database
+            db = adbc_driver_sqlite.connect(uri)
+            handles.callback(db.close)
+            conn = dm.AdbcConnection(db)
+            handles.callback(conn.close)
+            st = dm.AdbcStatement(conn)
+            handles.callback(st.close)
             st.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
             st.set_sql_query(sql)
             stream, _ = st.execute_query()
@@ -108,9 +121,6 @@ def fetch_ints(uri: str, sql: str, names: Sequence[str], capacity: int = 0) -> A
                 cols = _fill(reader, len(names), pa, capacity or BATCH_ROWS)
             finally:
                 reader.close()
-        finally:
-            for h in reversed(handles):   # statement, connection, database
-                h.close()
     except Exception as exc:   # any other driver failure: the standard-library path decides
         return TYPE_MISMATCH if "type mismatch" in str(exc).lower() else None
     return TYPE_MISMATCH if cols is None else dict(zip(names, cols))

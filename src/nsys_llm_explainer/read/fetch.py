@@ -6,7 +6,6 @@ Sentinel: ``-1`` stands for NULL or "column absent" in integer columns.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import sqlite3
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -15,7 +14,7 @@ import numpy as np
 
 from ..errors import InputError
 from . import columnar
-from .connection import all_rows
+from .connection import TraceConnection, all_rows
 from .schema import Schema
 
 CHUNK = 1_048_576
@@ -32,11 +31,10 @@ class ValueTypeError(ReadError):
     """A value of another type (text, blob, real) in a column that must hold integers."""
 
 
-def _exclude_note(conn: sqlite3.Connection, note: str, count: int = 1) -> None:
+def _exclude_note(conn: TraceConnection, note: str, count: int = 1) -> None:
     """Record a warning about ``count`` rows left out while reading (``build_model`` puts it in the report)."""
-    notes = getattr(conn, "excluded", None)
-    if isinstance(notes, list) and count > 0:
-        notes.append(note)
+    if count > 0:
+        conn.excluded.append(note)
 
 
 def _expr(schema: Schema, table: str, col: str, default: str = str(NULL), strict: bool = False) -> str:
@@ -52,38 +50,38 @@ def _strict(col: str) -> str:
     return f'CASE WHEN typeof("{col}") = \'real\' THEN \'real\' ELSE "{col}" END'
 
 
-def _fetch_ints(conn: sqlite3.Connection, sql: str, names: Sequence[str], params: Tuple = (),
+def _fetch_ints(conn: TraceConnection, sql: str, names: Sequence[str], params: Tuple = (),
                 table: Optional[str] = None) -> Columns:
     """Run ``sql`` (integer-only select list, no NULLs) and return one int64 array per column: through
     :mod:`read.columnar` when the connection allows it and it can, else through the standard library.
     ``table``: the one table ``sql`` reads (its largest rowid sizes the columnar arrays)."""
-    uri = getattr(conn, "columnar_uri", None)
+    uri = conn.columnar_uri
     if uri and not params:
         got = columnar.fetch_ints(uri, sql, names, _max_rowid(conn, table) if table else 0)
         if got is columnar.TYPE_MISMATCH:
             raise ValueTypeError("a non-integer value (text, blob or real) in an integer column")
         if got is not None:
             return got
-    with getattr(conn, "lock", None) or contextlib.nullcontext():
+    with conn.lock:
         return _fetch_ints_stdlib(conn, sql, names, params)
 
 
-def _max_rowid(conn: sqlite3.Connection, table: str) -> int:
+def _max_rowid(conn: TraceConnection, table: str) -> int:
     """Largest rowid of ``table`` (one b-tree descent; ≥ its row count when rowids are positive), 0 if unknown."""
     try:
-        with getattr(conn, "lock", None) or contextlib.nullcontext():
+        with conn.lock:
             v = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
     except sqlite3.DatabaseError:
         return 0
     return int(v) if isinstance(v, int) and 0 < v < 1 << 31 else 0
 
 
-def _columnar(conn: sqlite3.Connection) -> bool:
+def _columnar(conn: TraceConnection) -> bool:
     """True when big tables of ``conn`` are fetched through :mod:`read.columnar` (no row packing needed)."""
-    return bool(getattr(conn, "columnar_uri", None))
+    return bool(conn.columnar_uri)
 
 
-def _fetch_ints_stdlib(conn: sqlite3.Connection, sql: str, names: Sequence[str], params: Tuple = ()) -> Columns:
+def _fetch_ints_stdlib(conn: TraceConnection, sql: str, names: Sequence[str], params: Tuple = ()) -> Columns:
     """Rows stream straight from the cursor into ``np.fromiter`` (no list of tuples is built: about twice as
     fast as ``fetchall``), one chunk at a time; each chunk is split into per-column arrays right away so
     peak memory is about one copy of the result plus one chunk."""
@@ -112,7 +110,7 @@ def _fetch_ints_stdlib(conn: sqlite3.Connection, sql: str, names: Sequence[str],
     return out
 
 
-def _query(conn: sqlite3.Connection, sql: str, params: Tuple = ()) -> List[tuple]:
+def _query(conn: TraceConnection, sql: str, params: Tuple = ()) -> List[tuple]:
     """All rows of ``sql``; text that is not UTF-8 is read with U+FFFD (:func:`read.connection.lenient`)."""
     try:
         return all_rows(conn, sql, params)
@@ -120,7 +118,7 @@ def _query(conn: sqlite3.Connection, sql: str, params: Tuple = ()) -> List[tuple
         raise ReadError(f"SQLite error while reading the trace: {exc} (file corrupt or truncated?)") from None
 
 
-def _select(conn: sqlite3.Connection, schema: Schema, table: str, cols: Dict[str, str],
+def _select(conn: TraceConnection, schema: Schema, table: str, cols: Dict[str, str],
             where: str = "") -> Columns:
     """``cols`` maps output name → source column; absent columns read as ``NULL`` (-1)."""
     exprs = [_expr(schema, table, src, strict=not _columnar(conn)) for src in cols.values()]
@@ -141,7 +139,7 @@ def _select(conn: sqlite3.Connection, schema: Schema, table: str, cols: Dict[str
 # --------------------------------------------------------------------------- strings
 
 
-def fetch_strings(conn: sqlite3.Connection, schema: Schema) -> Dict[int, str]:
+def fetch_strings(conn: TraceConnection, schema: Schema) -> Dict[int, str]:
     """The whole ``StringIds`` table as a dict (ids are unique, values deduplicated by nsys)."""
     if not (schema.has("StringIds", "id") and schema.has("StringIds", "value")):
         return {}
@@ -179,7 +177,7 @@ RUNTIME_COLS = {
 OSRT_COLS = {"start": "start", "end": "end", "gtid": "globalTid", "name_id": "nameId"}
 
 
-def fetch_kernels(conn: sqlite3.Connection, schema: Schema, table: Optional[str]) -> Optional[Columns]:
+def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -> Optional[Columns]:
     """Kernel rows: start, end, device, stream, corr, gpid, demangled, short, graph_node.
 
     Fast path (what big traces need): each row is fetched as four packed integers (Python object creation
@@ -237,7 +235,7 @@ def _narrow(c: Columns, names: Sequence[str]) -> Columns:
     return c
 
 
-def fetch_short_for(conn: sqlite3.Connection, schema: Schema, table: str, demangled_ids: List[int]) -> Dict[int, int]:
+def fetch_short_for(conn: TraceConnection, schema: Schema, table: str, demangled_ids: List[int]) -> Dict[int, int]:
     """shortName id for kernels whose demangledName id is in ``demangled_ids`` (first seen wins)."""
     if not demangled_ids or not schema.has(table, "shortName"):
         return {}
@@ -254,7 +252,7 @@ def fetch_short_for(conn: sqlite3.Connection, schema: Schema, table: str, demang
     return out
 
 
-def fetch_runtime(conn: sqlite3.Connection, schema: Schema) -> Optional[Columns]:
+def fetch_runtime(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
     """CUDA API rows: start, end, gtid, corr, name_id, event_class (packed fast path as for kernels)."""
     t = "CUPTI_ACTIVITY_KIND_RUNTIME"
     if not schema.has(t, "start") or not schema.has(t, "end"):
@@ -280,7 +278,7 @@ def fetch_runtime(conn: sqlite3.Connection, schema: Schema) -> Optional[Columns]
     return c
 
 
-def fetch_table(conn: sqlite3.Connection, schema: Schema, table: Optional[str],
+def fetch_table(conn: TraceConnection, schema: Schema, table: Optional[str],
                 cols: Dict[str, str]) -> Optional[Columns]:
     """Fetch ``cols`` of ``table``; ``None`` when the table does not exist or lacks start/end."""
     if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
@@ -291,7 +289,7 @@ def fetch_table(conn: sqlite3.Connection, schema: Schema, table: Optional[str],
 # --------------------------------------------------------------------------- target / session info
 
 
-def fetch_rows(conn: sqlite3.Connection, schema: Schema, table: str,
+def fetch_rows(conn: TraceConnection, schema: Schema, table: str,
                wanted: Sequence[str]) -> List[Dict[str, object]]:
     """Small info tables: return dict rows of the ``wanted`` columns that exist."""
     cols = [c for c in wanted if schema.has(table, c)]
@@ -307,23 +305,23 @@ GPU_INFO_COLS = (
 )
 
 
-def fetch_gpus(conn: sqlite3.Connection, schema: Schema) -> List[Dict[str, object]]:
+def fetch_gpus(conn: TraceConnection, schema: Schema) -> List[Dict[str, object]]:
     return fetch_rows(conn, schema, "TARGET_INFO_GPU", GPU_INFO_COLS)
 
 
-def fetch_processes(conn: sqlite3.Connection, schema: Schema) -> List[Dict[str, object]]:
+def fetch_processes(conn: TraceConnection, schema: Schema) -> List[Dict[str, object]]:
     return fetch_rows(conn, schema, "PROCESSES", ("globalPid", "pid", "name"))
 
 
-def fetch_thread_names(conn: sqlite3.Connection, schema: Schema) -> List[Dict[str, object]]:
+def fetch_thread_names(conn: TraceConnection, schema: Schema) -> List[Dict[str, object]]:
     return fetch_rows(conn, schema, "ThreadNames", ("globalTid", "nameId"))
 
 
-def fetch_cuda_device_map(conn: sqlite3.Connection, schema: Schema) -> List[Dict[str, object]]:
+def fetch_cuda_device_map(conn: TraceConnection, schema: Schema) -> List[Dict[str, object]]:
     return fetch_rows(conn, schema, "TARGET_INFO_CUDA_DEVICE", ("gpuId", "cudaId", "pid"))
 
 
-def fetch_session(conn: sqlite3.Connection, schema: Schema) -> Dict[str, object]:
+def fetch_session(conn: TraceConnection, schema: Schema) -> Dict[str, object]:
     out: Dict[str, object] = {}
     rows = fetch_rows(conn, schema, "TARGET_INFO_SESSION_START_TIME", ("utcEpochNs", "utcTime"))
     if rows:
@@ -347,7 +345,7 @@ UM_GPU_FAULT_COLS = {
 UM_CPU_FAULT_COLS = {"start": "start", "gpid": "globalPid", "func_id": "CpuInstruction", "module_id": "module"}
 
 
-def fetch_um_cpu_faults(conn: sqlite3.Connection, schema: Schema) -> Optional[Columns]:
+def fetch_um_cpu_faults(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
     """``CUDA_UM_CPU_PAGE_FAULT_EVENTS`` rows (``None`` when the table or its ``start`` is absent); the table
     has no ``end``: ``end`` is set to ``start`` (a point event)."""
     t = UM_CPU_FAULT_TABLE

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .connection import lenient, undecodable
+from .connection import TraceConnection, lenient, undecodable
 from .fetch import CHUNK, NULL, Columns, ReadError, ValueTypeError, _exclude_note, _query
 from .schema import Schema
 
@@ -41,7 +41,7 @@ def _text(v: object) -> Optional[str]:
     return str(v)
 
 
-def _nvtx_rows(conn: sqlite3.Connection, sql: str) -> Tuple[np.ndarray, List[Optional[str]]]:
+def _nvtx_rows(conn: TraceConnection, sql: str) -> Tuple[np.ndarray, List[Optional[str]]]:
     """(rows × 7 int64 array, message per row) of the NVTX select; :class:`ValueTypeError` on a value that is
     not an integer."""
     parts: List[np.ndarray] = []
@@ -66,7 +66,7 @@ def _nvtx_rows(conn: sqlite3.Connection, sql: str) -> Tuple[np.ndarray, List[Opt
     return (np.concatenate(parts) if parts else np.empty((0, 7), dtype=np.int64)), text
 
 
-def fetch_nvtx(conn: sqlite3.Connection, schema: Schema) -> Optional[NvtxRows]:
+def fetch_nvtx(conn: TraceConnection, schema: Schema) -> Optional[NvtxRows]:
     t = "NVTX_EVENTS"
     if not (schema.has(t, "start") and schema.has(t, "eventType")):
         return None

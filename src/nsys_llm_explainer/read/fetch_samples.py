@@ -16,11 +16,11 @@ ids: the model resolves each distinct id once.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Iterable, List, Optional, Sequence
 
 import numpy as np
 
+from .connection import TraceConnection
 from .fetch import Columns, ValueTypeError, _exclude_note, _fetch_ints, _query
 from .schema import Schema
 
@@ -36,7 +36,7 @@ def has_samples_tables(schema: Schema) -> bool:
         all(schema.has(CHAINS, c) for c in ("id", "symbol", "module", "stackDepth"))
 
 
-def count_samples(conn: sqlite3.Connection, schema: Schema) -> int:
+def count_samples(conn: TraceConnection, schema: Schema) -> int:
     """Rows of ``COMPOSITE_EVENTS`` (0 when the table is absent)."""
     if not schema.has(EVENTS):
         return 0
@@ -54,7 +54,7 @@ def _opt(schema: Schema, col: str, alias: str) -> str:
     return f'COALESCE({alias}."{col}", 0)' if schema.has(CHAINS, col) else "0"
 
 
-def _run(conn: sqlite3.Connection, sql: str, names: Sequence[str], guard: str, note: str) -> Columns:
+def _run(conn: TraceConnection, sql: str, names: Sequence[str], guard: str, note: str) -> Columns:
     """``sql`` (with a ``{guard}`` placeholder in its WHERE clause) through the integer fetch; rows with a
     non-integer value are left out (``guard`` filters them) and stated."""
     try:
@@ -64,7 +64,7 @@ def _run(conn: sqlite3.Connection, sql: str, names: Sequence[str], guard: str, n
         return _fetch_ints(conn, sql.format(guard=guard), names)
 
 
-def fetch_samples(conn: sqlite3.Connection, schema: Schema, threads: Sequence[int], system_modules: Sequence[int],
+def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int], system_modules: Sequence[int],
                   lo: Optional[int] = None, hi: Optional[int] = None, depth: int = CALLER_DEPTH) -> Optional[Columns]:
     """Samples of ``threads`` (serialized globalTids) taken in ``[lo, hi)`` (unbounded side when None), one row
     each: ``start``, ``gtid``; the leaf frame's ``leaf_symbol``, ``leaf_module``; the caller frame's

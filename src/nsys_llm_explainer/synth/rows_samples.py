@@ -65,7 +65,7 @@ class SampleRows(GraphRows):
         chain = []
         for f in frames:
             sym, mod = f[0], f[1]
-            kernel = bool(f[2]) if len(f) > 2 else False   # type: ignore[misc]
+            kernel = bool(f[2]) if len(f) > 2 else False
             chain.append((self.string(sym), self.string(mod), kernel, sym.startswith("0x")))
         self._sample_list().append((int(ts), int(tid_g), int(cpu), chain))
 

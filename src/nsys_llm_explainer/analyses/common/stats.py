@@ -12,14 +12,17 @@ half up with :func:`round_half_up` where they report integer ns).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Literal, Optional, Tuple
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy.typing as npt
 
 from ...model.timeline import few_distinct
 
 
-def round_half_up(x: np.ndarray) -> np.ndarray:
+def round_half_up(x: npt.ArrayLike) -> np.ndarray:
     return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
 
 
@@ -176,7 +179,7 @@ def _from_sorted(sk: np.ndarray, sd: np.ndarray) -> Tuple[np.ndarray, GroupStats
         p99=round_half_up(percentile_sorted(sd, starts, counts, 99)), p50_exact=p50)
 
 
-def _packed_sort(key: np.ndarray, dur: np.ndarray, kind: Optional[str] = None
+def _packed_sort(key: np.ndarray, dur: np.ndarray, kind: Optional[Literal["stable"]] = None
                  ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
     """(key, duration) sorted by key then duration with one integer sort of ``key << bits | dur − min`` (32-bit
     when it fits); None when the packed value would not fit 62 bits. ``kind="stable"`` for inputs made of

@@ -33,7 +33,7 @@ Definitions:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -54,6 +54,50 @@ MAX_END_SPREAD_SHARE = 0.5
 
 
 Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NcclCollective:
+    """NCCL kernels of one collective name (:func:`collective_name`)."""
+
+    name: str
+    count: int
+    total_ns: int
+
+    def to_dict(self) -> Row:
+        return {"name": self.name, "count": self.count, "total_ns": self.total_ns}
+
+
+@dataclass(frozen=True)
+class RankArrivals:
+    """A rank's kernels among the matched collectives (module docstring)."""
+
+    matched: int
+    mean_ns: int
+    p50_ns: int
+    mean_start_skew_ns: int     # mean start after the earliest rank of the collective
+    last_arrival_count: int     # collectives this rank started last
+
+
+@dataclass(frozen=True)
+class NcclRank:
+    """One (process, GPU) running NCCL kernels; ``arrivals`` only when collectives were matched across ranks."""
+
+    rank: str                   # "pid P / GPU D"
+    pid: int
+    device_id: int
+    nccl_count: int
+    nccl_total_ns: int
+    arrivals: Optional[RankArrivals] = None
+
+    def to_dict(self) -> Row:
+        d: Row = {"rank": self.rank, "pid": self.pid, "device_id": self.device_id, "nccl_count": self.nccl_count,
+                  "nccl_total_ns": self.nccl_total_ns}
+        a = self.arrivals
+        if a is not None:
+            d.update({"matched": a.matched, "mean_ns": a.mean_ns, "p50_ns": a.p50_ns,
+                      "mean_start_skew_ns": a.mean_start_skew_ns, "last_arrival_count": a.last_arrival_count})
+        return d
 
 
 @dataclass(frozen=True)
@@ -87,11 +131,11 @@ class NcclResult:
     reason: Optional[str]
     nccl_kernel_count: int = 0
     nccl_total_ns: int = 0
-    by_name: Tuple[Row, ...] = ()
+    by_name: Tuple[NcclCollective, ...] = ()
     per_device: Tuple[Row, ...] = ()
     per_pid: Tuple[Row, ...] = ()
     custom_allreduce: Row = field(default_factory=dict)
-    ranks: Tuple[Row, ...] = ()
+    ranks: Tuple[NcclRank, ...] = ()
     matched_collectives: int = 0
     unmatched_kernels: int = 0
     wait_ns_total: int = 0
@@ -113,14 +157,14 @@ def collective_name(kernel_name: str) -> str:
     return m.group(0) if m else kernel_name
 
 
-def _name_masks(names: List[str], name_idx: np.ndarray):
+def _name_masks(names: List[str], name_idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     is_nccl = np.array([bool(NCCL_RE.search(n)) for n in names] + [False], bool)
     is_custom = np.array([(not NCCL_RE.search(n)) and bool(CUSTOM_AR_RE.search(n)) for n in names] + [False],
                          bool)
     return is_nccl[name_idx], is_custom[name_idx]
 
 
-def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str) -> List[Dict]:
+def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str) -> List[Row]:
     dur = end - start
     rows = []
     for v in np.unique(key[nm]).tolist():
@@ -161,8 +205,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     n_coll = len(coll_names)
     cc = np.bincount(coll, minlength=n_coll)
     ct = np.bincount(coll, weights=d, minlength=n_coll)
-    by_name = tuple(sorted(({"name": coll_names[i], "count": int(cc[i]), "total_ns": int(round(ct[i]))}
-                            for i in range(n_coll)), key=lambda r: (-r["total_ns"], r["name"])))
+    by_name = tuple(sorted((NcclCollective(coll_names[i], int(cc[i]), int(round(ct[i]))) for i in range(n_coll)),
+                           key=lambda r: (-r.total_ns, r.name)))
 
     rkey, _ = combine_keys([k.pid[rows], k.device[rows]])
     _, rfirst, rank = np.unique(rkey, return_index=True, return_inverse=True)
@@ -189,18 +233,15 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     matched_c = (ccount == ranks_per_coll[c_coll]) & (ccount >= 2)
     mrow = matched_c[cinv]
     matched = int(matched_c.sum())
-    head = dict(nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()), by_name=by_name,
-                per_device=per_device, per_pid=per_pid, custom_allreduce=custom, matched_collectives=matched,
-                unmatched_kernels=int((~mrow).sum()))
-    base_rank = [{"rank": f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", "pid": int(rank_pid[r]),
-                  "device_id": int(rank_dev[r]), "nccl_count": int((rank == r).sum()),
-                  "nccl_total_ns": int(d[rank == r].sum())} for r in range(n_rank)]
+    base_rank = [NcclRank(f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", int(rank_pid[r]), int(rank_dev[r]),
+                          int((rank == r).sum()), int(d[rank == r].sum())) for r in range(n_rank)]
+    head = NcclResult(True, None, nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()),
+                      by_name=by_name, per_device=per_device, per_pid=per_pid, custom_allreduce=custom,
+                      ranks=tuple(base_rank), matched_collectives=matched, unmatched_kernels=int((~mrow).sum()))
     if n_rank < 2:
-        return NcclResult(True, None, **head, ranks=tuple(base_rank),
-                          straggler_reason="NCCL kernels on a single (pid, GPU) rank: nothing to compare")
+        return replace(head, straggler_reason="NCCL kernels on a single (pid, GPU) rank: nothing to compare")
     if matched == 0:
-        return NcclResult(True, None, **head, ranks=tuple(base_rank),
-                          straggler_reason="no collective could be matched across ranks")
+        return replace(head, straggler_reason="no collective could be matched across ranks")
 
     # per matched collective: earliest start, latest start, last-arriving rank
     mi = np.nonzero(mrow)[0]
@@ -227,18 +268,16 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     skew = s[mi] - cmin[grp]
     last_cnt = np.bincount(last_rank, minlength=n_rank)
     p50 = np.zeros(n_rank, np.float64)
-    ranks = []
+    ranks: List[NcclRank] = []
     for r in range(n_rank):   # loop over ranks only
         m = rank[mi] == r
         dd = d[mi][m]
         p50[r] = median(dd)
-        ranks.append({
-            **base_rank[r], "matched": int(m.sum()),
-            "mean_ns": int(round_half_up(dd.mean())) if dd.shape[0] else 0,
-            "p50_ns": int(round_half_up(p50[r])),
-            "mean_start_skew_ns": int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
-            "last_arrival_count": int(last_cnt[r]),
-        })
+        ranks.append(replace(base_rank[r], arrivals=RankArrivals(
+            matched=int(m.sum()), mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
+            p50_ns=int(round_half_up(p50[r])),
+            mean_start_skew_ns=int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
+            last_arrival_count=int(last_cnt[r]))))
 
     waiting = int(np.argmax(p50))
     others = np.delete(p50, waiting)
@@ -259,8 +298,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     elif ratio >= MIN_RATIO and share >= MIN_LATE_SHARE and late != waiting:
         w, lt = ranks[waiting], ranks[late]
         straggler = NcclStraggler(
-            waiting_rank=w["rank"], waiting_pid=w["pid"], waiting_device_id=w["device_id"], late_rank=lt["rank"],
-            late_pid=lt["pid"], late_device_id=lt["device_id"], wait_ns_total=wait_ns_total,
+            waiting_rank=w.rank, waiting_pid=w.pid, waiting_device_id=w.device_id, late_rank=lt.rank,
+            late_pid=lt.pid, late_device_id=lt.device_id, wait_ns_total=wait_ns_total,
             duration_ratio=round(float(ratio), 4) if ref > 0 else None, late_share=round(float(share), 4),
             matched_collectives=matched, confidence="high" if ratio >= 2 and share >= 0.8 else "medium")
     else:
@@ -268,5 +307,5 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
             f"no significant imbalance (p50 duration ratio {ratio:.2f} vs ≥ {MIN_RATIO}; most frequent last "
             f"arriver in {100 * share:.0f}% of collectives vs ≥ {100 * MIN_LATE_SHARE:.0f}%)"
         )
-    return NcclResult(True, None, **head, ranks=tuple(ranks), wait_ns_total=wait_ns_total, straggler=straggler,
-                      straggler_reason=reason)
+    return replace(head, ranks=tuple(ranks), wait_ns_total=wait_ns_total, straggler=straggler,
+                   straggler_reason=reason)

@@ -121,25 +121,25 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
 
 # (stack, {source: regex}); sources: kernel, nvtx, process, thread. The first stack with evidence wins.
 _SRC = ("kernel", "nvtx", "process", "thread")
-_STACKS: List[Tuple[str, Dict[str, re.Pattern[str]]]] = [
-    (s, {src: re.compile(rx, flags) for src, (rx, flags) in d.items()}) for s, d in [
-        ("vllm", {"kernel": (r"vllm|paged_attention_v\d|reshape_and_cache", _I), "nvtx": (r"vllm", _I),
-                  "process": (r"vllm", _I), "thread": (r"vllm", _I)}),
-        ("sglang", {src: (r"sglang|sgl_kernel", _I) for src in _SRC}),
-        ("trtllm", {**{src: (r"tensorrt_llm|trtllm|tllm", _I) for src in _SRC},
-                    "kernel": (r"tensorrt_llm|trtllm|tllm|xqa|mmha", _I)}),
-        ("tensorrt", {"kernel": (r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_\w*execute", _I),
-                      "nvtx": (r"(?i:tensorrt|executioncontext|^onnx::)|^(?:/[\w.:-]+)+/[A-Z][A-Za-z]*(?:_\d+)?$",
-                               0),
-                      "process": (r"trtexec|tensorrt", _I)}),
-        ("tensorflow", {"kernel": (r"tensorflow|eigen::", _I), "nvtx": (r"tensorflow", _I),
-                        "process": (r"tensorflow", _I), "thread": (r"^tf_|tensorflow", _I)}),
-        ("jax", {src: (r"jax|xla", _I) for src in _SRC}),
-        ("tensorflow", {"kernel": (r"redzone_checker", _I)}),     # XLA's autotuner: JAX runs it too
-        ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_|torch", _I), "nvtx": (r"aten::|torch", _I),
-                     "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
-    ]
+_STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {source: (regex, flags)})
+    ("vllm", {"kernel": (r"vllm|paged_attention_v\d|reshape_and_cache", _I), "nvtx": (r"vllm", _I),
+              "process": (r"vllm", _I), "thread": (r"vllm", _I)}),
+    ("sglang", {src: (r"sglang|sgl_kernel", _I) for src in _SRC}),
+    ("trtllm", {**{src: (r"tensorrt_llm|trtllm|tllm", _I) for src in _SRC},
+                "kernel": (r"tensorrt_llm|trtllm|tllm|xqa|mmha", _I)}),
+    ("tensorrt", {"kernel": (r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_\w*execute", _I),
+                  "nvtx": (r"(?i:tensorrt|executioncontext|^onnx::)|^(?:/[\w.:-]+)+/[A-Z][A-Za-z]*(?:_\d+)?$",
+                           0),
+                  "process": (r"trtexec|tensorrt", _I)}),
+    ("tensorflow", {"kernel": (r"tensorflow|eigen::", _I), "nvtx": (r"tensorflow", _I),
+                    "process": (r"tensorflow", _I), "thread": (r"^tf_|tensorflow", _I)}),
+    ("jax", {src: (r"jax|xla", _I) for src in _SRC}),
+    ("tensorflow", {"kernel": (r"redzone_checker", _I)}),     # XLA's autotuner: JAX runs it too
+    ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_|torch", _I), "nvtx": (r"aten::|torch", _I),
+                 "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
 ]
+_STACKS: List[Tuple[str, Dict[str, re.Pattern[str]]]] = [
+    (s, {src: re.compile(rx, flags) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
 AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ...jsonable import json_ready
-from ...model.trace import TraceModel
+from ...model.trace import ApiCalls, GpuOps, TraceModel
 from ..api import classes as ac
 from ..common.stats import combine_keys, median, round_half_up
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
@@ -94,11 +94,11 @@ def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -
     return rows
 
 
-def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> Dict:
+def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> Row:
     return {"count": int(m.sum()), "bytes": int(nbytes[m].sum()), "total_ns": int(dur[m].sum())}
 
 
-def _by_base_name(api, name_idx: np.ndarray):
+def _by_base_name(api: ApiCalls, name_idx: np.ndarray) -> List[Tuple[str, np.ndarray]]:
     """(base name, row mask) for each distinct base API name among ``name_idx`` (loop over names only)."""
     groups: Dict[str, List[int]] = {}
     for j in np.unique(name_idx).tolist():
@@ -115,7 +115,7 @@ def _step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
     return np.where(ok, i, -1)
 
 
-def _sorted_steps(step_bounds) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+def _sorted_steps(step_bounds: Optional[Tuple[np.ndarray, np.ndarray]]) -> Optional[Tuple[np.ndarray, np.ndarray]]:
     if step_bounds is None:
         return None
     s0 = np.asarray(step_bounds[0], np.int64)
@@ -134,7 +134,7 @@ def analyze_memory(model: TraceModel,
         return MemoryResult(False, "no memcpy activity and no allocation/free calls in the trace")
     steps = _sorted_steps(step_bounds)
     zero = {"count": 0, "bytes": 0, "total_ns": 0}
-    fields: Dict[str, Any] = _copies(mc, api, steps) if has_copies else {
+    fields: Dict[str, Any] = _copies(mc, api, steps) if mc is not None and has_copies else {
         "host_copies": dict(zero), "pageable": dict(zero, by_direction=[]),
         "sync_copies": dict(zero, calls=0, host_blocked_ns=0, pageable_count=0, by_api=[])}
     if steps is not None and fields.get("per_step") is None:
@@ -149,7 +149,7 @@ def analyze_memory(model: TraceModel,
     return MemoryResult(True, None, **fields)
 
 
-def _copies(mc, api, steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
+def _copies(mc: GpuOps, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
     """The copy fields of :class:`MemoryResult` (``mc``: a non-empty memcpy table)."""
     dur = mc["end"] - mc["start"]
     nb = mc["bytes"]
@@ -166,19 +166,20 @@ def _copies(mc, api, steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str
     li = mc["launch_idx"] if "launch_idx" in mc.cols else np.full(len(mc), -1, np.int64)
     sync_rows = np.zeros(len(mc), bool)
     calls = np.empty(0, np.int64)
+    by_api: List[Row] = []
+    blocked_ns = 0
     if api is not None and len(api):
         sc = ac.name_set_mask(api.names, api.name_idx, SYNC_COPY) & api.primary
         linked = li >= 0
         sync_rows = linked & sc[np.where(linked, li, 0)]
         calls = np.unique(li[sync_rows])
-    by_api: List[Row] = []
-    if calls.shape[0]:
-        cd = api.end[calls] - api.start[calls]
-        by_api = sorted(({"name": name, "calls": int(mm.sum()), "host_blocked_ns": int(cd[mm].sum())}
-                         for name, mm in _by_base_name(api, api.name_idx[calls])),
-                        key=lambda r: (-r["host_blocked_ns"], r["name"]))
-    sync_copies = {**_totals(sync_rows, dur, nb), "calls": int(calls.shape[0]),
-                   "host_blocked_ns": int((api.end[calls] - api.start[calls]).sum()) if calls.shape[0] else 0,
+        if calls.shape[0]:
+            cd = api.end[calls] - api.start[calls]
+            by_api = sorted(({"name": name, "calls": int(mm.sum()), "host_blocked_ns": int(cd[mm].sum())}
+                             for name, mm in _by_base_name(api, api.name_idx[calls])),
+                            key=lambda r: (-r["host_blocked_ns"], r["name"]))
+            blocked_ns = int(cd.sum())
+    sync_copies = {**_totals(sync_rows, dur, nb), "calls": int(calls.shape[0]), "host_blocked_ns": blocked_ns,
                    "pageable_count": int((sync_rows & pm).sum()), "by_api": by_api}
     per_step = None
     if steps is not None:
@@ -210,7 +211,8 @@ def _copies(mc, api, steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str
             "pageable": pageable, "sync_copies": sync_copies, "per_step": per_step}
 
 
-def _alloc_free(api, am: np.ndarray, fm: np.ndarray, steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
+def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[Tuple[np.ndarray, np.ndarray]]
+                ) -> Dict[str, Any]:
     """The ``alloc``, ``free`` and ``alloc_free_by_api`` fields of :class:`MemoryResult` (non-empty ``api``)."""
     adur = api.end - api.start
     st = _step_of(api.start, *steps) if steps is not None else None
@@ -229,7 +231,7 @@ def _alloc_free(api, am: np.ndarray, fm: np.ndarray, steps: Optional[Tuple[np.nd
     return out
 
 
-def _per_step_by_kind(mc, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int) -> List[Dict]:
+def _per_step_by_kind(mc: GpuOps, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int) -> List[Row]:
     """Copies inside steps per (direction, source kind, destination kind): count, bytes and GPU time per
     step (mean over all steps)."""
     if n_steps == 0 or not inside.any():
@@ -241,7 +243,7 @@ def _per_step_by_kind(mc, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n
     cnt = np.bincount(inv, minlength=uniq.shape[0])
     byt = np.bincount(inv, weights=nb[inside].astype(np.float64), minlength=uniq.shape[0])
     tim = np.bincount(inv, weights=dur[inside].astype(np.float64), minlength=uniq.shape[0])
-    rows = []
+    rows: List[Row] = []
     for j, k in enumerate(uniq.tolist()):
         c, s_, d_ = k >> 16, (k >> 8) & 0xFF, k & 0xFF
         s_ = -1 if s_ == 0xFF else s_

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -52,6 +52,36 @@ ACCESS = {0: "unknown", 1: "read", 2: "write", 3: "atomic", 4: "prefetch"}
 TOP_CPU = 10
 GPU_TABLE = "CUDA_UM_GPU_PAGE_FAULT_EVENTS"
 CPU_TABLE = "CUDA_UM_CPU_PAGE_FAULT_EVENTS"
+
+
+@dataclass(frozen=True)
+class MigrationGroup:
+    """Unified-memory migrations of one direction (``key`` = copy kind 11–13, ``label`` = :data:`DIRECTION`)
+    or of one migration cause (``key`` = ``migrationCause``, -1 not recorded; ``label`` = :data:`CAUSE`)."""
+
+    key: int
+    label: str
+    count: int
+    bytes: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
+class FaultsByAccess:
+    """GPU page-fault groups of one ``faultAccessType`` (``access_id``; ``access`` = :data:`ACCESS`)."""
+
+    access_id: int
+    access: str
+    count: int          # fault groups (rows)
+    page_faults: int    # Σ numberOfPageFaults
+
+
+@dataclass(frozen=True)
+class CpuFaultSite:
+    """CPU page faults at one function or module (a StringIds name)."""
+
+    name: str
+    count: int
 
 
 @dataclass(frozen=True)
@@ -82,8 +112,8 @@ class UmWindow:
     migration_count: int
     migration_bytes: int
     migration_ns: int
-    by_direction: Tuple[Row, ...]
-    by_cause: Tuple[Row, ...]
+    by_direction: Tuple[MigrationGroup, ...]
+    by_cause: Tuple[MigrationGroup, ...]
     devices: Tuple[UmDevice, ...]
     kernel_busy_ns: int
     overlap_ns: int
@@ -91,18 +121,35 @@ class UmWindow:
     migration_idle_ns: int
     gpu_fault_events: int
     gpu_page_faults: int
-    gpu_faults_by_access: Tuple[Row, ...]
+    gpu_faults_by_access: Tuple[FaultsByAccess, ...]
     cpu_fault_count: int
-    cpu_faults_by_function: Tuple[Row, ...]
-    cpu_faults_by_module: Tuple[Row, ...]
+    cpu_faults_by_function: Tuple[CpuFaultSite, ...]
+    cpu_faults_by_module: Tuple[CpuFaultSite, ...]
 
     def device(self, device_id: int) -> Optional[UmDevice]:
         return next((d for d in self.devices if d.device_id == device_id), None)
 
     def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
-        d["devices"] = [asdict(x) for x in self.devices]
-        return json_ready(d)
+        def migrations(rows: Tuple[MigrationGroup, ...], key: str, label: str) -> List[Row]:
+            return [{key: r.key, label: r.label, "count": r.count, "bytes": r.bytes, "total_ns": r.total_ns}
+                    for r in rows]
+
+        def sites(rows: Tuple[CpuFaultSite, ...], key: str) -> List[Row]:
+            return [{key: r.name, "count": r.count} for r in rows]
+
+        return json_ready({
+            "window": self.window, "start_ns": self.start_ns, "end_ns": self.end_ns,
+            "migration_count": self.migration_count, "migration_bytes": self.migration_bytes,
+            "migration_ns": self.migration_ns, "by_direction": migrations(self.by_direction, "copy_kind", "direction"),
+            "by_cause": migrations(self.by_cause, "cause_id", "cause"), "devices": [asdict(x) for x in self.devices],
+            "kernel_busy_ns": self.kernel_busy_ns, "overlap_ns": self.overlap_ns, "overlap_pct": self.overlap_pct,
+            "migration_idle_ns": self.migration_idle_ns, "gpu_fault_events": self.gpu_fault_events,
+            "gpu_page_faults": self.gpu_page_faults,
+            "gpu_faults_by_access": [{"access_id": r.access_id, "access": r.access, "count": r.count,
+                                      "page_faults": r.page_faults} for r in self.gpu_faults_by_access],
+            "cpu_fault_count": self.cpu_fault_count,
+            "cpu_faults_by_function": sites(self.cpu_faults_by_function, "function"),
+            "cpu_faults_by_module": sites(self.cpu_faults_by_module, "module")})
 
 
 @dataclass(frozen=True)
@@ -141,24 +188,25 @@ def _i64(ops: GpuOps, key: str, rows: Optional[np.ndarray] = None, default: int 
     return v if rows is None else v[rows]
 
 
-def _grouped(key: np.ndarray, cols: Dict[str, np.ndarray], label: Dict[int, str], key_name: str,
-             name: str) -> Tuple[Row, ...]:
-    """One row per distinct ``key`` (ascending): ``{key_name, name, count, <Σ of each col>}``."""
+def _grouped(key: np.ndarray, cols: Sequence[np.ndarray], label: Dict[int, str]
+             ) -> List[Tuple[int, str, int, List[int]]]:
+    """One entry per distinct ``key`` (ascending): (key, its label, row count, [Σ of each of ``cols``])."""
     if key.shape[0] == 0:
-        return ()
+        return []
     uniq, inv = np.unique(key, return_inverse=True)
     inv = inv.reshape(-1)
     count = np.bincount(inv, minlength=uniq.shape[0])
-    sums = {k: np.bincount(inv, weights=v, minlength=uniq.shape[0]) if v.shape[0] else np.zeros(uniq.shape[0])
-            for k, v in cols.items()}
+    sums = [np.bincount(inv, weights=v, minlength=uniq.shape[0]) if v.shape[0] else np.zeros(uniq.shape[0])
+            for v in cols]
     # bincount sums in float64: exact below 2^53 (9 PB of bytes, 104 days of ns); recomputed exactly beyond
-    out = []
-    for i, u in enumerate(uniq.tolist()):
-        row: Row = {key_name: int(u), name: label.get(int(u), str(int(u))), "count": int(count[i])}
-        for k, s in sums.items():
-            row[k] = int(s[i]) if s[i] < 2 ** 53 else int(cols[k][inv == i].sum())
-        out.append(row)
-    return tuple(out)
+    return [(int(u), label.get(int(u), str(int(u))), int(count[i]),
+             [int(s[i]) if s[i] < 2 ** 53 else int(v[inv == i].sum()) for s, v in zip(sums, cols)])
+            for i, u in enumerate(uniq.tolist())]
+
+
+def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dict[int, str]
+                ) -> Tuple[MigrationGroup, ...]:
+    return tuple(MigrationGroup(k, lab, n, b, t) for k, lab, n, (b, t) in _grouped(key, (nbytes, dur), label))
 
 
 def _kernel_union(m: TraceModel, d: int) -> iv.Union:
@@ -183,7 +231,7 @@ def _kernel_union(m: TraceModel, d: int) -> iv.Union:
     return iv.union_blocks(s, e)
 
 
-def _top(idx: np.ndarray, names: List[str], key: str) -> Tuple[Row, ...]:
+def _top(idx: np.ndarray, names: List[str]) -> Tuple[CpuFaultSite, ...]:
     """The :data:`TOP_CPU` most frequent names of ``idx`` (index into ``names``; ties by name)."""
     ok = idx[idx >= 0]
     if ok.shape[0] == 0:
@@ -191,7 +239,7 @@ def _top(idx: np.ndarray, names: List[str], key: str) -> Tuple[Row, ...]:
     cnt = np.bincount(ok, minlength=len(names))
     nz = np.nonzero(cnt)[0]
     order = sorted(nz.tolist(), key=lambda i: (-int(cnt[i]), names[i]))[:TOP_CPU]
-    return tuple({key: names[i], "count": int(cnt[i])} for i in order)
+    return tuple(CpuFaultSite(names[i], int(cnt[i])) for i in order)
 
 
 def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
@@ -209,9 +257,8 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     else:
         s = e = ck = nbytes = cause = dev = np.empty(0, np.int64)
     dur = e - s
-    by_direction = _grouped(ck, {"bytes": nbytes, "total_ns": dur}, DIRECTION, "copy_kind", "direction")
-    by_cause = _grouped(np.where(cause < 0, -1, cause), {"bytes": nbytes, "total_ns": dur}, CAUSE, "cause_id",
-                        "cause")
+    by_direction = _migrations(ck, nbytes, dur, DIRECTION)
+    by_cause = _migrations(np.where(cause < 0, -1, cause), nbytes, dur, CAUSE)
     gf = m.um_gpu_faults
     if gf is not None and len(gf):
         fs, fe, fdev = _i64(gf, "start"), _i64(gf, "end"), _i64(gf, "device")
@@ -219,7 +266,7 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
         acc = _i64(gf, "access")
     else:
         fs = fe = fdev = nf = acc = np.empty(0, np.int64)
-    by_access = _grouped(acc, {"page_faults": nf}, ACCESS, "access_id", "access")
+    by_access = tuple(FaultsByAccess(k, lab, n, f) for k, lab, n, (f,) in _grouped(acc, (nf,), ACCESS))
     devices: List[UmDevice] = []
     for d in sorted(set(np.unique(dev).tolist()) | set(np.unique(fdev).tolist())):
         sel = np.nonzero(dev == d)[0]
@@ -238,11 +285,11 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     over_all = sum(x.overlap_ns for x in devices)
     cf = m.um_cpu_faults
     n_cpu = len(cf) if cf is not None else 0
-    by_func: Tuple[Row, ...] = ()
-    by_mod: Tuple[Row, ...] = ()
+    by_func: Tuple[CpuFaultSite, ...] = ()
+    by_mod: Tuple[CpuFaultSite, ...] = ()
     if cf is not None and n_cpu:
-        by_func = _top(_i64(cf, "func_idx"), cf.names, "function")
-        by_mod = _top(_i64(cf, "module_idx"), cf.names, "module")
+        by_func = _top(_i64(cf, "func_idx"), cf.names)
+        by_mod = _top(_i64(cf, "module_idx"), cf.names)
     return UmWindow(
         window=which, start_ns=int(w0), end_ns=int(w1), migration_count=int(n), migration_bytes=int(nbytes.sum()),
         migration_ns=int(dur.sum()), by_direction=by_direction, by_cause=by_cause, devices=tuple(devices),
@@ -276,7 +323,7 @@ def _notes(src: Dict[str, bool], full: UmWindow) -> Tuple[str, ...]:
     if not src["cpu_fault_table"]:
         out.append(f"CPU page faults not recorded (no {CPU_TABLE} table; nsys records them with "
                    "`--cuda-um-cpu-page-faults=true`).")
-    if full.migration_count and not any(r["cause_id"] >= 0 for r in full.by_cause):
+    if full.migration_count and not any(r.key >= 0 for r in full.by_cause):
         out.append("Migration causes not recorded (migrationCause NULL or absent).")
     return tuple(out)
 

@@ -23,7 +23,7 @@ one that started last).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
@@ -38,6 +38,59 @@ Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
+class RangeRow:
+    """Kernels attributed to one NVTX range name (module docstring): ``style`` ``PushPop`` or ``StartEnd``."""
+
+    name: str
+    style: str
+    kernel_count: int
+    inclusive_ns: int
+    innermost_ns: int
+    innermost_kernel_count: int
+    pct_of_kernel_time: float
+
+    def to_dict(self) -> Row:
+        return {"name": self.name, "style": self.style, "kernel_count": self.kernel_count,
+                "inclusive_ns": self.inclusive_ns, "innermost_ns": self.innermost_ns,
+                "innermost_kernel_count": self.innermost_kernel_count, "pct_of_kernel_time": self.pct_of_kernel_time}
+
+
+@dataclass(frozen=True)
+class RangePidRow:
+    """Kernels of process ``pid`` attributed to one NVTX range name (inclusive)."""
+
+    pid: int
+    name: str
+    style: str
+    kernel_count: int
+    inclusive_ns: int
+
+    def to_dict(self) -> Row:
+        return {"pid": self.pid, "name": self.name, "style": self.style, "kernel_count": self.kernel_count,
+                "inclusive_ns": self.inclusive_ns}
+
+
+@dataclass(frozen=True)
+class UncoveredThread:
+    """Kernels no push/pop range covers that one thread launched (:func:`uncovered_threads`); ``gtid`` -1: the
+    kernels whose launch call is unknown."""
+
+    gtid: int
+    pid: int
+    tid: int
+    thread_name: str
+    kernel_count: int
+    kernel_ns: int
+    pct_of_uncovered: float
+    thread_ranges: int   # NVTX ranges the thread opened
+
+    def to_dict(self) -> Row:
+        return {"gtid": self.gtid, "pid": self.pid, "tid": self.tid, "thread_name": self.thread_name,
+                "kernel_count": self.kernel_count, "kernel_ns": self.kernel_ns,
+                "pct_of_uncovered": self.pct_of_uncovered, "thread_ranges": self.thread_ranges}
+
+
+@dataclass(frozen=True)
 class AttributionResult:
     available: bool
     reason: Optional[str]
@@ -47,11 +100,11 @@ class AttributionResult:
     coverage: float = 0.0
     linked_kernel_ns: int = 0          # kernel time whose launch call was found
     startend_kernel_ns: int = 0        # kernel time launched inside ≥ 1 start/end range (same thread)
-    ranges: Tuple[Row, ...] = ()
-    by_pid: Tuple[Row, ...] = ()
+    ranges: Tuple[RangeRow, ...] = ()
+    by_pid: Tuple[RangePidRow, ...] = ()
     pid_coverage: Tuple[Row, ...] = ()
     phases: Tuple[Row, ...] = ()
-    uncovered_by_thread: Tuple[Row, ...] = ()   # kernels no push/pop range covers, per launching thread
+    uncovered_by_thread: Tuple[UncoveredThread, ...] = ()   # kernels no push/pop range covers, per launching thread
     # helpers, not in to_dict(): innermost tree node per kernel (-1 none), and the same per NVTX domain
     kernel_node: Optional[np.ndarray] = None
     kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict)
@@ -60,8 +113,8 @@ class AttributionResult:
         """The idle-cause details (range names, digit runs as ``N``) of push/pop ranges that enclose at least
         one kernel launch: ranges the launches happen in (a step, a layer), as opposed to ranges of host work
         that launch nothing."""
-        return frozenset(normalize_range_name(str(r["name"])) for r in self.ranges
-                         if r.get("style") == "PushPop" and int(r.get("kernel_count", 0)) > 0)
+        return frozenset(normalize_range_name(r.name) for r in self.ranges
+                         if r.style == "PushPop" and r.kernel_count > 0)
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({
@@ -138,9 +191,8 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     incl_c = np.bincount(tree.name_idx[first], weights=sub_c[first], minlength=nn).astype(np.int64)
     inn_t = np.bincount(tree.name_idx, weights=inner_t, minlength=nn).astype(np.int64)
     inn_c = np.bincount(tree.name_idx, weights=inner_c, minlength=nn).astype(np.int64)
-    ranges = tuple({"name": names[i], "style": "PushPop", "kernel_count": int(incl_c[i]),
-                    "inclusive_ns": int(incl_t[i]), "innermost_ns": int(inn_t[i]),
-                    "innermost_kernel_count": int(inn_c[i]), "pct_of_kernel_time": pct(int(incl_t[i]), total)}
+    ranges = tuple(RangeRow(names[i], "PushPop", int(incl_c[i]), int(incl_t[i]), int(inn_t[i]), int(inn_c[i]),
+                            pct(int(incl_t[i]), total))
                    for i in np.lexsort((np.arange(nn), -incl_t)).tolist() if incl_c[i] != 0)
     # per PID (tree nodes carry the launching thread's PID)
     pids = tree.pid
@@ -148,8 +200,8 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     uk, inv = np.unique(key, return_inverse=True)
     pt = np.bincount(inv, weights=sub_t[first]).astype(np.int64)
     pc = np.bincount(inv, weights=sub_c[first]).astype(np.int64)
-    by_pid = tuple({"pid": int(uk[j] // (nn + 1)), "name": names[int(uk[j] % (nn + 1))], "style": "PushPop",
-                    "kernel_count": int(pc[j]), "inclusive_ns": int(pt[j])}
+    by_pid = tuple(RangePidRow(int(uk[j] // (nn + 1)), names[int(uk[j] % (nn + 1))], "PushPop", int(pc[j]),
+                               int(pt[j]))
                    for j in np.lexsort((uk, -pt)).tolist() if pc[j] != 0)
     pid_coverage = []
     for p in np.unique(k.pid).tolist():
@@ -166,7 +218,8 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
         pid_coverage=tuple(pid_coverage), kernel_node=node, kernel_nodes=kernel_nodes)
 
 
-def uncovered_threads(model: TraceModel, uncovered: np.ndarray, dur: np.ndarray, top: int = 8) -> Tuple[Row, ...]:
+def uncovered_threads(model: TraceModel, uncovered: np.ndarray, dur: np.ndarray, top: int = 8
+                      ) -> Tuple[UncoveredThread, ...]:
     """Kernels no push/pop range covers, per launching thread (largest kernel time first, ``top`` rows): the
     thread (``gtid``, ``pid``, ``tid``, ``thread_name``), its uncovered ``kernel_count`` / ``kernel_ns`` and their
     share of all uncovered kernel time, and ``thread_ranges``: NVTX ranges that thread opened (nsys attributes
@@ -184,21 +237,22 @@ def uncovered_threads(model: TraceModel, uncovered: np.ndarray, dur: np.ndarray,
     cnt = np.bincount(inv, minlength=u.shape[0])
     total = int(ns.sum())
     nv = model.nvtx
-    ranges = {}
+    ranges: Dict[int, int] = {}
     if nv is not None and len(nv):
         rg, rc = np.unique(nv.gtid, return_counts=True)
         ranges = dict(zip(rg.tolist(), rc.tolist()))
     rows = []
     for j in np.lexsort((u, -ns)).tolist()[:top]:
         gt = int(u[j])
-        rows.append({"gtid": gt, "pid": int((gt >> 24) & 0xFFFFFF) if gt >= 0 else -1,
-                     "tid": int(gt & 0xFFFFFF) if gt >= 0 else -1, "thread_name": model.thread_names.get(gt, ""),
-                     "kernel_count": int(cnt[j]), "kernel_ns": int(ns[j]), "pct_of_uncovered": pct(int(ns[j]), total),
-                     "thread_ranges": int(ranges.get(gt, 0))})
+        rows.append(UncoveredThread(
+            gtid=gt, pid=int((gt >> 24) & 0xFFFFFF) if gt >= 0 else -1, tid=int(gt & 0xFFFFFF) if gt >= 0 else -1,
+            thread_name=model.thread_names.get(gt, ""), kernel_count=int(cnt[j]), kernel_ns=int(ns[j]),
+            pct_of_uncovered=pct(int(ns[j]), total), thread_ranges=int(ranges.get(gt, 0))))
     return tuple(rows)
 
 
-def startend_rows(model: TraceModel, calls: np.ndarray, total: int) -> Tuple[Tuple[Row, ...], Tuple[Row, ...], int]:
+def startend_rows(model: TraceModel, calls: np.ndarray, total: int
+                  ) -> Tuple[Tuple[RangeRow, ...], Tuple[RangePidRow, ...], int]:
     """Rows (style ``StartEnd``) for start/end ranges ended on their own thread: per name and per
     (pid, name), the kernels whose launch call (rows ``calls`` of the API table) lies inside one of
     them on the same thread — each kernel once per name. Also the kernel time inside any of them."""
@@ -211,7 +265,7 @@ def startend_rows(model: TraceModel, calls: np.ndarray, total: int) -> Tuple[Tup
     # launch calls ordered by (thread, start): the calls of one thread starting in [s, e] are one slice
     o = np.lexsort((api.start[calls], api.gtid[calls]))
     cg, cs, ce, cid = api.gtid[calls][o], api.start[calls][o], api.end[calls][o], calls[o]
-    inside: Dict[int, list] = {}
+    inside: Dict[int, List[np.ndarray]] = {}
     for r in se.tolist():
         g, s0, e0 = int(nv.gtid[r]), int(nv.start[r]), int(nv.end[r])
         lo = int(np.searchsorted(cg, g, "left"))
@@ -226,20 +280,19 @@ def startend_rows(model: TraceModel, calls: np.ndarray, total: int) -> Tuple[Tup
     dur, li = k.dur, k.launch_idx
     linked = li >= 0
     any_call = np.zeros(len(api), bool)
-    rows, by_pid = [], []
+    rows: List[RangeRow] = []
+    by_pid: List[RangePidRow] = []
     for ni, parts in inside.items():
         hit = np.zeros(len(api), bool)
         hit[np.concatenate(parts)] = True
         any_call |= hit
         km = linked & hit[np.maximum(li, 0)]
         t = int(dur[km].sum())
-        rows.append({"name": nv.names[ni], "style": "StartEnd", "kernel_count": int(km.sum()), "inclusive_ns": t,
-                     "innermost_ns": 0, "innermost_kernel_count": 0, "pct_of_kernel_time": pct(t, total)})
+        rows.append(RangeRow(nv.names[ni], "StartEnd", int(km.sum()), t, 0, 0, pct(t, total)))
         for p in np.unique(k.pid[km]).tolist():
             pm = km & (k.pid == p)
-            by_pid.append({"pid": int(p), "name": nv.names[ni], "style": "StartEnd",
-                           "kernel_count": int(pm.sum()), "inclusive_ns": int(dur[pm].sum())})
-    rows.sort(key=lambda r: (-r["inclusive_ns"], r["name"]))
-    by_pid.sort(key=lambda r: (-r["inclusive_ns"], r["pid"], r["name"]))
+            by_pid.append(RangePidRow(int(p), nv.names[ni], "StartEnd", int(pm.sum()), int(dur[pm].sum())))
+    rows.sort(key=lambda r: (-r.inclusive_ns, r.name))
+    by_pid.sort(key=lambda r: (-r.inclusive_ns, r.pid, r.name))
     se_ns = int(dur[linked & any_call[np.maximum(li, 0)]].sum())
     return tuple(rows), tuple(by_pid), se_ns

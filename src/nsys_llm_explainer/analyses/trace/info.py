@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from ...jsonable import json_ready
-from ...model.trace import TraceModel
+from ...model.trace import TraceModel, sql_int
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
     names = {}
     for p in info.processes:
         try:
-            names[int(p["pid"])] = str(p.get("name") or "")  # type: ignore[arg-type]
+            names[sql_int(p["pid"])] = str(p.get("name") or "")
         except (KeyError, TypeError, ValueError):
             continue
     active: Dict[int, Dict[str, int]] = {}

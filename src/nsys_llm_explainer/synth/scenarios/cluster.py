@@ -17,7 +17,7 @@ would). Hand-computed answers (µs): waits r0 2360, r1 1760, r2 2160, r3 460; ra
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 from ..builder import TraceBuilder, global_tid
 
@@ -71,7 +71,7 @@ def cluster_straggler(out_dir: str, seed: int = 0, ranks: int = 4, steps: int = 
         b.write(p, overwrite=True)
         paths.append(p)
     last = [max(ar_start[r][s] for r in range(ranks)) for s in range(steps)]
-    late = [max(range(ranks), key=lambda r, s=s: (ar_start[r][s], -r)) for s in range(steps)]
+    late = [_latest(ar_start, s) for s in range(steps)]
     waits = {r: sum(last[s] - ar_start[r][s] for s in range(steps)) for r in range(ranks)}
     return {"paths": paths, "ranks": ranks, "steps": steps, "late_rank": max(range(ranks), key=late.count),
             "late_count": {r: late.count(r) for r in range(ranks)}, "wait_ns": waits,
@@ -108,7 +108,13 @@ def cluster_two_comms(out_dir: str, seed: int = 0, steps: int = 10, flavor: str 
     return {"paths": paths, "ranks": 4, "steps": steps, "end_spread_ns": spread, "skew_ns": skew}
 
 
-CLUSTER_SCENARIOS = {"cluster_straggler": cluster_straggler, "cluster_two_comms": cluster_two_comms}
+def _latest(ar_start: Sequence[Sequence[int]], s: int) -> int:
+    """The rank whose all-reduce of step ``s`` starts last (ties: the lowest rank)."""
+    return max(range(len(ar_start)), key=lambda r: (ar_start[r][s], -r))
+
+
+CLUSTER_SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
+    "cluster_straggler": cluster_straggler, "cluster_two_comms": cluster_two_comms}
 
 
 def build_cluster(name: str, out_dir: str, seed: int = 0, **kw: Any) -> Dict[str, Any]:

@@ -19,13 +19,13 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 import numpy as np
 
 from ...model.timeline import DeviceTimeline, few_distinct
-from ...model.trace import TraceModel
+from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
 from ..api import classes as ac
 from ..common.stats import pct, top_indices
 from ..nvtx.tree import NvtxTree
 from .bins import DeviceBins, device_bins
-from .pieces import Cover, gap_codes, host_pieces, index_runs, thread_pieces, touching
+from .pieces import Cover, DeviceGaps, gap_codes, host_pieces, index_runs, thread_pieces, touching
 from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult
 
 K = KIND_CODE
@@ -137,7 +137,11 @@ def _first_rows(pid: np.ndarray, name_idx: np.ndarray, n_names: int) -> np.ndarr
 
 
 @dataclass
-class _Ctx:
+class HostContext:
+    """The host side of the trace for cutting gaps into pieces (:class:`pieces.HostSide`), shared by every device:
+    the API rows' kinds and base names, the NVTX tree, and the detail strings with their codes (registered in
+    first-use order, the same on every run)."""
+
     model: TraceModel
     kinds: np.ndarray
     base_idx: np.ndarray
@@ -147,10 +151,10 @@ class _Ctx:
     nvtx_names: Sequence[str]
     base_names: Sequence[str]
     api_rows: Dict[int, np.ndarray] = field(default_factory=dict)   # thread → its API rows with a kind
-    reach: Optional[np.ndarray] = None        # per API row: max(start, end) over it and all earlier rows
-    backwards: Optional[np.ndarray] = None    # API rows with end < start
+    # per API row, max(start, end) over it and all earlier rows; and the API rows with end < start
+    reach: Optional[Tuple[np.ndarray, np.ndarray]] = None
 
-    def det(self, s: str) -> int:
+    def detail_code(self, s: str) -> int:
         j = self.detail_pos.get(s)
         if j is None:
             j = self.detail_pos[s] = len(self.details)
@@ -159,51 +163,48 @@ class _Ctx:
 
     def base_dmap(self) -> np.ndarray:
         """Base-name index → detail code (registers the base names as details)."""
-        return np.array([self.det(s) for s in self.base_names] + [0], np.int64)
+        return np.array([self.detail_code(s) for s in self.base_names] + [0], np.int64)
 
     def range_detail(self, name_idx: int) -> int:
-        return self.det(normalize_range_name(self.nvtx_names[name_idx]))
+        return self.detail_code(normalize_range_name(self.nvtx_names[name_idx]))
 
     def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]`` (sorted,
-        disjoint), in start order. When the intervals are few, only the rows that can reach them are
-        looked at: rows sorted by start, so those in ``[first row whose furthest end so far ≥ a, last row
-        starting ≤ b]`` (plus the rare rows ending before they start)."""
+        disjoint), in start order (none when the trace has no API rows). When the intervals are few, only the
+        rows that can reach them are looked at: rows sorted by start, so those in ``[first row whose furthest
+        end so far ≥ a, last row starting ≤ b]`` (plus the rare rows ending before they start)."""
         api = self.model.api
-        cand = self._near(a, b)
+        if api is None or len(api) == 0:
+            return np.empty(0, np.int64)
+        cand = self._near(api, a, b)
         if cand is None:
-            r = self.thread_api_rows(g)
+            r = self.thread_api_rows(api, g)
         else:
             r = cand[(api.gtid[cand] == g) & (self.kinds[cand] >= 0)]
         return r[touching(a, b, api.start[r], api.end[r])]
 
-    def _near(self, a: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
+    def _near(self, api: ApiCalls, a: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
         """Candidate API rows for :meth:`api_near`, or None when they would be many (then: all rows)."""
-        api = self.model.api
         if self.reach is None:
-            self.reach = np.maximum.accumulate(np.maximum(api.start, api.end))   # furthest end so far
-            self.backwards = np.nonzero(api.end < api.start)[0]
-        lo = np.searchsorted(self.reach, a, side="left")
+            self.reach = (np.maximum.accumulate(np.maximum(api.start, api.end)),   # furthest end so far
+                          np.nonzero(api.end < api.start)[0])
+        reach, backwards = self.reach
+        lo = np.searchsorted(reach, a, side="left")
         hi = np.searchsorted(api.start, b, side="right")
         lo[1:] = np.maximum(lo[1:], hi[:-1])               # runs in ascending order, not overlapping
         n = np.maximum(hi - lo, 0)
         if int(n.sum()) > len(api) // 8:
             return None
         idx = index_runs(lo, n)
-        return np.union1d(idx, self.backwards) if self.backwards.shape[0] else idx
+        return np.union1d(idx, backwards) if backwards.shape[0] else idx
 
-    def thread_api_rows(self, g: int) -> np.ndarray:
+    def thread_api_rows(self, api: ApiCalls, g: int) -> np.ndarray:
         """API rows of thread ``g`` that have a kind, in start order (computed once per thread)."""
         r = self.api_rows.get(g)
         if r is None:
-            api = self.model.api
             r = np.nonzero(api.gtid == g)[0]
             r = self.api_rows[g] = r[self.kinds[r] >= 0]
         return r
-
-
-def _no_rows(g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.empty(0, np.int64)
 
 
 def _groups(values: np.ndarray, candidates: np.ndarray) -> List[Tuple[int, np.ndarray]]:
@@ -220,15 +221,15 @@ def _groups(values: np.ndarray, candidates: np.ndarray) -> List[Tuple[int, np.nd
     return [(int(values[seg[0]]), seg) for seg in np.split(order, cut)] if v.shape[0] else []
 
 
-def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
+def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
     api = ctx.model.api
     gp = tl.gaps()
     gs, ge = gp.start, gp.end
     li = tl.act.launch_idx
-    has_api = api is not None and len(api) > 0
-    nli = np.where(gp.next_row >= 0, li[np.maximum(gp.next_row, 0)], -1) if li.shape[0] else gp.next_row * 0 - 1
-    pli = np.where(gp.prev_row >= 0, li[np.maximum(gp.prev_row, 0)], -1) if li.shape[0] else gp.prev_row * 0 - 1
-    if has_api:
+    # launch call of the kernel after / before each gap (-1 none)
+    next_call = np.where(gp.next_row >= 0, li[np.maximum(gp.next_row, 0)], -1) if li.shape[0] else gp.next_row * 0 - 1
+    prev_call = np.where(gp.prev_row >= 0, li[np.maximum(gp.prev_row, 0)], -1) if li.shape[0] else gp.prev_row * 0 - 1
+    if api is not None and len(api) > 0:
         linked = api.gtid[li[li >= 0]]
         dom_g = -1
         threads = np.empty(0, np.int64)
@@ -236,32 +237,29 @@ def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, O
             threads = few_distinct(linked)                  # few distinct launch threads
             dom_g = int(threads[0]) if threads.shape[0] == 1 else \
                 int(threads[np.bincount(np.searchsorted(threads, linked)).argmax()])
+        del linked
         if threads.shape[0] == 1:                           # one launching thread: every gap is on it
             thread = np.full(len(gp), dom_g, np.int64)
         else:
-            thread = np.where(nli >= 0, api.gtid[np.maximum(nli, 0)],
-                              np.where(pli >= 0, api.gtid[np.maximum(pli, 0)], dom_g)).astype(np.int64)
-        hce = np.where(nli >= 0, np.clip(api.end[np.maximum(nli, 0)], gs, ge), ge + 1)
+            thread = np.where(next_call >= 0, api.gtid[np.maximum(next_call, 0)],
+                              np.where(prev_call >= 0, api.gtid[np.maximum(prev_call, 0)], dom_g)).astype(np.int64)
+        queued_from = np.where(next_call >= 0, np.clip(api.end[np.maximum(next_call, 0)], gs, ge), ge + 1)
         cand = np.append(threads.astype(np.int64), dom_g)
     else:
         thread = np.full(len(gp), -1, np.int64)
-        hce = ge + 1                                   # never queued
+        queued_from = ge + 1                               # never queued
         cand = np.array([-1], np.int64)
-    copy_cover = Cover(tl.copy_start, tl.copy_end)
-    copy_det = np.array([ctx.det(s) for s in tl.copy_labels], np.int64)[tl.copy_label] \
+    copy_det = np.array([ctx.detail_code(s) for s in tl.copy_labels], np.int64)[tl.copy_label] \
         if tl.copy_label.shape[0] else np.empty(0, np.int64)
+    gaps = DeviceGaps(tl, gs, ge, queued_from, Cover(tl.copy_start, tl.copy_end), copy_det)
     groups = _groups(thread, cand)
-    del gp, nli, pli, thread                           # per-gap inputs no longer needed while cutting
-    if has_api:
-        del linked
-    near = ctx.api_near if has_api else _no_rows
-    parts = [thread_pieces(ctx.model, ctx.kinds, ctx.base_idx, ctx.tree, ctx.det, ctx.range_detail, tl, g, gi, gs,
-                           ge, hce, copy_cover, copy_det, near, ctx.base_dmap) for g, gi in groups]
+    del gp, next_call, prev_call, thread, queued_from, copy_det   # per-gap inputs no longer needed while cutting
+    parts = [thread_pieces(ctx, gaps, g, gi) for g, gi in groups]
     host = host_pieces(parts, [g for g, _ in groups], ctx.details, np.array([K[k] for k in HOST_PIECE_KINDS], np.int8))
     if not parts:                                      # no idle gap at all
         e = np.empty(0, np.int64)
         parts = [(e, np.empty(0, np.int8), e, e, e)]
-    del groups, hce, copy_cover, copy_det              # the pieces are cut: free their inputs
+    del groups, gaps                                   # the pieces are cut: free their inputs
     gap, kind, det, ln, t0 = parts[0] if len(parts) == 1 else (np.concatenate([p[i] for p in parts])
                                                                 for i in range(5))
     if len(parts) > 1:                                 # time order: gaps are disjoint, each on one thread
@@ -273,7 +271,8 @@ def _device(ctx: _Ctx, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, O
     return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host), bins
 
 
-def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, pieces: List[np.ndarray]) -> DeviceCauses:
+def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray]
+               ) -> DeviceCauses:
     """Sum the pieces (in time order; ``pieces`` = [gap, kind, detail, length], emptied here so that the
     arrays are freed early) per cause and per (cause, gap): dense cause codes ``kind · D + detail``, runs merged,
     then one stable sort by cause rank (a radix sort: causes are few)."""
@@ -281,7 +280,7 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, pieces: List[np.ndarray]) 
     pieces.clear()
     idle, window = tl.idle_ns, tl.window_ns
     D = max(len(ctx.details), 1)
-    key = kind.astype(np.int32 if len(KINDS) * D < (1 << 31) else np.int64)
+    key: np.ndarray = kind.astype(np.int32) if len(KINDS) * D < (1 << 31) else kind.astype(np.int64)
     key *= D
     key += det
     del kind, det
@@ -323,15 +322,15 @@ def _aggregate(ctx: _Ctx, tl: DeviceTimeline, gs, ge, pieces: List[np.ndarray]) 
     short = glen < LONG_GAP_NS
     tiny = glen < TINY_GAP_NS
     del glen
-    for j, code in enumerate(ukey.tolist()):
+    for j, cause_code in enumerate(ukey.tolist()):
         a, b = int(first_pair[j]), int(last_pair[j])
         sl = slice(a, b)
         top = a + top_indices(pns[sl], MAX_EXAMPLES)
-        k = KINDS[code // D]
+        k = KINDS[cause_code // D]
         ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in top.tolist())
-        ns = int(ns_all[code])
-        causes.append(IdleCause(k, ctx.details[code % D], ns, pct(ns, window), pct(ns, idle), b - a, k in ONE_TIME,
-                                int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
+        ns = int(ns_all[cause_code])
+        causes.append(IdleCause(k, ctx.details[cause_code % D], ns, pct(ns, window), pct(ns, idle), b - a,
+                                k in ONE_TIME, int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
                                 int(pns[sl][tiny[sl]].sum())))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     if one_per_gap:
@@ -375,12 +374,12 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
     so that only one device's rows are alive at a time); ``on_device`` sees each timeline with its causes before
     the next one is built."""
     seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
-    ctx: Optional[_Ctx] = None
+    ctx: Optional[HostContext] = None
     done = []
     for tl in seq:
         if ctx is None:
             kinds, base_names, base_idx = api_kinds(full, model)
-            ctx = _Ctx(model, kinds, base_idx, [""], {"": 0}, tree,
+            ctx = HostContext(model, kinds, base_idx, [""], {"": 0}, tree,
                        full.nvtx.names if full.nvtx is not None else [], base_names)
         dc, b = _device(ctx, tl, n_bins)
         if on_device is not None:

@@ -11,7 +11,7 @@ activity around them and the idle cause holding most of each gap) and a gap-size
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -94,8 +94,11 @@ class GpuTimeResult:
 
     def pooled(self, full: bool = False) -> Optional[WindowTime]:
         """Σ over devices (percentages of the summed windows)."""
-        rows = [d.full if full else d for d in self.devices]
-        rows = [r for r in rows if r is not None]
+        rows: List[Union[WindowTime, DeviceTime]] = []
+        for d in self.devices:
+            r = d.full if full else d
+            if r is not None:
+                rows.append(r)
         if not rows:
             return None
         w = sum(r.window_ns for r in rows)
@@ -129,8 +132,8 @@ def window_times(timelines: Mapping[int, DeviceTimeline]) -> Dict[int, WindowTim
     return {d: _window_time(tl) for d, tl in timelines.items()}
 
 
-def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None], gap_cause, top: int
-                ) -> DeviceTime:
+def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None],
+                gap_cause: Optional[Callable[[int], Tuple[str, str]]], top: int) -> DeviceTime:
     """Busy/idle, gaps and the ``top`` longest gaps (with their dominant cause from ``gap_cause``) of one device
     over the timeline's window; ``full``: the same device over the full capture (timeline or its totals)."""
     gp = tl.gaps()

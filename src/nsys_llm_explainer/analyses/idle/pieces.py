@@ -15,7 +15,7 @@ sums merge back.)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -84,6 +84,46 @@ def touching(gs: np.ndarray, ge: np.ndarray, s: np.ndarray, e: np.ndarray) -> np
     return (j < n) & (gs[np.minimum(j, n - 1)] <= hi)
 
 
+class HostSide(Protocol):
+    """What cutting a thread's gaps needs to know of the host side of the trace (built once per trace, shared by
+    every device: :class:`idle.causes.HostContext`)."""
+
+    model: TraceModel
+    kinds: np.ndarray           # per API row: kind code (index into KINDS), -1 = not a runtime/driver row
+    base_idx: np.ndarray        # per API row: index of its base name
+    tree: Optional[NvtxTree]
+
+    def detail_code(self, s: str) -> int:
+        """The detail code of string ``s`` (registered on first use)."""
+
+    def range_detail(self, name_idx: int) -> int:
+        """The detail code of NVTX name ``name_idx`` (digit runs normalized)."""
+
+    def base_dmap(self) -> np.ndarray:
+        """Base-name index → detail code."""
+
+    def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]``, in start order."""
+
+
+@dataclass(frozen=True)
+class DeviceGaps:
+    """The idle gaps of one device timeline (time order) and what charges their pieces whatever the host thread:
+    ``queued_from`` — per gap, the point from which the next kernel is queued (its launch call's end, clipped to
+    the gap; ``end + 1`` when never), and the device's copies (``copy_cover`` with each copy's detail code)."""
+
+    tl: DeviceTimeline
+    start: np.ndarray
+    end: np.ndarray
+    queued_from: np.ndarray
+    copy_cover: Cover
+    copy_det: np.ndarray
+
+
+#: the pieces of one thread's gaps, in time order: (gap index, kind code, detail code, length ns, start ns)
+Pieces = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 @dataclass
 class ThreadRows:
     """Rows of one host thread that touch one of its gaps (row indices into the model's tables, in
@@ -95,22 +135,20 @@ class ThreadRows:
     osrt_any: bool = False   # the thread has OS-runtime rows at all (touching a gap or not)
 
 
-def thread_rows(model: TraceModel, tree: Optional[NvtxTree], g: int,
-                api_near: Callable[[int, np.ndarray, np.ndarray], np.ndarray], sgs: np.ndarray, sge: np.ndarray
-                ) -> ThreadRows:
-    """The rows of thread ``g`` touching the closed intervals ``[sgs, sge]`` (sorted, disjoint);
-    ``api_near(g, sgs, sge)`` gives its API rows with a kind that touch them, in start order."""
+def thread_rows(host: HostSide, g: int, sgs: np.ndarray, sge: np.ndarray) -> ThreadRows:
+    """The rows of thread ``g`` touching the closed intervals ``[sgs, sge]`` (sorted, disjoint)."""
     e = np.empty(0, np.int64)
-    a = api_near(g, sgs, sge) if sgs.shape[0] else e
+    a = host.api_near(g, sgs, sge) if sgs.shape[0] else e
     t = e
+    tree, osrt = host.tree, host.model.osrt
     if tree is not None and len(tree):
         t = np.nonzero(tree.gtid == g)[0]
         t = t[touching(sgs, sge, tree.start[t], tree.end[t])]
     o, o_any = e, False
-    if model.osrt is not None and len(model.osrt):
-        o = np.nonzero(model.osrt["gtid"] == g)[0]
+    if osrt is not None and len(osrt):
+        o = np.nonzero(osrt["gtid"] == g)[0]
         o_any = o.shape[0] > 0
-        o = o[touching(sgs, sge, model.osrt["start"][o], model.osrt["end"][o])]
+        o = o[touching(sgs, sge, osrt["start"][o], osrt["end"][o])]
     return ThreadRows(a, t, o, o_any)
 
 
@@ -158,29 +196,24 @@ def cut(sgs: np.ndarray, sge: np.ndarray, shce: np.ndarray, extra: Sequence[np.n
     return t0, t1, np.repeat(np.arange(n, dtype=np.int32 if n < (1 << 31) else np.int64), c + 1)
 
 
-def thread_pieces(model: TraceModel, kinds: np.ndarray, base_det: np.ndarray, tree: Optional[NvtxTree],
-                  det_of: Callable[[str], int], range_detail: Callable[[int], int], tl: DeviceTimeline, g: int,
-                  gi: np.ndarray, gs: np.ndarray, ge: np.ndarray, hce: np.ndarray, copy_cover: Cover,
-                  copy_det: np.ndarray, api_near: Callable[[int, np.ndarray, np.ndarray], np.ndarray],
-                  base_dmap: Callable[[], np.ndarray]):
-    """Pieces of gaps ``gi`` (host thread ``g``; -1 unknown), in time order: (gap index, kind code, detail
-    code, length ns, start ns). ``base_det``: per API row, its base-name index; ``base_dmap()``: base-name
-    index → detail code; ``range_detail``: NVTX name index → detail code; ``det_of``: string → detail code."""
-    api = model.api
+def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> Pieces:
+    """Pieces of the gaps ``gi`` (indices into ``gaps``) of host thread ``g`` (-1 unknown), in time order."""
+    api, tree, osrt, tl = host.model.api, host.tree, host.model.osrt, gaps.tl
+    gs, ge, queued_from = gaps.start, gaps.end, gaps.queued_from
     every = gi.shape[0] == gs.shape[0]                  # all gaps are on this thread: no gathers needed
-    sgs, sge, shce = (gs, ge, hce) if every else (gs[gi], ge[gi], hce[gi])
+    sgs, sge, sq = (gs, ge, queued_from) if every else (gs[gi], ge[gi], queued_from[gi])
     rows = ThreadRows(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
     if g >= 0:                   # rows matter only before the queued point: after it, copy or queued wins
-        pre = shce > sgs
-        rows = thread_rows(model, tree, g, api_near, sgs[pre], np.minimum(shce[pre], sge[pre]))
+        pre = sq > sgs
+        rows = thread_rows(host, g, sgs[pre], np.minimum(sq[pre], sge[pre]))
     extra: List[np.ndarray] = [tl.copy_start, tl.copy_end]
-    if rows.api.shape[0]:
+    if api is not None and rows.api.shape[0]:
         extra += [api.start[rows.api], api.end[rows.api]]
-    if rows.tree.shape[0]:
+    if tree is not None and rows.tree.shape[0]:
         extra += [tree.start[rows.tree], tree.end[rows.tree]]
-    if rows.osrt.shape[0]:
-        extra += [model.osrt["start"][rows.osrt], model.osrt["end"][rows.osrt]]
-    t0, t1, p = cut(sgs, sge, shce, extra)
+    if osrt is not None and rows.osrt.shape[0]:
+        extra += [osrt["start"][rows.osrt], osrt["end"][rows.osrt]]
+    t0, t1, p = cut(sgs, sge, sq, extra)
     gap = p if every else gi[p]
     kind = np.full(t0.shape[0], -1, np.int8)
     det = np.zeros(t0.shape[0], np.int32)           # detail codes: few (one per distinct name)
@@ -198,40 +231,53 @@ def thread_pieces(model: TraceModel, kinds: np.ndarray, base_det: np.ndarray, tr
         kind[sel] = k
         det[sel] = det_of_row(r[hit])
 
+    copy_det = gaps.copy_det
     if copy_det.shape[0]:                  # only pieces starting inside the copies' union can be copies
-        assign(K["copy"], copy_cover.row, lambda r: copy_det[r], within(t0, tl.copies.start, tl.copies.end))
-    queued = t0 >= hce[gap]
+        assign(K["copy"], gaps.copy_cover.row, lambda r: copy_det[r], within(t0, tl.copies.start, tl.copies.end))
+    queued = t0 >= queued_from[gap]
     q = np.nonzero(queued & (kind < 0))[0]
     kind[q] = K["queued"]
     det[q] = 0
     if g < 0:
         kind[kind < 0] = K["unknown"]
         return gap, kind, det, t1 - t0, t0
-    dmap = base_dmap()
+    dmap = host.base_dmap()   # registers the base names as details first (detail codes break ties by order)
     for name in API_KINDS:
-        r_k = rows.api[kinds[rows.api] == K[name]]
-        if r_k.shape[0] == 0:
+        r_k = rows.api[host.kinds[rows.api] == K[name]]
+        if api is None or r_k.shape[0] == 0:
             continue
         cov = Cover(api.start[r_k], api.end[r_k])
-        assign(K[name], cov.row, lambda r, r_k=r_k: dmap[base_det[r_k[r]]])
-    if rows.tree.shape[0]:
+        assign(K[name], cov.row, _api_details(dmap, host.base_idx, r_k))
+    if tree is not None and rows.tree.shape[0]:
         q = np.nonzero(kind < 0)[0]
         node = innermost_enclosing(tree, np.full(q.shape[0], g, np.int64), t0[q], t1[q])
         hit = node >= 0
         names = tree.name_idx[node[hit]]
         uniq, inv = np.unique(names, return_inverse=True)
-        dm = np.array([range_detail(int(u)) for u in uniq.tolist()], np.int64)
+        dm = np.array([host.range_detail(int(u)) for u in uniq.tolist()], np.int64)
         kind[q[hit]] = K["nvtx"]
         det[q[hit]] = dm[inv.reshape(-1)] if uniq.shape[0] else 0
-    if rows.osrt_any:                   # details registered as soon as the thread has OS-runtime rows
-        osrt = model.osrt
+    if osrt is not None and rows.osrt_any:   # details registered as soon as the thread has OS-runtime rows
         o = rows.osrt
         ni = osrt.cols.get("name_idx")
-        dm = np.array([det_of(s) for s in osrt.names] + [det_of("")], np.int64) if ni is not None else None
         cov = Cover(osrt["start"][o], osrt["end"][o])
-        assign(K["osrt"], cov.row, (lambda r: dm[ni[o][r]]) if ni is not None else (lambda r: np.zeros_like(r)))
+        if ni is not None:
+            dm = np.array([host.detail_code(s) for s in osrt.names] + [host.detail_code("")], np.int64)
+            assign(K["osrt"], cov.row, _row_details(dm[ni[o]]))
+        else:
+            assign(K["osrt"], cov.row, np.zeros_like)
     kind[kind < 0] = K["host_cpu"]
     return gap, kind, det, t1 - t0, t0
+
+
+def _api_details(dmap: np.ndarray, base_idx: np.ndarray, rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Index into ``rows`` (the API rows a :class:`Cover` was built on) → detail code of the row's base name."""
+    return lambda r: dmap[base_idx[rows[r]]]
+
+
+def _row_details(det_of_row: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Index into the rows a :class:`Cover` was built on → detail code, from the codes of those rows."""
+    return lambda r: det_of_row[r]
 
 
 def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> np.ndarray:
@@ -251,7 +297,7 @@ def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> n
     return code
 
 
-def host_pieces(parts: List[Tuple[np.ndarray, ...]], threads: List[int], details: List[str],
+def host_pieces(parts: List[Pieces], threads: List[int], details: List[str],
                 codes: np.ndarray) -> IdlePieces:
     """The pieces whose kind code is in ``codes`` of every thread's part (``thread_pieces`` output, one per
     thread of ``threads``), in time order (see :class:`IdlePieces`)."""

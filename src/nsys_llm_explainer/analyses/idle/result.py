@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
+
+import numpy as np
 
 from ...vocabulary.cause_kinds import KINDS
 from ..common.stats import pct
+from .bins import DeviceBins
 
 TABLE_ROWS = 6   # causes listed per device before the rest is folded into ``other``
 
@@ -43,11 +46,11 @@ class IdlePieces:
     host thread ``gtid[i]`` (the gap's host thread, serialized globalTid; -1 unknown). Analyses that split host-side
     idle further (CPU samples, per-step syncs) read these; Σ (end − start) per (kind, detail) equals the cause's ns."""
 
-    start: Any
-    end: Any
-    kind: Any
-    detail: Any
-    gtid: Any
+    start: np.ndarray
+    end: np.ndarray
+    kind: np.ndarray      # int8 code into KINDS
+    detail: np.ndarray    # index into ``details``
+    gtid: np.ndarray
     details: Tuple[str, ...]
 
     def __len__(self) -> int:
@@ -61,7 +64,7 @@ class DeviceCauses:
     busy_ns: int
     idle_ns: int
     causes: Tuple[IdleCause, ...]            # largest first
-    gap_cause_code: Any                      # per gap (time order): code of the cause with the most ns, -1 none
+    gap_cause_code: np.ndarray               # per gap (time order): code of the cause with the most ns, -1 none
     cause_of_code: Dict[int, Tuple[str, str]]
     pieces: Optional[IdlePieces] = None      # host-side pieces (not serialised)
 
@@ -88,7 +91,7 @@ class IdleCausesResult:
     reason: Optional[str]
     devices: Tuple[DeviceCauses, ...] = ()
     totals: Tuple[IdleCause, ...] = ()       # summed over devices, pct of Σ window / Σ idle
-    bins: Tuple[Any, ...] = ()               # timeline_bins.DeviceBins per device (report.json "timeline")
+    bins: Tuple[DeviceBins, ...] = ()        # per device (report.json "timeline")
 
     def to_dict(self) -> Dict[str, object]:
         devs = []

@@ -64,7 +64,7 @@ def _phases(model, phase_map=None):
     tree = build_tree(model.nvtx)
     att = analyze_attribution(model, tree)
     pm, src = resolve_phase_map(phase_map)
-    return analyze_phases(model, pm, tree, att.kernel_node, source=src), tree, att
+    return analyze_phases(model, pm, tree, att.kernel_nodes, source=src), tree, att
 
 
 def test_nvtx_steps_exact(decode_model):
@@ -274,13 +274,13 @@ def test_phase_map_object_and_no_preset_io_during_analysis(decode_model, monkeyp
     pm = cfg.build_phase_map({"tok": ["decode"], "lay": ["layers"]})
     tree = build_tree(decode_model.nvtx)
     att = analyze_attribution(decode_model, tree)
-    ref = analyze_phases(decode_model, {"tok": ["decode"], "lay": ["layers"]}, tree, att.kernel_node)
+    ref = analyze_phases(decode_model, {"tok": ["decode"], "lay": ["layers"]}, tree, att.kernel_nodes)
 
     def no_io():
         raise AssertionError("analysis read the phase presets")
 
     monkeypatch.setattr(cfg, "_preset_document", no_io)
-    got = analyze_phases(decode_model, pm, tree, att.kernel_node)
+    got = analyze_phases(decode_model, pm, tree, att.kernel_nodes)
     assert got.to_dict() == ref.to_dict() and got.source == "user"
     assert got.kernel_phase.tolist() == [1] * 11          # every launch is inside model.layers.0 → "lay"
     steps = analyze_steps(decode_model, got, tree=tree, kernel_node=att.kernel_node)

@@ -146,8 +146,7 @@ def _phases(model: TraceModel, opts: Options, nvtx: NvtxResult, att: Attribution
     """Phases, and the NVTX attribution with its per-phase totals set from them when a user phase map is given
     (a new object)."""
     phase_map = opts.phase_map if opts.phase_map is not None else build_phase_map(None)
-    phase_nodes = att.kernel_nodes if att.kernel_nodes else att.kernel_node
-    phases = analyze_phases(model, phase_map, nvtx.tree, phase_nodes)
+    phases = analyze_phases(model, phase_map, nvtx.tree, att.kernel_nodes)
     if opts.phase_map and phases.available and att.available:
         att = dataclasses.replace(att, phases=tuple(
             {"phase": r["phase"], "kernel_count": r["kernel_count"], "kernel_ns": r["gpu_time_ns"],

@@ -99,7 +99,7 @@ def graph_kernel_mask(model: TraceModel, launch_mask: Optional[np.ndarray] = Non
     return m
 
 
-def _graph_trace_summary(model: TraceModel) -> Optional[Dict]:
+def _graph_trace_summary(model: TraceModel) -> Optional[Row]:
     gt = model.graph_trace
     if gt is None or len(gt) == 0:
         return None
@@ -127,7 +127,7 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
                            capture_graph_trace_mode=cap_mode)
     launch_host_ns = 0
     launches_by_pid: Tuple[Row, ...] = ()
-    if n_launch:
+    if n_launch and api is not None:   # (graph launches are API rows)
         dur = (api.end - api.start)[gm]
         pids = api.pid[gm]
         launch_host_ns = int(dur.sum())
@@ -138,7 +138,7 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
         launches_by_pid = tuple({"pid": int(p), "count": int(c), "host_ns": int(round(t))}
                                 for p, c, t in zip(up.tolist(), cnt.tolist(), tot.tolist()))
     total = int(k.dur.sum()) if k is not None and len(k) else 0
-    gk_ns = int(k.dur[gkm].sum()) if n_gk else 0
+    gk_ns = int(k.dur[gkm].sum()) if n_gk and k is not None else 0
     without = 0
     per_launch: Row = {}
     hist: Tuple[Row, ...] = ()

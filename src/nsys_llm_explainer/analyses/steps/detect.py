@@ -42,7 +42,7 @@ import numpy as np
 
 from ...config.phase_map import PhaseMap
 from ...errors import OptionError
-from ...model.trace import TraceModel
+from ...model.trace import Kernels, TraceModel
 from ..nvtx.tree import NvtxTree
 from .nvtx_method import MIN_INSTANCES, StepChoice, choose_nvtx, kernel_nodes, nvtx_steps, work_items
 from .phases import PhaseResult, phase_of_names, resolve_nodes
@@ -51,8 +51,21 @@ DEFAULT_MARKER = r"argmax|sampl|top_?k|top_?p|topp"
 
 
 @dataclass(frozen=True)
+class StepSpans:
+    """The detected steps (unsorted): per step its span, process, device and phase index (-1 unmapped); per kernel
+    row the index of its step (-1 none)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    pid: np.ndarray
+    device: np.ndarray
+    phase: np.ndarray
+    kernel_step: np.ndarray
+
+
+@dataclass(frozen=True)
 class Detection:
-    """Detected steps (unsorted; arrays None when ``method == "none"``) and how they were found."""
+    """Detected steps (``spans`` None when ``method == "none"``) and how they were found."""
 
     method: str = "none"                 # "nvtx" | "marker" | "none"
     reason: Optional[str] = None         # why no steps (method "none")
@@ -62,23 +75,17 @@ class Detection:
     marker_regex: Optional[str] = None
     marker_kernels: Tuple[Dict[str, Any], ...] = ()
     notes: Tuple[str, ...] = ()
-    start: Optional[np.ndarray] = None
-    end: Optional[np.ndarray] = None
-    pid: Optional[np.ndarray] = None
-    device: Optional[np.ndarray] = None
-    kernel_step: Optional[np.ndarray] = None   # step index per kernel row, -1 none
-    phase: Optional[np.ndarray] = None         # phase index per step, -1 unmapped
+    spans: Optional[StepSpans] = None
 
 
 # ------------------------------------------------------------------------------------------- marker method
-def marker_kernels(model: TraceModel, regex: str) -> Tuple[np.ndarray, Tuple[Dict[str, Any], ...]]:
+def marker_kernels(k: Kernels, regex: str) -> Tuple[np.ndarray, Tuple[Dict[str, Any], ...]]:
     """(marker mask per kernel row, marker kernel names with their counts, most frequent first)."""
-    k = model.kernels
     try:
         rx = re.compile(regex, re.IGNORECASE)
     except re.error as exc:
         raise OptionError("step_marker", f"{regex!r} is not a valid regular expression: {exc}") from None
-    hit = np.array([bool(rx.search(n)) for n in k.names] + [False], dtype=bool)
+    hit = np.array([bool(rx.search(n)) for n in k.names] + [False], dtype=np.bool_)
     is_m = hit[k.name_idx]
     cnt = np.bincount(k.name_idx[is_m], minlength=len(k.names))
     return is_m, tuple({"name": k.names[i], "count": int(cnt[i])}
@@ -89,9 +96,8 @@ def marker_kernels(model: TraceModel, regex: str) -> Tuple[np.ndarray, Tuple[Dic
 MarkerSteps = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def marker_steps(model: TraceModel, is_m: np.ndarray) -> Optional[MarkerSteps]:
+def marker_steps(k: Kernels, is_m: np.ndarray) -> Optional[MarkerSteps]:
     """(start, end, pid, device, kernel_step) between consecutive marker kernels per device, or None."""
-    k = model.kernels
     parts_s, parts_e, parts_p, parts_d = [], [], [], []
     kstep = np.full(len(k), -1, np.int64)
     base = 0
@@ -163,8 +169,8 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
     regex = step_marker or DEFAULT_MARKER
     markers: Tuple[Dict[str, Any], ...] = ()
     if (choice is None or choice.confidence == "low") and k is not None and len(k):
-        is_m, markers = marker_kernels(model, regex)
-        marker = marker_steps(model, is_m)
+        is_m, markers = marker_kernels(k, regex)
+        marker = marker_steps(k, is_m)
         if marker is not None and choice is not None:
             per_dev = np.unique(marker[3], return_counts=True)[1]
             if per_dev.min() < MIN_INSTANCES:
@@ -173,20 +179,21 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
                 notes.append(f"marker kernels preferred over the NVTX range {' + '.join(choice.names)} "
                              "whose name does not look like a model step")
     dur = k.dur if k is not None else np.zeros(0, np.int64)
-    if choice is not None and marker is None:
+    if choice is not None and marker is None and tree is not None:   # (a choice implies a tree)
         s, e, pid, dev, wstep = nvtx_steps(model, tree, choice, li, wdev, wpid, nk, domain_nodes)
         if phase_result is not None and phase_result.node_phase is not None:
             node_phase = phase_result.node_phase
         else:
-            own, owner = resolve_nodes(tree, phase_of_names(model.nvtx.names, phase_map))
+            own, owner = resolve_nodes(tree, phase_of_names(model.nvtx.names if model.nvtx is not None else [],
+                                                            phase_map))
             node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
         wphase = np.where(wnode >= 0, node_phase[np.maximum(wnode, 0)], -1)
         gt = model.graph_trace
-        wdur = np.concatenate([dur] + ([gt["end"] - gt["start"]] if wstep.shape[0] > nk else []))
+        wdur = np.concatenate([dur] + ([gt["end"] - gt["start"]] if gt is not None and wstep.shape[0] > nk else []))
         return Detection(method="nvtx", confidence=choice.confidence, confidence_reason=choice.reason,
-                         step_ranges=choice.names, notes=tuple(notes), start=s, end=e, pid=pid, device=dev,
-                         kernel_step=wstep[:nk],
-                         phase=step_phase(wstep, wdur, wphase, s.shape[0], nph, node_phase[choice.nodes]))
+                         step_ranges=choice.names, notes=tuple(notes), spans=StepSpans(
+                             s, e, pid, dev, step_phase(wstep, wdur, wphase, s.shape[0], nph, node_phase[choice.nodes]),
+                             wstep[:nk]))
     if marker is not None:
         s, e, pid, dev, kstep = marker
         per_dev = np.unique(dev, return_counts=True)[1]
@@ -198,8 +205,8 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
             conf, why = "low", f"only {int(per_dev.min())} step(s) between marker kernels on some device"
         kphase = phase_result.kernel_phase if phase_result is not None else None
         return Detection(method="marker", confidence=conf, confidence_reason=why, marker_regex=regex,
-                         marker_kernels=markers, notes=tuple(notes), start=s, end=e, pid=pid, device=dev,
-                         kernel_step=kstep, phase=step_phase(kstep, dur, kphase, s.shape[0], nph, None))
+                         marker_kernels=markers, notes=tuple(notes),
+                         spans=StepSpans(s, e, pid, dev, step_phase(kstep, dur, kphase, s.shape[0], nph, None), kstep))
     if k is None or len(k) == 0:
         reason = "no kernels and no usable NVTX step ranges"
     else:

@@ -26,8 +26,8 @@ were cut), as in ``tables/steps.csv``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -77,14 +77,14 @@ class StepArrays:
         p = int(self.phase[i])
         return self.phase_names[p] if p >= 0 else UNMAPPED
 
-    def row(self, i: int) -> Dict[str, object]:
+    def row(self, i: int) -> Row:
         return {"index": int(i), "start_ns": int(self.start[i]), "end_ns": int(self.end[i]),
                 "wall_ns": int(self.wall[i]), "phase": self.phase_label(i), "pid": int(self.pid[i]),
                 "device": int(self.device[i]), "gpu_busy_ns": int(self.gpu_busy[i]),
                 "gpu_idle_ns": int(self.gpu_idle[i]), "kernel_count": int(self.kernel_count[i]),
                 "sync_ns": int(self.sync[i]), "memcpy_ns": int(self.memcpy[i])}
 
-    def rows(self, limit: Optional[int] = None) -> List[Dict[str, object]]:
+    def rows(self, limit: Optional[int] = None) -> List[Row]:
         """``row(i)`` for the first ``limit`` steps (all by default), converting each column once."""
         k = len(self) if limit is None else min(limit, len(self))
         cols = [[int(v) for v in x[:k].tolist()] for x in (self.start, self.end, self.pid, self.device,
@@ -117,14 +117,15 @@ class StepResult:
     arrays: Optional[StepArrays] = None   # full per-step columns: a helper, in to_dict() only as ``rows``
 
     def to_dict(self) -> Dict[str, Any]:
-        n = len(self.arrays) if self.available and self.arrays is not None else 0
+        a = self.arrays if self.available else None
+        n = len(a) if a is not None else 0
         return {**json_ready({
             "available": self.available, "reason": self.reason, "method": self.method, "confidence": self.confidence,
             "confidence_reason": self.confidence_reason, "step_ranges": self.step_ranges,
             "marker_regex": self.marker_regex, "marker_kernels": self.marker_kernels, "step_count": self.step_count,
             "summary": self.summary, "totals": self.totals, "by_phase": self.by_phase, "by_pid": self.by_pid,
             "median_by_phase": self.median_by_phase, "slowest": self.slowest, "outliers": self.outliers,
-            "notes": self.notes}), "rows": self.arrays.rows(MAX_ROWS) if n else [],
+            "notes": self.notes}), "rows": a.rows(MAX_ROWS) if a is not None and n else [],
             "rows_capped": n > MAX_ROWS}   # StepArrays.row() gives builtins already
 
     def table(self) -> List[Row]:
@@ -176,7 +177,7 @@ def _what_differed(delta: Dict[str, int], phase: str) -> str:
     return head + (": " + ", ".join(txt) if txt else "")
 
 
-def _group_rows(a: StepArrays, groups: np.ndarray, labels: List[object], key: str) -> List[Dict]:
+def _group_rows(a: StepArrays, groups: np.ndarray, labels: Sequence[object], key: str) -> List[Row]:
     rows = []
     wall, busy, idle = a.wall, a.gpu_busy, a.gpu_idle
     for gv, label in zip(np.unique(groups).tolist(), labels):
@@ -188,6 +189,11 @@ def _group_rows(a: StepArrays, groups: np.ndarray, labels: List[object], key: st
                     "kernel_count": int(a.kernel_count[m].sum())})
         rows.append(row)
     return rows
+
+
+def _joined(cols: List[np.ndarray]) -> np.ndarray:
+    """One column of the busy rows: one table's own column (no copy), else the tables' columns concatenated."""
+    return cols[0] if len(cols) == 1 else np.concatenate([np.asarray(c, np.int64) for c in cols])
 
 
 def _metric(a: StepArrays, name: str) -> np.ndarray:
@@ -214,12 +220,13 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     if tree is None:
         tree = build_tree(model.nvtx)
     det = detect_steps(model, phase_map, phase_result, step_marker, step_range, tree, kernel_node, domain_nodes)
-    head = dict(reason=det.reason, method=det.method, confidence=det.confidence,
-                confidence_reason=det.confidence_reason, step_ranges=tuple(det.step_ranges),
-                marker_regex=det.marker_regex, marker_kernels=tuple(det.marker_kernels), notes=tuple(det.notes))
-    if det.start is None:
-        return StepResult(False, **head)
-    s, e, pid, dev, kstep, ph = det.start, det.end, det.pid, det.device, det.kernel_step, det.phase
+    head = StepResult(False, reason=det.reason, method=det.method, confidence=det.confidence,
+                      confidence_reason=det.confidence_reason, step_ranges=tuple(det.step_ranges),
+                      marker_regex=det.marker_regex, marker_kernels=tuple(det.marker_kernels), notes=tuple(det.notes))
+    sp = det.spans
+    if sp is None:
+        return head
+    s, e, pid, dev, kstep, ph = sp.start, sp.end, sp.pid, sp.device, sp.kernel_step, sp.phase
     n = s.shape[0]
     kc = np.bincount(kstep[kstep >= 0], minlength=n).astype(np.int64)
     bs = [k.start] if k is not None else []
@@ -230,9 +237,8 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
         bs.append(gt["start"])
         be.append(gt["end"])
         bd.append(gt["device"])
-    if bs:   # one table: its own columns, no copies
-        busy = _clip_union(*(x[0] if len(x) == 1 else np.concatenate([np.asarray(a, np.int64) for a in x])
-                             for x in (bs, be, bd)), dev, s, e)
+    if bs:
+        busy = _clip_union(_joined(bs), _joined(be), _joined(bd), dev, s, e)
     else:
         busy = np.zeros(n, np.int64)
     mc = model.memcpy
@@ -253,7 +259,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
                    memcpy=memcpy[order], phase_names=tuple(phase_names))
     uph = np.unique(a.phase).tolist()
     med: Dict[int, Dict[str, int]] = {}
-    median_by_phase = []
+    median_by_phase: List[Row] = []
     for p in uph:
         m = a.phase == p
         med[p] = {mm: int(round_half_up(median(_metric(a, mm)[m]))) for mm in METRICS}
@@ -264,8 +270,9 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     slow = np.lexsort((a.start, -a.wall))[:ntop]
     out = np.lexsort((a.start, -excess))[:ntop]
     out = out[excess[out] > 0]
-    return StepResult(
-        True, **head, step_count=n, summary=summary(a.wall), totals={m: int(_metric(a, m).sum()) for m in METRICS},
+    return replace(
+        head, available=True, step_count=n, summary=summary(a.wall),
+        totals={m: int(_metric(a, m).sum()) for m in METRICS},
         by_phase=tuple(_group_rows(a, a.phase, [phase_names[p] if p >= 0 else UNMAPPED for p in uph], "phase")),
         by_pid=tuple(_group_rows(a, a.pid, np.unique(a.pid).tolist(), "pid")),
         median_by_phase=tuple(median_by_phase), slowest=_vs_median(a, slow, med), outliers=_vs_median(a, out, med),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -62,20 +62,21 @@ def work_items(model: TraceModel) -> Tuple[np.ndarray, np.ndarray, np.ndarray, i
             pid[0] if len(pid) == 1 else np.concatenate([p.astype(np.int64) for p in pid]), nk)
 
 
-def _distinct_calls(model: TraceModel, li: np.ndarray) -> np.ndarray:
-    """Distinct launch-call rows among ``li`` (ascending; a presence mask over the API rows, no sort)."""
-    present = np.zeros(len(model.api), bool)
+def _distinct_calls(n_calls: int, li: np.ndarray) -> np.ndarray:
+    """Distinct launch-call rows among ``li`` (ascending; a presence mask over the ``n_calls`` API rows, no sort)."""
+    present = np.zeros(n_calls, np.bool_)
     present[li[li >= 0]] = True
     return np.flatnonzero(present)
 
 
-def _per_call(model: TraceModel, li: np.ndarray, calls: np.ndarray, call_value: np.ndarray) -> np.ndarray:
-    """Spread a value per distinct launch call (``calls``, sorted) to the work items launched by it."""
+def _per_call(n_calls: int, li: np.ndarray, calls: np.ndarray, call_value: np.ndarray) -> np.ndarray:
+    """Spread a value per distinct launch call (``calls``, sorted, rows of the ``n_calls`` API rows) to the work
+    items launched by it."""
     out = np.full(li.shape[0], -1, np.int64)
     linked = li >= 0
     if calls.shape[0] == 0 or not linked.any():
         return out
-    lut = np.full(len(model.api), -1, np.int64)
+    lut = np.full(n_calls, -1, np.int64)
     lut[calls] = call_value
     out[linked] = lut[li[linked]]
     return out
@@ -86,8 +87,8 @@ def kernel_nodes(model: TraceModel, tree: NvtxTree, li: np.ndarray) -> np.ndarra
     api = model.api
     if api is None or not (li >= 0).any():
         return np.full(li.shape[0], -1, np.int64)
-    calls = _distinct_calls(model, li)
-    return _per_call(model, li, calls, innermost_enclosing(tree, api.gtid[calls], api.start[calls],
+    calls = _distinct_calls(len(api), li)
+    return _per_call(len(api), li, calls, innermost_enclosing(tree, api.gtid[calls], api.start[calls],
                                                            api.end[calls]))
 
 
@@ -246,10 +247,11 @@ def _domain_order(tree: NvtxTree, threads: np.ndarray) -> List[int]:
     return list(dict.fromkeys(int(x) for x in d[on].tolist()))
 
 
-def _innermost_step(per_domain, s: np.ndarray, e: np.ndarray, tree: NvtxTree, step_of_node: np.ndarray):
+def _innermost_step(per_domain: Iterable[np.ndarray], s: np.ndarray, e: np.ndarray, tree: NvtxTree,
+                    step_of_node: np.ndarray) -> Optional[np.ndarray]:
     """Per query: over the domains (in order), the step of the nearest enclosing step range, the innermost
     (latest start; ties: earliest end; exact ties: the first domain) winning; -1 when none."""
-    best = None
+    best: Optional[np.ndarray] = None
     for dn in per_domain:
         cand = _nearest_step(tree, dn, step_of_node)
         if best is None:                               # nothing to compare with yet: the candidate is the best
@@ -280,11 +282,11 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
                  if d in domain_nodes]
         best = _innermost_step((domain_nodes[d] for d in order), s, e, tree, step_of_node)
         return np.full(li.shape[0], -1, np.int64) if best is None else best
-    calls = _distinct_calls(model, li)
+    calls = _distinct_calls(len(api), li)
     calls = calls[np.isin(api.gtid[calls], threads)]
     by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
     best = _innermost_step(by_dom.values(), s, e, tree, step_of_node)
-    return _per_call(model, li, calls, np.full(calls.shape[0], -1, np.int64) if best is None else best)
+    return _per_call(len(api), li, calls, np.full(calls.shape[0], -1, np.int64) if best is None else best)
 
 
 def _unique_counts(key: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

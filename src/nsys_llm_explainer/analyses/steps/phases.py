@@ -53,6 +53,7 @@ def phase_of_names(names: Sequence[str], phase_map: PhaseMapLike,
     """Phase index per name (order of ``phase_map``), -1 for none; one extra trailing -1 (for index -1).
 
     ``ignore`` defaults to the :class:`PhaseMap`'s ignore list (the presets' for a plain dict)."""
+    items: Sequence[Tuple[str, Sequence[str]]]
     if isinstance(phase_map, PhaseMap):
         items = phase_map.phases
         if ignore is None:
@@ -122,7 +123,7 @@ def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> 
     return total
 
 
-def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray):
+def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Intervals of time owned by each phase-named node: its range minus its phase-named descendants.
 
     Returns (start, end, owner node). Pieces of one node are [r.start, c1.start), [c1.end, c2.start), …,
@@ -143,11 +144,12 @@ def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray):
 
 
 def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
-                   tree: Optional[NvtxTree] = None, kernel_node: Optional[np.ndarray] = None,
+                   tree: Optional[NvtxTree] = None, kernel_nodes: Optional[Mapping[int, np.ndarray]] = None,
                    source: Optional[str] = None) -> PhaseResult:
     """Phase wall time and GPU time (see module docstring). ``phase_map``: a :class:`PhaseMap` from
     :mod:`config.phase_map`, or a plain ``{"phase": [substring, ...]}`` dict (source ``source`` or
-    ``"user"``); None uses the presets."""
+    ``"user"``); None uses the presets. ``kernel_nodes``: per NVTX domain, the innermost tree node of each
+    kernel's launch call (-1 none; :attr:`AttributionResult.kernel_nodes`)."""
     pm = as_phase_map(phase_map, source)
     labels = pm.names
     k = model.kernels
@@ -181,11 +183,8 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
             available = True
             ps, pe, po = _owned_pieces(tree, own, owner)
             piece_s, piece_e, piece_ph, piece_pid = ps, pe, own[po], tree.pid[po]
-            if isinstance(kernel_node, dict) and nk:
-                kernel_phase = _latest_phase(kernel_node, own, owner, tree.start, nk)
-            elif kernel_node is not None and nk:
-                kn = np.asarray(kernel_node, dtype=np.int64)
-                kernel_phase = np.where(kn >= 0, node_phase[np.maximum(kn, 0)], -1)
+            if kernel_nodes and nk:
+                kernel_phase = _latest_phase(kernel_nodes, own, owner, tree.start, nk)
             elif nk:
                 notes.append("kernels were not linked to NVTX ranges: GPU time per phase is unavailable")
         nvtx = model.nvtx
@@ -210,12 +209,12 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
                 by_pid.append({"pid": int(p), "wall_ns": int(w)})
                 wall += w
         km = kp == pj
-        if nk and km.all():                            # every kernel: the columns themselves, no copies
+        if k is not None and nk and km.all():          # every kernel: the columns themselves, no copies
             t = int(dur.sum())
             busy = _busy_per_device(k.start, k.end, k.device)
         else:
             t = int(dur[km].sum())
-            busy = _busy_per_device(k.start[km], k.end[km], k.device[km]) if nk and km.any() else 0
+            busy = _busy_per_device(k.start[km], k.end[km], k.device[km]) if k is not None and nk and km.any() else 0
         rows.append({
             "phase": label, "range_count": int(range_count[pj]) if pj >= 0 else 0, "wall_ns": int(wall),
             "wall_by_pid": by_pid, "kernel_count": int(km.sum()), "gpu_time_ns": t, "gpu_busy_ns": int(busy),
@@ -226,7 +225,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
                        notes=tuple(notes), kernel_phase=kernel_phase, node_phase=node_phase, rules=pm)
 
 
-def _latest_phase(kernel_nodes: Dict[int, np.ndarray], own: np.ndarray, owner: np.ndarray, node_start: np.ndarray,
+def _latest_phase(kernel_nodes: Mapping[int, np.ndarray], own: np.ndarray, owner: np.ndarray, node_start: np.ndarray,
                   nk: int) -> np.ndarray:
     """Phase per kernel from one innermost node per NVTX domain stack: the phase of the phase range that
     started last (-1 none)."""

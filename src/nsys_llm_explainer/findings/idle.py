@@ -25,11 +25,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
+from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..vocabulary.cause_kinds import CAUSE_KINDS, KIND
 from .advice import advise
@@ -82,15 +83,16 @@ def launch_bound_devices(gpu: GpuTimeResult, kern: Dict[int, DeviceKernels]) -> 
     return out
 
 
-def active_devices(gpu: GpuTimeResult) -> set:
+def active_devices(gpu: GpuTimeResult) -> Set[int]:
     """Devices with a workload in the window (≥ ``MIN_KERNELS`` kernels or ≥ ``MIN_BUSY_NS`` busy); when
     none qualifies, all of them (the gate finding then speaks for the trace)."""
     act = {d.device_id for d in gpu.devices if d.kernel_count >= MIN_KERNELS or d.busy_ns >= MIN_BUSY_NS}
     return act or {d.device_id for d in gpu.devices}
 
 
-def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: set, claimed: Claimed,
-           launch_ranges: AbstractSet[str]):
+def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: AbstractSet[int], claimed: Claimed,
+           launch_ranges: AbstractSet[str]
+           ) -> Tuple[Dict[str, Dict[int, Dict[str, int]]], Dict[int, Dict[Tuple[str, str], int]]]:
     """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device; devices
     outside ``active`` (a stray kernel or copy on an otherwise unused GPU) are left out, and so are the ns
     ``claimed`` by a more specific finding."""
@@ -294,7 +296,7 @@ def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool
     return True
 
 
-def _tiny_share(by_dev, kind: str) -> float:
+def _tiny_share(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:
     """Fraction of a kind's ns (all devices) inside gaps shorter than 10 µs."""
     ns = sum(c.ns for d in by_dev.values() for c in d.causes if c.kind == kind)
     tiny = sum(c.tiny_gap_ns for d in by_dev.values() for c in d.causes if c.kind == kind)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
+from ..analyses.idle.result import DeviceCauses
 from .advice import advise
 from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, ms
 
@@ -50,7 +51,7 @@ def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optiona
     return tuple(sorted(held, key=_key))
 
 
-def _key(f: Finding):
+def _key(f: Finding) -> Tuple[bool, bool, int, int, str]:
     return (not f.blocks_analysis, f.about_capture, SEVERITY_RANK[f.severity], -int(f.time_at_stake_ns), f.id)
 
 
@@ -79,7 +80,7 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str
                                              Scope(device_id=worst[1], kind=worst[2]))))
 
 
-def _by_kind(d) -> List[IdleCause]:
+def _by_kind(d: DeviceCauses) -> List[IdleCause]:
     """Causes of a device summed per kind (pct of its window)."""
     acc: Dict[str, int] = {}
     for c in d.causes:

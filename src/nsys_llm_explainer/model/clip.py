@@ -70,7 +70,8 @@ def _remap(launch_idx: np.ndarray, old_to_new: Optional[Callable[[np.ndarray], n
     return np.where(li >= 0, old_to_new(np.clip(li, 0, n_old - 1)), -1)
 
 
-def _clip_ops(ops: Optional[GpuOps], w0: int, w1: int, old_to_new, n_old: int) -> Optional[GpuOps]:
+def _clip_ops(ops: Optional[GpuOps], w0: int, w1: int, old_to_new: Optional[Callable[[np.ndarray], np.ndarray]],
+              n_old: int) -> Optional[GpuOps]:
     if ops is None:
         return None
     rows, cs, ce = _select(ops["start"], ops["end"], w0, w1)

@@ -1,18 +1,19 @@
 """Interval arithmetic on sorted numpy arrays (no Python loops over rows).
 
-*Union*: overlapping or touching intervals merge into disjoint blocks; its length counts every
-nanosecond covered by at least one interval once. *Gaps*: the spaces between consecutive blocks.
+*Union* (:class:`IntervalUnion`): overlapping or touching intervals merge into disjoint blocks; its length counts
+every nanosecond covered by at least one interval once (gaps between blocks: ``model.timeline.DeviceTimeline.gaps``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
 
 @dataclass
-class Union:
+class IntervalUnion:
     """Disjoint, sorted blocks covering the input intervals.
 
     ``last_row[b]``: input row (in the sorted input) whose end closes block ``b`` (earliest such row);
@@ -23,6 +24,7 @@ class Union:
     end: np.ndarray
     first_row: np.ndarray
     last_row: np.ndarray
+    _cum: Optional[np.ndarray] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def length(self) -> int:
@@ -31,33 +33,33 @@ class Union:
     @property
     def cum_before(self) -> np.ndarray:
         """Total length of the blocks before block ``k`` (cached)."""
-        c = getattr(self, "_cum", None)
+        c = self._cum
         if c is None or c.shape[0] != self.start.shape[0]:
             c = np.zeros(self.start.shape[0], np.int64)
             if c.shape[0] > 1:
                 np.cumsum((self.end - self.start)[:-1], out=c[1:])
-            object.__setattr__(self, "_cum", c)
+            self._cum = c
         return c
 
     def __len__(self) -> int:
         return int(self.start.shape[0])
 
 
-def union(start: np.ndarray, end: np.ndarray) -> Union:
+def union(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
     """Union of intervals already sorted by ``start``. O(n), no sort: ``cm`` (furthest end so far) is
     non-decreasing, a block starts where ``start`` passes it, and the earliest row reaching the block's end
     is the block's last strict increase of ``cm``."""
     n = start.shape[0]
     if n == 0:
         e = np.empty(0, np.int64)
-        return Union(e, e, e, e)
+        return IntervalUnion(e, e, e, e)
     cm = np.maximum.accumulate(np.maximum(end, start))
     new = np.empty(n, bool)
     new[0] = True
     np.greater(start[1:], cm[:-1], out=new[1:])
     first = np.nonzero(new)[0]
     if first.shape[0] == n:                             # every row is its own block
-        return Union(start.copy(), cm, first, first)
+        return IntervalUnion(start.copy(), cm, first, first)
     last_pos = np.append(first[1:] - 1, n - 1)
     rise = np.empty(n, bool)                            # cm strictly increases here (block starts included)
     rise[0] = True
@@ -65,16 +67,16 @@ def union(start: np.ndarray, end: np.ndarray) -> Union:
     at = np.nonzero(rise)[0]
     opens = np.nonzero(new[at])[0]                      # position in ``at`` of each block's first row
     last = at[np.append(opens[1:] - 1, at.shape[0] - 1)]
-    return Union(start[first], cm[last_pos], first, last)
+    return IntervalUnion(start[first], cm[last_pos], first, last)
 
 
-def union_lean(start: np.ndarray, end: np.ndarray) -> Union:
+def union_lean(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
     """Union of intervals already sorted by ``start``: the same blocks as :func:`union`, without the
     first/last-row bookkeeping (``first_row`` / ``last_row`` are empty), so no sort is needed: O(n)."""
     n = start.shape[0]
     e0 = np.empty(0, np.int64)
     if n == 0:
-        return Union(e0, e0, e0, e0)
+        return IntervalUnion(e0, e0, e0, e0)
     s = np.asarray(start, dtype=np.int64)
     cm = np.maximum.accumulate(np.maximum(np.asarray(end, dtype=np.int64), s))
     new = np.empty(n, bool)
@@ -82,17 +84,17 @@ def union_lean(start: np.ndarray, end: np.ndarray) -> Union:
     np.greater(s[1:], cm[:-1], out=new[1:])
     first = np.nonzero(new)[0]
     last = np.append(first[1:] - 1, n - 1)
-    return Union(s[first], cm[last], e0, e0)
+    return IntervalUnion(s[first], cm[last], e0, e0)
 
 
-def union_unsorted(start: np.ndarray, end: np.ndarray) -> Union:
+def union_unsorted(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
     order = np.argsort(start, kind="stable")
     u = union(start[order], end[order])
-    return Union(u.start, u.end, order[u.first_row] if len(u) else u.first_row,
+    return IntervalUnion(u.start, u.end, order[u.first_row] if len(u) else u.first_row,
                  order[u.last_row] if len(u) else u.last_row)
 
 
-def union_blocks(start: np.ndarray, end: np.ndarray) -> Union:
+def union_blocks(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
     """The blocks of the union of intervals in any order, without row bookkeeping (as :func:`union_lean`):
     rows already sorted by start (the model's tables are) are used as they are, with no copy or sort."""
     if start.shape[0] < 2 or bool((start[1:] >= start[:-1]).all()):
@@ -101,7 +103,7 @@ def union_blocks(start: np.ndarray, end: np.ndarray) -> Union:
     return union_lean(start[order], end[order])
 
 
-def covered_before(u: Union, t: np.ndarray) -> np.ndarray:
+def covered_before(u: IntervalUnion, t: np.ndarray) -> np.ndarray:
     """Length of the union that lies before each time ``t`` (vectorized, O(log n) per query)."""
     if len(u) == 0:
         return np.zeros(np.shape(t), np.int64)
@@ -118,19 +120,7 @@ def covered_before(u: Union, t: np.ndarray) -> np.ndarray:
     return partial
 
 
-def overlap_length(u: Union, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def overlap_length(u: IntervalUnion, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Length of ``[a, b)`` ∩ union for each query interval."""
     b = np.maximum(b, a)
     return covered_before(u, b) - covered_before(u, a)
-
-
-def gaps(u: Union, lo: int | None = None, hi: int | None = None):
-    """Gaps between blocks: (start, end, block_before, block_after) arrays."""
-    if len(u) < 2:
-        e = np.empty(0, np.int64)
-        return e, e, e, e
-    gs = u.end[:-1]
-    ge = u.start[1:]
-    idx = np.arange(len(u) - 1)
-    keep = ge > gs
-    return gs[keep], ge[keep], idx[keep], idx[keep] + 1

@@ -52,13 +52,13 @@ class DeviceTimeline:
     w1: int
     act: Activity
     labels: List[str]
-    busy: iv.Union
+    busy: iv.IntervalUnion
     copy_start: np.ndarray
     copy_end: np.ndarray
     copy_label: np.ndarray    # index into ``copy_labels``
     copy_launch_idx: np.ndarray
     copy_labels: List[str]
-    copies: iv.Union
+    copies: iv.IntervalUnion
     kernel_count: int         # kernel rows intersecting the window
 
     @property
@@ -187,7 +187,7 @@ def _by_device(dev: np.ndarray) -> Dict[int, np.ndarray]:
     return out
 
 
-def _cat(parts: list, dt) -> np.ndarray:
+def _cat(parts: List[np.ndarray], dt: type) -> np.ndarray:
     if len(parts) == 1:
         return np.asarray(parts[0]).astype(dt, copy=False)
     return np.concatenate(parts).astype(dt, copy=False) if parts else np.empty(0, dt)

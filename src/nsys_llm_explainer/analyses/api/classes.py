@@ -19,6 +19,8 @@ from typing import List
 
 import numpy as np
 
+from ...model.trace import ApiCalls
+
 SYNC_WAIT = {
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
@@ -80,7 +82,7 @@ def api_class(name: str) -> str:
     return "other"
 
 
-def class_mask(api, cls: str) -> np.ndarray:
+def class_mask(api: ApiCalls, cls: str) -> np.ndarray:
     """Rows of :class:`ApiCalls` ``api`` in class ``cls`` — runtime/driver rows only (work per distinct name)."""
     hit = np.array([api_class(n) == cls for n in api.names] + [False], dtype=bool)
     return (hit[api.name_idx] & api.primary) if len(api) else np.zeros(0, bool)

@@ -83,13 +83,17 @@ def median(values: np.ndarray) -> float:
     return percentile(values, 50)
 
 
-def combine_keys(cols: List[np.ndarray]):
+#: how :func:`combine_keys` packed each column: (offset, distinct values or None, width)
+KeyDecoder = List[Tuple[int, Optional[np.ndarray], int]]
+
+
+def combine_keys(cols: List[np.ndarray]) -> Tuple[np.ndarray, Optional[KeyDecoder]]:
     """One non-negative int64 key per row whose order equals the lexicographic order of ``cols``,
     plus a decoder (per column: (offset, distinct values or None, width)); decoder is None when the
     key had to be re-factorized (very wide keys)."""
     key = np.zeros(cols[0].shape[0], np.int64)
     span = 1
-    dec: Optional[list] = []
+    dec: Optional[KeyDecoder] = []
     for c in cols:
         c = np.asarray(c)
         if c.dtype.kind not in "iub":
@@ -118,7 +122,7 @@ def combine_keys(cols: List[np.ndarray]):
     return key, dec
 
 
-def _decode(key: np.ndarray, dec: list) -> List[np.ndarray]:
+def _decode(key: np.ndarray, dec: KeyDecoder) -> List[np.ndarray]:
     out = []
     for lo, u, width in reversed(dec):
         code = key % width
@@ -133,7 +137,7 @@ FEW_GROUPS = 8
 _QS = (50.0, 90.0, 99.0)
 
 
-def _few_groups(names: List[str], key: np.ndarray, dec: list, dur: np.ndarray) -> Optional[GroupStats]:
+def _few_groups(names: List[str], key: np.ndarray, dec: KeyDecoder, dur: np.ndarray) -> Optional[GroupStats]:
     """The statistics of :func:`group_stats` for a few large groups without sorting: per group, the order
     statistics the percentiles need come from one ``np.partition`` (the same interpolation formula as
     :func:`percentile_sorted`, so the numbers are identical). ``None`` when there are more groups."""
@@ -217,18 +221,14 @@ def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
         if few is not None:
             return few
     got = _packed_sort(key, dur) if dec is not None else None
-    order = None
-    if got is not None:
+    if got is not None and dec is not None:
         sk, sd = got
-    else:
-        order = np.lexsort((dur, key))
-        sd = dur[order]
-        sk = key[order]
-    starts, gs = _from_sorted(sk, sd)
-    if order is None:
+        starts, gs = _from_sorted(sk, sd)
         gs.keys = dict(zip(names, _decode(sk[starts], dec)))
-    else:
-        gs.keys = {k: c[order[starts]].astype(np.int64) for k, c in zip(names, cols)}
+        return gs
+    order = np.lexsort((dur, key))
+    starts, gs = _from_sorted(key[order], dur[order])
+    gs.keys = {k: c[order[starts]].astype(np.int64) for k, c in zip(names, cols)}
     return gs
 
 

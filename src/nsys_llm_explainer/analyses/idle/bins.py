@@ -38,7 +38,7 @@ class DeviceBins:
                 "idle_ns_by_kind": {k: list(v) for k, v in self.idle_ns_by_kind.items()}}
 
 
-def _per_bin(u: iv.Union, edges: np.ndarray) -> Tuple[int, ...]:
+def _per_bin(u: iv.IntervalUnion, edges: np.ndarray) -> Tuple[int, ...]:
     return tuple(int(x) for x in np.diff(iv.covered_before(u, edges)))
 
 

@@ -209,7 +209,7 @@ def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dic
     return tuple(MigrationGroup(k, lab, n, b, t) for k, lab, n, (b, t) in _grouped(key, (nbytes, dur), label))
 
 
-def _kernel_union(m: TraceModel, d: int) -> iv.Union:
+def _kernel_union(m: TraceModel, d: int) -> iv.IntervalUnion:
     """Union of the kernel and whole-graph-execution intervals of device ``d``."""
     parts_s: List[np.ndarray] = []
     parts_e: List[np.ndarray] = []

@@ -45,7 +45,7 @@ loops only over devices, threads and distinct API names.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -55,7 +55,7 @@ from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from ..api import classes as ac
 from ..common.stats import pct, percentile
-from ..idle.result import DeviceCauses, IdleCausesResult
+from ..idle.result import DeviceCauses, IdleCausesResult, IdlePieces
 
 MIN_SYNC_POINTS = 5          # fewer sync points are no per-step pattern
 MIN_KERNEL_SHARE = 0.5       # the steps hold at least half of the device's kernels in the window
@@ -168,7 +168,7 @@ class StepSyncContext:
         # base-name index per raw name (+1 slot for unknown names): gathered only at the few sync points
         self.name_base = np.array([pos[b] for b in names] + [0], np.int32)
 
-        def per_name(pred) -> np.ndarray:
+        def per_name(pred: Callable[[str], bool]) -> np.ndarray:
             return np.array([pred(b) for b in names] + [False], bool)[api.name_idx]
 
         wait = per_name(lambda b: b in ac.SYNC_WAIT)
@@ -206,7 +206,11 @@ def _p(x: np.ndarray, q: float) -> float:
     return float(percentile(x, q)) if x.shape[0] else 0.0
 
 
-def _by_cause(pc, ns: np.ndarray, code: np.ndarray) -> Tuple[Tuple[str, str, int], ...]:
+#: (kind, detail, ns) per host-side cause, largest first
+CauseSplit = Tuple[Tuple[str, str, int], ...]
+
+
+def _by_cause(pc: IdlePieces, ns: np.ndarray, code: np.ndarray) -> CauseSplit:
     """(kind, detail, Σ ns) per piece cause code, largest first."""
     hit = ns > 0
     if not hit.any():
@@ -230,7 +234,8 @@ def _per_step(ed: np.ndarray, e: np.ndarray, v: np.ndarray, side: Literal["left"
     return np.bincount(idx, weights=v[ok], minlength=m - 1).round().astype(np.int64)
 
 
-def _exposure(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray, budget: np.ndarray):
+def _exposure(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray, budget: np.ndarray
+              ) -> Tuple[np.ndarray, np.ndarray, CauseSplit, CauseSplit]:
     """Per window ``[e_i, b_i)``: the exposed ns of thread ``g``'s host-side pieces, the overlappable ns
     (the first ``budget_i`` ns of them in time order), and both split by (kind, detail)."""
     n = e.shape[0]

@@ -114,7 +114,7 @@ def _result(full0: int, full1: int, s: int, e: int, method: str, reason: str,
                         details or {})
 
 
-def _busy_union(model: TraceModel) -> iv.Union:
+def _busy_union(model: TraceModel) -> iv.IntervalUnion:
     """Union of kernel intervals and whole-graph executions (graph-level trace), all devices pooled."""
     parts_s, parts_e = [], []
     k = model.kernels
@@ -141,7 +141,7 @@ def _runs(active: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return np.nonzero(d == 1)[0], np.nonzero(d == -1)[0] - 1
 
 
-def _snap(u: iv.Union, edges: np.ndarray, b0: int, b1: int) -> Tuple[int, int]:
+def _snap(u: iv.IntervalUnion, edges: np.ndarray, b0: int, b1: int) -> Tuple[int, int]:
     """Snap bins ``b0..b1`` to busy blocks, then extend/shrink each edge by at most one bin along chains of
     blocks separated by gaps ≤ ``H`` (the largest gap inside the stretch, at most half a bin)."""
     nb = edges.shape[0] - 1

@@ -193,7 +193,7 @@ def _top(members: np.ndarray, names: List[str], n_cnt: np.ndarray, n_tot: np.nda
 
 
 def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
-                       kernel_phase: Optional[np.ndarray] = None, phase_names: Optional[List] = None,
+                       kernel_phase: Optional[np.ndarray] = None, phase_names: Optional[Sequence[str]] = None,
                        include_memcpy: bool = False) -> CategoryResult:
     k = model.kernels
     if k is None or len(k) == 0:

@@ -11,7 +11,8 @@ import pytest
 from nsys_llm_explainer.analyses.idle.causes import KINDS, analyze_idle_causes, normalize_range_name
 from nsys_llm_explainer.analyses.idle.gpu_time import device_time, gpu_time_result
 from nsys_llm_explainer.analyses.nvtx.tree import build_tree
-from nsys_llm_explainer.analyses.trace.window import detect_window, parse_window
+from nsys_llm_explainer.analyses.trace.window import detect_window
+from nsys_llm_explainer.config.window import check_window, parse_window
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.model.clip import clip_model
 from nsys_llm_explainer.model.timeline import build_timelines
@@ -275,12 +276,12 @@ def test_override_and_nvtx_windows(tmp_path: Path) -> None:
     w = detect_window(m, override=(S, S + 100 * MS))
     assert (w.method, w.start_ns, w.end_ns, w.warmup_ns) == ("override", S, S + 100 * MS, S)
     assert w.tail_ns == int(2.2 * S) - (S + 100 * MS)
-    w = detect_window(m, override="-5:1000")
+    w = detect_window(m, override=parse_window("-5:1000"))
     assert (w.start_ns, w.end_ns) == (0, 1000) and "clipped" in w.reason
     with pytest.raises(InputError):
         detect_window(m, override=(10 * S, 11 * S))
     with pytest.raises(InputError):
-        detect_window(m, override=(5, 5))
+        check_window((5, 5))      # the one check of a window given as a pair (options, the API)
     assert parse_window("10:20") == (10, 20)
     for bad in ("10", "a:b", "20:10", "1:2:3"):
         with pytest.raises(InputError):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator
+from types import FrameType
+from typing import Any, Callable, Dict, Iterator, Optional, Union
 
 from .errors import Interrupted
 
@@ -35,7 +36,11 @@ def check() -> None:
         raise Interrupted(signum, signal.Signals(signum).name)
 
 
-def _handler(signum: int, _frame: Any) -> None:
+#: a signal handler as :func:`signal.signal` takes and returns it
+Handler = Union[Callable[[int, Optional[FrameType]], Any], int, signal.Handlers, None]
+
+
+def _handler(signum: int, _frame: Optional[FrameType]) -> None:
     if _STATE["fired"]:
         return   # already unwinding: let the cleanup finish
     if _STATE["defer"]:
@@ -44,19 +49,19 @@ def _handler(signum: int, _frame: Any) -> None:
     _raise(signum)
 
 
-def install() -> Dict[int, Any]:
+def install() -> Dict[int, Handler]:
     """Route SIGINT / SIGTERM / SIGHUP to :class:`errors.Interrupted` (main thread only; no-op elsewhere);
     returns the previous handlers for :func:`restore`."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     _STATE.update(defer=0, pending=None, fired=0)
-    previous = {}
+    previous: Dict[int, Handler] = {}
     for sig in SIGNALS:
         previous[sig] = signal.signal(sig, _handler)
     return previous
 
 
-def restore(previous: Dict[int, Any]) -> None:
+def restore(previous: Dict[int, Handler]) -> None:
     """Put back the handlers :func:`install` replaced."""
     for sig, handler in previous.items():
         signal.signal(sig, handler if handler is not None else signal.SIG_DFL)

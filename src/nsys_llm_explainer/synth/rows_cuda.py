@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import numpy as np
 
 from .ids import NA_U32, global_pid, global_tid, pid_of, short_kernel_name
 from .store import RowStore
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy.typing as npt
 
 __all__ = ["CudaRows"]
 
@@ -238,12 +241,12 @@ class CudaRows(RowStore):
         self,
         start: np.ndarray,
         end: np.ndarray,
-        device: Any,
-        stream: Any,
+        device: npt.ArrayLike,
+        stream: npt.ArrayLike,
         corr: np.ndarray,
-        global_pid: Any,
-        name_id: Any,
-        short_id: Any,
+        global_pid: npt.ArrayLike,
+        name_id: npt.ArrayLike,
+        short_id: npt.ArrayLike,
     ) -> None:  # noqa: A002
         """Queue many kernel rows given as arrays (scalars broadcast); written in shuffled chunks."""
         n = len(start)
@@ -270,10 +273,10 @@ class CudaRows(RowStore):
         self,
         start: np.ndarray,
         end: np.ndarray,
-        global_tid: Any,
+        global_tid: npt.ArrayLike,
         corr: np.ndarray,
-        name_id: Any,
-        event_class: Any,
+        name_id: npt.ArrayLike,
+        event_class: npt.ArrayLike,
     ) -> None:  # noqa: A002
         """Queue many CUDA API rows given as arrays (scalars broadcast)."""
         n = len(start)

@@ -9,9 +9,12 @@ stores the address as the symbol text); ``unwindMethod`` is 8 for kernel frames,
 
 from __future__ import annotations
 
-from typing import Any, List, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, List, Sequence, Tuple, Union
 
 from .rows_graph import GraphRows
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .writer import _Writer
 
 __all__ = ["SampleRows", "write_samples", "Frame"]
 
@@ -70,7 +73,7 @@ class SampleRows(GraphRows):
         self._sample_list().append((int(ts), int(tid_g), int(cpu), chain))
 
 
-def write_samples(w: Any) -> None:
+def write_samples(w: _Writer) -> None:
     """Create and fill both tables when the builder has samples (or, not lazy, empty tables)."""
     b = w.b
     samples = getattr(b, "_samples", [])

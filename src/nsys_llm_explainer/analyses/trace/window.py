@@ -51,11 +51,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...config.window import parse_window
+from ...config.window import Window
 from ...errors import OptionError
 from ...jsonable import json_ready
 from ...model import intervals as iv
@@ -303,19 +303,15 @@ def _nvtx_window(model: TraceModel, name: str, full0: int, full1: int) -> Window
     return _result(full0, full1, s, e, "nvtx", reason, {"nvtx_name": name, "nvtx_ranges": count})
 
 
-def detect_window(model: TraceModel, override: Optional[Sequence[int]] = None,
+def detect_window(model: TraceModel, override: Optional[Window] = None,
                   nvtx_range: Optional[str] = None) -> WindowResult:
-    """Choose the analysis window: explicit override, an NVTX range's span, or auto-detection."""
+    """Choose the analysis window: explicit override (a ``(start, end)`` pair checked by
+    :func:`config.window.check_window`, end > start), an NVTX range's span, or auto-detection."""
     t0, t1 = model.trace_start, model.trace_end
     full0 = int(t0) if t0 is not None else 0
     full1 = int(t1) if t1 is not None else full0
     if override is not None:
-        if isinstance(override, str):
-            a, b = parse_window(override)
-        else:
-            a, b = int(override[0]), int(override[1])
-        if b <= a:
-            raise OptionError("window", f"end ({b}) must be after its start ({a})")
+        a, b = int(override[0]), int(override[1])
         s, e = max(a, full0), min(b, full1)
         if e <= s:
             raise OptionError("window", f"{a}:{b} does not overlap the trace ({full0}:{full1})")

@@ -22,8 +22,9 @@ left out per reason, and the planted idle model (:func:`idle_model.model_facts`)
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
+from ..builder import TraceBuilder
 from .idle_model import model_facts, range_detail
 from .names import K, Shape
 from .rank import Rank
@@ -104,7 +105,7 @@ class _Planter:
         self.samples.append((t, g, stack))
 
 
-def _cause(b: Any, main: int, t: int, first_corr: set) -> Optional[Tuple[str, str]]:
+def _cause(b: TraceBuilder, main: int, t: int, first_corr: Set[int]) -> Optional[Tuple[str, str]]:
     """(kind, detail) of the idle ns at ``t`` on the main thread's device by the docs/MODEL.md precedence, from the
     planted rows (no copies in this trace; every gap's host thread is the main thread); ``None`` if busy."""
     kernels = sorted((r["start"], r["end"], r["correlationId"]) for r in b.rows("kernel"))

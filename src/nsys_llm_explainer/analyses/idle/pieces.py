@@ -152,23 +152,23 @@ def thread_rows(host: HostSide, g: int, sgs: np.ndarray, sge: np.ndarray) -> Thr
     return ThreadRows(a, t, o, o_any)
 
 
-def cut(sgs: np.ndarray, sge: np.ndarray, shce: np.ndarray, extra: Sequence[np.ndarray]
+def cut(sgs: np.ndarray, sge: np.ndarray, queued: np.ndarray, extra: Sequence[np.ndarray]
         ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pieces of the gaps ``[sgs, sge)`` (sorted, disjoint) cut at the queued points ``shce`` (in
+    """Pieces of the gaps ``[sgs, sge)`` (sorted, disjoint) cut at the queued points ``queued`` (in
     ``[sgs, sge]``, or ``sge + 1`` when never queued) and at the values of ``extra`` inside a gap:
     ``(t0, t1, p)`` in time order, ``p`` the index of the piece's gap in ``sgs``. Built by placing each
     gap's distinct interior cut points after its start (no sort over all gaps)."""
     n = sgs.shape[0]
-    x = np.concatenate([shce[shce > sge]] + [np.asarray(v, np.int64) for v in extra])
+    x = np.concatenate([queued[queued > sge]] + [np.asarray(v, np.int64) for v in extra])
     px = np.searchsorted(sgs, x, side="right") - 1
     pc = np.maximum(px, 0)
     ok = (px >= 0) & (x > sgs[pc]) & (x < sge[pc])       # strictly inside a gap: cuts it
     x, px = x[ok], px[ok]
     order = np.argsort(x, kind="stable")
     x, px = x[order], px[order]
-    h_in = (shce > sgs) & (shce < sge)
+    h_in = (queued > sgs) & (queued < sge)
     hp = np.nonzero(h_in)[0]
-    hv = shce[hp]
+    hv = queued[hp]
     if x.shape[0]:                                      # merge the two sorted cut lists (value order)
         at = np.searchsorted(hv, x, side="right") + np.arange(x.shape[0])
         v = np.empty(hv.shape[0] + x.shape[0], np.int64)

@@ -27,14 +27,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: reader names accepted by ``Options.reader`` / ``NSYS_LLM_EXPLAINER_READER``
 READERS = ("auto", "adbc", "sqlite3")
-#: returned by :func:`fetch_ints` when a value is not an integer (text, blob, real): the rows must be filtered
+#: rows per Arrow batch (the driver's default, 1,024, makes ~5,000 chunks per 5 M rows)
+BATCH_ROWS = 65_536
+
+
 class _Outcome(enum.Enum):
     TYPE_MISMATCH = "type mismatch"
 
 
+#: returned by :func:`fetch_ints` when a value is not an integer (text, blob, real): the rows must be filtered
 TYPE_MISMATCH = _Outcome.TYPE_MISMATCH
-#: rows per Arrow batch (the driver's default, 1,024, makes ~5,000 chunks per 5 M rows)
-BATCH_ROWS = 65_536
 
 
 def adbc_available() -> bool:

@@ -119,7 +119,7 @@ def load_json(text: str, option: str, path: Optional[str] = None) -> object:
 
 
 def _children(node: Any) -> List[Any]:
-    import yaml  # type: ignore[import-untyped]
+    import yaml
 
     if isinstance(node, yaml.MappingNode):
         return [x for pair in node.value for x in pair]
@@ -166,14 +166,14 @@ def _scrub(problem: str) -> str:
 def load_yaml(text: str, option: str, path: Optional[str] = None, what: str = "YAML") -> object:
     """YAML (safe loader) within the limits; :class:`OptionError` for invalid YAML (``<option> <path>: not valid
     <what> (reason at line N)``) or one past a limit; ``ImportError`` when PyYAML is not installed."""
-    import yaml  # type: ignore[import-untyped]
+    import yaml
 
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > YAML_MAX_BYTES:
         raise refusal(option, path, f"the file is {size:,} bytes; YAML option files are limited to "
                       f"{YAML_MAX_BYTES:,} (JSON ones to {MAX_BYTES:,})")
 
-    class Bounded(yaml.SafeLoader):   # type: ignore[misc]
+    class Bounded(yaml.SafeLoader):
         depth = 0
         nodes = 0
 

@@ -9,6 +9,7 @@ import secrets
 import shutil
 import stat
 from pathlib import Path
+from types import TracebackType
 from typing import List, Optional, Tuple
 
 from .. import __version__
@@ -106,9 +107,9 @@ class Staging:
                 shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Optional[type], exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         self._remove_tmp()
-        if exc_type is not None and issubclass(exc_type, OSError) and not issubclass(exc_type, BrokenPipeError):
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
             raise OutputError(f"cannot write the {WHAT[self.target.kind]} into {self.target.path}: "
                               f"{_why(exc)}") from None
 

@@ -102,7 +102,7 @@ class Report:
     def to_dict(self) -> Dict[str, Any]:
         return report_dict(self)
 
-    def to_frame(self, name: str):
+    def to_frame(self, name: str) -> Any:
         """A pandas ``DataFrame`` of one table of ``report.json`` (:data:`FRAMES`: ``kernels``, ``devices``,
         ``idle_causes``, ``findings``, ``steps``, ``categories``, …), one row per row, nested objects flattened
         one level (``full.busy_ns``, ``cause.kind``); integer ns as in ``report.json``. Needs the ``pandas``

@@ -53,7 +53,7 @@ def test_planted_straggler_exact(straggler, pool_result):
     assert claim["rank"] == "rank3" and claim["severity"] == "high"
     assert claim["time_at_stake_ns"] == round((2360 + 1760 + 2160) * US / 3)
     assert "arrives last in 80% (8 of 10)" in claim["evidence"][0]
-    assert "209.3 µs of waiting per step" in claim["evidence"][1]
+    assert "209.33 µs of waiting per step" in claim["evidence"][1]
     assert all(c["op"] for c in claim["checks"])
     assert [(c["metric"], c["scope"], c["observed"], c["op"], c["threshold"]) for c in claim["checks"]] == [
         ("aligned", {}, 1, "==", 1), ("ranks", {}, 4, ">=", 2), ("matched", {"rank": "rank3"}, 10, ">=", 5),

@@ -97,6 +97,10 @@ def test_number_formats_use_one_unit_vocabulary() -> None:
     assert fmt_dur(1_500) == "1.50 µs"
     assert fmt_dur(2_500_000) == "2.500 ms"
     assert fmt_dur(12_000_000_000) == "12.000 s"
+    # the unit is chosen after rounding: never "1,000.00 µs" or "10,000.000 ms"
+    assert (fmt_dur(999_994), fmt_dur(999_995), fmt_dur(999_999)) == ("999.99 µs", "1.000 ms", "1.000 ms")
+    assert (fmt_dur(9_999_999_400), fmt_dur(9_999_999_600)) == ("9,999.999 ms", "10.000 s")
+    assert fmt_dur(-999_999) == "-1.000 ms"
     assert fmt_dur(None) == "–"
     assert fmt_ms(1_234_567) == "1.235" and fmt_us(1_234) == "1.23"
     assert fmt_at(3_000_000, 1_000_000) == "2.000 ms" and fmt_at(3_000_000, 1_000_000, unit=False) == "2.000"

@@ -25,6 +25,7 @@ import numpy as np
 from ..analyses.common.stats import median
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..findings.base import Check, Finding, Scope
+from ..vocabulary.units import fmt_dur as dur
 from .collectives import CollectivesResult
 
 Row = Dict[str, Any]
@@ -75,9 +76,6 @@ def _claim(rank: str, id: str, category: str, severity: str, title: str, evidenc
     return RankClaim(rank, f)
 
 
-def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.3f} ms" if abs(ns) >= 1e6 else f"{ns / 1e3:.1f} µs"
-
 
 def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Optional[RankClaim]:
     ranks = list(coll.ranks)
@@ -99,16 +97,16 @@ def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Opt
     pct = 100.0 * r["last_arrival_share"]
     per_coll = mean_wait / r["matched"]
     ev = [f"{r['rank']} arrives last in {pct:.0f}% ({r['last_arrival_count']} of {r['matched']}) of the matched "
-          f"NCCL collectives; the other ranks wait {_ms(mean_wait)} each in total ({_ms(per_coll)} per collective)."]
+          f"NCCL collectives; the other ranks wait {dur(mean_wait)} each in total ({dur(per_coll)} per collective)."]
     steps = {(d["file"], d["device_id"]): d["step_count"] for d in devices}
     per_step = [x["wait_ns_total"] / steps[(x["file"], x["device_id"])] for x in others
                 if steps.get((x["file"], x["device_id"]))]
     if others and len(per_step) == len(others):
-        ev.append(f"That is {_ms(float(np.mean(per_step)))} of waiting per step on the other ranks "
+        ev.append(f"That is {dur(float(np.mean(per_step)))} of waiting per step on the other ranks "
                   "(mean over them of their wait / their step count).")
     for x in others:
-        ev.append(f"{x['rank']} waits {_ms(x['wait_ns_total'])} over {x['matched']} collectives "
-                  f"(p50 {_ms(x['wait_p50_ns'])}).")
+        ev.append(f"{x['rank']} waits {dur(x['wait_ns_total'])} over {x['matched']} collectives "
+                  f"(p50 {dur(x['wait_p50_ns'])}).")
     return _claim(r["rank"], "late_arriver", "nccl_wait", "high" if pct >= 80 else "medium",
                   f"{r['rank']} is the rank the others wait for at NCCL collectives", ev, int(round(mean_wait)),
                   checks, "Look at what this rank does before its collectives (host work, data loading, a slower "
@@ -127,7 +125,7 @@ def _low_busy(devices: Sequence[Row]) -> Optional[RankClaim]:
     if not all(c.holds() for c in checks):
         return None
     kinds = sorted(d["idle_by_kind"].items(), key=lambda kv: -kv[1])
-    top = f"; its largest idle cause is {kinds[0][0]} ({_ms(kinds[0][1])})" if kinds else ""
+    top = f"; its largest idle cause is {kinds[0][0]} ({dur(kinds[0][1])})" if kinds else ""
     return _claim(d["rank"], "low_busy_rank", "rank_outlier", "medium",
                   f"{d['rank']} keeps its GPU busy less than the other ranks",
                   [f"GPU busy {d['busy_pct']:.1f}% vs a median of {ref:.1f}% on the other devices{top}."],
@@ -148,7 +146,7 @@ def _slow_step(devices: Sequence[Row]) -> Optional[RankClaim]:
     if not all(c.holds() for c in checks):
         return None
     return _claim(d["rank"], "slow_step_rank", "rank_outlier", "medium", f"{d['rank']} has the slowest steps",
-                  [f"step time p50 {_ms(d['step_p50_ns'])} vs a median of {_ms(ref)} on the other devices "
+                  [f"step time p50 {dur(d['step_p50_ns'])} vs a median of {dur(ref)} on the other devices "
                    f"({ratio:.2f}×)."], int(round((d["step_p50_ns"] - ref) * d["step_count"])), checks,
                   "Compare this rank's report (ranks/) with another rank's: `nsys-llm-explain compare`.")
 

@@ -94,14 +94,5 @@ class Finding:
         return d
 
 
-def ms(ns: float) -> str:
-    """Milliseconds with 3 significant decimals (``12.345 ms``)."""
-    return f"{ns / 1e6:.3f} ms" if abs(ns) >= 1e5 or ns == 0 else f"{ns / 1e3:.1f} µs"
-
-
-def us(ns: float) -> str:
-    return f"{ns / 1e3:.1f} µs"
-
-
 def pct_text(x: float) -> str:
     return f"{x:.1f} %"

@@ -20,8 +20,9 @@ from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.trace.window import WindowResult
+from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
-from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms
+from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope
 
 WARMUP_IDLE_POINTS = 10.0
 
@@ -43,8 +44,8 @@ def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Op
         busy = p.busy_ns if p else 0
         return Finding(
             id="too_little_work", category="too_little_work", severity="info", confidence="high",
-            title=f"Too little GPU work to diagnose: {kc} kernels, {ms(busy)} of GPU time in the window",
-            evidence=(f"{kc} kernels keep the GPU busy {ms(busy)} of {ms(p.window_ns if p else 0)}; the trace shows "
+            title=f"Too little GPU work to diagnose: {kc} kernels, {dur(busy)} of GPU time in the window",
+            evidence=(f"{kc} kernels keep the GPU busy {dur(busy)} of {dur(p.window_ns if p else 0)}; the trace shows "
                       "start-up and one-off work, so no utilisation or kernel conclusion is drawn.",),
             recommendation=advise(["too_little_work.capture"], facts),
             time_at_stake_ns=0,
@@ -79,7 +80,7 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
         id="capture_window", category="capture_window", severity="low", confidence="high",
         title=f"Warm-up / tail make the whole capture look {change:.0f} points idler than the steady state",
         evidence=(f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the steady "
-                  f"window ({ms(w.warmup_ns)} of warm-up and {ms(w.tail_ns)} of tail trimmed). {w.reason}",),
+                  f"window ({dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed). {w.reason}",),
         recommendation=advise(["capture.range", "capture.range.torch", "capture.vllm"], facts),
         time_at_stake_ns=w.warmup_ns + w.tail_ns, checks=(check,), about_capture=True)
 
@@ -92,7 +93,7 @@ def nvtx_coverage_finding(att: Optional[AttributionResult], threshold: float,
     inference: prefill/decode steps)."""
     if att is None or not att.available or att.coverage >= threshold:
         return None
-    ev = [f"{att.coverage * 100:.1f} % of kernel time ({ms(att.attributed_ns)} of {ms(att.total_kernel_ns)}) is "
+    ev = [f"{att.coverage * 100:.1f} % of kernel time ({dur(att.attributed_ns)} of {dur(att.total_kernel_ns)}) is "
           "launched inside an NVTX push/pop range."]
     rows = att.uncovered_by_thread
     if rows:
@@ -122,7 +123,7 @@ def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
         id="nccl_wait", category="nccl_wait", severity="high" if v.confidence == "high" else "medium",
         confidence=v.confidence,
         title=f"NCCL wait: rank {v.waiting_rank} waits in collectives for late rank {v.late_rank}",
-        evidence=(f"Across {v.matched_collectives} matched collectives the late rank arrived {ms(wait)} "
+        evidence=(f"Across {v.matched_collectives} matched collectives the late rank arrived {dur(wait)} "
                   "after the earliest in total.",
                   f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of them."),
         recommendation=advise(["nccl.balance"], facts),

@@ -33,8 +33,10 @@ from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..vocabulary.cause_kinds import CAUSE_KINDS, KIND
+from ..vocabulary.units import fmt_dur as dur
+from ..vocabulary.units import fmt_us_unit as us
 from .advice import advise
-from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, ms, us
+from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope
 from .text import CAUSE_TEXT
 from .unified_memory import is_unified_detail
 
@@ -126,7 +128,7 @@ def _where(c: IdleCause, t0: int) -> str:
     if not c.examples:
         return ""
     e = c.examples[0]
-    return f"; largest at {ms(e.start_ns - t0)} → {ms(e.end_ns - t0)} from capture start ({ms(e.ns)} of it)"
+    return f"; largest at {dur(e.start_ns - t0)} → {dur(e.end_ns - t0)} from capture start ({dur(e.ns)} of it)"
 
 
 def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
@@ -166,11 +168,11 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             txt = CAUSE_TEXT["copy_unified"]       # managed-memory migrations: prefetch, not pin_memory
         what = top[0][0] or txt.get("noun", kind)
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
-        ev = [f"Device {d}: {ms(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "
-              f"{ms(win[d])} window)." for d, v in sorted(devs.items())]
+        ev = [f"Device {d}: {dur(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "
+              f"{dur(win[d])} window)." for d, v in sorted(devs.items())]
         if len(top) > 1 or top[0][0]:
             ev.append("By " + txt.get("by", "detail") + ": " + "; ".join(
-                f"`{det or '–'}` {ms(ns)}" for det, ns in top[:4]) + ".")
+                f"`{det or '–'}` {dur(ns)}" for det, ns in top[:4]) + ".")
         main = next((c for c in by_dev[dev].causes if c.kind == kind and c.detail == top[0][0]), None)
         if main is not None:
             ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
@@ -190,7 +192,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             ev.append(f"The idle-cause table charges {100.0 * table_ns / win[dev]:.1f} % of device {dev}'s window to "
                       f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
                       "and that lies more than one timeline bin from the window's edges"
-                      + (f" ({ms(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "") + ".")
+                      + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "") + ".")
         sampled = samples_evidence(samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)
@@ -241,9 +243,9 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
           f"{d.busy_pct:.1f} %; the host spends about {us(host_per_kernel)} per kernel between or inside launches."
           if d else "",
           "Launch overhead: " + "; ".join(
-              (f"launch calls `{det}` {ms(ns)}" if kind == "launch" else
-               f"host CPU between launches inside range `{det}` (gaps < 1 ms) {ms(ns)}" if kind == "nvtx" else
-               f"host CPU between launches (gaps < 1 ms) {ms(ns)}")
+              (f"launch calls `{det}` {dur(ns)}" if kind == "launch" else
+               f"host CPU between launches inside range `{det}` (gaps < 1 ms) {dur(ns)}" if kind == "nvtx" else
+               f"host CPU between launches (gaps < 1 ms) {dur(ns)}")
               for (kind, det), ns in sorted(parts.items(), key=lambda x: -x[1])[:5]) + "; time inside NVTX ranges, "
           "OS calls, other CUDA calls, syncs and copies is left to their own findings."]
     sampled = samples_evidence(samples, dev, "host_cpu")      # what the host ran between launches

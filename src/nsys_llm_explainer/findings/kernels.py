@@ -19,8 +19,10 @@ from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.categories import CategoryRow
 from ..analyses.kernels.summary import KernelRow
 from ..analyses.kernels.traits import KernelTraitsResult
+from ..vocabulary.units import fmt_dur as dur
+from ..vocabulary.units import fmt_us_unit as us
 from .advice import advise
-from .base import GPU_BOUND_PCT, Check, Finding, Scope, ms, us
+from .base import GPU_BOUND_PCT, Check, Finding, Scope
 
 KERNEL_CLAIM_MIN_BUSY = 50.0
 FP32_MIN_SHARE = 20.0
@@ -50,7 +52,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
         return out
     busy = _busy_check(gpu, GPU_BOUND_PCT)
     if busy is not None and busy.holds():
-        ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({ms(p.busy_ns)} of {ms(p.window_ns)}, all "
+        ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({dur(p.busy_ns)} of {dur(p.window_ns)}, all "
               "devices): kernel speed, not the host, sets the step time."]
         checks = [busy]
         if top_kernels:
@@ -84,7 +86,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             severity="high" if h.share_pct >= 50.0 and p.busy_pct >= GPU_BOUND_PCT else "medium",
             confidence="high" if tensor_cores else "medium",
             title=f"FP32 GEMMs run on CUDA cores, not tensor cores: {h.share_pct:.1f} % of kernel time",
-            evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {ms(h.total_ns)}, {h.share_pct:.1f} % of "
+            evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {dur(h.total_ns)}, {h.share_pct:.1f} % of "
                       f"kernel time in the window: {names}.",
                       f"The GPU is busy {p.busy_pct:.1f} %, " + ("so these kernels set the step time."
                                                                  if p.busy_pct >= GPU_BOUND_PCT else
@@ -101,7 +103,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             id="attention_unfused", category="attention_unfused", severity=sev_k, confidence="medium",
             title=f"Attention runs unfused (softmax + batched GEMMs): softmax alone is {a.share_pct:.1f} % of "
                   "kernel time",
-            evidence=(f"{a.kernel_count} softmax kernels ({ms(a.total_ns)}) next to batched GEMMs and no fused "
+            evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to batched GEMMs and no fused "
                       "(flash/memory-efficient) attention kernel in the window.",),
             recommendation=advise(["attention.fused"], facts),
             time_at_stake_ns=int(a.total_ns * frac),
@@ -112,7 +114,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
         out.append(Finding(
             id="elementwise_fusion", category="elementwise_fusion", severity=sev_k, confidence="medium",
             title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
-            evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {ms(e.total_ns)}, median {us(e.p50_ns)}: "
+            evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
                       + ", ".join(f"`{short(n, 50)}`" for n, _, _ in e.top_kernels[:3]) + ".",),
             recommendation=advise(["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts),
             time_at_stake_ns=int(e.total_ns * frac),

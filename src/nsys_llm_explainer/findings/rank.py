@@ -14,8 +14,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.result import DeviceCauses
+from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
-from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, ms
+from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str
         id="mixed_idle", category="mixed_idle", severity="low", confidence="medium",
         title=f"The GPU is idle {100 - busy_pct:.1f} % of the steady window, spread over causes below 5 % each",
         evidence=("Largest idle causes: " + "; ".join(
-            f"{c.kind.replace('_', ' ')}{' `' + c.detail + '`' if c.detail else ''} {ms(c.ns)}" for c in top)
+            f"{c.kind.replace('_', ' ')}{' `' + c.detail + '`' if c.detail else ''} {dur(c.ns)}" for c in top)
             + ".",) if top else (),
         recommendation=advise(["mixed.table"], facts),
         time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT),

@@ -19,8 +19,9 @@ from __future__ import annotations
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..analyses.steps.sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
+from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
-from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, ms
+from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope
 
 MIN_POINTS = MIN_SYNC_POINTS
 ADVICE_IDS = ("step_sync.overlap", "step_sync.overlap.torch", "step_sync.vllm", "step_sync.sglang",
@@ -74,7 +75,7 @@ def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> T
 
 
 def _title(s: StepSyncSeries) -> str:
-    return (f"Per-step sync: `{s.api}` every {ms(s.period_p50_ns)}, then {ms(s.exposed_p50_ns)} of host work per "
+    return (f"Per-step sync: `{s.api}` every {dur(s.period_p50_ns)}, then {dur(s.exposed_p50_ns)} of host work per "
             f"step with the GPU idle ({s.overlap_pct_of_window:.1f} % of the window could overlap the next step)")
 
 
@@ -82,19 +83,19 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
     who = f"thread `{s.thread_name}`" if s.thread_name else "thread"
     rb = (f", {s.readback_points} right after a device-to-host copy (a `.item()` / `.cpu()`-style readback)"
           if s.readback_points else "")
-    causes = "".join(f"; {k.replace('_', ' ')}{' `' + d + '`' if d else ''} {ms(ns)}"
+    causes = "".join(f"; {k.replace('_', ' ')}{' `' + d + '`' if d else ''} {dur(ns)}"
                       for k, d, ns in s.exposed_by_cause[:3])
     others = [x for x in ss.holding() if x is not s]
     also = f" The pattern also holds for {len(others)} other thread/device pair(s) (step-sync table)." \
         if others else ""
     return [f"Device {dev}, {who} (pid {s.pid}, tid {s.tid}): {s.sync_points} blocking calls wait until the GPU "
             f"has finished the thread's work ({', '.join(f'`{a}` {n}' for a, n in s.api_counts[:3])}){rb}; "
-            f"`{s.api}` ends a step every {ms(s.period_p50_ns)} (p90 {ms(s.period_p90_ns)}), {s.steps} steps "
+            f"`{s.api}` ends a step every {dur(s.period_p50_ns)} (p90 {dur(s.period_p90_ns)}), {s.steps} steps "
             f"holding {100 * s.kernel_share:.0f} % of the device's kernels." + also,
-            f"Per step (p50): GPU busy {ms(s.gpu_busy_p50_ns)}; the host waits in the sync {ms(s.wait_p50_ns)}; "
-            f"then the GPU idles {ms(s.exposed_p50_ns)} (p90 {ms(s.exposed_p90_ns)}) while the host works before "
-            f"the next launch: {ms(s.exposed_ns)} in all ({s.exposed_pct_of_window:.1f} % of the window, "
+            f"Per step (p50): GPU busy {dur(s.gpu_busy_p50_ns)}; the host waits in the sync {dur(s.wait_p50_ns)}; "
+            f"then the GPU idles {dur(s.exposed_p50_ns)} (p90 {dur(s.exposed_p90_ns)}) while the host works before "
+            f"the next launch: {dur(s.exposed_ns)} in all ({s.exposed_pct_of_window:.1f} % of the window, "
             f"{s.exposed_pct_of_idle:.1f} % of its idle{causes}). Done while the GPU runs the next step, "
-            f"{ms(s.overlap_ns)} of it ({s.overlap_pct_of_window:.1f} % of the window) would be hidden: per step "
+            f"{dur(s.overlap_ns)} of it ({s.overlap_pct_of_window:.1f} % of the window) would be hidden: per step "
             "the host work up to the time the host then waits for the GPU anyway; longer host work keeps the loop "
             "host-bound and stays with the host findings."]

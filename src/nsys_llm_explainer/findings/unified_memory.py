@@ -24,8 +24,9 @@ from __future__ import annotations
 from typing import AbstractSet, List, Mapping, Optional
 
 from ..analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult
+from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
-from .base import Check, Finding, Scope, ms
+from .base import Check, Finding, Scope
 
 MEDIUM_PCT = 10.0
 HIGH_PCT = 30.0
@@ -51,12 +52,12 @@ def _evidence(w: UmWindow, full: Optional[UmWindow], considered: List[UmDevice],
         other = full is not None and (full.start_ns, full.end_ns) != (w.start_ns, w.end_ns)
         fd = full.device(d.device_id) if other and full is not None else None
         tail = f"; whole capture {fd.overlap_pct:.1f} %" if fd is not None else ""
-        ev.append(f"Device {d.device_id}: Unified-Memory migrations were in flight during {ms(d.overlap_ns)} of its "
-                  f"{ms(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in the steady window{tail}.")
+        ev.append(f"Device {d.device_id}: Unified-Memory migrations were in flight during {dur(d.overlap_ns)} of its "
+                  f"{dur(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in the steady window{tail}.")
     if w.by_direction:
-        ev.append(f"{w.migration_count:,} migrations, {_bytes(w.migration_bytes)}, {ms(w.migration_ns)} of GPU "
+        ev.append(f"{w.migration_count:,} migrations, {_bytes(w.migration_bytes)}, {dur(w.migration_ns)} of GPU "
                   "migration time in the window: " + "; ".join(
-                      f"{r.label} {r.count:,} ({_bytes(r.bytes)}, {ms(r.total_ns)})"
+                      f"{r.label} {r.count:,} ({_bytes(r.bytes)}, {dur(r.total_ns)})"
                       for r in w.by_direction) + ".")
     if any(r.key >= 0 for r in w.by_cause):
         ev.append("By migration cause: " + "; ".join(
@@ -75,7 +76,7 @@ def _evidence(w: UmWindow, full: Optional[UmWindow], considered: List[UmDevice],
                   "also uses, so they migrate back and forth.")
     idle = sum(d.migration_idle_ns for d in considered)
     if idle:
-        ev.append(f"{ms(idle)} of migration time ran with no kernel on the GPU: that is idle time, charged to the "
+        ev.append(f"{dur(idle)} of migration time ran with no kernel on the GPU: that is idle time, charged to the "
                   "`copy` idle cause (not claimed here).")
     return ev
 

@@ -46,14 +46,21 @@ def fmt_us(ns: Any, unit: bool = False) -> str:
     return DASH if v is None else f"{v / 1e3:,.2f}" + (" µs" if unit else "")
 
 
+def fmt_us_unit(ns: Any) -> str:
+    """ns / 10³ with 2 decimals and its unit (``48.20 µs``): a per-kernel or per-call time in prose."""
+    return fmt_us(ns, unit=True)
+
+
 def fmt_dur(ns: Any) -> str:
-    """A duration with its unit: µs below 1 ms, ms below 10 s, else s."""
+    """A duration with its unit: µs (2 decimals) below 1 ms, ms (3 decimals) below 10 s, else s (3 decimals);
+    the unit is chosen after rounding (999,999 ns is ``1.000 ms``, not ``1,000.00 µs``). The one formatter of a
+    duration in prose (findings, report, compare, cluster)."""
     v = num(ns)
     if v is None:
         return DASH
-    if abs(v) < 1e6:
+    if abs(round(v / 1e3, 2)) < 1e3:
         return f"{v / 1e3:,.2f} µs"
-    if abs(v) < 1e10:
+    if abs(round(v / 1e6, 3)) < 1e4:
         return f"{v / 1e6:,.3f} ms"
     return f"{v / 1e9:,.3f} s"
 

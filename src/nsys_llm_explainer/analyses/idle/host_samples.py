@@ -32,6 +32,7 @@ import numpy as np
 
 from ...model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
+from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
 from .result import DeviceCauses, IdleCausesResult
 
@@ -300,9 +301,6 @@ def analyze_host_samples(samples: Optional[CpuSamples], causes: IdleCausesResult
 
 
 # ------------------------------------------------------------------------------------------ evidence
-def _fmt_ms(ns: int) -> str:
-    return f"{ns / 1e6:,.1f} ms" if ns >= 100_000 else f"{ns / 1e3:,.0f} µs"
-
 
 def samples_evidence(result: Optional[HostSamplesResult], device_id: int, kind: str) -> Optional[str]:
     """One evidence line for the idle finding of ``kind`` on ``device_id``: the top sampled module groups and
@@ -321,11 +319,11 @@ def samples_evidence(result: Optional[HostSamplesResult], device_id: int, kind: 
     if k is None or k.samples == 0:
         why = d.note or f"none of the {d.thread_samples:,} samples of the gaps' host thread fall inside them"
         return f"CPU samples: {why}."
-    groups = ", ".join(f"{g.name} {g.pct:.0f} % (≈ {_fmt_ms(g.est_ns)})"
+    groups = ", ".join(f"{g.name} {g.pct:.0f} % (≈ {dur(g.est_ns)})"
                        for i, g in enumerate(k.groups[:3]) if i == 0 or g.pct >= 1.0)
     callers = "; ".join(f"`{c.name}` ({c.module}) {c.pct:.0f} %"
                         for i, c in enumerate(k.callers[:3]) if i == 0 or c.pct >= 1.0)
-    return (f"CPU samples of the launching thread inside these gaps ({k.samples:,} over {_fmt_ms(k.idle_ns)} of "
+    return (f"CPU samples of the launching thread inside these gaps ({k.samples:,} over {dur(k.idle_ns)} of "
             f"idle): {groups}. Top code: {callers}.")
 
 

@@ -60,6 +60,7 @@ from ...errors import OptionError
 from ...jsonable import json_ready
 from ...model import intervals as iv
 from ...model.trace import TraceModel
+from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
 
 N_BINS = 200
@@ -97,13 +98,6 @@ class WindowResult:
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({**dataclasses.asdict(self), "window_ns": self.window_ns})
 
-
-def _fmt_s(ns: int) -> str:
-    if abs(ns) >= 1_000_000_000:
-        return f"{ns / 1e9:.3f} s"
-    if abs(ns) >= 1_000_000:
-        return f"{ns / 1e6:.3f} ms"
-    return f"{ns / 1e3:.3f} µs"
 
 
 def _result(full0: int, full1: int, s: int, e: int, method: str, reason: str,
@@ -279,9 +273,9 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
         return _result(full0, full1, full0, full1, "full", reason, details)
     parts = []
     if trim_lead:
-        parts.append(f"{_fmt_s(lead)} of warm-up (GPU busy {details['warmup_busy_pct']}%)")
+        parts.append(f"{dur(lead)} of warm-up (GPU busy {details['warmup_busy_pct']}%)")
     if trim_tail:
-        parts.append(f"{_fmt_s(trail)} of tail (GPU busy {details['tail_busy_pct']}%)")
+        parts.append(f"{dur(trail)} of tail (GPU busy {details['tail_busy_pct']}%)")
     reason = (f"Auto-detected steady state: trimmed {' and '.join(parts)}; the kept window is GPU busy "
               f"{busy_pct(s, e)}% (active bins ≥ {details['active_threshold_pct']}% busy).")
     return _result(full0, full1, s, e, "auto", reason, details)
@@ -299,7 +293,7 @@ def _nvtx_window(model: TraceModel, name: str, full0: int, full1: int) -> Window
         raise OptionError("window_nvtx", f"{name!r}: no NVTX range has exactly this name")
     s, e = int(n.start[m].min()), int(n.end[m].max())
     count = int(m.sum())
-    reason = f"Window set to the span of the {count} NVTX range(s) named {name!r} ({_fmt_s(e - s)})."
+    reason = f"Window set to the span of the {count} NVTX range(s) named {name!r} ({dur(e - s)})."
     return _result(full0, full1, s, e, "nvtx", reason, {"nvtx_name": name, "nvtx_ranges": count})
 
 

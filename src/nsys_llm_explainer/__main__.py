@@ -48,11 +48,12 @@ def _hold_signals() -> Optional[Set[int]]:
 
 
 def _signal_module() -> Any:
+    import importlib
+
     try:
-        import _signal as sig  # the C module behind ``signal``, built into CPython
+        return importlib.import_module("_signal")   # the C module behind ``signal``, built into CPython
     except ImportError:
-        import signal as sig
-    return sig
+        return importlib.import_module("signal")
 
 
 def _release_signals(previous: Optional[Set[int]]) -> None:

@@ -125,6 +125,15 @@ def _is_cluster(items: Sequence[str]) -> bool:
     return p.is_dir() or (not p.exists() and any(c in items[0] for c in "*?["))
 
 
+def _quiet_dask_logs() -> None:
+    """Dask logs a lost scheduler or worker as multi-line tracebacks on stderr, also from its background threads
+    while the process exits; the command line says what failed in one line instead (:mod:`cluster.workers`),
+    so a run with ``--scheduler`` turns logging off for the rest of the process."""
+    import logging
+
+    logging.disable(logging.CRITICAL)
+
+
 def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, quiet: bool, jobs: Optional[int],
                 scheduler: Optional[str]) -> int:
     from .cluster import analyze_many
@@ -140,6 +149,8 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
             raise InputError("--scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
     od = check_cluster_out(out, force, expand_inputs(items))
     progress = Progress(enabled=not quiet)
+    if scheduler:
+        _quiet_dask_logs()
     try:
         with Staging(od) as st:
             assert st.tmp is not None

@@ -6,18 +6,19 @@ Local pool (``ProcessPoolExecutor``, ``spawn``; workers ignore SIGINT, the paren
 
 * a worker killed (``SIGKILL`` from the out-of-memory killer, a crash) → :class:`WorkerError` naming the files
   whose analysis had not finished (never ``BrokenProcessPool``);
-* an error in one file, or an interrupt (Ctrl-C, SIGTERM, SIGHUP) → the queued files are cancelled and the
-  running workers terminated (``SIGTERM``, then ``SIGKILL`` after :data:`STOP_GRACE_S`): the run stops within
-  about a second instead of waiting for every queued file.
+* an error in one file (as soon as it happens), or an interrupt (Ctrl-C, SIGTERM, SIGHUP) → the queued files
+  are cancelled and the running workers terminated (``SIGTERM``, then ``SIGKILL`` after :data:`STOP_GRACE_S`):
+  the run stops within about a second instead of waiting for every queued file.
 
 Dask (``scheduler="ADDRESS"`` or ``"local"``; the main thread polls every :data:`POLL_S` s, so signals work):
 
 * the scheduler must answer within :data:`DASK_CONNECT_TIMEOUT_S` s (unreachable, silent, or speaking
   something else → one line);
 * no worker on the scheduler for :data:`DASK_NO_WORKER_S` s (all lost mid-run, none joining) → one line naming
-  the files not analysed; a task whose workers keep dying (Dask's ``KilledWorker``) → one line naming its file;
-* each call to the scheduler (a worker count, cancelling, closing) is bounded by :data:`DASK_CALL_TIMEOUT_S` s
-  and fetching one result by :data:`DASK_RESULT_TIMEOUT_S` s; a scheduler that stops answering → one line.
+  the files not analysed; workers that keep dying (Dask's ``KilledWorker``) → one line naming the files;
+* each call to the scheduler (a worker count) is bounded by :data:`DASK_CALL_TIMEOUT_S` s, fetching one result
+  by :data:`DASK_RESULT_TIMEOUT_S` s, the final cancel-and-close by :data:`DASK_CLOSE_TIMEOUT_S` s; a scheduler
+  that stops answering or goes away → one line.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
@@ -41,6 +42,8 @@ DASK_CONNECT_TIMEOUT_S = 10.0
 DASK_NO_WORKER_S = 30.0
 #: seconds for one call to the scheduler (worker count, cancel, close)
 DASK_CALL_TIMEOUT_S = 10.0
+#: seconds for cancelling what is left and closing the client (and a local cluster) at the end, in all
+DASK_CLOSE_TIMEOUT_S = 3.0
 #: seconds to fetch one finished file's result from its worker
 DASK_RESULT_TIMEOUT_S = 60.0
 #: seconds between two looks at the Dask futures (and between two worker counts: :data:`WORKER_CHECK_S`)
@@ -89,6 +92,10 @@ def run_pool(args: Sequence[Args], jobs: int) -> List[FileSummary]:
     futs: List[Future] = []
     try:
         futs = [ex.submit(analyze_file, *a) for a in args]
+        wait(futs, return_when=FIRST_EXCEPTION)   # a failing file ends the run now, not after the queue
+        for f in futs:
+            if f.done() and not f.cancelled() and f.exception() is not None:
+                f.result()   # the first failure in input order among those that ended
         out = [f.result() for f in futs]
     except BrokenProcessPool:
         _stop_pool(ex)
@@ -104,9 +111,10 @@ def run_pool(args: Sequence[Args], jobs: int) -> List[FileSummary]:
 
 
 # ------------------------------------------------------------------------------------------ Dask
-def bounded(fn: Callable[[], T], timeout: float, what: str) -> T:
-    """``fn()`` on a daemon thread, waited for at most ``timeout`` s (the wait is interruptible); a call still
-    running then raises :class:`WorkerError` ``what did not answer within … s``."""
+def bounded(fn: Callable[[], T], timeout: float, what: str, grace: float = 0.0) -> T:
+    """``fn()`` on a daemon thread, waited for at most ``timeout`` (+ ``grace``: for a call with its own
+    ``timeout``, whose error is better) s, the wait interruptible; a call still running then raises
+    :class:`WorkerError` ``what did not answer within <timeout> s``."""
     box: Dict[str, Any] = {}
 
     def call() -> None:
@@ -117,7 +125,7 @@ def bounded(fn: Callable[[], T], timeout: float, what: str) -> T:
 
     t = threading.Thread(target=call, name="nsys-llm-explain-dask-call", daemon=True)
     t.start()
-    t.join(timeout)
+    t.join(timeout + grace)
     if t.is_alive():
         raise WorkerError(f"{what} did not answer within {timeout:g} s")
     if "error" in box:
@@ -137,8 +145,8 @@ def dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
         return Client(cluster), cluster
     t = DASK_CONNECT_TIMEOUT_S
     try:
-        return bounded(lambda: Client(scheduler, timeout=f"{t:g}s"), t + 2.0,
-                       f"the Dask scheduler {scheduler}"), None
+        return bounded(lambda: Client(scheduler, timeout=f"{t:g}s"), t, f"the Dask scheduler {scheduler}",
+                       grace=2.0), None
     except WorkerError:
         raise
     except Exception as exc:   # OSError, TimeoutError, ValueError (bad address), garbage answers (MemoryError…)
@@ -150,18 +158,21 @@ def _killed_worker(exc: BaseException) -> bool:
 
 
 def _close(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
-    """Cancel what is left and close the client (and the local cluster), each step bounded; never raises."""
-    steps: List[Tuple[Callable[[], Any], str]] = []
-    if futs:
-        steps.append((lambda: client.cancel(list(futs)), "cancel"))
-    steps.append((lambda: client.close(timeout=DASK_CALL_TIMEOUT_S / 2), "close"))
-    if cluster is not None:
-        steps.append((lambda: cluster.close(timeout=DASK_CALL_TIMEOUT_S / 2), "close cluster"))
-    for fn, what in steps:
-        try:
-            bounded(fn, DASK_CALL_TIMEOUT_S, what)
-        except BaseException:   # cleanup: the run's own outcome (or interrupt) is what is reported
-            pass
+    """Cancel what is left and close the client (and the local cluster) within :data:`DASK_CLOSE_TIMEOUT_S` s
+    in all (a scheduler that is gone is not waited for); never raises."""
+    def close() -> None:
+        for step in (lambda: client.cancel(list(futs)) if futs else None,
+                     lambda: client.close(timeout=DASK_CLOSE_TIMEOUT_S),
+                     lambda: cluster.close(timeout=DASK_CLOSE_TIMEOUT_S) if cluster is not None else None):
+            try:
+                step()
+            except Exception:   # cleanup: the run's own outcome (or interrupt) is what is reported
+                pass
+
+    try:
+        bounded(close, DASK_CLOSE_TIMEOUT_S, "closing the Dask client")
+    except BaseException:
+        pass
 
 
 def _workers(client: Any, scheduler: str) -> int:
@@ -201,12 +212,16 @@ def _poll(client: Any, futs: Sequence[Any], paths: Sequence[str], scheduler: str
             elif status == "error":
                 err: BaseException = bounded(f.exception, DASK_CALL_TIMEOUT_S, f"the Dask scheduler {scheduler}")
                 if _killed_worker(err):
-                    raise WorkerError(f"Dask workers died while analysing {paths[i]} (Dask gave up after its "
-                                      f"retries: KilledWorker); not analysed: {left()}")
+                    raise WorkerError(f"Dask workers died repeatedly (KilledWorker after Dask's retries: the "
+                                      f"out-of-memory killer, a crash) with {paths[i]} in progress; not analysed: "
+                                      f"{left()}")
                 raise err
-            elif status in ("lost", "cancelled"):
-                raise WorkerError(f"the Dask scheduler {scheduler} lost the task of {paths[i]} ({status}); "
-                                  f"not analysed: {left()}")
+            elif status == "cancelled":   # ("lost": its result died with a worker; Dask computes it again)
+                if getattr(client, "status", "running") != "running":
+                    raise WorkerError(f"lost the connection to the Dask scheduler {scheduler}; not analysed: "
+                                      f"{left()}")
+                raise WorkerError(f"the Dask scheduler {scheduler} cancelled the task of {paths[i]}; not analysed: "
+                                  f"{left()}")
         now = time.monotonic()
         if len(results) < len(futs) and now >= next_check:
             next_check = now + WORKER_CHECK_S

@@ -43,15 +43,13 @@ def _trace_faults(role: str, t: TraceSummary, spec: MetricSpec) -> List[str]:
     """What keeps one capture from being compared (empty when it is fine on its own)."""
     if t.kernel_count == 0:
         return [f"{role} {t.label} has no GPU work (no kernel in its steady window)"]
-    out = []
+    short = []
     if spec.name is not None and t.metric.count < spec.min_units:
         unit = UNIT_WORD.get(spec.basis, spec.basis)
-        out.append(f"{role} {t.label} is too short ({t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} "
-                   f"< {spec.min_units})")
+        short.append(f"{t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} < {spec.min_units}")
     if t.window_ns < spec.min_window_ns:
-        out.append(f"{role} {t.label} is too short (steady window {t.window_ns / 1e6:.3f} ms "
-                   f"< {spec.min_window_ns / 1e6:g} ms)")
-    return out
+        short.append(f"steady window {t.window_ns / 1e6:.3f} ms < {spec.min_window_ns / 1e6:g} ms")
+    return [f"{role} {t.label} is too short ({'; '.join(short)})"] if short else []
 
 
 def at_fault(result: CompareResult, c: Comparison) -> str:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, List, NoReturn, Optional, Sequence
 from . import __version__
 from .errors import ExplainerError, InputError, OptionError, OutputError
 from .options import Options, add_flags, check_option, flag_of, options_from_args
-from .paths import check_name
+from .paths import check_name, shown
 from .read.nsys_export import export_report, is_report
 from .terminal import error_line, say, silence_stdout
 
@@ -323,7 +323,7 @@ def _main(argv: Sequence[str]) -> int:
         with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-demo-") as td:
             trace = Path(td) / "demo_trace.sqlite"
             build_scenario(a.scenario, str(trace))
-            return run_analysis(trace, od, opts, a.quiet, display_path=str(out / "demo_trace.sqlite"),
+            return run_analysis(trace, od, opts, a.quiet, display_path=shown(str(out / "demo_trace.sqlite")),
                                 extra_files=[trace])
     a = _parser().parse_args(argv)
     opts = options_from_args(a)   # validates every option and reads the option files before the analysis

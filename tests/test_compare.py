@@ -21,9 +21,9 @@ from conftest import SHARED_TRACES, run_cli
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.comparison import CompareResult, load_compare_schema
+from nsys_llm_explainer.comparison.gate import gate
 from nsys_llm_explainer.comparison.html import render_compare_html
-from nsys_llm_explainer.comparison.write import gate
-from nsys_llm_explainer.errors import EXIT_REGRESSION, InputError, OptionalDependencyError
+from nsys_llm_explainer.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, OptionalDependencyError
 from nsys_llm_explainer.synth import build_scenario
 from nsys_llm_explainer.synth.scenarios.names import K
 from nsys_llm_explainer.synth.scenarios.rank import Rank
@@ -195,8 +195,8 @@ def test_planted_host_delay_per_step_is_measured_exactly(base_trace, host_trace)
     assert abs(c.window_per_unit_new_ns - c.window_per_unit_base_ns - 400 * US) <= 400 * US * 0.02
     assert c.main_reason.component == "idle" and c.main_reason.delta_per_unit_ns == pytest.approx(400 * US, rel=0.02)
     assert all(abs(k.delta_per_unit_ns) <= 1 for k in c.kernel_deltas)    # no kernel changed
-    lines, failed = gate(res, 10.0)
-    assert failed and lines[0].startswith("REGRESSION: median step time")
+    lines, code = gate(res, 10.0)
+    assert code == EXIT_REGRESSION and lines[0].startswith("REGRESSION: median step time")
 
 
 def test_planted_kernel_slowdown_is_the_top_kernel_delta(synth_dir, base_trace):
@@ -235,8 +235,8 @@ def test_same_scenario_other_seed_is_no_change_and_passes_the_gate(tmp_path):
     c = res.comparisons[0]
     assert c.status == "comparable" and c.verdict == "no_change" and not c.significant
     assert 0 < c.change_pct < c.noise_pct
-    lines, failed = gate(res, 0.5)
-    assert not failed and lines[0].startswith("not failing, within the noise")
+    lines, code = gate(res, 0.5)
+    assert code == 0 and lines[0].startswith("not failing, within the noise")
 
 
 def test_new_finding_shows_in_finding_changes(tmp_path):
@@ -258,6 +258,13 @@ def test_too_short(tmp_path, base_trace):
     short = decode_loop(tmp_path / "short.sqlite", steps=5, host_extra=2 * MS)
     proc = run_cli("compare", str(base_trace), str(short), "--out", str(tmp_path / "o"), "--quiet",
                    "--fail-on-regression", "0")
+    assert proc.returncode == EXIT_INCOMPARABLE == 4, proc.stderr      # the gate fails closed
+    line = _lines(proc.stdout)
+    assert len(line) == 1 and line[0].startswith("nsys-llm-explain: NOT COMPARABLE, failing (exit 4): NEW short "
+                                                 "is too short (5 steps < 10; steady window 13.086 ms < 20 ms) — too "
+                                                 "short to compare: short has 5 steps (< 10)"), line
+    proc = run_cli("compare", str(base_trace), str(short), "--out", str(tmp_path / "o"), "--quiet",
+                   "--fail-on-regression", "0", "--allow-incomparable")
     assert proc.returncode == 0, proc.stderr
     line = _lines(proc.stdout)
     assert len(line) == 1 and "not gated (too short to compare" in line[0] and "5 steps (< 10)" in line[0]
@@ -275,16 +282,19 @@ def test_too_different_gpus_and_kernels(tmp_path, base_trace):
     c = res.comparisons[0]
     assert c.status == "too_different" and c.similarity < 0.5
     assert any("Jaccard" in r for r in c.reasons)
-    lines, failed = gate(res, 0.0)
-    assert not failed and lines[0].startswith("not gated (too different to compare")
+    lines, code = gate(res, 0.0)
+    assert code == EXIT_INCOMPARABLE and lines[0].startswith(
+        "NOT COMPARABLE, failing (exit 4): BASE base and NEW train differ too much — too different to compare")
+    lines, code = gate(res, 0.0, allow_incomparable=True)
+    assert code == 0 and lines[0].startswith("not gated (too different to compare")
 
 
 def test_three_traces_compare_each_new_with_base(tmp_path, base_trace, host_trace):
     res = nle.compare([str(base_trace), str(base_trace), str(host_trace)], labels=["b", "same", "slow"])
     assert [(c.base, c.new) for c in res.comparisons] == [("b", "same"), ("b", "slow")]
     assert res.comparisons[0].verdict == "no_change" and res.comparisons[0].change_pct == 0
-    lines, failed = gate(res, 5.0)
-    assert failed and lines[0].startswith("ok:") and lines[1].startswith("REGRESSION:")
+    lines, code = gate(res, 5.0)
+    assert code == EXIT_REGRESSION and lines[0].startswith("ok:") and lines[1].startswith("REGRESSION:")
 
 
 # ------------------------------------------------------------------------------------------ CLI errors

@@ -26,14 +26,15 @@ ALLOWED: Dict[str, FrozenSet[str]] = {
     "report": BASE | {"analyses", "findings", "model", "options", "serialize"},
     "pipeline": BASE | {"<pkg>", "read", "model", "analyses", "graph", "options", "report", "runner"},
     "render": F({"vocabulary", "serialize"}),
-    "comparison": BASE | {"<pkg>", "analyses", "findings", "output", "pipeline", "render", "report"},
-    "cluster": BASE | {"<pkg>", "analyses", "findings", "options", "output", "pipeline", "read", "render", "report"},
+    "comparison": BASE | {"<pkg>", "analyses", "findings", "output", "paths", "pipeline", "render", "report"},
+    "cluster": BASE | {"<pkg>", "analyses", "findings", "options", "output", "paths", "pipeline", "read", "render",
+                       "report"},
     "output": BASE | {"<pkg>", "interrupts"}, "terminal": F({"render"}),
-    "synth": F(), "presets": F(),
-    "cli": BASE | {"<pkg>", "cluster", "comparison", "interrupts", "options", "output", "pipeline", "read", "render",
-                   "synth", "terminal"},
-    "__main__": F({"cli"}),
-    "<pkg>": BASE | {"cluster", "comparison", "config", "options", "pipeline", "render", "report"},
+    "synth": F(), "presets": F(), "paths": F({"errors"}),
+    "cli": BASE | {"<pkg>", "cluster", "comparison", "interrupts", "options", "output", "paths", "pipeline", "read",
+                   "render", "synth", "terminal"},
+    "__main__": F({"cli", "interrupts"}),
+    "<pkg>": BASE | {"cluster", "comparison", "options", "paths", "pipeline", "render", "report"},
 }
 
 

@@ -14,11 +14,14 @@ Public API (writes no files)::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+import os
 
 from .errors import InputError, OptionError
 
+TYPE_CHECKING = False   # typing is not imported at run time: the command line loads this first (__main__)
 if TYPE_CHECKING:
+    from typing import Any, List, Optional, Sequence, Union
+
     from .cluster import ClusterResult
     from .comparison import CompareResult
     from .report import Report
@@ -38,18 +41,41 @@ def analyze(path: str, workers: Optional[int] = None, **options: Any) -> Report:
     raises :class:`errors.InputError` listing the known ones; a bad value raises :class:`errors.OptionError`
     (an ``InputError``) whose message and ``option`` name the keyword (``step_marker is not a valid regular
     expression: …``), also when the trace shows it (``window_nvtx 'x': no NVTX range has exactly this name``).
+    ``path`` is a ``str``, ``bytes`` or ``os.PathLike``; any other type raises :class:`errors.InputError` naming
+    ``path``.
     """
-    from .config.values import workers as check_workers
-    from .options import options_from_kwargs
+    from .options import check_workers, options_from_kwargs
+    from .paths import check_name, path_arg
     from .pipeline import analyze_path
 
-    return analyze_path(str(path), options_from_kwargs(**options), workers=check_workers(workers, "workers"))
+    p = check_name(path_arg(path, "path"))
+    return analyze_path(p, options_from_kwargs(**options), workers=check_workers(workers, "workers"))
+
+
+def _path_list(paths: Any, name: str, single_ok: bool) -> List[str]:
+    """``paths`` (a sequence of paths; with ``single_ok`` also one path) as text; :class:`InputError` naming
+    ``name`` (or ``name[i]``) for a wrong type."""
+    from collections.abc import Iterable
+
+    from .paths import path_arg
+
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        if single_ok:
+            return [path_arg(paths, name)]
+        raise InputError(f"{name} must be a list of trace paths (BASE first, then each NEW), got the "
+                         f"{type(paths).__name__} {paths!r}; e.g. compare([BASE, NEW])")
+    if not isinstance(paths, Iterable) or isinstance(paths, dict):
+        raise InputError(f"{name} must be a list of trace paths, got {type(paths).__name__}")
+    return [path_arg(p, f"{name}[{i}]") for i, p in enumerate(paths)]
 
 
 def render_markdown(report: Union[Any, dict]) -> str:
-    """``report.md`` text for a :class:`report.Report` (or its ``to_dict()``)."""
+    """``report.md`` text for a :class:`report.Report` (or its ``to_dict()``); :class:`errors.InputError` naming
+    ``report`` for anything else."""
     from .render import render_markdown as _md
 
+    if not isinstance(report, dict) and not callable(getattr(report, "to_dict", None)):
+        raise InputError(f"report must be a Report or its to_dict() dict, got {type(report).__name__}")
     return _md(report if isinstance(report, dict) else report.to_dict())
 
 
@@ -65,9 +91,10 @@ def compare(paths: Sequence[str], labels: Optional[Sequence[str]] = None, **opti
     from .options import check_option, options_from_kwargs
     from .pipeline import analyze_path
 
+    items = _path_list(paths, "paths", single_ok=False)
     opts = options_from_kwargs(**options)
     names = check_option("labels", labels)
-    result, _ = compare_paths([str(p) for p in paths], names, lambda p: analyze_path(p, opts))
+    result, _ = compare_paths(items, names, lambda p: analyze_path(p, opts))
     return result
 
 
@@ -78,14 +105,20 @@ def analyze_cluster(paths: Union[str, Sequence[str]], jobs: Optional[int] = None
 
     Each file is analysed on its own (``options`` as in :func:`analyze`, applied to every file) by a local process
     pool of ``jobs`` workers (default min(files, CPUs)), or on the Dask cluster at ``scheduler`` (``"local"``: a
-    ``LocalCluster``; needs ``pip install 'nsys-llm-explainer[dask]'``). Definitions: docs/CLUSTER.md. ``jobs`` < 1
-    raises :class:`errors.OptionError`.
+    ``LocalCluster``; needs ``pip install 'nsys-llm-explainer[dask]'``). Definitions: docs/CLUSTER.md. ``jobs``
+    that is not an integer ≥ 1 raises :class:`errors.OptionError`; ``paths`` empty or of a wrong type, or a
+    ``scheduler`` that is not a string, :class:`errors.InputError` naming it. A lost worker or scheduler raises
+    :class:`errors.WorkerError` naming the files not analysed (timeouts: :mod:`cluster.workers`).
     """
     from .cluster import analyze_many
-    from .options import options_from_kwargs
+    from .options import check_option, options_from_kwargs
 
-    items = [str(paths)] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else [str(p) for p in paths]
-    return analyze_many(items, options_from_kwargs(**options), jobs, scheduler)
+    items = _path_list(paths, "paths", single_ok=True)
+    if not items:
+        raise InputError("paths is empty: give at least one trace file, directory or glob pattern")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise InputError(f"scheduler must be an address string (or 'local'), got {type(scheduler).__name__}")
+    return analyze_many(items, options_from_kwargs(**options), check_option("jobs", jobs), scheduler or None)
 
 
 __all__ = ["InputError", "OptionError", "__version__", "analyze", "analyze_cluster", "compare", "render_markdown"]

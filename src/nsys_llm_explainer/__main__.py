@@ -1,5 +1,115 @@
+"""``python -m nsys_llm_explainer`` and the ``nsys-llm-explain`` console script.
+
+Before anything else is imported: closed standard streams (``>&-``, ``2>&-``, as under cron) are reopened on
+/dev/null, so no file the tool opens can take their numbers (and a child process write into it), and SIGINT,
+SIGTERM and SIGHUP are blocked, routed to :class:`errors.Interrupted` (:mod:`interrupts`) and unblocked, so a
+signal that arrives while the modules load ends in one line and 130 / 143 / 129, never a traceback (only the
+interpreter's own start-up, before this package runs, is left to Python's defaults). After the run, the standard
+streams are flushed once more; one that cannot be written (closed, full: ENOSPC) never changes the exit code.
+"""
+
+from __future__ import annotations
+
+import os
 import sys
 
-from .cli import main
+TYPE_CHECKING = False   # typing is not imported before the signal handlers are installed
+if TYPE_CHECKING:
+    from typing import Any, Optional, Set
 
-sys.exit(main())
+PROG = "nsys-llm-explain"
+
+
+def _reopen_closed_fds() -> None:
+    """Open /dev/null on whichever of file descriptors 0, 1, 2 is closed."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                new = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if new != fd:
+                os.dup2(new, fd)
+                os.close(new)
+
+
+def _hold_signals() -> Optional[Set[int]]:
+    """Block SIGINT / SIGTERM / SIGHUP while the handlers are being installed (POSIX; a signal that arrives is
+    kept pending, then delivered to them); returns the previous mask (None where there are no masks). Uses the
+    interpreter's built-in ``_signal`` (``signal`` itself first imports ``enum``: milliseconds without a
+    handler)."""
+    sig = _signal_module()
+    if not hasattr(sig, "pthread_sigmask"):
+        return None
+    wanted = {getattr(sig, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(sig, n)}
+    return {int(s) for s in sig.pthread_sigmask(sig.SIG_BLOCK, wanted)}
+
+
+def _signal_module() -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module("_signal")   # the C module behind ``signal``, built into CPython
+    except ImportError:
+        return importlib.import_module("signal")
+
+
+def _release_signals(previous: Optional[Set[int]]) -> None:
+    if previous is not None:
+        sig = _signal_module()
+        sig.pthread_sigmask(sig.SIG_SETMASK, previous)
+
+
+def _settle(stream_name: str, fd: int) -> None:
+    """Flush a standard stream; when it cannot be written, point its descriptor at /dev/null so the
+    interpreter's own flush at exit cannot fail (which would turn the exit code into 120)."""
+    stream = getattr(sys, stream_name, None)
+    try:
+        if stream is not None:
+            stream.flush()
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        except OSError:
+            pass
+
+
+def _interrupted_early(exc: BaseException) -> int:
+    name, code = getattr(exc, "name", "SIGINT"), getattr(exc, "exit_code", 130)
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(f"{PROG}: interrupted by {name}; no output was written\n")
+    except (OSError, ValueError):
+        pass
+    return int(code)
+
+
+def run() -> int:
+    """The command line, with signals routed and streams guarded from the first instruction."""
+    _reopen_closed_fds()
+    held = _hold_signals()
+    from .interrupts import fired, ignore, install
+
+    try:
+        install()
+        _release_signals(held)   # a signal that arrived meanwhile is raised here, as Interrupted
+        from .cli import main
+
+        code = main()
+    except BaseException as exc:   # a signal while the modules load, before cli.main handles them
+        why = fired() or (exc if isinstance(exc, KeyboardInterrupt) else None)
+        if why is None:
+            raise
+        code = _interrupted_early(why)
+    ignore()   # the run is over: a late signal changes nothing
+    _settle("stdout", 1)
+    _settle("stderr", 2)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -1,11 +1,20 @@
 """Command line: ``nsys-llm-explain TRACE --out DIR``, ``nsys-llm-explain demo --out DIR``,
 ``nsys-llm-explain compare BASE NEW [MORE ...] --out DIR``, ``nsys-llm-explain schema [--compare]``.
 
-Exit codes: 0 ok, 2 bad usage or unusable input/output, 1 internal error, 3 (:data:`errors.EXIT_REGRESSION`)
-when ``compare --fail-on-regression PCT`` finds a NEW trace slower than BASE, and 128 + the signal number when
-interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP; :mod:`interrupts`). Bad input never produces a traceback: one
-line on stderr. Every terminal line passes :func:`render.escape.term_text` (control and bidi characters shown as
-escapes) and is encoded with replacements, so an ASCII-only or closed stdout never fails a complete run.
+Exit codes: 0 ok, 2 bad usage or unusable input/output (also a lost cluster worker or Dask scheduler:
+:class:`errors.WorkerError`), 1 internal error, 3 (:data:`errors.EXIT_REGRESSION`) when ``compare
+--fail-on-regression PCT`` finds a NEW trace slower than BASE, 4 (:data:`errors.EXIT_INCOMPARABLE`) when that
+gate meets a pair it cannot compare (no GPU work, too short, too different; ``--allow-incomparable`` lets it
+pass; :mod:`comparison.gate`), and 128 + the signal number when interrupted (130 SIGINT, 143 SIGTERM, 129
+SIGHUP; :mod:`interrupts`, installed before anything else loads: :mod:`__main__`). Bad input never produces a
+traceback: one line on stderr — argparse's messages too, on every subcommand (:class:`OneLineParser`). Every
+terminal line passes :func:`render.escape.term_text` (control and bidi characters shown as escapes) and is
+encoded with replacements; a closed or full stdout / stderr never changes the exit code of a complete run.
+
+Subcommands: the first argument ``demo``, ``compare`` or ``schema`` is always the subcommand, whatever the
+working directory holds; to analyse a file of that name, write ``./compare``. A trace whose name starts with
+``-`` goes after ``--`` (``nsys-llm-explain --out o -- -run.nsys-rep``) or as ``./-run.nsys-rep``. A trace
+name that is not valid UTF-8 is refused in one line (:mod:`paths`).
 Output directories: :mod:`output` (manifest, ``--force``, atomic commit).
 """
 
@@ -20,11 +29,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, List, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, NoReturn, Optional, Sequence
 
 from . import __version__
-from .errors import EXIT_REGRESSION, ExplainerError, InputError, OptionError
+from .errors import ExplainerError, InputError, OptionError, OutputError
 from .options import Options, add_flags, check_option, flag_of, options_from_args
+from .paths import check_name, shown
 from .read.nsys_export import export_report, is_report
 from .terminal import error_line, say, silence_stdout
 
@@ -33,6 +43,8 @@ if TYPE_CHECKING:
     from .report import Report
 
 PROG = "nsys-llm-explain"
+#: the words that, as the first argument, name a subcommand (always: see the module docstring)
+SUBCOMMANDS = ("compare", "demo", "schema")
 #: test-only hook (tests/test_output_safety.py): seconds to sleep once the output is staged, before the commit
 STAGED_PAUSE_ENV = "NSYS_LLM_EXPLAIN_TEST_STAGED_PAUSE_S"
 
@@ -75,8 +87,23 @@ class Progress:
             self._timer = None
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one-line :class:`InputError` messages (exit 2; made inert like every terminal line)
+    instead of argparse's usage block, the same on every subcommand."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._given = list(args or ())
+        return super().parse_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        where = "" if self.prog == PROG else f"{self.prog}: "
+        dashed = [a for a in getattr(self, "_given", ()) if a.startswith("-") and os.path.exists(a)]
+        hint = (f"; a file name starting with '-' goes after '--' or as ./{dashed[0]}" if dashed else "")
+        raise InputError(f"{where}{message}{hint} (see {self.prog} --help)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=PROG,
         description="Explain an Nsight Systems SQLite export of an LLM-inference workload "
                     f"(subcommands: `{PROG} demo --out DIR`, `{PROG} compare BASE NEW --out DIR`, "
@@ -98,6 +125,15 @@ def _is_cluster(items: Sequence[str]) -> bool:
     return p.is_dir() or (not p.exists() and any(c in items[0] for c in "*?["))
 
 
+def _quiet_dask_logs() -> None:
+    """Dask logs a lost scheduler or worker as multi-line tracebacks on stderr, also from its background threads
+    while the process exits; the command line says what failed in one line instead (:mod:`cluster.workers`),
+    so a run with ``--scheduler`` turns logging off for the rest of the process."""
+    import logging
+
+    logging.disable(logging.CRITICAL)
+
+
 def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, quiet: bool, jobs: Optional[int],
                 scheduler: Optional[str]) -> int:
     from .cluster import analyze_many
@@ -113,6 +149,8 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
             raise InputError("--scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
     od = check_cluster_out(out, force, expand_inputs(items))
     progress = Progress(enabled=not quiet)
+    if scheduler:
+        _quiet_dask_logs()
     try:
         with Staging(od) as st:
             assert st.tmp is not None
@@ -133,23 +171,22 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
     return 0
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one-line :class:`InputError` messages (exit 2) instead of argparse's usage block."""
-
-    def error(self, message: str) -> NoReturn:
-        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
 def _demo_parser() -> argparse.ArgumentParser:
     from .synth import SCENARIOS
 
-    p = _OneLineParser(prog=f"{PROG} demo", description="Generate a synthetic vLLM-style trace and analyze it.")
+    p = OneLineParser(prog=f"{PROG} demo", description="Generate a synthetic vLLM-style trace and analyze it.")
     add_flags(p, "demo", choices={"scenario": sorted(SCENARIOS)})
     return p
 
 
+def _schema_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog=f"{PROG} schema", description="Print the JSON Schema of report.json (or compare.json).")
+    add_flags(p, "schema")
+    return p
+
+
 def _compare_parser() -> argparse.ArgumentParser:
-    p = _OneLineParser(prog=f"{PROG} compare",
+    p = OneLineParser(prog=f"{PROG} compare",
                        description="Compare traces of the same workload: BASE (the first) against each NEW. "
                                    "Writes compare.md, compare.json, compare.html and tables/ (docs/COMPARE.md).")
     p.add_argument("traces", nargs="*", metavar="TRACE", help="BASE NEW [MORE ...] (.sqlite, or .nsys-rep with nsys)")
@@ -159,7 +196,8 @@ def _compare_parser() -> argparse.ArgumentParser:
 
 def run_compare(argv: Sequence[str]) -> int:
     from .comparison import compare_paths
-    from .comparison.write import check_compare_out, check_gate, gate, write_compare
+    from .comparison.gate import check_gate, gate
+    from .comparison.write import check_compare_out, write_compare
     from .pipeline import analyze_path
 
     a = _compare_parser().parse_args(list(argv))
@@ -192,9 +230,9 @@ def run_compare(argv: Sequence[str]) -> int:
             + ["  " + line for c in result.comparisons for line in c.headline])
     if limit is None:
         return 0
-    lines, failed = gate(result, limit)
+    lines, code = gate(result, limit, allow_incomparable=a.allow_incomparable)
     say([f"{PROG}: {line}" for line in lines])
-    return EXIT_REGRESSION if failed else 0
+    return code
 
 
 def _summary_lines(rep: Report) -> List[str]:
@@ -247,19 +285,35 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
     return 0
 
 
+def run_schema(argv: Sequence[str]) -> int:
+    a = _schema_parser().parse_args(list(argv))
+    if a.compare:
+        from .comparison import load_compare_schema
+        schema = load_compare_schema()
+    else:
+        from .render import load_schema
+        schema = load_schema()
+    if sys.stdout is None:
+        raise OutputError("cannot write the schema: stdout is closed")
+    try:
+        sys.stdout.write(json.dumps(schema, indent=2) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:   # `| head`: the reader has what it wanted
+        silence_stdout()
+    except (OSError, ValueError) as exc:   # the schema is this command's output: not written is an error
+        silence_stdout()
+        raise OutputError(f"cannot write the schema to stdout: {exc}") from None
+    return 0
+
+
 def _main(argv: Sequence[str]) -> int:
     argv = list(argv)
-    if argv and argv[0] == "schema" and not Path("schema").exists():
-        if "--compare" in argv[1:]:
-            from .comparison import load_compare_schema
-            print(json.dumps(load_compare_schema(), indent=2))
-            return 0
-        from .render import load_schema
-        print(json.dumps(load_schema(), indent=2))
-        return 0
-    if argv and argv[0] == "compare" and not Path("compare").exists():
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None   # never depends on the working directory
+    if command == "schema":
+        return run_schema(argv[1:])
+    if command == "compare":
         return run_compare(argv[1:])
-    if argv and argv[0] == "demo" and not Path("demo").exists():
+    if command == "demo":
         a = _demo_parser().parse_args(argv[1:])
         from .output import check_out_dir
         from .synth import build_scenario
@@ -269,7 +323,7 @@ def _main(argv: Sequence[str]) -> int:
         with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-demo-") as td:
             trace = Path(td) / "demo_trace.sqlite"
             build_scenario(a.scenario, str(trace))
-            return run_analysis(trace, od, opts, a.quiet, display_path=str(out / "demo_trace.sqlite"),
+            return run_analysis(trace, od, opts, a.quiet, display_path=shown(str(out / "demo_trace.sqlite")),
                                 extra_files=[trace])
     a = _parser().parse_args(argv)
     opts = options_from_args(a)   # validates every option and reads the option files before the analysis
@@ -277,6 +331,7 @@ def _main(argv: Sequence[str]) -> int:
     if _is_cluster(a.traces):
         return run_cluster(a.traces, Path(a.out), opts, a.force, a.quiet, jobs, a.scheduler)
     from .output import check_out_dir
+    check_name(a.traces[0])
     od = check_out_dir(Path(a.out), a.force, "report", [a.traces[0]])
     if (jobs is not None or a.scheduler) and not a.quiet:
         error_line(f"{PROG}: note: ", "--jobs / --scheduler apply to several traces; one trace is analysed here, "
@@ -284,7 +339,38 @@ def _main(argv: Sequence[str]) -> int:
     return run_analysis(Path(a.traces[0]), od, opts, a.quiet)
 
 
+def _ended(exc: BaseException, committed: Sequence[Path]) -> int:
+    """The exit code of a run that raised ``exc``, after its one line on stderr."""
+    from . import interrupts
+
+    signal_exc = interrupts.fired()   # a signal's exception may come back as another (an ImportError…)
+    if signal_exc is not None or isinstance(exc, KeyboardInterrupt):   # SIGINT; SIGTERM / SIGHUP: Interrupted
+        why = signal_exc or exc
+        name, code = getattr(why, "name", "SIGINT"), getattr(why, "exit_code", 130)
+        done = f"after the output was written to {committed[-1]}" if committed else "; no output was written"
+        error_line(f"{PROG}: ", f"interrupted by {name} {done}".replace(" ;", ";"))
+        return int(code)
+    if isinstance(exc, OptionError):   # named by its flag here (the API names it by its keyword)
+        error_line(f"{PROG}: error: ", exc.worded(flag_of))
+        return exc.exit_code
+    if isinstance(exc, ExplainerError):
+        error_line(f"{PROG}: error: ", exc)
+        return exc.exit_code
+    if isinstance(exc, MemoryError):
+        error_line(f"{PROG}: error: ", "out of memory while analyzing the trace")
+        return 1
+    if isinstance(exc, BrokenPipeError):   # stdout closed by the reader (`| head`): fine once the output is complete
+        silence_stdout()
+        return 0 if committed else 1
+    if not isinstance(exc, Exception) or os.environ.get("NSYS_LLM_EXPLAIN_DEBUG"):
+        raise exc   # SystemExit (--help), or a traceback asked for
+    error_line(f"{PROG}: internal error: ", f"{type(exc).__name__}: {exc} "   # still one line
+               "(set NSYS_LLM_EXPLAIN_DEBUG=1 for a traceback)")
+    return 1
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The command line (``argv``: the arguments after the program name); returns the exit code."""
     from . import interrupts
     from .output import COMMITTED
 
@@ -293,29 +379,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     previous = interrupts.install()
     try:
         return _main(argv)
-    except OptionError as exc:   # named by its flag here (the API names it by its keyword)
-        error_line(f"{PROG}: error: ", exc.worded(flag_of))
-        return exc.exit_code
-    except ExplainerError as exc:
-        error_line(f"{PROG}: error: ", exc)
-        return exc.exit_code
-    except KeyboardInterrupt as exc:   # SIGINT, or SIGTERM / SIGHUP as errors.Interrupted
-        name, code = getattr(exc, "name", "SIGINT"), getattr(exc, "exit_code", 130)
-        done = f"after the output was written to {COMMITTED[-1]}" if COMMITTED else "; no output was written"
-        error_line(f"{PROG}: ", f"interrupted by {name} {done}".replace(" ;", ";"))
-        return code
-    except MemoryError:
-        error_line(f"{PROG}: error: ", "out of memory while analyzing the trace")
-        return 1
-    except BrokenPipeError:   # stdout closed by the reader (`| head`): fine once the output is complete
-        silence_stdout()
-        return 0 if COMMITTED else 1
-    except Exception as exc:  # internal error: still one line, unless debugging
-        if os.environ.get("NSYS_LLM_EXPLAIN_DEBUG"):
-            raise
-        error_line(f"{PROG}: internal error: ", f"{type(exc).__name__}: {exc} "
-                   "(set NSYS_LLM_EXPLAIN_DEBUG=1 for a traceback)")
-        return 1
+    except BaseException as exc:
+        return _ended(exc, COMMITTED)
     finally:
         interrupts.restore(previous)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Callable
+TYPE_CHECKING = False   # typing is not imported at run time: this module loads before the signal handlers
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 class ExplainerError(Exception):
@@ -53,6 +55,14 @@ class OutputError(ExplainerError):
     exit_code = 2
 
 
+class WorkerError(ExplainerError):
+    """A cluster run lost what ran its analyses — a worker process killed (the out-of-memory killer), a Dask
+    scheduler that does not answer, Dask workers lost mid-run — and the message names what failed and the files
+    not analysed: exit code 2 (:mod:`cluster.workers`)."""
+
+    exit_code = 2
+
+
 class Interrupted(KeyboardInterrupt):
     """A termination signal (SIGINT, SIGTERM, SIGHUP) turned into an exception in the main thread, so that
     ``finally`` blocks remove temporary and staging directories; exit code 128 + the signal number."""
@@ -67,6 +77,9 @@ class Interrupted(KeyboardInterrupt):
 #: exit code of ``nsys-llm-explain compare --fail-on-regression PCT`` when a NEW trace is slower than BASE by
 #: more than PCT % on the headline metric (distinct from 0 ok, 1 internal error, 2 bad input, 130 interrupted)
 EXIT_REGRESSION = 3
+#: exit code of ``compare --fail-on-regression PCT`` when a pair cannot be compared (a capture with no GPU work,
+#: too short, too different): the gate fails closed unless ``--allow-incomparable`` (:mod:`comparison.gate`)
+EXIT_INCOMPARABLE = 4
 
 
 class OptionalDependencyError(ImportError):

@@ -18,6 +18,10 @@ from typing import Any, Callable, Dict, Iterator, Optional, Union
 
 from .errors import Interrupted
 
+TYPE_CHECKING = False   # typing is not imported at run time: this module loads before anything else (__main__)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterator, Optional
+
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 _STATE: Dict[str, Any] = {"defer": 0, "pending": None, "fired": 0}   # fired: the signal being handled, or 0
 
@@ -25,6 +29,13 @@ _STATE: Dict[str, Any] = {"defer": 0, "pending": None, "fired": 0}   # fired: th
 def _raise(signum: int) -> None:
     _STATE["fired"] = signum
     raise Interrupted(signum, signal.Signals(signum).name)
+
+
+def fired() -> Optional[Interrupted]:
+    """The interrupt being handled, or None: a signal's exception can come back as another one (a C extension
+    that was loading, such as numpy's, turns it into an ``ImportError``), so the command line asks this first."""
+    signum = _STATE["fired"]
+    return Interrupted(signum, signal.Signals(signum).name) if signum else None
 
 
 def check() -> None:
@@ -59,6 +70,13 @@ def install() -> Dict[int, Handler]:
     for sig in SIGNALS:
         previous[sig] = signal.signal(sig, _handler)
     return previous
+
+
+def ignore() -> None:
+    """Ignore SIGINT / SIGTERM / SIGHUP from now on (main thread only): the command line's run is over."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
 
 
 def restore(previous: Dict[int, Handler]) -> None:

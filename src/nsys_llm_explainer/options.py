@@ -24,15 +24,17 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Type
 from .config import values as v
 from .config.categories import CategoryRules, load_rules
 from .config.phase_map import PhaseMap
-from .errors import EXIT_REGRESSION, InputError, OptionConflict
+from .errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, OptionConflict
 from .jsonable import json_ready
 from .read.columnar import READERS
 
 T = TypeVar("T")
 #: ``check(value, name) -> parsed``; raises :class:`~nsys_llm_explainer.errors.OptionError` naming ``name``
 Check = Callable[[Any, str], Any]
-#: the commands whose parsers the table builds: the main command (one trace, or several: a cluster), compare, demo
-COMMANDS = ("main", "compare", "demo")
+#: the commands that write an output: the main command (one trace, or several: a cluster), compare, demo
+RUNS = ("main", "compare", "demo")
+#: the commands whose parsers the table builds: those and ``schema``
+COMMANDS = RUNS + ("schema",)
 ANALYSIS = ("main", "compare")      # the commands that take every analysis option
 KINDS = ("value", "int", "float", "on", "off")
 #: ``Option.choices`` of an option whose choices the command knows (demo's scenarios: :mod:`synth`)
@@ -91,7 +93,7 @@ class Options:
     """Parsed analysis options, one field per option (order: ``report.json`` ``options``)."""
 
     top: int = option(20, "--top", help="rows in top tables (default %(default)s)", metavar="N", kind="int",
-                      check=v.positive_int, commands=COMMANDS)
+                      check=v.positive_int, commands=RUNS)
     #: user phase map (source ``"user"``); None: the presets
     phase_map: Optional[PhaseMap] = option(
         None, "--phase-map", "--phases-json", help='JSON {"phase": ["substring", ...]} mapping NVTX range names '
@@ -137,22 +139,28 @@ _OUT = "output directory (new, empty, or holding a previous "
 
 #: the options of a run (where the output goes, how the work is spread, how BASE and NEW are named)
 RUN_OPTIONS: Tuple[Option, ...] = (
-    Option("out", ("-o", "--out"), _OUT + "report)", required=True, commands=COMMANDS,
+    Option("out", ("-o", "--out"), _OUT + "report)", required=True, commands=RUNS,
            help_for=(("demo", _OUT + "demo)"), ("compare", _OUT + "comparison)"))),
-    Option("force", ("--force",), FORCE_HELP, False, kind="on", commands=COMMANDS,
+    Option("force", ("--force",), FORCE_HELP, False, kind="on", commands=RUNS,
            help_for=(("demo", FORCE_HELP + " (e.g. a report of a real trace)"),)),
     Option("scenario", ("--scenario",), "synthetic scenario to generate (default: %(default)s; one of %(choices)s)",
            "demo", metavar="NAME", choices=CHOSEN_BY_COMMAND, commands=("demo",)),
     Option("labels", ("--labels",), "comma-separated names of the traces (default: file names)", check=v.names,
            metavar="A,B,...", commands=("compare",)),
-    Option("fail_on_regression", ("--fail-on-regression",),   # checked by comparison.write.check_gate
+    Option("fail_on_regression", ("--fail-on-regression",),   # checked by comparison.gate.check_gate
            f"exit {EXIT_REGRESSION} when a NEW trace is slower than BASE by more than PCT %% on the headline metric "
-           "(and by more than the noise)", metavar="PCT", commands=("compare",)),
+           f"(and by more than the noise); exit {EXIT_INCOMPARABLE} when a pair cannot be compared",
+           metavar="PCT", commands=("compare",)),
+    Option("allow_incomparable", ("--allow-incomparable",), "with --fail-on-regression: let a pair that cannot be "
+           f"compared (no GPU work, too short, too different) pass as 'not gated' instead of exit {EXIT_INCOMPARABLE}",
+           False, kind="on", commands=("compare",)),
     Option("jobs", ("--jobs",), "several traces: analyse N files at a time (default: min(files, CPU count))",
            check=v.workers, metavar="N", kind="int", commands=("main",), after=True),
     Option("scheduler", ("--scheduler",), "several traces: run the per-file analyses on this Dask scheduler "
            "(`local`: a LocalCluster); needs the dask extra", metavar="ADDRESS", commands=("main",), after=True),
-    Option("quiet", ("--quiet",), "no stdout summary, no progress", False, kind="on", commands=COMMANDS,
+    Option("compare_schema", ("--compare",), "print the JSON Schema of compare.json instead of report.json's", False,
+           kind="on", commands=("schema",), after=True),
+    Option("quiet", ("--quiet",), "no stdout summary, no progress", False, kind="on", commands=RUNS,
            help_for=(("compare", "print only the gate line(s)"), ("demo", None)), after=True),
 )
 
@@ -197,6 +205,11 @@ def check_option(name: str, value: Any) -> Any:
     """``value`` of option ``name`` checked and parsed by the table's check (unchanged when it has none)."""
     o = BY_NAME[name]
     return o.check(value, name) if o.check is not None else value
+
+
+def check_workers(value: Any, name: str = "workers") -> Optional[int]:
+    """A number of workers (``analyze(path, workers=N)``): an integer ≥ 1 or None; the error names ``name``."""
+    return v.workers(value, name)
 
 
 def _build(given: Mapping[str, Any]) -> Options:

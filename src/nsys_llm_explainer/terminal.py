@@ -26,7 +26,7 @@ def say(lines: Sequence[str]) -> None:
             indent = len(line) - len(line.lstrip(" "))
             sys.stdout.write(encodable(" " * indent + term_text(line), enc) + "\n")
         sys.stdout.flush()
-    except BrokenPipeError:
+    except (OSError, ValueError, AttributeError):   # closed (`| head`, `>&-`) or full (ENOSPC): not our failure
         silence_stdout()
 
 
@@ -58,7 +58,7 @@ def silence_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
 
 
@@ -68,5 +68,5 @@ def error_line(prefix: str, message: object) -> None:
     try:
         sys.stderr.write(encodable(prefix + term_text(message, ERROR_LIMIT), enc) + "\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):   # stderr closed (`2>&-`: None) or full
         pass

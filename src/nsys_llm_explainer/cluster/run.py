@@ -7,6 +7,8 @@
   so memory is bounded by ``jobs`` single-file analyses.
 * ``scheduler="ADDRESS"``: ``dask.distributed.Client(ADDRESS)``; ``scheduler="local"``: a ``LocalCluster`` of
   ``jobs`` single-threaded workers. Dask is an optional extra (``pip install 'nsys-llm-explainer[dask]'``).
+* faults and interrupts (a killed worker, an unresponsive scheduler, Dask workers lost, Ctrl-C): :mod:`.workers`
+  (one line naming what failed and the files not analysed, within documented timeouts).
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ from __future__ import annotations
 import glob
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import InputError, OptionalDependencyError
+from ..errors import InputError
 from ..options import Options, check_option
+from ..paths import check_name
 from .result import ClusterResult, build_result
 from .summary import FileSummary, analyze_file
+from .workers import run_dask, run_pool
 
 TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep")
 GLOB_CHARS = re.compile(r"[*?\[]")
@@ -32,7 +35,8 @@ def _natural(p: str) -> Tuple[Any, ...]:
 
 
 def expand_inputs(items: Sequence[str]) -> List[str]:
-    """Files, directories and globs → trace files (see module docstring). Raises InputError when none."""
+    """Files, directories and globs → trace files (see module docstring). Raises InputError when none, and for a
+    file name that is not valid UTF-8 (:func:`paths.check_name`)."""
     out: List[str] = []
     for it in items:
         p = Path(it)
@@ -52,10 +56,12 @@ def expand_inputs(items: Sequence[str]) -> List[str]:
             raise InputError(f"{it} does not exist")
     seen, uniq = set(), []
     for x in out:
-        k = os.path.realpath(x)
+        k = os.path.realpath(check_name(x))
         if k not in seen:
             seen.add(k)
             uniq.append(x)
+    if not uniq:
+        raise InputError("no trace given: name files, directories or glob patterns")
     return uniq
 
 
@@ -72,45 +78,19 @@ def make_labels(paths: Sequence[str]) -> List[str]:
     return out
 
 
-def _dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
-    """(a ``dask.distributed.Client``, the ``LocalCluster`` it runs on or None)."""
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:
-        raise OptionalDependencyError("scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
-    if scheduler == "local":
-        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
-        return Client(cluster), cluster
-    try:
-        return Client(scheduler, timeout="10s"), None
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise InputError(f"cannot connect to the Dask scheduler {scheduler}: {exc}") from None
-
-
 def run_files(paths: Sequence[str], labels: Sequence[str], options: Optional[Options], jobs: Optional[int],
               scheduler: Optional[str], rank_root: Optional[str] = None) -> List[FileSummary]:
-    """Per-file summaries in input order; with ``rank_root``, each file's report goes to ``rank_root/<label>``."""
+    """Per-file summaries in input order; with ``rank_root``, each file's report goes to ``rank_root/<label>``.
+    Faults (a lost worker, an unresponsive scheduler) and interrupts end as :mod:`.workers` says."""
     n = len(paths)
     jobs = max(1, min(n, jobs if jobs else (os.cpu_count() or 1)))
     dirs = [str(Path(rank_root) / lab) if rank_root else None for lab in labels]
     args = list(zip(paths, labels, [options] * n, dirs))
     if scheduler:
-        client, cluster = _dask_client(scheduler, jobs)
-        try:
-            futs = [client.submit(analyze_file, *a, pure=False) for a in args]
-            return list(client.gather(futs))
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+        return run_dask(args, jobs, scheduler)
     if jobs == 1:
         return [analyze_file(*a) for a in args]
-    import multiprocessing as mp
-
-    kw: dict = {"max_workers": jobs, "mp_context": mp.get_context("spawn")}
-    with ProcessPoolExecutor(**kw) as ex:
-        futs = [ex.submit(analyze_file, *a) for a in args]
-        return [f.result() for f in futs]
+    return run_pool(args, jobs)
 
 
 def analyze_many(items: Sequence[str], options: Optional[Options] = None, jobs: Optional[int] = None,

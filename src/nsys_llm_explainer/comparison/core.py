@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 from .. import __version__
 from ..analyses.common.stats import pct
 from ..errors import InputError, OptionError
+from ..paths import check_name
 from .diff import compare_pair, per_unit
 from .measure import NON_GPU, Facts, gather
 from .metric import choose_metric, measure
@@ -104,6 +105,7 @@ def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]] = None,
             raise InputError(f"trace not found: {pp}")
         if pp.is_dir():
             raise InputError(f"{pp} is a directory, not a trace file")
+        check_name(str(pp))
     labels = check_labels(labels, [str(p) for p in paths])
     if analyze is None:
         from ..pipeline import analyze_path

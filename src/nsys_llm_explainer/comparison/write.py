@@ -1,26 +1,19 @@
-"""Write a comparison atomically (``compare.md``, ``compare.json``, ``compare.html``, ``tables/*.csv``) and
-evaluate the ``--fail-on-regression PCT`` gate.
+"""Write a comparison atomically (``compare.md``, ``compare.json``, ``compare.html``, ``tables/*.csv``); the
+``--fail-on-regression PCT`` gate is :mod:`.gate`.
 
 Output follows the main command (:mod:`output`: a manifest of the files written, a staging directory made
 visible in one step); ``--out`` may be new, empty or hold a previous comparison, anything else is refused
 unless ``force``. Text cells follow :mod:`render.escape` (Markdown / HTML escaping, CSV formula guard).
-
-The gate (docs/COMPARE.md): for each NEW, fail when the pair is comparable and NEW's headline metric is
-higher than BASE's by more than ``PCT`` % *and* by more than the noise; a pair that is too short or too
-different to compare never fails, and its line says why. One line per NEW.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
 
-from ..errors import InputError
 from ..output import OutDir, Staging, check_out_dir
 from ..render.markdown import write_markdown
-from ..vocabulary.units import fmt_ms
 from .document import compare_document
 from .html import render_compare_html
 from .result import CompareResult
@@ -54,36 +47,3 @@ def write_compare(result: CompareResult, out: Union[Path, OutDir], top: Optional
         if before_commit is not None:
             before_commit()
         st.commit()
-
-
-def check_gate(pct: Any) -> float:
-    """The ``--fail-on-regression`` value: a finite percentage ≥ 0."""
-    try:
-        v = float(pct)
-    except (TypeError, ValueError):
-        raise InputError(f"--fail-on-regression must be a percentage, got {pct!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise InputError(f"--fail-on-regression must be a finite percentage ≥ 0, got {pct!r}")
-    return v
-
-
-def gate(result: CompareResult, pct: float) -> Tuple[List[str], bool]:
-    """(one line per NEW, whether any NEW regressed) for ``--fail-on-regression pct``."""
-    spec = result.metric
-    what = spec.description.split(" (")[0]
-    lines: List[str] = []
-    failed = False
-    for c in result.comparisons:
-        vals = (f"{what}: BASE {c.base} {fmt_ms(c.metric_base.p50_ns, unit=True)}, "
-                f"NEW {c.new} {fmt_ms(c.metric_new.p50_ns, unit=True)}"
-                + ("" if c.change_pct is None else f", {c.change_pct:+.1f} %"))
-        if c.status != "comparable" or c.change_pct is None:
-            lines.append(f"not gated ({c.status.replace('_', ' ')} to compare: {'; '.join(c.reasons)}): {vals}")
-        elif c.change_pct > pct and c.significant:
-            failed = True
-            lines.append(f"REGRESSION: {vals} (limit +{pct:g} %)")
-        elif c.change_pct > pct:
-            lines.append(f"not failing, within the noise (±{c.noise_pct:.1f} %): {vals} (limit +{pct:g} %)")
-        else:
-            lines.append(f"ok: {vals} (limit +{pct:g} %)")
-    return lines, failed

@@ -1,9 +1,12 @@
 """Turn an Nsight Systems report (``.nsys-rep`` / ``.qdrep``) into a SQLite export with the user's own
 ``nsys`` (``nsys export --type sqlite``), into a directory the caller owns (a temp dir). The report itself is
-only read by ``nsys``; nothing is written beside it."""
+only read by ``nsys``; nothing is written beside it. Paths reach ``nsys`` absolute (a report named ``-x.nsys-rep``
+is never read as an option), and the command suggested in messages is shell-quoted."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,17 +22,25 @@ def is_report(path: Path) -> bool:
     return path.suffix.lower() in REPORT_SUFFIXES
 
 
+def export_command(path: Path) -> str:
+    """The command that exports ``path`` by hand (into ``./<stem>.sqlite``), shell-quoted, the report named by
+    its absolute path."""
+    out = "./" + path.with_suffix(".sqlite").name
+    return f"nsys export --type sqlite --output {shlex.quote(out)} {shlex.quote(os.path.abspath(path))}"
+
+
 def export_report(path: Path, tmpdir: Path) -> Path:
     """``tmpdir/trace.sqlite`` exported from the report ``path``; :class:`InputError` (one line with the
     command to run by hand) when ``nsys`` is missing or the export fails."""
     nsys = shutil.which("nsys")
-    cmd_hint = f"nsys export --type sqlite --output {path.with_suffix('.sqlite').name} {path}"
+    src = os.path.abspath(path)   # absolute: a name starting with '-' never reads as an option of nsys
+    cmd_hint = export_command(path)
     if nsys is None:
         raise InputError(f"{path.name} is an Nsight Systems report, not SQLite, and `nsys` is not on PATH; "
                          f"run: {cmd_hint}")
     out = tmpdir / "trace.sqlite"
     try:
-        proc = subprocess.run([nsys, "export", "--type", "sqlite", "--output", str(out), str(path)],
+        proc = subprocess.run([nsys, "export", "--type", "sqlite", "--output", os.path.abspath(out), src],
                               capture_output=True, timeout=EXPORT_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as exc:
         raise InputError(f"`nsys export` failed ({exc}); run: {cmd_hint}") from None

@@ -1,0 +1,243 @@
+"""Where the per-file analyses of a cluster run execute — inline, a local process pool, a Dask cluster — and how
+every fault ends: one line naming what failed and the files not analysed (:class:`errors.WorkerError`, exit 2),
+within a bounded time.
+
+Local pool (``ProcessPoolExecutor``, ``spawn``; workers ignore SIGINT, the parent stops them):
+
+* a worker killed (``SIGKILL`` from the out-of-memory killer, a crash) → :class:`WorkerError` naming the files
+  whose analysis had not finished (never ``BrokenProcessPool``);
+* an error in one file (as soon as it happens), or an interrupt (Ctrl-C, SIGTERM, SIGHUP) → the queued files
+  are cancelled and the running workers terminated (``SIGTERM``, then ``SIGKILL`` after :data:`STOP_GRACE_S`):
+  the run stops within about a second instead of waiting for every queued file.
+
+Dask (``scheduler="ADDRESS"`` or ``"local"``; the main thread polls every :data:`POLL_S` s, so signals work):
+
+* the scheduler must answer within :data:`DASK_CONNECT_TIMEOUT_S` s (unreachable, silent, or speaking
+  something else → one line);
+* no worker on the scheduler for :data:`DASK_NO_WORKER_S` s (all lost mid-run, none joining) → one line naming
+  the files not analysed; workers that keep dying (Dask's ``KilledWorker``) → one line naming the files;
+* each call to the scheduler (a worker count) is bounded by :data:`DASK_CALL_TIMEOUT_S` s, fetching one result
+  by :data:`DASK_RESULT_TIMEOUT_S` s, the final cancel-and-close by :data:`DASK_CLOSE_TIMEOUT_S` s; a scheduler
+  that stops answering or goes away → one line.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+
+from ..errors import InputError, OptionalDependencyError, WorkerError
+from .summary import FileSummary, analyze_file
+
+T = TypeVar("T")
+#: seconds a terminated pool worker gets to exit before it is killed
+STOP_GRACE_S = 0.5
+#: seconds to connect to ``--scheduler ADDRESS`` (TCP connect and Dask handshake)
+DASK_CONNECT_TIMEOUT_S = 10.0
+#: seconds a Dask run may have no worker at all before it fails
+DASK_NO_WORKER_S = 30.0
+#: seconds for one call to the scheduler (worker count, cancel, close)
+DASK_CALL_TIMEOUT_S = 10.0
+#: seconds for cancelling what is left and closing the client (and a local cluster) at the end, in all
+DASK_CLOSE_TIMEOUT_S = 3.0
+#: seconds to fetch one finished file's result from its worker
+DASK_RESULT_TIMEOUT_S = 60.0
+#: seconds between two looks at the Dask futures (and between two worker counts: :data:`WORKER_CHECK_S`)
+POLL_S = 0.1
+WORKER_CHECK_S = 1.0
+#: files named in a message before "and N more"
+NAMED = 8
+
+Args = Tuple[str, str, Any, Optional[str]]   # analyze_file's (path, label, options, rank_dir)
+
+
+def files_text(paths: Sequence[str]) -> str:
+    """``a.sqlite, b.sqlite`` (at most :data:`NAMED`, then ``and N more``)."""
+    shown = ", ".join(paths[:NAMED])
+    return shown + (f" and {len(paths) - NAMED} more" if len(paths) > NAMED else "")
+
+
+# ------------------------------------------------------------------------------------------ local pool
+def _worker_init() -> None:
+    """Pool worker start-up: Ctrl-C reaches the whole process group; the parent decides and stops the workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def _stop_pool(ex: ProcessPoolExecutor) -> None:
+    """Cancel the queued work and end the running workers now (terminate, then kill after the grace)."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())   # the live workers (no public accessor)
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(STOP_GRACE_S)
+
+
+def run_pool(args: Sequence[Args], jobs: int) -> List[FileSummary]:
+    """Each file on a process pool of ``jobs`` workers; results in input order (see module docstring)."""
+    import multiprocessing as mp
+
+    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init)
+    futs: List[Future] = []
+    try:
+        futs = [ex.submit(analyze_file, *a) for a in args]
+        wait(futs, return_when=FIRST_EXCEPTION)   # a failing file ends the run now, not after the queue
+        for f in futs:
+            if f.done() and not f.cancelled() and f.exception() is not None:
+                f.result()   # the first failure in input order among those that ended
+        out = [f.result() for f in futs]
+    except BrokenProcessPool:
+        _stop_pool(ex)
+        lost = [a[0] for a, f in zip(args, futs) if not f.done() or f.cancelled() or f.exception() is not None]
+        raise WorkerError(f"a worker process died before it finished (killed by a signal, as the out-of-memory "
+                          f"killer does); not analysed: {files_text(lost or [a[0] for a in args])} (try fewer "
+                          "--jobs)") from None
+    except BaseException:   # an error in one file, an interrupt: stop the rest now
+        _stop_pool(ex)
+        raise
+    ex.shutdown(wait=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ Dask
+def bounded(fn: Callable[[], T], timeout: float, what: str, grace: float = 0.0) -> T:
+    """``fn()`` on a daemon thread, waited for at most ``timeout`` (+ ``grace``: for a call with its own
+    ``timeout``, whose error is better) s, the wait interruptible; a call still running then raises
+    :class:`WorkerError` ``what did not answer within <timeout> s``."""
+    box: Dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:   # handed to the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=call, name="nsys-llm-explain-dask-call", daemon=True)
+    t.start()
+    t.join(timeout + grace)
+    if t.is_alive():
+        raise WorkerError(f"{what} did not answer within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
+    """(a ``dask.distributed.Client``, the ``LocalCluster`` it runs on or None); one line when the scheduler
+    cannot be reached or does not answer within :data:`DASK_CONNECT_TIMEOUT_S` s."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise OptionalDependencyError("scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
+    if scheduler == "local":
+        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
+        return Client(cluster), cluster
+    t = DASK_CONNECT_TIMEOUT_S
+    try:
+        return bounded(lambda: Client(scheduler, timeout=f"{t:g}s"), t, f"the Dask scheduler {scheduler}",
+                       grace=2.0), None
+    except WorkerError:
+        raise
+    except Exception as exc:   # OSError, TimeoutError, ValueError (bad address), garbage answers (MemoryError…)
+        raise InputError(f"cannot connect to the Dask scheduler {scheduler}: {type(exc).__name__}: {exc}") from None
+
+
+def _killed_worker(exc: BaseException) -> bool:
+    return type(exc).__name__ == "KilledWorker"
+
+
+def _close(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
+    """Cancel what is left and close the client (and the local cluster) within :data:`DASK_CLOSE_TIMEOUT_S` s
+    in all (a scheduler that is gone is not waited for); never raises."""
+    def close() -> None:
+        for step in (lambda: client.cancel(list(futs)) if futs else None,
+                     lambda: client.close(timeout=DASK_CLOSE_TIMEOUT_S),
+                     lambda: cluster.close(timeout=DASK_CLOSE_TIMEOUT_S) if cluster is not None else None):
+            try:
+                step()
+            except Exception:   # cleanup: the run's own outcome (or interrupt) is what is reported
+                pass
+
+    try:
+        bounded(close, DASK_CLOSE_TIMEOUT_S, "closing the Dask client")
+    except BaseException:
+        pass
+
+
+def _workers(client: Any, scheduler: str) -> int:
+    info = bounded(lambda: client.scheduler_info(), DASK_CALL_TIMEOUT_S, f"the Dask scheduler {scheduler}")
+    return len(info.get("workers") or {})
+
+
+def run_dask(args: Sequence[Args], jobs: int, scheduler: str) -> List[FileSummary]:
+    """Each file as a Dask task; results in input order (see module docstring)."""
+    client, cluster = dask_client(scheduler, jobs)
+    futs: List[Any] = []
+    try:
+        futs = [client.submit(analyze_file, *a, pure=False) for a in args]
+        return _poll(client, futs, [a[0] for a in args], scheduler)
+    finally:
+        _close(client, cluster, [f for f in futs if f.status == "pending"])
+
+
+def _poll(client: Any, futs: Sequence[Any], paths: Sequence[str], scheduler: str) -> List[FileSummary]:
+    results: Dict[int, FileSummary] = {}
+    no_worker_since: Optional[float] = None
+    next_check = time.monotonic() + WORKER_CHECK_S
+
+    def left() -> str:
+        return files_text([p for i, p in enumerate(paths) if i not in results])
+
+    while len(results) < len(futs):
+        for i, f in enumerate(futs):
+            if i in results:
+                continue
+            status = f.status
+            if status == "finished":
+                try:
+                    results[i] = bounded(f.result, DASK_RESULT_TIMEOUT_S, f"the result of {paths[i]}")
+                except WorkerError as exc:
+                    raise WorkerError(f"{exc}; not analysed: {left()}") from None
+            elif status == "error":
+                err: BaseException = bounded(f.exception, DASK_CALL_TIMEOUT_S, f"the Dask scheduler {scheduler}")
+                if _killed_worker(err):
+                    raise WorkerError(f"Dask workers died repeatedly (KilledWorker after Dask's retries: the "
+                                      f"out-of-memory killer, a crash) with {paths[i]} in progress; not analysed: "
+                                      f"{left()}")
+                raise err
+            elif status == "cancelled":   # ("lost": its result died with a worker; Dask computes it again)
+                if getattr(client, "status", "running") != "running":
+                    raise WorkerError(f"lost the connection to the Dask scheduler {scheduler}; not analysed: "
+                                      f"{left()}")
+                raise WorkerError(f"the Dask scheduler {scheduler} cancelled the task of {paths[i]}; not analysed: "
+                                  f"{left()}")
+        now = time.monotonic()
+        if len(results) < len(futs) and now >= next_check:
+            next_check = now + WORKER_CHECK_S
+            try:
+                n = _workers(client, scheduler)
+            except WorkerError as exc:
+                raise WorkerError(f"{exc}; not analysed: {left()}") from None
+            except Exception as exc:   # the connection to the scheduler is gone
+                raise WorkerError(f"lost the Dask scheduler {scheduler} ({type(exc).__name__}: {exc}); "
+                                  f"not analysed: {left()}") from None
+            if n:
+                no_worker_since = None
+            elif no_worker_since is None:
+                no_worker_since = now
+            elif now - no_worker_since >= DASK_NO_WORKER_S:
+                raise WorkerError(f"no Dask worker on {scheduler} for {DASK_NO_WORKER_S:g} s (lost mid-run, none "
+                                  f"joined); not analysed: {left()}")
+        time.sleep(POLL_S)
+    return [results[i] for i in range(len(futs))]

@@ -385,6 +385,23 @@ def test_to_frame(base_trace):
         rep.to_frame("nope")
 
 
+def test_to_frame_holds_the_rows_of_each_csv(base_trace, tmp_path):
+    """One registry of tables: every tables/*.csv is a frame of the same name with the same rows."""
+    pytest.importorskip("pandas")
+    from nsys_llm_explainer.render import render_all
+    from nsys_llm_explainer.render.csv_tables import read_table
+
+    rep = nle.analyze(str(base_trace))
+    render_all(rep.to_dict(), tmp_path)
+    csvs = sorted(p.stem for p in (tmp_path / "tables").glob("*.csv"))
+    assert len(csvs) >= 20
+    for name in csvs:
+        _, rows = read_table(tmp_path / "tables" / f"{name}.csv")
+        assert len(rep.to_frame(name)) == len(rows), name
+    idle = rep.to_frame("idle_causes")
+    assert int(idle["ns"].sum()) == sum(d.idle_ns for d in rep.gpu_time.devices)
+
+
 def test_to_frame_without_pandas(base_trace, monkeypatch):
     rep = nle.analyze(str(base_trace))
     monkeypatch.setitem(sys.modules, "pandas", None)            # `import pandas` now raises ImportError

@@ -23,7 +23,8 @@ ALLOWED: Dict[str, FrozenSet[str]] = {
     "findings": BASE | {"analyses", "model", "options"},
     "runner": F(), "graph": BASE | {"analyses", "config", "findings", "model", "options", "runner"},
     "serialize": BASE | {"config", "options"},
-    "report": BASE | {"analyses", "findings", "model", "options", "serialize"},
+    "report": BASE | {"analyses", "findings", "model", "options", "serialize",
+                      "render"},   # only Report.to_frame, at call time: the CSV table specs (an output format)
     "pipeline": BASE | {"<pkg>", "read", "model", "analyses", "graph", "options", "report", "runner"},
     "render": F({"vocabulary", "serialize"}),
     "comparison": BASE | {"<pkg>", "analyses", "findings", "output", "paths", "pipeline", "render", "report"},

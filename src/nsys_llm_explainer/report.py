@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Tuple
+from typing import Any, Dict, Mapping, Tuple
 
 from .analyses.api.cuda_api import CudaApiResult
 from .analyses.api.graphs import GraphResult
@@ -34,31 +34,6 @@ from .findings.rank import Headline
 from .model.trace import TraceModel
 from .options import Options
 from .serialize import report_dict
-
-Rows = Callable[[Dict[str, Any]], List[Dict[str, Any]]]
-
-
-def _per_device(key: str, field_name: str) -> Rows:
-    return lambda d: [{"device_id": dev["device_id"], **row} for dev in d[key] for row in dev[field_name]]
-
-
-#: ``Report.to_frame(name)``: the rows of ``report.json`` each name stands for (as in ``tables/*.csv``)
-FRAMES: Dict[str, Rows] = {
-    "kernels": lambda d: d["kernels"],                                  # per name and device
-    "kernels_by_name": lambda d: d["kernels_summary"]["by_name"],
-    "steady_kernels": lambda d: d["steady_kernels"]["by_name"],
-    "devices": lambda d: d["devices"],
-    "gaps": _per_device("devices", "largest_gaps"),
-    "idle_causes": lambda d: _per_device("devices", "causes")(d["idle_causes"]),
-    "idle_cause_totals": lambda d: d["idle_causes"]["totals"],
-    "findings": lambda d: d["findings"],
-    "steps": lambda d: d["steps"]["rows"],
-    "categories": lambda d: d["categories"]["overall"],
-    "phases": lambda d: d["phases"]["phases"],
-    "nvtx_ranges": lambda d: d["nvtx"]["ranges"],
-    "cuda_api": lambda d: d["cuda_api"]["apis"],
-    "memcpy": lambda d: d["memcpy"]["by_kind"],
-}
 
 
 @dataclass(frozen=True)
@@ -103,16 +78,17 @@ class Report:
         return report_dict(self)
 
     def to_frame(self, name: str) -> Any:
-        """A pandas ``DataFrame`` of one table of ``report.json`` (:data:`FRAMES`: ``kernels``, ``devices``,
-        ``idle_causes``, ``findings``, ``steps``, ``categories``, …), one row per row, nested objects flattened
-        one level (``full.busy_ns``, ``cause.kind``); integer ns as in ``report.json``. Needs the ``pandas``
+        """A pandas ``DataFrame`` of one table of the report: the tables of ``tables/*.csv`` by file name
+        (``kernels``, ``devices``, ``idle_causes``, ``gpu_idle_gaps``, ``findings``, ``steps``, ``categories``, …;
+        :mod:`render.frames`, the CSV's own table specs), one row per ``report.json`` row, nested objects flattened
+        one level (``full.busy_ns``, ``cause.kind``), integer ns as in ``report.json``. Needs the ``pandas``
         extra: raises :class:`errors.OptionalDependencyError` (an ``ImportError``) without it."""
-        if name not in FRAMES:
-            raise ValueError(f"unknown table {name!r}; known: {', '.join(sorted(FRAMES))}")
+        from .render.frames import check_table, table_frame  # output formatting: the CSVs' specs (docs/DESIGN.md)
+
+        check_table(name)   # an unknown name is refused before pandas is needed
         try:
             import pandas as pd
         except ImportError:
             raise OptionalDependencyError("Report.to_frame needs pandas: pip install 'nsys-llm-explainer[pandas]'"
                                           ) from None
-        rows = FRAMES[name](self.to_dict())
-        return pd.json_normalize(rows, max_level=1) if rows else pd.DataFrame()
+        return table_frame(self.to_dict(), name, pd)

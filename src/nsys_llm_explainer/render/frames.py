@@ -1,0 +1,36 @@
+"""pandas frames of the report's tables: the tables of ``tables/*.csv`` (the same specs, :data:`.specs.CSV_TABLES`,
+named by their file name without ``.csv``), with the ``report.json`` rows they hold — exact integer ns, nested
+objects flattened one level (``full.busy_ns``, ``cause.kind``) — rather than the CSV's text cells.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+from .specs import CSV_TABLES
+from .table import Table
+
+#: table name → its spec (``kernels``, ``devices``, ``idle_causes``, ``gpu_idle_gaps``, ``findings``, ``steps``, …)
+TABLES: Dict[str, Table] = {t.csv[:-len(".csv")]: t for t in CSV_TABLES}
+
+
+def table_names() -> List[str]:
+    return sorted(TABLES)
+
+
+def check_table(name: str) -> Table:
+    """The spec of table ``name``; ``ValueError`` naming the known tables for an unknown name."""
+    if name not in TABLES:
+        raise ValueError(f"unknown table {name!r}; known: {', '.join(table_names())}")
+    return TABLES[name]
+
+
+def table_rows(report: Mapping[str, Any], name: str) -> List[Mapping[str, Any]]:
+    """The ``report.json`` rows of table ``name`` (those its CSV file holds)."""
+    return check_table(name).rows(report)
+
+
+def table_frame(report: Mapping[str, Any], name: str, pd: Any) -> Any:
+    """A ``DataFrame`` (``pd``: the pandas module) of table ``name`` of the report dict."""
+    rows = table_rows(report, name)
+    return pd.json_normalize([dict(r) for r in rows], max_level=1) if rows else pd.DataFrame()

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -79,8 +79,50 @@ def run_cli(*args: str, env_extra: dict | None = None, timeout: int = 300) -> su
                           env=env, timeout=timeout)
 
 
+#: a ``sitecustomize`` that slows a CLI subprocess down where a test needs it (the package has no test hooks):
+#: ``NLE_TEST_STAGED_PAUSE_S`` sleeps once the output is staged, before the commit (a signal lands there);
+#: ``NLE_TEST_STEP_PAUSE_S`` sleeps after each progress step (progress lines appear)
+PAUSE_HOOK = """
+import os, time
+_staged, _step = os.environ.get("NLE_TEST_STAGED_PAUSE_S"), os.environ.get("NLE_TEST_STEP_PAUSE_S")
+if _staged:
+    from nsys_llm_explainer.output import staging as _staging
+    _commit = _staging.Staging.commit
+
+    def commit(self, *args, **kwargs):
+        time.sleep(float(_staged))
+        return _commit(self, *args, **kwargs)
+
+    _staging.Staging.commit = commit
+if _step:
+    from nsys_llm_explainer import cli as _cli
+    _call = _cli.Progress.__call__
+
+    def call(self, step):
+        _call(self, step)
+        time.sleep(float(_step))
+
+    _cli.Progress.__call__ = call
+"""
+
+
+def pause_env(where: Path, staged: Optional[float] = None, step: Optional[float] = None) -> Dict[str, str]:
+    """Environment (``os.environ`` plus) for a CLI subprocess slowed by :data:`PAUSE_HOOK`, written to ``where``."""
+    hook = where / "pause_hook"
+    hook.mkdir(parents=True, exist_ok=True)
+    (hook / "sitecustomize.py").write_text(PAUSE_HOOK)
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(hook), str(src), os.environ.get("PYTHONPATH", "")]))
+    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
+    if staged is not None:
+        env["NLE_TEST_STAGED_PAUSE_S"] = str(staged)
+    if step is not None:
+        env["NLE_TEST_STEP_PAUSE_S"] = str(step)
+    return env
+
+
 def wait_until_staged(proc: subprocess.Popen, where: Path, timeout: float = 120) -> None:
-    """Wait until the CLI run ``proc`` (started with the staged-pause test hook) has staged its output in
+    """Wait until the CLI run ``proc`` (started with :func:`pause_env`'s staged pause) has staged its output in
     ``where`` (a hidden staging directory exists); fails if it ends first or takes longer than ``timeout``."""
     import time
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import signal
 import sqlite3
@@ -12,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_until_staged
+from conftest import pause_env, run_cli, wait_until_staged
 
 pytestmark = pytest.mark.slow   # every test starts the command line in a subprocess
 
@@ -209,11 +208,10 @@ def test_nsys_rep_without_nsys(tmp_path):
 
 @pytest.mark.slow   # waits for a real SIGINT
 def test_ctrl_c_leaves_nothing(tmp_path, demo_trace):
-    from nsys_llm_explainer.cli import STAGED_PAUSE_ENV
     from nsys_llm_explainer.output import STAGING_PREFIX
 
     out = tmp_path / "out"
-    env = dict(os.environ, **{STAGED_PAUSE_ENV: "30"})   # the report is staged, then waits: Ctrl-C lands there
+    env = pause_env(tmp_path / "h", staged=30)   # the report is staged, then waits: Ctrl-C lands there
     p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", str(demo_trace), "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     wait_until_staged(p, tmp_path)
@@ -283,7 +281,7 @@ def test_bad_option_files_fail_fast(tmp_path, demo_trace):
 
 @pytest.mark.slow   # pauses 1.2 s per pipeline step
 def test_progress_on_stderr_for_slow_steps(tmp_path, demo_trace):
-    proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), env_extra={"NSYS_LLM_EXPLAIN_TEST_PAUSE_S": "1.2"},
+    proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), env_extra=pause_env(tmp_path / "h", step=1.2),
                    timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "[nsys-llm-explain]" in proc.stderr and "elapsed" in proc.stderr

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from conftest import run_cli, wait_until_staged
+from conftest import pause_env, run_cli, wait_until_staged
 
 from nsys_llm_explainer import cli, interrupts
 from nsys_llm_explainer.errors import Interrupted
@@ -232,7 +232,7 @@ def test_signal_after_staging_leaves_previous_report(tmp_path: Path, trace: Path
     before = digest(out)
     tmpdir = tmp_path / "tmpdir"     # $TMPDIR of the run: must be empty afterwards
     tmpdir.mkdir()
-    env = dict(os.environ, TMPDIR=str(tmpdir), **{cli.STAGED_PAUSE_ENV: "30"})
+    env = dict(pause_env(tmp_path / "h", staged=30), TMPDIR=str(tmpdir))
     p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", str(trace), "--out", str(out), "--quiet"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     wait_until_staged(p, tmp_path)
@@ -247,7 +247,7 @@ def test_sigterm_during_compare_keeps_previous_comparison(tmp_path: Path, trace:
     out = tmp_path / "cmp"
     assert run("compare", str(trace), str(trace), "-o", str(out), "--quiet") == 0
     before = digest(out)
-    env = dict(os.environ, **{cli.STAGED_PAUSE_ENV: "30"})
+    env = pause_env(tmp_path / "h", staged=30)
     p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", "compare", str(trace), str(trace), "-o",
                           str(out), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     wait_until_staged(p, tmp_path)

@@ -45,14 +45,6 @@ if TYPE_CHECKING:
 PROG = "nsys-llm-explain"
 #: the words that, as the first argument, name a subcommand (always: see the module docstring)
 SUBCOMMANDS = ("compare", "demo", "schema")
-#: test-only hook (tests/test_output_safety.py): seconds to sleep once the output is staged, before the commit
-STAGED_PAUSE_ENV = "NSYS_LLM_EXPLAIN_TEST_STAGED_PAUSE_S"
-
-
-def _test_pause(var: str) -> None:
-    value = os.environ.get(var)
-    if value:
-        time.sleep(float(value))
 
 
 
@@ -73,9 +65,6 @@ class Progress:
             t.daemon = True
             t.start()
             self._timer = t
-        hook = os.environ.get("NSYS_LLM_EXPLAIN_TEST_PAUSE_S")  # test hook: makes a step slow (tests)
-        if hook:
-            time.sleep(float(hook))
 
     def _say(self, step: str) -> None:
         el = time.perf_counter() - self._t0
@@ -161,7 +150,6 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
                 raise InputError(str(exc)) from None
             progress("writing the cluster report")
             write_cluster_files(result.to_dict(), st.tmp)
-            _test_pause(STAGED_PAUSE_ENV)
             st.commit()
     finally:
         progress.stop()
@@ -222,7 +210,7 @@ def run_compare(argv: Sequence[str]) -> int:
 
             result, _ = compare_paths(a.traces, labels, analyze)
             progress("writing the comparison")
-            write_compare(result, od, top=opts.top, before_commit=lambda: _test_pause(STAGED_PAUSE_ENV))
+            write_compare(result, od, top=opts.top)
     finally:
         progress.stop()
     if not a.quiet:
@@ -275,7 +263,6 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
                 render_all(data, st.tmp)
                 for f in extra_files:
                     shutil.copyfile(f, st.tmp / f.name)
-                _test_pause(STAGED_PAUSE_ENV)
                 st.commit()
     finally:
         progress.stop()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
+from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from ..output import OutDir, Staging, check_out_dir
 from ..render.markdown import write_markdown
@@ -36,14 +36,11 @@ def render_compare(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None
     return files + write_compare_tables(d, out_dir)
 
 
-def write_compare(result: CompareResult, out: Union[Path, OutDir], top: Optional[int] = None,
-                  before_commit: Optional[Callable[[], None]] = None) -> None:
+def write_compare(result: CompareResult, out: Union[Path, OutDir], top: Optional[int] = None) -> None:
     """Write the comparison into ``out`` atomically (a plain path is checked first, without ``force``)."""
     od = out if isinstance(out, OutDir) else check_compare_out(Path(out), False)
     d = result.to_dict()
     with Staging(od) as st:
         assert st.tmp is not None
         render_compare(d, st.tmp, top=top)
-        if before_commit is not None:
-            before_commit()
         st.commit()

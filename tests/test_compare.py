@@ -261,8 +261,8 @@ def test_too_short(tmp_path, base_trace):
     assert proc.returncode == EXIT_INCOMPARABLE == 4, proc.stderr      # the gate fails closed
     line = _lines(proc.stdout)
     assert len(line) == 1 and line[0].startswith("nsys-llm-explain: NOT COMPARABLE, failing (exit 4): NEW short "
-                                                 "is too short (5 steps < 10; steady window 13.086 ms < 20 ms) — too "
-                                                 "short to compare: short has 5 steps (< 10)"), line
+                                                 "is too short (5 steps < 10; steady window 13.086 ms < 20.000 ms) — "
+                                                 "too short to compare: short has 5 steps (< 10)"), line
     proc = run_cli("compare", str(base_trace), str(short), "--out", str(tmp_path / "o"), "--quiet",
                    "--fail-on-regression", "0", "--allow-incomparable")
     assert proc.returncode == 0, proc.stderr

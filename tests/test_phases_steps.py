@@ -93,8 +93,8 @@ def test_nvtx_steps_exact(decode_model):
     assert slow["start_ns"] == STARTS[3]
     assert slow["vs_median"] == {"wall_ns": 190_000, "gpu_busy_ns": 10_000, "gpu_idle_ns": 170_000,
                                  "sync_ns": 150_000, "memcpy_ns": 0, "kernel_count": 1}
-    assert slow["what_differed"] == ("+190.0 µs wall vs the median decode step: +170.0 µs GPU idle, "
-                                     "+150.0 µs sync, +10.0 µs GPU busy, +1 kernels")
+    assert slow["what_differed"] == ("+190.00 µs wall vs the median decode step: +170.00 µs GPU idle, "
+                                     "+150.00 µs sync, +10.00 µs GPU busy, +1 kernels")
     assert res.outliers[0]["start_ns"] == STARTS[3]
     assert res.totals["kernel_count"] == 11
     assert len(res.table()) == 5

@@ -133,7 +133,7 @@ def test_gate_regression_wins_over_a_pair_too_short(tmp_path) -> None:
     assert code == EXIT_REGRESSION
     assert lines[0].startswith("REGRESSION: median step time: BASE base ")
     assert lines[1].startswith("NOT COMPARABLE, failing (exit 4): NEW short is too short (5 steps < 10; steady window "
-                               "3.086 ms < 20 ms) — too short to compare: short has 5 steps (< 10)")
+                               "3.086 ms < 20.000 ms) — too short to compare: short has 5 steps (< 10)")
 
 
 # ------------------------------------------------------------------------------------------ local pool (item 6)

@@ -37,6 +37,7 @@ from .options import Options, add_flags, check_option, flag_of, options_from_arg
 from .paths import check_name, shown
 from .read.nsys_export import export_report, is_report
 from .terminal import error_line, say, silence_stdout
+from .vocabulary.units import fmt_dur
 
 if TYPE_CHECKING:
     from .output import OutDir
@@ -233,7 +234,7 @@ def _summary_lines(rep: Report) -> List[str]:
     lines = [f"verdict: {one(h.verdict)}"]
     if h.steady_busy_pct is not None:
         lines.append(f"GPU busy {h.steady_busy_pct:.1f}% of the {rep.window.method} window "
-                     f"({(rep.window.end_ns - rep.window.start_ns) / 1e6:.3f} ms)")
+                     f"({fmt_dur(rep.window.end_ns - rep.window.start_ns)})")
     if h.action:
         lines.append(f"first thing to do: {one(h.action)}")
     return lines

@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import CAUSE_KINDS
-from ..vocabulary.units import fmt_ms, signed_ms
+from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from .measure import NON_GPU, Facts, weighted_jaccard
 from .metric import MIN_SIMILARITY, MIN_UNITS, MIN_WINDOW_NS, change
 from .result import Comparison, Delta, FindingChange, MetricSpec, MetricValue, TraceSummary
@@ -80,7 +80,7 @@ def _status(spec: MetricSpec, fb: Facts, fn: Facts, mb: MetricValue, mn: MetricV
         if spec.name is not None and m.count < MIN_UNITS:
             short.append(f"{t.label} has {m.count} {unit}{'s' if m.count != 1 else ''} (< {MIN_UNITS})")
         if t.window_ns < MIN_WINDOW_NS:
-            short.append(f"{t.label}'s steady window is {t.window_ns / 1e6:.3f} ms (< {MIN_WINDOW_NS / 1e6:g} ms)")
+            short.append(f"{t.label}'s steady window is {fmt_dur(t.window_ns)} (< {fmt_dur(MIN_WINDOW_NS)})")
     status = "too_different" if different else "too_short" if short else "comparable"
     return status, tuple(different + short), gpus_match
 

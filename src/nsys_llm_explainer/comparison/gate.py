@@ -19,7 +19,7 @@ import math
 from typing import Any, List, Tuple
 
 from ..errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError
-from ..vocabulary.units import fmt_ms
+from ..vocabulary.units import fmt_dur, fmt_ms
 from .result import CompareResult, Comparison, MetricSpec, TraceSummary
 
 UNIT_WORD = {"step": "step", "iteration": "iteration", "window_s": "s of window"}
@@ -45,7 +45,7 @@ def _trace_faults(role: str, t: TraceSummary, spec: MetricSpec) -> List[str]:
         unit = UNIT_WORD.get(spec.basis, spec.basis)
         short.append(f"{t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} < {spec.min_units}")
     if t.window_ns < spec.min_window_ns:
-        short.append(f"steady window {t.window_ns / 1e6:.3f} ms < {spec.min_window_ns / 1e6:g} ms")
+        short.append(f"steady window {fmt_dur(t.window_ns)} < {fmt_dur(spec.min_window_ns)}")
     return [f"{role} {t.label} is too short ({'; '.join(short)})"] if short else []
 
 

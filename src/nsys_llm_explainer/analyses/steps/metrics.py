@@ -35,6 +35,7 @@ from ...config.phase_map import as_phase_map
 from ...jsonable import json_ready
 from ...model import intervals as iv
 from ...model.trace import TraceModel
+from ...vocabulary.units import fmt_us_unit as us
 from ..api.classes import class_mask
 from ..common.stats import median, round_half_up, summary
 from ..nvtx.tree import NvtxTree, build_tree
@@ -157,23 +158,19 @@ def _clip_union(starts: np.ndarray, ends: np.ndarray, keys: np.ndarray, q_key: n
     return out
 
 
-def _fmt_us(ns: int) -> str:
-    return f"{ns / 1000:.1f} µs"
-
-
 def _what_differed(delta: Dict[str, int], phase: str) -> str:
     parts: List[Tuple[int, str]] = []
     for key, label in (("gpu_idle_ns", "GPU idle"), ("sync_ns", "sync"), ("gpu_busy_ns", "GPU busy"),
                        ("memcpy_ns", "memcpy")):
         v = delta[key]
         if v > 0:
-            parts.append((v, f"+{_fmt_us(v)} {label}"))
+            parts.append((v, f"+{us(v)} {label}"))
     parts.sort(key=lambda t: -t[0])
     txt = [p[1] for p in parts]
     if delta["kernel_count"] > 0:
         txt.append(f"+{delta['kernel_count']} kernels")
     w = delta["wall_ns"]
-    head = f"{'+' if w >= 0 else '-'}{_fmt_us(abs(w))} wall vs the median {phase} step"
+    head = f"{'+' if w >= 0 else '-'}{us(abs(w))} wall vs the median {phase} step"
     return head + (": " + ", ".join(txt) if txt else "")
 
 

@@ -53,6 +53,7 @@ from ...model.intervals import overlap_length
 from ...model.timeline import DeviceTimeline, build_timelines, few_distinct
 from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
+from ...vocabulary.units import fmt_dur as dur
 from ..api import classes as ac
 from ..common.stats import pct, percentile
 from ..idle.result import DeviceCauses, IdleCausesResult, IdlePieces
@@ -315,8 +316,8 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
         holds, why = False, (f"the steps hold {100 * share:.0f} % of the device's kernels "
                              f"(< {100 * MIN_KERNEL_SHARE:.0f} %)")
     elif p90 > MAX_PERIOD_SPREAD * p50:
-        holds, why = False, (f"irregular period: p90 {p90 / 1e6:.3f} ms > {MAX_PERIOD_SPREAD:g} × p50 "
-                             f"{p50 / 1e6:.3f} ms")
+        holds, why = False, (f"irregular period: p90 {dur(p90)} > {MAX_PERIOD_SPREAD:g} × p50 "
+                             f"{dur(p50)}")
     else:
         holds, why = True, (f"{m} sync points of `{api_counts[0][0]}`; the steps hold {100 * share:.0f} % of the "
                             f"device's kernels; period p90/p50 = {p90 / p50 if p50 else 0.0:.2f}")

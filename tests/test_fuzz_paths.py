@@ -1,14 +1,15 @@
 """Property test (issue 17, item 8): hostile paths. Each seed names the trace, its directories and ``--out`` with
 hostile components (spaces, a leading ``-``, newline, tab, ESC, bidi, quotes, shell and URI characters, unicode,
-200 bytes; sometimes a byte that is not UTF-8: refused in a trace name, fine in ``--out``), reaches the trace directly, relatively (after ``--`` when it starts
-with ``-``) or through a chain of symbolic links, and gives ``--out`` as a new nested path, an empty directory, a
-link (chain) to one, or a previous output of the same kind tampered with: a foreign file, links to a directory
-outside (at the top, inside ``tables/``, or as ``tables/`` itself), manifest entries outside ``--out`` (absolute,
-``..``, through a link) — with or without ``--force``, for a report or a comparison. Checks:
+200 bytes; sometimes a byte that is not UTF-8: refused in a trace name, fine in ``--out``), reaches the trace
+directly, relatively (after ``--`` when it starts with ``-``) or through a chain of symbolic links, and gives
+``--out`` as a new nested path, an empty directory, a link (chain) to one, or a previous output of the same kind
+tampered with: a foreign file, links to a directory outside (at the top, inside ``tables/``, or as ``tables/``
+itself), manifest entries outside ``--out`` (absolute, ``..``, through a link) — with or without ``--force``, for
+a report or a comparison. Checks:
 
-* the exit code is the one the rules give (docs/SECURITY.md §2) (2: ``tables/`` a link, even with ``--force``; foreign content without
-  ``--force``; a trace name that is not UTF-8) and a refusal is one inert line, a success a complete output with
-  at most one warning line (the ignored manifest entries, when there are some);
+* the exit code the rules give (docs/SECURITY.md §2; 2: ``tables/`` a link, even with ``--force``; foreign content
+  without ``--force``; a trace name that is not UTF-8); a refusal is one inert line, a success a complete output
+  with at most one warning line (the ignored manifest entries, when there are some) and an inert report.md;
 * nothing outside the real ``--out`` is created, changed or removed — but the parents ``--out`` needed — (every
   entry of the whole test directory hashed before and after, links not followed), the trace is byte-identical,
   no side file appears beside it and no descriptor of this process is left open on it; inside ``--out``, the

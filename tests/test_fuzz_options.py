@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
+import os
 import random
 import re
 import time
@@ -124,7 +126,8 @@ def option_file(rng: random.Random, phase: bool) -> Tuple[str, bytes, Tuple[str,
         return suffix, _nested(rng, rng.randint(65, 3000), "" if flow else '"').encode(), (DEPTH, VALUES)
     if kind == "deep block":
         return suffix, _yaml_block(rng.randint(65, 400), _secret(rng)).encode(), (DEPTH,)
-    if kind == "wide":
+    if kind == "wide":   # as JSON mostly: PyYAML composes the 50,000 values it reads in about 1.3 s
+        suffix = suffix if phase or rng.random() < 0.15 else rng.choice([".json", ".txt"])
         n = rng.randint(50_001, 80_000)
         leaves = [rng.choice([_secret(rng), 1, None, [1]]) for _ in range(200)]
         doc = {"rules": [leaves[i % 200] for i in range(n)]}
@@ -252,6 +255,16 @@ def random_value(rng: random.Random) -> Any:
     ])()
 
 
+def _window_rule(v: str) -> Optional[bool]:
+    """``START:END`` integers with END after START, else refused; a well-formed one may still miss the trace."""
+    parts = v.split(":")
+    try:
+        a, b = (int(x.strip()) for x in parts) if len(parts) == 2 else (0, 0)
+    except ValueError:
+        return False
+    return None if b > a else False
+
+
 def _int_rule(v: Any) -> Optional[bool]:
     """Whether an ``int`` option's command-line text is valid (argparse's ``int`` then ≥ 1)."""
     try:
@@ -283,8 +296,50 @@ CLI_RULES: Dict[str, Callable[[str], Optional[bool]]] = {
     "step_range": lambda v: True,
     "categories_file": lambda v: v == "", "phase_map": lambda v: v == "",
     "window_nvtx": lambda v: v in ("schedule", "execute_model"),    # the NVTX ranges of scenario "healthy"
-    "window": lambda v: None,
+    "window": _window_rule,
 }
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def api_rule(name: str, v: Any) -> bool:
+    """Whether ``options_from_kwargs(name=v)`` accepts ``v`` (the documented rule of each keyword; a path is
+    refused because none of the drawn ones names a readable option file)."""
+    if v is None:   # "not given": the options whose default is None, and reader (None → auto)
+        return name == "reader" or next(o for o in OPTIONS if o.name == name).default is None
+    path = isinstance(v, (str, os.PathLike))
+    if name == "top":
+        return _is_int(v) and v >= 1
+    if name == "nvtx_coverage_warn_threshold":
+        return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1
+    if name in ("nvtx_kernel_map", "include_memcpy_in_busy"):
+        return isinstance(v, bool)
+    if name == "reader":
+        return isinstance(v, str) and v.lower() in ("auto", "adbc", "sqlite3")
+    if name == "step_marker":
+        return isinstance(v, str) and _regex_rule(v) is True
+    if name == "step_range":
+        return isinstance(v, str)
+    if name == "window_nvtx":
+        return isinstance(v, str) and v != ""
+    if name == "window":
+        if isinstance(v, str):
+            return v == "" or _window_rule(v) is None
+        try:
+            return len(v) == 2 and all(_is_int(x) for x in v) and v[1] > v[0]
+        except TypeError:
+            return False
+    if name in ("categories_file", "categories"):
+        return path and str(v) == ""
+    if name == "phase_map":
+        if path:
+            return str(v) == ""
+        return isinstance(v, dict) and all(isinstance(k, str) and k != "unmapped" and (
+            isinstance(x, str) or isinstance(x, list) and all(isinstance(y, str) for y in x)) for k, x in v.items())
+    raise AssertionError(f"no rule for {name}: add one")
+
 VALUED = [o for o in OPTIONS if o.flags and o.kind not in ("on", "off")]
 
 
@@ -299,9 +354,12 @@ def test_hostile_option_values_in_the_api_name_the_keyword(seed: int, trace: Pat
     for name, value in values.items():
         with replayable(seed, {name: value}):
             try:
-                nle.analyze(str(trace), **{name: value}) if name in ("window", "window_nvtx") and \
-                    rng.random() < 0.3 else options_from_kwargs(**{name: value})
+                options_from_kwargs(**{name: value})
+                assert api_rule(name, value), f"{name}={value!a} accepted"
+                if name in ("window", "window_nvtx") and rng.random() < 0.5:
+                    nle.analyze(str(trace), **{name: value})     # the trace decides: a value, or OptionError
             except OptionError as e:
+                assert not api_rule(name, value) or name in ("window", "window_nvtx"), f"{name}={value!a} refused"
                 msg = str(e)
                 assert e.option == name and msg.startswith((name + " ", name + ":")), msg[:300]
                 ours = msg.replace(repr(value), "").replace(str(value), "")   # our words, without the value quoted

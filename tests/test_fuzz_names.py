@@ -60,14 +60,15 @@ class Case:
     ranges (some registered: their text in ``StringIds``), the process, the thread and the GPU; ``other_bad``:
     bytes that are not UTF-8 put in place of the process name, the first range's text or the GPU name."""
 
-    def __init__(self, seed: int, plain: bool = False) -> None:
+    def __init__(self, seed: int, plain: str = "") -> None:
         rng = random.Random(seed)
         self.seed = seed
         if plain:   # the same trace with inert names: the HTML structure every hostile report must keep
-            self.kernels = [f"kernel_{i}" for i in range(N_KERNELS)]
+            self.kernels = [f"{plain}_{i}" for i in range(N_KERNELS)]
             self.ranges = [f"range_{i}" for i in range(N_RANGES)]
             self.process, self.thread, self.gpu, self.out = "proc", "thread", "GPU", "out"
-            self.bad, self.other_bad, self.registered = [], {}, False
+            self.bad = [f"{plain}_0\xff".encode("latin-1")] if plain == "other" else []   # a warning, as most have
+            self.other_bad, self.registered = {}, False
             return
         self.kernels = distinct(rng, N_KERNELS, hostile_name)
         self.ranges = [r for r in distinct(rng, N_RANGES + N_KERNELS, hostile_name) if r not in self.kernels]
@@ -255,8 +256,9 @@ def check_html(got: Page, plain: Page) -> None:
         assert bad is None, f"raw {bad.group()!a} in report.html: {t[max(0, bad.start() - 60): bad.end() + 60]!a}"
 
 
-def check_csv(case: Case, out: Path) -> None:
-    for f in sorted((out / "tables").glob("*.csv")):
+def check_csv_cells(tables: Path) -> None:
+    """Every CSV file parses, every row as wide as its header, no text cell starts a formula."""
+    for f in sorted(tables.glob("*.csv")):
         with open(f, newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))
         for row in rows[1:]:
@@ -267,6 +269,10 @@ def check_csv(case: Case, out: Path) -> None:
                         float(cell)             # a negative number is a number, not a formula
                     except ValueError:
                         pytest.fail(f"{f.name}: a cell starts a formula: {cell[:60]!a}")
+
+
+def check_csv(case: Case, out: Path) -> None:
+    check_csv_cells(out / "tables")
     with open(out / "tables" / "kernels.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     names = {r["kernel_name"][1:] if r["kernel_name"].startswith("'") and r["kernel_name"][1:].startswith(FORMULA_START)
@@ -283,18 +289,39 @@ def check_terminal(stdout: str, stderr: str) -> None:
     assert stdout.startswith("nsys-llm-explain: wrote ") and "report.md" in stdout.splitlines()[0], stdout[:500]
 
 
+def check_compare(case: Case, trace: Path, plain: Path, plain_compare: Page, where: Path, capsys) -> None:
+    """``compare`` of a plain trace (BASE) and the hostile one: the same promises for compare.md/html/json/csv."""
+    out = where / "cmp"
+    rc = main(["compare", str(plain), str(trace), "--out", str(out), "--quiet"])
+    cap = capsys.readouterr()
+    assert rc == 0, f"compare: exit {rc}: {cap.err[-2000:]}"
+    check_terminal("nsys-llm-explain: wrote report.md", cap.err)
+    d = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    names = {k["name"] for c in d["comparisons"] for k in c["kernel_deltas"]}
+    assert names == set(case.kernel_names()) | {f"kernel_{i}" for i in range(N_KERNELS)}, "compare.json names changed"
+    check_markdown((out / "compare.md").read_text(encoding="utf-8"))
+    got = page(out / "compare.html")
+    check_html(got, plain_compare)
+    check_figures(got.text_of_file)
+    check_csv_cells(out / "tables")
+
+
 # ------------------------------------------------------------------------------------------------ the test
 @pytest.fixture(scope="module")
-def plain_page(tmp_path_factory) -> Page:
+def plain(tmp_path_factory) -> Tuple[Path, Page, Page]:
+    """A trace of inert names, its report's page, and the page of its comparison with a renamed copy."""
     d = tmp_path_factory.mktemp("plain")
-    trace = d / "t.sqlite"
-    Case(0, plain=True).build(trace)
+    trace, other = d / "t.sqlite", d / "other.sqlite"
+    Case(0, plain="kernel").build(trace)
+    Case(0, plain="other").build(other)
     assert main([str(trace), "--out", str(d / "out"), "--quiet"]) == 0
-    return page(d / "out" / "report.html")
+    assert main(["compare", str(trace), str(other), "--out", str(d / "cmp"), "--quiet"]) == 0
+    return trace, page(d / "out" / "report.html"), page(d / "cmp" / "compare.html")
 
 
 @pytest.mark.parametrize("seed", seeds(FAST, 40))
-def test_hostile_names_are_data_in_every_output(seed: int, tmp_path: Path, plain_page: Page, capsys) -> None:
+def test_hostile_names_are_data_in_every_output(seed: int, tmp_path: Path, plain, capsys) -> None:
+    plain_trace, plain_page, plain_compare = plain
     case = Case(seed)
     with replayable(seed, {"kernels": case.kernels, "bad": case.bad, "ranges": case.ranges,
                            "process": case.process, "thread": case.thread, "gpu": case.gpu, "out": case.out,
@@ -308,6 +335,8 @@ def test_hostile_names_are_data_in_every_output(seed: int, tmp_path: Path, plain
         check_figures(html_page.text_of_file)
         check_csv(case, out)
         check_terminal(stdout, stderr)
+        if seed % 2:
+            check_compare(case, tmp_path / "t.sqlite", plain_trace, plain_compare, tmp_path, capsys)
 
 
 def test_the_fast_seeds_cover_every_class() -> None:

@@ -51,7 +51,7 @@ from nsys_llm_explainer.synth import TraceBuilder
 
 PID, TID = 100, 101
 N_KERNELS, N_RANGES, N_STEPS = 5, 3, 4
-FAST = 6   # seeds in the fast set (then 40 more in the slow sweep)
+FAST = 4   # seeds in the fast set (then 40 more in the slow sweep)
 csv.field_size_limit(1 << 30)
 
 
@@ -319,7 +319,7 @@ def plain(tmp_path_factory) -> Tuple[Path, Page, Page]:
     return trace, page(d / "out" / "report.html"), page(d / "cmp" / "compare.html")
 
 
-@pytest.mark.parametrize("seed", seeds(FAST, 40))
+@pytest.mark.parametrize("seed", seeds(FAST, 42))
 def test_hostile_names_are_data_in_every_output(seed: int, tmp_path: Path, plain, capsys) -> None:
     plain_trace, plain_page, plain_compare = plain
     case = Case(seed)
@@ -357,7 +357,7 @@ def test_no_progress_line_outlives_the_run(capsys) -> None:
     threads at once (runner.py) and each replaced the progress timer without a lock, so a timer could be left
     running and print ``[nsys-llm-explain] <step> … (1.0 s elapsed)`` after ``stop()``, after the report was
     written (cli.Progress now holds one timer under a lock)."""
-    for _ in range(30):
+    for _ in range(10):
         p = Progress(True, delay=0.05)
         start = threading.Barrier(8)
         threads = [threading.Thread(target=lambda i=i, p=p, b=start: (b.wait(), p(f"step {i}"))) for i in range(8)]
@@ -366,10 +366,10 @@ def test_no_progress_line_outlives_the_run(capsys) -> None:
         for t in threads:
             t.join()
         p.stop()
-    time.sleep(0.2)
+    time.sleep(0.1)
     assert capsys.readouterr().err == ""
     p = Progress(True, delay=0.01)            # a step that runs long still says so
     p("slow step")
-    time.sleep(0.3)
+    time.sleep(0.1)
     p.stop()
     assert capsys.readouterr().err.startswith("[nsys-llm-explain] slow step … (")

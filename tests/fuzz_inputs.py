@@ -13,7 +13,7 @@ import os
 import random
 import re
 from contextlib import contextmanager
-from typing import Iterator, List, Sequence
+from typing import Iterator, List
 
 import pytest
 
@@ -107,6 +107,3 @@ def undecodable(rng: random.Random) -> bytes:
         raw = raw[:at] + rng.choice(BAD_UTF8) + raw[at:]
     return raw
 
-
-def pick(rng: random.Random, seq: Sequence, k: int) -> List:
-    return [rng.choice(seq) for _ in range(k)]

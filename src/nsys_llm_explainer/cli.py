@@ -51,30 +51,40 @@ SUBCOMMANDS = ("compare", "demo", "schema")
 
 
 class Progress:
-    """Prints ``[nsys-llm-explain] <step> …`` on stderr when a step runs longer than ``delay`` seconds."""
+    """Prints ``[nsys-llm-explain] <step> …`` on stderr when a step runs longer than ``delay`` seconds. Steps
+    start on several threads (:mod:`runner`): one lock keeps one timer, so none outlives :meth:`stop`."""
 
     def __init__(self, enabled: bool, delay: float = 1.0) -> None:
         self.enabled = enabled
         self.delay = delay
         self._timer: Optional[threading.Timer] = None
+        self._lock = threading.Lock()
         self._t0 = time.perf_counter()
 
     def __call__(self, step: str) -> None:
-        self.stop()
-        if self.enabled:
-            t = threading.Timer(self.delay, self._say, args=(step,))
-            t.daemon = True
-            t.start()
-            self._timer = t
+        with self._lock:
+            self._cancel()
+            if self.enabled:
+                t = threading.Timer(self.delay, self._say, args=(step,))
+                t.daemon = True
+                self._timer = t
+                t.start()
 
     def _say(self, step: str) -> None:
+        with self._lock:
+            if self._timer is not threading.current_thread():   # replaced or stopped meanwhile
+                return
         el = time.perf_counter() - self._t0
         error_line(f"[{PROG}] ", f"{step} … ({el:.1f} s elapsed)")   # a step may name a file: made inert
 
-    def stop(self) -> None:
+    def _cancel(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._cancel()
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -5,7 +5,8 @@
 * :func:`check_name` — a trace's name (and the real path it resolves to) must be text: a file name whose bytes
   are not valid UTF-8 (``bad\\xff.sqlite``; Python keeps such bytes as surrogate escapes) cannot be opened by
   the SQLite driver nor written into a UTF-8 report, so it is refused in one line naming it, with the bytes
-  shown as ``\\xff`` escapes, before any work starts.
+  shown as ``\\xff`` escapes, before any work starts; so is a name holding a NUL byte (no file has one; the API
+  could be given one).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def is_text(path: str) -> bool:
 
 def check_name(path: str) -> str:
     """``path`` when its name and its real path are valid UTF-8; :class:`InputError` (one line) otherwise."""
+    if "\x00" in path:
+        raise InputError(f"{shown(path).replace(chr(0), '<NUL>')}: a file name cannot hold a NUL byte")
     real = os.path.realpath(path)
     if not is_text(path) or not is_text(real):
         bad = path if not is_text(path) else real

@@ -48,6 +48,8 @@ def read_text(path: Union[str, os.PathLike]) -> str:
         raise Unreadable("file not found") from None
     except OSError as exc:
         raise Unreadable(f"cannot read the file ({exc.strerror or exc})") from None
+    except ValueError:   # a NUL byte in the name (the Python API can be given one)
+        raise Unreadable("a file name cannot hold a NUL byte") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -1,10 +1,11 @@
 """What an expert reads from kernel names: precision/tensor-core use, fused attention, training vs inference,
 the software stack, and whether the GPU has tensor cores at all.
 
-Every distinct (demangled) kernel name is matched, lower-cased, against the regexes below (``re.search``);
-one name may hit several traits. Only distinct names are matched; per-row work is numpy. Every rule runs in
-time linear in the name's length, whatever the name (rules written ``X\\w*Y`` below are matched in an equivalent
-form that cannot backtrack quadratically: docs/SECURITY.md, "Bounded matching").
+Every distinct (demangled) kernel name is matched, lower-cased, against the regexes below (``re.search``, on
+its first 8,192 characters: :data:`config.patterns.MATCH_CHARS`); one name may hit several traits. Only distinct
+names are matched; per-row work is numpy. Every rule runs in time linear in the name's length, whatever the name
+(rules written ``X\\w*Y`` below are matched in an equivalent form that cannot backtrack quadratically:
+docs/SECURITY.md, "Bounded matching").
 
 Traits (key — meaning — rule):
 
@@ -66,6 +67,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...config.patterns import MATCH_CHARS, for_matching
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
 
 TRAITS: Dict[str, str] = {
@@ -206,7 +208,7 @@ def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), pr
     for stack, rxs in _STACKS:
         ev: List[str] = []
         for src, (shown, rx) in rxs.items():
-            hits = [str(n) for n in sources[src] if n and rx.search(str(n))]
+            hits = [str(n) for n in sources[src] if n and rx.search(str(n)[:MATCH_CHARS])]
             if hits:
                 ev.append(f"{len(hits)} {src} name(s) match /{shown}/, e.g. '{_short(hits[0])}'")
         if ev:
@@ -236,8 +238,7 @@ def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
             "inductor_pointwise", "norm",
             "reduce", "backward", "optimizer", "nccl", "conv", "redzone", "fft_trial", "layout_transform")
     m = {k: np.zeros(n, bool) for k in keys}
-    for i, raw in enumerate(names):
-        s = str(raw or "")
+    for i, s in enumerate(for_matching(names)):
         for k in keys:
             if k == "fp32_gemm_simt":
                 m[k][i] = bool(_RX["simt"].search(s) or _gemv_float(s)) and not _RX["not_simt"].search(s)

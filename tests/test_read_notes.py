@@ -20,7 +20,8 @@ from nsys_llm_explainer.synth import TraceBuilder
 PID = 100
 NOT_UTF8 = ("1 text value(s) in {} hold bytes that are not UTF-8; they are shown with U+FFFD (\ufffd) in place of "
             "those bytes (names that differ only there are counted together).")
-NVTX_LEFT_OUT = "NVTX_EVENTS: 1 row(s) with a non-integer value (text, blob or real) in an integer column were left out."
+NVTX_LEFT_OUT = ("NVTX_EVENTS: 1 row(s) with a non-integer value (text, blob or real) in an integer column were "
+                 "left out.")
 
 
 def _trace(tmp_path: Path, *updates: str) -> str:

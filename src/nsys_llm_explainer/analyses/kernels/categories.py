@@ -1,11 +1,11 @@
 """Kernel categories: what kind of work the GPU time went to (GEMM, attention, NCCL, …).
 
-Classification: ordered regex rules, searched case-insensitively in the kernel name (``re.search``; in its
-first 8,192 characters, :data:`config.patterns.MATCH_CHARS`); the first rule that matches decides the category,
-a name no rule matches is ``other``. Rules come from a preset (``presets/categories_<name>.json``: ``generic``,
-``vllm``, ``sglang``, ``trtllm``; an engine preset ``extends`` generic, its own rules first) and an optional user
-file (``--categories FILE``) whose rules are prepended (or, with ``"replace": true``, used alone); the user's
-rules are matched in bounded time (:mod:`config.patterns`). Reading and validating presets and user files is
+Classification: ordered regex rules, searched case-insensitively in the kernel name (``re.search``; a name over
+8,192 characters by its two ends, :func:`config.patterns.match_text`); the first rule that matches decides the
+category, a name no rule matches is ``other``. Rules come from a preset (``presets/categories_<name>.json``:
+``generic``, ``vllm``, ``sglang``, ``trtllm``; an engine preset ``extends`` generic, its own rules first) and an
+optional user file (``--categories FILE``) whose rules are prepended (or, with ``"replace": true``, used alone); the
+user's rules are matched in bounded time (:mod:`config.patterns`). Reading and validating presets and user files is
 done by :mod:`config.categories` (:class:`CategoryRules`, re-exported here); this module only uses them.
 
 Preset auto-selection (no preset named): *detect share* of an engine = kernel time of kernels whose name

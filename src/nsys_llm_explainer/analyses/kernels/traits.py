@@ -1,10 +1,10 @@
 """What an expert reads from kernel names: precision/tensor-core use, fused attention, training vs inference,
 the software stack, and whether the GPU has tensor cores at all.
 
-Every distinct (demangled) kernel name is matched, lower-cased, against the regexes below (``re.search``, on
-its first 8,192 characters: :data:`config.patterns.MATCH_CHARS`); one name may hit several traits. Only distinct
-names are matched; per-row work is numpy. Every rule runs in time linear in the name's length, whatever the name
-(rules written ``X\\w*Y`` below are matched in an equivalent form that cannot backtrack quadratically:
+Every distinct (demangled) kernel name is matched, lower-cased, against the regexes below (``re.search``; a name
+over 8,192 characters by its two ends: :func:`config.patterns.match_text`); one name may hit several traits. Only
+distinct names are matched; per-row work is numpy. Every rule runs in time linear in the name's length, whatever the
+name (rules written ``X\\w*Y`` below are matched in an equivalent form that cannot backtrack quadratically:
 docs/SECURITY.md, "Bounded matching").
 
 Traits (key — meaning — rule):
@@ -67,7 +67,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...config.patterns import MATCH_CHARS, for_matching
+from ...config.patterns import for_matching, match_text
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
 
 TRAITS: Dict[str, str] = {
@@ -208,7 +208,7 @@ def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), pr
     for stack, rxs in _STACKS:
         ev: List[str] = []
         for src, (shown, rx) in rxs.items():
-            hits = [str(n) for n in sources[src] if n and rx.search(str(n)[:MATCH_CHARS])]
+            hits = [str(n) for n in sources[src] if n and rx.search(match_text(n))]
             if hits:
                 ev.append(f"{len(hits)} {src} name(s) match /{shown}/, e.g. '{_short(hits[0])}'")
         if ev:

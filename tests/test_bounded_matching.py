@@ -55,10 +55,10 @@ RE_FUNCS = {"compile", "search", "match", "fullmatch", "sub", "subn", "split", "
 def _collect(value: object, where: str, out: Dict[Tuple[str, int], str], depth: int = 0) -> None:
     if isinstance(value, re.Pattern):
         out.setdefault((value.pattern, value.flags), where)
-    elif depth < 3 and isinstance(value, dict):
+    elif depth < 5 and isinstance(value, dict):
         for k, v in value.items():
             _collect(v, f"{where}[{k!r}]", out, depth + 1)
-    elif depth < 3 and isinstance(value, (list, tuple)):
+    elif depth < 5 and isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             _collect(v, f"{where}[{i}]", out, depth + 1)
 
@@ -105,6 +105,7 @@ def test_every_kind_of_built_in_pattern_is_found() -> None:
     found = {p for p, _ in PATTERNS}
     assert len(PATTERNS) > 100
     for must in (traits._RX["tensor_core_gemm"].pattern, DEFAULT_MARKER, builtin_preset("generic").rules[1][0],
+                 traits._STACKS[3][1]["kernel"][1].pattern, traits._STACKS[3][1]["nvtx"][1].pattern,
                  r"(?<![A-Za-z0-9])triton_(?:poi|red|per|tem)_", r"[^A-Za-z0-9._-]+", r"(\d+)"):
         assert must in found, must
 

@@ -17,7 +17,7 @@ BASE: FrozenSet[str] = F({"errors", "jsonable", "vocabulary"})
 #: the front ends (cli, comparison, cluster, output, terminal) sit on top.
 ALLOWED: Dict[str, FrozenSet[str]] = {
     "vocabulary": F(), "errors": F(), "jsonable": F(), "interrupts": F({"errors"}),
-    "read": F({"errors"}), "config": F({"errors"}), "model": BASE | {"read"},
+    "read": F({"errors"}), "config": F({"errors", "interrupts"}), "model": BASE | {"read"},
     "options": BASE | {"config", "read"},
     "analyses": BASE | {"model", "config"},
     "findings": BASE | {"analyses", "model", "options"},

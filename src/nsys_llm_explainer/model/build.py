@@ -113,7 +113,6 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
         (api, api_index), kc = api_part(), F.fetch_kernels(conn, schema, ktable)
         if on_api is not None:
             on_api(api)
-    warnings += sorted(conn.excluded)   # rows with a value of the wrong type, left out
     warnings += api_warnings
     if kc is not None:
         kc = drop_impossible(kc, ktable or "kernel table", warnings)
@@ -242,14 +241,17 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
         cols = schema.columns("CUDA_GRAPH_EVENTS")
         level = "graph-level (≥ 2024.2 meaning)" if "graphId" in cols else "node-level (≤ 2023.4 meaning)"
         notes.append(f"CUDA_GRAPH_EVENTS has {level} columns; decided by its columns, not the version.")
-    model = TraceModel(
+    gpu_ops = (memcpy, memset, sync, graph_trace)
+    samples = build_samples(conn, schema, strings, api.gtid if api is not None else None,
+                            trace_edge(min, kernels, api, gpu_ops, nvtx), trace_edge(max, kernels, api, gpu_ops, nvtx))
+    # the read's own notes (rows of the wrong type left out, text that is not UTF-8) once everything is read: NVTX
+    # text, process / GPU names and samples are read after the kernel and API tables
+    warnings += sorted(conn.excluded)
+    return TraceModel(
         info=info, kernels=kernels, api=api, nvtx=nvtx, memcpy=memcpy, memset=memset, sync=sync,
         graph_trace=graph_trace, osrt=osrt, thread_names=thread_names, warnings=warnings, notes=notes,
-        um_gpu_faults=um_gpu_faults, um_cpu_faults=um_cpu_faults,
+        um_gpu_faults=um_gpu_faults, um_cpu_faults=um_cpu_faults, samples=samples,
     )
-    model.samples = build_samples(conn, schema, strings, api.gtid if api is not None else None,
-                                  model.trace_start, model.trace_end)
-    return model
 
 
 def _um_faults(conn: TraceConnection, schema: Schema, strings: Dict[int, str], default_pid: Optional[int],

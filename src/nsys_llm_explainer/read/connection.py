@@ -23,6 +23,7 @@ from typing import Callable, List, Optional, Set, TypeVar
 from urllib.parse import quote
 
 from ..errors import InputError
+from .nsys_export import export_command
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 T = TypeVar("T")
@@ -67,29 +68,37 @@ def undecodable(exc: BaseException) -> bool:
 def lenient(conn: sqlite3.Connection, where: str, run: Callable[[], T]) -> T:
     """``run()`` (which reads text through ``conn``); when it meets bytes that are not UTF-8, ``conn`` decodes
     text leniently from then on (:class:`LenientText`) and ``run()`` is called again. Values replaced are
-    counted in one note of ``conn.excluded`` naming the tables (``where``: the table ``run`` reads)."""
+    counted in one note of ``conn.excluded`` naming the tables (``where``: the table ``run`` reads) — also when
+    the second ``run()`` stops on another error that its caller handles (a value of the wrong type: the caller
+    reads again without those rows, and the values replaced so far must still be told)."""
     dec = conn.text_factory if isinstance(conn.text_factory, LenientText) else None
     before = len(dec.bad) if dec is not None else 0
     try:
-        out = run()
-    except sqlite3.OperationalError as exc:
-        if dec is not None or not undecodable(exc):
-            raise
-        dec = LenientText()
-        conn.text_factory = dec
-        out = run()
-    if dec is not None and len(dec.bad) > before:
-        if where not in dec.where:
-            dec.where.append(where)
-        notes = getattr(conn, "excluded", None)
-        if isinstance(notes, list):
-            if dec.note in notes:
-                notes.remove(dec.note)
-            dec.note = (f"{len(dec.bad)} text value(s) in {', '.join(dec.where)} hold bytes that are not UTF-8; they "
-                        "are shown with U+FFFD (\ufffd) in place of those bytes (names that differ only there are "
-                        "counted together).")
-            notes.append(dec.note)
-    return out
+        try:
+            return run()
+        except sqlite3.OperationalError as exc:
+            if dec is not None or not undecodable(exc):
+                raise
+            dec = LenientText()
+            conn.text_factory = dec
+            return run()
+    finally:
+        if dec is not None and len(dec.bad) > before:
+            _note(conn, dec, where)
+
+
+def _note(conn: sqlite3.Connection, dec: LenientText, where: str) -> None:
+    """(Re)write the one note that counts the values ``dec`` replaced, naming the tables they came from."""
+    if where not in dec.where:
+        dec.where.append(where)
+    notes = getattr(conn, "excluded", None)
+    if isinstance(notes, list):
+        if dec.note in notes:
+            notes.remove(dec.note)
+        dec.note = (f"{len(dec.bad)} text value(s) in {', '.join(dec.where)} hold bytes that are not UTF-8; they "
+                    "are shown with U+FFFD (\ufffd) in place of those bytes (names that differ only there are "
+                    "counted together).")
+        notes.append(dec.note)
 
 
 def all_rows(conn: sqlite3.Connection, sql: str, params: tuple = (), where: Optional[str] = None) -> List[tuple]:
@@ -124,10 +133,7 @@ def check_trace_path(path: str | os.PathLike) -> Path:
     if len(head) == 0:
         raise InputError(f"{p} is empty (0 bytes), not an SQLite export")
     if not head.startswith(SQLITE_MAGIC):
-        raise InputError(
-            f"{p} is not an SQLite database; export the report first: "
-            f"nsys export --type sqlite --output trace.sqlite {p.name}"
-        )
+        raise InputError(f"{p} is not an SQLite database; export the report first: {export_command(p)}")
     if len(head) < 100:
         raise InputError(f"{p} is truncated (SQLite header incomplete)")
     return p

@@ -23,9 +23,12 @@ def is_report(path: Path) -> bool:
 
 
 def export_command(path: Path) -> str:
-    """The command that exports ``path`` by hand (into ``./<stem>.sqlite``), shell-quoted, the report named by
-    its absolute path."""
-    out = "./" + path.with_suffix(".sqlite").name
+    """The command that exports ``path`` by hand (into ``./<stem>.sqlite``; ``./<stem>.export.sqlite`` when
+    ``path`` itself ends in ``.sqlite``, so that the command never writes over it), shell-quoted, the report
+    named by its absolute path."""
+    path = Path(path)
+    name = path.with_suffix(".sqlite").name
+    out = "./" + (path.stem + ".export.sqlite" if name == path.name else name)
     return f"nsys export --type sqlite --output {shlex.quote(out)} {shlex.quote(os.path.abspath(path))}"
 
 

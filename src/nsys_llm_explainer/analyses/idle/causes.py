@@ -26,20 +26,14 @@ from ..common.stats import pct, top_indices
 from ..nvtx.tree import NvtxTree
 from .bins import DeviceBins, device_bins
 from .pieces import Cover, DeviceGaps, gap_codes, host_pieces, index_runs, thread_pieces, touching
+from .range_names import normalize_range_name
 from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult
 
 K = KIND_CODE
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
 TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
-_DIGITS = re.compile(r"(?<![A-Za-z0-9])\d+|\d+(?![A-Za-z0-9])")
 _MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
-
-
-def normalize_range_name(name: str) -> str:
-    """NVTX range name with digit runs replaced by ``N`` unless between two letters (``layer_12_attn`` →
-    ``layer_N_attn``, ``h2d_copy`` unchanged)."""
-    return _DIGITS.sub("N", name)
 
 
 # ------------------------------------------------------------------------------------------ API kinds

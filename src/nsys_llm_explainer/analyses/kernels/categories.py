@@ -1,11 +1,12 @@
 """Kernel categories: what kind of work the GPU time went to (GEMM, attention, NCCL, …).
 
-Classification: ordered regex rules, searched case-insensitively in the kernel name (``re.search``); the
-first rule that matches decides the category, a name no rule matches is ``other``. Rules come from a
-preset (``presets/categories_<name>.json``: ``generic``, ``vllm``, ``sglang``, ``trtllm``; an engine preset
-``extends`` generic, its own rules first) and an optional user file (``--categories FILE``) whose rules
-are prepended (or, with ``"replace": true``, used alone). Reading and validating presets and user files
-is done by :mod:`config.categories` (:class:`CategoryRules`, re-exported here); this module only uses them.
+Classification: ordered regex rules, searched case-insensitively in the kernel name (``re.search``; a name over
+8,192 characters by its two ends, :func:`config.patterns.match_text`); the first rule that matches decides the
+category, a name no rule matches is ``other``. Rules come from a preset (``presets/categories_<name>.json``:
+``generic``, ``vllm``, ``sglang``, ``trtllm``; an engine preset ``extends`` generic, its own rules first) and an
+optional user file (``--categories FILE``) whose rules are prepended (or, with ``"replace": true``, used alone); the
+user's rules are matched in bounded time (:mod:`config.patterns`). Reading and validating presets and user files is
+done by :mod:`config.categories` (:class:`CategoryRules`, re-exported here); this module only uses them.
 
 Preset auto-selection (no preset named): *detect share* of an engine = kernel time of kernels whose name
 matches any of that preset's ``detect`` regexes / total kernel time × 100; the engine with the largest
@@ -50,6 +51,7 @@ from ...config.categories import (
     PresetRules,
     build_rules,
 )
+from ...config.patterns import first_match, for_matching
 from ...jsonable import json_ready
 from ...model.trace import TraceModel
 from ..common.stats import pct
@@ -67,19 +69,34 @@ Row = Dict[str, Any]
 
 
 def classify(names: Sequence[str], rules: Optional[CategoryRules] = None) -> np.ndarray:
-    """Category index (into ``rules.categories``) per distinct name; loops over rules × unmatched names."""
+    """Category index (into ``rules.categories``) per distinct name; loops over rules × unmatched names. The
+    user's rules (first in ``rules``) are matched in bounded time (:func:`config.patterns.first_match`: an
+    :class:`OptionError` naming the rules file when one runs too long), the built-in ones here."""
     rules = rules or build_rules("generic")   # built-in preset, parsed once by config
+    names = for_matching(names)
     cats = rules.categories
     index = {c: i for i, c in enumerate(cats)}
     out = np.full(len(names), index["other"], np.int64)
     todo = list(range(len(names)))
-    for pattern, cat in rules.compiled():
+    compiled = rules.compiled()
+    n_user = len(rules.user_rules) if rules.rules[:len(rules.user_rules)] == rules.user_rules else 0
+    if n_user and todo:
+        where = f"{rules.source}: " if rules.source else ""
+        first = first_match([rx for rx, _ in rules.user_rules], names,
+                            "categories_file" if rules.source else "categories",
+                            [f"{where}rule #{j + 1} {rx!r}" for j, (rx, _) in enumerate(rules.user_rules)])
+        for i, j in enumerate(first):
+            if j >= 0:
+                out[i] = index[rules.user_rules[j][1]]
+        todo = [i for i, j in enumerate(first) if j < 0]
+        compiled = compiled[n_user:]
+    for pattern, cat in compiled:
         if not todo:
             break
         ci = index[cat]
         rest = []
         for i in todo:
-            if pattern.search(names[i] or ""):
+            if pattern.search(names[i]):
                 out[i] = ci
             else:
                 rest.append(i)
@@ -105,9 +122,10 @@ def detect_engine(names: Sequence[str], name_total_ns: np.ndarray,
     shares: Dict[str, float] = {}
     best, best_ns = None, 0
     live = [i for i in range(len(names)) if name_total_ns[i] > 0]
+    text = dict(zip(live, for_matching([names[i] for i in live])))
     for eng in engines:
         pats = [re.compile(p, re.IGNORECASE) for p in eng.detect]
-        ns = sum(int(name_total_ns[i]) for i in live if any(p.search(names[i] or "") for p in pats))
+        ns = sum(int(name_total_ns[i]) for i in live if any(p.search(text[i]) for p in pats))
         shares[eng.name] = pct(ns, total)
         if ns > best_ns:
             best, best_ns = eng.name, ns

@@ -1,8 +1,11 @@
 """What an expert reads from kernel names: precision/tensor-core use, fused attention, training vs inference,
 the software stack, and whether the GPU has tensor cores at all.
 
-Every distinct (demangled) kernel name is matched, lower-cased, against the regexes below (``re.search``);
-one name may hit several traits. Only distinct names are matched; per-row work is numpy.
+Every distinct (demangled) kernel name is matched, lower-cased, against the regexes below (``re.search``; a name
+over 8,192 characters by its two ends: :func:`config.patterns.match_text`); one name may hit several traits. Only
+distinct names are matched; per-row work is numpy. Every rule runs in time linear in the name's length, whatever the
+name (rules written ``X\\w*Y`` below are matched in an equivalent form that cannot backtrack quadratically:
+docs/SECURITY.md, "Bounded matching").
 
 Traits (key — meaning — rule):
 
@@ -64,6 +67,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...config.patterns import for_matching, match_text
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
 
 TRAITS: Dict[str, str] = {
@@ -91,15 +95,22 @@ _MODEL_TRAITS = ("fp32_gemm_simt", "tensor_core_gemm", "gemm_any", "conv", "atte
 TRAINING_SHARE_PCT = 5.0
 
 _I = re.IGNORECASE
+# Bounded matching (docs/SECURITY.md): a rule ``X\w*Y`` is written ``X(?:(?!X)\w)*Y`` — the same names match
+# (no occurrence of X can overlap the start of Y in these rules), but the scan after one X stops at the next X, so
+# a name repeating X thousands of times costs linear time, not quadratic (``X\S*Y`` likewise).
 _TC_MARK = r"h884|h1688|h16816|s884|s1688|s16816|i8816|i16832|hmma|imma|gmma|tensorop|tensor\d+x\d+x\d+"
 _LOWP = r"tf32|f16|fp8|e4m3|e5m2"
-_FFT_CONV = r"fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn\S*fft"
-_FFT_TRIAL = _FFT_CONV + r"|cgemm|compute_gemm_pointers|transpose\w*<float2"
+_FFT_CONV = r"fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn(?:(?!cudnn)\S)*fft"
+_FFT_TRIAL = _FFT_CONV + r"|cgemm|compute_gemm_pointers|transpose(?:(?!transpose)\w)*<float2"
+_XMMA_GEMM = (r"xmma(?:(?!xmma)\w)*(?:gemm|fprop|dgrad|wgrad)(?:(?!gemm|fprop|dgrad|wgrad)\w)*"
+              r"(?:f16|tf32|fp8|e4m3|i8i8|int8)")
 _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
-    "simt": r"sgemm|cgemm|scudnn|xmma\w*f32f32_f32f32_f32|(?:gemv|gemmsn)\w*<.*float",
+    "simt": r"sgemm|cgemm|scudnn|xmma(?:(?!xmma)\w)*f32f32_f32f32_f32",   # + :func:`_gemv_float`
+    "gemv_lt": r"(?:gemv|gemmsn)(?:(?!gemv|gemmsn)\w)*<",
+    "float": r"float",
     "not_simt": _TC_MARK + "|" + _LOWP,
-    "tensor_core_gemm": _TC_MARK + r"|nvjet|sm9\d_xmma|tcgen05|(?:bf16|tf32|fp8|e4m3)\w*gemm"
-                        r"|xmma\w*(?:gemm|fprop|dgrad|wgrad)\w*(?:f16|tf32|fp8|e4m3|i8i8|int8)",
+    "tensor_core_gemm": _TC_MARK + r"|nvjet|sm9\d_xmma|tcgen05|(?:bf16|tf32|fp8|e4m3)(?:(?!bf16|tf32|fp8|e4m3)\w)*gemm"
+                        r"|" + _XMMA_GEMM,
     "attention_fused": r"flash_fwd|flash_bwd|flash::|flash_?attn|flashinfer|fmha|paged_attention|cutlass[fb]_"
                        r"|efficient_attention|mmha|xqa|fused_attention|sdpa|flashmla|multihead_attention",
     "softmax": r"softmax",
@@ -127,7 +138,7 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
     ("sglang", {src: (r"sglang|sgl_kernel", _I) for src in _SRC}),
     ("trtllm", {**{src: (r"tensorrt_llm|trtllm|tllm", _I) for src in _SRC},
                 "kernel": (r"tensorrt_llm|trtllm|tllm|xqa|mmha", _I)}),
-    ("tensorrt", {"kernel": (r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_\w*execute", _I),
+    ("tensorrt", {"kernel": (r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_\w*execute", _I),   # see _LINEAR
                   "nvtx": (r"(?i:tensorrt|executioncontext|^onnx::)|^(?:/[\w.:-]+)+/[A-Z][A-Za-z]*(?:_\d+)?$",
                            0),
                   "process": (r"trtexec|tensorrt", _I)}),
@@ -138,8 +149,12 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
     ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_|torch", _I), "nvtx": (r"aten::|torch", _I),
                  "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
 ]
-_STACKS: List[Tuple[str, Dict[str, re.Pattern[str]]]] = [
-    (s, {src: re.compile(rx, flags) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
+#: stack rules matched in an equivalent linear-time form (the evidence shows the rule as written above)
+_LINEAR = {r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_\w*execute":
+           r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_(?:(?!sm\d+_xmma_)\w)*execute"}
+#: (stack, {source: (the rule as shown, its compiled linear-time form)})
+_STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [
+    (s, {src: (rx, re.compile(_LINEAR.get(rx, rx), flags)) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
 AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
 
 @dataclass(frozen=True)
@@ -192,13 +207,28 @@ def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), pr
     sources = dict(zip(_SRC, (kernel_names, nvtx_names, process_names, thread_names)))
     for stack, rxs in _STACKS:
         ev: List[str] = []
-        for src, rx in rxs.items():
-            hits = [str(n) for n in sources[src] if n and rx.search(str(n))]
+        for src, (shown, rx) in rxs.items():
+            hits = [str(n) for n in sources[src] if n and rx.search(match_text(n))]
             if hits:
-                ev.append(f"{len(hits)} {src} name(s) match /{rx.pattern}/, e.g. '{_short(hits[0])}'")
+                ev.append(f"{len(hits)} {src} name(s) match /{shown}/, e.g. '{_short(hits[0])}'")
         if ev:
             return stack, tuple(ev)
     return "", ()
+
+
+def _gemv_float(s: str) -> bool:
+    """``(?:gemv|gemmsn)\\w*<.*float`` in linear time: only the first ``gemv…<`` of a line needs the scan for
+    ``float`` (a later one on the same line sees a part of what the first one sees)."""
+    pos = 0
+    while True:
+        m = _RX["gemv_lt"].search(s, pos)
+        if m is None:
+            return False
+        eol = s.find("\n", m.end())
+        eol = len(s) if eol < 0 else eol
+        if _RX["float"].search(s, m.end(), eol):
+            return True
+        pos = eol + 1
 
 
 def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
@@ -208,11 +238,10 @@ def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
             "inductor_pointwise", "norm",
             "reduce", "backward", "optimizer", "nccl", "conv", "redzone", "fft_trial", "layout_transform")
     m = {k: np.zeros(n, bool) for k in keys}
-    for i, raw in enumerate(names):
-        s = str(raw or "")
+    for i, s in enumerate(for_matching(names)):
         for k in keys:
             if k == "fp32_gemm_simt":
-                m[k][i] = bool(_RX["simt"].search(s)) and not _RX["not_simt"].search(s)
+                m[k][i] = bool(_RX["simt"].search(s) or _gemv_float(s)) and not _RX["not_simt"].search(s)
             elif k == "softmax":
                 m[k][i] = bool(_RX["softmax"].search(s)) and not _RX["attention_fused"].search(s)
             else:

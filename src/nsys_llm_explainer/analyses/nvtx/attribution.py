@@ -31,7 +31,7 @@ from ...jsonable import json_ready
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel
 from ..common.stats import pct
-from ..idle.causes import normalize_range_name
+from ..idle.range_names import normalize_range_name
 from .tree import NvtxTree, combine_innermost, enclosing_by_domain, has_ancestor_with_key, subtree_sums
 
 Row = Dict[str, Any]

@@ -40,6 +40,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ...config.patterns import first_match
 from ...config.phase_map import PhaseMap
 from ...errors import OptionError
 from ...model.trace import Kernels, TraceModel
@@ -80,12 +81,14 @@ class Detection:
 
 # ------------------------------------------------------------------------------------------- marker method
 def marker_kernels(k: Kernels, regex: str) -> Tuple[np.ndarray, Tuple[Dict[str, Any], ...]]:
-    """(marker mask per kernel row, marker kernel names with their counts, most frequent first)."""
+    """(marker mask per kernel row, marker kernel names with their counts, most frequent first). A user's
+    ``regex`` is matched in bounded time (:func:`config.patterns.first_match`)."""
     try:
-        rx = re.compile(regex, re.IGNORECASE)
+        re.compile(regex, re.IGNORECASE)
     except re.error as exc:
         raise OptionError("step_marker", f"{regex!r} is not a valid regular expression: {exc}") from None
-    hit = np.array([bool(rx.search(n)) for n in k.names] + [False], dtype=np.bool_)
+    first = first_match([regex], k.names, "step_marker", [repr(regex)])
+    hit = np.array([j == 0 for j in first] + [False], dtype=np.bool_)
     is_m = hit[k.name_idx]
     cnt = np.bincount(k.name_idx[is_m], minlength=len(k.names))
     return is_m, tuple({"name": k.names[i], "count": int(cnt[i])}

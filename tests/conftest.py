@@ -81,7 +81,7 @@ def run_cli(*args: str, env_extra: dict | None = None, timeout: int = 300) -> su
 
 #: a ``sitecustomize`` that slows a CLI subprocess down where a test needs it (the package has no test hooks):
 #: ``NLE_TEST_STAGED_PAUSE_S`` sleeps once the output is staged, before the commit (a signal lands there);
-#: ``NLE_TEST_STEP_PAUSE_S`` sleeps after each progress step (progress lines appear)
+#: ``NLE_TEST_STEP_PAUSE_S`` sleeps in the first progress step (its progress line appears)
 PAUSE_HOOK = """
 import os, time
 _staged, _step = os.environ.get("NLE_TEST_STAGED_PAUSE_S"), os.environ.get("NLE_TEST_STEP_PAUSE_S")
@@ -98,9 +98,13 @@ if _step:
     from nsys_llm_explainer import cli as _cli
     _call = _cli.Progress.__call__
 
-    def call(self, step):
+    _slowed = []
+
+    def call(self, step):   # the first step only: one progress line is enough
         _call(self, step)
-        time.sleep(float(_step))
+        if not _slowed:
+            _slowed.append(step)
+            time.sleep(float(_step))
 
     _cli.Progress.__call__ = call
 """

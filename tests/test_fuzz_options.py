@@ -191,9 +191,6 @@ def test_hostile_option_file_is_one_line_naming_the_option(seed: int, tmp_path: 
         assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="known leak, reported (issue 17 item 2's area, config/categories.py): the "
-                   "message of a rule whose regex does not compile holds re.error's text, which quotes a group or "
-                   "character name of the file ('unknown group name 'SECRET''); strict: remove this mark once fixed")
 @pytest.mark.parametrize("regex", QUOTING_REGEXES)
 def test_a_bad_regex_in_an_option_file_is_not_quoted(regex: str, tmp_path: Path) -> None:
     f = tmp_path / "cats.json"

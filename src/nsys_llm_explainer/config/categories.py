@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 from ..errors import InputError, OptionError
-from .user_file import YAML_MAX_BYTES, Unreadable, load_json, load_yaml, read_text
+from .user_file import YAML_MAX_BYTES, Unreadable, load_json, load_yaml, read_text, scrub
 
 CATEGORY_NAMES: List[str] = [
     "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "sampling",
@@ -203,7 +203,7 @@ def parse_rules_data(data: object, option: str = "categories_file",
         try:
             re.compile(rx, re.IGNORECASE)
         except re.error as e:
-            raise _bad(option, path, f"rule #{i + 1} has an invalid regex ({e})") from None
+            raise _bad(option, path, f"rule #{i + 1} has an invalid regex ({scrub(str(e))})") from None
         rules.append((rx, cat))
     rep = data.get("replace", False)
     if not isinstance(rep, bool):

@@ -158,7 +158,7 @@ def _check_expanded(root: Any, option: str, path: Optional[str]) -> None:
             stack.extend((c, False) for c in _children(node))
 
 
-def _scrub(problem: str) -> str:
+def scrub(problem: str) -> str:
     """A parser's reason without the file's text: quoted excerpts longer than one character are dropped
     (token names such as ``'<scalar>'`` stay)."""
     first = problem.strip().splitlines()[0] if problem.strip() else ""
@@ -200,10 +200,10 @@ def load_yaml(text: str, option: str, path: Optional[str] = None, what: str = "Y
         return loader.construct_document(node)
     except yaml.MarkedYAMLError as e:
         where = f" at line {e.problem_mark.line + 1}" if e.problem_mark is not None else ""
-        reason = _scrub(e.problem or e.context or "") or "parse error"
+        reason = scrub(e.problem or e.context or "") or "parse error"
         raise refusal(option, path, f"not valid {what} ({reason}{where})") from None
     except yaml.YAMLError as e:
-        raise refusal(option, path, f"not valid {what} ({_scrub(str(e)) or 'parse error'})") from None
+        raise refusal(option, path, f"not valid {what} ({scrub(str(e)) or 'parse error'})") from None
     except RecursionError:
         raise _too_deep(option, path) from None
     finally:

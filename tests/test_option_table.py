@@ -204,3 +204,15 @@ def test_compare_doc_lists_the_analysis_flags() -> None:
     m = re.search(r"built from one table, `options.OPTIONS`: (.*?); `\.nsys-rep`", doc)
     assert m, "docs/COMPARE.md lost its list of the analysis options"
     assert re.findall(r"`(--[\w-]+)`", m.group(1)) == [o.flags[0] for o in OPTIONS if "compare" in o.commands]
+
+
+def test_a_choice_is_read_alike_by_the_command_line_and_the_api(tmp_path):
+    """`--reader ADBC` and `reader="ADBC"` are the same choice (case-insensitive on both sides)."""
+    import argparse
+
+    from nsys_llm_explainer.options import add_flags, options_from_kwargs
+
+    p = argparse.ArgumentParser()
+    add_flags(p, "main")
+    assert p.parse_args(["--reader", "ADBC", "--out", str(tmp_path)]).reader == "adbc"
+    assert options_from_kwargs(reader="ADBC").reader == "adbc"

@@ -192,8 +192,8 @@ def add_flags(p: argparse.ArgumentParser, command: str, choices: Optional[Mappin
             kw["type"] = int if o.kind == "int" else float
         if o.choices == CHOSEN_BY_COMMAND:
             kw["choices"] = list((choices or {})[o.name])
-        elif o.choices is not None:
-            kw["choices"] = o.choices
+        elif o.choices is not None:   # case-insensitive, as the API's check (config/values.one_of)
+            kw["choices"], kw["type"] = o.choices, str.lower
         if o.metavar is not None:
             kw["metavar"] = o.metavar
         if o.required:

@@ -289,7 +289,7 @@ def _regex_rule(v: Any) -> Optional[bool]:
 #: option → whether a command-line text is valid (None: the rule depends on the trace, only the form is checked)
 CLI_RULES: Dict[str, Callable[[str], Optional[bool]]] = {
     "top": _int_rule, "nvtx_coverage_warn_threshold": _fraction_rule, "step_marker": _regex_rule,
-    "reader": lambda v: v in ("auto", "adbc", "sqlite3"),   # argparse's choices (the API also takes "ADBC")
+    "reader": lambda v: v.lower() in ("auto", "adbc", "sqlite3"),   # the choices, any case (as the API)
     "step_range": lambda v: True,
     "categories_file": lambda v: v == "", "phase_map": lambda v: v == "",
     "window_nvtx": lambda v: v in ("schedule", "execute_model"),    # the NVTX ranges of scenario "healthy"

@@ -92,9 +92,10 @@ def run() -> int:
     """The command line, with signals routed and streams guarded from the first instruction."""
     _reopen_closed_fds()
     held = _hold_signals()
-    from .interrupts import fired, ignore, install
+    from .interrupts import fired, ignore, install, quiet_unraisable
 
     try:
+        quiet_unraisable()
         install()
         _release_signals(held)   # a signal that arrived meanwhile is raised here, as Interrupted
         from .cli import main

@@ -376,7 +376,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     del COMMITTED[:]
     previous = interrupts.install()
     try:
-        return _main(argv)
+        code = _main(argv)
+        interrupts.check()   # a signal whose exception Python swallowed (a weakref callback) still ends the run
+        return code
     except BaseException as exc:
         return _ended(exc, COMMITTED)
     finally:

@@ -11,6 +11,7 @@ either the previous one or the complete new one.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from types import FrameType
@@ -65,11 +66,26 @@ def install() -> Dict[int, Handler]:
     returns the previous handlers for :func:`restore`."""
     if threading.current_thread() is not threading.main_thread():
         return {}
+    if all(signal.getsignal(sig) is _handler for sig in SIGNALS):
+        return {}   # already routed (``__main__`` before ``cli.main``): keep a signal that already fired
     _STATE.update(defer=0, pending=None, fired=0)
     previous: Dict[int, Handler] = {}
     for sig in SIGNALS:
         previous[sig] = signal.signal(sig, _handler)
     return previous
+
+
+def quiet_unraisable() -> None:
+    """Keep Python from printing "Exception ignored in …" with a traceback for our own interrupt (a handler that
+    ran inside a weakref callback or ``__del__``; :func:`check` raises it again); anything else is reported as
+    before."""
+    default = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            default(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def ignore() -> None:

@@ -23,6 +23,7 @@ Dask (``scheduler="ADDRESS"`` or ``"local"``; the main thread polls every :data:
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -133,6 +134,10 @@ def bounded(fn: Callable[[], T], timeout: float, what: str, grace: float = 0.0) 
     return box["value"]
 
 
+#: the module each local Dask worker imports first: it keeps the worker's log lines off the terminal
+QUIET_WORKER = "nsys_llm_explainer.cluster.dask_quiet"
+
+
 def dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
     """(a ``dask.distributed.Client``, the ``LocalCluster`` it runs on or None); one line when the scheduler
     cannot be reached or does not answer within :data:`DASK_CONNECT_TIMEOUT_S` s."""
@@ -141,7 +146,8 @@ def dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
     except ImportError:
         raise OptionalDependencyError("scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
     if scheduler == "local":
-        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.CRITICAL + 1, preload=[QUIET_WORKER])
         return Client(cluster), cluster
     t = DASK_CONNECT_TIMEOUT_S
     try:

@@ -264,6 +264,24 @@ def test_the_api_names_the_argument_of_the_wrong_type(call, error, message) -> N
     assert str(ei.value) == message
 
 
+@pytest.mark.parametrize("call, quoted", [
+    (lambda d, t: nle.analyze(d / "two\nlines \x1b]8;;http://x\x07 \u202e.sqlite"), True),   # a missing file
+    (lambda d, t: nle.analyze(t, step_marker="(\n\x1b[31m"), False),   # a bad regex (the pattern is not quoted)
+    (lambda d, t: nle.analyze(t, window_nvtx="no\nsuch \x1b[2J range"), True),   # a value the trace lacks
+    (lambda d, t: nle.compare([t, d / "gone\r\n\x1b[A.sqlite"]), True),
+    (lambda d, t: nle.analyze_cluster([str(d / "nothing\nhere\x9b*.sqlite")]), True),
+])
+def test_api_errors_are_one_inert_line(tmp_path, trace, call, quoted) -> None:
+    """A path or value quoted in an API error keeps no line break, ESC, OSC-8, CSI or bidi control: str(exc) is
+    one line with those shown as visible escapes (as the command line shows them)."""
+    with pytest.raises(InputError) as ei:
+        call(tmp_path, trace)
+    text = str(ei.value)
+    assert "\n" not in text and "\r" not in text and "\x07" not in text
+    assert not any(c in text for c in "\x1b\x9b\u202e"), text
+    assert not quoted or "\\x1b" in text or "\\x9b" in text, text   # shown, not dropped
+
+
 def test_the_api_takes_bytes_and_pathlike_paths(trace) -> None:
     a = nle.analyze(os.fsencode(trace))
     b = nle.analyze(trace)

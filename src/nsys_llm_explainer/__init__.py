@@ -14,13 +14,16 @@ Public API (writes no files)::
 
 from __future__ import annotations
 
+import functools
 import os
 
-from .errors import InputError, OptionError
+from .errors import ExplainerError, InputError, OptionError
 
 TYPE_CHECKING = False   # typing is not imported at run time: the command line loads this first (__main__)
 if TYPE_CHECKING:
-    from typing import Any, List, Optional, Sequence, Union
+    from typing import Any, Callable, List, Optional, Sequence, TypeVar, Union
+
+    F = TypeVar("F", bound=Callable[..., Any])
 
     from .cluster import ClusterResult
     from .comparison import CompareResult
@@ -29,6 +32,37 @@ if TYPE_CHECKING:
 __version__ = "0.3.0"
 
 
+def _one_line(fn: F) -> F:
+    """The API's errors are one inert line, as the command line's are: a path, label or value quoted in a
+    message has its line breaks as spaces and its control / bidi characters as visible escapes
+    (:func:`render.escape.visible`), so ``str(exc)`` can be logged or shown as it is."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ExplainerError as exc:
+            _make_one_line(exc)
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _make_one_line(exc: ExplainerError) -> None:
+    from .render.escape import visible
+
+    def line(text: str) -> str:
+        return " ".join(visible(text).split())
+
+    if isinstance(exc, OptionError):   # worded from its parts (the option's name, the detail): the detail only
+        if exc.detail:
+            exc.detail = line(exc.detail)
+            exc.args = (exc.option, exc.detail, exc.sep)
+    elif len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (line(exc.args[0]),)
+
+
+@_one_line
 def analyze(path: str, workers: Optional[int] = None, **options: Any) -> Report:
     """Analyze a ``.sqlite`` export and return the typed :class:`report.Report` (no files written).
 
@@ -69,6 +103,7 @@ def _path_list(paths: Any, name: str, single_ok: bool) -> List[str]:
     return [path_arg(p, f"{name}[{i}]") for i, p in enumerate(paths)]
 
 
+@_one_line
 def render_markdown(report: Union[Any, dict]) -> str:
     """``report.md`` text for a :class:`report.Report` (or its ``to_dict()``); :class:`errors.InputError` naming
     ``report`` for anything else."""
@@ -79,6 +114,7 @@ def render_markdown(report: Union[Any, dict]) -> str:
     return _md(report if isinstance(report, dict) else report.to_dict())
 
 
+@_one_line
 def compare(paths: Sequence[str], labels: Optional[Sequence[str]] = None, **options: Any) -> CompareResult:
     """Analyze ``.sqlite`` exports and compare them: ``paths[0]`` is BASE, each later one a NEW compared against
     it. Returns the typed :class:`comparison.CompareResult` (``to_dict()`` is ``compare.json``); writes no files.
@@ -98,6 +134,7 @@ def compare(paths: Sequence[str], labels: Optional[Sequence[str]] = None, **opti
     return result
 
 
+@_one_line
 def analyze_cluster(paths: Union[str, Sequence[str]], jobs: Optional[int] = None, scheduler: Optional[str] = None,
                     **options: Any) -> ClusterResult:
     """Analyze several exports (files, directories or globs; e.g. one per rank) and return the typed

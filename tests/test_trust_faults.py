@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from conftest import run_cli
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cli import main
@@ -296,20 +295,55 @@ def test_garbage_speaking_scheduler_is_one_error(traces) -> None:
     assert str(ei.value).startswith(f"cannot connect to the Dask scheduler {fake.address}: ")
 
 
-@pytest.mark.slow   # Dask; waits for the 10 s connect timeout
-def test_unreachable_scheduler_on_the_command_line(tmp_path, traces) -> None:
+@pytest.mark.slow   # Dask
+def test_unreachable_scheduler_on_the_command_line(monkeypatch, tmp_path, traces, capsys) -> None:
+    """The command line's one line (in this process, the connect bound shortened to 2 s from 10)."""
     _need_dask()
+    from nsys_llm_explainer.cluster import workers
+
+    monkeypatch.setattr(workers, "DASK_CONNECT_TIMEOUT_S", 2.0)
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()                                                 # nothing listens there now
     t0 = time.monotonic()
-    proc = run_cli(str(traces["base"]), str(traces["empty"]), "--scheduler", f"tcp://127.0.0.1:{port}", "--out",
-                   str(tmp_path / "o"), "--quiet", timeout=60)
-    assert proc.returncode == 2
-    assert _err_line(proc.stderr) == (f"{PROG}: error: cannot connect to the Dask scheduler tcp://127.0.0.1:{port}: "
-                                      f"OSError: Timed out trying to connect to tcp://127.0.0.1:{port} after 10 s")
-    assert time.monotonic() - t0 < 30 and not (tmp_path / "o").exists()
+    code = main([str(traces["base"]), str(traces["empty"]), "--scheduler", f"tcp://127.0.0.1:{port}", "--out",
+                 str(tmp_path / "o"), "--quiet"])
+    assert code == 2
+    assert _err_line(capsys.readouterr().err) == (
+        f"{PROG}: error: cannot connect to the Dask scheduler tcp://127.0.0.1:{port}: OSError: Timed out trying to "
+        f"connect to tcp://127.0.0.1:{port} after 2 s")
+    assert time.monotonic() - t0 < 10 and not (tmp_path / "o").exists()
+
+
+class _SlowCluster:
+    def __init__(self, **kwargs: object) -> None:
+        time.sleep(3)
+        raise RuntimeError("never used")
+
+
+class _BrokenCluster:
+    def __init__(self, **kwargs: object) -> None:
+        raise RuntimeError("Nanny failed to start.")
+
+
+@pytest.mark.parametrize("cluster, message", [
+    (_SlowCluster, "the local Dask cluster (2 worker processes) did not start within 0.5 s"),
+    (_BrokenCluster, "the local Dask cluster (2 worker processes) did not start: RuntimeError: Nanny failed to "
+                     "start."),
+])
+def test_a_local_dask_cluster_that_does_not_start_is_one_error(monkeypatch, traces, cluster, message) -> None:
+    _need_dask()
+    import dask.distributed
+
+    from nsys_llm_explainer.cluster import workers
+
+    monkeypatch.setattr(workers, "DASK_LOCAL_START_S", 0.5)
+    monkeypatch.setattr(dask.distributed, "LocalCluster", cluster)
+    t0 = time.monotonic()
+    with pytest.raises(WorkerError) as ei:
+        nle.analyze_cluster([str(traces["base"]), str(traces["empty"])], scheduler="local", jobs=2)
+    assert str(ei.value) == message and time.monotonic() - t0 < 2.5
 
 
 class _DaskCluster:
@@ -390,6 +424,42 @@ def test_dask_scheduler_lost_mid_run_on_the_command_line(tmp_path, traces) -> No
     assert _err_line(err) == (f"{PROG}: error: lost the connection to the Dask scheduler {cl.address}; not analysed: "
                               f"{files[0]}, {files[1]}")
     assert took < 20
+
+
+@pytest.mark.slow   # a local Dask cluster whose workers sleep until stopped
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_interrupt_on_a_local_dask_cluster_stops_within_a_second(tmp_path, traces, sig, code) -> None:
+    """Three files on two local Dask workers (each file sleeps 60 s first): a signal ends the command within about
+    a second — queued work cancelled, the worker processes gone, one line."""
+    _need_dask()
+    files = _copies(traces["base"], tmp_path / "in", ["a.sqlite", "b.sqlite", "c.sqlite"])
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    env = _hooked_env(tmp_path, NLE_TEST_SLEEP="60", NLE_TEST_PIDS=str(pids))
+    p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", *files, "--scheduler", "local", "--jobs", "2",
+                          "--out", str(tmp_path / "o"), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    try:
+        t0 = time.monotonic()
+        while len(list(pids.iterdir())) < 2 and time.monotonic() - t0 < 60:
+            time.sleep(0.05)
+        workers = [int(x.name) for x in pids.iterdir()]
+        assert len(workers) == 2
+        t1 = time.monotonic()
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=30)
+        took = time.monotonic() - t1
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == code, err
+    assert _err_line(err.decode()) == f"{PROG}: interrupted by {sig.name}; no output was written"
+    assert took < 1.5, took
+    deadline = time.monotonic() + 2
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.slow   # a local Dask cluster whose worker dies on one file until Dask gives up

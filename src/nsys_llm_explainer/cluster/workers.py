@@ -13,7 +13,10 @@ Local pool (``ProcessPoolExecutor``, ``spawn``; workers ignore SIGINT, the paren
 Dask (``scheduler="ADDRESS"`` or ``"local"``; the main thread polls every :data:`POLL_S` s, so signals work):
 
 * the scheduler must answer within :data:`DASK_CONNECT_TIMEOUT_S` s (unreachable, silent, or speaking
-  something else → one line);
+  something else → one line); a ``"local"`` cluster must start within :data:`DASK_LOCAL_START_S` s (one line
+  otherwise), and its workers' own log lines stay off stderr (:mod:`cluster.dask_quiet`);
+* an interrupt cancels the queued files, kills a local cluster's worker processes and closes the client within
+  :data:`DASK_INTERRUPT_STOP_S` s;
 * no worker on the scheduler for :data:`DASK_NO_WORKER_S` s (all lost mid-run, none joining) → one line naming
   the files not analysed; workers that keep dying (Dask's ``KilledWorker``) → one line naming the files;
 * each call to the scheduler (a worker count) is bounded by :data:`DASK_CALL_TIMEOUT_S` s, fetching one result
@@ -24,6 +27,7 @@ Dask (``scheduler="ADDRESS"`` or ``"local"``; the main thread polls every :data:
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -45,6 +49,11 @@ DASK_NO_WORKER_S = 30.0
 DASK_CALL_TIMEOUT_S = 10.0
 #: seconds for cancelling what is left and closing the client (and a local cluster) at the end, in all
 DASK_CLOSE_TIMEOUT_S = 3.0
+#: seconds to stop a Dask run after an interrupt (Ctrl-C, SIGTERM, SIGHUP): queued work cancelled, a local
+#: cluster's worker processes killed (their running analyses are not waited for), the client closed
+DASK_INTERRUPT_STOP_S = 1.0
+#: seconds to start a ``--scheduler local`` cluster (its worker processes up and registered)
+DASK_LOCAL_START_S = 60.0
 #: seconds to fetch one finished file's result from its worker
 DASK_RESULT_TIMEOUT_S = 60.0
 #: seconds between two looks at the Dask futures (and between two worker counts: :data:`WORKER_CHECK_S`)
@@ -112,10 +121,10 @@ def run_pool(args: Sequence[Args], jobs: int) -> List[FileSummary]:
 
 
 # ------------------------------------------------------------------------------------------ Dask
-def bounded(fn: Callable[[], T], timeout: float, what: str, grace: float = 0.0) -> T:
+def bounded(fn: Callable[[], T], timeout: float, what: str, grace: float = 0.0, verb: str = "answer") -> T:
     """``fn()`` on a daemon thread, waited for at most ``timeout`` (+ ``grace``: for a call with its own
     ``timeout``, whose error is better) s, the wait interruptible; a call still running then raises
-    :class:`WorkerError` ``what did not answer within <timeout> s``."""
+    :class:`WorkerError` ``what did not <verb> within <timeout> s``."""
     box: Dict[str, Any] = {}
 
     def call() -> None:
@@ -128,7 +137,7 @@ def bounded(fn: Callable[[], T], timeout: float, what: str, grace: float = 0.0) 
     t.start()
     t.join(timeout + grace)
     if t.is_alive():
-        raise WorkerError(f"{what} did not answer within {timeout:g} s")
+        raise WorkerError(f"{what} did not {verb} within {timeout:g} s")
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -146,9 +155,7 @@ def dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
     except ImportError:
         raise OptionalDependencyError("scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
     if scheduler == "local":
-        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.CRITICAL + 1, preload=[QUIET_WORKER])
-        return Client(cluster), cluster
+        return _local_cluster(Client, LocalCluster, jobs)
     t = DASK_CONNECT_TIMEOUT_S
     try:
         return bounded(lambda: Client(scheduler, timeout=f"{t:g}s"), t, f"the Dask scheduler {scheduler}",
@@ -157,6 +164,27 @@ def dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
         raise
     except Exception as exc:   # OSError, TimeoutError, ValueError (bad address), garbage answers (MemoryError…)
         raise InputError(f"cannot connect to the Dask scheduler {scheduler}: {type(exc).__name__}: {exc}") from None
+
+
+def _local_cluster(client_class: Any, cluster_class: Any, jobs: int) -> Tuple[Any, Any]:
+    """A ``LocalCluster`` of ``jobs`` worker processes and its client, started within :data:`DASK_LOCAL_START_S`
+    s; a start that fails or takes longer is one line."""
+    def start() -> Tuple[Any, Any]:
+        cluster = cluster_class(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+                                silence_logs=logging.CRITICAL + 1, preload=[QUIET_WORKER])
+        try:
+            return client_class(cluster), cluster
+        except BaseException:
+            cluster.close(timeout=DASK_CLOSE_TIMEOUT_S)
+            raise
+
+    what = f"the local Dask cluster ({jobs} worker process{'es' if jobs > 1 else ''})"
+    try:
+        return bounded(start, DASK_LOCAL_START_S, what, verb="start")
+    except WorkerError:
+        raise
+    except Exception as exc:   # a worker process that cannot start (Nanny failed to start), no free port…
+        raise WorkerError(f"{what} did not start: {type(exc).__name__}: {exc}") from None
 
 
 def _killed_worker(exc: BaseException) -> bool:
@@ -181,6 +209,55 @@ def _close(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
         pass
 
 
+def _abort(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
+    """After an interrupt: cancel what is left, kill a local cluster's worker processes while it closes (once its
+    workers stop restarting what dies), close the client — within :data:`DASK_INTERRUPT_STOP_S` s in all; never
+    raises. (Dask's own exit hook would otherwise wait up to 10 s for the running analyses.)"""
+    limit = DASK_INTERRUPT_STOP_S
+    closing = None
+    if cluster is not None:
+        closing = threading.Thread(target=_quietly, args=(lambda: cluster.close(timeout=limit),), daemon=True,
+                                   name="nsys-llm-explain-dask-close")
+        closing.start()
+        _kill_local_workers(cluster, time.monotonic() + limit / 4)
+    def close_client() -> None:
+        _quietly(lambda: client.cancel(list(futs)) if futs else None)
+        _quietly(lambda: client.close(timeout=limit))
+
+    try:
+        bounded(close_client, limit / 2, "closing the Dask client")
+    except BaseException:
+        pass
+    if closing is not None:
+        closing.join(limit / 4)
+
+
+def _quietly(step: Callable[[], Any]) -> None:
+    try:
+        step()
+    except Exception:   # cleanup after an interrupt: the interrupt is what is reported
+        pass
+
+
+def _kill_local_workers(cluster: Any, wait_until: float) -> None:
+    """SIGKILL the worker processes of a ``LocalCluster`` (Dask's ``Nanny.process.process.pid``), after waiting
+    until ``wait_until`` for each nanny to leave the running state (so none restarts its worker)."""
+    try:
+        nannies = list(cluster.workers.values())
+        while any(getattr(getattr(n, "status", None), "name", "") == "running" for n in nannies) \
+                and time.monotonic() < wait_until:
+            time.sleep(0.01)
+        for n in nannies:
+            pid = getattr(getattr(getattr(n, "process", None), "process", None), "pid", None)
+            if isinstance(pid, int) and pid > 0:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+    except Exception:   # Dask's internals differ: the close still runs, bounded
+        pass
+
+
 def _workers(client: Any, scheduler: str) -> int:
     info = bounded(lambda: client.scheduler_info(), DASK_CALL_TIMEOUT_S, f"the Dask scheduler {scheduler}")
     return len(info.get("workers") or {})
@@ -193,8 +270,12 @@ def run_dask(args: Sequence[Args], jobs: int, scheduler: str) -> List[FileSummar
     try:
         futs = [client.submit(analyze_file, *a, pure=False) for a in args]
         return _poll(client, futs, [a[0] for a in args], scheduler)
+    except KeyboardInterrupt:
+        _abort(client, cluster, [f for f in futs if f.status == "pending"])
+        raise
     finally:
-        _close(client, cluster, [f for f in futs if f.status == "pending"])
+        if client.status not in ("closing", "closed"):
+            _close(client, cluster, [f for f in futs if f.status == "pending"])
 
 
 def _poll(client: Any, futs: Sequence[Any], paths: Sequence[str], scheduler: str) -> List[FileSummary]:

@@ -45,7 +45,10 @@ from nsys_llm_explainer.config.phase_map import build_phase_map
 from nsys_llm_explainer.errors import Interrupted, OptionError
 
 SRC = Path(nsys_llm_explainer.__file__).resolve().parent
-BUDGET_S = 0.05
+#: one pattern on one 100 KB name: a linear scan takes 1–10 ms here, a quadratic one seconds to minutes and an
+#: exponential one forever, so this bound tells them apart with room for a loaded machine (the ratio, not the
+#: clock, is what is tested; bench/ measures speed)
+BUDGET_S = 0.25
 #: synth builds the test traces (never user input); the test-only parts of the package
 SKIP_MODULES = ("nsys_llm_explainer.synth", "nsys_llm_explainer.__main__")
 RE_FUNCS = {"compile", "search", "match", "fullmatch", "sub", "subn", "split", "findall", "finditer"}
@@ -110,7 +113,7 @@ def test_every_kind_of_built_in_pattern_is_found() -> None:
         assert must in found, must
 
 
-def _slowest(fn: Callable[[str], object], names: List[str]) -> Tuple[float, str]:
+def _slowest(fn: Callable[[str], object], names: List[str], budget: float = BUDGET_S) -> Tuple[float, str]:
     """The longest time ``fn`` takes on one of ``names`` (best of two for any over the budget) and that name."""
     worst = (0.0, "")
     for n in names:
@@ -119,7 +122,7 @@ def _slowest(fn: Callable[[str], object], names: List[str]) -> Tuple[float, str]
             t = time.perf_counter()
             fn(n)
             best = min(best, time.perf_counter() - t)
-            if best <= BUDGET_S:
+            if best <= budget:
                 break
         if best > worst[0]:
             worst = (best, n[:40])
@@ -129,7 +132,7 @@ def _slowest(fn: Callable[[str], object], names: List[str]) -> Tuple[float, str]
 def _own_names(pattern: str) -> List[str]:
     """100 KB names repeating the pattern's own literal words (with a separator, and in pairs)."""
     words = sorted(set(literal_runs(pattern)))[:40]
-    names = [fill(w + sep) for w in words for sep in ("", "_", "<", "0")]
+    names = [fill(w + sep) for w in words for sep in ("", "_")]
     names += [fill(a + b) for a, b in zip(words, words[1:])]
     return names
 
@@ -172,13 +175,9 @@ NAME_FUNCTIONS: Dict[str, Callable[[str], object]] = {
 
 @pytest.mark.parametrize("fn", sorted(NAME_FUNCTIONS))
 def test_name_functions_are_linear_on_hostile_names(fn: str) -> None:
-    budget = 0.3 if fn in ("kernel traits", "stack", "categories") else BUDGET_S   # many patterns at once
-    worst = 0.0
-    for n in NAMES:
-        t = time.perf_counter()
-        NAME_FUNCTIONS[fn](n)
-        worst = max(worst, time.perf_counter() - t)
-    assert worst <= budget, (fn, worst)
+    budget = 6 * BUDGET_S if fn in ("kernel traits", "stack", "categories") else BUDGET_S   # many patterns at once
+    worst, name = _slowest(NAME_FUNCTIONS[fn], NAMES, budget)
+    assert worst <= budget, (fn, worst, name)
 
 
 # ------------------------------------------------------------------------------------------- same answers
@@ -411,20 +410,25 @@ def a_trace(tmp_path_factory) -> Path:
     return trace
 
 
-@pytest.mark.slow
+@pytest.mark.slow   # a matching child process per option, 1 s each
 @pytest.mark.parametrize("how", ["step-marker", "categories"])
-def test_a_hostile_user_pattern_is_one_line_exit_2(tmp_path: Path, a_trace: Path, how: str) -> None:
+def test_a_hostile_user_pattern_is_one_line_exit_2(monkeypatch, capsys, tmp_path: Path, a_trace: Path,
+                                                    how: str) -> None:
+    """The command line's one line (in this process, the 5 s bound shortened to 1 s)."""
+    from nsys_llm_explainer.cli import main
+
+    monkeypatch.setattr(P, "TIMEOUT_S", 1.0)
+    monkeypatch.delenv("NSYS_LLM_EXPLAIN_DEBUG", raising=False)
     rules = tmp_path / "rules.json"
     rules.write_text('{"rules": [["gemm", "mine"], ["(a+)+$", "theirs"]]}', encoding="utf-8")
     opt = ["--step-marker", HOSTILE] if how == "step-marker" else ["--categories", str(rules)]
     t = time.monotonic()
-    proc = _cli(str(a_trace), "--out", str(tmp_path / "out"), "--quiet", *opt)
-    out, err = proc.communicate(timeout=60)
+    code = main([str(a_trace), "--out", str(tmp_path / "out"), "--quiet", *opt])
     assert time.monotonic() - t < P.TIMEOUT_S + 10
-    lines = err.splitlines()
-    assert proc.returncode == 2 and len(lines) == 1, err
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(lines) == 1, lines
     where = f"--step-marker {HOSTILE!r}" if how == "step-marker" else f"--categories {rules}: rule #2 {HOSTILE!r}"
-    assert lines[0] == (f"nsys-llm-explain: error: {where} did not finish within 5 s over 3 kernel name(s) (the "
+    assert lines[0] == (f"nsys-llm-explain: error: {where} did not finish within 1 s over 3 kernel name(s) (the "
                         "longest has 8,193 characters): it has a repeat nested in an unbounded repeat (as in "
                         "'(a+)+'), which backtracks exponentially; simplify it")
     assert not (tmp_path / "out").exists()

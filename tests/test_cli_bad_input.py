@@ -230,12 +230,16 @@ def _fingerprint(p: Path):
 
 
 @pytest.mark.slow   # the CLI on 12 real traces
-def test_input_unchanged_and_no_side_files(tmp_path, shared_traces):
+def test_input_unchanged_and_no_side_files(tmp_path, shared_traces, capsys):
+    """Every export layout (2019 → 2026) is opened read-only: nothing beside it, not a byte changed (the command
+    line in this process: the read is the same code as in a subprocess)."""
+    from nsys_llm_explainer.cli import main
+
     for trace in sorted(shared_traces.glob("*/trace.sqlite"))[:12]:
         before = _fingerprint(trace)
         siblings = sorted(x.name for x in trace.parent.iterdir())
-        proc = run_cli(str(trace), "--out", str(tmp_path / trace.parent.name), "--quiet")
-        assert proc.returncode == 0, (trace, proc.stderr)
+        code = main([str(trace), "--out", str(tmp_path / trace.parent.name), "--quiet"])
+        assert code == 0, (trace, capsys.readouterr().err)
         assert _fingerprint(trace) == before
         assert sorted(x.name for x in trace.parent.iterdir()) == siblings  # no -journal/-wal/-shm
 

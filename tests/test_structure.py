@@ -29,7 +29,7 @@ ALLOWED: Dict[str, FrozenSet[str]] = {
     "render": F({"vocabulary", "serialize"}),
     "comparison": BASE | {"<pkg>", "analyses", "findings", "output", "paths", "pipeline", "render", "report"},
     "cluster": BASE | {"<pkg>", "analyses", "findings", "options", "output", "paths", "pipeline", "read", "render",
-                       "report"},
+                       "report", "terminal"},
     "output": BASE | {"<pkg>", "interrupts"}, "terminal": F({"render"}),
     "synth": F(), "presets": F(), "paths": F({"errors"}),
     "cli": BASE | {"<pkg>", "cluster", "comparison", "interrupts", "options", "output", "paths", "pipeline", "read",

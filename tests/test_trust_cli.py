@@ -286,3 +286,27 @@ def test_the_api_takes_bytes_and_pathlike_paths(trace) -> None:
     a = nle.analyze(os.fsencode(trace))
     b = nle.analyze(trace)
     assert a.to_dict()["trace"]["path"] == b.to_dict()["trace"]["path"] == str(trace)
+
+
+def test_a_library_warning_is_one_inert_line(monkeypatch, capsys, tmp_path, trace) -> None:
+    """A Python warning raised during a run (a library's deprecation, a numeric RuntimeWarning) is one stderr line
+    through the terminal neutralisation, never Python's two-line source quote; the run's outcome is unchanged."""
+    import warnings
+
+    from nsys_llm_explainer import pipeline
+
+    real = pipeline.analyze_path
+
+    def noisy(*args, **kwargs):
+        warnings.warn("two\nlines \x1b[31m", RuntimeWarning, stacklevel=1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "analyze_path", noisy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        before = warnings.showwarning
+        code = main([str(trace), "--out", str(tmp_path / "o"), "--quiet"])
+        assert warnings.showwarning is before   # put back after the run
+    err = capsys.readouterr().err
+    assert code == 0 and (tmp_path / "o" / "report.md").is_file()
+    assert err.splitlines() == ["nsys-llm-explain: warning: RuntimeWarning: two lines \\x1b[31m"], err

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, NoReturn, Optional, Sequence
 
@@ -36,7 +37,7 @@ from .errors import ExplainerError, InputError, OptionError, OutputError
 from .options import Options, add_flags, check_option, flag_of, options_from_args
 from .paths import check_name, shown
 from .read.nsys_export import export_report, is_report
-from .terminal import error_line, say, silence_stdout
+from .terminal import error_line, say, silence_stdout, warning_line
 from .vocabulary.units import fmt_dur
 
 if TYPE_CHECKING:
@@ -375,6 +376,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     del COMMITTED[:]
     previous = interrupts.install()
+    show_warning, warnings.showwarning = warnings.showwarning, warning_line
     try:
         code = _main(argv)
         interrupts.check()   # a signal whose exception Python swallowed (a weakref callback) still ends the run
@@ -383,6 +385,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _ended(exc, COMMITTED)
     finally:
         interrupts.restore(previous)
+        warnings.showwarning = show_warning
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 from .render.escape import term_text
 
@@ -60,6 +60,19 @@ def silence_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass
+
+
+#: the command's name at the start of each stderr line
+PROG = "nsys-llm-explain"
+
+
+def warning_line(message: object, category: type, filename: str, lineno: int, file: Any = None,
+                 line: Optional[str] = None) -> None:
+    """A Python warning (a library's ``DeprecationWarning``, a ``RuntimeWarning``) as one inert stderr line,
+    ``nsys-llm-explain: warning: <Category>: <message>``, never the two-line source quote Python prints: the
+    command line's stderr holds one line per thing said (installed as :data:`warnings.showwarning` by the
+    command line and its worker processes)."""
+    error_line(f"{PROG}: warning: ", f"{category.__name__}: {message}")
 
 
 def error_line(prefix: str, message: object) -> None:

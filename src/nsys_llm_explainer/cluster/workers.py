@@ -31,11 +31,13 @@ import os
 import signal
 import threading
 import time
+import warnings
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ..errors import InputError, OptionalDependencyError, WorkerError
+from ..terminal import warning_line
 from .summary import FileSummary, analyze_file
 
 T = TypeVar("T")
@@ -77,6 +79,7 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    warnings.showwarning = warning_line   # a library's warning: one line on the shared stderr
 
 
 def _stop_pool(ex: ProcessPoolExecutor) -> None:
@@ -168,9 +171,11 @@ def dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
 
 def _local_cluster(client_class: Any, cluster_class: Any, jobs: int) -> Tuple[Any, Any]:
     """A ``LocalCluster`` of ``jobs`` worker processes and its client, started within :data:`DASK_LOCAL_START_S`
-    s; a start that fails or takes longer is one line."""
+    s; a start that fails or takes longer is one line. Everything listens on 127.0.0.1 only; the scheduler's
+    HTTP endpoint (no dashboard) takes a free port, so another cluster on Dask's default 8787 changes nothing."""
     def start() -> Tuple[Any, Any]:
-        cluster = cluster_class(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+        cluster = cluster_class(n_workers=jobs, threads_per_worker=1, processes=True,
+                                dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
                                 silence_logs=logging.CRITICAL + 1, preload=[QUIET_WORKER])
         try:
             return client_class(cluster), cluster

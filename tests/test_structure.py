@@ -16,7 +16,7 @@ BASE: FrozenSet[str] = F({"errors", "jsonable", "vocabulary"})
 #: ``__init__``, the public API). The flow: read → model → analyses → findings → report/serialize → render;
 #: the front ends (cli, comparison, cluster, output, terminal) sit on top.
 ALLOWED: Dict[str, FrozenSet[str]] = {
-    "vocabulary": F(), "errors": F(), "jsonable": F(), "interrupts": F({"errors"}),
+    "vocabulary": F(), "errors": F(), "jsonable": F({"errors"}), "interrupts": F({"errors"}),
     "read": F({"errors"}), "config": F({"errors", "interrupts"}), "model": BASE | {"read"},
     "options": BASE | {"config", "read"},
     "analyses": BASE | {"model", "config"},

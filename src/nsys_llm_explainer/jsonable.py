@@ -5,15 +5,25 @@
 strings, and non-finite floats ``None`` (``report.json`` is strict JSON). An object with a ``to_dict()`` is
 replaced by its (converted) ``to_dict()``. A dataclass without one is an error: every result serialises
 itself, there is no generic field walker.
+
+:func:`from_json` goes back: a result value rebuilt from its JSON copy by its type hints, for the results whose
+``to_dict()`` is a plain dump of their fields; a class whose ``to_dict()`` renames, derives or reshapes has a
+``from_dict`` classmethod beside it (the inverse kept next to the conversion, so the two change together).
 """
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import math
-from typing import Any
+import typing
+from functools import cache
+from types import MappingProxyType
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
 
 import numpy as np
+
+from .errors import InputError
 
 _SAME = frozenset((str, int, bool, type(None)))   # exact types returned as they are (no call per value)
 
@@ -51,3 +61,171 @@ def json_ready(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj):
         raise TypeError(f"{type(obj).__name__} has no to_dict(): results serialise themselves")
     return obj
+
+
+# ------------------------------------------------------------------------------------------ from JSON
+#: ``metadata`` of a dataclass field that ``to_dict()`` leaves out (a helper array, the rules applied, …): a value
+#: loaded from JSON gets the field's default (:func:`from_json`)
+NOT_IN_JSON: Mapping[str, bool] = MappingProxyType({"json": False})
+
+T = TypeVar("T")
+_NONE = type(None)
+_NAMES = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
+
+
+def from_json(tp: Type[T], value: Any, where: str) -> T:
+    """The value of type ``tp`` whose ``to_dict()`` / :func:`json_ready` copy is ``value`` (parsed JSON): the
+    inverse of :func:`json_ready`, driven by the type hints (:func:`typing.get_type_hints`).
+
+    A class with a ``from_dict(d, where)`` classmethod builds itself (its ``to_dict()`` is not a plain dump of
+    its fields); any other dataclass is built field by field (:func:`dataclass_from_json`). ``Optional``,
+    ``Tuple[X, ...]`` / ``Tuple[A, B]``, ``List``, ``Dict`` (keys converted back from strings), numpy arrays (from
+    lists) and ``Any`` / ``object`` (taken as they are) are followed; ``int`` / ``str`` / ``bool`` values are
+    checked, never converted (``float`` takes an integer, or ``None`` for a non-finite value). A value of the
+    wrong shape or a missing key raises :class:`errors.InputError` naming where (``where``: the path so far,
+    ``report.json idle_causes.devices[0]``)."""
+    return _convert(tp, value, where)
+
+
+def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str] = (), **override: Any) -> T:
+    """``cls`` (a dataclass) built from the dict ``d`` field by field, each value converted by its type hint
+    (:func:`from_json`), without ``cls.from_dict`` (which calls this). ``override``: JSON values that replace
+    (or stand for) keys of ``d``; ``omitted``: fields ``d`` does not carry (they keep their defaults), as do
+    fields declared with ``metadata=NOT_IN_JSON``. Any other field missing from ``d`` is an error; keys of ``d``
+    that name no field (derived values such as ``window_ns``) are ignored."""
+    if not isinstance(d, Mapping):
+        raise _bad(where, f"expected an object, got {_kind(d)}")
+    src = {**d, **override} if override else d
+    c: Any = cls
+    hints, skip = _hints(c), set(omitted)
+    kw: Dict[str, Any] = {}
+    for f in dataclasses.fields(c):
+        if not f.init:
+            continue
+        if f.name in src:
+            kw[f.name] = _convert(hints[f.name], src[f.name], f"{where}.{f.name}")
+        elif not (f.name in skip or f.metadata.get("json", True) is False):
+            raise _bad(where, f"missing key {f.name!r}")
+    return c(**kw)
+
+
+def need(d: Any, key: str, where: str) -> Any:
+    """``d[key]`` of a JSON object; :class:`errors.InputError` naming ``where`` when ``d`` is no object or lacks
+    ``key``."""
+    if not isinstance(d, Mapping):
+        raise _bad(where, f"expected an object, got {_kind(d)}")
+    if key not in d:
+        raise _bad(where, f"missing key {key!r}")
+    return d[key]
+
+
+def _bad(where: str, what: str) -> InputError:
+    return InputError(f"{where}: {what}")
+
+
+def _kind(v: Any) -> str:
+    """What a JSON value is, without quoting it (a name in it is user data)."""
+    if isinstance(v, (list, tuple)):
+        return f"a list of {len(v)} item(s)"
+    if isinstance(v, Mapping):
+        return f"an object with {len(v)} key(s)"
+    return "null" if v is None else _NAMES.get(type(v), f"a {type(v).__name__}")
+
+
+@cache
+def _hints(cls: Any) -> Dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _convert(tp: Any, v: Any, where: str) -> Any:
+    if tp is Any or tp is object:
+        return v
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union:
+        opts = [a for a in args if a is not _NONE]
+        if v is None and len(opts) < len(args):
+            return None
+        if len(opts) == 1:
+            return _convert(opts[0], v, where)
+        return v   # a union of several types: taken as it is
+    if origin in (tuple, list):
+        if not isinstance(v, (list, tuple)):
+            raise _bad(where, f"expected a list, got {_kind(v)}")
+        if origin is list or (len(args) == 2 and args[1] is Ellipsis):
+            item = args[0] if args else Any
+            items = [_convert(item, x, f"{where}[{i}]") for i, x in enumerate(v)]
+            return items if origin is list else tuple(items)
+        if not args:
+            return tuple(v)
+        if len(args) != len(v):
+            raise _bad(where, f"expected a list of {len(args)} item(s), got {_kind(v)}")
+        return tuple(_convert(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))
+    if origin in (dict, Mapping, collections.abc.Mapping):
+        if not isinstance(v, Mapping):
+            raise _bad(where, f"expected an object, got {_kind(v)}")
+        kt, vt = args or (Any, Any)
+        return {_key(kt, k, where): _convert(vt, x, f"{where}[{str(k)[:40]!r}]") for k, x in v.items()}
+    if tp is np.ndarray:
+        if isinstance(v, np.ndarray):
+            return v
+        if not isinstance(v, (list, tuple)):
+            raise _bad(where, f"expected a list, got {_kind(v)}")
+        return np.asarray(v)
+    if not isinstance(tp, type):
+        return v
+    from_dict = getattr(tp, "from_dict", None)
+    if from_dict is not None:
+        return from_dict(v, where)
+    if dataclasses.is_dataclass(tp):
+        return dataclass_from_json(tp, v, where)
+    if tp is float:
+        if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+            return v
+    elif tp is int:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    elif tp in (str, bool):
+        if isinstance(v, tp):
+            return v
+    else:
+        return v
+    raise _bad(where, f"expected {_NAMES[tp]}, got {_kind(v)}")
+
+
+def _key(tp: Any, k: str, where: str) -> Any:
+    """A dict key back from its JSON string."""
+    if tp is int:
+        try:
+            return int(k)
+        except ValueError:
+            raise _bad(where, "expected integer keys") from None
+    return k
+
+
+def need_object(d: Any, key: str, where: str, at: Optional[str] = None) -> Mapping[str, Any]:
+    """``d[key]``, a JSON object (:func:`need`); :class:`errors.InputError` naming ``at`` (default
+    ``where.key``) when it is not one."""
+    v = need(d, key, where)
+    if not isinstance(v, Mapping):
+        raise _bad(at or f"{where}.{key}", f"expected an object, got {_kind(v)}")
+    return v
+
+
+def need_rows(d: Any, key: str, where: str) -> List[Mapping[str, Any]]:
+    """``d[key]``, a list of JSON objects (:func:`need`); :class:`errors.InputError` when it is not one."""
+    v = need(d, key, where)
+    if not isinstance(v, list) or not all(isinstance(r, Mapping) for r in v):
+        raise _bad(f"{where}.{key}", f"expected a list of objects, got {_kind(v)}")
+    return v
+
+
+def row_values(d: Any, key: str, names: Sequence[str], where: str) -> List[List[Any]]:
+    """``d[key]`` (a list of JSON objects) as the lists of their values under ``names``: the objects a ``to_dict()``
+    writes for a field of tuples (``[{"name": n, "count": c}]`` for ``((n, c), …)``)."""
+    w = f"{where}.{key}"
+    return [[need(r, n, f"{w}[{i}]") for n in names] for i, r in enumerate(need_rows(d, key, where))]
+
+
+def rows_renamed(d: Any, key: str, names: Mapping[str, str], where: str) -> List[Dict[str, Any]]:
+    """``d[key]`` (a list of JSON objects) with their keys renamed by ``names`` (JSON key → field name)."""
+    return [{names.get(k, k): v for k, v in r.items()} for r in need_rows(d, key, where)]

@@ -1,10 +1,11 @@
 """The typed result of one analysis: :class:`Report` (every section, immutable), with ``to_dict()`` (the
-``report.json`` dict, :mod:`serialize`) and ``to_frame(name)`` (one table as a pandas ``DataFrame``)."""
+``report.json`` dict, :mod:`serialize`), ``from_dict()`` (back from it) and ``to_frame(name)`` (one table as a
+pandas ``DataFrame``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .analyses.api.cuda_api import CudaApiResult
 from .analyses.api.graphs import GraphResult
@@ -28,24 +29,27 @@ from .analyses.steps.sync import StepSyncResult
 from .analyses.trace.facts import TraceFacts
 from .analyses.trace.info import TraceInfoResult
 from .analyses.trace.window import WindowResult
-from .errors import OptionalDependencyError
+from .errors import InputError, OptionalDependencyError
 from .findings.base import Finding
 from .findings.rank import Headline
 from .model.trace import TraceModel
 from .options import Options
-from .serialize import report_dict
+from .serialize import report_dict, report_values
 
 
 @dataclass(frozen=True)
 class Report:
     """Everything the analysis found, one typed field per section (the analysis graph's values of the same
     names, :mod:`graph`). ``to_dict()`` gives the ``report.json`` dict. ``steady`` fields and sections are
-    over the analysis window (``window``); the others over the whole capture."""
+    over the analysis window (``window``); the others over the whole capture.
+
+    ``model`` / ``steady`` are None on a report loaded from ``report.json`` (:meth:`from_dict`): what needs the
+    trace itself reads them through :meth:`trace_model` / :meth:`steady_model`, which say so."""
 
     tool_version: str
     options: Options
-    model: TraceModel                      # the trace as read
-    steady: TraceModel                     # the model clipped to the analysis window (``model`` when it is all)
+    model: Optional[TraceModel]            # the trace as read (None: loaded from report.json)
+    steady: Optional[TraceModel]           # the model clipped to the analysis window (``model`` when it is all)
     trace: TraceInfoResult
     window: WindowResult
     kernels: KernelSummary
@@ -77,6 +81,27 @@ class Report:
     def to_dict(self) -> Dict[str, Any]:
         return report_dict(self)
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "report.json") -> Report:
+        """The report of a ``report.json`` dict (``to_dict()``, or the file parsed): ``Report.from_dict(r.to_dict())
+        .to_dict() == r.to_dict()``. Every section comes back typed; what ``report.json`` does not carry comes back
+        empty: the trace model (``model`` / ``steady`` None), the helper arrays the analysis graph used (per-gap
+        idle-cause codes and host-side pieces, the NVTX tree, per-kernel phase / category / range indices, the
+        rules applied), examples of the summed idle causes, the steady window's per-device and per-PID kernel
+        tables when the window is not the whole capture, and the step rows past the first 100 000 (``rows_capped``).
+        A dict of another ``schema_version``, or one missing or malforming a part, raises
+        :class:`errors.InputError` (one line naming the key)."""
+        return cls(**report_values(cls, d))
+
+    def trace_model(self, needed_for: str) -> TraceModel:
+        """``model``; :class:`errors.InputError` saying that ``needed_for`` needs the trace when the report was loaded
+        from ``report.json``."""
+        return _required(self.model, needed_for)
+
+    def steady_model(self, needed_for: str) -> TraceModel:
+        """``steady`` (the model clipped to the analysis window), as :meth:`trace_model`."""
+        return _required(self.steady, needed_for)
+
     def to_frame(self, name: str) -> Any:
         """A pandas ``DataFrame`` of one table of the report: the tables of ``tables/*.csv`` by file name
         (``kernels``, ``devices``, ``idle_causes``, ``gpu_idle_gaps``, ``findings``, ``steps``, ``categories``, …;
@@ -92,3 +117,10 @@ class Report:
             raise OptionalDependencyError("Report.to_frame needs pandas: pip install 'nsys-llm-explainer[pandas]'"
                                           ) from None
         return table_frame(self.to_dict(), name, pd)
+
+
+def _required(model: Optional[TraceModel], needed_for: str) -> TraceModel:
+    if model is None:
+        raise InputError(f"{needed_for} needs the trace itself, and this report was loaded from report.json "
+                         "(Report.from_dict), which does not carry it: analyze the trace again")
+    return model

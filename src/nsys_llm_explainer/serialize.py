@@ -1,26 +1,37 @@
 """The typed :class:`report.Report` → the ``report.json`` dict (builtins only; every duration an integer
 ``*_ns``). The one place the report is assembled: each result serialises itself (``to_dict()``), this
 module only places the parts under their ``report.json`` keys. Renderers read this dict, findings never do.
+
+:func:`report_values` goes back (``Report.from_dict``): each part is taken from where :func:`report_dict` put it
+and rebuilt by its own type (:func:`jsonable.from_json`).
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, Dict
+from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Tuple, get_type_hints
 
-from .jsonable import json_ready
-from .options import Options, report_options
+from .errors import InputError
+from .jsonable import dataclass_from_json, from_json, json_ready, need, need_object
+from .options import OPTIONS, Options, report_options
 
 if TYPE_CHECKING:
     from .report import Report
 
 SCHEMA_VERSION = "2.0"
-
+#: what :func:`report_values`' messages call the dict
+JSON = "report.json"
 
 
 def options_dict(o: Options) -> Dict[str, Any]:
     """``report.json`` ``options``: the parsed options (the option table decides which, :mod:`options`)."""
     return report_options(o)
+
+
+def options_from_dict(d: Any, where: str = f"{JSON} options") -> Options:
+    """The inverse of :func:`options_dict`; an option ``report.json`` leaves out (``reader``: the numbers do not
+    depend on it) has its default."""
+    return dataclass_from_json(Options, d, where, omitted=[o.name for o in OPTIONS if not o.in_report])
 
 
 def _steady_kernels(report: Report) -> Dict[str, Any]:
@@ -93,3 +104,63 @@ def _placed(report: Report) -> Dict[str, Any]:
         "step_sync": json_ready(report.step_sync.to_dict()),   # per-step synchronization (analyses/steps/sync.py)
     }
 
+
+# ------------------------------------------------------------------------------------------ and back
+def _obj(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    return need_object(d, key, JSON, f"{JSON} {key}")
+
+
+def _part(d: Mapping[str, Any], key: str, sub: str) -> Any:
+    return need(_obj(d, key), sub, f"{JSON} {key}")
+
+
+#: the :class:`report.Report` fields :func:`_placed` does not write under their own name as their ``to_dict()``:
+#: field → (the ``report.json`` key named in messages, the JSON of its value put back together from the dict);
+#: every other field (:data:`NOT_CARRIED`, ``options`` and ``steady_kernels`` aside) is read from the key of its name
+MOVED: Dict[str, Tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
+    "traits": ("kernel_traits", lambda d: need(d, "kernel_traits", JSON)),
+    "gpu_time": ("gpu_time", lambda d: {**_obj(d, "gpu_time"), "devices": need(d, "devices", JSON)}),
+    "idle_causes": ("idle_causes", lambda d: {**_obj(d, "idle_causes"), "bins": _part(d, "timeline", "devices")}),
+    "kernels": ("kernels_summary", lambda d: {**_obj(d, "kernels_summary"), "by_name_device": need(d, "kernels", JSON),
+                                              "by_pid": _part(d, "pids", "by_pid"),
+                                              "by_pid_name": _part(d, "pids", "kernels_by_pid")}),
+    "attribution": ("nvtx.attribution", lambda d: _part(d, "nvtx", "attribution")),
+}
+#: fields ``report.json`` does not carry: None in a report loaded from it
+NOT_CARRIED = frozenset({"model", "steady"})
+
+
+def check_schema(d: Any) -> None:
+    """:class:`errors.InputError` unless ``d`` is a ``report.json`` dict of :data:`SCHEMA_VERSION`."""
+    if not isinstance(d, Mapping):
+        raise InputError(f"a {JSON} dict was expected, got {type(d).__name__}")
+    v = d.get("schema_version")
+    if v != SCHEMA_VERSION:
+        seen = "no schema_version" if v is None else f"schema_version {str(v)[:20]!r}"
+        raise InputError(f"{JSON} has {seen}: this version of nsys-llm-explainer reads schema {SCHEMA_VERSION} "
+                         "only (analyze the trace again to get one)")
+
+
+def report_values(report_type: type, d: Any) -> Dict[str, Any]:
+    """The field values of ``report_type`` (:class:`report.Report`) of the ``report.json`` dict ``d``: the inverse
+    of :func:`report_dict`. ``model`` / ``steady`` are None; ``steady_kernels`` is ``kernels`` when the window is
+    the whole capture (the dict then holds no rows of its own), else its by-name rows (its other tables are not
+    in the dict: empty). :class:`errors.InputError` (one line naming the key) for another schema or a missing
+    or malformed part."""
+    check_schema(d)
+    hints = get_type_hints(report_type)
+    out: Dict[str, Any] = {}
+    for f in fields(report_type):
+        name = f.name
+        if name in NOT_CARRIED:
+            out[name] = None
+        elif name == "options":
+            out[name] = options_from_dict(need(d, name, JSON))
+        elif name == "steady_kernels":   # its by-name rows only (None when the window is the whole capture)
+            sk = {**_obj(d, name), "by_name_device": [], "by_pid": [], "by_pid_name": []}
+            out[name] = out["kernels"] if out["window"].is_full else from_json(hints[name], sk, f"{JSON} {name}")
+        else:
+            moved = MOVED.get(name)
+            value = moved[1](d) if moved else need(d, name, JSON)
+            out[name] = from_json(hints[name], value, f"{JSON} {moved[0] if moved else name}")
+    return out

@@ -173,7 +173,8 @@ def summarize(report: Report, label: str, data: Optional[Dict[str, Any]] = None)
     return FileSummary(
         label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
         window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns), window_method=str(w.method),
-        clock=_clock(report.model), devices=_devices(report, d), nccl=_nccl(report.model),
+        clock=_clock(report.trace_model("a cluster summary")), devices=_devices(report, d),
+        nccl=_nccl(report.trace_model("a cluster summary")),
         headline=str(report.headline.verdict), warnings=tuple(report.warnings))
 
 

@@ -80,6 +80,8 @@ def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] =
     t0 = time.perf_counter()
     if len(reports) < 2:
         raise InputError(f"compare needs at least two traces (BASE NEW), got {len(reports)}")
+    for r in reports:   # the steady window's kernels (anchor kernels, categories): not in a loaded report.json
+        r.steady_model("compare")
     paths = [str(p) for p in (paths or [r.trace.path for r in reports])]
     labels = check_labels(labels, paths)
     facts = [gather(r, lab, p) for r, lab, p in zip(reports, labels, paths)]

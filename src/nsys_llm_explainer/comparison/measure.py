@@ -55,7 +55,8 @@ class Facts:
 def _categories(rep: Report, busy_ns: int) -> Dict[str, int]:
     cat = rep.categories
     if cat.available and not rep.window.is_full and cat.rules is not None:
-        cat = analyze_categories(rep.steady, cat.rules, include_memcpy=rep.options.include_memcpy_in_busy)
+        cat = analyze_categories(rep.steady_model("compare"), cat.rules,
+                                 include_memcpy=rep.options.include_memcpy_in_busy)
     out: Dict[str, int] = {}
     if cat.available:
         for r in cat.overall:
@@ -110,7 +111,7 @@ def weighted_jaccard(a: Facts, b: Facts) -> float:
 # ------------------------------------------------------------------------------------------ anchor kernel
 def anchor_starts(f: Facts, name: str) -> List[Tuple[np.ndarray, np.ndarray]]:
     """Per device: (sorted starts of kernel ``name``, sorted starts of all kernels), steady window."""
-    k = f.report.steady.kernels
+    k = f.report.steady_model("compare").kernels
     if k is None or len(k) == 0 or name not in k.names:
         return []
     idx = k.names.index(name)

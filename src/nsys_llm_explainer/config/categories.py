@@ -88,6 +88,24 @@ class CategoryRules:
                 "source": self.source, "reason": self.reason,
                 "presets": [{"name": p.name, "detect": list(p.detect)} for p in self.presets]}
 
+    @classmethod
+    def from_dict(cls, d: object, where: str = "categories") -> CategoryRules:
+        """The rules of a :meth:`to_dict` dict: the user's rules as written there, the merged rule lists (left out
+        of it) rebuilt from the built-in presets as :func:`build_rules` makes them."""
+        try:
+            if not isinstance(d, dict):
+                raise TypeError
+            user = tuple((str(rx), str(c)) for rx, c in d["user_rules"])
+            preset, rep, source, reason = str(d["preset"]), d["replace"] is True, d["source"], str(d["reason"])
+            detect = {str(p["name"]): tuple(str(x) for x in p["detect"]) for p in d["presets"]}
+        except (KeyError, TypeError, ValueError):
+            raise InputError(f"{where}: not the object CategoryRules.to_dict() writes") from None
+        base = build_rules(preset if preset in PRESETS else None,
+                           UserRules(user, rep, str(source or "")) if user or rep else None)
+        presets = tuple(PresetRules(n, builtin_preset(n).rules if n in PRESETS else (), det)
+                        for n, det in detect.items())
+        return dataclasses.replace(base, preset=preset, user_rules=user, source=source, reason=reason, presets=presets)
+
     def compiled(self) -> List[Tuple[re.Pattern, str]]:
         return [(re.compile(rx, re.IGNORECASE), c) for rx, c in self.rules]
 

@@ -11,6 +11,8 @@ import operator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
+from ..jsonable import dataclass_from_json, need
+
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
 #: the closed vocabulary of ``Finding.category`` (docs/FINDINGS.md)
 CATEGORIES = (
@@ -92,6 +94,13 @@ class Finding:
         d["cause"] = {"kind": self.cause[0], "detail": self.cause[1]} if self.cause else None
         d["checks"] = [dict(asdict(c), scope=asdict(c.scope)) for c in self.checks]
         return d
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "finding") -> Finding:
+        """The inverse of :meth:`to_dict` (``cause`` from ``{"kind", "detail"}`` back to a pair)."""
+        c = need(d, "cause", where)
+        return dataclass_from_json(cls, d, where, cause=None if c is None else [need(c, k, f"{where}.cause")
+                                                                               for k in ("kind", "detail")])
 
 
 def pct_text(x: float) -> str:

@@ -33,12 +33,12 @@ Definitions:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import dataclass_from_json, json_ready
 from ...model import intervals as iv
 from ...model.trace import TraceModel
 from ..common.stats import combine_keys, median, pct, round_half_up
@@ -79,6 +79,9 @@ class RankArrivals:
     last_arrival_count: int     # collectives this rank started last
 
 
+_ARRIVALS = tuple(f.name for f in fields(RankArrivals))
+
+
 @dataclass(frozen=True)
 class NcclRank:
     """One (process, GPU) running NCCL kernels; ``arrivals`` only when collectives were matched across ranks."""
@@ -98,6 +101,13 @@ class NcclRank:
             d.update({"matched": a.matched, "mean_ns": a.mean_ns, "p50_ns": a.p50_ns,
                       "mean_start_skew_ns": a.mean_start_skew_ns, "last_arrival_count": a.last_arrival_count})
         return d
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "rank") -> NcclRank:
+        """The inverse of :meth:`to_dict` (the arrival figures, written beside the rank's, back into ``arrivals``:
+        present when ``matched`` is)."""
+        arrivals = {k: d[k] for k in _ARRIVALS if k in d} if isinstance(d, Mapping) and "matched" in d else None
+        return dataclass_from_json(cls, d, where, arrivals=arrivals)
 
 
 @dataclass(frozen=True)

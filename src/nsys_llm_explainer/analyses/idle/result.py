@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Dict, Optional, Tuple
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from ...jsonable import NOT_IN_JSON, dataclass_from_json, need_rows
 from ...vocabulary.cause_kinds import KINDS
 from ..common.stats import pct
 from .bins import DeviceBins
@@ -66,7 +67,14 @@ class DeviceCauses:
     causes: Tuple[IdleCause, ...]            # largest first
     gap_cause_code: np.ndarray               # per gap (time order): code of the cause with the most ns, -1 none
     cause_of_code: Dict[int, Tuple[str, str]]
-    pieces: Optional[IdlePieces] = None      # host-side pieces (not serialised)
+    pieces: Optional[IdlePieces] = field(default=None, metadata=NOT_IN_JSON)   # host-side pieces (not serialised)
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "device causes") -> DeviceCauses:
+        """A device of :meth:`IdleCausesResult.to_dict` (its derived ``other`` ignored). The per-gap cause codes are
+        not serialised: loaded, they are empty (``gap_cause`` gives ``("", "")``; the gaps in
+        :class:`~.gpu_time.GpuTimeResult` keep their causes), and so are the host-side pieces (None)."""
+        return dataclass_from_json(cls, d, where, gap_cause_code=np.full(0, -1, np.int8), cause_of_code={})
 
     def gap_cause(self, i: int) -> Tuple[str, str]:
         """(kind, detail) of the cause holding most of gap ``i`` (time order); ``("", "")`` when none."""
@@ -105,3 +113,11 @@ class IdleCausesResult:
             tots.append(cd)
         return {"available": self.available, "reason": self.reason, "precedence": list(KINDS),
                 "devices": devs, "totals": tots}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "idle_causes") -> IdleCausesResult:
+        """The inverse of :meth:`to_dict` with the bins under ``bins`` (``report.json`` keeps them apart, under
+        ``timeline.devices``: :mod:`serialize` puts them back); the derived keys (``precedence``, each device's
+        ``other``) are ignored. ``totals`` carry no examples (``to_dict()`` leaves them out): ``()``."""
+        totals = [{**t, "examples": []} for t in need_rows(d, "totals", where)]
+        return dataclass_from_json(cls, d, where, totals=totals)

@@ -52,7 +52,7 @@ from ...config.categories import (
     build_rules,
 )
 from ...config.patterns import first_match, for_matching
-from ...jsonable import json_ready
+from ...jsonable import NOT_IN_JSON, json_ready
 from ...model.trace import TraceModel
 from ..common.stats import pct
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
@@ -173,9 +173,9 @@ class CategoryResult:
     phases: Tuple[Row, ...] = ()
     other_top_kernels: Tuple[Row, ...] = ()
     # helpers, not in to_dict(): the rules applied, category index per kernel name and per kernel row
-    rules: Optional[CategoryRules] = None
-    name_category: Optional[np.ndarray] = None
-    kernel_category: Optional[np.ndarray] = None
+    rules: Optional[CategoryRules] = field(default=None, metadata=NOT_IN_JSON)
+    name_category: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
+    kernel_category: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({

@@ -68,6 +68,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...config.patterns import for_matching, match_text
+from ...jsonable import dataclass_from_json, row_values
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
 
 TRAITS: Dict[str, str] = {
@@ -172,6 +173,12 @@ class TraitHit:
         return {"trait": self.trait, "meaning": TRAITS.get(self.trait, ""), "kernel_count": self.kernel_count,
                 "total_ns": self.total_ns, "share_pct": self.share_pct, "p50_ns": self.p50_ns,
                 "top_kernels": [{"name": n, "count": c, "total_ns": t} for n, c, t in self.top_kernels]}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "trait") -> TraitHit:
+        """The inverse of :meth:`to_dict` (``top_kernels`` rows back to tuples; ``meaning`` is derived)."""
+        return dataclass_from_json(cls, d, where,
+                                   top_kernels=row_values(d, "top_kernels", ("name", "count", "total_ns"), where))
 
 
 @dataclass(frozen=True)

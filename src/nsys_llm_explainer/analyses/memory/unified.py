@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import dataclass_from_json, json_ready, rows_renamed
 from ...model import intervals as iv
 from ...model.trace import GpuOps, TraceModel
 
@@ -150,6 +150,18 @@ class UmWindow:
             "cpu_fault_count": self.cpu_fault_count,
             "cpu_faults_by_function": sites(self.cpu_faults_by_function, "function"),
             "cpu_faults_by_module": sites(self.cpu_faults_by_module, "module")})
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "unified memory window") -> UmWindow:
+        """The inverse of :meth:`to_dict` (the keys of the migration groups and fault sites back to field names)."""
+        def rows(key: str, names: Dict[str, str]) -> List[Row]:
+            return rows_renamed(d, key, names, where)
+
+        return dataclass_from_json(
+            cls, d, where, by_direction=rows("by_direction", {"copy_kind": "key", "direction": "label"}),
+            by_cause=rows("by_cause", {"cause_id": "key", "cause": "label"}),
+            cpu_faults_by_function=rows("cpu_faults_by_function", {"function": "name"}),
+            cpu_faults_by_module=rows("cpu_faults_by_module", {"module": "name"}))
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import NOT_IN_JSON, dataclass_from_json, json_ready, need
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel
 from ..common.stats import pct
@@ -106,8 +106,8 @@ class AttributionResult:
     phases: Tuple[Row, ...] = ()
     uncovered_by_thread: Tuple[UncoveredThread, ...] = ()   # kernels no push/pop range covers, per launching thread
     # helpers, not in to_dict(): innermost tree node per kernel (-1 none), and the same per NVTX domain
-    kernel_node: Optional[np.ndarray] = None
-    kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict)
+    kernel_node: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
+    kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict, metadata=NOT_IN_JSON)
 
     def launch_range_details(self) -> FrozenSet[str]:
         """The idle-cause details (range names, digit runs as ``N``) of push/pop ranges that enclose at least
@@ -124,6 +124,12 @@ class AttributionResult:
             "startend_kernel_ns": self.startend_kernel_ns,
             "ranges": self.ranges, "by_pid": self.by_pid, "pid_coverage": self.pid_coverage, "phases": self.phases,
             "uncovered_by_thread": self.uncovered_by_thread})
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "attribution") -> AttributionResult:
+        """The inverse of :meth:`to_dict` (whose ``attributed_kernel_count`` is the field ``attributed_count``); the
+        helper arrays are not serialised (loaded: None / empty)."""
+        return dataclass_from_json(cls, d, where, attributed_count=need(d, "attributed_kernel_count", where))
 
 
 def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> AttributionResult:

@@ -13,12 +13,12 @@ there).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import NOT_IN_JSON, json_ready
 from ...model.nvtx_build import UNTERMINATED_END_RULE
 from ...model.trace import TraceModel
 from ..common.stats import group_stats, pct
@@ -36,7 +36,7 @@ class NvtxResult:
     unterminated_end_ns: Optional[int] = None   # end given to unterminated ranges (None: none open)
     ranges: Tuple[Row, ...] = ()
     by_pid: Tuple[Row, ...] = ()
-    tree: Optional[NvtxTree] = None   # push/pop nesting tree: a helper, not in to_dict()
+    tree: Optional[NvtxTree] = field(default=None, metadata=NOT_IN_JSON)   # push/pop nesting tree: a helper
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({"available": self.available, "reason": self.reason, "range_count": self.range_count,

@@ -32,7 +32,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...config.phase_map import as_phase_map
-from ...jsonable import json_ready
+from ...errors import InputError
+from ...jsonable import NOT_IN_JSON, dataclass_from_json, json_ready, need, row_values
 from ...model import intervals as iv
 from ...model.trace import TraceModel
 from ...vocabulary.units import fmt_us_unit as us
@@ -95,6 +96,21 @@ class StepArrays:
                  "gpu_busy_ns": b, "gpu_idle_ns": e - s - b, "kernel_count": kc, "sync_ns": sy, "memcpy_ns": mc}
                 for i, (s, e, p, d, b, kc, sy, mc, ph) in enumerate(zip(*cols, labels))]
 
+    @classmethod
+    def from_dict(cls, rows: Any, where: str = "steps") -> StepArrays:
+        """The columns of the step rows ``rows`` (:meth:`rows`; ``wall_ns`` / ``gpu_idle_ns`` are derived);
+        ``phase_names``: the phases the rows name, in order of first use."""
+        cols = {"start": "start_ns", "end": "end_ns", "pid": "pid", "device": "device", "kernel_count": "kernel_count",
+                "gpu_busy": "gpu_busy_ns", "sync": "sync_ns", "memcpy": "memcpy_ns"}
+        vals = row_values({"rows": rows}, "rows", (*cols.values(), "phase"), where)
+        names = tuple(dict.fromkeys(str(v[-1]) for v in vals if v[-1] != UNMAPPED))
+        index = {n: i for i, n in enumerate(names)}
+        try:
+            arrays = {f: np.array([v[j] for v in vals], np.int64) for j, f in enumerate(cols)}
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(f"{where}.rows: expected integer ns, counts and ids") from None
+        return cls(**arrays, phase=np.array([index.get(str(v[-1]), -1) for v in vals], np.int64), phase_names=names)
+
 
 @dataclass(frozen=True)
 class StepResult:
@@ -115,7 +131,8 @@ class StepResult:
     slowest: Tuple[Row, ...] = ()
     outliers: Tuple[Row, ...] = ()
     notes: Tuple[str, ...] = ()
-    arrays: Optional[StepArrays] = None   # full per-step columns: a helper, in to_dict() only as ``rows``
+    arrays: Optional[StepArrays] = field(default=None, metadata=NOT_IN_JSON)   # full per-step columns: a helper,
+    #                                                                            in to_dict() only as ``rows``
 
     def to_dict(self) -> Dict[str, Any]:
         a = self.arrays if self.available else None
@@ -127,7 +144,14 @@ class StepResult:
             "summary": self.summary, "totals": self.totals, "by_phase": self.by_phase, "by_pid": self.by_pid,
             "median_by_phase": self.median_by_phase, "slowest": self.slowest, "outliers": self.outliers,
             "notes": self.notes}), "rows": a.rows(MAX_ROWS) if a is not None and n else [],
-            "rows_capped": n > MAX_ROWS}   # StepArrays.row() gives builtins already
+            "rows_capped": a is not None and self.step_count > MAX_ROWS}   # StepArrays.row() gives builtins already
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "steps") -> StepResult:
+        """The inverse of :meth:`to_dict`: ``arrays`` rebuilt from ``rows`` — all steps, or the first
+        :data:`MAX_ROWS` when ``rows_capped`` (then :meth:`table` gives those only)."""
+        rows = need(d, "rows", where)
+        return dataclass_from_json(cls, d, where, arrays=rows if rows and need(d, "available", where) else None)
 
     def table(self) -> List[Row]:
         """Every step as a row (for CSV output)."""

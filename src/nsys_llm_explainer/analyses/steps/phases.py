@@ -26,7 +26,7 @@ are ``unmapped``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -37,7 +37,7 @@ from ...config.phase_map import (
     as_phase_map,
     ignore_list,
 )
-from ...jsonable import json_ready
+from ...jsonable import NOT_IN_JSON, json_ready
 from ...model import intervals as iv
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel
@@ -100,9 +100,9 @@ class PhaseResult:
     notes: Tuple[str, ...] = ()
     # helpers, not in to_dict(): phase index per kernel (-1 none), phase index of each tree node's phase
     # owner, and the phase map used (with ignore / step keywords)
-    kernel_phase: Optional[np.ndarray] = None
-    node_phase: Optional[np.ndarray] = None
-    rules: Optional[PhaseMap] = None
+    kernel_phase: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
+    node_phase: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
+    rules: Optional[PhaseMap] = field(default=None, metadata=NOT_IN_JSON)
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({"available": self.available, "reason": self.reason, "source": self.source,

@@ -49,6 +49,7 @@ from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...jsonable import dataclass_from_json, row_values
 from ...model.intervals import overlap_length
 from ...model.timeline import DeviceTimeline, build_timelines, few_distinct
 from ...model.trace import ApiCalls, TraceModel
@@ -125,6 +126,15 @@ class StepSyncSeries:
             d[k] = [{"kind": kind, "detail": det, "ns": ns} for kind, det, ns in getattr(self, k)]
         d["readback"] = self.readback
         return d
+
+    @classmethod
+    def from_dict(cls, d: object, where: str = "series") -> StepSyncSeries:
+        """The inverse of :meth:`to_dict` (the rows of ``api_counts``, ``exposed_by_cause`` and ``claimed`` back to
+        tuples; ``readback`` is derived)."""
+        return dataclass_from_json(
+            cls, d, where, api_counts=row_values(d, "api_counts", ("api", "count"), where),
+            exposed_by_cause=row_values(d, "exposed_by_cause", ("kind", "detail", "ns"), where),
+            claimed=row_values(d, "claimed", ("kind", "detail", "ns"), where))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -68,6 +68,43 @@ def require_traces() -> Path:
 def shared_traces() -> Path:
     """The real-trace directory (``../shared/traces``); the test errors when it is missing."""
     return require_traces()
+
+
+_REAL_REPORTS: dict = {}
+
+
+def real_report(trace: Path) -> Any:
+    """The default-options :class:`report.Report` of a real trace, analysed once per test session (a Report is
+    immutable; many test files read the same 14 traces)."""
+    key = str(Path(trace).resolve())
+    if key not in _REAL_REPORTS:
+        from nsys_llm_explainer.pipeline import analyze_path
+
+        _REAL_REPORTS[key] = analyze_path(str(trace))
+    return _REAL_REPORTS[key]
+
+
+def real_report_dict(trace: Path) -> dict:
+    """``real_report(trace).to_dict()``, once per session (callers must not modify it)."""
+    key = "dict:" + str(Path(trace).resolve())
+    if key not in _REAL_REPORTS:
+        _REAL_REPORTS[key] = real_report(trace).to_dict()
+    return _REAL_REPORTS[key]
+
+
+def scenario_report(name: str, tmp_path_factory: Any) -> Any:
+    """``(facts, path, report)`` of a built-in scenario (default seed) and its default-options
+    :class:`report.Report`, built and analysed once per test session (callers must not modify them)."""
+    key = "scenario:" + name
+    if key not in _REAL_REPORTS:
+        from nsys_llm_explainer.pipeline import analyze_path
+        from nsys_llm_explainer.synth import build_scenario
+
+        p = tmp_path_factory.getbasetemp() / "scenario_reports" / f"{name}.sqlite"
+        p.parent.mkdir(exist_ok=True)
+        facts = build_scenario(name, str(p))
+        _REAL_REPORTS[key] = (facts, p, analyze_path(str(p)))
+    return _REAL_REPORTS[key]
 
 
 def run_cli(*args: str, env_extra: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -204,9 +204,9 @@ def test_scenario_html_holds_every_report_md_section(name: str, tmp_path: Path) 
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", real_traces()[:6], ids=trace_id)
 def test_real_trace_html_holds_every_report_md_section(trace: Path) -> None:
-    from nsys_llm_explainer.pipeline import analyze_path
+    from conftest import real_report_dict
 
-    d = analyze_path(str(trace)).to_dict()
+    d = real_report_dict(trace)
     assert_html_holds_md(render_markdown(d), render_html(d, js=""))
 
 

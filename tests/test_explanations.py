@@ -15,13 +15,12 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES
+from conftest import SHARED_TRACES, real_report, scenario_report
 
 from nsys_llm_explainer.analyses.trace.facts import gpu_fact
 from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
-from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.synth.scenarios import SCENARIOS, build_scenario
+from nsys_llm_explainer.synth.scenarios import SCENARIOS
 from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, KINDS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "nsys_llm_explainer"
@@ -194,9 +193,8 @@ _CACHE: dict = {}
 
 def _scenario(name, tmp_path_factory):
     if name not in _CACHE:
-        p = tmp_path_factory.mktemp(name) / "trace.sqlite"
-        facts = build_scenario(name, str(p))
-        _CACHE[name] = (facts, analyze_path(str(p)))
+        facts, _, rep = scenario_report(name, tmp_path_factory)
+        _CACHE[name] = (facts, rep)
     return _CACHE[name]
 
 
@@ -204,7 +202,7 @@ def _real(prefix):
     key = "real" + prefix
     if key not in _CACHE:
         d = next(p for p in sorted(SHARED_TRACES.iterdir()) if p.name.startswith(prefix + "_"))
-        _CACHE[key] = analyze_path(str(d / "trace.sqlite"))
+        _CACHE[key] = real_report(d / "trace.sqlite")
     return _CACHE[key]
 
 

@@ -7,9 +7,7 @@ must not appear at high/medium severity, and extra facts. A missing trace direct
 from __future__ import annotations
 
 import pytest
-from conftest import SHARED_TRACES
-
-from nsys_llm_explainer.pipeline import analyze_path
+from conftest import SHARED_TRACES, real_report
 
 pytestmark = pytest.mark.slow   # every real trace through the whole pipeline
 
@@ -80,7 +78,7 @@ def trace_dirs():
 def report(prefix: str):
     if prefix not in _CACHE:
         d = next(p for p in trace_dirs() if p.name.startswith(prefix + "_"))
-        _CACHE[prefix] = analyze_path(str(d / "trace.sqlite"))
+        _CACHE[prefix] = real_report(d / "trace.sqlite")
     return _CACHE[prefix]
 
 

@@ -369,9 +369,9 @@ def test_script_json_cannot_leave_the_script() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", REAL, ids=trace_id)
 def test_real_traces_render(trace: Path) -> None:
-    from nsys_llm_explainer.pipeline import analyze_path
+    from conftest import real_report_dict
 
-    data = analyze_path(str(trace)).to_dict()
+    data = real_report_dict(trace)
     text = render_html(data, js="")
     figs = figures(text)
     assert len([k for k in figs if k.startswith("timeline-")]) == len(data["timeline"]["devices"])

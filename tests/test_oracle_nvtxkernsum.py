@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import real_report, real_report_dict
 from oracles import NVTXKERNSUM_DIR, oracle_rows
 
 from nsys_llm_explainer.model.link import corr_key
-from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.serialize import report_dict
 
 CASES = sorted(NVTXKERNSUM_DIR.glob("*.csv"))
 pytestmark = pytest.mark.slow   # every real trace through the whole pipeline
@@ -36,8 +35,8 @@ def _ancestor_rounds(parent):
 def test_attribution_matches_nvtxkernsum(oracle, shared_traces):
     trace = shared_traces / oracle.stem / "trace.sqlite"
     assert trace.is_file(), f"real trace missing: {trace}"
-    rep = analyze_path(str(trace))
-    j = report_dict(rep)
+    rep = real_report(trace)
+    j = real_report_dict(trace)
     # both styles: start/end ranges on the launching thread count as in nvtxkernsum (trace 12 has two
     # start/end ranges that enclose no launch: nsys gives no row, and neither may we)
     ours = {(r["pid"], r["name"], r["style"]): r for r in j["nvtx"]["attribution"]["by_pid"]}

@@ -7,11 +7,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import real_traces, trace_id
+from conftest import real_report_dict, real_traces, trace_id
 from oracles import oracle_rows
-
-from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.serialize import report_dict
 
 #: the one real trace whose oracle checks run in the fast set (small: ~1 MB, NVTX, a launch-bound laptop
 #: GPU); every other trace's are slow (the whole pipeline per trace)
@@ -24,7 +21,7 @@ _CACHE: dict = {}
 
 def report_json(path: Path) -> dict:
     if path not in _CACHE:
-        _CACHE[path] = report_dict(analyze_path(str(path)))
+        _CACHE[path] = real_report_dict(path)
     return _CACHE[path]
 
 

@@ -205,9 +205,9 @@ def test_schema_accepts_the_demo_and_rejects_violations(demo: Dict[str, Any]) ->
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", REAL, ids=trace_id)
 def test_schema_accepts_every_real_trace(trace: Path) -> None:
-    from nsys_llm_explainer.pipeline import analyze_path
+    from conftest import real_report_dict
 
-    validator().validate(json.loads(json.dumps(analyze_path(str(trace)).to_dict())))
+    validator().validate(json.loads(json.dumps(real_report_dict(trace))))
 
 
 def test_schema_command_serves_the_schema() -> None:

@@ -14,7 +14,7 @@ from typing import Any, Dict
 
 import numpy as np
 import pytest
-from conftest import real_traces, trace_id
+from conftest import real_report, real_traces, scenario_report, trace_id
 from oracles import oracle_rows
 from test_scenarios import expected
 
@@ -100,10 +100,8 @@ def same_frames(rep: Report, loaded: Report) -> None:
 
 # ------------------------------------------------------------------------------------------ scenarios
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_scenario_round_trip(name, tmp_path):
-    p = tmp_path / f"{name}.sqlite"
-    facts = build_scenario(name, str(p))
-    rep = analyze_path(str(p))
+def test_scenario_round_trip(name, tmp_path_factory):
+    facts, _, rep = scenario_report(name, tmp_path_factory)
     loaded = round_trip(rep)
     # the planted workload, read off the loaded typed sections
     k = loaded.kernels
@@ -172,7 +170,7 @@ def test_capped_step_rows_round_trip(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", real_traces(), ids=trace_id)
 def test_real_trace_round_trip(trace: Path):
-    rep = analyze_path(str(trace))
+    rep = real_report(trace)
     loaded = round_trip(rep)
     rows = oracle_rows(trace.parent / "oracle" / "nsys2024.2_cuda_gpu_kern_sum.csv")
     by_name = {r.name: r for r in loaded.kernels.by_name}

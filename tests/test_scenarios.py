@@ -5,9 +5,9 @@ capture = the planted busy time)."""
 from __future__ import annotations
 
 import pytest
+from conftest import scenario_report
 
-from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.synth import SCENARIOS, build_scenario
+from nsys_llm_explainer.synth import SCENARIOS
 
 _CACHE: dict = {}
 pytestmark = pytest.mark.slow   # sweeps over every scenario
@@ -25,9 +25,7 @@ EXPECTED_TOP = {
 
 def run(name: str, tmp_path_factory):
     if name not in _CACHE:
-        p = tmp_path_factory.mktemp(name) / f"{name}.sqlite"
-        facts = build_scenario(name, str(p))
-        rep = analyze_path(str(p))
+        facts, _, rep = scenario_report(name, tmp_path_factory)
         _CACHE[name] = (facts, rep, rep.to_dict())
     return _CACHE[name]
 

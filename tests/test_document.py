@@ -246,3 +246,20 @@ def test_markdown_layout_rules() -> None:
     body = w.body(doc)
     assert "<h2>Hostile &lt;b&gt;</h2>" in body and '<td data-v="1234" class="n" data-k="c">1,234</td>' in body
     assert "<li>a <code>x|y</code> b</li>" in body and w.figures == []
+
+
+def test_the_terminal_summary_is_the_headline_in_plain_text(demo: Dict[str, Any]) -> None:
+    """The command line's stdout summary comes from the headline's terminal parts through the plain-text writer:
+    the report's own verdict and action words, the busy share of the window with the one duration formatter."""
+    from nsys_llm_explainer.render import summary_lines
+    from nsys_llm_explainer.render.document import Code, Paragraph, Rich, Strong
+    from nsys_llm_explainer.render.text import text_lines
+
+    h, w = demo["headline"], demo["window"]
+    assert summary_lines(demo) == [
+        f"verdict: {' '.join(h['verdict'].split())}",
+        f"GPU busy {h['steady_busy_pct']:.1f}% of the {w['method']} window ({fmt_dur(w['end_ns'] - w['start_ns'])})",
+        f"first thing to do: {' '.join(h['action'].split())}"]
+    # plain text: markup dropped, names as they are (the terminal neutralises them), one line per paragraph
+    assert text_lines([Paragraph((Strong(("a ",)), Code("<k>\n`x`"), " ", Rich("`n` *b*")))]) == ["a <k> `x` `n` *b*"]
+    assert summary_lines({}) == []

@@ -30,7 +30,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 
 from . import __version__
 from .errors import ExplainerError, InputError, OptionError, OutputError
@@ -38,7 +38,6 @@ from .options import Options, add_flags, check_option, flag_of, options_from_arg
 from .paths import check_name, shown
 from .read.nsys_export import export_report, is_report
 from .terminal import error_line, say, silence_stdout, warning_line
-from .vocabulary.units import fmt_dur
 
 if TYPE_CHECKING:
     from .output import OutDir
@@ -235,27 +234,11 @@ def run_compare(argv: Sequence[str]) -> int:
     return code
 
 
-def _summary_lines(rep: Report) -> List[str]:
-    """Headline for the terminal: verdict, steady busy %, top cause (names squeezed to one line)."""
-    h = rep.headline
-
-    def one(x: object) -> str:
-        return " ".join(str(x).split())
-
-    lines = [f"verdict: {one(h.verdict)}"]
-    if h.steady_busy_pct is not None:
-        lines.append(f"GPU busy {h.steady_busy_pct:.1f}% of the {rep.window.method} window "
-                     f"({fmt_dur(rep.window.end_ns - rep.window.start_ns)})")
-    if h.action:
-        lines.append(f"first thing to do: {one(h.action)}")
-    return lines
-
-
 def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
                  display_path: Optional[str] = None, extra_files: Sequence[Path] = ()) -> int:
     from .output import Staging
     from .pipeline import analyze_path
-    from .render import render_all
+    from .render import render_all, summary_lines
 
     out = od.path
     progress = Progress(enabled=not quiet)
@@ -280,7 +263,7 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
         progress.stop()
     if not quiet:
         say([f"{PROG}: wrote {out / 'report.md'}, report.html, report.json, tables/"]
-            + ["  " + line for line in _summary_lines(report)])
+            + ["  " + line for line in summary_lines(data)])
     return 0
 
 

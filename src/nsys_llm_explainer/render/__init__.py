@@ -47,6 +47,16 @@ def load_schema() -> Dict[str, Any]:
     return json.loads(text)
 
 
+def summary_lines(report: Mapping[str, Any]) -> List[str]:
+    """The command line's stdout summary of a report dict (verdict, busy share, first action), one line each:
+    the headline's terminal parts (:func:`.sections.headline.terminal_summary`) through the plain-text writer."""
+    from .sections.ctx import View
+    from .sections.headline import terminal_summary
+    from .text import text_lines
+
+    return text_lines(terminal_summary(View(report)))
+
+
 def render_all(report: Mapping[str, Any], out_dir: Path) -> List[Path]:
     """Run every renderer in :data:`ALL_RENDERERS` into ``out_dir``; return the files written."""
     written: List[Path] = []
@@ -57,6 +67,7 @@ def render_all(report: Mapping[str, Any], out_dir: Path) -> List[Path]:
 
 __all__ = [
     "ALL_RENDERERS",
+    "summary_lines",
     "CsvRenderer",
     "HtmlRenderer",
     "JsonRenderer",

@@ -73,6 +73,22 @@ def _cause(v: View) -> Inline:
     return ()
 
 
+def terminal_summary(v: View) -> List[Paragraph]:
+    """The command line's summary of a written report (stdout): the verdict, the steady busy share of the
+    analysis window and the first thing to do."""
+    h, w = v.sec("headline"), v.sec("window")
+    out: List[Paragraph] = []
+    if h.get("verdict"):
+        out.append(Paragraph(("verdict: ", Rich(h["verdict"]))))
+    busy = num(h.get("steady_busy_pct"))
+    if busy is not None:
+        length = (num(w.get("end_ns")) or 0) - (num(w.get("start_ns")) or 0)
+        out.append(Paragraph((f"GPU busy {fmt_pct(busy)}% of the {w.get('method')} window ({fmt_dur(length)})",)))
+    if h.get("action"):
+        out.append(Paragraph(("first thing to do: ", Rich(h["action"]))))
+    return out
+
+
 def trace_name(v: View) -> str:
     path = str(v.sec("trace").get("path") or "")
     return path.replace("\\", "/").rsplit("/", 1)[-1] or "trace"

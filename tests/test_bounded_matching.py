@@ -137,7 +137,7 @@ def _slowest(fn: Callable[[str], object], names: List[str], budget: float = BUDG
 def _own_names(pattern: str) -> List[str]:
     """:data:`SWEEP_SIZE` names repeating the pattern's own literal words (with a separator, and in pairs)."""
     words = sorted(set(literal_runs(pattern)))[:40]
-    names = [fill(w + sep, SWEEP_SIZE) for w in words for sep in ("", "_")]
+    names = [fill(w + sep, SWEEP_SIZE) for w in words for sep in ("", "_", "<", "0")]
     names += [fill(a + b, SWEEP_SIZE) for a, b in zip(words, words[1:])]
     return names
 

@@ -49,10 +49,10 @@ def test_locally_missing_traces_fail_loudly(tmp_path):
     assert "REAL TRACES MISSING" in out and "NOT a valid check" in out
 
 
-@pytest.mark.parametrize("ci", ["true", "1"])
-def test_in_ci_missing_traces_stop_the_run(tmp_path, ci):
+@pytest.mark.parametrize("ci, workers", [("true", []), ("1", ["-n", "2"])])   # also as .ci/run runs it (xdist)
+def test_in_ci_missing_traces_stop_the_run(tmp_path, ci, workers):
     missing = tmp_path / "no_shared"
-    proc = _pytest(missing, ci, *SELECTION)
+    proc = _pytest(missing, ci, *workers, *SELECTION)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 4, out
     assert f"CI: real traces missing: {missing / 'traces'} is not a directory" in out

@@ -37,7 +37,7 @@ def bases(tmp_path_factory):
 
 
 CASES = [(b, m, s) for b in ("demo", "cuda_graph_node") + REAL for m in MUTATIONS
-         for s in SEEDS[:3 if b in REAL else 5]]
+         for s in SEEDS[:3 if b in REAL else 8]]
 
 
 def _digest(p: Path) -> str:

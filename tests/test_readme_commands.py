@@ -75,7 +75,7 @@ def test_ci_run_sets_ci_and_installs_before_testing():
 
 def test_fast_command_and_slow_marker_are_documented():
     fast = _bash_lines(_section("Development"))
-    assert f'{VENV_PY} -m pytest -q -m "not slow"' in fast
+    assert f'{VENV_PY} -m pytest -q -m "not slow" -n auto' in fast
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'^markers = \[\n\s+"slow: ', pyproject, re.M)
     assert "--strict-markers" in pyproject

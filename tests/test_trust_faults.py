@@ -186,11 +186,20 @@ def _alive(pid: int) -> bool:
 def test_interrupt_in_cluster_mode_stops_within_a_second(tmp_path, traces, sig, group, code) -> None:
     """Four files, two workers analysing (each sleeps 60 s first), two queued: a signal to the command (or Ctrl-C
     to the whole process group) ends it at once: queued files cancelled, the workers stopped."""
-    files = _copies(traces["base"], tmp_path / "in", ["a.sqlite", "b.sqlite", "c.sqlite", "d.sqlite"])
+    _interrupt_stops_the_workers(tmp_path, traces, ["a.sqlite", "b.sqlite", "c.sqlite", "d.sqlite"], [], sig, group,
+                                 code)
+
+
+def _interrupt_stops_the_workers(tmp_path: Path, traces: Dict[str, Path], names: List[str], args: List[str],
+                                 sig: int, group: bool, code: int) -> None:
+    """Run the files on two workers (each file sleeps 60 s first), signal the command (``group``: its whole process
+    group) once both workers are busy: it must end within about a second (one line, ``code``), the workers gone,
+    no output."""
+    files = _copies(traces["base"], tmp_path / "in", names)
     pids = tmp_path / "pids"
     pids.mkdir()
     env = _hooked_env(tmp_path, NLE_TEST_SLEEP="60", NLE_TEST_PIDS=str(pids))
-    p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", *files, "--jobs", "2", "--out",
+    p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", *files, *args, "--jobs", "2", "--out",
                           str(tmp_path / "o"), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                          start_new_session=True)
     try:
@@ -208,7 +217,7 @@ def test_interrupt_in_cluster_mode_stops_within_a_second(tmp_path, traces, sig, 
             p.kill()
     assert p.returncode == code, err
     assert took < 1.5, took                                   # about a second at most (0.1 s here)
-    assert _err_line(err.decode()) == f"{PROG}: interrupted by {sig.name}; no output was written"
+    assert _err_line(err.decode()) == f"{PROG}: interrupted by {signal.Signals(sig).name}; no output was written"
     deadline = time.monotonic() + 2
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -432,34 +441,8 @@ def test_interrupt_on_a_local_dask_cluster_stops_within_a_second(tmp_path, trace
     """Three files on two local Dask workers (each file sleeps 60 s first): a signal ends the command within about
     a second — queued work cancelled, the worker processes gone, one line."""
     _need_dask()
-    files = _copies(traces["base"], tmp_path / "in", ["a.sqlite", "b.sqlite", "c.sqlite"])
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    env = _hooked_env(tmp_path, NLE_TEST_SLEEP="60", NLE_TEST_PIDS=str(pids))
-    p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", *files, "--scheduler", "local", "--jobs", "2",
-                          "--out", str(tmp_path / "o"), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=env)
-    try:
-        t0 = time.monotonic()
-        while len(list(pids.iterdir())) < 2 and time.monotonic() - t0 < 60:
-            time.sleep(0.05)
-        workers = [int(x.name) for x in pids.iterdir()]
-        assert len(workers) == 2
-        t1 = time.monotonic()
-        p.send_signal(sig)
-        _, err = p.communicate(timeout=30)
-        took = time.monotonic() - t1
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == code, err
-    assert _err_line(err.decode()) == f"{PROG}: interrupted by {sig.name}; no output was written"
-    assert took < 1.5, took
-    deadline = time.monotonic() + 2
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(w) for w in workers)
-    assert not (tmp_path / "o").exists()
+    _interrupt_stops_the_workers(tmp_path, traces, ["a.sqlite", "b.sqlite", "c.sqlite"], ["--scheduler", "local"],
+                                 sig, False, code)
 
 
 @pytest.mark.slow   # a local Dask cluster whose worker dies on one file until Dask gives up

@@ -263,9 +263,9 @@ def _window_rule(v: str) -> Optional[bool]:
 
 
 def _int_rule(v: Any) -> Optional[bool]:
-    """Whether an ``int`` option's command-line text is valid (argparse's ``int`` then ≥ 1)."""
+    """Whether an ``int`` option's command-line text is valid (argparse's ``int`` then 1 to 10⁹)."""
     try:
-        return int(v) >= 1
+        return 1 <= int(v) <= 10 ** 9
     except ValueError:
         return False
 
@@ -308,7 +308,7 @@ def api_rule(name: str, v: Any) -> bool:
         return name == "reader" or next(o for o in OPTIONS if o.name == name).default is None
     path = isinstance(v, (str, os.PathLike))
     if name == "top":
-        return _is_int(v) and v >= 1
+        return _is_int(v) and 1 <= v <= 10 ** 9   # config.values.MAX_COUNT
     if name == "nvtx_coverage_warn_threshold":
         return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1
     if name in ("nvtx_kernel_map", "include_memcpy_in_busy"):

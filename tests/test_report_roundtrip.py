@@ -206,7 +206,16 @@ def _refused(d: Any) -> str:
 def test_another_schema_is_refused(demo_dict):
     for v in ("3.0", "1.0", 2):
         d = dict(demo_dict, schema_version=v)
-        assert f"schema_version {str(v)!r}" in _refused(d) and SCHEMA_VERSION in _refused(d)
+        seen = f"schema_version {v!r}" if isinstance(v, str) else "a schema_version that is an integer"
+        assert seen in _refused(d) and SCHEMA_VERSION in _refused(d)
+    deep: list = []
+    cur = deep
+    for _ in range(5000):   # deeper than repr() or any recursive walk can go
+        cur.append([])
+        cur = cur[0]
+    assert "a schema_version that is a list of 1 item(s)" in _refused(dict(demo_dict, schema_version=deep))
+    for key in ("kernels_summary", "findings", "options", "headline"):   # one InputError line wherever it sits
+        assert _refused(dict(demo_dict, **{key: deep})).startswith(f"report.json {key}")
     d = {k: v for k, v in demo_dict.items() if k != "schema_version"}
     assert "no schema_version" in _refused(d)
     assert "dict was expected, got list" in _refused([demo_dict])

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 from . import __version__
 from .errors import ExplainerError, InputError, OptionError, OutputError
 from .options import Options, add_flags, check_option, flag_of, options_from_args
-from .paths import check_name, shown
+from .paths import check_name, shown, stat_or_none
 from .read.nsys_export import export_report, is_report
 from .terminal import error_line, say, silence_stdout, warning_line
 
@@ -121,8 +122,8 @@ def _is_cluster(items: Sequence[str]) -> bool:
     """Several traces, a directory or a glob (that names no existing file) → cluster report."""
     if len(items) != 1:
         return True
-    p = Path(items[0])
-    return p.is_dir() or (not p.exists() and any(c in items[0] for c in "*?["))
+    st = stat_or_none(items[0])
+    return (st is not None and stat.S_ISDIR(st.st_mode)) or (st is None and any(c in items[0] for c in "*?["))
 
 
 def _quiet_dask_logs() -> None:

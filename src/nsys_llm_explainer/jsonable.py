@@ -94,7 +94,7 @@ def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str]
     fields declared with ``metadata=NOT_IN_JSON``. Any other field missing from ``d`` is an error; keys of ``d``
     that name no field (derived values such as ``window_ns``) are ignored."""
     if not isinstance(d, Mapping):
-        raise _bad(where, f"expected an object, got {_kind(d)}")
+        raise _bad(where, f"expected an object, got {kind_of(d)}")
     src = {**d, **override} if override else d
     c: Any = cls
     hints, skip = _hints(c), set(omitted)
@@ -113,7 +113,7 @@ def need(d: Any, key: str, where: str) -> Any:
     """``d[key]`` of a JSON object; :class:`errors.InputError` naming ``where`` when ``d`` is no object or lacks
     ``key``."""
     if not isinstance(d, Mapping):
-        raise _bad(where, f"expected an object, got {_kind(d)}")
+        raise _bad(where, f"expected an object, got {kind_of(d)}")
     if key not in d:
         raise _bad(where, f"missing key {key!r}")
     return d[key]
@@ -123,7 +123,7 @@ def _bad(where: str, what: str) -> InputError:
     return InputError(f"{where}: {what}")
 
 
-def _kind(v: Any) -> str:
+def kind_of(v: Any) -> str:
     """What a JSON value is, without quoting it (a name in it is user data)."""
     if isinstance(v, (list, tuple)):
         return f"a list of {len(v)} item(s)"
@@ -150,7 +150,7 @@ def _convert(tp: Any, v: Any, where: str) -> Any:
         return v   # a union of several types: taken as it is
     if origin in (tuple, list):
         if not isinstance(v, (list, tuple)):
-            raise _bad(where, f"expected a list, got {_kind(v)}")
+            raise _bad(where, f"expected a list, got {kind_of(v)}")
         if origin is list or (len(args) == 2 and args[1] is Ellipsis):
             item = args[0] if args else Any
             items = [_convert(item, x, f"{where}[{i}]") for i, x in enumerate(v)]
@@ -158,18 +158,18 @@ def _convert(tp: Any, v: Any, where: str) -> Any:
         if not args:
             return tuple(v)
         if len(args) != len(v):
-            raise _bad(where, f"expected a list of {len(args)} item(s), got {_kind(v)}")
+            raise _bad(where, f"expected a list of {len(args)} item(s), got {kind_of(v)}")
         return tuple(_convert(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))
     if origin in (dict, Mapping, collections.abc.Mapping):
         if not isinstance(v, Mapping):
-            raise _bad(where, f"expected an object, got {_kind(v)}")
+            raise _bad(where, f"expected an object, got {kind_of(v)}")
         kt, vt = args or (Any, Any)
         return {_key(kt, k, where): _convert(vt, x, f"{where}[{str(k)[:40]!r}]") for k, x in v.items()}
     if tp is np.ndarray:
         if isinstance(v, np.ndarray):
             return v
         if not isinstance(v, (list, tuple)):
-            raise _bad(where, f"expected a list, got {_kind(v)}")
+            raise _bad(where, f"expected a list, got {kind_of(v)}")
         return np.asarray(v)
     if not isinstance(tp, type):
         return v
@@ -189,7 +189,7 @@ def _convert(tp: Any, v: Any, where: str) -> Any:
             return v
     else:
         return v
-    raise _bad(where, f"expected {_NAMES[tp]}, got {_kind(v)}")
+    raise _bad(where, f"expected {_NAMES[tp]}, got {kind_of(v)}")
 
 
 def _key(tp: Any, k: str, where: str) -> Any:
@@ -207,7 +207,7 @@ def need_object(d: Any, key: str, where: str, at: Optional[str] = None) -> Mappi
     ``where.key``) when it is not one."""
     v = need(d, key, where)
     if not isinstance(v, Mapping):
-        raise _bad(at or f"{where}.{key}", f"expected an object, got {_kind(v)}")
+        raise _bad(at or f"{where}.{key}", f"expected an object, got {kind_of(v)}")
     return v
 
 
@@ -215,7 +215,7 @@ def need_rows(d: Any, key: str, where: str) -> List[Mapping[str, Any]]:
     """``d[key]``, a list of JSON objects (:func:`need`); :class:`errors.InputError` when it is not one."""
     v = need(d, key, where)
     if not isinstance(v, list) or not all(isinstance(r, Mapping) for r in v):
-        raise _bad(f"{where}.{key}", f"expected a list of objects, got {_kind(v)}")
+        raise _bad(f"{where}.{key}", f"expected a list of objects, got {kind_of(v)}")
     return v
 
 

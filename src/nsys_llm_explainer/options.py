@@ -92,7 +92,7 @@ def option(default: T, *flags: str, help: str, check: Check, metavar: Optional[s
 class Options:
     """Parsed analysis options, one field per option (order: ``report.json`` ``options``)."""
 
-    top: int = option(20, "--top", help="rows in top tables (default %(default)s)", metavar="N", kind="int",
+    top: int = option(20, "--top", help="rows in top tables (1 to 10^9; default %(default)s)", metavar="N", kind="int",
                       check=v.positive_int, commands=RUNS)
     #: user phase map (source ``"user"``); None: the presets
     phase_map: Optional[PhaseMap] = option(

@@ -91,7 +91,10 @@ class Report:
         tables when the window is not the whole capture, and the step rows past the first 100 000 (``rows_capped``).
         A dict of another ``schema_version``, or one missing or malforming a part, raises
         :class:`errors.InputError` (one line naming the key)."""
-        return cls(**report_values(cls, d))
+        try:
+            return cls(**report_values(cls, d))
+        except RecursionError:   # a part nested deeper than Python can walk: no report.json we write is
+            raise InputError(f"{where}: a part is nested too deeply to be a report") from None
 
     def trace_model(self, needed_for: str) -> TraceModel:
         """``model``; :class:`errors.InputError` saying that ``needed_for`` needs the trace when the report was loaded

@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Tuple, get_type_hints
 
 from .errors import InputError
-from .jsonable import dataclass_from_json, from_json, json_ready, need, need_object
+from .jsonable import dataclass_from_json, from_json, json_ready, kind_of, need, need_object
 from .options import OPTIONS, Options, report_options
 
 if TYPE_CHECKING:
@@ -136,7 +136,8 @@ def check_schema(d: Any) -> None:
         raise InputError(f"a {JSON} dict was expected, got {type(d).__name__}")
     v = d.get("schema_version")
     if v != SCHEMA_VERSION:
-        seen = "no schema_version" if v is None else f"schema_version {str(v)[:20]!r}"
+        seen = ("no schema_version" if v is None else f"schema_version {v[:20]!r}" if isinstance(v, str)
+                else f"a schema_version that is {kind_of(v)}")
         raise InputError(f"{JSON} has {seen}: this version of nsys-llm-explainer reads schema {SCHEMA_VERSION} "
                          "only (analyze the trace again to get one)")
 

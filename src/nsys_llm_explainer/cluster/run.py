@@ -16,12 +16,13 @@ from __future__ import annotations
 import glob
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
 from ..options import Options, check_option
-from ..paths import check_name
+from ..paths import check_name, shown, stat_or_none
 from .result import ClusterResult, build_result
 from .summary import FileSummary, analyze_file
 from .workers import run_dask, run_pool
@@ -40,12 +41,16 @@ def expand_inputs(items: Sequence[str]) -> List[str]:
     out: List[str] = []
     for it in items:
         p = Path(it)
-        if p.is_dir():
-            found = [str(x) for x in p.iterdir() if x.is_file() and x.suffix.lower() in TRACE_SUFFIXES]
+        st = stat_or_none(it)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            try:
+                found = [str(x) for x in p.iterdir() if x.is_file() and x.suffix.lower() in TRACE_SUFFIXES]
+            except OSError as exc:
+                raise InputError(f"cannot list the directory {shown(it)}: {exc.strerror or exc}") from None
             if not found:
                 raise InputError(f"directory {it} holds no .sqlite / .nsys-rep file")
             out += sorted(found, key=_natural)
-        elif p.exists():
+        elif st is not None:
             out.append(str(p))
         elif GLOB_CHARS.search(it):
             found = [x for x in glob.glob(it) if Path(x).is_file()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 from .. import __version__
 from ..analyses.common.stats import pct
 from ..errors import InputError, OptionError
-from ..paths import check_name
+from ..paths import check_name, stat_or_none
 from .diff import compare_pair, per_unit
 from .measure import NON_GPU, Facts, gather
 from .metric import choose_metric, measure
@@ -103,9 +104,10 @@ def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]] = None,
         raise InputError(f"compare needs at least two traces (BASE NEW), got {len(paths)}")
     for p in paths:
         pp = Path(str(p))
-        if not pp.exists():
+        st = stat_or_none(str(p))
+        if st is None:
             raise InputError(f"trace not found: {pp}")
-        if pp.is_dir():
+        if stat.S_ISDIR(st.st_mode):
             raise InputError(f"{pp} is a directory, not a trace file")
         check_name(str(pp))
     labels = check_labels(labels, [str(p) for p in paths])

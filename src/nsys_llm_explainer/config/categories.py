@@ -222,6 +222,9 @@ def parse_rules_data(data: object, option: str = "categories_file",
             re.compile(rx, re.IGNORECASE)
         except re.error as e:
             raise _bad(option, path, f"rule #{i + 1} has an invalid regex ({scrub(str(e))})") from None
+        except (OverflowError, RecursionError):   # a repeat count past the engine's limit, nesting past Python's
+            raise _bad(option, path, f"rule #{i + 1} has an invalid regex (a repeat count or nesting beyond what "
+                       "Python's regular expressions take)") from None
         rules.append((rx, cat))
     rep = data.get("replace", False)
     if not isinstance(rep, bool):

@@ -117,6 +117,10 @@ def load_json(text: str, option: str, path: Optional[str] = None) -> object:
         data = json.loads(text)
     except RecursionError:   # nesting past the interpreter's own limit: far past ours
         raise _too_deep(option, path) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as e:   # an integer of more digits than Python converts (4,300)
+        raise refusal(option, path, f"not valid JSON ({scrub(str(e))})") from None
     return check_shape(data, option, path)
 
 
@@ -191,8 +195,9 @@ def load_yaml(text: str, option: str, path: Optional[str] = None, what: str = "Y
             finally:
                 self.depth -= 1
 
-    loader = Bounded(text)
+    loader: Any = None
     try:
+        loader = Bounded(text)   # reads the text: a character YAML does not take is an error here already
         node = loader.get_single_node()
         if node is None:
             return None
@@ -206,5 +211,8 @@ def load_yaml(text: str, option: str, path: Optional[str] = None, what: str = "Y
         raise refusal(option, path, f"not valid {what} ({scrub(str(e)) or 'parse error'})") from None
     except RecursionError:
         raise _too_deep(option, path) from None
+    except (ValueError, OverflowError) as e:   # a value the constructors refuse (an integer of > 4,300 digits)
+        raise refusal(option, path, f"not valid {what} ({scrub(str(e)) or type(e).__name__})") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

@@ -21,16 +21,34 @@ from .phase_map import PhaseMap, build_phase_map, read_phase_map_file
 from .window import check_window
 
 
+def shown(v: Any) -> str:
+    """A value for a message: its ``repr``, shortened; ``a <type>`` when it has none that can be made (an
+    integer of more than 4,300 digits, a ``__repr__`` that fails)."""
+    try:
+        s = repr(v)
+    except Exception:
+        return "an integer of more than 4,300 digits" if isinstance(v, numbers.Integral) else \
+            f"a {type(v).__name__} that cannot be shown"
+    return s if len(s) <= 80 else f"{s[:60]}… ({len(s):,} characters)"
+
+
 def is_path(v: Any) -> bool:
     return isinstance(v, (str, os.PathLike))
 
 
+#: the largest count an option takes (``top``, ``jobs``): far above any real use, and small enough to be written
+#: into report.json and compared as a machine integer
+MAX_COUNT = 10 ** 9
+
+
 def positive_int(v: Any, name: str) -> int:
-    """An integer ≥ 1 (``top``)."""
+    """An integer from 1 to :data:`MAX_COUNT` (``top``)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise OptionError(name, f"must be an integer, got {v!r}")
+        raise OptionError(name, f"must be an integer, got {shown(v)}")
     if v < 1:
-        raise OptionError(name, f"must be at least 1 (got {v})")
+        raise OptionError(name, f"must be at least 1 (got {shown(v)})")
+    if int(v) > MAX_COUNT:
+        raise OptionError(name, f"must be at most {MAX_COUNT:,} (got {shown(v)})")
     return int(v)
 
 
@@ -39,23 +57,28 @@ def workers(v: Any, name: str) -> Optional[int]:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise OptionError(name, f"must be an integer, got {v!r}")
+        raise OptionError(name, f"must be an integer, got {shown(v)}")
     if v < 1:
-        raise OptionError(name, f"must be ≥ 1, got {v}")
+        raise OptionError(name, f"must be ≥ 1, got {shown(v)}")
+    if int(v) > MAX_COUNT:
+        raise OptionError(name, f"must be at most {MAX_COUNT:,}, got {shown(v)}")
     return int(v)
 
 
 def fraction(v: Any, name: str) -> float:
     """A number between 0 and 1."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)) \
-            or not 0.0 <= float(v) <= 1.0:
-        raise OptionError(name, f"must be a number between 0 and 1 (got {v!r})")
-    return float(v)
+    try:
+        f = float(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else math.nan
+    except OverflowError:   # an integer too large for a float
+        f = math.inf
+    if not math.isfinite(f) or not 0.0 <= f <= 1.0:
+        raise OptionError(name, f"must be a number between 0 and 1 (got {shown(v)})")
+    return f
 
 
 def switch(v: Any, name: str) -> bool:
     if not isinstance(v, bool):
-        raise OptionError(name, f"must be True or False, got {v!r}")
+        raise OptionError(name, f"must be True or False, got {shown(v)}")
     return v
 
 
@@ -76,6 +99,9 @@ def regex(v: Any, name: str) -> Optional[str]:
             re.compile(t, re.IGNORECASE)
         except re.error as exc:
             raise OptionError(name, f"is not a valid regular expression: {exc}") from None
+        except (OverflowError, RecursionError):   # a repeat count past the engine's limit, nesting past Python's
+            raise OptionError(name, "is not a valid regular expression: a repeat count or nesting beyond what "
+                              "Python's regular expressions take") from None
     return t
 
 
@@ -113,7 +139,7 @@ def one_of(choices: Sequence[str]) -> Any:
         if v is None:
             return choices[0]
         if not isinstance(v, str) or v.lower() not in choices:
-            raise OptionError(name, f"must be one of {', '.join(choices)}, got {v!r}")
+            raise OptionError(name, f"must be one of {', '.join(choices)}, got {shown(v)}")
         return v.lower()
     return check
 

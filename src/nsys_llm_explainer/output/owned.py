@@ -114,7 +114,8 @@ def read_manifest(d: Path, ignored: Optional[List[str]] = None) -> Optional[Tupl
         data = json.loads(m.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         raise bad from None
-    if not isinstance(data, dict) or data.get("tool") != TOOL or data.get("kind") not in KIND_FILES \
+    if not isinstance(data, dict) or data.get("tool") != TOOL or not isinstance(data.get("kind"), str) \
+            or data["kind"] not in KIND_FILES \
             or not isinstance(data.get("files"), list):
         raise bad
     files: Set[str] = set()
@@ -193,8 +194,15 @@ def _no_dangling_link(out: Path) -> None:
 
 
 def check_out_dir(out: Path, force: bool, kind: str = "report", inputs: Sequence[os.PathLike] = ()) -> OutDir:
-    """Refuse an unusable ``--out`` before any work (see module docstring); ``inputs``: the files read."""
-    out = Path(out)
+    """Refuse an unusable ``--out`` before any work (see module docstring); ``inputs``: the files read. A path the
+    system will not look up (a parent that may not be searched, a name too long, a link loop) is one line too."""
+    try:
+        return _check_out_dir(Path(out), force, kind, inputs)
+    except OSError as exc:
+        raise OutputError(f"--out {out} cannot be used: {exc.strerror or exc}") from None
+
+
+def _check_out_dir(out: Path, force: bool, kind: str, inputs: Sequence[os.PathLike]) -> OutDir:
     _fs_name_check(out)
     _no_dangling_link(out)
     real = Path(os.path.realpath(out))

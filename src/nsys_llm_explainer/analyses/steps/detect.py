@@ -87,6 +87,9 @@ def marker_kernels(k: Kernels, regex: str) -> Tuple[np.ndarray, Tuple[Dict[str, 
         re.compile(regex, re.IGNORECASE)
     except re.error as exc:
         raise OptionError("step_marker", f"{regex!r} is not a valid regular expression: {exc}") from None
+    except (OverflowError, RecursionError):   # a repeat count past the engine's limit, nesting past Python's
+        raise OptionError("step_marker", f"{regex!r} is not a valid regular expression: a repeat count or nesting "
+                          "beyond what Python's regular expressions take") from None
     first = first_match([regex], k.names, "step_marker", [repr(regex)])
     hit = np.array([j == 0 for j in first] + [False], dtype=np.bool_)
     is_m = hit[k.name_idx]

@@ -154,8 +154,12 @@ def parse_phase_map(data: object, option: str = "phase_map",
 
 def read_phase_map_file(path: Union[str, os.PathLike], option: str = "phase_map") -> PhaseDict:
     """Read and validate a JSON phase-map file (:func:`parse_phase_map`)."""
-    if not os.path.lexists(path):
-        raise OptionError(option, f"file not found: {path}")
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        raise OptionError(option, f"file not found: {path}") from None
+    except (OSError, ValueError):   # a parent that may not be searched, a name too long…: worded below
+        pass
     text = read_user_text(path, option)   # size-capped, regular files only
     try:
         data = load_json(text, option, str(path))   # depth and size bounded (config/user_file.py)

@@ -25,10 +25,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 PRECEDENCE = (
     "copy", "queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load",
-    "launch", "other_api", "nvtx", "osrt", "host_cpu", "unknown",
+    "launch", "other_api", "osrt", "nvtx", "host_cpu", "unknown",
 )
 RANK = {k: i for i, k in enumerate(PRECEDENCE)}
-HOST_SEGMENT_KINDS = ("launch", "other_api", "nvtx", "osrt", "host_cpu")
+HOST_SEGMENT_KINDS = ("launch", "other_api", "osrt", "nvtx", "host_cpu")
 
 # ----------------------------------------------------------------------------- API name classes
 
@@ -543,6 +543,9 @@ def _classify_at(tr: Trace, t: int, tid: Optional[int], queued_t: Optional[int],
         kind = min((classify_api(tr, x[2]) for x in c), key=RANK.__getitem__)
         outer = min(c, key=lambda x: (x[0], -x[1]))[2]
         return (kind, outer.name)
+    c = [x for x in _covering(osrt, t) if is_wait(x[2])]   # MODEL.md: a waiting OS call wins over its range
+    if c:
+        return ("osrt", min(c, key=lambda x: (x[0], -x[1]))[2])
     for x in nvtx:                                      # sorted innermost first
         if x[0] <= t < x[1]:
             return ("nvtx", x[2])

@@ -22,6 +22,7 @@ import numpy as np
 from ...model.timeline import DeviceTimeline
 from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import API_KINDS, KIND_CODE
+from ...vocabulary.os_calls import CLASSES, class_codes
 from ..nvtx.tree import NvtxTree, innermost_enclosing
 from .result import IdlePieces
 
@@ -248,6 +249,9 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
             continue
         cov = Cover(api.start[r_k], api.end[r_k])
         assign(K[name], cov.row, _api_details(dmap, host.base_idx, r_k))
+    osrt_assign = _osrt_assigner(host, rows) if osrt is not None and rows.osrt_any else None
+    if osrt_assign is not None:              # a call that waits on another thread wins over the range around it
+        osrt_assign(assign, True)
     if tree is not None and rows.tree.shape[0]:
         q = np.nonzero(kind < 0)[0]
         node = innermost_enclosing(tree, np.full(q.shape[0], g, np.int64), t0[q], t1[q])
@@ -257,17 +261,35 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
         dm = np.array([host.range_detail(int(u)) for u in uniq.tolist()], np.int64)
         kind[q[hit]] = K["nvtx"]
         det[q[hit]] = dm[inv.reshape(-1)] if uniq.shape[0] else 0
-    if osrt is not None and rows.osrt_any:   # details registered as soon as the thread has OS-runtime rows
-        o = rows.osrt
-        ni = osrt.cols.get("name_idx")
-        cov = Cover(osrt["start"][o], osrt["end"][o])
-        if ni is not None:
-            dm = np.array([host.detail_code(s) for s in osrt.names] + [host.detail_code("")], np.int64)
-            assign(K["osrt"], cov.row, _row_details(dm[ni[o]]))
-        else:
-            assign(K["osrt"], cov.row, np.zeros_like)
+    if osrt_assign is not None:
+        osrt_assign(assign, False)
     kind[kind < 0] = K["host_cpu"]
     return gap, kind, det, t1 - t0, t0
+
+
+Assign = Callable[[int, Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]], None]
+
+
+def _osrt_assigner(host: HostSide, rows: ThreadRows) -> Callable[[Assign, bool], None]:
+    """``f(assign, waiting)`` charges the free pieces covered by the thread's OS-runtime calls that wait
+    (``waiting``: semaphores, joins, polls, sleeps …, :mod:`vocabulary.os_calls`) or by its other calls to
+    ``osrt`` with the call's name as detail (the outermost covering call of that class). The details of every call
+    name are registered as soon as the thread has OS-runtime rows (the same detail codes on every run)."""
+    osrt = host.model.osrt
+    assert osrt is not None
+    o = rows.osrt
+    ni = osrt.cols.get("name_idx")
+    dm = np.array([host.detail_code(s) for s in osrt.names] + [host.detail_code("")], np.int64)
+    waits = class_codes(osrt.names) == CLASSES.index("wait")
+    row_wait = waits[ni[o]] if ni is not None else np.zeros(o.shape[0], bool)
+
+    def run(assign: Assign, waiting: bool) -> None:
+        sel = o[row_wait == waiting]
+        if sel.shape[0] == 0:
+            return
+        cov = Cover(osrt["start"][sel], osrt["end"][sel])
+        assign(K["osrt"], cov.row, _row_details(dm[ni[sel]]) if ni is not None else np.zeros_like)
+    return run
 
 
 def _api_details(dmap: np.ndarray, base_idx: np.ndarray, rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:

@@ -23,8 +23,8 @@ _LAYER_KERNELS: List[Shape] = [
 
 def nvtx_host_range(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
     """Layer-by-layer weight streaming: 8 steps × 32 layers; per layer the host opens the NVTX range
-    ``load_layer_<i>_weights`` and spends ~1 ms in it without any CUDA call (an OSRT ``nanosleep`` inside,
-    as when waiting for the loader), then launches 4 kernels (~55 µs). GPU ≈ 5 % busy; the ranges hold
+    ``load_layer_<i>_weights`` and spends ~1 ms in it without any CUDA call (an OSRT ``read`` inside: the
+    thread reads the weights itself — its own work, not a wait), then launches 4 kernels (~55 µs). GPU ≈ 5 % busy; the ranges hold
     most of the idle time."""
     sim = Sim(flavor or "2024.2", seed)
     r = Rank(sim, 13601, 0)
@@ -37,7 +37,7 @@ def nvtx_host_range(path: str, seed: int = 0, flavor: Optional[str] = None) -> D
             r.push(f"load_layer_{i}_weights")
             t = r.cpu
             sleep = sim.uni(0.9 * MS, 1.1 * MS)
-            sim.b.osrt(t + 3 * US, t + 3 * US + sleep, tid_g=r.gtid, name="nanosleep")
+            sim.b.osrt(t + 3 * US, t + 3 * US + sleep, tid_g=r.gtid, name="read")
             r.host(sleep + sim.uni(5 * US, 8 * US))
             ranges.append(r.pop())
             segment(r, _LAYER_KERNELS)

@@ -1,0 +1,84 @@
+"""What an OS-runtime call (``OSRT_API``) does: one table that the idle charging, the wait analysis and their
+findings read (docs/MODEL.md, "OS calls that wait").
+
+* ``wait`` — the calling thread is blocked until *something else* happens: another thread posts a semaphore,
+  signals a condition, releases a lock or exits; a file descriptor becomes ready; a child exits; a message
+  arrives; a timer expires. Time in such a call is not the thread's own work.
+* ``file_io`` — the thread moves data to or from files (or maps them): its own I/O work.
+* ``other`` — anything else (``ioctl`` to the driver, ``fcntl``, …).
+
+Names are matched after dropping a trailing ``64`` (``open64``, ``mmap64``, ``pread64``) and a leading ``__``
+(glibc internal aliases), so the table lists base names only. A plain ``read`` is ``file_io``: the export does
+not say whether its descriptor is a pipe (a queue between threads) or a file, and reading a file is the thread's
+own work; pipe- and socket-specific receives (``recv*``, ``mq_receive``, ``msgrcv``) wait.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, FrozenSet, Sequence
+
+import numpy as np
+
+#: calls that block the thread until another thread, process, device or timer acts
+WAIT_CALLS: FrozenSet[str] = frozenset((
+    # semaphores, conditions, locks, barriers, joins
+    "sem_wait", "sem_timedwait", "sem_clockwait", "semop", "semtimedop",
+    "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
+    "pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_clocklock",
+    "pthread_rwlock_rdlock", "pthread_rwlock_wrlock", "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock",
+    "pthread_rwlock_clockrdlock", "pthread_rwlock_clockwrlock", "pthread_barrier_wait", "pthread_spin_lock",
+    "pthread_join", "pthread_timedjoin_np", "pthread_clockjoin_np", "futex",
+    # readiness of descriptors
+    "poll", "ppoll", "select", "pselect", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2",
+    # sleeps and signals
+    "sleep", "usleep", "nanosleep", "clock_nanosleep", "pause", "sigwait", "sigwaitinfo", "sigtimedwait",
+    "sigsuspend",
+    # children
+    "wait", "waitpid", "waitid", "wait3", "wait4",
+    # messages, sockets, queues
+    "recv", "recvfrom", "recvmsg", "recvmmsg", "accept", "accept4", "msgrcv", "mq_receive", "mq_timedreceive",
+    "io_getevents", "io_uring_enter",
+))
+
+#: calls that read, write, open, map or sync files: the thread's own I/O
+FILE_IO_CALLS: FrozenSet[str] = frozenset((
+    "read", "pread", "readv", "preadv", "preadv2", "write", "pwrite", "writev", "pwritev", "pwritev2",
+    "open", "openat", "creat", "close", "fopen", "fdopen", "freopen", "fclose", "fread", "fwrite", "fgets", "fputs",
+    "fflush", "getline", "getdelim", "mmap", "munmap", "mremap", "msync", "madvise", "fsync", "fdatasync",
+    "sync_file_range", "lseek", "stat", "lstat", "fstat", "fstatat", "newfstatat", "statx", "access", "faccessat",
+    "readlink", "opendir", "readdir", "closedir", "getdents", "sendfile", "copy_file_range", "splice",
+    "fallocate", "posix_fadvise", "truncate", "ftruncate", "unlink", "rename", "mkdir",
+))
+
+CLASSES: Sequence[str] = ("wait", "file_io", "other")
+_SUFFIX = re.compile(r"64$")
+
+
+def base_name(name: str) -> str:
+    """``open64`` → ``open``; ``__poll`` → ``poll``."""
+    n = name.strip()
+    while n.startswith("_"):
+        n = n[1:]
+    return _SUFFIX.sub("", n) if n not in WAIT_CALLS and n not in FILE_IO_CALLS else n
+
+
+def os_call_class(name: str) -> str:
+    """``wait``, ``file_io`` or ``other`` for an OS-runtime call name."""
+    b = base_name(name)
+    if b in WAIT_CALLS:
+        return "wait"
+    if b in FILE_IO_CALLS:
+        return "file_io"
+    return "other"
+
+
+def is_wait(name: str) -> bool:
+    """True when the call blocks the thread until another thread, process, device or timer acts."""
+    return os_call_class(name) == "wait"
+
+
+def class_codes(names: Sequence[str]) -> np.ndarray:
+    """Per name (plus one trailing entry for an unknown name, index -1): its class index into :data:`CLASSES`."""
+    pos: Dict[str, int] = {c: i for i, c in enumerate(CLASSES)}
+    return np.array([pos[os_call_class(n)] for n in names] + [pos["other"]], np.int8)

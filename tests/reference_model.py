@@ -30,6 +30,25 @@ PRECEDENCE = (
 RANK = {k: i for i, k in enumerate(PRECEDENCE)}
 HOST_SEGMENT_KINDS = ("launch", "other_api", "osrt", "nvtx", "host_cpu")
 
+# ----------------------------------------------------------------------------- OS calls that wait
+
+def _documented_waits() -> frozenset:
+    """The waiting OS calls as docs/MODEL.md lists them ("Waiting calls: `sem_wait`, …"), read from the text."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "MODEL.md").read_text(encoding="utf-8")
+    block = text.split("Waiting calls:", 1)[1].split("\n\n", 1)[0]
+    return frozenset(re.findall(r"`([a-z0-9_]+)`", block))
+
+
+WAITS = _documented_waits()
+
+
+def is_wait(name: str) -> bool:
+    """MODEL.md: a name waits when, without leading underscores and a trailing ``64``, it is listed."""
+    n = name.strip().lstrip("_")
+    return n in WAITS or (n.endswith("64") and n[:-2] in WAITS)
+
+
 # ----------------------------------------------------------------------------- API name classes
 
 _SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds)$")

@@ -44,6 +44,7 @@ from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
 from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.phases import PhaseResult, analyze_phases
 from .analyses.steps.sync import StepSyncContext, StepSyncSeries, device_step_sync, step_sync_result
+from .analyses.threads.waits import WaitsResult, analyze_waits
 from .analyses.trace.facts import analyze_facts
 from .analyses.trace.info import TraceInfoResult, analyze_trace_info
 from .analyses.trace.window import WindowResult, detect_window
@@ -183,6 +184,10 @@ def _host_samples(model: TraceModel, causes: IdleCausesResult) -> HostSamplesRes
     return analyze_host_samples(model.samples, causes)
 
 
+def _waits(steady: TraceModel, window: WindowResult, causes: IdleCausesResult, nvtx: NvtxResult) -> WaitsResult:
+    return analyze_waits(steady, window.start_ns, window.end_ns, causes, nvtx.tree)
+
+
 def _warnings(model: TraceModel, kernels: KernelSummary, att: AttributionResult, graphs: GraphResult,
               opts: Options) -> Tuple[str, ...]:
     return collect_warnings(model, kernels, att, graphs, opts)
@@ -220,11 +225,12 @@ STEPS: Tuple[Step, ...] = (
     Step("facts", analyze_facts, ("model", "traits", "graphs"), ("facts",)),
     Step("unified memory", _unified_memory, ("model", "steady", "window"), ("unified_memory",), "steady"),
     Step("host samples", _host_samples, ("model", "idle_causes"), ("host_samples",), "steady"),
+    Step("waits", _waits, ("steady", "window", "idle_causes", "nvtx"), ("waits",), "steady"),
     Step("step sync", step_sync_result, ("step_sync_context", "idle_causes", "step_sync_series"), ("step_sync",),
          "steady"),
     Step("findings", run_findings, ("gpu_time", "idle_causes", "traits", "facts", "step_sync", "window",
                                     "steady_kernels", "categories", "graphs", "nccl", "unified_memory",
-                                    "host_samples", "kernels", "attribution", "options"),
+                                    "host_samples", "kernels", "attribution", "options", "waits"),
          ("findings", "headline")),
     Step("warnings", _warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
 )

@@ -26,6 +26,7 @@ from .analyses.nvtx.ranges import NvtxResult
 from .analyses.steps.metrics import StepResult
 from .analyses.steps.phases import PhaseResult
 from .analyses.steps.sync import StepSyncResult
+from .analyses.threads.waits import WaitsResult
 from .analyses.trace.facts import TraceFacts
 from .analyses.trace.info import TraceInfoResult
 from .analyses.trace.window import WindowResult
@@ -73,6 +74,7 @@ class Report:
     step_sync: StepSyncResult              # steady
     unified_memory: UnifiedMemoryResult    # steady and full
     host_samples: HostSamplesResult        # steady
+    waits: WaitsResult                     # steady
     findings: Tuple[Finding, ...]
     headline: Headline
     warnings: Tuple[str, ...]

@@ -29,6 +29,7 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "cpu_samples": (True, False),
     "unified_memory": (True, False),
     "nvtx": (True, False),
+    "os_runtime": (True, False),
 }
 
 _PT = ("pytorch",)
@@ -108,13 +109,30 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("launch.fuse", "Many tiny elementwise kernels are the usual source of launches: fuse them."),
     _a("other_api.find", "Find where this CUDA call is made in the step (nsys call stacks: `--cudabacktrace=all`) "
        "and move it out of the loop or make it asynchronous."),
-    _a("nvtx.overlap", "The host thread that launches the GPU work is busy in this range and launches nothing: "
-       "overlap it with GPU work (prefetch on another thread/stream, async I/O) or shorten it."),
+    _a("nvtx.overlap", "The launching thread runs host code in this range (outside CUDA calls and OS calls that "
+       "wait) and launches no kernel from it: overlap it with GPU work (prefetch on another thread/stream, async "
+       "I/O) or shorten it.", os_runtime=(True,)),
+    _a("nvtx.overlap.untraced", "The launching thread is in this range and launches no kernel from it; OS calls "
+       "were not traced, so whether it computes or waits there is not known: capture with `--trace=osrt` (and CPU "
+       "sampling) to tell, then overlap the work with the GPU or shorten it.", os_runtime=(False,)),
+    _a("nvtx.overlap.launching", "The launching thread also launches kernels from this range: the idle time is the "
+       "host work between those launches; move work that does not feed the GPU out of the loop, onto another "
+       "thread, or overlap it with the previous step's GPU work."),
     _a("osrt.find", "The thread that feeds the GPU waits on the OS (locks, queues, sleeps, I/O): find what it waits "
        "for (`nsys --sample=cpu --backtrace`) and keep it off the critical path.", cpu_samples=(False,)),
     _a("osrt.samples", "The thread that feeds the GPU waits on the OS (locks, queues, sleeps, I/O): the CPU samples "
        "around these calls (host samples column, `tables/host_samples.csv`) show what it ran before waiting; keep "
        "the wait off the critical path.", cpu_samples=(True,)),
+    _a("wait.io", "The threads it waits for read or write files: start those reads earlier (prefetch the next "
+       "layer's or shard's weights while the GPU computes this one), read in larger blocks, put the files on faster "
+       "storage (local NVMe, page cache; GPUDirect Storage for weights), or use more I/O threads."),
+    _a("wait.copies", "The threads it waits for are in CUDA copy calls: the copy findings say whether those copies "
+       "are pageable, already overlap the kernels, or are bound by the copy path."),
+    _a("wait.cpu", "The threads it waits for run code outside OS and CUDA calls: shorten that work or start it "
+       "earlier; if they are Python threads they hold the GIL the launching thread needs, so move the work to a "
+       "process or to native code that releases the GIL."),
+    _a("wait.unseen", "No other thread of its process has traced activity during these waits: find what releases "
+       "them (NVTX ranges on the worker threads, `--trace=osrt`, CPU sampling of the whole process tree)."),
     _a("host_cpu.profile", "Profile the host side of the step (`nsys --sample=cpu`, py-spy) and overlap CPU work "
        "(scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,)),
     _a("host_cpu.samples", "The CPU samples of the launching thread (evidence above, `tables/host_samples.csv`) name "

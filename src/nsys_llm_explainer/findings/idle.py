@@ -32,6 +32,7 @@ from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.threads.waits import WaitsResult
 from ..vocabulary.cause_kinds import CAUSE_KINDS, KIND
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
@@ -39,6 +40,7 @@ from .advice import advise
 from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope
 from .text import CAUSE_TEXT
 from .unified_memory import is_unified_detail
+from .waits import WaitStory, wait_story
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
@@ -116,12 +118,17 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
     return per_kind, merged
 
 
-def _title(txt: Dict, what: str, kind_share: float, main_share: float) -> str:
-    """Named after the largest detail when it holds most of the kind, else after the kind with the largest
-    detail beside it."""
+def _title(txt: Dict, what: str, kind_share: float, main_share: float, ns: int,
+           story: Optional[WaitStory] = None) -> str:
+    """What the finding claims, with its share and time: named after the largest detail when it holds most of the
+    kind, else after the kind with the largest detail beside it; a wait is named with the range around it."""
+    if story is not None:
+        inside = f" inside `{story.context}`" if story.context else ""
+        return f"The launching thread waits in `{what}`{inside} while the GPU idles: {kind_share:.1f} % ({dur(ns)})"
     if "many" in txt and main_share < 0.5 * kind_share:
-        return txt["many"].format(share=kind_share) + f"; largest `{what}` ({main_share:.1f} %)"
-    return txt["title"].format(what=what, share=main_share)
+        return txt["many"].format(share=kind_share) + f", {dur(ns)}; largest `{what}` ({main_share:.1f} %)"
+    return txt["title"].format(what=what, share=main_share).replace(" % of the window", f" % of the window, {dur(ns)}",
+                                                                    1)
 
 
 def _where(c: IdleCause, t0: int) -> str:
@@ -134,10 +141,11 @@ def _where(c: IdleCause, t0: int) -> str:
 def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
                   capture_start_ns: int, traits: KernelTraitsResult, facts: Mapping[str, Any],
                   claimed: Optional[Claimed] = None, launch_ranges: AbstractSet[str] = frozenset(),
-                  samples: Optional[HostSamplesResult] = None) -> List[Finding]:
+                  samples: Optional[HostSamplesResult] = None, waits: Optional[WaitsResult] = None) -> List[Finding]:
     """All idle-cause findings whose checks hold (``facts``: :meth:`analyses.facts.TraceFacts.advice_facts`;
     ``launch_ranges``: the NVTX idle details whose ranges enclose kernel launches; ``samples``: CPU samples
-    inside host-side idle, for an evidence line)."""
+    inside host-side idle, for an evidence line; ``waits``: what other threads did while the launching thread
+    waited, for the ``osrt`` finding)."""
     if not causes.available or not gpu.available:
         return []
     lb = launch_bound_devices(gpu, kern)
@@ -185,14 +193,17 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             ("the per-step sync finding", sum(v for (k, _), v in (claimed or {}).get(dev, {}).items() if k == kind)),
             ("the window's edges", edge_ns[dev])) if ns > 0]
         findings_elsewhere = [w for w in elsewhere if w != "the window's edges"]
-        rest = (f" — the `{kind}` rows of the idle-cause table hold {table_share:.1f} %; " + " and ".join(elsewhere)
-                + " account for the rest") if split and findings_elsewhere else ""
-        quoted = share[dev] if rest else table_share   # the part it claims, beside the table's share when split
+        quoted = share[dev] if split else table_share   # titles state what the finding itself claims
+        main_quoted = min(main_share, quoted)
         if split:
             ev.append(f"The idle-cause table charges {100.0 * table_ns / win[dev]:.1f} % of device {dev}'s window to "
                       f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
                       "and that lies more than one timeline bin from the window's edges"
-                      + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "") + ".")
+                      + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "")
+                      + ("; " + " and ".join(elsewhere) + " account for the rest" if findings_elsewhere else "") + ".")
+        story = wait_story(waits, dev, top[0][0]) if kind == "osrt" else None
+        if story is not None:
+            ev.extend(story.evidence)
         sampled = samples_evidence(samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)
@@ -208,9 +219,10 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         out.append(Finding(
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
-            else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_share:.1f} % of it "
-                   "(a one-time cost)" if growth else _title(txt, what, quoted, main_share) + rest),
-            evidence=tuple(ev), recommendation=advise(_advice_ids(kind, txt, details), facts),
+            else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of it "
+                   "(a one-time cost)" if growth else _title(txt, what, quoted, main_quoted, total, story)),
+            evidence=tuple(ev), recommendation=advise(
+                story.advice if story is not None else _advice_ids(kind, txt, details, launch_ranges), facts),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))
     lf = _launch_finding(merged, win, lb, kern, gpu, traits, facts, samples)
@@ -264,10 +276,18 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=("host_overhead", ""))
 
 
-def _advice_ids(kind: str, txt: Dict[str, Any], details: Mapping[str, int]) -> List[str]:
+def _advice_ids(kind: str, txt: Dict[str, Any], details: Mapping[str, int],
+                launch_ranges: AbstractSet[str] = frozenset()) -> List[str]:
     """The advice lines of a kind's finding that its own details call for: the device-to-device line only when
-    such copies are among them; the pinned-memory lines when a pageable copy is."""
+    such copies are among them; the pinned-memory lines when a pageable copy is; for a range, the "launches no
+    kernel" lines only when the largest range encloses no launch (else the line about work between launches); for
+    an OS call, the generic lines (the wait lines need the threads followed: :mod:`findings.waits`)."""
     ids = list(txt.get("advice") or KIND[kind].advice)
+    if kind == "nvtx":
+        top = max(details, key=lambda d: (details[d], d)) if details else ""
+        ids = ["nvtx.overlap.launching"] if top in launch_ranges else ["nvtx.overlap", "nvtx.overlap.untraced"]
+    if kind == "osrt":
+        ids = [i for i in ids if not i.startswith("wait.")]
     if kind == "copy":
         if not any("Device-to-Device" in d for d in details):
             ids = [i for i in ids if i != "copy.d2d"]

@@ -15,6 +15,7 @@ from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.memory.unified import UnifiedMemoryResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.steps.sync import StepSyncResult
+from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..model.trace import TraceModel
@@ -32,7 +33,8 @@ def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTra
                  step_sync: StepSyncResult, window: WindowResult, steady_kernels: KernelSummary,
                  categories: CategoryResult, graphs: GraphResult, nccl: NcclResult,
                  unified_memory: Optional[UnifiedMemoryResult], host_samples: Optional[HostSamplesResult],
-                 kernels: KernelSummary, att: AttributionResult, opts: Options) -> Tuple[Tuple[Finding, ...], Headline]:
+                 kernels: KernelSummary, att: AttributionResult, opts: Options, waits: Optional[WaitsResult] = None
+                 ) -> Tuple[Tuple[Finding, ...], Headline]:
     """Every finding of the typed results, ranked, and the headline (the analysis graph's ``findings`` step)."""
     facts = trace_facts.advice_facts()
     pooled = gpu.pooled() if gpu.available else None
@@ -44,7 +46,7 @@ def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTra
     found += [ss] if ss is not None else []
     found += idle_findings(causes, gpu, kern, window.full_start_ns, traits, facts,
                            launch_ranges=att.launch_range_details() if att.available else frozenset(),
-                           samples=host_samples, claimed=claimed_ns(step_sync, ss))
+                           samples=host_samples, claimed=claimed_ns(step_sync, ss), waits=waits)
     top = steady_kernels.by_name if steady_kernels.available else ()
     cats = categories.overall if categories.available else ()
     found += kernel_findings(gpu, traits, top, cats, facts)

@@ -97,3 +97,29 @@ STEP_SYNC = Table("step_sync.csv", (
                                         for c in rows_of(r, "claimed"))),)),
     Col((("reason", raw("reason")),), "why", lambda r: Rich(r.get("reason")), False, raw("reason"), "reason"),
 ), lambda rep: rows_of(section(rep, "step_sync"), "series"))
+
+
+# ---- follow the wait (analyses/threads/waits.py): one row per (launching thread, other thread, what, name)
+def wait_rows(report: Row) -> List[Row]:
+    """``waits.launchers[].rows`` with the launching thread's own columns beside each row."""
+    out: List[Row] = []
+    for w in rows_of(section(report, "waits"), "launchers"):
+        for r in rows_of(w, "rows"):
+            out.append({**r, "launcher_tid": w.get("tid"), "launcher": w.get("thread"),
+                        "wait_ns": w.get("wait_ns"), "wait_pct_of_window": w.get("wait_pct_of_window")})
+    return out
+
+
+THREAD_WAITS = Table("thread_waits.csv", (
+    csv_col("launcher_tid"),
+    name_col("launcher", "launcher", "launching thread", 30),
+    pct_col("wait_pct_of_window", "wait_pct_of_window", "waits % of window"),
+    csv_col("wait_ns"),
+    csv_col("tid"),
+    name_col("thread", "thread", "other thread", 30),
+    text_col("what", "what", "in"),
+    name_col("name", "name", "range / call", 40),
+    text_col("os_class", "os_class", "class"),
+    dur_col("ns", "overlap", "during the waits"),
+    pct_col("pct_of_waits", "pct_of_waits", "% of the waits"),
+), wait_rows)

@@ -56,11 +56,14 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
                       "launch.fuse", "compiled.graph_breaks", "launch.vllm", "launch.sglang", "launch.trtllm")),
     CauseKind("other_api", "cuda_api", "the launching thread was inside another CUDA API call",
               "GPU idle in other CUDA API calls", "#5d4037", api=True, host_side=True, advice=("other_api.find",)),
-    CauseKind("osrt", "host_os", "the launching thread was inside this OS runtime call (a waiting call, also inside an NVTX range)",
+    CauseKind("osrt", "host_os", "the launching thread was inside this OS runtime call (one that waits: also "
+              "inside an NVTX range)",
               "GPU idle with the host in an OS call", "#00695c", host_side=True,
-              advice=("osrt.find", "osrt.samples")),
-    CauseKind("nvtx", "host_range", "the launching thread was inside this NVTX range, outside CUDA calls",
-              "GPU idle with the host inside NVTX ranges", "#1565c0", host_side=True, advice=("nvtx.overlap",)),
+              advice=("osrt.find", "osrt.samples", "wait.io", "wait.copies", "wait.cpu", "wait.unseen")),
+    CauseKind("nvtx", "host_range", "the launching thread was inside this NVTX range, outside CUDA calls and "
+              "waiting OS calls",
+              "GPU idle with the host inside NVTX ranges", "#1565c0", host_side=True,
+              advice=("nvtx.overlap", "nvtx.overlap.untraced", "nvtx.overlap.launching")),
     CauseKind("host_cpu", "host_gap", "the launching thread ran CPU code outside CUDA, NVTX and OS calls",
               "GPU idle during plain host CPU work", "#f9a825", host_side=True,
               advice=("host_cpu.profile", "host_cpu.samples", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm")),

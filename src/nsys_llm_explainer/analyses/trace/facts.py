@@ -20,6 +20,8 @@
 * **cpu_samples** — the export holds CPU samples of the threads that made CUDA calls (``model/samples.py``).
 * **unified_memory** — a Unified (managed-memory) copy kind (11–13) or a UM page-fault row exists.
 * **nvtx** — the trace holds NVTX ranges; ``nvtx_threads``: the threads that opened them (name, ranges).
+* **os_runtime** — the trace holds OS-runtime calls (``OSRT_API``, ``--trace=osrt``): only then can a thread
+  inside an NVTX range be told to run rather than wait.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ class TraceFacts:
     unified_memory_evidence: str
     nvtx: bool
     nvtx_threads: Tuple[NvtxThread, ...]
+    os_runtime: bool = False
 
     def supports(self, dtype: str) -> Optional[bool]:
         """Whether the tensor cores of every known GPU that ran kernels (of every known GPU, when kernels cannot
@@ -125,7 +128,7 @@ class TraceFacts:
                 "gpu_fp16_tensor_cores": self.supports("FP16"), "gpu_tf32": self.supports("TF32"),
                 "gpu_bf16": self.supports("BF16"), "gpu_fp8": self.supports("FP8"),
                 "cuda_graphs": self.cuda_graphs, "torch_compile": self.torch_compile, "cpu_samples": self.cpu_samples,
-                "unified_memory": self.unified_memory, "nvtx": self.nvtx}
+                "unified_memory": self.unified_memory, "nvtx": self.nvtx, "os_runtime": self.os_runtime}
 
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
@@ -184,7 +187,7 @@ def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphRe
     return TraceFacts(gpus, traits.workload, traits.workload_evidence, stack, traits.stack_evidence,
                       _FRAMEWORK.get(stack, ""), uses_graphs, graph_ev, compiled, compiled_ev,
                       bool(model.samples is not None and len(model.samples)), um, um_ev, bool(threads),
-                      tuple(threads))
+                      tuple(threads), bool(model.osrt is not None and len(model.osrt)))
 
 
 def _with_kernels(gpus: Tuple[GpuFact, ...], model: TraceModel) -> Tuple[GpuFact, ...]:

@@ -14,7 +14,7 @@ from typing import Any, List, Mapping, Tuple
 from ..document import Document, Omitted, Section
 from .appendix import how_computed, omitted_section, sec_trace
 from .ctx import SectionFn, View
-from .diagnosis import sec_cuda_api, sec_graphs, sec_memory, sec_nccl, sec_nvtx, sec_sync
+from .diagnosis import sec_cuda_api, sec_graphs, sec_memory, sec_nccl, sec_nvtx, sec_sync, sec_waits
 from .findings import sec_findings
 from .headline import sec_title, sec_warnings, trace_name
 from .idle import sec_gaps, sec_idle
@@ -36,6 +36,7 @@ SECTIONS: Tuple[SectionFn, ...] = (
     sec_steps,
     sec_launch,
     sec_sync,
+    sec_waits,
     sec_cuda_api,
     sec_memory,
     sec_nvtx,

@@ -26,7 +26,7 @@ from ..document import (
 )
 from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, SYNC_APIS
 from .ctx import View, capped
-from .step_sync import step_sync_parts
+from .step_sync import step_sync_parts, waits_parts
 
 #: rows of the short tables (CUDA API, NVTX) whatever ``--top`` says; all rows are in the CSV files
 SHORT = 6
@@ -45,6 +45,15 @@ def sec_sync(v: View) -> SectionResult:
         body.append(para("Non-blocking (not counted as sync): ", joined(
             [inline(Code(r.get("name"), 80), f" ×{fmt_int(r.get('count'))}") for r in nb[:SHORT]], ", "), "."))
     return Section("sync", "CPU↔GPU synchronization", parts(body, step_sync_parts(v)), "Sync")
+
+
+def sec_waits(v: View) -> SectionResult:
+    """Follow the wait (``report.json`` ``waits``)."""
+    body = waits_parts(v)
+    if not body:
+        ws = v.sec("waits")
+        return Omitted("Waits of the launching thread", str(ws.get("reason") or "no launching thread waits"))
+    return Section("waits", "Waits of the launching thread", tuple(body), "Waits")
 
 
 def sec_cuda_api(v: View) -> SectionResult:

@@ -8,7 +8,7 @@ from typing import Any, List
 from ...vocabulary.units import fmt_dur, fmt_int
 from ..base import available, rows_of
 from ..document import Code, Data, Em, HtmlOnly, Strong, TablePart, inline, joined, para
-from ..feature_tables import STEP_SYNC
+from ..feature_tables import STEP_SYNC, THREAD_WAITS, wait_rows
 from .ctx import View, capped
 
 #: series shown (all rows in the CSV)
@@ -36,3 +36,28 @@ def step_sync_parts(v: View) -> List[Any]:
                                           (" ", Code(c.get("detail"))) if c.get("detail") else None,
                                           f" {fmt_dur(c.get('ns'))}") for c in causes], "; "), "."))
     return [para(note), TablePart(STEP_SYNC.cols, rows[:SHOWN], (), "step-sync-series"), HtmlOnly(tuple(notes))]
+
+
+def waits_parts(v: View) -> List[Any]:
+    """Follow the wait: per launching thread that waits in OS calls, its waits and what the other threads of its
+    process did meanwhile (empty when no launching thread waits)."""
+    ws = v.sec("waits")
+    launchers = rows_of(ws, "launchers")
+    if not available(ws) or not launchers:
+        return []
+    out: List[Any] = []
+    for w in launchers[:2]:
+        calls = joined([inline(Code(c.get("name")), f" {fmt_dur(c.get('ns'))}") for c in rows_of(w, "calls")[:3]],
+                       "; ")
+        ctx = rows_of(w, "contexts")[:1]
+        out.append(para(Strong(("Waits of the launching thread",)), " ", Code(w.get("thread")), " (tid ",
+                        Data(w.get("tid")), "): ", f"{fmt_dur(w.get('wait_ns'))} in OS calls that wait "
+                        f"({w.get('wait_pct_of_window', 0):.1f} % of the window): ", calls,
+                        (inline("; inside NVTX ", Code(ctx[0].get("range")),
+                                f" {ctx[0].get('pct_of_waits', 0):.0f} %") if ctx else None),
+                        f". GPU idle charged to these waits: {fmt_dur(w.get('gpu_idle_ns'))}. What the other threads of "
+                        "its process were in meanwhile (time overlapped with the waits):"))
+    rows = wait_rows(v.report)
+    out.append(para(capped(min(SHOWN * 2, len(rows)), len(rows), THREAD_WAITS.csv)))
+    out.append(TablePart(THREAD_WAITS.cols, rows[:SHOWN * 2], (), "thread-waits"))
+    return out

@@ -28,7 +28,7 @@ from .serving import demo, dominant_kernel, healthy, launch_bound, per_token_syn
 from .stalls import alloc_in_loop, host_gap, nccl_straggler, pageable_h2d
 from .step_sync import step_sync_host_work
 from .unified_memory import unified_memory
-from .waits import nvtx_host_range, nvtx_load_launch_bound, queued_dependency
+from .waits import launcher_waits_io, nvtx_host_range, nvtx_load_launch_bound, queued_dependency
 
 __all__ = ["SCENARIOS", "build_scenario", "CAUSES", "NEW_CAUSES", "K"]
 
@@ -47,7 +47,7 @@ _LEGACY_CAUSES = (
 #: causes added with the idle-model scenarios (docs/MODEL.md)
 NEW_CAUSES = ("copy_bound", "one_time", "fp32_gemm", "host_range", "gpu_wait", "gpu_bound")
 #: causes added with the feature scenarios (Unified Memory, per-step synchronization)
-FEATURE_CAUSES = ("unified_memory", "step_sync")
+FEATURE_CAUSES = ("unified_memory", "step_sync", "host_os")
 CAUSES: Tuple[str, ...] = _LEGACY_CAUSES + NEW_CAUSES + FEATURE_CAUSES
 
 SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
@@ -81,6 +81,8 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     # CPU samples inside host-side idle (analyses/idle/host_samples.py)
     "host_samples": host_samples,
     "step_sync_host_work": step_sync_host_work,   # per-step synchronization
+    # several host threads (issue 21): a launcher that waits on I/O worker threads
+    "launcher_waits_io": launcher_waits_io,
 }
 
 

@@ -39,12 +39,25 @@ KINDS = (
     "module_load",
     "launch",
     "other_api",
-    "nvtx",
     "osrt",
+    "nvtx",
     "host_cpu",
     "unknown",
 )
 API_KINDS = ("sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch", "other_api")
+
+#: OS calls that wait (docs/MODEL.md "OS calls that wait"; the planted model's own copy, kept independent of the
+#: analysis code): charged to ``osrt`` even inside an NVTX range; other OS calls come after ``nvtx``
+_WAITS = frozenset((
+    "sem_wait", "sem_timedwait", "pthread_cond_wait", "pthread_cond_timedwait", "pthread_mutex_lock", "pthread_join",
+    "futex", "poll", "ppoll", "select", "epoll_wait", "epoll_pwait", "sleep", "usleep", "nanosleep",
+    "clock_nanosleep", "waitpid", "recv", "recvfrom", "recvmsg",
+))
+
+
+def is_wait(name: str) -> bool:
+    return name in _WAITS
+
 
 _SYNC = {
     "cudaDeviceSynchronize",
@@ -149,6 +162,8 @@ class _Thread:
         self.covers = {k: _Cover(v) for k, v in self.api.items()}
         self.nvtx_cover = _Cover(self.nvtx)
         self.osrt_cover = _Cover(self.osrt)
+        self.wait_cover = _Cover([iv for iv in self.osrt if is_wait(iv[2])])
+        self.other_os_cover = _Cover([iv for iv in self.osrt if not is_wait(iv[2])])
         pts = {
             p for ivs in list(self.api.values()) + [self.nvtx, self.osrt] for s, e, _ in ivs for p in (s, e)
         }
@@ -159,10 +174,13 @@ class _Thread:
             d = self.covers[k].at(t)
             if d is not None:
                 return k, d
+        d = self.wait_cover.at(t)            # a waiting OS call wins over the NVTX range around it
+        if d is not None:
+            return "osrt", d
         d = self.nvtx_cover.innermost(t)
         if d is not None:
             return "nvtx", d
-        d = self.osrt_cover.at(t)
+        d = self.other_os_cover.at(t)
         return ("osrt", d) if d is not None else ("host_cpu", "")
 
 

@@ -11,7 +11,7 @@ from .rank import Rank
 from .sim import MS, US, Sim
 from .steps import segment, write_trace
 
-__all__ = ["nvtx_host_range", "nvtx_load_launch_bound", "queued_dependency"]
+__all__ = ["launcher_waits_io", "nvtx_host_range", "nvtx_load_launch_bound", "queued_dependency"]
 
 _LAYER_KERNELS: List[Shape] = [
     (K.RMS_NORM, 6000, (32, 1, 1)),
@@ -24,8 +24,8 @@ _LAYER_KERNELS: List[Shape] = [
 def nvtx_host_range(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
     """Layer-by-layer weight streaming: 8 steps × 32 layers; per layer the host opens the NVTX range
     ``load_layer_<i>_weights`` and spends ~1 ms in it without any CUDA call (an OSRT ``read`` inside: the
-    thread reads the weights itself — its own work, not a wait), then launches 4 kernels (~55 µs). GPU ≈ 5 % busy; the ranges hold
-    most of the idle time."""
+    thread reads the weights itself — its own work, not a wait), then launches 4 kernels (~55 µs). GPU ≈ 5 %
+    busy; the ranges hold most of the idle time."""
     sim = Sim(flavor or "2024.2", seed)
     r = Rank(sim, 13601, 0)
     sim.b.gpu(0)
@@ -156,3 +156,70 @@ def queued_dependency(path: str, seed: int = 0, flavor: Optional[str] = None) ->
         event_wait_count=len(sim.b.rows("sync")) - steps,
     )
     return model_facts(f, sim.b, r.key, "queued", "")
+
+
+_ITER_KERNELS: List[Shape] = [
+    (K.GEMM_QKV, 180_000, (132, 1, 1)),
+    (K.GEMM_O, 160_000, (132, 1, 1)),
+    (K.GEMM_UP, 200_000, (132, 1, 1)),
+    (K.GEMM_DOWN, 190_000, (132, 1, 1)),
+]
+
+
+def launcher_waits_io(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
+    """Weight offloading with I/O worker threads: 40 iterations; per iteration the launching thread
+    (``pt_main_thread``) opens NVTX range ``iter<i>``, launches 4 GEMMs (~0.73 ms of GPU work), then joins two
+    worker threads of its process in ``sem_wait`` for ~3 ms; meanwhile ``d2c_worker`` is in NVTX range ``d2c-<i>``
+    for ~90 % of the wait, most of it in ``pread`` calls (file reads), and ``c2d_worker`` is in ``c2d-<i>`` for
+    ~50 % of it, in ``write`` calls. After the join ~40 µs of host work, then the range closes. The GPU idles
+    ~80 % of the window, most of it while the launcher waits in ``sem_wait`` inside ``iter<i>``: the time is
+    charged to ``osrt`` / ``sem_wait`` (not to the range), and the other threads are named with their share."""
+    sim = Sim(flavor or "2024.2", seed)
+    r = Rank(sim, 14201, 0, name="pt_main_thread")
+    sim.b.gpu(0)
+    d2c = sim.b.thread(r.pid, r.pid + 1, "d2c_worker")
+    c2d = sim.b.thread(r.pid, r.pid + 2, "c2d_worker")
+    iters = 40
+    waits: List[Tuple[int, int]] = []
+    worker_ranges: Dict[str, List[Tuple[int, int]]] = {"d2c": [], "c2d": []}
+    worker_io: Dict[str, List[Tuple[int, int]]] = {"pread": [], "write": []}
+    for i in range(iters):
+        r.push(f"iter{i}")
+        segment(r, _ITER_KERNELS)
+        w0 = r.cpu + 2 * US
+        wait = sim.uni(2.9 * MS, 3.1 * MS)
+        w1 = w0 + wait
+        sim.b.osrt(w0, w1, tid_g=r.gtid, name="sem_wait")
+        waits.append((w0, w1))
+        # the loader: one range over ~90 % of the wait, 4 file reads filling ~80 % of the range
+        a0, a1 = w0 + wait // 50, w1 - wait // 20
+        sim.b.nvtx_push_pop(a0, a1, f"d2c-{i}", tid_g=d2c)
+        worker_ranges["d2c"].append((a0, a1))
+        step = (a1 - a0) // 4
+        for j in range(4):
+            s0 = a0 + j * step + step // 20
+            s1 = s0 + step * 8 // 10
+            sim.b.osrt(s0, s1, tid_g=d2c, name="pread")
+            worker_io["pread"].append((s0, s1))
+        # the writer: one range over the first half of the wait, one write inside
+        b0, b1 = w0 + wait // 10, w0 + wait * 6 // 10
+        sim.b.nvtx_push_pop(b0, b1, f"c2d-{i}", tid_g=c2d)
+        worker_ranges["c2d"].append((b0, b1))
+        sim.b.osrt(b0 + 5 * US, b1 - 5 * US, tid_g=c2d, name="write")
+        worker_io["write"].append((b0 + 5 * US, b1 - 5 * US))
+        r.cpu = w1 + 3 * US
+        r.host(sim.jit(40 * US, 0.1))
+        r.pop()
+        r.host(sim.jit(20 * US, 0.1))
+    write_trace(sim, path)
+    f = sim.facts(
+        "host_os",
+        iterations=iters,
+        launcher_tid=r.pid,
+        d2c_tid=r.pid + 1,
+        c2d_tid=r.pid + 2,
+        waits=waits,
+        worker_ranges=worker_ranges,
+        worker_io=worker_io,
+    )
+    return model_facts(f, sim.b, r.key, "osrt", "sem_wait")

@@ -1,0 +1,366 @@
+"""Follow the wait: what the other threads of a process do while its launching thread waits (docs/METRICS.md,
+"Waits of the launching thread").
+
+* A **launching thread** launched at least one kernel in the window (the kernel's launch call is on it).
+* Its **waits** ``W`` are the union of its OS-runtime calls that wait (:mod:`vocabulary.os_calls`: semaphores,
+  joins, locks, polls, sleeps, receives), clipped to the window; ``wait_ns = |W|``. Launching threads whose waits
+  hold less than :data:`MIN_WAIT_SHARE` of the window are not followed.
+* ``calls``: per waiting call name, the union of its calls in the window (ns, count); ``contexts``: per NVTX range
+  (normalised name) that is the innermost range around a wait call on the launching thread, the ns of those calls.
+* ``gpu_idle_ns``: the GPU idle ns that the idle causes charged to these calls on this thread (``osrt`` pieces of
+  a waiting call on this thread, summed over devices).
+* **What the other threads did**: for every other thread of the same process and every NVTX range name (normalised),
+  OS-runtime call name and CUDA API call name it has, ``ns`` = |(union of its rows of that name) ∩ W| and
+  ``pct_of_waits`` = ns / wait_ns × 100; per thread ``active_ns`` = |(union of all its rows) ∩ W|. Rows with no
+  overlap are left out; the :data:`TOP_ROWS` largest are kept per launching thread.
+
+Vectorized: rows are grouped by (thread, what, name) with one sort; each group's union is made disjoint with a
+per-group running maximum of ends, and its overlap with ``W`` is a difference of ``F(t) = |W ∩ (−∞, t)|`` at the
+piece's ends (one ``searchsorted``). O(rows log rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...model.trace import TraceModel, pid_of, tid_of
+from ...vocabulary.cause_kinds import KIND_CODE
+from ...vocabulary.os_calls import CLASSES, class_codes, os_call_class
+from ..common.stats import pct
+from ..idle.range_names import normalize_range_name
+from ..idle.result import IdleCausesResult
+from ..nvtx.tree import NvtxTree, innermost_enclosing
+
+#: launching threads whose waits hold less than this % of the window are not followed
+MIN_WAIT_SHARE = 1.0
+#: launching threads followed (the largest waits)
+MAX_LAUNCHERS = 4
+#: rows (thread, what, name) kept per launching thread
+TOP_ROWS = 20
+WHATS = ("nvtx", "osrt", "cuda")
+
+
+@dataclass(frozen=True)
+class WaitCall:
+    """One waiting call name of the launching thread: ``ns`` (union of its calls in the window), ``count``."""
+
+    name: str
+    ns: int
+    count: int
+    pct_of_window: float
+
+
+@dataclass(frozen=True)
+class WaitContext:
+    """An NVTX range (normalised name) that is the innermost range around wait calls: ``ns`` of those calls."""
+
+    range: str
+    ns: int
+    pct_of_waits: float
+
+
+@dataclass(frozen=True)
+class OtherThread:
+    """Another thread of the process: ``active_ns`` = |(its NVTX ranges, OS calls and CUDA calls) ∩ waits|."""
+
+    gtid: int
+    tid: int
+    thread: str
+    active_ns: int
+    pct_of_waits: float
+
+
+@dataclass(frozen=True)
+class OverlapRow:
+    """What another thread was in during the waits: ``what`` ``nvtx`` (range), ``osrt`` (OS call; ``os_class``
+    ``wait``/``file_io``/``other``) or ``cuda`` (API call); ``ns`` overlapped with the waits."""
+
+    gtid: int
+    tid: int
+    thread: str
+    what: str
+    name: str
+    os_class: str
+    ns: int
+    pct_of_waits: float
+
+
+@dataclass(frozen=True)
+class LauncherWaits:
+    """One launching thread's waits in the window and what the other threads of its process did meanwhile."""
+
+    gtid: int
+    pid: int
+    tid: int
+    thread: str
+    devices: Tuple[int, ...]
+    window_ns: int
+    wait_ns: int
+    wait_pct_of_window: float
+    gpu_idle_ns: int
+    calls: Tuple[WaitCall, ...]
+    contexts: Tuple[WaitContext, ...]
+    threads: Tuple[OtherThread, ...]
+    rows: Tuple[OverlapRow, ...]
+
+    def top_thread(self) -> Optional[OtherThread]:
+        return self.threads[0] if self.threads else None
+
+    def rows_of(self, gtid: int, what: Optional[str] = None) -> List[OverlapRow]:
+        """This thread's rows (largest first), of one ``what`` or all."""
+        return [r for r in self.rows if r.gtid == gtid and (what is None or r.what == what)]
+
+
+@dataclass(frozen=True)
+class WaitsResult:
+    """``launchers``: the launching threads whose waits hold ≥ :data:`MIN_WAIT_SHARE` % of the window, largest
+    waits first."""
+
+    available: bool
+    reason: Optional[str]
+    window_ns: int = 0
+    launchers: Tuple[LauncherWaits, ...] = ()
+
+    def of_thread(self, gtid: int) -> Optional[LauncherWaits]:
+        return next((w for w in self.launchers if w.gtid == gtid), None)
+
+    def to_dict(self) -> Dict[str, object]:
+        """``report.json`` ``waits``: the fields as they are (docs/METRICS.md)."""
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------------ interval helpers
+
+
+def union(start: np.ndarray, end: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The sorted disjoint union of ``[start, end)`` (empty intervals dropped)."""
+    keep = end > start
+    s, e = start[keep], end[keep]
+    if s.shape[0] == 0:
+        return s.astype(np.int64), e.astype(np.int64)
+    o = np.argsort(s, kind="stable")
+    s, e = s[o].astype(np.int64), e[o].astype(np.int64)
+    reach = np.maximum.accumulate(e)
+    new = np.ones(s.shape[0], bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.nonzero(new)[0]
+    last = np.append(first[1:], s.shape[0]) - 1
+    return s[first], reach[last]
+
+
+def measure_before(ws: np.ndarray, we: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``F(t) = |W ∩ (−∞, t)|`` for the sorted disjoint intervals ``W = [ws, we)``."""
+    if ws.shape[0] == 0:
+        return np.zeros(t.shape[0], np.int64)
+    cum = np.concatenate(([0], np.cumsum(we - ws)))
+    j = np.searchsorted(ws, t, side="right") - 1
+    jc = np.maximum(j, 0)
+    inside = np.clip(t - ws[jc], 0, we[jc] - ws[jc])
+    return np.where(j >= 0, cum[jc] + inside, 0)
+
+
+def group_overlap(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int,
+                  ws: np.ndarray, we: np.ndarray) -> np.ndarray:
+    """Per group ``0 … n_groups − 1``: |(union of its rows ``[start, end)``) ∩ W|."""
+    out = np.zeros(n_groups, np.int64)
+    if group.shape[0] == 0 or ws.shape[0] == 0:
+        return out
+    o = np.lexsort((start, group))
+    g, s, e = group[o], start[o].astype(np.int64), end[o].astype(np.int64)
+    first = np.ones(g.shape[0], bool)
+    first[1:] = g[1:] != g[:-1]
+    seg = np.cumsum(first) - 1
+    # running maximum of ends within each group: shift each group above the previous ones
+    lo = int(min(s.min(), e.min()))
+    span = int(max(s.max(), e.max())) - lo + 1
+    prev = np.empty_like(e)
+    if int(seg[-1]) * span < (1 << 62):
+        key = seg * span + (e - lo)
+        cm = np.maximum.accumulate(key) - seg * span + lo
+        prev[1:] = cm[:-1]
+    else:                                             # too many groups for one key: per group (groups are few)
+        cm = np.empty_like(e)
+        starts = np.nonzero(first)[0]
+        for a, b in zip(starts.tolist(), np.append(starts[1:], e.shape[0]).tolist()):
+            cm[a:b] = np.maximum.accumulate(e[a:b])
+        prev[1:] = cm[:-1]
+    prev[first] = np.iinfo(np.int64).min
+    s2 = np.maximum(s, prev)
+    ok = e > s2
+    ns = measure_before(ws, we, e[ok]) - measure_before(ws, we, s2[ok])
+    np.add.at(out, g[ok], ns)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ analysis
+
+
+def _launchers(model: TraceModel) -> Dict[int, Tuple[int, ...]]:
+    """gtid → devices of the kernels it launched in the window."""
+    k, api = model.kernels, model.api
+    if k is None or api is None or len(k) == 0 or k.launch_idx.shape[0] != len(k):
+        return {}
+    li = k.launch_idx
+    ok = li >= 0
+    if not ok.any():
+        return {}
+    pairs = np.unique(np.stack([api.gtid[li[ok]].astype(np.int64), k.device[ok].astype(np.int64)]), axis=1)
+    out: Dict[int, List[int]] = {}
+    for g, d in zip(pairs[0].tolist(), pairs[1].tolist()):
+        out.setdefault(g, []).append(d)
+    return {g: tuple(v) for g, v in out.items()}
+
+
+def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
+                  causes: Optional[IdleCausesResult] = None, tree: Optional[NvtxTree] = None) -> WaitsResult:
+    """The waits of every launching thread in ``[window_start_ns, window_end_ns)`` of ``model`` and what the other
+    threads of its process did during them (module docstring); ``causes``: the idle causes (for ``gpu_idle_ns``),
+    ``tree``: the NVTX nesting of ``model``'s ranges (for ``contexts``)."""
+    w0, w1 = int(window_start_ns), int(window_end_ns)
+    win = w1 - w0
+    osrt = model.osrt
+    if osrt is None or len(osrt) == 0 or "name_idx" not in osrt.cols:
+        return WaitsResult(False, "the trace has no OS-runtime calls (capture with `--trace=osrt`)", win)
+    launchers = _launchers(model)
+    if not launchers:
+        return WaitsResult(False, "no kernel in the window is linked to the CUDA call that launched it", win)
+    o_g = np.asarray(osrt["gtid"], np.int64)
+    o_s = np.clip(np.asarray(osrt["start"], np.int64), w0, w1)
+    o_e = np.clip(np.asarray(osrt["end"], np.int64), w0, w1)
+    o_n = np.asarray(osrt["name_idx"], np.int64)
+    wait_of_name = class_codes(osrt.names) == CLASSES.index("wait")
+    is_wait = wait_of_name[o_n]
+    labels = dict(model.thread_names)
+    found: List[LauncherWaits] = []
+    for g, devs in launchers.items():
+        rows = np.nonzero((o_g == g) & is_wait & (o_e > o_s))[0]
+        if rows.shape[0] == 0:
+            continue
+        ws, we = union(o_s[rows], o_e[rows])
+        wait_ns = int((we - ws).sum())
+        if pct(wait_ns, win) < MIN_WAIT_SHARE:
+            continue
+        found.append(_follow(model, tree, g, devs, rows, ws, we, wait_ns, w0, w1, labels, causes))
+    if not found:
+        return WaitsResult(False, f"no launching thread waits in OS calls for {MIN_WAIT_SHARE:g} % of the window",
+                           win)
+    found.sort(key=lambda w: (-w.wait_ns, w.gtid))
+    return WaitsResult(True, None, win, tuple(found[:MAX_LAUNCHERS]))
+
+
+def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int, ...], rows: np.ndarray,
+            ws: np.ndarray, we: np.ndarray, wait_ns: int, w0: int, w1: int, labels: Dict[int, str],
+            causes: Optional[IdleCausesResult]) -> LauncherWaits:
+    osrt = model.osrt
+    assert osrt is not None
+    win = w1 - w0
+    o_s = np.clip(np.asarray(osrt["start"], np.int64)[rows], w0, w1)
+    o_e = np.clip(np.asarray(osrt["end"], np.int64)[rows], w0, w1)
+    o_n = np.asarray(osrt["name_idx"], np.int64)[rows]
+    names, inv = np.unique(o_n, return_inverse=True)
+    inv = inv.reshape(-1)
+    whole = (np.array([w0], np.int64), np.array([w1], np.int64))
+    per_call = group_overlap(inv, o_s, o_e, names.shape[0], *whole)
+    counts = np.bincount(inv, minlength=names.shape[0])
+    calls = sorted((WaitCall(osrt.names[n] if n >= 0 else "", int(ns), int(c), pct(int(ns), win))
+                    for n, ns, c in zip(names.tolist(), per_call.tolist(), counts.tolist())),
+                   key=lambda c: (-c.ns, c.name))
+    pid = int(pid_of(np.array([g], np.int64))[0])
+    others = _others(model, g, pid, ws, we, wait_ns, w0, w1, labels)
+    return LauncherWaits(
+        gtid=g, pid=pid, tid=int(tid_of(np.array([g], np.int64))[0]), thread=labels.get(g, ""),
+        devices=tuple(sorted(devs)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
+        gpu_idle_ns=_gpu_idle(causes, g), calls=tuple(calls),
+        contexts=_contexts(tree, model.nvtx.names if model.nvtx is not None else (), g, o_s, o_e, wait_ns),
+        threads=others[0], rows=others[1])
+
+
+def _gpu_idle(causes: Optional[IdleCausesResult], g: int) -> int:
+    """GPU idle ns charged to a waiting OS call on thread ``g`` (all devices)."""
+    if causes is None or not causes.available:
+        return 0
+    total = 0
+    for d in causes.devices:
+        p = d.pieces
+        if p is None or len(p) == 0:
+            continue
+        waits = np.array([os_call_class(s) == "wait" for s in p.details] + [False], bool)
+        m = (p.kind == KIND_CODE["osrt"]) & (p.gtid == g) & waits[p.detail]
+        total += int((p.end[m] - p.start[m]).sum())
+    return total
+
+
+def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: np.ndarray, e: np.ndarray,
+              wait_ns: int) -> Tuple[WaitContext, ...]:
+    """Innermost NVTX push/pop range (any domain) around each wait call ``[s, e)`` of thread ``g``: ns per range
+    name (normalised)."""
+    if tree is None or len(tree) == 0 or s.shape[0] == 0:
+        return ()
+    node = innermost_enclosing(tree, np.full(s.shape[0], g, np.int64), s, e)
+    ok = node >= 0
+    if not ok.any():
+        return ()
+    names, inv = np.unique(tree.name_idx[node[ok]], return_inverse=True)
+    ns = np.zeros(names.shape[0], np.int64)
+    np.add.at(ns, inv.reshape(-1), (e[ok] - s[ok]).astype(np.int64))
+    acc: Dict[str, int] = {}
+    for n, v in zip(names.tolist(), ns.tolist()):
+        k = normalize_range_name(range_names[n]) if 0 <= n < len(range_names) else ""
+        acc[k] = acc.get(k, 0) + int(v)
+    return tuple(WaitContext(k, v, pct(v, wait_ns)) for k, v in sorted(acc.items(), key=lambda x: (-x[1], x[0])))
+
+
+def _others(model: TraceModel, g: int, pid: int, ws: np.ndarray, we: np.ndarray, wait_ns: int, w0: int, w1: int,
+            labels: Dict[int, str]) -> Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]:
+    """``threads`` and ``rows``: the other threads of process ``pid`` during the waits."""
+    parts: List[Tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, Sequence[str]]] = []
+    nv, osrt, api = model.nvtx, model.osrt, model.api
+    if nv is not None and len(nv):
+        m = nv.closed & (nv.pid == pid) & (nv.gtid != g)
+        nv_names = [normalize_range_name(n) for n in nv.names]
+        parts.append((nv.gtid[m], nv.start[m], nv.end[m], 0, nv.name_idx[m], nv_names))
+    if osrt is not None and len(osrt):
+        og = np.asarray(osrt["gtid"], np.int64)
+        m = (pid_of(og) == pid) & (og != g)
+        parts.append((og[m], osrt["start"][m], osrt["end"][m], 1, np.asarray(osrt["name_idx"], np.int64)[m],
+                      osrt.names))
+    if api is not None and len(api):
+        m = api.primary & (api.pid == pid) & (api.gtid != g)
+        parts.append((api.gtid[m], api.start[m], api.end[m], 2, api.name_idx[m], api.base_names))
+    if not parts:
+        return (), ()
+    gt = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    st = np.clip(np.concatenate([p[1] for p in parts]).astype(np.int64), w0, w1)
+    en = np.clip(np.concatenate([p[2] for p in parts]).astype(np.int64), w0, w1)
+    # (what, display name) → one code per distinct pair, so equal normalised names merge
+    vocab: Dict[Tuple[int, str], int] = {}
+    codes = []
+    for _, _, _, what, idx, names in parts:
+        lut = np.array([vocab.setdefault((what, n), len(vocab)) for n in names]
+                       + [vocab.setdefault((what, ""), len(vocab))], np.int64)
+        codes.append(lut[np.asarray(idx, np.int64)])
+    nc = np.concatenate(codes)
+    keep = en > st
+    gt, st, en, nc = gt[keep], st[keep], en[keep], nc[keep]
+    threads, t_inv = np.unique(gt, return_inverse=True)
+    t_inv = t_inv.reshape(-1)
+    active = group_overlap(t_inv, st, en, threads.shape[0], ws, we)
+    key = t_inv * max(len(vocab), 1) + nc
+    ukey, k_inv = np.unique(key, return_inverse=True)
+    per = group_overlap(k_inv.reshape(-1), st, en, ukey.shape[0], ws, we)
+    pairs = {v: k for k, v in vocab.items()}
+    tids = tid_of(threads)
+    th = sorted((OtherThread(int(threads[i]), int(tids[i]), labels.get(int(threads[i]), ""), int(active[i]),
+                             pct(int(active[i]), wait_ns))
+                 for i in np.nonzero(active > 0)[0].tolist()), key=lambda t: (-t.active_ns, t.tid))
+    rows = []
+    for j in np.nonzero(per > 0)[0].tolist():
+        ti, c = divmod(int(ukey[j]), max(len(vocab), 1))
+        what, name = pairs[c]
+        rows.append(OverlapRow(int(threads[ti]), int(tids[ti]), labels.get(int(threads[ti]), ""), WHATS[what], name,
+                               os_call_class(name) if what == 1 else "", int(per[j]), pct(int(per[j]), wait_ns)))
+    rows.sort(key=lambda r: (-r.ns, r.tid, r.what, r.name))
+    return tuple(th), tuple(rows[:TOP_ROWS])

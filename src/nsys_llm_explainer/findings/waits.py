@@ -1,0 +1,97 @@
+"""Words of the ``osrt`` idle finding when the launching thread *waits* (docs/FINDINGS.md, "Follow the wait"):
+the NVTX range around the waits as context, what the other threads of its process did meanwhile (with numbers),
+and advice chosen by what they did — file I/O, CUDA copies, other work, or nothing traced."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from ..analyses.threads.waits import LauncherWaits, OverlapRow, WaitsResult
+from ..vocabulary.os_calls import is_wait
+
+#: another thread is named when it is active during at least this % of the waits
+SHOWN_THREAD_PCT = 10.0
+#: threads named in the evidence
+SHOWN_THREADS = 3
+#: the I/O (or copy) advice when the named threads spend at least this % of the waits in such calls
+DOING_PCT = 25.0
+
+
+@dataclass(frozen=True)
+class WaitStory:
+    """``context``: the NVTX range around most of the waits ("" none); ``evidence`` lines; ``advice`` ids."""
+
+    context: str
+    evidence: Tuple[str, ...]
+    advice: Tuple[str, ...]
+
+
+def launcher_of(waits: Optional[WaitsResult], device: int) -> Optional[LauncherWaits]:
+    """The followed launching thread of ``device`` whose waits leave the GPU idle longest."""
+    if waits is None or not waits.available:
+        return None
+    cand = [w for w in waits.launchers if device in w.devices]
+    return max(cand, key=lambda w: (w.gpu_idle_ns, w.wait_ns, -w.gtid)) if cand else None
+
+
+def _who(label: str, tid: int) -> str:
+    return f"`{label}` (tid {tid})" if label and f"(tid {tid})" not in label else f"`{label or 'thread'}`"
+
+
+def _doing(w: LauncherWaits, gtid: int) -> str:
+    """What one thread was in during the waits: its largest NVTX range, OS call and CUDA call, with shares."""
+    parts: List[str] = []
+    for what, word in (("nvtx", "in NVTX `{}`"), ("osrt", "in `{}`"), ("cuda", "in `{}`")):
+        rows = w.rows_of(gtid, what)
+        if rows:
+            r = rows[0]
+            kind = {"file_io": ", file I/O", "wait": ", itself waiting"}.get(r.os_class, "")
+            parts.append(word.format(r.name) + f" {r.pct_of_waits:.0f} %{kind}")
+    return "; ".join(parts) if parts else "active"
+
+
+def _advice(w: LauncherWaits, shown: List[int]) -> Tuple[str, ...]:
+    """By what the named threads did during the waits: file I/O, CUDA copies, other work; nothing traced."""
+    if not shown:
+        return ("wait.unseen",)
+    rows: List[OverlapRow] = [r for g in shown for r in w.rows_of(g)]
+    io = max((r.pct_of_waits for r in rows if r.what == "osrt" and r.os_class == "file_io"), default=0.0)
+    copies = max((r.pct_of_waits for r in rows if r.what == "cuda" and "Memcpy" in r.name), default=0.0)
+    busy_os = max((r.pct_of_waits for r in rows if r.what in ("osrt", "cuda")), default=0.0)
+    ids: List[str] = []
+    if io >= DOING_PCT:
+        ids.append("wait.io")
+    if copies >= DOING_PCT:
+        ids.append("wait.copies")
+    if not ids or busy_os < DOING_PCT:
+        ids.append("wait.cpu")
+    return tuple(ids)
+
+
+def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional[WaitStory]:
+    """The evidence and advice of the ``osrt`` finding of ``device`` whose largest call is ``call``; None when
+    ``call`` does not wait or the launching thread was not followed (its waits < 1 % of the window)."""
+    if not is_wait(call):
+        return None
+    w = launcher_of(waits, device)
+    if w is None:
+        return None
+    calls = ", ".join(f"`{c.name}` {c.pct_of_window:.1f} %" for c in w.calls[:3])
+    ev = [f"The launching thread {_who(w.thread, w.tid)} waits in OS calls {w.wait_pct_of_window:.1f} % of the "
+          f"window ({calls})."]
+    context = ""
+    if w.contexts:
+        c = w.contexts[0]
+        context = c.range
+        ev.append(f"These waits are inside NVTX range `{c.range}` ({c.pct_of_waits:.0f} % of the wait time): the "
+                  "thread is blocked there, not running.")
+    shown = [t for t in w.threads if t.pct_of_waits >= SHOWN_THREAD_PCT][:SHOWN_THREADS]
+    if shown:
+        ev.append("Meanwhile: " + "; ".join(
+            f"{_who(t.thread, t.tid)} is active {t.pct_of_waits:.0f} % of that time ({_doing(w, t.gtid)})"
+            for t in shown) + ".")
+    else:
+        ev.append("No other thread of its process has traced activity (NVTX ranges, OS or CUDA calls) for "
+                  f"{SHOWN_THREAD_PCT:g} % of these waits.")
+    return WaitStory(context, tuple(ev), _advice(w, [t.gtid for t in shown]))

@@ -1,0 +1,129 @@
+"""Issue 21, items 1-2: a waiting OS call is charged to `osrt` even inside an NVTX range, and the other threads of
+the launcher's process are followed during its waits (scenario launcher_waits_io: numbers recomputed here in plain
+Python from the planted intervals)."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nsys_llm_explainer import analyze
+from nsys_llm_explainer.analyses.threads.waits import group_overlap, union
+from nsys_llm_explainer.findings.advice import ADVICE
+from nsys_llm_explainer.synth import build_scenario
+from nsys_llm_explainer.vocabulary.os_calls import FILE_IO_CALLS, WAIT_CALLS, os_call_class
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _union(iv):
+    out = []
+    for s, e in sorted(iv):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def _overlap(a, b):
+    """|union(a) ∩ union(b)| by a plain double loop."""
+    return sum(max(0, min(e1, e2) - max(s1, s2)) for s1, e1 in _union(a) for s2, e2 in _union(b))
+
+
+@pytest.fixture(scope="module")
+def waits_run(tmp_path_factory):
+    p = tmp_path_factory.mktemp("waits") / "w.sqlite"
+    facts = build_scenario("launcher_waits_io", str(p))
+    return facts, analyze(str(p))
+
+
+def test_os_call_classes_follow_the_documented_table():
+    assert os_call_class("sem_wait") == "wait" and os_call_class("pthread_join") == "wait"
+    assert os_call_class("__poll") == "wait" and os_call_class("epoll_wait") == "wait"
+    assert os_call_class("open64") == "file_io" and os_call_class("pread64") == "file_io"
+    assert os_call_class("read") == "file_io" and os_call_class("ioctl") == "other"
+    text = (ROOT / "docs" / "MODEL.md").read_text(encoding="utf-8")
+    waits = set(re.findall(r"`([a-z0-9_]+)`", text.split("Waiting calls:", 1)[1].split("\n\n", 1)[0]))
+    io = set(re.findall(r"`([a-z0-9_]+)`", text.split("File I/O calls", 1)[1].split("\n\n", 1)[0]))
+    assert waits == set(WAIT_CALLS) and set(FILE_IO_CALLS) <= io
+
+
+def test_group_overlap_equals_a_plain_double_loop():
+    rng = random.Random(7)
+    for _ in range(60):
+        w = [(a, a + rng.randint(1, 50)) for a in (rng.randint(0, 400) for _ in range(rng.randint(0, 6)))]
+        rows = [(rng.randint(0, 3), a, a + rng.randint(0, 80)) for a in (rng.randint(0, 400) for _ in range(25))]
+        ws, we = union(np.array([s for s, _ in w], np.int64), np.array([e for _, e in w], np.int64))
+        got = group_overlap(np.array([g for g, _, _ in rows], np.int64), np.array([s for _, s, _ in rows], np.int64),
+                            np.array([e for _, _, e in rows], np.int64), 4, ws, we)
+        for g in range(4):
+            assert got[g] == _overlap([(s, e) for gg, s, e in rows if gg == g], w)
+
+
+def test_waits_are_charged_to_the_call_not_the_range(waits_run):
+    facts, rep = waits_run
+    (dev,) = rep.idle_causes.devices
+    planted = facts["idle_by_cause_ns"]
+    assert dev.ns_of("osrt", "sem_wait") == planted["osrt"]["sem_wait"] > 0.6 * dev.window_ns
+    # the range keeps only the time the thread runs in it (after the join, before the range closes)
+    assert dev.ns_of("nvtx", "iterN") == planted.get("nvtx", {}).get("iterN", 0) < 0.05 * dev.window_ns
+
+
+def test_the_other_threads_are_followed_with_numbers(waits_run):
+    facts, rep = waits_run
+    w0, w1 = rep.window.start_ns, rep.window.end_ns
+    clip = [(max(s, w0), min(e, w1)) for s, e in facts["waits"]]
+    wait_ns = sum(e - s for s, e in _union(clip))
+    (lw,) = rep.waits.launchers
+    assert (lw.tid, lw.thread, lw.wait_ns) == (facts["launcher_tid"], "pt_main_thread", wait_ns)
+    assert lw.wait_pct_of_window == pytest.approx(100.0 * wait_ns / (w1 - w0))
+    assert [c.name for c in lw.calls] == ["sem_wait"] and lw.calls[0].count == facts["iterations"]
+    assert lw.contexts[0].range == "iterN" and lw.contexts[0].ns == wait_ns
+    rows = {(r.tid, r.what, r.name): r for r in lw.rows}
+    expect = {
+        (facts["d2c_tid"], "nvtx", "d2c-N"): facts["worker_ranges"]["d2c"],
+        (facts["d2c_tid"], "osrt", "pread"): facts["worker_io"]["pread"],
+        (facts["c2d_tid"], "nvtx", "c2d-N"): facts["worker_ranges"]["c2d"],
+        (facts["c2d_tid"], "osrt", "write"): facts["worker_io"]["write"],
+    }
+    assert set(rows) == set(expect)
+    for key, iv in expect.items():
+        ns = _overlap([(max(s, w0), min(e, w1)) for s, e in iv], clip)
+        assert rows[key].ns == ns and rows[key].pct_of_waits == pytest.approx(100.0 * ns / wait_ns), key
+    assert rows[(facts["d2c_tid"], "osrt", "pread")].os_class == "file_io"
+    top = lw.threads[0]
+    assert (top.tid, top.thread) == (facts["d2c_tid"], "d2c_worker")
+    # GPU idle charged to the waits on this thread = the idle-cause row (one launching thread)
+    assert lw.gpu_idle_ns == rep.idle_causes.devices[0].ns_of("osrt", "sem_wait")
+
+
+def test_the_finding_names_the_wait_the_range_and_the_workers(waits_run):
+    facts, rep = waits_run
+    f = rep.findings[0]
+    assert f.cause == ("osrt", "sem_wait") and f.category == "host_os"
+    assert "waits in `sem_wait` inside `iterN`" in f.title and len(f.title) <= 110
+    text = " ".join(f.evidence)
+    assert f"`d2c_worker` (tid {facts['d2c_tid']}) is active 93 %" in text and "`pread` 74 %, file I/O" in text
+    assert "not running" in text
+    assert f.recommendation == (ADVICE["wait.io"].text,)
+    words = " ".join((f.title,) + f.evidence + f.recommendation)
+    assert "launches nothing" not in words and "launches no kernel" not in words and " busy" not in words
+
+
+def test_a_range_the_thread_reads_in_keeps_the_range_and_says_it_runs(tmp_path):
+    """nvtx_host_range: `read` (file I/O, not a wait) inside the range: the range is charged, and the advice says
+    the thread runs there and launches no kernel from it (the range encloses no launch, OS calls are traced)."""
+    p = tmp_path / "n.sqlite"
+    build_scenario("nvtx_host_range", str(p))
+    rep = analyze(str(p))
+    f = rep.findings[0]
+    assert f.cause == ("nvtx", "load_layer_N_weights")
+    assert ADVICE["nvtx.overlap"].text in f.recommendation
+    assert ADVICE["nvtx.overlap.launching"].text not in f.recommendation

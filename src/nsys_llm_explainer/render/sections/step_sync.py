@@ -55,8 +55,8 @@ def waits_parts(v: View) -> List[Any]:
                         f"({w.get('wait_pct_of_window', 0):.1f} % of the window): ", calls,
                         (inline("; inside NVTX ", Code(ctx[0].get("range")),
                                 f" {ctx[0].get('pct_of_waits', 0):.0f} %") if ctx else None),
-                        f". GPU idle charged to these waits: {fmt_dur(w.get('gpu_idle_ns'))}. What the other threads of "
-                        "its process were in meanwhile (time overlapped with the waits):"))
+                        f". GPU idle charged to these waits: {fmt_dur(w.get('gpu_idle_ns'))}. What the other "
+                        "threads of its process were in meanwhile (time overlapped with the waits):"))
     rows = wait_rows(v.report)
     out.append(para(capped(min(SHOWN * 2, len(rows)), len(rows), THREAD_WAITS.csv)))
     out.append(TablePart(THREAD_WAITS.cols, rows[:SHOWN * 2], (), "thread-waits"))

@@ -56,7 +56,7 @@ def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTra
                                      facts)):
         if f is not None:
             found.append(f)
-    ranked = rank(found, gate, busy, causes, facts)
+    ranked = rank(found, gate, busy, causes, facts, gpu.kernel_devices())
     return ranked, headline(ranked, busy, window.method)
 
 

@@ -180,8 +180,9 @@ def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None
                         name(int(gp.next_row[j])), ck, cd))
     w = tl.window_ns
     kd = (tl.act.end - tl.act.start)[tl.act.is_kernel]
+    role = device_role(tl.kernel_count, tl.graph_count, int(tl.copy_start.shape[0]))
     return DeviceTime(
-        tl.device_id, device_role(tl.kernel_count, tl.graph_count, int(tl.copy_start.shape[0])), tl.w0, tl.w1, w, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, w), pct(tl.idle_ns, w),
+        tl.device_id, role, tl.w0, tl.w1, w, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, w), pct(tl.idle_ns, w),
         tl.copy_busy_ns, tl.copy_only_ns, tl.kernel_count, tl.kernel_count / (w / 1e9) if w > 0 else 0.0,
         int(round(median(kd))) if kd.shape[0] else 0, len(gp), tuple(gaps), _histogram(gd),
         _window_time(full) if isinstance(full, DeviceTimeline) else full)

@@ -8,6 +8,9 @@ and simple Python loops, following MODEL.md literally:
 * ``busy_ns = |K|``, ``idle_ns = window_ns - busy_ns``, idle gaps = maximal intervals of
   ``[w0, w1) \\ K`` (leading and trailing gaps included);
 * every idle ns charged to one ``(kind, detail)`` by the 13-kind precedence of MODEL.md;
+* a device's role: ``kernels`` when a kernel or graph row intersects the window, else ``copies only`` when a
+  memcpy/memset row does; metrics with no device (``busy_pct``, ``idle_pct``, ``busy_ns``,
+  ``idle_pct_change``) pool Σ busy / Σ window over the devices whose role is ``kernels`` in the steady window;
 * the metric vocabulary of ``findings[].checks``.
 
 Entry points: :func:`load` (read a trace once), :func:`device_timelines`, :func:`idle_causes`,
@@ -390,24 +393,46 @@ class DeviceTimeline:
     busy_ns: int
     copy_busy_ns: int
     copy_only_ns: int
+    ran_kernels: bool = True      # a kernel or whole-graph row intersects the window
+    has_copies: bool = False      # a memcpy/memset row intersects the window
 
     @property
     def window_ns(self) -> int:
         return self.w1 - self.w0
 
     @property
+    def role(self) -> str:
+        return "kernels" if self.ran_kernels else "copies only" if self.has_copies else "idle"
+
+    @property
     def idle_ns(self) -> int:
         return self.window_ns - self.busy_ns
 
 
+def _meets(start: int, end: int, w0: int, w1: int) -> bool:
+    """A row intersects [w0, w1): it starts before w1 and ends after w0 (a zero-length one: starts inside)."""
+    return start < w1 and (end > w0 or (end == start and start >= w0))
+
+
+def _copy_meets(start: int, end: int, w0: int, w1: int) -> bool:
+    """A copy row is in [w0, w1): it starts before w1 and ends (or, zero-length, starts) after w0."""
+    return start < w1 and max(start, end) > w0
+
+
 def device_timelines(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = None
                      ) -> Dict[int, DeviceTimeline]:
+    """Per device (default: every device with kernels or graph rows, and every device with a copy in the
+    window — one that only received copies is a device too)."""
+    if devices is None:
+        devices = sorted(set(tr.devices) | {x.device for x in tr.copies if _copy_meets(x.start, x.end, w0, w1)})
     out = {}
-    for d in (tr.devices if devices is None else devices):
+    for d in devices:
         k = union(clip(((g.start, g.end) for g in tr.activity if g.device == d), w0, w1))
         c = union(clip(((x.start, x.end) for x in tr.copies if x.device == d), w0, w1))
         copy_only = total(union(c + k)) - total(k)          # |C \ K| = |C u K| - |K|
-        out[d] = DeviceTimeline(d, w0, w1, k, complement(k, w0, w1), total(k), total(c), copy_only)
+        ran = any(g.device == d and _meets(g.start, g.end, w0, w1) for g in tr.activity)
+        copies = any(x.device == d and _copy_meets(x.start, x.end, w0, w1) for x in tr.copies)
+        out[d] = DeviceTimeline(d, w0, w1, k, complement(k, w0, w1), total(k), total(c), copy_only, ran, copies)
     return out
 
 
@@ -596,14 +621,29 @@ def _sel(tls: Dict[int, object], device_id: Optional[int]) -> list:
     return list(tls.values()) if device_id is None else [tls[device_id]]
 
 
+def kernel_devices(tls: Dict[int, DeviceTimeline]) -> List[int]:
+    """The devices that ran a kernel (or a whole-graph execution) in the timelines' window."""
+    return sorted(d for d, t in tls.items() if t.ran_kernels)
+
+
+def _pooled(tls: Dict[int, DeviceTimeline], device_id: Optional[int],
+            over: Optional[Sequence[int]] = None) -> List[DeviceTimeline]:
+    """One device, or (``device_id`` None) the devices ``over`` (default: those that ran kernels)."""
+    if device_id is not None:
+        return [tls[device_id]]
+    ids = kernel_devices(tls) if over is None else over
+    return [tls[d] for d in ids if d in tls]
+
+
 def busy_pct(tls: Dict[int, DeviceTimeline], device_id: Optional[int] = None) -> float:
-    sel = _sel(tls, device_id)
+    sel = _pooled(tls, device_id)
     w = sum(t.window_ns for t in sel)
     return 100.0 * sum(t.busy_ns for t in sel) / w if w else 0.0
 
 
-def idle_pct(tls: Dict[int, DeviceTimeline], device_id: Optional[int] = None) -> float:
-    sel = _sel(tls, device_id)
+def idle_pct(tls: Dict[int, DeviceTimeline], device_id: Optional[int] = None,
+             over: Optional[Sequence[int]] = None) -> float:
+    sel = _pooled(tls, device_id, over)
     w = sum(t.window_ns for t in sel)
     return 100.0 * sum(t.idle_ns for t in sel) / w if w else 0.0
 
@@ -617,7 +657,9 @@ def cause_pct_of_window(causes: Dict[int, DeviceCauses], kind: str, detail: Opti
 
 
 def idle_pct_change(full: Dict[int, DeviceTimeline], steady: Dict[int, DeviceTimeline]) -> float:
-    return idle_pct(full) - idle_pct(steady)
+    """Both pooled over the devices that ran kernels in the steady window."""
+    over = kernel_devices(steady)
+    return idle_pct(full, over=over) - idle_pct(steady, over=over)
 
 
 def kernels_in(tr: Trace, w0: int, w1: int, device_id: Optional[int] = None) -> List[Tuple[int, int, Gpu]]:
@@ -659,7 +701,7 @@ def kernel_p50_ns(tr: Trace, w0: int, w1: int, device_id: Optional[int] = None) 
 
 
 def busy_ns(tls: Dict[int, DeviceTimeline]) -> int:
-    return sum(t.busy_ns for t in tls.values())
+    return sum(t.busy_ns for t in _pooled(tls, None))
 
 
 HOST_KINDS_SHORT = ("host_cpu",)   # launch overhead only: never time inside an NVTX range, OS or other CUDA call

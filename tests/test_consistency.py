@@ -5,7 +5,8 @@ produced through the public entry point is checked against ``tests/reference_mod
 recomputes everything from the SQLite with plain SQL and loops (it never imports the package's
 analysis code):
 
-1. per device over the steady window: ``busy_ns`` / ``idle_ns`` exactly, ``busy + idle == window``;
+1. per device over the steady window: ``busy_ns`` / ``idle_ns`` exactly, ``busy + idle == window``; its
+   ``role`` (ran kernels / copies only), and the headline's busy % pooled over the devices that ran kernels;
 2. ``idle_causes``: Σ ns == idle_ns per device, and ns per kind (and per detail for API kinds and NVTX)
    exactly equal to the reference;
 3. every finding's ``checks[]``: ``observed`` recomputed within 0.01 and ``op(recomputed, threshold)``;
@@ -209,6 +210,22 @@ def test_steady_busy_idle_per_device(ctx):
     assert busy_devices <= set(dmap.values()), f"{ctx.case}: devices busy in the window missing from the report"
 
 
+def test_device_roles_match_reference(ctx):
+    """devices[].role: ``kernels`` exactly when a kernel or graph row intersects the window, ``copies only`` when
+    only memcpy/memset rows do; the headline's busy % pools Σ busy / Σ window over the ``kernels`` devices."""
+    if not _w_ok(ctx):
+        return
+    tls = ctx.timelines(ctx.steady)
+    dmap = ctx.device_map()
+    for d in ctx.report.get("devices", []):
+        assert d.get("role") == tls[dmap[d["device_id"]]].role, (ctx.case, d["device_id"])
+    busy = ctx.report["headline"].get("steady_busy_pct")
+    if rm.kernel_devices(tls):
+        assert busy is not None and abs(busy - rm.busy_pct(tls)) <= TOL, (ctx.case, busy, rm.busy_pct(tls))
+    else:
+        assert busy is None, (ctx.case, busy)
+
+
 def test_copy_busy_per_device(ctx):
     if not _w_ok(ctx):
         return
@@ -367,6 +384,13 @@ def test_finding_checks_hold(ctx):
                 problems.append(f"{where}: unknown op")
                 continue
             op = OPS[chk["op"]]
+            pooled = (chk.get("scope") or {}).get("devices")
+            if pooled is not None:
+                want = rm.kernel_devices(ctx.timelines(ctx.steady))
+                got = sorted(ctx.device_map()[d] for d in pooled)
+                if got != want:
+                    problems.append(f"{where}: pooled over devices {got}, the reference's devices that ran kernels "
+                                    f"are {want}")
             value = recompute(ctx, chk)
             if value is None:                                  # trait_share_pct: the tool's number only
                 if not op(chk["observed"], chk["threshold"]):

@@ -65,6 +65,9 @@ def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
     rep = f.report
     steps = _steps(rep)
     notes = [] if steps.available else [f"no steps found: {steps.reason or 'the steps analysis found none'}"]
+    if f.not_counted:
+        notes.append("; ".join(f"device {d} ran no kernel in the window ({role})" for d, role in f.not_counted)
+                     + ": not counted in busy, idle or the window")
     findings = tuple(FindingBrief(x.id, x.category, x.severity, x.title, int(x.time_at_stake_ns))
                      for x in rep.findings)
     return TraceSummary(

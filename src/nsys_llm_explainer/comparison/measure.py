@@ -2,8 +2,10 @@
 
 Everything is over the report's steady window, summed over devices (docs/MODEL.md):
 
-* busy / window: ``Report.gpu_time.pooled()``; ``non_gpu_ns`` = pooled window − pooled busy.
-* idle by cause: ``Report.idle_causes.totals`` summed per kind (and kept per (kind, detail)); Σ = idle.
+* busy / window: ``Report.gpu_time.pooled()`` — over the devices that ran kernels in the steady window (a device
+  that only received copies is not counted; docs/MODEL.md); ``non_gpu_ns`` = pooled window − pooled busy.
+* idle by cause: ``Report.idle_causes.devices`` of those same devices, summed per kind (and kept per
+  (kind, detail)); Σ = idle.
 * non-overlapped busy per kernel category: ``diagnosis.categories.overall`` when the steady window is the
   whole capture; otherwise the same analysis rerun on the steady (clipped) model with the rules the report
   resolved, so categories + idle = window exactly. Busy the kernels do not explain (whole-graph executions
@@ -38,7 +40,7 @@ class Facts:
     pooled_window_ns: int
     busy_ns: int
     busy_pct: float
-    device_count: int
+    device_count: int                             # devices counted (those that ran kernels; all when none did)
     gpus: Tuple[str, ...]
     kernels: Dict[str, Tuple[int, int]]           # name → (count, total ns) in the steady window
     total_kernel_ns: int
@@ -46,6 +48,7 @@ class Facts:
     idle_kind: Dict[str, int]                     # kind → idle ns
     idle_detail: Dict[Tuple[str, str], int]       # (kind, detail) → idle ns
     categories: Dict[str, int]                    # category → non-overlapped busy ns (+ graph_untraced)
+    not_counted: Tuple[Tuple[int, str], ...] = ()  # (device id, role) of the devices that ran no kernel
 
     @property
     def non_gpu_ns(self) -> int:
@@ -76,18 +79,23 @@ def gather(rep: Report, label: str, path: str) -> Facts:
     pooled_ns = int(pooled.window_ns) if pooled is not None else window_ns
     busy = int(pooled.busy_ns) if pooled is not None else 0
     busy_pct = float(pooled.busy_pct) if pooled is not None else 0.0
+    counted = set(rep.gpu_time.kernel_devices())
     kind: Dict[str, int] = {}
     detail: Dict[Tuple[str, str], int] = {}
     if rep.idle_causes.available:
-        for c in rep.idle_causes.totals:
-            kind[c.kind] = kind.get(c.kind, 0) + int(c.ns)
-            detail[(c.kind, c.detail)] = detail.get((c.kind, c.detail), 0) + int(c.ns)
+        for dc in rep.idle_causes.devices:
+            if dc.device_id not in counted:
+                continue
+            for c in dc.causes:
+                kind[c.kind] = kind.get(c.kind, 0) + int(c.ns)
+                detail[(c.kind, c.detail)] = detail.get((c.kind, c.detail), 0) + int(c.ns)
+    rest = tuple((d.device_id, d.role) for d in rep.gpu_time.devices if d.device_id not in counted)
     sk = rep.steady_kernels
     kernels = {r.name: (int(r.count), int(r.total_ns)) for r in sk.by_name} if sk.available else {}
     gpus = tuple(sorted({str(g.get("name") or "") for g in rep.trace.gpus} - {""}))
-    return Facts(label, path, rep, window_ns, pooled_ns, busy, busy_pct, len(rep.gpu_time.devices), gpus, kernels,
-                 int(sk.total_kernel_ns) if sk.available else 0, int(sk.kernel_count) if sk.available else 0,
-                 kind, detail, _categories(rep, busy))
+    return Facts(label, path, rep, window_ns, pooled_ns, busy, busy_pct, len(counted) or len(rep.gpu_time.devices),
+                 gpus, kernels, int(sk.total_kernel_ns) if sk.available else 0,
+                 int(sk.kernel_count) if sk.available else 0, kind, detail, _categories(rep, busy), rest)
 
 
 # ------------------------------------------------------------------------------------------ similarity

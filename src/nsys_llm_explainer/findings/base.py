@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ..jsonable import dataclass_from_json, need
 
@@ -49,6 +49,13 @@ class Scope:
     detail: Optional[str] = None           # idle-cause detail
     name: Optional[str] = None             # kernel name
     trait: Optional[str] = None            # kernel-name trait
+    devices: Optional[Tuple[int, ...]] = None   # device_id None: the devices pooled (those that ran kernels)
+
+
+def pooled_scope(devices: Sequence[int], window: str = "steady") -> Scope:
+    """The scope of a metric pooled over ``devices`` (the devices that ran kernels in the steady window,
+    :meth:`analyses.idle.gpu_time.GpuTimeResult.kernel_devices`)."""
+    return Scope(window=window, devices=tuple(int(d) for d in devices))
 
 
 @dataclass(frozen=True)

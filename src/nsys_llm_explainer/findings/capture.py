@@ -12,17 +12,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Tuple
 
 from ..analyses.api.graphs import GraphResult
 from ..analyses.comms.nccl import NcclResult
-from ..analyses.idle.gpu_time import GpuTimeResult
+from ..analyses.idle.gpu_time import ROLE_COPIES, GpuTimeResult
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.trace.window import WindowResult
 from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
-from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope
+from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, pooled_scope
 
 WARMUP_IDLE_POINTS = 10.0
 
@@ -34,7 +34,7 @@ def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Op
         return Finding(
             id="no_gpu_work", category="no_gpu_work", severity="info", confidence="high",
             title="No GPU kernels in the trace: nothing to diagnose",
-            evidence=(kernels_reason or "The export holds no kernel rows.",),
+            evidence=(kernels_reason or "The export holds no kernel rows.",) + _copies_only(gpu, True),
             recommendation=advise(["no_gpu_work.capture"], facts),
             time_at_stake_ns=0, checks=(Check("kernel_count", 0, "==", 0, Scope(window="full")),),
             about_capture=True)
@@ -42,16 +42,30 @@ def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Op
     kc = sum(d.kernel_count for d in gpu.devices)
     if p is None or (kc < MIN_KERNELS and p.busy_ns < MIN_BUSY_NS):
         busy = p.busy_ns if p else 0
+        window = p.window_ns if p else (gpu.devices[0].window_ns if gpu.devices else 0)
+        ev = [f"{kc} kernels keep the GPU busy {dur(busy)} of {dur(window)}; the trace shows start-up and one-off "
+              "work, so no utilisation or kernel conclusion is drawn."]
+        ev += _copies_only(gpu, p is None)
         return Finding(
             id="too_little_work", category="too_little_work", severity="info", confidence="high",
             title=f"Too little GPU work to diagnose: {kc} kernels, {dur(busy)} of GPU time in the window",
-            evidence=(f"{kc} kernels keep the GPU busy {dur(busy)} of {dur(p.window_ns if p else 0)}; the trace shows "
-                      "start-up and one-off work, so no utilisation or kernel conclusion is drawn.",),
+            evidence=tuple(ev),
             recommendation=advise(["too_little_work.capture"], facts),
             time_at_stake_ns=0,
-            checks=(Check("kernel_count", kc, "<", MIN_KERNELS), Check("busy_ns", busy, "<", MIN_BUSY_NS)),
+            checks=(Check("kernel_count", kc, "<", MIN_KERNELS),
+                    Check("busy_ns", busy, "<", MIN_BUSY_NS, pooled_scope(gpu.kernel_devices()))),
             about_capture=True)
     return None
+
+
+def _copies_only(gpu: GpuTimeResult, none_ran: bool) -> Tuple[str, ...]:
+    """The evidence line naming the devices that only ran copies in the window (none: empty)."""
+    copies = [d for d in gpu.devices if d.role == ROLE_COPIES]
+    if not copies:
+        return ()
+    lead = "No device ran a kernel in the window, so there is no GPU busy % to state; " if none_ran else ""
+    return (lead + "; ".join(f"device {d.device_id} ran only copies ({dur(d.copy_busy_ns)} of memcpy/memset)"
+                             for d in copies) + " (listed as copies only, not counted in the GPU busy %).",)
 
 
 def graph_trace_finding(g: GraphResult, idle_ns: int, facts: Mapping[str, Any]) -> Optional[Finding]:
@@ -73,7 +87,7 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
     if full is None or steady is None:
         return None
     change = full.idle_pct - steady.idle_pct
-    check = Check("idle_pct_change", change, ">=", WARMUP_IDLE_POINTS)
+    check = Check("idle_pct_change", change, ">=", WARMUP_IDLE_POINTS, pooled_scope(gpu.kernel_devices()))
     if not check.holds():
         return None
     return Finding(

@@ -18,7 +18,8 @@
 * ``alloc`` idle that lies only in the first quarter of the window is allocator growth: a low ``one_time``
   finding, not "allocation in the loop".
 * Devices with no workload in the window (fewer than 20 kernels and under 1 ms busy, e.g. a GPU touched
-  by one stray kernel) are left out when another device has one.
+  by one stray kernel) are left out when another device has one; a device that ran no kernel in the window
+  (``copies only``: it only received copies) is always left out — its idle is not the workload's.
 * Time at stake = the ns charged (summed over the devices considered).
 """
 
@@ -88,10 +89,14 @@ def launch_bound_devices(gpu: GpuTimeResult, kern: Dict[int, DeviceKernels]) -> 
 
 
 def active_devices(gpu: GpuTimeResult) -> Set[int]:
-    """Devices with a workload in the window (≥ ``MIN_KERNELS`` kernels or ≥ ``MIN_BUSY_NS`` busy); when
-    none qualifies, all of them (the gate finding then speaks for the trace)."""
-    act = {d.device_id for d in gpu.devices if d.kernel_count >= MIN_KERNELS or d.busy_ns >= MIN_BUSY_NS}
-    return act or {d.device_id for d in gpu.devices}
+    """Devices with a workload in the window: among the devices that ran kernels there
+    (:meth:`GpuTimeResult.kernel_devices`), those with ≥ ``MIN_KERNELS`` kernels or ≥ ``MIN_BUSY_NS`` busy; when
+    none qualifies, every device that ran kernels (the gate finding then speaks for the trace). A device that ran
+    no kernel (copies only) is never one: its idle is not the workload's."""
+    ran = set(gpu.kernel_devices())
+    act = {d.device_id for d in gpu.devices
+           if d.device_id in ran and (d.kernel_count >= MIN_KERNELS or d.busy_ns >= MIN_BUSY_NS)}
+    return act or ran
 
 
 def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: AbstractSet[int], claimed: Claimed,

@@ -22,7 +22,7 @@ from ..analyses.kernels.traits import KernelTraitsResult
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .advice import advise
-from .base import GPU_BOUND_PCT, Check, Finding, Scope
+from .base import GPU_BOUND_PCT, Check, Finding, Scope, pooled_scope
 
 KERNEL_CLAIM_MIN_BUSY = 50.0
 FP32_MIN_SHARE = 20.0
@@ -35,9 +35,22 @@ def short(name: str, n: int = NAME_MAX) -> str:
     return name if len(name) <= n else name[: n - 1] + "…"
 
 
+def pooled_words(gpu: GpuTimeResult) -> str:
+    """Over which devices the pooled busy % is measured, in words (the devices that ran kernels)."""
+    ids = gpu.kernel_devices()
+    rest = [d.device_id for d in gpu.devices if d.device_id not in ids]
+    if len(ids) == 1:
+        text = f"device {ids[0]}"
+    else:
+        text = "devices " + ", ".join(str(i) for i in ids) + " summed"
+    if rest:
+        text += "; " + ", ".join(f"device {i}" for i in rest) + " ran no kernel and is not counted"
+    return text
+
+
 def _busy_check(gpu: GpuTimeResult, threshold: float) -> Optional[Check]:
     p = gpu.pooled()
-    return Check("busy_pct", p.busy_pct, ">=", threshold) if p else None
+    return Check("busy_pct", p.busy_pct, ">=", threshold, pooled_scope(gpu.kernel_devices())) if p else None
 
 
 def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels: Sequence[KernelRow],
@@ -52,8 +65,8 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
         return out
     busy = _busy_check(gpu, GPU_BOUND_PCT)
     if busy is not None and busy.holds():
-        ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({dur(p.busy_ns)} of {dur(p.window_ns)}, all "
-              "devices): kernel speed, not the host, sets the step time."]
+        ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
+              f"{pooled_words(gpu)}): kernel speed, not the host, sets the step time."]
         checks = [busy]
         if top_kernels:
             t = top_kernels[0]

@@ -16,7 +16,7 @@ from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.result import DeviceCauses
 from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
-from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope
+from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, pooled_scope
 
 
 @dataclass(frozen=True)
@@ -39,14 +39,18 @@ class Headline:
 
 
 def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],
-         causes: IdleCausesResult, facts: Mapping[str, Any]) -> Tuple[Finding, ...]:
+         causes: IdleCausesResult, facts: Mapping[str, Any], devices: Optional[Sequence[int]] = None
+         ) -> Tuple[Finding, ...]:
+    """``busy_pct``: pooled over ``devices`` (the devices that ran kernels, :meth:`GpuTimeResult.pooled`; None:
+    every device of ``causes``), the only devices ``no_bottleneck`` / ``mixed_idle`` speak for."""
     held = [f for f in findings if f.holds()]
     if gate is not None:
         keep = [f for f in held if f.blocks_analysis or f.category in ("one_time", "nvtx_coverage")]
         return tuple([gate] + sorted(keep, key=_key))
     work = [f for f in held if not f.about_capture and not f.blocks_analysis]
     if not any(f.severity in ("high", "medium") for f in work) and busy_pct is not None:
-        extra = _none_or_mixed(busy_pct, causes, facts)
+        ids = tuple(d.device_id for d in causes.devices) if devices is None else tuple(devices)
+        extra = _none_or_mixed(busy_pct, causes, facts, ids)
         if extra.holds():
             held.append(extra)
     return tuple(sorted(held, key=_key))
@@ -56,18 +60,22 @@ def _key(f: Finding) -> Tuple[bool, bool, int, int, str]:
     return (not f.blocks_analysis, f.about_capture, SEVERITY_RANK[f.severity], -int(f.time_at_stake_ns), f.id)
 
 
-def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any]) -> Finding:
-    check = Check("busy_pct", busy_pct, ">=", NO_BOTTLENECK_PCT)
+def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any],
+                   ids: Tuple[int, ...]) -> Finding:
+    scope = pooled_scope(ids)
+    check = Check("busy_pct", busy_pct, ">=", NO_BOTTLENECK_PCT, scope)
+    devs = [d for d in causes.devices if d.device_id in ids] if causes.available else []
     if check.holds():
+        which = "device" if len(devs) == len(causes.devices) else "device that ran kernels"
         return Finding(
             id="no_bottleneck", category="none", severity="info", confidence="medium",
             title=f"No bottleneck found: the GPU is busy {busy_pct:.1f} % of the steady window",
-            evidence=("No idle cause reaches 5 % of the window on any device.",),
+            evidence=(f"No idle cause reaches 5 % of the window on any {which}.",),
             recommendation=advise(["none.kernels"], facts),
             time_at_stake_ns=0, checks=(check,))
-    top = [c for c in causes.totals[:4]] if causes.available else []
-    idle = sum(d.idle_ns for d in causes.devices) if causes.available else 0
-    worst = max(((c.pct_of_window, d.device_id, c.kind) for d in causes.devices for c in _by_kind(d)),
+    top = list(causes.totals[:4]) if len(devs) == len(causes.devices) else _totals(devs)[:4]
+    idle = sum(d.idle_ns for d in devs)
+    worst = max(((c.pct_of_window, d.device_id, c.kind) for d in devs for c in _by_kind(d)),
                 default=(0.0, None, None))
     return Finding(
         id="mixed_idle", category="mixed_idle", severity="low", confidence="medium",
@@ -76,9 +84,19 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str
             f"{c.kind.replace('_', ' ')}{' `' + c.detail + '`' if c.detail else ''} {dur(c.ns)}" for c in top)
             + ".",) if top else (),
         recommendation=advise(["mixed.table"], facts),
-        time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT),
+        time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT, scope),
                                        Check("cause_pct_of_window", worst[0], "<", MEDIUM_SHARE,
                                              Scope(device_id=worst[1], kind=worst[2]))))
+
+
+def _totals(devs: Sequence[DeviceCauses]) -> List[IdleCause]:
+    """Causes (kind, detail) summed over ``devs``, largest first (ns only: the evidence line's figures)."""
+    acc: Dict[Tuple[str, str], int] = {}
+    for d in devs:
+        for c in d.causes:
+            acc[(c.kind, c.detail)] = acc.get((c.kind, c.detail), 0) + c.ns
+    return [IdleCause(k, dt, ns, 0.0, 0.0, 0, False)
+            for (k, dt), ns in sorted(acc.items(), key=lambda x: (-x[1], x[0]))]
 
 
 def _by_kind(d: DeviceCauses) -> List[IdleCause]:

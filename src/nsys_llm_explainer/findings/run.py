@@ -42,7 +42,8 @@ def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTra
     gate = gate_finding(gpu, kernels.kernel_count if kernels.available else 0, kernels.reason, facts)
     kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
     found: List[Finding] = []
-    ss = step_sync_finding(step_sync, facts)   # claims host idle ns before the idle findings
+    ran = set(gpu.kernel_devices())
+    ss = step_sync_finding(step_sync, facts, ran)   # claims host idle ns before the idle findings
     found += [ss] if ss is not None else []
     found += idle_findings(causes, gpu, kern, window.full_start_ns, traits, facts,
                            launch_ranges=att.launch_range_details() if att.available else frozenset(),
@@ -58,7 +59,7 @@ def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTra
                                      facts)):
         if f is not None:
             found.append(f)
-    ranked = rank(found, gate, busy, causes, facts)
+    ranked = rank(found, gate, busy, causes, facts, sorted(ran))
     return ranked, headline(ranked, busy, window.method)
 
 

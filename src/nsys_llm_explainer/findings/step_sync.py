@@ -16,7 +16,7 @@ the GPU's step) stays with the idle findings: it is host-bound work that overlap
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
 from ..analyses.steps.sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
 from ..vocabulary.units import fmt_dur as dur
@@ -26,20 +26,26 @@ from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope
 MIN_POINTS = MIN_SYNC_POINTS
 ADVICE_IDS = ("step_sync.overlap", "step_sync.overlap.torch", "step_sync.vllm", "step_sync.sglang",
               "step_sync.trtllm")
-def _device_totals(ss: StepSyncResult) -> Dict[int, Tuple[int, int, int, StepSyncSeries]]:
-    """Per device with a holding series: (Σ exposed ns, Σ overlappable ns, largest step count, main series)."""
+def _device_totals(ss: StepSyncResult, devices: Optional[AbstractSet[int]] = None
+                   ) -> Dict[int, Tuple[int, int, int, StepSyncSeries]]:
+    """Per device with a holding series (among ``devices``; None: all): (Σ exposed ns, Σ overlappable ns, largest
+    step count, main series)."""
     out: Dict[int, Tuple[int, int, int, StepSyncSeries]] = {}
     for s in ss.holding():
+        if devices is not None and s.device_id not in devices:
+            continue
         x, o, m, main = out.get(s.device_id, (0, 0, 0, s))
         out[s.device_id] = (x + s.exposed_ns, o + s.overlap_ns, max(m, s.step_sync_points), main)
     return out
 
 
-def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object]) -> Optional[Finding]:
-    """The per-step sync finding, or None when no device passes its checks."""
+def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
+                      devices: Optional[AbstractSet[int]] = None) -> Optional[Finding]:
+    """The per-step sync finding, or None when no device passes its checks. ``devices``: the devices it may speak
+    for (those that ran kernels in the window; None: all) — a device that only received copies is never one."""
     if not ss.available:
         return None
-    totals = _device_totals(ss)
+    totals = _device_totals(ss, devices)
     best: Optional[Tuple[float, int]] = None
     for dev, (x, o, m, s) in totals.items():
         checks = _checks(dev, x, o, m, s.window_ns)

@@ -60,6 +60,7 @@ class DeviceTimeline:
     copy_labels: List[str]
     copies: iv.IntervalUnion
     kernel_count: int         # kernel rows intersecting the window
+    graph_count: int = 0      # whole-graph executions (graph-level tracing) intersecting the window
 
     @property
     def window_ns(self) -> int:
@@ -220,6 +221,13 @@ class _Source:
     is_kernel: bool
     rows: Dict[int, Optional[np.ndarray]]
 
+    def count(self, d: int) -> int:
+        """Rows of device ``d`` in the window."""
+        if d not in self.rows:
+            return 0
+        r = self.rows[d]
+        return int(self.start.shape[0] if r is None else r.shape[0])
+
     def take(self, r: Optional[np.ndarray]) -> tuple:
         n = self.start.shape[0] if r is None else r.shape[0]
         if isinstance(self.label, int):
@@ -261,10 +269,12 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
         sources.append(_source(k.start, k.end, k.name_idx, k.device, li, True, w0, w1))
         labels = list(k.names)
     gt = model.graph_trace
+    graphs: Optional[_Source] = None
     if gt is not None and len(gt) and "device" in gt.cols:
         labels.append(GRAPH_LABEL)
-        sources.append(_source(gt["start"], gt["end"], len(labels) - 1, np.asarray(gt["device"], np.int64),
-                               _launch_of(gt, len(gt)), False, w0, w1))
+        graphs = _source(gt["start"], gt["end"], len(labels) - 1, np.asarray(gt["device"], np.int64),
+                         _launch_of(gt, len(gt)), False, w0, w1)
+        sources.append(graphs)
     copy_parts, copy_labels = _copy_labels(model)
     if include_memcpy:
         for ops, lab in copy_parts:
@@ -298,6 +308,7 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
     for src in sources:
         devices |= set(src.rows)
     for d in sorted(devices):
+        n_graph = graphs.count(d) if graphs is not None else 0
         parts = [src.take(src.rows.pop(d)) for src in sources if d in src.rows]
         if not parts:
             e64 = np.empty(0, np.int64)
@@ -316,7 +327,7 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
         yield DeviceTimeline(
             device_id=d, w0=int(w0), w1=int(w1), act=act, labels=labels, busy=iv.union(act.start, act.end),
             copy_start=cs[c], copy_end=ce[c], copy_label=cl[c], copy_launch_idx=cli[c], copy_labels=copy_labels,
-            copies=iv.union(cs[c], ce[c]), kernel_count=int(act.is_kernel.sum()))
+            copies=iv.union(cs[c], ce[c]), kernel_count=int(act.is_kernel.sum()), graph_count=n_graph)
         del act
 
 

@@ -183,7 +183,7 @@ FINDINGS = Table("findings.csv", (
 ), lambda rep: rows_of(rep, "findings"))
 
 DEVICES = Table("devices.csv", (
-    csv_col("device_id", "window_start_ns", "window_end_ns"),
+    csv_col("device_id", "role", "window_start_ns", "window_end_ns"),
     dur_col("window_ns", "window"), dur_col("busy_ns", "busy"), dur_col("idle_ns", "idle"),
     csv_col("busy_pct", "idle_pct"),
     dur_col("copy_busy_ns", "copy_busy"), dur_col("copy_only_ns", "copy_only"),

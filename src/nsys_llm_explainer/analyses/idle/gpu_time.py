@@ -1,11 +1,16 @@
 """GPU busy / idle per device over the steady window and the full capture, read off the device timelines
 (:mod:`model.timeline`, the one definition; docs/MODEL.md).
 
-Per device and window: ``busy_ns``, ``idle_ns``, ``busy_pct``, ``idle_pct`` (of ``window_ns``),
+Per device and window: ``role`` (:func:`device_role`), ``busy_ns``, ``idle_ns``, ``busy_pct``, ``idle_pct`` (of
+``window_ns``),
 ``copy_busy_ns`` / ``copy_only_ns``, ``kernel_count`` (kernel rows in the window), ``launches_per_s``
 (``kernel_count`` / window in s), ``kernel_p50_ns`` (median kernel duration, clipped to the window),
 ``gap_count`` (idle gaps, edges included), the largest gaps (with the
 activity around them and the idle cause holding most of each gap) and a gap-size histogram.
+
+**Pooled over the devices that ran kernels** (:meth:`GpuTimeResult.pooled`, the one definition the headline,
+the findings and the comparison read; docs/MODEL.md): Σ busy ns / Σ window ns over the devices whose role is
+``kernels`` — a device that only received copies (or ran nothing) in the window is listed, never averaged in.
 """
 
 from __future__ import annotations
@@ -18,8 +23,16 @@ import numpy as np
 from ...model.timeline import MEMCPY_KIND_LABEL, DeviceTimeline
 from ..common.stats import median, pct, top_indices
 
-__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "GpuTimeResult", "device_time", "gpu_time_result",
-           "window_times"]
+__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "ROLES", "GpuTimeResult",
+           "device_role", "device_time", "gpu_time_result", "window_times"]
+
+#: a device that ran a kernel (or a whole-graph execution of a graph-level trace) in the window
+ROLE_KERNELS = "kernels"
+#: a device that ran no kernel in the window but has memcpy/memset rows there (e.g. it only received copies)
+ROLE_COPIES = "copies only"
+#: a device with neither in the window
+ROLE_IDLE = "idle"
+ROLES = (ROLE_KERNELS, ROLE_COPIES, ROLE_IDLE)
 
 #: gap-size histogram buckets: (label, lower bound ns inclusive, upper bound ns exclusive)
 GAP_BUCKETS = [
@@ -64,9 +77,18 @@ class Bucket:
     total_ns: int
 
 
+def device_role(kernel_count: int, graph_count: int, copy_count: int) -> str:
+    """``kernels`` when a kernel row or a whole-graph execution intersects the window, else ``copies only`` when a
+    memcpy/memset row does, else ``idle``."""
+    if kernel_count > 0 or graph_count > 0:
+        return ROLE_KERNELS
+    return ROLE_COPIES if copy_count > 0 else ROLE_IDLE
+
+
 @dataclass(frozen=True)
 class DeviceTime:
     device_id: int
+    role: str                 # device_role(): "kernels" | "copies only" | "idle"
     window_start_ns: int
     window_end_ns: int
     window_ns: int
@@ -92,10 +114,17 @@ class GpuTimeResult:
     include_memcpy: bool
     devices: Tuple[DeviceTime, ...] = ()
 
+    def kernel_devices(self) -> Tuple[int, ...]:
+        """The devices that ran kernels in the (steady) window: the ones :meth:`pooled` sums over."""
+        return tuple(d.device_id for d in self.devices if d.role == ROLE_KERNELS)
+
     def pooled(self, full: bool = False) -> Optional[WindowTime]:
-        """Σ over devices (percentages of the summed windows)."""
+        """Σ busy / Σ window over the devices that ran kernels in the steady window (:meth:`kernel_devices`;
+        ``full``: the same devices over the whole capture); None when no device ran a kernel there."""
         rows: List[Union[WindowTime, DeviceTime]] = []
         for d in self.devices:
+            if d.role != ROLE_KERNELS:
+                continue
             r = d.full if full else d
             if r is not None:
                 rows.append(r)
@@ -151,8 +180,9 @@ def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None
                         name(int(gp.next_row[j])), ck, cd))
     w = tl.window_ns
     kd = (tl.act.end - tl.act.start)[tl.act.is_kernel]
+    role = device_role(tl.kernel_count, tl.graph_count, int(tl.copy_start.shape[0]))
     return DeviceTime(
-        tl.device_id, tl.w0, tl.w1, w, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, w), pct(tl.idle_ns, w),
+        tl.device_id, role, tl.w0, tl.w1, w, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, w), pct(tl.idle_ns, w),
         tl.copy_busy_ns, tl.copy_only_ns, tl.kernel_count, tl.kernel_count / (w / 1e9) if w > 0 else 0.0,
         int(round(median(kd))) if kd.shape[0] else 0, len(gp), tuple(gaps), _histogram(gd),
         _window_time(full) if isinstance(full, DeviceTimeline) else full)

@@ -44,18 +44,36 @@ def window_line(v: View) -> Inline:
     return inline(Strong(("Window:",)), " ", method, f", {where}).", reason)
 
 
+def _device_busy(d: Any) -> Inline:
+    """One device in the headline: its busy %, or its role when it ran no kernel (not counted)."""
+    if d.get("role") not in (None, "kernels"):
+        return inline(f"device {d.get('device_id')} ", Data(d.get("role")), ", not counted")
+    did = d.get("device_id")
+    return inline(f"device {did} ", Value(fmt_pct(d.get("busy_pct")), f"devices.{did}.busy_pct", d.get("busy_pct")),
+                  " %")
+
+
 def _busy(v: View, busy: float) -> Inline:
     h = v.sec("headline")
     devs = v.rows("devices")
     per: List[Any] = []
     if len(devs) > 1:
-        shown = joined([inline(f"device {d.get('device_id')} ", Value(fmt_pct(d.get("busy_pct")),
-                                                                      f"devices.{d.get('device_id')}.busy_pct",
-                                                                      d.get("busy_pct")), " %")
-                        for d in devs[:8]], ", ")
+        shown = joined([_device_busy(d) for d in devs[:8]], ", ")
         per = [" (", shown, ", …" if len(devs) > 8 else "", ")."]
+    over = (" over the devices that ran kernels" if any(d.get("role") not in (None, "kernels") for d in devs)
+            else "")
     return inline(Strong(("GPU busy ", Value(fmt_pct(busy), "headline.steady_busy_pct", h.get("steady_busy_pct")),
-                          " %")), " of the analysis window", per or ".")
+                          " %")), " of the analysis window", over, per or ".")
+
+
+def _no_busy(v: View) -> Inline:
+    """The headline line when no device ran a kernel in the window (devices listed: copies only)."""
+    devs = v.rows("devices")
+    if not devs:
+        return ()
+    return inline(Strong(("GPU busy:",)), " no device ran a kernel in the analysis window (",
+                  joined([inline(f"device {d.get('device_id')} ", Data(d.get("role"))) for d in devs[:8]], ", "),
+                  ", …" if len(devs) > 8 else "", "), so no busy % is stated.")
 
 
 def _cause(v: View) -> Inline:
@@ -103,6 +121,8 @@ def sec_title(v: View) -> SectionResult:
     busy = num(h.get("steady_busy_pct"))
     if busy is not None:
         out.append(Paragraph(_busy(v, busy), brk=BR))
+    elif _no_busy(v):
+        out.append(Paragraph(_no_busy(v), brk=BR))
     out.append(Paragraph(window_line(v), brk=BR))
     cause = _cause(v)
     if cause:

@@ -57,9 +57,16 @@ def _other_row(other: Row) -> Inline:
             fmt_pct(other.get("pct_of_window")), fmt_pct(other.get("pct_of_idle")), "", "")
 
 
+#: what a device's role means in its line (devices[].role; docs/MODEL.md)
+ROLE_NOTE = {"copies only": "copies only: ran no kernel in the window, not counted in the GPU busy %",
+             "idle": "idle: ran neither kernels nor copies in the window, not counted in the GPU busy %"}
+
+
 def device_line(v: View, d: Row) -> Inline:
     full = section(d, "full")
-    line = (f" busy {fmt_dur(d.get('busy_ns'))} ({fmt_pct(d.get('busy_pct'))} %), idle {fmt_dur(d.get('idle_ns'))} "
+    role = ROLE_NOTE.get(str(d.get("role")))
+    line = f" {role};" if role else ""
+    line += (f" busy {fmt_dur(d.get('busy_ns'))} ({fmt_pct(d.get('busy_pct'))} %), idle {fmt_dur(d.get('idle_ns'))} "
             f"({fmt_pct(d.get('idle_pct'))} %) of the {fmt_dur(d.get('window_ns'))} window")
     if full and full.get("window_ns") != d.get("window_ns"):
         line += (f"; whole capture: busy {fmt_pct(full.get('busy_pct'))} %, idle {fmt_dur(full.get('idle_ns'))}"

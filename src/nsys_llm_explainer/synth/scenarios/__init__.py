@@ -10,7 +10,7 @@ the generator from its planted intervals over ``idle_window_ns`` (see ``idle_mod
 
 Modules: ``names`` / ``names_train`` (kernel names and step shapes), ``sim`` / ``rank`` / ``steps`` (the
 simulator), ``idle_model`` (planted idle causes), then the scenarios grouped by theme: ``serving``,
-``stalls``, ``graphs``, ``copies``, ``one_time``, ``compute``, ``waits``, ``unified_memory``.
+``stalls``, ``graphs``, ``copies``, ``one_time``, ``compute``, ``waits``, ``unified_memory``, ``devices``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from .cluster import CLUSTER_SCENARIOS, build_cluster  # noqa: F401  (multi-file scenarios)
 from .compute import compiled_elementwise, fp32_gemm, fp32_gemm_no_tensor_cores, fp32_gemm_turing, training_step
 from .copies import async_copies, pageable_async_copy
+from .devices import copies_only_gpu
 from .graphs import cuda_graph_node, graph_level, overlapping_streams
 from .names import K
 from .one_time import bursty_warmup, first_launch, warmup_then_busy
@@ -83,6 +84,7 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "step_sync_host_work": step_sync_host_work,   # per-step synchronization
     # several host threads (issue 21): a launcher that waits on I/O worker threads
     "launcher_waits_io": launcher_waits_io,
+    "copies_only_gpu": copies_only_gpu,   # a second GPU that only receives copies (devices[].role)
 }
 
 

@@ -348,8 +348,10 @@ def _idle_claims_fit(rep):
 
 
 def _titles_quote_the_table(rep):
-    """Each idle-kind finding's title quotes a share the idle-cause table shows: its kind's or its detail's row
-    on the finding's device (one decimal)."""
+    """Each idle-kind finding's title quotes the share it claims: the idle-cause table's row (its kind's or its
+    detail's on the finding's device, one decimal), or — when a more specific finding or the window's edges hold part
+    of the kind — its claimed part (``claimed_pct_of_window``, capped by its detail's row), with the table's share in
+    an evidence line."""
     by_dev = {d.device_id: d for d in rep.idle_causes.devices} if rep.idle_causes.available else {}
     for f in rep.findings:
         if f.cause is None or f.cause[0] not in KINDS or f.category == "one_time":
@@ -358,6 +360,11 @@ def _titles_quote_the_table(rep):
         kind, detail = f.cause
         shares = {f"{100.0 * d.ns_of(kind) / d.window_ns:.1f} %",
                   f"{100.0 * d.ns_of(kind, detail) / d.window_ns:.1f} %"}
+        claimed = [c.observed for c in f.checks if c.metric == "claimed_pct_of_window"]
+        if claimed:   # issue 21: the title states what the finding claims; the table's share is evidence
+            shares = {f"{min(claimed[0], 100.0 * d.ns_of(kind, detail) / d.window_ns):.1f} %"}
+            table = f"charges {100.0 * d.ns_of(kind) / d.window_ns:.1f} % of device {d.device_id}'s window"
+            assert any(table in e for e in f.evidence), (f.evidence, table)
         assert any(x in f.title for x in shares), (f.title, shares)
 
 

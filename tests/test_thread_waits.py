@@ -127,3 +127,13 @@ def test_a_range_the_thread_reads_in_keeps_the_range_and_says_it_runs(tmp_path):
     assert f.cause == ("nvtx", "load_layer_N_weights")
     assert ADVICE["nvtx.overlap"].text in f.recommendation
     assert ADVICE["nvtx.overlap.launching"].text not in f.recommendation
+
+
+def test_without_attribution_no_range_is_said_to_launch_nothing(tmp_path):
+    """--no-nvtx-kernel-map: whether the range launches is not known, so neither 'launches no kernel' nor 'runs
+    host code' is said; the neutral line is given."""
+    p = tmp_path / "n.sqlite"
+    build_scenario("nvtx_host_range", str(p))
+    f = analyze(str(p), nvtx_kernel_map=False).findings[0]
+    assert f.cause == ("nvtx", "load_layer_N_weights")
+    assert f.recommendation == (ADVICE["nvtx.overlap.unchecked"].text,)

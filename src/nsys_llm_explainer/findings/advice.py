@@ -115,6 +115,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("nvtx.overlap.untraced", "The launching thread is in this range and launches no kernel from it; OS calls "
        "were not traced, so whether it computes or waits there is not known: capture with `--trace=osrt` (and CPU "
        "sampling) to tell, then overlap the work with the GPU or shorten it.", os_runtime=(False,)),
+    _a("nvtx.overlap.unchecked", "The launching thread is in this range while the GPU idles (kernels were not "
+       "attributed to ranges, so whether it launches from it is not known): overlap that work with GPU work "
+       "(another thread or stream, async I/O) or shorten it."),
     _a("nvtx.overlap.launching", "The launching thread also launches kernels from this range: the idle time is the "
        "host work between those launches; move work that does not feed the GPU out of the loop, onto another "
        "thread, or overlap it with the previous step's GPU work."),

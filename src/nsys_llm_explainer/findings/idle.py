@@ -146,11 +146,13 @@ def _where(c: IdleCause, t0: int) -> str:
 def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
                   capture_start_ns: int, traits: KernelTraitsResult, facts: Mapping[str, Any],
                   claimed: Optional[Claimed] = None, launch_ranges: AbstractSet[str] = frozenset(),
-                  samples: Optional[HostSamplesResult] = None, waits: Optional[WaitsResult] = None) -> List[Finding]:
+                  samples: Optional[HostSamplesResult] = None, waits: Optional[WaitsResult] = None,
+                  launches_known: bool = True) -> List[Finding]:
     """All idle-cause findings whose checks hold (``facts``: :meth:`analyses.facts.TraceFacts.advice_facts`;
     ``launch_ranges``: the NVTX idle details whose ranges enclose kernel launches; ``samples``: CPU samples
     inside host-side idle, for an evidence line; ``waits``: what other threads did while the launching thread
-    waited, for the ``osrt`` finding)."""
+    waited, for the ``osrt`` finding; ``launches_known``: False when kernels could not be attributed to NVTX ranges,
+    so whether a range launches is not known)."""
     if not causes.available or not gpu.available:
         return []
     lb = launch_bound_devices(gpu, kern)
@@ -227,7 +229,8 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of it "
                    "(a one-time cost)" if growth else _title(txt, what, quoted, main_quoted, total, story)),
             evidence=tuple(ev), recommendation=advise(
-                story.advice if story is not None else _advice_ids(kind, txt, details, launch_ranges), facts),
+                story.advice if story is not None else _advice_ids(kind, txt, details, launch_ranges if launches_known else None),
+                facts),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))
     lf = _launch_finding(merged, win, lb, kern, gpu, traits, facts, samples)
@@ -282,15 +285,17 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
 
 
 def _advice_ids(kind: str, txt: Dict[str, Any], details: Mapping[str, int],
-                launch_ranges: AbstractSet[str] = frozenset()) -> List[str]:
+                launch_ranges: Optional[AbstractSet[str]] = frozenset()) -> List[str]:
     """The advice lines of a kind's finding that its own details call for: the device-to-device line only when
     such copies are among them; the pinned-memory lines when a pageable copy is; for a range, the "launches no
     kernel" lines only when the largest range encloses no launch (else the line about work between launches); for
-    an OS call, the generic lines (the wait lines need the threads followed: :mod:`findings.waits`)."""
+    an OS call, the generic lines (the wait lines need the threads followed: :mod:`findings.waits`).
+    ``launch_ranges`` None: whether a range launches is not known (no NVTX → kernel attribution)."""
     ids = list(txt.get("advice") or KIND[kind].advice)
     if kind == "nvtx":
         top = max(details, key=lambda d: (details[d], d)) if details else ""
-        ids = ["nvtx.overlap.launching"] if top in launch_ranges else ["nvtx.overlap", "nvtx.overlap.untraced"]
+        ids = (["nvtx.overlap.unchecked"] if launch_ranges is None else ["nvtx.overlap.launching"]
+               if top in launch_ranges else ["nvtx.overlap", "nvtx.overlap.untraced"])
     if kind == "osrt":
         ids = [i for i in ids if not i.startswith("wait.")]
     if kind == "copy":

@@ -47,7 +47,8 @@ def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTra
     found += [ss] if ss is not None else []
     found += idle_findings(causes, gpu, kern, window.full_start_ns, traits, facts,
                            launch_ranges=att.launch_range_details() if att.available else frozenset(),
-                           samples=host_samples, claimed=claimed_ns(step_sync, ss), waits=waits)
+                           samples=host_samples, claimed=claimed_ns(step_sync, ss), waits=waits,
+                           launches_known=att.available)
     top = steady_kernels.by_name if steady_kernels.available else ()
     cats = categories.overall if categories.available else ()
     found += kernel_findings(gpu, traits, top, cats, facts)

@@ -63,7 +63,8 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
     CauseKind("nvtx", "host_range", "the launching thread was inside this NVTX range, outside CUDA calls and "
               "waiting OS calls",
               "GPU idle with the host inside NVTX ranges", "#1565c0", host_side=True,
-              advice=("nvtx.overlap", "nvtx.overlap.untraced", "nvtx.overlap.launching")),
+              advice=("nvtx.overlap", "nvtx.overlap.untraced", "nvtx.overlap.launching",
+                                              "nvtx.overlap.unchecked")),
     CauseKind("host_cpu", "host_gap", "the launching thread ran CPU code outside CUDA, NVTX and OS calls",
               "GPU idle during plain host CPU work", "#f9a825", host_side=True,
               advice=("host_cpu.profile", "host_cpu.samples", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm")),

@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...model.timeline import few_distinct
 from ...model.trace import TraceModel, pid_of, tid_of
 from ...vocabulary.cause_kinds import KIND_CODE
 from ...vocabulary.os_calls import CLASSES, class_codes, os_call_class
@@ -199,7 +200,8 @@ def group_overlap(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_group
 
 
 def _launchers(model: TraceModel) -> Dict[int, Tuple[int, ...]]:
-    """gtid → devices of the kernels it launched in the window."""
+    """gtid → devices of the kernels it launched in the window (threads and devices are few: dense codes, one
+    ``bincount``)."""
     k, api = model.kernels, model.api
     if k is None or api is None or len(k) == 0 or k.launch_idx.shape[0] != len(k):
         return {}
@@ -207,11 +209,12 @@ def _launchers(model: TraceModel) -> Dict[int, Tuple[int, ...]]:
     ok = li >= 0
     if not ok.any():
         return {}
-    pairs = np.unique(np.stack([api.gtid[li[ok]].astype(np.int64), k.device[ok].astype(np.int64)]), axis=1)
-    out: Dict[int, List[int]] = {}
-    for g, d in zip(pairs[0].tolist(), pairs[1].tolist()):
-        out.setdefault(g, []).append(d)
-    return {g: tuple(v) for g, v in out.items()}
+    g = api.gtid[li[ok]].astype(np.int64)
+    dev = k.device[ok].astype(np.int64)
+    threads, devices = few_distinct(g), few_distinct(dev)
+    code = np.searchsorted(threads, g) * devices.shape[0] + np.searchsorted(devices, dev)
+    seen = np.bincount(code, minlength=threads.shape[0] * devices.shape[0]).reshape(threads.shape[0], -1) > 0
+    return {int(t): tuple(int(d) for d in devices[seen[i]].tolist()) for i, t in enumerate(threads.tolist())}
 
 
 def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,

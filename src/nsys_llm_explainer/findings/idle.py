@@ -224,13 +224,13 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
             category, sev = "one_time", "low"
         if kind == "copy" and "(pageable)" in top[0][0]:
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
+        ids = story.advice if story is not None else \
+            _advice_ids(kind, txt, details, launch_ranges if launches_known else None)
         out.append(Finding(
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
-            else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of it "
-                   "(a one-time cost)" if growth else _title(txt, what, quoted, main_quoted, total, story)),
-            evidence=tuple(ev), recommendation=advise(
-                story.advice if story is not None else _advice_ids(kind, txt, details, launch_ranges if launches_known else None),
-                facts),
+            else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of "
+                               "it (a one-time cost)" if growth else _title(txt, what, quoted, main_quoted, total, story)),
+            evidence=tuple(ev), recommendation=advise(ids, facts),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))
     lf = _launch_finding(merged, win, lb, kern, gpu, traits, facts, samples)

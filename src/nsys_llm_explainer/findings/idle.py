@@ -229,7 +229,8 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         out.append(Finding(
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of "
-                               "it (a one-time cost)" if growth else _title(txt, what, quoted, main_quoted, total, story)),
+                               "it (a one-time cost)" if growth
+                               else _title(txt, what, quoted, main_quoted, total, story)),
             evidence=tuple(ev), recommendation=advise(ids, facts),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))

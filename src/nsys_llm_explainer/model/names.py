@@ -1,9 +1,10 @@
-"""Names of the model: API display names as nsys stats prints them, and string ids interned into dense
-indices (one name list per table, ``name_idx`` per row)."""
+"""Names of the model: API display names as nsys stats prints them, thread display labels, and string ids
+interned into dense indices (one name list per table, ``name_idx`` per row)."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections import Counter
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -14,6 +15,33 @@ def base_api_name(name: str) -> str:
     other suffix is kept (``cuGetProcAddress_v2``, ``cudaStreamIsCapturing_v10000`` are distinct entry
     points). Classification (:mod:`analyses.api_classes`) strips all variants separately."""
     return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
+
+
+def thread_labels(names: Mapping[int, str]) -> Dict[int, str]:
+    """The display label of every named thread (serialized globalTid → label), the one rule every output uses
+    (docs/MODEL.md "Thread labels"): a thread's name, bare when no other thread of the trace (``ThreadNames``)
+    has the same name; ``name (tid N)`` when some other thread has it (worker threads inherit
+    ``pt_main_thread``); ``name (pid P, tid N)`` when even name and tid coincide (threads of two processes).
+    A thread without a name (absent, or the empty string) gets no label: each output keeps its own fallback."""
+    named = {int(g): n for g, n in names.items() if n}
+    by_name = Counter(named.values())
+    by_name_tid = Counter((n, g & 0xFFFFFF) for g, n in named.items())
+    out: Dict[int, str] = {}
+    for g, n in named.items():
+        tid = g & 0xFFFFFF
+        if by_name[n] == 1:
+            out[g] = n
+        elif by_name_tid[(n, tid)] == 1:
+            out[g] = f"{n} (tid {tid})"
+        else:
+            out[g] = f"{n} (pid {(g >> 24) & 0xFFFFFF}, tid {tid})"
+    return out
+
+
+def label_shows_tid(label: str, tid: int) -> bool:
+    """Whether a label of :func:`thread_labels` already names the thread's tid (a text that names the tid beside
+    the label then leaves it out)."""
+    return label.endswith(f"tid {tid})")
 
 
 def missing_name(string_id: int) -> str:

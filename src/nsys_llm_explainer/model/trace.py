@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .names import thread_labels
+
 if TYPE_CHECKING:  # pragma: no cover
     from .samples import CpuSamples
 
@@ -167,6 +169,16 @@ class TraceModel:
     um_gpu_faults: Optional[GpuOps] = None   # start, end, device, pid, faults (numberOfPageFaults), access
     um_cpu_faults: Optional[GpuOps] = None   # start, end (= start), pid, func_idx, module_idx → ``names``
     samples: Optional[CpuSamples] = None   # CPU samples of the CUDA-calling threads (model/samples.py)
+    #: display label of each named thread (:func:`names.thread_labels`: ``name (tid N)`` where names collide)
+    thread_labels: Dict[int, str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.thread_labels = thread_labels(self.thread_names)
+
+    def thread_label(self, gtid: int) -> str:
+        """How every output names thread ``gtid`` (serialized globalTid): its :attr:`thread_labels` entry, ``""``
+        for a thread without a name (the output keeps its own fallback)."""
+        return self.thread_labels.get(int(gtid), "")
 
     @property
     def trace_start(self) -> Optional[int]:

@@ -22,17 +22,23 @@ MAIN, LOAD, STORE, TOK = (global_tid(P, P + i) for i in range(4))
 
 
 def test_labels_by_hand() -> None:
-    other = global_tid(777, P)             # another process, same tid as the launcher
-    names = {MAIN: "pt_main_thread", LOAD: "pt_main_thread", STORE: "loader", TOK: "",
-             global_tid(777, 5): "pt_main_thread", other: "x", global_tid(778, P): "x",
-             global_tid(778, 9): "solo"}
-    assert thread_labels(names) == {
-        MAIN: "pt_main_thread (tid 21101)", LOAD: "pt_main_thread (tid 21102)",
-        global_tid(777, 5): "pt_main_thread (tid 5)",
-        STORE: "loader",                                      # unique: bare
-        other: "x (pid 777, tid 21101)", global_tid(778, P): "x (pid 778, tid 21101)",   # same name and tid
-        global_tid(778, 9): "solo",
-    }                                                         # TOK: no name, no label
+    """Same name in the same process: labelled; same name in two processes: labelled only when both threads are
+    shown (CUDA / NVTX / OS-runtime activity); same name and tid in two shown processes: pid too."""
+    a1, a2 = global_tid(777, 5), global_tid(777, P)          # process 777
+    b1, b2 = global_tid(778, P), global_tid(778, 9)           # process 778
+    c1 = global_tid(779, 3)                                   # process 779
+    names = {MAIN: "pt_main_thread", LOAD: "pt_main_thread",  # one process: collide whatever is shown
+             STORE: "loader", TOK: "",                        # unique: bare; unnamed: no label
+             a1: "worker", b2: "worker", c1: "worker",        # three processes: only a1 and c1 are shown
+             a2: "x", b1: "x"}                                # same tid, both shown: pid and tid
+    shown = [MAIN, a1, c1, a2, b1]
+    assert thread_labels(names, shown) == {
+        MAIN: "pt_main_thread (tid 21101)", LOAD: "pt_main_thread (tid 21102)", STORE: "loader",
+        a1: "worker (tid 5)", c1: "worker (tid 3)", b2: "worker",
+        a2: "x (pid 777, tid 21101)", b1: "x (pid 778, tid 21101)"}
+    # nothing shown: only same-process namesakes collide
+    assert thread_labels(names)[a1] == "worker" and thread_labels(names)[a2] == "x"
+    assert thread_labels(names)[LOAD] == "pt_main_thread (tid 21102)"
     assert thread_labels({}) == {}
     assert label_shows_tid("pt_main_thread (tid 21101)", 21101) and not label_shows_tid("loader", 21101)
     assert label_shows_tid("x (pid 777, tid 21101)", 21101) and not label_shows_tid("a (tid 2)", 21102)

@@ -4,7 +4,7 @@ interned into dense indices (one name list per table, ``name_idx`` per row)."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -17,24 +17,31 @@ def base_api_name(name: str) -> str:
     return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
 
 
-def thread_labels(names: Mapping[int, str]) -> Dict[int, str]:
+def thread_labels(names: Mapping[int, str], shown: Iterable[int] = ()) -> Dict[int, str]:
     """The display label of every named thread (serialized globalTid → label), the one rule every output uses
-    (docs/MODEL.md "Thread labels"): a thread's name, bare when no other thread of the trace (``ThreadNames``)
-    has the same name; ``name (tid N)`` when some other thread has it (worker threads inherit
-    ``pt_main_thread``); ``name (pid P, tid N)`` when even name and tid coincide (threads of two processes).
-    A thread without a name (absent, or the empty string) gets no label: each output keeps its own fallback."""
-    named = {int(g): n for g, n in names.items() if n}
-    by_name = Counter(named.values())
-    by_name_tid = Counter((n, g & 0xFFFFFF) for g, n in named.items())
+    (docs/MODEL.md "Thread labels"). Two threads *collide* when they have the same name and are in the same
+    process, or both are ``shown`` (threads with CUDA API calls, NVTX ranges or OS-runtime calls: the ones a
+    report can name side by side). A thread's label is its name, bare when it collides with no thread;
+    ``name (tid N)`` when it does (PyTorch's worker threads inherit ``pt_main_thread``); ``name (pid P, tid N)``
+    when a thread it collides with has the same tid too (threads of two processes). A thread without a name
+    (absent, or the empty string) gets no label: each output keeps its own fallback."""
+    seen = {int(g) for g in shown}
+    groups: Dict[str, List[int]] = {}
+    for g, n in names.items():
+        if n:
+            groups.setdefault(n, []).append(int(g))
     out: Dict[int, str] = {}
-    for g, n in named.items():
-        tid = g & 0xFFFFFF
-        if by_name[n] == 1:
-            out[g] = n
-        elif by_name_tid[(n, tid)] == 1:
-            out[g] = f"{n} (tid {tid})"
-        else:
-            out[g] = f"{n} (pid {(g >> 24) & 0xFFFFFF}, tid {tid})"
+    for n, gs in groups.items():
+        procs = Counter(g >> 24 for g in gs)
+        n_shown = sum(1 for g in gs if g in seen)
+        for g in gs:
+            if procs[g >> 24] < 2 and not (g in seen and n_shown > 1):
+                out[g] = n
+                continue
+            tid = g & 0xFFFFFF
+            same_tid = any(h != g and h & 0xFFFFFF == tid and (h >> 24 == g >> 24 or (g in seen and h in seen))
+                           for h in gs)
+            out[g] = f"{n} (pid {(g >> 24) & 0xFFFFFF}, tid {tid})" if same_tid else f"{n} (tid {tid})"
     return out
 
 

@@ -65,7 +65,7 @@ def test_every_parser_flag_comes_from_the_table() -> None:
         want = {s for o in TABLE if command in o.commands for s in o.flags}
         assert _flags(make()) == want, command
     assert {"--window", "--window-nvtx", "--reader", "--nvtx-coverage-warn-threshold"} <= _flags(_compare_parser())
-    assert _flags(_demo_parser()) == {"-o", "--out", "--force", "--scenario", "--top", "--quiet"}
+    assert _flags(_demo_parser()) == {"-o", "--out", "--force", "--scenario", "--top", "-q", "--quiet"}
     tree = ast.parse((ROOT / "src" / "nsys_llm_explainer" / "cli.py").read_text(encoding="utf-8"))
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "add_argument"]
     added = [a.value for n in calls for a in n.args if isinstance(a, ast.Constant)]
@@ -81,6 +81,23 @@ def test_parser_defaults_are_the_options_defaults() -> None:
                 assert getattr(ns, o.dest) == o.default, (command, o.name)
     ns = _parser().parse_args(MINIMAL["main"])
     assert (ns.jobs, ns.scheduler, ns.force, ns.quiet) == (None, None, False, False)
+
+
+@pytest.mark.parametrize("command", ["main", "compare", "demo"])
+def test_q_is_the_short_form_of_quiet(command: str) -> None:
+    """``-q`` is ``--quiet`` on every command that writes an output (declared once, in the table)."""
+    assert [o.flags for o in TABLE if o.name == "quiet"] == [("-q", "--quiet")]
+    p = PARSERS[command]()
+    assert p.parse_args(MINIMAL[command] + ["-q"]).quiet is True
+    assert p.parse_args(MINIMAL[command] + ["--quiet"]).quiet is True
+    assert p.parse_args(MINIMAL[command]).quiet is False
+
+
+def test_q_silences_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["demo", "-q", "-o", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    assert (tmp_path / "o" / "report.json").is_file()
 
 
 def test_each_flag_sets_its_option_on_every_command() -> None:

@@ -93,7 +93,7 @@ def test_demo_fits_two_minutes(demo) -> None:  # noqa: ANN001
     assert md_rich(data["headline"]["verdict"]) in head
     assert f"{data['headline']['steady_busy_pct']:.1f} %" in head
     assert md_rich(data["headline"]["action"]) in head
-    assert md.count("**Window:**") == 1 and "from capture start" in head
+    assert md.count("**Window:**") == 1 and "from trace start" in head
     order = [t for t in sections(md)]
     assert order[:2] == ["Findings", "Where the idle time went"]
     assert order[-1] == "How these numbers are computed"
@@ -170,7 +170,7 @@ def test_one_unit_vocabulary_and_one_time_base(demo) -> None:  # noqa: ANN001
     data, md = demo
     assert not UNIT_US.search(md), UNIT_US.search(md)
     assert "µs" in md and " ms" in md
-    # timestamps are ms from capture start: no absolute ns timestamp of the trace appears in report.md
+    # timestamps are ms from trace start: no absolute ns timestamp of the trace appears in report.md
     flat = md.replace(",", "")
     assert str(data["window"]["full_start_ns"]) not in flat
     assert all(str(g["start_ns"]) not in flat for d in data["devices"] for g in d["largest_gaps"])

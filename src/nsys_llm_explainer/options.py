@@ -160,7 +160,7 @@ RUN_OPTIONS: Tuple[Option, ...] = (
            "(`local`: a LocalCluster); needs the dask extra", metavar="ADDRESS", commands=("main",), after=True),
     Option("compare_schema", ("--compare",), "print the JSON Schema of compare.json instead of report.json's", False,
            kind="on", commands=("schema",), after=True),
-    Option("quiet", ("--quiet",), "no stdout summary, no progress", False, kind="on", commands=RUNS,
+    Option("quiet", ("-q", "--quiet"), "no stdout summary, no progress", False, kind="on", commands=RUNS,
            help_for=(("compare", "print only the gate line(s)"), ("demo", None)), after=True),
 )
 

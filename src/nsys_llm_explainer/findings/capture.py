@@ -20,6 +20,7 @@ from ..analyses.idle.gpu_time import ROLE_COPIES, GpuTimeResult
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.trace.window import WindowResult
+from ..model.names import label_shows_tid
 from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
 from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, pooled_scope
@@ -112,7 +113,8 @@ def nvtx_coverage_finding(att: Optional[AttributionResult], threshold: float,
     rows = att.uncovered_by_thread
     if rows:
         ev.append("Kernels no range covers, by launching thread: " + "; ".join(
-            f"`{r.thread_name or 'thread'}` (tid {r.tid}) {r.pct_of_uncovered:.1f} %, "
+            (f"`{r.thread_name}` " if label_shows_tid(r.thread_name, r.tid) else
+             f"`{r.thread_name or 'thread'}` (tid {r.tid}) ") + f"{r.pct_of_uncovered:.1f} %, "
             + (f"{r.thread_ranges} range(s) on that thread" if r.thread_ranges else "no NVTX range on it")
             for r in rows[:3] if r.gtid >= 0) + ".")
     top = rows[0] if rows else None

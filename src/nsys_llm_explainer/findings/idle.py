@@ -140,7 +140,7 @@ def _where(c: IdleCause, t0: int) -> str:
     if not c.examples:
         return ""
     e = c.examples[0]
-    return f"; largest at {dur(e.start_ns - t0)} → {dur(e.end_ns - t0)} from capture start ({dur(e.ns)} of it)"
+    return f"; largest at {dur(e.start_ns - t0)} → {dur(e.end_ns - t0)} from trace start ({dur(e.ns)} of it)"
 
 
 def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],

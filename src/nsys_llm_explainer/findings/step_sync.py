@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
 from ..analyses.steps.sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
+from ..model.names import label_shows_tid
 from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope
@@ -87,6 +88,7 @@ def _title(s: StepSyncSeries) -> str:
 
 def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
     who = f"thread `{s.thread_name}`" if s.thread_name else "thread"
+    ids = f"pid {s.pid}" if label_shows_tid(s.thread_name, s.tid) else f"pid {s.pid}, tid {s.tid}"
     rb = (f", {s.readback_points} right after a device-to-host copy (a `.item()` / `.cpu()`-style readback)"
           if s.readback_points else "")
     causes = "".join(f"; {k.replace('_', ' ')}{' `' + d + '`' if d else ''} {dur(ns)}"
@@ -94,7 +96,7 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
     others = [x for x in ss.holding() if x is not s]
     also = f" The pattern also holds for {len(others)} other thread/device pair(s) (step-sync table)." \
         if others else ""
-    return [f"Device {dev}, {who} (pid {s.pid}, tid {s.tid}): {s.sync_points} blocking calls wait until the GPU "
+    return [f"Device {dev}, {who} ({ids}): {s.sync_points} blocking calls wait until the GPU "
             f"has finished the thread's work ({', '.join(f'`{a}` {n}' for a, n in s.api_counts[:3])}){rb}; "
             f"`{s.api}` ends a step every {dur(s.period_p50_ns)} (p90 {dur(s.period_p90_ns)}), {s.steps} steps "
             f"holding {100 * s.kernel_share:.0f} % of the device's kernels." + also,

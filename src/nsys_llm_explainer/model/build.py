@@ -13,11 +13,24 @@ from ..read import fetch_nvtx as FN
 from ..read.connection import TraceConnection
 from ..read.schema import Schema
 from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
-from .names import base_api_name, distinct_small, intern_ids
+from .names import base_api_name, distinct_small, intern_ids, thread_labels
 from .nvtx_build import build_nvtx, possible_nvtx
 from .row_checks import drop_impossible
 from .samples import build_samples
-from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceInfo, TraceModel, pid_of, sql_int, tid_of, trace_edge
+from .timeline import few_distinct
+from .trace import (
+    ApiCalls,
+    GpuOps,
+    Kernels,
+    NvtxRanges,
+    TraceInfo,
+    TraceModel,
+    active_threads,
+    pid_of,
+    sql_int,
+    tid_of,
+    trace_edge,
+)
 
 
 def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
@@ -251,6 +264,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
         info=info, kernels=kernels, api=api, nvtx=nvtx, memcpy=memcpy, memset=memset, sync=sync,
         graph_trace=graph_trace, osrt=osrt, thread_names=thread_names, warnings=warnings, notes=notes,
         um_gpu_faults=um_gpu_faults, um_cpu_faults=um_cpu_faults, samples=samples,
+        labels=thread_labels(thread_names, active_threads(api, nvtx, osrt, few_distinct)),
     )
 
 

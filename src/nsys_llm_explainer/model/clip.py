@@ -131,6 +131,7 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
         graph_trace=_clip_ops(model.graph_trace, w0, w1, old_to_new, n_api),
         osrt=_clip_ops(model.osrt, w0, w1, None, 0),
         thread_names=dict(model.thread_names), warnings=list(model.warnings), notes=list(model.notes),
+        labels=dict(model.thread_labels),
         um_gpu_faults=_clip_ops(model.um_gpu_faults, w0, w1, None, 0),
         um_cpu_faults=_clip_ops(model.um_cpu_faults, w0, w1, None, 0),
     )

@@ -1,9 +1,10 @@
-"""Names of the model: API display names as nsys stats prints them, and string ids interned into dense
-indices (one name list per table, ``name_idx`` per row)."""
+"""Names of the model: API display names as nsys stats prints them, thread display labels, and string ids
+interned into dense indices (one name list per table, ``name_idx`` per row)."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections import Counter
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -14,6 +15,40 @@ def base_api_name(name: str) -> str:
     other suffix is kept (``cuGetProcAddress_v2``, ``cudaStreamIsCapturing_v10000`` are distinct entry
     points). Classification (:mod:`analyses.api_classes`) strips all variants separately."""
     return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
+
+
+def thread_labels(names: Mapping[int, str], shown: Iterable[int] = ()) -> Dict[int, str]:
+    """The display label of every named thread (serialized globalTid → label), the one rule every output uses
+    (docs/MODEL.md "Thread labels"). Two threads *collide* when they have the same name and are in the same
+    process, or both are ``shown`` (threads with CUDA API calls, NVTX ranges or OS-runtime calls: the ones a
+    report can name side by side). A thread's label is its name, bare when it collides with no thread;
+    ``name (tid N)`` when it does (PyTorch's worker threads inherit ``pt_main_thread``); ``name (pid P, tid N)``
+    when a thread it collides with has the same tid too (threads of two processes). A thread without a name
+    (absent, or the empty string) gets no label: each output keeps its own fallback."""
+    seen = {int(g) for g in shown}
+    groups: Dict[str, List[int]] = {}
+    for g, n in names.items():
+        if n:
+            groups.setdefault(n, []).append(int(g))
+    out: Dict[int, str] = {}
+    for n, gs in groups.items():
+        procs = Counter(g >> 24 for g in gs)
+        n_shown = sum(1 for g in gs if g in seen)
+        for g in gs:
+            if procs[g >> 24] < 2 and not (g in seen and n_shown > 1):
+                out[g] = n
+                continue
+            tid = g & 0xFFFFFF
+            same_tid = any(h != g and h & 0xFFFFFF == tid and (h >> 24 == g >> 24 or (g in seen and h in seen))
+                           for h in gs)
+            out[g] = f"{n} (pid {(g >> 24) & 0xFFFFFF}, tid {tid})" if same_tid else f"{n} (tid {tid})"
+    return out
+
+
+def label_shows_tid(label: str, tid: int) -> bool:
+    """Whether a label of :func:`thread_labels` already names the thread's tid (a text that names the tid beside
+    the label then leaves it out)."""
+    return label.endswith(f"tid {tid})")
 
 
 def missing_name(string_id: int) -> str:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .names import thread_labels
+
 if TYPE_CHECKING:  # pragma: no cover
     from .samples import CpuSamples
 
@@ -167,6 +169,22 @@ class TraceModel:
     um_gpu_faults: Optional[GpuOps] = None   # start, end, device, pid, faults (numberOfPageFaults), access
     um_cpu_faults: Optional[GpuOps] = None   # start, end (= start), pid, func_idx, module_idx → ``names``
     samples: Optional[CpuSamples] = None   # CPU samples of the CUDA-calling threads (model/samples.py)
+    #: display label of each named thread (:func:`names.thread_labels`), computed on first use; a clipped model
+    #: takes its source's (model/clip.py), so every window names a thread alike
+    labels: Optional[Dict[int, str]] = field(default=None, repr=False)
+
+    @property
+    def thread_labels(self) -> Dict[int, str]:
+        """Label of every named thread: ``name (tid N)`` where names collide (:func:`names.thread_labels`; the
+        threads shown side by side are those with CUDA API calls, NVTX ranges or OS-runtime calls)."""
+        if self.labels is None:   # a model not made by model/build.py (which passes them)
+            self.labels = thread_labels(self.thread_names, active_threads(self.api, self.nvtx, self.osrt))
+        return self.labels
+
+    def thread_label(self, gtid: int) -> str:
+        """How every output names thread ``gtid`` (serialized globalTid): its :attr:`thread_labels` entry, ``""``
+        for a thread without a name (the output keeps its own fallback)."""
+        return self.thread_labels.get(int(gtid), "")
 
     @property
     def trace_start(self) -> Optional[int]:
@@ -177,6 +195,18 @@ class TraceModel:
     def trace_end(self) -> Optional[int]:
         return trace_edge(max, self.kernels, self.api, (self.memcpy, self.memset, self.sync, self.graph_trace),
                           self.nvtx)
+
+
+def active_threads(api: Optional[ApiCalls], nvtx: Optional[NvtxRanges], osrt: Optional[GpuOps],
+                   distinct: Callable[[np.ndarray], np.ndarray] = np.unique) -> List[int]:
+    """The threads (serialized globalTid) with CUDA API calls, NVTX ranges or OS-runtime calls: those a report can
+    name side by side (:func:`names.thread_labels`); ``distinct``: sorted distinct values of an array."""
+    out: List[int] = []
+    for g in (None if api is None else api.gtid, None if nvtx is None else nvtx.gtid,
+              None if osrt is None or "gtid" not in osrt.cols else osrt["gtid"]):
+        if g is not None and g.shape[0]:
+            out += distinct(np.asarray(g, np.int64)).tolist()
+    return out
 
 
 def trace_edge(fn: Callable[[List[int]], int], kernels: Optional[Kernels], api: Optional[ApiCalls],

@@ -326,9 +326,12 @@ def fetch_session(conn: TraceConnection, schema: Schema) -> Dict[str, object]:
     rows = fetch_rows(conn, schema, "TARGET_INFO_SESSION_START_TIME", ("utcEpochNs", "utcTime"))
     if rows:
         out.update(rows[0])
-    rows = fetch_rows(conn, schema, "ANALYSIS_DETAILS", ("duration",))
-    if rows:
-        out["analysis_duration_ns"] = rows[0].get("duration")
+    rows = fetch_rows(conn, schema, "ANALYSIS_DETAILS", ("duration", "startTime", "stopTime"))
+    if rows:   # the session's length; stopTime − startTime where an export lacks ``duration``
+        d, s0, s1 = rows[0].get("duration"), rows[0].get("startTime"), rows[0].get("stopTime")
+        if d is None and isinstance(s0, int) and isinstance(s1, int):
+            d = s1 - s0
+        out["analysis_duration_ns"] = d
     return out
 
 

@@ -115,7 +115,7 @@ def available(sec: Mapping[str, Any]) -> bool:
 
 class ReportView:
     """The report dict as every renderer reads it (Markdown, HTML): the rows-in-top-tables setting, the
-    analysis window, the capture start (times are shown relative to it) and GPU names by id."""
+    analysis window, the trace start (times are shown relative to it) and GPU names by id."""
 
     def __init__(self, report: Mapping[str, Any]) -> None:
         self.report: Row = report if isinstance(report, abc.Mapping) else {}

@@ -74,6 +74,9 @@ class RowStore:
         self._graph_nodes: Dict[Tuple[int, int], List[int]] = {}
         self._next_node_id = 1
         self._dropped: Dict[str, set] = {}
+        #: ``(startTime, stopTime)`` written to ANALYSIS_DETAILS (``duration`` = their difference); None: the
+        #: session is min(0, first timestamp) → last timestamp
+        self.session: Optional[Tuple[int, int]] = None
         if not kernel_has_global_pid:
             self.drop_column(kernel_table_name, "globalPid")
 

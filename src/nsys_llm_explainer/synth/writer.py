@@ -147,7 +147,8 @@ def _capture_rows(b: RowStore, lo: int, hi: int) -> Meta:
         ("PROCESS_0:ARGUMENT_0", "-m"),
         ("PROCESS_0:ARGUMENT_1", "vllm.entrypoints.openai.api_server"),
         ("START_DELAY_MS", "0"),
-        ("RUN_DURATION_MS", str(max(0, (hi - lo) // 1_000_000))),
+        ("RUN_DURATION_MS", str(max(0, (hi - lo) // 1_000_000) if b.session is None
+                                else max(0, (b.session[1] - b.session[0]) // 1_000_000))),
     ]
     if b._flv >= 4:
         cap.append(("CUDA_GRAPH_TRACE_OPTIONS:MODE", "Node"))
@@ -170,7 +171,10 @@ def _write_session(w: _Writer, lo: int, hi: int) -> None:
     names = w.create("TARGET_INFO_SESSION_START_TIME", session_cols(w.f))
     sess = [w.b.utc_epoch_ns, "2025-01-01T12:00:00", "2025-01-01T12:00:00", 28254349605]
     w.insert("TARGET_INFO_SESSION_START_TIME", names, [sess[: len(names)]])
-    w.table("ANALYSIS_DETAILS", ANALYSIS_COLS, [(VM_GLOBAL, hi - lo, lo, hi)])
+    lo, hi = w.b.session or (lo, hi)
+    row = dict(zip((c[0] for c in ANALYSIS_COLS), (VM_GLOBAL, hi - lo, lo, hi)))
+    names = w.create("ANALYSIS_DETAILS", ANALYSIS_COLS)   # a dropped column (drop_column) is left out
+    w.insert("ANALYSIS_DETAILS", names, [tuple(row[n] for n in names)])
 
 
 def _write_enums(w: _Writer) -> None:

@@ -7,7 +7,7 @@ duration, a timestamp, a percentage, a count, a size. Pure functions of a number
 * :func:`fmt_ms` / :func:`fmt_us` — a duration in a fixed unit: ns / 10⁶ with 3 decimals, ns / 10³ with 2
   decimals, thousands separators; no unit (a table column titled "(ms)") unless ``unit=True`` (``12.345 ms``).
   :func:`signed_ms` — the same with a sign (``+1.250`` / ``−0.020``; a minus sign, not a hyphen).
-* :func:`fmt_at` — a timestamp as ms from the capture start ``t0`` (3 decimals).
+* :func:`fmt_at` — a timestamp as ms from the trace start ``t0`` (3 decimals).
 * :func:`fmt_pct` — a percentage (1 decimal, no ``%``); :func:`signed_pct` — a change (``+12.5 %``).
 * :func:`fmt_int` — thousands separators; :func:`fmt_num` — a compact number (check values and thresholds);
   :func:`fmt_float` — fixed decimals; :func:`fmt_bytes` — decimal units (1 MB = 10⁶ bytes), 2 decimals;
@@ -74,7 +74,7 @@ def signed_ms(ns: Any, unit: bool = False) -> str:
 
 
 def fmt_at(ns: Any, t0: Any, unit: bool = True) -> str:
-    """Timestamp ``ns`` as ms from capture start ``t0`` (the one time base of the reports)."""
+    """Timestamp ``ns`` as ms from trace start ``t0`` (the one time base of the reports)."""
     v, z = num(ns), num(t0)
     if v is None or z is None:
         return DASH

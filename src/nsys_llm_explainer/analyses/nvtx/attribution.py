@@ -78,7 +78,7 @@ class UncoveredThread:
     gtid: int
     pid: int
     tid: int
-    thread_name: str
+    thread_name: str     # its label (model/names.thread_labels: ``name (tid N)`` where names collide); "" unnamed
     kernel_count: int
     kernel_ns: int
     pct_of_uncovered: float
@@ -252,7 +252,7 @@ def uncovered_threads(model: TraceModel, uncovered: np.ndarray, dur: np.ndarray,
         gt = int(u[j])
         rows.append(UncoveredThread(
             gtid=gt, pid=int((gt >> 24) & 0xFFFFFF) if gt >= 0 else -1, tid=int(gt & 0xFFFFFF) if gt >= 0 else -1,
-            thread_name=model.thread_names.get(gt, ""), kernel_count=int(cnt[j]), kernel_ns=int(ns[j]),
+            thread_name=model.thread_label(gt), kernel_count=int(cnt[j]), kernel_ns=int(ns[j]),
             pct_of_uncovered=pct(int(ns[j]), total), thread_ranges=int(ranges.get(gt, 0))))
     return tuple(rows)
 

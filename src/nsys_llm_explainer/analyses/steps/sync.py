@@ -79,7 +79,7 @@ class StepSyncSeries:
     gtid: int                       # serialized globalTid of the launching thread
     pid: int
     tid: int
-    thread_name: str
+    thread_name: str                # its label (model/names.thread_labels: ``name (tid N)`` where names collide)
     holds: bool
     reason: str                     # why the pattern holds or not
     api: str                        # most frequent base name among the sync points
@@ -334,7 +334,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     tot, ovl = int(exposed.sum()), int(over.sum())
     return StepSyncSeries(
         device_id=tl.device_id, gtid=int(g), pid=(int(g) >> 24) & 0xFFFFFF, tid=int(g) & 0xFFFFFF,
-        thread_name=str(ctx.model.thread_names.get(int(g), "")), holds=holds, reason=why,
+        thread_name=ctx.model.thread_label(int(g)), holds=holds, reason=why,
         api=api_counts[0][0], api_counts=api_counts, blocking_calls=int(rows.shape[0]), sync_points=n,
         step_sync_points=m, readback_points=int(rb.sum()), steps=max(m - 1, 0), kernels_in_steps=in_steps,
         device_kernels=dev_k, kernel_share=share, kernels_per_step_p50=_p(kin, 50), period_p50_ns=p50,

@@ -86,10 +86,10 @@ class GpuFact:
 
 @dataclass(frozen=True)
 class NvtxThread:
-    """A thread that opened NVTX ranges: its serialized globalTid, name and number of ranges."""
+    """A thread that opened NVTX ranges: its serialized globalTid, label and number of ranges."""
 
     gtid: int
-    name: str
+    name: str            # its label (model/names.thread_labels: ``name (tid N)`` where names collide); "" unnamed
     ranges: int
 
 
@@ -181,7 +181,7 @@ def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphRe
     if nv is not None and len(nv):
         g, n = np.unique(nv.gtid, return_counts=True)
         for gt, cnt in sorted(zip(g.tolist(), n.tolist()), key=lambda x: (-x[1], x[0])):
-            threads.append(NvtxThread(int(gt), model.thread_names.get(int(gt), ""), int(cnt)))
+            threads.append(NvtxThread(int(gt), model.thread_label(int(gt)), int(cnt)))
     stack = traits.stack
     compiled, compiled_ev = _inductor(model)
     return TraceFacts(gpus, traits.workload, traits.workload_evidence, stack, traits.stack_evidence,

@@ -3,7 +3,7 @@
 ``path`` is the trace as the user named it (``display_path`` when given: the report file a SQLite export
 was made from, or the demo's copy); ``span_ns`` = ``end_ns − start_ns`` of all captured activity;
 ``processes`` lists the PIDs with kernels or CUDA API calls (their counts); ``schema_notes`` the schema
-quirks the reader handled.
+quirks the reader handled; ``session`` the session as the export records it (:mod:`.session`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 
 from ...jsonable import json_ready
 from ...model.trace import TraceModel, sql_int
+from .session import SessionSpan, analyze_session
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class TraceInfoResult:
     cuda_graph_trace_mode: Optional[str] = None
     capture: Dict[str, object] = field(default_factory=dict)
     schema_notes: Tuple[str, ...] = ()
+    session: Optional[SessionSpan] = None   # the session's recorded length, the CUDA activity's place in it
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({
@@ -40,7 +42,8 @@ class TraceInfoResult:
             "metadata_table": self.metadata_table, "kernel_table": self.kernel_table, "start_ns": self.start_ns,
             "end_ns": self.end_ns, "span_ns": self.span_ns, "gpus": self.gpus, "processes": self.processes,
             "row_counts": self.row_counts, "cuda_graph_trace_mode": self.cuda_graph_trace_mode,
-            "capture": self.capture, "schema_notes": self.schema_notes})
+            "capture": self.capture, "schema_notes": self.schema_notes,
+            "session": self.session.to_dict() if self.session is not None else None})
 
 
 def _json_safe(v: object) -> object:
@@ -82,4 +85,4 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
         start_ns=t0, end_ns=t1, span_ns=(t1 - t0) if t0 is not None and t1 is not None else 0,
         gpus=tuple({k: _json_safe(v) for k, v in g.items()} for g in info.gpus), processes=processes,
         row_counts=dict(info.row_counts), cuda_graph_trace_mode=info.graph_trace_mode, capture=capture,
-        schema_notes=tuple(model.notes))
+        schema_notes=tuple(model.notes), session=analyze_session(model))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
 
-from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_int
+from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_dur, fmt_int, num
 from ..base import rows_of
 from ..document import (
     Code,
@@ -31,6 +31,14 @@ ROW_COUNT_LABELS = (("kernels", "kernels"), ("cuda_api", "CUDA API calls"), ("nv
                     ("graph_trace", "graph-trace rows"))
 
 
+def _session(t: Any) -> Inline:
+    """The session's recorded length (analyses/trace/session.py), when the export records it."""
+    s = t.get("session")
+    if not isinstance(s, dict) or not num(s.get("duration_ns")):
+        return ()
+    return inline(f"; session {fmt_dur(s.get('duration_ns'))} as recorded (", Code("ANALYSIS_DETAILS.duration"), ")")
+
+
 def sec_trace(v: View) -> SectionResult:
     t = v.sec("trace")
     if not t:
@@ -41,7 +49,7 @@ def sec_trace(v: View) -> SectionResult:
         "File ", Code(t.get("path")), "; Nsight Systems ", Data(t.get("nsys_version")), ", export schema ",
         Data(t.get("export_schema_version")),
         (", captured ", Data(cap["EXPORT_TIME_UTC"]), " UTC") if cap.get("EXPORT_TIME_UTC") else None,
-        f"; capture length {v.at(v.window.get('full_end_ns'))}.")]
+        "; traced span (first to last CUDA or NVTX activity) ", v.at(v.window.get("full_end_ns")), _session(t), ".")]
     gpus = rows_of(t, "gpus")
     if gpus:
         items.append(inline("GPUs: ", joined([inline(Data(g.get("id")), ": ", Data(g.get("name")),
@@ -82,8 +90,9 @@ def how_computed(v: View) -> SectionResult:
     prec = joined([(Code(k),) for k in (ic.get("precedence") or [])], " → ")
     memcpy = v.sec("gpu_time").get("include_memcpy")
     items: List[Any] = [
-        (Strong(("Time base:",)), " timestamps are ms from capture start (the first captured activity); durations "
-         "are in µs, ms or s. ", Code("report.json"), " and ", Code("tables/*.csv"), " keep absolute integer ns."),
+        (Strong(("Time base:",)), " timestamps are ms from trace start (the first traced CUDA or NVTX activity, "
+         "not the session's start); durations are in µs, ms or s. ", Code("report.json"), " and ",
+         Code("tables/*.csv"), " keep absolute integer ns."),
         (Strong(("Analysis window:",)), " the whole capture, or the steady state left after trimming warm-up and "
          "idle tail (", Code("window"), " in report.json); every rate, share and finding uses it unless labelled ",
          Em(("whole capture",)), "."),

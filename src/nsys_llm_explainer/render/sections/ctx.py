@@ -20,15 +20,15 @@ class View(ReportView):
     """The report dict and the settings of one rendering."""
 
     def at(self, ns: Any) -> str:
-        """A timestamp as ms from capture start (``window.full_start_ns``)."""
+        """A timestamp as ms from trace start (``window.full_start_ns``)."""
         return fmt_at(ns, self.t0)
 
     def span(self, start: Any, end: Any) -> str:
-        """``start → end`` as ms from capture start."""
+        """``start → end`` as ms from trace start."""
         return f"{fmt_at(start, self.t0, unit=False)} → {fmt_at(end, self.t0)}"
 
     def rel_ms(self, ns: Any) -> Optional[float]:
-        """A timestamp as ms from capture start, for a chart coordinate."""
+        """A timestamp as ms from trace start, for a chart coordinate."""
         t0 = self.t0
         if not isinstance(ns, (int, float)) or isinstance(ns, bool) or not isinstance(t0, (int, float)):
             return None

@@ -26,7 +26,7 @@ from ..document import (
 from .ctx import View
 
 WINDOW_METHOD = {
-    "full": ("whole capture",),
+    "full": ("whole trace",),
     "auto": ("steady state (auto-detected)",),
     "override": ("set by ", Code("--window")),
     "nvtx": ("set by ", Code("--window-nvtx")),
@@ -34,12 +34,12 @@ WINDOW_METHOD = {
 
 
 def window_line(v: View) -> Inline:
-    """The analysis window stated once: method, start → end from capture start, length, why."""
+    """The analysis window stated once: method, start → end from trace start, length, why."""
     w = v.window
     method = WINDOW_METHOD.get(str(w.get("method")), (Data(w.get("method")),))
-    where = f"{v.span(w.get('start_ns'), w.get('end_ns'))} from capture start ({fmt_dur(w.get('window_ns'))}"
+    where = f"{v.span(w.get('start_ns'), w.get('end_ns'))} from trace start ({fmt_dur(w.get('window_ns'))}"
     if w.get("start_ns") != w.get("full_start_ns") or w.get("end_ns") != w.get("full_end_ns"):
-        where += f" of the {v.at(w.get('full_end_ns'))} capture"
+        where += f" of the {v.at(w.get('full_end_ns'))} traced span"
     reason = (" ", Rich(w.get("reason"), lead=True)) if w.get("reason") else None
     return inline(Strong(("Window:",)), " ", method, f", {where}).", reason)
 
@@ -51,6 +51,21 @@ def _device_busy(d: Any) -> Inline:
     did = d.get("device_id")
     return inline(f"device {did} ", Value(fmt_pct(d.get("busy_pct")), f"devices.{did}.busy_pct", d.get("busy_pct")),
                   " %")
+
+
+def session_line(v: View) -> Inline:
+    """The session as the export records it, stated once, when the CUDA activity starts or ends far from its
+    edges (analyses/trace/session.py); empty otherwise."""
+    s = v.sec("trace").get("session")
+    if not isinstance(s, dict) or not s.get("placed") or not (s.get("starts_far") or s.get("ends_far")):
+        return ()
+    t0, t1 = num(s.get("start_ns")), num(s.get("end_ns"))
+    c0, c1 = num(s.get("cuda_start_ns")), num(s.get("cuda_end_ns"))
+    if t0 is None or t1 is None or c0 is None or c1 is None:
+        return ()
+    return inline(Strong(("Session:",)), f" {fmt_dur(s.get('duration_ns'))} long as the export records it; its CUDA "
+                  f"activity ({fmt_dur(c1 - c0)}) starts {fmt_dur(c0 - t0)} after the session's start and ends "
+                  f"{fmt_dur(t1 - c1)} before its end: the rest of the session has no CUDA activity.")
 
 
 def _busy(v: View, busy: float) -> Inline:
@@ -124,6 +139,9 @@ def sec_title(v: View) -> SectionResult:
     elif _no_busy(v):
         out.append(Paragraph(_no_busy(v), brk=BR))
     out.append(Paragraph(window_line(v), brk=BR))
+    session = session_line(v)
+    if session:
+        out.append(Paragraph(session, brk=BR))
     cause = _cause(v)
     if cause:
         out.append(Paragraph(cause, brk=BR))

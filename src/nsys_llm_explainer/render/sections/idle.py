@@ -86,7 +86,7 @@ def _histogram(d: Row) -> Optional[Paragraph]:
 
 def cause_table(v: View, causes: Sequence[Row], other: Optional[Row], samples: bool, tid: str) -> TablePart:
     cols = tuple(c for c in IDLE_CAUSES.cols if c is not CAUSE_COL) + (
-        show_col("example gap (from capture start)", lambda r: _example(v, r)),) + ((CAUSE_COL,) if samples else ())
+        show_col("example gap (from trace start)", lambda r: _example(v, r)),) + ((CAUSE_COL,) if samples else ())
     if other and num(other.get("count")):
         return TablePart(cols, list(causes[: int(other.get("after_rows") or 0)]), (_other_row(other),), tid)
     return TablePart(cols, list(causes), (), tid)
@@ -163,7 +163,7 @@ def sec_gaps(v: View) -> SectionResult:
         return Omitted("Largest idle gaps", "no idle gaps in the window")
     limit = min(v.top, 5)
     shown = sorted(rows, key=lambda r: -(num(r.get("duration_ns")) or 0))[:limit]
-    cols = (show_col("start (from capture start)", lambda r: v.at(r.get("start_ns")), True, lambda r: r.get("start_ns"),
+    cols = (show_col("start (from trace start)", lambda r: v.at(r.get("start_ns")), True, lambda r: r.get("start_ns"),
                      "start_ns"),
             show_col("device", lambda r: Data(r.get("device_id")), True, lambda r: r.get("device_id"), "device_id")) \
         + GAPS.cols

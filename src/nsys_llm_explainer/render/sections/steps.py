@@ -95,7 +95,7 @@ def series_chart(v: View, st: Row) -> Figure:
     shown = plotted_steps(st)
     cap = inline(f"Wall time of each step at its start; {_how(st, shown)}. Text equivalent: report.json ",
                  Code("steps.rows"), ", ", Code("tables/steps.csv"), "; the slowest steps are listed below.")
-    lay = layout(320, "step start, ms from capture start", "step wall time (ms)")
+    lay = layout(320, "step start, ms from trace start", "step wall time (ms)")
     walls = [w for w in (r.get("wall_ns") for r in shown) if isinstance(w, int) and w > 0]
     if walls and max(walls) > LOG_RATIO * min(walls):
         lay["yaxis"]["type"] = "log"

@@ -108,7 +108,7 @@ def _gap_marks(ctx: View, gaps: Sequence[Row]) -> Dict[str, List[Dict[str, Any]]
 
 
 def _bins(ctx: View, edges: List[int]) -> Dict[str, Any]:
-    """Bar positions shared by every trace of a device: bin start (ms from capture start) and width (ms)."""
+    """Bar positions shared by every trace of a device: bin start (ms from trace start) and width (ms)."""
     return {"x": [ctx.rel_ms(e) for e in edges[:-1]], "width": [ms_value(b - a) for a, b in zip(edges[:-1], edges[1:])]}
 
 
@@ -140,7 +140,7 @@ def _traces(ctx: View, dev: Row, n: int, unit: str) -> List[Dict[str, Any]]:
 
 def _gap_table(v: View, tid: str, gaps: Sequence[Row]) -> TablePart:
     cols = (show_col("#", lambda r: str(r.get("_rank")), True, lambda r: r.get("_rank")),
-            show_col("start (ms from capture start)", lambda r: fmt_at(r.get("start_ns"), v.t0, unit=False), True,
+            show_col("start (ms from trace start)", lambda r: fmt_at(r.get("start_ns"), v.t0, unit=False), True,
                      lambda r: r.get("start_ns"), "start_ns"),
             show_col("duration (ms)", lambda r: fmt_ms(r.get("duration_ns")), True, lambda r: r.get("duration_ns"),
                      "duration_ns"),
@@ -168,7 +168,7 @@ def _figure(v: View, i: int, dev: Row, edges: List[int], gaps: List[Row]) -> Fig
     marks = _window_marks(v)
     gm = _gap_marks(v, gaps)
     x_range = _x_range(v)
-    lay = layout(340, "ms from capture start", f"{unit} of each bin", barmode="stack", bargap=0,
+    lay = layout(340, "ms from trace start", f"{unit} of each bin", barmode="stack", bargap=0,
                  hovermode="x unified", shapes=marks["shapes"] + gm["shapes"],
                  annotations=marks["annotations"] + gm["annotations"])
     lay["margin"]["t"] = 40

@@ -10,7 +10,8 @@ the generator from its planted intervals over ``idle_window_ns`` (see ``idle_mod
 
 Modules: ``names`` / ``names_train`` (kernel names and step shapes), ``sim`` / ``rank`` / ``steps`` (the
 simulator), ``idle_model`` (planted idle causes), then the scenarios grouped by theme: ``serving``,
-``stalls``, ``graphs``, ``copies``, ``one_time``, ``compute``, ``waits``, ``unified_memory``, ``devices``.
+``stalls``, ``graphs``, ``copies``, ``one_time``, ``compute``, ``waits``, ``unified_memory``, ``step_sync``,
+``threads``, ``devices``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .samples import host_samples
 from .serving import demo, dominant_kernel, healthy, launch_bound, per_token_sync, warmup_tail
 from .stalls import alloc_in_loop, host_gap, nccl_straggler, pageable_h2d
 from .step_sync import step_sync_host_work
+from .threads import colliding_thread_names
 from .unified_memory import unified_memory
 from .waits import launcher_waits_io, nvtx_host_range, nvtx_load_launch_bound, queued_dependency
 
@@ -85,6 +87,7 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     # several host threads (issue 21): a launcher that waits on I/O worker threads
     "launcher_waits_io": launcher_waits_io,
     "copies_only_gpu": copies_only_gpu,   # a second GPU that only receives copies (devices[].role)
+    "colliding_thread_names": colliding_thread_names,   # threads sharing a name: labelled `name (tid N)`
 }
 
 

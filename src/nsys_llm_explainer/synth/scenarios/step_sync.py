@@ -15,7 +15,7 @@ is ``launch`` and the rest ``host_cpu``; the wait ``W_i = L_i − s_i``; the ove
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from .rank import Rank
 from .sim import US, Sim
 from .steps import forward, sample, write_trace
 
-__all__ = ["step_sync_host_work"]
+__all__ = ["step_sync_host_work", "step_sync_loop"]
 
 OS_CALL = "pthread_mutex_lock"
 
@@ -33,9 +33,21 @@ def _q(x: List[int], p: float) -> float:
     return float(np.percentile(np.asarray(x, np.float64), p)) if x else 0.0
 
 
+#: ``extra(sim, rank, syncs)``: more rows written with the step-sync loop (other threads of its process), given
+#: the sync points ``(s, e, L)``; returns facts added to the scenario's
+Extra = Callable[[Sim, Rank, List[Tuple[int, int, int]]], Dict[str, Any]]
+
+
 def step_sync_host_work(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
+    return step_sync_loop(path, seed, flavor)
+
+
+def step_sync_loop(path: str, seed: int = 0, flavor: Optional[str] = None, *, pid: int = 21001,
+                   extra: Optional[Extra] = None) -> Dict[str, Any]:
+    """The loop of :func:`step_sync_host_work` by process ``pid``; ``extra`` adds rows before the trace is
+    written."""
     sim = Sim(flavor or "2024.2", seed)
-    r = Rank(sim, 21001, 0)
+    r = Rank(sim, pid, 0)
     sim.b.gpu(0)
     layers, steps = 16, 30
     syncs: List[Tuple[int, int, int]] = []         # (s, e, L) per sync point
@@ -71,6 +83,7 @@ def step_sync_host_work(path: str, seed: int = 0, flavor: Optional[str] = None) 
     nk, na = len(kern_rows), len(api_rows)
     r.launch(K.RMS_NORM, 2500, grid=(32, 1, 1))          # a finalize kernel after the last sync (no sync follows)
     first_launch_after(nk, na)
+    added = extra(sim, r, syncs) if extra is not None else {}
     write_trace(sim, path)
 
     n = len(syncs)
@@ -109,4 +122,5 @@ def step_sync_host_work(path: str, seed: int = 0, flavor: Optional[str] = None) 
         os_call=OS_CALL,
         first_sync_end_ns=ends[0], last_sync_end_ns=ends[-1],
     )
+    f.update(added)
     return f

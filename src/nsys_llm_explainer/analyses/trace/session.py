@@ -1,0 +1,95 @@
+"""The capture as recorded: the profiling session's length and where the CUDA activity lies in it
+(docs/METRICS.md, "Session and CUDA activity").
+
+The export records the session's length in ``ANALYSIS_DETAILS.duration`` (or ``stopTime − startTime`` when
+``duration`` is absent). Its timestamps are ns since the session start (SCHEMA.md §2.2), plus
+``TARGET_INFO_SESSION_START_TIME.utcEpochNs`` when the export was normalised to UTC
+(``EXPORT_PARAM_TIME_NORMALIZE``) and plus the shift of ``--ts-shift`` (``EXPORT_CONFIG_TIME_SHIFT``): so the
+session is ``[origin, origin + duration)`` with ``origin = shift + (utcEpochNs if normalised else 0)``.
+``ANALYSIS_DETAILS.startTime`` is never the origin (a host-clock value in 2026.x exports; in one 2023 export it
+lies 41 s after every event).
+
+The CUDA activity is first start → last end of the CUDA rows (kernels, memcpy, memset, sync, graph-trace rows,
+CUDA API calls; not NVTX). It *starts far* from the session's start when the session ran more than
+:data:`FAR_SHARE` of its length **and** more than :data:`FAR_NS` before it; it *ends far* likewise before the
+session's end. ``placed`` is false when the CUDA activity does not lie inside the session (a timeline the rule
+above does not describe): the length is then stated, the positions are not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ...jsonable import json_ready
+from ...model.trace import TraceModel, trace_edge
+
+#: a gap between the session's edge and the CUDA activity is *far* when it exceeds both this share of the
+#: session …
+FAR_SHARE = 0.10
+#: … and this many ns
+FAR_NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class SessionSpan:
+    """The session as the export records it, and the CUDA activity's place in it (module docstring)."""
+
+    duration_ns: int                 # the session's length (ANALYSIS_DETAILS.duration)
+    start_ns: Optional[int]          # the session's start on the export's timeline; None: unknown (no utcEpochNs)
+    end_ns: Optional[int]            # start_ns + duration_ns
+    cuda_start_ns: Optional[int]     # first CUDA activity (None: no CUDA row)
+    cuda_end_ns: Optional[int]       # last CUDA activity
+    placed: bool                     # the CUDA activity lies inside [start_ns, end_ns]
+    starts_far: bool                 # placed, and cuda_start_ns − start_ns > max(FAR_SHARE × duration, FAR_NS)
+    ends_far: bool                   # placed, and end_ns − cuda_end_ns > max(FAR_SHARE × duration, FAR_NS)
+
+    @property
+    def far(self) -> bool:
+        return self.starts_far or self.ends_far
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({
+            "duration_ns": self.duration_ns, "start_ns": self.start_ns, "end_ns": self.end_ns,
+            "cuda_start_ns": self.cuda_start_ns, "cuda_end_ns": self.cuda_end_ns, "placed": self.placed,
+            "starts_far": self.starts_far, "ends_far": self.ends_far})
+
+
+def _int(v: Any) -> Optional[int]:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        return None
+    try:
+        return int(str(v).strip() or "x") if isinstance(v, str) else int(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def export_clock(meta: Mapping[str, List[str]]) -> Tuple[bool, int]:
+    """(timestamps normalised to UTC epoch ns, ``--ts-shift`` ns) from the export metadata (SCHEMA.md §2.2)."""
+    norm = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or ["false"])[0].strip().lower() in ("true", "1", "yes")
+    for k in ("EXPORT_CONFIG_TIME_SHIFT", "EXPORT_PARAM_TIME_SHIFT"):
+        v = meta.get(k)
+        if v:
+            s = _int(v[0])
+            if s is not None:
+                return norm, s
+    return norm, 0
+
+
+def analyze_session(model: TraceModel) -> Optional[SessionSpan]:
+    """The session of ``model`` (None when the export records no positive length)."""
+    duration = _int(model.info.session.get("analysis_duration_ns"))
+    if duration is None or duration <= 0:
+        return None
+    norm, shift = export_clock(model.info.meta)
+    utc = _int(model.info.session.get("utcEpochNs"))
+    start = None if norm and (utc is None or utc <= 0) else shift + (utc if norm and utc is not None else 0)
+    end = None if start is None else start + duration
+    ops = (model.memcpy, model.memset, model.sync, model.graph_trace)
+    c0 = trace_edge(min, model.kernels, model.api, ops, None)
+    c1 = trace_edge(max, model.kernels, model.api, ops, None)
+    placed = start is not None and end is not None and c0 is not None and c1 is not None and start <= c0 <= c1 <= end
+    far_ns = max(FAR_SHARE * duration, FAR_NS)
+    starts_far = placed and c0 is not None and start is not None and c0 - start > far_ns
+    ends_far = placed and c1 is not None and end is not None and end - c1 > far_ns
+    return SessionSpan(duration, start, end, c0, c1, bool(placed), bool(starts_far), bool(ends_far))

@@ -76,10 +76,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "changes: remove them or fuse them into the producing kernel.", framework=_PT_OR_UNKNOWN,
        copies_d2d=(True,)),
     # ---- a copy path sets the pace (findings/copy_path.py)
-    _a("copy_pace.d2d", "Move fewer bytes on the device: device-to-device copies come from `.contiguous()`, "
-       "`torch.cat`, `.clone()`, layout changes and buffer shuffles; use views or preallocated outputs written in "
-       "place, fuse the copy into the kernel that produces or consumes the data, and merge many small copies into "
-       "few large ones.", framework=_PT_OR_UNKNOWN, copies_d2d=(True,)),
+    _a("copy_pace.d2d", "Move fewer bytes on the device: device-to-device copies come from layout changes "
+       "(transposes, making tensors contiguous), concatenation, clones and buffer shuffles; use views or outputs "
+       "written in place, fuse the copy into the kernel that produces or consumes the data, and merge many small "
+       "copies into few large ones.", copies_d2d=(True,)),
     _a("copy_pace.host.resident", "Fewer bytes over the host link: keep what is streamed every step resident on the "
        "GPU when memory allows (weights, KV blocks), or shrink it before it crosses (8-bit or 4-bit quantized weights "
        "move a half or a quarter of the bytes).", copies_host=(True,)),

@@ -49,6 +49,12 @@ TEXT_RULES = [
     (r"In PyTorch, `torch\.compile`|`torch\.compile` also fuses", "torch_compile", {False}),
     (r"`torch\.compile` is (already )?in use", "torch_compile", {True}),
     (r"with CUDA graphs and kernel fusion|capture the step", "cuda_graphs", {False}),
+    # copies (issue 21): pinning only where host copies are pageable, overlap only where copies do not overlap the
+    # kernels already, device-to-device words only for such copies, host-link words only with host copies
+    (r"[Pp]ageable|cudaHostAlloc|cudaHostRegister|pin_memory=True", "host_copies_pageable", {True}),
+    (r"Overlap copies with compute|on a side `torch\.cuda\.Stream`", "copies_overlap_kernels", {False, None}),
+    (r"[Dd]evice-to-device copies", "copies_d2d", {True}),
+    (r"host link|host-to-device and device-to-host|non_blocking=True\)` issued", "copies_host", {True}),
 ]
 
 

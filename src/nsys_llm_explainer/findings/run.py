@@ -21,8 +21,8 @@ from ..analyses.trace.window import WindowResult
 from ..model.trace import TraceModel
 from ..options import Options
 from .base import Finding
-from .copy_path import copy_path_finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
+from .copy_path import copy_path_finding
 from .idle import DeviceKernels, active_devices, idle_findings
 from .kernels import kernel_findings
 from .rank import Headline, headline, rank

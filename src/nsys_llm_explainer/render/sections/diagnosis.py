@@ -25,8 +25,8 @@ from ..document import (
     parts,
 )
 from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, SYNC_APIS
-from .ctx import View, capped
 from .copy_engines import copy_path_parts
+from .ctx import View, capped
 from .step_sync import step_sync_parts
 
 #: rows of the short tables (CUDA API, NVTX) whatever ``--top`` says; all rows are in the CSV files

@@ -10,10 +10,11 @@ One process, one launching thread, device 0; ``STEPS`` steps of ``P`` = 10 ms st
   9.4 ms (94 %), kernels under it 7.5 ms (79.8 % of it), 1.9 ms of it beyond the kernels (all idle GPU time,
   charged to ``copy`` / Device-to-Device); the host copies are 100 % under kernels.
 * ``h2d_pageable_step`` — the same step, with the 4 copies HtoD from pageable memory (28.2 MB each: 12 GB/s;
-  pacing path H2D, with the pinned 25 MB HtoD beside them) and no DtoD copy; the small host copies stay (the DtoH pinned, so the window has both kinds).
+  pacing path H2D, with the pinned 25 MB HtoD under the first of them) and no DtoD copy; the pinned DtoH stays.
 
-The host thread issues step ``k`` in ``[t − 0.2, t − 0.05)`` ms (launch / copy calls of 10 µs, 5 µs apart), then
-waits in ``cudaStreamSynchronize`` until ``t + 9.45`` ms, then runs Python work until the next issue; NVTX range ``step`` spans ``[t − 0.2, t + 9.79)`` ms (the steps).
+The host thread issues step ``k`` in ``[t − 0.2, t − 0.07)`` ms (9 copy / launch calls of 10 µs, 5 µs apart), then
+waits in ``cudaStreamSynchronize`` from ``t − 0.05`` to ``t + 9.45`` ms, then runs Python work until the next issue;
+the NVTX range ``step`` spans ``[t − 0.2, t + 9.79)`` ms (the steps).
 """
 
 from __future__ import annotations
@@ -48,26 +49,26 @@ def _step(r: Rank, t: int, pace_kind: int, pace_src: int, pace_dst: int, pace_by
     b.nvtx_push_pop(a, t + STEP_END, "step", tid_g=g)
     rows: List[Tuple[int, int, str]] = []
 
-    def call(name: str) -> Tuple[int, int]:
+    def call() -> Tuple[int, int]:
         nonlocal a
         span = (a, a + 10 * US)
         a += 15 * US
         return span
 
     for s, e in D2D_COPIES:
-        a0, a1 = call("copy")
+        a0, a1 = call()
         corr = b.runtime(a0, a1, tid_g=g, name="cudaMemcpyAsync_v3020")
         b.memcpy(t + s, t + e, pid=pid, bytes=pace_bytes, copy_kind=pace_kind, src_kind=pace_src, dst_kind=pace_dst,
                  device=0, stream=20, corr=corr)
         rows.append((t + s, t + e, "pace"))
     for (s, e, nb), kind, src, dst in ((H2D, 1, 1, 2), (D2H, 2, 2, 1)):
-        a0, a1 = call("copy")
+        a0, a1 = call()
         corr = b.runtime(a0, a1, tid_g=g, name="cudaMemcpyAsync_v3020")
         b.memcpy(t + s, t + e, pid=pid, bytes=nb, copy_kind=kind, src_kind=src, dst_kind=dst, device=0, stream=21,
                  corr=corr)
         rows.append((t + s, t + e, "H2D" if kind == 1 else "D2H"))
     for (s, e), name in zip(GEMMS, GEMM_NAMES):
-        a0, a1 = call("gemm")
+        a0, a1 = call()
         b.launch(a0, a1, t + s, t + e, pid=pid, tid=r.tid, device=0, stream=7, name=name, grid=(132, 1, 1),
                  block=(256, 1, 1))
         r.sim.record(r.key, t + s, t + e, name)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import re
 import sqlite3
+import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -744,6 +745,44 @@ def um_overlap_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
                     if c.device == device_id and c.detail.startswith("Unified")), w0, w1))
     both = total(k) + total(m) - total(union(k + m))
     return 100.0 * both / total(k) if total(k) else 0.0
+
+
+COPY_PATHS = {"Host-to-Device": "H2D", "Host-to-Array": "H2D", "Device-to-Host": "D2H", "Array-to-Host": "D2H",
+              "Device-to-Device": "D2D", "Array-to-Array": "D2D", "Array-to-Device": "D2D", "Device-to-Array": "D2D",
+              "Peer-to-Peer": "P2P", "Host-to-Host": "H2H", "memset": "memset"}
+
+
+def copy_path_of(detail: str) -> str:
+    """The copy path of a copy row's detail (direction label, `` (pageable)`` dropped): docs/METRICS.md."""
+    d = detail[: -len(" (pageable)")] if detail.endswith(" (pageable)") else detail
+    return "Unified" if d.startswith("Unified") else COPY_PATHS.get(d, "other")
+
+
+def _copy_path_sets(tr: Trace, w0: int, w1: int, device_id: int, path: str):
+    k = union(clip(((g.start, g.end) for g in tr.activity if g.device == device_id), w0, w1))
+    c = union(clip(((x.start, x.end) for x in tr.copies
+                    if x.device == device_id and copy_path_of(x.detail) == path), w0, w1))
+    return k, c
+
+
+def copy_path_metric(tr: Trace, w0: int, w1: int, device_id: int, path: str, metric: str,
+                     steps: Sequence[Tuple[int, int]] = ()) -> float:
+    """``copy_path_busy_pct`` = 100 · |C| / window; ``copy_path_overlap_pct`` = 100 · |C ∩ K| / |C|;
+    ``copy_path_step_busy_pct`` = median over the steps (clipped to the window, positive length) of
+    100 · |C ∩ step| / |step|. C = union of the path's copies, K = kernels + graph executions, in [w0, w1)."""
+    k, c = _copy_path_sets(tr, w0, w1, device_id, path)
+    if metric == "copy_path_busy_pct":
+        return 100.0 * total(c) / (w1 - w0)
+    if metric == "copy_path_overlap_pct":
+        both = total(k) + total(c) - total(union(k + c))
+        return 100.0 * both / total(c) if total(c) else 0.0
+    assert metric == "copy_path_step_busy_pct", metric
+    shares = []
+    for a, b in steps:
+        a, b = max(a, w0), min(b, w1)
+        if b > a:
+            shares.append(100.0 * total(clip(c, a, b)) / (b - a))
+    return statistics.median(shares)
 
 
 # ----------------------------------------------------------------------------- per-step synchronization

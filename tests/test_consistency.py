@@ -42,7 +42,8 @@ DETAIL_KINDS = {"queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "mo
 VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct",
               "kernel_count", "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "busy_ns",
               "host_overhead_pct", "claimed_pct_of_window", "um_overlap_pct_of_kernel_time",
-              "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct"}
+              "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
+              "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct"}
 NS_METRICS = {"kernel_p50_ns", "busy_ns", "kernel_count"}   # integer-valued: compared within 1
 GPU_BOUND_PCT = 85.0   # docs/FINDINGS.md: busy % from which a "GPU-bound / sets the step time" claim is allowed
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
@@ -364,6 +365,9 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         return rm.um_overlap_pct(ctx.ref, *w, dev)
     if metric in ("step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct"):
         return rm.step_sync_metric(ctx.step_sync(w), ctx.causes(w), dev, metric)
+    if metric.startswith("copy_path_"):   # steps: the tool's step rows (step detection is checked on its own)
+        steps = [(int(r["start_ns"]), int(r["end_ns"])) for r in (ctx.report.get("steps") or {}).get("rows") or []]
+        return rm.copy_path_metric(ctx.ref, *w, dev, scope["detail"], metric, steps)
     raise AssertionError(f"unknown metric {metric!r}: the vocabulary of MODEL.md is closed")
 
 

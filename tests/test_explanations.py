@@ -51,6 +51,12 @@ TEXT_RULES = [
     (r"with CUDA graphs and kernel fusion|capture the step", "cuda_graphs", {False}),
     (r"outside CUDA calls and OS calls that wait", "os_runtime", {True}),
     (r"OS calls were not traced", "os_runtime", {False}),
+    # copies (issue 21): pinning only where host copies are pageable, overlap only where copies do not overlap the
+    # kernels already, device-to-device words only for such copies, host-link words only with host copies
+    (r"[Pp]ageable|cudaHostAlloc|cudaHostRegister|pin_memory=True", "host_copies_pageable", {True}),
+    (r"Overlap copies with compute|on a side `torch\.cuda\.Stream`", "copies_overlap_kernels", {False, None}),
+    (r"[Dd]evice-to-device copies", "copies_d2d", {True}),
+    (r"host link|host-to-device and device-to-host|non_blocking=True\)` issued", "copies_host", {True}),
 ]
 
 

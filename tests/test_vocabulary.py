@@ -14,7 +14,7 @@ from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, HOST_PIECE_KI
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src" / "nsys_llm_explainer" / "report_schema.json").read_text(encoding="utf-8"))
-COMPOSITES = ("host_overhead", "step_sync")   # finding causes that span several kinds
+COMPOSITES = ("host_overhead", "step_sync", "copy_path")   # finding causes that span several kinds
 
 
 def _enums(node, path=""):

@@ -36,6 +36,7 @@ from .analyses.kernels.categories import CategoryResult, analyze_categories
 from .analyses.kernels.stats import GROUPINGS, NESTED, KernelStats, kernel_stats
 from .analyses.kernels.summary import KernelSummary, analyze_kernels
 from .analyses.kernels.traits import KernelTraitsResult, analyze_kernel_traits
+from .analyses.memory.copy_engines import CopyEnginesResult, analyze_copy_engines
 from .analyses.memory.memcpy import analyze_memcpy
 from .analyses.memory.traffic import MemoryResult, analyze_memory
 from .analyses.memory.unified import UnifiedMemoryResult, analyze_unified_memory
@@ -175,6 +176,12 @@ def _memory(steady: TraceModel, steps: StepResult) -> MemoryResult:
     return analyze_memory(steady, bounds)
 
 
+def _copy_engines(model: TraceModel, steady: TraceModel, window: WindowResult, steps: StepResult
+                  ) -> CopyEnginesResult:
+    bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
+    return analyze_copy_engines(model, steady, window.start_ns, window.end_ns, bounds)
+
+
 def _unified_memory(model: TraceModel, steady: TraceModel, window: WindowResult) -> UnifiedMemoryResult:
     return analyze_unified_memory(model, steady, window.start_ns, window.end_ns, window.full_start_ns,
                                   window.full_end_ns)
@@ -222,7 +229,8 @@ STEPS: Tuple[Step, ...] = (
     Step("kernel traits", _traits, ("model", "steady", "trace", "steady_kernel_stats"), ("traits",), "steady"),
     Step("steady kernels", _steady_kernels, ("steady", "steady_kernel_stats"), ("steady_kernels",), "steady"),
     Step("memory", _memory, ("steady", "steps"), ("memory",), "steady"),
-    Step("facts", analyze_facts, ("model", "traits", "graphs"), ("facts",)),
+    Step("copy engines", _copy_engines, ("model", "steady", "window", "steps"), ("copy_engines",), "steady"),
+    Step("facts", analyze_facts, ("model", "traits", "graphs", "copy_engines"), ("facts",)),
     Step("unified memory", _unified_memory, ("model", "steady", "window"), ("unified_memory",), "steady"),
     Step("host samples", _host_samples, ("model", "idle_causes"), ("host_samples",), "steady"),
     Step("waits", _waits, ("steady", "window", "idle_causes", "nvtx"), ("waits",), "steady"),
@@ -230,7 +238,7 @@ STEPS: Tuple[Step, ...] = (
          "steady"),
     Step("findings", run_findings, ("gpu_time", "idle_causes", "traits", "facts", "step_sync", "window",
                                     "steady_kernels", "categories", "graphs", "nccl", "unified_memory",
-                                    "host_samples", "kernels", "attribution", "options", "waits"),
+                                    "host_samples", "kernels", "attribution", "options", "waits", "copy_engines"),
          ("findings", "headline")),
     Step("warnings", _warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
 )

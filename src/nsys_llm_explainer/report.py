@@ -18,6 +18,7 @@ from .analyses.idle.host_samples import HostSamplesResult
 from .analyses.kernels.categories import CategoryResult
 from .analyses.kernels.summary import KernelSummary
 from .analyses.kernels.traits import KernelTraitsResult
+from .analyses.memory.copy_engines import CopyEnginesResult
 from .analyses.memory.memcpy import MemcpyResult
 from .analyses.memory.traffic import MemoryResult
 from .analyses.memory.unified import UnifiedMemoryResult
@@ -75,6 +76,7 @@ class Report:
     unified_memory: UnifiedMemoryResult    # steady and full
     host_samples: HostSamplesResult        # steady
     waits: WaitsResult                     # steady
+    copy_engines: CopyEnginesResult        # steady
     findings: Tuple[Finding, ...]
     headline: Headline
     warnings: Tuple[str, ...]

@@ -50,7 +50,8 @@ def _steady_kernels(report: Report) -> Dict[str, Any]:
 PLACED = frozenset({
     "tool_version", "options", "model", "steady", "trace", "window", "kernels", "steady_kernels", "launch", "sync",
     "cuda_api", "memcpy", "nvtx", "attribution", "gpu_time", "idle_causes", "traits", "phases", "categories",
-    "steps", "graphs", "memory", "nccl", "facts", "step_sync", "unified_memory", "host_samples", "findings",
+    "steps", "graphs", "memory", "nccl", "facts", "step_sync", "unified_memory", "host_samples", "copy_engines",
+    "findings",
     "headline", "warnings", "timings_s"})
 
 
@@ -100,6 +101,7 @@ def _placed(report: Report) -> Dict[str, Any]:
         "nccl": report.nccl.to_dict(),
         "timings_s": dict(report.timings_s),
         "unified_memory": report.unified_memory.to_dict(),
+        "copy_engines": report.copy_engines.to_dict(),   # copy paths over the window (analyses/memory/copy_engines.py)
         "host_samples": json_ready(report.host_samples.to_dict()),
         "step_sync": json_ready(report.step_sync.to_dict()),   # per-step synchronization (analyses/steps/sync.py)
     }

@@ -30,6 +30,11 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "unified_memory": (True, False),
     "nvtx": (True, False),
     "os_runtime": (True, False),
+    # copies in the analysis window (analyses/trace/facts.py)
+    "copies_d2d": (True, False),
+    "copies_host": (True, False),
+    "host_copies_pageable": (True, False, None),
+    "copies_overlap_kernels": (True, False, None),
 }
 
 _PT = ("pytorch",)
@@ -60,15 +65,30 @@ def _a(id: str, text: str, **requires: Tuple[FactValue, ...]) -> Advice:
 #: every advice line of every finding, by id (the one table; findings pick lines by id)
 ADVICE: Dict[str, Advice] = {a.id: a for a in (
     # ---- idle causes
-    _a("copy.overlap", "Overlap copies with compute: issue them on a side stream from pinned memory and prefetch the "
-       "next step's data while this step runs."),
-    _a("copy.overlap.torch", "In PyTorch: `tensor.pin_memory()` and `.to(device, non_blocking=True)` on a side "
-       "`torch.cuda.Stream`.", framework=_PT),
+    _a("copy.overlap", "Overlap copies with compute: issue them asynchronously (`cudaMemcpyAsync`) on a side stream "
+       "and prefetch the next step's data while this step runs.", copies_overlap_kernels=(False, None)),
+    _a("copy.overlap.torch", "In PyTorch: `.to(device, non_blocking=True)` issued on a side `torch.cuda.Stream`, "
+       "with `wait_stream` (or an event) before the consumer uses the tensor.", framework=_PT,
+       copies_host=(True,), copies_overlap_kernels=(False, None)),
     _a("copy.pageable", "Pageable host memory is behind these copies: the driver stages them through its own pinned "
        "buffer (slower, and they cannot overlap compute); allocate the host buffers pinned (`cudaHostAlloc` / "
-       "`cudaHostRegister`) once and reuse them."),
+       "`cudaHostRegister`) once and reuse them.", host_copies_pageable=(True,)),
     _a("copy.d2d", "Device-to-device copies usually come from `.contiguous()`, `torch.cat`, `.clone()` or layout "
-       "changes: remove them or fuse them into the producing kernel.", framework=_PT_OR_UNKNOWN),
+       "changes: remove them or fuse them into the producing kernel.", framework=_PT_OR_UNKNOWN,
+       copies_d2d=(True,)),
+    # ---- a copy path sets the pace (findings/copy_path.py)
+    _a("copy_pace.d2d", "Move fewer bytes on the device: device-to-device copies come from layout changes "
+       "(transposes, making tensors contiguous), concatenation, clones and buffer shuffles; use views or outputs "
+       "written in place, fuse the copy into the kernel that produces or consumes the data, and merge many small "
+       "copies into few large ones.", copies_d2d=(True,)),
+    _a("copy_pace.host.resident", "Fewer bytes over the host link: keep what is streamed every step resident on the "
+       "GPU when memory allows (weights, KV blocks), or shrink it before it crosses (8-bit or 4-bit quantized weights "
+       "move a half or a quarter of the bytes).", copies_host=(True,)),
+    _a("copy_pace.engines", "Use both copy directions at once: host-to-device and device-to-host copies run on "
+       "separate copy engines only when they are issued on different streams; split large transfers into chunks "
+       "pipelined with the kernels that consume them.", copies_host=(True,)),
+    _a("copy_pace.fewer", "A saturated copy engine gains from larger, fewer copies (per-copy overhead) and from not "
+       "copying what the step does not need; the kernels under it only get faster once the copies take less time."),
     _a("queued_latency.fuse", "Each kernel boundary costs a few µs of GPU-side latency even when the work is queued "
        "(CUDA graphs included): fewer, larger kernels (fusion) remove boundaries; programmatic dependent launch "
        "overlaps a kernel's prologue with the previous one."),
@@ -89,9 +109,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("sync_memcpy.async.torch", "In PyTorch: `tensor.to(device, non_blocking=True)` after `pin_memory()`.",
        framework=_PT),
     _a("pageable.pin", "An async copy from pageable memory is staged by the driver and blocks the calling thread: "
-       "allocate the host buffer pinned (`cudaHostAlloc` / `cudaHostRegister`) so the copy is truly async."),
+       "allocate the host buffer pinned (`cudaHostAlloc` / `cudaHostRegister`) so the copy is truly async.",
+       host_copies_pageable=(True,)),
     _a("pageable.pin.torch", "In PyTorch: `tensor.pin_memory()` (or `pin_memory=True` in the `DataLoader`) before "
-       "`.to(device, non_blocking=True)`.", framework=_PT),
+       "`.to(device, non_blocking=True)`.", framework=_PT, host_copies_pageable=(True,)),
     _a("alloc.pool", "Allocate once outside the loop or use a caching / stream-ordered allocator (`cudaMallocAsync` "
        "with a pool); `cudaFree` synchronizes the device."),
     _a("module_load.exclude", "This is paid once per process (lazy module loading, JIT): leave it out of the "
@@ -130,7 +151,8 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "layer's or shard's weights while the GPU computes this one), read in larger blocks, put the files on faster "
        "storage (local NVMe, page cache; GPUDirect Storage for weights), or use more I/O threads."),
     _a("wait.copies", "The threads it waits for are in CUDA copy calls: the copy findings say whether those copies "
-       "are pageable, already overlap the kernels, or are bound by the copy path."),
+       "come from host memory the driver must stage, already run under the kernels, or set the pace on "
+       "their copy path."),
     _a("wait.cpu", "The threads it waits for run code outside OS and CUDA calls: shorten that work or start it "
        "earlier; if they are Python threads they hold the GIL the launching thread needs, so move the work to a "
        "process or to native code that releases the GIL."),

@@ -147,17 +147,23 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
                   capture_start_ns: int, traits: KernelTraitsResult, facts: Mapping[str, Any],
                   claimed: Optional[Claimed] = None, launch_ranges: AbstractSet[str] = frozenset(),
                   samples: Optional[HostSamplesResult] = None, waits: Optional[WaitsResult] = None,
-                  launches_known: bool = True) -> List[Finding]:
+                  launches_known: bool = True, copy_claimed: Optional[Claimed] = None) -> List[Finding]:
     """All idle-cause findings whose checks hold (``facts``: :meth:`analyses.facts.TraceFacts.advice_facts`;
     ``launch_ranges``: the NVTX idle details whose ranges enclose kernel launches; ``samples``: CPU samples
     inside host-side idle, for an evidence line; ``waits``: what other threads did while the launching thread
     waited, for the ``osrt`` finding; ``launches_known``: False when kernels could not be attributed to NVTX ranges,
-    so whether a range launches is not known)."""
+    so whether a range launches is not known; ``claimed`` / ``copy_claimed``: ns the per-step sync / the
+    copy-path finding claim)."""
     if not causes.available or not gpu.available:
         return []
     lb = launch_bound_devices(gpu, kern)
     edges = edge_bin_ns(causes)
-    per_kind, merged = _split(causes, lb, active_devices(gpu), claimed or {}, launch_ranges)
+    taken: Dict[int, Dict[Tuple[str, str], int]] = {}
+    for part in (claimed or {}, copy_claimed or {}):
+        for dv, per in part.items():
+            for key, ns in per.items():
+                taken.setdefault(dv, {})[key] = taken.get(dv, {}).get(key, 0) + ns
+    per_kind, merged = _split(causes, lb, active_devices(gpu), taken, launch_ranges)
     win = {d.device_id: d.window_ns for d in gpu.devices}
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in causes.devices}
@@ -198,6 +204,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         elsewhere = [w for w, ns in (
             ("the launch-bound finding", sum(v for (k, _), v in merged.get(dev, {}).items() if k == kind)),
             ("the per-step sync finding", sum(v for (k, _), v in (claimed or {}).get(dev, {}).items() if k == kind)),
+            ("the copy-path finding", sum(v for (k, _), v in (copy_claimed or {}).get(dev, {}).items() if k == kind)),
             ("the window's edges", edge_ns[dev])) if ns > 0]
         findings_elsewhere = [w for w in elsewhere if w != "the window's edges"]
         quoted = share[dev] if split else table_share   # titles state what the finding itself claims

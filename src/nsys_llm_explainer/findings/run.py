@@ -12,6 +12,7 @@ from ..analyses.idle.host_samples import HostSamplesResult
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.summary import KernelSummary
 from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.memory.copy_engines import CopyEnginesResult
 from ..analyses.memory.unified import UnifiedMemoryResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.steps.sync import StepSyncResult
@@ -22,6 +23,7 @@ from ..model.trace import TraceModel
 from ..options import Options
 from .base import Finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
+from .copy_path import copy_path_finding
 from .idle import DeviceKernels, active_devices, idle_findings
 from .kernels import kernel_findings
 from .rank import Headline, headline, rank
@@ -33,8 +35,8 @@ def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTra
                  step_sync: StepSyncResult, window: WindowResult, steady_kernels: KernelSummary,
                  categories: CategoryResult, graphs: GraphResult, nccl: NcclResult,
                  unified_memory: Optional[UnifiedMemoryResult], host_samples: Optional[HostSamplesResult],
-                 kernels: KernelSummary, att: AttributionResult, opts: Options, waits: Optional[WaitsResult] = None
-                 ) -> Tuple[Tuple[Finding, ...], Headline]:
+                 kernels: KernelSummary, att: AttributionResult, opts: Options, waits: Optional[WaitsResult] = None,
+                 copy_engines: Optional[CopyEnginesResult] = None) -> Tuple[Tuple[Finding, ...], Headline]:
     """Every finding of the typed results, ranked, and the headline (the analysis graph's ``findings`` step)."""
     facts = trace_facts.advice_facts()
     pooled = gpu.pooled() if gpu.available else None
@@ -45,10 +47,12 @@ def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTra
     ran = set(gpu.kernel_devices())
     ss = step_sync_finding(step_sync, facts, ran)   # claims host idle ns before the idle findings
     found += [ss] if ss is not None else []
+    cp, cp_claimed = copy_path_finding(copy_engines, causes, active_devices(gpu) if gpu.available else None, facts)
+    found += [cp] if cp is not None else []     # claims the copy idle ns of its path before the idle findings
     found += idle_findings(causes, gpu, kern, window.full_start_ns, traits, facts,
                            launch_ranges=att.launch_range_details() if att.available else frozenset(),
                            samples=host_samples, claimed=claimed_ns(step_sync, ss), waits=waits,
-                           launches_known=att.available)
+                           launches_known=att.available, copy_claimed=cp_claimed)
     top = steady_kernels.by_name if steady_kernels.available else ()
     cats = categories.overall if categories.available else ()
     found += kernel_findings(gpu, traits, top, cats, facts)

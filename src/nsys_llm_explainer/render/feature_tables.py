@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import abc
 from typing import List
 
-from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_ms
+from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms
 from .base import Row, rows_of, section
 from .document import Rich
 from .table import Col, Table, csv_col, dur_col, int_col, name_col, pct_col, raw, text_col, with_fields
@@ -69,6 +69,31 @@ UNIFIED_MEMORY_BREAKDOWN = Table("unified_memory_breakdown.csv", (
         "total_ns"),
     int_col("page_faults", "page_faults", "page faults"),
 ), um_breakdown_rows)
+
+
+# ---- copy paths (report.json ``copy_engines``: analyses/memory/copy_engines.py): one row per (device, path)
+def copy_path_rows(report: Row) -> List[Row]:
+    return rows_of(section(report, "copy_engines"), "paths")
+
+
+COPY_PATHS = Table("copy_paths.csv", (
+    int_col("device_id", "device_id", "device"),
+    text_col("path", "path", "path", True),
+    csv_col("label"),
+    int_col("count", "count", "copies"),
+    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.get("bytes")), True, raw("bytes"), "bytes"),
+    dur_col("busy_ns", "busy", "busy"),
+    pct_col("busy_pct", "busy_pct", "% of window"),
+    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(r.get("gb_per_s"), 1), True,
+        raw("gb_per_s"), "gb_per_s"),
+    dur_col("kernel_overlap_ns", "kernel_overlap", "under kernels"),
+    pct_col("overlap_pct", "overlap_pct", "% under kernels"),
+    dur_col("beyond_kernels_ns", "beyond_kernels", "no kernel"),
+    int_col("pageable_count", "pageable_count", "pageable"),
+    csv_col("pageable_bytes", "steps"),
+    pct_col("step_busy_pct_p50", "step_busy_pct_p50", "median step busy %"),
+    csv_col("bytes_per_step_p50"),
+), copy_path_rows)
 
 
 # ---- per-step synchronization (analyses/steps/sync.py): one row per (launching thread, device)

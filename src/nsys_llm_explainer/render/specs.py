@@ -14,7 +14,7 @@ from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
 from .base import Row, rows_of, section
 from .document import Cell, Code, Data, Inline, inline, joined
 from .escape import shorten
-from .feature_tables import STEP_SYNC, THREAD_WAITS, UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
+from .feature_tables import COPY_PATHS, STEP_SYNC, THREAD_WAITS, UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
 from .host_samples import CAUSE_COL, HOST_SAMPLES, attach
 from .table import (
     Col,
@@ -399,4 +399,5 @@ CSV_TABLES: List[Table] = [
     HOST_SAMPLES,
     STEP_SYNC,   # per-step synchronization
     THREAD_WAITS,   # what other threads did while the launching thread waited
+    COPY_PATHS,  # copy engines as a resource
 ]

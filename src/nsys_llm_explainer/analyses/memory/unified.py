@@ -221,7 +221,7 @@ def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dic
     return tuple(MigrationGroup(k, lab, n, b, t) for k, lab, n, (b, t) in _grouped(key, (nbytes, dur), label))
 
 
-def _kernel_union(m: TraceModel, d: int) -> iv.IntervalUnion:
+def kernel_union(m: TraceModel, d: int) -> iv.IntervalUnion:
     """Union of the kernel and whole-graph-execution intervals of device ``d``."""
     parts_s: List[np.ndarray] = []
     parts_e: List[np.ndarray] = []
@@ -283,7 +283,7 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     for d in sorted(set(np.unique(dev).tolist()) | set(np.unique(fdev).tolist())):
         sel = np.nonzero(dev == d)[0]
         mig = iv.union_blocks(s[sel], e[sel])
-        ku = _kernel_union(m, d)
+        ku = kernel_union(m, d)
         over = int(iv.overlap_length(ku, mig.start, mig.end).sum()) if len(mig) and len(ku) else 0
         kb = ku.length
         fsel = np.nonzero(fdev == d)[0]

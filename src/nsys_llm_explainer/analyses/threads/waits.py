@@ -236,7 +236,7 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
     o_n = np.asarray(osrt["name_idx"], np.int64)
     wait_of_name = class_codes(osrt.names) == CLASSES.index("wait")
     is_wait = wait_of_name[o_n]
-    labels = dict(model.thread_names)
+    labels = model.thread_labels            # names as every output shows them (`name (tid N)` on collisions)
     found: List[LauncherWaits] = []
     for g, devs in launchers.items():
         rows = np.nonzero((o_g == g) & is_wait & (o_e > o_s))[0]

@@ -22,6 +22,12 @@
 * **nvtx** — the trace holds NVTX ranges; ``nvtx_threads``: the threads that opened them (name, ranges).
 * **os_runtime** — the trace holds OS-runtime calls (``OSRT_API``, ``--trace=osrt``): only then can a thread
   inside an NVTX range be told to run rather than wait.
+* **Copies** (over the analysis window, from :mod:`analyses.memory.copy_engines`): ``copies_d2d`` — a
+  device-to-device (``D2D``) or peer (``P2P``) copy ran; ``copies_host`` — a host copy (``H2D`` / ``D2H``) ran;
+  ``host_copies_pageable`` — True when at least one host copy is from/to pageable memory, False when every
+  host copy is pinned, None without host copies; ``copies_overlap_kernels`` — True when, pooled over the devices
+  that ran kernels in the window, at least :data:`COPY_OVERLAP_PCT` % of the copies' busy time (union of every
+  copy and memset) has a kernel running (Σ |C ∩ K| / Σ |C|), False below, None when no such device has copies.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import numpy as np
 from ...model.trace import TraceModel
 from ..api.graphs import GraphResult
 from ..kernels.traits import KernelTraitsResult
+from ..memory.copy_engines import HOST_PATHS, CopyEnginesResult
 from ..memory.unified import UM_COPY_KINDS
 
 #: compute-capability major (and minor where it matters) → (architecture, tensor-core datatypes)
@@ -65,6 +72,8 @@ _NAME_CC: Tuple[Tuple[re.Pattern[str], Tuple[int, int]], ...] = tuple((re.compil
     (r"k80|k40|kepler", (3, 7)),
 ))
 DATATYPES = ("FP16", "BF16", "TF32", "INT8", "FP8")
+#: share (%) of copy busy time under kernels from which copies "already overlap kernels"
+COPY_OVERLAP_PCT = 50.0
 _FRAMEWORK = {"vllm": "pytorch", "sglang": "pytorch", "pytorch": "pytorch", "tensorflow": "tensorflow",
               "jax": "jax", "tensorrt": "tensorrt", "trtllm": ""}
 
@@ -114,6 +123,11 @@ class TraceFacts:
     nvtx: bool
     nvtx_threads: Tuple[NvtxThread, ...]
     os_runtime: bool = False
+    copies_d2d: bool = False
+    copies_host: bool = False
+    host_copies_pageable: Optional[bool] = None
+    copies_overlap_kernels: Optional[bool] = None
+    copy_overlap_pct: Optional[float] = None     # Σ |C ∩ K| / Σ |C| · 100 behind copies_overlap_kernels
 
     def supports(self, dtype: str) -> Optional[bool]:
         """Whether the tensor cores of every known GPU that ran kernels (of every known GPU, when kernels cannot
@@ -128,7 +142,10 @@ class TraceFacts:
                 "gpu_fp16_tensor_cores": self.supports("FP16"), "gpu_tf32": self.supports("TF32"),
                 "gpu_bf16": self.supports("BF16"), "gpu_fp8": self.supports("FP8"),
                 "cuda_graphs": self.cuda_graphs, "torch_compile": self.torch_compile, "cpu_samples": self.cpu_samples,
-                "unified_memory": self.unified_memory, "nvtx": self.nvtx, "os_runtime": self.os_runtime}
+                "unified_memory": self.unified_memory, "nvtx": self.nvtx, "os_runtime": self.os_runtime,
+                "copies_d2d": self.copies_d2d,
+                "copies_host": self.copies_host, "host_copies_pageable": self.host_copies_pageable,
+                "copies_overlap_kernels": self.copies_overlap_kernels}
 
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
@@ -167,7 +184,24 @@ def gpu_fact(g: Mapping[str, object]) -> Optional[GpuFact]:
     return GpuFact(int(gid) if isinstance(gid, int) else None, name, f"{cc[0]}.{cc[1]}", arch, tuple(types), source)
 
 
-def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphResult) -> TraceFacts:
+def copy_facts(ce: Optional[CopyEnginesResult]) -> Dict[str, Any]:
+    """The copy facts of the analysis window (module docstring), as :class:`TraceFacts` fields."""
+    if ce is None or not ce.available:
+        return {}
+    paths = ce.paths
+    host = [p for p in paths if p.path in HOST_PATHS and p.count]
+    with_k = [d for d in ce.devices if d.kernel_busy_ns > 0 and d.copy_busy_ns > 0]
+    busy = sum(d.copy_busy_ns for d in with_k)
+    pct = 100.0 * sum(d.copy_overlap_ns for d in with_k) / busy if busy else None
+    return {"copies_d2d": any(p.path in ("D2D", "P2P") and p.count for p in paths),
+            "copies_host": bool(host),
+            "host_copies_pageable": any(p.pageable_count for p in host) if host else None,
+            "copies_overlap_kernels": None if pct is None else pct >= COPY_OVERLAP_PCT,
+            "copy_overlap_pct": pct}
+
+
+def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphResult,
+                  copies: Optional[CopyEnginesResult] = None) -> TraceFacts:
     gpus = _with_kernels(tuple(f for f in (gpu_fact(g) for g in model.info.gpus) if f is not None), model)
     graph_ev = ""
     uses_graphs = False
@@ -187,7 +221,7 @@ def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphRe
     return TraceFacts(gpus, traits.workload, traits.workload_evidence, stack, traits.stack_evidence,
                       _FRAMEWORK.get(stack, ""), uses_graphs, graph_ev, compiled, compiled_ev,
                       bool(model.samples is not None and len(model.samples)), um, um_ev, bool(threads),
-                      tuple(threads), bool(model.osrt is not None and len(model.osrt)))
+                      tuple(threads), bool(model.osrt is not None and len(model.osrt)), **copy_facts(copies))
 
 
 def _with_kernels(gpus: Tuple[GpuFact, ...], model: TraceModel) -> Tuple[GpuFact, ...]:

@@ -25,6 +25,7 @@ from ..document import (
     parts,
 )
 from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, SYNC_APIS
+from .copy_engines import copy_path_parts
 from .ctx import View, capped
 from .step_sync import step_sync_parts, waits_parts
 
@@ -98,7 +99,7 @@ def sec_memory(v: View) -> SectionResult:
     note = (f"{fmt_bytes(mc.get('total_bytes'))} copied in {fmt_dur(mc.get('total_ns'))} of copy time "
             "(whole capture)." if rows_of(mc, "by_kind") else "Whole capture.")
     return Section("memory", "Memory copies", parts(para(note), TablePart(MEMCPY.cols, rows, (), "memcpy") if rows
-                                                    else None, bullets(facts)))
+                                                    else None, bullets(facts), *copy_path_parts(v)))
 
 
 def sec_nvtx(v: View) -> SectionResult:

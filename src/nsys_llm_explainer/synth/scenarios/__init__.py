@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from .cluster import CLUSTER_SCENARIOS, build_cluster  # noqa: F401  (multi-file scenarios)
 from .compute import compiled_elementwise, fp32_gemm, fp32_gemm_no_tensor_cores, fp32_gemm_turing, training_step
 from .copies import async_copies, pageable_async_copy
+from .copy_engines import d2d_bound_step, h2d_pageable_step
 from .devices import copies_only_gpu
 from .graphs import cuda_graph_node, graph_level, overlapping_streams
 from .names import K
@@ -81,6 +82,8 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "fp32_gemm_no_tensor_cores": fp32_gemm_no_tensor_cores,
     "compiled_elementwise": compiled_elementwise,
     "unified_memory": unified_memory,
+    "d2d_bound_step": d2d_bound_step,
+    "h2d_pageable_step": h2d_pageable_step,
     # CPU samples inside host-side idle (analyses/idle/host_samples.py)
     "host_samples": host_samples,
     "step_sync_host_work": step_sync_host_work,   # per-step synchronization

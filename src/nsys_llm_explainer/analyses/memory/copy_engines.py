@@ -1,0 +1,216 @@
+"""Copy engines as a resource: per device and copy path, how busy the path is in the steady window, how many
+bytes it moves, at what rate, and how much of it runs under kernels (docs/METRICS.md, "Copy paths").
+
+* **Path** of a copy row: its ``copyKind`` folded to the engine direction it uses (:data:`PATH_OF_KIND`):
+  ``H2D`` (HtoD, HtoA), ``D2H`` (DtoH, AtoH), ``D2D`` (DtoD, AtoA, AtoD, DtoA), ``P2P`` (peer), ``H2H``,
+  ``Unified`` (managed-memory migrations, kinds 11–13), ``other`` (unknown kinds); memset rows are ``memset``.
+  ``H2D`` and ``D2H`` are the *host* paths.
+* Window ``[w0, w1)`` (the analysis window). A row is in it when it intersects it (:mod:`model.clip`'s rule);
+  its interval is clipped to it.
+* ``busy_ns`` (per device, path) = |C| with ``C`` the union of the path's clipped copy intervals (concurrent copies
+  of one path count once); ``busy_pct`` = 100 · busy_ns / window_ns.
+* ``bytes``: each row's bytes **prorated** to the part of it inside the window (``bytes · clipped / duration``; a
+  zero-length row counts whole), summed per path and rounded half up; ``count``: rows in the window.
+* ``gb_per_s`` = bytes / busy_ns (1 byte/ns = 1 GB/s, decimal): the rate the path sustained while busy; None when
+  busy_ns is 0.
+* ``K`` = union of the device's kernel and whole-graph-execution intervals in the window (the busy set of
+  docs/MODEL.md without copies, whatever ``--include-memcpy-in-busy`` says). ``kernel_overlap_ns`` = |C ∩ K|;
+  ``overlap_pct`` = 100 · |C ∩ K| / |C| (0 when |C| = 0): the share of the path's busy time with a kernel running;
+  ``beyond_kernels_ns`` = |C \\ K| (path busy, no kernel: idle GPU time the path holds).
+* ``pageable_count`` / ``pageable_bytes`` (host paths): rows whose source or destination is pageable host
+  memory (``srcKind`` / ``dstKind`` 0), bytes prorated as above.
+* Per step (when steps exist): steps clipped to the window (those left with a positive length);
+  ``step_busy_pct_p50`` = median over them of 100 · |C ∩ step| / |step|; ``bytes_per_step_p50`` = median over them
+  of the prorated bytes of the path's rows whose clipped start lies in the step (0 for a step without one).
+* Per device: ``kernel_busy_ns`` = |K|, ``copy_busy_ns`` = |∪ of every path| and ``copy_overlap_ns`` = its overlap
+  with K (what the ``copies_overlap_kernels`` fact pools).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...jsonable import json_ready
+from ...model import intervals as iv
+from ...model.timeline import MEMCPY_KIND_LABEL
+from ...model.trace import GpuOps, TraceModel
+from ..common.stats import median, round_half_up
+from .unified import kernel_union
+
+#: copyKind → copy path
+PATH_OF_KIND: Dict[int, str] = {1: "H2D", 3: "H2D", 2: "D2H", 4: "D2H", 5: "D2D", 6: "D2D", 7: "D2D", 8: "D2D",
+                                9: "H2H", 10: "P2P", 11: "Unified", 12: "Unified", 13: "Unified"}
+#: every path, in the report's order, with its words
+PATH_LABEL: Dict[str, str] = {"H2D": "Host-to-Device", "D2H": "Device-to-Host", "D2D": "Device-to-Device",
+                              "P2P": "Peer-to-Peer", "H2H": "Host-to-Host", "Unified": "Unified-Memory migration",
+                              "memset": "memset", "other": "other copy kinds"}
+HOST_PATHS = ("H2D", "D2H")
+PAGEABLE = 0
+_CODE = {p: i for i, p in enumerate(PATH_LABEL)}
+_KIND_OF_LABEL = {v: k for k, v in MEMCPY_KIND_LABEL.items()}
+
+
+def path_of_detail(detail: str) -> str:
+    """The copy path of an idle-cause ``copy`` detail (a direction label, `` (pageable)`` optional, or
+    ``memset``)."""
+    d = str(detail)
+    if d == "memset":
+        return "memset"
+    if d.endswith(" (pageable)"):
+        d = d[: -len(" (pageable)")]
+    k = _KIND_OF_LABEL.get(d)
+    return PATH_OF_KIND.get(k, "other") if k is not None else "other"
+
+
+@dataclass(frozen=True)
+class CopyPath:
+    """One copy path of one device over the window (module docstring)."""
+
+    device_id: int
+    path: str
+    label: str
+    count: int
+    bytes: int
+    busy_ns: int
+    busy_pct: float
+    gb_per_s: Optional[float]
+    kernel_overlap_ns: int
+    overlap_pct: float
+    beyond_kernels_ns: int
+    pageable_count: int
+    pageable_bytes: int
+    steps: int                              # steps in the window (0: no steps)
+    step_busy_pct_p50: Optional[float]
+    bytes_per_step_p50: Optional[int]
+
+
+@dataclass(frozen=True)
+class CopyDevice:
+    """A device with copies in the window: its window, kernel busy |K|, and all its copies together."""
+
+    device_id: int
+    window_ns: int
+    kernel_busy_ns: int
+    copy_busy_ns: int
+    copy_overlap_ns: int
+
+
+@dataclass(frozen=True)
+class CopyEnginesResult:
+    available: bool
+    reason: Optional[str]
+    window_start_ns: int = 0
+    window_end_ns: int = 0
+    paths: Tuple[CopyPath, ...] = ()
+    devices: Tuple[CopyDevice, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json_ready({"available": self.available, "reason": self.reason,
+                           "window_start_ns": self.window_start_ns, "window_end_ns": self.window_end_ns,
+                           "paths": [asdict(p) for p in self.paths], "devices": [asdict(d) for d in self.devices]})
+
+    def path(self, device_id: int, path: str) -> Optional[CopyPath]:
+        return next((p for p in self.paths if p.device_id == device_id and p.path == path), None)
+
+
+def _i64(ops: GpuOps, key: str, default: int) -> np.ndarray:
+    v = ops.cols.get(key)
+    return np.full(len(ops), default, np.int64) if v is None else np.asarray(v, np.int64)
+
+
+def _rows(model: TraceModel, w0: int, w1: int) -> Optional[Dict[str, np.ndarray]]:
+    """Copy and memset rows in the window: clipped start/end, device, path code, prorated bytes, pageable."""
+    parts: List[Dict[str, np.ndarray]] = []
+    for ops, is_memset in ((model.memcpy, False), (model.memset, True)):
+        if ops is None or len(ops) == 0 or "device" not in ops.cols:
+            continue
+        s, e = _i64(ops, "start", 0), _i64(ops, "end", 0)
+        e = np.maximum(e, s)
+        keep = (s < w1) & ((e > w0) | ((e == s) & (s >= w0)))
+        if not keep.any():
+            continue
+        s, e = s[keep], e[keep]
+        cs = np.maximum(s, w0)
+        ce = np.maximum(np.minimum(e, w1), cs)
+        dur = e - s
+        nb = np.maximum(_i64(ops, "bytes", 0)[keep], 0).astype(np.float64)
+        nb = np.where(dur > 0, nb * (ce - cs) / np.where(dur > 0, dur, 1), nb)
+        if is_memset:
+            code = np.full(s.shape[0], _CODE["memset"], np.int64)
+            pg = np.zeros(s.shape[0], bool)
+        else:
+            ck = _i64(ops, "copy_kind", 0)[keep]
+            lut = np.full(int(max(ck.max(initial=0), 13)) + 2, _CODE["other"], np.int64)
+            for k, p in PATH_OF_KIND.items():
+                lut[k] = _CODE[p]
+            code = lut[np.where(ck >= 0, ck, lut.shape[0] - 1)]
+            pg = (_i64(ops, "src_kind", -1)[keep] == PAGEABLE) | (_i64(ops, "dst_kind", -1)[keep] == PAGEABLE)
+            pg &= np.isin(code, [_CODE[p] for p in HOST_PATHS])
+        parts.append({"s": cs, "e": ce, "dev": _i64(ops, "device", -1)[keep], "code": code, "bytes": nb, "pg": pg})
+    if not parts:
+        return None
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _steps(step_bounds: Optional[Tuple[np.ndarray, np.ndarray]], w0: int, w1: int
+           ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    if step_bounds is None:
+        return None
+    s0 = np.maximum(np.asarray(step_bounds[0], np.int64), w0)
+    s1 = np.minimum(np.asarray(step_bounds[1], np.int64), w1)
+    ok = s1 > s0
+    o = np.argsort(s0[ok], kind="stable")
+    return (s0[ok][o], s1[ok][o]) if ok.any() else None
+
+
+def _bytes_int(x: float) -> int:
+    return int(round_half_up(x))
+
+
+def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int,
+                         step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> CopyEnginesResult:
+    """Copy paths over ``[w0, w1)``: copies from ``model`` (clipped here, bytes prorated), kernels from ``steady``
+    (the model clipped to the window); ``step_bounds``: (starts, ends) of the steps, when steps exist."""
+    rows = _rows(model, w0, w1)
+    if rows is None:
+        return CopyEnginesResult(False, "no memcpy or memset rows with a device in the analysis window", w0, w1)
+    win = w1 - w0
+    steps = _steps(step_bounds, w0, w1)
+    paths: List[CopyPath] = []
+    devices: List[CopyDevice] = []
+    names = list(PATH_LABEL)
+    for d in np.unique(rows["dev"]).tolist():
+        on = np.nonzero(rows["dev"] == d)[0]
+        k = kernel_union(steady, int(d))
+        every = iv.union_blocks(rows["s"][on], rows["e"][on])
+        ov_all = int(iv.overlap_length(k, every.start, every.end).sum()) if len(k) and len(every) else 0
+        devices.append(CopyDevice(int(d), win, k.length, every.length, ov_all))
+        for c in np.unique(rows["code"][on]).tolist():
+            sel = on[rows["code"][on] == c]
+            u = iv.union_blocks(rows["s"][sel], rows["e"][sel])
+            busy = u.length
+            ov = int(iv.overlap_length(k, u.start, u.end).sum()) if len(k) and busy else 0
+            nb = _bytes_int(float(rows["bytes"][sel].sum()))
+            pg = sel[rows["pg"][sel]]
+            n_steps, step_pct, step_bytes = 0, None, None
+            if steps is not None:
+                s0, s1 = steps
+                n_steps = int(s0.shape[0])
+                inside = iv.overlap_length(u, s0, s1)
+                step_pct = float(median(100.0 * inside / (s1 - s0)))
+                t = rows["s"][sel]
+                i = np.searchsorted(s0, t, side="right") - 1
+                hit = (i >= 0) & (t < s1[np.maximum(i, 0)])
+                per = np.bincount(i[hit], weights=rows["bytes"][sel][hit], minlength=n_steps)
+                step_bytes = _bytes_int(median(per))
+            paths.append(CopyPath(
+                device_id=int(d), path=names[c], label=PATH_LABEL[names[c]], count=int(sel.shape[0]), bytes=nb,
+                busy_ns=busy, busy_pct=100.0 * busy / win if win else 0.0, gb_per_s=nb / busy if busy else None,
+                kernel_overlap_ns=ov, overlap_pct=100.0 * ov / busy if busy else 0.0, beyond_kernels_ns=busy - ov,
+                pageable_count=int(pg.shape[0]), pageable_bytes=_bytes_int(float(rows["bytes"][pg].sum())),
+                steps=n_steps, step_busy_pct_p50=step_pct, bytes_per_step_p50=step_bytes))
+    paths.sort(key=lambda p: (p.device_id, _CODE[p.path]))
+    return CopyEnginesResult(True, None, int(w0), int(w1), tuple(paths), tuple(devices))

@@ -1,0 +1,130 @@
+"""The copy-path finding: a copy engine direction sets the pace (category ``copy_bound``, cause
+``("copy_path", <path label>)``; docs/FINDINGS.md).
+
+* Read: :class:`analyses.memory.copy_engines.CopyEnginesResult` (steady window), the idle causes, the devices
+  with a workload (:func:`findings.idle.active_devices`).
+* A path (``H2D``, ``D2H``, ``D2D``, ``P2P``, ``H2H``, ``memset``; Unified-Memory migrations are the Unified Memory
+  finding's) *sets the pace* on a device with kernels in the window when its checks hold:
+  ``copy_path_busy_pct ≥`` :data:`BUSY_PCT` (busy most of the window), ``copy_path_overlap_pct ≥``
+  :data:`OVERLAP_PCT` (kernels run under it: this is not the "copies instead of kernels" pattern of the ``copy``
+  idle finding) and, when steps exist, ``copy_path_step_busy_pct ≥`` :data:`BUSY_PCT` (the median step too).
+* One finding, for the path with the largest busy share (ties: lower device id, then path order); the other paths
+  that also hold are named in its evidence. Severity: high when the path is busy ≥ :data:`HIGH_BUSY_PCT` % of the
+  window, else medium.
+* Claims: on every device where that path holds, the idle-cause ``copy`` ns whose detail is that path (its
+  direction label, pageable or not): the GPU idle time the path holds beyond the kernels. They are taken out of
+  the ``copy`` idle finding (:func:`claimed`), so no idle ns is the evidence of two findings. Time at stake = the
+  claimed ns (the idle-cause table is unchanged).
+* Advice (:func:`advice_ids`) by the path and the trace's copy facts.
+"""
+
+from __future__ import annotations
+
+from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
+
+from ..analyses.idle.causes import IdleCausesResult
+from ..analyses.memory.copy_engines import HOST_PATHS, CopyEnginesResult, CopyPath, path_of_detail
+from ..vocabulary.units import fmt_dur as dur
+from .advice import advise
+from .base import Check, Finding, Scope
+
+BUSY_PCT = 50.0        # % of the window (and of the median step) the path is busy
+OVERLAP_PCT = 25.0     # % of the path's busy time with a kernel running
+HIGH_BUSY_PCT = 80.0
+COMPOSITE = "copy_path"
+PACE_PATHS = ("H2D", "D2H", "D2D", "P2P", "H2H", "memset")
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def checks(p: CopyPath) -> Tuple[Check, ...]:
+    """The checks of one path (module docstring)."""
+    sc = Scope(device_id=p.device_id, kind="copy", detail=p.path)
+    out: Tuple[Check, ...] = (Check("copy_path_busy_pct", p.busy_pct, ">=", BUSY_PCT, sc),
+           Check("copy_path_overlap_pct", p.overlap_pct, ">=", OVERLAP_PCT, sc))
+    if p.steps and p.step_busy_pct_p50 is not None:
+        out += (Check("copy_path_step_busy_pct", p.step_busy_pct_p50, ">=", BUSY_PCT, sc),)
+    return out
+
+
+def pacing_paths(ce: Optional[CopyEnginesResult], active: Optional[AbstractSet[int]]) -> List[CopyPath]:
+    """The paths whose checks hold on devices with kernels (and a workload), largest busy share first."""
+    if ce is None or not ce.available:
+        return []
+    k = {d.device_id: d.kernel_busy_ns for d in ce.devices}
+    out = [p for p in ce.paths if p.path in PACE_PATHS and k.get(p.device_id, 0) > 0
+           and (active is None or p.device_id in active) and all(c.holds() for c in checks(p))]
+    return sorted(out, key=lambda p: (-p.busy_pct, p.device_id, PACE_PATHS.index(p.path)))
+
+
+def claimed(causes: IdleCausesResult, paths: List[CopyPath]) -> Dict[int, Dict[Tuple[str, str], int]]:
+    """Per device, the ``copy`` idle ns (per detail) of the top path on the devices where it holds."""
+    if not paths or not causes.available:
+        return {}
+    top = paths[0].path
+    devs = {p.device_id for p in paths if p.path == top}
+    out: Dict[int, Dict[Tuple[str, str], int]] = {}
+    for d in causes.devices:
+        if d.device_id not in devs:
+            continue
+        for c in d.causes:
+            if c.kind == "copy" and c.ns > 0 and path_of_detail(c.detail) == top:
+                out.setdefault(d.device_id, {})[("copy", c.detail)] = c.ns
+    return out
+
+
+def advice_ids(path: str, pageable: bool) -> List[str]:
+    """Advice lines for a pacing path (each still filtered by the facts)."""
+    if path in ("D2D", "P2P"):
+        ids = ["copy_pace.d2d"]
+    elif path in HOST_PATHS:
+        ids = ["copy_pace.host.resident", "copy_pace.engines"]
+        if pageable:
+            ids += ["copy.pageable", "pageable.pin.torch"]
+    else:
+        ids = []
+    return ids + ["copy.overlap", "copy.overlap.torch", "copy_pace.fewer"]
+
+
+def copy_path_finding(ce: Optional[CopyEnginesResult], causes: IdleCausesResult,
+                      active: Optional[AbstractSet[int]], facts: Mapping[str, object]
+                      ) -> Tuple[Optional[Finding], Dict[int, Dict[Tuple[str, str], int]]]:
+    """The finding (None when no path holds) and the idle ns it claims (module docstring)."""
+    paths = pacing_paths(ce, active)
+    if not paths:
+        return None, {}
+    p = paths[0]
+    taken = claimed(causes, paths)
+    at_stake = sum(sum(v.values()) for v in taken.values())
+    per_step = p.steps and p.bytes_per_step_p50 is not None
+    moved = (f"{_bytes(p.bytes_per_step_p50 or 0)} per step (median of {p.steps})" if per_step
+             else f"{_bytes(p.bytes)} in the window")
+    rate = f"{p.gb_per_s:,.1f} GB/s" if p.gb_per_s is not None else "no measurable rate"
+    title = (f"The {p.label} copy path sets the pace on device {p.device_id}: busy {p.busy_pct:.1f} % of the window, "
+             f"{moved} at {rate}")
+    ev = [f"Device {p.device_id}: {p.count:,} {p.label} copies keep the copy path busy {dur(p.busy_ns)} "
+          f"({p.busy_pct:.1f} % of the window), {_bytes(p.bytes)} at {rate}"
+          + (f"; median step: busy {p.step_busy_pct_p50:.1f} %, {_bytes(p.bytes_per_step_p50 or 0)}"
+             if per_step and p.step_busy_pct_p50 is not None else "") + ".",
+          f"Kernels run under {p.overlap_pct:.1f} % of that time ({dur(p.kernel_overlap_ns)}); "
+          f"{dur(p.beyond_kernels_ns)} of it runs with no kernel on the GPU.",
+          f"This finding claims the {dur(at_stake)} of idle time the idle-cause table charges to `{p.label}` copies "
+          "(the copy path holds the GPU beyond the kernels); the copy finding keeps the rest."]
+    if p.path in HOST_PATHS:
+        ev.append(f"{p.pageable_count:,} of these copies ({_bytes(p.pageable_bytes)}) are from/to pageable host memory."
+                  if p.pageable_count else "Every one of these copies is from/to pinned host memory.")
+    others = [q for q in paths[1:]]
+    if others:
+        ev.append("Also busy most of the window with kernels under it: " + "; ".join(
+            f"{q.label} on device {q.device_id} ({q.busy_pct:.1f} %)" for q in others[:4]) + ".")
+    ids = advice_ids(p.path, p.pageable_count > 0)
+    f = Finding(
+        id="copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
+        confidence="high", title=title, evidence=tuple(ev), recommendation=advise(ids, facts),
+        time_at_stake_ns=at_stake, checks=checks(p), device_id=p.device_id, cause=(COMPOSITE, p.label))
+    return f, taken

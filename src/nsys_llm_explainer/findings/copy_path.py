@@ -24,6 +24,7 @@ from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
 from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.memory.copy_engines import HOST_PATHS, CopyEnginesResult, CopyPath, path_of_detail
+from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
 from .base import Check, Finding, Scope
@@ -33,13 +34,6 @@ OVERLAP_PCT = 25.0     # % of the path's busy time with a kernel running
 HIGH_BUSY_PCT = 80.0
 COMPOSITE = "copy_path"
 PACE_PATHS = ("H2D", "D2H", "D2D", "P2P", "H2H", "memset")
-
-
-def _bytes(n: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{int(n)} B"
 
 
 def checks(p: CopyPath) -> Tuple[Check, ...]:
@@ -102,22 +96,22 @@ def copy_path_finding(ce: Optional[CopyEnginesResult], causes: IdleCausesResult,
     taken = claimed(causes, paths)
     at_stake = sum(sum(v.values()) for v in taken.values())
     per_step = p.steps and p.bytes_per_step_p50 is not None
-    moved = (f"{_bytes(p.bytes_per_step_p50 or 0)} per step (median of {p.steps})" if per_step
-             else f"{_bytes(p.bytes)} in the window")
+    moved = (f"{fmt_bytes(p.bytes_per_step_p50 or 0)} per step (median of {p.steps})" if per_step
+             else f"{fmt_bytes(p.bytes)} in the window")
     rate = f"{p.gb_per_s:,.1f} GB/s" if p.gb_per_s is not None else "no measurable rate"
     title = (f"The {p.label} copy path sets the pace on device {p.device_id}: busy {p.busy_pct:.1f} % of the window, "
              f"{moved} at {rate}")
     ev = [f"Device {p.device_id}: {p.count:,} {p.label} copies keep the copy path busy {dur(p.busy_ns)} "
-          f"({p.busy_pct:.1f} % of the window), {_bytes(p.bytes)} at {rate}"
-          + (f"; median step: busy {p.step_busy_pct_p50:.1f} %, {_bytes(p.bytes_per_step_p50 or 0)}"
+          f"({p.busy_pct:.1f} % of the window), {fmt_bytes(p.bytes)} at {rate}"
+          + (f"; median step: busy {p.step_busy_pct_p50:.1f} %, {fmt_bytes(p.bytes_per_step_p50 or 0)}"
              if per_step and p.step_busy_pct_p50 is not None else "") + ".",
           f"Kernels run under {p.overlap_pct:.1f} % of that time ({dur(p.kernel_overlap_ns)}); "
           f"{dur(p.beyond_kernels_ns)} of it runs with no kernel on the GPU.",
           f"This finding claims the {dur(at_stake)} of idle time the idle-cause table charges to `{p.label}` copies "
           "(the copy path holds the GPU beyond the kernels); the copy finding keeps the rest."]
     if p.path in HOST_PATHS:
-        ev.append(f"{p.pageable_count:,} of these copies ({_bytes(p.pageable_bytes)}) are from/to pageable host memory."
-                  if p.pageable_count else "Every one of these copies is from/to pinned host memory.")
+        ev.append(f"{p.pageable_count:,} of these copies ({fmt_bytes(p.pageable_bytes)}) are from/to pageable host "
+                  "memory." if p.pageable_count else "Every one of these copies is from/to pinned host memory.")
     others = [q for q in paths[1:]]
     if others:
         ev.append("Also busy most of the window with kernels under it: " + "; ".join(

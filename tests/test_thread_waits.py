@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from nsys_llm_explainer import analyze
-from nsys_llm_explainer.analyses.threads.waits import group_overlap, union
 from nsys_llm_explainer.findings.advice import ADVICE
+from nsys_llm_explainer.model.intervals import grouped_overlap, union_blocks
 from nsys_llm_explainer.synth import build_scenario
 from nsys_llm_explainer.vocabulary.os_calls import FILE_IO_CALLS, WAIT_CALLS, os_call_class
 
@@ -55,16 +55,23 @@ def test_os_call_classes_follow_the_documented_table():
     assert waits == set(WAIT_CALLS) and set(FILE_IO_CALLS) <= io
 
 
-def test_group_overlap_equals_a_plain_double_loop():
+def test_grouped_overlap_equals_a_plain_double_loop():
     rng = random.Random(7)
     for _ in range(60):
         w = [(a, a + rng.randint(1, 50)) for a in (rng.randint(0, 400) for _ in range(rng.randint(0, 6)))]
         rows = [(rng.randint(0, 3), a, a + rng.randint(0, 80)) for a in (rng.randint(0, 400) for _ in range(25))]
-        ws, we = union(np.array([s for s, _ in w], np.int64), np.array([e for _, e in w], np.int64))
-        got = group_overlap(np.array([g for g, _, _ in rows], np.int64), np.array([s for _, s, _ in rows], np.int64),
-                            np.array([e for _, _, e in rows], np.int64), 4, ws, we)
+        u = union_blocks(np.array([s for s, _ in w], np.int64), np.array([e for _, e in w], np.int64))
+        got = grouped_overlap(np.array([g for g, _, _ in rows], np.int64), np.array([s for _, s, _ in rows], np.int64),
+                              np.array([e for _, _, e in rows], np.int64), 4, u)
         for g in range(4):
             assert got[g] == _overlap([(s, e) for gg, s, e in rows if gg == g], w)
+    # timestamps 2^61 apart: the one-key running maximum would overflow, the per-group pass gives the same answer
+    big = 1 << 61
+    rows = [(0, 0, 10), (1, big, big + 10), (2, 5, big + 5), (3, 3, 4)]
+    u = union_blocks(np.array([2, big + 2], np.int64), np.array([8, big + 8], np.int64))
+    got = grouped_overlap(np.array([g for g, _, _ in rows], np.int64), np.array([s for _, s, _ in rows], np.int64),
+                          np.array([e for _, _, e in rows], np.int64), 4, u)
+    assert got.tolist() == [6, 6, 3 + 3, 1]
 
 
 def test_waits_are_charged_to_the_call_not_the_range(waits_run):

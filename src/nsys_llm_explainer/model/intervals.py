@@ -124,3 +124,38 @@ def overlap_length(u: IntervalUnion, a: np.ndarray, b: np.ndarray) -> np.ndarray
     """Length of ``[a, b)`` ∩ union for each query interval."""
     b = np.maximum(b, a)
     return covered_before(u, b) - covered_before(u, a)
+
+
+def grouped_overlap(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int,
+                    w: IntervalUnion) -> np.ndarray:
+    """Per group ``0 … n_groups − 1``: |(union of its rows ``[start, end)``) ∩ w|. One sort by (group, start); each
+    group's rows are made disjoint with a per-group running maximum of ends (groups shifted apart in one key, or
+    one pass per group when the key would overflow), then summed as :func:`overlap_length`: O(n log n)."""
+    out = np.zeros(n_groups, np.int64)
+    if group.shape[0] == 0 or len(w) == 0:
+        return out
+    o = np.lexsort((start, group))
+    g, s, e = group[o], start[o].astype(np.int64), end[o].astype(np.int64)
+    first = np.ones(g.shape[0], bool)
+    first[1:] = g[1:] != g[:-1]
+    seg = np.cumsum(first) - 1
+    # running maximum of ends within each group: shift each group above the previous ones
+    lo = int(min(s.min(), e.min()))
+    span = int(max(s.max(), e.max())) - lo + 1
+    prev = np.empty_like(e)
+    if int(seg[-1]) * span < (1 << 62):
+        key = seg * span + (e - lo)
+        cm = np.maximum.accumulate(key) - seg * span + lo
+        prev[1:] = cm[:-1]
+    else:                                             # too many groups for one key: per group (groups are few)
+        cm = np.empty_like(e)
+        starts = np.nonzero(first)[0]
+        for a, b in zip(starts.tolist(), np.append(starts[1:], e.shape[0]).tolist()):
+            cm[a:b] = np.maximum.accumulate(e[a:b])
+        prev[1:] = cm[:-1]
+    prev[first] = np.iinfo(np.int64).min
+    s2 = np.maximum(s, prev)
+    ok = e > s2
+    ns = overlap_length(w, s2[ok], e[ok])
+    np.add.at(out, g[ok], ns)
+    return out

@@ -14,9 +14,9 @@
   ``pct_of_waits`` = ns / wait_ns × 100; per thread ``active_ns`` = |(union of all its rows) ∩ W|. Rows with no
   overlap are left out; the :data:`TOP_ROWS` largest are kept per launching thread.
 
-Vectorized: rows are grouped by (thread, what, name) with one sort; each group's union is made disjoint with a
-per-group running maximum of ends, and its overlap with ``W`` is a difference of ``F(t) = |W ∩ (−∞, t)|`` at the
-piece's ends (one ``searchsorted``). O(rows log rows).
+Vectorized: rows are grouped by (thread, what, name) and measured against ``W`` with
+:func:`model.intervals.grouped_overlap` (one sort, a per-group running maximum, one ``searchsorted``): O(rows log
+rows).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...model.intervals import IntervalUnion, grouped_overlap, union_blocks
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel, pid_of, tid_of
 from ...vocabulary.cause_kinds import KIND_CODE
@@ -133,69 +134,6 @@ class WaitsResult:
         return asdict(self)
 
 
-# ------------------------------------------------------------------------------------------ interval helpers
-
-
-def union(start: np.ndarray, end: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """The sorted disjoint union of ``[start, end)`` (empty intervals dropped)."""
-    keep = end > start
-    s, e = start[keep], end[keep]
-    if s.shape[0] == 0:
-        return s.astype(np.int64), e.astype(np.int64)
-    o = np.argsort(s, kind="stable")
-    s, e = s[o].astype(np.int64), e[o].astype(np.int64)
-    reach = np.maximum.accumulate(e)
-    new = np.ones(s.shape[0], bool)
-    new[1:] = s[1:] > reach[:-1]
-    first = np.nonzero(new)[0]
-    last = np.append(first[1:], s.shape[0]) - 1
-    return s[first], reach[last]
-
-
-def measure_before(ws: np.ndarray, we: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """``F(t) = |W ∩ (−∞, t)|`` for the sorted disjoint intervals ``W = [ws, we)``."""
-    if ws.shape[0] == 0:
-        return np.zeros(t.shape[0], np.int64)
-    cum = np.concatenate(([0], np.cumsum(we - ws)))
-    j = np.searchsorted(ws, t, side="right") - 1
-    jc = np.maximum(j, 0)
-    inside = np.clip(t - ws[jc], 0, we[jc] - ws[jc])
-    return np.where(j >= 0, cum[jc] + inside, 0)
-
-
-def group_overlap(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int,
-                  ws: np.ndarray, we: np.ndarray) -> np.ndarray:
-    """Per group ``0 … n_groups − 1``: |(union of its rows ``[start, end)``) ∩ W|."""
-    out = np.zeros(n_groups, np.int64)
-    if group.shape[0] == 0 or ws.shape[0] == 0:
-        return out
-    o = np.lexsort((start, group))
-    g, s, e = group[o], start[o].astype(np.int64), end[o].astype(np.int64)
-    first = np.ones(g.shape[0], bool)
-    first[1:] = g[1:] != g[:-1]
-    seg = np.cumsum(first) - 1
-    # running maximum of ends within each group: shift each group above the previous ones
-    lo = int(min(s.min(), e.min()))
-    span = int(max(s.max(), e.max())) - lo + 1
-    prev = np.empty_like(e)
-    if int(seg[-1]) * span < (1 << 62):
-        key = seg * span + (e - lo)
-        cm = np.maximum.accumulate(key) - seg * span + lo
-        prev[1:] = cm[:-1]
-    else:                                             # too many groups for one key: per group (groups are few)
-        cm = np.empty_like(e)
-        starts = np.nonzero(first)[0]
-        for a, b in zip(starts.tolist(), np.append(starts[1:], e.shape[0]).tolist()):
-            cm[a:b] = np.maximum.accumulate(e[a:b])
-        prev[1:] = cm[:-1]
-    prev[first] = np.iinfo(np.int64).min
-    s2 = np.maximum(s, prev)
-    ok = e > s2
-    ns = measure_before(ws, we, e[ok]) - measure_before(ws, we, s2[ok])
-    np.add.at(out, g[ok], ns)
-    return out
-
-
 # ------------------------------------------------------------------------------------------ analysis
 
 
@@ -242,11 +180,11 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
         rows = np.nonzero((o_g == g) & is_wait & (o_e > o_s))[0]
         if rows.shape[0] == 0:
             continue
-        ws, we = union(o_s[rows], o_e[rows])
-        wait_ns = int((we - ws).sum())
+        w = union_blocks(o_s[rows], o_e[rows])
+        wait_ns = w.length
         if pct(wait_ns, win) < MIN_WAIT_SHARE:
             continue
-        found.append(_follow(model, tree, g, devs, rows, ws, we, wait_ns, w0, w1, labels, causes))
+        found.append(_follow(model, tree, g, devs, rows, w, wait_ns, w0, w1, labels, causes))
     if not found:
         return WaitsResult(False, f"no launching thread waits in OS calls for {MIN_WAIT_SHARE:g} % of the window",
                            win)
@@ -255,7 +193,7 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
 
 
 def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int, ...], rows: np.ndarray,
-            ws: np.ndarray, we: np.ndarray, wait_ns: int, w0: int, w1: int, labels: Dict[int, str],
+            w: IntervalUnion, wait_ns: int, w0: int, w1: int, labels: Dict[int, str],
             causes: Optional[IdleCausesResult]) -> LauncherWaits:
     osrt = model.osrt
     assert osrt is not None
@@ -265,14 +203,14 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
     o_n = np.asarray(osrt["name_idx"], np.int64)[rows]
     names, inv = np.unique(o_n, return_inverse=True)
     inv = inv.reshape(-1)
-    whole = (np.array([w0], np.int64), np.array([w1], np.int64))
-    per_call = group_overlap(inv, o_s, o_e, names.shape[0], *whole)
+    whole = union_blocks(np.array([w0], np.int64), np.array([w1], np.int64))
+    per_call = grouped_overlap(inv, o_s, o_e, names.shape[0], whole)
     counts = np.bincount(inv, minlength=names.shape[0])
     calls = sorted((WaitCall(osrt.names[n] if n >= 0 else "", int(ns), int(c), pct(int(ns), win))
                     for n, ns, c in zip(names.tolist(), per_call.tolist(), counts.tolist())),
                    key=lambda c: (-c.ns, c.name))
     pid = int(pid_of(np.array([g], np.int64))[0])
-    others = _others(model, g, pid, ws, we, wait_ns, w0, w1, labels)
+    others = _others(model, g, pid, w, wait_ns, w0, w1, labels)
     return LauncherWaits(
         gtid=g, pid=pid, tid=int(tid_of(np.array([g], np.int64))[0]), thread=labels.get(g, ""),
         devices=tuple(sorted(devs)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
@@ -316,7 +254,7 @@ def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: n
     return tuple(WaitContext(k, v, pct(v, wait_ns)) for k, v in sorted(acc.items(), key=lambda x: (-x[1], x[0])))
 
 
-def _others(model: TraceModel, g: int, pid: int, ws: np.ndarray, we: np.ndarray, wait_ns: int, w0: int, w1: int,
+def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int, w0: int, w1: int,
             labels: Dict[int, str]) -> Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]:
     """``threads`` and ``rows``: the other threads of process ``pid`` during the waits."""
     parts: List[Tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, Sequence[str]]] = []
@@ -350,10 +288,10 @@ def _others(model: TraceModel, g: int, pid: int, ws: np.ndarray, we: np.ndarray,
     gt, st, en, nc = gt[keep], st[keep], en[keep], nc[keep]
     threads, t_inv = np.unique(gt, return_inverse=True)
     t_inv = t_inv.reshape(-1)
-    active = group_overlap(t_inv, st, en, threads.shape[0], ws, we)
+    active = grouped_overlap(t_inv, st, en, threads.shape[0], w)
     key = t_inv * max(len(vocab), 1) + nc
     ukey, k_inv = np.unique(key, return_inverse=True)
-    per = group_overlap(k_inv.reshape(-1), st, en, ukey.shape[0], ws, we)
+    per = grouped_overlap(k_inv.reshape(-1), st, en, ukey.shape[0], w)
     pairs = {v: k for k, v in vocab.items()}
     tids = tid_of(threads)
     th = sorted((OtherThread(int(threads[i]), int(tids[i]), labels.get(int(threads[i]), ""), int(active[i]),

@@ -65,7 +65,11 @@ def test_d2d_bound_step_finding_and_advice(tmp_path_factory):
     (d,) = rep.idle_causes.devices
     assert d.ns_of("copy", "Device-to-Device") == 38 * MS and d.ns_of("copy") == 38 * MS
     assert not any(f.id == "idle_copy" for f in rep.findings)         # no ns claimed twice
-    assert "1.88 GB per step" in top.title and "200.0 GB/s" in top.title and "94.0 %" in top.title
+    # the title states what it claims (issue 21 item 7): 38 ms of a 200 ms window beyond the kernels, busy 94 %;
+    # bytes per step and the rate are evidence
+    assert "(busy 94.0 %): 19.0 % of the window (38.000 ms) beyond the kernels" in top.title
+    ev = " ".join(top.evidence)
+    assert "1.88 GB" in ev and "200.0 GB/s" in ev
     assert {c.metric: c.holds() for c in top.checks} == {
         "copy_path_busy_pct": True, "copy_path_overlap_pct": True, "copy_path_step_busy_pct": True}
     facts = rep.facts.advice_facts()

@@ -95,7 +95,10 @@ def test_finding_outranks_the_host_gap_claim(tmp_path_factory):
     assert top.category == "step_sync" and top.severity == "high" and top.holds()
     assert top.time_at_stake_ns == f["overlap_ns"] and top.cause == ("step_sync", "cudaStreamSynchronize")
     assert f"`cudaStreamSynchronize` every {ms(f['period_p50_ns'])}" in top.title
-    assert f"then {ms(f['exposed_p50_ns'])} of host work per step" in top.title
+    # the title states what it claims (the overlappable share and time); the per-step host work is evidence
+    assert f"could overlap the next step: {100.0 * f['overlap_ns'] / rep.gpu_time.devices[0].window_ns:.1f} % " \
+        f"({ms(f['overlap_ns'])})" in top.title
+    assert any(f"then the GPU idles {ms(f['exposed_p50_ns'])}" in e for e in top.evidence)
     checks = {c.metric: c.observed for c in top.checks}
     assert checks["step_sync_points"] == f["sync_points"]
     win = rep.gpu_time.devices[0].window_ns

@@ -96,11 +96,12 @@ def copy_path_finding(ce: Optional[CopyEnginesResult], causes: IdleCausesResult,
     taken = claimed(causes, paths)
     at_stake = sum(sum(v.values()) for v in taken.values())
     per_step = p.steps and p.bytes_per_step_p50 is not None
-    moved = (f"{fmt_bytes(p.bytes_per_step_p50 or 0)} per step (median of {p.steps})" if per_step
-             else f"{fmt_bytes(p.bytes)} in the window")
     rate = f"{p.gb_per_s:,.1f} GB/s" if p.gb_per_s is not None else "no measurable rate"
-    title = (f"The {p.label} copy path sets the pace on device {p.device_id}: busy {p.busy_pct:.1f} % of the window, "
-             f"{moved} at {rate}")
+    win = sum(d.window_ns for d in causes.devices if d.device_id == p.device_id) if causes.available else 0
+    held = sum(taken.get(p.device_id, {}).values())
+    title = (f"The {p.path} copy path sets the pace on device {p.device_id} (busy {p.busy_pct:.1f} %): "
+             + (f"{100.0 * held / win:.1f} % of the window ({dur(at_stake)}) beyond the kernels" if win else
+                f"{dur(at_stake)} beyond the kernels"))
     ev = [f"Device {p.device_id}: {p.count:,} {p.label} copies keep the copy path busy {dur(p.busy_ns)} "
           f"({p.busy_pct:.1f} % of the window), {fmt_bytes(p.bytes)} at {rate}"
           + (f"; median step: busy {p.step_busy_pct_p50:.1f} %, {fmt_bytes(p.bytes_per_step_p50 or 0)}"

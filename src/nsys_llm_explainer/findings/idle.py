@@ -287,7 +287,8 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
                   "them removes launches.")
     return Finding(
         id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
-        title=f"Launch-bound: the host needs about {us(host_per_kernel)} per kernel, the kernels about {us(dk.p50_ns)}",
+        title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(dk.p50_ns)}: "
+              f"{share[dev]:.1f} % of the window ({dur(total)})",
         evidence=tuple(e for e in ev if e), recommendation=advise(KIND["launch"].advice, facts),
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=("host_overhead", ""))
 

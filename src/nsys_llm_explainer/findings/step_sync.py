@@ -63,7 +63,7 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
     stake = sum(t[1] for t in totals.values())
     return Finding(
         id="step_sync", category="step_sync", severity="high" if share >= HIGH_SHARE else "medium",
-        confidence="high", title=_title(s), evidence=tuple(_evidence(s, ss, dev)),
+        confidence="high", title=_title(s, stake), evidence=tuple(_evidence(s, ss, dev)),
         recommendation=advise(ADVICE_IDS, facts), time_at_stake_ns=stake, checks=checks, device_id=dev,
         cause=("step_sync", s.api))
 
@@ -81,9 +81,11 @@ def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> T
             Check("step_sync_overlap_pct", pct(overlap), ">=", MEDIUM_SHARE, sc))
 
 
-def _title(s: StepSyncSeries) -> str:
-    return (f"Per-step sync: `{s.api}` every {dur(s.period_p50_ns)}, then {dur(s.exposed_p50_ns)} of host work per "
-            f"step with the GPU idle ({s.overlap_pct_of_window:.1f} % of the window could overlap the next step)")
+def _title(s: StepSyncSeries, stake: int) -> str:
+    """What the finding claims: the overlappable host time after the syncs, as a share of the window and in time
+    (the period and per-step times are in the evidence)."""
+    return (f"Per-step sync: `{s.api}` every {dur(s.period_p50_ns)}; the GPU-idle host work after it could overlap "
+            f"the next step: {s.overlap_pct_of_window:.1f} % ({dur(stake)})")
 
 
 def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:

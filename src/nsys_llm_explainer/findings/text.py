@@ -17,8 +17,8 @@ CAUSE_TEXT: Dict[str, Dict] = {
         "by": "copy kind",
         "advice": ["um.see_finding", "um.prefetch", "um.advise"]},
     "queued_latency": {
-        "title": "Back-to-back kernels leave the GPU idle with the next one already queued ({share:.1f} % of "
-                 "the window): per-kernel launch latency",
+        "title": "Per-kernel launch latency: idle between back-to-back queued kernels ({share:.1f} % of the "
+                 "window)",
         "advice": ["queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks"]},
     "queued": {
         "title": "The GPU waits with work already queued ({share:.1f} % of the window): a stream/event dependency "
@@ -39,8 +39,7 @@ CAUSE_TEXT: Dict[str, Dict] = {
         "title": "Allocation in the loop: the host is in `{what}` while the GPU idles ({share:.1f} % of the window)",
         "by": "call"},
     "module_load": {
-        "title": "One-time start-up cost: module loading / first kernel launches (`{what}`) take {share:.1f} % "
-                 "of the window",
+        "title": "One-time cost: module loading / first launches (`{what}`) take {share:.1f} % of the window",
         "by": "call"},
     "launch": {
         "title": "Launch calls (`{what}`) hold the host while the GPU idles ({share:.1f} % of the window)",

@@ -94,3 +94,13 @@ def test_scenario_labels_every_thread(tmp_path_factory, tmp_path: Path) -> None:
     with open(tmp_path / "tables" / "step_sync.csv", newline="", encoding="utf-8") as fh:
         (row,) = list(csv.DictReader(fh))
     assert (row["thread_name"], row["tid"]) == ("pt_main_thread (tid 21101)", "21101")
+
+
+def test_many_threads_of_one_name_are_labelled_in_linear_time():
+    """30 000 worker threads named alike in one process (a pairwise search would take minutes): each gets its tid."""
+    from nsys_llm_explainer.model.names import thread_labels
+
+    pid = 4242
+    names = {(pid << 24) | tid: "worker" for tid in range(1, 30_001)}
+    out = thread_labels(names, names)
+    assert len(out) == 30_000 and out[(pid << 24) | 17] == "worker (tid 17)"

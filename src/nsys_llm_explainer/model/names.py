@@ -31,16 +31,17 @@ def thread_labels(names: Mapping[int, str], shown: Iterable[int] = ()) -> Dict[i
         if n:
             groups.setdefault(n, []).append(int(g))
     out: Dict[int, str] = {}
-    for n, gs in groups.items():
+    for n, gs in groups.items():                    # linear in the threads of each name (no pairwise search)
         procs = Counter(g >> 24 for g in gs)
         n_shown = sum(1 for g in gs if g in seen)
+        proc_tid = Counter((g >> 24, g & 0xFFFFFF) for g in gs)
+        shown_tid = Counter(g & 0xFFFFFF for g in gs if g in seen)
         for g in gs:
             if procs[g >> 24] < 2 and not (g in seen and n_shown > 1):
                 out[g] = n
                 continue
             tid = g & 0xFFFFFF
-            same_tid = any(h != g and h & 0xFFFFFF == tid and (h >> 24 == g >> 24 or (g in seen and h in seen))
-                           for h in gs)
+            same_tid = proc_tid[(g >> 24, tid)] > 1 or (g in seen and shown_tid[tid] > 1)
             out[g] = f"{n} (pid {(g >> 24) & 0xFFFFFF}, tid {tid})" if same_tid else f"{n} (tid {tid})"
     return out
 

@@ -209,3 +209,17 @@ def test_no_device_ran_kernels(tmp_path):
     assert "**GPU busy:** no device ran a kernel in the analysis window (device 0 copies only), so no busy % is " \
            "stated." in md
     assert "GPU busy 0" not in md
+
+
+def test_a_copies_only_gpu_is_not_a_low_busy_rank(tmp_path):
+    """A cluster run over the copies_only_gpu trace: GPU 1 (no kernel) is listed with its role and is never the
+    'keeps its GPU busy less than the other ranks' outlier (there is one device with kernels: no comparison)."""
+    import nsys_llm_explainer as nle
+    from nsys_llm_explainer.synth import build_scenario
+
+    p = tmp_path / "r0.sqlite"
+    build_scenario("copies_only_gpu", str(p))
+    res = nle.analyze_cluster([str(p)], jobs=1)
+    roles = {d["device_id"]: d["role"] for d in res.devices}
+    assert roles == {0: "kernels", 1: "copies only"}
+    assert not [c for c in res.claims if c.finding.id == "low_busy_rank"]

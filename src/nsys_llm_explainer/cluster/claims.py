@@ -114,6 +114,9 @@ def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Opt
 
 
 def _low_busy(devices: Sequence[Row]) -> Optional[RankClaim]:
+    """The device that keeps its GPU busy least, among the devices that ran kernels (a GPU that only received
+    copies is not a rank that idles: docs/MODEL.md "Pooled over the devices that ran kernels")."""
+    devices = [d for d in devices if d.get("role", "kernels") == "kernels"]
     if len(devices) < 2:
         return None
     j = min(range(len(devices)), key=lambda i: (devices[i]["busy_pct"], i))

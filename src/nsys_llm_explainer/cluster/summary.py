@@ -42,10 +42,11 @@ class DeviceSummary:
     step_count: int
     step_p50_ns: Optional[int]
     step_p90_ns: Optional[int]
+    role: str = "kernels"     # report.json devices[].role: "kernels" | "copies only" | "idle"
 
     def to_dict(self) -> Dict[str, Any]:
         return json_ready({
-            "device_id": self.device_id, "window_ns": self.window_ns, "busy_ns": self.busy_ns,
+            "device_id": self.device_id, "role": self.role, "window_ns": self.window_ns, "busy_ns": self.busy_ns,
             "busy_pct": self.busy_pct, "idle_ns": self.idle_ns, "idle_by_kind": dict(self.idle_by_kind),
             "kernel_count": self.kernel_count, "step_count": self.step_count, "step_p50_ns": self.step_p50_ns,
             "step_p90_ns": self.step_p90_ns})
@@ -162,7 +163,7 @@ def _devices(report: Report, d: Dict[str, Any]) -> Tuple[DeviceSummary, ...]:
                 p50, p90 = int(s["p50_ns"]), int(s["p90_ns"])
         out.append(DeviceSummary(did, int(dev["window_ns"]), int(dev["busy_ns"]), float(dev["busy_pct"]),
                                  int(dev["idle_ns"]), tuple((x, by_kind[x]) for x in kinds if by_kind[x] > 0),
-                                 int(dev["kernel_count"]), n, p50, p90))
+                                 int(dev["kernel_count"]), n, p50, p90, str(dev.get("role") or "kernels")))
     return tuple(out)
 
 

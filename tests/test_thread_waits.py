@@ -99,6 +99,7 @@ def test_the_other_threads_are_followed_with_numbers(waits_run):
         (facts["d2c_tid"], "osrt", "pread"): facts["worker_io"]["pread"],
         (facts["c2d_tid"], "nvtx", "c2d-N"): facts["worker_ranges"]["c2d"],
         (facts["c2d_tid"], "osrt", "write"): facts["worker_io"]["write"],
+        (facts["watchdog_tid"], "osrt", "poll"): facts["worker_io"]["poll"],
     }
     assert set(rows) == set(expect)
     for key, iv in expect.items():
@@ -107,6 +108,13 @@ def test_the_other_threads_are_followed_with_numbers(waits_run):
     assert rows[(facts["d2c_tid"], "osrt", "pread")].os_class == "file_io"
     top = lw.threads[0]
     assert (top.tid, top.thread) == (facts["d2c_tid"], "d2c_worker")
+    # working = NVTX ranges, CUDA calls and OS calls that do not wait; the watchdog only waits
+    by_tid = {t.tid: t for t in lw.threads}
+    assert by_tid[facts["d2c_tid"]].active_ns == rows[(facts["d2c_tid"], "nvtx", "d2c-N")].ns
+    assert by_tid[facts["d2c_tid"]].waiting_ns == 0
+    dog = by_tid[facts["watchdog_tid"]]
+    assert dog.active_ns == 0 and dog.waiting_ns == rows[(facts["watchdog_tid"], "osrt", "poll")].ns == wait_ns
+    assert rows[(facts["watchdog_tid"], "osrt", "poll")].os_class == "wait"
     # GPU idle charged to the waits on this thread = the idle-cause row (one launching thread)
     assert lw.gpu_idle_ns == rep.idle_causes.devices[0].ns_of("osrt", "sem_wait")
 
@@ -117,7 +125,8 @@ def test_the_finding_names_the_wait_the_range_and_the_workers(waits_run):
     assert f.cause == ("osrt", "sem_wait") and f.category == "host_os"
     assert "waits in `sem_wait` inside `iterN`" in f.title and len(f.title) <= 110
     text = " ".join(f.evidence)
-    assert f"`d2c_worker` (tid {facts['d2c_tid']}) is active 93 %" in text and "`pread` 74 %, file I/O" in text
+    assert f"`d2c_worker` (tid {facts['d2c_tid']}) works 93 %" in text and "watchdog" not in text
+    assert "`pread` 74 %, file I/O" in text
     assert "not running" in text
     assert f.recommendation == (ADVICE["wait.io"].text,)
     words = " ".join((f.title,) + f.evidence + f.recommendation)
@@ -144,3 +153,19 @@ def test_without_attribution_no_range_is_said_to_launch_nothing(tmp_path):
     f = analyze(str(p), nvtx_kernel_map=False).findings[0]
     assert f.cause == ("nvtx", "load_layer_N_weights")
     assert f.recommendation == (ADVICE["nvtx.overlap.unchecked"].text,)
+
+
+def test_waits_on_threads_the_trace_does_not_show_working(tmp_path):
+    """The launcher waits the same way, but no other thread works during the waits (only `watchdog`, which sits in
+    `poll` itself): the evidence says so, names the waiting thread, and the advice is to find what releases the
+    waits — no I/O, copy or CPU advice."""
+    from nsys_llm_explainer.synth.scenarios.waits import launcher_waits_io
+
+    p = tmp_path / "u.sqlite"
+    facts = launcher_waits_io(str(p), workers=False)
+    f = analyze(str(p)).findings[0]
+    assert f.cause == ("osrt", "sem_wait")
+    text = " ".join(f.evidence)
+    assert "No other thread of its process works" in text
+    assert f"`watchdog` (tid {facts['watchdog_tid']}) waits too (in `poll` 100 %)" in text
+    assert f.recommendation == (ADVICE["wait.unseen"].text,)

@@ -156,8 +156,8 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("wait.cpu", "The threads it waits for run code outside OS and CUDA calls: shorten that work or start it "
        "earlier; if they are Python threads they hold the GIL the launching thread needs, so move the work to a "
        "process or to native code that releases the GIL."),
-    _a("wait.unseen", "No other thread of its process has traced activity during these waits: find what releases "
-       "them (NVTX ranges on the worker threads, `--trace=osrt`, CPU sampling of the whole process tree)."),
+    _a("wait.unseen", "No other thread of its process is seen working during these waits: find what releases them "
+       "(NVTX ranges on the worker threads, `--trace=osrt`, CPU sampling of the whole process tree)."),
     _a("host_cpu.profile", "Profile the host side of the step (`nsys --sample=cpu`, py-spy) and overlap CPU work "
        "(scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,)),
     _a("host_cpu.samples", "The CPU samples of the launching thread (evidence above, `tables/host_samples.csv`) name "

@@ -51,6 +51,12 @@ def _doing(w: LauncherWaits, gtid: int) -> str:
     return "; ".join(parts) if parts else "active"
 
 
+def _waits_in(w: LauncherWaits, gtid: int) -> str:
+    """The largest waiting call of another thread during the waits, with its share."""
+    r = next((r for r in w.rows_of(gtid, "osrt") if r.os_class == "wait"), None)
+    return f"in `{r.name}` {r.pct_of_waits:.0f} %" if r is not None else "in OS calls"
+
+
 def _advice(w: LauncherWaits, shown: List[int]) -> Tuple[str, ...]:
     """By what the named threads did during the waits: file I/O, CUDA copies, other work; nothing traced."""
     if not shown:
@@ -89,9 +95,12 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     shown = [t for t in w.threads if t.pct_of_waits >= SHOWN_THREAD_PCT][:SHOWN_THREADS]
     if shown:
         ev.append("Meanwhile: " + "; ".join(
-            f"{_who(t.thread, t.tid)} is active {t.pct_of_waits:.0f} % of that time ({_doing(w, t.gtid)})"
+            f"{_who(t.thread, t.tid)} works {t.pct_of_waits:.0f} % of that time ({_doing(w, t.gtid)})"
             for t in shown) + ".")
     else:
-        ev.append("No other thread of its process has traced activity (NVTX ranges, OS or CUDA calls) for "
-                  f"{SHOWN_THREAD_PCT:g} % of these waits.")
+        blocked = [t for t in w.threads if t.waiting_pct_of_waits >= SHOWN_THREAD_PCT][:SHOWN_THREADS]
+        ev.append("No other thread of its process works (an NVTX range, a CUDA call or an OS call that does not "
+                  f"wait) for {SHOWN_THREAD_PCT:g} % of these waits" + ("; " + "; ".join(
+                      f"{_who(t.thread, t.tid)} waits too ({_waits_in(w, t.gtid)})" for t in blocked)
+                      if blocked else "") + ".")
     return WaitStory(context, tuple(ev), _advice(w, [t.gtid for t in shown]))

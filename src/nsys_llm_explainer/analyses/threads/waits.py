@@ -11,7 +11,8 @@
   a waiting call on this thread, summed over devices).
 * **What the other threads did**: for every other thread of the same process and every NVTX range name (normalised),
   OS-runtime call name and CUDA API call name it has, ``ns`` = |(union of its rows of that name) ∩ W| and
-  ``pct_of_waits`` = ns / wait_ns × 100; per thread ``active_ns`` = |(union of all its rows) ∩ W|. Rows with no
+  ``pct_of_waits`` = ns / wait_ns × 100; per thread ``active_ns`` = |(union of its NVTX ranges, CUDA calls and OS
+  calls that do not wait) ∩ W| (it works) and ``waiting_ns`` = |(union of its own waiting calls) ∩ W|. Rows with no
   overlap are left out; the :data:`TOP_ROWS` largest are kept per launching thread.
 
 Vectorized: rows are grouped by (thread, what, name) and measured against ``W`` with
@@ -66,13 +67,16 @@ class WaitContext:
 
 @dataclass(frozen=True)
 class OtherThread:
-    """Another thread of the process: ``active_ns`` = |(its NVTX ranges, OS calls and CUDA calls) ∩ waits|."""
+    """Another thread of the process during the waits: ``active_ns`` = |(its NVTX ranges, CUDA calls and OS calls
+    that do not wait) ∩ waits| — it works; ``waiting_ns`` = |(its own waiting OS calls) ∩ waits| — it waits too."""
 
     gtid: int
     tid: int
     thread: str
     active_ns: int
     pct_of_waits: float
+    waiting_ns: int
+    waiting_pct_of_waits: float
 
 
 @dataclass(frozen=True)
@@ -288,15 +292,22 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
     gt, st, en, nc = gt[keep], st[keep], en[keep], nc[keep]
     threads, t_inv = np.unique(gt, return_inverse=True)
     t_inv = t_inv.reshape(-1)
-    active = grouped_overlap(t_inv, st, en, threads.shape[0], w)
+    waiting_code = np.zeros(max(len(vocab), 1), bool)        # (what, name) codes of OS calls that wait
+    for (what, name), c in vocab.items():
+        waiting_code[c] = what == 1 and os_call_class(name) == "wait"
+    blocked = waiting_code[nc]
+    works = ~blocked
+    active = grouped_overlap(t_inv[works], st[works], en[works], threads.shape[0], w)
+    waiting = grouped_overlap(t_inv[blocked], st[blocked], en[blocked], threads.shape[0], w)
     key = t_inv * max(len(vocab), 1) + nc
     ukey, k_inv = np.unique(key, return_inverse=True)
     per = grouped_overlap(k_inv.reshape(-1), st, en, ukey.shape[0], w)
     pairs = {v: k for k, v in vocab.items()}
     tids = tid_of(threads)
     th = sorted((OtherThread(int(threads[i]), int(tids[i]), labels.get(int(threads[i]), ""), int(active[i]),
-                             pct(int(active[i]), wait_ns))
-                 for i in np.nonzero(active > 0)[0].tolist()), key=lambda t: (-t.active_ns, t.tid))
+                             pct(int(active[i]), wait_ns), int(waiting[i]), pct(int(waiting[i]), wait_ns))
+                 for i in np.nonzero((active > 0) | (waiting > 0))[0].tolist()),
+                key=lambda t: (-t.active_ns, -t.waiting_ns, t.tid))
     rows = []
     for j in np.nonzero(per > 0)[0].tolist():
         ti, c = divmod(int(ukey[j]), max(len(vocab), 1))

@@ -166,24 +166,29 @@ _ITER_KERNELS: List[Shape] = [
 ]
 
 
-def launcher_waits_io(path: str, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
+def launcher_waits_io(path: str, seed: int = 0, flavor: Optional[str] = None, workers: bool = True
+                      ) -> Dict[str, Any]:
     """Weight offloading with I/O worker threads: 40 iterations; per iteration the launching thread
     (``pt_main_thread``) opens NVTX range ``iter<i>``, launches 4 GEMMs (~0.73 ms of GPU work), then joins two
     worker threads of its process in ``sem_wait`` for ~3 ms; meanwhile ``d2c_worker`` is in NVTX range ``d2c-<i>``
     for ~90 % of the wait, most of it in ``pread`` calls (file reads), and ``c2d_worker`` is in ``c2d-<i>`` for
-    ~50 % of it, in ``write`` calls. After the join ~40 µs of host work, then the range closes. The GPU idles
+    ~50 % of it, in ``write`` calls; ``watchdog`` sits in ``poll`` all the time (it waits too: never named as
+    working). After the join ~40 µs of host work, then the range closes. The GPU idles
     ~80 % of the window, most of it while the launcher waits in ``sem_wait`` inside ``iter<i>``: the time is
-    charged to ``osrt`` / ``sem_wait`` (not to the range), and the other threads are named with their share."""
+    charged to ``osrt`` / ``sem_wait`` (not to the range), and the other threads are named with their share.
+    ``workers=False``: the same launcher with no worker rows at all (what it waits for is not in the trace)."""
     sim = Sim(flavor or "2024.2", seed)
     r = Rank(sim, 14201, 0, name="pt_main_thread")
     sim.b.gpu(0)
     d2c = sim.b.thread(r.pid, r.pid + 1, "d2c_worker")
     c2d = sim.b.thread(r.pid, r.pid + 2, "c2d_worker")
+    watch = sim.b.thread(r.pid, r.pid + 3, "watchdog")
     iters = 40
     waits: List[Tuple[int, int]] = []
     worker_ranges: Dict[str, List[Tuple[int, int]]] = {"d2c": [], "c2d": []}
-    worker_io: Dict[str, List[Tuple[int, int]]] = {"pread": [], "write": []}
+    worker_io: Dict[str, List[Tuple[int, int]]] = {"pread": [], "write": [], "poll": []}
     for i in range(iters):
+        i0 = r.cpu
         r.push(f"iter{i}")
         segment(r, _ITER_KERNELS)
         w0 = r.cpu + 2 * US
@@ -191,6 +196,14 @@ def launcher_waits_io(path: str, seed: int = 0, flavor: Optional[str] = None) ->
         w1 = w0 + wait
         sim.b.osrt(w0, w1, tid_g=r.gtid, name="sem_wait")
         waits.append((w0, w1))
+        if not workers:
+            r.cpu = w1 + 3 * US
+            r.host(sim.jit(40 * US, 0.1))
+            r.pop()
+            r.host(sim.jit(20 * US, 0.1))
+            sim.b.osrt(i0, r.cpu, tid_g=watch, name="poll")
+            worker_io["poll"].append((i0, r.cpu))
+            continue
         # the loader: one range over ~90 % of the wait, 4 file reads filling ~80 % of the range
         a0, a1 = w0 + wait // 50, w1 - wait // 20
         sim.b.nvtx_push_pop(a0, a1, f"d2c-{i}", tid_g=d2c)
@@ -211,6 +224,8 @@ def launcher_waits_io(path: str, seed: int = 0, flavor: Optional[str] = None) ->
         r.host(sim.jit(40 * US, 0.1))
         r.pop()
         r.host(sim.jit(20 * US, 0.1))
+        sim.b.osrt(i0, r.cpu, tid_g=watch, name="poll")       # a thread that only waits: never "works"
+        worker_io["poll"].append((i0, r.cpu))
     write_trace(sim, path)
     f = sim.facts(
         "host_os",
@@ -218,6 +233,7 @@ def launcher_waits_io(path: str, seed: int = 0, flavor: Optional[str] = None) ->
         launcher_tid=r.pid,
         d2c_tid=r.pid + 1,
         c2d_tid=r.pid + 2,
+        watchdog_tid=r.pid + 3,
         waits=waits,
         worker_ranges=worker_ranges,
         worker_io=worker_io,

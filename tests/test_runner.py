@@ -26,18 +26,53 @@ def test_a_value_read_before_it_is_made_or_made_twice_is_refused():
 def test_one_worker_runs_the_declaration_order_and_keeps_only_what_is_asked():
     order = []
 
-    def step(name, value):
-        def fn(*args):
-            order.append(name)
-            return value + sum(args)
-        return fn
+    def b(a):
+        order.append("b")
+        return 10 + a
 
-    steps = [Step("b", step("b", 10), ("a",), ("b",)), Step("c", step("c", 100), ("a",), ("c",)),
-             Step("d", step("d", 0), ("b", "c"), ("d",))]
+    def c(a):
+        order.append("c")
+        return 100 + a
+
+    def d(b, c):
+        order.append("d")
+        return b + c
+
+    steps = [Step("b", b, ("a",), ("b",)), Step("c", c, ("a",), ("c",)), Step("d", d, ("b", "c"), ("d",))]
     values, timings = run_graph(steps, {"a": 1}, keep=("d",), workers=1)
     assert order == ["b", "c", "d"]
     assert values == {"d": 112}                     # b = 11, c = 101: dropped, not kept
     assert set(timings) == {"b", "c", "d"}
+
+
+def test_inputs_are_bound_by_parameter_name_and_checked_against_the_signature():
+    """A value reaches the parameter of its name whatever the order the step lists its inputs in; a step whose
+    inputs are not its function's parameters (a renamed parameter, a missing or extra input, two inputs swapped for
+    a function that names them otherwise) is refused before anything runs."""
+    def diff(kernels, steady_kernels):
+        return kernels - steady_kernels
+
+    values, _ = run_graph([Step("d", diff, ("steady_kernels", "kernels"), ("d",))],
+                          {"kernels": 10, "steady_kernels": 3}, keep=("d",))
+    assert values == {"d": 7}
+    given = {"kernels", "steady_kernels"}
+    for inputs in (("kernels",), ("kernels", "steady_kernels", "extra"), ("kernels", "steady")):
+        with pytest.raises(GraphError, match="do not match the parameters"):
+            check_graph([Step("d", diff, inputs, ("d",))], given | {"extra", "steady"})
+
+    def with_default(kernels, top=20):
+        return kernels
+
+    check_graph([Step("t", with_default, ("kernels",), ("t",))], given)      # a defaulted parameter may be left out
+    with pytest.raises(GraphError, match="do not match"):
+        check_graph([Step("s", lambda *values: 0, ("kernels",), ("s",))], given)   # nothing to bind by name
+
+
+def test_every_step_of_the_report_graph_binds_by_name():
+    from nsys_llm_explainer.graph import STEPS
+    from nsys_llm_explainer.runner import parameter_mismatch
+
+    assert [(s.label, parameter_mismatch(s)) for s in STEPS if parameter_mismatch(s)] == []
 
 
 def test_a_step_whose_outputs_are_given_is_skipped():

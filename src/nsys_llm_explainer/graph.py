@@ -33,7 +33,8 @@ from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, devic
 from .analyses.idle.host_samples import HostSamplesResult, analyze_host_samples
 from .analyses.idle.result import DeviceCauses
 from .analyses.kernels.categories import CategoryResult, analyze_categories
-from .analyses.kernels.stats import GROUPINGS, NESTED, KernelStats, kernel_stats
+from .analyses.kernels.stats import GROUPINGS, NESTED, KernelStats
+from .analyses.kernels.stats import kernel_stats as compute_kernel_stats
 from .analyses.kernels.summary import KernelSummary, analyze_kernels
 from .analyses.kernels.traits import KernelTraitsResult, analyze_kernel_traits
 from .analyses.memory.copy_engines import CopyEnginesResult, analyze_copy_engines
@@ -60,8 +61,8 @@ from .runner import Step
 
 
 # ---------------------------------------------------------------------------------------- window and model
-def _window(model: TraceModel, opts: Options) -> WindowResult:
-    return detect_window(model, opts.window, opts.window_nvtx)
+def _window(model: TraceModel, options: Options) -> WindowResult:
+    return detect_window(model, options.window, options.window_nvtx)
 
 
 def _steady(model: TraceModel, window: WindowResult) -> TraceModel:
@@ -69,16 +70,17 @@ def _steady(model: TraceModel, window: WindowResult) -> TraceModel:
     return model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
 
 
-def _full_times(model: TraceModel, window: WindowResult, opts: Options) -> Optional[dict]:
+def _full_times(model: TraceModel, window: WindowResult, options: Options) -> Optional[dict]:
     """Per device, the full capture's busy/idle totals (None when the window is the whole capture: the steady
     timelines are then the full ones). Only totals are kept: the full timelines' rows are dropped at once."""
     if window.is_full:
         return None
-    return window_times(build_timelines(model, window.full_start_ns, window.full_end_ns, opts.include_memcpy_in_busy))
+    return window_times(build_timelines(model, window.full_start_ns, window.full_end_ns,
+                                        options.include_memcpy_in_busy))
 
 
 def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nvtx: NvtxResult,
-                 full_times: Optional[dict], opts: Options
+                 full_times: Optional[dict], options: Options
                  ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...]]:
     """One device at a time: its steady timeline → idle causes → busy/idle figures and per-step sync series;
     then the timeline is dropped (memory ∝ one device)."""
@@ -88,32 +90,34 @@ def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nv
 
     def per_device(tl: DeviceTimeline, dc: DeviceCauses) -> None:
         full: Union[WindowTime, DeviceTimeline, None] = full_times.get(tl.device_id) if full_times is not None else tl
-        dev_times.append(device_time(tl, full, dc.gap_cause, opts.top))
+        dev_times.append(device_time(tl, full, dc.gap_cause, options.top))
         series.extend(device_step_sync(ctx, tl, dc))
 
     causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
-                                                                opts.include_memcpy_in_busy),
+                                                                options.include_memcpy_in_busy),
                                  nvtx.tree, DEFAULT_BINS, per_device)
-    return causes, gpu_time_result(dev_times, opts.include_memcpy_in_busy), ctx, tuple(series)
+    return causes, gpu_time_result(dev_times, options.include_memcpy_in_busy), ctx, tuple(series)
 
 
 # ---------------------------------------------------------------------------------------- kernels
 def _kernel_stats(model: TraceModel) -> Optional[KernelStats]:
     """The full capture's kernel statistics by the groupings its kernel summary reads."""
     k = model.kernels
-    return kernel_stats(k, (NESTED[:1], NESTED[:2], NESTED, ("pid",))) if k is not None and len(k) else None
+    return compute_kernel_stats(k, (NESTED[:1], NESTED[:2], NESTED, ("pid",))) if k is not None and len(k) else None
 
 
-def _steady_stats(steady: TraceModel, window: WindowResult, full: Optional[KernelStats]) -> Optional[KernelStats]:
-    """The steady window's kernel statistics (the full capture's, completed, when the window is the whole
-    capture: nothing is computed twice)."""
+def _steady_stats(steady: TraceModel, window: WindowResult, kernel_stats: Optional[KernelStats]
+                  ) -> Optional[KernelStats]:
+    """The steady window's kernel statistics (the full capture's ``kernel_stats``, completed, when the window is the
+    whole capture: nothing is computed twice)."""
     k = steady.kernels
     if k is None or len(k) == 0:
         return None
-    return full.with_groupings(k, GROUPINGS) if window.is_full and full is not None else kernel_stats(k)
+    return kernel_stats.with_groupings(k, GROUPINGS) if window.is_full and kernel_stats is not None \
+        else compute_kernel_stats(k)
 
 
-def _traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult, stats: Optional[KernelStats]
+def _traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult, steady_kernel_stats: Optional[KernelStats]
             ) -> KernelTraitsResult:
     """Kernel traits of the steady window's kernels, with the launching processes' and threads' names."""
     k = model.kernels
@@ -122,52 +126,59 @@ def _traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult, stats
     procs = [str(p.get("name", "")) for p in trace.processes if p.get("pid") in pids]
     nv = model.nvtx.names if model.nvtx is not None else []
     sk = steady.kernels
-    if sk is None or len(sk) == 0 or stats is None:
+    if sk is None or len(sk) == 0 or steady_kernel_stats is None:
         names = k.names if k is not None else []
         return analyze_kernel_traits(names, _EMPTY, _EMPTY, nv, threads, procs)
-    return analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs, stats.by("name"))
+    return analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs, steady_kernel_stats.by("name"))
 
 
-def _steady_kernels(steady: TraceModel, stats: Optional[KernelStats]) -> KernelSummary:
-    return analyze_kernels(steady, stats)
+def _kernels(model: TraceModel, kernel_stats: Optional[KernelStats]) -> KernelSummary:
+    return analyze_kernels(model, kernel_stats)
 
 
-def _launch(steady: TraceModel, window: WindowResult, opts: Options, stats: Optional[KernelStats]) -> LaunchResult:
-    return analyze_launch(steady, window.end_ns - window.start_ns, opts.top, stats)
+def _steady_kernels(steady: TraceModel, steady_kernel_stats: Optional[KernelStats]) -> KernelSummary:
+    return analyze_kernels(steady, steady_kernel_stats)
+
+
+def _launch(steady: TraceModel, window: WindowResult, options: Options, steady_kernel_stats: Optional[KernelStats]
+            ) -> LaunchResult:
+    return analyze_launch(steady, window.end_ns - window.start_ns, options.top, steady_kernel_stats)
 
 
 # ---------------------------------------------------------------------------------------- NVTX, phases, steps
-def _attribution(model: TraceModel, nvtx: NvtxResult, opts: Options) -> AttributionResult:
-    if not opts.nvtx_kernel_map:
+def _attribution(model: TraceModel, nvtx: NvtxResult, options: Options) -> AttributionResult:
+    if not options.nvtx_kernel_map:
         return AttributionResult(False, "disabled with --no-nvtx-kernel-map")
     return analyze_attribution(model, nvtx.tree)
 
 
-def _phases(model: TraceModel, opts: Options, nvtx: NvtxResult, att: AttributionResult
+def _phases(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attribution: AttributionResult
             ) -> Tuple[PhaseResult, AttributionResult]:
     """Phases, and the NVTX attribution with its per-phase totals set from them when a user phase map is given
     (a new object)."""
-    phase_map = opts.phase_map if opts.phase_map is not None else build_phase_map(None)
-    phases = analyze_phases(model, phase_map, nvtx.tree, att.kernel_nodes)
-    if opts.phase_map and phases.available and att.available:
-        att = dataclasses.replace(att, phases=tuple(
+    phase_map = options.phase_map if options.phase_map is not None else build_phase_map(None)
+    phases = analyze_phases(model, phase_map, nvtx.tree, nvtx_attribution.kernel_nodes)
+    if options.phase_map and phases.available and nvtx_attribution.available:
+        nvtx_attribution = dataclasses.replace(nvtx_attribution, phases=tuple(
             {"phase": r["phase"], "kernel_count": r["kernel_count"], "kernel_ns": r["gpu_time_ns"],
              "pct_of_kernel_time": r["pct_of_kernel_time"]} for r in phases.phases))
-    return phases, att
+    return phases, nvtx_attribution
 
 
-def _categories(model: TraceModel, opts: Options, phases: PhaseResult) -> CategoryResult:
-    rules = opts.categories if opts.categories is not None else load_rules(None, None)
+def _categories(model: TraceModel, options: Options, phases: PhaseResult) -> CategoryResult:
+    rules = options.categories if options.categories is not None else load_rules(None, None)
     return analyze_categories(model, rules, phases.kernel_phase if phases.available else None,
-                              phases.phase_names if phases.available else None, opts.include_memcpy_in_busy)
+                              phases.phase_names if phases.available else None, options.include_memcpy_in_busy)
 
 
-def _steps(model: TraceModel, opts: Options, nvtx: NvtxResult, att: AttributionResult, phases: PhaseResult
+def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attribution: AttributionResult,
+           phases: PhaseResult
            ) -> StepResult:
+    att = nvtx_attribution
     kernel_node = att.kernel_nodes.get(0, att.kernel_node) if att.kernel_nodes else att.kernel_node
-    return analyze_steps(model, phases, step_marker=opts.step_marker, step_range=opts.step_range,
-                         top=min(opts.top, 10), tree=nvtx.tree, kernel_node=kernel_node,
-                         domain_nodes=att.kernel_nodes or None)
+    return analyze_steps(model, phases, step_marker=options.step_marker, step_range=options.step_range,
+                         top=min(options.top, 10), tree=nvtx.tree, kernel_node=kernel_node,
+                         domain_nodes=nvtx_attribution.kernel_nodes or None)
 
 
 # ---------------------------------------------------------------------------------------- memory
@@ -187,17 +198,17 @@ def _unified_memory(model: TraceModel, steady: TraceModel, window: WindowResult)
                                   window.full_end_ns)
 
 
-def _host_samples(model: TraceModel, causes: IdleCausesResult) -> HostSamplesResult:
-    return analyze_host_samples(model.samples, causes)
+def _host_samples(model: TraceModel, idle_causes: IdleCausesResult) -> HostSamplesResult:
+    return analyze_host_samples(model.samples, idle_causes)
 
 
-def _waits(steady: TraceModel, window: WindowResult, causes: IdleCausesResult, nvtx: NvtxResult) -> WaitsResult:
-    return analyze_waits(steady, window.start_ns, window.end_ns, causes, nvtx.tree)
+def _waits(steady: TraceModel, window: WindowResult, idle_causes: IdleCausesResult, nvtx: NvtxResult) -> WaitsResult:
+    return analyze_waits(steady, window.start_ns, window.end_ns, idle_causes, nvtx.tree)
 
 
-def _warnings(model: TraceModel, kernels: KernelSummary, att: AttributionResult, graphs: GraphResult,
-              opts: Options) -> Tuple[str, ...]:
-    return collect_warnings(model, kernels, att, graphs, opts)
+def _warnings(model: TraceModel, kernels: KernelSummary, attribution: AttributionResult, graphs: GraphResult,
+              options: Options) -> Tuple[str, ...]:
+    return collect_warnings(model, kernels, attribution, graphs, options)
 
 
 _EMPTY = np.empty(0, np.int64)
@@ -213,7 +224,7 @@ STEPS: Tuple[Step, ...] = (
     Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "full_times", "options"),
          ("idle_causes", "gpu_time", "step_sync_context", "step_sync_series"), "steady"),
     Step("kernel stats", _kernel_stats, ("model",), ("kernel_stats",)),
-    Step("kernels", analyze_kernels, ("model", "kernel_stats"), ("kernels",)),
+    Step("kernels", _kernels, ("model", "kernel_stats"), ("kernels",)),
     Step("cuda api", analyze_cuda_api, ("model",), ("cuda_api",)),
     Step("nvtx attribution", _attribution, ("model", "nvtx", "options"), ("nvtx_attribution",)),
     Step("phases", _phases, ("model", "options", "nvtx", "nvtx_attribution"), ("phases", "attribution")),

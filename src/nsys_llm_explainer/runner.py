@@ -1,6 +1,7 @@
 """A small runner for a declared graph of steps (:class:`Step`): each step names the values it reads and the
-values it returns; the runner checks the declaration, runs every step once its inputs exist, and records the
-seconds each took.
+values it returns; the runner checks the declaration — every value is made before it is read, and a step's inputs
+are exactly its function's parameters, by name — runs every step once its inputs exist, passing each value to the
+parameter of the same name, and records the seconds each took.
 
 ``workers=1`` runs the steps one after another in declaration order on the calling thread (for debugging and
 tests); ``workers=n`` lets ``n − 1`` extra threads take part: every thread takes the first step in declaration
@@ -11,6 +12,7 @@ does not keep is dropped as soon as its last reader has finished (memory follows
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from dataclasses import dataclass
@@ -21,8 +23,9 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Step:
-    """``outputs = fn(*inputs)``: ``inputs`` and ``outputs`` are value names; with several outputs ``fn``
-    returns a tuple of that length. ``label`` names the step in progress messages and timings."""
+    """``outputs = fn(**{name: value for name in inputs})``: ``inputs`` and ``outputs`` are value names, and
+    ``inputs`` are the names of ``fn``'s parameters (:func:`check_graph` refuses a step whose are not); with several
+    outputs ``fn`` returns a tuple of that length. ``label`` names the step in progress messages and timings."""
 
     label: str
     fn: Callable[..., Any]
@@ -36,11 +39,34 @@ class GraphError(ValueError):
     """The declared graph is inconsistent (a value read before any step makes it, or made twice)."""
 
 
+def parameter_mismatch(s: Step) -> Optional[str]:
+    """Why ``s.inputs`` are not ``s.fn``'s parameters by name (None when they are): every input must name a
+    parameter that can be passed by keyword, and every parameter without a default must be an input."""
+    try:
+        params = inspect.signature(s.fn).parameters
+    except (TypeError, ValueError):                 # a callable without a signature: nothing to bind by name
+        return f"{s.fn!r} has no signature to bind its inputs to"
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    named = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    unknown = [i for i in s.inputs if i not in named]
+    needed = [n for n in named if params[n].default is inspect.Parameter.empty and n not in s.inputs]
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_ONLY and p.default is p.empty]
+    if not (unknown or needed or positional):
+        return None
+    return (f"inputs {list(s.inputs)} do not match the parameters {list(params)} of {getattr(s.fn, '__name__', s.fn)}"
+            + (f" (no parameter {unknown})" if unknown else "") + (f" (not given {needed + positional})"
+                                                                   if needed or positional else ""))
+
+
 def check_graph(steps: Sequence[Step], given: Collection[str]) -> None:
-    """Raise :class:`GraphError` unless every input is given or made by an earlier step, no value is made
-    twice and every window is ``full`` or ``steady``."""
+    """Raise :class:`GraphError` unless every input is given or made by an earlier step, each step's inputs are its
+    function's parameters by name, no value is made twice and every window is ``full`` or ``steady``."""
     have: Set[str] = set(given)
     for s in steps:
+        why = parameter_mismatch(s)
+        if why:
+            raise GraphError(f"step {s.label!r}: {why}")
         missing = [i for i in s.inputs if i not in have]
         if missing:
             raise GraphError(f"step {s.label!r} reads {missing} before any step makes them")
@@ -77,7 +103,7 @@ def run_graph(steps: Sequence[Step], given: Mapping[str, Any], keep: Collection[
         if progress is not None:
             progress(s.label)
         t = time.perf_counter()
-        out = s.fn(*(values[i] for i in s.inputs))
+        out = s.fn(**{i: values[i] for i in s.inputs})
         seconds = round(time.perf_counter() - t, 4)
         outs = (out,) if len(s.outputs) == 1 else tuple(out)
         if len(outs) != len(s.outputs):

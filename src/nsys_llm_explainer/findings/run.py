@@ -31,40 +31,43 @@ from .step_sync import claimed_ns, step_sync_finding
 from .unified_memory import unified_memory_finding
 
 
-def run_findings(gpu: GpuTimeResult, causes: IdleCausesResult, traits: KernelTraitsResult, trace_facts: TraceFacts,
-                 step_sync: StepSyncResult, window: WindowResult, steady_kernels: KernelSummary,
+def run_findings(gpu_time: GpuTimeResult, idle_causes: IdleCausesResult, traits: KernelTraitsResult,
+                 facts: TraceFacts, step_sync: StepSyncResult, window: WindowResult, steady_kernels: KernelSummary,
                  categories: CategoryResult, graphs: GraphResult, nccl: NcclResult,
                  unified_memory: Optional[UnifiedMemoryResult], host_samples: Optional[HostSamplesResult],
-                 kernels: KernelSummary, att: AttributionResult, opts: Options, waits: Optional[WaitsResult] = None,
-                 copy_engines: Optional[CopyEnginesResult] = None) -> Tuple[Tuple[Finding, ...], Headline]:
-    """Every finding of the typed results, ranked, and the headline (the analysis graph's ``findings`` step)."""
-    facts = trace_facts.advice_facts()
-    pooled = gpu.pooled() if gpu.available else None
+                 kernels: KernelSummary, attribution: AttributionResult, options: Options,
+                 waits: Optional[WaitsResult] = None, copy_engines: Optional[CopyEnginesResult] = None
+                 ) -> Tuple[Tuple[Finding, ...], Headline]:
+    """Every finding of the typed results, ranked, and the headline (the analysis graph's ``findings`` step: its
+    parameters are the graph's values of the same names)."""
+    advice_facts = facts.advice_facts()
+    pooled = gpu_time.pooled() if gpu_time.available else None
     busy = pooled.busy_pct if pooled else None
-    gate = gate_finding(gpu, kernels.kernel_count if kernels.available else 0, kernels.reason, facts)
-    kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu.devices}
+    gate = gate_finding(gpu_time, kernels.kernel_count if kernels.available else 0, kernels.reason, advice_facts)
+    kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu_time.devices}
     found: List[Finding] = []
-    ran = set(gpu.kernel_devices())
-    ss = step_sync_finding(step_sync, facts, ran)   # claims host idle ns before the idle findings
+    ran = set(gpu_time.kernel_devices())
+    ss = step_sync_finding(step_sync, advice_facts, ran)   # claims host idle ns before the idle findings
     found += [ss] if ss is not None else []
-    cp, cp_claimed = copy_path_finding(copy_engines, causes, active_devices(gpu) if gpu.available else None, facts)
+    active = active_devices(gpu_time) if gpu_time.available else None
+    cp, cp_claimed = copy_path_finding(copy_engines, idle_causes, active, advice_facts)
     found += [cp] if cp is not None else []     # claims the copy idle ns of its path before the idle findings
-    found += idle_findings(causes, gpu, kern, window.full_start_ns, traits, facts,
-                           launch_ranges=att.launch_range_details() if att.available else frozenset(),
+    found += idle_findings(idle_causes, gpu_time, kern, window.full_start_ns, traits, advice_facts,
+                           launch_ranges=attribution.launch_range_details() if attribution.available
+                           else frozenset(),
                            samples=host_samples, claimed=claimed_ns(step_sync, ss), waits=waits,
-                           launches_known=att.available, copy_claimed=cp_claimed)
+                           launches_known=attribution.available, copy_claimed=cp_claimed)
     top = steady_kernels.by_name if steady_kernels.available else ()
     cats = categories.overall if categories.available else ()
-    found += kernel_findings(gpu, traits, top, cats, facts)
-    for f in (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, facts),
-              capture_window_finding(window, gpu, facts),
-              nvtx_coverage_finding(att, opts.nvtx_coverage_warn_threshold, facts),
-              nccl_finding(nccl, facts),
-              unified_memory_finding(unified_memory, active_devices(gpu) if gpu.available else None,
-                                     facts)):
+    found += kernel_findings(gpu_time, traits, top, cats, advice_facts)
+    for f in (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, advice_facts),
+              capture_window_finding(window, gpu_time, advice_facts),
+              nvtx_coverage_finding(attribution, options.nvtx_coverage_warn_threshold, advice_facts),
+              nccl_finding(nccl, advice_facts),
+              unified_memory_finding(unified_memory, active, advice_facts)):
         if f is not None:
             found.append(f)
-    ranked = rank(found, gate, busy, causes, facts, sorted(ran))
+    ranked = rank(found, gate, busy, idle_causes, advice_facts, sorted(ran))
     return ranked, headline(ranked, busy, window.method)
 
 

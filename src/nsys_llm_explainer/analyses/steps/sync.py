@@ -368,16 +368,16 @@ def device_step_sync(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses)
     return out
 
 
-def step_sync_result(ctx: StepSyncContext, causes: IdleCausesResult, series: Sequence[StepSyncSeries]
-                     ) -> StepSyncResult:
-    """The result from the series of every device."""
-    if not causes.available:
-        return StepSyncResult(False, causes.reason or "no idle causes")
-    if not ctx.ok:
+def step_sync_result(step_sync_context: StepSyncContext, idle_causes: IdleCausesResult,
+                     step_sync_series: Sequence[StepSyncSeries]) -> StepSyncResult:
+    """The result from the series of every device (the graph's values of the same names)."""
+    if not idle_causes.available:
+        return StepSyncResult(False, idle_causes.reason or "no idle causes")
+    if not step_sync_context.ok:
         return StepSyncResult(False, "no CUDA API calls in the trace: sync calls cannot be matched to launches")
-    if not series:
+    if not step_sync_series:
         return StepSyncResult(True, "no blocking call waited for the launching thread's GPU work")
-    out = sorted(series, key=lambda s: (not s.holds, -s.overlap_ns, -s.exposed_ns, s.device_id, s.gtid))
+    out = sorted(step_sync_series, key=lambda s: (not s.holds, -s.overlap_ns, -s.exposed_ns, s.device_id, s.gtid))
     return StepSyncResult(True, None, tuple(out))
 
 

@@ -201,7 +201,7 @@ def copy_facts(ce: Optional[CopyEnginesResult]) -> Dict[str, Any]:
 
 
 def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphResult,
-                  copies: Optional[CopyEnginesResult] = None) -> TraceFacts:
+                  copy_engines: Optional[CopyEnginesResult] = None) -> TraceFacts:
     gpus = _with_kernels(tuple(f for f in (gpu_fact(g) for g in model.info.gpus) if f is not None), model)
     graph_ev = ""
     uses_graphs = False
@@ -221,7 +221,7 @@ def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphRe
     return TraceFacts(gpus, traits.workload, traits.workload_evidence, stack, traits.stack_evidence,
                       _FRAMEWORK.get(stack, ""), uses_graphs, graph_ev, compiled, compiled_ev,
                       bool(model.samples is not None and len(model.samples)), um, um_ev, bool(threads),
-                      tuple(threads), bool(model.osrt is not None and len(model.osrt)), **copy_facts(copies))
+                      tuple(threads), bool(model.osrt is not None and len(model.osrt)), **copy_facts(copy_engines))
 
 
 def _with_kernels(gpus: Tuple[GpuFact, ...], model: TraceModel) -> Tuple[GpuFact, ...]:

@@ -19,10 +19,6 @@ from typing import Any, Callable, Dict, Iterator, Optional, Union
 
 from .errors import Interrupted
 
-TYPE_CHECKING = False   # typing is not imported at run time: this module loads before anything else (__main__)
-if TYPE_CHECKING:
-    from typing import Any, Dict, Iterator, Optional
-
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 _STATE: Dict[str, Any] = {"defer": 0, "pending": None, "fired": 0}   # fired: the signal being handled, or 0
 

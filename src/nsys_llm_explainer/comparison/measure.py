@@ -6,11 +6,11 @@ Everything is over the report's steady window, summed over devices (docs/MODEL.m
   that only received copies is not counted; docs/MODEL.md); ``non_gpu_ns`` = pooled window − pooled busy.
 * idle by cause: ``Report.idle_causes.devices`` of those same devices, summed per kind (and kept per
   (kind, detail)); Σ = idle.
-* non-overlapped busy per kernel category: ``diagnosis.categories.overall`` when the steady window is the
+* non-overlapped busy per kernel category: ``Report.categories.overall`` when the steady window is the
   whole capture; otherwise the same analysis rerun on the steady (clipped) model with the rules the report
   resolved, so categories + idle = window exactly. Busy the kernels do not explain (whole-graph executions
   of a graph-level trace) is the row ``graph_untraced``.
-* kernels by name: ``diagnosis.steady_kernels.by_name`` (clipped to the window): count, total ns.
+* kernels by name: ``Report.steady_kernels.by_name`` (clipped to the window): count, total ns.
 """
 
 from __future__ import annotations

@@ -156,10 +156,6 @@ def preset_rules(name: str) -> List[Rule]:
     return list(builtin_preset(name).rules)
 
 
-def preset_detect(name: str) -> List[str]:
-    return list(builtin_preset(name).detect)
-
-
 # ----------------------------------------------------------------------------------------------------------
 # user rules
 

@@ -12,7 +12,6 @@ means "use the presets". A user map replaces the preset phases; the presets' ``i
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import os
@@ -62,10 +61,6 @@ class PhaseMap:
     def names(self) -> List[str]:
         return [p for p, _ in self.phases]
 
-    @property
-    def is_user(self) -> bool:
-        return self.source == "user"
-
     def as_dict(self) -> PhaseDict:
         return {p: list(subs) for p, subs in self.phases}
 
@@ -85,11 +80,6 @@ def _preset_document() -> Dict:
     except (OSError, ValueError):
         pass
     return _FALLBACK
-
-
-def load_presets() -> Dict:
-    """The preset document (``frameworks``, ``ignore``, ``step_keywords``); a copy, read once."""
-    return copy.deepcopy(_preset_document())
 
 
 def _merge(maps: Sequence[Mapping[str, Sequence[str]]]) -> PhaseDict:

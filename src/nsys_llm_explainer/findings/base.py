@@ -112,5 +112,3 @@ class Finding:
                                                                                for k in ("kind", "detail")])
 
 
-def pct_text(x: float) -> str:
-    return f"{x:.1f} %"

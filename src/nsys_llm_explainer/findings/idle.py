@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
@@ -344,10 +344,3 @@ def _tiny_share(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:
     return tiny / ns if ns else 0.0
 
 
-def cause_share(causes: IdleCausesResult, kinds: Sequence[str]) -> float:
-    """Largest per-device share of the window held by ``kinds`` together (0 when unavailable)."""
-    best = 0.0
-    for d in causes.devices:
-        if d.window_ns:
-            best = max(best, 100.0 * sum(d.ns_of(k) for k in kinds) / d.window_ns)
-    return best

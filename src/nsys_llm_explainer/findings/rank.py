@@ -121,5 +121,3 @@ def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str) 
                     top.recommendation[0] if top.recommendation else None, kind, detail, share)
 
 
-def as_dicts(findings: Sequence[Finding]) -> List[Dict[str, Any]]:
-    return [f.to_dict() for f in findings]

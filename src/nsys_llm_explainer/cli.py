@@ -37,7 +37,6 @@ from . import __version__
 from .errors import ExplainerError, InputError, OptionError, OutputError
 from .options import Options, add_flags, check_option, flag_of, options_from_args
 from .paths import check_name, shown, stat_or_none
-from .read.nsys_export import export_report, is_report
 from .terminal import error_line, say, silence_stdout, warning_line
 
 if TYPE_CHECKING:
@@ -198,7 +197,7 @@ def run_compare(argv: Sequence[str]) -> int:
     from .comparison import compare_paths
     from .comparison.gate import check_gate, gate
     from .comparison.write import check_compare_out, write_compare
-    from .pipeline import analyze_path
+    from .pipeline import analyze_any
 
     a = _compare_parser().parse_args(list(argv))
     if len(a.traces) < 2:
@@ -210,19 +209,13 @@ def run_compare(argv: Sequence[str]) -> int:
     od = check_compare_out(out, a.force, a.traces)
     progress = Progress(enabled=not a.quiet)
     try:
-        with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-compare-") as td:
-            def analyze(path: str) -> Report:
-                src = trace = Path(path)
-                if is_report(trace):
-                    sub = Path(tempfile.mkdtemp(dir=td))
-                    progress(f"exporting {trace.name} to SQLite with nsys")
-                    src = export_report(trace, sub)
-                progress(f"analyzing {trace.name}")
-                return analyze_path(str(src), opts, progress, display_path=str(trace) if src != trace else None)
+        def analyze(path: str) -> Report:
+            progress(f"analyzing {Path(path).name}")
+            return analyze_any(path, opts, progress)
 
-            result, _ = compare_paths(a.traces, labels, analyze)
-            progress("writing the comparison")
-            write_compare(result, od, top=opts.top)
+        result, _ = compare_paths(a.traces, labels, analyze)
+        progress("writing the comparison")
+        write_compare(result, od, top=opts.top)
     finally:
         progress.stop()
     if not a.quiet:
@@ -238,28 +231,22 @@ def run_compare(argv: Sequence[str]) -> int:
 def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
                  display_path: Optional[str] = None, extra_files: Sequence[Path] = ()) -> int:
     from .output import Staging
-    from .pipeline import analyze_path
+    from .pipeline import analyze_any
     from .render import render_all, summary_lines
 
     out = od.path
     progress = Progress(enabled=not quiet)
     try:
-        with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-") as td:
-            src = trace
-            if is_report(trace):
-                progress("exporting report to SQLite with nsys")
-                src = export_report(trace, Path(td))
-            # the report names the file the user gave (or the demo's copy), not a temporary export
-            shown = display_path or (str(trace) if src != trace else None)
-            report = analyze_path(str(src), opts, progress, display_path=shown)
-            progress("writing report")
-            data = report.to_dict()
-            with Staging(od) as st:
-                assert st.tmp is not None
-                render_all(data, st.tmp)
-                for f in extra_files:
-                    shutil.copyfile(f, st.tmp / f.name)
-                st.commit()
+        # the report names the file the user gave (or the demo's copy), never a temporary export
+        report = analyze_any(str(trace), opts, progress, display_path=display_path)
+        progress("writing report")
+        data = report.to_dict()
+        with Staging(od) as st:
+            assert st.tmp is not None
+            render_all(data, st.tmp)
+            for f in extra_files:
+                shutil.copyfile(f, st.tmp / f.name)
+            st.commit()
     finally:
         progress.stop()
     if not quiet:

@@ -11,8 +11,10 @@ it is immutable; ``display_path`` names the trace in the report when it differs 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 from . import __version__
@@ -24,6 +26,7 @@ from .model.trace import TraceModel
 from .options import Options
 from .read.columnar import resolve_reader
 from .read.connection import open_readonly
+from .read.nsys_export import export_report, is_report
 from .read.schema import probe
 from .report import Report
 from .runner import run_graph
@@ -98,3 +101,19 @@ def analyze_path(path: str, options: Optional[Options] = None, progress: Progres
     ready = ApiResults(early["results"][0], early["results"][1], early["s"]) if early and early["api"] is model.api \
         else None
     return analyze_model(model, opts, progress, display_path, ready, workers)
+
+
+def analyze_any(path: str, options: Optional[Options] = None, progress: Progress = _noop,
+                display_path: Optional[str] = None, workers: Optional[int] = None) -> Report:
+    """:func:`analyze_path` of an SQLite export, or of an Nsight Systems report (``.nsys-rep``/``.qdrep``) exported
+    first with ``nsys`` into a temporary directory that is removed afterwards (:class:`errors.InputError`, one line,
+    when ``nsys`` is missing or fails). The report names ``display_path``, else the file the user gave — never a
+    temporary export. The one place a report file is exported before it is analysed (command line, compare,
+    cluster workers)."""
+    src = Path(path)
+    if not is_report(src):
+        return analyze_path(path, options, progress, display_path, workers)
+    with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-export-") as td:
+        progress(f"exporting {src.name} to SQLite with nsys")
+        exported = export_report(src, Path(td))
+        return analyze_path(str(exported), options, progress, display_path or path, workers)

@@ -23,7 +23,6 @@ from ..analyses.common.stats import summary
 from ..analyses.comms.nccl import NCCL_RE, collective_name
 from ..jsonable import json_ready
 from ..options import Options
-from ..read.nsys_export import export_report, is_report
 
 if TYPE_CHECKING:
     from ..model.trace import TraceModel
@@ -182,16 +181,9 @@ def summarize(report: Report, label: str, data: Optional[Dict[str, Any]] = None)
 def analyze_file(path: str, label: str, options: Optional[Options] = None,
                  rank_dir: Optional[str] = None) -> FileSummary:
     """Worker entry point: analyse ``path``; with ``rank_dir``, also write its single-file report there."""
-    import tempfile
+    from ..pipeline import analyze_any
 
-    from ..pipeline import analyze_path
-
-    with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-rank-") as td:
-        src = Path(path)
-        shown = None
-        if is_report(src):
-            src, shown = export_report(Path(path), Path(td)), str(path)
-        report = analyze_path(str(src), options, display_path=shown)
+    report = analyze_any(path, options)
     data = report.to_dict()
     if rank_dir is not None:
         from ..render import render_all

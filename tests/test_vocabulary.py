@@ -10,11 +10,10 @@ from pathlib import Path
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.findings.base import CATEGORIES
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
-from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, HOST_PIECE_KINDS, KINDS
+from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, HOST_PIECE_KINDS, KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "src" / "nsys_llm_explainer" / "report_schema.json").read_text(encoding="utf-8"))
-COMPOSITES = ("host_overhead", "step_sync", "copy_path")   # finding causes that span several kinds
 
 
 def _enums(node, path=""):
@@ -42,9 +41,39 @@ def test_schema_kind_enums_follow_the_table():
         if "/host_samples/" in path:
             assert enum == list(HOST_PIECE_KINDS), path
         elif "/findings/" in path:
-            assert enum == list(KINDS) + list(COMPOSITES), path
+            assert enum == list(KINDS) + list(COMPOSITE_CAUSES), path
         else:
             assert enum == list(KINDS), path
+
+
+def test_the_schema_file_is_what_the_kind_table_generates():
+    """report_schema.json's kind enums are generated from the table (scripts/sync_schema_enums.py): the file holds
+    exactly what the generator writes, so a new or moved kind is one table row and one script run."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync_schema_enums", ROOT / "scripts" / "sync_schema_enums.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    text = (ROOT / "src" / "nsys_llm_explainer" / "report_schema.json").read_text(encoding="utf-8")
+    assert gen.generate(text) == text
+    moved = json.loads(text)
+    moved["properties"]["idle_causes"]["properties"]["precedence"]["items"]["enum"] = ["host_cpu", "copy"]
+    assert json.loads(gen.generate(json.dumps(moved)))["properties"]["idle_causes"]["properties"]["precedence"][
+        "items"]["enum"] == list(KINDS)
+
+
+def test_every_finding_cause_is_in_the_vocabulary(tmp_path_factory):
+    """Each finding of the demo and the launch-bound scenario names a cause the vocabulary lists (a kind or a
+    composite)."""
+    from nsys_llm_explainer import analyze
+    from nsys_llm_explainer.synth import build_scenario
+
+    for name in ("demo", "launch_bound", "d2d_bound_step", "step_sync_host_work"):
+        p = tmp_path_factory.mktemp(name) / "t.sqlite"
+        build_scenario(name, str(p))
+        causes = {f.cause[0] for f in analyze(str(p)).findings if f.cause is not None}
+        assert causes and causes <= set(KINDS) | set(COMPOSITE_CAUSES), (name, causes)
 
 
 def test_docs_precedence_follows_the_table():

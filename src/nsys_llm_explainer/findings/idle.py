@@ -34,7 +34,7 @@ from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.threads.waits import WaitsResult
-from ..vocabulary.cause_kinds import CAUSE_KINDS, KIND
+from ..vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, KIND
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .advice import advise
@@ -46,6 +46,8 @@ from .waits import WaitStory, wait_story
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
 CATEGORY = {k.name: k.category for k in CAUSE_KINDS}
+HOST_OVERHEAD = "host_overhead"   # the launch-bound finding's cause (vocabulary.cause_kinds.COMPOSITE_CAUSES)
+assert HOST_OVERHEAD in COMPOSITE_CAUSES
 HOST_KINDS = ("launch", "host_cpu")   # the launch overhead the launch-bound composite may claim
 LOW_ONLY = {k.name for k in CAUSE_KINDS if k.low_only}
 GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the window: allocator growth
@@ -290,7 +292,7 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(dk.p50_ns)}: "
               f"{share[dev]:.1f} % of the window ({dur(total)})",
         evidence=tuple(e for e in ev if e), recommendation=advise(KIND["launch"].advice, facts),
-        time_at_stake_ns=total, checks=checks, device_id=dev, cause=("host_overhead", ""))
+        time_at_stake_ns=total, checks=checks, device_id=dev, cause=(HOST_OVERHEAD, ""))
 
 
 def _advice_ids(kind: str, txt: Dict[str, Any], details: Mapping[str, int],

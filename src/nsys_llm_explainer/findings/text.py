@@ -1,66 +1,31 @@
-"""Words of the findings: titles per idle-cause kind (the kinds' advice lines are in the kind table,
-:data:`vocabulary.cause_kinds.CAUSE_KINDS`), and the titles and advice ids of two variants: back-to-back queued
-kernels and Unified-Memory copies."""
+"""Words of the findings: per idle-cause kind, its title, many-details title, detail word and stand-in noun come
+from the kind table (:data:`vocabulary.cause_kinds.CAUSE_KINDS`, with its advice lines); this module adds the two
+variants a kind's finding may take instead — back-to-back queued kernels and Unified-Memory copies — and gives every
+finding one mapping to read."""
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Any, Dict
 
-CAUSE_TEXT: Dict[str, Dict] = {
-    "copy": {
-        "many": "Copies keep the kernels waiting: {share:.1f} % of the window",
-        "title": "Copies keep the kernels waiting: `{what}` copies fill {share:.1f} % of the window",
-        "by": "copy kind"},
-    "copy_unified": {    # the copy finding when its largest copy kind is a Unified-Memory migration
+from ..vocabulary.cause_kinds import CAUSE_KINDS
+
+#: the variants of a kind's finding: titles and the advice ids they give instead of the kind's
+VARIANTS: Dict[str, Dict[str, Any]] = {
+    "copy_unified": {
         "many": "Unified-Memory migrations and copies keep the kernels waiting: {share:.1f} % of the window",
         "title": "Unified-Memory migrations (`{what}`) keep the kernels waiting: {share:.1f} % of the window",
         "by": "copy kind",
         "advice": ["um.see_finding", "um.prefetch", "um.advise"]},
     "queued_latency": {
-        "title": "Per-kernel launch latency: idle between back-to-back queued kernels ({share:.1f} % of the "
-                 "window)",
+        "title": "Per-kernel launch latency: idle between back-to-back queued kernels ({share:.1f} % of the window)",
         "advice": ["queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks"]},
-    "queued": {
-        "title": "The GPU waits with work already queued ({share:.1f} % of the window): a stream/event dependency "
-                 "or launch latency, not the host"},
-    "sync": {
-        "many": "Host blocks in synchronize calls while the GPU idles ({share:.1f} % of the window)",
-        "title": "Host blocks in `{what}` while the GPU idles ({share:.1f} % of the window)",
-        "by": "call"},
-    "sync_memcpy": {
-        "title": "Synchronous copies (`{what}`) stall the GPU ({share:.1f} % of the window)",
-        "by": "call"},
-    "pageable_memcpy": {
-        "title": "`{what}` from pageable memory blocks the host ({share:.1f} % of the window)",
-        "by": "call"},
-    "alloc": {
-        "many": "Allocation in the loop: the host is in alloc/free calls while the GPU idles "
-                "({share:.1f} % of the window)",
-        "title": "Allocation in the loop: the host is in `{what}` while the GPU idles ({share:.1f} % of the window)",
-        "by": "call"},
-    "module_load": {
-        "title": "One-time cost: module loading / first launches (`{what}`) take {share:.1f} % of the window",
-        "by": "call"},
-    "launch": {
-        "title": "Launch calls (`{what}`) hold the host while the GPU idles ({share:.1f} % of the window)",
-        "by": "call"},
-    "other_api": {
-        "many": "The host is inside other CUDA calls while the GPU idles ({share:.1f} % of the window)",
-        "title": "The host is inside `{what}` while the GPU idles ({share:.1f} % of the window)",
-        "by": "call"},
-    "nvtx": {
-        "many": "The GPU idles while the host is in NVTX ranges ({share:.1f} % of the window)",
-        "title": "The GPU idles while the host is in NVTX range `{what}` ({share:.1f} % of the window)",
-        "by": "range"},
-    "osrt": {
-        "many": "The launching thread is blocked in OS calls while the GPU idles ({share:.1f} % of the window)",
-        "title": "The launching thread is blocked in `{what}` (OS runtime) while the GPU idles "
-                 "({share:.1f} % of the window)",
-        "by": "call"},
-    "host_cpu": {
-        "title": "Host gaps: the launching thread works outside CUDA calls while the GPU idles "
-                 "({share:.1f} % of the window)",
-        "noun": "host work"},
-    "unknown": {
-        "title": "Idle with no linked host thread ({share:.1f} % of the window): its cause is unknown"},
+}
+
+#: per kind (and variant): ``title``, ``many`` (title when no detail holds half the kind), ``by``, ``noun``,
+#: ``advice`` (variants only); keys left out where the kind has none
+CAUSE_TEXT: Dict[str, Dict[str, Any]] = {
+    **{k.name: {key: v for key, v in (("title", k.title), ("many", k.title_many), ("by", k.by), ("noun", k.noun))
+                if v}
+       for k in CAUSE_KINDS},
+    **VARIANTS,
 }

@@ -40,7 +40,7 @@ from ..nvtx.tree import NvtxTree, innermost_enclosing
 #: launching threads whose waits hold less than this % of the window are not followed
 MIN_WAIT_SHARE = 1.0
 #: launching threads followed (the largest waits)
-MAX_LAUNCHERS = 4
+MAX_LAUNCHERS = 16
 #: rows (thread, what, name) kept per launching thread
 TOP_ROWS = 20
 WHATS = ("nvtx", "osrt", "cuda")

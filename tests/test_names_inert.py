@@ -87,6 +87,14 @@ def build_names_trace(path: Path) -> None:
             a = s + 1000 + j * 15_000
             k = s + 5000 + j * 15_000
             b.launch(a, a + 2000, k, k + 10_000, pid=100, tid=100, device=0, name=name)
+    # a launcher that waits (sem_wait inside the first range) while a worker named like an escape sequence is in
+    # NVTX ranges and an OS call with hostile names: the waits section and the osrt finding quote them
+    w = b.thread(100, 101, name="wrk" + ESC_RED)
+    for i in range(10):
+        s = 1_000_000 + i * 200_000 + 160_000
+        b.osrt(s, s + 29_000, tid_g=g, name="sem_wait")
+        b.nvtx_push_pop(s + 1000, s + 28_000, LONG if i % 2 else BIDI, tid_g=w)
+        b.osrt(s + 2000, s + 27_000, tid_g=w, name=OSC8)
     b.write(str(path), overwrite=True)
 
 

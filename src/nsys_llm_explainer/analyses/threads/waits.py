@@ -167,8 +167,10 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
     w0, w1 = int(window_start_ns), int(window_end_ns)
     win = w1 - w0
     osrt = model.osrt
-    if osrt is None or len(osrt) == 0 or "name_idx" not in osrt.cols:
+    if osrt is None or len(osrt) == 0:
         return WaitsResult(False, "the trace has no OS-runtime calls (capture with `--trace=osrt`)", win)
+    if "name_idx" not in osrt.cols:
+        return WaitsResult(False, "the export's OS-runtime calls carry no names: which of them wait is not known", win)
     launchers = _launchers(model)
     if not launchers:
         return WaitsResult(False, "no kernel in the window is linked to the CUDA call that launched it", win)

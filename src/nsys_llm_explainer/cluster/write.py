@@ -9,11 +9,11 @@ made visible in one step); ``--out`` may be new, empty or hold a previous cluste
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
 from ..output import OutDir, check_out_dir
+from ..render.base import dumps_indented, write_text_files
 from ..render.cluster import render_cluster_html, render_cluster_markdown, report_href
 from ..render.cluster.tables import CLUSTER_TABLES
 from ..render.csv_tables import write_csv
@@ -34,8 +34,7 @@ def write_cluster_files(d: Mapping[str, Any], out_dir: Path, js: Optional[str] =
     """Every cluster output of a cluster.json dict into ``out_dir`` (the staging directory of :mod:`output`,
     where the workers already wrote ``ranks/``); ``js`` replaces the plotly.js bundle of cluster.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "cluster.json").write_text(json.dumps(d, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    (out_dir / "cluster.md").write_text(render_cluster_markdown(d), encoding="utf-8")
-    (out_dir / "cluster.html").write_text(render_cluster_html(d, js, rank_pages(d, out_dir)), encoding="utf-8")
-    files = [out_dir / "cluster.json", out_dir / "cluster.md", out_dir / "cluster.html"]
+    files = write_text_files(out_dir, {"cluster.json": dumps_indented(d) + "\n",
+                                       "cluster.md": render_cluster_markdown(d),
+                                       "cluster.html": render_cluster_html(d, js, rank_pages(d, out_dir))})
     return files + [write_csv(out_dir / "tables" / t.csv, t.csv_header(), t.csv_rows(d)) for t in CLUSTER_TABLES]

@@ -8,11 +8,11 @@ unless ``force``. Text cells follow :mod:`render.escape` (Markdown / HTML escapi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from ..output import OutDir, Staging, check_out_dir
+from ..render.base import dumps_indented, write_text_files
 from ..render.markdown import write_markdown
 from .document import compare_document
 from .html import render_compare_html
@@ -28,11 +28,9 @@ def check_compare_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> Out
 def render_compare(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None,
                    top: Optional[int] = None) -> List[Path]:
     """Every output file of a ``compare.json`` dict into ``out_dir`` (not atomic: see :func:`write_compare`)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = [out_dir / "compare.json", out_dir / "compare.md", out_dir / "compare.html"]
-    files[0].write_text(json.dumps(d, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    files[1].write_text(write_markdown(compare_document(d, top)), encoding="utf-8")
-    files[2].write_text(render_compare_html(d, js, top), encoding="utf-8")
+    files = write_text_files(out_dir, {"compare.json": dumps_indented(d) + "\n",
+                                       "compare.md": write_markdown(compare_document(d, top)),
+                                       "compare.html": render_compare_html(d, js, top)})
     return files + write_compare_tables(d, out_dir)
 
 

@@ -30,11 +30,20 @@ class Renderer:
         raise NotImplementedError
 
     def render(self, report: Mapping[str, Any], out_dir: Path) -> List[Path]:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / self.filename
-        path.write_text(self.text(report), encoding="utf-8")
-        return [path]
+        return write_text_files(out_dir, {self.filename: self.text(report)})
+
+
+def write_text_files(out_dir: Path, files: Mapping[str, str]) -> List[Path]:
+    """Write each ``name → text`` into ``out_dir`` (UTF-8; made when missing) and return the paths, in order: the one
+    place report, compare and cluster write their single files (the JSON text from :func:`dumps_indented`)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        path = out_dir / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
 
 
 #: a list longer than this is written one element per line, each element on its one line

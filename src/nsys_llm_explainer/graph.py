@@ -52,7 +52,15 @@ from .analyses.trace.info import TraceInfoResult, analyze_trace_info
 from .analyses.trace.window import WindowResult, detect_window
 from .config.categories import load_rules
 from .config.phase_map import build_phase_map
-from .findings.run import collect_warnings, run_findings
+from .findings.run import (
+    capture_rule,
+    collect_warnings,
+    copy_path_claims,
+    idle_rule,
+    kernel_rule,
+    rank_findings,
+    step_sync_claims,
+)
 from .model.clip import clip_model
 from .model.timeline import DeviceTimeline, build_timelines, iter_timelines
 from .model.trace import TraceModel
@@ -247,9 +255,19 @@ STEPS: Tuple[Step, ...] = (
     Step("waits", _waits, ("steady", "window", "idle_causes", "nvtx"), ("waits",), "steady"),
     Step("step sync", step_sync_result, ("step_sync_context", "idle_causes", "step_sync_series"), ("step_sync",),
          "steady"),
-    Step("findings", run_findings, ("gpu_time", "idle_causes", "traits", "facts", "step_sync", "window",
-                                    "steady_kernels", "categories", "graphs", "nccl", "unified_memory",
-                                    "host_samples", "kernels", "attribution", "options", "waits", "copy_engines"),
+    Step("finding: per-step sync", step_sync_claims, ("step_sync", "facts", "gpu_time"), ("step_sync_claims",),
+         "steady"),
+    Step("finding: copy path", copy_path_claims, ("copy_engines", "idle_causes", "gpu_time", "facts"),
+         ("copy_path_claims",), "steady"),
+    Step("findings: idle", idle_rule, ("idle_causes", "gpu_time", "window", "traits", "facts", "attribution",
+                                       "host_samples", "waits", "step_sync_claims", "copy_path_claims"),
+         ("idle_found",), "steady"),
+    Step("findings: kernels", kernel_rule, ("gpu_time", "traits", "steady_kernels", "categories", "facts"),
+         ("kernel_found",), "steady"),
+    Step("findings: capture", capture_rule, ("graphs", "gpu_time", "window", "attribution", "options", "nccl",
+                                             "unified_memory", "facts"), ("capture_found",)),
+    Step("findings", rank_findings, ("gpu_time", "idle_causes", "kernels", "window", "facts", "step_sync_claims",
+                                     "copy_path_claims", "idle_found", "kernel_found", "capture_found"),
          ("findings", "headline")),
     Step("warnings", _warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
 )

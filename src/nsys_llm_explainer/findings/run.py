@@ -1,8 +1,10 @@
-"""Run every finding rule over the typed results and rank them (the only entry point of ``findings``)."""
+"""The finding rules as steps of the analysis graph (each declares what it reads by its parameters' names), the
+ranking of their findings, and the report's warnings (the entry points of ``findings``)."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from dataclasses import dataclass
+from typing import List, Mapping, Optional, Tuple
 
 from ..analyses.api.graphs import GraphResult
 from ..analyses.comms.nccl import NcclResult
@@ -31,43 +33,83 @@ from .step_sync import claimed_ns, step_sync_finding
 from .unified_memory import unified_memory_finding
 
 
-def run_findings(gpu_time: GpuTimeResult, idle_causes: IdleCausesResult, traits: KernelTraitsResult,
-                 facts: TraceFacts, step_sync: StepSyncResult, window: WindowResult, steady_kernels: KernelSummary,
-                 categories: CategoryResult, graphs: GraphResult, nccl: NcclResult,
-                 unified_memory: Optional[UnifiedMemoryResult], host_samples: Optional[HostSamplesResult],
-                 kernels: KernelSummary, attribution: AttributionResult, options: Options,
-                 waits: Optional[WaitsResult] = None, copy_engines: Optional[CopyEnginesResult] = None
-                 ) -> Tuple[Tuple[Finding, ...], Headline]:
-    """Every finding of the typed results, ranked, and the headline (the analysis graph's ``findings`` step: its
-    parameters are the graph's values of the same names)."""
-    advice_facts = facts.advice_facts()
-    pooled = gpu_time.pooled() if gpu_time.available else None
-    busy = pooled.busy_pct if pooled else None
-    gate = gate_finding(gpu_time, kernels.kernel_count if kernels.available else 0, kernels.reason, advice_facts)
-    kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu_time.devices}
-    found: List[Finding] = []
-    ran = set(gpu_time.kernel_devices())
-    ss = step_sync_finding(step_sync, advice_facts, ran)   # claims host idle ns before the idle findings
-    found += [ss] if ss is not None else []
+@dataclass(frozen=True)
+class Claims:
+    """A rule's finding (None when its checks do not hold) and the idle ns it claims per device and (kind, detail),
+    which the idle findings leave out (no ns is the evidence of two findings)."""
+
+    finding: Optional[Finding]
+    claimed: Mapping[int, Mapping[Tuple[str, str], int]]
+
+
+# Each rule below is a step of the analysis graph (graph.STEPS): its parameters are the graph's values of the same
+# names (the runner binds them by name), so each rule declares exactly what it reads.
+
+
+def step_sync_claims(step_sync: StepSyncResult, facts: TraceFacts, gpu_time: GpuTimeResult) -> Claims:
+    """The per-step sync finding (on devices that ran kernels) and the host idle ns it claims."""
+    f = step_sync_finding(step_sync, facts.advice_facts(), set(gpu_time.kernel_devices()))
+    return Claims(f, claimed_ns(step_sync, f))
+
+
+def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: IdleCausesResult,
+                     gpu_time: GpuTimeResult, facts: TraceFacts) -> Claims:
+    """The copy-path finding and the copy idle ns of its path."""
     active = active_devices(gpu_time) if gpu_time.available else None
-    cp, cp_claimed = copy_path_finding(copy_engines, idle_causes, active, advice_facts)
-    found += [cp] if cp is not None else []     # claims the copy idle ns of its path before the idle findings
-    found += idle_findings(idle_causes, gpu_time, kern, window.full_start_ns, traits, advice_facts,
-                           launch_ranges=attribution.launch_range_details() if attribution.available
-                           else frozenset(),
-                           samples=host_samples, claimed=claimed_ns(step_sync, ss), waits=waits,
-                           launches_known=attribution.available, copy_claimed=cp_claimed)
+    f, claimed = copy_path_finding(copy_engines, idle_causes, active, facts.advice_facts())
+    return Claims(f, claimed)
+
+
+def idle_rule(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window: WindowResult,
+              traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
+              host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
+              copy_path_claims: Claims) -> Tuple[Finding, ...]:
+    """The idle-cause findings and the launch-bound composite, after the ns the per-step sync and copy-path
+    findings claim."""
+    kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu_time.devices}
+    return tuple(idle_findings(
+        idle_causes, gpu_time, kern, window.full_start_ns, traits, facts.advice_facts(),
+        launch_ranges=attribution.launch_range_details() if attribution.available else frozenset(),
+        samples=host_samples, claimed=step_sync_claims.claimed, waits=waits, launches_known=attribution.available,
+        copy_claimed=copy_path_claims.claimed))
+
+
+def kernel_rule(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
+                categories: CategoryResult, facts: TraceFacts) -> Tuple[Finding, ...]:
+    """Findings about the kernels themselves (GPU-bound, FP32 GEMMs, unfused attention / elementwise)."""
     top = steady_kernels.by_name if steady_kernels.available else ()
     cats = categories.overall if categories.available else ()
-    found += kernel_findings(gpu_time, traits, top, cats, advice_facts)
-    for f in (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, advice_facts),
-              capture_window_finding(window, gpu_time, advice_facts),
-              nvtx_coverage_finding(attribution, options.nvtx_coverage_warn_threshold, advice_facts),
-              nccl_finding(nccl, advice_facts),
-              unified_memory_finding(unified_memory, active, advice_facts)):
-        if f is not None:
-            found.append(f)
-    ranked = rank(found, gate, busy, idle_causes, advice_facts, sorted(ran))
+    return tuple(kernel_findings(gpu_time, traits, top, cats, facts.advice_facts()))
+
+
+def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowResult, attribution: AttributionResult,
+                 options: Options, nccl: NcclResult, unified_memory: Optional[UnifiedMemoryResult],
+                 facts: TraceFacts) -> Tuple[Finding, ...]:
+    """Findings about the capture and the signals beside the idle time: graph-level tracing, the window's edges,
+    NVTX coverage, NCCL waits, Unified Memory."""
+    advice = facts.advice_facts()
+    pooled = gpu_time.pooled() if gpu_time.available else None
+    active = active_devices(gpu_time) if gpu_time.available else None
+    found = (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, advice),
+             capture_window_finding(window, gpu_time, advice),
+             nvtx_coverage_finding(attribution, options.nvtx_coverage_warn_threshold, advice),
+             nccl_finding(nccl, advice),
+             unified_memory_finding(unified_memory, active, advice))
+    return tuple(f for f in found if f is not None)
+
+
+def rank_findings(gpu_time: GpuTimeResult, idle_causes: IdleCausesResult, kernels: KernelSummary,
+                  window: WindowResult, facts: TraceFacts, step_sync_claims: Claims, copy_path_claims: Claims,
+                  idle_found: Tuple[Finding, ...], kernel_found: Tuple[Finding, ...],
+                  capture_found: Tuple[Finding, ...]) -> Tuple[Tuple[Finding, ...], Headline]:
+    """Every rule's findings (with the too-little-work gate), ranked, and the headline."""
+    advice = facts.advice_facts()
+    pooled = gpu_time.pooled() if gpu_time.available else None
+    busy = pooled.busy_pct if pooled else None
+    gate = gate_finding(gpu_time, kernels.kernel_count if kernels.available else 0, kernels.reason, advice)
+    found: List[Finding] = [c.finding for c in (step_sync_claims, copy_path_claims) if c.finding is not None]
+    found += [*idle_found, *kernel_found, *capture_found]
+    ranked = rank(found, gate, busy, idle_causes, advice, sorted(gpu_time.kernel_devices()))
     return ranked, headline(ranked, busy, window.method)
 
 

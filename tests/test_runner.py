@@ -182,3 +182,27 @@ def test_the_api_takes_workers_and_words_a_bad_value_with_the_keyword(tmp_path):
     for bad in (0, "2", 1.5):
         with pytest.raises(OptionError, match="^workers "):
             nle.analyze(str(p), workers=bad)
+
+
+def test_a_toy_analysis_is_one_function_and_one_graph_entry(tmp_path):
+    """Adding an analysis: write a function whose parameters name the graph values it reads, append one Step.
+    Here: the share of the steady window's idle time that the largest idle cause holds, on the demo trace."""
+    from nsys_llm_explainer.graph import STEPS
+    from nsys_llm_explainer.options import Options
+    from nsys_llm_explainer.pipeline import load_model
+    from nsys_llm_explainer.synth import build_scenario
+
+    def largest_cause_share(idle_causes, window):      # the toy analysis: reads two graph values by name
+        top = idle_causes.totals[0]
+        return top.kind, round(100.0 * top.ns / sum(d.idle_ns for d in idle_causes.devices), 3), window.method
+
+    p = tmp_path / "demo.sqlite"
+    build_scenario("demo", str(p))
+    steps = STEPS + (Step("largest cause", largest_cause_share, ("idle_causes", "window"), ("largest_cause",)),)
+    values, timings = run_graph(steps, {"model": load_model(str(p)), "options": Options(), "display_path": None},
+                                keep=("largest_cause", "idle_causes", "window"), workers=1)
+    causes = values["idle_causes"]
+    idle = sum(d.idle_ns for d in causes.devices)
+    assert values["largest_cause"] == (causes.totals[0].kind, round(100.0 * causes.totals[0].ns / idle, 3),
+                                       values["window"].method)
+    assert "largest cause" in timings and set(timings) == {s.label for s in steps}

@@ -50,12 +50,15 @@ def main() -> int:
            "`SOURCE.md`). ✓ = table present with every column the tool reads; ✓* = present, some optional",
            "columns absent (listed; the reader substitutes NULL and says so); – = table absent (lazy export or",
            "no such data; the section says why). Green-context column = `greenContextId` inserted mid-table.", "",
-           "Every export below runs cleanly and matches NVIDIA's `nsys stats` oracles (tests/test_oracle_real.py,",
-           "tests/test_oracle_nvtxkernsum.py). Exporter versions covered: 2022.2, 2022.4 (re-exports of 2019.6 and",
+           "Every export below runs cleanly and matches NVIDIA's `nsys stats` oracles "
+           "(tests/oracle/test_oracle_real.py,",
+           "tests/oracle/test_oracle_nvtxkernsum.py). Exporter versions covered: 2022.2, 2022.4 (re-exports of 2019.6 "
+           "and",
            "2020.3 captures), 2023.1, 2023.4, 2024.6, 2025.3, 2026.1, 2026.2. The project's generator also writes",
            "2021.5, 2022.4, 2023.4, 2024.2 and 2026.2 layouts (old `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL` name, no",
            "`globalPid`, no ENUM tables, graph-level `CUDA_GRAPH_EVENTS`, `CUPTI_ACTIVITY_KIND_GRAPH_TRACE`) and",
-           "the tests run the tool on each (tests/test_core_metrics.py, tests/test_schema_variants.py).", ""]
+           "the tests run the tool on each (tests/analyses/test_core_metrics.py, "
+           "tests/analyses/test_schema_variants.py).", ""]
     head = ["trace", "nsys", "schema"] + list(USED)
     out.append("| " + " | ".join(head) + " |")
     out.append("|" + "---|" * len(head))

@@ -6,7 +6,7 @@ the table is the one definition, the schema's enums are generated from it.
 
 An enum is a kind enum when it lists ``host_cpu``; which list it gets is decided by where it sits: under
 ``host_samples`` the host-side kinds, under ``findings`` the kinds and the composite finding causes, elsewhere
-every kind (tests/test_vocabulary.py runs :func:`generate` and compares)."""
+every kind (tests/structure/test_vocabulary.py runs :func:`generate` and compares)."""
 
 from __future__ import annotations
 

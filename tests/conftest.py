@@ -20,6 +20,13 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the test groups, one folder each, by what they test (tests/README.md); their modules import helpers of one
+#: another (``from test_html import …``) and the shared ones here (``conftest``, ``oracles``, ``reference_model``)
+GROUPS = ("analyses", "findings", "render", "cli", "hardening", "oracle", "structure")
+for _group in GROUPS:
+    _dir = str(Path(__file__).resolve().parent / _group)
+    if _dir not in sys.path:
+        sys.path.insert(0, _dir)
 #: environment variable that points the tests at another ``shared`` directory (holding ``traces/``)
 SHARED_ENV = "NSYS_LLM_EXPLAINER_SHARED"
 SHARED = Path(os.environ[SHARED_ENV]).resolve() if os.environ.get(SHARED_ENV) else ROOT.parent / "shared"

@@ -7,7 +7,7 @@ An oracle file without data rows is accepted only when it is listed in ``EMPTY_O
 - ``SKIP``: nsys gave no rows although the trace has data. The test is skipped with the reason (listed by ``-rs``).
 
 Every other oracle file must hold at least one row: an unlisted empty file fails the test that reads it, and
-``tests/test_oracle_files.py`` checks that the list and the files agree.
+``tests/oracle/test_oracle_files.py`` checks that the list and the files agree.
 """
 
 from __future__ import annotations

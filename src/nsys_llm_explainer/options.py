@@ -5,7 +5,7 @@ An analysis option is one field of :class:`Options` declared with :func:`option`
 the API keyword), type (the annotation), default, flags, help, the commands that take it and the check that
 parses it (:mod:`config.values`). :data:`OPTIONS` is read from those fields; :data:`RUN_OPTIONS` adds the
 options of a run (``--out``, ``--jobs``, ``--labels``, …); :data:`TABLE` is both, in ``--help`` order.
-Adding an option is adding one field (README "Development"; ``tests/test_options.py`` checks every parser, the
+Adding an option is adding one field (README "Development"; ``tests/cli/test_options.py`` checks every parser, the
 API, the defaults and the README against the table).
 
 Two entry points build an :class:`Options`: :func:`options_from_kwargs` (``analyze(path, **options)``) and

@@ -9,7 +9,7 @@ URI as :func:`read.connection.open_readonly`: no lock, no journal, no write.
 Every call returns ``None`` when the columnar path cannot give exactly what :func:`read.fetch._fetch_ints`
 would (driver not installed, a value that is not a 64-bit integer, a NULL, any driver error): the caller then
 runs the standard-library path, which gives the same arrays or its usual error. Both paths are tested to give
-identical reports (``tests/test_reader.py``).
+identical reports (``tests/analyses/test_reader.py``).
 """
 
 from __future__ import annotations

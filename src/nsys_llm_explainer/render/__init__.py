@@ -22,7 +22,7 @@ One document model for every output (:mod:`.document`):
 To add a report section: write a builder ``(View) -> Section | Omitted | None`` in :mod:`.sections` (parts
 only; no Markdown or HTML), add it to ``sections.SECTIONS``; for a new table add its spec to :mod:`.specs`
 (``CSV_TABLES``) and show ``TablePart(SPEC.cols, rows)``. report.md and report.html then both hold it
-(tests/test_document.py checks that the page holds every section, sentence and table row of the Markdown).
+(tests/render/test_document.py checks that the page holds every section, sentence and table row of the Markdown).
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ pytestmark = pytest.mark.slow   # three pytest runs in subprocesses
 #: one test per way a test reaches the traces: a parametrization over them (the stand-in fails in set-up),
 #: the ``shared_traces`` fixture, and ``require_traces()`` in the test body
 SELECTION = (
-    "tests/test_oracle_real.py::test_real_trace_invariants",
-    "tests/test_oracle_nvtxkernsum.py::test_attribution_matches_nvtxkernsum[01_llama3_demo]",
-    "tests/test_kernel_traits.py::test_real_23_fp32_gemm_on_a100",
+    "tests/oracle/test_oracle_real.py::test_real_trace_invariants",
+    "tests/oracle/test_oracle_nvtxkernsum.py::test_attribution_matches_nvtxkernsum[01_llama3_demo]",
+    "tests/analyses/test_kernel_traits.py::test_real_23_fp32_gemm_on_a100",
 )
 
 
@@ -64,7 +64,7 @@ def test_env_override_finds_the_traces_in_ci(shared_traces, tmp_path):
     alt = tmp_path / "alt_shared"
     alt.mkdir()
     (alt / "traces").symlink_to(shared_traces, target_is_directory=True)
-    proc = _pytest(alt, "true", "tests/test_oracle_files.py")
+    proc = _pytest(alt, "true", "tests/oracle/test_oracle_files.py")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     n = len(list(shared_traces.glob("*/trace.sqlite")))

@@ -12,7 +12,7 @@ from nsys_llm_explainer.findings.base import CATEGORIES
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
 from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, HOST_PIECE_KINDS, KINDS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "src" / "nsys_llm_explainer" / "report_schema.json").read_text(encoding="utf-8"))
 
 

@@ -307,7 +307,7 @@ def test_outputs_show_the_section(tmp_path_factory, tmp_path: Path) -> None:
 
     import jsonschema
 
-    schema = json.loads((Path(__file__).resolve().parents[1] / "src" / "nsys_llm_explainer" /
+    schema = json.loads((Path(__file__).resolve().parents[2] / "src" / "nsys_llm_explainer" /
                          "report_schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(j)), schema)
     md = render_markdown(j)

@@ -15,7 +15,7 @@ import nsys_llm_explainer as nle
 from nsys_llm_explainer.analyses.nvtx import tree as T
 from nsys_llm_explainer.model.trace import NvtxRanges
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import pathological as P  # noqa: E402
 
 DEPTH = 2000

@@ -17,7 +17,7 @@ from nsys_llm_explainer.model.intervals import grouped_overlap, union_blocks
 from nsys_llm_explainer.synth import build_scenario
 from nsys_llm_explainer.vocabulary.os_calls import FILE_IO_CALLS, WAIT_CALLS, os_call_class
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _union(iv):

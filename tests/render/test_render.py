@@ -43,7 +43,7 @@ from nsys_llm_explainer.vocabulary.units import (
 
 jsonschema = pytest.importorskip("jsonschema")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RENDER = ROOT / "src" / "nsys_llm_explainer" / "render"
 REAL = real_traces()
 HOSTILE = "<img src=x onerror=alert(1)> a|b `tick` line\nbreak \x1b[31mred\x1b[0m"
@@ -224,7 +224,7 @@ def test_render_all_writes_md_json_csv(demo: Dict[str, Any], tmp_path: Path) -> 
     written = render_all(demo, tmp_path)
     assert (tmp_path / "report.md").read_text() == render_markdown(demo)
     assert json.loads((tmp_path / "report.json").read_text()) == demo
-    assert (tmp_path / "report.html").is_file()  # content: tests/test_html.py, tests/test_browser.py
+    assert (tmp_path / "report.html").is_file()  # content: tests/render/test_html.py, tests/render/test_browser.py
     assert len(written) == 3 + len(CSV_TABLES)
 
 

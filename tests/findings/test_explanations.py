@@ -23,7 +23,7 @@ from nsys_llm_explainer.findings.text import CAUSE_TEXT
 from nsys_llm_explainer.synth.scenarios import SCENARIOS
 from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, KINDS
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "nsys_llm_explainer"
+SRC = Path(__file__).resolve().parents[2] / "src" / "nsys_llm_explainer"
 
 # ---------------------------------------------------------------------------------------------- the advice table
 

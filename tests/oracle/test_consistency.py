@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import reference_model as rm  # noqa: E402
 from conftest import SHARED_TRACES  # noqa: E402
 

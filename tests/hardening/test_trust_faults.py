@@ -34,7 +34,7 @@ from nsys_llm_explainer.comparison.gate import gate
 from nsys_llm_explainer.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, WorkerError
 from nsys_llm_explainer.synth import TraceBuilder, build_scenario
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROG = "nsys-llm-explain"
 
 HOOK = '''

@@ -1,7 +1,7 @@
 """report.html without a browser: written on every run, offline (no network resource, strict CSP), the numbers
 it shows equal report.json, hostile names escaped in markup, plotly labels and the data script, a bounded size.
 
-The browser half (charts drawn, no console error, hostile names inert) is tests/test_browser.py."""
+The browser half (charts drawn, no console error, hostile names inert) is tests/render/test_browser.py."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 from typing import List
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VENV = "python3 -m venv .venv"
 VENV_PY = ".venv/bin/python"
 
@@ -87,6 +87,6 @@ def test_readme_counts_the_scenarios():
     from pathlib import Path
 
     from nsys_llm_explainer.synth.scenarios import SCENARIOS
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     (n,) = re.findall(r"(\d+) synthetic scenarios", text)
     assert int(n) == len(SCENARIOS)

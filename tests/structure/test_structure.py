@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Dict, FrozenSet, Set
 
-PKG = Path(__file__).resolve().parents[1] / "src" / "nsys_llm_explainer"
+PKG = Path(__file__).resolve().parents[2] / "src" / "nsys_llm_explainer"
 F = frozenset
 BASE: FrozenSet[str] = F({"errors", "jsonable", "vocabulary"})
 #: every package / top-level module of nsys_llm_explainer → the ones it may import (``<pkg>``: the package's

@@ -29,7 +29,7 @@ from nsys_llm_explainer.render import render_all
 from nsys_llm_explainer.synth import TraceBuilder, build_scenario
 from nsys_llm_explainer.vocabulary.cause_kinds import KINDS
 
-SCHEMA = Path(__file__).resolve().parents[1] / "src" / "nsys_llm_explainer" / "report_schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "src" / "nsys_llm_explainer" / "report_schema.json"
 _CACHE: Dict[Any, Any] = {}
 
 

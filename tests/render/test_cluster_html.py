@@ -1,5 +1,5 @@
 """cluster.html of the planted 4-rank straggler (synth ``cluster_straggler``; hand-computed answers in
-tests/test_cluster.py and synth/scenarios/cluster.py): the numbers the page states, the charts and their text
+tests/cli/test_cluster.py and synth/scenarios/cluster.py): the numbers the page states, the charts and their text
 equivalents, links to each rank's report, the not-aligned case, the skew-point cap, and hostile labels."""
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from nsys_llm_explainer.options import (
     report_options,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PARSERS = {"main": _parser, "compare": _compare_parser, "demo": _demo_parser}
 MINIMAL = {"main": ["t.sqlite", "--out", "o"], "compare": ["a.sqlite", "b.sqlite", "--out", "o"],
            "demo": ["--out", "o"]}

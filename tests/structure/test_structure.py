@@ -5,6 +5,7 @@ lines are reported as a warning (a hint to look for a split by meaning, not a ru
 from __future__ import annotations
 
 import ast
+import functools
 import warnings
 from pathlib import Path
 from typing import Dict, FrozenSet, Set
@@ -47,8 +48,10 @@ def _module(path: Path) -> str:
     return ".".join(parts)
 
 
+@functools.lru_cache(maxsize=1)
 def _imports() -> Dict[str, Set[str]]:
-    """Module → package modules it imports (relative imports resolved; function-level imports included)."""
+    """Module → package modules it imports (relative imports resolved; function-level imports included); built
+    once per session (every test here reads the same graph and none changes it)."""
     out: Dict[str, Set[str]] = {}
     mods = {_module(p) for p in PKG.rglob("*.py")}
     for p in PKG.rglob("*.py"):

@@ -95,6 +95,12 @@ def _stop_pool(ex: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.kill()
             p.join(STOP_GRACE_S)
+    # let the pool's manager thread see its workers gone and close its wake-up pipe now: Python 3.11's exit hook
+    # (concurrent.futures.process._python_exit) otherwise may write to that pipe while the thread closes it, and
+    # prints an "Exception ignored … Bad file descriptor" traceback after our one error line
+    manager = getattr(ex, "_executor_manager_thread", None)
+    if manager is not None and manager.is_alive():
+        manager.join(STOP_GRACE_S)
 
 
 def run_pool(args: Sequence[Args], jobs: int) -> List[FileSummary]:

@@ -58,9 +58,24 @@ def json_ready(obj: Any) -> Any:
     to_dict = getattr(obj, "to_dict", None)
     if callable(to_dict) and not isinstance(obj, type):
         return json_ready(to_dict())
-    if dataclasses.is_dataclass(obj):
-        raise TypeError(f"{type(obj).__name__} has no to_dict(): results serialise themselves")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return fields_json(obj)
     return obj
+
+
+def fields_json(obj: Any) -> Dict[str, Any]:
+    """The one generic encoder of a result: ``{field: JSON-ready value}`` over ``dataclasses.fields`` in declaration
+    order, leaving out the fields declared ``metadata=NOT_IN_JSON``. Classes whose ``report.json`` part is a plain
+    dump of their fields use it (:class:`FieldsJson`); only those that rename or reshape write their own
+    ``to_dict()`` (and a ``from_dict`` beside it)."""
+    return {f.name: json_ready(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.metadata.get("json", True)}
+
+
+class FieldsJson:
+    """Mixin of a result dataclass whose ``to_dict()`` is :func:`fields_json`."""
+
+    def to_dict(self) -> Dict[str, Any]:
+        return fields_json(self)
 
 
 # ------------------------------------------------------------------------------------------ from JSON

@@ -9,18 +9,19 @@ GPU is idler than that but no single cause reaches the threshold, ``mixed_idle``
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.result import DeviceCauses
+from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
 from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, pooled_scope
 
 
 @dataclass(frozen=True)
-class Headline:
+class Headline(FieldsJson):
     """The 3–5 lines a reader sees first."""
 
     verdict: str
@@ -33,9 +34,6 @@ class Headline:
     top_cause_kind: Optional[str] = None
     top_cause_detail: Optional[str] = None
     top_share_pct: Optional[float] = None    # share of the window held by the top cause's kind (all details)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
 
 
 def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],

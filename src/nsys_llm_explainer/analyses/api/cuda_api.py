@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model.timeline import few_distinct
 from ...model.trace import ApiCalls, TraceModel
 from ..common.stats import group_stats, pct, summary
@@ -25,7 +25,7 @@ Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
-class CudaApiResult:
+class CudaApiResult(FieldsJson):
     available: bool
     reason: Optional[str]
     total_ns: int = 0
@@ -33,11 +33,6 @@ class CudaApiResult:
     apis: Tuple[Row, ...] = ()
     launch_calls: Dict[str, int] = field(default_factory=dict)
     alloc_free: Tuple[Row, ...] = ()
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({"available": self.available, "reason": self.reason, "total_ns": self.total_ns,
-                           "call_count": self.call_count, "apis": self.apis, "launch_calls": self.launch_calls,
-                           "alloc_free": self.alloc_free})
 
 
 def base_index(api: ApiCalls) -> Tuple[np.ndarray, List[str]]:

@@ -27,7 +27,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model import intervals as iv
 from ...model.trace import TraceModel
 from ..common.stats import median, pct
@@ -45,7 +45,7 @@ Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
-class GraphResult:
+class GraphResult(FieldsJson):
     available: bool
     reason: Optional[str]
     trace_mode: str = "none"                    # "node" / "graph" / "none"
@@ -64,17 +64,6 @@ class GraphResult:
     graph_trace: Optional[Row] = None
     warning: Optional[str] = None
     fix: Optional[str] = None
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "available": self.available, "reason": self.reason, "trace_mode": self.trace_mode,
-            "capture_graph_trace_mode": self.capture_graph_trace_mode, "graph_launch_count": self.graph_launch_count,
-            "graph_launch_host_ns": self.graph_launch_host_ns, "launches_by_pid": self.launches_by_pid,
-            "graph_kernel_count": self.graph_kernel_count, "graph_kernel_ns": self.graph_kernel_ns,
-            "total_kernel_ns": self.total_kernel_ns, "graph_kernel_pct": self.graph_kernel_pct,
-            "kernels_per_launch": self.kernels_per_launch, "kernels_per_launch_hist": self.kernels_per_launch_hist,
-            "launches_without_kernels": self.launches_without_kernels, "graph_level_hidden": self.graph_level_hidden,
-            "graph_trace": self.graph_trace, "warning": self.warning, "fix": self.fix})
 
 
 def graph_launch_mask(model: TraceModel) -> np.ndarray:

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model.trace import TraceModel
 from ..common.stats import GroupStats, pct
 from ..kernels.stats import KernelStats, kernel_stats
@@ -31,18 +31,13 @@ def is_storm(rate: float, p50_ns: float) -> bool:
 
 
 @dataclass(frozen=True)
-class LaunchResult:
+class LaunchResult(FieldsJson):
     available: bool
     reason: Optional[str]
     overall: Row = field(default_factory=dict)
     per_device: Tuple[Row, ...] = ()
     per_pid: Tuple[Row, ...] = ()
     tiny_kernels: Tuple[Row, ...] = ()
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({"available": self.available, "reason": self.reason, "overall": self.overall,
-                           "per_device": self.per_device, "per_pid": self.per_pid,
-                           "tiny_kernels": self.tiny_kernels})
 
 
 SHARE_THRESHOLDS_NS = (5_000, 10_000, 20_000)

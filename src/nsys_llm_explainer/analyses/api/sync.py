@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model import intervals as iv
 from ...model.trace import ApiCalls, TraceModel
 from ..common.stats import group_stats
@@ -25,7 +25,7 @@ Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
-class SyncResult:
+class SyncResult(FieldsJson):
     available: bool
     reason: Optional[str]
     total_ns: int = 0
@@ -34,12 +34,6 @@ class SyncResult:
     nonblocking_apis: Tuple[Row, ...] = ()
     per_pid: Tuple[Row, ...] = ()
     per_pid_totals: Tuple[Row, ...] = ()
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({"available": self.available, "reason": self.reason, "total_ns": self.total_ns,
-                           "call_count": self.call_count, "sync_apis": self.sync_apis,
-                           "nonblocking_apis": self.nonblocking_apis, "per_pid": self.per_pid,
-                           "per_pid_totals": self.per_pid_totals})
 
 
 def _table(keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[Row]:

@@ -38,7 +38,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import dataclass_from_json, json_ready
+from ...jsonable import FieldsJson, dataclass_from_json
 from ...model import intervals as iv
 from ...model.trace import TraceModel
 from ..common.stats import combine_keys, median, pct, round_half_up
@@ -57,15 +57,12 @@ Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
-class NcclCollective:
+class NcclCollective(FieldsJson):
     """NCCL kernels of one collective name (:func:`collective_name`)."""
 
     name: str
     count: int
     total_ns: int
-
-    def to_dict(self) -> Row:
-        return {"name": self.name, "count": self.count, "total_ns": self.total_ns}
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,7 @@ class NcclRank:
 
 
 @dataclass(frozen=True)
-class NcclStraggler:
+class NcclStraggler(FieldsJson):
     """The straggler verdict (module docstring): the rank that waits, the rank that arrives late."""
 
     waiting_rank: str
@@ -126,17 +123,9 @@ class NcclStraggler:
     matched_collectives: int
     confidence: str           # "high" | "medium"
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "waiting_rank": self.waiting_rank, "waiting_pid": self.waiting_pid,
-            "waiting_device_id": self.waiting_device_id, "late_rank": self.late_rank, "late_pid": self.late_pid,
-            "late_device_id": self.late_device_id, "wait_ns_total": self.wait_ns_total,
-            "duration_ratio": self.duration_ratio, "late_share": self.late_share,
-            "matched_collectives": self.matched_collectives, "confidence": self.confidence})
-
 
 @dataclass(frozen=True)
-class NcclResult:
+class NcclResult(FieldsJson):
     available: bool
     reason: Optional[str]
     nccl_kernel_count: int = 0
@@ -151,15 +140,6 @@ class NcclResult:
     wait_ns_total: int = 0
     straggler: Optional[NcclStraggler] = None
     straggler_reason: Optional[str] = None
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "available": self.available, "reason": self.reason, "nccl_kernel_count": self.nccl_kernel_count,
-            "nccl_total_ns": self.nccl_total_ns, "by_name": self.by_name, "per_device": self.per_device,
-            "per_pid": self.per_pid, "custom_allreduce": self.custom_allreduce, "ranks": self.ranks,
-            "matched_collectives": self.matched_collectives, "unmatched_kernels": self.unmatched_kernels,
-            "wait_ns_total": self.wait_ns_total, "straggler": self.straggler,
-            "straggler_reason": self.straggler_reason})
 
 
 def collective_name(kernel_name: str) -> str:

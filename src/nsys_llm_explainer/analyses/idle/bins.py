@@ -15,6 +15,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 
+from ...jsonable import FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import DeviceTimeline
 from ...vocabulary.cause_kinds import KINDS
@@ -23,7 +24,7 @@ DEFAULT_BINS = 500
 
 
 @dataclass(frozen=True)
-class DeviceBins:
+class DeviceBins(FieldsJson):
     device_id: int
     start_ns: int
     end_ns: int
@@ -31,11 +32,6 @@ class DeviceBins:
     busy_ns: Tuple[int, ...]
     copy_ns: Tuple[int, ...]
     idle_ns_by_kind: Dict[str, Tuple[int, ...]]     # only kinds with any ns
-
-    def to_dict(self) -> Dict[str, object]:
-        return {"device_id": self.device_id, "start_ns": self.start_ns, "end_ns": self.end_ns,
-                "edges_ns": list(self.edges_ns), "busy_ns": list(self.busy_ns), "copy_ns": list(self.copy_ns),
-                "idle_ns_by_kind": {k: list(v) for k, v in self.idle_ns_by_kind.items()}}
 
 
 def _per_bin(u: iv.IntervalUnion, edges: np.ndarray) -> Tuple[int, ...]:

@@ -30,6 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...jsonable import FieldsJson
 from ...model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from ...vocabulary.units import fmt_dur as dur
@@ -56,7 +57,7 @@ REQUESTED_EMPTY = ("CPU sampling was on in the capture (COLLECT_IP_BACKTRACE_SAM
 
 
 @dataclass(frozen=True)
-class Share:
+class Share(FieldsJson):
     """One row of a list: ``name`` (group label, module file, or function symbol), ``module`` (the module file
     of a function, else ""), ``group`` (module group label), ``count``, ``pct`` of the scope's samples, ``est_ns``."""
 
@@ -67,13 +68,9 @@ class Share:
     pct: float
     est_ns: int
 
-    def to_dict(self) -> Dict[str, object]:
-        return {"name": self.name, "module": self.module, "group": self.group, "count": self.count,
-                "pct": self.pct, "est_ns": self.est_ns}
-
 
 @dataclass(frozen=True)
-class ScopeSamples:
+class ScopeSamples(FieldsJson):
     """Samples inside the pieces of one kind (``detail`` None) or one cause (kind, detail) of a device."""
 
     kind: str
@@ -85,15 +82,9 @@ class ScopeSamples:
     functions: Tuple[Share, ...]
     callers: Tuple[Share, ...]
 
-    def to_dict(self) -> Dict[str, object]:
-        return {"kind": self.kind, "detail": self.detail, "idle_ns": self.idle_ns, "samples": self.samples,
-                "groups": [s.to_dict() for s in self.groups], "modules": [s.to_dict() for s in self.modules],
-                "functions": [s.to_dict() for s in self.functions],
-                "callers": [s.to_dict() for s in self.callers]}
-
 
 @dataclass(frozen=True)
-class DeviceHostSamples:
+class DeviceHostSamples(FieldsJson):
     device_id: int
     threads: Tuple[int, ...]           # the gaps' host threads (serialized globalTid) of this device's pieces
     thread_samples: int                # samples read of those threads (the traced span)
@@ -104,11 +95,6 @@ class DeviceHostSamples:
 
     def kind(self, kind: str) -> Optional[ScopeSamples]:
         return next((k for k in self.kinds if k.kind == kind), None)
-
-    def to_dict(self) -> Dict[str, object]:
-        return {"device_id": self.device_id, "threads": list(self.threads), "thread_samples": self.thread_samples,
-                "samples_inside": self.samples_inside, "note": self.note, "kinds": [k.to_dict() for k in self.kinds],
-                "causes": [c.to_dict() for c in self.causes]}
 
 
 @dataclass(frozen=True)

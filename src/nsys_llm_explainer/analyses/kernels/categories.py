@@ -52,7 +52,7 @@ from ...config.categories import (
     build_rules,
 )
 from ...config.patterns import first_match, for_matching
-from ...jsonable import NOT_IN_JSON, json_ready
+from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.trace import TraceModel
 from ..common.stats import pct
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
@@ -133,7 +133,7 @@ def detect_engine(names: Sequence[str], name_total_ns: np.ndarray,
 
 
 @dataclass(frozen=True)
-class CategoryRow:
+class CategoryRow(FieldsJson):
     """One category over all devices (see module docstring): kernels, summed and non-overlapped time, and
     its largest kernel names (``top_kernels``: name, count, total_ns)."""
 
@@ -145,14 +145,9 @@ class CategoryRow:
     nonoverlap_pct: float
     top_kernels: Tuple[Row, ...] = ()
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({"category": self.category, "count": self.count, "total_ns": self.total_ns,
-                           "pct": self.pct, "nonoverlap_ns": self.nonoverlap_ns,
-                           "nonoverlap_pct": self.nonoverlap_pct, "top_kernels": self.top_kernels})
-
 
 @dataclass(frozen=True)
-class CategoryResult:
+class CategoryResult(FieldsJson):
     available: bool
     reason: Optional[str]
     preset: str = "generic"
@@ -176,18 +171,6 @@ class CategoryResult:
     rules: Optional[CategoryRules] = field(default=None, metadata=NOT_IN_JSON)
     name_category: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
     kernel_category: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "available": self.available, "reason": self.reason, "preset": self.preset,
-            "preset_reason": self.preset_reason, "detect_pct": self.detect_pct,
-            "rules_file": self.rules_file, "rules_replaced": self.rules_replaced,
-            "rule_count": self.rule_count, "include_memcpy": self.include_memcpy,
-            "categories": self.categories, "kernel_count": self.kernel_count,
-            "total_kernel_ns": self.total_kernel_ns, "busy_ns": self.busy_ns,
-            "other_ns": self.other_ns, "other_pct": self.other_pct, "overall": self.overall,
-            "devices": self.devices, "phases": self.phases, "other_top_kernels": self.other_top_kernels,
-        })
 
 
 def _order(count: np.ndarray, total: np.ndarray, nonov: np.ndarray) -> List[int]:

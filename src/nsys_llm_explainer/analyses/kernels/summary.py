@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model.trace import Kernels, TraceModel
 from ..common.stats import GroupStats, pct
 from .stats import KernelStats, kernel_stats
@@ -19,7 +19,7 @@ Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
-class KernelRow:
+class KernelRow(FieldsJson):
     """One kernel name across devices: duration statistics (ns) and ``pct`` of all kernel time."""
 
     name: str
@@ -33,14 +33,9 @@ class KernelRow:
     max_ns: int
     pct: float
 
-    def to_dict(self) -> Row:
-        return {"name": self.name, "count": self.count, "total_ns": self.total_ns, "avg_ns": self.avg_ns,
-                "p50_ns": self.p50_ns, "p90_ns": self.p90_ns, "p99_ns": self.p99_ns, "min_ns": self.min_ns,
-                "max_ns": self.max_ns, "pct": self.pct}
-
 
 @dataclass(frozen=True)
-class KernelSummary:
+class KernelSummary(FieldsJson):
     available: bool
     reason: Optional[str]
     total_kernel_ns: int = 0
@@ -49,12 +44,6 @@ class KernelSummary:
     by_name: Tuple[KernelRow, ...] = ()       # across devices
     by_pid: Tuple[Row, ...] = ()              # top PIDs
     by_pid_name: Tuple[Row, ...] = ()         # kernels per PID
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "available": self.available, "reason": self.reason, "total_kernel_ns": self.total_kernel_ns,
-            "kernel_count": self.kernel_count, "by_name_device": self.by_name_device, "by_name": self.by_name,
-            "by_pid": self.by_pid, "by_pid_name": self.by_pid_name})
 
 
 NO_KERNELS = "no CUDA kernels were captured — was `--trace=cuda` on?"

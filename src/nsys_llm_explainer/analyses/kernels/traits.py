@@ -68,7 +68,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...config.patterns import for_matching, match_text
-from ...jsonable import dataclass_from_json, row_values
+from ...jsonable import FieldsJson, dataclass_from_json, row_values
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
 
 TRAITS: Dict[str, str] = {
@@ -182,7 +182,7 @@ class TraitHit:
 
 
 @dataclass(frozen=True)
-class KernelTraitsResult:
+class KernelTraitsResult(FieldsJson):
     """Traits of the window's kernels, the workload kind and the software stack (the GPUs' capabilities are
     facts: :mod:`facts`)."""
 
@@ -195,13 +195,6 @@ class KernelTraitsResult:
     workload_evidence: Tuple[str, ...]
     stack: str
     stack_evidence: Tuple[str, ...]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"available": self.available, "reason": self.reason, "kernel_count": self.kernel_count,
-                "total_kernel_ns": self.total_kernel_ns,
-                "traits": {k: v.to_dict() for k, v in self.traits.items()},
-                "workload": self.workload, "workload_evidence": list(self.workload_evidence),
-                "stack": self.stack, "stack_evidence": list(self.stack_evidence)}
 
 
 def _short(s: str, n: int = 80) -> str:

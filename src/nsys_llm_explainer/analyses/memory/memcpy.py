@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model.trace import TraceModel
 from ..common.stats import group_stats
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
@@ -28,7 +28,7 @@ def mem_kind(k: int) -> str:
 
 
 @dataclass(frozen=True)
-class MemcpyResult:
+class MemcpyResult(FieldsJson):
     available: bool
     reason: Optional[str]
     by_direction: Tuple[Row, ...] = ()
@@ -36,11 +36,6 @@ class MemcpyResult:
     memset: Tuple[Row, ...] = ()
     total_bytes: int = 0
     total_ns: int = 0
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({"available": self.available, "reason": self.reason, "by_direction": self.by_direction,
-                           "by_kind": self.by_kind, "memset": self.memset, "total_bytes": self.total_bytes,
-                           "total_ns": self.total_ns})
 
 
 def _stats_rows(keys: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray,

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model.trace import ApiCalls, GpuOps, TraceModel
 from ..api import classes as ac
 from ..common.stats import combine_keys, median, round_half_up
@@ -47,7 +47,7 @@ def _direction(k: int) -> str:
 
 
 @dataclass(frozen=True)
-class MemoryResult:
+class MemoryResult(FieldsJson):
     available: bool
     reason: Optional[str]
     copy_count: int = 0
@@ -62,14 +62,6 @@ class MemoryResult:
     alloc: Row = field(default_factory=dict)
     free: Row = field(default_factory=dict)
     alloc_free_by_api: Tuple[Row, ...] = ()
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "available": self.available, "reason": self.reason, "copy_count": self.copy_count,
-            "copy_bytes": self.copy_bytes, "copy_ns": self.copy_ns, "by_direction": self.by_direction,
-            "by_kind": self.by_kind, "host_copies": self.host_copies, "pageable": self.pageable,
-            "sync_copies": self.sync_copies, "per_step": self.per_step, "alloc": self.alloc, "free": self.free,
-            "alloc_free_by_api": self.alloc_free_by_api})
 
 
 def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict]:

@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import dataclass_from_json, json_ready, rows_renamed
+from ...jsonable import FieldsJson, dataclass_from_json, json_ready, rows_renamed
 from ...model import intervals as iv
 from ...model.trace import GpuOps, TraceModel
 
@@ -165,7 +165,7 @@ class UmWindow:
 
 
 @dataclass(frozen=True)
-class UnifiedMemoryResult:
+class UnifiedMemoryResult(FieldsJson):
     """``available``: the trace holds Unified-Memory activity (a migration or a fault row); ``sources``: which
     inputs the export has (``gpu_fault_table``, ``cpu_fault_table``, ``migration_cause_column``); ``notes``:
     what could not be measured and why."""
@@ -176,11 +176,6 @@ class UnifiedMemoryResult:
     notes: Tuple[str, ...] = ()
     steady: Optional[UmWindow] = None
     full: Optional[UmWindow] = None
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"available": self.available, "reason": self.reason, "sources": dict(self.sources),
-                "notes": list(self.notes), "steady": self.steady.to_dict() if self.steady else None,
-                "full": self.full.to_dict() if self.full else None}
 
 
 def _um_rows(mc: Optional[GpuOps]) -> np.ndarray:

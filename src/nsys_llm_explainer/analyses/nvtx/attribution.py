@@ -27,7 +27,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NOT_IN_JSON, dataclass_from_json, json_ready, need
+from ...jsonable import NOT_IN_JSON, FieldsJson, dataclass_from_json, json_ready, need
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel
 from ..common.stats import pct
@@ -38,7 +38,7 @@ Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
-class RangeRow:
+class RangeRow(FieldsJson):
     """Kernels attributed to one NVTX range name (module docstring): ``style`` ``PushPop`` or ``StartEnd``."""
 
     name: str
@@ -49,14 +49,9 @@ class RangeRow:
     innermost_kernel_count: int
     pct_of_kernel_time: float
 
-    def to_dict(self) -> Row:
-        return {"name": self.name, "style": self.style, "kernel_count": self.kernel_count,
-                "inclusive_ns": self.inclusive_ns, "innermost_ns": self.innermost_ns,
-                "innermost_kernel_count": self.innermost_kernel_count, "pct_of_kernel_time": self.pct_of_kernel_time}
-
 
 @dataclass(frozen=True)
-class RangePidRow:
+class RangePidRow(FieldsJson):
     """Kernels of process ``pid`` attributed to one NVTX range name (inclusive)."""
 
     pid: int
@@ -65,13 +60,9 @@ class RangePidRow:
     kernel_count: int
     inclusive_ns: int
 
-    def to_dict(self) -> Row:
-        return {"pid": self.pid, "name": self.name, "style": self.style, "kernel_count": self.kernel_count,
-                "inclusive_ns": self.inclusive_ns}
-
 
 @dataclass(frozen=True)
-class UncoveredThread:
+class UncoveredThread(FieldsJson):
     """Kernels no push/pop range covers that one thread launched (:func:`uncovered_threads`); ``gtid`` -1: the
     kernels whose launch call is unknown."""
 
@@ -83,11 +74,6 @@ class UncoveredThread:
     kernel_ns: int
     pct_of_uncovered: float
     thread_ranges: int   # NVTX ranges the thread opened
-
-    def to_dict(self) -> Row:
-        return {"gtid": self.gtid, "pid": self.pid, "tid": self.tid, "thread_name": self.thread_name,
-                "kernel_count": self.kernel_count, "kernel_ns": self.kernel_ns,
-                "pct_of_uncovered": self.pct_of_uncovered, "thread_ranges": self.thread_ranges}
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from ...config.phase_map import (
     as_phase_map,
     ignore_list,
 )
-from ...jsonable import NOT_IN_JSON, json_ready
+from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel
@@ -88,7 +88,7 @@ def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, n
 
 
 @dataclass(frozen=True)
-class PhaseResult:
+class PhaseResult(FieldsJson):
     available: bool
     reason: Optional[str]
     source: str
@@ -103,12 +103,6 @@ class PhaseResult:
     kernel_phase: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
     node_phase: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
     rules: Optional[PhaseMap] = field(default=None, metadata=NOT_IN_JSON)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({"available": self.available, "reason": self.reason, "source": self.source,
-                           "phase_map": self.phase_map, "phase_names": self.phase_names,
-                           "total_kernel_ns": self.total_kernel_ns, "phases": self.phases,
-                           "range_names": self.range_names, "notes": self.notes})
 
 
 def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> int:

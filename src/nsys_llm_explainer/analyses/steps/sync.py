@@ -49,7 +49,7 @@ from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import dataclass_from_json, row_values
+from ...jsonable import FieldsJson, dataclass_from_json, row_values
 from ...model.intervals import overlap_length
 from ...model.timeline import DeviceTimeline, build_timelines, few_distinct
 from ...model.trace import ApiCalls, TraceModel
@@ -138,7 +138,7 @@ class StepSyncSeries:
 
 
 @dataclass(frozen=True)
-class StepSyncResult:
+class StepSyncResult(FieldsJson):
     available: bool
     reason: Optional[str]
     series: Tuple[StepSyncSeries, ...] = ()     # holding series first, then by overlappable ns
@@ -156,10 +156,6 @@ class StepSyncResult:
             for k, det, ns in s.claimed:
                 dev[(k, det)] = dev.get((k, det), 0) + ns
         return out
-
-    def to_dict(self) -> Dict[str, object]:
-        return {"available": self.available, "reason": self.reason, "thresholds": dict(self.thresholds),
-                "series": [s.to_dict() for s in self.series]}
 
 
 class StepSyncContext:

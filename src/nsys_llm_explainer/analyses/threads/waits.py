@@ -22,11 +22,12 @@ rows).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...jsonable import FieldsJson
 from ...model.intervals import IntervalUnion, grouped_overlap, union_blocks
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel, pid_of, tid_of
@@ -121,7 +122,7 @@ class LauncherWaits:
 
 
 @dataclass(frozen=True)
-class WaitsResult:
+class WaitsResult(FieldsJson):
     """``launchers``: the launching threads whose waits hold ≥ :data:`MIN_WAIT_SHARE` % of the window, largest
     waits first."""
 
@@ -132,10 +133,6 @@ class WaitsResult:
 
     def of_thread(self, gtid: int) -> Optional[LauncherWaits]:
         return next((w for w in self.launchers if w.gtid == gtid), None)
-
-    def to_dict(self) -> Dict[str, object]:
-        """``report.json`` ``waits``: the fields as they are (docs/METRICS.md)."""
-        return asdict(self)
 
 
 # ------------------------------------------------------------------------------------------ analysis

@@ -13,13 +13,13 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model.trace import TraceModel, sql_int
 from .session import SessionSpan, analyze_session
 
 
 @dataclass(frozen=True)
-class TraceInfoResult:
+class TraceInfoResult(FieldsJson):
     path: str
     nsys_version: Optional[str]
     export_schema_version: Optional[str]
@@ -35,15 +35,6 @@ class TraceInfoResult:
     capture: Dict[str, object] = field(default_factory=dict)
     schema_notes: Tuple[str, ...] = ()
     session: Optional[SessionSpan] = None   # the session's recorded length, the CUDA activity's place in it
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "path": self.path, "nsys_version": self.nsys_version, "export_schema_version": self.export_schema_version,
-            "metadata_table": self.metadata_table, "kernel_table": self.kernel_table, "start_ns": self.start_ns,
-            "end_ns": self.end_ns, "span_ns": self.span_ns, "gpus": self.gpus, "processes": self.processes,
-            "row_counts": self.row_counts, "cuda_graph_trace_mode": self.cuda_graph_trace_mode,
-            "capture": self.capture, "schema_notes": self.schema_notes,
-            "session": self.session.to_dict() if self.session is not None else None})
 
 
 def _json_safe(v: object) -> object:

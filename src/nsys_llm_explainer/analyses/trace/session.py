@@ -19,9 +19,9 @@ above does not describe): the length is then stated, the positions are not.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model.trace import TraceModel, trace_edge
 
 #: a gap between the session's edge and the CUDA activity is *far* when it exceeds both this share of the
@@ -32,7 +32,7 @@ FAR_NS = 1_000_000_000
 
 
 @dataclass(frozen=True)
-class SessionSpan:
+class SessionSpan(FieldsJson):
     """The session as the export records it, and the CUDA activity's place in it (module docstring)."""
 
     duration_ns: int                 # the session's length (ANALYSIS_DETAILS.duration)
@@ -47,12 +47,6 @@ class SessionSpan:
     @property
     def far(self) -> bool:
         return self.starts_far or self.ends_far
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "duration_ns": self.duration_ns, "start_ns": self.start_ns, "end_ns": self.end_ns,
-            "cuda_start_ns": self.cuda_start_ns, "cuda_end_ns": self.cuda_end_ns, "placed": self.placed,
-            "starts_far": self.starts_far, "ends_far": self.ends_far})
 
 
 def _int(v: Any) -> Optional[int]:

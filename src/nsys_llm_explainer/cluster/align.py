@@ -20,21 +20,18 @@ cross-rank timing claim.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
+from ..jsonable import FieldsJson
 from .summary import FileSummary
 
 
 @dataclass(frozen=True)
-class Alignment:
+class Alignment(FieldsJson):
     aligned: bool
     reason: Optional[str]
     base_utc_ns: Optional[int]
     offsets_ns: Tuple[Optional[int], ...]    # per file, in input order (None when not aligned)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"aligned": self.aligned, "reason": self.reason, "base_utc_ns": self.base_utc_ns,
-                "offsets_ns": list(self.offsets_ns)}
 
 
 def align(files: Sequence[FileSummary]) -> Alignment:

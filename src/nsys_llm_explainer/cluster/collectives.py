@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, round_half_up
-from ..jsonable import json_ready
+from ..jsonable import FieldsJson
 from .align import Alignment
 from .summary import FileSummary
 
@@ -38,7 +38,7 @@ Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
-class CollectivesResult:
+class CollectivesResult(FieldsJson):
     available: bool
     reason: Optional[str]
     timed: bool                       # waits / late arrivers computed (clocks aligned)
@@ -50,14 +50,6 @@ class CollectivesResult:
     skew_p50_ns: int = 0              # over all matched instances (timed only)
     end_spread_p50_ns: int = 0        # over all matched instances (timed only)
     split_names: Tuple[Row, ...] = ()   # (rank, name, streams) run on several streams
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "available": self.available, "reason": self.reason, "timed": self.timed, "ranks": self.ranks,
-            "by_name": self.by_name, "matched_collectives": self.matched_collectives,
-            "unmatched_kernels": self.unmatched_kernels, "skew_p50_ns": self.skew_p50_ns,
-            "end_spread_p50_ns": self.end_spread_p50_ns, "split_names": self.split_names,
-            "instances": self.instances})
 
 
 def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..analyses.common.stats import summary
 from ..analyses.comms.nccl import NCCL_RE, collective_name
-from ..jsonable import json_ready
+from ..jsonable import FieldsJson, json_ready
 from ..options import Options
 
 if TYPE_CHECKING:
@@ -64,16 +64,12 @@ class NcclSeries:
 
 
 @dataclass(frozen=True)
-class ClockInfo:
+class ClockInfo(FieldsJson):
     utc_epoch_ns: Optional[int]     # TARGET_INFO_SESSION_START_TIME.utcEpochNs
     normalized: bool                # EXPORT_PARAM_TIME_NORMALIZE == true: timestamps already UTC epoch ns
     shift_ns: int                   # EXPORT_CONFIG_TIME_SHIFT / EXPORT_PARAM_TIME_SHIFT
     start_ns: Optional[int]         # first / last activity timestamp, export timeline
     end_ns: Optional[int]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"utc_epoch_ns": self.utc_epoch_ns, "normalized": self.normalized, "shift_ns": self.shift_ns,
-                "start_ns": self.start_ns, "end_ns": self.end_ns}
 
 
 @dataclass(frozen=True)

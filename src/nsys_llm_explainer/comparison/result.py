@@ -8,10 +8,10 @@ See docs/COMPARE.md.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
-from ..jsonable import json_ready
+from ..jsonable import FieldsJson, json_ready
 
 COMPARE_SCHEMA_VERSION = "1.0"
 
@@ -22,7 +22,7 @@ VERDICTS = ("faster", "slower", "no_change", "not_compared")
 
 
 @dataclass(frozen=True)
-class MetricSpec:
+class MetricSpec(FieldsJson):
     """The headline metric, chosen once for all traces of the comparison (docs/COMPARE.md)."""
 
     name: Optional[str]              # "step_time_p50" | "iteration_period_p50" | None (no common unit)
@@ -37,12 +37,9 @@ class MetricSpec:
     min_window_ns: int = 20_000_000
     min_similarity: float = 0.5
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready(asdict(self))
-
 
 @dataclass(frozen=True)
-class MetricValue:
+class MetricValue(FieldsJson):
     """The headline metric of one trace: median and p90 of its samples and how many units they cover."""
 
     p50_ns: Optional[int]
@@ -51,12 +48,9 @@ class MetricValue:
     spread: Optional[float]           # p90 / p50
     iqr_ns: Optional[int]             # interquartile range of the samples (noise estimate)
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready(asdict(self))
-
 
 @dataclass(frozen=True)
-class StepInfo:
+class StepInfo(FieldsJson):
     available: bool
     reason: Optional[str]
     method: str
@@ -66,12 +60,9 @@ class StepInfo:
     p90_ns: Optional[int]
     spread: Optional[float]
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready(asdict(self))
-
 
 @dataclass(frozen=True)
-class Share:
+class Share(FieldsJson):
     """A part of the steady window (summed over devices): a kernel category's non-overlapped busy time,
     ``non_gpu`` (window − busy), or an idle-cause kind."""
 
@@ -80,24 +71,18 @@ class Share:
     pct_of_window: float
     per_unit_ns: Optional[int]
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready(asdict(self))
-
 
 @dataclass(frozen=True)
-class FindingBrief:
+class FindingBrief(FieldsJson):
     id: str
     category: str
     severity: str
     title: str
     time_at_stake_ns: int
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready(asdict(self))
-
 
 @dataclass(frozen=True)
-class TraceSummary:
+class TraceSummary(FieldsJson):
     """One trace, measured for the comparison (all over its steady window, devices summed)."""
 
     label: str
@@ -123,17 +108,9 @@ class TraceSummary:
     findings: Tuple[FindingBrief, ...]
     notes: Tuple[str, ...] = ()
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({**{k: getattr(self, k) for k in (
-            "label", "path", "gpus", "device_count", "window_method", "window_start_ns", "window_end_ns", "window_ns",
-            "pooled_window_ns", "busy_ns", "busy_pct", "non_gpu_ns", "units")},
-            "metric": self.metric, "steps": self.steps, "idle_by_kind": self.idle_by_kind,
-            "categories": self.categories, "kernel_count": self.kernel_count, "total_kernel_ns": self.total_kernel_ns,
-            "verdict": self.verdict, "findings": self.findings, "notes": self.notes})
-
 
 @dataclass(frozen=True)
-class Delta:
+class Delta(FieldsJson):
     """One part of the time per unit of work in BASE and NEW (a category, an idle cause, a kernel name)."""
 
     component: str                    # "category" | "idle" | "non_gpu" | "kernel"
@@ -148,12 +125,9 @@ class Delta:
     base_count: int = 0               # kernels: instances
     new_count: int = 0
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready(asdict(self))
-
 
 @dataclass(frozen=True)
-class FindingChange:
+class FindingChange(FieldsJson):
     id: str
     category: str
     change: str                       # "new" | "gone" | "severity" | "same"
@@ -163,12 +137,9 @@ class FindingChange:
     base_time_at_stake_ns: Optional[int]
     new_time_at_stake_ns: Optional[int]
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready(asdict(self))
-
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(FieldsJson):
     """BASE against one NEW."""
 
     base: str
@@ -194,9 +165,6 @@ class Comparison:
     category_changes: Tuple[Delta, ...] = ()   # per category and non_gpu
     kernel_deltas: Tuple[Delta, ...] = ()      # by kernel name, largest |Δ| first
     finding_changes: Tuple[FindingChange, ...] = ()
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({f: getattr(self, f) for f in self.__dataclass_fields__})
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ def tid_of(global_tid: np.ndarray) -> np.ndarray:
     return np.where(g < 0, np.int32(-1), (g & ID_MASK).astype(np.int32))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Kernels:
     """One row per kernel execution, sorted by ``start``."""
 
@@ -57,7 +57,7 @@ class Kernels:
         return int(self.start.shape[0])
 
 
-@dataclass
+@dataclass(frozen=True)
 class ApiCalls:
     """CUDA runtime + driver API calls (``CUPTI_ACTIVITY_KIND_RUNTIME``), sorted by ``start``."""
 
@@ -82,7 +82,7 @@ class ApiCalls:
         return int(self.start.shape[0])
 
 
-@dataclass
+@dataclass(frozen=True)
 class NvtxRanges:
     """NVTX push/pop (59, 70) and start/end (60, 71) ranges, sorted by ``start``.
 
@@ -111,7 +111,7 @@ class NvtxRanges:
         return int(self.start.shape[0])
 
 
-@dataclass
+@dataclass(frozen=True)
 class GpuOps:
     """Memcpy / memset / synchronization / graph-trace rows (whatever columns the table has)."""
 
@@ -133,7 +133,7 @@ def sql_int(v: object) -> int:
     raise TypeError(f"not a number: {v!r}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class TraceInfo:
     path: str
     product_version: Optional[str]

@@ -245,3 +245,23 @@ def test_cluster_page_draws_every_chart_offline_and_hostile_labels_stay_inert(dr
     assert str(evil) in state["text"]
     assert sorted(state["skew"]) == [["last: rank1", 2], ["last: rank3", 8]]
     assert len(set(state["links"])) == 4 and all((tmp_path / "out" / h).is_file() for h in state["links"])
+
+
+def test_cluster_rank_pages_share_one_plotly_and_draw_offline(driver: Any, tmp_path: Path) -> None:
+    """A cluster run writes plotly.js once (beside cluster.html); each ranks/<label>/report.html loads it from there
+    (a relative file, allowed by its Content-Security-Policy), draws every chart, logs no error and requests
+    nothing but local files — and holds no inlined copy (200 ranks: ~0.1 MB each, not 4.9 MB)."""
+    from conftest import run_cli
+
+    from nsys_llm_explainer.synth.scenarios import build_cluster
+
+    build_cluster("cluster_straggler", str(tmp_path / "in"))
+    proc = run_cli(str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--quiet", "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr
+    shared = tmp_path / "out" / "plotly.min.js"
+    assert shared.stat().st_size > 1_000_000
+    pages = sorted((tmp_path / "out" / "ranks").glob("*/report.html"))
+    assert len(pages) == 4 and all(p.stat().st_size < 1_000_000 for p in pages)
+    page = open_page(driver, pages[0])
+    assert_charts_drawn(driver, page)
+    assert any(u.endswith("/plotly.min.js") for u in page["urls"]), page["urls"]

@@ -29,6 +29,12 @@ if TYPE_CHECKING:
     from ..report import Report
 
 
+#: the one plotly.js of a cluster run's rank pages, at the top of the output beside cluster.html (no rank label can
+#: take its name there; ``ranks/<label>/report.html`` loads ``../../plotly.min.js``): 200 ranks write one 4.6 MB
+#: copy, not 200
+RANK_PLOTLY = "plotly.min.js"
+
+
 @dataclass(frozen=True)
 class DeviceSummary:
     device_id: int
@@ -176,7 +182,8 @@ def summarize(report: Report, label: str, data: Optional[Dict[str, Any]] = None)
 
 def analyze_file(path: str, label: str, options: Optional[Options] = None,
                  rank_dir: Optional[str] = None) -> FileSummary:
-    """Worker entry point: analyse ``path``; with ``rank_dir``, also write its single-file report there."""
+    """Worker entry point: analyse ``path``; with ``rank_dir``, also write its single-file report there (its
+    report.html loads the plotly.js the cluster writer puts once beside the rank folders: :data:`RANK_PLOTLY`)."""
     from ..pipeline import analyze_any
 
     report = analyze_any(path, options)
@@ -186,5 +193,5 @@ def analyze_file(path: str, label: str, options: Optional[Options] = None,
 
         out = Path(rank_dir)
         out.mkdir(parents=True, exist_ok=True)
-        render_all(data, out)
+        render_all(data, out, plotly_src="../../" + RANK_PLOTLY)
     return summarize(report, label, data)

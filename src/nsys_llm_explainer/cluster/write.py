@@ -17,6 +17,8 @@ from ..render.base import dumps_indented, write_text_files
 from ..render.cluster import render_cluster_html, render_cluster_markdown, report_href
 from ..render.cluster.tables import CLUSTER_TABLES
 from ..render.csv_tables import write_csv
+from ..render.html import plotly_js
+from .summary import RANK_PLOTLY
 
 
 def check_cluster_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> OutDir:
@@ -34,7 +36,10 @@ def write_cluster_files(d: Mapping[str, Any], out_dir: Path, js: Optional[str] =
     """Every cluster output of a cluster.json dict into ``out_dir`` (the staging directory of :mod:`output`,
     where the workers already wrote ``ranks/``); ``js`` replaces the plotly.js bundle of cluster.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    ranks = rank_pages(d, out_dir)
     files = write_text_files(out_dir, {"cluster.json": dumps_indented(d) + "\n",
                                        "cluster.md": render_cluster_markdown(d),
-                                       "cluster.html": render_cluster_html(d, js, rank_pages(d, out_dir))})
+                                       "cluster.html": render_cluster_html(d, js, ranks)})
+    if (out_dir / "ranks").is_dir():        # the rank pages' one shared plotly.js (cluster.summary.RANK_PLOTLY)
+        files += write_text_files(out_dir, {RANK_PLOTLY: plotly_js() if js is None else js})
     return files + [write_csv(out_dir / "tables" / t.csv, t.csv_header(), t.csv_rows(d)) for t in CLUSTER_TABLES]

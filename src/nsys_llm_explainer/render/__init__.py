@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Type
+from typing import Any, Dict, List, Mapping, Optional, Type
 
 from .base import JsonRenderer, Renderer
 from .csv_tables import CsvRenderer
@@ -57,11 +57,13 @@ def summary_lines(report: Mapping[str, Any]) -> List[str]:
     return text_lines(terminal_summary(View(report)))
 
 
-def render_all(report: Mapping[str, Any], out_dir: Path) -> List[Path]:
-    """Run every renderer in :data:`ALL_RENDERERS` into ``out_dir``; return the files written."""
+def render_all(report: Mapping[str, Any], out_dir: Path, plotly_src: Optional[str] = None) -> List[Path]:
+    """Run every renderer in :data:`ALL_RENDERERS` into ``out_dir``; return the files written. ``plotly_src``:
+    report.html loads plotly.js from that relative path (a copy the caller writes once for many reports)."""
     written: List[Path] = []
     for cls in ALL_RENDERERS:
-        written += cls().render(report, Path(out_dir))
+        r = HtmlRenderer(plotly_src) if cls is HtmlRenderer else cls()
+        written += r.render(report, Path(out_dir))
     return written
 
 

@@ -44,13 +44,16 @@ def plotly_js() -> str:
     return str(get_plotlyjs())
 
 
-def render_html(report: Mapping[str, Any], js: Optional[str] = None) -> str:
+def render_html(report: Mapping[str, Any], js: Optional[str] = None, plotly_src: Optional[str] = None) -> str:
     """The full ``report.html`` text for a report dict. ``js`` replaces the plotly.js bundle (``None``: the
-    installed one); tests that never draw a chart pass ``""`` to keep the 4.6 MB out of their strings."""
+    installed one); tests that never draw a chart pass ``""`` to keep the 4.6 MB out of their strings.
+    ``plotly_src``: load plotly.js from that relative path (a copy shared by the pages of one directory tree, e.g.
+    a cluster's rank reports) instead of inlining it."""
     doc = build_document(report)
     w = HtmlWriter()
     body = w.body(doc)
-    return page(doc.title, body, w.figures_json(), plotly_js() if js is None else js, nav(doc), "")
+    lib = "" if plotly_src is not None else plotly_js() if js is None else js
+    return page(doc.title, body, w.figures_json(), lib, nav(doc), "", plotly_src)
 
 
 class HtmlRenderer(Renderer):
@@ -59,8 +62,11 @@ class HtmlRenderer(Renderer):
     name = "html"
     filename = "report.html"
 
+    def __init__(self, plotly_src: Optional[str] = None) -> None:
+        self.plotly_src = plotly_src
+
     def text(self, report: Mapping[str, Any]) -> str:
-        return render_html(report)
+        return render_html(report, plotly_src=self.plotly_src)
 
 
 __all__ = ["HtmlRenderer", "render_html"]

@@ -11,12 +11,15 @@ once; the figures are one ``<script type="application/json">`` element (escaped 
 from __future__ import annotations
 
 import re
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from .markup import h
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
        "font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'")
+#: the policy of a page that loads the plotly.js its directory shares (the rank pages of a cluster run: one copy
+#: for all of them): scripts may also come from the page's own origin or, opened from disk, from a local file
+SHARED_SCRIPT_CSP = CSP.replace("script-src 'unsafe-inline'", "script-src 'self' file: 'unsafe-inline'")
 
 CSS = """
 :root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg2:#f6f8fa}
@@ -116,18 +119,22 @@ def inline_js(js: str) -> str:
 
 
 def page(title: str, body: str, figures_json: str, plotly_js: str, nav_items: Sequence[Tuple[str, str]] = (),
-         footer: str = "") -> str:
+         footer: str = "", plotly_src: Optional[str] = None) -> str:
     """The complete document (``body`` is already escaped HTML; ``figures_json`` from ``script_json``;
-    ``nav_items``: (section id, label) of the navigation; ``footer``: escaped HTML after ``<main>``)."""
+    ``nav_items``: (section id, label) of the navigation; ``footer``: escaped HTML after ``<main>``;
+    ``plotly_src``: a relative path to a shared plotly.js loaded instead of inlining ``plotly_js``)."""
     links = "".join(f'<a href="#{h(sid)}">{h(label)}</a>' for sid, label in nav_items)
     nav = f"<nav>{links}</nav>" if links else ""
+    csp = CSP if plotly_src is None else SHARED_SCRIPT_CSP
+    lib = (f"<script>{inline_js(plotly_js)}</script>" if plotly_src is None
+           else f'<script src="{h(plotly_src)}"></script>')
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f'<meta http-equiv="Content-Security-Policy" content="{h(CSP)}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{h(csp)}">'
         '<meta name="referrer" content="no-referrer">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{h(title)}</title><style>{CSS}</style></head>\n<body>"
         f"{nav}<main>\n{body}\n</main>{footer}\n"
         f'<script type="application/json" id="nle-figures">{figures_json}</script>\n'
-        f"<script>{inline_js(plotly_js)}</script>\n<script>{BOOT_JS}</script>\n</body></html>\n"
+        f"{lib}\n<script>{BOOT_JS}</script>\n</body></html>\n"
     )

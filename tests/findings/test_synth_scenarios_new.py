@@ -16,6 +16,7 @@ import pytest
 
 from nsys_llm_explainer.synth import FLAVORS, build_scenario
 from nsys_llm_explainer.synth.scenarios import CAUSES
+from nsys_llm_explainer.vocabulary.cause_kinds import KINDS
 
 NEW = (
     "pageable_async_copy",
@@ -26,21 +27,6 @@ NEW = (
     "nvtx_host_range",
     "queued_dependency",
     "training_step",
-)
-KINDS = (
-    "copy",
-    "queued",
-    "sync",
-    "sync_memcpy",
-    "pageable_memcpy",
-    "alloc",
-    "module_load",
-    "launch",
-    "other_api",
-    "nvtx",
-    "osrt",
-    "host_cpu",
-    "unknown",
 )
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"

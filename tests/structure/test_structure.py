@@ -32,7 +32,7 @@ ALLOWED: Dict[str, FrozenSet[str]] = {
     "cluster": BASE | {"<pkg>", "analyses", "findings", "options", "output", "paths", "pipeline", "read", "render",
                        "report", "terminal"},
     "output": BASE | {"<pkg>", "interrupts"}, "terminal": F({"render"}),
-    "synth": F(), "presets": F(), "paths": F({"errors"}),
+    "synth": F({"vocabulary"}), "presets": F(), "paths": F({"errors"}),
     "cli": BASE | {"<pkg>", "cluster", "comparison", "interrupts", "options", "output", "paths", "pipeline", "read",
                    "render", "synth", "terminal"},
     "__main__": F({"cli", "interrupts"}),

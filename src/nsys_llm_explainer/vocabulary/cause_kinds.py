@@ -100,8 +100,8 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
               title="The GPU idles while the host is in NVTX range `{what}` ({share:.1f} % of the window)",
               title_many="The GPU idles while the host is in NVTX ranges ({share:.1f} % of the window)",
               by="range"),
-    CauseKind("host_cpu", "host_gap", "the launching thread ran CPU code outside CUDA, NVTX and OS calls",
-              "GPU idle during plain host CPU work", "#f9a825", host_side=True,
+    CauseKind("host_cpu", "host_gap", "the launching thread was outside CUDA calls, NVTX ranges and traced OS calls",
+              "GPU idle with the host outside CUDA, NVTX and OS calls", "#f9a825", host_side=True,
               advice=("host_cpu.profile", "host_cpu.samples", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm"),
               title="Host gaps: the launching thread is outside CUDA calls while the GPU idles ({share:.1f} % of the "
                     "window)",

@@ -178,21 +178,24 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
     wait_of_name = class_codes(osrt.names) == CLASSES.index("wait")
     is_wait = wait_of_name[o_n]
     labels = model.thread_labels            # names as every output shows them (`name (tid N)` on collisions)
-    found: List[LauncherWaits] = []
+    waits = np.nonzero(is_wait & (o_e > o_s))[0]
+    waits = waits[np.argsort(o_g[waits], kind="stable")]      # by thread: each launcher's rows are one slice
+    wg = o_g[waits]
+    cand = []
     for g, devs in launchers.items():
-        rows = np.nonzero((o_g == g) & is_wait & (o_e > o_s))[0]
+        rows = np.sort(waits[np.searchsorted(wg, g, "left"):np.searchsorted(wg, g, "right")])
         if rows.shape[0] == 0:
             continue
         w = union_blocks(o_s[rows], o_e[rows])
-        wait_ns = w.length
-        if pct(wait_ns, win) < MIN_WAIT_SHARE:
-            continue
-        found.append(_follow(model, tree, g, devs, rows, w, wait_ns, w0, w1, labels, causes))
-    if not found:
+        if pct(w.length, win) >= MIN_WAIT_SHARE:
+            cand.append((w.length, g, devs, rows, w))
+    if not cand:
         return WaitsResult(False, f"no launching thread waits in OS calls for {MIN_WAIT_SHARE:g} % of the window",
                            win)
-    found.sort(key=lambda w: (-w.wait_ns, w.gtid))
-    return WaitsResult(True, None, win, tuple(found[:MAX_LAUNCHERS]))
+    cand.sort(key=lambda c: (-c[0], c[1]))          # the largest waits are followed: other threads' rows are read
+    found = [_follow(model, tree, g, devs, rows, w, n, w0, w1, labels, causes)   # once per followed launcher
+             for n, g, devs, rows, w in cand[:MAX_LAUNCHERS]]
+    return WaitsResult(True, None, win, tuple(found))
 
 
 def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int, ...], rows: np.ndarray,

@@ -15,6 +15,8 @@ import bisect
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ...vocabulary.cause_kinds import API_KINDS, KINDS
+from ...vocabulary.os_calls import is_wait
 from ..builder import TraceBuilder
 from ..ids import pid_of
 
@@ -29,34 +31,7 @@ __all__ = [
     "range_detail",
 ]
 
-KINDS = (
-    "copy",
-    "queued",
-    "sync",
-    "sync_memcpy",
-    "pageable_memcpy",
-    "alloc",
-    "module_load",
-    "launch",
-    "other_api",
-    "osrt",
-    "nvtx",
-    "host_cpu",
-    "unknown",
-)
-API_KINDS = ("sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch", "other_api")
 
-#: OS calls that wait (docs/MODEL.md "OS calls that wait"; the planted model's own copy, kept independent of the
-#: analysis code): charged to ``osrt`` even inside an NVTX range; other OS calls come after ``nvtx``
-_WAITS = frozenset((
-    "sem_wait", "sem_timedwait", "pthread_cond_wait", "pthread_cond_timedwait", "pthread_mutex_lock", "pthread_join",
-    "futex", "poll", "ppoll", "select", "epoll_wait", "epoll_pwait", "sleep", "usleep", "nanosleep",
-    "clock_nanosleep", "waitpid", "recv", "recvfrom", "recvmsg",
-))
-
-
-def is_wait(name: str) -> bool:
-    return name in _WAITS
 
 
 _SYNC = {

@@ -99,6 +99,25 @@ def real_report_dict(trace: Path) -> dict:
     return _REAL_REPORTS[key]
 
 
+def as_report(x: Any) -> Any:
+    """The typed :class:`report.Report` renderers take: ``x`` itself, or ``Report.from_dict(x)`` for a
+    ``report.json`` dict (e.g. one a test edited)."""
+    from nsys_llm_explainer.report import Report
+
+    return x if isinstance(x, Report) else Report.from_dict(x)
+
+
+def empty_report(tmp_path: Path) -> Any:
+    """The report of an export with one process and one CUDA call and nothing else (no kernel, copy, NVTX)."""
+    from nsys_llm_explainer.pipeline import analyze_path
+    from nsys_llm_explainer.synth import TraceBuilder
+
+    b = TraceBuilder()
+    b.process(1)
+    b.runtime(0, 10, tid_g=b.thread(1, 1), name="cudaFree_v3020")
+    return analyze_path(b.write(str(Path(tmp_path) / "empty.sqlite")))
+
+
 def scenario_report(name: str, tmp_path_factory: Any) -> Any:
     """``(facts, path, report)`` of a built-in scenario (default seed) and its default-options
     :class:`report.Report`, built and analysed once per test session (callers must not modify them)."""

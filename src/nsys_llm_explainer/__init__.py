@@ -108,10 +108,13 @@ def render_markdown(report: Union[Any, dict]) -> str:
     """``report.md`` text for a :class:`report.Report` (or its ``to_dict()``); :class:`errors.InputError` naming
     ``report`` for anything else."""
     from .render import render_markdown as _md
+    from .report import Report
 
-    if not isinstance(report, dict) and not callable(getattr(report, "to_dict", None)):
+    if isinstance(report, dict):
+        report = Report.from_dict(report, where="report")
+    if not isinstance(report, Report):
         raise InputError(f"report must be a Report or its to_dict() dict, got {type(report).__name__}")
-    return _md(report if isinstance(report, dict) else report.to_dict())
+    return _md(report)
 
 
 @_one_line

@@ -240,10 +240,9 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
         # the report names the file the user gave (or the demo's copy), never a temporary export
         report = analyze_any(str(trace), opts, progress, display_path=display_path)
         progress("writing report")
-        data = report.to_dict()
         with Staging(od) as st:
             assert st.tmp is not None
-            render_all(data, st.tmp)
+            render_all(report, st.tmp)
             for f in extra_files:
                 shutil.copyfile(f, st.tmp / f.name)
             st.commit()
@@ -251,7 +250,7 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
         progress.stop()
     if not quiet:
         say([f"{PROG}: wrote {out / 'report.md'}, report.html, report.json, tables/"]
-            + ["  " + line for line in summary_lines(data)])
+            + ["  " + line for line in summary_lines(report)])
     return 0
 
 

@@ -20,7 +20,7 @@ from typing import Any, Dict, Tuple
 import jsonschema
 import numpy as np
 import pytest
-from conftest import real_trace
+from conftest import as_report, real_trace
 
 from nsys_llm_explainer.analyses.idle.host_samples import analyze_host_samples, samples_evidence
 from nsys_llm_explainer.model.samples import GROUP_LABEL
@@ -114,7 +114,7 @@ def test_planted_evidence_and_outputs(tmp_path_factory, tmp_path):
         assert top_group in line and f"`{top_caller}`" in line
     schema = json.loads(SCHEMA.read_text())
     jsonschema.validate(json.loads(json.dumps(j)), schema)
-    render_all(j, tmp_path)
+    render_all(as_report(j), tmp_path)
     md = (tmp_path / "report.md").read_text()
     assert "| host samples |" in md and "*Host samples:*" in md
     row = next(x for x in md.splitlines() if x.startswith("| `host_cpu`"))
@@ -267,7 +267,7 @@ def test_traces_without_samples_say_so(name, requested, tmp_path):
     if name.startswith("12"):
         assert [f["id"] for f in host_findings] == ["idle_host_cpu"]
     if name.startswith("10"):   # host_cpu is its largest idle cause (in the launch-overhead finding)
-        render_all(j, tmp_path)
+        render_all(as_report(j), tmp_path)
         md = (tmp_path / "report.md").read_text()
         assert "*Host samples:* what the host ran in `host_cpu` / `nvtx` idle is unknown" in md
         assert "| host samples |" not in md

@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 
 import pytest
+from conftest import as_report
 
 from nsys_llm_explainer import render
 from nsys_llm_explainer.pipeline import analyze_path
@@ -55,7 +56,7 @@ def test_missing_table_or_column_degrades(base, tmp_path, table, column):
     c.close()
     j = report_dict(analyze_path(str(p)))
     for r in render.ALL_RENDERERS:
-        r().render(j, tmp_path / "out")
+        r().render(as_report(j), tmp_path / "out")
     assert (tmp_path / "out" / "report.md").exists()
     if table == "CUPTI_ACTIVITY_KIND_KERNEL" and column is None:
         assert j["kernels"] == [] and not j["kernels_summary"]["available"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 import pytest
+from conftest import as_report
 
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_all
@@ -40,7 +41,7 @@ def _trace(tmp_path: Path, first: int, last: int, session: Optional[Tuple[int, i
 def _report(p: Path, out: Path) -> Tuple[Any, str]:
     rep = analyze_path(str(p))
     j = rep.to_dict()
-    render_all(j, out)
+    render_all(as_report(j), out)
     return j, (out / "report.md").read_text(encoding="utf-8")
 
 

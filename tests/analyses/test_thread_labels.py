@@ -9,7 +9,7 @@ import csv
 import sqlite3
 from pathlib import Path
 
-from conftest import scenario_report
+from conftest import as_report, scenario_report
 
 from nsys_llm_explainer.analyses.nvtx.attribution import AttributionResult, UncoveredThread
 from nsys_llm_explainer.findings.capture import nvtx_coverage_finding
@@ -84,7 +84,7 @@ def test_scenario_labels_every_thread(tmp_path_factory, tmp_path: Path) -> None:
     assert cov["evidence"][1] == ("Kernels no range covers, by launching thread: `pt_main_thread (tid 21101)` "
                                   "100.0 %, no NVTX range on it.")
     # every output: the labels, never the bare shared name
-    render_all(j, tmp_path)
+    render_all(as_report(j), tmp_path)
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     for label in ("pt_main_thread (tid 21101)", "pt_main_thread (tid 21102)", "pt_main_thread (tid 21103)"):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import real_trace
+from conftest import as_report, real_trace
 
 from nsys_llm_explainer.analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult, analyze_unified_memory
 from nsys_llm_explainer.findings.base import METRICS, Check
@@ -234,11 +234,11 @@ def test_no_finding_and_one_line_without_um(tmp_path_factory) -> None:
     assert not um.available and um.steady is None
     assert um.reason.startswith("no Unified Memory activity: no memcpy rows")
     assert not any(f.category == "unified_memory" for f in rep.findings)
-    md = render_markdown(rep.to_dict())
+    md = render_markdown(as_report(rep.to_dict()))
     assert "## Unified Memory" not in md
     tail = [x for x in md.split("\n") if x.startswith("**Not shown (no data):**")]
     assert len(tail) == 1 and "Unified Memory (no Unified Memory activity" in tail[0]
-    assert 'id="unified-memory"' not in render_html(rep.to_dict(), js="")
+    assert 'id="unified-memory"' not in render_html(as_report(rep.to_dict()), js="")
 
 
 def test_copy_finding_on_unified_copies_points_to_prefetching(tmp_path: Path) -> None:
@@ -290,7 +290,7 @@ def test_real_reports_list_um_as_not_shown(tmp_path: Path, name: str) -> None:
     j = rep.to_dict()
     assert j["unified_memory"]["available"] is False
     assert "UM GPU and CPU page-fault tables empty" in j["unified_memory"]["reason"]
-    render_all(j, tmp_path)
+    render_all(as_report(j), tmp_path)
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "Unified Memory (no Unified Memory activity" in md and "## Unified Memory" not in md
     assert 'id="unified-memory"' not in (tmp_path / "report.html").read_text(encoding="utf-8")
@@ -310,14 +310,14 @@ def test_outputs_show_the_section(tmp_path_factory, tmp_path: Path) -> None:
     schema = json.loads((Path(__file__).resolve().parents[2] / "src" / "nsys_llm_explainer" /
                          "report_schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(j)), schema)
-    md = render_markdown(j)
+    md = render_markdown(as_report(j))
     sec = md.split("## Unified Memory", 1)[1].split("\n## ", 1)[0]
     assert f"{f['um_migration_count']:,} Unified-Memory migrations" in sec
     assert f"({f['um_overlap_pct']:.1f} %)" in sec
     assert "`tables/unified_memory.csv`" in sec and "page fault (coherence)" in sec
-    html = render_html(j, js="")
+    html = render_html(as_report(j), js="")
     assert 'id="unified-memory"' in html and f'data-v="{f["um_overlap_ns"]}"' in html
-    render_all(j, tmp_path)
+    render_all(as_report(j), tmp_path)
     head, rows = read_table(tmp_path / "tables" / "unified_memory.csv")
     got = {(r[head.index("window")], int(r[head.index("device_id")])): r for r in rows}
     assert set(got) == {("steady", 0), ("full", 0)}

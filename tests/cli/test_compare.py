@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
-from conftest import SHARED_TRACES, run_cli
+from conftest import SHARED_TRACES, as_report, run_cli
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.comparison import CompareResult, load_compare_schema
@@ -392,7 +392,7 @@ def test_to_frame_holds_the_rows_of_each_csv(base_trace, tmp_path):
     from nsys_llm_explainer.render.csv_tables import read_table
 
     rep = nle.analyze(str(base_trace))
-    render_all(rep.to_dict(), tmp_path)
+    render_all(as_report(rep.to_dict()), tmp_path)
     csvs = sorted(p.stem for p in (tmp_path / "tables").glob("*.csv"))
     assert len(csvs) >= 20
     for name in csvs:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
+from conftest import as_report
 from test_html import EVIL_FILE, EVIL_IMG, EVIL_LINK, EVIL_SCRIPT, build_hostile, figures
 
 pytestmark = pytest.mark.slow
@@ -171,7 +172,7 @@ def test_hostile_names_show_as_text_and_run_nothing(driver: Any, tmp_path: Path)
     trace = tmp_path / EVIL_FILE
     build_hostile(trace)
     data = analyze_path(str(trace)).to_dict()
-    HtmlRenderer().render(data, tmp_path / "out")
+    HtmlRenderer().render(as_report(data), tmp_path / "out")
     page = open_page(driver, tmp_path / "out" / "report.html")
     assert_charts_drawn(driver, page)
     state = driver.execute_script(

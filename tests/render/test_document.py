@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-from conftest import real_traces, trace_id
+from conftest import as_report, empty_report, real_traces, trace_id
 
 from nsys_llm_explainer.render import render_html, render_markdown
 from nsys_llm_explainer.render.document import (
@@ -181,7 +181,7 @@ def demo(demo_trace: Path) -> Dict[str, Any]:
 
 
 def test_demo_html_holds_every_report_md_section(demo: Dict[str, Any]) -> None:
-    md, page = render_markdown(demo), render_html(demo, js="")
+    md, page = render_markdown(as_report(demo)), render_html(as_report(demo), js="")
     titles = [t for t in md_sections(md) if t]
     assert len(titles) >= 15 and "Where the idle time went" in titles and "How these numbers are computed" in titles
     assert_html_holds_md(md, page)
@@ -198,7 +198,7 @@ def test_scenario_html_holds_every_report_md_section(name: str, tmp_path: Path) 
 
     build_scenario(name, str(tmp_path / "t.sqlite"))
     d = analyze_path(str(tmp_path / "t.sqlite")).to_dict()
-    assert_html_holds_md(render_markdown(d), render_html(d, js=""))
+    assert_html_holds_md(render_markdown(as_report(d)), render_html(as_report(d), js=""))
 
 
 @pytest.mark.slow
@@ -207,7 +207,7 @@ def test_real_trace_html_holds_every_report_md_section(trace: Path) -> None:
     from conftest import real_report_dict
 
     d = real_report_dict(trace)
-    assert_html_holds_md(render_markdown(d), render_html(d, js=""))
+    assert_html_holds_md(render_markdown(as_report(d)), render_html(as_report(d), js=""))
 
 
 def test_compare_and_cluster_html_hold_their_markdown(tmp_path: Path) -> None:
@@ -248,7 +248,7 @@ def test_markdown_layout_rules() -> None:
     assert "<li>a <code>x|y</code> b</li>" in body and w.figures == []
 
 
-def test_the_terminal_summary_is_the_headline_in_plain_text(demo: Dict[str, Any]) -> None:
+def test_the_terminal_summary_is_the_headline_in_plain_text(demo: Dict[str, Any], tmp_path: Path) -> None:
     """The command line's stdout summary comes from the headline's terminal parts through the plain-text writer:
     the report's own verdict and action words, the busy share of the window with the one duration formatter."""
     from nsys_llm_explainer.render import summary_lines
@@ -256,10 +256,10 @@ def test_the_terminal_summary_is_the_headline_in_plain_text(demo: Dict[str, Any]
     from nsys_llm_explainer.render.text import text_lines
 
     h, w = demo["headline"], demo["window"]
-    assert summary_lines(demo) == [
+    assert summary_lines(as_report(demo)) == [
         f"verdict: {' '.join(h['verdict'].split())}",
         f"GPU busy {h['steady_busy_pct']:.1f}% of the {w['method']} window ({fmt_dur(w['end_ns'] - w['start_ns'])})",
         f"first thing to do: {' '.join(h['action'].split())}"]
     # plain text: markup dropped, names as they are (the terminal neutralises them), one line per paragraph
     assert text_lines([Paragraph((Strong(("a ",)), Code("<k>\n`x`"), " ", Rich("`n` *b*")))]) == ["a <k> `x` `n` *b*"]
-    assert summary_lines({}) == []
+    assert not any(line.startswith("GPU busy") for line in summary_lines(empty_report(tmp_path)))

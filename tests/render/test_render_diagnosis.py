@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from conftest import real_traces, trace_id
+from conftest import as_report, real_traces, trace_id
 
 from nsys_llm_explainer.pipeline import Options, analyze_path
 from nsys_llm_explainer.render import render_all, render_markdown
@@ -59,7 +59,7 @@ def assert_tables_valid(md: str) -> None:
 
 def report(path: Path, top: int = 20) -> Tuple[Dict[str, Any], str]:
     data = analyze_path(str(path), Options(top=top)).to_dict()
-    return data, render_markdown(data)
+    return data, render_markdown(as_report(data))
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +183,7 @@ def test_long_names_shortened_in_markdown_only(tmp_path: Path) -> None:
     build_hostile(p)
     data, md = report(p)
     assert "x" * 100 not in md
-    render_all(data, tmp_path / "out")
+    render_all(as_report(data), tmp_path / "out")
     header, rows = read_table(tmp_path / "out" / "tables" / "kernels.csv")
     assert "gemm_" + "x" * 150 in [r[header.index("kernel_name")] for r in rows]
 
@@ -202,7 +202,7 @@ def test_hostile_names_stay_inert(tmp_path: Path) -> None:
     assert_tables_valid(md)
     kernel_rows = [r for t in tables(md) for r in t if "alert(1)" in "|".join(r)]
     assert kernel_rows, "hostile kernel name missing from the tables"
-    render_all(data, tmp_path / "out")
+    render_all(as_report(data), tmp_path / "out")
     header, rows = read_table(tmp_path / "out" / "tables" / "kernels.csv")
     assert EVIL_KERNEL in [r[header.index("kernel_name")] for r in rows]  # CSV keeps the exact name
     header, rows = read_table(tmp_path / "out" / "tables" / "nvtx_ranges.csv")
@@ -230,7 +230,7 @@ def test_hostile_names_patched_into_every_name_field(demo) -> None:  # noqa: ANN
         for k in c["top_kernels"]:
             k["name"] = evil
     data["findings"][0]["checks"][0]["scope"]["detail"] = evil
-    md = render_markdown(data)
+    md = render_markdown(as_report(data))
     for raw in ("<img", "<script", "\x1b"):
         assert raw not in md
     assert_tables_valid(md)
@@ -249,7 +249,7 @@ def test_real_trace_renders(trace: Path, tmp_path: Path) -> None:
         assert md_rich(f["title"]) in md
     for t in ("accounting", "steady_idle"):
         assert t not in data
-    render_all(data, tmp_path)
+    render_all(as_report(data), tmp_path)
     for p in (tmp_path / "tables").glob("*.csv"):
         header, _ = read_table(p)
         assert header, p.name

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -143,7 +143,7 @@ def _nccl(model: TraceModel) -> Tuple[NcclSeries, ...]:
     return tuple(out)
 
 
-def _devices(report: Report, d: Dict[str, Any]) -> Tuple[DeviceSummary, ...]:
+def _devices(report: Report, d: Mapping[str, Any]) -> Tuple[DeviceSummary, ...]:
     causes = {c["device_id"]: c for c in d["idle_causes"].get("devices", [])}
     order = list(d["idle_causes"].get("precedence") or [])
     st = report.steps
@@ -168,9 +168,9 @@ def _devices(report: Report, d: Dict[str, Any]) -> Tuple[DeviceSummary, ...]:
     return tuple(out)
 
 
-def summarize(report: Report, label: str, data: Optional[Dict[str, Any]] = None) -> FileSummary:
-    """The compact summary of a :class:`report.Report` (``data``: its ``to_dict()`` when already made)."""
-    d = data if data is not None else report.to_dict()
+def summarize(report: Report, label: str) -> FileSummary:
+    """The compact summary of a :class:`report.Report`."""
+    d = report.json_view
     w = report.window
     return FileSummary(
         label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
@@ -187,11 +187,10 @@ def analyze_file(path: str, label: str, options: Optional[Options] = None,
     from ..pipeline import analyze_any
 
     report = analyze_any(path, options)
-    data = report.to_dict()
     if rank_dir is not None:
         from ..render import render_all
 
         out = Path(rank_dir)
         out.mkdir(parents=True, exist_ok=True)
-        render_all(data, out, plotly_src="../../" + RANK_PLOTLY)
-    return summarize(report, label, data)
+        render_all(report, out, plotly_src="../../" + RANK_PLOTLY)
+    return summarize(report, label)

@@ -1,4 +1,4 @@
-"""Renderers: the report dict (``report.json``, built by :mod:`..serialize`) → files in an output directory.
+"""Renderers: the typed :class:`..report.Report` → files in an output directory.
 
 ``ALL_RENDERERS`` lists the renderer classes run for every report: Markdown (``report.md``), JSON
 (``report.json``), CSV (``tables/*.csv``) and HTML (``report.html``, one offline page with charts).
@@ -30,12 +30,15 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Type
 
 from .base import JsonRenderer, Renderer
 from .csv_tables import CsvRenderer
 from .html import HtmlRenderer, render_html
 from .markdown import MarkdownRenderer, render_markdown
+
+if TYPE_CHECKING:
+    from ..report import Report
 
 ALL_RENDERERS: List[Type[Renderer]] = [MarkdownRenderer, JsonRenderer, CsvRenderer, HtmlRenderer]
 SCHEMA_FILE = "report_schema.json"
@@ -47,8 +50,8 @@ def load_schema() -> Dict[str, Any]:
     return json.loads(text)
 
 
-def summary_lines(report: Mapping[str, Any]) -> List[str]:
-    """The command line's stdout summary of a report dict (verdict, busy share, first action), one line each:
+def summary_lines(report: Report) -> List[str]:
+    """The command line's stdout summary of a report (verdict, busy share, first action), one line each:
     the headline's terminal parts (:func:`.sections.headline.terminal_summary`) through the plain-text writer."""
     from .sections.ctx import View
     from .sections.headline import terminal_summary
@@ -57,7 +60,7 @@ def summary_lines(report: Mapping[str, Any]) -> List[str]:
     return text_lines(terminal_summary(View(report)))
 
 
-def render_all(report: Mapping[str, Any], out_dir: Path, plotly_src: Optional[str] = None) -> List[Path]:
+def render_all(report: Report, out_dir: Path, plotly_src: Optional[str] = None) -> List[Path]:
     """Run every renderer in :data:`ALL_RENDERERS` into ``out_dir``; return the files written. ``plotly_src``:
     report.html loads plotly.js from that relative path (a copy the caller writes once for many reports)."""
     written: List[Path] = []

@@ -1,7 +1,8 @@
-"""Renderer base class, the JSON file renderer, and how renderers read the report dict.
+"""Renderer base class, the JSON file renderer, and how renderers read the report.
 
-A renderer turns the report dict (``report.json``, built by :mod:`serialize`) into files inside ``out_dir``
-and returns their paths. The caller owns atomicity (it passes a temporary directory and moves it).
+A renderer turns the typed :class:`report.Report` into files inside ``out_dir`` and returns their paths (a saved
+``report.json`` becomes a ``Report`` through ``Report.from_dict`` first). The caller owns atomicity (it passes a
+temporary directory and moves it).
 
 Renderers only *format* numbers of the dict (:mod:`..vocabulary.units`, one formatter per unit); they never
 derive a metric. CSV and JSON keep exact integer ns.
@@ -12,24 +13,27 @@ from __future__ import annotations
 import json
 from collections import abc
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from ..vocabulary.units import fmt_int
+
+if TYPE_CHECKING:
+    from ..report import Report
 
 Row = Mapping[str, Any]
 
 
 class Renderer:
-    """Base class: ``render(report_dict, out_dir)`` writes files into ``out_dir`` and returns their paths.
+    """Base class: ``render(report, out_dir)`` writes files into ``out_dir`` and returns their paths.
     A one-file renderer sets ``filename`` and implements :meth:`text`."""
 
     name: str = "renderer"
     filename: str = ""
 
-    def text(self, report: Mapping[str, Any]) -> str:
+    def text(self, report: Report) -> str:
         raise NotImplementedError
 
-    def render(self, report: Mapping[str, Any], out_dir: Path) -> List[Path]:
+    def render(self, report: Report, out_dir: Path) -> List[Path]:
         return write_text_files(out_dir, {self.filename: self.text(report)})
 
 
@@ -94,8 +98,8 @@ class JsonRenderer(Renderer):
     name = "json"
     filename = "report.json"
 
-    def text(self, report: Mapping[str, Any]) -> str:
-        return dumps_indented(report) + "\n"
+    def text(self, report: Report) -> str:
+        return dumps_indented(report.json_view) + "\n"
 
 
 def section(report: Any, key: str) -> Mapping[str, Any]:
@@ -126,8 +130,9 @@ class ReportView:
     """The report dict as every renderer reads it (Markdown, HTML): the rows-in-top-tables setting, the
     analysis window, the trace start (times are shown relative to it) and GPU names by id."""
 
-    def __init__(self, report: Mapping[str, Any]) -> None:
-        self.report: Row = report if isinstance(report, abc.Mapping) else {}
+    def __init__(self, report: Report) -> None:
+        self.r = report
+        self.report: Row = report.json_view
         top = section(self.report, "options").get("top")
         self.top: int = top if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 20
         self.window: Row = section(self.report, "window")

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any, Iterable, List, Mapping, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Iterable, List, Sequence, Tuple
 
 from .base import Renderer
 from .escape import csv_text
 from .specs import CSV_TABLES
 from .table import csv_cell
+
+if TYPE_CHECKING:
+    from ..report import Report
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
@@ -42,10 +45,10 @@ class CsvRenderer(Renderer):
     name = "csv"
     subdir = "tables"
 
-    def render(self, report: Mapping[str, Any], out_dir: Path) -> List[Path]:
+    def render(self, report: Report, out_dir: Path) -> List[Path]:
         tdir = Path(out_dir) / self.subdir
         tdir.mkdir(parents=True, exist_ok=True)
-        return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(report)) for t in CSV_TABLES]
+        return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(report.json_view)) for t in CSV_TABLES]
 
 
 def read_table(path: Path) -> Tuple[List[str], List[List[str]]]:

@@ -9,7 +9,7 @@ out. A table shows the columns with a header; an empty cell is ``–``.
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Sequence, Tuple
 
 from ..vocabulary.units import DASH
 from .base import Renderer
@@ -42,6 +42,9 @@ from .document import (
 )
 from .escape import md_cell, md_name, md_rich, md_text
 from .table import Col
+
+if TYPE_CHECKING:
+    from ..report import Report
 
 
 def md_inline(x: Spans) -> str:
@@ -129,8 +132,8 @@ def write_markdown(doc: Document) -> str:
     return "\n\n".join(md_section(s) for s in doc.sections if not s.html_only) + "\n"
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
-    """The full ``report.md`` text for a report dict."""
+def render_markdown(report: Report) -> str:
+    """The full ``report.md`` text of a report."""
     from .sections import build_document
 
     return write_markdown(build_document(report))
@@ -142,7 +145,7 @@ class MarkdownRenderer(Renderer):
     name = "markdown"
     filename = "report.md"
 
-    def text(self, report: Mapping[str, Any]) -> str:
+    def text(self, report: Report) -> str:
         return render_markdown(report)
 
 

@@ -29,12 +29,15 @@ imported only when the page is written.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..base import Renderer
 from ..sections import build_document
 from .page import page
 from .writer import HtmlWriter, nav
+
+if TYPE_CHECKING:
+    from ...report import Report
 
 
 def plotly_js() -> str:
@@ -44,8 +47,8 @@ def plotly_js() -> str:
     return str(get_plotlyjs())
 
 
-def render_html(report: Mapping[str, Any], js: Optional[str] = None, plotly_src: Optional[str] = None) -> str:
-    """The full ``report.html`` text for a report dict. ``js`` replaces the plotly.js bundle (``None``: the
+def render_html(report: Report, js: Optional[str] = None, plotly_src: Optional[str] = None) -> str:
+    """The full ``report.html`` text of a report. ``js`` replaces the plotly.js bundle (``None``: the
     installed one); tests that never draw a chart pass ``""`` to keep the 4.6 MB out of their strings.
     ``plotly_src``: load plotly.js from that relative path (a copy shared by the pages of one directory tree, e.g.
     a cluster's rank reports) instead of inlining it."""
@@ -65,7 +68,7 @@ class HtmlRenderer(Renderer):
     def __init__(self, plotly_src: Optional[str] = None) -> None:
         self.plotly_src = plotly_src
 
-    def text(self, report: Mapping[str, Any]) -> str:
+    def text(self, report: Report) -> str:
         return render_html(report, plotly_src=self.plotly_src)
 
 

@@ -9,7 +9,7 @@ the sections whose data exists (:data:`SECTIONS`, in order), one line naming the
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Tuple
+from typing import TYPE_CHECKING, List, Tuple
 
 from ..document import Document, Omitted, Section
 from .appendix import how_computed, omitted_section, sec_trace
@@ -22,6 +22,9 @@ from .kernels import sec_categories, sec_kernels, sec_launch, sec_traits
 from .steps import sec_steps
 from .timeline import sec_timeline
 from .unified_memory import sec_unified_memory
+
+if TYPE_CHECKING:
+    from ...report import Report
 
 #: every section of the report, in order (the omitted-sections line and "How these numbers are computed" follow)
 SECTIONS: Tuple[SectionFn, ...] = (
@@ -48,7 +51,7 @@ SECTIONS: Tuple[SectionFn, ...] = (
 )
 
 
-def build_document(report: Mapping[str, Any]) -> Document:
+def build_document(report: Report) -> Document:
     """The report's document: every section with data, the omitted ones named in one line, then the method."""
     v = View(report)
     sections: List[Section] = []

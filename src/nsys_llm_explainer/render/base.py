@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 from collections import abc
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
-
-from ..vocabulary.units import fmt_int
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -145,32 +143,3 @@ class ReportView:
 
     def rows(self, key: str, field: Optional[str] = None) -> List[Row]:
         return rows_of(self.report, key) if field is None else rows_of(self.sec(key), field)
-
-
-def facts_pairs(report: Mapping[str, Any]) -> List[Tuple[str, str]]:
-    """``report.json`` ``facts`` as (label, plain text) pairs, in a fixed order, for every format (each writer
-    escapes); empty when the report has no facts."""
-    f = report.get("facts")
-    if not isinstance(f, Mapping):
-        return []
-    kinds: Dict[str, int] = {}      # identical GPUs once, with their number
-    for g in f.get("gpus") or []:
-        if isinstance(g, Mapping):
-            one = (f"{g.get('name') or 'GPU'}: {g.get('architecture')}"
-                   + (f" (compute capability {g['compute_capability']})" if g.get("compute_capability") else "")
-                   + ", tensor cores " + ("/".join(map(str, g.get("tensor_core_types") or [])) or "none"))
-            kinds[one] = kinds.get(one, 0) + 1
-    gp = "; ".join((f"{n} × " if n > 1 else "") + k for k, n in kinds.items()) or "not recorded in the export"
-    ev = [str(x) for x in f.get("workload_evidence") or []][:1]
-    threads = [t for t in f.get("nvtx_threads") or [] if isinstance(t, Mapping)]
-    nv = ("yes, on " + ", ".join(f"{t.get('name') or 'tid ' + str(int(t.get('gtid', 0)) & 0xFFFFFF)} "
-                                 f"({fmt_int(t.get('ranges'))} ranges)" for t in threads[:4])
-          + (f" and {len(threads) - 4} more threads" if len(threads) > 4 else "")) if f.get("nvtx") else "no"
-    return [("GPUs", gp),
-            ("Workload", str(f.get("workload")) + (f" ({ev[0]})" if ev else "")),
-            ("Stack", str(f.get("stack") or "not recognised")),
-            ("CUDA graphs", "yes: " + str(f.get("cuda_graphs_evidence")) if f.get("cuda_graphs") else "no"),
-            ("torch.compile", "yes: " + str(f.get("torch_compile_evidence")) if f.get("torch_compile") else "no"),
-            ("CPU samples", "yes" if f.get("cpu_samples") else "no"),
-            ("Unified Memory", "yes: " + str(f.get("unified_memory_evidence")) if f.get("unified_memory") else "no"),
-            ("NVTX ranges", nv)]

@@ -8,7 +8,7 @@ a row function selects, flattens (a parent key copied onto child rows) or joins 
 from __future__ import annotations
 
 from collections import abc
-from typing import Any, Callable, List, Mapping
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
 from .base import Row, rows_of, section
@@ -31,6 +31,9 @@ from .table import (
     text_col,
     with_fields,
 )
+
+if TYPE_CHECKING:
+    from ..findings.base import Check
 
 OPS = {">=": "≥", "<=": "≤", "==": "=", ">": ">", "<": "<"}
 
@@ -147,20 +150,20 @@ def check_text(c: Mapping[str, Any], text: Callable[[Any], str] = _same, code: C
     return f"{text(c.get('metric'))}{q} {fmt_num(c.get('observed'))} {op} {fmt_num(c.get('threshold'))}"
 
 
-def check_spans(c: Mapping[str, Any]) -> Inline:
+def check_spans(c: Check) -> Inline:
     """One finding check as spans: ``metric (scope) observed op threshold``."""
-    scope = section(c, "scope")
+    s = c.scope
     quals: List[Inline] = []
-    if scope.get("window") == "full":
+    if s.window == "full":
         quals.append(("full capture",))
-    if scope.get("device_id") is not None:
-        quals.append((Data(f"device {scope['device_id']}"),))
-    for key in ("kind", "detail", "name", "trait"):
-        if scope.get(key):
-            quals.append((Code(scope[key], 60),))
-    op = OPS.get(str(c.get("op")))
-    return inline(Data(c.get("metric")), (" (", joined(quals, ", "), ")") if quals else None, " ",
-                  fmt_num(c.get("observed")), " ", op if op else Data(c.get("op")), " ", fmt_num(c.get("threshold")))
+    if s.device_id is not None:
+        quals.append((Data(f"device {s.device_id}"),))
+    for name in (s.kind, s.detail, s.name, s.trait):
+        if name:
+            quals.append((Code(name, 60),))
+    op = OPS.get(c.op)
+    return inline(Data(c.metric), (" (", joined(quals, ", "), ")") if quals else None, " ",
+                  fmt_num(c.observed), " ", op if op else Data(c.op), " ", fmt_num(c.threshold))
 
 
 def checks_text(f: Row) -> str:

@@ -106,6 +106,11 @@ class DeviceTime:
     gap_histogram: Tuple[Bucket, ...]
     full: Optional[WindowTime]
 
+    @property
+    def ran_kernels(self) -> bool:
+        """A kernel (or a whole-graph execution) ran on it in the window: it counts in the pooled busy %."""
+        return self.role == ROLE_KERNELS
+
 
 @dataclass(frozen=True)
 class GpuTimeResult:

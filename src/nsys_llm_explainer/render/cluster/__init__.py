@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Collection, List, Mapping, Optional
 from urllib.parse import quote
 
+from ...findings.base import Check, Finding
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_pct, ms_value
 from ..base import Row, rows_of, section
@@ -88,9 +89,19 @@ def sec_headline(d: Mapping[str, Any]) -> Section:
         HtmlOnly((meta,))), "Headline", "header")
 
 
+def _claim_finding(c: Row) -> Finding:
+    """A ``cluster.json`` ``claims[]`` item as the :class:`Finding` it was made from (its confidence not stated;
+    check scopes name the rank only)."""
+    return Finding(id=str(c.get("id") or ""), category="cluster", severity=str(c.get("severity") or "info"),
+                   confidence="", title=str(c.get("title") or ""), evidence=tuple(c.get("evidence") or ()),
+                   recommendation=tuple(c.get("advice") or ()), time_at_stake_ns=c.get("time_at_stake_ns") or 0,
+                   checks=tuple(Check(str(k.get("metric")), k.get("observed") or 0, str(k.get("op")),
+                                      k.get("threshold") or 0) for k in rows_of(c, "checks")))
+
+
 def sec_claims(d: Mapping[str, Any]) -> Section:
     claims = rows_of(d, "claims")
-    body: List[Any] = [finding_parts(i, c, "advice") for i, c in enumerate(claims, 1)]
+    body: List[Any] = [finding_parts(i, _claim_finding(c)) for i, c in enumerate(claims, 1)]
     if not body:
         body = [para("No rank stands out (every claim's preconditions are listed in docs/CLUSTER.md).")]
     return Section("findings", "Findings", parts(body), "Findings")

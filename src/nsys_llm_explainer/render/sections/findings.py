@@ -3,11 +3,9 @@ trace facts the advice was checked against."""
 
 from __future__ import annotations
 
-from collections import abc
-from typing import Any, List, Mapping
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
-from ...vocabulary.units import fmt_dur
-from ..base import Row, facts_pairs, rows_of
+from ...vocabulary.units import fmt_dur, fmt_int
 from ..document import (
     NL,
     Code,
@@ -33,58 +31,81 @@ from ..document import (
 from ..specs import check_spans
 from .ctx import View
 
+if TYPE_CHECKING:
+    from ...analyses.trace.facts import TraceFacts
+    from ...findings.base import Finding
 
-def _facts(f: Row) -> Inline:
-    out: List[Inline] = [inline(Strong(("At stake:",)), " ", Value(fmt_dur(f.get("time_at_stake_ns")),
-                                                                  "time_at_stake_ns", f.get("time_at_stake_ns")))]
-    if f.get("confidence"):
-        out.append(inline("confidence ", Data(f["confidence"])))
-    if f.get("device_id") is not None:
-        out.append(inline("device ", Data(f["device_id"])))
-    c = f.get("cause")
-    cause: Mapping[str, Any] = c if isinstance(c, abc.Mapping) else {}
-    if cause.get("kind"):
-        out.append(inline("cause ", Code(cause["kind"]), (" ", Code(cause["detail"])) if cause.get("detail") else None))
-    if f.get("id"):
-        out.append(inline("id ", Code(f["id"])))
+
+def _facts(f: Finding) -> Inline:
+    out: List[Inline] = [inline(Strong(("At stake:",)), " ", Value(fmt_dur(f.time_at_stake_ns), "time_at_stake_ns",
+                                                                  f.time_at_stake_ns))]
+    if f.confidence:
+        out.append(inline("confidence ", Data(f.confidence)))
+    if f.device_id is not None:
+        out.append(inline("device ", Data(f.device_id)))
+    if f.cause is not None and f.cause[0]:
+        kind, detail = f.cause
+        out.append(inline("cause ", Code(kind), (" ", Code(detail)) if detail else None))
+    if f.id:
+        out.append(inline("id ", Code(f.id)))
     return joined(out, " · ")
 
 
-def finding_parts(i: int, f: Row, recommendation: str = "recommendation") -> Group:
+def finding_parts(i: int, f: Finding) -> Group:
     """One finding (or cluster claim) as a card: heading, facts, evidence, what to do, the checks held."""
-    sev = str(f.get("severity") or "info")
-    evidence = [e for e in (f.get("evidence") or []) if e]
-    recs = [r for r in (f.get(recommendation) or []) if r]
+    sev = f.severity or "info"
+    evidence = [e for e in f.evidence if e]
+    recs = [r for r in f.recommendation if r]
     out: List[Any] = [
         Heading(3, (f"{i}. ", Styled("badge", (Data(sev.upper()),)), " — ",
-                    Styled("title", (Rich(f.get("title"), lead=True),)))),
+                    Styled("title", (Rich(f.title, lead=True),)))),
         Paragraph(_facts(f), "facts", NL if evidence else ""),
         bullets([Rich(e, lead=True) for e in evidence])]
     if len(recs) == 1:
         out.append(para(Strong(("Do:",)), " ", Rich(recs[0], lead=True), cls="do"))
     elif recs:
         out += [para(Strong(("Do:",)), cls="do", brk=NL), bullets([Rich(r, lead=True) for r in recs])]
-    checks = rows_of(f, "checks")
-    if checks:
-        out.append(para(Em(("Checked:",)), " ", joined([check_spans(c) for c in checks], "; "), cls="checks"))
+    if f.checks:
+        out.append(para(Em(("Checked:",)), " ", joined([check_spans(c) for c in f.checks], "; "), cls="checks"))
     cls = "".join(ch for ch in sev.lower() if ch.isalnum())
-    return Group(parts(out), f"finding sev-{cls}", str(f.get("id") or ""))
+    return Group(parts(out), f"finding sev-{cls}", f.id)
+
+
+def facts_pairs(f: TraceFacts) -> List[Tuple[str, str]]:
+    """The trace facts as (label, plain text) pairs, in a fixed order, for every format (each writer escapes)."""
+    kinds: Dict[str, int] = {}      # identical GPUs once, with their number
+    for g in f.gpus:
+        one = (f"{g.name or 'GPU'}: {g.architecture}"
+               + (f" (compute capability {g.compute_capability})" if g.compute_capability else "")
+               + ", tensor cores " + ("/".join(g.tensor_core_types) or "none"))
+        kinds[one] = kinds.get(one, 0) + 1
+    gp = "; ".join((f"{n} × " if n > 1 else "") + k for k, n in kinds.items()) or "not recorded in the export"
+    ev = list(f.workload_evidence[:1])
+    threads = f.nvtx_threads
+    nv = ("yes, on " + ", ".join(f"{t.name or 'tid ' + str(t.gtid & 0xFFFFFF)} ({fmt_int(t.ranges)} ranges)"
+                                 for t in threads[:4])
+          + (f" and {len(threads) - 4} more threads" if len(threads) > 4 else "")) if f.nvtx else "no"
+    return [("GPUs", gp),
+            ("Workload", f.workload + (f" ({ev[0]})" if ev else "")),
+            ("Stack", f.stack or "not recognised"),
+            ("CUDA graphs", "yes: " + f.cuda_graphs_evidence if f.cuda_graphs else "no"),
+            ("torch.compile", "yes: " + f.torch_compile_evidence if f.torch_compile else "no"),
+            ("CPU samples", "yes" if f.cpu_samples else "no"),
+            ("Unified Memory", "yes: " + f.unified_memory_evidence if f.unified_memory else "no"),
+            ("NVTX ranges", nv)]
 
 
 def facts_parts(v: View) -> List[Part]:
     """The trace facts every piece of advice was checked against (``facts`` in report.json), one paragraph."""
-    pairs = facts_pairs(v.report)
-    if not pairs:
-        return []
+    pairs = facts_pairs(v.r.facts)
     return [para(Em(("Facts the advice rests on",)), " (every recommendation declares the facts it needs and is "
                  "left out when these contradict it): ",
                  joined([inline(Strong((f"{k}:",)), " ", Data(x)) for k, x in pairs], " · "), cls="facts")]
 
 
 def sec_findings(v: View) -> SectionResult:
-    findings = v.rows("findings")
-    if not findings:
+    if not v.r.findings:
         body: List[Any] = [para("No finding: no rule's preconditions held.")]
     else:
-        body = [finding_parts(i, f) for i, f in enumerate(findings, 1)]
+        body = [finding_parts(i, f) for i, f in enumerate(v.r.findings, 1)]
     return Section("findings", "Findings", parts(body, facts_parts(v)), "Findings")

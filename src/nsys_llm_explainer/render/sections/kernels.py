@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, List
 
 from ...vocabulary.units import fmt_dur, fmt_int, fmt_pct, num
-from ..base import Row, available
+from ..base import Row
 from ..charts import hbar, plot_text
 from ..document import (
     Chart,
@@ -30,20 +30,19 @@ from .ctx import View
 
 def sec_kernels(v: View) -> SectionResult:
     """Top kernels of the analysis window when it was trimmed, else of the whole capture."""
-    ks = v.sec("kernels_summary")
+    ks, st = v.r.kernels, v.r.steady_kernels
     rows = v.rows("kernels_summary", "by_name")
-    if not available(ks) or not rows:
-        return _omitted("Top kernels", ks, "no kernels")
-    st = v.sec("steady_kernels")
-    if available(st) and v.rows("steady_kernels", "by_name"):
+    if not ks.available or not rows:
+        return Omitted("Top kernels", ks.reason or "no kernels")
+    if st.available and not v.r.window.is_full and st.by_name:
         rows = v.rows("steady_kernels", "by_name")
         scope = inline(Strong(("Analysis window",)), f", all devices (kernels clipped to it): "
-                       f"{fmt_int(st.get('kernel_count'))} kernels, {fmt_dur(st.get('total_kernel_ns'))} of summed "
-                       f"kernel time; the whole capture ({fmt_int(ks.get('kernel_count'))} kernels) is in ",
+                       f"{fmt_int(st.kernel_count)} kernels, {fmt_dur(st.total_kernel_ns)} of summed "
+                       f"kernel time; the whole capture ({fmt_int(ks.kernel_count)} kernels) is in ",
                        Code(f"tables/{KERNELS.csv}"), ". ")
     else:
-        scope = inline(Strong(("Whole capture",)), f", all devices: {fmt_int(ks.get('kernel_count'))} kernels, "
-                       f"{fmt_dur(ks.get('total_kernel_ns'))} of summed kernel time. ")
+        scope = inline(Strong(("Whole capture",)), f", all devices: {fmt_int(ks.kernel_count)} kernels, "
+                       f"{fmt_dur(ks.total_kernel_ns)} of summed kernel time. ")
     shown = rows[: v.top]
     count = (f"Showing {len(shown)} of {len(rows)} names" if len(rows) > len(shown) else f"All {len(rows)} names")
     note = inline(scope, count, "; per device in ", Code(f"tables/{KERNELS.csv}"), ".")
@@ -51,35 +50,26 @@ def sec_kernels(v: View) -> SectionResult:
                    "Top kernels")
 
 
-def _omitted(title: str, sec: Row, default: str) -> SectionResult:
-    return Omitted(title, str(sec.get("reason") or default))
-
-
-def _evidence(items: object) -> Any:
-    first = items[0] if isinstance(items, list) and items else ""
-    return (" (", Rich(first), ")") if first else None
-
-
 def sec_traits(v: View) -> SectionResult:
-    kt = v.sec("kernel_traits")
-    gone = v.unavailable("kernel_traits", "Kernel traits")
-    if gone:
-        return gone
+    kt = v.r.traits
+    if not kt.available:
+        return Omitted("Kernel traits", kt.reason or "not in this report")
     facts: List[Any] = []
-    if kt.get("workload"):
-        facts.append(inline(Strong(("Workload:",)), " ", Data(kt["workload"]), _evidence(kt.get("workload_evidence"))))
-    if kt.get("stack"):
-        facts.append(inline(Strong(("Stack:",)), " ", Data(kt["stack"])))
+    if kt.workload:
+        ev = kt.workload_evidence[0] if kt.workload_evidence else ""
+        facts.append(inline(Strong(("Workload:",)), " ", Data(kt.workload), (" (", Rich(ev), ")") if ev else None))
+    if kt.stack:
+        facts.append(inline(Strong(("Stack:",)), " ", Data(kt.stack)))
     rows = sorted(KERNEL_TRAITS.rows(v.report), key=lambda r: -(num(r.get("share_pct")) or 0))
-    note = (f"Kernel-name traits over the analysis window ({fmt_int(kt.get('kernel_count'))} kernels, "
-            f"{fmt_dur(kt.get('total_kernel_ns'))}); a kernel may have several traits.")
+    note = (f"Kernel-name traits over the analysis window ({fmt_int(kt.kernel_count)} kernels, "
+            f"{fmt_dur(kt.total_kernel_ns)}); a kernel may have several traits.")
     body: List[Any] = [para(note), para(joined(facts, " · ")) if facts else None]
     body.append(TablePart(KERNEL_TRAITS.cols, rows, (), "kernel-traits") if rows
                 else para("No kernel matched a trait."))
     return Section("traits", "Kernel traits", parts(body))
 
 
-def _category_chart(cat: Row, rows: List[Row]) -> Figure:
+def _category_chart(rows: List[Row]) -> Figure:
     labels = [plot_text(r.get("category"), 40) for r in rows]
     hover = [f"{lab}<br>{fmt_dur(r.get('nonoverlap_ns'))} not overlapped · {fmt_pct(r.get('nonoverlap_pct'))} %"
              f" · {fmt_int(r.get('count'))} kernels" for lab, r in zip(labels, rows)]
@@ -91,23 +81,23 @@ def _category_chart(cat: Row, rows: List[Row]) -> Figure:
 
 
 def sec_categories(v: View) -> SectionResult:
-    cat = v.sec("categories")
+    cat = v.r.categories
     rows = v.rows("categories", "overall")
-    if not available(cat) or not rows:
-        return _omitted("Kernel categories", cat, "no categories")
-    note = inline(Strong(("Whole capture",)), ", all devices; preset ", Code(cat.get("preset")),
-                  (" — ", Rich(cat["preset_reason"], lead=True)) if cat.get("preset_reason") else None,
+    if not cat.available or not rows:
+        return Omitted("Kernel categories", cat.reason or "no categories")
+    note = inline(Strong(("Whole capture",)), ", all devices; preset ", Code(cat.preset),
+                  (" — ", Rich(cat.preset_reason, lead=True)) if cat.preset_reason else None,
                   ". Per device and per phase in ", Code(f"tables/{CATEGORIES.csv}"), ".")
     return Section("categories", "Kernel categories",
-                   (para(note), Chart(lambda: _category_chart(cat, rows)),
+                   (para(note), Chart(lambda: _category_chart(rows)),
                     TablePart(CATEGORIES.cols, rows[: v.top], (), "categories")), "Categories")
 
 
 def sec_launch(v: View) -> SectionResult:
-    la = v.sec("launch")
+    la = v.r.launch
     rows = v.rows("launch", "per_device")
-    if not available(la) or not rows:
-        return _omitted("Launch rate", la, "no launches")
+    if not la.available or not rows:
+        return Omitted("Launch rate", la.reason or "no launches")
     note = inline("Kernels launched per second of the analysis window and their durations; per process in ",
                   Code(f"tables/{LAUNCH.csv}"), ".")
     return Section("launch", "Launch rate", (para(note), TablePart(LAUNCH.cols, rows, (), "launch")))

@@ -129,7 +129,7 @@ class Report:
         except ImportError:
             raise OptionalDependencyError("Report.to_frame needs pandas: pip install 'nsys-llm-explainer[pandas]'"
                                           ) from None
-        return table_frame(self.to_dict(), name, pd)
+        return table_frame(self, name, pd)
 
 
 def _required(model: Optional[TraceModel], needed_for: str) -> TraceModel:

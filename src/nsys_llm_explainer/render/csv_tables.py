@@ -48,7 +48,7 @@ class CsvRenderer(Renderer):
     def render(self, report: Report, out_dir: Path) -> List[Path]:
         tdir = Path(out_dir) / self.subdir
         tdir.mkdir(parents=True, exist_ok=True)
-        return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(report.json_view)) for t in CSV_TABLES]
+        return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(report)) for t in CSV_TABLES]
 
 
 def read_table(path: Path) -> Tuple[List[str], List[List[str]]]:

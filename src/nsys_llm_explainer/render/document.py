@@ -33,7 +33,7 @@ its CSV file (:mod:`.specs`), so the three formats cannot disagree on a column.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .escape import CODE_LIMIT
 
@@ -174,7 +174,7 @@ class TablePart:
     e.g. a folded "other" row), the HTML id and caption."""
 
     cols: Tuple[Col, ...]
-    rows: Sequence[Mapping[str, Any]]
+    rows: Sequence[Any]                   # result rows (:func:`.table.field_of` reads them)
     extra: Tuple[Inline, ...] = ()
     tid: str = ""
     caption: Inline = ()

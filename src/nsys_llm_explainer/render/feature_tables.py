@@ -4,48 +4,50 @@ the others in ``CSV_TABLES``."""
 
 from __future__ import annotations
 
-from collections import abc
-from typing import List
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms
-from .base import Row, rows_of, section
 from .document import Rich
 from .table import Col, Table, csv_col, dur_col, int_col, name_col, pct_col, raw, text_col, with_fields
 
+if TYPE_CHECKING:
+    from ..report import Report
+
+Row = Dict[str, Any]
+
 # ---- Unified Memory (report.json ``unified_memory``: analyses/memory/unified.py)
-UM_WINDOWS = ("steady", "full")
-#: ``unified_memory.<window>`` lists of the breakdown CSV: (list key, group label, id key, name key)
-UM_GROUPS = (("by_direction", "direction", "copy_kind", "direction"), ("by_cause", "cause", "cause_id", "cause"),
-             ("gpu_faults_by_access", "gpu_fault_access", "access_id", "access"),
-             ("cpu_faults_by_function", "cpu_fault_function", None, "function"),
-             ("cpu_faults_by_module", "cpu_fault_module", None, "module"))
+def _um_windows(report: Report) -> List[Any]:
+    um = report.unified_memory
+    return [w for w in (um.steady, um.full) if w is not None]
 
 
-def _um_windows(report: Row) -> List[Row]:
-    um = section(report, "unified_memory")
-    return [um[w] for w in UM_WINDOWS if isinstance(um.get(w), abc.Mapping)]
-
-
-def um_device_rows(report: Row) -> List[Row]:
+def um_device_rows(report: Report) -> List[Any]:
     """``unified_memory.steady.devices`` then ``unified_memory.full.devices``, each with its ``window``."""
-    return [r for w in _um_windows(report) for r in with_fields(rows_of(w, "devices"), window=w.get("window"))]
+    return [r for w in _um_windows(report) for r in with_fields(w.devices, window=w.window)]
 
 
-def um_breakdown_rows(report: Row) -> List[Row]:
+def um_breakdown_rows(report: Report) -> List[Row]:
     """The per-direction, per-cause, per-access-type and CPU-fault lists of both windows, one row each."""
     out: List[Row] = []
     for w in _um_windows(report):
-        for key, group, id_key, name_key in UM_GROUPS:
-            out += [{**r, "window": w.get("window"), "group": group, "id": r.get(id_key) if id_key else None,
-                     "name": r.get(name_key)} for r in rows_of(w, key)]
+        head = {"window": w.window}
+        for group, moves in (("direction", w.by_direction), ("cause", w.by_cause)):
+            out += [{**head, "group": group, "id": g.key, "name": g.label, "count": g.count, "bytes": g.bytes,
+                     "total_ns": g.total_ns, "page_faults": None} for g in moves]
+        out += [{**head, "group": "gpu_fault_access", "id": f.access_id, "name": f.access, "count": f.count,
+                 "bytes": None, "total_ns": None, "page_faults": f.page_faults} for f in w.gpu_faults_by_access]
+        for group, sites in (("cpu_fault_function", w.cpu_faults_by_function),
+                             ("cpu_fault_module", w.cpu_faults_by_module)):
+            out += [{**head, "group": group, "id": None, "name": c.name, "count": c.count, "bytes": None,
+                     "total_ns": None, "page_faults": None} for c in sites]
     return out
 
 
-UNIFIED_MEMORY = Table("unified_memory.csv", (
+UNIFIED_MEMORY: Table[Report] = Table("unified_memory.csv", (
     csv_col("window"),
     text_col("device_id", "device_id", "device"),
     int_col("migration_count", "migration_count", "migrations"),
-    Col((("migration_bytes", raw("migration_bytes")),), "bytes", lambda r: fmt_bytes(r.get("migration_bytes")), True,
+    Col((("migration_bytes", raw("migration_bytes")),), "bytes", lambda r: fmt_bytes(r.migration_bytes), True,
         raw("migration_bytes"), "migration_bytes"),
     dur_col("migration_ns", "migration", "migration time"),
     dur_col("migration_union_ns", "migration_union"),
@@ -58,33 +60,33 @@ UNIFIED_MEMORY = Table("unified_memory.csv", (
     dur_col("gpu_fault_union_ns", "gpu_fault_union"),
 ), um_device_rows)
 
-UNIFIED_MEMORY_BREAKDOWN = Table("unified_memory_breakdown.csv", (
+UNIFIED_MEMORY_BREAKDOWN: Table[Report] = Table("unified_memory_breakdown.csv", (
     csv_col("window"),
     text_col("group", "group", "group"),
     csv_col("id"),
     name_col("name", "name", "what"),
     int_col("count", "count", "count"),
-    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.get("bytes")), True, raw("bytes"), "bytes"),
-    Col((("total_ns", raw("total_ns")),), "time (ms)", lambda r: fmt_ms(r.get("total_ns")), True, raw("total_ns"),
+    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r["bytes"]), True, raw("bytes"), "bytes"),
+    Col((("total_ns", raw("total_ns")),), "time (ms)", lambda r: fmt_ms(r["total_ns"]), True, raw("total_ns"),
         "total_ns"),
     int_col("page_faults", "page_faults", "page faults"),
 ), um_breakdown_rows)
 
 
 # ---- copy paths (report.json ``copy_engines``: analyses/memory/copy_engines.py): one row per (device, path)
-def copy_path_rows(report: Row) -> List[Row]:
-    return rows_of(section(report, "copy_engines"), "paths")
+def copy_path_rows(report: Report) -> Sequence[Any]:
+    return report.copy_engines.paths
 
 
-COPY_PATHS = Table("copy_paths.csv", (
+COPY_PATHS: Table[Report] = Table("copy_paths.csv", (
     int_col("device_id", "device_id", "device"),
     text_col("path", "path", "path", True),
     csv_col("label"),
     int_col("count", "count", "copies"),
-    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.get("bytes")), True, raw("bytes"), "bytes"),
+    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.bytes), True, raw("bytes"), "bytes"),
     dur_col("busy_ns", "busy", "busy"),
     pct_col("busy_pct", "busy_pct", "% of window"),
-    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(r.get("gb_per_s"), 1), True,
+    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(r.gb_per_s, 1), True,
         raw("gb_per_s"), "gb_per_s"),
     dur_col("kernel_overlap_ns", "kernel_overlap", "under kernels"),
     pct_col("overlap_pct", "overlap_pct", "% under kernels"),
@@ -97,11 +99,11 @@ COPY_PATHS = Table("copy_paths.csv", (
 
 
 # ---- per-step synchronization (analyses/steps/sync.py): one row per (launching thread, device)
-STEP_SYNC = Table("step_sync.csv", (
+STEP_SYNC: Table[Report] = Table("step_sync.csv", (
     int_col("device_id", "device_id", "device"),
     csv_col("pid", "tid"),
     name_col("thread_name", "thread_name", "thread", 30),
-    Col((("holds", raw("holds")),), "holds", lambda r: fmt_bool(r.get("holds")), False, raw("holds"), "holds"),
+    Col((("holds", raw("holds")),), "holds", lambda r: fmt_bool(r.holds), False, raw("holds"), "holds"),
     name_col("api", "api", "sync API", 40),
     int_col("step_sync_points", "step_sync_points"),
     csv_col("sync_points", "blocking_calls", "readback_points", "readback", "steps", "kernels_in_steps",
@@ -118,24 +120,20 @@ STEP_SYNC = Table("step_sync.csv", (
     dur_col("overlap_ns", "overlap", "overlappable"),
     pct_col("overlap_pct_of_window", "overlap_pct_of_window", "overlappable % of window"),
     csv_col("overlap_pct_of_idle"),
-    Col((("claimed", lambda r: "; ".join(f"{c.get('kind')}:{c.get('detail')}={c.get('ns')}"
-                                        for c in rows_of(r, "claimed"))),)),
-    Col((("reason", raw("reason")),), "why", lambda r: Rich(r.get("reason")), False, raw("reason"), "reason"),
-), lambda rep: rows_of(section(rep, "step_sync"), "series"))
+    Col((("claimed", lambda r: "; ".join(f"{kind}:{detail}={ns}" for kind, detail, ns in r.claimed)),)),
+    Col((("reason", raw("reason")),), "why", lambda r: Rich(r.reason), False, raw("reason"), "reason"),
+), lambda rep: rep.step_sync.series)
 
 
 # ---- follow the wait (analyses/threads/waits.py): one row per (launching thread, other thread, what, name)
-def wait_rows(report: Row) -> List[Row]:
+def wait_rows(report: Report) -> List[Any]:
     """``waits.launchers[].rows`` with the launching thread's own columns beside each row."""
-    out: List[Row] = []
-    for w in rows_of(section(report, "waits"), "launchers"):
-        for r in rows_of(w, "rows"):
-            out.append({**r, "launcher_tid": w.get("tid"), "launcher": w.get("thread"),
-                        "wait_ns": w.get("wait_ns"), "wait_pct_of_window": w.get("wait_pct_of_window")})
-    return out
+    return [r for w in report.waits.launchers
+            for r in with_fields(w.rows, launcher_tid=w.tid, launcher=w.thread, wait_ns=w.wait_ns,
+                                 wait_pct_of_window=w.wait_pct_of_window)]
 
 
-THREAD_WAITS = Table("thread_waits.csv", (
+THREAD_WAITS: Table[Report] = Table("thread_waits.csv", (
     csv_col("launcher_tid"),
     name_col("launcher", "launcher", "launching thread", 30),
     pct_col("wait_pct_of_window", "wait_pct_of_window", "waits % of window"),

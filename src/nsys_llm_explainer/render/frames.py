@@ -5,32 +5,35 @@ objects flattened one level (``full.busy_ns``, ``cause.kind``) — rather than t
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from .specs import CSV_TABLES
-from .table import Table
+from .table import Table, row_dict
+
+if TYPE_CHECKING:
+    from ..report import Report
 
 #: table name → its spec (``kernels``, ``devices``, ``idle_causes``, ``gpu_idle_gaps``, ``findings``, ``steps``, …)
-TABLES: Dict[str, Table] = {t.csv[:-len(".csv")]: t for t in CSV_TABLES}
+TABLES: Dict[str, Table[Report]] = {t.csv[:-len(".csv")]: t for t in CSV_TABLES}
 
 
 def table_names() -> List[str]:
     return sorted(TABLES)
 
 
-def check_table(name: str) -> Table:
+def check_table(name: str) -> Table[Report]:
     """The spec of table ``name``; ``ValueError`` naming the known tables for an unknown name."""
     if name not in TABLES:
         raise ValueError(f"unknown table {name!r}; known: {', '.join(table_names())}")
     return TABLES[name]
 
 
-def table_rows(report: Mapping[str, Any], name: str) -> List[Mapping[str, Any]]:
-    """The ``report.json`` rows of table ``name`` (those its CSV file holds)."""
-    return check_table(name).rows(report)
+def table_rows(report: Report, name: str) -> List[Dict[str, Any]]:
+    """The rows of table ``name`` (those its CSV file holds), as the ``report.json`` objects they are."""
+    return [row_dict(r) for r in check_table(name).rows(report)]
 
 
-def table_frame(report: Mapping[str, Any], name: str, pd: Any) -> Any:
-    """A ``DataFrame`` (``pd``: the pandas module) of table ``name`` of the report dict."""
+def table_frame(report: Report, name: str, pd: Any) -> Any:
+    """A ``DataFrame`` (``pd``: the pandas module) of table ``name`` of the report."""
     rows = table_rows(report, name)
-    return pd.json_normalize([dict(r) for r in rows], max_level=1) if rows else pd.DataFrame()
+    return pd.json_normalize(rows, max_level=1) if rows else pd.DataFrame()

@@ -4,12 +4,16 @@ when the trace has no samples, and the ``host_samples.csv`` table (every list en
 
 from __future__ import annotations
 
-from collections import abc
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from ..vocabulary.units import fmt_int, fmt_pct
-from .base import Row, rows_of, section
-from .table import Col, Table, csv_col, raw
+from .table import Col, Joined, Table, csv_col, raw, row_dict, with_fields
+
+if TYPE_CHECKING:
+    from ..analyses.idle.host_samples import ScopeSamples
+    from ..report import Report
+
+Row = Dict[str, Any]
 
 #: kinds whose idle-cause rows get a "host samples" cell (the host-side kinds whose pieces are sampled)
 SAMPLED_KINDS = ("launch", "other_api", "nvtx", "osrt", "host_cpu")
@@ -19,50 +23,31 @@ CELL_CALLERS = 1
 FIELD = "host_samples"
 
 
-def captured(report: Row) -> bool:
+def captured(report: Report) -> bool:
     """True when the trace has CPU samples matched against idle pieces."""
-    hs = section(report, "host_samples")
-    return bool(hs.get("available")) and bool(hs.get("captured"))
+    hs = report.host_samples
+    return hs.available and hs.captured
 
 
-def _index(report: Row) -> Dict[Tuple[Any, Any, Any], Row]:
-    out: Dict[Tuple[Any, Any, Any], Row] = {}
-    for d in rows_of(section(report, "host_samples"), "devices"):
-        for c in rows_of(d, "causes"):
-            out[(d.get("device_id"), c.get("kind"), c.get("detail"))] = c
-    return out
-
-
-def cell_text(entry: Optional[Mapping[str, Any]]) -> str:
+def cell_text(entry: Optional[ScopeSamples]) -> str:
     """Plain text of one cause's samples: ``n=185: OS kernel 76 %, CUDA driver 9 %; top: [unresolved]
-    (libcuda.so.1) 69 %`` (``0 samples`` for an entry without samples)."""
-    if not isinstance(entry, abc.Mapping):
-        return ""
-    n = entry.get("samples")
-    if not n:
+    (libcuda.so.1) 69 %`` (``0 samples`` for a cause without samples)."""
+    if entry is None or not entry.samples:
         return "0 samples"
-    groups = ", ".join(f"{g.get('name')} {fmt_pct(g.get('pct') or 0, 0)} %"
-                       for g in rows_of(entry, "groups")[:CELL_GROUPS])
-    callers = "; ".join(f"{c.get('name')} ({c.get('module')}) {fmt_pct(c.get('pct') or 0, 0)} %"
-                        for c in rows_of(entry, "callers")[:CELL_CALLERS])
-    return f"n={fmt_int(n)}: {groups}" + (f"; top: {callers}" if callers else "")
+    groups = ", ".join(f"{g.name} {fmt_pct(g.pct or 0, 0)} %" for g in entry.groups[:CELL_GROUPS])
+    callers = "; ".join(f"{c.name} ({c.module}) {fmt_pct(c.pct or 0, 0)} %" for c in entry.callers[:CELL_CALLERS])
+    return f"n={fmt_int(entry.samples)}: {groups}" + (f"; top: {callers}" if callers else "")
 
 
-def attach(report: Row, device_id: Any, rows: Sequence[Row]) -> List[Row]:
-    """``rows`` (idle causes of ``device_id``) with ``host_samples`` set to the cell text on the sampled kinds
+def attach(report: Report, device_id: int, rows: Sequence[Any]) -> List[Joined]:
+    """``rows`` (idle causes of ``device_id``) with ``host_samples`` beside: the cell text on the sampled kinds
     (``0 samples`` when the trace has samples but none fell in that cause), ``""`` elsewhere."""
     if not captured(report):
-        return [{**r, FIELD: ""} for r in rows]
-    idx = _index(report)
-    out: List[Row] = []
-    for r in rows:
-        kind = r.get("kind")
-        if kind in SAMPLED_KINDS:
-            text = cell_text(idx.get((device_id, kind, r.get("detail")), {"samples": 0}))
-        else:
-            text = ""
-        out.append({**r, FIELD: text})
-    return out
+        return with_fields(rows, **{FIELD: ""})
+    dev = report.host_samples.device(device_id)
+    idx = {(c.kind, c.detail): c for c in dev.causes} if dev is not None else {}
+    return [Joined(r, {FIELD: cell_text(idx.get((r.kind, r.detail))) if r.kind in SAMPLED_KINDS else ""})
+            for r in rows]
 
 
 #: what the "host samples" column holds (text with backtick code spans)
@@ -72,34 +57,34 @@ COLUMN_NOTE = ("CPU samples of the gap's host thread inside the host-side idle o
                "(docs/MODEL.md).")
 
 
-def samples_note(report: Row, kinds: Sequence[Any]) -> str:
+def samples_note(report: Report, kinds: Sequence[Any]) -> str:
     """The note under the idle tables (text with backtick code spans): what the "host samples" column holds,
     or — when host-side kinds (``host_cpu``, ``nvtx``) hold idle time — why there are no samples; "" otherwise."""
     if captured(report):
         return COLUMN_NOTE
-    hs = section(report, "host_samples")
-    if not any(k in ("host_cpu", "nvtx") for k in kinds) or not hs:
+    if not any(k in ("host_cpu", "nvtx") for k in kinds):
         return ""
-    reason = hs.get("reason")
+    reason = report.host_samples.reason
     return f"what the host ran in `host_cpu` / `nvtx` idle is unknown: {reason}." if reason else ""
 
 
-def _rows(report: Row) -> List[Row]:
+def _rows(report: Report) -> List[Row]:
     out: List[Row] = []
-    for d in rows_of(section(report, "host_samples"), "devices"):
-        for scope_name in ("kinds", "causes"):
-            for sc in rows_of(d, scope_name):
-                for lst in ("groups", "modules", "functions", "callers"):
-                    for rank, e in enumerate(rows_of(sc, lst), 1):
-                        out.append({"device_id": d.get("device_id"), "scope": scope_name[:-1], "kind": sc.get("kind"),
-                                    "detail": sc.get("detail"), "idle_ns": sc.get("idle_ns"),
-                                    "samples": sc.get("samples"), "list": lst[:-1], "rank": rank, **e})
+    for d in report.host_samples.devices:
+        for scope_name, scopes in (("kind", d.kinds), ("cause", d.causes)):
+            for sc in scopes:
+                for lst, entries in (("group", sc.groups), ("module", sc.modules), ("function", sc.functions),
+                                     ("caller", sc.callers)):
+                    for rank, e in enumerate(entries, 1):
+                        out.append({"device_id": d.device_id, "scope": scope_name, "kind": sc.kind,
+                                    "detail": sc.detail, "idle_ns": sc.idle_ns, "samples": sc.samples, "list": lst,
+                                    "rank": rank, **row_dict(e)})
     return out
 
 
 #: ``tables/host_samples.csv``: one row per list entry (group, module, function, caller) of each per-kind and
 #: per-cause scope of each device
-HOST_SAMPLES = Table("host_samples.csv", (
+HOST_SAMPLES: Table[Report] = Table("host_samples.csv", (
     csv_col("device_id", "scope", "kind", "detail", "idle_ns", "samples", "list", "rank", "name", "module", "group",
             "count", "pct", "est_ns"),
 ), _rows)

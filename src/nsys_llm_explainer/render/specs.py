@@ -1,17 +1,16 @@
 """The table specs (one per table): CSV files under ``tables/`` and the tables the report's sections show.
 
-Each :class:`~.table.Table` names the ``report.json`` rows it holds (``rows``); sections take the same columns
-(only those with a header) over the rows they show. Rows are never re-derived here:
-a row function selects, flattens (a parent key copied onto child rows) or joins rows of the dict.
+Each :class:`~.table.Table` names the rows of the typed report it holds (``rows``: those of ``report.json``'s
+list of the same name); sections take the same columns (only those with a header) over the rows they show. Rows
+are never re-derived here: a row function selects, flattens (a parent's field beside child rows,
+:class:`~.table.Joined`) or joins rows of the report.
 """
 
 from __future__ import annotations
 
-from collections import abc
-from typing import TYPE_CHECKING, Any, Callable, List, Mapping
+from typing import TYPE_CHECKING, Any, Callable, List, Sequence
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
-from .base import Row, rows_of, section
 from .document import Cell, Code, Data, Inline, inline, joined
 from .escape import shorten
 from .feature_tables import COPY_PATHS, STEP_SYNC, THREAD_WAITS, UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
@@ -19,9 +18,11 @@ from .host_samples import CAUSE_COL, HOST_SAMPLES, attach
 from .table import (
     Col,
     Getter,
+    Joined,
     Table,
     csv_col,
     dur_col,
+    field_of,
     int_col,
     listed,
     ms,
@@ -33,99 +34,98 @@ from .table import (
 )
 
 if TYPE_CHECKING:
-    from ..findings.base import Check
+    from ..findings.base import Check, Finding
+    from ..report import Report
 
 OPS = {">=": "≥", "<=": "≤", "==": "=", ">": ">", "<": "<"}
 
 
 # --------------------------------------------------------------------------------------- row getters
-def device_rows(report: Row) -> List[Row]:
-    return rows_of(report, "devices")
+def device_rows(report: Report) -> Sequence[Any]:
+    return report.gpu_time.devices
 
 
-def idle_cause_rows(report: Row) -> List[Row]:
-    return [r for d in rows_of(section(report, "idle_causes"), "devices")
-            for r in with_fields(attach(report, d.get("device_id"), rows_of(d, "causes")),
-                                 device_id=d.get("device_id"))]
+def idle_cause_rows(report: Report) -> List[Any]:
+    return [r for d in report.idle_causes.devices
+            for r in with_fields(attach(report, d.device_id, d.causes), device_id=d.device_id)]
 
 
-def gap_rows(report: Row) -> List[Row]:
-    return [r for d in rows_of(report, "devices")
-            for r in with_fields(rows_of(d, "largest_gaps"), device_id=d.get("device_id"))]
+def gap_rows(report: Report) -> List[Any]:
+    return [r for d in report.gpu_time.devices for r in with_fields(d.largest_gaps, device_id=d.device_id)]
 
 
-def hist_rows(report: Row) -> List[Row]:
-    return [r for d in rows_of(report, "devices")
-            for r in with_fields(rows_of(d, "gap_histogram"), device_id=d.get("device_id"))]
+def hist_rows(report: Report) -> List[Any]:
+    return [r for d in report.gpu_time.devices for r in with_fields(d.gap_histogram, device_id=d.device_id)]
 
 
-def trait_rows(report: Row) -> List[Row]:
-    traits = section(report, "kernel_traits").get("traits")
-    if not isinstance(traits, abc.Mapping):
-        return []
-    return [{"trait": k, **v} for k, v in traits.items() if isinstance(v, abc.Mapping)]
+def trait_rows(report: Report) -> List[Any]:
+    return list(report.traits.traits.values())
 
 
-def category_rows(report: Row) -> List[Row]:
-    cat = section(report, "categories")
-    out = with_fields(rows_of(cat, "overall"), scope="all", preset=cat.get("preset"))
-    for d in rows_of(cat, "devices"):  # one iteration per device
-        out += with_fields(rows_of(d, "categories"), scope="device", device_id=d.get("device_id"))
-    for p in rows_of(cat, "phases"):  # one iteration per phase
-        out += with_fields(rows_of(p, "categories"), scope="phase", phase=p.get("phase"))
+def category_rows(report: Report) -> List[Any]:
+    cat = report.categories
+    out: List[Any] = with_fields(cat.overall, scope="all", device_id=None, phase=None, preset=cat.preset)
+    for d in cat.devices:  # one iteration per device
+        out += with_fields(field_of(d, "categories"), scope="device", device_id=field_of(d, "device_id"), phase=None,
+                           preset=None)
+    for p in cat.phases:  # one iteration per phase
+        out += with_fields(field_of(p, "categories"), scope="phase", device_id=None, phase=field_of(p, "phase"),
+                           preset=None)
     return out
 
 
-def launch_rows(report: Row) -> List[Row]:
-    la = section(report, "launch")
-    rows: List[Row] = []
-    if isinstance(la.get("overall"), abc.Mapping) and la["overall"]:
-        rows.append({**la["overall"], "scope": "overall"})
-    return rows + with_fields(rows_of(la, "per_device"), scope="device") + with_fields(
-        rows_of(la, "per_pid"), scope="pid")
+def launch_rows(report: Report) -> List[Any]:
+    la = report.launch
+    rows: List[Any] = with_fields([la.overall], scope="overall") if la.overall else []
+    return rows + with_fields(la.per_device, scope="device") + with_fields(la.per_pid, scope="pid")
 
 
-def sync_api_rows(report: Row) -> List[Row]:
-    sy = section(report, "sync")
-    return with_fields(rows_of(sy, "sync_apis"), blocking=True) + with_fields(
-        rows_of(sy, "nonblocking_apis"), blocking=False)
+def sync_api_rows(report: Report) -> List[Any]:
+    sy = report.sync
+    return with_fields(sy.sync_apis, blocking=True) + with_fields(sy.nonblocking_apis, blocking=False)
 
 
-def memcpy_rows(report: Row) -> List[Row]:
-    mc = section(report, "memcpy")
-    return with_fields(rows_of(mc, "by_kind"), op="memcpy") + with_fields(rows_of(mc, "memset"), op="memset")
+def memcpy_rows(report: Report) -> List[Any]:
+    mc = report.memcpy
+    return with_fields(mc.by_kind, op="memcpy") + with_fields(mc.memset, op="memset")
 
 
-def nvtx_by_pid_rows(report: Row) -> List[Row]:
+def nvtx_by_pid_rows(report: Report) -> List[Any]:
     """``nvtx.by_pid`` joined with ``nvtx.attribution.by_pid`` on (pid, range name)."""
-    nv = section(report, "nvtx")
-    att = {(r.get("pid"), r.get("name")): r for r in rows_of(section(nv, "attribution"), "by_pid")}
-    out: List[Row] = []
-    for r in rows_of(nv, "by_pid"):  # one iteration per (pid, range name)
-        a = att.pop((r.get("pid"), r.get("name")), {})
-        out.append({**r, "kernel_count": a.get("kernel_count"), "inclusive_ns": a.get("inclusive_ns")})
-    out += [{"pid": k[0], "name": k[1], "kernel_count": a.get("kernel_count"), "inclusive_ns": a.get("inclusive_ns")}
+    att = {(a.pid, a.name): a for a in report.attribution.by_pid}
+    out: List[Any] = []
+    for r in report.nvtx.by_pid:  # one iteration per (pid, range name)
+        a = att.pop((field_of(r, "pid"), field_of(r, "name")), None)
+        out.append(Joined(r, {"kernel_count": a.kernel_count if a else None,
+                              "inclusive_ns": a.inclusive_ns if a else None}))
+    out += [{"pid": k[0], "name": k[1], "kernel_count": a.kernel_count, "inclusive_ns": a.inclusive_ns}
             for k, a in att.items()]
     return out
 
 
+def nccl_rank_rows(report: Report) -> List[Any]:
+    """``nccl.ranks`` with their arrival figures beside (None for a rank without matched collectives)."""
+    return [Joined(r, r.arrival_values(missing=True)) for r in report.nccl.ranks]
+
+
 def _field(key: str, field: str) -> Getter:
-    """``row[key][field]`` (a nested dict's value)."""
-    return lambda r: section(r, key).get(field)
+    """``row.key.field`` (a nested result's value; None when the row has none)."""
+    return lambda r: None if field_of(r, key) is None else field_of(field_of(r, key), field)
 
 
 def _first(key: str, field: str) -> Getter:
-    """``row[key][0][field]`` (the first element of a nested list)."""
-    return lambda r: (rows_of(r, key) or [{}])[0].get(field)
+    """``row.key[0].field`` (the first element of a nested list; None when it is empty)."""
+    return lambda r: field_of(field_of(r, key)[0], field) if field_of(r, key) else None
 
 
-def _top_name(r: Row) -> Any:
-    return (rows_of(r, "top_kernels") or [{}])[0].get("name")
+def _top_name(r: Any) -> Any:
+    top = field_of(r, "top_kernels")
+    return (top[0][0] if isinstance(top[0], tuple) else field_of(top[0], "name")) if top else None
 
 
-def name_first(rows: List[Row]) -> Inline:
-    """The first row's ``name`` (the top kernel of a category or trait), shortened in monospace."""
-    return (Code(rows[0].get("name"), 60),) if rows else ()
+def name_first(name: Any) -> Inline:
+    """A top kernel's name (of a category or trait), shortened in monospace."""
+    return (Code(name, 60),) if name else ()
 
 
 # ------------------------------------------------------------------------------------ finding checks
@@ -133,21 +133,21 @@ def _same(s: Any) -> str:
     return str(s)
 
 
-def check_text(c: Mapping[str, Any], text: Callable[[Any], str] = _same, code: Callable[[Any], str] = _same) -> str:
+def check_text(c: Check, text: Callable[[Any], str] = _same, code: Callable[[Any], str] = _same) -> str:
     """One finding check: ``metric (scope) observed op threshold``. ``text`` formats the metric and plain
     words, ``code`` the names in the scope (plain text for CSV; escaped Markdown for report.md)."""
-    scope = section(c, "scope")
+    sc = c.scope
     quals = []
-    if scope.get("window") == "full":
+    if sc.window == "full":
         quals.append("full capture")
-    if scope.get("device_id") is not None:
-        quals.append(text(f"device {scope['device_id']}"))
-    for key in ("kind", "detail", "name", "trait"):
-        if scope.get(key):
-            quals.append(code(shorten(scope[key], 60)))
+    if sc.device_id is not None:
+        quals.append(text(f"device {sc.device_id}"))
+    for name in (sc.kind, sc.detail, sc.name, sc.trait):
+        if name:
+            quals.append(code(shorten(name, 60)))
     q = f" ({', '.join(quals)})" if quals else ""
-    op = OPS.get(str(c.get("op")), text(c.get("op")))
-    return f"{text(c.get('metric'))}{q} {fmt_num(c.get('observed'))} {op} {fmt_num(c.get('threshold'))}"
+    op = OPS.get(c.op, text(c.op))
+    return f"{text(c.metric)}{q} {fmt_num(c.observed)} {op} {fmt_num(c.threshold)}"
 
 
 def check_spans(c: Check) -> Inline:
@@ -166,26 +166,22 @@ def check_spans(c: Check) -> Inline:
                   fmt_num(c.observed), " ", op if op else Data(c.op), " ", fmt_num(c.threshold))
 
 
-def checks_text(f: Row) -> str:
-    return "; ".join(check_text(c) for c in rows_of(f, "checks"))
-
-
-def _cause(f: Row) -> Mapping[str, Any]:
-    c = f.get("cause")
-    return c if isinstance(c, abc.Mapping) else {}
+def checks_text(f: Finding) -> str:
+    return "; ".join(check_text(c) for c in f.checks)
 
 
 # -------------------------------------------------------------------------------------------- tables
-FINDINGS = Table("findings.csv", (
+FINDINGS: Table[Report] = Table("findings.csv", (
     csv_col("id", "severity", "confidence", "category", "title"),
     dur_col("time_at_stake_ns", "time_at_stake"),
     csv_col("device_id"),
-    Col((("cause_kind", lambda r: _cause(r).get("kind")), ("cause_detail", lambda r: _cause(r).get("detail")))),
+    Col((("cause_kind", lambda r: r.cause[0] if r.cause else None),
+         ("cause_detail", lambda r: r.cause[1] if r.cause else None))),
     Col((("evidence", listed("evidence", " | ")), ("recommendation", listed("recommendation", " | ")),
          ("checks", checks_text))),
-), lambda rep: rows_of(rep, "findings"))
+), lambda rep: rep.findings)
 
-DEVICES = Table("devices.csv", (
+DEVICES: Table[Report] = Table("devices.csv", (
     csv_col("device_id", "role", "window_start_ns", "window_end_ns"),
     dur_col("window_ns", "window"), dur_col("busy_ns", "busy"), dur_col("idle_ns", "idle"),
     csv_col("busy_pct", "idle_pct"),
@@ -195,11 +191,11 @@ DEVICES = Table("devices.csv", (
                                                           "idle_ns", "busy_pct", "idle_pct"))),
 ), device_rows)
 
-IDLE_CAUSES = Table("idle_causes.csv", (
+IDLE_CAUSES: Table[Report] = Table("idle_causes.csv", (
     csv_col("device_id"),
     text_col("kind", "kind", "cause", code=True),
     name_col("detail", "detail", "detail", 60),
-    Col((("ns", raw("ns")), ("ms", ms("ns"))), "idle (ms)", lambda r: fmt_ms(r.get("ns")), True, raw("ns"), "ns"),
+    Col((("ns", raw("ns")), ("ms", ms("ns"))), "idle (ms)", lambda r: fmt_ms(field_of(r, "ns")), True, raw("ns"), "ns"),
     pct_col("pct_of_window", "pct_of_window", "% of window"),
     pct_col("pct_of_idle", "pct_of_idle", "% of idle"),
     int_col("gap_count", "gap_count", "gaps"),
@@ -208,7 +204,7 @@ IDLE_CAUSES = Table("idle_causes.csv", (
     CAUSE_COL,
 ), idle_cause_rows)
 
-GAPS = Table("gpu_idle_gaps.csv", (
+GAPS: Table[Report] = Table("gpu_idle_gaps.csv", (
     csv_col("device_id", "start_ns", "end_ns"),
     dur_col("duration_ns", "duration", "length", unit="us"),
     text_col("cause_kind", "cause_kind", "cause", code=True),
@@ -217,7 +213,7 @@ GAPS = Table("gpu_idle_gaps.csv", (
     name_col("kernel_after", "kernel_after", "kernel after", 50),
 ), gap_rows)
 
-GAP_HISTOGRAM = Table("gap_histogram.csv", (
+GAP_HISTOGRAM: Table[Report] = Table("gap_histogram.csv", (
     csv_col("device_id", "bucket", "lo_ns", "hi_ns", "count"), dur_col("total_ns", "total"),
 ), hist_rows)
 
@@ -232,26 +228,26 @@ _KERNEL_STATS = (
     dur_col("min_ns", "min", unit="us"),
     dur_col("max_ns", "max", "max", unit="us"),
 )
-KERNELS = Table("kernels.csv", (name_col("name", "kernel_name", "kernel"), csv_col("device_id"))
-                + _KERNEL_STATS, lambda rep: rows_of(rep, "kernels"))
-KERNELS_BY_PID = Table("kernels_by_pid.csv", (csv_col("pid"), name_col("name", "kernel_name", "kernel"),
+KERNELS: Table[Report] = Table("kernels.csv", (name_col("name", "kernel_name", "kernel"), csv_col("device_id"))
+                + _KERNEL_STATS, lambda rep: rep.kernels.by_name_device)
+KERNELS_BY_PID: Table[Report] = Table("kernels_by_pid.csv", (csv_col("pid"), name_col("name", "kernel_name", "kernel"),
                                               csv_col("device_id")) + _KERNEL_STATS + (csv_col("pct_of_pid"),),
-                       lambda rep: rows_of(section(rep, "pids"), "kernels_by_pid"))
+                       lambda rep: rep.kernels.by_pid_name)
 
-KERNEL_TRAITS = Table("kernel_traits.csv", (
+KERNEL_TRAITS: Table[Report] = Table("kernel_traits.csv", (
     text_col("trait", "trait", "trait", code=True),
     pct_col("share_pct", "share_pct", "% of kernel time"),
     int_col("kernel_count", "kernel_count", "kernels"),
     dur_col("total_ns", "total", "total"),
     dur_col("p50_ns", "p50", "p50", unit="us"),
     Col((("top_kernel", _top_name),),
-        "top kernel", lambda r: name_first(rows_of(r, "top_kernels")), value=_top_name, key="top_kernel"),
+        "top kernel", lambda r: name_first(_top_name(r)), value=_top_name, key="top_kernel"),
     text_col("meaning", "meaning", "what it is"),
 ), trait_rows)
 
 
 
-CATEGORIES = Table("categories.csv", (
+CATEGORIES: Table[Report] = Table("categories.csv", (
     csv_col("scope", "device_id", "phase"),
     text_col("category", "category", "category", code=True),
     int_col("count", "count", "kernels"),
@@ -260,15 +256,15 @@ CATEGORIES = Table("categories.csv", (
     dur_col("nonoverlap_ns", "nonoverlap"),
     csv_col("nonoverlap_pct"),
     Col((("top_kernel", _top_name),),
-        "top kernel", lambda r: name_first(rows_of(r, "top_kernels")), value=_top_name, key="top_kernel"),
+        "top kernel", lambda r: name_first(_top_name(r)), value=_top_name, key="top_kernel"),
     csv_col("preset"),
 ), category_rows)
 
 STEP_COLUMNS = ("index", "start_ns", "end_ns", "wall_ns", "phase", "pid", "device", "gpu_busy_ns",
                 "gpu_idle_ns", "kernel_count", "sync_ns", "memcpy_ns")
-STEPS = Table("steps.csv", (csv_col(*STEP_COLUMNS),), lambda rep: rows_of(section(rep, "steps"), "rows"))
+STEPS: Table[Report] = Table("steps.csv", (csv_col(*STEP_COLUMNS),), lambda rep: rep.steps.rows())
 
-STEPS_BY_PHASE = Table("steps_by_phase.csv", (
+STEPS_BY_PHASE: Table[Report] = Table("steps_by_phase.csv", (
     text_col("phase", "phase", "phase"),
     int_col("count", "steps", "steps"),
     dur_col("p50_ns", "p50", "p50 step"),
@@ -280,9 +276,9 @@ STEPS_BY_PHASE = Table("steps_by_phase.csv", (
     dur_col("gpu_idle_ns", "gpu_idle", "GPU idle"),
     dur_col("sync_ns", "sync", "sync"),
     csv_col("kernel_count", "avg_ns", "min_ns", "memcpy_ns"),
-), lambda rep: rows_of(section(rep, "steps"), "by_phase"))
+), lambda rep: rep.steps.by_phase)
 
-PHASES = Table("phases.csv", (
+PHASES: Table[Report] = Table("phases.csv", (
     text_col("phase", "phase", "phase"),
     int_col("range_count", "range_count", "ranges"),
     dur_col("wall_ns", "wall", "wall"),
@@ -290,16 +286,17 @@ PHASES = Table("phases.csv", (
     dur_col("gpu_time_ns", "gpu_time", "kernel time"),
     dur_col("gpu_busy_ns", "gpu_busy"),
     pct_col("pct_of_kernel_time", "pct_of_kernel_time", "% of kernel time"),
-), lambda rep: rows_of(section(rep, "phases"), "phases"))
+), lambda rep: rep.phases.phases)
 
-LAUNCH = Table("launch.csv", (
+LAUNCH: Table[Report] = Table("launch.csv", (
     csv_col("scope"),
     Col((("device_id", raw("device_id")), ("pid", raw("pid"))), "device",
-        lambda r: Cell(r.get("device_id") if r.get("device_id") is not None else f"pid {r.get('pid')}"),
+        lambda r: Cell(field_of(r, "device_id") if field_of(r, "device_id") is not None
+                       else f"pid {field_of(r, 'pid')}"),
         value=raw("device_id"), key="device_id"),
     int_col("launches", "launches", "launches"),
     Col((("launches_per_s", raw("launches_per_s")),), "launches/s",
-        lambda r: fmt_num(r.get("launches_per_s")), True, raw("launches_per_s"), "launches_per_s"),
+        lambda r: fmt_num(field_of(r, "launches_per_s")), True, raw("launches_per_s"), "launches_per_s"),
     dur_col("window_ns", "window"),
     dur_col("p50_ns", "p50", "kernel p50", unit="us"),
     dur_col("p90_ns", "p90", "kernel p90", unit="us"),
@@ -307,7 +304,7 @@ LAUNCH = Table("launch.csv", (
     pct_col("pct_under_5us", "pct_under_5us", "% < 5 µs"),
     pct_col("pct_under_10us", "pct_under_10us", "% < 10 µs"),
     pct_col("pct_under_20us", "pct_under_20us"),
-    Col((("launch_storm", raw("launch_storm")),), "storm", lambda r: fmt_bool(r.get("launch_storm")), False,
+    Col((("launch_storm", raw("launch_storm")),), "storm", lambda r: fmt_bool(field_of(r, "launch_storm")), False,
         raw("launch_storm"), "launch_storm"),
 ), launch_rows)
 
@@ -318,12 +315,13 @@ _SYNC_STATS = (
     dur_col("p50_ns", "p50", "p50", unit="us"),
     dur_col("max_ns", "max", "max", unit="us"),
 )
-SYNC_APIS = Table("sync_apis.csv", (name_col("name", "api_name", "API"), csv_col("blocking")) + _SYNC_STATS,
-                  sync_api_rows)
-SYNC_BY_PID = Table("sync_by_pid.csv", (csv_col("pid"), name_col("name", "api_name", "API")) + _SYNC_STATS,
-                    lambda rep: rows_of(section(rep, "sync"), "per_pid"))
+SYNC_APIS: Table[Report] = Table("sync_apis.csv", (name_col("name", "api_name", "API"), csv_col("blocking"))
+                                 + _SYNC_STATS, sync_api_rows)
+SYNC_BY_PID: Table[Report] = Table("sync_by_pid.csv", (csv_col("pid"), name_col("name", "api_name", "API"))
+                                   + _SYNC_STATS,
+                    lambda rep: rep.sync.per_pid)
 
-CUDA_API = Table("cuda_api.csv", (
+CUDA_API: Table[Report] = Table("cuda_api.csv", (
     name_col("name", "api_name", "API"),
     text_col("api_class", "api_class", "class"),
     csv_col("event_class"),
@@ -335,26 +333,27 @@ CUDA_API = Table("cuda_api.csv", (
     dur_col("min_ns", "min", unit="us"),
     dur_col("max_ns", "max", "max", unit="us"),
     Col((("raw_names", listed("raw_names")),)),
-), lambda rep: rows_of(section(rep, "cuda_api"), "apis"))
+), lambda rep: rep.cuda_api.apis)
 
-MEMCPY = Table("memcpy.csv", (
+MEMCPY: Table[Report] = Table("memcpy.csv", (
     text_col("op", "op", "op"),
     text_col("direction", "direction", "direction"),
     Col((("src_kind", raw("src_kind_name")), ("dst_kind", raw("dst_kind_name")), ("mem_kind", raw("mem_kind_name"))),
-        "memory", lambda r: Cell(f"{r.get('src_kind_name')} → {r.get('dst_kind_name')}"
-                                 if r.get("src_kind_name") else (r.get("mem_kind_name") or ""))),
+        "memory", lambda r: Cell(f"{field_of(r, 'src_kind_name')} → {field_of(r, 'dst_kind_name')}"
+                                 if field_of(r, "src_kind_name") else (field_of(r, "mem_kind_name") or ""))),
     int_col("count", "count", "count"),
-    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.get("bytes")), True, raw("bytes"), "bytes"),
+    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(field_of(r, "bytes")), True, raw("bytes"), "bytes"),
     dur_col("total_ns", "total", "total"),
     dur_col("avg_ns", "avg", "avg", unit="us"),
     dur_col("p50_ns", "p50", unit="us"),
     dur_col("min_ns", "min", unit="us"),
     dur_col("max_ns", "max", unit="us"),
-    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(r.get("gb_per_s"), 2), True, raw("gb_per_s"),
+    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(field_of(r, "gb_per_s"), 2), True,
+        raw("gb_per_s"),
         "gb_per_s"),
 ), memcpy_rows)
 
-NVTX_RANGES = Table("nvtx_ranges.csv", (
+NVTX_RANGES: Table[Report] = Table("nvtx_ranges.csv", (
     name_col("name", "range_name", "range", 60),
     text_col("style", "style", "style"),
     int_col("count", "count", "count"),
@@ -366,20 +365,20 @@ NVTX_RANGES = Table("nvtx_ranges.csv", (
     csv_col("pct_total"),
     dur_col("self_ns", "self", "self"),
     csv_col("pct_self"),
-), lambda rep: rows_of(section(rep, "nvtx"), "ranges"))
+), lambda rep: rep.nvtx.ranges)
 
-NVTX_BY_PID = Table("nvtx_by_pid.csv", (
+NVTX_BY_PID: Table[Report] = Table("nvtx_by_pid.csv", (
     csv_col("pid"), name_col("name", "range_name", "range"), csv_col("count"), dur_col("total_ns", "total"),
     csv_col("kernel_count"), dur_col("inclusive_ns", "kernel_inclusive"),
 ), nvtx_by_pid_rows)
 
-NVTX_ATTRIBUTION = Table("nvtx_attribution.csv", (
+NVTX_ATTRIBUTION: Table[Report] = Table("nvtx_attribution.csv", (
     name_col("name", "range_name", "range"), text_col("style", "style", "style"), csv_col("kernel_count"),
     dur_col("inclusive_ns", "inclusive"), dur_col("innermost_ns", "innermost"),
     csv_col("innermost_kernel_count", "pct_of_kernel_time"),
-), lambda rep: rows_of(section(section(rep, "nvtx"), "attribution"), "ranges"))
+), lambda rep: rep.attribution.ranges)
 
-NCCL_RANKS = Table("nccl_ranks.csv", (
+NCCL_RANKS: Table[Report] = Table("nccl_ranks.csv", (
     text_col("rank", "rank", "rank"), csv_col("pid", "device_id"),
     int_col("nccl_count", "nccl_count", "collectives"),
     dur_col("nccl_total_ns", "nccl_total", "total"),
@@ -388,13 +387,13 @@ NCCL_RANKS = Table("nccl_ranks.csv", (
     dur_col("mean_start_skew_ns", "mean_start_skew", "mean start skew", unit="us"),
     int_col("last_arrival_count", "last_arrival_count", "last to arrive"),
     csv_col("matched"),
-), lambda rep: rows_of(section(rep, "nccl"), "ranks"))
+), nccl_rank_rows)
 
 
 
 
 #: every CSV file, in the order written
-CSV_TABLES: List[Table] = [
+CSV_TABLES: List[Table[Report]] = [
     FINDINGS, DEVICES, IDLE_CAUSES, GAPS, GAP_HISTOGRAM, KERNELS, KERNELS_BY_PID, KERNEL_TRAITS, CATEGORIES,
     PHASES, STEPS, STEPS_BY_PHASE, LAUNCH, SYNC_APIS, SYNC_BY_PID, CUDA_API, MEMCPY, NVTX_RANGES, NVTX_BY_PID,
     NVTX_ATTRIBUTION, NCCL_RANKS,

@@ -1,9 +1,11 @@
 """Table specs: the one column mini-language of every table (report, compare, cluster), in every format.
 
-A :class:`Table` is a CSV file name, its :class:`Col` columns and the rows of the dict it holds. Each column names
-its CSV output columns (exact values: integer ns, raw percentages, full names) and, optionally, one displayed
-column: a header ``head`` and a cell function returning inline spans (:mod:`.document`), which the Markdown and
-HTML writers escape and lay out, with the exact value behind it (``value``, HTML ``data-v``). The same spec
+A :class:`Table` is a CSV file name, its :class:`Col` columns and the rows of the typed report it holds (result
+rows: dataclasses, read by field name through :func:`field_of` — a name the row does not have raises, so a renamed
+field fails every render rather than showing a dash; rows an analysis still builds as dicts are read by key).
+Each column names its CSV output columns (exact values: integer ns, raw percentages, full names) and, optionally,
+one displayed column: a header ``head`` and a cell function returning inline spans (:mod:`.document`), which the
+Markdown and HTML writers escape and lay out, with the exact value behind it (``value``, HTML ``data-v``). The same spec
 therefore drives ``tables/<csv>`` and the table of the section that shows it, so formats cannot disagree on what
 a column means.
 
@@ -16,16 +18,54 @@ shortened in monospace when shown), :func:`dur_col` (a duration: ``*_ns`` and ``
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
+import math
+from collections import abc
+from dataclasses import dataclass, is_dataclass, replace
+from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from ..vocabulary.units import exact_decimal, fmt_int, fmt_ms, fmt_pct, fmt_us
-from .base import Row
 from .document import Cell, Code, Spans
 from .escape import MD_NAME_LIMIT
 
-Getter = Callable[[Row], Any]
-CellFn = Callable[[Row], Spans]
+S = TypeVar("S")   # what a table's rows are taken from
+Getter = Callable[[Any], Any]
+CellFn = Callable[[Any], Spans]
+
+
+def field_of(row: Any, key: str) -> Any:
+    """Field ``key`` of a table row: a result row's attribute (``AttributeError`` when it has none), a joined
+    parent field (:class:`Joined`), or the item of a row an analysis still builds as a dict (None when absent)."""
+    return row.get(key) if isinstance(row, abc.Mapping) else getattr(row, key)
+
+
+class Joined:
+    """A row with fields of its parent beside it (``device_id``, ``scope``, …): :func:`field_of` reads ``extra``
+    first, then the row."""
+
+    __slots__ = ("row", "extra")
+
+    def __init__(self, row: Any, extra: Mapping[str, Any]) -> None:
+        self.row = row
+        self.extra = dict(extra)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.extra:
+            return self.extra[name]
+        return field_of(self.row, name)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The row's fields then the joined ones (a joined name replaces the row's value in place)."""
+        return {**row_dict(self.row), **self.extra}
+
+
+def row_dict(row: Any) -> Dict[str, Any]:
+    """A table row as the ``report.json`` object it is (pandas frames: :mod:`.frames`)."""
+    from ..jsonable import json_ready
+
+    if isinstance(row, Joined):
+        return row.as_dict()
+    d = json_ready(row)
+    return dict(d) if isinstance(d, abc.Mapping) else {}
 
 
 @dataclass(frozen=True)
@@ -51,42 +91,43 @@ class Col:
         """This column with the CSV columns ``names`` copied verbatim from the row (none: not in the CSV)."""
         return replace(self, csv=tuple((n, raw(n)) for n in names))
 
-    def spans(self, row: Row) -> Spans:
+    def spans(self, row: Any) -> Spans:
         if self.cell is not None:
             return self.cell(row)
         return Cell(self.csv[0][1](row)) if self.csv else ""
 
 
 @dataclass(frozen=True)
-class Table:
-    """A table spec: the CSV file name, its columns, and the rows of the dict it holds in CSV."""
+class Table(Generic[S]):
+    """A table spec: the CSV file name, its columns, and the rows it holds of its source (the typed report; a
+    compare or cluster result's dict)."""
 
     csv: str
     cols: Tuple[Col, ...]
-    rows: Callable[[Row], List[Row]]
+    rows: Callable[[S], Sequence[Any]]
 
     def csv_header(self) -> List[str]:
         return [name for c in self.cols for name, _ in c.csv]
 
-    def csv_rows(self, report: Row) -> List[List[Any]]:
+    def csv_rows(self, report: S) -> List[List[Any]]:
         return [[g(r) for c in self.cols for _, g in c.csv] for r in self.rows(report)]
 
 
 # ------------------------------------------------------------------------------------------- getters
 def raw(key: str) -> Getter:
-    return lambda r: r.get(key)
+    return lambda r: field_of(r, key)
 
 
 def ms(key: str) -> Getter:
-    return lambda r: exact_decimal(r.get(key), 6)
+    return lambda r: exact_decimal(field_of(r, key), 6)
 
 
 def us(key: str) -> Getter:
-    return lambda r: exact_decimal(r.get(key), 3)
+    return lambda r: exact_decimal(field_of(r, key), 3)
 
 
 def listed(key: str, sep: str = ";") -> Getter:
-    return lambda r: sep.join(str(x) for x in (r.get(key) or []))
+    return lambda r: sep.join(str(x) for x in (field_of(r, key) or []))
 
 
 # ------------------------------------------------------------------------------------------- columns
@@ -97,12 +138,12 @@ def csv_col(*names: str) -> Col:
 
 def name_col(key: str, csv_name: str, head: str, limit: int = MD_NAME_LIMIT) -> Col:
     """A user-controlled name: full in CSV, shortened to ``limit`` characters in monospace when shown."""
-    return Col(((csv_name, raw(key)),), head, lambda r: Code(r.get(key), limit), False, raw(key), key)
+    return Col(((csv_name, raw(key)),), head, lambda r: Code(field_of(r, key), limit), False, raw(key), key)
 
 
 def text_col(key: str, csv_name: str, head: str, code: bool = False) -> Col:
     """A short text value (category, phase, kind): escaped; ``code`` shows it monospace."""
-    cell: CellFn = (lambda r: Code(r.get(key), MD_NAME_LIMIT)) if code else (lambda r: Cell(r.get(key)))
+    cell: CellFn = (lambda r: Code(field_of(r, key), MD_NAME_LIMIT)) if code else (lambda r: Cell(field_of(r, key)))
     return Col(((csv_name, raw(key)),), head, cell, False, raw(key), key)
 
 
@@ -111,16 +152,16 @@ def dur_col(key: str, stem: str, head: str = "", unit: str = "ms") -> Col:
     conv = ms if unit == "ms" else us
     fmt = fmt_ms if unit == "ms" else fmt_us
     label = f"{head} ({'ms' if unit == 'ms' else 'µs'})" if head else ""
-    return Col(((f"{stem}_{unit}", conv(key)), (f"{stem}_ns", raw(key))), label, lambda r: fmt(r.get(key)), True,
+    return Col(((f"{stem}_{unit}", conv(key)), (f"{stem}_ns", raw(key))), label, lambda r: fmt(field_of(r, key)), True,
                raw(key), key)
 
 
 def pct_col(key: str, csv_name: str, head: str = "", decimals: int = 1) -> Col:
-    return Col(((csv_name, raw(key)),), head, lambda r: fmt_pct(r.get(key), decimals), True, raw(key), key)
+    return Col(((csv_name, raw(key)),), head, lambda r: fmt_pct(field_of(r, key), decimals), True, raw(key), key)
 
 
 def int_col(key: str, csv_name: str, head: str = "") -> Col:
-    return Col(((csv_name, raw(key)),), head, lambda r: fmt_int(r.get(key)), True, raw(key), key)
+    return Col(((csv_name, raw(key)),), head, lambda r: fmt_int(field_of(r, key)), True, raw(key), key)
 
 
 def show_col(head: Spans, cell: CellFn, right: bool = False, value: Optional[Getter] = None, key: str = "") -> Col:
@@ -129,16 +170,21 @@ def show_col(head: Spans, cell: CellFn, right: bool = False, value: Optional[Get
 
 
 def csv_cell(v: Any) -> Any:
-    """A CSV cell: ``None`` → empty, booleans → true/false, containers → compact JSON."""
+    """A CSV cell: ``None`` and non-finite floats → empty, booleans → true/false, containers and result rows →
+    compact JSON (their ``report.json`` form)."""
+    from ..jsonable import json_ready
+
     if v is None:
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, (list, tuple, dict)):
-        return json.dumps(v, separators=(",", ":"), allow_nan=False, default=str)
+    if isinstance(v, float):
+        return v if math.isfinite(v) else ""
+    if isinstance(v, (list, tuple, dict)) or hasattr(v, "to_dict") or is_dataclass(v):
+        return json.dumps(json_ready(v), separators=(",", ":"), allow_nan=False, default=str)
     return v
 
 
-def with_fields(rows: Sequence[Mapping[str, Any]], **extra: Any) -> List[Row]:
-    """Rows with extra fields added (a scope label or a parent key), values unchanged."""
-    return [{**r, **extra} for r in rows]
+def with_fields(rows: Sequence[Any], **extra: Any) -> List[Joined]:
+    """Rows with parent fields beside them (a scope label or a parent key), values unchanged."""
+    return [Joined(r, extra) for r in rows]

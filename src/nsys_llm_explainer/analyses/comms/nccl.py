@@ -90,14 +90,17 @@ class NcclRank:
     nccl_total_ns: int
     arrivals: Optional[RankArrivals] = None
 
-    def to_dict(self) -> Row:
-        d: Row = {"rank": self.rank, "pid": self.pid, "device_id": self.device_id, "nccl_count": self.nccl_count,
-                  "nccl_total_ns": self.nccl_total_ns}
+    def arrival_values(self, missing: bool = False) -> Row:
+        """The arrival figures, written beside the rank's: ``{}`` without matched collectives (``missing``: each
+        figure None then)."""
         a = self.arrivals
-        if a is not None:
-            d.update({"matched": a.matched, "mean_ns": a.mean_ns, "p50_ns": a.p50_ns,
-                      "mean_start_skew_ns": a.mean_start_skew_ns, "last_arrival_count": a.last_arrival_count})
-        return d
+        if a is None:
+            return dict.fromkeys(_ARRIVALS) if missing else {}
+        return {k: getattr(a, k) for k in _ARRIVALS}
+
+    def to_dict(self) -> Row:
+        return {"rank": self.rank, "pid": self.pid, "device_id": self.device_id, "nccl_count": self.nccl_count,
+                "nccl_total_ns": self.nccl_total_ns, **self.arrival_values()}
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "rank") -> NcclRank:

@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NOT_IN_JSON, dataclass_from_json, need_rows
+from ...jsonable import NOT_IN_JSON, FieldsJson, dataclass_from_json, need_rows
 from ...vocabulary.cause_kinds import KINDS
 from ..common.stats import pct
 from .bins import DeviceBins
@@ -59,6 +59,18 @@ class IdlePieces:
 
 
 @dataclass(frozen=True)
+class Other(FieldsJson):
+    """The idle causes of a device past its table's first ``after_rows``, folded into one: ``count`` causes, their
+    ``ns`` and its share of the window and of idle."""
+
+    after_rows: int
+    count: int
+    ns: int
+    pct_of_window: float
+    pct_of_idle: float
+
+
+@dataclass(frozen=True)
 class DeviceCauses:
     device_id: int
     window_ns: int
@@ -84,13 +96,12 @@ class DeviceCauses:
     def ns_of(self, kind: str, detail: Optional[str] = None) -> int:
         return sum(c.ns for c in self.causes if c.kind == kind and (detail is None or c.detail == detail))
 
-    def other(self, rows: int = TABLE_ROWS) -> Dict[str, object]:
-        """The causes after the first ``rows`` (largest first) folded into one: ``count`` causes, their
-        ``ns`` and its share of the window and of idle (none when at most one cause is left over)."""
+    def other(self, rows: int = TABLE_ROWS) -> Other:
+        """The causes after the first ``rows`` (largest first) folded into one (none when at most one cause is
+        left over)."""
         rest = self.causes[rows:] if len(self.causes) > rows + 1 else ()
         ns = sum(c.ns for c in rest)
-        return {"after_rows": rows, "count": len(rest), "ns": ns, "pct_of_window": pct(ns, self.window_ns),
-                "pct_of_idle": pct(ns, self.idle_ns)}
+        return Other(rows, len(rest), ns, pct(ns, self.window_ns), pct(ns, self.idle_ns))
 
 
 @dataclass(frozen=True)
@@ -105,7 +116,7 @@ class IdleCausesResult:
         devs = []
         for d in self.devices:   # field by field: the per-gap cause codes are not serialised
             devs.append({"device_id": d.device_id, "window_ns": d.window_ns, "busy_ns": d.busy_ns,
-                         "idle_ns": d.idle_ns, "causes": [asdict(c) for c in d.causes], "other": d.other()})
+                         "idle_ns": d.idle_ns, "causes": [asdict(c) for c in d.causes], "other": d.other().to_dict()})
         tots = []
         for c in self.totals:
             cd = asdict(c)

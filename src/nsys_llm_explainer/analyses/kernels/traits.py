@@ -169,8 +169,13 @@ class TraitHit:
     p50_ns: int
     top_kernels: Tuple[Tuple[str, int, int], ...]
 
+    @property
+    def meaning(self) -> str:
+        """What the trait is, in words (:data:`TRAITS`)."""
+        return TRAITS.get(self.trait, "")
+
     def to_dict(self) -> Dict[str, Any]:
-        return {"trait": self.trait, "meaning": TRAITS.get(self.trait, ""), "kernel_count": self.kernel_count,
+        return {"trait": self.trait, "meaning": self.meaning, "kernel_count": self.kernel_count,
                 "total_ns": self.total_ns, "share_pct": self.share_pct, "p50_ns": self.p50_ns,
                 "top_kernels": [{"name": n, "count": c, "total_ns": t} for n, c, t in self.top_kernels]}
 

@@ -134,16 +134,20 @@ class StepResult:
     arrays: Optional[StepArrays] = field(default=None, metadata=NOT_IN_JSON)   # full per-step columns: a helper,
     #                                                                            in to_dict() only as ``rows``
 
+    def rows(self) -> List[Row]:
+        """The step rows ``report.json`` holds: the first :data:`MAX_ROWS` (:meth:`StepArrays.rows`)."""
+        a = self.arrays if self.available else None
+        return a.rows(MAX_ROWS) if a is not None and len(a) else []
+
     def to_dict(self) -> Dict[str, Any]:
         a = self.arrays if self.available else None
-        n = len(a) if a is not None else 0
         return {**json_ready({
             "available": self.available, "reason": self.reason, "method": self.method, "confidence": self.confidence,
             "confidence_reason": self.confidence_reason, "step_ranges": self.step_ranges,
             "marker_regex": self.marker_regex, "marker_kernels": self.marker_kernels, "step_count": self.step_count,
             "summary": self.summary, "totals": self.totals, "by_phase": self.by_phase, "by_pid": self.by_pid,
             "median_by_phase": self.median_by_phase, "slowest": self.slowest, "outliers": self.outliers,
-            "notes": self.notes}), "rows": a.rows(MAX_ROWS) if a is not None and n else [],
+            "notes": self.notes}), "rows": self.rows(),
             "rows_capped": a is not None and self.step_count > MAX_ROWS}   # StepArrays.row() gives builtins already
 
     @classmethod

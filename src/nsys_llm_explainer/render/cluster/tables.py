@@ -59,7 +59,7 @@ def _clock(key: str) -> Callable[[Row], Any]:
     return lambda r: section(r, "clock").get(key)
 
 
-RANKS = Table("ranks.csv", (
+RANKS: Table[Row] = Table("ranks.csv", (
     text_col("rank", "rank", "rank"),
     show_col("report", lambda r: Data(r.get("file")), False, raw("file"), "file").html().with_csv("file"),
     int_col("device_id", "device_id", "GPU"),
@@ -70,7 +70,7 @@ RANKS = Table("ranks.csv", (
     ns_col("step_p50_ns", "step p50"), ns_col("step_p90_ns", "step p90"),
 ) + tuple(idle_col(k) for k in KINDS), lambda d: rows_of(d, "devices"))
 
-NCCL_RANKS = Table("nccl_ranks.csv", (
+NCCL_RANKS: Table[Row] = Table("nccl_ranks.csv", (
     text_col("rank", "rank", "rank"),
     show_col("report", lambda r: Data(r.get("file")), False, raw("file"), "file").html().with_csv("file"),
     int_col("pid", "pid", "pid").html(), int_col("device_id", "device_id", "GPU").html(),
@@ -84,7 +84,7 @@ NCCL_RANKS = Table("nccl_ranks.csv", (
 TIMED = ("wait_ns_total", "wait_mean_ns", "wait_p50_ns", "last_arrival_count", "last_arrival_share",
          "skew_total_ns", "skew_p50_ns", "skew_max_ns", "end_spread_p50_ns", "most_late_rank", "most_late_share")
 
-NCCL_COLLECTIVES = Table("nccl_collectives.csv", (
+NCCL_COLLECTIVES: Table[Row] = Table("nccl_collectives.csv", (
     name_col("name", "name", "collective"), int_col("ranks", "ranks", "ranks"),
     int_col("kernels", "kernels", "kernels").html(), int_col("matched", "matched", "matched"),
     int_col("unmatched_kernels", "unmatched_kernels", "unmatched kernels").html(),
@@ -94,16 +94,16 @@ NCCL_COLLECTIVES = Table("nccl_collectives.csv", (
     share_col("most_late_share", "its share").html(),
 ), _coll("by_name"))
 
-NCCL_INSTANCES = Table("nccl_instances.csv", (
+NCCL_INSTANCES: Table[Row] = Table("nccl_instances.csv", (
     csv_col("name", "seq", "late_rank", "first_start_ns", "last_start_ns", "skew_ns", "end_spread_ns"),
 ), _coll("instances"))
 
-CLAIMS = Table("claims.csv", (
+CLAIMS: Table[Row] = Table("claims.csv", (
     csv_col("id", "rank", "severity", "title", "time_at_stake_ns"),
     Col((("evidence", lambda c: " ".join(c.get("evidence") or [])),)),
 ), lambda d: rows_of(d, "claims"))
 
-FILES = Table("files.csv", (
+FILES: Table[Row] = Table("files.csv", (
     show_col("label", lambda r: Data(r.get("label")), False, raw("label"), "label").with_csv("label"),
     show_col("path", lambda r: Code(r.get("path")), False, raw("path"), "path").with_csv("path"),
     text_col("nsys_version", "nsys_version", "nsys"), text_col("window_method", "window_method", "window"),

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
-from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_dur, fmt_int, num
-from ..base import rows_of
+from ...vocabulary.cause_kinds import KINDS
+from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_dur, fmt_int
 from ..document import (
     Code,
     Data,
@@ -26,55 +26,54 @@ from ..document import (
 from ..escape import shorten
 from .ctx import View
 
+if TYPE_CHECKING:
+    from ...analyses.trace.info import TraceInfoResult
+
 ROW_COUNT_LABELS = (("kernels", "kernels"), ("cuda_api", "CUDA API calls"), ("nvtx_ranges", "NVTX ranges"),
                     ("memcpy", "memcpy"), ("memset", "memset"), ("sync", "sync records"),
                     ("graph_trace", "graph-trace rows"))
 
 
-def _session(t: Any) -> Inline:
+def _session(t: TraceInfoResult) -> Inline:
     """The session's recorded length (analyses/trace/session.py), when the export records it."""
-    s = t.get("session")
-    if not isinstance(s, dict) or not num(s.get("duration_ns")):
+    s = t.session
+    if s is None or not s.duration_ns:
         return ()
-    return inline(f"; session {fmt_dur(s.get('duration_ns'))} as recorded (", Code("ANALYSIS_DETAILS.duration"), ")")
+    return inline(f"; session {fmt_dur(s.duration_ns)} as recorded (", Code("ANALYSIS_DETAILS.duration"), ")")
 
 
 def sec_trace(v: View) -> SectionResult:
-    t = v.sec("trace")
-    if not t:
-        return Omitted("Trace and capture", "no trace information")
-    c = t.get("capture")
-    cap = c if isinstance(c, dict) else {}
+    t = v.r.trace
+    cap = t.capture
     items: List[Inline] = [inline(
-        "File ", Code(t.get("path")), "; Nsight Systems ", Data(t.get("nsys_version")), ", export schema ",
-        Data(t.get("export_schema_version")),
+        "File ", Code(t.path), "; Nsight Systems ", Data(t.nsys_version), ", export schema ",
+        Data(t.export_schema_version),
         (", captured ", Data(cap["EXPORT_TIME_UTC"]), " UTC") if cap.get("EXPORT_TIME_UTC") else None,
-        "; traced span (first to last CUDA or NVTX activity) ", v.at(v.window.get("full_end_ns")), _session(t), ".")]
-    gpus = rows_of(t, "gpus")
+        "; traced span (first to last CUDA or NVTX activity) ", v.at(v.r.window.full_end_ns), _session(t), ".")]
+    gpus = t.gpus
     if gpus:
         items.append(inline("GPUs: ", joined([inline(Data(g.get("id")), ": ", Data(g.get("name")),
                                                      f" ({fmt_int(g.get('smCount'))} SMs, "
                                                      f"{fmt_bytes(g.get('totalMemory'))})") for g in gpus[:16]], "; "),
                             "."))
-    procs = rows_of(t, "processes")
+    procs = t.processes
     if procs:
         more = f" (+{len(procs) - 8} more)" if len(procs) > 8 else ""
         items.append(inline("Processes: ", joined([inline(
             "pid ", Data(p.get("pid")), " ", Code(p.get("name"), 40),
             f" ({fmt_int(p.get('kernels'))} kernels, {fmt_int(p.get('cuda_api_calls'))} CUDA API calls)")
             for p in procs[:8]], "; "), more, "."))
-    r = t.get("row_counts")
-    rc = r if isinstance(r, dict) else {}
+    rc = t.row_counts
     if rc:
         items.append(("Rows: " + ", ".join(f"{fmt_int(rc[k])} {label}" for k, label in ROW_COUNT_LABELS
                                            if k in rc) + ".",))
-    mode = t.get("cuda_graph_trace_mode")
+    mode = t.cuda_graph_trace_mode
     settings: List[Inline] = [inline(Code(k), "=", Code(x)) for k, x in cap.items() if k != "EXPORT_TIME_UTC"]
     if mode:
         settings.append(inline("CUDA graph trace ", Code(mode)))
     if settings:
         items.append(inline("Capture settings: ", joined(settings, ", "), "."))
-    items += [(Rich(n, lead=True),) for n in (t.get("schema_notes") or []) if n]
+    items += [(Rich(n, lead=True),) for n in t.schema_notes if n]
     return Section("trace", "Trace and capture", parts(bullets(items)), "Trace")
 
 
@@ -86,9 +85,8 @@ def omitted_section(omitted: Sequence[Omitted]) -> Optional[Section]:
 
 
 def how_computed(v: View) -> SectionResult:
-    ic = v.sec("idle_causes")
-    prec = joined([(Code(k),) for k in (ic.get("precedence") or [])], " → ")
-    memcpy = v.sec("gpu_time").get("include_memcpy")
+    prec = joined([(Code(k),) for k in KINDS], " → ")
+    memcpy = v.r.gpu_time.include_memcpy
     items: List[Any] = [
         (Strong(("Time base:",)), " timestamps are ms from trace start (the first traced CUDA or NVTX activity, "
          "not the session's start); durations are in µs, ms or s. ", Code("report.json"), " and ",

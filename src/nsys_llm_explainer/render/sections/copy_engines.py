@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from ...vocabulary.units import num
-from ..base import available, rows_of
 from ..document import Em, Strong, TablePart, inline, para
 from ..feature_tables import COPY_PATHS
 from .ctx import View, capped
@@ -19,10 +17,10 @@ MIN_SHOWN_PCT = 5.0
 
 def copy_path_parts(v: View) -> List[Any]:
     """The copy-path note and table (empty when no path is busy ``MIN_SHOWN_PCT`` % of the window)."""
-    ce = v.sec("copy_engines")
-    every = rows_of(ce, "paths")
-    rows = [r for r in every if (num(r.get("busy_pct")) or 0.0) >= MIN_SHOWN_PCT]
-    if not available(ce) or not rows:
+    ce = v.r.copy_engines
+    every = ce.paths
+    rows = [r for r in every if r.busy_pct >= MIN_SHOWN_PCT]
+    if not ce.available or not rows:
         return []
     note = inline(Strong(("Copy paths",)), " (analysis window), per device and direction: ", Em(("busy",)),
                   " = the union of the direction's copies (concurrent copies count once); bytes prorated to the "

@@ -3,10 +3,9 @@ chart of non-overlapped time), launch rate."""
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import TYPE_CHECKING, Any, List, Sequence
 
-from ...vocabulary.units import fmt_dur, fmt_int, fmt_pct, num
-from ..base import Row
+from ...vocabulary.units import fmt_dur, fmt_int, fmt_pct
 from ..charts import hbar, plot_text
 from ..document import (
     Chart,
@@ -27,15 +26,18 @@ from ..document import (
 from ..specs import CATEGORIES, KERNEL_TRAITS, KERNELS, LAUNCH
 from .ctx import View
 
+if TYPE_CHECKING:
+    from ...analyses.kernels.categories import CategoryRow
+
 
 def sec_kernels(v: View) -> SectionResult:
     """Top kernels of the analysis window when it was trimmed, else of the whole capture."""
     ks, st = v.r.kernels, v.r.steady_kernels
-    rows = v.rows("kernels_summary", "by_name")
+    rows = ks.by_name
     if not ks.available or not rows:
         return Omitted("Top kernels", ks.reason or "no kernels")
     if st.available and not v.r.window.is_full and st.by_name:
-        rows = v.rows("steady_kernels", "by_name")
+        rows = st.by_name
         scope = inline(Strong(("Analysis window",)), f", all devices (kernels clipped to it): "
                        f"{fmt_int(st.kernel_count)} kernels, {fmt_dur(st.total_kernel_ns)} of summed "
                        f"kernel time; the whole capture ({fmt_int(ks.kernel_count)} kernels) is in ",
@@ -60,7 +62,7 @@ def sec_traits(v: View) -> SectionResult:
         facts.append(inline(Strong(("Workload:",)), " ", Data(kt.workload), (" (", Rich(ev), ")") if ev else None))
     if kt.stack:
         facts.append(inline(Strong(("Stack:",)), " ", Data(kt.stack)))
-    rows = sorted(KERNEL_TRAITS.rows(v.report), key=lambda r: -(num(r.get("share_pct")) or 0))
+    rows = sorted(KERNEL_TRAITS.rows(v.r), key=lambda r: -r.share_pct)
     note = (f"Kernel-name traits over the analysis window ({fmt_int(kt.kernel_count)} kernels, "
             f"{fmt_dur(kt.total_kernel_ns)}); a kernel may have several traits.")
     body: List[Any] = [para(note), para(joined(facts, " · ")) if facts else None]
@@ -69,20 +71,20 @@ def sec_traits(v: View) -> SectionResult:
     return Section("traits", "Kernel traits", parts(body))
 
 
-def _category_chart(rows: List[Row]) -> Figure:
-    labels = [plot_text(r.get("category"), 40) for r in rows]
-    hover = [f"{lab}<br>{fmt_dur(r.get('nonoverlap_ns'))} not overlapped · {fmt_pct(r.get('nonoverlap_pct'))} %"
-             f" · {fmt_int(r.get('count'))} kernels" for lab, r in zip(labels, rows)]
+def _category_chart(rows: Sequence[CategoryRow]) -> Figure:
+    labels = [plot_text(r.category, 40) for r in rows]
+    hover = [f"{lab}<br>{fmt_dur(r.nonoverlap_ns)} not overlapped · {fmt_pct(r.nonoverlap_pct)} %"
+             f" · {fmt_int(r.count)} kernels" for lab, r in zip(labels, rows)]
     cap = inline("Non-overlapped kernel time per category, whole capture, all devices (the time no kernel of "
                  "another category overlaps). Text equivalent: report.json ", Code("categories.overall[]"), " (",
                  Code("nonoverlap_ns"), ", ", Code("nonoverlap_pct"), "), ", Code("tables/categories.csv"), ".")
-    return hbar("categories-chart", labels, [r.get("nonoverlap_ns") for r in rows], ["#1565c0"] * len(rows), hover,
+    return hbar("categories-chart", labels, [r.nonoverlap_ns for r in rows], ["#1565c0"] * len(rows), hover,
                 cap)
 
 
 def sec_categories(v: View) -> SectionResult:
     cat = v.r.categories
-    rows = v.rows("categories", "overall")
+    rows = cat.overall
     if not cat.available or not rows:
         return Omitted("Kernel categories", cat.reason or "no categories")
     note = inline(Strong(("Whole capture",)), ", all devices; preset ", Code(cat.preset),
@@ -95,7 +97,7 @@ def sec_categories(v: View) -> SectionResult:
 
 def sec_launch(v: View) -> SectionResult:
     la = v.r.launch
-    rows = v.rows("launch", "per_device")
+    rows = la.per_device
     if not la.available or not rows:
         return Omitted("Launch rate", la.reason or "no launches")
     note = inline("Kernels launched per second of the analysis window and their durations; per process in ",

@@ -7,11 +7,9 @@ GPU fault access type, CPU-fault function and module). Formatting only: every nu
 
 from __future__ import annotations
 
-from collections import abc
-from typing import Any, List, Mapping
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from ...vocabulary.units import fmt_bytes, fmt_dur, fmt_int, fmt_pct
-from ..base import Row, available, rows_of
 from ..document import (
     Code,
     Data,
@@ -31,67 +29,62 @@ from ..document import (
 from ..feature_tables import UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN, um_breakdown_rows
 from .ctx import View
 
+if TYPE_CHECKING:
+    from ...analyses.memory.unified import UmWindow
+
 TITLE = "Unified Memory"
 TOP = 3
 
 
-def _part(um: Mapping[str, Any], key: str) -> Row:
-    v = um.get(key)
-    return v if isinstance(v, abc.Mapping) else {}
-
-
-def _items(w: Row, full: Row, same: bool) -> List[Inline]:
+def _items(w: UmWindow, full: Optional[UmWindow], same: bool) -> List[Inline]:
     out: List[Inline] = []
-    dirs = rows_of(w, "by_direction")
-    if dirs:
+    if w.by_direction:
         out.append(inline("By direction: ", joined(
-            [inline(Data(r.get("direction")), f" {fmt_int(r.get('count'))} ({fmt_bytes(r.get('bytes'))}, "
-                    f"{fmt_dur(r.get('total_ns'))})") for r in dirs], "; "), "."))
-    causes = rows_of(w, "by_cause")
-    if any((r.get("cause_id") or 0) >= 0 for r in causes):
-        out.append(inline("By migration cause: ", joined([inline(Data(r.get("cause")), f" {fmt_int(r.get('count'))}")
-                                                          for r in causes], "; "), "."))
-    if w.get("gpu_fault_events"):
-        out.append(inline(f"GPU page faults: {fmt_int(w.get('gpu_page_faults'))} in "
-                          f"{fmt_int(w.get('gpu_fault_events'))} fault groups (", joined(
-                              [inline(Data(r.get("access")), f" {fmt_int(r.get('page_faults'))}")
-                               for r in rows_of(w, "gpu_faults_by_access")], ", "), ")."))
-    if w.get("cpu_fault_count"):
-        funcs = joined([inline(Code(r.get("function"), 60), f" {fmt_int(r.get('count'))}")
-                        for r in rows_of(w, "cpu_faults_by_function")[:TOP]], ", ")
-        mods = joined([inline(Code(r.get("module"), 60), f" {fmt_int(r.get('count'))}")
-                       for r in rows_of(w, "cpu_faults_by_module")[:TOP]], ", ")
-        out.append(inline(f"CPU page faults: {fmt_int(w.get('cpu_fault_count'))}",
+            [inline(Data(r.label), f" {fmt_int(r.count)} ({fmt_bytes(r.bytes)}, {fmt_dur(r.total_ns)})")
+             for r in w.by_direction], "; "), "."))
+    if any(r.key >= 0 for r in w.by_cause):
+        out.append(inline("By migration cause: ", joined([inline(Data(r.label), f" {fmt_int(r.count)}")
+                                                          for r in w.by_cause], "; "), "."))
+    if w.gpu_fault_events:
+        out.append(inline(f"GPU page faults: {fmt_int(w.gpu_page_faults)} in "
+                          f"{fmt_int(w.gpu_fault_events)} fault groups (", joined(
+                              [inline(Data(r.access), f" {fmt_int(r.page_faults)}")
+                               for r in w.gpu_faults_by_access], ", "), ")."))
+    if w.cpu_fault_count:
+        funcs = joined([inline(Code(r.name, 60), f" {fmt_int(r.count)}") for r in w.cpu_faults_by_function[:TOP]],
+                       ", ")
+        mods = joined([inline(Code(r.name, 60), f" {fmt_int(r.count)}") for r in w.cpu_faults_by_module[:TOP]], ", ")
+        out.append(inline(f"CPU page faults: {fmt_int(w.cpu_fault_count)}",
                           ("; functions ", funcs) if funcs else None, ("; modules ", mods) if mods else None, "."))
-    if not same and full:
-        out.append((f"Whole capture: {fmt_int(full.get('migration_count'))} migrations "
-                    f"({fmt_bytes(full.get('migration_bytes'))}), under {fmt_pct(full.get('overlap_pct'))} % of kernel "
-                    f"time; {fmt_int(full.get('gpu_page_faults'))} GPU and {fmt_int(full.get('cpu_fault_count'))} CPU "
+    if not same and full is not None:
+        out.append((f"Whole capture: {fmt_int(full.migration_count)} migrations "
+                    f"({fmt_bytes(full.migration_bytes)}), under {fmt_pct(full.overlap_pct)} % of kernel "
+                    f"time; {fmt_int(full.gpu_page_faults)} GPU and {fmt_int(full.cpu_fault_count)} CPU "
                     "page faults.",))
     return out
 
 
 def sec_unified_memory(v: View) -> SectionResult:
-    um = v.sec("unified_memory")
-    if not available(um):
-        return Omitted(TITLE, str(um.get("reason") or "no Unified Memory activity"))
-    w, full = _part(um, "steady"), _part(um, "full")
-    same = (w.get("start_ns"), w.get("end_ns")) == (full.get("start_ns"), full.get("end_ns"))
+    um = v.r.unified_memory
+    w, full = um.steady, um.full
+    if not um.available or w is None:
+        return Omitted(TITLE, um.reason or "no Unified Memory activity")
+    same = full is not None and (w.start_ns, w.end_ns) == (full.start_ns, full.end_ns)
     where = "the whole capture" if same else "the steady window"
-    note = inline(f"{fmt_int(w.get('migration_count'))} Unified-Memory migrations "
-                  f"({fmt_bytes(w.get('migration_bytes'))}, {fmt_dur(w.get('migration_ns'))} of GPU migration "
-                  f"time) in {where}. Migrations were in flight during {fmt_dur(w.get('overlap_ns'))} of "
-                  f"{fmt_dur(w.get('kernel_busy_ns'))} of kernel time "
-                  f"({fmt_pct(w.get('overlap_pct'))} %); {fmt_dur(w.get('migration_idle_ns'))} of migration time ran "
+    note = inline(f"{fmt_int(w.migration_count)} Unified-Memory migrations "
+                  f"({fmt_bytes(w.migration_bytes)}, {fmt_dur(w.migration_ns)} of GPU migration "
+                  f"time) in {where}. Migrations were in flight during {fmt_dur(w.overlap_ns)} of "
+                  f"{fmt_dur(w.kernel_busy_ns)} of kernel time "
+                  f"({fmt_pct(w.overlap_pct)} %); {fmt_dur(w.migration_idle_ns)} of migration time ran "
                   "with no kernel (idle, under the ", Code("copy"), " idle cause).")
-    devs = [r for r in UNIFIED_MEMORY.rows(v.report) if r.get("window") == "steady"]
-    breakdown = [r for r in um_breakdown_rows(v.report) if r.get("window") == "steady"]
+    devs = [r for r in UNIFIED_MEMORY.rows(v.r) if r.window == "steady"]
+    breakdown = [r for r in um_breakdown_rows(v.r) if r["window"] == "steady"]
     body: List[Any] = [
         para(note), TablePart(UNIFIED_MEMORY.cols, devs, (), "um-devices") if devs else None,
         HtmlOnly((TablePart(UNIFIED_MEMORY_BREAKDOWN.cols, breakdown, (), "um-breakdown",
                             ("Breakdown, ", where, " (count: migrations, fault groups or CPU faults)."),),)
                  if breakdown else ()),
-        bullets(_items(w, full, same) + [(Rich(n),) for n in (um.get("notes") or [])]),
+        bullets(_items(w, full, same) + [(Rich(n),) for n in um.notes]),
         para("All rows (both windows) in ", Code(f"tables/{UNIFIED_MEMORY.csv}"), " and ",
              Code(f"tables/{UNIFIED_MEMORY_BREAKDOWN.csv}"), ".")]
     return Section("unified-memory", TITLE, parts(body), "Unified Memory")

@@ -5,7 +5,6 @@ pandas ``DataFrame``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .analyses.api.cuda_api import CudaApiResult
@@ -85,11 +84,6 @@ class Report:
 
     def to_dict(self) -> Dict[str, Any]:
         return report_dict(self)
-
-    @cached_property
-    def json_view(self) -> Mapping[str, Any]:
-        """``to_dict()`` computed once and shared by the renderers that still read the dict (never modify it)."""
-        return self.to_dict()
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "report.json") -> Report:

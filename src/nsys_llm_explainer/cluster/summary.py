@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from ..analyses.common.stats import summary
 from ..analyses.comms.nccl import NCCL_RE, collective_name
 from ..jsonable import FieldsJson, json_ready
 from ..options import Options
+from ..vocabulary.cause_kinds import KINDS
 
 if TYPE_CHECKING:
     from ..model.trace import TraceModel
@@ -143,17 +144,17 @@ def _nccl(model: TraceModel) -> Tuple[NcclSeries, ...]:
     return tuple(out)
 
 
-def _devices(report: Report, d: Mapping[str, Any]) -> Tuple[DeviceSummary, ...]:
-    causes = {c["device_id"]: c for c in d["idle_causes"].get("devices", [])}
-    order = list(d["idle_causes"].get("precedence") or [])
+def _devices(report: Report) -> Tuple[DeviceSummary, ...]:
+    causes = {c.device_id: c.causes for c in report.idle_causes.devices}
+    order = list(KINDS)
     st = report.steps
     arr = st.arrays if st.available else None
     out = []
-    for dev in d["devices"]:
-        did = int(dev["device_id"])
+    for dev in report.gpu_time.devices:
+        did = dev.device_id
         by_kind: Dict[str, int] = {}
-        for c in causes.get(did, {}).get("causes", []):
-            by_kind[c["kind"]] = by_kind.get(c["kind"], 0) + int(c["ns"])
+        for c in causes.get(did, ()):
+            by_kind[c.kind] = by_kind.get(c.kind, 0) + c.ns
         kinds = sorted(by_kind, key=lambda x: (order.index(x) if x in order else len(order), x))
         n, p50, p90 = 0, None, None
         if arr is not None and len(arr):
@@ -162,20 +163,19 @@ def _devices(report: Report, d: Mapping[str, Any]) -> Tuple[DeviceSummary, ...]:
             if n:
                 s = summary(wall)
                 p50, p90 = int(s["p50_ns"]), int(s["p90_ns"])
-        out.append(DeviceSummary(did, int(dev["window_ns"]), int(dev["busy_ns"]), float(dev["busy_pct"]),
-                                 int(dev["idle_ns"]), tuple((x, by_kind[x]) for x in kinds if by_kind[x] > 0),
-                                 int(dev["kernel_count"]), n, p50, p90, str(dev.get("role") or "kernels")))
+        out.append(DeviceSummary(did, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
+                                 tuple((x, by_kind[x]) for x in kinds if by_kind[x] > 0), dev.kernel_count, n, p50,
+                                 p90, dev.role))
     return tuple(out)
 
 
 def summarize(report: Report, label: str) -> FileSummary:
     """The compact summary of a :class:`report.Report`."""
-    d = report.json_view
     w = report.window
     return FileSummary(
         label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
         window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns), window_method=str(w.method),
-        clock=_clock(report.trace_model("a cluster summary")), devices=_devices(report, d),
+        clock=_clock(report.trace_model("a cluster summary")), devices=_devices(report),
         nccl=_nccl(report.trace_model("a cluster summary")),
         headline=str(report.headline.verdict), warnings=tuple(report.warnings))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import abc
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -97,11 +97,12 @@ class JsonRenderer(Renderer):
     filename = "report.json"
 
     def text(self, report: Report) -> str:
-        return dumps_indented(report.json_view) + "\n"
+        return dumps_indented(report.to_dict()) + "\n"
 
 
 def section(report: Any, key: str) -> Mapping[str, Any]:
-    """``report[key]`` when it is a dict, else an empty dict (renderers never fail on a missing section)."""
+    """``report[key]`` when it is a dict, else an empty dict (the cluster page's reading of a ``cluster.json``
+    dict, whose rows are not typed yet)."""
     v = report.get(key) if isinstance(report, abc.Mapping) else None
     return v if isinstance(v, abc.Mapping) else {}
 
@@ -115,31 +116,3 @@ def rows_of(obj: Any, key: Optional[str] = None) -> List[Mapping[str, Any]]:
     if not isinstance(v, list):
         return []
     return [r for r in v if isinstance(r, abc.Mapping)]
-
-
-def available(sec: Mapping[str, Any]) -> bool:
-    """A diagnosis section with data: ``available`` true (a section without the flag counts if non-empty)."""
-    if not sec:
-        return False
-    return bool(sec.get("available", True))
-
-
-class ReportView:
-    """The report dict as every renderer reads it (Markdown, HTML): the rows-in-top-tables setting, the
-    analysis window, the trace start (times are shown relative to it) and GPU names by id."""
-
-    def __init__(self, report: Report) -> None:
-        self.r = report
-        self.report: Row = report.json_view
-        top = section(self.report, "options").get("top")
-        self.top: int = top if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 20
-        self.window: Row = section(self.report, "window")
-        self.t0 = self.window.get("full_start_ns")
-        self.gpu_names: Dict[Any, str] = {
-            g.get("id"): str(g.get("name") or "") for g in rows_of(section(self.report, "trace"), "gpus")}
-
-    def sec(self, key: str) -> Row:
-        return section(self.report, key)
-
-    def rows(self, key: str, field: Optional[str] = None) -> List[Row]:
-        return rows_of(self.report, key) if field is None else rows_of(self.sec(key), field)

@@ -1,4 +1,4 @@
-"""What every section builder reads: the report dict plus display settings (no metric is derived here).
+"""What every section builder reads: the typed report plus display settings (no metric is derived here).
 
 A section builder takes a :class:`View` and returns a :class:`..document.Section`, :class:`..document.Omitted`
 when its data is unavailable or empty (listed in one line at the end of the report), or ``None`` when it does
@@ -7,17 +7,28 @@ not apply at all (e.g. no warnings).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from ...vocabulary.units import fmt_at
-from ..base import ReportView, available
-from ..document import Cell, Code, Data, Inline, Omitted, SectionResult, inline
+from ..document import Cell, Code, Data, Inline, SectionResult, inline
+from ..table import field_of
+
+if TYPE_CHECKING:
+    from ...report import Report
 
 SectionFn = Callable[["View"], SectionResult]
 
 
-class View(ReportView):
-    """The report dict and the settings of one rendering."""
+class View:
+    """The report (``r``) and the settings of one rendering: the rows of top tables (``--top``), the trace start
+    (times are shown relative to it) and GPU names by id."""
+
+    def __init__(self, report: Report) -> None:
+        self.r = report
+        self.top: int = report.options.top
+        self.t0: int = report.window.full_start_ns
+        self.gpu_names: Dict[Any, str] = {field_of(g, "id"): str(field_of(g, "name") or "")
+                                          for g in report.trace.gpus}
 
     def at(self, ns: Any) -> str:
         """A timestamp as ms from trace start (``window.full_start_ns``)."""
@@ -29,22 +40,14 @@ class View(ReportView):
 
     def rel_ms(self, ns: Any) -> Optional[float]:
         """A timestamp as ms from trace start, for a chart coordinate."""
-        t0 = self.t0
-        if not isinstance(ns, (int, float)) or isinstance(ns, bool) or not isinstance(t0, (int, float)):
+        if not isinstance(ns, (int, float)) or isinstance(ns, bool):
             return None
-        return round((ns - t0) / 1e6, 6)
+        return round((ns - self.t0) / 1e6, 6)
 
     def device(self, dev: Any) -> Inline:
         """``Device 0`` (with its GPU name when known)."""
         gpu = self.gpu_names.get(dev)
         return inline("Device ", Cell(dev), (" (", Data(gpu), ")") if gpu else None)
-
-    def unavailable(self, key: str, title: str) -> Optional[Omitted]:
-        """:class:`Omitted` when ``report[key]`` is missing or ``available`` is false."""
-        sec = self.sec(key)
-        if available(sec):
-            return None
-        return Omitted(title, str(sec.get("reason") or "not in this report"))
 
 
 def capped(shown: int, total: int, csv: str) -> Inline:

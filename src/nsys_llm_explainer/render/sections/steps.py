@@ -9,10 +9,9 @@ the page; the exact per-phase percentiles are the table under it (``steps.by_pha
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence
 
 from ...vocabulary.units import fmt_dur, fmt_int, ms_value
-from ..base import Row, available, rows_of, section
 from ..charts import layout, plot_text
 from ..document import (
     BR,
@@ -34,7 +33,13 @@ from ..document import (
     parts,
 )
 from ..specs import PHASES, STEPS, STEPS_BY_PHASE
+from ..table import field_of
 from .ctx import View
+
+if TYPE_CHECKING:
+    from ...analyses.steps.metrics import StepResult
+
+Row = Any   # a step row (a dict of StepArrays.rows() or of the step lists)
 
 #: most step points plotted (the time series and the histogram)
 MAX_STEP_POINTS = 4000
@@ -49,22 +54,23 @@ HOVER = ("step %{customdata[0]} · pid %{customdata[1]} · device %{customdata[2
 TITLE = "Phases and steps"
 
 
-def plotted_steps(steps: Row) -> List[Row]:
-    """The step rows drawn: all of them up to :data:`MAX_STEP_POINTS`, else every k-th plus the slowest."""
-    rows = rows_of(steps, "rows")
+def plotted_steps(steps: StepResult, rows: Sequence[Row]) -> List[Row]:
+    """The step rows drawn: all of ``rows`` (``steps.rows()``) up to :data:`MAX_STEP_POINTS`, else every k-th
+    plus the slowest."""
     if len(rows) <= MAX_STEP_POINTS:
-        return rows
+        return list(rows)
     k = -(-len(rows) // MAX_STEP_POINTS)
-    picked = rows[::k]
-    seen = {r.get("index") for r in picked}
-    extra = [r for r in rows_of(steps, "slowest") if r.get("index") not in seen]
-    return sorted(picked + extra, key=lambda r: (r.get("start_ns") or 0, r.get("index") or 0))
+    picked = list(rows[::k])
+    seen = {field_of(r, "index") for r in picked}
+    extra = [r for r in steps.slowest if field_of(r, "index") not in seen]
+    return sorted(picked + extra, key=lambda r: (field_of(r, "start_ns") or 0, field_of(r, "index") or 0))
 
 
 def _by_phase(rows: List[Row]) -> Dict[str, List[Row]]:
     out: Dict[str, List[Row]] = {}
     for r in rows:  # one pass over the (capped) plotted rows
-        out.setdefault(str(r.get("phase") if r.get("phase") is not None else "unmapped"), []).append(r)
+        phase = field_of(r, "phase")
+        out.setdefault(str(phase if phase is not None else "unmapped"), []).append(r)
     return out
 
 
@@ -73,42 +79,41 @@ def _series(v: View, groups: Dict[str, List[Row]]) -> List[Dict[str, Any]]:
     for i, (phase, rows) in enumerate(groups.items()):
         traces.append({
             "type": "scatter", "mode": "markers", "name": plot_text(phase, 40),
-            "x": [v.rel_ms(r.get("start_ns")) for r in rows], "y": [ms_value(r.get("wall_ns")) for r in rows],
-            "customdata": [[r.get("index"), r.get("pid"), r.get("device"), ms_value(r.get("gpu_busy_ns")),
-                            ms_value(r.get("gpu_idle_ns")), ms_value(r.get("sync_ns")), r.get("kernel_count")]
+            "x": [v.rel_ms(r["start_ns"]) for r in rows], "y": [ms_value(r["wall_ns"]) for r in rows],
+            "customdata": [[r["index"], r["pid"], r["device"], ms_value(r["gpu_busy_ns"]),
+                            ms_value(r["gpu_idle_ns"]), ms_value(r["sync_ns"]), r["kernel_count"]]
                            for r in rows],
             "marker": {"size": 5, "color": PHASE_COLORS[i % len(PHASE_COLORS)]}, "hovertemplate": HOVER})
     return traces
 
 
-def _how(st: Row, shown: List[Row]) -> str:
-    rows = rows_of(st, "rows")
+def _how(st: StepResult, rows: Sequence[Row], shown: List[Row]) -> str:
     how = (f"all {fmt_int(len(rows))} steps" if len(shown) == len(rows) else
            f"{fmt_int(len(shown))} of {fmt_int(len(rows))} steps (every {-(-len(rows) // MAX_STEP_POINTS)}-th "
            "step plus the slowest, to keep the page small)")
-    if st.get("rows_capped"):
-        how += f"; report.json keeps the first {fmt_int(len(rows))} of {fmt_int(st.get('step_count'))} steps"
+    if st.step_count > len(rows):
+        how += f"; report.json keeps the first {fmt_int(len(rows))} of {fmt_int(st.step_count)} steps"
     return how
 
 
-def series_chart(v: View, st: Row) -> Figure:
-    shown = plotted_steps(st)
-    cap = inline(f"Wall time of each step at its start; {_how(st, shown)}. Text equivalent: report.json ",
+def series_chart(v: View, st: StepResult, rows: Sequence[Row]) -> Figure:
+    shown = plotted_steps(st, rows)
+    cap = inline(f"Wall time of each step at its start; {_how(st, rows, shown)}. Text equivalent: report.json ",
                  Code("steps.rows"), ", ", Code("tables/steps.csv"), "; the slowest steps are listed below.")
     lay = layout(320, "step start, ms from trace start", "step wall time (ms)")
-    walls = [w for w in (r.get("wall_ns") for r in shown) if isinstance(w, int) and w > 0]
+    walls = [w for w in (r["wall_ns"] for r in shown) if isinstance(w, int) and w > 0]
     if walls and max(walls) > LOG_RATIO * min(walls):
         lay["yaxis"]["type"] = "log"
         cap = inline(cap, " Logarithmic y axis (step times span more than two orders of magnitude).")
     return Figure("steps-series", _series(v, _by_phase(shown)), lay, cap)
 
 
-def hist_chart(st: Row) -> Figure:
+def hist_chart(st: StepResult, rows: Sequence[Row]) -> Figure:
     """One histogram per phase side by side (phases differ by orders of magnitude), p50 / p99 of
     ``steps.by_phase`` marked as dashed lines."""
-    shown = plotted_steps(st)
+    shown = plotted_steps(st, rows)
     groups = _by_phase(shown)
-    by_phase = {str(r.get("phase")): r for r in rows_of(st, "by_phase")}
+    by_phase = {str(field_of(r, "phase")): r for r in st.by_phase}
     phases = list(groups)[:MAX_HIST_PHASES]
     k = max(1, len(phases))
     data: List[Dict[str, Any]] = []
@@ -118,63 +123,63 @@ def hist_chart(st: Row) -> Figure:
         ax = "" if i == 0 else str(i + 1)
         color = PHASE_COLORS[i % len(PHASE_COLORS)]
         data.append({"type": "histogram", "name": plot_text(phase, 40), "xaxis": f"x{ax}", "yaxis": f"y{ax}",
-                     "x": [ms_value(r.get("wall_ns")) for r in groups[phase]], "marker": {"color": color},
+                     "x": [ms_value(r["wall_ns"]) for r in groups[phase]], "marker": {"color": color},
                      "hovertemplate": "%{x} ms: %{y} steps<extra>%{fullData.name}</extra>"})
         lo, hi = i / k + (0.04 if i else 0), (i + 1) / k - (0.04 if i + 1 < k else 0)
         lay[f"xaxis{ax}"] = {"domain": [lo, hi], "anchor": f"y{ax}", "gridcolor": "#eeeeee",
                              "title": {"text": f"{plot_text(phase, 40)}: step wall time (ms)"}}
         lay[f"yaxis{ax}"] = {"anchor": f"x{ax}", "gridcolor": "#eeeeee", "rangemode": "tozero",
                              **({"title": {"text": "steps"}} if i == 0 else {})}
-        stats = by_phase.get(phase, {})
+        stats = by_phase.get(phase)
         for key, dash in (("p50_ns", "dash"), ("p99_ns", "dot")):
-            x = ms_value(stats.get(key))
+            x = ms_value(field_of(stats, key)) if stats is not None else None
             if x is not None:
                 shapes.append({"type": "line", "xref": f"x{ax}", "yref": "paper", "x0": x, "x1": x, "y0": 0,
                                "y1": 1, "line": {"color": "#212121", "width": 1, "dash": dash}})
     lay["shapes"] = shapes
     cap = inline(f"Distribution of step wall time, one chart per phase (first {MAX_HIST_PHASES}), over the same "
-                 f"{_how(st, shown)}; dashed line p50, dotted line p99 (report.json ", Code("steps.by_phase"),
+                 f"{_how(st, rows, shown)}; dashed line p50, dotted line p99 (report.json ", Code("steps.by_phase"),
                  ", the table below).")
     return Figure("steps-hist", data, lay, cap)
 
 
 def _steps(v: View) -> List[Any]:
-    st = v.sec("steps")
-    s = section(st, "summary")
-    if st.get("method") == "nvtx":
-        how = inline("NVTX range ", joined([(Code(n, 80),) for n in (st.get("step_ranges") or [])], ", "))
+    st = v.r.steps
+    s = st.summary
+    if st.method == "nvtx":
+        how = inline("NVTX range ", joined([(Code(n, 80),) for n in st.step_ranges], ", "))
     else:
-        how = inline("marker kernels matching ", Code(st.get("marker_regex")))
-    conf = inline("confidence ", Data(st.get("confidence")),
-                  (": ", Rich(st["confidence_reason"], lead=True)) if st.get("confidence_reason") else None)
+        how = inline("marker kernels matching ", Code(st.marker_regex))
+    conf = inline("confidence ", Data(st.confidence),
+                  (": ", Rich(st.confidence_reason, lead=True)) if st.confidence_reason else None)
     out: List[Any] = [
-        para(Strong((f"{fmt_int(st.get('step_count'))} steps",)), " from ", how, " (", conf, ").", brk=BR),
+        para(Strong((f"{fmt_int(st.step_count)} steps",)), " from ", how, " (", conf, ").", brk=BR),
         para(f"Step time p50 {fmt_dur(s.get('p50_ns'))}, p90 {fmt_dur(s.get('p90_ns'))}, "
              f"p99 {fmt_dur(s.get('p99_ns'))}, max {fmt_dur(s.get('max_ns'))}.")]
-    if rows_of(st, "rows"):
-        out += [Chart(lambda: series_chart(v, st)), Chart(lambda: hist_chart(st))]
-    if rows_of(st, "by_phase"):
-        out.append(TablePart(STEPS_BY_PHASE.cols, rows_of(st, "by_phase"), (), "steps-by-phase"))
-    slow = rows_of(st, "outliers")[:3]
+    rows = st.rows()
+    if rows:
+        out += [Chart(lambda: series_chart(v, st, rows)), Chart(lambda: hist_chart(st, rows))]
+    if st.by_phase:
+        out.append(TablePart(STEPS_BY_PHASE.cols, st.by_phase, (), "steps-by-phase"))
+    slow = st.outliers[:3]
     if slow:
         out.append(para("Slowest steps against their phase median:", brk=NL))
-        out.append(bullets([inline("step ", Data(r.get("index")), " (", Data(r.get("phase")), ", device ",
-                                   Data(r.get("device")),
-                                   f") at {v.at(r.get('start_ns'))}: {fmt_dur(r.get('wall_ns'))}; ",
-                                   Rich(r.get("what_differed"))) for r in slow]))
+        out.append(bullets([inline("step ", Data(field_of(r, "index")), " (", Data(field_of(r, "phase")),
+                                   ", device ", Data(field_of(r, "device")),
+                                   f") at {v.at(field_of(r, 'start_ns'))}: {fmt_dur(field_of(r, 'wall_ns'))}; ",
+                                   Rich(field_of(r, "what_differed"))) for r in slow]))
     out.append(para("Every step in ", Code(f"tables/{STEPS.csv}"), "."))
     return out
 
 
 def sec_steps(v: View) -> SectionResult:
-    st, ph = v.sec("steps"), v.sec("phases")
-    phases = [r for r in rows_of(ph, "phases") if r.get("range_count") or r.get("kernel_count")]
-    if not available(st) and not (available(ph) and phases):
-        reasons = "; ".join(str(x.get("reason")) for x in (st, ph) if x.get("reason"))
+    st, ph = v.r.steps, v.r.phases
+    phases = [r for r in ph.phases if field_of(r, "range_count") or field_of(r, "kernel_count")]
+    if not st.available and not (ph.available and phases):
+        reasons = "; ".join(x for x in (st.reason, ph.reason) if x)
         return Omitted(TITLE, reasons or "no steps or phases")
-    body: List[Any] = _steps(v) if available(st) else []
-    if available(ph) and phases:
-        body += [para("Phases from NVTX range names (map: ", Data(ph.get("source")),
-                      "); kernel time is whole capture."),
+    body: List[Any] = _steps(v) if st.available else []
+    if ph.available and phases:
+        body += [para("Phases from NVTX range names (map: ", Data(ph.source), "); kernel time is whole capture."),
                  TablePart(PHASES.cols, phases, (), "phases")]
     return Section("steps", TITLE, parts(body), "Steps")

@@ -233,6 +233,8 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
     from .output import Staging
     from .pipeline import analyze_any
     from .render import render_all, summary_lines
+    from .render.perfetto import FILE_NAME as TIMELINE_FILE
+    from .render.perfetto import write_perfetto
 
     out = od.path
     progress = Progress(enabled=not quiet)
@@ -244,6 +246,7 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
         with Staging(od) as st:
             assert st.tmp is not None
             render_all(data, st.tmp)
+            write_perfetto(report, st.tmp / TIMELINE_FILE)
             for f in extra_files:
                 shutil.copyfile(f, st.tmp / f.name)
             st.commit()

@@ -122,7 +122,7 @@ class Options:
     #: path) instead of ``categories_file``; None when no rules were given
     categories: Optional[CategoryRules] = option(None, help="", check=v.rules, commands=())
     #: trace rows the timeline file (timeline.pftrace) may hold (analyses/timeline/span.py); 0: no timeline file
-    timeline_events: int = option(150_000, "--timeline-events", metavar="N", kind="int", check=v.count,
+    timeline_events: int = option(50_000, "--timeline-events", metavar="N", kind="int", check=v.count,
                                   commands=("main", "demo"),
                                   help="rows (kernels, copies, API calls, NVTX ranges, ...) timeline.pftrace may hold: "
                                        "the whole capture, else the steady window, else its start (default "

@@ -298,3 +298,38 @@ def test_real_trace_against_its_report(tmp_path) -> None:
             idle[(t.gpu_of(s), s.name)] += s.end - s.start
         assert dict(idle) == {(d["device_id"], c["kind"] + (": " + c["detail"] if c["detail"] else "")): c["ns"]
                               for d in r.to_dict()["idle_causes"]["devices"] for c in d["causes"]}
+
+
+@pytest.mark.slow
+def test_a_cluster_trace_holds_every_rank_on_the_aligned_clock(tmp_path) -> None:
+    from nsys_llm_explainer.synth.scenarios import build_cluster
+
+    d = tmp_path / "ranks_in"
+    d.mkdir()
+    build_cluster("cluster_straggler", str(d), normalized=(2,))
+    out = tmp_path / "out"
+    proc = run_cli(str(d), "--out", str(out), "--jobs", "1", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    cl = json.loads((out / "cluster.json").read_text())
+    assert cl["alignment"]["aligned"]
+    assert FILE_NAME in json.loads((out / ".nsys-llm-explainer.json").read_text())["files"]
+    t = Parsed((out / FILE_NAME).read_bytes())
+    ranks = {v["process"]: v["name"] for v in t.tracks.values() if v["process"] is not None}
+    assert sorted(ranks.values()) == sorted(f"rank {f['label']}" for f in cl["files"])
+    for i, f in enumerate(cl["files"]):
+        own = Parsed((out / "ranks" / f["label"] / FILE_NAME).read_bytes())
+        rep = json.loads((out / "ranks" / f["label"] / "report.json").read_text())
+        # every kernel of the rank, moved by the rank's clock offset
+        mine = sorted(s.start for s in kernel_slices(own))
+        assert len(mine) == rep["trace"]["row_counts"]["kernels"]
+        root = next(u for u, v in t.tracks.items() if v["process"] == i + 1)
+
+        def under(u: Optional[int]) -> bool:
+            while u is not None:
+                if u == root:
+                    return True
+                u = t.parent(u)
+            return False
+        there = sorted(s.start for s in kernel_slices(t) if under(s.track))
+        off = f["offset_ns"] - min(g["offset_ns"] for g in cl["files"])
+        assert there == [m + off for m in mine]

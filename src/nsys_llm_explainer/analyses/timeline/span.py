@@ -92,6 +92,7 @@ def plan_span(model: TraceModel, steady: TraceModel, window: WindowResult, limit
         else:
             hi = mid
     kept = _rows_before(tables, lo)
+    rest = f"; {outside.split(' (')[0]}" if capture > inside else ""
     return TimelineSpan(True, limit, "steady_start", w0, lo, capture, inside, kept,
                         f"only the first {lo - w0:,} ns of the {w1 - w0:,} ns steady window are kept ({kept:,} of its "
-                        f"{inside:,} rows, --timeline-events {limit:,}); {outside.split(' (')[0]}")
+                        f"{inside:,} rows, --timeline-events {limit:,}){rest}")

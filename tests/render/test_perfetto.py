@@ -324,7 +324,7 @@ def test_a_cluster_trace_holds_every_rank_on_the_aligned_clock(tmp_path) -> None
         assert len(mine) == rep["trace"]["row_counts"]["kernels"]
         root = next(u for u, v in t.tracks.items() if v["process"] == i + 1)
 
-        def under(u: Optional[int]) -> bool:
+        def under(u: Optional[int], root: int = root) -> bool:
             while u is not None:
                 if u == root:
                     return True

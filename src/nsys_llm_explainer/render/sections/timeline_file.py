@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..document import Code, Section, para
 from .ctx import View
 
-_KEPT = {"capture": "the whole capture", "steady": "the steady window", "steady_start": "the start of the steady window"}
+_KEPT = {"capture": "the whole capture", "steady": "the steady window",
+         "steady_start": "the start of the steady window"}
 
 
 def sec_timeline_file(v: View) -> Section | None:

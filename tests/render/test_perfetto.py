@@ -236,7 +236,14 @@ def test_span_under_the_limit_keeps_the_steady_start(tmp_path) -> None:
     kept = sum(len(x) for x in (rows.kernels, rows.api, rows.nvtx, rows.memcpy, rows.memset, rows.graph_trace,
                                 rows.osrt, rows.samples))
     assert kept == s.kept_rows
+    from nsys_llm_explainer.render import render_markdown
+
+    assert "left out: only the first" in render_markdown(r.to_dict())
+    note = r.to_dict()["timeline_file"]["span"]
+    assert note["kept"] == "steady_start" and note["left_out"] == s.left_out
     t = written(r, tmp_path)
+    (mark,) = [i for i in t.instants if i.name.startswith("timeline file: ")]
+    assert mark.name == "timeline file: " + s.left_out and mark.args["rows_kept"] == s.kept_rows
     # the idle pieces inside the span: each device's idle time inside [start, end) exactly
     for dev, pieces in rows.idle:
         inside = sum(e - a for a, e in zip(pieces.start.tolist(), pieces.end.tolist()))

@@ -22,14 +22,14 @@ the ranks' files, each rank a process (``rank`` mode) whose timestamps are moved
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..vocabulary.cause_kinds import KINDS
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..report import Report
+#: a :class:`report.Report` (render never imports the report: it reads the typed fields it is given)
+Report = Any
 
 FILE_NAME = "timeline.pftrace"
 CHUNK = 20_000                 # packets serialized per write

@@ -21,7 +21,6 @@ from .idle import sec_gaps, sec_idle
 from .kernels import sec_categories, sec_kernels, sec_launch, sec_traits
 from .steps import sec_steps
 from .timeline import sec_timeline
-from .timeline_file import sec_timeline_file
 from .unified_memory import sec_unified_memory
 
 #: every section of the report, in order (the omitted-sections line and "How these numbers are computed" follow)
@@ -30,7 +29,6 @@ SECTIONS: Tuple[SectionFn, ...] = (
     sec_warnings,
     sec_findings,
     sec_timeline,
-    sec_timeline_file,
     sec_idle,
     sec_kernels,
     sec_traits,

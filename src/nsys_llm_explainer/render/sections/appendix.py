@@ -25,6 +25,7 @@ from ..document import (
 )
 from ..escape import shorten
 from .ctx import View
+from .timeline_file import timeline_note
 
 ROW_COUNT_LABELS = (("kernels", "kernels"), ("cuda_api", "CUDA API calls"), ("nvtx_ranges", "NVTX ranges"),
                     ("memcpy", "memcpy"), ("memset", "memset"), ("sync", "sync records"),
@@ -66,8 +67,8 @@ def sec_trace(v: View) -> SectionResult:
     r = t.get("row_counts")
     rc = r if isinstance(r, dict) else {}
     if rc:
-        items.append(("Rows: " + ", ".join(f"{fmt_int(rc[k])} {label}" for k, label in ROW_COUNT_LABELS
-                                           if k in rc) + ".",))
+        items.append(inline("Rows: " + ", ".join(f"{fmt_int(rc[k])} {label}" for k, label in ROW_COUNT_LABELS
+                                                 if k in rc) + ".", timeline_note(v)))
     mode = t.get("cuda_graph_trace_mode")
     settings: List[Inline] = [inline(Code(k), "=", Code(x)) for k, x in cap.items() if k != "EXPORT_TIME_UTC"]
     if mode:

@@ -161,6 +161,7 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
                 raise InputError(str(exc)) from None
             progress("writing the cluster report")
             write_cluster_files(result.to_dict(), st.tmp)
+            _cluster_timeline(result, st.tmp)
             st.commit()
     finally:
         progress.stop()
@@ -168,6 +169,19 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
         say([f"{PROG}: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ ({len(result.files)} files)"]
             + ["  " + c.finding.title for c in result.claims[:3]])
     return 0
+
+
+def _cluster_timeline(result: Any, out: Path) -> None:
+    """``timeline.pftrace`` of a cluster: every rank's timeline file (``ranks/<label>/``) on the aligned clock (each
+    rank on its own clock when they cannot be aligned: the ranks' files still sit side by side)."""
+    from .render.perfetto import FILE_NAME, concat_ranks
+
+    offs = result.alignment.offsets_ns if result.alignment.aligned else [0] * len(result.files)
+    parts = [(out / "ranks" / str(f["label"]) / FILE_NAME, int(o or 0)) for f, o in zip(result.files, offs)]
+    parts = [(p, o - min(o2 for _, o2 in parts)) for p, o in parts]   # timestamps stay ≥ 0
+    if any(p.exists() for p, _ in parts):
+        with open(out / FILE_NAME, "wb") as f:
+            concat_ranks([(p, o) for p, o in parts if p.exists()], f)
 
 
 def _demo_parser() -> argparse.ArgumentParser:
@@ -233,6 +247,8 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
     from .output import Staging
     from .pipeline import analyze_any
     from .render import render_all, summary_lines
+    from .render.perfetto import FILE_NAME as TIMELINE_FILE
+    from .render.perfetto import write_perfetto
 
     out = od.path
     progress = Progress(enabled=not quiet)
@@ -243,6 +259,7 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
         with Staging(od) as st:
             assert st.tmp is not None
             render_all(report, st.tmp)
+            write_perfetto(report, st.tmp / TIMELINE_FILE)
             for f in extra_files:
                 shutil.copyfile(f, st.tmp / f.name)
             st.commit()

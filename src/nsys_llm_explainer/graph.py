@@ -47,11 +47,14 @@ from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.phases import PhaseResult, analyze_phases
 from .analyses.steps.sync import StepSyncContext, StepSyncSeries, device_step_sync, step_sync_result
 from .analyses.threads.waits import WaitsResult, analyze_waits
+from .analyses.timeline.content import TimelineFile, analyze_timeline
+from .analyses.timeline.span import TimelineSpan, plan_span
 from .analyses.trace.facts import analyze_facts
 from .analyses.trace.info import TraceInfoResult, analyze_trace_info
 from .analyses.trace.window import WindowResult, detect_window
 from .config.categories import load_rules
 from .config.phase_map import build_phase_map
+from .findings.base import Finding
 from .findings.run import (
     capture_rule,
     collect_warnings,
@@ -87,11 +90,15 @@ def _full_times(model: TraceModel, window: WindowResult, options: Options) -> Op
                                         options.include_memcpy_in_busy))
 
 
+def _timeline_span(model: TraceModel, steady: TraceModel, window: WindowResult, options: Options) -> TimelineSpan:
+    return plan_span(model, steady, window, options.timeline_events)
+
+
 def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nvtx: NvtxResult,
-                 full_times: Optional[dict], options: Options
+                 full_times: Optional[dict], options: Options, timeline_span: TimelineSpan
                  ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...]]:
-    """One device at a time: its steady timeline → idle causes → busy/idle figures and per-step sync series;
-    then the timeline is dropped (memory ∝ one device)."""
+    """One device at a time: its steady timeline → idle causes (with the idle pieces inside the timeline file's
+    span) → busy/idle figures and per-step sync series; then the timeline is dropped (memory ∝ one device)."""
     dev_times: List[DeviceTime] = []
     ctx = StepSyncContext(steady)
     series: List[StepSyncSeries] = []
@@ -103,7 +110,8 @@ def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nv
 
     causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
                                                                 options.include_memcpy_in_busy),
-                                 nvtx.tree, DEFAULT_BINS, per_device)
+                                 nvtx.tree, DEFAULT_BINS, per_device,
+                                 (timeline_span.start_ns, timeline_span.end_ns) if timeline_span.written else None)
     return causes, gpu_time_result(dev_times, options.include_memcpy_in_busy), ctx, tuple(series)
 
 
@@ -214,6 +222,13 @@ def _waits(steady: TraceModel, window: WindowResult, idle_causes: IdleCausesResu
     return analyze_waits(steady, window.start_ns, window.end_ns, idle_causes, nvtx.tree)
 
 
+def _timeline(model: TraceModel, window: WindowResult, timeline_span: TimelineSpan, idle_causes: IdleCausesResult,
+              steps: StepResult, findings: Tuple[Finding, ...], categories: CategoryResult) -> TimelineFile:
+    refs = [(f.id, f.title, f.severity, f.time_at_stake_ns, f.device_id, f.cause) for f in findings]
+    return analyze_timeline(model, window, timeline_span, idle_causes, steps, refs, categories.name_category,
+                            categories.categories)
+
+
 def _warnings(model: TraceModel, kernels: KernelSummary, attribution: AttributionResult, graphs: GraphResult,
               options: Options) -> Tuple[str, ...]:
     return collect_warnings(model, kernels, attribution, graphs, options)
@@ -229,7 +244,8 @@ STEPS: Tuple[Step, ...] = (
     Step("window", _window, ("model", "options"), ("window",)),
     Step("clip to the window", _steady, ("model", "window"), ("steady",), "steady"),
     Step("full-capture busy", _full_times, ("model", "window", "options"), ("full_times",)),
-    Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "full_times", "options"),
+    Step("timeline span", _timeline_span, ("model", "steady", "window", "options"), ("timeline_span",)),
+    Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "full_times", "options", "timeline_span"),
          ("idle_causes", "gpu_time", "step_sync_context", "step_sync_series"), "steady"),
     Step("kernel stats", _kernel_stats, ("model",), ("kernel_stats",)),
     Step("kernels", _kernels, ("model", "kernel_stats"), ("kernels",)),
@@ -269,5 +285,7 @@ STEPS: Tuple[Step, ...] = (
     Step("findings", rank_findings, ("gpu_time", "idle_causes", "kernels", "window", "facts", "step_sync_claims",
                                      "copy_path_claims", "idle_found", "kernel_found", "capture_found"),
          ("findings", "headline")),
+    Step("timeline file", _timeline, ("model", "window", "timeline_span", "idle_causes", "steps", "findings",
+                                      "categories"), ("timeline_file",)),
     Step("warnings", _warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
 )

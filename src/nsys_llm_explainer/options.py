@@ -121,6 +121,12 @@ class Options:
     #: the parsed rules (preset ``auto`` plus the file's rules); the API also takes them here (or a rules file
     #: path) instead of ``categories_file``; None when no rules were given
     categories: Optional[CategoryRules] = option(None, help="", check=v.rules, commands=())
+    #: trace rows the timeline file (timeline.pftrace) may hold (analyses/timeline/span.py); 0: no timeline file
+    timeline_events: int = option(50_000, "--timeline-events", metavar="N", kind="int", check=v.count,
+                                  commands=("main", "demo"),
+                                  help="rows (kernels, copies, API calls, NVTX ranges, ...) timeline.pftrace may hold: "
+                                       "the whole capture, else the steady window, else its start (default "
+                                       "%(default)s; 0: no timeline file)")
     #: how big tables are fetched (:mod:`read.columnar`); the numbers do not depend on it, so report.json
     #: leaves it out
     reader: str = option("auto", "--reader", choices=READERS, check=v.one_of(READERS), in_report=False,

@@ -5,6 +5,7 @@ pandas ``DataFrame``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .analyses.api.cuda_api import CudaApiResult
@@ -28,6 +29,7 @@ from .analyses.steps.metrics import StepResult
 from .analyses.steps.phases import PhaseResult
 from .analyses.steps.sync import StepSyncResult
 from .analyses.threads.waits import WaitsResult
+from .analyses.timeline.content import TimelineFile
 from .analyses.trace.facts import TraceFacts
 from .analyses.trace.info import TraceInfoResult
 from .analyses.trace.window import WindowResult
@@ -80,6 +82,7 @@ class Report:
     findings: Tuple[Finding, ...]
     headline: Headline
     warnings: Tuple[str, ...]
+    timeline_file: TimelineFile            # what timeline.pftrace holds (its rows: not in report.json)
     timings_s: Mapping[str, float] = field(default_factory=dict)   # seconds per analysis step (not a result)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -108,6 +111,17 @@ class Report:
     def steady_model(self, needed_for: str) -> TraceModel:
         """``steady`` (the model clipped to the analysis window), as :meth:`trace_model`."""
         return _required(self.steady, needed_for)
+
+    def write_perfetto(self, path: Any) -> Optional[Path]:
+        """Write the timeline file (``timeline.pftrace``, a Perfetto trace: open it in ui.perfetto.dev or
+        ``trace_processor``) to ``path``: the rows ``timeline_file`` chose (docs/MODEL.md "Timeline file"), the idle
+        pieces, findings' markers, steps and counters (:mod:`render.perfetto`). Returns ``path``, or None when the
+        report was made with ``timeline_events=0``; raises :class:`errors.InputError` for a report loaded from
+        report.json (the trace rows are not in it)."""
+        from .render.perfetto import write_perfetto  # output formatting (docs/DESIGN.md)
+
+        self.trace_model("the timeline file")
+        return write_perfetto(self, Path(path))
 
     def to_frame(self, name: str) -> Any:
         """A pandas ``DataFrame`` of one table of the report: the tables of ``tables/*.csv`` by file name

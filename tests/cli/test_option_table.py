@@ -65,7 +65,8 @@ def test_every_parser_flag_comes_from_the_table() -> None:
         want = {s for o in TABLE if command in o.commands for s in o.flags}
         assert _flags(make()) == want, command
     assert {"--window", "--window-nvtx", "--reader", "--nvtx-coverage-warn-threshold"} <= _flags(_compare_parser())
-    assert _flags(_demo_parser()) == {"-o", "--out", "--force", "--scenario", "--top", "-q", "--quiet"}
+    assert _flags(_demo_parser()) == {"-o", "--out", "--force", "--scenario", "--top", "--timeline-events", "-q",
+                                      "--quiet"}
     tree = ast.parse((ROOT / "src" / "nsys_llm_explainer" / "cli.py").read_text(encoding="utf-8"))
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "add_argument"]
     added = [a.value for n in calls for a in n.args if isinstance(a, ast.Constant)]
@@ -149,7 +150,7 @@ def test_report_json_options_follow_the_table(tmp_path: Path) -> None:
     assert report_options(Options()) == {
         "top": 20, "phase_map": None, "nvtx_coverage_warn_threshold": 0.7, "nvtx_kernel_map": True,
         "include_memcpy_in_busy": False, "categories_file": None, "step_marker": None, "window": None,
-        "window_nvtx": None, "step_range": None, "categories": None}
+        "window_nvtx": None, "step_range": None, "categories": None, "timeline_events": 50_000}
     assert list(report_options(Options())) == [o.name for o in OPTIONS if o.in_report]
     rules = tmp_path / "r.json"
     rules.write_text(json.dumps({"rules": [["slot", "prep"]]}))

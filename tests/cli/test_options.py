@@ -33,11 +33,11 @@ def test_defaults_and_field_names() -> None:
     o = options_from_kwargs()
     assert o == Options()
     assert (o.top, o.phase_map, o.nvtx_coverage_warn_threshold, o.nvtx_kernel_map, o.include_memcpy_in_busy,
-            o.categories_file, o.step_marker, o.window, o.window_nvtx, o.step_range, o.categories, o.reader) == (
-        20, None, 0.7, True, False, None, None, None, None, None, None, "auto")
+            o.categories_file, o.step_marker, o.window, o.window_nvtx, o.step_range, o.categories, o.timeline_events,
+            o.reader) == (20, None, 0.7, True, False, None, None, None, None, None, None, 50_000, "auto")
     assert OPTION_NAMES == ("top", "phase_map", "nvtx_coverage_warn_threshold", "nvtx_kernel_map",
                             "include_memcpy_in_busy", "categories_file", "step_marker", "window", "window_nvtx",
-                            "step_range", "categories", "reader")
+                            "step_range", "categories", "timeline_events", "reader")
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.top = 5  # type: ignore[misc]
 

@@ -270,6 +270,14 @@ def _int_rule(v: Any) -> Optional[bool]:
         return False
 
 
+def _count_rule(v: Any) -> Optional[bool]:
+    """``--timeline-events``: argparse's ``int`` then 0 to 10⁹ (0 turns the file off)."""
+    try:
+        return 0 <= int(v) <= 10 ** 9
+    except ValueError:
+        return False
+
+
 def _fraction_rule(v: Any) -> Optional[bool]:
     try:
         f = float(v)
@@ -289,6 +297,7 @@ def _regex_rule(v: Any) -> Optional[bool]:
 #: option → whether a command-line text is valid (None: the rule depends on the trace, only the form is checked)
 CLI_RULES: Dict[str, Callable[[str], Optional[bool]]] = {
     "top": _int_rule, "nvtx_coverage_warn_threshold": _fraction_rule, "step_marker": _regex_rule,
+    "timeline_events": _count_rule,
     "reader": lambda v: v.lower() in ("auto", "adbc", "sqlite3"),   # the choices, any case (as the API)
     "step_range": lambda v: True,
     "categories_file": lambda v: v == "", "phase_map": lambda v: v == "",
@@ -309,6 +318,8 @@ def api_rule(name: str, v: Any) -> bool:
     path = isinstance(v, (str, os.PathLike))
     if name == "top":
         return _is_int(v) and 1 <= v <= 10 ** 9   # config.values.MAX_COUNT
+    if name == "timeline_events":
+        return _is_int(v) and 0 <= v <= 10 ** 9
     if name == "nvtx_coverage_warn_threshold":
         return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1
     if name in ("nvtx_kernel_map", "include_memcpy_in_busy"):

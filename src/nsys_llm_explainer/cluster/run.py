@@ -90,7 +90,7 @@ def run_files(paths: Sequence[str], labels: Sequence[str], options: Optional[Opt
     n = len(paths)
     jobs = max(1, min(n, jobs if jobs else (os.cpu_count() or 1)))
     dirs = [str(Path(rank_root) / lab) if rank_root else None for lab in labels]
-    args = list(zip(paths, labels, [options] * n, dirs))
+    args = list(zip(paths, labels, [options] * n, dirs, range(n)))
     if scheduler:
         return run_dask(args, jobs, scheduler)
     if jobs == 1:

@@ -181,9 +181,11 @@ def summarize(report: Report, label: str) -> FileSummary:
 
 
 def analyze_file(path: str, label: str, options: Optional[Options] = None,
-                 rank_dir: Optional[str] = None) -> FileSummary:
+                 rank_dir: Optional[str] = None, rank_index: int = 0) -> FileSummary:
     """Worker entry point: analyse ``path``; with ``rank_dir``, also write its single-file report there (its
-    report.html loads the plotly.js the cluster writer puts once beside the rank folders: :data:`RANK_PLOTLY`)."""
+    report.html loads the plotly.js the cluster writer puts once beside the rank folders: :data:`RANK_PLOTLY`) and
+    its timeline file as rank ``rank_index`` of the cluster (its own process; the cluster's timeline.pftrace
+    concatenates them on the aligned clock: :func:`render.perfetto.concat_ranks`)."""
     from ..pipeline import analyze_any
 
     report = analyze_any(path, options)
@@ -193,4 +195,7 @@ def analyze_file(path: str, label: str, options: Optional[Options] = None,
         out = Path(rank_dir)
         out.mkdir(parents=True, exist_ok=True)
         render_all(report, out, plotly_src="../../" + RANK_PLOTLY)
+        from ..render.perfetto import FILE_NAME, write_perfetto
+
+        write_perfetto(report, out / FILE_NAME, rank=(rank_index, label))
     return summarize(report, label)

@@ -64,7 +64,7 @@ WORKER_CHECK_S = 1.0
 #: files named in a message before "and N more"
 NAMED = 8
 
-Args = Tuple[str, str, Any, Optional[str]]   # analyze_file's (path, label, options, rank_dir)
+Args = Tuple[str, str, Any, Optional[str], int]   # analyze_file's (path, label, options, rank_dir, rank_index)
 
 
 def files_text(paths: Sequence[str]) -> str:

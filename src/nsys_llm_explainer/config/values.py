@@ -52,6 +52,17 @@ def positive_int(v: Any, name: str) -> int:
     return int(v)
 
 
+def count(v: Any, name: str) -> int:
+    """An integer from 0 to :data:`MAX_COUNT` (``timeline_events``: 0 turns the output off)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise OptionError(name, f"must be an integer, got {shown(v)}")
+    if v < 0:
+        raise OptionError(name, f"must be at least 0 (got {shown(v)})")
+    if int(v) > MAX_COUNT:
+        raise OptionError(name, f"must be at most {MAX_COUNT:,} (got {shown(v)})")
+    return int(v)
+
+
 def workers(v: Any, name: str) -> Optional[int]:
     """A number of workers ≥ 1, or None (the default: min(files, CPUs))."""
     if v is None:

@@ -23,10 +23,10 @@ NAME_MAX = 255
 MANIFEST_MAX_BYTES = 16 << 20
 #: top-level files each kind writes (``tables/…`` and ``ranks/…`` are listed per run in the manifest)
 KIND_FILES: Dict[str, Tuple[str, ...]] = {
-    "report": ("report.md", "report.json", "report.html"),
-    "demo": ("report.md", "report.json", "report.html", "demo_trace.sqlite"),
+    "report": ("report.md", "report.json", "report.html", "timeline.pftrace"),
+    "demo": ("report.md", "report.json", "report.html", "timeline.pftrace", "demo_trace.sqlite"),
     "compare": ("compare.md", "compare.json", "compare.html"),
-    "cluster": ("cluster.md", "cluster.json", "cluster.html"),
+    "cluster": ("cluster.md", "cluster.json", "cluster.html", "timeline.pftrace"),
 }
 #: directories each kind writes into (checked: a link or a file there is refused, even with ``force``)
 KIND_DIRS: Dict[str, Tuple[str, ...]] = {"report": ("tables",), "demo": ("tables",), "compare": ("tables",),

@@ -27,7 +27,7 @@ from ..nvtx.tree import NvtxTree
 from .bins import DeviceBins, device_bins
 from .pieces import Cover, DeviceGaps, gap_codes, host_pieces, index_runs, thread_pieces, touching
 from .range_names import normalize_range_name
-from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult
+from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult, IdlePieces
 
 K = KIND_CODE
 MAX_EXAMPLES = 3
@@ -215,7 +215,31 @@ def _groups(values: np.ndarray, candidates: np.ndarray) -> List[Tuple[int, np.nd
     return [(int(values[seg[0]]), seg) for seg in np.split(order, cut)] if v.shape[0] else []
 
 
-def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
+def span_slices(ctx: HostContext, gap: np.ndarray, kind: np.ndarray, det: np.ndarray, t0: np.ndarray, ln: np.ndarray,
+                span: Tuple[int, int]) -> IdlePieces:
+    """The pieces ``[t0, t0 + ln)`` (gap order, time order inside a gap) that intersect ``span``, clipped to it, with
+    touching pieces of one cause in one gap merged: per (kind, detail), Σ (end − start) is the ns the cause holds
+    inside ``span`` (all of its ns when ``span`` holds the window)."""
+    s0, s1 = span
+    keep = np.nonzero((t0 < s1) & (t0 + ln > s0))[0]
+    a = np.maximum(t0[keep], s0)
+    b = np.minimum(t0[keep] + ln[keep], s1)
+    g, k, d = gap[keep], kind[keep], det[keep]
+    order = np.lexsort((a, g))
+    a, b, g, k, d = (x[order] for x in (a, b, g, k, d))
+    if a.shape[0] > 1:
+        new = np.empty(a.shape[0], bool)
+        new[0] = True
+        new[1:] = (g[1:] != g[:-1]) | (k[1:] != k[:-1]) | (d[1:] != d[:-1]) | (a[1:] != b[:-1])
+        first = np.nonzero(new)[0]
+        last = np.append(first[1:], a.shape[0]) - 1
+        a, b, k, d = a[first], b[last], k[first], d[first]
+    return IdlePieces(a.astype(np.int64), b.astype(np.int64), k.astype(np.int8), d.astype(np.int64),
+                      np.full(a.shape[0], -1, np.int64), tuple(ctx.details))
+
+
+def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tuple[int, int]] = None
+            ) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
     api = ctx.model.api
     gp = tl.gaps()
     gs, ge = gp.start, gp.end
@@ -260,9 +284,10 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCa
         order = np.argsort(gap, kind="stable")
         gap, kind, det, ln, t0 = (a[order] for a in (gap, kind, det, ln, t0))
     bins = device_bins(tl, t0, ln, kind, n_bins) if n_bins > 0 else None
+    slices = span_slices(ctx, gap, kind, det, t0, ln, span) if span is not None else None
     pieces = [gap, kind, det, ln]
     del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
-    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host), bins
+    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host, slices=slices), bins
 
 
 def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray]
@@ -358,15 +383,16 @@ def _totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
 def analyze_idle_causes(full: TraceModel, model: TraceModel,
                         timelines: Union[Mapping[int, DeviceTimeline], Iterable[DeviceTimeline]],
                         tree: Optional[NvtxTree], n_bins: int = 0,
-                        on_device: Optional[Callable[[DeviceTimeline, DeviceCauses], None]] = None
-                        ) -> IdleCausesResult:
+                        on_device: Optional[Callable[[DeviceTimeline, DeviceCauses], None]] = None,
+                        span: Optional[Tuple[int, int]] = None) -> IdleCausesResult:
     """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g.
     clipped to the steady window; ``full``: the whole capture, for first-launch detection). With
     ``n_bins`` > 0 the result also holds the binned timeline of each device (:mod:`timeline_bins`).
 
     ``timelines``: device → timeline, or the timelines in device-id order (e.g. :func:`model.timeline.iter_timelines`,
     so that only one device's rows are alive at a time); ``on_device`` sees each timeline with its causes before
-    the next one is built."""
+    the next one is built; ``span``: each device also keeps its idle pieces inside ``[span[0], span[1])``
+    (:attr:`DeviceCauses.slices`, for the timeline file)."""
     seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
     ctx: Optional[HostContext] = None
     done = []
@@ -375,7 +401,7 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
             kinds, base_names, base_idx = api_kinds(full, model)
             ctx = HostContext(model, kinds, base_idx, [""], {"": 0}, tree,
                        full.nvtx.names if full.nvtx is not None else [], base_names)
-        dc, b = _device(ctx, tl, n_bins)
+        dc, b = _device(ctx, tl, n_bins, span)
         if on_device is not None:
             on_device(tl, dc)
         done.append((dc, b))

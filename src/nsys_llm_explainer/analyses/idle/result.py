@@ -80,6 +80,9 @@ class DeviceCauses:
     gap_cause_code: np.ndarray               # per gap (time order): code of the cause with the most ns, -1 none
     cause_of_code: Dict[int, Tuple[str, str]]
     pieces: Optional[IdlePieces] = field(default=None, metadata=NOT_IN_JSON)   # host-side pieces (not serialised)
+    #: every idle piece inside the timeline file's span (:mod:`analyses.timeline`), runs of one cause in one gap
+    #: merged, clipped to the span, in time order (``gtid`` -1); None when no span was asked for (not serialised)
+    slices: Optional[IdlePieces] = field(default=None, metadata=NOT_IN_JSON)
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "device causes") -> DeviceCauses:

@@ -25,6 +25,7 @@ from ..document import (
 )
 from ..escape import shorten
 from .ctx import View
+from .timeline_file import timeline_note
 
 if TYPE_CHECKING:
     from ...analyses.trace.info import TraceInfoResult
@@ -65,8 +66,8 @@ def sec_trace(v: View) -> SectionResult:
             for p in procs[:8]], "; "), more, "."))
     rc = t.row_counts
     if rc:
-        items.append(("Rows: " + ", ".join(f"{fmt_int(rc[k])} {label}" for k, label in ROW_COUNT_LABELS
-                                           if k in rc) + ".",))
+        items.append(inline("Rows: " + ", ".join(f"{fmt_int(rc[k])} {label}" for k, label in ROW_COUNT_LABELS
+                                                 if k in rc) + ".", timeline_note(v)))
     mode = t.cuda_graph_trace_mode
     settings: List[Inline] = [inline(Code(k), "=", Code(x)) for k, x in cap.items() if k != "EXPORT_TIME_UTC"]
     if mode:

@@ -1,0 +1,232 @@
+"""What goes into the timeline file (docs/MODEL.md "Timeline file"): the rows of each table inside the span
+(:mod:`.span`), the launch call of each kept kernel and copy (the flows), each device's idle pieces inside the span
+(the idle-cause attribution's own pieces: :attr:`analyses.idle.result.DeviceCauses.slices`), the findings' markers
+at their example gaps, the steps inside the span, and per device and timeline bin the busy share and the copy
+bandwidth. Pure and vectorized; the encoder (:mod:`render.perfetto`) only writes these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...jsonable import NOT_IN_JSON, FieldsJson
+from ...model.trace import GpuOps, TraceModel
+from ..idle.gpu_time import MEMCPY_KIND_LABEL
+from ..idle.result import IdleCausesResult, IdlePieces
+from ..memory.memcpy import MEM_KIND_LABEL
+from ..steps.metrics import StepResult
+from ..trace.window import WindowResult
+from .span import TimelineSpan
+
+#: a finding as the timeline needs it: (id, title, severity, time at stake ns, device id or None, (kind, detail) or
+#: None) — plain values, so that this analysis does not import the findings
+FindingRef = Tuple[str, str, str, int, Optional[int], Optional[Tuple[str, str]]]
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A finding's marker: ``[start_ns, end_ns)`` is its example gap (the largest gap holding its idle cause on its
+    device), or the steady window on ``device_id`` -1 for a finding about no single gap."""
+
+    finding_id: str
+    title: str
+    severity: str
+    time_at_stake_ns: int
+    device_id: int
+    start_ns: int
+    end_ns: int
+    cause: str            # "kind: detail" / "kind" of the gap's cause, "" for a finding about no gap
+    gap_ns: int           # ns of the gap charged to that cause (0 without a gap)
+
+
+@dataclass(frozen=True)
+class DeviceCounters:
+    """Per timeline bin of one device (the bins of report.json ``timeline``): ``busy_pct`` = busy ns / bin width ×
+    100, ``copy_gbps`` = memcpy bytes moved inside the bin / bin width (bytes per ns = GB/s; each copy's bytes
+    spread evenly over its duration, a zero-length copy counted at its start)."""
+
+    device_id: int
+    edges_ns: np.ndarray
+    busy_pct: np.ndarray
+    copy_gbps: np.ndarray
+
+
+@dataclass(frozen=True)
+class TimelineRows:
+    """Rows of the model (the whole capture) inside the span, per table (indices, in the table's order), the launch
+    call of each kept kernel / memcpy / memset (API row, -1 when unknown or outside the span), idle slices per
+    device, markers, counters and the step rows (of :class:`analyses.steps.metrics.StepArrays`) inside the span."""
+
+    kernels: np.ndarray
+    memcpy: np.ndarray
+    memset: np.ndarray
+    graph_trace: np.ndarray
+    api: np.ndarray
+    nvtx: np.ndarray
+    osrt: np.ndarray
+    samples: np.ndarray
+    kernel_launch: np.ndarray
+    memcpy_launch: np.ndarray
+    memset_launch: np.ndarray
+    idle: Tuple[Tuple[int, IdlePieces], ...]
+    markers: Tuple[Marker, ...]
+    counters: Tuple[DeviceCounters, ...]
+    steps: np.ndarray
+    kernel_category: Tuple[str, ...] = ()     # category of each kernel name ("" unknown)
+    copy_kinds: Mapping[int, str] = field(default_factory=dict)   # copyKind → direction (ENUM_CUDA_MEMCPY_OPER)
+    mem_kinds: Mapping[int, str] = field(default_factory=dict)    # srcKind / dstKind / memKind → memory kind
+
+
+@dataclass(frozen=True)
+class TimelineFile(FieldsJson):
+    """report.json ``timeline_file``: the span of ``timeline.pftrace`` (:class:`.span.TimelineSpan`); the rows it
+    shows are a helper, not serialised (a report loaded from report.json cannot write the file)."""
+
+    span: TimelineSpan
+    rows: Optional[TimelineRows] = field(default=None, metadata=NOT_IN_JSON)
+
+
+_E = np.empty(0, np.int64)
+
+
+def in_span(start: np.ndarray, end: np.ndarray, s0: int, s1: int, whole: bool) -> np.ndarray:
+    """Rows (sorted by start) that intersect ``[s0, s1)`` (:mod:`model.clip`'s rule); all rows when ``whole``."""
+    if whole:
+        return np.arange(start.shape[0], dtype=np.int64)
+    n = int(np.searchsorted(start, s1, side="left"))
+    st, e = start[:n], np.maximum(end[:n], start[:n])
+    return np.nonzero((e > s0) | ((e == st) & (st >= s0)))[0].astype(np.int64)
+
+
+def _ops(o: Optional[GpuOps], s0: int, s1: int, whole: bool) -> np.ndarray:
+    return _E if o is None or len(o) == 0 else in_span(o["start"], o["end"], s0, s1, whole)
+
+
+def _launch(li: Optional[np.ndarray], rows: np.ndarray, api_rows: np.ndarray) -> np.ndarray:
+    """API row of each kept row's launch call, -1 when unknown or not kept."""
+    if li is None or li.shape[0] == 0 or rows.shape[0] == 0:
+        return np.full(rows.shape[0], -1, np.int64)
+    call = np.asarray(li, np.int64)[rows]
+    pos = np.minimum(np.searchsorted(api_rows, call), max(api_rows.shape[0] - 1, 0))
+    ok = (call >= 0) & (api_rows.shape[0] > 0)
+    if api_rows.shape[0]:
+        ok &= api_rows[pos] == call
+    return np.where(ok, call, -1)
+
+
+def cause_name(kind: str, detail: str) -> str:
+    """How the timeline names an idle cause: ``kind: detail``, or the kind alone when the detail is empty."""
+    return f"{kind}: {detail}" if detail else kind
+
+
+def _markers(findings: Sequence[FindingRef], causes: IdleCausesResult, w0: int, w1: int) -> Tuple[Marker, ...]:
+    out = []
+    for fid, title, sev, stake, dev, cause in findings:
+        best = None   # (ns, device, example, cause)
+        if cause is not None and causes.available:
+            kind, detail = cause
+            for d in causes.devices:
+                if dev is not None and d.device_id != dev:
+                    continue
+                exact = [c for c in d.causes if c.kind == kind and c.detail == detail]
+                for c in exact or [c for c in d.causes if c.kind == kind]:
+                    for e in c.examples[:1]:
+                        if best is None or e.ns > best[0]:
+                            best = (e.ns, d.device_id, e, c)
+        if best is None:
+            out.append(Marker(fid, title, sev, int(stake), -1 if dev is None else int(dev), w0, w1, "", 0))
+        else:
+            _, d_id, e, c = best
+            out.append(Marker(fid, title, sev, int(stake), int(d_id), int(e.start_ns), int(e.end_ns),
+                              cause_name(c.kind, c.detail), int(e.ns)))
+    return tuple(out)
+
+
+def spread_per_bin(start: np.ndarray, end: np.ndarray, amount: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Σ of ``amount`` inside each bin ``[edges[i], edges[i+1])``, each row's amount spread evenly over
+    ``[start, end)`` (a zero-length row counted in the bin of its start): the integral of a piecewise-constant
+    rate, exact up to float rounding, O(rows · log rows)."""
+    nb = edges.shape[0] - 1
+    out = np.zeros(max(nb, 0), np.float64)
+    if nb <= 0 or start.shape[0] == 0:
+        return out
+    amount = amount.astype(np.float64)
+    dur = (end - start).astype(np.int64)
+    point = dur <= 0
+    if point.any():
+        cell = np.searchsorted(edges, start[point], side="right") - 1
+        ok = (cell >= 0) & (cell < nb)
+        np.add.at(out, cell[ok], amount[point][ok])
+    s, e, a = start[~point], end[~point], amount[~point]
+    if s.shape[0]:
+        rate = a / (e - s)
+        t = np.concatenate((s, e)).astype(np.int64)
+        dr = np.concatenate((rate, -rate))
+        order = np.argsort(t, kind="stable")
+        t, dr = t[order], dr[order]
+        r_after = np.cumsum(dr)
+        cum = np.concatenate(([0.0], np.cumsum(r_after[:-1] * np.diff(t).astype(np.float64))))
+        k = np.searchsorted(t, edges, side="right") - 1
+        kk = np.maximum(k, 0)
+        at = np.where(k >= 0, cum[kk] + r_after[kk] * (edges - t[kk]).astype(np.float64), 0.0)
+        out += np.diff(at)
+    return out
+
+
+def _counters(model: TraceModel, causes: IdleCausesResult) -> Tuple[DeviceCounters, ...]:
+    mc = model.memcpy
+    out = []
+    for b in causes.bins:
+        edges = np.asarray(b.edges_ns, np.int64)
+        width = np.diff(edges).astype(np.float64)
+        width[width <= 0] = 1.0
+        busy = np.asarray(b.busy_ns, np.float64) / width * 100.0
+        gbps = np.zeros(busy.shape[0], np.float64)
+        if mc is not None and len(mc) and "device" in mc.cols and "bytes" in mc.cols:
+            on = np.nonzero(np.asarray(mc["device"]) == b.device_id)[0]
+            if on.shape[0]:
+                by = np.maximum(np.asarray(mc["bytes"], np.int64)[on], 0)
+                gbps = spread_per_bin(mc["start"][on], mc["end"][on], by, edges) / width
+        out.append(DeviceCounters(b.device_id, edges, busy, gbps))
+    return tuple(out)
+
+
+def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan, causes: IdleCausesResult,
+                     steps: StepResult, findings: Sequence[FindingRef], name_category: Optional[np.ndarray] = None,
+                     categories: Sequence[str] = ()) -> TimelineFile:
+    """The timeline file's content (module docstring); no rows when the file is not written."""
+    if not span.written:
+        return TimelineFile(span)
+    s0, s1, whole = span.start_ns, span.end_ns, span.kept == "capture"
+    k, api, nv = model.kernels, model.api, model.nvtx
+    rows: Dict[str, np.ndarray] = {
+        "kernels": _E if k is None or len(k) == 0 else in_span(k.start, k.end, s0, s1, whole),
+        "api": _E if api is None or len(api) == 0 else in_span(api.start, api.end, s0, s1, whole),
+        "nvtx": _E if nv is None or len(nv) == 0 else in_span(nv.start, nv.end, s0, s1, whole),
+        "memcpy": _ops(model.memcpy, s0, s1, whole), "memset": _ops(model.memset, s0, s1, whole),
+        "graph_trace": _ops(model.graph_trace, s0, s1, whole), "osrt": _ops(model.osrt, s0, s1, whole),
+    }
+    smp = model.samples
+    rows["samples"] = _E if smp is None or len(smp) == 0 else in_span(smp.start, smp.start, s0, s1, whole)
+    a = rows["api"]
+    idle = tuple((d.device_id, d.slices) for d in causes.devices if d.slices is not None) if causes.available else ()
+    st = steps.arrays if steps.available else None
+    step_rows = _E if st is None or len(st) == 0 else \
+        np.nonzero((st.start < s1) & (st.end > s0))[0].astype(np.int64)
+    cat: Tuple[str, ...] = ()
+    if name_category is not None and len(categories):
+        cat = tuple(categories[int(i)] if 0 <= int(i) < len(categories) else "" for i in name_category.tolist())
+    tr = TimelineRows(
+        kernels=rows["kernels"], memcpy=rows["memcpy"], memset=rows["memset"], graph_trace=rows["graph_trace"],
+        api=a, nvtx=rows["nvtx"], osrt=rows["osrt"], samples=rows["samples"],
+        kernel_launch=_launch(k.launch_idx if k is not None else None, rows["kernels"], a),
+        memcpy_launch=_launch(model.memcpy["launch_idx"] if model.memcpy is not None and "launch_idx" in
+                              model.memcpy.cols else None, rows["memcpy"], a),
+        memset_launch=_launch(model.memset["launch_idx"] if model.memset is not None and "launch_idx" in
+                              model.memset.cols else None, rows["memset"], a),
+        idle=idle, markers=_markers(findings, causes, int(window.start_ns), int(window.end_ns)),
+        counters=_counters(model, causes), steps=step_rows, kernel_category=cat,
+        copy_kinds=dict(MEMCPY_KIND_LABEL), mem_kinds=dict(MEM_KIND_LABEL))
+    return TimelineFile(span, tr)

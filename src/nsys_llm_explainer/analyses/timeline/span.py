@@ -1,0 +1,98 @@
+"""The span of the timeline file (docs/MODEL.md "Timeline file"): the rows a file may hold are bounded by
+``--timeline-events N`` (:class:`options.Options` ``timeline_events``; 0: no file).
+
+*Rows* are the trace's own events: kernels, memcpy, memset and whole-graph rows, CUDA API calls, NVTX ranges,
+OS-runtime calls and CPU samples; a row is in a span ``[a, b)`` when it intersects it (the rule of
+:mod:`model.clip`). The span is, in this order, the first that holds at most N rows:
+
+* ``capture`` — the whole capture;
+* ``steady`` — the steady (analysis) window, kept whole;
+* ``steady_start`` — the start of the steady window ``[window start, t)``, ``t`` the latest time at which the rows
+  starting before it are still at most N (rows are never cut in the middle of the window's own rows).
+
+What the file derives from the kept rows (idle pieces, flows, step and window marks, findings' markers,
+per-bin counters) comes in addition; those are bounded by the rows (a few per gap) or small (500 bins per device).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Tuple
+
+import numpy as np
+
+from ...jsonable import FieldsJson
+from ...model.trace import TraceModel
+from ..trace.window import WindowResult
+
+KEPT = ("capture", "steady", "steady_start", "none")
+
+
+@dataclass(frozen=True)
+class TimelineSpan(FieldsJson):
+    """What ``timeline.pftrace`` holds: ``[start_ns, end_ns)`` (``kept`` says which span, :data:`KEPT`), the row
+    counts of the capture, of the steady window and of the file, and ``left_out``: what the file lacks, in words
+    ("" when it holds the whole capture)."""
+
+    written: bool          # False: --timeline-events 0 (no file written)
+    limit_rows: int        # --timeline-events
+    kept: str              # capture | steady | steady_start | none
+    start_ns: int
+    end_ns: int
+    capture_rows: int
+    steady_rows: int
+    kept_rows: int
+    left_out: str
+
+
+def row_starts(model: TraceModel) -> List[Tuple[str, np.ndarray, np.ndarray]]:
+    """(table, start, end) of every table of rows the timeline shows, each sorted by start (model/build.py)."""
+    out: List[Tuple[str, np.ndarray, np.ndarray]] = []
+    for name, t in (("kernels", model.kernels), ("cuda_api", model.api), ("nvtx", model.nvtx)):
+        if t is not None and len(t):
+            out.append((name, t.start, t.end))
+    for name, o in (("memcpy", model.memcpy), ("memset", model.memset), ("graph_trace", model.graph_trace),
+                    ("osrt", model.osrt)):
+        if o is not None and len(o):
+            out.append((name, o["start"], o["end"]))
+    s = model.samples
+    if s is not None and len(s):
+        out.append(("cpu_samples", s.start, s.start))
+    return out
+
+
+def _rows(model: TraceModel) -> int:
+    return sum(int(s.shape[0]) for _, s, _ in row_starts(model))
+
+
+def _rows_before(tables: List[Tuple[str, np.ndarray, np.ndarray]], t: int) -> int:
+    return sum(int(np.searchsorted(s, t, side="left")) for _, s, _ in tables)
+
+
+def plan_span(model: TraceModel, steady: TraceModel, window: WindowResult, limit: int) -> TimelineSpan:
+    """The span of the timeline file under ``limit`` rows (module docstring)."""
+    capture, inside = _rows(model), _rows(steady)
+    w0, w1 = int(window.start_ns), int(window.end_ns)
+    if limit <= 0:
+        return TimelineSpan(False, limit, "none", w0, w0, capture, inside, 0,
+                            "no timeline file: --timeline-events 0")
+    if capture <= limit:
+        return TimelineSpan(True, limit, "capture", int(window.full_start_ns), int(window.full_end_ns), capture,
+                            inside, capture, "")
+    outside = (f"the {capture - inside:,} rows outside the steady window (warm-up and tail) are left out "
+               f"(the capture has {capture:,} rows, over --timeline-events {limit:,})")
+    if inside <= limit:
+        return TimelineSpan(True, limit, "steady", w0, w1, capture, inside, inside, outside)
+    tables = row_starts(steady)   # clipped to the window: every start is in [w0, w1)
+    lo, hi = w0, w1               # invariant: rows before lo ≤ limit < rows before hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _rows_before(tables, mid) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    kept = _rows_before(tables, lo)
+    rest = f"; {outside.split(' (')[0]}" if capture > inside else ""
+    return TimelineSpan(True, limit, "steady_start", w0, lo, capture, inside, kept,
+                        f"only the first {lo - w0:,} ns of the {w1 - w0:,} ns steady window are kept ({kept:,} of its "
+                        f"{inside:,} rows, --timeline-events {limit:,}){rest}")

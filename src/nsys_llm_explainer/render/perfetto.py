@@ -1,0 +1,539 @@
+"""``timeline.pftrace``: the report's reading written as a Perfetto trace (protobuf ``Trace`` packets, Perfetto's own
+``perfetto`` package: its ``perfetto_trace_pb2`` protos), for ui.perfetto.dev or ``trace_processor``.
+
+Formatting only: every row, idle piece, marker and counter comes from the typed report (``Report.model`` rows chosen
+by ``Report.timeline_file``, :mod:`analyses.timeline`); this module lays them out as tracks (docs/DESIGN.md
+"Timeline file"):
+
+* per GPU ``GPU <id> (<name>)``: one track per stream with its kernels (args: correlation id, category, CUDA-graph
+  node), ``memcpy stream N`` / ``memset stream N`` (kind, bytes, memory kinds), whole-graph executions, ``idle
+  causes`` (slices named ``kind: detail``, exactly the attribution's pieces), ``steps``, ``findings`` (each finding
+  over its example gap), and the counters ``busy %`` and ``copy GB/s`` per timeline bin;
+* per process and thread, named as in the report: CUDA API calls on the thread's track (a flow from each launch
+  call to its kernel or copy), child tracks ``NVTX`` (nested as recorded; overlapping ranges on further lanes),
+  ``OS runtime`` and ``CPU samples``;
+* ``analysis``: the steady window, findings about no single gap, and what the file leaves out.
+
+Names are interned (``InternedData``) and packets are written in chunks (streamed). A cluster file concatenates
+the ranks' files, each rank a process (``rank`` mode) whose timestamps are moved to the aligned clock
+(:func:`concat_ranks`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..vocabulary.cause_kinds import KINDS
+
+#: a :class:`report.Report` (render never imports the report: it reads the typed fields it is given)
+Report = Any
+
+FILE_NAME = "timeline.pftrace"
+CHUNK = 20_000                 # packets serialized per write
+_CLEARED = 1                   # TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+_NEEDS = 2                     # TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+
+
+def _pb() -> Any:
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2  # type: ignore[import-untyped]
+
+    return perfetto_trace_pb2
+
+
+def text(s: object) -> str:
+    """A name as a protobuf string: valid UTF-8 (a lone surrogate, which no encoder accepts, becomes U+FFFD)."""
+    t = str(s)
+    try:
+        t.encode("utf-8")
+        return t
+    except UnicodeEncodeError:
+        return t.encode("utf-8", "replace").decode("utf-8")
+
+
+class Encoder:
+    """Packets of one sequence, written to ``out`` in chunks; slice / instant / counter helpers with interned
+    names and argument names."""
+
+    def __init__(self, out: IO[bytes], seq: int, uuid_base: int) -> None:
+        self.pb = _pb()
+        self.te = self.pb.TrackEvent
+        self.out, self.seq, self.next_uuid = out, seq, uuid_base + 1
+        self.trace = self.pb.Trace()
+        self.names: Dict[str, int] = {}
+        self.arg_names: Dict[str, int] = {}
+        self.packets = 0
+        p = self._packet()
+        p.sequence_flags = _CLEARED   # the sequence's interned names start here
+
+    def _packet(self) -> Any:
+        p = self.trace.packet.add()
+        p.trusted_packet_sequence_id = self.seq
+        self.packets += 1
+        if len(self.trace.packet) >= CHUNK:
+            self.flush()
+            p = self.trace.packet.add()
+            p.trusted_packet_sequence_id = self.seq
+        return p
+
+    def flush(self) -> None:
+        if len(self.trace.packet):
+            self.out.write(self.trace.SerializeToString())
+            self.trace = self.pb.Trace()
+
+    def uuid(self) -> int:
+        self.next_uuid += 1
+        return self.next_uuid
+
+    # ---------------------------------------------------------------- tracks
+    def track(self, name: str, parent: Optional[int] = None, counter_unit: Optional[str] = None,
+              sibling_order: bool = False) -> int:
+        u = self.uuid()
+        p = self._packet()
+        d = p.track_descriptor
+        d.uuid = u
+        d.name = text(name)
+        if parent is not None:
+            d.parent_uuid = parent
+        if counter_unit is not None:
+            d.counter.unit_name = counter_unit
+        if sibling_order:
+            d.child_ordering = d.EXPLICIT
+        return u
+
+    def process(self, pid: int, name: str, parent: Optional[int] = None) -> int:
+        u = self.uuid()
+        d = self._packet().track_descriptor
+        d.uuid = u
+        d.process.pid = int(pid)
+        d.process.process_name = text(name)
+        if parent is not None:
+            d.parent_uuid = parent
+        return u
+
+    def thread(self, pid: int, tid: int, name: str) -> int:
+        u = self.uuid()
+        d = self._packet().track_descriptor
+        d.uuid = u
+        d.thread.pid = int(pid)
+        d.thread.tid = int(tid)
+        d.thread.thread_name = text(name)
+        return u
+
+    # ---------------------------------------------------------------- events
+    def _event(self, ts: int, track: int, kind: int) -> Tuple[Any, Any]:
+        p = self._packet()
+        p.timestamp = ts
+        e = p.track_event
+        e.type = kind
+        e.track_uuid = track
+        return p, e
+
+    def _name(self, p: Any, e: Any, name: str) -> None:
+        iid = self.names.get(name)
+        if iid is None:
+            iid = self.names[name] = len(self.names) + 1
+            p.interned_data.event_names.add(iid=iid, name=text(name))
+        p.sequence_flags = _NEEDS
+        e.name_iid = iid
+
+    def _args(self, p: Any, e: Any, args: Iterable[Tuple[str, object]]) -> None:
+        for k, v in args:
+            iid = self.arg_names.get(k)
+            if iid is None:
+                iid = self.arg_names[k] = len(self.arg_names) + 1
+                p.interned_data.debug_annotation_names.add(iid=iid, name=k)
+            a = e.debug_annotations.add(name_iid=iid)
+            if isinstance(v, bool):
+                a.bool_value = v
+            elif isinstance(v, (int, np.integer)):
+                a.int_value = int(v)
+            elif isinstance(v, float):
+                a.double_value = v
+            else:
+                a.string_value = text(v)
+
+    def begin(self, ts: int, track: int, name: str, args: Sequence[Tuple[str, object]] = (),
+              flow: int = 0, end_flow: int = 0) -> None:
+        p, e = self._event(ts, track, 1)           # TYPE_SLICE_BEGIN
+        self._name(p, e, name)
+        if args:
+            self._args(p, e, args)
+        if flow:
+            e.flow_ids.append(flow)
+        if end_flow:
+            e.terminating_flow_ids.append(end_flow)
+
+    def end(self, ts: int, track: int) -> None:
+        self._event(ts, track, 2)                  # TYPE_SLICE_END
+
+    def slice(self, t0: int, t1: int, track: int, name: str, args: Sequence[Tuple[str, object]] = (),
+              flow: int = 0, end_flow: int = 0) -> None:
+        self.begin(t0, track, name, args, flow, end_flow)
+        self.end(max(t1, t0), track)
+
+    def instant(self, ts: int, track: int, name: str, args: Sequence[Tuple[str, object]] = ()) -> None:
+        p, e = self._event(ts, track, 3)           # TYPE_INSTANT
+        self._name(p, e, name)
+        if args:
+            self._args(p, e, args)
+
+    def counter(self, ts: int, track: int, value: float) -> None:
+        _, e = self._event(ts, track, 4)           # TYPE_COUNTER
+        e.double_counter_value = float(value)
+
+
+def lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Lane of each slice (rows in start order) such that the slices of one lane nest or follow each other (a
+    track's begin/end events pair up as a stack): all 0 when no slice overlaps the next (checked at once), else
+    first fit over the lanes' open-slice stacks."""
+    n = start.shape[0]
+    out = np.zeros(n, np.int64)
+    if n < 2 or bool((start[1:] >= np.maximum.accumulate(end)[:-1]).all()):
+        return out
+    stacks: List[List[int]] = []
+    for i, (s, e) in enumerate(zip(start.tolist(), end.tolist())):
+        e = max(e, s)
+        for j, st in enumerate(stacks):
+            while st and st[-1] <= s:
+                st.pop()
+            if not st or e <= st[-1]:
+                st.append(e)
+                out[i] = j
+                break
+        else:
+            stacks.append([e])
+            out[i] = len(stacks) - 1
+    return out
+
+
+def _order_by_start(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    return np.lexsort((-end, start))
+
+
+class _Layout:
+    """Writes one report's tracks and events (module docstring)."""
+
+    def __init__(self, enc: Encoder, report: Report, rank: Optional[Tuple[int, str]]) -> None:
+        self.enc, self.r = enc, report
+        self.model = report.trace_model("the timeline file")
+        tf = report.timeline_file
+        if tf.rows is None:
+            raise ValueError("the report holds no timeline rows (timeline_events 0)")
+        self.rows = tf.rows
+        self.span = tf.span
+        self.flow_base = (rank[0] + 1) << 40 if rank is not None else 1 << 40
+        self.root: Optional[int] = None
+        if rank is not None:
+            self.root = enc.process(rank[0] + 1, f"rank {rank[1]}")
+        self.rank = rank
+        self.gpu_root: Dict[int, int] = {}
+        self.gpu_tracks: Dict[Tuple[int, str], int] = {}
+        self.procs: Dict[int, int] = {}
+        self.threads: Dict[int, int] = {}
+        self.thread_tracks: Dict[Tuple[int, str], int] = {}
+        self.analysis = enc.track("analysis", self.root)
+
+    # ---------------------------------------------------------------- tracks
+    def gpu(self, dev: int) -> int:
+        u = self.gpu_root.get(dev)
+        if u is None:
+            names = {int(g.get("id", -1)): str(g.get("name", "")) for g in self.r.trace.gpus if isinstance(g, dict)}
+            label = f"GPU {dev}" + (f" ({names[dev]})" if names.get(dev) else "")
+            u = self.gpu_root[dev] = self.enc.track(label, self.root)
+        return u
+
+    def gpu_track(self, dev: int, name: str, unit: Optional[str] = None) -> int:
+        key = (dev, name)
+        u = self.gpu_tracks.get(key)
+        if u is None:
+            u = self.gpu_tracks[key] = self.enc.track(name, self.gpu(dev), unit)
+        return u
+
+    def process(self, pid: int) -> int:
+        u = self.procs.get(pid)
+        if u is None:
+            names = {int(p.get("pid", -1)): str(p.get("name", "")) for p in self.r.trace.processes
+                     if isinstance(p, dict)}
+            name = names.get(pid) or "process"
+            if self.rank is None:
+                u = self.enc.process(pid, name)
+            else:
+                u = self.enc.track(f"{name} (pid {pid})", self.root)
+            self.procs[pid] = u
+        return u
+
+    def thread(self, gtid: int) -> int:
+        u = self.threads.get(gtid)
+        if u is None:
+            pid, tid = (gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF
+            label = self.model.thread_label(gtid) or f"tid {tid}"
+            if self.rank is None:
+                self.process(pid)
+                u = self.enc.thread(pid, tid, label)
+            else:
+                u = self.enc.track(label if f"tid {tid}" in label else f"{label} (tid {tid})", self.process(pid))
+            self.threads[gtid] = u
+        return u
+
+    def thread_track(self, gtid: int, name: str) -> int:
+        key = (gtid, name)
+        u = self.thread_tracks.get(key)
+        if u is None:
+            u = self.thread_tracks[key] = self.enc.track(name, self.thread(gtid))
+        return u
+
+    # ---------------------------------------------------------------- content
+    def write(self) -> None:
+        self._reading()
+        self._kernels()
+        self._copies()
+        self._graphs()
+        self._idle()
+        self._api()
+        self._nvtx()
+        self._osrt()
+        self._samples()
+        self._counters()
+
+    def _reading(self) -> None:
+        w, sp, enc = self.r.window, self.span, self.enc
+        enc.slice(int(w.start_ns), int(w.end_ns), self.analysis, "steady window",
+                  (("method", str(w.method)), ("reason", str(w.reason))))
+        enc.instant(int(sp.start_ns), self.analysis, "timeline file: " + (sp.left_out or "the whole capture"),
+                    (("kept", sp.kept), ("start_ns", int(sp.start_ns)), ("end_ns", int(sp.end_ns)),
+                     ("rows_kept", int(sp.kept_rows)), ("rows_in_capture", int(sp.capture_rows)),
+                     ("limit_rows", int(sp.limit_rows))))
+        st = self.r.steps.arrays if self.r.steps.available else None
+        if st is not None:
+            for i in self.rows.steps.tolist():
+                dev = int(st.device[i])
+                track = self.gpu_track(dev, "steps") if dev >= 0 else self.enc.track("steps", self.root)
+                enc.slice(int(st.start[i]), int(st.end[i]), track, f"step {i + 1}",
+                          (("phase", st.phase_label(i)), ("pid", int(st.pid[i])), ("kernels", int(st.kernel_count[i]))))
+        for m in self.rows.markers:
+            track = self.gpu_track(m.device_id, "findings") if m.cause and m.device_id >= 0 else self.analysis
+            args: List[Tuple[str, object]] = [("finding", m.finding_id), ("severity", m.severity),
+                                              ("time_at_stake_ns", m.time_at_stake_ns)]
+            if m.cause:
+                args += [("cause", m.cause), ("gap_ns_charged", m.gap_ns)]
+            enc.slice(m.start_ns, m.end_ns, track, m.title, args)
+
+    def _kernels(self) -> None:
+        k, rows = self.model.kernels, self.rows.kernels
+        if k is None or rows.shape[0] == 0:
+            return
+        enc, cat = self.enc, self.rows.kernel_category
+        dev, stream = k.device[rows], k.stream[rows]
+        key = dev.astype(np.int64) * (1 << 32) + (stream.astype(np.int64) & 0xFFFFFFFF)
+        for kv in np.unique(key).tolist():
+            sel = rows[key == kv]
+            d, s = int(kv >> 32), int(kv & 0xFFFFFFFF)
+            base = self.gpu_track(d, f"stream {s}")
+            lane = lanes(k.start[sel], k.end[sel])
+            launch = self.rows.kernel_launch[np.searchsorted(rows, sel)]
+            tracks = {0: base}
+            for i, ln, li in zip(sel.tolist(), lane.tolist(), launch.tolist()):
+                t = tracks.get(ln)
+                if t is None:
+                    t = tracks[ln] = enc.track(f"stream {s} (overlap {ln})", self.gpu(d))
+                ni = int(k.name_idx[i])
+                args: List[Tuple[str, object]] = [("correlation_id", int(k.corr[i]))]
+                if cat and 0 <= ni < len(cat) and cat[ni]:
+                    args.append(("category", cat[ni]))
+                if int(k.graph_node[i]) >= 0:
+                    args.append(("cuda_graph_node", True))
+                enc.slice(int(k.start[i]), int(k.end[i]), t, k.names[ni] if 0 <= ni < len(k.names) else "[unknown]",
+                          args, end_flow=self.flow_base + li + 1 if li >= 0 else 0)
+
+    def _copies(self) -> None:
+        for what, ops, rows, launch in (("memcpy", self.model.memcpy, self.rows.memcpy, self.rows.memcpy_launch),
+                                        ("memset", self.model.memset, self.rows.memset, self.rows.memset_launch)):
+            if ops is None or rows.shape[0] == 0:
+                continue
+            c = ops.cols
+            dev = np.asarray(c["device"], np.int64)[rows] if "device" in c else np.full(rows.shape[0], -1, np.int64)
+            stream = np.asarray(c["stream"], np.int64)[rows] if "stream" in c else np.full(rows.shape[0], -1,
+                                                                                           np.int64)
+            cols = {n: np.asarray(c[n], np.int64)[rows].tolist() for n in ("bytes", "copy_kind", "src_kind",
+                                                                          "dst_kind", "mem_kind", "corr") if n in c}
+            start, end = np.asarray(c["start"], np.int64)[rows], np.asarray(c["end"], np.int64)[rows]
+            key = dev * (1 << 32) + (stream & 0xFFFFFFFF)
+            for kv in np.unique(key).tolist():
+                at = np.nonzero(key == kv)[0]
+                d, s = int(kv >> 32), int(kv & 0xFFFFFFFF)
+                lane = lanes(start[at], end[at])
+                tracks: Dict[int, int] = {}
+                for j, ln in zip(at.tolist(), lane.tolist()):
+                    t = tracks.get(ln)
+                    if t is None:
+                        t = tracks[ln] = self.gpu_track(d, f"{what} stream {s}" + (f" (overlap {ln})" if ln else ""))
+                    args: List[Tuple[str, object]] = []
+                    name = what
+                    if "copy_kind" in cols:
+                        kind = self.rows.copy_kinds.get(cols["copy_kind"][j], str(cols["copy_kind"][j]))
+                        name = f"memcpy {kind}"
+                        args.append(("kind", kind))
+                    if "bytes" in cols:
+                        args.append(("bytes", cols["bytes"][j]))
+                    for col in ("src_kind", "dst_kind", "mem_kind"):
+                        if col in cols and cols[col][j] >= 0:
+                            args.append((col, self.rows.mem_kinds.get(cols[col][j], str(cols[col][j]))))
+                    if "corr" in cols:
+                        args.append(("correlation_id", cols["corr"][j]))
+                    li = int(launch[j])
+                    self.enc.slice(int(start[j]), int(end[j]), t, name, args,
+                                   end_flow=self.flow_base + li + 1 if li >= 0 else 0)
+
+    def _graphs(self) -> None:
+        g, rows = self.model.graph_trace, self.rows.graph_trace
+        if g is None or rows.shape[0] == 0:
+            return
+        c = g.cols
+        for i in rows.tolist():
+            d = int(c["device"][i]) if "device" in c else -1
+            args = [("graph_id", int(c["graph_id"][i]))] if "graph_id" in c else []
+            self.enc.slice(int(c["start"][i]), int(c["end"][i]), self.gpu_track(d, "CUDA graph executions"),
+                           "CUDA graph", args)
+
+    def _idle(self) -> None:
+        for dev, p in self.rows.idle:
+            if len(p) == 0:
+                continue
+            t = self.gpu_track(dev, "idle causes")
+            for a, b, k, d in zip(p.start.tolist(), p.end.tolist(), p.kind.tolist(), p.detail.tolist()):
+                detail = p.details[d]
+                self.enc.slice(a, b, t, f"{KINDS[k]}: {detail}" if detail else KINDS[k])
+
+    def _api(self) -> None:
+        api, rows = self.model.api, self.rows.api
+        if api is None or rows.shape[0] == 0:
+            return
+        enc = self.enc
+        flows = np.zeros(len(api), bool) if rows.shape[0] else None
+        launched = np.concatenate((self.rows.kernel_launch, self.rows.memcpy_launch, self.rows.memset_launch))
+        launched = launched[launched >= 0]
+        if flows is not None and launched.shape[0]:
+            flows[launched] = True
+        gt = api.gtid[rows]
+        for g in np.unique(gt).tolist():
+            sel = rows[gt == g]
+            base = self.thread(int(g))
+            lane = lanes(api.start[sel], api.end[sel])
+            tracks = {0: base}
+            for i, ln in zip(sel.tolist(), lane.tolist()):
+                t = tracks.get(ln)
+                if t is None:
+                    t = tracks[ln] = self.thread_track(int(g), f"CUDA API (overlap {ln})")
+                ni = int(api.name_idx[i])
+                name = api.base_names[ni] if 0 <= ni < len(api.base_names) else "[unknown]"
+                enc.slice(int(api.start[i]), int(api.end[i]), t, name, (("correlation_id", int(api.corr[i])),),
+                          flow=self.flow_base + i + 1 if flows is not None and flows[i] else 0)
+
+    def _nvtx(self) -> None:
+        nv, rows = self.model.nvtx, self.rows.nvtx
+        if nv is None or rows.shape[0] == 0:
+            return
+        gt = nv.gtid[rows]
+        for g in np.unique(gt).tolist():
+            sel = rows[gt == g]
+            sel = sel[_order_by_start(nv.start[sel], nv.end[sel])]
+            lane = lanes(nv.start[sel], nv.end[sel])
+            tracks: Dict[int, int] = {}
+            for i, ln in zip(sel.tolist(), lane.tolist()):
+                t = tracks.get(ln)
+                if t is None:
+                    t = tracks[ln] = self.thread_track(int(g), "NVTX" + (f" (overlap {ln})" if ln else ""))
+                ni = int(nv.name_idx[i])
+                args: Tuple[Tuple[str, object], ...] = () if bool(nv.closed[i]) else (("unterminated", True),)
+                self.enc.slice(int(nv.start[i]), int(nv.end[i]), t,
+                               nv.names[ni] if 0 <= ni < len(nv.names) else "[unnamed]", args)
+
+    def _osrt(self) -> None:
+        o, rows = self.model.osrt, self.rows.osrt
+        if o is None or rows.shape[0] == 0 or "gtid" not in o.cols:
+            return
+        c = o.cols
+        gt = np.asarray(c["gtid"], np.int64)[rows]
+        names = o.names
+        for g in np.unique(gt).tolist():
+            sel = rows[gt == g]
+            lane = lanes(c["start"][sel], c["end"][sel])
+            tracks: Dict[int, int] = {}
+            for i, ln in zip(sel.tolist(), lane.tolist()):
+                t = tracks.get(ln)
+                if t is None:
+                    t = tracks[ln] = self.thread_track(int(g), "OS runtime" + (f" (overlap {ln})" if ln else ""))
+                ni = int(c["name_idx"][i]) if "name_idx" in c else -1
+                self.enc.slice(int(c["start"][i]), int(c["end"][i]), t,
+                               names[ni] if 0 <= ni < len(names) else "[OS runtime call]")
+
+    def _samples(self) -> None:
+        s, rows = self.model.samples, self.rows.samples
+        if s is None or rows.shape[0] == 0:
+            return
+        for i in rows.tolist():
+            leaf, caller = int(s.leaf[i]), int(s.caller[i])
+            t = self.thread_track(int(s.gtid[i]), "CPU samples")
+            self.enc.instant(int(s.start[i]), t, s.frame_symbol[leaf],
+                             (("module", s.frame_module[leaf]), ("caller", s.frame_symbol[caller])))
+
+    def _counters(self) -> None:
+        for c in self.rows.counters:
+            if c.edges_ns.shape[0] < 2:
+                continue
+            busy = self.gpu_track(c.device_id, "busy %", "%")
+            bw = self.gpu_track(c.device_id, "copy GB/s", "GB/s")
+            edges = c.edges_ns.tolist()
+            for t, b, g in zip(edges[:-1], c.busy_pct.tolist(), c.copy_gbps.tolist()):
+                self.enc.counter(t, busy, b)
+                self.enc.counter(t, bw, g)
+            self.enc.counter(edges[-1], busy, 0.0)
+            self.enc.counter(edges[-1], bw, 0.0)
+
+
+def write_report_trace(report: Report, out: IO[bytes], rank: Optional[Tuple[int, str]] = None) -> int:
+    """Write ``report``'s timeline packets to ``out``; ``rank``: (index, label) in a cluster (the rank becomes a
+    process; its processes and threads tracks under it; ids kept apart from other ranks'). Returns the packets."""
+    enc = Encoder(out, (rank[0] + 1) if rank is not None else 1, ((rank[0] + 1) << 40) if rank is not None else 0)
+    _Layout(enc, report, rank).write()
+    enc.flush()
+    return enc.packets
+
+
+def write_perfetto(report: Report, path: Path, rank: Optional[Tuple[int, str]] = None) -> Optional[Path]:
+    """Write ``path`` (``timeline.pftrace``) when the report's timeline file is on (``timeline_events`` > 0);
+    returns the path written, None when off."""
+    if not report.timeline_file.span.written:
+        return None
+    with open(path, "wb") as f:
+        write_report_trace(report, f, rank)
+    return path
+
+
+def shift_timestamps(data: bytes, offset_ns: int) -> bytes:
+    """A rank's serialized trace with every packet timestamp moved by ``offset_ns`` (the cluster's aligned clock)."""
+    if offset_ns == 0:
+        return data
+    tr = _pb().Trace.FromString(data)
+    for p in tr.packet:
+        if p.HasField("timestamp"):
+            p.timestamp = p.timestamp + offset_ns
+    return bytes(tr.SerializeToString())
+
+
+def concat_ranks(parts: Sequence[Tuple[Path, int]], out: IO[bytes]) -> int:
+    """The cluster's timeline: each rank's ``timeline.pftrace`` (written in ``rank`` mode), its timestamps moved by
+    its clock offset, concatenated (a Trace is its packets: serialized traces concatenate). Returns the ranks
+    written."""
+    n = 0
+    for path, offset in parts:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            continue
+        out.write(shift_timestamps(data, int(offset)))
+        n += 1
+    return n

@@ -355,6 +355,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BaseException as exc:
         return _ended(exc, COMMITTED)
     finally:
+        from .output.lock import release_all
+
+        release_all()   # the --out lock of a run that ended before its staging (output.lock)
         interrupts.restore(previous)
         warnings.showwarning = show_warning
 

@@ -18,7 +18,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
 from ..options import Options, check_option
@@ -70,16 +70,28 @@ def expand_inputs(items: Sequence[str]) -> List[str]:
     return uniq
 
 
+#: longest label kept (characters; ``ranks/<label>/`` must stay a valid file name with a ``_N`` suffix)
+LABEL_MAX = 120
+
+
 def make_labels(paths: Sequence[str]) -> List[str]:
+    """One label per file, unique: the file stem (with its folder's name when two stems are equal), anything but
+    ``A-Z a-z 0-9 . _ -`` made ``_``, at most :data:`LABEL_MAX` characters. A label already taken — compared
+    case-insensitively, as ``ranks/<label>/`` would be on a case-insensitive file system — gets ``_2``, ``_3``…,
+    each candidate checked again against every label taken so far (``r.sqlite``, ``r .sqlite`` and
+    ``r_2.sqlite`` give ``r``, ``r_2`` and ``r_2_2``)."""
     stems = [Path(p).stem for p in paths]
     labels = [s if stems.count(s) == 1 else f"{Path(p).parent.name}_{s}" for p, s in zip(paths, stems)]
+    clean = [(re.sub(r"[^A-Za-z0-9._-]+", "_", lab).strip("._") or "trace")[:LABEL_MAX] for lab in labels]
     out: List[str] = []
-    seen: Dict[str, int] = {}
-    for lab in labels:
-        lab = re.sub(r"[^A-Za-z0-9._-]+", "_", lab).strip("._") or "trace"
-        n = seen.get(lab, 0)
-        seen[lab] = n + 1
-        out.append(lab if n == 0 else f"{lab}_{n + 1}")
+    taken: set = set()
+    for lab in clean:
+        cand, n = lab, 1
+        while cand.casefold() in taken:
+            n += 1
+            cand = f"{lab}_{n}"
+        taken.add(cand.casefold())
+        out.append(cand)
     return out
 
 

@@ -1,0 +1,257 @@
+"""Issue 24, third sweep: containment and lost output, out-of-memory, API and wording. Each test reproduces one
+class the hostile sweep found (it failed before the fix) and checks what docs/SECURITY.md promises: one line on
+stderr, exit 2, nothing written outside ``--out``, no staging directory or lock left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+from conftest import pause_env, wait_until_staged
+
+from nsys_llm_explainer import cli
+from nsys_llm_explainer.errors import OutputError
+from nsys_llm_explainer.output import MANIFEST, OLD_PREFIX, STAGING_PREFIX, Staging, check_out_dir
+from nsys_llm_explainer.output.lock import LOCK_PREFIX
+
+PROG = "nsys-llm-explain"
+OURS = (STAGING_PREFIX, OLD_PREFIX, LOCK_PREFIX)
+
+
+def snapshot(d: Path) -> Dict[str, str]:
+    """Every entry under ``d`` (links not followed): file → its bytes (hex), link → its target, dir → 'dir'."""
+    out: Dict[str, str] = {}
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            p = Path(root, n)
+            rel = p.relative_to(d).as_posix()
+            out[rel] = ("-> " + os.readlink(p) if p.is_symlink() else "dir" if p.is_dir() else p.read_bytes().hex())
+    return out
+
+
+def leftovers(d: Path) -> List[str]:
+    """Our hidden temporary entries (staging, swapped-out output, lock) anywhere under ``d``."""
+    return [str(p) for p in d.rglob("*") if p.name.startswith(OURS)]
+
+
+def one_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err and "internal error" not in err, err
+    return lines[0]
+
+
+@pytest.fixture()
+def trace(tmp_path: Path, demo_trace: Path) -> Path:
+    t = tmp_path / "in" / "r0.sqlite"
+    t.parent.mkdir()
+    shutil.copyfile(demo_trace, t)
+    return t
+
+
+@pytest.fixture()
+def victim(tmp_path: Path) -> Path:
+    """A directory of the user's, outside ``--out``, holding files named like ours."""
+    v = tmp_path / "victim"
+    v.mkdir()
+    (v / "report.md").write_text("the user's own report\n")
+    (v / "notes.txt").write_text("keep me\n")
+    return v
+
+
+def _stage(st: Staging) -> None:
+    assert st.tmp is not None
+    (st.tmp / "tables").mkdir()
+    (st.tmp / "tables" / "kernels.csv").write_text("new\n")
+    (st.tmp / "report.md").write_text("# new\n")
+
+
+# ------------------------------------------------------------------------------------------ 1. --out swapped
+def _previous(out: Path) -> None:
+    od = check_out_dir(out, force=False)
+    with Staging(od) as st:
+        _stage(st)
+        st.commit()
+
+
+def _to_link(out: Path, victim: Path) -> None:
+    shutil.rmtree(out) if out.is_dir() else None
+    os.symlink(victim, out)
+
+
+def _to_other_dir(out: Path, victim: Path) -> None:
+    os.rename(out, out.with_name("moved"))
+    out.mkdir()
+    (out / "theirs.txt").write_text("someone else's\n")
+
+
+@pytest.mark.parametrize("previous", [False, True], ids=["new", "previous-report"])
+@pytest.mark.parametrize("swap", [_to_link, _to_other_dir], ids=["link", "other-dir"])
+@pytest.mark.parametrize("force", [False, True], ids=["", "force"])
+def test_out_replaced_during_the_run_is_refused_at_the_commit(tmp_path: Path, victim: Path, previous, swap,
+                                                              force) -> None:
+    out = tmp_path / "out"
+    if previous:
+        _previous(out)
+        if force:
+            (out / "mine.txt").write_text("the user's\n")   # --force: the commit goes file by file
+    od = check_out_dir(out, force=force)
+    before = snapshot(victim)
+    if not previous and swap is _to_other_dir:
+        out.mkdir()   # absent at the check, a directory of someone else's at the commit
+        (out / "theirs.txt").write_text("someone else's\n")
+    with pytest.raises(OutputError, match=r"changed while the tool ran .*nothing was written there"):
+        with Staging(od) as st:
+            _stage(st)
+            if previous or swap is _to_link:
+                swap(out, victim)
+            st.commit()
+    assert snapshot(victim) == before and not leftovers(tmp_path)
+    if out.is_symlink():
+        assert os.readlink(out) == str(victim)
+    else:
+        assert snapshot(out) == {"theirs.txt": "someone else's\n".encode().hex()}
+
+
+@pytest.mark.slow   # the command line in a subprocess, paused before its commit
+def test_out_made_a_link_during_a_cli_run_exits_2_and_writes_nothing_there(tmp_path: Path, trace: Path,
+                                                                            victim: Path) -> None:
+    out = tmp_path / "out"
+    before = snapshot(victim)
+    p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", str(trace), "--out", str(out), "--quiet"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=pause_env(tmp_path, staged=2.0))
+    wait_until_staged(p, tmp_path)
+    os.symlink(victim, out)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 2, err
+    assert one_line(err) == (f"{PROG}: error: --out {out} changed while the tool ran (it was absent and is now a "
+                             "symbolic link); nothing was written there: check what replaced it, then run again")
+    assert snapshot(victim) == before and not leftovers(tmp_path)
+
+
+# ------------------------------------------------------------------------------------------ 3. two runs, one --out
+def test_a_second_run_into_the_same_out_is_refused_while_the_first_runs(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "out"
+    first = check_out_dir(out, force=False, kind="compare")
+    with pytest.raises(OutputError, match=r"is being written by another run of this tool"):
+        check_out_dir(out, force=False, kind="cluster")
+    with pytest.raises(OutputError, match=r"is being written by another run of this tool"):
+        check_out_dir(tmp_path / "new" / ".." / "new" / "out", force=True, kind="report")   # another spelling
+    with Staging(first) as st:
+        _stage(st)
+        st.commit()
+    assert not leftovers(tmp_path)   # the lock is gone with the run
+    second = check_out_dir(out, force=False, kind="compare")   # the next run may go
+    with Staging(second):
+        pass
+    assert not leftovers(tmp_path)
+
+
+def test_a_stale_lock_left_by_a_killed_run_does_not_block(tmp_path: Path) -> None:
+    from nsys_llm_explainer.output.lock import lock_name
+
+    out = tmp_path / "out"
+    (tmp_path / lock_name(out)).write_bytes(b"")   # what SIGKILL leaves: the file, no holder
+    with Staging(check_out_dir(out, force=False)) as st:
+        _stage(st)
+        st.commit()
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+@pytest.mark.slow   # two command lines in subprocesses
+def test_compare_and_cluster_into_one_new_out_one_wins(tmp_path: Path, trace: Path) -> None:
+    other = tmp_path / "in" / "r1.sqlite"
+    shutil.copyfile(trace, other)
+    out = tmp_path / "out"
+    a = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", "compare", str(trace), str(other), "--out",
+                          str(out), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=pause_env(tmp_path, staged=3.0))
+    wait_until_staged(a, tmp_path)
+    b = subprocess.run([sys.executable, "-m", "nsys_llm_explainer", str(trace), str(other), "--out", str(out),
+                        "--quiet", "--jobs", "1"], capture_output=True, text=True, timeout=120)
+    _, err = a.communicate(timeout=120)
+    assert a.returncode == 0, err
+    assert b.returncode == 2 and one_line(b.stderr).startswith(
+        f"{PROG}: error: --out {out} is being written by another run of this tool"), b.stderr
+    listed = json.loads((out / MANIFEST).read_text())["files"]
+    on_disk = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != MANIFEST)
+    assert listed == on_disk and "compare.md" in listed and "cluster.md" not in listed
+    assert not leftovers(tmp_path)
+
+
+# ------------------------------------------------------------------------------------------ 4. umask 0777
+@pytest.mark.slow   # the command line in a subprocess
+@pytest.mark.parametrize("mask", ["0777", "0200", "0100"])
+def test_a_umask_that_locks_the_owner_out_is_one_line_and_leaves_nothing(tmp_path: Path, trace: Path,
+                                                                         mask: str) -> None:
+    out = tmp_path / "out"
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
+    proc = subprocess.run(["bash", "-c", f'umask {mask}; exec "$0" -m nsys_llm_explainer "$1" --out "$2" --quiet',
+                           sys.executable, str(trace), str(out)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert one_line(proc.stderr) == (f"{PROG}: error: --out {out}: the umask {int(mask, 8):04o} takes the owner's "
+                                     "write or search permission from the directories this tool creates; run with "
+                                     "a umask such as 0022 (`umask 022`)")
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+def test_staging_that_lost_its_permissions_is_still_removed(tmp_path: Path) -> None:
+    """A staging tree whose directories have mode 000 (what a umask of 0777 makes, or a chmod): listed and removed
+    on the way out (as a user; root reads any mode, so there the test shows the tree removed all the same)."""
+    od = check_out_dir(tmp_path / "out", force=False)
+    with pytest.raises(OutputError, match="Permission denied"):
+        with Staging(od) as st:
+            assert st.tmp is not None
+            (st.tmp / "tables" / "deep").mkdir(parents=True)
+            (st.tmp / "tables" / "deep" / "x.csv").write_text("x")
+            os.chmod(st.tmp / "tables" / "deep", 0)
+            os.chmod(st.tmp / "tables", 0)
+            os.chmod(st.tmp, 0)
+            raise OSError(13, "Permission denied")
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+# ------------------------------------------------------------------------------------------ 2. rank labels
+@pytest.mark.parametrize("names, labels", [
+    (["r.sqlite", "r .sqlite", "r_2.sqlite"], ["r", "r_2", "r_2_2"]),
+    (["r_2.sqlite", "r.sqlite", "r .sqlite"], ["r_2", "r", "r_3"]),
+    (["R.sqlite", "r.sqlite", "r_2.sqlite", "R_2.sqlite"], ["R", "r_2", "r_2_2", "R_2_3"]),   # case-insensitive
+    (["a b.sqlite", "a_b.sqlite", "a__b.sqlite", "a?b.sqlite"], ["a_b", "a_b_2", "a__b", "a_b_3"]),
+    (["..sqlite", "_.sqlite", "trace.sqlite"], ["trace", "trace_2", "trace_3"]),
+])
+def test_rank_labels_are_unique_after_every_suffix(names, labels) -> None:
+    from nsys_llm_explainer.cluster import make_labels
+
+    assert make_labels([f"/d/{n}" for n in names]) == labels
+
+
+def test_rank_labels_fit_a_file_name() -> None:
+    from nsys_llm_explainer.cluster import make_labels
+
+    got = make_labels(["/" + "p" * 250 + "/" + "x" * 240 + ".sqlite", "/" + "q" * 250 + "/" + "x" * 240 + ".sqlite"])
+    assert got == ["p" * 120, "q" * 120]   # folder_stem, cut to LABEL_MAX
+
+
+def test_cluster_whose_names_give_one_label_keeps_every_rank(tmp_path: Path, demo_trace: Path, capsys) -> None:
+    d = tmp_path / "in"
+    d.mkdir()
+    for n in ("r.sqlite", "r .sqlite", "r_2.sqlite"):
+        shutil.copyfile(demo_trace, d / n)
+    out = tmp_path / "o"
+    assert cli.main([str(d / "r.sqlite"), str(d / "r .sqlite"), str(d / "r_2.sqlite"), "--out", str(out), "--quiet",
+                     "--jobs", "1"]) == 0, capsys.readouterr().err
+    files = json.loads((out / "cluster.json").read_text())["files"]
+    assert [(f["label"], Path(f["path"]).name) for f in files] == [("r", "r.sqlite"), ("r_2", "r .sqlite"),
+                                                                   ("r_2_2", "r_2.sqlite")]
+    for f in files:   # each rank's own report, naming its own file
+        rep = json.loads((out / "ranks" / f["label"] / "report.json").read_text())
+        assert Path(rep["trace"]["path"]).name == Path(f["path"]).name

@@ -106,12 +106,23 @@ def _path_list(paths: Any, name: str, single_ok: bool) -> List[str]:
 @_one_line
 def render_markdown(report: Union[Any, dict]) -> str:
     """``report.md`` text for a :class:`report.Report` (or its ``to_dict()``); :class:`errors.InputError` naming
-    ``report`` for anything else."""
+    ``report`` for anything else, and naming the key for a dict that is not a report (checked as
+    :meth:`report.Report.from_dict` does: shapes, and numbers a result can hold)."""
     from .render import render_markdown as _md
 
     if not isinstance(report, dict) and not callable(getattr(report, "to_dict", None)):
         raise InputError(f"report must be a Report or its to_dict() dict, got {type(report).__name__}")
-    return _md(report if isinstance(report, dict) else report.to_dict())
+    if isinstance(report, dict):
+        from .report import Report
+
+        Report.from_dict(report)   # a malformed dict: InputError naming the key, before any rendering
+        d = report
+    else:
+        d = report.to_dict()
+    try:
+        return _md(d)
+    except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
+        raise InputError(f"report: a part is malformed ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 @_one_line

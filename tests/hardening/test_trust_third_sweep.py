@@ -115,7 +115,7 @@ def test_out_replaced_during_the_run_is_refused_at_the_commit(tmp_path: Path, vi
     if out.is_symlink():
         assert os.readlink(out) == str(victim)
     else:
-        assert snapshot(out) == {"theirs.txt": "someone else's\n".encode().hex()}
+        assert snapshot(out) == {"theirs.txt": b"someone else's\n".hex()}
 
 
 @pytest.mark.slow   # the command line in a subprocess, paused before its commit
@@ -255,3 +255,148 @@ def test_cluster_whose_names_give_one_label_keeps_every_rank(tmp_path: Path, dem
     for f in files:   # each rank's own report, naming its own file
         rep = json.loads((out / "ranks" / f["label"] / "report.json").read_text())
         assert Path(rep["trace"]["path"]).name == Path(f["path"]).name
+
+
+# ------------------------------------------------------------------------------------------ 14. what the file is
+@pytest.fixture(scope="module")
+def our_outputs(tmp_path_factory, demo_trace: Path) -> Path:
+    d = tmp_path_factory.mktemp("ours")
+    assert cli.main([str(demo_trace), "--out", str(d / "r"), "--quiet"]) == 0
+    assert cli.main(["compare", str(demo_trace), str(demo_trace), "--out", str(d / "c"), "--quiet"]) == 0
+    return d
+
+
+def _gz(src: Path, dst: Path) -> None:
+    import gzip
+
+    dst.write_bytes(gzip.compress(src.read_bytes()[:65536]))
+
+
+def _zip(src: Path, dst: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(dst, "w") as z:
+        z.writestr("trace.sqlite", src.read_bytes()[:65536])
+
+
+@pytest.mark.parametrize("make, said", [
+    (_gz, "is a gzip-compressed file; decompress it first (gunzip -k), not an SQLite export of an Nsight Systems "
+          "report"),
+    (_zip, "is a zip archive; extract the .sqlite export from it first (unzip), not an SQLite export of an Nsight "
+           "Systems report"),
+    (lambda s, d: d.write_bytes(b"\xfd7zXZ\x00" + b"\x00" * 200), "is an xz-compressed file"),
+    (lambda s, d: d.write_bytes(b'[{"a": 1}]'), "is a JSON text file, not an SQLite export"),
+])
+def test_a_compressed_or_json_file_named_sqlite_says_what_it_is(tmp_path: Path, demo_trace: Path, capsys, make,
+                                                                said) -> None:
+    bad = tmp_path / "trace.sqlite"
+    make(demo_trace, bad)
+    assert cli.main([str(bad), "--out", str(tmp_path / "o")]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith(f"{PROG}: error: {bad} {said}") and "nsys export" not in line, line
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("rel, name", [("r/report.json", "report.json"), ("c/compare.json", "compare.json"),
+                                       (f"r/{MANIFEST}", None)])
+@pytest.mark.parametrize("as_sqlite", [False, True], ids=["json", "renamed-sqlite"])
+def test_our_own_outputs_given_as_a_trace_are_named(tmp_path: Path, our_outputs: Path, capsys, rel, name,
+                                                    as_sqlite) -> None:
+    src = our_outputs / rel
+    given = tmp_path / "given.sqlite" if as_sqlite else src
+    if as_sqlite:
+        shutil.copyfile(src, given)
+    assert cli.main([str(given), "--out", str(tmp_path / "o")]) == 2
+    line = one_line(capsys.readouterr().err)
+    want = (f"is a {name} written by nsys-llm-explainer (an analysis result, not a trace); give the trace it was "
+            "made from" if name else "is the manifest of an output directory of nsys-llm-explainer")
+    assert line.startswith(f"{PROG}: error: {given} {want}"), line
+
+
+def test_a_cluster_json_given_as_a_trace_is_named(tmp_path: Path, demo_trace: Path, capsys) -> None:
+    other = tmp_path / "b.sqlite"
+    shutil.copyfile(demo_trace, other)
+    assert cli.main([str(demo_trace), str(other), "--out", str(tmp_path / "k"), "--quiet", "--jobs", "1"]) == 0
+    capsys.readouterr()
+    assert cli.main([str(tmp_path / "k" / "cluster.json"), "--out", str(tmp_path / "o")]) == 2
+    assert "is a cluster.json written by nsys-llm-explainer" in one_line(capsys.readouterr().err)
+
+
+# ------------------------------------------------------------------------------------------ 12. API on a report dict
+@pytest.fixture(scope="module")
+def report_dict(demo_trace: Path) -> dict:
+    import nsys_llm_explainer as nle
+
+    return json.loads(json.dumps(nle.analyze(str(demo_trace)).to_dict()))   # as json.load gives it
+
+
+def _with(d: dict, path: tuple, value) -> dict:
+    d = json.loads(json.dumps(d))
+    o = d
+    for k in path[:-1]:
+        o = o[k]
+    o[path[-1]] = value
+    return d
+
+
+@pytest.mark.parametrize("path, value, named", [
+    (("kernels_summary", "total_kernel_ns"), 10 ** 400, "report.json kernels_summary.total_kernel_ns: an integer "
+                                                        "of 401 digits is out of range (at most 2^127)"),
+    (("kernels", 0, "total_ns"), -(10 ** 400), "report.json kernels[0].total_ns: an integer of 401 digits"),
+    (("launch", "launch_count"), 2 ** 128, "report.json launch.launch_count: an integer of 39 digits"),
+    (("window", "start_ns"), float("inf"), "report.json window.start_ns: inf is not a finite number"),
+])
+def test_a_number_no_result_holds_is_an_input_error_naming_the_key(report_dict: dict, path, value, named) -> None:
+    import nsys_llm_explainer as nle
+    from nsys_llm_explainer.errors import InputError
+    from nsys_llm_explainer.report import Report
+
+    bad = _with(report_dict, path, value)
+    with pytest.raises(InputError) as ei:
+        Report.from_dict(bad)
+    assert str(ei.value).startswith(named), str(ei.value)
+    with pytest.raises(InputError) as ei:
+        nle.render_markdown(bad)
+    assert str(ei.value).startswith(named), str(ei.value)   # the dict is a report.json
+
+
+@pytest.mark.parametrize("key", ["findings", "warnings", "kernels", "devices"])
+def test_render_markdown_of_a_malformed_dict_names_the_key(report_dict: dict, key: str) -> None:
+    import nsys_llm_explainer as nle
+    from nsys_llm_explainer.errors import InputError
+
+    with pytest.raises(InputError) as ei:
+        nle.render_markdown(_with(report_dict, (key,), float("nan")))   # NaN where a list belongs
+    assert f"report.json {key}" in str(ei.value), str(ei.value)
+    assert nle.render_markdown(report_dict).startswith("# ")   # the dict itself renders
+
+
+def _paths(d, pre=(), depth=0):
+    if isinstance(d, dict):
+        for k, v in d.items():
+            yield pre + (k,)
+            if depth < 1:
+                yield from _paths(v, pre + (k,), depth + 1)
+    elif isinstance(d, list) and d:
+        yield pre + (0,)
+        if depth < 1:
+            yield from _paths(d[0], pre + (0,), depth + 1)
+
+
+@pytest.mark.slow   # a few hundred renders
+def test_render_markdown_raises_only_input_errors_on_any_malformed_part(report_dict: dict) -> None:
+    """Every key of the dict, two levels deep, replaced by a value of the wrong kind or out of range: the public
+    renderer renders or raises :class:`InputError`, never a raw TypeError / OverflowError."""
+    import nsys_llm_explainer as nle
+    from nsys_llm_explainer.errors import InputError
+
+    raw = []
+    for path in _paths(report_dict):
+        for value in (float("nan"), 10 ** 400):
+            try:
+                nle.render_markdown(_with(report_dict, path, value))
+            except InputError:
+                pass
+            except Exception as exc:   # noqa: BLE001 - what the test looks for
+                raw.append((path, repr(value)[:12], type(exc).__name__))
+    assert raw == []

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 PROG = "nsys-llm-explain"
 #: the words that, as the first argument, name a subcommand (always: see the module docstring)
 SUBCOMMANDS = ("compare", "demo", "schema")
+#: how the lines of :func:`comparison.gate.gate` that fail the gate start (exit 3 or 4): written on stderr
+FAILING_GATE = ("REGRESSION", "NOT COMPARABLE")
 
 
 
@@ -224,7 +226,12 @@ def run_compare(argv: Sequence[str]) -> int:
     if limit is None:
         return 0
     lines, code = gate(result, limit, allow_incomparable=a.allow_incomparable)
-    say([f"{PROG}: {line}" for line in lines])
+    # a failing pair's line is why the command fails: on stderr, --quiet or not (a CI log keeps it); the others
+    # (ok, within the noise, not gated) are the gate's report, on stdout
+    for line in lines:
+        if line.startswith(FAILING_GATE):
+            error_line(f"{PROG}: ", line)
+    say([f"{PROG}: {line}" for line in lines if not line.startswith(FAILING_GATE)])
     return code
 
 

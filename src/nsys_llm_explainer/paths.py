@@ -43,12 +43,30 @@ def check_name(path: str) -> str:
     except UnicodeEncodeError:   # a surrogate outside U+DC80–U+DCFF: no name in the file system holds it
         raise InputError(f"{shown(path)}: the file name holds a lone surrogate, which no file name can hold"
                          ) from None
-    real = os.path.realpath(path)
+    try:
+        real = os.path.realpath(path)
+    except FileNotFoundError:   # relative, and the working directory was deleted
+        raise InputError(f"{shown(path)}: {CWD_GONE}") from None
     if not is_text(path) or not is_text(real):
         bad = path if not is_text(path) else real
         raise InputError(f"{shown(bad)}: the file name is not valid UTF-8; rename the file (or copy it to a "
                          "UTF-8 name) and run again")
     return path
+
+
+def cwd_gone(path: str) -> bool:
+    """``path`` is relative and the working directory it is relative to was deleted (``os.getcwd()`` fails)."""
+    if os.path.isabs(path):
+        return False
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
+
+
+#: what a message adds when :func:`cwd_gone`
+CWD_GONE = "it is a relative path and the working directory no longer exists (give an absolute path)"
 
 
 def stat_or_none(path: str) -> Optional[os.stat_result]:

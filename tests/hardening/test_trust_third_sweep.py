@@ -400,3 +400,45 @@ def test_render_markdown_raises_only_input_errors_on_any_malformed_part(report_d
             except Exception as exc:   # noqa: BLE001 - what the test looks for
                 raw.append((path, repr(value)[:12], type(exc).__name__))
     assert raw == []
+
+
+# ------------------------------------------------------------------------------------------ 13. deleted cwd
+def _in_deleted_cwd(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
+    return subprocess.run(["bash", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "-", str(gone),
+                           sys.executable, "-m", "nsys_llm_explainer", *args], capture_output=True, text=True,
+                          env=env, timeout=180)
+
+
+@pytest.mark.slow   # the command line and its process pool in subprocesses
+def test_a_cluster_on_the_process_pool_runs_from_a_deleted_working_directory(tmp_path: Path, trace: Path) -> None:
+    other = tmp_path / "in" / "r1.sqlite"
+    shutil.copyfile(trace, other)
+    out = tmp_path / "o"
+    proc = _in_deleted_cwd(tmp_path, str(trace), str(other), "--out", str(out), "--jobs", "2", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (out / "ranks").iterdir() if p.is_dir()) == ["r0", "r1"]
+    assert (out / "ranks" / "r1" / "report.json").is_file() and not leftovers(tmp_path)
+
+
+@pytest.mark.slow   # the command line in subprocesses
+@pytest.mark.parametrize("args, said", [
+    (["{t}", "{t1}", "--out", "o", "--jobs", "2"], "--out o cannot be used: it is a relative path and the working "
+                                                   "directory no longer exists (give an absolute path)"),
+    (["{t}", "r1.sqlite", "--out", "{o}", "--jobs", "2"], "r1.sqlite does not exist: it is a relative path and "
+                                                          "the working directory no longer exists"),
+    (["r1.sqlite", "--out", "{o}"], "r1.sqlite: it is a relative path and the working directory no longer exists"),
+    (["compare", "{t}", "r1.sqlite", "--out", "{o}"], "trace not found: r1.sqlite (it is a relative path and the "
+                                                       "working directory no longer exists"),
+])
+def test_relative_paths_from_a_deleted_working_directory_say_so(tmp_path: Path, trace: Path, args, said) -> None:
+    other = tmp_path / "in" / "r1.sqlite"
+    shutil.copyfile(trace, other)
+    fill = {"t": str(trace), "t1": str(other), "o": str(tmp_path / "o")}
+    proc = _in_deleted_cwd(tmp_path, *[a.format(**fill) for a in args])
+    assert proc.returncode == 2 and one_line(proc.stderr).startswith(f"{PROG}: error: {said}"), proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["in"]

@@ -22,7 +22,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
 from ..options import Options, check_option
-from ..paths import check_name, shown, stat_or_none
+from ..paths import CWD_GONE, check_name, cwd_gone, shown, stat_or_none
 from .result import ClusterResult, build_result
 from .summary import FileSummary, analyze_file
 from .workers import run_dask, run_pool
@@ -58,7 +58,7 @@ def expand_inputs(items: Sequence[str]) -> List[str]:
                 raise InputError(f"no file matches {it!r}")
             out += sorted(found, key=_natural)
         else:
-            raise InputError(f"{it} does not exist")
+            raise InputError(f"{it} does not exist" + (f": {CWD_GONE}" if cwd_gone(it) else ""))
     seen, uniq = set(), []
     for x in out:
         k = os.path.realpath(check_name(x))
@@ -95,14 +95,24 @@ def make_labels(paths: Sequence[str]) -> List[str]:
     return out
 
 
+def _absolute(path: str) -> str:
+    """``path`` absolute, resolved here, up front: a worker process may start elsewhere (:func:`workers.spawnable_cwd`).
+    A relative path when the working directory was deleted is one line."""
+    try:
+        return os.path.abspath(path)
+    except FileNotFoundError:
+        raise InputError(f"{shown(path)} is a relative path and the working directory no longer exists; give an "
+                         "absolute path") from None
+
+
 def run_files(paths: Sequence[str], labels: Sequence[str], options: Optional[Options], jobs: Optional[int],
               scheduler: Optional[str], rank_root: Optional[str] = None) -> List[FileSummary]:
     """Per-file summaries in input order; with ``rank_root``, each file's report goes to ``rank_root/<label>``.
     Faults (a lost worker, an unresponsive scheduler) and interrupts end as :mod:`.workers` says."""
     n = len(paths)
     jobs = max(1, min(n, jobs if jobs else (os.cpu_count() or 1)))
-    dirs = [str(Path(rank_root) / lab) if rank_root else None for lab in labels]
-    args = list(zip(paths, labels, [options] * n, dirs))
+    dirs = [os.path.abspath(Path(rank_root) / lab) if rank_root else None for lab in labels]
+    args = list(zip([_absolute(p) for p in paths], labels, [options] * n, dirs))
     if scheduler:
         return run_dask(args, jobs, scheduler)
     if jobs == 1:

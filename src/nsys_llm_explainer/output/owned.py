@@ -238,7 +238,10 @@ def check_out_dir(out: Path, force: bool, kind: str = "report", inputs: Sequence
     try:
         return _check_out_dir(Path(out), force, kind, inputs)
     except OSError as exc:
-        raise OutputError(f"--out {out} cannot be used: {exc.strerror or exc}") from None
+        from ..paths import CWD_GONE, cwd_gone
+
+        why = CWD_GONE if cwd_gone(os.fspath(out)) else exc.strerror or exc
+        raise OutputError(f"--out {out} cannot be used: {why}") from None
 
 
 def _check_out_dir(out: Path, force: bool, kind: str, inputs: Sequence[os.PathLike]) -> OutDir:

@@ -160,7 +160,9 @@ def check_trace_path(path: str | os.PathLike) -> Path:
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise InputError(f"trace not found: {p}") from None
+        from ..paths import CWD_GONE, cwd_gone
+
+        raise InputError(f"trace not found: {p}" + (f" ({CWD_GONE})" if cwd_gone(str(path)) else "")) from None
     except OSError as exc:
         raise InputError(f"cannot access trace {p}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):

@@ -442,3 +442,50 @@ def test_relative_paths_from_a_deleted_working_directory_say_so(tmp_path: Path, 
     proc = _in_deleted_cwd(tmp_path, *[a.format(**fill) for a in args])
     assert proc.returncode == 2 and one_line(proc.stderr).startswith(f"{PROG}: error: {said}"), proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+# ------------------------------------------------------------------------------------------ 11. out of memory
+MEMORY = f"{PROG}: error: not enough memory to analyse this trace: "
+
+
+@pytest.mark.parametrize("exc, why", [
+    (MemoryError(), "Python could not allocate memory (MemoryError)"),
+    (RuntimeError("can't start new thread"), "a thread could not start"),
+    (ImportError("libopenblas.so.0: failed to map segment from shared object"),
+     "a library could not be loaded (libopenblas.so.0: failed to map segment from shared object)"),
+    (OSError(12, "Cannot allocate memory"), "the system refused memory (Cannot allocate memory)"),
+])
+@pytest.mark.parametrize("where", ["analysis", "staging"])
+def test_out_of_memory_anywhere_is_one_line_exit_2_and_no_staging(tmp_path: Path, trace: Path, monkeypatch, capsys,
+                                                                  exc, why, where) -> None:
+    from nsys_llm_explainer import pipeline, render
+
+    def fail(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(pipeline if where == "analysis" else render, "analyze_any" if where == "analysis"
+                        else "render_all", fail)
+    assert cli.main([str(trace), "--out", str(tmp_path / "o")]) == 2
+    assert one_line(capsys.readouterr().err) == MEMORY + why
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+@pytest.mark.slow   # the command line under `ulimit -v`, in subprocesses
+@pytest.mark.parametrize("kb", [60000, 100000, 120000, 200000, 300000])
+@pytest.mark.parametrize("mode", ["single", "cluster"])
+def test_an_address_space_limit_is_one_line_wherever_it_strikes(tmp_path: Path, trace: Path, kb: int,
+                                                                 mode: str) -> None:
+    """Limits that made numpy's import fail (a 40-line traceback), a thread fail to start, jemalloc print its own
+    line, or numpy's sort crash (SIGSEGV, staging left): refused in one line before any work, or one line after."""
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
+    args = [str(trace)] + ([str(trace.with_name("r1.sqlite")), "--jobs", "2"] if mode == "cluster" else [])
+    if mode == "cluster":
+        shutil.copyfile(trace, trace.with_name("r1.sqlite"))
+    proc = subprocess.run(["bash", "-c", f'ulimit -v {kb}; exec "$@"', "-", sys.executable, "-m",
+                           "nsys_llm_explainer", *args, "--out", str(tmp_path / "o"), "--quiet"],
+                          capture_output=True, text=True, env=env, timeout=180)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert one_line(proc.stderr).startswith(MEMORY), proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["in"]

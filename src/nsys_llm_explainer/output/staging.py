@@ -150,7 +150,7 @@ class Staging:
     def __exit__(self, exc_type: Optional[type], exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         self._remove_tmp()
         release(self.target.real)
-        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError) and exc.errno != errno.ENOMEM:
             raise OutputError(f"cannot write the {WHAT[self.target.kind]} into {self.target.path}: "
                               f"{_why(exc)}") from None
 

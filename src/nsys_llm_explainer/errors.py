@@ -141,3 +141,20 @@ def address_space_shortage(trace_bytes: int = 0) -> Optional[str]:
         return None
     return (f"the address space is limited to {soft >> 20} MB (ulimit -v {soft >> 10}); at least about "
             f"{-(-need >> 20)} MB are needed here: raise the limit")
+
+
+def cwd_gone(path: str) -> bool:
+    """``path`` is relative and the working directory it is relative to was deleted (``os.getcwd()`` fails)."""
+    import os
+
+    if os.path.isabs(path):
+        return False
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
+
+
+#: what a message adds when :func:`cwd_gone`
+CWD_GONE = "it is a relative path and the working directory no longer exists (give an absolute path)"

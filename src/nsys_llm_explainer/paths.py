@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from .errors import InputError
+from .errors import CWD_GONE, InputError, cwd_gone  # noqa: F401 (cwd_gone: re-exported)
 
 
 def shown(path: str) -> str:
@@ -52,21 +52,6 @@ def check_name(path: str) -> str:
         raise InputError(f"{shown(bad)}: the file name is not valid UTF-8; rename the file (or copy it to a "
                          "UTF-8 name) and run again")
     return path
-
-
-def cwd_gone(path: str) -> bool:
-    """``path`` is relative and the working directory it is relative to was deleted (``os.getcwd()`` fails)."""
-    if os.path.isabs(path):
-        return False
-    try:
-        os.getcwd()
-    except FileNotFoundError:
-        return True
-    return False
-
-
-#: what a message adds when :func:`cwd_gone`
-CWD_GONE = "it is a relative path and the working directory no longer exists (give an absolute path)"
 
 
 def stat_or_none(path: str) -> Optional[os.stat_result]:

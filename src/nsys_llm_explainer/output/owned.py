@@ -238,7 +238,7 @@ def check_out_dir(out: Path, force: bool, kind: str = "report", inputs: Sequence
     try:
         return _check_out_dir(Path(out), force, kind, inputs)
     except OSError as exc:
-        from ..paths import CWD_GONE, cwd_gone
+        from ..errors import CWD_GONE, cwd_gone
 
         why = CWD_GONE if cwd_gone(os.fspath(out)) else exc.strerror or exc
         raise OutputError(f"--out {out} cannot be used: {why}") from None

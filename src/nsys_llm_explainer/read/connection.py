@@ -121,7 +121,9 @@ MAGIC_KINDS = (
     (b"(\xb5/\xfd", "a zstd-compressed file; decompress it first (unzstd)"),
     (b"BZh", "a bzip2-compressed file; decompress it first (bunzip2 -k)"),
 )
-_OWN_JSON = re.compile(rb'^\s*\{\s*"(schema_version|tool)"\s*:')
+_OWN_JSON = re.compile(r'^\s*\{\s*"(schema_version|tool)"\s*:')
+_TOP_KEY = re.compile(r'^\s{0,2}"([a-z_]+)"\s*:', re.MULTILINE)
+_KIND = re.compile(r'"kind"\s*:\s*"(compare|cluster)"')
 
 
 def sniff(p: Path, head: bytes) -> Optional[str]:
@@ -131,23 +133,22 @@ def sniff(p: Path, head: bytes) -> Optional[str]:
     for magic, what in MAGIC_KINDS:
         if head.startswith(magic):
             return what
-    if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:]
-    if not _OWN_JSON.match(head):
-        return "a JSON text file" if head.lstrip()[:1] in (b"{", b"[") else None
+    start = head.decode("latin-1").lstrip("\ufeff\xef\xbb\xbf")   # bytes as characters, one each; a BOM dropped
+    if not _OWN_JSON.match(start):
+        return "a JSON text file" if start.lstrip()[:1] in ("{", "[") else None
     try:
         with open(p, "rb") as fh:
-            text = fh.read(4096)
+            text = fh.read(4096).decode("latin-1")
     except OSError:
         return None
-    keys = set(re.findall(rb'^\s{0,2}"([a-z_]+)"\s*:', text, re.MULTILINE))
-    if b"tool" in keys and b"files" in keys and b"nsys-llm-explainer" in text:
+    keys = set(_TOP_KEY.findall(text))
+    if "tool" in keys and "files" in keys and "nsys-llm-explainer" in text:
         return "the manifest of an output directory of nsys-llm-explainer (a list of files it wrote)"
-    if b"schema_version" not in keys or b"tool_version" not in keys:
+    if "schema_version" not in keys or "tool_version" not in keys:
         return "a JSON text file"
-    kind = re.search(rb'"kind"\s*:\s*"(compare|cluster)"', text)
-    name = ("compare.json" if kind and kind.group(1) == b"compare" else "report.json" if b"headline" in keys
-            else "cluster.json" if b"files" in keys else None)
+    kind = _KIND.search(text)
+    name = ("compare.json" if kind and kind.group(1) == "compare" else "report.json" if "headline" in keys
+            else "cluster.json" if "files" in keys else None)
     if name is None:
         return "a JSON text file"
     return (f"a {name} written by nsys-llm-explainer (an analysis result, not a trace); give the trace it was "
@@ -160,7 +161,7 @@ def check_trace_path(path: str | os.PathLike) -> Path:
     try:
         st = p.stat()
     except FileNotFoundError:
-        from ..paths import CWD_GONE, cwd_gone
+        from ..errors import CWD_GONE, cwd_gone
 
         raise InputError(f"trace not found: {p}" + (f" ({CWD_GONE})" if cwd_gone(str(path)) else "")) from None
     except OSError as exc:

@@ -106,7 +106,8 @@ def _path_list(paths: Any, name: str, single_ok: bool) -> List[str]:
 @_one_line
 def render_markdown(report: Union[Any, dict]) -> str:
     """``report.md`` text for a :class:`report.Report` (or its ``to_dict()``); :class:`errors.InputError` naming
-    ``report`` for anything else."""
+    ``report`` for anything else, and naming the key for a dict that is not a report (checked as
+    :meth:`report.Report.from_dict` does: shapes, and numbers a result can hold)."""
     from .render import render_markdown as _md
     from .report import Report
 

@@ -88,9 +88,32 @@ def _interrupted_early(exc: BaseException) -> int:
     return int(code)
 
 
+def _fit_address_space() -> None:
+    """Under a limited address space (``ulimit -v``), ask the libraries for less of it before they load: one
+    OpenBLAS thread (its per-thread buffers are reserved at import; the tool does no BLAS work) and Arrow's system
+    allocator (jemalloc's background threads print their own line when they cannot start). Settings the user made
+    are kept; with no limit nothing changes."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError, AttributeError):
+        return
+    if soft == resource.RLIM_INFINITY:
+        return
+    for key, value in (("OPENBLAS_NUM_THREADS", "1"), ("ARROW_DEFAULT_MEMORY_POOL", "system")):
+        os.environ.setdefault(key, value)
+
+
+def _wants_analysis(argv: list) -> bool:
+    """The command analyses traces (not ``schema``, ``--help``, ``--version``)."""
+    return bool(argv) and argv[0] != "schema" and not any(a in ("-h", "--help", "--version") for a in argv)
+
+
 def run() -> int:
     """The command line, with signals routed and streams guarded from the first instruction."""
     _reopen_closed_fds()
+    _fit_address_space()
     held = _hold_signals()
     from .interrupts import fired, ignore, install, quiet_unraisable
 
@@ -98,13 +121,29 @@ def run() -> int:
         quiet_unraisable()
         install()
         _release_signals(held)   # a signal that arrived meanwhile is raised here, as Interrupted
+        from .errors import MEMORY_LINE, address_space_shortage
+
+        short = address_space_shortage()   # too little to load the libraries: refused before they load
+        if short is not None and _wants_analysis(sys.argv[1:]):
+            sys.stderr.write(f"{PROG}: error: {MEMORY_LINE}{short}\n")
+            return 2
         from .cli import main
 
         code = main()
     except BaseException as exc:   # a signal while the modules load, before cli.main handles them
         why = fired() or (exc if isinstance(exc, KeyboardInterrupt) else None)
         if why is None:
-            raise
+            from .errors import MEMORY_LINE, memory_shortage
+
+            short = memory_shortage(exc)   # numpy cannot be mapped under `ulimit -v`: one line, not its traceback
+            if short is None:
+                raise
+            try:
+                if sys.stderr is not None:
+                    sys.stderr.write(f"{PROG}: error: {MEMORY_LINE}{short}\n")
+            except (OSError, ValueError):
+                pass
+            return 2
         code = _interrupted_early(why)
     ignore()   # the run is over: a late signal changes nothing
     _settle("stdout", 1)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 
 from . import __version__
-from .errors import ExplainerError, InputError, OptionError, OutputError
+from .errors import MEMORY_LINE, ExplainerError, InputError, OptionError, OutputError, memory_shortage
 from .options import Options, add_flags, check_option, flag_of, options_from_args
 from .paths import check_name, shown, stat_or_none
 from .terminal import error_line, say, silence_stdout, warning_line
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 PROG = "nsys-llm-explain"
 #: the words that, as the first argument, name a subcommand (always: see the module docstring)
 SUBCOMMANDS = ("compare", "demo", "schema")
+#: how the lines of :func:`comparison.gate.gate` that fail the gate start (exit 3 or 4): written on stderr
+FAILING_GATE = ("REGRESSION", "NOT COMPARABLE")
 
 
 
@@ -238,7 +240,12 @@ def run_compare(argv: Sequence[str]) -> int:
     if limit is None:
         return 0
     lines, code = gate(result, limit, allow_incomparable=a.allow_incomparable)
-    say([f"{PROG}: {line}" for line in lines])
+    # a failing pair's line is why the command fails: on stderr, --quiet or not (a CI log keeps it); the others
+    # (ok, within the noise, not gated) are the gate's report, on stdout
+    for line in lines:
+        if line.startswith(FAILING_GATE):
+            error_line(f"{PROG}: ", line)
+    say([f"{PROG}: {line}" for line in lines if not line.startswith(FAILING_GATE)])
     return code
 
 
@@ -292,12 +299,31 @@ def run_schema(argv: Sequence[str]) -> int:
     return 0
 
 
+def _check_address_space(items: Sequence[str]) -> None:
+    """Refuse, before any work, an address-space limit (``ulimit -v``) too small for the largest trace named
+    (:func:`errors.address_space_shortage`): below it an allocation may fail where it cannot be caught."""
+    from .errors import MEMORY_LINE, address_space_shortage
+
+    size = 0
+    for it in items:
+        try:
+            st = os.stat(it)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            size = max(size, st.st_size)
+    short = address_space_shortage(size)
+    if short is not None:
+        raise InputError(MEMORY_LINE + short)
+
+
 def _main(argv: Sequence[str]) -> int:
     argv = list(argv)
     command = argv[0] if argv and argv[0] in SUBCOMMANDS else None   # never depends on the working directory
     if command == "schema":
         return run_schema(argv[1:])
     if command == "compare":
+        _check_address_space([x for x in argv[1:] if not x.startswith("-")])
         return run_compare(argv[1:])
     if command == "demo":
         a = _demo_parser().parse_args(argv[1:])
@@ -314,6 +340,7 @@ def _main(argv: Sequence[str]) -> int:
     a = _parser().parse_args(argv)
     opts = options_from_args(a)   # validates every option and reads the option files before the analysis
     jobs = check_option("jobs", a.jobs)
+    _check_address_space(a.traces)
     if _is_cluster(a.traces):
         return run_cluster(a.traces, Path(a.out), opts, a.force, a.quiet, jobs, a.scheduler)
     from .output import check_out_dir
@@ -342,9 +369,10 @@ def _ended(exc: BaseException, committed: Sequence[Path]) -> int:
     if isinstance(exc, ExplainerError):
         error_line(f"{PROG}: error: ", exc)
         return exc.exit_code
-    if isinstance(exc, MemoryError):
-        error_line(f"{PROG}: error: ", "out of memory while analyzing the trace")
-        return 1
+    short = memory_shortage(exc)   # MemoryError, a thread or a library that could not start (ulimit -v), ENOMEM
+    if short is not None:
+        error_line(f"{PROG}: error: ", MEMORY_LINE + short)
+        return 2
     if isinstance(exc, BrokenPipeError):   # stdout closed by the reader (`| head`): fine once the output is complete
         silence_stdout()
         return 0 if committed else 1
@@ -371,6 +399,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BaseException as exc:
         return _ended(exc, COMMITTED)
     finally:
+        from .output.lock import release_all
+
+        release_all()   # the --out lock of a run that ended before its staging (output.lock)
         interrupts.restore(previous)
         warnings.showwarning = show_warning
 

@@ -124,6 +124,52 @@ def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str]
     return c(**kw)
 
 
+#: the largest integer a result value may hold, in magnitude: far above any exact sum of nanosecond durations, and
+#: small enough to convert to a float (a value past 1.8e308 cannot be) and to print
+INT_LIMIT = 2 ** 127
+
+
+def check_numbers(d: Any, where: str) -> None:
+    """:class:`errors.InputError` naming the key (``report.json kernels[3].total_ns``) of the first number in the
+    parsed JSON ``d`` that no result holds: an integer beyond :data:`INT_LIMIT` in magnitude (``json.load`` reads
+    a 401-digit one), or a float that is not finite (a result writes ``null`` for those). Walks the whole tree once,
+    without recursion."""
+    stack: List[Any] = [(d, ())]
+    while stack:
+        v, path = stack.pop()
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                if type(x) in _SCALAR_OK:
+                    continue
+                stack.append((x, path + (k,)))
+        elif isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                if type(x) in _SCALAR_OK:
+                    continue
+                stack.append((x, path + (i,)))
+        elif isinstance(v, bool) or v is None or isinstance(v, str):
+            continue
+        elif isinstance(v, int):
+            if -INT_LIMIT <= v <= INT_LIMIT:
+                continue
+            digits = len(str(abs(v))) if abs(v) < 10 ** 4000 else "over 4000"
+            raise _bad(_path(where, path), f"an integer of {digits} digits is out of range (at most 2^127)")
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise _bad(_path(where, path), f"{v!r} is not a finite number (report values write null for those)")
+
+
+_SCALAR_OK = frozenset((str, bool, type(None)))
+
+
+def _path(where: str, path: Sequence[Any]) -> str:
+    out = where
+    for k in path:
+        out += f"[{k}]" if isinstance(k, int) else (f".{str(k)[:40]}" if out != where or " " in where else
+                                                     f" {str(k)[:40]}")
+    return out
+
+
 def need(d: Any, key: str, where: str) -> Any:
     """``d[key]`` of a JSON object; :class:`errors.InputError` naming ``where`` when ``d`` is no object or lacks
     ``key``."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from .errors import InputError
+from .errors import CWD_GONE, InputError, cwd_gone  # noqa: F401 (cwd_gone: re-exported)
 
 
 def shown(path: str) -> str:
@@ -43,7 +43,10 @@ def check_name(path: str) -> str:
     except UnicodeEncodeError:   # a surrogate outside U+DC80–U+DCFF: no name in the file system holds it
         raise InputError(f"{shown(path)}: the file name holds a lone surrogate, which no file name can hold"
                          ) from None
-    real = os.path.realpath(path)
+    try:
+        real = os.path.realpath(path)
+    except FileNotFoundError:   # relative, and the working directory was deleted
+        raise InputError(f"{shown(path)}: {CWD_GONE}") from None
     if not is_text(path) or not is_text(real):
         bad = path if not is_text(path) else real
         raise InputError(f"{shown(bad)}: the file name is not valid UTF-8; rename the file (or copy it to a "

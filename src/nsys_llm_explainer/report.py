@@ -102,6 +102,9 @@ class Report:
             return cls(**report_values(cls, d))
         except RecursionError:   # a part nested deeper than Python can walk: no report.json we write is
             raise InputError(f"{where}: a part is nested too deeply to be a report") from None
+        except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
+            # a value of the right JSON type that a result still cannot hold (the checks above name most)
+            raise InputError(f"{where}: a part is malformed ({type(exc).__name__}: {str(exc)[:200]})") from None
 
     def trace_model(self, needed_for: str) -> TraceModel:
         """``model``; :class:`errors.InputError` saying that ``needed_for`` needs the trace when the report was loaded

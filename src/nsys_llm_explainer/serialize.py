@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Tuple, get_type_hints
 
 from .errors import InputError
-from .jsonable import dataclass_from_json, from_json, json_ready, kind_of, need, need_object
+from .jsonable import check_numbers, dataclass_from_json, from_json, json_ready, kind_of, need, need_object
 from .options import OPTIONS, Options, report_options
 
 if TYPE_CHECKING:
@@ -151,6 +151,7 @@ def report_values(report_type: type, d: Any) -> Dict[str, Any]:
     in the dict: empty). :class:`errors.InputError` (one line naming the key) for another schema or a missing
     or malformed part."""
     check_schema(d)
+    check_numbers(d, JSON)   # a number no result holds (a 401-digit integer, an infinity), named by its key
     hints = get_type_hints(report_type)
     out: Dict[str, Any] = {}
     for f in fields(report_type):

@@ -158,8 +158,8 @@ def test_real_pair_cli_gate_and_outputs(tmp_path, shared_traces):
     proc = run_cli("compare", str(BEFORE), str(AFTER), "--out", str(out), "--labels", "before,after",
                    "--fail-on-regression", "5", "--quiet")
     assert proc.returncode == EXIT_REGRESSION == 3, proc.stderr
-    lines = _lines(proc.stdout)
-    assert len(lines) == 1, proc.stdout                         # the gate's one line
+    lines = _lines(proc.stderr)
+    assert len(lines) == 1 and not proc.stdout, proc.stderr     # the failing gate's one line, on stderr
     line = lines[0]
     d = json.loads((out / "compare.json").read_text())
     c = d["comparisons"][0]
@@ -259,7 +259,7 @@ def test_too_short(tmp_path, base_trace):
     proc = run_cli("compare", str(base_trace), str(short), "--out", str(tmp_path / "o"), "--quiet",
                    "--fail-on-regression", "0")
     assert proc.returncode == EXIT_INCOMPARABLE == 4, proc.stderr      # the gate fails closed
-    line = _lines(proc.stdout)
+    line = _lines(proc.stderr)                                          # why it fails: on stderr
     assert len(line) == 1 and line[0].startswith("nsys-llm-explain: NOT COMPARABLE, failing (exit 4): NEW short "
                                                  "is too short (5 steps < 10; steady window 13.086 ms < 20.000 ms) — "
                                                  "too short to compare: short has 5 steps (< 10)"), line

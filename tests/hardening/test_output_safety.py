@@ -187,10 +187,10 @@ def test_failure_in_the_swap_restores_previous_report(tmp_path: Path, trace: Pat
     before = digest(out)
     real_rename = os.rename
 
-    def rename(src, dst):
+    def rename(src, dst, **dir_fds):   # the commit renames through directory descriptors (no link followed)
         if Path(src).name.startswith(STAGING_PREFIX):
             raise OSError(errno.EIO, "injected")
-        return real_rename(src, dst)
+        return real_rename(src, dst, **dir_fds)
 
     monkeypatch.setattr(os, "rename", rename)
     assert run(str(trace), "--out", str(out)) == 2

@@ -35,7 +35,7 @@ ALLOWED: Dict[str, FrozenSet[str]] = {
     "synth": F({"vocabulary"}), "presets": F(), "paths": F({"errors"}),
     "cli": BASE | {"<pkg>", "cluster", "comparison", "interrupts", "options", "output", "paths", "pipeline", "read",
                    "render", "synth", "terminal"},
-    "__main__": F({"cli", "interrupts"}),
+    "__main__": F({"cli", "errors", "interrupts"}),
     "<pkg>": BASE | {"cluster", "comparison", "options", "paths", "pipeline", "render", "report"},
 }
 

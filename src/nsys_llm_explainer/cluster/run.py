@@ -18,11 +18,11 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
 from ..options import Options, check_option
-from ..paths import check_name, shown, stat_or_none
+from ..paths import CWD_GONE, check_name, cwd_gone, shown, stat_or_none
 from .result import ClusterResult, build_result
 from .summary import FileSummary, analyze_file
 from .workers import run_dask, run_pool
@@ -58,7 +58,7 @@ def expand_inputs(items: Sequence[str]) -> List[str]:
                 raise InputError(f"no file matches {it!r}")
             out += sorted(found, key=_natural)
         else:
-            raise InputError(f"{it} does not exist")
+            raise InputError(f"{it} does not exist" + (f": {CWD_GONE}" if cwd_gone(it) else ""))
     seen, uniq = set(), []
     for x in out:
         k = os.path.realpath(check_name(x))
@@ -70,17 +70,39 @@ def expand_inputs(items: Sequence[str]) -> List[str]:
     return uniq
 
 
+#: longest label kept (characters; ``ranks/<label>/`` must stay a valid file name with a ``_N`` suffix)
+LABEL_MAX = 120
+
+
 def make_labels(paths: Sequence[str]) -> List[str]:
+    """One label per file, unique: the file stem (with its folder's name when two stems are equal), anything but
+    ``A-Z a-z 0-9 . _ -`` made ``_``, at most :data:`LABEL_MAX` characters. A label already taken — compared
+    case-insensitively, as ``ranks/<label>/`` would be on a case-insensitive file system — gets ``_2``, ``_3``…,
+    each candidate checked again against every label taken so far (``r.sqlite``, ``r .sqlite`` and
+    ``r_2.sqlite`` give ``r``, ``r_2`` and ``r_2_2``)."""
     stems = [Path(p).stem for p in paths]
     labels = [s if stems.count(s) == 1 else f"{Path(p).parent.name}_{s}" for p, s in zip(paths, stems)]
+    clean = [(re.sub(r"[^A-Za-z0-9._-]+", "_", lab).strip("._") or "trace")[:LABEL_MAX] for lab in labels]
     out: List[str] = []
-    seen: Dict[str, int] = {}
-    for lab in labels:
-        lab = re.sub(r"[^A-Za-z0-9._-]+", "_", lab).strip("._") or "trace"
-        n = seen.get(lab, 0)
-        seen[lab] = n + 1
-        out.append(lab if n == 0 else f"{lab}_{n + 1}")
+    taken: set = set()
+    for lab in clean:
+        cand, n = lab, 1
+        while cand.casefold() in taken:
+            n += 1
+            cand = f"{lab}_{n}"
+        taken.add(cand.casefold())
+        out.append(cand)
     return out
+
+
+def _absolute(path: str) -> str:
+    """``path`` absolute, resolved here, up front: a worker process may start elsewhere (:func:`workers.spawnable_cwd`).
+    A relative path when the working directory was deleted is one line."""
+    try:
+        return os.path.abspath(path)
+    except FileNotFoundError:
+        raise InputError(f"{shown(path)} is a relative path and the working directory no longer exists; give an "
+                         "absolute path") from None
 
 
 def run_files(paths: Sequence[str], labels: Sequence[str], options: Optional[Options], jobs: Optional[int],
@@ -89,8 +111,8 @@ def run_files(paths: Sequence[str], labels: Sequence[str], options: Optional[Opt
     Faults (a lost worker, an unresponsive scheduler) and interrupts end as :mod:`.workers` says."""
     n = len(paths)
     jobs = max(1, min(n, jobs if jobs else (os.cpu_count() or 1)))
-    dirs = [str(Path(rank_root) / lab) if rank_root else None for lab in labels]
-    args = list(zip(paths, labels, [options] * n, dirs, range(n)))
+    dirs = [os.path.abspath(Path(rank_root) / lab) if rank_root else None for lab in labels]
+    args = list(zip([_absolute(p) for p in paths], labels, [options] * n, dirs, range(n)))
     if scheduler:
         return run_dask(args, jobs, scheduler)
     if jobs == 1:

@@ -26,6 +26,7 @@ Dask (``scheduler="ADDRESS"`` or ``"local"``; the main thread polls every :data:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -34,7 +35,7 @@ import time
 import warnings
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from ..errors import InputError, OptionalDependencyError, WorkerError
 from ..terminal import warning_line
@@ -74,6 +75,29 @@ def files_text(paths: Sequence[str]) -> str:
 
 
 # ------------------------------------------------------------------------------------------ local pool
+@contextlib.contextmanager
+def spawnable_cwd() -> Iterator[None]:
+    """Worker processes can start even when the working directory was deleted: ``multiprocessing`` (``spawn``)
+    asks for it (``os.getcwd()``) to start each worker there, which fails. Then, while the workers start, the
+    process stands in ``/`` and comes back to the deleted directory after (through a descriptor). Every path a
+    worker is given is absolute (:func:`run.run_files`), so where it starts changes nothing."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        back = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        os.chdir("/")
+        try:
+            yield
+        finally:
+            try:
+                os.fchdir(back)
+            except OSError:
+                pass
+            os.close(back)
+        return
+    yield
+
+
 def _worker_init() -> None:
     """Pool worker start-up: Ctrl-C reaches the whole process group; the parent decides and stops the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -110,7 +134,8 @@ def run_pool(args: Sequence[Args], jobs: int) -> List[FileSummary]:
     ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init)
     futs: List[Future] = []
     try:
-        futs = [ex.submit(analyze_file, *a) for a in args]
+        with spawnable_cwd():   # the workers start in submit()
+            futs = [ex.submit(analyze_file, *a) for a in args]
         wait(futs, return_when=FIRST_EXCEPTION)   # a failing file ends the run now, not after the queue
         for f in futs:
             if f.done() and not f.cancelled() and f.exception() is not None:
@@ -191,7 +216,8 @@ def _local_cluster(client_class: Any, cluster_class: Any, jobs: int) -> Tuple[An
 
     what = f"the local Dask cluster ({jobs} worker process{'es' if jobs > 1 else ''})"
     try:
-        return bounded(start, DASK_LOCAL_START_S, what, verb="start")
+        with spawnable_cwd():
+            return bounded(start, DASK_LOCAL_START_S, what, verb="start")
     except WorkerError:
         raise
     except Exception as exc:   # a worker process that cannot start (Nanny failed to start), no free port…

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 from .. import __version__
 from ..analyses.common.stats import pct
 from ..errors import InputError, OptionError
-from ..paths import check_name, stat_or_none
+from ..paths import CWD_GONE, check_name, cwd_gone, stat_or_none
 from .diff import compare_pair, per_unit
 from .measure import NON_GPU, Facts, gather
 from .metric import choose_metric, measure
@@ -109,7 +109,7 @@ def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]] = None,
         pp = Path(str(p))
         st = stat_or_none(str(p))
         if st is None:
-            raise InputError(f"trace not found: {pp}")
+            raise InputError(f"trace not found: {pp}" + (f" ({CWD_GONE})" if cwd_gone(str(p)) else ""))
         if stat.S_ISDIR(st.st_mode):
             raise InputError(f"{pp} is a directory, not a trace file")
         check_name(str(pp))

@@ -32,7 +32,14 @@ point or its parent is not writable) and removed on every way out, signals inclu
 An ``--out`` that is, or lies under, a symbolic link to a missing path is refused (creating it would create
 directories wherever the link points).
 
-The new directory's mode follows the umask; a replaced directory keeps its mode.
+**Changed during the run.** The commit checks ``--out`` again: the same directory (device, inode, not a link)
+or still absent, under the same directory above it; anything else is refused (exit 2) and nothing is written
+there. The renames go through a descriptor of the checked parent; a rename never follows a link at its target.
+
+**One run per --out** (:mod:`output.lock`): a second run into an ``--out`` being written is refused at its check.
+
+The new directory's mode follows the umask; a replaced directory keeps its mode. A umask that takes the owner's
+write or search permission is refused; the staging directory stays owner-``rwx`` until the commit.
 """
 
 from __future__ import annotations

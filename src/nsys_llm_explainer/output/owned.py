@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..errors import OutputError
+from .lock import acquire, lock_name, release
 
 MANIFEST = ".nsys-llm-explainer.json"
 TOOL = "nsys-llm-explainer"
@@ -49,6 +50,20 @@ class OutDir:
     previous_kind: Optional[str] = None
     inputs: Tuple[Path, ...] = ()
     ignored: List[str] = field(default_factory=list)    # manifest entries outside --out or through a link
+    #: what the check saw, compared again at the commit (:meth:`Staging.commit`): (device, inode) of the real
+    #: ``--out`` (None: absent) and of the nearest existing directory above it, which is ``anchor``
+    ident: Optional[Tuple[int, int]] = None
+    anchor: Optional[Path] = None
+    anchor_ident: Optional[Tuple[int, int]] = None
+
+
+def ident_of(p: Path) -> Optional[Tuple[int, int]]:
+    """(device, inode) of the directory ``p`` itself (a link is not followed); None when absent or not a directory."""
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 def _fs_name_check(out: Path) -> None:
@@ -147,11 +162,12 @@ def _walk_foreign(d: Path, owned: Set[str]) -> Iterable[str]:
     """Relative paths under ``d`` that are not owned (directories count only when no owned file is below)."""
     keep_dirs = {str(Path(f).parent) for f in owned}
     keep_dirs |= {str(p) for f in owned for p in Path(f).parents}
+    lock = lock_name(d)   # this run's own lock, where it had to go inside --out (output.lock)
     for root, dirs, files in os.walk(d):
         rel_root = os.path.relpath(root, d)
         for name in sorted(files):
             rel = name if rel_root == "." else f"{rel_root}/{name}"
-            if rel != MANIFEST and rel not in owned:
+            if rel != MANIFEST and rel not in owned and rel != lock:
                 yield rel
         for name in sorted(dirs):
             rel = name if rel_root == "." else f"{rel_root}/{name}"
@@ -193,20 +209,46 @@ def _no_dangling_link(out: Path) -> None:
         p = p.parent
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux ``/proc``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _check_umask(out: Path) -> None:
+    """Refuse a umask that takes the owner's write or search permission from new directories: the tool could not
+    write into the directories it makes (``tables/``), nor the user read the report."""
+    mask = current_umask()
+    if mask & 0o300:
+        raise OutputError(f"--out {out}: the umask {mask:04o} takes the owner's write or search permission from the "
+                          "directories this tool creates; run with a umask such as 0022 (`umask 022`)")
+
+
 def check_out_dir(out: Path, force: bool, kind: str = "report", inputs: Sequence[os.PathLike] = ()) -> OutDir:
     """Refuse an unusable ``--out`` before any work (see module docstring); ``inputs``: the files read. A path the
     system will not look up (a parent that may not be searched, a name too long, a link loop) is one line too."""
     try:
         return _check_out_dir(Path(out), force, kind, inputs)
     except OSError as exc:
-        raise OutputError(f"--out {out} cannot be used: {exc.strerror or exc}") from None
+        from ..errors import CWD_GONE, cwd_gone
+
+        why = CWD_GONE if cwd_gone(os.fspath(out)) else exc.strerror or exc
+        raise OutputError(f"--out {out} cannot be used: {why}") from None
 
 
 def _check_out_dir(out: Path, force: bool, kind: str, inputs: Sequence[os.PathLike]) -> OutDir:
     _fs_name_check(out)
     _no_dangling_link(out)
     real = Path(os.path.realpath(out))
-    what = WHAT[kind]
+    _check_umask(out)
     if os.path.lexists(real) and not real.is_dir():
         raise OutputError(f"--out {out} exists and is not a directory")
     anchor = real
@@ -217,7 +259,20 @@ def _check_out_dir(out: Path, force: bool, kind: str, inputs: Sequence[os.PathLi
     if not os.access(anchor, os.W_OK | os.X_OK):
         raise OutputError(f"--out {out} is not writable" if anchor == real else
                           f"cannot create --out {out}: {anchor} is not writable")
-    od = OutDir(out, real, kind, force, real.exists(), inputs=tuple(Path(p) for p in inputs))
+    od = OutDir(out, real, kind, force, real.exists(), inputs=tuple(Path(p) for p in inputs),
+                ident=ident_of(real), anchor=anchor if anchor != real else real.parent)
+    od.anchor_ident = ident_of(od.anchor) if od.anchor is not None else None
+    acquire(real, out)   # one run at a time into this --out (output.lock): a second one is refused here
+    try:
+        _check_existing(od, out, real, kind, force)
+    except BaseException:
+        release(real)
+        raise
+    return od
+
+
+def _check_existing(od: OutDir, out: Path, real: Path, kind: str, force: bool) -> None:
+    what = WHAT[kind]
     if od.exists:
         man = read_manifest(real, od.ignored)
         if man is not None:
@@ -252,4 +307,3 @@ def _check_out_dir(out: Path, force: bool, kind: str, inputs: Sequence[os.PathLi
                 raise OutputError(f"--out {out} holds {name!r}, which this tool did not write and would replace; "
                                   "move it or choose another directory (--force never overwrites it)")
         _warn_ignored(out, od.ignored)
-    return od

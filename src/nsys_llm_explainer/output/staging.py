@@ -3,6 +3,7 @@ rules): one rename, a swap, or file by file beside the user's files, never throu
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -10,11 +11,12 @@ import shutil
 import stat
 from pathlib import Path
 from types import TracebackType
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 from .. import __version__
 from ..errors import OutputError
 from ..interrupts import critical
+from .lock import acquire, release
 from .owned import (
     MANIFEST,
     OLD_PREFIX,
@@ -24,6 +26,7 @@ from .owned import (
     OutDir,
     contained,
     first_foreign,
+    ident_of,
     inside,
     is_regular,
     link_on_the_way,
@@ -45,6 +48,34 @@ def _mkdir_fresh(parent: Path, prefix: str, mode: int = 0o777) -> Path:
     raise OutputError(f"cannot create a staging directory in {parent}")
 
 
+def _owner_rwx(d: Path) -> None:
+    """Give the owner read, write and search permission on ``d`` and every directory below it (links not
+    followed), so that a tree of ours left with mode 000 (a umask of 0777, a chmod) can be listed and removed."""
+    try:
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode):
+            return
+        if stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
+            os.chmod(d, stat.S_IMODE(st.st_mode) | 0o700)
+        with os.scandir(d) as it:
+            subdirs = [Path(e.path) for e in it if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for sub in subdirs:
+        _owner_rwx(sub)
+
+
+def remove_tree(d: Path) -> None:
+    """Remove our own directory ``d`` (staging, a swapped-out previous output), also when parts of it lost their
+    owner permissions; never follows a link; never raises."""
+    if os.path.islink(d) or not os.path.lexists(d):
+        return
+    shutil.rmtree(d, ignore_errors=True)
+    if os.path.lexists(d):
+        _owner_rwx(d)
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def _files_under(d: Path) -> List[str]:
     return sorted(Path(root, n).relative_to(d).as_posix() for root, _, files in os.walk(d) for n in files)
 
@@ -64,6 +95,7 @@ class Staging:
         self.target = target
         self.tmp: Optional[Path] = None
         self._swap = False
+        self._mode: Optional[int] = None   # the mode --out gets at the commit
 
     def _beside(self) -> bool:
         """The staging directory can be made beside the real ``--out`` (same file system, parent writable)."""
@@ -90,26 +122,35 @@ class Staging:
         where = t.real if (t.exists and not self._swap and not self._beside()) else t.real.parent
         while not where.exists():
             where = where.parent
+        acquire(t.real, t.path, again=True)   # held since check_out_dir; taken again for a second Staging of one OutDir
         try:
             with critical():   # no signal between creating the directory and remembering it
                 self.tmp = _mkdir_fresh(where, STAGING_PREFIX)
-            if t.exists and self._swap:
-                os.chmod(self.tmp, stat.S_IMODE(os.stat(t.real).st_mode))
+            # the mode --out gets: a new one follows the umask (as mkdir made it), a replaced one keeps its own;
+            # meanwhile the owner may always write, list and remove it (also under a umask of 0777)
+            self._mode = stat.S_IMODE(os.stat(t.real if t.exists and self._swap else self.tmp).st_mode)
+            os.chmod(self.tmp, self._mode | 0o700)
         except OSError as exc:
             self._remove_tmp()
+            release(t.real)
             raise OutputError(f"cannot write into {where}: {_why(exc)}") from None
+        except BaseException:
+            self._remove_tmp()
+            release(t.real)
+            raise
         return self
 
     def _remove_tmp(self) -> None:
         """Remove the staging directory; a signal waits until it is gone (the first one's unwinding included)."""
         with critical(stop_first=False):
-            if self.tmp is not None and os.path.lexists(self.tmp):
-                shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.tmp is not None:
+                remove_tree(self.tmp)
             self.tmp = None
 
     def __exit__(self, exc_type: Optional[type], exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         self._remove_tmp()
-        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+        release(self.target.real)
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError) and exc.errno != errno.ENOMEM:
             raise OutputError(f"cannot write the {WHAT[self.target.kind]} into {self.target.path}: "
                               f"{_why(exc)}") from None
 
@@ -121,7 +162,8 @@ class Staging:
         (self.tmp / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
     def commit(self) -> List[Path]:
-        """Make the staged output visible in one step (see module docstring); returns the files written."""
+        """Make the staged output visible in one step (see module docstring); returns the files written.
+        ``--out`` must still be what :func:`check_out_dir` saw (:meth:`_recheck`), else nothing is written."""
         assert self.tmp is not None
         t = self.target
         files = _files_under(self.tmp)
@@ -130,24 +172,78 @@ class Staging:
                 raise OutputError(f"the input {p} is a file of --out {t.path} that this run would replace")
         try:
             self._write_manifest(files)
+            if self._mode is not None:
+                os.chmod(self.tmp, self._mode)
             with critical():
-                if not t.real.exists():
-                    self._commit_new()
-                elif self._swap and first_foreign(t.real, t.previous) is None:
-                    self._commit_swap()
-                else:
-                    self._commit_each(files)
+                pfd = self._recheck()
+                try:
+                    if t.ident is None:
+                        self._commit_new(pfd)
+                    elif self._swap and first_foreign(t.real, t.previous) is None:
+                        self._commit_swap(pfd)
+                    else:
+                        self._commit_each(files, pfd)
+                finally:
+                    if pfd is not None:
+                        os.close(pfd)
         except OSError as exc:
             raise OutputError(f"cannot move the {WHAT[t.kind]} into {t.path}: {_why(exc)}") from None
         COMMITTED.append(t.real)
         return [t.real / f for f in files]
 
-    def _commit_new(self) -> None:
+    def _changed(self, what: str) -> OutputError:
+        t = self.target
+        return OutputError(f"--out {t.path} changed while the tool ran ({what}); nothing was written there: check "
+                           "what replaced it, then run again")
+
+    def _recheck(self) -> Optional[int]:
+        """``--out`` as the check saw it: the same directory (device and inode, not a link), or still absent, under
+        the same directory above it. Returns a descriptor of the parent of the real ``--out`` (None when it is
+        still to be created), opened without following a link and checked to be the directory seen: the renames
+        of the commit go through it, so no link swapped in afterwards is followed."""
+        t = self.target
+        try:
+            st: Optional[os.stat_result] = os.lstat(t.real)
+        except FileNotFoundError:
+            st = None
+        if t.ident is None and st is not None:
+            kind = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode)
+                    else "a file")
+            raise self._changed(f"it was absent and is now {kind}")
+        if t.ident is not None:
+            if st is None:
+                raise self._changed("it was removed")
+            if stat.S_ISLNK(st.st_mode):
+                raise self._changed("it is now a symbolic link")
+            if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != t.ident:
+                raise self._changed("it was replaced by another directory or file")
+        if t.anchor is None or t.anchor_ident is None:
+            return None
+        if os.path.realpath(t.anchor) != str(t.anchor) or ident_of(t.anchor) != t.anchor_ident:
+            raise self._changed(f"{t.anchor} was replaced or is now reached through a symbolic link")
+        if t.anchor != t.real.parent:
+            return None   # directories above --out still to be made (_commit_new)
+        pfd = os.open(t.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fst = os.fstat(pfd)
+        if (fst.st_dev, fst.st_ino) != t.anchor_ident:
+            os.close(pfd)
+            raise self._changed(f"{t.anchor} was replaced")
+        return pfd
+
+    def _commit_new(self, pfd: Optional[int]) -> None:
+        """A new ``--out``: one rename of the staging directory (made in its parent, or in the nearest existing
+        directory above, whose missing directories are made first). A rename never follows a link at its
+        target: a link that appears there now makes it fail (ENOTDIR), and so does a directory that is not
+        empty."""
         assert self.tmp is not None
         real = self.target.real
+        if pfd is not None:
+            os.rename(self.tmp, real.name, dst_dir_fd=pfd)
+            self.tmp = None
+            return
         created: List[Path] = []
         p = real.parent
-        while not p.exists():
+        while not os.path.lexists(p):
             created.append(p)
             p = p.parent
         try:
@@ -163,22 +259,31 @@ class Staging:
                     pass
             raise
 
-    def _commit_swap(self) -> None:
-        assert self.tmp is not None
-        real = self.target.real
+    def _commit_swap(self, pfd: Optional[int]) -> None:
+        """A previous output holding only our files: ``--out`` → a hidden sibling, staging → ``--out`` (both
+        renames in the checked parent directory), the sibling removed. What was moved aside must be the directory
+        checked: anything else (swapped in at the last moment) is put back and nothing is written."""
+        assert self.tmp is not None and pfd is not None
+        t = self.target
+        real = t.real
         old = real.parent / f"{OLD_PREFIX}{secrets.token_hex(6)}"
-        os.rename(real, old)
+        os.rename(real.name, old.name, src_dir_fd=pfd, dst_dir_fd=pfd)
+        if ident_of(old) != t.ident:
+            os.rename(old.name, real.name, src_dir_fd=pfd, dst_dir_fd=pfd)
+            raise self._changed("it was replaced by another directory or a link")
         try:
-            os.rename(self.tmp, real)
+            os.rename(self.tmp, real.name, dst_dir_fd=pfd)
         except OSError:
-            os.rename(old, real)
+            os.rename(old.name, real.name, src_dir_fd=pfd, dst_dir_fd=pfd)
             raise
         self.tmp = None
-        shutil.rmtree(old, ignore_errors=True)
+        remove_tree(old)
 
-    def _commit_each(self, files: List[str]) -> None:
+    def _commit_each(self, files: List[str], pfd: Optional[int]) -> None:
         """Move file by file into a directory that also holds files of the user (never touched), never through
-        a symbolic link: a previous file now reached through one is left alone, a new one is refused."""
+        a symbolic link: every move goes through directory descriptors opened without following links, from the
+        real ``--out`` checked to be the directory seen; a previous file now reached through a link is left
+        alone, a new one is refused."""
         assert self.tmp is not None
         t = self.target
         owned = {f for f in t.previous if contained(t.real, f) and is_regular(t.real / f)}
@@ -192,49 +297,117 @@ class Staging:
             if os.path.lexists(t.real / f) and f not in owned:
                 raise OutputError(f"--out {t.path} holds {f!r}, which this tool did not write and would replace; "
                                   "move it or choose another directory")
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        rfd = os.open(t.real.name, flags, dir_fd=pfd) if pfd is not None else os.open(t.real, flags)
+        try:
+            rst = os.fstat(rfd)
+            if (rst.st_dev, rst.st_ino) != t.ident:
+                raise self._changed("it was replaced by another directory or a link")
+            self._move_each(files, owned, rfd)
+        finally:
+            os.close(rfd)
+
+    def _move_each(self, files: List[str], owned: Set[str], rfd: int) -> None:
+        assert self.tmp is not None
+        t = self.target
         backup = _mkdir_fresh(self.tmp, OLD_PREFIX)
         done: List[Tuple[str, bool, bool]] = []   # (relative path, old version backed up, new one moved in)
-        made: List[Path] = []
+        made: List[str] = []
 
-        def guard(f: str) -> None:   # checked again just before each step: the directory may have changed
-            if link_on_the_way(t.real, f) is not None or (f not in owned and os.path.lexists(t.real / f)):
-                raise OutputError(f"--out {t.path} changed while the tool wrote into it ({f!r}); nothing was "
-                                  "replaced")
+        def changed(f: str) -> OutputError:
+            return OutputError(f"--out {t.path} changed while the tool wrote into it ({f!r}); nothing was "
+                               "replaced")
         try:
             for f in sorted(owned - set(files) - {MANIFEST}) + files + [MANIFEST]:
-                dst, src = t.real / f, self.tmp / f
-                guard(f)
-                for d in reversed([p for p in dst.parents if inside(p, t.real) and p != t.real]):
-                    if not d.exists():
-                        os.mkdir(d)
-                        made.append(d)
-                guard(f)
-                had = os.path.lexists(dst)
-                if had:
-                    (backup / f).parent.mkdir(parents=True, exist_ok=True)
-                    os.rename(dst, backup / f)
-                done.append((f, had, False))
-                if os.path.lexists(src):
-                    os.rename(src, dst)
-                    done[-1] = (f, had, True)
+                src = self.tmp / f
+                *way, leaf = f.split("/")
+                try:
+                    dfd = _dir_at(rfd, way, made)
+                except (NotADirectoryError, FileNotFoundError) as exc:
+                    raise changed(f) from exc
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:   # a link on the way (O_NOFOLLOW)
+                        raise changed(f) from None
+                    raise
+                try:
+                    try:
+                        lst: Optional[os.stat_result] = os.lstat(leaf, dir_fd=dfd)
+                    except FileNotFoundError:
+                        lst = None
+                    if lst is not None and f not in owned:
+                        raise changed(f)
+                    had = lst is not None
+                    if had:
+                        (backup / f).parent.mkdir(parents=True, exist_ok=True)
+                        os.rename(leaf, backup / f, src_dir_fd=dfd)
+                    done.append((f, had, False))
+                    if os.path.lexists(src):
+                        os.rename(src, leaf, dst_dir_fd=dfd)
+                        done[-1] = (f, had, True)
+                finally:
+                    if dfd != rfd:
+                        os.close(dfd)
         except (OSError, OutputError):
             for f, had, moved in reversed(done):   # put every file back where it was
+                *way, leaf = f.split("/")
+                try:
+                    dfd = _dir_at(rfd, way, None)
+                except OSError:
+                    continue
                 try:
                     if moved:
-                        os.rename(t.real / f, self.tmp / f)
+                        os.rename(leaf, self.tmp / f, src_dir_fd=dfd)
                     if had:
-                        os.rename(backup / f, t.real / f)
+                        os.rename(backup / f, leaf, dst_dir_fd=dfd)
                 except OSError:
                     pass
+                finally:
+                    if dfd != rfd:
+                        os.close(dfd)
             for d in reversed(made):
-                try:
-                    os.rmdir(d)
-                except OSError:
-                    pass
+                _rmdir_at(rfd, d)
             raise
         for rel in sorted({str(Path(f).parent) for f in owned - set(files) - {MANIFEST}}, key=lambda x: -x.count("/")):
-            if rel != "." and contained(t.real, rel) and (t.real / rel).is_dir():
-                try:
-                    os.rmdir(t.real / rel)   # only when empty: a directory of ours that a new run no longer needs
-                except OSError:
-                    pass
+            if rel != ".":
+                _rmdir_at(rfd, rel)   # only when empty: a directory of ours that a new run no longer needs
+
+
+def _dir_at(rfd: int, way: List[str], made: Optional[List[str]]) -> int:
+    """A descriptor of the directory ``way`` below the directory ``rfd``, each component opened without following a
+    link (ELOOP / ENOTDIR when one is a link or a file); missing ones are made when ``made`` is a list (their
+    relative paths appended). Returns ``rfd`` itself for an empty ``way``; the caller closes any other."""
+    fd = rfd
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    for i, part in enumerate(way):
+        try:
+            nfd = os.open(part, flags, dir_fd=fd)
+        except FileNotFoundError:
+            if made is None:
+                raise
+            os.mkdir(part, dir_fd=fd)
+            made.append("/".join(way[:i + 1]))
+            nfd = os.open(part, flags, dir_fd=fd)
+        except BaseException:
+            if fd != rfd:
+                os.close(fd)
+            raise
+        if fd != rfd:
+            os.close(fd)
+        fd = nfd
+    return fd
+
+
+def _rmdir_at(rfd: int, rel: str) -> None:
+    """Remove the directory ``rel`` below ``rfd`` when it is empty (never through a link); never raises."""
+    *way, leaf = rel.split("/")
+    try:
+        dfd = _dir_at(rfd, way, None)
+    except OSError:
+        return
+    try:
+        os.rmdir(leaf, dir_fd=dfd)
+    except OSError:
+        pass
+    finally:
+        if dfd != rfd:
+            os.close(dfd)

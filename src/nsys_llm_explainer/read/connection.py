@@ -112,13 +112,58 @@ def table_of(sql: str) -> str:
     return m.group(1) if m else "the trace"
 
 
+#: leading bytes of file kinds given as traces by mistake → what to call them (and what to do)
+MAGIC_KINDS = (
+    (b"\x1f\x8b", "a gzip-compressed file; decompress it first (gunzip -k)"),
+    (b"PK\x03\x04", "a zip archive; extract the .sqlite export from it first (unzip)"),
+    (b"PK\x05\x06", "an empty zip archive"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file; decompress it first (unxz -k)"),
+    (b"(\xb5/\xfd", "a zstd-compressed file; decompress it first (unzstd)"),
+    (b"BZh", "a bzip2-compressed file; decompress it first (bunzip2 -k)"),
+)
+_OWN_JSON = re.compile(r'^\s*\{\s*"(schema_version|tool)"\s*:')
+_TOP_KEY = re.compile(r'^\s{0,2}"([a-z_]+)"\s*:', re.MULTILINE)
+_KIND = re.compile(r'"kind"\s*:\s*"(compare|cluster)"')
+
+
+def sniff(p: Path, head: bytes) -> Optional[str]:
+    """What the file ``p`` (starting with ``head``) is when it is a kind that users give as a trace by mistake — a
+    compressed file or archive, or an output of this tool (``report.json``, ``compare.json``, ``cluster.json``,
+    the manifest) — as words for a message; None for anything else."""
+    for magic, what in MAGIC_KINDS:
+        if head.startswith(magic):
+            return what
+    start = head.decode("latin-1").lstrip("\ufeff\xef\xbb\xbf")   # bytes as characters, one each; a BOM dropped
+    if not _OWN_JSON.match(start):
+        return "a JSON text file" if start.lstrip()[:1] in ("{", "[") else None
+    try:
+        with open(p, "rb") as fh:
+            text = fh.read(4096).decode("latin-1")
+    except OSError:
+        return None
+    keys = set(_TOP_KEY.findall(text))
+    if "tool" in keys and "files" in keys and "nsys-llm-explainer" in text:
+        return "the manifest of an output directory of nsys-llm-explainer (a list of files it wrote)"
+    if "schema_version" not in keys or "tool_version" not in keys:
+        return "a JSON text file"
+    kind = _KIND.search(text)
+    name = ("compare.json" if kind and kind.group(1) == "compare" else "report.json" if "headline" in keys
+            else "cluster.json" if "files" in keys else None)
+    if name is None:
+        return "a JSON text file"
+    return (f"a {name} written by nsys-llm-explainer (an analysis result, not a trace); give the trace it was "
+            "made from")
+
+
 def check_trace_path(path: str | os.PathLike) -> Path:
     """Validate that ``path`` is an existing, readable SQLite file without creating anything."""
     p = Path(path)
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise InputError(f"trace not found: {p}") from None
+        from ..errors import CWD_GONE, cwd_gone
+
+        raise InputError(f"trace not found: {p}" + (f" ({CWD_GONE})" if cwd_gone(str(path)) else "")) from None
     except OSError as exc:
         raise InputError(f"cannot access trace {p}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
@@ -133,6 +178,9 @@ def check_trace_path(path: str | os.PathLike) -> Path:
     if len(head) == 0:
         raise InputError(f"{p} is empty (0 bytes), not an SQLite export")
     if not head.startswith(SQLITE_MAGIC):
+        what = sniff(p, head)
+        if what is not None:
+            raise InputError(f"{p} is {what}, not an SQLite export of an Nsight Systems report")
         raise InputError(f"{p} is not an SQLite database; export the report first: {export_command(p)}")
     if len(head) < 100:
         raise InputError(f"{p} is truncated (SQLite header incomplete)")

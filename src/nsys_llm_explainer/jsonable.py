@@ -19,7 +19,7 @@ import math
 import typing
 from functools import cache
 from types import MappingProxyType
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -57,7 +57,8 @@ def json_ready(obj: Any) -> Any:
         return obj.tolist()
     to_dict = getattr(obj, "to_dict", None)
     if callable(to_dict) and not isinstance(obj, type):
-        return json_ready(to_dict())
+        d = to_dict()   # fields_json's dict is JSON-ready already: not copied again
+        return d if getattr(to_dict, "__func__", None) is FieldsJson.to_dict else json_ready(d)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return fields_json(obj)
     return obj
@@ -65,10 +66,25 @@ def json_ready(obj: Any) -> Any:
 
 def fields_json(obj: Any) -> Dict[str, Any]:
     """The one generic encoder of a result: ``{field: JSON-ready value}`` over ``dataclasses.fields`` in declaration
-    order, leaving out the fields declared ``metadata=NOT_IN_JSON``. Classes whose ``report.json`` part is a plain
-    dump of their fields use it (:class:`FieldsJson`); only those that rename or reshape write their own
-    ``to_dict()`` (and a ``from_dict`` beside it)."""
-    return {f.name: json_ready(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.metadata.get("json", True)}
+    order, leaving out the fields declared ``metadata=NOT_IN_JSON`` (and writing ``{}`` for a None field declared
+    ``metadata=NONE_AS_EMPTY``). Classes whose ``report.json`` part is a plain dump of their fields use it
+    (:class:`FieldsJson`); only those that rename or reshape write their own ``to_dict()`` (and a ``from_dict``
+    beside it)."""
+    out: Dict[str, Any] = {}
+    for name, empty in _json_fields(obj.__class__):
+        v = getattr(obj, name)
+        if v is None:
+            out[name] = {} if empty else None
+        else:
+            out[name] = v if type(v) in _SAME else _item(v)
+    return out
+
+
+@cache
+def _json_fields(cls: Any) -> Tuple[Tuple[str, bool], ...]:
+    """(name, None written as ``{}``) of the fields of ``cls`` that ``report.json`` carries, in declaration order."""
+    return tuple((f.name, f.metadata.get("json", True) == "none_as_empty") for f in dataclasses.fields(cls)
+                 if f.metadata.get("json", True) is not False)
 
 
 class FieldsJson:
@@ -81,7 +97,11 @@ class FieldsJson:
 # ------------------------------------------------------------------------------------------ from JSON
 #: ``metadata`` of a dataclass field that ``to_dict()`` leaves out (a helper array, the rules applied, …): a value
 #: loaded from JSON gets the field's default (:func:`from_json`)
-NOT_IN_JSON: Mapping[str, bool] = MappingProxyType({"json": False})
+NOT_IN_JSON: Mapping[str, Any] = MappingProxyType({"json": False})
+#: ``metadata`` of an ``Optional`` dataclass field that ``to_dict()`` writes as ``{}`` when it is None (the part of
+#: a result that had nothing to report is an empty object in ``report.json``); :func:`from_json` reads ``{}`` back
+#: as None
+NONE_AS_EMPTY: Mapping[str, Any] = MappingProxyType({"json": "none_as_empty"})
 
 T = TypeVar("T")
 _NONE = type(None)
@@ -118,7 +138,9 @@ def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str]
         if not f.init:
             continue
         if f.name in src:
-            kw[f.name] = _convert(hints[f.name], src[f.name], f"{where}.{f.name}")
+            v = src[f.name]
+            empty = f.metadata.get("json") == "none_as_empty" and isinstance(v, Mapping) and not v
+            kw[f.name] = None if empty else _convert(hints[f.name], v, f"{where}.{f.name}")
         elif not (f.name in skip or f.metadata.get("json", True) is False):
             raise _bad(where, f"missing key {f.name!r}")
     return c(**kw)

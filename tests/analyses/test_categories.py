@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple, TypeVar
 
 import numpy as np
 import pytest
 
-from nsys_llm_explainer.analyses.kernels.categories import CategoryResult, analyze_categories, classify
+from nsys_llm_explainer.analyses.kernels.categories import CategoryResult, CategoryShare, analyze_categories, classify
 from nsys_llm_explainer.analyses.kernels.category_split import nonoverlap_split
 from nsys_llm_explainer.config.categories import CATEGORY_NAMES, PRESET_DIR, PRESETS, load_rules, preset_rules
 from nsys_llm_explainer.errors import InputError
@@ -41,9 +41,12 @@ def _model(tmp_path: Path, kernels: Sequence[KernelSpec], memcpy: Sequence[Tuple
     return load_model(b.write(str(tmp_path / fname)))
 
 
-def _row(rows: Sequence[Any], cat: str) -> Dict:
-    """The row of ``cat`` as a dict (overall rows are typed :class:`CategoryRow`; device/phase rows dicts)."""
-    found = [d for d in (r if isinstance(r, dict) else r.to_dict() for r in rows) if d["category"] == cat]
+S = TypeVar("S", bound=CategoryShare)
+
+
+def _row(rows: Sequence[S], cat: str) -> S:
+    """The row of ``cat`` (overall rows are :class:`CategoryRow`, device/phase rows :class:`CategoryShare`)."""
+    found = [r for r in rows if r.category == cat]
     assert len(found) == 1, (cat, rows)
     return found[0]
 
@@ -334,29 +337,29 @@ def test_analyze_two_devices_and_phases(tmp_path: Path) -> None:
     assert r.busy_ns == 25 + 10
     assert r.other_ns == 3 and r.other_pct == pytest.approx(100 * 3 / 47)
     g = _row(r.overall, "gemm")
-    assert (g["count"], g["total_ns"], g["nonoverlap_ns"]) == (2, 17, 8 + 4)
-    assert g["pct"] == pytest.approx(100 * 17 / 47) and g["nonoverlap_pct"] == pytest.approx(100 * 12 / 35)
-    assert _row(r.overall, "attention")["nonoverlap_ns"] == 7
-    assert _row(r.overall, "norm")["nonoverlap_ns"] == 3
-    assert _row(r.overall, "nccl")["nonoverlap_ns"] == 10
-    assert [t["name"] for t in _row(r.overall, "other")["top_kernels"]] == ["mystery_kernel(int)"]
-    assert [t["name"] for t in r.other_top_kernels] == ["mystery_kernel(int)"]
+    assert (g.count, g.total_ns, g.nonoverlap_ns) == (2, 17, 8 + 4)
+    assert g.pct == pytest.approx(100 * 17 / 47) and g.nonoverlap_pct == pytest.approx(100 * 12 / 35)
+    assert _row(r.overall, "attention").nonoverlap_ns == 7
+    assert _row(r.overall, "norm").nonoverlap_ns == 3
+    assert _row(r.overall, "nccl").nonoverlap_ns == 10
+    assert [t.name for t in _row(r.overall, "other").top_kernels] == ["mystery_kernel(int)"]
+    assert [t.name for t in r.other_top_kernels] == ["mystery_kernel(int)"]
     d0, d1 = r.devices
-    assert (d0["device_id"], d0["busy_ns"], d0["total_kernel_ns"]) == (0, 25, 30)
-    assert (d1["device_id"], d1["busy_ns"], d1["total_kernel_ns"]) == (1, 10, 17)
+    assert (d0.device_id, d0.busy_ns, d0.total_kernel_ns) == (0, 25, 30)
+    assert (d1.device_id, d1.busy_ns, d1.total_kernel_ns) == (1, 10, 17)
     for d in r.devices:
-        assert sum(c["nonoverlap_ns"] for c in d["categories"]) == d["busy_ns"]
-    assert [c["category"] for c in d0["categories"]] == ["nccl", "gemm", "attention"]
-    assert _row(d1["categories"], "gemm")["nonoverlap_ns"] == 4
-    assert _row(d1["categories"], "norm")["nonoverlap_ns"] == 3
+        assert sum(c.nonoverlap_ns for c in d.categories) == d.busy_ns
+    assert [c.category for c in d0.categories] == ["nccl", "gemm", "attention"]
+    assert _row(d1.categories, "gemm").nonoverlap_ns == 4
+    assert _row(d1.categories, "norm").nonoverlap_ns == 3
     # phases
-    assert [(p["phase"], p["phase_index"]) for p in r.phases] == [("prefill", 0), ("decode", 1), (None, -1)]
+    assert [(p.phase, p.phase_index) for p in r.phases] == [("prefill", 0), ("decode", 1), (None, -1)]
     pre, dec, none = r.phases
-    assert (pre["busy_ns"], pre["total_kernel_ns"], pre["kernel_count"]) == (25, 30, 3)
-    assert _row(pre["categories"], "gemm")["nonoverlap_ns"] == 8
-    assert (dec["busy_ns"], dec["total_kernel_ns"]) == (7, 14)
-    assert _row(dec["categories"], "gemm")["pct"] == 50.0
-    assert (none["busy_ns"], [c["category"] for c in none["categories"]]) == (3, ["other"])
+    assert (pre.busy_ns, pre.total_kernel_ns, pre.kernel_count) == (25, 30, 3)
+    assert _row(pre.categories, "gemm").nonoverlap_ns == 8
+    assert (dec.busy_ns, dec.total_kernel_ns) == (7, 14)
+    assert _row(dec.categories, "gemm").pct == 50.0
+    assert (none.busy_ns, [c.category for c in none.categories]) == (3, ["other"])
     # per-kernel category (not serialized)
     cats = [r.categories[int(c)] for c in r.kernel_category]
     expect = {GEMM: "gemm", ATTN: "attention", NCCL: "nccl", NORM: "norm"}
@@ -379,7 +382,7 @@ def test_analyze_autodetects_engine(tmp_path: Path) -> None:
     assert r.detect_pct["vllm"] == pytest.approx(100 * 110 / 860)
     assert r.detect_pct["sglang"] == pytest.approx(100 * 50 / 860)
     assert r.detect_pct["trtllm"] == 0.0 and "auto" in r.preset_reason
-    assert _row(r.overall, "elementwise")["total_ns"] == 10
+    assert _row(r.overall, "elementwise").total_ns == 10
     # nothing engine-specific → generic; an explicit preset is kept as requested
     m2 = _model(tmp_path, [(0, 10, GEMM, 0)], fname="t2.sqlite")
     r2 = analyze_categories(m2)
@@ -394,15 +397,15 @@ def test_analyze_auto_keeps_user_rules(tmp_path: Path) -> None:
     m = _model(tmp_path, [(0, 100, NORM, 0), (100, 110, "_compute_slot_mapping_kernel", 0)])
     r = analyze_categories(m, load_rules(None, str(f)))
     assert r.preset == "vllm" and r.rules_file == str(f)
-    assert _row(r.overall, "prep")["total_ns"] == 10 and r.categories[-1] == "prep"
+    assert _row(r.overall, "prep").total_ns == 10 and r.categories[-1] == "prep"
 
 
 def test_analyze_include_memcpy(tmp_path: Path) -> None:
     m = _model(tmp_path, [(0, 10, GEMM, 0)], memcpy=[(5, 20, 0)])
     r = analyze_categories(m, load_rules("generic"), include_memcpy=True)
     assert r.busy_ns == 20 and r.kernel_count == 2
-    assert _row(r.overall, "gemm")["nonoverlap_ns"] == 8      # 5 + 2.5 → 8 (lowest index)
-    assert _row(r.overall, "memcpy")["nonoverlap_ns"] == 12   # 2.5 + 10 → 12
+    assert _row(r.overall, "gemm").nonoverlap_ns == 8      # 5 + 2.5 → 8 (lowest index)
+    assert _row(r.overall, "memcpy").nonoverlap_ns == 12   # 2.5 + 10 → 12
     assert len(r.kernel_category) == 1
     r0 = analyze_categories(m, load_rules("generic"))
     assert r0.busy_ns == 10 and r0.kernel_count == 1
@@ -441,7 +444,7 @@ def test_auto_preset_resolved_without_file_io(tmp_path: Path, monkeypatch) -> No
     finally:
         cfg.builtin_preset.cache_clear()
     assert r.preset == "vllm" and r.detect_pct["vllm"] == 100.0
-    assert _row(r.overall, "elementwise")["total_ns"] == 10 and _row(r.overall, "norm")["total_ns"] == 100
+    assert _row(r.overall, "elementwise").total_ns == 10 and _row(r.overall, "norm").total_ns == 100
 
 
 def test_nonoverlap_serial_stream_is_each_categorys_own_time() -> None:

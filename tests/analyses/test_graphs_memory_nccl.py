@@ -7,9 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsys_llm_explainer.analyses.api.graphs import FIX_CMD, analyze_graphs
-from nsys_llm_explainer.analyses.comms.nccl import analyze_nccl, collective_name
-from nsys_llm_explainer.analyses.memory.traffic import analyze_memory
+from nsys_llm_explainer.analyses.api.graphs import (
+    FIX_CMD,
+    GraphLaunchPid,
+    GraphTraceDevice,
+    GraphTraceSummary,
+    KernelsPerLaunch,
+    LaunchSizeCount,
+    analyze_graphs,
+)
+from nsys_llm_explainer.analyses.comms.nccl import CustomAllReduce, analyze_nccl, collective_name
+from nsys_llm_explainer.analyses.memory.traffic import AllocApi, AllocTotals, CopyTotals, SyncCopyApi, analyze_memory
 from nsys_llm_explainer.pipeline import load_model
 from nsys_llm_explainer.synth import TraceBuilder, build_scenario
 
@@ -48,12 +56,12 @@ def test_graph_node_mode(tmp_path: Path) -> None:
     r = analyze_graphs(_load(_graph_fixture(True), tmp_path))
     assert r.available and r.trace_mode == "node"
     assert r.graph_launch_count == 2 and r.graph_launch_host_ns == 16 * US
-    assert r.launches_by_pid == ({"pid": PID, "count": 2, "host_ns": 16 * US},)
+    assert r.launches_by_pid == (GraphLaunchPid(pid=PID, count=2, host_ns=16 * US),)
     assert r.graph_kernel_count == 6
     assert r.graph_kernel_ns == 120 * US and r.total_kernel_ns == 160 * US
     assert r.graph_kernel_pct == 75.0
-    assert r.kernels_per_launch == {"launches": 2, "min": 3, "p50": 3.0, "mean": 3.0, "max": 3}
-    assert r.kernels_per_launch_hist == ({"kernels": 3, "launches": 2},)
+    assert r.kernels_per_launch == KernelsPerLaunch(launches=2, min=3, p50=3.0, mean=3.0, max=3)
+    assert r.kernels_per_launch_hist == (LaunchSizeCount(kernels=3, launches=2),)
     assert r.launches_without_kernels == 0
     assert not r.graph_level_hidden and r.warning is None and r.fix is None
 
@@ -65,14 +73,13 @@ def test_graph_level_hidden(tmp_path: Path) -> None:
     assert r.available and r.trace_mode == "graph"
     assert r.graph_level_hidden
     assert r.graph_kernel_count == 0 and r.graph_kernel_ns == 0 and r.total_kernel_ns == 40 * US
-    assert r.kernels_per_launch == {} and r.launches_without_kernels == 2
-    assert r.kernels_per_launch_hist == ({"kernels": 0, "launches": 2},)
+    assert r.kernels_per_launch is None and r.launches_without_kernels == 2
+    assert r.to_dict()["kernels_per_launch"] == {}
+    assert r.kernels_per_launch_hist == (LaunchSizeCount(kernels=0, launches=2),)
     # one GRAPH_TRACE row per launch, spanning first kernel start → last kernel end (60 µs)
-    assert r.graph_trace == {
-        "count": 2,
-        "total_ns": 120 * US,
-        "by_device": [{"device_id": 0, "count": 2, "total_ns": 120 * US, "union_ns": 120 * US}],
-    }
+    assert r.graph_trace == GraphTraceSummary(
+        count=2, total_ns=120 * US,
+        by_device=(GraphTraceDevice(device_id=0, count=2, total_ns=120 * US, union_ns=120 * US),))
     assert r.fix == FIX_CMD == "nsys profile --cuda-graph-trace=node"
     assert "unreliable" in r.warning and FIX_CMD in r.warning
 
@@ -91,12 +98,13 @@ def test_graph_scenarios(tmp_path: Path) -> None:
     r = analyze_graphs(load_model(str(node)))
     assert r.trace_mode == "node" and not r.graph_level_hidden
     assert r.graph_launch_count == f["graph_launches"]
-    assert r.kernels_per_launch["min"] == r.kernels_per_launch["max"] == f["kernels_per_graph"]
+    assert r.kernels_per_launch is not None
+    assert r.kernels_per_launch.min == r.kernels_per_launch.max == f["kernels_per_graph"]
     lvl = tmp_path / "level.sqlite"
     f = build_scenario("graph_level", str(lvl))
     r = analyze_graphs(load_model(str(lvl)))
     assert r.trace_mode == "graph" and r.graph_level_hidden
-    assert r.graph_trace["total_ns"] == f["graph_busy_ns"]
+    assert r.graph_trace is not None and r.graph_trace.total_ns == f["graph_busy_ns"]
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -134,43 +142,43 @@ def test_memory(tmp_path: Path) -> None:
     r = analyze_memory(m, steps)
     assert r.available
     assert (r.copy_count, r.copy_bytes, r.copy_ns) == (3, 7 << 20, 120 * US)
-    assert [(x["direction"], x["count"], x["bytes"], x["total_ns"]) for x in r.by_direction] == [
+    assert [(x.direction, x.count, x.bytes, x.total_ns) for x in r.by_direction] == [
         ("Host-to-Device", 1, 4 << 20, 80 * US),
         ("Device-to-Host", 1, 1 << 20, 30 * US),
         ("Device-to-Device", 1, 2 << 20, 10 * US),
     ]
     k0 = r.by_kind[0]
-    assert (k0["src_kind_name"], k0["dst_kind_name"], k0["bytes"]) == ("Pageable", "Device", 4 << 20)
-    assert r.host_copies == {"count": 2, "bytes": 5 << 20, "total_ns": 110 * US}
-    assert {k: r.pageable[k] for k in ("count", "bytes", "total_ns")} == {
-        "count": 1,
-        "bytes": 4 << 20,
-        "total_ns": 80 * US,
-    }
+    assert (k0.src_kind_name, k0.dst_kind_name, k0.bytes) == ("Pageable", "Device", 4 << 20)
+    assert r.host_copies == CopyTotals(count=2, bytes=5 << 20, total_ns=110 * US)
+    assert r.pageable is not None and (r.pageable.count, r.pageable.bytes, r.pageable.total_ns) == (1, 4 << 20, 80 * US)
     sc = r.sync_copies
-    assert (sc["count"], sc["calls"], sc["host_blocked_ns"], sc["bytes"], sc["pageable_count"]) == (
+    assert sc is not None
+    assert (sc.count, sc.calls, sc.host_blocked_ns, sc.bytes, sc.pageable_count) == (
         1,
         1,
         100 * US,
         4 << 20,
         1,
     )
-    assert sc["by_api"] == [{"name": "cudaMemcpy", "calls": 1, "host_blocked_ns": 100 * US}]
+    assert sc.by_api == (SyncCopyApi(name="cudaMemcpy", calls=1, host_blocked_ns=100 * US),)
     ps = r.per_step
-    assert ps["step_count"] == 2 and ps["copies_in_steps"] == 2
-    assert ps["copies_per_step_median"] == 1.0 and ps["copies_per_step_mean"] == 1.0
-    assert ps["bytes_per_step_median"] == ps["bytes_per_step_mean"] == (5 << 20) // 2
-    assert ps["copy_ns_per_step_mean"] == 55 * US
-    assert (ps["host_copies_in_steps"], ps["pageable_in_steps"], ps["sync_copies_in_steps"]) == (2, 1, 1)
-    assert r.alloc == {"count": 1, "total_ns": 50 * US, "in_steps": 1, "in_steps_ns": 50 * US}
-    assert r.free == {"count": 1, "total_ns": 20 * US, "in_steps": 0, "in_steps_ns": 0}
+    assert ps is not None
+    assert ps.step_count == 2 and ps.copies_in_steps == 2
+    assert ps.copies_per_step_median == 1.0 and ps.copies_per_step_mean == 1.0
+    assert ps.bytes_per_step_median == ps.bytes_per_step_mean == (5 << 20) // 2
+    assert ps.copy_ns_per_step_mean == 55 * US
+    assert (ps.host_copies_in_steps, ps.pageable_in_steps, ps.sync_copies_in_steps) == (2, 1, 1)
+    assert r.alloc == AllocTotals(count=1, total_ns=50 * US, in_steps=1, in_steps_ns=50 * US)
+    assert r.free == AllocTotals(count=1, total_ns=20 * US, in_steps=0, in_steps_ns=0)
     assert r.alloc_free_by_api == (
-        {"name": "cudaMalloc", "class": "alloc", "count": 1, "total_ns": 50 * US, "in_steps": 1},
-        {"name": "cudaFree", "class": "free", "count": 1, "total_ns": 20 * US, "in_steps": 0},
+        AllocApi(name="cudaMalloc", api_class="alloc", count=1, total_ns=50 * US, in_steps=1),
+        AllocApi(name="cudaFree", api_class="free", count=1, total_ns=20 * US, in_steps=0),
     )
+    assert r.to_dict()["alloc_free_by_api"][0] == {"name": "cudaMalloc", "class": "alloc", "count": 1,
+                                                   "total_ns": 50 * US, "in_steps": 1}
     # without step bounds: no per-step numbers, "in_steps" unknown
     r2 = analyze_memory(m)
-    assert r2.per_step is None and r2.alloc["in_steps"] is None
+    assert r2.per_step is None and r2.alloc is not None and r2.alloc.in_steps is None
 
 
 def test_memory_unavailable(tmp_path: Path) -> None:
@@ -185,18 +193,20 @@ def test_memory_scenarios(tmp_path: Path) -> None:
     p = tmp_path / "pageable.sqlite"
     f = build_scenario("pageable_h2d", str(p))
     r = analyze_memory(load_model(str(p)))
-    htod = [x for x in r.pageable["by_direction"] if x["copy_kind"] == 1][0]
-    assert (htod["count"], htod["bytes"], htod["total_ns"]) == (
+    assert r.pageable is not None
+    htod = [x for x in r.pageable.by_direction if x.copy_kind == 1][0]
+    assert (htod.count, htod.bytes, htod.total_ns) == (
         f["h2d_count"],
         f["h2d_bytes_total"],
         f["h2d_ns_total"],
     )
-    assert r.sync_copies["count"] == f["h2d_count"]
+    assert r.sync_copies is not None and r.sync_copies.count == f["h2d_count"]
     p = tmp_path / "alloc.sqlite"
     f = build_scenario("alloc_in_loop", str(p))
     r = analyze_memory(load_model(str(p)))
-    assert r.alloc["count"] + r.free["count"] == f["alloc_call_count"]
-    assert r.alloc["total_ns"] + r.free["total_ns"] == f["alloc_api_total_ns"]
+    assert r.alloc is not None and r.free is not None
+    assert r.alloc.count + r.free.count == f["alloc_call_count"]
+    assert r.alloc.total_ns + r.free.total_ns == f["alloc_api_total_ns"]
 
 
 # ------------------------------------------------------------------------------------------------ NCCL
@@ -250,18 +260,19 @@ def test_nccl_straggler(tmp_path: Path) -> None:
     assert r.nccl_kernel_count == 8 and r.nccl_total_ns == 4 * 500 * US
     assert [(c.name, c.count, c.total_ns) for c in r.by_name] == [
         ("ncclDevKernel_AllReduce_Sum_f16_RING_LL", 8, 2000 * US)]
-    assert r.custom_allreduce["count"] == 1 and r.custom_allreduce["total_ns"] == 7 * US
+    assert r.custom_allreduce == CustomAllReduce(count=1, total_ns=7 * US, names=(
+        "void vllm::cross_device_reduce_1stage<half, 2>(...)",))
     d0, d1 = r.per_device
-    assert (d0["device_id"], d0["count"], d0["total_ns"], d0["kernel_ns"], d0["union_ns"]) == (
+    assert (d0.device_id, d0.count, d0.total_ns, d0.kernel_ns, d0.union_ns) == (
         0,
         4,
         1600 * US,
         3600 * US,
         1600 * US,
     )
-    assert d0["pct_of_kernel_ns"] == pytest.approx(100 * 4 / 9)
-    assert (d1["device_id"], d1["total_ns"], d1["kernel_ns"]) == (1, 400 * US, 3600 * US + 7 * US)
-    assert [p["pid"] for p in r.per_pid] == [100, 101]
+    assert d0.pct_of_kernel_ns == pytest.approx(100 * 4 / 9)
+    assert (d1.device_id, d1.total_ns, d1.kernel_ns) == (1, 400 * US, 3600 * US + 7 * US)
+    assert [p.pid for p in r.per_pid] == [100, 101]
     assert r.matched_collectives == 4 and r.unmatched_kernels == 0
     r0, r1 = r.ranks
     a0, a1 = r0.arrivals, r1.arrivals
@@ -314,14 +325,14 @@ def test_nccl_none(tmp_path: Path) -> None:
     b.process(PID)
     b.launch(T0, T0 + 5, T0 + 10, T0 + 20, pid=PID, tid=101, name="allreduce_fusion_kernel")
     r = analyze_nccl(_load(b, tmp_path))
-    assert not r.available and r.custom_allreduce["count"] == 1
+    assert not r.available and r.custom_allreduce is not None and r.custom_allreduce.count == 1
 
 
 def test_nccl_scenario(tmp_path: Path) -> None:
     p = tmp_path / "nccl.sqlite"
     f = build_scenario("nccl_straggler", str(p))
     r = analyze_nccl(load_model(str(p)))
-    assert {str(x["pid"]): x["total_ns"] for x in r.per_pid} == f["nccl_kernel_ns_by_pid"]
+    assert {str(x.pid): x.total_ns for x in r.per_pid} == f["nccl_kernel_ns_by_pid"]
     assert r.straggler is not None
     assert r.straggler.late_pid == f["straggler_pid"] and r.straggler.waiting_pid == f["waiting_pid"]
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import require_traces
 
+from nsys_llm_explainer.analyses.kernels.summary import TopKernel
 from nsys_llm_explainer.analyses.kernels.traits import (
     TRAITS,
     KernelTraitsResult,
@@ -46,13 +47,13 @@ def test_exact_numbers_three_names():
     g = r.traits["fp32_gemm_simt"]
     assert (g.kernel_count, g.total_ns, g.p50_ns) == (3, 600, 200)
     assert g.share_pct == pytest.approx(100 * 600 / 681)
-    assert g.top_kernels == ((SGEMM, 3, 600),)
+    assert g.top_kernels == (TopKernel(SGEMM, 3, 600),)
     e = r.traits["elementwise"]
     assert (e.kernel_count, e.total_ns, e.p50_ns) == (2, 31, 16)      # median 15.5 rounds half up
     assert e.share_pct == pytest.approx(100 * 31 / 681)
     assert r.traits["tiny_elementwise"].total_ns == 31                 # median 15.5 ns < 10 µs
     s = r.traits["softmax"]
-    assert (s.kernel_count, s.total_ns, s.p50_ns, s.top_kernels) == (1, 50, 50, ((SOFTMAX, 1, 50),))
+    assert (s.kernel_count, s.total_ns, s.p50_ns, s.top_kernels) == (1, 50, 50, (TopKernel(SOFTMAX, 1, 50),))
     # softmax + a GEMM and no fused attention: unfused attention, numbers = the softmax kernels
     assert r.traits["attention_unfused"] == s.__class__("attention_unfused", 1, 50, s.share_pct, 50, s.top_kernels)
     assert set(r.traits) == {"fp32_gemm_simt", "elementwise", "tiny_elementwise", "softmax", "attention_unfused"}
@@ -64,7 +65,7 @@ def test_top_kernels_order_and_limit():
     rows = [(0, 25), (0, 25), (1, 50), (2, 70), (3, 5)]
     hit = run([a, b, c, d], rows).traits["elementwise"]
     # largest total first; a/b tie on total 50: more launches first; d (5 ns) is cut (top 3)
-    assert hit.top_kernels == ((c, 1, 70), (a, 2, 50), (b, 1, 50))
+    assert hit.top_kernels == (TopKernel(c, 1, 70), TopKernel(a, 2, 50), TopKernel(b, 1, 50))
     assert (hit.kernel_count, hit.total_ns, hit.p50_ns) == (5, 175, 25)
 
 
@@ -81,7 +82,7 @@ def test_tiny_elementwise_threshold_uses_per_name_median():
     r = run([slow, fast], [(0, 10_000), (0, 10_000), (0, 1), (1, 9_998), (1, 10_000)])   # medians 10000, 9999
     assert r.traits["elementwise"].kernel_count == 5
     t = r.traits["tiny_elementwise"]
-    assert (t.kernel_count, t.total_ns, t.top_kernels) == (2, 19_998, ((fast, 2, 19_998),))
+    assert (t.kernel_count, t.total_ns, t.top_kernels) == (2, 19_998, (TopKernel(fast, 2, 19_998),))
 
 
 def test_no_kernels():
@@ -194,8 +195,8 @@ def test_trait_negative_names(trait):
 
 def test_tf32_gemm_is_tensor_core_not_simt():
     r = run([TF32_XMMA, F32_XMMA], [(0, 30), (1, 10)])
-    assert r.traits["tensor_core_gemm"].top_kernels == ((TF32_XMMA, 1, 30),)
-    assert r.traits["fp32_gemm_simt"].top_kernels == ((F32_XMMA, 1, 10),)
+    assert r.traits["tensor_core_gemm"].top_kernels == (TopKernel(TF32_XMMA, 1, 30),)
+    assert r.traits["fp32_gemm_simt"].top_kernels == (TopKernel(F32_XMMA, 1, 10),)
     assert r.traits["fp32_gemm_simt"].share_pct == pytest.approx(25.0)
 
 
@@ -213,7 +214,7 @@ def test_autotune_redzone_and_fft_trials():
     r = run(["redzone_checker", fft, cg], [(0, 10), (1, 20), (2, 30)])
     a = r.traits["autotune"]
     assert (a.kernel_count, a.total_ns) == (3, 60)
-    assert a.top_kernels == ((cg, 1, 30), (fft, 1, 20), ("redzone_checker", 1, 10))
+    assert a.top_kernels == (TopKernel(cg, 1, 30), TopKernel(fft, 1, 20), TopKernel("redzone_checker", 1, 10))
     r = run([fft, cg], [(0, 20), (1, 30)])          # no redzone_checker: FFT conv is real work
     assert "autotune" not in r.traits and r.traits["conv"].total_ns == 20
 
@@ -315,7 +316,7 @@ def real(name: str) -> KernelTraitsResult:
 def test_real_23_fp32_gemm_on_a100():
     r = real("23_cs336_2p7b_a100_fp32_nvtx")
     g = r.traits["fp32_gemm_simt"]
-    top_name, _, top_ns = g.top_kernels[0]
+    top_name, top_ns = g.top_kernels[0].name, g.top_kernels[0].total_ns
     assert top_name == "ampere_sgemm_128x64_tn"
     assert 100 * top_ns / r.total_kernel_ns > 80        # one non-tensor-core FP32 GEMM: ~88 % of kernel time
     assert 85 < g.share_pct < 95
@@ -353,7 +354,7 @@ def test_real_12_gtx1650_tensorflow_autotuning():
     assert r.stack == "tensorflow"
     a = r.traits["autotune"]
     assert a.share_pct > 80                                      # redzone_checker + FFT/cgemm trials
-    assert "redzone_checker" in [t[0] for t in a.top_kernels]
+    assert "redzone_checker" in [t.name for t in a.top_kernels]
     assert r.traits["layout_transform"].share_pct > 5
     assert "tensor_core_gemm" not in r.traits
     assert r.workload == "inference"

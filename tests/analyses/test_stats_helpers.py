@@ -35,12 +35,13 @@ def test_launch_share_under_per_device(tmp_path):
     p = tmp_path / "l.sqlite"
     b.write(str(p))
     r = analyze_launch(load_model(str(p)), 1_000_000)
-    dev = {d["device_id"]: d for d in r.per_device}
-    assert [dev[0][f"pct_under_{x}us"] for x in (5, 10, 20)] == [25.0, 50.0, 75.0]
-    assert [dev[1][f"pct_under_{x}us"] for x in (5, 10, 20)] == [100.0, 100.0, 100.0]
-    pid = {d["pid"]: d for d in r.per_pid}
-    assert pid[100]["launches"] == 4 and pid[100]["pct_under_10us"] == 50.0 and pid[200]["pct_under_5us"] == 100.0
-    assert r.overall["launches"] == 5 and r.overall["pct_under_5us"] == 40.0
+    dev = {d.device_id: d for d in r.per_device}
+    assert [(d.pct_under_5us, d.pct_under_10us, d.pct_under_20us) for d in (dev[0], dev[1])] == [
+        (25.0, 50.0, 75.0), (100.0, 100.0, 100.0)]
+    pid = {d.pid: d for d in r.per_pid}
+    assert pid[100].launches == 4 and pid[100].pct_under_10us == 50.0 and pid[200].pct_under_5us == 100.0
+    assert r.overall is not None and r.overall.launches == 5 and r.overall.pct_under_5us == 40.0
+    assert r.overall.launch_storm is None and r.to_dict()["overall"]["launch_storm"] is None
 
 
 @pytest.mark.parametrize("groups", [1, 3, 8, 12])

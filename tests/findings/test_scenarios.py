@@ -120,7 +120,7 @@ def test_launch_rate_is_quoted_over_the_steady_window(tmp_path_factory):
     _, rep, j = run("launch_bound", tmp_path_factory)
     d = j["devices"][0]
     assert d["launches_per_s"] == pytest.approx(d["kernel_count"] / (d["window_ns"] / 1e9))
-    assert rep.launch.per_device[0]["launches_per_s"] == pytest.approx(d["launches_per_s"])
+    assert rep.launch.per_device[0].launches_per_s == pytest.approx(d["launches_per_s"])
 
 
 def test_queued_latency_vs_dependency(tmp_path_factory):

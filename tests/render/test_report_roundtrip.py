@@ -18,13 +18,18 @@ from conftest import real_report, real_traces, scenario_report, trace_id
 from oracles import oracle_rows
 from test_scenarios import expected
 
+from nsys_llm_explainer.analyses.api.graphs import GraphResult
+from nsys_llm_explainer.analyses.api.launch import LaunchDeviceRow, LaunchResult, LaunchStats
+from nsys_llm_explainer.analyses.comms.nccl import NcclResult
 from nsys_llm_explainer.analyses.idle.gpu_time import DeviceTime
-from nsys_llm_explainer.analyses.kernels.summary import KernelRow
+from nsys_llm_explainer.analyses.kernels.summary import KernelDeviceRow, KernelRow
+from nsys_llm_explainer.analyses.memory.traffic import AllocApi, MemoryResult
 from nsys_llm_explainer.analyses.steps import metrics
 from nsys_llm_explainer.comparison.core import compare_reports
 from nsys_llm_explainer.config.categories import load_rules
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.findings.base import Check, Finding
+from nsys_llm_explainer.jsonable import from_json
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render.frames import table_frame, table_names
 from nsys_llm_explainer.report import Report
@@ -237,6 +242,29 @@ def test_a_missing_or_malformed_part_is_named(demo_dict):
     d = copy.deepcopy(demo_dict)
     d["findings"][0]["checks"] = {"x": 1}
     assert _refused(d) == "report.json findings[0].checks: expected a list, got an object with 1 key(s)"
+
+
+def test_rows_load_typed_and_empty_parts_load_as_none(tmp_path):
+    """Row tables come back as their row classes; a part an unavailable result leaves empty is ``{}`` in
+    report.json and None again when loaded; a memory row's ``class`` key is its ``api_class`` field."""
+    p = tmp_path / "alloc.sqlite"
+    build_scenario("alloc_in_loop", str(p))
+    d = _json(analyze_path(str(p)).to_dict())
+    loaded = Report.from_dict(d)
+    assert loaded.memory.alloc_free_by_api and all(isinstance(r, AllocApi) for r in loaded.memory.alloc_free_by_api)
+    assert {r.api_class for r in loaded.memory.alloc_free_by_api} == {"alloc", "free"}
+    assert isinstance(loaded.launch.overall, LaunchStats) and loaded.launch.overall.launch_storm is None
+    assert all(isinstance(r, LaunchDeviceRow) for r in loaded.launch.per_device)
+    assert all(isinstance(r, KernelDeviceRow) for r in loaded.kernels.by_name_device)
+    empty = {LaunchResult(False, "no kernels"): ["overall"], GraphResult(False, "no graphs"): ["kernels_per_launch"],
+             NcclResult(False, "no kernels"): ["custom_allreduce"],
+             MemoryResult(False, "no copies"): ["host_copies", "pageable", "sync_copies", "alloc", "free"]}
+    for r, keys in empty.items():
+        j = _json(r.to_dict())
+        assert [k for k, v in j.items() if v == {}] == keys
+        assert from_json(type(r), j, "x") == r
+    del d["memory"]["alloc_free_by_api"][0]["class"]
+    assert _refused(d) == "report.json memory.alloc_free_by_api[0]: missing key 'class'"
 
 
 def test_the_fields_read_apart_are_the_ones_placed_apart():

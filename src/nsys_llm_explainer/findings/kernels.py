@@ -91,7 +91,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
     h = traits.traits.get("fp32_gemm_simt")
     tensor_cores = facts.get("gpu_fp16_tensor_cores")
     if h is not None and h.share_pct >= FP32_MIN_SHARE and tensor_cores is not False:
-        names = ", ".join(f"`{short(n, 60)}`" for n, _, _ in h.top_kernels[:2])
+        names = ", ".join(f"`{short(t.name, 60)}`" for t in h.top_kernels[:2])
         kinds = [k for k, f in (("TF32", "gpu_tf32"), ("BF16", "gpu_bf16"), ("FP16", "gpu_fp16_tensor_cores"))
                  if facts.get(f)]
         out.append(Finding(
@@ -128,7 +128,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             id="elementwise_fusion", category="elementwise_fusion", severity=sev_k, confidence="medium",
             title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
             evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
-                      + ", ".join(f"`{short(n, 50)}`" for n, _, _ in e.top_kernels[:3]) + ".",),
+                      + ", ".join(f"`{short(t.name, 50)}`" for t in e.top_kernels[:3]) + ".",),
             recommendation=advise(["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts),
             time_at_stake_ns=int(e.total_ns * frac),
             checks=(mid, Check("trait_share_pct", e.share_pct, ">=", ELEMENTWISE_MIN_SHARE,

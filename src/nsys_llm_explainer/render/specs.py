@@ -66,18 +66,18 @@ def category_rows(report: Report) -> List[Any]:
     cat = report.categories
     out: List[Any] = with_fields(cat.overall, scope="all", device_id=None, phase=None, preset=cat.preset)
     for d in cat.devices:  # one iteration per device
-        out += with_fields(field_of(d, "categories"), scope="device", device_id=field_of(d, "device_id"), phase=None,
-                           preset=None)
+        out += with_fields(d.categories, scope="device", device_id=d.device_id, phase=None, preset=None,
+                           top_kernels=None)
     for p in cat.phases:  # one iteration per phase
-        out += with_fields(field_of(p, "categories"), scope="phase", device_id=None, phase=field_of(p, "phase"),
-                           preset=None)
+        out += with_fields(p.categories, scope="phase", device_id=None, phase=p.phase, preset=None, top_kernels=None)
     return out
 
 
 def launch_rows(report: Report) -> List[Any]:
     la = report.launch
-    rows: List[Any] = with_fields([la.overall], scope="overall") if la.overall else []
-    return rows + with_fields(la.per_device, scope="device") + with_fields(la.per_pid, scope="pid")
+    rows: List[Any] = with_fields([la.overall], scope="overall", device_id=None, pid=None) if la.overall else []
+    return (rows + with_fields(la.per_device, scope="device", pid=None)
+            + with_fields(la.per_pid, scope="pid", device_id=None))
 
 
 def sync_api_rows(report: Report) -> List[Any]:
@@ -87,7 +87,8 @@ def sync_api_rows(report: Report) -> List[Any]:
 
 def memcpy_rows(report: Report) -> List[Any]:
     mc = report.memcpy
-    return with_fields(mc.by_kind, op="memcpy") + with_fields(mc.memset, op="memset")
+    return (with_fields(mc.by_kind, op="memcpy", mem_kind_name=None)
+            + with_fields(mc.memset, op="memset", direction=None, src_kind_name=None, dst_kind_name=None))
 
 
 def nvtx_by_pid_rows(report: Report) -> List[Any]:

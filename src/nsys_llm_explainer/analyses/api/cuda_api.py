@@ -11,7 +11,7 @@ Only runtime/driver rows feed the sync, launch and accounting analyses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -21,7 +21,35 @@ from ...model.trace import ApiCalls, TraceModel
 from ..common.stats import group_stats, pct, summary
 from . import classes as ac
 
-Row = Dict[str, Any]
+
+@dataclass(frozen=True)
+class ApiRow(FieldsJson):
+    """One CUDA API (display name, event class): its raw names, class (:mod:`classes`; ``wrapper`` for another
+    event class), calls and their durations (ns), ``pct`` of all CUDA API time."""
+
+    name: str
+    raw_names: Tuple[str, ...]
+    event_class: int
+    api_class: str
+    count: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    min_ns: int
+    max_ns: int
+    pct: float
+
+
+@dataclass(frozen=True)
+class AllocFreeApi(FieldsJson):
+    """An allocation or free API of :attr:`CudaApiResult.apis`: calls and their durations (ns)."""
+
+    name: str
+    api_class: str
+    count: int
+    total_ns: int
+    avg_ns: int
+    max_ns: int
 
 
 @dataclass(frozen=True)
@@ -30,9 +58,9 @@ class CudaApiResult(FieldsJson):
     reason: Optional[str]
     total_ns: int = 0
     call_count: int = 0
-    apis: Tuple[Row, ...] = ()
+    apis: Tuple[ApiRow, ...] = ()
     launch_calls: Dict[str, int] = field(default_factory=dict)
-    alloc_free: Tuple[Row, ...] = ()
+    alloc_free: Tuple[AllocFreeApi, ...] = ()
 
 
 def base_index(api: ApiCalls) -> Tuple[np.ndarray, List[str]]:
@@ -70,15 +98,15 @@ def cuda_api_of(api: Optional[ApiCalls]) -> CudaApiResult:
     for i in gs.order_by_total().tolist():
         b = int(gs.keys["name"][i])
         ec = int(gs.keys["event_class"][i])
-        apis.append({
-            "name": bnames[b], "raw_names": sorted(raw_by_group.get((b, ec), ())), "event_class": ec,
-            "api_class": ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper",
-            "count": int(gs.count[i]), "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]),
-            "p50_ns": int(gs.p50[i]), "min_ns": int(gs.min[i]), "max_ns": int(gs.max[i]),
-            "pct": pct(int(gs.total[i]), total),
-        })
+        apis.append(ApiRow(
+            name=bnames[b], raw_names=tuple(sorted(raw_by_group.get((b, ec), ()))), event_class=ec,
+            api_class=ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper",
+            count=int(gs.count[i]), total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]),
+            p50_ns=int(gs.p50[i]), min_ns=int(gs.min[i]), max_ns=int(gs.max[i]),
+            pct=pct(int(gs.total[i]), total),
+        ))
     lm = ac.class_mask(api, "launch")
-    alloc_free = tuple({k: r[k] for k in ("name", "api_class", "count", "total_ns", "avg_ns", "max_ns")}
-                       for r in apis if r["api_class"] in ("alloc", "free"))
+    alloc_free = tuple(AllocFreeApi(r.name, r.api_class, r.count, r.total_ns, r.avg_ns, r.max_ns)
+                       for r in apis if r.api_class in ("alloc", "free"))
     return CudaApiResult(True, None, total_ns=total, call_count=len(api), apis=tuple(apis),
                          launch_calls=summary(dur[lm]), alloc_free=alloc_free)

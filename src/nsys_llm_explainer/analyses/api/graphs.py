@@ -23,11 +23,11 @@ Definitions:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson
+from ...jsonable import NONE_AS_EMPTY, FieldsJson
 from ...model import intervals as iv
 from ...model.trace import TraceModel
 from ..common.stats import median, pct
@@ -41,7 +41,51 @@ HIDDEN_WARNING = (
 )
 
 
-Row = Dict[str, Any]
+@dataclass(frozen=True)
+class GraphLaunchPid(FieldsJson):
+    """The graph-launch calls of one process: calls and their summed duration (ns)."""
+
+    pid: int
+    count: int
+    host_ns: int
+
+
+@dataclass(frozen=True)
+class KernelsPerLaunch(FieldsJson):
+    """Kernels per graph launch over the launches with at least one linked kernel (module docstring)."""
+
+    launches: int
+    min: int
+    p50: float
+    mean: float
+    max: int
+
+
+@dataclass(frozen=True)
+class LaunchSizeCount(FieldsJson):
+    """Graph launches with ``kernels`` linked kernels."""
+
+    kernels: int
+    launches: int
+
+
+@dataclass(frozen=True)
+class GraphTraceDevice(FieldsJson):
+    """The ``GRAPH_TRACE`` rows of one device: rows, summed and union duration (ns)."""
+
+    device_id: int
+    count: int
+    total_ns: int
+    union_ns: int
+
+
+@dataclass(frozen=True)
+class GraphTraceSummary(FieldsJson):
+    """The ``GRAPH_TRACE`` rows (one per graph execution; module docstring)."""
+
+    count: int
+    total_ns: int
+    by_device: Tuple[GraphTraceDevice, ...]
 
 
 @dataclass(frozen=True)
@@ -52,16 +96,16 @@ class GraphResult(FieldsJson):
     capture_graph_trace_mode: Optional[str] = None
     graph_launch_count: int = 0
     graph_launch_host_ns: int = 0
-    launches_by_pid: Tuple[Row, ...] = ()
+    launches_by_pid: Tuple[GraphLaunchPid, ...] = ()
     graph_kernel_count: int = 0
     graph_kernel_ns: int = 0
     total_kernel_ns: int = 0
     graph_kernel_pct: float = 0.0
-    kernels_per_launch: Row = field(default_factory=dict)
-    kernels_per_launch_hist: Tuple[Row, ...] = ()
+    kernels_per_launch: Optional[KernelsPerLaunch] = field(default=None, metadata=NONE_AS_EMPTY)
+    kernels_per_launch_hist: Tuple[LaunchSizeCount, ...] = ()
     launches_without_kernels: int = 0
     graph_level_hidden: bool = False
-    graph_trace: Optional[Row] = None
+    graph_trace: Optional[GraphTraceSummary] = None
     warning: Optional[str] = None
     fix: Optional[str] = None
 
@@ -88,7 +132,7 @@ def graph_kernel_mask(model: TraceModel, launch_mask: Optional[np.ndarray] = Non
     return m
 
 
-def _graph_trace_summary(model: TraceModel) -> Optional[Row]:
+def _graph_trace_summary(model: TraceModel) -> Optional[GraphTraceSummary]:
     gt = model.graph_trace
     if gt is None or len(gt) == 0:
         return None
@@ -98,9 +142,9 @@ def _graph_trace_summary(model: TraceModel) -> Optional[Row]:
     for d in np.unique(dev).tolist():
         m = dev == d
         u = iv.union_unsorted(s[m], e[m])
-        per_dev.append({"device_id": int(d), "count": int(m.sum()), "total_ns": int((e[m] - s[m]).sum()),
-                        "union_ns": u.length})
-    return {"count": int(len(gt)), "total_ns": int((e - s).sum()), "by_device": per_dev}
+        per_dev.append(GraphTraceDevice(device_id=int(d), count=int(m.sum()), total_ns=int((e[m] - s[m]).sum()),
+                                        union_ns=u.length))
+    return GraphTraceSummary(count=int(len(gt)), total_ns=int((e - s).sum()), by_device=tuple(per_dev))
 
 
 def analyze_graphs(model: TraceModel) -> GraphResult:
@@ -115,7 +159,7 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
         return GraphResult(False, "no CUDA graph launches, graph kernels or GRAPH_TRACE rows in the trace",
                            capture_graph_trace_mode=cap_mode)
     launch_host_ns = 0
-    launches_by_pid: Tuple[Row, ...] = ()
+    launches_by_pid: Tuple[GraphLaunchPid, ...] = ()
     if n_launch and api is not None:   # (graph launches are API rows)
         dur = (api.end - api.start)[gm]
         pids = api.pid[gm]
@@ -124,13 +168,13 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
         inv = inv.reshape(-1)
         cnt = np.bincount(inv, minlength=up.shape[0])
         tot = np.bincount(inv, weights=dur, minlength=up.shape[0])
-        launches_by_pid = tuple({"pid": int(p), "count": int(c), "host_ns": int(round(t))}
+        launches_by_pid = tuple(GraphLaunchPid(pid=int(p), count=int(c), host_ns=int(round(t)))
                                 for p, c, t in zip(up.tolist(), cnt.tolist(), tot.tolist()))
     total = int(k.dur.sum()) if k is not None and len(k) else 0
     gk_ns = int(k.dur[gkm].sum()) if n_gk and k is not None else 0
     without = 0
-    per_launch: Row = {}
-    hist: Tuple[Row, ...] = ()
+    per_launch: Optional[KernelsPerLaunch] = None
+    hist: Tuple[LaunchSizeCount, ...] = ()
     if n_launch:
         # kernels linked to each graph-launch call (bincount over api rows; no per-row loop)
         per_call = np.zeros(gm.shape[0], np.int64)
@@ -143,10 +187,10 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
         without = int((kpl == 0).sum())
         pos = np.sort(kpl[kpl > 0])
         if pos.shape[0]:
-            per_launch = {"launches": int(pos.shape[0]), "min": int(pos[0]), "p50": median(pos),
-                          "mean": round(float(pos.mean()), 3), "max": int(pos[-1])}
+            per_launch = KernelsPerLaunch(launches=int(pos.shape[0]), min=int(pos[0]), p50=median(pos),
+                                          mean=round(float(pos.mean()), 3), max=int(pos[-1]))
         vals, cnts = np.unique(kpl, return_counts=True)
-        hist = tuple({"kernels": int(v), "launches": int(c)} for v, c in zip(vals.tolist(), cnts.tolist()))
+        hist = tuple(LaunchSizeCount(kernels=int(v), launches=int(c)) for v, c in zip(vals.tolist(), cnts.tolist()))
     mode = "node" if n_gk else "graph" if gt is not None or n_launch else "none"
     hidden = bool(n_launch > 0 and n_gk == 0)
     return GraphResult(

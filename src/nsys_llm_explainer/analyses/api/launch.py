@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson
+from ...jsonable import NONE_AS_EMPTY, FieldsJson
 from ...model.trace import TraceModel
 from ..common.stats import GroupStats, pct
 from ..kernels.stats import KernelStats, kernel_stats
@@ -23,27 +23,88 @@ from ..kernels.stats import KernelStats, kernel_stats
 STORM_RULES = ((50_000.0, 10_000), (100_000.0, 20_000))  # (launches/s at least, p50 at most ns)
 TINY_NS = 10_000
 
-Row = Dict[str, Any]
-
 
 def is_storm(rate: float, p50_ns: float) -> bool:
     return any(rate >= r and p50_ns <= p for r, p in STORM_RULES)
+
+
+SHARE_THRESHOLDS_NS = (5_000, 10_000, 20_000)   # the ``pct_under_Xus`` fields
+
+
+@dataclass(frozen=True)
+class LaunchStats(FieldsJson):
+    """Kernel launches over the window, all devices pooled (module docstring); ``launch_storm`` is None: the flag is
+    never evaluated over all GPUs pooled."""
+
+    launches: int
+    window_ns: int
+    launches_per_s: float
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    pct_under_5us: float
+    pct_under_10us: float
+    pct_under_20us: float
+    launch_storm: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class LaunchDeviceRow(FieldsJson):
+    """Kernel launches of one device (module docstring), with its launch-storm flag."""
+
+    device_id: int
+    launches: int
+    window_ns: int
+    launches_per_s: float
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    pct_under_5us: float
+    pct_under_10us: float
+    pct_under_20us: float
+    launch_storm: bool
+
+
+@dataclass(frozen=True)
+class LaunchPidRow(FieldsJson):
+    """Kernel launches of one process (module docstring), with its launch-storm flag."""
+
+    pid: int
+    launches: int
+    window_ns: int
+    launches_per_s: float
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    pct_under_5us: float
+    pct_under_10us: float
+    pct_under_20us: float
+    launch_storm: bool
+
+
+@dataclass(frozen=True)
+class TinyKernel(FieldsJson):
+    """A kernel name whose p50 duration is under ``TINY_NS``: kernels, mean and p50 duration (ns)."""
+
+    name: str
+    count: int
+    avg_ns: int
+    p50_ns: int
 
 
 @dataclass(frozen=True)
 class LaunchResult(FieldsJson):
     available: bool
     reason: Optional[str]
-    overall: Row = field(default_factory=dict)
-    per_device: Tuple[Row, ...] = ()
-    per_pid: Tuple[Row, ...] = ()
-    tiny_kernels: Tuple[Row, ...] = ()
+    overall: Optional[LaunchStats] = field(default=None, metadata=NONE_AS_EMPTY)
+    per_device: Tuple[LaunchDeviceRow, ...] = ()
+    per_pid: Tuple[LaunchPidRow, ...] = ()
+    tiny_kernels: Tuple[TinyKernel, ...] = ()
 
 
-SHARE_THRESHOLDS_NS = (5_000, 10_000, 20_000)
-
-
-def _rows(key_name: str, gs: GroupStats, keys: np.ndarray, dur: np.ndarray, window: int) -> List[Row]:
+def _rows(key_name: str, gs: GroupStats, keys: np.ndarray, dur: np.ndarray, window: int) -> List[Dict[str, Any]]:
+    """The fields of each group's row (keyword arguments of :class:`LaunchDeviceRow` / :class:`LaunchPidRow`, the
+    key under ``key_name``)."""
     out = []
     # group of each row (``gs`` holds its groups in ascending key order): the share-under figures are counts
     # per group, no sort needed
@@ -71,13 +132,13 @@ def analyze_launch(model: TraceModel, window_ns: int, top: int = 10, stats: Opti
     st = stats if stats is not None else kernel_stats(k)
     pooled = _rows("all", st.by("all"), np.zeros(len(k), np.int64), dur, window_ns)[0]
     # never evaluated over all GPUs pooled
-    overall = {c: (None if c == "launch_storm" else v) for c, v in pooled.items() if c != "all"}
+    overall = LaunchStats(**{c: v for c, v in pooled.items() if c not in ("all", "launch_storm")})
     gs = st.by("name")
     tiny = np.nonzero(gs.p50_exact < TINY_NS)[0]
     tiny = tiny[np.lexsort((gs.keys["name"][tiny], -gs.count[tiny]))][:top]
-    tiny_kernels = tuple({"name": k.names[int(gs.keys["name"][i])], "count": int(gs.count[i]),
-                          "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i])} for i in tiny.tolist())
-    per_device = _rows("device_id", st.by("device_id"), k.device, dur, window_ns)
-    per_pid = _rows("pid", st.by("pid"), k.pid, dur, window_ns)
-    return LaunchResult(True, None, overall=overall, per_device=tuple(per_device), per_pid=tuple(per_pid),
+    tiny_kernels = tuple(TinyKernel(name=k.names[int(gs.keys["name"][i])], count=int(gs.count[i]),
+                                    avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i])) for i in tiny.tolist())
+    per_device = tuple(LaunchDeviceRow(**r) for r in _rows("device_id", st.by("device_id"), k.device, dur, window_ns))
+    per_pid = tuple(LaunchPidRow(**r) for r in _rows("pid", st.by("pid"), k.pid, dur, window_ns))
+    return LaunchResult(True, None, overall=overall, per_device=per_device, per_pid=per_pid,
                         tiny_kernels=tiny_kernels)

@@ -21,7 +21,40 @@ from ..common.stats import group_stats
 from . import classes as ac
 from .cuda_api import base_index
 
-Row = Dict[str, Any]
+
+@dataclass(frozen=True)
+class SyncApiRow(FieldsJson):
+    """One CUDA API (display name) of the class: calls and their durations (ns) on the calling threads."""
+
+    name: str
+    count: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    max_ns: int
+
+
+@dataclass(frozen=True)
+class SyncPidApiRow(FieldsJson):
+    """One synchronizing CUDA API of one process: as :class:`SyncApiRow`."""
+
+    pid: int
+    name: str
+    count: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    max_ns: int
+
+
+@dataclass(frozen=True)
+class SyncPidTotal(FieldsJson):
+    """The synchronizing calls of one process: calls, summed durations and ``wall_ns`` (module docstring)."""
+
+    pid: int
+    count: int
+    total_ns: int
+    wall_ns: int
 
 
 @dataclass(frozen=True)
@@ -30,13 +63,14 @@ class SyncResult(FieldsJson):
     reason: Optional[str]
     total_ns: int = 0
     call_count: int = 0
-    sync_apis: Tuple[Row, ...] = ()
-    nonblocking_apis: Tuple[Row, ...] = ()
-    per_pid: Tuple[Row, ...] = ()
-    per_pid_totals: Tuple[Row, ...] = ()
+    sync_apis: Tuple[SyncApiRow, ...] = ()
+    nonblocking_apis: Tuple[SyncApiRow, ...] = ()
+    per_pid: Tuple[SyncPidApiRow, ...] = ()
+    per_pid_totals: Tuple[SyncPidTotal, ...] = ()
 
 
-def _table(keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[Row]:
+def _table(keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[Dict[str, Any]]:
+    """The fields of each group's row (keys first: ``name`` as the display name), largest total first."""
     gs = group_stats(keys, dur)
     return [{**{k: bnames[int(v[i])] if k == "name" else int(v[i]) for k, v in gs.keys.items()},
              "count": int(gs.count[i]), "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]),
@@ -56,14 +90,14 @@ def sync_of(api: Optional[ApiCalls]) -> SyncResult:
     bidx, bnames = base_index(api)
     sm = ac.class_mask(api, "sync")
     nm = ac.class_mask(api, "nonblocking_sync")
-    per_pid = _table({"pid": api.pid[sm], "name": bidx[sm]}, dur[sm], bnames)
-    per_pid.sort(key=lambda r: (r["pid"], -r["total_ns"]))
+    per_pid = [SyncPidApiRow(**r) for r in _table({"pid": api.pid[sm], "name": bidx[sm]}, dur[sm], bnames)]
+    per_pid.sort(key=lambda r: (r.pid, -r.total_ns))
     totals = []
     for p in np.unique(api.pid[sm]).tolist():
         m = sm & (api.pid == p)
         u = iv.union_unsorted(api.start[m], api.end[m])
-        totals.append({"pid": int(p), "count": int(m.sum()), "total_ns": int(dur[m].sum()), "wall_ns": u.length})
+        totals.append(SyncPidTotal(pid=int(p), count=int(m.sum()), total_ns=int(dur[m].sum()), wall_ns=u.length))
     return SyncResult(True, None, total_ns=int(dur[sm].sum()), call_count=int(sm.sum()),
-                      sync_apis=tuple(_table({"name": bidx[sm]}, dur[sm], bnames)),
-                      nonblocking_apis=tuple(_table({"name": bidx[nm]}, dur[nm], bnames)),
+                      sync_apis=tuple(SyncApiRow(**r) for r in _table({"name": bidx[sm]}, dur[sm], bnames)),
+                      nonblocking_apis=tuple(SyncApiRow(**r) for r in _table({"name": bidx[nm]}, dur[nm], bnames)),
                       per_pid=tuple(per_pid), per_pid_totals=tuple(totals))

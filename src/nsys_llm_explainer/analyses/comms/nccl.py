@@ -38,7 +38,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson, dataclass_from_json
+from ...jsonable import NONE_AS_EMPTY, FieldsJson, dataclass_from_json
 from ...model import intervals as iv
 from ...model.trace import TraceModel
 from ..common.stats import combine_keys, median, pct, round_half_up
@@ -53,9 +53,6 @@ MIN_LATE_SHARE = 0.6
 MAX_END_SPREAD_SHARE = 0.5
 
 
-Row = Dict[str, Any]
-
-
 @dataclass(frozen=True)
 class NcclCollective(FieldsJson):
     """NCCL kernels of one collective name (:func:`collective_name`)."""
@@ -63,6 +60,39 @@ class NcclCollective(FieldsJson):
     name: str
     count: int
     total_ns: int
+
+
+@dataclass(frozen=True)
+class NcclDeviceRow(FieldsJson):
+    """The NCCL kernels of one device (module docstring)."""
+
+    device_id: int
+    count: int
+    total_ns: int
+    kernel_ns: int
+    pct_of_kernel_ns: float
+    union_ns: int
+
+
+@dataclass(frozen=True)
+class NcclPidRow(FieldsJson):
+    """The NCCL kernels of one process (module docstring)."""
+
+    pid: int
+    count: int
+    total_ns: int
+    kernel_ns: int
+    pct_of_kernel_ns: float
+    union_ns: int
+
+
+@dataclass(frozen=True)
+class CustomAllReduce(FieldsJson):
+    """Custom all-reduce kernels (module docstring): kernels, summed duration (ns) and their names (sorted)."""
+
+    count: int
+    total_ns: int
+    names: Tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -90,7 +120,7 @@ class NcclRank:
     nccl_total_ns: int
     arrivals: Optional[RankArrivals] = None
 
-    def arrival_values(self, missing: bool = False) -> Row:
+    def arrival_values(self, missing: bool = False) -> Dict[str, Any]:
         """The arrival figures, written beside the rank's: ``{}`` without matched collectives (``missing``: each
         figure None then)."""
         a = self.arrivals
@@ -98,7 +128,7 @@ class NcclRank:
             return dict.fromkeys(_ARRIVALS) if missing else {}
         return {k: getattr(a, k) for k in _ARRIVALS}
 
-    def to_dict(self) -> Row:
+    def to_dict(self) -> Dict[str, Any]:
         return {"rank": self.rank, "pid": self.pid, "device_id": self.device_id, "nccl_count": self.nccl_count,
                 "nccl_total_ns": self.nccl_total_ns, **self.arrival_values()}
 
@@ -134,9 +164,9 @@ class NcclResult(FieldsJson):
     nccl_kernel_count: int = 0
     nccl_total_ns: int = 0
     by_name: Tuple[NcclCollective, ...] = ()
-    per_device: Tuple[Row, ...] = ()
-    per_pid: Tuple[Row, ...] = ()
-    custom_allreduce: Row = field(default_factory=dict)
+    per_device: Tuple[NcclDeviceRow, ...] = ()
+    per_pid: Tuple[NcclPidRow, ...] = ()
+    custom_allreduce: Optional[CustomAllReduce] = field(default=None, metadata=NONE_AS_EMPTY)
     ranks: Tuple[NcclRank, ...] = ()
     matched_collectives: int = 0
     unmatched_kernels: int = 0
@@ -157,7 +187,9 @@ def _name_masks(names: List[str], name_idx: np.ndarray) -> Tuple[np.ndarray, np.
     return is_nccl[name_idx], is_custom[name_idx]
 
 
-def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str) -> List[Row]:
+def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str
+             ) -> List[Dict[str, Any]]:
+    """The fields of each key value's row (the key under ``label``): :class:`NcclDeviceRow` / :class:`NcclPidRow`."""
     dur = end - start
     rows = []
     for v in np.unique(key[nm]).tolist():
@@ -177,11 +209,11 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     nm, cm = _name_masks(k.names, k.name_idx)
     dur = k.dur
     cnames = sorted({k.names[j] for j in np.unique(k.name_idx[cm]).tolist()})
-    custom = {"count": int(cm.sum()), "total_ns": int(dur[cm].sum()), "names": cnames}
+    custom = CustomAllReduce(count=int(cm.sum()), total_ns=int(dur[cm].sum()), names=tuple(cnames))
     if not nm.any():
         return NcclResult(False, "no NCCL kernels in the trace", custom_allreduce=custom)
-    per_device = tuple(_per_key(k.device, nm, k.start, k.end, "device_id"))
-    per_pid = tuple(_per_key(k.pid, nm, k.start, k.end, "pid"))
+    per_device = tuple(NcclDeviceRow(**r) for r in _per_key(k.device, nm, k.start, k.end, "device_id"))
+    per_pid = tuple(NcclPidRow(**r) for r in _per_key(k.pid, nm, k.start, k.end, "pid"))
 
     rows = np.nonzero(nm)[0]                        # start order
     s, d, e = k.start[rows], dur[rows], k.end[rows]

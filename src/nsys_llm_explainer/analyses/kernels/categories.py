@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -57,11 +57,10 @@ from ...model.trace import TraceModel
 from ..common.stats import pct
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from .category_split import device_split, small_int, value_codes
+from .summary import TopKernel
 
 TOP_KERNELS = 5
 OTHER_TOP_KERNELS = 15
-
-Row = Dict[str, Any]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -133,9 +132,8 @@ def detect_engine(names: Sequence[str], name_total_ns: np.ndarray,
 
 
 @dataclass(frozen=True)
-class CategoryRow(FieldsJson):
-    """One category over all devices (see module docstring): kernels, summed and non-overlapped time, and
-    its largest kernel names (``top_kernels``: name, count, total_ns)."""
+class CategoryShare(FieldsJson):
+    """One category in a scope (a device, a phase; see module docstring): kernels, summed and non-overlapped time."""
 
     category: str
     count: int
@@ -143,7 +141,36 @@ class CategoryRow(FieldsJson):
     pct: float
     nonoverlap_ns: int
     nonoverlap_pct: float
-    top_kernels: Tuple[Row, ...] = ()
+
+
+@dataclass(frozen=True)
+class CategoryRow(CategoryShare):
+    """One category over all devices (:class:`CategoryShare`) and its largest kernel names."""
+
+    top_kernels: Tuple[TopKernel, ...] = ()
+
+
+@dataclass(frozen=True)
+class CategoryDevice(FieldsJson):
+    """The categories of one device: its kernels, their summed time and its busy time (ns)."""
+
+    device_id: int
+    kernel_count: int
+    total_kernel_ns: int
+    busy_ns: int
+    categories: Tuple[CategoryShare, ...]
+
+
+@dataclass(frozen=True)
+class CategoryPhase(FieldsJson):
+    """The categories of one phase's kernels (``phase`` None: kernels of no phase, ``phase_index`` -1)."""
+
+    phase: Optional[str]
+    phase_index: int
+    kernel_count: int
+    total_kernel_ns: int
+    busy_ns: int
+    categories: Tuple[CategoryShare, ...]
 
 
 @dataclass(frozen=True)
@@ -164,9 +191,9 @@ class CategoryResult(FieldsJson):
     other_ns: int = 0
     other_pct: float = 0.0
     overall: Tuple[CategoryRow, ...] = ()
-    devices: Tuple[Row, ...] = ()
-    phases: Tuple[Row, ...] = ()
-    other_top_kernels: Tuple[Row, ...] = ()
+    devices: Tuple[CategoryDevice, ...] = ()
+    phases: Tuple[CategoryPhase, ...] = ()
+    other_top_kernels: Tuple[TopKernel, ...] = ()
     # helpers, not in to_dict(): the rules applied, category index per kernel name and per kernel row
     rules: Optional[CategoryRules] = field(default=None, metadata=NOT_IN_JSON)
     name_category: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
@@ -180,17 +207,18 @@ def _order(count: np.ndarray, total: np.ndarray, nonov: np.ndarray) -> List[int]
 
 
 def _rows(cats: List[str], count: np.ndarray, total: np.ndarray, nonov: np.ndarray, total_all: int,
-          busy: int) -> List[Row]:
+          busy: int) -> Tuple[CategoryShare, ...]:
     """Category rows of a device or phase (see :func:`_order`)."""
-    return [{"category": cats[i], "count": int(count[i]), "total_ns": int(total[i]),
-             "pct": pct(int(total[i]), total_all), "nonoverlap_ns": int(nonov[i]),
-             "nonoverlap_pct": pct(int(nonov[i]), busy)} for i in _order(count, total, nonov)]
+    return tuple(CategoryShare(category=cats[i], count=int(count[i]), total_ns=int(total[i]),
+                               pct=pct(int(total[i]), total_all), nonoverlap_ns=int(nonov[i]),
+                               nonoverlap_pct=pct(int(nonov[i]), busy)) for i in _order(count, total, nonov))
 
 
-def _top(members: np.ndarray, names: List[str], n_cnt: np.ndarray, n_tot: np.ndarray, n: int) -> Tuple[Row, ...]:
+def _top(members: np.ndarray, names: List[str], n_cnt: np.ndarray, n_tot: np.ndarray, n: int
+         ) -> Tuple[TopKernel, ...]:
     """The ``n`` names among ``members`` with the largest total_ns (ties: lower name index)."""
     top = members[np.lexsort((members, -n_tot[members]))][:n]
-    return tuple({"name": names[i], "count": int(n_cnt[i]), "total_ns": int(n_tot[i])} for i in top.tolist())
+    return tuple(TopKernel(names[i], int(n_cnt[i]), int(n_tot[i])) for i in top.tolist())
 
 
 def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
@@ -265,13 +293,13 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
                                      TOP_KERNELS))
         for i in _order(c_cnt, c_tot, c_non))
     other_top = _top(np.flatnonzero((name_cat == other) & (n_cnt > 0)), all_names, n_cnt, n_tot, OTHER_TOP_KERNELS)
-    devices = tuple({
-        "device_id": int(devices_ids[j]), "kernel_count": int(count[j].sum()), "total_kernel_ns": int(total[j].sum()),
-        "busy_ns": int(busy[j]),
-        "categories": _rows(cats, count[j], total[j], nonov[j], int(total[j].sum()), int(busy[j])),
-    } for j in range(n_dev))
+    devices = tuple(CategoryDevice(
+        device_id=int(devices_ids[j]), kernel_count=int(count[j].sum()), total_kernel_ns=int(total[j].sum()),
+        busy_ns=int(busy[j]),
+        categories=_rows(cats, count[j], total[j], nonov[j], int(total[j].sum()), int(busy[j])),
+    ) for j in range(n_dev))
 
-    phases: List[Row] = []
+    phases: List[CategoryPhase] = []
     if kernel_phase is not None:
         labels = list(phase_names or [])
         values, pcode = value_codes(phase)
@@ -286,10 +314,10 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
             pc, pt, pn, pb = device_split(start[ro], end[ro], cat[ro], dev_code[ro], n_dev, n_cat)
             ptot, pbusy = int(pt.sum()), int(pb.sum())
             name = None if p < 0 else (str(labels[p]) if p < len(labels) else f"phase {p}")
-            phases.append({
-                "phase": name, "phase_index": int(p), "kernel_count": int(pc.sum()), "total_kernel_ns": ptot,
-                "busy_ns": pbusy, "categories": _rows(cats, pc.sum(0), pt.sum(0), pn.sum(0), ptot, pbusy),
-            })
+            phases.append(CategoryPhase(
+                phase=name, phase_index=int(p), kernel_count=int(pc.sum()), total_kernel_ns=ptot,
+                busy_ns=pbusy, categories=_rows(cats, pc.sum(0), pt.sum(0), pn.sum(0), ptot, pbusy),
+            ))
     return CategoryResult(
         True, None, preset=rules.preset, preset_reason=rules.reason, detect_pct=detect_pct,
         rules_file=rules.source, rules_replaced=rules.replace, rule_count=len(rules.rules),

@@ -8,14 +8,12 @@ then ``[missing StringId N]``). ``pct`` = group total / total kernel time of all
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ...jsonable import FieldsJson
 from ...model.trace import Kernels, TraceModel
 from ..common.stats import GroupStats, pct
 from .stats import KernelStats, kernel_stats
-
-Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -35,29 +33,81 @@ class KernelRow(FieldsJson):
 
 
 @dataclass(frozen=True)
+class KernelDeviceRow(FieldsJson):
+    """One kernel name on one device: as :class:`KernelRow`."""
+
+    name: str
+    device_id: int
+    count: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    min_ns: int
+    max_ns: int
+    pct: float
+
+
+@dataclass(frozen=True)
+class KernelPidRow(FieldsJson):
+    """The kernels of one process: count, summed duration (ns) and ``pct`` of all kernel time."""
+
+    pid: int
+    count: int
+    total_ns: int
+    pct: float
+
+
+@dataclass(frozen=True)
+class KernelPidNameRow(FieldsJson):
+    """One kernel name of one process on one device: as :class:`KernelRow`, and ``pct_of_pid`` = its total / the
+    process's kernel total × 100."""
+
+    name: str
+    pid: int
+    device_id: int
+    count: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    min_ns: int
+    max_ns: int
+    pct: float
+    pct_of_pid: float
+
+
+@dataclass(frozen=True)
+class TopKernel(FieldsJson):
+    """One of the largest kernel names of a group (a category, a trait): kernels and their summed duration (ns)."""
+
+    name: str
+    count: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
 class KernelSummary(FieldsJson):
     available: bool
     reason: Optional[str]
     total_kernel_ns: int = 0
     kernel_count: int = 0
-    by_name_device: Tuple[Row, ...] = ()      # JSON "kernels"
-    by_name: Tuple[KernelRow, ...] = ()       # across devices
-    by_pid: Tuple[Row, ...] = ()              # top PIDs
-    by_pid_name: Tuple[Row, ...] = ()         # kernels per PID
+    by_name_device: Tuple[KernelDeviceRow, ...] = ()     # JSON "kernels"
+    by_name: Tuple[KernelRow, ...] = ()                  # across devices
+    by_pid: Tuple[KernelPidRow, ...] = ()                # top PIDs
+    by_pid_name: Tuple[KernelPidNameRow, ...] = ()       # kernels per PID
 
 
 NO_KERNELS = "no CUDA kernels were captured — was `--trace=cuda` on?"
 
 
-def _stats(gs: GroupStats, i: int, total_all: int) -> Row:
+def _stats(gs: GroupStats, i: int, total_all: int) -> Dict[str, Any]:
+    """The statistics fields of a row (keyword arguments of :class:`KernelRow` and its kin) of group ``i``."""
     return dict(count=int(gs.count[i]), total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i]),
                 p90_ns=int(gs.p90[i]), p99_ns=int(gs.p99[i]), min_ns=int(gs.min[i]), max_ns=int(gs.max[i]),
                 pct=pct(int(gs.total[i]), total_all))
-
-
-def _rows(gs: GroupStats, names: List[str], total_all: int, extra_keys: List[str]) -> List[Row]:
-    return [{"name": names[int(gs.keys["name"][i])], **{k: int(gs.keys[k][i]) for k in extra_keys},
-             **_stats(gs, i, total_all)} for i in gs.order_by_total().tolist()]
 
 
 def analyze_kernels(model: TraceModel, stats: Optional[KernelStats] = None) -> KernelSummary:
@@ -69,19 +119,25 @@ def analyze_kernels(model: TraceModel, stats: Optional[KernelStats] = None) -> K
         return KernelSummary(False, reason)
     st = stats if stats is not None else kernel_stats(k)
     total = int(k.dur.sum())
-    by_name_device = _rows(st.by("name", "device_id"), k.names, total, ["device_id"])
+    gd = st.by("name", "device_id")
+    by_name_device = [KernelDeviceRow(name=k.names[int(gd.keys["name"][i])], device_id=int(gd.keys["device_id"][i]),
+                                      **_stats(gd, i, total)) for i in gd.order_by_total().tolist()]
     gn = st.by("name")
     by_name = [KernelRow(name=k.names[int(gn.keys["name"][i])], **_stats(gn, i, total))
                for i in gn.order_by_total().tolist()]
     # per process
     pid_stats = st.by("pid")
-    by_pid = [{"pid": int(pid_stats.keys["pid"][i]), "count": int(pid_stats.count[i]),
-               "total_ns": int(pid_stats.total[i]), "pct": pct(int(pid_stats.total[i]), total)}
+    by_pid = [KernelPidRow(pid=int(pid_stats.keys["pid"][i]), count=int(pid_stats.count[i]),
+                           total_ns=int(pid_stats.total[i]), pct=pct(int(pid_stats.total[i]), total))
               for i in pid_stats.order_by_total().tolist()]
-    pid_total = {r["pid"]: r["total_ns"] for r in by_pid}
+    pid_total = {r.pid: r.total_ns for r in by_pid}
     gs = st.by("pid", "name", "device_id")
-    by_pid_name = [{**r, "pct_of_pid": pct(r["total_ns"], pid_total.get(r["pid"], 0))}
-                   for r in _rows(gs, k.names, total, ["pid", "device_id"])]
-    by_pid_name.sort(key=lambda r: (r["pid"], -r["total_ns"], r["name"]))
+    by_pid_name = []
+    for i in gs.order_by_total().tolist():
+        p, row = int(gs.keys["pid"][i]), _stats(gs, i, total)
+        by_pid_name.append(KernelPidNameRow(name=k.names[int(gs.keys["name"][i])], pid=p,
+                                            device_id=int(gs.keys["device_id"][i]), **row,
+                                            pct_of_pid=pct(row["total_ns"], pid_total.get(p, 0))))
+    by_pid_name.sort(key=lambda r: (r.pid, -r.total_ns, r.name))
     return KernelSummary(True, None, total_kernel_ns=total, kernel_count=len(k), by_name_device=tuple(by_name_device),
                          by_name=tuple(by_name), by_pid=tuple(by_pid), by_pid_name=tuple(by_pid_name))

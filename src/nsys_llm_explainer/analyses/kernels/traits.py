@@ -62,14 +62,15 @@ the names of the processes that ran kernels: system-wide thread lists may name u
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...config.patterns import for_matching, match_text
-from ...jsonable import FieldsJson, dataclass_from_json, row_values
+from ...jsonable import FieldsJson
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
+from .summary import TopKernel
 
 TRAITS: Dict[str, str] = {
     "fp32_gemm_simt": "GEMM/conv on CUDA cores (FP32 SIMT math), not tensor cores",
@@ -159,31 +160,20 @@ _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [
 AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
 
 @dataclass(frozen=True)
-class TraitHit:
-    """Kernels of one trait in the window (see module docstring for what each number means)."""
+class TraitHit(FieldsJson):
+    """Kernels of one trait in the window (see module docstring for what each number means); ``meaning``: the
+    trait's description (:data:`TRAITS`, derived from ``trait``)."""
 
     trait: str
+    meaning: str = field(init=False)
     kernel_count: int
     total_ns: int
     share_pct: float
     p50_ns: int
-    top_kernels: Tuple[Tuple[str, int, int], ...]
+    top_kernels: Tuple[TopKernel, ...]
 
-    @property
-    def meaning(self) -> str:
-        """What the trait is, in words (:data:`TRAITS`)."""
-        return TRAITS.get(self.trait, "")
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"trait": self.trait, "meaning": self.meaning, "kernel_count": self.kernel_count,
-                "total_ns": self.total_ns, "share_pct": self.share_pct, "p50_ns": self.p50_ns,
-                "top_kernels": [{"name": n, "count": c, "total_ns": t} for n, c, t in self.top_kernels]}
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "trait") -> TraitHit:
-        """The inverse of :meth:`to_dict` (``top_kernels`` rows back to tuples; ``meaning`` is derived)."""
-        return dataclass_from_json(cls, d, where,
-                                   top_kernels=row_values(d, "top_kernels", ("name", "count", "total_ns"), where))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "meaning", TRAITS.get(self.trait, ""))
 
 
 @dataclass(frozen=True)
@@ -263,7 +253,7 @@ def _hit(trait: str, mask: np.ndarray, name_idx: np.ndarray, dur: np.ndarray, na
     p50 = int(round_half_up(np.array([median(d)]))[0])
     idx = np.nonzero(mask & (cnt > 0))[0]
     order = sorted(idx.tolist(), key=lambda i: (-int(tot[i]), -int(cnt[i]), str(names[i] or "")))[:3]
-    top = tuple((str(names[i] or ""), int(cnt[i]), int(tot[i])) for i in order)
+    top = tuple(TopKernel(str(names[i] or ""), int(cnt[i]), int(tot[i])) for i in order)
     return TraitHit(trait, int(d.shape[0]), total, pct(total, total_all), p50, top)
 
 

@@ -8,7 +8,7 @@ Direction labels follow ``ENUM_CUDA_MEMCPY_OPER``; memory kinds ``ENUM_CUDA_MEM_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -20,26 +20,82 @@ from ..idle.gpu_time import MEMCPY_KIND_LABEL
 MEM_KIND_LABEL = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
                   6: "Managed Static", 7: "Unknown"}
 
-Row = Dict[str, Any]
-
 
 def mem_kind(k: int) -> str:
     return MEM_KIND_LABEL.get(int(k), "Unknown" if k < 0 else str(int(k)))
 
 
 @dataclass(frozen=True)
+class MemcpyDirectionRow(FieldsJson):
+    """The copies of one direction (``copy_kind``): count, bytes, GPU durations (ns) and achieved bandwidth
+    (module docstring)."""
+
+    direction: str
+    copy_kind: int
+    count: int
+    bytes: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    min_ns: int
+    max_ns: int
+    gb_per_s: Optional[float]
+
+
+@dataclass(frozen=True)
+class MemcpyKindRow(FieldsJson):
+    """The copies of one (direction, source memory kind, destination memory kind): as :class:`MemcpyDirectionRow`."""
+
+    direction: str
+    src_kind_name: str
+    dst_kind_name: str
+    copy_kind: int
+    src_kind: int
+    dst_kind: int
+    count: int
+    bytes: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    min_ns: int
+    max_ns: int
+    gb_per_s: Optional[float]
+
+
+@dataclass(frozen=True)
+class MemsetRow(FieldsJson):
+    """The memsets of one memory kind: as :class:`MemcpyDirectionRow`."""
+
+    mem_kind_name: str
+    mem_kind: int
+    count: int
+    bytes: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    min_ns: int
+    max_ns: int
+    gb_per_s: Optional[float]
+
+
+@dataclass(frozen=True)
 class MemcpyResult(FieldsJson):
     available: bool
     reason: Optional[str]
-    by_direction: Tuple[Row, ...] = ()
-    by_kind: Tuple[Row, ...] = ()
-    memset: Tuple[Row, ...] = ()
+    by_direction: Tuple[MemcpyDirectionRow, ...] = ()
+    by_kind: Tuple[MemcpyKindRow, ...] = ()
+    memset: Tuple[MemsetRow, ...] = ()
     total_bytes: int = 0
     total_ns: int = 0
 
 
-def _stats_rows(keys: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray,
-                label: Callable[[Dict[str, int]], Row]) -> Tuple[Row, ...]:
+R = TypeVar("R", MemcpyDirectionRow, MemcpyKindRow, MemsetRow)
+
+
+def _stats_rows(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray,
+                label: Callable[[Dict[str, int]], Dict[str, Any]]) -> Tuple[R, ...]:
+    """A ``row`` per distinct combination of ``keys``, largest total first; ``label``: the row's label fields (and
+    its keys, in their order) from the group's key values."""
     gs = group_stats(keys, dur)
     # bytes per group: same grouping order → recompute with a stable key
     rows = []
@@ -49,9 +105,9 @@ def _stats_rows(keys: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray
             m &= v == gs.keys[k][i]
         b = int(nbytes[m].sum())
         t = int(gs.total[i])
-        rows.append({**label({k: int(v[i]) for k, v in gs.keys.items()}), "count": int(gs.count[i]), "bytes": b,
-                     "total_ns": t, "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i]), "min_ns": int(gs.min[i]),
-                     "max_ns": int(gs.max[i]), "gb_per_s": b / t if t > 0 else None})
+        rows.append(row(**label({k: int(v[i]) for k, v in gs.keys.items()}), count=int(gs.count[i]), bytes=b,
+                        total_ns=t, avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i]), min_ns=int(gs.min[i]),
+                        max_ns=int(gs.max[i]), gb_per_s=b / t if t > 0 else None))
     return tuple(rows)
 
 
@@ -59,25 +115,25 @@ def analyze_memcpy(model: TraceModel) -> MemcpyResult:
     mc, ms = model.memcpy, model.memset
     if (mc is None or len(mc) == 0) and (ms is None or len(ms) == 0):
         return MemcpyResult(False, "no memcpy or memset activity in the trace")
-    by_direction: Tuple[Row, ...] = ()
-    by_kind: Tuple[Row, ...] = ()
-    memset: Tuple[Row, ...] = ()
+    by_direction: Tuple[MemcpyDirectionRow, ...] = ()
+    by_kind: Tuple[MemcpyKindRow, ...] = ()
+    memset: Tuple[MemsetRow, ...] = ()
     total_bytes = total_ns = 0
     if mc is not None and len(mc):
         dur = mc["end"] - mc["start"]
         total_bytes = int(mc["bytes"].sum())
         total_ns = int(dur.sum())
         by_direction = _stats_rows(
-            {"copy_kind": mc["copy_kind"]}, dur, mc["bytes"],
+            MemcpyDirectionRow, {"copy_kind": mc["copy_kind"]}, dur, mc["bytes"],
             lambda k: {"direction": MEMCPY_KIND_LABEL.get(k["copy_kind"], str(k["copy_kind"])), **k})
         by_kind = _stats_rows(
-            {"copy_kind": mc["copy_kind"], "src_kind": mc["src_kind"], "dst_kind": mc["dst_kind"]}, dur,
-            mc["bytes"],
+            MemcpyKindRow, {"copy_kind": mc["copy_kind"], "src_kind": mc["src_kind"], "dst_kind": mc["dst_kind"]},
+            dur, mc["bytes"],
             lambda k: {"direction": MEMCPY_KIND_LABEL.get(k["copy_kind"], str(k["copy_kind"])),
                        "src_kind_name": mem_kind(k["src_kind"]), "dst_kind_name": mem_kind(k["dst_kind"]), **k})
     if ms is not None and len(ms):
         dur = ms["end"] - ms["start"]
-        memset = _stats_rows({"mem_kind": ms["mem_kind"]}, dur, ms["bytes"],
+        memset = _stats_rows(MemsetRow, {"mem_kind": ms["mem_kind"]}, dur, ms["bytes"],
                              lambda k: {"mem_kind_name": mem_kind(k["mem_kind"]), **k})
     return MemcpyResult(True, None, by_direction=by_direction, by_kind=by_kind, memset=memset,
                         total_bytes=total_bytes, total_ns=total_ns)

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson
+from ...jsonable import NONE_AS_EMPTY, FieldsJson, dataclass_from_json, need
 from ...model.trace import ApiCalls, GpuOps, TraceModel
 from ..api import classes as ac
 from ..common.stats import combine_keys, median, round_half_up
@@ -39,11 +39,136 @@ HTOD, DTOH = 1, 2
 PAGEABLE = 0
 SYNC_COPY = {n for n in ac.SYNC_MEMCPY if "Memset" not in n}
 
-Row = Dict[str, Any]
-
-
 def _direction(k: int) -> str:
     return MEMCPY_KIND_LABEL.get(int(k), str(int(k)))
+
+
+@dataclass(frozen=True)
+class CopyTotals(FieldsJson):
+    """Copies: rows, bytes and summed GPU duration (ns)."""
+
+    count: int
+    bytes: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
+class CopyDirection(FieldsJson):
+    """The copies of one direction (``copy_kind``, its label ``direction``): as :class:`CopyTotals`."""
+
+    copy_kind: int
+    count: int
+    bytes: int
+    total_ns: int
+    direction: str
+
+
+@dataclass(frozen=True)
+class CopyKinds(FieldsJson):
+    """The copies of one (direction, source memory kind, destination memory kind): as :class:`CopyTotals`."""
+
+    copy_kind: int
+    src_kind: int
+    dst_kind: int
+    count: int
+    bytes: int
+    total_ns: int
+    direction: str
+    src_kind_name: str
+    dst_kind_name: str
+
+
+@dataclass(frozen=True)
+class PageableCopies(FieldsJson):
+    """The pageable host copies (module docstring), all and per direction."""
+
+    count: int
+    bytes: int
+    total_ns: int
+    by_direction: Tuple[CopyDirection, ...]
+
+
+@dataclass(frozen=True)
+class SyncCopyApi(FieldsJson):
+    """The synchronous copy calls of one API (base name): calls and their summed duration (ns)."""
+
+    name: str
+    calls: int
+    host_blocked_ns: int
+
+
+@dataclass(frozen=True)
+class SyncCopies(FieldsJson):
+    """The synchronous copies (module docstring): copy rows, their calls, the calls' summed duration, the pageable
+    ones among the rows, per API."""
+
+    count: int
+    bytes: int
+    total_ns: int
+    calls: int
+    host_blocked_ns: int
+    pageable_count: int
+    by_api: Tuple[SyncCopyApi, ...]
+
+
+@dataclass(frozen=True)
+class StepCopyKind(FieldsJson):
+    """Copies inside steps of one (direction, source kind, destination kind): per step, mean over all steps."""
+
+    direction: str
+    src_kind_name: str
+    dst_kind_name: str
+    copies_per_step: float
+    bytes_per_step: int
+    copy_ns_per_step: int
+
+
+@dataclass(frozen=True)
+class CopiesPerStep(FieldsJson):
+    """Copies per step (module docstring): the copies inside steps, their median and mean per step, by kind."""
+
+    step_count: int
+    copies_in_steps: int
+    copies_per_step_median: float
+    copies_per_step_mean: float
+    bytes_per_step_median: int
+    bytes_per_step_mean: int
+    copy_ns_per_step_mean: int
+    host_copies_in_steps: int
+    pageable_in_steps: int
+    sync_copies_in_steps: int
+    by_kind_per_step: Tuple[StepCopyKind, ...]
+
+
+@dataclass(frozen=True)
+class AllocTotals(FieldsJson):
+    """The alloc (or free) calls: calls, their summed duration (ns), and of them the ones inside steps (None: no
+    steps)."""
+
+    count: int
+    total_ns: int
+    in_steps: Optional[int]
+    in_steps_ns: Optional[int]
+
+
+@dataclass(frozen=True)
+class AllocApi:
+    """The alloc or free calls (``api_class``, ``class`` in ``report.json``) of one API (base name)."""
+
+    name: str
+    api_class: str
+    count: int
+    total_ns: int
+    in_steps: Optional[int]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "class": self.api_class, "count": self.count, "total_ns": self.total_ns,
+                "in_steps": self.in_steps}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "alloc_free_by_api") -> AllocApi:
+        """The inverse of :meth:`to_dict` (``class`` is a Python keyword: the field is ``api_class``)."""
+        return dataclass_from_json(cls, d, where, api_class=need(d, "class", where))
 
 
 @dataclass(frozen=True)
@@ -53,19 +178,20 @@ class MemoryResult(FieldsJson):
     copy_count: int = 0
     copy_bytes: int = 0
     copy_ns: int = 0
-    by_direction: Tuple[Row, ...] = ()
-    by_kind: Tuple[Row, ...] = ()
-    host_copies: Row = field(default_factory=dict)
-    pageable: Row = field(default_factory=dict)
-    sync_copies: Row = field(default_factory=dict)
-    per_step: Optional[Row] = None
-    alloc: Row = field(default_factory=dict)
-    free: Row = field(default_factory=dict)
-    alloc_free_by_api: Tuple[Row, ...] = ()
+    by_direction: Tuple[CopyDirection, ...] = ()
+    by_kind: Tuple[CopyKinds, ...] = ()
+    host_copies: Optional[CopyTotals] = field(default=None, metadata=NONE_AS_EMPTY)
+    pageable: Optional[PageableCopies] = field(default=None, metadata=NONE_AS_EMPTY)
+    sync_copies: Optional[SyncCopies] = field(default=None, metadata=NONE_AS_EMPTY)
+    per_step: Optional[CopiesPerStep] = None
+    alloc: Optional[AllocTotals] = field(default=None, metadata=NONE_AS_EMPTY)
+    free: Optional[AllocTotals] = field(default=None, metadata=NONE_AS_EMPTY)
+    alloc_free_by_api: Tuple[AllocApi, ...] = ()
 
 
-def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict]:
-    """count / bytes / total_ns per distinct combination of ``cols``, ordered by total_ns descending."""
+def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict[str, int]]:
+    """The values of ``cols``, then count / bytes / total_ns, per distinct combination of ``cols``, ordered by
+    total_ns descending."""
     n = dur.shape[0]
     if n == 0:
         return []
@@ -86,8 +212,8 @@ def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -
     return rows
 
 
-def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> Row:
-    return {"count": int(m.sum()), "bytes": int(nbytes[m].sum()), "total_ns": int(dur[m].sum())}
+def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> CopyTotals:
+    return CopyTotals(count=int(m.sum()), bytes=int(nbytes[m].sum()), total_ns=int(dur[m].sum()))
 
 
 def _by_base_name(api: ApiCalls, name_idx: np.ndarray) -> List[Tuple[str, np.ndarray]]:
@@ -125,17 +251,15 @@ def analyze_memory(model: TraceModel,
     if not has_copies and not am.any() and not fm.any():
         return MemoryResult(False, "no memcpy activity and no allocation/free calls in the trace")
     steps = _sorted_steps(step_bounds)
-    zero = {"count": 0, "bytes": 0, "total_ns": 0}
     fields: Dict[str, Any] = _copies(mc, api, steps) if mc is not None and has_copies else {
-        "host_copies": dict(zero), "pageable": dict(zero, by_direction=[]),
-        "sync_copies": dict(zero, calls=0, host_blocked_ns=0, pageable_count=0, by_api=[])}
+        "host_copies": CopyTotals(0, 0, 0), "pageable": PageableCopies(0, 0, 0, ()),
+        "sync_copies": SyncCopies(0, 0, 0, calls=0, host_blocked_ns=0, pageable_count=0, by_api=())}
     if steps is not None and fields.get("per_step") is None:
-        fields["per_step"] = {
-            "step_count": int(steps[0].shape[0]), "copies_in_steps": 0, "copies_per_step_median": 0.0,
-            "copies_per_step_mean": 0.0, "bytes_per_step_median": 0, "bytes_per_step_mean": 0,
-            "copy_ns_per_step_mean": 0, "host_copies_in_steps": 0, "pageable_in_steps": 0,
-            "sync_copies_in_steps": 0, "by_kind_per_step": [],
-        }
+        fields["per_step"] = CopiesPerStep(
+            step_count=int(steps[0].shape[0]), copies_in_steps=0, copies_per_step_median=0.0,
+            copies_per_step_mean=0.0, bytes_per_step_median=0, bytes_per_step_mean=0,
+            copy_ns_per_step_mean=0, host_copies_in_steps=0, pageable_in_steps=0,
+            sync_copies_in_steps=0, by_kind_per_step=())
     if api is not None and len(api):
         fields.update(_alloc_free(api, am, fm, steps))
     return MemoryResult(True, None, **fields)
@@ -146,19 +270,22 @@ def _copies(mc: GpuOps, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
     dur = mc["end"] - mc["start"]
     nb = mc["bytes"]
     ck, sk, dk = mc["copy_kind"], mc["src_kind"], mc["dst_kind"]
-    by_direction = tuple({**r, "direction": _direction(r["copy_kind"])} for r in _grouped({"copy_kind": ck}, dur, nb))
-    by_kind = tuple({**r, "direction": _direction(r["copy_kind"]), "src_kind_name": _kind(r["src_kind"]),
-                     "dst_kind_name": _kind(r["dst_kind"])}
+    by_direction = tuple(CopyDirection(**r, direction=_direction(r["copy_kind"]))
+                         for r in _grouped({"copy_kind": ck}, dur, nb))
+    by_kind = tuple(CopyKinds(**r, direction=_direction(r["copy_kind"]), src_kind_name=_kind(r["src_kind"]),
+                              dst_kind_name=_kind(r["dst_kind"]))
                     for r in _grouped({"copy_kind": ck, "src_kind": sk, "dst_kind": dk}, dur, nb))
     host = (ck == HTOD) | (ck == DTOH)
     pm = host & ((sk == PAGEABLE) | (dk == PAGEABLE))
-    pageable = {**_totals(pm, dur, nb), "by_direction": [{**r, "direction": _direction(r["copy_kind"])}
-                                                         for r in _grouped({"copy_kind": ck[pm]}, dur[pm], nb[pm])]}
+    pt = _totals(pm, dur, nb)
+    pageable = PageableCopies(pt.count, pt.bytes, pt.total_ns, tuple(
+        CopyDirection(**r, direction=_direction(r["copy_kind"])) for r in _grouped({"copy_kind": ck[pm]}, dur[pm],
+                                                                                   nb[pm])))
     # synchronous copies: launching call is a blocking memcpy
     li = mc["launch_idx"] if "launch_idx" in mc.cols else np.full(len(mc), -1, np.int64)
     sync_rows = np.zeros(len(mc), bool)
     calls = np.empty(0, np.int64)
-    by_api: List[Row] = []
+    by_api: List[SyncCopyApi] = []
     blocked_ns = 0
     if api is not None and len(api):
         sc = ac.name_set_mask(api.names, api.name_idx, SYNC_COPY) & api.primary
@@ -167,12 +294,13 @@ def _copies(mc: GpuOps, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
         calls = np.unique(li[sync_rows])
         if calls.shape[0]:
             cd = api.end[calls] - api.start[calls]
-            by_api = sorted(({"name": name, "calls": int(mm.sum()), "host_blocked_ns": int(cd[mm].sum())}
+            by_api = sorted((SyncCopyApi(name=name, calls=int(mm.sum()), host_blocked_ns=int(cd[mm].sum()))
                              for name, mm in _by_base_name(api, api.name_idx[calls])),
-                            key=lambda r: (-r["host_blocked_ns"], r["name"]))
+                            key=lambda r: (-r.host_blocked_ns, r.name))
             blocked_ns = int(cd.sum())
-    sync_copies = {**_totals(sync_rows, dur, nb), "calls": int(calls.shape[0]), "host_blocked_ns": blocked_ns,
-                   "pageable_count": int((sync_rows & pm).sum()), "by_api": by_api}
+    syt = _totals(sync_rows, dur, nb)
+    sync_copies = SyncCopies(syt.count, syt.bytes, syt.total_ns, calls=int(calls.shape[0]), host_blocked_ns=blocked_ns,
+                             pageable_count=int((sync_rows & pm).sum()), by_api=tuple(by_api))
     per_step = None
     if steps is not None:
         t = mc["start"].copy()
@@ -186,18 +314,18 @@ def _copies(mc: GpuOps, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
         np.add.at(bps, st[inside], nb[inside].astype(np.int64))
         tps = np.zeros(n_steps, np.int64)
         np.add.at(tps, st[inside], dur[inside].astype(np.int64))
-        per_step = {
-            "step_count": int(n_steps), "copies_in_steps": int(inside.sum()),
-            "copies_per_step_median": median(cps),
-            "copies_per_step_mean": round(float(cps.mean()), 3) if n_steps else 0.0,
-            "bytes_per_step_median": int(round_half_up(median(bps))),
-            "bytes_per_step_mean": int(round_half_up(bps.mean())) if n_steps else 0,
-            "copy_ns_per_step_mean": int(round_half_up(tps.mean())) if n_steps else 0,
-            "host_copies_in_steps": int((inside & host).sum()),
-            "pageable_in_steps": int((inside & pm).sum()),
-            "sync_copies_in_steps": int((inside & sync_rows).sum()),
-            "by_kind_per_step": _per_step_by_kind(mc, inside, nb, dur, n_steps),
-        }
+        per_step = CopiesPerStep(
+            step_count=int(n_steps), copies_in_steps=int(inside.sum()),
+            copies_per_step_median=median(cps),
+            copies_per_step_mean=round(float(cps.mean()), 3) if n_steps else 0.0,
+            bytes_per_step_median=int(round_half_up(median(bps))),
+            bytes_per_step_mean=int(round_half_up(bps.mean())) if n_steps else 0,
+            copy_ns_per_step_mean=int(round_half_up(tps.mean())) if n_steps else 0,
+            host_copies_in_steps=int((inside & host).sum()),
+            pageable_in_steps=int((inside & pm).sum()),
+            sync_copies_in_steps=int((inside & sync_rows).sum()),
+            by_kind_per_step=_per_step_by_kind(mc, inside, nb, dur, n_steps),
+        )
     return {"copy_count": len(mc), "copy_bytes": int(nb.sum()), "copy_ns": int(dur.sum()),
             "by_direction": by_direction, "by_kind": by_kind, "host_copies": _totals(host, dur, nb),
             "pageable": pageable, "sync_copies": sync_copies, "per_step": per_step}
@@ -209,25 +337,26 @@ def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[T
     adur = api.end - api.start
     st = _step_of(api.start, *steps) if steps is not None else None
     out: Dict[str, Any] = {}
-    rows: List[Row] = []
+    rows: List[AllocApi] = []
     for cls, m in (("alloc", am), ("free", fm)):
-        out[cls] = {"count": int(m.sum()), "total_ns": int(adur[m].sum()),
-                    "in_steps": int((m & (st >= 0)).sum()) if st is not None else None,
-                    "in_steps_ns": int(adur[m & (st >= 0)].sum()) if st is not None else None}
+        out[cls] = AllocTotals(count=int(m.sum()), total_ns=int(adur[m].sum()),
+                               in_steps=int((m & (st >= 0)).sum()) if st is not None else None,
+                               in_steps_ns=int(adur[m & (st >= 0)].sum()) if st is not None else None)
         dd = adur[m]
         for name, mm in _by_base_name(api, api.name_idx[m]):
-            rows.append({"name": name, "class": cls, "count": int(mm.sum()), "total_ns": int(dd[mm].sum()),
-                         "in_steps": int((st[m][mm] >= 0).sum()) if st is not None else None})
-    rows.sort(key=lambda r: (-r["total_ns"], r["name"]))
+            rows.append(AllocApi(name=name, api_class=cls, count=int(mm.sum()), total_ns=int(dd[mm].sum()),
+                                 in_steps=int((st[m][mm] >= 0).sum()) if st is not None else None))
+    rows.sort(key=lambda r: (-r.total_ns, r.name))
     out["alloc_free_by_api"] = tuple(rows)
     return out
 
 
-def _per_step_by_kind(mc: GpuOps, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int) -> List[Row]:
+def _per_step_by_kind(mc: GpuOps, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int
+                      ) -> Tuple[StepCopyKind, ...]:
     """Copies inside steps per (direction, source kind, destination kind): count, bytes and GPU time per
     step (mean over all steps)."""
     if n_steps == 0 or not inside.any():
-        return []
+        return ()
     ck, sk, dk = mc["copy_kind"][inside], mc["src_kind"][inside], mc["dst_kind"][inside]
     key = (ck.astype(np.int64) << 16) | ((sk.astype(np.int64) & 0xFF) << 8) | (dk.astype(np.int64) & 0xFF)
     uniq, inv = np.unique(key, return_inverse=True)
@@ -235,14 +364,14 @@ def _per_step_by_kind(mc: GpuOps, inside: np.ndarray, nb: np.ndarray, dur: np.nd
     cnt = np.bincount(inv, minlength=uniq.shape[0])
     byt = np.bincount(inv, weights=nb[inside].astype(np.float64), minlength=uniq.shape[0])
     tim = np.bincount(inv, weights=dur[inside].astype(np.float64), minlength=uniq.shape[0])
-    rows: List[Row] = []
+    rows: List[StepCopyKind] = []
     for j, k in enumerate(uniq.tolist()):
         c, s_, d_ = k >> 16, (k >> 8) & 0xFF, k & 0xFF
         s_ = -1 if s_ == 0xFF else s_
         d_ = -1 if d_ == 0xFF else d_
-        rows.append({"direction": MEMCPY_KIND_LABEL.get(int(c), str(c)), "src_kind_name": _kind(s_),
-                     "dst_kind_name": _kind(d_), "copies_per_step": float(cnt[j]) / n_steps,
-                     "bytes_per_step": int(round_half_up(byt[j] / n_steps)),
-                     "copy_ns_per_step": int(round_half_up(tim[j] / n_steps))})
-    rows.sort(key=lambda r: (-r["bytes_per_step"], r["direction"]))
-    return rows
+        rows.append(StepCopyKind(direction=MEMCPY_KIND_LABEL.get(int(c), str(c)), src_kind_name=_kind(s_),
+                                 dst_kind_name=_kind(d_), copies_per_step=float(cnt[j]) / n_steps,
+                                 bytes_per_step=int(round_half_up(byt[j] / n_steps)),
+                                 copy_ns_per_step=int(round_half_up(tim[j] / n_steps))))
+    rows.sort(key=lambda r: (-r.bytes_per_step, r.direction))
+    return tuple(rows)

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import TraceBuilder, build_scenario
 
 from nsys_llm_explainer.analyses.api.graphs import FIX_CMD, analyze_graphs
 from nsys_llm_explainer.analyses.comms.nccl import analyze_nccl, collective_name
 from nsys_llm_explainer.analyses.memory.traffic import analyze_memory
 from nsys_llm_explainer.pipeline import load_model
-from nsys_llm_explainer.synth import TraceBuilder, build_scenario
 
 US = 1000
 PID = 100

@@ -8,11 +8,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
 
-from nsys_llm_explainer.synth.builder import TraceBuilder, global_pid
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # the generator: tests/synth
+from synth.builder import TraceBuilder, global_pid  # noqa: E402
 
 _BASES = [
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize{a}x{b}x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"

@@ -33,7 +33,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from nsys_llm_explainer.synth.builder import TraceBuilder, global_pid, global_tid
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # the generator: tests/synth
+from synth.builder import TraceBuilder, global_pid, global_tid  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PID = 4242

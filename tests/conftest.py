@@ -109,8 +109,9 @@ def as_report(x: Any) -> Any:
 
 def empty_report(tmp_path: Path) -> Any:
     """The report of an export with one process and one CUDA call and nothing else (no kernel, copy, NVTX)."""
+    from synth import TraceBuilder
+
     from nsys_llm_explainer.pipeline import analyze_path
-    from nsys_llm_explainer.synth import TraceBuilder
 
     b = TraceBuilder()
     b.process(1)
@@ -123,8 +124,9 @@ def scenario_report(name: str, tmp_path_factory: Any) -> Any:
     :class:`report.Report`, built and analysed once per test session (callers must not modify them)."""
     key = "scenario:" + name
     if key not in _REAL_REPORTS:
+        from synth import build_scenario
+
         from nsys_llm_explainer.pipeline import analyze_path
-        from nsys_llm_explainer.synth import build_scenario
 
         p = tmp_path_factory.getbasetemp() / "scenario_reports" / f"{name}.sqlite"
         p.parent.mkdir(exist_ok=True)
@@ -203,7 +205,7 @@ def wait_until_staged(proc: subprocess.Popen, where: Path, timeout: float = 120)
 
 @pytest.fixture(scope="session")
 def demo_trace(tmp_path_factory) -> Path:
-    from nsys_llm_explainer.synth import build_scenario
+    from synth import build_scenario
 
     p = tmp_path_factory.mktemp("demo") / "demo.sqlite"
     build_scenario("demo", str(p))

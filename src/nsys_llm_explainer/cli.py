@@ -187,10 +187,10 @@ def _cluster_timeline(result: Any, out: Path) -> None:
 
 
 def _demo_parser() -> argparse.ArgumentParser:
-    from .synth import SCENARIOS
+    from .demo_traces import names
 
-    p = OneLineParser(prog=f"{PROG} demo", description="Generate a synthetic vLLM-style trace and analyze it.")
-    add_flags(p, "demo", choices={"scenario": sorted(SCENARIOS)})
+    p = OneLineParser(prog=f"{PROG} demo", description="Analyze a shipped synthetic vLLM-style trace.")
+    add_flags(p, "demo", choices={"scenario": list(names())})
     return p
 
 
@@ -327,14 +327,14 @@ def _main(argv: Sequence[str]) -> int:
         return run_compare(argv[1:])
     if command == "demo":
         a = _demo_parser().parse_args(argv[1:])
+        from .demo_traces import unpack
         from .output import check_out_dir
-        from .synth import build_scenario
         out = Path(a.out)
         od = check_out_dir(out, a.force, "demo")
         opts = options_from_args(a)
         with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-demo-") as td:
             trace = Path(td) / "demo_trace.sqlite"
-            build_scenario(a.scenario, str(trace))
+            unpack(a.scenario, trace)
             return run_analysis(trace, od, opts, a.quiet, display_path=shown(str(out / "demo_trace.sqlite")),
                                 extra_files=[trace])
     a = _parser().parse_args(argv)

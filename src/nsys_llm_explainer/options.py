@@ -37,7 +37,7 @@ RUNS = ("main", "compare", "demo")
 COMMANDS = RUNS + ("schema",)
 ANALYSIS = ("main", "compare")      # the commands that take every analysis option
 KINDS = ("value", "int", "float", "on", "off")
-#: ``Option.choices`` of an option whose choices the command knows (demo's scenarios: :mod:`synth`)
+#: ``Option.choices`` of an option whose choices the command knows (demo's scenarios: :mod:`demo_traces`)
 CHOSEN_BY_COMMAND: Tuple[str, ...] = ("<given by the command>",)
 
 
@@ -149,7 +149,7 @@ RUN_OPTIONS: Tuple[Option, ...] = (
            help_for=(("demo", _OUT + "demo)"), ("compare", _OUT + "comparison)"))),
     Option("force", ("--force",), FORCE_HELP, False, kind="on", commands=RUNS,
            help_for=(("demo", FORCE_HELP + " (e.g. a report of a real trace)"),)),
-    Option("scenario", ("--scenario",), "synthetic scenario to generate (default: %(default)s; one of %(choices)s)",
+    Option("scenario", ("--scenario",), "synthetic scenario to analyze (default: %(default)s; one of %(choices)s)",
            "demo", metavar="NAME", choices=CHOSEN_BY_COMMAND, commands=("demo",)),
     Option("labels", ("--labels",), "comma-separated names of the traces (default: file names)", check=v.names,
            metavar="A,B,...", commands=("compare",)),

@@ -8,13 +8,13 @@ from typing import List, Sequence, Tuple, TypeVar
 
 import numpy as np
 import pytest
+from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.kernels.categories import CategoryResult, CategoryShare, analyze_categories, classify
 from nsys_llm_explainer.analyses.kernels.category_split import nonoverlap_split
 from nsys_llm_explainer.config.categories import CATEGORY_NAMES, PRESET_DIR, PRESETS, load_rules, preset_rules
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import load_model
-from nsys_llm_explainer.synth import TraceBuilder
 
 GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
 ATTN = "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128, (int)64, (int)4, (bool)0, " \

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import TraceBuilder
 
 from nsys_llm_explainer.model.clip import clip_model
 from nsys_llm_explainer.pipeline import load_model
-from nsys_llm_explainer.synth import TraceBuilder
 
 PID = 100
 W0, W1 = 1000, 2000

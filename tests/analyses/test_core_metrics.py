@@ -8,10 +8,10 @@ import re
 
 import pytest
 from conftest import run_cli
+from synth import TraceBuilder
 
 from nsys_llm_explainer.pipeline import Options, analyze_path
 from nsys_llm_explainer.serialize import report_dict
-from nsys_llm_explainer.synth import TraceBuilder
 
 
 def report_of(b: TraceBuilder, tmp_path, name="t.sqlite", **opts) -> dict:

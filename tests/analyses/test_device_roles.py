@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
+from synth import build_scenario
+from synth.scenarios.rank import Rank
+from synth.scenarios.sim import Sim
+from synth.scenarios.steps import write_trace
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.analyses.idle.gpu_time import DeviceTime, GpuTimeResult, device_role
 from nsys_llm_explainer.render.specs import DEVICES
-from nsys_llm_explainer.synth import build_scenario
-from nsys_llm_explainer.synth.scenarios.rank import Rank
-from nsys_llm_explainer.synth.scenarios.sim import Sim
-from nsys_llm_explainer.synth.scenarios.steps import write_trace
 
 Iv = Tuple[int, int]
 _BUILT: Dict[str, Tuple[Path, dict, dict]] = {}
@@ -214,8 +214,9 @@ def test_no_device_ran_kernels(tmp_path):
 def test_a_copies_only_gpu_is_not_a_low_busy_rank(tmp_path):
     """A cluster run over the copies_only_gpu trace: GPU 1 (no kernel) is listed with its role and is never the
     'keeps its GPU busy less than the other ranks' outlier (there is one device with kernels: no comparison)."""
+    from synth import build_scenario
+
     import nsys_llm_explainer as nle
-    from nsys_llm_explainer.synth import build_scenario
 
     p = tmp_path / "r0.sqlite"
     build_scenario("copies_only_gpu", str(p))

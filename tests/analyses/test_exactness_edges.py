@@ -5,12 +5,12 @@ end given to unterminated NVTX ranges."""
 from __future__ import annotations
 
 import pytest
+from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.api import classes as ac
 from nsys_llm_explainer.model.names import base_api_name
 from nsys_llm_explainer.pipeline import Options, analyze_path
 from nsys_llm_explainer.serialize import report_dict
-from nsys_llm_explainer.synth import TraceBuilder
 
 
 def run(b: TraceBuilder, tmp_path, name: str = "t.sqlite"):

@@ -269,11 +269,12 @@ def test_narrow_keeps_values():
 def test_steps_reuse_keeps_the_domain_order_on_exact_ties(tmp_path):
     """Two NVTX domains with ranges of identical start and end on one thread: the step a kernel gets (the first
     domain in lookup order wins an exact tie) is the same through the attribution's nodes as through lookups."""
+    from synth import TraceBuilder, global_tid
+
     from nsys_llm_explainer.analyses.nvtx.attribution import analyze_attribution
     from nsys_llm_explainer.analyses.nvtx.tree import build_tree
     from nsys_llm_explainer.analyses.steps.nvtx_method import step_of_work, work_items
     from nsys_llm_explainer.pipeline import load_model
-    from nsys_llm_explainer.synth import TraceBuilder, global_tid
 
     b = TraceBuilder()
     b.process(10)
@@ -301,11 +302,12 @@ def test_steps_reuse_keeps_the_domain_order_on_exact_ties(tmp_path):
 def test_api_results_computed_while_reading_equal_the_finished_models(tmp_path, reader):
     """The CUDA API and sync sections are computed from the API table while the kernel table is still being
     read; they equal the sections computed from the finished model, and that early path is really taken."""
+    from synth import build_scenario
+
     from nsys_llm_explainer.analyses.api.cuda_api import analyze_cuda_api
     from nsys_llm_explainer.analyses.api.sync import analyze_sync
     from nsys_llm_explainer.options import Options
     from nsys_llm_explainer.pipeline import analyze_path
-    from nsys_llm_explainer.synth import build_scenario
 
     p = tmp_path / "d.sqlite"
     build_scenario("per_token_sync", str(p))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import TraceBuilder, build_scenario
 
 from nsys_llm_explainer.analyses.api.graphs import (
     FIX_CMD,
@@ -19,7 +20,6 @@ from nsys_llm_explainer.analyses.api.graphs import (
 from nsys_llm_explainer.analyses.comms.nccl import CustomAllReduce, analyze_nccl, collective_name
 from nsys_llm_explainer.analyses.memory.traffic import AllocApi, AllocTotals, CopyTotals, SyncCopyApi, analyze_memory
 from nsys_llm_explainer.pipeline import load_model
-from nsys_llm_explainer.synth import TraceBuilder, build_scenario
 
 US = 1000
 PID = 100

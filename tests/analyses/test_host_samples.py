@@ -21,12 +21,12 @@ import jsonschema
 import numpy as np
 import pytest
 from conftest import as_report, real_trace
+from synth import TraceBuilder, build_scenario
 
 from nsys_llm_explainer.analyses.idle.host_samples import analyze_host_samples, samples_evidence
 from nsys_llm_explainer.model.samples import GROUP_LABEL
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_all
-from nsys_llm_explainer.synth import TraceBuilder, build_scenario
 from nsys_llm_explainer.vocabulary.cause_kinds import KINDS
 
 SCHEMA = Path(__file__).resolve().parents[2] / "src" / "nsys_llm_explainer" / "report_schema.json"
@@ -318,10 +318,10 @@ def test_a_device_without_host_side_idle_keeps_its_kinds_and_no_samples(tmp_path
     import dataclasses
 
     import numpy as np
+    from synth.scenarios import build_scenario
 
     from nsys_llm_explainer.analyses.idle.host_samples import analyze_host_samples
     from nsys_llm_explainer.pipeline import analyze_path
-    from nsys_llm_explainer.synth.scenarios import build_scenario
 
     p = tmp_path / "t.sqlite"
     build_scenario("host_samples", str(p))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.nvtx.attribution import analyze_attribution
 from nsys_llm_explainer.analyses.nvtx.tree import build_tree
@@ -15,7 +16,6 @@ from nsys_llm_explainer.analyses.steps.phases import (
 from nsys_llm_explainer.config.phase_map import preset_phase_map, resolve_phase_map
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import load_model
-from nsys_llm_explainer.synth import TraceBuilder
 
 US = 1_000
 PID = 100
@@ -228,7 +228,7 @@ def test_no_steps(tmp_path):
     ("graph_level", 41, {"prefill": 1, "decode": 40}),  # decode steps replay a CUDA graph (graph-level rows)
 ])
 def test_scenarios(tmp_path, scenario, n_steps, phases):
-    from nsys_llm_explainer.synth.scenarios import build_scenario
+    from synth.scenarios import build_scenario
 
     path = str(tmp_path / f"{scenario}.sqlite")
     facts = build_scenario(scenario, path)

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import List
 
 import pytest
+from synth import TraceBuilder
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.read.connection import check_trace_path
-from nsys_llm_explainer.synth import TraceBuilder
 
 PID = 100
 NOT_UTF8 = ("1 text value(s) in {} hold bytes that are not UTF-8; they are shown with U+FFFD (\ufffd) in place of "

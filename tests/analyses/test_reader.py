@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import real_traces, trace_id
+from synth import build_scenario
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import load_model
 from nsys_llm_explainer.read import columnar
-from nsys_llm_explainer.synth import build_scenario
 
 
 def test_columnar_reader_installed():

@@ -8,11 +8,11 @@ import sqlite3
 
 import pytest
 from conftest import as_report
+from synth import build_scenario
 
 from nsys_llm_explainer import render
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.serialize import report_dict
-from nsys_llm_explainer.synth import build_scenario
 
 TABLES = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_MEMCPY",
           "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "StringIds", "TARGET_INFO_GPU", "PROCESSES", "META_DATA_EXPORT"]

@@ -10,10 +10,10 @@ from typing import Any, Dict, Optional, Tuple
 
 import pytest
 from conftest import as_report
+from synth import TraceBuilder
 
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_all
-from nsys_llm_explainer.synth import TraceBuilder
 
 S = 1_000_000_000
 MS = 1_000_000

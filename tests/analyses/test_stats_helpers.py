@@ -19,9 +19,10 @@ def test_top_indices_equals_a_stable_descending_sort():
 def test_launch_share_under_per_device(tmp_path):
     """pct_under_Xus per device and per PID: hand-counted on four kernels of 3/7/15/30 µs on GPU 0, one of 1 µs
     on GPU 1 (two processes)."""
+    from synth import TraceBuilder
+
     from nsys_llm_explainer.analyses.api.launch import analyze_launch
     from nsys_llm_explainer.pipeline import load_model
-    from nsys_llm_explainer.synth import TraceBuilder
 
     b = TraceBuilder()
     for pid in (100, 200):

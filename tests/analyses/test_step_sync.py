@@ -9,12 +9,12 @@ from typing import Dict
 
 import pytest
 from conftest import SHARED_TRACES
+from synth import TraceBuilder, build_scenario
 
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.findings.idle import edge_bin_ns
 from nsys_llm_explainer.findings.step_sync import ADVICE_IDS, step_sync_finding
 from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.synth import TraceBuilder, build_scenario
 from nsys_llm_explainer.vocabulary.cause_kinds import HOST_PIECE_KINDS
 from nsys_llm_explainer.vocabulary.units import fmt_dur as ms
 

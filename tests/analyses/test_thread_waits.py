@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import build_scenario
 
 from nsys_llm_explainer import analyze
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.model.intervals import grouped_overlap, union_blocks
-from nsys_llm_explainer.synth import build_scenario
 from nsys_llm_explainer.vocabulary.os_calls import FILE_IO_CALLS, WAIT_CALLS, os_call_class
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +159,7 @@ def test_waits_on_threads_the_trace_does_not_show_working(tmp_path):
     """The launcher waits the same way, but no other thread works during the waits (only `watchdog`, which sits in
     `poll` itself): the evidence says so, names the waiting thread, and the advice is to find what releases the
     waits — no I/O, copy or CPU advice."""
-    from nsys_llm_explainer.synth.scenarios.waits import launcher_waits_io
+    from synth.scenarios.waits import launcher_waits_io
 
     p = tmp_path / "u.sqlite"
     facts = launcher_waits_io(str(p), workers=False)

@@ -11,6 +11,9 @@ from typing import Dict, List, Tuple
 
 import pytest
 from conftest import as_report, real_trace
+from synth import CAUSES, SCENARIOS, build_scenario
+from synth.scenarios.rank import Rank
+from synth.scenarios.sim import US, Sim
 
 from nsys_llm_explainer.analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult, analyze_unified_memory
 from nsys_llm_explainer.findings.base import METRICS, Check
@@ -21,9 +24,6 @@ from nsys_llm_explainer.render import render_all
 from nsys_llm_explainer.render.csv_tables import read_table
 from nsys_llm_explainer.render.html import render_html
 from nsys_llm_explainer.render.markdown import render_markdown
-from nsys_llm_explainer.synth import CAUSES, SCENARIOS, build_scenario
-from nsys_llm_explainer.synth.scenarios.rank import Rank
-from nsys_llm_explainer.synth.scenarios.sim import US, Sim
 
 _BUILT: Dict[Tuple[str, str], tuple] = {}
 WITH_TABLES = ("08_pipit_saxpy_mpi_a100", "10_abacus_dnn_serving_titanrtx_r1", "12_gartangh_keras_gtx1650",
@@ -161,7 +161,7 @@ def test_flavor_without_the_fault_tables(tmp_path_factory) -> None:
 @pytest.mark.parametrize("flavor,trace", [("2022.4", "10_abacus_dnn_serving_titanrtx_r1"),
                                           ("2023.4", "14_nvfuser_v100_nvtx_heavy")])
 def test_synthetic_um_tables_have_the_real_columns(tmp_path: Path, flavor: str, trace: str) -> None:
-    from nsys_llm_explainer.synth import TraceBuilder
+    from synth import TraceBuilder
 
     p = tmp_path / "t.sqlite"
     TraceBuilder(flavor, lazy=False).write(str(p))

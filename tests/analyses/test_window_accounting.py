@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import TraceBuilder, global_pid
 
 from nsys_llm_explainer.analyses.idle.causes import KINDS, analyze_idle_causes, normalize_range_name
 from nsys_llm_explainer.analyses.idle.gpu_time import device_time, gpu_time_result
@@ -17,7 +18,6 @@ from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.model.clip import clip_model
 from nsys_llm_explainer.model.timeline import build_timelines
 from nsys_llm_explainer.pipeline import load_model
-from nsys_llm_explainer.synth import TraceBuilder, global_pid
 
 T = 1000
 MS = 1_000_000
@@ -298,7 +298,7 @@ def test_override_and_nvtx_windows(tmp_path: Path) -> None:
 
 
 def test_synthetic_warmup_scenario(tmp_path: Path) -> None:
-    from nsys_llm_explainer.synth import build_scenario
+    from synth import build_scenario
 
     try:
         facts = build_scenario("warmup_tail", str(tmp_path / "wt.sqlite"))

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED_TRACES
+from synth.scenarios import build_cluster
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cli import main
-from nsys_llm_explainer.synth.scenarios import build_cluster
 
 US = 1_000
 REAL = SHARED_TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"

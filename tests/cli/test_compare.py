@@ -18,17 +18,17 @@ import jsonschema
 import numpy as np
 import pytest
 from conftest import SHARED_TRACES, as_report, run_cli
+from synth import build_scenario
+from synth.scenarios.names import K
+from synth.scenarios.rank import Rank
+from synth.scenarios.sim import US, Sim
+from synth.scenarios.steps import forward, sample, write_trace
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.comparison import CompareResult, load_compare_schema
 from nsys_llm_explainer.comparison.gate import gate
 from nsys_llm_explainer.comparison.html import render_compare_html
 from nsys_llm_explainer.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, OptionalDependencyError
-from nsys_llm_explainer.synth import build_scenario
-from nsys_llm_explainer.synth.scenarios.names import K
-from nsys_llm_explainer.synth.scenarios.rank import Rank
-from nsys_llm_explainer.synth.scenarios.sim import US, Sim
-from nsys_llm_explainer.synth.scenarios.steps import forward, sample, write_trace
 
 BEFORE = SHARED_TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"
 AFTER = SHARED_TRACES / "06_nsysai_mfu_2gpu_after" / "trace.sqlite"

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from synth.scenarios import build_cluster
 
 import nsys_llm_explainer as nle
-from nsys_llm_explainer.synth.scenarios import build_cluster
 
 pytestmark = pytest.mark.slow   # subprocess CLI runs and a 4-file cluster
 

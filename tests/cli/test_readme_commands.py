@@ -86,7 +86,7 @@ def test_readme_counts_the_scenarios():
     import re
     from pathlib import Path
 
-    from nsys_llm_explainer.synth.scenarios import SCENARIOS
+    from synth.scenarios import SCENARIOS
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     (n,) = re.findall(r"(\d+) synthetic scenarios", text)
     assert int(n) == len(SCENARIOS)

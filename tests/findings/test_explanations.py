@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED_TRACES, real_report, scenario_report
+from synth.scenarios import SCENARIOS
 
 from nsys_llm_explainer.analyses.trace.facts import gpu_fact
 from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
-from nsys_llm_explainer.synth.scenarios import SCENARIOS
 from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, KINDS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "nsys_llm_explainer"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from synth import TraceBuilder
+
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path
-from nsys_llm_explainer.synth import TraceBuilder
 
 US = 1_000
 PID = 7

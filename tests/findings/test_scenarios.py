@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import scenario_report
-
-from nsys_llm_explainer.synth import SCENARIOS
+from synth import SCENARIOS
 
 _CACHE: dict = {}
 pytestmark = pytest.mark.slow   # sweeps over every scenario

@@ -9,10 +9,9 @@ from typing import Dict, List
 import numpy as np
 import pytest
 from conftest import require_traces
-
-from nsys_llm_explainer.synth import SCENARIOS, TraceBuilder, build_scenario, global_pid, global_tid
-from nsys_llm_explainer.synth.builder import short_kernel_name
-from nsys_llm_explainer.synth.scenarios import CAUSES, NEW_CAUSES
+from synth import SCENARIOS, TraceBuilder, build_scenario, global_pid, global_tid
+from synth.builder import short_kernel_name
+from synth.scenarios import CAUSES, NEW_CAUSES
 
 
 def _ro(path: Path) -> sqlite3.Connection:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
 import pytest
+from synth import FLAVORS, build_scenario
+from synth.scenarios import CAUSES
 
-from nsys_llm_explainer.synth import FLAVORS, build_scenario
-from nsys_llm_explainer.synth.scenarios import CAUSES
 from nsys_llm_explainer.vocabulary.cause_kinds import KINDS
 
 NEW = (

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import real_trace
 from fuzz_cases import MUTATIONS, mutate, truncate
+from synth import build_scenario
 
 from nsys_llm_explainer.cli import main
-from nsys_llm_explainer.synth import build_scenario
 
 pytestmark = pytest.mark.slow
 SEEDS = tuple(range(1, 9))

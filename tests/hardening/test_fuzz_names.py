@@ -44,10 +44,10 @@ from fuzz_inputs import (
     seeds,
     undecodable,
 )
+from synth import TraceBuilder
 
 from nsys_llm_explainer.cli import Progress, main
 from nsys_llm_explainer.output import MANIFEST
-from nsys_llm_explainer.synth import TraceBuilder
 
 PID, TID = 100, 101
 N_KERNELS, N_RANGES, N_STEPS = 5, 3, 4

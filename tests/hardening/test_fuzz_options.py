@@ -28,12 +28,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 from fuzz_inputs import HIDDEN, hostile_name, replayable, seeds
+from synth import build_scenario
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cli import main
 from nsys_llm_explainer.errors import InputError, OptionError
 from nsys_llm_explainer.options import OPTIONS, flag_of, options_from_kwargs
-from nsys_llm_explainer.synth import build_scenario
 
 SECRET = "SECRET"
 TIME_BOUND_S = 5.0

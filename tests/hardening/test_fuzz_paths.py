@@ -28,10 +28,10 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 from fuzz_inputs import HIDDEN, replayable, seeds
+from synth import build_scenario
 
 from nsys_llm_explainer.cli import main
 from nsys_llm_explainer.output import MANIFEST
-from nsys_llm_explainer.synth import build_scenario
 
 PIECES = [" ", "  ", "-", "--", "-o", "\n", "\t", "\r", "\x1b[31m", "\x1b]8;;http://evil.example/\x07", "\u202e",
           "名前", "\U0001f600", "e\u0301", "'", '"', "$HOME", "`id`", "$(id)", "*", "?", "[a]", "#", "%41", "%", "&",

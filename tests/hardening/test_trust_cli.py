@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
+from synth import build_scenario
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cli import main
 from nsys_llm_explainer.errors import InputError, OptionError
-from nsys_llm_explainer.synth import build_scenario
 
 PROG = "nsys-llm-explain"
 OSC8 = "\x1b]8;;http://evil.example/\x07"

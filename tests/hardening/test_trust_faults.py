@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from synth import TraceBuilder, build_scenario
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cli import main
 from nsys_llm_explainer.comparison.gate import gate
 from nsys_llm_explainer.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, WorkerError
-from nsys_llm_explainer.synth import TraceBuilder, build_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 PROG = "nsys-llm-explain"

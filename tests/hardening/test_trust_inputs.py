@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from synth import TraceBuilder
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer import cli
@@ -25,7 +26,6 @@ from nsys_llm_explainer.read.connection import open_readonly
 from nsys_llm_explainer.read.fetch_nvtx import fetch_nvtx
 from nsys_llm_explainer.read.schema import probe
 from nsys_llm_explainer.read.sidecar import check_sidecars, names_of
-from nsys_llm_explainer.synth import TraceBuilder
 
 PID = 100
 K = "CUPTI_ACTIVITY_KIND_KERNEL"

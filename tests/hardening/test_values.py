@@ -8,9 +8,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from synth import TraceBuilder
 
 import nsys_llm_explainer as nle
-from nsys_llm_explainer.synth import TraceBuilder
 
 PID = 100
 K = "CUPTI_ACTIVITY_KIND_KERNEL"

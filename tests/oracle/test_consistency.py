@@ -68,7 +68,7 @@ def _trace_paths() -> List[Tuple[str, Optional[Path]]]:
 
 
 def _scenario_names() -> List[str]:
-    from nsys_llm_explainer.synth import SCENARIOS
+    from synth import SCENARIOS
 
     return list(SCENARIOS)
 
@@ -100,7 +100,7 @@ def _path(case: str, tmp_path_factory) -> str:
                 pytest.fail(f"real traces not found at {TRACES_DIR} (they are required, not optional)")
             _PATHS[case] = str(p)
         else:
-            from nsys_llm_explainer.synth import build_scenario
+            from synth import build_scenario
 
             p = tmp_path_factory.mktemp("consistency") / f"{name}.sqlite"
             build_scenario(name, str(p))

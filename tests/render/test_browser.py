@@ -193,9 +193,10 @@ def test_hostile_names_show_as_text_and_run_nothing(driver: Any, tmp_path: Path)
 def test_compare_page_draws_and_hostile_labels_stay_inert(driver: Any, tmp_path: Path) -> None:
     """compare.html of two planted-cause scenarios with markup in the labels and kernel names: the stacked bars
     are drawn, no console error, nothing requested, the labels show as text and run nothing."""
+    from synth import build_scenario
+
     import nsys_llm_explainer as nle
     from nsys_llm_explainer.comparison.write import write_compare
-    from nsys_llm_explainer.synth import build_scenario
 
     paths = []
     for name in ("healthy", "per_token_sync"):
@@ -224,8 +225,7 @@ def test_cluster_page_draws_every_chart_offline_and_hostile_labels_stay_inert(dr
     """cluster.html of the planted 4-rank straggler, one file named like markup: the busy/idle, wait, last-arrival
     and skew charts are drawn, no console error, nothing but the file requested, the name shows as text."""
     from conftest import run_cli
-
-    from nsys_llm_explainer.synth.scenarios import build_cluster
+    from synth.scenarios import build_cluster
 
     build_cluster("cluster_straggler", str(tmp_path / "in"))
     evil = tmp_path / "in" / (EVIL_IMG + ".sqlite")
@@ -253,8 +253,7 @@ def test_cluster_rank_pages_share_one_plotly_and_draw_offline(driver: Any, tmp_p
     (a relative file, allowed by its Content-Security-Policy), draws every chart, logs no error and requests
     nothing but local files — and holds no inlined copy (200 ranks: ~0.1 MB each, not 4.9 MB)."""
     from conftest import run_cli
-
-    from nsys_llm_explainer.synth.scenarios import build_cluster
+    from synth.scenarios import build_cluster
 
     build_cluster("cluster_straggler", str(tmp_path / "in"))
     proc = run_cli(str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--quiet", "--jobs", "1")

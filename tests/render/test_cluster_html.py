@@ -13,6 +13,7 @@ from typing import Any, Dict, Tuple
 
 import pytest
 from conftest import run_cli
+from synth.scenarios import build_cluster
 from test_html import EVIL_IMG, EVIL_LINK, EVIL_SCRIPT, Page, figures, without_plotly
 
 from nsys_llm_explainer.cluster.write import write_cluster_files
@@ -21,7 +22,6 @@ from nsys_llm_explainer.render.charts import KIND_COLORS
 from nsys_llm_explainer.render.cluster import render_cluster_html, report_href
 from nsys_llm_explainer.render.cluster.nccl import MAX_SKEW_POINTS, TOP_SKEWS, plotted_instances
 from nsys_llm_explainer.render.html.page import CSP
-from nsys_llm_explainer.synth.scenarios import build_cluster
 from nsys_llm_explainer.vocabulary.cause_kinds import KINDS
 
 US = 1_000

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 from conftest import as_report, empty_report, real_traces, trace_id
+from synth.scenarios import build_scenario
 
 from nsys_llm_explainer.render import render_html, render_markdown
 from nsys_llm_explainer.render.document import (
@@ -31,7 +32,6 @@ from nsys_llm_explainer.render.document import (
 from nsys_llm_explainer.render.html.writer import HtmlWriter
 from nsys_llm_explainer.render.markdown import write_markdown
 from nsys_llm_explainer.render.table import int_col, name_col
-from nsys_llm_explainer.synth.scenarios import build_scenario
 from nsys_llm_explainer.vocabulary.units import fmt_dur
 
 Table = Tuple[List[str], List[List[str]]]
@@ -211,11 +211,12 @@ def test_real_trace_html_holds_every_report_md_section(trace: Path) -> None:
 
 
 def test_compare_and_cluster_html_hold_their_markdown(tmp_path: Path) -> None:
+    from synth.scenarios import build_cluster
+
     import nsys_llm_explainer as nle
     from nsys_llm_explainer.comparison.document import compare_document
     from nsys_llm_explainer.comparison.html import render_compare_html
     from nsys_llm_explainer.render.cluster import render_cluster_html, render_cluster_markdown
-    from nsys_llm_explainer.synth.scenarios import build_cluster
 
     for name in ("launch_bound", "per_token_sync"):
         build_scenario(name, str(tmp_path / f"{name}.sqlite"))

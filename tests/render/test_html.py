@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 from conftest import as_report, empty_report, real_traces, trace_id
+from synth import TraceBuilder
 
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.render import ALL_RENDERERS, HtmlRenderer
@@ -23,7 +24,6 @@ from nsys_llm_explainer.render.html.markup import script_json
 from nsys_llm_explainer.render.html.page import inline_js
 from nsys_llm_explainer.render.sections.idle import LABEL_DETAIL
 from nsys_llm_explainer.render.sections.steps import MAX_STEP_POINTS
-from nsys_llm_explainer.synth import TraceBuilder
 from nsys_llm_explainer.vocabulary.units import fmt_ms, fmt_pct
 
 REAL = real_traces()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from synth import TraceBuilder
 
 from nsys_llm_explainer.render.escape import (
     CODE_LIMIT,
@@ -24,7 +25,6 @@ from nsys_llm_explainer.render.escape import (
     term_text,
     visible,
 )
-from nsys_llm_explainer.synth import TraceBuilder
 from nsys_llm_explainer.terminal import encodable, error_line, say
 
 ESC_RED = "\x1b[31mRED\x1b[0m"

@@ -215,7 +215,7 @@ def test_lanes_keep_each_track_a_stack() -> None:
 
 
 def test_span_under_the_limit_keeps_the_steady_start(tmp_path) -> None:
-    from nsys_llm_explainer.synth import build_scenario
+    from synth import build_scenario
 
     p = tmp_path / "w.sqlite"
     build_scenario("warmup_tail", str(p))
@@ -309,7 +309,7 @@ def test_real_trace_against_its_report(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_a_cluster_trace_holds_every_rank_on_the_aligned_clock(tmp_path) -> None:
-    from nsys_llm_explainer.synth.scenarios import build_cluster
+    from synth.scenarios import build_cluster
 
     d = tmp_path / "ranks_in"
     d.mkdir()

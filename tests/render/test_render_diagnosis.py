@@ -9,12 +9,12 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 from conftest import as_report, real_traces, trace_id
+from synth import TraceBuilder
 
 from nsys_llm_explainer.pipeline import Options, analyze_path
 from nsys_llm_explainer.render import render_all, render_markdown
 from nsys_llm_explainer.render.csv_tables import read_table
 from nsys_llm_explainer.render.escape import md_rich
-from nsys_llm_explainer.synth import TraceBuilder
 
 REAL = real_traces()
 EVIL_KERNEL = "<img src=x onerror=alert(1)>|a|b `tick` \x1b[31mred\x1b[0m\nnext<script>x</script>"
@@ -155,7 +155,7 @@ def test_sections_without_data_are_omitted_and_listed(demo) -> None:  # noqa: AN
 
 
 def test_graph_and_nccl_sections_when_present(tmp_path: Path) -> None:
-    from nsys_llm_explainer.synth import build_scenario
+    from synth import build_scenario
 
     for scenario, title in (("graph_level", "CUDA graphs"), ("nccl_straggler", "NCCL")):
         p = tmp_path / f"{scenario}.sqlite"

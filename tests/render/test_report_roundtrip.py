@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from conftest import real_report, real_traces, scenario_report, trace_id
 from oracles import oracle_rows
+from synth import SCENARIOS, build_scenario
 from test_scenarios import expected
 
 from nsys_llm_explainer.analyses.api.graphs import GraphResult
@@ -34,7 +35,6 @@ from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render.frames import table_frame, table_names
 from nsys_llm_explainer.report import Report
 from nsys_llm_explainer.serialize import MOVED, NOT_CARRIED, PLACED, SCHEMA_VERSION
-from nsys_llm_explainer.synth import SCENARIOS, build_scenario
 
 #: (class, field) whose value ``report.json`` does not carry beyond what the NOT_IN_JSON fields say: compared apart
 LOST = {("DeviceCauses", "gap_cause_code"), ("DeviceCauses", "cause_of_code"), ("StepResult", "arrays"),

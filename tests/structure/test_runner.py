@@ -128,7 +128,7 @@ def test_the_declared_graph_is_consistent_and_makes_every_report_field():
 
 
 def test_one_report_whatever_the_thread_count(tmp_path):
-    from nsys_llm_explainer.synth import build_scenario
+    from synth import build_scenario
 
     p = tmp_path / "t.sqlite"
     build_scenario("step_sync_host_work", str(p))
@@ -142,8 +142,9 @@ def test_every_report_field_reaches_report_json(tmp_path):
     no serializer line); the placed ones are the known set."""
     import dataclasses
 
+    from synth import build_scenario
+
     from nsys_llm_explainer.serialize import PLACED, report_dict
-    from nsys_llm_explainer.synth import build_scenario
 
     p = tmp_path / "t.sqlite"
     build_scenario("launch_bound", str(p))
@@ -170,9 +171,10 @@ def test_every_report_field_reaches_report_json(tmp_path):
 
 
 def test_the_api_takes_workers_and_words_a_bad_value_with_the_keyword(tmp_path):
+    from synth import build_scenario
+
     import nsys_llm_explainer as nle
     from nsys_llm_explainer.errors import OptionError
-    from nsys_llm_explainer.synth import build_scenario
 
     p = tmp_path / "t.sqlite"
     build_scenario("launch_bound", str(p))
@@ -187,10 +189,11 @@ def test_the_api_takes_workers_and_words_a_bad_value_with_the_keyword(tmp_path):
 def test_a_toy_analysis_is_one_function_and_one_graph_entry(tmp_path):
     """Adding an analysis: write a function whose parameters name the graph values it reads, append one Step.
     Here: the share of the steady window's idle time that the largest idle cause holds, on the demo trace."""
+    from synth import build_scenario
+
     from nsys_llm_explainer.graph import STEPS
     from nsys_llm_explainer.options import Options
     from nsys_llm_explainer.pipeline import load_model
-    from nsys_llm_explainer.synth import build_scenario
 
     def largest_cause_share(idle_causes, window):      # the toy analysis: reads two graph values by name
         top = idle_causes.totals[0]

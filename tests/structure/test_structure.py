@@ -32,9 +32,9 @@ ALLOWED: Dict[str, FrozenSet[str]] = {
     "cluster": BASE | {"<pkg>", "analyses", "findings", "options", "output", "paths", "pipeline", "read", "render",
                        "report", "terminal"},
     "output": BASE | {"<pkg>", "interrupts"}, "terminal": F({"render"}),
-    "synth": F({"vocabulary"}), "presets": F(), "paths": F({"errors"}),
+    "demo_traces": F({"errors"}), "presets": F(), "paths": F({"errors"}),
     "cli": BASE | {"<pkg>", "cluster", "comparison", "interrupts", "options", "output", "paths", "pipeline", "read",
-                   "render", "synth", "terminal"},
+                   "render", "demo_traces", "terminal"},
     "__main__": F({"cli", "errors", "interrupts"}),
     "<pkg>": BASE | {"cluster", "comparison", "options", "paths", "pipeline", "render", "report"},
 }

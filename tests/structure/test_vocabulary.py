@@ -66,8 +66,9 @@ def test_the_schema_file_is_what_the_kind_table_generates():
 def test_every_finding_cause_is_in_the_vocabulary(tmp_path_factory):
     """Each finding of the demo and the launch-bound scenario names a cause the vocabulary lists (a kind or a
     composite)."""
+    from synth import build_scenario
+
     from nsys_llm_explainer import analyze
-    from nsys_llm_explainer.synth import build_scenario
 
     for name in ("demo", "launch_bound", "d2d_bound_step", "step_sync_host_work"):
         p = tmp_path_factory.mktemp(name) / "t.sqlite"

@@ -15,8 +15,9 @@ import bisect
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ...vocabulary.cause_kinds import API_KINDS, KINDS
-from ...vocabulary.os_calls import is_wait
+from nsys_llm_explainer.vocabulary.cause_kinds import API_KINDS, KINDS
+from nsys_llm_explainer.vocabulary.os_calls import is_wait
+
 from ..builder import TraceBuilder
 from ..ids import pid_of
 

@@ -3,12 +3,12 @@
 ``ALL_RENDERERS`` lists the renderer classes run for every report: Markdown (``report.md``), JSON
 (``report.json``), CSV (``tables/*.csv``) and HTML (``report.html``, one offline page with charts).
 :func:`load_schema` returns the JSON Schema of ``report.json``.
-Renderers format the dict; they never compute a metric (docs/MODEL.md defines every number).
+Renderers format the typed results; they never compute a metric (docs/MODEL.md defines every number).
 
 One document model for every output (:mod:`.document`):
 
 * **sections** (:mod:`.sections` for the report, :mod:`.cluster` for the cluster report, ``comparison.document``
-  for compare) read the dict once and build a :class:`.document.Document` of typed, frozen parts — headings,
+  for compare) read the typed report (cluster and compare: their result dicts) once and build a :class:`.document.Document` of typed, frozen parts — headings,
   paragraphs of inline spans (the tool's words, user data to escape, names in monospace, emphasis, links),
   bullet lists, tables, charts, collapsible details, cards;
 * **tables** are :class:`.table.Table` specs (:mod:`.specs`): one column language (:class:`.table.Col`) gives a

@@ -4,7 +4,7 @@ A renderer turns the typed :class:`report.Report` into files inside ``out_dir`` 
 ``report.json`` becomes a ``Report`` through ``Report.from_dict`` first). The caller owns atomicity (it passes a
 temporary directory and moves it).
 
-Renderers only *format* numbers of the dict (:mod:`..vocabulary.units`, one formatter per unit); they never
+Renderers only *format* numbers of the report (:mod:`..vocabulary.units`, one formatter per unit); they never
 derive a metric. CSV and JSON keep exact integer ns.
 """
 
@@ -90,7 +90,7 @@ def dumps_indented(value: Any) -> str:
 
 
 class JsonRenderer(Renderer):
-    """``report.json``: the report dict as strict JSON (``allow_nan=False``, 2-space indent, long lists one
+    """``report.json``: ``Report.to_dict()`` as strict JSON (``allow_nan=False``, 2-space indent, long lists one
     element per line: :func:`dumps_indented`)."""
 
     name = "json"

@@ -1,4 +1,4 @@
-"""CSV tables (``tables/*.csv``): every row of the report dict, never capped by ``--top``, full names.
+"""CSV tables (``tables/*.csv``): every row of the report's tables, never capped by ``--top``, full names.
 
 Written with the :mod:`csv` module (``QUOTE_MINIMAL``, ``\\r\\n`` line ends, UTF-8): names holding commas,
 quotes or newlines round-trip through :func:`csv.reader`. Every file has its header row even when the

@@ -24,7 +24,7 @@ A :class:`Section` has an id (HTML anchor), a title (``## title`` / ``<h2>``; no
 parts; a section builder returns :class:`Omitted` when its data is missing (both formats list those in one
 line). A :class:`Document` is the ordered sections.
 
-**Adding a section**: write one builder ``(View) -> Section | Omitted | None`` from the report dict with these
+**Adding a section**: write one builder ``(View) -> Section | Omitted | None`` from the typed report with these
 parts (no Markdown or HTML in it), and add it to the ordered list (``render.sections.SECTIONS``); both
 report.md and report.html then show it. A table shown in a section takes its columns from the table spec of
 its CSV file (:mod:`.specs`), so the three formats cannot disagree on a column.
@@ -242,7 +242,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Omitted:
-    """A section left out: its title and why (the section's ``reason`` in the dict)."""
+    """A section left out: its title and why (the result's ``reason``)."""
 
     title: str
     reason: str

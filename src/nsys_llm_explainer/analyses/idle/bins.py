@@ -43,7 +43,9 @@ def device_bins(tl: DeviceTimeline, t0: np.ndarray, ln: np.ndarray, kind: np.nda
     """Bins of one device from its timeline and the idle pieces ``[t0, t0 + ln)`` in time order (``t0``
     ascending) with their kind codes (indices into :data:`KINDS`; the pieces never overlap)."""
     n = int(max(1, min(n_bins, tl.window_ns)))
-    edges = tl.w0 + (np.arange(n + 1, dtype=np.int64) * tl.window_ns) // n
+    w = int(tl.window_ns)
+    i = np.arange(n + 1, dtype=np.int64)   # i·W // n = i·(W // n) + i·(W % n) // n: no product reaches 2^63
+    edges = tl.w0 + i * (w // n) + (i * (w % n)) // n
     return DeviceBins(tl.device_id, tl.w0, tl.w1, tuple(int(e) for e in edges), _per_bin(tl.busy, edges),
                       _per_bin(tl.copies, edges), _idle_by_kind(edges, t0, ln, kind))
 

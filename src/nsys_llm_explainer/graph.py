@@ -41,7 +41,7 @@ from .analyses.memory.copy_engines import CopyEnginesResult, analyze_copy_engine
 from .analyses.memory.memcpy import analyze_memcpy
 from .analyses.memory.traffic import MemoryResult, analyze_memory
 from .analyses.memory.unified import UnifiedMemoryResult, analyze_unified_memory
-from .analyses.nvtx.attribution import AttributionResult, analyze_attribution
+from .analyses.nvtx.attribution import AttributionResult, analyze_attribution, default_domain_node
 from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
 from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.phases import PhaseResult, analyze_phases
@@ -183,7 +183,7 @@ def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attributi
            phases: PhaseResult
            ) -> StepResult:
     att = nvtx_attribution
-    kernel_node = att.kernel_nodes.get(0, att.kernel_node) if att.kernel_nodes else att.kernel_node
+    kernel_node = default_domain_node(model, nvtx.tree, att)
     return analyze_steps(model, phases, step_marker=options.step_marker, step_range=options.step_range,
                          top=min(options.top, 10), tree=nvtx.tree, kernel_node=kernel_node,
                          domain_nodes=nvtx_attribution.kernel_nodes or None)

@@ -4,7 +4,11 @@ rows (not devices × rows or NVTX domains × kernels). Hand-computed answers on 
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, Dict
@@ -196,3 +200,41 @@ def test_non_integer_nvtx_domain_rows_are_left_out_and_counted(tmp_path: Path, c
             "out; their domains' ranges keep their names unqualified.") in d["warnings"]
     assert main([p, "--out", str(tmp_path / "o")]) == 0
     assert "internal error" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ classes 9, 10: memory
+BENCH = ROOT / "bench"
+_MEASURE = """
+import json, resource, sys, time
+sys.path.insert(0, {bench!r})
+import pathological as P
+P.WRITERS[{shape!r}]({path!r}, {size})
+import nsys_llm_explainer as nle
+t = time.perf_counter()
+rep = nle.analyze({path!r})
+rep.to_dict()
+print(json.dumps({{"s": time.perf_counter() - t, "mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def _measure(tmp_path: Path, shape: str, size: int) -> Dict[str, float]:
+    """Analysis time and peak RSS (MB, the generator's included) of ``bench/pathological.py``'s ``shape`` at
+    ``size``, in a fresh interpreter."""
+    path = str(tmp_path / f"{shape}_{size}.sqlite")
+    code = _MEASURE.format(bench=str(BENCH), shape=shape, path=path, size=size)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape, small, big, mb", [("domains", 1_000, 8_000, 150), ("device_ids", 100, 1_000, 150)])
+def test_memory_grows_with_rows_not_domains_or_devices_times_rows(tmp_path: Path, shape, small, big, mb) -> None:
+    """8× the NVTX domains (one range and one kernel each) or 8×/10× the device ids (8 kernels each): the rows grow
+    8–10×, so time and memory may grow about that much — before the fix 8,000 domains peaked at 2.5 GB and 32 s
+    (one full-size array per domain), 1,000 devices at 0.6 GB and 7 s (idle pieces of every device cut at every
+    call of the launching thread)."""
+    a, b = _measure(tmp_path, shape, small), _measure(tmp_path, shape, big)
+    assert b["mb"] - a["mb"] < mb, (a, b)
+    assert b["s"] < 12 * a["s"] + 2.0, (a, b)

@@ -30,7 +30,7 @@ from .analyses.comms.nccl import analyze_nccl
 from .analyses.idle.bins import DEFAULT_BINS
 from .analyses.idle.causes import IdleCausesResult, analyze_idle_causes
 from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, device_time, gpu_time_result, window_times
-from .analyses.idle.host_samples import HostSamplesResult, analyze_host_samples
+from .analyses.idle.host_samples import DeviceHostSamples, DeviceSampler, HostSamplesResult, analyze_host_samples
 from .analyses.idle.result import DeviceCauses
 from .analyses.kernels.categories import CategoryResult, analyze_categories
 from .analyses.kernels.stats import GROUPINGS, NESTED, KernelStats
@@ -89,22 +89,27 @@ def _full_times(model: TraceModel, window: WindowResult, options: Options) -> Op
 
 def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nvtx: NvtxResult,
                  full_times: Optional[dict], options: Options
-                 ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...]]:
-    """One device at a time: its steady timeline → idle causes → busy/idle figures and per-step sync series;
-    then the timeline is dropped (memory ∝ one device)."""
+                 ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...],
+                            Tuple[DeviceHostSamples, ...]]:
+    """One device at a time: its steady timeline → idle causes → busy/idle figures, per-step sync series and the
+    CPU samples inside its host-side idle pieces; then the timeline (and, past the budget, the pieces) is dropped
+    (memory ∝ one device)."""
     dev_times: List[DeviceTime] = []
     ctx = StepSyncContext(steady)
     series: List[StepSyncSeries] = []
+    sampler = DeviceSampler(model.samples)
 
     def per_device(tl: DeviceTimeline, dc: DeviceCauses) -> None:
         full: Union[WindowTime, DeviceTimeline, None] = full_times.get(tl.device_id) if full_times is not None else tl
         dev_times.append(device_time(tl, full, dc.gap_cause, options.top))
         series.extend(device_step_sync(ctx, tl, dc))
+        sampler.add(dc)
 
     causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
                                                                 options.include_memcpy_in_busy),
                                  nvtx.tree, DEFAULT_BINS, per_device)
-    return causes, gpu_time_result(dev_times, options.include_memcpy_in_busy), ctx, tuple(series)
+    return (causes, gpu_time_result(dev_times, options.include_memcpy_in_busy), ctx, tuple(series),
+            tuple(sampler.devices))
 
 
 # ---------------------------------------------------------------------------------------- kernels
@@ -206,8 +211,9 @@ def _unified_memory(model: TraceModel, steady: TraceModel, window: WindowResult)
                                   window.full_end_ns)
 
 
-def _host_samples(model: TraceModel, idle_causes: IdleCausesResult) -> HostSamplesResult:
-    return analyze_host_samples(model.samples, idle_causes)
+def _host_samples(model: TraceModel, idle_causes: IdleCausesResult,
+                  host_sample_devices: Tuple[DeviceHostSamples, ...]) -> HostSamplesResult:
+    return analyze_host_samples(model.samples, idle_causes, host_sample_devices)
 
 
 def _waits(steady: TraceModel, window: WindowResult, idle_causes: IdleCausesResult, nvtx: NvtxResult) -> WaitsResult:
@@ -230,7 +236,7 @@ STEPS: Tuple[Step, ...] = (
     Step("clip to the window", _steady, ("model", "window"), ("steady",), "steady"),
     Step("full-capture busy", _full_times, ("model", "window", "options"), ("full_times",)),
     Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "full_times", "options"),
-         ("idle_causes", "gpu_time", "step_sync_context", "step_sync_series"), "steady"),
+         ("idle_causes", "gpu_time", "step_sync_context", "step_sync_series", "host_sample_devices"), "steady"),
     Step("kernel stats", _kernel_stats, ("model",), ("kernel_stats",)),
     Step("kernels", _kernels, ("model", "kernel_stats"), ("kernels",)),
     Step("cuda api", analyze_cuda_api, ("model",), ("cuda_api",)),
@@ -251,7 +257,8 @@ STEPS: Tuple[Step, ...] = (
     Step("copy engines", _copy_engines, ("model", "steady", "window", "steps"), ("copy_engines",), "steady"),
     Step("facts", analyze_facts, ("model", "traits", "graphs", "copy_engines"), ("facts",)),
     Step("unified memory", _unified_memory, ("model", "steady", "window"), ("unified_memory",), "steady"),
-    Step("host samples", _host_samples, ("model", "idle_causes"), ("host_samples",), "steady"),
+    Step("host samples", _host_samples, ("model", "idle_causes", "host_sample_devices"), ("host_samples",),
+         "steady"),
     Step("waits", _waits, ("steady", "window", "idle_causes", "nvtx"), ("waits",), "steady"),
     Step("step sync", step_sync_result, ("step_sync_context", "idle_causes", "step_sync_series"), ("step_sync",),
          "steady"),

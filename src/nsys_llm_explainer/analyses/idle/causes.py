@@ -21,19 +21,26 @@ import numpy as np
 from ...model.timeline import DeviceTimeline, few_distinct
 from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
+from ...vocabulary.os_calls import os_call_class
 from ..api import classes as ac
 from ..common.stats import pct, top_indices
 from ..nvtx.tree import NvtxTree
 from .bins import DeviceBins, device_bins
 from .pieces import Cover, DeviceGaps, gap_codes, host_pieces, index_runs, thread_pieces, touching
 from .range_names import normalize_range_name
-from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult
+from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult, IdlePieces
 
 K = KIND_CODE
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
 TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
 _MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
+#: host-side pieces kept on the devices' results after the device pass, in all: at least this many, and up to
+#: 4 per row of the model's API, NVTX, OS-runtime and kernel tables. A device's pieces grow with the host rows
+#: inside its gaps, so with many devices fed by one thread all of them would be devices × rows; past the budget a
+#: device's pieces are dropped once its turn in the pass is over (host samples, step syncs and waits use them
+#: during that turn, :func:`analyze_idle_causes`'s ``on_device``).
+PIECES_KEPT = 1 << 20
 
 
 # ------------------------------------------------------------------------------------------ API kinds
@@ -262,7 +269,23 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int) -> Tuple[DeviceCa
     bins = device_bins(tl, t0, ln, kind, n_bins) if n_bins > 0 else None
     pieces = [gap, kind, det, ln]
     del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
-    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host), bins
+    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host,
+                               wait_ns_by_thread=_wait_ns(host)), bins
+
+
+def _wait_ns(p: IdlePieces) -> Dict[int, int]:
+    """Idle ns of the pieces charged to an OS call that waits, per host thread."""
+    m = p.kind == K["osrt"]
+    if not m.any():
+        return {}
+    waits = np.array([os_call_class(s) == "wait" for s in p.details] + [False], bool)
+    m[m] = waits[p.detail[m]]
+    if not m.any():
+        return {}
+    g, inv = np.unique(p.gtid[m], return_inverse=True)
+    ns = np.zeros(g.shape[0], np.int64)
+    np.add.at(ns, inv.reshape(-1), (p.end[m] - p.start[m]).astype(np.int64))
+    return {int(a): int(b) for a, b in zip(g.tolist(), ns.tolist())}
 
 
 def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray]
@@ -370,6 +393,8 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
     seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
     ctx: Optional[HostContext] = None
     done = []
+    budget = max(PIECES_KEPT, 4 * sum(len(t) for t in (model.api, model.nvtx, model.osrt, model.kernels)
+                                      if t is not None))
     for tl in seq:
         if ctx is None:
             kinds, base_names, base_idx = api_kinds(full, model)
@@ -378,6 +403,11 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
         dc, b = _device(ctx, tl, n_bins)
         if on_device is not None:
             on_device(tl, dc)
+        kept = len(dc.pieces) if dc.pieces is not None else 0
+        if kept > budget:                  # memory ∝ the trace's rows: these pieces were used in their turn
+            dc = dataclasses.replace(dc, pieces=None)
+        else:
+            budget -= kept
         done.append((dc, b))
         del tl
     if not done:

@@ -27,7 +27,7 @@ from .analyses.api.graphs import GraphResult, analyze_graphs
 from .analyses.api.launch import LaunchResult, analyze_launch
 from .analyses.api.sync import analyze_sync
 from .analyses.comms.nccl import analyze_nccl
-from .analyses.idle.bins import DEFAULT_BINS
+from .analyses.idle.bins import bins_for
 from .analyses.idle.causes import IdleCausesResult, analyze_idle_causes
 from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, device_time, gpu_time_result, window_times
 from .analyses.idle.host_samples import DeviceHostSamples, DeviceSampler, HostSamplesResult, analyze_host_samples
@@ -87,6 +87,14 @@ def _full_times(model: TraceModel, window: WindowResult, options: Options) -> Op
                                         options.include_memcpy_in_busy))
 
 
+def _device_count(model: TraceModel, include_memcpy: bool) -> int:
+    """Distinct device ids of the activity the timelines are built from (kernels, graph executions, copies)."""
+    parts = [model.kernels.device] if model.kernels is not None else []
+    ops = [model.graph_trace] + ([model.memcpy, model.memset] if include_memcpy else [])
+    parts += [np.asarray(o["device"]) for o in ops if o is not None and len(o) and "device" in o.cols]
+    return int(np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts])).shape[0]) if parts else 0
+
+
 def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nvtx: NvtxResult,
                  full_times: Optional[dict], options: Options
                  ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...],
@@ -107,7 +115,8 @@ def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nv
 
     causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
                                                                 options.include_memcpy_in_busy),
-                                 nvtx.tree, DEFAULT_BINS, per_device)
+                                 nvtx.tree, bins_for(_device_count(steady, options.include_memcpy_in_busy)), per_device,
+                                 pieces_needed=sampler.frames is not None or ctx.needs_pieces())
     return (causes, gpu_time_result(dev_times, options.include_memcpy_in_busy), ctx, tuple(series),
             tuple(sampler.devices))
 

@@ -238,3 +238,58 @@ def test_memory_grows_with_rows_not_domains_or_devices_times_rows(tmp_path: Path
     a, b = _measure(tmp_path, shape, small), _measure(tmp_path, shape, big)
     assert b["mb"] - a["mb"] < mb, (a, b)
     assert b["s"] < 12 * a["s"] + 2.0, (a, b)
+
+
+def _both_paths(model) -> tuple:
+    """Idle causes and bins of ``model`` (whole capture as the window) cut gap by gap and by the threads'
+    partitions from the first device on (causes.PIECES_KEPT and ROWS_FACTOR set to 0)."""
+    from nsys_llm_explainer.analyses.idle import causes as C
+    from nsys_llm_explainer.analyses.nvtx.tree import build_tree
+    from nsys_llm_explainer.model.timeline import iter_timelines
+    from nsys_llm_explainer.model.trace import trace_edge
+
+    w0 = trace_edge(min, model.kernels, model.api, (model.memcpy, model.memset, model.sync, model.graph_trace),
+                    model.nvtx)
+    w1 = trace_edge(max, model.kernels, model.api, (model.memcpy, model.memset, model.sync, model.graph_trace),
+                    model.nvtx)
+    tree = build_tree(model.nvtx)
+    out = []
+    for needed in (True, False):
+        kept, factor = C.PIECES_KEPT, C.ROWS_FACTOR
+        C.PIECES_KEPT = C.ROWS_FACTOR = 0
+        try:
+            r = C.analyze_idle_causes(model, model, iter_timelines(model, w0, w1, False), tree, 500,
+                                      pieces_needed=needed)
+        finally:
+            C.PIECES_KEPT, C.ROWS_FACTOR = kept, factor
+        out.append({"devices": [(d.device_id, d.causes, [d.gap_cause(i) for i in range(len(d.gap_cause_code))],
+                                  d.wait_ns_by_thread) for d in r.devices], "bins": r.bins})
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("scenario", ["demo", "nccl_straggler", "queued_dependency", "host_samples", "training_step",
+                                      "cuda_graph_node", "pageable_h2d"])
+def test_partition_path_gives_the_same_causes_and_bins(tmp_path: Path, scenario: str) -> None:
+    """The device pass charged by the host threads' partitions (taken past the budget when nothing reads the pieces'
+    places in time) gives the same causes (ns, gap counts, examples, short/tiny ns), per-gap causes, waits and bins
+    as cutting every gap at every host row."""
+    from nsys_llm_explainer.pipeline import load_model
+    from nsys_llm_explainer.synth.scenarios import build_scenario
+
+    p = tmp_path / "t.sqlite"
+    build_scenario(scenario, str(p))
+    cut, part = _both_paths(load_model(str(p)))
+    assert cut == part
+
+
+def test_partition_path_on_many_devices_fed_by_one_thread(tmp_path: Path) -> None:
+    import sys as _sys
+    _sys.path.insert(0, str(BENCH))
+    import pathological as P
+
+    from nsys_llm_explainer.pipeline import load_model
+
+    p = str(tmp_path / "d.sqlite")
+    P.write_device_ids(p, 40)
+    cut, part = _both_paths(load_model(p))
+    assert len(cut["devices"]) == 40 and cut == part

@@ -242,7 +242,7 @@ def test_memory_grows_with_rows_not_domains_or_devices_times_rows(tmp_path: Path
 
 def _both_paths(model) -> tuple:
     """Idle causes and bins of ``model`` (whole capture as the window) cut gap by gap and by the threads'
-    partitions from the first device on (causes.PIECES_KEPT and ROWS_FACTOR set to 0)."""
+    partitions from the first device on (causes.PIECES_KEPT and ROWS_FACTOR set to 0, prefix sums forced)."""
     from nsys_llm_explainer.analyses.idle import causes as C
     from nsys_llm_explainer.analyses.nvtx.tree import build_tree
     from nsys_llm_explainer.model.timeline import iter_timelines
@@ -254,14 +254,16 @@ def _both_paths(model) -> tuple:
                     model.nvtx)
     tree = build_tree(model.nvtx)
     out = []
+    from nsys_llm_explainer.analyses.idle import host_partition as H
+
     for needed in (True, False):
-        kept, factor = C.PIECES_KEPT, C.ROWS_FACTOR
-        C.PIECES_KEPT = C.ROWS_FACTOR = 0
+        kept, factor, least = C.PIECES_KEPT, C.ROWS_FACTOR, H.PREFIX_MIN_PIECES_PER_CODE
+        C.PIECES_KEPT = C.ROWS_FACTOR = H.PREFIX_MIN_PIECES_PER_CODE = 0   # the prefix sums whenever they apply
         try:
             r = C.analyze_idle_causes(model, model, iter_timelines(model, w0, w1, False), tree, 500,
                                       pieces_needed=needed)
         finally:
-            C.PIECES_KEPT, C.ROWS_FACTOR = kept, factor
+            C.PIECES_KEPT, C.ROWS_FACTOR, H.PREFIX_MIN_PIECES_PER_CODE = kept, factor, least
         out.append({"devices": [(d.device_id, d.causes, [d.gap_cause(i) for i in range(len(d.gap_cause_code))],
                                   d.wait_ns_by_thread) for d in r.devices], "bins": r.bins})
     return out[0], out[1]
@@ -293,3 +295,29 @@ def test_partition_path_on_many_devices_fed_by_one_thread(tmp_path: Path) -> Non
     P.write_device_ids(p, 40)
     cut, part = _both_paths(load_model(p))
     assert len(cut["devices"]) == 40 and cut == part
+
+
+@pytest.mark.parametrize("prefix_min", [0, 1 << 30])
+def test_interval_sums_equal_a_brute_force_sum(monkeypatch, prefix_min: int) -> None:
+    """The partition's sums over intervals, by scanning and by per-cause prefix sums (forced either way), equal the
+    overlap of every piece with every interval summed by hand."""
+    from nsys_llm_explainer.analyses.idle import host_partition as H
+
+    monkeypatch.setattr(H, "PREFIX_MIN_PIECES_PER_CODE", prefix_min)
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        cuts = np.unique(rng.integers(0, 1000, int(rng.integers(2, 80))))
+        p = H.Partition(cuts[:-1], cuts[1:], rng.integers(0, 4, cuts.shape[0] - 1))
+        pts = np.unique(rng.integers(int(cuts[0]), int(cuts[-1]) + 1, 2 * int(rng.integers(1, 12))))
+        a, b = pts[0::2], pts[1::2]
+        if a.shape[0] > b.shape[0]:
+            a = a[:-1]
+        want: Dict[tuple, int] = {}
+        for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+            for s, e, c in zip(p.start.tolist(), p.end.tolist(), p.code.tolist()):
+                ov = min(e, y) - max(s, x)
+                if ov > 0:
+                    want[(i, c)] = want.get((i, c), 0) + ov
+        w, c, ns = H.interval_sums(p, a, b)
+        assert {(int(i), int(k)): int(v) for i, k, v in zip(w, c, ns)} == want
+        assert list(zip(w.tolist(), c.tolist())) == sorted(want)

@@ -6,7 +6,8 @@ time (:mod:`pieces`: no row boundary falls inside a piece, so what covers it is 
 of every device whose gaps the thread hosts are the thread's partition clipped to those gaps' host-side parts
 (before the queued point, outside copies). When one thread feeds many devices that are idle while it works, cutting
 each device's gaps at every call of the thread costs devices × rows; with the partition, a device costs its own
-gaps, copies and bins, plus per interval the fewer of (pieces it covers, distinct causes of the thread).
+gaps, copies and bins, plus per call the cheaper of (the pieces its intervals cover, one pass per distinct cause of
+the thread over its long intervals).
 
 Sums are exact integers: full pieces through per-cause prefix sums, the two clipped pieces at an interval's ends
 through their overlap.
@@ -21,6 +22,9 @@ import numpy as np
 
 #: an interval covering more pieces than this many times the thread's distinct causes uses the prefix sums
 SCAN_FACTOR = 1
+#: the prefix sums are used for a call's long intervals only when they cover at least this many pieces per distinct
+#: cause of the thread (a Python-level pass per cause costs about as much as scanning a few hundred pieces)
+PREFIX_MIN_PIECES_PER_CODE = 256
 
 
 @dataclass
@@ -57,6 +61,9 @@ def interval_sums(p: Partition, a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarra
     n = np.maximum(i1 - i0, 0)
     n_codes = len(p.prefix()) if int(n.max(initial=0)) > SCAN_FACTOR else 0
     big = n > SCAN_FACTOR * max(n_codes, 1) if n_codes else np.zeros(a.shape[0], bool)
+    if n_codes and int(n[big].sum()) < PREFIX_MIN_PIECES_PER_CODE * n_codes:
+        big[:] = False               # one pass per code would cost more than scanning these pieces
+
     parts = []
     small = np.flatnonzero(~big & (n > 0))
     if small.shape[0]:                                   # scan: every covered piece, clipped

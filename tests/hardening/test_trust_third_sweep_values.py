@@ -321,3 +321,21 @@ def test_interval_sums_equal_a_brute_force_sum(monkeypatch, prefix_min: int) -> 
         w, c, ns = H.interval_sums(p, a, b)
         assert {(int(i), int(k)): int(v) for i, k, v in zip(w, c, ns)} == want
         assert list(zip(w.tolist(), c.tolist())) == sorted(want)
+
+
+def test_memcpy_bytes_past_2_53_leave_out_the_largest_rows(tmp_path: Path) -> None:
+    """Ten 1 KiB copies and three of 2^60 bytes: the three total 3 · 2^60 ≥ 2^53, so they are left out (largest
+    first) and the copies that remain total exactly 10 KiB; one warning names the table and the exact total."""
+    b = TraceBuilder("2024.2", seed=0)
+    b.process(PID, "python3")
+    b.thread(PID, 101)
+    b.launch(0, 10, 100, 200, pid=PID, tid=101, name="k")
+    for i in range(13):
+        b.memcpy(1000 + 1000 * i, 1500 + 1000 * i, pid=PID, bytes=(1 << 60) if i in (2, 5, 9) else 1024)
+    d = _analyze_quiet(_write(tmp_path, b))
+    _no_negative_or_huge(d)
+    assert d["trace"]["row_counts"]["memcpy"] == 10
+    total = 3 * (1 << 60) + 10 * 1024
+    assert ("CUPTI_ACTIVITY_KIND_MEMCPY: 3 row(s) left out of every number: their bytes total "
+            f"{total:,} bytes, more than the 2^53 bytes a table's bytes may total to be summed exactly; the largest "
+            "rows were left out, largest first, until the rest total less.") in d["warnings"]

@@ -10,6 +10,8 @@ Shapes:
 * ``ranges``  — millions of shallow NVTX ranges (step ⊃ 3 layers) with one kernel per 2 ranges.
 * ``names``   — 100 k distinct kernel names (5 kernels each).
 * ``devices`` — kernels on two devices with sparse huge ids (0 and 4 000 000 000).
+* ``device_ids`` — kernels spread over many device ids (kernel i on device i mod ``n / 8``: 8 kernels each; issue 24).
+* ``domains`` — ``n`` NVTX domains of one push/pop range each, one kernel launched inside each (issue 24).
 
     python bench/pathological.py [--shape deep --shape names ...] [--scale 1.0] [--keep]
 
@@ -40,7 +42,8 @@ HERE = Path(__file__).resolve().parent
 PID = 4242
 HUGE_DEVICE = 4_000_000_000
 #: base size n of each shape (rows of the shape's defining kind); the bench also runs 4n
-BASE = {"deep": 25_000, "ranges": 500_000, "names": 25_000, "devices": 250_000}
+BASE = {"deep": 25_000, "ranges": 500_000, "names": 25_000, "devices": 250_000, "device_ids": 1_000,
+        "domains": 8_000}
 
 
 def _kernels_and_calls(b: TraceBuilder, call_start: np.ndarray, names: np.ndarray,
@@ -143,7 +146,41 @@ def write_devices(path: str, n_kernels: int, devices: Tuple[int, int] = (0, HUGE
     return {"kernels": n_kernels}
 
 
-WRITERS = {"deep": write_deep, "ranges": write_ranges, "names": write_names, "devices": write_devices}
+def write_device_ids(path: str, n_devices: int, per_device: int = 8) -> Dict[str, int]:
+    """``n_devices`` device ids with ``per_device`` kernels each, kernel i on device ``i % n_devices`` (one launching
+    thread; kernels 10 µs apart, so each device is idle most of the capture)."""
+    b, gtid = _new_builder()
+    n = n_devices * per_device
+    b.nvtx_push_pop(0, 10, "warmup", tid_g=gtid)
+    _kernels_and_calls(b, np.arange(n, dtype=np.int64) * 10_000, np.full(n, b.string("gemm_kernel"), np.int64),
+                       np.arange(n, dtype=np.int64) % n_devices)
+    b.gpu(0)
+    b.write(path, overwrite=True)
+    return {"kernels": n, "devices": n_devices}
+
+
+def write_domains(path: str, n_domains: int) -> Dict[str, int]:
+    """``n_domains`` NVTX domains (ids 1 … n, each created by a domain row) with one push/pop range each,
+    ``[10 µs·d, 10 µs·d + 8 µs]``, and one kernel launched inside each range."""
+    b, gtid = _new_builder()
+    d = np.arange(1, n_domains + 1, dtype=np.int64)
+    b.nvtx_push_pop(0, 10, "warmup", tid_g=gtid)
+    _kernels_and_calls(b, d * 10_000 + 100, np.full(n_domains, b.string("gemm_kernel"), np.int64),
+                       np.zeros(n_domains, np.int64))
+    b.gpu(0)
+    b.write(path, overwrite=True)
+    con = sqlite3.connect(path)
+    con.executemany('INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) '
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(0, None, 75, f"dom{k}", gtid, k) for k in d.tolist()]
+                    + [(10_000 * k, 10_000 * k + 8_000, 59, f"r{k}", gtid, k) for k in d.tolist()])
+    con.commit()
+    con.close()
+    return {"kernels": n_domains, "nvtx_domains": n_domains}
+
+
+WRITERS = {"deep": write_deep, "ranges": write_ranges, "names": write_names, "devices": write_devices,
+           "device_ids": write_device_ids, "domains": write_domains}
 
 
 def measure(path: str) -> Dict[str, float]:

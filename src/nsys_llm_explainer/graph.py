@@ -27,10 +27,10 @@ from .analyses.api.graphs import GraphResult, analyze_graphs
 from .analyses.api.launch import LaunchResult, analyze_launch
 from .analyses.api.sync import analyze_sync
 from .analyses.comms.nccl import analyze_nccl
-from .analyses.idle.bins import DEFAULT_BINS
+from .analyses.idle.bins import bins_for
 from .analyses.idle.causes import IdleCausesResult, analyze_idle_causes
 from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, device_time, gpu_time_result, window_times
-from .analyses.idle.host_samples import HostSamplesResult, analyze_host_samples
+from .analyses.idle.host_samples import DeviceHostSamples, DeviceSampler, HostSamplesResult, analyze_host_samples
 from .analyses.idle.result import DeviceCauses
 from .analyses.kernels.categories import CategoryResult, analyze_categories
 from .analyses.kernels.stats import GROUPINGS, NESTED, KernelStats
@@ -41,7 +41,7 @@ from .analyses.memory.copy_engines import CopyEnginesResult, analyze_copy_engine
 from .analyses.memory.memcpy import analyze_memcpy
 from .analyses.memory.traffic import MemoryResult, analyze_memory
 from .analyses.memory.unified import UnifiedMemoryResult, analyze_unified_memory
-from .analyses.nvtx.attribution import AttributionResult, analyze_attribution
+from .analyses.nvtx.attribution import AttributionResult, analyze_attribution, default_domain_node
 from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
 from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.phases import PhaseResult, analyze_phases
@@ -94,25 +94,39 @@ def _timeline_span(model: TraceModel, steady: TraceModel, window: WindowResult, 
     return plan_span(model, steady, window, options.timeline_events)
 
 
+def _device_count(model: TraceModel, include_memcpy: bool) -> int:
+    """Distinct device ids of the activity the timelines are built from (kernels, graph executions, copies)."""
+    parts = [model.kernels.device] if model.kernels is not None else []
+    ops = [model.graph_trace] + ([model.memcpy, model.memset] if include_memcpy else [])
+    parts += [np.asarray(o["device"]) for o in ops if o is not None and len(o) and "device" in o.cols]
+    return int(np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts])).shape[0]) if parts else 0
+
+
 def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nvtx: NvtxResult,
                  full_times: Optional[dict], options: Options, timeline_span: TimelineSpan
-                 ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...]]:
+                 ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...],
+                            Tuple[DeviceHostSamples, ...]]:
     """One device at a time: its steady timeline → idle causes (with the idle pieces inside the timeline file's
-    span) → busy/idle figures and per-step sync series; then the timeline is dropped (memory ∝ one device)."""
+    span) → busy/idle figures, per-step sync series and the CPU samples inside its host-side idle pieces; then the
+    timeline (and, past the budget, the pieces) is dropped (memory ∝ one device)."""
     dev_times: List[DeviceTime] = []
     ctx = StepSyncContext(steady)
     series: List[StepSyncSeries] = []
+    sampler = DeviceSampler(model.samples)
 
     def per_device(tl: DeviceTimeline, dc: DeviceCauses) -> None:
         full: Union[WindowTime, DeviceTimeline, None] = full_times.get(tl.device_id) if full_times is not None else tl
         dev_times.append(device_time(tl, full, dc.gap_cause, options.top))
         series.extend(device_step_sync(ctx, tl, dc))
+        sampler.add(dc)
 
     causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
                                                                 options.include_memcpy_in_busy),
-                                 nvtx.tree, DEFAULT_BINS, per_device,
-                                 (timeline_span.start_ns, timeline_span.end_ns) if timeline_span.written else None)
-    return causes, gpu_time_result(dev_times, options.include_memcpy_in_busy), ctx, tuple(series)
+                                 nvtx.tree, bins_for(_device_count(steady, options.include_memcpy_in_busy)), per_device,
+                                 (timeline_span.start_ns, timeline_span.end_ns) if timeline_span.written else None,
+                                 pieces_needed=sampler.frames is not None or ctx.needs_pieces())
+    return (causes, gpu_time_result(dev_times, options.include_memcpy_in_busy), ctx, tuple(series),
+            tuple(sampler.devices))
 
 
 # ---------------------------------------------------------------------------------------- kernels
@@ -191,7 +205,7 @@ def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attributi
            phases: PhaseResult
            ) -> StepResult:
     att = nvtx_attribution
-    kernel_node = att.kernel_nodes.get(0, att.kernel_node) if att.kernel_nodes else att.kernel_node
+    kernel_node = default_domain_node(model, nvtx.tree, att)
     return analyze_steps(model, phases, step_marker=options.step_marker, step_range=options.step_range,
                          top=min(options.top, 10), tree=nvtx.tree, kernel_node=kernel_node,
                          domain_nodes=nvtx_attribution.kernel_nodes or None)
@@ -214,8 +228,9 @@ def _unified_memory(model: TraceModel, steady: TraceModel, window: WindowResult)
                                   window.full_end_ns)
 
 
-def _host_samples(model: TraceModel, idle_causes: IdleCausesResult) -> HostSamplesResult:
-    return analyze_host_samples(model.samples, idle_causes)
+def _host_samples(model: TraceModel, idle_causes: IdleCausesResult,
+                  host_sample_devices: Tuple[DeviceHostSamples, ...]) -> HostSamplesResult:
+    return analyze_host_samples(model.samples, idle_causes, host_sample_devices)
 
 
 def _waits(steady: TraceModel, window: WindowResult, idle_causes: IdleCausesResult, nvtx: NvtxResult) -> WaitsResult:
@@ -246,7 +261,7 @@ STEPS: Tuple[Step, ...] = (
     Step("full-capture busy", _full_times, ("model", "window", "options"), ("full_times",)),
     Step("timeline span", _timeline_span, ("model", "steady", "window", "options"), ("timeline_span",)),
     Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "full_times", "options", "timeline_span"),
-         ("idle_causes", "gpu_time", "step_sync_context", "step_sync_series"), "steady"),
+         ("idle_causes", "gpu_time", "step_sync_context", "step_sync_series", "host_sample_devices"), "steady"),
     Step("kernel stats", _kernel_stats, ("model",), ("kernel_stats",)),
     Step("kernels", _kernels, ("model", "kernel_stats"), ("kernels",)),
     Step("cuda api", analyze_cuda_api, ("model",), ("cuda_api",)),
@@ -267,7 +282,8 @@ STEPS: Tuple[Step, ...] = (
     Step("copy engines", _copy_engines, ("model", "steady", "window", "steps"), ("copy_engines",), "steady"),
     Step("facts", analyze_facts, ("model", "traits", "graphs", "copy_engines"), ("facts",)),
     Step("unified memory", _unified_memory, ("model", "steady", "window"), ("unified_memory",), "steady"),
-    Step("host samples", _host_samples, ("model", "idle_causes"), ("host_samples",), "steady"),
+    Step("host samples", _host_samples, ("model", "idle_causes", "host_sample_devices"), ("host_samples",),
+         "steady"),
     Step("waits", _waits, ("steady", "window", "idle_causes", "nvtx"), ("waits",), "steady"),
     Step("step sync", step_sync_result, ("step_sync_context", "idle_causes", "step_sync_series"), ("step_sync",),
          "steady"),

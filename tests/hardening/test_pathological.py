@@ -170,7 +170,9 @@ def test_walks_match_brute_force_on_random_forests():
         assert near.tolist() == [i if mk[i] else next((a for a in anc[i] if mk[a]), -1) for i in range(len(tree))]
         q = rng.integers(0, 50, 40)
         qg = rng.integers(0, 2, 40) + 1000
-        for d, res in T.enclosing_by_domain(tree, qg, q, q + 2).items():
+        layers = T.enclosing_by_domain(tree, qg, q, q + 2)
+        for d in sorted(set(tree.domain.tolist())):
+            res = T.domain_layer_nodes(tree, layers, d, 40)
             for k in range(40):
                 segs = [j for j in range(len(b) - 1) if tree.gtid[b[j]] == qg[k] and tree.domain[b[j]] == d]
                 want = -1

@@ -5,6 +5,13 @@ NVTX ranges) is **impossible** when its ``start`` is missing or outside ``[0, 2^
 no clock an export uses gets there; values near 2^63 would overflow every sum), when its ``end`` is outside that
 range, or when it ends before it starts. Such rows are excluded from every number, and the report's warnings say
 how many per table and why (docs/SECURITY.md, "Values entering the model"). Zero-length rows are kept.
+
+**Sums stay exact** (docs/METRICS.md, "Sums"): the durations of one table's rows must total less than
+:data:`SUM_LIMIT` = 2^53 ns (about 104 days), and so must its ``bytes`` (memcpy, memset). Below that every sum the
+analyses take over a table's rows is exact, in int64 and in the float64-weighted ``bincount`` sums alike (integers
+below 2^53 are exact in float64), and a sum over all tables stays far below 2^63. When a table's rows total more,
+its longest rows (its largest ``bytes``) are left out, longest first (equal ones: the later rows in table order
+first), until the rest total less; one warning line says how many and the exact total they had.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 MAX_TS = 1 << 62
+#: a table's durations (and bytes) must total less than this to be summed exactly (2^53: exact in float64 too)
+SUM_LIMIT = 1 << 53
 
 
 def impossible(start: np.ndarray, end: np.ndarray, has_end: Optional[np.ndarray] = None
@@ -41,15 +50,74 @@ def note(table: str, n_range: int, n_back: int) -> Optional[str]:
 
 def drop_impossible(cols: Dict[str, np.ndarray], table: str, warnings: List[str],
                     has_end: Optional[str] = None) -> Dict[str, np.ndarray]:
-    """``cols`` without its impossible rows (a warning added to ``warnings`` when there are some);
-    the same dict, untouched, when every row is possible."""
+    """``cols`` without its impossible rows (a warning added to ``warnings`` when there are some), then, when every
+    row has an end (``has_end`` None), without the rows its sums cannot hold (:func:`drop_unsummable`); the same
+    dict, untouched, when every row is kept."""
     if "start" not in cols or "end" not in cols or cols["start"].shape[0] == 0:
         return cols
     bad, n_range, n_back = impossible(cols["start"], cols["end"], cols.get(has_end) if has_end else None)
     if not (n_range or n_back):
-        return cols
+        return cols if has_end else drop_unsummable(cols, table, warnings)
     keep = np.nonzero(~bad)[0]
     msg = note(table, n_range, n_back)
     if msg:
         warnings.append(msg)
-    return {k: v[keep] for k, v in cols.items()}
+    kept = {k: v[keep] for k, v in cols.items()}
+    return kept if has_end else drop_unsummable(kept, table, warnings)
+
+
+def exact_total(values: np.ndarray) -> int:
+    """Σ ``values`` (non-negative int64, each < 2^63) as an exact Python int, whatever the count: the high and low
+    32 bits are summed apart (each part stays below 2^63 for fewer than 2^31 rows)."""
+    v = np.asarray(values, np.int64)
+    return (int((v >> 32).sum()) << 32) + int((v & 0xFFFFFFFF).sum())
+
+
+def over_sum_limit(values: np.ndarray) -> np.ndarray:
+    """Rows (indices, ascending) to leave out so that the rest of ``values`` (non-negative) total less than
+    :data:`SUM_LIMIT`: the largest first, equal ones the later rows first. Empty when the total is already below
+    (the common case costs one ``max``)."""
+    n = values.shape[0]
+    if n == 0 or int(values.max()) * n < SUM_LIMIT:
+        return np.empty(0, np.int64)
+    order = np.argsort(values, kind="stable")             # ascending; ties in table order
+    v = values[order]
+    k = int(np.searchsorted(np.cumsum(v.astype(np.float64)), float(SUM_LIMIT), side="left"))
+    s = int(v[:k].sum())                                    # ≈ below 2^53: no int64 overflow
+    while k > 0 and s >= SUM_LIMIT:                         # the float estimate may be off by a row or two
+        k -= 1
+        s -= int(v[k])
+    while k < n and s + int(v[k]) < SUM_LIMIT:
+        s += int(v[k])
+        k += 1
+    return np.sort(order[k:])
+
+
+def drop_unsummable(cols: Dict[str, np.ndarray], table: str, warnings: List[str]) -> Dict[str, np.ndarray]:
+    """``cols`` without the rows whose durations (then bytes, where the table has them) would total
+    :data:`SUM_LIMIT` or more (:func:`over_sum_limit`), one warning line per measure; the same dict, untouched, when
+    the totals are below."""
+    for what, unit in (("durations", "ns"), ("bytes", "bytes")):
+        if "start" not in cols or cols["start"].shape[0] == 0:
+            return cols
+        if what == "durations":
+            if "end" not in cols:
+                continue
+            vals = np.maximum(cols["end"] - cols["start"], 0)
+        elif "bytes" in cols:
+            vals = np.maximum(cols["bytes"], 0)
+        else:
+            continue
+        out = over_sum_limit(vals)
+        if out.shape[0] == 0:
+            continue
+        warnings.append(f"{table}: {out.shape[0]} row(s) left out of every number: their {what} total "
+                        f"{exact_total(vals):,} {unit}, more than the 2^53 {unit}"
+                        f"{' (about 104 days)' if unit == 'ns' else ''} a table's {what} may total to be summed "
+                        f"exactly; the {'longest' if unit == 'ns' else 'largest'} rows were left out, "
+                        f"{'longest' if unit == 'ns' else 'largest'} first, until the rest total less.")
+        keep = np.ones(vals.shape[0], bool)
+        keep[out] = False
+        idx = np.nonzero(keep)[0]
+        cols = {k: v[idx] for k, v in cols.items()}
+    return cols

@@ -139,11 +139,28 @@ def _select(conn: TraceConnection, schema: Schema, table: str, cols: Dict[str, s
 # --------------------------------------------------------------------------- strings
 
 
+def text_value(v: object) -> str:
+    """A name read from a text column: a blob decoded as UTF-8 (invalid bytes replaced), a number written out,
+    NULL as ``""``."""
+    if v is None:
+        return ""
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).decode("utf-8", "replace")
+    return str(v)
+
+
 def fetch_strings(conn: TraceConnection, schema: Schema) -> Dict[int, str]:
-    """The whole ``StringIds`` table as a dict (ids are unique, values deduplicated by nsys)."""
+    """The whole ``StringIds`` table as a dict (ids are unique, values deduplicated by nsys). Rows whose id is not
+    an integer (NULL, text, blob, real: only a hand-made table allows them) are left out and counted (the one rule
+    for values of the wrong type, docs/SECURITY.md §5): a name id of another table never matches them."""
     if not (schema.has("StringIds", "id") and schema.has("StringIds", "value")):
         return {}
-    return {int(i): ("" if v is None else str(v)) for i, v in _query(conn, "SELECT id, value FROM StringIds")}
+    rows = _query(conn, "SELECT id, value FROM StringIds WHERE typeof(id) = 'integer'")
+    bad = _query(conn, "SELECT count(*) FROM StringIds WHERE typeof(id) != 'integer'")
+    n_bad = int(bad[0][0]) if bad else 0
+    _exclude_note(conn, f"StringIds: {n_bad} row(s) with a non-integer id (NULL, text, blob or real) were left out.",
+                  n_bad)
+    return {int(i): text_value(v) for i, v in rows}
 
 
 # --------------------------------------------------------------------------- GPU activity
@@ -202,6 +219,8 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     ok = ("deviceId BETWEEN 0 AND 63 AND streamId BETWEEN 0 AND 16777215 AND correlationId BETWEEN 0 AND 4294967295 "
           "AND globalPid IS NOT NULL AND demangledName BETWEEN 0 AND 2147483647")
     ok += "".join(f" AND typeof({c}) = 'integer'" for c in need)   # a REAL would be truncated by the shifts
+    if has_gn:   # only "is a graph node" is packed, but a text / blob / real id leaves its row out (one rule)
+        ok += " AND typeof(graphNodeId) IN ('integer', 'null')"
     cols = [_strict("start"), _strict("end"),
             f"CASE WHEN {ok} THEN {gflag}(deviceId << 56) | (streamId << 32) | correlationId ELSE -1 END",
             "(((globalPid >> 24) & 16777215) << 32) | demangledName"]
@@ -243,7 +262,8 @@ def fetch_short_for(conn: TraceConnection, schema: Schema, table: str, demangled
     for i in range(0, len(demangled_ids), 500):
         chunk = demangled_ids[i:i + 500]
         q = (f'SELECT demangledName, min(shortName) FROM "{table}" WHERE demangledName IN '
-             f'({",".join("?" * len(chunk))}) GROUP BY demangledName')
+             f'({",".join("?" * len(chunk))}) AND typeof(demangledName) = \'integer\' '
+             "AND typeof(shortName) = 'integer' GROUP BY demangledName")
         try:
             rows = conn.execute(q, tuple(chunk)).fetchall()
         except sqlite3.DatabaseError as exc:

@@ -110,9 +110,17 @@ def fetch_nvtx(conn: TraceConnection, schema: Schema) -> Optional[NvtxRows]:
             f"SELECT {e('globalTid')}, n.domainId, {text_expr} FROM NVTX_EVENTS n{join} "
             "WHERE n.eventType = 75"
         )
-        for g, d, name in _query(conn, dsql):
+        # a domain row whose domainId or globalTid is not an integer (text, blob, real) is left out and counted (the
+        # one rule for values of the wrong type): its domain's ranges then keep their names unqualified
+        gt = 'typeof(n."globalTid") IN (\'integer\', \'null\')' if schema.has(t, "globalTid") else "1"
+        ok = f"typeof(n.domainId) IN ('integer', 'null') AND {gt}"
+        for g, d, name in _query(conn, f"{dsql} AND {ok}"):
             if d is not None and name is not None:
-                domains.append((int(g), int(d), str(name)))
+                domains.append((int(g), int(d), _text(name) or ""))
+        bad = _query(conn, f"SELECT count(*) FROM NVTX_EVENTS n WHERE n.eventType = 75 AND NOT ({ok})")
+        n_bad = int(bad[0][0]) if bad else 0
+        _exclude_note(conn, f"NVTX_EVENTS: {n_bad} domain row(s) with a non-integer domainId or globalTid (text, blob "
+                            "or real) were left out; their domains' ranges keep their names unqualified.", n_bad)
     max_ts = None
     if schema.has(t, "end"):
         row = _query(conn, "SELECT max(CASE WHEN typeof(start) = 'integer' THEN start END), "

@@ -8,8 +8,9 @@ Renderers format the typed results; they never compute a metric (docs/MODEL.md d
 One document model for every output (:mod:`.document`):
 
 * **sections** (:mod:`.sections` for the report, :mod:`.cluster` for the cluster report, ``comparison.document``
-  for compare) read the typed report (cluster and compare: their result dicts) once and build a :class:`.document.Document` of typed, frozen parts — headings,
-  paragraphs of inline spans (the tool's words, user data to escape, names in monospace, emphasis, links),
+  for compare) read the typed report (cluster and compare: their result dicts) once and build a
+  :class:`.document.Document` of typed, frozen parts — headings, paragraphs of inline spans (the tool's words,
+  user data to escape, names in monospace, emphasis, links),
   bullet lists, tables, charts, collapsible details, cards;
 * **tables** are :class:`.table.Table` specs (:mod:`.specs`): one column language (:class:`.table.Col`) gives a
   table's CSV columns and its shown columns, so ``tables/*.csv`` and the tables of report.md / report.html

@@ -21,6 +21,16 @@ from ...model.timeline import DeviceTimeline
 from ...vocabulary.cause_kinds import KINDS
 
 DEFAULT_BINS = 500
+#: bins of all devices together at most (then at least MIN_BINS each): the timeline's size follows the number of
+#: devices only up to TOTAL_BINS // DEFAULT_BINS = 64 devices, so a trace with thousands of device ids does not make
+#: devices × 500 bins (issue 24)
+TOTAL_BINS = 32_000
+MIN_BINS = 8
+
+
+def bins_for(n_devices: int, n_bins: int = DEFAULT_BINS) -> int:
+    """Bins per device for a trace with ``n_devices`` devices: ``min(n_bins, max(MIN_BINS, TOTAL_BINS // n))``."""
+    return min(n_bins, max(MIN_BINS, TOTAL_BINS // max(int(n_devices), 1)))
 
 
 @dataclass(frozen=True)
@@ -35,16 +45,23 @@ class DeviceBins(FieldsJson):
 
 
 def _per_bin(u: iv.IntervalUnion, edges: np.ndarray) -> Tuple[int, ...]:
-    return tuple(int(x) for x in np.diff(iv.covered_before(u, edges)))
+    return tuple(np.diff(iv.covered_before(u, edges)).tolist())
+
+
+def bin_edges(tl: DeviceTimeline, n_bins: int = DEFAULT_BINS) -> np.ndarray:
+    """The ``N + 1`` edges of a device's bins (module docstring), exact for any window up to 2^62 ns."""
+    n = int(max(1, min(n_bins, tl.window_ns)))
+    w = int(tl.window_ns)
+    i = np.arange(n + 1, dtype=np.int64)   # i·W // n = i·(W // n) + i·(W % n) // n: no product reaches 2^63
+    return tl.w0 + i * (w // n) + (i * (w % n)) // n
 
 
 def device_bins(tl: DeviceTimeline, t0: np.ndarray, ln: np.ndarray, kind: np.ndarray,
                 n_bins: int = DEFAULT_BINS) -> DeviceBins:
     """Bins of one device from its timeline and the idle pieces ``[t0, t0 + ln)`` in time order (``t0``
     ascending) with their kind codes (indices into :data:`KINDS`; the pieces never overlap)."""
-    n = int(max(1, min(n_bins, tl.window_ns)))
-    edges = tl.w0 + (np.arange(n + 1, dtype=np.int64) * tl.window_ns) // n
-    return DeviceBins(tl.device_id, tl.w0, tl.w1, tuple(int(e) for e in edges), _per_bin(tl.busy, edges),
+    edges = bin_edges(tl, n_bins)
+    return DeviceBins(tl.device_id, tl.w0, tl.w1, tuple(edges.tolist()), _per_bin(tl.busy, edges),
                       _per_bin(tl.copies, edges), _idle_by_kind(edges, t0, ln, kind))
 
 
@@ -73,7 +90,7 @@ def _idle_by_kind(edges: np.ndarray, t0: np.ndarray, ln: np.ndarray, kind: np.nd
     np.add.at(acc, (cross, k), -past[cross])                       # edge ``inner[j]`` closes bin j
     np.add.at(acc, (cross + 1, k), past[cross])
     present = np.nonzero(np.bincount(kind, minlength=nk))[0]
-    return {KINDS[int(k)]: tuple(int(x) for x in acc[:, k]) for k in present.tolist()}
+    return {KINDS[int(k)]: tuple(acc[:, k].tolist()) for k in present.tolist()}
 
 
 def _idle_by_kind_unions(edges: np.ndarray, t0: np.ndarray, ln: np.ndarray, kind: np.ndarray

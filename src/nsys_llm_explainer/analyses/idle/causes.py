@@ -14,17 +14,19 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
 from ...model.timeline import DeviceTimeline, few_distinct
 from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
+from ...vocabulary.os_calls import os_call_class
 from ..api import classes as ac
 from ..common.stats import pct, top_indices
 from ..nvtx.tree import NvtxTree
-from .bins import DeviceBins, device_bins
+from .bins import DeviceBins, bin_edges, device_bins
+from .host_partition import Partition, interval_sums
 from .pieces import Cover, DeviceGaps, gap_codes, host_pieces, index_runs, thread_pieces, touching
 from .range_names import normalize_range_name
 from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult, IdlePieces
@@ -34,6 +36,15 @@ MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
 TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
 _MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
+#: host-side pieces kept on the devices' results after the device pass, in all: at least this many, and up to
+#: 4 per row of the model's API, NVTX, OS-runtime and kernel tables. A device's pieces grow with the host rows
+#: inside its gaps, so with many devices fed by one thread all of them would be devices × rows; past the budget a
+#: device's pieces are dropped once its turn in the pass is over (host samples, step syncs and waits use them
+#: during that turn, :func:`analyze_idle_causes`'s ``on_device``).
+PIECES_KEPT = 1 << 20
+#: the budget above is ``max(PIECES_KEPT, ROWS_FACTOR × rows)``; the same budget of pieces cut decides when the
+#: device pass turns to the threads' partitions (host_partition.py), where nothing reads the pieces afterwards
+ROWS_FACTOR = 4
 
 
 # ------------------------------------------------------------------------------------------ API kinds
@@ -147,6 +158,28 @@ class HostContext:
     api_rows: Dict[int, np.ndarray] = field(default_factory=dict)   # thread → its API rows with a kind
     # per API row, max(start, end) over it and all earlier rows; and the API rows with end < start
     reach: Optional[Tuple[np.ndarray, np.ndarray]] = None
+    # the partition path (host_partition.py): allowed when nothing later reads the pieces' places in time; taken
+    # once the pieces cut so far pass ``partition_after`` (so a trace whose threads each feed few devices keeps
+    # cutting every gap)
+    partition_ok: bool = False
+    partition_after: int = 0
+    pieces_cut: int = 0
+    partitions: Dict[int, Tuple[Partition, Partition]] = field(default_factory=dict)
+
+    def partition(self, g: int, w0: int, w1: int) -> Tuple[Partition, Partition]:
+        """Thread ``g``'s pieces over ``[w0, w1)`` (the device pass's window), by (kind, detail) code
+        (``kind << 32 | detail``) and by kind; cut once per thread, as one gap that is never queued and meets no
+        copy."""
+        got = self.partitions.get(g)
+        if got is None:
+            e = np.empty(0, np.int64)
+            stub = _NoCopies()
+            gaps = DeviceGaps(cast(DeviceTimeline, stub), np.array([w0], np.int64), np.array([w1], np.int64),
+                              np.array([w1 + 1], np.int64), Cover(e, e), e)
+            _, kind, det, ln, t0 = thread_pieces(self, gaps, g, np.zeros(1, np.int64))
+            code = (kind.astype(np.int64) << 32) | det.astype(np.int64)
+            got = self.partitions[g] = (Partition(t0, t0 + ln, code), Partition(t0, t0 + ln, kind.astype(np.int64)))
+        return got
 
     def detail_code(self, s: str) -> int:
         j = self.detail_pos.get(s)
@@ -199,6 +232,13 @@ class HostContext:
             r = np.nonzero(api.gtid == g)[0]
             r = self.api_rows[g] = r[self.kinds[r] >= 0]
         return r
+
+
+class _NoCopies:
+    """Stands in for a device timeline without copies when a thread's whole window is cut (:meth:`partition`)."""
+
+    copy_start = np.empty(0, np.int64)
+    copy_end = np.empty(0, np.int64)
 
 
 def _groups(values: np.ndarray, candidates: np.ndarray) -> List[Tuple[int, np.ndarray]]:
@@ -272,7 +312,11 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     gaps = DeviceGaps(tl, gs, ge, queued_from, Cover(tl.copy_start, tl.copy_end), copy_det)
     groups = _groups(thread, cand)
     del gp, next_call, prev_call, thread, queued_from, copy_det   # per-gap inputs no longer needed while cutting
+    if ctx.partition_ok and ctx.pieces_cut > ctx.partition_after and (
+            span is None or tl.w1 <= span[0] or tl.w0 >= span[1]):   # the timeline file needs its pieces in place
+        return _device_by_partition(ctx, tl, gaps, groups, gs, ge, n_bins)
     parts = [thread_pieces(ctx, gaps, g, gi) for g, gi in groups]
+    ctx.pieces_cut += sum(p[0].shape[0] for p in parts)
     host = host_pieces(parts, [g for g, _ in groups], ctx.details, np.array([K[k] for k in HOST_PIECE_KINDS], np.int8))
     if not parts:                                      # no idle gap at all
         e = np.empty(0, np.int64)
@@ -287,7 +331,84 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     slices = span_slices(ctx, gap, kind, det, t0, ln, span) if span is not None else None
     pieces = [gap, kind, det, ln]
     del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
-    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host, slices=slices), bins
+    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host, slices=slices,
+                               wait_ns_by_thread=_wait_ns(host)), bins
+
+
+def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps, groups: List[Tuple[int, np.ndarray]],
+                         gs: np.ndarray, ge: np.ndarray, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
+    """:func:`_device` by the host threads' partitions (host_partition.py): the gaps are cut only at copies and
+    queued points, and each host-side part is charged by the partition's sums over it — the same causes, gaps and
+    bins, without cutting the gaps at every call of the thread again. The pieces' places in time are not kept
+    (``pieces`` is None; the waits' per-thread sum is)."""
+    cols: List[List[np.ndarray]] = [[], [], [], [], []]        # gap, kind, detail, ns, t0
+    bcols: List[List[np.ndarray]] = [[], [], []]               # t0, ns, kind: the bins' pieces (none across an edge)
+    edges = bin_edges(tl, n_bins) if n_bins > 0 else None
+    waits: Dict[int, int] = {}
+    for g, gi in groups:
+        gap, kind, det, ln, t0 = thread_pieces(ctx, gaps, -1, gi)       # copy, queued, and the rest unknown
+        u = (kind == K["unknown"]) if g >= 0 else np.zeros(kind.shape[0], bool)
+        own = np.flatnonzero(~u)
+        for c, v in zip(cols, (gap[own], kind[own], det[own], ln[own], t0[own])):
+            c.append(v)
+        for c, v in zip(bcols, (t0[own], ln[own], kind[own])):
+            c.append(v)
+        ui = np.flatnonzero(u)
+        if ui.shape[0] == 0:
+            continue
+        by_code, by_kind = ctx.partition(g, tl.w0, tl.w1)
+        a, b = t0[ui], t0[ui] + ln[ui]
+        w, code, ns = interval_sums(by_code, a, b)
+        k, d = (code >> 32).astype(np.int8), (code & 0xFFFFFFFF).astype(np.int32)
+        for c, v in zip(cols, (gap[ui[w]], k, d, ns, a[w])):
+            c.append(v)
+        _add_waits(waits, ctx, g, k, d, ns)
+        if edges is not None:                                      # the host parts cut at the bin edges
+            pts = np.unique(np.concatenate((a, b, edges[(edges > a[0]) & (edges < b[-1])])))
+            sa, sb = pts[:-1], pts[1:]
+            inside = np.searchsorted(a, sa, side="right") - 1
+            keep = (inside >= 0) & (sb <= b[np.maximum(inside, 0)])
+            sa, sb = sa[keep], sb[keep]
+            w2, kc, ns2 = interval_sums(by_kind, sa, sb)
+            for c, v in zip(bcols, (sa[w2], ns2, kc.astype(np.int8))):
+                c.append(v)
+    gap, kind, det, ln, t0 = (np.concatenate(c) if c else np.empty(0, np.int64) for c in cols)
+    order = np.lexsort((np.arange(t0.shape[0]), t0))
+    gap, kind, det, ln = gap[order], kind[order].astype(np.int8), det[order].astype(np.int32), ln[order]
+    bins = None
+    if edges is not None:
+        bt, bl, bk = (np.concatenate(c) if c else np.empty(0, np.int64) for c in bcols)
+        o = np.argsort(bt, kind="stable")
+        bins = device_bins(tl, bt[o], bl[o], bk[o].astype(np.int8), n_bins)
+    dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln])
+    return dataclasses.replace(dc, pieces=None, wait_ns_by_thread=waits), bins
+
+
+def _add_waits(acc: Dict[int, int], ctx: HostContext, g: int, kind: np.ndarray, det: np.ndarray,
+               ns: np.ndarray) -> None:
+    """Add to ``acc[g]`` the ns charged to an OS call that waits (as :func:`_wait_ns` counts them)."""
+    m = kind == K["osrt"]
+    if not m.any():
+        return
+    waits = np.array([os_call_class(s) == "wait" for s in ctx.details] + [False], bool)
+    m[m] = waits[det[m]]
+    if m.any():
+        acc[g] = acc.get(g, 0) + int(ns[m].sum())
+
+
+def _wait_ns(p: IdlePieces) -> Dict[int, int]:
+    """Idle ns of the pieces charged to an OS call that waits, per host thread."""
+    m = p.kind == K["osrt"]
+    if not m.any():
+        return {}
+    waits = np.array([os_call_class(s) == "wait" for s in p.details] + [False], bool)
+    m[m] = waits[p.detail[m]]
+    if not m.any():
+        return {}
+    g, inv = np.unique(p.gtid[m], return_inverse=True)
+    ns = np.zeros(g.shape[0], np.int64)
+    np.add.at(ns, inv.reshape(-1), (p.end[m] - p.start[m]).astype(np.int64))
+    return {int(a): int(b) for a, b in zip(g.tolist(), ns.tolist())}
 
 
 def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray]
@@ -384,7 +505,7 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
                         timelines: Union[Mapping[int, DeviceTimeline], Iterable[DeviceTimeline]],
                         tree: Optional[NvtxTree], n_bins: int = 0,
                         on_device: Optional[Callable[[DeviceTimeline, DeviceCauses], None]] = None,
-                        span: Optional[Tuple[int, int]] = None) -> IdleCausesResult:
+                        span: Optional[Tuple[int, int]] = None, pieces_needed: bool = True) -> IdleCausesResult:
     """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g.
     clipped to the steady window; ``full``: the whole capture, for first-launch detection). With
     ``n_bins`` > 0 the result also holds the binned timeline of each device (:mod:`timeline_bins`).
@@ -392,18 +513,29 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
     ``timelines``: device → timeline, or the timelines in device-id order (e.g. :func:`model.timeline.iter_timelines`,
     so that only one device's rows are alive at a time); ``on_device`` sees each timeline with its causes before
     the next one is built; ``span``: each device also keeps its idle pieces inside ``[span[0], span[1])``
-    (:attr:`DeviceCauses.slices`, for the timeline file)."""
+    (:attr:`DeviceCauses.slices`, for the timeline file). ``pieces_needed`` False: nothing (``on_device``
+    included) reads the pieces' places in time, so once the pieces cut pass the budget the devices left whose window
+    misses ``span`` are charged by their host threads' partitions (host_partition.py; same causes and bins,
+    ``pieces`` None)."""
     seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
     ctx: Optional[HostContext] = None
     done = []
+    budget = max(PIECES_KEPT, ROWS_FACTOR * sum(len(t) for t in (model.api, model.nvtx, model.osrt, model.kernels)
+                                                if t is not None))
     for tl in seq:
         if ctx is None:
             kinds, base_names, base_idx = api_kinds(full, model)
             ctx = HostContext(model, kinds, base_idx, [""], {"": 0}, tree,
-                       full.nvtx.names if full.nvtx is not None else [], base_names)
+                       full.nvtx.names if full.nvtx is not None else [], base_names,
+                       partition_ok=not pieces_needed, partition_after=budget)
         dc, b = _device(ctx, tl, n_bins, span)
         if on_device is not None:
             on_device(tl, dc)
+        kept = len(dc.pieces) if dc.pieces is not None else 0
+        if kept > budget:                  # memory ∝ the trace's rows: these pieces were used in their turn
+            dc = dataclasses.replace(dc, pieces=None)
+        else:
+            budget -= kept
         done.append((dc, b))
         del tl
     if not done:

@@ -79,7 +79,11 @@ class DeviceCauses:
     causes: Tuple[IdleCause, ...]            # largest first
     gap_cause_code: np.ndarray               # per gap (time order): code of the cause with the most ns, -1 none
     cause_of_code: Dict[int, Tuple[str, str]]
-    pieces: Optional[IdlePieces] = field(default=None, metadata=NOT_IN_JSON)   # host-side pieces (not serialised)
+    # host-side pieces (not serialised); None for the devices past the run's budget of kept pieces
+    # (causes.PIECES_KEPT: every device's pieces are used while its turn in the device pass lasts)
+    pieces: Optional[IdlePieces] = field(default=None, metadata=NOT_IN_JSON)
+    # idle ns charged to an OS call that waits (vocabulary.os_calls "wait" class), per gap host thread (not serialised)
+    wait_ns_by_thread: Dict[int, int] = field(default_factory=dict, metadata=NOT_IN_JSON)
     #: every idle piece inside the timeline file's span (:mod:`analyses.timeline`), runs of one cause in one gap
     #: merged, clipped to the span, in time order (``gtid`` -1); None when no span was asked for (not serialised)
     slices: Optional[IdlePieces] = field(default=None, metadata=NOT_IN_JSON)

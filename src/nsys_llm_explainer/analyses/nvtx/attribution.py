@@ -32,7 +32,14 @@ from ...model.timeline import few_distinct
 from ...model.trace import TraceModel
 from ..common.stats import pct
 from ..idle.range_names import normalize_range_name
-from .tree import NvtxTree, combine_innermost, enclosing_by_domain, has_ancestor_with_key, subtree_sums
+from .tree import (
+    NvtxTree,
+    combine_innermost,
+    domain_layer_nodes,
+    enclosing_by_domain,
+    has_ancestor_with_key,
+    subtree_sums,
+)
 
 Row = Dict[str, Any]
 
@@ -91,7 +98,8 @@ class AttributionResult:
     pid_coverage: Tuple[Row, ...] = ()
     phases: Tuple[Row, ...] = ()
     uncovered_by_thread: Tuple[UncoveredThread, ...] = ()   # kernels no push/pop range covers, per launching thread
-    # helpers, not in to_dict(): innermost tree node per kernel (-1 none), and the same per NVTX domain
+    # helpers, not in to_dict(): innermost tree node per kernel (-1 none), and one innermost node per NVTX domain
+    # stack, in layers (tree.enclosing_by_domain: a layer holds domains whose kernels do not meet)
     kernel_node: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
     kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict, metadata=NOT_IN_JSON)
 
@@ -288,3 +296,21 @@ def startend_rows(model: TraceModel, calls: np.ndarray, total: int
     by_pid.sort(key=lambda r: (-r.inclusive_ns, r.pid, r.name))
     se_ns = int(dur[linked & any_call[np.maximum(li, 0)]].sum())
     return tuple(rows), tuple(by_pid), se_ns
+
+
+def default_domain_node(model: TraceModel, tree: Optional[NvtxTree], att: AttributionResult) -> Optional[np.ndarray]:
+    """Per kernel, its innermost range of the default NVTX domain (0) when that domain has ranges on a thread that
+    launches kernels; else the innermost over all domains (``att.kernel_node``)."""
+    if not att.kernel_nodes or tree is None or len(tree) == 0 or att.kernel_node is None:
+        return att.kernel_node
+    seg = tree.thread_bounds[:-1]
+    dom = tree.domain[seg] if tree.domain.shape[0] == len(tree) else np.zeros(seg.shape[0], np.int64)
+    k, api = model.kernels, model.api
+    if k is None or api is None:
+        return att.kernel_node
+    li = k.launch_idx[k.launch_idx >= 0]
+    if not np.isin(tree.gtid[seg][dom == 0], api.gtid[li]).any():
+        return att.kernel_node
+    out = domain_layer_nodes(tree, att.kernel_nodes, 0, att.kernel_node.shape[0])
+    out.flags.writeable = False
+    return out

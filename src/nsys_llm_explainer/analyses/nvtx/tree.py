@@ -23,7 +23,6 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ...model.timeline import few_distinct
 from ...model.trace import NvtxRanges
 
 
@@ -200,35 +199,41 @@ def self_time(tree: NvtxTree) -> np.ndarray:
 
 def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
                         t1: np.ndarray) -> Dict[int, np.ndarray]:
-    """Domain → for each query (thread, [t0, t1]), the innermost push/pop range of that domain on that
-    thread with start ≤ t0 and end ≥ t1 (index into the tree, -1 when none)."""
+    """For each query (thread, [t0, t1]) and each NVTX domain: the innermost push/pop range of that domain on that
+    thread with start ≤ t0 and end ≥ t1 — returned as **layers**: layer → per query a tree node (-1 none). A query's
+    enclosing range of each domain is in exactly one layer, a layer holds at most one range per query, and the
+    domain of a node is ``tree.domain[node]`` (:func:`domain_layer_nodes` gives one domain's). Domains whose
+    queries do not meet share a layer (first fit), so memory is queries × (most domains enclosing one query, about),
+    never queries × domains: 8,000 single-range domains make one layer. Each (thread, domain) segment looks only at
+    the queries of its thread whose ``t0`` lies within the segment's span (one sort of the queries by thread and
+    ``t0``), so time is O(queries log + segments + pairs found), not segments × queries."""
     out: Dict[int, np.ndarray] = {}
-    if len(tree) == 0 or gtid.shape[0] == 0:
+    n = gtid.shape[0]
+    if len(tree) == 0 or n == 0:
         return out
-    seg_starts = tree.thread_bounds[:-1]
+    bounds = tree.thread_bounds
+    seg_starts = bounds[:-1]
     seg_g = tree.gtid[seg_starts]
     seg_d = tree.domain[seg_starts] if tree.domain.shape[0] == len(tree) else np.zeros(seg_g.shape[0], np.int64)
-    threads = few_distinct(gtid)
-    few = threads.shape[0] <= 16          # few querying threads (common): one mask per thread, no sort
-    if not few:
-        qs = np.argsort(gtid, kind="stable")
-        qg = gtid[qs]
-    q_of: Dict[int, np.ndarray] = {}      # the current thread's queries (segments come thread by thread)
-    for j, (g, d) in enumerate(zip(seg_g.tolist(), seg_d.tolist())):
-        if few:
-            if g not in q_of:
-                q_of.clear()
-                q_of[g] = (np.arange(gtid.shape[0]) if threads.shape[0] == 1 and threads[0] == g
-                           else np.flatnonzero(gtid == g))
-            q = q_of[g]
-            if q.shape[0] == 0:
-                continue
-        else:
-            lo, hi = np.searchsorted(qg, g, "left"), np.searchsorted(qg, g, "right")
-            if lo == hi:
-                continue
-            q = qs[lo:hi]
-        a, b = int(tree.thread_bounds[j]), int(tree.thread_bounds[j + 1])
+    seg_hi = np.maximum.reduceat(tree.end, seg_starts)          # latest end in the segment (a root's)
+    seg_lo = tree.start[seg_starts]                             # earliest start (tree order: start ascending)
+    qs = np.lexsort((t0, gtid))                                 # queries by (thread, t0)
+    qg, qt = gtid[qs], t0[qs]
+    # per segment, the queries of its thread with seg_lo ≤ t0 ≤ seg_hi (the others have no enclosing range in it)
+    g_lo = np.searchsorted(qg, seg_g, "left")
+    g_hi = np.searchsorted(qg, seg_g, "right")
+    lo = np.empty(seg_g.shape[0], np.int64)
+    hi = np.empty(seg_g.shape[0], np.int64)
+    for j, (a, b) in enumerate(zip(g_lo.tolist(), g_hi.tolist())):   # one step per segment, no per-query work
+        if a == b:
+            lo[j] = hi[j] = a
+            continue
+        lo[j] = a + int(np.searchsorted(qt[a:b], seg_lo[j], "left"))
+        hi[j] = a + int(np.searchsorted(qt[a:b], seg_hi[j], "right"))
+    layer_of: Dict[int, int] = {}   # domain → its layer for the current thread (domains are per thread here)
+    for j in np.nonzero(hi > lo)[0].tolist():
+        q = qs[lo[j]:hi[j]]
+        a, b = int(bounds[j]), int(bounds[j + 1])
         cand = np.searchsorted(tree.start[a:b], t0[q], side="right") - 1
         cand = np.where(cand >= 0, cand + a, -1)
         # climb to the first ancestor-or-self ending at or after t1 (ends never decrease upwards)
@@ -244,10 +249,30 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
                 ok[ok] = tree.end[u[ok]] < v[ok]
                 c = np.where(ok, u, c)
             cand[climb] = tree.parent[c]
-        arr = out.get(int(d))
-        if arr is None:
-            arr = out[int(d)] = np.full(gtid.shape[0], -1, np.int64)
-        arr[q] = cand
+        hit = cand >= 0
+        if not hit.any():
+            continue
+        q, cand = q[hit], cand[hit]
+        key = int(seg_d[j])
+        layer = layer_of.get(key)
+        if layer is None or (out[layer][q] >= 0).any():
+            layer = next((i for i, arr in out.items() if not (arr[q] >= 0).any()), None)
+            if layer is None:
+                layer = len(out)
+                out[layer] = np.full(n, -1, np.int64)
+            layer_of[key] = layer
+        out[layer][q] = cand
+    return out
+
+
+def domain_layer_nodes(tree: NvtxTree, layers: Dict[int, np.ndarray], domain: int, n: int) -> np.ndarray:
+    """Per query, the node of ``domain`` among the ``layers`` of :func:`enclosing_by_domain` (-1 none)."""
+    out = np.full(n, -1, np.int64)
+    dom = tree.domain if tree.domain.shape[0] == len(tree) else np.zeros(len(tree), np.int64)
+    for arr in layers.values():
+        m = arr >= 0
+        m[m] = dom[arr[m]] == domain
+        out[m] = arr[m]
     return out
 
 
@@ -259,15 +284,21 @@ def innermost_enclosing(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray, t1: np
 
 
 def combine_innermost(tree: NvtxTree, by_domain: Dict[int, np.ndarray], n: int) -> np.ndarray:
-    """Innermost over domains of per-domain innermost nodes (latest start; ties: earliest end)."""
+    """Innermost over domains of per-domain innermost nodes (latest start; ties: earliest end; exact ties: the
+    lower domain id)."""
     best = np.full(n, -1, np.int64)
+    dom = getattr(tree, "domain", None)
     for cand in by_domain.values():
         better = cand >= 0
         both = np.flatnonzero(better & (best >= 0))    # only these need a comparison of the two ranges
         if both.shape[0]:
             c, b = cand[both], best[both]
             sc, sb = tree.start[c], tree.start[b]
-            better[both] = (sc > sb) | ((sc == sb) & (tree.end[c] < tree.end[b]))
-            del c, b, sc, sb, both
+            ec, eb = tree.end[c], tree.end[b]
+            win = (sc > sb) | ((sc == sb) & (ec < eb))
+            if dom is not None and dom.shape[0] == len(tree.start):
+                win |= (sc == sb) & (ec == eb) & (dom[c] < dom[b])
+            better[both] = win
+            del c, b, sc, sb, ec, eb, both, win
         best[better] = cand[better]
     return best

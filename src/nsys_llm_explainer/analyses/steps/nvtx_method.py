@@ -14,7 +14,6 @@ import numpy as np
 
 from ...config.phase_map import PhaseMap
 from ...model.names import distinct_small
-from ...model.timeline import few_distinct
 from ...model.trace import TraceModel
 from ..nvtx.tree import (
     NvtxTree,
@@ -227,38 +226,21 @@ def _nearest_step(tree: NvtxTree, node: np.ndarray, step_of_node: np.ndarray) ->
     return out
 
 
-def _call_threads(gtid: np.ndarray, li: np.ndarray) -> np.ndarray:
-    """Distinct threads of the launch calls ``li`` (≥ 0), sorted; gathered a chunk at a time (small copies)."""
-    parts = []
-    for a in range(0, li.shape[0], 1 << 20):
-        c = li[a:a + (1 << 20)]
-        c = c[c >= 0]
-        if c.shape[0]:
-            parts.append(few_distinct(gtid[c]))
-    return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
-
-
-def _domain_order(tree: NvtxTree, threads: np.ndarray) -> List[int]:
-    """Domains in the order :func:`enclosing_by_domain` meets them for queries on ``threads`` (sorted)."""
-    seg = tree.thread_bounds[:-1]
-    g = tree.gtid[seg]
-    d = tree.domain[seg] if tree.domain.shape[0] == len(tree) else np.zeros(seg.shape[0], np.int64)
-    on = np.isin(g, threads)
-    return list(dict.fromkeys(int(x) for x in d[on].tolist()))
-
-
 def _innermost_step(per_domain: Iterable[np.ndarray], s: np.ndarray, e: np.ndarray, tree: NvtxTree,
-                    step_of_node: np.ndarray) -> Optional[np.ndarray]:
-    """Per query: over the domains (in order), the step of the nearest enclosing step range, the innermost
-    (latest start; ties: earliest end; exact ties: the first domain) winning; -1 when none."""
+                    step_of_node: np.ndarray, nodes: np.ndarray) -> Optional[np.ndarray]:
+    """Per query: over the domains (the layers of :func:`enclosing_by_domain`), the step of the nearest enclosing
+    step range, the innermost (latest start; ties: earliest end; exact ties: the lower domain id) winning; -1 when
+    none."""
     best: Optional[np.ndarray] = None
+    dom = tree.domain[nodes] if tree.domain.shape[0] == len(tree) else np.zeros(nodes.shape[0], np.int64)
     for dn in per_domain:
         cand = _nearest_step(tree, dn, step_of_node)
         if best is None:                               # nothing to compare with yet: the candidate is the best
             best = cand
             continue
         c, b = np.maximum(cand, 0), np.maximum(best, 0)
-        better = (cand >= 0) & ((best < 0) | (s[c] > s[b]) | ((s[c] == s[b]) & (e[c] < e[b])))
+        better = (cand >= 0) & ((best < 0) | (s[c] > s[b]) | ((s[c] == s[b]) & (e[c] < e[b]))
+                                | ((s[c] == s[b]) & (e[c] == e[b]) & (dom[c] < dom[b])))
         best = np.where(better, cand, best)
     return best
 
@@ -276,16 +258,13 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
     step_of_node[nodes] = np.arange(nodes.shape[0])
     s, e = tree.start[nodes], tree.end[nodes]
     if domain_nodes and nk == li.shape[0] and all(v.shape[0] == nk for v in domain_nodes.values()):
-        # a range on a thread without steps has no step ancestor: the attribution's lookups give the same steps,
-        # taken over the domains in the order the lookups below would meet them (threads with steps and calls)
-        order = [d for d in _domain_order(tree, np.intersect1d(threads, _call_threads(api.gtid, li)))
-                 if d in domain_nodes]
-        best = _innermost_step((domain_nodes[d] for d in order), s, e, tree, step_of_node)
+        # a range on a thread without steps has no step ancestor: the attribution's lookups give the same steps
+        best = _innermost_step(domain_nodes.values(), s, e, tree, step_of_node, nodes)
         return np.full(li.shape[0], -1, np.int64) if best is None else best
     calls = _distinct_calls(len(api), li)
     calls = calls[np.isin(api.gtid[calls], threads)]
     by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
-    best = _innermost_step(by_dom.values(), s, e, tree, step_of_node)
+    best = _innermost_step(by_dom.values(), s, e, tree, step_of_node, nodes)
     return _per_call(len(api), li, calls, np.full(calls.shape[0], -1, np.int64) if best is None else best)
 
 

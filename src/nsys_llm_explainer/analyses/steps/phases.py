@@ -178,7 +178,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
             ps, pe, po = _owned_pieces(tree, own, owner)
             piece_s, piece_e, piece_ph, piece_pid = ps, pe, own[po], tree.pid[po]
             if kernel_nodes and nk:
-                kernel_phase = _latest_phase(kernel_nodes, own, owner, tree.start, nk)
+                kernel_phase = _latest_phase(kernel_nodes, own, owner, tree.start, nk, tree.domain)
             elif nk:
                 notes.append("kernels were not linked to NVTX ranges: GPU time per phase is unavailable")
         nvtx = model.nvtx
@@ -220,18 +220,24 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
 
 
 def _latest_phase(kernel_nodes: Mapping[int, np.ndarray], own: np.ndarray, owner: np.ndarray, node_start: np.ndarray,
-                  nk: int) -> np.ndarray:
-    """Phase per kernel from one innermost node per NVTX domain stack: the phase of the phase range that
-    started last (-1 none)."""
+                  nk: int, node_domain: Optional[np.ndarray] = None) -> np.ndarray:
+    """Phase per kernel from one innermost node per NVTX domain stack (the layers of
+    :func:`~..nvtx.tree.enclosing_by_domain`): the phase of the phase range that started last (equal starts: the
+    lower domain id; -1 none)."""
     kp = np.full(nk, -1, np.int64)
     best = np.full(nk, np.iinfo(np.int64).min, np.int64)
+    best_dom = np.full(nk, np.iinfo(np.int64).max, np.int64)
+    dom = node_domain if node_domain is not None and node_domain.shape[0] == node_start.shape[0] \
+        else np.zeros(node_start.shape[0], np.int64)
     for kn in kernel_nodes.values():
         o = owner[np.maximum(kn, 0)]                   # the owning phase range of each kernel's node
         o[np.asarray(kn) < 0] = -1
         better = o >= 0
         st = node_start[np.maximum(o, 0)]
-        better &= st > best                            # a phase range that started later wins
+        od = dom[np.maximum(o, 0)]
+        better &= (st > best) | ((st == best) & (od < best_dom))   # a phase range that started later wins
         kp[better] = own[o[better]]
         best[better] = st[better]
-        del o, st, better
+        best_dom[better] = od[better]
+        del o, st, od, better
     return kp

@@ -197,6 +197,11 @@ class StepSyncContext:
         self.d2h_rows = _by_thread(api.gtid, self.d2h_call)
 
 
+    def needs_pieces(self) -> bool:
+        """Whether a series can be made (a blocking call exists): its exposure reads the idle pieces."""
+        return bool(self.ok and self.blocking_rows)
+
+
 def _by_thread(gtid: np.ndarray, mask: np.ndarray) -> Dict[int, np.ndarray]:
     """Thread → its rows in ``mask`` (ascending row order = start order)."""
     rows = np.nonzero(mask)[0]

@@ -31,7 +31,6 @@ from ...jsonable import FieldsJson
 from ...model.intervals import IntervalUnion, grouped_overlap, union_blocks
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel, pid_of, tid_of
-from ...vocabulary.cause_kinds import KIND_CODE
 from ...vocabulary.os_calls import CLASSES, class_codes, os_call_class
 from ..common.stats import pct
 from ..idle.range_names import normalize_range_name
@@ -229,15 +228,7 @@ def _gpu_idle(causes: Optional[IdleCausesResult], g: int) -> int:
     """GPU idle ns charged to a waiting OS call on thread ``g`` (all devices)."""
     if causes is None or not causes.available:
         return 0
-    total = 0
-    for d in causes.devices:
-        p = d.pieces
-        if p is None or len(p) == 0:
-            continue
-        waits = np.array([os_call_class(s) == "wait" for s in p.details] + [False], bool)
-        m = (p.kind == KIND_CODE["osrt"]) & (p.gtid == g) & waits[p.detail]
-        total += int((p.end[m] - p.start[m]).sum())
-    return total
+    return sum(d.wait_ns_by_thread.get(g, 0) for d in causes.devices)
 
 
 def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: np.ndarray, e: np.ndarray,

@@ -35,6 +35,8 @@ CellFn = Callable[[Any], Spans]
 def field_of(row: Any, key: str) -> Any:
     """Field ``key`` of a table row: a result row's attribute (``AttributeError`` when it has none), a joined
     parent field (:class:`Joined`), or the item of a row an analysis still builds as a dict (None when absent)."""
+    if type(row) is dict:     # the common case first: no ABC check per cell
+        return row.get(key)
     return row.get(key) if isinstance(row, abc.Mapping) else getattr(row, key)
 
 
@@ -172,15 +174,18 @@ def show_col(head: Spans, cell: CellFn, right: bool = False, value: Optional[Get
 def csv_cell(v: Any) -> Any:
     """A CSV cell: ``None`` and non-finite floats → empty, booleans → true/false, containers and result rows →
     compact JSON (their ``report.json`` form)."""
-    from ..jsonable import json_ready
-
+    t = type(v)
+    if t is int or t is str:
+        return v
     if v is None:
         return ""
-    if isinstance(v, bool):
+    if t is bool:
         return "true" if v else "false"
-    if isinstance(v, float):
+    if t is float:
         return v if math.isfinite(v) else ""
     if isinstance(v, (list, tuple, dict)) or hasattr(v, "to_dict") or is_dataclass(v):
+        from ..jsonable import json_ready
+
         return json.dumps(json_ready(v), separators=(",", ":"), allow_nan=False, default=str)
     return v
 

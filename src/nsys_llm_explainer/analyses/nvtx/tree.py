@@ -217,7 +217,10 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
     seg_d = tree.domain[seg_starts] if tree.domain.shape[0] == len(tree) else np.zeros(seg_g.shape[0], np.int64)
     seg_hi = np.maximum.reduceat(tree.end, seg_starts)          # latest end in the segment (a root's)
     seg_lo = tree.start[seg_starts]                             # earliest start (tree order: start ascending)
-    qs = np.lexsort((t0, gtid))                                 # queries by (thread, t0)
+    if n > 1 and bool((t0[1:] >= t0[:-1]).all()):             # queries by (thread, t0): launch calls come in
+        qs = np.argsort(gtid, kind="stable")                    # time order, so a stable sort by thread is enough
+    else:
+        qs = np.lexsort((t0, gtid))
     qg, qt = gtid[qs], t0[qs]
     # per segment, the queries of its thread with seg_lo ≤ t0 ≤ seg_hi (the others have no enclosing range in it)
     g_lo = np.searchsorted(qg, seg_g, "left")

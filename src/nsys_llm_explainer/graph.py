@@ -124,7 +124,8 @@ def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nv
                                                                 options.include_memcpy_in_busy),
                                  nvtx.tree, bins_for(_device_count(steady, options.include_memcpy_in_busy)), per_device,
                                  (timeline_span.start_ns, timeline_span.end_ns) if timeline_span.written else None,
-                                 pieces_needed=sampler.frames is not None or ctx.needs_pieces())
+                                 pieces_needed=sampler.frames is not None or ctx.needs_pieces(),
+                                 slices_max=timeline_span.limit_rows)
     return (causes, gpu_time_result(dev_times, options.include_memcpy_in_busy), ctx, tuple(series),
             tuple(sampler.devices))
 

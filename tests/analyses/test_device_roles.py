@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
+from conftest import as_report
 from synth import build_scenario
 from synth.scenarios.rank import Rank
 from synth.scenarios.sim import Sim
@@ -161,7 +162,7 @@ def test_copies_only_gpu_outputs_say_so(tmp_path_factory):
             "device 1 copies only, not counted).") in md
     assert "copies only: ran no kernel in the window, not counted in the GPU busy %" in md
     head = DEVICES.csv_header()
-    rows = {r[0]: dict(zip(head, r)) for r in DEVICES.csv_rows(rep)}
+    rows = {r[0]: dict(zip(head, r)) for r in DEVICES.csv_rows(as_report(rep))}
     assert head[:2] == ["device_id", "role"]
     assert (rows[0]["role"], rows[1]["role"]) == ("kernels", "copies only")
 

@@ -340,3 +340,34 @@ def test_a_cluster_trace_holds_every_rank_on_the_aligned_clock(tmp_path) -> None
         there = sorted(s.start for s in kernel_slices(t) if under(s.track))
         off = f["offset_ns"] - min(g["offset_ns"] for g in cl["files"])
         assert there == [m + off for m in mine]
+
+
+def test_idle_slices_are_bounded_by_the_limit_and_the_devices_left_out_are_named(tmp_path) -> None:
+    """The idle slices count against ``--timeline-events`` too (many devices fed by one busy host thread cut into
+    devices × calls slices): 40 devices of 8 kernels each, 641 rows and 648 idle slices per device; with a limit of
+    1 000 the rows fit, device 0's slices fit, and devices 1–39 are named as left out — in report.json, report.md
+    and the file — while their idle causes still add up in the report (only the file's tracks are missing)."""
+    import sys
+
+    from nsys_llm_explainer.options import options_from_kwargs
+    from nsys_llm_explainer.pipeline import analyze_path
+    from nsys_llm_explainer.render import render_markdown
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import pathological as P
+
+    p = tmp_path / "dev40.sqlite"
+    P.write_device_ids(str(p), 40)
+    r = analyze_path(str(p), options_from_kwargs(timeline_events=1000))
+    assert r.timeline_file.span.kept == "capture" and r.timeline_file.span.kept_rows == 641
+    assert r.timeline_file.idle_left_out == tuple(range(1, 40))
+    t = written(r, tmp_path)
+    idle = t.on("idle causes", "GPU ")
+    assert {t.gpu_of(s) for s in idle} == {0} and len(idle) == 648
+    got: Dict[str, int] = defaultdict(int)
+    for s in idle:
+        got[s.name] += s.end - s.start
+    assert dict(got) == {c.kind + (": " + c.detail if c.detail else ""): c.ns for c in r.idle_causes.devices[0].causes}
+    assert "the idle-cause tracks of 39 devices (their idle slices would pass the file's 1,000)" in render_markdown(r)
+    assert r.to_dict()["timeline_file"]["idle_left_out"] == list(range(1, 40))
+    assert all(sum(c.ns for c in d.causes) == d.idle_ns > 0 for d in r.idle_causes.devices)

@@ -305,7 +305,8 @@ class _Layout:
         enc.instant(int(sp.start_ns), self.analysis, "timeline file: " + (sp.left_out or "the whole capture"),
                     (("kept", sp.kept), ("start_ns", int(sp.start_ns)), ("end_ns", int(sp.end_ns)),
                      ("rows_kept", int(sp.kept_rows)), ("rows_in_capture", int(sp.capture_rows)),
-                     ("limit_rows", int(sp.limit_rows))))
+                     ("limit_rows", int(sp.limit_rows)),
+                     ("idle_tracks_left_out", ",".join(map(str, self.r.timeline_file.idle_left_out)))))
         st = self.r.steps.arrays if self.r.steps.available else None
         if st is not None:
             for i in self.rows.steps.tolist():

@@ -505,7 +505,8 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
                         timelines: Union[Mapping[int, DeviceTimeline], Iterable[DeviceTimeline]],
                         tree: Optional[NvtxTree], n_bins: int = 0,
                         on_device: Optional[Callable[[DeviceTimeline, DeviceCauses], None]] = None,
-                        span: Optional[Tuple[int, int]] = None, pieces_needed: bool = True) -> IdleCausesResult:
+                        span: Optional[Tuple[int, int]] = None, pieces_needed: bool = True,
+                        slices_max: int = 0) -> IdleCausesResult:
     """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g.
     clipped to the steady window; ``full``: the whole capture, for first-launch detection). With
     ``n_bins`` > 0 the result also holds the binned timeline of each device (:mod:`timeline_bins`).
@@ -513,7 +514,9 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
     ``timelines``: device → timeline, or the timelines in device-id order (e.g. :func:`model.timeline.iter_timelines`,
     so that only one device's rows are alive at a time); ``on_device`` sees each timeline with its causes before
     the next one is built; ``span``: each device also keeps its idle pieces inside ``[span[0], span[1])``
-    (:attr:`DeviceCauses.slices`, for the timeline file). ``pieces_needed`` False: nothing (``on_device``
+    (:attr:`DeviceCauses.slices`, for the timeline file) while the slices kept so far stay within ``slices_max`` (the
+    devices after that keep none: the file's size stays bounded; :class:`..timeline.content.TimelineFile` names
+    them). ``pieces_needed`` False: nothing (``on_device``
     included) reads the pieces' places in time, so once the pieces cut pass the budget the devices left whose window
     misses ``span`` are charged by their host threads' partitions (host_partition.py; same causes and bins,
     ``pieces`` None)."""
@@ -522,13 +525,20 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
     done = []
     budget = max(PIECES_KEPT, ROWS_FACTOR * sum(len(t) for t in (model.api, model.nvtx, model.osrt, model.kernels)
                                                 if t is not None))
+    slices_left = slices_max
     for tl in seq:
         if ctx is None:
             kinds, base_names, base_idx = api_kinds(full, model)
             ctx = HostContext(model, kinds, base_idx, [""], {"": 0}, tree,
                        full.nvtx.names if full.nvtx is not None else [], base_names,
                        partition_ok=not pieces_needed, partition_after=budget)
-        dc, b = _device(ctx, tl, n_bins, span)
+        dc, b = _device(ctx, tl, n_bins, span if span is not None and slices_left > 0 else None)
+        n_slices = len(dc.slices) if dc.slices is not None else 0
+        if n_slices > slices_left:          # over the file's budget: this device's idle track is left out
+            dc = dataclasses.replace(dc, slices=None)
+            slices_left = 0
+        else:
+            slices_left -= n_slices
         if on_device is not None:
             on_device(tl, dc)
         kept = len(dc.pieces) if dc.pieces is not None else 0

@@ -86,6 +86,9 @@ class TimelineFile(FieldsJson):
 
     span: TimelineSpan
     rows: Optional[TimelineRows] = field(default=None, metadata=NOT_IN_JSON)
+    #: devices whose window meets the span but whose idle slices were left out: the idle slices kept before them
+    #: reached the file's limit (``span.limit_rows``), so their ``idle causes`` track is missing
+    idle_left_out: Tuple[int, ...] = ()
 
 
 _E = np.empty(0, np.int64)
@@ -212,6 +215,9 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
     rows["samples"] = _E if smp is None or len(smp) == 0 else in_span(smp.start, smp.start, s0, s1, whole)
     a = rows["api"]
     idle = tuple((d.device_id, d.slices) for d in causes.devices if d.slices is not None) if causes.available else ()
+    shown = {d for d, _ in idle}
+    idle_left_out = tuple(b.device_id for b in causes.bins if b.device_id not in shown and b.start_ns < s1
+                          and b.end_ns > s0) if causes.available else ()
     st = steps.arrays if steps.available else None
     step_rows = _E if st is None or len(st) == 0 else \
         np.nonzero((st.start < s1) & (st.end > s0))[0].astype(np.int64)
@@ -229,4 +235,4 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
         idle=idle, markers=_markers(findings, causes, int(window.start_ns), int(window.end_ns)),
         counters=_counters(model, causes), steps=step_rows, kernel_category=cat,
         copy_kinds=dict(MEMCPY_KIND_LABEL), mem_kinds=dict(MEM_KIND_LABEL))
-    return TimelineFile(span, tr)
+    return TimelineFile(span, tr, idle_left_out)

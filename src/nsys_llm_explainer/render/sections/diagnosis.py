@@ -74,24 +74,20 @@ def sec_cuda_api(v: View) -> SectionResult:
 def _memory_items(m: MemoryResult) -> List[Inline]:
     out: List[Inline] = []
     pg = m.pageable
-    if field_of(pg, "count"):
-        out.append((f"Pageable host memory: {fmt_int(field_of(pg, 'count'))} copies, "
-                    f"{fmt_bytes(field_of(pg, 'bytes'))}, {fmt_dur(field_of(pg, 'total_ns'))} (staged through a "
-                    "bounce buffer; pin it to overlap).",))
+    if pg is not None and pg.count:
+        out.append((f"Pageable host memory: {fmt_int(pg.count)} copies, {fmt_bytes(pg.bytes)}, "
+                    f"{fmt_dur(pg.total_ns)} (staged through a bounce buffer; pin it to overlap).",))
     sc = m.sync_copies
-    if field_of(sc, "calls"):
-        out.append((f"Synchronous copies: {fmt_int(field_of(sc, 'calls'))} calls blocked the host "
-                    f"{fmt_dur(field_of(sc, 'host_blocked_ns'))}.",))
+    if sc is not None and sc.calls:
+        out.append((f"Synchronous copies: {fmt_int(sc.calls)} calls blocked the host {fmt_dur(sc.host_blocked_ns)}.",))
     for a, label in ((m.alloc, "Allocations"), (m.free, "Frees")):
-        if field_of(a, "count"):
-            steps = field_of(a, "in_steps")
-            inside = f", {fmt_int(steps)} inside steps" if steps is not None else ""
-            out.append((f"{label}: {fmt_int(field_of(a, 'count'))} calls, {fmt_dur(field_of(a, 'total_ns'))}"
-                        f"{inside}.",))
+        if a is not None and a.count:
+            inside = f", {fmt_int(a.in_steps)} inside steps" if a.in_steps is not None else ""
+            out.append((f"{label}: {fmt_int(a.count)} calls, {fmt_dur(a.total_ns)}{inside}.",))
     ps = m.per_step
-    if ps is not None and field_of(ps, "step_count"):
-        out.append((f"Copies per step (median): {fmt_int(field_of(ps, 'copies_per_step_median'))}, "
-                    f"{fmt_bytes(field_of(ps, 'bytes_per_step_median'))}.",))
+    if ps is not None and ps.step_count:
+        out.append((f"Copies per step (median): {fmt_int(ps.copies_per_step_median)}, "
+                    f"{fmt_bytes(ps.bytes_per_step_median)}.",))
     return out
 
 
@@ -131,7 +127,7 @@ def sec_graphs(v: View) -> SectionResult:
                   f"({fmt_dur(g.graph_launch_host_ns)} of host launch time); "
                   f"{fmt_int(g.graph_kernel_count)} kernels ran inside graphs, "
                   f"{fmt_pct(g.graph_kernel_pct)} % of kernel time"
-                  + (f"; {fmt_int(field_of(kpl, 'p50'))} kernels per launch (median)." if kpl else "."))
+                  + (f"; {fmt_int(kpl.p50)} kernels per launch (median)." if kpl is not None else "."))
     warn = Note((Strong(("Warning:",)), " ", Rich(g.warning, lead=True))) if g.warning else None
     return Section("graphs", "CUDA graphs", parts(para(text), warn))
 

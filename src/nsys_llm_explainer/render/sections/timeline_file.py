@@ -13,9 +13,12 @@ _KEPT = {"capture": "the whole capture", "steady": "the steady window",
 def timeline_note(v: View) -> Inline:
     """One sentence for the "Trace and capture" rows line: what ``timeline.pftrace`` holds and what it leaves out
     (``timeline_file.span``)."""
-    span = v.r.timeline_file.span
+    span, idle_out = v.r.timeline_file.span, v.r.timeline_file.idle_left_out
     if not span.written:
         return inline(" No ", Code("timeline.pftrace"), " (", Code("--timeline-events 0"), ").")
     kept = _KEPT.get(span.kept, span.kept)
+    idle = (f"; the idle-cause tracks of {len(idle_out):,} devices (their idle slices would pass the file's "
+            f"{span.limit_rows:,})" if idle_out else "")
+    left = "; left out: " + (span.left_out + idle if span.left_out else idle[2:]) if span.left_out or idle else ""
     return inline(" Timeline file ", Code("timeline.pftrace"), f" (open it in ui.perfetto.dev): {kept}, "
-                  f"{span.kept_rows:,} rows", (f"; left out: {span.left_out}" if span.left_out else ""), ".")
+                  f"{span.kept_rows:,} rows", left, ".")

@@ -153,7 +153,7 @@ def _traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult, stead
     k = model.kernels
     pids = set(np.unique(k.pid).tolist()) if k is not None and len(k) else set()
     threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]
-    procs = [str(p.get("name", "")) for p in trace.processes if p.get("pid") in pids]
+    procs = [p.name for p in trace.processes if p.pid in pids]
     nv = model.nvtx.names if model.nvtx is not None else []
     sk = steady.kernels
     if sk is None or len(sk) == 0 or steady_kernel_stats is None:

@@ -41,7 +41,7 @@ from .analyses.memory.copy_engines import CopyEnginesResult, analyze_copy_engine
 from .analyses.memory.memcpy import analyze_memcpy
 from .analyses.memory.traffic import MemoryResult, analyze_memory
 from .analyses.memory.unified import UnifiedMemoryResult, analyze_unified_memory
-from .analyses.nvtx.attribution import AttributionResult, analyze_attribution, default_domain_node
+from .analyses.nvtx.attribution import AttributionPhase, AttributionResult, analyze_attribution, default_domain_node
 from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
 from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.phases import PhaseResult, analyze_phases
@@ -154,7 +154,7 @@ def _traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult, stead
     k = model.kernels
     pids = set(np.unique(k.pid).tolist()) if k is not None and len(k) else set()
     threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]
-    procs = [str(p.get("name", "")) for p in trace.processes if p.get("pid") in pids]
+    procs = [p.name for p in trace.processes if p.pid in pids]
     nv = model.nvtx.names if model.nvtx is not None else []
     sk = steady.kernels
     if sk is None or len(sk) == 0 or steady_kernel_stats is None:
@@ -191,8 +191,7 @@ def _phases(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attribut
     phases = analyze_phases(model, phase_map, nvtx.tree, nvtx_attribution.kernel_nodes)
     if options.phase_map and phases.available and nvtx_attribution.available:
         nvtx_attribution = dataclasses.replace(nvtx_attribution, phases=tuple(
-            {"phase": r["phase"], "kernel_count": r["kernel_count"], "kernel_ns": r["gpu_time_ns"],
-             "pct_of_kernel_time": r["pct_of_kernel_time"]} for r in phases.phases))
+            AttributionPhase(r.phase, r.kernel_count, r.gpu_time_ns, r.pct_of_kernel_time) for r in phases.phases))
     return phases, nvtx_attribution
 
 

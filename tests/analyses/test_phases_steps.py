@@ -8,8 +8,9 @@ from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.nvtx.attribution import analyze_attribution
 from nsys_llm_explainer.analyses.nvtx.tree import build_tree
-from nsys_llm_explainer.analyses.steps.metrics import analyze_steps
+from nsys_llm_explainer.analyses.steps.metrics import StepMetrics, analyze_steps
 from nsys_llm_explainer.analyses.steps.phases import (
+    PidWall,
     analyze_phases,
     phase_of_names,
 )
@@ -84,19 +85,19 @@ def test_nvtx_steps_exact(decode_model):
     assert a.device.tolist() == [0] * 5 and a.pid.tolist() == [PID] * 5
     assert [a.phase_label(i) for i in range(5)] == ["decode"] * 5
     # wall distribution: sorted 100,100,110,120,300 us
-    assert res.summary["p50_ns"] == 110_000
-    assert res.summary["p90_ns"] == 228_000   # 120k + 0.6 * 180k
-    assert res.summary["max_ns"] == 300_000
-    assert res.by_phase[0]["phase"] == "decode" and res.by_phase[0]["count"] == 5
-    assert res.by_pid[0]["pid"] == PID and res.by_pid[0]["gpu_idle_ns"] == 490_000
+    assert res.summary.p50_ns == 110_000
+    assert res.summary.p90_ns == 228_000   # 120k + 0.6 * 180k
+    assert res.summary.max_ns == 300_000
+    assert res.by_phase[0].phase == "decode" and res.by_phase[0].count == 5
+    assert res.by_pid[0].pid == PID and res.by_pid[0].gpu_idle_ns == 490_000
     slow = res.slowest[0]
-    assert slow["start_ns"] == STARTS[3]
-    assert slow["vs_median"] == {"wall_ns": 190_000, "gpu_busy_ns": 10_000, "gpu_idle_ns": 170_000,
-                                 "sync_ns": 150_000, "memcpy_ns": 0, "kernel_count": 1}
-    assert slow["what_differed"] == ("+190.00 µs wall vs the median decode step: +170.00 µs GPU idle, "
+    assert slow.start_ns == STARTS[3]
+    assert slow.vs_median == StepMetrics(wall_ns=190_000, gpu_busy_ns=10_000, gpu_idle_ns=170_000, sync_ns=150_000,
+                                         memcpy_ns=0, kernel_count=1)
+    assert slow.what_differed == ("+190.00 µs wall vs the median decode step: +170.00 µs GPU idle, "
                                      "+150.00 µs sync, +10.00 µs GPU busy, +1 kernels")
-    assert res.outliers[0]["start_ns"] == STARTS[3]
-    assert res.totals["kernel_count"] == 11
+    assert res.outliers[0].start_ns == STARTS[3]
+    assert res.totals.kernel_count == 11
     assert len(res.table()) == 5
     assert "arrays" not in res.to_dict()
 
@@ -115,27 +116,27 @@ def test_step_range_override(decode_model):
 def test_decode_phase(decode_model):
     pr, _, _ = _phases(decode_model)
     assert pr.available and pr.source.startswith("preset:")
-    rows = {r["phase"]: r for r in pr.phases}
+    rows = {r.phase: r for r in pr.phases}
     assert list(rows) == ["prefill", "decode", "other", "unmapped"]
     d = rows["decode"]
-    assert d["range_count"] == 5
-    assert d["wall_ns"] == sum(WIDTHS)
-    assert d["wall_by_pid"] == [{"pid": PID, "wall_ns": sum(WIDTHS)}]
-    assert d["kernel_count"] == 11
-    assert d["gpu_time_ns"] == 5 * 50_000 + 30_000
-    assert d["gpu_busy_ns"] == 3 * 50_000 + 60_000 + 50_000
-    assert rows["unmapped"]["kernel_count"] == 0
+    assert d.range_count == 5
+    assert d.wall_ns == sum(WIDTHS)
+    assert d.wall_by_pid == (PidWall(PID, sum(WIDTHS)),)
+    assert d.kernel_count == 11
+    assert d.gpu_time_ns == 5 * 50_000 + 30_000
+    assert d.gpu_busy_ns == 3 * 50_000 + 60_000 + 50_000
+    assert rows["unmapped"].kernel_count == 0
     assert pr.kernel_phase.tolist() == [1] * 11
 
 
 def test_phase_map_override(decode_model):
     pr, _, _ = _phases(decode_model, {"tok": ["decode"], "lay": ["layers"]})
     assert pr.source == "user" and pr.phase_names == ("tok", "lay")
-    rows = {r["phase"]: r for r in pr.phases}
+    rows = {r.phase: r for r in pr.phases}
     # the innermost phase-named range enclosing each launch is model.layers.0
-    assert rows["lay"]["kernel_count"] == 11 and rows["tok"]["kernel_count"] == 0
-    assert rows["lay"]["wall_ns"] == 5 * 9_500
-    assert rows["tok"]["wall_ns"] == sum(WIDTHS) - 5 * 9_500   # nested ranges of another phase subtracted
+    assert rows["lay"].kernel_count == 11 and rows["tok"].kernel_count == 0
+    assert rows["lay"].wall_ns == 5 * 9_500
+    assert rows["tok"].wall_ns == sum(WIDTHS) - 5 * 9_500   # nested ranges of another phase subtracted
     with pytest.raises(InputError):
         resolve_phase_map({"x": [1, 2]})
 
@@ -151,11 +152,11 @@ def test_nested_phase_wall(tmp_path):
     b.launch(25_000, 26_000, 30_000, 31_000, pid=1, tid=1, name="k")
     m = load_model(b.write(str(tmp_path / "nest.sqlite")))
     pr, _, _ = _phases(m)
-    rows = {r["phase"]: r for r in pr.phases}
-    assert rows["prefill"]["wall_ns"] == 70_000 + 50_000
-    assert rows["prefill"]["wall_by_pid"] == [{"pid": 1, "wall_ns": 70_000}, {"pid": 2, "wall_ns": 50_000}]
-    assert rows["decode"]["wall_ns"] == 30_000
-    assert rows["decode"]["kernel_count"] == 1 and rows["decode"]["gpu_time_ns"] == 1_000
+    rows = {r.phase: r for r in pr.phases}
+    assert rows["prefill"].wall_ns == 70_000 + 50_000
+    assert rows["prefill"].wall_by_pid == (PidWall(1, 70_000), PidWall(2, 50_000))
+    assert rows["decode"].wall_ns == 30_000
+    assert rows["decode"].kernel_count == 1 and rows["decode"].gpu_time_ns == 1_000
 
 
 def test_preset_names():
@@ -206,7 +207,7 @@ def test_marker_steps(tmp_path):
     assert a.gpu_idle.tolist() == [16 * US, 15 * US, 16 * US]
     assert a.sync.tolist() == [0, 10 * US, 0]
     assert [a.phase_label(i) for i in range(3)] == ["unmapped"] * 3
-    assert {d["name"] for d in res.marker_kernels} == {"argmax_kernel", "topk_kernel"}
+    assert {d.name for d in res.marker_kernels} == {"argmax_kernel", "topk_kernel"}
     # a user regex that matches only the softmax kernels
     res2 = analyze_steps(m, step_marker="softmax")
     assert res2.marker_regex == "softmax" and res2.arrays.start.tolist() == [14 * US, 44 * US, 74 * US]
@@ -237,8 +238,8 @@ def test_scenarios(tmp_path, scenario, n_steps, phases):
     res = analyze_steps(m, pr, tree=tree, kernel_node=att.kernel_node)
     assert res.method == "nvtx" and res.confidence == "high" and res.step_ranges == ("execute_model",)
     assert res.step_count == n_steps
-    assert {r["phase"]: r["count"] for r in res.by_phase} == phases
-    assert res.totals["kernel_count"] == facts["kernel_count"]
+    assert {r.phase: r.count for r in res.by_phase} == phases
+    assert res.totals.kernel_count == facts["kernel_count"]
     assert (res.arrays.gpu_busy > 0).all()
     assert (res.arrays.gpu_idle >= 0).all()
 

@@ -10,7 +10,7 @@ import copy
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 import pytest
@@ -281,3 +281,23 @@ def test_what_needs_the_trace_says_so(demo_dict):
             call()
     with pytest.raises(InputError, match="^compare needs the trace itself"):
         compare_reports([loaded, loaded])
+
+
+def test_rows_with_keys_only_some_rows_have_round_trip():
+    """A start/end NVTX range has no self time (no keys in report.json, None loaded back), and a GPU row holds the
+    columns its export has, in the export's column order."""
+    from nsys_llm_explainer.analyses.nvtx.ranges import NvtxRangeRow
+    from nsys_llm_explainer.analyses.trace.info import GpuInfo
+    from nsys_llm_explainer.jsonable import from_json
+
+    se = NvtxRangeRow("load", "StartEnd", 2, 30, 15, 15, 10, 20, 25.0)
+    pp = NvtxRangeRow("step", "PushPop", 1, 90, 90, 90, 90, 90, 75.0, self_ns=60, pct_self=100.0)
+    assert list(se.to_dict()) == ["name", "style", "count", "total_ns", "avg_ns", "p50_ns", "min_ns", "max_ns",
+                                  "pct_total"]
+    assert pp.to_dict()["self_ns"] == 60 and list(pp.to_dict())[-2:] == ["self_ns", "pct_self"]
+    rows = from_json(Tuple[NvtxRangeRow, ...], [se.to_dict(), pp.to_dict()], "nvtx.ranges")
+    assert rows == (se, pp) and rows[0].self_ns is None
+    g = GpuInfo.of_row({"smCount": 34, "id": 0, "name": "RTX", "totalMemory": None})
+    assert g.to_dict() == {"id": 0, "name": "RTX", "totalMemory": None, "smCount": 34}
+    assert list(g.to_dict()) == ["id", "name", "totalMemory", "smCount"]
+    assert GpuInfo.from_dict(g.to_dict()) == g and g.uuid is None

@@ -162,7 +162,7 @@ def _devices(report: Report) -> Tuple[DeviceSummary, ...]:
             n = int(wall.shape[0])
             if n:
                 s = summary(wall)
-                p50, p90 = int(s["p50_ns"]), int(s["p90_ns"])
+                p50, p90 = s.p50_ns, s.p90_ns
         out.append(DeviceSummary(did, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
                                  tuple((x, by_kind[x]) for x in kinds if by_kind[x] > 0), dev.kernel_count, n, p50,
                                  p90, dev.role))

@@ -49,7 +49,7 @@ def check_labels(labels: Optional[Sequence[str]], paths: Sequence[str]) -> List[
 
 def _steps(rep: Report) -> StepInfo:
     s = rep.steps
-    p50, p90 = s.summary.get("p50_ns"), s.summary.get("p90_ns")
+    p50, p90 = (s.summary.p50_ns, s.summary.p90_ns) if s.summary else (None, None)
     return StepInfo(bool(s.available and s.step_count), s.reason, s.method, s.confidence, int(s.step_count),
                     p50, p90, (p90 / p50) if p50 and p90 is not None else None)
 

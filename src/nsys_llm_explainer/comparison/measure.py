@@ -92,7 +92,7 @@ def gather(rep: Report, label: str, path: str) -> Facts:
     rest = tuple((d.device_id, d.role) for d in rep.gpu_time.devices if d.device_id not in counted)
     sk = rep.steady_kernels
     kernels = {r.name: (int(r.count), int(r.total_ns)) for r in sk.by_name} if sk.available else {}
-    gpus = tuple(sorted({str(g.get("name") or "") for g in rep.trace.gpus} - {""}))
+    gpus = tuple(sorted({str(g.name or "") for g in rep.trace.gpus} - {""}))
     return Facts(label, path, rep, window_ns, pooled_ns, busy, busy_pct, len(counted) or len(rep.gpu_time.devices),
                  gpus, kernels, int(sk.total_kernel_ns) if sk.available else 0,
                  int(sk.kernel_count) if sk.available else 0, kind, detail, _categories(rep, busy), rest)

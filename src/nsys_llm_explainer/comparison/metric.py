@@ -102,7 +102,8 @@ def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
     if spec.name == STEP:
         st = f.report.steps
         wall = st.arrays.wall if st.arrays is not None else np.empty(0, np.int64)
-        return (_value(wall, st.step_count, st.summary.get("p50_ns"), st.summary.get("p90_ns")),
+        sm = st.summary
+        return (_value(wall, st.step_count, sm.p50_ns if sm else None, sm.p90_ns if sm else None),
                 steps_in_window(f))
     if spec.name == ITERATION and spec.anchor_kernel is not None and spec.anchor_repeat:
         samples, complete, instances = anchor_periods(anchor_starts(f, spec.anchor_kernel), spec.anchor_repeat)

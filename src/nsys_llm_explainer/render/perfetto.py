@@ -240,7 +240,7 @@ class _Layout:
     def gpu(self, dev: int) -> int:
         u = self.gpu_root.get(dev)
         if u is None:
-            names = {int(g.get("id", -1)): str(g.get("name", "")) for g in self.r.trace.gpus if isinstance(g, dict)}
+            names = {int(g.id) if g.id is not None else -1: str(g.name or "") for g in self.r.trace.gpus}
             label = f"GPU {dev}" + (f" ({names[dev]})" if names.get(dev) else "")
             u = self.gpu_root[dev] = self.enc.track(label, self.root)
         return u
@@ -255,8 +255,7 @@ class _Layout:
     def process(self, pid: int) -> int:
         u = self.procs.get(pid)
         if u is None:
-            names = {int(p.get("pid", -1)): str(p.get("name", "")) for p in self.r.trace.processes
-                     if isinstance(p, dict)}
+            names = {p.pid: p.name for p in self.r.trace.processes}
             name = names.get(pid) or "process"
             if self.rank is None:
                 u = self.enc.process(pid, name)

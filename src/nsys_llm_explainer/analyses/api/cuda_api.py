@@ -15,10 +15,10 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson
+from ...jsonable import NONE_AS_EMPTY, FieldsJson
 from ...model.timeline import few_distinct
 from ...model.trace import ApiCalls, TraceModel
-from ..common.stats import group_stats, pct, summary
+from ..common.stats import Summary, group_stats, pct, summary
 from . import classes as ac
 
 
@@ -59,7 +59,7 @@ class CudaApiResult(FieldsJson):
     total_ns: int = 0
     call_count: int = 0
     apis: Tuple[ApiRow, ...] = ()
-    launch_calls: Dict[str, int] = field(default_factory=dict)
+    launch_calls: Optional[Summary] = field(default=None, metadata=NONE_AS_EMPTY)   # launch calls' durations
     alloc_free: Tuple[AllocFreeApi, ...] = ()
 
 

@@ -19,6 +19,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     import numpy.typing as npt
 
+from ...jsonable import FieldsJson
 from ...model.timeline import few_distinct
 
 
@@ -274,15 +275,28 @@ def reordered(gs: GroupStats, cols: Tuple[str, ...]) -> GroupStats:
                       gs.max[order], gs.avg[order], gs.p50[order], gs.p90[order], gs.p99[order], gs.p50_exact[order])
 
 
-def summary(dur: np.ndarray) -> Dict[str, int]:
-    """Ungrouped statistics of ``dur`` as a JSON-ready dict (all integer ns)."""
+@dataclass(frozen=True)
+class Summary(FieldsJson):
+    """Ungrouped statistics of durations (integer ns, module docstring): count, total, average, extremes and
+    percentiles."""
+
+    count: int
+    total_ns: int
+    avg_ns: int
+    min_ns: int
+    max_ns: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+
+
+def summary(dur: np.ndarray) -> Summary:
+    """Ungrouped statistics of ``dur`` (all zero when it is empty)."""
     gs = group_stats({"all": np.zeros(dur.shape[0], np.int64)}, dur)
     if len(gs) == 0:
-        return {"count": 0, "total_ns": 0, "avg_ns": 0, "min_ns": 0, "max_ns": 0, "p50_ns": 0, "p90_ns": 0,
-                "p99_ns": 0}
-    return {"count": int(gs.count[0]), "total_ns": int(gs.total[0]), "avg_ns": int(gs.avg[0]),
-            "min_ns": int(gs.min[0]), "max_ns": int(gs.max[0]), "p50_ns": int(gs.p50[0]),
-            "p90_ns": int(gs.p90[0]), "p99_ns": int(gs.p99[0])}
+        return Summary(0, 0, 0, 0, 0, 0, 0, 0)
+    return Summary(count=int(gs.count[0]), total_ns=int(gs.total[0]), avg_ns=int(gs.avg[0]), min_ns=int(gs.min[0]),
+                   max_ns=int(gs.max[0]), p50_ns=int(gs.p50[0]), p90_ns=int(gs.p90[0]), p99_ns=int(gs.p99[0]))
 
 
 def top_indices(values: np.ndarray, k: int) -> np.ndarray:

@@ -41,8 +41,6 @@ from .tree import (
     subtree_sums,
 )
 
-Row = Dict[str, Any]
-
 
 @dataclass(frozen=True)
 class RangeRow(FieldsJson):
@@ -84,6 +82,28 @@ class UncoveredThread(FieldsJson):
 
 
 @dataclass(frozen=True)
+class PidCoverage(FieldsJson):
+    """The kernel time of process ``pid`` and the part of it inside a push/pop range (``coverage`` = their
+    ratio, 0 without kernel time)."""
+
+    pid: int
+    kernel_ns: int
+    attributed_ns: int
+    coverage: float
+
+
+@dataclass(frozen=True)
+class AttributionPhase(FieldsJson):
+    """The kernels of one phase of a user ``--phase-map`` (:mod:`..steps.phases`): count, summed duration (ns) and
+    share of all kernel time."""
+
+    phase: str
+    kernel_count: int
+    kernel_ns: int
+    pct_of_kernel_time: float
+
+
+@dataclass(frozen=True)
 class AttributionResult:
     available: bool
     reason: Optional[str]
@@ -95,8 +115,8 @@ class AttributionResult:
     startend_kernel_ns: int = 0        # kernel time launched inside ≥ 1 start/end range (same thread)
     ranges: Tuple[RangeRow, ...] = ()
     by_pid: Tuple[RangePidRow, ...] = ()
-    pid_coverage: Tuple[Row, ...] = ()
-    phases: Tuple[Row, ...] = ()
+    pid_coverage: Tuple[PidCoverage, ...] = ()
+    phases: Tuple[AttributionPhase, ...] = ()   # set only with a user --phase-map (graph.py)
     uncovered_by_thread: Tuple[UncoveredThread, ...] = ()   # kernels no push/pop range covers, per launching thread
     # helpers, not in to_dict(): innermost tree node per kernel (-1 none), and one innermost node per NVTX domain
     # stack, in layers (tree.enclosing_by_domain: a layer holds domains whose kernels do not meet)
@@ -110,7 +130,7 @@ class AttributionResult:
         return frozenset(normalize_range_name(r.name) for r in self.ranges
                          if r.style == "PushPop" and r.kernel_count > 0)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, Any]:   # attributed_count is written "attributed_kernel_count", in another order
         return json_ready({
             "available": self.available, "reason": self.reason, "coverage": self.coverage,
             "total_kernel_ns": self.total_kernel_ns, "attributed_ns": self.attributed_ns,
@@ -208,8 +228,7 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
         m = k.pid == p
         pt_all = int(dur[m].sum())
         pa = int(dur[m & att].sum())
-        pid_coverage.append({"pid": int(p), "kernel_ns": pt_all, "attributed_ns": pa,
-                             "coverage": pa / pt_all if pt_all else 0.0})
+        pid_coverage.append(PidCoverage(int(p), pt_all, pa, pa / pt_all if pt_all else 0.0))
     return AttributionResult(
         True, None, total_kernel_ns=total, attributed_ns=attributed_ns, attributed_count=int(att.sum()),
         uncovered_by_thread=uncovered_threads(model, ~att, dur),

@@ -14,17 +14,43 @@ there).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NOT_IN_JSON, json_ready
+from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson, json_ready
 from ...model.nvtx_build import UNTERMINATED_END_RULE
 from ...model.trace import TraceModel
 from ..common.stats import group_stats, pct
 from .tree import NvtxTree, build_tree, self_time
 
-Row = Dict[str, Any]
+
+@dataclass(frozen=True)
+class NvtxRangeRow(FieldsJson):
+    """One NVTX range name and style (module docstring): duration statistics (ns), ``pct_total``, and for push/pop
+    ranges ``self_ns`` / ``pct_self`` (None, and no key in ``report.json``, for start/end ranges)."""
+
+    name: str
+    style: str
+    count: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    min_ns: int
+    max_ns: int
+    pct_total: float
+    self_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    pct_self: Optional[float] = field(default=None, metadata=NONE_OMITTED)
+
+
+@dataclass(frozen=True)
+class NvtxPidRow(FieldsJson):
+    """The ranges of one name in process ``pid``: count and summed duration (ns)."""
+
+    pid: int
+    name: str
+    count: int
+    total_ns: int
 
 
 @dataclass(frozen=True)
@@ -34,11 +60,11 @@ class NvtxResult:
     range_count: int = 0
     unterminated: int = 0
     unterminated_end_ns: Optional[int] = None   # end given to unterminated ranges (None: none open)
-    ranges: Tuple[Row, ...] = ()
-    by_pid: Tuple[Row, ...] = ()
+    ranges: Tuple[NvtxRangeRow, ...] = ()
+    by_pid: Tuple[NvtxPidRow, ...] = ()
     tree: Optional[NvtxTree] = field(default=None, metadata=NOT_IN_JSON)   # push/pop nesting tree: a helper
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, Any]:   # with the rule unterminated ranges end by (a constant)
         return json_ready({"available": self.available, "reason": self.reason, "range_count": self.range_count,
                            "unterminated": self.unterminated, "unterminated_end_rule": UNTERMINATED_END_RULE,
                            "unterminated_end_ns": self.unterminated_end_ns, "ranges": self.ranges,
@@ -61,18 +87,19 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
     self_total = int(self_by_name.sum())
     gs = group_stats({"name": nv.name_idx.astype(np.int64), "style": style}, dur)
     total_all = int(gs.total.sum()) if len(gs) else 0
-    ranges = []
+    ranges: List[NvtxRangeRow] = []
     for i in gs.order_by_total().tolist():
         ni, sty = int(gs.keys["name"][i]), int(gs.keys["style"][i])
-        r = {"name": nv.names[ni], "style": "PushPop" if sty == 0 else "StartEnd", "count": int(gs.count[i]),
-             "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]), "p50_ns": int(gs.p50[i]),
-             "min_ns": int(gs.min[i]), "max_ns": int(gs.max[i]), "pct_total": pct(int(gs.total[i]), total_all)}
-        if sty == 0:
-            r = {**r, "self_ns": int(self_by_name[ni]), "pct_self": pct(int(self_by_name[ni]), self_total)}
-        ranges.append(r)
+        push = sty == 0
+        ranges.append(NvtxRangeRow(
+            name=nv.names[ni], style="PushPop" if push else "StartEnd", count=int(gs.count[i]),
+            total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i]), min_ns=int(gs.min[i]),
+            max_ns=int(gs.max[i]), pct_total=pct(int(gs.total[i]), total_all),
+            self_ns=int(self_by_name[ni]) if push else None,
+            pct_self=pct(int(self_by_name[ni]), self_total) if push else None))
     gp = group_stats({"pid": nv.pid, "name": nv.name_idx.astype(np.int64)}, dur)
-    by_pid = tuple({"pid": int(gp.keys["pid"][i]), "name": nv.names[int(gp.keys["name"][i])],
-                    "count": int(gp.count[i]), "total_ns": int(gp.total[i])} for i in gp.order_by_total().tolist())
+    by_pid = tuple(NvtxPidRow(int(gp.keys["pid"][i]), nv.names[int(gp.keys["name"][i])], int(gp.count[i]),
+                              int(gp.total[i])) for i in gp.order_by_total().tolist())
     open_ = ~nv.closed
     open_end = int(nv.end[open_].max()) if open_.any() else None
     return NvtxResult(True, None, range_count=len(nv), unterminated=int(open_.sum()), unterminated_end_ns=open_end,

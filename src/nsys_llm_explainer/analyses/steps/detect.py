@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ...config.patterns import first_match
 from ...config.phase_map import PhaseMap
 from ...errors import OptionError
+from ...jsonable import FieldsJson
 from ...model.trace import Kernels, TraceModel
 from ..nvtx.tree import NvtxTree
 from .nvtx_method import MIN_INSTANCES, StepChoice, choose_nvtx, kernel_nodes, nvtx_steps, work_items
@@ -65,6 +66,14 @@ class StepSpans:
 
 
 @dataclass(frozen=True)
+class MarkerKernel(FieldsJson):
+    """A kernel name the step-marker regex matched, and how many of its kernels ran."""
+
+    name: str
+    count: int
+
+
+@dataclass(frozen=True)
 class Detection:
     """Detected steps (``spans`` None when ``method == "none"``) and how they were found."""
 
@@ -74,13 +83,13 @@ class Detection:
     confidence_reason: str = ""
     step_ranges: Tuple[str, ...] = ()
     marker_regex: Optional[str] = None
-    marker_kernels: Tuple[Dict[str, Any], ...] = ()
+    marker_kernels: Tuple[MarkerKernel, ...] = ()
     notes: Tuple[str, ...] = ()
     spans: Optional[StepSpans] = None
 
 
 # ------------------------------------------------------------------------------------------- marker method
-def marker_kernels(k: Kernels, regex: str) -> Tuple[np.ndarray, Tuple[Dict[str, Any], ...]]:
+def marker_kernels(k: Kernels, regex: str) -> Tuple[np.ndarray, Tuple[MarkerKernel, ...]]:
     """(marker mask per kernel row, marker kernel names with their counts, most frequent first). A user's
     ``regex`` is matched in bounded time (:func:`config.patterns.first_match`)."""
     try:
@@ -94,7 +103,7 @@ def marker_kernels(k: Kernels, regex: str) -> Tuple[np.ndarray, Tuple[Dict[str, 
     hit = np.array([j == 0 for j in first] + [False], dtype=np.bool_)
     is_m = hit[k.name_idx]
     cnt = np.bincount(k.name_idx[is_m], minlength=len(k.names))
-    return is_m, tuple({"name": k.names[i], "count": int(cnt[i])}
+    return is_m, tuple(MarkerKernel(k.names[i], int(cnt[i]))
                        for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist() if cnt[i])
 
 
@@ -173,7 +182,7 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
                                                  else "the trace has no NVTX push/pop ranges"))
     marker = None
     regex = step_marker or DEFAULT_MARKER
-    markers: Tuple[Dict[str, Any], ...] = ()
+    markers: Tuple[MarkerKernel, ...] = ()
     if (choice is None or choice.confidence == "low") and k is not None and len(k):
         is_m, markers = marker_kernels(k, regex)
         marker = marker_steps(k, is_m)

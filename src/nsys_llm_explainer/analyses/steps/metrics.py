@@ -27,26 +27,118 @@ were cut), as in ``tables/steps.csv``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ...config.phase_map import as_phase_map
 from ...errors import InputError
-from ...jsonable import NOT_IN_JSON, dataclass_from_json, json_ready, need, row_values
+from ...jsonable import NONE_AS_EMPTY, NOT_IN_JSON, FieldsJson, dataclass_from_json, fields_json, need, row_values
 from ...model import intervals as iv
 from ...model.trace import TraceModel
 from ...vocabulary.units import fmt_us_unit as us
 from ..api.classes import class_mask
-from ..common.stats import median, round_half_up, summary
+from ..common.stats import Summary, median, round_half_up, summary
 from ..nvtx.tree import NvtxTree, build_tree
-from .detect import detect_steps
+from .detect import MarkerKernel, detect_steps
 from .phases import UNMAPPED, PhaseResult
 
 METRICS = ("wall_ns", "gpu_busy_ns", "gpu_idle_ns", "sync_ns", "memcpy_ns", "kernel_count")
 MAX_ROWS = 100_000  # per-step rows kept in report.json / tables/steps.csv
 
-Row = Dict[str, Any]
+@dataclass(frozen=True)
+class StepRow(FieldsJson):
+    """One step (module docstring): its index in step order, place in time and metrics (integer ns, counts)."""
+
+    index: int
+    start_ns: int
+    end_ns: int
+    wall_ns: int
+    phase: str
+    pid: int
+    device: int
+    gpu_busy_ns: int
+    gpu_idle_ns: int
+    kernel_count: int
+    sync_ns: int
+    memcpy_ns: int
+
+
+@dataclass(frozen=True)
+class StepMetrics(FieldsJson):
+    """The step metrics (:data:`METRICS`, in that order) of a set of steps: their totals, or a step's excess over
+    its phase's medians (``vs_median``)."""
+
+    wall_ns: int
+    gpu_busy_ns: int
+    gpu_idle_ns: int
+    sync_ns: int
+    memcpy_ns: int
+    kernel_count: int
+
+
+@dataclass(frozen=True)
+class SlowStep(StepRow):
+    """A slowest or outlier step: its row, ``vs_median`` (its metrics minus its phase's medians) and
+    ``what_differed`` (those differences in words)."""
+
+    vs_median: StepMetrics
+    what_differed: str
+
+
+@dataclass(frozen=True)
+class PhaseMedian(FieldsJson):
+    """The median of each metric over the ``count`` steps of one phase (rounded half up)."""
+
+    phase: str
+    count: int
+    wall_ns: int
+    gpu_busy_ns: int
+    gpu_idle_ns: int
+    sync_ns: int
+    memcpy_ns: int
+    kernel_count: int
+
+
+@dataclass(frozen=True)
+class StepPhaseGroup(FieldsJson):
+    """The steps of one phase: the distribution of ``wall_ns`` (:func:`stats.summary`) and the totals of the other
+    metrics."""
+
+    phase: str
+    count: int
+    total_ns: int
+    avg_ns: int
+    min_ns: int
+    max_ns: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    gpu_busy_ns: int
+    gpu_idle_ns: int
+    sync_ns: int
+    memcpy_ns: int
+    kernel_count: int
+
+
+@dataclass(frozen=True)
+class StepPidGroup(FieldsJson):
+    """The steps of one process: as :class:`StepPhaseGroup`."""
+
+    pid: int
+    count: int
+    total_ns: int
+    avg_ns: int
+    min_ns: int
+    max_ns: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    gpu_busy_ns: int
+    gpu_idle_ns: int
+    sync_ns: int
+    memcpy_ns: int
+    kernel_count: int
 
 
 @dataclass(frozen=True)
@@ -79,21 +171,18 @@ class StepArrays:
         p = int(self.phase[i])
         return self.phase_names[p] if p >= 0 else UNMAPPED
 
-    def row(self, i: int) -> Row:
-        return {"index": int(i), "start_ns": int(self.start[i]), "end_ns": int(self.end[i]),
-                "wall_ns": int(self.wall[i]), "phase": self.phase_label(i), "pid": int(self.pid[i]),
-                "device": int(self.device[i]), "gpu_busy_ns": int(self.gpu_busy[i]),
-                "gpu_idle_ns": int(self.gpu_idle[i]), "kernel_count": int(self.kernel_count[i]),
-                "sync_ns": int(self.sync[i]), "memcpy_ns": int(self.memcpy[i])}
+    def row(self, i: int) -> StepRow:
+        return StepRow(int(i), int(self.start[i]), int(self.end[i]), int(self.wall[i]), self.phase_label(i),
+                       int(self.pid[i]), int(self.device[i]), int(self.gpu_busy[i]), int(self.gpu_idle[i]),
+                       int(self.kernel_count[i]), int(self.sync[i]), int(self.memcpy[i]))
 
-    def rows(self, limit: Optional[int] = None) -> List[Row]:
+    def rows(self, limit: Optional[int] = None) -> List[StepRow]:
         """``row(i)`` for the first ``limit`` steps (all by default), converting each column once."""
         k = len(self) if limit is None else min(limit, len(self))
         cols = [[int(v) for v in x[:k].tolist()] for x in (self.start, self.end, self.pid, self.device,
                                                           self.gpu_busy, self.kernel_count, self.sync, self.memcpy)]
         labels = [self.phase_label(i) for i in range(k)]
-        return [{"index": i, "start_ns": s, "end_ns": e, "wall_ns": e - s, "phase": ph, "pid": p, "device": d,
-                 "gpu_busy_ns": b, "gpu_idle_ns": e - s - b, "kernel_count": kc, "sync_ns": sy, "memcpy_ns": mc}
+        return [StepRow(i, s, e, e - s, ph, p, d, b, e - s - b, kc, sy, mc)
                 for i, (s, e, p, d, b, kc, sy, mc, ph) in enumerate(zip(*cols, labels))]
 
     @classmethod
@@ -121,34 +210,33 @@ class StepResult:
     confidence_reason: str = ""
     step_ranges: Tuple[str, ...] = ()  # NVTX names used as steps
     marker_regex: Optional[str] = None
-    marker_kernels: Tuple[Row, ...] = ()  # marker kernel names and counts
+    marker_kernels: Tuple[MarkerKernel, ...] = ()  # marker kernel names and counts
     step_count: int = 0
-    summary: Dict[str, int] = field(default_factory=dict)
-    totals: Dict[str, int] = field(default_factory=dict)
-    by_phase: Tuple[Row, ...] = ()
-    by_pid: Tuple[Row, ...] = ()
-    median_by_phase: Tuple[Row, ...] = ()
-    slowest: Tuple[Row, ...] = ()
-    outliers: Tuple[Row, ...] = ()
+    summary: Optional[Summary] = field(default=None, metadata=NONE_AS_EMPTY)   # of wall_ns
+    totals: Optional[StepMetrics] = field(default=None, metadata=NONE_AS_EMPTY)
+    by_phase: Tuple[StepPhaseGroup, ...] = ()
+    by_pid: Tuple[StepPidGroup, ...] = ()
+    median_by_phase: Tuple[PhaseMedian, ...] = ()
+    slowest: Tuple[SlowStep, ...] = ()
+    outliers: Tuple[SlowStep, ...] = ()
     notes: Tuple[str, ...] = ()
     arrays: Optional[StepArrays] = field(default=None, metadata=NOT_IN_JSON)   # full per-step columns: a helper,
     #                                                                            in to_dict() only as ``rows``
 
-    def rows(self) -> List[Row]:
-        """The step rows ``report.json`` holds: the first :data:`MAX_ROWS` (:meth:`StepArrays.rows`)."""
-        a = self.arrays if self.available else None
-        return a.rows(MAX_ROWS) if a is not None and len(a) else []
+    def rows(self) -> List[StepRow]:
+        """The step rows ``report.json`` holds: the first :data:`MAX_ROWS` (:meth:`StepArrays.rows`), built once
+        (report.json, steps.csv and the charts read the same list: do not change it)."""
+        got: Optional[List[StepRow]] = self.__dict__.get("_rows")
+        if got is None:
+            a = self.arrays if self.available else None
+            got = a.rows(MAX_ROWS) if a is not None and len(a) else []
+            self.__dict__["_rows"] = got   # a cache beside the fields (the class is frozen, not slotted)
+        return got
 
     def to_dict(self) -> Dict[str, Any]:
         a = self.arrays if self.available else None
-        return {**json_ready({
-            "available": self.available, "reason": self.reason, "method": self.method, "confidence": self.confidence,
-            "confidence_reason": self.confidence_reason, "step_ranges": self.step_ranges,
-            "marker_regex": self.marker_regex, "marker_kernels": self.marker_kernels, "step_count": self.step_count,
-            "summary": self.summary, "totals": self.totals, "by_phase": self.by_phase, "by_pid": self.by_pid,
-            "median_by_phase": self.median_by_phase, "slowest": self.slowest, "outliers": self.outliers,
-            "notes": self.notes}), "rows": self.rows(),
-            "rows_capped": a is not None and self.step_count > MAX_ROWS}   # StepArrays.row() gives builtins already
+        return {**fields_json(self), "rows": [fields_json(r) for r in self.rows()],
+                "rows_capped": a is not None and self.step_count > MAX_ROWS}
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "steps") -> StepResult:
@@ -157,7 +245,7 @@ class StepResult:
         rows = need(d, "rows", where)
         return dataclass_from_json(cls, d, where, arrays=rows if rows and need(d, "available", where) else None)
 
-    def table(self) -> List[Row]:
+    def table(self) -> List[StepRow]:
         """Every step as a row (for CSV output)."""
         a = self.arrays
         return a.rows() if a is not None else []
@@ -202,17 +290,16 @@ def _what_differed(delta: Dict[str, int], phase: str) -> str:
     return head + (": " + ", ".join(txt) if txt else "")
 
 
-def _group_rows(a: StepArrays, groups: np.ndarray, labels: Sequence[object], key: str) -> List[Row]:
+def _group_rows(a: StepArrays, groups: np.ndarray) -> List[Dict[str, Any]]:
+    """Per distinct value of ``groups`` (in sorted order): the fields of a :class:`StepPhaseGroup` /
+    :class:`StepPidGroup` but its key."""
     rows = []
     wall, busy, idle = a.wall, a.gpu_busy, a.gpu_idle
-    for gv, label in zip(np.unique(groups).tolist(), labels):
+    for gv in np.unique(groups).tolist():
         m = groups == gv
-        row: Dict[str, object] = {key: label}
-        row.update(summary(wall[m]))
-        row.update({"gpu_busy_ns": int(busy[m].sum()), "gpu_idle_ns": int(idle[m].sum()),
-                    "sync_ns": int(a.sync[m].sum()), "memcpy_ns": int(a.memcpy[m].sum()),
-                    "kernel_count": int(a.kernel_count[m].sum())})
-        rows.append(row)
+        rows.append(dict(**fields_json(summary(wall[m])), gpu_busy_ns=int(busy[m].sum()),
+                         gpu_idle_ns=int(idle[m].sum()), sync_ns=int(a.sync[m].sum()), memcpy_ns=int(a.memcpy[m].sum()),
+                         kernel_count=int(a.kernel_count[m].sum())))
     return rows
 
 
@@ -284,11 +371,11 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
                    memcpy=memcpy[order], phase_names=tuple(phase_names))
     uph = np.unique(a.phase).tolist()
     med: Dict[int, Dict[str, int]] = {}
-    median_by_phase: List[Row] = []
+    median_by_phase: List[PhaseMedian] = []
     for p in uph:
         m = a.phase == p
         med[p] = {mm: int(round_half_up(median(_metric(a, mm)[m]))) for mm in METRICS}
-        median_by_phase.append({"phase": phase_names[p] if p >= 0 else UNMAPPED, "count": int(m.sum()), **med[p]})
+        median_by_phase.append(PhaseMedian(phase_names[p] if p >= 0 else UNMAPPED, int(m.sum()), **med[p]))
     ntop = max(int(top), 0)
     ref_wall = np.array([med[int(p)]["wall_ns"] for p in a.phase.tolist()], np.int64)
     excess = a.wall - ref_wall
@@ -297,19 +384,21 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     out = out[excess[out] > 0]
     return replace(
         head, available=True, step_count=n, summary=summary(a.wall),
-        totals={m: int(_metric(a, m).sum()) for m in METRICS},
-        by_phase=tuple(_group_rows(a, a.phase, [phase_names[p] if p >= 0 else UNMAPPED for p in uph], "phase")),
-        by_pid=tuple(_group_rows(a, a.pid, np.unique(a.pid).tolist(), "pid")),
+        totals=StepMetrics(**{m: int(_metric(a, m).sum()) for m in METRICS}),
+        by_phase=tuple(StepPhaseGroup(phase_names[p] if p >= 0 else UNMAPPED, **g)
+                       for p, g in zip(uph, _group_rows(a, a.phase))),
+        by_pid=tuple(StepPidGroup(int(p), **g) for p, g in zip(np.unique(a.pid).tolist(), _group_rows(a, a.pid))),
         median_by_phase=tuple(median_by_phase), slowest=_vs_median(a, slow, med), outliers=_vs_median(a, out, med),
         arrays=a)
 
 
-def _vs_median(a: StepArrays, idx: np.ndarray, med: Dict[int, Dict[str, int]]) -> Tuple[Row, ...]:
+def _vs_median(a: StepArrays, idx: np.ndarray, med: Dict[int, Dict[str, int]]) -> Tuple[SlowStep, ...]:
     """Rows of steps ``idx`` with ``vs_median`` (metrics minus the phase's medians) and ``what_differed``."""
     rows = []
     for i in idx.tolist():
         row = a.row(i)
         ref = med[int(a.phase[i])]
-        delta = {mm: int(row[mm]) - ref[mm] for mm in METRICS}
-        rows.append({**row, "vs_median": delta, "what_differed": _what_differed(delta, str(row["phase"]))})
+        delta = {mm: int(getattr(row, mm)) - ref[mm] for mm in METRICS}
+        rows.append(SlowStep(**fields_json(row), vs_median=StepMetrics(**delta),
+                             what_differed=_what_differed(delta, row.phase)))
     return tuple(rows)

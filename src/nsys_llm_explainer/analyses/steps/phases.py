@@ -27,7 +27,7 @@ are ``unmapped``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -45,7 +45,37 @@ from ..common.stats import pct
 from ..nvtx.tree import NvtxTree, nearest_marked
 
 PhaseMapLike = Union[PhaseMap, Mapping[str, Sequence[str]]]
-Row = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PidWall(FieldsJson):
+    """The wall time (ns) a phase owns on the threads of process ``pid`` (module docstring)."""
+
+    pid: int
+    wall_ns: int
+
+
+@dataclass(frozen=True)
+class PhaseRow(FieldsJson):
+    """One phase (or ``unmapped``): its ranges, wall time, kernels and GPU time (module docstring)."""
+
+    phase: str
+    range_count: int
+    wall_ns: int
+    wall_by_pid: Tuple[PidWall, ...]
+    kernel_count: int
+    gpu_time_ns: int
+    gpu_busy_ns: int
+    pct_of_kernel_time: float
+
+
+@dataclass(frozen=True)
+class PhaseRangeName(FieldsJson):
+    """An NVTX push/pop range name that got a phase, and how many ranges have it."""
+
+    name: str
+    phase: str
+    count: int
 
 
 def phase_of_names(names: Sequence[str], phase_map: PhaseMapLike,
@@ -95,8 +125,8 @@ class PhaseResult(FieldsJson):
     phase_map: Dict[str, List[str]]
     phase_names: Tuple[str, ...] = ()   # phase map order; index = kernel_phase value
     total_kernel_ns: int = 0
-    phases: Tuple[Row, ...] = ()
-    range_names: Tuple[Row, ...] = ()  # NVTX names that got a phase: name, phase, count
+    phases: Tuple[PhaseRow, ...] = ()
+    range_names: Tuple[PhaseRangeName, ...] = ()  # NVTX names that got a phase
     notes: Tuple[str, ...] = ()
     # helpers, not in to_dict(): phase index per kernel (-1 none), phase index of each tree node's phase
     # owner, and the phase map used (with ignore / step keywords)
@@ -155,7 +185,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
     names = model.nvtx.names if model.nvtx is not None else []
     piece_s = piece_e = piece_ph = piece_pid = np.zeros(0, np.int64)
     range_count = np.zeros(len(labels), np.int64)
-    range_names: List[Row] = []
+    range_names: List[PhaseRangeName] = []
     notes: List[str] = []
     available = False
     reason: Optional[str] = None
@@ -168,7 +198,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
         has = own >= 0
         range_count = np.bincount(own[has], minlength=len(labels)).astype(np.int64)
         cnt = np.bincount(tree.name_idx[has], minlength=len(names) + 1)
-        range_names = [{"name": names[i], "phase": labels[int(name_phase[i])], "count": int(cnt[i])}
+        range_names = [PhaseRangeName(names[i], labels[int(name_phase[i])], int(cnt[i]))
                        for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist()
                        if cnt[i] != 0 and i < len(names)]
         if not has.any():
@@ -200,7 +230,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
             for p in np.unique(piece_pid[m_ph]).tolist():
                 m = m_ph & (piece_pid == p)
                 w = iv.union_unsorted(piece_s[m], piece_e[m]).length
-                by_pid.append({"pid": int(p), "wall_ns": int(w)})
+                by_pid.append(PidWall(int(p), int(w)))
                 wall += w
         km = kp == pj
         if k is not None and nk and km.all():          # every kernel: the columns themselves, no copies
@@ -209,11 +239,10 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
         else:
             t = int(dur[km].sum())
             busy = _busy_per_device(k.start[km], k.end[km], k.device[km]) if k is not None and nk and km.any() else 0
-        rows.append({
-            "phase": label, "range_count": int(range_count[pj]) if pj >= 0 else 0, "wall_ns": int(wall),
-            "wall_by_pid": by_pid, "kernel_count": int(km.sum()), "gpu_time_ns": t, "gpu_busy_ns": int(busy),
-            "pct_of_kernel_time": pct(t, total_kernel_ns),
-        })
+        rows.append(PhaseRow(
+            phase=label, range_count=int(range_count[pj]) if pj >= 0 else 0, wall_ns=int(wall),
+            wall_by_pid=tuple(by_pid), kernel_count=int(km.sum()), gpu_time_ns=t, gpu_busy_ns=int(busy),
+            pct_of_kernel_time=pct(t, total_kernel_ns)))
     return PhaseResult(available, reason, pm.source, pm.as_dict(), phase_names=tuple(labels),
                        total_kernel_ns=total_kernel_ns, phases=tuple(rows), range_names=tuple(range_names),
                        notes=tuple(notes), kernel_phase=kernel_phase, node_phase=node_phase, rules=pm)

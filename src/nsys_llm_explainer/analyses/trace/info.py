@@ -8,14 +8,63 @@ quirks the reader handled; ``session`` the session as the export records it (:mo
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from ...jsonable import FieldsJson
+from ...jsonable import NOT_IN_JSON, FieldsJson, dataclass_from_json, json_ready
 from ...model.trace import TraceModel, sql_int
 from .session import SessionSpan, analyze_session
+
+Value = Optional[Union[int, float, str]]
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One ``TARGET_INFO_GPU`` row: the columns the export has (``columns``, in this class's field order; a value
+    that is no number or string is written as a string). ``report.json`` holds those columns only, so a GPU of an
+    export without ``smCount`` has no such key (the field is None)."""
+
+    id: Value = None
+    name: Value = None
+    chipName: Value = None
+    busLocation: Value = None
+    uuid: Value = None
+    totalMemory: Value = None
+    memoryBandwidth: Value = None
+    clockRate: Value = None
+    smCount: Value = None
+    computeMajor: Value = None
+    computeMinor: Value = None
+    columns: Tuple[str, ...] = field(default=(), metadata=NOT_IN_JSON)
+
+    @classmethod
+    def of_row(cls, row: Mapping[str, object]) -> GpuInfo:
+        """The GPU of a model row (its keys: the table's columns this class knows)."""
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "columns" and f.name in row)
+        return cls(**{n: _json_safe(row[n]) for n in names}, columns=names)
+
+    def to_dict(self) -> Dict[str, Any]:   # the export's columns only
+        return json_ready({c: getattr(self, c) for c in self.columns})
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "trace.gpus") -> GpuInfo:
+        """The inverse of :meth:`to_dict`: ``columns`` are the keys ``d`` has."""
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "columns")
+        have = tuple(n for n in names if isinstance(d, Mapping) and n in d)
+        return dataclass_from_json(cls, d, where, omitted=set(names) - set(have), columns=have)
+
+
+@dataclass(frozen=True)
+class ProcessRow(FieldsJson):
+    """A process with CUDA activity: its name (``PROCESSES``; "" unknown), kernels and CUDA API calls."""
+
+    pid: int
+    name: str
+    kernels: int
+    cuda_api_calls: int
 
 
 @dataclass(frozen=True)
@@ -28,8 +77,8 @@ class TraceInfoResult(FieldsJson):
     start_ns: Optional[int]
     end_ns: Optional[int]
     span_ns: int
-    gpus: Tuple[Dict[str, Any], ...] = ()
-    processes: Tuple[Dict[str, Any], ...] = ()
+    gpus: Tuple[GpuInfo, ...] = ()
+    processes: Tuple[ProcessRow, ...] = ()
     row_counts: Dict[str, int] = field(default_factory=dict)
     cuda_graph_trace_mode: Optional[str] = None
     capture: Dict[str, object] = field(default_factory=dict)
@@ -37,7 +86,7 @@ class TraceInfoResult(FieldsJson):
     session: Optional[SessionSpan] = None   # the session's recorded length, the CUDA activity's place in it
 
 
-def _json_safe(v: object) -> object:
+def _json_safe(v: object) -> Value:
     if isinstance(v, (int, float, str)) or v is None:
         return v
     return str(v)
@@ -62,8 +111,8 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
         u, c = np.unique(model.api.pid, return_counts=True)
         for p, n in zip(u.tolist(), c.tolist()):
             active.setdefault(p, {})["cuda_api_calls"] = n
-    processes = tuple({"pid": p, "name": names.get(p, ""), "kernels": active[p].get("kernels", 0),
-                       "cuda_api_calls": active[p].get("cuda_api_calls", 0)} for p in sorted(active))
+    processes = tuple(ProcessRow(p, names.get(p, ""), active[p].get("kernels", 0), active[p].get("cuda_api_calls", 0))
+                      for p in sorted(active))
     capture: Dict[str, object] = {}
     for key in ("capture:CUDA_TRACE_SCOPE", "capture:CUDA_SKIP_SOME_API_CALLS", "EXPORT_PARAM_TIME_NORMALIZE",
                 "EXPORT_CONFIG_TIME_SHIFT", "EXPORT_PARAM_LAZY", "EXPORT_LAZY", "EXPORT_TIME_UTC"):
@@ -74,6 +123,6 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
         path=display_path if display_path is not None else info.path, nsys_version=info.product_version,
         export_schema_version=info.schema_version, metadata_table=info.meta_table, kernel_table=info.kernel_table,
         start_ns=t0, end_ns=t1, span_ns=(t1 - t0) if t0 is not None and t1 is not None else 0,
-        gpus=tuple({k: _json_safe(v) for k, v in g.items()} for g in info.gpus), processes=processes,
+        gpus=tuple(GpuInfo.of_row(g) for g in info.gpus), processes=processes,
         row_counts=dict(info.row_counts), cuda_graph_trace_mode=info.graph_trace_mode, capture=capture,
         schema_notes=tuple(model.notes), session=analyze_session(model))

@@ -53,16 +53,16 @@ def sec_trace(v: View) -> SectionResult:
         "; traced span (first to last CUDA or NVTX activity) ", v.at(v.r.window.full_end_ns), _session(t), ".")]
     gpus = t.gpus
     if gpus:
-        items.append(inline("GPUs: ", joined([inline(Data(g.get("id")), ": ", Data(g.get("name")),
-                                                     f" ({fmt_int(g.get('smCount'))} SMs, "
-                                                     f"{fmt_bytes(g.get('totalMemory'))})") for g in gpus[:16]], "; "),
+        items.append(inline("GPUs: ", joined([inline(Data(g.id), ": ", Data(g.name),
+                                                     f" ({fmt_int(g.smCount)} SMs, "
+                                                     f"{fmt_bytes(g.totalMemory)})") for g in gpus[:16]], "; "),
                             "."))
     procs = t.processes
     if procs:
         more = f" (+{len(procs) - 8} more)" if len(procs) > 8 else ""
         items.append(inline("Processes: ", joined([inline(
-            "pid ", Data(p.get("pid")), " ", Code(p.get("name"), 40),
-            f" ({fmt_int(p.get('kernels'))} kernels, {fmt_int(p.get('cuda_api_calls'))} CUDA API calls)")
+            "pid ", Data(p.pid), " ", Code(p.name, 40),
+            f" ({fmt_int(p.kernels)} kernels, {fmt_int(p.cuda_api_calls)} CUDA API calls)")
             for p in procs[:8]], "; "), more, "."))
     rc = t.row_counts
     if rc:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from ...vocabulary.units import fmt_at
 from ..document import Cell, Code, Data, Inline, SectionResult, inline
-from ..table import field_of
 
 if TYPE_CHECKING:
     from ...report import Report
@@ -27,8 +26,7 @@ class View:
         self.r = report
         self.top: int = report.options.top
         self.t0: int = report.window.full_start_ns
-        self.gpu_names: Dict[Any, str] = {field_of(g, "id"): str(field_of(g, "name") or "")
-                                          for g in report.trace.gpus}
+        self.gpu_names: Dict[Any, str] = {g.id: str(g.name or "") for g in report.trace.gpus}
 
     def at(self, ns: Any) -> str:
         """A timestamp as ms from trace start (``window.full_start_ns``)."""

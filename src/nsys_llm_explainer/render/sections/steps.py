@@ -33,13 +33,11 @@ from ..document import (
     parts,
 )
 from ..specs import PHASES, STEPS, STEPS_BY_PHASE
-from ..table import field_of
 from .ctx import View
 
 if TYPE_CHECKING:
-    from ...analyses.steps.metrics import StepResult
+    from ...analyses.steps.metrics import StepResult, StepRow
 
-Row = Any   # a step row (a dict of StepArrays.rows() or of the step lists)
 
 #: most step points plotted (the time series and the histogram)
 MAX_STEP_POINTS = 4000
@@ -54,40 +52,39 @@ HOVER = ("step %{customdata[0]} · pid %{customdata[1]} · device %{customdata[2
 TITLE = "Phases and steps"
 
 
-def plotted_steps(steps: StepResult, rows: Sequence[Row]) -> List[Row]:
+def plotted_steps(steps: StepResult, rows: Sequence[StepRow]) -> List[StepRow]:
     """The step rows drawn: all of ``rows`` (``steps.rows()``) up to :data:`MAX_STEP_POINTS`, else every k-th
     plus the slowest."""
     if len(rows) <= MAX_STEP_POINTS:
         return list(rows)
     k = -(-len(rows) // MAX_STEP_POINTS)
     picked = list(rows[::k])
-    seen = {field_of(r, "index") for r in picked}
-    extra = [r for r in steps.slowest if field_of(r, "index") not in seen]
-    return sorted(picked + extra, key=lambda r: (field_of(r, "start_ns") or 0, field_of(r, "index") or 0))
+    seen = {r.index for r in picked}
+    extra: List[StepRow] = [r for r in steps.slowest if r.index not in seen]
+    return sorted(picked + extra, key=lambda r: (r.start_ns, r.index))
 
 
-def _by_phase(rows: List[Row]) -> Dict[str, List[Row]]:
-    out: Dict[str, List[Row]] = {}
+def _by_phase(rows: List[StepRow]) -> Dict[str, List[StepRow]]:
+    out: Dict[str, List[StepRow]] = {}
     for r in rows:  # one pass over the (capped) plotted rows
-        phase = field_of(r, "phase")
-        out.setdefault(str(phase if phase is not None else "unmapped"), []).append(r)
+        out.setdefault(r.phase, []).append(r)
     return out
 
 
-def _series(v: View, groups: Dict[str, List[Row]]) -> List[Dict[str, Any]]:
+def _series(v: View, groups: Dict[str, List[StepRow]]) -> List[Dict[str, Any]]:
     traces = []
     for i, (phase, rows) in enumerate(groups.items()):
         traces.append({
             "type": "scatter", "mode": "markers", "name": plot_text(phase, 40),
-            "x": [v.rel_ms(r["start_ns"]) for r in rows], "y": [ms_value(r["wall_ns"]) for r in rows],
-            "customdata": [[r["index"], r["pid"], r["device"], ms_value(r["gpu_busy_ns"]),
-                            ms_value(r["gpu_idle_ns"]), ms_value(r["sync_ns"]), r["kernel_count"]]
+            "x": [v.rel_ms(r.start_ns) for r in rows], "y": [ms_value(r.wall_ns) for r in rows],
+            "customdata": [[r.index, r.pid, r.device, ms_value(r.gpu_busy_ns),
+                            ms_value(r.gpu_idle_ns), ms_value(r.sync_ns), r.kernel_count]
                            for r in rows],
             "marker": {"size": 5, "color": PHASE_COLORS[i % len(PHASE_COLORS)]}, "hovertemplate": HOVER})
     return traces
 
 
-def _how(st: StepResult, rows: Sequence[Row], shown: List[Row]) -> str:
+def _how(st: StepResult, rows: Sequence[StepRow], shown: List[StepRow]) -> str:
     how = (f"all {fmt_int(len(rows))} steps" if len(shown) == len(rows) else
            f"{fmt_int(len(shown))} of {fmt_int(len(rows))} steps (every {-(-len(rows) // MAX_STEP_POINTS)}-th "
            "step plus the slowest, to keep the page small)")
@@ -96,24 +93,24 @@ def _how(st: StepResult, rows: Sequence[Row], shown: List[Row]) -> str:
     return how
 
 
-def series_chart(v: View, st: StepResult, rows: Sequence[Row]) -> Figure:
+def series_chart(v: View, st: StepResult, rows: Sequence[StepRow]) -> Figure:
     shown = plotted_steps(st, rows)
     cap = inline(f"Wall time of each step at its start; {_how(st, rows, shown)}. Text equivalent: report.json ",
                  Code("steps.rows"), ", ", Code("tables/steps.csv"), "; the slowest steps are listed below.")
     lay = layout(320, "step start, ms from trace start", "step wall time (ms)")
-    walls = [w for w in (r["wall_ns"] for r in shown) if isinstance(w, int) and w > 0]
+    walls = [w for w in (r.wall_ns for r in shown) if isinstance(w, int) and w > 0]
     if walls and max(walls) > LOG_RATIO * min(walls):
         lay["yaxis"]["type"] = "log"
         cap = inline(cap, " Logarithmic y axis (step times span more than two orders of magnitude).")
     return Figure("steps-series", _series(v, _by_phase(shown)), lay, cap)
 
 
-def hist_chart(st: StepResult, rows: Sequence[Row]) -> Figure:
+def hist_chart(st: StepResult, rows: Sequence[StepRow]) -> Figure:
     """One histogram per phase side by side (phases differ by orders of magnitude), p50 / p99 of
     ``steps.by_phase`` marked as dashed lines."""
     shown = plotted_steps(st, rows)
     groups = _by_phase(shown)
-    by_phase = {str(field_of(r, "phase")): r for r in st.by_phase}
+    by_phase = {r.phase: r for r in st.by_phase}
     phases = list(groups)[:MAX_HIST_PHASES]
     k = max(1, len(phases))
     data: List[Dict[str, Any]] = []
@@ -123,7 +120,7 @@ def hist_chart(st: StepResult, rows: Sequence[Row]) -> Figure:
         ax = "" if i == 0 else str(i + 1)
         color = PHASE_COLORS[i % len(PHASE_COLORS)]
         data.append({"type": "histogram", "name": plot_text(phase, 40), "xaxis": f"x{ax}", "yaxis": f"y{ax}",
-                     "x": [ms_value(r["wall_ns"]) for r in groups[phase]], "marker": {"color": color},
+                     "x": [ms_value(r.wall_ns) for r in groups[phase]], "marker": {"color": color},
                      "hovertemplate": "%{x} ms: %{y} steps<extra>%{fullData.name}</extra>"})
         lo, hi = i / k + (0.04 if i else 0), (i + 1) / k - (0.04 if i + 1 < k else 0)
         lay[f"xaxis{ax}"] = {"domain": [lo, hi], "anchor": f"y{ax}", "gridcolor": "#eeeeee",
@@ -132,7 +129,7 @@ def hist_chart(st: StepResult, rows: Sequence[Row]) -> Figure:
                              **({"title": {"text": "steps"}} if i == 0 else {})}
         stats = by_phase.get(phase)
         for key, dash in (("p50_ns", "dash"), ("p99_ns", "dot")):
-            x = ms_value(field_of(stats, key)) if stats is not None else None
+            x = ms_value(getattr(stats, key)) if stats is not None else None
             if x is not None:
                 shapes.append({"type": "line", "xref": f"x{ax}", "yref": "paper", "x0": x, "x1": x, "y0": 0,
                                "y1": 1, "line": {"color": "#212121", "width": 1, "dash": dash}})
@@ -154,8 +151,8 @@ def _steps(v: View) -> List[Any]:
                   (": ", Rich(st.confidence_reason, lead=True)) if st.confidence_reason else None)
     out: List[Any] = [
         para(Strong((f"{fmt_int(st.step_count)} steps",)), " from ", how, " (", conf, ").", brk=BR),
-        para(f"Step time p50 {fmt_dur(s.get('p50_ns'))}, p90 {fmt_dur(s.get('p90_ns'))}, "
-             f"p99 {fmt_dur(s.get('p99_ns'))}, max {fmt_dur(s.get('max_ns'))}.")]
+        para(f"Step time p50 {fmt_dur(s.p50_ns if s else None)}, p90 {fmt_dur(s.p90_ns if s else None)}, "
+             f"p99 {fmt_dur(s.p99_ns if s else None)}, max {fmt_dur(s.max_ns if s else None)}.")]
     rows = st.rows()
     if rows:
         out += [Chart(lambda: series_chart(v, st, rows)), Chart(lambda: hist_chart(st, rows))]
@@ -164,17 +161,16 @@ def _steps(v: View) -> List[Any]:
     slow = st.outliers[:3]
     if slow:
         out.append(para("Slowest steps against their phase median:", brk=NL))
-        out.append(bullets([inline("step ", Data(field_of(r, "index")), " (", Data(field_of(r, "phase")),
-                                   ", device ", Data(field_of(r, "device")),
-                                   f") at {v.at(field_of(r, 'start_ns'))}: {fmt_dur(field_of(r, 'wall_ns'))}; ",
-                                   Rich(field_of(r, "what_differed"))) for r in slow]))
+        out.append(bullets([inline("step ", Data(r.index), " (", Data(r.phase), ", device ", Data(r.device),
+                                   f") at {v.at(r.start_ns)}: {fmt_dur(r.wall_ns)}; ", Rich(r.what_differed))
+                            for r in slow]))
     out.append(para("Every step in ", Code(f"tables/{STEPS.csv}"), "."))
     return out
 
 
 def sec_steps(v: View) -> SectionResult:
     st, ph = v.r.steps, v.r.phases
-    phases = [r for r in ph.phases if field_of(r, "range_count") or field_of(r, "kernel_count")]
+    phases = [r for r in ph.phases if r.range_count or r.kernel_count]
     if not st.available and not (ph.available and phases):
         reasons = "; ".join(x for x in (st.reason, ph.reason) if x)
         return Omitted(TITLE, reasons or "no steps or phases")

@@ -514,9 +514,9 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
     ``timelines``: device → timeline, or the timelines in device-id order (e.g. :func:`model.timeline.iter_timelines`,
     so that only one device's rows are alive at a time); ``on_device`` sees each timeline with its causes before
     the next one is built; ``span``: each device also keeps its idle pieces inside ``[span[0], span[1])``
-    (:attr:`DeviceCauses.slices`, for the timeline file) while the slices kept so far stay within ``slices_max`` (the
-    devices after that keep none: the file's size stays bounded; :class:`..timeline.content.TimelineFile` names
-    them). ``pieces_needed`` False: nothing (``on_device``
+    (:attr:`DeviceCauses.slices`, for the timeline file): the first device with any keeps them (they are bounded by the
+    span's host rows), the next ones while the slices kept so far stay within ``slices_max`` (the devices after that
+    keep none: the file's size stays bounded; :class:`..timeline.content.TimelineFile` names them). ``pieces_needed`` False: nothing (``on_device``
     included) reads the pieces' places in time, so once the pieces cut pass the budget the devices left whose window
     misses ``span`` are charged by their host threads' partitions (host_partition.py; same causes and bins,
     ``pieces`` None)."""
@@ -525,7 +525,7 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
     done = []
     budget = max(PIECES_KEPT, ROWS_FACTOR * sum(len(t) for t in (model.api, model.nvtx, model.osrt, model.kernels)
                                                 if t is not None))
-    slices_left = slices_max
+    slices_left, kept_slices = slices_max, False
     for tl in seq:
         if ctx is None:
             kinds, base_names, base_idx = api_kinds(full, model)
@@ -534,11 +534,12 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
                        partition_ok=not pieces_needed, partition_after=budget)
         dc, b = _device(ctx, tl, n_bins, span if span is not None and slices_left > 0 else None)
         n_slices = len(dc.slices) if dc.slices is not None else 0
-        if n_slices > slices_left:          # over the file's budget: this device's idle track is left out
+        if n_slices > slices_left and kept_slices:   # over the file's budget: this device's idle track is left out
             dc = dataclasses.replace(dc, slices=None)
             slices_left = 0
-        else:
-            slices_left -= n_slices
+        elif dc.slices is not None:         # the first device with slices keeps them (∝ the span's host rows)
+            slices_left = max(0, slices_left - n_slices)
+            kept_slices = True
         if on_device is not None:
             on_device(tl, dc)
         kept = len(dc.pieces) if dc.pieces is not None else 0

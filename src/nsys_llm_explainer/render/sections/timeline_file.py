@@ -17,8 +17,9 @@ def timeline_note(v: View) -> Inline:
     if not span.written:
         return inline(" No ", Code("timeline.pftrace"), " (", Code("--timeline-events 0"), ").")
     kept = _KEPT.get(span.kept, span.kept)
-    idle = (f"; the idle-cause tracks of {len(idle_out):,} devices (their idle slices would pass the file's "
-            f"{span.limit_rows:,})" if idle_out else "")
+    n = len(idle_out)
+    idle = (f"; the idle-cause track{'s' if n > 1 else ''} of {n:,} device{'s' if n > 1 else ''} (their idle slices "
+            f"would pass the file's {span.limit_rows:,})" if idle_out else "")
     left = "; left out: " + (span.left_out + idle if span.left_out else idle[2:]) if span.left_out or idle else ""
     return inline(" Timeline file ", Code("timeline.pftrace"), f" (open it in ui.perfetto.dev): {kept}, "
                   f"{span.kept_rows:,} rows", left, ".")

@@ -360,8 +360,7 @@ def test_api_is_typed_frozen_and_writes_nothing(tmp_path, base_trace, host_trace
 
 def test_html_escapes_names_and_loads_nothing(base_trace, host_trace):
     evil = '<script>alert("x")</script>&'
-    d = _json(nle.compare([str(base_trace), str(host_trace)], labels=[evil, "new</script>"]))
-    page = render_compare_html(d, js="")
+    page = render_compare_html(nle.compare([str(base_trace), str(host_trace)], labels=[evil, "new</script>"]), js="")
     assert "<script>alert" not in page and "new</script>" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
     assert "src=" not in page and "http://" not in page and "https://" not in page   # nothing to load

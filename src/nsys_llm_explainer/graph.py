@@ -33,6 +33,7 @@ from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, devic
 from .analyses.idle.host_samples import DeviceHostSamples, DeviceSampler, HostSamplesResult, analyze_host_samples
 from .analyses.idle.result import DeviceCauses
 from .analyses.kernels.categories import CategoryResult, analyze_categories
+from .analyses.kernels.starts import kernel_starts
 from .analyses.kernels.stats import GROUPINGS, NESTED, KernelStats
 from .analyses.kernels.stats import kernel_stats as compute_kernel_stats
 from .analyses.kernels.summary import KernelSummary, analyze_kernels
@@ -201,6 +202,17 @@ def _categories(model: TraceModel, options: Options, phases: PhaseResult) -> Cat
                               phases.phase_names if phases.available else None, options.include_memcpy_in_busy)
 
 
+def _steady_categories(steady: TraceModel, window: WindowResult, options: Options, categories: CategoryResult
+                       ) -> CategoryResult:
+    """Kernel categories over the analysis window: ``categories`` itself when the window is the whole capture (or
+    nothing was categorized), else the same rules applied to the clipped model (no phases), so that the categories'
+    non-overlapped busy time plus the idle time adds up to the window (what a comparison splits; not in
+    report.json)."""
+    if window.is_full or not categories.available or categories.rules is None:
+        return categories
+    return analyze_categories(steady, categories.rules, include_memcpy=options.include_memcpy_in_busy)
+
+
 def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attribution: AttributionResult,
            phases: PhaseResult
            ) -> StepResult:
@@ -278,6 +290,9 @@ STEPS: Tuple[Step, ...] = (
     Step("launch", _launch, ("steady", "window", "options", "steady_kernel_stats"), ("launch",), "steady"),
     Step("kernel traits", _traits, ("model", "steady", "trace", "steady_kernel_stats"), ("traits",), "steady"),
     Step("steady kernels", _steady_kernels, ("steady", "steady_kernel_stats"), ("steady_kernels",), "steady"),
+    Step("steady kernel starts", kernel_starts, ("steady",), ("steady_kernel_starts",), "steady"),
+    Step("steady categories", _steady_categories, ("steady", "window", "options", "categories"),
+         ("steady_categories",), "steady"),
     Step("memory", _memory, ("steady", "steps"), ("memory",), "steady"),
     Step("copy engines", _copy_engines, ("model", "steady", "window", "steps"), ("copy_engines",), "steady"),
     Step("facts", analyze_facts, ("model", "traits", "graphs", "copy_engines"), ("facts",)),

@@ -17,6 +17,7 @@ from .analyses.idle.causes import IdleCausesResult
 from .analyses.idle.gpu_time import GpuTimeResult
 from .analyses.idle.host_samples import HostSamplesResult
 from .analyses.kernels.categories import CategoryResult
+from .analyses.kernels.starts import KernelStarts
 from .analyses.kernels.summary import KernelSummary
 from .analyses.kernels.traits import KernelTraitsResult
 from .analyses.memory.copy_engines import CopyEnginesResult
@@ -83,6 +84,9 @@ class Report:
     headline: Headline
     warnings: Tuple[str, ...]
     timeline_file: TimelineFile            # what timeline.pftrace holds (its rows: not in report.json)
+    # what a comparison reads (docs/COMPARE.md), not in report.json: None in a report loaded from it
+    steady_kernel_starts: Optional[KernelStarts]   # steady: every kernel's start, device and name
+    steady_categories: Optional[CategoryResult]    # steady: ``categories`` recomputed over the window
     timings_s: Mapping[str, float] = field(default_factory=dict)   # seconds per analysis step (not a result)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -92,7 +96,8 @@ class Report:
     def from_dict(cls, d: Mapping[str, Any], where: str = "report.json") -> Report:
         """The report of a ``report.json`` dict (``to_dict()``, or the file parsed): ``Report.from_dict(r.to_dict())
         .to_dict() == r.to_dict()``. Every section comes back typed; what ``report.json`` does not carry comes back
-        empty: the trace model (``model`` / ``steady`` None), the helper arrays the analysis graph used (per-gap
+        empty: the trace model (``model`` / ``steady`` None) and what a comparison reads of it
+        (``steady_kernel_starts`` / ``steady_categories`` None), the helper arrays the analysis graph used (per-gap
         idle-cause codes and host-side pieces, the NVTX tree, per-kernel phase / category / range indices, the
         rules applied), examples of the summed idle causes, the steady window's per-device and per-PID kernel
         tables when the window is not the whole capture, and the step rows past the first 100 000 (``rows_capped``).

@@ -358,10 +358,45 @@ def test_api_is_typed_frozen_and_writes_nothing(tmp_path, base_trace, host_trace
         nle.compare([str(base_trace), str(host_trace)], bogus=1)
 
 
+def test_compare_reads_typed_report_fields_only(base_trace, host_trace):
+    """The comparison needs no trace model: the analysis graph keeps what it reads (the steady window's kernel starts
+    and categories), so reports with the model dropped compare the same. Over a window that is not the whole capture
+    (the middle half, --window) the categories are the window's own: with idle they add up to the pooled window."""
+    from nsys_llm_explainer.comparison import compare_reports
+
+    full = nle.analyze(str(base_trace))
+    assert full.window.is_full and full.steady_categories is full.categories   # nothing recomputed
+    w0, w1 = full.window.full_start_ns, full.window.full_end_ns
+    win = (w0 + (w1 - w0) // 4, w1 - (w1 - w0) // 4)
+    reps = [nle.analyze(str(p), window=win) for p in (base_trace, host_trace)]
+    r0 = reps[0]
+    assert r0.steady_categories is not r0.categories and r0.steady_kernel_starts is not None
+    assert r0.steady_categories.busy_ns < r0.categories.busy_ns
+    assert len(r0.steady_kernel_starts) == r0.steady_kernels.kernel_count   # every kernel of the window
+    slim = [dataclasses.replace(r, model=None, steady=None) for r in reps]
+    a, b = compare_reports(reps, ["a", "b"]), compare_reports(slim, ["a", "b"])
+    assert {**a.to_dict(), "timings_s": {}} == {**b.to_dict(), "timings_s": {}}
+    for t in b.traces:
+        assert t.window_method == "override" and t.window_ns == win[1] - win[0]
+        assert sum(s.ns for s in t.categories) == t.pooled_window_ns
+        assert sum(s.ns for s in t.idle_by_kind) == t.non_gpu_ns
+
+
+def test_anchor_starts_per_device_by_hand():
+    """Per device that ran the anchor: its sorted starts, and the sorted starts of all that device's kernels."""
+    from nsys_llm_explainer.analyses.kernels.starts import KernelStarts
+
+    ks = KernelStarts(("a", "b"), np.array([0, 1, 0, 1, 0, 1]), np.array([0, 0, 1, 0, 0, 2]),
+                      np.array([10, 20, 5, 30, 40, 1]))
+    got = ks.per_device("a")
+    assert [(x.tolist(), y.tolist()) for x, y in got] == [([10, 40], [10, 20, 30, 40]), ([5], [5])]
+    assert [x.tolist() for x, _ in ks.per_device("b")] == [[20, 30], [1]]
+    assert ks.per_device("c") == [] and len(ks) == 6
+
+
 def test_html_escapes_names_and_loads_nothing(base_trace, host_trace):
     evil = '<script>alert("x")</script>&'
-    d = _json(nle.compare([str(base_trace), str(host_trace)], labels=[evil, "new</script>"]))
-    page = render_compare_html(d, js="")
+    page = render_compare_html(nle.compare([str(base_trace), str(host_trace)], labels=[evil, "new</script>"]), js="")
     assert "<script>alert" not in page and "new</script>" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
     assert "src=" not in page and "http://" not in page and "https://" not in page   # nothing to load

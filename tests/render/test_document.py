@@ -220,10 +220,10 @@ def test_compare_and_cluster_html_hold_their_markdown(tmp_path: Path) -> None:
 
     for name in ("launch_bound", "per_token_sync"):
         build_scenario(name, str(tmp_path / f"{name}.sqlite"))
-    d = nle.compare([str(tmp_path / "launch_bound.sqlite"), str(tmp_path / "per_token_sync.sqlite")]).to_dict()
-    md = write_markdown(compare_document(d))
+    cmp = nle.compare([str(tmp_path / "launch_bound.sqlite"), str(tmp_path / "per_token_sync.sqlite")])
+    md = write_markdown(compare_document(cmp))
     assert "## Headline metric" in md and "## Top kernel changes" in md
-    assert_html_holds_md(md, render_compare_html(d, js=""))
+    assert_html_holds_md(md, render_compare_html(cmp, js=""))
     build_cluster("cluster_straggler", str(tmp_path / "cl"))
     c = nle.analyze_cluster([str(p) for p in sorted((tmp_path / "cl").glob("*.sqlite"))]).to_dict()
     md = render_cluster_markdown(c)

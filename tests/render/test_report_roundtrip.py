@@ -38,7 +38,7 @@ from nsys_llm_explainer.serialize import MOVED, NOT_CARRIED, PLACED, SCHEMA_VERS
 
 #: (class, field) whose value ``report.json`` does not carry beyond what the NOT_IN_JSON fields say: compared apart
 LOST = {("DeviceCauses", "gap_cause_code"), ("DeviceCauses", "cause_of_code"), ("StepResult", "arrays"),
-        ("IdleCausesResult", "totals"), ("Report", "model"), ("Report", "steady"), ("Report", "steady_kernels")}
+        ("IdleCausesResult", "totals"), ("Report", "steady_kernels")} | {("Report", n) for n in NOT_CARRIED}
 
 
 def _json(d: Any) -> Any:
@@ -76,6 +76,7 @@ def round_trip(rep: Report) -> Report:
     assert {k: v for k, v in again.items() if k != "timings_s"} == {k: v for k, v in d.items() if k != "timings_s"}
     assert again["timings_s"] == d["timings_s"]   # loaded too, though not a result
     assert loaded.model is None and loaded.steady is None
+    assert all(getattr(loaded, n) is None for n in NOT_CARRIED)
     same(rep, loaded)
     for b in loaded.idle_causes.devices:
         assert b.gap_cause_code.shape == (0,) and b.cause_of_code == {} and b.pieces is None

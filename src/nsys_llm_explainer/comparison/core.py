@@ -84,8 +84,10 @@ def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] =
     t0 = time.perf_counter()
     if len(reports) < 2:
         raise InputError(f"compare needs at least two traces (BASE NEW), got {len(reports)}")
-    for r in reports:   # the steady window's kernels (anchor kernels, categories): not in a loaded report.json
-        r.steady_model("compare")
+    for r in reports:   # the steady window's kernel starts and categories: not in a loaded report.json
+        if r.steady_kernel_starts is None or r.steady_categories is None:
+            raise InputError("compare needs the trace itself, and this report was loaded from report.json "
+                             "(Report.from_dict), which does not carry what it reads: analyze the trace again")
     paths = [str(p) for p in (paths or [r.trace.path for r in reports])]
     labels = check_labels(labels, paths)
     facts = [gather(r, lab, p) for r, lab, p in zip(reports, labels, paths)]

@@ -3,13 +3,14 @@ headline (3–5 lines per NEW, pasteable into a pull request), the headline metr
 work split into kernel categories and idle causes (in HTML as stacked bars, as vLLM's ``gputrc2graph.py`` draws
 them), then per NEW the top kernel changes and the finding changes.
 
-Reads the ``compare.json`` dict only (:meth:`CompareResult.to_dict`); the writers escape every name (kernel and
-NVTX names, labels, paths). Durations per unit of work in ms.
+Reads the typed :class:`.result.CompareResult` (result rows by field, :func:`render.table.field_of`); the writers
+escape every name (kernel and NVTX names, labels, paths). Durations per unit of work in ms.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..render.charts import kind_color, layout, plot_text
 from ..render.document import (
@@ -33,8 +34,9 @@ from ..render.document import (
     para,
     parts,
 )
-from ..render.table import Col, show_col
+from ..render.table import Col, field_of, show_col
 from ..vocabulary.units import fmt_float, fmt_int, fmt_ms, fmt_pct, ms_value, signed_ms, signed_pct
+from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, Share, StepInfo, TraceSummary
 
 KERNEL_ROWS = 15
 UNIT_WORD = {"step": "step", "iteration": "iteration", "window_s": "s of window"}
@@ -42,39 +44,68 @@ CHANGE_TEXT = {"new": "new", "gone": "gone", "severity": "severity changed", "sa
 CATEGORY_COLORS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#c62828", "#9e9d24", "#4527a0",
                    "#ad1457", "#00695c", "#5d4037", "#283593", "#f9a825", "#7cb342", "#039be5", "#8d6e63")
 NON_GPU_COLOR = "#bdbdbd"
-Row = Mapping[str, Any]
+SharesOf = Callable[[TraceSummary], Tuple[Share, ...]]   # one trace's parts: its categories or its idle kinds
 
 
-def _label(t: Row) -> Inline:
-    return (Code(t.get("label"), 40),)
+@dataclass(frozen=True)
+class MetricRow:
+    """One trace's row of the headline-metric table: its metric, and (a NEW) the change against BASE."""
+
+    label: str
+    role: str                          # "BASE" | "NEW"
+    p50_ns: Optional[int]
+    p90_ns: Optional[int]
+    spread: Optional[float]
+    count: int
+    change_pct: Optional[float] = None
+    noise_pct: Optional[float] = None
+    verdict: Optional[str] = None
+    status: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class PerUnitRow:
+    """One part (a category, ``non_gpu`` or an idle kind) across the traces: per trace its time per unit of work,
+    then for each NEW the change against BASE; ``cells`` as shown, ``values`` the exact ns behind them."""
+
+    name: str
+    cells: Tuple[str, ...]
+    values: Tuple[Optional[int], ...]
+
+
+def _label(t: TraceSummary) -> Inline:
+    return (Code(t.label, 40),)
 
 
 def _col(head: Spans, key: str, fmt: Callable[[Any], Spans], right: bool = True) -> Col:
-    """A shown column of the row's ``key`` formatted by ``fmt`` (the exact value behind it for HTML)."""
-    return show_col(head, lambda r: fmt(r.get(key)), right, lambda r: r.get(key), key)
+    """A shown column of the row's field ``key`` formatted by ``fmt`` (the exact value behind it for HTML)."""
+    return show_col(head, lambda r: fmt(field_of(r, key)), right, lambda r: field_of(r, key), key)
 
 
-def _headline(d: Row) -> Section:
-    names = joined([_label(t) for t in d["traces"][1:]], ", ")
-    out: List[Any] = [Heading(1, inline("Trace comparison: ", names, " vs BASE ", _label(d["traces"][0])))]
-    for c in d["comparisons"]:
-        lines = list(c["headline"])
+def _headline(d: CompareResult) -> Section:
+    names = joined([_label(t) for t in d.traces[1:]], ", ")
+    out: List[Any] = [Heading(1, inline("Trace comparison: ", names, " vs BASE ", _label(d.traces[0])))]
+    for c in d.comparisons:
+        lines = list(c.headline)
         out.append(Group(tuple(para(Rich(x, lead=True), cls="verdict" if i == 0 else "",
                                     brk=BR if i + 1 < len(lines) else "") for i, x in enumerate(lines)), "pair"))
     return Section("headline", "", parts(out), tag="header")
 
 
-def _metric(d: Row, unit: str) -> Section:
-    m = d["metric"]
-    comps = {c["new"]: c for c in d["comparisons"]}
-    desc = inline(Data(m["description"], lead=True),
-                  ("; anchor kernel ", Code(m["anchor_kernel"], 80)) if m.get("anchor_kernel") else None)
-    rows = []
-    for i, t in enumerate(d["traces"]):
-        c = comps.get(t["label"], {})
-        rows.append({**t["metric"], "label": t["label"], "role": "BASE" if i == 0 else "NEW",
-                     "change_pct": c.get("change_pct"), "noise_pct": c.get("noise_pct"), "verdict": c.get("verdict"),
-                     "status": c.get("status")})
+def _metric_row(i: int, t: TraceSummary, c: Optional[Comparison]) -> MetricRow:
+    m = t.metric
+    if c is None:   # BASE
+        return MetricRow(t.label, "BASE" if i == 0 else "NEW", m.p50_ns, m.p90_ns, m.spread, m.count)
+    return MetricRow(t.label, "BASE" if i == 0 else "NEW", m.p50_ns, m.p90_ns, m.spread, m.count, c.change_pct,
+                     c.noise_pct, c.verdict, c.status)
+
+
+def _metric(d: CompareResult, unit: str) -> Section:
+    m = d.metric
+    comps = {c.new: c for c in d.comparisons}
+    desc = inline(Data(m.description, lead=True),
+                  ("; anchor kernel ", Code(m.anchor_kernel, 80)) if m.anchor_kernel else None)
+    rows = [_metric_row(i, t, comps.get(t.label)) for i, t in enumerate(d.traces)]
     cols = (_col("trace", "label", lambda v: Code(v, 40), False), _col("role", "role", lambda v: v, False),
             _col("p50 (ms)", "p50_ns", fmt_ms), _col("p90 (ms)", "p90_ns", fmt_ms),
             _col("p90/p50", "spread", lambda v: fmt_float(v, 2)),
@@ -84,126 +115,136 @@ def _metric(d: Row, unit: str) -> Section:
             _col("verdict", "verdict", lambda v: Cell(v.replace("_", " ")) if v else "", False),
             _col("status", "status", lambda v: Cell(v.replace("_", " ")) if v else "", False))
     return Section("metric", "Headline metric", (
-        para(desc, ". Why: ", Data(m["reason"]), ". Lower is better; change = (NEW − BASE) / BASE; noise = ~95 % "
+        para(desc, ". Why: ", Data(m.reason), ". Lower is better; change = (NEW − BASE) / BASE; noise = ~95 % "
              "half-width of the change (docs/COMPARE.md)."),
         TablePart(cols, rows, (), "metric")), "Headline metric")
 
 
-def _steps(st: Row) -> Spans:
-    if not st["available"]:
+def _steps(st: StepInfo) -> Spans:
+    if not st.available:
         return "none"
-    return (f"{fmt_int(st['count'])} (", Cell(st["method"]), f"), p50 {fmt_ms(st['p50_ns'])} ms")
+    return (f"{fmt_int(st.count)} (", Cell(st.method), f"), p50 {fmt_ms(st.p50_ns)} ms")
 
 
-def _traces(d: Row, unit: str) -> Section:
+def _traces(d: CompareResult, unit: str) -> Section:
     cols = (_col("trace", "label", lambda v: Code(v, 40), False),
-            _col("GPUs", "gpus", lambda v: Cell(", ".join(v) or "–"), False),
+            show_col("GPUs", lambda r: Cell(", ".join(r.gpus) or "–"), False, lambda r: list(r.gpus), "gpus"),
             _col("devices", "device_count", fmt_int),
-            show_col("steady window (ms)", lambda r: (f"{fmt_ms(r['window_ns'])} (", Cell(r["window_method"]), ")"),
-                     True, lambda r: r.get("window_ns"), "window_ns"),
+            show_col("steady window (ms)", lambda r: (f"{fmt_ms(r.window_ns)} (", Cell(r.window_method), ")"),
+                     True, lambda r: r.window_ns, "window_ns"),
             _col("GPU busy %", "busy_pct", fmt_pct), _col("kernels", "kernel_count", fmt_int),
             _col(f"{unit}s in window", "units", lambda v: fmt_float(v, 1)),
-            show_col("steps", lambda r: _steps(r["steps"]), False, lambda r: r["steps"].get("count"), "step_count"),
+            show_col("steps", lambda r: _steps(r.steps), False, lambda r: r.steps.count, "step_count"),
             _col("verdict", "verdict", lambda v: Rich(v), False))
-    notes = [inline(_label(t), ": ", Data(n)) for t in d["traces"] for n in t["notes"]]
-    return Section("traces", "Traces", parts(TablePart(cols, d["traces"], (), "traces"), bullets(notes)), "Traces")
+    notes = [inline(_label(t), ": ", Data(n)) for t in d.traces for n in t.notes]
+    return Section("traces", "Traces", parts(TablePart(cols, d.traces, (), "traces"), bullets(notes)), "Traces")
 
 
-def _per_unit_rows(d: Row, key: str) -> List[Dict[str, Any]]:
-    """One row per part name: ``cells`` (per trace, then the change against BASE) and ``values`` (exact ns)."""
-    traces = d["traces"]
+def _names(traces: Sequence[TraceSummary], shares: SharesOf) -> List[str]:
+    """The part names of every trace, in first-seen order."""
     names: Dict[str, None] = {}
     for t in traces:
-        for s in t[key]:
-            names.setdefault(s["name"], None)
-    by = [{s["name"]: s for s in t[key]} for t in traces]
+        for s in shares(t):
+            names.setdefault(s.name, None)
+    return list(names)
+
+
+def _per_unit_rows(d: CompareResult, shares: SharesOf) -> List[PerUnitRow]:
+    """One row per part name: ``cells`` (per trace, then the change against BASE) and ``values`` (exact ns)."""
+    by = [{s.name: s for s in shares(t)} for t in d.traces]
     rows = []
-    for n in names:
+    for n in _names(d.traces, shares):
         cells: List[str] = []
-        values: List[Any] = []
+        values: List[Optional[int]] = []
         for i, b in enumerate(by):
             s = b.get(n)
-            cells.append(f"{fmt_ms(s['per_unit_ns'])} ({fmt_pct(s['pct_of_window'])} %)" if s else "–")
-            values.append(s["per_unit_ns"] if s else None)
+            cells.append(f"{fmt_ms(s.per_unit_ns)} ({fmt_pct(s.pct_of_window)} %)" if s else "–")
+            values.append(s.per_unit_ns if s else None)
             if i:
                 base = by[0].get(n)
-                pb = base["per_unit_ns"] if base else 0
-                pn = s["per_unit_ns"] if s else 0
+                pb = base.per_unit_ns if base else 0
+                pn = s.per_unit_ns if s else 0
                 cells.append(signed_ms(pn - pb) if pb is not None and pn is not None else "–")
                 values.append(pn - pb if pb is not None and pn is not None else None)
-        rows.append({"name": n, "cells": cells, "values": values})
+        rows.append(PerUnitRow(n, tuple(cells), tuple(values)))
     return rows
 
 
-def _item(key: str, j: int) -> Callable[[Row], Any]:
-    """``row[key][j]`` (one trace's cell of a per-unit row)."""
-    return lambda r: r[key][j]
+def _cell(j: int) -> Callable[[PerUnitRow], str]:
+    """One trace's cell of a per-unit row."""
+    return lambda r: r.cells[j]
 
 
-def _stack_cols(d: Row, unit: str, first: str) -> List[Col]:
-    cols = [show_col(first, lambda r: Cell(r["name"]), False, lambda r: r["name"], "name")]
+def _value(j: int) -> Callable[[PerUnitRow], Optional[int]]:
+    """The exact ns behind one trace's cell of a per-unit row."""
+    return lambda r: r.values[j]
+
+
+def _stack_cols(d: CompareResult, unit: str, first: str) -> List[Col]:
+    cols = [show_col(first, lambda r: Cell(r.name), False, lambda r: r.name, "name")]
     j = 0
-    for i, t in enumerate(d["traces"]):
+    for i, t in enumerate(d.traces):
         heads: List[Inline] = [inline(_label(t), f" ms/{unit} (% of window)")]
         if i:
             heads.append(inline("Δ ", _label(t)))
         for head in heads:
-            cols.append(show_col(head, _item("cells", j), True, _item("values", j)))
+            cols.append(show_col(head, _cell(j), True, _value(j)))
             j += 1
     return cols
 
 
-def _stack_chart(fid: str, d: Row, key: str, unit: str, colors: Dict[str, str]) -> Figure:
-    traces = d["traces"]
-    x = [plot_text(t["label"], 40) for t in traces]
-    names: Dict[str, None] = {}
-    for t in traces:
-        for s in t[key]:
-            names.setdefault(s["name"], None)
+def _categories(t: TraceSummary) -> Tuple[Share, ...]:
+    return t.categories
+
+
+def _idle_by_kind(t: TraceSummary) -> Tuple[Share, ...]:
+    return t.idle_by_kind
+
+
+def _stack_chart(fid: str, d: CompareResult, shares: SharesOf, unit: str, colors: Dict[str, str]) -> Figure:
+    traces = d.traces
+    x = [plot_text(t.label, 40) for t in traces]
     data = []
-    for n in names:
-        rows = [{s["name"]: s for s in t[key]}.get(n) for t in traces]
+    for n in _names(traces, shares):
+        rows = [{s.name: s for s in shares(t)}.get(n) for t in traces]
         data.append({"type": "bar", "name": plot_text(n, 40), "x": x,
-                     "y": [ms_value(r["per_unit_ns"]) if r else 0 for r in rows],
+                     "y": [ms_value(r.per_unit_ns) if r else 0 for r in rows],
                      "marker": {"color": colors.get(n, NON_GPU_COLOR)},
-                     "hovertext": [f"{plot_text(n, 60)}: {fmt_ms(r['per_unit_ns'])} ms per {unit} · "
-                                   f"{fmt_pct(r['pct_of_window'])} % of the window" if r else "" for r in rows],
+                     "hovertext": [f"{plot_text(n, 60)}: {fmt_ms(r.per_unit_ns)} ms per {unit} · "
+                                   f"{fmt_pct(r.pct_of_window)} % of the window" if r else "" for r in rows],
                      "hoverinfo": "text"})
     cap = ((f"Non-overlapped GPU time per kernel category and non-GPU time (window − busy), ms per {unit}; the bar "
-            f"is the window time per {unit}; the table below holds the same numbers.",) if key == "categories" else
+            f"is the window time per {unit}; the table below holds the same numbers.",) if shares is _categories else
            (f"Non-GPU time by idle cause, ms per {unit} (docs/MODEL.md); the table below holds the same numbers.",))
     return Figure(fid, data, layout(420, "", f"ms per {unit}", barmode="stack"), cap)
 
 
-def _stack(d: Row, unit: str) -> List[Section]:
-    traces = d["traces"]
-    cats: Dict[str, None] = {}
-    for t in traces:
-        for s in t["categories"]:
-            cats.setdefault(s["name"], None)
+def _stack(d: CompareResult, unit: str) -> List[Section]:
+    traces = d.traces
+    cats = _names(traces, _categories)
     ccol = {n: CATEGORY_COLORS[i % len(CATEGORY_COLORS)] for i, n in enumerate(c for c in cats if c != "non_gpu")}
-    kinds = {s["name"]: kind_color(s["name"], i) for t in traces for i, s in enumerate(t["idle_by_kind"])}
+    kinds = {s.name: kind_color(s.name, i) for t in traces for i, s in enumerate(t.idle_by_kind)}
     return [
         Section("stack", f"Time per {unit}: non-overlapped GPU time per kernel category, and non-GPU time", (
             para("Each category's share of the busy time (overlapping kernels split equally); ", Code("non_gpu"),
                  f" = steady window − GPU busy. The parts add up to the window time per {unit}."),
-            Chart(lambda: _stack_chart("stack-categories", d, "categories", unit, ccol)),
-            TablePart(tuple(_stack_cols(d, unit, "part")), _per_unit_rows(d, "categories"), (), "categories")),
+            Chart(lambda: _stack_chart("stack-categories", d, _categories, unit, ccol)),
+            TablePart(tuple(_stack_cols(d, unit, "part")), _per_unit_rows(d, _categories), (), "categories")),
                 f"Time per {unit}"),
         Section("idle", f"GPU idle per {unit} by cause", (
             para("Where the non-GPU time went (docs/MODEL.md: every idle ns is charged to one cause)."),
-            Chart(lambda: _stack_chart("stack-idle", d, "idle_by_kind", unit, kinds)),
-            TablePart(tuple(_stack_cols(d, unit, "cause kind")), _per_unit_rows(d, "idle_by_kind"), (), "idle")),
+            Chart(lambda: _stack_chart("stack-idle", d, _idle_by_kind, unit, kinds)),
+            TablePart(tuple(_stack_cols(d, unit, "cause kind")), _per_unit_rows(d, _idle_by_kind), (), "idle")),
                 "Idle by cause")]
 
 
-def _pair(i: int, c: Row, unit: str, top: int) -> List[Section]:
-    title = inline(Code(c["new"], 40), " vs ", Code(c["base"], 40))
+def _pair(i: int, c: Comparison, unit: str, top: int) -> List[Section]:
+    title = inline(Code(c.new, 40), " vs ", Code(c.base, 40))
     kcols = (_col("kernel", "name", lambda v: Code(v, 80), False), _col(f"BASE ms/{unit}", "base_per_unit_ns", fmt_ms),
              _col(f"NEW ms/{unit}", "new_per_unit_ns", fmt_ms), _col("Δ ms", "delta_per_unit_ns", signed_ms),
              _col("change", "change_pct", signed_pct),
-             show_col("instances", lambda r: f"{fmt_int(r['base_count'])} → {fmt_int(r['new_count'])}", True,
-                      lambda r: r.get("new_count"), "new_count"))
+             show_col("instances", lambda r: f"{fmt_int(r.base_count)} → {fmt_int(r.new_count)}", True,
+                      lambda r: r.new_count, "new_count"))
     fcols = (_col("finding", "id", Cell, False), _col("category", "category", Cell, False),
              _col("change", "change", lambda v: CHANGE_TEXT.get(v) or Cell(v), False),
              _col("BASE", "base_severity", lambda v: Cell(v or "–"), False),
@@ -211,24 +252,23 @@ def _pair(i: int, c: Row, unit: str, top: int) -> List[Section]:
              _col("title (NEW, else BASE)", "title", Rich, False))
     return [Section(f"pair-{i}", inline("Top kernel changes: ", title), (
                 para(f"Kernel time per {unit} by name (steady window, all devices), largest absolute change first."),
-                TablePart(kcols, list(c["kernel_deltas"][:top]), (), f"kernels-{i}")), "Kernels" if i == 0 else ""),
+                TablePart(kcols, list(c.kernel_deltas[:top]), (), f"kernels-{i}")), "Kernels" if i == 0 else ""),
             Section(f"findings-{i}", inline("Findings: ", title),
-                    (TablePart(fcols, list(c["finding_changes"]), (), f"findings-{i}"),), "Findings" if i == 0 else "")]
+                    (TablePart(fcols, list(c.finding_changes), (), f"findings-{i}"),), "Findings" if i == 0 else "")]
 
 
-def compare_document(d: Row, top: Optional[int] = None) -> Document:
+def compare_document(d: CompareResult, top: Optional[int] = None) -> Document:
     """Every section of the comparison (``top``: kernel-change rows per NEW, default :data:`KERNEL_ROWS`)."""
-    traces: Sequence[Row] = d["traces"]
-    unit = UNIT_WORD.get(d["metric"]["basis"], "unit")
+    unit = UNIT_WORD.get(d.metric.basis, "unit")
     sections = [_headline(d), _metric(d, unit), _traces(d, unit)] + _stack(d, unit)
-    for i, c in enumerate(d["comparisons"]):
+    for i, c in enumerate(d.comparisons):
         sections += _pair(i, c, unit, top or KERNEL_ROWS)
-    if d.get("warnings"):
-        sections.append(Section("warnings", "Warnings", parts(bullets([Data(w) for w in d["warnings"]]))))
-    sections.append(Section("generated", "", (para("Generated by nsys-llm-explain ", Data(d["tool_version"]),
-                                                   " (compare.json schema ", Data(d["schema_version"]), ").",
+    if d.warnings:
+        sections.append(Section("warnings", "Warnings", parts(bullets([Data(w) for w in d.warnings]))))
+    sections.append(Section("generated", "", (para("Generated by nsys-llm-explain ", Data(d.tool_version),
+                                                   " (compare.json schema ", Data(COMPARE_SCHEMA_VERSION), ").",
                                                    cls="meta"),), tag="footer"))
-    return Document("Trace comparison: " + ", ".join(str(t["label"]) for t in traces), tuple(sections))
+    return Document("Trace comparison: " + ", ".join(t.label for t in d.traces), tuple(sections))
 
 
 __all__ = ["compare_document"]

@@ -6,11 +6,12 @@ Everything is over the report's steady window, summed over devices (docs/MODEL.m
   that only received copies is not counted; docs/MODEL.md); ``non_gpu_ns`` = pooled window − pooled busy.
 * idle by cause: ``Report.idle_causes.devices`` of those same devices, summed per kind (and kept per
   (kind, detail)); Σ = idle.
-* non-overlapped busy per kernel category: ``Report.categories.overall`` when the steady window is the
-  whole capture; otherwise the same analysis rerun on the steady (clipped) model with the rules the report
-  resolved, so categories + idle = window exactly. Busy the kernels do not explain (whole-graph executions
-  of a graph-level trace) is the row ``graph_untraced``.
+* non-overlapped busy per kernel category: ``Report.steady_categories.overall`` (``Report.categories`` when the
+  steady window is the whole capture; otherwise the same rules applied to the steady (clipped) model by the analysis
+  graph), so categories + idle = window exactly. Busy the kernels do not explain (whole-graph executions of a
+  graph-level trace) is the row ``graph_untraced``.
 * kernels by name: ``Report.steady_kernels.by_name`` (clipped to the window): count, total ns.
+* anchor kernel starts: ``Report.steady_kernel_starts`` (every steady-window kernel's start, device and name).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..analyses.kernels.categories import analyze_categories
+from ..analyses.kernels.categories import CategoryResult
+from ..analyses.kernels.starts import KernelStarts
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -48,6 +50,7 @@ class Facts:
     idle_kind: Dict[str, int]                     # kind → idle ns
     idle_detail: Dict[Tuple[str, str], int]       # (kind, detail) → idle ns
     categories: Dict[str, int]                    # category → non-overlapped busy ns (+ graph_untraced)
+    kernel_starts: KernelStarts                   # the steady window's kernel starts (anchor kernel periods)
     not_counted: Tuple[Tuple[int, str], ...] = ()  # (device id, role) of the devices that ran no kernel
 
     @property
@@ -55,11 +58,7 @@ class Facts:
         return self.pooled_window_ns - self.busy_ns
 
 
-def _categories(rep: Report, busy_ns: int) -> Dict[str, int]:
-    cat = rep.categories
-    if cat.available and not rep.window.is_full and cat.rules is not None:
-        cat = analyze_categories(rep.steady_model("compare"), cat.rules,
-                                 include_memcpy=rep.options.include_memcpy_in_busy)
+def _categories(cat: CategoryResult, busy_ns: int) -> Dict[str, int]:
     out: Dict[str, int] = {}
     if cat.available:
         for r in cat.overall:
@@ -72,7 +71,9 @@ def _categories(rep: Report, busy_ns: int) -> Dict[str, int]:
 
 
 def gather(rep: Report, label: str, path: str) -> Facts:
-    """The numbers of ``rep`` the comparison uses (see module docstring)."""
+    """The numbers of ``rep`` the comparison uses (see module docstring); ``rep`` holds the steady window's kernel
+    starts and categories (a report the analysis made, not one loaded from report.json)."""
+    assert rep.steady_kernel_starts is not None and rep.steady_categories is not None
     pooled = rep.gpu_time.pooled()
     w = rep.window
     window_ns = int(w.end_ns - w.start_ns)
@@ -95,7 +96,8 @@ def gather(rep: Report, label: str, path: str) -> Facts:
     gpus = tuple(sorted({str(g.name or "") for g in rep.trace.gpus} - {""}))
     return Facts(label, path, rep, window_ns, pooled_ns, busy, busy_pct, len(counted) or len(rep.gpu_time.devices),
                  gpus, kernels, int(sk.total_kernel_ns) if sk.available else 0,
-                 int(sk.kernel_count) if sk.available else 0, kind, detail, _categories(rep, busy), rest)
+                 int(sk.kernel_count) if sk.available else 0, kind, detail, _categories(rep.steady_categories, busy),
+                 rep.steady_kernel_starts, rest)
 
 
 # ------------------------------------------------------------------------------------------ similarity
@@ -119,17 +121,7 @@ def weighted_jaccard(a: Facts, b: Facts) -> float:
 # ------------------------------------------------------------------------------------------ anchor kernel
 def anchor_starts(f: Facts, name: str) -> List[Tuple[np.ndarray, np.ndarray]]:
     """Per device: (sorted starts of kernel ``name``, sorted starts of all kernels), steady window."""
-    k = f.report.steady_model("compare").kernels
-    if k is None or len(k) == 0 or name not in k.names:
-        return []
-    idx = k.names.index(name)
-    out = []
-    for d in np.unique(k.device).tolist():
-        dm = k.device == d
-        a = np.sort(k.start[dm & (k.name_idx == idx)])
-        if a.shape[0]:
-            out.append((a, np.sort(k.start[dm])))
-    return out
+    return f.kernel_starts.per_device(name)
 
 
 def repeat_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:

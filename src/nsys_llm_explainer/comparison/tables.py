@@ -1,16 +1,17 @@
-"""``tables/*.csv`` of a comparison: every row of ``compare.json`` (never capped), full names, exact integer
-ns, a header row even when a table is empty (the CSV conventions of :mod:`render.csv_tables`). Each file is a
-table spec (:class:`render.table.Table`) written by the report's CSV writer."""
+"""``tables/*.csv`` of a comparison: every row of the typed :class:`.result.CompareResult` (never capped), full
+names, exact integer ns, a header row even when a table is empty (the CSV conventions of :mod:`render.csv_tables`).
+Each file is a table spec (:class:`render.table.Table`) written by the report's CSV writer; a row is a result row
+with its parent's fields beside it (:class:`render.table.Joined`: the trace's label, the pair, the flattened
+metric), read by field name."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, List, Sequence, Tuple
 
 from ..render.csv_tables import write_csv
-from ..render.table import Table, csv_col
-
-Row = Mapping[str, Any]
+from ..render.table import Joined, Table, csv_col
+from .result import CompareResult
 
 TRACE_COLS = ("label", "role", "path", "gpus", "device_count", "window_method", "window_start_ns", "window_end_ns",
               "window_ns", "pooled_window_ns", "busy_ns", "busy_pct", "non_gpu_ns", "units", "metric_p50_ns",
@@ -29,65 +30,69 @@ FINDING_COLS = ("base", "new", "id", "category", "change", "base_severity", "new
                 "new_time_at_stake_ns", "title")
 
 
-def _trace_rows(d: Row) -> Iterable[Dict[str, Any]]:
-    for i, t in enumerate(d["traces"]):
-        m, s = t["metric"], t["steps"]
-        yield {**t, "role": "base" if i == 0 else "new", "gpus": "; ".join(t["gpus"]), "metric_p50_ns": m["p50_ns"],
-               "metric_p90_ns": m["p90_ns"], "metric_count": m["count"], "metric_spread": m["spread"],
-               "metric_iqr_ns": m["iqr_ns"], "steps_available": s["available"], "steps_method": s["method"],
-               "step_count": s["count"], "step_p50_ns": s["p50_ns"], "step_p90_ns": s["p90_ns"]}
+def _trace_rows(d: CompareResult) -> List[Joined]:
+    out = []
+    for i, t in enumerate(d.traces):
+        m, s = t.metric, t.steps
+        out.append(Joined(t, {"role": "base" if i == 0 else "new", "gpus": "; ".join(t.gpus),
+                              "metric_p50_ns": m.p50_ns, "metric_p90_ns": m.p90_ns, "metric_count": m.count,
+                              "metric_spread": m.spread, "metric_iqr_ns": m.iqr_ns, "steps_available": s.available,
+                              "steps_method": s.method, "step_count": s.count, "step_p50_ns": s.p50_ns,
+                              "step_p90_ns": s.p90_ns}))
+    return out
 
 
-def _comparison_rows(d: Row) -> Iterable[Dict[str, Any]]:
-    for c in d["comparisons"]:
-        r = c["main_reason"] or {}
-        yield {**c, "reasons": "; ".join(c["reasons"]), "metric": d["metric"]["name"],
-               "base_p50_ns": c["metric_base"]["p50_ns"], "new_p50_ns": c["metric_new"]["p50_ns"],
-               "main_reason_component": r.get("component"), "main_reason_name": r.get("name"),
-               "main_reason_detail": r.get("detail"), "main_reason_delta_per_unit_ns": r.get("delta_per_unit_ns")}
+def _comparison_rows(d: CompareResult) -> List[Joined]:
+    out = []
+    for c in d.comparisons:
+        r = c.main_reason
+        out.append(Joined(c, {"reasons": "; ".join(c.reasons), "metric": d.metric.name,
+                              "base_p50_ns": c.metric_base.p50_ns, "new_p50_ns": c.metric_new.p50_ns,
+                              "main_reason_component": r.component if r else None,
+                              "main_reason_name": r.name if r else None, "main_reason_detail": r.detail if r else None,
+                              "main_reason_delta_per_unit_ns": r.delta_per_unit_ns if r else None}))
+    return out
 
 
-def _share_rows(key: str) -> Callable[[Row], Iterable[Dict[str, Any]]]:
-    def rows(d: Row) -> Iterable[Dict[str, Any]]:
-        for t in d["traces"]:
-            for s in t[key]:
-                yield {**s, "trace": t["label"]}
-    return rows
+def _categories(d: CompareResult) -> List[Joined]:
+    return [Joined(s, {"trace": t.label}) for t in d.traces for s in t.categories]
 
 
-def _delta_rows(d: Row) -> Iterable[Dict[str, Any]]:
-    for c in d["comparisons"]:
-        for key, level in (("category_changes", "category"), ("idle_changes", "kind"),
-                           ("idle_detail_changes", "detail")):
-            for r in c[key]:
-                yield {**r, "base": c["base"], "new": c["new"], "level": level}
+def _idle_by_kind(d: CompareResult) -> List[Joined]:
+    return [Joined(s, {"trace": t.label}) for t in d.traces for s in t.idle_by_kind]
 
 
-def _pair_rows(key: str) -> Callable[[Row], Iterable[Dict[str, Any]]]:
-    def rows(d: Row) -> Iterable[Dict[str, Any]]:
-        for c in d["comparisons"]:
-            for r in c[key]:
-                yield {**r, "base": c["base"], "new": c["new"]}
-    return rows
+def _part_changes(d: CompareResult) -> List[Joined]:
+    return [Joined(r, {"base": c.base, "new": c.new, "level": level}) for c in d.comparisons
+            for rows, level in ((c.category_changes, "category"), (c.idle_changes, "kind"),
+                                (c.idle_detail_changes, "detail")) for r in rows]
 
 
-def _spec(name: str, cols: Sequence[str], rows: Callable[[Row], Iterable[Dict[str, Any]]]) -> Table:
-    return Table(name, (csv_col(*cols),), lambda d: list(rows(d)))
+def _kernel_deltas(d: CompareResult) -> List[Joined]:
+    return [Joined(r, {"base": c.base, "new": c.new}) for c in d.comparisons for r in c.kernel_deltas]
+
+
+def _finding_changes(d: CompareResult) -> List[Joined]:
+    return [Joined(r, {"base": c.base, "new": c.new}) for c in d.comparisons for r in c.finding_changes]
+
+
+def _spec(name: str, cols: Sequence[str], rows: Callable[[CompareResult], Sequence[Any]]) -> Table[CompareResult]:
+    return Table(name, (csv_col(*cols),), rows)
 
 
 #: every CSV file of a comparison, in the order written (the report's table specs: :class:`render.table.Table`)
-TABLES: Tuple[Table, ...] = (
+TABLES: Tuple[Table[CompareResult], ...] = (
     _spec("traces.csv", TRACE_COLS, _trace_rows),
     _spec("comparisons.csv", COMPARISON_COLS, _comparison_rows),
-    _spec("categories.csv", SHARE_COLS, _share_rows("categories")),
-    _spec("idle_by_kind.csv", SHARE_COLS, _share_rows("idle_by_kind")),
-    _spec("part_changes.csv", DELTA_COLS, _delta_rows),
-    _spec("kernel_deltas.csv", KERNEL_COLS, _pair_rows("kernel_deltas")),
-    _spec("finding_changes.csv", FINDING_COLS, _pair_rows("finding_changes")),
+    _spec("categories.csv", SHARE_COLS, _categories),
+    _spec("idle_by_kind.csv", SHARE_COLS, _idle_by_kind),
+    _spec("part_changes.csv", DELTA_COLS, _part_changes),
+    _spec("kernel_deltas.csv", KERNEL_COLS, _kernel_deltas),
+    _spec("finding_changes.csv", FINDING_COLS, _finding_changes),
 )
 
 
-def write_compare_tables(d: Row, out_dir: Path) -> List[Path]:
+def write_compare_tables(d: CompareResult, out_dir: Path) -> List[Path]:
     tdir = Path(out_dir) / "tables"
     tdir.mkdir(parents=True, exist_ok=True)
     return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(d)) for t in TABLES]

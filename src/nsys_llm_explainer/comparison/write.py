@@ -9,7 +9,7 @@ unless ``force``. Text cells follow :mod:`render.escape` (Markdown / HTML escapi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 from ..output import OutDir, Staging, check_out_dir
 from ..render.base import dumps_indented, write_text_files
@@ -25,20 +25,19 @@ def check_compare_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> Out
     return check_out_dir(out, force, "compare", [Path(p) for p in inputs])
 
 
-def render_compare(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None,
+def render_compare(result: CompareResult, out_dir: Path, js: Optional[str] = None,
                    top: Optional[int] = None) -> List[Path]:
-    """Every output file of a ``compare.json`` dict into ``out_dir`` (not atomic: see :func:`write_compare`)."""
-    files = write_text_files(out_dir, {"compare.json": dumps_indented(d) + "\n",
-                                       "compare.md": write_markdown(compare_document(d, top)),
-                                       "compare.html": render_compare_html(d, js, top)})
-    return files + write_compare_tables(d, out_dir)
+    """Every output file of the comparison into ``out_dir`` (not atomic: see :func:`write_compare`)."""
+    files = write_text_files(out_dir, {"compare.json": dumps_indented(result.to_dict()) + "\n",
+                                       "compare.md": write_markdown(compare_document(result, top)),
+                                       "compare.html": render_compare_html(result, js, top)})
+    return files + write_compare_tables(result, out_dir)
 
 
 def write_compare(result: CompareResult, out: Union[Path, OutDir], top: Optional[int] = None) -> None:
     """Write the comparison into ``out`` atomically (a plain path is checked first, without ``force``)."""
     od = out if isinstance(out, OutDir) else check_compare_out(Path(out), False)
-    d = result.to_dict()
     with Staging(od) as st:
         assert st.tmp is not None
-        render_compare(d, st.tmp, top=top)
+        render_compare(result, st.tmp, top=top)
         st.commit()

@@ -517,9 +517,9 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
     (:attr:`DeviceCauses.slices`, for the timeline file): the first device with any keeps them (they are bounded by the
     span's host rows), the next ones while the slices kept so far stay within ``slices_max`` (the devices after that
     keep none: the file's size stays bounded; :class:`..timeline.content.TimelineFile` names them).
-    ``pieces_needed`` False: nothing (``on_device`` included) reads the pieces' places in time, so once the pieces cut pass the budget the devices left whose window
-    misses ``span`` are charged by their host threads' partitions (host_partition.py; same causes and bins,
-    ``pieces`` None)."""
+    ``pieces_needed`` False: nothing (``on_device`` included) reads the pieces' places in time, so once the pieces
+    cut pass the budget the devices left whose window misses ``span`` are charged by their host threads' partitions
+    (host_partition.py; same causes and bins, ``pieces`` None)."""
     seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
     ctx: Optional[HostContext] = None
     done = []

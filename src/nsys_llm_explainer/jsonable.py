@@ -67,23 +67,29 @@ def json_ready(obj: Any) -> Any:
 def fields_json(obj: Any) -> Dict[str, Any]:
     """The one generic encoder of a result: ``{field: JSON-ready value}`` over ``dataclasses.fields`` in declaration
     order, leaving out the fields declared ``metadata=NOT_IN_JSON`` (and writing ``{}`` for a None field declared
-    ``metadata=NONE_AS_EMPTY``). Classes whose ``report.json`` part is a plain dump of their fields use it
-    (:class:`FieldsJson`); only those that rename or reshape write their own ``to_dict()`` (and a ``from_dict``
-    beside it)."""
+    ``metadata=NONE_AS_EMPTY``, nothing for one declared ``metadata=OMIT_NONE``). Classes whose ``report.json`` part
+    is a plain dump of their fields use it (:class:`FieldsJson`); only those that rename or reshape write their own
+    ``to_dict()`` (and a ``from_dict`` beside it)."""
     out: Dict[str, Any] = {}
     for name, empty in _json_fields(obj.__class__):
         v = getattr(obj, name)
         if v is None:
+            if empty is None:
+                continue
             out[name] = {} if empty else None
         else:
             out[name] = v if type(v) in _SAME else _item(v)
     return out
 
 
+_NONE_WRITTEN = {"none_as_empty": True, "omit_none": None}
+
+
 @cache
-def _json_fields(cls: Any) -> Tuple[Tuple[str, bool], ...]:
-    """(name, None written as ``{}``) of the fields of ``cls`` that ``report.json`` carries, in declaration order."""
-    return tuple((f.name, f.metadata.get("json", True) == "none_as_empty") for f in dataclasses.fields(cls)
+def _json_fields(cls: Any) -> Tuple[Tuple[str, Optional[bool]], ...]:
+    """(name, None written as ``{}`` (True), as ``null`` (False) or not at all (None)) of the fields of ``cls`` that
+    ``report.json`` carries, in declaration order."""
+    return tuple((f.name, _NONE_WRITTEN.get(f.metadata.get("json", True), False)) for f in dataclasses.fields(cls)
                  if f.metadata.get("json", True) is not False)
 
 
@@ -102,6 +108,9 @@ NOT_IN_JSON: Mapping[str, Any] = MappingProxyType({"json": False})
 #: a result that had nothing to report is an empty object in ``report.json``); :func:`from_json` reads ``{}`` back
 #: as None
 NONE_AS_EMPTY: Mapping[str, Any] = MappingProxyType({"json": "none_as_empty"})
+#: ``metadata`` of an ``Optional`` dataclass field that ``to_dict()`` leaves out when it is None (a value only some
+#: rows have: the timed columns of a cluster's NCCL rows); :func:`from_json` reads a missing key back as None
+OMIT_NONE: Mapping[str, Any] = MappingProxyType({"json": "omit_none"})
 
 T = TypeVar("T")
 _NONE = type(None)
@@ -126,8 +135,9 @@ def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str]
     """``cls`` (a dataclass) built from the dict ``d`` field by field, each value converted by its type hint
     (:func:`from_json`), without ``cls.from_dict`` (which calls this). ``override``: JSON values that replace
     (or stand for) keys of ``d``; ``omitted``: fields ``d`` does not carry (they keep their defaults), as do
-    fields declared with ``metadata=NOT_IN_JSON``. Any other field missing from ``d`` is an error; keys of ``d``
-    that name no field (derived values such as ``window_ns``) are ignored."""
+    fields declared with ``metadata=NOT_IN_JSON`` (one declared ``metadata=OMIT_NONE`` is None). Any other field
+    missing from ``d`` is an error; keys of ``d`` that name no field (derived values such as ``window_ns``) are
+    ignored."""
     if not isinstance(d, Mapping):
         raise _bad(where, f"expected an object, got {kind_of(d)}")
     src = {**d, **override} if override else d
@@ -141,6 +151,8 @@ def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str]
             v = src[f.name]
             empty = f.metadata.get("json") == "none_as_empty" and isinstance(v, Mapping) and not v
             kw[f.name] = None if empty else _convert(hints[f.name], v, f"{where}.{f.name}")
+        elif f.metadata.get("json") == "omit_none":
+            kw[f.name] = None
         elif not (f.name in skip or f.metadata.get("json", True) is False):
             raise _bad(where, f"missing key {f.name!r}")
     return c(**kw)

@@ -52,7 +52,8 @@ PLACED = frozenset({
     "cuda_api", "memcpy", "nvtx", "attribution", "gpu_time", "idle_causes", "traits", "phases", "categories",
     "steps", "graphs", "memory", "nccl", "facts", "step_sync", "unified_memory", "host_samples", "copy_engines",
     "findings",
-    "headline", "warnings", "timings_s"})
+    "headline", "warnings", "timings_s",
+    "clock", "nccl_series"})
 
 
 def report_dict(report: Report) -> Dict[str, Any]:
@@ -129,7 +130,8 @@ MOVED: Dict[str, Tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
     "attribution": ("nvtx.attribution", lambda d: _part(d, "nvtx", "attribution")),
 }
 #: fields ``report.json`` does not carry: None in a report loaded from it
-NOT_CARRIED = frozenset({"model", "steady"})
+NOT_CARRIED = frozenset({"model", "steady",
+                         "clock", "nccl_series"})   # what a cluster reads of the trace (cluster.summary)
 
 
 def check_schema(d: Any) -> None:

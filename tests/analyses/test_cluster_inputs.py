@@ -10,7 +10,6 @@ import pytest
 from synth.scenarios import build_cluster
 from synth.scenarios.cluster import BASE_UTC, MS, US
 
-from nsys_llm_explainer.analyses.comms.series import NcclSeries
 from nsys_llm_explainer.analyses.trace.clock import ClockInfo
 from nsys_llm_explainer.cluster.summary import summarize
 from nsys_llm_explainer.errors import InputError
@@ -33,8 +32,9 @@ def test_clock_and_nccl_series_of_each_rank(tmp_path) -> None:
         utc = BASE_UTC + 5 * r * MS
         shift = -5 * r * MS + (utc if r == 2 else 0)
         assert rep.clock == ClockInfo(utc, r == 2, 0, 50 * MS + shift, ar_end[3] + 8 * US + shift)
-        assert rep.nccl_series == (NcclSeries(5000 + r, r, AR, tuple(a + shift for a in ar[r]),
-                                              tuple(e + shift for e in ar_end), (7, 9, 7, 9)),)
+        assert [(x.pid, x.device_id, x.name, x.start.tolist(), x.end.tolist(), x.stream.tolist())
+                for x in rep.nccl_series] == [(5000 + r, r, AR, [a + shift for a in ar[r]],
+                                               [e + shift for e in ar_end], [7, 9, 7, 9])]
         d = rep.to_dict()
         assert "clock" not in d and "nccl_series" not in d
         loaded = Report.from_dict(json.loads(json.dumps(d)))

@@ -22,9 +22,9 @@ class NcclSeries:
     pid: int
     device_id: int
     name: str
-    start: Tuple[int, ...]
-    end: Tuple[int, ...]
-    stream: Tuple[int, ...]
+    start: np.ndarray     # int64 ns, export timeline
+    end: np.ndarray       # int64 ns
+    stream: np.ndarray    # int64 CUDA stream id
 
 
 def nccl_series(model: TraceModel) -> Tuple[NcclSeries, ...]:
@@ -45,11 +45,11 @@ def nccl_series(model: TraceModel) -> Tuple[NcclSeries, ...]:
     pid, dev, cc = k.pid[rows].astype(np.int64), k.device[rows].astype(np.int64), lut[k.name_idx[rows]]
     order = np.lexsort((k.end[rows], k.start[rows], cc, dev, pid))   # groups by (pid, device, name); issue order
     ix, pid, dev, cc = rows[order], pid[order], dev[order], cc[order]
+    start, end = k.start[ix].astype(np.int64), k.end[ix].astype(np.int64)
+    stream = np.asarray(k.stream[ix], np.int64)
     cut = np.nonzero((np.diff(pid) != 0) | (np.diff(dev) != 0) | (np.diff(cc) != 0))[0] + 1
-    out = []
-    for seg in np.split(np.arange(ix.shape[0]), cut):
-        g = ix[seg]
-        out.append(NcclSeries(int(pid[seg[0]]), int(dev[seg[0]]), cnames[int(cc[seg[0]])],
-                              tuple(k.start[g].tolist()), tuple(k.end[g].tolist()), tuple(k.stream[g].tolist())))
+    bounds = [0] + cut.tolist() + [ix.shape[0]]
+    out = [NcclSeries(int(pid[a]), int(dev[a]), cnames[int(cc[a])], start[a:b], end[a:b], stream[a:b])
+           for a, b in zip(bounds[:-1], bounds[1:])]   # one per (pid, device, name): Python work per group only
     out.sort(key=lambda x: (x.pid, x.device_id, x.name))
     return tuple(out)

@@ -40,6 +40,7 @@ from .paths import check_name, shown, stat_or_none
 from .terminal import error_line, say, silence_stdout, warning_line
 
 if TYPE_CHECKING:
+    from .cluster import ClusterResult
     from .output import OutDir
     from .report import Report
 
@@ -162,7 +163,7 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
             except OptionalDependencyError as exc:
                 raise InputError(str(exc)) from None
             progress("writing the cluster report")
-            write_cluster_files(result.to_dict(), st.tmp)
+            write_cluster_files(result, st.tmp)
             _cluster_timeline(result, st.tmp)
             st.commit()
     finally:
@@ -173,13 +174,13 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
     return 0
 
 
-def _cluster_timeline(result: Any, out: Path) -> None:
+def _cluster_timeline(result: ClusterResult, out: Path) -> None:
     """``timeline.pftrace`` of a cluster: every rank's timeline file (``ranks/<label>/``) on the aligned clock (each
     rank on its own clock when they cannot be aligned: the ranks' files still sit side by side)."""
     from .render.perfetto import FILE_NAME, concat_ranks
 
     offs = result.alignment.offsets_ns if result.alignment.aligned else [0] * len(result.files)
-    parts = [(out / "ranks" / str(f["label"]) / FILE_NAME, int(o or 0)) for f, o in zip(result.files, offs)]
+    parts = [(out / "ranks" / f.label / FILE_NAME, int(o or 0)) for f, o in zip(result.files, offs)]
     parts = [(p, o - min(o2 for _, o2 in parts)) for p, o in parts]   # timestamps stay ≥ 0
     if any(p.exists() for p, _ in parts):
         with open(out / FILE_NAME, "wb") as f:

@@ -27,6 +27,7 @@ from .analyses.api.graphs import GraphResult, analyze_graphs
 from .analyses.api.launch import LaunchResult, analyze_launch
 from .analyses.api.sync import analyze_sync
 from .analyses.comms.nccl import analyze_nccl
+from .analyses.comms.series import nccl_series
 from .analyses.idle.bins import bins_for
 from .analyses.idle.causes import IdleCausesResult, analyze_idle_causes
 from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, device_time, gpu_time_result, window_times
@@ -50,6 +51,7 @@ from .analyses.steps.sync import StepSyncContext, StepSyncSeries, device_step_sy
 from .analyses.threads.waits import WaitsResult, analyze_waits
 from .analyses.timeline.content import TimelineFile, analyze_timeline
 from .analyses.timeline.span import TimelineSpan, plan_span
+from .analyses.trace.clock import analyze_clock
 from .analyses.trace.facts import analyze_facts
 from .analyses.trace.info import TraceInfoResult, analyze_trace_info
 from .analyses.trace.window import WindowResult, detect_window
@@ -319,4 +321,7 @@ STEPS: Tuple[Step, ...] = (
     Step("timeline file", _timeline, ("model", "window", "timeline_span", "idle_causes", "steps", "findings",
                                       "categories"), ("timeline_file",)),
     Step("warnings", _warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
+    # what a cluster reads of the trace (cluster.summary): not in report.json
+    Step("clock", analyze_clock, ("model",), ("clock",)),
+    Step("nccl series", nccl_series, ("model",), ("nccl_series",)),
 )

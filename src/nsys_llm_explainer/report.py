@@ -13,6 +13,7 @@ from .analyses.api.graphs import GraphResult
 from .analyses.api.launch import LaunchResult
 from .analyses.api.sync import SyncResult
 from .analyses.comms.nccl import NcclResult
+from .analyses.comms.series import NcclSeries
 from .analyses.idle.causes import IdleCausesResult
 from .analyses.idle.gpu_time import GpuTimeResult
 from .analyses.idle.host_samples import HostSamplesResult
@@ -31,12 +32,14 @@ from .analyses.steps.phases import PhaseResult
 from .analyses.steps.sync import StepSyncResult
 from .analyses.threads.waits import WaitsResult
 from .analyses.timeline.content import TimelineFile
+from .analyses.trace.clock import ClockInfo
 from .analyses.trace.facts import TraceFacts
 from .analyses.trace.info import TraceInfoResult
 from .analyses.trace.window import WindowResult
 from .errors import InputError, OptionalDependencyError
 from .findings.base import Finding
 from .findings.rank import Headline
+from .jsonable import NOT_IN_JSON
 from .model.trace import TraceModel
 from .options import Options
 from .serialize import report_dict, report_values
@@ -88,6 +91,9 @@ class Report:
     steady_kernel_starts: Optional[KernelStarts]   # steady: every kernel's start, device and name
     steady_categories: Optional[CategoryResult]    # steady: ``categories`` recomputed over the window
     timings_s: Mapping[str, float] = field(default_factory=dict)   # seconds per analysis step (not a result)
+    # what a cluster reads of the trace (cluster.summary; not in report.json: None in a report loaded from it)
+    clock: Optional[ClockInfo] = field(default=None, metadata=NOT_IN_JSON)        # UTC placement of the timestamps
+    nccl_series: Optional[Tuple[NcclSeries, ...]] = field(default=None, metadata=NOT_IN_JSON)   # NCCL kernels
 
     def to_dict(self) -> Dict[str, Any]:
         return report_dict(self)

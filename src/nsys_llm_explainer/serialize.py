@@ -53,7 +53,7 @@ PLACED = frozenset({
     "steps", "graphs", "memory", "nccl", "facts", "step_sync", "unified_memory", "host_samples", "copy_engines",
     "findings",
     "headline", "warnings", "timings_s",
-    "steady_kernel_starts", "steady_categories"})
+    "steady_kernel_starts", "steady_categories", "clock", "nccl_series"})
 
 
 def report_dict(report: Report) -> Dict[str, Any]:
@@ -131,7 +131,7 @@ MOVED: Dict[str, Tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
 }
 #: fields ``report.json`` does not carry: None in a report loaded from it
 NOT_CARRIED = frozenset({"model", "steady",
-                         "steady_kernel_starts", "steady_categories"})
+                         "steady_kernel_starts", "steady_categories", "clock", "nccl_series"})
 
 
 def check_schema(d: Any) -> None:

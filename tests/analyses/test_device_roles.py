@@ -222,6 +222,6 @@ def test_a_copies_only_gpu_is_not_a_low_busy_rank(tmp_path):
     p = tmp_path / "r0.sqlite"
     build_scenario("copies_only_gpu", str(p))
     res = nle.analyze_cluster([str(p)], jobs=1)
-    roles = {d["device_id"]: d["role"] for d in res.devices}
+    roles = {d.device_id: d.role for d in res.devices}
     assert roles == {0: "kernels", 1: "copies only"}
     assert not [c for c in res.claims if c.finding.id == "low_busy_rank"]

@@ -40,15 +40,15 @@ def test_planted_straggler_exact(straggler, pool_result):
     assert res.alignment.offsets_ns == (0, 5_000_000, -facts["utc_epoch_ns"][0], 15_000_000)
     coll = res.collectives
     assert coll.timed and coll.matched_collectives == 10 and coll.unmatched_kernels == 0
-    ranks = {r["rank"]: r for r in coll.ranks}
+    ranks = {r.rank: r for r in coll.ranks}
     # hand-computed (synth/scenarios/cluster.py): rank 3 is late by 200 µs in steps 0-7, rank 1 by 250 µs in 8-9
-    assert {k: v["wait_ns_total"] for k, v in ranks.items()} == {
+    assert {k: v.wait_ns_total for k, v in ranks.items()} == {
         "rank0": 2360 * US, "rank1": 1760 * US, "rank2": 2160 * US, "rank3": 460 * US}
-    assert {k: v["wait_ns_total"] for k, v in ranks.items()} == {f"rank{r}": w for r, w in facts["wait_ns"].items()}
-    assert {k: v["last_arrival_count"] for k, v in ranks.items()} == {"rank0": 0, "rank1": 2, "rank2": 0, "rank3": 8}
-    assert ranks["rank3"]["wait_p50_ns"] == 0 and ranks["rank0"]["wait_p50_ns"] == 230 * US
-    assert [i["skew_ns"] for i in coll.instances] == facts["skew_ns"]
-    assert [i["late_rank"] for i in coll.instances] == ["rank3"] * 8 + ["rank1"] * 2
+    assert {k: v.wait_ns_total for k, v in ranks.items()} == {f"rank{r}": w for r, w in facts["wait_ns"].items()}
+    assert {k: v.last_arrival_count for k, v in ranks.items()} == {"rank0": 0, "rank1": 2, "rank2": 0, "rank3": 8}
+    assert ranks["rank3"].wait_p50_ns == 0 and ranks["rank0"].wait_p50_ns == 230 * US
+    assert [i.skew_ns for i in coll.instances] == facts["skew_ns"]
+    assert [i.late_rank for i in coll.instances] == ["rank3"] * 8 + ["rank1"] * 2
     claim = next(c.to_dict() for c in res.claims if c.finding.id == "late_arriver")
     assert claim["rank"] == "rank3" and claim["severity"] == "high"
     assert claim["time_at_stake_ns"] == round((2360 + 1760 + 2160) * US / 3)
@@ -63,8 +63,8 @@ def test_planted_straggler_exact(straggler, pool_result):
     late = next(c for c in res.claims if c.finding.id == "late_arriver")   # the single-file Finding and Check types
     assert late.rank == "rank3" and late.finding.category == "nccl_wait" and late.finding.holds()
     assert [c.scope.rank for c in late.finding.checks] == [None, None, "rank3", "rank3", "rank3", None, None]
-    devs = {r["rank"]: r for r in res.devices}
-    assert all(devs[f"rank{r}"]["step_count"] == 10 and devs[f"rank{r}"]["kernel_count"] == 20 for r in range(4))
+    devs = {r.rank: r for r in res.devices}
+    assert all(devs[f"rank{r}"].step_count == 10 and devs[f"rank{r}"].kernel_count == 20 for r in range(4))
     json.dumps(res.to_dict(), allow_nan=False)
     assert res.to_dict()["schema_version"]
 
@@ -78,11 +78,11 @@ def test_kernels_that_do_not_end_together_give_no_late_arriver_claim(tmp_path, s
     res = nle.analyze_cluster([str(p) for p in facts["paths"]], jobs=1)
     coll = res.collectives
     assert coll.timed and coll.matched_collectives == 10
-    assert [i["end_spread_ns"] for i in coll.instances] == facts["end_spread_ns"] == [250 * US] * 10
-    assert [i["skew_ns"] for i in coll.instances] == facts["skew_ns"] == [300 * US] * 10
+    assert [i.end_spread_ns for i in coll.instances] == facts["end_spread_ns"] == [250 * US] * 10
+    assert [i.skew_ns for i in coll.instances] == facts["skew_ns"] == [300 * US] * 10
     assert coll.end_spread_p50_ns == 250 * US and coll.skew_p50_ns == 300 * US
-    ranks = {r["rank"]: r for r in coll.ranks}
-    assert ranks["rank2"]["last_arrival_count"] == 10 and ranks["rank0"]["wait_ns_total"] > 0
+    ranks = {r.rank: r for r in coll.ranks}
+    assert ranks["rank2"].last_arrival_count == 10 and (ranks["rank0"].wait_ns_total or 0) > 0
     assert not [c for c in res.claims if c.finding.id == "late_arriver"]
     assert any("do not end together" in w and "communicators" in w for w in res.warnings)
     ok = pool_result.collectives
@@ -100,8 +100,8 @@ def test_a_collective_name_on_several_streams_gives_no_late_arriver_claim(tmp_pa
     facts = build_cluster("cluster_straggler", str(tmp_path), second_stream=True)
     res = nle.analyze_cluster([str(p) for p in facts["paths"]], jobs=1)
     coll = res.collectives
-    assert {r["rank"]: r["wait_ns_total"] for r in coll.ranks} == {f"rank{r}": w for r, w in facts["wait_ns"].items()}
-    assert [(s["rank"], s["streams"]) for s in coll.split_names] == [(f"rank{r}", [7, 9]) for r in range(4)]
+    assert {r.rank: r.wait_ns_total for r in coll.ranks} == {f"rank{r}": w for r, w in facts["wait_ns"].items()}
+    assert [(s.rank, s.streams) for s in coll.split_names] == [(f"rank{r}", (7, 9)) for r in range(4)]
     assert not [c for c in res.claims if c.finding.id == "late_arriver"]
     assert any("several CUDA streams" in w and "rank0: streams 7, 9" in w for w in res.warnings)
 
@@ -111,7 +111,8 @@ def test_without_session_start_no_timing_claims(tmp_path):
     res = nle.analyze_cluster([str(p) for p in sorted(tmp_path.glob("*.sqlite"))], jobs=1)
     assert not res.alignment.aligned and "utcEpochNs" in res.alignment.reason
     assert not res.collectives.timed and res.collectives.matched_collectives == 10
-    assert "wait_ns_total" not in res.collectives.ranks[0]
+    assert res.collectives.ranks[0].wait_ns_total is None
+    assert "wait_ns_total" not in res.to_dict()["collectives"]["ranks"][0]
     assert not [c for c in res.claims if c.finding.id == "late_arriver"]
     assert any("cannot be aligned" in w for w in res.warnings)
 
@@ -157,10 +158,10 @@ def test_split_real_trace_matches_single_file(tmp_path, shared_traces):
     assert auto.alignment.aligned and auto.alignment.offsets_ns == (0, 0)
     # each file has its own capture span (a --window is clipped to it): use one window inside every span so the
     # single-file report and each per-process file measure the same window
-    w = (max(f["window_start_ns"] for f in auto.files), min(f["window_end_ns"] for f in auto.files))
+    w = (max(f.window_start_ns for f in auto.files), min(f.window_end_ns for f in auto.files))
     single = nle.analyze(str(REAL), window=w)
     res = nle.analyze_cluster(files, jobs=2, window=w)
-    assert [(f["window_start_ns"], f["window_end_ns"]) for f in res.files] == [w, w]
+    assert [(f.window_start_ns, f.window_end_ns) for f in res.files] == [w, w]
     assert (single.window.start_ns, single.window.end_ns) == w
     sd = single.to_dict()
     want = {}
@@ -170,15 +171,15 @@ def test_split_real_trace_matches_single_file(tmp_path, shared_traces):
             kinds[c["kind"]] = kinds.get(c["kind"], 0) + c["ns"]
         want[dev["device_id"]] = (dev["busy_pct"], dev["busy_ns"], dev["kernel_count"],
                                   {k: v for k, v in kinds.items() if v})
-    got = {r["device_id"]: (r["busy_pct"], r["busy_ns"], r["kernel_count"], r["idle_by_kind"]) for r in res.devices}
+    got = {r.device_id: (r.busy_pct, r.busy_ns, r.kernel_count, r.idle_by_kind) for r in res.devices}
     assert got == want
     # NCCL across the two files on the same clock: a rank's mean wait = the other's mean start skew (2 ranks)
     one = {r["pid"]: r for r in sd["nccl"]["ranks"]}
-    many = {r["pid"]: r for r in res.collectives.ranks}
+    many = {r.pid: r for r in res.collectives.ranks}
     assert res.collectives.matched_collectives == sd["nccl"]["matched_collectives"]
-    assert many[pids[0]]["wait_mean_ns"] == one[pids[1]]["mean_start_skew_ns"]
-    assert many[pids[1]]["wait_mean_ns"] == one[pids[0]]["mean_start_skew_ns"]
-    assert sum(r["last_arrival_count"] for r in many.values()) == res.collectives.matched_collectives
+    assert many[pids[0]].wait_mean_ns == one[pids[1]]["mean_start_skew_ns"]
+    assert many[pids[1]].wait_mean_ns == one[pids[0]]["mean_start_skew_ns"]
+    assert sum(r.last_arrival_count or 0 for r in many.values()) == res.collectives.matched_collectives
 
 
 def test_cli_directory_writes_cluster_and_rank_reports(straggler, pool_result, tmp_path):
@@ -228,10 +229,12 @@ def test_worker_error_is_one_line_exit_2(tmp_path, capsys):
 def test_rank_outlier_claims_need_their_preconditions():
     from nsys_llm_explainer.cluster.claims import make_claims
     from nsys_llm_explainer.cluster.collectives import CollectivesResult
+    from nsys_llm_explainer.cluster.result import DeviceRow
 
     def dev(rank, busy, p50):
-        return {"rank": rank, "file": rank, "device_id": 0, "busy_pct": busy, "window_ns": 10_000_000,
-                "idle_by_kind": {"host_cpu": 1000, "sync": 5000}, "step_count": 10, "step_p50_ns": p50}
+        return DeviceRow(rank=rank, file=rank, device_id=0, role="kernels", window_ns=10_000_000, busy_ns=0,
+                         busy_pct=busy, idle_ns=6000, idle_by_kind={"host_cpu": 1000, "sync": 5000}, kernel_count=1,
+                         step_count=10, step_p50_ns=p50, step_p90_ns=p50)
 
     none = CollectivesResult(False, "no NCCL kernels in any file", False)
     claims = [c.to_dict() for c in

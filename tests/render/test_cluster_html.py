@@ -16,6 +16,7 @@ from conftest import run_cli
 from synth.scenarios import build_cluster
 from test_html import EVIL_IMG, EVIL_LINK, EVIL_SCRIPT, Page, figures, without_plotly
 
+from nsys_llm_explainer.cluster import ClusterResult
 from nsys_llm_explainer.cluster.write import write_cluster_files
 from nsys_llm_explainer.output import MANIFEST
 from nsys_llm_explainer.render.charts import KIND_COLORS
@@ -135,6 +136,42 @@ def test_rank_chart_uses_report_idle_colours_and_labels(straggler) -> None:
     assert _by_key(page, "ranks-table", "idle_host_cpu_ns")["rank2"] == ("3840000", "3.840")
 
 
+def test_cluster_json_reads_back_typed_and_renders_the_same(straggler) -> None:
+    """cluster.json → ``ClusterResult.from_dict`` → the same dict, typed rows with the planted numbers, and the same
+    cluster.md / cluster.html / CSVs as the run wrote; a dict of another schema or with a part missing is refused
+    in one line naming the key."""
+    from nsys_llm_explainer.errors import InputError
+    from nsys_llm_explainer.render.cluster import render_cluster_markdown
+    from nsys_llm_explainer.render.cluster.tables import CLAIMS, RANKS
+
+    out, d, text = straggler
+    res = ClusterResult.from_dict(d)
+    assert res.to_dict() == d and ClusterResult.from_dict(res.to_dict()) == res
+    assert {r.rank: r.wait_ns_total for r in res.collectives.ranks} == {r: w * US for r, w in WAIT_US.items()}
+    assert {r.rank: r.last_arrival_count for r in res.collectives.ranks} == LAST
+    assert [r.rank for r in res.devices] == ["rank0", "rank1", "rank2", "rank3"] and res.files[3].label == "rank3"
+    late = res.claims[0]
+    assert (late.rank, late.finding.id, late.finding.category, late.finding.confidence) == (
+        "rank3", "late_arriver", "nccl_wait", "high") and late.finding.holds()
+    assert [c.scope.rank for c in late.finding.checks] == [None, None, "rank3", "rank3", "rank3", None, None]
+    assert render_cluster_markdown(res) == (out / "cluster.md").read_text(encoding="utf-8")
+    assert render_cluster_html(res, rank_pages=[f"rank{r}" for r in range(4)]) == text
+    csv = (out / "tables" / "claims.csv").read_text(encoding="utf-8").splitlines()
+    assert csv[0] == ",".join(CLAIMS.csv_header()) and csv[1].startswith("late_arriver,rank3,high,")
+    assert len(RANKS.csv_rows(res)) == 4
+    bad = copy.deepcopy(d)
+    del bad["devices"][1]["busy_pct"]
+    with pytest.raises(InputError, match=r"^cluster.json.devices\[1\]: missing key 'busy_pct'$"):
+        ClusterResult.from_dict(bad)
+    bad = {**d, "schema_version": "0.9"}
+    with pytest.raises(InputError, match="^cluster.json has schema_version '0.9'"):
+        ClusterResult.from_dict(bad)
+    bad = copy.deepcopy(d)
+    bad["collectives"]["ranks"][0]["wait_ns_total"] = "many"
+    with pytest.raises(InputError, match=r"^cluster.json.collectives.ranks\[0\].wait_ns_total: expected an integer"):
+        ClusterResult.from_dict(bad)
+
+
 def test_every_chart_names_its_text_equivalent(straggler) -> None:
     _, _, text = straggler
     caps = re.findall(r'<div id="([^"]+)" class="chart".*?<figcaption>(.*?)</figcaption>', text, re.S)
@@ -158,6 +195,8 @@ def test_links_to_each_rank_report(straggler) -> None:
 def test_not_aligned_draws_no_cross_rank_timing(tmp_path: Path) -> None:
     _, d, text = _cluster(tmp_path, no_session=True)
     assert not d["alignment"]["aligned"]
+    res = ClusterResult.from_dict(d)      # the timed columns are absent from the dict, None in the typed rows
+    assert res.collectives.ranks[0].wait_ns_total is None and res.to_dict() == d
     page = Page(text)
     assert "Clocks: NOT aligned — no session start time" in page.text
     assert "no timing chart is drawn" in page.text
@@ -173,10 +212,11 @@ def test_skew_points_are_capped_and_the_caption_says_so(straggler) -> None:
     base = d["collectives"]["instances"][0]
     n = 3 * MAX_SKEW_POINTS + 7
     big["collectives"]["instances"] = [{**base, "seq": i, "skew_ns": (i * 7919) % 100_003} for i in range(n)]
-    shown = plotted_instances(big["collectives"]["instances"])
+    res = ClusterResult.from_dict(big)
+    shown = plotted_instances(res.collectives.instances)
     top = sorted(range(n), key=lambda i: -((i * 7919) % 100_003))[:TOP_SKEWS]
-    assert len(shown) <= MAX_SKEW_POINTS + TOP_SKEWS and {r["seq"] for r in shown} >= set(top) | {0, 4}
-    text = render_cluster_html(big, js="")
+    assert len(shown) <= MAX_SKEW_POINTS + TOP_SKEWS and {r.seq for r in shown} >= set(top) | {0, 4}
+    text = render_cluster_html(res, js="")
     pts = sum(len(t["x"]) for t in figures(text)["nccl-skew"]["data"])
     assert pts == len(shown)
     assert f"{len(shown):,} of {n:,} matched instances (every 4-th plus the {TOP_SKEWS} largest skews" in text
@@ -199,7 +239,7 @@ def _hostile_dict(d: Dict[str, Any]) -> Dict[str, Any]:
 
 def test_hostile_labels_in_the_dict_are_inert(straggler) -> None:
     _, d, _ = straggler
-    text = render_cluster_html(_hostile_dict(d), js="")
+    text = render_cluster_html(ClusterResult.from_dict(_hostile_dict(d)), js="")
     page = Page(text)
     assert [t for t, _ in page.tags if t in ("img", "b", "iframe")] == []
     assert [t for t, _ in page.tags].count("script") == 3
@@ -237,14 +277,14 @@ def test_hostile_file_names_through_the_cli(tmp_path: Path) -> None:
 def test_no_link_to_a_rank_report_that_was_not_written(straggler, tmp_path: Path) -> None:
     """Written without ``ranks/`` (the Python API, not the CLI): labels are shown, not linked to missing pages."""
     _, d, _ = straggler
-    files = write_cluster_files(d, tmp_path / "w", js="")
+    files = write_cluster_files(ClusterResult.from_dict(d), tmp_path / "w", js="")
     assert tmp_path / "w" / "cluster.html" in files
     page = Page((tmp_path / "w" / "cluster.html").read_text(encoding="utf-8"))
     assert not [a for t, a in page.tags if t == "a" and a.get("href", "").startswith("ranks/")]
     assert [r[1][1] for r in page.rows("ranks-table")] == ["rank0", "rank1", "rank2", "rank3"]
     (tmp_path / "w" / "ranks" / "rank2").mkdir(parents=True)
     (tmp_path / "w" / "ranks" / "rank2" / "report.html").write_text("x", encoding="utf-8")
-    write_cluster_files(d, tmp_path / "w", js="")
+    write_cluster_files(ClusterResult.from_dict(d), tmp_path / "w", js="")
     page = Page((tmp_path / "w" / "cluster.html").read_text(encoding="utf-8"))
     assert {a["href"] for t, a in page.tags if t == "a" and a.get("href", "").startswith("ranks/")} == {
         "ranks/rank2/report.html"}

@@ -225,7 +225,7 @@ def test_compare_and_cluster_html_hold_their_markdown(tmp_path: Path) -> None:
     assert "## Headline metric" in md and "## Top kernel changes" in md
     assert_html_holds_md(md, render_compare_html(cmp, js=""))
     build_cluster("cluster_straggler", str(tmp_path / "cl"))
-    c = nle.analyze_cluster([str(p) for p in sorted((tmp_path / "cl").glob("*.sqlite"))]).to_dict()
+    c = nle.analyze_cluster([str(p) for p in sorted((tmp_path / "cl").glob("*.sqlite"))])
     md = render_cluster_markdown(c)
     assert "## NCCL collectives across ranks" in md
     assert_html_holds_md(md, render_cluster_html(c, js=""))

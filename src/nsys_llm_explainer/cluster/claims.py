@@ -18,21 +18,26 @@ A claim is made only when every check holds (docs/CLUSTER.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..analyses.common.stats import median
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..findings.base import Check, Finding, Scope
+from ..jsonable import from_json, need, need_object, need_rows
 from ..vocabulary.units import fmt_dur as dur
 from .collectives import CollectivesResult
 
-Row = Dict[str, Any]
+if TYPE_CHECKING:
+    from .result import DeviceRow
+
 MIN_MATCHED = 5
 MIN_LATE_SHARE = 0.6
 MIN_BUSY_GAP_PCT = 10.0
 MIN_STEP_RATIO = 1.1
+#: each claim's finding category (cluster.json does not carry it)
+CATEGORY = {"late_arriver": "nccl_wait", "low_busy_rank": "rank_outlier", "slow_step_rank": "rank_outlier"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,27 @@ class RankClaim:
                 "time_at_stake_ns": f.time_at_stake_ns, "checks": [_check_dict(c) for c in f.checks],
                 "advice": list(f.recommendation)}
 
+    @classmethod
+    def from_dict(cls, d: Any, where: str) -> RankClaim:
+        """The claim of a ``claims[]`` item (:meth:`to_dict`): its category is its id's (:data:`CATEGORY`), its
+        confidence ``high`` (a claim is made only when every check holds), each check's scope its rank."""
+        def get(obj: Any, key: str, tp: Any, at: str) -> Any:
+            return from_json(tp, need(obj, key, at), f"{at}.{key}")
+
+        checks = []
+        for i, c in enumerate(need_rows(d, "checks", where)):
+            w = f"{where}.checks[{i}]"
+            rank = from_json(Optional[str], need_object(c, "scope", w).get("rank"), f"{w}.scope.rank")  # type: ignore
+            checks.append(Check(get(c, "metric", str, w), get(c, "observed", float, w), get(c, "op", str, w),
+                                get(c, "threshold", float, w), RankScope(rank=rank)))
+        cid = get(d, "id", str, where)
+        f = Finding(id=cid, category=CATEGORY.get(cid, "cluster"), severity=get(d, "severity", str, where),
+                    confidence="high", title=get(d, "title", str, where),
+                    evidence=get(d, "evidence", Tuple[str, ...], where),
+                    recommendation=get(d, "advice", Tuple[str, ...], where),
+                    time_at_stake_ns=get(d, "time_at_stake_ns", int, where), checks=tuple(checks))
+        return cls(get(d, "rank", str, where), f)
+
 
 def _check_dict(c: Check) -> Dict[str, Any]:
     rank = c.scope.rank if isinstance(c.scope, RankScope) else None
@@ -67,9 +93,9 @@ def _check(metric: str, observed: Any, op: str, threshold: Any, rank: Optional[s
     return Check(metric, observed, op, threshold, RankScope(rank=rank))
 
 
-def _claim(rank: str, id: str, category: str, severity: str, title: str, evidence: Sequence[str],
+def _claim(rank: str, id: str, severity: str, title: str, evidence: Sequence[str],
            time_at_stake_ns: int, checks: Sequence[Check], advice: str) -> RankClaim:
-    f = Finding(id=id, category=category, severity=severity, confidence="high", title=title,
+    f = Finding(id=id, category=CATEGORY[id], severity=severity, confidence="high", title=title,
                 evidence=tuple(evidence), recommendation=(advice,), time_at_stake_ns=time_at_stake_ns,
                 checks=tuple(checks))
     assert f.holds(), id
@@ -77,84 +103,85 @@ def _claim(rank: str, id: str, category: str, severity: str, title: str, evidenc
 
 
 
-def _late(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> Optional[RankClaim]:
+def _late(coll: CollectivesResult, devices: Sequence[DeviceRow], aligned: bool) -> Optional[RankClaim]:
     ranks = list(coll.ranks)
     if not coll.available or not ranks:
         return None
     timed = coll.timed and aligned
-    late = max(range(len(ranks)), key=lambda j: (ranks[j].get("last_arrival_count", 0), -j))
+    late = max(range(len(ranks)), key=lambda j: (ranks[j].last_arrival_count or 0, -j))
     r = ranks[late]
     others = [x for j, x in enumerate(ranks) if j != late]
-    mean_wait = float(np.mean([x.get("wait_ns_total", 0) for x in others])) if others else 0.0
+    mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
+    share = r.last_arrival_share or 0.0
     checks = [_check("aligned", int(timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
-              _check("matched", r["matched"], ">=", MIN_MATCHED, r["rank"]),
-              _check("last_arrival_share", r.get("last_arrival_share", 0.0), ">=", MIN_LATE_SHARE, r["rank"]),
-              _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r["rank"]),
+              _check("matched", r.matched, ">=", MIN_MATCHED, r.rank),
+              _check("last_arrival_share", share, ">=", MIN_LATE_SHARE, r.rank),
+              _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
               _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
               _check("split_names", len(coll.split_names), "==", 0)]
     if not all(c.holds() for c in checks):
         return None
-    pct = 100.0 * r["last_arrival_share"]
-    per_coll = mean_wait / r["matched"]
-    ev = [f"{r['rank']} arrives last in {pct:.0f}% ({r['last_arrival_count']} of {r['matched']}) of the matched "
+    pct = 100.0 * share
+    per_coll = mean_wait / r.matched
+    ev = [f"{r.rank} arrives last in {pct:.0f}% ({r.last_arrival_count} of {r.matched}) of the matched "
           f"NCCL collectives; the other ranks wait {dur(mean_wait)} each in total ({dur(per_coll)} per collective)."]
-    steps = {(d["file"], d["device_id"]): d["step_count"] for d in devices}
-    per_step = [x["wait_ns_total"] / steps[(x["file"], x["device_id"])] for x in others
-                if steps.get((x["file"], x["device_id"]))]
+    steps = {(d.file, d.device_id): d.step_count for d in devices}
+    per_step = [(x.wait_ns_total or 0) / steps[(x.file, x.device_id)] for x in others
+                if steps.get((x.file, x.device_id))]
     if others and len(per_step) == len(others):
         ev.append(f"That is {dur(float(np.mean(per_step)))} of waiting per step on the other ranks "
                   "(mean over them of their wait / their step count).")
     for x in others:
-        ev.append(f"{x['rank']} waits {dur(x['wait_ns_total'])} over {x['matched']} collectives "
-                  f"(p50 {dur(x['wait_p50_ns'])}).")
-    return _claim(r["rank"], "late_arriver", "nccl_wait", "high" if pct >= 80 else "medium",
-                  f"{r['rank']} is the rank the others wait for at NCCL collectives", ev, int(round(mean_wait)),
+        ev.append(f"{x.rank} waits {dur(x.wait_ns_total)} over {x.matched} collectives "
+                  f"(p50 {dur(x.wait_p50_ns)}).")
+    return _claim(r.rank, "late_arriver", "high" if pct >= 80 else "medium",
+                  f"{r.rank} is the rank the others wait for at NCCL collectives", ev, int(round(mean_wait)),
                   checks, "Look at what this rank does before its collectives (host work, data loading, a slower "
                   "GPU or link); its single-file report is under ranks/.")
 
 
-def _low_busy(devices: Sequence[Row]) -> Optional[RankClaim]:
+def _low_busy(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
     """The device that keeps its GPU busy least, among the devices that ran kernels (a GPU that only received
     copies is not a rank that idles: docs/MODEL.md "Pooled over the devices that ran kernels")."""
-    devices = [d for d in devices if d.get("role", "kernels") == "kernels"]
+    devices = [d for d in devices if d.role == "kernels"]
     if len(devices) < 2:
         return None
-    j = min(range(len(devices)), key=lambda i: (devices[i]["busy_pct"], i))
+    j = min(range(len(devices)), key=lambda i: (devices[i].busy_pct, i))
     d = devices[j]
-    ref = median(np.array([x["busy_pct"] for i, x in enumerate(devices) if i != j], np.float64))
-    gap = round(float(ref - d["busy_pct"]), 4)
+    ref = median(np.array([x.busy_pct for i, x in enumerate(devices) if i != j], np.float64))
+    gap = round(float(ref - d.busy_pct), 4)
     checks = [_check("devices", len(devices), ">=", 2),
-              _check("busy_pct_gap", gap, ">=", MIN_BUSY_GAP_PCT, d["rank"])]
+              _check("busy_pct_gap", gap, ">=", MIN_BUSY_GAP_PCT, d.rank)]
     if not all(c.holds() for c in checks):
         return None
-    kinds = sorted(d["idle_by_kind"].items(), key=lambda kv: -kv[1])
+    kinds = sorted(d.idle_by_kind.items(), key=lambda kv: -kv[1])
     top = f"; its largest idle cause is {kinds[0][0]} ({dur(kinds[0][1])})" if kinds else ""
-    return _claim(d["rank"], "low_busy_rank", "rank_outlier", "medium",
-                  f"{d['rank']} keeps its GPU busy less than the other ranks",
-                  [f"GPU busy {d['busy_pct']:.1f}% vs a median of {ref:.1f}% on the other devices{top}."],
-                  int(round(gap / 100.0 * d["window_ns"])), checks,
+    return _claim(d.rank, "low_busy_rank", "medium",
+                  f"{d.rank} keeps its GPU busy less than the other ranks",
+                  [f"GPU busy {d.busy_pct:.1f}% vs a median of {ref:.1f}% on the other devices{top}."],
+                  int(round(gap / 100.0 * d.window_ns)), checks,
                   "Open this rank's report (ranks/) for where its idle time went.")
 
 
-def _slow_step(devices: Sequence[Row]) -> Optional[RankClaim]:
-    ds = [d for d in devices if d.get("step_p50_ns")]
+def _slow_step(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
+    ds = [(d, d.step_p50_ns) for d in devices if d.step_p50_ns]
     if len(ds) < 2:
         return None
-    j = max(range(len(ds)), key=lambda i: (ds[i]["step_p50_ns"], -i))
-    d = ds[j]
-    ref = median(np.array([x["step_p50_ns"] for i, x in enumerate(ds) if i != j], np.float64))
-    ratio = round(d["step_p50_ns"] / ref, 4) if ref > 0 else 0.0
+    j = max(range(len(ds)), key=lambda i: (ds[i][1], -i))
+    d, p50 = ds[j]
+    ref = median(np.array([x for i, (_, x) in enumerate(ds) if i != j], np.float64))
+    ratio = round(p50 / ref, 4) if ref > 0 else 0.0
     checks = [_check("devices_with_steps", len(ds), ">=", 2),
-              _check("step_p50_ratio", ratio, ">=", MIN_STEP_RATIO, d["rank"])]
+              _check("step_p50_ratio", ratio, ">=", MIN_STEP_RATIO, d.rank)]
     if not all(c.holds() for c in checks):
         return None
-    return _claim(d["rank"], "slow_step_rank", "rank_outlier", "medium", f"{d['rank']} has the slowest steps",
-                  [f"step time p50 {dur(d['step_p50_ns'])} vs a median of {dur(ref)} on the other devices "
-                   f"({ratio:.2f}×)."], int(round((d["step_p50_ns"] - ref) * d["step_count"])), checks,
+    return _claim(d.rank, "slow_step_rank", "medium", f"{d.rank} has the slowest steps",
+                  [f"step time p50 {dur(p50)} vs a median of {dur(ref)} on the other devices "
+                   f"({ratio:.2f}×)."], int(round((p50 - ref) * d.step_count)), checks,
                   "Compare this rank's report (ranks/) with another rank's: `nsys-llm-explain compare`.")
 
 
-def make_claims(coll: CollectivesResult, devices: Sequence[Row], aligned: bool) -> List[RankClaim]:
+def make_claims(coll: CollectivesResult, devices: Sequence[DeviceRow], aligned: bool) -> List[RankClaim]:
     """The claims whose checks all hold, largest time at stake first."""
     out = [c for c in (_late(coll, devices, aligned), _low_busy(devices), _slow_step(devices)) if c is not None]
     return sorted(out, key=lambda c: -c.finding.time_at_stake_ns)

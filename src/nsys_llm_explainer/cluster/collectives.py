@@ -24,17 +24,78 @@ Without aligned clocks only counts are given (waits, skew and late arrivers are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..analyses.common.stats import median, round_half_up
-from ..jsonable import FieldsJson
+from ..jsonable import NONE_OMITTED, FieldsJson
 from .align import Alignment
 from .summary import FileSummary
 
-Row = Dict[str, Any]
+
+def _timed() -> Any:
+    """A field only rows on aligned clocks have (left out of cluster.json when None)."""
+    return field(default=None, metadata=NONE_OMITTED)
+
+
+@dataclass(frozen=True)
+class RankRow(FieldsJson):
+    """``collectives.ranks[]``: one rank's NCCL kernels; the wait columns when the clocks were aligned."""
+
+    rank: str
+    file: str                         # the file label
+    pid: int
+    device_id: int
+    nccl_count: int
+    nccl_total_ns: int                # Σ (end − start) of its NCCL kernels
+    matched: int                      # its kernels in matched instances
+    wait_ns_total: Optional[int] = _timed()
+    wait_mean_ns: Optional[int] = _timed()
+    wait_p50_ns: Optional[int] = _timed()
+    last_arrival_count: Optional[int] = _timed()
+    last_arrival_share: Optional[float] = _timed()
+
+
+@dataclass(frozen=True)
+class NameRow(FieldsJson):
+    """``collectives.by_name[]``: one collective name over the ranks running it; the skew columns when the clocks
+    were aligned and an instance was matched."""
+
+    name: str
+    ranks: int
+    matched: int                      # matched instances
+    kernels: int
+    unmatched_kernels: int
+    skew_total_ns: Optional[int] = _timed()
+    skew_p50_ns: Optional[int] = _timed()
+    skew_max_ns: Optional[int] = _timed()
+    most_late_rank: Optional[str] = _timed()
+    most_late_share: Optional[float] = _timed()
+    end_spread_p50_ns: Optional[int] = _timed()
+
+
+@dataclass(frozen=True)
+class InstanceRow(FieldsJson):
+    """``collectives.instances[]``: one matched instance on the aligned clock."""
+
+    name: str
+    seq: int                          # k: the k-th kernel of the name on every member rank (issue order)
+    late_rank: str
+    first_start_ns: int
+    last_start_ns: int
+    skew_ns: int
+    end_spread_ns: int
+
+
+@dataclass(frozen=True)
+class SplitName(FieldsJson):
+    """``collectives.split_names[]``: a (rank, collective name) pair whose kernels run on several streams."""
+
+    rank: str
+    name: str
+    streams: Tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -42,14 +103,14 @@ class CollectivesResult(FieldsJson):
     available: bool
     reason: Optional[str]
     timed: bool                       # waits / late arrivers computed (clocks aligned)
-    ranks: Tuple[Row, ...] = ()
-    by_name: Tuple[Row, ...] = ()
-    instances: Tuple[Row, ...] = ()   # one row per matched instance: name, seq, late_rank, starts, skew
+    ranks: Tuple[RankRow, ...] = ()
+    by_name: Tuple[NameRow, ...] = ()
+    instances: Tuple[InstanceRow, ...] = ()   # one row per matched instance
     matched_collectives: int = 0
     unmatched_kernels: int = 0
     skew_p50_ns: int = 0              # over all matched instances (timed only)
     end_spread_p50_ns: int = 0        # over all matched instances (timed only)
-    split_names: Tuple[Row, ...] = ()   # (rank, name, streams) run on several streams
+    split_names: Tuple[SplitName, ...] = ()   # (rank, name, streams) run on several streams
 
 
 def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
@@ -81,8 +142,8 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     waits: List[List[np.ndarray]] = [[] for _ in range(n)]
     matched_per = np.zeros(n, np.int64)
     last_cnt = np.zeros(n, np.int64)
-    by_name: List[Row] = []
-    instances: List[Row] = []
+    by_name: List[NameRow] = []
+    instances: List[InstanceRow] = []
     matched_total = unmatched = 0
     all_skew: List[np.ndarray] = []
     all_spread: List[np.ndarray] = []
@@ -94,8 +155,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
         matched_total += m
         mem = np.array(members, np.int64)
         matched_per[mem] += m
-        row: Row = {"name": cname, "ranks": len(members), "matched": m, "kernels": sum(lens),
-                    "unmatched_kernels": sum(lens) - m * len(members)}
+        row = NameRow(cname, len(members), m, sum(lens), sum(lens) - m * len(members))
         if timed and m:
             # starts[j, k]: aligned start of the k-th kernel of this name on member j (issue order)
             offs = [int(al.offsets_ns[series[cname][r][1]] or 0) for r in members]
@@ -113,37 +173,35 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             sk = last - first
             all_skew.append(sk)
             late_names = [names[order[r]] for r in members]
-            instances.extend({"name": cname, "seq": k, "late_rank": late_names[lj], "first_start_ns": f0,
-                              "last_start_ns": l0, "skew_ns": s0, "end_spread_ns": e0}
+            instances.extend(InstanceRow(cname, k, late_names[lj], f0, l0, s0, e0)
                              for k, (lj, f0, l0, s0, e0) in enumerate(zip(late_j.tolist(), first.tolist(),
                                                                           last.tolist(), sk.tolist(),
                                                                           spread.tolist())))
             top = max(range(len(members)), key=lambda j: (int(late_c[j]), -members[j]))
-            row.update(skew_total_ns=int(sk.sum()), skew_p50_ns=_half_up(median(sk)), skew_max_ns=int(sk.max()),
-                       most_late_rank=late_names[top], most_late_share=round(int(late_c[top]) / m, 4),
-                       end_spread_p50_ns=_half_up(median(spread)))
+            row = replace(row, skew_total_ns=int(sk.sum()), skew_p50_ns=_half_up(median(sk)),
+                          skew_max_ns=int(sk.max()), most_late_rank=late_names[top],
+                          most_late_share=round(int(late_c[top]) / m, 4), end_spread_p50_ns=_half_up(median(spread)))
         by_name.append(row)
-    ranks: List[Row] = []
+    ranks: List[RankRow] = []
     for j, key in enumerate(order):
         i, pid, dev = key
         ser = [s for s in files[i].nccl if (s.pid, s.device_id) == (pid, dev)]
-        row = {"rank": names[key], "file": files[i].label, "pid": pid, "device_id": dev,
-               "nccl_count": sum(len(s.start) for s in ser),
-               "nccl_total_ns": sum(int((np.asarray(s.end, np.int64) - np.asarray(s.start, np.int64)).sum())
-                                    for s in ser),
-               "matched": int(matched_per[j])}
+        rrow = RankRow(names[key], files[i].label, pid, dev, sum(len(s.start) for s in ser),
+                       sum(int((np.asarray(s.end, np.int64) - np.asarray(s.start, np.int64)).sum()) for s in ser),
+                       int(matched_per[j]))
         if timed:
             w = np.concatenate(waits[j]) if waits[j] else np.empty(0, np.int64)
-            row.update(wait_ns_total=int(w.sum()), wait_mean_ns=_half_up(w.mean()) if w.shape[0] else 0,
-                       wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=int(last_cnt[j]),
-                       last_arrival_share=round(int(last_cnt[j]) / int(matched_per[j]), 4) if matched_per[j] else 0.0)
-        ranks.append(row)
+            rrow = replace(rrow, wait_ns_total=int(w.sum()), wait_mean_ns=_half_up(w.mean()) if w.shape[0] else 0,
+                           wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=int(last_cnt[j]),
+                           last_arrival_share=round(int(last_cnt[j]) / int(matched_per[j]), 4) if matched_per[j]
+                           else 0.0)
+        ranks.append(rrow)
     reason = None if timed else f"clocks not aligned: {al.reason}"
     if matched_total == 0:
         reason = "no collective could be matched across ranks" if n >= 2 else "NCCL kernels on a single rank"
     streams = [(names[(i, s.pid, s.device_id)], s.name, np.unique(np.asarray(s.stream, np.int64)))
                for i, f in enumerate(files) for s in f.nccl]   # one entry per (rank, name) series
-    split = tuple({"rank": r, "name": nm, "streams": st.tolist()} for r, nm, st in streams if st.shape[0] > 1)
+    split = tuple(SplitName(r, nm, tuple(st.tolist())) for r, nm, st in streams if st.shape[0] > 1)
     sk_p50 = _half_up(median(np.concatenate(all_skew))) if all_skew else 0
     es_p50 = _half_up(median(np.concatenate(all_spread))) if all_spread else 0
     return CollectivesResult(True, reason, timed and matched_total > 0, tuple(ranks), tuple(by_name),

@@ -1,57 +1,114 @@
 """The typed cluster result: per-file facts, clock alignment, per-device rows, matched collectives, claims.
 
-``ClusterResult.to_dict()`` is ``cluster.json`` (``schema_version`` :data:`SCHEMA_VERSION`). Built from the
-per-file :class:`summary.FileSummary` objects only, so it is the same whichever executor produced them.
+``ClusterResult.to_dict()`` is ``cluster.json`` (``schema_version`` :data:`SCHEMA_VERSION`) and
+``ClusterResult.from_dict()`` reads it back (the renderers read the typed result only). Built from the per-file
+:class:`summary.FileSummary` objects only, so it is the same whichever executor produced them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
-from ..jsonable import json_ready
+from ..analyses.trace.clock import ClockInfo
+from ..errors import InputError
+from ..jsonable import FieldsJson, check_numbers, dataclass_from_json, fields_json, kind_of
 from .align import Alignment, align
 from .claims import RankClaim, make_claims
 from .collectives import CollectivesResult, match_collectives
 from .summary import FileSummary
 
 SCHEMA_VERSION = "1.0"
-Row = Dict[str, Any]
+#: what :meth:`ClusterResult.from_dict`'s messages call the dict
+JSON = "cluster.json"
+
+
+@dataclass(frozen=True)
+class FileRow(FieldsJson):
+    """``files[]``: one input file — its steady window, clock facts and offset on the cluster clock."""
+
+    label: str
+    path: str
+    nsys_version: Optional[str]
+    window_method: str
+    window_start_ns: int
+    window_end_ns: int
+    clock: ClockInfo
+    offset_ns: Optional[int]          # aligned timestamp = export timestamp + offset_ns (None: not aligned)
+    devices: int                      # devices in the file's own report
+    nccl_kernels: int
+    headline: str                     # the verdict of the file's own report
+
+
+@dataclass(frozen=True)
+class DeviceRow(FieldsJson):
+    """``devices[]``: one device of one file over that file's steady window (:class:`summary.DeviceSummary`)."""
+
+    rank: str                         # the file label, or ``label/GPU n`` when the file has several devices
+    file: str                         # the file label
+    device_id: int
+    role: str                         # "kernels" | "copies only" | "idle" (report.json devices[].role)
+    window_ns: int
+    busy_ns: int
+    busy_pct: float
+    idle_ns: int
+    idle_by_kind: Dict[str, int]      # cause kind → idle ns; precedence order, kinds with ns > 0
+    kernel_count: int
+    step_count: int
+    step_p50_ns: Optional[int]
+    step_p90_ns: Optional[int]
 
 
 @dataclass(frozen=True)
 class ClusterResult:
+    """The cluster view of several files (docs/CLUSTER.md)."""
+
+    schema_version: ClassVar[str] = SCHEMA_VERSION
     tool_version: str
-    files: Tuple[Row, ...]
+    files: Tuple[FileRow, ...]
     alignment: Alignment
-    devices: Tuple[Row, ...]
+    devices: Tuple[DeviceRow, ...]
     collectives: CollectivesResult
     claims: Tuple[RankClaim, ...]
     warnings: Tuple[str, ...]
 
     def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "schema_version": SCHEMA_VERSION, "tool_version": self.tool_version, "files": self.files,
-            "alignment": self.alignment, "devices": self.devices, "collectives": self.collectives,
-            "claims": self.claims, "warnings": self.warnings})
+        return {"schema_version": SCHEMA_VERSION, **fields_json(self)}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = JSON) -> ClusterResult:
+        """The result of a ``cluster.json`` dict (``to_dict()``, or the file parsed): ``ClusterResult.from_dict(
+        r.to_dict()) == r``. A dict of another ``schema_version``, or one missing or malforming a part, raises
+        :class:`errors.InputError` (one line naming the key)."""
+        if not isinstance(d, Mapping):
+            raise InputError(f"a {where} dict was expected, got {kind_of(d)}")
+        v = d.get("schema_version")
+        if v != SCHEMA_VERSION:
+            seen = ("no schema_version" if v is None else f"schema_version {v[:20]!r}" if isinstance(v, str)
+                    else f"a schema_version that is {kind_of(v)}")
+            raise InputError(f"{where} has {seen}: this version of nsys-llm-explainer reads cluster schema "
+                             f"{SCHEMA_VERSION} only (run the cluster command again to get one)")
+        check_numbers(d, where)
+        try:
+            return dataclass_from_json(cls, d, where)
+        except RecursionError:
+            raise InputError(f"{where}: a part is nested too deeply to be a cluster result") from None
+        except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
+            raise InputError(f"{where}: a part is malformed ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
-def _device_rows(files: Sequence[FileSummary]) -> List[Row]:
-    rows = []
-    for f in files:
-        for d in f.devices:
-            rows.append({"rank": f.label if len(f.devices) == 1 else f"{f.label}/GPU {d.device_id}",
-                         "file": f.label, **d.to_dict()})
-    return rows
+def _device_rows(files: Sequence[FileSummary]) -> List[DeviceRow]:
+    return [DeviceRow(f.label if len(f.devices) == 1 else f"{f.label}/GPU {d.device_id}", f.label, d.device_id,
+                      d.role, d.window_ns, d.busy_ns, d.busy_pct, d.idle_ns, dict(d.idle_by_kind), d.kernel_count,
+                      d.step_count, d.step_p50_ns, d.step_p90_ns) for f in files for d in f.devices]
 
 
-def _file_rows(files: Sequence[FileSummary], al: Alignment) -> List[Row]:
-    return [{"label": f.label, "path": f.path, "nsys_version": f.nsys_version, "window_method": f.window_method,
-             "window_start_ns": f.window_start_ns, "window_end_ns": f.window_end_ns, "clock": f.clock.to_dict(),
-             "offset_ns": al.offsets_ns[i], "devices": len(f.devices),
-             "nccl_kernels": sum(len(s.start) for s in f.nccl), "headline": f.headline} for i, f in enumerate(files)]
+def _file_rows(files: Sequence[FileSummary], al: Alignment) -> List[FileRow]:
+    return [FileRow(f.label, f.path, f.nsys_version, f.window_method, f.window_start_ns, f.window_end_ns, f.clock,
+                    al.offsets_ns[i], len(f.devices), sum(len(s.start) for s in f.nccl), f.headline)
+            for i, f in enumerate(files)]
 
 
 def build_result(files: Sequence[FileSummary]) -> ClusterResult:
@@ -66,8 +123,8 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
     if coll.split_names:
         ex = coll.split_names[0]
         warnings.append(
-            f"{len(coll.split_names)} (rank, collective) pair(s) run on several CUDA streams (e.g. {ex['name']} on "
-            f"{ex['rank']}: streams {', '.join(map(str, ex['streams']))}): the collective name is shared by several "
+            f"{len(coll.split_names)} (rank, collective) pair(s) run on several CUDA streams (e.g. {ex.name} on "
+            f"{ex.rank}: streams {', '.join(map(str, ex.streams))}): the collective name is shared by several "
             "communicators (each runs on its own stream), which the export does not name, so matching by name and "
             "issue order mixes them; no late-arriver claim is made.")
     if coll.timed and coll.end_spread_p50_ns > int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE):

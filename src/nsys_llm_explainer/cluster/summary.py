@@ -6,27 +6,27 @@ only what the cluster view needs — never the model or its arrays:
 
 * per device (steady window of that file): ``busy_ns``, ``busy_pct``, ``idle_ns``, idle ns by cause kind,
   kernel count, step count and step time p50 / p90 (:func:`stats.summary` of the steps on that device);
-* the NCCL kernel instances per (pid, device, collective name), in issue (start) order: start, end, stream;
-* the clock facts alignment needs (``TARGET_INFO_SESSION_START_TIME.utcEpochNs``, the export's
-  time-normalize flag and time shift, the activity span).
+* the NCCL kernel instances per (pid, device, collective name), in issue (start) order: start, end, stream
+  (``Report.nccl_series``, :mod:`analyses.comms.series`);
+* the clock facts alignment needs (``Report.clock``, :mod:`analyses.trace.clock`:
+  ``TARGET_INFO_SESSION_START_TIME.utcEpochNs``, the export's time-normalize flag and time shift, the activity
+  span).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 from ..analyses.common.stats import summary
-from ..analyses.comms.nccl import NCCL_RE, collective_name
-from ..jsonable import FieldsJson, json_ready
+from ..analyses.comms.series import NcclSeries
+from ..analyses.trace.clock import ClockInfo
+from ..errors import InputError
 from ..options import Options
 from ..vocabulary.cause_kinds import KINDS
 
 if TYPE_CHECKING:
-    from ..model.trace import TraceModel
     from ..report import Report
 
 
@@ -50,34 +50,6 @@ class DeviceSummary:
     step_p90_ns: Optional[int]
     role: str = "kernels"     # report.json devices[].role: "kernels" | "copies only" | "idle"
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({
-            "device_id": self.device_id, "role": self.role, "window_ns": self.window_ns, "busy_ns": self.busy_ns,
-            "busy_pct": self.busy_pct, "idle_ns": self.idle_ns, "idle_by_kind": dict(self.idle_by_kind),
-            "kernel_count": self.kernel_count, "step_count": self.step_count, "step_p50_ns": self.step_p50_ns,
-            "step_p90_ns": self.step_p90_ns})
-
-
-@dataclass(frozen=True)
-class NcclSeries:
-    """NCCL kernels of one collective name on one (pid, device), in issue (start) order; export timeline."""
-
-    pid: int
-    device_id: int
-    name: str
-    start: Tuple[int, ...]
-    end: Tuple[int, ...]
-    stream: Tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class ClockInfo(FieldsJson):
-    utc_epoch_ns: Optional[int]     # TARGET_INFO_SESSION_START_TIME.utcEpochNs
-    normalized: bool                # EXPORT_PARAM_TIME_NORMALIZE == true: timestamps already UTC epoch ns
-    shift_ns: int                   # EXPORT_CONFIG_TIME_SHIFT / EXPORT_PARAM_TIME_SHIFT
-    start_ns: Optional[int]         # first / last activity timestamp, export timeline
-    end_ns: Optional[int]
-
 
 @dataclass(frozen=True)
 class FileSummary:
@@ -92,56 +64,6 @@ class FileSummary:
     nccl: Tuple[NcclSeries, ...]
     headline: str
     warnings: Tuple[str, ...]
-
-
-def _int_meta(meta: Dict[str, Any], *keys: str) -> int:
-    for k in keys:
-        v = meta.get(k)
-        if v:
-            try:
-                return int(str(v[0]).strip() or 0)
-            except ValueError:
-                continue
-    return 0
-
-
-def _clock(model: TraceModel) -> ClockInfo:
-    meta = model.info.meta
-    raw: Any = model.info.session.get("utcEpochNs")
-    try:
-        utc = int(raw) if raw is not None and int(raw) > 0 else None
-    except (TypeError, ValueError):
-        utc = None
-    norm = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or ["false"])[0].strip().lower() in ("true", "1", "yes")
-    shift = _int_meta(meta, "EXPORT_CONFIG_TIME_SHIFT", "EXPORT_PARAM_TIME_SHIFT")
-    return ClockInfo(utc, norm, shift, model.trace_start, model.trace_end)
-
-
-def _nccl(model: TraceModel) -> Tuple[NcclSeries, ...]:
-    k = model.kernels
-    if k is None or len(k) == 0:
-        return ()
-    is_nccl = np.array([bool(NCCL_RE.search(n)) for n in k.names] + [False], bool)[k.name_idx]
-    rows = np.nonzero(is_nccl)[0]
-    if rows.shape[0] == 0:
-        return ()
-    # collective name per distinct kernel name (Python work per name, never per row), then numpy grouping
-    uniq = np.unique(k.name_idx[rows])
-    cnames = sorted({collective_name(k.names[j]) for j in uniq.tolist()})
-    code_of = {c: i for i, c in enumerate(cnames)}
-    lut = np.full(len(k.names) + 1, -1, np.int64)
-    lut[uniq] = [code_of[collective_name(k.names[j])] for j in uniq.tolist()]
-    pid, dev, cc = k.pid[rows].astype(np.int64), k.device[rows].astype(np.int64), lut[k.name_idx[rows]]
-    order = np.lexsort((k.end[rows], k.start[rows], cc, dev, pid))   # groups by (pid, device, name); issue order
-    ix, pid, dev, cc = rows[order], pid[order], dev[order], cc[order]
-    cut = np.nonzero((np.diff(pid) != 0) | (np.diff(dev) != 0) | (np.diff(cc) != 0))[0] + 1
-    out = []
-    for seg in np.split(np.arange(ix.shape[0]), cut):
-        g = ix[seg]
-        out.append(NcclSeries(int(pid[seg[0]]), int(dev[seg[0]]), cnames[int(cc[seg[0]])],
-                              tuple(k.start[g].tolist()), tuple(k.end[g].tolist()), tuple(k.stream[g].tolist())))
-    out.sort(key=lambda x: (x.pid, x.device_id, x.name))
-    return tuple(out)
 
 
 def _devices(report: Report) -> Tuple[DeviceSummary, ...]:
@@ -170,13 +92,16 @@ def _devices(report: Report) -> Tuple[DeviceSummary, ...]:
 
 
 def summarize(report: Report, label: str) -> FileSummary:
-    """The compact summary of a :class:`report.Report`."""
+    """The compact summary of a :class:`report.Report` made from a trace (its ``clock`` and ``nccl_series``, which a
+    report loaded from report.json lacks: :class:`errors.InputError`)."""
     w = report.window
+    if report.clock is None or report.nccl_series is None:
+        raise InputError("a cluster summary needs the trace itself, and this report was loaded from report.json "
+                         "(Report.from_dict), which does not carry it: analyze the trace again")
     return FileSummary(
         label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
         window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns), window_method=str(w.method),
-        clock=_clock(report.trace_model("a cluster summary")), devices=_devices(report),
-        nccl=_nccl(report.trace_model("a cluster summary")),
+        clock=report.clock, devices=_devices(report), nccl=report.nccl_series,
         headline=str(report.headline.verdict), warnings=tuple(report.warnings))
 
 

@@ -10,7 +10,7 @@ made visible in one step); ``--out`` may be new, empty or hold a previous cluste
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from ..output import OutDir, check_out_dir
 from ..render.base import dumps_indented, write_text_files
@@ -18,6 +18,7 @@ from ..render.cluster import render_cluster_html, render_cluster_markdown, repor
 from ..render.cluster.tables import CLUSTER_TABLES
 from ..render.csv_tables import write_csv
 from ..render.html import plotly_js
+from .result import ClusterResult
 from .summary import RANK_PLOTLY
 
 
@@ -26,18 +27,18 @@ def check_cluster_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> Out
     return check_out_dir(out, force, "cluster", [Path(p) for p in inputs])
 
 
-def rank_pages(d: Mapping[str, Any], out_dir: Path) -> List[str]:
+def rank_pages(d: ClusterResult, out_dir: Path) -> List[str]:
     """Labels of the files whose own ``ranks/<label>/report.html`` is in ``out_dir`` (cluster.html links them)."""
-    return [f["label"] for f in d["files"] if report_href(f["label"])
-            and (out_dir / "ranks" / f["label"] / "report.html").is_file()]
+    return [f.label for f in d.files if report_href(f.label)
+            and (out_dir / "ranks" / f.label / "report.html").is_file()]
 
 
-def write_cluster_files(d: Mapping[str, Any], out_dir: Path, js: Optional[str] = None) -> List[Path]:
-    """Every cluster output of a cluster.json dict into ``out_dir`` (the staging directory of :mod:`output`,
+def write_cluster_files(d: ClusterResult, out_dir: Path, js: Optional[str] = None) -> List[Path]:
+    """Every cluster output of a cluster result into ``out_dir`` (the staging directory of :mod:`output`,
     where the workers already wrote ``ranks/``); ``js`` replaces the plotly.js bundle of cluster.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
     ranks = rank_pages(d, out_dir)
-    files = write_text_files(out_dir, {"cluster.json": dumps_indented(d) + "\n",
+    files = write_text_files(out_dir, {"cluster.json": dumps_indented(d.to_dict()) + "\n",
                                        "cluster.md": render_cluster_markdown(d),
                                        "cluster.html": render_cluster_html(d, js, ranks)})
     if (out_dir / "ranks").is_dir():        # the rank pages' one shared plotly.js (cluster.summary.RANK_PLOTLY)

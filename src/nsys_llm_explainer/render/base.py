@@ -11,14 +11,11 @@ derive a metric. CSV and JSON keep exact integer ns.
 from __future__ import annotations
 
 import json
-from collections import abc
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, List, Mapping
 
 if TYPE_CHECKING:
     from ..report import Report
-
-Row = Mapping[str, Any]
 
 
 class Renderer:
@@ -98,21 +95,3 @@ class JsonRenderer(Renderer):
 
     def text(self, report: Report) -> str:
         return dumps_indented(report.to_dict()) + "\n"
-
-
-def section(report: Any, key: str) -> Mapping[str, Any]:
-    """``report[key]`` when it is a dict, else an empty dict (the cluster page's reading of a ``cluster.json``
-    dict, whose rows are not typed yet)."""
-    v = report.get(key) if isinstance(report, abc.Mapping) else None
-    return v if isinstance(v, abc.Mapping) else {}
-
-
-def rows_of(obj: Any, key: Optional[str] = None) -> List[Mapping[str, Any]]:
-    """The list of row dicts at ``obj[key]`` (or ``obj`` itself), skipping anything that is not a dict."""
-    if key is None:
-        v = obj
-    else:
-        v = obj.get(key) if isinstance(obj, abc.Mapping) else None
-    if not isinstance(v, list):
-        return []
-    return [r for r in v if isinstance(r, abc.Mapping)]

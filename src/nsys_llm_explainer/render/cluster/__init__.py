@@ -1,5 +1,6 @@
-"""``cluster.md`` and ``cluster.html``: one document of a ``cluster.json`` dict, laid out by the Markdown and HTML
-writers (:mod:`..markdown`, :mod:`..html.writer`).
+"""``cluster.md`` and ``cluster.html``: one document of a typed cluster result (:class:`cluster.ClusterResult`; a
+saved ``cluster.json`` becomes one through ``ClusterResult.from_dict``), laid out by the Markdown and HTML writers
+(:mod:`..markdown`, :mod:`..html.writer`).
 
 Sections: the headline (how many files / devices, the clock alignment statement), the claims (``claims[]``: the
 same cards as report.md's findings — title, severity, time at stake, evidence, advice, checks), the ranks
@@ -8,19 +9,18 @@ same cards as report.md's findings — title, severity, time at stake, evidence,
 to the file's own ``ranks/<label>/report.html``) and the warnings. HTML tables add a few columns (links, totals)
 to Markdown's.
 
-Every number is the dict's, only converted to display units; user-controlled text (labels, paths, collective
-names, claim text) is escaped by the writers.
+Every number is the result's (as cluster.json holds it), only converted to display units; user-controlled text
+(labels, paths, collective names, claim text) is escaped by the writers.
 """
 
 from __future__ import annotations
 
-from typing import Any, Collection, List, Mapping, Optional
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Collection, Dict, List, Optional, Sequence
 from urllib.parse import quote
 
-from ...findings.base import Check, Finding
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_pct, ms_value
-from ..base import Row, rows_of, section
 from ..charts import BUSY_LABEL, idle_label, kind_color, layout, plot_text
 from ..document import (
     Chart,
@@ -49,6 +49,11 @@ from ..sections.idle import KIND_MEANING
 from .nccl import sec_nccl
 from .tables import FILES, RANKS, Linker, idle, idle_col, linked
 
+if TYPE_CHECKING:
+    from ...cluster.claims import RankClaim
+    from ...cluster.result import ClusterResult, DeviceRow
+    from ...findings.base import Finding
+
 
 def report_href(label: Any) -> Optional[str]:
     """The relative link to a file's own report (``ranks/<label>/report.html``, the label percent-encoded so it
@@ -69,54 +74,48 @@ def make_link(pages: Optional[Collection[str]]) -> Linker:
     return link
 
 
-def _kinds(devices: List[Row]) -> List[str]:
+def _kinds(devices: Sequence[DeviceRow]) -> List[str]:
     """Idle-cause kinds present on any device, in the precedence order of docs/MODEL.md."""
-    seen = {str(k) for r in devices for k in (r.get("idle_by_kind") or {})}
+    seen = {str(k) for r in devices for k in r.idle_by_kind}
     return [k for k in KINDS if k in seen] + sorted(seen - set(KINDS))
 
 
-def sec_headline(d: Mapping[str, Any]) -> Section:
-    al = section(d, "alignment")
-    aligned = bool(al.get("aligned"))
-    clocks = ("aligned on the session start times (UTC)." if aligned else
-              Data(f"NOT aligned — {al.get('reason')}; no cross-rank timing claim is made."))
-    meta = para(f"nsys-llm-explainer {d.get('tool_version')} · cluster.json schema {d.get('schema_version')} · each "
+def sec_headline(d: ClusterResult) -> Section:
+    al = d.alignment
+    clocks = ("aligned on the session start times (UTC)." if al.aligned else
+              Data(f"NOT aligned — {al.reason}; no cross-rank timing claim is made."))
+    meta = para(f"nsys-llm-explainer {d.tool_version} · cluster.json schema {d.schema_version} · each "
                 "file's own report: ", Code("ranks/<label>/report.html"), " (linked in the tables)", cls="meta")
     return Section("headline", "", (
         Heading(1, ("Cluster report",)),
-        para(f"{len(rows_of(d, 'files'))} files, {len(rows_of(d, 'devices'))} devices. Clocks: ", clocks,
-             cls="" if aligned else "warning"),
+        para(f"{len(d.files)} files, {len(d.devices)} devices. Clocks: ", clocks,
+             cls="" if al.aligned else "warning"),
         HtmlOnly((meta,))), "Headline", "header")
 
 
-def _claim_finding(c: Row) -> Finding:
-    """A ``cluster.json`` ``claims[]`` item as the :class:`Finding` it was made from (its confidence not stated;
-    check scopes name the rank only)."""
-    return Finding(id=str(c.get("id") or ""), category="cluster", severity=str(c.get("severity") or "info"),
-                   confidence="", title=str(c.get("title") or ""), evidence=tuple(c.get("evidence") or ()),
-                   recommendation=tuple(c.get("advice") or ()), time_at_stake_ns=c.get("time_at_stake_ns") or 0,
-                   checks=tuple(Check(str(k.get("metric")), k.get("observed") or 0, str(k.get("op")),
-                                      k.get("threshold") or 0) for k in rows_of(c, "checks")))
+def _claim_finding(c: RankClaim) -> Finding:
+    """The finding of a claim as the cluster report shows it: its confidence is not stated (cluster.json does not
+    carry it; every claim's checks all hold)."""
+    return replace(c.finding, confidence="")
 
 
-def sec_claims(d: Mapping[str, Any]) -> Section:
-    claims = rows_of(d, "claims")
-    body: List[Any] = [finding_parts(i, _claim_finding(c)) for i, c in enumerate(claims, 1)]
+def sec_claims(d: ClusterResult) -> Section:
+    body: List[Any] = [finding_parts(i, _claim_finding(c)) for i, c in enumerate(d.claims, 1)]
     if not body:
         body = [para("No rank stands out (every claim's preconditions are listed in docs/CLUSTER.md).")]
     return Section("findings", "Findings", parts(body), "Findings")
 
 
-def _busy_chart(devices: List[Row], kinds: List[str]) -> Figure:
+def _busy_chart(devices: Sequence[DeviceRow], kinds: List[str]) -> Figure:
     idx = list(range(len(devices)))
-    ticks = [f"{plot_text(r.get('rank'), 40)}<br>{fmt_pct(r.get('busy_pct'))} % busy" for r in devices]
+    ticks = [f"{plot_text(r.rank, 40)}<br>{fmt_pct(r.busy_pct)} % busy" for r in devices]
 
-    def bar(name: str, values: List[Any], color: str, what: str) -> Row:
-        hover = [f"{plot_text(r.get('rank'))} · {what}: {ms_value(v)} ms" for r, v in zip(devices, values)]
+    def bar(name: str, values: List[Any], color: str, what: str) -> Dict[str, Any]:
+        hover = [f"{plot_text(r.rank)} · {what}: {ms_value(v)} ms" for r, v in zip(devices, values)]
         return {"type": "bar", "name": name, "x": idx, "y": [ms_value(v) for v in values], "marker": {"color": color},
                 "hovertext": hover, "hoverinfo": "text"}
 
-    data = [bar(BUSY_LABEL, [r.get("busy_ns") for r in devices], kind_color("busy"), "busy")]
+    data = [bar(BUSY_LABEL, [r.busy_ns for r in devices], kind_color("busy"), "busy")]
     for i, k in enumerate(kinds):
         data.append(bar(idle_label(k), [idle(k)(r) for r in devices], kind_color(k, i), f"idle {plot_text(k)}"))
     lay = layout(360, "", "ms of the steady window", barmode="stack")
@@ -129,9 +128,9 @@ def _busy_chart(devices: List[Row], kinds: List[str]) -> Figure:
     return Figure("rank-busy", [dict(x) for x in data], lay, cap)
 
 
-def sec_ranks(d: Mapping[str, Any], link: Linker) -> Section:
+def sec_ranks(d: ClusterResult, link: Linker) -> Section:
     title = "Ranks (steady window of each file)"
-    devices = rows_of(d, "devices")
+    devices = d.devices
     kinds = _kinds(devices)
     absent = {f"idle_{k}_ns" for k in KINDS if k not in kinds}
     extra = tuple(idle_col(k) for k in kinds if k not in KINDS)
@@ -143,27 +142,27 @@ def sec_ranks(d: Mapping[str, Any], link: Linker) -> Section:
         HtmlOnly((para(Em(("Causes:",)), " ", legend, ".", cls="legend"),)) if legend else None), "Ranks")
 
 
-def sec_files(d: Mapping[str, Any], link: Linker) -> Section:
+def sec_files(d: ClusterResult, link: Linker) -> Section:
     return Section("files", "Files", (
-        TablePart(linked(FILES.cols, link), rows_of(d, "files"), (), "files-table"),
+        TablePart(linked(FILES.cols, link), d.files, (), "files-table"),
         para("Each file's own report: ", Code("ranks/<label>/report.md"), ". Definitions: docs/CLUSTER.md."),
         HtmlOnly((para("Clock offsets are relative to the earliest session start; each label links to the file's "
                        "own report.html.", cls="meta"),))), "Files")
 
 
-def cluster_document(d: Mapping[str, Any], rank_pages: Optional[Collection[str]] = None) -> Document:
+def cluster_document(d: ClusterResult, rank_pages: Optional[Collection[str]] = None) -> Document:
     """The cluster report's sections; ``rank_pages``: the labels whose ``ranks/<label>/report.html`` exists
     (``None``: link every label)."""
     link = make_link(rank_pages)
-    warnings = bullets([Data(w) for w in (d.get("warnings") or []) if w])
+    warnings = bullets([Data(w) for w in d.warnings if w])
     sections = [sec_headline(d), sec_claims(d), sec_ranks(d, link), sec_nccl(d, link), sec_files(d, link)]
     if warnings:
         sections.append(Section("warnings", "Warnings", (warnings,)))
-    return Document(f"Cluster report: {len(rows_of(d, 'files'))} files", tuple(sections))
+    return Document(f"Cluster report: {len(d.files)} files", tuple(sections))
 
 
-def render_cluster_markdown(d: Mapping[str, Any]) -> str:
-    """The full ``cluster.md`` for a cluster.json dict."""
+def render_cluster_markdown(d: ClusterResult) -> str:
+    """The full ``cluster.md`` of a cluster result."""
     return write_markdown(cluster_document(d))
 
 
@@ -175,9 +174,9 @@ FOOTER = ("<footer id=\"method\"><p>Every number on this page is read from clust
           "sections as text.</p></footer>")
 
 
-def render_cluster_html(d: Mapping[str, Any], js: Optional[str] = None,
+def render_cluster_html(d: ClusterResult, js: Optional[str] = None,
                         rank_pages: Optional[Collection[str]] = None) -> str:
-    """The full ``cluster.html`` for a cluster.json dict. ``js`` replaces the plotly.js bundle (``None``: the
+    """The full ``cluster.html`` of a cluster result. ``js`` replaces the plotly.js bundle (``None``: the
     installed one; tests that draw nothing pass ``""``); ``rank_pages``: the labels whose
     ``ranks/<label>/report.html`` exists (``None``: link every label)."""
     from ..html import plotly_js

@@ -6,15 +6,14 @@ The three charts compare timestamps of different files, so they are drawn only w
 (``alignment.aligned`` and ``collectives.timed``); otherwise the page says so and shows the counts only.
 At most :data:`MAX_SKEW_POINTS` instances are plotted: when ``collectives.instances`` holds more, every k-th
 instance (k = ⌈instances / MAX_SKEW_POINTS⌉, in cluster.json order) plus the :data:`TOP_SKEWS` largest skews,
-and the caption says so. Formatting only: every number is the dict's, converted to ms / µs / %.
+and the caption says so. Formatting only: every number is the result's, converted to ms / µs / %.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence
 
 from ...vocabulary.units import fmt_dur, fmt_int, ms_value, num, us_value
-from ..base import Row, rows_of
 from ..charts import layout, plot_text
 from ..document import (
     Chart,
@@ -35,6 +34,10 @@ from ..document import (
 from ..table import Table
 from .tables import NCCL_COLLECTIVES, NCCL_RANKS, TIMED, linked
 
+if TYPE_CHECKING:
+    from ...cluster.collectives import CollectivesResult, InstanceRow, RankRow
+    from ...cluster.result import ClusterResult
+
 #: most collective instances plotted in the skew chart
 MAX_SKEW_POINTS = 4000
 #: instances with the largest skew always plotted when the chart is thinned
@@ -48,73 +51,73 @@ def rank_color(i: int) -> str:
     return RANK_COLORS[i % len(RANK_COLORS)]
 
 
-def plotted_instances(instances: Sequence[Row]) -> List[Row]:
+def plotted_instances(instances: Sequence[InstanceRow]) -> List[InstanceRow]:
     """The instances drawn: all up to :data:`MAX_SKEW_POINTS`, else every k-th plus the largest skews."""
     rows = list(instances)
     if len(rows) <= MAX_SKEW_POINTS:
         return rows
     k = -(-len(rows) // MAX_SKEW_POINTS)
     keep = set(range(0, len(rows), k))
-    by_skew = sorted(range(len(rows)), key=lambda i: -(num(rows[i].get("skew_ns")) or 0))
+    by_skew = sorted(range(len(rows)), key=lambda i: -(num(rows[i].skew_ns) or 0))
     keep.update(by_skew[:TOP_SKEWS])
     return [rows[i] for i in sorted(keep)]
 
 
-def _rank_bars(fid: str, ranks: Sequence[Row], y: List[Any], hover: List[str], ytitle: str, caption: Inline,
+def _rank_bars(fid: str, ranks: Sequence[RankRow], y: List[Any], hover: List[str], ytitle: str, caption: Inline,
                **yaxis: Any) -> Figure:
     idx = list(range(len(ranks)))
     data = [{"type": "bar", "x": idx, "y": y, "marker": {"color": [rank_color(i) for i in idx]},
              "hovertext": hover, "hoverinfo": "text", "showlegend": False}]
     lay = layout(300, "rank", ytitle)
-    lay["xaxis"].update({"tickvals": idx, "ticktext": [plot_text(r.get("rank"), 40) for r in ranks],
+    lay["xaxis"].update({"tickvals": idx, "ticktext": [plot_text(r.rank, 40) for r in ranks],
                          "automargin": True})
     lay["yaxis"].update({"rangemode": "tozero", **yaxis})
     return Figure(fid, data, lay, caption)
 
 
-def _wait_chart(ranks: Sequence[Row]) -> Figure:
-    hover = [f"{plot_text(r.get('rank'))}<br>waits {fmt_dur(r.get('wait_ns_total'))} in total over "
-             f"{fmt_int(r.get('matched'))} matched collectives<br>mean {fmt_dur(r.get('wait_mean_ns'))} · "
-             f"p50 {fmt_dur(r.get('wait_p50_ns'))}" for r in ranks]
+def _wait_chart(ranks: Sequence[RankRow]) -> Figure:
+    hover = [f"{plot_text(r.rank)}<br>waits {fmt_dur(r.wait_ns_total)} in total over "
+             f"{fmt_int(r.matched)} matched collectives<br>mean {fmt_dur(r.wait_mean_ns)} · "
+             f"p50 {fmt_dur(r.wait_p50_ns)}" for r in ranks]
     cap = inline("Time each rank's NCCL kernels waited for the last rank to arrive, summed over the matched "
                  "collectives (ms). Text equivalent: cluster.json ", Code("collectives.ranks[].wait_ns_total"),
                  " (and ", Code("wait_mean_ns"), ", ", Code("wait_p50_ns"), "), the rank table below, cluster.md "
                  "“NCCL collectives across ranks”, ", Code("tables/nccl_ranks.csv"), ".")
-    return _rank_bars("nccl-wait", ranks, [ms_value(r.get("wait_ns_total")) for r in ranks], hover,
+    return _rank_bars("nccl-wait", ranks, [ms_value(r.wait_ns_total) for r in ranks], hover,
                       "wait, ms (summed)", cap)
 
 
-def _late_chart(ranks: Sequence[Row]) -> Figure:
-    hover = [f"{plot_text(r.get('rank'))}<br>last to arrive in {fmt_int(r.get('last_arrival_count'))} of "
-             f"{fmt_int(r.get('matched'))} matched collectives" for r in ranks]
+def _late_chart(ranks: Sequence[RankRow]) -> Figure:
+    hover = [f"{plot_text(r.rank)}<br>last to arrive in {fmt_int(r.last_arrival_count)} of "
+             f"{fmt_int(r.matched)} matched collectives" for r in ranks]
     cap = inline("Share of the matched collectives where each rank's kernel started last (the rank the others "
                  "waited for). Text equivalent: cluster.json ", Code("collectives.ranks[].last_arrival_share"), " and ",
                  Code("last_arrival_count"), ", the rank table below, ", Code("tables/nccl_ranks.csv"), ".")
-    return _rank_bars("nccl-last", ranks, [r.get("last_arrival_share") for r in ranks], hover,
+    return _rank_bars("nccl-last", ranks, [r.last_arrival_share for r in ranks], hover,
                       "share of collectives arrived last", cap, tickformat=".0%", range=[0, 1])
 
 
-def _skew_chart(coll: Row, ranks: Sequence[Row]) -> Figure:
-    inst = rows_of(coll, "instances")
+def _skew_chart(coll: CollectivesResult, ranks: Sequence[RankRow]) -> Figure:
+    inst = coll.instances
     shown = plotted_instances(inst)
-    color = {str(r.get("rank")): rank_color(i) for i, r in enumerate(ranks)}
-    groups: Dict[str, List[Row]] = {}
+    color = {str(r.rank): rank_color(i) for i, r in enumerate(ranks)}
+    groups: Dict[str, List[InstanceRow]] = {}
     for r in shown:  # one pass over the (capped) plotted instances
-        groups.setdefault(str(r.get("late_rank")), []).append(r)
+        groups.setdefault(str(r.late_rank), []).append(r)
     data = []
     for j, (late, rows) in enumerate(groups.items()):
         data.append({
             "type": "scatter", "mode": "markers", "name": f"last: {plot_text(late, 40)}",
-            "x": [r.get("seq") for r in rows], "y": [us_value(r.get("skew_ns")) for r in rows],
+            "x": [r.seq for r in rows], "y": [us_value(r.skew_ns) for r in rows],
             "marker": {"size": 7, "color": color.get(late, rank_color(len(ranks) + j))},
-            "hovertext": [f"{plot_text(r.get('name'))} #{fmt_int(r.get('seq'))}<br>skew "
-                          f"{fmt_dur(r.get('skew_ns'))} · last to arrive: {plot_text(late)}<br>first start "
-                          f"{ms_value(r.get('first_start_ns'))} ms on the aligned clock" for r in rows],
+            "hovertext": [f"{plot_text(r.name)} #{fmt_int(r.seq)}<br>skew "
+                          f"{fmt_dur(r.skew_ns)} · last to arrive: {plot_text(late)}<br>first start "
+                          f"{ms_value(r.first_start_ns)} ms on the aligned clock" for r in rows],
             "hoverinfo": "text"})
     how = (f"all {fmt_int(len(inst))} matched instances" if len(shown) == len(inst) else
            f"{fmt_int(len(shown))} of {fmt_int(len(inst))} matched instances (every "
            f"{-(-len(inst) // MAX_SKEW_POINTS)}-th plus the {TOP_SKEWS} largest skews, to keep the page small)")
-    names = len({r.get("name") for r in inst})
+    names = len({r.name for r in inst})
     cap = inline(f"Skew of each matched collective instance (last start − first start across ranks, µs) by its "
                  f"sequence number in issue order, coloured by the rank that arrived last; {how}"
                  + (f"; {names} collective names share the x axis (hover names them)" if names > 1 else "")
@@ -125,37 +128,36 @@ def _skew_chart(coll: Row, ranks: Sequence[Row]) -> Figure:
     return Figure("nccl-skew", data, lay, cap)
 
 
-def _table(spec: Table, coll: Row, link: Callable[[Any], Spans], tid: str, caption: Inline) -> TablePart:
-    cols = [c for c in spec.cols if coll.get("timed") or c.key not in TIMED]
-    return TablePart(linked(cols, link), rows_of(coll, "ranks" if spec is NCCL_RANKS else "by_name"), (), tid, caption)
+def _table(spec: Table[ClusterResult], d: ClusterResult, link: Callable[[Any], Spans], tid: str,
+           caption: Inline) -> TablePart:
+    cols = [c for c in spec.cols if d.collectives.timed or c.key not in TIMED]
+    return TablePart(linked(cols, link), spec.rows(d), (), tid, caption)
 
 
-def sec_nccl(d: Mapping[str, Any], link: Callable[[Any], Spans]) -> Section:
+def sec_nccl(d: ClusterResult, link: Callable[[Any], Spans]) -> Section:
     """The NCCL section; ``link`` turns a file label into spans linking its own report (HTML)."""
-    c = d.get("collectives")
-    coll: Mapping[str, Any] = c if isinstance(c, Mapping) else {}
+    coll = d.collectives
     title = "NCCL collectives across ranks"
     body: List[Any] = []
-    if not coll.get("available") or coll.get("reason"):
-        body.append(para(Data(coll.get("reason") or "")))
-    if coll.get("available"):
-        body.append(para(f"{fmt_int(coll.get('matched_collectives'))} matched collectives, "
-                         f"{fmt_int(coll.get('unmatched_kernels'))} unmatched kernels (matched per collective name, in "
+    if not coll.available or coll.reason:
+        body.append(para(Data(coll.reason or "")))
+    if coll.available:
+        body.append(para(f"{fmt_int(coll.matched_collectives)} matched collectives, "
+                         f"{fmt_int(coll.unmatched_kernels)} unmatched kernels (matched per collective name, in "
                          "issue order)."))
-        ranks = rows_of(coll, "ranks")
-        a = d.get("alignment")
-        if coll.get("timed") and isinstance(a, Mapping) and a.get("aligned"):
+        ranks = coll.ranks
+        if coll.timed and d.alignment.aligned:
             body += [Chart(lambda: _wait_chart(ranks)), Chart(lambda: _late_chart(ranks))]
-            if rows_of(coll, "instances"):
+            if coll.instances:
                 body.append(Chart(lambda: _skew_chart(coll, ranks)))
         else:
-            why = coll.get("reason") or "clocks not aligned"
+            why = coll.reason or "clocks not aligned"
             body.append(HtmlOnly((Note((Strong(("No cross-rank timing:",)), " ", Data(why), ". Waits, late arrivers "
                                         "and skew are not computed and no timing chart is drawn; the counts below "
                                         "hold.")),)))
-        body += [_table(NCCL_RANKS, coll, link, "nccl-ranks", ("Per rank (cluster.json ", Code("collectives.ranks[]"),
+        body += [_table(NCCL_RANKS, d, link, "nccl-ranks", ("Per rank (cluster.json ", Code("collectives.ranks[]"),
                                                                ", ", Code("tables/nccl_ranks.csv"), ").")),
-                 _table(NCCL_COLLECTIVES, coll, link, "nccl-collectives",
+                 _table(NCCL_COLLECTIVES, d, link, "nccl-collectives",
                         ("By collective name (cluster.json ", Code("collectives.by_name[]"), ", ",
                          Code("tables/nccl_collectives.csv"), ")."))]
     return Section("nccl", title, parts(body), "NCCL")

@@ -1,5 +1,6 @@
-"""The cluster report's table specs: each names its CSV file under ``tables/`` and the cluster.json rows it holds;
-the cluster document shows the same columns (those with a header; ``html_only`` ones in cluster.html only).
+"""The cluster report's table specs: each names its CSV file under ``tables/`` and the rows of the typed
+:class:`cluster.ClusterResult` it holds (read by field name, :func:`..table.field_of`); the cluster document shows
+the same columns (those with a header; ``html_only`` ones in cluster.html only).
 
 Durations are integer ns in CSV (``*_ns``) and ms when shown. Columns that depend on the run are completed by the
 document: the link to each file's own report (``file`` / ``label``), the idle kinds present, the timing columns
@@ -9,21 +10,23 @@ when the clocks were aligned.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Tuple
 
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_ms, fmt_pct, num
-from ..base import Row, rows_of, section
 from ..document import Code, Data, Rich, Spans
-from ..table import Col, Table, csv_col, int_col, name_col, pct_col, raw, show_col, text_col
+from ..table import Col, Table, csv_col, field_of, int_col, name_col, pct_col, raw, show_col, text_col
+
+if TYPE_CHECKING:
+    from ...cluster.result import ClusterResult
 
 Linker = Callable[[Any], Spans]
 
 
 def linked(cols: Sequence[Col], link: Linker) -> Tuple[Col, ...]:
     """The columns with each file label (``file`` / ``label``) linking the file's own report."""
-    def cell(key: str) -> Callable[[Row], Spans]:
-        return lambda r: link(r.get(key))
+    def cell(key: str) -> Callable[[Any], Spans]:
+        return lambda r: link(field_of(r, key))
     return tuple(replace(c, cell=cell(c.key)) if c.key in ("file", "label") else c for c in cols)
 
 
@@ -35,56 +38,59 @@ def idle_col(kind: str) -> Col:
 
 def ns_col(key: str, head: str = "") -> Col:
     """A duration: CSV ``key`` (integer ns), shown ``head (ms)``."""
-    return Col(((key, raw(key)),), f"{head} (ms)" if head else "", lambda r: fmt_ms(r.get(key)), True, raw(key), key)
+    return Col(((key, raw(key)),), f"{head} (ms)" if head else "", lambda r: fmt_ms(field_of(r, key)), True, raw(key),
+               key)
 
 
-def idle(kind: str) -> Callable[[Row], Any]:
+def idle(kind: str) -> Callable[[Any], Any]:
     """The idle ns of one cause kind of a ``devices[]`` row (0 when the kind did not occur)."""
-    return lambda r: (r.get("idle_by_kind") or {}).get(kind, 0)
+    return lambda r: r.idle_by_kind.get(kind, 0)
 
 
 def share_col(key: str, head: str) -> Col:
     """A share in [0, 1]: CSV as it is, shown as a whole percentage."""
-    def cell(r: Row) -> str:
-        v = num(r.get(key))
+    def cell(r: Any) -> str:
+        v = num(field_of(r, key))
         return "–" if v is None else f"{fmt_pct(100 * v, 0)} %"
     return Col(((key, raw(key)),), head, cell, True, raw(key), key)
 
 
-def _coll(key: str) -> Callable[[Row], List[Row]]:
-    return lambda d: rows_of(section(d, "collectives"), key)
+def _clock(key: str) -> Callable[[Any], Any]:
+    """A field of a ``files[]`` row's clock facts."""
+    return lambda r: field_of(r.clock, key)
 
 
-def _clock(key: str) -> Callable[[Row], Any]:
-    return lambda r: section(r, "clock").get(key)
+def _file_col(key: str) -> Col:
+    """The file label (its own column, linked by the document; HTML only, with a CSV column)."""
+    return show_col("report", lambda r: Data(field_of(r, key)), False, raw(key), key).html().with_csv(key)
 
 
-RANKS: Table[Row] = Table("ranks.csv", (
+RANKS: Table[ClusterResult] = Table("ranks.csv", (
     text_col("rank", "rank", "rank"),
-    show_col("report", lambda r: Data(r.get("file")), False, raw("file"), "file").html().with_csv("file"),
+    _file_col("file"),
     int_col("device_id", "device_id", "GPU"),
     ns_col("window_ns", "window").html(), ns_col("busy_ns", "busy").html(),
     pct_col("busy_pct", "busy_pct", "busy %"),
     ns_col("idle_ns", "idle").html(),
     int_col("kernel_count", "kernel_count", "kernels"), int_col("step_count", "step_count", "steps").html(),
     ns_col("step_p50_ns", "step p50"), ns_col("step_p90_ns", "step p90"),
-) + tuple(idle_col(k) for k in KINDS), lambda d: rows_of(d, "devices"))
+) + tuple(idle_col(k) for k in KINDS), lambda d: d.devices)
 
-NCCL_RANKS: Table[Row] = Table("nccl_ranks.csv", (
+NCCL_RANKS: Table[ClusterResult] = Table("nccl_ranks.csv", (
     text_col("rank", "rank", "rank"),
-    show_col("report", lambda r: Data(r.get("file")), False, raw("file"), "file").html().with_csv("file"),
+    _file_col("file"),
     int_col("pid", "pid", "pid").html(), int_col("device_id", "device_id", "GPU").html(),
     int_col("nccl_count", "nccl_count", "NCCL kernels"), ns_col("nccl_total_ns", "NCCL time").html(),
     int_col("matched", "matched", "matched"),
     ns_col("wait_ns_total", "wait total"), ns_col("wait_mean_ns", "wait mean"), ns_col("wait_p50_ns", "wait p50"),
     int_col("last_arrival_count", "last_arrival_count", "last to arrive"),
     share_col("last_arrival_share", "share"),
-), _coll("ranks"))
+), lambda d: d.collectives.ranks)
 #: the NCCL rank columns that compare timestamps of different files (shown only when the clocks were aligned)
 TIMED = ("wait_ns_total", "wait_mean_ns", "wait_p50_ns", "last_arrival_count", "last_arrival_share",
          "skew_total_ns", "skew_p50_ns", "skew_max_ns", "end_spread_p50_ns", "most_late_rank", "most_late_share")
 
-NCCL_COLLECTIVES: Table[Row] = Table("nccl_collectives.csv", (
+NCCL_COLLECTIVES: Table[ClusterResult] = Table("nccl_collectives.csv", (
     name_col("name", "name", "collective"), int_col("ranks", "ranks", "ranks"),
     int_col("kernels", "kernels", "kernels").html(), int_col("matched", "matched", "matched"),
     int_col("unmatched_kernels", "unmatched_kernels", "unmatched kernels").html(),
@@ -92,27 +98,28 @@ NCCL_COLLECTIVES: Table[Row] = Table("nccl_collectives.csv", (
     ns_col("end_spread_p50_ns", "end spread p50"),
     text_col("most_late_rank", "most_late_rank", "most often last"),
     share_col("most_late_share", "its share").html(),
-), _coll("by_name"))
+), lambda d: d.collectives.by_name)
 
-NCCL_INSTANCES: Table[Row] = Table("nccl_instances.csv", (
+NCCL_INSTANCES: Table[ClusterResult] = Table("nccl_instances.csv", (
     csv_col("name", "seq", "late_rank", "first_start_ns", "last_start_ns", "skew_ns", "end_spread_ns"),
-), _coll("instances"))
+), lambda d: d.collectives.instances)
 
-CLAIMS: Table[Row] = Table("claims.csv", (
-    csv_col("id", "rank", "severity", "title", "time_at_stake_ns"),
-    Col((("evidence", lambda c: " ".join(c.get("evidence") or [])),)),
-), lambda d: rows_of(d, "claims"))
+CLAIMS: Table[ClusterResult] = Table("claims.csv", (   # rows: RankClaim (the rank and its finding)
+    Col((("id", lambda c: c.finding.id), ("rank", raw("rank")), ("severity", lambda c: c.finding.severity),
+         ("title", lambda c: c.finding.title), ("time_at_stake_ns", lambda c: c.finding.time_at_stake_ns))),
+    Col((("evidence", lambda c: " ".join(c.finding.evidence)),)),
+), lambda d: d.claims)
 
-FILES: Table[Row] = Table("files.csv", (
-    show_col("label", lambda r: Data(r.get("label")), False, raw("label"), "label").with_csv("label"),
-    show_col("path", lambda r: Code(r.get("path")), False, raw("path"), "path").with_csv("path"),
+FILES: Table[ClusterResult] = Table("files.csv", (
+    show_col("label", lambda r: Data(r.label), False, raw("label"), "label").with_csv("label"),
+    show_col("path", lambda r: Code(r.path), False, raw("path"), "path").with_csv("path"),
     text_col("nsys_version", "nsys_version", "nsys"), text_col("window_method", "window_method", "window"),
     csv_col("window_start_ns", "window_end_ns"),
     ns_col("offset_ns", "clock offset"),
     Col(tuple((k, _clock(k)) for k in ("utc_epoch_ns", "normalized", "shift_ns"))),
     int_col("nccl_kernels", "nccl_kernels", "NCCL kernels").html().with_csv(),
-    show_col("verdict", lambda r: Rich(r.get("headline")), False, raw("headline"), "headline"),
-), lambda d: rows_of(d, "files"))
+    show_col("verdict", lambda r: Rich(r.headline), False, raw("headline"), "headline"),
+), lambda d: d.files)
 
 #: every CSV file of a cluster report, in the order written
 CLUSTER_TABLES = (RANKS, NCCL_RANKS, NCCL_COLLECTIVES, NCCL_INSTANCES, CLAIMS, FILES)

@@ -1,0 +1,47 @@
+"""The clock facts that place one export's timestamps on UTC (docs/CLUSTER.md "Clock alignment"): the session
+start ``TARGET_INFO_SESSION_START_TIME.utcEpochNs`` (None when absent or not positive), whether the export was
+normalised to UTC (``EXPORT_PARAM_TIME_NORMALIZE``), its time shift (``EXPORT_CONFIG_TIME_SHIFT`` /
+``EXPORT_PARAM_TIME_SHIFT``, ns; 0 when absent) and the activity span (first / last timestamp of the export
+timeline). A cluster aligns several files with them (:mod:`cluster.align`); not in ``report.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+from ...jsonable import FieldsJson
+from ...model.trace import TraceModel
+
+
+@dataclass(frozen=True)
+class ClockInfo(FieldsJson):
+    utc_epoch_ns: Optional[int]     # TARGET_INFO_SESSION_START_TIME.utcEpochNs
+    normalized: bool                # EXPORT_PARAM_TIME_NORMALIZE == true: timestamps already UTC epoch ns
+    shift_ns: int                   # EXPORT_CONFIG_TIME_SHIFT / EXPORT_PARAM_TIME_SHIFT
+    start_ns: Optional[int]         # first / last activity timestamp, export timeline
+    end_ns: Optional[int]
+
+
+def _int_meta(meta: Dict[str, Any], *keys: str) -> int:
+    for k in keys:
+        v = meta.get(k)
+        if v:
+            try:
+                return int(str(v[0]).strip() or 0)
+            except ValueError:
+                continue
+    return 0
+
+
+def analyze_clock(model: TraceModel) -> ClockInfo:
+    """The clock facts of ``model`` (module docstring)."""
+    meta = model.info.meta
+    raw: Any = model.info.session.get("utcEpochNs")
+    try:
+        utc = int(raw) if raw is not None and int(raw) > 0 else None
+    except (TypeError, ValueError):
+        utc = None
+    norm = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or ["false"])[0].strip().lower() in ("true", "1", "yes")
+    shift = _int_meta(meta, "EXPORT_CONFIG_TIME_SHIFT", "EXPORT_PARAM_TIME_SHIFT")
+    return ClockInfo(utc, norm, shift, model.trace_start, model.trace_end)

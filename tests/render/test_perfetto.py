@@ -14,7 +14,7 @@ import pytest
 from conftest import real_trace, run_cli, scenario_report
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.pipeline import analyze_path, load_model
 from nsys_llm_explainer.render.perfetto import FILE_NAME, lanes, shift_timestamps
 
 
@@ -101,11 +101,18 @@ def demo(tmp_path_factory) -> Tuple[Any, Parsed]:
     return r, written(r, tmp_path_factory.mktemp("pf"))
 
 
+@pytest.fixture(scope="module")
+def demo_model(tmp_path_factory) -> Any:
+    """The demo trace's model, read again (the file is checked against the trace, not against the report)."""
+    _, p, _ = scenario_report("demo", tmp_path_factory)
+    return load_model(str(p))
+
+
 def kernel_slices(t: Parsed) -> List[Slice]:
     return [s for s in t.slices if t.name(s.track).startswith("stream ")]
 
 
-def test_kernels_per_device_and_stream_equal_the_kernel_table(demo) -> None:
+def test_kernels_per_device_and_stream_equal_the_kernel_table(demo, demo_model) -> None:
     r, t = demo
     assert r.timeline_file.span.kept == "capture"
     got: Dict[Tuple[str, int], List[int]] = defaultdict(lambda: [0, 0])
@@ -115,7 +122,7 @@ def test_kernels_per_device_and_stream_equal_the_kernel_table(demo) -> None:
         g[1] += s.end - s.start
     table = {(row["name"], row["device_id"]): [row["count"], row["total_ns"]] for row in r.to_dict()["kernels"]}
     assert dict(got) == table and len(table) > 10
-    k = r.model.kernels   # per stream: the rows of each (device, stream) of the trace
+    k = demo_model.kernels   # per stream: the rows of each (device, stream) of the trace
     per_stream = defaultdict(int)
     for s in kernel_slices(t):
         per_stream[(t.gpu_of(s), int(t.name(s.track).split()[1]))] += 1
@@ -136,7 +143,7 @@ def test_idle_slices_sum_to_the_idle_cause_table(demo) -> None:
     assert sum(want.values()) == sum(d["idle_ns"] for d in r.to_dict()["idle_causes"]["devices"])
 
 
-def test_nvtx_ranges_equal_the_nvtx_table(demo) -> None:
+def test_nvtx_ranges_equal_the_nvtx_table(demo, demo_model) -> None:
     r, t = demo
     got: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
     for s in t.slices:
@@ -146,16 +153,16 @@ def test_nvtx_ranges_equal_the_nvtx_table(demo) -> None:
     want = {row["name"]: [row["count"], row["total_ns"]] for row in r.to_dict()["nvtx"]["ranges"]}
     assert dict(got) == want
     # on the thread that recorded them (a child track of that thread's track)
-    nv = r.model.nvtx
+    nv = demo_model.nvtx
     threads = {t.tracks[t.parent(s.track)]["thread"] for s in t.slices if t.name(s.track).startswith("NVTX")}
     assert threads == {(int(p), int(tid)) for p, tid in zip(nv.pid.tolist(), nv.tid.tolist())}
 
 
-def test_flows_connect_each_launch_to_its_kernel(demo) -> None:
+def test_flows_connect_each_launch_to_its_kernel(demo, demo_model) -> None:
     r, t = demo
     calls = {f: s for s in t.slices for f in s.flows}
     ks = [s for s in kernel_slices(t) if s.ends]
-    assert len(ks) == int((r.model.kernels.launch_idx >= 0).sum()) == len(r.model.kernels)
+    assert len(ks) == int((demo_model.kernels.launch_idx >= 0).sum()) == len(demo_model.kernels)
     for k in ks:
         call = calls[k.ends[0]]
         assert call.args["correlation_id"] == k.args["correlation_id"]
@@ -278,6 +285,26 @@ def test_the_demo_writes_it(tmp_path) -> None:
     t = Parsed((out / FILE_NAME).read_bytes())
     assert len(kernel_slices(t)) == rep["trace"]["row_counts"]["kernels"]
     assert rep["timeline_file"]["span"]["kept"] == "capture"
+
+
+def test_the_file_needs_only_the_typed_report(demo, tmp_path) -> None:
+    """The timeline result carries every value the file shows: without the trace model the same bytes are
+    written; a report loaded from report.json (no rows) says so in one line."""
+    import dataclasses
+
+    from nsys_llm_explainer.errors import InputError
+    from nsys_llm_explainer.report import Report
+
+    r, _ = demo
+    a, b = tmp_path / "a.pftrace", tmp_path / "b.pftrace"
+    r.write_perfetto(a)
+    dataclasses.replace(r, model=None, steady=None).write_perfetto(b)
+    assert a.read_bytes() == b.read_bytes() and len(a.read_bytes()) > 10_000
+    loaded = Report.from_dict(json.loads(json.dumps(r.to_dict())))
+    with pytest.raises(InputError) as e:
+        loaded.write_perfetto(tmp_path / "c.pftrace")
+    assert "report.json" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "c.pftrace").exists()
 
 
 def test_a_rank_moves_to_the_aligned_clock() -> None:

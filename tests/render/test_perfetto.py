@@ -367,3 +367,101 @@ def test_a_cluster_trace_holds_every_rank_on_the_aligned_clock(tmp_path) -> None
         there = sorted(s.start for s in kernel_slices(t) if under(s.track))
         off = f["offset_ns"] - min(g["offset_ns"] for g in cl["files"])
         assert there == [m + off for m in mine]
+
+
+# ------------------------------------------------------------------ kernel launch configurations (grid, block, ...)
+#: corr → (start, end, grid, block, registers, static shared, dynamic shared); written out of start order, so the
+#: model's order (by start) differs from the table's (rowid) order
+LAUNCHES = {
+    1: (3_000, 4_000, (7, 2, 1), (256, 1, 1), 40, 0, 4096),
+    2: (1_000, 2_000, (1, 1, 1), (32, 4, 2), 16, 1024, 0),
+    3: (5_000, 5_500, (65_536, 3, 2), (1024, 1, 1), 255, 49_152, 98_304),
+    4: (2_500, 2_600, (12, 1, 1), (64, 1, 1), 24, 0, 0),
+}
+
+
+def launches_trace(path: Path, drop: Tuple[str, ...] = ()) -> Path:
+    from synth import TraceBuilder
+
+    b = TraceBuilder()
+    b.process(10)
+    g = b.thread(10, 11, "main")
+    for c, (s, e, grid, block, regs, st, dyn) in LAUNCHES.items():
+        b.runtime(s - 500, s - 400, tid_g=g, corr=c)
+        b.kernel(s, e, pid=10, corr=c, name=f"k{c}", grid=grid, block=block, registers=regs, static_shared=st,
+                 dynamic_shared=dyn)
+    for col in drop:
+        b.drop_column(b.kernel_table_name, col)
+    b.write(str(path))
+    return path
+
+
+def kernel_args(t: Parsed) -> Dict[int, Dict[str, Any]]:
+    return {s.args["correlation_id"]: s.args for s in kernel_slices(t)}
+
+
+def test_kernels_carry_grid_block_registers_and_shared_memory(tmp_path) -> None:
+    import sqlite3
+
+    p = launches_trace(tmp_path / "l.sqlite")
+    r = analyze_path(str(p))
+    with sqlite3.connect(f"file:{p}?mode=ro", uri=True) as con:
+        corr_of = dict(con.execute("SELECT rowid, correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall())
+    k = r.model.kernels   # the model's order (by start) is not the table's: each kernel's rowid is kept
+    assert k.read_pos.shape[0] == 4 and list(corr_of.values()) != [2, 4, 1, 3]
+    assert [corr_of[i] for i in k.rowids(np.arange(4)).tolist()] == k.corr.tolist() == [2, 4, 1, 3]
+    got = kernel_args(written(r, tmp_path))
+    assert got[1]["grid"] == "7,2,1" and got[1]["block"] == "256,1,1"
+    assert got[2]["grid"] == "1,1,1" and got[2]["block"] == "32,4,2"
+    assert got[3]["grid"] == "65536,3,2" and got[3]["block"] == "1024,1,1"
+    assert got[4]["grid"] == "12,1,1" and got[4]["block"] == "64,1,1"
+    assert [got[c]["registers_per_thread"] for c in (1, 2, 3, 4)] == [40, 16, 255, 24]
+    assert [got[c]["static_shared_memory"] for c in (1, 2, 3, 4)] == [0, 1024, 49_152, 0]
+    assert [got[c]["dynamic_shared_memory"] for c in (1, 2, 3, 4)] == [4096, 0, 98_304, 0]
+
+
+def test_an_export_without_launch_columns_gives_no_such_args(tmp_path) -> None:
+    cols = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
+            "dynamicSharedMemory")
+    r = analyze_path(str(launches_trace(tmp_path / "old.sqlite", cols)))
+    got = kernel_args(written(r, tmp_path))
+    assert sorted(got) == [1, 2, 3, 4]
+    assert not any(k in a for a in got.values() for k in ("grid", "block", "registers_per_thread"))
+    # only the shared memory columns missing: grid and block still shown, the rest left out
+    r = analyze_path(str(launches_trace(tmp_path / "part.sqlite", cols[6:])))
+    got = kernel_args(written(r, tmp_path))
+    assert got[3]["grid"] == "65536,3,2" and "static_shared_memory" not in got[3]
+
+
+def test_rowid_gaps_or_a_changed_file_give_no_launch_args(tmp_path) -> None:
+    import sqlite3
+
+    from nsys_llm_explainer.pipeline import analyze_model
+
+    p = launches_trace(tmp_path / "gap.sqlite")
+    with sqlite3.connect(p) as con:   # the test's own copy: a hand-edited export whose rowids have a gap
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = rowid + 10 WHERE correlationId = 3")
+    r = analyze_path(str(p))
+    assert r.model.kernels.rowid_base is None
+    got = kernel_args(written(r, tmp_path))
+    assert sorted(got) == [1, 2, 3, 4] and not any("grid" in a for a in got.values())
+    p = launches_trace(tmp_path / "changed.sqlite")
+    model = load_model(str(p))
+    with sqlite3.connect(p) as con:   # the file changes between the read and the analysis
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 1 WHERE correlationId = 2")
+    assert analyze_model(model).timeline_file.rows.kernels.config is None
+
+
+def test_real_kernels_carry_their_launch_configuration(tmp_path) -> None:
+    import sqlite3
+
+    p = real_trace("01_llama3_demo")
+    got = kernel_args(written(analyze_path(str(p)), tmp_path))
+    con = sqlite3.connect(f"file:{p}?mode=ro&immutable=1", uri=True)
+    want = {c: (f"{gx},{gy},{gz}", f"{bx},{by},{bz}", r, s, d) for c, gx, gy, gz, bx, by, bz, r, s, d in con.execute(
+        "SELECT correlationId, gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread, staticSharedMemory, "
+        "dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL")}
+    con.close()
+    assert len(want) == len(got) == 64
+    assert {c: (a["grid"], a["block"], a["registers_per_thread"], a["static_shared_memory"],
+                a["dynamic_shared_memory"]) for c, a in got.items()} == want

@@ -6,7 +6,8 @@ the rows inside its span with their names and thread labels, :mod:`analyses.time
 info); this module lays them out as tracks (docs/DESIGN.md "Timeline file"):
 
 * per GPU ``GPU <id> (<name>)``: one track per stream with its kernels (args: correlation id, category, CUDA-graph
-  node), ``memcpy stream N`` / ``memset stream N`` (kind, bytes, memory kinds), whole-graph executions, ``idle
+  node, ``grid`` / ``block`` as ``"x,y,z"``, registers per thread, static / dynamic shared memory where the export
+  has them), ``memcpy stream N`` / ``memset stream N`` (kind, bytes, memory kinds), whole-graph executions, ``idle
   causes`` (slices named ``kind: detail``, exactly the attribution's pieces), ``steps``, ``findings`` (each finding
   over its example gap), and the counters ``busy %`` and ``copy GB/s`` per timeline bin;
 * per process and thread, named as in the report: CUDA API calls on the thread's track (a flow from each launch
@@ -209,6 +210,17 @@ def lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return out
 
 
+def launch_args(grid: Sequence[int], block: Sequence[int], extra: Sequence[Tuple[str, int]]
+                ) -> List[Tuple[str, object]]:
+    """A kernel's launch configuration as arguments: ``grid`` and ``block`` as ``"x,y,z"`` (when all three are
+    known), then each of ``extra`` (registers per thread, shared memory bytes) that is known (-1: unknown)."""
+    out: List[Tuple[str, object]] = []
+    for name, v in (("grid", grid), ("block", block)):
+        if min(v) >= 0:
+            out.append((name, ",".join(str(int(x)) for x in v)))
+    return out + [(n, int(v)) for n, v in extra if v >= 0]
+
+
 def _order_by_start(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.lexsort((-end, start))
 
@@ -324,7 +336,12 @@ class _Layout:
         k = self.rows.kernels
         if len(k) == 0:
             return
-        enc, cat = self.enc, k.category
+        enc, cat, cfg = self.enc, k.category, k.config
+        if cfg is not None:
+            grid, block = cfg.grid.tolist(), cfg.block.tolist()
+            extra = [(n, v.tolist()) for n, v in (("registers_per_thread", cfg.registers),
+                                                  ("static_shared_memory", cfg.static_smem),
+                                                  ("dynamic_shared_memory", cfg.dynamic_smem))]
         key = k.device * (1 << 32) + (k.stream & 0xFFFFFFFF)
         for kv in np.unique(key).tolist():
             sel = np.nonzero(key == kv)[0]
@@ -342,6 +359,8 @@ class _Layout:
                     args.append(("category", cat[ni]))
                 if k.graph_node[i]:
                     args.append(("cuda_graph_node", True))
+                if cfg is not None:
+                    args += launch_args(grid[i], block[i], [(n, v[i]) for n, v in extra])
                 li = int(k.launch[i])
                 enc.slice(int(k.start[i]), int(k.end[i]), t, k.names[ni], args,
                           end_flow=self.flow_base + li + 1 if li >= 0 else 0)

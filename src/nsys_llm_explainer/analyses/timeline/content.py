@@ -13,6 +13,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson
+from ...model.launch_config import LaunchConfig
 from ...model.trace import GpuOps, TraceModel
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..idle.result import IdleCausesResult, IdlePieces
@@ -208,16 +209,25 @@ def _counters(model: TraceModel, causes: IdleCausesResult) -> Tuple[DeviceCounte
     return tuple(out)
 
 
+def span_kernels(model: TraceModel, span: TimelineSpan) -> np.ndarray:
+    """Rows of the model's kernel table inside the span (those the file shows); none when no file is written."""
+    k = model.kernels
+    if not span.written or k is None or len(k) == 0:
+        return _E
+    return in_span(k.start, k.end, span.start_ns, span.end_ns, span.kept == "capture")
+
+
 def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan, causes: IdleCausesResult,
                      steps: StepResult, findings: Sequence[FindingRef], name_category: Optional[np.ndarray] = None,
-                     categories: Sequence[str] = ()) -> TimelineFile:
-    """The timeline file's content (module docstring); no rows when the file is not written."""
+                     categories: Sequence[str] = (), launch_config: Optional[LaunchConfig] = None) -> TimelineFile:
+    """The timeline file's content (module docstring); no rows when the file is not written. ``launch_config``:
+    of the kernels inside the span (:func:`span_kernels`), read from the export by the graph."""
     if not span.written:
         return TimelineFile(span)
     s0, s1, whole = span.start_ns, span.end_ns, span.kept == "capture"
     k, api, nv = model.kernels, model.api, model.nvtx
     rows: Dict[str, np.ndarray] = {
-        "kernels": _E if k is None or len(k) == 0 else in_span(k.start, k.end, s0, s1, whole),
+        "kernels": span_kernels(model, span),
         "api": _E if api is None or len(api) == 0 else in_span(api.start, api.end, s0, s1, whole),
         "nvtx": _E if nv is None or len(nv) == 0 else in_span(nv.start, nv.end, s0, s1, whole),
         "memcpy": _ops(model.memcpy, s0, s1, whole), "memset": _ops(model.memset, s0, s1, whole),
@@ -241,9 +251,9 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
     nvtx_r, osrt_r = nvtx_rows(model, rows["nvtx"]), osrt_rows(model.osrt, rows["osrt"])
     smp_r = sample_rows(model, rows["samples"])
     tr = TimelineRows(
-        kernels=kernel_rows(model, rows["kernels"], k_launch, cat), memcpy=copy_rows(mc, rows["memcpy"], mc_launch),
-        memset=copy_rows(ms, rows["memset"], ms_launch), graph_trace=graph_rows(model.graph_trace,
-                                                                                rows["graph_trace"]),
+        kernels=kernel_rows(model, rows["kernels"], k_launch, cat, launch_config),
+        memcpy=copy_rows(mc, rows["memcpy"], mc_launch), memset=copy_rows(ms, rows["memset"], ms_launch),
+        graph_trace=graph_rows(model.graph_trace, rows["graph_trace"]),
         api=api_r, nvtx=nvtx_r, osrt=osrt_r, samples=smp_r,
         idle=idle, markers=_markers(findings, causes, int(window.start_ns), int(window.end_ns)),
         counters=_counters(model, causes), steps=step_rows,

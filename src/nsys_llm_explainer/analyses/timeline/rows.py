@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...model.launch_config import LaunchConfig
 from ...model.trace import GpuOps, TraceModel
 
 _E = np.empty(0, np.int64)
@@ -32,7 +33,8 @@ def name_table(idx: np.ndarray, names: Sequence[str], fallback: str
 class KernelRows:
     """Kernels inside the span, in the model's order (by start): ``row`` is the kernel's row in the model,
     ``launch`` the API row (model) of its launch call when that call is in the file too, else -1; ``name`` indexes
-    ``names``, ``category`` the category of each of ``names`` ("" unknown)."""
+    ``names``, ``category`` the category of each of ``names`` ("" unknown); ``config`` the launch configuration of
+    each row (grid, block, registers, shared memory; None when the export does not give them)."""
 
     row: np.ndarray
     start: np.ndarray
@@ -45,6 +47,7 @@ class KernelRows:
     name: np.ndarray
     names: Tuple[str, ...]
     category: Tuple[str, ...] = ()
+    config: Optional[LaunchConfig] = None
 
     def __len__(self) -> int:
         return int(self.start.shape[0])
@@ -135,15 +138,18 @@ class SampleRows:
         return int(self.start.shape[0])
 
 
-def kernel_rows(model: TraceModel, rows: np.ndarray, launch: np.ndarray, category: Sequence[str]) -> KernelRows:
-    """The kernels ``rows`` of ``model``; ``category``: of each name of the model's kernel names."""
+def kernel_rows(model: TraceModel, rows: np.ndarray, launch: np.ndarray, category: Sequence[str],
+                config: Optional[LaunchConfig] = None) -> KernelRows:
+    """The kernels ``rows`` of ``model``; ``category``: of each name of the model's kernel names; ``config``: the
+    launch configurations read for these rows (dropped unless made for exactly these rows)."""
     k = model.kernels
     if k is None or rows.shape[0] == 0:
         return KernelRows(_E, _E, _E, _E, _E, _E, np.empty(0, bool), _E, _E, ())
     name, names, used = name_table(k.name_idx[rows], k.names, "[unknown]")
     cat = tuple(category[i] if 0 <= i < len(category) else "" for i in used) if len(category) else ()
     return KernelRows(rows, _i64(k.start, rows), _i64(k.end, rows), _i64(k.device, rows), _i64(k.stream, rows),
-                      _i64(k.corr, rows), np.asarray(k.graph_node)[rows] >= 0, launch, name, names, cat)
+                      _i64(k.corr, rows), np.asarray(k.graph_node)[rows] >= 0, launch, name, names, cat,
+                      config if config is not None and np.array_equal(config.rows, rows) else None)
 
 
 def copy_rows(ops: Optional[GpuOps], rows: np.ndarray, launch: np.ndarray) -> CopyRows:

@@ -6,10 +6,11 @@ the rows inside its span with their names and thread labels, :mod:`analyses.time
 info); this module lays them out as tracks (docs/DESIGN.md "Timeline file"):
 
 * per GPU ``GPU <id> (<name>)``: one track per stream with its kernels (args: correlation id, category, CUDA-graph
-  node, ``grid`` / ``block`` as ``"x,y,z"``, registers per thread, static / dynamic shared memory where the export
-  has them), ``memcpy stream N`` / ``memset stream N`` (kind, bytes, memory kinds), whole-graph executions, ``idle
-  causes`` (slices named ``kind: detail``, exactly the attribution's pieces), ``steps``, ``findings`` (each finding
-  over its example gap), and the counters ``busy %`` and ``copy GB/s`` per timeline bin;
+  node, ``grid`` / ``block`` as ``"x,y,z"`` and registers per thread where the export has them, static / dynamic
+  shared memory when the kernel uses some), ``memcpy stream N`` / ``memset stream N`` (kind, bytes, memory kinds),
+  whole-graph executions, ``idle causes`` (slices named ``kind: detail``, exactly the attribution's pieces),
+  ``steps``, ``findings`` (each finding over its example gap), and the counters ``busy %`` and ``copy GB/s`` per
+  timeline bin;
 * per process and thread, named as in the report: CUDA API calls on the thread's track (a flow from each launch
   call to its kernel or copy), child tracks ``NVTX`` (nested as recorded; overlapping ranges on further lanes),
   ``OS runtime`` and ``CPU samples``;
@@ -210,15 +211,32 @@ def lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return out
 
 
-def launch_args(grid: Sequence[int], block: Sequence[int], extra: Sequence[Tuple[str, int]]
-                ) -> List[Tuple[str, object]]:
-    """A kernel's launch configuration as arguments: ``grid`` and ``block`` as ``"x,y,z"`` (when all three are
-    known), then each of ``extra`` (registers per thread, shared memory bytes) that is known (-1: unknown)."""
-    out: List[Tuple[str, object]] = []
-    for name, v in (("grid", grid), ("block", block)):
-        if min(v) >= 0:
-            out.append((name, ",".join(str(int(x)) for x in v)))
-    return out + [(n, int(v)) for n, v in extra if v >= 0]
+def launch_args(grid: np.ndarray, block: np.ndarray, registers: np.ndarray, static_smem: np.ndarray,
+                dynamic_smem: np.ndarray) -> List[List[Tuple[str, object]]]:
+    """Each kernel's launch configuration as arguments (rows of n × 3 ``grid`` / ``block``, -1: unknown): ``grid``
+    and ``block`` as ``"x,y,z"`` when all three are known, ``registers_per_thread`` when known, and
+    ``static_shared_memory`` / ``dynamic_shared_memory`` (bytes) when the kernel uses some. Each distinct
+    configuration is formatted once."""
+    n = grid.shape[0]
+    if n == 0:
+        return []
+    key = np.concatenate((grid, block, registers[:, None], static_smem[:, None], dynamic_smem[:, None]), axis=1)
+    u, inv = np.unique(key, axis=0, return_inverse=True)
+    forms: List[List[Tuple[str, object]]] = []
+    for gx, gy, gz, bx, by, bz, reg, st, dyn in u.tolist():
+        a: List[Tuple[str, object]] = []
+        if min(gx, gy, gz) >= 0:
+            a.append(("grid", f"{gx},{gy},{gz}"))
+        if min(bx, by, bz) >= 0:
+            a.append(("block", f"{bx},{by},{bz}"))
+        if reg >= 0:
+            a.append(("registers_per_thread", reg))
+        if st > 0:
+            a.append(("static_shared_memory", st))
+        if dyn > 0:
+            a.append(("dynamic_shared_memory", dyn))
+        forms.append(a)
+    return [forms[j] for j in inv.reshape(-1).tolist()]
 
 
 def _order_by_start(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -337,11 +355,8 @@ class _Layout:
         if len(k) == 0:
             return
         enc, cat, cfg = self.enc, k.category, k.config
-        if cfg is not None:
-            grid, block = cfg.grid.tolist(), cfg.block.tolist()
-            extra = [(n, v.tolist()) for n, v in (("registers_per_thread", cfg.registers),
-                                                  ("static_shared_memory", cfg.static_smem),
-                                                  ("dynamic_shared_memory", cfg.dynamic_smem))]
+        launch = launch_args(cfg.grid, cfg.block, cfg.registers, cfg.static_smem, cfg.dynamic_smem) \
+            if cfg is not None else []
         key = k.device * (1 << 32) + (k.stream & 0xFFFFFFFF)
         for kv in np.unique(key).tolist():
             sel = np.nonzero(key == kv)[0]
@@ -359,8 +374,8 @@ class _Layout:
                     args.append(("category", cat[ni]))
                 if k.graph_node[i]:
                     args.append(("cuda_graph_node", True))
-                if cfg is not None:
-                    args += launch_args(grid[i], block[i], [(n, v[i]) for n, v in extra])
+                if launch:
+                    args += launch[i]
                 li = int(k.launch[i])
                 enc.slice(int(k.start[i]), int(k.end[i]), t, k.names[ni], args,
                           end_flow=self.flow_base + li + 1 if li >= 0 else 0)

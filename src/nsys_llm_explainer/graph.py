@@ -49,7 +49,7 @@ from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.phases import PhaseResult, analyze_phases
 from .analyses.steps.sync import StepSyncContext, StepSyncSeries, device_step_sync, step_sync_result
 from .analyses.threads.waits import WaitsResult, analyze_waits
-from .analyses.timeline.content import TimelineFile, analyze_timeline
+from .analyses.timeline.content import TimelineFile, analyze_timeline, span_kernels
 from .analyses.timeline.span import TimelineSpan, plan_span
 from .analyses.trace.clock import analyze_clock
 from .analyses.trace.facts import analyze_facts
@@ -68,6 +68,7 @@ from .findings.run import (
     step_sync_claims,
 )
 from .model.clip import clip_model
+from .model.launch_config import LaunchConfig, read_launch_config
 from .model.timeline import DeviceTimeline, build_timelines, iter_timelines
 from .model.trace import TraceModel
 from .options import Options
@@ -251,11 +252,18 @@ def _waits(steady: TraceModel, window: WindowResult, idle_causes: IdleCausesResu
     return analyze_waits(steady, window.start_ns, window.end_ns, idle_causes, nvtx.tree)
 
 
+def _launch_config(model: TraceModel, timeline_span: TimelineSpan) -> Optional[LaunchConfig]:
+    """Grid, block, registers and shared memory of the kernels the timeline file shows, read from the export again
+    by rowid (model/launch_config.py: only those ≤ --timeline-events rows, never the whole table)."""
+    return read_launch_config(model, span_kernels(model, timeline_span))
+
+
 def _timeline(model: TraceModel, window: WindowResult, timeline_span: TimelineSpan, idle_causes: IdleCausesResult,
-              steps: StepResult, findings: Tuple[Finding, ...], categories: CategoryResult) -> TimelineFile:
+              steps: StepResult, findings: Tuple[Finding, ...], categories: CategoryResult,
+              launch_config: Optional[LaunchConfig]) -> TimelineFile:
     refs = [(f.id, f.title, f.severity, f.time_at_stake_ns, f.device_id, f.cause) for f in findings]
     return analyze_timeline(model, window, timeline_span, idle_causes, steps, refs, categories.name_category,
-                            categories.categories)
+                            categories.categories, launch_config)
 
 
 def _warnings(model: TraceModel, kernels: KernelSummary, attribution: AttributionResult, graphs: GraphResult,
@@ -287,6 +295,7 @@ STEPS: Tuple[Step, ...] = (
     Step("memcpy", analyze_memcpy, ("model",), ("memcpy",)),
     Step("graphs", analyze_graphs, ("model",), ("graphs",)),
     Step("nccl", analyze_nccl, ("model",), ("nccl",)),
+    Step("timeline launch config", _launch_config, ("model", "timeline_span"), ("launch_config",)),
     Step("steady kernel stats", _steady_stats, ("steady", "window", "kernel_stats"), ("steady_kernel_stats",),
          "steady"),
     Step("launch", _launch, ("steady", "window", "options", "steady_kernel_stats"), ("launch",), "steady"),
@@ -319,7 +328,7 @@ STEPS: Tuple[Step, ...] = (
                                      "copy_path_claims", "idle_found", "kernel_found", "capture_found"),
          ("findings", "headline")),
     Step("timeline file", _timeline, ("model", "window", "timeline_span", "idle_causes", "steps", "findings",
-                                      "categories"), ("timeline_file",)),
+                                      "categories", "launch_config"), ("timeline_file",)),
     Step("warnings", _warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
     # what a cluster reads of the trace (cluster.summary): not in report.json
     Step("clock", analyze_clock, ("model",), ("clock",)),

@@ -131,10 +131,12 @@ class Report:
         ``trace_processor``) to ``path``: the rows ``timeline_file`` chose (docs/MODEL.md "Timeline file"), the idle
         pieces, findings' markers, steps and counters (:mod:`render.perfetto`). Returns ``path``, or None when the
         report was made with ``timeline_events=0``; raises :class:`errors.InputError` for a report loaded from
-        report.json (the trace rows are not in it)."""
+        report.json (the rows of ``timeline_file`` are not in it)."""
         from .render.perfetto import write_perfetto  # output formatting (docs/DESIGN.md)
 
-        self.trace_model("the timeline file")
+        if self.timeline_file.span.written and self.timeline_file.rows is None:
+            raise InputError("the timeline file needs the trace's rows, and this report was loaded from report.json "
+                             "(Report.from_dict), which does not carry them: analyze the trace again")
         return write_perfetto(self, Path(path))
 
     def to_frame(self, name: str) -> Any:

@@ -14,7 +14,7 @@ import pytest
 from conftest import real_trace, run_cli, scenario_report
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.pipeline import analyze_path, load_model
 from nsys_llm_explainer.render.perfetto import FILE_NAME, lanes, shift_timestamps
 
 
@@ -101,11 +101,18 @@ def demo(tmp_path_factory) -> Tuple[Any, Parsed]:
     return r, written(r, tmp_path_factory.mktemp("pf"))
 
 
+@pytest.fixture(scope="module")
+def demo_model(tmp_path_factory) -> Any:
+    """The demo trace's model, read again (the file is checked against the trace, not against the report)."""
+    _, p, _ = scenario_report("demo", tmp_path_factory)
+    return load_model(str(p))
+
+
 def kernel_slices(t: Parsed) -> List[Slice]:
     return [s for s in t.slices if t.name(s.track).startswith("stream ")]
 
 
-def test_kernels_per_device_and_stream_equal_the_kernel_table(demo) -> None:
+def test_kernels_per_device_and_stream_equal_the_kernel_table(demo, demo_model) -> None:
     r, t = demo
     assert r.timeline_file.span.kept == "capture"
     got: Dict[Tuple[str, int], List[int]] = defaultdict(lambda: [0, 0])
@@ -115,7 +122,7 @@ def test_kernels_per_device_and_stream_equal_the_kernel_table(demo) -> None:
         g[1] += s.end - s.start
     table = {(row["name"], row["device_id"]): [row["count"], row["total_ns"]] for row in r.to_dict()["kernels"]}
     assert dict(got) == table and len(table) > 10
-    k = r.model.kernels   # per stream: the rows of each (device, stream) of the trace
+    k = demo_model.kernels   # per stream: the rows of each (device, stream) of the trace
     per_stream = defaultdict(int)
     for s in kernel_slices(t):
         per_stream[(t.gpu_of(s), int(t.name(s.track).split()[1]))] += 1
@@ -136,7 +143,7 @@ def test_idle_slices_sum_to_the_idle_cause_table(demo) -> None:
     assert sum(want.values()) == sum(d["idle_ns"] for d in r.to_dict()["idle_causes"]["devices"])
 
 
-def test_nvtx_ranges_equal_the_nvtx_table(demo) -> None:
+def test_nvtx_ranges_equal_the_nvtx_table(demo, demo_model) -> None:
     r, t = demo
     got: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
     for s in t.slices:
@@ -146,16 +153,16 @@ def test_nvtx_ranges_equal_the_nvtx_table(demo) -> None:
     want = {row["name"]: [row["count"], row["total_ns"]] for row in r.to_dict()["nvtx"]["ranges"]}
     assert dict(got) == want
     # on the thread that recorded them (a child track of that thread's track)
-    nv = r.model.nvtx
+    nv = demo_model.nvtx
     threads = {t.tracks[t.parent(s.track)]["thread"] for s in t.slices if t.name(s.track).startswith("NVTX")}
     assert threads == {(int(p), int(tid)) for p, tid in zip(nv.pid.tolist(), nv.tid.tolist())}
 
 
-def test_flows_connect_each_launch_to_its_kernel(demo) -> None:
+def test_flows_connect_each_launch_to_its_kernel(demo, demo_model) -> None:
     r, t = demo
     calls = {f: s for s in t.slices for f in s.flows}
     ks = [s for s in kernel_slices(t) if s.ends]
-    assert len(ks) == int((r.model.kernels.launch_idx >= 0).sum()) == len(r.model.kernels)
+    assert len(ks) == int((demo_model.kernels.launch_idx >= 0).sum()) == len(demo_model.kernels)
     for k in ks:
         call = calls[k.ends[0]]
         assert call.args["correlation_id"] == k.args["correlation_id"]
@@ -280,6 +287,26 @@ def test_the_demo_writes_it(tmp_path) -> None:
     assert rep["timeline_file"]["span"]["kept"] == "capture"
 
 
+def test_the_file_needs_only_the_typed_report(demo, tmp_path) -> None:
+    """The timeline result carries every value the file shows: without the trace model the same bytes are
+    written; a report loaded from report.json (no rows) says so in one line."""
+    import dataclasses
+
+    from nsys_llm_explainer.errors import InputError
+    from nsys_llm_explainer.report import Report
+
+    r, _ = demo
+    a, b = tmp_path / "a.pftrace", tmp_path / "b.pftrace"
+    r.write_perfetto(a)
+    dataclasses.replace(r, model=None, steady=None).write_perfetto(b)
+    assert a.read_bytes() == b.read_bytes() and len(a.read_bytes()) > 10_000
+    loaded = Report.from_dict(json.loads(json.dumps(r.to_dict())))
+    with pytest.raises(InputError) as e:
+        loaded.write_perfetto(tmp_path / "c.pftrace")
+    assert "report.json" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "c.pftrace").exists()
+
+
 def test_a_rank_moves_to_the_aligned_clock() -> None:
     tr = pb.Trace()
     tr.packet.add(timestamp=5, trusted_packet_sequence_id=1)
@@ -371,3 +398,104 @@ def test_idle_slices_are_bounded_by_the_limit_and_the_devices_left_out_are_named
     assert "the idle-cause tracks of 39 devices (their idle slices would pass the file's 1,000)" in render_markdown(r)
     assert r.to_dict()["timeline_file"]["idle_left_out"] == list(range(1, 40))
     assert all(sum(c.ns for c in d.causes) == d.idle_ns > 0 for d in r.idle_causes.devices)
+
+
+# ------------------------------------------------------------------ kernel launch configurations (grid, block, ...)
+#: corr → (start, end, grid, block, registers, static shared, dynamic shared); written out of start order, so the
+#: model's order (by start) differs from the table's (rowid) order
+LAUNCHES = {
+    1: (3_000, 4_000, (7, 2, 1), (256, 1, 1), 40, 0, 4096),
+    2: (1_000, 2_000, (1, 1, 1), (32, 4, 2), 16, 1024, 0),
+    3: (5_000, 5_500, (65_536, 3, 2), (1024, 1, 1), 255, 49_152, 98_304),
+    4: (2_500, 2_600, (12, 1, 1), (64, 1, 1), 24, 0, 0),
+}
+
+
+def launches_trace(path: Path, drop: Tuple[str, ...] = ()) -> Path:
+    from synth import TraceBuilder
+
+    b = TraceBuilder()
+    b.process(10)
+    g = b.thread(10, 11, "main")
+    for c, (s, e, grid, block, regs, st, dyn) in LAUNCHES.items():
+        b.runtime(s - 500, s - 400, tid_g=g, corr=c)
+        b.kernel(s, e, pid=10, corr=c, name=f"k{c}", grid=grid, block=block, registers=regs, static_shared=st,
+                 dynamic_shared=dyn)
+    for col in drop:
+        b.drop_column(b.kernel_table_name, col)
+    b.write(str(path))
+    return path
+
+
+def kernel_args(t: Parsed) -> Dict[int, Dict[str, Any]]:
+    return {s.args["correlation_id"]: s.args for s in kernel_slices(t)}
+
+
+def test_kernels_carry_grid_block_registers_and_shared_memory(tmp_path) -> None:
+    import sqlite3
+
+    p = launches_trace(tmp_path / "l.sqlite")
+    r = analyze_path(str(p))
+    with sqlite3.connect(f"file:{p}?mode=ro", uri=True) as con:
+        corr_of = dict(con.execute("SELECT rowid, correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall())
+    k = r.model.kernels   # the model's order (by start) is not the table's: each kernel's rowid is kept
+    assert k.read_pos.shape[0] == 4 and list(corr_of.values()) != [2, 4, 1, 3]
+    assert [corr_of[i] for i in k.rowids(np.arange(4)).tolist()] == k.corr.tolist() == [2, 4, 1, 3]
+    got = kernel_args(written(r, tmp_path))
+    assert got[1]["grid"] == "7,2,1" and got[1]["block"] == "256,1,1"
+    assert got[2]["grid"] == "1,1,1" and got[2]["block"] == "32,4,2"
+    assert got[3]["grid"] == "65536,3,2" and got[3]["block"] == "1024,1,1"
+    assert got[4]["grid"] == "12,1,1" and got[4]["block"] == "64,1,1"
+    assert [got[c]["registers_per_thread"] for c in (1, 2, 3, 4)] == [40, 16, 255, 24]
+    # shared memory only when the kernel uses some
+    assert [got[c].get("static_shared_memory") for c in (1, 2, 3, 4)] == [None, 1024, 49_152, None]
+    assert [got[c].get("dynamic_shared_memory") for c in (1, 2, 3, 4)] == [4096, None, 98_304, None]
+
+
+def test_an_export_without_launch_columns_gives_no_such_args(tmp_path) -> None:
+    cols = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
+            "dynamicSharedMemory")
+    r = analyze_path(str(launches_trace(tmp_path / "old.sqlite", cols)))
+    got = kernel_args(written(r, tmp_path))
+    assert sorted(got) == [1, 2, 3, 4]
+    assert not any(k in a for a in got.values() for k in ("grid", "block", "registers_per_thread"))
+    # registers and shared memory columns missing: grid and block still shown, the rest left out
+    r = analyze_path(str(launches_trace(tmp_path / "part.sqlite", cols[6:])))
+    got = kernel_args(written(r, tmp_path))
+    assert got[3]["grid"] == "65536,3,2" and got[3]["block"] == "1024,1,1"
+    assert not any(k in got[3] for k in ("registers_per_thread", "static_shared_memory", "dynamic_shared_memory"))
+
+
+def test_rowid_gaps_or_a_changed_file_give_no_launch_args(tmp_path) -> None:
+    import sqlite3
+
+    from nsys_llm_explainer.pipeline import analyze_model
+
+    p = launches_trace(tmp_path / "gap.sqlite")
+    with sqlite3.connect(p) as con:   # the test's own copy: a hand-edited export whose rowids have a gap
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = rowid + 10 WHERE correlationId = 3")
+    r = analyze_path(str(p))
+    assert r.model.kernels.rowid_base is None
+    got = kernel_args(written(r, tmp_path))
+    assert sorted(got) == [1, 2, 3, 4] and not any("grid" in a for a in got.values())
+    p = launches_trace(tmp_path / "changed.sqlite")
+    model = load_model(str(p))
+    with sqlite3.connect(p) as con:   # the file changes between the read and the analysis
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 1 WHERE correlationId = 2")
+    assert analyze_model(model).timeline_file.rows.kernels.config is None
+
+
+def test_real_kernels_carry_their_launch_configuration(tmp_path) -> None:
+    import sqlite3
+
+    p = real_trace("01_llama3_demo")
+    got = kernel_args(written(analyze_path(str(p)), tmp_path))
+    con = sqlite3.connect(f"file:{p}?mode=ro&immutable=1", uri=True)
+    want = {c: (f"{gx},{gy},{gz}", f"{bx},{by},{bz}", r, s, d) for c, gx, gy, gz, bx, by, bz, r, s, d in con.execute(
+        "SELECT correlationId, gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread, staticSharedMemory, "
+        "dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL")}
+    con.close()
+    assert len(want) == len(got) == 64
+    assert {c: (a["grid"], a["block"], a["registers_per_thread"], a.get("static_shared_memory", 0),
+                a.get("dynamic_shared_memory", 0)) for c, a in got.items()} == want
+    assert any(s > 0 for *_, s, _ in want.values())   # some of its kernels use static shared memory

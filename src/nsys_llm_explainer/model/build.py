@@ -11,6 +11,7 @@ import numpy as np
 from ..read import fetch as F
 from ..read import fetch_nvtx as FN
 from ..read.connection import TraceConnection
+from ..read.fetch_launch import rowid_range
 from ..read.schema import Schema
 from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
 from .names import base_api_name, distinct_small, intern_ids, thread_labels
@@ -43,6 +44,22 @@ def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     for k in list(cols):
         cols[k] = cols[k][order]
     return cols
+
+
+def _rowids(conn: TraceConnection, table: Optional[str], pos: Optional[np.ndarray], read: List[np.ndarray]
+            ) -> Tuple[Optional[int], np.ndarray]:
+    """(``Kernels.rowid_base``, ``Kernels.read_pos``): the rowid of the row read first when the read returned
+    every row of a table with consecutive rowids (a full scan reads a rowid table in rowid order), else None; the
+    position as read of each kernel, empty when the model keeps the read order (the array as made: not sorted, no
+    row left out — every export seen so far; else 4 bytes a kernel)."""
+    empty = np.empty(0, np.int32)
+    if pos is None or not read or table is None:
+        return None, empty
+    n_read = int(read[0].shape[0])
+    span = rowid_range(conn, table)
+    if span is None or span[1] - span[0] + 1 != n_read:
+        return None, empty
+    return span[0], (empty if pos is read[0] else pos)
 
 
 def narrow(v: np.ndarray, types: Tuple[type, ...] = (np.int16, np.int32)) -> np.ndarray:
@@ -111,9 +128,18 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
         )
         return calls, ApiIndex(calls)
 
+    read_order: List[np.ndarray] = []   # the kernels' positions as read (model order vs table order: rowids)
+
+    def kernels_read() -> Optional[Dict[str, np.ndarray]]:
+        got = F.fetch_kernels(conn, schema, ktable)
+        if got is not None and got["start"].shape[0] < 1 << 31:
+            got["read_pos"] = np.arange(got["start"].shape[0], dtype=np.int32)
+            read_order.append(got["read_pos"])
+        return got
+
     if threads > 1 and conn.columnar_uri:
         def kernels_sorted() -> Optional[Dict[str, np.ndarray]]:
-            got = F.fetch_kernels(conn, schema, ktable)
+            got = kernels_read()
             return None if got is None else _sorted(got)
 
         with ThreadPoolExecutor(1) as pool:
@@ -123,7 +149,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
                 on_api(api)
             kc = kc_future.result()
     else:
-        (api, api_index), kc = api_part(), F.fetch_kernels(conn, schema, ktable)
+        (api, api_index), kc = api_part(), kernels_read()
         if on_api is not None:
             on_api(api)
     warnings += api_warnings
@@ -149,6 +175,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
         if ktable and schema.has(ktable, "greenContextId"):
             notes.append("greenContextId column present (2023.x+ layout); columns selected by name.")
         kc = _sorted(kc)
+        rowid_base, read_pos = _rowids(conn, ktable, kc.pop("read_pos", None), read_order)
         pid = _fill_pid(kc, default_pid)
         if "short" not in kc:
             missing_ids = [int(x) for x in distinct_small(kc["demangled"])[0].tolist() if int(x) not in strings]
@@ -171,7 +198,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
             start=kc["start"], end=kc["end"], device=_map_devices(kc["device"], pid, dmap), stream=kc["stream"],
             corr=narrow(kc["corr"], (np.int32,)), pid=pid, name_idx=name_idx, names=names,
             graph_node=np.where(kc.pop("graph_node") >= 0, 1, -1).astype(np.int8),   # only "is a graph node" is used
-            launch_idx=launch_idx,
+            launch_idx=launch_idx, rowid_base=rowid_base, read_pos=read_pos,
         )
         if not dmap and len(kernels):
             pairs = np.unique((kernels.device.astype(np.int64) << 32) | (kernels.pid.astype(np.int64) & 0xFFFFFFFF))

@@ -48,10 +48,22 @@ class Kernels:
     graph_node: np.ndarray    # int8: 1 when the kernel ran as a CUDA-graph node (graphNodeId set), else -1
     names: List[str]
     launch_idx: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # row in ApiCalls or -1
+    #: where each kernel was in the kernel table: the read returned every row, the k-th row read has rowid
+    #: ``rowid_base + k`` (rowids consecutive), and kernel i is row ``read_pos[i]`` read (empty: row i, the read
+    #: order kept); ``rowid_base`` None: unknown (a clipped model, an export whose rowids have gaps)
+    rowid_base: Optional[int] = None
+    read_pos: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
 
     @property
     def dur(self) -> np.ndarray:
         return self.end - self.start
+
+    def rowids(self, rows: np.ndarray) -> Optional[np.ndarray]:
+        """The kernel table's rowid of each of ``rows`` (int64), None when unknown (``rowid_base``)."""
+        if self.rowid_base is None:
+            return None
+        pos = np.asarray(rows, np.int64) if self.read_pos.shape[0] == 0 else self.read_pos[rows].astype(np.int64)
+        return pos + self.rowid_base
 
     def __len__(self) -> int:
         return int(self.start.shape[0])

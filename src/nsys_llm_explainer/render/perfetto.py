@@ -1,14 +1,16 @@
 """``timeline.pftrace``: the report's reading written as a Perfetto trace (protobuf ``Trace`` packets, Perfetto's own
 ``perfetto`` package: its ``perfetto_trace_pb2`` protos), for ui.perfetto.dev or ``trace_processor``.
 
-Formatting only: every row, idle piece, marker and counter comes from the typed report (``Report.model`` rows chosen
-by ``Report.timeline_file``, :mod:`analyses.timeline`); this module lays them out as tracks (docs/DESIGN.md
-"Timeline file"):
+Formatting only: every row, idle piece, marker and counter comes from the typed report (``Report.timeline_file``:
+the rows inside its span with their names and thread labels, :mod:`analyses.timeline`; the window, steps and trace
+info); this module lays them out as tracks (docs/DESIGN.md "Timeline file"):
 
 * per GPU ``GPU <id> (<name>)``: one track per stream with its kernels (args: correlation id, category, CUDA-graph
-  node), ``memcpy stream N`` / ``memset stream N`` (kind, bytes, memory kinds), whole-graph executions, ``idle
-  causes`` (slices named ``kind: detail``, exactly the attribution's pieces), ``steps``, ``findings`` (each finding
-  over its example gap), and the counters ``busy %`` and ``copy GB/s`` per timeline bin;
+  node, ``grid`` / ``block`` as ``"x,y,z"`` and registers per thread where the export has them, static / dynamic
+  shared memory when the kernel uses some), ``memcpy stream N`` / ``memset stream N`` (kind, bytes, memory kinds),
+  whole-graph executions, ``idle causes`` (slices named ``kind: detail``, exactly the attribution's pieces),
+  ``steps``, ``findings`` (each finding over its example gap), and the counters ``busy %`` and ``copy GB/s`` per
+  timeline bin;
 * per process and thread, named as in the report: CUDA API calls on the thread's track (a flow from each launch
   call to its kernel or copy), child tracks ``NVTX`` (nested as recorded; overlapping ranges on further lanes),
   ``OS runtime`` and ``CPU samples``;
@@ -209,6 +211,34 @@ def lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return out
 
 
+def launch_args(grid: np.ndarray, block: np.ndarray, registers: np.ndarray, static_smem: np.ndarray,
+                dynamic_smem: np.ndarray) -> List[List[Tuple[str, object]]]:
+    """Each kernel's launch configuration as arguments (rows of n × 3 ``grid`` / ``block``, -1: unknown): ``grid``
+    and ``block`` as ``"x,y,z"`` when all three are known, ``registers_per_thread`` when known, and
+    ``static_shared_memory`` / ``dynamic_shared_memory`` (bytes) when the kernel uses some. Each distinct
+    configuration is formatted once."""
+    n = grid.shape[0]
+    if n == 0:
+        return []
+    key = np.concatenate((grid, block, registers[:, None], static_smem[:, None], dynamic_smem[:, None]), axis=1)
+    u, inv = np.unique(key, axis=0, return_inverse=True)
+    forms: List[List[Tuple[str, object]]] = []
+    for gx, gy, gz, bx, by, bz, reg, st, dyn in u.tolist():
+        a: List[Tuple[str, object]] = []
+        if min(gx, gy, gz) >= 0:
+            a.append(("grid", f"{gx},{gy},{gz}"))
+        if min(bx, by, bz) >= 0:
+            a.append(("block", f"{bx},{by},{bz}"))
+        if reg >= 0:
+            a.append(("registers_per_thread", reg))
+        if st > 0:
+            a.append(("static_shared_memory", st))
+        if dyn > 0:
+            a.append(("dynamic_shared_memory", dyn))
+        forms.append(a)
+    return [forms[j] for j in inv.reshape(-1).tolist()]
+
+
 def _order_by_start(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.lexsort((-end, start))
 
@@ -218,7 +248,6 @@ class _Layout:
 
     def __init__(self, enc: Encoder, report: Report, rank: Optional[Tuple[int, str]]) -> None:
         self.enc, self.r = enc, report
-        self.model = report.trace_model("the timeline file")
         tf = report.timeline_file
         if tf.rows is None:
             raise ValueError("the report holds no timeline rows (timeline_events 0)")
@@ -268,7 +297,7 @@ class _Layout:
         u = self.threads.get(gtid)
         if u is None:
             pid, tid = (gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF
-            label = self.model.thread_label(gtid) or f"tid {tid}"
+            label = self.rows.thread_labels.get(gtid, "") or f"tid {tid}"
             if self.rank is None:
                 self.process(pid)
                 u = self.enc.thread(pid, tid, label)
@@ -322,45 +351,44 @@ class _Layout:
             enc.slice(m.start_ns, m.end_ns, track, m.title, args)
 
     def _kernels(self) -> None:
-        k, rows = self.model.kernels, self.rows.kernels
-        if k is None or rows.shape[0] == 0:
+        k = self.rows.kernels
+        if len(k) == 0:
             return
-        enc, cat = self.enc, self.rows.kernel_category
-        dev, stream = k.device[rows], k.stream[rows]
-        key = dev.astype(np.int64) * (1 << 32) + (stream.astype(np.int64) & 0xFFFFFFFF)
+        enc, cat, cfg = self.enc, k.category, k.config
+        launch = launch_args(cfg.grid, cfg.block, cfg.registers, cfg.static_smem, cfg.dynamic_smem) \
+            if cfg is not None else []
+        key = k.device * (1 << 32) + (k.stream & 0xFFFFFFFF)
         for kv in np.unique(key).tolist():
-            sel = rows[key == kv]
+            sel = np.nonzero(key == kv)[0]
             d, s = int(kv >> 32), int(kv & 0xFFFFFFFF)
             base = self.gpu_track(d, f"stream {s}")
             lane = lanes(k.start[sel], k.end[sel])
-            launch = self.rows.kernel_launch[np.searchsorted(rows, sel)]
             tracks = {0: base}
-            for i, ln, li in zip(sel.tolist(), lane.tolist(), launch.tolist()):
+            for i, ln in zip(sel.tolist(), lane.tolist()):
                 t = tracks.get(ln)
                 if t is None:
                     t = tracks[ln] = enc.track(f"stream {s} (overlap {ln})", self.gpu(d))
-                ni = int(k.name_idx[i])
+                ni = int(k.name[i])
                 args: List[Tuple[str, object]] = [("correlation_id", int(k.corr[i]))]
-                if cat and 0 <= ni < len(cat) and cat[ni]:
+                if cat and cat[ni]:
                     args.append(("category", cat[ni]))
-                if int(k.graph_node[i]) >= 0:
+                if k.graph_node[i]:
                     args.append(("cuda_graph_node", True))
-                enc.slice(int(k.start[i]), int(k.end[i]), t, k.names[ni] if 0 <= ni < len(k.names) else "[unknown]",
-                          args, end_flow=self.flow_base + li + 1 if li >= 0 else 0)
+                if launch:
+                    args += launch[i]
+                li = int(k.launch[i])
+                enc.slice(int(k.start[i]), int(k.end[i]), t, k.names[ni], args,
+                          end_flow=self.flow_base + li + 1 if li >= 0 else 0)
 
     def _copies(self) -> None:
-        for what, ops, rows, launch in (("memcpy", self.model.memcpy, self.rows.memcpy, self.rows.memcpy_launch),
-                                        ("memset", self.model.memset, self.rows.memset, self.rows.memset_launch)):
-            if ops is None or rows.shape[0] == 0:
+        for what, ops in (("memcpy", self.rows.memcpy), ("memset", self.rows.memset)):
+            if len(ops) == 0:
                 continue
-            c = ops.cols
-            dev = np.asarray(c["device"], np.int64)[rows] if "device" in c else np.full(rows.shape[0], -1, np.int64)
-            stream = np.asarray(c["stream"], np.int64)[rows] if "stream" in c else np.full(rows.shape[0], -1,
-                                                                                           np.int64)
-            cols = {n: np.asarray(c[n], np.int64)[rows].tolist() for n in ("bytes", "copy_kind", "src_kind",
-                                                                          "dst_kind", "mem_kind", "corr") if n in c}
-            start, end = np.asarray(c["start"], np.int64)[rows], np.asarray(c["end"], np.int64)[rows]
-            key = dev * (1 << 32) + (stream & 0xFFFFFFFF)
+            cols = {n: v.tolist() for n, v in (("bytes", ops.bytes), ("copy_kind", ops.copy_kind),
+                                                ("src_kind", ops.src_kind), ("dst_kind", ops.dst_kind),
+                                                ("mem_kind", ops.mem_kind), ("corr", ops.corr)) if v is not None}
+            start, end, launch = ops.start, ops.end, ops.launch
+            key = ops.device * (1 << 32) + (ops.stream & 0xFFFFFFFF)
             for kv in np.unique(key).tolist():
                 at = np.nonzero(key == kv)[0]
                 d, s = int(kv >> 32), int(kv & 0xFFFFFFFF)
@@ -388,14 +416,11 @@ class _Layout:
                                    end_flow=self.flow_base + li + 1 if li >= 0 else 0)
 
     def _graphs(self) -> None:
-        g, rows = self.model.graph_trace, self.rows.graph_trace
-        if g is None or rows.shape[0] == 0:
-            return
-        c = g.cols
-        for i in rows.tolist():
-            d = int(c["device"][i]) if "device" in c else -1
-            args = [("graph_id", int(c["graph_id"][i]))] if "graph_id" in c else []
-            self.enc.slice(int(c["start"][i]), int(c["end"][i]), self.gpu_track(d, "CUDA graph executions"),
+        g = self.rows.graph_trace
+        for i in range(len(g)):
+            d = int(g.device[i])
+            args = [("graph_id", int(g.graph_id[i]))] if g.graph_id is not None else []
+            self.enc.slice(int(g.start[i]), int(g.end[i]), self.gpu_track(d, "CUDA graph executions"),
                            "CUDA graph", args)
 
     def _idle(self) -> None:
@@ -408,18 +433,12 @@ class _Layout:
                 self.enc.slice(a, b, t, f"{KINDS[k]}: {detail}" if detail else KINDS[k])
 
     def _api(self) -> None:
-        api, rows = self.model.api, self.rows.api
-        if api is None or rows.shape[0] == 0:
+        api = self.rows.api
+        if len(api) == 0:
             return
         enc = self.enc
-        flows = np.zeros(len(api), bool) if rows.shape[0] else None
-        launched = np.concatenate((self.rows.kernel_launch, self.rows.memcpy_launch, self.rows.memset_launch))
-        launched = launched[launched >= 0]
-        if flows is not None and launched.shape[0]:
-            flows[launched] = True
-        gt = api.gtid[rows]
-        for g in np.unique(gt).tolist():
-            sel = rows[gt == g]
+        for g in np.unique(api.gtid).tolist():
+            sel = np.nonzero(api.gtid == g)[0]
             base = self.thread(int(g))
             lane = lanes(api.start[sel], api.end[sel])
             tracks = {0: base}
@@ -427,18 +446,16 @@ class _Layout:
                 t = tracks.get(ln)
                 if t is None:
                     t = tracks[ln] = self.thread_track(int(g), f"CUDA API (overlap {ln})")
-                ni = int(api.name_idx[i])
-                name = api.base_names[ni] if 0 <= ni < len(api.base_names) else "[unknown]"
-                enc.slice(int(api.start[i]), int(api.end[i]), t, name, (("correlation_id", int(api.corr[i])),),
-                          flow=self.flow_base + i + 1 if flows is not None and flows[i] else 0)
+                enc.slice(int(api.start[i]), int(api.end[i]), t, api.names[int(api.name[i])],
+                          (("correlation_id", int(api.corr[i])),),
+                          flow=self.flow_base + int(api.row[i]) + 1 if api.flow[i] else 0)
 
     def _nvtx(self) -> None:
-        nv, rows = self.model.nvtx, self.rows.nvtx
-        if nv is None or rows.shape[0] == 0:
+        nv = self.rows.nvtx
+        if len(nv) == 0 or nv.gtid is None:
             return
-        gt = nv.gtid[rows]
-        for g in np.unique(gt).tolist():
-            sel = rows[gt == g]
+        for g in np.unique(nv.gtid).tolist():
+            sel = np.nonzero(nv.gtid == g)[0]
             sel = sel[_order_by_start(nv.start[sel], nv.end[sel])]
             lane = lanes(nv.start[sel], nv.end[sel])
             tracks: Dict[int, int] = {}
@@ -446,39 +463,30 @@ class _Layout:
                 t = tracks.get(ln)
                 if t is None:
                     t = tracks[ln] = self.thread_track(int(g), "NVTX" + (f" (overlap {ln})" if ln else ""))
-                ni = int(nv.name_idx[i])
-                args: Tuple[Tuple[str, object], ...] = () if bool(nv.closed[i]) else (("unterminated", True),)
-                self.enc.slice(int(nv.start[i]), int(nv.end[i]), t,
-                               nv.names[ni] if 0 <= ni < len(nv.names) else "[unnamed]", args)
+                closed = nv.closed is None or bool(nv.closed[i])
+                args: Tuple[Tuple[str, object], ...] = () if closed else (("unterminated", True),)
+                self.enc.slice(int(nv.start[i]), int(nv.end[i]), t, nv.names[int(nv.name[i])], args)
 
     def _osrt(self) -> None:
-        o, rows = self.model.osrt, self.rows.osrt
-        if o is None or rows.shape[0] == 0 or "gtid" not in o.cols:
+        o = self.rows.osrt
+        if len(o) == 0 or o.gtid is None:
             return
-        c = o.cols
-        gt = np.asarray(c["gtid"], np.int64)[rows]
-        names = o.names
-        for g in np.unique(gt).tolist():
-            sel = rows[gt == g]
-            lane = lanes(c["start"][sel], c["end"][sel])
+        for g in np.unique(o.gtid).tolist():
+            sel = np.nonzero(o.gtid == g)[0]
+            lane = lanes(o.start[sel], o.end[sel])
             tracks: Dict[int, int] = {}
             for i, ln in zip(sel.tolist(), lane.tolist()):
                 t = tracks.get(ln)
                 if t is None:
                     t = tracks[ln] = self.thread_track(int(g), "OS runtime" + (f" (overlap {ln})" if ln else ""))
-                ni = int(c["name_idx"][i]) if "name_idx" in c else -1
-                self.enc.slice(int(c["start"][i]), int(c["end"][i]), t,
-                               names[ni] if 0 <= ni < len(names) else "[OS runtime call]")
+                self.enc.slice(int(o.start[i]), int(o.end[i]), t, o.names[int(o.name[i])])
 
     def _samples(self) -> None:
-        s, rows = self.model.samples, self.rows.samples
-        if s is None or rows.shape[0] == 0:
-            return
-        for i in rows.tolist():
-            leaf, caller = int(s.leaf[i]), int(s.caller[i])
+        s = self.rows.samples
+        for i in range(len(s)):
             t = self.thread_track(int(s.gtid[i]), "CPU samples")
-            self.enc.instant(int(s.start[i]), t, s.frame_symbol[leaf],
-                             (("module", s.frame_module[leaf]), ("caller", s.frame_symbol[caller])))
+            self.enc.instant(int(s.start[i]), t, s.names[int(s.symbol[i])],
+                             (("module", s.names[int(s.module[i])]), ("caller", s.names[int(s.caller[i])])))
 
     def _counters(self) -> None:
         for c in self.rows.counters:

@@ -1,8 +1,9 @@
 """What goes into the timeline file (docs/MODEL.md "Timeline file"): the rows of each table inside the span
-(:mod:`.span`), the launch call of each kept kernel and copy (the flows), each device's idle pieces inside the span
-(the idle-cause attribution's own pieces: :attr:`analyses.idle.result.DeviceCauses.slices`), the findings' markers
-at their example gaps, the steps inside the span, and per device and timeline bin the busy share and the copy
-bandwidth. Pure and vectorized; the encoder (:mod:`render.perfetto`) only writes these."""
+(:mod:`.span`; their values and names copied out of the model, :mod:`.rows`), the launch call of each kept kernel
+and copy (the flows), each device's idle pieces inside the span (the idle-cause attribution's own pieces:
+:attr:`analyses.idle.result.DeviceCauses.slices`), the findings' markers at their example gaps, the steps inside
+the span, and per device and timeline bin the busy share and the copy bandwidth. Pure and vectorized; the encoder
+(:mod:`render.perfetto`) only writes these, and needs nothing else of the trace."""
 
 from __future__ import annotations
 
@@ -12,12 +13,29 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson
+from ...model.launch_config import LaunchConfig
 from ...model.trace import GpuOps, TraceModel
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..idle.result import IdleCausesResult, IdlePieces
 from ..memory.memcpy import MEM_KIND_LABEL
 from ..steps.metrics import StepResult
 from ..trace.window import WindowResult
+from .rows import (
+    ApiRows,
+    CopyRows,
+    GraphRows,
+    HostRows,
+    KernelRows,
+    SampleRows,
+    api_rows,
+    copy_rows,
+    graph_rows,
+    kernel_rows,
+    labels_of,
+    nvtx_rows,
+    osrt_rows,
+    sample_rows,
+)
 from .span import TimelineSpan
 
 #: a finding as the timeline needs it: (id, title, severity, time at stake ns, device id or None, (kind, detail) or
@@ -55,26 +73,24 @@ class DeviceCounters:
 
 @dataclass(frozen=True)
 class TimelineRows:
-    """Rows of the model (the whole capture) inside the span, per table (indices, in the table's order), the launch
-    call of each kept kernel / memcpy / memset (API row, -1 when unknown or outside the span), idle slices per
+    """What the file shows, copied out of the model (:mod:`.rows`: only the rows inside the span, with their
+    names): each table's rows (kernels, memcpy, memset, whole-graph executions, CUDA API calls, NVTX ranges,
+    OS-runtime calls, CPU samples; launch calls linked), the label of each named thread they name, idle slices per
     device, markers, counters and the step rows (of :class:`analyses.steps.metrics.StepArrays`) inside the span."""
 
-    kernels: np.ndarray
-    memcpy: np.ndarray
-    memset: np.ndarray
-    graph_trace: np.ndarray
-    api: np.ndarray
-    nvtx: np.ndarray
-    osrt: np.ndarray
-    samples: np.ndarray
-    kernel_launch: np.ndarray
-    memcpy_launch: np.ndarray
-    memset_launch: np.ndarray
+    kernels: KernelRows
+    memcpy: CopyRows
+    memset: CopyRows
+    graph_trace: GraphRows
+    api: ApiRows
+    nvtx: HostRows
+    osrt: HostRows
+    samples: SampleRows
     idle: Tuple[Tuple[int, IdlePieces], ...]
     markers: Tuple[Marker, ...]
     counters: Tuple[DeviceCounters, ...]
     steps: np.ndarray
-    kernel_category: Tuple[str, ...] = ()     # category of each kernel name ("" unknown)
+    thread_labels: Mapping[int, str] = field(default_factory=dict)   # gtid → label (named threads only)
     copy_kinds: Mapping[int, str] = field(default_factory=dict)   # copyKind → direction (ENUM_CUDA_MEMCPY_OPER)
     mem_kinds: Mapping[int, str] = field(default_factory=dict)    # srcKind / dstKind / memKind → memory kind
 
@@ -196,16 +212,25 @@ def _counters(model: TraceModel, causes: IdleCausesResult) -> Tuple[DeviceCounte
     return tuple(out)
 
 
+def span_kernels(model: TraceModel, span: TimelineSpan) -> np.ndarray:
+    """Rows of the model's kernel table inside the span (those the file shows); none when no file is written."""
+    k = model.kernels
+    if not span.written or k is None or len(k) == 0:
+        return _E
+    return in_span(k.start, k.end, span.start_ns, span.end_ns, span.kept == "capture")
+
+
 def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan, causes: IdleCausesResult,
                      steps: StepResult, findings: Sequence[FindingRef], name_category: Optional[np.ndarray] = None,
-                     categories: Sequence[str] = ()) -> TimelineFile:
-    """The timeline file's content (module docstring); no rows when the file is not written."""
+                     categories: Sequence[str] = (), launch_config: Optional[LaunchConfig] = None) -> TimelineFile:
+    """The timeline file's content (module docstring); no rows when the file is not written. ``launch_config``:
+    of the kernels inside the span (:func:`span_kernels`), read from the export by the graph."""
     if not span.written:
         return TimelineFile(span)
     s0, s1, whole = span.start_ns, span.end_ns, span.kept == "capture"
     k, api, nv = model.kernels, model.api, model.nvtx
     rows: Dict[str, np.ndarray] = {
-        "kernels": _E if k is None or len(k) == 0 else in_span(k.start, k.end, s0, s1, whole),
+        "kernels": span_kernels(model, span),
         "api": _E if api is None or len(api) == 0 else in_span(api.start, api.end, s0, s1, whole),
         "nvtx": _E if nv is None or len(nv) == 0 else in_span(nv.start, nv.end, s0, s1, whole),
         "memcpy": _ops(model.memcpy, s0, s1, whole), "memset": _ops(model.memset, s0, s1, whole),
@@ -224,15 +249,20 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
     cat: Tuple[str, ...] = ()
     if name_category is not None and len(categories):
         cat = tuple(categories[int(i)] if 0 <= int(i) < len(categories) else "" for i in name_category.tolist())
+    mc, ms = model.memcpy, model.memset
+    k_launch = _launch(k.launch_idx if k is not None else None, rows["kernels"], a)
+    mc_launch = _launch(mc["launch_idx"] if mc is not None and "launch_idx" in mc.cols else None, rows["memcpy"], a)
+    ms_launch = _launch(ms["launch_idx"] if ms is not None and "launch_idx" in ms.cols else None, rows["memset"], a)
+    api_r = api_rows(model, a, np.concatenate((k_launch, mc_launch, ms_launch)))
+    nvtx_r, osrt_r = nvtx_rows(model, rows["nvtx"]), osrt_rows(model.osrt, rows["osrt"])
+    smp_r = sample_rows(model, rows["samples"])
     tr = TimelineRows(
-        kernels=rows["kernels"], memcpy=rows["memcpy"], memset=rows["memset"], graph_trace=rows["graph_trace"],
-        api=a, nvtx=rows["nvtx"], osrt=rows["osrt"], samples=rows["samples"],
-        kernel_launch=_launch(k.launch_idx if k is not None else None, rows["kernels"], a),
-        memcpy_launch=_launch(model.memcpy["launch_idx"] if model.memcpy is not None and "launch_idx" in
-                              model.memcpy.cols else None, rows["memcpy"], a),
-        memset_launch=_launch(model.memset["launch_idx"] if model.memset is not None and "launch_idx" in
-                              model.memset.cols else None, rows["memset"], a),
+        kernels=kernel_rows(model, rows["kernels"], k_launch, cat, launch_config),
+        memcpy=copy_rows(mc, rows["memcpy"], mc_launch), memset=copy_rows(ms, rows["memset"], ms_launch),
+        graph_trace=graph_rows(model.graph_trace, rows["graph_trace"]),
+        api=api_r, nvtx=nvtx_r, osrt=osrt_r, samples=smp_r,
         idle=idle, markers=_markers(findings, causes, int(window.start_ns), int(window.end_ns)),
-        counters=_counters(model, causes), steps=step_rows, kernel_category=cat,
+        counters=_counters(model, causes), steps=step_rows,
+        thread_labels=labels_of(model, api_r.gtid, nvtx_r.gtid, osrt_r.gtid, smp_r.gtid),
         copy_kinds=dict(MEMCPY_KIND_LABEL), mem_kinds=dict(MEM_KIND_LABEL))
     return TimelineFile(span, tr, idle_left_out)

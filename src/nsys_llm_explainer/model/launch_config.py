@@ -1,0 +1,67 @@
+"""Launch configurations (grid, block, registers per thread, shared memory) of chosen kernels, read from the export
+again by rowid (:mod:`read.fetch_launch`) — only for the few kernels the timeline file holds, never for the whole
+table (docs/PERFORMANCE.md). Each row read is checked against the model's own values of that kernel (start, end,
+correlation id): any difference (the file changed, a read order that was not the rowid order) and nothing is
+used."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from ..read.fetch_launch import fetch_launch_config
+from .trace import TraceModel
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Per kernel of ``rows`` (rows of the model's kernel table, in that order): ``grid`` and ``block`` (n × 3: x, y,
+    z), ``registers`` (per thread), ``static_smem`` / ``dynamic_smem`` (shared memory per block, bytes); -1 where
+    the export has no value (NULL, no such column, a value that is not an integer)."""
+
+    rows: np.ndarray
+    grid: np.ndarray
+    block: np.ndarray
+    registers: np.ndarray
+    static_smem: np.ndarray
+    dynamic_smem: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+
+def read_launch_config(model: TraceModel, rows: np.ndarray) -> Optional[LaunchConfig]:
+    """The launch configurations of the model's kernels ``rows``; None when there are none to show: no such rows,
+    rowids unknown (``Kernels.rowid_base``), no grid / block columns, the file unreadable or not the one read."""
+    k, table = model.kernels, model.info.kernel_table
+    rows = np.asarray(rows, np.int64)
+    if k is None or table is None or rows.shape[0] == 0:
+        return None
+    rid = k.rowids(rows)
+    if rid is None:
+        return None
+    got = fetch_launch_config(model.info.path, table, rid)
+    if got is None:
+        return None
+    order = np.argsort(rid, kind="stable")
+    srt = rid[order]
+    at = np.minimum(np.searchsorted(srt, got["rowid"]), srt.shape[0] - 1)
+    found = srt[at] == got["rowid"]
+    idx = order[at[found]]   # position in ``rows`` of each row read
+    mine = rows[idx]
+    if not (np.array_equal(np.asarray(k.start, np.int64)[mine], got["start"][found])
+            and np.array_equal(np.asarray(k.end, np.int64)[mine], got["end"][found])
+            and np.array_equal(np.asarray(k.corr, np.int64)[mine], got["corr"][found])):
+        return None
+    n = rows.shape[0]
+
+    def col(name: str) -> np.ndarray:
+        out = np.full(n, -1, np.int64)
+        out[idx] = got[name][found]
+        return out
+
+    return LaunchConfig(rows, np.stack([col("grid_x"), col("grid_y"), col("grid_z")], axis=1),
+                        np.stack([col("block_x"), col("block_y"), col("block_z")], axis=1), col("registers"),
+                        col("static_smem"), col("dynamic_smem"))

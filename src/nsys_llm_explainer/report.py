@@ -40,7 +40,6 @@ from .errors import InputError, OptionalDependencyError
 from .findings.base import Finding
 from .findings.rank import Headline
 from .jsonable import NOT_IN_JSON
-from .model.trace import TraceModel
 from .options import Options
 from .serialize import report_dict, report_values
 
@@ -51,13 +50,13 @@ class Report:
     names, :mod:`graph`). ``to_dict()`` gives the ``report.json`` dict. ``steady`` fields and sections are
     over the analysis window (``window``); the others over the whole capture.
 
-    ``model`` / ``steady`` are None on a report loaded from ``report.json`` (:meth:`from_dict`): what needs the
-    trace itself reads them through :meth:`trace_model` / :meth:`steady_model`, which say so."""
+    The trace model is not part of it (what compare, a cluster and the timeline file read of the trace is computed
+    in the graph: ``steady_kernel_starts``, ``steady_categories``, ``clock``, ``nccl_series``, ``timeline_file``),
+    so it is freed once the analysis is done; those values are None / empty on a report loaded from
+    ``report.json`` (:meth:`from_dict`), and what needs them says so."""
 
     tool_version: str
     options: Options
-    model: Optional[TraceModel]            # the trace as read (None: loaded from report.json)
-    steady: Optional[TraceModel]           # the model clipped to the analysis window (``model`` when it is all)
     trace: TraceInfoResult
     window: WindowResult
     kernels: KernelSummary
@@ -102,11 +101,12 @@ class Report:
     def from_dict(cls, d: Mapping[str, Any], where: str = "report.json") -> Report:
         """The report of a ``report.json`` dict (``to_dict()``, or the file parsed): ``Report.from_dict(r.to_dict())
         .to_dict() == r.to_dict()``. Every section comes back typed; what ``report.json`` does not carry comes back
-        empty: the trace model (``model`` / ``steady`` None) and what a comparison reads of it
-        (``steady_kernel_starts`` / ``steady_categories`` None), the helper arrays the analysis graph used (per-gap
-        idle-cause codes and host-side pieces, the NVTX tree, per-kernel phase / category / range indices, the
-        rules applied), examples of the summed idle causes, the steady window's per-device and per-PID kernel
-        tables when the window is not the whole capture, and the step rows past the first 100 000 (``rows_capped``).
+        empty: what a comparison, a cluster and the timeline file read of the trace (``steady_kernel_starts``,
+        ``steady_categories``, ``clock``, ``nccl_series`` None, ``timeline_file`` without rows), the helper arrays
+        the analysis graph used (per-gap idle-cause codes and host-side pieces, the NVTX tree, per-kernel phase /
+        category / range indices, the rules applied), examples of the summed idle causes, the steady window's
+        per-device and per-PID kernel tables when the window is not the whole capture, and the step rows past the
+        first 100 000 (``rows_capped``).
         A dict of another ``schema_version``, or one missing or malforming a part, raises
         :class:`errors.InputError` (one line naming the key)."""
         try:
@@ -116,15 +116,6 @@ class Report:
         except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
             # a value of the right JSON type that a result still cannot hold (the checks above name most)
             raise InputError(f"{where}: a part is malformed ({type(exc).__name__}: {str(exc)[:200]})") from None
-
-    def trace_model(self, needed_for: str) -> TraceModel:
-        """``model``; :class:`errors.InputError` saying that ``needed_for`` needs the trace when the report was loaded
-        from ``report.json``."""
-        return _required(self.model, needed_for)
-
-    def steady_model(self, needed_for: str) -> TraceModel:
-        """``steady`` (the model clipped to the analysis window), as :meth:`trace_model`."""
-        return _required(self.steady, needed_for)
 
     def write_perfetto(self, path: Any) -> Optional[Path]:
         """Write the timeline file (``timeline.pftrace``, a Perfetto trace: open it in ui.perfetto.dev or
@@ -154,10 +145,3 @@ class Report:
             raise OptionalDependencyError("Report.to_frame needs pandas: pip install 'nsys-llm-explainer[pandas]'"
                                           ) from None
         return table_frame(self, name, pd)
-
-
-def _required(model: Optional[TraceModel], needed_for: str) -> TraceModel:
-    if model is None:
-        raise InputError(f"{needed_for} needs the trace itself, and this report was loaded from report.json "
-                         "(Report.from_dict), which does not carry it: analyze the trace again")
-    return model

@@ -48,7 +48,7 @@ def _steady_kernels(report: Report) -> Dict[str, Any]:
 #: under ``timings_s``); every other field is written under its own name as its ``to_dict()`` — so a new
 #: analysis needs no line here
 PLACED = frozenset({
-    "tool_version", "options", "model", "steady", "trace", "window", "kernels", "steady_kernels", "launch", "sync",
+    "tool_version", "options", "trace", "window", "kernels", "steady_kernels", "launch", "sync",
     "cuda_api", "memcpy", "nvtx", "attribution", "gpu_time", "idle_causes", "traits", "phases", "categories",
     "steps", "graphs", "memory", "nccl", "facts", "step_sync", "unified_memory", "host_samples", "copy_engines",
     "findings",
@@ -130,8 +130,7 @@ MOVED: Dict[str, Tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
     "attribution": ("nvtx.attribution", lambda d: _part(d, "nvtx", "attribution")),
 }
 #: fields ``report.json`` does not carry: None in a report loaded from it
-NOT_CARRIED = frozenset({"model", "steady",
-                         "steady_kernel_starts", "steady_categories", "clock", "nccl_series"})
+NOT_CARRIED = frozenset({"steady_kernel_starts", "steady_categories", "clock", "nccl_series"})
 
 
 def check_schema(d: Any) -> None:

@@ -20,6 +20,13 @@ def run(b: TraceBuilder, tmp_path, name: str = "t.sqlite"):
     return rep, report_dict(rep)
 
 
+def model_of(tmp_path, name: str = "t.sqlite"):
+    """The trace model of the export :func:`run` wrote (the report holds none)."""
+    from nsys_llm_explainer.pipeline import load_model
+
+    return load_model(str(tmp_path / name))
+
+
 # ------------------------------------------------------------------ 1. API names
 
 
@@ -141,7 +148,8 @@ def test_no_global_pid_only_one_process_launches(tmp_path):
     b.runtime(100, 150, tid_g=t2, name="cudaMalloc_v3020")      # corr 1 of process 2: same ids, no GPU work
     b.runtime(300, 320, tid_g=t2, name="cudaGetDevice_v3020")   # corr 2 of process 2
     rep, j = run(b, tmp_path)
-    k, api = rep.model.kernels, rep.model.api
+    m = model_of(tmp_path)
+    k, api = m.kernels, m.api
     assert (k.launch_idx >= 0).all()
     assert sorted(api.pid[k.launch_idx].tolist()) == [1, 1]
     assert sorted(api.start[k.launch_idx].tolist()) == [100, 200]
@@ -157,13 +165,14 @@ def test_no_global_pid_colliding_ids_are_not_guessed(tmp_path):
         b.runtime(a0, a0 + 5, tid_g=tg, name="cudaLaunchKernel_v7000", corr=corr)
         b.kernel(k0, k0 + dur, pid=pid, name=f"k{dur}", corr=corr)
     rep, _ = run(b, tmp_path)
-    k, api = rep.model.kernels, rep.model.api
+    m = model_of(tmp_path)
+    k, api = m.kernels, m.api
     got = {int(d): (int(api.pid[i]), int(api.start[i])) if i >= 0 else None
            for d, i in zip(k.dur.tolist(), k.launch_idx.tolist())}
     # corr 1 was used by both processes: unknown; corr 2 only by process 1, corr 7 only by process 2
     assert got == {10: None, 40: None, 20: (1, 200), 80: (2, 250)}
-    msg = [w for w in rep.model.warnings if "no globalPid" in w]
-    assert len(msg) == 1, rep.model.warnings
+    msg = [w for w in m.warnings if "no globalPid" in w]
+    assert len(msg) == 1, m.warnings
     assert "2 of 4 row(s) were linked" in msg[0] and "2 row(s) stay unattributed" in msg[0]
     # the process of a kernel comes from its linked launch call; unlinked kernels stay unknown (-1)
     assert dict(zip(k.dur.tolist(), k.pid.tolist())) == {10: -1, 40: -1, 20: 1, 80: 2}

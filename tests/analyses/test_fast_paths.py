@@ -313,5 +313,8 @@ def test_api_results_computed_while_reading_equal_the_finished_models(tmp_path, 
     build_scenario("per_token_sync", str(p))
     r = analyze_path(str(p), Options(reader=reader))
     assert "cuda api + sync (while reading)" in r.timings_s and "cuda api" not in r.timings_s   # early path taken
-    assert r.cuda_api == analyze_cuda_api(r.model) and r.cuda_api.available
-    assert r.sync == analyze_sync(r.model) and r.sync.call_count > 0
+    from nsys_llm_explainer.pipeline import load_model
+
+    m = load_model(str(p), reader=reader)
+    assert r.cuda_api == analyze_cuda_api(m) and r.cuda_api.available
+    assert r.sync == analyze_sync(m) and r.sync.call_count > 0

@@ -228,7 +228,9 @@ def test_real_traces_match_plain_sql(name, kinds):
             assert [(m.name, m.count) for m in k.modules] == top
             assert k.idle_ns == dc.ns_of(kind)
     # the same numbers as the analysis function gives on the model (the pipeline calls it once)
-    again = analyze_host_samples(rep.model.samples, rep.idle_causes)
+    from nsys_llm_explainer.pipeline import load_model
+
+    again = analyze_host_samples(load_model(str(trace)).samples, rep.idle_causes)
     assert again.to_dict() == j["host_samples"]
 
 
@@ -331,7 +333,9 @@ def test_a_device_without_host_side_idle_keeps_its_kinds_and_no_samples(tmp_path
     empty = dataclasses.replace(d0.pieces, start=e, end=e, kind=np.empty(0, np.int8), detail=np.empty(0, np.int32),
                                 gtid=e)
     causes = dataclasses.replace(rep.idle_causes, devices=(dataclasses.replace(d0, pieces=empty),))
-    res = analyze_host_samples(rep.model.samples, causes)
+    from nsys_llm_explainer.pipeline import load_model
+
+    res = analyze_host_samples(load_model(str(p)).samples, causes)
     (dev,) = res.devices
     assert res.available and dev.samples_inside == 0 and dev.causes == ()
     assert {k.kind for k in dev.kinds} == {k for k in ("launch", "other_api", "nvtx", "osrt", "host_cpu")

@@ -373,9 +373,8 @@ def test_compare_reads_typed_report_fields_only(base_trace, host_trace):
     assert r0.steady_categories is not r0.categories and r0.steady_kernel_starts is not None
     assert r0.steady_categories.busy_ns < r0.categories.busy_ns
     assert len(r0.steady_kernel_starts) == r0.steady_kernels.kernel_count   # every kernel of the window
-    slim = [dataclasses.replace(r, model=None, steady=None) for r in reps]
-    a, b = compare_reports(reps, ["a", "b"]), compare_reports(slim, ["a", "b"])
-    assert {**a.to_dict(), "timings_s": {}} == {**b.to_dict(), "timings_s": {}}
+    assert not {"model", "steady"} & {f.name for f in dataclasses.fields(r0)}   # no trace model in a report
+    b = compare_reports(reps, ["a", "b"])
     for t in b.traces:
         assert t.window_method == "override" and t.window_ns == win[1] - win[0]
         assert sum(s.ns for s in t.categories) == t.pooled_window_ns

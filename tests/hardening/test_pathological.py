@@ -32,11 +32,13 @@ def deep(tmp_path_factory) -> SimpleNamespace:
     path = tmp_path_factory.mktemp("patho") / "deep.sqlite"
     P.write_deep(str(path), DEPTH)
     rep = nle.analyze(str(path))
-    return SimpleNamespace(rep=rep, d=rep.to_dict())
+    return SimpleNamespace(rep=rep, d=rep.to_dict(), path=path)
 
 
 def test_deep_tree_parent_depth(deep):
-    tree = T.build_tree(deep.rep.model.nvtx)
+    from nsys_llm_explainer.pipeline import load_model
+
+    tree = T.build_tree(load_model(str(deep.path)).nvtx)
     assert len(tree) == DEPTH + 1                       # "outer" + ranges 0 .. DEPTH-1, one chain
     assert np.array_equal(tree.parent, np.arange(-1, DEPTH))
     assert np.array_equal(tree.depth, np.arange(DEPTH + 1))
@@ -209,7 +211,9 @@ def test_many_distinct_kernel_names(tmp_path):
     P.write_names(str(path), 3000, per_name=5)
     rep = nle.analyze(str(path))
     d = rep.to_dict()
-    k = rep.model.kernels
+    from nsys_llm_explainer.pipeline import load_model
+
+    k = load_model(str(path)).kernels
     assert len(k.names) == 3000 and len(set(k.names)) == 3000
     assert np.array_equal(np.bincount(k.name_idx), np.full(3000, 5))
     cat = d["categories"]

@@ -30,10 +30,13 @@ BATCH = 500   # rowids per query (under every SQLite's limit of bound parameters
 
 
 def rowid_range(conn: TraceConnection, table: str) -> Optional[Tuple[int, int]]:
-    """(smallest, largest) rowid of ``table`` — two b-tree descents — or None (empty, not a rowid table, error)."""
+    """(smallest, largest) rowid of ``table`` — two b-tree descents — or None (empty, not a rowid table, error).
+    Two statements: SQLite answers a lone ``min(rowid)`` or ``max(rowid)`` from the b-tree's edge, but both in one
+    statement scan the whole table (0.4 s on 5 M kernels)."""
     try:
         with conn.lock:
-            lo, hi = conn.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+            lo = conn.execute(f'SELECT min(rowid) FROM "{table}"').fetchone()[0]
+            hi = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
     except sqlite3.DatabaseError:
         return None
     return (lo, hi) if isinstance(lo, int) and isinstance(hi, int) else None

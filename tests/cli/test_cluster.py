@@ -151,7 +151,7 @@ def _split(src: Path, pid: int, dst: Path) -> Path:
 
 def test_split_real_trace_matches_single_file(tmp_path, shared_traces):
     assert REAL.exists(), f"real traces missing: {REAL} (../shared/traces is required)"
-    pids = [p["pid"] for p in nle.analyze(str(REAL)).trace.processes]
+    pids = [p.pid for p in nle.analyze(str(REAL)).trace.processes]
     assert len(pids) == 2
     files = [str(_split(REAL, p, tmp_path / f"pid{p}.sqlite")) for p in pids]
     auto = nle.analyze_cluster(files, jobs=2)

@@ -49,7 +49,9 @@ def test_attribution_matches_nvtxkernsum(oracle, shared_traces):
             if (ok & (tree.name_idx[anc.clip(0)] == tree.name_idx)).any():
                 same_name_nesting = True
                 break
-    api = rep.model.api
+    from nsys_llm_explainer.pipeline import load_model
+
+    api = load_model(str(trace)).api
     keys = corr_key(api.pid, api.corr) if api is not None else []
     duplicated_launch_rows = bool(len(keys) and (len(set(keys.tolist())) < len(keys)))
     assert len(theirs) == len(ours)

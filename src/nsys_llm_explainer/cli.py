@@ -374,6 +374,12 @@ def _ended(exc: BaseException, committed: Sequence[Path]) -> int:
     if short is not None:
         error_line(f"{PROG}: error: ", MEMORY_LINE + short)
         return 2
+    if isinstance(exc, ImportError) and not os.environ.get("NSYS_LLM_EXPLAIN_DEBUG"):
+        # a declared dependency (numpy, pyarrow, plotly, perfetto, regex, …) missing or broken in this environment:
+        # nothing the trace did, nothing a traceback would help a user with
+        error_line(f"{PROG}: error: ", f"a package it needs cannot be imported ({type(exc).__name__}: {exc}); "
+                   "reinstall it: pip install --force-reinstall nsys-llm-explainer")
+        return 2
     if isinstance(exc, BrokenPipeError):   # stdout closed by the reader (`| head`): fine once the output is complete
         silence_stdout()
         return 0 if committed else 1

@@ -112,9 +112,6 @@ class LauncherWaits:
     threads: Tuple[OtherThread, ...]
     rows: Tuple[OverlapRow, ...]
 
-    def top_thread(self) -> Optional[OtherThread]:
-        return self.threads[0] if self.threads else None
-
     def rows_of(self, gtid: int, what: Optional[str] = None) -> List[OverlapRow]:
         """This thread's rows (largest first), of one ``what`` or all."""
         return [r for r in self.rows if r.gtid == gtid and (what is None or r.what == what)]
@@ -129,9 +126,6 @@ class WaitsResult(FieldsJson):
     reason: Optional[str]
     window_ns: int = 0
     launchers: Tuple[LauncherWaits, ...] = ()
-
-    def of_thread(self, gtid: int) -> Optional[LauncherWaits]:
-        return next((w for w in self.launchers if w.gtid == gtid), None)
 
 
 # ------------------------------------------------------------------------------------------ analysis

@@ -2,7 +2,7 @@
 
 A :class:`Table` is a CSV file name, its :class:`Col` columns and the rows of the typed report it holds (result
 rows: dataclasses, read by field name through :func:`field_of` — a name the row does not have raises, so a renamed
-field fails every render rather than showing a dash; rows an analysis still builds as dicts are read by key).
+field fails every render rather than showing a dash; the few rows a spec assembles as dicts are read by key).
 Each column names its CSV output columns (exact values: integer ns, raw percentages, full names) and, optionally,
 one displayed column: a header ``head`` and a cell function returning inline spans (:mod:`.document`), which the
 Markdown and HTML writers escape and lay out, with the exact value behind it (``value``, HTML ``data-v``). The same spec
@@ -34,7 +34,7 @@ CellFn = Callable[[Any], Spans]
 
 def field_of(row: Any, key: str) -> Any:
     """Field ``key`` of a table row: a result row's attribute (``AttributeError`` when it has none), a joined
-    parent field (:class:`Joined`), or the item of a row an analysis still builds as a dict (None when absent)."""
+    parent field (:class:`Joined`), or the item of a row a table spec assembles as a dict (None when absent)."""
     if type(row) is dict:     # the common case first: no ABC check per cell
         return row.get(key)
     return row.get(key) if isinstance(row, abc.Mapping) else getattr(row, key)

@@ -111,27 +111,68 @@ def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nv
                  ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...],
                             Tuple[DeviceHostSamples, ...]]:
     """One device at a time: its steady timeline → idle causes (with the idle pieces inside the timeline file's
-    span) → busy/idle figures, per-step sync series and the CPU samples inside its host-side idle pieces; then the
-    timeline (and, past the budget, the pieces) is dropped (memory ∝ one device)."""
-    dev_times: List[DeviceTime] = []
-    ctx = StepSyncContext(steady)
-    series: List[StepSyncSeries] = []
-    sampler = DeviceSampler(model.samples)
+    span) → the per-device analyses (``per``: busy/idle figures, per-step sync series, the CPU samples inside its
+    host-side idle pieces; each has ``add(timeline, causes)`` and ``needs_pieces()``, so a new one is one class and
+    one entry here); then the timeline (and, past the budget, the pieces) is dropped (memory ∝ one device)."""
+    times, sync, samples = per = (_DeviceTimes(full_times, options.top), _StepSync(StepSyncContext(steady)),
+                                  _Samples(DeviceSampler(model.samples)))
 
-    def per_device(tl: DeviceTimeline, dc: DeviceCauses) -> None:
-        full: Union[WindowTime, DeviceTimeline, None] = full_times.get(tl.device_id) if full_times is not None else tl
-        dev_times.append(device_time(tl, full, dc.gap_cause, options.top))
-        series.extend(device_step_sync(ctx, tl, dc))
-        sampler.add(dc)
+    def each(tl: DeviceTimeline, dc: DeviceCauses) -> None:
+        for p in per:
+            p.add(tl, dc)
 
     causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
                                                                 options.include_memcpy_in_busy),
-                                 nvtx.tree, bins_for(_device_count(steady, options.include_memcpy_in_busy)), per_device,
+                                 nvtx.tree, bins_for(_device_count(steady, options.include_memcpy_in_busy)), each,
                                  (timeline_span.start_ns, timeline_span.end_ns) if timeline_span.written else None,
-                                 pieces_needed=sampler.frames is not None or ctx.needs_pieces(),
+                                 pieces_needed=any(p.needs_pieces() for p in per),
                                  slices_max=timeline_span.limit_rows)
-    return (causes, gpu_time_result(dev_times, options.include_memcpy_in_busy), ctx, tuple(series),
-            tuple(sampler.devices))
+    return (causes, gpu_time_result(times.rows, options.include_memcpy_in_busy), sync.ctx, tuple(sync.series),
+            tuple(samples.sampler.devices))
+
+
+class _DeviceTimes:
+    """Busy/idle figures and the largest gaps of each device (:func:`analyses.idle.gpu_time.device_time`)."""
+
+    def __init__(self, full_times: Optional[dict], top: int) -> None:
+        self.full_times, self.top = full_times, top
+        self.rows: List[DeviceTime] = []
+
+    def add(self, tl: DeviceTimeline, dc: DeviceCauses) -> None:
+        full: Union[WindowTime, DeviceTimeline, None] = \
+            self.full_times.get(tl.device_id) if self.full_times is not None else tl
+        self.rows.append(device_time(tl, full, dc.gap_cause, self.top))
+
+    def needs_pieces(self) -> bool:
+        return False
+
+
+class _StepSync:
+    """The per-step sync series of each device (:func:`analyses.steps.sync.device_step_sync`)."""
+
+    def __init__(self, ctx: StepSyncContext) -> None:
+        self.ctx = ctx
+        self.series: List[StepSyncSeries] = []
+
+    def add(self, tl: DeviceTimeline, dc: DeviceCauses) -> None:
+        self.series.extend(device_step_sync(self.ctx, tl, dc))
+
+    def needs_pieces(self) -> bool:
+        return self.ctx.needs_pieces()
+
+
+class _Samples:
+    """The CPU samples inside each device's host-side idle pieces (``analyses.idle.host_samples.DeviceSampler``)."""
+
+    def __init__(self, sampler: DeviceSampler) -> None:
+        self.sampler = sampler
+
+    def add(self, tl: DeviceTimeline, dc: DeviceCauses) -> None:
+        self.sampler.add(dc)
+
+    def needs_pieces(self) -> bool:
+        return self.sampler.frames is not None
+
 
 
 # ---------------------------------------------------------------------------------------- kernels

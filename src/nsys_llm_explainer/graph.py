@@ -102,7 +102,7 @@ def _device_count(model: TraceModel, include_memcpy: bool) -> int:
     """Distinct device ids of the activity the timelines are built from (kernels, graph executions, copies)."""
     parts = [model.kernels.device] if model.kernels is not None else []
     ops = [model.graph_trace] + ([model.memcpy, model.memset] if include_memcpy else [])
-    parts += [np.asarray(o["device"]) for o in ops if o is not None and len(o) and "device" in o.cols]
+    parts += [np.asarray(o.device) for o in ops if o is not None and len(o)]
     return int(np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts])).shape[0]) if parts else 0
 
 

@@ -8,6 +8,8 @@ of the last ``step`` range, 9.79 ms into step 19: 199.99 ms).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import scenario_report
@@ -15,7 +17,7 @@ from conftest import scenario_report
 from nsys_llm_explainer.analyses.memory.copy_engines import analyze_copy_engines, path_of_detail
 from nsys_llm_explainer.analyses.trace.facts import copy_facts
 from nsys_llm_explainer.findings.advice import ADVICE
-from nsys_llm_explainer.model.trace import GpuOps
+from nsys_llm_explainer.model.trace import Memcpy, Memset
 from nsys_llm_explainer.report import Report
 
 MS = 1_000_000
@@ -107,8 +109,11 @@ def test_round_trip_keeps_copy_paths(tmp_path_factory):
     assert back.copy_engines == rep.copy_engines and back.to_dict() == rep.to_dict()
 
 
-def _ops(**cols):
-    return GpuOps({k: np.asarray(v, np.int64) for k, v in cols.items()})
+def _ops(cls, **cols):
+    """A ``cls`` table of the given columns, every other column -1 (as the read gives a column the export lacks)."""
+    n = len(cols["start"])
+    return cls(**{f.name: np.asarray(cols[f.name], np.int64) if f.name in cols else np.full(n, -1, np.int64)
+                  for f in dataclasses.fields(cls)})
 
 
 def test_clipping_prorates_bytes_and_unions_concurrent_copies():
@@ -116,9 +121,9 @@ def test_clipping_prorates_bytes_and_unions_concurrent_copies():
     proportion; a memset is its own path; a kernel under half of the union."""
     from types import SimpleNamespace
 
-    mc = _ops(start=[100, 150, 900], end=[300, 250, 1_300], bytes=[2_000, 1_000, 4_000], copy_kind=[8, 8, 1],
+    mc = _ops(Memcpy, start=[100, 150, 900], end=[300, 250, 1_300], bytes=[2_000, 1_000, 4_000], copy_kind=[8, 8, 1],
               src_kind=[2, 2, 0], dst_kind=[2, 2, 2], device=[0, 0, 0])
-    ms = _ops(start=[500], end=[600], bytes=[50], device=[0])
+    ms = _ops(Memset, start=[500], end=[600], bytes=[50], device=[0])
     class K:
         start, end, device = np.array([200]), np.array([400]), np.array([0])
 

@@ -29,16 +29,13 @@ def test_columnar_reader_installed():
 
 def _arrays(model) -> dict:
     out = {}
-    for part in ("kernels", "api", "nvtx"):
+    for part in ("kernels", "api", "nvtx", "memcpy", "memset", "sync", "graph_trace", "osrt"):
         obj = getattr(model, part)
         if obj is None:
             out[part] = None
             continue
         for k, v in vars(obj).items():
             out[f"{part}.{k}"] = v.tolist() if isinstance(v, np.ndarray) else v
-    for part in ("memcpy", "memset", "sync", "graph_trace", "osrt"):
-        ops = getattr(model, part)
-        out[part] = None if ops is None else {k: v.tolist() for k, v in ops.cols.items()}
     out["warnings"] = list(model.warnings)
     out["notes"] = list(model.notes)
     return out

@@ -184,8 +184,8 @@ def test_clip_model_counts_and_clipping(tmp_path: Path) -> None:
     assert api.end.tolist() == [T + 31, T + 37, T + 44, T + 90]
     # launch_idx re-indexed into the clipped API table
     assert int(k.launch_idx[0]) == 0
-    assert int(cm.memcpy["launch_idx"][0]) == 2
-    assert (int(cm.memcpy["start"][0]), int(cm.memcpy["end"][0])) == (T + 45, T + 60)
+    assert int(cm.memcpy.launch_idx[0]) == 2
+    assert (int(cm.memcpy.start[0]), int(cm.memcpy.end[0])) == (T + 45, T + 60)
     nv = cm.nvtx
     assert [nv.names[int(i)] for i in nv.name_idx] == ["outer", "inner"]
     assert nv.start.tolist() == [w0, T + 60] and nv.end.tolist() == [w1, T + 70]

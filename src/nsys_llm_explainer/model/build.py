@@ -21,11 +21,17 @@ from .samples import build_samples
 from .timeline import few_distinct
 from .trace import (
     ApiCalls,
-    GpuOps,
+    GraphTrace,
     Kernels,
+    Memcpy,
+    Memset,
     NvtxRanges,
+    OsCalls,
+    SyncRows,
     TraceInfo,
     TraceModel,
+    UmCpuFaults,
+    UmGpuFaults,
     active_threads,
     pid_of,
     sql_int,
@@ -211,7 +217,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
                     "If each process saw a different GPU (per-process CUDA_VISIBLE_DEVICES), per-device busy/idle "
                     "mixes GPUs; per-PID numbers are unaffected.")
 
-    def ops(table: str, cols: Dict[str, str], kind: str) -> Optional[GpuOps]:
+    def ops(table: str, cols: Dict[str, str], kind: str) -> Optional[Dict[str, np.ndarray]]:
         c = F.fetch_table(conn, schema, table, cols)
         if c is None:
             return None
@@ -220,14 +226,17 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
         c["pid"] = _fill_pid(c, default_pid)
         c["launch_idx"] = link_to_api(c["pid"], c["corr"], api, api_index, kind=kind)
         c["pid"] = pid_from_launch(c["pid"], c["launch_idx"], api)
-        if "device" in c:
-            c["device"] = _map_devices(c["device"], c["pid"], dmap)
-        return GpuOps(c)
+        c["device"] = _map_devices(c["device"], c["pid"], dmap)
+        return c
 
-    memcpy = ops("CUPTI_ACTIVITY_KIND_MEMCPY", F.MEMCPY_COLS, "memcpy")
-    memset = ops("CUPTI_ACTIVITY_KIND_MEMSET", F.MEMSET_COLS, "memset")
-    sync = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS, "sync")
-    graph_trace = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS, "graph_trace")
+    mc = ops("CUPTI_ACTIVITY_KIND_MEMCPY", F.MEMCPY_COLS, "memcpy")
+    memcpy = None if mc is None else Memcpy(**mc)
+    ms = ops("CUPTI_ACTIVITY_KIND_MEMSET", F.MEMSET_COLS, "memset")
+    memset = None if ms is None else Memset(**ms)
+    sy = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS, "sync")
+    sync = None if sy is None else SyncRows(**sy)
+    gt = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS, "graph_trace")
+    graph_trace = None if gt is None else GraphTrace(**gt)
     osrt_cols = F.fetch_table(conn, schema, "OSRT_API", F.OSRT_COLS)
     if osrt_cols is not None:
         osrt_cols = drop_impossible(osrt_cols, "OSRT_API", warnings)
@@ -235,10 +244,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
     if osrt_cols is not None:
         osrt_cols = _sorted(osrt_cols)
         osrt_cols["pid"] = pid_of(osrt_cols["gtid"])
-        osrt_names: List[str] = []
-        if "name_id" in osrt_cols:
-            osrt_cols["name_idx"], osrt_names = intern_ids(osrt_cols["name_id"], strings)
-        osrt = GpuOps(osrt_cols, osrt_names)
+        osrt_cols["name_idx"], osrt_names = intern_ids(osrt_cols["name_id"], strings)
+        osrt = OsCalls(**osrt_cols, names=osrt_names)
 
     um_gpu_faults, um_cpu_faults = _um_faults(conn, schema, strings, default_pid, dmap, warnings)
 
@@ -296,7 +303,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
 
 
 def _um_faults(conn: TraceConnection, schema: Schema, strings: Dict[int, str], default_pid: Optional[int],
-               dmap: Dict[Tuple[int, int], int], warnings: List[str]) -> Tuple[Optional[GpuOps], Optional[GpuOps]]:
+               dmap: Dict[Tuple[int, int], int], warnings: List[str]
+               ) -> Tuple[Optional[UmGpuFaults], Optional[UmCpuFaults]]:
     """The Unified-Memory page-fault tables (``None`` each when absent): sorted by start, PIDs decoded, GPU
     device ids mapped like the other GPU rows; CPU-fault function and module ids interned into one name list."""
     gpu = F.fetch_table(conn, schema, F.UM_GPU_FAULT_TABLE, F.UM_GPU_FAULT_COLS)
@@ -312,4 +320,4 @@ def _um_faults(conn: TraceConnection, schema: Schema, strings: Dict[int, str], d
         n = cpu["start"].shape[0]
         idx, names = intern_ids(np.concatenate((cpu.pop("func_id"), cpu.pop("module_id"))), strings)
         cpu["func_idx"], cpu["module_idx"] = idx[:n], idx[n:]
-    return (None if gpu is None else GpuOps(gpu)), (None if cpu is None else GpuOps(cpu, names))
+    return (None if gpu is None else UmGpuFaults(**gpu)), (None if cpu is None else UmCpuFaults(**cpu, names=names))

@@ -16,11 +16,13 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, Optional, Tuple, Union
+from typing import Callable, Dict, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
-from .trace import ApiCalls, GpuOps, Kernels, NvtxRanges, TraceModel
+from .trace import ApiCalls, GpuRows, Kernels, NvtxRanges, TraceModel
+
+R = TypeVar("R", bound=GpuRows)
 
 
 def _keep_mask(start: np.ndarray, end: np.ndarray, w0: int, w1: int) -> np.ndarray:
@@ -70,22 +72,21 @@ def _remap(launch_idx: np.ndarray, old_to_new: Optional[Callable[[np.ndarray], n
     return np.where(li >= 0, old_to_new(np.clip(li, 0, n_old - 1)), -1)
 
 
-def _clip_ops(ops: Optional[GpuOps], w0: int, w1: int, old_to_new: Optional[Callable[[np.ndarray], np.ndarray]],
-              n_old: int) -> Optional[GpuOps]:
+def _clip_ops(ops: Optional[R], w0: int, w1: int, old_to_new: Optional[Callable[[np.ndarray], np.ndarray]],
+              n_old: int) -> Optional[R]:
     if ops is None:
         return None
-    rows, cs, ce = _select(ops["start"], ops["end"], w0, w1)
+    rows, cs, ce = _select(ops.start, ops.end, w0, w1)
     cols: Dict[str, np.ndarray] = {}
-    for key, arr in ops.cols.items():
-        if key == "start":
-            cols[key] = cs
-        elif key == "end":
-            cols[key] = ce
-        elif key == "launch_idx":
-            cols[key] = _remap(arr[rows], old_to_new, n_old)
+    for f in dataclasses.fields(ops):
+        arr = getattr(ops, f.name)
+        if f.name in ("start", "end", "names"):
+            continue
+        if f.name == "launch_idx":
+            cols[f.name] = _remap(arr[rows], old_to_new, n_old)
         else:
-            cols[key] = arr[rows]
-    return GpuOps(cols, ops.names)
+            cols[f.name] = arr[rows]
+    return dataclasses.replace(ops, start=cs, end=ce, **cols)
 
 
 def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:

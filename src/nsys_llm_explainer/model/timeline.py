@@ -15,12 +15,12 @@ Every busy/idle number in the report comes from :func:`build_timelines`; nothing
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from . import intervals as iv
-from .trace import GpuOps, TraceModel
+from .trace import GpuActivity, TraceModel
 
 #: copyKind → direction label (ENUM_CUDA_MEMCPY_OPER)
 MEMCPY_KIND_LABEL = {
@@ -117,34 +117,30 @@ class Gaps:
         return int(self.start.shape[0])
 
 
-def _launch_of(ops: GpuOps, n: int) -> np.ndarray:
-    v = ops.cols.get("launch_idx")
-    return np.asarray(v, np.int64) if v is not None and len(v) == n else np.full(n, -1, np.int64)
+def _launch_of(ops: GpuActivity, n: int) -> np.ndarray:
+    v = ops.launch_idx
+    return np.asarray(v, np.int64) if len(v) == n else np.full(n, -1, np.int64)
 
 
 def _copy_labels(model: TraceModel) -> tuple:
     """Per memcpy/memset row: label index, and the label list (direction, '(pageable)' for pageable host)."""
     labels: List[str] = []
-    parts = []
-    for ops, kind in ((model.memcpy, "memcpy"), (model.memset, "memset")):
-        if ops is None or len(ops) == 0:
-            continue
-        if kind == "memset":
-            labels.append("memset")
-            parts.append((ops, np.full(len(ops), len(labels) - 1, np.int64)))
-            continue
-        ck = np.asarray(ops.cols.get("copy_kind", np.zeros(len(ops), np.int64)), np.int64)
-        pg = np.zeros(len(ops), bool)
-        for c in ("src_kind", "dst_kind"):
-            if c in ops.cols:
-                pg |= np.asarray(ops.cols[c], np.int64) == PAGEABLE
+    parts: List[Tuple[GpuActivity, np.ndarray]] = []
+    mc, ms = model.memcpy, model.memset
+    if mc is not None and len(mc):
+        ck = np.asarray(mc.copy_kind, np.int64)
+        pg = np.zeros(len(mc), bool)
+        for c in (mc.src_kind, mc.dst_kind):
+            pg |= np.asarray(c, np.int64) == PAGEABLE
         code = ck * 2 + pg.astype(np.int64)
         uniq, inv = np.unique(code, return_inverse=True)
-        base = len(labels)
         for u in uniq.tolist():
             lab = MEMCPY_KIND_LABEL.get(u // 2, str(u // 2))
             labels.append(lab + (" (pageable)" if u % 2 else ""))
-        parts.append((ops, base + inv.reshape(-1)))
+        parts.append((mc, inv.reshape(-1)))
+    if ms is not None and len(ms):
+        labels.append("memset")
+        parts.append((ms, np.full(len(ms), len(labels) - 1, np.int64)))
     return parts, labels
 
 
@@ -270,29 +266,25 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
         labels = list(k.names)
     gt = model.graph_trace
     graphs: Optional[_Source] = None
-    if gt is not None and len(gt) and "device" in gt.cols:
+    if gt is not None and len(gt):
         labels.append(GRAPH_LABEL)
-        graphs = _source(gt["start"], gt["end"], len(labels) - 1, np.asarray(gt["device"], np.int64),
+        graphs = _source(gt.start, gt.end, len(labels) - 1, np.asarray(gt.device, np.int64),
                          _launch_of(gt, len(gt)), False, w0, w1)
         sources.append(graphs)
     copy_parts, copy_labels = _copy_labels(model)
     if include_memcpy:
         for ops, lab in copy_parts:
-            if "device" not in ops.cols:
-                continue
             base = len(labels)
             labels += ["[CUDA " + x + "]" if x == "memset" else f"[CUDA memcpy {x}]" for x in copy_labels]
-            sources.append(_source(ops["start"], ops["end"], (base + lab).astype(np.int32),
-                                   np.asarray(ops["device"], np.int64), _launch_of(ops, len(ops)), False, w0, w1))
+            sources.append(_source(ops.start, ops.end, (base + lab).astype(np.int32),
+                                   np.asarray(ops.device, np.int64), _launch_of(ops, len(ops)), False, w0, w1))
 
     cs_, ce_, cl_, cd_, cli_ = [], [], [], [], []
     for ops, lb in copy_parts:
-        if "device" not in ops.cols:
-            continue
-        cs_.append(ops["start"])
-        ce_.append(ops["end"])
+        cs_.append(ops.start)
+        ce_.append(ops.end)
         cl_.append(lb)
-        cd_.append(np.asarray(ops["device"], np.int64))
+        cd_.append(np.asarray(ops.device, np.int64))
         cli_.append(_launch_of(ops, len(ops)))
     cs, ce, cl, cd, cli = (_cat(cs_, np.int64), _cat(ce_, np.int64), _cat(cl_, np.int64), _cat(cd_, np.int64),
                            _cat(cli_, np.int64))

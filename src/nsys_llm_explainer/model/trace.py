@@ -124,17 +124,94 @@ class NvtxRanges:
 
 
 @dataclass(frozen=True)
-class GpuOps:
-    """Memcpy / memset / synchronization / graph-trace rows (whatever columns the table has)."""
+class GpuRows:
+    """Rows of one activity table besides kernels, API calls and NVTX: ``start``/``end`` (ns) and ``pid`` (decoded,
+    the process's when the export left it out). Each kind below adds its own columns; a column the export lacks
+    reads as ``-1`` (read/fetch.py), so every field is always an array of ``len(self)`` rows."""
 
-    cols: Dict[str, np.ndarray]
-    names: List[str] = field(default_factory=list)   # OSRT: call names, indexed by ``cols["name_idx"]``
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        return self.cols[key]
+    start: np.ndarray
+    end: np.ndarray
+    pid: np.ndarray
 
     def __len__(self) -> int:
-        return int(self.cols["start"].shape[0])
+        return int(self.start.shape[0])
+
+
+@dataclass(frozen=True)
+class GpuActivity(GpuRows):
+    """GPU activity launched by a CUDA API call (memcpy, memset, synchronization, graph launches)."""
+
+    device: np.ndarray        # device id, mapped like the kernels' (physical GPU id when the export maps it)
+    stream: np.ndarray
+    corr: np.ndarray          # correlationId
+    gpid: np.ndarray          # globalPid as read
+    launch_idx: np.ndarray    # row in ApiCalls of the launching call, or -1
+
+
+@dataclass(frozen=True)
+class Memcpy(GpuActivity):
+    """``CUPTI_ACTIVITY_KIND_MEMCPY``, sorted by ``start``."""
+
+    bytes: np.ndarray
+    copy_kind: np.ndarray     # copyKind (ENUM_CUDA_MEMCPY_OPER)
+    src_kind: np.ndarray      # srcKind (ENUM_CUDA_MEM_KIND)
+    dst_kind: np.ndarray      # dstKind
+    graph_node: np.ndarray    # graphNodeId, -1 when not a graph node
+    migration_cause: np.ndarray   # migrationCause (Unified Memory copies)
+
+
+@dataclass(frozen=True)
+class Memset(GpuActivity):
+    """``CUPTI_ACTIVITY_KIND_MEMSET``, sorted by ``start``."""
+
+    bytes: np.ndarray
+    mem_kind: np.ndarray      # memKind (ENUM_CUDA_MEM_KIND)
+    graph_node: np.ndarray
+
+
+@dataclass(frozen=True)
+class SyncRows(GpuActivity):
+    """``CUPTI_ACTIVITY_KIND_SYNCHRONIZATION``, sorted by ``start``."""
+
+    sync_type: np.ndarray     # syncType (ENUM_CUPTI_SYNC_TYPE)
+
+
+@dataclass(frozen=True)
+class GraphTrace(GpuActivity):
+    """``CUPTI_ACTIVITY_KIND_GRAPH_TRACE`` (one row per graph launch, graph-level tracing), sorted by ``start``."""
+
+    graph_id: np.ndarray
+    graph_exec_id: np.ndarray
+
+
+@dataclass(frozen=True)
+class OsCalls(GpuRows):
+    """``OSRT_API``: OS-runtime calls of the CPU threads, sorted by ``start``."""
+
+    gtid: np.ndarray          # serialized globalTid
+    name_id: np.ndarray       # StringIds id of the call's name
+    name_idx: np.ndarray      # index into ``names``
+    names: List[str]
+
+
+@dataclass(frozen=True)
+class UmGpuFaults(GpuRows):
+    """``CUDA_UM_GPU_PAGE_FAULT_EVENTS``, sorted by ``start``."""
+
+    device: np.ndarray
+    gpid: np.ndarray
+    faults: np.ndarray        # numberOfPageFaults
+    access: np.ndarray        # faultAccessType
+
+
+@dataclass(frozen=True)
+class UmCpuFaults(GpuRows):
+    """``CUDA_UM_CPU_PAGE_FAULT_EVENTS``: point events (``end`` = ``start``), sorted by ``start``."""
+
+    gpid: np.ndarray
+    func_idx: np.ndarray      # index into ``names`` (CpuInstruction)
+    module_idx: np.ndarray    # index into ``names`` (module)
+    names: List[str]
 
 
 def sql_int(v: object) -> int:
@@ -169,17 +246,17 @@ class TraceModel:
     kernels: Optional[Kernels]
     api: Optional[ApiCalls]
     nvtx: Optional[NvtxRanges]
-    memcpy: Optional[GpuOps]
-    memset: Optional[GpuOps]
-    sync: Optional[GpuOps]
-    graph_trace: Optional[GpuOps]
-    osrt: Optional[GpuOps]
+    memcpy: Optional[Memcpy]
+    memset: Optional[Memset]
+    sync: Optional[SyncRows]
+    graph_trace: Optional[GraphTrace]
+    osrt: Optional[OsCalls]
     thread_names: Dict[int, str]
     warnings: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)   # schema quirks handled (stated in the report)
     # ---- Unified Memory page faults (None when the export has no such table; docs/METRICS.md "Unified Memory")
-    um_gpu_faults: Optional[GpuOps] = None   # start, end, device, pid, faults (numberOfPageFaults), access
-    um_cpu_faults: Optional[GpuOps] = None   # start, end (= start), pid, func_idx, module_idx → ``names``
+    um_gpu_faults: Optional[UmGpuFaults] = None
+    um_cpu_faults: Optional[UmCpuFaults] = None
     samples: Optional[CpuSamples] = None   # CPU samples of the CUDA-calling threads (model/samples.py)
     #: display label of each named thread (:func:`names.thread_labels`), computed on first use; a clipped model
     #: takes its source's (model/clip.py), so every window names a thread alike
@@ -209,20 +286,20 @@ class TraceModel:
                           self.nvtx)
 
 
-def active_threads(api: Optional[ApiCalls], nvtx: Optional[NvtxRanges], osrt: Optional[GpuOps],
+def active_threads(api: Optional[ApiCalls], nvtx: Optional[NvtxRanges], osrt: Optional[OsCalls],
                    distinct: Callable[[np.ndarray], np.ndarray] = np.unique) -> List[int]:
     """The threads (serialized globalTid) with CUDA API calls, NVTX ranges or OS-runtime calls: those a report can
     name side by side (:func:`names.thread_labels`); ``distinct``: sorted distinct values of an array."""
     out: List[int] = []
     for g in (None if api is None else api.gtid, None if nvtx is None else nvtx.gtid,
-              None if osrt is None or "gtid" not in osrt.cols else osrt["gtid"]):
+              None if osrt is None else osrt.gtid):
         if g is not None and g.shape[0]:
             out += distinct(np.asarray(g, np.int64)).tolist()
     return out
 
 
 def trace_edge(fn: Callable[[List[int]], int], kernels: Optional[Kernels], api: Optional[ApiCalls],
-               ops: Sequence[Optional[GpuOps]], nvtx: Optional[NvtxRanges]) -> Optional[int]:
+               ops: Sequence[Optional[GpuRows]], nvtx: Optional[NvtxRanges]) -> Optional[int]:
     """The first start (``fn`` = ``min``) or the last end (``max``) over the given tables; ``None`` when all
     are empty."""
     vals: List[int] = []
@@ -231,7 +308,7 @@ def trace_edge(fn: Callable[[List[int]], int], kernels: Optional[Kernels], api: 
             vals.append(int(part.start.min()) if fn is min else int(part.end.max()))
     for o in ops:
         if o is not None and len(o):
-            vals.append(int(o["start"].min()) if fn is min else int(o["end"].max()))
+            vals.append(int(o.start.min()) if fn is min else int(o.end.max()))
     if nvtx is not None and len(nvtx):
         vals.append(int(nvtx.start.min()) if fn is min else int(nvtx.end.max()))
     return fn(vals) if vals else None

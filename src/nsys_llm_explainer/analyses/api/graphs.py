@@ -136,8 +136,8 @@ def _graph_trace_summary(model: TraceModel) -> Optional[GraphTraceSummary]:
     gt = model.graph_trace
     if gt is None or len(gt) == 0:
         return None
-    s, e = gt["start"], gt["end"]
-    dev = gt["device"] if "device" in gt.cols else np.full(len(gt), -1, np.int64)
+    s, e = gt.start, gt.end
+    dev = gt.device
     per_dev = []
     for d in np.unique(dev).tolist():
         m = dev == d

@@ -65,13 +65,12 @@ def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str
     per_name = np.array([_name_kind(b) for b in base] + [K["other_api"]], np.int8)
     kinds = per_name[api.name_idx]
     mc = model.memcpy
-    if mc is not None and len(mc) and "launch_idx" in mc.cols:
+    if mc is not None and len(mc):
         is_async_copy = np.array([("Memcpy" in b and "Async" in b) for b in base] + [False], bool)
         pg = np.zeros(len(mc), bool)
-        for c in ("src_kind", "dst_kind"):
-            if c in mc.cols:
-                pg |= np.asarray(mc.cols[c], np.int64) == 0
-        li = np.asarray(mc["launch_idx"], np.int64)[pg]
+        for c in (mc.src_kind, mc.dst_kind):
+            pg |= np.asarray(c, np.int64) == 0
+        li = np.asarray(mc.launch_idx, np.int64)[pg]
         li = li[li >= 0]
         kinds[li[is_async_copy[api.name_idx[li]]]] = K["pageable_memcpy"]
     first = _first_launch_keys(full)

@@ -147,9 +147,9 @@ def thread_rows(host: HostSide, g: int, sgs: np.ndarray, sge: np.ndarray) -> Thr
         t = t[touching(sgs, sge, tree.start[t], tree.end[t])]
     o, o_any = e, False
     if osrt is not None and len(osrt):
-        o = np.nonzero(osrt["gtid"] == g)[0]
+        o = np.nonzero(osrt.gtid == g)[0]
         o_any = o.shape[0] > 0
-        o = o[touching(sgs, sge, osrt["start"][o], osrt["end"][o])]
+        o = o[touching(sgs, sge, osrt.start[o], osrt.end[o])]
     return ThreadRows(a, t, o, o_any)
 
 
@@ -213,7 +213,7 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
     if tree is not None and rows.tree.shape[0]:
         extra += [tree.start[rows.tree], tree.end[rows.tree]]
     if osrt is not None and rows.osrt.shape[0]:
-        extra += [osrt["start"][rows.osrt], osrt["end"][rows.osrt]]
+        extra += [osrt.start[rows.osrt], osrt.end[rows.osrt]]
     t0, t1, p = cut(sgs, sge, sq, extra)
     gap = p if every else gi[p]
     kind = np.full(t0.shape[0], -1, np.int8)
@@ -278,17 +278,17 @@ def _osrt_assigner(host: HostSide, rows: ThreadRows) -> Callable[[Assign, bool],
     osrt = host.model.osrt
     assert osrt is not None
     o = rows.osrt
-    ni = osrt.cols.get("name_idx")
+    ni = osrt.name_idx
     dm = np.array([host.detail_code(s) for s in osrt.names] + [host.detail_code("")], np.int64)
     waits = class_codes(osrt.names) == CLASSES.index("wait")
-    row_wait = waits[ni[o]] if ni is not None else np.zeros(o.shape[0], bool)
+    row_wait = waits[ni[o]]
 
     def run(assign: Assign, waiting: bool) -> None:
         sel = o[row_wait == waiting]
         if sel.shape[0] == 0:
             return
-        cov = Cover(osrt["start"][sel], osrt["end"][sel])
-        assign(K["osrt"], cov.row, _row_details(dm[ni[sel]]) if ni is not None else np.zeros_like)
+        cov = Cover(osrt.start[sel], osrt.end[sel])
+        assign(K["osrt"], cov.row, _row_details(dm[ni[sel]]))
     return run
 
 

@@ -53,7 +53,7 @@ from ...config.categories import (
 )
 from ...config.patterns import first_match, for_matching
 from ...jsonable import NOT_IN_JSON, FieldsJson
-from ...model.trace import TraceModel
+from ...model.trace import Memcpy, TraceModel
 from ..common.stats import pct
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from .category_split import device_split, small_int, value_codes
@@ -255,11 +255,11 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
     if include_memcpy:
         extra_s, extra_e, extra_d, extra_n = [], [], [], []
         all_names = list(names)
-        for ops, kind in ((model.memcpy, "memcpy"), (model.memset, "memset")):
+        for ops in (model.memcpy, model.memset):
             if ops is None or len(ops) == 0:
                 continue
-            if kind == "memcpy":
-                uniq, inv = np.unique(ops["copy_kind"], return_inverse=True)
+            if isinstance(ops, Memcpy):
+                uniq, inv = np.unique(ops.copy_kind, return_inverse=True)
                 base = len(all_names)
                 all_names += [f"[CUDA memcpy {MEMCPY_KIND_LABEL.get(int(u), str(int(u)))}]"
                               for u in uniq.tolist()]
@@ -267,9 +267,9 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
             else:
                 all_names.append("[CUDA memset]")
                 extra_n.append(np.full(len(ops), len(all_names) - 1, np.int64))
-            extra_s.append(ops["start"].astype(np.int64))
-            extra_e.append(ops["end"].astype(np.int64))
-            extra_d.append(ops["device"].astype(np.int64))   # concatenated with ``dev`` below
+            extra_s.append(ops.start.astype(np.int64))
+            extra_e.append(ops.end.astype(np.int64))
+            extra_d.append(ops.device.astype(np.int64))   # concatenated with ``dev`` below
         if extra_s:
             name_cat = np.concatenate((name_cat, classify(all_names[len(names):], rules)))
             start = np.concatenate([start] + extra_s)

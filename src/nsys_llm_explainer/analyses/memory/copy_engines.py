@@ -29,14 +29,14 @@ bytes it moves, at what rate, and how much of it runs under kernels (docs/METRIC
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from ...jsonable import json_ready
 from ...model import intervals as iv
 from ...model.timeline import MEMCPY_KIND_LABEL
-from ...model.trace import GpuOps, TraceModel
+from ...model.trace import Memcpy, Memset, TraceModel
 from ..common.stats import median, round_half_up
 from .unified import kernel_union
 
@@ -116,18 +116,18 @@ class CopyEnginesResult:
         return next((p for p in self.paths if p.device_id == device_id and p.path == path), None)
 
 
-def _i64(ops: GpuOps, key: str, default: int) -> np.ndarray:
-    v = ops.cols.get(key)
-    return np.full(len(ops), default, np.int64) if v is None else np.asarray(v, np.int64)
+def _i64(v: np.ndarray) -> np.ndarray:
+    return np.asarray(v, np.int64)
 
 
 def _rows(model: TraceModel, w0: int, w1: int) -> Optional[Dict[str, np.ndarray]]:
     """Copy and memset rows in the window: clipped start/end, device, path code, prorated bytes, pageable."""
     parts: List[Dict[str, np.ndarray]] = []
-    for ops, is_memset in ((model.memcpy, False), (model.memset, True)):
-        if ops is None or len(ops) == 0 or "device" not in ops.cols:
+    copies: Tuple[Union[Memcpy, Memset, None], ...] = (model.memcpy, model.memset)
+    for ops in copies:
+        if ops is None or len(ops) == 0:
             continue
-        s, e = _i64(ops, "start", 0), _i64(ops, "end", 0)
+        s, e = _i64(ops.start), _i64(ops.end)
         e = np.maximum(e, s)
         keep = (s < w1) & ((e > w0) | ((e == s) & (s >= w0)))
         if not keep.any():
@@ -136,20 +136,20 @@ def _rows(model: TraceModel, w0: int, w1: int) -> Optional[Dict[str, np.ndarray]
         cs = np.maximum(s, w0)
         ce = np.maximum(np.minimum(e, w1), cs)
         dur = e - s
-        nb = np.maximum(_i64(ops, "bytes", 0)[keep], 0).astype(np.float64)
+        nb = np.maximum(_i64(ops.bytes)[keep], 0).astype(np.float64)
         nb = np.where(dur > 0, nb * (ce - cs) / np.where(dur > 0, dur, 1), nb)
-        if is_memset:
+        if not isinstance(ops, Memcpy):
             code = np.full(s.shape[0], _CODE["memset"], np.int64)
             pg = np.zeros(s.shape[0], bool)
         else:
-            ck = _i64(ops, "copy_kind", 0)[keep]
+            ck = _i64(ops.copy_kind)[keep]
             lut = np.full(int(max(ck.max(initial=0), 13)) + 2, _CODE["other"], np.int64)
             for k, p in PATH_OF_KIND.items():
                 lut[k] = _CODE[p]
             code = lut[np.where(ck >= 0, ck, lut.shape[0] - 1)]
-            pg = (_i64(ops, "src_kind", -1)[keep] == PAGEABLE) | (_i64(ops, "dst_kind", -1)[keep] == PAGEABLE)
+            pg = (_i64(ops.src_kind)[keep] == PAGEABLE) | (_i64(ops.dst_kind)[keep] == PAGEABLE)
             pg &= np.isin(code, [_CODE[p] for p in HOST_PATHS])
-        parts.append({"s": cs, "e": ce, "dev": _i64(ops, "device", -1)[keep], "code": code, "bytes": nb, "pg": pg})
+        parts.append({"s": cs, "e": ce, "dev": _i64(ops.device)[keep], "code": code, "bytes": nb, "pg": pg})
     if not parts:
         return None
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

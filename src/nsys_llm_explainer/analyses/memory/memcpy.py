@@ -120,20 +120,20 @@ def analyze_memcpy(model: TraceModel) -> MemcpyResult:
     memset: Tuple[MemsetRow, ...] = ()
     total_bytes = total_ns = 0
     if mc is not None and len(mc):
-        dur = mc["end"] - mc["start"]
-        total_bytes = int(mc["bytes"].sum())
+        dur = mc.end - mc.start
+        total_bytes = int(mc.bytes.sum())
         total_ns = int(dur.sum())
         by_direction = _stats_rows(
-            MemcpyDirectionRow, {"copy_kind": mc["copy_kind"]}, dur, mc["bytes"],
+            MemcpyDirectionRow, {"copy_kind": mc.copy_kind}, dur, mc.bytes,
             lambda k: {"direction": MEMCPY_KIND_LABEL.get(k["copy_kind"], str(k["copy_kind"])), **k})
         by_kind = _stats_rows(
-            MemcpyKindRow, {"copy_kind": mc["copy_kind"], "src_kind": mc["src_kind"], "dst_kind": mc["dst_kind"]},
-            dur, mc["bytes"],
+            MemcpyKindRow, {"copy_kind": mc.copy_kind, "src_kind": mc.src_kind, "dst_kind": mc.dst_kind},
+            dur, mc.bytes,
             lambda k: {"direction": MEMCPY_KIND_LABEL.get(k["copy_kind"], str(k["copy_kind"])),
                        "src_kind_name": mem_kind(k["src_kind"]), "dst_kind_name": mem_kind(k["dst_kind"]), **k})
     if ms is not None and len(ms):
-        dur = ms["end"] - ms["start"]
-        memset = _stats_rows(MemsetRow, {"mem_kind": ms["mem_kind"]}, dur, ms["bytes"],
+        dur = ms.end - ms.start
+        memset = _stats_rows(MemsetRow, {"mem_kind": ms.mem_kind}, dur, ms.bytes,
                              lambda k: {"mem_kind_name": mem_kind(k["mem_kind"]), **k})
     return MemcpyResult(True, None, by_direction=by_direction, by_kind=by_kind, memset=memset,
                         total_bytes=total_bytes, total_ns=total_ns)

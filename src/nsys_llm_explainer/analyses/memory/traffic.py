@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ...jsonable import NONE_AS_EMPTY, FieldsJson, dataclass_from_json, need
-from ...model.trace import ApiCalls, GpuOps, TraceModel
+from ...model.trace import ApiCalls, Memcpy, TraceModel
 from ..api import classes as ac
 from ..common.stats import combine_keys, median, round_half_up
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
@@ -265,11 +265,11 @@ def analyze_memory(model: TraceModel,
     return MemoryResult(True, None, **fields)
 
 
-def _copies(mc: GpuOps, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
+def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
     """The copy fields of :class:`MemoryResult` (``mc``: a non-empty memcpy table)."""
-    dur = mc["end"] - mc["start"]
-    nb = mc["bytes"]
-    ck, sk, dk = mc["copy_kind"], mc["src_kind"], mc["dst_kind"]
+    dur = mc.end - mc.start
+    nb = mc.bytes
+    ck, sk, dk = mc.copy_kind, mc.src_kind, mc.dst_kind
     by_direction = tuple(CopyDirection(**r, direction=_direction(r["copy_kind"]))
                          for r in _grouped({"copy_kind": ck}, dur, nb))
     by_kind = tuple(CopyKinds(**r, direction=_direction(r["copy_kind"]), src_kind_name=_kind(r["src_kind"]),
@@ -282,7 +282,7 @@ def _copies(mc: GpuOps, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
         CopyDirection(**r, direction=_direction(r["copy_kind"])) for r in _grouped({"copy_kind": ck[pm]}, dur[pm],
                                                                                    nb[pm])))
     # synchronous copies: launching call is a blocking memcpy
-    li = mc["launch_idx"] if "launch_idx" in mc.cols else np.full(len(mc), -1, np.int64)
+    li = mc.launch_idx
     sync_rows = np.zeros(len(mc), bool)
     calls = np.empty(0, np.int64)
     by_api: List[SyncCopyApi] = []
@@ -303,7 +303,7 @@ def _copies(mc: GpuOps, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
                              pageable_count=int((sync_rows & pm).sum()), by_api=tuple(by_api))
     per_step = None
     if steps is not None:
-        t = mc["start"].copy()
+        t = mc.start.copy()
         if api is not None and len(api):
             t = np.where(li >= 0, api.start[np.maximum(li, 0)], t)
         st = _step_of(t, *steps)
@@ -351,13 +351,13 @@ def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[T
     return out
 
 
-def _per_step_by_kind(mc: GpuOps, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int
+def _per_step_by_kind(mc: Memcpy, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int
                       ) -> Tuple[StepCopyKind, ...]:
     """Copies inside steps per (direction, source kind, destination kind): count, bytes and GPU time per
     step (mean over all steps)."""
     if n_steps == 0 or not inside.any():
         return ()
-    ck, sk, dk = mc["copy_kind"][inside], mc["src_kind"][inside], mc["dst_kind"][inside]
+    ck, sk, dk = mc.copy_kind[inside], mc.src_kind[inside], mc.dst_kind[inside]
     key = (ck.astype(np.int64) << 16) | ((sk.astype(np.int64) & 0xFF) << 8) | (dk.astype(np.int64) & 0xFF)
     uniq, inv = np.unique(key, return_inverse=True)
     inv = inv.reshape(-1)

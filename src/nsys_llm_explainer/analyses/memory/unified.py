@@ -38,7 +38,7 @@ import numpy as np
 
 from ...jsonable import FieldsJson, dataclass_from_json, json_ready, rows_renamed
 from ...model import intervals as iv
-from ...model.trace import GpuOps, TraceModel
+from ...model.trace import Memcpy, TraceModel
 
 Row = Dict[str, Any]
 
@@ -178,19 +178,15 @@ class UnifiedMemoryResult(FieldsJson):
     full: Optional[UmWindow] = None
 
 
-def _um_rows(mc: Optional[GpuOps]) -> np.ndarray:
+def _um_rows(mc: Optional[Memcpy]) -> np.ndarray:
     """Row indices of the Unified (managed-memory) copies of a memcpy table."""
-    if mc is None or len(mc) == 0 or "copy_kind" not in mc.cols:
+    if mc is None or len(mc) == 0:
         return np.empty(0, np.int64)
-    ck = np.asarray(mc["copy_kind"])
+    ck = np.asarray(mc.copy_kind)
     return np.nonzero((ck >= UM_COPY_KINDS[0]) & (ck <= UM_COPY_KINDS[-1]))[0]
 
 
-def _i64(ops: GpuOps, key: str, rows: Optional[np.ndarray] = None, default: int = -1) -> np.ndarray:
-    v = ops.cols.get(key)
-    n = len(ops) if rows is None else rows.shape[0]
-    if v is None:
-        return np.full(n, default, np.int64)
+def _i64(v: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
     v = np.asarray(v, np.int64)
     return v if rows is None else v[rows]
 
@@ -226,10 +222,10 @@ def kernel_union(m: TraceModel, d: int) -> iv.IntervalUnion:
         parts_s.append(k.start[sel])
         parts_e.append(k.end[sel])
     gt = m.graph_trace
-    if gt is not None and len(gt) and "device" in gt.cols:
-        sel = np.nonzero(np.asarray(gt["device"]) == d)[0]
-        parts_s.append(gt["start"][sel])
-        parts_e.append(gt["end"][sel])
+    if gt is not None and len(gt):
+        sel = np.nonzero(np.asarray(gt.device) == d)[0]
+        parts_s.append(gt.start[sel])
+        parts_e.append(gt.end[sel])
     if not parts_s:
         e = np.empty(0, np.int64)
         return iv.union_lean(e, e)
@@ -255,12 +251,12 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     n = rows.shape[0]
     if n:
         assert mc is not None
-        s = _i64(mc, "start", rows)
-        e = _i64(mc, "end", rows)
-        ck = _i64(mc, "copy_kind", rows)
-        nbytes = np.maximum(_i64(mc, "bytes", rows, 0), 0)
-        cause = _i64(mc, "migration_cause", rows)
-        dev = _i64(mc, "device", rows)
+        s = _i64(mc.start, rows)
+        e = _i64(mc.end, rows)
+        ck = _i64(mc.copy_kind, rows)
+        nbytes = np.maximum(_i64(mc.bytes, rows), 0)
+        cause = _i64(mc.migration_cause, rows)
+        dev = _i64(mc.device, rows)
     else:
         s = e = ck = nbytes = cause = dev = np.empty(0, np.int64)
     dur = e - s
@@ -268,9 +264,9 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     by_cause = _migrations(np.where(cause < 0, -1, cause), nbytes, dur, CAUSE)
     gf = m.um_gpu_faults
     if gf is not None and len(gf):
-        fs, fe, fdev = _i64(gf, "start"), _i64(gf, "end"), _i64(gf, "device")
-        nf = np.maximum(_i64(gf, "faults", default=0), 0)
-        acc = _i64(gf, "access")
+        fs, fe, fdev = _i64(gf.start), _i64(gf.end), _i64(gf.device)
+        nf = np.maximum(_i64(gf.faults), 0)
+        acc = _i64(gf.access)
     else:
         fs = fe = fdev = nf = acc = np.empty(0, np.int64)
     by_access = tuple(FaultsByAccess(k, lab, n, f) for k, lab, n, (f,) in _grouped(acc, (nf,), ACCESS))
@@ -295,8 +291,8 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     by_func: Tuple[CpuFaultSite, ...] = ()
     by_mod: Tuple[CpuFaultSite, ...] = ()
     if cf is not None and n_cpu:
-        by_func = _top(_i64(cf, "func_idx"), cf.names)
-        by_mod = _top(_i64(cf, "module_idx"), cf.names)
+        by_func = _top(_i64(cf.func_idx), cf.names)
+        by_mod = _top(_i64(cf.module_idx), cf.names)
     return UmWindow(
         window=which, start_ns=int(w0), end_ns=int(w1), migration_count=int(n), migration_bytes=int(nbytes.sum()),
         migration_ns=int(dur.sum()), by_direction=by_direction, by_cause=by_cause, devices=tuple(devices),

@@ -204,7 +204,7 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
             node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
         wphase = np.where(wnode >= 0, node_phase[np.maximum(wnode, 0)], -1)
         gt = model.graph_trace
-        wdur = np.concatenate([dur] + ([gt["end"] - gt["start"]] if gt is not None and wstep.shape[0] > nk else []))
+        wdur = np.concatenate([dur] + ([gt.end - gt.start] if gt is not None and wstep.shape[0] > nk else []))
         return Detection(method="nvtx", confidence=choice.confidence, confidence_reason=choice.reason,
                          step_ranges=choice.names, notes=tuple(notes), spans=StepSpans(
                              s, e, pid, dev, step_phase(wstep, wdur, wphase, s.shape[0], nph, node_phase[choice.nodes]),

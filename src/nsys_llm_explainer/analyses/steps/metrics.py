@@ -346,16 +346,16 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     bd = [k.device] if k is not None else []
     gt = model.graph_trace
     if gt is not None and len(gt):
-        bs.append(gt["start"])
-        be.append(gt["end"])
-        bd.append(gt["device"])
+        bs.append(gt.start)
+        be.append(gt.end)
+        bd.append(gt.device)
     if bs:
         busy = _clip_union(_joined(bs), _joined(be), _joined(bd), dev, s, e)
     else:
         busy = np.zeros(n, np.int64)
     mc = model.memcpy
     if mc is not None and len(mc):
-        memcpy = _clip_union(mc["start"], mc["end"], mc["device"].astype(np.int64), dev, s, e)
+        memcpy = _clip_union(mc.start, mc.end, mc.device.astype(np.int64), dev, s, e)
     else:
         memcpy = np.zeros(n, np.int64)
     api = model.api

@@ -51,10 +51,10 @@ def work_items(model: TraceModel) -> Tuple[np.ndarray, np.ndarray, np.ndarray, i
     dev = [k.device] if k is not None else [np.zeros(0, np.int64)]
     pid = [k.pid] if k is not None else [np.zeros(0, np.int64)]
     nk = int(li[0].shape[0])
-    if gt is not None and len(gt) and "launch_idx" in gt.cols:
-        li.append(gt["launch_idx"])
-        dev.append(gt["device"])
-        pid.append(gt["pid"])
+    if gt is not None and len(gt):
+        li.append(gt.launch_idx)
+        dev.append(gt.device)
+        pid.append(gt.pid)
     # the model's own columns when there is one table (no copies); device/pid keep their integer type
     return (np.asarray(li[0] if len(li) == 1 else np.concatenate(li)).astype(np.int64, copy=False),
             dev[0] if len(dev) == 1 else np.concatenate([d.astype(np.int64) for d in dev]),

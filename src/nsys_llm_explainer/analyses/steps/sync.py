@@ -184,12 +184,11 @@ class StepSyncContext:
         d2h = per_name(lambda b: b in _D2H_NAMES)
         pageable_d2h = np.zeros(len(api), bool)
         mc = model.memcpy
-        if mc is not None and len(mc) and "launch_idx" in mc.cols and "copy_kind" in mc.cols:
-            li = np.asarray(mc["launch_idx"], np.int64)
-            is_d2h = (np.asarray(mc["copy_kind"], np.int64) == _D2H) & (li >= 0)
+        if mc is not None and len(mc):
+            li = np.asarray(mc.launch_idx, np.int64)
+            is_d2h = (np.asarray(mc.copy_kind, np.int64) == _D2H) & (li >= 0)
             d2h[li[is_d2h]] = True
-            if "dst_kind" in mc.cols:
-                pageable_d2h[li[is_d2h & (np.asarray(mc["dst_kind"], np.int64) == _PAGEABLE)]] = True
+            pageable_d2h[li[is_d2h & (np.asarray(mc.dst_kind, np.int64) == _PAGEABLE)]] = True
         primary = api.primary
         self.blocking = (wait | (sync_copy & d2h) | (async_copy & pageable_d2h)) & primary
         self.d2h_call = d2h & primary

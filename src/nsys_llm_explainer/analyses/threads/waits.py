@@ -159,15 +159,13 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
     osrt = model.osrt
     if osrt is None or len(osrt) == 0:
         return WaitsResult(False, "the trace has no OS-runtime calls (capture with `--trace=osrt`)", win)
-    if "name_idx" not in osrt.cols:
-        return WaitsResult(False, "the export's OS-runtime calls carry no names: which of them wait is not known", win)
     launchers = _launchers(model)
     if not launchers:
         return WaitsResult(False, "no kernel in the window is linked to the CUDA call that launched it", win)
-    o_g = np.asarray(osrt["gtid"], np.int64)
-    o_s = np.clip(np.asarray(osrt["start"], np.int64), w0, w1)
-    o_e = np.clip(np.asarray(osrt["end"], np.int64), w0, w1)
-    o_n = np.asarray(osrt["name_idx"], np.int64)
+    o_g = np.asarray(osrt.gtid, np.int64)
+    o_s = np.clip(np.asarray(osrt.start, np.int64), w0, w1)
+    o_e = np.clip(np.asarray(osrt.end, np.int64), w0, w1)
+    o_n = np.asarray(osrt.name_idx, np.int64)
     wait_of_name = class_codes(osrt.names) == CLASSES.index("wait")
     is_wait = wait_of_name[o_n]
     labels = model.thread_labels            # names as every output shows them (`name (tid N)` on collisions)
@@ -197,9 +195,9 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
     osrt = model.osrt
     assert osrt is not None
     win = w1 - w0
-    o_s = np.clip(np.asarray(osrt["start"], np.int64)[rows], w0, w1)
-    o_e = np.clip(np.asarray(osrt["end"], np.int64)[rows], w0, w1)
-    o_n = np.asarray(osrt["name_idx"], np.int64)[rows]
+    o_s = np.clip(np.asarray(osrt.start, np.int64)[rows], w0, w1)
+    o_e = np.clip(np.asarray(osrt.end, np.int64)[rows], w0, w1)
+    o_n = np.asarray(osrt.name_idx, np.int64)[rows]
     names, inv = np.unique(o_n, return_inverse=True)
     inv = inv.reshape(-1)
     whole = union_blocks(np.array([w0], np.int64), np.array([w1], np.int64))
@@ -255,9 +253,9 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
         nv_names = [normalize_range_name(n) for n in nv.names]
         parts.append((nv.gtid[m], nv.start[m], nv.end[m], 0, nv.name_idx[m], nv_names))
     if osrt is not None and len(osrt):
-        og = np.asarray(osrt["gtid"], np.int64)
+        og = np.asarray(osrt.gtid, np.int64)
         m = (pid_of(og) == pid) & (og != g)
-        parts.append((og[m], osrt["start"][m], osrt["end"][m], 1, np.asarray(osrt["name_idx"], np.int64)[m],
+        parts.append((og[m], osrt.start[m], osrt.end[m], 1, np.asarray(osrt.name_idx, np.int64)[m],
                       osrt.names))
     if api is not None and len(api):
         m = api.primary & (api.pid == pid) & (api.gtid != g)

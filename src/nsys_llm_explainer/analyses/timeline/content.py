@@ -14,7 +14,7 @@ import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.launch_config import LaunchConfig
-from ...model.trace import GpuOps, TraceModel
+from ...model.trace import GpuRows, TraceModel
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..idle.result import IdleCausesResult, IdlePieces
 from ..memory.memcpy import MEM_KIND_LABEL
@@ -119,8 +119,8 @@ def in_span(start: np.ndarray, end: np.ndarray, s0: int, s1: int, whole: bool) -
     return np.nonzero((e > s0) | ((e == st) & (st >= s0)))[0].astype(np.int64)
 
 
-def _ops(o: Optional[GpuOps], s0: int, s1: int, whole: bool) -> np.ndarray:
-    return _E if o is None or len(o) == 0 else in_span(o["start"], o["end"], s0, s1, whole)
+def _ops(o: Optional[GpuRows], s0: int, s1: int, whole: bool) -> np.ndarray:
+    return _E if o is None or len(o) == 0 else in_span(o.start, o.end, s0, s1, whole)
 
 
 def _launch(li: Optional[np.ndarray], rows: np.ndarray, api_rows: np.ndarray) -> np.ndarray:
@@ -203,11 +203,11 @@ def _counters(model: TraceModel, causes: IdleCausesResult) -> Tuple[DeviceCounte
         width[width <= 0] = 1.0
         busy = np.asarray(b.busy_ns, np.float64) / width * 100.0
         gbps = np.zeros(busy.shape[0], np.float64)
-        if mc is not None and len(mc) and "device" in mc.cols and "bytes" in mc.cols:
-            on = np.nonzero(np.asarray(mc["device"]) == b.device_id)[0]
+        if mc is not None and len(mc):
+            on = np.nonzero(np.asarray(mc.device) == b.device_id)[0]
             if on.shape[0]:
-                by = np.maximum(np.asarray(mc["bytes"], np.int64)[on], 0)
-                gbps = spread_per_bin(mc["start"][on], mc["end"][on], by, edges) / width
+                by = np.maximum(np.asarray(mc.bytes, np.int64)[on], 0)
+                gbps = spread_per_bin(mc.start[on], mc.end[on], by, edges) / width
         out.append(DeviceCounters(b.device_id, edges, busy, gbps))
     return tuple(out)
 
@@ -251,8 +251,8 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
         cat = tuple(categories[int(i)] if 0 <= int(i) < len(categories) else "" for i in name_category.tolist())
     mc, ms = model.memcpy, model.memset
     k_launch = _launch(k.launch_idx if k is not None else None, rows["kernels"], a)
-    mc_launch = _launch(mc["launch_idx"] if mc is not None and "launch_idx" in mc.cols else None, rows["memcpy"], a)
-    ms_launch = _launch(ms["launch_idx"] if ms is not None and "launch_idx" in ms.cols else None, rows["memset"], a)
+    mc_launch = _launch(mc.launch_idx if mc is not None else None, rows["memcpy"], a)
+    ms_launch = _launch(ms.launch_idx if ms is not None else None, rows["memset"], a)
     api_r = api_rows(model, a, np.concatenate((k_launch, mc_launch, ms_launch)))
     nvtx_r, osrt_r = nvtx_rows(model, rows["nvtx"]), osrt_rows(model.osrt, rows["osrt"])
     smp_r = sample_rows(model, rows["samples"])

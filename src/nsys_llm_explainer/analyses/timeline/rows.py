@@ -6,12 +6,12 @@ proportional to the kept rows (at most ``--timeline-events``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ...model.launch_config import LaunchConfig
-from ...model.trace import GpuOps, TraceModel
+from ...model.trace import GraphTrace, Memcpy, Memset, OsCalls, TraceModel
 
 _E = np.empty(0, np.int64)
 
@@ -152,30 +152,23 @@ def kernel_rows(model: TraceModel, rows: np.ndarray, launch: np.ndarray, categor
                       config if config is not None and np.array_equal(config.rows, rows) else None)
 
 
-def copy_rows(ops: Optional[GpuOps], rows: np.ndarray, launch: np.ndarray) -> CopyRows:
-    """The memcpy / memset ``rows`` of ``ops``."""
+def copy_rows(ops: Union[Memcpy, Memset, None], rows: np.ndarray, launch: np.ndarray) -> CopyRows:
+    """The memcpy / memset ``rows`` of ``ops`` (a memcpy has no ``mem_kind``, a memset no copy / memory kinds)."""
     if ops is None or rows.shape[0] == 0:
         return CopyRows(_E, _E, _E, _E, _E)
-    c = ops.cols
-
-    def col(n: str) -> Optional[np.ndarray]:
-        return _i64(c[n], rows) if n in c else None
-
-    minus = np.full(rows.shape[0], -1, np.int64)
-    dev, stream = col("device"), col("stream")
-    return CopyRows(_i64(c["start"], rows), _i64(c["end"], rows), minus if dev is None else dev,
-                    minus if stream is None else stream, launch, col("bytes"), col("copy_kind"), col("src_kind"),
-                    col("dst_kind"), col("mem_kind"), col("corr"))
+    mc = ops if isinstance(ops, Memcpy) else None
+    ms = ops if isinstance(ops, Memset) else None
+    return CopyRows(_i64(ops.start, rows), _i64(ops.end, rows), _i64(ops.device, rows), _i64(ops.stream, rows),
+                    launch, _i64(ops.bytes, rows), None if mc is None else _i64(mc.copy_kind, rows),
+                    None if mc is None else _i64(mc.src_kind, rows), None if mc is None else _i64(mc.dst_kind, rows),
+                    None if ms is None else _i64(ms.mem_kind, rows), _i64(ops.corr, rows))
 
 
-def graph_rows(g: Optional[GpuOps], rows: np.ndarray) -> GraphRows:
+def graph_rows(g: Optional[GraphTrace], rows: np.ndarray) -> GraphRows:
     """The whole-graph rows ``rows`` of ``g``."""
     if g is None or rows.shape[0] == 0:
         return GraphRows(_E, _E, _E)
-    c = g.cols
-    dev = _i64(c["device"], rows) if "device" in c else np.full(rows.shape[0], -1, np.int64)
-    return GraphRows(_i64(c["start"], rows), _i64(c["end"], rows), dev,
-                     _i64(c["graph_id"], rows) if "graph_id" in c else None)
+    return GraphRows(_i64(g.start, rows), _i64(g.end, rows), _i64(g.device, rows), _i64(g.graph_id, rows))
 
 
 def api_rows(model: TraceModel, rows: np.ndarray, launched: np.ndarray) -> ApiRows:
@@ -198,15 +191,13 @@ def nvtx_rows(model: TraceModel, rows: np.ndarray) -> HostRows:
                     np.asarray(nv.closed, bool)[rows])
 
 
-def osrt_rows(o: Optional[GpuOps], rows: np.ndarray) -> HostRows:
+def osrt_rows(o: Optional[OsCalls], rows: np.ndarray) -> HostRows:
     """The OS-runtime ``rows``."""
     if o is None or rows.shape[0] == 0:
         return HostRows(_E, _E, _E, _E, ())
-    c = o.cols
-    idx = np.asarray(c["name_idx"], np.int64)[rows] if "name_idx" in c else np.full(rows.shape[0], -1, np.int64)
+    idx = np.asarray(o.name_idx, np.int64)[rows]
     name, names, _ = name_table(idx, o.names, "[OS runtime call]")
-    return HostRows(_i64(c["start"], rows), _i64(c["end"], rows), _i64(c["gtid"], rows) if "gtid" in c else None,
-                    name, names)
+    return HostRows(_i64(o.start, rows), _i64(o.end, rows), _i64(o.gtid, rows), name, names)
 
 
 def sample_rows(model: TraceModel, rows: np.ndarray) -> SampleRows:

@@ -54,7 +54,7 @@ def row_starts(model: TraceModel) -> List[Tuple[str, np.ndarray, np.ndarray]]:
     for name, o in (("memcpy", model.memcpy), ("memset", model.memset), ("graph_trace", model.graph_trace),
                     ("osrt", model.osrt)):
         if o is not None and len(o):
-            out.append((name, o["start"], o["end"]))
+            out.append((name, o.start, o.end))
     s = model.samples
     if s is not None and len(s):
         out.append(("cpu_samples", s.start, s.start))

@@ -258,8 +258,8 @@ def _inductor(model: TraceModel) -> Tuple[bool, str]:
 def _unified_memory(model: TraceModel) -> Tuple[bool, str]:
     parts: List[str] = []
     mc = model.memcpy
-    if mc is not None and len(mc) and "copy_kind" in mc.cols:
-        n = int(np.isin(np.asarray(mc["copy_kind"]), UM_COPY_KINDS).sum())
+    if mc is not None and len(mc):
+        n = int(np.isin(np.asarray(mc.copy_kind), UM_COPY_KINDS).sum())
         if n:
             parts.append(f"{n:,} Unified-Memory migration(s) (copy kinds 11–13)")
     for attr, what in (("um_gpu_faults", "GPU page-fault row(s)"), ("um_cpu_faults", "CPU page-fault row(s)")):

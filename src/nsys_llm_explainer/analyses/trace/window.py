@@ -117,8 +117,8 @@ def _busy_union(model: TraceModel) -> iv.IntervalUnion:
         parts_e.append(k.end)
     gt = model.graph_trace
     if gt is not None and len(gt):
-        parts_s.append(gt["start"])
-        parts_e.append(gt["end"])
+        parts_s.append(gt.start)
+        parts_e.append(gt.end)
     if not parts_s:
         return iv.union(np.empty(0, np.int64), np.empty(0, np.int64))
     s, e = (parts_s[0], parts_e[0]) if len(parts_s) == 1 else (np.concatenate(parts_s), np.concatenate(parts_e))

@@ -274,7 +274,8 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
     finally:
         progress.stop()
     if not quiet:
-        say([f"{PROG}: wrote {out / 'report.md'}, report.html, report.json, tables/"]
+        timeline = f", {TIMELINE_FILE}" if report.timeline_file.span.written else ""
+        say([f"{PROG}: wrote {out / 'report.md'}, report.html, report.json, tables/{timeline}"]
             + ["  " + line for line in summary_lines(report)])
     return 0
 

@@ -84,10 +84,13 @@ def fields_json(obj: Any) -> Dict[str, Any]:
 @cache
 def _json_fields(cls: Any) -> Tuple[Tuple[str, str], ...]:
     """(name, how a None is written: ``"null"``, ``"empty"`` (``{}``) or ``"omit"`` (no key)) of the fields of
-    ``cls`` that ``report.json`` carries, in declaration order."""
+    ``cls`` that ``report.json`` carries, in declaration order — except the class's ``JSON_KEYS`` (a row's
+    identifying fields, declared in a subclass of a shared statistics class), which come first."""
     how = {"none_as_empty": "empty", "none_omitted": "omit"}
-    return tuple((f.name, how.get(f.metadata.get("json", True), "null")) for f in dataclasses.fields(cls)
-                 if f.metadata.get("json", True) is not False)
+    fs = [f for f in dataclasses.fields(cls) if f.metadata.get("json", True) is not False]
+    first: Tuple[str, ...] = getattr(cls, "JSON_KEYS", ())
+    fs = sorted(fs, key=lambda f: first.index(f.name) if f.name in first else len(first))   # stable
+    return tuple((f.name, how.get(f.metadata.get("json", True), "null")) for f in fs)
 
 
 class FieldsJson:

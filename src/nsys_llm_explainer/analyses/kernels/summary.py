@@ -8,7 +8,7 @@ then ``[missing StringId N]``). ``pct`` = group total / total kernel time of all
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, ClassVar, Dict, Optional, Tuple
 
 from ...jsonable import FieldsJson
 from ...model.trace import Kernels, TraceModel
@@ -17,10 +17,10 @@ from .stats import KernelStats, kernel_stats
 
 
 @dataclass(frozen=True)
-class KernelRow(FieldsJson):
-    """One kernel name across devices: duration statistics (ns) and ``pct`` of all kernel time."""
+class KernelStatsRow(FieldsJson):
+    """Duration statistics (ns) of a group of kernels and ``pct`` of all kernel time (the rows below add the keys
+    that name the group, written first: ``JSON_KEYS``)."""
 
-    name: str
     count: int
     total_ns: int
     avg_ns: int
@@ -33,20 +33,20 @@ class KernelRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class KernelDeviceRow(FieldsJson):
-    """One kernel name on one device: as :class:`KernelRow`."""
+class KernelRow(KernelStatsRow):
+    """One kernel name across devices."""
+
+    name: str
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("name",)
+
+
+@dataclass(frozen=True)
+class KernelDeviceRow(KernelStatsRow):
+    """One kernel name on one device."""
 
     name: str
     device_id: int
-    count: int
-    total_ns: int
-    avg_ns: int
-    p50_ns: int
-    p90_ns: int
-    p99_ns: int
-    min_ns: int
-    max_ns: int
-    pct: float
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("name", "device_id")
 
 
 @dataclass(frozen=True)
@@ -60,23 +60,15 @@ class KernelPidRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class KernelPidNameRow(FieldsJson):
-    """One kernel name of one process on one device: as :class:`KernelRow`, and ``pct_of_pid`` = its total / the
-    process's kernel total × 100."""
+class KernelPidNameRow(KernelStatsRow):
+    """One kernel name of one process on one device, and ``pct_of_pid`` = its total / the process's kernel total
+    × 100."""
 
     name: str
     pid: int
     device_id: int
-    count: int
-    total_ns: int
-    avg_ns: int
-    p50_ns: int
-    p90_ns: int
-    p99_ns: int
-    min_ns: int
-    max_ns: int
-    pct: float
     pct_of_pid: float
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("name", "pid", "device_id")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Direction labels follow ``ENUM_CUDA_MEMCPY_OPER``; memory kinds ``ENUM_CUDA_MEM_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, ClassVar, Dict, Optional, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -26,12 +26,10 @@ def mem_kind(k: int) -> str:
 
 
 @dataclass(frozen=True)
-class MemcpyDirectionRow(FieldsJson):
-    """The copies of one direction (``copy_kind``): count, bytes, GPU durations (ns) and achieved bandwidth
-    (module docstring)."""
+class CopyStatsRow(FieldsJson):
+    """Count, bytes, GPU durations (ns) and achieved bandwidth of a group of copies or memsets (module docstring;
+    the rows below add the keys that name the group, written first: ``JSON_KEYS``)."""
 
-    direction: str
-    copy_kind: int
     count: int
     bytes: int
     total_ns: int
@@ -43,8 +41,17 @@ class MemcpyDirectionRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class MemcpyKindRow(FieldsJson):
-    """The copies of one (direction, source memory kind, destination memory kind): as :class:`MemcpyDirectionRow`."""
+class MemcpyDirectionRow(CopyStatsRow):
+    """The copies of one direction (``copy_kind``)."""
+
+    direction: str
+    copy_kind: int
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("direction", "copy_kind")
+
+
+@dataclass(frozen=True)
+class MemcpyKindRow(CopyStatsRow):
+    """The copies of one (direction, source memory kind, destination memory kind)."""
 
     direction: str
     src_kind_name: str
@@ -52,30 +59,17 @@ class MemcpyKindRow(FieldsJson):
     copy_kind: int
     src_kind: int
     dst_kind: int
-    count: int
-    bytes: int
-    total_ns: int
-    avg_ns: int
-    p50_ns: int
-    min_ns: int
-    max_ns: int
-    gb_per_s: Optional[float]
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("direction", "src_kind_name", "dst_kind_name", "copy_kind", "src_kind",
+                                            "dst_kind")
 
 
 @dataclass(frozen=True)
-class MemsetRow(FieldsJson):
-    """The memsets of one memory kind: as :class:`MemcpyDirectionRow`."""
+class MemsetRow(CopyStatsRow):
+    """The memsets of one memory kind."""
 
     mem_kind_name: str
     mem_kind: int
-    count: int
-    bytes: int
-    total_ns: int
-    avg_ns: int
-    p50_ns: int
-    min_ns: int
-    max_ns: int
-    gb_per_s: Optional[float]
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("mem_kind_name", "mem_kind")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ were cut), as in ``tables/steps.csv``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -101,11 +101,10 @@ class PhaseMedian(FieldsJson):
 
 
 @dataclass(frozen=True)
-class StepPhaseGroup(FieldsJson):
-    """The steps of one phase: the distribution of ``wall_ns`` (:func:`stats.summary`) and the totals of the other
-    metrics."""
+class StepGroup(FieldsJson):
+    """The steps of one group: the distribution of ``wall_ns`` (:func:`stats.summary`) and the totals of the other
+    metrics (the rows below add the key that names the group, written first: ``JSON_KEYS``)."""
 
-    phase: str
     count: int
     total_ns: int
     avg_ns: int
@@ -122,23 +121,19 @@ class StepPhaseGroup(FieldsJson):
 
 
 @dataclass(frozen=True)
-class StepPidGroup(FieldsJson):
-    """The steps of one process: as :class:`StepPhaseGroup`."""
+class StepPhaseGroup(StepGroup):
+    """The steps of one phase."""
+
+    phase: str
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("phase",)
+
+
+@dataclass(frozen=True)
+class StepPidGroup(StepGroup):
+    """The steps of one process."""
 
     pid: int
-    count: int
-    total_ns: int
-    avg_ns: int
-    min_ns: int
-    max_ns: int
-    p50_ns: int
-    p90_ns: int
-    p99_ns: int
-    gpu_busy_ns: int
-    gpu_idle_ns: int
-    sync_ns: int
-    memcpy_ns: int
-    kernel_count: int
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("pid",)
 
 
 @dataclass(frozen=True)
@@ -385,9 +380,9 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     return replace(
         head, available=True, step_count=n, summary=summary(a.wall),
         totals=StepMetrics(**{m: int(_metric(a, m).sum()) for m in METRICS}),
-        by_phase=tuple(StepPhaseGroup(phase_names[p] if p >= 0 else UNMAPPED, **g)
+        by_phase=tuple(StepPhaseGroup(phase=phase_names[p] if p >= 0 else UNMAPPED, **g)
                        for p, g in zip(uph, _group_rows(a, a.phase))),
-        by_pid=tuple(StepPidGroup(int(p), **g) for p, g in zip(np.unique(a.pid).tolist(), _group_rows(a, a.pid))),
+        by_pid=tuple(StepPidGroup(pid=int(p), **g) for p, g in zip(np.unique(a.pid).tolist(), _group_rows(a, a.pid))),
         median_by_phase=tuple(median_by_phase), slowest=_vs_median(a, slow, med), outliers=_vs_median(a, out, med),
         arrays=a)
 

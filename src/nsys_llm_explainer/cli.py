@@ -177,7 +177,8 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
 def _cluster_timeline(result: ClusterResult, out: Path) -> None:
     """``timeline.pftrace`` of a cluster: every rank's timeline file (``ranks/<label>/``) on the aligned clock (each
     rank on its own clock when they cannot be aligned: the ranks' files still sit side by side)."""
-    from .render.perfetto import FILE_NAME, concat_ranks
+    from .render.perfetto import FILE_NAME
+    from .render.perfetto_packets import concat_ranks
 
     offs = result.alignment.offsets_ns if result.alignment.aligned else [0] * len(result.files)
     parts = [(out / "ranks" / f.label / FILE_NAME, int(o or 0)) for f, o in zip(result.files, offs)]

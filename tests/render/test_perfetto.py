@@ -15,7 +15,8 @@ from conftest import real_trace, run_cli, scenario_report
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from nsys_llm_explainer.pipeline import analyze_path, load_model
-from nsys_llm_explainer.render.perfetto import FILE_NAME, lanes, shift_timestamps
+from nsys_llm_explainer.render.perfetto import FILE_NAME
+from nsys_llm_explainer.render.perfetto_packets import lanes, shift_timestamps
 
 
 class Slice:

@@ -10,15 +10,16 @@ the API table while the kernel table was still being read (their steps are then 
 
 Adding an analysis: write its function (a pure function in ``analyses/``), add one :class:`runner.Step` here
 (after the steps making its inputs) and, when the report shows it, one ``Report`` field of the same name
-(docs/DESIGN.md shows an example). The one fused step is ``device pass``: it builds each device's timeline of
-the window, charges its idle time to causes and cuts its per-step sync series, one device at a time, so
-memory holds one device's rows at a time.
+(docs/DESIGN.md shows an example). A per-device analysis is one function of the device's ``timeline`` and
+``device_causes`` (and graph values) and one entry in :data:`DEVICE_STEPS`: the ``device pass`` builds each
+device's timeline of the window and charges its idle time to causes, one device at a time, and runs those steps
+in that device's turn, so memory holds one device's rows at a time.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional, Tuple, Union
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -31,7 +32,13 @@ from .analyses.comms.series import nccl_series
 from .analyses.idle.bins import bins_for
 from .analyses.idle.causes import IdleCausesResult, analyze_idle_causes
 from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, device_time, gpu_time_result, window_times
-from .analyses.idle.host_samples import DeviceHostSamples, DeviceSampler, HostSamplesResult, analyze_host_samples
+from .analyses.idle.host_samples import (
+    DeviceHostSamples,
+    HostSamplesResult,
+    analyze_host_samples,
+    device_host_samples,
+    host_sample_frames,
+)
 from .analyses.idle.result import DeviceCauses
 from .analyses.kernels.categories import CategoryResult, analyze_categories
 from .analyses.kernels.starts import kernel_starts
@@ -47,7 +54,7 @@ from .analyses.nvtx.attribution import AttributionPhase, AttributionResult, anal
 from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
 from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.phases import PhaseResult, analyze_phases
-from .analyses.steps.sync import StepSyncContext, StepSyncSeries, device_step_sync, step_sync_result
+from .analyses.steps.sync import StepSyncContext, device_step_sync, step_sync_context, step_sync_result
 from .analyses.threads.waits import WaitsResult, analyze_waits
 from .analyses.timeline.content import TimelineFile, analyze_timeline, span_kernels
 from .analyses.timeline.span import TimelineSpan, plan_span
@@ -85,7 +92,7 @@ def _steady(model: TraceModel, window: WindowResult) -> TraceModel:
     return model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
 
 
-def _full_times(model: TraceModel, window: WindowResult, options: Options) -> Optional[dict]:
+def _full_times(model: TraceModel, window: WindowResult, options: Options) -> Optional[Dict[int, WindowTime]]:
     """Per device, the full capture's busy/idle totals (None when the window is the whole capture: the steady
     timelines are then the full ones). Only totals are kept: the full timelines' rows are dropped at once."""
     if window.is_full:
@@ -106,73 +113,46 @@ def _device_count(model: TraceModel, include_memcpy: bool) -> int:
     return int(np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts])).shape[0]) if parts else 0
 
 
-def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nvtx: NvtxResult,
-                 full_times: Optional[dict], options: Options, timeline_span: TimelineSpan
-                 ) -> Tuple[IdleCausesResult, GpuTimeResult, StepSyncContext, Tuple[StepSyncSeries, ...],
-                            Tuple[DeviceHostSamples, ...]]:
-    """One device at a time: its steady timeline → idle causes (with the idle pieces inside the timeline file's
-    span) → the per-device analyses (``per``: busy/idle figures, per-step sync series, the CPU samples inside its
-    host-side idle pieces; each has ``add(timeline, causes)`` and ``needs_pieces()``, so a new one is one class and
-    one entry here); then the timeline (and, past the budget, the pieces) is dropped (memory ∝ one device)."""
-    times, sync, samples = per = (_DeviceTimes(full_times, options.top), _StepSync(StepSyncContext(steady)),
-                                  _Samples(DeviceSampler(model.samples)))
-
-    def each(tl: DeviceTimeline, dc: DeviceCauses) -> None:
-        for p in per:
-            p.add(tl, dc)
-
-    causes = analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
-                                                                options.include_memcpy_in_busy),
-                                 nvtx.tree, bins_for(_device_count(steady, options.include_memcpy_in_busy)), each,
-                                 (timeline_span.start_ns, timeline_span.end_ns) if timeline_span.written else None,
-                                 pieces_needed=any(p.needs_pieces() for p in per),
-                                 slices_max=timeline_span.limit_rows)
-    return (causes, gpu_time_result(times.rows, options.include_memcpy_in_busy), sync.ctx, tuple(sync.series),
-            tuple(samples.sampler.devices))
+def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nvtx: NvtxResult, options: Options,
+                 timeline_span: TimelineSpan, pieces_needed: bool, each: Callable[..., None]) -> IdleCausesResult:
+    """One device at a time: its steady timeline → its idle causes (with the idle pieces inside the timeline file's
+    span) → ``each(timeline=…, device_causes=…)`` runs the :data:`DEVICE_STEPS` on them; then the timeline (and,
+    past the budget, the pieces) is dropped, so memory holds one device's rows at a time."""
+    return analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
+                                                             options.include_memcpy_in_busy),
+                               nvtx.tree, bins_for(_device_count(steady, options.include_memcpy_in_busy)),
+                               lambda tl, dc: each(timeline=tl, device_causes=dc),
+                               (timeline_span.start_ns, timeline_span.end_ns) if timeline_span.written else None,
+                               pieces_needed=pieces_needed, slices_max=timeline_span.limit_rows)
 
 
-class _DeviceTimes:
-    """Busy/idle figures and the largest gaps of each device (:func:`analyses.idle.gpu_time.device_time`)."""
-
-    def __init__(self, full_times: Optional[dict], top: int) -> None:
-        self.full_times, self.top = full_times, top
-        self.rows: List[DeviceTime] = []
-
-    def add(self, tl: DeviceTimeline, dc: DeviceCauses) -> None:
-        full: Union[WindowTime, DeviceTimeline, None] = \
-            self.full_times.get(tl.device_id) if self.full_times is not None else tl
-        self.rows.append(device_time(tl, full, dc.gap_cause, self.top))
-
-    def needs_pieces(self) -> bool:
-        return False
+def _pieces_needed(step_sync_context: StepSyncContext, host_sample_frames: Optional[object]) -> bool:
+    """Whether a device step reads the idle pieces' places in time (per-step sync series, CPU samples): else the
+    device pass may charge devices past the pieces' budget by their host threads' partitions."""
+    return step_sync_context.needs_pieces() or host_sample_frames is not None
 
 
-class _StepSync:
-    """The per-step sync series of each device (:func:`analyses.steps.sync.device_step_sync`)."""
-
-    def __init__(self, ctx: StepSyncContext) -> None:
-        self.ctx = ctx
-        self.series: List[StepSyncSeries] = []
-
-    def add(self, tl: DeviceTimeline, dc: DeviceCauses) -> None:
-        self.series.extend(device_step_sync(self.ctx, tl, dc))
-
-    def needs_pieces(self) -> bool:
-        return self.ctx.needs_pieces()
+def _device_time(timeline: DeviceTimeline, device_causes: DeviceCauses, full_times: Optional[Dict[int, WindowTime]],
+                 options: Options) -> DeviceTime:
+    """Busy/idle figures and the largest gaps of one device (``full_times`` None: the window is the capture)."""
+    full = full_times.get(timeline.device_id) if full_times is not None else timeline
+    return device_time(timeline, full, device_causes.gap_cause, options.top)
 
 
-class _Samples:
-    """The CPU samples inside each device's host-side idle pieces (``analyses.idle.host_samples.DeviceSampler``)."""
+def _gpu_time(device_times: Tuple[DeviceTime, ...], options: Options) -> GpuTimeResult:
+    return gpu_time_result(device_times, options.include_memcpy_in_busy)
 
-    def __init__(self, sampler: DeviceSampler) -> None:
-        self.sampler = sampler
 
-    def add(self, tl: DeviceTimeline, dc: DeviceCauses) -> None:
-        self.sampler.add(dc)
-
-    def needs_pieces(self) -> bool:
-        return self.sampler.frames is not None
-
+#: the per-device analyses: run once per device in its turn of the device pass, on its ``timeline`` and
+#: ``device_causes`` (and graph values by name); each makes the tuple of its results over the devices
+DEVICE_STEPS: Tuple[Step, ...] = (
+    Step("device: gpu time", _device_time, ("timeline", "device_causes", "full_times", "options"),
+         ("device_times",), "steady"),
+    Step("device: per-step sync", device_step_sync, ("step_sync_context", "timeline", "device_causes"),
+         ("step_sync_series",), "steady"),
+    Step("device: host samples", device_host_samples, ("host_sample_frames", "device_causes"),
+         ("host_sample_devices",), "steady"),
+)
 
 
 # ---------------------------------------------------------------------------------------- kernels
@@ -285,7 +265,7 @@ def _unified_memory(model: TraceModel, steady: TraceModel, window: WindowResult)
 
 
 def _host_samples(model: TraceModel, idle_causes: IdleCausesResult,
-                  host_sample_devices: Tuple[DeviceHostSamples, ...]) -> HostSamplesResult:
+                  host_sample_devices: Tuple[Optional[DeviceHostSamples], ...]) -> HostSamplesResult:
     return analyze_host_samples(model.samples, idle_causes, host_sample_devices)
 
 
@@ -323,8 +303,13 @@ STEPS: Tuple[Step, ...] = (
     Step("clip to the window", _steady, ("model", "window"), ("steady",), "steady"),
     Step("full-capture busy", _full_times, ("model", "window", "options"), ("full_times",)),
     Step("timeline span", _timeline_span, ("model", "steady", "window", "options"), ("timeline_span",)),
-    Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "full_times", "options", "timeline_span"),
-         ("idle_causes", "gpu_time", "step_sync_context", "step_sync_series", "host_sample_devices"), "steady"),
+    Step("step sync context", step_sync_context, ("steady",), ("step_sync_context",), "steady"),
+    Step("host sample frames", host_sample_frames, ("model",), ("host_sample_frames",)),
+    Step("pieces needed", _pieces_needed, ("step_sync_context", "host_sample_frames"), ("pieces_needed",)),
+    Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "options", "timeline_span",
+                                       "pieces_needed"), ("idle_causes",), "steady",
+         each=DEVICE_STEPS, item_values=("timeline", "device_causes")),
+    Step("gpu time", _gpu_time, ("device_times", "options"), ("gpu_time",), "steady"),
     Step("kernel stats", _kernel_stats, ("model",), ("kernel_stats",)),
     Step("kernels", _kernels, ("model", "kernel_stats"), ("kernels",)),
     Step("cuda api", analyze_cuda_api, ("model",), ("cuda_api",)),

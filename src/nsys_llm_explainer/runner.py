@@ -8,6 +8,11 @@ tests); ``workers=n`` lets ``n − 1`` extra threads take part: every thread tak
 order whose inputs are ready (numpy releases the GIL in its large loops, so two cores overlap). The results are
 the same either way: steps are pure functions of their inputs. A value no later step reads and the caller
 does not keep is dropped as soon as its last reader has finished (memory follows what is still needed).
+
+A step with ``each`` steps runs them once per item it produces (e.g. once per device while only that device's
+rows are alive): its function receives ``each``, a callable it calls with an item's values by name
+(``item_values``); every ``each`` step reads those and graph values by name, and its output becomes the tuple
+of its results over the items, in call order.
 """
 
 from __future__ import annotations
@@ -33,6 +38,21 @@ class Step:
     outputs: Tuple[str, ...]
     #: which time span the step analyses: ``full`` (the whole capture) or ``steady`` (the analysis window)
     window: str = "full"
+    #: steps run once per item this step produces (module docstring); each has one output
+    each: Tuple[Step, ...] = ()
+    #: the names of an item's values, given to the ``each`` steps
+    item_values: Tuple[str, ...] = ()
+
+    @property
+    def reads(self) -> Tuple[str, ...]:
+        """The graph values the step needs: its inputs and those its ``each`` steps read of the graph."""
+        inner = [i for e in self.each for i in e.inputs if i not in self.item_values and i not in self.inputs]
+        return self.inputs + tuple(dict.fromkeys(inner))
+
+    @property
+    def makes(self) -> Tuple[str, ...]:
+        """The values the step makes: its outputs, then one per ``each`` step."""
+        return self.outputs + tuple(o for e in self.each for o in e.outputs)
 
 
 class GraphError(ValueError):
@@ -48,34 +68,40 @@ def parameter_mismatch(s: Step) -> Optional[str]:
         return f"{s.fn!r} has no signature to bind its inputs to"
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return None
+    inputs = s.inputs + (("each",) if s.each else ())
     named = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    unknown = [i for i in s.inputs if i not in named]
-    needed = [n for n in named if params[n].default is inspect.Parameter.empty and n not in s.inputs]
+    unknown = [i for i in inputs if i not in named]
+    needed = [n for n in named if params[n].default is inspect.Parameter.empty and n not in inputs]
     positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_ONLY and p.default is p.empty]
     if not (unknown or needed or positional):
         return None
-    return (f"inputs {list(s.inputs)} do not match the parameters {list(params)} of {getattr(s.fn, '__name__', s.fn)}"
+    return (f"inputs {list(inputs)} do not match the parameters {list(params)} of {getattr(s.fn, '__name__', s.fn)}"
             + (f" (no parameter {unknown})" if unknown else "") + (f" (not given {needed + positional})"
                                                                    if needed or positional else ""))
 
 
 def check_graph(steps: Sequence[Step], given: Collection[str]) -> None:
     """Raise :class:`GraphError` unless every input is given or made by an earlier step, each step's inputs are its
-    function's parameters by name, no value is made twice and every window is ``full`` or ``steady``."""
+    function's parameters by name (``each`` steps' too: they read graph values and their item's), every ``each`` step
+    has one output, no value is made twice and every window is ``full`` or ``steady``."""
     have: Set[str] = set(given)
     for s in steps:
-        why = parameter_mismatch(s)
-        if why:
-            raise GraphError(f"step {s.label!r}: {why}")
-        missing = [i for i in s.inputs if i not in have]
+        for e in (s,) + s.each:
+            why = parameter_mismatch(e)
+            if why:
+                raise GraphError(f"step {e.label!r}: {why}")
+            if e is not s and (len(e.outputs) != 1 or e.each):
+                raise GraphError(f"step {e.label!r} (run for each item of {s.label!r}) must make one value, "
+                                 "with no steps of its own")
+        missing = [i for i in s.reads if i not in have]
         if missing:
             raise GraphError(f"step {s.label!r} reads {missing} before any step makes them")
-        twice = [o for o in s.outputs if o in have]
+        twice = [o for o in s.makes if o in have or s.makes.count(o) > 1]
         if twice:
             raise GraphError(f"step {s.label!r} makes {twice}, already given or made")
         if s.window not in ("full", "steady"):
             raise GraphError(f"step {s.label!r}: window {s.window!r} is neither 'full' nor 'steady'")
-        have.update(s.outputs)
+        have.update(s.makes)
 
 
 def run_graph(steps: Sequence[Step], given: Mapping[str, Any], keep: Collection[str], workers: int = 1,
@@ -83,12 +109,12 @@ def run_graph(steps: Sequence[Step], given: Mapping[str, Any], keep: Collection[
     """Run ``steps`` (see module docstring) from the ``given`` values; a step whose outputs are all given is
     skipped. Returns the values named in ``keep`` and the seconds per step label. The first exception a step
     raises is raised here once the running steps have finished."""
-    todo = [s for s in steps if not all(o in given for o in s.outputs)]
+    todo = [s for s in steps if not all(o in given for o in s.makes)]
     check_graph(todo, given)
     values: Dict[str, Any] = dict(given)
     readers: Dict[str, int] = {}
     for s in todo:
-        for i in s.inputs:
+        for i in s.reads:
             readers[i] = readers.get(i, 0) + 1
     timings: Dict[str, float] = {}
     lock = threading.Condition()
@@ -97,21 +123,37 @@ def run_graph(steps: Sequence[Step], given: Mapping[str, Any], keep: Collection[
     failed: List[BaseException] = []
 
     def ready(s: Step) -> bool:
-        return all(i in values for i in s.inputs)
+        return all(i in values for i in s.reads)
 
     def run_one(s: Step) -> None:
         if progress is not None:
             progress(s.label)
         t = time.perf_counter()
-        out = s.fn(**{i: values[i] for i in s.inputs})
+        args = {i: values[i] for i in s.inputs}
+        per_item: Dict[str, List[Any]] = {e.outputs[0]: [] for e in s.each}
+        inner: Dict[str, float] = {e.label: 0.0 for e in s.each}
+        if s.each:
+            shared = {i: values[i] for i in s.reads}
+
+            def each(**item: Any) -> None:
+                v = {**shared, **item}
+                for e in s.each:
+                    t0 = time.perf_counter()
+                    per_item[e.outputs[0]].append(e.fn(**{i: v[i] for i in e.inputs}))
+                    inner[e.label] += time.perf_counter() - t0
+
+            args["each"] = each
+        out = s.fn(**args)
         seconds = round(time.perf_counter() - t, 4)
         outs = (out,) if len(s.outputs) == 1 else tuple(out)
         if len(outs) != len(s.outputs):
             raise GraphError(f"step {s.label!r} returned {len(outs)} values for {len(s.outputs)} outputs")
+        outs += tuple(tuple(per_item[e.outputs[0]]) for e in s.each)
         with lock:
-            values.update(zip(s.outputs, outs))
+            values.update(zip(s.makes, outs))
             timings[s.label] = seconds
-            for i in s.inputs:             # drop what no later step reads and the caller does not keep
+            timings.update((k, round(v, 4)) for k, v in inner.items())
+            for i in s.reads:              # drop what no later step reads and the caller does not keep
                 readers[i] -= 1
                 if readers[i] == 0 and i not in keep and i not in given:
                     values.pop(i, None)

@@ -72,7 +72,9 @@ def test_every_step_of_the_report_graph_binds_by_name():
     from nsys_llm_explainer.graph import STEPS
     from nsys_llm_explainer.runner import parameter_mismatch
 
-    assert [(s.label, parameter_mismatch(s)) for s in STEPS if parameter_mismatch(s)] == []
+    every = [e for s in STEPS for e in (s,) + s.each]
+    assert len(every) > len(STEPS)
+    assert [(s.label, parameter_mismatch(s)) for s in every if parameter_mismatch(s)] == []
 
 
 def test_a_step_whose_outputs_are_given_is_skipped():
@@ -120,7 +122,7 @@ def test_a_step_returning_the_wrong_number_of_values_is_an_error():
 def test_the_declared_graph_is_consistent_and_makes_every_report_field():
     given = {"model", "options", "display_path"}
     check_graph(STEPS, given)
-    made = given | {o for s in STEPS for o in s.outputs}
+    made = given | {o for s in STEPS for o in s.makes}
     fields = set(Report.__dataclass_fields__) - {"tool_version", "timings_s"}
     assert fields <= made, fields - made
     labels = [s.label for s in STEPS]
@@ -208,4 +210,61 @@ def test_a_toy_analysis_is_one_function_and_one_graph_entry(tmp_path):
     idle = sum(d.idle_ns for d in causes.devices)
     assert values["largest_cause"] == (causes.totals[0].kind, round(100.0 * causes.totals[0].ns / idle, 3),
                                        values["window"].method)
-    assert "largest cause" in timings and set(timings) == {s.label for s in steps}
+    assert "largest cause" in timings and set(timings) == {e.label for s in steps for e in (s,) + s.each}
+
+
+def test_a_toy_per_device_analysis_is_one_function_and_one_entry(tmp_path):
+    """A per-device analysis: a function of the device's ``timeline`` and ``device_causes`` (and graph values by
+    name), one entry in the device pass's ``each`` steps; its value is the tuple of its results over the devices.
+    Checked against SQL counts of the export: kernels and copies per device (the whole capture is the window)."""
+    import dataclasses
+    import sqlite3
+
+    from synth import build_scenario
+
+    from nsys_llm_explainer.graph import DEVICE_STEPS
+    from nsys_llm_explainer.options import Options
+    from nsys_llm_explainer.pipeline import load_model
+
+    def device_counts(timeline, device_causes, options):     # the toy: reads its device's values and one graph value
+        assert device_causes.device_id == timeline.device_id
+        return timeline.device_id, timeline.kernel_count, int(timeline.copy_start.shape[0]), options.top
+
+    p = tmp_path / "copies.sqlite"
+    build_scenario("copies_only_gpu", str(p))
+    toy = Step("device: toy counts", device_counts, ("timeline", "device_causes", "options"), ("toy",))
+    steps = tuple(dataclasses.replace(s, each=s.each + (toy,)) if s.each == DEVICE_STEPS else s for s in STEPS)
+    values, timings = run_graph(steps, {"model": load_model(str(p)), "options": Options(window=(0, 2**62), top=7),
+                                        "display_path": None}, keep=("toy",), workers=2)
+    with sqlite3.connect(f"file:{p}?mode=ro", uri=True) as c:
+        kernels = dict(c.execute("SELECT deviceId, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY deviceId"))
+        copies = dict(c.execute("SELECT deviceId, COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY deviceId"))
+    devices = sorted(set(kernels) | set(copies))
+    assert len(devices) == 2
+    assert values["toy"] == tuple((d, kernels.get(d, 0), copies.get(d, 0), 7) for d in devices)
+    assert "device: toy counts" in timings
+
+
+def test_each_steps_are_checked_like_steps():
+    """A step run for each item is bound by name, reads only graph values and its item's, and makes one value."""
+    def outer(each):
+        for i in (1, 2, 3):
+            each(item=i)
+        return "done"
+
+    def square(item, base):
+        return base + item * item
+
+    def ok(label="outer", inner=("inner", square, ("item", "base"), ("sq",))):
+        return Step(label, outer, (), ("done",), each=(Step(*inner),), item_values=("item",))
+
+    values, _ = run_graph([Step("base", lambda: 10, (), ("base",)), ok()], {}, keep=("sq", "done"))
+    assert values == {"sq": (11, 14, 19), "done": "done"}
+    with pytest.raises(GraphError, match="reads \\['base'\\]"):
+        check_graph([ok()], set())
+    with pytest.raises(GraphError, match="no parameter \\['other'\\]"):
+        check_graph([ok(inner=("inner", square, ("item", "base", "other"), ("sq",)))], {"base"})
+    with pytest.raises(GraphError, match="must make one value"):
+        check_graph([ok(inner=("inner", square, ("item", "base"), ("sq", "sq2")))], {"base"})
+    with pytest.raises(GraphError, match="makes \\['sq'\\]"):
+        check_graph([ok()], {"base", "sq"})

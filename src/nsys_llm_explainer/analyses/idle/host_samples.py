@@ -32,6 +32,7 @@ import numpy as np
 
 from ...jsonable import FieldsJson
 from ...model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
+from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
@@ -264,27 +265,26 @@ def _device(fr: _Frames, dc: DeviceCauses) -> DeviceHostSamples:
                              note)
 
 
-class DeviceSampler:
-    """Host samples of each device computed during its turn in the device pass (:func:`analyze_idle_causes`'s
-    ``on_device``), while its idle pieces are alive: past the run's budget of kept pieces they are dropped after
-    that turn (causes.PIECES_KEPT). ``devices``: the results so far, in device order."""
+def host_sample_frames(model: TraceModel) -> Optional[_Frames]:
+    """The capture's CPU samples prepared for :func:`device_host_samples` (None when there are none to split)."""
+    samples = model.samples
+    usable = samples is not None and samples.total > 0 and len(samples) > 0
+    return _Frames.of(samples) if usable and samples is not None else None
 
-    def __init__(self, samples: Optional[CpuSamples]) -> None:
-        usable = samples is not None and samples.total > 0 and len(samples) > 0
-        self.frames = _Frames.of(samples) if usable and samples is not None else None
-        self.devices: List[DeviceHostSamples] = []
 
-    def add(self, dc: DeviceCauses) -> None:
-        if self.frames is not None:
-            self.devices.append(_device(self.frames, dc))
+def device_host_samples(host_sample_frames: Optional[_Frames], device_causes: DeviceCauses
+                        ) -> Optional[DeviceHostSamples]:
+    """The samples inside one device's host-side idle pieces, computed in its turn of the device pass while its
+    pieces are alive (past the run's budget of kept pieces they are dropped after that turn: causes.PIECES_KEPT)."""
+    return _device(host_sample_frames, device_causes) if host_sample_frames is not None else None
 
 
 def analyze_host_samples(samples: Optional[CpuSamples], causes: IdleCausesResult,
-                         devices: Optional[Sequence[DeviceHostSamples]] = None) -> HostSamplesResult:
+                         devices: Optional[Sequence[Optional[DeviceHostSamples]]] = None) -> HostSamplesResult:
     """Attribute the CPU samples of the gaps' host threads inside each device's host-side idle pieces (module
     docstring). ``samples``: the whole capture's (``TraceModel.samples`` of the model read from the file).
-    ``devices``: the per-device results already computed during the device pass (:class:`DeviceSampler`), else
-    they are computed here from the pieces kept on ``causes``."""
+    ``devices``: the per-device results already computed during the device pass (:func:`device_host_samples`),
+    else they are computed here from the pieces kept on ``causes``."""
     if samples is None or samples.total == 0:
         requested = samples.requested if samples is not None else None
         reason = REQUESTED_EMPTY if requested else NO_SAMPLES
@@ -300,8 +300,9 @@ def analyze_host_samples(samples: Optional[CpuSamples], causes: IdleCausesResult
     if len(samples) == 0:
         return result(False, f"the trace has {samples.total:,} CPU samples, none of a thread that made "
                              "CUDA calls (only those can be a gap's host thread)")
-    if devices is not None and len(devices) == len(causes.devices):
-        return result(True, None, tuple(devices))
+    computed = tuple(d for d in devices if d is not None) if devices is not None else ()
+    if len(computed) == len(causes.devices):
+        return result(True, None, computed)
     fr = _Frames.of(samples)
     return result(True, None, tuple(_device(fr, d) for d in causes.devices))
 

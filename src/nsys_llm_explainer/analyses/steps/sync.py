@@ -346,15 +346,22 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
         exposed_by_cause=by_cause, claimed=claimed, first_ns=int(e[0]), last_ns=int(e[-1]))
 
 
-def device_step_sync(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses) -> List[StepSyncSeries]:
-    """The series of one device (its timeline and idle causes, as :func:`analyze_idle_causes` hands them over)."""
+def step_sync_context(steady: TraceModel) -> StepSyncContext:
+    """The per-model inputs of the series of the analysis window's model."""
+    return StepSyncContext(steady)
+
+
+def device_step_sync(step_sync_context: StepSyncContext, timeline: DeviceTimeline, device_causes: DeviceCauses
+                     ) -> Tuple[StepSyncSeries, ...]:
+    """The series of one device (its timeline and idle causes, in its turn of the device pass)."""
+    ctx, tl, dc = step_sync_context, timeline, device_causes
     if not ctx.ok or not ctx.blocking_rows:
-        return []
+        return ()
     api = ctx.api
     li = tl.act.launch_idx
     linked = np.nonzero(li >= 0)[0]
     if linked.shape[0] == 0:
-        return []
+        return ()
     thread = api.gtid[li[linked]]
     threads = [g for g in few_distinct(thread).tolist() if g in ctx.blocking_rows]   # few: no full sort
     rows = {g: linked for g in threads} if len(threads) == 1 and bool((thread == threads[0]).all()) else \
@@ -365,19 +372,20 @@ def device_step_sync(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses)
         s = _series(ctx, tl, dc, int(g), rows.pop(g))
         if s is not None:
             out.append(s)
-    return out
+    return tuple(out)
 
 
 def step_sync_result(step_sync_context: StepSyncContext, idle_causes: IdleCausesResult,
-                     step_sync_series: Sequence[StepSyncSeries]) -> StepSyncResult:
-    """The result from the series of every device (the graph's values of the same names)."""
+                     step_sync_series: Sequence[Sequence[StepSyncSeries]]) -> StepSyncResult:
+    """The result from the series of every device (``step_sync_series``: per device, its series)."""
+    series = [s for device in step_sync_series for s in device]
     if not idle_causes.available:
         return StepSyncResult(False, idle_causes.reason or "no idle causes")
     if not step_sync_context.ok:
         return StepSyncResult(False, "no CUDA API calls in the trace: sync calls cannot be matched to launches")
-    if not step_sync_series:
+    if not series:
         return StepSyncResult(True, "no blocking call waited for the launching thread's GPU work")
-    out = sorted(step_sync_series, key=lambda s: (not s.holds, -s.overlap_ns, -s.exposed_ns, s.device_id, s.gtid))
+    out = sorted(series, key=lambda s: (not s.holds, -s.overlap_ns, -s.exposed_ns, s.device_id, s.gtid))
     return StepSyncResult(True, None, tuple(out))
 
 
@@ -387,12 +395,12 @@ def analyze_step_sync(model: TraceModel, causes: IdleCausesResult, w0: int, w1: 
     idle causes were computed on). The pipeline computes the series inside the idle-cause pass instead."""
     ctx = StepSyncContext(model)
     by_dev = {d.device_id: d for d in causes.devices}
-    series: List[StepSyncSeries] = []
+    series: List[Tuple[StepSyncSeries, ...]] = []
     for dev, tl in sorted(build_timelines(model, w0, w1, include_memcpy).items()):
         if dev in by_dev:
-            series += device_step_sync(ctx, tl, by_dev[dev])
+            series.append(device_step_sync(ctx, tl, by_dev[dev]))
     return step_sync_result(ctx, causes, series)
 
 
 __all__ = ["HOST_PIECE_KINDS", "StepSyncContext", "StepSyncResult", "StepSyncSeries", "analyze_step_sync",
-           "device_step_sync", "step_sync_result"]
+           "device_step_sync", "step_sync_context", "step_sync_result"]

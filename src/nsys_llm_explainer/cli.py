@@ -263,7 +263,7 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
     progress = Progress(enabled=not quiet)
     try:
         # the report names the file the user gave (or the demo's copy), never a temporary export
-        report = analyze_any(str(trace), opts, progress, display_path=display_path)
+        report = analyze_any(str(trace), opts, progress, display_path=display_path, extras=False)
         progress("writing report")
         with Staging(od) as st:
             assert st.tmp is not None

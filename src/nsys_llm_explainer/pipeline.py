@@ -30,6 +30,7 @@ from .read.nsys_export import export_report, is_report
 from .read.schema import probe
 from .report import Report
 from .runner import run_graph
+from .serialize import NOT_CARRIED
 
 Progress = Callable[[str], None]
 #: the analysis graph's values that are not :class:`Report` fields (intermediate values)
@@ -70,23 +71,25 @@ class ApiResults:
 
 def analyze_model(model: TraceModel, options: Optional[Options] = None, progress: Progress = _noop,
                   display_path: Optional[str] = None, api_results: Optional[ApiResults] = None,
-                  workers: Optional[int] = None) -> Report:
+                  workers: Optional[int] = None, extras: bool = True) -> Report:
     """The report of a built model: the analysis graph (:data:`graph.STEPS`) run on ``workers`` threads
     (default :func:`default_workers`; 1 runs every step in order on this thread). ``api_results``: the CUDA
-    API and sync sections when already computed."""
+    API and sync sections when already computed. ``extras`` False: what only a comparison or a cluster reads
+    (:data:`serialize.NOT_CARRIED`: not in report.json) is left None and its steps do not run."""
     opts = options if options is not None else Options()
     given: Dict[str, Any] = {"model": model, "options": opts, "display_path": display_path}
     if api_results is not None:
         given.update(cuda_api=api_results.cuda_api, sync=api_results.sync)
-    keep = [f.name for f in fields(Report) if f.name not in _NOT_IN_REPORT]
+    keep = [f.name for f in fields(Report) if f.name not in _NOT_IN_REPORT and (extras or f.name not in NOT_CARRIED)]
     values, timings = run_graph(STEPS, given, keep, workers or default_workers(), progress)
+    values.update((name, None) for name in NOT_CARRIED if name not in values)
     if api_results is not None:
         timings["cuda api + sync (while reading)"] = api_results.seconds
     return Report(tool_version=__version__, timings_s=timings, **values)
 
 
 def analyze_path(path: str, options: Optional[Options] = None, progress: Progress = _noop,
-                 display_path: Optional[str] = None, workers: Optional[int] = None) -> Report:
+                 display_path: Optional[str] = None, workers: Optional[int] = None, extras: bool = True) -> Report:
     """The report of the trace at ``path`` (see :func:`analyze_model`; ``workers=1``: no second thread at all,
     neither while reading nor in the analysis graph)."""
     opts = options if options is not None else Options()
@@ -100,11 +103,11 @@ def analyze_path(path: str, options: Optional[Options] = None, progress: Progres
     model = load_model(path, progress, opts.reader, on_api, workers)
     ready = ApiResults(early["results"][0], early["results"][1], early["s"]) if early and early["api"] is model.api \
         else None
-    return analyze_model(model, opts, progress, display_path, ready, workers)
+    return analyze_model(model, opts, progress, display_path, ready, workers, extras)
 
 
 def analyze_any(path: str, options: Optional[Options] = None, progress: Progress = _noop,
-                display_path: Optional[str] = None, workers: Optional[int] = None) -> Report:
+                display_path: Optional[str] = None, workers: Optional[int] = None, extras: bool = True) -> Report:
     """:func:`analyze_path` of an SQLite export, or of an Nsight Systems report (``.nsys-rep``/``.qdrep``) exported
     first with ``nsys`` into a temporary directory that is removed afterwards (:class:`errors.InputError`, one line,
     when ``nsys`` is missing or fails). The report names ``display_path``, else the file the user gave — never a
@@ -112,8 +115,8 @@ def analyze_any(path: str, options: Optional[Options] = None, progress: Progress
     cluster workers)."""
     src = Path(path)
     if not is_report(src):
-        return analyze_path(path, options, progress, display_path, workers)
+        return analyze_path(path, options, progress, display_path, workers, extras)
     with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-export-") as td:
         progress(f"exporting {src.name} to SQLite with nsys")
         exported = export_report(src, Path(td))
-        return analyze_path(str(exported), options, progress, display_path or path, workers)
+        return analyze_path(str(exported), options, progress, display_path or path, workers, extras)

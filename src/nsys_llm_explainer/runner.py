@@ -107,10 +107,16 @@ def check_graph(steps: Sequence[Step], given: Collection[str]) -> None:
 def run_graph(steps: Sequence[Step], given: Mapping[str, Any], keep: Collection[str], workers: int = 1,
               progress: Optional[Progress] = None) -> Tuple[Dict[str, Any], Dict[str, float]]:
     """Run ``steps`` (see module docstring) from the ``given`` values; a step whose outputs are all given is
-    skipped. Returns the values named in ``keep`` and the seconds per step label. The first exception a step
-    raises is raised here once the running steps have finished."""
+    skipped, and so is one that makes nothing ``keep`` names or a step run reads. Returns the values named in
+    ``keep`` and the seconds per step label. The first exception a step raises is raised here once the running
+    steps have finished."""
     todo = [s for s in steps if not all(o in given for o in s.makes)]
     check_graph(todo, given)
+    needed = set(keep)              # only the steps that make a kept value or one a needed step reads
+    for s in reversed(todo):
+        if needed.intersection(s.makes):
+            needed.update(s.reads)
+    todo = [s for s in todo if needed.intersection(s.makes)]
     values: Dict[str, Any] = dict(given)
     readers: Dict[str, int] = {}
     for s in todo:

@@ -45,6 +45,30 @@ def test_one_worker_runs_the_declaration_order_and_keeps_only_what_is_asked():
     assert set(timings) == {"b", "c", "d"}
 
 
+def test_a_step_no_kept_value_needs_does_not_run():
+    """Only the steps that make a kept value, or a value such a step reads, run."""
+    ran = []
+
+    def a():
+        ran.append("a")
+        return 1
+
+    def c(a):
+        ran.append("c")
+        return 3
+
+    def d():
+        ran.append("d")
+        return 4
+
+    steps = [Step("a", a, (), ("a",)), Step("b", lambda a: a + 1, ("a",), ("b",)), Step("c", c, ("a",), ("c",)),
+             Step("d", d, (), ("d",))]
+    values, timings = run_graph(steps, {}, keep=("b",))
+    assert values == {"b": 2} and ran == ["a"] and set(timings) == {"a", "b"}
+    values, _ = run_graph(steps, {}, keep=("b", "c"))
+    assert values == {"b": 2, "c": 3} and "d" not in ran
+
+
 def test_inputs_are_bound_by_parameter_name_and_checked_against_the_signature():
     """A value reaches the parameter of its name whatever the order the step lists its inputs in; a step whose
     inputs are not its function's parameters (a renamed parameter, a missing or extra input, two inputs swapped for
@@ -210,7 +234,9 @@ def test_a_toy_analysis_is_one_function_and_one_graph_entry(tmp_path):
     idle = sum(d.idle_ns for d in causes.devices)
     assert values["largest_cause"] == (causes.totals[0].kind, round(100.0 * causes.totals[0].ns / idle, 3),
                                        values["window"].method)
-    assert "largest cause" in timings and set(timings) == {e.label for s in steps for e in (s,) + s.each}
+    # only the steps the kept values need ran: the device pass (idle causes) and its inputs, not the kernel traits
+    assert {"largest cause", "device pass", "device: gpu time", "window"} <= set(timings)
+    assert not {"kernel traits", "findings", "timeline file"} & set(timings)
 
 
 def test_a_toy_per_device_analysis_is_one_function_and_one_entry(tmp_path):
@@ -268,3 +294,22 @@ def test_each_steps_are_checked_like_steps():
         check_graph([ok(inner=("inner", square, ("item", "base"), ("sq", "sq2")))], {"base"})
     with pytest.raises(GraphError, match="makes \\['sq'\\]"):
         check_graph([ok()], {"base", "sq"})
+
+
+def test_a_single_report_skips_what_only_compare_and_cluster_read(tmp_path):
+    """The command line's single report runs without the values only a comparison or a cluster reads (not in
+    report.json): its report.json is the same, those steps do not run, and the fields are None."""
+    from synth import build_scenario
+
+    from nsys_llm_explainer.serialize import NOT_CARRIED
+
+    p = tmp_path / "warmup.sqlite"
+    build_scenario("warmup_tail", str(p))           # a trimmed window: steady categories are computed anew
+    full, single = analyze_path(str(p)), analyze_path(str(p), extras=False)
+    a, b = full.to_dict(), single.to_dict()
+    a.pop("timings_s"), b.pop("timings_s")
+    assert a == b and a["window"]["method"] == "auto"
+    assert all(getattr(full, n) is not None for n in NOT_CARRIED)
+    assert all(getattr(single, n) is None for n in NOT_CARRIED)
+    skipped = {"steady categories", "steady kernel starts", "clock", "nccl series"}
+    assert skipped <= set(full.timings_s) and not skipped & set(single.timings_s)

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from synth import TraceBuilder, global_pid
 
-from nsys_llm_explainer.analyses.idle.causes import KINDS, analyze_idle_causes, normalize_range_name
+from nsys_llm_explainer.analyses.idle.causes import KINDS, analyze_idle_causes
 from nsys_llm_explainer.analyses.idle.gpu_time import device_time, gpu_time_result
+from nsys_llm_explainer.analyses.idle.range_names import normalize_range_name
 from nsys_llm_explainer.analyses.nvtx.tree import build_tree
 from nsys_llm_explainer.analyses.trace.window import detect_window
 from nsys_llm_explainer.config.window import check_window, parse_window

@@ -26,7 +26,7 @@ ALLOWED: Dict[str, FrozenSet[str]] = {
     "serialize": BASE | {"config", "options"},
     "report": BASE | {"analyses", "findings", "model", "options", "serialize",
                       "render"},   # only Report.to_frame, at call time: the CSV table specs (an output format)
-    "pipeline": BASE | {"<pkg>", "read", "model", "analyses", "graph", "options", "report", "runner"},
+    "pipeline": BASE | {"<pkg>", "read", "model", "analyses", "graph", "options", "report", "runner", "serialize"},
     "render": F({"vocabulary", "serialize", "jsonable"}),   # typed results: annotations only (TYPE_CHECKING)
     "comparison": BASE | {"<pkg>", "analyses", "findings", "output", "paths", "pipeline", "render", "report"},
     "cluster": BASE | {"<pkg>", "analyses", "findings", "options", "output", "paths", "pipeline", "read", "render",

@@ -12,30 +12,27 @@ covers it. Σ causes = idle exactly (asserted). Vectorized: work per thread and 
 from __future__ import annotations
 
 import dataclasses
-import re
-from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ...model.timeline import DeviceTimeline, few_distinct
-from ...model.trace import ApiCalls, TraceModel
+from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
 from ...vocabulary.os_calls import os_call_class
-from ..api import classes as ac
 from ..common.stats import pct, top_indices
 from ..nvtx.tree import NvtxTree
+from .api_kinds import api_kinds
 from .bins import DeviceBins, bin_edges, device_bins
-from .host_partition import Partition, interval_sums
-from .pieces import Cover, DeviceGaps, gap_codes, host_pieces, index_runs, thread_pieces, touching
-from .range_names import normalize_range_name
+from .host_context import HostContext
+from .host_partition import interval_sums
+from .pieces import Cover, DeviceGaps, gap_codes, host_pieces, thread_pieces
 from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult, IdlePieces
 
 K = KIND_CODE
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
 TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
-_MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
 #: host-side pieces kept on the devices' results after the device pass, in all: at least this many, and up to
 #: 4 per row of the model's API, NVTX, OS-runtime and kernel tables. A device's pieces grow with the host rows
 #: inside its gaps, so with many devices fed by one thread all of them would be devices × rows; past the budget a
@@ -47,197 +44,7 @@ PIECES_KEPT = 1 << 20
 ROWS_FACTOR = 4
 
 
-# ------------------------------------------------------------------------------------------ API kinds
-
-
-def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str], np.ndarray]:
-    """Per API row of ``model``: kind code (int8 index into :data:`KINDS`, -1 = not a runtime/driver row),
-    the base-name list and the row → base-name index. First launches are found on ``full`` (the whole
-    capture) and matched to ``model``'s rows by (pid, correlation id). Per-name work is done once per
-    distinct name; per-row work is a few gathers."""
-    api = model.api
-    if api is None or len(api) == 0:
-        return np.empty(0, np.int8), [], np.empty(0, np.int64)
-    base = [ac.normalize(n) for n in api.names]
-    uniq = sorted(set(base))
-    pos = {b: i for i, b in enumerate(uniq)}
-    name_to_base = np.array([pos[b] for b in base] + [0], np.int32)
-    per_name = np.array([_name_kind(b) for b in base] + [K["other_api"]], np.int8)
-    kinds = per_name[api.name_idx]
-    mc = model.memcpy
-    if mc is not None and len(mc):
-        is_async_copy = np.array([("Memcpy" in b and "Async" in b) for b in base] + [False], bool)
-        pg = np.zeros(len(mc), bool)
-        for c in (mc.src_kind, mc.dst_kind):
-            pg |= np.asarray(c, np.int64) == 0
-        li = np.asarray(mc.launch_idx, np.int64)[pg]
-        li = li[li >= 0]
-        kinds[li[is_async_copy[api.name_idx[li]]]] = K["pageable_memcpy"]
-    first = _first_launch_keys(full)
-    if first.shape[0]:
-        key = _pid_corr_key(api.pid, api.corr)
-        at = np.minimum(np.searchsorted(first, key), first.shape[0] - 1)
-        fl = first[at] == key
-        del key, at
-        fl &= kinds == K["launch"]
-        kinds[fl] = K["module_load"]
-    kinds[~api.primary] = -1
-    return kinds, uniq, name_to_base[api.name_idx]
-
-
-def _pid_corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
-    """``pid << 32 | (corr & 0xFFFFFFFF)``: a call's identity across models of one capture."""
-    key = pid.astype(np.int64)
-    key <<= 32
-    key += np.asarray(corr, np.int64) & 0xFFFFFFFF
-    return key
-
-
-def _name_kind(b: str) -> int:
-    if b in ac.SYNC_WAIT:
-        return K["sync"]
-    if b in ac.SYNC_MEMCPY:
-        return K["sync_memcpy"]
-    if b in ac.ALLOC or b in ac.FREE:
-        return K["alloc"]
-    if _MODULE_LOAD.search(b):
-        return K["module_load"]
-    if b in ac.LAUNCH:
-        return K["launch"]
-    return K["other_api"]
-
-
-def _first_launch_keys(full: TraceModel) -> np.ndarray:
-    """Sorted distinct (pid << 32 | corr) of the launch call of the first kernel of each (process, kernel
-    name)."""
-    k, api = full.kernels, full.api
-    if k is None or len(k) == 0 or api is None or k.launch_idx.shape[0] != len(k):
-        return np.empty(0, np.int64)
-    first = _first_rows(k.pid, k.name_idx, len(k.names))   # kernels are sorted by start: first = earliest
-    li = k.launch_idx[first]
-    li = li[li >= 0]
-    return np.unique(_pid_corr_key(api.pid[li], api.corr[li]))
-
-
-def _first_rows(pid: np.ndarray, name_idx: np.ndarray, n_names: int) -> np.ndarray:
-    """Row of the first occurrence of each distinct (pid, name index), in order of (pid, name index).
-    Dense codes and one ``minimum.at`` when the (distinct pids × names) table is small, else a sort."""
-    n = pid.shape[0]
-    pids = few_distinct(pid)
-    cells = pids.shape[0] * (n_names + 1)
-    if cells > max(4 * n, 1 << 20):
-        key = pid.astype(np.int64) * (n_names + 1) + name_idx + 1
-        return np.unique(key, return_index=True)[1]
-    code = np.searchsorted(pids, pid).astype(np.int64)
-    code *= n_names + 1
-    code += name_idx
-    code += 1                                           # name index -1 (unknown) gets its own cell
-    first = np.full(cells, n, np.int64)
-    np.minimum.at(first, code, np.arange(n, dtype=np.int64))
-    return first[first < n]
-
-
 # ------------------------------------------------------------------------------------------ main
-
-
-@dataclass
-class HostContext:
-    """The host side of the trace for cutting gaps into pieces (:class:`pieces.HostSide`), shared by every device:
-    the API rows' kinds and base names, the NVTX tree, and the detail strings with their codes (registered in
-    first-use order, the same on every run)."""
-
-    model: TraceModel
-    kinds: np.ndarray
-    base_idx: np.ndarray
-    details: List[str]
-    detail_pos: Dict[str, int]
-    tree: Optional[NvtxTree]
-    nvtx_names: Sequence[str]
-    base_names: Sequence[str]
-    api_rows: Dict[int, np.ndarray] = field(default_factory=dict)   # thread → its API rows with a kind
-    # per API row, max(start, end) over it and all earlier rows; and the API rows with end < start
-    reach: Optional[Tuple[np.ndarray, np.ndarray]] = None
-    # the partition path (host_partition.py): allowed when nothing later reads the pieces' places in time; taken
-    # once the pieces cut so far pass ``partition_after`` (so a trace whose threads each feed few devices keeps
-    # cutting every gap)
-    partition_ok: bool = False
-    partition_after: int = 0
-    pieces_cut: int = 0
-    partitions: Dict[int, Tuple[Partition, Partition]] = field(default_factory=dict)
-
-    def partition(self, g: int, w0: int, w1: int) -> Tuple[Partition, Partition]:
-        """Thread ``g``'s pieces over ``[w0, w1)`` (the device pass's window), by (kind, detail) code
-        (``kind << 32 | detail``) and by kind; cut once per thread, as one gap that is never queued and meets no
-        copy."""
-        got = self.partitions.get(g)
-        if got is None:
-            e = np.empty(0, np.int64)
-            stub = _NoCopies()
-            gaps = DeviceGaps(cast(DeviceTimeline, stub), np.array([w0], np.int64), np.array([w1], np.int64),
-                              np.array([w1 + 1], np.int64), Cover(e, e), e)
-            _, kind, det, ln, t0 = thread_pieces(self, gaps, g, np.zeros(1, np.int64))
-            code = (kind.astype(np.int64) << 32) | det.astype(np.int64)
-            got = self.partitions[g] = (Partition(t0, t0 + ln, code), Partition(t0, t0 + ln, kind.astype(np.int64)))
-        return got
-
-    def detail_code(self, s: str) -> int:
-        j = self.detail_pos.get(s)
-        if j is None:
-            j = self.detail_pos[s] = len(self.details)
-            self.details.append(s)
-        return j
-
-    def base_dmap(self) -> np.ndarray:
-        """Base-name index → detail code (registers the base names as details)."""
-        return np.array([self.detail_code(s) for s in self.base_names] + [0], np.int64)
-
-    def range_detail(self, name_idx: int) -> int:
-        return self.detail_code(normalize_range_name(self.nvtx_names[name_idx]))
-
-    def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]`` (sorted,
-        disjoint), in start order (none when the trace has no API rows). When the intervals are few, only the
-        rows that can reach them are looked at: rows sorted by start, so those in ``[first row whose furthest
-        end so far ≥ a, last row starting ≤ b]`` (plus the rare rows ending before they start)."""
-        api = self.model.api
-        if api is None or len(api) == 0:
-            return np.empty(0, np.int64)
-        cand = self._near(api, a, b)
-        if cand is None:
-            r = self.thread_api_rows(api, g)
-        else:
-            r = cand[(api.gtid[cand] == g) & (self.kinds[cand] >= 0)]
-        return r[touching(a, b, api.start[r], api.end[r])]
-
-    def _near(self, api: ApiCalls, a: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
-        """Candidate API rows for :meth:`api_near`, or None when they would be many (then: all rows)."""
-        if self.reach is None:
-            self.reach = (np.maximum.accumulate(np.maximum(api.start, api.end)),   # furthest end so far
-                          np.nonzero(api.end < api.start)[0])
-        reach, backwards = self.reach
-        lo = np.searchsorted(reach, a, side="left")
-        hi = np.searchsorted(api.start, b, side="right")
-        lo[1:] = np.maximum(lo[1:], hi[:-1])               # runs in ascending order, not overlapping
-        n = np.maximum(hi - lo, 0)
-        if int(n.sum()) > len(api) // 8:
-            return None
-        idx = index_runs(lo, n)
-        return np.union1d(idx, backwards) if backwards.shape[0] else idx
-
-    def thread_api_rows(self, api: ApiCalls, g: int) -> np.ndarray:
-        """API rows of thread ``g`` that have a kind, in start order (computed once per thread)."""
-        r = self.api_rows.get(g)
-        if r is None:
-            r = np.nonzero(api.gtid == g)[0]
-            r = self.api_rows[g] = r[self.kinds[r] >= 0]
-        return r
-
-
-class _NoCopies:
-    """Stands in for a device timeline without copies when a thread's whole window is cut (:meth:`partition`)."""
-
-    copy_start = np.empty(0, np.int64)
-    copy_end = np.empty(0, np.int64)
 
 
 def _groups(values: np.ndarray, candidates: np.ndarray) -> List[Tuple[int, np.ndarray]]:

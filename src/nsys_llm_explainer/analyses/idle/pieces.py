@@ -87,7 +87,7 @@ def touching(gs: np.ndarray, ge: np.ndarray, s: np.ndarray, e: np.ndarray) -> np
 
 class HostSide(Protocol):
     """What cutting a thread's gaps needs to know of the host side of the trace (built once per trace, shared by
-    every device: :class:`idle.causes.HostContext`)."""
+    every device: :class:`idle.host_context.HostContext`)."""
 
     model: TraceModel
     kinds: np.ndarray           # per API row: kind code (index into KINDS), -1 = not a runtime/driver row

@@ -1,0 +1,118 @@
+"""The host side of the trace that every device's gaps are cut against (:class:`pieces.HostSide`): the API rows'
+cause kinds and base names, the NVTX tree, the detail strings with their codes, and per host thread its API rows
+and, on the partition path, its pieces over the window (host_partition.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple, cast
+
+import numpy as np
+
+from ...model.timeline import DeviceTimeline
+from ...model.trace import ApiCalls, TraceModel
+from ..nvtx.tree import NvtxTree
+from .host_partition import Partition
+from .pieces import Cover, DeviceGaps, index_runs, thread_pieces, touching
+from .range_names import normalize_range_name
+
+
+@dataclass
+class HostContext:
+    """The host side of the trace for cutting gaps into pieces (:class:`pieces.HostSide`), shared by every device:
+    the API rows' kinds and base names, the NVTX tree, and the detail strings with their codes (registered in
+    first-use order, the same on every run)."""
+
+    model: TraceModel
+    kinds: np.ndarray
+    base_idx: np.ndarray
+    details: List[str]
+    detail_pos: Dict[str, int]
+    tree: Optional[NvtxTree]
+    nvtx_names: Sequence[str]
+    base_names: Sequence[str]
+    api_rows: Dict[int, np.ndarray] = field(default_factory=dict)   # thread → its API rows with a kind
+    # per API row, max(start, end) over it and all earlier rows; and the API rows with end < start
+    reach: Optional[Tuple[np.ndarray, np.ndarray]] = None
+    # the partition path (host_partition.py): allowed when nothing later reads the pieces' places in time; taken
+    # once the pieces cut so far pass ``partition_after`` (so a trace whose threads each feed few devices keeps
+    # cutting every gap)
+    partition_ok: bool = False
+    partition_after: int = 0
+    pieces_cut: int = 0
+    partitions: Dict[int, Tuple[Partition, Partition]] = field(default_factory=dict)
+
+    def partition(self, g: int, w0: int, w1: int) -> Tuple[Partition, Partition]:
+        """Thread ``g``'s pieces over ``[w0, w1)`` (the device pass's window), by (kind, detail) code
+        (``kind << 32 | detail``) and by kind; cut once per thread, as one gap that is never queued and meets no
+        copy."""
+        got = self.partitions.get(g)
+        if got is None:
+            e = np.empty(0, np.int64)
+            stub = _NoCopies()
+            gaps = DeviceGaps(cast(DeviceTimeline, stub), np.array([w0], np.int64), np.array([w1], np.int64),
+                              np.array([w1 + 1], np.int64), Cover(e, e), e)
+            _, kind, det, ln, t0 = thread_pieces(self, gaps, g, np.zeros(1, np.int64))
+            code = (kind.astype(np.int64) << 32) | det.astype(np.int64)
+            got = self.partitions[g] = (Partition(t0, t0 + ln, code), Partition(t0, t0 + ln, kind.astype(np.int64)))
+        return got
+
+    def detail_code(self, s: str) -> int:
+        j = self.detail_pos.get(s)
+        if j is None:
+            j = self.detail_pos[s] = len(self.details)
+            self.details.append(s)
+        return j
+
+    def base_dmap(self) -> np.ndarray:
+        """Base-name index → detail code (registers the base names as details)."""
+        return np.array([self.detail_code(s) for s in self.base_names] + [0], np.int64)
+
+    def range_detail(self, name_idx: int) -> int:
+        return self.detail_code(normalize_range_name(self.nvtx_names[name_idx]))
+
+    def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]`` (sorted,
+        disjoint), in start order (none when the trace has no API rows). When the intervals are few, only the
+        rows that can reach them are looked at: rows sorted by start, so those in ``[first row whose furthest
+        end so far ≥ a, last row starting ≤ b]`` (plus the rare rows ending before they start)."""
+        api = self.model.api
+        if api is None or len(api) == 0:
+            return np.empty(0, np.int64)
+        cand = self._near(api, a, b)
+        if cand is None:
+            r = self.thread_api_rows(api, g)
+        else:
+            r = cand[(api.gtid[cand] == g) & (self.kinds[cand] >= 0)]
+        return r[touching(a, b, api.start[r], api.end[r])]
+
+    def _near(self, api: ApiCalls, a: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
+        """Candidate API rows for :meth:`api_near`, or None when they would be many (then: all rows)."""
+        if self.reach is None:
+            self.reach = (np.maximum.accumulate(np.maximum(api.start, api.end)),   # furthest end so far
+                          np.nonzero(api.end < api.start)[0])
+        reach, backwards = self.reach
+        lo = np.searchsorted(reach, a, side="left")
+        hi = np.searchsorted(api.start, b, side="right")
+        lo[1:] = np.maximum(lo[1:], hi[:-1])               # runs in ascending order, not overlapping
+        n = np.maximum(hi - lo, 0)
+        if int(n.sum()) > len(api) // 8:
+            return None
+        idx = index_runs(lo, n)
+        return np.union1d(idx, backwards) if backwards.shape[0] else idx
+
+    def thread_api_rows(self, api: ApiCalls, g: int) -> np.ndarray:
+        """API rows of thread ``g`` that have a kind, in start order (computed once per thread)."""
+        r = self.api_rows.get(g)
+        if r is None:
+            r = np.nonzero(api.gtid == g)[0]
+            r = self.api_rows[g] = r[self.kinds[r] >= 0]
+        return r
+
+
+class _NoCopies:
+    """Stands in for a device timeline without copies when a thread's whole window is cut (:meth:`partition`)."""
+
+    copy_start = np.empty(0, np.int64)
+    copy_end = np.empty(0, np.int64)

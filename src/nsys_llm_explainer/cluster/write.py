@@ -17,7 +17,7 @@ from ..render.base import dumps_indented, write_text_files
 from ..render.cluster import render_cluster_html, render_cluster_markdown, report_href
 from ..render.cluster.tables import CLUSTER_TABLES
 from ..render.csv_tables import write_csv
-from ..render.html import plotly_js
+from ..render.html.page import plotly_js
 from .result import ClusterResult
 from .summary import RANK_PLOTLY
 

@@ -14,8 +14,7 @@ from typing import List, Optional, Sequence, Union
 from ..output import OutDir, Staging, check_out_dir
 from ..render.base import dumps_indented, write_text_files
 from ..render.markdown import write_markdown
-from .document import compare_document
-from .html import render_compare_html
+from .document import compare_document, render_compare_html
 from .result import CompareResult
 from .tables import write_compare_tables
 

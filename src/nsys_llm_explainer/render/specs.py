@@ -8,11 +8,10 @@ are never re-derived here: a row function selects, flattens (a parent's field be
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Sequence
+from typing import TYPE_CHECKING, Any, List, Sequence
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
 from .document import Cell, Code, Data, Inline, inline, joined
-from .escape import shorten
 from .feature_tables import COPY_PATHS, STEP_SYNC, THREAD_WAITS, UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
 from .host_samples import CAUSE_COL, HOST_SAMPLES, attach
 from .table import (
@@ -32,6 +31,7 @@ from .table import (
     text_col,
     with_fields,
 )
+from .text import plain
 
 if TYPE_CHECKING:
     from ..findings.base import Check, Finding
@@ -130,27 +130,6 @@ def name_first(name: Any) -> Inline:
 
 
 # ------------------------------------------------------------------------------------ finding checks
-def _same(s: Any) -> str:
-    return str(s)
-
-
-def check_text(c: Check, text: Callable[[Any], str] = _same, code: Callable[[Any], str] = _same) -> str:
-    """One finding check: ``metric (scope) observed op threshold``. ``text`` formats the metric and plain
-    words, ``code`` the names in the scope (plain text for CSV; escaped Markdown for report.md)."""
-    sc = c.scope
-    quals = []
-    if sc.window == "full":
-        quals.append("full capture")
-    if sc.device_id is not None:
-        quals.append(text(f"device {sc.device_id}"))
-    for name in (sc.kind, sc.detail, sc.name, sc.trait):
-        if name:
-            quals.append(code(shorten(name, 60)))
-    q = f" ({', '.join(quals)})" if quals else ""
-    op = OPS.get(c.op, text(c.op))
-    return f"{text(c.metric)}{q} {fmt_num(c.observed)} {op} {fmt_num(c.threshold)}"
-
-
 def check_spans(c: Check) -> Inline:
     """One finding check as spans: ``metric (scope) observed op threshold``."""
     s = c.scope
@@ -168,7 +147,8 @@ def check_spans(c: Check) -> Inline:
 
 
 def checks_text(f: Finding) -> str:
-    return "; ".join(check_text(c) for c in f.checks)
+    """The finding's checks as plain text (CSV ``checks``): :func:`check_spans` without markup."""
+    return "; ".join(plain(check_spans(c)) for c in f.checks)
 
 
 # -------------------------------------------------------------------------------------------- tables

@@ -41,8 +41,7 @@ from ..document import (
     para,
     parts,
 )
-from ..html.page import page
-from ..html.writer import HtmlWriter, nav
+from ..html.writer import html_page
 from ..markdown import write_markdown
 from ..sections.findings import finding_parts
 from ..sections.idle import KIND_MEANING
@@ -176,15 +175,9 @@ FOOTER = ("<footer id=\"method\"><p>Every number on this page is read from clust
 
 def render_cluster_html(d: ClusterResult, js: Optional[str] = None,
                         rank_pages: Optional[Collection[str]] = None) -> str:
-    """The full ``cluster.html`` of a cluster result. ``js`` replaces the plotly.js bundle (``None``: the
-    installed one; tests that draw nothing pass ``""``); ``rank_pages``: the labels whose
-    ``ranks/<label>/report.html`` exists (``None``: link every label)."""
-    from ..html import plotly_js
-
-    doc = cluster_document(d, rank_pages)
-    w = HtmlWriter()
-    body = w.body(doc)
-    return page(doc.title, body, w.figures_json(), plotly_js() if js is None else js, nav(doc), FOOTER)
+    """The full ``cluster.html`` of a cluster result (``js``: :func:`..html.writer.html_page`); ``rank_pages``: the
+    labels whose ``ranks/<label>/report.html`` exists (``None``: link every label)."""
+    return html_page(cluster_document(d, rank_pages), js, FOOTER)
 
 
 __all__ = ["cluster_document", "render_cluster_html", "render_cluster_markdown", "report_href"]

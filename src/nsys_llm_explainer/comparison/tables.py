@@ -6,10 +6,8 @@ metric), read by field name."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable, List, Sequence, Tuple
 
-from ..render.csv_tables import write_csv
 from ..render.table import Joined, Table, csv_col
 from .result import CompareResult
 
@@ -91,8 +89,3 @@ TABLES: Tuple[Table[CompareResult], ...] = (
     _spec("finding_changes.csv", FINDING_COLS, _finding_changes),
 )
 
-
-def write_compare_tables(d: CompareResult, out_dir: Path) -> List[Path]:
-    tdir = Path(out_dir) / "tables"
-    tdir.mkdir(parents=True, exist_ok=True)
-    return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(d)) for t in TABLES]

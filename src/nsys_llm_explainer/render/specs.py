@@ -22,6 +22,7 @@ from .table import (
     csv_col,
     dur_col,
     field_of,
+    fmt_col,
     int_col,
     listed,
     ms,
@@ -276,8 +277,7 @@ LAUNCH: Table[Report] = Table("launch.csv", (
                        else f"pid {field_of(r, 'pid')}"),
         value=raw("device_id"), key="device_id"),
     int_col("launches", "launches", "launches"),
-    Col((("launches_per_s", raw("launches_per_s")),), "launches/s",
-        lambda r: fmt_num(field_of(r, "launches_per_s")), True, raw("launches_per_s"), "launches_per_s"),
+    fmt_col("launches_per_s", "launches_per_s", "launches/s", fmt_num),
     dur_col("window_ns", "window"),
     dur_col("p50_ns", "p50", "kernel p50", unit="us"),
     dur_col("p90_ns", "p90", "kernel p90", unit="us"),
@@ -285,8 +285,7 @@ LAUNCH: Table[Report] = Table("launch.csv", (
     pct_col("pct_under_5us", "pct_under_5us", "% < 5 µs"),
     pct_col("pct_under_10us", "pct_under_10us", "% < 10 µs"),
     pct_col("pct_under_20us", "pct_under_20us"),
-    Col((("launch_storm", raw("launch_storm")),), "storm", lambda r: fmt_bool(field_of(r, "launch_storm")), False,
-        raw("launch_storm"), "launch_storm"),
+    fmt_col("launch_storm", "launch_storm", "storm", fmt_bool, right=False),
 ), launch_rows)
 
 _SYNC_STATS = (
@@ -323,15 +322,13 @@ MEMCPY: Table[Report] = Table("memcpy.csv", (
         "memory", lambda r: Cell(f"{field_of(r, 'src_kind_name')} → {field_of(r, 'dst_kind_name')}"
                                  if field_of(r, "src_kind_name") else (field_of(r, "mem_kind_name") or ""))),
     int_col("count", "count", "count"),
-    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(field_of(r, "bytes")), True, raw("bytes"), "bytes"),
+    fmt_col("bytes", "bytes", "bytes", fmt_bytes),
     dur_col("total_ns", "total", "total"),
     dur_col("avg_ns", "avg", "avg", unit="us"),
     dur_col("p50_ns", "p50", unit="us"),
     dur_col("min_ns", "min", unit="us"),
     dur_col("max_ns", "max", unit="us"),
-    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(field_of(r, "gb_per_s"), 2), True,
-        raw("gb_per_s"),
-        "gb_per_s"),
+    fmt_col("gb_per_s", "gb_per_s", "GB/s", lambda v: fmt_float(v, 2)),
 ), memcpy_rows)
 
 NVTX_RANGES: Table[Report] = Table("nvtx_ranges.csv", (

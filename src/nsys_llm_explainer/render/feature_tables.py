@@ -4,7 +4,7 @@ the others in ``CSV_TABLES``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms
 from .document import Rich
@@ -72,10 +72,6 @@ UNIFIED_MEMORY_BREAKDOWN: Table[Report] = Table("unified_memory_breakdown.csv", 
 
 
 # ---- copy paths (report.json ``copy_engines``: analyses/memory/copy_engines.py): one row per (device, path)
-def copy_path_rows(report: Report) -> Sequence[Any]:
-    return report.copy_engines.paths
-
-
 COPY_PATHS: Table[Report] = Table("copy_paths.csv", (
     int_col("device_id", "device_id", "device"),
     text_col("path", "path", "path", True),
@@ -92,7 +88,7 @@ COPY_PATHS: Table[Report] = Table("copy_paths.csv", (
     csv_col("pageable_bytes", "steps"),
     pct_col("step_busy_pct_p50", "step_busy_pct_p50", "median step busy %"),
     csv_col("bytes_per_step_p50"),
-), copy_path_rows)
+), lambda rep: rep.copy_engines.paths)
 
 
 # ---- per-step synchronization (analyses/steps/sync.py): one row per (launching thread, device)

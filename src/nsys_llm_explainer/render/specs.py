@@ -8,7 +8,7 @@ are never re-derived here: a row function selects, flattens (a parent's field be
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Sequence
+from typing import TYPE_CHECKING, Any, List
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
 from .document import Cell, Code, Data, Inline, inline, joined
@@ -42,10 +42,6 @@ OPS = {">=": "≥", "<=": "≤", "==": "=", ">": ">", "<": "<"}
 
 
 # --------------------------------------------------------------------------------------- row getters
-def device_rows(report: Report) -> Sequence[Any]:
-    return report.gpu_time.devices
-
-
 def idle_cause_rows(report: Report) -> List[Any]:
     return [r for d in report.idle_causes.devices
             for r in with_fields(attach(report, d.device_id, d.causes), device_id=d.device_id)]
@@ -57,10 +53,6 @@ def gap_rows(report: Report) -> List[Any]:
 
 def hist_rows(report: Report) -> List[Any]:
     return [r for d in report.gpu_time.devices for r in with_fields(d.gap_histogram, device_id=d.device_id)]
-
-
-def trait_rows(report: Report) -> List[Any]:
-    return list(report.traits.traits.values())
 
 
 def category_rows(report: Report) -> List[Any]:
@@ -171,7 +163,7 @@ DEVICES: Table[Report] = Table("devices.csv", (
     csv_col("kernel_count", "launches_per_s", "kernel_p50_ns", "gap_count"),
     Col(tuple((f"full_{k}", _field("full", k)) for k in ("window_start_ns", "window_end_ns", "window_ns", "busy_ns",
                                                           "idle_ns", "busy_pct", "idle_pct"))),
-), device_rows)
+), lambda rep: rep.gpu_time.devices)
 
 IDLE_CAUSES: Table[Report] = Table("idle_causes.csv", (
     csv_col("device_id"),
@@ -225,7 +217,7 @@ KERNEL_TRAITS: Table[Report] = Table("kernel_traits.csv", (
     Col((("top_kernel", _top_name),),
         "top kernel", lambda r: name_first(_top_name(r)), value=_top_name, key="top_kernel"),
     text_col("meaning", "meaning", "what it is"),
-), trait_rows)
+), lambda rep: list(rep.traits.traits.values()))
 
 
 

@@ -214,6 +214,19 @@ def need(d: Any, key: str, where: str) -> Any:
     return d[key]
 
 
+def check_schema(d: Any, where: str, version: str, what: str, again: str) -> None:
+    """:class:`errors.InputError` unless ``d`` is a JSON object with ``schema_version`` ``version`` (``where``: the
+    file's name, ``what``: its schema's, ``again``: how to get one of this version)."""
+    if not isinstance(d, Mapping):
+        raise InputError(f"a {where} dict was expected, got {type(d).__name__}")
+    v = d.get("schema_version")
+    if v != version:
+        seen = ("no schema_version" if v is None else f"schema_version {v[:20]!r}" if isinstance(v, str)
+                else f"a schema_version that is {kind_of(v)}")
+        raise InputError(f"{where} has {seen}: this version of nsys-llm-explainer reads {what} {version} only "
+                         f"({again} to get one)")
+
+
 def _bad(where: str, what: str) -> InputError:
     return InputError(f"{where}: {what}")
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Tuple, get_type_hints
 
-from .errors import InputError
-from .jsonable import check_numbers, dataclass_from_json, from_json, json_ready, kind_of, need, need_object
+from .jsonable import check_numbers, check_schema, dataclass_from_json, from_json, json_ready, need, need_object
 from .options import OPTIONS, Options, report_options
 
 if TYPE_CHECKING:
@@ -23,13 +22,9 @@ SCHEMA_VERSION = "2.0"
 JSON = "report.json"
 
 
-def options_dict(o: Options) -> Dict[str, Any]:
-    """``report.json`` ``options``: the parsed options (the option table decides which, :mod:`options`)."""
-    return report_options(o)
-
-
 def options_from_dict(d: Any, where: str = f"{JSON} options") -> Options:
-    """The inverse of :func:`options_dict`; an option ``report.json`` leaves out (``reader``: the numbers do not
+    """The inverse of :func:`options.report_options` (``report.json`` ``options``: the parsed options the option
+    table names); an option ``report.json`` leaves out (``reader``: the numbers do not
     depend on it) has its default."""
     return dataclass_from_json(Options, d, where, omitted=[o.name for o in OPTIONS if not o.in_report])
 
@@ -74,7 +69,7 @@ def _placed(report: Report) -> Dict[str, Any]:
         "headline": json_ready(report.headline.to_dict()),
         "window": report.window.to_dict(),
         "trace": report.trace.to_dict(),
-        "options": options_dict(report.options),
+        "options": report_options(report.options),
         "warnings": list(report.warnings),
         "findings": [f.to_dict() for f in report.findings],
         "devices": json_ready(gpu.to_dict()),
@@ -133,25 +128,13 @@ MOVED: Dict[str, Tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
 NOT_CARRIED = frozenset({"steady_kernel_starts", "steady_categories", "clock", "nccl_series"})
 
 
-def check_schema(d: Any) -> None:
-    """:class:`errors.InputError` unless ``d`` is a ``report.json`` dict of :data:`SCHEMA_VERSION`."""
-    if not isinstance(d, Mapping):
-        raise InputError(f"a {JSON} dict was expected, got {type(d).__name__}")
-    v = d.get("schema_version")
-    if v != SCHEMA_VERSION:
-        seen = ("no schema_version" if v is None else f"schema_version {v[:20]!r}" if isinstance(v, str)
-                else f"a schema_version that is {kind_of(v)}")
-        raise InputError(f"{JSON} has {seen}: this version of nsys-llm-explainer reads schema {SCHEMA_VERSION} "
-                         "only (analyze the trace again to get one)")
-
-
 def report_values(report_type: type, d: Any) -> Dict[str, Any]:
     """The field values of ``report_type`` (:class:`report.Report`) of the ``report.json`` dict ``d``: the inverse
     of :func:`report_dict`. ``model`` / ``steady`` are None; ``steady_kernels`` is ``kernels`` when the window is
     the whole capture (the dict then holds no rows of its own), else its by-name rows (its other tables are not
     in the dict: empty). :class:`errors.InputError` (one line naming the key) for another schema or a missing
     or malformed part."""
-    check_schema(d)
+    check_schema(d, JSON, SCHEMA_VERSION, "schema", "analyze the trace again")
     check_numbers(d, JSON)   # a number no result holds (a 401-digit integer, an infinity), named by its key
     hints = get_type_hints(report_type)
     out: Dict[str, Any] = {}

@@ -26,8 +26,8 @@ from synth.scenarios.steps import forward, sample, write_trace
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.comparison import CompareResult, load_compare_schema
+from nsys_llm_explainer.comparison.document import render_compare_html
 from nsys_llm_explainer.comparison.gate import gate
-from nsys_llm_explainer.comparison.html import render_compare_html
 from nsys_llm_explainer.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, OptionalDependencyError
 
 BEFORE = SHARED_TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"

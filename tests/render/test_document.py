@@ -214,8 +214,7 @@ def test_compare_and_cluster_html_hold_their_markdown(tmp_path: Path) -> None:
     from synth.scenarios import build_cluster
 
     import nsys_llm_explainer as nle
-    from nsys_llm_explainer.comparison.document import compare_document
-    from nsys_llm_explainer.comparison.html import render_compare_html
+    from nsys_llm_explainer.comparison.document import compare_document, render_compare_html
     from nsys_llm_explainer.render.cluster import render_cluster_html, render_cluster_markdown
 
     for name in ("launch_bound", "per_token_sync"):

@@ -8,13 +8,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..analyses.trace.clock import ClockInfo
 from ..errors import InputError
-from ..jsonable import FieldsJson, check_numbers, dataclass_from_json, fields_json, kind_of
+from ..jsonable import FieldsJson, check_numbers, check_schema, dataclass_from_json, fields_json
 from .align import Alignment, align
 from .claims import RankClaim, make_claims
 from .collectives import CollectivesResult, match_collectives
@@ -82,14 +82,7 @@ class ClusterResult:
         """The result of a ``cluster.json`` dict (``to_dict()``, or the file parsed): ``ClusterResult.from_dict(
         r.to_dict()) == r``. A dict of another ``schema_version``, or one missing or malforming a part, raises
         :class:`errors.InputError` (one line naming the key)."""
-        if not isinstance(d, Mapping):
-            raise InputError(f"a {where} dict was expected, got {kind_of(d)}")
-        v = d.get("schema_version")
-        if v != SCHEMA_VERSION:
-            seen = ("no schema_version" if v is None else f"schema_version {v[:20]!r}" if isinstance(v, str)
-                    else f"a schema_version that is {kind_of(v)}")
-            raise InputError(f"{where} has {seen}: this version of nsys-llm-explainer reads cluster schema "
-                             f"{SCHEMA_VERSION} only (run the cluster command again to get one)")
+        check_schema(d, where, SCHEMA_VERSION, "cluster schema", "run the cluster command again")
         check_numbers(d, where)
         try:
             return dataclass_from_json(cls, d, where)

@@ -16,8 +16,8 @@ from ..output import OutDir, check_out_dir
 from ..render.base import dumps_indented, write_text_files
 from ..render.cluster import render_cluster_html, render_cluster_markdown, report_href
 from ..render.cluster.tables import CLUSTER_TABLES
-from ..render.csv_tables import write_csv
-from ..render.html import plotly_js
+from ..render.csv_tables import write_tables
+from ..render.html.page import plotly_js
 from .result import ClusterResult
 from .summary import RANK_PLOTLY
 
@@ -43,4 +43,4 @@ def write_cluster_files(d: ClusterResult, out_dir: Path, js: Optional[str] = Non
                                        "cluster.html": render_cluster_html(d, js, ranks)})
     if (out_dir / "ranks").is_dir():        # the rank pages' one shared plotly.js (cluster.summary.RANK_PLOTLY)
         files += write_text_files(out_dir, {RANK_PLOTLY: plotly_js() if js is None else js})
-    return files + [write_csv(out_dir / "tables" / t.csv, t.csv_header(), t.csv_rows(d)) for t in CLUSTER_TABLES]
+    return files + write_tables(CLUSTER_TABLES, d, out_dir)

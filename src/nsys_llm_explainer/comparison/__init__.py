@@ -7,10 +7,9 @@
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from typing import Any, Dict
 
+from ..render import load_schema
 from .core import compare_paths, compare_reports, default_labels
 from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, MetricSpec, TraceSummary
 
@@ -19,8 +18,7 @@ SCHEMA_FILE = "compare_schema.json"
 
 def load_compare_schema() -> Dict[str, Any]:
     """The JSON Schema of ``compare.json`` (package data ``nsys_llm_explainer/compare_schema.json``)."""
-    text = resources.files("nsys_llm_explainer").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
-    return json.loads(text)
+    return load_schema(SCHEMA_FILE)
 
 
 __all__ = [

@@ -34,12 +34,13 @@ from ..render.document import (
     para,
     parts,
 )
+from ..render.html.writer import html_page
 from ..render.table import Col, field_of, show_col
 from ..vocabulary.units import fmt_float, fmt_int, fmt_ms, fmt_pct, ms_value, signed_ms, signed_pct
+from .diff import UNIT_WORD
 from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, Share, StepInfo, TraceSummary
 
 KERNEL_ROWS = 15
-UNIT_WORD = {"step": "step", "iteration": "iteration", "window_s": "s of window"}
 CHANGE_TEXT = {"new": "new", "gone": "gone", "severity": "severity changed", "same": "unchanged"}
 CATEGORY_COLORS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#c62828", "#9e9d24", "#4527a0",
                    "#ad1457", "#00695c", "#5d4037", "#283593", "#f9a825", "#7cb342", "#039be5", "#8d6e63")
@@ -271,4 +272,10 @@ def compare_document(d: CompareResult, top: Optional[int] = None) -> Document:
     return Document("Trace comparison: " + ", ".join(t.label for t in d.traces), tuple(sections))
 
 
-__all__ = ["compare_document"]
+def render_compare_html(result: CompareResult, js: Optional[str] = None, top: Optional[int] = None) -> str:
+    """The full ``compare.html`` of the comparison: its document as one self-contained, offline page, with stacked
+    bars of the time per unit of work (``js``: :func:`render.html.writer.html_page`)."""
+    return html_page(compare_document(result, top), js)
+
+
+__all__ = ["compare_document", "render_compare_html"]

@@ -20,9 +20,8 @@ from typing import Any, List, Tuple
 
 from ..errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError
 from ..vocabulary.units import fmt_dur, fmt_ms
+from .diff import UNIT_WORD
 from .result import CompareResult, Comparison, MetricSpec, TraceSummary
-
-UNIT_WORD = {"step": "step", "iteration": "iteration", "window_s": "s of window"}
 
 
 def check_gate(pct: Any) -> float:

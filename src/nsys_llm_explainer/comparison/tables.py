@@ -6,12 +6,10 @@ metric), read by field name."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable, List, Sequence, Tuple
 
-from ..render.csv_tables import write_csv
 from ..render.table import Joined, Table, csv_col
-from .result import CompareResult
+from .result import CompareResult, Comparison, TraceSummary
 
 TRACE_COLS = ("label", "role", "path", "gpus", "device_count", "window_method", "window_start_ns", "window_end_ns",
               "window_ns", "pooled_window_ns", "busy_ns", "busy_pct", "non_gpu_ns", "units", "metric_p50_ns",
@@ -54,26 +52,20 @@ def _comparison_rows(d: CompareResult) -> List[Joined]:
     return out
 
 
-def _categories(d: CompareResult) -> List[Joined]:
-    return [Joined(s, {"trace": t.label}) for t in d.traces for s in t.categories]
+def _each_trace(rows: Callable[[TraceSummary], Sequence[Any]]) -> Callable[[CompareResult], List[Joined]]:
+    """The rows ``rows`` of every trace, with its label beside."""
+    return lambda d: [Joined(r, {"trace": t.label}) for t in d.traces for r in rows(t)]
 
 
-def _idle_by_kind(d: CompareResult) -> List[Joined]:
-    return [Joined(s, {"trace": t.label}) for t in d.traces for s in t.idle_by_kind]
+def _each_pair(rows: Callable[[Comparison], Sequence[Any]]) -> Callable[[CompareResult], List[Joined]]:
+    """The rows ``rows`` of every pair, with its BASE and NEW labels beside."""
+    return lambda d: [Joined(r, {"base": c.base, "new": c.new}) for c in d.comparisons for r in rows(c)]
 
 
 def _part_changes(d: CompareResult) -> List[Joined]:
     return [Joined(r, {"base": c.base, "new": c.new, "level": level}) for c in d.comparisons
             for rows, level in ((c.category_changes, "category"), (c.idle_changes, "kind"),
                                 (c.idle_detail_changes, "detail")) for r in rows]
-
-
-def _kernel_deltas(d: CompareResult) -> List[Joined]:
-    return [Joined(r, {"base": c.base, "new": c.new}) for c in d.comparisons for r in c.kernel_deltas]
-
-
-def _finding_changes(d: CompareResult) -> List[Joined]:
-    return [Joined(r, {"base": c.base, "new": c.new}) for c in d.comparisons for r in c.finding_changes]
 
 
 def _spec(name: str, cols: Sequence[str], rows: Callable[[CompareResult], Sequence[Any]]) -> Table[CompareResult]:
@@ -84,15 +76,10 @@ def _spec(name: str, cols: Sequence[str], rows: Callable[[CompareResult], Sequen
 TABLES: Tuple[Table[CompareResult], ...] = (
     _spec("traces.csv", TRACE_COLS, _trace_rows),
     _spec("comparisons.csv", COMPARISON_COLS, _comparison_rows),
-    _spec("categories.csv", SHARE_COLS, _categories),
-    _spec("idle_by_kind.csv", SHARE_COLS, _idle_by_kind),
+    _spec("categories.csv", SHARE_COLS, _each_trace(lambda t: t.categories)),
+    _spec("idle_by_kind.csv", SHARE_COLS, _each_trace(lambda t: t.idle_by_kind)),
     _spec("part_changes.csv", DELTA_COLS, _part_changes),
-    _spec("kernel_deltas.csv", KERNEL_COLS, _kernel_deltas),
-    _spec("finding_changes.csv", FINDING_COLS, _finding_changes),
+    _spec("kernel_deltas.csv", KERNEL_COLS, _each_pair(lambda c: c.kernel_deltas)),
+    _spec("finding_changes.csv", FINDING_COLS, _each_pair(lambda c: c.finding_changes)),
 )
 
-
-def write_compare_tables(d: CompareResult, out_dir: Path) -> List[Path]:
-    tdir = Path(out_dir) / "tables"
-    tdir.mkdir(parents=True, exist_ok=True)
-    return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(d)) for t in TABLES]

@@ -13,11 +13,11 @@ from typing import List, Optional, Sequence, Union
 
 from ..output import OutDir, Staging, check_out_dir
 from ..render.base import dumps_indented, write_text_files
+from ..render.csv_tables import write_tables
 from ..render.markdown import write_markdown
-from .document import compare_document
-from .html import render_compare_html
+from .document import compare_document, render_compare_html
 from .result import CompareResult
-from .tables import write_compare_tables
+from .tables import TABLES
 
 
 def check_compare_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> OutDir:
@@ -31,7 +31,7 @@ def render_compare(result: CompareResult, out_dir: Path, js: Optional[str] = Non
     files = write_text_files(out_dir, {"compare.json": dumps_indented(result.to_dict()) + "\n",
                                        "compare.md": write_markdown(compare_document(result, top)),
                                        "compare.html": render_compare_html(result, js, top)})
-    return files + write_compare_tables(result, out_dir)
+    return files + write_tables(TABLES, result, out_dir)
 
 
 def write_compare(result: CompareResult, out: Union[Path, OutDir], top: Optional[int] = None) -> None:

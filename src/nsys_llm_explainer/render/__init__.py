@@ -45,9 +45,10 @@ ALL_RENDERERS: List[Type[Renderer]] = [MarkdownRenderer, JsonRenderer, CsvRender
 SCHEMA_FILE = "report_schema.json"
 
 
-def load_schema() -> Dict[str, Any]:
-    """The JSON Schema of ``report.json`` (package data ``nsys_llm_explainer/report_schema.json``)."""
-    text = resources.files("nsys_llm_explainer").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+def load_schema(name: str = SCHEMA_FILE) -> Dict[str, Any]:
+    """The JSON Schema of ``report.json`` (package data ``nsys_llm_explainer/report_schema.json``; ``name``: another
+    of the package's schema files)."""
+    text = resources.files("nsys_llm_explainer").joinpath(name).read_text(encoding="utf-8")
     return json.loads(text)
 
 

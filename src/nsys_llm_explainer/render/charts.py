@@ -7,9 +7,9 @@ JSON and a small script draws them. No metric is derived here: values are the re
 from __future__ import annotations
 
 import html
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterable, List
 
-from ..vocabulary.cause_kinds import CAUSE_KINDS
+from ..vocabulary.cause_kinds import CAUSE_KINDS, KINDS
 from ..vocabulary.units import ms_value
 from .document import Figure, Inline
 from .escape import shorten
@@ -28,6 +28,12 @@ PLOT_CONFIG: Dict[str, Any] = {"displaylogo": False, "responsive": True, "showLi
 
 #: the legend name of busy time in stacked busy / idle-by-cause bars (timeline, cluster.html)
 BUSY_LABEL = "busy (kernels)"
+
+
+def in_kind_order(kinds: Iterable[str]) -> List[str]:
+    """Idle-cause kinds in the precedence order of docs/MODEL.md, any other after them, sorted."""
+    seen = set(kinds)
+    return [k for k in KINDS if k in seen] + sorted(seen - set(KINDS))
 
 
 def kind_color(kind: str, i: int = 0) -> str:

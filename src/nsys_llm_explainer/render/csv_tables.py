@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterable, List, Sequence, Tuple
 from .base import Renderer
 from .escape import csv_text
 from .specs import CSV_TABLES
-from .table import csv_cell
+from .table import S, Table, csv_cell
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -39,16 +39,21 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) 
     return path
 
 
+def write_tables(tables: Sequence[Table[S]], source: S, out_dir: Path) -> List[Path]:
+    """Each table spec's CSV file of ``source`` (a report, a compare or cluster result) as ``out_dir/tables/<csv>``,
+    in order."""
+    tdir = Path(out_dir) / "tables"
+    tdir.mkdir(parents=True, exist_ok=True)
+    return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(source)) for t in tables]
+
+
 class CsvRenderer(Renderer):
     """``tables/*.csv`` (see module docstring)."""
 
     name = "csv"
-    subdir = "tables"
 
     def render(self, report: Report, out_dir: Path) -> List[Path]:
-        tdir = Path(out_dir) / self.subdir
-        tdir.mkdir(parents=True, exist_ok=True)
-        return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(report)) for t in CSV_TABLES]
+        return write_tables(CSV_TABLES, report, out_dir)
 
 
 def read_table(path: Path) -> Tuple[List[str], List[List[str]]]:
@@ -58,4 +63,4 @@ def read_table(path: Path) -> Tuple[List[str], List[List[str]]]:
     return (data[0] if data else []), data[1:]
 
 
-__all__ = ["CSV_TABLES", "CsvRenderer", "read_table", "write_csv"]
+__all__ = ["CSV_TABLES", "CsvRenderer", "read_table", "write_csv", "write_tables"]

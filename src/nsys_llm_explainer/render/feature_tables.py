@@ -4,11 +4,11 @@ the others in ``CSV_TABLES``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms
 from .document import Rich
-from .table import Col, Table, csv_col, dur_col, int_col, name_col, pct_col, raw, text_col, with_fields
+from .table import Col, Table, csv_col, dur_col, fmt_col, int_col, name_col, pct_col, raw, text_col, with_fields
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -47,8 +47,7 @@ UNIFIED_MEMORY: Table[Report] = Table("unified_memory.csv", (
     csv_col("window"),
     text_col("device_id", "device_id", "device"),
     int_col("migration_count", "migration_count", "migrations"),
-    Col((("migration_bytes", raw("migration_bytes")),), "bytes", lambda r: fmt_bytes(r.migration_bytes), True,
-        raw("migration_bytes"), "migration_bytes"),
+    fmt_col("migration_bytes", "migration_bytes", "bytes", fmt_bytes),
     dur_col("migration_ns", "migration", "migration time"),
     dur_col("migration_union_ns", "migration_union"),
     dur_col("kernel_busy_ns", "kernel_busy", "kernel time"),
@@ -66,28 +65,22 @@ UNIFIED_MEMORY_BREAKDOWN: Table[Report] = Table("unified_memory_breakdown.csv", 
     csv_col("id"),
     name_col("name", "name", "what"),
     int_col("count", "count", "count"),
-    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r["bytes"]), True, raw("bytes"), "bytes"),
-    Col((("total_ns", raw("total_ns")),), "time (ms)", lambda r: fmt_ms(r["total_ns"]), True, raw("total_ns"),
-        "total_ns"),
+    fmt_col("bytes", "bytes", "bytes", fmt_bytes),
+    fmt_col("total_ns", "total_ns", "time (ms)", fmt_ms),
     int_col("page_faults", "page_faults", "page faults"),
 ), um_breakdown_rows)
 
 
 # ---- copy paths (report.json ``copy_engines``: analyses/memory/copy_engines.py): one row per (device, path)
-def copy_path_rows(report: Report) -> Sequence[Any]:
-    return report.copy_engines.paths
-
-
 COPY_PATHS: Table[Report] = Table("copy_paths.csv", (
     int_col("device_id", "device_id", "device"),
     text_col("path", "path", "path", True),
     csv_col("label"),
     int_col("count", "count", "copies"),
-    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(r.bytes), True, raw("bytes"), "bytes"),
+    fmt_col("bytes", "bytes", "bytes", fmt_bytes),
     dur_col("busy_ns", "busy", "busy"),
     pct_col("busy_pct", "busy_pct", "% of window"),
-    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(r.gb_per_s, 1), True,
-        raw("gb_per_s"), "gb_per_s"),
+    fmt_col("gb_per_s", "gb_per_s", "GB/s", lambda v: fmt_float(v, 1)),
     dur_col("kernel_overlap_ns", "kernel_overlap", "under kernels"),
     pct_col("overlap_pct", "overlap_pct", "% under kernels"),
     dur_col("beyond_kernels_ns", "beyond_kernels", "no kernel"),
@@ -95,7 +88,7 @@ COPY_PATHS: Table[Report] = Table("copy_paths.csv", (
     csv_col("pageable_bytes", "steps"),
     pct_col("step_busy_pct_p50", "step_busy_pct_p50", "median step busy %"),
     csv_col("bytes_per_step_p50"),
-), copy_path_rows)
+), lambda rep: rep.copy_engines.paths)
 
 
 # ---- per-step synchronization (analyses/steps/sync.py): one row per (launching thread, device)
@@ -103,7 +96,7 @@ STEP_SYNC: Table[Report] = Table("step_sync.csv", (
     int_col("device_id", "device_id", "device"),
     csv_col("pid", "tid"),
     name_col("thread_name", "thread_name", "thread", 30),
-    Col((("holds", raw("holds")),), "holds", lambda r: fmt_bool(r.holds), False, raw("holds"), "holds"),
+    fmt_col("holds", "holds", "holds", fmt_bool, right=False),
     name_col("api", "api", "sync API", 40),
     int_col("step_sync_points", "step_sync_points"),
     csv_col("sync_points", "blocking_calls", "readback_points", "readback", "steps", "kernels_in_steps",

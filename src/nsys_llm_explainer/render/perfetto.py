@@ -24,7 +24,7 @@ the ranks' files, each rank a process (``rank`` mode) whose timestamps are moved
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, Any, Dict, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -63,10 +63,6 @@ def launch_args(grid: np.ndarray, block: np.ndarray, registers: np.ndarray, stat
             a.append(("dynamic_shared_memory", dyn))
         forms.append(a)
     return [forms[j] for j in inv.reshape(-1).tolist()]
-
-
-def _order_by_start(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    return np.lexsort((-end, start))
 
 
 class _Layout:
@@ -176,6 +172,22 @@ class _Layout:
                 args += [("cause", m.cause), ("gap_ns_charged", m.gap_ns)]
             enc.slice(m.start_ns, m.end_ns, track, m.title, args)
 
+    def _on_lanes(self, key: np.ndarray, start: np.ndarray, end: np.ndarray, track: Callable[[int, int], int],
+                  by_start: bool = False) -> Iterator[Tuple[int, int]]:
+        """(row, track) of each row, grouped by ``key`` (in key order; the rows of a group in start order when
+        ``by_start``), each on the lane of its group where its slices nest (:func:`.perfetto_packets.lanes`);
+        ``track(key, lane)`` makes a lane's track when the lane's first row comes."""
+        for kv in np.unique(key).tolist():
+            sel = np.nonzero(key == kv)[0]
+            if by_start:
+                sel = sel[np.lexsort((-end[sel], start[sel]))]
+            tracks: Dict[int, int] = {}
+            for i, ln in zip(sel.tolist(), lanes(start[sel], end[sel]).tolist()):
+                t = tracks.get(ln)
+                if t is None:
+                    t = tracks[ln] = track(kv, ln)
+                yield i, t
+
     def _kernels(self) -> None:
         k = self.rows.kernels
         if len(k) == 0:
@@ -183,28 +195,22 @@ class _Layout:
         enc, cat, cfg = self.enc, k.category, k.config
         launch = launch_args(cfg.grid, cfg.block, cfg.registers, cfg.static_smem, cfg.dynamic_smem) \
             if cfg is not None else []
-        key = k.device * (1 << 32) + (k.stream & 0xFFFFFFFF)
-        for kv in np.unique(key).tolist():
-            sel = np.nonzero(key == kv)[0]
-            d, s = int(kv >> 32), int(kv & 0xFFFFFFFF)
-            base = self.gpu_track(d, f"stream {s}")
-            lane = lanes(k.start[sel], k.end[sel])
-            tracks = {0: base}
-            for i, ln in zip(sel.tolist(), lane.tolist()):
-                t = tracks.get(ln)
-                if t is None:
-                    t = tracks[ln] = enc.track(f"stream {s} (overlap {ln})", self.gpu(d))
-                ni = int(k.name[i])
-                args: List[Tuple[str, object]] = [("correlation_id", int(k.corr[i]))]
-                if cat and cat[ni]:
-                    args.append(("category", cat[ni]))
-                if k.graph_node[i]:
-                    args.append(("cuda_graph_node", True))
-                if launch:
-                    args += launch[i]
-                li = int(k.launch[i])
-                enc.slice(int(k.start[i]), int(k.end[i]), t, k.names[ni], args,
-                          end_flow=self.flow_base + li + 1 if li >= 0 else 0)
+
+        def track(kv: int, ln: int) -> int:
+            d, s = kv >> 32, kv & 0xFFFFFFFF
+            return enc.track(f"stream {s} (overlap {ln})", self.gpu(d)) if ln else self.gpu_track(d, f"stream {s}")
+        for i, t in self._on_lanes(k.device * (1 << 32) + (k.stream & 0xFFFFFFFF), k.start, k.end, track):
+            ni = int(k.name[i])
+            args: List[Tuple[str, object]] = [("correlation_id", int(k.corr[i]))]
+            if cat and cat[ni]:
+                args.append(("category", cat[ni]))
+            if k.graph_node[i]:
+                args.append(("cuda_graph_node", True))
+            if launch:
+                args += launch[i]
+            li = int(k.launch[i])
+            enc.slice(int(k.start[i]), int(k.end[i]), t, k.names[ni], args,
+                      end_flow=self.flow_base + li + 1 if li >= 0 else 0)
 
     def _copies(self) -> None:
         for what, ops in (("memcpy", self.rows.memcpy), ("memset", self.rows.memset)):
@@ -214,32 +220,26 @@ class _Layout:
                                                 ("src_kind", ops.src_kind), ("dst_kind", ops.dst_kind),
                                                 ("mem_kind", ops.mem_kind), ("corr", ops.corr)) if v is not None}
             start, end, launch = ops.start, ops.end, ops.launch
-            key = ops.device * (1 << 32) + (ops.stream & 0xFFFFFFFF)
-            for kv in np.unique(key).tolist():
-                at = np.nonzero(key == kv)[0]
-                d, s = int(kv >> 32), int(kv & 0xFFFFFFFF)
-                lane = lanes(start[at], end[at])
-                tracks: Dict[int, int] = {}
-                for j, ln in zip(at.tolist(), lane.tolist()):
-                    t = tracks.get(ln)
-                    if t is None:
-                        t = tracks[ln] = self.gpu_track(d, f"{what} stream {s}" + (f" (overlap {ln})" if ln else ""))
-                    args: List[Tuple[str, object]] = []
-                    name = what
-                    if "copy_kind" in cols:
-                        kind = self.rows.copy_kinds.get(cols["copy_kind"][j], str(cols["copy_kind"][j]))
-                        name = f"memcpy {kind}"
-                        args.append(("kind", kind))
-                    if "bytes" in cols:
-                        args.append(("bytes", cols["bytes"][j]))
-                    for col in ("src_kind", "dst_kind", "mem_kind"):
-                        if col in cols and cols[col][j] >= 0:
-                            args.append((col, self.rows.mem_kinds.get(cols[col][j], str(cols[col][j]))))
-                    if "corr" in cols:
-                        args.append(("correlation_id", cols["corr"][j]))
-                    li = int(launch[j])
-                    self.enc.slice(int(start[j]), int(end[j]), t, name, args,
-                                   end_flow=self.flow_base + li + 1 if li >= 0 else 0)
+
+            def track(kv: int, ln: int, what: str = what) -> int:
+                return self.gpu_track(kv >> 32, f"{what} stream {kv & 0xFFFFFFFF}" + (f" (overlap {ln})" if ln else ""))
+            for j, t in self._on_lanes(ops.device * (1 << 32) + (ops.stream & 0xFFFFFFFF), start, end, track):
+                args: List[Tuple[str, object]] = []
+                name = what
+                if "copy_kind" in cols:
+                    kind = self.rows.copy_kinds.get(cols["copy_kind"][j], str(cols["copy_kind"][j]))
+                    name = f"memcpy {kind}"
+                    args.append(("kind", kind))
+                if "bytes" in cols:
+                    args.append(("bytes", cols["bytes"][j]))
+                for col in ("src_kind", "dst_kind", "mem_kind"):
+                    if col in cols and cols[col][j] >= 0:
+                        args.append((col, self.rows.mem_kinds.get(cols[col][j], str(cols[col][j]))))
+                if "corr" in cols:
+                    args.append(("correlation_id", cols["corr"][j]))
+                li = int(launch[j])
+                self.enc.slice(int(start[j]), int(end[j]), t, name, args,
+                               end_flow=self.flow_base + li + 1 if li >= 0 else 0)
 
     def _graphs(self) -> None:
         g = self.rows.graph_trace
@@ -262,50 +262,31 @@ class _Layout:
         api = self.rows.api
         if len(api) == 0:
             return
-        enc = self.enc
-        for g in np.unique(api.gtid).tolist():
-            sel = np.nonzero(api.gtid == g)[0]
-            base = self.thread(int(g))
-            lane = lanes(api.start[sel], api.end[sel])
-            tracks = {0: base}
-            for i, ln in zip(sel.tolist(), lane.tolist()):
-                t = tracks.get(ln)
-                if t is None:
-                    t = tracks[ln] = self.thread_track(int(g), f"CUDA API (overlap {ln})")
-                enc.slice(int(api.start[i]), int(api.end[i]), t, api.names[int(api.name[i])],
-                          (("correlation_id", int(api.corr[i])),),
-                          flow=self.flow_base + int(api.row[i]) + 1 if api.flow[i] else 0)
+        for i, t in self._on_lanes(api.gtid, api.start, api.end,
+                                   lambda g, ln: self.thread_track(g, f"CUDA API (overlap {ln})") if ln
+                                   else self.thread(g)):
+            self.enc.slice(int(api.start[i]), int(api.end[i]), t, api.names[int(api.name[i])],
+                           (("correlation_id", int(api.corr[i])),),
+                           flow=self.flow_base + int(api.row[i]) + 1 if api.flow[i] else 0)
 
     def _nvtx(self) -> None:
         nv = self.rows.nvtx
         if len(nv) == 0 or nv.gtid is None:
             return
-        for g in np.unique(nv.gtid).tolist():
-            sel = np.nonzero(nv.gtid == g)[0]
-            sel = sel[_order_by_start(nv.start[sel], nv.end[sel])]
-            lane = lanes(nv.start[sel], nv.end[sel])
-            tracks: Dict[int, int] = {}
-            for i, ln in zip(sel.tolist(), lane.tolist()):
-                t = tracks.get(ln)
-                if t is None:
-                    t = tracks[ln] = self.thread_track(int(g), "NVTX" + (f" (overlap {ln})" if ln else ""))
-                closed = nv.closed is None or bool(nv.closed[i])
-                args: Tuple[Tuple[str, object], ...] = () if closed else (("unterminated", True),)
-                self.enc.slice(int(nv.start[i]), int(nv.end[i]), t, nv.names[int(nv.name[i])], args)
+        for i, t in self._on_lanes(nv.gtid, nv.start, nv.end,
+                                   lambda g, ln: self.thread_track(g, "NVTX" + (f" (overlap {ln})" if ln else "")),
+                                   by_start=True):
+            closed = nv.closed is None or bool(nv.closed[i])
+            args: Tuple[Tuple[str, object], ...] = () if closed else (("unterminated", True),)
+            self.enc.slice(int(nv.start[i]), int(nv.end[i]), t, nv.names[int(nv.name[i])], args)
 
     def _osrt(self) -> None:
         o = self.rows.osrt
         if len(o) == 0 or o.gtid is None:
             return
-        for g in np.unique(o.gtid).tolist():
-            sel = np.nonzero(o.gtid == g)[0]
-            lane = lanes(o.start[sel], o.end[sel])
-            tracks: Dict[int, int] = {}
-            for i, ln in zip(sel.tolist(), lane.tolist()):
-                t = tracks.get(ln)
-                if t is None:
-                    t = tracks[ln] = self.thread_track(int(g), "OS runtime" + (f" (overlap {ln})" if ln else ""))
-                self.enc.slice(int(o.start[i]), int(o.end[i]), t, o.names[int(o.name[i])])
+        for i, t in self._on_lanes(o.gtid, o.start, o.end, lambda g, ln: self.thread_track(
+                g, "OS runtime" + (f" (overlap {ln})" if ln else ""))):
+            self.enc.slice(int(o.start[i]), int(o.end[i]), t, o.names[int(o.name[i])])
 
     def _samples(self) -> None:
         s = self.rows.samples

@@ -8,11 +8,10 @@ are never re-derived here: a row function selects, flattens (a parent's field be
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Sequence
+from typing import TYPE_CHECKING, Any, List
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
 from .document import Cell, Code, Data, Inline, inline, joined
-from .escape import shorten
 from .feature_tables import COPY_PATHS, STEP_SYNC, THREAD_WAITS, UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN
 from .host_samples import CAUSE_COL, HOST_SAMPLES, attach
 from .table import (
@@ -23,6 +22,7 @@ from .table import (
     csv_col,
     dur_col,
     field_of,
+    fmt_col,
     int_col,
     listed,
     ms,
@@ -32,6 +32,7 @@ from .table import (
     text_col,
     with_fields,
 )
+from .text import plain
 
 if TYPE_CHECKING:
     from ..findings.base import Check, Finding
@@ -41,10 +42,6 @@ OPS = {">=": "≥", "<=": "≤", "==": "=", ">": ">", "<": "<"}
 
 
 # --------------------------------------------------------------------------------------- row getters
-def device_rows(report: Report) -> Sequence[Any]:
-    return report.gpu_time.devices
-
-
 def idle_cause_rows(report: Report) -> List[Any]:
     return [r for d in report.idle_causes.devices
             for r in with_fields(attach(report, d.device_id, d.causes), device_id=d.device_id)]
@@ -56,10 +53,6 @@ def gap_rows(report: Report) -> List[Any]:
 
 def hist_rows(report: Report) -> List[Any]:
     return [r for d in report.gpu_time.devices for r in with_fields(d.gap_histogram, device_id=d.device_id)]
-
-
-def trait_rows(report: Report) -> List[Any]:
-    return list(report.traits.traits.values())
 
 
 def category_rows(report: Report) -> List[Any]:
@@ -130,27 +123,6 @@ def name_first(name: Any) -> Inline:
 
 
 # ------------------------------------------------------------------------------------ finding checks
-def _same(s: Any) -> str:
-    return str(s)
-
-
-def check_text(c: Check, text: Callable[[Any], str] = _same, code: Callable[[Any], str] = _same) -> str:
-    """One finding check: ``metric (scope) observed op threshold``. ``text`` formats the metric and plain
-    words, ``code`` the names in the scope (plain text for CSV; escaped Markdown for report.md)."""
-    sc = c.scope
-    quals = []
-    if sc.window == "full":
-        quals.append("full capture")
-    if sc.device_id is not None:
-        quals.append(text(f"device {sc.device_id}"))
-    for name in (sc.kind, sc.detail, sc.name, sc.trait):
-        if name:
-            quals.append(code(shorten(name, 60)))
-    q = f" ({', '.join(quals)})" if quals else ""
-    op = OPS.get(c.op, text(c.op))
-    return f"{text(c.metric)}{q} {fmt_num(c.observed)} {op} {fmt_num(c.threshold)}"
-
-
 def check_spans(c: Check) -> Inline:
     """One finding check as spans: ``metric (scope) observed op threshold``."""
     s = c.scope
@@ -168,7 +140,8 @@ def check_spans(c: Check) -> Inline:
 
 
 def checks_text(f: Finding) -> str:
-    return "; ".join(check_text(c) for c in f.checks)
+    """The finding's checks as plain text (CSV ``checks``): :func:`check_spans` without markup."""
+    return "; ".join(plain(check_spans(c)) for c in f.checks)
 
 
 # -------------------------------------------------------------------------------------------- tables
@@ -190,7 +163,7 @@ DEVICES: Table[Report] = Table("devices.csv", (
     csv_col("kernel_count", "launches_per_s", "kernel_p50_ns", "gap_count"),
     Col(tuple((f"full_{k}", _field("full", k)) for k in ("window_start_ns", "window_end_ns", "window_ns", "busy_ns",
                                                           "idle_ns", "busy_pct", "idle_pct"))),
-), device_rows)
+), lambda rep: rep.gpu_time.devices)
 
 IDLE_CAUSES: Table[Report] = Table("idle_causes.csv", (
     csv_col("device_id"),
@@ -244,7 +217,7 @@ KERNEL_TRAITS: Table[Report] = Table("kernel_traits.csv", (
     Col((("top_kernel", _top_name),),
         "top kernel", lambda r: name_first(_top_name(r)), value=_top_name, key="top_kernel"),
     text_col("meaning", "meaning", "what it is"),
-), trait_rows)
+), lambda rep: list(rep.traits.traits.values()))
 
 
 
@@ -296,8 +269,7 @@ LAUNCH: Table[Report] = Table("launch.csv", (
                        else f"pid {field_of(r, 'pid')}"),
         value=raw("device_id"), key="device_id"),
     int_col("launches", "launches", "launches"),
-    Col((("launches_per_s", raw("launches_per_s")),), "launches/s",
-        lambda r: fmt_num(field_of(r, "launches_per_s")), True, raw("launches_per_s"), "launches_per_s"),
+    fmt_col("launches_per_s", "launches_per_s", "launches/s", fmt_num),
     dur_col("window_ns", "window"),
     dur_col("p50_ns", "p50", "kernel p50", unit="us"),
     dur_col("p90_ns", "p90", "kernel p90", unit="us"),
@@ -305,8 +277,7 @@ LAUNCH: Table[Report] = Table("launch.csv", (
     pct_col("pct_under_5us", "pct_under_5us", "% < 5 µs"),
     pct_col("pct_under_10us", "pct_under_10us", "% < 10 µs"),
     pct_col("pct_under_20us", "pct_under_20us"),
-    Col((("launch_storm", raw("launch_storm")),), "storm", lambda r: fmt_bool(field_of(r, "launch_storm")), False,
-        raw("launch_storm"), "launch_storm"),
+    fmt_col("launch_storm", "launch_storm", "storm", fmt_bool, right=False),
 ), launch_rows)
 
 _SYNC_STATS = (
@@ -343,15 +314,13 @@ MEMCPY: Table[Report] = Table("memcpy.csv", (
         "memory", lambda r: Cell(f"{field_of(r, 'src_kind_name')} → {field_of(r, 'dst_kind_name')}"
                                  if field_of(r, "src_kind_name") else (field_of(r, "mem_kind_name") or ""))),
     int_col("count", "count", "count"),
-    Col((("bytes", raw("bytes")),), "bytes", lambda r: fmt_bytes(field_of(r, "bytes")), True, raw("bytes"), "bytes"),
+    fmt_col("bytes", "bytes", "bytes", fmt_bytes),
     dur_col("total_ns", "total", "total"),
     dur_col("avg_ns", "avg", "avg", unit="us"),
     dur_col("p50_ns", "p50", unit="us"),
     dur_col("min_ns", "min", unit="us"),
     dur_col("max_ns", "max", unit="us"),
-    Col((("gb_per_s", raw("gb_per_s")),), "GB/s", lambda r: fmt_float(field_of(r, "gb_per_s"), 2), True,
-        raw("gb_per_s"),
-        "gb_per_s"),
+    fmt_col("gb_per_s", "gb_per_s", "GB/s", lambda v: fmt_float(v, 2)),
 ), memcpy_rows)
 
 NVTX_RANGES: Table[Report] = Table("nvtx_ranges.csv", (

@@ -12,7 +12,7 @@ a column means.
 Column helpers, all ``(key, csv_name, head, …)``: :func:`name_col` (a user-controlled name: full in CSV,
 shortened in monospace when shown), :func:`dur_col` (a duration: ``*_ns`` and ``*_ms``/``*_us`` in CSV, ms or
 µs when shown), :func:`pct_col`, :func:`int_col`, :func:`text_col`; :func:`csv_col` (CSV only) and
-:func:`show_col` (shown only, no CSV column).
+:func:`show_col` (shown only, no CSV column); :func:`fmt_col` (any unit formatter).
 """
 
 from __future__ import annotations
@@ -158,12 +158,17 @@ def dur_col(key: str, stem: str, head: str = "", unit: str = "ms") -> Col:
                raw(key), key)
 
 
+def fmt_col(key: str, csv_name: str, head: Spans, fmt: Callable[[Any], Spans], right: bool = True) -> Col:
+    """A value copied verbatim into CSV ``csv_name``, shown through ``fmt`` (a unit formatter; right-aligned)."""
+    return Col(((csv_name, raw(key)),), head, lambda r: fmt(field_of(r, key)), right, raw(key), key)
+
+
 def pct_col(key: str, csv_name: str, head: str = "", decimals: int = 1) -> Col:
-    return Col(((csv_name, raw(key)),), head, lambda r: fmt_pct(field_of(r, key), decimals), True, raw(key), key)
+    return fmt_col(key, csv_name, head, lambda v: fmt_pct(v, decimals))
 
 
 def int_col(key: str, csv_name: str, head: str = "") -> Col:
-    return Col(((csv_name, raw(key)),), head, lambda r: fmt_int(field_of(r, key)), True, raw(key), key)
+    return fmt_col(key, csv_name, head, fmt_int)
 
 
 def show_col(head: Spans, cell: CellFn, right: bool = False, value: Optional[Getter] = None, key: str = "") -> Col:

@@ -1,12 +1,14 @@
-"""The plain-text writer: document paragraphs as terminal lines (the command line's stdout summary). It only lays
-out — no markup, names as they are; :func:`terminal.say` makes each line inert (control and bidi characters as
-visible escapes) and encodable on the stream."""
+"""The plain-text writer: document paragraphs as terminal lines (the command line's stdout summary) and spans as CSV
+text (a finding's checks). It only lays out — no markup, names as they are (shortened to a :class:`Code`'s limit);
+:func:`terminal.say` makes each line inert (control and bidi characters as visible escapes) and encodable on the
+stream."""
 
 from __future__ import annotations
 
 from typing import List, Sequence
 
 from .document import Cell, Code, Data, Em, Link, Paragraph, Rich, Spans, Strong, Styled, Value
+from .escape import shorten
 
 
 def plain(x: Spans) -> str:
@@ -15,7 +17,9 @@ def plain(x: Spans) -> str:
         return x
     if isinstance(x, (tuple, list)):
         return "".join(plain(s) for s in x)
-    if isinstance(x, (Data, Cell, Code, Rich)):
+    if isinstance(x, Code):
+        return shorten(x.value, x.limit)
+    if isinstance(x, (Data, Cell, Rich)):
         return "" if x.value is None else str(x.value)
     if isinstance(x, (Strong, Em, Styled, Link)):
         return plain(x.children)

@@ -21,13 +21,12 @@ from urllib.parse import quote
 
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_pct, ms_value
-from ..charts import BUSY_LABEL, idle_label, kind_color, layout, plot_text
+from ..charts import BUSY_LABEL, idle_label, in_kind_order, kind_color, layout, plot_text
 from ..document import (
     Chart,
     Code,
     Data,
     Document,
-    Em,
     Figure,
     Heading,
     HtmlOnly,
@@ -37,15 +36,13 @@ from ..document import (
     TablePart,
     bullets,
     inline,
-    joined,
     para,
     parts,
 )
-from ..html.page import page
-from ..html.writer import HtmlWriter, nav
+from ..html.writer import html_page
 from ..markdown import write_markdown
 from ..sections.findings import finding_parts
-from ..sections.idle import KIND_MEANING
+from ..sections.idle import causes_legend
 from .nccl import sec_nccl
 from .tables import FILES, RANKS, Linker, idle, idle_col, linked
 
@@ -72,12 +69,6 @@ def make_link(pages: Optional[Collection[str]]) -> Linker:
             return Data(label)
         return Link((Data(label),), href)
     return link
-
-
-def _kinds(devices: Sequence[DeviceRow]) -> List[str]:
-    """Idle-cause kinds present on any device, in the precedence order of docs/MODEL.md."""
-    seen = {str(k) for r in devices for k in r.idle_by_kind}
-    return [k for k in KINDS if k in seen] + sorted(seen - set(KINDS))
 
 
 def sec_headline(d: ClusterResult) -> Section:
@@ -131,15 +122,15 @@ def _busy_chart(devices: Sequence[DeviceRow], kinds: List[str]) -> Figure:
 def sec_ranks(d: ClusterResult, link: Linker) -> Section:
     title = "Ranks (steady window of each file)"
     devices = d.devices
-    kinds = _kinds(devices)
+    kinds = in_kind_order(str(k) for r in devices for k in r.idle_by_kind)   # those present on any device
     absent = {f"idle_{k}_ns" for k in KINDS if k not in kinds}
     extra = tuple(idle_col(k) for k in kinds if k not in KINDS)
     cols = linked([c for c in RANKS.cols if c.key not in absent], link) + extra
-    legend = joined([inline(Code(k), f": {KIND_MEANING[k]}") for k in kinds if k in KIND_MEANING], "; ")
+    legend = causes_legend(kinds)
     return Section("ranks", title, parts(
         Chart(lambda: _busy_chart(devices, kinds)) if devices else None,
         TablePart(cols, devices, (), "ranks-table"),
-        HtmlOnly((para(Em(("Causes:",)), " ", legend, ".", cls="legend"),)) if legend else None), "Ranks")
+        HtmlOnly((para(legend, cls="legend"),)) if legend else None), "Ranks")
 
 
 def sec_files(d: ClusterResult, link: Linker) -> Section:
@@ -176,15 +167,9 @@ FOOTER = ("<footer id=\"method\"><p>Every number on this page is read from clust
 
 def render_cluster_html(d: ClusterResult, js: Optional[str] = None,
                         rank_pages: Optional[Collection[str]] = None) -> str:
-    """The full ``cluster.html`` of a cluster result. ``js`` replaces the plotly.js bundle (``None``: the
-    installed one; tests that draw nothing pass ``""``); ``rank_pages``: the labels whose
-    ``ranks/<label>/report.html`` exists (``None``: link every label)."""
-    from ..html import plotly_js
-
-    doc = cluster_document(d, rank_pages)
-    w = HtmlWriter()
-    body = w.body(doc)
-    return page(doc.title, body, w.figures_json(), plotly_js() if js is None else js, nav(doc), FOOTER)
+    """The full ``cluster.html`` of a cluster result (``js``: :func:`..html.writer.html_page`); ``rank_pages``: the
+    labels whose ``ranks/<label>/report.html`` exists (``None``: link every label)."""
+    return html_page(cluster_document(d, rank_pages), js, FOOTER)
 
 
 __all__ = ["cluster_document", "render_cluster_html", "render_cluster_markdown", "report_href"]

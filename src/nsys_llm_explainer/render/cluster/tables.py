@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, Tuple
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_ms, fmt_pct, num
 from ..document import Code, Data, Rich, Spans
-from ..table import Col, Table, csv_col, field_of, int_col, name_col, pct_col, raw, show_col, text_col
+from ..table import Col, Table, csv_col, field_of, fmt_col, int_col, name_col, pct_col, raw, show_col, text_col
 
 if TYPE_CHECKING:
     from ...cluster.result import ClusterResult
@@ -38,8 +38,7 @@ def idle_col(kind: str) -> Col:
 
 def ns_col(key: str, head: str = "") -> Col:
     """A duration: CSV ``key`` (integer ns), shown ``head (ms)``."""
-    return Col(((key, raw(key)),), f"{head} (ms)" if head else "", lambda r: fmt_ms(field_of(r, key)), True, raw(key),
-               key)
+    return fmt_col(key, key, f"{head} (ms)" if head else "", fmt_ms)
 
 
 def idle(kind: str) -> Callable[[Any], Any]:
@@ -49,10 +48,7 @@ def idle(kind: str) -> Callable[[Any], Any]:
 
 def share_col(key: str, head: str) -> Col:
     """A share in [0, 1]: CSV as it is, shown as a whole percentage."""
-    def cell(r: Any) -> str:
-        v = num(field_of(r, key))
-        return "–" if v is None else f"{fmt_pct(100 * v, 0)} %"
-    return Col(((key, raw(key)),), head, cell, True, raw(key), key)
+    return fmt_col(key, key, head, lambda v: "–" if num(v) is None else f"{fmt_pct(100 * v, 0)} %")
 
 
 def _clock(key: str) -> Callable[[Any], Any]:

@@ -33,30 +33,16 @@ from typing import TYPE_CHECKING, Optional
 
 from ..base import Renderer
 from ..sections import build_document
-from .page import page
-from .writer import HtmlWriter, nav
+from .page import plotly_js
+from .writer import html_page
 
 if TYPE_CHECKING:
     from ...report import Report
 
 
-def plotly_js() -> str:
-    """The plotly.js bundle shipped with the ``plotly`` Python package (a declared dependency)."""
-    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]  # plotly ships no type stubs
-
-    return str(get_plotlyjs())
-
-
 def render_html(report: Report, js: Optional[str] = None, plotly_src: Optional[str] = None) -> str:
-    """The full ``report.html`` text of a report. ``js`` replaces the plotly.js bundle (``None``: the
-    installed one); tests that never draw a chart pass ``""`` to keep the 4.6 MB out of their strings.
-    ``plotly_src``: load plotly.js from that relative path (a copy shared by the pages of one directory tree, e.g.
-    a cluster's rank reports) instead of inlining it."""
-    doc = build_document(report)
-    w = HtmlWriter()
-    body = w.body(doc)
-    lib = "" if plotly_src is not None else plotly_js() if js is None else js
-    return page(doc.title, body, w.figures_json(), lib, nav(doc), "", plotly_src)
+    """The full ``report.html`` text of a report (``js``, ``plotly_src``: :func:`.writer.html_page`)."""
+    return html_page(build_document(report), js, plotly_src=plotly_src)
 
 
 class HtmlRenderer(Renderer):
@@ -72,4 +58,4 @@ class HtmlRenderer(Renderer):
         return render_html(report, plotly_src=self.plotly_src)
 
 
-__all__ = ["HtmlRenderer", "render_html"]
+__all__ = ["HtmlRenderer", "plotly_js", "render_html"]

@@ -118,15 +118,25 @@ def inline_js(js: str) -> str:
     return _SCRIPT_END.sub(r"<\\/\1", js)
 
 
-def page(title: str, body: str, figures_json: str, plotly_js: str, nav_items: Sequence[Tuple[str, str]] = (),
+def plotly_js() -> str:
+    """The plotly.js bundle shipped with the ``plotly`` Python package (a declared dependency); ``""`` when it is
+    not installed: the page still has every table and says that the charts could not be drawn."""
+    try:
+        from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]  # plotly ships no type stubs
+    except ImportError:
+        return ""
+    return str(get_plotlyjs())
+
+
+def page(title: str, body: str, figures_json: str, js: str, nav_items: Sequence[Tuple[str, str]] = (),
          footer: str = "", plotly_src: Optional[str] = None) -> str:
     """The complete document (``body`` is already escaped HTML; ``figures_json`` from ``script_json``;
     ``nav_items``: (section id, label) of the navigation; ``footer``: escaped HTML after ``<main>``;
-    ``plotly_src``: a relative path to a shared plotly.js loaded instead of inlining ``plotly_js``)."""
+    ``plotly_src``: a relative path to a shared plotly.js loaded instead of inlining ``js``, the plotly.js source)."""
     links = "".join(f'<a href="#{h(sid)}">{h(label)}</a>' for sid, label in nav_items)
     nav = f"<nav>{links}</nav>" if links else ""
     csp = CSP if plotly_src is None else SHARED_SCRIPT_CSP
-    lib = (f"<script>{inline_js(plotly_js)}</script>" if plotly_src is None
+    lib = (f"<script>{inline_js(js)}</script>" if plotly_src is None
            else f'<script src="{h(plotly_src)}"></script>')
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -11,7 +11,7 @@ collected in document order for the page's data script.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ...vocabulary.units import DASH
 from ..charts import PLOT_CONFIG
@@ -43,6 +43,7 @@ from ..document import (
 from ..escape import TEXT_LIMIT, shorten
 from ..table import Col
 from .markup import h, name_html, raw_value, rich, script_json
+from .page import page, plotly_js
 
 
 def html_inline(x: Spans) -> str:
@@ -149,9 +150,16 @@ class HtmlWriter:
         return script_json({"config": PLOT_CONFIG, "figures": self.figures})
 
 
-def nav(doc: Document) -> Tuple[Tuple[str, str], ...]:
-    """(section id, label) of the sections that name themselves in the navigation."""
-    return tuple((s.sid, s.nav) for s in doc.sections if s.nav)
+def html_page(doc: Document, js: Optional[str] = None, footer: str = "", plotly_src: Optional[str] = None) -> str:
+    """The full page of a document (report.html, compare.html, cluster.html): the sections that name themselves in
+    the navigation, ``footer`` (escaped HTML after ``<main>``); ``js`` replaces the plotly.js bundle (``None``: the
+    installed one; tests that never draw a chart pass ``""``); ``plotly_src``: load plotly.js from that relative
+    path (a copy shared by the pages of one directory tree) instead of inlining it."""
+    w = HtmlWriter()
+    body = w.body(doc)
+    lib = "" if plotly_src is not None else plotly_js() if js is None else js
+    nav = tuple((s.sid, s.nav) for s in doc.sections if s.nav)
+    return page(doc.title, body, w.figures_json(), lib, nav, footer, plotly_src)
 
 
-__all__ = ["HtmlWriter", "html_inline", "html_table", "nav"]
+__all__ = ["HtmlWriter", "html_inline", "html_page", "html_table"]

@@ -123,11 +123,15 @@ def cause_chart(v: View, i: int, dc: DeviceCauses, causes: Sequence[Any]) -> Fig
     return hbar(f"idle-causes-{i}", labels, values, colors, hover, cap)
 
 
-def _tail(v: View, kinds: Sequence[str]) -> Optional[Paragraph]:
+def causes_legend(kinds: Sequence[str]) -> Inline:
+    """``Causes: kind: what it means; …`` over the kinds that have a meaning (empty when none has)."""
     legend = [inline(Code(k), f": {KIND_MEANING[k]}") for k in kinds if k in KIND_MEANING]
+    return inline(Em(("Causes:",)), " ", joined(legend, "; "), ".") if legend else ()
+
+
+def _tail(v: View, kinds: Sequence[str]) -> Optional[Paragraph]:
     note = samples_note(v.r, kinds)
-    pieces = [inline(Em(("Causes:",)), " ", joined(legend, "; "), ".") if legend else (),
-              inline(Em(("Host samples:",)), " ", Rich(note)) if note else ()]
+    pieces = [causes_legend(kinds), inline(Em(("Host samples:",)), " ", Rich(note)) if note else ()]
     text = joined([p for p in pieces if p], " ")
     return para(text, cls="legend") if text else None
 

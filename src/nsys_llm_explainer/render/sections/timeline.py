@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_at, fmt_dur, fmt_int, fmt_ms, ms_value, us_value
-from ..charts import BUSY_LABEL, idle_label, kind_color, layout, plot_text
+from ..charts import BUSY_LABEL, idle_label, in_kind_order, kind_color, layout, plot_text
 from ..document import (
     Chart,
     Code,
     Details,
-    Em,
     Figure,
     Heading,
     Inline,
@@ -29,12 +28,11 @@ from ..document import (
     SectionResult,
     TablePart,
     inline,
-    joined,
     para,
 )
 from ..table import Joined, name_col, show_col, text_col
 from .ctx import View
-from .idle import KIND_MEANING
+from .idle import causes_legend
 
 if TYPE_CHECKING:
     from ...analyses.idle.bins import DeviceBins
@@ -44,10 +42,6 @@ if TYPE_CHECKING:
 GAP_LABELS = 5
 #: share of the window length shown beyond each window edge (when the capture extends there)
 MARGIN = 0.04
-
-
-def _kinds(by_kind: Mapping[str, Any]) -> List[str]:
-    return [k for k in KINDS if k in by_kind] + sorted(k for k in by_kind if k not in KINDS)
 
 
 def _window_marks(ctx: View) -> Dict[str, List[Dict[str, Any]]]:
@@ -110,7 +104,7 @@ def _traces(dev: DeviceBins, n: int, unit: str) -> List[Dict[str, Any]]:
 
     traces = [bar(BUSY_LABEL, dev.busy_ns, kind_color("busy"), "busy")]
     by_kind = dev.idle_ns_by_kind
-    for i, kind in enumerate(_kinds(by_kind)):
+    for i, kind in enumerate(in_kind_order(by_kind)):
         series = by_kind[kind]
         if len(series) == n:
             name = idle_label(kind)
@@ -191,12 +185,11 @@ def sec_timeline(v: View) -> SectionResult:
                                                 "where the idle time went.", cls="missing"),), "Timeline",
                        html_only=True)
     gaps_by_dev = {d.device_id: d.largest_gaps for d in v.r.gpu_time.devices}
-    kinds = [k for k in KINDS if k in KIND_MEANING]
-    legend = joined([inline(Code(k), f": {KIND_MEANING[k]}") for k in kinds], "; ")
+    legend = causes_legend(KINDS)
     body: List[Part] = [para("Each bar is one bin of the window: busy time at the bottom, then the bin's idle time "
                              "by cause (docs/MODEL.md precedence). Drag to zoom, double-click to reset.")]
     for i, d in enumerate(devs):
         body += _device_block(v, i, d, gaps_by_dev)
     if legend:
-        body.append(para(Em(("Causes:",)), " ", legend, ".", cls="legend"))
+        body.append(para(legend, cls="legend"))
     return Section("timeline", title, tuple(body), "Timeline", html_only=True)

@@ -12,7 +12,7 @@ from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.kernels.categories import CategoryResult, CategoryShare, analyze_categories, classify
 from nsys_llm_explainer.analyses.kernels.category_split import nonoverlap_split
-from nsys_llm_explainer.config.categories import CATEGORY_NAMES, PRESET_DIR, PRESETS, load_rules, preset_rules
+from nsys_llm_explainer.config.categories import CATEGORY_NAMES, PRESET_DIR, PRESETS, builtin_preset, load_rules
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import load_model
 
@@ -238,11 +238,11 @@ def test_category_names_and_presets_load() -> None:
     for p in PRESETS:
         data = json.loads((PRESET_DIR / f"categories_{p}.json").read_text())
         assert data["name"] == p
-        for rx, cat in preset_rules(p):
+        for rx, cat in builtin_preset(p).rules:
             assert cat in CATEGORY_NAMES, (p, rx, cat)
     # engine presets extend generic: their own rules first, then generic's
-    generic = preset_rules("generic")
-    vllm = preset_rules("vllm")
+    generic = builtin_preset("generic").rules
+    vllm = builtin_preset("vllm").rules
     assert vllm[-len(generic):] == generic and len(vllm) > len(generic)
 
 

@@ -14,7 +14,7 @@ from nsys_llm_explainer.analyses.steps.phases import (
     analyze_phases,
     phase_of_names,
 )
-from nsys_llm_explainer.config.phase_map import preset_phase_map, resolve_phase_map
+from nsys_llm_explainer.config.phase_map import build_phase_map, preset_phase_map
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import load_model
 
@@ -64,8 +64,8 @@ def decode_model(tmp_path_factory):
 def _phases(model, phase_map=None):
     tree = build_tree(model.nvtx)
     att = analyze_attribution(model, tree)
-    pm, src = resolve_phase_map(phase_map)
-    return analyze_phases(model, pm, tree, att.kernel_nodes, source=src), tree, att
+    pm = build_phase_map(phase_map)
+    return analyze_phases(model, pm.as_dict(), tree, att.kernel_nodes, source=pm.source), tree, att
 
 
 def test_nvtx_steps_exact(decode_model):
@@ -138,7 +138,7 @@ def test_phase_map_override(decode_model):
     assert rows["lay"].wall_ns == 5 * 9_500
     assert rows["tok"].wall_ns == sum(WIDTHS) - 5 * 9_500   # nested ranges of another phase subtracted
     with pytest.raises(InputError):
-        resolve_phase_map({"x": [1, 2]})
+        build_phase_map({"x": [1, 2]})
 
 
 def test_nested_phase_wall(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nsys_llm_explainer.cli import _parser
-from nsys_llm_explainer.config.categories import CategoryRules, load_rules, preset_rules
+from nsys_llm_explainer.config.categories import CategoryRules, builtin_preset, load_rules
 from nsys_llm_explainer.config.phase_map import PhaseMap, build_phase_map, parse_phase_map, read_phase_map_file
 from nsys_llm_explainer.config.window import check_window, parse_window
 from nsys_llm_explainer.errors import InputError, OptionError
@@ -117,7 +117,7 @@ def test_categories_option(tmp_path: Path) -> None:
     o = options_from_kwargs(categories_file=str(f))
     assert o.categories_file == str(f)
     assert o.categories.preset == "auto" and o.categories.user_rules == (("slot_mapping", "prep"),)
-    assert o.categories.rules == (("slot_mapping", "prep"),) + tuple(preset_rules("generic"))
+    assert o.categories.rules == (("slot_mapping", "prep"),) + tuple(builtin_preset("generic").rules)
     same = options_from_kwargs(categories=f)          # a path given as ``categories``
     assert same.categories == o.categories and same.categories_file == str(f)
     assert options_from_kwargs(categories=o.categories).categories is o.categories
@@ -187,7 +187,7 @@ def test_categories_yaml_parses_into_rules(tmp_path: Path) -> None:
     r = load_rules(None, str(f))
     assert isinstance(r, CategoryRules)
     assert r.user_rules == (("flash", "fa"), ("nvjet|gemm", "matmul"))
-    assert r.rules[:2] == r.user_rules and r.rules[2:] == tuple(preset_rules("generic"))
+    assert r.rules[:2] == r.user_rules and r.rules[2:] == tuple(builtin_preset("generic").rules)
     assert (r.preset, r.replace, r.source) == ("auto", False, str(f))
     assert r.categories[-2:] == ["fa", "matmul"]
     # auto carries every preset it may switch to, so the analysis reads no file

@@ -151,11 +151,6 @@ def builtin_preset(name: str) -> PresetRules:
     return PresetRules(name, rules, tuple(str(x) for x in p.get("detect", [])))
 
 
-def preset_rules(name: str) -> List[Rule]:
-    """Rules of a preset, with the rules of the preset it ``extends`` appended."""
-    return list(builtin_preset(name).rules)
-
-
 # ----------------------------------------------------------------------------------------------------------
 # user rules
 

@@ -103,11 +103,10 @@ def _compile(pattern: str, option: str, label: str) -> Any:
                                   "what the matcher takes") from None
 
 
-def first_match(patterns: Sequence[str], names: Sequence[str], option: str, labels: Sequence[str],
-                what: str = "kernel name") -> List[int]:
+def first_match(patterns: Sequence[str], names: Sequence[str], option: str, labels: Sequence[str]) -> List[int]:
     """Per name, the index of the first of ``patterns`` that a case-insensitive search finds in it, or -1;
     within :data:`TIMEOUT_S` seconds, else :class:`OptionError` ``<option> <label> did not finish …`` naming
-    the pattern that was running (``labels[j]`` names pattern ``j``; ``what`` names the kind of name)."""
+    the pattern that was running (``labels[j]`` names pattern ``j``)."""
     names = for_matching(names)
     first = [-1] * len(names)
     if not patterns or not names:
@@ -129,7 +128,7 @@ def first_match(patterns: Sequence[str], names: Sequence[str], option: str, labe
         except TimeoutError:
             longest = max(len(n) for n in names)
             raise OptionError(option, f"{labels[j]} did not finish within {TIMEOUT_S:g} s over {len(names):,} "
-                                      f"{what}(s) (the longest has {longest:,} characters): nested repeats (as in "
+                                      f"kernel name(s) (the longest has {longest:,} characters): nested repeats (as in "
                                       f"'(a+)+') and backreferences backtrack exponentially; simplify it") from None
         todo = rest
     return first

@@ -177,8 +177,3 @@ def as_phase_map(value: Union[PhaseMap, Mapping, None], source: Optional[str] = 
     pm = build_phase_map(value)
     return dataclasses.replace(pm, source=source) if source and source != pm.source else pm
 
-
-def resolve_phase_map(user_map: Optional[Mapping]) -> Tuple[PhaseDict, str]:
-    """(phase map, source). A user map replaces the presets; source is ``"user"`` or ``"preset:<names>"``."""
-    pm = build_phase_map(user_map)
-    return pm.as_dict(), pm.source

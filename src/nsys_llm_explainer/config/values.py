@@ -41,39 +41,31 @@ def is_path(v: Any) -> bool:
 MAX_COUNT = 10 ** 9
 
 
-def positive_int(v: Any, name: str) -> int:
-    """An integer from 1 to :data:`MAX_COUNT` (``top``)."""
+def _integer(v: Any, name: str, low: int, at_least: str, got: str) -> int:
+    """An integer from ``low`` to :data:`MAX_COUNT`; the messages say ``must be <at_least>`` / ``must be at most
+    N`` followed by ``got`` (a format with the value shown: ``" (got {})"``)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise OptionError(name, f"must be an integer, got {shown(v)}")
-    if v < 1:
-        raise OptionError(name, f"must be at least 1 (got {shown(v)})")
+    if v < low:
+        raise OptionError(name, f"must be {at_least}" + got.format(shown(v)))
     if int(v) > MAX_COUNT:
-        raise OptionError(name, f"must be at most {MAX_COUNT:,} (got {shown(v)})")
+        raise OptionError(name, f"must be at most {MAX_COUNT:,}" + got.format(shown(v)))
     return int(v)
+
+
+def positive_int(v: Any, name: str) -> int:
+    """An integer from 1 to :data:`MAX_COUNT` (``top``)."""
+    return _integer(v, name, 1, "at least 1", " (got {})")
 
 
 def count(v: Any, name: str) -> int:
     """An integer from 0 to :data:`MAX_COUNT` (``timeline_events``: 0 turns the output off)."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise OptionError(name, f"must be an integer, got {shown(v)}")
-    if v < 0:
-        raise OptionError(name, f"must be at least 0 (got {shown(v)})")
-    if int(v) > MAX_COUNT:
-        raise OptionError(name, f"must be at most {MAX_COUNT:,} (got {shown(v)})")
-    return int(v)
+    return _integer(v, name, 0, "at least 0", " (got {})")
 
 
 def workers(v: Any, name: str) -> Optional[int]:
     """A number of workers ≥ 1, or None (the default: min(files, CPUs))."""
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise OptionError(name, f"must be an integer, got {shown(v)}")
-    if v < 1:
-        raise OptionError(name, f"must be ≥ 1, got {shown(v)}")
-    if int(v) > MAX_COUNT:
-        raise OptionError(name, f"must be at most {MAX_COUNT:,}, got {shown(v)}")
-    return int(v)
+    return None if v is None else _integer(v, name, 1, "≥ 1", ", got {}")
 
 
 def fraction(v: Any, name: str) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -37,12 +37,12 @@ def _exclude_note(conn: TraceConnection, note: str, count: int = 1) -> None:
         conn.excluded.append(note)
 
 
-def _expr(schema: Schema, table: str, col: str, default: str = str(NULL), strict: bool = False) -> str:
-    """Select expression of an integer column (NULL → ``default``). ``strict``: a REAL value becomes text, so
+def _expr(schema: Schema, table: str, col: str, strict: bool = False) -> str:
+    """Select expression of an integer column (NULL → :data:`NULL`). ``strict``: a REAL value becomes text, so
     that the standard-library fetch fails on it (as the columnar driver does) instead of truncating it."""
     if schema.has(table, col):
-        return f'COALESCE({_strict(col) if strict else chr(34) + col + chr(34)}, {default})'
-    return default
+        return f'COALESCE({_strict(col) if strict else chr(34) + col + chr(34)}, {NULL})'
+    return str(NULL)
 
 
 def _strict(col: str) -> str:
@@ -50,20 +50,19 @@ def _strict(col: str) -> str:
     return f'CASE WHEN typeof("{col}") = \'real\' THEN \'real\' ELSE "{col}" END'
 
 
-def _fetch_ints(conn: TraceConnection, sql: str, names: Sequence[str], params: Tuple = (),
-                table: Optional[str] = None) -> Columns:
+def _fetch_ints(conn: TraceConnection, sql: str, names: Sequence[str], table: Optional[str] = None) -> Columns:
     """Run ``sql`` (integer-only select list, no NULLs) and return one int64 array per column: through
     :mod:`read.columnar` when the connection allows it and it can, else through the standard library.
     ``table``: the one table ``sql`` reads (its largest rowid sizes the columnar arrays)."""
     uri = conn.columnar_uri
-    if uri and not params:
+    if uri:
         got = columnar.fetch_ints(uri, sql, names, _max_rowid(conn, table) if table else 0)
         if got is columnar.TYPE_MISMATCH:
             raise ValueTypeError("a non-integer value (text, blob or real) in an integer column")
         if got is not None:
             return got
     with conn.lock:
-        return _fetch_ints_stdlib(conn, sql, names, params)
+        return _fetch_ints_stdlib(conn, sql, names)
 
 
 def _max_rowid(conn: TraceConnection, table: str) -> int:
@@ -81,14 +80,14 @@ def _columnar(conn: TraceConnection) -> bool:
     return bool(conn.columnar_uri)
 
 
-def _fetch_ints_stdlib(conn: TraceConnection, sql: str, names: Sequence[str], params: Tuple = ()) -> Columns:
+def _fetch_ints_stdlib(conn: TraceConnection, sql: str, names: Sequence[str]) -> Columns:
     """Rows stream straight from the cursor into ``np.fromiter`` (no list of tuples is built: about twice as
     fast as ``fetchall``), one chunk at a time; each chunk is split into per-column arrays right away so
     peak memory is about one copy of the result plus one chunk."""
     ncol = len(names)
     parts: List[List[np.ndarray]] = [[] for _ in range(ncol)]
     try:
-        cur = conn.execute(sql, params)
+        cur = conn.execute(sql)
         while True:
             flat = np.fromiter(itertools.chain.from_iterable(itertools.islice(cur, CHUNK)), dtype=np.int64)
             if flat.shape[0] == 0:
@@ -110,29 +109,28 @@ def _fetch_ints_stdlib(conn: TraceConnection, sql: str, names: Sequence[str], pa
     return out
 
 
-def _query(conn: TraceConnection, sql: str, params: Tuple = ()) -> List[tuple]:
+def _query(conn: TraceConnection, sql: str) -> List[tuple]:
     """All rows of ``sql``; text that is not UTF-8 is read with U+FFFD (:func:`read.connection.lenient`)."""
     try:
-        return all_rows(conn, sql, params)
+        return all_rows(conn, sql)
     except sqlite3.DatabaseError as exc:
         raise ReadError(f"SQLite error while reading the trace: {exc} (file corrupt or truncated?)") from None
 
 
-def _select(conn: TraceConnection, schema: Schema, table: str, cols: Dict[str, str],
-            where: str = "") -> Columns:
+def _select(conn: TraceConnection, schema: Schema, table: str, cols: Dict[str, str]) -> Columns:
     """``cols`` maps output name → source column; absent columns read as ``NULL`` (-1)."""
     exprs = [_expr(schema, table, src, strict=not _columnar(conn)) for src in cols.values()]
-    sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
+    sql = f'SELECT {", ".join(exprs)} FROM "{table}"'
     try:
         return _fetch_ints(conn, sql, list(cols.keys()), table=table)
     except ValueTypeError:
         # a text / blob / real value in an integer column: those rows are left out, counted and stated
         ok = " AND ".join(f'typeof("{src}") IN (\'integer\', \'null\')' for src in cols.values()
                           if schema.has(table, src)) or "1"
-        bad = _query(conn, f'SELECT count(*) FROM "{table}" WHERE NOT ({ok})' + (f" AND ({where})" if where else ""))
+        bad = _query(conn, f'SELECT count(*) FROM "{table}" WHERE NOT ({ok})')
         _exclude_note(conn, f"{table}: {int(bad[0][0])} row(s) with a non-integer value (text, blob or real) in an "
                             "integer column were left out.", int(bad[0][0]))
-        sql = f'SELECT {", ".join(exprs)} FROM "{table}" WHERE ({ok})' + (f" AND ({where})" if where else "")
+        sql = f'SELECT {", ".join(exprs)} FROM "{table}" WHERE ({ok})'
         return _fetch_ints(conn, sql, list(cols.keys()), table=table)
 
 

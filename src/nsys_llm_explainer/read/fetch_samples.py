@@ -65,10 +65,10 @@ def _run(conn: TraceConnection, sql: str, names: Sequence[str], guard: str, note
 
 
 def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int], system_modules: Sequence[int],
-                  lo: Optional[int] = None, hi: Optional[int] = None, depth: int = CALLER_DEPTH) -> Optional[Columns]:
+                  lo: Optional[int] = None, hi: Optional[int] = None) -> Optional[Columns]:
     """Samples of ``threads`` (serialized globalTids) taken in ``[lo, hi)`` (unbounded side when None), one row
     each: ``start``, ``gtid``; the leaf frame's ``leaf_symbol``, ``leaf_module``; the caller frame's
-    ``caller_symbol``, ``caller_module`` — the first frame among the ``depth`` innermost that is in user mode and
+    ``caller_symbol``, ``caller_module`` — the first frame among the ``CALLER_DEPTH`` innermost that is in user mode and
     whose module id is not in ``system_modules`` (-1 when the sample has no callchain / no such frame) — and
     ``flags``: 1 = leaf in kernel mode, 2 = leaf unresolved, 4 = caller unresolved. ``None`` when the tables are
     missing.
@@ -84,7 +84,7 @@ def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int],
     km = 'AND COALESCE(c1."kernelMode", 0) = 0 ' if schema.has(CHAINS, "kernelMode") else ""
     span = (f" AND e.start >= {int(lo)}" if lo is not None else "") + (f" AND e.start < {int(hi)}" if hi is not None
                                                                        else "")
-    first = (f'(SELECT c1.stackDepth FROM "{CHAINS}" c1 WHERE c1.id = e.id AND c1.stackDepth < {int(depth)} '
+    first = (f'(SELECT c1.stackDepth FROM "{CHAINS}" c1 WHERE c1.id = e.id AND c1.stackDepth < {CALLER_DEPTH} '
              f'AND c1.module NOT IN ({_ints(system_modules)}) {km}ORDER BY c1.stackDepth LIMIT 1)')
     flags = (f'({_opt(schema, "kernelMode", "l")} != 0) + 2 * ({_opt(schema, "unresolved", "l")} != 0) '
              f'+ 4 * ({_opt(schema, "unresolved", "c")} != 0)')

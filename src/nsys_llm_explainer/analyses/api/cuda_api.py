@@ -100,11 +100,8 @@ def cuda_api_of(api: Optional[ApiCalls]) -> CudaApiResult:
         ec = int(gs.keys["event_class"][i])
         apis.append(ApiRow(
             name=bnames[b], raw_names=tuple(sorted(raw_by_group.get((b, ec), ()))), event_class=ec,
-            api_class=ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper",
-            count=int(gs.count[i]), total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]),
-            p50_ns=int(gs.p50[i]), min_ns=int(gs.min[i]), max_ns=int(gs.max[i]),
-            pct=pct(int(gs.total[i]), total),
-        ))
+            api_class=ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper", **gs.row(i, ApiRow),
+            pct=pct(int(gs.total[i]), total)))
     lm = ac.class_mask(api, "launch")
     alloc_free = tuple(AllocFreeApi(r.name, r.api_class, r.count, r.total_ns, r.avg_ns, r.max_ns)
                        for r in apis if r.api_class in ("alloc", "free"))

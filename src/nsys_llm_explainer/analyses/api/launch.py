@@ -11,7 +11,7 @@ per device and per PID only, never over all GPUs pooled.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -32,9 +32,9 @@ SHARE_THRESHOLDS_NS = (5_000, 10_000, 20_000)   # the ``pct_under_Xus`` fields
 
 
 @dataclass(frozen=True)
-class LaunchStats(FieldsJson):
-    """Kernel launches over the window, all devices pooled (module docstring); ``launch_storm`` is None: the flag is
-    never evaluated over all GPUs pooled."""
+class LaunchFigures(FieldsJson):
+    """Kernel launches over the window and their durations (module docstring); the classes below add the key that
+    names the group (written first: ``JSON_KEYS``) and the launch-storm flag."""
 
     launches: int
     window_ns: int
@@ -45,41 +45,31 @@ class LaunchStats(FieldsJson):
     pct_under_5us: float
     pct_under_10us: float
     pct_under_20us: float
+
+
+@dataclass(frozen=True)
+class LaunchStats(LaunchFigures):
+    """All devices pooled; ``launch_storm`` is None: the flag is never evaluated over all GPUs pooled."""
+
     launch_storm: Optional[bool] = None
 
 
 @dataclass(frozen=True)
-class LaunchDeviceRow(FieldsJson):
-    """Kernel launches of one device (module docstring), with its launch-storm flag."""
+class LaunchDeviceRow(LaunchFigures):
+    """Kernel launches of one device, with its launch-storm flag."""
 
     device_id: int
-    launches: int
-    window_ns: int
-    launches_per_s: float
-    p50_ns: int
-    p90_ns: int
-    p99_ns: int
-    pct_under_5us: float
-    pct_under_10us: float
-    pct_under_20us: float
     launch_storm: bool
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("device_id",)
 
 
 @dataclass(frozen=True)
-class LaunchPidRow(FieldsJson):
-    """Kernel launches of one process (module docstring), with its launch-storm flag."""
+class LaunchPidRow(LaunchFigures):
+    """Kernel launches of one process, with its launch-storm flag."""
 
     pid: int
-    launches: int
-    window_ns: int
-    launches_per_s: float
-    p50_ns: int
-    p90_ns: int
-    p99_ns: int
-    pct_under_5us: float
-    pct_under_10us: float
-    pct_under_20us: float
     launch_storm: bool
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("pid",)
 
 
 @dataclass(frozen=True)
@@ -136,8 +126,8 @@ def analyze_launch(model: TraceModel, window_ns: int, top: int = 10, stats: Opti
     gs = st.by("name")
     tiny = np.nonzero(gs.p50_exact < TINY_NS)[0]
     tiny = tiny[np.lexsort((gs.keys["name"][tiny], -gs.count[tiny]))][:top]
-    tiny_kernels = tuple(TinyKernel(name=k.names[int(gs.keys["name"][i])], count=int(gs.count[i]),
-                                    avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i])) for i in tiny.tolist())
+    tiny_kernels = tuple(TinyKernel(name=k.names[int(gs.keys["name"][i])], **gs.row(i, TinyKernel))
+                         for i in tiny.tolist())
     per_device = tuple(LaunchDeviceRow(**r) for r in _rows("device_id", st.by("device_id"), k.device, dur, window_ns))
     per_pid = tuple(LaunchPidRow(**r) for r in _rows("pid", st.by("pid"), k.pid, dur, window_ns))
     return LaunchResult(True, None, overall=overall, per_device=per_device, per_pid=per_pid,

@@ -10,7 +10,7 @@ the PID was blocked in a sync call).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -35,16 +35,11 @@ class SyncApiRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class SyncPidApiRow(FieldsJson):
+class SyncPidApiRow(SyncApiRow):
     """One synchronizing CUDA API of one process: as :class:`SyncApiRow`."""
 
     pid: int
-    name: str
-    count: int
-    total_ns: int
-    avg_ns: int
-    p50_ns: int
-    max_ns: int
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("pid", "name")
 
 
 @dataclass(frozen=True)
@@ -69,13 +64,17 @@ class SyncResult(FieldsJson):
     per_pid_totals: Tuple[SyncPidTotal, ...] = ()
 
 
-def _table(keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[Dict[str, Any]]:
-    """The fields of each group's row (keys first: ``name`` as the display name), largest total first."""
+R = TypeVar("R", SyncApiRow, SyncPidApiRow)
+
+
+def _table(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[R]:
+    """A ``row`` per group (``name`` as the display name), largest total first."""
     gs = group_stats(keys, dur)
-    return [{**{k: bnames[int(v[i])] if k == "name" else int(v[i]) for k, v in gs.keys.items()},
-             "count": int(gs.count[i]), "total_ns": int(gs.total[i]), "avg_ns": int(gs.avg[i]),
-             "p50_ns": int(gs.p50[i]), "max_ns": int(gs.max[i])}
-            for i in gs.order_by_total().tolist()]
+    out = []
+    for i in gs.order_by_total().tolist():
+        key: Dict[str, Any] = {k: bnames[int(v[i])] if k == "name" else int(v[i]) for k, v in gs.keys.items()}
+        out.append(row(**key, **gs.row(i, row)))
+    return out
 
 
 def analyze_sync(model: TraceModel) -> SyncResult:
@@ -90,7 +89,7 @@ def sync_of(api: Optional[ApiCalls]) -> SyncResult:
     bidx, bnames = base_index(api)
     sm = ac.class_mask(api, "sync")
     nm = ac.class_mask(api, "nonblocking_sync")
-    per_pid = [SyncPidApiRow(**r) for r in _table({"pid": api.pid[sm], "name": bidx[sm]}, dur[sm], bnames)]
+    per_pid = _table(SyncPidApiRow, {"pid": api.pid[sm], "name": bidx[sm]}, dur[sm], bnames)
     per_pid.sort(key=lambda r: (r.pid, -r.total_ns))
     totals = []
     for p in np.unique(api.pid[sm]).tolist():
@@ -98,6 +97,6 @@ def sync_of(api: Optional[ApiCalls]) -> SyncResult:
         u = iv.union_unsorted(api.start[m], api.end[m])
         totals.append(SyncPidTotal(pid=int(p), count=int(m.sum()), total_ns=int(dur[m].sum()), wall_ns=u.length))
     return SyncResult(True, None, total_ns=int(dur[sm].sum()), call_count=int(sm.sum()),
-                      sync_apis=tuple(SyncApiRow(**r) for r in _table({"name": bidx[sm]}, dur[sm], bnames)),
-                      nonblocking_apis=tuple(SyncApiRow(**r) for r in _table({"name": bidx[nm]}, dur[nm], bnames)),
+                      sync_apis=tuple(_table(SyncApiRow, {"name": bidx[sm]}, dur[sm], bnames)),
+                      nonblocking_apis=tuple(_table(SyncApiRow, {"name": bidx[nm]}, dur[nm], bnames)),
                       per_pid=tuple(per_pid), per_pid_totals=tuple(totals))

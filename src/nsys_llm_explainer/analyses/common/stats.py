@@ -11,8 +11,9 @@ half up with :func:`round_half_up` where they report integer ns).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Literal, Optional, Tuple
+from dataclasses import dataclass, fields
+from functools import cache
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Tuple
 
 import numpy as np
 
@@ -25,6 +26,16 @@ from ...model.timeline import few_distinct
 
 def round_half_up(x: npt.ArrayLike) -> np.ndarray:
     return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
+
+
+#: a row field that holds a group's statistic (module docstring) → the :class:`GroupStats` array it is read from
+STAT_FIELDS = {"count": "count", "total_ns": "total", "avg_ns": "avg", "min_ns": "min", "max_ns": "max",
+               "p50_ns": "p50", "p90_ns": "p90", "p99_ns": "p99"}
+
+
+@cache
+def _stat_fields(row: type) -> Tuple[Tuple[str, str], ...]:
+    return tuple((f.name, STAT_FIELDS[f.name]) for f in fields(row) if f.name in STAT_FIELDS)
 
 
 @dataclass
@@ -44,6 +55,10 @@ class GroupStats:
 
     def __len__(self) -> int:
         return int(self.count.shape[0])
+
+    def row(self, i: int, row: type) -> Dict[str, Any]:
+        """The statistics of group ``i`` that the row dataclass ``row`` has a field for (:data:`STAT_FIELDS`)."""
+        return {f: int(getattr(self, a)[i]) for f, a in _stat_fields(row)}
 
     def order_by_total(self) -> np.ndarray:
         """Indices sorted by total descending (ties: count descending, then first key ascending)."""
@@ -295,8 +310,7 @@ def summary(dur: np.ndarray) -> Summary:
     gs = group_stats({"all": np.zeros(dur.shape[0], np.int64)}, dur)
     if len(gs) == 0:
         return Summary(0, 0, 0, 0, 0, 0, 0, 0)
-    return Summary(count=int(gs.count[0]), total_ns=int(gs.total[0]), avg_ns=int(gs.avg[0]), min_ns=int(gs.min[0]),
-                   max_ns=int(gs.max[0]), p50_ns=int(gs.p50[0]), p90_ns=int(gs.p90[0]), p99_ns=int(gs.p99[0]))
+    return Summary(**gs.row(0, Summary))
 
 
 def top_indices(values: np.ndarray, k: int) -> np.ndarray:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -63,10 +63,9 @@ class NcclCollective(FieldsJson):
 
 
 @dataclass(frozen=True)
-class NcclDeviceRow(FieldsJson):
-    """The NCCL kernels of one device (module docstring)."""
+class NcclShare(FieldsJson):
+    """The NCCL kernels of one device or process (module docstring; the key, written first: ``JSON_KEYS``)."""
 
-    device_id: int
     count: int
     total_ns: int
     kernel_ns: int
@@ -75,15 +74,15 @@ class NcclDeviceRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class NcclPidRow(FieldsJson):
-    """The NCCL kernels of one process (module docstring)."""
+class NcclDeviceRow(NcclShare):
+    device_id: int
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("device_id",)
 
+
+@dataclass(frozen=True)
+class NcclPidRow(NcclShare):
     pid: int
-    count: int
-    total_ns: int
-    kernel_ns: int
-    pct_of_kernel_ns: float
-    union_ns: int
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("pid",)
 
 
 @dataclass(frozen=True)

@@ -95,11 +95,9 @@ class KernelSummary(FieldsJson):
 NO_KERNELS = "no CUDA kernels were captured — was `--trace=cuda` on?"
 
 
-def _stats(gs: GroupStats, i: int, total_all: int) -> Dict[str, Any]:
-    """The statistics fields of a row (keyword arguments of :class:`KernelRow` and its kin) of group ``i``."""
-    return dict(count=int(gs.count[i]), total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i]),
-                p90_ns=int(gs.p90[i]), p99_ns=int(gs.p99[i]), min_ns=int(gs.min[i]), max_ns=int(gs.max[i]),
-                pct=pct(int(gs.total[i]), total_all))
+def _stats(gs: GroupStats, i: int, total_all: int, row: type = KernelStatsRow) -> Dict[str, Any]:
+    """The statistics fields of a ``row`` (keyword arguments of :class:`KernelRow` and its kin) of group ``i``."""
+    return dict(gs.row(i, row), pct=pct(int(gs.total[i]), total_all))
 
 
 def analyze_kernels(model: TraceModel, stats: Optional[KernelStats] = None) -> KernelSummary:
@@ -119,8 +117,7 @@ def analyze_kernels(model: TraceModel, stats: Optional[KernelStats] = None) -> K
                for i in gn.order_by_total().tolist()]
     # per process
     pid_stats = st.by("pid")
-    by_pid = [KernelPidRow(pid=int(pid_stats.keys["pid"][i]), count=int(pid_stats.count[i]),
-                           total_ns=int(pid_stats.total[i]), pct=pct(int(pid_stats.total[i]), total))
+    by_pid = [KernelPidRow(pid=int(pid_stats.keys["pid"][i]), **_stats(pid_stats, i, total, KernelPidRow))
               for i in pid_stats.order_by_total().tolist()]
     pid_total = {r.pid: r.total_ns for r in by_pid}
     gs = st.by("pid", "name", "device_id")

@@ -99,9 +99,8 @@ def _stats_rows(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, nbyt
             m &= v == gs.keys[k][i]
         b = int(nbytes[m].sum())
         t = int(gs.total[i])
-        rows.append(row(**label({k: int(v[i]) for k, v in gs.keys.items()}), count=int(gs.count[i]), bytes=b,
-                        total_ns=t, avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i]), min_ns=int(gs.min[i]),
-                        max_ns=int(gs.max[i]), gb_per_s=b / t if t > 0 else None))
+        rows.append(row(**label({k: int(v[i]) for k, v in gs.keys.items()}), **gs.row(i, row), bytes=b,
+                        gb_per_s=b / t if t > 0 else None))
     return tuple(rows)
 
 

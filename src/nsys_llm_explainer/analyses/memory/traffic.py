@@ -24,7 +24,7 @@ Definitions:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -53,38 +53,31 @@ class CopyTotals(FieldsJson):
 
 
 @dataclass(frozen=True)
-class CopyDirection(FieldsJson):
-    """The copies of one direction (``copy_kind``, its label ``direction``): as :class:`CopyTotals`."""
+class CopyDirection(CopyTotals):
+    """The copies of one direction (``copy_kind``, written first: ``JSON_KEYS``; its label ``direction``)."""
 
     copy_kind: int
-    count: int
-    bytes: int
-    total_ns: int
     direction: str
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("copy_kind",)
 
 
 @dataclass(frozen=True)
-class CopyKinds(FieldsJson):
-    """The copies of one (direction, source memory kind, destination memory kind): as :class:`CopyTotals`."""
+class CopyKinds(CopyTotals):
+    """The copies of one (direction, source memory kind, destination memory kind), the kinds written first."""
 
     copy_kind: int
     src_kind: int
     dst_kind: int
-    count: int
-    bytes: int
-    total_ns: int
     direction: str
     src_kind_name: str
     dst_kind_name: str
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("copy_kind", "src_kind", "dst_kind")
 
 
 @dataclass(frozen=True)
-class PageableCopies(FieldsJson):
+class PageableCopies(CopyTotals):
     """The pageable host copies (module docstring), all and per direction."""
 
-    count: int
-    bytes: int
-    total_ns: int
     by_direction: Tuple[CopyDirection, ...]
 
 
@@ -98,13 +91,10 @@ class SyncCopyApi(FieldsJson):
 
 
 @dataclass(frozen=True)
-class SyncCopies(FieldsJson):
+class SyncCopies(CopyTotals):
     """The synchronous copies (module docstring): copy rows, their calls, the calls' summed duration, the pageable
     ones among the rows, per API."""
 
-    count: int
-    bytes: int
-    total_ns: int
     calls: int
     host_blocked_ns: int
     pageable_count: int

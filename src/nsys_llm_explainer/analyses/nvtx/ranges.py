@@ -92,14 +92,13 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
         ni, sty = int(gs.keys["name"][i]), int(gs.keys["style"][i])
         push = sty == 0
         ranges.append(NvtxRangeRow(
-            name=nv.names[ni], style="PushPop" if push else "StartEnd", count=int(gs.count[i]),
-            total_ns=int(gs.total[i]), avg_ns=int(gs.avg[i]), p50_ns=int(gs.p50[i]), min_ns=int(gs.min[i]),
-            max_ns=int(gs.max[i]), pct_total=pct(int(gs.total[i]), total_all),
+            name=nv.names[ni], style="PushPop" if push else "StartEnd", **gs.row(i, NvtxRangeRow),
+            pct_total=pct(int(gs.total[i]), total_all),
             self_ns=int(self_by_name[ni]) if push else None,
             pct_self=pct(int(self_by_name[ni]), self_total) if push else None))
     gp = group_stats({"pid": nv.pid, "name": nv.name_idx.astype(np.int64)}, dur)
-    by_pid = tuple(NvtxPidRow(int(gp.keys["pid"][i]), nv.names[int(gp.keys["name"][i])], int(gp.count[i]),
-                              int(gp.total[i])) for i in gp.order_by_total().tolist())
+    by_pid = tuple(NvtxPidRow(int(gp.keys["pid"][i]), nv.names[int(gp.keys["name"][i])], **gp.row(i, NvtxPidRow))
+                   for i in gp.order_by_total().tolist())
     open_ = ~nv.closed
     open_end = int(nv.end[open_].max()) if open_.any() else None
     return NvtxResult(True, None, range_count=len(nv), unterminated=int(open_.sum()), unterminated_end_ns=open_end,

@@ -105,8 +105,8 @@ def prev_greater_equal(e: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return f
 
 
-def nearest_marked(parent: np.ndarray, marked: np.ndarray, strict: bool = False) -> np.ndarray:
-    """Nearest ancestor-or-self (strict: ancestor) of each node that is ``marked``, -1 when none —
+def nearest_marked(parent: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """Nearest ancestor-or-self of each node that is ``marked``, -1 when none —
     pointer doubling, O(log depth) rounds."""
     jump = parent.copy()   # invariant: nodes strictly between i and jump[i] are not marked
     act = np.nonzero(jump >= 0)[0]
@@ -116,8 +116,6 @@ def nearest_marked(parent: np.ndarray, marked: np.ndarray, strict: bool = False)
         jump[act] = jump[jump[act]]
         act = act[jump[act] >= 0]
         act = act[~marked[jump[act]]]
-    if strict:
-        return jump
     return np.where(marked, np.arange(parent.shape[0]), jump)
 
 

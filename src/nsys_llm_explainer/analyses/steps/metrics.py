@@ -87,32 +87,19 @@ class SlowStep(StepRow):
 
 
 @dataclass(frozen=True)
-class PhaseMedian(FieldsJson):
+class PhaseMedian(StepMetrics):
     """The median of each metric over the ``count`` steps of one phase (rounded half up)."""
 
     phase: str
     count: int
-    wall_ns: int
-    gpu_busy_ns: int
-    gpu_idle_ns: int
-    sync_ns: int
-    memcpy_ns: int
-    kernel_count: int
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("phase", "count")
 
 
 @dataclass(frozen=True)
-class StepGroup(FieldsJson):
+class StepGroup(Summary):
     """The steps of one group: the distribution of ``wall_ns`` (:func:`stats.summary`) and the totals of the other
     metrics (the rows below add the key that names the group, written first: ``JSON_KEYS``)."""
 
-    count: int
-    total_ns: int
-    avg_ns: int
-    min_ns: int
-    max_ns: int
-    p50_ns: int
-    p90_ns: int
-    p99_ns: int
     gpu_busy_ns: int
     gpu_idle_ns: int
     sync_ns: int
@@ -370,7 +357,8 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     for p in uph:
         m = a.phase == p
         med[p] = {mm: int(round_half_up(median(_metric(a, mm)[m]))) for mm in METRICS}
-        median_by_phase.append(PhaseMedian(phase_names[p] if p >= 0 else UNMAPPED, int(m.sum()), **med[p]))
+        median_by_phase.append(PhaseMedian(phase=phase_names[p] if p >= 0 else UNMAPPED, count=int(m.sum()),
+                                           **med[p]))
     ntop = max(int(top), 0)
     ref_wall = np.array([med[int(p)]["wall_ns"] for p in a.phase.tolist()], np.int64)
     excess = a.wall - ref_wall

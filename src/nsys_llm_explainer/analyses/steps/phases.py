@@ -78,20 +78,15 @@ class PhaseRangeName(FieldsJson):
     count: int
 
 
-def phase_of_names(names: Sequence[str], phase_map: PhaseMapLike,
-                   ignore: Optional[Sequence[str]] = None) -> np.ndarray:
-    """Phase index per name (order of ``phase_map``), -1 for none; one extra trailing -1 (for index -1).
-
-    ``ignore`` defaults to the :class:`PhaseMap`'s ignore list (the presets' for a plain dict)."""
+def phase_of_names(names: Sequence[str], phase_map: PhaseMapLike) -> np.ndarray:
+    """Phase index per name (order of ``phase_map``), -1 for none or a name of the :class:`PhaseMap`'s ignore list
+    (the presets' for a plain dict); one extra trailing -1 (for index -1)."""
     items: Sequence[Tuple[str, Sequence[str]]]
+    ignore: Sequence[str]
     if isinstance(phase_map, PhaseMap):
-        items = phase_map.phases
-        if ignore is None:
-            ignore = phase_map.ignore
+        items, ignore = phase_map.phases, phase_map.ignore
     else:
-        items = tuple(phase_map.items())
-    if ignore is None:
-        ignore = ignore_list()
+        items, ignore = tuple(phase_map.items()), ignore_list()
     pats: List[Tuple[str, int, int]] = []   # (substring, phase index or -1 for ignore, tie order)
     for j, (_, subs) in enumerate(items):
         pats += [(s.lower(), j, j) for s in subs if s]

@@ -29,8 +29,17 @@ def name_table(idx: np.ndarray, names: Sequence[str], fallback: str
     return inv.astype(np.int64).reshape(-1), tuple(names[i] if 0 <= i < n else fallback for i in used), used
 
 
+class _Rows:
+    """Rows copied out of one table: as many as ``start`` values."""
+
+    start: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
 @dataclass(frozen=True)
-class KernelRows:
+class KernelRows(_Rows):
     """Kernels inside the span, in the model's order (by start): ``row`` is the kernel's row in the model,
     ``launch`` the API row (model) of its launch call when that call is in the file too, else -1; ``name`` indexes
     ``names``, ``category`` the category of each of ``names`` ("" unknown); ``config`` the launch configuration of
@@ -49,12 +58,9 @@ class KernelRows:
     category: Tuple[str, ...] = ()
     config: Optional[LaunchConfig] = None
 
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
-
 
 @dataclass(frozen=True)
-class CopyRows:
+class CopyRows(_Rows):
     """Memcpy or memset rows inside the span; ``device`` / ``stream`` -1 where the export lacks them, a column
     None where the table has no such column (memcpy: ``copy_kind``, ``src_kind``, ``dst_kind``; memset:
     ``mem_kind``); ``launch`` as for :class:`KernelRows`."""
@@ -71,12 +77,9 @@ class CopyRows:
     mem_kind: Optional[np.ndarray] = None
     corr: Optional[np.ndarray] = None
 
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
-
 
 @dataclass(frozen=True)
-class GraphRows:
+class GraphRows(_Rows):
     """Whole-graph executions inside the span (``device`` -1 where unknown, ``graph_id`` None without the column)."""
 
     start: np.ndarray
@@ -84,12 +87,9 @@ class GraphRows:
     device: np.ndarray
     graph_id: Optional[np.ndarray] = None
 
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
-
 
 @dataclass(frozen=True)
-class ApiRows:
+class ApiRows(_Rows):
     """CUDA API calls inside the span: ``row`` is the call's row in the model (the id its flows carry), ``flow``
     True for a call that launched a kernel or copy in the file; ``name`` indexes ``names`` (display names)."""
 
@@ -102,12 +102,9 @@ class ApiRows:
     name: np.ndarray
     names: Tuple[str, ...]
 
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
-
 
 @dataclass(frozen=True)
-class HostRows:
+class HostRows(_Rows):
     """NVTX ranges or OS-runtime calls inside the span, per thread (``gtid``; None: the OS-runtime table has no
     thread column and is not shown); ``closed`` False for an unterminated NVTX range."""
 
@@ -118,12 +115,9 @@ class HostRows:
     names: Tuple[str, ...]
     closed: Optional[np.ndarray] = None
 
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
-
 
 @dataclass(frozen=True)
-class SampleRows:
+class SampleRows(_Rows):
     """CPU samples inside the span: the leaf frame's symbol and module and the caller's symbol, each an index into
     ``names``."""
 
@@ -133,9 +127,6 @@ class SampleRows:
     module: np.ndarray
     caller: np.ndarray
     names: Tuple[str, ...]
-
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
 
 
 def kernel_rows(model: TraceModel, rows: np.ndarray, launch: np.ndarray, category: Sequence[str],

@@ -119,12 +119,10 @@ def inline_js(js: str) -> str:
 
 
 def plotly_js() -> str:
-    """The plotly.js bundle shipped with the ``plotly`` Python package (a declared dependency); ``""`` when it is
-    not installed: the page still has every table and says that the charts could not be drawn."""
-    try:
-        from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]  # plotly ships no type stubs
-    except ImportError:
-        return ""
+    """The plotly.js bundle shipped with the ``plotly`` Python package (a declared dependency: when it cannot be
+    imported the command says so in one line, exit 2, as for every declared dependency)."""
+    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]  # plotly ships no type stubs
+
     return str(get_plotlyjs())
 
 

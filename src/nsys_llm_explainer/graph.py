@@ -45,7 +45,7 @@ from .analyses.kernels.starts import kernel_starts
 from .analyses.kernels.stats import GROUPINGS, NESTED, KernelStats
 from .analyses.kernels.stats import kernel_stats as compute_kernel_stats
 from .analyses.kernels.summary import KernelSummary, analyze_kernels
-from .analyses.kernels.traits import KernelTraitsResult, analyze_kernel_traits
+from .analyses.kernels.traits import kernel_traits
 from .analyses.memory.copy_engines import CopyEnginesResult, analyze_copy_engines
 from .analyses.memory.memcpy import analyze_memcpy
 from .analyses.memory.traffic import MemoryResult, analyze_memory
@@ -60,7 +60,7 @@ from .analyses.timeline.content import TimelineFile, analyze_timeline, span_kern
 from .analyses.timeline.span import TimelineSpan, plan_span
 from .analyses.trace.clock import analyze_clock
 from .analyses.trace.facts import analyze_facts
-from .analyses.trace.info import TraceInfoResult, analyze_trace_info
+from .analyses.trace.info import analyze_trace_info
 from .analyses.trace.window import WindowResult, detect_window
 from .config.categories import load_rules
 from .config.phase_map import build_phase_map
@@ -173,21 +173,6 @@ def _steady_stats(steady: TraceModel, window: WindowResult, kernel_stats: Option
         else compute_kernel_stats(k)
 
 
-def _traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult, steady_kernel_stats: Optional[KernelStats]
-            ) -> KernelTraitsResult:
-    """Kernel traits of the steady window's kernels, with the launching processes' and threads' names."""
-    k = model.kernels
-    pids = set(np.unique(k.pid).tolist()) if k is not None and len(k) else set()
-    threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]
-    procs = [p.name for p in trace.processes if p.pid in pids]
-    nv = model.nvtx.names if model.nvtx is not None else []
-    sk = steady.kernels
-    if sk is None or len(sk) == 0 or steady_kernel_stats is None:
-        names = k.names if k is not None else []
-        return analyze_kernel_traits(names, _EMPTY, _EMPTY, nv, threads, procs)
-    return analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs, steady_kernel_stats.by("name"))
-
-
 def _kernels(model: TraceModel, kernel_stats: Optional[KernelStats]) -> KernelSummary:
     return analyze_kernels(model, kernel_stats)
 
@@ -292,8 +277,6 @@ def _warnings(model: TraceModel, kernels: KernelSummary, attribution: Attributio
     return collect_warnings(model, kernels, attribution, graphs, options)
 
 
-_EMPTY = np.empty(0, np.int64)
-
 #: every step of a report, in declaration order (also the order two threads take ready steps in: the long
 #: chains — the device pass and NVTX → phases → categories → steps — come first)
 STEPS: Tuple[Step, ...] = (
@@ -325,7 +308,7 @@ STEPS: Tuple[Step, ...] = (
     Step("steady kernel stats", _steady_stats, ("steady", "window", "kernel_stats"), ("steady_kernel_stats",),
          "steady"),
     Step("launch", _launch, ("steady", "window", "options", "steady_kernel_stats"), ("launch",), "steady"),
-    Step("kernel traits", _traits, ("model", "steady", "trace", "steady_kernel_stats"), ("traits",), "steady"),
+    Step("kernel traits", kernel_traits, ("model", "steady", "trace", "steady_kernel_stats"), ("traits",), "steady"),
     Step("steady kernels", _steady_kernels, ("steady", "steady_kernel_stats"), ("steady_kernels",), "steady"),
     Step("steady kernel starts", kernel_starts, ("steady",), ("steady_kernel_starts",), "steady"),
     Step("steady categories", _steady_categories, ("steady", "window", "options", "categories"),

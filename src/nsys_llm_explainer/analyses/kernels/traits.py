@@ -69,7 +69,10 @@ import numpy as np
 
 from ...config.patterns import for_matching, match_text
 from ...jsonable import FieldsJson
+from ...model.trace import TraceModel
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
+from ..trace.info import TraceInfoResult
+from .stats import KernelStats
 from .summary import TopKernel
 
 TRAITS: Dict[str, str] = {
@@ -323,3 +326,19 @@ def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, t
         ev.append("no GEMM, convolution, attention, softmax or normalization kernel: not a recognisable model")
         return "unknown", tuple(ev)
     return "inference", tuple(ev)
+
+
+def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
+                  steady_kernel_stats: Optional[KernelStats]) -> KernelTraitsResult:
+    """Traits of the steady window's kernels, with the names of the processes that launched kernels and of their
+    threads (the stack's evidence); the capture's kernel names alone when the window has no kernels."""
+    k = model.kernels
+    pids = set(np.unique(k.pid).tolist()) if k is not None and len(k) else set()
+    threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]
+    procs = [p.name for p in trace.processes if p.pid in pids]
+    nv = model.nvtx.names if model.nvtx is not None else []
+    sk = steady.kernels
+    if sk is None or len(sk) == 0 or steady_kernel_stats is None:
+        empty = np.empty(0, np.int64)
+        return analyze_kernel_traits(k.names if k is not None else [], empty, empty, nv, threads, procs)
+    return analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs, steady_kernel_stats.by("name"))

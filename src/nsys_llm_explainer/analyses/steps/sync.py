@@ -51,7 +51,7 @@ import numpy as np
 
 from ...jsonable import FieldsJson, dataclass_from_json, row_values
 from ...model.intervals import overlap_length
-from ...model.timeline import DeviceTimeline, build_timelines, few_distinct
+from ...model.timeline import DeviceTimeline, few_distinct
 from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from ...vocabulary.units import fmt_dur as dur
@@ -389,18 +389,5 @@ def step_sync_result(step_sync_context: StepSyncContext, idle_causes: IdleCauses
     return StepSyncResult(True, None, tuple(out))
 
 
-def analyze_step_sync(model: TraceModel, causes: IdleCausesResult, w0: int, w1: int,
-                      include_memcpy: bool = False) -> StepSyncResult:
-    """Stand-alone form (tests): rebuilds the device timelines of ``model`` over ``[w0, w1)`` (the window the
-    idle causes were computed on). The pipeline computes the series inside the idle-cause pass instead."""
-    ctx = StepSyncContext(model)
-    by_dev = {d.device_id: d for d in causes.devices}
-    series: List[Tuple[StepSyncSeries, ...]] = []
-    for dev, tl in sorted(build_timelines(model, w0, w1, include_memcpy).items()):
-        if dev in by_dev:
-            series.append(device_step_sync(ctx, tl, by_dev[dev]))
-    return step_sync_result(ctx, causes, series)
-
-
-__all__ = ["HOST_PIECE_KINDS", "StepSyncContext", "StepSyncResult", "StepSyncSeries", "analyze_step_sync",
+__all__ = ["HOST_PIECE_KINDS", "StepSyncContext", "StepSyncResult", "StepSyncSeries",
            "device_step_sync", "step_sync_context", "step_sync_result"]

@@ -288,7 +288,7 @@ def test_override_and_nvtx_windows(tmp_path: Path) -> None:
             parse_window(bad)
     w = detect_window(m, nvtx_range="decode")
     assert (w.method, w.start_ns, w.end_ns) == ("nvtx", S + 50 * MS, S + 120 * MS)
-    assert w.details["nvtx_ranges"] == 2
+    assert w.details.nvtx_ranges == 2 and w.details.nvtx_name == "decode" and w.details.bins is None
     with pytest.raises(InputError):
         detect_window(m, nvtx_range="deco")   # exact names only
     (tmp_path / "n").mkdir()

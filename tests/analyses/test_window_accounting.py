@@ -3,6 +3,7 @@ hand-built fixtures; every expected number is worked out by hand in the docstrin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +14,10 @@ from nsys_llm_explainer.analyses.idle.causes import KINDS, analyze_idle_causes
 from nsys_llm_explainer.analyses.idle.gpu_time import device_time, gpu_time_result
 from nsys_llm_explainer.analyses.idle.range_names import normalize_range_name
 from nsys_llm_explainer.analyses.nvtx.tree import build_tree
-from nsys_llm_explainer.analyses.trace.window import detect_window
+from nsys_llm_explainer.analyses.trace.window import WindowResult, detect_window
 from nsys_llm_explainer.config.window import check_window, parse_window
 from nsys_llm_explainer.errors import InputError
+from nsys_llm_explainer.jsonable import from_json
 from nsys_llm_explainer.model.clip import clip_model
 from nsys_llm_explainer.model.timeline import build_timelines
 from nsys_llm_explainer.pipeline import load_model
@@ -236,6 +238,18 @@ def test_auto_window_trims_warmup_and_tail(tmp_path: Path) -> None:
     assert "warm-up" in w.reason and "tail" in w.reason
     d = w.to_dict()
     assert d["window_ns"] == w.end_ns - w.start_ns and d["method"] == "auto"
+    # details: 200 bins of 11 ms; the 18 bins wholly inside the dense 200 ms are 80 % busy (the reference), the
+    # threshold 25 % of it; warm-up 50 × 50 µs in 1 s, dense 20 000 × 8 µs in 199.998 ms, nothing in the tail
+    det = d["details"]
+    assert list(det) == ["bins", "bin_ns", "reference_busy_pct", "active_threshold_pct", "active_bins",
+                         "candidate_start_ns", "candidate_end_ns", "warmup_busy_pct", "steady_busy_pct",
+                         "tail_busy_pct", "warmup_share_of_busy_pct", "tail_share_of_busy_pct"]
+    assert det == {"bins": 200, "bin_ns": 11 * MS, "reference_busy_pct": 80.0, "active_threshold_pct": 20.0,
+                   "active_bins": 18, "candidate_start_ns": w.start_ns, "candidate_end_ns": w.end_ns,
+                   "warmup_busy_pct": 0.25, "steady_busy_pct": 80.0, "tail_busy_pct": 0.0,
+                   "warmup_share_of_busy_pct": 1.54, "tail_share_of_busy_pct": 0.0}
+    assert w.details.steady_busy_pct == 80.0 and w.details.nvtx_name is None
+    assert from_json(WindowResult, json.loads(json.dumps(d)), "window") == w   # report.json round trip
     # the clipped model holds only dense kernels
     cm = clip_model(m, w.start_ns, w.end_ns)
     assert len(cm.kernels) == 20_000
@@ -289,7 +303,9 @@ def test_override_and_nvtx_windows(tmp_path: Path) -> None:
             parse_window(bad)
     w = detect_window(m, nvtx_range="decode")
     assert (w.method, w.start_ns, w.end_ns) == ("nvtx", S + 50 * MS, S + 120 * MS)
-    assert w.details["nvtx_ranges"] == 2
+    assert w.details.nvtx_ranges == 2 and w.details.nvtx_name == "decode" and w.details.bins is None
+    assert json.dumps(w.to_dict()["details"]) == '{"nvtx_name": "decode", "nvtx_ranges": 2}'
+    assert detect_window(m, override=(S, 2 * S)).to_dict()["details"] == {}
     with pytest.raises(InputError):
         detect_window(m, nvtx_range="deco")   # exact names only
     (tmp_path / "n").mkdir()

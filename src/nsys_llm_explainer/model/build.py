@@ -27,6 +27,7 @@ from .trace import (
     Memset,
     NvtxRanges,
     OsCalls,
+    RowCounts,
     SyncRows,
     TraceInfo,
     TraceModel,
@@ -265,7 +266,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
         nvtx = build_nvtx(possible_nvtx(nv, warnings), t_end, warnings)
 
     graph_mode = schema.meta_value("capture:CUDA_GRAPH_TRACE_OPTIONS:MODE")
-    row_counts = {
+    row_counts = RowCounts.of({
         "kernels": len(kernels) if kernels is not None else 0,
         "cuda_api": len(api) if api is not None else 0,
         "nvtx_ranges": len(nvtx) if nvtx is not None else 0,
@@ -273,7 +274,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
         "memset": len(memset) if memset is not None else 0,
         "sync": len(sync) if sync is not None else 0,
         "graph_trace": len(graph_trace) if graph_trace is not None else 0,
-    }
+    })
     info = TraceInfo(
         path=path, product_version=schema.product_version, schema_version=schema.schema_version,
         meta_table=schema.meta_table, kernel_table=ktable, tables=schema.tables, meta=schema.meta,
@@ -296,9 +297,10 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
     warnings += sorted(conn.excluded)
     return TraceModel(
         info=info, kernels=kernels, api=api, nvtx=nvtx, memcpy=memcpy, memset=memset, sync=sync,
-        graph_trace=graph_trace, osrt=osrt, thread_names=thread_names, warnings=warnings, notes=notes,
+        graph_trace=graph_trace, osrt=osrt, thread_names=thread_names,
+        thread_labels=thread_labels(thread_names, active_threads(api, nvtx, osrt, few_distinct)),
+        warnings=tuple(warnings), notes=tuple(notes),
         um_gpu_faults=um_gpu_faults, um_cpu_faults=um_cpu_faults, samples=samples,
-        labels=thread_labels(thread_names, active_threads(api, nvtx, osrt, few_distinct)),
     )
 
 

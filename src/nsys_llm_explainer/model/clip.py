@@ -20,7 +20,7 @@ from typing import Callable, Dict, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
-from .trace import ApiCalls, GpuRows, Kernels, NvtxRanges, TraceModel
+from .trace import ApiCalls, GpuRows, Kernels, NvtxRanges, RowCounts, TraceModel
 
 R = TypeVar("R", bound=GpuRows)
 
@@ -124,24 +124,23 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
                           name_idx=n.name_idx[rows], names=n.names,
                           domain=n.domain[rows] if n.domain.shape[0] == len(n) else np.zeros(cs.shape[0], np.int64))
 
-    out = TraceModel(
-        info=model.info, kernels=kernels, api=api, nvtx=nvtx,
-        memcpy=_clip_ops(model.memcpy, w0, w1, old_to_new, n_api),
-        memset=_clip_ops(model.memset, w0, w1, old_to_new, n_api),
-        sync=_clip_ops(model.sync, w0, w1, old_to_new, n_api),
-        graph_trace=_clip_ops(model.graph_trace, w0, w1, old_to_new, n_api),
-        osrt=_clip_ops(model.osrt, w0, w1, None, 0),
-        thread_names=dict(model.thread_names), warnings=list(model.warnings), notes=list(model.notes),
-        labels=dict(model.thread_labels),
+    memcpy = _clip_ops(model.memcpy, w0, w1, old_to_new, n_api)
+    memset = _clip_ops(model.memset, w0, w1, old_to_new, n_api)
+    sync = _clip_ops(model.sync, w0, w1, old_to_new, n_api)
+    graph_trace = _clip_ops(model.graph_trace, w0, w1, old_to_new, n_api)
+    info = model.info
+    if info is not None:
+        counts = dict(info.row_counts)
+        for key, part in (("kernels", kernels), ("cuda_api", api), ("nvtx_ranges", nvtx), ("memcpy", memcpy),
+                          ("memset", memset), ("sync", sync), ("graph_trace", graph_trace)):
+            if key in counts or part is not None:
+                counts[key] = len(part) if part is not None else 0
+        info = dataclasses.replace(info, row_counts=RowCounts.of(counts))
+    return TraceModel(
+        info=info, kernels=kernels, api=api, nvtx=nvtx, memcpy=memcpy, memset=memset, sync=sync,
+        graph_trace=graph_trace, osrt=_clip_ops(model.osrt, w0, w1, None, 0),
+        thread_names=model.thread_names, thread_labels=model.thread_labels, warnings=model.warnings,
+        notes=model.notes,
         um_gpu_faults=_clip_ops(model.um_gpu_faults, w0, w1, None, 0),
         um_cpu_faults=_clip_ops(model.um_cpu_faults, w0, w1, None, 0),
     )
-    if model.info is not None:
-        counts = dict(model.info.row_counts)
-        for key, part in (("kernels", out.kernels), ("cuda_api", out.api), ("nvtx_ranges", out.nvtx),
-                          ("memcpy", out.memcpy), ("memset", out.memset), ("sync", out.sync),
-                          ("graph_trace", out.graph_trace)):
-            if key in counts or part is not None:
-                counts[key] = len(part) if part is not None else 0
-        out.info = dataclasses.replace(model.info, row_counts=counts)
-    return out

@@ -6,13 +6,13 @@ every nanosecond covered by at least one interval once (gaps between blocks: ``m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 
-@dataclass
+@dataclass(frozen=True)
 class IntervalUnion:
     """Disjoint, sorted blocks covering the input intervals.
 
@@ -24,21 +24,17 @@ class IntervalUnion:
     end: np.ndarray
     first_row: np.ndarray
     last_row: np.ndarray
-    _cum: Optional[np.ndarray] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def length(self) -> int:
         return int((self.end - self.start).sum())
 
-    @property
+    @cached_property
     def cum_before(self) -> np.ndarray:
-        """Total length of the blocks before block ``k`` (cached)."""
-        c = self._cum
-        if c is None or c.shape[0] != self.start.shape[0]:
-            c = np.zeros(self.start.shape[0], np.int64)
-            if c.shape[0] > 1:
-                np.cumsum((self.end - self.start)[:-1], out=c[1:])
-            self._cum = c
+        """Total length of the blocks before block ``k`` (computed on first use)."""
+        c = np.zeros(self.start.shape[0], np.int64)
+        if c.shape[0] > 1:
+            np.cumsum((self.end - self.start)[:-1], out=c[1:])
         return c
 
     def __len__(self) -> int:

@@ -117,7 +117,7 @@ def is_system_module(path: str) -> bool:
         module_group(path) in SYSTEM_GROUPS
 
 
-@dataclass
+@dataclass(frozen=True)
 class CpuSamples:
     """CPU samples of the threads that made CUDA calls, sorted by ``start`` (see module docstring)."""
 

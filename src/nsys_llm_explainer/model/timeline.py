@@ -205,7 +205,7 @@ def _take(arrays: tuple, idx: Optional[np.ndarray]) -> tuple:
     return arrays if idx is None else tuple(a[idx] for a in arrays)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Source:
     """One table's rows that may enter a device's activity: columns as the model holds them (no copies);
     ``label`` is an index array or one constant label; ``rows``: device → its rows in the window (None = all)."""

@@ -8,11 +8,11 @@ Arrays of one table have equal length; ``-1`` means "unknown / NULL".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .names import thread_labels
+from ..jsonable import from_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from .samples import CpuSamples
@@ -222,6 +222,42 @@ def sql_int(v: object) -> int:
     raise TypeError(f"not a number: {v!r}")
 
 
+@dataclass(frozen=True, eq=False)
+class RowCounts(Mapping[str, int]):
+    """Rows of each activity table (table → rows; which tables, and so which keys, depends on the export): an
+    immutable mapping in insertion order, held as ``(table, rows)`` pairs so that it pickles, hashes and compares
+    like the other frozen values; ``report.json`` writes it as an object in that order."""
+
+    pairs: Tuple[Tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, counts: Mapping[str, int]) -> RowCounts:
+        return cls(tuple((str(k), int(v)) for k, v in counts.items()))
+
+    def __getitem__(self, key: str) -> int:
+        for k, v in self.pairs:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self.pairs)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __hash__(self) -> int:
+        return hash(self.pairs)
+
+    def to_dict(self) -> Dict[str, int]:
+        return dict(self.pairs)
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "trace.row_counts") -> RowCounts:
+        """The inverse of :meth:`to_dict` (an object of integers)."""
+        return cls.of(from_json(Dict[str, int], d, where))
+
+
 @dataclass(frozen=True)
 class TraceInfo:
     path: str
@@ -234,13 +270,14 @@ class TraceInfo:
     gpus: List[Dict[str, object]]
     processes: List[Dict[str, object]]
     session: Dict[str, object]
-    row_counts: Dict[str, int]
+    row_counts: RowCounts
     graph_trace_mode: Optional[str]   # "Graph" / "Node" from capture metadata, when recorded
 
 
-@dataclass
+@dataclass(frozen=True)
 class TraceModel:
-    """Everything the analyses need, read once."""
+    """Everything the analyses need, read once; frozen: a model of another window is a new one (model/clip.py),
+    sharing the arrays and names it does not change."""
 
     info: TraceInfo
     kernels: Optional[Kernels]
@@ -251,24 +288,18 @@ class TraceModel:
     sync: Optional[SyncRows]
     graph_trace: Optional[GraphTrace]
     osrt: Optional[OsCalls]
-    thread_names: Dict[int, str]
-    warnings: List[str] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)   # schema quirks handled (stated in the report)
+    thread_names: Mapping[int, str]
+    #: label of every named thread: ``name (tid N)`` where names collide (:func:`names.thread_labels`; the threads
+    #: shown side by side are those with CUDA API calls, NVTX ranges or OS-runtime calls, :func:`active_threads`),
+    #: computed once by model/build.py; a clipped model takes its source's (model/clip.py), so every window names a
+    #: thread alike
+    thread_labels: Mapping[int, str] = field(repr=False)
+    warnings: Tuple[str, ...] = ()
+    notes: Tuple[str, ...] = ()   # schema quirks handled (stated in the report)
     # ---- Unified Memory page faults (None when the export has no such table; docs/METRICS.md "Unified Memory")
     um_gpu_faults: Optional[UmGpuFaults] = None
     um_cpu_faults: Optional[UmCpuFaults] = None
     samples: Optional[CpuSamples] = None   # CPU samples of the CUDA-calling threads (model/samples.py)
-    #: display label of each named thread (:func:`names.thread_labels`), computed on first use; a clipped model
-    #: takes its source's (model/clip.py), so every window names a thread alike
-    labels: Optional[Dict[int, str]] = field(default=None, repr=False)
-
-    @property
-    def thread_labels(self) -> Dict[int, str]:
-        """Label of every named thread: ``name (tid N)`` where names collide (:func:`names.thread_labels`; the
-        threads shown side by side are those with CUDA API calls, NVTX ranges or OS-runtime calls)."""
-        if self.labels is None:   # a model not made by model/build.py (which passes them)
-            self.labels = thread_labels(self.thread_names, active_threads(self.api, self.nvtx, self.osrt))
-        return self.labels
 
     def thread_label(self, gtid: int) -> str:
         """How every output names thread ``gtid`` (serialized globalTid): its :attr:`thread_labels` entry, ``""``

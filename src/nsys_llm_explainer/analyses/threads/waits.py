@@ -23,7 +23,7 @@ rows).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -190,7 +190,7 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
 
 
 def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int, ...], rows: np.ndarray,
-            w: IntervalUnion, wait_ns: int, w0: int, w1: int, labels: Dict[int, str],
+            w: IntervalUnion, wait_ns: int, w0: int, w1: int, labels: Mapping[int, str],
             causes: Optional[IdleCausesResult]) -> LauncherWaits:
     osrt = model.osrt
     assert osrt is not None
@@ -244,7 +244,7 @@ def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: n
 
 
 def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int, w0: int, w1: int,
-            labels: Dict[int, str]) -> Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]:
+            labels: Mapping[int, str]) -> Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]:
     """``threads`` and ``rows``: the other threads of process ``pid`` during the waits."""
     parts: List[Tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, Sequence[str]]] = []
     nv, osrt, api = model.nvtx, model.osrt, model.api

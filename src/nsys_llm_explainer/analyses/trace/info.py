@@ -3,7 +3,9 @@
 ``path`` is the trace as the user named it (``display_path`` when given: the report file a SQLite export
 was made from, or the demo's copy); ``span_ns`` = ``end_ns − start_ns`` of all captured activity;
 ``processes`` lists the PIDs with kernels or CUDA API calls (their counts); ``schema_notes`` the schema
-quirks the reader handled; ``session`` the session as the export records it (:mod:`.session`).
+quirks the reader handled; ``session`` the session as the export records it (:mod:`.session`); ``capture`` the
+capture and export settings the export's metadata records (:class:`CaptureSettings`); ``row_counts`` the rows of
+each activity table the model holds (:class:`model.trace.RowCounts`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from ...jsonable import NOT_IN_JSON, FieldsJson, dataclass_from_json, json_ready
-from ...model.trace import TraceModel, sql_int
+from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson, dataclass_from_json, json_ready
+from ...model.trace import RowCounts, TraceModel, sql_int
 from .session import SessionSpan, analyze_session
 
 Value = Optional[Union[int, float, str]]
@@ -67,6 +69,38 @@ class ProcessRow(FieldsJson):
     cuda_api_calls: int
 
 
+def _recorded() -> Any:
+    """A setting ``report.json`` leaves out when the export does not record it (None)."""
+    return field(default=None, metadata=NONE_OMITTED)
+
+
+#: metadata key (``EXPORT_META_DATA`` / ``META_DATA_EXPORT`` name, ``capture:`` for ``META_DATA_CAPTURE``) → field
+CAPTURE_META_KEYS: Tuple[Tuple[str, str], ...] = (
+    ("capture:CUDA_TRACE_SCOPE", "CUDA_TRACE_SCOPE"), ("capture:CUDA_SKIP_SOME_API_CALLS", "CUDA_SKIP_SOME_API_CALLS"),
+    ("EXPORT_PARAM_TIME_NORMALIZE", "EXPORT_PARAM_TIME_NORMALIZE"),
+    ("EXPORT_CONFIG_TIME_SHIFT", "EXPORT_CONFIG_TIME_SHIFT"), ("EXPORT_PARAM_LAZY", "EXPORT_PARAM_LAZY"),
+    ("EXPORT_LAZY", "EXPORT_LAZY"), ("EXPORT_TIME_UTC", "EXPORT_TIME_UTC"))
+
+
+@dataclass(frozen=True)
+class CaptureSettings(FieldsJson):
+    """Capture and export settings as the export's metadata records them (the first value of the key,
+    :data:`CAPTURE_META_KEYS`); a setting not recorded (or empty) is None and has no key in ``report.json``."""
+
+    CUDA_TRACE_SCOPE: Optional[str] = _recorded()
+    CUDA_SKIP_SOME_API_CALLS: Optional[str] = _recorded()
+    EXPORT_PARAM_TIME_NORMALIZE: Optional[str] = _recorded()
+    EXPORT_CONFIG_TIME_SHIFT: Optional[str] = _recorded()
+    EXPORT_PARAM_LAZY: Optional[str] = _recorded()
+    EXPORT_LAZY: Optional[str] = _recorded()
+    EXPORT_TIME_UTC: Optional[str] = _recorded()
+
+    def items(self) -> Tuple[Tuple[str, str], ...]:
+        """(name, value) of each recorded setting, in ``report.json`` order."""
+        pairs = ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+        return tuple((k, v) for k, v in pairs if v is not None)
+
+
 @dataclass(frozen=True)
 class TraceInfoResult(FieldsJson):
     path: str
@@ -79,9 +113,9 @@ class TraceInfoResult(FieldsJson):
     span_ns: int
     gpus: Tuple[GpuInfo, ...] = ()
     processes: Tuple[ProcessRow, ...] = ()
-    row_counts: Dict[str, int] = field(default_factory=dict)
+    row_counts: RowCounts = RowCounts()
     cuda_graph_trace_mode: Optional[str] = None
-    capture: Dict[str, object] = field(default_factory=dict)
+    capture: CaptureSettings = CaptureSettings()
     schema_notes: Tuple[str, ...] = ()
     session: Optional[SessionSpan] = None   # the session's recorded length, the CUDA activity's place in it
 
@@ -113,16 +147,11 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
             active.setdefault(p, {})["cuda_api_calls"] = n
     processes = tuple(ProcessRow(p, names.get(p, ""), active[p].get("kernels", 0), active[p].get("cuda_api_calls", 0))
                       for p in sorted(active))
-    capture: Dict[str, object] = {}
-    for key in ("capture:CUDA_TRACE_SCOPE", "capture:CUDA_SKIP_SOME_API_CALLS", "EXPORT_PARAM_TIME_NORMALIZE",
-                "EXPORT_CONFIG_TIME_SHIFT", "EXPORT_PARAM_LAZY", "EXPORT_LAZY", "EXPORT_TIME_UTC"):
-        v = info.meta.get(key)
-        if v:
-            capture[key.replace("capture:", "")] = v[0]
+    recorded = {name: info.meta[key][0] for key, name in CAPTURE_META_KEYS if info.meta.get(key)}
     return TraceInfoResult(
         path=display_path if display_path is not None else info.path, nsys_version=info.product_version,
         export_schema_version=info.schema_version, metadata_table=info.meta_table, kernel_table=info.kernel_table,
         start_ns=t0, end_ns=t1, span_ns=(t1 - t0) if t0 is not None and t1 is not None else 0,
         gpus=tuple(GpuInfo.of_row(g) for g in info.gpus), processes=processes,
-        row_counts=dict(info.row_counts), cuda_graph_trace_mode=info.graph_trace_mode, capture=capture,
+        row_counts=info.row_counts, cuda_graph_trace_mode=info.graph_trace_mode, capture=CaptureSettings(**recorded),
         schema_notes=tuple(model.notes), session=analyze_session(model))

@@ -44,12 +44,13 @@ Auto rule:
 union inside ``[full_start, cand_start)`` / ``[cand_start, cand_end)`` / ``[cand_end, full_end)`` / that
 length × 100;
 ``warmup_share_of_busy_pct`` / ``tail_share_of_busy_pct`` = pooled busy ns in the leading / trailing part /
-all pooled busy ns × 100; ``reference_busy_pct`` and ``active_threshold_pct`` from step 2.
+all pooled busy ns × 100; ``reference_busy_pct`` and ``active_threshold_pct`` from step 2
+(:class:`WindowDetails`; ``nvtx``: ``nvtx_name`` and ``nvtx_ranges``; ``override`` and a ``full`` kept for too
+little activity: none, ``{}``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
@@ -57,7 +58,7 @@ import numpy as np
 
 from ...config.window import Window
 from ...errors import OptionError
-from ...jsonable import json_ready
+from ...jsonable import NONE_OMITTED, FieldsJson, fields_json
 from ...model import intervals as iv
 from ...model.trace import TraceModel
 from ...vocabulary.units import fmt_dur as dur
@@ -74,6 +75,33 @@ TRIM_MAX_BUSY_SHARE = 0.25
 MIN_KERNELS = 20
 
 
+def _omitted() -> Any:
+    """A field ``report.json`` leaves out when it is None (the other method's details)."""
+    return field(default=None, metadata=NONE_OMITTED)
+
+
+@dataclass(frozen=True)
+class WindowDetails(FieldsJson):
+    """How the window was found (module docstring): the auto rule's bins, levels and candidate edges (``auto``, and
+    ``full`` when the rule ran but trimmed nothing), or the NVTX range's name and count (``nvtx``); a field of the
+    other method is None and has no key in ``report.json`` (no key at all: ``{}``)."""
+
+    bins: Optional[int] = _omitted()
+    bin_ns: Optional[int] = _omitted()
+    reference_busy_pct: Optional[float] = _omitted()
+    active_threshold_pct: Optional[float] = _omitted()
+    active_bins: Optional[int] = _omitted()
+    candidate_start_ns: Optional[int] = _omitted()
+    candidate_end_ns: Optional[int] = _omitted()
+    warmup_busy_pct: Optional[float] = _omitted()
+    steady_busy_pct: Optional[float] = _omitted()
+    tail_busy_pct: Optional[float] = _omitted()
+    warmup_share_of_busy_pct: Optional[float] = _omitted()
+    tail_share_of_busy_pct: Optional[float] = _omitted()
+    nvtx_name: Optional[str] = _omitted()
+    nvtx_ranges: Optional[int] = _omitted()
+
+
 @dataclass(frozen=True)
 class WindowResult:
     full_start_ns: int
@@ -85,7 +113,7 @@ class WindowResult:
     warmup_ns: int
     tail_ns: int
     steady_fraction: float
-    details: Dict[str, object] = field(default_factory=dict)
+    details: WindowDetails = WindowDetails()
 
     @property
     def window_ns(self) -> int:
@@ -96,16 +124,16 @@ class WindowResult:
         return self.start_ns <= self.full_start_ns and self.end_ns >= self.full_end_ns
 
     def to_dict(self) -> Dict[str, Any]:
-        return json_ready({**dataclasses.asdict(self), "window_ns": self.window_ns})
+        return {**fields_json(self), "window_ns": self.window_ns}
 
 
 
 def _result(full0: int, full1: int, s: int, e: int, method: str, reason: str,
-            details: Optional[Dict[str, object]] = None) -> WindowResult:
+            details: WindowDetails = WindowDetails()) -> WindowResult:
     span = full1 - full0
     frac = round((e - s) / span, 6) if span > 0 else 1.0
     return WindowResult(full0, full1, s, e, method, reason, max(0, s - full0), max(0, full1 - e), frac,
-                        details or {})
+                        details)
 
 
 def _busy_union(model: TraceModel) -> iv.IntervalUnion:
@@ -251,15 +279,15 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     trim_tail = trail > TRIM_MIN_SHARE * min(span, cand) and tail_share <= TRIM_MAX_BUSY_SHARE
     s = cand0 if trim_lead else full0
     e = cand1 if trim_tail else full1
-    details: Dict[str, object] = {
-        "bins": nb, "bin_ns": int(span // nb), "reference_busy_pct": round(100.0 * ref, 2),
-        "active_threshold_pct": round(100.0 * thr, 2), "active_bins": int(active.sum()),
-        "candidate_start_ns": cand0, "candidate_end_ns": cand1,
-        "warmup_busy_pct": busy_pct(full0, cand0), "steady_busy_pct": busy_pct(cand0, cand1),
-        "tail_busy_pct": busy_pct(cand1, full1),
-        "warmup_share_of_busy_pct": round(100.0 * lead_share, 2),
-        "tail_share_of_busy_pct": round(100.0 * tail_share, 2),
-    }
+    details = WindowDetails(
+        bins=nb, bin_ns=int(span // nb), reference_busy_pct=round(100.0 * ref, 2),
+        active_threshold_pct=round(100.0 * thr, 2), active_bins=int(active.sum()),
+        candidate_start_ns=cand0, candidate_end_ns=cand1,
+        warmup_busy_pct=busy_pct(full0, cand0), steady_busy_pct=busy_pct(cand0, cand1),
+        tail_busy_pct=busy_pct(cand1, full1),
+        warmup_share_of_busy_pct=round(100.0 * lead_share, 2),
+        tail_share_of_busy_pct=round(100.0 * tail_share, 2),
+    )
     if not trim_lead and not trim_tail:
         big = [(n, sh) for n, ln, sh in (("leading", lead, lead_share), ("trailing", trail, tail_share))
                if ln > TRIM_MIN_SHARE * min(span, cand)]
@@ -269,15 +297,15 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
                       f"busy time, so it is treated as part of the workload, not warm-up or tail.")
         else:
             reason = (f"Full trace kept: no warm-up or idle tail above {int(TRIM_MIN_SHARE * 100)}% of the "
-                      f"trace was detected (GPU busy {details['steady_busy_pct']}% in the densest stretch).")
+                      f"trace was detected (GPU busy {details.steady_busy_pct}% in the densest stretch).")
         return _result(full0, full1, full0, full1, "full", reason, details)
     parts = []
     if trim_lead:
-        parts.append(f"{dur(lead)} of warm-up (GPU busy {details['warmup_busy_pct']}%)")
+        parts.append(f"{dur(lead)} of warm-up (GPU busy {details.warmup_busy_pct}%)")
     if trim_tail:
-        parts.append(f"{dur(trail)} of tail (GPU busy {details['tail_busy_pct']}%)")
+        parts.append(f"{dur(trail)} of tail (GPU busy {details.tail_busy_pct}%)")
     reason = (f"Auto-detected steady state: trimmed {' and '.join(parts)}; the kept window is GPU busy "
-              f"{busy_pct(s, e)}% (active bins ≥ {details['active_threshold_pct']}% busy).")
+              f"{busy_pct(s, e)}% (active bins ≥ {details.active_threshold_pct}% busy).")
     return _result(full0, full1, s, e, "auto", reason, details)
 
 
@@ -294,7 +322,7 @@ def _nvtx_window(model: TraceModel, name: str, full0: int, full1: int) -> Window
     s, e = int(n.start[m].min()), int(n.end[m].max())
     count = int(m.sum())
     reason = f"Window set to the span of the {count} NVTX range(s) named {name!r} ({dur(e - s)})."
-    return _result(full0, full1, s, e, "nvtx", reason, {"nvtx_name": name, "nvtx_ranges": count})
+    return _result(full0, full1, s, e, "nvtx", reason, WindowDetails(nvtx_name=name, nvtx_ranges=count))
 
 
 def detect_window(model: TraceModel, override: Optional[Window] = None,

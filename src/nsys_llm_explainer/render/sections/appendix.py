@@ -49,7 +49,7 @@ def sec_trace(v: View) -> SectionResult:
     items: List[Inline] = [inline(
         "File ", Code(t.path), "; Nsight Systems ", Data(t.nsys_version), ", export schema ",
         Data(t.export_schema_version),
-        (", captured ", Data(cap["EXPORT_TIME_UTC"]), " UTC") if cap.get("EXPORT_TIME_UTC") else None,
+        (", captured ", Data(cap.EXPORT_TIME_UTC), " UTC") if cap.EXPORT_TIME_UTC else None,
         "; traced span (first to last CUDA or NVTX activity) ", v.at(v.r.window.full_end_ns), _session(t), ".")]
     gpus = t.gpus
     if gpus:

@@ -8,6 +8,9 @@ the API table while the kernel table was still being read (their steps are then 
 ``steady`` = the model clipped to it). Every value a step makes that :data:`REPORT_VALUES` names becomes the
 :class:`report.Report` field of that name.
 
+The small functions below only bind: an option's field, a window's bounds or a default to the parameters of an
+analysis (the graph's values keep their names; the work is in ``analyses/``).
+
 Adding an analysis: write its function (a pure function in ``analyses/``), add one :class:`runner.Step` here
 (after the steps making its inputs) and, when the report shows it, one ``Report`` field of the same name
 (docs/DESIGN.md shows an example). A per-device analysis is one function of the device's ``timeline`` and
@@ -18,10 +21,7 @@ in that device's turn, so memory holds one device's rows at a time.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Dict, Optional, Tuple
-
-import numpy as np
 
 from .analyses.api.cuda_api import analyze_cuda_api
 from .analyses.api.graphs import GraphResult, analyze_graphs
@@ -29,9 +29,9 @@ from .analyses.api.launch import LaunchResult, analyze_launch
 from .analyses.api.sync import analyze_sync
 from .analyses.comms.nccl import analyze_nccl
 from .analyses.comms.series import nccl_series
-from .analyses.idle.bins import bins_for
+from .analyses.idle.bins import bins_for, device_count
 from .analyses.idle.causes import IdleCausesResult, analyze_idle_causes
-from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, device_time, gpu_time_result, window_times
+from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, device_time, full_times, gpu_time_result
 from .analyses.idle.host_samples import (
     DeviceHostSamples,
     HostSamplesResult,
@@ -40,23 +40,22 @@ from .analyses.idle.host_samples import (
     host_sample_frames,
 )
 from .analyses.idle.result import DeviceCauses
-from .analyses.kernels.categories import CategoryResult, analyze_categories
+from .analyses.kernels.categories import CategoryResult, analyze_categories, window_categories
 from .analyses.kernels.starts import kernel_starts
-from .analyses.kernels.stats import GROUPINGS, NESTED, KernelStats
-from .analyses.kernels.stats import kernel_stats as compute_kernel_stats
+from .analyses.kernels.stats import KernelStats, capture_kernel_stats, window_kernel_stats
 from .analyses.kernels.summary import KernelSummary, analyze_kernels
 from .analyses.kernels.traits import kernel_traits
 from .analyses.memory.copy_engines import CopyEnginesResult, analyze_copy_engines
 from .analyses.memory.memcpy import analyze_memcpy
 from .analyses.memory.traffic import MemoryResult, analyze_memory
 from .analyses.memory.unified import UnifiedMemoryResult, analyze_unified_memory
-from .analyses.nvtx.attribution import AttributionPhase, AttributionResult, analyze_attribution, default_domain_node
+from .analyses.nvtx.attribution import AttributionResult, analyze_attribution, default_domain_node
 from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
 from .analyses.steps.metrics import StepResult, analyze_steps
-from .analyses.steps.phases import PhaseResult, analyze_phases
+from .analyses.steps.phases import PhaseResult, analyze_phases, with_phase_totals
 from .analyses.steps.sync import StepSyncContext, device_step_sync, step_sync_context, step_sync_result
 from .analyses.threads.waits import WaitsResult, analyze_waits
-from .analyses.timeline.content import TimelineFile, analyze_timeline, span_kernels
+from .analyses.timeline.content import TimelineFile, analyze_timeline, span_launch_config
 from .analyses.timeline.span import TimelineSpan, plan_span
 from .analyses.trace.clock import analyze_clock
 from .analyses.trace.facts import analyze_facts
@@ -75,8 +74,8 @@ from .findings.run import (
     step_sync_claims,
 )
 from .model.clip import clip_model
-from .model.launch_config import LaunchConfig, read_launch_config
-from .model.timeline import DeviceTimeline, build_timelines, iter_timelines
+from .model.launch_config import LaunchConfig
+from .model.timeline import DeviceTimeline, iter_timelines
 from .model.trace import TraceModel
 from .options import Options
 from .runner import Step
@@ -93,24 +92,11 @@ def _steady(model: TraceModel, window: WindowResult) -> TraceModel:
 
 
 def _full_times(model: TraceModel, window: WindowResult, options: Options) -> Optional[Dict[int, WindowTime]]:
-    """Per device, the full capture's busy/idle totals (None when the window is the whole capture: the steady
-    timelines are then the full ones). Only totals are kept: the full timelines' rows are dropped at once."""
-    if window.is_full:
-        return None
-    return window_times(build_timelines(model, window.full_start_ns, window.full_end_ns,
-                                        options.include_memcpy_in_busy))
+    return full_times(model, window, options.include_memcpy_in_busy)
 
 
 def _timeline_span(model: TraceModel, steady: TraceModel, window: WindowResult, options: Options) -> TimelineSpan:
     return plan_span(model, steady, window, options.timeline_events)
-
-
-def _device_count(model: TraceModel, include_memcpy: bool) -> int:
-    """Distinct device ids of the activity the timelines are built from (kernels, graph executions, copies)."""
-    parts = [model.kernels.device] if model.kernels is not None else []
-    ops = [model.graph_trace] + ([model.memcpy, model.memset] if include_memcpy else [])
-    parts += [np.asarray(o.device) for o in ops if o is not None and len(o)]
-    return int(np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts])).shape[0]) if parts else 0
 
 
 def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nvtx: NvtxResult, options: Options,
@@ -120,7 +106,7 @@ def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nv
     past the budget, the pieces) is dropped, so memory holds one device's rows at a time."""
     return analyze_idle_causes(model, steady, iter_timelines(steady, window.start_ns, window.end_ns,
                                                              options.include_memcpy_in_busy),
-                               nvtx.tree, bins_for(_device_count(steady, options.include_memcpy_in_busy)),
+                               nvtx.tree, bins_for(device_count(steady, options.include_memcpy_in_busy)),
                                lambda tl, dc: each(timeline=tl, device_causes=dc),
                                (timeline_span.start_ns, timeline_span.end_ns) if timeline_span.written else None,
                                pieces_needed=pieces_needed, slices_max=timeline_span.limit_rows)
@@ -156,23 +142,6 @@ DEVICE_STEPS: Tuple[Step, ...] = (
 
 
 # ---------------------------------------------------------------------------------------- kernels
-def _kernel_stats(model: TraceModel) -> Optional[KernelStats]:
-    """The full capture's kernel statistics by the groupings its kernel summary reads."""
-    k = model.kernels
-    return compute_kernel_stats(k, (NESTED[:1], NESTED[:2], NESTED, ("pid",))) if k is not None and len(k) else None
-
-
-def _steady_stats(steady: TraceModel, window: WindowResult, kernel_stats: Optional[KernelStats]
-                  ) -> Optional[KernelStats]:
-    """The steady window's kernel statistics (the full capture's ``kernel_stats``, completed, when the window is the
-    whole capture: nothing is computed twice)."""
-    k = steady.kernels
-    if k is None or len(k) == 0:
-        return None
-    return kernel_stats.with_groupings(k, GROUPINGS) if window.is_full and kernel_stats is not None \
-        else compute_kernel_stats(k)
-
-
 def _kernels(model: TraceModel, kernel_stats: Optional[KernelStats]) -> KernelSummary:
     return analyze_kernels(model, kernel_stats)
 
@@ -199,10 +168,7 @@ def _phases(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attribut
     (a new object)."""
     phase_map = options.phase_map if options.phase_map is not None else build_phase_map(None)
     phases = analyze_phases(model, phase_map, nvtx.tree, nvtx_attribution.kernel_nodes)
-    if options.phase_map and phases.available and nvtx_attribution.available:
-        nvtx_attribution = dataclasses.replace(nvtx_attribution, phases=tuple(
-            AttributionPhase(r.phase, r.kernel_count, r.gpu_time_ns, r.pct_of_kernel_time) for r in phases.phases))
-    return phases, nvtx_attribution
+    return phases, with_phase_totals(nvtx_attribution, phases) if options.phase_map else nvtx_attribution
 
 
 def _categories(model: TraceModel, options: Options, phases: PhaseResult) -> CategoryResult:
@@ -213,13 +179,7 @@ def _categories(model: TraceModel, options: Options, phases: PhaseResult) -> Cat
 
 def _steady_categories(steady: TraceModel, window: WindowResult, options: Options, categories: CategoryResult
                        ) -> CategoryResult:
-    """Kernel categories over the analysis window: ``categories`` itself when the window is the whole capture (or
-    nothing was categorized), else the same rules applied to the clipped model (no phases), so that the categories'
-    non-overlapped busy time plus the idle time adds up to the window (what a comparison splits; not in
-    report.json)."""
-    if window.is_full or not categories.available or categories.rules is None:
-        return categories
-    return analyze_categories(steady, categories.rules, include_memcpy=options.include_memcpy_in_busy)
+    return window_categories(steady, window, categories, options.include_memcpy_in_busy)
 
 
 def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attribution: AttributionResult,
@@ -234,14 +194,12 @@ def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attributi
 
 # ---------------------------------------------------------------------------------------- memory
 def _memory(steady: TraceModel, steps: StepResult) -> MemoryResult:
-    bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
-    return analyze_memory(steady, bounds)
+    return analyze_memory(steady, steps.bounds)
 
 
 def _copy_engines(model: TraceModel, steady: TraceModel, window: WindowResult, steps: StepResult
                   ) -> CopyEnginesResult:
-    bounds = (steps.arrays.start, steps.arrays.end) if steps.available and steps.arrays is not None else None
-    return analyze_copy_engines(model, steady, window.start_ns, window.end_ns, bounds)
+    return analyze_copy_engines(model, steady, window.start_ns, window.end_ns, steps.bounds)
 
 
 def _unified_memory(model: TraceModel, steady: TraceModel, window: WindowResult) -> UnifiedMemoryResult:
@@ -256,12 +214,6 @@ def _host_samples(model: TraceModel, idle_causes: IdleCausesResult,
 
 def _waits(steady: TraceModel, window: WindowResult, idle_causes: IdleCausesResult, nvtx: NvtxResult) -> WaitsResult:
     return analyze_waits(steady, window.start_ns, window.end_ns, idle_causes, nvtx.tree)
-
-
-def _launch_config(model: TraceModel, timeline_span: TimelineSpan) -> Optional[LaunchConfig]:
-    """Grid, block, registers and shared memory of the kernels the timeline file shows, read from the export again
-    by rowid (model/launch_config.py: only those ≤ --timeline-events rows, never the whole table)."""
-    return read_launch_config(model, span_kernels(model, timeline_span))
 
 
 def _timeline(model: TraceModel, window: WindowResult, timeline_span: TimelineSpan, idle_causes: IdleCausesResult,
@@ -293,7 +245,7 @@ STEPS: Tuple[Step, ...] = (
                                        "pieces_needed"), ("idle_causes",), "steady",
          each=DEVICE_STEPS, item_values=("timeline", "device_causes")),
     Step("gpu time", _gpu_time, ("device_times", "options"), ("gpu_time",), "steady"),
-    Step("kernel stats", _kernel_stats, ("model",), ("kernel_stats",)),
+    Step("kernel stats", capture_kernel_stats, ("model",), ("kernel_stats",)),
     Step("kernels", _kernels, ("model", "kernel_stats"), ("kernels",)),
     Step("cuda api", analyze_cuda_api, ("model",), ("cuda_api",)),
     Step("nvtx attribution", _attribution, ("model", "nvtx", "options"), ("nvtx_attribution",)),
@@ -304,8 +256,8 @@ STEPS: Tuple[Step, ...] = (
     Step("memcpy", analyze_memcpy, ("model",), ("memcpy",)),
     Step("graphs", analyze_graphs, ("model",), ("graphs",)),
     Step("nccl", analyze_nccl, ("model",), ("nccl",)),
-    Step("timeline launch config", _launch_config, ("model", "timeline_span"), ("launch_config",)),
-    Step("steady kernel stats", _steady_stats, ("steady", "window", "kernel_stats"), ("steady_kernel_stats",),
+    Step("timeline launch config", span_launch_config, ("model", "timeline_span"), ("launch_config",)),
+    Step("steady kernel stats", window_kernel_stats, ("steady", "window", "kernel_stats"), ("steady_kernel_stats",),
          "steady"),
     Step("launch", _launch, ("steady", "window", "options", "steady_kernel_stats"), ("launch",), "steady"),
     Step("kernel traits", kernel_traits, ("model", "steady", "trace", "steady_kernel_stats"), ("traits",), "steady"),

@@ -18,6 +18,7 @@ import numpy as np
 from ...jsonable import FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import DeviceTimeline
+from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import KINDS
 
 DEFAULT_BINS = 500
@@ -31,6 +32,14 @@ MIN_BINS = 8
 def bins_for(n_devices: int, n_bins: int = DEFAULT_BINS) -> int:
     """Bins per device for a trace with ``n_devices`` devices: ``min(n_bins, max(MIN_BINS, TOTAL_BINS // n))``."""
     return min(n_bins, max(MIN_BINS, TOTAL_BINS // max(int(n_devices), 1)))
+
+
+def device_count(model: TraceModel, include_memcpy: bool) -> int:
+    """Distinct device ids of the activity the timelines are built from (kernels, graph executions, copies)."""
+    parts = [model.kernels.device] if model.kernels is not None else []
+    ops = [model.graph_trace] + ([model.memcpy, model.memset] if include_memcpy else [])
+    parts += [np.asarray(o.device) for o in ops if o is not None and len(o)]
+    return int(np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts])).shape[0]) if parts else 0
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Uni
 
 import numpy as np
 
-from ...model.timeline import MEMCPY_KIND_LABEL, DeviceTimeline
+from ...model.timeline import MEMCPY_KIND_LABEL, DeviceTimeline, build_timelines
+from ...model.trace import TraceModel
 from ..common.stats import median, pct, top_indices
+from ..trace.window import WindowResult
 
 __all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "ROLES", "GpuTimeResult",
            "device_role", "device_time", "gpu_time_result", "window_times"]
@@ -164,6 +166,14 @@ def window_times(timelines: Mapping[int, DeviceTimeline]) -> Dict[int, WindowTim
     """Per device, the window totals of a timeline (all that the report keeps of the full-capture timelines, so
     their per-row arrays can be dropped before the steady ones are built)."""
     return {d: _window_time(tl) for d, tl in timelines.items()}
+
+
+def full_times(model: TraceModel, window: WindowResult, include_memcpy: bool) -> Optional[Dict[int, WindowTime]]:
+    """Per device, the full capture's busy/idle totals (None when the window is the whole capture: the steady
+    timelines are then the full ones). Only totals are kept: the full timelines' rows are dropped at once."""
+    if window.is_full:
+        return None
+    return window_times(build_timelines(model, window.full_start_ns, window.full_end_ns, include_memcpy))
 
 
 def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None],

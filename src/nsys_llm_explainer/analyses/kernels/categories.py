@@ -56,6 +56,7 @@ from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.trace import Memcpy, TraceModel
 from ..common.stats import pct
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
+from ..trace.window import WindowResult
 from .category_split import device_split, small_int, value_codes
 from .summary import TopKernel
 
@@ -327,3 +328,14 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
         other_top_kernels=other_top, rules=rules, name_category=name_cat[: len(names)],
         kernel_category=cat[: len(k)],
     )
+
+
+def window_categories(steady: TraceModel, window: WindowResult, categories: CategoryResult, include_memcpy: bool
+                      ) -> CategoryResult:
+    """Kernel categories over the analysis window: ``categories`` itself when the window is the whole capture (or
+    nothing was categorized), else the same rules applied to the clipped model (no phases), so that the categories'
+    non-overlapped busy time plus the idle time adds up to the window (what a comparison splits; not in
+    report.json)."""
+    if window.is_full or not categories.available or categories.rules is None:
+        return categories
+    return analyze_categories(steady, categories.rules, include_memcpy=include_memcpy)

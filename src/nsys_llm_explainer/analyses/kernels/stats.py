@@ -10,12 +10,13 @@ the whole capture) and hands them to the analyses that read them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, Mapping, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ...model.trace import Kernels
+from ...model.trace import Kernels, TraceModel
 from ..common.stats import GroupStats, group_stats, nested_group_stats, reordered
+from ..trace.window import WindowResult
 
 Grouping = Tuple[str, ...]
 
@@ -61,3 +62,23 @@ def kernel_stats(kernels: Kernels, groupings: Iterable[Grouping] = GROUPINGS) ->
         if key not in out:
             out[key] = group_stats({c: KEY_COLUMNS[c](kernels) for c in cols}, dur)
     return KernelStats(out)
+
+
+_compute = kernel_stats   # for window_kernel_stats, whose parameter (the graph's value) shadows the name
+
+
+def capture_kernel_stats(model: TraceModel) -> Optional[KernelStats]:
+    """The whole capture's kernel statistics by the groupings its kernel summary reads (None: no kernels)."""
+    k = model.kernels
+    return kernel_stats(k, (NESTED[:1], NESTED[:2], NESTED, ("pid",))) if k is not None and len(k) else None
+
+
+def window_kernel_stats(steady: TraceModel, window: WindowResult, kernel_stats: Optional[KernelStats]
+                        ) -> Optional[KernelStats]:
+    """The analysis window's kernel statistics: the capture's ``kernel_stats``, completed, when the window is the
+    whole capture (nothing is computed twice); None when the window has no kernels."""
+    k = steady.kernels
+    if k is None or len(k) == 0:
+        return None
+    return kernel_stats.with_groupings(k, GROUPINGS) if window.is_full and kernel_stats is not None \
+        else _compute(k)

@@ -205,6 +205,11 @@ class StepResult:
     arrays: Optional[StepArrays] = field(default=None, metadata=NOT_IN_JSON)   # full per-step columns: a helper,
     #                                                                            in to_dict() only as ``rows``
 
+    @property
+    def bounds(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """(starts, ends) of every step, ns; None when there are no steps."""
+        return (self.arrays.start, self.arrays.end) if self.available and self.arrays is not None else None
+
     def rows(self) -> List[StepRow]:
         """The step rows ``report.json`` holds: the first :data:`MAX_ROWS` (:meth:`StepArrays.rows`), built once
         (report.json, steps.csv and the charts read the same list: do not change it)."""

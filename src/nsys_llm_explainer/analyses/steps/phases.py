@@ -26,6 +26,7 @@ are ``unmapped``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -42,6 +43,7 @@ from ...model import intervals as iv
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel
 from ..common.stats import pct
+from ..nvtx.attribution import AttributionPhase, AttributionResult
 from ..nvtx.tree import NvtxTree, nearest_marked
 
 PhaseMapLike = Union[PhaseMap, Mapping[str, Sequence[str]]]
@@ -265,3 +267,12 @@ def _latest_phase(kernel_nodes: Mapping[int, np.ndarray], own: np.ndarray, owner
         best_dom[better] = od[better]
         del o, st, od, better
     return kp
+
+
+def with_phase_totals(attribution: AttributionResult, phases: PhaseResult) -> AttributionResult:
+    """``attribution`` (a new object) with its per-phase totals set from ``phases`` when both are available (a user
+    phase map: the attribution's own phases are the NVTX ranges' defaults)."""
+    if not (phases.available and attribution.available):
+        return attribution
+    return dataclasses.replace(attribution, phases=tuple(
+        AttributionPhase(r.phase, r.kernel_count, r.gpu_time_ns, r.pct_of_kernel_time) for r in phases.phases))

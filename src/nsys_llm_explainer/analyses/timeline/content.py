@@ -13,7 +13,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson
-from ...model.launch_config import LaunchConfig
+from ...model.launch_config import LaunchConfig, read_launch_config
 from ...model.trace import GpuRows, TraceModel
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..idle.result import IdleCausesResult, IdlePieces
@@ -218,6 +218,12 @@ def span_kernels(model: TraceModel, span: TimelineSpan) -> np.ndarray:
     if not span.written or k is None or len(k) == 0:
         return _E
     return in_span(k.start, k.end, span.start_ns, span.end_ns, span.kept == "capture")
+
+
+def span_launch_config(model: TraceModel, timeline_span: TimelineSpan) -> Optional[LaunchConfig]:
+    """Grid, block, registers and shared memory of the kernels the timeline file shows, read from the export again
+    by rowid (model/launch_config.py: only those ≤ --timeline-events rows, never the whole table)."""
+    return read_launch_config(model, span_kernels(model, timeline_span))
 
 
 def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan, causes: IdleCausesResult,

@@ -370,3 +370,23 @@ def test_union_lean_matches_union() -> None:
     # [5,21) ∩ blocks = [5,12) + [20,21) = 8; [11,40) ∩ blocks = [11,12) + [20,30) = 11
     assert iv.overlap_length(u, np.array([5, 11]), np.array([21, 40])).tolist() == [8, 11]
     assert len(iv.union_lean(np.empty(0, np.int64), np.empty(0, np.int64))) == 0
+
+
+def test_copy_rows_sum_bytes_per_kind_with_many_distinct_memory_kinds():
+    """Bytes per (copy kind, source kind, destination kind) row with as many distinct kinds as rows (a hostile
+    export): one pass over the rows, checked against a plain Python sum per key."""
+    from collections import Counter
+
+    from nsys_llm_explainer.analyses.memory.memcpy import MemcpyKindRow, _stats_rows
+
+    rng = np.random.default_rng(7)
+    n = 5_000
+    keys = {"copy_kind": rng.integers(0, 3, n), "src_kind": rng.integers(0, n, n), "dst_kind": rng.integers(0, 2, n)}
+    dur, nbytes = rng.integers(1, 10**6, n), rng.integers(1, 1 << 40, n)
+    rows = _stats_rows(MemcpyKindRow, keys, dur, nbytes,
+                       lambda k: {"direction": "d", "src_kind_name": "s", "dst_kind_name": "t", **k})
+    want: Counter = Counter()
+    for c, s, d, b in zip(*(keys[k].tolist() for k in keys), nbytes.tolist()):
+        want[(c, s, d)] += b
+    assert {(r.copy_kind, r.src_kind, r.dst_kind): r.bytes for r in rows} == dict(want)
+    assert len(rows) == len(want) > 3_000

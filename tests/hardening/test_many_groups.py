@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+from synth import TraceBuilder, global_tid
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.model.build import _map_devices
 from nsys_llm_explainer.model.timeline import rows_by_value
-from synth import TraceBuilder, global_tid
 
 
 def _plain_groups(x):

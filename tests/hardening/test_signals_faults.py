@@ -1,11 +1,18 @@
-"""Faults end in one line, in bounded time (issue 17, items 4 and 6; docs/SECURITY.md "Faults, streams, signals").
+"""Signals, streams and faults end in their exit code and one clear line, in bounded time, never a traceback
+(issues 9, 17 and 24; docs/SECURITY.md "Faults, streams, signals").
 
-* the ``--fail-on-regression`` gate fails closed: a capture that cannot be compared (no GPU work) → exit 4 naming
-  the capture, unless ``--allow-incomparable`` (then 0 and ``not gated``);
+* a signal while the program starts, or once the output is staged (report, comparison; with or without a previous
+  output) → 130 / 143 / 129, one line, the previous output kept or none written, nothing left behind;
+* a closed (``>&-``), full (``/dev/full``) or closed-pipe stdout / stderr never changes the exit code of a run whose
+  output was written (nor 2 into 1); the schema, whose output *is* stdout, says so in one line (exit 2);
+* the ``--fail-on-regression`` gate fails closed: a capture that cannot be compared → exit 4 naming it, unless
+  ``--allow-incomparable``;
 * a cluster worker process killed (SIGKILL, as the out-of-memory killer does) → exit 2 and one line naming the
   files not analysed; an error in one file or an interrupt stops the pool at once (queued files cancelled);
 * Dask: a silent, garbage-speaking or unreachable scheduler, a worker lost mid-run, a scheduler lost mid-run, a
-  task whose workers keep dying → one line, exit 2, within the documented timeouts (:mod:`cluster.workers`).
+  task whose workers keep dying → one line, exit 2, within the documented timeouts (:mod:`cluster.workers`);
+* out of memory anywhere (``MemoryError``, a thread that cannot start, a library that cannot be mapped, ENOMEM, an
+  address-space limit), a declared dependency that cannot be imported, a deleted working directory → one line.
 
 Worker faults are planted with a test-only ``sitecustomize`` (:data:`HOOK`) that the worker processes load from
 ``PYTHONPATH``: it wraps ``analyze_file`` to record the worker's pid, kill itself (SIGKILL) on a file whose name
@@ -24,19 +31,20 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import pytest
+from conftest import pause_env, run_cli, wait_until_staged
+from hostile import PROG, copy_trace, digest, leftovers, one_line
 from synth import TraceBuilder, build_scenario
 
 import nsys_llm_explainer as nle
+from nsys_llm_explainer import cli, interrupts
 from nsys_llm_explainer.cli import main
 from nsys_llm_explainer.comparison.gate import gate
-from nsys_llm_explainer.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, WorkerError
+from nsys_llm_explainer.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, Interrupted, WorkerError
 
 ROOT = Path(__file__).resolve().parents[2]
-PROG = "nsys-llm-explain"
-
 HOOK = '''
 import os
 if os.environ.get("NLE_TEST_WORKER"):
@@ -86,6 +94,16 @@ def traces(tmp_path_factory) -> Dict[str, Path]:
     return {"base": base, "empty": build_no_gpu_work(d / "empty.sqlite"), "dir": d}
 
 
+@pytest.fixture(scope="module")
+def healthy(traces) -> Path:
+    return traces["base"]
+
+
+@pytest.fixture()
+def trace(tmp_path: Path, demo_trace: Path) -> Path:
+    return copy_trace(demo_trace, tmp_path)
+
+
 def _err_line(err: str) -> str:
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1, err
@@ -93,7 +111,184 @@ def _err_line(err: str) -> str:
     return lines[0]
 
 
-# ------------------------------------------------------------------------------------------ the gate (item 4)
+def _env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
+    return env
+
+
+def _run_cli(args: List[str], stdout: object = subprocess.PIPE, stderr: object = subprocess.PIPE,
+             close: Optional[int] = None, env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None,
+             timeout: float = 120) -> subprocess.CompletedProcess:
+    """The command line in a subprocess; ``close``: a descriptor (1, 2) closed in the child, as ``>&-`` does."""
+    return subprocess.run([sys.executable, "-m", "nsys_llm_explainer", *args], stdout=stdout, stderr=stderr,
+                          preexec_fn=(lambda: os.close(close)) if close is not None else None, env=env or _env(),
+                          cwd=cwd, timeout=timeout)
+
+
+def _one_line(err: bytes) -> str:
+    text = err.decode("utf-8", "replace")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------------------ signals
+@pytest.mark.slow   # the command line in subprocesses
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+@pytest.mark.parametrize("delay", [0.1, 0.2])
+def test_a_signal_while_the_program_starts_is_one_line(tmp_path, healthy, sig, code, delay) -> None:
+    """From the moment the package runs, a signal is ours. Before that the interpreter itself is starting (about
+    30 ms); on a machine so loaded that this takes longer than ``delay``, the signal is sent that much later."""
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import nsys_llm_explainer"], env=_env(), check=True, timeout=60)
+    delay = max(delay, 2 * (time.monotonic() - t0))
+    p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", str(healthy), "--out", str(tmp_path / "o")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    time.sleep(delay)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    assert _one_line(err).startswith(f"{PROG}: interrupted by {sig.name}")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow   # a CLI subprocess, paused once its output is staged
+@pytest.mark.parametrize("command, previous, sig, code", [
+    ("report", True, signal.SIGTERM, 143), ("report", True, signal.SIGHUP, 129), ("report", True, signal.SIGINT, 130),
+    ("compare", True, signal.SIGTERM, 143), ("report", False, signal.SIGINT, 130)],
+    ids=["report-SIGTERM", "report-SIGHUP", "report-SIGINT", "compare-SIGTERM", "new-report-SIGINT"])
+def test_a_signal_after_staging_leaves_the_previous_output_or_none(tmp_path: Path, trace: Path, command: str,
+                                                                   previous: bool, sig: int, code: int) -> None:
+    """The signal lands once the output is staged, before the commit: its exit code and one line; the previous
+    report or comparison byte-identical (none: no ``--out`` at all), no staging, lock or swapped-out output left,
+    and the run's ``$TMPDIR`` empty."""
+    out = tmp_path / "o"
+    argv = ([str(trace)] if command == "report" else ["compare", str(trace), str(trace)]) + ["--out", str(out)]
+    before = None
+    if previous:
+        assert cli.main(argv + ["--quiet"]) == 0
+        before = digest(out)
+    tmpdir = tmp_path / "tmpdir"     # $TMPDIR of the run: must be empty afterwards
+    tmpdir.mkdir()
+    env = dict(pause_env(tmp_path / "h", staged=30), TMPDIR=str(tmpdir))
+    p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    wait_until_staged(p, tmp_path)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    assert one_line(err).startswith(f"{PROG}: interrupted by {signal.Signals(sig).name}"), err
+    assert (digest(out) == before) if previous else not out.exists()
+    assert not leftovers(tmp_path) and not list(tmpdir.iterdir())
+    assert not [x for x in tmp_path.iterdir() if x.name.startswith(".out")]
+
+
+def test_signal_waits_for_the_commit(tmp_path: Path) -> None:
+    previous = interrupts.install()
+    order = []
+    try:
+        with pytest.raises(Interrupted) as ei:
+            with interrupts.critical():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)
+                order.append("still committing")
+        order.append("raised")
+    finally:
+        interrupts.restore(previous)
+    assert order == ["still committing", "raised"] and ei.value.exit_code == 143
+
+
+# ------------------------------------------------------------------------------------------ streams
+@pytest.mark.slow   # the command line in subprocesses
+@pytest.mark.parametrize("how", ["closed", "full", "pipe-closed"])
+def test_closed_or_full_stdout_keeps_exit_0_of_a_written_report(tmp_path, healthy, how) -> None:
+    """stdout closed in the child (``>&-``), ``/dev/full`` (ENOSPC), or a pipe whose reader went away: exit 0 and
+    a whole report; nothing on stderr but progress lines (a step over a second, on a loaded machine; the closed
+    pipe: no error line)."""
+    out = tmp_path / "o"
+    if how == "closed":
+        proc = _run_cli([str(healthy), "--out", str(out)], close=1)
+        err = proc.stderr
+    elif how == "full":
+        with open("/dev/full", "w") as full:
+            proc = _run_cli([str(healthy), "--out", str(out)], stdout=full)
+        err = proc.stderr
+    else:
+        p = subprocess.Popen([sys.executable, "-m", "nsys_llm_explainer", str(healthy), "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()
+        err = p.stderr.read()
+        proc = subprocess.CompletedProcess(p.args, p.wait(timeout=300), None, err)
+    assert proc.returncode == 0, err
+    if how == "pipe-closed":
+        assert b"error" not in err and b"Traceback" not in err, err
+    else:
+        assert [ln for ln in err.decode().splitlines() if not ln.startswith(f"[{PROG}] ")] == [], err
+    assert json.loads((out / "report.json").read_text())["schema_version"]      # written and whole
+
+
+@pytest.mark.slow   # the command line in subprocesses
+def test_closed_stdout_keeps_the_gate_code(tmp_path, healthy) -> None:
+
+
+    empty = build_no_gpu_work(tmp_path / "empty.sqlite")
+    proc = _run_cli(["compare", str(healthy), str(empty), "--out", str(tmp_path / "c"), "--fail-on-regression", "5"],
+                close=1)
+    assert proc.returncode == 4 and proc.stderr.decode().startswith(f"{PROG}: NOT COMPARABLE, failing (exit 4)")
+
+
+@pytest.mark.slow   # the command line in subprocesses
+@pytest.mark.parametrize("how", ["closed", "full"])
+def test_closed_or_full_stderr_keeps_exit_2_of_bad_input(tmp_path, how) -> None:
+    args = [str(tmp_path / "missing.sqlite"), "--out", str(tmp_path / "o")]
+    if how == "closed":
+        proc = _run_cli(args, close=2)
+    else:
+        with open("/dev/full", "w") as full:
+            proc = _run_cli(args, stderr=full)
+    assert proc.returncode == 2
+
+
+@pytest.mark.slow   # the command line in subprocesses
+def test_both_streams_closed_after_a_complete_run(tmp_path, healthy) -> None:
+    proc = subprocess.run([sys.executable, "-m", "nsys_llm_explainer", str(healthy), "--out", str(tmp_path / "o")],
+                          preexec_fn=lambda: (os.close(1), os.close(2)), env=_env(), timeout=120)
+    assert proc.returncode == 0 and (tmp_path / "o" / "report.md").exists()
+
+
+@pytest.mark.slow   # the command line in subprocesses
+def test_schema_on_a_full_or_closed_stdout_is_one_line_exit_2() -> None:
+    with open("/dev/full", "w") as full:
+        proc = _run_cli(["schema"], stdout=full)
+    assert proc.returncode == 2
+    assert _one_line(proc.stderr) == (f"{PROG}: error: cannot write the schema to stdout: [Errno 28] No space left "
+                                      "on device")
+    proc = _run_cli(["schema"], close=1)
+    assert proc.returncode == 2
+    assert _one_line(proc.stderr) == f"{PROG}: error: cannot write the schema: stdout is closed"
+
+
+@pytest.mark.slow   # a CLI subprocess
+def test_ascii_only_stdout(tmp_path: Path, trace: Path) -> None:
+    proc = run_cli(str(trace), "--out", str(tmp_path / "o"), env_extra={"PYTHONIOENCODING": "ascii", "LANG": "C"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.isascii() and "verdict:" in proc.stdout
+
+
+@pytest.mark.slow   # pauses 1.2 s per pipeline step
+def test_progress_on_stderr_for_slow_steps(tmp_path, demo_trace):
+    proc = run_cli(str(demo_trace), "--out", str(tmp_path / "o"), env_extra=pause_env(tmp_path / "h", step=1.2),
+                   timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "[nsys-llm-explain]" in proc.stderr and "elapsed" in proc.stderr
+    assert "verdict:" in proc.stdout and "GPU busy" in proc.stdout and "first thing to do:" in proc.stdout
+    quiet = run_cli(str(demo_trace), "--out", str(tmp_path / "q"), "--quiet")
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
+
+
+# ------------------------------------------------------------------------------------------ the gate
 def test_gate_fails_closed_when_new_has_no_gpu_work(traces, tmp_path, capsys) -> None:
     argv = ["compare", str(traces["base"]), str(traces["empty"]), "--out", str(tmp_path / "c"), "--quiet",
             "--fail-on-regression", "5"]
@@ -135,7 +330,7 @@ def test_gate_regression_wins_over_a_pair_too_short(tmp_path) -> None:
                                "3.086 ms < 20.000 ms) — too short to compare: short has 5 steps (< 10)")
 
 
-# ------------------------------------------------------------------------------------------ local pool (item 6)
+# ------------------------------------------------------------------------------------------ local pool
 def _hooked_env(tmp_path: Path, **extra: str) -> Dict[str, str]:
     hook = tmp_path / "hook"
     hook.mkdir(exist_ok=True)
@@ -237,7 +432,7 @@ def test_an_error_in_one_file_does_not_wait_for_the_others(tmp_path, traces) -> 
     assert time.monotonic() - t0 < 30                          # not the 60 s the other file sleeps
 
 
-# ------------------------------------------------------------------------------------------ Dask (item 6)
+# ------------------------------------------------------------------------------------------ Dask
 def _need_dask() -> None:
     try:
         import dask.distributed  # noqa: F401
@@ -458,3 +653,112 @@ def test_dask_workers_dying_on_one_file_name_it(tmp_path, traces) -> None:
                            "out-of-memory killer, a crash) with ")
     assert line.split("; not analysed: ")[1].endswith(files[1])
     assert time.monotonic() - t0 < 120
+
+
+# ------------------------------------------------------------------------------- out of memory, a broken environment
+MEMORY = f"{PROG}: error: not enough memory to analyse this trace: "
+
+
+@pytest.mark.parametrize("exc, why", [
+    (MemoryError(), "Python could not allocate memory (MemoryError)"),
+    (RuntimeError("can't start new thread"), "a thread could not start"),
+    (ImportError("libopenblas.so.0: failed to map segment from shared object"),
+     "a library could not be loaded (libopenblas.so.0: failed to map segment from shared object)"),
+    (OSError(12, "Cannot allocate memory"), "the system refused memory (Cannot allocate memory)"),
+])
+@pytest.mark.parametrize("where", ["analysis", "staging"])
+def test_out_of_memory_anywhere_is_one_line_exit_2_and_no_staging(tmp_path: Path, trace: Path, monkeypatch, capsys,
+                                                                  exc, why, where) -> None:
+    from nsys_llm_explainer import pipeline, render
+
+    def fail(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(pipeline if where == "analysis" else render, "analyze_any" if where == "analysis"
+                        else "render_all", fail)
+    assert cli.main([str(trace), "--out", str(tmp_path / "o")]) == 2
+    assert one_line(capsys.readouterr().err) == MEMORY + why
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+@pytest.mark.slow   # the command line under `ulimit -v`, in subprocesses
+@pytest.mark.parametrize("kb", [60000, 100000, 120000, 200000, 300000])
+@pytest.mark.parametrize("mode", ["single", "cluster"])
+def test_an_address_space_limit_is_one_line_wherever_it_strikes(tmp_path: Path, trace: Path, kb: int,
+                                                                 mode: str) -> None:
+    """Limits that made numpy's import fail (a 40-line traceback), a thread fail to start, jemalloc print its own
+    line, or numpy's sort crash (SIGSEGV, staging left): refused in one line before any work, or one line after."""
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
+    args = [str(trace)] + ([str(trace.with_name("r1.sqlite")), "--jobs", "2"] if mode == "cluster" else [])
+    if mode == "cluster":
+        shutil.copyfile(trace, trace.with_name("r1.sqlite"))
+    proc = subprocess.run(["bash", "-c", f'ulimit -v {kb}; exec "$@"', "-", sys.executable, "-m",
+                           "nsys_llm_explainer", *args, "--out", str(tmp_path / "o"), "--quiet"],
+                          capture_output=True, text=True, env=env, timeout=180)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert one_line(proc.stderr).startswith(MEMORY), proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+@pytest.mark.parametrize("module", ["perfetto", "regex", "plotly"])
+def test_a_declared_dependency_that_cannot_be_imported_is_one_line(tmp_path: Path, module: str) -> None:
+    """A package the tool declares (the timeline file's ``perfetto``, user patterns' ``regex``, the page's ``plotly``)
+    missing or broken in the environment: one line naming it and how to repair, exit 2, nothing written — never an
+    "internal error"."""
+    from synth import build_scenario
+
+    trace = tmp_path / "t.sqlite"
+    build_scenario("healthy", str(trace))
+    out = tmp_path / "out"
+    code = (f"import sys; sys.modules[{module!r}] = None\n"
+            "from nsys_llm_explainer.cli import main\n"
+            f"sys.exit(main([{str(trace)!r}, '--out', {str(out)!r}, '--quiet', '--step-marker', 'nothing_matches']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "a package it needs cannot be imported" in proc.stderr, proc.stderr
+    assert module in proc.stderr and "pip install --force-reinstall nsys-llm-explainer" in proc.stderr
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["t.sqlite"]
+
+
+# ---------------------------------------------------------------------------------------- a deleted working directory
+def _in_deleted_cwd(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
+    return subprocess.run(["bash", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "-", str(gone),
+                           sys.executable, "-m", "nsys_llm_explainer", *args], capture_output=True, text=True,
+                          env=env, timeout=180)
+
+
+@pytest.mark.slow   # the command line and its process pool in subprocesses
+def test_a_cluster_on_the_process_pool_runs_from_a_deleted_working_directory(tmp_path: Path, trace: Path) -> None:
+    other = tmp_path / "in" / "r1.sqlite"
+    shutil.copyfile(trace, other)
+    out = tmp_path / "o"
+    proc = _in_deleted_cwd(tmp_path, str(trace), str(other), "--out", str(out), "--jobs", "2", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (out / "ranks").iterdir() if p.is_dir()) == ["r0", "r1"]
+    assert (out / "ranks" / "r1" / "report.json").is_file() and not leftovers(tmp_path)
+
+
+@pytest.mark.slow   # the command line in subprocesses
+@pytest.mark.parametrize("args, said", [
+    (["{t}", "{t1}", "--out", "o", "--jobs", "2"], "--out o cannot be used: it is a relative path and the working "
+                                                   "directory no longer exists (give an absolute path)"),
+    (["{t}", "r1.sqlite", "--out", "{o}", "--jobs", "2"], "r1.sqlite does not exist: it is a relative path and "
+                                                          "the working directory no longer exists"),
+    (["r1.sqlite", "--out", "{o}"], "r1.sqlite: it is a relative path and the working directory no longer exists"),
+    (["compare", "{t}", "r1.sqlite", "--out", "{o}"], "trace not found: r1.sqlite (it is a relative path and the "
+                                                       "working directory no longer exists"),
+])
+def test_relative_paths_from_a_deleted_working_directory_say_so(tmp_path: Path, trace: Path, args, said) -> None:
+    other = tmp_path / "in" / "r1.sqlite"
+    shutil.copyfile(trace, other)
+    fill = {"t": str(trace), "t1": str(other), "o": str(tmp_path / "o")}
+    proc = _in_deleted_cwd(tmp_path, *[a.format(**fill) for a in args])
+    assert proc.returncode == 2 and one_line(proc.stderr).startswith(f"{PROG}: error: {said}"), proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["in"]

@@ -102,14 +102,14 @@ def test_a_file_that_is_not_an_export_is_one_line(tmp_path: Path, demo_trace: Pa
 
 # ------------------------------------------------------------------------------------------ our own outputs
 @pytest.fixture(scope="module")
-def our_outputs(tmp_path_factory, demo_trace: Path) -> Path:
+def our_outputs(tmp_path_factory, small_trace: Path) -> Path:
     """A report (``r``), a comparison (``c``) and a cluster (``k``) of the demo trace."""
     d = tmp_path_factory.mktemp("ours")
     other = d / "b.sqlite"
-    shutil.copyfile(demo_trace, other)
-    assert cli.main([str(demo_trace), "--out", str(d / "r"), "--quiet"]) == 0
-    assert cli.main(["compare", str(demo_trace), str(demo_trace), "--out", str(d / "c"), "--quiet"]) == 0
-    assert cli.main([str(demo_trace), str(other), "--out", str(d / "k"), "--quiet", "--jobs", "1"]) == 0
+    shutil.copyfile(small_trace, other)
+    assert cli.main([str(small_trace), "--out", str(d / "r"), "--quiet"]) == 0
+    assert cli.main(["compare", str(small_trace), str(small_trace), "--out", str(d / "c"), "--quiet"]) == 0
+    assert cli.main([str(small_trace), str(other), "--out", str(d / "k"), "--quiet", "--jobs", "1"]) == 0
     return d
 
 
@@ -156,14 +156,14 @@ SIDECARS: Dict[str, tuple] = {   # id → (make(trace), what a refusal says; Non
 
 @pytest.mark.parametrize("through", ["direct", "link"])
 @pytest.mark.parametrize("sidecar", list(SIDECARS))
-def test_a_sidecar_beside_the_trace(tmp_path: Path, demo_trace: Path, capsys, sidecar: str, through: str) -> None:
+def test_a_sidecar_beside_the_trace(tmp_path: Path, small_trace: Path, capsys, sidecar: str, through: str) -> None:
     """A WAL with pages not yet in the file, or a hot rollback journal, beside the trace (the real file, also when
     the trace is given through a link) is refused in one line naming it, nothing changed; an empty WAL or a
     journal whose header is zeroed is read."""
     make, says = SIDECARS[sidecar]
     real = tmp_path / "real" / "t.sqlite"
     real.parent.mkdir()
-    shutil.copyfile(demo_trace, real)
+    shutil.copyfile(small_trace, real)
     make(real)
     given = real
     if through == "link":
@@ -240,9 +240,9 @@ def test_a_fifo_named_like_a_wal_never_blocks(tmp_path: Path, demo_trace: Path) 
 
 
 # ------------------------------------------------------------------------------------------ exports read as they are
-def test_a_locked_database_is_read(tmp_path: Path, demo_trace: Path, capsys) -> None:
+def test_a_locked_database_is_read(tmp_path: Path, small_trace: Path, capsys) -> None:
     f = tmp_path / "locked.sqlite"
-    shutil.copyfile(demo_trace, f)
+    shutil.copyfile(small_trace, f)
     holder = sqlite3.connect(f, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     try:
@@ -370,10 +370,10 @@ def test_the_api_names_the_argument_of_the_wrong_type(call, error, message) -> N
     assert str(ei.value) == message
 
 
-def test_the_api_takes_bytes_and_pathlike_paths(demo_trace) -> None:
-    a = nle.analyze(os.fsencode(demo_trace))
-    b = nle.analyze(demo_trace)
-    assert a.to_dict()["trace"]["path"] == b.to_dict()["trace"]["path"] == str(demo_trace)
+def test_the_api_takes_bytes_and_pathlike_paths(small_trace) -> None:
+    a = nle.analyze(os.fsencode(small_trace))
+    b = nle.analyze(small_trace)
+    assert a.to_dict()["trace"]["path"] == b.to_dict()["trace"]["path"] == str(small_trace)
 
 
 # ------------------------------------------------------------------------------ a report.json dict given to the API

@@ -18,7 +18,6 @@ from typing import Dict, List, Optional
 
 import pytest
 from hostile import PROG
-from synth import build_scenario
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer import cli
@@ -29,11 +28,9 @@ OSC8 = "\x1b]8;;http://evil.example/\x07"
 BAD_NAME = os.fsdecode(b"bad\xff.sqlite")          # not UTF-8: Python keeps the byte as a surrogate escape
 
 
-@pytest.fixture(scope="module")
-def trace(tmp_path_factory) -> Path:
-    p = tmp_path_factory.mktemp("cli") / "t.sqlite"
-    build_scenario("healthy", str(p))
-    return p
+@pytest.fixture()
+def trace(small_trace: Path) -> Path:
+    return small_trace
 
 
 def _env() -> Dict[str, str]:
@@ -219,11 +216,11 @@ def test_rank_labels_fit_a_file_name() -> None:
     assert got == ["p" * 120, "q" * 120]   # folder_stem, cut to LABEL_MAX
 
 
-def test_cluster_whose_names_give_one_label_keeps_every_rank(tmp_path: Path, demo_trace: Path, capsys) -> None:
+def test_cluster_whose_names_give_one_label_keeps_every_rank(tmp_path: Path, small_trace: Path, capsys) -> None:
     d = tmp_path / "in"
     d.mkdir()
     for n in ("r.sqlite", "r .sqlite", "r_2.sqlite"):
-        shutil.copyfile(demo_trace, d / n)
+        shutil.copyfile(small_trace, d / n)
     out = tmp_path / "o"
     assert cli.main([str(d / "r.sqlite"), str(d / "r .sqlite"), str(d / "r_2.sqlite"), "--out", str(out), "--quiet",
                      "--jobs", "1"]) == 0, capsys.readouterr().err

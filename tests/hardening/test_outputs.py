@@ -29,8 +29,8 @@ from nsys_llm_explainer.render.csv_tables import CsvRenderer
 
 
 @pytest.fixture()
-def trace(tmp_path: Path, demo_trace: Path) -> Path:
-    return copy_trace(demo_trace, tmp_path)
+def trace(tmp_path: Path, small_trace: Path) -> Path:
+    return copy_trace(small_trace, tmp_path)
 
 
 @pytest.fixture()
@@ -207,9 +207,9 @@ def test_compare_and_cluster_share_the_rules(tmp_path: Path, trace: Path, capsys
 
 
 @pytest.mark.parametrize("kind", [{}, [], 5, None])
-def test_a_manifest_whose_kind_is_not_a_string(tmp_path: Path, demo_trace: Path, capsys, kind) -> None:
+def test_a_manifest_whose_kind_is_not_a_string(tmp_path: Path, small_trace: Path, capsys, kind) -> None:
     out = tmp_path / "o"
-    assert cli.main([str(demo_trace), "--out", str(out), "--quiet"]) == 0
+    assert cli.main([str(small_trace), "--out", str(out), "--quiet"]) == 0
     m = out / ".nsys-llm-explainer.json"
     data = json.loads(m.read_text())
     data["kind"] = kind
@@ -217,7 +217,7 @@ def test_a_manifest_whose_kind_is_not_a_string(tmp_path: Path, demo_trace: Path,
     before = sorted(p.name for p in out.iterdir())
     capsys.readouterr()
     for force in ([], ["--force"]):
-        code = cli.main([str(demo_trace), "--out", str(out), "--quiet", *force])
+        code = cli.main([str(small_trace), "--out", str(out), "--quiet", *force])
         err = capsys.readouterr().err
         assert code in (0, 2) and "internal error" not in err, err
         assert len([ln for ln in err.splitlines() if ln.strip()]) <= 1, err

@@ -100,8 +100,8 @@ def healthy(traces) -> Path:
 
 
 @pytest.fixture()
-def trace(tmp_path: Path, demo_trace: Path) -> Path:
-    return copy_trace(demo_trace, tmp_path)
+def trace(tmp_path: Path, small_trace: Path) -> Path:
+    return copy_trace(small_trace, tmp_path)
 
 
 def _err_line(err: str) -> str:

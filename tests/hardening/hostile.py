@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from nsys_llm_explainer.output import OLD_PREFIX, STAGING_PREFIX
 from nsys_llm_explainer.output.lock import LOCK_PREFIX
@@ -77,3 +79,25 @@ def refused(capsys, argv: List[str]) -> str:
     line = one_line(err)
     assert line.startswith(f"{PROG}: error: "), line
     return line
+
+
+def one_line_of(err: bytes) -> str:
+    """:func:`one_line` of a subprocess's stderr bytes."""
+    return one_line(err.decode("utf-8", "replace"))
+
+
+def cli_env() -> Dict[str, str]:
+    """``os.environ`` without the debug switch (which would let a traceback through)."""
+    env = dict(os.environ)
+    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
+    return env
+
+
+def run_subprocess(args: List[str], stdout: object = subprocess.PIPE, stderr: object = subprocess.PIPE,
+                   close: Optional[int] = None, env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None,
+                   timeout: float = 120) -> subprocess.CompletedProcess:
+    """The command line in a subprocess (bytes out); ``close``: a descriptor (1, 2) closed in the child, as ``>&-``
+    does."""
+    return subprocess.run([sys.executable, "-m", "nsys_llm_explainer", *args], stdout=stdout, stderr=stderr,
+                          preexec_fn=(lambda: os.close(close)) if close is not None else None, env=env or cli_env(),
+                          cwd=cwd, timeout=timeout)

@@ -14,10 +14,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
 
 import pytest
-from hostile import PROG
+from hostile import PROG, cli_env, one_line_of, run_subprocess
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer import cli
@@ -31,28 +30,6 @@ BAD_NAME = os.fsdecode(b"bad\xff.sqlite")          # not UTF-8: Python keeps the
 @pytest.fixture()
 def trace(small_trace: Path) -> Path:
     return small_trace
-
-
-def _env() -> Dict[str, str]:
-    env = dict(os.environ)
-    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
-    return env
-
-
-def _run(args: List[str], stdout: object = subprocess.PIPE, stderr: object = subprocess.PIPE,
-         close: Optional[int] = None, env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None,
-         timeout: float = 120) -> subprocess.CompletedProcess:
-    """The command line in a subprocess; ``close``: a descriptor (1, 2) closed in the child, as ``>&-`` does."""
-    return subprocess.run([sys.executable, "-m", "nsys_llm_explainer", *args], stdout=stdout, stderr=stderr,
-                          preexec_fn=(lambda: os.close(close)) if close is not None else None, env=env or _env(),
-                          cwd=cwd, timeout=timeout)
-
-
-def _one_line(err: bytes) -> str:
-    text = err.decode("utf-8", "replace")
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in text, text
-    return lines[0]
 
 
 # ------------------------------------------------------------------------------------------ file names
@@ -73,7 +50,7 @@ def test_a_trace_name_that_is_not_utf8_is_refused_in_one_line(tmp_path, trace, c
 def test_a_non_utf8_out_directory_works(tmp_path, trace) -> None:
     out = os.fsencode(tmp_path) + b"/out\xfe"
     proc = subprocess.run([sys.executable, "-m", "nsys_llm_explainer", os.fsencode(trace), "--out", out, "--quiet"],
-                          capture_output=True, env=_env(), timeout=120)
+                          capture_output=True, env=cli_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (Path(os.fsdecode(out)) / "report.md").exists()
 
@@ -102,20 +79,20 @@ def test_a_report_named_like_an_option_reaches_nsys_as_an_absolute_path(tmp_path
     rep = work / "-my run.nsys-rep"
     shutil.copyfile(trace, rep)
     shutil.copyfile(trace, work / "-x.nsys-rep")
-    env = dict(_env(), PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = dict(cli_env(), PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     # without `--` the parser says where such a name goes
-    proc = _run(["-x.nsys-rep", "--out", "o"], env=env, cwd=work)
+    proc = run_subprocess(["-x.nsys-rep", "--out", "o"], env=env, cwd=work)
     assert proc.returncode == 2
-    assert "a file name starting with '-' goes after '--' or as ./-x.nsys-rep" in _one_line(proc.stderr)
-    proc = _run(["--out", "o", "--quiet", "--", rep.name], env=env, cwd=work)
+    assert "a file name starting with '-' goes after '--' or as ./-x.nsys-rep" in one_line_of(proc.stderr)
+    proc = run_subprocess(["--out", "o", "--quiet", "--", rep.name], env=env, cwd=work)
     assert proc.returncode == 0, proc.stderr
     args = json.loads(log.read_text())
     assert args[:4] == ["export", "--type", "sqlite", "--output"]
     assert args[5] == str(rep) and all(os.path.isabs(a) for a in args[4:])
     # a failing export: the command to run by hand is correct once the shell splits it
-    proc = _run(["--out", "o2", "--", rep.name], env=dict(env, FAKE_NSYS_FAIL="1"), cwd=work)
+    proc = run_subprocess(["--out", "o2", "--", rep.name], env=dict(env, FAKE_NSYS_FAIL="1"), cwd=work)
     assert proc.returncode == 2
-    line = _one_line(proc.stderr)
+    line = one_line_of(proc.stderr)
     assert line.startswith(f"{PROG}: error: `nsys export` failed: fake nsys: cannot read the report; run: ")
     hint = shlex.split(line.split("; run: ")[1])
     assert hint == ["nsys", "export", "--type", "sqlite", "--output", "./-my run.sqlite", str(rep)]

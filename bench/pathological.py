@@ -16,7 +16,7 @@ Shapes:
     python bench/pathological.py [--shape deep --shape names ...] [--scale 1.0] [--keep]
 
 Traces are generated into the git-ignored ``bench/_data/`` (kept with ``--keep``). Not a test: run it by
-hand and record the numbers in docs/PERFORMANCE.md. ``tests/hardening/test_pathological.py`` has small versions.
+hand and record the numbers in docs/PERFORMANCE.md. ``tests/hardening/test_limits.py`` has small versions.
 """
 
 from __future__ import annotations

@@ -212,6 +212,24 @@ def demo_trace(tmp_path_factory) -> Path:
     return p
 
 
+@pytest.fixture(scope="session")
+def small_trace(tmp_path_factory) -> Path:
+    """A 100 KB export (one process, six 100 ns kernels "k" 1 µs apart inside one NVTX range "step"): for tests of
+    what happens around an analysis (outputs, refusals, signals), where the trace's size is not the point (the
+    command line runs on it in about a fifth of the demo trace's time)."""
+    from synth import TraceBuilder
+
+    b = TraceBuilder()
+    b.process(100, "python")
+    g = b.thread(100, 101)
+    for i in range(6):
+        b.launch(1000 + i * 1000, 1010 + i * 1000, 1100 + i * 1000, 1200 + i * 1000, pid=100, tid=101, name="k")
+    b.nvtx_push_pop(900, 7300, "step", tid_g=g)
+    p = tmp_path_factory.mktemp("small") / "small.sqlite"
+    b.write(str(p))
+    return p
+
+
 # ----------------------------------------------------------------------------- hooks
 
 

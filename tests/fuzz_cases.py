@@ -1,5 +1,6 @@
-"""Mutations for the fuzz test (``test_fuzz.py``): each takes a writable copy of an export and damages it the way
-a real, old, truncated or hostile file could. Deterministic: a case is (base trace, mutation name, seed)."""
+"""Mutations for the fuzz test (``hardening/test_fuzz_exports.py``): each takes a writable copy of an export and
+damages it the way a real, old, truncated or hostile file could. Deterministic: a case is (base trace, mutation
+name, seed)."""
 
 from __future__ import annotations
 

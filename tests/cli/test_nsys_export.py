@@ -1,11 +1,13 @@
 """``.nsys-rep`` inputs (single file and cluster mode) go through the user's ``nsys export``: tested with a stand-in
 ``nsys`` on PATH that writes the SQLite export (a copy of a file made by our generator), so the plumbing — the
 exported copy lands in a temp dir, the report names the original file, nothing is written beside it — is checked
-without Nsight Systems. The test with the real ``nsys`` is in ``test_cli_bad_input.py`` (runs where it is installed).
+without Nsight Systems; the test with the real ``nsys`` (``test_qdrep_is_exported_to_a_temp_dir``) runs where it is
+installed, and a ``.nsys-rep`` without ``nsys`` on PATH is one line naming the command to run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -13,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from synth.scenarios import build_cluster
 
 import nsys_llm_explainer as nle
@@ -120,3 +123,52 @@ def test_jobs_with_one_trace_is_stated_and_reader_option(tmp_path, ranks):
     assert a == b   # --reader sqlite3 gives the same report as the default (columnar) reader
     proc = run_cli(str(files[0]), "-o", str(tmp_path / "out3"), "--jobs", "0")
     assert proc.returncode == 2 and "--jobs must be" in proc.stderr
+
+
+# ------------------------------------------------------------------------------------------ no stand-in
+def one_line_error(proc) -> str:
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("nsys-llm-explain: error:")
+    return lines[0]
+
+
+def test_nsys_rep_without_nsys(tmp_path):
+    f = tmp_path / "trace.nsys-rep"
+    f.write_bytes(b"\x00" * 64)
+    env = {"PATH": str(tmp_path)}  # no nsys on PATH
+    proc = run_cli(str(f), "--out", str(tmp_path / "out"), env_extra=env)
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert "nsys export --type sqlite" in line
+    assert not list(tmp_path.glob("*.sqlite"))
+
+
+def _fingerprint(p: Path):
+    st = p.stat()
+    return hashlib.sha256(p.read_bytes()).hexdigest(), st.st_mtime_ns, st.st_size
+
+
+@pytest.mark.skipif(shutil.which("nsys") is None, reason="needs Nsight Systems (`nsys`) on PATH")
+def test_qdrep_is_exported_to_a_temp_dir(tmp_path, shared_traces):
+    src = shared_traces / "12_gartangh_keras_gtx1650" / "original.qdrep"
+    assert src.is_file(), f"no .qdrep in ../shared: {src}"
+    rep = tmp_path / "in" / "original.qdrep"
+    rep.parent.mkdir()
+    shutil.copyfile(src, rep)
+    before = _fingerprint(rep)
+    proc = run_cli(str(rep), "--out", str(tmp_path / "out"), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert _fingerprint(rep) == before
+    assert sorted(p.name for p in rep.parent.iterdir()) == ["original.qdrep"]   # nothing written beside it
+    import json
+    j = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert j["kernels_summary"]["kernel_count"] > 0
+    # the committed trace.sqlite was exported from this .qdrep by nsys 2022.4: same numbers when the local
+    # nsys is that version
+    ref = run_cli(str(src.parent / "trace.sqlite"), "--out", str(tmp_path / "ref"), "--quiet")
+    assert ref.returncode == 0
+    r = json.loads((tmp_path / "ref" / "report.json").read_text())
+    if j["trace"]["nsys_version"] == r["trace"]["nsys_version"]:
+        assert j["kernels"] == r["kernels"] and j["cuda_api"] == r["cuda_api"]

@@ -1,12 +1,18 @@
-"""Pathological trace shapes (issue 8, item 2), small versions of ``bench/pathological.py``: exact answers
-computed by hand, plus scaling checks that fail if a tree walk regresses to one round per depth level."""
+"""Resources and limits: pathological trace shapes (issue 8, item 2; small versions of ``bench/pathological.py``)
+with exact answers computed by hand, scaling checks that fail if a tree walk regresses to one round per depth level,
+memory and time that grow with the trace's rows (not NVTX domains × kernels or devices × rows; issue 24, classes 9
+and 10), and the idle-cause partition path against cutting every gap."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Dict
 
 import numpy as np
 import pytest
@@ -19,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import pathological as P  # noqa: E402
 
 DEPTH = 2000
-pytestmark = pytest.mark.slow   # large shapes and scaling measurements
 
 
 def _kernel_dur(n: int) -> np.ndarray:
@@ -35,6 +40,7 @@ def deep(tmp_path_factory) -> SimpleNamespace:
     return SimpleNamespace(rep=rep, d=rep.to_dict(), path=path)
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_deep_tree_parent_depth(deep):
     from nsys_llm_explainer.pipeline import load_model
 
@@ -45,6 +51,7 @@ def test_deep_tree_parent_depth(deep):
     assert np.array_equal(tree.subtree_end(), np.full(DEPTH + 1, DEPTH + 1))
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_deep_self_times(deep):
     t_end = 10 * DEPTH + 10_000 * DEPTH + 1_000_000
     # range i = [10 i, t_end - 10 i]; its only child is range i + 1: self time 20 ns, the last one all of it
@@ -58,6 +65,7 @@ def test_deep_self_times(deep):
     assert got == want
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_deep_attribution(deep):
     # kernel i is launched inside range i only (its innermost range); enclosing ranges: outer, ranges 0..i
     dur = _kernel_dur(DEPTH)
@@ -78,6 +86,7 @@ def test_deep_attribution(deep):
     assert np.array_equal(np.sort(node), np.arange(1, DEPTH + 1))
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_deep_phases(deep):
     # "decode" ranges are at depths 5, 21, 37, ...: kernels 0..4 have no phase-named enclosing range
     ph = {r["phase"]: r["kernel_count"] for r in deep.d["phases"]["phases"]}
@@ -115,6 +124,7 @@ def _walk_all(depth: int) -> int:
     return T.ROUNDS["n"]
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_deep_walks_take_log_depth_rounds():
     small, big = _walk_all(1000), _walk_all(8000)
     # O(log depth): 8× deeper adds a few rounds per walk; one round per level would add ~7000
@@ -122,6 +132,7 @@ def test_deep_walks_take_log_depth_rounds():
     assert big < 300, big
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_deep_walks_scale_linearly():
     def best(depth: int) -> float:
         out = []
@@ -136,6 +147,7 @@ def test_deep_walks_scale_linearly():
     assert big < 30 * small + 0.05, (small, big)
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_walks_match_brute_force_on_random_forests():
     rng = np.random.default_rng(7)
     for it in range(60):
@@ -188,6 +200,7 @@ def test_walks_match_brute_force_on_random_forests():
                 assert res[k] == want
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_many_ranges_steps_and_attribution(tmp_path):
     path = tmp_path / "ranges.sqlite"
     P.write_ranges(str(path), 4000)                      # 1000 steps: execute_model ⊃ attn, mlp, norm
@@ -206,6 +219,7 @@ def test_many_ranges_steps_and_attribution(tmp_path):
     assert "norm" not in rows
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_many_distinct_kernel_names(tmp_path):
     path = tmp_path / "names.sqlite"
     P.write_names(str(path), 3000, per_name=5)
@@ -222,6 +236,7 @@ def test_many_distinct_kernel_names(tmp_path):
     assert sum(r["nonoverlap_ns"] for r in cat["overall"]) == cat["busy_ns"] == int(_kernel_dur(15000).sum())
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 @pytest.mark.parametrize("huge", [4_000_000_000, 2**31 - 1])
 def test_sparse_huge_device_ids(tmp_path, huge):
     path = tmp_path / "devices.sqlite"
@@ -235,6 +250,7 @@ def test_sparse_huge_device_ids(tmp_path, huge):
     assert devs[huge]["busy_ns"] == int(dur[1::2].sum())
 
 
+@pytest.mark.slow   # large shapes and scaling measurements
 def test_sparse_huge_string_id_allocates_per_row_not_per_id():
     import tracemalloc
 
@@ -246,3 +262,131 @@ def test_sparse_huge_string_id_allocates_per_row_not_per_id():
     tracemalloc.stop()
     assert uniq.tolist() == [0, 7, 49_000_000] and inv.tolist() == [0, 2, 0, 1]
     assert peak < 16 << 20, peak          # a lookup table over all possible ids would be ~440 MB
+
+
+
+# ------------------------------------------------------------------------------------- memory: rows, not domains × rows
+ROOT = Path(__file__).resolve().parents[2]
+
+
+BENCH = ROOT / "bench"
+
+
+_MEASURE = """
+import json, resource, sys, time
+sys.path.insert(0, {bench!r})
+import pathological as P
+P.WRITERS[{shape!r}]({path!r}, {size})
+import nsys_llm_explainer as nle
+t = time.perf_counter()
+rep = nle.analyze({path!r})
+rep.to_dict()
+print(json.dumps({{"s": time.perf_counter() - t, "mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def _measure(tmp_path: Path, shape: str, size: int) -> Dict[str, float]:
+    """Analysis time and peak RSS (MB, the generator's included) of ``bench/pathological.py``'s ``shape`` at
+    ``size``, in a fresh interpreter."""
+    path = str(tmp_path / f"{shape}_{size}.sqlite")
+    code = _MEASURE.format(bench=str(BENCH), shape=shape, path=path, size=size)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape, small, big, mb", [("domains", 1_000, 8_000, 150), ("device_ids", 100, 1_000, 150)])
+def test_memory_grows_with_rows_not_domains_or_devices_times_rows(tmp_path: Path, shape, small, big, mb) -> None:
+    """8× the NVTX domains (one range and one kernel each) or 8×/10× the device ids (8 kernels each): the rows grow
+    8–10×, so time and memory may grow about that much — before the fix 8,000 domains peaked at 2.5 GB and 32 s
+    (one full-size array per domain), 1,000 devices at 0.6 GB and 7 s (idle pieces of every device cut at every
+    call of the launching thread)."""
+    a, b = _measure(tmp_path, shape, small), _measure(tmp_path, shape, big)
+    assert b["mb"] - a["mb"] < mb, (a, b)
+    assert b["s"] < 12 * a["s"] + 2.0, (a, b)
+
+
+def _both_paths(model) -> tuple:
+    """Idle causes and bins of ``model`` (whole capture as the window) cut gap by gap and by the threads'
+    partitions from the first device on (causes.PIECES_KEPT and ROWS_FACTOR set to 0, prefix sums forced)."""
+    from nsys_llm_explainer.analyses.idle import causes as C
+    from nsys_llm_explainer.analyses.nvtx.tree import build_tree
+    from nsys_llm_explainer.model.timeline import iter_timelines
+    from nsys_llm_explainer.model.trace import trace_edge
+
+    w0 = trace_edge(min, model.kernels, model.api, (model.memcpy, model.memset, model.sync, model.graph_trace),
+                    model.nvtx)
+    w1 = trace_edge(max, model.kernels, model.api, (model.memcpy, model.memset, model.sync, model.graph_trace),
+                    model.nvtx)
+    tree = build_tree(model.nvtx)
+    out = []
+    from nsys_llm_explainer.analyses.idle import host_partition as H
+
+    for needed in (True, False):
+        kept, factor, least = C.PIECES_KEPT, C.ROWS_FACTOR, H.PREFIX_MIN_PIECES_PER_CODE
+        C.PIECES_KEPT = C.ROWS_FACTOR = H.PREFIX_MIN_PIECES_PER_CODE = 0   # the prefix sums whenever they apply
+        try:
+            r = C.analyze_idle_causes(model, model, iter_timelines(model, w0, w1, False), tree, 500,
+                                      pieces_needed=needed)
+        finally:
+            C.PIECES_KEPT, C.ROWS_FACTOR, H.PREFIX_MIN_PIECES_PER_CODE = kept, factor, least
+        out.append({"devices": [(d.device_id, d.causes, [d.gap_cause(i) for i in range(len(d.gap_cause_code))],
+                                  d.wait_ns_by_thread) for d in r.devices], "bins": r.bins})
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("scenario", ["demo", "nccl_straggler", "queued_dependency", "host_samples", "training_step",
+                                      "cuda_graph_node", "pageable_h2d"])
+def test_partition_path_gives_the_same_causes_and_bins(tmp_path: Path, scenario: str) -> None:
+    """The device pass charged by the host threads' partitions (taken past the budget when nothing reads the pieces'
+    places in time) gives the same causes (ns, gap counts, examples, short/tiny ns), per-gap causes, waits and bins
+    as cutting every gap at every host row."""
+    from synth.scenarios import build_scenario
+
+    from nsys_llm_explainer.pipeline import load_model
+
+    p = tmp_path / "t.sqlite"
+    build_scenario(scenario, str(p))
+    cut, part = _both_paths(load_model(str(p)))
+    assert cut == part
+
+
+def test_partition_path_on_many_devices_fed_by_one_thread(tmp_path: Path) -> None:
+    import sys as _sys
+    _sys.path.insert(0, str(BENCH))
+    import pathological as P
+
+    from nsys_llm_explainer.pipeline import load_model
+
+    p = str(tmp_path / "d.sqlite")
+    P.write_device_ids(p, 40)
+    cut, part = _both_paths(load_model(p))
+    assert len(cut["devices"]) == 40 and cut == part
+
+
+@pytest.mark.parametrize("prefix_min", [0, 1 << 30])
+def test_interval_sums_equal_a_brute_force_sum(monkeypatch, prefix_min: int) -> None:
+    """The partition's sums over intervals, by scanning and by per-cause prefix sums (forced either way), equal the
+    overlap of every piece with every interval summed by hand."""
+    from nsys_llm_explainer.analyses.idle import host_partition as H
+
+    monkeypatch.setattr(H, "PREFIX_MIN_PIECES_PER_CODE", prefix_min)
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        cuts = np.unique(rng.integers(0, 1000, int(rng.integers(2, 80))))
+        p = H.Partition(cuts[:-1], cuts[1:], rng.integers(0, 4, cuts.shape[0] - 1))
+        pts = np.unique(rng.integers(int(cuts[0]), int(cuts[-1]) + 1, 2 * int(rng.integers(1, 12))))
+        a, b = pts[0::2], pts[1::2]
+        if a.shape[0] > b.shape[0]:
+            a = a[:-1]
+        want: Dict[tuple, int] = {}
+        for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+            for s, e, c in zip(p.start.tolist(), p.end.tolist(), p.code.tolist()):
+                ov = min(e, y) - max(s, x)
+                if ov > 0:
+                    want[(i, c)] = want.get((i, c), 0) + ov
+        w, c, ns = H.interval_sums(p, a, b)
+        assert {(int(i), int(k)): int(v) for i, k, v in zip(w, c, ns)} == want
+        assert list(zip(w.tolist(), c.tolist())) == sorted(want)

@@ -183,9 +183,13 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                           most_late_share=round(int(late_c[top]) / m, 4), end_spread_p50_ns=_half_up(median(spread)))
         by_name.append(row)
     ranks: List[RankRow] = []
+    series_of: Dict[Tuple[int, int, int], List[Any]] = {}   # (file, pid, device) → its series, in file order (one pass)
+    for i, f in enumerate(files):
+        for s in f.nccl:
+            series_of.setdefault((i, s.pid, s.device_id), []).append(s)
     for j, key in enumerate(order):
         i, pid, dev = key
-        ser = [s for s in files[i].nccl if (s.pid, s.device_id) == (pid, dev)]
+        ser = series_of.get(key, [])
         rrow = RankRow(names[key], files[i].label, pid, dev, sum(len(s.start) for s in ser),
                        sum(int((np.asarray(s.end, np.int64) - np.asarray(s.start, np.int64)).sum()) for s in ser),
                        int(matched_per[j]))

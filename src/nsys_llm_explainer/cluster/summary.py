@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
+import numpy as np
+
 from ..analyses.common.stats import summary
 from ..analyses.comms.series import NcclSeries
 from ..analyses.trace.clock import ClockInfo
@@ -72,6 +74,11 @@ def _devices(report: Report) -> Tuple[DeviceSummary, ...]:
     st = report.steps
     arr = st.arrays if st.available else None
     out = []
+    steps_of: Dict[int, np.ndarray] = {}     # device → its steps, ascending: one sort, not a mask per device
+    if arr is not None and len(arr):
+        o = np.argsort(arr.device, kind="stable")
+        for seg in np.split(o, np.flatnonzero(arr.device[o][1:] != arr.device[o][:-1]) + 1):
+            steps_of[int(arr.device[seg[0]])] = seg
     for dev in report.gpu_time.devices:
         did = dev.device_id
         by_kind: Dict[str, int] = {}
@@ -80,7 +87,7 @@ def _devices(report: Report) -> Tuple[DeviceSummary, ...]:
         kinds = sorted(by_kind, key=lambda x: (order.index(x) if x in order else len(order), x))
         n, p50, p90 = 0, None, None
         if arr is not None and len(arr):
-            wall = arr.wall[arr.device == did]
+            wall = arr.wall[steps_of.get(did, _NONE)]
             n = int(wall.shape[0])
             if n:
                 s = summary(wall)
@@ -89,6 +96,9 @@ def _devices(report: Report) -> Tuple[DeviceSummary, ...]:
                                  tuple((x, by_kind[x]) for x in kinds if by_kind[x] > 0), dev.kernel_count, n, p50,
                                  p90, dev.role))
     return tuple(out)
+
+
+_NONE = np.empty(0, np.int64)
 
 
 def summarize(report: Report, label: str) -> FileSummary:

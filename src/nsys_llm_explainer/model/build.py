@@ -91,11 +91,27 @@ def _device_map(rows: List[Dict[str, object]]) -> Dict[Tuple[int, int], int]:
 
 
 def _map_devices(device: np.ndarray, pid: np.ndarray, dmap: Dict[Tuple[int, int], int]) -> np.ndarray:
+    """``device`` with each (pid, CUDA device id) of ``dmap`` replaced by its GPU id: a mask per entry when the map
+    is short, else every row looked up in the sorted map (never one pass over every row per entry)."""
     if not dmap or device.shape[0] == 0:
         return device
     out = device.copy()
-    for (p, c), g in dmap.items():
-        out[(pid == p) & (device == c)] = g
+    lim = np.iinfo(np.int64)
+    fits = np.iinfo(out.dtype) if out.dtype.kind in "iu" else None
+    entries = sorted((p, c, g) for (p, c), g in dmap.items() if lim.min <= p <= lim.max and lim.min <= c <= lim.max)
+    if len(dmap) <= 16 or fits is None or not all(fits.min <= g <= fits.max for g in dmap.values()):
+        for (p, c), g in dmap.items():
+            out[(pid == p) & (device == c)] = g
+        return out
+    ep = np.array([e[0] for e in entries], np.int64)
+    ec = np.array([e[1] for e in entries], np.int64)
+    up, uc = np.unique(ep), np.unique(ec)
+    ekey = np.searchsorted(up, ep) * uc.shape[0] + np.searchsorted(uc, ec)   # sorted: entries are in (p, c) order
+    bp = np.minimum(np.searchsorted(up, pid), up.shape[0] - 1)
+    bc = np.minimum(np.searchsorted(uc, device), uc.shape[0] - 1)
+    at = np.minimum(np.searchsorted(ekey, bp * uc.shape[0] + bc), ekey.shape[0] - 1)
+    hit = (up[bp] == pid) & (uc[bc] == device) & (ekey[at] == bp * uc.shape[0] + bc)
+    out[hit] = np.array([e[2] for e in entries], np.int64)[at[hit]].astype(out.dtype)
     return out
 
 
@@ -182,8 +198,12 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
             missing_ids = [int(x) for x in distinct_small(kc["demangled"])[0].tolist() if int(x) not in strings]
             short_map = F.fetch_short_for(conn, schema, ktable, missing_ids) if ktable else {}
             kc["short"] = np.full(kc["demangled"].shape[0], -1, np.int64)
-            for did, sid in short_map.items():
-                kc["short"][kc["demangled"] == did] = sid
+            if short_map:                  # each row looked up in the sorted map (no pass over every row per id)
+                ids = np.array(sorted(short_map), np.int64)
+                dm = np.asarray(kc["demangled"], np.int64)
+                at = np.minimum(np.searchsorted(ids, dm), ids.shape[0] - 1)
+                hit = ids[at] == dm
+                kc["short"][hit] = np.array([short_map[i] for i in ids.tolist()], np.int64)[at[hit]]
         name_idx, names = intern_ids(kc["demangled"], strings, kc["short"])
         missing = [n for n in names if n.startswith("[missing StringId")]
         if missing:

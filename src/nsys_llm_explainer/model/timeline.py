@@ -166,22 +166,23 @@ def few_distinct(x: np.ndarray) -> np.ndarray:
     return cand
 
 
-def _by_device(dev: np.ndarray) -> Dict[int, np.ndarray]:
-    """Device id → its rows (ascending). One mask per device when they are few, else one stable sort."""
-    out: Dict[int, np.ndarray] = {}
-    if dev.shape[0] == 0:
-        return out
-    ids = few_distinct(dev)
+def rows_by_value(x: np.ndarray) -> List[Tuple[int, np.ndarray]]:
+    """(value, its rows in ascending order) per distinct value of the integer array ``x``, values ascending. One
+    mask per value when they are few (≤ 16), else one stable sort: never one pass over every row per value."""
+    if x.shape[0] == 0:
+        return []
+    ids = few_distinct(x)
     if ids.shape[0] <= 16:
-        for d in ids.tolist():
-            out[int(d)] = np.nonzero(dev == d)[0]
-        return out
-    order = np.argsort(dev, kind="stable")
-    d = dev[order]
-    cut = np.nonzero(np.diff(d))[0] + 1
-    for seg in np.split(order, cut):
-        out[int(dev[seg[0]])] = seg
-    return out
+        return [(int(v), np.nonzero(x == v)[0]) for v in ids.tolist()]
+    order = np.argsort(x, kind="stable")
+    v = x[order]
+    cut = np.nonzero(v[1:] != v[:-1])[0] + 1
+    return [(int(x[seg[0]]), seg) for seg in np.split(order, cut)]
+
+
+def _by_device(dev: np.ndarray) -> Dict[int, np.ndarray]:
+    """Device id → its rows (ascending): :func:`rows_by_value`."""
+    return dict(rows_by_value(dev))
 
 
 def _cat(parts: List[np.ndarray], dt: type) -> np.ndarray:

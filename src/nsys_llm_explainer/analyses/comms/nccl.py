@@ -40,6 +40,7 @@ import numpy as np
 
 from ...jsonable import NONE_AS_EMPTY, FieldsJson, dataclass_from_json
 from ...model import intervals as iv
+from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
 from ..common.stats import combine_keys, median, pct, round_half_up
 
@@ -191,12 +192,13 @@ def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray
     """The fields of each key value's row (the key under ``label``): :class:`NcclDeviceRow` / :class:`NcclPidRow`."""
     dur = end - start
     rows = []
-    for v in np.unique(key[nm]).tolist():
-        km = key == v
-        m = km & nm
+    for v, km in rows_by_value(np.asarray(key)):     # one sort, not a mask over every kernel per key value
+        m = km[nm[km]]
+        if m.shape[0] == 0:
+            continue
         u = iv.union(start[m], end[m])   # kernels are sorted by start
         tot, kt = int(dur[m].sum()), int(dur[km].sum())
-        rows.append({label: int(v), "count": int(m.sum()), "total_ns": tot, "kernel_ns": kt,
+        rows.append({label: v, "count": int(m.shape[0]), "total_ns": tot, "kernel_ns": kt,
                      "pct_of_kernel_ns": pct(tot, kt), "union_ns": u.length})
     return rows
 
@@ -257,8 +259,11 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     matched_c = (ccount == ranks_per_coll[c_coll]) & (ccount >= 2)
     mrow = matched_c[cinv]
     matched = int(matched_c.sum())
+    r_cnt = np.bincount(rank, minlength=n_rank)
+    r_ns = np.zeros(n_rank, np.int64)
+    np.add.at(r_ns, rank, np.asarray(d, np.int64))   # exact integer sums (no mask per rank)
     base_rank = [NcclRank(f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", int(rank_pid[r]), int(rank_dev[r]),
-                          int((rank == r).sum()), int(d[rank == r].sum())) for r in range(n_rank)]
+                          int(r_cnt[r]), int(r_ns[r])) for r in range(n_rank)]
     head = NcclResult(True, None, nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()),
                       by_name=by_name, per_device=per_device, per_pid=per_pid, custom_allreduce=custom,
                       ranks=tuple(base_rank), matched_collectives=matched, unmatched_kernels=int((~mrow).sum()))
@@ -293,12 +298,15 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     last_cnt = np.bincount(last_rank, minlength=n_rank)
     p50 = np.zeros(n_rank, np.float64)
     ranks: List[NcclRank] = []
+    rank_mi, d_mi = rank[mi], d[mi]
+    of_rank = dict(rows_by_value(rank_mi))   # each rank's matched kernels in one sort (no mask per rank)
+    empty = np.empty(0, np.int64)
     for r in range(n_rank):   # loop over ranks only
-        m = rank[mi] == r
-        dd = d[mi][m]
+        m = of_rank.get(r, empty)
+        dd = d_mi[m]
         p50[r] = median(dd)
         ranks.append(replace(base_rank[r], arrivals=RankArrivals(
-            matched=int(m.sum()), mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
+            matched=int(m.shape[0]), mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
             p50_ns=int(round_half_up(p50[r])),
             mean_start_skew_ns=int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
             last_arrival_count=int(last_cnt[r]))))

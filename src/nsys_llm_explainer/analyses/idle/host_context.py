@@ -10,12 +10,14 @@ from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
-from ...model.timeline import DeviceTimeline
+from ...model.timeline import DeviceTimeline, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
 from ..nvtx.tree import NvtxTree
 from .host_partition import Partition
 from .pieces import Cover, DeviceGaps, index_runs, thread_pieces, touching
 from .range_names import normalize_range_name
+
+_EMPTY = np.empty(0, np.int64)
 
 
 @dataclass
@@ -32,7 +34,8 @@ class HostContext:
     tree: Optional[NvtxTree]
     nvtx_names: Sequence[str]
     base_names: Sequence[str]
-    api_rows: Dict[int, np.ndarray] = field(default_factory=dict)   # thread → its API rows with a kind
+    api_rows: Optional[Dict[int, np.ndarray]] = None   # thread → its API rows with a kind (all threads, on first use)
+    by_thread: Dict[str, Dict[int, np.ndarray]] = field(default_factory=dict)   # "nvtx" / "osrt" → thread → rows
     # per API row, max(start, end) over it and all earlier rows; and the API rows with end < start
     reach: Optional[Tuple[np.ndarray, np.ndarray]] = None
     # the partition path (host_partition.py): allowed when nothing later reads the pieces' places in time; taken
@@ -103,12 +106,21 @@ class HostContext:
         return np.union1d(idx, backwards) if backwards.shape[0] else idx
 
     def thread_api_rows(self, api: ApiCalls, g: int) -> np.ndarray:
-        """API rows of thread ``g`` that have a kind, in start order (computed once per thread)."""
-        r = self.api_rows.get(g)
-        if r is None:
-            r = np.nonzero(api.gtid == g)[0]
-            r = self.api_rows[g] = r[self.kinds[r] >= 0]
-        return r
+        """API rows of thread ``g`` that have a kind, in start order (every thread's found in one sort on first use,
+        not one pass over every row per thread)."""
+        if self.api_rows is None:
+            r = np.nonzero(self.kinds >= 0)[0]
+            self.api_rows = {t: r[x] for t, x in rows_by_value(np.asarray(api.gtid)[r])}
+        return self.api_rows.get(g, _EMPTY)
+
+    def thread_rows_of(self, table: str, g: int) -> np.ndarray:
+        """Rows of thread ``g`` in ``table`` (``"nvtx"``: the tree's nodes; ``"osrt"``: the OS runtime rows),
+        ascending; every thread's found in one sort of the table on first use (not one pass per thread and device)."""
+        idx = self.by_thread.get(table)
+        if idx is None:
+            t = self.tree if table == "nvtx" else self.model.osrt
+            idx = self.by_thread[table] = dict(rows_by_value(np.asarray(t.gtid))) if t is not None else {}
+        return idx.get(g, _EMPTY)
 
 
 class _NoCopies:

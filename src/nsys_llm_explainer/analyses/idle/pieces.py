@@ -106,6 +106,9 @@ class HostSide(Protocol):
     def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]``, in start order."""
 
+    def thread_rows_of(self, table: str, g: int) -> np.ndarray:
+        """Rows of thread ``g`` in ``table`` (``"nvtx"``: the tree's nodes; ``"osrt"``: OS runtime rows), ascending."""
+
 
 @dataclass(frozen=True)
 class DeviceGaps:
@@ -143,11 +146,11 @@ def thread_rows(host: HostSide, g: int, sgs: np.ndarray, sge: np.ndarray) -> Thr
     t = e
     tree, osrt = host.tree, host.model.osrt
     if tree is not None and len(tree):
-        t = np.nonzero(tree.gtid == g)[0]
+        t = host.thread_rows_of("nvtx", g)
         t = t[touching(sgs, sge, tree.start[t], tree.end[t])]
     o, o_any = e, False
     if osrt is not None and len(osrt):
-        o = np.nonzero(osrt.gtid == g)[0]
+        o = host.thread_rows_of("osrt", g)
         o_any = o.shape[0] > 0
         o = o[touching(sgs, sge, osrt.start[o], osrt.end[o])]
     return ThreadRows(a, t, o, o_any)

@@ -10,6 +10,7 @@ from typing import List, Tuple
 
 import numpy as np
 
+from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
 
 _EMPTY = np.empty(0, np.int64)
@@ -35,9 +36,9 @@ class KernelStarts:
             return []
         idx = self.names.index(name)
         out = []
-        for d in np.unique(self.device).tolist():
-            dm = self.device == d
-            a = np.sort(self.start[dm & (self.name_idx == idx)])
+        hit = self.name_idx == idx
+        for _, dm in rows_by_value(np.asarray(self.device)):   # one sort, not a mask over every kernel per device
+            a = np.sort(self.start[dm[hit[dm]]])
             if a.shape[0]:
                 out.append((a, np.sort(self.start[dm])))
         return out

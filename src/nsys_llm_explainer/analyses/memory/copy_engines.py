@@ -35,10 +35,10 @@ import numpy as np
 
 from ...jsonable import json_ready
 from ...model import intervals as iv
-from ...model.timeline import MEMCPY_KIND_LABEL
+from ...model.timeline import MEMCPY_KIND_LABEL, rows_by_value
 from ...model.trace import Memcpy, Memset, TraceModel
 from ..common.stats import median, round_half_up
-from .unified import kernel_union
+from .unified import kernel_unions
 
 #: copyKind → copy path
 PATH_OF_KIND: Dict[int, str] = {1: "H2D", 3: "H2D", 2: "D2H", 4: "D2H", 5: "D2D", 6: "D2D", 7: "D2D", 8: "D2D",
@@ -182,9 +182,9 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
     paths: List[CopyPath] = []
     devices: List[CopyDevice] = []
     names = list(PATH_LABEL)
-    for d in np.unique(rows["dev"]).tolist():
-        on = np.nonzero(rows["dev"] == d)[0]
-        k = kernel_union(steady, int(d))
+    union_of = kernel_unions(steady)
+    for d, on in rows_by_value(rows["dev"]):     # one sort, not a mask over every row per device
+        k = union_of(d)
         every = iv.union_blocks(rows["s"][on], rows["e"][on])
         ov_all = int(iv.overlap_length(k, every.start, every.end).sum()) if len(k) and len(every) else 0
         devices.append(CopyDevice(int(d), win, k.length, every.length, ov_all))

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import numpy as np
 
 from ...jsonable import NONE_AS_EMPTY, FieldsJson, dataclass_from_json, need
+from ...model.timeline import rows_by_value
 from ...model.trace import ApiCalls, Memcpy, TraceModel
 from ..api import classes as ac
 from ..common.stats import combine_keys, median, round_half_up
@@ -207,11 +208,13 @@ def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> CopyTotals:
 
 
 def _by_base_name(api: ApiCalls, name_idx: np.ndarray) -> List[Tuple[str, np.ndarray]]:
-    """(base name, row mask) for each distinct base API name among ``name_idx`` (loop over names only)."""
-    groups: Dict[str, List[int]] = {}
-    for j in np.unique(name_idx).tolist():
-        groups.setdefault(api.base_names[j], []).append(j)
-    return [(name, np.isin(name_idx, idxs)) for name, idxs in groups.items()]
+    """(base name, its rows ascending) for each distinct base API name among ``name_idx``, in the order of each
+    name's lowest name index: one sort of the rows by name (no pass over every row per name)."""
+    code: Dict[str, int] = {}
+    uniq = np.unique(name_idx)
+    of_name = np.array([code.setdefault(api.base_names[j], len(code)) for j in uniq.tolist()], np.int64)
+    names = list(code)
+    return [(names[c], r) for c, r in rows_by_value(of_name[np.searchsorted(uniq, name_idx)])]
 
 
 def _step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
@@ -284,7 +287,7 @@ def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
         calls = np.unique(li[sync_rows])
         if calls.shape[0]:
             cd = api.end[calls] - api.start[calls]
-            by_api = sorted((SyncCopyApi(name=name, calls=int(mm.sum()), host_blocked_ns=int(cd[mm].sum()))
+            by_api = sorted((SyncCopyApi(name=name, calls=int(mm.shape[0]), host_blocked_ns=int(cd[mm].sum()))
                              for name, mm in _by_base_name(api, api.name_idx[calls])),
                             key=lambda r: (-r.host_blocked_ns, r.name))
             blocked_ns = int(cd.sum())
@@ -333,9 +336,10 @@ def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[T
                                in_steps=int((m & (st >= 0)).sum()) if st is not None else None,
                                in_steps_ns=int(adur[m & (st >= 0)].sum()) if st is not None else None)
         dd = adur[m]
+        sm = st[m] if st is not None else None
         for name, mm in _by_base_name(api, api.name_idx[m]):
-            rows.append(AllocApi(name=name, api_class=cls, count=int(mm.sum()), total_ns=int(dd[mm].sum()),
-                                 in_steps=int((st[m][mm] >= 0).sum()) if st is not None else None))
+            rows.append(AllocApi(name=name, api_class=cls, count=int(mm.shape[0]), total_ns=int(dd[mm].sum()),
+                                 in_steps=int((sm[mm] >= 0).sum()) if sm is not None else None))
     rows.sort(key=lambda r: (-r.total_ns, r.name))
     out["alloc_free_by_api"] = tuple(rows)
     return out

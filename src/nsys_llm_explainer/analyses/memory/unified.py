@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...jsonable import FieldsJson, dataclass_from_json, json_ready, rows_renamed
 from ...model import intervals as iv
+from ...model.timeline import rows_by_value
 from ...model.trace import Memcpy, TraceModel
 
 Row = Dict[str, Any]
@@ -201,10 +202,19 @@ def _grouped(key: np.ndarray, cols: Sequence[np.ndarray], label: Dict[int, str]
     count = np.bincount(inv, minlength=uniq.shape[0])
     sums = [np.bincount(inv, weights=v, minlength=uniq.shape[0]) if v.shape[0] else np.zeros(uniq.shape[0])
             for v in cols]
-    # bincount sums in float64: exact below 2^53 (9 PB of bytes, 104 days of ns); recomputed exactly beyond
+    # bincount sums in float64: exact below 2^53 (9 PB of bytes, 104 days of ns); recomputed exactly beyond (the
+    # int64 sums of every group in one pass, only for a column with such a group)
+    exact = [_exact_sums(inv, v, uniq.shape[0]) if bool((s >= 2 ** 53).any()) else s for s, v in zip(sums, cols)]
     return [(int(u), label.get(int(u), str(int(u))), int(count[i]),
-             [int(s[i]) if s[i] < 2 ** 53 else int(v[inv == i].sum()) for s, v in zip(sums, cols)])
+             [int(s[i]) if s[i] < 2 ** 53 else int(x[i]) for s, x in zip(sums, exact)])
             for i, u in enumerate(uniq.tolist())]
+
+
+def _exact_sums(inv: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
+    """Σ ``v`` per group ``inv`` in int64 (exact), all groups in one pass."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, inv, np.asarray(v, np.int64))
+    return out
 
 
 def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dict[int, str]
@@ -212,20 +222,18 @@ def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dic
     return tuple(MigrationGroup(k, lab, n, b, t) for k, lab, n, (b, t) in _grouped(key, (nbytes, dur), label))
 
 
-def kernel_union(m: TraceModel, d: int) -> iv.IntervalUnion:
-    """Union of the kernel and whole-graph-execution intervals of device ``d``."""
-    parts_s: List[np.ndarray] = []
-    parts_e: List[np.ndarray] = []
-    k = m.kernels
-    if k is not None and len(k):
-        sel = np.nonzero(k.device == d)[0]
-        parts_s.append(k.start[sel])
-        parts_e.append(k.end[sel])
-    gt = m.graph_trace
-    if gt is not None and len(gt):
-        sel = np.nonzero(np.asarray(gt.device) == d)[0]
-        parts_s.append(gt.start[sel])
-        parts_e.append(gt.end[sel])
+def kernel_unions(m: TraceModel) -> Callable[[int], iv.IntervalUnion]:
+    """``f(d)``: the union of the kernel and whole-graph-execution intervals of device ``d``; each table's rows are
+    grouped by device once (one sort), not searched again for every device asked for."""
+    e = np.empty(0, np.int64)
+    tables = [(t, dict(rows_by_value(np.asarray(t.device)))) for t in (m.kernels, m.graph_trace)
+              if t is not None and len(t)]
+    return lambda d: _kernel_union([(t.start[rows.get(d, e)], t.end[rows.get(d, e)]) for t, rows in tables])
+
+
+def _kernel_union(parts: List[Tuple[np.ndarray, np.ndarray]]) -> iv.IntervalUnion:
+    parts_s = [p[0] for p in parts]
+    parts_e = [p[1] for p in parts]
     if not parts_s:
         e = np.empty(0, np.int64)
         return iv.union_lean(e, e)
@@ -271,13 +279,16 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
         fs = fe = fdev = nf = acc = np.empty(0, np.int64)
     by_access = tuple(FaultsByAccess(k, lab, n, f) for k, lab, n, (f,) in _grouped(acc, (nf,), ACCESS))
     devices: List[UmDevice] = []
-    for d in sorted(set(np.unique(dev).tolist()) | set(np.unique(fdev).tolist())):
-        sel = np.nonzero(dev == d)[0]
+    e0 = np.empty(0, np.int64)
+    mig_rows, fault_rows = dict(rows_by_value(dev)), dict(rows_by_value(fdev))   # one sort each, no mask per device
+    union_of = kernel_unions(m)
+    for d in sorted(set(mig_rows) | set(fault_rows)):
+        sel = mig_rows.get(d, e0)
         mig = iv.union_blocks(s[sel], e[sel])
-        ku = kernel_union(m, d)
+        ku = union_of(d)
         over = int(iv.overlap_length(ku, mig.start, mig.end).sum()) if len(mig) and len(ku) else 0
         kb = ku.length
-        fsel = np.nonzero(fdev == d)[0]
+        fsel = fault_rows.get(d, e0)
         devices.append(UmDevice(
             device_id=int(d), migration_count=int(sel.shape[0]), migration_bytes=int(nbytes[sel].sum()),
             migration_ns=int(dur[sel].sum()), migration_union_ns=mig.length, kernel_busy_ns=kb, overlap_ns=over,

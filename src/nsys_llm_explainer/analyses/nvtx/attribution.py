@@ -28,7 +28,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson, dataclass_from_json, json_ready, need
-from ...model.timeline import few_distinct
+from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel
 from ..common.stats import pct
 from ..idle.range_names import normalize_range_name
@@ -224,11 +224,10 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
                                int(pt[j]))
                    for j in np.lexsort((uk, -pt)).tolist() if pc[j] != 0)
     pid_coverage = []
-    for p in np.unique(k.pid).tolist():
-        m = k.pid == p
+    for p, m in rows_by_value(np.asarray(k.pid)):     # one sort, not a mask over every kernel per pid
         pt_all = int(dur[m].sum())
-        pa = int(dur[m & att].sum())
-        pid_coverage.append(PidCoverage(int(p), pt_all, pa, pa / pt_all if pt_all else 0.0))
+        pa = int(dur[m[att[m]]].sum())
+        pid_coverage.append(PidCoverage(p, pt_all, pa, pa / pt_all if pt_all else 0.0))
     return AttributionResult(
         True, None, total_kernel_ns=total, attributed_ns=attributed_ns, attributed_count=int(att.sum()),
         uncovered_by_thread=uncovered_threads(model, ~att, dur),
@@ -284,37 +283,76 @@ def startend_rows(model: TraceModel, calls: np.ndarray, total: int
     # launch calls ordered by (thread, start): the calls of one thread starting in [s, e] are one slice
     o = np.lexsort((api.start[calls], api.gtid[calls]))
     cg, cs, ce, cid = api.gtid[calls][o], api.start[calls][o], api.end[calls][o], calls[o]
-    inside: Dict[int, List[np.ndarray]] = {}
-    for r in se.tolist():
-        g, s0, e0 = int(nv.gtid[r]), int(nv.start[r]), int(nv.end[r])
-        lo = int(np.searchsorted(cg, g, "left"))
-        hi = int(np.searchsorted(cg, g, "right"))
-        a = lo + int(np.searchsorted(cs[lo:hi], s0, "left"))
-        b = lo + int(np.searchsorted(cs[lo:hi], e0, "right"))
-        sel = cid[a:b][ce[a:b] <= e0]
-        if sel.shape[0]:
-            inside.setdefault(int(nv.name_idx[r]), []).append(sel)
-    if not inside:
+    # per range: the calls of its thread starting in [start, end] (one slice of the calls by (thread, start)), those
+    # ending by its end kept — all ranges at once (a loop over threads, none over ranges)
+    se_s, se_e = nv.start[se], nv.end[se]
+    a = np.zeros(se.shape[0], np.int64)
+    b = np.zeros(se.shape[0], np.int64)
+    for g, rr in rows_by_value(np.asarray(nv.gtid[se], np.int64)):
+        lo, hi = int(np.searchsorted(cg, g, "left")), int(np.searchsorted(cg, g, "right"))
+        a[rr] = lo + np.searchsorted(cs[lo:hi], se_s[rr], "left")
+        b[rr] = lo + np.searchsorted(cs[lo:hi], se_e[rr], "right")
+    cnt = np.maximum(b - a, 0)
+    which = np.repeat(np.arange(se.shape[0]), cnt)
+    at = _runs(a, cnt)
+    keep = ce[at] <= se_e[which]
+    which, pair_call = which[keep], cid[at[keep]]
+    del at, keep
+    if which.shape[0] == 0:
         return (), (), 0
+    # distinct (name, call) pairs; names in the order of their first range with a call
+    pair_name = np.asarray(nv.name_idx, np.int64)[se[which]]
+    u_name, name_inv = np.unique(pair_name, return_inverse=True)
+    first = np.full(u_name.shape[0], which.shape[0], np.int64)
+    np.minimum.at(first, name_inv.reshape(-1), np.arange(which.shape[0]))
+    rank = np.empty(u_name.shape[0], np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(u_name.shape[0])
+    pairs = np.unique(rank[name_inv.reshape(-1)] * len(api) + pair_call)
+    p_rank, p_call = pairs // len(api), pairs % len(api)
+    del which, pair_name, pair_call, name_inv, pairs
     dur, li = k.dur, k.launch_idx
     linked = li >= 0
     any_call = np.zeros(len(api), bool)
-    rows: List[RangeRow] = []
+    any_call[p_call] = True
+    # the kernels each pair's call launched: (name, kernel) once each
+    kl = np.flatnonzero(linked)
+    kl = kl[np.argsort(li[kl], kind="stable")]
+    k_lo = np.searchsorted(li[kl], p_call, "left")
+    k_n = np.searchsorted(li[kl], p_call, "right") - k_lo
+    kn_rank = np.repeat(p_rank, k_n)
+    kn_k = kl[_runs(k_lo, k_n)]
+    n_names = u_name.shape[0]
+    n_of = np.bincount(kn_rank, minlength=n_names)
+    t_of = np.zeros(n_names, np.int64)
+    np.add.at(t_of, kn_rank, np.asarray(dur[kn_k], np.int64))
+    names_in_order = u_name[np.argsort(rank)]
+    rows: List[RangeRow] = [RangeRow(nv.names[int(ni)], "StartEnd", int(n_of[j]), int(t_of[j]), 0, 0,
+                                     pct(int(t_of[j]), total)) for j, ni in enumerate(names_in_order.tolist())]
     by_pid: List[RangePidRow] = []
-    for ni, parts in inside.items():
-        hit = np.zeros(len(api), bool)
-        hit[np.concatenate(parts)] = True
-        any_call |= hit
-        km = linked & hit[np.maximum(li, 0)]
-        t = int(dur[km].sum())
-        rows.append(RangeRow(nv.names[ni], "StartEnd", int(km.sum()), t, 0, 0, pct(t, total)))
-        for p in np.unique(k.pid[km]).tolist():
-            pm = km & (k.pid == p)
-            by_pid.append(RangePidRow(int(p), nv.names[ni], "StartEnd", int(pm.sum()), int(dur[pm].sum())))
+    if kn_k.shape[0]:
+        kp = np.asarray(k.pid, np.int64)[kn_k]
+        o2 = np.lexsort((kp, kn_rank))
+        gr, gp, gd = kn_rank[o2], kp[o2], np.asarray(dur[kn_k], np.int64)[o2]
+        new = np.ones(gr.shape[0], bool)
+        new[1:] = (gr[1:] != gr[:-1]) | (gp[1:] != gp[:-1])
+        st = np.flatnonzero(new)
+        g_cnt = np.diff(np.append(st, gr.shape[0]))
+        g_ns = np.add.reduceat(gd, st)
+        by_pid = [RangePidRow(int(p), nv.names[int(names_in_order[r])], "StartEnd", int(c), int(t))
+                  for r, p, c, t in zip(gr[st].tolist(), gp[st].tolist(), g_cnt.tolist(), g_ns.tolist())]
     rows.sort(key=lambda r: (-r.inclusive_ns, r.name))
     by_pid.sort(key=lambda r: (-r.inclusive_ns, r.pid, r.name))
     se_ns = int(dur[linked & any_call[np.maximum(li, 0)]].sum())
     return tuple(rows), tuple(by_pid), se_ns
+
+
+def _runs(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The indices ``lo[i] … lo[i] + n[i] − 1`` of all runs, concatenated (``n`` ≥ 0)."""
+    keep = n > 0
+    lo, n = lo[keep], n[keep]
+    if lo.shape[0] == 0:
+        return np.empty(0, np.int64)
+    return np.arange(int(n.sum()), dtype=np.int64) + np.repeat(lo - np.concatenate(([0], np.cumsum(n)[:-1])), n)
 
 
 def default_domain_node(model: TraceModel, tree: Optional[NvtxTree], att: AttributionResult) -> Optional[np.ndarray]:

@@ -44,6 +44,7 @@ from ...config.patterns import first_match
 from ...config.phase_map import PhaseMap
 from ...errors import OptionError
 from ...jsonable import FieldsJson
+from ...model.timeline import rows_by_value
 from ...model.trace import Kernels, TraceModel
 from ..nvtx.tree import NvtxTree
 from .nvtx_method import MIN_INSTANCES, StepChoice, choose_nvtx, kernel_nodes, nvtx_steps, work_items
@@ -116,8 +117,7 @@ def marker_steps(k: Kernels, is_m: np.ndarray) -> Optional[MarkerSteps]:
     parts_s, parts_e, parts_p, parts_d = [], [], [], []
     kstep = np.full(len(k), -1, np.int64)
     base = 0
-    for d in np.unique(k.device).tolist():
-        idx = np.nonzero(k.device == d)[0]          # kernel order = start order
+    for d, idx in rows_by_value(np.asarray(k.device)):   # kernel order = start order; one sort, no mask per device
         m = is_m[idx]
         last_of_run = m.copy()
         last_of_run[:-1] &= ~m[1:]

@@ -35,6 +35,7 @@ from ...config.phase_map import as_phase_map
 from ...errors import InputError
 from ...jsonable import NONE_AS_EMPTY, NOT_IN_JSON, FieldsJson, dataclass_from_json, fields_json, need, row_values
 from ...model import intervals as iv
+from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
 from ...vocabulary.units import fmt_us_unit as us
 from ..api.classes import class_mask
@@ -246,17 +247,17 @@ def _clip_union(starts: np.ndarray, ends: np.ndarray, keys: np.ndarray, q_key: n
     if starts.shape[0] == 0:
         return out
     one = keys.shape[0] > 0 and int(keys.min()) == int(keys.max())   # one key: no masked copies
-    for kk in np.unique(q_key).tolist():
+    by_key = {} if one else dict(rows_by_value(np.asarray(keys)))     # one sort each: no mask per key
+    for kk, q in rows_by_value(np.asarray(q_key)):
         if one:
             if kk != int(keys[0]):
                 continue
             u = iv.union_blocks(starts, ends)
         else:
-            m = keys == kk
-            if not m.any():
+            m = by_key.get(kk)
+            if m is None:
                 continue
             u = iv.union_blocks(starts[m], ends[m])
-        q = q_key == kk
         out[q] = iv.overlap_length(u, q0[q], q1[q])
     return out
 
@@ -282,8 +283,7 @@ def _group_rows(a: StepArrays, groups: np.ndarray) -> List[Dict[str, Any]]:
     :class:`StepPidGroup` but its key."""
     rows = []
     wall, busy, idle = a.wall, a.gpu_busy, a.gpu_idle
-    for gv in np.unique(groups).tolist():
-        m = groups == gv
+    for _, m in rows_by_value(np.asarray(groups)):   # one sort, not a mask over every step per group
         rows.append(dict(**fields_json(summary(wall[m])), gpu_busy_ns=int(busy[m].sum()),
                          gpu_idle_ns=int(idle[m].sum()), sync_ns=int(a.sync[m].sum()), memcpy_ns=int(a.memcpy[m].sum()),
                          kernel_count=int(a.kernel_count[m].sum())))
@@ -365,7 +365,8 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
         median_by_phase.append(PhaseMedian(phase=phase_names[p] if p >= 0 else UNMAPPED, count=int(m.sum()),
                                            **med[p]))
     ntop = max(int(top), 0)
-    ref_wall = np.array([med[int(p)]["wall_ns"] for p in a.phase.tolist()], np.int64)
+    ref_wall = np.array([med[p]["wall_ns"] for p in uph], np.int64)[np.searchsorted(np.asarray(uph, np.int64),
+                                                                                    a.phase)]   # no loop over steps
     excess = a.wall - ref_wall
     slow = np.lexsort((a.start, -a.wall))[:ntop]
     out = np.lexsort((a.start, -excess))[:ntop]

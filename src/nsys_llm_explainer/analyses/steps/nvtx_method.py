@@ -14,6 +14,7 @@ import numpy as np
 
 from ...config.phase_map import PhaseMap
 from ...model.names import distinct_small
+from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
 from ..nvtx.tree import (
     NvtxTree,
@@ -169,8 +170,9 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     info: Dict[int, Tuple[np.ndarray, int]] = {}
     cidx = np.nonzero(cand)[0]
     cg = node_g[cidx]
-    for gi in np.unique(cg).tolist():
-        inst = cidx[cg == gi]
+    groups = rows_by_value(np.asarray(cg))   # each name group's candidates in one sort (no mask per group)
+    for gi, r in groups:
+        inst = cidx[r]
         with_k = int((sub[inst] > 0).sum())
         if inst.shape[0] < MIN_INSTANCES or with_k < MIN_INSTANCES:
             continue
@@ -188,10 +190,11 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     inst, depth = info[gi]
     chosen = [gi]
     if int(g_phase[gi]) in step_phases:
-        for gj in np.unique(cg).tolist():
+        for gj, r in groups:
             if gj == gi or int(g_phase[gj]) not in step_phases or int(g_phase[gj]) == int(g_phase[gi]):
                 continue
-            other = cidx[(cg == gj) & (tree.depth[cidx] == depth) & (sub[cidx] > 0)]
+            other = cidx[r]
+            other = other[(tree.depth[other] == depth) & (sub[other] > 0)]
             if other.shape[0] == 0:
                 continue
             both = np.concatenate([inst, other])
@@ -300,9 +303,12 @@ def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.nda
         firsts = np.ones(st.shape[0], bool)
         firsts[1:] = st[1:] != st[:-1]
         dev[st[firsts]] = ud[(uk[o] % nd)[firsts]]
-    for p in np.unique(pid[dev < 0]).tolist():
-        pk = wdev[wpid == p]
-        if pk.size:
-            vals, cnt = np.unique(pk, return_counts=True)
-            dev[(dev < 0) & (pid == p)] = int(vals[np.argmax(cnt)])
+    no_dev = np.flatnonzero(dev < 0)
+    if no_dev.shape[0]:                     # one sort of each side, not a mask over every work item per pid
+        work_of = dict(rows_by_value(np.asarray(wpid)))
+        for p, r in rows_by_value(np.asarray(pid)[no_dev]):
+            w = work_of.get(p)
+            if w is not None and w.shape[0]:
+                vals, cnt = np.unique(wdev[w], return_counts=True)
+                dev[no_dev[r]] = int(vals[np.argmax(cnt)])
     return s, e, pid, dev, wstep

@@ -40,7 +40,7 @@ from ...config.phase_map import (
 )
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model import intervals as iv
-from ...model.timeline import few_distinct
+from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel
 from ..common.stats import pct
 from ..nvtx.attribution import AttributionPhase, AttributionResult
@@ -135,11 +135,9 @@ class PhaseResult(FieldsJson):
 def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> int:
     total = 0
     ids = few_distinct(device)
-    for d in ids.tolist():
-        if ids.shape[0] == 1:
-            total += iv.union_lean(start, end).length      # kernels are sorted by start
-            continue
-        m = device == d
+    if ids.shape[0] == 1:
+        return iv.union_lean(start, end).length            # kernels are sorted by start
+    for _, m in rows_by_value(np.asarray(device)):       # one sort, not a mask over every kernel per device
         total += iv.union_lean(start[m], end[m]).length
     return total
 
@@ -223,11 +221,11 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
         by_pid = []
         wall = 0
         if pj >= 0:
-            m_ph = piece_ph == pj
-            for p in np.unique(piece_pid[m_ph]).tolist():
-                m = m_ph & (piece_pid == p)
+            r_ph = np.flatnonzero(piece_ph == pj)
+            for p, r in rows_by_value(np.asarray(piece_pid)[r_ph]):   # one sort, no mask over every piece per pid
+                m = r_ph[r]
                 w = iv.union_unsorted(piece_s[m], piece_e[m]).length
-                by_pid.append(PidWall(int(p), int(w)))
+                by_pid.append(PidWall(p, int(w)))
                 wall += w
         km = kp == pj
         if k is not None and nk and km.all():          # every kernel: the columns themselves, no copies

@@ -51,7 +51,7 @@ import numpy as np
 
 from ...jsonable import FieldsJson, dataclass_from_json, row_values
 from ...model.intervals import overlap_length
-from ...model.timeline import DeviceTimeline, few_distinct
+from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from ...vocabulary.units import fmt_dur as dur
@@ -365,7 +365,7 @@ def device_step_sync(step_sync_context: StepSyncContext, timeline: DeviceTimelin
     thread = api.gtid[li[linked]]
     threads = [g for g in few_distinct(thread).tolist() if g in ctx.blocking_rows]   # few: no full sort
     rows = {g: linked for g in threads} if len(threads) == 1 and bool((thread == threads[0]).all()) else \
-        {g: linked[thread == g] for g in threads}
+        {g: linked[r] for g, r in rows_by_value(thread) if g in ctx.blocking_rows}   # (one sort when many)
     del thread, linked
     out = []
     for g in threads:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.launch_config import LaunchConfig, read_launch_config
+from ...model.timeline import rows_by_value
 from ...model.trace import GpuRows, TraceModel
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..idle.result import IdleCausesResult, IdlePieces
@@ -197,6 +198,7 @@ def spread_per_bin(start: np.ndarray, end: np.ndarray, amount: np.ndarray, edges
 def _counters(model: TraceModel, causes: IdleCausesResult) -> Tuple[DeviceCounters, ...]:
     mc = model.memcpy
     out = []
+    copy_rows = dict(rows_by_value(np.asarray(mc.device))) if mc is not None and len(mc) else {}   # one sort
     for b in causes.bins:
         edges = np.asarray(b.edges_ns, np.int64)
         width = np.diff(edges).astype(np.float64)
@@ -204,8 +206,8 @@ def _counters(model: TraceModel, causes: IdleCausesResult) -> Tuple[DeviceCounte
         busy = np.asarray(b.busy_ns, np.float64) / width * 100.0
         gbps = np.zeros(busy.shape[0], np.float64)
         if mc is not None and len(mc):
-            on = np.nonzero(np.asarray(mc.device) == b.device_id)[0]
-            if on.shape[0]:
+            on = copy_rows.get(b.device_id)
+            if on is not None and on.shape[0]:
                 by = np.maximum(np.asarray(mc.bytes, np.int64)[on], 0)
                 gbps = spread_per_bin(mc.start[on], mc.end[on], by, edges) / width
         out.append(DeviceCounters(b.device_id, edges, busy, gbps))

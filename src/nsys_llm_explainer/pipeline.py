@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 from . import __version__
-from .analyses.api.cuda_api import CudaApiResult, cuda_api_of
-from .analyses.api.sync import SyncResult, sync_of
 from .graph import STEPS
 from .model.build import build_model
 from .model.trace import TraceModel
@@ -46,45 +43,30 @@ def default_workers() -> int:
     return 2 if (os.cpu_count() or 1) > 1 else 1
 
 
-def load_model(path: str, progress: Progress = _noop, reader: str = "auto",
-               on_api: Optional[Callable[[Any], None]] = None, workers: Optional[int] = None) -> TraceModel:
-    """Read and normalize the trace at ``path`` (``reader``: see ``Options.reader``; ``on_api``: see
-    :func:`model.build.build_model`; ``workers``: threads, default :func:`default_workers`)."""
+def load_model(path: str, progress: Progress = _noop, reader: str = "auto", workers: Optional[int] = None
+               ) -> TraceModel:
+    """Read and normalize the trace at ``path`` (``reader``: see ``Options.reader``; ``workers``: threads, default
+    :func:`default_workers`)."""
     conn = open_readonly(path, resolve_reader(reader))
     try:
         schema = probe(conn, str(path))
         progress("reading tables")
-        return build_model(conn, schema, str(path), on_api, workers or default_workers())
+        return build_model(conn, schema, str(path), workers or default_workers())
     finally:
         conn.close()
 
 
-@dataclass(frozen=True)
-class ApiResults:
-    """The CUDA API and sync sections, computed from the API table alone while the kernel table was still being
-    read (:func:`analyze_path`), and the seconds that took; equal to what :func:`analyze_model` computes."""
-
-    cuda_api: CudaApiResult
-    sync: SyncResult
-    seconds: float
-
-
 def analyze_model(model: TraceModel, options: Optional[Options] = None, progress: Progress = _noop,
-                  display_path: Optional[str] = None, api_results: Optional[ApiResults] = None,
-                  workers: Optional[int] = None, extras: bool = True) -> Report:
+                  display_path: Optional[str] = None, workers: Optional[int] = None, extras: bool = True) -> Report:
     """The report of a built model: the analysis graph (:data:`graph.STEPS`) run on ``workers`` threads
-    (default :func:`default_workers`; 1 runs every step in order on this thread). ``api_results``: the CUDA
-    API and sync sections when already computed. ``extras`` False: what only a comparison or a cluster reads
-    (:data:`serialize.NOT_CARRIED`: not in report.json) is left None and its steps do not run."""
+    (default :func:`default_workers`; 1 runs every step in order on this thread). ``extras`` False: what only a
+    comparison or a cluster reads (:data:`serialize.NOT_CARRIED`: not in report.json) is left None and its steps
+    do not run."""
     opts = options if options is not None else Options()
     given: Dict[str, Any] = {"model": model, "options": opts, "display_path": display_path}
-    if api_results is not None:
-        given.update(cuda_api=api_results.cuda_api, sync=api_results.sync)
     keep = [f.name for f in fields(Report) if f.name not in _NOT_IN_REPORT and (extras or f.name not in NOT_CARRIED)]
     values, timings = run_graph(STEPS, given, keep, workers or default_workers(), progress)
     values.update((name, None) for name in NOT_CARRIED if name not in values)
-    if api_results is not None:
-        timings["cuda api + sync (while reading)"] = api_results.seconds
     return Report(tool_version=__version__, timings_s=timings, **values)
 
 
@@ -93,17 +75,8 @@ def analyze_path(path: str, options: Optional[Options] = None, progress: Progres
     """The report of the trace at ``path`` (see :func:`analyze_model`; ``workers=1``: no second thread at all,
     neither while reading nor in the analysis graph)."""
     opts = options if options is not None else Options()
-    early: Dict[str, Any] = {}
-
-    def on_api(api: Any) -> None:   # only the API table: the same results as from the finished model
-        t = time.perf_counter()
-        early["api"], early["results"] = api, (cuda_api_of(api), sync_of(api))
-        early["s"] = round(time.perf_counter() - t, 4)
-
-    model = load_model(path, progress, opts.reader, on_api, workers)
-    ready = ApiResults(early["results"][0], early["results"][1], early["s"]) if early and early["api"] is model.api \
-        else None
-    return analyze_model(model, opts, progress, display_path, ready, workers, extras)
+    return analyze_model(load_model(path, progress, opts.reader, workers), opts, progress, display_path, workers,
+                         extras)
 
 
 def analyze_any(path: str, options: Optional[Options] = None, progress: Progress = _noop,

@@ -296,25 +296,3 @@ def test_steps_reuse_keeps_the_domain_order_on_exact_ties(tmp_path):
     fresh = step_of_work(m, tree, nodes, li)
     assert (fresh >= 0).all()
     assert step_of_work(m, tree, nodes, li, nk, att.kernel_nodes).tolist() == fresh.tolist()
-
-
-@pytest.mark.parametrize("reader", ["adbc", "sqlite3"])
-def test_api_results_computed_while_reading_equal_the_finished_models(tmp_path, reader):
-    """The CUDA API and sync sections are computed from the API table while the kernel table is still being
-    read; they equal the sections computed from the finished model, and that early path is really taken."""
-    from synth import build_scenario
-
-    from nsys_llm_explainer.analyses.api.cuda_api import analyze_cuda_api
-    from nsys_llm_explainer.analyses.api.sync import analyze_sync
-    from nsys_llm_explainer.options import Options
-    from nsys_llm_explainer.pipeline import analyze_path
-
-    p = tmp_path / "d.sqlite"
-    build_scenario("per_token_sync", str(p))
-    r = analyze_path(str(p), Options(reader=reader))
-    assert "cuda api + sync (while reading)" in r.timings_s and "cuda api" not in r.timings_s   # early path taken
-    from nsys_llm_explainer.pipeline import load_model
-
-    m = load_model(str(p), reader=reader)
-    assert r.cuda_api == analyze_cuda_api(m) and r.cuda_api.available
-    assert r.sync == analyze_sync(m) and r.sync.call_count > 0

@@ -4,7 +4,7 @@ and join GPU work to its launching API call (same process + correlationId)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -122,11 +122,9 @@ def _fill_pid(cols: Dict[str, np.ndarray], default_pid: Optional[int]) -> np.nda
     return pid
 
 
-def build_model(conn: TraceConnection, schema: Schema, path: str,
-                on_api: Optional[Callable[[Optional[ApiCalls]], None]] = None, threads: int = 2) -> TraceModel:
-    """Read every table the analyses use and normalize it. ``on_api`` is called with the CUDA API table (the
-    model's own ``api``) as soon as it is built — with the columnar reader and ``threads`` > 1, while the kernel
-    table is still being read on a second thread — so that work needing only that table can use the wait."""
+def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int = 2) -> TraceModel:
+    """Read every table the analyses use and normalize it (with the columnar reader and ``threads`` > 1, the kernel
+    table is read on a second thread while the CUDA API table is read and built)."""
     warnings: List[str] = []
     notes: List[str] = []
     strings = F.fetch_strings(conn, schema)
@@ -168,13 +166,9 @@ def build_model(conn: TraceConnection, schema: Schema, path: str,
         with ThreadPoolExecutor(1) as pool:
             kc_future = pool.submit(kernels_sorted)
             api, api_index = api_part()
-            if on_api is not None:
-                on_api(api)
             kc = kc_future.result()
     else:
         (api, api_index), kc = api_part(), kernels_read()
-        if on_api is not None:
-            on_api(api)
     warnings += api_warnings
     if kc is not None:
         kc = drop_impossible(kc, ktable or "kernel table", warnings)

@@ -19,7 +19,6 @@ import numpy as np
 from ...model.timeline import DeviceTimeline, few_distinct
 from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
-from ...vocabulary.os_calls import os_call_class
 from ..common.stats import pct, top_indices
 from ..nvtx.tree import NvtxTree
 from .api_kinds import api_kinds
@@ -138,7 +137,7 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     pieces = [gap, kind, det, ln]
     del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
     return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host, slices=slices,
-                               wait_ns_by_thread=_wait_ns(host)), bins
+                               wait_ns_by_thread=_wait_ns(ctx, host)), bins
 
 
 def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps, groups: List[Tuple[int, np.ndarray]],
@@ -196,19 +195,17 @@ def _add_waits(acc: Dict[int, int], ctx: HostContext, g: int, kind: np.ndarray, 
     m = kind == K["osrt"]
     if not m.any():
         return
-    waits = np.array([os_call_class(s) == "wait" for s in ctx.details] + [False], bool)
-    m[m] = waits[det[m]]
+    m[m] = ctx.wait_mask()[det[m]]
     if m.any():
         acc[g] = acc.get(g, 0) + int(ns[m].sum())
 
 
-def _wait_ns(p: IdlePieces) -> Dict[int, int]:
+def _wait_ns(ctx: HostContext, p: IdlePieces) -> Dict[int, int]:
     """Idle ns of the pieces charged to an OS call that waits, per host thread."""
     m = p.kind == K["osrt"]
     if not m.any():
         return {}
-    waits = np.array([os_call_class(s) == "wait" for s in p.details] + [False], bool)
-    m[m] = waits[p.detail[m]]
+    m[m] = ctx.wait_mask()[p.detail[m]]
     if not m.any():
         return {}
     g, inv = np.unique(p.gtid[m], return_inverse=True)

@@ -174,7 +174,7 @@ def test_other_flavors_build(tmp_path: Path, flavor: str) -> None:
 
 
 @pytest.mark.slow   # builds three scenarios twice
-def test_new_scenarios_are_deterministic(tmp_path: Path) -> None:
+def test_idle_model_scenarios_are_deterministic(tmp_path: Path) -> None:
     for name in ("pageable_async_copy", "first_launch", "queued_dependency"):
         a = build_scenario(name, str(tmp_path / "a.sqlite"), seed=7)
         b = build_scenario(name, str(tmp_path / "b.sqlite"), seed=7)

@@ -24,7 +24,7 @@ from ...vocabulary.cause_kinds import KINDS
 DEFAULT_BINS = 500
 #: bins of all devices together at most (then at least MIN_BINS each): the timeline's size follows the number of
 #: devices only up to TOTAL_BINS // DEFAULT_BINS = 64 devices, so a trace with thousands of device ids does not make
-#: devices × 500 bins (issue 24)
+#: devices × 500 bins
 TOTAL_BINS = 32_000
 MIN_BINS = 8
 

@@ -22,7 +22,7 @@ def _pb() -> Any:
 
 
 def text(s: object) -> str:
-    """A name as a protobuf string: valid UTF-8 (a lone surrogate, which no encoder accepts, becomes U+FFFD)."""
+    """A name as a protobuf string: valid UTF-8 (a lone surrogate, which no encoder accepts, becomes `?`)."""
     t = str(s)
     try:
         t.encode("utf-8")

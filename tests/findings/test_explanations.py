@@ -21,6 +21,7 @@ from synth.scenarios import SCENARIOS
 from nsys_llm_explainer.analyses.trace.facts import gpu_fact
 from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
+from nsys_llm_explainer.model.trace import GpuInfo
 from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, KINDS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "nsys_llm_explainer"
@@ -125,7 +126,7 @@ def test_every_advice_id_used_exists_and_every_line_is_used():
      set()),
 ])
 def test_gpu_facts_from_compute_capability_or_name(row, arch, types):
-    f = gpu_fact(row)
+    f = gpu_fact(GpuInfo.of_row(row))
     assert f is not None and f.architecture == arch
     assert types <= set(f.tensor_core_types) and (types or not f.tensor_core_types)
     if arch.startswith("Turing"):
@@ -148,7 +149,7 @@ def test_gpu_facts_from_compute_capability_or_name(row, arch, types):
 ])
 def test_gpu_facts_from_the_name_alone(gpu, expected):
     """Exports without compute capability (≤ 2022.4 often): (FP16 tensor cores, TF32) from the name."""
-    f = gpu_fact({"name": gpu})
+    f = gpu_fact(GpuInfo.of_row({"name": gpu}))
     assert f is not None
     got = (None, None) if f.source == "unknown" else ("FP16" in f.tensor_core_types, "TF32" in f.tensor_core_types)
     assert got == expected
@@ -171,8 +172,8 @@ def test_pooled_datatypes_follow_the_gpus_that_ran_kernels():
             return int(self.device.shape[0])
 
     note = "Device ids are physical GPU ids mapped through TARGET_INFO_CUDA_DEVICE (pid, cudaId → gpuId)."
-    gpus = (gpu_fact({"id": 0, "name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "computeMinor": 0}),
-            gpu_fact({"id": 1, "name": "NVIDIA GeForce RTX 2080 Ti", "computeMajor": 7, "computeMinor": 5}))
+    gpus = (gpu_fact(GpuInfo(id=0, name="NVIDIA A100-SXM4-80GB", computeMajor=8, computeMinor=0)),
+            gpu_fact(GpuInfo(id=1, name="NVIDIA GeForce RTX 2080 Ti", computeMajor=7, computeMinor=5)))
 
     def facts(gs, devices, notes):
         marked = _with_kernels(gs, SimpleNamespace(kernels=Kernels(devices), notes=notes))
@@ -190,9 +191,9 @@ def test_pooled_datatypes_follow_the_gpus_that_ran_kernels():
 
 
 def test_non_nvidia_adapters_are_not_gpus():
-    assert gpu_fact({"name": "Intel(R) Iris(R) Xe Graphics", "computeMajor": 0, "computeMinor": 0}) is None
-    assert gpu_fact({"name": "Microsoft Basic Render Driver", "computeMajor": 0}) is None
-    unk = gpu_fact({"name": "Some Future Accelerator"})
+    assert gpu_fact(GpuInfo(name="Intel(R) Iris(R) Xe Graphics", computeMajor=0, computeMinor=0)) is None
+    assert gpu_fact(GpuInfo.of_row({"name": "Microsoft Basic Render Driver", "computeMajor": 0})) is None
+    unk = gpu_fact(GpuInfo.of_row({"name": "Some Future Accelerator"}))
     assert unk is not None and unk.source == "unknown" and unk.compute_capability is None
 
 

@@ -4,7 +4,7 @@ and join GPU work to its launching API call (same process + correlationId)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from .samples import build_samples
 from .timeline import few_distinct
 from .trace import (
     ApiCalls,
+    GpuInfo,
     GraphTrace,
     Kernels,
     Memcpy,
@@ -28,6 +29,7 @@ from .trace import (
     NvtxRanges,
     OsCalls,
     RowCounts,
+    SessionRecord,
     SyncRows,
     TraceInfo,
     TraceModel,
@@ -292,8 +294,9 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     info = TraceInfo(
         path=path, product_version=schema.product_version, schema_version=schema.schema_version,
         meta_table=schema.meta_table, kernel_table=ktable, tables=schema.tables, meta=schema.meta,
-        gpus=F.fetch_gpus(conn, schema), processes=F.fetch_processes(conn, schema),
-        session=F.fetch_session(conn, schema), row_counts=row_counts, graph_trace_mode=graph_mode,
+        gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_gpus(conn, schema)),
+        process_names=_process_names(F.fetch_processes(conn, schema)), session=_session(F.fetch_session(conn, schema)),
+        row_counts=row_counts, graph_trace_mode=graph_mode,
     )
     if schema.meta_table is None:
         warnings.append("No export metadata table (EXPORT_META_DATA / META_DATA_EXPORT): nsys version unknown.")
@@ -337,3 +340,18 @@ def _um_faults(conn: TraceConnection, schema: Schema, strings: Dict[int, str], d
         idx, names = intern_ids(np.concatenate((cpu.pop("func_id"), cpu.pop("module_id"))), strings)
         cpu["func_idx"], cpu["module_idx"] = idx[:n], idx[n:]
     return (None if gpu is None else UmGpuFaults(**gpu)), (None if cpu is None else UmCpuFaults(**cpu, names=names))
+
+
+def _process_names(rows: Sequence[Mapping[str, object]]) -> Dict[int, str]:
+    """pid → name of the ``PROCESSES`` rows (a row whose pid is not an integer is left out)."""
+    names: Dict[int, str] = {}
+    for p in rows:
+        try:
+            names[sql_int(p["pid"])] = str(p.get("name") or "")
+        except (KeyError, TypeError, ValueError):
+            continue
+    return names
+
+
+def _session(d: Mapping[str, object]) -> SessionRecord:
+    return SessionRecord(d.get("utcEpochNs"), d.get("utcTime"), d.get("analysis_duration_ns"))

@@ -37,7 +37,7 @@ def _int_meta(meta: Dict[str, Any], *keys: str) -> int:
 def analyze_clock(model: TraceModel) -> ClockInfo:
     """The clock facts of ``model`` (module docstring)."""
     meta = model.info.meta
-    raw: Any = model.info.session.get("utcEpochNs")
+    raw: Any = model.info.session.utc_epoch_ns
     try:
         utc = int(raw) if raw is not None and int(raw) > 0 else None
     except (TypeError, ValueError):

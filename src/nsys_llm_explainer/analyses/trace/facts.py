@@ -35,11 +35,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...model.trace import TraceModel
+from ...model.trace import GpuInfo, TraceModel
 from ..api.graphs import GraphResult
 from ..kernels.traits import KernelTraitsResult
 from ..memory.copy_engines import HOST_PATHS, CopyEnginesResult
@@ -153,22 +153,22 @@ class TraceFacts:
         return d
 
 
-def _cc(g: Mapping[str, object]) -> Optional[Tuple[int, int]]:
+def _cc(g: GpuInfo) -> Optional[Tuple[int, int]]:
     try:
-        major, minor = int(str(g.get("computeMajor"))), int(str(g.get("computeMinor")))
+        major, minor = int(str(g.computeMajor)), int(str(g.computeMinor))
     except (TypeError, ValueError):
         return None
     return (major, minor) if major > 0 else None
 
 
-def gpu_fact(g: Mapping[str, object]) -> Optional[GpuFact]:
+def gpu_fact(g: GpuInfo) -> Optional[GpuFact]:
     """The facts of one ``TARGET_INFO_GPU`` row; None for a non-NVIDIA adapter (cc 0, or a name from another
     vendor)."""
-    name = str(g.get("name") or "")
-    major = g.get("computeMajor")
+    name = str(g.name or "")
+    major = g.computeMajor
     if major is not None and str(major) == "0" or re.search(r"intel|amd|radeon|microsoft|basic render", name, re.I):
         return None
-    gid = g.get("id")
+    gid = g.id
     cc, source = _cc(g), "compute capability"
     if cc is None:
         cc = next((c for rx, c in _NAME_CC if rx.search(name)), None)

@@ -12,51 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson, dataclass_from_json, json_ready
-from ...model.trace import RowCounts, TraceModel, sql_int
+from ...jsonable import NONE_OMITTED, FieldsJson
+from ...model.trace import GpuInfo, RowCounts, TraceModel
 from .session import SessionSpan, analyze_session
-
-Value = Optional[Union[int, float, str]]
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    """One ``TARGET_INFO_GPU`` row: the columns the export has (``columns``, in this class's field order; a value
-    that is no number or string is written as a string). ``report.json`` holds those columns only, so a GPU of an
-    export without ``smCount`` has no such key (the field is None)."""
-
-    id: Value = None
-    name: Value = None
-    chipName: Value = None
-    busLocation: Value = None
-    uuid: Value = None
-    totalMemory: Value = None
-    memoryBandwidth: Value = None
-    clockRate: Value = None
-    smCount: Value = None
-    computeMajor: Value = None
-    computeMinor: Value = None
-    columns: Tuple[str, ...] = field(default=(), metadata=NOT_IN_JSON)
-
-    @classmethod
-    def of_row(cls, row: Mapping[str, object]) -> GpuInfo:
-        """The GPU of a model row (its keys: the table's columns this class knows)."""
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "columns" and f.name in row)
-        return cls(**{n: _json_safe(row[n]) for n in names}, columns=names)
-
-    def to_dict(self) -> Dict[str, Any]:   # the export's columns only
-        return json_ready({c: getattr(self, c) for c in self.columns})
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "trace.gpus") -> GpuInfo:
-        """The inverse of :meth:`to_dict`: ``columns`` are the keys ``d`` has."""
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "columns")
-        have = tuple(n for n in names if isinstance(d, Mapping) and n in d)
-        return dataclass_from_json(cls, d, where, omitted=set(names) - set(have), columns=have)
 
 
 @dataclass(frozen=True)
@@ -120,22 +82,11 @@ class TraceInfoResult(FieldsJson):
     session: Optional[SessionSpan] = None   # the session's recorded length, the CUDA activity's place in it
 
 
-def _json_safe(v: object) -> Value:
-    if isinstance(v, (int, float, str)) or v is None:
-        return v
-    return str(v)
-
-
 def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) -> TraceInfoResult:
     """Facts of ``model``; ``display_path`` (optional) replaces the path the model was read from."""
     info = model.info
     t0, t1 = model.trace_start, model.trace_end
-    names = {}
-    for p in info.processes:
-        try:
-            names[sql_int(p["pid"])] = str(p.get("name") or "")
-        except (KeyError, TypeError, ValueError):
-            continue
+    names = info.process_names
     active: Dict[int, Dict[str, int]] = {}
     if model.kernels is not None and len(model.kernels):
         u, c = np.unique(model.kernels.pid, return_counts=True)
@@ -152,6 +103,6 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
         path=display_path if display_path is not None else info.path, nsys_version=info.product_version,
         export_schema_version=info.schema_version, metadata_table=info.meta_table, kernel_table=info.kernel_table,
         start_ns=t0, end_ns=t1, span_ns=(t1 - t0) if t0 is not None and t1 is not None else 0,
-        gpus=tuple(GpuInfo.of_row(g) for g in info.gpus), processes=processes,
+        gpus=info.gpus, processes=processes,
         row_counts=info.row_counts, cuda_graph_trace_mode=info.graph_trace_mode, capture=CaptureSettings(**recorded),
         schema_notes=tuple(model.notes), session=analyze_session(model))

@@ -72,11 +72,11 @@ def export_clock(meta: Mapping[str, List[str]]) -> Tuple[bool, int]:
 
 def analyze_session(model: TraceModel) -> Optional[SessionSpan]:
     """The session of ``model`` (None when the export records no positive length)."""
-    duration = _int(model.info.session.get("analysis_duration_ns"))
+    duration = _int(model.info.session.duration_ns)
     if duration is None or duration <= 0:
         return None
     norm, shift = export_clock(model.info.meta)
-    utc = _int(model.info.session.get("utcEpochNs"))
+    utc = _int(model.info.session.utc_epoch_ns)
     start = None if norm and (utc is None or utc <= 0) else shift + (utc if norm and utc is not None else 0)
     end = None if start is None else start + duration
     ops = (model.memcpy, model.memset, model.sync, model.graph_trace)

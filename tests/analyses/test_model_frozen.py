@@ -21,7 +21,7 @@ from nsys_llm_explainer.analyses.trace.info import CaptureSettings, TraceInfoRes
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.jsonable import from_json
 from nsys_llm_explainer.model.clip import clip_model
-from nsys_llm_explainer.model.trace import RowCounts
+from nsys_llm_explainer.model.info import RowCounts
 from nsys_llm_explainer.pipeline import load_model
 
 PID = 4242

@@ -21,7 +21,7 @@ from synth.scenarios import SCENARIOS
 from nsys_llm_explainer.analyses.trace.facts import gpu_fact
 from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
 from nsys_llm_explainer.findings.text import CAUSE_TEXT
-from nsys_llm_explainer.model.trace import GpuInfo
+from nsys_llm_explainer.model.info import GpuInfo
 from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, KINDS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "nsys_llm_explainer"

@@ -291,7 +291,7 @@ def test_rows_with_keys_only_some_rows_have_round_trip():
     columns its export has, in the export's column order."""
     from nsys_llm_explainer.analyses.nvtx.ranges import NvtxRangeRow
     from nsys_llm_explainer.jsonable import from_json
-    from nsys_llm_explainer.model.trace import GpuInfo
+    from nsys_llm_explainer.model.info import GpuInfo
 
     se = NvtxRangeRow("load", "StartEnd", 2, 30, 15, 15, 10, 20, 25.0)
     pp = NvtxRangeRow("step", "PushPop", 1, 90, 90, 90, 90, 90, 75.0, self_ns=60, pct_self=100.0)

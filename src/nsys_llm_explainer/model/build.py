@@ -13,6 +13,7 @@ from ..read import fetch_nvtx as FN
 from ..read.connection import TraceConnection
 from ..read.fetch_launch import rowid_range
 from ..read.schema import Schema
+from .info import GpuInfo, RowCounts, SessionRecord, TraceInfo
 from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
 from .names import base_api_name, distinct_small, intern_ids, thread_labels
 from .nvtx_build import build_nvtx, possible_nvtx
@@ -21,17 +22,13 @@ from .samples import build_samples
 from .timeline import few_distinct
 from .trace import (
     ApiCalls,
-    GpuInfo,
     GraphTrace,
     Kernels,
     Memcpy,
     Memset,
     NvtxRanges,
     OsCalls,
-    RowCounts,
-    SessionRecord,
     SyncRows,
-    TraceInfo,
     TraceModel,
     UmCpuFaults,
     UmGpuFaults,

@@ -20,7 +20,8 @@ from typing import Callable, Dict, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
-from .trace import ApiCalls, GpuRows, Kernels, NvtxRanges, RowCounts, TraceModel
+from .info import RowCounts
+from .trace import ApiCalls, GpuRows, Kernels, NvtxRanges, TraceModel
 
 R = TypeVar("R", bound=GpuRows)
 

@@ -39,7 +39,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...model.trace import GpuInfo, TraceModel
+from ...model.info import GpuInfo
+from ...model.trace import TraceModel
 from ..api.graphs import GraphResult
 from ..kernels.traits import KernelTraitsResult
 from ..memory.copy_engines import HOST_PATHS, CopyEnginesResult

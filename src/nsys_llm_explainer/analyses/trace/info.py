@@ -5,7 +5,7 @@ was made from, or the demo's copy); ``span_ns`` = ``end_ns − start_ns`` of all
 ``processes`` lists the PIDs with kernels or CUDA API calls (their counts); ``schema_notes`` the schema
 quirks the reader handled; ``session`` the session as the export records it (:mod:`.session`); ``capture`` the
 capture and export settings the export's metadata records (:class:`CaptureSettings`); ``row_counts`` the rows of
-each activity table the model holds (:class:`model.trace.RowCounts`).
+each activity table the model holds (:class:`model.info.RowCounts`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from ...jsonable import NONE_OMITTED, FieldsJson
-from ...model.trace import GpuInfo, RowCounts, TraceModel
+from ...model.info import GpuInfo, RowCounts
+from ...model.trace import TraceModel
 from .session import SessionSpan, analyze_session
 
 

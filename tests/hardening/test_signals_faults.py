@@ -670,19 +670,23 @@ def test_an_address_space_limit_is_one_line_wherever_it_strikes(tmp_path: Path, 
     assert sorted(os.listdir(tmp_path)) == ["in"]
 
 
-@pytest.mark.parametrize("module", ["perfetto", "regex", "plotly"])
-def test_a_declared_dependency_that_cannot_be_imported_is_one_line(tmp_path: Path, module: str) -> None:
-    """A package the tool declares (the timeline file's ``perfetto``, user patterns' ``regex``, the page's ``plotly``)
+@pytest.mark.parametrize("command, module", [("report", "perfetto"), ("report", "regex"), ("report", "plotly"),
+                                             ("compare", "regex"), ("compare", "plotly")])   # no timeline in compare
+def test_a_declared_dependency_that_cannot_be_imported_is_one_line(tmp_path: Path, module: str, command: str) -> None:
+    """A package the tool declares (the timeline file's ``perfetto``, user patterns' ``regex``, the pages' ``plotly``)
     missing or broken in the environment: one line naming it and how to repair, exit 2, nothing written — never an
-    "internal error"."""
+    "internal error", and never a page silently without its charts (report and compare alike)."""
     from synth import build_scenario
 
     trace = tmp_path / "t.sqlite"
     build_scenario("healthy", str(trace))
     out = tmp_path / "out"
+    args = [str(trace), "--out", str(out), "--quiet", "--step-marker", "nothing_matches"]
+    if command == "compare":
+        args = ["compare", str(trace), str(trace), "--out", str(out), "--quiet", "--step-marker", "nothing_matches"]
     code = (f"import sys; sys.modules[{module!r}] = None\n"
             "from nsys_llm_explainer.cli import main\n"
-            f"sys.exit(main([{str(trace)!r}, '--out', {str(out)!r}, '--quiet', '--step-marker', 'nothing_matches']))")
+            f"sys.exit(main({args!r}))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "a package it needs cannot be imported" in proc.stderr, proc.stderr

@@ -160,8 +160,8 @@ if _staged:
 
     _staging.Staging.commit = commit
 if _step:
-    from nsys_llm_explainer import cli as _cli
-    _call = _cli.Progress.__call__
+    from nsys_llm_explainer import terminal as _term
+    _call = _term.Progress.__call__
 
     _slowed = []
 
@@ -171,7 +171,7 @@ if _step:
             _slowed.append(step)
             time.sleep(float(_step))
 
-    _cli.Progress.__call__ = call
+    _term.Progress.__call__ = call
 """
 
 

@@ -27,8 +27,6 @@ import shutil
 import stat
 import sys
 import tempfile
-import threading
-import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
@@ -37,7 +35,7 @@ from . import __version__
 from .errors import MEMORY_LINE, ExplainerError, InputError, OptionError, OutputError, memory_shortage
 from .options import Options, add_flags, check_option, flag_of, options_from_args
 from .paths import check_name, shown, stat_or_none
-from .terminal import error_line, say, silence_stdout, warning_line
+from .terminal import Progress, error_line, say, silence_stdout, warning_line
 
 if TYPE_CHECKING:
     from .cluster import ClusterResult
@@ -51,43 +49,6 @@ SUBCOMMANDS = ("compare", "demo", "schema")
 FAILING_GATE = ("REGRESSION", "NOT COMPARABLE")
 
 
-
-
-class Progress:
-    """Prints ``[nsys-llm-explain] <step> …`` on stderr when a step runs longer than ``delay`` seconds. Steps
-    start on several threads (:mod:`runner`): one lock keeps one timer, so none outlives :meth:`stop`."""
-
-    def __init__(self, enabled: bool, delay: float = 1.0) -> None:
-        self.enabled = enabled
-        self.delay = delay
-        self._timer: Optional[threading.Timer] = None
-        self._lock = threading.Lock()
-        self._t0 = time.perf_counter()
-
-    def __call__(self, step: str) -> None:
-        with self._lock:
-            self._cancel()
-            if self.enabled:
-                t = threading.Timer(self.delay, self._say, args=(step,))
-                t.daemon = True
-                self._timer = t
-                t.start()
-
-    def _say(self, step: str) -> None:
-        with self._lock:
-            if self._timer is not threading.current_thread():   # replaced or stopped meanwhile
-                return
-        el = time.perf_counter() - self._t0
-        error_line(f"[{PROG}] ", f"{step} … ({el:.1f} s elapsed)")   # a step may name a file: made inert
-
-    def _cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def stop(self) -> None:
-        with self._lock:
-            self._cancel()
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -151,7 +112,7 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
         except ImportError:
             raise InputError("--scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
     od = check_cluster_out(out, force, expand_inputs(items))
-    progress = Progress(enabled=not quiet)
+    progress = Progress(f"[{PROG}] ", enabled=not quiet)
     if scheduler:
         _quiet_dask_logs()
     try:
@@ -225,7 +186,7 @@ def run_compare(argv: Sequence[str]) -> int:
     opts = options_from_args(a)
     out = Path(a.out)
     od = check_compare_out(out, a.force, a.traces)
-    progress = Progress(enabled=not a.quiet)
+    progress = Progress(f"[{PROG}] ", enabled=not a.quiet)
     try:
         def analyze(path: str) -> Report:
             progress(f"analyzing {Path(path).name}")
@@ -260,7 +221,7 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
     from .render.perfetto import write_perfetto
 
     out = od.path
-    progress = Progress(enabled=not quiet)
+    progress = Progress(f"[{PROG}] ", enabled=not quiet)
     try:
         # the report names the file the user gave (or the demo's copy), never a temporary export
         report = analyze_any(str(trace), opts, progress, display_path=display_path, extras=False)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from typing import Any, Optional, Sequence
 
 from .render.escape import term_text
@@ -83,3 +85,41 @@ def error_line(prefix: str, message: object) -> None:
         sys.stderr.flush()
     except (OSError, ValueError, AttributeError):   # stderr closed (`2>&-`: None) or full
         pass
+
+
+class Progress:
+    """Prints ``<prefix><step> … (N s elapsed)`` on stderr when a step runs longer than ``delay`` seconds. Steps
+    start on several threads (:mod:`runner`): one lock keeps one timer, so none outlives :meth:`stop`."""
+
+    def __init__(self, prefix: str, enabled: bool, delay: float = 1.0) -> None:
+        self.prefix = prefix
+        self.enabled = enabled
+        self.delay = delay
+        self._timer: Optional[threading.Timer] = None
+        self._lock = threading.Lock()
+        self._t0 = time.perf_counter()
+
+    def __call__(self, step: str) -> None:
+        with self._lock:
+            self._cancel()
+            if self.enabled:
+                t = threading.Timer(self.delay, self._say, args=(step,))
+                t.daemon = True
+                self._timer = t
+                t.start()
+
+    def _say(self, step: str) -> None:
+        with self._lock:
+            if self._timer is not threading.current_thread():   # replaced or stopped meanwhile
+                return
+        el = time.perf_counter() - self._t0
+        error_line(self.prefix, f"{step} … ({el:.1f} s elapsed)")   # a step may name a file: made inert
+
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._cancel()

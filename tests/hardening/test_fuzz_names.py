@@ -46,8 +46,9 @@ from fuzz_inputs import (
 )
 from synth import TraceBuilder
 
-from nsys_llm_explainer.cli import Progress, main
+from nsys_llm_explainer.cli import PROG, main
 from nsys_llm_explainer.output import MANIFEST
+from nsys_llm_explainer.terminal import Progress
 
 PID, TID = 100, 101
 N_KERNELS, N_RANGES, N_STEPS = 5, 3, 4
@@ -356,9 +357,9 @@ def test_no_progress_line_outlives_the_run(capsys) -> None:
     """Found by this suite (a progress line of an earlier run in a later run's stderr): steps start on several
     threads at once (runner.py) and each replaced the progress timer without a lock, so a timer could be left
     running and print ``[nsys-llm-explain] <step> … (1.0 s elapsed)`` after ``stop()``, after the report was
-    written (cli.Progress now holds one timer under a lock)."""
+    written (terminal.Progress now holds one timer under a lock)."""
     for _ in range(10):
-        p = Progress(True, delay=0.05)
+        p = Progress(f"[{PROG}] ", True, delay=0.05)
         start = threading.Barrier(8)
         threads = [threading.Thread(target=lambda i=i, p=p, b=start: (b.wait(), p(f"step {i}"))) for i in range(8)]
         for t in threads:
@@ -368,7 +369,7 @@ def test_no_progress_line_outlives_the_run(capsys) -> None:
         p.stop()
     time.sleep(0.1)
     assert capsys.readouterr().err == ""
-    p = Progress(True, delay=0.01)            # a step that runs long still says so
+    p = Progress(f"[{PROG}] ", True, delay=0.01)            # a step that runs long still says so
     p("slow step")
     time.sleep(0.1)
     p.stop()

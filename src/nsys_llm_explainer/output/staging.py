@@ -7,7 +7,6 @@ import errno
 import json
 import os
 import secrets
-import shutil
 import stat
 from pathlib import Path
 from types import TracebackType
@@ -16,6 +15,7 @@ from typing import List, Optional, Set, Tuple
 from .. import __version__
 from ..errors import OutputError
 from ..interrupts import critical
+from .fsops import dir_at, files_under, mkdir_fresh, remove_tree, rmdir_at, why
 from .lock import acquire, release
 from .owned import (
     MANIFEST,
@@ -35,53 +35,6 @@ from .owned import (
 
 #: the directory of the last commit of this process (the CLI says "interrupted after the report was written")
 COMMITTED: List[Path] = []
-
-
-def _mkdir_fresh(parent: Path, prefix: str, mode: int = 0o777) -> Path:
-    for _ in range(100):
-        p = parent / f"{prefix}{secrets.token_hex(6)}"
-        try:
-            os.mkdir(p, mode)   # mode & ~umask: the report directory follows the umask
-            return p
-        except FileExistsError:
-            continue
-    raise OutputError(f"cannot create a staging directory in {parent}")
-
-
-def _owner_rwx(d: Path) -> None:
-    """Give the owner read, write and search permission on ``d`` and every directory below it (links not
-    followed), so that a tree of ours left with mode 000 (a umask of 0777, a chmod) can be listed and removed."""
-    try:
-        st = os.lstat(d)
-        if not stat.S_ISDIR(st.st_mode):
-            return
-        if stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
-            os.chmod(d, stat.S_IMODE(st.st_mode) | 0o700)
-        with os.scandir(d) as it:
-            subdirs = [Path(e.path) for e in it if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return
-    for sub in subdirs:
-        _owner_rwx(sub)
-
-
-def remove_tree(d: Path) -> None:
-    """Remove our own directory ``d`` (staging, a swapped-out previous output), also when parts of it lost their
-    owner permissions; never follows a link; never raises."""
-    if os.path.islink(d) or not os.path.lexists(d):
-        return
-    shutil.rmtree(d, ignore_errors=True)
-    if os.path.lexists(d):
-        _owner_rwx(d)
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def _files_under(d: Path) -> List[str]:
-    return sorted(Path(root, n).relative_to(d).as_posix() for root, _, files in os.walk(d) for n in files)
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)
 
 
 class Staging:
@@ -125,7 +78,7 @@ class Staging:
         acquire(t.real, t.path, again=True)   # held since check_out_dir; taken again for a second Staging of one OutDir
         try:
             with critical():   # no signal between creating the directory and remembering it
-                self.tmp = _mkdir_fresh(where, STAGING_PREFIX)
+                self.tmp = mkdir_fresh(where, STAGING_PREFIX)
             # the mode --out gets: a new one follows the umask (as mkdir made it), a replaced one keeps its own;
             # meanwhile the owner may always write, list and remove it (also under a umask of 0777)
             self._mode = stat.S_IMODE(os.stat(t.real if t.exists and self._swap else self.tmp).st_mode)
@@ -133,7 +86,7 @@ class Staging:
         except OSError as exc:
             self._remove_tmp()
             release(t.real)
-            raise OutputError(f"cannot write into {where}: {_why(exc)}") from None
+            raise OutputError(f"cannot write into {where}: {why(exc)}") from None
         except BaseException:
             self._remove_tmp()
             release(t.real)
@@ -152,7 +105,7 @@ class Staging:
         release(self.target.real)
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError) and exc.errno != errno.ENOMEM:
             raise OutputError(f"cannot write the {WHAT[self.target.kind]} into {self.target.path}: "
-                              f"{_why(exc)}") from None
+                              f"{why(exc)}") from None
 
     # ------------------------------------------------------------------------------------------ commit
     def _write_manifest(self, files: List[str]) -> None:
@@ -166,7 +119,7 @@ class Staging:
         ``--out`` must still be what :func:`check_out_dir` saw (:meth:`_recheck`), else nothing is written."""
         assert self.tmp is not None
         t = self.target
-        files = _files_under(self.tmp)
+        files = files_under(self.tmp)
         for p in t.inputs:   # never replace an input, even if it appeared there during the run
             if any(same_file(p, t.real / f) for f in files + sorted(t.previous)):
                 raise OutputError(f"the input {p} is a file of --out {t.path} that this run would replace")
@@ -187,7 +140,7 @@ class Staging:
                     if pfd is not None:
                         os.close(pfd)
         except OSError as exc:
-            raise OutputError(f"cannot move the {WHAT[t.kind]} into {t.path}: {_why(exc)}") from None
+            raise OutputError(f"cannot move the {WHAT[t.kind]} into {t.path}: {why(exc)}") from None
         COMMITTED.append(t.real)
         return [t.real / f for f in files]
 
@@ -310,7 +263,7 @@ class Staging:
     def _move_each(self, files: List[str], owned: Set[str], rfd: int) -> None:
         assert self.tmp is not None
         t = self.target
-        backup = _mkdir_fresh(self.tmp, OLD_PREFIX)
+        backup = mkdir_fresh(self.tmp, OLD_PREFIX)
         done: List[Tuple[str, bool, bool]] = []   # (relative path, old version backed up, new one moved in)
         made: List[str] = []
 
@@ -322,7 +275,7 @@ class Staging:
                 src = self.tmp / f
                 *way, leaf = f.split("/")
                 try:
-                    dfd = _dir_at(rfd, way, made)
+                    dfd = dir_at(rfd, way, made)
                 except (NotADirectoryError, FileNotFoundError) as exc:
                     raise changed(f) from exc
                 except OSError as exc:
@@ -351,7 +304,7 @@ class Staging:
             for f, had, moved in reversed(done):   # put every file back where it was
                 *way, leaf = f.split("/")
                 try:
-                    dfd = _dir_at(rfd, way, None)
+                    dfd = dir_at(rfd, way, None)
                 except OSError:
                     continue
                 try:
@@ -365,49 +318,8 @@ class Staging:
                     if dfd != rfd:
                         os.close(dfd)
             for d in reversed(made):
-                _rmdir_at(rfd, d)
+                rmdir_at(rfd, d)
             raise
         for rel in sorted({str(Path(f).parent) for f in owned - set(files) - {MANIFEST}}, key=lambda x: -x.count("/")):
             if rel != ".":
-                _rmdir_at(rfd, rel)   # only when empty: a directory of ours that a new run no longer needs
-
-
-def _dir_at(rfd: int, way: List[str], made: Optional[List[str]]) -> int:
-    """A descriptor of the directory ``way`` below the directory ``rfd``, each component opened without following a
-    link (ELOOP / ENOTDIR when one is a link or a file); missing ones are made when ``made`` is a list (their
-    relative paths appended). Returns ``rfd`` itself for an empty ``way``; the caller closes any other."""
-    fd = rfd
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    for i, part in enumerate(way):
-        try:
-            nfd = os.open(part, flags, dir_fd=fd)
-        except FileNotFoundError:
-            if made is None:
-                raise
-            os.mkdir(part, dir_fd=fd)
-            made.append("/".join(way[:i + 1]))
-            nfd = os.open(part, flags, dir_fd=fd)
-        except BaseException:
-            if fd != rfd:
-                os.close(fd)
-            raise
-        if fd != rfd:
-            os.close(fd)
-        fd = nfd
-    return fd
-
-
-def _rmdir_at(rfd: int, rel: str) -> None:
-    """Remove the directory ``rel`` below ``rfd`` when it is empty (never through a link); never raises."""
-    *way, leaf = rel.split("/")
-    try:
-        dfd = _dir_at(rfd, way, None)
-    except OSError:
-        return
-    try:
-        os.rmdir(leaf, dir_fd=dfd)
-    except OSError:
-        pass
-    finally:
-        if dfd != rfd:
-            os.close(dfd)
+                rmdir_at(rfd, rel)   # only when empty: a directory of ours that a new run no longer needs

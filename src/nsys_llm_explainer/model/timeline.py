@@ -166,14 +166,17 @@ def few_distinct(x: np.ndarray) -> np.ndarray:
     return cand
 
 
-def rows_by_value(x: np.ndarray) -> List[Tuple[int, np.ndarray]]:
+def rows_by_value(x: np.ndarray, values: Optional[np.ndarray] = None) -> List[Tuple[int, np.ndarray]]:
     """(value, its rows in ascending order) per distinct value of the integer array ``x``, values ascending. One
-    mask per value when they are few (≤ 16), else one stable sort: never one pass over every row per value."""
+    mask per value when they are few (≤ 16; rows as int32 when they fit), else one stable sort: never one pass over
+    every row per value. ``values``: a superset of the distinct values when the caller knows one (saves a pass)."""
     if x.shape[0] == 0:
         return []
-    ids = few_distinct(x)
+    ids = np.unique(values) if values is not None else few_distinct(x)
     if ids.shape[0] <= 16:
-        return [(int(v), np.nonzero(x == v)[0]) for v in ids.tolist()]
+        small = np.int32 if x.shape[0] < (1 << 31) else np.int64
+        out = [(int(v), np.nonzero(x == v)[0].astype(small)) for v in ids.tolist()]
+        return [(v, r) for v, r in out if r.shape[0]]
     order = np.argsort(x, kind="stable")
     v = x[order]
     cut = np.nonzero(v[1:] != v[:-1])[0] + 1

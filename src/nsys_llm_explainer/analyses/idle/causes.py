@@ -16,7 +16,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 import numpy as np
 
-from ...model.timeline import DeviceTimeline, few_distinct
+from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value
 from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
 from ..common.stats import pct, top_indices
@@ -44,20 +44,6 @@ ROWS_FACTOR = 4
 
 
 # ------------------------------------------------------------------------------------------ main
-
-
-def _groups(values: np.ndarray, candidates: np.ndarray) -> List[Tuple[int, np.ndarray]]:
-    """(value, rows holding it) for each distinct value of ``values`` in ascending order; ``candidates``:
-    a superset of those values (one mask per candidate when they are few, else one stable sort)."""
-    cand = np.unique(candidates)
-    if cand.shape[0] <= 16:
-        small = np.int32 if values.shape[0] < (1 << 31) else np.int64
-        out = [(int(c), np.nonzero(values == c)[0].astype(small)) for c in cand.tolist()]
-        return [(c, r) for c, r in out if r.shape[0]]
-    order = np.argsort(values, kind="stable")
-    v = values[order]
-    cut = np.nonzero(v[1:] != v[:-1])[0] + 1
-    return [(int(values[seg[0]]), seg) for seg in np.split(order, cut)] if v.shape[0] else []
 
 
 def span_slices(ctx: HostContext, gap: np.ndarray, kind: np.ndarray, det: np.ndarray, t0: np.ndarray, ln: np.ndarray,
@@ -115,7 +101,7 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     copy_det = np.array([ctx.detail_code(s) for s in tl.copy_labels], np.int64)[tl.copy_label] \
         if tl.copy_label.shape[0] else np.empty(0, np.int64)
     gaps = DeviceGaps(tl, gs, ge, queued_from, Cover(tl.copy_start, tl.copy_end), copy_det)
-    groups = _groups(thread, cand)
+    groups = rows_by_value(thread, cand)
     del gp, next_call, prev_call, thread, queued_from, copy_det   # per-gap inputs no longer needed while cutting
     if ctx.partition_ok and ctx.pieces_cut > ctx.partition_after and (
             span is None or tl.w1 <= span[0] or tl.w0 >= span[1]):   # the timeline file needs its pieces in place

@@ -1,18 +1,6 @@
-"""Every option, defined once: the option table that builds the command-line parsers, checks the Python API's
-keywords, holds the defaults of :class:`Options` and writes ``report.json``'s ``options``.
-
-An analysis option is one field of :class:`Options` declared with :func:`option` — its name (the field and
-the API keyword), type (the annotation), default, flags, help, the commands that take it and the check that
-parses it (:mod:`config.values`). :data:`OPTIONS` is read from those fields; :data:`RUN_OPTIONS` adds the
-options of a run (``--out``, ``--jobs``, ``--labels``, …); :data:`TABLE` is both, in ``--help`` order.
-Adding an option is adding one field (README "Development"; ``tests/cli/test_options.py`` checks every parser, the
-API, the defaults and the README against the table).
-
-Two entry points build an :class:`Options`: :func:`options_from_kwargs` (``analyze(path, **options)``) and
-:func:`options_from_args` (the command line's ``argparse.Namespace``). Both read the option files
-(``phase_map``, ``categories``) and raise :class:`~nsys_llm_explainer.errors.OptionError` naming the option;
-the command line words it with the flag (:func:`flag_of`: ``--top must be at least 1``), the API with the
-keyword (``top must be at least 1``). Analyses receive the parsed values only.
+"""Every option, defined once: the table that builds the command-line parsers, checks the Python API's keywords,
+holds the defaults of :class:`Options` and writes ``report.json``'s ``options`` (docs/DESIGN.md, "One definition
+per vocabulary"; README "Development").
 """
 
 from __future__ import annotations
@@ -235,13 +223,9 @@ def _build(given: Mapping[str, Any]) -> Options:
 
 # ------------------------------------------------------------------------------------------- entry points
 def options_from_kwargs(**kw: Any) -> Options:
-    """Check keyword options (:data:`OPTION_NAMES`; omitted ones take their defaults).
-
-    Values may be given unparsed: ``phase_map`` as a JSON file path or a ``{"phase": [...]}`` mapping,
-    ``categories`` / ``categories_file`` as a rules file path (``categories`` also as parsed rules),
-    ``window`` as ``"START_NS:END_NS"`` or a ``(start, end)`` pair. Raises :class:`InputError` for an unknown
-    name (listing the known ones) and :class:`~nsys_llm_explainer.errors.OptionError` naming the keyword for
-    a bad value."""
+    """Check keyword options (:data:`OPTION_NAMES`; omitted ones take their defaults), given parsed or as the
+    command line gives them (a path, ``"START_NS:END_NS"``); :class:`InputError` for an unknown name (listing the
+    known ones), :class:`~nsys_llm_explainer.errors.OptionError` naming the keyword for a bad value."""
     unknown = sorted(set(kw) - set(OPTION_NAMES))
     if unknown:
         raise InputError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "

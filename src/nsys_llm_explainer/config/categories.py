@@ -1,16 +1,6 @@
-"""Kernel-category rules: presets (``presets/categories_<name>.json``) and the user ``--categories`` file.
-
-The one place that reads category rule files. :func:`load_rules` returns a :class:`CategoryRules` that
-carries every preset the analysis may need (for ``auto``: generic and the engine presets with their
-``detect`` regexes), so :mod:`analyses.categories` does no file I/O.
-
-Preset file: ``{"name": ..., "extends": "generic", "detect": [regex, ...], "rules": [[regex, category], ...]}``
-(an engine preset ``extends`` generic: its own rules first, then generic's).
-
-User file (JSON, or YAML with PyYAML installed, chosen by the ``.yaml`` / ``.yml`` suffix; a file that
-is not valid JSON is also tried as YAML): ``{"rules": [[regex, category], ...], "replace": false}``, or
-just the list of rules; a rule may also be ``{"regex": ..., "category": ...}``. User rules are put
-before the preset's (first match wins), or with ``"replace": true`` used alone.
+"""Kernel-category rules: presets (``presets/categories_<name>.json``) and the user ``--categories`` file, read
+here only: :func:`load_rules` returns every preset the analysis may need, so :mod:`analyses.categories` does no
+file I/O. File formats: docs/FINDINGS.md, "Kernel categories".
 """
 
 from __future__ import annotations
@@ -191,8 +181,8 @@ def _kind(v: object) -> str:
 
 def parse_rules_data(data: object, option: str = "categories_file",
                      path: Optional[str] = None) -> Tuple[Tuple[Rule, ...], bool]:
-    """Validate decoded rules (see module docstring) → (rules, replace); :class:`OptionError` naming ``option``
-    (and the file ``path`` they came from) if bad."""
+    """Validate decoded rules (docs/FINDINGS.md, "Kernel categories") → (rules, replace); :class:`OptionError`
+    naming ``option`` (and the file ``path`` they came from) if bad."""
     if isinstance(data, list):
         data = {"rules": data}
     if not isinstance(data, dict) or "rules" not in data:
@@ -265,9 +255,3 @@ def load_rules(preset: Optional[str] = None, extra_file: Optional[Union[str, os.
         raise InputError(f"unknown categories preset {preset!r} (choose from: auto, {', '.join(PRESETS)})")
     user = read_rules_file(extra_file, option) if extra_file else None
     return build_rules(preset, user)
-
-
-def with_preset(rules: CategoryRules, name: str, reason: str) -> CategoryRules:
-    """``rules`` with its preset part replaced by preset ``name`` (user rules kept first)."""
-    return rules.with_preset(name, reason)
-

@@ -1,23 +1,7 @@
-"""User regular expressions (``--step-marker``, the rules of a ``--categories`` file) matched in bounded time.
-
-Python's ``re`` backtracks: a pattern such as ``(a+)+$`` takes exponential time on a long name of ``a``s, and
-one ``re`` call can be neither timed out nor interrupted. The built-in patterns are written to run in linear
-time (docs/SECURITY.md, "Bounded matching"); a user's pattern cannot be trusted so. It is checked by ``re``
-when the option is read (its errors are ``re``'s) and matched here, in this process, with the ``regex``
-package, whose matcher takes a time limit and lets a signal's handler run:
-
-* over the **distinct** names only (names are interned: a pattern never runs per row), each name once (a name
-  over :data:`MATCH_CHARS` characters by its two ends: :func:`match_text`), case-insensitively;
-* all patterns of one option share :data:`TIMEOUT_S` seconds over one trace's names; past it the run ends
-  with one line naming the option and the pattern (:class:`~nsys_llm_explainer.errors.OptionError`; the
-  command line: exit 2);
-* ``regex`` compiles a repeat ``{m,n}`` as ``m`` copies of its body, so a pattern whose repeats expand to more
-  than :data:`MAX_ITEMS` items is refused (as one line) before it is compiled: no name as matched is longer
-  than 8,193 characters.
-
-``regex`` answers as ``re`` does on ASCII names; on other characters ``\\w``, ``\\b``, ``\\d`` and ``\\s``
-follow Unicode's definitions (``re``: ``str.isalnum``, ``str.isdigit``, ``str.isspace``), and braces or
-brackets that ``re`` reads as text can mean fuzzy matching (``a{e<=1}``) or a POSIX class (``[[:alpha:]]``).
+"""User regular expressions (``--step-marker``, the rules of a ``--categories`` file) matched in bounded time, in
+this process, by the ``regex`` package: once per distinct name, case-insensitively, all patterns of one option
+within :data:`TIMEOUT_S` seconds over one trace's names. Rules, limits and where ``regex`` reads a pattern
+differently from ``re``: docs/SECURITY.md, "Bounded matching".
 """
 
 from __future__ import annotations
@@ -36,16 +20,13 @@ try:   # the parser behind re.compile: re._parser from Python 3.11, sre_parse be
 except ImportError:   # pragma: no cover - Python 3.9 / 3.10
     _sre = importlib.import_module("sre_parse")
 
-#: a kernel name longer than MATCH_CHARS is matched (built-in and user patterns alike) on its first and last
-#: MATCH_CHARS / 2 characters joined by a newline (which ``.``, ``\w``, ``\S`` and ``\d`` never cross; ``^`` and
-#: ``$`` keep their meaning): every real kernel name seen is far shorter (the longest in the test traces: 1,781
-#: characters), and a pattern with many alternatives costs ~100 ns per character, so 50 names of 100 KB would
-#: take a minute over the category and trait rules
+#: a longer kernel name is matched (built-in and user patterns alike) by its two ends (:func:`match_text`;
+#: docs/SECURITY.md, "Bounded matching")
 MATCH_CHARS = 8192
 #: seconds all user patterns of one option may take over one trace's distinct names
 TIMEOUT_S = 5.0
 #: most items a user pattern may expand to (each repeat's body counted ``m`` times for ``{m,n}``, nested
-#: repeats multiplied): ``a{100000}`` compiles in ~0.05 s and ~30 MB, ``a{10000000}`` would take gigabytes
+#: repeats multiplied)
 MAX_ITEMS = 100_000
 _REPEATS = tuple(getattr(_sre, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_sre, n))
 

@@ -1,18 +1,7 @@
-"""Read a small option file given by the user (``--categories``, ``--phase-map``) with a size cap, and decode
-its JSON or YAML within bounds.
-
-Only a regular file is read, and at most :data:`MAX_BYTES` of it: ``/dev/zero``, a FIFO, a directory or a
-multi-gigabyte file is refused with one :class:`~nsys_llm_explainer.errors.OptionError` line (naming the
-option) instead of being read until memory runs out. The file is opened non-blocking so that opening a FIFO
-never waits for a writer.
-
-Decoding (:func:`load_json`, :func:`load_yaml`) is bounded too: YAML at most :data:`YAML_MAX_BYTES` (PyYAML's
-pure-Python parser takes about a second per MiB at worst), at most :data:`MAX_DEPTH` levels of nesting
-and :data:`MAX_VALUES` values, counted with YAML aliases and merge keys expanded (an "alias bomb" of a few
-hundred bytes that would expand to billions of values is refused after composing its few nodes, before
-anything is built). YAML is read with PyYAML's safe loader (plain data only, no Python objects). Real option
-files are a few levels deep and hold at most a few thousand values. Every refusal is one :class:`OptionError`
-line naming the option and the file, then the limit or the parser's reason and line, never the file's text.
+"""Read a small option file given by the user (``--categories``, ``--phase-map``) with a size cap, and decode its
+JSON or YAML within bounds; every refusal is one :class:`~nsys_llm_explainer.errors.OptionError` line naming the
+option and the file, never quoting its text. The limits and why: docs/SECURITY.md, "1. The input is read, never
+written" (option files).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 """Advice as knowledge: every recommendation line a finding may give, with the trace facts it requires
-(docs/FINDINGS.md, "Advice and the facts it needs").
-
-A line is emitted only when, for every fact it names, the trace's value is one of the values it allows.
-``None`` stands for "the trace does not say" and is allowed only where a line lists it: a line that needs a
-GPU with TF32 lists ``(True,)`` when it must be sure, ``(True, None)`` when it may be given on an unknown GPU.
-A fact the line does not name is not read. The facts themselves are derived once per trace
-(:mod:`analyses.facts`, ``report.json`` ``facts``); :data:`FACT_DOMAINS` lists every value each can take.
+(docs/FINDINGS.md, "Advice and the facts it needs"); :data:`FACT_DOMAINS` lists every value each fact can take.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Typed findings: a claim, the preconditions it was emitted under (``checks``), evidence and advice.
-
-A :class:`Check` names a metric of the closed vocabulary in docs/MODEL.md, the value observed in the trace,
-and the threshold it was compared with; a finding is emitted only when all its checks hold, and the report
-carries them so anyone can recompute them.
+"""Typed findings: a claim, the preconditions it was emitted under (``checks``: a metric of docs/MODEL.md's
+vocabulary, observed value, threshold; emitted only when all hold), evidence and advice (docs/FINDINGS.md,
+"Findings").
 """
 
 from __future__ import annotations

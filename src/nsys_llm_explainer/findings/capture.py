@@ -1,14 +1,6 @@
-"""Findings about the capture rather than the workload, and the ones that gate all performance claims:
-
-* ``no_gpu_work`` — no kernels: nothing to diagnose (no performance claim is made).
-* ``too_little_work`` — fewer than ``MIN_KERNELS`` kernels and under ``MIN_BUSY_NS`` of GPU busy time in
-  the window: the trace shows start-up only; idle and kernel claims are withheld.
-* ``graph_trace_mode`` — CUDA graphs traced at graph level: kernels missing (ranked first).
-* ``capture_window`` — the warm-up / tail explain idle only when trimming them lowers pooled idle by at
-  least ``WARMUP_IDLE_POINTS`` percentage points (full − steady).
-* ``nvtx_coverage`` — NVTX ranges cover little kernel time (low).
-* ``nccl_wait`` — a matched straggler rank from the NCCL analysis.
-"""
+"""Findings about the capture rather than the workload, and the gate findings that withhold every performance
+claim (``no_gpu_work``, ``too_little_work``, ``graph_trace_mode``, ``capture_window``, ``nvtx_coverage``,
+``nccl_wait``; docs/FINDINGS.md, "Findings": "Gate" and "Capture")."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """The copy-path finding: a copy engine direction sets the pace (category ``copy_bound``, cause
-``("copy_path", <path label>)``; docs/FINDINGS.md).
-
-* Read: :class:`analyses.memory.copy_engines.CopyEnginesResult` (steady window), the idle causes, the devices
-  with a workload (:func:`findings.idle.active_devices`).
-* A path (``H2D``, ``D2H``, ``D2D``, ``P2P``, ``H2H``, ``memset``; Unified-Memory migrations are the Unified Memory
-  finding's) *sets the pace* on a device with kernels in the window when its checks hold:
-  ``copy_path_busy_pct ≥`` :data:`BUSY_PCT` (busy most of the window), ``copy_path_overlap_pct ≥``
-  :data:`OVERLAP_PCT` (kernels run under it: this is not the "copies instead of kernels" pattern of the ``copy``
-  idle finding) and, when steps exist, ``copy_path_step_busy_pct ≥`` :data:`BUSY_PCT` (the median step too).
-* One finding, for the path with the largest busy share (ties: lower device id, then path order); the other paths
-  that also hold are named in its evidence. Severity: high when the path is busy ≥ :data:`HIGH_BUSY_PCT` % of the
-  window, else medium.
-* Claims: on every device where that path holds, the idle-cause ``copy`` ns whose detail is that path (its
-  direction label, pageable or not): the GPU idle time the path holds beyond the kernels. They are taken out of
-  the ``copy`` idle finding (:func:`claimed`), so no idle ns is the evidence of two findings. Time at stake = the
-  claimed ns (the idle-cause table is unchanged).
-* Advice (:func:`advice_ids`) by the path and the trace's copy facts.
-"""
+``("copy_path", <path label>)``); its ns are taken out of the ``copy`` idle finding (:func:`claimed`).
+Definitions: docs/FINDINGS.md, "Findings": "A copy path sets the pace"."""
 
 from __future__ import annotations
 

@@ -1,27 +1,5 @@
-"""Findings from the idle causes: one total mapping from cause kind to finding (docs/FINDINGS.md).
-
-* Each cause kind maps to one category (:data:`CATEGORY`; a ``copy`` whose largest detail is a pageable
-  host copy maps to ``memcpy``). Per kind, the device where it holds the largest
-  share of the window is checked: ≥ ``HIGH_SHARE`` % → high, ≥ ``MEDIUM_SHARE`` % → medium, else no
-  finding (``module_load`` and ``unknown``: at most low — one-time or unknowable).
-* **Per-launch host overhead**: on a device where the pattern of a launch-bound loop holds (busy < 50 %,
-  median kernel ≤ 20 µs, ≥ 5 000 kernels/s in the window), the launch overhead — every ``launch`` ns, and the
-  ns in gaps shorter than 1 ms of plain host CPU between launches: ``host_cpu``, and ``nvtx`` whose range
-  itself encloses kernel launches (a step or layer range the launches happen in, ``launch_ranges``) — is one
-  ``launch_overhead`` finding; the long-gap parts stay with their own kinds. Time inside a named NVTX range
-  that launches nothing (loading, tokenizing, waiting), an OS call, another CUDA call, a sync or a copy is never
-  part of it: those keep their own finding (one claim per cause).
-* Idle within one bin (1/200 of the window, ``timeline`` bins) of the window's edges is left out of every
-  finding's share and time at stake.
-* ``claimed``: ns per (device, (kind, detail)) that a more specific finding explains (the per-step sync);
-  they are taken out before shares are computed, so no ns is the evidence of two findings.
-* ``alloc`` idle that lies only in the first quarter of the window is allocator growth: a low ``one_time``
-  finding, not "allocation in the loop".
-* Devices with no workload in the window (fewer than 20 kernels and under 1 ms busy, e.g. a GPU touched
-  by one stray kernel) are left out when another device has one; a device that ran no kernel in the window
-  (``copies only``: it only received copies) is always left out — its idle is not the workload's.
-* Time at stake = the ns charged (summed over the devices considered).
-"""
+"""Findings from the idle causes: one total mapping from cause kind to finding, the launch-bound composite, one
+claim per idle ns, the window's edges left out (docs/FINDINGS.md, "Findings": "Idle causes → findings")."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""Findings about the kernels themselves — claimed only when the GPU is busy enough for kernel speed to
-matter (docs/FINDINGS.md):
-
-* ``gpu_bound`` — pooled busy ≥ ``GPU_BOUND_PCT``: kernels set the step time; evidence: the top kernel and
-  the category split (non-overlapped time). Time at stake = busy ns.
-* ``fp32_gemm`` — busy ≥ 50 %, FP32 GEMMs on CUDA cores ≥ 20 % of kernel time in the window, and the GPU
-  has tensor cores (``facts``): the precision advice names only datatypes the GPU's tensor cores take (TF32/BF16
-  from Ampere, FP16 on Volta/Turing). High when ≥ 50 %. Time at stake = their kernel time × busy fraction.
-* ``attention_unfused`` — busy ≥ 50 %, softmax kernels of unfused attention ≥ 5 % of kernel time.
-* ``elementwise_fusion`` — busy ≥ 50 %, elementwise kernels ≥ 25 % of kernel time.
-  These two are medium only when the GPU is bound (busy ≥ ``GPU_BOUND_PCT``), else low (secondary).
-"""
+"""Findings about the kernels themselves (``gpu_bound``, ``fp32_gemm``, ``attention_unfused``,
+``elementwise_fusion``), claimed only when the GPU is busy enough for kernel speed to matter (docs/FINDINGS.md,
+"Findings": "Kernels")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Collect every finding whose checks hold, rank them, and write the headline.
-
-Ranking: a finding that invalidates the other numbers first; then workload findings by severity, then by
-time at stake (ns); then findings about the capture. When there is no kernel to speak of, the gate finding
-(``no_gpu_work`` / ``too_little_work``) replaces every performance claim. ``none`` ("no bottleneck") only
-when pooled busy ≥ ``NO_BOTTLENECK_PCT`` and no workload finding of high/medium severity exists; when the
-GPU is idler than that but no single cause reaches the threshold, ``mixed_idle`` says so.
-"""
+"""Collect every finding whose checks hold, rank them, and write the headline (docs/FINDINGS.md, "Findings":
+"Ranking")."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
-"""Per-step synchronization finding (docs/FINDINGS.md, "Per-step synchronization"; the pattern and its numbers
-are defined in :mod:`analyses.step_sync`).
-
-Emitted when, on some device, the per-step sync pattern holds for a launching thread and (checks, scope = that
-device, summed over the device's holding series): ``step_sync_points`` ≥ :data:`MIN_POINTS` (the step
-boundaries of its largest series), ``step_sync_exposed_pct`` ≥ 5 (host-side idle after the syncs, % of the
-window) and ``step_sync_overlap_pct`` ≥ 5 (the part of it that overlapping the host work with the next step
-can hide); ≥ 20 → high. The device with the largest overlappable share is the one checked.
-
-**One claim per ns.** Time at stake = Σ overlappable ns of every holding series (all devices); those ns are
-host-side idle ns (``launch``, ``other_api``, ``nvtx``, ``osrt``, ``host_cpu``) that the idle findings would
-also claim: :func:`claimed_ns` gives them per device and (kind, detail), and ``findings/idle.py`` subtracts
-them before it measures its kinds. The exposed host time beyond the overlappable part (host work longer than
-the GPU's step) stays with the idle findings: it is host-bound work that overlap would not hide.
-"""
+"""Per-step synchronization finding; its overlappable ns are claimed once (:func:`claimed_ns`, subtracted by
+``findings/idle.py``). Definitions: docs/FINDINGS.md, "Findings": "Per-step synchronization" (the pattern and its
+numbers: :mod:`analyses.step_sync`)."""
 
 from __future__ import annotations
 

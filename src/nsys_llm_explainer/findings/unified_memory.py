@@ -1,23 +1,6 @@
-"""The Unified Memory finding (category ``unified_memory``; docs/FINDINGS.md).
-
-* Read: :class:`analyses.unified_memory.UnifiedMemoryResult` over the steady window, and the devices with a
-  workload (:func:`findings.idle.active_devices`, passed in by ``findings.run``).
-* Metric ``um_overlap_pct_of_kernel_time`` (per device): ``100 · |K ∩ M| / |K|``, ``K`` the union of the device's
-  kernel (and whole-graph) intervals, ``M`` the union of its Unified-Memory migrations (copy kinds 11–13), both in
-  the steady window — the share of kernel time during which pages were being migrated underneath the kernels.
-* Check: on the device where that share is largest, ≥ :data:`MEDIUM_PCT` (10 %) → medium, ≥ :data:`HIGH_PCT`
-  (30 %) → high. Below 10 % managed memory is reported in its section, not as a finding.
-* Time at stake: Σ over the devices considered of ``|K ∩ M|`` — *busy* kernel time that ran alongside
-  migrations (an upper bound of what prefetching can take off the kernels). The migration time with no kernel
-  running is idle time: the idle-cause model charges it to ``copy`` and the copy finding claims it, so it is
-  quoted in the evidence but not claimed here.
-* Advice (:data:`ADVICE_IDS` in :data:`findings.advice.ADVICE`): ``cudaMemPrefetchAsync``, ``cudaMemAdvise``,
-  plain device allocations, and for PyTorch where managed memory comes from.
-
-The copy finding (:mod:`findings.idle`) whose largest copy kind is a Unified one takes
-the ``copy_unified`` words of :data:`findings.text.CAUSE_TEXT`
-(title and advice pointing here) instead of the pinned-memory advice of ordinary copies.
-"""
+"""The Unified Memory finding (category ``unified_memory``): the share of kernel time during which Unified-Memory
+migrations were in flight, on the worst device with a workload. Definitions: docs/FINDINGS.md, "Findings": "Unified
+Memory" (the metric: docs/METRICS.md, "Unified Memory")."""
 
 from __future__ import annotations
 

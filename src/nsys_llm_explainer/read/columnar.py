@@ -1,15 +1,8 @@
-"""Columnar reads: the same SQL as the standard-library path, fetched through ADBC's SQLite driver as Arrow
-columns (no Python object per value).
-
-Why: decoding rows one by one through :mod:`sqlite3` costs ~0.9 µs per integer value; ADBC's C driver fills
-Arrow buffers directly and releases the GIL, so the kernel and CUDA API tables are read at the same time on two
-threads (docs/PERFORMANCE.md has the measurements). The driver opens the same ``file:…?mode=ro&immutable=1``
-URI as :func:`read.connection.open_readonly`: no lock, no journal, no write.
-
-Every call returns ``None`` when the columnar path cannot give exactly what :func:`read.fetch._fetch_ints`
-would (driver not installed, a value that is not a 64-bit integer, a NULL, any driver error): the caller then
-runs the standard-library path, which gives the same arrays or its usual error. Both paths are tested to give
-identical reports (``tests/analyses/test_reader.py``).
+"""Columnar reads: the same SQL as the standard-library path, fetched through ADBC's SQLite driver as Arrow columns
+(no Python object per value; the driver releases the GIL, so two tables are read at once), on the same read-only
+URI as :func:`read.connection.open_readonly`. Every call returns ``None`` when it cannot give exactly what
+:func:`read.fetch._fetch_ints` would (no driver, a NULL, a value that is not a 64-bit integer, a driver error): the
+standard-library path then runs. Measurements: docs/PERFORMANCE.md, "Reader, chosen by measurement".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""Open an Nsight Systems SQLite export strictly read-only.
-
-The file is opened through a URI with ``mode=ro&immutable=1``: SQLite then neither writes, creates
-journal/WAL side files, nor takes locks, so the user's trace is never modified or locked and a
-database locked by another process can still be read.
-
-Text is decoded as UTF-8. A value holding bytes that are not UTF-8 (a kernel name in ``StringIds``, an NVTX
-message, a process name) does not reject the trace: the query that met it runs again with such bytes replaced
-by U+FFFD (:func:`lenient`), every later text read of the connection does the same, and the distinct values
-replaced are counted in one warning line (``excluded``, which the model puts among the report's warnings).
-Clean traces keep the standard library's decoder (no per-value Python call).
+"""Open an Nsight Systems SQLite export strictly read-only (``mode=ro&immutable=1``: no write, no side file, no
+lock; a database locked by another process is still read). Text that is not UTF-8 is read with U+FFFD
+(:func:`lenient`) and counted in ``excluded`` for the report's warnings (docs/SECURITY.md, "5. Values entering the
+model").
 """
 
 from __future__ import annotations

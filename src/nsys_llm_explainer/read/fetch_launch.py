@@ -1,11 +1,7 @@
-"""Kernel launch configurations (grid, block, registers, shared memory) of a few kernels, by rowid: what the
-timeline file shows as arguments of the kernels inside its span (docs/MODEL.md "Timeline file").
-
-Reading these columns for every kernel would cost ~50 bytes a row (~240 MB for 5 M kernels) for a file that holds
-at most ``--timeline-events`` rows, so they are read afterwards, only for the kernels the file holds: an export has
-no index on the kernel table, but its rowid is the table's own key, so ``rowid IN (…)`` is one b-tree descent per row
-(~1 µs each), whatever the table's size. The rowids come from the model (:func:`model.build.build_model` keeps
-where each kernel was in the table). Columns are selected by name; an export without them gives ``None``.
+"""Kernel launch configurations (grid, block, registers, shared memory) of the few kernels the timeline file holds,
+read afterwards by rowid (``rowid IN (…)``: one b-tree descent per row; the model keeps each kernel's rowid); an
+export without the columns gives ``None``. Why: docs/PERFORMANCE.md, "Kernel launch configurations in the
+timeline file".
 """
 
 from __future__ import annotations

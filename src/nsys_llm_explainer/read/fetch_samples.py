@@ -1,17 +1,8 @@
 """CPU samples (``COMPOSITE_EVENTS``) and the two frames of each sample's callchain (``SAMPLING_CALLCHAINS``) that
-the host-samples analysis uses — read-only like every fetcher in :mod:`read.fetch`.
-
-Columns are selected by name; both tables have had the same columns in every export seen (2022.2, 2022.4,
-2023.4, 2024.6: ``COMPOSITE_EVENTS(id, start, cpu, threadState, globalTid, cpuCycles)``,
-``SAMPLING_CALLCHAINS(id, symbol, module, kernelMode, thumbCode, unresolved, specialEntry, originalIP,
-unwindMethod, stackDepth)``; one 2022.2 file also had a ``symbolName`` column appended by a third-party tool,
-which is not read). ``kernelMode`` / ``unresolved`` are NULL in the 2022.2 export for user frames: read as 0.
-
-Bounded work: only the samples of the given threads (the threads that made CUDA calls — the only ones that can
-be a gap's host thread) inside the trace's activity span are read, one row per sample, with its leaf frame
-(``stackDepth = 0``) and the first frame among the :data:`CALLER_DEPTH` innermost whose module is not in a given
-set (a correlated ``LIMIT 1`` search over the primary-key index that stops at that frame). Names stay StringIds
-ids: the model resolves each distinct id once.
+the host-samples analysis uses: only the samples of the given threads inside the trace's activity span, each with
+its leaf frame and its first frame among the :data:`CALLER_DEPTH` innermost outside a given set of modules (a
+correlated ``LIMIT 1`` search); names stay StringIds ids. What is read and why: docs/MODEL.md, "What the host ran
+during host-side idle".
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Probe which tables and columns an export has, and read its metadata.
-
-Nsight Systems exports differ by version (renamed tables, inserted columns, lazily created tables);
-every other part of the reader asks :class:`Schema` instead of assuming. Only real tables count
-(:data:`REAL_TABLES_SQL`): views and virtual tables are never read.
+"""Probe which tables and columns an export has (exports differ by version), and read its metadata; only real
+tables count (:data:`REAL_TABLES_SQL`): views and virtual tables are never read.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
-"""Refuse a trace whose SQLite side files say it is not a finished, committed database.
-
-The trace is opened ``immutable=1`` (:mod:`read.connection`): SQLite then reads the main file only. So:
-
-* a **hot rollback journal** (``trace.sqlite-journal``, non-empty, with a valid journal header) means a writer
-  stopped in the middle of a transaction: the main file may hold half-written pages;
-* a **WAL file** (``trace.sqlite-wal``) holding at least one frame means committed data may still be in the
-  WAL and not in the main file: the report would miss it (a database held wholly in its WAL reads as empty).
-
-The side files are looked for beside every name the trace goes by: the path given, each link of a symbolic-link
-chain (a link to a link to the file, a symlinked directory on the way), and the real file the reader opens
-(:func:`names_of`). SQLite keeps its side files beside the real file, but a writer may have opened the
-database through a link; either way a reader given a link must not see less than one given the real path.
-
-Both are refused with exit 2 and one line that says what to do (let the writer finish, or open the database
-once with ``sqlite3`` so it rolls back / checkpoints — which writes the file, so the tool never does it;
-or analyze a copy of the main file alone to accept it as it is). An empty journal, a journal whose header
-was zeroed (``journal_mode=PERSIST`` after commit) and an empty WAL are harmless and ignored.
+"""Refuse a trace whose SQLite side files (a hot rollback journal, a WAL holding frames, beside any name the trace
+goes by: :func:`names_of`) say it is not a finished, committed database: the reader opens it ``immutable=1`` and
+would not see them. Rules and the message's advice: docs/SECURITY.md, "1. The input is read, never written".
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""``python -m nsys_llm_explainer`` and the ``nsys-llm-explain`` console script.
-
-Before anything else is imported: closed standard streams (``>&-``, ``2>&-``, as under cron) are reopened on
-/dev/null, so no file the tool opens can take their numbers (and a child process write into it), and SIGINT,
-SIGTERM and SIGHUP are blocked, routed to :class:`errors.Interrupted` (:mod:`interrupts`) and unblocked, so a
-signal that arrives while the modules load ends in one line and 130 / 143 / 129, never a traceback (only the
-interpreter's own start-up, before this package runs, is left to Python's defaults). After the run, the standard
-streams are flushed once more; one that cannot be written (closed, full: ENOSPC) never changes the exit code.
+"""``python -m nsys_llm_explainer`` and the ``nsys-llm-explain`` console script: closed standard streams reopened on
+/dev/null and the termination signals routed (:mod:`interrupts`) before anything else is imported, the streams
+flushed after the run without changing its exit code (docs/SECURITY.md, "Faults, streams, signals, names and the
+API").
 """
 
 from __future__ import annotations

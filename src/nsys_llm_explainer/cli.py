@@ -1,21 +1,10 @@
 """Command line: ``nsys-llm-explain TRACE --out DIR``, ``nsys-llm-explain demo --out DIR``,
 ``nsys-llm-explain compare BASE NEW [MORE ...] --out DIR``, ``nsys-llm-explain schema [--compare]``.
 
-Exit codes: 0 ok, 2 bad usage or unusable input/output (also a lost cluster worker or Dask scheduler:
-:class:`errors.WorkerError`), 1 internal error, 3 (:data:`errors.EXIT_REGRESSION`) when ``compare
---fail-on-regression PCT`` finds a NEW trace slower than BASE, 4 (:data:`errors.EXIT_INCOMPARABLE`) when that
-gate meets a pair it cannot compare (no GPU work, too short, too different; ``--allow-incomparable`` lets it
-pass; :mod:`comparison.gate`), and 128 + the signal number when interrupted (130 SIGINT, 143 SIGTERM, 129
-SIGHUP; :mod:`interrupts`, installed before anything else loads: :mod:`__main__`). Bad input never produces a
-traceback: one line on stderr — argparse's messages too, on every subcommand (:class:`OneLineParser`). Every
-terminal line passes :func:`render.escape.term_text` (control and bidi characters shown as escapes) and is
-encoded with replacements; a closed or full stdout / stderr never changes the exit code of a complete run.
-
-Subcommands: the first argument ``demo``, ``compare`` or ``schema`` is always the subcommand, whatever the
-working directory holds; to analyse a file of that name, write ``./compare``. A trace whose name starts with
-``-`` goes after ``--`` (``nsys-llm-explain --out o -- -run.nsys-rep``) or as ``./-run.nsys-rep``. A trace
-name that is not valid UTF-8 is refused in one line (:mod:`paths`).
-Output directories: :mod:`output` (manifest, ``--force``, atomic commit).
+Exit codes (README "Use"): 0 ok, 2 bad usage or unusable input/output (:class:`errors.WorkerError` too), 1
+internal error, 3 / 4 (:data:`errors.EXIT_REGRESSION`, :data:`errors.EXIT_INCOMPARABLE`) from the compare gate,
+128 + the signal number when interrupted. Bad input is one inert line on stderr, never a traceback
+(docs/SECURITY.md); output directories: :mod:`output`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
-"""The analysis graph: every analysis of a report, with the values it reads and makes, in one list
-(:data:`STEPS`), run by :func:`runner.run_graph`.
-
-Given values: ``model`` (the trace as read, :class:`model.trace.TraceModel`), ``options``
-(:class:`options.Options`) and ``display_path``; ``cuda_api`` and ``sync`` too when they were computed from
-the API table while the kernel table was still being read (their steps are then skipped). Each step's
-``window`` says which span it analyses: ``full`` (the whole capture) or ``steady`` (the analysis window,
-``steady`` = the model clipped to it). Every value a step makes that :data:`REPORT_VALUES` names becomes the
-:class:`report.Report` field of that name.
-
-The small functions below only bind: an option's field, a window's bounds or a default to the parameters of an
-analysis (the graph's values keep their names; the work is in ``analyses/``).
-
-Adding an analysis: write its function (a pure function in ``analyses/``), add one :class:`runner.Step` here
-(after the steps making its inputs) and, when the report shows it, one ``Report`` field of the same name
-(docs/DESIGN.md shows an example). A per-device analysis is one function of the device's ``timeline`` and
-``device_causes`` (and graph values) and one entry in :data:`DEVICE_STEPS`: the ``device pass`` builds each
-device's timeline of the window and charges its idle time to causes, one device at a time, and runs those steps
-in that device's turn, so memory holds one device's rows at a time.
+"""The analysis graph: every analysis of a report, with the values it reads and makes, in one list (:data:`STEPS`;
+per-device analyses in :data:`DEVICE_STEPS`), run by :func:`runner.run_graph`. Every value a step makes that
+:data:`REPORT_VALUES` names becomes the :class:`report.Report` field of that name. The small functions below only
+bind an option's field, a window's bounds or a default to an analysis's parameters. Given values, windows and
+adding an analysis: docs/DESIGN.md, "The analysis graph".
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Termination signals as exceptions, and a critical section in which they wait.
-
-:func:`install` (called by the command line only, never on import) makes SIGINT, SIGTERM and SIGHUP raise
-:class:`errors.Interrupted` in the main thread, so every ``with`` / ``finally`` runs and temporary and staging
-directories are removed; the exit code is 128 + the signal number (130, 143, 129). Later signals are ignored
-while the first one unwinds, so cleanup is never cut short. Inside :func:`critical` (the renames that make an
-output directory visible, :mod:`output`) a signal is held and raised when the section ends, so an output is
-either the previous one or the complete new one.
+"""Termination signals as exceptions (:func:`install`, called by the command line only, never on import), and a
+critical section (:func:`critical`) in which they wait: docs/SECURITY.md, "3. Signals".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""JSON-ready copies of result values: the conversions every ``to_dict()`` applies to its fields.
-
-:func:`json_ready` turns builtins and numpy values into a fresh tree of ``dict`` / ``list`` / ``str`` /
-``int`` / ``float`` / ``bool`` / ``None``: tuples and arrays become lists, numpy scalars builtins, dict keys
-strings, and non-finite floats ``None`` (``report.json`` is strict JSON). An object with a ``to_dict()`` is
-replaced by its (converted) ``to_dict()``. A dataclass without one is an error: every result serialises
-itself, there is no generic field walker.
-
-:func:`from_json` goes back: a result value rebuilt from its JSON copy by its type hints, for the results whose
-``to_dict()`` is a plain dump of their fields; a class whose ``to_dict()`` renames, derives or reshapes has a
-``from_dict`` classmethod beside it (the inverse kept next to the conversion, so the two change together).
+"""JSON-ready copies of result values (:func:`json_ready`, :func:`fields_json`: builtins only, non-finite floats
+``None``, as strict JSON needs) and the way back by type hints (:func:`from_json`, :func:`dataclass_from_json`); a
+class whose ``to_dict()`` renames or reshapes has a ``from_dict`` beside it (docs/DESIGN.md, "Adding an analysis"
+and "Loading a report").
 """
 
 from __future__ import annotations
@@ -66,10 +59,8 @@ def json_ready(obj: Any) -> Any:
 
 def fields_json(obj: Any) -> Dict[str, Any]:
     """The one generic encoder of a result: ``{field: JSON-ready value}`` over ``dataclasses.fields`` in declaration
-    order, leaving out the fields declared ``metadata=NOT_IN_JSON`` (writing ``{}`` for a None field declared
-    ``metadata=NONE_AS_EMPTY``, and no key for a None field declared ``metadata=NONE_OMITTED``). Classes whose
-    ``report.json`` part is a plain dump of their fields use it (:class:`FieldsJson`); only those that rename or
-    reshape write their own ``to_dict()`` (and a ``from_dict`` beside it)."""
+    order (``JSON_KEYS`` first), as each field's ``metadata`` says (:data:`NOT_IN_JSON`, :data:`NONE_AS_EMPTY`,
+    :data:`NONE_OMITTED`)."""
     out: Dict[str, Any] = {}
     for name, none in _json_fields(obj.__class__):
         v = getattr(obj, name)
@@ -118,16 +109,10 @@ _NAMES = {float: "a number", int: "an integer", str: "a string", bool: "true or 
 
 
 def from_json(tp: Type[T], value: Any, where: str) -> T:
-    """The value of type ``tp`` whose ``to_dict()`` / :func:`json_ready` copy is ``value`` (parsed JSON): the
-    inverse of :func:`json_ready`, driven by the type hints (:func:`typing.get_type_hints`).
-
-    A class with a ``from_dict(d, where)`` classmethod builds itself (its ``to_dict()`` is not a plain dump of
-    its fields); any other dataclass is built field by field (:func:`dataclass_from_json`). ``Optional``,
-    ``Tuple[X, ...]`` / ``Tuple[A, B]``, ``List``, ``Dict`` (keys converted back from strings), numpy arrays (from
-    lists) and ``Any`` / ``object`` (taken as they are) are followed; ``int`` / ``str`` / ``bool`` values are
-    checked, never converted (``float`` takes an integer, or ``None`` for a non-finite value). A value of the
-    wrong shape or a missing key raises :class:`errors.InputError` naming where (``where``: the path so far,
-    ``report.json idle_causes.devices[0]``)."""
+    """The value of type ``tp`` whose :func:`json_ready` copy is ``value`` (parsed JSON), driven by the type hints: a
+    class with a ``from_dict(d, where)`` classmethod builds itself, any other dataclass is built field by field
+    (:func:`dataclass_from_json`); scalars are checked, never converted. A value of the wrong shape or a missing
+    key raises :class:`errors.InputError` naming ``where`` (the path so far, ``report.json idle_causes.devices[0]``)."""
     return _convert(tp, value, where)
 
 

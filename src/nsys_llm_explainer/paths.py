@@ -1,12 +1,6 @@
-"""Input paths as the tool takes them: the Python API's type checks and the file-name rule.
-
-* :func:`path_arg` — a path argument of the API (``str``, ``bytes`` or ``os.PathLike``) as text; anything else
-  raises :class:`errors.InputError` naming the argument (``path must be a file path …, got int``).
-* :func:`check_name` — a trace's name (and the real path it resolves to) must be text: a file name whose bytes
-  are not valid UTF-8 (``bad\\xff.sqlite``; Python keeps such bytes as surrogate escapes) cannot be opened by
-  the SQLite driver nor written into a UTF-8 report, so it is refused in one line naming it, with the bytes
-  shown as ``\\xff`` escapes, before any work starts; so is a name holding a NUL byte (no file has one; the API
-  could be given one).
+"""Input paths as the tool takes them: the Python API's type checks (:func:`path_arg`) and the file-name rule
+(:func:`check_name`: text the SQLite driver can open and a UTF-8 report can hold; no NUL byte). Cases:
+docs/SECURITY.md, "Faults, streams, signals, names and the API".
 """
 
 from __future__ import annotations

@@ -101,14 +101,8 @@ class Report:
     def from_dict(cls, d: Mapping[str, Any], where: str = "report.json") -> Report:
         """The report of a ``report.json`` dict (``to_dict()``, or the file parsed): ``Report.from_dict(r.to_dict())
         .to_dict() == r.to_dict()``. Every section comes back typed; what ``report.json`` does not carry comes back
-        empty: what a comparison, a cluster and the timeline file read of the trace (``steady_kernel_starts``,
-        ``steady_categories``, ``clock``, ``nccl_series`` None, ``timeline_file`` without rows), the helper arrays
-        the analysis graph used (per-gap idle-cause codes and host-side pieces, the NVTX tree, per-kernel phase /
-        category / range indices, the rules applied), examples of the summed idle causes, the steady window's
-        per-device and per-PID kernel tables when the window is not the whole capture, and the step rows past the
-        first 100 000 (``rows_capped``).
-        A dict of another ``schema_version``, or one missing or malforming a part, raises
-        :class:`errors.InputError` (one line naming the key)."""
+        None or empty (docs/DESIGN.md, "Loading a report"). A dict of another ``schema_version``, or one missing or
+        malforming a part, raises :class:`errors.InputError` (one line naming the key)."""
         try:
             return cls(**report_values(cls, d))
         except RecursionError:   # a part nested deeper than Python can walk: no report.json we write is

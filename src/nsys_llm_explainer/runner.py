@@ -1,18 +1,8 @@
-"""A small runner for a declared graph of steps (:class:`Step`): each step names the values it reads and the
-values it returns; the runner checks the declaration — every value is made before it is read, and a step's inputs
-are exactly its function's parameters, by name — runs every step once its inputs exist, passing each value to the
-parameter of the same name, and records the seconds each took.
-
-``workers=1`` runs the steps one after another in declaration order on the calling thread (for debugging and
-tests); ``workers=n`` lets ``n − 1`` extra threads take part: every thread takes the first step in declaration
-order whose inputs are ready (numpy releases the GIL in its large loops, so two cores overlap). The results are
-the same either way: steps are pure functions of their inputs. A value no later step reads and the caller
-does not keep is dropped as soon as its last reader has finished (memory follows what is still needed).
-
-A step with ``each`` steps runs them once per item it produces (e.g. once per device while only that device's
-rows are alive): its function receives ``each``, a callable it calls with an item's values by name
-(``item_values``); every ``each`` step reads those and graph values by name, and its output becomes the tuple
-of its results over the items, in call order.
+"""A small runner for a declared graph of steps (:class:`Step`): checks the declaration (every value made before it
+is read, a step's inputs exactly its function's parameters by name), runs every step once its inputs exist on
+``workers`` threads, passing each value to the parameter of the same name, drops a value after its last reader, and
+records the seconds each step took. A step with ``each`` steps runs them once per item it produces. How and why:
+docs/DESIGN.md, "The analysis graph".
 """
 
 from __future__ import annotations

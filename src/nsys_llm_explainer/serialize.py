@@ -1,9 +1,6 @@
-"""The typed :class:`report.Report` → the ``report.json`` dict (builtins only; every duration an integer
-``*_ns``). The one place the report is assembled: each result serialises itself (``to_dict()``), this
-module only places the parts under their ``report.json`` keys. Renderers read this dict, findings never do.
-
-:func:`report_values` goes back (``Report.from_dict``): each part is taken from where :func:`report_dict` put it
-and rebuilt by its own type (:func:`jsonable.from_json`).
+"""The typed :class:`report.Report` → the ``report.json`` dict, and back (:func:`report_values`, for
+``Report.from_dict``): each result serialises itself (``to_dict()``, rebuilt by :func:`jsonable.from_json`); this
+module only places the parts under their ``report.json`` keys (docs/DESIGN.md, "Loading a report").
 """
 
 from __future__ import annotations

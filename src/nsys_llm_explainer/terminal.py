@@ -1,9 +1,5 @@
-"""Terminal lines: the stdout summary and the one-line stderr errors.
-
-Every line is made inert by :func:`render.escape.term_text` (control and bidi characters as visible escapes,
-one line, shortened) and encodable on the stream: with an ASCII-only stdout (``LANG=C``,
-``PYTHONIOENCODING=ascii``) our typographic characters become ASCII (``–`` → ``-``, ``µ`` → ``u``) and any other
-character a ``\\uXXXX`` escape. A closed stdout (``| head -1``) after a complete run is not an error.
+"""Terminal lines: the stdout summary and the one-line stderr errors, made inert (:func:`render.escape.term_text`)
+and encodable on the stream (docs/SECURITY.md, "4. Names are data": terminal encoding).
 """
 
 from __future__ import annotations

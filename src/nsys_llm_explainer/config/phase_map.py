@@ -1,13 +1,6 @@
-"""Phase maps: NVTX range-name substrings → inference phase (prefill / decode / other).
-
-The one place that reads phase presets (``presets/phases.json``) and user ``--phase-map`` files and
-validates a user map. Analyses receive a :class:`PhaseMap` (or the plain ``{"phase": [...]}`` dict) and do
-no file I/O themselves.
-
-User map format: a JSON object ``{"phase": ["substring", ...]}`` (a single string stands for a one-item
-list; empty substrings are dropped). Phase names are strings; ``"unmapped"`` is reserved. An empty map
-means "use the presets". A user map replaces the preset phases; the presets' ``ignore`` list and
-``step_keywords`` still apply.
+"""Phase maps: NVTX range-name substrings → inference phase (prefill / decode / other). The one place that reads
+phase presets (``presets/phases.json``) and user ``--phase-map`` files (format: docs/FINDINGS.md, "Phases");
+analyses receive a :class:`PhaseMap` and do no file I/O.
 """
 
 from __future__ import annotations

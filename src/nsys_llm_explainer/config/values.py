@@ -1,9 +1,6 @@
-"""Option values checked and parsed once: one function per kind of value, ``check(value, name) -> parsed``.
-
-Each takes the raw value — as the Python API passes it, or as ``argparse`` leaves it — and the option's
-*name* (an :class:`~nsys_llm_explainer.options.Options` field, or a run option such as ``jobs``), and
-raises :class:`~nsys_llm_explainer.errors.OptionError` naming that option; the command line and the API
-word the name (``--top`` / ``top``). :data:`options.OPTIONS` says which check parses which option.
+"""Option values checked and parsed once: one function per kind of value, ``check(value, name) -> parsed``, taking
+the raw value (from the Python API or ``argparse``) and raising :class:`~nsys_llm_explainer.errors.OptionError`
+naming the option; :data:`options.OPTIONS` says which check parses which option.
 """
 
 from __future__ import annotations

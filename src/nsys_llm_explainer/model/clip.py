@@ -1,16 +1,5 @@
-"""Restrict a :class:`TraceModel` to a time window ``[start_ns, end_ns)``.
-
-* A row is kept when its interval ``[start, end)`` intersects the window; a zero-length row
-  (``start == end``) is kept when ``start_ns <= start < end_ns``.
-* Kept rows have ``start`` / ``end`` clipped to the window (``max(start, start_ns)``,
-  ``min(end, end_ns)``), so every duration measured on the clipped model is time inside the window.
-* Applies to kernels, CUDA API calls, NVTX ranges, memcpy, memset, synchronization, graph-trace,
-  OS-runtime and Unified-Memory page-fault rows (a CPU fault is a point: kept when
-  ``start_ns <= start < end_ns``). Name lists are kept unchanged (``name_idx`` stays valid).
-* ``launch_idx`` of GPU rows is re-indexed into the clipped API table through an old-row → new-row map;
-  it becomes ``-1`` when the launching call lies entirely outside the window.
-* Sort orders are those of the model builder: kernels, API, GPU ops and OS runtime by (start, end);
-  NVTX by (start, −end). All work is vectorized (no per-row Python loops).
+"""Restrict a :class:`TraceModel` to a time window ``[start_ns, end_ns)``: rows that intersect it, clipped to it
+(docs/MODEL.md, "Windows"); vectorized, no per-row Python loops.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Launch configurations (grid, block, registers per thread, shared memory) of chosen kernels, read from the export
-again by rowid (:mod:`read.fetch_launch`) — only for the few kernels the timeline file holds, never for the whole
-table (docs/PERFORMANCE.md). Each row read is checked against the model's own values of that kernel (start, end,
-correlation id): any difference (the file changed, a read order that was not the rowid order) and nothing is
-used."""
+"""Launch configurations (grid, block, registers per thread, shared memory) of the kernels the timeline file holds,
+read again by rowid (:mod:`read.fetch_launch`). Each row read is checked against the model's own start, end and
+correlation id of that kernel: any difference (the file changed, a read order that was not the rowid order) and
+nothing is used.
+"""
 
 from __future__ import annotations
 

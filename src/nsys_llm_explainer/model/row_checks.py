@@ -1,17 +1,7 @@
-"""Rows whose times cannot be true are left out where they enter the model, counted and stated.
-
-A row of an activity table (kernels, CUDA API calls, memcpy/memset/synchronization/graph rows, OS-runtime calls,
-NVTX ranges) is **impossible** when its ``start`` is missing or outside ``[0, 2^62]`` ns (2^62 ns ≈ 146 years:
-no clock an export uses gets there; values near 2^63 would overflow every sum), when its ``end`` is outside that
-range, or when it ends before it starts. Such rows are excluded from every number, and the report's warnings say
-how many per table and why (docs/SECURITY.md, "Values entering the model"). Zero-length rows are kept.
-
-**Sums stay exact** (docs/METRICS.md, "Sums"): the durations of one table's rows must total less than
-:data:`SUM_LIMIT` = 2^53 ns (about 104 days), and so must its ``bytes`` (memcpy, memset). Below that every sum the
-analyses take over a table's rows is exact, in int64 and in the float64-weighted ``bincount`` sums alike (integers
-below 2^53 are exact in float64), and a sum over all tables stays far below 2^63. When a table's rows total more,
-its longest rows (its largest ``bytes``) are left out, longest first (equal ones: the later rows in table order
-first), until the rest total less; one warning line says how many and the exact total they had.
+"""Rows whose times cannot be true (``start`` missing or outside ``[0, 2^62]`` ns, ``end`` outside it, or before
+``start``; zero-length rows are kept), and the longest rows of a table whose durations or bytes would total
+:data:`SUM_LIMIT` or more, are left out where they enter the model, counted and stated in the warnings
+(docs/METRICS.md, "Sums"; docs/SECURITY.md, "5. Values entering the model").
 """
 
 from __future__ import annotations

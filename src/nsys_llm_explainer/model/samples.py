@@ -1,20 +1,7 @@
-"""CPU samples of the threads that made CUDA calls, normalized (``TraceModel.samples``; docs/MODEL.md "What the
-host ran during host-side idle").
-
-Each sample keeps its time, its thread (serialized globalTid) and two frames of its callchain:
-
-* the **leaf** (``stackDepth`` 0): the code the CPU was executing when the sample was taken;
-* the **caller**: the first frame, from the leaf outwards among the :data:`~read.fetch_samples.CALLER_DEPTH`
-  innermost, that runs in user mode in a module that is not a *system* module (:data:`SYSTEM_GROUPS`: the OS
-  kernel, vDSO, libc and the C/C++ runtime, the dynamic loader) nor a placeholder (``[Max depth]``,
-  ``[Unknown]``, ``[Broken backtraces]``) — the application, interpreter or library code that ran or called
-  into the system. When the leaf is not in a system module the caller is the leaf; when no such frame is found
-  in those frames the caller is the leaf.
-
-Frames are interned: one entry per distinct (symbol, module, kernel mode, unresolved) with its display symbol
-(``[unresolved]`` for an address nsys could not resolve), its module file name, and its **module group**
-(:data:`GROUPS`, decided once per distinct frame by :func:`frame_group`). Names are resolved through StringIds
-once per distinct id.
+"""CPU samples of the threads that made CUDA calls, normalized (``TraceModel.samples``): per sample its time,
+thread (serialized globalTid), leaf frame and caller frame; frames interned with their display symbol, module file
+name and **module group** (:data:`GROUPS`, once per distinct frame by :func:`frame_group`). Definitions:
+docs/MODEL.md, "What the host ran during host-side idle".
 """
 
 from __future__ import annotations

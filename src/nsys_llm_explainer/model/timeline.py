@@ -1,15 +1,5 @@
-"""One timeline per device and window: the single definition of GPU busy and idle (docs/MODEL.md).
-
-For a window ``[w0, w1)`` and a device:
-
-* ``busy`` — union of the device's kernel intervals and whole-graph executions (graph-level CUDA-graph
-  tracing), plus memcpy/memset rows only when ``include_memcpy``; clipped to the window.
-* ``copies`` — union of the device's memcpy and memset rows, clipped to the window.
-* ``busy_ns = |busy|``; ``idle_ns = window_ns − busy_ns``; ``copy_busy_ns = |copies|``;
-  ``copy_only_ns = |copies \\ busy|``.
-* Idle gaps: the maximal intervals of ``[w0, w1) \\ busy``, the leading and trailing ones included.
-
-Every busy/idle number in the report comes from :func:`build_timelines`; nothing else computes them.
+"""One timeline per device and window: the single definition of GPU busy and idle (docs/MODEL.md, "Device
+timeline"); every busy/idle number in the report comes from :func:`build_timelines`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""One run at a time per ``--out``: an advisory lock held from the check of ``--out`` to the end of its commit
-(:mod:`output`, whose docstring states the rules).
-
-The lock is a hidden empty file beside ``--out`` (in the nearest existing directory above it; inside ``--out``
-only where that directory is not writable), named by a hash of the real ``--out`` path (case-folded, so two
-spellings of one directory on a case-insensitive file system share it), locked with ``flock``. A second run
-into the same ``--out`` finds it locked and is refused in one line (exit 2) before any work. The file is removed
-when the run ends (commit, error, signal); a run killed by ``SIGKILL`` leaves it, unlocked, and the next run takes
-it over (``flock`` locks die with their process), so a stale file never blocks. The input is never locked.
+"""One run at a time per ``--out``: an advisory ``flock`` on a hidden file beside it, held from the check of
+``--out`` to the end of its commit (docs/SECURITY.md, third sweep, item 3).
 """
 
 from __future__ import annotations

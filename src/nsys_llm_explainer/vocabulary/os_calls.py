@@ -1,16 +1,6 @@
-"""What an OS-runtime call (``OSRT_API``) does: one table that the idle charging, the wait analysis and their
-findings read (docs/MODEL.md, "OS calls that wait").
-
-* ``wait`` — the calling thread is blocked until *something else* happens: another thread posts a semaphore,
-  signals a condition, releases a lock or exits; a file descriptor becomes ready; a child exits; a message
-  arrives; a timer expires. Time in such a call is not the thread's own work.
-* ``file_io`` — the thread moves data to or from files (or maps them): its own I/O work.
-* ``other`` — anything else (``ioctl`` to the driver, ``fcntl``, …).
-
-Names are matched after dropping a trailing ``64`` (``open64``, ``mmap64``, ``pread64``) and a leading ``__``
-(glibc internal aliases), so the table lists base names only. A plain ``read`` is ``file_io``: the export does
-not say whether its descriptor is a pipe (a queue between threads) or a file, and reading a file is the thread's
-own work; pipe- and socket-specific receives (``recv*``, ``mq_receive``, ``msgrcv``) wait.
+"""What an OS-runtime call (``OSRT_API``) does — ``wait`` (blocked until something else happens), ``file_io``
+(its own I/O), ``other``: one table that the idle charging, the wait analysis and their findings read
+(docs/MODEL.md, "OS calls that wait").
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """The one formatter per unit: how every output (Markdown, HTML, terminal lines, chart coordinates, CSV) writes a
-duration, a timestamp, a percentage, a count, a size. Pure functions of a number; any package may import them
-(render, comparison, cluster, findings, analyses).
-
-* :func:`fmt_dur` — *the* duration with its unit: µs with 2 decimals below 1 ms, ms with 3 decimals below 10 s,
-  else s with 3 decimals (``48.20 µs``, ``0.211 ms`` is written ``211.00 µs``, ``1,234.567 ms``, ``12.346 s``).
-* :func:`fmt_ms` / :func:`fmt_us` — a duration in a fixed unit: ns / 10⁶ with 3 decimals, ns / 10³ with 2
-  decimals, thousands separators; no unit (a table column titled "(ms)") unless ``unit=True`` (``12.345 ms``).
-  :func:`signed_ms` — the same with a sign (``+1.250`` / ``−0.020``; a minus sign, not a hyphen).
-* :func:`fmt_at` — a timestamp as ms from the trace start ``t0`` (3 decimals).
-* :func:`fmt_pct` — a percentage (1 decimal, no ``%``); :func:`signed_pct` — a change (``+12.5 %``).
-* :func:`fmt_int` — thousands separators; :func:`fmt_num` — a compact number (check values and thresholds);
-  :func:`fmt_float` — fixed decimals; :func:`fmt_bytes` — decimal units (1 MB = 10⁶ bytes), 2 decimals;
-  :func:`fmt_bool` — yes / no.
-* :func:`ms_value` / :func:`us_value` — ns as a chart coordinate in ms / µs (a float keeping every ns).
-* :func:`exact_decimal` — integer ns / 10^digits as an exact decimal string (CSV ``*_ms`` / ``*_us`` columns).
-
-A missing value (``None``, NaN, a non-number) is written ``–`` (:data:`DASH`); ``exact_decimal`` writes ``""``.
+duration, a timestamp, a percentage, a count, a size. Pure functions of a number; any package may import them. A
+missing value (``None``, NaN, a non-number) is written ``–`` (:data:`DASH`); ``exact_decimal`` writes ``""``.
 """
 
 from __future__ import annotations

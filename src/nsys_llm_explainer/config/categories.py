@@ -250,8 +250,5 @@ def load_rules(preset: Optional[str] = None, extra_file: Optional[Union[str, os.
     """Rules for ``preset`` (None / "auto": chosen per trace) plus an optional user rules file.
 
     Raises :class:`InputError` (one-line message) for an unknown preset or a bad file."""
-    name = (preset or "auto").strip().lower()
-    if name not in PRESETS and name != "auto":
-        raise InputError(f"unknown categories preset {preset!r} (choose from: auto, {', '.join(PRESETS)})")
     user = read_rules_file(extra_file, option) if extra_file else None
     return build_rules(preset, user)

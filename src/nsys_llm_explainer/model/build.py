@@ -4,7 +4,7 @@ and join GPU work to its launching API call (same process + correlationId)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Sized, Tuple
 
 import numpy as np
 
@@ -175,7 +175,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
     default_pid = api_pids[0] if len(api_pids) == 1 else None
 
-    dmap = _device_map(F.fetch_cuda_device_map(conn, schema))
+    dmap = _device_map(F.fetch_info(conn, schema, "cuda_device_map"))
     if dmap:
         notes.append("Device ids are physical GPU ids mapped through TARGET_INFO_CUDA_DEVICE (pid, cudaId → gpuId).")
 
@@ -264,7 +264,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     um_gpu_faults, um_cpu_faults = _um_faults(conn, schema, strings, default_pid, dmap, warnings)
 
     thread_names: Dict[int, str] = {}
-    for r in F.fetch_thread_names(conn, schema):
+    for r in F.fetch_info(conn, schema, "thread_names"):
         try:
             thread_names[sql_int(r["globalTid"])] = strings.get(sql_int(r["nameId"]), "")
         except (KeyError, TypeError, ValueError):
@@ -279,20 +279,15 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         nvtx = build_nvtx(possible_nvtx(nv, warnings), t_end, warnings)
 
     graph_mode = schema.meta_value("capture:CUDA_GRAPH_TRACE_OPTIONS:MODE")
-    row_counts = RowCounts.of({
-        "kernels": len(kernels) if kernels is not None else 0,
-        "cuda_api": len(api) if api is not None else 0,
-        "nvtx_ranges": len(nvtx) if nvtx is not None else 0,
-        "memcpy": len(memcpy) if memcpy is not None else 0,
-        "memset": len(memset) if memset is not None else 0,
-        "sync": len(sync) if sync is not None else 0,
-        "graph_trace": len(graph_trace) if graph_trace is not None else 0,
-    })
+    counted: Dict[str, Optional[Sized]] = {"kernels": kernels, "cuda_api": api, "nvtx_ranges": nvtx,
+                                           "memcpy": memcpy, "memset": memset, "sync": sync, "graph_trace": graph_trace}
+    row_counts = RowCounts.of({k: len(t) if t is not None else 0 for k, t in counted.items()})
     info = TraceInfo(
         path=path, product_version=schema.product_version, schema_version=schema.schema_version,
         meta_table=schema.meta_table, kernel_table=ktable, tables=schema.tables, meta=schema.meta,
-        gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_gpus(conn, schema)),
-        process_names=_process_names(F.fetch_processes(conn, schema)), session=_session(F.fetch_session(conn, schema)),
+        gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_info(conn, schema, "gpus")),
+        process_names=_process_names(F.fetch_info(conn, schema, "processes")),
+        session=_session(F.fetch_session(conn, schema)),
         row_counts=row_counts, graph_trace_mode=graph_mode,
     )
     if schema.meta_table is None:

@@ -321,22 +321,14 @@ GPU_INFO_COLS = (
     "id", "name", "chipName", "busLocation", "uuid", "totalMemory", "memoryBandwidth", "clockRate",
     "smCount", "computeMajor", "computeMinor",
 )
+#: the small info tables :func:`fetch_info` reads: what → (table, columns)
+INFO_TABLES = {"gpus": ("TARGET_INFO_GPU", GPU_INFO_COLS), "processes": ("PROCESSES", ("globalPid", "pid", "name")),
+               "thread_names": ("ThreadNames", ("globalTid", "nameId")),
+               "cuda_device_map": ("TARGET_INFO_CUDA_DEVICE", ("gpuId", "cudaId", "pid"))}
 
 
-def fetch_gpus(conn: TraceConnection, schema: Schema) -> List[Dict[str, object]]:
-    return fetch_rows(conn, schema, "TARGET_INFO_GPU", GPU_INFO_COLS)
-
-
-def fetch_processes(conn: TraceConnection, schema: Schema) -> List[Dict[str, object]]:
-    return fetch_rows(conn, schema, "PROCESSES", ("globalPid", "pid", "name"))
-
-
-def fetch_thread_names(conn: TraceConnection, schema: Schema) -> List[Dict[str, object]]:
-    return fetch_rows(conn, schema, "ThreadNames", ("globalTid", "nameId"))
-
-
-def fetch_cuda_device_map(conn: TraceConnection, schema: Schema) -> List[Dict[str, object]]:
-    return fetch_rows(conn, schema, "TARGET_INFO_CUDA_DEVICE", ("gpuId", "cudaId", "pid"))
+def fetch_info(conn: TraceConnection, schema: Schema, what: str) -> List[Dict[str, object]]:
+    return fetch_rows(conn, schema, *INFO_TABLES[what])
 
 
 def fetch_session(conn: TraceConnection, schema: Schema) -> Dict[str, object]:

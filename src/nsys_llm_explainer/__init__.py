@@ -78,8 +78,7 @@ def analyze(path: str, workers: Optional[int] = None, **options: Any) -> Report:
     ``path`` is a ``str``, ``bytes`` or ``os.PathLike``; any other type raises :class:`errors.InputError` naming
     ``path``.
     """
-    from .config.values import workers as check_workers
-    from .options import options_from_kwargs
+    from .options import check_workers, options_from_kwargs
     from .paths import check_name, path_arg
     from .pipeline import analyze_path
 

@@ -201,6 +201,12 @@ def check_option(name: str, value: Any) -> Any:
     return o.check(value, name) if o.check is not None else value
 
 
+def check_workers(value: Any, name: str = "workers") -> Optional[int]:
+    """A number of workers (``analyze(path, workers=N)``): an integer ≥ 1 or None; the error names ``name``
+    (the package root reaches config only through this module: tests/structure)."""
+    return v.workers(value, name)
+
+
 def _build(given: Mapping[str, Any]) -> Options:
     out = {o.name: check_option(o.name, given[o.name]) for o in OPTIONS if o.name in given}
     # categories (rules, or a rules file path) and categories_file (a path) are one thing: the parsed rules

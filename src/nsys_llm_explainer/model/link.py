@@ -19,12 +19,9 @@ GPU_WORK_API = {
 
 
 def link_unknown_pid(corr: np.ndarray, api: ApiCalls, kind: Optional[str] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """(API row or -1, ambiguous?) for GPU rows of unknown process, joined on correlationId alone.
-
-    Candidates are runtime/driver calls whose name can produce that GPU work (``kind`` in
-    :data:`GPU_WORK_API`, e.g. launch calls for kernels; without ``kind``: any GPU work), so that only the
-    processes that issued such calls matter. A row is linked when exactly one process has a candidate call
-    with its correlationId; when several do, nothing is guessed: it stays -1 and is flagged ambiguous."""
+    """(API row or -1, ambiguous?) for GPU rows of unknown process, joined on correlationId alone among the calls
+    that can produce that GPU work (``kind`` in :data:`GPU_WORK_API`; without ``kind``: any GPU work); the rule:
+    docs/METRICS.md, "Launch link"."""
     n = corr.shape[0]
     out, amb = np.full(n, -1, np.int64), np.zeros(n, bool)
     if n == 0 or len(api) == 0:

@@ -19,12 +19,8 @@ def base_api_name(name: str) -> str:
 
 def thread_labels(names: Mapping[int, str], shown: Iterable[int] = ()) -> Dict[int, str]:
     """The display label of every named thread (serialized globalTid → label), the one rule every output uses
-    (docs/MODEL.md "Thread labels"). Two threads *collide* when they have the same name and are in the same
-    process, or both are ``shown`` (threads with CUDA API calls, NVTX ranges or OS-runtime calls: the ones a
-    report can name side by side). A thread's label is its name, bare when it collides with no thread;
-    ``name (tid N)`` when it does (PyTorch's worker threads inherit ``pt_main_thread``); ``name (pid P, tid N)``
-    when a thread it collides with has the same tid too (threads of two processes). A thread without a name
-    (absent, or the empty string) gets no label: each output keeps its own fallback."""
+    (docs/MODEL.md "Thread labels"); ``shown``: the threads a report can name side by side (CUDA API calls, NVTX
+    ranges or OS-runtime calls). A thread without a name (absent, or ``""``) gets no label."""
     seen = {int(g) for g in shown}
     groups: Dict[str, List[int]] = {}
     for g, n in names.items():

@@ -62,11 +62,7 @@ def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int],
     ``caller_symbol``, ``caller_module`` — the first frame among the ``CALLER_DEPTH`` innermost that is in user mode and
     whose module id is not in ``system_modules`` (-1 when the sample has no callchain / no such frame) — and
     ``flags``: 1 = leaf in kernel mode, 2 = leaf unresolved, 4 = caller unresolved. ``None`` when the tables are
-    missing.
-
-    Bounded: the caller is found by a correlated ``ORDER BY stackDepth LIMIT 1`` over the primary-key index
-    ``(id, stackDepth)``, which stops at the first frame outside the system modules (the leaf, for most samples),
-    so the work is about one to a few frame lookups per sample of those threads — never the whole table."""
+    missing. Bounded work: docs/MODEL.md, "What the host ran during host-side idle"."""
     names = ["start", "gtid", "leaf_symbol", "leaf_module", "caller_symbol", "caller_module", "flags"]
     if not has_samples_tables(schema):
         return None

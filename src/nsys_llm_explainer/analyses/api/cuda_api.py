@@ -1,11 +1,5 @@
-"""CUDA API summary: per API (display name as ``nsys stats`` prints it: only a ``_vNNNN`` four-character
-suffix removed, see :func:`model.build.base_api_name`) calls, total, avg, p50, min, max of
-call durations (``end − start`` on the calling CPU thread); launch-call cost; allocation/free churn.
-
-All rows of ``CUPTI_ACTIVITY_KIND_RUNTIME`` are counted, grouped by (base name, eventClass): runtime (0)
-and driver (1) APIs, and wrapper classes some captures add (e.g. eventClass 67 rows that duplicate the
-runtime call around MPI) as separate rows. Raw names (with the version suffix) are kept in ``raw_names``.
-Only runtime/driver rows feed the sync, launch and accounting analyses.
+"""CUDA API summary: per (display name, eventClass) calls, total, avg, p50, min, max of call durations on the
+calling CPU thread; launch-call cost; allocation/free churn (docs/METRICS.md, "CUDA API summary").
 """
 
 from __future__ import annotations

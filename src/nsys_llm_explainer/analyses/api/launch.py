@@ -1,11 +1,5 @@
-"""Launch storm: kernel launch rate and kernel-size distribution per device and per process.
-
-launches/s = kernels on the device (or of the PID) in the analysis window / the window's length (the same
-window as every other rate in the report; docs/MODEL.md).
-Kernel duration percentiles use the shared definition in :mod:`stats`; ``pct_under_Xus`` = percent of
-kernels shorter than X µs. A device or PID is flagged a *launch storm* when
-(launches/s ≥ 50 000 and p50 ≤ 10 µs) or (launches/s ≥ 100 000 and p50 ≤ 20 µs). The flag is evaluated
-per device and per PID only, never over all GPUs pooled.
+"""Launch storm: kernel launch rate and kernel-size distribution per device and per process, and the
+``launch_storm`` flag (docs/METRICS.md, "Launch storm").
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""CPU↔GPU synchronization: host-blocking CUDA calls (see :mod:`api_classes` for the exact list),
-globally and per PID. Non-blocking query/wait calls are reported separately and never counted as sync.
-OS-runtime waits (``OSRT_API``) are not CPU↔GPU sync and are not included.
-
-``total_ns`` = summed call durations on the calling threads (calls on different threads may overlap in
-time); ``wall_ns`` = length of the union of those calls per PID (time during which at least one thread of
-the PID was blocked in a sync call).
+"""CPU↔GPU synchronization: host-blocking CUDA calls (:mod:`classes`), globally and per PID, with ``total_ns``
+(Σ call durations) and per PID ``wall_ns`` (union of its calls); non-blocking calls apart (docs/METRICS.md,
+"CPU↔GPU synchronization").
 """
 
 from __future__ import annotations

@@ -1,33 +1,5 @@
-"""NCCL collectives across GPUs / processes, and straggler (late rank) detection.
-
-Definitions:
-
-* **NCCL kernel** — a kernel whose name contains ``nccl`` (case-insensitive). Its **collective name** is the
-  first identifier starting with ``nccl`` in the kernel name (``ncclDevKernel_SendRecv(...)`` →
-  ``ncclDevKernel_SendRecv``).
-* **custom all-reduce** — non-NCCL kernels matching ``cross_device_reduce`` or ``all_reduce`` / ``allreduce``
-  (vLLM / TensorRT-LLM custom all-reduce, ``allreduce_fusion``); counted separately, never as NCCL.
-* per device / per PID: ``count``, ``total_ns`` (Σ end − start of NCCL kernels), ``kernel_ns`` (Σ end − start
-  of all kernels there), ``pct_of_kernel_ns`` = total_ns / kernel_ns × 100, ``union_ns`` = length of the union
-  of the NCCL kernel intervals (time with at least one NCCL kernel running).
-* **rank** — one (pid, device) pair with NCCL kernels, labelled ``"pid P / GPU D"``.
-* **matching** — the k-th NCCL kernel (in start order) of a collective name on one rank is matched with the
-  k-th kernel of that name on every other rank that runs that name; a collective is *matched* when all those
-  ranks (≥ 2) have a k-th kernel. ``unmatched_kernels`` = NCCL kernels outside matched collectives.
-* per matched collective: ``skew`` of a rank = its kernel start − earliest start among the ranks; the
-  **last to arrive** is the rank with the latest start (ties: highest rank index); ``wait`` = latest start −
-  earliest start.
-* per rank (over its matched kernels): ``mean_ns`` (rounded half up), ``p50_ns`` (:func:`stats.median`,
-  rounded half up), ``mean_start_skew_ns`` (rounded half up), ``last_arrival_count``.
-* **verdict** (``straggler``) — ``waiting_rank`` = rank with the largest p50 duration; ``duration_ratio`` =
-  its p50 / the median of the other ranks' p50; ``late_rank`` = rank most often last to arrive,
-  ``late_share`` = that count / matched collectives. Reported when ratio ≥ 1.5, share ≥ 0.6 and the two
-  ranks differ; ``wait_ns_total`` = Σ wait over matched collectives; ``confidence`` = ``"high"`` when
-  ratio ≥ 2 and share ≥ 0.8, else ``"medium"``. Also required, because the export does not name the
-  communicator of a kernel (matching is by name and issue order): the matched kernels end together — median
-  ``end_spread`` (latest − earliest end per matched collective) ≤ half the median wait — and no rank runs a
-  collective name on several CUDA streams (each communicator runs on its own stream); else the matching may
-  pair different communicators' collectives and no verdict is given (docs/CLUSTER.md).
+"""NCCL collectives across GPUs / processes, and straggler (late rank) detection: per device / PID totals,
+collectives matched across ranks by name and issue order, and the verdict (docs/FINDINGS.md, "NCCL").
 """
 
 from __future__ import annotations

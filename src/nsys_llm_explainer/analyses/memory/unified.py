@@ -1,31 +1,5 @@
 """Unified Memory (CUDA managed memory): page migrations, GPU and CPU page faults, and how much kernel time ran
-while migrations were in flight (docs/METRICS.md, "Unified Memory").
-
-Inputs (all from the model; SCHEMA.md §3.3):
-
-* **Migrations** — ``CUPTI_ACTIVITY_KIND_MEMCPY`` rows with ``copyKind`` 11 (Unified Host-to-Device), 12
-  (Unified Device-to-Host) or 13 (Unified Device-to-Device). Per direction, per migration cause
-  (``migrationCause``, ``ENUM_CUDA_UNIF_MEM_MIGRATION``; "not recorded" when NULL or the column is absent) and per
-  device: ``count``, ``bytes`` (Σ ``bytes``), ``total_ns`` (Σ ``end − start`` on the GPU).
-* **GPU page faults** — ``CUDA_UM_GPU_PAGE_FAULT_EVENTS``: one row per fault group (``start``, ``end``,
-  ``deviceId``); ``gpu_fault_events`` = rows, ``gpu_page_faults`` = Σ ``numberOfPageFaults`` (as nsys'
-  ``um_total_sum`` report counts them), also by ``faultAccessType`` (``ENUM_CUDA_UNIF_MEM_ACCESS_TYPE``);
-  ``gpu_fault_union_ns`` = |union of the fault-group intervals| of a device.
-* **CPU page faults** — ``CUDA_UM_CPU_PAGE_FAULT_EVENTS``: one row per fault (``start`` only); counted, and by
-  function (``CpuInstruction``) and module (``module``), both StringIds names.
-
-**Kernel time under migrations** (per device ``d`` and window): ``K_d`` = union of the device's kernel intervals
-and whole-graph executions (the busy set of docs/MODEL.md without copies, whatever ``--include-memcpy-in-busy``
-says), ``M_d`` = union of its migration intervals, both inside the window. ``overlap_ns = |K_d ∩ M_d|`` (wall time
-in which at least one kernel and at least one migration ran on the device; concurrent kernels count once),
-``overlap_pct = 100 · overlap_ns / |K_d|`` (0 when ``|K_d| = 0``), ``migration_idle_ns = |M_d \\ K_d|`` (migration
-time with no kernel running: idle time, which the idle-cause model charges to ``copy``). Pooled figures sum the
-listed devices (those with a migration or a GPU fault in the window).
-
-Windows: ``steady`` is computed on the clipped steady-state model (rows intersecting the window, clipped to it
-by :func:`model.clip.clip_model`: ``bytes`` of a row crossing an edge counts whole, its ns only inside); ``full``
-on every row. A trace with no migration and no fault row is ``available = False`` with the reason saying which
-sources were present; the cost is then one pass over the memcpy ``copyKind`` column.
+while migrations were in flight, over the steady window and the whole capture (docs/METRICS.md, "Unified Memory").
 """
 
 from __future__ import annotations
@@ -87,7 +61,7 @@ class CpuFaultSite:
 
 @dataclass(frozen=True)
 class UmDevice:
-    """One device over one window (module docstring)."""
+    """One device over one window (docs/METRICS.md, "Unified Memory")."""
 
     device_id: int
     migration_count: int

@@ -65,11 +65,7 @@ def base_index(api: ApiCalls) -> Tuple[np.ndarray, List[str]]:
 
 
 def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
-    return cuda_api_of(model.api)
-
-
-def cuda_api_of(api: Optional[ApiCalls]) -> CudaApiResult:
-    """:func:`analyze_cuda_api` of a model whose CUDA API table is ``api`` (it reads nothing else)."""
+    api = model.api
     if api is None:
         return CudaApiResult(False, "no CUPTI_ACTIVITY_KIND_RUNTIME table: CUDA API calls were not traced")
     if len(api) == 0:

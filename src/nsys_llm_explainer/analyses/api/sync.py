@@ -13,7 +13,7 @@ import numpy as np
 from ...jsonable import FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
-from ...model.trace import ApiCalls, TraceModel
+from ...model.trace import TraceModel
 from ..common.stats import group_stats
 from . import classes as ac
 from .cuda_api import base_index
@@ -75,11 +75,7 @@ def _table(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: L
 
 
 def analyze_sync(model: TraceModel) -> SyncResult:
-    return sync_of(model.api)
-
-
-def sync_of(api: Optional[ApiCalls]) -> SyncResult:
-    """:func:`analyze_sync` of a model whose CUDA API table is ``api`` (it reads nothing else)."""
+    api = model.api
     if api is None or len(api) == 0:
         return SyncResult(False, "no CUDA API calls in the trace")
     dur = api.end - api.start

@@ -152,13 +152,6 @@ def collective_name(kernel_name: str) -> str:
     return m.group(0) if m else kernel_name
 
 
-def _name_masks(names: List[str], name_idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    is_nccl = np.array([bool(NCCL_RE.search(n)) for n in names] + [False], bool)
-    is_custom = np.array([(not NCCL_RE.search(n)) and bool(CUSTOM_AR_RE.search(n)) for n in names] + [False],
-                         bool)
-    return is_nccl[name_idx], is_custom[name_idx]
-
-
 def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str
              ) -> List[Dict[str, Any]]:
     """The fields of each key value's row (the key under ``label``): :class:`NcclDeviceRow` / :class:`NcclPidRow`."""
@@ -179,7 +172,9 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     k = model.kernels
     if k is None or len(k) == 0:
         return NcclResult(False, "no CUDA kernels were captured")
-    nm, cm = _name_masks(k.names, k.name_idx)
+    nm = np.array([bool(NCCL_RE.search(n)) for n in k.names] + [False], bool)[k.name_idx]
+    cm = np.array([(not NCCL_RE.search(n)) and bool(CUSTOM_AR_RE.search(n)) for n in k.names] + [False],
+                  bool)[k.name_idx]
     dur = k.dur
     cnames = sorted({k.names[j] for j in np.unique(k.name_idx[cm]).tolist()})
     custom = CustomAllReduce(count=int(cm.sum()), total_ns=int(dur[cm].sum()), names=tuple(cnames))
@@ -191,14 +186,11 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     rows = np.nonzero(nm)[0]                        # start order
     s, d, e = k.start[rows], dur[rows], k.end[rows]
     # collective-name ids (loop over distinct kernel names only)
-    coll_names: List[str] = []
     coll_of_name = np.zeros(len(k.names) + 1, np.int64)
     lookup: Dict[str, int] = {}
     for j in np.unique(k.name_idx[rows]).tolist():
-        c = collective_name(k.names[j])
-        coll_of_name[j] = lookup.setdefault(c, len(lookup))
-        if len(coll_names) < len(lookup):
-            coll_names.append(c)
+        coll_of_name[j] = lookup.setdefault(collective_name(k.names[j]), len(lookup))
+    coll_names = list(lookup)
     coll = coll_of_name[k.name_idx[rows]]
     n_coll = len(coll_names)
     cc = np.bincount(coll, minlength=n_coll)

@@ -4,12 +4,12 @@ bytes it moves, at what rate, and how much of it runs under kernels (docs/METRIC
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple, Union
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import MEMCPY_KIND_LABEL, rows_by_value
 from ...model.trace import Memcpy, Memset, TraceModel
@@ -75,18 +75,13 @@ class CopyDevice:
 
 
 @dataclass(frozen=True)
-class CopyEnginesResult:
+class CopyEnginesResult(FieldsJson):
     available: bool
     reason: Optional[str]
     window_start_ns: int = 0
     window_end_ns: int = 0
     paths: Tuple[CopyPath, ...] = ()
     devices: Tuple[CopyDevice, ...] = ()
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({"available": self.available, "reason": self.reason,
-                           "window_start_ns": self.window_start_ns, "window_end_ns": self.window_end_ns,
-                           "paths": [asdict(p) for p in self.paths], "devices": [asdict(d) for d in self.devices]})
 
     def path(self, device_id: int, path: str) -> Optional[CopyPath]:
         return next((p for p in self.paths if p.device_id == device_id and p.path == path), None)

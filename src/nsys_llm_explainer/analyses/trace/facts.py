@@ -45,7 +45,6 @@ _NAME_CC: Tuple[Tuple[re.Pattern[str], Tuple[int, int]], ...] = tuple((re.compil
     (r"p100|p40\b|p4\b|gtx 10\d0|titan x", (6, 0)), (r"gtx 9\d0|m40|m60|maxwell", (5, 0)),
     (r"k80|k40|kepler", (3, 7)),
 ))
-DATATYPES = ("FP16", "BF16", "TF32", "INT8", "FP8")
 #: share (%) of copy busy time under kernels from which copies "already overlap kernels"
 COPY_OVERLAP_PCT = 50.0
 _FRAMEWORK = {"vllm": "pytorch", "sglang": "pytorch", "pytorch": "pytorch", "tensorflow": "tensorflow",

@@ -101,12 +101,11 @@ def graph_launch_mask(model: TraceModel) -> np.ndarray:
     return ac.name_set_mask(api.names, api.name_idx, ac.GRAPH_LAUNCH) & api.primary
 
 
-def graph_kernel_mask(model: TraceModel, launch_mask: Optional[np.ndarray] = None) -> np.ndarray:
-    """Kernels launched from CUDA graphs (linked to a graph-launch call, or with a graph node id)."""
+def graph_kernel_mask(model: TraceModel, gm: np.ndarray) -> np.ndarray:
+    """Kernels launched from CUDA graphs (linked to a graph-launch call ``gm``, or with a graph node id)."""
     k = model.kernels
     if k is None or len(k) == 0:
         return np.zeros(0, bool)
-    gm = graph_launch_mask(model) if launch_mask is None else launch_mask
     m = k.graph_node >= 0
     li = k.launch_idx
     if li.shape[0] == len(k) and gm.shape[0]:

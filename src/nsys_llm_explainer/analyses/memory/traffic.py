@@ -207,15 +207,6 @@ def _step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
     return np.where(ok, i, -1)
 
 
-def _sorted_steps(step_bounds: Optional[Tuple[np.ndarray, np.ndarray]]) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-    if step_bounds is None:
-        return None
-    s0 = np.asarray(step_bounds[0], np.int64)
-    s1 = np.asarray(step_bounds[1], np.int64)
-    o = np.argsort(s0, kind="stable")
-    return s0[o], s1[o]
-
-
 def analyze_memory(model: TraceModel,
                    step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> MemoryResult:
     mc, api = model.memcpy, model.api
@@ -224,7 +215,11 @@ def analyze_memory(model: TraceModel,
     fm = ac.class_mask(api, "free") if api is not None and len(api) else np.zeros(0, bool)
     if not has_copies and not am.any() and not fm.any():
         return MemoryResult(False, "no memcpy activity and no allocation/free calls in the trace")
-    steps = _sorted_steps(step_bounds)
+    steps = None
+    if step_bounds is not None:
+        s0, s1 = np.asarray(step_bounds[0], np.int64), np.asarray(step_bounds[1], np.int64)
+        o = np.argsort(s0, kind="stable")
+        steps = s0[o], s1[o]
     fields: Dict[str, Any] = _copies(mc, api, steps) if mc is not None and has_copies else {
         "host_copies": CopyTotals(0, 0, 0), "pageable": PageableCopies(0, 0, 0, ()),
         "sync_copies": SyncCopies(0, 0, 0, calls=0, host_blocked_ns=0, pageable_count=0, by_api=())}

@@ -141,20 +141,20 @@ def gpu_fact(g: GpuInfo) -> Optional[GpuFact]:
     major = g.computeMajor
     if major is not None and str(major) == "0" or re.search(r"intel|amd|radeon|microsoft|basic render", name, re.I):
         return None
-    gid = g.id
+    gid = int(g.id) if isinstance(g.id, int) else None
     cc, source = _cc(g), "compute capability"
     if cc is None:
         cc = next((c for rx, c in _NAME_CC if rx.search(name)), None)
         source = "name" if cc is not None else "unknown"
     if cc is None:
-        return GpuFact(int(gid) if isinstance(gid, int) else None, name, None, "unknown", (), "unknown")
+        return GpuFact(gid, name, None, "unknown", (), "unknown")
     arch, types = "unknown", ()   # type: Tuple[str, Tuple[str, ...]]
     for lo, hi, a, t in ARCHITECTURES:
         if lo <= cc <= hi:
             arch, types = a, t
     if _NO_TENSOR_CORES.search(name):
         arch, types = arch + " (no tensor cores)", ()
-    return GpuFact(int(gid) if isinstance(gid, int) else None, name, f"{cc[0]}.{cc[1]}", arch, tuple(types), source)
+    return GpuFact(gid, name, f"{cc[0]}.{cc[1]}", arch, tuple(types), source)
 
 
 def copy_facts(ce: Optional[CopyEnginesResult]) -> Dict[str, Any]:
@@ -176,19 +176,14 @@ def copy_facts(ce: Optional[CopyEnginesResult]) -> Dict[str, Any]:
 def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphResult,
                   copy_engines: Optional[CopyEnginesResult] = None) -> TraceFacts:
     gpus = _with_kernels(tuple(f for f in (gpu_fact(g) for g in model.info.gpus) if f is not None), model)
-    graph_ev = ""
-    uses_graphs = False
-    if graphs.available and (graphs.graph_launch_count or graphs.graph_kernel_count):
-        uses_graphs = True
-        graph_ev = (f"{graphs.graph_launch_count} graph launch call(s), {graphs.graph_kernel_count} kernel(s) "
-                    "executed as graph nodes")
+    uses_graphs = graphs.available and bool(graphs.graph_launch_count or graphs.graph_kernel_count)
+    graph_ev = (f"{graphs.graph_launch_count} graph launch call(s), {graphs.graph_kernel_count} kernel(s) "
+                "executed as graph nodes") if uses_graphs else ""
     um, um_ev = _unified_memory(model)
-    threads: List[NvtxThread] = []
     nv = model.nvtx
-    if nv is not None and len(nv):
-        g, n = np.unique(nv.gtid, return_counts=True)
-        for gt, cnt in sorted(zip(g.tolist(), n.tolist()), key=lambda x: (-x[1], x[0])):
-            threads.append(NvtxThread(int(gt), model.thread_label(int(gt)), int(cnt)))
+    g, n = np.unique(nv.gtid, return_counts=True) if nv is not None else (np.empty(0, np.int64), np.empty(0, np.int64))
+    threads = [NvtxThread(int(gt), model.thread_label(int(gt)), int(cnt))
+               for gt, cnt in sorted(zip(g.tolist(), n.tolist()), key=lambda x: (-x[1], x[0]))]
     stack = traits.stack
     compiled, compiled_ev = _inductor(model)
     return TraceFacts(gpus, traits.workload, traits.workload_evidence, stack, traits.stack_evidence,

@@ -1,15 +1,6 @@
-"""Classification of CUDA runtime/driver API names (the one place these lists live).
-
-Names are compared after removing every version suffix ``_v<digits>`` (also ``_v2``, ``_v10000`` and
-stacked ``_v2_v12000``) and the per-thread default-stream suffixes ``_ptsz`` / ``_ptds``. This is wider than
-the display name of the API table (which, like ``nsys stats``, removes only ``_vNNNN``): ``cuMemAlloc_v2``
-is shown as such but classified as ``cuMemAlloc``.
-
-* **sync** — host-blocking calls: device/stream/event/context synchronize (runtime and driver) and
-  synchronous (non-``Async``) memcpy/memset.
-* **nonblocking_sync** — query / wait calls that do not block the host (reported separately, never as sync).
-* **launch** — kernel and graph launch calls.
-* **alloc** / **free** — device, host-pinned, managed and stream-ordered allocation and release.
+"""Classification of CUDA runtime/driver API names (the one place these lists live): sync, non-blocking sync,
+launch, alloc and free. Names are compared without every ``_v<digits>`` suffix and ``_ptsz`` / ``_ptds``, wider than
+the display name (docs/METRICS.md, "Reading the export": ``cuMemAlloc_v2`` is classified as ``cuMemAlloc``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""CUDA API summary: per API (display name as ``nsys stats`` prints it: only a ``_vNNNN`` four-character
-suffix removed, see :func:`model.build.base_api_name`) calls, total, avg, p50, min, max of
-call durations (``end − start`` on the calling CPU thread); launch-call cost; allocation/free churn.
-
-All rows of ``CUPTI_ACTIVITY_KIND_RUNTIME`` are counted, grouped by (base name, eventClass): runtime (0)
-and driver (1) APIs, and wrapper classes some captures add (e.g. eventClass 67 rows that duplicate the
-runtime call around MPI) as separate rows. Raw names (with the version suffix) are kept in ``raw_names``.
-Only runtime/driver rows feed the sync, launch and accounting analyses.
+"""CUDA API summary: per (display name, eventClass) calls, total, avg, p50, min, max of call durations on the
+calling CPU thread; launch-call cost; allocation/free churn (docs/METRICS.md, "CUDA API summary").
 """
 
 from __future__ import annotations
@@ -71,11 +65,7 @@ def base_index(api: ApiCalls) -> Tuple[np.ndarray, List[str]]:
 
 
 def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
-    return cuda_api_of(model.api)
-
-
-def cuda_api_of(api: Optional[ApiCalls]) -> CudaApiResult:
-    """:func:`analyze_cuda_api` of a model whose CUDA API table is ``api`` (it reads nothing else)."""
+    api = model.api
     if api is None:
         return CudaApiResult(False, "no CUPTI_ACTIVITY_KIND_RUNTIME table: CUDA API calls were not traced")
     if len(api) == 0:

@@ -1,23 +1,5 @@
-"""CUDA graphs: graph launches, kernels launched from graphs, and graph-level (hidden-kernel) tracing.
-
-Definitions:
-
-* **graph launch** — a CUDA runtime/driver call whose base name is in ``api_classes.GRAPH_LAUNCH``
-  (``cudaGraphLaunch`` / ``cuGraphLaunch``); ``host_ns`` = summed call durations (end − start).
-* **graph kernel** — a kernel whose ``launch_idx`` points at a graph-launch call, or whose
-  ``graphNodeId`` is set (``graph_node >= 0``).
-* **kernels per launch** — number of graph kernels linked (by correlation id) to one graph-launch call;
-  the statistics (min/p50/mean/max, p50 by :func:`stats.median`, mean rounded to 3 decimals) cover the
-  launches with at least one linked kernel; ``launches_without_kernels`` counts the others.
-* **graph kernel share** — ``graph_kernel_ns`` (Σ end − start of graph kernels) / ``total_kernel_ns``
-  (Σ over all kernels) × 100.
-* **trace mode** — ``"node"`` when graph kernels are present; ``"graph"`` when ``GRAPH_TRACE`` rows are
-  present, or graph launches exist without any graph kernel (graph-level capture, whether or not the
-  capture metadata says ``Graph``); ``"none"`` when there are no graph launches, rows or graph kernels.
-* **graph-level hidden** — graph launches exist but no kernel row is linked to them and no kernel is a
-  graph node: the kernels inside the graphs were not traced individually. ``graph_trace`` then holds
-  the ``GRAPH_TRACE`` rows (one per graph execution): ``count``, ``total_ns`` (Σ end − start) and per
-  device ``union_ns`` (length of the union of the rows' intervals on that device).
+"""CUDA graphs: graph launches, kernels launched from graphs, and graph-level (hidden-kernel) tracing
+(docs/FINDINGS.md, "CUDA graphs").
 """
 
 from __future__ import annotations
@@ -53,7 +35,7 @@ class GraphLaunchPid(FieldsJson):
 
 @dataclass(frozen=True)
 class KernelsPerLaunch(FieldsJson):
-    """Kernels per graph launch over the launches with at least one linked kernel (module docstring)."""
+    """Kernels per graph launch over the launches with at least one linked kernel (docs/FINDINGS.md)."""
 
     launches: int
     min: int
@@ -119,12 +101,11 @@ def graph_launch_mask(model: TraceModel) -> np.ndarray:
     return ac.name_set_mask(api.names, api.name_idx, ac.GRAPH_LAUNCH) & api.primary
 
 
-def graph_kernel_mask(model: TraceModel, launch_mask: Optional[np.ndarray] = None) -> np.ndarray:
-    """Kernels launched from CUDA graphs (linked to a graph-launch call, or with a graph node id)."""
+def graph_kernel_mask(model: TraceModel, gm: np.ndarray) -> np.ndarray:
+    """Kernels launched from CUDA graphs (linked to a graph-launch call ``gm``, or with a graph node id)."""
     k = model.kernels
     if k is None or len(k) == 0:
         return np.zeros(0, bool)
-    gm = graph_launch_mask(model) if launch_mask is None else launch_mask
     m = k.graph_node >= 0
     li = k.launch_idx
     if li.shape[0] == len(k) and gm.shape[0]:

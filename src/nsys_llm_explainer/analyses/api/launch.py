@@ -1,11 +1,5 @@
-"""Launch storm: kernel launch rate and kernel-size distribution per device and per process.
-
-launches/s = kernels on the device (or of the PID) in the analysis window / the window's length (the same
-window as every other rate in the report; docs/MODEL.md).
-Kernel duration percentiles use the shared definition in :mod:`stats`; ``pct_under_Xus`` = percent of
-kernels shorter than X µs. A device or PID is flagged a *launch storm* when
-(launches/s ≥ 50 000 and p50 ≤ 10 µs) or (launches/s ≥ 100 000 and p50 ≤ 20 µs). The flag is evaluated
-per device and per PID only, never over all GPUs pooled.
+"""Launch storm: kernel launch rate and kernel-size distribution per device and per process, and the
+``launch_storm`` flag (docs/METRICS.md, "Launch storm").
 """
 
 from __future__ import annotations
@@ -22,11 +16,6 @@ from ..kernels.stats import KernelStats, kernel_stats
 
 STORM_RULES = ((50_000.0, 10_000), (100_000.0, 20_000))  # (launches/s at least, p50 at most ns)
 TINY_NS = 10_000
-
-
-def is_storm(rate: float, p50_ns: float) -> bool:
-    return any(rate >= r and p50_ns <= p for r, p in STORM_RULES)
-
 
 SHARE_THRESHOLDS_NS = (5_000, 10_000, 20_000)   # the ``pct_under_Xus`` fields
 
@@ -107,7 +96,7 @@ def _rows(key_name: str, gs: GroupStats, keys: np.ndarray, dur: np.ndarray, wind
         out.append({key_name: kv, "launches": n, "window_ns": window, "launches_per_s": rate,
                     "p50_ns": int(gs.p50[i]), "p90_ns": int(gs.p90[i]), "p99_ns": int(gs.p99[i]),
                     **{f"pct_under_{t // 1000}us": pct(int(under[t][i]), n) for t in SHARE_THRESHOLDS_NS},
-                    "launch_storm": is_storm(rate, float(gs.p50_exact[i]))})
+                    "launch_storm": any(rate >= r and float(gs.p50_exact[i]) <= p for r, p in STORM_RULES)})
     return out
 
 

@@ -1,10 +1,6 @@
-"""CPU↔GPU synchronization: host-blocking CUDA calls (see :mod:`api_classes` for the exact list),
-globally and per PID. Non-blocking query/wait calls are reported separately and never counted as sync.
-OS-runtime waits (``OSRT_API``) are not CPU↔GPU sync and are not included.
-
-``total_ns`` = summed call durations on the calling threads (calls on different threads may overlap in
-time); ``wall_ns`` = length of the union of those calls per PID (time during which at least one thread of
-the PID was blocked in a sync call).
+"""CPU↔GPU synchronization: host-blocking CUDA calls (:mod:`classes`), globally and per PID, with ``total_ns``
+(Σ call durations) and per PID ``wall_ns`` (union of its calls); non-blocking calls apart (docs/METRICS.md,
+"CPU↔GPU synchronization").
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import numpy as np
 from ...jsonable import FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
-from ...model.trace import ApiCalls, TraceModel
+from ...model.trace import TraceModel
 from ..common.stats import group_stats
 from . import classes as ac
 from .cuda_api import base_index
@@ -79,11 +75,7 @@ def _table(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: L
 
 
 def analyze_sync(model: TraceModel) -> SyncResult:
-    return sync_of(model.api)
-
-
-def sync_of(api: Optional[ApiCalls]) -> SyncResult:
-    """:func:`analyze_sync` of a model whose CUDA API table is ``api`` (it reads nothing else)."""
+    api = model.api
     if api is None or len(api) == 0:
         return SyncResult(False, "no CUDA API calls in the trace")
     dur = api.end - api.start

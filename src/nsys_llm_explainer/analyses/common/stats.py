@@ -1,12 +1,6 @@
-"""Grouped duration statistics — the single definition used by every table.
-
-For each group: ``count``, ``total_ns`` (sum of ``end − start``), ``avg_ns`` (total / count, rounded half
-up to an integer), ``min_ns``, ``max_ns``, and percentiles ``p50_ns`` / ``p90_ns`` / ``p99_ns`` computed
-with linear interpolation between closest ranks (numpy's default method; p50 equals nsys stats' "Med"),
-rounded half up to an integer. ``p50_exact`` keeps the unrounded median.
-
-Ungrouped values: :func:`percentile` / :func:`median` (same interpolation, unrounded float; callers round
-half up with :func:`round_half_up` where they report integer ns).
+"""Grouped duration statistics — the single definition used by every table (docs/METRICS.md, "Statistics").
+``p50_exact`` keeps the unrounded median; :func:`percentile` / :func:`median` give the same interpolation for
+ungrouped values (unrounded; callers round half up with :func:`round_half_up` where they report integer ns).
 """
 
 from __future__ import annotations

@@ -1,33 +1,5 @@
-"""NCCL collectives across GPUs / processes, and straggler (late rank) detection.
-
-Definitions:
-
-* **NCCL kernel** — a kernel whose name contains ``nccl`` (case-insensitive). Its **collective name** is the
-  first identifier starting with ``nccl`` in the kernel name (``ncclDevKernel_SendRecv(...)`` →
-  ``ncclDevKernel_SendRecv``).
-* **custom all-reduce** — non-NCCL kernels matching ``cross_device_reduce`` or ``all_reduce`` / ``allreduce``
-  (vLLM / TensorRT-LLM custom all-reduce, ``allreduce_fusion``); counted separately, never as NCCL.
-* per device / per PID: ``count``, ``total_ns`` (Σ end − start of NCCL kernels), ``kernel_ns`` (Σ end − start
-  of all kernels there), ``pct_of_kernel_ns`` = total_ns / kernel_ns × 100, ``union_ns`` = length of the union
-  of the NCCL kernel intervals (time with at least one NCCL kernel running).
-* **rank** — one (pid, device) pair with NCCL kernels, labelled ``"pid P / GPU D"``.
-* **matching** — the k-th NCCL kernel (in start order) of a collective name on one rank is matched with the
-  k-th kernel of that name on every other rank that runs that name; a collective is *matched* when all those
-  ranks (≥ 2) have a k-th kernel. ``unmatched_kernels`` = NCCL kernels outside matched collectives.
-* per matched collective: ``skew`` of a rank = its kernel start − earliest start among the ranks; the
-  **last to arrive** is the rank with the latest start (ties: highest rank index); ``wait`` = latest start −
-  earliest start.
-* per rank (over its matched kernels): ``mean_ns`` (rounded half up), ``p50_ns`` (:func:`stats.median`,
-  rounded half up), ``mean_start_skew_ns`` (rounded half up), ``last_arrival_count``.
-* **verdict** (``straggler``) — ``waiting_rank`` = rank with the largest p50 duration; ``duration_ratio`` =
-  its p50 / the median of the other ranks' p50; ``late_rank`` = rank most often last to arrive,
-  ``late_share`` = that count / matched collectives. Reported when ratio ≥ 1.5, share ≥ 0.6 and the two
-  ranks differ; ``wait_ns_total`` = Σ wait over matched collectives; ``confidence`` = ``"high"`` when
-  ratio ≥ 2 and share ≥ 0.8, else ``"medium"``. Also required, because the export does not name the
-  communicator of a kernel (matching is by name and issue order): the matched kernels end together — median
-  ``end_spread`` (latest − earliest end per matched collective) ≤ half the median wait — and no rank runs a
-  collective name on several CUDA streams (each communicator runs on its own stream); else the matching may
-  pair different communicators' collectives and no verdict is given (docs/CLUSTER.md).
+"""NCCL collectives across GPUs / processes, and straggler (late rank) detection: per device / PID totals,
+collectives matched across ranks by name and issue order, and the verdict (docs/FINDINGS.md, "NCCL").
 """
 
 from __future__ import annotations
@@ -180,13 +152,6 @@ def collective_name(kernel_name: str) -> str:
     return m.group(0) if m else kernel_name
 
 
-def _name_masks(names: List[str], name_idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    is_nccl = np.array([bool(NCCL_RE.search(n)) for n in names] + [False], bool)
-    is_custom = np.array([(not NCCL_RE.search(n)) and bool(CUSTOM_AR_RE.search(n)) for n in names] + [False],
-                         bool)
-    return is_nccl[name_idx], is_custom[name_idx]
-
-
 def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str
              ) -> List[Dict[str, Any]]:
     """The fields of each key value's row (the key under ``label``): :class:`NcclDeviceRow` / :class:`NcclPidRow`."""
@@ -207,7 +172,9 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     k = model.kernels
     if k is None or len(k) == 0:
         return NcclResult(False, "no CUDA kernels were captured")
-    nm, cm = _name_masks(k.names, k.name_idx)
+    nm = np.array([bool(NCCL_RE.search(n)) for n in k.names] + [False], bool)[k.name_idx]
+    cm = np.array([(not NCCL_RE.search(n)) and bool(CUSTOM_AR_RE.search(n)) for n in k.names] + [False],
+                  bool)[k.name_idx]
     dur = k.dur
     cnames = sorted({k.names[j] for j in np.unique(k.name_idx[cm]).tolist()})
     custom = CustomAllReduce(count=int(cm.sum()), total_ns=int(dur[cm].sum()), names=tuple(cnames))
@@ -219,14 +186,11 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     rows = np.nonzero(nm)[0]                        # start order
     s, d, e = k.start[rows], dur[rows], k.end[rows]
     # collective-name ids (loop over distinct kernel names only)
-    coll_names: List[str] = []
     coll_of_name = np.zeros(len(k.names) + 1, np.int64)
     lookup: Dict[str, int] = {}
     for j in np.unique(k.name_idx[rows]).tolist():
-        c = collective_name(k.names[j])
-        coll_of_name[j] = lookup.setdefault(c, len(lookup))
-        if len(coll_names) < len(lookup):
-            coll_names.append(c)
+        coll_of_name[j] = lookup.setdefault(collective_name(k.names[j]), len(lookup))
+    coll_names = list(lookup)
     coll = coll_of_name[k.name_idx[rows]]
     n_coll = len(coll_names)
     cc = np.bincount(coll, minlength=n_coll)

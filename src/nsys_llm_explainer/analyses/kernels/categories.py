@@ -1,41 +1,6 @@
-"""Kernel categories: what kind of work the GPU time went to (GEMM, attention, NCCL, …).
-
-Classification: ordered regex rules, searched case-insensitively in the kernel name (``re.search``; a name over
-8,192 characters by its two ends, :func:`config.patterns.match_text`); the first rule that matches decides the
-category, a name no rule matches is ``other``. Rules come from a preset (``presets/categories_<name>.json``:
-``generic``, ``vllm``, ``sglang``, ``trtllm``; an engine preset ``extends`` generic, its own rules first) and an
-optional user file (``--categories FILE``) whose rules are prepended (or, with ``"replace": true``, used alone); the
-user's rules are matched in bounded time (:mod:`config.patterns`). Reading and validating presets and user files is
-done by :mod:`config.categories` (:class:`CategoryRules`, re-exported here); this module only uses them.
-
-Preset auto-selection (no preset named): *detect share* of an engine = kernel time of kernels whose name
-matches any of that preset's ``detect`` regexes / total kernel time × 100; the engine with the largest
-share (> 0) is used (ties: vllm, sglang, trtllm order), else ``generic``.
-
-Numbers (integer ns; per category, overall / per device / per phase):
-
-* ``kernel_count`` / ``total_kernel_ns`` — kernels in the scope and the sum of their durations;
-  ``rule_count`` — number of rules applied (user rules + preset rules).
-* ``count`` — kernels in the category; ``total_ns`` — sum of their durations (``end − start``);
-  ``pct`` — ``total_ns`` / total kernel time of the same scope × 100 (summed time: overlap counts twice).
-* ``busy_ns`` of a device — length of the union of its kernel intervals.
-* ``nonoverlap_ns`` — on each device the busy time is cut into elementary segments at every kernel start
-  and end; each segment's length is shared equally among the distinct categories with at least one
-  kernel running in it. The exact (rational) shares are rounded to integers per device by the largest
-  remainder method (floors first, then one ns each to the largest fractional parts; ties: lowest category
-  index), so per device Σ_categories ``nonoverlap_ns`` == ``busy_ns`` exactly. Overall = sum over devices.
-  Computed by :mod:`category_split`.
-  ``nonoverlap_pct`` — ``nonoverlap_ns`` / ``busy_ns`` of the same scope × 100.
-* Per phase (``kernel_phase`` given): the same numbers computed over that phase's kernels alone (the
-  phase's busy time is the union of its own kernels on each device, summed over devices). Kernels with
-  phase -1 form the row with ``phase: null``.
-* ``other_ns`` / ``other_pct`` — ``total_ns`` / ``pct`` of category ``other`` (overall).
-* ``top_kernels`` — per category, the 5 kernel names with the largest ``total_ns`` (count, total_ns);
-  ``other_top_kernels`` — the same for ``other``, up to 15 names (candidates for ``--categories`` rules).
-* ``categories`` — category names in index order: the 14 standard ones, then user-defined ones.
-
-With ``include_memcpy`` memcpy / memset rows join as pseudo-kernels named ``[CUDA memcpy <kind>]`` /
-``[CUDA memset]`` (phase -1), classified by the same rules (category ``memcpy`` by default).
+"""Kernel categories: what kind of work the GPU time went to (GEMM, attention, NCCL, …), by ordered regex rules
+(first match wins) from a preset and the user's ``--categories`` file, read and validated by
+:mod:`config.categories`. Definitions: docs/FINDINGS.md, "Kernel categories".
 """
 
 from __future__ import annotations
@@ -134,7 +99,7 @@ def detect_engine(names: Sequence[str], name_total_ns: np.ndarray,
 
 @dataclass(frozen=True)
 class CategoryShare(FieldsJson):
-    """One category in a scope (a device, a phase; see module docstring): kernels, summed and non-overlapped time."""
+    """One category in a scope (a device, a phase; docs/FINDINGS.md): kernels, summed and non-overlapped time."""
 
     category: str
     count: int

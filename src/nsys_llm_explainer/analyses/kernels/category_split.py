@@ -1,11 +1,6 @@
 """Non-overlapped kernel time per category: each instant of a device's busy time is shared equally among
-the categories running then (the ``nonoverlap_ns`` of :mod:`categories`).
-
-On each device the busy time is cut into elementary segments at every interval start and end; each
-segment's length is shared equally among the distinct categories with at least one interval running in
-it. The exact (rational) shares are rounded to integers per device by the largest remainder method
-(floors first, then one ns each to the largest fractional parts; ties: lowest category index), so per
-device Σ_categories ``nonoverlap_ns`` == ``busy_ns`` (the length of the union of its intervals) exactly.
+the categories running then, rounded per device by the largest remainder (the ``nonoverlap_ns`` of
+:mod:`categories`; docs/FINDINGS.md, "Kernel categories").
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from ...model import intervals as iv
 
 def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
                      n_cat: int) -> Tuple[np.ndarray, int]:
-    """(nonoverlap_ns per category, busy_ns) for the intervals of ONE device (see module docstring).
+    """(nonoverlap_ns per category, busy_ns) for the intervals of ONE device (docs/FINDINGS.md, "Kernel categories").
 
     Memory is O(intervals): per category the union of its intervals is built; the number of active
     categories per elementary segment comes from one cumsum over all union-block boundaries; for each

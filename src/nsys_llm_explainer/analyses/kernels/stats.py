@@ -1,10 +1,7 @@
-"""Kernel duration statistics by grouping, computed once per model as a value (:class:`KernelStats`).
-
-Each grouping (``name``, ``name``+``device_id``, ``name``+``device_id``+``pid``, ``pid``, ``device_id``,
-``all``) holds :func:`~analyses.common.stats.group_stats` of the kernel durations (``end − start``, ns). The
-three name groupings come from one sort (:func:`~analyses.common.stats.nested_group_stats`). The analysis
-graph computes the full capture's and the steady window's statistics once each (one object when the window is
-the whole capture) and hands them to the analyses that read them.
+"""Kernel duration statistics by grouping (``name``, ``name``+``device_id``, ``name``+``device_id``+``pid``,
+``pid``, ``device_id``, ``all``; :func:`~analyses.common.stats.group_stats`), computed once per model as a value
+(:class:`KernelStats`): the three name groupings from one sort, the full capture's and the steady window's once
+each (one object when the window is the whole capture).
 """
 
 from __future__ import annotations

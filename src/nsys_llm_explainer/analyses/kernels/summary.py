@@ -1,8 +1,5 @@
-"""Top CUDA kernels, per device and overall, and per process.
-
-Kernel duration = ``end − start`` (ns). Kernels are grouped by demangled name (fallback: short name,
-then ``[missing StringId N]``). ``pct`` = group total / total kernel time of all kernels × 100
-(shares of summed kernel time, not of wall time: concurrent kernels are each counted).
+"""Top CUDA kernels, per device and overall, and per process: duration statistics per kernel name and ``pct``
+of all kernel time (docs/METRICS.md, "Kernels").
 """
 
 from __future__ import annotations

@@ -1,62 +1,6 @@
-"""What an expert reads from kernel names: precision/tensor-core use, fused attention, training vs inference,
-the software stack, and whether the GPU has tensor cores at all.
-
-Every distinct (demangled) kernel name is matched, lower-cased, against the regexes below (``re.search``; a name
-over 8,192 characters by its two ends: :func:`config.patterns.match_text`); one name may hit several traits. Only
-distinct names are matched; per-row work is numpy. Every rule runs in time linear in the name's length, whatever the
-name (rules written ``X\\w*Y`` below are matched in an equivalent form that cannot backtrack quadratically:
-docs/SECURITY.md, "Bounded matching").
-
-Traits (key — meaning — rule):
-
-* ``fp32_gemm_simt`` — GEMM/conv running on CUDA cores (FP32 SIMT math), not tensor cores —
-  ``sgemm|cgemm|scudnn|xmma\\w*f32f32_f32f32_f32|(gemv|gemmsn)\\w*<.*float`` (ampere/volta/turing_sgemm,
-  cutlass_80_simt_sgemm, implicit/explicit_convolve_sgemm — also with ``__half`` data —, complex
-  cgemm/gcgemm, [volta_fp16_]scudnn) and matching neither ``_TC_MARK`` (h884, h1688, h16816, s884, s1688,
-  s16816, i8816, i16832, hmma, imma, gmma/wgmma, tensorop, tensorNxNxN) nor ``tf32|f16|fp8|e4m3|e5m2``
-  (so ``…tf32…`` / ``…bf16…`` names are never SIMT).
-* ``tensor_core_gemm`` — GEMM/conv using tensor cores — ``_TC_MARK`` or ``nvjet|sm9\\d_xmma|tcgen05``,
-  ``(bf16|tf32|fp8|e4m3)\\w*gemm``, or ``xmma`` gemm/fprop/dgrad/wgrad names with ``f16|tf32|fp8|e4m3|i8i8|int8``.
-* ``attention_fused`` — flash/fused attention — ``flash_fwd|flash_bwd|flash::|flash_?attn|flashinfer|fmha|
-  paged_attention|cutlass[fb]_|efficient_attention|mmha|xqa|fused_attention|sdpa|flashmla|
-  multihead_attention``.
-* ``softmax`` — ``softmax`` kernels that are not ``attention_fused``.
-* ``attention_unfused`` — not a name rule: set when ``softmax`` kernels exist, some GEMM runs in the same
-  window (``gemm|bmm|gemv|nvjet|matmul`` or a GEMM trait above; not bare ``batched``, which also names
-  CatArrayBatchedCopy) and no ``attention_fused`` kernel exists.
-  Its numbers are those of the ``softmax`` kernels (the visible part of a matmul–softmax–matmul attention).
-* ``elementwise`` — eager (not yet fused) kernels: ``elementwise_kernel|cudafunctor|copy_kernel|fill_?kernel|
-  fillfunctor|cast|where_kernel|eigenmetakernel``.
-* ``inductor_pointwise`` — ``triton_poi_``: pointwise kernels ``torch.compile`` already fused (never counted as
-  unfused elementwise).
-* ``tiny_elementwise`` — ``elementwise`` names whose own median duration (over the window) is < 10 µs.
-* ``norm`` — ``layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|bn_fw|bn_bw``.
-* ``reduce`` — ``reduce_kernel`` (not ``splitKreduce_kernel``, a GEMM epilogue).
-* ``backward`` — ``backward|_bwd|bwd_|bn_bw|dgrad|wgrad|grad_?input|grad_?weight``.
-* ``optimizer`` — ``adam|multi_tensor_apply|sgd|lamb`` (not lambda) ``|optimizer``.
-* ``nccl`` — ``nccl``.
-* ``conv`` — ``convol|conv[123]d|conv_|winograd|im2col|scudnn|\\d{3,5}cudnn|fprop|dgrad|wgrad|nhwckrsc|
-  cudnn::cnn|flip_filter`` and cuDNN FFT conv (``fft[12]d_[rc]2[rc]|dse::…fft``).
-* ``autotune`` — ``redzone_checker`` (cuDNN/TF autotuning), plus, when ``redzone_checker`` is in the window,
-  the FFT-conv trial kernels (FFT conv above, ``cgemm``, ``compute_gemm_pointers``, complex transposes):
-  one-time work, not a steady hot spot.
-* ``layout_transform`` — ``nchwtonhwc|nhwctonchw|transpose|permut|shuffleintensor|swapdimension|reformat``.
-
-Numbers per trait (:class:`TraitHit`, integer ns): ``kernel_count``, ``total_ns`` (Σ duration),
-``share_pct`` (``total_ns`` / total kernel ns of the window × 100), ``p50_ns`` (median duration, linear
-interpolation as in :mod:`stats`, rounded half up), ``top_kernels`` (≤ 3 ``(name, count, total_ns)``,
-largest total first; ties: count, then name).
-
-``workload`` — ``training`` when ``backward`` ∪ ``optimizer`` kernels hold ≥ 5 % of kernel time, or a
-thread named like ``pt_autograd_*``/``autograd`` exists (PyTorch's autograd engine creates these threads
-only when backward runs); ``inference`` when the window otherwise holds a model's forward-pass kernels (a GEMM,
-convolution, attention, softmax or normalization trait); ``unknown`` otherwise (no kernels, or kernels of no
-recognisable model such as an MPI saxpy), with the evidence.
-
-``stack`` — first of ``_STACKS`` with evidence in the kernel, NVTX, process or thread names, in the order
-vllm, sglang, trtllm, tensorrt, tensorflow, jax, pytorch (``redzone_checker`` alone, which JAX's XLA
-autotuner also runs, says tensorflow only after jax found nothing). Pass only
-the names of the processes that ran kernels: system-wide thread lists may name unrelated programs.
+"""What an expert reads from kernel names: precision/tensor-core use, fused attention, training vs inference and
+the software stack. Each trait's meaning is :data:`TRAITS`, its rule the regex in :data:`_RX`; the numbers, the
+workload and the stack rule: docs/FINDINGS.md, "Kernel traits, workload and stack".
 """
 
 from __future__ import annotations
@@ -164,7 +108,7 @@ AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
 
 @dataclass(frozen=True)
 class TraitHit(FieldsJson):
-    """Kernels of one trait in the window (see module docstring for what each number means); ``meaning``: the
+    """Kernels of one trait in the window (numbers: docs/FINDINGS.md, "Kernel traits"); ``meaning``: the
     trait's description (:data:`TRAITS`, derived from ``trait``)."""
 
     trait: str

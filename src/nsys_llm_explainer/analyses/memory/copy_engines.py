@@ -1,39 +1,15 @@
 """Copy engines as a resource: per device and copy path, how busy the path is in the steady window, how many
 bytes it moves, at what rate, and how much of it runs under kernels (docs/METRICS.md, "Copy paths").
-
-* **Path** of a copy row: its ``copyKind`` folded to the engine direction it uses (:data:`PATH_OF_KIND`):
-  ``H2D`` (HtoD, HtoA), ``D2H`` (DtoH, AtoH), ``D2D`` (DtoD, AtoA, AtoD, DtoA), ``P2P`` (peer), ``H2H``,
-  ``Unified`` (managed-memory migrations, kinds 11–13), ``other`` (unknown kinds); memset rows are ``memset``.
-  ``H2D`` and ``D2H`` are the *host* paths.
-* Window ``[w0, w1)`` (the analysis window). A row is in it when it intersects it (:mod:`model.clip`'s rule);
-  its interval is clipped to it.
-* ``busy_ns`` (per device, path) = |C| with ``C`` the union of the path's clipped copy intervals (concurrent copies
-  of one path count once); ``busy_pct`` = 100 · busy_ns / window_ns.
-* ``bytes``: each row's bytes **prorated** to the part of it inside the window (``bytes · clipped / duration``; a
-  zero-length row counts whole), summed per path and rounded half up; ``count``: rows in the window.
-* ``gb_per_s`` = bytes / busy_ns (1 byte/ns = 1 GB/s, decimal): the rate the path sustained while busy; None when
-  busy_ns is 0.
-* ``K`` = union of the device's kernel and whole-graph-execution intervals in the window (the busy set of
-  docs/MODEL.md without copies, whatever ``--include-memcpy-in-busy`` says). ``kernel_overlap_ns`` = |C ∩ K|;
-  ``overlap_pct`` = 100 · |C ∩ K| / |C| (0 when |C| = 0): the share of the path's busy time with a kernel running;
-  ``beyond_kernels_ns`` = |C \\ K| (path busy, no kernel: idle GPU time the path holds).
-* ``pageable_count`` / ``pageable_bytes`` (host paths): rows whose source or destination is pageable host
-  memory (``srcKind`` / ``dstKind`` 0), bytes prorated as above.
-* Per step (when steps exist): steps clipped to the window (those left with a positive length);
-  ``step_busy_pct_p50`` = median over them of 100 · |C ∩ step| / |step|; ``bytes_per_step_p50`` = median over them
-  of the prorated bytes of the path's rows whose clipped start lies in the step (0 for a step without one).
-* Per device: ``kernel_busy_ns`` = |K|, ``copy_busy_ns`` = |∪ of every path| and ``copy_overlap_ns`` = its overlap
-  with K (what the ``copies_overlap_kernels`` fact pools).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple, Union
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from ...jsonable import json_ready
+from ...jsonable import FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import MEMCPY_KIND_LABEL, rows_by_value
 from ...model.trace import Memcpy, Memset, TraceModel
@@ -67,7 +43,7 @@ def path_of_detail(detail: str) -> str:
 
 @dataclass(frozen=True)
 class CopyPath:
-    """One copy path of one device over the window (module docstring)."""
+    """One copy path of one device over the window (docs/METRICS.md, "Copy paths")."""
 
     device_id: int
     path: str
@@ -99,18 +75,13 @@ class CopyDevice:
 
 
 @dataclass(frozen=True)
-class CopyEnginesResult:
+class CopyEnginesResult(FieldsJson):
     available: bool
     reason: Optional[str]
     window_start_ns: int = 0
     window_end_ns: int = 0
     paths: Tuple[CopyPath, ...] = ()
     devices: Tuple[CopyDevice, ...] = ()
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json_ready({"available": self.available, "reason": self.reason,
-                           "window_start_ns": self.window_start_ns, "window_end_ns": self.window_end_ns,
-                           "paths": [asdict(p) for p in self.paths], "devices": [asdict(d) for d in self.devices]})
 
     def path(self, device_id: int, path: str) -> Optional[CopyPath]:
         return next((p for p in self.paths if p.device_id == device_id and p.path == path), None)

@@ -1,8 +1,4 @@
-"""Memcpy / memset GPU activity by direction and memory kind.
-
-Per group: ``count``, ``bytes``, ``total_ns`` (sum of ``end − start`` on the GPU), duration stats, and
-achieved bandwidth ``gb_per_s`` = bytes / total_ns (1 byte/ns = 1 GB/s, decimal GB).
-Direction labels follow ``ENUM_CUDA_MEMCPY_OPER``; memory kinds ``ENUM_CUDA_MEM_KIND`` (built-in fallbacks).
+"""Memcpy / memset GPU activity by direction and memory kind (docs/METRICS.md, "Memcpy / memset").
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ def mem_kind(k: int) -> str:
 
 @dataclass(frozen=True)
 class CopyStatsRow(FieldsJson):
-    """Count, bytes, GPU durations (ns) and achieved bandwidth of a group of copies or memsets (module docstring;
+    """Count, bytes, GPU durations (ns) and achieved bandwidth of a group of copies or memsets (docs/METRICS.md;
     the rows below add the keys that name the group, written first: ``JSON_KEYS``)."""
 
     count: int

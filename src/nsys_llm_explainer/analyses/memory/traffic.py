@@ -1,24 +1,5 @@
-"""Memory traffic and allocation: host↔device copies, pageable and synchronous copies, alloc/free calls.
-
-Definitions:
-
-* **copies** — rows of ``CUPTI_ACTIVITY_KIND_MEMCPY``; per group ``count``, ``bytes`` (Σ bytes) and
-  ``total_ns`` (Σ end − start on the GPU). Directions follow ``copyKind`` (1 HtoD, 2 DtoH, 8 DtoD,
-  10 PtoP, …); memory kinds follow ``srcKind`` / ``dstKind`` (0 pageable, 1 pinned, 2 device, 4 managed, …).
-* **host copies** — copies with ``copyKind`` HtoD (1) or DtoH (2).
-* **pageable copies** — host copies whose source or destination kind is pageable (0): the driver stages
-  them through a pinned bounce buffer, and they cannot overlap with compute.
-* **synchronous copies** — copy rows whose launching API call (``launch_idx``) is a synchronous memcpy
-  (``api_classes.SYNC_MEMCPY`` without memset names, i.e. not ``*Async``); ``host_blocked_ns`` = Σ duration
-  of those distinct calls (a call counted once even when it produced several copy rows); ``calls`` = their
-  number.
-* **alloc / free** — runtime/driver calls of class ``alloc`` / ``free`` (:mod:`api_classes`): ``count``,
-  ``total_ns`` (Σ call durations), per API name.
-* **steps** (only with ``step_bounds = (starts, ends)``, non-overlapping): a copy belongs to the step whose
-  ``[start, end)`` holds the start of its launching call (GPU start when the call is unknown); an
-  alloc/free call belongs to the step holding its start ("allocation in the loop": ``in_steps``).
-  ``copies_per_step_*`` / ``bytes_per_step_*`` are the median (:func:`stats.median`) and mean over all steps,
-  steps without copies counting as 0; means of counts are rounded to 3 decimals, byte means half up.
+"""Memory traffic and allocation: host↔device copies, pageable and synchronous copies, alloc/free calls, copies per
+step (docs/FINDINGS.md, "Memory traffic").
 """
 
 from __future__ import annotations
@@ -77,7 +58,7 @@ class CopyKinds(CopyTotals):
 
 @dataclass(frozen=True)
 class PageableCopies(CopyTotals):
-    """The pageable host copies (module docstring), all and per direction."""
+    """The pageable host copies (docs/FINDINGS.md), all and per direction."""
 
     by_direction: Tuple[CopyDirection, ...]
 
@@ -93,7 +74,7 @@ class SyncCopyApi(FieldsJson):
 
 @dataclass(frozen=True)
 class SyncCopies(CopyTotals):
-    """The synchronous copies (module docstring): copy rows, their calls, the calls' summed duration, the pageable
+    """The synchronous copies (docs/FINDINGS.md): copy rows, their calls, the calls' summed duration, the pageable
     ones among the rows, per API."""
 
     calls: int
@@ -116,7 +97,7 @@ class StepCopyKind(FieldsJson):
 
 @dataclass(frozen=True)
 class CopiesPerStep(FieldsJson):
-    """Copies per step (module docstring): the copies inside steps, their median and mean per step, by kind."""
+    """Copies per step (docs/FINDINGS.md): the copies inside steps, their median and mean per step, by kind."""
 
     step_count: int
     copies_in_steps: int
@@ -226,15 +207,6 @@ def _step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
     return np.where(ok, i, -1)
 
 
-def _sorted_steps(step_bounds: Optional[Tuple[np.ndarray, np.ndarray]]) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-    if step_bounds is None:
-        return None
-    s0 = np.asarray(step_bounds[0], np.int64)
-    s1 = np.asarray(step_bounds[1], np.int64)
-    o = np.argsort(s0, kind="stable")
-    return s0[o], s1[o]
-
-
 def analyze_memory(model: TraceModel,
                    step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> MemoryResult:
     mc, api = model.memcpy, model.api
@@ -243,7 +215,11 @@ def analyze_memory(model: TraceModel,
     fm = ac.class_mask(api, "free") if api is not None and len(api) else np.zeros(0, bool)
     if not has_copies and not am.any() and not fm.any():
         return MemoryResult(False, "no memcpy activity and no allocation/free calls in the trace")
-    steps = _sorted_steps(step_bounds)
+    steps = None
+    if step_bounds is not None:
+        s0, s1 = np.asarray(step_bounds[0], np.int64), np.asarray(step_bounds[1], np.int64)
+        o = np.argsort(s0, kind="stable")
+        steps = s0[o], s1[o]
     fields: Dict[str, Any] = _copies(mc, api, steps) if mc is not None and has_copies else {
         "host_copies": CopyTotals(0, 0, 0), "pageable": PageableCopies(0, 0, 0, ()),
         "sync_copies": SyncCopies(0, 0, 0, calls=0, host_blocked_ns=0, pageable_count=0, by_api=())}

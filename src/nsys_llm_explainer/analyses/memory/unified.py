@@ -1,47 +1,19 @@
 """Unified Memory (CUDA managed memory): page migrations, GPU and CPU page faults, and how much kernel time ran
-while migrations were in flight (docs/METRICS.md, "Unified Memory").
-
-Inputs (all from the model; SCHEMA.md §3.3):
-
-* **Migrations** — ``CUPTI_ACTIVITY_KIND_MEMCPY`` rows with ``copyKind`` 11 (Unified Host-to-Device), 12
-  (Unified Device-to-Host) or 13 (Unified Device-to-Device). Per direction, per migration cause
-  (``migrationCause``, ``ENUM_CUDA_UNIF_MEM_MIGRATION``; "not recorded" when NULL or the column is absent) and per
-  device: ``count``, ``bytes`` (Σ ``bytes``), ``total_ns`` (Σ ``end − start`` on the GPU).
-* **GPU page faults** — ``CUDA_UM_GPU_PAGE_FAULT_EVENTS``: one row per fault group (``start``, ``end``,
-  ``deviceId``); ``gpu_fault_events`` = rows, ``gpu_page_faults`` = Σ ``numberOfPageFaults`` (as nsys'
-  ``um_total_sum`` report counts them), also by ``faultAccessType`` (``ENUM_CUDA_UNIF_MEM_ACCESS_TYPE``);
-  ``gpu_fault_union_ns`` = |union of the fault-group intervals| of a device.
-* **CPU page faults** — ``CUDA_UM_CPU_PAGE_FAULT_EVENTS``: one row per fault (``start`` only); counted, and by
-  function (``CpuInstruction``) and module (``module``), both StringIds names.
-
-**Kernel time under migrations** (per device ``d`` and window): ``K_d`` = union of the device's kernel intervals
-and whole-graph executions (the busy set of docs/MODEL.md without copies, whatever ``--include-memcpy-in-busy``
-says), ``M_d`` = union of its migration intervals, both inside the window. ``overlap_ns = |K_d ∩ M_d|`` (wall time
-in which at least one kernel and at least one migration ran on the device; concurrent kernels count once),
-``overlap_pct = 100 · overlap_ns / |K_d|`` (0 when ``|K_d| = 0``), ``migration_idle_ns = |M_d \\ K_d|`` (migration
-time with no kernel running: idle time, which the idle-cause model charges to ``copy``). Pooled figures sum the
-listed devices (those with a migration or a GPU fault in the window).
-
-Windows: ``steady`` is computed on the clipped steady-state model (rows intersecting the window, clipped to it
-by :func:`model.clip.clip_model`: ``bytes`` of a row crossing an edge counts whole, its ns only inside); ``full``
-on every row. A trace with no migration and no fault row is ``available = False`` with the reason saying which
-sources were present; the cost is then one pass over the memcpy ``copyKind`` column.
+while migrations were in flight, over the steady window and the whole capture (docs/METRICS.md, "Unified Memory").
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson, dataclass_from_json, json_ready, rows_renamed
+from ...jsonable import FieldsJson, dataclass_from_json, fields_json, rows_renamed
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import Memcpy, TraceModel
-
-Row = Dict[str, Any]
 
 UM_COPY_KINDS = (11, 12, 13)
 DIRECTION = {11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device"}
@@ -87,7 +59,7 @@ class CpuFaultSite:
 
 @dataclass(frozen=True)
 class UmDevice:
-    """One device over one window (module docstring)."""
+    """One device over one window (docs/METRICS.md, "Unified Memory")."""
 
     device_id: int
     migration_count: int
@@ -131,38 +103,22 @@ class UmWindow:
         return next((d for d in self.devices if d.device_id == device_id), None)
 
     def to_dict(self) -> Dict[str, Any]:
-        def migrations(rows: Tuple[MigrationGroup, ...], key: str, label: str) -> List[Row]:
-            return [{key: r.key, label: r.label, "count": r.count, "bytes": r.bytes, "total_ns": r.total_ns}
-                    for r in rows]
-
-        def sites(rows: Tuple[CpuFaultSite, ...], key: str) -> List[Row]:
-            return [{key: r.name, "count": r.count} for r in rows]
-
-        return json_ready({
-            "window": self.window, "start_ns": self.start_ns, "end_ns": self.end_ns,
-            "migration_count": self.migration_count, "migration_bytes": self.migration_bytes,
-            "migration_ns": self.migration_ns, "by_direction": migrations(self.by_direction, "copy_kind", "direction"),
-            "by_cause": migrations(self.by_cause, "cause_id", "cause"), "devices": [asdict(x) for x in self.devices],
-            "kernel_busy_ns": self.kernel_busy_ns, "overlap_ns": self.overlap_ns, "overlap_pct": self.overlap_pct,
-            "migration_idle_ns": self.migration_idle_ns, "gpu_fault_events": self.gpu_fault_events,
-            "gpu_page_faults": self.gpu_page_faults,
-            "gpu_faults_by_access": [{"access_id": r.access_id, "access": r.access, "count": r.count,
-                                      "page_faults": r.page_faults} for r in self.gpu_faults_by_access],
-            "cpu_fault_count": self.cpu_fault_count,
-            "cpu_faults_by_function": sites(self.cpu_faults_by_function, "function"),
-            "cpu_faults_by_module": sites(self.cpu_faults_by_module, "module")})
+        d = fields_json(self)
+        for f, names in _JSON_NAMES.items():
+            d[f] = [{names.get(k, k): v for k, v in r.items()} for r in d[f]]
+        return d
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "unified memory window") -> UmWindow:
-        """The inverse of :meth:`to_dict` (the keys of the migration groups and fault sites back to field names)."""
-        def rows(key: str, names: Dict[str, str]) -> List[Row]:
-            return rows_renamed(d, key, names, where)
+        """The inverse of :meth:`to_dict` (the JSON keys of the migration groups and fault sites back to fields)."""
+        return dataclass_from_json(cls, d, where, (), **{f: rows_renamed(d, f, {v: k for k, v in names.items()}, where)
+                                                         for f, names in _JSON_NAMES.items()})
 
-        return dataclass_from_json(
-            cls, d, where, by_direction=rows("by_direction", {"copy_kind": "key", "direction": "label"}),
-            by_cause=rows("by_cause", {"cause_id": "key", "cause": "label"}),
-            cpu_faults_by_function=rows("cpu_faults_by_function", {"function": "name"}),
-            cpu_faults_by_module=rows("cpu_faults_by_module", {"module": "name"}))
+
+#: the key / label / name fields of :class:`UmWindow`'s groups and sites, by the names ``report.json`` gives them
+_JSON_NAMES = {"by_direction": {"key": "copy_kind", "label": "direction"},
+               "by_cause": {"key": "cause_id", "label": "cause"}, "cpu_faults_by_function": {"name": "function"},
+               "cpu_faults_by_module": {"name": "module"}}
 
 
 @dataclass(frozen=True)
@@ -228,18 +184,12 @@ def kernel_unions(m: TraceModel) -> Callable[[int], iv.IntervalUnion]:
     e = np.empty(0, np.int64)
     tables = [(t, dict(rows_by_value(np.asarray(t.device)))) for t in (m.kernels, m.graph_trace)
               if t is not None and len(t)]
-    return lambda d: _kernel_union([(t.start[rows.get(d, e)], t.end[rows.get(d, e)]) for t, rows in tables])
 
-
-def _kernel_union(parts: List[Tuple[np.ndarray, np.ndarray]]) -> iv.IntervalUnion:
-    parts_s = [p[0] for p in parts]
-    parts_e = [p[1] for p in parts]
-    if not parts_s:
-        e = np.empty(0, np.int64)
-        return iv.union_lean(e, e)
-    s = np.concatenate(parts_s).astype(np.int64, copy=False)
-    e = np.concatenate(parts_e).astype(np.int64, copy=False)
-    return iv.union_blocks(s, e)
+    def union(d: int) -> iv.IntervalUnion:
+        sel = [(t, rows.get(d, e)) for t, rows in tables]
+        return iv.union_blocks(np.concatenate([e] + [t.start[r] for t, r in sel]),
+                               np.concatenate([e] + [t.end[r] for t, r in sel]))
+    return union
 
 
 def _top(idx: np.ndarray, names: List[str]) -> Tuple[CpuFaultSite, ...]:

@@ -1,23 +1,6 @@
-"""NVTX → kernel attribution.
-
-A kernel follows its launch call (the CUDA API row with the same correlationId in the same process) to
-the push/pop ranges open on the launching thread: ranges with start ≤ call start and end ≥ call end, in
-every NVTX domain (each domain has its own push/pop stack; the innermost range over all domains is the
-one that started last).
-
-* ``inclusive_ns`` of a range name: kernel time of kernels with at least one enclosing range of that
-  name (a kernel counts once per distinct enclosing name, as nsys's nvtx_kern_sum does).
-* ``innermost_ns``: kernel time of kernels whose innermost enclosing range has that name
-  (Σ innermost_ns = attributed kernel time, no double counting).
-* ``coverage`` = kernel time with any enclosing range / total kernel time (per PID: of that PID).
-* Start/end ranges (types 60/71) that were ended on the thread that started them count like push/pop
-  ranges, as in nsys's nvtx_kern_sum: a kernel is inside one when its launch call, on the thread that
-  called ``nvtxRangeStart``, lies within [start, end]. They are not on the push/pop stack, so they give
-  rows with ``style`` ``StartEnd`` (``kernel_count`` / ``inclusive_ns`` once per kernel and name,
-  ``innermost_ns`` 0) and ``startend_kernel_ns`` (kernel time inside any of them); ``coverage`` and
-  the innermost columns stay push/pop only. Start/end ranges ended on another thread never count.
-* Phase totals (``--phase-map``) come from :mod:`phases` (one definition of a kernel's phase):
-  :mod:`graph`'s ``phases`` step makes a copy of this result with ``phases`` set.
+"""NVTX → kernel attribution: the kernel time launched inside each NVTX range name (inclusive, innermost), the
+coverage, and the kernels no range covers per launching thread (docs/METRICS.md, "NVTX → kernel attribution").
+Phase totals (``--phase-map``) come from :mod:`phases`: :mod:`graph`'s ``phases`` step sets ``phases`` on a copy.
 """
 
 from __future__ import annotations
@@ -44,7 +27,7 @@ from .tree import (
 
 @dataclass(frozen=True)
 class RangeRow(FieldsJson):
-    """Kernels attributed to one NVTX range name (module docstring): ``style`` ``PushPop`` or ``StartEnd``."""
+    """Kernels attributed to one NVTX range name (docs/METRICS.md): ``style`` ``PushPop`` or ``StartEnd``."""
 
     name: str
     style: str

@@ -1,14 +1,5 @@
-"""NVTX ranges by (domain-qualified) name and style.
-
-Per name and style (``PushPop`` = types 59/70, ``StartEnd`` = 60/71): count, total, avg, p50, min, max of
-``end − start``. A range left unterminated in the capture (NULL ``end``) ends at the latest NVTX timestamp
-of the export (any row, marks included), as nsys 2022.4's nvtxsum / nvtxkernsum do; their number is
-reported as ``unterminated``, the rule as ``unterminated_end_rule`` and the end used as
-``unterminated_end_ns`` (null when none is open).
-``self_ns`` (push/pop only) = time inside the range not inside a nested push/pop range of the same thread
-and domain, so self times of all ranges never double count nesting; ``pct_self`` = self_ns / Σ self_ns ×
-100. ``pct_total`` = total / Σ totals × 100 as nsys prints it (nested ranges are counted once per level
-there).
+"""NVTX ranges by (domain-qualified) name and style: duration statistics, self time of push/pop ranges and
+shares (docs/METRICS.md, "NVTX ranges"; the end of an unterminated range: "Reading the export").
 """
 
 from __future__ import annotations
@@ -27,7 +18,7 @@ from .tree import NvtxTree, build_tree, self_time
 
 @dataclass(frozen=True)
 class NvtxRangeRow(FieldsJson):
-    """One NVTX range name and style (module docstring): duration statistics (ns), ``pct_total``, and for push/pop
+    """One NVTX range name and style (docs/METRICS.md): duration statistics (ns), ``pct_total``, and for push/pop
     ranges ``self_ns`` / ``pct_self`` (None, and no key in ``report.json``, for start/end ranges)."""
 
     name: str

@@ -1,11 +1,7 @@
-"""Nesting of NVTX push/pop ranges (parent, depth), computed with vectorized pointer jumping.
-
-NVTX keeps one push/pop stack per thread *and domain*, so ranges of one (thread, domain) nest, while
-ranges of different domains on the same thread may interleave (e.g. an ``NCCL:`` range that ends just
-after the enclosing model-layer range). The tree is therefore built per (thread, domain) segment: ranges
-are ordered by (thread, domain, start, −end); the parent of a range is the nearest earlier range of the
-same segment whose end is ≥ its end. Start/end ranges (type 60/71) and ranges closed on another thread
-are not part of the tree.
+"""Nesting of NVTX push/pop ranges (parent, depth), computed with vectorized pointer jumping, per (thread, domain)
+segment: ranges ordered by (thread, domain, start, −end), the parent of a range the nearest earlier range of the
+segment whose end is ≥ its end; start/end ranges and ranges closed on another thread are not in the tree
+(docs/METRICS.md, "NVTX ranges").
 
 Every walk along the tree is O(n log depth), never one numpy pass per depth level (a 100 000-deep
 nesting must stay fast): parents come from a "previous greater-or-equal end" search (a few rounds of

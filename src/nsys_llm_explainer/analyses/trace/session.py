@@ -1,19 +1,5 @@
-"""The capture as recorded: the profiling session's length and where the CUDA activity lies in it
-(docs/METRICS.md, "Session and CUDA activity").
-
-The export records the session's length in ``ANALYSIS_DETAILS.duration`` (or ``stopTime − startTime`` when
-``duration`` is absent). Its timestamps are ns since the session start (SCHEMA.md §2.2), plus
-``TARGET_INFO_SESSION_START_TIME.utcEpochNs`` when the export was normalised to UTC
-(``EXPORT_PARAM_TIME_NORMALIZE``) and plus the shift of ``--ts-shift`` (``EXPORT_CONFIG_TIME_SHIFT``): so the
-session is ``[origin, origin + duration)`` with ``origin = shift + (utcEpochNs if normalised else 0)``.
-``ANALYSIS_DETAILS.startTime`` is never the origin (a host-clock value in 2026.x exports; in one 2023 export it
-lies 41 s after every event).
-
-The CUDA activity is first start → last end of the CUDA rows (kernels, memcpy, memset, sync, graph-trace rows,
-CUDA API calls; not NVTX). It *starts far* from the session's start when the session ran more than
-:data:`FAR_SHARE` of its length **and** more than :data:`FAR_NS` before it; it *ends far* likewise before the
-session's end. ``placed`` is false when the CUDA activity does not lie inside the session (a timeline the rule
-above does not describe): the length is then stated, the positions are not.
+"""The capture as recorded: the profiling session's length and where the CUDA activity lies in it, and whether
+it starts or ends far from the session's edges (docs/METRICS.md, "Session and CUDA activity").
 """
 
 from __future__ import annotations

@@ -1,52 +1,5 @@
-"""Steady-state analysis window: drop warm-up (model load, compilation, graph capture, sparse early
-kernels) and idle tails before measuring.
-
-Definitions (all times integer ns on the export timeline):
-
-* ``full_start_ns`` / ``full_end_ns``: first start / last end of any captured activity (kernels, CUDA API,
-  memcpy/memset/sync/graph-trace rows, NVTX ranges) — :attr:`TraceModel.trace_start` / ``trace_end``.
-* ``start_ns`` / ``end_ns``: the chosen window; ``window_ns = end_ns − start_ns``.
-* ``warmup_ns = start_ns − full_start_ns``; ``tail_ns = full_end_ns − end_ns``;
-  ``steady_fraction = window_ns / (full_end_ns − full_start_ns)`` (1.0 for an empty span).
-* ``method``: ``override`` (``--window START_NS:END_NS``, clipped to the full span), ``nvtx``
-  (``--window-nvtx NAME``: first start → last end of all NVTX ranges whose name equals NAME exactly),
-  ``auto`` (rule below trimmed something) or ``full`` (nothing trimmed).
-
-Auto rule:
-
-1. Split the full span into ``min(200, span / 1 µs)`` equal bins. *Busy fraction* of a bin = length of the
-   union of all kernel intervals (all devices pooled) inside the bin / bin width.
-2. *Reference density* = busy-weighted median of the bin busy fractions: the busy fraction of the bin
-   below which half of all busy ns lie (sort bins by busy fraction, accumulate busy ns, take the first bin
-   reaching 50 %). A bin is *active* when its busy fraction ≥ ``ACTIVE_FRACTION`` (25 %) × reference.
-3. Active runs separated by at most ``HOLE_BINS_FRACTION`` (5 %) of the bins of inactive bins are merged
-   (short pauses inside the steady state). The merged run holding the most busy ns is the steady stretch
-   (ties: the earliest).
-3b. Bursty warm-up (or tail) whose bursts are closer than the hole tolerance is merged into the run; it is cut
-   to the bin: the run's per-bin busy fractions are split at their least-squares change point (two constant
-   levels); the leading part is dropped when its level is under ``SPARSE_EDGE_RATIO`` (½) of the rest's, it
-   and the rest span ≥ ``MIN_EDGE_BINS`` (3) bins each and it holds ≤ ``TRIM_MAX_BUSY_SHARE`` of all busy ns;
-   then the same for the trailing part of what is left.
-4. Edges are refined on the busy blocks (pooled kernel union): blocks closer than ``H`` = min(largest gap
-   between the stretch's blocks, half a bin) form chains; the candidate start is the first block
-   of the chain holding the last block that starts in the stretch's first bin (looking back at most one
-   bin), the candidate end the last block of the chain holding the first block that ends in its last bin
-   (looking ahead at most one bin). Sparse kernels sharing an edge bin are thereby dropped, dense ones
-   just outside it kept.
-5. The leading part ``[full_start, candidate start)`` is trimmed only when it exceeds ``TRIM_MIN_SHARE``
-   (10 %) of the candidate window (``candidate end − candidate start``, or of the full span if smaller)
-   **and** holds at most ``TRIM_MAX_BUSY_SHARE`` (25 %) of all pooled busy ns (a
-   sparser part that still carries much of the GPU work is workload, not warm-up); likewise the trailing
-   part. A side that is not trimmed keeps its full edge.
-   Nothing trimmed → method ``full``. Fewer than ``MIN_KERNELS`` (20) kernels or a span under 1 µs → ``full``.
-
-``details`` (auto only): ``warmup_busy_pct`` / ``steady_busy_pct`` / ``tail_busy_pct`` = pooled kernel
-union inside ``[full_start, cand_start)`` / ``[cand_start, cand_end)`` / ``[cand_end, full_end)`` / that
-length × 100;
-``warmup_share_of_busy_pct`` / ``tail_share_of_busy_pct`` = pooled busy ns in the leading / trailing part /
-all pooled busy ns × 100; ``reference_busy_pct`` and ``active_threshold_pct`` from step 2
-(:class:`WindowDetails`; ``nvtx``: ``nvtx_name`` and ``nvtx_ranges``; ``override`` and a ``full`` kept for too
-little activity: none, ``{}``).
+"""Steady-state analysis window: drop warm-up (model load, compilation, graph capture, sparse early kernels) and
+idle tails before measuring. Definitions and the auto rule: docs/FINDINGS.md, "Steady-state window".
 """
 
 from __future__ import annotations
@@ -82,9 +35,8 @@ def _omitted() -> Any:
 
 @dataclass(frozen=True)
 class WindowDetails(FieldsJson):
-    """How the window was found (module docstring): the auto rule's bins, levels and candidate edges (``auto``, and
-    ``full`` when the rule ran but trimmed nothing), or the NVTX range's name and count (``nvtx``); a field of the
-    other method is None and has no key in ``report.json`` (no key at all: ``{}``)."""
+    """How the window was found (docs/FINDINGS.md, "Steady-state window"): the auto rule's bins, levels and
+    candidate edges, or the NVTX range's name and count; the other method's fields are None and have no key."""
 
     bins: Optional[int] = _omitted()
     bin_ns: Optional[int] = _omitted()
@@ -209,7 +161,7 @@ def _change_point(f: np.ndarray) -> Tuple[int, float, float]:
 
 def _sparse_edges(frac: np.ndarray, busy: np.ndarray, b0: int, b1: int, total: int) -> Tuple[int, int]:
     """Bins ``b0..b1`` of the merged run without a sparse warm-up or tail that the hole tolerance merged into
-    it (step 3b of the module docstring): a side is cut at the least-squares change point of the bins' busy
+    it (step 3b of the auto rule): a side is cut at the least-squares change point of the bins' busy
     fractions when its level is under ``SPARSE_EDGE_RATIO`` of the rest's and it holds at most
     ``TRIM_MAX_BUSY_SHARE`` of all busy ns; the lead first, then the tail of what is left."""
     for side in ("lead", "tail"):

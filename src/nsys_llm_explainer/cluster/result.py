@@ -1,9 +1,6 @@
-"""The typed cluster result: per-file facts, clock alignment, per-device rows, matched collectives, claims.
-
-``ClusterResult.to_dict()`` is ``cluster.json`` (``schema_version`` :data:`SCHEMA_VERSION`) and
-``ClusterResult.from_dict()`` reads it back (the renderers read the typed result only). Built from the per-file
-:class:`summary.FileSummary` objects only, so it is the same whichever executor produced them.
-"""
+"""The typed cluster result: per-file facts, clock alignment, per-device rows, matched collectives, claims;
+``to_dict()`` is ``cluster.json``, ``from_dict()`` reads it back. Built from the per-file summaries alone, so it is
+the same whichever executor produced them (docs/CLUSTER.md)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""Per-file work of a cluster run: analyse one export and keep a compact, picklable :class:`FileSummary`.
-
-A worker (local process or Dask) runs :func:`analyze_file`: the full single-file analysis
-(:func:`pipeline.analyze_path`), optionally the file's own report written under ``ranks/<label>/``, and returns
-only what the cluster view needs — never the model or its arrays:
-
-* per device (steady window of that file): ``busy_ns``, ``busy_pct``, ``idle_ns``, idle ns by cause kind,
-  kernel count, step count and step time p50 / p90 (:func:`stats.summary` of the steps on that device);
-* the NCCL kernel instances per (pid, device, collective name), in issue (start) order: start, end, stream
-  (``Report.nccl_series``, :mod:`analyses.comms.series`);
-* the clock facts alignment needs (``Report.clock``, :mod:`analyses.trace.clock`:
-  ``TARGET_INFO_SESSION_START_TIME.utcEpochNs``, the export's time-normalize flag and time shift, the activity
-  span).
-"""
+"""Per-file work of a cluster run: analyse one export (and write its own report) and keep a compact, picklable
+:class:`FileSummary` of what the cluster view needs, never the model (docs/CLUSTER.md, "How the work is split")."""
 
 from __future__ import annotations
 

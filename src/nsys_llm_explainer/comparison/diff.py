@@ -1,11 +1,6 @@
-"""BASE against one NEW: status (comparable / too short / too different), the change of the headline metric
-and its noise, per-unit deltas (categories, idle causes, kernels), finding changes, and the headline lines.
-
-Per unit of work the steady window splits exactly into non-overlapped busy per kernel category plus idle per
-cause kind (docs/MODEL.md: busy = Σ categories, idle = Σ causes), so the change of window time per unit is
-the sum of their deltas; the *main reason* is the part with the largest delta in the direction of that
-change (an idle kind is named by its detail with the largest delta).
-"""
+"""BASE against one NEW: status, the change of the headline metric and its noise, per-unit deltas (categories, idle
+causes, kernels), finding changes, the main reason and the headline lines (docs/COMPARE.md, "Where the change
+comes from")."""
 
 from __future__ import annotations
 

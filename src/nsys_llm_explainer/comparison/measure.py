@@ -1,18 +1,6 @@
-"""What the comparison reads from one typed :class:`~nsys_llm_explainer.report.Report`.
-
-Everything is over the report's steady window, summed over devices (docs/MODEL.md):
-
-* busy / window: ``Report.gpu_time.pooled()`` — over the devices that ran kernels in the steady window (a device
-  that only received copies is not counted; docs/MODEL.md); ``non_gpu_ns`` = pooled window − pooled busy.
-* idle by cause: ``Report.idle_causes.devices`` of those same devices, summed per kind (and kept per
-  (kind, detail)); Σ = idle.
-* non-overlapped busy per kernel category: ``Report.steady_categories.overall`` (``Report.categories`` when the
-  steady window is the whole capture; otherwise the same rules applied to the steady (clipped) model by the analysis
-  graph), so categories + idle = window exactly. Busy the kernels do not explain (whole-graph executions of a
-  graph-level trace) is the row ``graph_untraced``.
-* kernels by name: ``Report.steady_kernels.by_name`` (clipped to the window): count, total ns.
-* anchor kernel starts: ``Report.steady_kernel_starts`` (every steady-window kernel's start, device and name).
-"""
+"""What the comparison reads from one typed report, over its steady window and the devices that ran kernels (busy,
+idle by cause, non-overlapped busy per category, kernels by name, kernel starts: docs/COMPARE.md, "Where the
+change comes from")."""
 
 from __future__ import annotations
 

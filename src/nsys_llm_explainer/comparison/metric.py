@@ -1,22 +1,5 @@
-"""The headline metric: one number per trace, lower is better, chosen once for all traces (docs/COMPARE.md).
-
-1. ``step_time_p50`` — the median step wall time of the steps analysis (``report.steps``), when
-   every trace has steps found by the same method (and, for NVTX steps, the same range names). Unit of
-   work: one step; steps in the window = Σ of each step's fraction inside the steady window.
-2. ``iteration_period_p50`` — otherwise: the *anchor kernel* is the kernel name present in every trace's
-   steady window with the largest smallest share of kernel time (``max_name min_trace share``). Per device
-   its instance starts ``a_0 < a_1 < …``; the *repeat* ``k`` is the smallest k in 1…8 such that, in every
-   trace, ≥ 75 % of the intervals ``[a_i, a_i+1)`` hold as many kernels as ``[a_i+k, a_i+k+1)`` (the kernel
-   sequence repeats every k anchor instances: one iteration — a transformer block, a step), else 1. The
-   samples are ``a_i+k − a_i`` on every device; the metric is their median. Unit of work: one iteration
-   (anchor instances in the window / k).
-3. No metric (``None``) when the traces share no kernel name: basis ``window_s`` (one second of steady
-   window per device) and no pair is comparable.
-
-Spread = p90 / p50 of the samples. Noise: each median's ~95 % interval half-width ``1.58 · IQR / √n``
-(McGill et al., the box-plot notch; n = complete steps / iterations), combined in quadrature for the
-change and expressed in % of BASE.
-"""
+"""The headline metric: one number per trace, lower is better, chosen once for all traces (``step_time_p50``, else
+``iteration_period_p50`` of an anchor kernel, else none), and its noise (docs/COMPARE.md, "The headline metric")."""
 
 from __future__ import annotations
 

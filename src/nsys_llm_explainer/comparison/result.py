@@ -1,10 +1,6 @@
-"""Typed results of a comparison (frozen dataclasses); ``to_dict()`` gives ``compare.json``.
-
-Durations are integer ns; ``*_per_unit_ns`` are ns per unit of work (one step, one iteration, or one
-second of steady window per device: :attr:`MetricSpec.basis`), rounded to integers. Percent changes are
-``(new − base) / base × 100``: positive means NEW takes longer (slower) on a lower-is-better number.
-See docs/COMPARE.md.
-"""
+"""Typed results of a comparison (frozen dataclasses); ``to_dict()`` gives ``compare.json``. Integer ns;
+``*_per_unit_ns`` per unit of work (:attr:`MetricSpec.basis`); change % = (new − base) / base × 100, positive:
+NEW slower (docs/COMPARE.md)."""
 
 from __future__ import annotations
 

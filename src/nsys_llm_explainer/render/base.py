@@ -1,12 +1,5 @@
-"""Renderer base class, the JSON file renderer, and how renderers read the report.
-
-A renderer turns the typed :class:`report.Report` into files inside ``out_dir`` and returns their paths (a saved
-``report.json`` becomes a ``Report`` through ``Report.from_dict`` first). The caller owns atomicity (it passes a
-temporary directory and moves it).
-
-Renderers only *format* numbers of the report (:mod:`..vocabulary.units`, one formatter per unit); they never
-derive a metric. CSV and JSON keep exact integer ns.
-"""
+"""Renderer base class, the one text-file writer and the JSON writer (``report.json``; compare and cluster use the
+same). The caller owns atomicity: it passes a staging directory (docs/SECURITY.md §2)."""
 
 from __future__ import annotations
 

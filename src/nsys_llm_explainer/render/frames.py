@@ -1,7 +1,5 @@
-"""pandas frames of the report's tables: the tables of ``tables/*.csv`` (the same specs, :data:`.specs.CSV_TABLES`,
-named by their file name without ``.csv``), with the ``report.json`` rows they hold — exact integer ns, nested
-objects flattened one level (``full.busy_ns``, ``cause.kind``) — rather than the CSV's text cells.
-"""
+"""pandas frames of the report's tables (``Report.to_frame``): the specs of ``tables/*.csv`` by file name without
+``.csv``, holding the ``report.json`` rows (exact ns, nested objects flattened one level)."""
 
 from __future__ import annotations
 

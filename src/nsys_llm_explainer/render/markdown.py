@@ -1,11 +1,5 @@
-"""The Markdown writer: a :class:`.document.Document` → GitHub-flavoured Markdown (``report.md``, ``compare.md``,
-``cluster.md``). It only escapes (:mod:`.escape`) and lays out; the words are the document's.
-
-Layout: a section is ``## title``, a blank line, then its blocks separated by blank lines (a block with
-``brk`` = ``br`` ends with a hard line break, ``nl`` puts the next block on the next line); sections are
-separated by a blank line; the file ends with one newline. Charts and :class:`.document.HtmlOnly` parts are left
-out. A table shows the columns with a header; an empty cell is ``–``.
-"""
+"""The Markdown writer: a :class:`.document.Document` → ``report.md`` / ``compare.md`` / ``cluster.md``; escapes
+(:mod:`.escape`) and lays out only (layout rules: docs/DESIGN.md, "Markdown")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The Perfetto packet layer of ``timeline.pftrace``: protobuf ``Trace`` packets of one sequence (Perfetto's own
-``perfetto`` package: its ``perfetto_trace_pb2`` protos) with interned names and argument names, written in chunks
-(:class:`Encoder`); lanes that keep a track's slices a stack (:func:`lanes`); moving a rank's file to the cluster's
-aligned clock and concatenating ranks (:func:`concat_ranks`). What the tracks hold is :mod:`.perfetto`'s."""
+"""The Perfetto packet layer of ``timeline.pftrace``: one sequence's ``Trace`` packets with interned names, written
+in chunks (:class:`Encoder`); lanes that keep a track's slices a stack (:func:`lanes`); a cluster's ranks moved
+to the aligned clock and concatenated (:func:`concat_ranks`)."""
 
 from __future__ import annotations
 

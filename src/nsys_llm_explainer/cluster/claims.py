@@ -17,7 +17,7 @@ from ..vocabulary.units import fmt_dur as dur
 from .collectives import CollectivesResult
 
 if TYPE_CHECKING:
-    from .result import DeviceRow
+    from .summary import DeviceRow
 
 MIN_MATCHED = 5
 MIN_LATE_SHARE = 0.6

@@ -209,14 +209,10 @@ def _killed_worker(exc: BaseException) -> bool:
 def _close(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
     """Cancel what is left and close the client (and the local cluster) within :data:`DASK_CLOSE_TIMEOUT_S` s
     in all (a scheduler that is gone is not waited for); never raises."""
-    def close() -> None:
-        for step in (lambda: client.cancel(list(futs)) if futs else None,
-                     lambda: client.close(timeout=DASK_CLOSE_TIMEOUT_S),
-                     lambda: cluster.close(timeout=DASK_CLOSE_TIMEOUT_S) if cluster is not None else None):
-            try:
-                step()
-            except Exception:   # cleanup: the run's own outcome (or interrupt) is what is reported
-                pass
+    def close() -> None:   # cleanup: the run's own outcome (or interrupt) is what is reported
+        _quietly(lambda: client.cancel(list(futs)) if futs else None)
+        _quietly(lambda: client.close(timeout=DASK_CLOSE_TIMEOUT_S))
+        _quietly(lambda: cluster.close(timeout=DASK_CLOSE_TIMEOUT_S) if cluster is not None else None)
 
     try:
         bounded(close, DASK_CLOSE_TIMEOUT_S, "closing the Dask client")

@@ -90,10 +90,8 @@ def _headline(d: CompareResult) -> Section:
 
 def _metric_row(i: int, t: TraceSummary, c: Optional[Comparison]) -> MetricRow:
     m = t.metric
-    if c is None:   # BASE
-        return MetricRow(t.label, "BASE" if i == 0 else "NEW", m.p50_ns, m.p90_ns, m.spread, m.count)
-    return MetricRow(t.label, "BASE" if i == 0 else "NEW", m.p50_ns, m.p90_ns, m.spread, m.count, c.change_pct,
-                     c.noise_pct, c.verdict, c.status)
+    vs_base = (c.change_pct, c.noise_pct, c.verdict, c.status) if c is not None else ()
+    return MetricRow(t.label, "BASE" if i == 0 else "NEW", m.p50_ns, m.p90_ns, m.spread, m.count, *vs_base)
 
 
 def _metric(d: CompareResult, unit: str) -> Section:

@@ -107,11 +107,6 @@ def weighted_jaccard(a: Facts, b: Facts) -> float:
 
 
 # ------------------------------------------------------------------------------------------ anchor kernel
-def anchor_starts(f: Facts, name: str) -> List[Tuple[np.ndarray, np.ndarray]]:
-    """Per device: (sorted starts of kernel ``name``, sorted starts of all kernels), steady window."""
-    return f.kernel_starts.per_device(name)
-
-
 def repeat_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
     """Share of anchor intervals whose kernel count equals that of the interval ``k`` later (same device):
     1.0 when the kernel sequence repeats every ``k`` anchor instances. None when no pair exists."""

@@ -9,7 +9,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import percentile, round_half_up
-from .measure import Facts, anchor_periods, anchor_starts, repeat_score, shares, steps_in_window
+from .measure import Facts, anchor_periods, repeat_score, shares, steps_in_window
 from .result import MetricSpec, MetricValue
 
 MIN_UNITS = 10                 # fewer steps / iterations than this in a trace: too short to compare
@@ -64,7 +64,7 @@ def choose_metric(facts: Sequence[Facts]) -> MetricSpec:
     if name is None:
         return MetricSpec(None, "none: the traces have no kernel name in common", "window_s",
                           f"{why_not_steps}, and no kernel name is common to all traces")
-    k, why = _repeat([anchor_starts(f, name) for f in facts])
+    k, why = _repeat([f.kernel_starts.per_device(name) for f in facts])   # per device: (anchor starts, all starts)
     return MetricSpec(ITERATION, f"median iteration period ({k} instance{'s' if k > 1 else ''} of the anchor "
                       "kernel, start to start, same device)", "iteration",
                       f"{why_not_steps}; the anchor is the kernel with the largest share of kernel time common to "
@@ -89,7 +89,8 @@ def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
         return (_value(wall, st.step_count, sm.p50_ns if sm else None, sm.p90_ns if sm else None),
                 steps_in_window(f))
     if spec.name == ITERATION and spec.anchor_kernel is not None and spec.anchor_repeat:
-        samples, complete, instances = anchor_periods(anchor_starts(f, spec.anchor_kernel), spec.anchor_repeat)
+        samples, complete, instances = anchor_periods(f.kernel_starts.per_device(spec.anchor_kernel),
+                                                      spec.anchor_repeat)
         return _value(samples, complete), instances / spec.anchor_repeat
     return MetricValue(None, None, 0, None, None), f.pooled_window_ns / 1e9
 

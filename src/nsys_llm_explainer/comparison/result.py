@@ -11,11 +11,6 @@ from ..jsonable import FieldsJson, json_ready
 
 COMPARE_SCHEMA_VERSION = "1.0"
 
-#: per-pair status: a number is compared only when ``comparable``
-STATUSES = ("comparable", "too_short", "too_different")
-#: per-pair verdict on the headline metric
-VERDICTS = ("faster", "slower", "no_change", "not_compared")
-
 
 @dataclass(frozen=True)
 class MetricSpec(FieldsJson):
@@ -140,7 +135,7 @@ class Comparison(FieldsJson):
 
     base: str
     new: str
-    status: str                       # see STATUSES
+    status: str                       # "comparable" | "too_short" | "too_different" (compared only when comparable)
     reasons: Tuple[str, ...]          # why not comparable (empty when comparable)
     similarity: float                 # kernel-time-weighted Jaccard of kernel names
     gpus_match: Optional[bool]        # None when a trace names no GPU
@@ -149,7 +144,7 @@ class Comparison(FieldsJson):
     change_pct: Optional[float]
     noise_pct: Optional[float]        # half-width of the ~95 % interval of the change, in % of BASE
     significant: Optional[bool]
-    verdict: str                      # see VERDICTS
+    verdict: str                      # "faster" | "slower" | "no_change" | "not_compared"
     headline: Tuple[str, ...]         # 3–5 lines (plain text; names in backticks)
     main_reason: Optional[Delta]
     busy_pct_base: float

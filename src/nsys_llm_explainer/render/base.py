@@ -15,7 +15,6 @@ class Renderer:
     """Base class: ``render(report, out_dir)`` writes files into ``out_dir`` and returns their paths.
     A one-file renderer sets ``filename`` and implements :meth:`text`."""
 
-    name: str = "renderer"
     filename: str = ""
 
     def text(self, report: Report) -> str:
@@ -83,7 +82,6 @@ class JsonRenderer(Renderer):
     """``report.json``: ``Report.to_dict()`` as strict JSON (``allow_nan=False``, 2-space indent, long lists one
     element per line: :func:`dumps_indented`)."""
 
-    name = "json"
     filename = "report.json"
 
     def text(self, report: Report) -> str:

@@ -37,7 +37,6 @@ def write_tables(tables: Sequence[Table[S]], source: S, out_dir: Path) -> List[P
 class CsvRenderer(Renderer):
     """``tables/*.csv`` (see module docstring)."""
 
-    name = "csv"
 
     def render(self, report: Report, out_dir: Path) -> List[Path]:
         return write_tables(CSV_TABLES, report, out_dir)

@@ -116,8 +116,8 @@ def md_parts(ps: Sequence[Part]) -> List[str]:
     return lines
 
 
-def md_section(s: Section, level: int = 2) -> str:
-    head = ["#" * level + " " + md_inline(s.title), ""] if s.title else []
+def md_section(s: Section) -> str:
+    head = ["## " + md_inline(s.title), ""] if s.title else []
     return "\n".join(head + md_parts(s.parts))
 
 
@@ -136,7 +136,6 @@ def render_markdown(report: Report) -> str:
 class MarkdownRenderer(Renderer):
     """``report.md``: the report's sections (:mod:`.sections`) laid out by :func:`write_markdown`."""
 
-    name = "markdown"
     filename = "report.md"
 
     def text(self, report: Report) -> str:

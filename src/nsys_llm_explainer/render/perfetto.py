@@ -5,7 +5,7 @@ docs/DESIGN.md, "The timeline file's tracks"."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -288,20 +288,14 @@ class _Layout:
             self.enc.counter(edges[-1], bw, 0.0)
 
 
-def write_report_trace(report: Report, out: IO[bytes], rank: Optional[Tuple[int, str]] = None) -> int:
-    """Write ``report``'s timeline packets to ``out``; ``rank``: (index, label) in a cluster (the rank becomes a
-    process; its processes and threads tracks under it; ids kept apart from other ranks'). Returns the packets."""
-    enc = Encoder(out, (rank[0] + 1) if rank is not None else 1, ((rank[0] + 1) << 40) if rank is not None else 0)
-    _Layout(enc, report, rank).write()
-    enc.flush()
-    return enc.packets
-
-
 def write_perfetto(report: Report, path: Path, rank: Optional[Tuple[int, str]] = None) -> Optional[Path]:
     """Write ``path`` (``timeline.pftrace``) when the report's timeline file is on (``timeline_events`` > 0);
-    returns the path written, None when off."""
+    returns the path written, None when off. ``rank``: (index, label) in a cluster (the rank becomes a process, its
+    processes and threads tracks under it; ids kept apart from other ranks')."""
     if not report.timeline_file.span.written:
         return None
     with open(path, "wb") as f:
-        write_report_trace(report, f, rank)
+        enc = Encoder(f, (rank[0] + 1) if rank is not None else 1, ((rank[0] + 1) << 40) if rank is not None else 0)
+        _Layout(enc, report, rank).write()
+        enc.flush()
     return path

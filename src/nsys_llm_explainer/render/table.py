@@ -42,17 +42,13 @@ class Joined:
             return self.extra[name]
         return field_of(self.row, name)
 
-    def as_dict(self) -> Dict[str, Any]:
-        """The row's fields then the joined ones (a joined name replaces the row's value in place)."""
-        return {**row_dict(self.row), **self.extra}
-
 
 def row_dict(row: Any) -> Dict[str, Any]:
     """A table row as the ``report.json`` object it is (pandas frames: :mod:`.frames`)."""
     from ..jsonable import json_ready
 
-    if isinstance(row, Joined):
-        return row.as_dict()
+    if isinstance(row, Joined):   # the row's fields then the joined ones (a joined name replaces a value in place)
+        return {**row_dict(row.row), **row.extra}
     d = json_ready(row)
     return dict(d) if isinstance(d, abc.Mapping) else {}
 

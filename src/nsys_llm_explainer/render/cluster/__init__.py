@@ -36,7 +36,8 @@ from .tables import FILES, RANKS, Linker, idle, idle_col, linked
 
 if TYPE_CHECKING:
     from ...cluster.claims import RankClaim
-    from ...cluster.result import ClusterResult, DeviceRow
+    from ...cluster.result import ClusterResult
+    from ...cluster.summary import DeviceRow
     from ...findings.base import Finding
 
 

@@ -22,7 +22,6 @@ def render_html(report: Report, js: Optional[str] = None, plotly_src: Optional[s
 class HtmlRenderer(Renderer):
     """``report.html`` (see module docstring)."""
 
-    name = "html"
     filename = "report.html"
 
     def __init__(self, plotly_src: Optional[str] = None) -> None:

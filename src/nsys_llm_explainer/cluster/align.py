@@ -1,21 +1,5 @@
-"""Clock alignment of several exports (docs/CLUSTER.md).
-
-Nsight Systems writes event timestamps on the *session timeline*: ns since the session start, whose wall-clock
-UTC is ``TARGET_INFO_SESSION_START_TIME.utcEpochNs`` (SCHEMA.md §2.2). ``nsys export --ts-normalize`` adds
-``utcEpochNs`` to every timestamp (``META_DATA_EXPORT.EXPORT_PARAM_TIME_NORMALIZE = true``) and ``--ts-shift N``
-adds ``N`` (``EXPORT_CONFIG_TIME_SHIFT``). So the UTC time of an export timestamp ``ts`` is::
-
-    utc(ts) = ts − shift + (0 if normalized else utcEpochNs)
-
-The cluster timeline is UTC minus the earliest session start of all files (``base_utc_ns``), so each file gets
-``offset_ns = (0 if normalized else utcEpochNs) − shift − base_utc_ns`` and ``aligned = ts + offset_ns``
-(NVIDIA's multi-report recipes do the same: add ``utcEpochNs − min(utcEpochNs)``).
-``ANALYSIS_DETAILS.startTime`` is never used (a host-clock value in 2026.x).
-
-Files cannot be aligned when one lacks ``utcEpochNs``, or when their aligned activity spans do not all
-overlap one another (not one job, or broken clocks); the cluster report then says why and makes no
-cross-rank timing claim.
-"""
+"""Clock alignment of several exports: each file's offset onto the cluster clock (UTC minus the earliest session
+start), or why the files cannot be aligned (docs/CLUSTER.md, "Clock alignment")."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""Claims about single ranks of a cluster: the single-file :class:`~findings.base.Finding` with its
-:class:`~findings.base.Check` preconditions (metrics of the cluster block of ``findings.base.METRICS``, each
-scoped to a rank by :class:`RankScope`), wrapped with the rank in a :class:`RankClaim`.
-
-A claim is made only when every check holds (docs/CLUSTER.md):
-
-* ``late_arriver`` — the rank most often last to arrive at matched NCCL collectives (ties: first in rank
-  order). Checks: clocks aligned (``aligned == 1``), ``ranks >= 2``, its ``matched >= 5``, its
-  ``last_arrival_share >= 0.6``, the other ranks' mean ``wait_ns_total > 0``, and the matched kernels end
-  together: median ``end_spread`` ``<=`` half the median ``skew``, and no rank runs a collective name on
-  several streams (``split_names == 0``: else the name is shared by communicators; :mod:`.collectives`).
-* ``low_busy_rank`` — the device with the lowest steady busy %; checks ``devices >= 2`` and
-  ``busy_pct_gap`` (median busy % of the other devices − its busy %) ``>= 10`` percentage points.
-* ``slow_step_rank`` — the device with the highest step p50; checks ``devices_with_steps >= 2`` and
-  ``step_p50_ratio`` (its p50 / median p50 of the others) ``>= 1.1``.
-"""
+"""Claims about single ranks of a cluster: a single-file :class:`~findings.base.Finding` whose checks are scoped to a
+rank (:class:`RankScope`), wrapped with the rank in a :class:`RankClaim`; made only when every check holds. The
+claims and their checks: docs/CLUSTER.md, "Per-rank view and claims"."""
 
 from __future__ import annotations
 
@@ -30,7 +17,7 @@ from ..vocabulary.units import fmt_dur as dur
 from .collectives import CollectivesResult
 
 if TYPE_CHECKING:
-    from .result import DeviceRow
+    from .summary import DeviceRow
 
 MIN_MATCHED = 5
 MIN_LATE_SHARE = 0.6

@@ -1,26 +1,6 @@
-"""NCCL collectives matched across ranks of several files (docs/CLUSTER.md).
-
-* **rank** — one (file, pid, device) with NCCL kernels; named by the file label when the file has one such
-  (pid, device), else ``label/pid P/GPU D``. Ranks are ordered by input file, then pid, then device.
-* **matching** — no export we read names the NCCL communicator of a kernel, so collectives are matched per
-  **collective name** (:func:`analyses.nccl.collective_name`): the k-th kernel (issue = start order) of a name
-  on one rank is matched with the k-th kernel of that name on every other rank running that name; an
-  instance is *matched* when all those ranks (≥ 2) have a k-th kernel. ``unmatched_kernels`` are the rest.
-* per matched instance, on the aligned clock (:mod:`.align`): ``last_start`` = the latest kernel start; the
-  **late arriver** is the rank whose kernel starts at ``last_start`` (ties: the first rank in rank order);
-  a rank's **wait** = ``last_start − its own start`` (the time its kernel sat waiting for the late arriver;
-  0 for the late arriver itself); ``skew`` = ``last_start − earliest start``; ``end_spread`` = latest end −
-  earliest end. The kernels of one collective end together (each waits for the others' data), so a median
-  ``end_spread`` that is not small against the median ``skew`` means the matching paired kernels of different
-  collectives (e.g. of different communicators, which the export does not name) or the clocks disagree.
-* ``split_names`` — (rank, collective name) pairs whose kernels run on more than one CUDA stream: a framework
-  runs each communicator's collectives on that communicator's stream, so several streams mean the name is
-  shared by several communicators (or point-to-point streams) and its issue order mixes them.
-* per rank: ``matched``, ``wait_ns_total`` (Σ wait), ``wait_mean_ns`` / ``wait_p50_ns`` (rounded half up),
-  ``last_arrival_count``, ``last_arrival_share`` = count / matched.
-
-Without aligned clocks only counts are given (waits, skew and late arrivers are ``None``).
-"""
+"""NCCL collectives matched across the ranks of several files: ranks, matching by collective name and issue order,
+waits, skew, end spread, late arrivers, split names (definitions: docs/CLUSTER.md, "NCCL collectives across
+ranks"). Without aligned clocks only counts are given."""
 
 from __future__ import annotations
 
@@ -114,7 +94,7 @@ class CollectivesResult(FieldsJson):
 
 
 def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
-    """(file index, pid, device) → rank name (module docstring)."""
+    """(file index, pid, device) → rank name (docs/CLUSTER.md)."""
     out: Dict[Tuple[int, int, int], str] = {}
     for i, f in enumerate(files):
         keys = sorted({(s.pid, s.device_id) for s in f.nccl})

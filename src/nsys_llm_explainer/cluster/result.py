@@ -1,9 +1,6 @@
-"""The typed cluster result: per-file facts, clock alignment, per-device rows, matched collectives, claims.
-
-``ClusterResult.to_dict()`` is ``cluster.json`` (``schema_version`` :data:`SCHEMA_VERSION`) and
-``ClusterResult.from_dict()`` reads it back (the renderers read the typed result only). Built from the per-file
-:class:`summary.FileSummary` objects only, so it is the same whichever executor produced them.
-"""
+"""The typed cluster result: per-file facts, clock alignment, per-device rows, matched collectives, claims;
+``to_dict()`` is ``cluster.json``, ``from_dict()`` reads it back. Built from the per-file summaries alone, so it is
+the same whichever executor produced them (docs/CLUSTER.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ from ..jsonable import FieldsJson, check_numbers, check_schema, dataclass_from_j
 from .align import Alignment, align
 from .claims import RankClaim, make_claims
 from .collectives import CollectivesResult, match_collectives
-from .summary import FileSummary
+from .summary import DeviceRow, FileSummary
 
 SCHEMA_VERSION = "1.0"
 #: what :meth:`ClusterResult.from_dict`'s messages call the dict
@@ -40,25 +37,6 @@ class FileRow(FieldsJson):
     devices: int                      # devices in the file's own report
     nccl_kernels: int
     headline: str                     # the verdict of the file's own report
-
-
-@dataclass(frozen=True)
-class DeviceRow(FieldsJson):
-    """``devices[]``: one device of one file over that file's steady window (:class:`summary.DeviceSummary`)."""
-
-    rank: str                         # the file label, or ``label/GPU n`` when the file has several devices
-    file: str                         # the file label
-    device_id: int
-    role: str                         # "kernels" | "copies only" | "idle" (report.json devices[].role)
-    window_ns: int
-    busy_ns: int
-    busy_pct: float
-    idle_ns: int
-    idle_by_kind: Dict[str, int]      # cause kind → idle ns; precedence order, kinds with ns > 0
-    kernel_count: int
-    step_count: int
-    step_p50_ns: Optional[int]
-    step_p90_ns: Optional[int]
 
 
 @dataclass(frozen=True)
@@ -92,12 +70,6 @@ class ClusterResult:
             raise InputError(f"{where}: a part is malformed ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
-def _device_rows(files: Sequence[FileSummary]) -> List[DeviceRow]:
-    return [DeviceRow(f.label if len(f.devices) == 1 else f"{f.label}/GPU {d.device_id}", f.label, d.device_id,
-                      d.role, d.window_ns, d.busy_ns, d.busy_pct, d.idle_ns, dict(d.idle_by_kind), d.kernel_count,
-                      d.step_count, d.step_p50_ns, d.step_p90_ns) for f in files for d in f.devices]
-
-
 def _file_rows(files: Sequence[FileSummary], al: Alignment) -> List[FileRow]:
     return [FileRow(f.label, f.path, f.nsys_version, f.window_method, f.window_start_ns, f.window_end_ns, f.clock,
                     al.offsets_ns[i], len(f.devices), sum(len(s.start) for s in f.nccl), f.headline)
@@ -107,7 +79,7 @@ def _file_rows(files: Sequence[FileSummary], al: Alignment) -> List[FileRow]:
 def build_result(files: Sequence[FileSummary]) -> ClusterResult:
     al = align(files)
     coll: CollectivesResult = match_collectives(files, al)
-    devices = _device_rows(files)
+    devices = [d for f in files for d in f.devices]
     warnings = []
     if not al.aligned:
         warnings.append(f"Clocks of the files cannot be aligned ({al.reason}); no cross-rank timing claim is made.")

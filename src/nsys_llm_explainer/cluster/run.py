@@ -1,15 +1,5 @@
-"""Run the per-file analyses (inline, a local process pool, or a Dask cluster) and build the cluster result.
-
-* inputs: files, directories (their ``*.sqlite`` / ``*.nsys-rep`` files) and glob patterns, expanded in a
-  natural order (``rank2`` before ``rank10``); labels are file stems, made unique with the parent folder.
-* ``scheduler=None``: a local ``ProcessPoolExecutor`` of ``jobs`` workers (default min(files, CPUs); ``jobs=1``
-  runs inline). Each worker analyses one file at a time and returns a compact :class:`summary.FileSummary`,
-  so memory is bounded by ``jobs`` single-file analyses.
-* ``scheduler="ADDRESS"``: ``dask.distributed.Client(ADDRESS)``; ``scheduler="local"``: a ``LocalCluster`` of
-  ``jobs`` single-threaded workers. Dask is an optional extra (``pip install 'nsys-llm-explainer[dask]'``).
-* faults and interrupts (a killed worker, an unresponsive scheduler, Dask workers lost, Ctrl-C): :mod:`.workers`
-  (one line naming what failed and the files not analysed, within documented timeouts).
-"""
+"""Run the per-file analyses of a cluster (inline, a local process pool, or Dask: :mod:`.workers`) and build the
+cluster result. Inputs, labels and schedulers: docs/CLUSTER.md."""
 
 from __future__ import annotations
 
@@ -36,7 +26,7 @@ def _natural(p: str) -> Tuple[Any, ...]:
 
 
 def expand_inputs(items: Sequence[str]) -> List[str]:
-    """Files, directories and globs → trace files (see module docstring). Raises InputError when none, and for a
+    """Files, directories and globs → trace files, in natural order. Raises InputError when none, and for a
     file name that is not valid UTF-8 (:func:`paths.check_name`)."""
     out: List[str] = []
     for it in items:
@@ -75,11 +65,7 @@ LABEL_MAX = 120
 
 
 def make_labels(paths: Sequence[str]) -> List[str]:
-    """One label per file, unique: the file stem (with its folder's name when two stems are equal), anything but
-    ``A-Z a-z 0-9 . _ -`` made ``_``, at most :data:`LABEL_MAX` characters. A label already taken — compared
-    case-insensitively, as ``ranks/<label>/`` would be on a case-insensitive file system — gets ``_2``, ``_3``…,
-    each candidate checked again against every label taken so far (``r.sqlite``, ``r .sqlite`` and
-    ``r_2.sqlite`` give ``r``, ``r_2`` and ``r_2_2``)."""
+    """One unique label per file (``ranks/<label>/``): the file stem, made unique as docs/CLUSTER.md says."""
     stems = [Path(p).stem for p in paths]
     labels = [s if stems.count(s) == 1 else f"{Path(p).parent.name}_{s}" for p, s in zip(paths, stems)]
     clean = [(re.sub(r"[^A-Za-z0-9._-]+", "_", lab).strip("._") or "trace")[:LABEL_MAX] for lab in labels]

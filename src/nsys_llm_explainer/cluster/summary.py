@@ -1,17 +1,5 @@
-"""Per-file work of a cluster run: analyse one export and keep a compact, picklable :class:`FileSummary`.
-
-A worker (local process or Dask) runs :func:`analyze_file`: the full single-file analysis
-(:func:`pipeline.analyze_path`), optionally the file's own report written under ``ranks/<label>/``, and returns
-only what the cluster view needs — never the model or its arrays:
-
-* per device (steady window of that file): ``busy_ns``, ``busy_pct``, ``idle_ns``, idle ns by cause kind,
-  kernel count, step count and step time p50 / p90 (:func:`stats.summary` of the steps on that device);
-* the NCCL kernel instances per (pid, device, collective name), in issue (start) order: start, end, stream
-  (``Report.nccl_series``, :mod:`analyses.comms.series`);
-* the clock facts alignment needs (``Report.clock``, :mod:`analyses.trace.clock`:
-  ``TARGET_INFO_SESSION_START_TIME.utcEpochNs``, the export's time-normalize flag and time shift, the activity
-  span).
-"""
+"""Per-file work of a cluster run: analyse one export (and write its own report) and keep a compact, picklable
+:class:`FileSummary` of what the cluster view needs, never the model (docs/CLUSTER.md, "How the work is split")."""
 
 from __future__ import annotations
 
@@ -25,6 +13,7 @@ from ..analyses.common.stats import summary
 from ..analyses.comms.series import NcclSeries
 from ..analyses.trace.clock import ClockInfo
 from ..errors import InputError
+from ..jsonable import FieldsJson
 from ..options import Options
 from ..vocabulary.cause_kinds import KINDS
 
@@ -39,18 +28,22 @@ RANK_PLOTLY = "plotly.min.js"
 
 
 @dataclass(frozen=True)
-class DeviceSummary:
+class DeviceRow(FieldsJson):
+    """``devices[]`` of cluster.json: one device of one file over that file's steady window."""
+
+    rank: str                         # the file label, or ``label/GPU n`` when the file has several devices
+    file: str                         # the file label
     device_id: int
+    role: str                         # "kernels" | "copies only" | "idle" (report.json devices[].role)
     window_ns: int
     busy_ns: int
     busy_pct: float
     idle_ns: int
-    idle_by_kind: Tuple[Tuple[str, int], ...]   # (kind, ns), precedence order, kinds with ns > 0
+    idle_by_kind: Dict[str, int]      # cause kind → idle ns; precedence order, kinds with ns > 0
     kernel_count: int
     step_count: int
     step_p50_ns: Optional[int]
     step_p90_ns: Optional[int]
-    role: str = "kernels"     # report.json devices[].role: "kernels" | "copies only" | "idle"
 
 
 @dataclass(frozen=True)
@@ -62,13 +55,12 @@ class FileSummary:
     window_end_ns: int
     window_method: str
     clock: ClockInfo
-    devices: Tuple[DeviceSummary, ...]
+    devices: Tuple[DeviceRow, ...]
     nccl: Tuple[NcclSeries, ...]
     headline: str
-    warnings: Tuple[str, ...]
 
 
-def _devices(report: Report) -> Tuple[DeviceSummary, ...]:
+def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
     causes = {c.device_id: c.causes for c in report.idle_causes.devices}
     order = list(KINDS)
     st = report.steps
@@ -92,9 +84,9 @@ def _devices(report: Report) -> Tuple[DeviceSummary, ...]:
             if n:
                 s = summary(wall)
                 p50, p90 = s.p50_ns, s.p90_ns
-        out.append(DeviceSummary(did, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
-                                 tuple((x, by_kind[x]) for x in kinds if by_kind[x] > 0), dev.kernel_count, n, p50,
-                                 p90, dev.role))
+        rank = label if len(report.gpu_time.devices) == 1 else f"{label}/GPU {did}"
+        out.append(DeviceRow(rank, label, did, dev.role, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
+                             {x: by_kind[x] for x in kinds if by_kind[x] > 0}, dev.kernel_count, n, p50, p90))
     return tuple(out)
 
 
@@ -111,8 +103,8 @@ def summarize(report: Report, label: str) -> FileSummary:
     return FileSummary(
         label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
         window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns), window_method=str(w.method),
-        clock=report.clock, devices=_devices(report), nccl=report.nccl_series,
-        headline=str(report.headline.verdict), warnings=tuple(report.warnings))
+        clock=report.clock, devices=_devices(report, label), nccl=report.nccl_series,
+        headline=str(report.headline.verdict))
 
 
 def analyze_file(path: str, label: str, options: Optional[Options] = None,

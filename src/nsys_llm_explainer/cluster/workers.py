@@ -1,28 +1,6 @@
-"""Where the per-file analyses of a cluster run execute — inline, a local process pool, a Dask cluster — and how
-every fault ends: one line naming what failed and the files not analysed (:class:`errors.WorkerError`, exit 2),
-within a bounded time.
-
-Local pool (``ProcessPoolExecutor``, ``spawn``; workers ignore SIGINT, the parent stops them):
-
-* a worker killed (``SIGKILL`` from the out-of-memory killer, a crash) → :class:`WorkerError` naming the files
-  whose analysis had not finished (never ``BrokenProcessPool``);
-* an error in one file (as soon as it happens), or an interrupt (Ctrl-C, SIGTERM, SIGHUP) → the queued files
-  are cancelled and the running workers terminated (``SIGTERM``, then ``SIGKILL`` after :data:`STOP_GRACE_S`):
-  the run stops within about a second instead of waiting for every queued file.
-
-Dask (``scheduler="ADDRESS"`` or ``"local"``; the main thread polls every :data:`POLL_S` s, so signals work):
-
-* the scheduler must answer within :data:`DASK_CONNECT_TIMEOUT_S` s (unreachable, silent, or speaking
-  something else → one line); a ``"local"`` cluster must start within :data:`DASK_LOCAL_START_S` s (one line
-  otherwise), and its workers' own log lines stay off stderr (:mod:`cluster.dask_quiet`);
-* an interrupt cancels the queued files, kills a local cluster's worker processes and closes the client within
-  :data:`DASK_INTERRUPT_STOP_S` s;
-* no worker on the scheduler for :data:`DASK_NO_WORKER_S` s (all lost mid-run, none joining) → one line naming
-  the files not analysed; workers that keep dying (Dask's ``KilledWorker``) → one line naming the files;
-* each call to the scheduler (a worker count) is bounded by :data:`DASK_CALL_TIMEOUT_S` s, fetching one result
-  by :data:`DASK_RESULT_TIMEOUT_S` s, the final cancel-and-close by :data:`DASK_CLOSE_TIMEOUT_S` s; a scheduler
-  that stops answering or goes away → one line.
-"""
+"""Where the per-file analyses of a cluster run execute — a local process pool or a Dask cluster — and how every
+fault ends: one line naming what failed and the files not analysed (:class:`errors.WorkerError`, exit 2), within
+the bounds of the constants below (docs/CLUSTER.md, "Faults and interrupts")."""
 
 from __future__ import annotations
 
@@ -231,14 +209,10 @@ def _killed_worker(exc: BaseException) -> bool:
 def _close(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
     """Cancel what is left and close the client (and the local cluster) within :data:`DASK_CLOSE_TIMEOUT_S` s
     in all (a scheduler that is gone is not waited for); never raises."""
-    def close() -> None:
-        for step in (lambda: client.cancel(list(futs)) if futs else None,
-                     lambda: client.close(timeout=DASK_CLOSE_TIMEOUT_S),
-                     lambda: cluster.close(timeout=DASK_CLOSE_TIMEOUT_S) if cluster is not None else None):
-            try:
-                step()
-            except Exception:   # cleanup: the run's own outcome (or interrupt) is what is reported
-                pass
+    def close() -> None:   # cleanup: the run's own outcome (or interrupt) is what is reported
+        _quietly(lambda: client.cancel(list(futs)) if futs else None)
+        _quietly(lambda: client.close(timeout=DASK_CLOSE_TIMEOUT_S))
+        _quietly(lambda: cluster.close(timeout=DASK_CLOSE_TIMEOUT_S) if cluster is not None else None)
 
     try:
         bounded(close, DASK_CLOSE_TIMEOUT_S, "closing the Dask client")

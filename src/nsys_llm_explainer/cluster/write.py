@@ -1,11 +1,6 @@
-"""Write a cluster result: ``cluster.md``, ``cluster.json``, ``cluster.html`` (one document: :mod:`render.cluster`),
-``tables/*.csv``; each file's own report under ``ranks/<label>/`` is written by the workers into the same
-staging directory (:func:`run.run_files`).
-
-Atomic and owned like the main command (:mod:`output`: a manifest of the files written, a staging directory
-made visible in one step); ``--out`` may be new, empty or hold a previous cluster report, anything else needs
-``force``. Text cells follow :mod:`render.escape`.
-"""
+"""Write a cluster result (``cluster.md``, ``cluster.json``, ``cluster.html``, ``tables/*.csv``, the rank pages' one
+plotly.js) into the staging directory where the workers wrote ``ranks/<label>/`` (outputs: docs/CLUSTER.md;
+atomic and owned: docs/SECURITY.md §2)."""
 
 from __future__ import annotations
 

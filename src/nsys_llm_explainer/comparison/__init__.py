@@ -1,9 +1,5 @@
-"""Compare traces: BASE against one or more NEW runs of the same workload (docs/COMPARE.md).
-
-:func:`compare_reports` / :func:`compare_paths` return a typed :class:`CompareResult` (no files written);
-``result.to_dict()`` is ``compare.json``. :mod:`.write` renders ``compare.md``, ``compare.json``,
-``compare.html`` and ``tables/*.csv``; :mod:`.gate` is the ``--fail-on-regression`` CI gate.
-"""
+"""Compare traces: BASE against one or more NEW runs of the same workload (docs/COMPARE.md). :func:`compare_reports`
+/ :func:`compare_paths` return a typed :class:`CompareResult` and write nothing (:mod:`.write` writes)."""
 
 from __future__ import annotations
 

@@ -119,8 +119,7 @@ def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]] = None,
     if analyze is None:
         from ..pipeline import analyze_path
 
-        def analyze(p: str) -> Report:
-            return analyze_path(p)
+        analyze = analyze_path
 
     t0 = time.perf_counter()
     reports = [analyze(str(p)) for p in paths]

@@ -1,15 +1,10 @@
-"""BASE against one NEW: status (comparable / too short / too different), the change of the headline metric
-and its noise, per-unit deltas (categories, idle causes, kernels), finding changes, and the headline lines.
-
-Per unit of work the steady window splits exactly into non-overlapped busy per kernel category plus idle per
-cause kind (docs/MODEL.md: busy = Σ categories, idle = Σ causes), so the change of window time per unit is
-the sum of their deltas; the *main reason* is the part with the largest delta in the direction of that
-change (an idle kind is named by its detail with the largest delta).
-"""
+"""BASE against one NEW: status, the change of the headline metric and its noise, per-unit deltas (categories, idle
+causes, kernels), finding changes, the main reason and the headline lines (docs/COMPARE.md, "Where the change
+comes from")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
 from ..findings.base import SEVERITY_RANK
@@ -110,23 +105,9 @@ def reason_text(r: Delta) -> str:
     return IDLE_TEXT.get(r.name, f"GPU idle ({r.name})") + f" (idle cause `{r.name}`)"
 
 
-@dataclass(frozen=True)
-class _Verdict:
-    """What the headline lines say (the fields of :class:`Comparison` they are written from)."""
-
-    status: str
-    reasons: Tuple[str, ...]
-    change_pct: Optional[float]
-    noise_pct: Optional[float]
-    significant: Optional[bool]
-    verdict: str
-    main_reason: Optional[Delta]
-    window_per_unit_base_ns: Optional[int]
-    window_per_unit_new_ns: Optional[int]
-    details: Tuple[Delta, ...]
-
-
-def _headline(spec: MetricSpec, c: _Verdict, b: TraceSummary, n: TraceSummary) -> Tuple[str, ...]:
+def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: TraceSummary,
+              n: TraceSummary) -> Tuple[str, ...]:
+    """The headline lines of ``c`` (``details``: every (kind, detail) delta, not only the rows ``c`` keeps)."""
     unit = UNIT_WORD[spec.basis]
     mb, mn = b.metric, n.metric
     what = spec.description.split(" (")[0]
@@ -154,7 +135,7 @@ def _headline(spec: MetricSpec, c: _Verdict, b: TraceSummary, n: TraceSummary) -
     if r is not None and wb is not None and wn is not None:
         lead = "Main reason" if verdict in ("faster", "slower") else "Largest change"
         text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
-        sub = [d for d in c.details if d.name == r.name and d.detail == r.detail]
+        sub = [d for d in details if d.name == r.name and d.detail == r.detail]
         if r.component == "idle" and r.detail and sub:
             text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
@@ -187,11 +168,11 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
                     for k in dict.fromkeys(list(fb.kernels) + list(fn.kernels))])
     wb, wn = per_unit(fb.pooled_window_ns, ub), per_unit(fn.pooled_window_ns, un)
     main = _main_reason(cats, kinds, details, (wn - wb) if wb is not None and wn is not None else None)
-    parts = _Verdict(status, reasons, ch, noise, significant, verdict, main, wb, wn, details)
-    return Comparison(
+    c = Comparison(
         base=b.label, new=n.label, status=status, reasons=reasons, similarity=sim, gpus_match=gpus_match,
         metric_base=b.metric, metric_new=n.metric, change_pct=ch, noise_pct=noise, significant=significant,
-        verdict=verdict, headline=_headline(spec, parts, b, n), main_reason=main, busy_pct_base=b.busy_pct,
+        verdict=verdict, headline=(), main_reason=main, busy_pct_base=b.busy_pct,
         busy_pct_new=n.busy_pct, window_per_unit_base_ns=wb, window_per_unit_new_ns=wn, idle_changes=kinds,
         idle_detail_changes=details[:IDLE_DETAIL_ROWS], category_changes=cats, kernel_deltas=kern,
         finding_changes=_finding_changes(b, n))
+    return replace(c, headline=_headline(spec, c, details, b, n))

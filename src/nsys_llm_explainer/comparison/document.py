@@ -1,11 +1,6 @@
-"""The comparison as one document (``compare.md`` and ``compare.html`` lay it out; :mod:`render.document`): the
-headline (3–5 lines per NEW, pasteable into a pull request), the headline metric, the traces, the time per unit of
-work split into kernel categories and idle causes (in HTML as stacked bars, as vLLM's ``gputrc2graph.py`` draws
-them), then per NEW the top kernel changes and the finding changes.
-
-Reads the typed :class:`.result.CompareResult` (result rows by field, :func:`render.table.field_of`); the writers
-escape every name (kernel and NVTX names, labels, paths). Durations per unit of work in ms.
-"""
+"""The comparison as one document (``compare.md`` and ``compare.html``; contents: docs/COMPARE.md): per NEW the
+headline lines, the headline metric, the traces, the time per unit of work by kernel category and idle cause (in
+HTML as stacked bars), the top kernel changes and the finding changes."""
 
 from __future__ import annotations
 
@@ -95,10 +90,8 @@ def _headline(d: CompareResult) -> Section:
 
 def _metric_row(i: int, t: TraceSummary, c: Optional[Comparison]) -> MetricRow:
     m = t.metric
-    if c is None:   # BASE
-        return MetricRow(t.label, "BASE" if i == 0 else "NEW", m.p50_ns, m.p90_ns, m.spread, m.count)
-    return MetricRow(t.label, "BASE" if i == 0 else "NEW", m.p50_ns, m.p90_ns, m.spread, m.count, c.change_pct,
-                     c.noise_pct, c.verdict, c.status)
+    vs_base = (c.change_pct, c.noise_pct, c.verdict, c.status) if c is not None else ()
+    return MetricRow(t.label, "BASE" if i == 0 else "NEW", m.p50_ns, m.p90_ns, m.spread, m.count, *vs_base)
 
 
 def _metric(d: CompareResult, unit: str) -> Section:

@@ -1,17 +1,5 @@
-"""The ``compare --fail-on-regression PCT`` CI gate (docs/COMPARE.md). It fails closed.
-
-For each NEW, one line:
-
-* ``REGRESSION`` — the pair is comparable and NEW's headline metric is higher than BASE's by more than ``PCT`` %
-  *and* by more than the noise: exit :data:`errors.EXIT_REGRESSION` (3);
-* ``not failing, within the noise`` / ``ok`` — comparable, no regression;
-* ``NOT COMPARABLE`` — the pair cannot be compared (a capture with no GPU work, too short, too different): the
-  gate cannot say that NEW is not slower, so it fails with exit :data:`errors.EXIT_INCOMPARABLE` (4); the line
-  names the capture at fault (``NEW pr has no GPU work``) and the reasons. With ``allow_incomparable``
-  (``--allow-incomparable``) such a pair is let through: its line says ``not gated`` and why.
-
-A regression wins over an incomparable pair (exit 3 when both occur).
-"""
+"""The ``compare --fail-on-regression PCT`` CI gate: one line per NEW and the exit code; it fails closed
+(docs/COMPARE.md, "The CI gate")."""
 
 from __future__ import annotations
 

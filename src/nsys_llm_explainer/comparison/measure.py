@@ -1,18 +1,6 @@
-"""What the comparison reads from one typed :class:`~nsys_llm_explainer.report.Report`.
-
-Everything is over the report's steady window, summed over devices (docs/MODEL.md):
-
-* busy / window: ``Report.gpu_time.pooled()`` — over the devices that ran kernels in the steady window (a device
-  that only received copies is not counted; docs/MODEL.md); ``non_gpu_ns`` = pooled window − pooled busy.
-* idle by cause: ``Report.idle_causes.devices`` of those same devices, summed per kind (and kept per
-  (kind, detail)); Σ = idle.
-* non-overlapped busy per kernel category: ``Report.steady_categories.overall`` (``Report.categories`` when the
-  steady window is the whole capture; otherwise the same rules applied to the steady (clipped) model by the analysis
-  graph), so categories + idle = window exactly. Busy the kernels do not explain (whole-graph executions of a
-  graph-level trace) is the row ``graph_untraced``.
-* kernels by name: ``Report.steady_kernels.by_name`` (clipped to the window): count, total ns.
-* anchor kernel starts: ``Report.steady_kernel_starts`` (every steady-window kernel's start, device and name).
-"""
+"""What the comparison reads from one typed report, over its steady window and the devices that ran kernels (busy,
+idle by cause, non-overlapped busy per category, kernels by name, kernel starts: docs/COMPARE.md, "Where the
+change comes from")."""
 
 from __future__ import annotations
 
@@ -119,11 +107,6 @@ def weighted_jaccard(a: Facts, b: Facts) -> float:
 
 
 # ------------------------------------------------------------------------------------------ anchor kernel
-def anchor_starts(f: Facts, name: str) -> List[Tuple[np.ndarray, np.ndarray]]:
-    """Per device: (sorted starts of kernel ``name``, sorted starts of all kernels), steady window."""
-    return f.kernel_starts.per_device(name)
-
-
 def repeat_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
     """Share of anchor intervals whose kernel count equals that of the interval ``k`` later (same device):
     1.0 when the kernel sequence repeats every ``k`` anchor instances. None when no pair exists."""

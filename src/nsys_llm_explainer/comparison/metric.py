@@ -1,22 +1,5 @@
-"""The headline metric: one number per trace, lower is better, chosen once for all traces (docs/COMPARE.md).
-
-1. ``step_time_p50`` — the median step wall time of the steps analysis (``report.steps``), when
-   every trace has steps found by the same method (and, for NVTX steps, the same range names). Unit of
-   work: one step; steps in the window = Σ of each step's fraction inside the steady window.
-2. ``iteration_period_p50`` — otherwise: the *anchor kernel* is the kernel name present in every trace's
-   steady window with the largest smallest share of kernel time (``max_name min_trace share``). Per device
-   its instance starts ``a_0 < a_1 < …``; the *repeat* ``k`` is the smallest k in 1…8 such that, in every
-   trace, ≥ 75 % of the intervals ``[a_i, a_i+1)`` hold as many kernels as ``[a_i+k, a_i+k+1)`` (the kernel
-   sequence repeats every k anchor instances: one iteration — a transformer block, a step), else 1. The
-   samples are ``a_i+k − a_i`` on every device; the metric is their median. Unit of work: one iteration
-   (anchor instances in the window / k).
-3. No metric (``None``) when the traces share no kernel name: basis ``window_s`` (one second of steady
-   window per device) and no pair is comparable.
-
-Spread = p90 / p50 of the samples. Noise: each median's ~95 % interval half-width ``1.58 · IQR / √n``
-(McGill et al., the box-plot notch; n = complete steps / iterations), combined in quadrature for the
-change and expressed in % of BASE.
-"""
+"""The headline metric: one number per trace, lower is better, chosen once for all traces (``step_time_p50``, else
+``iteration_period_p50`` of an anchor kernel, else none), and its noise (docs/COMPARE.md, "The headline metric")."""
 
 from __future__ import annotations
 
@@ -26,7 +9,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import percentile, round_half_up
-from .measure import Facts, anchor_periods, anchor_starts, repeat_score, shares, steps_in_window
+from .measure import Facts, anchor_periods, repeat_score, shares, steps_in_window
 from .result import MetricSpec, MetricValue
 
 MIN_UNITS = 10                 # fewer steps / iterations than this in a trace: too short to compare
@@ -81,7 +64,7 @@ def choose_metric(facts: Sequence[Facts]) -> MetricSpec:
     if name is None:
         return MetricSpec(None, "none: the traces have no kernel name in common", "window_s",
                           f"{why_not_steps}, and no kernel name is common to all traces")
-    k, why = _repeat([anchor_starts(f, name) for f in facts])
+    k, why = _repeat([f.kernel_starts.per_device(name) for f in facts])   # per device: (anchor starts, all starts)
     return MetricSpec(ITERATION, f"median iteration period ({k} instance{'s' if k > 1 else ''} of the anchor "
                       "kernel, start to start, same device)", "iteration",
                       f"{why_not_steps}; the anchor is the kernel with the largest share of kernel time common to "
@@ -106,7 +89,8 @@ def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
         return (_value(wall, st.step_count, sm.p50_ns if sm else None, sm.p90_ns if sm else None),
                 steps_in_window(f))
     if spec.name == ITERATION and spec.anchor_kernel is not None and spec.anchor_repeat:
-        samples, complete, instances = anchor_periods(anchor_starts(f, spec.anchor_kernel), spec.anchor_repeat)
+        samples, complete, instances = anchor_periods(f.kernel_starts.per_device(spec.anchor_kernel),
+                                                      spec.anchor_repeat)
         return _value(samples, complete), instances / spec.anchor_repeat
     return MetricValue(None, None, 0, None, None), f.pooled_window_ns / 1e9
 

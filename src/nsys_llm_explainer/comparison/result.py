@@ -1,10 +1,6 @@
-"""Typed results of a comparison (frozen dataclasses); ``to_dict()`` gives ``compare.json``.
-
-Durations are integer ns; ``*_per_unit_ns`` are ns per unit of work (one step, one iteration, or one
-second of steady window per device: :attr:`MetricSpec.basis`), rounded to integers. Percent changes are
-``(new − base) / base × 100``: positive means NEW takes longer (slower) on a lower-is-better number.
-See docs/COMPARE.md.
-"""
+"""Typed results of a comparison (frozen dataclasses); ``to_dict()`` gives ``compare.json``. Integer ns;
+``*_per_unit_ns`` per unit of work (:attr:`MetricSpec.basis`); change % = (new − base) / base × 100, positive:
+NEW slower (docs/COMPARE.md)."""
 
 from __future__ import annotations
 
@@ -14,11 +10,6 @@ from typing import Any, Dict, Optional, Tuple
 from ..jsonable import FieldsJson, json_ready
 
 COMPARE_SCHEMA_VERSION = "1.0"
-
-#: per-pair status: a number is compared only when ``comparable``
-STATUSES = ("comparable", "too_short", "too_different")
-#: per-pair verdict on the headline metric
-VERDICTS = ("faster", "slower", "no_change", "not_compared")
 
 
 @dataclass(frozen=True)
@@ -144,7 +135,7 @@ class Comparison(FieldsJson):
 
     base: str
     new: str
-    status: str                       # see STATUSES
+    status: str                       # "comparable" | "too_short" | "too_different" (compared only when comparable)
     reasons: Tuple[str, ...]          # why not comparable (empty when comparable)
     similarity: float                 # kernel-time-weighted Jaccard of kernel names
     gpus_match: Optional[bool]        # None when a trace names no GPU
@@ -153,7 +144,7 @@ class Comparison(FieldsJson):
     change_pct: Optional[float]
     noise_pct: Optional[float]        # half-width of the ~95 % interval of the change, in % of BASE
     significant: Optional[bool]
-    verdict: str                      # see VERDICTS
+    verdict: str                      # "faster" | "slower" | "no_change" | "not_compared"
     headline: Tuple[str, ...]         # 3–5 lines (plain text; names in backticks)
     main_reason: Optional[Delta]
     busy_pct_base: float

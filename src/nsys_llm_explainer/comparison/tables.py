@@ -1,8 +1,5 @@
-"""``tables/*.csv`` of a comparison: every row of the typed :class:`.result.CompareResult` (never capped), full
-names, exact integer ns, a header row even when a table is empty (the CSV conventions of :mod:`render.csv_tables`).
-Each file is a table spec (:class:`render.table.Table`) written by the report's CSV writer; a row is a result row
-with its parent's fields beside it (:class:`render.table.Joined`: the trace's label, the pair, the flattened
-metric), read by field name."""
+"""``tables/*.csv`` of a comparison: table specs over the typed :class:`.result.CompareResult` (every row; a row is a
+result row with its parent's fields beside it, :class:`render.table.Joined`), written by the report's CSV writer."""
 
 from __future__ import annotations
 

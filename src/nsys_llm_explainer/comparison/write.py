@@ -1,10 +1,5 @@
-"""Write a comparison atomically (``compare.md``, ``compare.json``, ``compare.html``, ``tables/*.csv``); the
-``--fail-on-regression PCT`` gate is :mod:`.gate`.
-
-Output follows the main command (:mod:`output`: a manifest of the files written, a staging directory made
-visible in one step); ``--out`` may be new, empty or hold a previous comparison, anything else is refused
-unless ``force``. Text cells follow :mod:`render.escape` (Markdown / HTML escaping, CSV formula guard).
-"""
+"""Write a comparison atomically (``compare.md``, ``compare.json``, ``compare.html``, ``tables/*.csv``; the output rules
+of docs/SECURITY.md §2). The ``--fail-on-regression`` gate is :mod:`.gate`."""
 
 from __future__ import annotations
 

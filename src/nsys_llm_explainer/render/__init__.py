@@ -1,30 +1,6 @@
-"""Renderers: the typed :class:`..report.Report` → files in an output directory.
-
-``ALL_RENDERERS`` lists the renderer classes run for every report: Markdown (``report.md``), JSON
-(``report.json``), CSV (``tables/*.csv``) and HTML (``report.html``, one offline page with charts).
-:func:`load_schema` returns the JSON Schema of ``report.json``.
-Renderers format the typed results; they never compute a metric (docs/MODEL.md defines every number).
-
-One document model for every output (:mod:`.document`):
-
-* **sections** (:mod:`.sections` for the report, :mod:`.cluster` for the cluster report, ``comparison.document``
-  for compare) read the typed report (cluster and compare: their result dicts) once and build a
-  :class:`.document.Document` of typed, frozen parts — headings, paragraphs of inline spans (the tool's words,
-  user data to escape, names in monospace, emphasis, links),
-  bullet lists, tables, charts, collapsible details, cards;
-* **tables** are :class:`.table.Table` specs (:mod:`.specs`): one column language (:class:`.table.Col`) gives a
-  table's CSV columns and its shown columns, so ``tables/*.csv`` and the tables of report.md / report.html
-  cannot disagree;
-* **writers** only escape (:mod:`.escape`) and lay out: :mod:`.markdown` (report.md, compare.md, cluster.md),
-  :mod:`.html.writer` in the page shell of :mod:`.html.page` (report.html, compare.html, cluster.html; charts as
-  plotly figure dicts, built only for the page), :mod:`.csv_tables` (every CSV file);
-* **units** are formatted by :mod:`..vocabulary.units` only (one formatter per unit).
-
-To add a report section: write a builder ``(View) -> Section | Omitted | None`` in :mod:`.sections` (parts
-only; no Markdown or HTML), add it to ``sections.SECTIONS``; for a new table add its spec to :mod:`.specs`
-(``CSV_TABLES``) and show ``TablePart(SPEC.cols, rows)``. report.md and report.html then both hold it
-(tests/render/test_document.py checks that the page holds every section, sentence and table row of the Markdown).
-"""
+"""Renderers: the typed :class:`..report.Report` → ``report.md``, ``report.json``, ``tables/*.csv`` and
+``report.html`` (:data:`ALL_RENDERERS`); formatting only. Layout and how to add a section or a table: docs/DESIGN.md,
+"One document for every output"."""
 
 from __future__ import annotations
 

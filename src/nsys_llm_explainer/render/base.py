@@ -1,12 +1,5 @@
-"""Renderer base class, the JSON file renderer, and how renderers read the report.
-
-A renderer turns the typed :class:`report.Report` into files inside ``out_dir`` and returns their paths (a saved
-``report.json`` becomes a ``Report`` through ``Report.from_dict`` first). The caller owns atomicity (it passes a
-temporary directory and moves it).
-
-Renderers only *format* numbers of the report (:mod:`..vocabulary.units`, one formatter per unit); they never
-derive a metric. CSV and JSON keep exact integer ns.
-"""
+"""Renderer base class, the one text-file writer and the JSON writer (``report.json``; compare and cluster use the
+same). The caller owns atomicity: it passes a staging directory (docs/SECURITY.md §2)."""
 
 from __future__ import annotations
 
@@ -22,7 +15,6 @@ class Renderer:
     """Base class: ``render(report, out_dir)`` writes files into ``out_dir`` and returns their paths.
     A one-file renderer sets ``filename`` and implements :meth:`text`."""
 
-    name: str = "renderer"
     filename: str = ""
 
     def text(self, report: Report) -> str:
@@ -90,7 +82,6 @@ class JsonRenderer(Renderer):
     """``report.json``: ``Report.to_dict()`` as strict JSON (``allow_nan=False``, 2-space indent, long lists one
     element per line: :func:`dumps_indented`)."""
 
-    name = "json"
     filename = "report.json"
 
     def text(self, report: Report) -> str:

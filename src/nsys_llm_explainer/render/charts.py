@@ -1,8 +1,5 @@
-"""What every chart shares: plotly figure options, the layout, the idle-cause colours and legend names, text for
-plotly labels, and the horizontal bar chart. Charts are plain plotly figure
-dicts (``{"data": [...], "layout": {...}}``) held by :class:`.document.Figure`; the HTML writer embeds them once as
-JSON and a small script draws them. No metric is derived here: values are the report's, converted to display units.
-"""
+"""What every chart shares: plotly options and layout, the idle-cause colours and legend names, plotly-safe label
+text, the horizontal bar chart. Figures are plain plotly dicts; values are the report's in display units."""
 
 from __future__ import annotations
 

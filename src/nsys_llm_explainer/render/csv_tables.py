@@ -1,18 +1,5 @@
-"""CSV tables (``tables/*.csv``): every row of the report's tables, never capped by ``--top``, full names.
-
-Written with the :mod:`csv` module (``QUOTE_MINIMAL``, ``\\r\\n`` line ends, UTF-8): names holding commas,
-quotes or newlines round-trip through :func:`csv.reader`. Every file has its header row even when the
-table is empty. Missing values are empty cells. A text cell that a spreadsheet could run as a formula (first
-character ``=``, ``+``, ``-``, ``@``, tab or CR — e.g. a hostile kernel name) is written with a leading ``'``
-(:func:`.escape.csv_text`); numbers never are, and ``report.json`` keeps every name exactly.
-
-Column conventions: ``*_ns`` — integer nanoseconds as in ``report.json`` (timestamps are absolute, on the
-export's timeline); ``*_ms`` = ns / 10⁶ (6 decimals) and ``*_us`` = ns / 10³ (3 decimals): the same number in
-another unit, no rounding; ``pct_*`` / ``*_pct`` — percentages as in ``report.json``.
-
-The files and their columns are the table specs in :mod:`.specs` (``CSV_TABLES``); each names the
-``report.json`` field its rows come from. One file per table: no two files hold the same rows.
-"""
+"""The CSV writer (``tables/*.csv`` of report, compare and cluster, from the table specs of :mod:`.specs`); quoting,
+empty cells and the column conventions (``*_ns``, ``*_ms``, ``*_us``, ``pct_*``): docs/DESIGN.md, "CSV"."""
 
 from __future__ import annotations
 
@@ -50,7 +37,6 @@ def write_tables(tables: Sequence[Table[S]], source: S, out_dir: Path) -> List[P
 class CsvRenderer(Renderer):
     """``tables/*.csv`` (see module docstring)."""
 
-    name = "csv"
 
     def render(self, report: Report, out_dir: Path) -> List[Path]:
         return write_tables(CSV_TABLES, report, out_dir)

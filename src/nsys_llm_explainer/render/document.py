@@ -1,34 +1,6 @@
-"""The document model: every output (report, compare, cluster) is built once as a list of small, frozen parts;
-the Markdown writer (:mod:`.markdown`) and the HTML writer (:mod:`.html.writer`) only escape and lay them out.
-
-**Inline text** (:data:`Inline`) is a tuple of spans. A plain ``str`` is the tool's own words: written as it is
-in Markdown, HTML-escaped in HTML (so it must not hold Markdown syntax: use the spans). The other spans:
-
-* :class:`Data` — user-controlled text (a name, a path, a reason): escaped in every format
-  (``md_text`` / ``html_escape``); ``lead`` lets Markdown escape a block marker at its start.
-* :class:`Cell` — the same, escaped as a Markdown table cell (``md_cell``: stripped, ``|`` escaped).
-* :class:`Rich` — text holding backtick code spans (finding evidence, advice): the code spans in monospace.
-* :class:`Code` — a name in monospace, shortened to ``limit`` characters (middle ellipsis).
-* :class:`Strong`, :class:`Em` — bold / emphasis around other spans; :class:`Styled` — a CSS class in HTML
-  (Markdown writes the children); :class:`Value` — a formatted number with the exact value behind it (HTML
-  ``data-v``); :class:`Link` — a relative link in HTML (Markdown writes the text).
-
-**Blocks** (:data:`Part`): :class:`Heading`, :class:`Paragraph`, :class:`Note` (a warning), :class:`BulletList`,
-:class:`TablePart` (a :class:`.table.Col` spec and the rows it shows), :class:`Chart` (HTML only: a plotly figure
-built lazily, so Markdown never pays for it), :class:`Details` (collapsible in HTML), :class:`Group` (a card in
-HTML, e.g. one finding) and :class:`HtmlOnly` (parts that only the page shows: meta lines, chart-side tables).
-In Markdown, blocks are separated by a blank line; ``brk`` = :data:`BR` (hard line break) or :data:`NL` (the
-next block follows on the next line, e.g. a paragraph introducing a list) joins a block to the next one.
-
-A :class:`Section` has an id (HTML anchor), a title (``## title`` / ``<h2>``; none for the top block) and its
-parts; a section builder returns :class:`Omitted` when its data is missing (both formats list those in one
-line). A :class:`Document` is the ordered sections.
-
-**Adding a section**: write one builder ``(View) -> Section | Omitted | None`` from the typed report with these
-parts (no Markdown or HTML in it), and add it to the ordered list (``render.sections.SECTIONS``); both
-report.md and report.html then show it. A table shown in a section takes its columns from the table spec of
-its CSV file (:mod:`.specs`), so the three formats cannot disagree on a column.
-"""
+"""The document model: every output is built once as small frozen parts (inline spans, blocks, sections); the
+Markdown and HTML writers only escape and lay them out. What each part means: docs/DESIGN.md, "What each writer
+writes"."""
 
 from __future__ import annotations
 

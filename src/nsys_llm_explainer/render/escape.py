@@ -1,41 +1,5 @@
-"""The one place where user-controlled text (kernel / NVTX / process / thread names, paths, labels) is made
-inert for each output. Every renderer and the command line's terminal lines use these helpers.
-
-* :func:`visible` — tab, LF and CR become a space; every other C0/C1 control character, DEL, and the bidi
-  controls (U+202A–U+202E embeddings/overrides, U+2066–U+2069 isolates, U+200E/U+200F marks, U+061C) and
-  U+2028/U+2029 become a *visible* escape (``\\x1b``, ``\\u202e``), so an ESC/OSC-8/BEL sequence or a
-  right-to-left override is shown, never executed or applied. Used by every Markdown, HTML and terminal helper.
-* :func:`term_text` — one terminal line (stdout summary, stderr errors): :func:`visible`, whitespace
-  collapsed, shortened to :data:`TERM_LIMIT` characters.
-* :func:`csv_text` — a CSV text cell: a value starting with ``=`` ``+`` ``-`` ``@``, tab or CR (which a
-  spreadsheet could run as a formula) gets a leading ``'`` (OWASP "CSV injection"); numbers are untouched
-  and the rest of the text is kept exactly (report.json always holds the raw name).
-
-* :func:`md_cell` — text for one cell of a GitHub-flavoured Markdown table. The result never contains a raw
-  ``|`` (escaped ``\\|``), a line break (newline, CR and tab become a space, other controls :func:`visible`), a
-  raw ``<`` ``>`` ``&`` or backtick (HTML entities), an unescaped emphasis/link/strikethrough/math marker
-  (``* _ [ ] ~ $`` and ``\\`` are backslash-escaped; ``_`` only where it could start or end emphasis, i.e.
-  not between two letters/digits), nor an autolink trigger (``://``, ``www.`` and ``@`` are broken with
-  entities). So a cell cannot split the table, open HTML, or inject a link or image.
-* :func:`md_text` — the same escaping for inline text in a paragraph or bullet; in addition a leading
-  block marker (``#``, ``>``, ``-``, ``+``, ``=``, ``1.``/``1)``) is escaped so text cannot become a
-  heading, quote or list item (``md_cell`` escapes the same markers except ``1.``, which is inert in a
-  cell).
-* :func:`md_code` — ``text`` in monospace: a backtick code span for plain names, ``<code>`` with the
-  :func:`md_text`-style escaping for names holding ``< > & |``, backticks, backslashes or control
-  characters (so the .md source never holds raw HTML from a name); safe inside a table cell.
-* :func:`md_rich` — text that already uses backtick code spans for names (finding evidence): code
-  spans are re-emitted with :func:`md_code`, the rest with :func:`md_text`.
-* :func:`html_escape` — text for an HTML element or attribute value (``& < > " '``).
-* :func:`truncate` — shorten to at most ``limit`` characters with a trailing ``…``; :func:`shorten` — the
-  same with a middle ellipsis (head and tail of a long kernel name). Markdown only; CSV and JSON always keep
-  the full name.
-* :func:`md_name` — a user-controlled name for Markdown: :func:`shorten` then :func:`md_code`.
-
-Over-long text is shortened in every human-facing output (Markdown, HTML, terminal: at most
-:data:`CODE_LIMIT` characters for a name in monospace, :data:`TEXT_LIMIT` for a paragraph); CSV and JSON keep
-the full name.
-"""
+"""The one place where user-controlled text (names, paths, labels) is made inert for each output: Markdown
+(``md_*``), HTML, CSV (formula guard), terminal lines, and shortening. Every rule: docs/SECURITY.md §4."""
 
 from __future__ import annotations
 
@@ -153,7 +117,7 @@ def _escape_leading(r: str, numbered: bool = True) -> str:
 
 
 def md_cell(text: Any) -> str:
-    """Escape ``text`` for one GitHub Markdown table cell (see module docstring)."""
+    """Escape ``text`` for one GitHub Markdown table cell (docs/SECURITY.md §4)."""
     return _escape_leading(_escape_inline(_to_str(text)).strip(), numbered=False)
 
 

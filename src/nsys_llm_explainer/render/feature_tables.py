@@ -1,6 +1,5 @@
-"""CSV / Markdown table specs of the sections added for signals the trace may lack (Unified Memory, per-step
-synchronization): each is a :class:`table.Table` over its ``report.json`` section; :mod:`specs` lists them with
-the others in ``CSV_TABLES``."""
+"""Table specs of Unified Memory, copy paths, per-step synchronization and thread waits (listed in
+:data:`.specs.CSV_TABLES`)."""
 
 from __future__ import annotations
 

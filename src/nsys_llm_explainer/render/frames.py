@@ -1,7 +1,5 @@
-"""pandas frames of the report's tables: the tables of ``tables/*.csv`` (the same specs, :data:`.specs.CSV_TABLES`,
-named by their file name without ``.csv``), with the ``report.json`` rows they hold — exact integer ns, nested
-objects flattened one level (``full.busy_ns``, ``cause.kind``) — rather than the CSV's text cells.
-"""
+"""pandas frames of the report's tables (``Report.to_frame``): the specs of ``tables/*.csv`` by file name without
+``.csv``, holding the ``report.json`` rows (exact ns, nested objects flattened one level)."""
 
 from __future__ import annotations
 
@@ -28,12 +26,8 @@ def check_table(name: str) -> Table[Report]:
     return TABLES[name]
 
 
-def table_rows(report: Report, name: str) -> List[Dict[str, Any]]:
-    """The rows of table ``name`` (those its CSV file holds), as the ``report.json`` objects they are."""
-    return [row_dict(r) for r in check_table(name).rows(report)]
-
-
 def table_frame(report: Report, name: str, pd: Any) -> Any:
-    """A ``DataFrame`` (``pd``: the pandas module) of table ``name`` of the report."""
-    rows = table_rows(report, name)
+    """A ``DataFrame`` (``pd``: the pandas module) of table ``name`` of the report: its rows as ``report.json``
+    objects."""
+    rows = [row_dict(r) for r in check_table(name).rows(report)]
     return pd.json_normalize(rows, max_level=1) if rows else pd.DataFrame()

@@ -1,6 +1,5 @@
-"""CPU samples inside host-side idle (``host_samples``, analyses/idle/host_samples.py), for the renderers: the
-"host samples" cell of an idle-cause row (joined by device, kind and detail; formatting only), the note shown
-when the trace has no samples, and the ``host_samples.csv`` table (every list entry of every scope)."""
+"""CPU samples inside host-side idle (``host_samples``) for the renderers: the "host samples" cell of an idle-cause
+row, the note when the trace has none, and ``host_samples.csv``."""
 
 from __future__ import annotations
 

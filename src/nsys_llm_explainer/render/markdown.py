@@ -1,11 +1,5 @@
-"""The Markdown writer: a :class:`.document.Document` → GitHub-flavoured Markdown (``report.md``, ``compare.md``,
-``cluster.md``). It only escapes (:mod:`.escape`) and lays out; the words are the document's.
-
-Layout: a section is ``## title``, a blank line, then its blocks separated by blank lines (a block with
-``brk`` = ``br`` ends with a hard line break, ``nl`` puts the next block on the next line); sections are
-separated by a blank line; the file ends with one newline. Charts and :class:`.document.HtmlOnly` parts are left
-out. A table shows the columns with a header; an empty cell is ``–``.
-"""
+"""The Markdown writer: a :class:`.document.Document` → ``report.md`` / ``compare.md`` / ``cluster.md``; escapes
+(:mod:`.escape`) and lays out only (layout rules: docs/DESIGN.md, "Markdown")."""
 
 from __future__ import annotations
 
@@ -122,8 +116,8 @@ def md_parts(ps: Sequence[Part]) -> List[str]:
     return lines
 
 
-def md_section(s: Section, level: int = 2) -> str:
-    head = ["#" * level + " " + md_inline(s.title), ""] if s.title else []
+def md_section(s: Section) -> str:
+    head = ["## " + md_inline(s.title), ""] if s.title else []
     return "\n".join(head + md_parts(s.parts))
 
 
@@ -142,7 +136,6 @@ def render_markdown(report: Report) -> str:
 class MarkdownRenderer(Renderer):
     """``report.md``: the report's sections (:mod:`.sections`) laid out by :func:`write_markdown`."""
 
-    name = "markdown"
     filename = "report.md"
 
     def text(self, report: Report) -> str:

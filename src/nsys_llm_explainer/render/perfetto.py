@@ -1,30 +1,11 @@
-"""``timeline.pftrace``: the report's reading written as a Perfetto trace (protobuf ``Trace`` packets, Perfetto's own
-``perfetto`` package: its ``perfetto_trace_pb2`` protos), for ui.perfetto.dev or ``trace_processor``.
-
-Formatting only: every row, idle piece, marker and counter comes from the typed report (``Report.timeline_file``:
-the rows inside its span with their names and thread labels, :mod:`analyses.timeline`; the window, steps and trace
-info); this module lays them out as tracks (docs/DESIGN.md "Timeline file"):
-
-* per GPU ``GPU <id> (<name>)``: one track per stream with its kernels (args: correlation id, category, CUDA-graph
-  node, ``grid`` / ``block`` as ``"x,y,z"`` and registers per thread where the export has them, static / dynamic
-  shared memory when the kernel uses some), ``memcpy stream N`` / ``memset stream N`` (kind, bytes, memory kinds),
-  whole-graph executions, ``idle causes`` (slices named ``kind: detail``, exactly the attribution's pieces),
-  ``steps``, ``findings`` (each finding over its example gap), and the counters ``busy %`` and ``copy GB/s`` per
-  timeline bin;
-* per process and thread, named as in the report: CUDA API calls on the thread's track (a flow from each launch
-  call to its kernel or copy), child tracks ``NVTX`` (nested as recorded; overlapping ranges on further lanes),
-  ``OS runtime`` and ``CPU samples``;
-* ``analysis``: the steady window, findings about no single gap, and what the file leaves out.
-
-Names are interned (``InternedData``) and packets are written in chunks (streamed). A cluster file concatenates
-the ranks' files, each rank a process (``rank`` mode) whose timestamps are moved to the aligned clock
-(:func:`.perfetto_packets.concat_ranks`).
-"""
+"""``timeline.pftrace``: the report's reading as a Perfetto trace, laid out from ``Report.timeline_file`` (with the
+window, steps and trace info) as tracks. What the file holds: docs/MODEL.md, "Timeline file"; its tracks:
+docs/DESIGN.md, "The timeline file's tracks"."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -39,10 +20,8 @@ FILE_NAME = "timeline.pftrace"
 
 def launch_args(grid: np.ndarray, block: np.ndarray, registers: np.ndarray, static_smem: np.ndarray,
                 dynamic_smem: np.ndarray) -> List[List[Tuple[str, object]]]:
-    """Each kernel's launch configuration as arguments (rows of n × 3 ``grid`` / ``block``, -1: unknown): ``grid``
-    and ``block`` as ``"x,y,z"`` when all three are known, ``registers_per_thread`` when known, and
-    ``static_shared_memory`` / ``dynamic_shared_memory`` (bytes) when the kernel uses some. Each distinct
-    configuration is formatted once."""
+    """Each kernel's launch configuration as arguments (``grid`` / ``block``: n × 3, -1 unknown; the rules:
+    docs/MODEL.md, "Timeline file"); each distinct configuration formatted once."""
     n = grid.shape[0]
     if n == 0:
         return []
@@ -66,7 +45,7 @@ def launch_args(grid: np.ndarray, block: np.ndarray, registers: np.ndarray, stat
 
 
 class _Layout:
-    """Writes one report's tracks and events (module docstring)."""
+    """Writes one report's tracks and events (docs/DESIGN.md, "The timeline file's tracks")."""
 
     def __init__(self, enc: Encoder, report: Report, rank: Optional[Tuple[int, str]]) -> None:
         self.enc, self.r = enc, report
@@ -309,20 +288,14 @@ class _Layout:
             self.enc.counter(edges[-1], bw, 0.0)
 
 
-def write_report_trace(report: Report, out: IO[bytes], rank: Optional[Tuple[int, str]] = None) -> int:
-    """Write ``report``'s timeline packets to ``out``; ``rank``: (index, label) in a cluster (the rank becomes a
-    process; its processes and threads tracks under it; ids kept apart from other ranks'). Returns the packets."""
-    enc = Encoder(out, (rank[0] + 1) if rank is not None else 1, ((rank[0] + 1) << 40) if rank is not None else 0)
-    _Layout(enc, report, rank).write()
-    enc.flush()
-    return enc.packets
-
-
 def write_perfetto(report: Report, path: Path, rank: Optional[Tuple[int, str]] = None) -> Optional[Path]:
     """Write ``path`` (``timeline.pftrace``) when the report's timeline file is on (``timeline_events`` > 0);
-    returns the path written, None when off."""
+    returns the path written, None when off. ``rank``: (index, label) in a cluster (the rank becomes a process, its
+    processes and threads tracks under it; ids kept apart from other ranks')."""
     if not report.timeline_file.span.written:
         return None
     with open(path, "wb") as f:
-        write_report_trace(report, f, rank)
+        enc = Encoder(f, (rank[0] + 1) if rank is not None else 1, ((rank[0] + 1) << 40) if rank is not None else 0)
+        _Layout(enc, report, rank).write()
+        enc.flush()
     return path

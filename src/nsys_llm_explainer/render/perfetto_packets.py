@@ -1,7 +1,6 @@
-"""The Perfetto packet layer of ``timeline.pftrace``: protobuf ``Trace`` packets of one sequence (Perfetto's own
-``perfetto`` package: its ``perfetto_trace_pb2`` protos) with interned names and argument names, written in chunks
-(:class:`Encoder`); lanes that keep a track's slices a stack (:func:`lanes`); moving a rank's file to the cluster's
-aligned clock and concatenating ranks (:func:`concat_ranks`). What the tracks hold is :mod:`.perfetto`'s."""
+"""The Perfetto packet layer of ``timeline.pftrace``: one sequence's ``Trace`` packets with interned names, written
+in chunks (:class:`Encoder`); lanes that keep a track's slices a stack (:func:`lanes`); a cluster's ranks moved
+to the aligned clock and concatenated (:func:`concat_ranks`)."""
 
 from __future__ import annotations
 
@@ -42,14 +41,12 @@ class Encoder:
         self.trace = self.pb.Trace()
         self.names: Dict[str, int] = {}
         self.arg_names: Dict[str, int] = {}
-        self.packets = 0
         p = self._packet()
         p.sequence_flags = _CLEARED   # the sequence's interned names start here
 
     def _packet(self) -> Any:
         p = self.trace.packet.add()
         p.trusted_packet_sequence_id = self.seq
-        self.packets += 1
         if len(self.trace.packet) >= CHUNK:
             self.flush()
             p = self.trace.packet.add()
@@ -66,8 +63,7 @@ class Encoder:
         return self.next_uuid
 
     # ---------------------------------------------------------------- tracks
-    def track(self, name: str, parent: Optional[int] = None, counter_unit: Optional[str] = None,
-              sibling_order: bool = False) -> int:
+    def track(self, name: str, parent: Optional[int] = None, counter_unit: Optional[str] = None) -> int:
         u = self.uuid()
         p = self._packet()
         d = p.track_descriptor
@@ -77,18 +73,14 @@ class Encoder:
             d.parent_uuid = parent
         if counter_unit is not None:
             d.counter.unit_name = counter_unit
-        if sibling_order:
-            d.child_ordering = d.EXPLICIT
         return u
 
-    def process(self, pid: int, name: str, parent: Optional[int] = None) -> int:
+    def process(self, pid: int, name: str) -> int:
         u = self.uuid()
         d = self._packet().track_descriptor
         d.uuid = u
         d.process.pid = int(pid)
         d.process.process_name = text(name)
-        if parent is not None:
-            d.parent_uuid = parent
         return u
 
     def thread(self, pid: int, tid: int, name: str) -> int:
@@ -133,9 +125,9 @@ class Encoder:
             else:
                 a.string_value = text(v)
 
-    def begin(self, ts: int, track: int, name: str, args: Sequence[Tuple[str, object]] = (),
+    def slice(self, t0: int, t1: int, track: int, name: str, args: Sequence[Tuple[str, object]] = (),
               flow: int = 0, end_flow: int = 0) -> None:
-        p, e = self._event(ts, track, 1)           # TYPE_SLICE_BEGIN
+        p, e = self._event(t0, track, 1)           # TYPE_SLICE_BEGIN
         self._name(p, e, name)
         if args:
             self._args(p, e, args)
@@ -143,14 +135,7 @@ class Encoder:
             e.flow_ids.append(flow)
         if end_flow:
             e.terminating_flow_ids.append(end_flow)
-
-    def end(self, ts: int, track: int) -> None:
-        self._event(ts, track, 2)                  # TYPE_SLICE_END
-
-    def slice(self, t0: int, t1: int, track: int, name: str, args: Sequence[Tuple[str, object]] = (),
-              flow: int = 0, end_flow: int = 0) -> None:
-        self.begin(t0, track, name, args, flow, end_flow)
-        self.end(max(t1, t0), track)
+        self._event(max(t1, t0), track, 2)         # TYPE_SLICE_END
 
     def instant(self, ts: int, track: int, name: str, args: Sequence[Tuple[str, object]] = ()) -> None:
         p, e = self._event(ts, track, 3)           # TYPE_INSTANT

@@ -1,10 +1,6 @@
-"""The table specs (one per table): CSV files under ``tables/`` and the tables the report's sections show.
-
-Each :class:`~.table.Table` names the rows of the typed report it holds (``rows``: those of ``report.json``'s
-list of the same name); sections take the same columns (only those with a header) over the rows they show. Rows
-are never re-derived here: a row function selects, flattens (a parent's field beside child rows,
-:class:`~.table.Joined`) or joins rows of the report.
-"""
+"""The table specs of the report: one per ``tables/*.csv`` file, whose shown columns the sections reuse. A row
+function selects, flattens (a parent's fields beside child rows, :class:`~.table.Joined`) or joins report rows,
+never re-derives them."""
 
 from __future__ import annotations
 

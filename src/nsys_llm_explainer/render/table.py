@@ -1,19 +1,6 @@
-"""Table specs: the one column mini-language of every table (report, compare, cluster), in every format.
-
-A :class:`Table` is a CSV file name, its :class:`Col` columns and the rows of the typed report it holds (result
-rows: dataclasses, read by field name through :func:`field_of` — a name the row does not have raises, so a renamed
-field fails every render rather than showing a dash; the few rows a spec assembles as dicts are read by key).
-Each column names its CSV output columns (exact values: integer ns, raw percentages, full names) and, optionally,
-one displayed column: a header ``head`` and a cell function returning inline spans (:mod:`.document`), which the
-Markdown and HTML writers escape and lay out, with the exact value behind it (``value``, HTML ``data-v``). The same spec
-therefore drives ``tables/<csv>`` and the table of the section that shows it, so formats cannot disagree on what
-a column means.
-
-Column helpers, all ``(key, csv_name, head, …)``: :func:`name_col` (a user-controlled name: full in CSV,
-shortened in monospace when shown), :func:`dur_col` (a duration: ``*_ns`` and ``*_ms``/``*_us`` in CSV, ms or
-µs when shown), :func:`pct_col`, :func:`int_col`, :func:`text_col`; :func:`csv_col` (CSV only) and
-:func:`show_col` (shown only, no CSV column); :func:`fmt_col` (any unit formatter).
-"""
+"""Table specs: the one column language of every table (report, compare, cluster) in every format. A :class:`Table`
+is a CSV file name, its :class:`Col` columns and the rows it holds; rows are read by field name through
+:func:`field_of` (a name a result row lacks raises). Docs: docs/DESIGN.md, "One document for every output"."""
 
 from __future__ import annotations
 
@@ -55,17 +42,13 @@ class Joined:
             return self.extra[name]
         return field_of(self.row, name)
 
-    def as_dict(self) -> Dict[str, Any]:
-        """The row's fields then the joined ones (a joined name replaces the row's value in place)."""
-        return {**row_dict(self.row), **self.extra}
-
 
 def row_dict(row: Any) -> Dict[str, Any]:
     """A table row as the ``report.json`` object it is (pandas frames: :mod:`.frames`)."""
     from ..jsonable import json_ready
 
-    if isinstance(row, Joined):
-        return row.as_dict()
+    if isinstance(row, Joined):   # the row's fields then the joined ones (a joined name replaces a value in place)
+        return {**row_dict(row.row), **row.extra}
     d = json_ready(row)
     return dict(d) if isinstance(d, abc.Mapping) else {}
 

@@ -1,7 +1,5 @@
-"""The plain-text writer: document paragraphs as terminal lines (the command line's stdout summary) and spans as CSV
-text (a finding's checks). It only lays out — no markup, names as they are (shortened to a :class:`Code`'s limit);
-:func:`terminal.say` makes each line inert (control and bidi characters as visible escapes) and encodable on the
-stream."""
+"""The plain-text writer: paragraphs as terminal lines (the stdout summary; :func:`terminal.say` makes each line
+inert) and spans as CSV text (a finding's checks). Names as they are, shortened to a :class:`Code`'s limit."""
 
 from __future__ import annotations
 

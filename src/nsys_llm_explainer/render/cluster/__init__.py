@@ -1,17 +1,5 @@
-"""``cluster.md`` and ``cluster.html``: one document of a typed cluster result (:class:`cluster.ClusterResult`; a
-saved ``cluster.json`` becomes one through ``ClusterResult.from_dict``), laid out by the Markdown and HTML writers
-(:mod:`..markdown`, :mod:`..html.writer`).
-
-Sections: the headline (how many files / devices, the clock alignment statement), the claims (``claims[]``: the
-same cards as report.md's findings — title, severity, time at stake, evidence, advice, checks), the ranks
-(``devices[]``; in HTML with the busy / idle-by-cause stacked bars in report.html's colours), the NCCL collectives
-(:mod:`.nccl`; cross-rank timing charts only when the clocks are aligned), the files (in HTML each label links
-to the file's own ``ranks/<label>/report.html``) and the warnings. HTML tables add a few columns (links, totals)
-to Markdown's.
-
-Every number is the result's (as cluster.json holds it), only converted to display units; user-controlled text
-(labels, paths, collective names, claim text) is escaped by the writers.
-"""
+"""``cluster.md`` and ``cluster.html``: one document of a typed :class:`cluster.ClusterResult`, laid out by the
+Markdown and HTML writers (its sections, charts and links: docs/CLUSTER.md)."""
 
 from __future__ import annotations
 
@@ -48,7 +36,8 @@ from .tables import FILES, RANKS, Linker, idle, idle_col, linked
 
 if TYPE_CHECKING:
     from ...cluster.claims import RankClaim
-    from ...cluster.result import ClusterResult, DeviceRow
+    from ...cluster.result import ClusterResult
+    from ...cluster.summary import DeviceRow
     from ...findings.base import Finding
 
 

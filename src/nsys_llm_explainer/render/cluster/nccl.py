@@ -1,13 +1,6 @@
-"""The NCCL section of the cluster report: the per-rank / per-name tables (``collectives`` of cluster.json); in
-HTML the wait per rank, the share of collectives where each rank arrived last and the skew of every matched
-collective instance.
-
-The three charts compare timestamps of different files, so they are drawn only when the clocks were aligned
-(``alignment.aligned`` and ``collectives.timed``); otherwise the page says so and shows the counts only.
-At most :data:`MAX_SKEW_POINTS` instances are plotted: when ``collectives.instances`` holds more, every k-th
-instance (k = ⌈instances / MAX_SKEW_POINTS⌉, in cluster.json order) plus the :data:`TOP_SKEWS` largest skews,
-and the caption says so. Formatting only: every number is the result's, converted to ms / µs / %.
-"""
+"""The NCCL section of the cluster report: the per-rank and per-name tables; in HTML, when the clocks were aligned,
+the wait per rank, the share of collectives each rank arrived last and the skew of every matched instance (at most
+:data:`MAX_SKEW_POINTS` plotted: docs/CLUSTER.md)."""
 
 from __future__ import annotations
 

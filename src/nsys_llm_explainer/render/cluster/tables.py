@@ -1,11 +1,6 @@
-"""The cluster report's table specs: each names its CSV file under ``tables/`` and the rows of the typed
-:class:`cluster.ClusterResult` it holds (read by field name, :func:`..table.field_of`); the cluster document shows
-the same columns (those with a header; ``html_only`` ones in cluster.html only).
-
-Durations are integer ns in CSV (``*_ns``) and ms when shown. Columns that depend on the run are completed by the
-document: the link to each file's own report (``file`` / ``label``), the idle kinds present, the timing columns
-when the clocks were aligned.
-"""
+"""The cluster report's table specs (``tables/*.csv`` and the shown columns). The document completes the columns that
+depend on the run: each file label's link to its own report, the idle kinds present, the timing columns when the
+clocks were aligned."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""HTML escaping: for markup and for JSON inside a ``<script>``.
-
-* :func:`h` — any user-controlled string (kernel / NVTX / API / process names, paths, phases) for element
-  content or a quoted attribute value (``& < > " '`` and U+2028 / U+2029 become references).
-* :func:`rich` — text whose backtick-delimited parts are names (finding evidence, advice): names become
-  ``<code>``, everything escaped.
-* :func:`script_json` — a value as JSON that is safe inside an HTML ``<script>`` element: every ``<``,
-  ``>`` and ``&`` becomes ``\\u003c`` / ``\\u003e`` / ``\\u0026`` (so neither ``</script>`` nor ``<!--`` can
-  appear: stricter than escaping ``</`` as ``<\\/``), and U+2028 / U+2029 are escaped. These characters only
-  occur inside JSON strings, so the result is the same JSON value.
-* :func:`raw_value` — the exact value behind a shown number, for a ``data-v`` attribute.
-
-Text handed to plotly (labels, hover) is escaped by :func:`..charts.plot_text`.
-"""
+"""HTML escaping: for markup, and for JSON inside a ``<script>`` (rules: docs/SECURITY.md §4)."""
 
 from __future__ import annotations
 

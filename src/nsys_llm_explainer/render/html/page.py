@@ -1,12 +1,5 @@
-"""The page shell: Content-Security-Policy, style sheet, the inlined plotly.js, the figure data and the small
-script that draws the charts and sorts tables.
-
-Nothing is loaded from anywhere: the CSP ``default-src 'none'`` forbids every fetch, frame, font, image
-(except ``data:``), connection and form target, and only inline scripts / styles may run — so even a bug
-that put a URL into the page could not load it. plotly.js (from the ``plotly`` Python package) is inlined
-once; the figures are one ``<script type="application/json">`` element (escaped by
-:func:`.markup.script_json`), read with ``JSON.parse`` — data is never evaluated as code.
-"""
+"""The page shell: Content-Security-Policy, style sheet, plotly.js (inlined, or the shared copy of a cluster's rank
+pages), the figures' JSON and the script that draws the charts and sorts tables (docs/DESIGN.md, "HTML")."""
 
 from __future__ import annotations
 

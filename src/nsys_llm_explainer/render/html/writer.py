@@ -1,13 +1,5 @@
-"""The HTML writer: a :class:`..document.Document` → the body of a page (report.html, compare.html,
-cluster.html), the navigation and the figures' JSON. It only escapes (:mod:`.markup`) and lays out.
-
-A section is ``<section id=…><h2>title</h2>…</section>`` (the top block a ``<header>``); paragraphs are
-``<p>`` (``cls`` as its class), notes ``<p class="warning">``, lists ``<ul>``, groups ``<article>``, details
-``<details>``. Tables are sortable: each shown cell carries the exact value behind it (``data-v``) under its
-report key (``data-k``), which the page's script orders by and the tests compare with the JSON; an empty cell
-shows ``–`` as in Markdown. Charts become a placeholder ``<div>`` plus their caption; their figures are
-collected in document order for the page's data script.
-"""
+"""The HTML writer: a :class:`..document.Document` → the body of a page, its navigation and the figures' JSON;
+escapes (:mod:`.markup`) and lays out only (docs/DESIGN.md, "HTML")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The report's sections, built once from the report dict as document parts (:mod:`..document`); report.md
-(:mod:`..markdown`) and report.html (:mod:`..html`) lay out the same sections.
-
-Order: title and headline (verdict, busy %, window, top cause, first action), warnings, findings (and the
-facts their advice rests on), the per-device timeline (HTML only: charts), where the idle time went, then
-the sections whose data exists (:data:`SECTIONS`, in order), one line naming the sections left out, and
-"How these numbers are computed". Builders read the report dict only: they format and never derive a metric.
-"""
+"""The report's sections (:data:`SECTIONS`, in order), built once from the typed report as document parts; report.md
+and report.html lay out the same sections. Builders format, never derive a metric."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""What every section builder reads: the typed report plus display settings (no metric is derived here).
-
-A section builder takes a :class:`View` and returns a :class:`..document.Section`, :class:`..document.Omitted`
-when its data is unavailable or empty (listed in one line at the end of the report), or ``None`` when it does
-not apply at all (e.g. no warnings).
-"""
+"""What every section builder reads: the typed report and the display settings of one rendering."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Phases and steps (``steps``, ``phases``); in HTML with the per-step time series and the distribution of step
-wall time per phase.
-
-The page never ships every step of a long run: at most :data:`MAX_STEP_POINTS` rows are plotted — when
-``steps.rows`` holds more, every k-th row (k = ⌈rows / MAX_STEP_POINTS⌉, in step order) plus the slowest
-steps of ``steps.slowest`` — and the caption says so. The distribution chart bins the same plotted steps in
-the page; the exact per-phase percentiles are the table under it (``steps.by_phase``).
-"""
+"""Phases and steps (``steps``, ``phases``); in HTML the per-step time series and the per-phase distribution of step
+wall time, over at most :data:`MAX_STEP_POINTS` plotted steps (docs/DESIGN.md, "HTML")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Per-device timeline of the analysis window (``timeline.devices[]``) with the largest gaps marked.
-
-One stacked bar chart per device: each bar is one bin of the window as binned by the analysis
-(``edges_ns``), its height the bin's ns split into ``busy_ns`` then
-``idle_ns_by_kind[kind]`` in the idle-cause precedence (so every bar is the bin's width). Copy-engine time
-(``copy_ns``, which may overlap kernels) is an optional line. Dashed lines mark the analysis window edges
-(``window.start_ns`` / ``end_ns``; the part of the capture outside it is shaded), shaded boxes the device's
-``largest_gaps`` coloured by their cause, the largest ones labelled. A table lists the gaps. The section is HTML
-only (report.md has the idle causes and the largest gaps as text).
-"""
+"""Per-device timeline of the analysis window (``timeline.devices[]``), HTML only: per device one stacked bar per bin
+(busy, then idle by cause in precedence order; copy time a line), the window's edges dashed, the largest gaps
+shaded and listed in a table. report.md has the idle causes and the largest gaps as text."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The report's line on the timeline file: what ``timeline.pftrace`` (the Perfetto trace beside the report) holds
-and what it leaves out (report.json ``timeline_file``; docs/MODEL.md "Timeline file")."""
+"""The report's line on ``timeline.pftrace``: what it holds and leaves out (docs/MODEL.md, "Timeline file")."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The Unified Memory section (report.json ``unified_memory``; definitions in docs/METRICS.md).
-
-Shown when the trace holds Unified-Memory activity; otherwise listed among the omitted sections with its reason
-(one line, e.g. "no Unified Memory activity: …"). In HTML with the breakdown table (per direction, migration cause,
-GPU fault access type, CPU-fault function and module). Formatting only: every number is the dict's.
-"""
+"""The Unified Memory section (``unified_memory``; definitions: docs/METRICS.md), omitted with its reason when the
+trace has no Unified-Memory activity; in HTML with the breakdown table."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Where every idle nanosecond went: each ns of each device's idle gaps is charged to exactly one cause
-``(kind, detail)`` — the first kind of :data:`KINDS` whose condition holds at that ns (docs/MODEL.md).
-
-The gap's *host thread* is the thread whose CUDA call launched the activity opening the busy block after
-the gap; for the trailing gap (or when that activity has no linked call) the one that launched the
-activity closing the block before it; else the thread that launched most of the device's activity; else
-``unknown``. Each gap is cut into elementary pieces at every boundary of copies, the queued point, and the
-thread's API calls, NVTX push/pop ranges and OS-runtime calls; each piece takes the first kind that
-covers it. Σ causes = idle exactly (asserted). Vectorized: work per thread and per kind, never per row.
+"""Where every idle nanosecond went: each ns of each device's idle gaps charged to exactly one cause ``(kind, detail)``
+on the gap's host thread (Σ causes = idle, asserted). Definitions: docs/MODEL.md, "Where every idle nanosecond went".
 """
 
 from __future__ import annotations
@@ -32,14 +25,10 @@ K = KIND_CODE
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
 TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
-#: host-side pieces kept on the devices' results after the device pass, in all: at least this many, and up to
-#: 4 per row of the model's API, NVTX, OS-runtime and kernel tables. A device's pieces grow with the host rows
-#: inside its gaps, so with many devices fed by one thread all of them would be devices × rows; past the budget a
-#: device's pieces are dropped once its turn in the pass is over (host samples, step syncs and waits use them
-#: during that turn, :func:`analyze_idle_causes`'s ``on_device``).
+#: host-side pieces kept after the device pass, in all: ``max(PIECES_KEPT, ROWS_FACTOR × rows of the API, NVTX,
+#: OS-runtime and kernel tables)``; past it a device's pieces are dropped after its turn, and the same budget of pieces
+#: cut turns the pass to the threads' partitions (docs/PERFORMANCE.md, "Issue 24": devices × host rows)
 PIECES_KEPT = 1 << 20
-#: the budget above is ``max(PIECES_KEPT, ROWS_FACTOR × rows)``; the same budget of pieces cut decides when the
-#: device pass turns to the threads' partitions (host_partition.py), where nothing reads the pieces afterwards
 ROWS_FACTOR = 4
 
 
@@ -296,19 +285,13 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
                         on_device: Optional[Callable[[DeviceTimeline, DeviceCauses], None]] = None,
                         span: Optional[Tuple[int, int]] = None, pieces_needed: bool = True,
                         slices_max: int = 0) -> IdleCausesResult:
-    """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g.
-    clipped to the steady window; ``full``: the whole capture, for first-launch detection). With
-    ``n_bins`` > 0 the result also holds the binned timeline of each device (:mod:`timeline_bins`).
-
-    ``timelines``: device → timeline, or the timelines in device-id order (e.g. :func:`model.timeline.iter_timelines`,
-    so that only one device's rows are alive at a time); ``on_device`` sees each timeline with its causes before
-    the next one is built; ``span``: each device also keeps its idle pieces inside ``[span[0], span[1])``
-    (:attr:`DeviceCauses.slices`, for the timeline file): the first device with any keeps them (they are bounded by the
-    span's host rows), the next ones while the slices kept so far stay within ``slices_max`` (the devices after that
-    keep none: the file's size stays bounded; :class:`..timeline.content.TimelineFile` names them).
-    ``pieces_needed`` False: nothing (``on_device`` included) reads the pieces' places in time, so once the pieces
-    cut pass the budget the devices left whose window misses ``span`` are charged by their host threads' partitions
-    (host_partition.py; same causes and bins, ``pieces`` None)."""
+    """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g. clipped to the
+    steady window; ``full``: the whole capture, for first-launch detection); with ``n_bins`` > 0 also each device's
+    bins (:mod:`.bins`). ``timelines``: device → timeline, or the timelines in device-id order (one device's rows
+    alive at a time); ``on_device`` sees each timeline with its causes before the next one is built; ``span``: the
+    devices keep their idle pieces inside it (:attr:`DeviceCauses.slices`) within ``slices_max`` (docs/MODEL.md,
+    "Timeline file"); ``pieces_needed`` False: nothing reads the pieces' places in time, so past the budget the
+    devices whose window misses ``span`` are charged by their host threads' partitions (:mod:`.host_partition`)."""
     seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
     ctx: Optional[HostContext] = None
     done = []

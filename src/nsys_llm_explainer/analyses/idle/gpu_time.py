@@ -1,16 +1,6 @@
 """GPU busy / idle per device over the steady window and the full capture, read off the device timelines
-(:mod:`model.timeline`, the one definition; docs/MODEL.md).
-
-Per device and window: ``role`` (:func:`device_role`), ``busy_ns``, ``idle_ns``, ``busy_pct``, ``idle_pct`` (of
-``window_ns``),
-``copy_busy_ns`` / ``copy_only_ns``, ``kernel_count`` (kernel rows in the window), ``launches_per_s``
-(``kernel_count`` / window in s), ``kernel_p50_ns`` (median kernel duration, clipped to the window),
-``gap_count`` (idle gaps, edges included), the largest gaps (with the
-activity around them and the idle cause holding most of each gap) and a gap-size histogram.
-
-**Pooled over the devices that ran kernels** (:meth:`GpuTimeResult.pooled`, the one definition the headline,
-the findings and the comparison read; docs/MODEL.md): Σ busy ns / Σ window ns over the devices whose role is
-``kernels`` — a device that only received copies (or ran nothing) in the window is listed, never averaged in.
+(:mod:`model.timeline`), with the largest gaps and a gap-size histogram; pooled over the devices that ran kernels
+(:meth:`GpuTimeResult.pooled`). Definitions: docs/MODEL.md and docs/METRICS.md, "GPU busy / idle".
 """
 
 from __future__ import annotations

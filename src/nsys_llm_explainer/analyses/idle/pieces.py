@@ -1,15 +1,5 @@
-"""The idle gaps of one host thread cut into elementary pieces, each charged to one idle-cause kind
-(:mod:`idle_causes`; docs/MODEL.md).
-
-A *piece* is ``[t0, t1)`` between two consecutive distinct boundaries inside one gap; the boundaries are the
-gap edges, the queued point, and the starts/ends of the copies and of the thread's API calls, NVTX ranges
-and OS-runtime calls that lie inside a gap. No row boundary falls strictly inside a piece, so whether a row
-covers a piece is decided at ``t0``. From the queued point on, a piece is ``copy`` or ``queued`` whatever
-the host does, so only rows touching the part of a gap *before* its queued point can change a piece's
-cause: the others are dropped first (one ``searchsorted`` of the sorted rows against the sorted gap
-prefixes), so the cost follows the rows near those prefixes, not all rows of the thread. (A row boundary
-after the queued point would only split a ``copy``/``queued`` run into pieces of the same cause, which the
-sums merge back.)
+"""The idle gaps of one host thread cut into elementary pieces, each charged to one idle-cause kind (docs/MODEL.md,
+"How the pieces are cut").
 """
 
 from __future__ import annotations

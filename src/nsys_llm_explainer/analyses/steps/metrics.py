@@ -1,27 +1,6 @@
-"""Per-step metrics of model steps (decode / prefill iterations); detection is in :mod:`steps_detect`.
-
-Per step (integer ns):
-
-* ``start_ns`` / ``end_ns`` / ``wall_ns`` = end − start; ``pid``, ``device``, ``phase``: see
-  :mod:`steps_detect`.
-* ``kernel_count``: kernels launched in the step — NVTX: kernels whose launch call on the range's thread
-  lies inside the range (graph launches of a graph-level trace count for step detection and the device,
-  not here); marker: kernels on the device starting in [start, end).
-* ``gpu_busy_ns``: length of the union of all kernel intervals (and whole-graph intervals when the trace
-  recorded CUDA graphs at graph level) on the step's device clipped to [start, end);
-  ``gpu_idle_ns`` = ``wall_ns`` − ``gpu_busy_ns``.
-* ``sync_ns``: length of the union of host-blocking sync calls (api_classes class ``sync``) of the
-  step's process (all threads) clipped to the step.
-* ``memcpy_ns``: length of the union of GPU memcpy intervals on the step's device clipped to the step.
-
-Unions and clipping use :mod:`intervals`. Distributions (``summary``, ``by_phase``, ``by_pid``): count /
-total / avg / min / max / p50 / p90 / p99 of ``wall_ns`` (:func:`stats.summary`) plus totals of the other
-metrics. ``median_by_phase``: the median of each metric over the phase's steps (:func:`stats.median`,
-rounded half up). ``slowest``: the ``top`` steps with the largest ``wall_ns`` (ties: earlier first);
-``outliers``: the ``top`` steps with the largest positive excess of ``wall_ns`` over their phase's median;
-each with ``vs_median`` = its metrics minus its phase's medians. ``confidence`` / ``method``: see
-:mod:`steps_detect`. ``rows``: every step (the first :data:`MAX_ROWS`; ``rows_capped`` says whether more
-were cut), as in ``tables/steps.csv``.
+"""Per-step metrics of model steps (decode / prefill iterations; detection: :mod:`.detect`): wall, GPU busy and
+idle, sync and memcpy time, kernels, their distributions per phase and process, and the slowest and outlier steps.
+Definitions: docs/FINDINGS.md, "Steps".
 """
 
 from __future__ import annotations

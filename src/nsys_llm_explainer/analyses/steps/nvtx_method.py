@@ -1,7 +1,5 @@
-"""NVTX step method: choose the push/pop ranges that mark model steps and assign work to them.
-
-Definitions are in :mod:`steps_detect` (method ``nvtx``, work items, confidence). Enclosing-range
-lookups use :mod:`nvtx_tree` (:func:`~nvtx_tree.enclosing_by_domain` / :func:`~nvtx_tree.innermost_enclosing`).
+"""NVTX step method: choose the push/pop ranges that mark model steps and assign work to them (docs/FINDINGS.md,
+"Steps"; enclosing ranges: :mod:`..nvtx.tree`).
 """
 
 from __future__ import annotations

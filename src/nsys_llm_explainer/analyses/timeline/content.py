@@ -1,9 +1,7 @@
-"""What goes into the timeline file (docs/MODEL.md "Timeline file"): the rows of each table inside the span
-(:mod:`.span`; their values and names copied out of the model, :mod:`.rows`), the launch call of each kept kernel
-and copy (the flows), each device's idle pieces inside the span (the idle-cause attribution's own pieces:
-:attr:`analyses.idle.result.DeviceCauses.slices`), the findings' markers at their example gaps, the steps inside
-the span, and per device and timeline bin the busy share and the copy bandwidth. Pure and vectorized; the encoder
-(:mod:`render.perfetto`) only writes these, and needs nothing else of the trace."""
+"""What goes into the timeline file (docs/MODEL.md, "Timeline file"): the rows inside the span (:mod:`.rows`) with
+their launch calls (the flows), each device's idle slices, the findings' markers, the steps and the per-bin counters.
+Pure and vectorized; the encoder (:mod:`render.perfetto`) only writes these, and needs nothing else of the trace.
+"""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""The span of the timeline file (docs/MODEL.md "Timeline file"): the rows a file may hold are bounded by
-``--timeline-events N`` (:class:`options.Options` ``timeline_events``; 0: no file).
-
-*Rows* are the trace's own events: kernels, memcpy, memset and whole-graph rows, CUDA API calls, NVTX ranges,
-OS-runtime calls and CPU samples; a row is in a span ``[a, b)`` when it intersects it (the rule of
-:mod:`model.clip`). The span is, in this order, the first that holds at most N rows:
-
-* ``capture`` — the whole capture;
-* ``steady`` — the steady (analysis) window, kept whole;
-* ``steady_start`` — the start of the steady window ``[window start, t)``, ``t`` the latest time at which the rows
-  starting before it are still at most N (rows are never cut in the middle of the window's own rows).
-
-What the file derives from the kept rows (idle pieces, flows, step and window marks, findings' markers,
-per-bin counters) comes in addition; those are bounded by the rows (a few per gap) or small (500 bins per device).
+"""The span of the timeline file: the first of the whole capture, the steady window, or the start of the steady
+window that holds at most ``--timeline-events`` rows. Definitions: docs/MODEL.md, "Timeline file".
 """
 
 from __future__ import annotations

@@ -112,7 +112,8 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     pieces = [gap, kind, det, ln]
     del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
     return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host, slices=slices,
-                               wait_ns_by_thread=_wait_ns(ctx, host)), bins
+                               wait_ns_by_thread=_add_waits({}, ctx, host.gtid, host.kind, host.detail,
+                                                            host.end - host.start)), bins
 
 
 def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps, groups: List[Tuple[int, np.ndarray]],
@@ -142,7 +143,7 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
         k, d = (code >> 32).astype(np.int8), (code & 0xFFFFFFFF).astype(np.int32)
         for c, v in zip(cols, (gap[ui[w]], k, d, ns, a[w])):
             c.append(v)
-        _add_waits(waits, ctx, g, k, d, ns)
+        _add_waits(waits, ctx, np.full(k.shape[0], g, np.int64), k, d, ns)
         if edges is not None:                                      # the host parts cut at the bin edges
             pts = np.unique(np.concatenate((a, b, edges[(edges > a[0]) & (edges < b[-1])])))
             sa, sb = pts[:-1], pts[1:]
@@ -164,29 +165,16 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
     return dataclasses.replace(dc, pieces=None, wait_ns_by_thread=waits), bins
 
 
-def _add_waits(acc: Dict[int, int], ctx: HostContext, g: int, kind: np.ndarray, det: np.ndarray,
-               ns: np.ndarray) -> None:
-    """Add to ``acc[g]`` the ns charged to an OS call that waits (as :func:`_wait_ns` counts them)."""
+def _add_waits(acc: Dict[int, int], ctx: HostContext, gtid: np.ndarray, kind: np.ndarray, det: np.ndarray,
+               ns: np.ndarray) -> Dict[int, int]:
+    """``acc`` with the idle ns of the pieces charged to an OS call that waits added per host thread ``gtid``."""
     m = kind == K["osrt"]
-    if not m.any():
-        return
-    m[m] = ctx.wait_mask()[det[m]]
     if m.any():
-        acc[g] = acc.get(g, 0) + int(ns[m].sum())
-
-
-def _wait_ns(ctx: HostContext, p: IdlePieces) -> Dict[int, int]:
-    """Idle ns of the pieces charged to an OS call that waits, per host thread."""
-    m = p.kind == K["osrt"]
-    if not m.any():
-        return {}
-    m[m] = ctx.wait_mask()[p.detail[m]]
-    if not m.any():
-        return {}
-    g, inv = np.unique(p.gtid[m], return_inverse=True)
-    ns = np.zeros(g.shape[0], np.int64)
-    np.add.at(ns, inv.reshape(-1), (p.end[m] - p.start[m]).astype(np.int64))
-    return {int(a): int(b) for a, b in zip(g.tolist(), ns.tolist())}
+        m[m] = ctx.wait_mask()[det[m]]
+    ns_m = ns[m]
+    for g, r in rows_by_value(gtid[m]):
+        acc[g] = acc.get(g, 0) + int(ns_m[r].sum())
+    return acc
 
 
 def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray]

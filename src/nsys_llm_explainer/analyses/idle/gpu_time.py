@@ -15,7 +15,7 @@ from ...model.trace import TraceModel
 from ..common.stats import median, pct, top_indices
 from ..trace.window import WindowResult
 
-__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "ROLES", "GpuTimeResult",
+__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "GpuTimeResult",
            "device_role", "device_time", "gpu_time_result", "window_times"]
 
 #: a device that ran a kernel (or a whole-graph execution of a graph-level trace) in the window
@@ -24,7 +24,6 @@ ROLE_KERNELS = "kernels"
 ROLE_COPIES = "copies only"
 #: a device with neither in the window
 ROLE_IDLE = "idle"
-ROLES = (ROLE_KERNELS, ROLE_COPIES, ROLE_IDLE)
 
 #: gap-size histogram buckets: (label, lower bound ns inclusive, upper bound ns exclusive)
 GAP_BUCKETS = [
@@ -118,13 +117,8 @@ class GpuTimeResult:
     def pooled(self, full: bool = False) -> Optional[WindowTime]:
         """Σ busy / Σ window over the devices that ran kernels in the steady window (:meth:`kernel_devices`;
         ``full``: the same devices over the whole capture); None when no device ran a kernel there."""
-        rows: List[Union[WindowTime, DeviceTime]] = []
-        for d in self.devices:
-            if d.role != ROLE_KERNELS:
-                continue
-            r = d.full if full else d
-            if r is not None:
-                rows.append(r)
+        rows: List[Union[WindowTime, DeviceTime]] = [
+            r for r in (d.full if full else d for d in self.devices if d.ran_kernels) if r is not None]
         if not rows:
             return None
         w = sum(r.window_ns for r in rows)

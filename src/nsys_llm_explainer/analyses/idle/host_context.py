@@ -6,6 +6,7 @@ and, on the partition path, its pieces over the window (host_partition.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
@@ -66,7 +67,7 @@ class HostContext:
         got = self.partitions.get(g)
         if got is None:
             e = np.empty(0, np.int64)
-            stub = _NoCopies()
+            stub = SimpleNamespace(copy_start=e, copy_end=e)     # a device timeline without copies
             gaps = DeviceGaps(cast(DeviceTimeline, stub), np.array([w0], np.int64), np.array([w1], np.int64),
                               np.array([w1 + 1], np.int64), Cover(e, e), e)
             _, kind, det, ln, t0 = thread_pieces(self, gaps, g, np.zeros(1, np.int64))
@@ -134,10 +135,3 @@ class HostContext:
             t = self.tree if table == "nvtx" else self.model.osrt
             idx = self.by_thread[table] = dict(rows_by_value(np.asarray(t.gtid))) if t is not None else {}
         return idx.get(g, _EMPTY)
-
-
-class _NoCopies:
-    """Stands in for a device timeline without copies when a thread's whole window is cut (:meth:`partition`)."""
-
-    copy_start = np.empty(0, np.int64)
-    copy_end = np.empty(0, np.int64)

@@ -180,11 +180,8 @@ class _Frames:
 
 def _inside(s: CpuSamples, start: np.ndarray, end: np.ndarray, gtid: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(sample rows, piece index) of the samples inside a piece of the same thread (pieces sorted, disjoint)."""
-    if start.shape[0] == 0 or len(s) == 0:
-        e = np.empty(0, np.int64)
-        return e, e
-    lo = int(np.searchsorted(s.start, start[0], "left"))
-    hi = int(np.searchsorted(s.start, end[-1], "left"))
+    lo, hi = (int(np.searchsorted(s.start, start[0], "left")), int(np.searchsorted(s.start, end[-1], "left"))) \
+        if start.shape[0] and len(s) else (0, 0)
     if hi <= lo:
         e = np.empty(0, np.int64)
         return e, e

@@ -212,10 +212,10 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
     kind = np.full(t0.shape[0], -1, np.int8)
     det = np.zeros(t0.shape[0], np.int32)           # detail codes: few (one per distinct name)
 
-    def assign(k: int, row_of: Callable[[np.ndarray], np.ndarray], det_of_row: Callable[[np.ndarray], np.ndarray],
+    def assign(k: int, row_of: Callable[[np.ndarray], np.ndarray], det_of_row: np.ndarray,
                cand: Optional[np.ndarray] = None) -> None:
-        """Charge the still free pieces (of ``cand``, default all) that ``row_of`` covers (row ≥ 0) to kind
-        ``k``."""
+        """Charge the still free pieces (of ``cand``, default all) that ``row_of`` covers (row ≥ 0) to kind ``k``, with
+        the detail code of the covering row (``det_of_row``: per row of the cover)."""
         free = np.nonzero(kind < 0)[0] if cand is None else cand[kind[cand] < 0]
         if free.shape[0] == 0:
             return
@@ -223,11 +223,11 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
         hit = r >= 0
         sel = free[hit]
         kind[sel] = k
-        det[sel] = det_of_row(r[hit])
+        det[sel] = det_of_row[r[hit]]
 
     copy_det = gaps.copy_det
     if copy_det.shape[0]:                  # only pieces starting inside the copies' union can be copies
-        assign(K["copy"], gaps.copy_cover.row, lambda r: copy_det[r], within(t0, tl.copies.start, tl.copies.end))
+        assign(K["copy"], gaps.copy_cover.row, copy_det, within(t0, tl.copies.start, tl.copies.end))
     queued = t0 >= queued_from[gap]
     q = np.nonzero(queued & (kind < 0))[0]
     kind[q] = K["queued"]
@@ -241,7 +241,7 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
         if api is None or r_k.shape[0] == 0:
             continue
         cov = Cover(api.start[r_k], api.end[r_k])
-        assign(K[name], cov.row, _api_details(dmap, host.base_idx, r_k))
+        assign(K[name], cov.row, dmap[host.base_idx[r_k]])
     osrt_assign = _osrt_assigner(host, rows) if osrt is not None and rows.osrt_any else None
     if osrt_assign is not None:              # a call that waits on another thread wins over the range around it
         osrt_assign(assign, True)
@@ -260,7 +260,7 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
     return gap, kind, det, t1 - t0, t0
 
 
-Assign = Callable[[int, Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]], None]
+Assign = Callable[[int, Callable[[np.ndarray], np.ndarray], np.ndarray], None]
 
 
 def _osrt_assigner(host: HostSide, rows: ThreadRows) -> Callable[[Assign, bool], None]:
@@ -281,18 +281,8 @@ def _osrt_assigner(host: HostSide, rows: ThreadRows) -> Callable[[Assign, bool],
         if sel.shape[0] == 0:
             return
         cov = Cover(osrt.start[sel], osrt.end[sel])
-        assign(K["osrt"], cov.row, _row_details(dm[ni[sel]]))
+        assign(K["osrt"], cov.row, dm[ni[sel]])
     return run
-
-
-def _api_details(dmap: np.ndarray, base_idx: np.ndarray, rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """Index into ``rows`` (the API rows a :class:`Cover` was built on) → detail code of the row's base name."""
-    return lambda r: dmap[base_idx[rows[r]]]
-
-
-def _row_details(det_of_row: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """Index into the rows a :class:`Cover` was built on → detail code, from the codes of those rows."""
-    return lambda r: det_of_row[r]
 
 
 def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> np.ndarray:

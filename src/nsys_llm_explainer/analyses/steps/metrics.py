@@ -307,30 +307,15 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     s, e, pid, dev, kstep, ph = sp.start, sp.end, sp.pid, sp.device, sp.kernel_step, sp.phase
     n = s.shape[0]
     kc = np.bincount(kstep[kstep >= 0], minlength=n).astype(np.int64)
-    bs = [k.start] if k is not None else []
-    be = [k.end] if k is not None else []
-    bd = [k.device] if k is not None else []
-    gt = model.graph_trace
-    if gt is not None and len(gt):
-        bs.append(gt.start)
-        be.append(gt.end)
-        bd.append(gt.device)
-    if bs:
-        busy = _clip_union(_joined(bs), _joined(be), _joined(bd), dev, s, e)
-    else:
-        busy = np.zeros(n, np.int64)
-    mc = model.memcpy
-    if mc is not None and len(mc):
-        memcpy = _clip_union(mc.start, mc.end, mc.device.astype(np.int64), dev, s, e)
-    else:
-        memcpy = np.zeros(n, np.int64)
-    api = model.api
-    if api is not None and len(api):
-        sm = class_mask(api, "sync")
-        sync = _clip_union(api.start[sm], api.end[sm], api.pid[sm].astype(np.int64), pid.astype(np.int64),
-                           s, e)
-    else:
-        sync = np.zeros(n, np.int64)
+    mc, api = model.memcpy, model.api
+    bt: List[Any] = [t for t in (k, model.graph_trace) if t is not None and len(t)]   # kernels, whole-graph rows
+    busy = _clip_union(_joined([t.start for t in bt]), _joined([t.end for t in bt]), _joined([t.device for t in bt]),
+                       dev, s, e) if bt else np.zeros(n, np.int64)
+    memcpy = _clip_union(mc.start, mc.end, mc.device.astype(np.int64), dev, s, e) if mc is not None and len(mc) \
+        else np.zeros(n, np.int64)
+    sm = class_mask(api, "sync") if api is not None and len(api) else None
+    sync = _clip_union(api.start[sm], api.end[sm], api.pid[sm].astype(np.int64), pid.astype(np.int64), s, e) \
+        if api is not None and sm is not None else np.zeros(n, np.int64)
     order = np.lexsort((s, dev, pid))   # by pid, device, then start
     a = StepArrays(start=s[order], end=e[order], pid=pid[order].astype(np.int64), device=dev[order],
                    phase=ph[order], kernel_count=kc[order], gpu_busy=busy[order], sync=sync[order],

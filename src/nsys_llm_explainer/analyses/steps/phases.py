@@ -111,13 +111,9 @@ class PhaseResult(FieldsJson):
 
 
 def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> int:
-    total = 0
-    ids = few_distinct(device)
-    if ids.shape[0] == 1:
+    if few_distinct(device).shape[0] == 1:
         return iv.union_lean(start, end).length            # kernels are sorted by start
-    for _, m in rows_by_value(np.asarray(device)):       # one sort, not a mask over every kernel per device
-        total += iv.union_lean(start[m], end[m]).length
-    return total
+    return sum(iv.union_lean(start[m], end[m]).length for _, m in rows_by_value(np.asarray(device)))   # one sort
 
 
 def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ from ...jsonable import FieldsJson, dataclass_from_json, row_values
 from ...model.intervals import overlap_length
 from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
-from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
+from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_dur as dur
 from ..api import classes as ac
 from ..common.stats import pct, percentile
@@ -166,13 +166,7 @@ class StepSyncContext:
 def _by_thread(gtid: np.ndarray, mask: np.ndarray) -> Dict[int, np.ndarray]:
     """Thread → its rows in ``mask`` (ascending row order = start order)."""
     rows = np.nonzero(mask)[0]
-    if rows.shape[0] == 0:
-        return {}
-    g = gtid[rows]
-    order = np.argsort(g, kind="stable")
-    rows, g = rows[order], g[order]
-    cut = np.nonzero(g[1:] != g[:-1])[0] + 1
-    return {int(x[0]): r for x, r in zip(np.split(g, cut), np.split(rows, cut))}
+    return {g: rows[r] for g, r in rows_by_value(gtid[rows])}
 
 
 def _p(x: np.ndarray, q: float) -> float:
@@ -351,5 +345,5 @@ def step_sync_result(step_sync_context: StepSyncContext, idle_causes: IdleCauses
     return StepSyncResult(True, None, tuple(out))
 
 
-__all__ = ["HOST_PIECE_KINDS", "StepSyncContext", "StepSyncResult", "StepSyncSeries",
+__all__ = ["StepSyncContext", "StepSyncResult", "StepSyncSeries",
            "device_step_sync", "step_sync_context", "step_sync_result"]

@@ -193,16 +193,10 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
     return LauncherWaits(
         gtid=g, pid=pid, tid=int(tid_of(np.array([g], np.int64))[0]), thread=labels.get(g, ""),
         devices=tuple(sorted(devs)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
-        gpu_idle_ns=_gpu_idle(causes, g), calls=tuple(calls),
+        gpu_idle_ns=sum(d.wait_ns_by_thread.get(g, 0) for d in causes.devices) if causes and causes.available else 0,
+        calls=tuple(calls),
         contexts=_contexts(tree, model.nvtx.names if model.nvtx is not None else (), g, o_s, o_e, wait_ns),
         threads=others[0], rows=others[1])
-
-
-def _gpu_idle(causes: Optional[IdleCausesResult], g: int) -> int:
-    """GPU idle ns charged to a waiting OS call on thread ``g`` (all devices)."""
-    if causes is None or not causes.available:
-        return 0
-    return sum(d.wait_ns_by_thread.get(g, 0) for d in causes.devices)
 
 
 def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: np.ndarray, e: np.ndarray,

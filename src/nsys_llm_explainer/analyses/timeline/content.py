@@ -6,14 +6,14 @@ Pure and vectorized; the encoder (:mod:`render.perfetto`) only writes these, and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.launch_config import LaunchConfig, read_launch_config
 from ...model.timeline import rows_by_value
-from ...model.trace import GpuRows, TraceModel
+from ...model.trace import TraceModel
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..idle.result import IdleCausesResult, IdlePieces
 from ..memory.memcpy import MEM_KIND_LABEL
@@ -118,7 +118,7 @@ def in_span(start: np.ndarray, end: np.ndarray, s0: int, s1: int, whole: bool) -
     return np.nonzero((e > s0) | ((e == st) & (st >= s0)))[0].astype(np.int64)
 
 
-def _ops(o: Optional[GpuRows], s0: int, s1: int, whole: bool) -> np.ndarray:
+def _ops(o: Any, s0: int, s1: int, whole: bool) -> np.ndarray:
     return _E if o is None or len(o) == 0 else in_span(o.start, o.end, s0, s1, whole)
 
 
@@ -132,11 +132,6 @@ def _launch(li: Optional[np.ndarray], rows: np.ndarray, api_rows: np.ndarray) ->
     if api_rows.shape[0]:
         ok &= api_rows[pos] == call
     return np.where(ok, call, -1)
-
-
-def cause_name(kind: str, detail: str) -> str:
-    """How the timeline names an idle cause: ``kind: detail``, or the kind alone when the detail is empty."""
-    return f"{kind}: {detail}" if detail else kind
 
 
 def _markers(findings: Sequence[FindingRef], causes: IdleCausesResult, w0: int, w1: int) -> Tuple[Marker, ...]:
@@ -158,7 +153,7 @@ def _markers(findings: Sequence[FindingRef], causes: IdleCausesResult, w0: int, 
         else:
             _, d_id, e, c = best
             out.append(Marker(fid, title, sev, int(stake), int(d_id), int(e.start_ns), int(e.end_ns),
-                              cause_name(c.kind, c.detail), int(e.ns)))
+                              f"{c.kind}: {c.detail}" if c.detail else c.kind, int(e.ns)))
     return tuple(out)
 
 
@@ -234,11 +229,10 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
     if not span.written:
         return TimelineFile(span)
     s0, s1, whole = span.start_ns, span.end_ns, span.kept == "capture"
-    k, api, nv = model.kernels, model.api, model.nvtx
+    k = model.kernels
     rows: Dict[str, np.ndarray] = {
-        "kernels": span_kernels(model, span),
-        "api": _E if api is None or len(api) == 0 else in_span(api.start, api.end, s0, s1, whole),
-        "nvtx": _E if nv is None or len(nv) == 0 else in_span(nv.start, nv.end, s0, s1, whole),
+        "kernels": span_kernels(model, span), "api": _ops(model.api, s0, s1, whole),
+        "nvtx": _ops(model.nvtx, s0, s1, whole),
         "memcpy": _ops(model.memcpy, s0, s1, whole), "memset": _ops(model.memset, s0, s1, whole),
         "graph_trace": _ops(model.graph_trace, s0, s1, whole), "osrt": _ops(model.osrt, s0, s1, whole),
     }

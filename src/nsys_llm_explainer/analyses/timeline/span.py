@@ -5,7 +5,7 @@ window that holds at most ``--timeline-events`` rows. Definitions: docs/MODEL.md
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import Any, List, Tuple
 
 import numpy as np
 
@@ -33,28 +33,19 @@ class TimelineSpan(FieldsJson):
     left_out: str
 
 
-def row_starts(model: TraceModel) -> List[Tuple[str, np.ndarray, np.ndarray]]:
-    """(table, start, end) of every table of rows the timeline shows, each sorted by start (model/build.py)."""
-    out: List[Tuple[str, np.ndarray, np.ndarray]] = []
-    for name, t in (("kernels", model.kernels), ("cuda_api", model.api), ("nvtx", model.nvtx)):
-        if t is not None and len(t):
-            out.append((name, t.start, t.end))
-    for name, o in (("memcpy", model.memcpy), ("memset", model.memset), ("graph_trace", model.graph_trace),
-                    ("osrt", model.osrt)):
-        if o is not None and len(o):
-            out.append((name, o.start, o.end))
-    s = model.samples
-    if s is not None and len(s):
-        out.append(("cpu_samples", s.start, s.start))
-    return out
+def row_starts(model: TraceModel) -> List[np.ndarray]:
+    """The starts of every table of rows the timeline shows, each sorted by start (model/build.py)."""
+    tables: Tuple[Any, ...] = (model.kernels, model.api, model.nvtx, model.memcpy, model.memset, model.graph_trace,
+                               model.osrt, model.samples)
+    return [t.start for t in tables if t is not None and len(t)]
 
 
 def _rows(model: TraceModel) -> int:
-    return sum(int(s.shape[0]) for _, s, _ in row_starts(model))
+    return sum(int(s.shape[0]) for s in row_starts(model))
 
 
-def _rows_before(tables: List[Tuple[str, np.ndarray, np.ndarray]], t: int) -> int:
-    return sum(int(np.searchsorted(s, t, side="left")) for _, s, _ in tables)
+def _rows_before(tables: List[np.ndarray], t: int) -> int:
+    return sum(int(np.searchsorted(s, t, side="left")) for s in tables)
 
 
 def plan_span(model: TraceModel, steady: TraceModel, window: WindowResult, limit: int) -> TimelineSpan:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from ..common.stats import median, pct, top_indices
 from ..trace.window import WindowResult
 
 __all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "GpuTimeResult",
-           "device_role", "device_time", "gpu_time_result", "window_times"]
+           "device_role", "device_time", "gpu_time_result"]
 
 #: a device that ran a kernel (or a whole-graph execution of a graph-level trace) in the window
 ROLE_KERNELS = "kernels"
@@ -146,18 +146,13 @@ def _window_time(tl: DeviceTimeline) -> WindowTime:
                       pct(tl.idle_ns, tl.window_ns))
 
 
-def window_times(timelines: Mapping[int, DeviceTimeline]) -> Dict[int, WindowTime]:
-    """Per device, the window totals of a timeline (all that the report keeps of the full-capture timelines, so
-    their per-row arrays can be dropped before the steady ones are built)."""
-    return {d: _window_time(tl) for d, tl in timelines.items()}
-
-
 def full_times(model: TraceModel, window: WindowResult, include_memcpy: bool) -> Optional[Dict[int, WindowTime]]:
     """Per device, the full capture's busy/idle totals (None when the window is the whole capture: the steady
     timelines are then the full ones). Only totals are kept: the full timelines' rows are dropped at once."""
     if window.is_full:
         return None
-    return window_times(build_timelines(model, window.full_start_ns, window.full_end_ns, include_memcpy))
+    tls = build_timelines(model, window.full_start_ns, window.full_end_ns, include_memcpy)
+    return {d: _window_time(tl) for d, tl in tls.items()}
 
 
 def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None],

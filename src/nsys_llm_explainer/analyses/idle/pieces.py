@@ -5,16 +5,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...model.timeline import DeviceTimeline
-from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import API_KINDS, KIND_CODE
 from ...vocabulary.os_calls import CLASSES, class_codes
-from ..nvtx.tree import NvtxTree, innermost_enclosing
+from ..nvtx.tree import innermost_enclosing
 from .result import IdlePieces
+
+if TYPE_CHECKING:   # the host side of the trace (built once per trace, shared by every device)
+    from .host_context import HostContext
 
 K = KIND_CODE
 
@@ -75,31 +77,6 @@ def touching(gs: np.ndarray, ge: np.ndarray, s: np.ndarray, e: np.ndarray) -> np
     return (j < n) & (gs[np.minimum(j, n - 1)] <= hi)
 
 
-class HostSide(Protocol):
-    """What cutting a thread's gaps needs to know of the host side of the trace (built once per trace, shared by
-    every device: :class:`idle.host_context.HostContext`)."""
-
-    model: TraceModel
-    kinds: np.ndarray           # per API row: kind code (index into KINDS), -1 = not a runtime/driver row
-    base_idx: np.ndarray        # per API row: index of its base name
-    tree: Optional[NvtxTree]
-
-    def detail_code(self, s: str) -> int:
-        """The detail code of string ``s`` (registered on first use)."""
-
-    def range_detail(self, name_idx: int) -> int:
-        """The detail code of NVTX name ``name_idx`` (digit runs normalized)."""
-
-    def base_dmap(self) -> np.ndarray:
-        """Base-name index → detail code."""
-
-    def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]``, in start order."""
-
-    def thread_rows_of(self, table: str, g: int) -> np.ndarray:
-        """Rows of thread ``g`` in ``table`` (``"nvtx"``: the tree's nodes; ``"osrt"``: OS runtime rows), ascending."""
-
-
 @dataclass(frozen=True)
 class DeviceGaps:
     """The idle gaps of one device timeline (time order) and what charges their pieces whatever the host thread:
@@ -129,7 +106,7 @@ class ThreadRows:
     osrt_any: bool = False   # the thread has OS-runtime rows at all (touching a gap or not)
 
 
-def thread_rows(host: HostSide, g: int, sgs: np.ndarray, sge: np.ndarray) -> ThreadRows:
+def thread_rows(host: HostContext, g: int, sgs: np.ndarray, sge: np.ndarray) -> ThreadRows:
     """The rows of thread ``g`` touching the closed intervals ``[sgs, sge]`` (sorted, disjoint)."""
     e = np.empty(0, np.int64)
     a = host.api_near(g, sgs, sge) if sgs.shape[0] else e
@@ -190,7 +167,7 @@ def cut(sgs: np.ndarray, sge: np.ndarray, queued: np.ndarray, extra: Sequence[np
     return t0, t1, np.repeat(np.arange(n, dtype=np.int32 if n < (1 << 31) else np.int64), c + 1)
 
 
-def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> Pieces:
+def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -> Pieces:
     """Pieces of the gaps ``gi`` (indices into ``gaps``) of host thread ``g`` (-1 unknown), in time order."""
     api, tree, osrt, tl = host.model.api, host.tree, host.model.osrt, gaps.tl
     gs, ge, queued_from = gaps.start, gaps.end, gaps.queued_from
@@ -263,7 +240,7 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
 Assign = Callable[[int, Callable[[np.ndarray], np.ndarray], np.ndarray], None]
 
 
-def _osrt_assigner(host: HostSide, rows: ThreadRows) -> Callable[[Assign, bool], None]:
+def _osrt_assigner(host: HostContext, rows: ThreadRows) -> Callable[[Assign, bool], None]:
     """``f(assign, waiting)`` charges the free pieces covered by the thread's OS-runtime calls that wait
     (``waiting``: semaphores, joins, polls, sleeps …, :mod:`vocabulary.os_calls`) or by its other calls to
     ``osrt`` with the call's name as detail (the outermost covering call of that class). The details of every call

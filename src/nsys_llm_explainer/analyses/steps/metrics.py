@@ -133,19 +133,13 @@ class StepArrays:
         p = int(self.phase[i])
         return self.phase_names[p] if p >= 0 else UNMAPPED
 
-    def row(self, i: int) -> StepRow:
-        return StepRow(int(i), int(self.start[i]), int(self.end[i]), int(self.wall[i]), self.phase_label(i),
-                       int(self.pid[i]), int(self.device[i]), int(self.gpu_busy[i]), int(self.gpu_idle[i]),
-                       int(self.kernel_count[i]), int(self.sync[i]), int(self.memcpy[i]))
-
-    def rows(self, limit: Optional[int] = None) -> List[StepRow]:
-        """``row(i)`` for the first ``limit`` steps (all by default), converting each column once."""
-        k = len(self) if limit is None else min(limit, len(self))
-        cols = [[int(v) for v in x[:k].tolist()] for x in (self.start, self.end, self.pid, self.device,
+    def rows(self, idx: Optional[np.ndarray] = None) -> List[StepRow]:
+        """The rows of the steps ``idx`` (all by default), converting each column once."""
+        at = (np.arange(len(self)) if idx is None else idx).tolist()
+        cols = [[int(v) for v in x[at].tolist()] for x in (self.start, self.end, self.pid, self.device,
                                                           self.gpu_busy, self.kernel_count, self.sync, self.memcpy)]
-        labels = [self.phase_label(i) for i in range(k)]
-        return [StepRow(i, s, e, e - s, ph, p, d, b, e - s - b, kc, sy, mc)
-                for i, (s, e, p, d, b, kc, sy, mc, ph) in enumerate(zip(*cols, labels))]
+        return [StepRow(i, s, e, e - s, self.phase_label(i), p, d, b, e - s - b, kc, sy, mc)
+                for i, s, e, p, d, b, kc, sy, mc in zip(at, *cols)]
 
     @classmethod
     def from_dict(cls, rows: Any, where: str = "steps") -> StepArrays:
@@ -196,7 +190,7 @@ class StepResult:
         got: Optional[List[StepRow]] = self.__dict__.get("_rows")
         if got is None:
             a = self.arrays if self.available else None
-            got = a.rows(MAX_ROWS) if a is not None and len(a) else []
+            got = a.rows(np.arange(min(MAX_ROWS, len(a)))) if a is not None and len(a) else []
             self.__dict__["_rows"] = got   # a cache beside the fields (the class is frozen, not slotted)
         return got
 
@@ -211,11 +205,6 @@ class StepResult:
         :data:`MAX_ROWS` when ``rows_capped`` (then :meth:`table` gives those only)."""
         rows = need(d, "rows", where)
         return dataclass_from_json(cls, d, where, arrays=rows if rows and need(d, "available", where) else None)
-
-    def table(self) -> List[StepRow]:
-        """Every step as a row (for CSV output)."""
-        a = self.arrays
-        return a.rows() if a is not None else []
 
 
 # ------------------------------------------------------------------------------------------- metrics
@@ -274,11 +263,6 @@ def _joined(cols: List[np.ndarray]) -> np.ndarray:
     return cols[0] if len(cols) == 1 else np.concatenate([np.asarray(c, np.int64) for c in cols])
 
 
-def _metric(a: StepArrays, name: str) -> np.ndarray:
-    return {"wall_ns": a.wall, "gpu_busy_ns": a.gpu_busy, "gpu_idle_ns": a.gpu_idle, "sync_ns": a.sync,
-            "memcpy_ns": a.memcpy, "kernel_count": a.kernel_count}[name]
-
-
 # ------------------------------------------------------------------------------------------- entry point
 def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
                   step_marker: Optional[str] = None,
@@ -320,12 +304,14 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     a = StepArrays(start=s[order], end=e[order], pid=pid[order].astype(np.int64), device=dev[order],
                    phase=ph[order], kernel_count=kc[order], gpu_busy=busy[order], sync=sync[order],
                    memcpy=memcpy[order], phase_names=tuple(phase_names))
+    metric = {"wall_ns": a.wall, "gpu_busy_ns": a.gpu_busy, "gpu_idle_ns": a.gpu_idle, "sync_ns": a.sync,
+              "memcpy_ns": a.memcpy, "kernel_count": a.kernel_count}
     uph = np.unique(a.phase).tolist()
     med: Dict[int, Dict[str, int]] = {}
     median_by_phase: List[PhaseMedian] = []
     for p in uph:
         m = a.phase == p
-        med[p] = {mm: int(round_half_up(median(_metric(a, mm)[m]))) for mm in METRICS}
+        med[p] = {mm: int(round_half_up(median(metric[mm][m]))) for mm in METRICS}
         median_by_phase.append(PhaseMedian(phase=phase_names[p] if p >= 0 else UNMAPPED, count=int(m.sum()),
                                            **med[p]))
     ntop = max(int(top), 0)
@@ -337,7 +323,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     out = out[excess[out] > 0]
     return replace(
         head, available=True, step_count=n, summary=summary(a.wall),
-        totals=StepMetrics(**{m: int(_metric(a, m).sum()) for m in METRICS}),
+        totals=StepMetrics(**{m: int(metric[m].sum()) for m in METRICS}),
         by_phase=tuple(StepPhaseGroup(phase=phase_names[p] if p >= 0 else UNMAPPED, **g)
                        for p, g in zip(uph, _group_rows(a, a.phase))),
         by_pid=tuple(StepPidGroup(pid=int(p), **g) for p, g in zip(np.unique(a.pid).tolist(), _group_rows(a, a.pid))),
@@ -348,8 +334,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
 def _vs_median(a: StepArrays, idx: np.ndarray, med: Dict[int, Dict[str, int]]) -> Tuple[SlowStep, ...]:
     """Rows of steps ``idx`` with ``vs_median`` (metrics minus the phase's medians) and ``what_differed``."""
     rows = []
-    for i in idx.tolist():
-        row = a.row(i)
+    for i, row in zip(idx.tolist(), a.rows(idx)):
         ref = med[int(a.phase[i])]
         delta = {mm: int(getattr(row, mm)) - ref[mm] for mm in METRICS}
         rows.append(SlowStep(**fields_json(row), vs_median=StepMetrics(**delta),

@@ -98,7 +98,7 @@ def test_nvtx_steps_exact(decode_model):
                                      "+150.00 µs sync, +10.00 µs GPU busy, +1 kernels")
     assert res.outliers[0].start_ns == STARTS[3]
     assert res.totals.kernel_count == 11
-    assert len(res.table()) == 5
+    assert len(res.arrays.rows()) == 5
     assert "arrays" not in res.to_dict()
 
 

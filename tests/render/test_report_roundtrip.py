@@ -85,7 +85,7 @@ def round_trip(rep: Report) -> Report:
     st, ls = rep.steps, loaded.steps
     assert (ls.arrays is None) == (st.arrays is None or not st.available or st.step_count == 0)
     if ls.arrays is not None:
-        assert st.arrays is not None and ls.arrays.rows() == st.arrays.rows(metrics.MAX_ROWS)
+        assert st.arrays is not None and ls.arrays.rows() == st.rows()
     sk, lk = rep.steady_kernels, loaded.steady_kernels
     if rep.window.is_full:
         assert lk is loaded.kernels and sk == rep.kernels
@@ -167,7 +167,7 @@ def test_capped_step_rows_round_trip(tmp_path, monkeypatch):
     rep = analyze_path(str(p))
     assert rep.steps.step_count > 7 and rep.to_dict()["steps"]["rows_capped"] is True
     loaded = round_trip(rep)
-    assert loaded.steps.step_count == rep.steps.step_count and len(loaded.steps.table()) == 7
+    assert loaded.steps.step_count == rep.steps.step_count and len(loaded.steps.arrays.rows()) == 7
 
 
 # ------------------------------------------------------------------------------------------ real traces

@@ -1,11 +1,6 @@
-"""The analysis window of each device cut into equal bins, for timeline charts (docs/MODEL.md).
-
-Bin ``i`` of a device covers ``[edges_ns[i], edges_ns[i+1])`` with ``edges_ns[i] = start + (i · W) // N``
-(``W`` = window length, ``N`` = bins; integer edges, so the bins tile the window exactly). Per bin:
-``busy_ns`` = busy time inside it (the timeline's busy union), ``copy_ns`` = copy-engine busy time inside it,
-``idle_ns_by_kind[kind]`` = idle ns inside it charged to that idle-cause kind. Per bin
-``busy_ns + Σ idle_ns_by_kind = bin width`` exactly: the series are the timeline and the idle causes cut
-at the bin edges, never sampled.
+"""The analysis window of each device cut into equal integer-edged bins for the timeline charts: per bin its busy ns,
+copy-engine busy ns and idle ns per idle-cause kind (busy + Σ idle = bin width exactly: cut at the edges, never
+sampled). Definitions: docs/MODEL.md, report.json ``timeline``.
 """
 
 from __future__ import annotations
@@ -22,9 +17,7 @@ from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import KINDS
 
 DEFAULT_BINS = 500
-#: bins of all devices together at most (then at least MIN_BINS each): the timeline's size follows the number of
-#: devices only up to TOTAL_BINS // DEFAULT_BINS = 64 devices, so a trace with thousands of device ids does not make
-#: devices × 500 bins
+#: bins of all devices together at most (then at least MIN_BINS each): 500 per device up to 64 devices
 TOTAL_BINS = 32_000
 MIN_BINS = 8
 
@@ -58,7 +51,7 @@ def _per_bin(u: iv.IntervalUnion, edges: np.ndarray) -> Tuple[int, ...]:
 
 
 def bin_edges(tl: DeviceTimeline, n_bins: int = DEFAULT_BINS) -> np.ndarray:
-    """The ``N + 1`` edges of a device's bins (module docstring), exact for any window up to 2^62 ns."""
+    """The ``N + 1`` edges ``w0 + (i · W) // N`` of a device's bins, exact for any window up to 2^62 ns."""
     n = int(max(1, min(n_bins, tl.window_ns)))
     w = int(tl.window_ns)
     i = np.arange(n + 1, dtype=np.int64)   # i·W // n = i·(W // n) + i·(W % n) // n: no product reaches 2^63

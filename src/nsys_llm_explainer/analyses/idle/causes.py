@@ -1,12 +1,5 @@
-"""Where every idle nanosecond went: each ns of each device's idle gaps is charged to exactly one cause
-``(kind, detail)`` — the first kind of :data:`KINDS` whose condition holds at that ns (docs/MODEL.md).
-
-The gap's *host thread* is the thread whose CUDA call launched the activity opening the busy block after
-the gap; for the trailing gap (or when that activity has no linked call) the one that launched the
-activity closing the block before it; else the thread that launched most of the device's activity; else
-``unknown``. Each gap is cut into elementary pieces at every boundary of copies, the queued point, and the
-thread's API calls, NVTX push/pop ranges and OS-runtime calls; each piece takes the first kind that
-covers it. Σ causes = idle exactly (asserted). Vectorized: work per thread and per kind, never per row.
+"""Where every idle nanosecond went: each ns of each device's idle gaps charged to exactly one cause ``(kind, detail)``
+on the gap's host thread (Σ causes = idle, asserted). Definitions: docs/MODEL.md, "Where every idle nanosecond went".
 """
 
 from __future__ import annotations
@@ -32,14 +25,10 @@ K = KIND_CODE
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
 TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
-#: host-side pieces kept on the devices' results after the device pass, in all: at least this many, and up to
-#: 4 per row of the model's API, NVTX, OS-runtime and kernel tables. A device's pieces grow with the host rows
-#: inside its gaps, so with many devices fed by one thread all of them would be devices × rows; past the budget a
-#: device's pieces are dropped once its turn in the pass is over (host samples, step syncs and waits use them
-#: during that turn, :func:`analyze_idle_causes`'s ``on_device``).
+#: host-side pieces kept after the device pass, in all: ``max(PIECES_KEPT, ROWS_FACTOR × rows of the API, NVTX,
+#: OS-runtime and kernel tables)``; past it a device's pieces are dropped after its turn, and the same budget of pieces
+#: cut turns the pass to the threads' partitions (docs/PERFORMANCE.md, "Issue 24": devices × host rows)
 PIECES_KEPT = 1 << 20
-#: the budget above is ``max(PIECES_KEPT, ROWS_FACTOR × rows)``; the same budget of pieces cut decides when the
-#: device pass turns to the threads' partitions (host_partition.py), where nothing reads the pieces afterwards
 ROWS_FACTOR = 4
 
 
@@ -123,7 +112,8 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     pieces = [gap, kind, det, ln]
     del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
     return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host, slices=slices,
-                               wait_ns_by_thread=_wait_ns(ctx, host)), bins
+                               wait_ns_by_thread=_add_waits({}, ctx, host.gtid, host.kind, host.detail,
+                                                            host.end - host.start)), bins
 
 
 def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps, groups: List[Tuple[int, np.ndarray]],
@@ -153,7 +143,7 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
         k, d = (code >> 32).astype(np.int8), (code & 0xFFFFFFFF).astype(np.int32)
         for c, v in zip(cols, (gap[ui[w]], k, d, ns, a[w])):
             c.append(v)
-        _add_waits(waits, ctx, g, k, d, ns)
+        _add_waits(waits, ctx, np.full(k.shape[0], g, np.int64), k, d, ns)
         if edges is not None:                                      # the host parts cut at the bin edges
             pts = np.unique(np.concatenate((a, b, edges[(edges > a[0]) & (edges < b[-1])])))
             sa, sb = pts[:-1], pts[1:]
@@ -175,29 +165,16 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
     return dataclasses.replace(dc, pieces=None, wait_ns_by_thread=waits), bins
 
 
-def _add_waits(acc: Dict[int, int], ctx: HostContext, g: int, kind: np.ndarray, det: np.ndarray,
-               ns: np.ndarray) -> None:
-    """Add to ``acc[g]`` the ns charged to an OS call that waits (as :func:`_wait_ns` counts them)."""
+def _add_waits(acc: Dict[int, int], ctx: HostContext, gtid: np.ndarray, kind: np.ndarray, det: np.ndarray,
+               ns: np.ndarray) -> Dict[int, int]:
+    """``acc`` with the idle ns of the pieces charged to an OS call that waits added per host thread ``gtid``."""
     m = kind == K["osrt"]
-    if not m.any():
-        return
-    m[m] = ctx.wait_mask()[det[m]]
     if m.any():
-        acc[g] = acc.get(g, 0) + int(ns[m].sum())
-
-
-def _wait_ns(ctx: HostContext, p: IdlePieces) -> Dict[int, int]:
-    """Idle ns of the pieces charged to an OS call that waits, per host thread."""
-    m = p.kind == K["osrt"]
-    if not m.any():
-        return {}
-    m[m] = ctx.wait_mask()[p.detail[m]]
-    if not m.any():
-        return {}
-    g, inv = np.unique(p.gtid[m], return_inverse=True)
-    ns = np.zeros(g.shape[0], np.int64)
-    np.add.at(ns, inv.reshape(-1), (p.end[m] - p.start[m]).astype(np.int64))
-    return {int(a): int(b) for a, b in zip(g.tolist(), ns.tolist())}
+        m[m] = ctx.wait_mask()[det[m]]
+    ns_m = ns[m]
+    for g, r in rows_by_value(gtid[m]):
+        acc[g] = acc.get(g, 0) + int(ns_m[r].sum())
+    return acc
 
 
 def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray]
@@ -296,19 +273,13 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
                         on_device: Optional[Callable[[DeviceTimeline, DeviceCauses], None]] = None,
                         span: Optional[Tuple[int, int]] = None, pieces_needed: bool = True,
                         slices_max: int = 0) -> IdleCausesResult:
-    """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g.
-    clipped to the steady window; ``full``: the whole capture, for first-launch detection). With
-    ``n_bins`` > 0 the result also holds the binned timeline of each device (:mod:`timeline_bins`).
-
-    ``timelines``: device → timeline, or the timelines in device-id order (e.g. :func:`model.timeline.iter_timelines`,
-    so that only one device's rows are alive at a time); ``on_device`` sees each timeline with its causes before
-    the next one is built; ``span``: each device also keeps its idle pieces inside ``[span[0], span[1])``
-    (:attr:`DeviceCauses.slices`, for the timeline file): the first device with any keeps them (they are bounded by the
-    span's host rows), the next ones while the slices kept so far stay within ``slices_max`` (the devices after that
-    keep none: the file's size stays bounded; :class:`..timeline.content.TimelineFile` names them).
-    ``pieces_needed`` False: nothing (``on_device`` included) reads the pieces' places in time, so once the pieces
-    cut pass the budget the devices left whose window misses ``span`` are charged by their host threads' partitions
-    (host_partition.py; same causes and bins, ``pieces`` None)."""
+    """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g. clipped to the
+    steady window; ``full``: the whole capture, for first-launch detection); with ``n_bins`` > 0 also each device's
+    bins (:mod:`.bins`). ``timelines``: device → timeline, or the timelines in device-id order (one device's rows
+    alive at a time); ``on_device`` sees each timeline with its causes before the next one is built; ``span``: the
+    devices keep their idle pieces inside it (:attr:`DeviceCauses.slices`) within ``slices_max`` (docs/MODEL.md,
+    "Timeline file"); ``pieces_needed`` False: nothing reads the pieces' places in time, so past the budget the
+    devices whose window misses ``span`` are charged by their host threads' partitions (:mod:`.host_partition`)."""
     seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
     ctx: Optional[HostContext] = None
     done = []

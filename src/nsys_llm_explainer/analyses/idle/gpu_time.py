@@ -1,22 +1,12 @@
 """GPU busy / idle per device over the steady window and the full capture, read off the device timelines
-(:mod:`model.timeline`, the one definition; docs/MODEL.md).
-
-Per device and window: ``role`` (:func:`device_role`), ``busy_ns``, ``idle_ns``, ``busy_pct``, ``idle_pct`` (of
-``window_ns``),
-``copy_busy_ns`` / ``copy_only_ns``, ``kernel_count`` (kernel rows in the window), ``launches_per_s``
-(``kernel_count`` / window in s), ``kernel_p50_ns`` (median kernel duration, clipped to the window),
-``gap_count`` (idle gaps, edges included), the largest gaps (with the
-activity around them and the idle cause holding most of each gap) and a gap-size histogram.
-
-**Pooled over the devices that ran kernels** (:meth:`GpuTimeResult.pooled`, the one definition the headline,
-the findings and the comparison read; docs/MODEL.md): Σ busy ns / Σ window ns over the devices whose role is
-``kernels`` — a device that only received copies (or ran nothing) in the window is listed, never averaged in.
+(:mod:`model.timeline`), with the largest gaps and a gap-size histogram; pooled over the devices that ran kernels
+(:meth:`GpuTimeResult.pooled`). Definitions: docs/MODEL.md and docs/METRICS.md, "GPU busy / idle".
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -25,8 +15,8 @@ from ...model.trace import TraceModel
 from ..common.stats import median, pct, top_indices
 from ..trace.window import WindowResult
 
-__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "ROLES", "GpuTimeResult",
-           "device_role", "device_time", "gpu_time_result", "window_times"]
+__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "GpuTimeResult",
+           "device_role", "device_time", "gpu_time_result"]
 
 #: a device that ran a kernel (or a whole-graph execution of a graph-level trace) in the window
 ROLE_KERNELS = "kernels"
@@ -34,7 +24,6 @@ ROLE_KERNELS = "kernels"
 ROLE_COPIES = "copies only"
 #: a device with neither in the window
 ROLE_IDLE = "idle"
-ROLES = (ROLE_KERNELS, ROLE_COPIES, ROLE_IDLE)
 
 #: gap-size histogram buckets: (label, lower bound ns inclusive, upper bound ns exclusive)
 GAP_BUCKETS = [
@@ -128,13 +117,8 @@ class GpuTimeResult:
     def pooled(self, full: bool = False) -> Optional[WindowTime]:
         """Σ busy / Σ window over the devices that ran kernels in the steady window (:meth:`kernel_devices`;
         ``full``: the same devices over the whole capture); None when no device ran a kernel there."""
-        rows: List[Union[WindowTime, DeviceTime]] = []
-        for d in self.devices:
-            if d.role != ROLE_KERNELS:
-                continue
-            r = d.full if full else d
-            if r is not None:
-                rows.append(r)
+        rows: List[Union[WindowTime, DeviceTime]] = [
+            r for r in (d.full if full else d for d in self.devices if d.ran_kernels) if r is not None]
         if not rows:
             return None
         w = sum(r.window_ns for r in rows)
@@ -162,18 +146,13 @@ def _window_time(tl: DeviceTimeline) -> WindowTime:
                       pct(tl.idle_ns, tl.window_ns))
 
 
-def window_times(timelines: Mapping[int, DeviceTimeline]) -> Dict[int, WindowTime]:
-    """Per device, the window totals of a timeline (all that the report keeps of the full-capture timelines, so
-    their per-row arrays can be dropped before the steady ones are built)."""
-    return {d: _window_time(tl) for d, tl in timelines.items()}
-
-
 def full_times(model: TraceModel, window: WindowResult, include_memcpy: bool) -> Optional[Dict[int, WindowTime]]:
     """Per device, the full capture's busy/idle totals (None when the window is the whole capture: the steady
     timelines are then the full ones). Only totals are kept: the full timelines' rows are dropped at once."""
     if window.is_full:
         return None
-    return window_times(build_timelines(model, window.full_start_ns, window.full_end_ns, include_memcpy))
+    tls = build_timelines(model, window.full_start_ns, window.full_end_ns, include_memcpy)
+    return {d: _window_time(tl) for d, tl in tls.items()}
 
 
 def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None],

@@ -1,4 +1,4 @@
-"""The host side of the trace that every device's gaps are cut against (:class:`pieces.HostSide`): the API rows'
+"""The host side of the trace that every device's gaps are cut against (:mod:`.pieces`): the API rows'
 cause kinds and base names, the NVTX tree, the detail strings with their codes, and per host thread its API rows
 and, on the partition path, its pieces over the window (host_partition.py).
 """
@@ -6,6 +6,7 @@ and, on the partition path, its pieces over the window (host_partition.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
@@ -23,20 +24,19 @@ _EMPTY = np.empty(0, np.int64)
 
 @dataclass
 class HostContext:
-    """The host side of the trace for cutting gaps into pieces (:class:`pieces.HostSide`), shared by every device:
+    """The host side of the trace for cutting gaps into pieces (:mod:`.pieces`), shared by every device:
     the API rows' kinds and base names, the NVTX tree, and the detail strings with their codes (registered in
     first-use order, the same on every run)."""
 
     model: TraceModel
-    kinds: np.ndarray
-    base_idx: np.ndarray
+    kinds: np.ndarray           # per API row: kind code (index into KINDS), -1 = not a runtime/driver row
+    base_idx: np.ndarray        # per API row: index of its base name
     details: List[str]
     detail_pos: Dict[str, int]
     tree: Optional[NvtxTree]
     nvtx_names: Sequence[str]
     base_names: Sequence[str]
-    api_rows: Optional[Dict[int, np.ndarray]] = None   # thread → its API rows with a kind (all threads, on first use)
-    by_thread: Dict[str, Dict[int, np.ndarray]] = field(default_factory=dict)   # "nvtx" / "osrt" → thread → rows
+    by_thread: Dict[str, Dict[int, np.ndarray]] = field(default_factory=dict)   # "api"/"nvtx"/"osrt" → thread → rows
     # per API row, max(start, end) over it and all earlier rows; and the API rows with end < start
     reach: Optional[Tuple[np.ndarray, np.ndarray]] = None
     # the partition path (host_partition.py): allowed when nothing later reads the pieces' places in time; taken
@@ -66,7 +66,7 @@ class HostContext:
         got = self.partitions.get(g)
         if got is None:
             e = np.empty(0, np.int64)
-            stub = _NoCopies()
+            stub = SimpleNamespace(copy_start=e, copy_end=e)     # a device timeline without copies
             gaps = DeviceGaps(cast(DeviceTimeline, stub), np.array([w0], np.int64), np.array([w1], np.int64),
                               np.array([w1 + 1], np.int64), Cover(e, e), e)
             _, kind, det, ln, t0 = thread_pieces(self, gaps, g, np.zeros(1, np.int64))
@@ -98,7 +98,7 @@ class HostContext:
             return np.empty(0, np.int64)
         cand = self._near(api, a, b)
         if cand is None:
-            r = self.thread_api_rows(api, g)
+            r = self.thread_rows_of("api", g)
         else:
             r = cand[(api.gtid[cand] == g) & (self.kinds[cand] >= 0)]
         return r[touching(a, b, api.start[r], api.end[r])]
@@ -118,26 +118,16 @@ class HostContext:
         idx = index_runs(lo, n)
         return np.union1d(idx, backwards) if backwards.shape[0] else idx
 
-    def thread_api_rows(self, api: ApiCalls, g: int) -> np.ndarray:
-        """API rows of thread ``g`` that have a kind, in start order (every thread's found in one sort on first use,
-        not one pass over every row per thread)."""
-        if self.api_rows is None:
-            r = np.nonzero(self.kinds >= 0)[0]
-            self.api_rows = {t: r[x] for t, x in rows_by_value(np.asarray(api.gtid)[r])}
-        return self.api_rows.get(g, _EMPTY)
-
     def thread_rows_of(self, table: str, g: int) -> np.ndarray:
-        """Rows of thread ``g`` in ``table`` (``"nvtx"``: the tree's nodes; ``"osrt"``: the OS runtime rows),
-        ascending; every thread's found in one sort of the table on first use (not one pass per thread and device)."""
+        """Rows of thread ``g`` in ``table`` (``"api"``: the API rows with a kind; ``"nvtx"``: the tree's nodes;
+        ``"osrt"``: the OS runtime rows), ascending; every thread's found in one sort on first use (not one pass per
+        thread and device)."""
         idx = self.by_thread.get(table)
-        if idx is None:
+        if idx is None and table == "api":
+            api, r = self.model.api, np.nonzero(self.kinds >= 0)[0]
+            assert api is not None                  # asked only when the trace has API rows (api_near)
+            idx = self.by_thread[table] = {t: r[x] for t, x in rows_by_value(np.asarray(api.gtid)[r])}
+        elif idx is None:
             t = self.tree if table == "nvtx" else self.model.osrt
             idx = self.by_thread[table] = dict(rows_by_value(np.asarray(t.gtid))) if t is not None else {}
         return idx.get(g, _EMPTY)
-
-
-class _NoCopies:
-    """Stands in for a device timeline without copies when a thread's whole window is cut (:meth:`partition`)."""
-
-    copy_start = np.empty(0, np.int64)
-    copy_end = np.empty(0, np.int64)

@@ -1,16 +1,6 @@
-"""A host thread's time cut once into elementary pieces with their idle-cause kind and detail (its *partition*),
-and sums of it over many intervals without cutting again (docs/PERFORMANCE.md, "Many devices").
-
-The cause of a host-side piece of an idle gap depends only on the gap's host thread and on the piece's place in
-time (:mod:`pieces`: no row boundary falls inside a piece, so what covers it is decided at its start). So the pieces
-of every device whose gaps the thread hosts are the thread's partition clipped to those gaps' host-side parts
-(before the queued point, outside copies). When one thread feeds many devices that are idle while it works, cutting
-each device's gaps at every call of the thread costs devices × rows; with the partition, a device costs its own
-gaps, copies and bins, plus per call the cheaper of (the pieces its intervals cover, one pass per distinct cause of
-the thread over its long intervals).
-
-Sums are exact integers: full pieces through per-cause prefix sums, the two clipped pieces at an interval's ends
-through their overlap.
+"""A host thread's time cut once into pieces with their idle-cause kind and detail (its *partition*), and exact sums of
+it over many intervals without cutting again: what charges a device's host-side gap parts when many devices are fed
+by one thread (docs/PERFORMANCE.md, "Issue 24").
 """
 
 from __future__ import annotations

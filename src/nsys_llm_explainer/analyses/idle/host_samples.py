@@ -1,26 +1,6 @@
-"""What the host ran during host-side GPU idle, from CPU samples (docs/MODEL.md "What the host ran during
-host-side idle").
-
-The idle causes (:mod:`idle_causes`) charge idle ns to host-side kinds (``launch``, ``other_api``, ``nvtx``,
-``osrt``, ``host_cpu``) and keep those pieces per device (:class:`~.idle_cause_result.IdlePieces`: start, end,
-kind, detail, the gap's host thread). A CPU sample (``TraceModel.samples``) is **inside** a piece when the
-sample's thread is the piece's host thread and ``piece.start ≤ sample time < piece.end``. Per device and host
-kind (and per cause ``(kind, detail)``) the samples inside its pieces are counted by
-
-* **module group** of the leaf frame (:data:`model.samples.GROUPS`: Python interpreter, PyTorch/framework, CUDA
-  driver, CUDA runtime/libraries, allocator, OS kernel, libc, profiler, other);
-* **module** (file name of the leaf frame's module), **function** (leaf frame: symbol and module) and **caller**
-  (the first frame that is not in a system module: :mod:`model.samples`).
-
-Each entry has ``count``, ``pct`` = count / samples inside the scope × 100, and ``est_ns`` = round(count / samples
-× the scope's idle ns): the idle time the entry stands for if samples are spread over the scope's pieces in
-proportion to time (sampling is periodic while the thread runs; a thread blocked off-CPU is not sampled, so
-off-CPU time inside a piece is spread over the code that was sampled). Lists: every group with a sample, the
-top :data:`TOP` modules / functions / callers (count descending, then name).
-
-Vectorized: one ``searchsorted`` of the samples (sorted by time) against each device's pieces (sorted, disjoint),
-then counting with ``np.unique`` / ``bincount``: O((samples + pieces) log pieces). A trace without samples costs
-nothing (the model holds ``None``).
+"""What the host ran during host-side GPU idle: the CPU samples of the gaps' host thread inside each device's
+host-side idle pieces, counted by module group, module, function and caller, each with the idle time it stands
+for. Definitions: docs/MODEL.md, "What the host ran during host-side idle".
 """
 
 from __future__ import annotations
@@ -200,11 +180,8 @@ class _Frames:
 
 def _inside(s: CpuSamples, start: np.ndarray, end: np.ndarray, gtid: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(sample rows, piece index) of the samples inside a piece of the same thread (pieces sorted, disjoint)."""
-    if start.shape[0] == 0 or len(s) == 0:
-        e = np.empty(0, np.int64)
-        return e, e
-    lo = int(np.searchsorted(s.start, start[0], "left"))
-    hi = int(np.searchsorted(s.start, end[-1], "left"))
+    lo, hi = (int(np.searchsorted(s.start, start[0], "left")), int(np.searchsorted(s.start, end[-1], "left"))) \
+        if start.shape[0] and len(s) else (0, 0)
     if hi <= lo:
         e = np.empty(0, np.int64)
         return e, e

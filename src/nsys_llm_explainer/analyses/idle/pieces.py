@@ -1,30 +1,22 @@
-"""The idle gaps of one host thread cut into elementary pieces, each charged to one idle-cause kind
-(:mod:`idle_causes`; docs/MODEL.md).
-
-A *piece* is ``[t0, t1)`` between two consecutive distinct boundaries inside one gap; the boundaries are the
-gap edges, the queued point, and the starts/ends of the copies and of the thread's API calls, NVTX ranges
-and OS-runtime calls that lie inside a gap. No row boundary falls strictly inside a piece, so whether a row
-covers a piece is decided at ``t0``. From the queued point on, a piece is ``copy`` or ``queued`` whatever
-the host does, so only rows touching the part of a gap *before* its queued point can change a piece's
-cause: the others are dropped first (one ``searchsorted`` of the sorted rows against the sorted gap
-prefixes), so the cost follows the rows near those prefixes, not all rows of the thread. (A row boundary
-after the queued point would only split a ``copy``/``queued`` run into pieces of the same cause, which the
-sums merge back.)
+"""The idle gaps of one host thread cut into elementary pieces, each charged to one idle-cause kind (docs/MODEL.md,
+"How the pieces are cut").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...model.timeline import DeviceTimeline
-from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import API_KINDS, KIND_CODE
 from ...vocabulary.os_calls import CLASSES, class_codes
-from ..nvtx.tree import NvtxTree, innermost_enclosing
+from ..nvtx.tree import innermost_enclosing
 from .result import IdlePieces
+
+if TYPE_CHECKING:   # the host side of the trace (built once per trace, shared by every device)
+    from .host_context import HostContext
 
 K = KIND_CODE
 
@@ -85,31 +77,6 @@ def touching(gs: np.ndarray, ge: np.ndarray, s: np.ndarray, e: np.ndarray) -> np
     return (j < n) & (gs[np.minimum(j, n - 1)] <= hi)
 
 
-class HostSide(Protocol):
-    """What cutting a thread's gaps needs to know of the host side of the trace (built once per trace, shared by
-    every device: :class:`idle.host_context.HostContext`)."""
-
-    model: TraceModel
-    kinds: np.ndarray           # per API row: kind code (index into KINDS), -1 = not a runtime/driver row
-    base_idx: np.ndarray        # per API row: index of its base name
-    tree: Optional[NvtxTree]
-
-    def detail_code(self, s: str) -> int:
-        """The detail code of string ``s`` (registered on first use)."""
-
-    def range_detail(self, name_idx: int) -> int:
-        """The detail code of NVTX name ``name_idx`` (digit runs normalized)."""
-
-    def base_dmap(self) -> np.ndarray:
-        """Base-name index → detail code."""
-
-    def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]``, in start order."""
-
-    def thread_rows_of(self, table: str, g: int) -> np.ndarray:
-        """Rows of thread ``g`` in ``table`` (``"nvtx"``: the tree's nodes; ``"osrt"``: OS runtime rows), ascending."""
-
-
 @dataclass(frozen=True)
 class DeviceGaps:
     """The idle gaps of one device timeline (time order) and what charges their pieces whatever the host thread:
@@ -139,7 +106,7 @@ class ThreadRows:
     osrt_any: bool = False   # the thread has OS-runtime rows at all (touching a gap or not)
 
 
-def thread_rows(host: HostSide, g: int, sgs: np.ndarray, sge: np.ndarray) -> ThreadRows:
+def thread_rows(host: HostContext, g: int, sgs: np.ndarray, sge: np.ndarray) -> ThreadRows:
     """The rows of thread ``g`` touching the closed intervals ``[sgs, sge]`` (sorted, disjoint)."""
     e = np.empty(0, np.int64)
     a = host.api_near(g, sgs, sge) if sgs.shape[0] else e
@@ -200,7 +167,7 @@ def cut(sgs: np.ndarray, sge: np.ndarray, queued: np.ndarray, extra: Sequence[np
     return t0, t1, np.repeat(np.arange(n, dtype=np.int32 if n < (1 << 31) else np.int64), c + 1)
 
 
-def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> Pieces:
+def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -> Pieces:
     """Pieces of the gaps ``gi`` (indices into ``gaps``) of host thread ``g`` (-1 unknown), in time order."""
     api, tree, osrt, tl = host.model.api, host.tree, host.model.osrt, gaps.tl
     gs, ge, queued_from = gaps.start, gaps.end, gaps.queued_from
@@ -222,10 +189,10 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
     kind = np.full(t0.shape[0], -1, np.int8)
     det = np.zeros(t0.shape[0], np.int32)           # detail codes: few (one per distinct name)
 
-    def assign(k: int, row_of: Callable[[np.ndarray], np.ndarray], det_of_row: Callable[[np.ndarray], np.ndarray],
+    def assign(k: int, row_of: Callable[[np.ndarray], np.ndarray], det_of_row: np.ndarray,
                cand: Optional[np.ndarray] = None) -> None:
-        """Charge the still free pieces (of ``cand``, default all) that ``row_of`` covers (row ≥ 0) to kind
-        ``k``."""
+        """Charge the still free pieces (of ``cand``, default all) that ``row_of`` covers (row ≥ 0) to kind ``k``, with
+        the detail code of the covering row (``det_of_row``: per row of the cover)."""
         free = np.nonzero(kind < 0)[0] if cand is None else cand[kind[cand] < 0]
         if free.shape[0] == 0:
             return
@@ -233,11 +200,11 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
         hit = r >= 0
         sel = free[hit]
         kind[sel] = k
-        det[sel] = det_of_row(r[hit])
+        det[sel] = det_of_row[r[hit]]
 
     copy_det = gaps.copy_det
     if copy_det.shape[0]:                  # only pieces starting inside the copies' union can be copies
-        assign(K["copy"], gaps.copy_cover.row, lambda r: copy_det[r], within(t0, tl.copies.start, tl.copies.end))
+        assign(K["copy"], gaps.copy_cover.row, copy_det, within(t0, tl.copies.start, tl.copies.end))
     queued = t0 >= queued_from[gap]
     q = np.nonzero(queued & (kind < 0))[0]
     kind[q] = K["queued"]
@@ -251,7 +218,7 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
         if api is None or r_k.shape[0] == 0:
             continue
         cov = Cover(api.start[r_k], api.end[r_k])
-        assign(K[name], cov.row, _api_details(dmap, host.base_idx, r_k))
+        assign(K[name], cov.row, dmap[host.base_idx[r_k]])
     osrt_assign = _osrt_assigner(host, rows) if osrt is not None and rows.osrt_any else None
     if osrt_assign is not None:              # a call that waits on another thread wins over the range around it
         osrt_assign(assign, True)
@@ -270,10 +237,10 @@ def thread_pieces(host: HostSide, gaps: DeviceGaps, g: int, gi: np.ndarray) -> P
     return gap, kind, det, t1 - t0, t0
 
 
-Assign = Callable[[int, Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]], None]
+Assign = Callable[[int, Callable[[np.ndarray], np.ndarray], np.ndarray], None]
 
 
-def _osrt_assigner(host: HostSide, rows: ThreadRows) -> Callable[[Assign, bool], None]:
+def _osrt_assigner(host: HostContext, rows: ThreadRows) -> Callable[[Assign, bool], None]:
     """``f(assign, waiting)`` charges the free pieces covered by the thread's OS-runtime calls that wait
     (``waiting``: semaphores, joins, polls, sleeps …, :mod:`vocabulary.os_calls`) or by its other calls to
     ``osrt`` with the call's name as detail (the outermost covering call of that class). The details of every call
@@ -291,18 +258,8 @@ def _osrt_assigner(host: HostSide, rows: ThreadRows) -> Callable[[Assign, bool],
         if sel.shape[0] == 0:
             return
         cov = Cover(osrt.start[sel], osrt.end[sel])
-        assign(K["osrt"], cov.row, _row_details(dm[ni[sel]]))
+        assign(K["osrt"], cov.row, dm[ni[sel]])
     return run
-
-
-def _api_details(dmap: np.ndarray, base_idx: np.ndarray, rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """Index into ``rows`` (the API rows a :class:`Cover` was built on) → detail code of the row's base name."""
-    return lambda r: dmap[base_idx[rows[r]]]
-
-
-def _row_details(det_of_row: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """Index into the rows a :class:`Cover` was built on → detail code, from the codes of those rows."""
-    return lambda r: det_of_row[r]
 
 
 def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> np.ndarray:

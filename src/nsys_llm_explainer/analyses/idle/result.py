@@ -38,8 +38,6 @@ class IdleCause:
     tiny_gap_ns: int = 0                     # part of ``ns`` inside gaps shorter than 10 µs
 
 
-
-
 @dataclass(frozen=True)
 class IdlePieces:
     """The idle pieces of one device charged to a host-side kind (:data:`vocabulary.cause_kinds.HOST_PIECE_KINDS`),
@@ -120,15 +118,10 @@ class IdleCausesResult:
     bins: Tuple[DeviceBins, ...] = ()        # per device (report.json "timeline")
 
     def to_dict(self) -> Dict[str, object]:
-        devs = []
-        for d in self.devices:   # field by field: the per-gap cause codes are not serialised
-            devs.append({"device_id": d.device_id, "window_ns": d.window_ns, "busy_ns": d.busy_ns,
-                         "idle_ns": d.idle_ns, "causes": [asdict(c) for c in d.causes], "other": d.other().to_dict()})
-        tots = []
-        for c in self.totals:
-            cd = asdict(c)
-            cd.pop("examples")
-            tots.append(cd)
+        devs = [{"device_id": d.device_id, "window_ns": d.window_ns, "busy_ns": d.busy_ns, "idle_ns": d.idle_ns,
+                 "causes": [asdict(c) for c in d.causes], "other": d.other().to_dict()}   # not the per-gap cause codes
+                for d in self.devices]
+        tots = [{k: v for k, v in asdict(c).items() if k != "examples"} for c in self.totals]
         return {"available": self.available, "reason": self.reason, "precedence": list(KINDS),
                 "devices": devs, "totals": tots}
 

@@ -1,35 +1,6 @@
-"""Model-step (decode / prefill iteration) detection: which spans of time are the steps.
-
-Method ``nvtx`` — one NVTX push/pop range per step. With ``step_range`` the ranges named so (exact,
-case-insensitive; else every name containing it) are the steps. Otherwise candidates are range names on
-the *launching threads* (threads that issued a CUDA call that launched a kernel) with ≥ 3 instances that
-enclose kernel launches and do not overlap within a process (instances nested in a same-name range are
-not separate instances). Preferred, in order: names that look like a step (a step keyword such as
-``execute_model`` / ``step`` or a prefill/decode phase name), the shallowest nesting depth, the most
-instances, the most kernels enclosed. When the chosen name has a phase, range names of the other
-prefill/decode phases at the same depth are added (prefill steps beside decode steps).
-Method ``marker`` (no suitable NVTX range, or ``step_marker`` given) — per device, marker kernels are
-kernels whose name matches ``step_marker`` (default :data:`DEFAULT_MARKER`, sampling / argmax kernels;
-a run of consecutive marker kernels counts once, by its last kernel); step i runs from the end of marker
-i to the end of marker i + 1.
-
-Per step: ``start`` / ``end``; ``pid`` — process of the range (of the closing marker kernel); ``device``
-— device that ran most of the step's work (NVTX: else the process's most used device; -1 when unknown).
-*Work* = kernels, plus whole-graph ``GRAPH_TRACE`` rows when CUDA graphs were traced at graph level.
-A work item belongs to an NVTX step when the step range encloses the item's launch call on the calling
-thread (the enclosing-range lookup of :mod:`nvtx_tree`: per NVTX domain, the innermost range enclosing
-the call, then its nearest ancestor-or-self that is a step range; if several domains give one, the
-latest-starting step); to a marker step when it is a kernel on the step's device starting in
-[start, end).
-
-``phase`` of a step: NVTX method — the phase of the step range itself when its name (or an enclosing
-range's) has one; otherwise the phase with the most GPU time among the work launched in the step (phase
-of the launch call, :mod:`phases`); for markers, the phase with the most kernel time among the step's
-kernels; -1 (``unmapped``) when none.
-
-``confidence``: ``high`` (user-chosen range, or a step-like name whose instances enclose ≥ 50 % of the
-kernels launched from their threads), ``medium`` (step-like name with lower coverage; marker method with
-≥ 5 steps on every device), ``low`` (otherwise).
+"""Model-step (decode / prefill iteration) detection: which spans of time are the steps (method ``nvtx``: one NVTX
+range per step, :mod:`.nvtx_method`; ``marker``: between marker kernels), with each step's process, device and
+phase, and how confident the choice is. Definitions: docs/FINDINGS.md, "Steps".
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
-"""Per-step metrics of model steps (decode / prefill iterations); detection is in :mod:`steps_detect`.
-
-Per step (integer ns):
-
-* ``start_ns`` / ``end_ns`` / ``wall_ns`` = end − start; ``pid``, ``device``, ``phase``: see
-  :mod:`steps_detect`.
-* ``kernel_count``: kernels launched in the step — NVTX: kernels whose launch call on the range's thread
-  lies inside the range (graph launches of a graph-level trace count for step detection and the device,
-  not here); marker: kernels on the device starting in [start, end).
-* ``gpu_busy_ns``: length of the union of all kernel intervals (and whole-graph intervals when the trace
-  recorded CUDA graphs at graph level) on the step's device clipped to [start, end);
-  ``gpu_idle_ns`` = ``wall_ns`` − ``gpu_busy_ns``.
-* ``sync_ns``: length of the union of host-blocking sync calls (api_classes class ``sync``) of the
-  step's process (all threads) clipped to the step.
-* ``memcpy_ns``: length of the union of GPU memcpy intervals on the step's device clipped to the step.
-
-Unions and clipping use :mod:`intervals`. Distributions (``summary``, ``by_phase``, ``by_pid``): count /
-total / avg / min / max / p50 / p90 / p99 of ``wall_ns`` (:func:`stats.summary`) plus totals of the other
-metrics. ``median_by_phase``: the median of each metric over the phase's steps (:func:`stats.median`,
-rounded half up). ``slowest``: the ``top`` steps with the largest ``wall_ns`` (ties: earlier first);
-``outliers``: the ``top`` steps with the largest positive excess of ``wall_ns`` over their phase's median;
-each with ``vs_median`` = its metrics minus its phase's medians. ``confidence`` / ``method``: see
-:mod:`steps_detect`. ``rows``: every step (the first :data:`MAX_ROWS`; ``rows_capped`` says whether more
-were cut), as in ``tables/steps.csv``.
+"""Per-step metrics of model steps (decode / prefill iterations; detection: :mod:`.detect`): wall, GPU busy and
+idle, sync and memcpy time, kernels, their distributions per phase and process, and the slowest and outlier steps.
+Definitions: docs/FINDINGS.md, "Steps".
 """
 
 from __future__ import annotations
@@ -154,19 +133,13 @@ class StepArrays:
         p = int(self.phase[i])
         return self.phase_names[p] if p >= 0 else UNMAPPED
 
-    def row(self, i: int) -> StepRow:
-        return StepRow(int(i), int(self.start[i]), int(self.end[i]), int(self.wall[i]), self.phase_label(i),
-                       int(self.pid[i]), int(self.device[i]), int(self.gpu_busy[i]), int(self.gpu_idle[i]),
-                       int(self.kernel_count[i]), int(self.sync[i]), int(self.memcpy[i]))
-
-    def rows(self, limit: Optional[int] = None) -> List[StepRow]:
-        """``row(i)`` for the first ``limit`` steps (all by default), converting each column once."""
-        k = len(self) if limit is None else min(limit, len(self))
-        cols = [[int(v) for v in x[:k].tolist()] for x in (self.start, self.end, self.pid, self.device,
+    def rows(self, idx: Optional[np.ndarray] = None) -> List[StepRow]:
+        """The rows of the steps ``idx`` (all by default), converting each column once."""
+        at = (np.arange(len(self)) if idx is None else idx).tolist()
+        cols = [[int(v) for v in x[at].tolist()] for x in (self.start, self.end, self.pid, self.device,
                                                           self.gpu_busy, self.kernel_count, self.sync, self.memcpy)]
-        labels = [self.phase_label(i) for i in range(k)]
-        return [StepRow(i, s, e, e - s, ph, p, d, b, e - s - b, kc, sy, mc)
-                for i, (s, e, p, d, b, kc, sy, mc, ph) in enumerate(zip(*cols, labels))]
+        return [StepRow(i, s, e, e - s, self.phase_label(i), p, d, b, e - s - b, kc, sy, mc)
+                for i, s, e, p, d, b, kc, sy, mc in zip(at, *cols)]
 
     @classmethod
     def from_dict(cls, rows: Any, where: str = "steps") -> StepArrays:
@@ -217,7 +190,7 @@ class StepResult:
         got: Optional[List[StepRow]] = self.__dict__.get("_rows")
         if got is None:
             a = self.arrays if self.available else None
-            got = a.rows(MAX_ROWS) if a is not None and len(a) else []
+            got = a.rows(np.arange(min(MAX_ROWS, len(a)))) if a is not None and len(a) else []
             self.__dict__["_rows"] = got   # a cache beside the fields (the class is frozen, not slotted)
         return got
 
@@ -232,11 +205,6 @@ class StepResult:
         :data:`MAX_ROWS` when ``rows_capped`` (then :meth:`table` gives those only)."""
         rows = need(d, "rows", where)
         return dataclass_from_json(cls, d, where, arrays=rows if rows and need(d, "available", where) else None)
-
-    def table(self) -> List[StepRow]:
-        """Every step as a row (for CSV output)."""
-        a = self.arrays
-        return a.rows() if a is not None else []
 
 
 # ------------------------------------------------------------------------------------------- metrics
@@ -295,11 +263,6 @@ def _joined(cols: List[np.ndarray]) -> np.ndarray:
     return cols[0] if len(cols) == 1 else np.concatenate([np.asarray(c, np.int64) for c in cols])
 
 
-def _metric(a: StepArrays, name: str) -> np.ndarray:
-    return {"wall_ns": a.wall, "gpu_busy_ns": a.gpu_busy, "gpu_idle_ns": a.gpu_idle, "sync_ns": a.sync,
-            "memcpy_ns": a.memcpy, "kernel_count": a.kernel_count}[name]
-
-
 # ------------------------------------------------------------------------------------------- entry point
 def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
                   step_marker: Optional[str] = None,
@@ -328,40 +291,27 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     s, e, pid, dev, kstep, ph = sp.start, sp.end, sp.pid, sp.device, sp.kernel_step, sp.phase
     n = s.shape[0]
     kc = np.bincount(kstep[kstep >= 0], minlength=n).astype(np.int64)
-    bs = [k.start] if k is not None else []
-    be = [k.end] if k is not None else []
-    bd = [k.device] if k is not None else []
-    gt = model.graph_trace
-    if gt is not None and len(gt):
-        bs.append(gt.start)
-        be.append(gt.end)
-        bd.append(gt.device)
-    if bs:
-        busy = _clip_union(_joined(bs), _joined(be), _joined(bd), dev, s, e)
-    else:
-        busy = np.zeros(n, np.int64)
-    mc = model.memcpy
-    if mc is not None and len(mc):
-        memcpy = _clip_union(mc.start, mc.end, mc.device.astype(np.int64), dev, s, e)
-    else:
-        memcpy = np.zeros(n, np.int64)
-    api = model.api
-    if api is not None and len(api):
-        sm = class_mask(api, "sync")
-        sync = _clip_union(api.start[sm], api.end[sm], api.pid[sm].astype(np.int64), pid.astype(np.int64),
-                           s, e)
-    else:
-        sync = np.zeros(n, np.int64)
+    mc, api = model.memcpy, model.api
+    bt: List[Any] = [t for t in (k, model.graph_trace) if t is not None and len(t)]   # kernels, whole-graph rows
+    busy = _clip_union(_joined([t.start for t in bt]), _joined([t.end for t in bt]), _joined([t.device for t in bt]),
+                       dev, s, e) if bt else np.zeros(n, np.int64)
+    memcpy = _clip_union(mc.start, mc.end, mc.device.astype(np.int64), dev, s, e) if mc is not None and len(mc) \
+        else np.zeros(n, np.int64)
+    sm = class_mask(api, "sync") if api is not None and len(api) else None
+    sync = _clip_union(api.start[sm], api.end[sm], api.pid[sm].astype(np.int64), pid.astype(np.int64), s, e) \
+        if api is not None and sm is not None else np.zeros(n, np.int64)
     order = np.lexsort((s, dev, pid))   # by pid, device, then start
     a = StepArrays(start=s[order], end=e[order], pid=pid[order].astype(np.int64), device=dev[order],
                    phase=ph[order], kernel_count=kc[order], gpu_busy=busy[order], sync=sync[order],
                    memcpy=memcpy[order], phase_names=tuple(phase_names))
+    metric = {"wall_ns": a.wall, "gpu_busy_ns": a.gpu_busy, "gpu_idle_ns": a.gpu_idle, "sync_ns": a.sync,
+              "memcpy_ns": a.memcpy, "kernel_count": a.kernel_count}
     uph = np.unique(a.phase).tolist()
     med: Dict[int, Dict[str, int]] = {}
     median_by_phase: List[PhaseMedian] = []
     for p in uph:
         m = a.phase == p
-        med[p] = {mm: int(round_half_up(median(_metric(a, mm)[m]))) for mm in METRICS}
+        med[p] = {mm: int(round_half_up(median(metric[mm][m]))) for mm in METRICS}
         median_by_phase.append(PhaseMedian(phase=phase_names[p] if p >= 0 else UNMAPPED, count=int(m.sum()),
                                            **med[p]))
     ntop = max(int(top), 0)
@@ -373,7 +323,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     out = out[excess[out] > 0]
     return replace(
         head, available=True, step_count=n, summary=summary(a.wall),
-        totals=StepMetrics(**{m: int(_metric(a, m).sum()) for m in METRICS}),
+        totals=StepMetrics(**{m: int(metric[m].sum()) for m in METRICS}),
         by_phase=tuple(StepPhaseGroup(phase=phase_names[p] if p >= 0 else UNMAPPED, **g)
                        for p, g in zip(uph, _group_rows(a, a.phase))),
         by_pid=tuple(StepPidGroup(pid=int(p), **g) for p, g in zip(np.unique(a.pid).tolist(), _group_rows(a, a.pid))),
@@ -384,8 +334,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
 def _vs_median(a: StepArrays, idx: np.ndarray, med: Dict[int, Dict[str, int]]) -> Tuple[SlowStep, ...]:
     """Rows of steps ``idx`` with ``vs_median`` (metrics minus the phase's medians) and ``what_differed``."""
     rows = []
-    for i in idx.tolist():
-        row = a.row(i)
+    for i, row in zip(idx.tolist(), a.rows(idx)):
         ref = med[int(a.phase[i])]
         delta = {mm: int(getattr(row, mm)) - ref[mm] for mm in METRICS}
         rows.append(SlowStep(**fields_json(row), vs_median=StepMetrics(**delta),

@@ -1,7 +1,5 @@
-"""NVTX step method: choose the push/pop ranges that mark model steps and assign work to them.
-
-Definitions are in :mod:`steps_detect` (method ``nvtx``, work items, confidence). Enclosing-range
-lookups use :mod:`nvtx_tree` (:func:`~nvtx_tree.enclosing_by_domain` / :func:`~nvtx_tree.innermost_enclosing`).
+"""NVTX step method: choose the push/pop ranges that mark model steps and assign work to them (docs/FINDINGS.md,
+"Steps"; enclosing ranges: :mod:`..nvtx.tree`).
 """
 
 from __future__ import annotations
@@ -38,17 +36,11 @@ class StepChoice:
 
 
 # ------------------------------------------------------------------------------------------- work items
-def _launch_rows(model: TraceModel) -> np.ndarray:
-    k = model.kernels
-    if k is None or len(k) == 0 or k.launch_idx.shape[0] != len(k):
-        return np.zeros(0 if k is None else len(k), np.int64) - 1
-    return k.launch_idx
-
-
 def work_items(model: TraceModel) -> Tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """GPU work = kernels, then whole-graph rows (graph-level trace): (launch row, device, pid, #kernels)."""
     k, gt = model.kernels, model.graph_trace
-    li = [_launch_rows(model)]
+    li = [k.launch_idx if k is not None and len(k) and k.launch_idx.shape[0] == len(k)
+          else np.full(0 if k is None else len(k), -1, np.int64)]
     dev = [k.device] if k is not None else [np.zeros(0, np.int64)]
     pid = [k.pid] if k is not None else [np.zeros(0, np.int64)]
     nk = int(li[0].shape[0])
@@ -92,17 +84,6 @@ def kernel_nodes(model: TraceModel, tree: NvtxTree, li: np.ndarray) -> np.ndarra
                                                            api.end[calls]))
 
 
-def _subtree_counts(tree: NvtxTree, node: np.ndarray) -> np.ndarray:
-    """Kernels launched inside each tree node (its own and its descendants')."""
-    n = len(tree)
-    return subtree_sums(tree, np.bincount(node[node >= 0], minlength=n).astype(np.int64))
-
-
-def _self_nested(tree: NvtxTree, key: np.ndarray) -> np.ndarray:
-    """Nodes with an ancestor of the same ``key`` (per node)."""
-    return has_ancestor_with_key(tree, key)
-
-
 def _overlaps(pid: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
     o = np.lexsort((start, pid))
     p, s, e = pid[o], start[o], end[o]
@@ -133,11 +114,6 @@ def _name_groups(names: List[str]) -> Tuple[np.ndarray, List[str]]:
     return gid, labels
 
 
-def _looks_like_step(name: str, keywords: Tuple[str, ...]) -> bool:
-    low = name.lower()
-    return any(kw.lower() in low for kw in keywords)
-
-
 # ------------------------------------------------------------------------------------------- NVTX method
 def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.ndarray, phase_map: PhaseMap,
                 step_range: Optional[str]) -> Tuple[Optional[StepChoice], Tuple[str, ...]]:
@@ -150,7 +126,7 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
         ids = exact or [i for i, n in enumerate(names) if want in n.lower()]
         if ids:
             sel = np.isin(tree.name_idx, np.asarray(ids, np.int64))
-            sel &= ~_self_nested(tree, np.where(sel, 0, -1 - np.arange(len(tree))))
+            sel &= ~has_ancestor_with_key(tree, np.where(sel, 0, -1 - np.arange(len(tree))))
             used = tuple(sorted({names[i] for i in tree.name_idx[sel].tolist()}))
             return StepChoice(np.nonzero(sel)[0], used, "high",
                               f"step ranges chosen by the user (--step-range {step_range!r})"), ()
@@ -161,9 +137,9 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     gid, glabels = _name_groups(names)
     node_g = gid[tree.name_idx]
     lthreads = np.unique(api.gtid[li[li >= 0]])
-    sub = _subtree_counts(tree, knode)
+    sub = subtree_sums(tree, np.bincount(knode[knode >= 0], minlength=len(tree)).astype(np.int64))   # kernels inside
     usable = np.array([not _NOT_STEP.search(g) for g in glabels] + [False], bool)
-    cand = np.isin(tree.gtid, lthreads) & ~_self_nested(tree, node_g) & usable[node_g]
+    cand = np.isin(tree.gtid, lthreads) & ~has_ancestor_with_key(tree, node_g) & usable[node_g]
     g_phase = phase_of_names(glabels, phase_map)
     step_phases = {j for j, p in enumerate(phase_map.names) if p != "other"}
     best: Optional[Tuple] = None
@@ -179,7 +155,8 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
         if _overlaps(tree.pid[inst], tree.start[inst], tree.end[inst]):
             continue
         depth = int(tree.depth[inst].min())
-        steplike = _looks_like_step(glabels[gi], phase_map.step_keywords) or int(g_phase[gi]) in step_phases
+        steplike = any(kw.lower() in glabels[gi].lower() for kw in phase_map.step_keywords) or \
+            int(g_phase[gi]) in step_phases
         key = (steplike, -depth, int(inst.shape[0]), int(sub[inst].sum()), -gi)
         info[gi] = (inst, depth)
         if best is None or key > best[0]:

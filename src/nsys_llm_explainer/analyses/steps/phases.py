@@ -1,27 +1,5 @@
-"""Inference phases (prefill / decode / other) from NVTX range names.
-
-Name → phase: a range name (domain-qualified, e.g. ``"vLLM:decode step"``) has the phase of the
-*longest* phase substring it contains, compared case-insensitively (ties: the phase listed first). Names
-whose longest match is in the preset's ``ignore`` list (``"decoder"``, ``"tokenize"``…) have no phase.
-This lets ``": 0 ctx reqs"`` (TensorRT-LLM generation-only step) beat ``"ctx reqs"`` (context step) and
-keeps ``"LlamaDecoderLayer"`` out of ``decode``. Presets live in ``presets/phases.json`` (vLLM, SGLang,
-TensorRT-LLM, generic); a user ``--phase-map`` ``{"phase": ["substring", ...]}`` replaces the preset
-phases (the ignore list still applies, after the user's phases on ties). Presets and user maps are read
-and validated by :mod:`config.phase_map` (:class:`PhaseMap`); this module does no file I/O.
-
-Only push/pop ranges (the NVTX tree) take part. At any instant on a thread, the *phase owner* is the
-innermost open range whose name has a phase; a kernel's phase is the phase owner of its launch call
-(the innermost phase-named range enclosing the launch, via :mod:`nvtx_attribution`); kernels with none
-are ``unmapped``.
-
-* ``range_count``: push/pop ranges whose name has the phase.
-* ``wall_ns``: per process, length of the union of the time the phase owns on the process's threads
-  (a phase-named range minus the phase-named ranges nested in it, so nested ranges are never counted
-  twice and nested ranges of another phase go to that phase); summed over processes. ``wall_by_pid``
-  lists the per-process values. ``unmapped`` has no wall time (0).
-* ``kernel_count`` / ``gpu_time_ns``: number and summed duration of the phase's kernels.
-* ``gpu_busy_ns``: per device, length of the union of the phase's kernel intervals; summed over devices.
-* ``pct_of_kernel_time``: ``gpu_time_ns`` / total kernel time × 100.
+"""Inference phases (prefill / decode / other) from NVTX push/pop range names: per phase its ranges, wall time,
+kernels and GPU time. Definitions: docs/FINDINGS.md, "Phases".
 """
 
 from __future__ import annotations
@@ -133,13 +111,9 @@ class PhaseResult(FieldsJson):
 
 
 def _busy_per_device(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> int:
-    total = 0
-    ids = few_distinct(device)
-    if ids.shape[0] == 1:
+    if few_distinct(device).shape[0] == 1:
         return iv.union_lean(start, end).length            # kernels are sorted by start
-    for _, m in rows_by_value(np.asarray(device)):       # one sort, not a mask over every kernel per device
-        total += iv.union_lean(start[m], end[m]).length
-    return total
+    return sum(iv.union_lean(start[m], end[m]).length for _, m in rows_by_value(np.asarray(device)))   # one sort
 
 
 def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

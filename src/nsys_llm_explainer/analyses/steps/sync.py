@@ -1,45 +1,7 @@
-"""Per-step synchronization: the launching thread blocks until the GPU has drained its work, then works on
-the host while the GPU idles, then launches the next step (docs/FINDINGS.md, "Per-step synchronization").
-
-Per *series* = (launching thread ``T``, device ``d``), over the analysis window. *Work* of ``T`` on ``d`` =
-the kernels (and whole-graph executions of graph-level tracing) of ``d`` whose launch call was made by ``T``.
-
-* **blocking call** — a CUDA runtime/driver call of ``T`` that blocks the host until GPU work ends: a sync
-  wait (:data:`api_classes.SYNC_WAIT`: ``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
-  ``cudaEventSynchronize``, driver equivalents) or a device-to-host copy that blocks the host: a synchronous
-  copy (:data:`api_classes.SYNC_MEMCPY`, not memset) or an ``*Async`` copy into pageable memory, whose copy
-  row has ``copyKind`` 2 (``cuMemcpyDtoH`` / ``cuMemcpyAtoH`` also without a copy row).
-* **sync point** ``i`` — a blocking call ``[s_i, e_i)`` that drained ``T``'s work on ``d``: with ``L_i`` =
-  the latest end of the work whose launch call started before ``s_i``, ``s_i < L_i ≤ e_i +``
-  :data:`WAIT_TOL_NS`. A call that returns while that work still runs (waiting on an earlier step's event:
-  double buffering) or that finds it already done does not serialize host and GPU and is no sync point.
-  Its **wait** ``W_i = min(L_i, e_i) − s_i``: how long the host sat blocked while the GPU still ran the step
-  (how far the host was ahead of the GPU).
-* **exposed host time** ``X_i`` — the idle of ``d`` in ``[e_i, b_i)``, ``b_i = min(k_i, s_{i+1})`` with
-  ``k_i`` the start of the first work of ``T`` on ``d`` whose launch call starts at or after ``e_i`` (empty
-  when there is none), counting only the idle-cause pieces charged to thread ``T`` with a host-side kind
-  (:data:`idle_cause_result.HOST_PIECE_KINDS`: ``launch``, ``other_api``, ``nvtx``, ``osrt``, ``host_cpu``;
-  docs/MODEL.md). ``exposed_ns = Σ X_i`` is a subset of those rows of the idle-cause table.
-* **overlappable time** ``R_i = min(X_i, W_{i+1})`` (``0`` for the last sync point): had the host done this
-  work while the GPU ran the next step, the step would be shorter by at most the time the host then waited
-  for the GPU anyway; host work beyond that stays on the critical path (host-bound). ``overlap_ns = Σ R_i``;
-  ``claimed`` holds, per (kind, detail), the first ``R_i`` ns (in time order) of each window's exposed
-  pieces: the idle this pattern explains, which the idle findings then no longer claim.
-* **steps** — the sync points of ``api``, the most frequent base name among the sync points, are the step
-  boundaries ``ed_0 < … < ed_{m−1}`` (their returns); step ``j = 1 … m−1`` runs from ``ed_{j−1}`` to
-  ``ed_j``: its period ``ed_j − ed_{j−1}``, exposed host time (Σ ``X_i`` of the sync points returning in
-  ``[ed_{j−1}, ed_j)``), wait (Σ ``W_i`` of those returning in ``(ed_{j−1}, ed_j]``), GPU busy time (the
-  device timeline's busy inside the step) and the device's kernels starting in it.
-* The pattern **holds** when there are ≥ :data:`MIN_SYNC_POINTS` step boundaries, the steps hold ≥
-  :data:`MIN_KERNEL_SHARE` of the device's kernels in the window (the loop is made of these steps, not a
-  stray readback or a set-up phase) and the period is regular: p90 ≤ :data:`MAX_PERIOD_SPREAD` × p50 (a loop
-  of like steps; per-trial syncs of autotuning or sporadic request handling recur irregularly).
-  ``readback_points``: sync points preceded by a device-to-host copy call of ``T`` made after ``T``'s last
-  launch of work on ``d`` before the sync (``.item()`` / ``.cpu()``-style; a blocking device-to-host copy is
-  its own readback).
-
-Vectorized: per series a few sorts and ``searchsorted`` over the API rows, work and idle pieces; Python
-loops only over devices, threads and distinct API names.
+"""Per-step synchronization, per launching thread and device: the thread blocks until the GPU has drained its work,
+then works on the host while the GPU idles, then launches the next step. Its sync points, the exposed host time
+after each, the part of it that could overlap the next step, and whether the pattern holds. Definitions:
+docs/FINDINGS.md, "Per-step synchronization".
 """
 
 from __future__ import annotations
@@ -53,7 +15,7 @@ from ...jsonable import FieldsJson, dataclass_from_json, row_values
 from ...model.intervals import overlap_length
 from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
-from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
+from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_dur as dur
 from ..api import classes as ac
 from ..common.stats import pct, percentile
@@ -204,13 +166,7 @@ class StepSyncContext:
 def _by_thread(gtid: np.ndarray, mask: np.ndarray) -> Dict[int, np.ndarray]:
     """Thread → its rows in ``mask`` (ascending row order = start order)."""
     rows = np.nonzero(mask)[0]
-    if rows.shape[0] == 0:
-        return {}
-    g = gtid[rows]
-    order = np.argsort(g, kind="stable")
-    rows, g = rows[order], g[order]
-    cut = np.nonzero(g[1:] != g[:-1])[0] + 1
-    return {int(x[0]): r for x, r in zip(np.split(g, cut), np.split(rows, cut))}
+    return {g: rows[r] for g, r in rows_by_value(gtid[rows])}
 
 
 def _p(x: np.ndarray, q: float) -> float:
@@ -389,5 +345,5 @@ def step_sync_result(step_sync_context: StepSyncContext, idle_causes: IdleCauses
     return StepSyncResult(True, None, tuple(out))
 
 
-__all__ = ["HOST_PIECE_KINDS", "StepSyncContext", "StepSyncResult", "StepSyncSeries",
+__all__ = ["StepSyncContext", "StepSyncResult", "StepSyncSeries",
            "device_step_sync", "step_sync_context", "step_sync_result"]

@@ -1,23 +1,5 @@
-"""Follow the wait: what the other threads of a process do while its launching thread waits (docs/METRICS.md,
-"Waits of the launching thread").
-
-* A **launching thread** launched at least one kernel in the window (the kernel's launch call is on it).
-* Its **waits** ``W`` are the union of its OS-runtime calls that wait (:mod:`vocabulary.os_calls`: semaphores,
-  joins, locks, polls, sleeps, receives), clipped to the window; ``wait_ns = |W|``. Launching threads whose waits
-  hold less than :data:`MIN_WAIT_SHARE` of the window are not followed.
-* ``calls``: per waiting call name, the union of its calls in the window (ns, count); ``contexts``: per NVTX range
-  (normalised name) that is the innermost range around a wait call on the launching thread, the ns of those calls.
-* ``gpu_idle_ns``: the GPU idle ns that the idle causes charged to these calls on this thread (``osrt`` pieces of
-  a waiting call on this thread, summed over devices).
-* **What the other threads did**: for every other thread of the same process and every NVTX range name (normalised),
-  OS-runtime call name and CUDA API call name it has, ``ns`` = |(union of its rows of that name) ∩ W| and
-  ``pct_of_waits`` = ns / wait_ns × 100; per thread ``active_ns`` = |(union of its NVTX ranges, CUDA calls and OS
-  calls that do not wait) ∩ W| (it works) and ``waiting_ns`` = |(union of its own waiting calls) ∩ W|. Rows with no
-  overlap are left out; the :data:`TOP_ROWS` largest are kept per launching thread.
-
-Vectorized: rows are grouped by (thread, what, name) and measured against ``W`` with
-:func:`model.intervals.grouped_overlap` (one sort, a per-group running maximum, one ``searchsorted``): O(rows log
-rows).
+"""Follow the wait: the waits of each launching thread in OS calls, and what the other threads of its process do
+meanwhile. Definitions: docs/METRICS.md, "Waits of the launching thread".
 """
 
 from __future__ import annotations
@@ -211,16 +193,10 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
     return LauncherWaits(
         gtid=g, pid=pid, tid=int(tid_of(np.array([g], np.int64))[0]), thread=labels.get(g, ""),
         devices=tuple(sorted(devs)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
-        gpu_idle_ns=_gpu_idle(causes, g), calls=tuple(calls),
+        gpu_idle_ns=sum(d.wait_ns_by_thread.get(g, 0) for d in causes.devices) if causes and causes.available else 0,
+        calls=tuple(calls),
         contexts=_contexts(tree, model.nvtx.names if model.nvtx is not None else (), g, o_s, o_e, wait_ns),
         threads=others[0], rows=others[1])
-
-
-def _gpu_idle(causes: Optional[IdleCausesResult], g: int) -> int:
-    """GPU idle ns charged to a waiting OS call on thread ``g`` (all devices)."""
-    if causes is None or not causes.available:
-        return 0
-    return sum(d.wait_ns_by_thread.get(g, 0) for d in causes.devices)
 
 
 def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: np.ndarray, e: np.ndarray,

@@ -1,21 +1,19 @@
-"""What goes into the timeline file (docs/MODEL.md "Timeline file"): the rows of each table inside the span
-(:mod:`.span`; their values and names copied out of the model, :mod:`.rows`), the launch call of each kept kernel
-and copy (the flows), each device's idle pieces inside the span (the idle-cause attribution's own pieces:
-:attr:`analyses.idle.result.DeviceCauses.slices`), the findings' markers at their example gaps, the steps inside
-the span, and per device and timeline bin the busy share and the copy bandwidth. Pure and vectorized; the encoder
-(:mod:`render.perfetto`) only writes these, and needs nothing else of the trace."""
+"""What goes into the timeline file (docs/MODEL.md, "Timeline file"): the rows inside the span (:mod:`.rows`) with
+their launch calls (the flows), each device's idle slices, the findings' markers, the steps and the per-bin counters.
+Pure and vectorized; the encoder (:mod:`render.perfetto`) only writes these, and needs nothing else of the trace.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.launch_config import LaunchConfig, read_launch_config
 from ...model.timeline import rows_by_value
-from ...model.trace import GpuRows, TraceModel
+from ...model.trace import TraceModel
 from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..idle.result import IdleCausesResult, IdlePieces
 from ..memory.memcpy import MEM_KIND_LABEL
@@ -120,7 +118,7 @@ def in_span(start: np.ndarray, end: np.ndarray, s0: int, s1: int, whole: bool) -
     return np.nonzero((e > s0) | ((e == st) & (st >= s0)))[0].astype(np.int64)
 
 
-def _ops(o: Optional[GpuRows], s0: int, s1: int, whole: bool) -> np.ndarray:
+def _ops(o: Any, s0: int, s1: int, whole: bool) -> np.ndarray:
     return _E if o is None or len(o) == 0 else in_span(o.start, o.end, s0, s1, whole)
 
 
@@ -134,11 +132,6 @@ def _launch(li: Optional[np.ndarray], rows: np.ndarray, api_rows: np.ndarray) ->
     if api_rows.shape[0]:
         ok &= api_rows[pos] == call
     return np.where(ok, call, -1)
-
-
-def cause_name(kind: str, detail: str) -> str:
-    """How the timeline names an idle cause: ``kind: detail``, or the kind alone when the detail is empty."""
-    return f"{kind}: {detail}" if detail else kind
 
 
 def _markers(findings: Sequence[FindingRef], causes: IdleCausesResult, w0: int, w1: int) -> Tuple[Marker, ...]:
@@ -160,7 +153,7 @@ def _markers(findings: Sequence[FindingRef], causes: IdleCausesResult, w0: int, 
         else:
             _, d_id, e, c = best
             out.append(Marker(fid, title, sev, int(stake), int(d_id), int(e.start_ns), int(e.end_ns),
-                              cause_name(c.kind, c.detail), int(e.ns)))
+                              f"{c.kind}: {c.detail}" if c.detail else c.kind, int(e.ns)))
     return tuple(out)
 
 
@@ -236,11 +229,10 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
     if not span.written:
         return TimelineFile(span)
     s0, s1, whole = span.start_ns, span.end_ns, span.kept == "capture"
-    k, api, nv = model.kernels, model.api, model.nvtx
+    k = model.kernels
     rows: Dict[str, np.ndarray] = {
-        "kernels": span_kernels(model, span),
-        "api": _E if api is None or len(api) == 0 else in_span(api.start, api.end, s0, s1, whole),
-        "nvtx": _E if nv is None or len(nv) == 0 else in_span(nv.start, nv.end, s0, s1, whole),
+        "kernels": span_kernels(model, span), "api": _ops(model.api, s0, s1, whole),
+        "nvtx": _ops(model.nvtx, s0, s1, whole),
         "memcpy": _ops(model.memcpy, s0, s1, whole), "memset": _ops(model.memset, s0, s1, whole),
         "graph_trace": _ops(model.graph_trace, s0, s1, whole), "osrt": _ops(model.osrt, s0, s1, whole),
     }

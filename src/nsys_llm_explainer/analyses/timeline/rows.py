@@ -1,7 +1,6 @@
-"""The trace rows of the timeline file (docs/MODEL.md "Timeline file"): the values of the rows inside the span,
-copied out of the model per table, with the names they use (a small name table per table: only the names of the
-kept rows), so that the encoder (:mod:`render.perfetto`) needs nothing but the typed timeline result. Memory is
-proportional to the kept rows (at most ``--timeline-events``)."""
+"""The trace rows of the timeline file: the values of the rows inside the span copied out of the model per table, with
+a small name table per table (only the kept rows' names); memory ∝ the kept rows (at most ``--timeline-events``).
+"""
 
 from __future__ import annotations
 

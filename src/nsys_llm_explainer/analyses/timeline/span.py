@@ -1,23 +1,11 @@
-"""The span of the timeline file (docs/MODEL.md "Timeline file"): the rows a file may hold are bounded by
-``--timeline-events N`` (:class:`options.Options` ``timeline_events``; 0: no file).
-
-*Rows* are the trace's own events: kernels, memcpy, memset and whole-graph rows, CUDA API calls, NVTX ranges,
-OS-runtime calls and CPU samples; a row is in a span ``[a, b)`` when it intersects it (the rule of
-:mod:`model.clip`). The span is, in this order, the first that holds at most N rows:
-
-* ``capture`` — the whole capture;
-* ``steady`` — the steady (analysis) window, kept whole;
-* ``steady_start`` — the start of the steady window ``[window start, t)``, ``t`` the latest time at which the rows
-  starting before it are still at most N (rows are never cut in the middle of the window's own rows).
-
-What the file derives from the kept rows (idle pieces, flows, step and window marks, findings' markers,
-per-bin counters) comes in addition; those are bounded by the rows (a few per gap) or small (500 bins per device).
+"""The span of the timeline file: the first of the whole capture, the steady window, or the start of the steady
+window that holds at most ``--timeline-events`` rows. Definitions: docs/MODEL.md, "Timeline file".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import Any, List, Tuple
 
 import numpy as np
 
@@ -45,28 +33,19 @@ class TimelineSpan(FieldsJson):
     left_out: str
 
 
-def row_starts(model: TraceModel) -> List[Tuple[str, np.ndarray, np.ndarray]]:
-    """(table, start, end) of every table of rows the timeline shows, each sorted by start (model/build.py)."""
-    out: List[Tuple[str, np.ndarray, np.ndarray]] = []
-    for name, t in (("kernels", model.kernels), ("cuda_api", model.api), ("nvtx", model.nvtx)):
-        if t is not None and len(t):
-            out.append((name, t.start, t.end))
-    for name, o in (("memcpy", model.memcpy), ("memset", model.memset), ("graph_trace", model.graph_trace),
-                    ("osrt", model.osrt)):
-        if o is not None and len(o):
-            out.append((name, o.start, o.end))
-    s = model.samples
-    if s is not None and len(s):
-        out.append(("cpu_samples", s.start, s.start))
-    return out
+def row_starts(model: TraceModel) -> List[np.ndarray]:
+    """The starts of every table of rows the timeline shows, each sorted by start (model/build.py)."""
+    tables: Tuple[Any, ...] = (model.kernels, model.api, model.nvtx, model.memcpy, model.memset, model.graph_trace,
+                               model.osrt, model.samples)
+    return [t.start for t in tables if t is not None and len(t)]
 
 
 def _rows(model: TraceModel) -> int:
-    return sum(int(s.shape[0]) for _, s, _ in row_starts(model))
+    return sum(int(s.shape[0]) for s in row_starts(model))
 
 
-def _rows_before(tables: List[Tuple[str, np.ndarray, np.ndarray]], t: int) -> int:
-    return sum(int(np.searchsorted(s, t, side="left")) for _, s, _ in tables)
+def _rows_before(tables: List[np.ndarray], t: int) -> int:
+    return sum(int(np.searchsorted(s, t, side="left")) for s in tables)
 
 
 def plan_span(model: TraceModel, steady: TraceModel, window: WindowResult, limit: int) -> TimelineSpan:

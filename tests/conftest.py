@@ -11,11 +11,12 @@ The real Nsight Systems exports live in ``../shared/traces`` (beside the reposit
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -133,6 +134,13 @@ def scenario_report(name: str, tmp_path_factory: Any) -> Any:
         facts = build_scenario(name, str(p))
         _REAL_REPORTS[key] = (facts, p, analyze_path(str(p)))
     return _REAL_REPORTS[key]
+
+
+def read_table(path: Path) -> Tuple[List[str], List[List[str]]]:
+    """A CSV the tool wrote, read back: (header, rows)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        data = list(csv.reader(fh))
+    return (data[0] if data else []), data[1:]
 
 
 def run_cli(*args: str, env_extra: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import as_report, real_trace
+from conftest import as_report, read_table, real_trace
 from synth import CAUSES, SCENARIOS, build_scenario
 from synth.scenarios.rank import Rank
 from synth.scenarios.sim import US, Sim
@@ -21,7 +21,6 @@ from nsys_llm_explainer.findings.unified_memory import HIGH_PCT, MEDIUM_PCT, uni
 from nsys_llm_explainer.model.clip import clip_model
 from nsys_llm_explainer.pipeline import analyze_path, load_model
 from nsys_llm_explainer.render import render_all
-from nsys_llm_explainer.render.csv_tables import read_table
 from nsys_llm_explainer.render.html import render_html
 from nsys_llm_explainer.render.markdown import render_markdown
 

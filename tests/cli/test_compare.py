@@ -422,8 +422,9 @@ def test_to_frame(base_trace):
 def test_to_frame_holds_the_rows_of_each_csv(base_trace, tmp_path):
     """One registry of tables: every tables/*.csv is a frame of the same name with the same rows."""
     pytest.importorskip("pandas")
+    from conftest import read_table
+
     from nsys_llm_explainer.render import render_all
-    from nsys_llm_explainer.render.csv_tables import read_table
 
     rep = nle.analyze(str(base_trace))
     render_all(as_report(rep.to_dict()), tmp_path)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import as_report, empty_report, real_traces, trace_id
+from conftest import as_report, empty_report, read_table, real_traces, trace_id
 
 from nsys_llm_explainer.render import (
     ALL_RENDERERS,
@@ -24,7 +24,7 @@ from nsys_llm_explainer.render import (
     render_markdown,
 )
 from nsys_llm_explainer.render.base import dumps_indented
-from nsys_llm_explainer.render.csv_tables import CSV_TABLES, read_table
+from nsys_llm_explainer.render.csv_tables import CSV_TABLES
 from nsys_llm_explainer.render.escape import md_cell, md_code, md_name, md_rich, md_text, shorten, truncate
 from nsys_llm_explainer.vocabulary.units import (
     exact_decimal,

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from conftest import as_report, real_traces, trace_id
+from conftest import as_report, read_table, real_traces, trace_id
 from synth import TraceBuilder
 
 from nsys_llm_explainer.pipeline import Options, analyze_path
 from nsys_llm_explainer.render import render_all, render_markdown
-from nsys_llm_explainer.render.csv_tables import read_table
 from nsys_llm_explainer.render.escape import md_rich
 
 REAL = real_traces()

@@ -5,20 +5,7 @@ docs/SECURITY.md, "2. Outputs: the tool writes only what it owns" and the third 
 
 from __future__ import annotations
 
-from .owned import (
-    KIND_DIRS,
-    KIND_FILES,
-    MANIFEST,
-    OLD_PREFIX,
-    STAGING_PREFIX,
-    TOOL,
-    OutDir,
-    check_out_dir,
-    first_foreign,
-    link_on_the_way,
-    read_manifest,
-)
+from .owned import MANIFEST, OLD_PREFIX, STAGING_PREFIX, OutDir, check_out_dir
 from .staging import COMMITTED, Staging
 
-__all__ = ["COMMITTED", "KIND_DIRS", "KIND_FILES", "MANIFEST", "OLD_PREFIX", "STAGING_PREFIX", "TOOL", "OutDir",
-           "Staging", "check_out_dir", "first_foreign", "link_on_the_way", "read_manifest"]
+__all__ = ["COMMITTED", "MANIFEST", "OLD_PREFIX", "STAGING_PREFIX", "OutDir", "Staging", "check_out_dir"]

@@ -53,10 +53,6 @@ def remove_tree(d: Path) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def files_under(d: Path) -> List[str]:
-    return sorted(Path(root, n).relative_to(d).as_posix() for root, _, files in os.walk(d) for n in files)
-
-
 def why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 

@@ -9,7 +9,7 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import OutputError
 from .lock import acquire, lock_name, release
@@ -44,17 +44,13 @@ class OutDir:
     path: Path                       # as the user gave it (messages)
     real: Path                       # absolute, symlinks resolved
     kind: str
-    force: bool
-    exists: bool
-    previous: Set[str] = field(default_factory=set)     # files the previous manifest lists (still ours)
-    previous_kind: Optional[str] = None
-    inputs: Tuple[Path, ...] = ()
-    ignored: List[str] = field(default_factory=list)    # manifest entries outside --out or through a link
+    inputs: Tuple[Path, ...]
     #: what the check saw, compared again at the commit (:meth:`Staging.commit`): (device, inode) of the real
     #: ``--out`` (None: absent) and of the nearest existing directory above it, which is ``anchor``
-    ident: Optional[Tuple[int, int]] = None
-    anchor: Optional[Path] = None
-    anchor_ident: Optional[Tuple[int, int]] = None
+    ident: Optional[Tuple[int, int]]
+    anchor: Path
+    anchor_ident: Optional[Tuple[int, int]]
+    previous: Set[str] = field(default_factory=set)     # files the previous manifest lists (still ours)
 
 
 def ident_of(p: Path) -> Optional[Tuple[int, int]]:
@@ -115,7 +111,7 @@ def contained(root: Path, rel: str) -> bool:
     return link_on_the_way(root, rel) is None and not os.path.islink(root / rel)
 
 
-def read_manifest(d: Path, ignored: Optional[List[str]] = None) -> Optional[Tuple[str, Set[str]]]:
+def read_manifest(d: Path, ignored: List[str]) -> Optional[Tuple[str, Set[str]]]:
     """(kind, files) of the manifest in ``d``; None when there is none; :class:`OutputError` when unreadable.
     Only entries that are plain relative paths to regular files reached without a symbolic link count;
     the others are ignored, and appended to ``ignored`` (entries naming a file that is gone are not)."""
@@ -137,7 +133,7 @@ def read_manifest(d: Path, ignored: Optional[List[str]] = None) -> Optional[Tupl
     for x in data["files"]:
         r = _safe_rel(x)
         if r is None or not contained(d, r):
-            if ignored is not None and (r is None or os.path.lexists(d / r)):
+            if r is None or os.path.lexists(d / r):
                 ignored.append(x if isinstance(x, str) else repr(x))
         elif is_regular(d / r):
             files.add(r)
@@ -158,31 +154,28 @@ def _warn_ignored(out: Path, ignored: List[str]) -> None:
         pass
 
 
-def _walk_foreign(d: Path, owned: Set[str]) -> Iterable[str]:
-    """Relative paths under ``d`` that are not owned (directories count only when no owned file is below)."""
-    keep_dirs = {str(Path(f).parent) for f in owned}
-    keep_dirs |= {str(p) for f in owned for p in Path(f).parents}
+def first_foreign(d: Path, owned: Set[str]) -> Optional[str]:
+    """The first relative path under ``d`` that is not owned (a directory counts only when no owned file is below),
+    or None."""
+    keep_dirs = {str(p) for f in owned for p in Path(f).parents}
     lock = lock_name(d)   # this run's own lock, where it had to go inside --out (output.lock)
     for root, dirs, files in os.walk(d):
         rel_root = os.path.relpath(root, d)
         for name in sorted(files):
             rel = name if rel_root == "." else f"{rel_root}/{name}"
             if rel != MANIFEST and rel not in owned and rel != lock:
-                yield rel
+                return rel
         for name in sorted(dirs):
             rel = name if rel_root == "." else f"{rel_root}/{name}"
             full = os.path.join(root, name)
             if os.path.islink(full):
-                yield rel
+                return rel
             elif rel not in keep_dirs:   # name a file inside (``tables/mine.csv``) when there is one
                 inner = next((os.path.join(r, f[0]) for r, _, f in os.walk(full) if f), None)
-                yield os.path.relpath(inner, d).replace(os.sep, "/") if inner else rel + "/"
+                return os.path.relpath(inner, d).replace(os.sep, "/") if inner else rel + "/"
         dirs[:] = [n for n in dirs if (n if rel_root == "." else f"{rel_root}/{n}") in keep_dirs
                    and not os.path.islink(os.path.join(root, n))]
-
-
-def first_foreign(d: Path, owned: Set[str]) -> Optional[str]:
-    return next(iter(_walk_foreign(d, owned)), None)
+    return None
 
 
 def inside(child: Path, parent: Path) -> bool:
@@ -259,24 +252,25 @@ def _check_out_dir(out: Path, force: bool, kind: str, inputs: Sequence[os.PathLi
     if not os.access(anchor, os.W_OK | os.X_OK):
         raise OutputError(f"--out {out} is not writable" if anchor == real else
                           f"cannot create --out {out}: {anchor} is not writable")
-    od = OutDir(out, real, kind, force, real.exists(), inputs=tuple(Path(p) for p in inputs),
-                ident=ident_of(real), anchor=anchor if anchor != real else real.parent)
-    od.anchor_ident = ident_of(od.anchor) if od.anchor is not None else None
+    top = anchor if anchor != real else real.parent
+    od = OutDir(out, real, kind, tuple(Path(p) for p in inputs), ident_of(real), top, ident_of(top))
     acquire(real, out)   # one run at a time into this --out (output.lock): a second one is refused here
     try:
-        _check_existing(od, out, real, kind, force)
+        _check_existing(od, force)
     except BaseException:
         release(real)
         raise
     return od
 
 
-def _check_existing(od: OutDir, out: Path, real: Path, kind: str, force: bool) -> None:
-    what = WHAT[kind]
-    if od.exists:
-        man = read_manifest(real, od.ignored)
+def _check_existing(od: OutDir, force: bool) -> None:
+    out, real, kind, what = od.path, od.real, od.kind, WHAT[od.kind]
+    if od.ident is not None:
+        ignored: List[str] = []   # manifest entries outside --out or through a link
+        man = read_manifest(real, ignored)
+        previous_kind = None
         if man is not None:
-            od.previous_kind, od.previous = man
+            previous_kind, od.previous = man
         for d in KIND_DIRS[kind]:
             if os.path.islink(real / d) or (os.path.lexists(real / d) and not os.path.isdir(real / d)):
                 what_is = "a symbolic link" if os.path.islink(real / d) else "not a directory"
@@ -298,12 +292,12 @@ def _check_existing(od: OutDir, out: Path, real: Path, kind: str, force: bool) -
             raise OutputError(f"--out {out} holds {foreign!r}, not written by this tool (the directory {why}); "
                               "choose another directory, or pass --force to write beside it (other files are "
                               "never changed)")
-        if od.previous_kind and od.previous_kind not in COMPATIBLE[kind] and not force:
-            prev = "a report of a real trace" if od.previous_kind == "report" else f"a {WHAT[od.previous_kind]}"
+        if previous_kind and previous_kind not in COMPATIBLE[kind] and not force:
+            prev = "a report of a real trace" if previous_kind == "report" else f"a {WHAT[previous_kind]}"
             raise OutputError(f"--out {out} holds {prev}, not a {what}; choose another directory, or pass --force "
                               "to replace it")
         for name in KIND_FILES[kind]:
             if os.path.lexists(real / name) and name not in od.previous:
                 raise OutputError(f"--out {out} holds {name!r}, which this tool did not write and would replace; "
                                   "move it or choose another directory (--force never overwrites it)")
-        _warn_ignored(out, od.ignored)
+        _warn_ignored(out, ignored)

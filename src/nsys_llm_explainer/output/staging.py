@@ -15,7 +15,7 @@ from typing import List, Optional, Set, Tuple
 from .. import __version__
 from ..errors import OutputError
 from ..interrupts import critical
-from .fsops import dir_at, files_under, mkdir_fresh, remove_tree, rmdir_at, why
+from .fsops import dir_at, mkdir_fresh, remove_tree, rmdir_at, why
 from .lock import acquire, release
 from .owned import (
     MANIFEST,
@@ -48,7 +48,7 @@ class Staging:
         self.target = target
         self.tmp: Optional[Path] = None
         self._swap = False
-        self._mode: Optional[int] = None   # the mode --out gets at the commit
+        self._mode = 0   # the mode --out gets at the commit (set by __enter__)
 
     def _beside(self) -> bool:
         """The staging directory can be made beside the real ``--out`` (same file system, parent writable)."""
@@ -61,7 +61,7 @@ class Staging:
 
     def _can_swap(self) -> bool:
         t = self.target
-        if not t.exists:
+        if t.ident is None:
             return True
         try:
             cwd = Path(os.path.realpath(os.getcwd()))
@@ -72,7 +72,7 @@ class Staging:
     def __enter__(self) -> Staging:
         t = self.target
         self._swap = self._can_swap()
-        where = t.real if (t.exists and not self._swap and not self._beside()) else t.real.parent
+        where = t.real if (t.ident is not None and not self._swap and not self._beside()) else t.real.parent
         while not where.exists():
             where = where.parent
         acquire(t.real, t.path, again=True)   # held since check_out_dir; taken again for a second Staging of one OutDir
@@ -81,15 +81,13 @@ class Staging:
                 self.tmp = mkdir_fresh(where, STAGING_PREFIX)
             # the mode --out gets: a new one follows the umask (as mkdir made it), a replaced one keeps its own;
             # meanwhile the owner may always write, list and remove it (also under a umask of 0777)
-            self._mode = stat.S_IMODE(os.stat(t.real if t.exists and self._swap else self.tmp).st_mode)
+            self._mode = stat.S_IMODE(os.stat(t.real if t.ident is not None and self._swap else self.tmp).st_mode)
             os.chmod(self.tmp, self._mode | 0o700)
-        except OSError as exc:
+        except BaseException as exc:
             self._remove_tmp()
             release(t.real)
-            raise OutputError(f"cannot write into {where}: {why(exc)}") from None
-        except BaseException:
-            self._remove_tmp()
-            release(t.real)
+            if isinstance(exc, OSError):
+                raise OutputError(f"cannot write into {where}: {why(exc)}") from None
             raise
         return self
 
@@ -108,25 +106,20 @@ class Staging:
                               f"{why(exc)}") from None
 
     # ------------------------------------------------------------------------------------------ commit
-    def _write_manifest(self, files: List[str]) -> None:
-        assert self.tmp is not None
-        doc = {"tool": TOOL, "tool_version": __version__, "kind": self.target.kind, "files": files,
-               "note": "files written by nsys-llm-explainer; a later run replaces only these"}
-        (self.tmp / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-
     def commit(self) -> List[Path]:
         """Make the staged output visible in one step (see module docstring); returns the files written.
         ``--out`` must still be what :func:`check_out_dir` saw (:meth:`_recheck`), else nothing is written."""
         assert self.tmp is not None
         t = self.target
-        files = files_under(self.tmp)
+        files = sorted(Path(r, n).relative_to(self.tmp).as_posix() for r, _, names in os.walk(self.tmp) for n in names)
         for p in t.inputs:   # never replace an input, even if it appeared there during the run
             if any(same_file(p, t.real / f) for f in files + sorted(t.previous)):
                 raise OutputError(f"the input {p} is a file of --out {t.path} that this run would replace")
         try:
-            self._write_manifest(files)
-            if self._mode is not None:
-                os.chmod(self.tmp, self._mode)
+            doc = {"tool": TOOL, "tool_version": __version__, "kind": t.kind, "files": files,
+                   "note": "files written by nsys-llm-explainer; a later run replaces only these"}
+            (self.tmp / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+            os.chmod(self.tmp, self._mode)
             with critical():
                 pfd = self._recheck()
                 try:
@@ -170,7 +163,7 @@ class Staging:
                 raise self._changed("it is now a symbolic link")
             if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != t.ident:
                 raise self._changed("it was replaced by another directory or file")
-        if t.anchor is None or t.anchor_ident is None:
+        if t.anchor_ident is None:
             return None
         if os.path.realpath(t.anchor) != str(t.anchor) or ident_of(t.anchor) != t.anchor_ident:
             raise self._changed(f"{t.anchor} was replaced or is now reached through a symbolic link")
@@ -276,11 +269,9 @@ class Staging:
                 *way, leaf = f.split("/")
                 try:
                     dfd = dir_at(rfd, way, made)
-                except (NotADirectoryError, FileNotFoundError) as exc:
-                    raise changed(f) from exc
-                except OSError as exc:
-                    if exc.errno == errno.ELOOP:   # a link on the way (O_NOFOLLOW)
-                        raise changed(f) from None
+                except OSError as exc:   # ELOOP: a link on the way (O_NOFOLLOW)
+                    if isinstance(exc, (NotADirectoryError, FileNotFoundError)) or exc.errno == errno.ELOOP:
+                        raise changed(f) from exc
                     raise
                 try:
                     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Iterable, List, Sequence
 
 from .base import Renderer
 from .escape import csv_text
@@ -42,11 +42,4 @@ class CsvRenderer(Renderer):
         return write_tables(CSV_TABLES, report, out_dir)
 
 
-def read_table(path: Path) -> Tuple[List[str], List[List[str]]]:
-    """Read a CSV written here back (header, rows) — used by tests and tools."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        data = list(csv.reader(fh))
-    return (data[0] if data else []), data[1:]
-
-
-__all__ = ["CSV_TABLES", "CsvRenderer", "read_table", "write_csv", "write_tables"]
+__all__ = ["CSV_TABLES", "CsvRenderer", "write_csv", "write_tables"]

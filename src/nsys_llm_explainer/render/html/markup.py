@@ -6,14 +6,10 @@ import json
 from typing import Any, Optional
 
 from ...vocabulary.units import num
-from ..escape import CODE_LIMIT, TEXT_LIMIT, html_escape, shorten
+from ..escape import CODE_LIMIT, TEXT_LIMIT, _to_str, html_escape, shorten
 
 #: characters kept for a name shown in a table cell (the full name is in ``title`` / CSV)
 NAME_LIMIT = 120
-
-
-def _s(text: Any) -> str:
-    return "" if text is None else (text if isinstance(text, str) else str(text))
 
 
 def h(text: Any) -> str:
@@ -31,7 +27,7 @@ def code(text: Any) -> str:
 
 def name_html(text: Any, limit: int = NAME_LIMIT) -> str:
     """A possibly long name: shortened (middle ellipsis) in ``<code>``, the full name in ``title``."""
-    s = _s(text)
+    s = _to_str(text)
     if not s:
         return ""
     short = shorten(s, limit)
@@ -41,7 +37,7 @@ def name_html(text: Any, limit: int = NAME_LIMIT) -> str:
 
 def rich(text: Any) -> str:
     """Text with backtick code spans (as in report.md): code spans become ``<code>``, the rest is escaped."""
-    parts = _s(text).split("`")
+    parts = _to_str(text).split("`")
     if len(parts) % 2 == 0:  # unbalanced backticks: everything is plain text
         return h(text)
     return "".join(code(p) if i % 2 else h(p) for i, p in enumerate(parts))
@@ -63,5 +59,5 @@ def raw_value(v: Any) -> Optional[str]:
         return None
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return json.dumps(v, allow_nan=False) if num(v) is not None else None
-    s = _s(v)
+    s = _to_str(v)
     return s if len(s) <= TEXT_LIMIT else shorten(s, TEXT_LIMIT)

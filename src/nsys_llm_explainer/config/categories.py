@@ -14,8 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
-from ..errors import InputError, OptionError
-from .user_file import YAML_MAX_BYTES, Unreadable, load_json, load_yaml, read_text, scrub
+from ..errors import InputError
+from .user_file import YAML_MAX_BYTES, Unreadable, load_json, load_yaml, read_text, refusal, scrub
 
 CATEGORY_NAMES: List[str] = [
     "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "sampling",
@@ -145,11 +145,6 @@ def builtin_preset(name: str) -> PresetRules:
 # user rules
 
 
-def _bad(option: str, path: Optional[str], detail: str) -> OptionError:
-    """``<option> <path>: <detail>`` (rules from a file), ``<option>: <detail>`` (rules given directly)."""
-    return OptionError(option, detail, ": ") if path is None else OptionError(option, f"{path}: {detail}")
-
-
 def _decode(text: str, path: str, option: str) -> object:
     """JSON, else YAML (by suffix, or when the text is not JSON), within the option-file limits
     (:mod:`config.user_file`: depth, values with YAML aliases expanded; messages never quote the file)."""
@@ -162,12 +157,12 @@ def _decode(text: str, path: str, option: str) -> object:
             json_err = (f"not valid JSON ({e.msg} at line {e.lineno})" if isinstance(e, json.JSONDecodeError)
                         else "not valid JSON")
         if len(text) > YAML_MAX_BYTES:   # too big to be tried as YAML: the JSON error is the answer
-            raise _bad(option, path, json_err) from None
+            raise refusal(option, path, json_err) from None
     try:
         return load_yaml(text, option, path, "JSON or YAML")
     except ImportError:
         msg = json_err if not is_yaml else "YAML needs PyYAML (pip install pyyaml); use JSON instead"
-        raise _bad(option, path, msg) from None
+        raise refusal(option, path, msg) from None
 
 
 def _kind(v: object) -> str:
@@ -186,30 +181,30 @@ def parse_rules_data(data: object, option: str = "categories_file",
     if isinstance(data, list):
         data = {"rules": data}
     if not isinstance(data, dict) or "rules" not in data:
-        raise _bad(option, path, 'expected an object {"rules": [[regex, category], ...], "replace": false}')
+        raise refusal(option, path, 'expected an object {"rules": [[regex, category], ...], "replace": false}')
     raw = data["rules"]
     if not isinstance(raw, list):
-        raise _bad(option, path, '"rules" must be a list of [regex, category] pairs')
+        raise refusal(option, path, '"rules" must be a list of [regex, category] pairs')
     rules: List[Rule] = []
     for i, r in enumerate(raw):
         if isinstance(r, dict) and set(r) >= {"regex", "category"}:
             r = [r["regex"], r["category"]]
         if not (isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(x, str) for x in r)):
-            raise _bad(option, path, f"rule #{i + 1} must be a [regex, category] pair of strings, got {_kind(r)}")
+            raise refusal(option, path, f"rule #{i + 1} must be a [regex, category] pair of strings, got {_kind(r)}")
         rx, cat = r[0], r[1].strip()
         if not cat:
-            raise _bad(option, path, f"rule #{i + 1} has an empty category")
+            raise refusal(option, path, f"rule #{i + 1} has an empty category")
         try:
             re.compile(rx, re.IGNORECASE)
         except re.error as e:
-            raise _bad(option, path, f"rule #{i + 1} has an invalid regex ({scrub(str(e))})") from None
+            raise refusal(option, path, f"rule #{i + 1} has an invalid regex ({scrub(str(e))})") from None
         except (OverflowError, RecursionError):   # a repeat count past the engine's limit, nesting past Python's
-            raise _bad(option, path, f"rule #{i + 1} has an invalid regex (a repeat count or nesting beyond what "
+            raise refusal(option, path, f"rule #{i + 1} has an invalid regex (a repeat count or nesting beyond what "
                        "Python's regular expressions take)") from None
         rules.append((rx, cat))
     rep = data.get("replace", False)
     if not isinstance(rep, bool):
-        raise _bad(option, path, '"replace" must be true or false')
+        raise refusal(option, path, '"replace" must be true or false')
     return tuple(rules), rep
 
 
@@ -219,7 +214,7 @@ def read_rules_file(path: Union[str, os.PathLike], option: str = "categories_fil
     try:
         text = read_text(path)
     except Unreadable as e:   # one message shape: "<option> <path>: cannot read the file (why)"
-        raise _bad(option, path, f"cannot read the file ({e})") from None
+        raise refusal(option, path, f"cannot read the file ({e})") from None
     rules, rep = parse_rules_data(_decode(text, path, option), option, path)
     return UserRules(rules, rep, path)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import InputError, OptionError
-from .user_file import load_json, read_user_text
+from .user_file import load_json, read_user_text, refusal
 
 PHASES = ("prefill", "decode", "other")
 UNMAPPED = "unmapped"
@@ -108,20 +108,13 @@ def preset_source() -> str:
     return "preset:" + "+".join(_preset_document()["frameworks"])
 
 
-def _bad(option: str, path: Optional[Union[str, os.PathLike]], detail: str, colon: bool = False) -> OptionError:
-    """``<option> <path>[:] <detail>`` for a file, ``<option>[:] <detail>`` for a mapping given directly."""
-    if path is None:
-        return OptionError(option, detail, ": " if colon else " ")
-    return OptionError(option, f"{path}{':' if colon else ''} {detail}")
-
-
 def parse_phase_map(data: object, option: str = "phase_map",
                     path: Optional[Union[str, os.PathLike]] = None) -> PhaseDict:
     """Validate a user phase map (see module docstring) and return it as ``{phase: [substring, ...]}``.
 
     Raises :class:`~nsys_llm_explainer.errors.OptionError` naming ``option`` (and the file ``path`` it came
     from)."""
-    bad = _bad(option, path, f"must be a JSON object {FORMAT}")
+    bad = OptionError(option, ("" if path is None else f"{path} ") + f"must be a JSON object {FORMAT}")
     if not isinstance(data, Mapping):
         raise bad
     out: PhaseDict = {}
@@ -130,7 +123,7 @@ def parse_phase_map(data: object, option: str = "phase_map",
         if not (isinstance(k, str) and isinstance(subs, list) and all(isinstance(s, str) for s in subs)):
             raise bad
         if k == UNMAPPED:
-            raise _bad(option, path, f"phase name {UNMAPPED!r} is reserved", colon=True)
+            raise refusal(option, path, f"phase name {UNMAPPED!r} is reserved")
         out[k] = [s for s in subs if s]
     return out
 

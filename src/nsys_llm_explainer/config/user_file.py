@@ -67,7 +67,7 @@ def read_user_text(path: Union[str, os.PathLike], option: str) -> str:
         raise OptionError(option, f"{path}: {exc}") from None
 
 
-def refusal(option: str, path: Optional[str], detail: str) -> OptionError:
+def refusal(option: str, path: Optional[Union[str, os.PathLike]], detail: str) -> OptionError:
     """``<option> <path>: <detail>`` (a file), ``<option>: <detail>`` (no file)."""
     return OptionError(option, detail, ": ") if path is None else OptionError(option, f"{path}: {detail}")
 

@@ -29,12 +29,9 @@ def write_text_files(out_dir: Path, files: Mapping[str, str]) -> List[Path]:
     place report, compare and cluster write their single files (the JSON text from :func:`dumps_indented`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
     for name, text in files.items():
-        path = out_dir / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+        (out_dir / name).write_text(text, encoding="utf-8")
+    return [out_dir / name for name in files]
 
 
 #: a list longer than this is written one element per line, each element on its one line

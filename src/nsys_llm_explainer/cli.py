@@ -78,15 +78,6 @@ def _is_cluster(items: Sequence[str]) -> bool:
     return (st is not None and stat.S_ISDIR(st.st_mode)) or (st is None and any(c in items[0] for c in "*?["))
 
 
-def _quiet_dask_logs() -> None:
-    """Dask logs a lost scheduler or worker as multi-line tracebacks on stderr, also from its background threads
-    while the process exits; the command line says what failed in one line instead (:mod:`cluster.workers`),
-    so a run with ``--scheduler`` turns logging off for the rest of the process."""
-    import logging
-
-    logging.disable(logging.CRITICAL)
-
-
 def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, quiet: bool, jobs: Optional[int],
                 scheduler: Optional[str]) -> int:
     from .cluster import analyze_many
@@ -102,8 +93,11 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
             raise InputError("--scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
     od = check_cluster_out(out, force, expand_inputs(items))
     progress = Progress(f"[{PROG}] ", enabled=not quiet)
-    if scheduler:
-        _quiet_dask_logs()
+    if scheduler:   # Dask logs a lost scheduler or worker as multi-line tracebacks on stderr, also from its background
+        # threads while the process exits; the command line says what failed in one line (:mod:`cluster.workers`)
+        import logging
+
+        logging.disable(logging.CRITICAL)
     try:
         with Staging(od) as st:
             assert st.tmp is not None
@@ -255,7 +249,7 @@ def run_schema(argv: Sequence[str]) -> int:
 def _check_address_space(items: Sequence[str]) -> None:
     """Refuse, before any work, an address-space limit (``ulimit -v``) too small for the largest trace named
     (:func:`errors.address_space_shortage`): below it an allocation may fail where it cannot be caught."""
-    from .errors import MEMORY_LINE, address_space_shortage
+    from .errors import address_space_shortage
 
     size = 0
     for it in items:

@@ -203,12 +203,11 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
         return None
     need = ("deviceId", "streamId", "correlationId", "globalPid", "demangledName")
+    cols = {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")}   # the generic path's
     if not all(schema.has(table, c) for c in need):
-        return _narrow(_select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items()
-                                                     if k not in ("context", "graph_id")}), ("device", "stream"))
+        return _narrow(_select(conn, schema, table, cols), ("device", "stream"))
     if _columnar(conn):   # as the packed path: shortName only for ids missing from StringIds (fetch_short_for)
-        c = _narrow(_select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items()
-                                                  if k not in ("context", "graph_id", "short")}), ("device", "stream"))
+        c = _narrow(_select(conn, schema, table, {k: v for k, v in cols.items() if k != "short"}), ("device", "stream"))
         c["graph_node"] = np.where(c["graph_node"] >= 0, 1, NULL).astype(np.int64)   # the packed path's flag
         return c
     has_gn = schema.has(table, "graphNodeId")
@@ -219,17 +218,16 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     ok += "".join(f" AND typeof({c}) = 'integer'" for c in need)   # a REAL would be truncated by the shifts
     if has_gn:   # only "is a graph node" is packed, but a text / blob / real id leaves its row out (one rule)
         ok += " AND typeof(graphNodeId) IN ('integer', 'null')"
-    cols = [_strict("start"), _strict("end"),
-            f"CASE WHEN {ok} THEN {gflag}(deviceId << 56) | (streamId << 32) | correlationId ELSE -1 END",
-            "(((globalPid >> 24) & 16777215) << 32) | demangledName"]
+    packed = [_strict("start"), _strict("end"),
+              f"CASE WHEN {ok} THEN {gflag}(deviceId << 56) | (streamId << 32) | correlationId ELSE -1 END",
+              "(((globalPid >> 24) & 16777215) << 32) | demangledName"]
     try:
-        c = _fetch_ints(conn, f'SELECT {", ".join(cols)} FROM "{table}"', ["start", "end", "p1", "p2"])
+        c = _fetch_ints(conn, f'SELECT {", ".join(packed)} FROM "{table}"', ["start", "end", "p1", "p2"])
     except ValueTypeError:
-        return _narrow(_select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items()
-                                                     if k not in ("context", "graph_id")}), ("device", "stream"))
+        return _narrow(_select(conn, schema, table, cols), ("device", "stream"))
     p1v, p2v = c.pop("p1"), c.pop("p2")
     if p1v.shape[0] == 0 or (p1v < 0).any():
-        return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")})
+        return _select(conn, schema, table, cols)
     c["device"] = ((p1v >> 56) & 0x3F).astype(np.int32)
     c["stream"] = ((p1v >> 32) & 0xFFFFFF).astype(np.int32)
     c["corr"] = p1v & 0xFFFFFFFF

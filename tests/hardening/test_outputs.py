@@ -8,6 +8,7 @@ byte, the exit code and the one message line."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -385,6 +386,21 @@ def test_out_replaced_during_the_run_is_refused_at_the_commit(tmp_path: Path, vi
         assert os.readlink(out) == str(victim)
     else:
         assert snapshot(out) == {"theirs.txt": b"someone else's\n".hex()}
+
+
+def test_parent_gone_at_the_check_of_a_previous_out_is_refused_at_the_commit(tmp_path: Path) -> None:
+    """The directory above an existing --out vanishing between the check's two looks (a race: its identity could not
+    be taken) is the one-line "changed" refusal at the commit, never an internal error."""
+    out = tmp_path / "out"
+    _previous(out)
+    before = snapshot(out)
+    od = dataclasses.replace(check_out_dir(out, force=False), anchor_ident=None)
+    with pytest.raises(OutputError, match=r"changed while the tool ran \(.* was not there when --out was checked\); "
+                                          r"nothing was written there"):
+        with Staging(od) as st:
+            _stage(st)
+            st.commit()
+    assert snapshot(out) == before and not leftovers(tmp_path)
 
 
 @pytest.mark.slow   # the command line in a subprocess, paused before its commit

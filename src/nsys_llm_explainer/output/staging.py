@@ -163,7 +163,9 @@ class Staging:
                 raise self._changed("it is now a symbolic link")
             if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != t.ident:
                 raise self._changed("it was replaced by another directory or file")
-        if t.anchor_ident is None:
+        if t.anchor_ident is None:   # the directory above could not be seen at the check (it went away then)
+            if t.ident is not None:
+                raise self._changed(f"{t.anchor} was not there when --out was checked")
             return None
         if os.path.realpath(t.anchor) != str(t.anchor) or ident_of(t.anchor) != t.anchor_ident:
             raise self._changed(f"{t.anchor} was replaced or is now reached through a symbolic link")

@@ -18,9 +18,9 @@ from ...config.categories import (
 )
 from ...config.patterns import first_match, for_matching
 from ...jsonable import NOT_IN_JSON, FieldsJson
+from ...model.timeline import MEMCPY_KIND_LABEL
 from ...model.trace import Memcpy, TraceModel
 from ..common.stats import pct
-from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..trace.window import WindowResult
 from .category_split import device_split, small_int, value_codes
 from .summary import TopKernel

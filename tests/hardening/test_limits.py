@@ -48,7 +48,7 @@ def test_deep_tree_parent_depth(deep):
     assert len(tree) == DEPTH + 1                       # "outer" + ranges 0 .. DEPTH-1, one chain
     assert np.array_equal(tree.parent, np.arange(-1, DEPTH))
     assert np.array_equal(tree.depth, np.arange(DEPTH + 1))
-    assert np.array_equal(tree.subtree_end(), np.full(DEPTH + 1, DEPTH + 1))
+    assert np.array_equal(tree.sub_end, np.full(DEPTH + 1, DEPTH + 1))
 
 
 @pytest.mark.slow   # large shapes and scaling measurements

@@ -35,18 +35,12 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
     if not ss.available:
         return None
     totals = _device_totals(ss, devices)
-    best: Optional[Tuple[float, int]] = None
-    for dev, (x, o, m, s) in totals.items():
-        checks = _checks(dev, x, o, m, s.window_ns)
-        if all(c.holds() for c in checks):
-            key = (100.0 * o / s.window_ns, -dev)
-            if best is None or key > best:
-                best = key
-    if best is None:
+    held = [(100.0 * o / s.window_ns, -dev, checks, s) for dev, (x, o, m, s) in totals.items()
+            for checks in [_checks(dev, x, o, m, s.window_ns)] if all(c.holds() for c in checks)]
+    if not held:
         return None
-    dev = -best[1]
-    x, o, m, s = totals[dev]
-    checks = _checks(dev, x, o, m, s.window_ns)
+    _, neg_dev, checks, s = max(held, key=lambda h: h[:2])
+    dev = -neg_dev
     share = checks[2].observed
     stake = sum(t[1] for t in totals.values())
     return Finding(

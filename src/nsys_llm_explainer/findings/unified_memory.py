@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import AbstractSet, List, Mapping, Optional
 
 from ..analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult
+from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
 from .base import Check, Finding, Scope
@@ -21,13 +22,6 @@ def is_unified_detail(detail: str) -> bool:
     return str(detail).startswith("Unified ")
 
 
-def _bytes(n: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{int(n)} B"
-
-
 def _evidence(w: UmWindow, full: Optional[UmWindow], considered: List[UmDevice], um: UnifiedMemoryResult
               ) -> List[str]:
     ev = []
@@ -38,9 +32,9 @@ def _evidence(w: UmWindow, full: Optional[UmWindow], considered: List[UmDevice],
         ev.append(f"Device {d.device_id}: Unified-Memory migrations were in flight during {dur(d.overlap_ns)} of its "
                   f"{dur(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in the steady window{tail}.")
     if w.by_direction:
-        ev.append(f"{w.migration_count:,} migrations, {_bytes(w.migration_bytes)}, {dur(w.migration_ns)} of GPU "
+        ev.append(f"{w.migration_count:,} migrations, {fmt_bytes(w.migration_bytes)}, {dur(w.migration_ns)} of GPU "
                   "migration time in the window: " + "; ".join(
-                      f"{r.label} {r.count:,} ({_bytes(r.bytes)}, {dur(r.total_ns)})"
+                      f"{r.label} {r.count:,} ({fmt_bytes(r.bytes)}, {dur(r.total_ns)})"
                       for r in w.by_direction) + ".")
     if any(r.key >= 0 for r in w.by_cause):
         ev.append("By migration cause: " + "; ".join(

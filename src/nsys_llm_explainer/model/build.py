@@ -4,7 +4,7 @@ and join GPU work to its launching API call (same process + correlationId)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Mapping, Optional, Sequence, Sized, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Sized, Tuple, TypeVar
 
 import numpy as np
 
@@ -38,6 +38,10 @@ from .trace import (
     tid_of,
     trace_edge,
 )
+
+K = TypeVar("K")
+V = TypeVar("V")
+T = TypeVar("T")
 
 
 def _sorted(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
@@ -79,11 +83,14 @@ def narrow(v: np.ndarray, types: Tuple[type, ...] = (np.int16, np.int32)) -> np.
     return v
 
 
-def _device_map(rows: List[Dict[str, object]]) -> Dict[Tuple[int, int], int]:
-    out: Dict[Tuple[int, int], int] = {}
+def _rows_map(rows: Sequence[Mapping[str, object]], key: Callable[[Mapping[str, object]], K],
+              value: Callable[[Mapping[str, object]], V]) -> Dict[K, V]:
+    """``key(row) → value(row)`` of the info rows (a row on which either raises, e.g. a pid that is not an
+    integer, is left out)."""
+    out: Dict[K, V] = {}
     for r in rows:
         try:
-            out[(sql_int(r["pid"]), sql_int(r["cudaId"]))] = sql_int(r["gpuId"])
+            out[key(r)] = value(r)
         except (KeyError, TypeError, ValueError):
             continue
     return out
@@ -175,7 +182,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
     default_pid = api_pids[0] if len(api_pids) == 1 else None
 
-    dmap = _device_map(F.fetch_info(conn, schema, "cuda_device_map"))
+    dmap = _rows_map(F.fetch_info(conn, schema, "cuda_device_map"), lambda r: (sql_int(r["pid"]), sql_int(r["cudaId"])),
+                     lambda r: sql_int(r["gpuId"]))
     if dmap:
         notes.append("Device ids are physical GPU ids mapped through TARGET_INFO_CUDA_DEVICE (pid, cudaId → gpuId).")
 
@@ -231,7 +239,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
                     "If each process saw a different GPU (per-process CUDA_VISIBLE_DEVICES), per-device busy/idle "
                     "mixes GPUs; per-PID numbers are unaffected.")
 
-    def ops(table: str, cols: Dict[str, str], kind: str) -> Optional[Dict[str, np.ndarray]]:
+    def ops(table: str, cols: Dict[str, str], kind: str, cls: Callable[..., T]) -> Optional[T]:
         c = F.fetch_table(conn, schema, table, cols)
         if c is None:
             return None
@@ -241,34 +249,24 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         c["launch_idx"] = link_to_api(c["pid"], c["corr"], api, api_index, kind=kind)
         c["pid"] = pid_from_launch(c["pid"], c["launch_idx"], api)
         c["device"] = _map_devices(c["device"], c["pid"], dmap)
-        return c
+        return cls(**c)
 
-    mc = ops("CUPTI_ACTIVITY_KIND_MEMCPY", F.MEMCPY_COLS, "memcpy")
-    memcpy = None if mc is None else Memcpy(**mc)
-    ms = ops("CUPTI_ACTIVITY_KIND_MEMSET", F.MEMSET_COLS, "memset")
-    memset = None if ms is None else Memset(**ms)
-    sy = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS, "sync")
-    sync = None if sy is None else SyncRows(**sy)
-    gt = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS, "graph_trace")
-    graph_trace = None if gt is None else GraphTrace(**gt)
+    memcpy = ops("CUPTI_ACTIVITY_KIND_MEMCPY", F.MEMCPY_COLS, "memcpy", Memcpy)
+    memset = ops("CUPTI_ACTIVITY_KIND_MEMSET", F.MEMSET_COLS, "memset", Memset)
+    sync = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS, "sync", SyncRows)
+    graph_trace = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS, "graph_trace", GraphTrace)
     osrt_cols = F.fetch_table(conn, schema, "OSRT_API", F.OSRT_COLS)
-    if osrt_cols is not None:
-        osrt_cols = drop_impossible(osrt_cols, "OSRT_API", warnings)
     osrt = None
     if osrt_cols is not None:
-        osrt_cols = _sorted(osrt_cols)
+        osrt_cols = _sorted(drop_impossible(osrt_cols, "OSRT_API", warnings))
         osrt_cols["pid"] = pid_of(osrt_cols["gtid"])
         osrt_cols["name_idx"], osrt_names = intern_ids(osrt_cols["name_id"], strings)
         osrt = OsCalls(**osrt_cols, names=osrt_names)
 
     um_gpu_faults, um_cpu_faults = _um_faults(conn, schema, strings, default_pid, dmap, warnings)
 
-    thread_names: Dict[int, str] = {}
-    for r in F.fetch_info(conn, schema, "thread_names"):
-        try:
-            thread_names[sql_int(r["globalTid"])] = strings.get(sql_int(r["nameId"]), "")
-        except (KeyError, TypeError, ValueError):
-            continue
+    thread_names = _rows_map(F.fetch_info(conn, schema, "thread_names"), lambda r: sql_int(r["globalTid"]),
+                             lambda r: strings.get(sql_int(r["nameId"]), ""))
 
     t_end = trace_edge(max, kernels, api, (memcpy, memset, sync, graph_trace), None)   # before NVTX is read
 
@@ -286,7 +284,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         path=path, product_version=schema.product_version, schema_version=schema.schema_version,
         meta_table=schema.meta_table, kernel_table=ktable, tables=schema.tables, meta=schema.meta,
         gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_info(conn, schema, "gpus")),
-        process_names=_process_names(F.fetch_info(conn, schema, "processes")),
+        process_names=_rows_map(F.fetch_info(conn, schema, "processes"), lambda p: sql_int(p["pid"]),
+                                lambda p: str(p.get("name") or "")),
         session=_session(F.fetch_session(conn, schema)),
         row_counts=row_counts, graph_trace_mode=graph_mode,
     )
@@ -332,17 +331,6 @@ def _um_faults(conn: TraceConnection, schema: Schema, strings: Dict[int, str], d
         idx, names = intern_ids(np.concatenate((cpu.pop("func_id"), cpu.pop("module_id"))), strings)
         cpu["func_idx"], cpu["module_idx"] = idx[:n], idx[n:]
     return (None if gpu is None else UmGpuFaults(**gpu)), (None if cpu is None else UmCpuFaults(**cpu, names=names))
-
-
-def _process_names(rows: Sequence[Mapping[str, object]]) -> Dict[int, str]:
-    """pid → name of the ``PROCESSES`` rows (a row whose pid is not an integer is left out)."""
-    names: Dict[int, str] = {}
-    for p in rows:
-        try:
-            names[sql_int(p["pid"])] = str(p.get("name") or "")
-        except (KeyError, TypeError, ValueError):
-            continue
-    return names
 
 
 def _session(d: Mapping[str, object]) -> SessionRecord:

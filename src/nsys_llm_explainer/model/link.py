@@ -28,9 +28,8 @@ def link_unknown_pid(corr: np.ndarray, api: ApiCalls, kind: Optional[str] = None
         return out, amb
     cand = api.primary & (api.corr >= 0) & (api.pid >= 0)
     words = GPU_WORK_API[kind] if kind in GPU_WORK_API else tuple(w for ws in GPU_WORK_API.values() for w in ws)
-    if words:
-        fits = np.array([any(w in nm for w in words) and "HostFunc" not in nm for nm in api.names] + [False])
-        cand &= fits[api.name_idx]
+    fits = np.array([any(w in nm for w in words) and "HostFunc" not in nm for nm in api.names] + [False])
+    cand &= fits[api.name_idx]
     rows = np.nonzero(cand)[0]
     if rows.shape[0] == 0:
         return out, amb

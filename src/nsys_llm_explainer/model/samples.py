@@ -100,8 +100,7 @@ def frame_group(symbol: str, module: str, kernel_mode: bool) -> str:
 
 def is_system_module(path: str) -> bool:
     """True for the modules skipped when looking for a sample's caller (system groups and placeholders)."""
-    return path in PLACEHOLDERS or (path.startswith("[") and path.endswith("]")) or \
-        module_group(path) in SYSTEM_GROUPS
+    return (path.startswith("[") and path.endswith("]")) or module_group(path) in SYSTEM_GROUPS   # placeholders too
 
 
 @dataclass(frozen=True)
@@ -159,11 +158,8 @@ def _frames(keys: np.ndarray, strings: Dict[int, str]) -> Tuple[np.ndarray, List
 def system_module_ids(strings: Dict[int, str]) -> List[int]:
     """StringIds ids whose value is a system module path or a placeholder (one regex per candidate string:
     only values that look like a module — a path, a bracketed name, a shared object — are tested)."""
-    out = []
-    for i, v in strings.items():
-        if v and (v[0] in "/[" or ".so" in v) and len(v) < 4096 and is_system_module(v):
-            out.append(i)
-    return out
+    return [i for i, v in strings.items()
+            if v and (v[0] in "/[" or ".so" in v) and len(v) < 4096 and is_system_module(v)]
 
 
 def build_samples(conn: TraceConnection, schema: Schema, strings: Dict[int, str],

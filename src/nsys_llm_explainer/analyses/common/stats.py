@@ -106,9 +106,7 @@ def combine_keys(cols: List[np.ndarray]) -> Tuple[np.ndarray, Optional[KeyDecode
     dec: Optional[KeyDecoder] = []
     for c in cols:
         c = np.asarray(c)
-        if c.dtype.kind not in "iub":
-            c = c.astype(np.int64)
-        elif c.dtype == np.uint64:
+        if c.dtype.kind not in "iub" or c.dtype == np.uint64:
             c = c.astype(np.int64)
         lo, hi = (int(c.min()), int(c.max())) if c.shape[0] else (0, 0)
         if hi - lo < (1 << 24):
@@ -280,8 +278,7 @@ def reordered(gs: GroupStats, cols: Tuple[str, ...]) -> GroupStats:
     if tuple(gs.keys) == tuple(cols):
         return gs
     order = np.lexsort(tuple(gs.keys[c] for c in reversed(cols)))
-    return GroupStats({c: gs.keys[c][order] for c in cols}, gs.count[order], gs.total[order], gs.min[order],
-                      gs.max[order], gs.avg[order], gs.p50[order], gs.p90[order], gs.p99[order], gs.p50_exact[order])
+    return GroupStats({c: gs.keys[c][order] for c in cols}, *(getattr(gs, f.name)[order] for f in fields(gs)[1:]))
 
 
 @dataclass(frozen=True)

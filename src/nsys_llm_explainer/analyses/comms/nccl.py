@@ -216,10 +216,10 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     # ranks per collective name; a (name, seq) collective is matched when every such rank has it
     pairs = np.unique(coll * n_rank + rank)
     ranks_per_coll = np.bincount(pairs // n_rank, minlength=n_coll)
-    cid_key = coll * (int(seq.max()) + 1) + seq
-    ucid, cinv, ccount = np.unique(cid_key, return_inverse=True, return_counts=True)
+    n_seq = int(seq.max()) + 1
+    ucid, cinv, ccount = np.unique(coll * n_seq + seq, return_inverse=True, return_counts=True)
     cinv = cinv.reshape(-1)
-    c_coll = ucid // (int(seq.max()) + 1)
+    c_coll = ucid // n_seq
     matched_c = (ccount == ranks_per_coll[c_coll]) & (ccount >= 2)
     mrow = matched_c[cinv]
     matched = int(matched_c.sum())

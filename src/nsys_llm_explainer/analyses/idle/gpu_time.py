@@ -10,12 +10,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ...model.timeline import MEMCPY_KIND_LABEL, DeviceTimeline, build_timelines
+from ...model.timeline import DeviceTimeline, build_timelines
 from ...model.trace import TraceModel
 from ..common.stats import median, pct, top_indices
 from ..trace.window import WindowResult
 
-__all__ = ["GAP_BUCKETS", "MEMCPY_KIND_LABEL", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "GpuTimeResult",
+__all__ = ["GAP_BUCKETS", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "GpuTimeResult",
            "device_role", "device_time", "gpu_time_result"]
 
 #: a device that ran a kernel (or a whole-graph execution of a graph-level trace) in the window

@@ -102,11 +102,13 @@ class HostSamplesResult:
 
 
 # ------------------------------------------------------------------------------------------ counting
-def _shares(codes: np.ndarray, n_codes: int, total: int, scope_ns: int, names: Sequence[str],
-            modules: Sequence[str], groups: Sequence[str], limit: int) -> Tuple[Share, ...]:
-    """Top ``limit`` codes by count (then name) as :class:`Share` rows (``limit`` < 0: every code present)."""
+def _shares(codes: np.ndarray, total: int, scope_ns: int, names: Sequence[str], modules: Sequence[str],
+            groups: Sequence[str], limit: int) -> Tuple[Share, ...]:
+    """Top ``limit`` codes (indices into ``names``) by count (then name) as :class:`Share` rows (``limit`` < 0:
+    every code present)."""
     if codes.shape[0] == 0 or total == 0:
         return ()
+    n_codes = len(names)
     counts = np.bincount(codes, minlength=n_codes) if n_codes <= 4 * codes.shape[0] + 64 else None
     if counts is not None:
         present = np.nonzero(counts)[0]
@@ -123,23 +125,17 @@ def _shares(codes: np.ndarray, n_codes: int, total: int, scope_ns: int, names: S
     return tuple(out)
 
 
-class _Names:
-    """Distinct display names (with their module file and group label), interned in first-seen order."""
+#: distinct display names, their module files and group labels
+Names = Tuple[List[str], List[str], List[str]]
 
-    def __init__(self) -> None:
-        self.index: Dict[Tuple[str, str], int] = {}
-        self.names: List[str] = []
-        self.modules: List[str] = []
-        self.groups: List[str] = []
 
-    def add(self, name: str, module: str, group: str) -> int:
-        k = self.index.get((name, module))
-        if k is None:
-            k = self.index[(name, module)] = len(self.names)
-            self.names.append(name)
-            self.modules.append(module)
-            self.groups.append(group)
-        return k
+def _interned(names: Sequence[str], modules: Sequence[str], groups: Sequence[str]) -> Tuple[np.ndarray, Names]:
+    """Per entry, the index of its (name, module) among the distinct ones in first-seen order; and those (each
+    with the group of its first entry)."""
+    first: Dict[Tuple[str, str], Tuple[int, str]] = {}
+    idx = np.array([first.setdefault((n, m), (len(first), g))[0] for n, m, g in zip(names, modules, groups)],
+                   np.int64)
+    return idx, ([n for n, _ in first], [m for _, m in first], [g for _, g in first.values()])
 
 
 @dataclass
@@ -150,19 +146,16 @@ class _Frames:
     s: CpuSamples
     labels: List[str]
     fn_of_frame: np.ndarray       # frame → function index
-    fns: _Names
+    fns: Names
     mod_of_frame: np.ndarray      # frame → module index
-    mods: _Names
+    mods: Names
 
     @classmethod
     def of(cls, s: CpuSamples) -> _Frames:
         labels = [GROUP_LABEL[k] for k in GROUP_KEYS]
-        fns, mods = _Names(), _Names()
-        nfr = len(s.frame_symbol)
-        fof, mof = np.empty(nfr, np.int64), np.empty(nfr, np.int64)
-        for j, (sym, mod, g) in enumerate(zip(s.frame_symbol, s.frame_module, s.frame_group.tolist())):
-            fof[j] = fns.add(sym, mod, labels[int(g)])
-            mof[j] = mods.add(mod, "", GROUP_LABEL[module_group(mod)])   # a module's group: by its name alone
+        fof, fns = _interned(s.frame_symbol, s.frame_module, [labels[int(g)] for g in s.frame_group.tolist()])
+        mof, mods = _interned(s.frame_module, [""] * len(s.frame_module),   # a module's group: by its name alone
+                              [GROUP_LABEL[module_group(m)] for m in s.frame_module])
         return cls(s, labels, fof, fns, mof, mods)
 
     def scope(self, kind: str, detail: Optional[str], rows: np.ndarray, ns: int, top: int) -> ScopeSamples:
@@ -170,11 +163,10 @@ class _Frames:
         leaf, caller = s.leaf[rows], s.caller[rows]
         n = int(rows.shape[0])
         g = s.frame_group[leaf].astype(np.int64)
-        groups = _shares(g, len(GROUP_KEYS), n, ns, self.labels, [""] * len(self.labels), self.labels, -1)
-        m, f = self.mods, self.fns
-        mods = _shares(self.mod_of_frame[leaf], len(m.names), n, ns, m.names, m.modules, m.groups, top)
-        fns = _shares(self.fn_of_frame[leaf], len(f.names), n, ns, f.names, f.modules, f.groups, top)
-        callers = _shares(self.fn_of_frame[caller], len(f.names), n, ns, f.names, f.modules, f.groups, top)
+        groups = _shares(g, n, ns, self.labels, [""] * len(self.labels), self.labels, -1)
+        mods = _shares(self.mod_of_frame[leaf], n, ns, *self.mods, top)
+        fns = _shares(self.fn_of_frame[leaf], n, ns, *self.fns, top)
+        callers = _shares(self.fn_of_frame[caller], n, ns, *self.fns, top)
         return ScopeSamples(kind, detail, ns, n, groups, mods, fns, callers)
 
 

@@ -95,19 +95,11 @@ class DeviceGaps:
 Pieces = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-@dataclass
-class ThreadRows:
-    """Rows of one host thread that touch one of its gaps (row indices into the model's tables, in
-    start order): API calls with a kind, NVTX tree nodes, OS-runtime calls."""
-
-    api: np.ndarray
-    tree: np.ndarray
-    osrt: np.ndarray
-    osrt_any: bool = False   # the thread has OS-runtime rows at all (touching a gap or not)
-
-
-def thread_rows(host: HostContext, g: int, sgs: np.ndarray, sge: np.ndarray) -> ThreadRows:
-    """The rows of thread ``g`` touching the closed intervals ``[sgs, sge]`` (sorted, disjoint)."""
+def thread_rows(host: HostContext, g: int, sgs: np.ndarray, sge: np.ndarray
+                ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The rows of thread ``g`` touching the closed intervals ``[sgs, sge]`` (sorted, disjoint): row indices into
+    the model's tables, in start order, of its API calls with a kind, NVTX tree nodes and OS-runtime calls; and
+    whether the thread has OS-runtime rows at all (touching a gap or not)."""
     e = np.empty(0, np.int64)
     a = host.api_near(g, sgs, sge) if sgs.shape[0] else e
     t = e
@@ -120,7 +112,7 @@ def thread_rows(host: HostContext, g: int, sgs: np.ndarray, sge: np.ndarray) -> 
         o = host.thread_rows_of("osrt", g)
         o_any = o.shape[0] > 0
         o = o[touching(sgs, sge, osrt.start[o], osrt.end[o])]
-    return ThreadRows(a, t, o, o_any)
+    return a, t, o, o_any
 
 
 def cut(sgs: np.ndarray, sge: np.ndarray, queued: np.ndarray, extra: Sequence[np.ndarray]
@@ -173,17 +165,17 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
     gs, ge, queued_from = gaps.start, gaps.end, gaps.queued_from
     every = gi.shape[0] == gs.shape[0]                  # all gaps are on this thread: no gathers needed
     sgs, sge, sq = (gs, ge, queued_from) if every else (gs[gi], ge[gi], queued_from[gi])
-    rows = ThreadRows(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
-    if g >= 0:                   # rows matter only before the queued point: after it, copy or queued wins
-        pre = sq > sgs
-        rows = thread_rows(host, g, sgs[pre], np.minimum(sq[pre], sge[pre]))
+    e = np.empty(0, np.int64)
+    pre = sq > sgs               # rows matter only before the queued point: after it, copy or queued wins
+    r_api, r_tree, r_osrt, osrt_any = thread_rows(host, g, sgs[pre], np.minimum(sq[pre], sge[pre])) \
+        if g >= 0 else (e, e, e, False)
     extra: List[np.ndarray] = [tl.copy_start, tl.copy_end]
-    if api is not None and rows.api.shape[0]:
-        extra += [api.start[rows.api], api.end[rows.api]]
-    if tree is not None and rows.tree.shape[0]:
-        extra += [tree.start[rows.tree], tree.end[rows.tree]]
-    if osrt is not None and rows.osrt.shape[0]:
-        extra += [osrt.start[rows.osrt], osrt.end[rows.osrt]]
+    if api is not None and r_api.shape[0]:
+        extra += [api.start[r_api], api.end[r_api]]
+    if tree is not None and r_tree.shape[0]:
+        extra += [tree.start[r_tree], tree.end[r_tree]]
+    if osrt is not None and r_osrt.shape[0]:
+        extra += [osrt.start[r_osrt], osrt.end[r_osrt]]
     t0, t1, p = cut(sgs, sge, sq, extra)
     gap = p if every else gi[p]
     kind = np.full(t0.shape[0], -1, np.int8)
@@ -214,15 +206,15 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
         return gap, kind, det, t1 - t0, t0
     dmap = host.base_dmap()   # registers the base names as details first (detail codes break ties by order)
     for name in API_KINDS:
-        r_k = rows.api[host.kinds[rows.api] == K[name]]
+        r_k = r_api[host.kinds[r_api] == K[name]]
         if api is None or r_k.shape[0] == 0:
             continue
         cov = Cover(api.start[r_k], api.end[r_k])
         assign(K[name], cov.row, dmap[host.base_idx[r_k]])
-    osrt_assign = _osrt_assigner(host, rows) if osrt is not None and rows.osrt_any else None
+    osrt_assign = _osrt_assigner(host, r_osrt) if osrt is not None and osrt_any else None
     if osrt_assign is not None:              # a call that waits on another thread wins over the range around it
         osrt_assign(assign, True)
-    if tree is not None and rows.tree.shape[0]:
+    if tree is not None and r_tree.shape[0]:
         q = np.nonzero(kind < 0)[0]
         node = innermost_enclosing(tree, np.full(q.shape[0], g, np.int64), t0[q], t1[q])
         hit = node >= 0
@@ -240,14 +232,13 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
 Assign = Callable[[int, Callable[[np.ndarray], np.ndarray], np.ndarray], None]
 
 
-def _osrt_assigner(host: HostContext, rows: ThreadRows) -> Callable[[Assign, bool], None]:
+def _osrt_assigner(host: HostContext, o: np.ndarray) -> Callable[[Assign, bool], None]:
     """``f(assign, waiting)`` charges the free pieces covered by the thread's OS-runtime calls that wait
     (``waiting``: semaphores, joins, polls, sleeps …, :mod:`vocabulary.os_calls`) or by its other calls to
     ``osrt`` with the call's name as detail (the outermost covering call of that class). The details of every call
     name are registered as soon as the thread has OS-runtime rows (the same detail codes on every run)."""
     osrt = host.model.osrt
     assert osrt is not None
-    o = rows.osrt
     ni = osrt.name_idx
     dm = np.array([host.detail_code(s) for s in osrt.names] + [host.detail_code("")], np.int64)
     waits = class_codes(osrt.names) == CLASSES.index("wait")

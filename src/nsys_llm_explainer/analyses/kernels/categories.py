@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -18,9 +18,9 @@ from ...config.categories import (
 )
 from ...config.patterns import first_match, for_matching
 from ...jsonable import NOT_IN_JSON, FieldsJson
+from ...model.timeline import MEMCPY_KIND_LABEL
 from ...model.trace import Memcpy, TraceModel
 from ..common.stats import pct
-from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..trace.window import WindowResult
 from .category_split import device_split, small_int, value_codes
 from .summary import TopKernel
@@ -252,12 +252,9 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
     tot_all = int(total.sum())
     busy_all = int(busy.sum())
     c_cnt, c_tot, c_non = count.sum(0), total.sum(0), nonov.sum(0)
-    overall = tuple(
-        CategoryRow(category=cats[i], count=int(c_cnt[i]), total_ns=int(c_tot[i]), pct=pct(int(c_tot[i]), tot_all),
-                    nonoverlap_ns=int(c_non[i]), nonoverlap_pct=pct(int(c_non[i]), busy_all),
-                    top_kernels=_top(np.flatnonzero((name_cat == i) & (n_cnt > 0)), all_names, n_cnt, n_tot,
-                                     TOP_KERNELS))
-        for i in _order(c_cnt, c_tot, c_non))
+    overall = tuple(CategoryRow(**asdict(r), top_kernels=_top(np.flatnonzero((name_cat == i) & (n_cnt > 0)), all_names,
+                                                             n_cnt, n_tot, TOP_KERNELS))
+                    for i, r in zip(_order(c_cnt, c_tot, c_non), _rows(cats, c_cnt, c_tot, c_non, tot_all, busy_all)))
     other_top = _top(np.flatnonzero((name_cat == other) & (n_cnt > 0)), all_names, n_cnt, n_tot, OTHER_TOP_KERNELS)
     devices = tuple(CategoryDevice(
         device_id=int(devices_ids[j]), kernel_count=int(count[j].sum()), total_kernel_ns=int(total[j].sum()),

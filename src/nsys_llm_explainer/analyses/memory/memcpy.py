@@ -9,9 +9,9 @@ from typing import Any, Callable, ClassVar, Dict, Optional, Tuple, Type, TypeVar
 import numpy as np
 
 from ...jsonable import FieldsJson
+from ...model.timeline import MEMCPY_KIND_LABEL
 from ...model.trace import TraceModel
 from ..common.stats import group_stats
-from ..idle.gpu_time import MEMCPY_KIND_LABEL
 
 MEM_KIND_LABEL = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
                   6: "Managed Static", 7: "Unknown"}

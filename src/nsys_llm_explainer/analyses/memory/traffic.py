@@ -10,11 +10,10 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import numpy as np
 
 from ...jsonable import NONE_AS_EMPTY, FieldsJson, dataclass_from_json, need
-from ...model.timeline import rows_by_value
+from ...model.timeline import MEMCPY_KIND_LABEL, rows_by_value
 from ...model.trace import ApiCalls, Memcpy, TraceModel
 from ..api import classes as ac
 from ..common.stats import combine_keys, median, round_half_up
-from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from .memcpy import mem_kind as _kind
 
 HTOD, DTOH = 1, 2

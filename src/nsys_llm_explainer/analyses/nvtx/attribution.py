@@ -344,7 +344,7 @@ def default_domain_node(model: TraceModel, tree: Optional[NvtxTree], att: Attrib
     if not att.kernel_nodes or tree is None or len(tree) == 0 or att.kernel_node is None:
         return att.kernel_node
     seg = tree.thread_bounds[:-1]
-    dom = tree.domain[seg] if tree.domain.shape[0] == len(tree) else np.zeros(seg.shape[0], np.int64)
+    dom = tree.domain[seg]
     k, api = model.kernels, model.api
     if k is None or api is None:
         return att.kernel_node

@@ -35,19 +35,12 @@ class NvtxTree:
     parent: np.ndarray      # index into this tree, -1 for roots
     depth: np.ndarray       # 0 for roots
     thread_bounds: np.ndarray  # start offsets of each (thread, domain) segment (plus len at the end)
-    domain: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
-    sub_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # subtree = [i, sub_end[i])
+    domain: np.ndarray      # NVTX domain id of each range
+    sub_end: np.ndarray     # exclusive end of each node's subtree in tree order (preorder): [i, sub_end[i])
     _up: List[np.ndarray] = field(default_factory=list, repr=False, compare=False)  # binary-lifting cache
 
     def __len__(self) -> int:
         return int(self.row.shape[0])
-
-    def subtree_end(self) -> np.ndarray:
-        """Exclusive end of each node's subtree in tree order (the tree is in preorder)."""
-        if self.sub_end.shape[0] != len(self):
-            seg = np.repeat(np.arange(self.thread_bounds.shape[0] - 1), np.diff(self.thread_bounds))
-            self.sub_end = subtree_ends(self.parent, seg, self.thread_bounds[seg + 1])
-        return self.sub_end
 
     def lifting(self) -> List[np.ndarray]:
         """``up[k][i]``: the 2**k-th ancestor of node i (-1 past the root); built once, cached."""
@@ -139,7 +132,7 @@ def preorder_depth(sub_end: np.ndarray) -> np.ndarray:
 def subtree_sums(tree: NvtxTree, values: np.ndarray) -> np.ndarray:
     """Per node: the sum of ``values`` over its subtree (itself and all descendants)."""
     c = np.concatenate(([0], np.cumsum(values, dtype=np.int64)))
-    return c[tree.subtree_end()] - c[:-1]
+    return c[tree.sub_end] - c[:-1]
 
 
 def has_ancestor_with_key(tree: NvtxTree, key: np.ndarray) -> np.ndarray:
@@ -151,7 +144,7 @@ def has_ancestor_with_key(tree: NvtxTree, key: np.ndarray) -> np.ndarray:
     o = np.argsort(np.asarray(key, np.int64), kind="stable")
     ko = np.asarray(key, np.int64)[o]
     gid = np.cumsum(np.concatenate(([True], ko[1:] != ko[:-1]))) - 1
-    cm = np.maximum.accumulate(gid * (n + 1) + tree.subtree_end()[o])
+    cm = np.maximum.accumulate(gid * (n + 1) + tree.sub_end[o])
     prev = np.full(n, -1, np.int64)
     prev[1:] = cm[:-1] - gid[1:] * (n + 1)   # < 0 when the previous entry is of another key
     out = np.zeros(n, bool)
@@ -208,7 +201,7 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
     bounds = tree.thread_bounds
     seg_starts = bounds[:-1]
     seg_g = tree.gtid[seg_starts]
-    seg_d = tree.domain[seg_starts] if tree.domain.shape[0] == len(tree) else np.zeros(seg_g.shape[0], np.int64)
+    seg_d = tree.domain[seg_starts]
     seg_hi = np.maximum.reduceat(tree.end, seg_starts)          # latest end in the segment (a root's)
     seg_lo = tree.start[seg_starts]                             # earliest start (tree order: start ascending)
     if n > 1 and bool((t0[1:] >= t0[:-1]).all()):             # queries by (thread, t0): launch calls come in
@@ -265,10 +258,9 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
 def domain_layer_nodes(tree: NvtxTree, layers: Dict[int, np.ndarray], domain: int, n: int) -> np.ndarray:
     """Per query, the node of ``domain`` among the ``layers`` of :func:`enclosing_by_domain` (-1 none)."""
     out = np.full(n, -1, np.int64)
-    dom = tree.domain if tree.domain.shape[0] == len(tree) else np.zeros(len(tree), np.int64)
     for arr in layers.values():
         m = arr >= 0
-        m[m] = dom[arr[m]] == domain
+        m[m] = tree.domain[arr[m]] == domain
         out[m] = arr[m]
     return out
 
@@ -284,7 +276,6 @@ def combine_innermost(tree: NvtxTree, by_domain: Dict[int, np.ndarray], n: int) 
     """Innermost over domains of per-domain innermost nodes (latest start; ties: earliest end; exact ties: the
     lower domain id)."""
     best = np.full(n, -1, np.int64)
-    dom = getattr(tree, "domain", None)
     for cand in by_domain.values():
         better = cand >= 0
         both = np.flatnonzero(better & (best >= 0))    # only these need a comparison of the two ranges
@@ -293,8 +284,7 @@ def combine_innermost(tree: NvtxTree, by_domain: Dict[int, np.ndarray], n: int) 
             sc, sb = tree.start[c], tree.start[b]
             ec, eb = tree.end[c], tree.end[b]
             win = (sc > sb) | ((sc == sb) & (ec < eb))
-            if dom is not None and dom.shape[0] == len(tree.start):
-                win |= (sc == sb) & (ec == eb) & (dom[c] < dom[b])
+            win |= (sc == sb) & (ec == eb) & (tree.domain[c] < tree.domain[b])
             better[both] = win
             del c, b, sc, sb, ec, eb, both, win
         best[better] = cand[better]

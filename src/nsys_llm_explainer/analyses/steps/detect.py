@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -43,21 +43,6 @@ class MarkerKernel(FieldsJson):
 
     name: str
     count: int
-
-
-@dataclass(frozen=True)
-class Detection:
-    """Detected steps (``spans`` None when ``method == "none"``) and how they were found."""
-
-    method: str = "none"                 # "nvtx" | "marker" | "none"
-    reason: Optional[str] = None         # why no steps (method "none")
-    confidence: str = "low"
-    confidence_reason: str = ""
-    step_ranges: Tuple[str, ...] = ()
-    marker_regex: Optional[str] = None
-    marker_kernels: Tuple[MarkerKernel, ...] = ()
-    notes: Tuple[str, ...] = ()
-    spans: Optional[StepSpans] = None
 
 
 # ------------------------------------------------------------------------------------------- marker method
@@ -133,9 +118,12 @@ def step_phase(wstep: np.ndarray, dur: np.ndarray, wphase: Optional[np.ndarray],
 def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[PhaseResult],
                  step_marker: Optional[str], step_range: Optional[str], tree: Optional[NvtxTree],
                  kernel_node: Optional[np.ndarray] = None,
-                 domain_nodes: Optional[Dict[int, np.ndarray]] = None) -> Detection:
-    """Find the steps (see module docstring). ``phase_result`` (optional) supplies kernel and node phases
-    consistent with the phases section; ``kernel_node`` (innermost tree node per kernel) is reused if given."""
+                 domain_nodes: Optional[Dict[int, np.ndarray]] = None
+                 ) -> Tuple[Dict[str, Any], Optional[StepSpans]]:
+    """Find the steps (see module docstring): how they were found (the :class:`steps.metrics.StepResult` fields
+    ``reason``, ``method`` — "nvtx" | "marker" | "none" —, ``confidence`` …, ``notes``) and the steps (None with
+    method "none"). ``phase_result`` (optional) supplies kernel and node phases consistent with the phases
+    section; ``kernel_node`` (innermost tree node per kernel) is reused if given."""
     k = model.kernels
     notes: List[str] = []
     nph = len(phase_map.names)
@@ -176,10 +164,9 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
         wphase = np.where(wnode >= 0, node_phase[np.maximum(wnode, 0)], -1)
         gt = model.graph_trace
         wdur = np.concatenate([dur] + ([gt.end - gt.start] if gt is not None and wstep.shape[0] > nk else []))
-        return Detection(method="nvtx", confidence=choice.confidence, confidence_reason=choice.reason,
-                         step_ranges=choice.names, notes=tuple(notes), spans=StepSpans(
-                             s, e, pid, dev, step_phase(wstep, wdur, wphase, s.shape[0], nph, node_phase[choice.nodes]),
-                             wstep[:nk]))
+        return dict(reason=None, method="nvtx", confidence=choice.confidence, confidence_reason=choice.reason,
+                    step_ranges=choice.names, notes=tuple(notes)), StepSpans(
+            s, e, pid, dev, step_phase(wstep, wdur, wphase, s.shape[0], nph, node_phase[choice.nodes]), wstep[:nk])
     if marker is not None:
         s, e, pid, dev, kstep = marker
         per_dev = np.unique(dev, return_counts=True)[1]
@@ -190,12 +177,12 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
         else:
             conf, why = "low", f"only {int(per_dev.min())} step(s) between marker kernels on some device"
         kphase = phase_result.kernel_phase if phase_result is not None else None
-        return Detection(method="marker", confidence=conf, confidence_reason=why, marker_regex=regex,
-                         marker_kernels=markers, notes=tuple(notes),
-                         spans=StepSpans(s, e, pid, dev, step_phase(kstep, dur, kphase, s.shape[0], nph, None), kstep))
+        return dict(reason=None, method="marker", confidence=conf, confidence_reason=why, marker_regex=regex,
+                    marker_kernels=markers, notes=tuple(notes)), \
+            StepSpans(s, e, pid, dev, step_phase(kstep, dur, kphase, s.shape[0], nph, None), kstep)
     if k is None or len(k) == 0:
         reason = "no kernels and no usable NVTX step ranges"
     else:
         reason = ("no NVTX range repeats once per step and fewer than 2 marker kernels "
                   f"(regex {regex!r}) ran on any device")
-    return Detection(reason=reason, marker_regex=regex, notes=tuple(notes))
+    return dict(reason=reason, method="none", marker_regex=regex, notes=tuple(notes)), None

@@ -281,11 +281,8 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
         phase_names = phase_map.names
     if tree is None:
         tree = build_tree(model.nvtx)
-    det = detect_steps(model, phase_map, phase_result, step_marker, step_range, tree, kernel_node, domain_nodes)
-    head = StepResult(False, reason=det.reason, method=det.method, confidence=det.confidence,
-                      confidence_reason=det.confidence_reason, step_ranges=tuple(det.step_ranges),
-                      marker_regex=det.marker_regex, marker_kernels=tuple(det.marker_kernels), notes=tuple(det.notes))
-    sp = det.spans
+    how, sp = detect_steps(model, phase_map, phase_result, step_marker, step_range, tree, kernel_node, domain_nodes)
+    head = StepResult(False, **how)
     if sp is None:
         return head
     s, e, pid, dev, kstep, ph = sp.start, sp.end, sp.pid, sp.device, sp.kernel_step, sp.phase

@@ -212,7 +212,7 @@ def _innermost_step(per_domain: Iterable[np.ndarray], s: np.ndarray, e: np.ndarr
     step range, the innermost (latest start; ties: earliest end; exact ties: the lower domain id) winning; -1 when
     none."""
     best: Optional[np.ndarray] = None
-    dom = tree.domain[nodes] if tree.domain.shape[0] == len(tree) else np.zeros(nodes.shape[0], np.int64)
+    dom = tree.domain[nodes]
     for dn in per_domain:
         cand = _nearest_step(tree, dn, step_of_node)
         if best is None:                               # nothing to compare with yet: the candidate is the best

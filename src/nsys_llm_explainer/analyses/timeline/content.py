@@ -12,9 +12,8 @@ import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.launch_config import LaunchConfig, read_launch_config
-from ...model.timeline import rows_by_value
+from ...model.timeline import MEMCPY_KIND_LABEL, rows_by_value
 from ...model.trace import TraceModel
-from ..idle.gpu_time import MEMCPY_KIND_LABEL
 from ..idle.result import IdleCausesResult, IdlePieces
 from ..memory.memcpy import MEM_KIND_LABEL
 from ..steps.metrics import StepResult

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .report import Report
 
 PROG = "nsys-llm-explain"
-#: the words that, as the first argument, name a subcommand (always: see the module docstring)
+#: the words that, as the first argument, name a subcommand (always, whatever the working directory holds: README "Use")
 SUBCOMMANDS = ("compare", "demo", "schema")
 #: how the lines of :func:`comparison.gate.gate` that fail the gate start (exit 3 or 4): written on stderr
 FAILING_GATE = ("REGRESSION", "NOT COMPARABLE")

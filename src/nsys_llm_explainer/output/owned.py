@@ -1,5 +1,5 @@
 """Which files of an output directory are ours (the manifest), which are not, and whether a path stays inside
-the real ``--out`` (:mod:`output`, whose docstring states the rules)."""
+the real ``--out`` (rules: docs/SECURITY.md, "2. Outputs")."""
 
 from __future__ import annotations
 
@@ -226,8 +226,9 @@ def _check_umask(out: Path) -> None:
 
 
 def check_out_dir(out: Path, force: bool, kind: str = "report", inputs: Sequence[os.PathLike] = ()) -> OutDir:
-    """Refuse an unusable ``--out`` before any work (see module docstring); ``inputs``: the files read. A path the
-    system will not look up (a parent that may not be searched, a name too long, a link loop) is one line too."""
+    """Refuse an unusable ``--out`` before any work (docs/SECURITY.md, "2. Outputs"); ``inputs``: the files read.
+    A path the system will not look up (a parent that may not be searched, a name too long, a link loop) is one line
+    too."""
     try:
         return _check_out_dir(Path(out), force, kind, inputs)
     except OSError as exc:

@@ -1,5 +1,5 @@
-"""The staging directory and the commit that makes it ``--out`` (:mod:`output`, whose docstring states the
-rules): one rename, a swap, or file by file beside the user's files, never through a symbolic link."""
+"""The staging directory and the commit that makes it ``--out``: one rename, a swap, or file by file beside the
+user's files, never through a symbolic link (rules: docs/SECURITY.md, "2. Outputs")."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ class Staging:
 
     # ------------------------------------------------------------------------------------------ commit
     def commit(self) -> List[Path]:
-        """Make the staged output visible in one step (see module docstring); returns the files written.
+        """Make the staged output visible in one step (docs/SECURITY.md, "2. Outputs"); returns the files written.
         ``--out`` must still be what :func:`check_out_dir` saw (:meth:`_recheck`), else nothing is written."""
         assert self.tmp is not None
         t = self.target

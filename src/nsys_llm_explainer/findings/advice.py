@@ -45,11 +45,8 @@ class Advice:
 
     def allowed(self, facts: Mapping[str, FactValue]) -> bool:
         """True when no fact this line names contradicts it (its value is among the allowed ones)."""
-        for fact, ok in self.requires.items():
-            assert fact in FACT_DOMAINS, fact
-            if facts.get(fact) not in ok:
-                return False
-        return True
+        assert set(self.requires) <= set(FACT_DOMAINS), self.requires
+        return all(facts.get(fact) in ok for fact, ok in self.requires.items())
 
 
 def _a(id: str, text: str, **requires: Tuple[FactValue, ...]) -> Advice:

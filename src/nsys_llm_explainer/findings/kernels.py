@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Sequence
 
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.categories import CategoryRow
@@ -39,11 +39,6 @@ def pooled_words(gpu: GpuTimeResult) -> str:
     return text
 
 
-def _busy_check(gpu: GpuTimeResult, threshold: float) -> Optional[Check]:
-    p = gpu.pooled()
-    return Check("busy_pct", p.busy_pct, ">=", threshold, pooled_scope(gpu.kernel_devices())) if p else None
-
-
 def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels: Sequence[KernelRow],
                     categories: Sequence[CategoryRow], facts: Mapping[str, Any]) -> List[Finding]:
     """``top_kernels``: steady-window kernels by name (name, total_ns, count, avg_ns, pct), largest first;
@@ -54,8 +49,9 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
     p = gpu.pooled()
     if p is None or not traits.available:
         return out
-    busy = _busy_check(gpu, GPU_BOUND_PCT)
-    if busy is not None and busy.holds():
+    scope = pooled_scope(gpu.kernel_devices())
+    busy = Check("busy_pct", p.busy_pct, ">=", GPU_BOUND_PCT, scope)
+    if busy.holds():
         ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
               f"{pooled_words(gpu)}): kernel speed, not the host, sets the step time."]
         checks = [busy]
@@ -74,8 +70,8 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             evidence=tuple(ev),
             recommendation=advise(["gpu_bound.kernels"], facts),
             time_at_stake_ns=p.busy_ns, checks=tuple(checks)))
-    mid = _busy_check(gpu, KERNEL_CLAIM_MIN_BUSY)
-    if mid is None or not mid.holds():
+    mid = Check("busy_pct", p.busy_pct, ">=", KERNEL_CLAIM_MIN_BUSY, scope)
+    if not mid.holds():
         return out
     frac = p.busy_pct / 100.0
     sev_k = "medium" if p.busy_pct >= GPU_BOUND_PCT else "low"   # secondary unless kernels set the pace
@@ -99,7 +95,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
                        "The GPU's tensor-core datatypes are not known from the trace.")),
             recommendation=advise(["fp32.tf32", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"], facts),
             time_at_stake_ns=int(h.total_ns * frac),
-            checks=(busy if busy is not None and busy.holds() else mid,
+            checks=(busy if busy.holds() else mid,
                     Check("trait_share_pct", h.share_pct, ">=", FP32_MIN_SHARE, Scope(trait="fp32_gemm_simt")))))
     a = traits.traits.get("attention_unfused")
     if a is not None and a.share_pct >= ATTN_MIN_SHARE:

@@ -56,8 +56,7 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
                      gpu_time: GpuTimeResult, facts: TraceFacts) -> Claims:
     """The copy-path finding and the copy idle ns of its path."""
     active = active_devices(gpu_time) if gpu_time.available else None
-    f, claimed = copy_path_finding(copy_engines, idle_causes, active, facts.advice_facts())
-    return Claims(f, claimed)
+    return Claims(*copy_path_finding(copy_engines, idle_causes, active, facts.advice_facts()))
 
 
 def idle_rule(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window: WindowResult,
@@ -123,9 +122,8 @@ def collect_warnings(model: TraceModel, kernels: KernelSummary, att: Attribution
     if att.available and att.coverage < thr:
         w.append(f"NVTX→kernel attribution covers {att.coverage * 100:.1f}% of kernel time "
                  f"(< {thr * 100:.1f}%): per-range and per-phase GPU time is partial.")
-    g = graphs
-    if g.available and g.graph_level_hidden:
-        w.append(g.warning or "CUDA graphs ran with graph-level tracing: their kernels are not in the trace.")
+    if graphs.available and graphs.graph_level_hidden:
+        w.append(graphs.warning or "CUDA graphs ran with graph-level tracing: their kernels are not in the trace.")
     return tuple(w)
 
 

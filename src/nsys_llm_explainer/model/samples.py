@@ -18,18 +18,8 @@ from ..read.schema import Schema
 from .names import distinct_small, missing_name
 from .timeline import few_distinct
 
-#: module groups, in the order they are tested on a frame (key, label shown in reports). The rules
-#: (:func:`frame_group`): ``os_kernel`` — kernel-mode frame, or module ``[kernel.kallsyms]``, ``vmlinux*``,
-#: ``[kernel…]``, ``[vdso]``; ``allocator`` — a malloc/free-family symbol (glibc, jemalloc ``je_*``, tcmalloc
-#: ``tc_*``, mimalloc ``mi_*``, C++ ``operator new/delete``) or a jemalloc/tcmalloc/mimalloc module; then by
-#: module file name: ``python`` — ``libpython*``, ``python``/``python3*`` executables; ``framework`` —
-#: ``libtorch*``, ``libc10*``, ``_C*.so`` (PyTorch's extension), ``libtensorflow*``, ``_pywrap_tensorflow*``,
-#: ``xla_extension*``; ``cuda_driver`` — ``libcuda.so*``, ``libnvidia-*`` (driver components, e.g. its PTX
-#: JIT); ``cuda_libs`` — ``libcudart*``, ``libcublas*``, ``libcudnn*``, ``libnccl*``, ``libcufft*``, ``libcurand*``,
-#: ``libcusparse*``, ``libcusolver*``, ``libnvrtc*``, ``libnvJitLink*``, ``libnvToolsExt*``; ``profiler`` —
-#: Nsight Systems' injection libraries (``libToolsInjection*``) and ``libcupti*``; ``libc`` — ``libc``,
-#: ``libpthread``, ``libm``, ``libdl``, ``librt``, the dynamic loader (``ld-linux*``, ``ld-*.so``),
-#: ``libstdc++``, ``libgcc_s``; else ``other``.
+#: module groups (key, label shown in reports); the rules are :func:`frame_group`'s regexes below, in words in
+#: docs/MODEL.md, "Module groups".
 GROUPS: Tuple[Tuple[str, str], ...] = (
     ("python", "Python interpreter"),
     ("framework", "PyTorch / framework"),
@@ -70,7 +60,7 @@ _MODULE_RULES: Tuple[Tuple[str, re.Pattern[str]], ...] = (
 
 def module_file(path: str) -> str:
     """The file name of a module path (``/usr/lib/x86_64-linux-gnu/libc.so.6`` → ``libc.so.6``)."""
-    return path.rsplit("/", 1)[-1] if "/" in path else path
+    return path.rsplit("/", 1)[-1]
 
 
 def module_group(path: str) -> str:
@@ -142,14 +132,15 @@ def _frames(keys: np.ndarray, strings: Dict[int, str]) -> Tuple[np.ndarray, List
     groups = np.empty(uniq.shape[0], np.int8)
     for j, (sid, mid, km, unres) in enumerate(uniq.tolist()):
         if sid < 0:
-            sym, mod = "[no callchain]", ""
+            sym, mod, g = "[no callchain]", "", "other"
         else:
             sym = strings.get(sid, missing_name(sid))
             mod_path = strings.get(mid, missing_name(mid))
             mod = module_file(mod_path)
             if unres and mod_path not in PLACEHOLDERS:
                 sym = UNRESOLVED
-        groups[j] = G[frame_group(sym, mod if sid >= 0 else "", bool(km))] if sid >= 0 else G["other"]
+            g = frame_group(sym, mod, bool(km))
+        groups[j] = G[g]
         syms.append(sym)
         mods.append(mod)
     return inv.reshape(-1).astype(np.int32), syms, mods, groups

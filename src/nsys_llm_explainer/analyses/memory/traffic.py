@@ -271,9 +271,7 @@ def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
                              pageable_count=int((sync_rows & pm).sum()), by_api=tuple(by_api))
     per_step = None
     if steps is not None:
-        t = mc.start.copy()
-        if api is not None and len(api):
-            t = np.where(li >= 0, api.start[np.maximum(li, 0)], t)
+        t = np.where(li >= 0, api.start[np.maximum(li, 0)], mc.start) if api is not None and len(api) else mc.start
         st = _step_of(t, *steps)
         n_steps = steps[0].shape[0]
         inside = st >= 0

@@ -249,11 +249,8 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     over_all = sum(x.overlap_ns for x in devices)
     cf = m.um_cpu_faults
     n_cpu = len(cf) if cf is not None else 0
-    by_func: Tuple[CpuFaultSite, ...] = ()
-    by_mod: Tuple[CpuFaultSite, ...] = ()
-    if cf is not None and n_cpu:
-        by_func = _top(_i64(cf.func_idx), cf.names)
-        by_mod = _top(_i64(cf.module_idx), cf.names)
+    by_func, by_mod = ((_top(_i64(cf.func_idx), cf.names), _top(_i64(cf.module_idx), cf.names)) if cf is not None
+                       else ((), ()))   # no row: _top gives ()
     return UmWindow(
         window=which, start_ns=int(w0), end_ns=int(w1), migration_count=int(n), migration_bytes=int(nbytes.sum()),
         migration_ns=int(dur.sum()), by_direction=by_direction, by_cause=by_cause, devices=tuple(devices),

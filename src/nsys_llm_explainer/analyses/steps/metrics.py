@@ -214,31 +214,19 @@ def _clip_union(starts: np.ndarray, ends: np.ndarray, keys: np.ndarray, q_key: n
     out = np.zeros(q0.shape[0], np.int64)
     if starts.shape[0] == 0:
         return out
-    one = keys.shape[0] > 0 and int(keys.min()) == int(keys.max())   # one key: no masked copies
-    by_key = {} if one else dict(rows_by_value(np.asarray(keys)))     # one sort each: no mask per key
-    for kk, q in rows_by_value(np.asarray(q_key)):
-        if one:
-            if kk != int(keys[0]):
-                continue
-            u = iv.union_blocks(starts, ends)
-        else:
-            m = by_key.get(kk)
-            if m is None:
-                continue
-            u = iv.union_blocks(starts[m], ends[m])
-        out[q] = iv.overlap_length(u, q0[q], q1[q])
+    one = keys.shape[0] > 0 and int(keys.min()) == int(keys.max())   # one key: a view, no masked copies
+    by_key: Dict[int, Any] = {int(keys[0]): slice(None)} if one else dict(rows_by_value(np.asarray(keys)))
+    for kk, q in rows_by_value(np.asarray(q_key)):   # one sort each: no mask per key
+        m = by_key.get(kk)
+        if m is not None:
+            out[q] = iv.overlap_length(iv.union_blocks(starts[m], ends[m]), q0[q], q1[q])
     return out
 
 
 def _what_differed(delta: Dict[str, int], phase: str) -> str:
-    parts: List[Tuple[int, str]] = []
-    for key, label in (("gpu_idle_ns", "GPU idle"), ("sync_ns", "sync"), ("gpu_busy_ns", "GPU busy"),
-                       ("memcpy_ns", "memcpy")):
-        v = delta[key]
-        if v > 0:
-            parts.append((v, f"+{us(v)} {label}"))
-    parts.sort(key=lambda t: -t[0])
-    txt = [p[1] for p in parts]
+    parts = [(delta[key], label) for key, label in (("gpu_idle_ns", "GPU idle"), ("sync_ns", "sync"),
+                                                     ("gpu_busy_ns", "GPU busy"), ("memcpy_ns", "memcpy"))]
+    txt = [f"+{us(v)} {label}" for v, label in sorted(parts, key=lambda t: -t[0]) if v > 0]
     if delta["kernel_count"] > 0:
         txt.append(f"+{delta['kernel_count']} kernels")
     w = delta["wall_ns"]

@@ -102,16 +102,9 @@ _NOT_STEP = re.compile(
 
 def _name_groups(names: List[str]) -> Tuple[np.ndarray, List[str]]:
     """Group id per name (digit runs replaced by ``#``: ``token_7_step`` → ``token_#_step``), plus labels."""
-    labels: List[str] = []
     index: Dict[str, int] = {}
-    gid = np.full(len(names) + 1, -1, np.int64)
-    for i, n in enumerate(names):
-        g = _DIGITS.sub("#", n)
-        if g not in index:
-            index[g] = len(labels)
-            labels.append(g)
-        gid[i] = index[g]
-    return gid, labels
+    gid = np.array([index.setdefault(_DIGITS.sub("#", n), len(index)) for n in names] + [-1], np.int64)
+    return gid, list(index)
 
 
 # ------------------------------------------------------------------------------------------- NVTX method

@@ -202,10 +202,6 @@ def _local_cluster(client_class: Any, cluster_class: Any, jobs: int) -> Tuple[An
         raise WorkerError(f"{what} did not start: {type(exc).__name__}: {exc}") from None
 
 
-def _killed_worker(exc: BaseException) -> bool:
-    return type(exc).__name__ == "KilledWorker"
-
-
 def _close(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
     """Cancel what is left and close the client (and the local cluster) within :data:`DASK_CLOSE_TIMEOUT_S` s
     in all (a scheduler that is gone is not waited for); never raises."""
@@ -269,11 +265,6 @@ def _kill_local_workers(cluster: Any, wait_until: float) -> None:
         pass
 
 
-def _workers(client: Any, scheduler: str) -> int:
-    info = bounded(lambda: client.scheduler_info(), DASK_CALL_TIMEOUT_S, f"the Dask scheduler {scheduler}")
-    return len(info.get("workers") or {})
-
-
 def run_dask(args: Sequence[Args], jobs: int, scheduler: str) -> List[FileSummary]:
     """Each file as a Dask task; results in input order (see module docstring)."""
     client, cluster = dask_client(scheduler, jobs)
@@ -309,7 +300,7 @@ def _poll(client: Any, futs: Sequence[Any], paths: Sequence[str], scheduler: str
                     raise WorkerError(f"{exc}; not analysed: {left()}") from None
             elif status == "error":
                 err: BaseException = bounded(f.exception, DASK_CALL_TIMEOUT_S, f"the Dask scheduler {scheduler}")
-                if _killed_worker(err):
+                if type(err).__name__ == "KilledWorker":
                     raise WorkerError(f"Dask workers died repeatedly (KilledWorker after Dask's retries: the "
                                       f"out-of-memory killer, a crash) with {paths[i]} in progress; not analysed: "
                                       f"{left()}")
@@ -324,7 +315,8 @@ def _poll(client: Any, futs: Sequence[Any], paths: Sequence[str], scheduler: str
         if len(results) < len(futs) and now >= next_check:
             next_check = now + WORKER_CHECK_S
             try:
-                n = _workers(client, scheduler)
+                n = len(bounded(lambda: client.scheduler_info(), DASK_CALL_TIMEOUT_S,
+                                f"the Dask scheduler {scheduler}").get("workers") or {})
             except WorkerError as exc:
                 raise WorkerError(f"{exc}; not analysed: {left()}") from None
             except Exception as exc:   # the connection to the scheduler is gone

@@ -70,16 +70,9 @@ def fetch_nvtx(conn: TraceConnection, schema: Schema) -> Optional[NvtxRows]:
     t = "NVTX_EVENTS"
     if not (schema.has(t, "start") and schema.has(t, "eventType")):
         return None
-    text_expr = "NULL"
-    join = ""
-    if schema.has(t, "text") and schema.has(t, "textId") and schema.has("StringIds", "value"):
-        text_expr = "COALESCE(n.text, s.value)"
-        join = " LEFT JOIN StringIds s ON s.id = n.textId"
-    elif schema.has(t, "text"):
-        text_expr = "n.text"
-    elif schema.has(t, "textId") and schema.has("StringIds", "value"):
-        text_expr = "s.value"
-        join = " LEFT JOIN StringIds s ON s.id = n.textId"
+    inline, by_id = schema.has(t, "text"), schema.has(t, "textId") and schema.has("StringIds", "value")
+    text_expr = ("COALESCE(n.text, s.value)" if by_id else "n.text") if inline else ("s.value" if by_id else "NULL")
+    join = " LEFT JOIN StringIds s ON s.id = n.textId" if by_id else ""
 
     def e(col: str) -> str:
         return f'COALESCE(n."{col}", {NULL})' if schema.has(t, col) else str(NULL)

@@ -88,9 +88,7 @@ def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int],
 def capture_requested(schema: Schema) -> Optional[bool]:
     """Whether the capture metadata says CPU IP/backtrace sampling was on (``None``: not recorded)."""
     v = schema.meta_value("capture:LINUX_PERF_OPTIONS:COLLECT_IP_BACKTRACE_SAMPLES")
-    if v is None:
-        return None
-    return str(v).strip().lower() == "true"
+    return None if v is None else v.strip().lower() == "true"
 
 
 __all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "fetch_samples", "has_samples_tables"]

@@ -39,19 +39,13 @@ class Schema:
     meta_table: Optional[str] = None
 
     def has(self, table: str, column: Optional[str] = None) -> bool:
-        cols = self.tables.get(table)
-        if cols is None:
-            return False
-        return column is None or column in cols
+        return table in self.tables and (column is None or column in self.tables[table])
 
     def columns(self, table: str) -> List[str]:
         return self.tables.get(table, [])
 
     def first_table(self, names: Tuple[str, ...]) -> Optional[str]:
-        for n in names:
-            if n in self.tables:
-                return n
-        return None
+        return next((n for n in names if n in self.tables), None)
 
     def meta_value(self, *keys: str) -> Optional[str]:
         for k in keys:
@@ -91,21 +85,17 @@ def probe(conn: sqlite3.Connection, path_label: str = "trace") -> Schema:
             f"(none of {', '.join(NSYS_MARKER_TABLES[:3])} ... found)"
         )
     schema = Schema(tables=tables)
-    for mt in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
-        if schema.has(mt, "name") and schema.has(mt, "value"):
-            schema.meta_table = mt
-            try:
-                rows = all_rows(conn, f'SELECT name, value FROM "{mt}"')
-            except sqlite3.DatabaseError as exc:
-                raise InputError(f"{path_label} is corrupt or truncated ({exc})") from None
-            for k, v in rows:
-                schema.meta.setdefault(str(k), []).append("" if v is None else str(v))
-            break
-    if schema.has("META_DATA_CAPTURE", "name") and schema.has("META_DATA_CAPTURE", "value"):
+    def name_value(t: str) -> bool:
+        return schema.has(t, "name") and schema.has(t, "value")
+
+    schema.meta_table = next((t for t in ("META_DATA_EXPORT", "EXPORT_META_DATA") if name_value(t)), None)
+    for mt, prefix in ((schema.meta_table, ""), ("META_DATA_CAPTURE", "capture:")):
+        if mt is None or not name_value(mt):
+            continue
         try:
-            rows = all_rows(conn, "SELECT name, value FROM META_DATA_CAPTURE")
+            rows = all_rows(conn, f'SELECT name, value FROM "{mt}"')
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{path_label} is corrupt or truncated ({exc})") from None
         for k, v in rows:
-            schema.meta.setdefault("capture:" + str(k), []).append("" if v is None else str(v))
+            schema.meta.setdefault(prefix + str(k), []).append("" if v is None else str(v))
     return schema

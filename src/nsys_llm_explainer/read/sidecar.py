@@ -20,10 +20,6 @@ WAL_FRAME_HEADER = 24
 MAX_LINKS = 40
 
 
-def _head(p: Path, n: int) -> bytes:
-    return _head_and_size(p, n)[0]
-
-
 def _head_and_size(p: Path, n: int) -> Tuple[bytes, int]:
     """The first ``n`` bytes of ``p`` and its size, from one open regular file (b"", 0 when there is none or it
     cannot be read; opened non-blocking, so a FIFO in its place never waits for a writer)."""
@@ -42,7 +38,7 @@ def _head_and_size(p: Path, n: int) -> Tuple[bytes, int]:
 
 def hot_journal(trace: Path) -> bool:
     """A ``-journal`` beside ``trace`` that SQLite would roll back (non-empty, header not zeroed)."""
-    return _head(Path(f"{trace}-journal"), 8) == JOURNAL_MAGIC
+    return _head_and_size(Path(f"{trace}-journal"), 8)[0] == JOURNAL_MAGIC
 
 
 def wal_frames(trace: Path) -> int:

@@ -12,7 +12,6 @@ from .document import (
     NL,
     BulletList,
     Cell,
-    Chart,
     Code,
     Data,
     Details,
@@ -20,7 +19,6 @@ from .document import (
     Em,
     Group,
     Heading,
-    HtmlOnly,
     Inline,
     Link,
     Note,
@@ -97,8 +95,6 @@ def _blocks(ps: Sequence[Part]) -> List[Tuple[List[str], str]]:
             out += _blocks(p.parts)
         elif isinstance(p, Details):
             out += [([md_inline(p.summary)], "")] + _blocks(p.parts)
-        elif isinstance(p, (Chart, HtmlOnly)):
-            continue
     return out
 
 

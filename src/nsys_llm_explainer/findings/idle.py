@@ -3,6 +3,7 @@ claim per idle ns, the window's edges left out (docs/FINDINGS.md, "Findings": "I
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Set, Tuple
 
@@ -156,10 +157,9 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         sev = _severity(share[dev], kind)
         if sev is None:
             continue
-        details: Dict[str, int] = {}
+        details: Counter[str] = Counter()
         for v in devs.values():
-            for det, ns in v.items():
-                details[det] = details.get(det, 0) + ns
+            details.update(v)
         top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
         total = sum(details.values()) - sum(edge_ns.values())
         txt = CAUSE_TEXT[kind]
@@ -178,19 +178,17 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         if main is not None:
             ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
                       f"{_where(main, capture_start_ns)}.")
-        table_ns = by_dev[dev].ns_of(kind)
-        table_share = 100.0 * table_ns / win[dev]      # titles quote the idle-cause table's shares
+        table_share = 100.0 * by_dev[dev].ns_of(kind) / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
-        elsewhere = [w for w, ns in (
-            ("the launch-bound finding", sum(v for (k, _), v in merged.get(dev, {}).items() if k == kind)),
-            ("the per-step sync finding", sum(v for (k, _), v in (claimed or {}).get(dev, {}).items() if k == kind)),
-            ("the copy-path finding", sum(v for (k, _), v in (copy_claimed or {}).get(dev, {}).items() if k == kind)),
-            ("the window's edges", edge_ns[dev])) if ns > 0]
-        findings_elsewhere = [w for w in elsewhere if w != "the window's edges"]
+        findings_elsewhere = [w for w, m in (("the launch-bound finding", merged),
+                                             ("the per-step sync finding", claimed),
+                                             ("the copy-path finding", copy_claimed))
+                              if sum(v for (k, _), v in (m or {}).get(dev, {}).items() if k == kind) > 0]
+        elsewhere = findings_elsewhere + (["the window's edges"] if edge_ns[dev] > 0 else [])
         quoted = share[dev] if split else table_share   # titles state what the finding itself claims
         main_quoted = min(main_share, quoted)
         if split:
-            ev.append(f"The idle-cause table charges {100.0 * table_ns / win[dev]:.1f} % of device {dev}'s window to "
+            ev.append(f"The idle-cause table charges {table_share:.1f} % of device {dev}'s window to "
                       f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
                       "and that lies more than one timeline bin from the window's edges"
                       + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "")
@@ -238,10 +236,9 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     sev = _severity(share[dev], "launch")
     if sev is None:
         return None
-    parts: Dict[Tuple[str, str], int] = {}
+    parts: Counter[Tuple[str, str]] = Counter()
     for v in merged.values():
-        for k, ns in v.items():
-            parts[k] = parts.get(k, 0) + ns
+        parts.update(v)
     total = sum(parts.values())
     d = gpu.device(dev)
     kc = d.kernel_count if d else 0

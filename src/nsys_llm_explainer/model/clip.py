@@ -38,8 +38,7 @@ def _select(start: np.ndarray, end: np.ndarray, w0: int, w1: int,
         if n < 2 or bool(((cs[1:] > cs[:-1]) | ((cs[1:] == cs[:-1]) & (ce[1:] >= ce[:-1]))).all()):
             return sl, cs, ce                          # the (start, end) sort below would keep this order
     cs = np.maximum(start[rows], w0)
-    ce = np.minimum(end[rows], w1)
-    ce = np.maximum(ce, cs)
+    ce = np.maximum(np.minimum(end[rows], w1), cs)
     order = np.lexsort((-ce if neg_end_order else ce, cs))
     return rows[order], cs[order], ce[order]
 
@@ -67,15 +66,10 @@ def _clip_ops(ops: Optional[R], w0: int, w1: int, old_to_new: Optional[Callable[
     if ops is None:
         return None
     rows, cs, ce = _select(ops.start, ops.end, w0, w1)
-    cols: Dict[str, np.ndarray] = {}
-    for f in dataclasses.fields(ops):
-        arr = getattr(ops, f.name)
-        if f.name in ("start", "end", "names"):
-            continue
-        if f.name == "launch_idx":
-            cols[f.name] = _remap(arr[rows], old_to_new, n_old)
-        else:
-            cols[f.name] = arr[rows]
+    cols: Dict[str, np.ndarray] = {f.name: getattr(ops, f.name)[rows] for f in dataclasses.fields(ops)
+                                   if f.name not in ("start", "end", "names")}
+    if "launch_idx" in cols:
+        cols["launch_idx"] = _remap(cols["launch_idx"], old_to_new, n_old)
     return dataclasses.replace(ops, start=cs, end=ce, **cols)
 
 

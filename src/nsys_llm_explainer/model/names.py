@@ -76,18 +76,12 @@ def intern_ids(ids: np.ndarray, strings: Dict[int, str],
         return np.empty(0, np.int32), []
     ids = ids.astype(np.int64)
     uniq, inv = distinct_small(ids)
-    names: List[str] = []
-    index: Dict[str, int] = {}
+    index: Dict[str, int] = {}      # name → its index: the names in first-use order
     map_arr = np.empty(uniq.shape[0], np.int32)
     missing = []
     for i, primary in enumerate(uniq.tolist()):
         if primary in strings:
-            s = strings[primary]
-            j = index.get(s)
-            if j is None:
-                j = index[s] = len(names)
-                names.append(s)
-            map_arr[i] = j
+            map_arr[i] = index.setdefault(strings[primary], len(index))
         else:
             map_arr[i] = -1
             missing.append(i)
@@ -99,14 +93,9 @@ def intern_ids(ids: np.ndarray, strings: Dict[int, str],
         pairs, pinv = np.unique(key, axis=0, return_inverse=True)
         pmap = np.empty(pairs.shape[0], np.int32)
         for j, (prim, f) in enumerate(pairs.tolist()):
-            s = strings[f] if f >= 0 and f in strings else missing_name(prim)
-            k = index.get(s)
-            if k is None:
-                k = index[s] = len(names)
-                names.append(s)
-            pmap[j] = k
+            pmap[j] = index.setdefault(strings[f] if f >= 0 and f in strings else missing_name(prim), len(index))
         out[rows] = pmap[pinv.reshape(-1)]
-    return out, names
+    return out, list(index)
 
 
 def intern_strings(values: Sequence[Optional[str]], placeholder: str = "[unnamed]") -> Tuple[np.ndarray, List[str]]:

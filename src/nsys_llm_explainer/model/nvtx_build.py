@@ -38,9 +38,7 @@ def build_nvtx(nv: FN.NvtxRows, t_end: Optional[int], warnings: List[str]) -> Nv
     n = c["start"].shape[0]
     pid = pid_of(c["gtid"])
     # domain names are per process: (pid, domainId) -> name
-    dom: Dict[Tuple[int, int], str] = {}
-    for g, d, name in nv.domains:
-        dom[(int(pid_of(np.array([g]))[0]), d)] = name
+    dom: Dict[Tuple[int, int], str] = {(int(pid_of(np.array([g]))[0]), d): name for g, d, name in nv.domains}
     name_idx, names = intern_strings(nv.text)
     if dom and n:
         # qualify names of non-default domains, per distinct (pid, domain, name) — not per row

@@ -28,11 +28,8 @@ def impossible(start: np.ndarray, end: np.ndarray, has_end: Optional[np.ndarray]
 
 def note(table: str, n_range: int, n_back: int) -> Optional[str]:
     """The warning line for a table's excluded rows (None when there are none)."""
-    parts = []
-    if n_range:
-        parts.append(f"{n_range} with a start or end time missing or outside 0 … 2^62 ns")
-    if n_back:
-        parts.append(f"{n_back} ending before they start")
+    parts = [p for n, p in ((n_range, f"{n_range} with a start or end time missing or outside 0 … 2^62 ns"),
+                            (n_back, f"{n_back} ending before they start")) if n]
     if not parts:
         return None
     return f"{table}: {n_range + n_back} impossible row(s) left out of every number ({'; '.join(parts)})."
@@ -106,8 +103,6 @@ def drop_unsummable(cols: Dict[str, np.ndarray], table: str, warnings: List[str]
                         f"{' (about 104 days)' if unit == 'ns' else ''} a table's {what} may total to be summed "
                         f"exactly; the {'longest' if unit == 'ns' else 'largest'} rows were left out, "
                         f"{'longest' if unit == 'ns' else 'largest'} first, until the rest total less.")
-        keep = np.ones(vals.shape[0], bool)
-        keep[out] = False
-        idx = np.nonzero(keep)[0]
+        idx = np.delete(np.arange(vals.shape[0]), out)
         cols = {k: v[idx] for k, v in cols.items()}
     return cols

@@ -119,9 +119,7 @@ def _copy_labels(model: TraceModel) -> tuple:
     mc, ms = model.memcpy, model.memset
     if mc is not None and len(mc):
         ck = np.asarray(mc.copy_kind, np.int64)
-        pg = np.zeros(len(mc), bool)
-        for c in (mc.src_kind, mc.dst_kind):
-            pg |= np.asarray(c, np.int64) == PAGEABLE
+        pg = (np.asarray(mc.src_kind, np.int64) == PAGEABLE) | (np.asarray(mc.dst_kind, np.int64) == PAGEABLE)
         code = ck * 2 + pg.astype(np.int64)
         uniq, inv = np.unique(code, return_inverse=True)
         for u in uniq.tolist():
@@ -171,11 +169,6 @@ def rows_by_value(x: np.ndarray, values: Optional[np.ndarray] = None) -> List[Tu
     v = x[order]
     cut = np.nonzero(v[1:] != v[:-1])[0] + 1
     return [(int(x[seg[0]]), seg) for seg in np.split(order, cut)]
-
-
-def _by_device(dev: np.ndarray) -> Dict[int, np.ndarray]:
-    """Device id → its rows (ascending): :func:`rows_by_value`."""
-    return dict(rows_by_value(dev))
 
 
 def _cat(parts: List[np.ndarray], dt: type) -> np.ndarray:
@@ -232,11 +225,11 @@ def _source(start: np.ndarray, end: np.ndarray, label: object, dev: np.ndarray, 
             is_kernel: bool, w0: int, w1: int) -> _Source:
     keep = (start < w1) & ((np.maximum(end, start) > w0) | ((end == start) & (start >= w0)))
     if keep.all():
-        by = _by_device(dev)
-        rows: Dict[int, Optional[np.ndarray]] = {d: (None if r.shape[0] == dev.shape[0] else r) for d, r in by.items()}
+        rows: Dict[int, Optional[np.ndarray]] = {d: (None if r.shape[0] == dev.shape[0] else r)
+                                                 for d, r in rows_by_value(dev)}
     else:
         kept = np.nonzero(keep)[0]
-        rows = {d: kept[r] for d, r in _by_device(dev[kept]).items()}
+        rows = {d: kept[r] for d, r in rows_by_value(dev[kept])}
     return _Source(start, end, label, launch, is_kernel, rows)
 
 
@@ -273,22 +266,16 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
             sources.append(_source(ops.start, ops.end, (base + lab).astype(np.int32),
                                    np.asarray(ops.device, np.int64), _launch_of(ops, len(ops)), False, w0, w1))
 
-    cs_, ce_, cl_, cd_, cli_ = [], [], [], [], []
-    for ops, lb in copy_parts:
-        cs_.append(ops.start)
-        ce_.append(ops.end)
-        cl_.append(lb)
-        cd_.append(np.asarray(ops.device, np.int64))
-        cli_.append(_launch_of(ops, len(ops)))
-    cs, ce, cl, cd, cli = (_cat(cs_, np.int64), _cat(ce_, np.int64), _cat(cl_, np.int64), _cat(cd_, np.int64),
-                           _cat(cli_, np.int64))
+    cols = [(ops.start, ops.end, lb, np.asarray(ops.device, np.int64), _launch_of(ops, len(ops)))
+            for ops, lb in copy_parts]
+    cs, ce, cl, cd, cli = (_cat([c[i] for c in cols], np.int64) for i in range(5))
     ck = (cs < w1) & (np.maximum(ce, cs) > w0)
     cs, ce, cl, cd, cli = cs[ck], ce[ck], cl[ck], cd[ck], cli[ck]
     cs = np.maximum(cs, w0)
     ce = np.clip(ce, cs, w1)
     corder = np.lexsort((ce, cs))
     cs, ce, cl, cd, cli = cs[corder], ce[corder], cl[corder], cd[corder], cli[corder]
-    copy_by_dev = _by_device(cd)
+    copy_by_dev = dict(rows_by_value(cd))
 
     devices = set(copy_by_dev)
     for src in sources:
@@ -321,6 +308,4 @@ def pooled(timelines: Dict[int, DeviceTimeline]) -> Optional[Dict[str, int]]:
     """Σ over devices of window, busy and idle ns (None without devices)."""
     if not timelines:
         return None
-    return {"window_ns": sum(t.window_ns for t in timelines.values()),
-            "busy_ns": sum(t.busy_ns for t in timelines.values()),
-            "idle_ns": sum(t.idle_ns for t in timelines.values())}
+    return {k: sum(getattr(t, k) for t in timelines.values()) for k in ("window_ns", "busy_ns", "idle_ns")}

@@ -59,10 +59,7 @@ def install() -> Dict[int, Handler]:
     if all(signal.getsignal(sig) is _handler for sig in SIGNALS):
         return {}   # already routed (``__main__`` before ``cli.main``): keep a signal that already fired
     _STATE.update(defer=0, pending=None, fired=0)
-    previous: Dict[int, Handler] = {}
-    for sig in SIGNALS:
-        previous[sig] = signal.signal(sig, _handler)
-    return previous
+    return {sig: signal.signal(sig, _handler) for sig in SIGNALS}
 
 
 def quiet_unraisable() -> None:

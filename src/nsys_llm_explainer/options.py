@@ -181,17 +181,12 @@ def add_flags(p: argparse.ArgumentParser, command: str, choices: Optional[Mappin
         if o.kind in ("on", "off"):
             p.add_argument(*o.flags, dest=o.dest, action="store_true", help=o.help_in(command))
             continue
-        kw: Dict[str, Any] = {"dest": o.dest, "help": o.help_in(command), "default": o.default}
-        if o.kind in ("int", "float"):
-            kw["type"] = int if o.kind == "int" else float
+        kw: Dict[str, Any] = {"dest": o.dest, "help": o.help_in(command), "default": o.default, "metavar": o.metavar,
+                              "required": o.required, "type": {"int": int, "float": float}.get(o.kind)}
         if o.choices == CHOSEN_BY_COMMAND:
             kw["choices"] = list((choices or {})[o.name])
         elif o.choices is not None:   # case-insensitive, as the API's check (config/values.one_of)
             kw["choices"], kw["type"] = o.choices, str.lower
-        if o.metavar is not None:
-            kw["metavar"] = o.metavar
-        if o.required:
-            kw["required"] = True
         p.add_argument(*o.flags, **kw)
 
 
@@ -238,11 +233,8 @@ def options_from_args(ns: argparse.Namespace) -> Options:
     """Options from the command line's parsed arguments (options a parser lacks take their defaults); a bad
     value raises :class:`~nsys_llm_explainer.errors.OptionError` (the command line words it with
     :func:`flag_of`)."""
-    given: Dict[str, Any] = {}
-    for o in OPTIONS:
-        if o.flags and hasattr(ns, o.dest):
-            given[o.name] = not getattr(ns, o.dest) if o.kind == "off" else getattr(ns, o.dest)
-    return _build(given)
+    return _build({o.name: not getattr(ns, o.dest) if o.kind == "off" else getattr(ns, o.dest)
+                   for o in OPTIONS if o.flags and hasattr(ns, o.dest)})
 
 
 def report_options(o: Options) -> Dict[str, Any]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import InputError, OptionError
-from .user_file import load_json, read_user_text, refusal
+from .user_file import Unreadable, load_json, read_text, refusal
 
 PHASES = ("prefill", "decode", "other")
 UNMAPPED = "unmapped"
@@ -104,10 +104,6 @@ def step_keywords() -> List[str]:
     return [str(s) for s in _preset_document().get("step_keywords", [])]
 
 
-def preset_source() -> str:
-    return "preset:" + "+".join(_preset_document()["frameworks"])
-
-
 def parse_phase_map(data: object, option: str = "phase_map",
                     path: Optional[Union[str, os.PathLike]] = None) -> PhaseDict:
     """Validate a user phase map (see module docstring) and return it as ``{phase: [substring, ...]}``.
@@ -136,7 +132,10 @@ def read_phase_map_file(path: Union[str, os.PathLike], option: str = "phase_map"
         raise OptionError(option, f"file not found: {path}") from None
     except (OSError, ValueError):   # a parent that may not be searched, a name too long…: worded below
         pass
-    text = read_user_text(path, option)   # size-capped, regular files only
+    try:
+        text = read_text(path)   # size-capped, regular files only
+    except Unreadable as exc:
+        raise OptionError(option, f"{path}: {exc}") from None
     try:
         data = load_json(text, option, str(path))   # depth and size bounded (config/user_file.py)
     except json.JSONDecodeError as exc:
@@ -152,7 +151,7 @@ def build_phase_map(user_map: Union[PhaseMap, Mapping, None] = None, option: str
     if user_map:
         phases, source = parse_phase_map(user_map, option), "user"
     else:
-        phases, source = preset_phase_map(), preset_source()
+        phases, source = preset_phase_map(), "preset:" + "+".join(_preset_document()["frameworks"])
     return PhaseMap(tuple((p, tuple(subs)) for p, subs in phases.items()), source,
                     tuple(ignore_list()), tuple(step_keywords()))
 

@@ -59,14 +59,6 @@ def read_text(path: Union[str, os.PathLike]) -> str:
         raise Unreadable(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def read_user_text(path: Union[str, os.PathLike], option: str) -> str:
-    """:func:`read_text`, or :class:`OptionError` ``<option> <path>: <why>``."""
-    try:
-        return read_text(path)
-    except Unreadable as exc:
-        raise OptionError(option, f"{path}: {exc}") from None
-
-
 def refusal(option: str, path: Optional[Union[str, os.PathLike]], detail: str) -> OptionError:
     """``<option> <path>: <detail>`` (a file), ``<option>: <detail>`` (no file)."""
     return OptionError(option, detail, ": ") if path is None else OptionError(option, f"{path}: {detail}")

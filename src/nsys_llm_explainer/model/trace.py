@@ -8,7 +8,7 @@ Arrays of one table have equal length; ``-1`` means "unknown / NULL".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -281,13 +281,6 @@ def trace_edge(fn: Callable[[List[int]], int], kernels: Optional[Kernels], api: 
                ops: Sequence[Optional[GpuRows]], nvtx: Optional[NvtxRanges]) -> Optional[int]:
     """The first start (``fn`` = ``min``) or the last end (``max``) over the given tables; ``None`` when all
     are empty."""
-    vals: List[int] = []
-    for part in (kernels, api):
-        if part is not None and len(part):
-            vals.append(int(part.start.min()) if fn is min else int(part.end.max()))
-    for o in ops:
-        if o is not None and len(o):
-            vals.append(int(o.start.min()) if fn is min else int(o.end.max()))
-    if nvtx is not None and len(nvtx):
-        vals.append(int(nvtx.start.min()) if fn is min else int(nvtx.end.max()))
+    parts: Tuple[Any, ...] = (kernels, api, *ops, nvtx)
+    vals = [int(p.start.min()) if fn is min else int(p.end.max()) for p in parts if p is not None and len(p)]
     return fn(vals) if vals else None

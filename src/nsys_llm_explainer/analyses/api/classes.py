@@ -60,17 +60,8 @@ def normalize(name: str) -> str:
 def api_class(name: str) -> str:
     """One of ``sync``, ``nonblocking_sync``, ``launch``, ``alloc``, ``free``, ``other``."""
     b = normalize(name)
-    if b in SYNC:
-        return "sync"
-    if b in NONBLOCKING_SYNC:
-        return "nonblocking_sync"
-    if b in LAUNCH:
-        return "launch"
-    if b in ALLOC:
-        return "alloc"
-    if b in FREE:
-        return "free"
-    return "other"
+    return next((c for c, s in (("sync", SYNC), ("nonblocking_sync", NONBLOCKING_SYNC), ("launch", LAUNCH),
+                                ("alloc", ALLOC), ("free", FREE)) if b in s), "other")
 
 
 def class_mask(api: ApiCalls, cls: str) -> np.ndarray:

@@ -46,17 +46,15 @@ class HostContext:
     partition_after: int = 0
     pieces_cut: int = 0
     partitions: Dict[int, Tuple[Partition, Partition]] = field(default_factory=dict)
-    waits: Optional[np.ndarray] = None      # per detail code so far (+1 slot): an OS call that waits
+    waits: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))   # per detail code so far (+1 slot): waits
 
     def wait_mask(self) -> np.ndarray:
         """Per detail code (and a last False slot): whether the detail names an OS call that waits; each detail is
         classified once, as it is registered (not once per device and thread)."""
-        done = self.waits.shape[0] - 1 if self.waits is not None else 0
+        done = self.waits.shape[0] - 1
         if done != len(self.details):
             new = np.array([os_call_class(s) == "wait" for s in self.details[done:]], bool)
-            old = self.waits[:-1] if self.waits is not None else np.zeros(0, bool)
-            self.waits = np.concatenate([old, new, np.zeros(1, bool)])
-        assert self.waits is not None
+            self.waits = np.concatenate([self.waits[:-1], new, np.zeros(1, bool)])
         return self.waits
 
     def partition(self, g: int, w0: int, w1: int) -> Tuple[Partition, Partition]:

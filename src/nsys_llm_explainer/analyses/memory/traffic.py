@@ -163,8 +163,7 @@ class MemoryResult(FieldsJson):
 def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict[str, int]]:
     """The values of ``cols``, then count / bytes / total_ns, per distinct combination of ``cols``, ordered by
     total_ns descending."""
-    n = dur.shape[0]
-    if n == 0:
+    if dur.shape[0] == 0:
         return []
     key, _ = combine_keys([np.asarray(c, np.int64) for c in cols.values()])
     _, first, inv = np.unique(key, return_index=True, return_inverse=True)
@@ -175,12 +174,8 @@ def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -
     np.add.at(tot, inv, dur.astype(np.int64))
     byt = np.zeros(g, np.int64)
     np.add.at(byt, inv, nbytes.astype(np.int64))
-    rows = []
-    for i in np.lexsort((first, -tot)).tolist():
-        r = {k: int(v[first[i]]) for k, v in cols.items()}
-        r.update(count=int(cnt[i]), bytes=int(byt[i]), total_ns=int(tot[i]))
-        rows.append(r)
-    return rows
+    return [{**{k: int(v[first[i]]) for k, v in cols.items()}, "count": int(cnt[i]), "bytes": int(byt[i]),
+             "total_ns": int(tot[i])} for i in np.lexsort((first, -tot)).tolist()]
 
 
 def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> CopyTotals:
@@ -336,7 +331,7 @@ def _per_step_by_kind(mc: Memcpy, inside: np.ndarray, nb: np.ndarray, dur: np.nd
         c, s_, d_ = k >> 16, (k >> 8) & 0xFF, k & 0xFF
         s_ = -1 if s_ == 0xFF else s_
         d_ = -1 if d_ == 0xFF else d_
-        rows.append(StepCopyKind(direction=MEMCPY_KIND_LABEL.get(int(c), str(c)), src_kind_name=_kind(s_),
+        rows.append(StepCopyKind(direction=_direction(c), src_kind_name=_kind(s_),
                                  dst_kind_name=_kind(d_), copies_per_step=float(cnt[j]) / n_steps,
                                  bytes_per_step=int(round_half_up(byt[j] / n_steps)),
                                  copy_ns_per_step=int(round_half_up(tim[j] / n_steps))))

@@ -18,9 +18,11 @@ from ..idle.range_names import normalize_range_name
 from .tree import (
     NvtxTree,
     combine_innermost,
+    distinct_calls,
     domain_layer_nodes,
     enclosing_by_domain,
     has_ancestor_with_key,
+    per_call,
     subtree_sums,
 )
 
@@ -139,9 +141,7 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     total = int(dur.sum())
     li = k.launch_idx
     linked = li >= 0
-    present = np.zeros(len(api), bool)
-    present[li[linked]] = True
-    calls = np.nonzero(present)[0]           # distinct launch calls (graph launches map to many kernels)
+    calls = distinct_calls(len(api), li)     # distinct launch calls (graph launches map to many kernels)
     se_rows, se_by_pid, se_ns = startend_rows(model, calls, total)
     if tree is None or len(tree) == 0:
         if model.nvtx is None or not se_rows:
@@ -150,22 +150,13 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
                                  startend_kernel_ns=se_ns, ranges=se_rows, by_pid=se_by_pid)
     # innermost range per distinct launch call, then per kernel
     by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
-    lut = np.full(len(api), -1, np.int64)
-
-    def per_kernel(call_node: np.ndarray) -> np.ndarray:
-        lut[calls] = call_node
-        node = np.full(len(k), -1, np.int64)
-        node[linked] = lut[li[linked]]
-        return node
-
-    kernel_nodes = {d: per_kernel(cn) for d, cn in by_dom.items()}
+    kernel_nodes = {d: per_call(len(api), li, calls, cn) for d, cn in by_dom.items()}
     # one domain: the innermost range over domains is that domain's (the same array, not a copy)
     node = next(iter(kernel_nodes.values())) if len(kernel_nodes) == 1 else \
-        per_kernel(combine_innermost(tree, by_dom, calls.shape[0]))
+        per_call(len(api), li, calls, combine_innermost(tree, by_dom, calls.shape[0]))
     for a in (node, *kernel_nodes.values()):   # shared with phases and steps: read-only
         a.flags.writeable = False
     del by_dom
-    lut = np.empty(0, np.int64)   # frees the call table (per_kernel is not used again)
     att = node >= 0
     attributed_ns = int(dur[att].sum())
 

@@ -265,6 +265,26 @@ def domain_layer_nodes(tree: NvtxTree, layers: Dict[int, np.ndarray], domain: in
     return out
 
 
+def distinct_calls(n_calls: int, li: np.ndarray) -> np.ndarray:
+    """Distinct launch-call rows among ``li`` (ascending; a presence mask over the ``n_calls`` API rows, no sort)."""
+    present = np.zeros(n_calls, np.bool_)
+    present[li[li >= 0]] = True
+    return np.flatnonzero(present)
+
+
+def per_call(n_calls: int, li: np.ndarray, calls: np.ndarray, call_value: np.ndarray) -> np.ndarray:
+    """Spread a value per distinct launch call (``calls``, sorted, rows of the ``n_calls`` API rows) to the work
+    items launched by it."""
+    out = np.full(li.shape[0], -1, np.int64)
+    linked = li >= 0
+    if calls.shape[0] == 0 or not linked.any():
+        return out
+    lut = np.full(n_calls, -1, np.int64)
+    lut[calls] = call_value
+    out[linked] = lut[li[linked]]
+    return out
+
+
 def innermost_enclosing(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
     """For each query (thread, [t0, t1]), the innermost push/pop range on that thread, over all domains,
     with start ≤ t0 and end ≥ t1 (latest start wins; ties: earliest end), as an index into the tree;

@@ -16,10 +16,12 @@ from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
 from ..nvtx.tree import (
     NvtxTree,
+    distinct_calls,
     enclosing_by_domain,
     has_ancestor_with_key,
     innermost_enclosing,
     nearest_marked,
+    per_call,
     subtree_sums,
 )
 from .phases import phase_of_names
@@ -54,33 +56,13 @@ def work_items(model: TraceModel) -> Tuple[np.ndarray, np.ndarray, np.ndarray, i
             pid[0] if len(pid) == 1 else np.concatenate([p.astype(np.int64) for p in pid]), nk)
 
 
-def _distinct_calls(n_calls: int, li: np.ndarray) -> np.ndarray:
-    """Distinct launch-call rows among ``li`` (ascending; a presence mask over the ``n_calls`` API rows, no sort)."""
-    present = np.zeros(n_calls, np.bool_)
-    present[li[li >= 0]] = True
-    return np.flatnonzero(present)
-
-
-def _per_call(n_calls: int, li: np.ndarray, calls: np.ndarray, call_value: np.ndarray) -> np.ndarray:
-    """Spread a value per distinct launch call (``calls``, sorted, rows of the ``n_calls`` API rows) to the work
-    items launched by it."""
-    out = np.full(li.shape[0], -1, np.int64)
-    linked = li >= 0
-    if calls.shape[0] == 0 or not linked.any():
-        return out
-    lut = np.full(n_calls, -1, np.int64)
-    lut[calls] = call_value
-    out[linked] = lut[li[linked]]
-    return out
-
-
 def kernel_nodes(model: TraceModel, tree: NvtxTree, li: np.ndarray) -> np.ndarray:
     """Innermost enclosing tree node of each work item's launch call (as nvtx_attribution does)."""
     api = model.api
     if api is None or not (li >= 0).any():
         return np.full(li.shape[0], -1, np.int64)
-    calls = _distinct_calls(len(api), li)
-    return _per_call(len(api), li, calls, innermost_enclosing(tree, api.gtid[calls], api.start[calls],
+    calls = distinct_calls(len(api), li)
+    return per_call(len(api), li, calls, innermost_enclosing(tree, api.gtid[calls], api.start[calls],
                                                            api.end[calls]))
 
 
@@ -234,11 +216,11 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
         # a range on a thread without steps has no step ancestor: the attribution's lookups give the same steps
         best = _innermost_step(domain_nodes.values(), s, e, tree, step_of_node, nodes)
         return np.full(li.shape[0], -1, np.int64) if best is None else best
-    calls = _distinct_calls(len(api), li)
+    calls = distinct_calls(len(api), li)
     calls = calls[np.isin(api.gtid[calls], threads)]
     by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
     best = _innermost_step(by_dom.values(), s, e, tree, step_of_node, nodes)
-    return _per_call(len(api), li, calls, np.full(calls.shape[0], -1, np.int64) if best is None else best)
+    return per_call(len(api), li, calls, np.full(calls.shape[0], -1, np.int64) if best is None else best)
 
 
 def _unique_counts(key: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

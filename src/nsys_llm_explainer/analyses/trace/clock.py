@@ -8,10 +8,11 @@ timeline). A cluster aligns several files with them (:mod:`cluster.align`); not 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from ...jsonable import FieldsJson
 from ...model.trace import TraceModel
+from .session import export_clock
 
 
 @dataclass(frozen=True)
@@ -23,25 +24,12 @@ class ClockInfo(FieldsJson):
     end_ns: Optional[int]
 
 
-def _int_meta(meta: Dict[str, Any], *keys: str) -> int:
-    for k in keys:
-        v = meta.get(k)
-        if v:
-            try:
-                return int(str(v[0]).strip() or 0)
-            except ValueError:
-                continue
-    return 0
-
-
 def analyze_clock(model: TraceModel) -> ClockInfo:
     """The clock facts of ``model`` (module docstring)."""
-    meta = model.info.meta
     raw: Any = model.info.session.utc_epoch_ns
     try:
         utc = int(raw) if raw is not None and int(raw) > 0 else None
     except (TypeError, ValueError):
         utc = None
-    norm = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or ["false"])[0].strip().lower() in ("true", "1", "yes")
-    shift = _int_meta(meta, "EXPORT_CONFIG_TIME_SHIFT", "EXPORT_PARAM_TIME_SHIFT")
+    norm, shift = export_clock(model.info.meta)
     return ClockInfo(utc, norm, shift, model.trace_start, model.trace_end)

@@ -12,7 +12,8 @@ import pytest
 from conftest import as_report
 from synth import TraceBuilder
 
-from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.analyses.trace.clock import analyze_clock
+from nsys_llm_explainer.pipeline import analyze_path, load_model
 from nsys_llm_explainer.render import render_all
 
 S = 1_000_000_000
@@ -86,6 +87,8 @@ def test_length_from_start_and_stop_when_duration_is_absent(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("meta, start", [({"EXPORT_CONFIG_TIME_SHIFT": str(50 * S)}, 50 * S),
+                                         ({"EXPORT_CONFIG_TIME_SHIFT": " ", "EXPORT_PARAM_TIME_SHIFT": str(50 * S)},
+                                          50 * S),
                                          ({"EXPORT_PARAM_TIME_NORMALIZE": "true"}, 1735732800000000000)])
 def test_session_start_follows_the_export_clock(tmp_path: Path, meta: Dict[str, str], start: int) -> None:
     """``--ts-shift 50 s``: the session starts at 50 s on the export's timeline; ``--ts-normalize``: at
@@ -96,6 +99,9 @@ def test_session_start_follows_the_export_clock(tmp_path: Path, meta: Dict[str, 
     assert (s["start_ns"], s["end_ns"], s["cuda_start_ns"] - start, s["placed"], s["starts_far"]) == (
         start, start + 20 * S, 3 * S, True, True)
     assert "starts 3,000.000 ms after the session's start and ends 16.000 s before its end" in md
+    clock = analyze_clock(load_model(str(p)))   # a cluster places the file on UTC with the same shift
+    assert (clock.shift_ns, clock.normalized) == (0 if "EXPORT_PARAM_TIME_NORMALIZE" in meta else 50 * S,
+                                                  "EXPORT_PARAM_TIME_NORMALIZE" in meta)
 
 
 def test_activity_outside_the_session_is_not_placed(tmp_path: Path) -> None:

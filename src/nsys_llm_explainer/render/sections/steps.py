@@ -66,16 +66,13 @@ def _by_phase(rows: List[StepRow]) -> Dict[str, List[StepRow]]:
 
 
 def _series(v: View, groups: Dict[str, List[StepRow]]) -> List[Dict[str, Any]]:
-    traces = []
-    for i, (phase, rows) in enumerate(groups.items()):
-        traces.append({
-            "type": "scatter", "mode": "markers", "name": plot_text(phase, 40),
-            "x": [v.rel_ms(r.start_ns) for r in rows], "y": [ms_value(r.wall_ns) for r in rows],
-            "customdata": [[r.index, r.pid, r.device, ms_value(r.gpu_busy_ns),
-                            ms_value(r.gpu_idle_ns), ms_value(r.sync_ns), r.kernel_count]
-                           for r in rows],
-            "marker": {"size": 5, "color": PHASE_COLORS[i % len(PHASE_COLORS)]}, "hovertemplate": HOVER})
-    return traces
+    return [{"type": "scatter", "mode": "markers", "name": plot_text(phase, 40),
+             "x": [v.rel_ms(r.start_ns) for r in rows], "y": [ms_value(r.wall_ns) for r in rows],
+             "customdata": [[r.index, r.pid, r.device, ms_value(r.gpu_busy_ns),
+                             ms_value(r.gpu_idle_ns), ms_value(r.sync_ns), r.kernel_count]
+                            for r in rows],
+             "marker": {"size": 5, "color": PHASE_COLORS[i % len(PHASE_COLORS)]}, "hovertemplate": HOVER}
+            for i, (phase, rows) in enumerate(groups.items())]
 
 
 def _how(st: StepResult, rows: Sequence[StepRow], shown: List[StepRow]) -> str:

@@ -151,10 +151,10 @@ def _steps(v: View) -> List[Any]:
         out.append(TablePart(STEPS_BY_PHASE.cols, st.by_phase, (), "steps-by-phase"))
     slow = st.outliers[:3]
     if slow:
-        out.append(para("Slowest steps against their phase median:", brk=NL))
-        out.append(bullets([inline("step ", Data(r.index), " (", Data(r.phase), ", device ", Data(r.device),
-                                   f") at {v.at(r.start_ns)}: {fmt_dur(r.wall_ns)}; ", Rich(r.what_differed))
-                            for r in slow]))
+        out += [para("Slowest steps against their phase median:", brk=NL),
+                bullets([inline("step ", Data(r.index), " (", Data(r.phase), ", device ", Data(r.device),
+                                f") at {v.at(r.start_ns)}: {fmt_dur(r.wall_ns)}; ", Rich(r.what_differed))
+                         for r in slow])]
     out.append(para("Every step in ", Code(f"tables/{STEPS.csv}"), "."))
     return out
 

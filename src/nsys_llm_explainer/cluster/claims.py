@@ -118,9 +118,8 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow], aligned: bool) 
     if others and len(per_step) == len(others):
         ev.append(f"That is {dur(float(np.mean(per_step)))} of waiting per step on the other ranks "
                   "(mean over them of their wait / their step count).")
-    for x in others:
-        ev.append(f"{x.rank} waits {dur(x.wait_ns_total)} over {x.matched} collectives "
-                  f"(p50 {dur(x.wait_p50_ns)}).")
+    ev += [f"{x.rank} waits {dur(x.wait_ns_total)} over {x.matched} collectives (p50 {dur(x.wait_p50_ns)})."
+           for x in others]
     return _claim(r.rank, "late_arriver", "high" if pct >= 80 else "medium",
                   f"{r.rank} is the rank the others wait for at NCCL collectives", ev, int(round(mean_wait)),
                   checks, "Look at what this rank does before its collectives (host work, data loading, a slower "

@@ -114,9 +114,11 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     order = sorted(names)
     rix = {k: j for j, k in enumerate(order)}
     series: Dict[str, Dict[int, Any]] = {}
+    series_of: Dict[Tuple[int, int, int], List[Any]] = {}   # (file, pid, device) → its series, in file order
     for i, f in enumerate(files):
         for s in f.nccl:
             series.setdefault(s.name, {})[rix[(i, s.pid, s.device_id)]] = (s, i)
+            series_of.setdefault((i, s.pid, s.device_id), []).append(s)
     timed = al.aligned
     n = len(order)
     waits: List[List[np.ndarray]] = [[] for _ in range(n)]
@@ -163,10 +165,6 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                           most_late_share=round(int(late_c[top]) / m, 4), end_spread_p50_ns=_half_up(median(spread)))
         by_name.append(row)
     ranks: List[RankRow] = []
-    series_of: Dict[Tuple[int, int, int], List[Any]] = {}   # (file, pid, device) → its series, in file order (one pass)
-    for i, f in enumerate(files):
-        for s in f.nccl:
-            series_of.setdefault((i, s.pid, s.device_id), []).append(s)
     for j, key in enumerate(order):
         i, pid, dev = key
         ser = series_of.get(key, [])

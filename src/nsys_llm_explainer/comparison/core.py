@@ -57,10 +57,9 @@ def _steps(rep: Report) -> StepInfo:
 def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
     mv, units = measure(spec, f)
     w = f.pooled_window_ns
-    idle = tuple(Share(k, ns, pct(ns, w), per_unit(ns, units))
-                 for k, ns in sorted(f.idle_kind.items(), key=lambda kv: (-kv[1], kv[0])))
-    cats = tuple(Share(k, ns, pct(ns, w), per_unit(ns, units))
-                 for k, ns in sorted(f.categories.items(), key=lambda kv: (-kv[1], kv[0])))
+    idle, cats = (tuple(Share(k, ns, pct(ns, w), per_unit(ns, units))
+                        for k, ns in sorted(d.items(), key=lambda kv: (-kv[1], kv[0])))
+                  for d in (f.idle_kind, f.categories))
     cats += (Share(NON_GPU, f.non_gpu_ns, pct(f.non_gpu_ns, w), per_unit(f.non_gpu_ns, units)),)
     rep = f.report
     steps = _steps(rep)
@@ -94,10 +93,8 @@ def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] =
     spec = choose_metric(facts)
     sums = [summarize(spec, f) for f in facts]
     comps = tuple(compare_pair(spec, facts[0], facts[i], sums[0], sums[i]) for i in range(1, len(facts)))
-    warnings: List[str] = []
-    for r, lab in zip(reports, labels):
-        warnings += [f"{lab}: {w}" for w in r.warnings]
-    return CompareResult(__version__, spec, tuple(sums), comps, tuple(warnings),
+    warnings = tuple(f"{lab}: {w}" for r, lab in zip(reports, labels) for w in r.warnings)
+    return CompareResult(__version__, spec, tuple(sums), comps, warnings,
                          {"compare": round(time.perf_counter() - t0, 4)})
 
 
@@ -107,23 +104,24 @@ def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]] = None,
     compare them; every path is checked before any analysis runs."""
     if len(paths) < 2:
         raise InputError(f"compare needs at least two traces (BASE NEW), got {len(paths)}")
+    paths = [str(p) for p in paths]
     for p in paths:
-        pp = Path(str(p))
-        st = stat_or_none(str(p))
+        pp = Path(p)
+        st = stat_or_none(p)
         if st is None:
-            raise InputError(f"trace not found: {pp}" + (f" ({CWD_GONE})" if cwd_gone(str(p)) else ""))
+            raise InputError(f"trace not found: {pp}" + (f" ({CWD_GONE})" if cwd_gone(p) else ""))
         if stat.S_ISDIR(st.st_mode):
             raise InputError(f"{pp} is a directory, not a trace file")
         check_name(str(pp))
-    labels = check_labels(labels, [str(p) for p in paths])
+    labels = check_labels(labels, paths)
     if analyze is None:
         from ..pipeline import analyze_path
 
         analyze = analyze_path
 
     t0 = time.perf_counter()
-    reports = [analyze(str(p)) for p in paths]
+    reports = [analyze(p) for p in paths]
     t_analyze = round(time.perf_counter() - t0, 4)
-    res = compare_reports(reports, labels, [str(p) for p in paths])
+    res = compare_reports(reports, labels, paths)
     timings = {"analyze": t_analyze, **res.timings_s}
     return CompareResult(res.tool_version, res.metric, res.traces, res.comparisons, res.warnings, timings), reports

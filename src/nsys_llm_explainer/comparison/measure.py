@@ -65,9 +65,8 @@ def gather(rep: Report, label: str, path: str) -> Facts:
     pooled = rep.gpu_time.pooled()
     w = rep.window
     window_ns = int(w.end_ns - w.start_ns)
-    pooled_ns = int(pooled.window_ns) if pooled is not None else window_ns
-    busy = int(pooled.busy_ns) if pooled is not None else 0
-    busy_pct = float(pooled.busy_pct) if pooled is not None else 0.0
+    pooled_ns, busy, busy_pct = ((int(pooled.window_ns), int(pooled.busy_ns), float(pooled.busy_pct))
+                                 if pooled is not None else (window_ns, 0, 0.0))
     counted = set(rep.gpu_time.kernel_devices())
     kind: Dict[str, int] = {}
     detail: Dict[Tuple[str, str], int] = {}

@@ -25,8 +25,8 @@ ITERATION = "iteration_period_p50"
 
 def _steps_common(facts: Sequence[Facts]) -> Optional[str]:
     st = [f.report.steps for f in facts]
-    if not all(s.available and s.step_count > 0 for s in st):
-        missing = [f.label for f, s in zip(facts, st) if not (s.available and s.step_count > 0)]
+    missing = [f.label for f, s in zip(facts, st) if not (s.available and s.step_count > 0)]
+    if missing:
         return f"no steps found in {', '.join(missing)}"
     if len({s.method for s in st}) > 1:
         return "steps were found by different methods (" + ", ".join(f"{f.label}: {s.method}" for f, s in

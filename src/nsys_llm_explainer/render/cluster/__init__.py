@@ -35,10 +35,8 @@ from .nccl import sec_nccl
 from .tables import FILES, RANKS, Linker, idle, idle_col, linked
 
 if TYPE_CHECKING:
-    from ...cluster.claims import RankClaim
     from ...cluster.result import ClusterResult
     from ...cluster.summary import DeviceRow
-    from ...findings.base import Finding
 
 
 def report_href(label: Any) -> Optional[str]:
@@ -73,14 +71,9 @@ def sec_headline(d: ClusterResult) -> Section:
         HtmlOnly((meta,))), "Headline", "header")
 
 
-def _claim_finding(c: RankClaim) -> Finding:
-    """The finding of a claim as the cluster report shows it: its confidence is not stated (cluster.json does not
-    carry it; every claim's checks all hold)."""
-    return replace(c.finding, confidence="")
-
-
 def sec_claims(d: ClusterResult) -> Section:
-    body: List[Any] = [finding_parts(i, _claim_finding(c)) for i, c in enumerate(d.claims, 1)]
+    # a claim's confidence is not stated (cluster.json does not carry it; every claim's checks all hold)
+    body: List[Any] = [finding_parts(i, replace(c.finding, confidence="")) for i, c in enumerate(d.claims, 1)]
     if not body:
         body = [para("No rank stands out (every claim's preconditions are listed in docs/CLUSTER.md).")]
     return Section("findings", "Findings", parts(body), "Findings")
@@ -96,8 +89,8 @@ def _busy_chart(devices: Sequence[DeviceRow], kinds: List[str]) -> Figure:
                 "hovertext": hover, "hoverinfo": "text"}
 
     data = [bar(BUSY_LABEL, [r.busy_ns for r in devices], kind_color("busy"), "busy")]
-    for i, k in enumerate(kinds):
-        data.append(bar(idle_label(k), [idle(k)(r) for r in devices], kind_color(k, i), f"idle {plot_text(k)}"))
+    data += [bar(idle_label(k), [idle(k)(r) for r in devices], kind_color(k, i), f"idle {plot_text(k)}")
+             for i, k in enumerate(kinds)]
     lay = layout(360, "", "ms of the steady window", barmode="stack")
     lay["xaxis"].update({"tickvals": idx, "ticktext": ticks, "automargin": True})
     lay["legend"]["traceorder"] = "normal"
@@ -105,7 +98,7 @@ def _busy_chart(devices: Sequence[DeviceRow], kinds: List[str]) -> Figure:
                  "window; the tick label gives the steady busy %). Text equivalent: cluster.json ",
                  Code("devices[]"), " (", Code("busy_ns"), ", ", Code("busy_pct"), ", ", Code("idle_by_kind"), "), the "
                  "table below, cluster.md “Ranks (steady window of each file)”, ", Code("tables/ranks.csv"), ".")
-    return Figure("rank-busy", [dict(x) for x in data], lay, cap)
+    return Figure("rank-busy", data, lay, cap)
 
 
 def sec_ranks(d: ClusterResult, link: Linker) -> Section:

@@ -97,16 +97,13 @@ def _skew_chart(coll: CollectivesResult, ranks: Sequence[RankRow]) -> Figure:
     groups: Dict[str, List[InstanceRow]] = {}
     for r in shown:  # one pass over the (capped) plotted instances
         groups.setdefault(str(r.late_rank), []).append(r)
-    data = []
-    for j, (late, rows) in enumerate(groups.items()):
-        data.append({
-            "type": "scatter", "mode": "markers", "name": f"last: {plot_text(late, 40)}",
-            "x": [r.seq for r in rows], "y": [us_value(r.skew_ns) for r in rows],
-            "marker": {"size": 7, "color": color.get(late, rank_color(len(ranks) + j))},
-            "hovertext": [f"{plot_text(r.name)} #{fmt_int(r.seq)}<br>skew "
-                          f"{fmt_dur(r.skew_ns)} · last to arrive: {plot_text(late)}<br>first start "
-                          f"{ms_value(r.first_start_ns)} ms on the aligned clock" for r in rows],
-            "hoverinfo": "text"})
+    data = [{"type": "scatter", "mode": "markers", "name": f"last: {plot_text(late, 40)}",
+             "x": [r.seq for r in rows], "y": [us_value(r.skew_ns) for r in rows],
+             "marker": {"size": 7, "color": color.get(late, rank_color(len(ranks) + j))},
+             "hovertext": [f"{plot_text(r.name)} #{fmt_int(r.seq)}<br>skew "
+                           f"{fmt_dur(r.skew_ns)} · last to arrive: {plot_text(late)}<br>first start "
+                           f"{ms_value(r.first_start_ns)} ms on the aligned clock" for r in rows],
+             "hoverinfo": "text"} for j, (late, rows) in enumerate(groups.items())]
     how = (f"all {fmt_int(len(inst))} matched instances" if len(shown) == len(inst) else
            f"{fmt_int(len(shown))} of {fmt_int(len(inst))} matched instances (every "
            f"{-(-len(inst) // MAX_SKEW_POINTS)}-th plus the {TOP_SKEWS} largest skews, to keep the page small)")

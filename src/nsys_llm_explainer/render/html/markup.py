@@ -12,11 +12,9 @@ from ..escape import CODE_LIMIT, TEXT_LIMIT, _to_str, html_escape, shorten
 NAME_LIMIT = 120
 
 
-def h(text: Any) -> str:
-    """Escape for HTML element content or a quoted attribute value (:func:`..escape.html_escape`: control and
-    bidi characters, U+2028 / U+2029 included, become visible escapes, so no JavaScript line terminator
-    appears anywhere in the page's markup)."""
-    return html_escape(text)
+#: escape for HTML element content or a quoted attribute value (control and bidi characters, U+2028 / U+2029
+#: included, become visible escapes, so no JavaScript line terminator appears anywhere in the page's markup)
+h = html_escape
 
 
 def code(text: Any) -> str:

@@ -56,12 +56,9 @@ def build_document(report: Report) -> Document:
             omitted.append(out)
         elif out is not None:
             sections.append(out)
-    tail = omitted_section(omitted)
-    if tail is not None:
-        sections.append(tail)
-    method = how_computed(v)
-    assert isinstance(method, Section)
-    sections.append(method)
+    if omitted:
+        sections.append(omitted_section(omitted))
+    sections.append(how_computed(v))
     return Document(f"Nsight Systems LLM report: {trace_name(v)}", tuple(sections))
 
 

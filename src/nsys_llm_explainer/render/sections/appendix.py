@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Sequence
 
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_dur, fmt_int
@@ -78,14 +78,12 @@ def sec_trace(v: View) -> SectionResult:
     return Section("trace", "Trace and capture", parts(bullets(items)), "Trace")
 
 
-def omitted_section(omitted: Sequence[Omitted]) -> Optional[Section]:
-    if not omitted:
-        return None
+def omitted_section(omitted: Sequence[Omitted]) -> Section:
     text = joined([inline(f"{o.title} (", Rich(shorten(o.reason, 160), lead=True), ")") for o in omitted], "; ")
     return Section("omitted", "", (para(Strong(("Not shown (no data):",)), " ", text, ".", cls="meta"),), tag="div")
 
 
-def how_computed(v: View) -> SectionResult:
+def how_computed(v: View) -> Section:
     prec = joined([(Code(k),) for k in KINDS], " → ")
     memcpy = v.r.gpu_time.include_memcpy
     items: List[Any] = [

@@ -15,7 +15,6 @@ from ..document import (
     Heading,
     Inline,
     Paragraph,
-    Part,
     Rich,
     Section,
     SectionResult,
@@ -95,17 +94,13 @@ def facts_pairs(f: TraceFacts) -> List[Tuple[str, str]]:
             ("NVTX ranges", nv)]
 
 
-def facts_parts(v: View) -> List[Part]:
-    """The trace facts every piece of advice was checked against (``facts`` in report.json), one paragraph."""
-    pairs = facts_pairs(v.r.facts)
-    return [para(Em(("Facts the advice rests on",)), " (every recommendation declares the facts it needs and is "
-                 "left out when these contradict it): ",
-                 joined([inline(Strong((f"{k}:",)), " ", Data(x)) for k, x in pairs], " · "), cls="facts")]
-
-
 def sec_findings(v: View) -> SectionResult:
     if not v.r.findings:
         body: List[Any] = [para("No finding: no rule's preconditions held.")]
     else:
         body = [finding_parts(i, f) for i, f in enumerate(v.r.findings, 1)]
-    return Section("findings", "Findings", parts(body, facts_parts(v)), "Findings")
+    # the trace facts every piece of advice was checked against (``facts`` in report.json), one paragraph
+    pairs = joined([inline(Strong((f"{k}:",)), " ", Data(x)) for k, x in facts_pairs(v.r.facts)], " · ")
+    facts = para(Em(("Facts the advice rests on",)), " (every recommendation declares the facts it needs and is "
+                 "left out when these contradict it): ", pairs, cls="facts")
+    return Section("findings", "Findings", parts(body, facts), "Findings")

@@ -65,10 +65,9 @@ def sec_traits(v: View) -> SectionResult:
     rows = sorted(KERNEL_TRAITS.rows(v.r), key=lambda r: -r.share_pct)
     note = (f"Kernel-name traits over the analysis window ({fmt_int(kt.kernel_count)} kernels, "
             f"{fmt_dur(kt.total_kernel_ns)}); a kernel may have several traits.")
-    body: List[Any] = [para(note), para(joined(facts, " · ")) if facts else None]
-    body.append(TablePart(KERNEL_TRAITS.cols, rows, (), "kernel-traits") if rows
-                else para("No kernel matched a trait."))
-    return Section("traits", "Kernel traits", parts(body))
+    return Section("traits", "Kernel traits", parts(
+        para(note), para(joined(facts, " · ")) if facts else None,
+        TablePart(KERNEL_TRAITS.cols, rows, (), "kernel-traits") if rows else para("No kernel matched a trait.")))
 
 
 def _category_chart(rows: Sequence[CategoryRow]) -> Figure:

@@ -54,6 +54,5 @@ def waits_parts(v: View) -> List[Any]:
                         f". GPU idle charged to these waits: {fmt_dur(w.gpu_idle_ns)}. What the other "
                         "threads of its process were in meanwhile (time overlapped with the waits):"))
     rows = wait_rows(v.r)
-    out.append(para(capped(min(SHOWN * 2, len(rows)), len(rows), THREAD_WAITS.csv)))
-    out.append(TablePart(THREAD_WAITS.cols, rows[:SHOWN * 2], (), "thread-waits"))
-    return out
+    return out + [para(capped(min(SHOWN * 2, len(rows)), len(rows), THREAD_WAITS.csv)),
+                  TablePart(THREAD_WAITS.cols, rows[:SHOWN * 2], (), "thread-waits")]

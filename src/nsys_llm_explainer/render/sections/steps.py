@@ -66,16 +66,13 @@ def _by_phase(rows: List[StepRow]) -> Dict[str, List[StepRow]]:
 
 
 def _series(v: View, groups: Dict[str, List[StepRow]]) -> List[Dict[str, Any]]:
-    traces = []
-    for i, (phase, rows) in enumerate(groups.items()):
-        traces.append({
-            "type": "scatter", "mode": "markers", "name": plot_text(phase, 40),
-            "x": [v.rel_ms(r.start_ns) for r in rows], "y": [ms_value(r.wall_ns) for r in rows],
-            "customdata": [[r.index, r.pid, r.device, ms_value(r.gpu_busy_ns),
-                            ms_value(r.gpu_idle_ns), ms_value(r.sync_ns), r.kernel_count]
-                           for r in rows],
-            "marker": {"size": 5, "color": PHASE_COLORS[i % len(PHASE_COLORS)]}, "hovertemplate": HOVER})
-    return traces
+    return [{"type": "scatter", "mode": "markers", "name": plot_text(phase, 40),
+             "x": [v.rel_ms(r.start_ns) for r in rows], "y": [ms_value(r.wall_ns) for r in rows],
+             "customdata": [[r.index, r.pid, r.device, ms_value(r.gpu_busy_ns),
+                             ms_value(r.gpu_idle_ns), ms_value(r.sync_ns), r.kernel_count]
+                            for r in rows],
+             "marker": {"size": 5, "color": PHASE_COLORS[i % len(PHASE_COLORS)]}, "hovertemplate": HOVER}
+            for i, (phase, rows) in enumerate(groups.items())]
 
 
 def _how(st: StepResult, rows: Sequence[StepRow], shown: List[StepRow]) -> str:
@@ -154,10 +151,10 @@ def _steps(v: View) -> List[Any]:
         out.append(TablePart(STEPS_BY_PHASE.cols, st.by_phase, (), "steps-by-phase"))
     slow = st.outliers[:3]
     if slow:
-        out.append(para("Slowest steps against their phase median:", brk=NL))
-        out.append(bullets([inline("step ", Data(r.index), " (", Data(r.phase), ", device ", Data(r.device),
-                                   f") at {v.at(r.start_ns)}: {fmt_dur(r.wall_ns)}; ", Rich(r.what_differed))
-                            for r in slow]))
+        out += [para("Slowest steps against their phase median:", brk=NL),
+                bullets([inline("step ", Data(r.index), " (", Data(r.phase), ", device ", Data(r.device),
+                                f") at {v.at(r.start_ns)}: {fmt_dur(r.wall_ns)}; ", Rich(r.what_differed))
+                         for r in slow])]
     out.append(para("Every step in ", Code(f"tables/{STEPS.csv}"), "."))
     return out
 

@@ -4,7 +4,7 @@ shaded and listed in a table. report.md has the idle causes and the largest gaps
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_at, fmt_dur, fmt_int, fmt_ms, ms_value, us_value
@@ -37,8 +37,10 @@ GAP_LABELS = 5
 MARGIN = 0.04
 
 
-def _window_marks(ctx: View) -> Dict[str, List[Dict[str, Any]]]:
-    """Shapes and labels for the analysis window edges (and the shaded rest of the capture)."""
+def _window_marks(ctx: View) -> Tuple[Dict[str, List[Dict[str, Any]]], List[Optional[float]]]:
+    """Shapes and labels for the analysis window edges (and the shaded rest of the capture), and the initial x
+    range: the analysis window with a margin of :data:`MARGIN` of its length each side (inside the capture), so both
+    edges and a sliver of the excluded capture are visible; zoom out for all."""
     w = ctx.r.window
     shapes: List[Dict[str, Any]] = []
     notes: List[Dict[str, Any]] = []
@@ -57,7 +59,11 @@ def _window_marks(ctx: View) -> Dict[str, List[Dict[str, Any]]]:
             notes.append({"x": x, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
                           "text": label, "font": {"size": 10},
                           "xanchor": "left" if label == "window start" else "right"})
-    return {"shapes": shapes, "annotations": notes}
+    x_range: List[Optional[float]] = [full0, full1]
+    if full0 is not None and full1 is not None and w0 is not None and w1 is not None:
+        pad = (w1 - w0) * MARGIN
+        x_range = [max(full0, w0 - pad), min(full1, w1 + pad)]
+    return {"shapes": shapes, "annotations": notes}, x_range
 
 
 def _gap_marks(ctx: View, gaps: Sequence[Gap]) -> Dict[str, List[Dict[str, Any]]]:
@@ -123,24 +129,11 @@ def _gap_table(v: View, tid: str, gaps: Sequence[Gap]) -> TablePart:
     return TablePart(cols, [Joined(g, {"rank": i}) for i, g in enumerate(gaps, 1)], (), tid)
 
 
-def _x_range(ctx: View) -> List[Optional[float]]:
-    """The initial x range: the analysis window with a margin of :data:`MARGIN` of its length each side
-    (inside the capture), so both edges and a sliver of the excluded capture are visible; zoom out for all."""
-    w = ctx.r.window
-    full0, full1 = ctx.rel_ms(w.full_start_ns), ctx.rel_ms(w.full_end_ns)
-    w0, w1 = ctx.rel_ms(w.start_ns), ctx.rel_ms(w.end_ns)
-    if full0 is None or full1 is None or w0 is None or w1 is None:
-        return [full0, full1]
-    pad = (w1 - w0) * MARGIN
-    return [max(full0, w0 - pad), min(full1, w1 + pad)]
-
-
 def _figure(v: View, i: int, dev: DeviceBins, edges: List[int], gaps: List[Gap]) -> Figure:
     did = dev.device_id
     unit = "µs" if (edges[-1] - edges[0]) / max(1, len(edges) - 1) < 1e7 else "ms"
-    marks = _window_marks(v)
+    marks, x_range = _window_marks(v)
     gm = _gap_marks(v, gaps)
-    x_range = _x_range(v)
     lay = layout(340, "ms from trace start", f"{unit} of each bin", barmode="stack", bargap=0,
                  hovermode="x unified", shapes=marks["shapes"] + gm["shapes"],
                  annotations=marks["annotations"] + gm["annotations"])

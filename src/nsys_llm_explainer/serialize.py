@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Tuple, get_type_hints
 
-from .jsonable import check_numbers, check_schema, dataclass_from_json, from_json, json_ready, need, need_object
+from .jsonable import check_numbers, check_schema, dataclass_from_json, from_json, json_ready, need
 from .options import OPTIONS, Options, report_options
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def _placed(report: Report) -> Dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------ and back
 def _obj(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    return need_object(d, key, JSON, f"{JSON} {key}")
+    return from_json(Dict[str, Any], need(d, key, JSON), f"{JSON} {key}")
 
 
 def _part(d: Mapping[str, Any], key: str, sub: str) -> Any:

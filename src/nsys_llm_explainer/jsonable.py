@@ -60,28 +60,44 @@ def json_ready(obj: Any) -> Any:
 def fields_json(obj: Any) -> Dict[str, Any]:
     """The one generic encoder of a result: ``{field: JSON-ready value}`` over ``dataclasses.fields`` in declaration
     order (``JSON_KEYS`` first), as each field's ``metadata`` says (:data:`NOT_IN_JSON`, :data:`NONE_AS_EMPTY`,
-    :data:`NONE_OMITTED`)."""
+    :data:`NONE_OMITTED`, :func:`json_name`)."""
     out: Dict[str, Any] = {}
-    for name, none in _json_fields(obj.__class__):
+    for name, key, none, rows in _json_fields(obj.__class__):
         v = getattr(obj, name)
         if v is None:
             if none != "omit":
-                out[name] = {} if none == "empty" else None
+                out[key] = {} if none == "empty" else None
+        elif rows:
+            out[key] = _keyed(_item(v), rows)
         else:
-            out[name] = v if type(v) in _SAME else _item(v)
+            out[key] = v if type(v) in _SAME else _item(v)
     return out
 
 
+def _keyed(v: List[Any], rows: Any) -> Any:
+    """The JSON ``v`` of a field declared with ``json_name(rows=…)``: its rows' keys renamed (``rows`` a dict), or
+    its tuples (its one tuple) written as objects with the keys ``rows``."""
+    if isinstance(rows, Mapping):
+        return [{rows.get(k, k): x for k, x in r.items()} for r in v]
+    return [dict(zip(rows, r)) for r in v] if not v or isinstance(v[0], list) else dict(zip(rows, v))
+
+
 @cache
-def _json_fields(cls: Any) -> Tuple[Tuple[str, str], ...]:
-    """(name, how a None is written: ``"null"``, ``"empty"`` (``{}``) or ``"omit"`` (no key)) of the fields of
-    ``cls`` that ``report.json`` carries, in declaration order — except the class's ``JSON_KEYS`` (a row's
-    identifying fields, declared in a subclass of a shared statistics class), which come first."""
+def _json_fields(cls: Any) -> Tuple[Tuple[str, str, str, Any], ...]:
+    """(name, JSON key, how a None is written: ``"null"``, ``"empty"`` (``{}``) or ``"omit"`` (no key), the keys of
+    its rows (:func:`json_name`)) of the fields of ``cls`` that ``report.json`` carries, in declaration order —
+    except the class's ``JSON_KEYS`` (a row's identifying fields, declared in a subclass of a shared statistics
+    class), which come first."""
     how = {"none_as_empty": "empty", "none_omitted": "omit"}
     fs = [f for f in dataclasses.fields(cls) if f.metadata.get("json", True) is not False]
     first: Tuple[str, ...] = getattr(cls, "JSON_KEYS", ())
     fs = sorted(fs, key=lambda f: first.index(f.name) if f.name in first else len(first))   # stable
-    return tuple((f.name, how.get(f.metadata.get("json", True), "null")) for f in fs)
+    return tuple((f.name, _key_of(f), how.get(f.metadata.get("json", True), "null"), f.metadata.get("json_rows"))
+                 for f in fs)
+
+
+def _key_of(f: dataclasses.Field) -> str:
+    return f.metadata.get("json_name", f.name)
 
 
 class FieldsJson:
@@ -103,6 +119,13 @@ NONE_AS_EMPTY: Mapping[str, Any] = MappingProxyType({"json": "none_as_empty"})
 #: rows of a kind have: the self time of push/pop NVTX ranges); :func:`from_json` reads a missing key as None
 NONE_OMITTED: Mapping[str, Any] = MappingProxyType({"json": "none_omitted"})
 
+
+def json_name(key: Optional[str] = None, rows: Any = None) -> Mapping[str, Any]:
+    """``metadata`` of a dataclass field that ``report.json`` writes under the key ``key`` (a Python keyword, the
+    name a row's key has in its table); ``rows``: the keys of its rows there — a dict (field → key) renames the keys
+    of its dataclass rows, a tuple of keys writes each of its tuples (or its one tuple) as an object."""
+    return MappingProxyType({k: v for k, v in (("json_name", key), ("json_rows", rows)) if v is not None})
+
 T = TypeVar("T")
 _NONE = type(None)
 _NAMES = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
@@ -118,11 +141,11 @@ def from_json(tp: Type[T], value: Any, where: str) -> T:
 
 def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str] = (), **override: Any) -> T:
     """``cls`` (a dataclass) built from the dict ``d`` field by field, each value converted by its type hint
-    (:func:`from_json`), without ``cls.from_dict`` (which calls this). ``override``: JSON values that replace
-    (or stand for) keys of ``d``; ``omitted``: fields ``d`` does not carry (they keep their defaults), as do
-    fields declared with ``metadata=NOT_IN_JSON`` (a missing ``NONE_OMITTED`` field is None). Any other field
-    missing from ``d`` is an error; keys of ``d`` that name no field (derived values such as ``window_ns``) are
-    ignored."""
+    (:func:`from_json`; a field's key is its :func:`json_name`), without ``cls.from_dict`` (which calls this).
+    ``override``: JSON values that replace (or stand for) keys of ``d``; ``omitted``: fields ``d`` does not carry
+    (they keep their defaults), as do fields declared with ``metadata=NOT_IN_JSON`` (a missing ``NONE_OMITTED``
+    field is None). Any other field missing from ``d`` is an error; keys of ``d`` that name no field (derived
+    values such as ``window_ns``) are ignored."""
     if not isinstance(d, Mapping):
         raise _bad(where, f"expected an object, got {kind_of(d)}")
     src = {**d, **override} if override else d
@@ -132,15 +155,35 @@ def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str]
     for f in dataclasses.fields(c):
         if not f.init:
             continue
-        if f.name in src:
-            v = src[f.name]
+        key = _key_of(f)
+        if key in src:
+            v, w, rows = src[key], f"{where}.{key}", f.metadata.get("json_rows")
+            if rows and v is not None:
+                v = _unkeyed(v, rows, hints[f.name], w)
             empty = f.metadata.get("json") == "none_as_empty" and isinstance(v, Mapping) and not v
-            kw[f.name] = None if empty else _convert(hints[f.name], v, f"{where}.{f.name}")
+            kw[f.name] = None if empty else _convert(hints[f.name], v, w)
         elif f.metadata.get("json", True) == "none_omitted":
             kw[f.name] = None
         elif not (f.name in skip or f.metadata.get("json", True) is False):
-            raise _bad(where, f"missing key {f.name!r}")
+            raise _bad(where, f"missing key {key!r}")
     return c(**kw)
+
+
+def _unkeyed(v: Any, rows: Any, tp: Any, where: str) -> Any:
+    """The inverse of :func:`_keyed` (``tp``: the field's type)."""
+    if isinstance(rows, Mapping):
+        back = {j: k for k, j in rows.items()}
+        return [{back.get(k, k): x for k, x in r.items()} for r in _objects(v, where)]
+    one = [a for a in typing.get_args(tp) if a is not _NONE] if typing.get_origin(tp) is typing.Union else [tp]
+    if typing.get_args(one[0])[-1:] != (Ellipsis,):   # one tuple
+        return [need(v, k, where) for k in rows]
+    return [[need(r, k, f"{where}[{i}]") for k in rows] for i, r in enumerate(_objects(v, where))]
+
+
+def _objects(v: Any, where: str) -> List[Mapping[str, Any]]:
+    if not isinstance(v, list) or not all(isinstance(r, Mapping) for r in v):
+        raise _bad(where, f"expected a list of objects, got {kind_of(v)}")
+    return v
 
 
 #: the largest integer a result value may hold, in magnitude: far above any exact sum of nanosecond durations, and
@@ -295,30 +338,6 @@ def _key(tp: Any, k: str, where: str) -> Any:
     return k
 
 
-def need_object(d: Any, key: str, where: str, at: Optional[str] = None) -> Mapping[str, Any]:
-    """``d[key]``, a JSON object (:func:`need`); :class:`errors.InputError` naming ``at`` (default
-    ``where.key``) when it is not one."""
-    v = need(d, key, where)
-    if not isinstance(v, Mapping):
-        raise _bad(at or f"{where}.{key}", f"expected an object, got {kind_of(v)}")
-    return v
-
-
 def need_rows(d: Any, key: str, where: str) -> List[Mapping[str, Any]]:
     """``d[key]``, a list of JSON objects (:func:`need`); :class:`errors.InputError` when it is not one."""
-    v = need(d, key, where)
-    if not isinstance(v, list) or not all(isinstance(r, Mapping) for r in v):
-        raise _bad(f"{where}.{key}", f"expected a list of objects, got {kind_of(v)}")
-    return v
-
-
-def row_values(d: Any, key: str, names: Sequence[str], where: str) -> List[List[Any]]:
-    """``d[key]`` (a list of JSON objects) as the lists of their values under ``names``: the objects a ``to_dict()``
-    writes for a field of tuples (``[{"name": n, "count": c}]`` for ``((n, c), …)``)."""
-    w = f"{where}.{key}"
-    return [[need(r, n, f"{w}[{i}]") for n in names] for i, r in enumerate(need_rows(d, key, where))]
-
-
-def rows_renamed(d: Any, key: str, names: Mapping[str, str], where: str) -> List[Dict[str, Any]]:
-    """``d[key]`` (a list of JSON objects) with their keys renamed by ``names`` (JSON key → field name)."""
-    return [{names.get(k, k): v for k, v in r.items()} for r in need_rows(d, key, where)]
+    return _objects(need(d, key, where), f"{where}.{key}")

@@ -238,6 +238,6 @@ def options_from_args(ns: argparse.Namespace) -> Options:
 
 
 def report_options(o: Options) -> Dict[str, Any]:
-    """``report.json`` ``options``: every option with ``in_report``, parsed (a :class:`PhaseMap` or
-    :class:`CategoryRules` by its ``to_dict()``)."""
+    """``report.json`` ``options``: every option with ``in_report``, parsed (a :class:`CategoryRules` by
+    its ``to_dict()``, a :class:`PhaseMap` field by field)."""
     return {opt.name: json_ready(getattr(o, opt.name)) for opt in OPTIONS if opt.in_report}

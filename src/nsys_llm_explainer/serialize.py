@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Tuple, get_type_hints
 
-from .jsonable import check_numbers, check_schema, dataclass_from_json, from_json, json_ready, need, need_object
+from .jsonable import check_numbers, check_schema, dataclass_from_json, from_json, json_ready, need
 from .options import OPTIONS, Options, report_options
 
 if TYPE_CHECKING:
@@ -36,23 +36,21 @@ def _steady_kernels(report: Report) -> Dict[str, Any]:
             "by_name": [] if same else sk["by_name"]}
 
 
-#: :class:`report.Report` fields :func:`report_dict` places itself (or leaves out: the models, the timings
-#: under ``timings_s``); every other field is written under its own name as its ``to_dict()`` — so a new
-#: analysis needs no line here
-PLACED = frozenset({
-    "tool_version", "options", "trace", "window", "kernels", "steady_kernels", "launch", "sync",
-    "cuda_api", "memcpy", "nvtx", "attribution", "gpu_time", "idle_causes", "traits", "phases", "categories",
-    "steps", "graphs", "memory", "nccl", "facts", "step_sync", "unified_memory", "host_samples", "copy_engines",
-    "findings",
-    "headline", "warnings", "timings_s",
-    "steady_kernel_starts", "steady_categories", "clock", "nccl_series"})
+#: the ``report.json`` keys :func:`_placed` writes, in order: a part it puts together, or a :class:`report.Report`
+#: field of that name as its ``to_dict()``
+ORDER = ("schema_version", "tool_version", "headline", "window", "trace", "options", "warnings", "findings",
+         "devices", "gpu_time", "idle_causes", "timeline", "kernel_traits", "facts", "kernels", "kernels_summary",
+         "steady_kernels", "pids", "launch", "sync", "cuda_api", "memcpy", "nvtx", "phases", "categories", "steps",
+         "graphs", "memory", "nccl", "timings_s", "unified_memory", "copy_engines", "host_samples", "step_sync")
 
 
 def report_dict(report: Report) -> Dict[str, Any]:
-    """The ``report.json`` dict of ``report``."""
+    """The ``report.json`` dict of ``report``: the keys of :data:`ORDER`, then every other field (but those
+    :data:`MOVED` or :data:`NOT_CARRIED`) under its own name as its ``to_dict()`` — so a new analysis needs no
+    line here."""
     out = _placed(report)
     for f in fields(report):
-        if f.name not in PLACED:
+        if f.name not in out and f.name not in MOVED and f.name not in NOT_CARRIED:
             out[f.name] = json_ready(getattr(report, f.name).to_dict())
     return out
 
@@ -60,49 +58,27 @@ def report_dict(report: Report) -> Dict[str, Any]:
 def _placed(report: Report) -> Dict[str, Any]:
     k = report.kernels.to_dict()
     gpu = report.gpu_time
-    return {
+    made = {
         "schema_version": SCHEMA_VERSION,
-        "tool_version": report.tool_version,
-        "headline": json_ready(report.headline.to_dict()),
-        "window": report.window.to_dict(),
-        "trace": report.trace.to_dict(),
         "options": report_options(report.options),
-        "warnings": list(report.warnings),
-        "findings": [f.to_dict() for f in report.findings],
         "devices": json_ready(gpu.to_dict()),
         "gpu_time": {"available": gpu.available, "reason": gpu.reason, "include_memcpy": gpu.include_memcpy},
-        "idle_causes": json_ready(report.idle_causes.to_dict()),
         "timeline": {"bins": len(report.idle_causes.bins[0].busy_ns) if report.idle_causes.bins else 0,
                      "devices": [b.to_dict() for b in report.idle_causes.bins]},
         "kernel_traits": json_ready(report.traits.to_dict()),
-        "facts": json_ready(report.facts.to_dict()),
         "kernels": k["by_name_device"],
         "kernels_summary": {key: k[key] for key in ("available", "reason", "total_kernel_ns", "kernel_count",
                                                     "by_name")},
         "steady_kernels": _steady_kernels(report),
         "pids": {"by_pid": k["by_pid"], "kernels_by_pid": k["by_pid_name"]},
-        "launch": report.launch.to_dict(),
-        "sync": report.sync.to_dict(),
-        "cuda_api": report.cuda_api.to_dict(),
-        "memcpy": report.memcpy.to_dict(),
         "nvtx": {**report.nvtx.to_dict(), "attribution": report.attribution.to_dict()},
-        "phases": report.phases.to_dict(),
-        "categories": report.categories.to_dict(),
-        "steps": report.steps.to_dict(),
-        "graphs": report.graphs.to_dict(),
-        "memory": report.memory.to_dict(),
-        "nccl": report.nccl.to_dict(),
-        "timings_s": dict(report.timings_s),
-        "unified_memory": report.unified_memory.to_dict(),
-        "copy_engines": report.copy_engines.to_dict(),   # copy paths over the window (analyses/memory/copy_engines.py)
-        "host_samples": json_ready(report.host_samples.to_dict()),
-        "step_sync": json_ready(report.step_sync.to_dict()),   # per-step synchronization (analyses/steps/sync.py)
     }
+    return {key: made[key] if key in made else json_ready(getattr(report, key)) for key in ORDER}
 
 
 # ------------------------------------------------------------------------------------------ and back
 def _obj(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    return need_object(d, key, JSON, f"{JSON} {key}")
+    return from_json(Dict[str, Any], need(d, key, JSON), f"{JSON} {key}")
 
 
 def _part(d: Mapping[str, Any], key: str, sub: str) -> Any:

@@ -34,7 +34,7 @@ from nsys_llm_explainer.jsonable import from_json
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render.frames import table_frame, table_names
 from nsys_llm_explainer.report import Report
-from nsys_llm_explainer.serialize import MOVED, NOT_CARRIED, PLACED, SCHEMA_VERSION
+from nsys_llm_explainer.serialize import MOVED, NOT_CARRIED, ORDER, SCHEMA_VERSION
 
 #: (class, field) whose value ``report.json`` does not carry beyond what the NOT_IN_JSON fields say: compared apart
 LOST = {("DeviceCauses", "gap_cause_code"), ("DeviceCauses", "cause_of_code"), ("StepResult", "arrays"),
@@ -270,9 +270,9 @@ def test_rows_load_typed_and_empty_parts_load_as_none(tmp_path):
 
 def test_the_fields_read_apart_are_the_ones_placed_apart():
     """Every field ``report_values`` reads from elsewhere than the key of its name is one ``report_dict`` places
-    itself (serialize.PLACED): a field it writes under its own name needs no line in either table."""
-    assert set(MOVED) | NOT_CARRIED | {"options", "steady_kernels"} <= PLACED
-    assert {f.name for f in dataclasses.fields(Report)} >= PLACED
+    itself (serialize.ORDER, or not at all): a field it writes under its own name needs no line in either table."""
+    assert {"options", "steady_kernels"} <= set(ORDER)
+    assert {f.name for f in dataclasses.fields(Report)} >= set(MOVED) | NOT_CARRIED
 
 
 def test_what_needs_the_trace_says_so(demo_dict):

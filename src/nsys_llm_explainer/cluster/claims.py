@@ -12,7 +12,7 @@ import numpy as np
 from ..analyses.common.stats import median
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..findings.base import Check, Finding, Scope
-from ..jsonable import from_json, need, need_object, need_rows
+from ..jsonable import from_json, need, need_rows
 from ..vocabulary.units import fmt_dur as dur
 from .collectives import CollectivesResult
 
@@ -58,7 +58,8 @@ class RankClaim:
         checks = []
         for i, c in enumerate(need_rows(d, "checks", where)):
             w = f"{where}.checks[{i}]"
-            rank = from_json(Optional[str], need_object(c, "scope", w).get("rank"), f"{w}.scope.rank")  # type: ignore
+            scope = from_json(Dict[str, Any], need(c, "scope", w), f"{w}.scope")
+            rank = from_json(Optional[str], scope.get("rank"), f"{w}.scope.rank")  # type: ignore
             checks.append(Check(get(c, "metric", str, w), get(c, "observed", float, w), get(c, "op", str, w),
                                 get(c, "threshold", float, w), RankScope(rank=rank)))
         cid = get(d, "id", str, where)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
-from ..jsonable import FieldsJson, json_ready
+from ..jsonable import FieldsJson, fields_json
 
 COMPARE_SCHEMA_VERSION = "1.0"
 
@@ -174,7 +174,4 @@ class CompareResult:
         return self.traces[0]
 
     def to_dict(self) -> Dict[str, Any]:
-        return json_ready({"schema_version": COMPARE_SCHEMA_VERSION, "kind": "compare",
-                           "tool_version": self.tool_version, "metric": self.metric, "traces": self.traces,
-                           "comparisons": self.comparisons, "warnings": self.warnings,
-                           "timings_s": dict(self.timings_s)})
+        return {"schema_version": COMPARE_SCHEMA_VERSION, "kind": "compare", **fields_json(self)}

@@ -57,11 +57,6 @@ class PhaseMap:
     def as_dict(self) -> PhaseDict:
         return {p: list(subs) for p, subs in self.phases}
 
-    def to_dict(self) -> Dict[str, object]:
-        """``report.json`` ``options.phase_map``."""
-        return {"phases": [[p, list(subs)] for p, subs in self.phases], "source": self.source,
-                "ignore": list(self.ignore), "step_keywords": list(self.step_keywords)}
-
 
 @lru_cache(maxsize=1)
 def _preset_document() -> Dict:

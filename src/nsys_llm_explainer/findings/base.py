@@ -6,10 +6,10 @@ vocabulary, observed value, threshold; emitted only when all hold), evidence and
 from __future__ import annotations
 
 import operator
-from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Tuple
 
-from ..jsonable import dataclass_from_json, need
+from ..jsonable import FieldsJson, json_name
 
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
 #: the closed vocabulary of ``Finding.category`` (docs/FINDINGS.md)
@@ -74,7 +74,7 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Finding:
+class Finding(FieldsJson):
     id: str
     category: str
     severity: str
@@ -85,28 +85,14 @@ class Finding:
     time_at_stake_ns: int
     checks: Tuple[Check, ...] = ()
     device_id: Optional[int] = None
-    cause: Optional[Tuple[str, str]] = None     # (kind, detail) of the idle cause it reports; ("host_overhead",
-    #                                             "") for the launch-bound composite (docs/FINDINGS.md)
+    # (kind, detail) of the idle cause it reports; ("host_overhead", "") for the launch-bound composite
+    # (docs/FINDINGS.md)
+    cause: Optional[Tuple[str, str]] = field(default=None, metadata=json_name(rows=("kind", "detail")))
     blocks_analysis: bool = False               # invalidates the other numbers: ranked first
     about_capture: bool = False                 # about how the trace was taken, not the workload
 
     def holds(self) -> bool:
         assert self.category in CATEGORIES, self.category
         return all(c.holds() for c in self.checks)
-
-    def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
-        d["evidence"] = list(self.evidence)
-        d["recommendation"] = list(self.recommendation)
-        d["cause"] = {"kind": self.cause[0], "detail": self.cause[1]} if self.cause else None
-        d["checks"] = [dict(asdict(c), scope=asdict(c.scope)) for c in self.checks]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "finding") -> Finding:
-        """The inverse of :meth:`to_dict` (``cause`` from ``{"kind", "detail"}`` back to a pair)."""
-        c = need(d, "cause", where)
-        return dataclass_from_json(cls, d, where, cause=None if c is None else [need(c, k, f"{where}.cause")
-                                                                               for k in ("kind", "detail")])
 
 

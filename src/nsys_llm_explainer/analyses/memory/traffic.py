@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_AS_EMPTY, FieldsJson, dataclass_from_json, need
+from ...jsonable import NONE_AS_EMPTY, FieldsJson, json_name
 from ...model.timeline import MEMCPY_KIND_LABEL, rows_by_value
 from ...model.trace import ApiCalls, Memcpy, TraceModel
 from ..api import classes as ac
@@ -123,23 +123,14 @@ class AllocTotals(FieldsJson):
 
 
 @dataclass(frozen=True)
-class AllocApi:
+class AllocApi(FieldsJson):
     """The alloc or free calls (``api_class``, ``class`` in ``report.json``) of one API (base name)."""
 
     name: str
-    api_class: str
+    api_class: str = field(metadata=json_name("class"))
     count: int
     total_ns: int
     in_steps: Optional[int]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "class": self.api_class, "count": self.count, "total_ns": self.total_ns,
-                "in_steps": self.in_steps}
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "alloc_free_by_api") -> AllocApi:
-        """The inverse of :meth:`to_dict` (``class`` is a Python keyword: the field is ``api_class``)."""
-        return dataclass_from_json(cls, d, where, api_class=need(d, "class", where))
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,12 @@ while migrations were in flight, over the steady window and the whole capture (d
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson, dataclass_from_json, fields_json, rows_renamed
+from ...jsonable import FieldsJson, json_name
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import Memcpy, TraceModel
@@ -76,7 +76,7 @@ class UmDevice:
 
 
 @dataclass(frozen=True)
-class UmWindow:
+class UmWindow(FieldsJson):
     """Unified Memory over one window: ``window`` is "steady" or "full"."""
 
     window: str
@@ -85,8 +85,9 @@ class UmWindow:
     migration_count: int
     migration_bytes: int
     migration_ns: int
-    by_direction: Tuple[MigrationGroup, ...]
-    by_cause: Tuple[MigrationGroup, ...]
+    by_direction: Tuple[MigrationGroup, ...] = field(metadata=json_name(rows={"key": "copy_kind",
+                                                                               "label": "direction"}))
+    by_cause: Tuple[MigrationGroup, ...] = field(metadata=json_name(rows={"key": "cause_id", "label": "cause"}))
     devices: Tuple[UmDevice, ...]
     kernel_busy_ns: int
     overlap_ns: int
@@ -96,29 +97,11 @@ class UmWindow:
     gpu_page_faults: int
     gpu_faults_by_access: Tuple[FaultsByAccess, ...]
     cpu_fault_count: int
-    cpu_faults_by_function: Tuple[CpuFaultSite, ...]
-    cpu_faults_by_module: Tuple[CpuFaultSite, ...]
+    cpu_faults_by_function: Tuple[CpuFaultSite, ...] = field(metadata=json_name(rows={"name": "function"}))
+    cpu_faults_by_module: Tuple[CpuFaultSite, ...] = field(metadata=json_name(rows={"name": "module"}))
 
     def device(self, device_id: int) -> Optional[UmDevice]:
         return next((d for d in self.devices if d.device_id == device_id), None)
-
-    def to_dict(self) -> Dict[str, Any]:
-        d = fields_json(self)
-        for f, names in _JSON_NAMES.items():
-            d[f] = [{names.get(k, k): v for k, v in r.items()} for r in d[f]]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "unified memory window") -> UmWindow:
-        """The inverse of :meth:`to_dict` (the JSON keys of the migration groups and fault sites back to fields)."""
-        return dataclass_from_json(cls, d, where, (), **{f: rows_renamed(d, f, {v: k for k, v in names.items()}, where)
-                                                         for f, names in _JSON_NAMES.items()})
-
-
-#: the key / label / name fields of :class:`UmWindow`'s groups and sites, by the names ``report.json`` gives them
-_JSON_NAMES = {"by_direction": {"key": "copy_kind", "label": "direction"},
-               "by_cause": {"key": "cause_id", "label": "cause"}, "cpu_faults_by_function": {"name": "function"},
-               "cpu_faults_by_module": {"name": "module"}}
 
 
 @dataclass(frozen=True)

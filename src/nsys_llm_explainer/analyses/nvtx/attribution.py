@@ -6,11 +6,11 @@ Phase totals (``--phase-map``) come from :mod:`phases`: :mod:`graph`'s ``phases`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NOT_IN_JSON, FieldsJson, dataclass_from_json, json_ready, need
+from ...jsonable import NOT_IN_JSON, FieldsJson, json_name
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel
 from ..common.stats import pct
@@ -89,13 +89,13 @@ class AttributionPhase(FieldsJson):
 
 
 @dataclass(frozen=True)
-class AttributionResult:
+class AttributionResult(FieldsJson):
     available: bool
     reason: Optional[str]
+    coverage: float = 0.0
     total_kernel_ns: int = 0
     attributed_ns: int = 0
-    attributed_count: int = 0
-    coverage: float = 0.0
+    attributed_count: int = field(default=0, metadata=json_name("attributed_kernel_count"))
     linked_kernel_ns: int = 0          # kernel time whose launch call was found
     startend_kernel_ns: int = 0        # kernel time launched inside ≥ 1 start/end range (same thread)
     ranges: Tuple[RangeRow, ...] = ()
@@ -103,7 +103,7 @@ class AttributionResult:
     pid_coverage: Tuple[PidCoverage, ...] = ()
     phases: Tuple[AttributionPhase, ...] = ()   # set only with a user --phase-map (graph.py)
     uncovered_by_thread: Tuple[UncoveredThread, ...] = ()   # kernels no push/pop range covers, per launching thread
-    # helpers, not in to_dict(): innermost tree node per kernel (-1 none), and one innermost node per NVTX domain
+    # helpers, not in report.json: innermost tree node per kernel (-1 none), and one innermost node per NVTX domain
     # stack, in layers (tree.enclosing_by_domain: a layer holds domains whose kernels do not meet)
     kernel_node: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
     kernel_nodes: Dict[int, np.ndarray] = field(default_factory=dict, metadata=NOT_IN_JSON)
@@ -114,21 +114,6 @@ class AttributionResult:
         that launch nothing."""
         return frozenset(normalize_range_name(r.name) for r in self.ranges
                          if r.style == "PushPop" and r.kernel_count > 0)
-
-    def to_dict(self) -> Dict[str, Any]:   # attributed_count is written "attributed_kernel_count", in another order
-        return json_ready({
-            "available": self.available, "reason": self.reason, "coverage": self.coverage,
-            "total_kernel_ns": self.total_kernel_ns, "attributed_ns": self.attributed_ns,
-            "attributed_kernel_count": self.attributed_count, "linked_kernel_ns": self.linked_kernel_ns,
-            "startend_kernel_ns": self.startend_kernel_ns,
-            "ranges": self.ranges, "by_pid": self.by_pid, "pid_coverage": self.pid_coverage, "phases": self.phases,
-            "uncovered_by_thread": self.uncovered_by_thread})
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "attribution") -> AttributionResult:
-        """The inverse of :meth:`to_dict` (whose ``attributed_kernel_count`` is the field ``attributed_count``); the
-        helper arrays are not serialised (loaded: None / empty)."""
-        return dataclass_from_json(cls, d, where, attributed_count=need(d, "attributed_kernel_count", where))
 
 
 def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> AttributionResult:

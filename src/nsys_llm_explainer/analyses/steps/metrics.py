@@ -12,7 +12,7 @@ import numpy as np
 
 from ...config.phase_map import as_phase_map
 from ...errors import InputError
-from ...jsonable import NONE_AS_EMPTY, NOT_IN_JSON, FieldsJson, dataclass_from_json, fields_json, need, row_values
+from ...jsonable import NONE_AS_EMPTY, NOT_IN_JSON, FieldsJson, dataclass_from_json, fields_json, need, need_rows
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
@@ -147,7 +147,8 @@ class StepArrays:
         ``phase_names``: the phases the rows name, in order of first use."""
         cols = {"start": "start_ns", "end": "end_ns", "pid": "pid", "device": "device", "kernel_count": "kernel_count",
                 "gpu_busy": "gpu_busy_ns", "sync": "sync_ns", "memcpy": "memcpy_ns"}
-        vals = row_values({"rows": rows}, "rows", (*cols.values(), "phase"), where)
+        vals = [[need(r, n, f"{where}.rows[{i}]") for n in (*cols.values(), "phase")]
+                for i, r in enumerate(need_rows({"rows": rows}, "rows", where))]
         names = tuple(dict.fromkeys(str(v[-1]) for v in vals if v[-1] != UNMAPPED))
         index = {n: i for i, n in enumerate(names)}
         try:

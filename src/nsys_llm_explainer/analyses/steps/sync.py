@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson, dataclass_from_json, row_values
+from ...jsonable import FieldsJson, fields_json, json_name
 from ...model.intervals import overlap_length
 from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
@@ -31,6 +31,7 @@ _D2H = 2                     # copyKind device → host
 _PAGEABLE = 0                # dstKind pageable host memory
 _D2H_NAMES = {"cuMemcpyDtoH", "cuMemcpyAtoH"}
 _NEVER = np.iinfo(np.int64).min
+_CAUSE = ("kind", "detail", "ns")
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class StepSyncSeries:
     holds: bool
     reason: str                     # why the pattern holds or not
     api: str                        # most frequent base name among the sync points
-    api_counts: Tuple[Tuple[str, int], ...]
+    api_counts: Tuple[Tuple[str, int], ...] = field(metadata=json_name(rows=("api", "count")))
     blocking_calls: int             # blocking calls of the thread in the window
     sync_points: int                # blocking calls that drained the thread's work (any API)
     step_sync_points: int           # sync points of ``api``: the step boundaries
@@ -71,8 +72,9 @@ class StepSyncSeries:
     exposed_pct_of_idle: float
     overlap_pct_of_window: float
     overlap_pct_of_idle: float
-    exposed_by_cause: Tuple[Tuple[str, str, int], ...] = ()   # (kind, detail, ns) of Σ X_i, largest first
-    claimed: Tuple[Tuple[str, str, int], ...] = ()            # (kind, detail, ns) of Σ R_i, largest first
+    # (kind, detail, ns) of Σ X_i, of Σ R_i, largest first
+    exposed_by_cause: Tuple[Tuple[str, str, int], ...] = field(default=(), metadata=json_name(rows=_CAUSE))
+    claimed: Tuple[Tuple[str, str, int], ...] = field(default=(), metadata=json_name(rows=_CAUSE))
     first_ns: int = 0               # return of the first sync point
     last_ns: int = 0                # return of the last sync point
 
@@ -81,22 +83,8 @@ class StepSyncSeries:
         """Most sync points read results back (a device-to-host copy just before the wait)."""
         return self.sync_points > 0 and 2 * self.readback_points >= self.sync_points
 
-    def to_dict(self) -> Dict[str, object]:
-        d: Dict[str, object] = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d["api_counts"] = [{"api": a, "count": n} for a, n in self.api_counts]
-        for k in ("exposed_by_cause", "claimed"):
-            d[k] = [{"kind": kind, "detail": det, "ns": ns} for kind, det, ns in getattr(self, k)]
-        d["readback"] = self.readback
-        return d
-
-    @classmethod
-    def from_dict(cls, d: object, where: str = "series") -> StepSyncSeries:
-        """The inverse of :meth:`to_dict` (the rows of ``api_counts``, ``exposed_by_cause`` and ``claimed`` back to
-        tuples; ``readback`` is derived)."""
-        return dataclass_from_json(
-            cls, d, where, api_counts=row_values(d, "api_counts", ("api", "count"), where),
-            exposed_by_cause=row_values(d, "exposed_by_cause", ("kind", "detail", "ns"), where),
-            claimed=row_values(d, "claimed", ("kind", "detail", "ns"), where))
+    def to_dict(self) -> Dict[str, object]:   # with the derived readback (ignored when loaded)
+        return {**fields_json(self), "readback": self.readback}
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ...jsonable import fields_json
 from ...model.info import GpuInfo
 from ...model.trace import TraceModel
 from ..api.graphs import GraphResult
@@ -121,9 +122,7 @@ class TraceFacts:
                 "copies_overlap_kernels": self.copies_overlap_kernels}
 
     def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
-        d["advice_facts"] = self.advice_facts()
-        return d
+        return {**fields_json(self), "advice_facts": self.advice_facts()}
 
 
 def _cc(g: GpuInfo) -> Optional[Tuple[int, int]]:

@@ -42,24 +42,17 @@ def _one_line(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except ExplainerError as exc:
-            _make_one_line(exc)
+            from .render.escape import visible
+
+            if isinstance(exc, OptionError):   # worded from its parts (name, detail): the detail only
+                if exc.detail:
+                    exc.detail = " ".join(visible(exc.detail).split())
+                    exc.args = (exc.option, exc.detail, exc.sep)
+            elif len(exc.args) == 1 and isinstance(exc.args[0], str):
+                exc.args = (" ".join(visible(exc.args[0]).split()),)
             raise
 
     return wrapper  # type: ignore[return-value]
-
-
-def _make_one_line(exc: ExplainerError) -> None:
-    from .render.escape import visible
-
-    def line(text: str) -> str:
-        return " ".join(visible(text).split())
-
-    if isinstance(exc, OptionError):   # worded from its parts (the option's name, the detail): the detail only
-        if exc.detail:
-            exc.detail = line(exc.detail)
-            exc.args = (exc.option, exc.detail, exc.sep)
-    elif len(exc.args) == 1 and isinstance(exc.args[0], str):
-        exc.args = (line(exc.args[0]),)
 
 
 @_one_line

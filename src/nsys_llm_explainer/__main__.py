@@ -74,14 +74,13 @@ def _settle(stream_name: str, fd: int) -> None:
             pass
 
 
-def _interrupted_early(exc: BaseException) -> int:
-    name, code = getattr(exc, "name", "SIGINT"), getattr(exc, "exit_code", 130)
+def _say(line: str) -> None:
+    """Write ``line`` on stderr; a closed or unwritable stderr is ignored."""
     try:
         if sys.stderr is not None:
-            sys.stderr.write(f"{PROG}: interrupted by {name}; no output was written\n")
+            sys.stderr.write(line)
     except (OSError, ValueError):
         pass
-    return int(code)
 
 
 def _fit_address_space() -> None:
@@ -121,7 +120,7 @@ def run() -> int:
 
         short = address_space_shortage()   # too little to load the libraries: refused before they load
         if short is not None and _wants_analysis(sys.argv[1:]):
-            sys.stderr.write(f"{PROG}: error: {MEMORY_LINE}{short}\n")
+            _say(f"{PROG}: error: {MEMORY_LINE}{short}\n")
             return 2
         from .cli import main
 
@@ -134,13 +133,10 @@ def run() -> int:
             short = memory_shortage(exc)   # numpy cannot be mapped under `ulimit -v`: one line, not its traceback
             if short is None:
                 raise
-            try:
-                if sys.stderr is not None:
-                    sys.stderr.write(f"{PROG}: error: {MEMORY_LINE}{short}\n")
-            except (OSError, ValueError):
-                pass
+            _say(f"{PROG}: error: {MEMORY_LINE}{short}\n")
             return 2
-        code = _interrupted_early(why)
+        _say(f"{PROG}: interrupted by {getattr(why, 'name', 'SIGINT')}; no output was written\n")
+        code = int(getattr(why, "exit_code", 130))
     ignore()   # the run is over: a late signal changes nothing
     _settle("stdout", 1)
     _settle("stderr", 2)

@@ -82,16 +82,16 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
                 scheduler: Optional[str]) -> int:
     from .cluster import analyze_many
     from .cluster.run import expand_inputs
-    from .cluster.write import check_cluster_out, write_cluster_files
+    from .cluster.write import write_cluster_files
     from .errors import OptionalDependencyError
-    from .output import Staging
+    from .output import Staging, check_out_dir
 
     if scheduler:
         try:
             import dask.distributed  # noqa: F401
         except ImportError:
             raise InputError("--scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
-    od = check_cluster_out(out, force, expand_inputs(items))
+    od = check_out_dir(out, force, "cluster", [Path(p) for p in expand_inputs(items)])
     progress = Progress(f"[{PROG}] ", enabled=not quiet)
     if scheduler:   # Dask logs a lost scheduler or worker as multi-line tracebacks on stderr, also from its background
         # threads while the process exits; the command line says what failed in one line (:mod:`cluster.workers`)
@@ -158,7 +158,8 @@ def _compare_parser() -> argparse.ArgumentParser:
 def run_compare(argv: Sequence[str]) -> int:
     from .comparison import compare_paths
     from .comparison.gate import check_gate, gate
-    from .comparison.write import check_compare_out, write_compare
+    from .comparison.write import write_compare
+    from .output import check_out_dir
     from .pipeline import analyze_any
 
     a = _compare_parser().parse_args(list(argv))
@@ -168,7 +169,7 @@ def run_compare(argv: Sequence[str]) -> int:
     labels = check_option("labels", a.labels)
     opts = options_from_args(a)
     out = Path(a.out)
-    od = check_compare_out(out, a.force, a.traces)
+    od = check_out_dir(out, a.force, "compare", [Path(p) for p in a.traces])
     progress = Progress(f"[{PROG}] ", enabled=not a.quiet)
     try:
         def analyze(path: str) -> Report:

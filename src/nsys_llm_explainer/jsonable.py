@@ -12,7 +12,7 @@ import math
 import typing
 from functools import cache
 from types import MappingProxyType
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -199,16 +199,9 @@ def check_numbers(d: Any, where: str) -> None:
     stack: List[Any] = [(d, ())]
     while stack:
         v, path = stack.pop()
-        if isinstance(v, Mapping):
-            for k, x in v.items():
-                if type(x) in _SCALAR_OK:
-                    continue
-                stack.append((x, path + (k,)))
-        elif isinstance(v, (list, tuple)):
-            for i, x in enumerate(v):
-                if type(x) in _SCALAR_OK:
-                    continue
-                stack.append((x, path + (i,)))
+        if isinstance(v, (Mapping, list, tuple)):
+            items = v.items() if isinstance(v, Mapping) else enumerate(v)
+            stack.extend((x, path + (k,)) for k, x in items if type(x) not in _SCALAR_OK)
         elif isinstance(v, bool) or v is None or isinstance(v, str):
             continue
         elif isinstance(v, int):
@@ -230,6 +223,18 @@ def _path(where: str, path: Sequence[Any]) -> str:
         out += f"[{k}]" if isinstance(k, int) else (f".{str(k)[:40]}" if out != where or " " in where else
                                                      f" {str(k)[:40]}")
     return out
+
+
+def built(build: Callable[[], T], where: str, what: str) -> T:
+    """``build()`` (a result from parsed JSON, ``what``: ``a report``), a value it still cannot hold as one
+    :class:`errors.InputError` line: a part nested deeper than Python can walk (no JSON we write is), or a value
+    of the right JSON type that a result still cannot hold (the checks of :func:`from_json` name most)."""
+    try:
+        return build()
+    except RecursionError:
+        raise InputError(f"{where}: a part is nested too deeply to be {what}") from None
+    except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
+        raise InputError(f"{where}: a part is malformed ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 def need(d: Any, key: str, where: str) -> Any:

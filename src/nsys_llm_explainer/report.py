@@ -39,7 +39,7 @@ from .analyses.trace.window import WindowResult
 from .errors import InputError, OptionalDependencyError
 from .findings.base import Finding
 from .findings.rank import Headline
-from .jsonable import NOT_IN_JSON
+from .jsonable import NOT_IN_JSON, built
 from .options import Options
 from .serialize import report_dict, report_values
 
@@ -103,13 +103,7 @@ class Report:
         .to_dict() == r.to_dict()``. Every section comes back typed; what ``report.json`` does not carry comes back
         None or empty (docs/DESIGN.md, "Loading a report"). A dict of another ``schema_version``, or one missing or
         malforming a part, raises :class:`errors.InputError` (one line naming the key)."""
-        try:
-            return cls(**report_values(cls, d))
-        except RecursionError:   # a part nested deeper than Python can walk: no report.json we write is
-            raise InputError(f"{where}: a part is nested too deeply to be a report") from None
-        except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
-            # a value of the right JSON type that a result still cannot hold (the checks above name most)
-            raise InputError(f"{where}: a part is malformed ({type(exc).__name__}: {str(exc)[:200]})") from None
+        return built(lambda: cls(**report_values(cls, d)), where, "a report")
 
     def write_perfetto(self, path: Any) -> Optional[Path]:
         """Write the timeline file (``timeline.pftrace``, a Perfetto trace: open it in ui.perfetto.dev or

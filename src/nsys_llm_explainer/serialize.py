@@ -19,13 +19,6 @@ SCHEMA_VERSION = "2.0"
 JSON = "report.json"
 
 
-def options_from_dict(d: Any, where: str = f"{JSON} options") -> Options:
-    """The inverse of :func:`options.report_options` (``report.json`` ``options``: the parsed options the option
-    table names); an option ``report.json`` leaves out (``reader``: the numbers do not
-    depend on it) has its default."""
-    return dataclass_from_json(Options, d, where, omitted=[o.name for o in OPTIONS if not o.in_report])
-
-
 def _steady_kernels(report: Report) -> Dict[str, Any]:
     """Kernels by name over the analysis window (clipped to it); ``None`` rows when it is the whole capture
     (then ``kernels_summary`` holds the same numbers)."""
@@ -115,8 +108,9 @@ def report_values(report_type: type, d: Any) -> Dict[str, Any]:
         name = f.name
         if name in NOT_CARRIED:
             out[name] = None
-        elif name == "options":
-            out[name] = options_from_dict(need(d, name, JSON))
+        elif name == "options":   # report_options' inverse: an option it leaves out (``reader``) has its default
+            out[name] = dataclass_from_json(Options, need(d, name, JSON), f"{JSON} {name}",
+                                            omitted=[o.name for o in OPTIONS if not o.in_report])
         elif name == "steady_kernels":   # its by-name rows only (None when the window is the whole capture)
             sk = {**_obj(d, name), "by_name_device": [], "by_pid": [], "by_pid_name": []}
             out[name] = out["kernels"] if out["window"].is_full else from_json(hints[name], sk, f"{JSON} {name}")

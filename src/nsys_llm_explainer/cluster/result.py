@@ -10,8 +10,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..analyses.trace.clock import ClockInfo
-from ..errors import InputError
-from ..jsonable import FieldsJson, check_numbers, check_schema, dataclass_from_json, fields_json
+from ..jsonable import FieldsJson, built, check_numbers, check_schema, dataclass_from_json, fields_json
 from .align import Alignment, align
 from .claims import RankClaim, make_claims
 from .collectives import CollectivesResult, match_collectives
@@ -62,12 +61,7 @@ class ClusterResult:
         :class:`errors.InputError` (one line naming the key)."""
         check_schema(d, where, SCHEMA_VERSION, "cluster schema", "run the cluster command again")
         check_numbers(d, where)
-        try:
-            return dataclass_from_json(cls, d, where)
-        except RecursionError:
-            raise InputError(f"{where}: a part is nested too deeply to be a cluster result") from None
-        except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
-            raise InputError(f"{where}: a part is malformed ({type(exc).__name__}: {str(exc)[:200]})") from None
+        return built(lambda: dataclass_from_json(cls, d, where), where, "a cluster result")
 
 
 def _file_rows(files: Sequence[FileSummary], al: Alignment) -> List[FileRow]:

@@ -67,10 +67,8 @@ def spawnable_cwd() -> Iterator[None]:
         try:
             yield
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 os.fchdir(back)
-            except OSError:
-                pass
             os.close(back)
         return
     yield
@@ -210,10 +208,8 @@ def _close(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
         _quietly(lambda: client.close(timeout=DASK_CLOSE_TIMEOUT_S))
         _quietly(lambda: cluster.close(timeout=DASK_CLOSE_TIMEOUT_S) if cluster is not None else None)
 
-    try:
+    with contextlib.suppress(BaseException):
         bounded(close, DASK_CLOSE_TIMEOUT_S, "closing the Dask client")
-    except BaseException:
-        pass
 
 
 def _abort(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
@@ -231,10 +227,8 @@ def _abort(client: Any, cluster: Any, futs: Sequence[Any]) -> None:
         _quietly(lambda: client.cancel(list(futs)) if futs else None)
         _quietly(lambda: client.close(timeout=limit))
 
-    try:
+    with contextlib.suppress(BaseException):
         bounded(close_client, limit / 2, "closing the Dask client")
-    except BaseException:
-        pass
     if closing is not None:
         closing.join(limit / 4)
 
@@ -257,10 +251,8 @@ def _kill_local_workers(cluster: Any, wait_until: float) -> None:
         for n in nannies:
             pid = getattr(getattr(getattr(n, "process", None), "process", None), "pid", None)
             if isinstance(pid, int) and pid > 0:
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
     except Exception:   # Dask's internals differ: the close still runs, bounded
         pass
 

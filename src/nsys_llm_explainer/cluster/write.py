@@ -5,9 +5,8 @@ atomic and owned: docs/SECURITY.md §2)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
-from ..output import OutDir, check_out_dir
 from ..render.base import dumps_indented, write_text_files
 from ..render.cluster import render_cluster_html, render_cluster_markdown, report_href
 from ..render.cluster.tables import CLUSTER_TABLES
@@ -17,22 +16,12 @@ from .result import ClusterResult
 from .summary import RANK_PLOTLY
 
 
-def check_cluster_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> OutDir:
-    """Refuse an unusable ``--out`` (or one holding an input) before any trace is analyzed."""
-    return check_out_dir(out, force, "cluster", [Path(p) for p in inputs])
-
-
-def rank_pages(d: ClusterResult, out_dir: Path) -> List[str]:
-    """Labels of the files whose own ``ranks/<label>/report.html`` is in ``out_dir`` (cluster.html links them)."""
-    return [f.label for f in d.files if report_href(f.label)
-            and (out_dir / "ranks" / f.label / "report.html").is_file()]
-
-
 def write_cluster_files(d: ClusterResult, out_dir: Path, js: Optional[str] = None) -> List[Path]:
     """Every cluster output of a cluster result into ``out_dir`` (the staging directory of :mod:`output`,
     where the workers already wrote ``ranks/``); ``js`` replaces the plotly.js bundle of cluster.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    ranks = rank_pages(d, out_dir)
+    ranks = [f.label for f in d.files   # the files whose own ranks/<label>/report.html cluster.html links
+             if report_href(f.label) and (out_dir / "ranks" / f.label / "report.html").is_file()]
     files = write_text_files(out_dir, {"cluster.json": dumps_indented(d.to_dict()) + "\n",
                                        "cluster.md": render_cluster_markdown(d),
                                        "cluster.html": render_cluster_html(d, js, ranks)})

@@ -4,7 +4,7 @@ of docs/SECURITY.md §2). The ``--fail-on-regression`` gate is :mod:`.gate`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Union
 
 from ..output import OutDir, Staging, check_out_dir
 from ..render.base import dumps_indented, write_text_files
@@ -13,11 +13,6 @@ from ..render.markdown import write_markdown
 from .document import compare_document, render_compare_html
 from .result import CompareResult
 from .tables import TABLES
-
-
-def check_compare_out(out: Path, force: bool, inputs: Sequence[str] = ()) -> OutDir:
-    """Refuse an unusable ``--out`` (or one holding an input) before any trace is analyzed."""
-    return check_out_dir(out, force, "compare", [Path(p) for p in inputs])
 
 
 def render_compare(result: CompareResult, out_dir: Path, js: Optional[str] = None,
@@ -31,7 +26,7 @@ def render_compare(result: CompareResult, out_dir: Path, js: Optional[str] = Non
 
 def write_compare(result: CompareResult, out: Union[Path, OutDir], top: Optional[int] = None) -> None:
     """Write the comparison into ``out`` atomically (a plain path is checked first, without ``force``)."""
-    od = out if isinstance(out, OutDir) else check_compare_out(Path(out), False)
+    od = out if isinstance(out, OutDir) else check_out_dir(Path(out), False, "compare")
     with Staging(od) as st:
         assert st.tmp is not None
         render_compare(result, st.tmp, top=top)

@@ -191,7 +191,7 @@ def build_samples(conn: TraceConnection, schema: Schema, strings: Dict[int, str]
     if n > 1 and not bool((start[1:] >= start[:-1]).all()):
         o = np.argsort(start, kind="stable")
         start, gtid, leaf, caller = start[o], gtid[o], leaf[o], caller[o]
-    uniq, counts = (np.unique(gtid, return_counts=True) if n else (np.empty(0, np.int64), np.empty(0, np.int64)))
+    uniq, counts = np.unique(gtid, return_counts=True)
     return CpuSamples(start=start, gtid=gtid, leaf=leaf, caller=caller, frame_symbol=syms, frame_module=mods,
                       frame_group=groups, total=total, threads_read=tuple(threads), requested=requested,
                       per_thread={int(g): int(k) for g, k in zip(uniq.tolist(), counts.tolist())})

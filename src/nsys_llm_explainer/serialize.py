@@ -19,16 +19,6 @@ SCHEMA_VERSION = "2.0"
 JSON = "report.json"
 
 
-def _steady_kernels(report: Report) -> Dict[str, Any]:
-    """Kernels by name over the analysis window (clipped to it); ``None`` rows when it is the whole capture
-    (then ``kernels_summary`` holds the same numbers)."""
-    sk = report.steady_kernels.to_dict()
-    same = report.window.is_full
-    return {"available": sk["available"] and not same, "reason": "the analysis window is the whole capture"
-            if same else sk["reason"], "total_kernel_ns": sk["total_kernel_ns"], "kernel_count": sk["kernel_count"],
-            "by_name": [] if same else sk["by_name"]}
-
-
 #: the ``report.json`` keys :func:`_placed` writes, in order: a part it puts together, or a :class:`report.Report`
 #: field of that name as its ``to_dict()``
 ORDER = ("schema_version", "tool_version", "headline", "window", "trace", "options", "warnings", "findings",
@@ -48,8 +38,11 @@ def report_dict(report: Report) -> Dict[str, Any]:
     return out
 
 
+SUMMARY_KEYS = ("available", "reason", "total_kernel_ns", "kernel_count", "by_name")
+
+
 def _placed(report: Report) -> Dict[str, Any]:
-    k = report.kernels.to_dict()
+    k, sk = report.kernels.to_dict(), report.steady_kernels.to_dict()
     gpu = report.gpu_time
     made = {
         "schema_version": SCHEMA_VERSION,
@@ -60,9 +53,11 @@ def _placed(report: Report) -> Dict[str, Any]:
                      "devices": [b.to_dict() for b in report.idle_causes.bins]},
         "kernel_traits": json_ready(report.traits.to_dict()),
         "kernels": k["by_name_device"],
-        "kernels_summary": {key: k[key] for key in ("available", "reason", "total_kernel_ns", "kernel_count",
-                                                    "by_name")},
-        "steady_kernels": _steady_kernels(report),
+        "kernels_summary": {key: k[key] for key in SUMMARY_KEYS},
+        # kernels by name over the analysis window (clipped to it); no rows when it is the whole capture (then
+        # kernels_summary holds the same numbers)
+        "steady_kernels": {**{key: sk[key] for key in SUMMARY_KEYS}, **({"available": False, "by_name": [], "reason":
+                           "the analysis window is the whole capture"} if report.window.is_full else {})},
         "pids": {"by_pid": k["by_pid"], "kernels_by_pid": k["by_pid_name"]},
         "nvtx": {**report.nvtx.to_dict(), "attribution": report.attribution.to_dict()},
     }

@@ -33,17 +33,9 @@ def encodable(text: str, encoding: str) -> str:
     try:
         text.encode(encoding)
         return text
-    except (UnicodeEncodeError, LookupError):
+    except (UnicodeEncodeError, LookupError) as exc:   # LookupError: an encoding Python does not know
         t = text.translate(ASCII_FALLBACK)
-        return t.encode(encoding, "backslashreplace").decode(encoding, "replace") if _known(encoding) else t
-
-
-def _known(encoding: str) -> bool:
-    try:
-        "".encode(encoding)
-        return True
-    except LookupError:
-        return False
+        return t if isinstance(exc, LookupError) else t.encode(encoding, "backslashreplace").decode(encoding, "replace")
 
 
 ASCII_FALLBACK = str.maketrans({"–": "-", "—": "-", "−": "-", "…": "...", "µ": "u", "≥": ">=", "≤": "<=",

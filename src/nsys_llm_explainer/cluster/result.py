@@ -5,7 +5,7 @@ the same whichever executor produced them (docs/CLUSTER.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
@@ -64,12 +64,6 @@ class ClusterResult:
         return built(lambda: dataclass_from_json(cls, d, where), where, "a cluster result")
 
 
-def _file_rows(files: Sequence[FileSummary], al: Alignment) -> List[FileRow]:
-    return [FileRow(f.label, f.path, f.nsys_version, f.window_method, f.window_start_ns, f.window_end_ns, f.clock,
-                    al.offsets_ns[i], len(f.devices), sum(len(s.start) for s in f.nccl), f.headline)
-            for i, f in enumerate(files)]
-
-
 def build_result(files: Sequence[FileSummary]) -> ClusterResult:
     al = align(files)
     coll: CollectivesResult = match_collectives(files, al)
@@ -93,5 +87,7 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
             "different collectives (e.g. of different communicators, which the export does not name), or the clocks "
             "disagree; no late-arriver claim is made.")
     claims = make_claims(coll, devices, al.aligned)
-    return ClusterResult(__version__, tuple(_file_rows(files, al)), al, tuple(devices), coll, tuple(claims),
-                         tuple(warnings))
+    rows = tuple(FileRow(f.label, f.path, f.nsys_version, f.window_method, f.window_start_ns, f.window_end_ns,
+                         f.clock, al.offsets_ns[i], len(f.devices), sum(len(s.start) for s in f.nccl), f.headline)
+                 for i, f in enumerate(files))
+    return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings))

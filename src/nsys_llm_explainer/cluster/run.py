@@ -8,7 +8,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
 from ..options import Options, check_option
@@ -49,12 +49,10 @@ def expand_inputs(items: Sequence[str]) -> List[str]:
             out += sorted(found, key=_natural)
         else:
             raise InputError(f"{it} does not exist" + (f": {CWD_GONE}" if cwd_gone(it) else ""))
-    seen, uniq = set(), []
+    first: Dict[str, str] = {}   # each file once (its real path), named as first given
     for x in out:
-        k = os.path.realpath(check_name(x))
-        if k not in seen:
-            seen.add(k)
-            uniq.append(x)
+        first.setdefault(os.path.realpath(check_name(x)), x)
+    uniq = list(first.values())
     if not uniq:
         raise InputError("no trace given: name files, directories or glob patterns")
     return uniq

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -89,16 +90,12 @@ def release(real: Path) -> None:
     path, fd, pid = held
     if pid != os.getpid():   # a forked child's copy: the lock is its parent's
         return
-    try:
+    with contextlib.suppress(OSError):
         st, now = os.fstat(fd), os.lstat(path)
         if (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
             os.unlink(path)   # still ours: removed while we hold the lock, so no one else holds this inode
-    except OSError:
-        pass
-    try:
+    with contextlib.suppress(OSError):
         os.close(fd)
-    except OSError:
-        pass
 
 
 def release_all() -> None:

@@ -3,6 +3,7 @@ user's files, never through a symbolic link (rules: docs/SECURITY.md, "2. Output
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -201,10 +202,8 @@ class Staging:
             self.tmp = None
         except OSError:
             for d in created:
-                try:
+                with contextlib.suppress(OSError):
                     os.rmdir(d)
-                except OSError:
-                    pass
             raise
 
     def _commit_swap(self, pfd: Optional[int]) -> None:

@@ -128,8 +128,7 @@ def name_col(key: str, csv_name: str, head: str, limit: int = MD_NAME_LIMIT) -> 
 
 def text_col(key: str, csv_name: str, head: str, code: bool = False) -> Col:
     """A short text value (category, phase, kind): escaped; ``code`` shows it monospace."""
-    cell: CellFn = (lambda r: Code(field_of(r, key), MD_NAME_LIMIT)) if code else (lambda r: Cell(field_of(r, key)))
-    return Col(((csv_name, raw(key)),), head, cell, False, raw(key), key)
+    return fmt_col(key, csv_name, head, (lambda v: Code(v, MD_NAME_LIMIT)) if code else Cell, False)
 
 
 def dur_col(key: str, stem: str, head: str = "", unit: str = "ms") -> Col:

@@ -60,6 +60,5 @@ def read_launch_config(model: TraceModel, rows: np.ndarray) -> Optional[LaunchCo
         out[idx] = got[name][found]
         return out
 
-    return LaunchConfig(rows, np.stack([col("grid_x"), col("grid_y"), col("grid_z")], axis=1),
-                        np.stack([col("block_x"), col("block_y"), col("block_z")], axis=1), col("registers"),
-                        col("static_smem"), col("dynamic_smem"))
+    grid, block = (np.stack([col(f"{w}_{a}") for a in "xyz"], axis=1) for w in ("grid", "block"))
+    return LaunchConfig(rows, grid, block, col("registers"), col("static_smem"), col("dynamic_smem"))

@@ -237,6 +237,5 @@ def para(*text: Any, cls: str = "", brk: str = PARA) -> Paragraph:
 
 def bullets(items: Sequence[Any]) -> Optional[BulletList]:
     """A bullet list of the non-empty items (``None`` when there is none)."""
-    rows = tuple(inline(i) for i in items)
-    rows = tuple(r for r in rows if r)
+    rows = tuple(r for r in (inline(i) for i in items) if r)
     return BulletList(rows) if rows else None

@@ -133,8 +133,7 @@ def text_col(key: str, csv_name: str, head: str, code: bool = False) -> Col:
 
 def dur_col(key: str, stem: str, head: str = "", unit: str = "ms") -> Col:
     """A duration ``key`` (ns): CSV ``<stem>_<unit>`` and ``<stem>_ns``; shown as ``head (unit)``."""
-    conv = ms if unit == "ms" else us
-    fmt = fmt_ms if unit == "ms" else fmt_us
+    conv, fmt = (ms, fmt_ms) if unit == "ms" else (us, fmt_us)
     label = f"{head} ({'ms' if unit == 'ms' else 'µs'})" if head else ""
     return Col(((f"{stem}_{unit}", conv(key)), (f"{stem}_ns", raw(key))), label, lambda r: fmt(field_of(r, key)), True,
                raw(key), key)

@@ -36,7 +36,6 @@ def read_launch_config(model: TraceModel, rows: np.ndarray) -> Optional[LaunchCo
     """The launch configurations of the model's kernels ``rows``; None when there are none to show: no such rows,
     rowids unknown (``Kernels.rowid_base``), no grid / block columns, the file unreadable or not the one read."""
     k, table = model.kernels, model.info.kernel_table
-    rows = np.asarray(rows, np.int64)
     if k is None or table is None or rows.shape[0] == 0:
         return None
     rid = k.rowids(rows)
@@ -51,9 +50,8 @@ def read_launch_config(model: TraceModel, rows: np.ndarray) -> Optional[LaunchCo
     found = srt[at] == got["rowid"]
     idx = order[at[found]]   # position in ``rows`` of each row read
     mine = rows[idx]
-    if not (np.array_equal(np.asarray(k.start, np.int64)[mine], got["start"][found])
-            and np.array_equal(np.asarray(k.end, np.int64)[mine], got["end"][found])
-            and np.array_equal(np.asarray(k.corr, np.int64)[mine], got["corr"][found])):
+    if not all(np.array_equal(np.asarray(getattr(k, c), np.int64)[mine], got[c][found])
+               for c in ("start", "end", "corr")):
         return None
     n = rows.shape[0]
 
@@ -62,6 +60,5 @@ def read_launch_config(model: TraceModel, rows: np.ndarray) -> Optional[LaunchCo
         out[idx] = got[name][found]
         return out
 
-    return LaunchConfig(rows, np.stack([col("grid_x"), col("grid_y"), col("grid_z")], axis=1),
-                        np.stack([col("block_x"), col("block_y"), col("block_z")], axis=1), col("registers"),
-                        col("static_smem"), col("dynamic_smem"))
+    grid, block = (np.stack([col(f"{w}_{a}") for a in "xyz"], axis=1) for w in ("grid", "block"))
+    return LaunchConfig(rows, grid, block, col("registers"), col("static_smem"), col("dynamic_smem"))

@@ -38,10 +38,6 @@ def rowid_range(conn: TraceConnection, table: str) -> Optional[Tuple[int, int]]:
     return (lo, hi) if isinstance(lo, int) and isinstance(hi, int) else None
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> List[str]:
-    return [str(r[0]) for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
-
-
 def fetch_launch_config(path: str, table: str, rowids: np.ndarray) -> Optional[Dict[str, np.ndarray]]:
     """For each of ``rowids`` (rows of the kernel ``table`` of the export at ``path``): ``rowid``, the key columns
     (:data:`KEY_COLS`) and the launch columns the table has (:data:`LAUNCH_COLS`; -1 for NULL or a column the export
@@ -53,7 +49,7 @@ def fetch_launch_config(path: str, table: str, rowids: np.ndarray) -> Optional[D
     except InputError:
         return None
     try:
-        cols = set(_columns(conn, table))
+        cols = {str(r[0]) for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))}
         if not cols >= {"gridX", "blockX", "start", "end", "correlationId"}:
             return None
         names = ["rowid"] + list(KEY_COLS) + list(LAUNCH_COLS)

@@ -5,7 +5,7 @@ writes"."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .escape import CODE_LIMIT
 
@@ -88,25 +88,20 @@ Spans = Union[Span, Sequence[Any], None]
 
 def inline(*parts: Any) -> Inline:
     """Spans flattened into one tuple; nested tuples / lists are spliced, ``None`` and ``""`` dropped."""
-    out: List[Span] = []
-    for p in parts:
-        if p is None or p == "":
-            continue
+    return tuple(_flat(parts))
+
+
+def _flat(items: Sequence[Any]) -> Iterator[Any]:
+    for p in items:
         if isinstance(p, (tuple, list)):
-            out.extend(inline(*p))
-        else:
-            out.append(p)
-    return tuple(out)
+            yield from _flat(p)
+        elif p is not None and p != "":
+            yield p
 
 
 def joined(items: Sequence[Inline], sep: str) -> Inline:
     """``items`` with ``sep`` (the tool's text) between them."""
-    out: List[Any] = []
-    for i, it in enumerate(items):
-        if i:
-            out.append(sep)
-        out.append(it)
-    return inline(*out)
+    return inline(*[x for i, it in enumerate(items) for x in ((sep, it) if i else (it,))])
 
 
 # ------------------------------------------------------------------------------------------------ blocks
@@ -232,16 +227,8 @@ class Document:
 
 
 def parts(*items: Any) -> Tuple[Part, ...]:
-    """Parts flattened into one tuple (nested tuples / lists spliced, ``None`` dropped)."""
-    out: List[Part] = []
-    for p in items:
-        if p is None:
-            continue
-        if isinstance(p, (tuple, list)):
-            out.extend(parts(*p))
-        else:
-            out.append(p)
-    return tuple(out)
+    """Parts flattened into one tuple (nested tuples / lists spliced, ``None`` dropped; a part is never ``""``)."""
+    return tuple(_flat(items))
 
 
 def para(*text: Any, cls: str = "", brk: str = PARA) -> Paragraph:
@@ -250,6 +237,5 @@ def para(*text: Any, cls: str = "", brk: str = PARA) -> Paragraph:
 
 def bullets(items: Sequence[Any]) -> Optional[BulletList]:
     """A bullet list of the non-empty items (``None`` when there is none)."""
-    rows = tuple(inline(i) for i in items)
-    rows = tuple(r for r in rows if r)
+    rows = tuple(r for r in (inline(i) for i in items) if r)
     return BulletList(rows) if rows else None

@@ -18,14 +18,11 @@ Report = Any
 FILE_NAME = "timeline.pftrace"
 
 
-def launch_args(grid: np.ndarray, block: np.ndarray, registers: np.ndarray, static_smem: np.ndarray,
-                dynamic_smem: np.ndarray) -> List[List[Tuple[str, object]]]:
-    """Each kernel's launch configuration as arguments (``grid`` / ``block``: n × 3, -1 unknown; the rules:
-    docs/MODEL.md, "Timeline file"); each distinct configuration formatted once."""
-    n = grid.shape[0]
-    if n == 0:
-        return []
-    key = np.concatenate((grid, block, registers[:, None], static_smem[:, None], dynamic_smem[:, None]), axis=1)
+def launch_args(cfg: Any) -> List[List[Tuple[str, object]]]:
+    """Each kernel's launch configuration (a :class:`model.launch_config.LaunchConfig` of at least one kernel) as
+    arguments (the rules: docs/MODEL.md, "Timeline file"); each distinct configuration formatted once."""
+    key = np.concatenate((cfg.grid, cfg.block, cfg.registers[:, None], cfg.static_smem[:, None],
+                          cfg.dynamic_smem[:, None]), axis=1)
     u, inv = np.unique(key, axis=0, return_inverse=True)
     forms: List[List[Tuple[str, object]]] = []
     for gx, gy, gz, bx, by, bz, reg, st, dyn in u.tolist():
@@ -55,9 +52,7 @@ class _Layout:
         self.rows = tf.rows
         self.span = tf.span
         self.flow_base = (rank[0] + 1) << 40 if rank is not None else 1 << 40
-        self.root: Optional[int] = None
-        if rank is not None:
-            self.root = enc.process(rank[0] + 1, f"rank {rank[1]}")
+        self.root = enc.process(rank[0] + 1, f"rank {rank[1]}") if rank is not None else None
         self.rank = rank
         self.gpu_root: Dict[int, int] = {}
         self.gpu_tracks: Dict[Tuple[int, str], int] = {}
@@ -122,8 +117,8 @@ class _Layout:
         self._graphs()
         self._idle()
         self._api()
-        self._nvtx()
-        self._osrt()
+        self._host(self.rows.nvtx, "NVTX", True)
+        self._host(self.rows.osrt, "OS runtime", False)
         self._samples()
         self._counters()
 
@@ -172,8 +167,7 @@ class _Layout:
         if len(k) == 0:
             return
         enc, cat, cfg = self.enc, k.category, k.config
-        launch = launch_args(cfg.grid, cfg.block, cfg.registers, cfg.static_smem, cfg.dynamic_smem) \
-            if cfg is not None else []
+        launch = launch_args(cfg) if cfg is not None else []   # not empty: the config is of the rows, len(k) > 0
 
         def track(kv: int, ln: int) -> int:
             d, s = kv >> 32, kv & 0xFFFFFFFF
@@ -248,24 +242,16 @@ class _Layout:
                            (("correlation_id", int(api.corr[i])),),
                            flow=self.flow_base + int(api.row[i]) + 1 if api.flow[i] else 0)
 
-    def _nvtx(self) -> None:
-        nv = self.rows.nvtx
-        if len(nv) == 0 or nv.gtid is None:
+    def _host(self, h: Any, what: str, by_start: bool) -> None:
+        """NVTX ranges or OS-runtime calls (a :class:`analyses.timeline.rows.HostRows`) on their threads' tracks."""
+        if len(h) == 0 or h.gtid is None:
             return
-        for i, t in self._on_lanes(nv.gtid, nv.start, nv.end,
-                                   lambda g, ln: self.thread_track(g, "NVTX" + (f" (overlap {ln})" if ln else "")),
-                                   by_start=True):
-            closed = nv.closed is None or bool(nv.closed[i])
+        for i, t in self._on_lanes(h.gtid, h.start, h.end,
+                                   lambda g, ln: self.thread_track(g, what + (f" (overlap {ln})" if ln else "")),
+                                   by_start):
+            closed = h.closed is None or bool(h.closed[i])
             args: Tuple[Tuple[str, object], ...] = () if closed else (("unterminated", True),)
-            self.enc.slice(int(nv.start[i]), int(nv.end[i]), t, nv.names[int(nv.name[i])], args)
-
-    def _osrt(self) -> None:
-        o = self.rows.osrt
-        if len(o) == 0 or o.gtid is None:
-            return
-        for i, t in self._on_lanes(o.gtid, o.start, o.end, lambda g, ln: self.thread_track(
-                g, "OS runtime" + (f" (overlap {ln})" if ln else ""))):
-            self.enc.slice(int(o.start[i]), int(o.end[i]), t, o.names[int(o.name[i])])
+            self.enc.slice(int(h.start[i]), int(h.end[i]), t, h.names[int(h.name[i])], args)
 
     def _samples(self) -> None:
         s = self.rows.samples

@@ -128,14 +128,12 @@ def name_col(key: str, csv_name: str, head: str, limit: int = MD_NAME_LIMIT) -> 
 
 def text_col(key: str, csv_name: str, head: str, code: bool = False) -> Col:
     """A short text value (category, phase, kind): escaped; ``code`` shows it monospace."""
-    cell: CellFn = (lambda r: Code(field_of(r, key), MD_NAME_LIMIT)) if code else (lambda r: Cell(field_of(r, key)))
-    return Col(((csv_name, raw(key)),), head, cell, False, raw(key), key)
+    return fmt_col(key, csv_name, head, (lambda v: Code(v, MD_NAME_LIMIT)) if code else Cell, False)
 
 
 def dur_col(key: str, stem: str, head: str = "", unit: str = "ms") -> Col:
     """A duration ``key`` (ns): CSV ``<stem>_<unit>`` and ``<stem>_ns``; shown as ``head (unit)``."""
-    conv = ms if unit == "ms" else us
-    fmt = fmt_ms if unit == "ms" else fmt_us
+    conv, fmt = (ms, fmt_ms) if unit == "ms" else (us, fmt_us)
     label = f"{head} ({'ms' if unit == 'ms' else 'µs'})" if head else ""
     return Col(((f"{stem}_{unit}", conv(key)), (f"{stem}_ns", raw(key))), label, lambda r: fmt(field_of(r, key)), True,
                raw(key), key)

@@ -121,16 +121,13 @@ def _ops(o: Any, s0: int, s1: int, whole: bool) -> np.ndarray:
     return _E if o is None or len(o) == 0 else in_span(o.start, o.end, s0, s1, whole)
 
 
-def _launch(li: Optional[np.ndarray], rows: np.ndarray, api_rows: np.ndarray) -> np.ndarray:
-    """API row of each kept row's launch call, -1 when unknown or not kept."""
-    if li is None or li.shape[0] == 0 or rows.shape[0] == 0:
+def _launch(t: Any, rows: np.ndarray, api_rows: np.ndarray) -> np.ndarray:
+    """API row of the launch call of each kept row of table ``t``, -1 when unknown or not kept."""
+    if t is None or t.launch_idx.shape[0] == 0 or rows.shape[0] == 0 or api_rows.shape[0] == 0:
         return np.full(rows.shape[0], -1, np.int64)
-    call = np.asarray(li, np.int64)[rows]
-    pos = np.minimum(np.searchsorted(api_rows, call), max(api_rows.shape[0] - 1, 0))
-    ok = (call >= 0) & (api_rows.shape[0] > 0)
-    if api_rows.shape[0]:
-        ok &= api_rows[pos] == call
-    return np.where(ok, call, -1)
+    call = np.asarray(t.launch_idx, np.int64)[rows]
+    pos = np.minimum(np.searchsorted(api_rows, call), api_rows.shape[0] - 1)
+    return np.where((call >= 0) & (api_rows[pos] == call), call, -1)
 
 
 def _markers(findings: Sequence[FindingRef], causes: IdleCausesResult, w0: int, w1: int) -> Tuple[Marker, ...]:
@@ -197,11 +194,10 @@ def _counters(model: TraceModel, causes: IdleCausesResult) -> Tuple[DeviceCounte
         width[width <= 0] = 1.0
         busy = np.asarray(b.busy_ns, np.float64) / width * 100.0
         gbps = np.zeros(busy.shape[0], np.float64)
-        if mc is not None and len(mc):
-            on = copy_rows.get(b.device_id)
-            if on is not None and on.shape[0]:
-                by = np.maximum(np.asarray(mc.bytes, np.int64)[on], 0)
-                gbps = spread_per_bin(mc.start[on], mc.end[on], by, edges) / width
+        on = copy_rows.get(b.device_id)
+        if mc is not None and on is not None and on.shape[0]:
+            by = np.maximum(np.asarray(mc.bytes, np.int64)[on], 0)
+            gbps = spread_per_bin(mc.start[on], mc.end[on], by, edges) / width
         out.append(DeviceCounters(b.device_id, edges, busy, gbps))
     return tuple(out)
 
@@ -228,13 +224,8 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
     if not span.written:
         return TimelineFile(span)
     s0, s1, whole = span.start_ns, span.end_ns, span.kept == "capture"
-    k = model.kernels
-    rows: Dict[str, np.ndarray] = {
-        "kernels": span_kernels(model, span), "api": _ops(model.api, s0, s1, whole),
-        "nvtx": _ops(model.nvtx, s0, s1, whole),
-        "memcpy": _ops(model.memcpy, s0, s1, whole), "memset": _ops(model.memset, s0, s1, whole),
-        "graph_trace": _ops(model.graph_trace, s0, s1, whole), "osrt": _ops(model.osrt, s0, s1, whole),
-    }
+    rows: Dict[str, np.ndarray] = {n: _ops(getattr(model, n), s0, s1, whole)   # kernels: span_kernels
+                                   for n in ("kernels", "api", "nvtx", "memcpy", "memset", "graph_trace", "osrt")}
     smp = model.samples
     rows["samples"] = _E if smp is None or len(smp) == 0 else in_span(smp.start, smp.start, s0, s1, whole)
     a = rows["api"]
@@ -245,18 +236,13 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
     st = steps.arrays if steps.available else None
     step_rows = _E if st is None or len(st) == 0 else \
         np.nonzero((st.start < s1) & (st.end > s0))[0].astype(np.int64)
-    cat: Tuple[str, ...] = ()
-    if name_category is not None and len(categories):
-        cat = tuple(categories[int(i)] if 0 <= int(i) < len(categories) else "" for i in name_category.tolist())
     mc, ms = model.memcpy, model.memset
-    k_launch = _launch(k.launch_idx if k is not None else None, rows["kernels"], a)
-    mc_launch = _launch(mc.launch_idx if mc is not None else None, rows["memcpy"], a)
-    ms_launch = _launch(ms.launch_idx if ms is not None else None, rows["memset"], a)
+    k_launch, mc_launch, ms_launch = (_launch(getattr(model, n), rows[n], a) for n in ("kernels", "memcpy", "memset"))
     api_r = api_rows(model, a, np.concatenate((k_launch, mc_launch, ms_launch)))
     nvtx_r, osrt_r = nvtx_rows(model, rows["nvtx"]), osrt_rows(model.osrt, rows["osrt"])
     smp_r = sample_rows(model, rows["samples"])
     tr = TimelineRows(
-        kernels=kernel_rows(model, rows["kernels"], k_launch, cat, launch_config),
+        kernels=kernel_rows(model, rows["kernels"], k_launch, name_category, categories, launch_config),
         memcpy=copy_rows(mc, rows["memcpy"], mc_launch), memset=copy_rows(ms, rows["memset"], ms_launch),
         graph_trace=graph_rows(model.graph_trace, rows["graph_trace"]),
         api=api_r, nvtx=nvtx_r, osrt=osrt_r, samples=smp_r,

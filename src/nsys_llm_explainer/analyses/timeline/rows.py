@@ -128,15 +128,18 @@ class SampleRows(_Rows):
     names: Tuple[str, ...]
 
 
-def kernel_rows(model: TraceModel, rows: np.ndarray, launch: np.ndarray, category: Sequence[str],
-                config: Optional[LaunchConfig] = None) -> KernelRows:
-    """The kernels ``rows`` of ``model``; ``category``: of each name of the model's kernel names; ``config``: the
-    launch configurations read for these rows (dropped unless made for exactly these rows)."""
+def kernel_rows(model: TraceModel, rows: np.ndarray, launch: np.ndarray, name_category: Optional[np.ndarray],
+                categories: Sequence[str], config: Optional[LaunchConfig] = None) -> KernelRows:
+    """The kernels ``rows`` of ``model``; ``name_category``: index into ``categories`` of each of the model's kernel
+    names; ``config``: the launch configurations read for these rows (dropped unless made for exactly these rows)."""
     k = model.kernels
     if k is None or rows.shape[0] == 0:
         return KernelRows(_E, _E, _E, _E, _E, _E, np.empty(0, bool), _E, _E, ())
     name, names, used = name_table(k.name_idx[rows], k.names, "[unknown]")
-    cat = tuple(category[i] if 0 <= i < len(category) else "" for i in used) if len(category) else ()
+    cat: Tuple[str, ...] = ()
+    if name_category is not None and len(name_category) and len(categories):
+        nc = name_category.tolist()
+        cat = tuple(categories[nc[i]] if 0 <= i < len(nc) and 0 <= nc[i] < len(categories) else "" for i in used)
     return KernelRows(rows, _i64(k.start, rows), _i64(k.end, rows), _i64(k.device, rows), _i64(k.stream, rows),
                       _i64(k.corr, rows), np.asarray(k.graph_node)[rows] >= 0, launch, name, names, cat,
                       config if config is not None and np.array_equal(config.rows, rows) else None)
@@ -146,12 +149,10 @@ def copy_rows(ops: Union[Memcpy, Memset, None], rows: np.ndarray, launch: np.nda
     """The memcpy / memset ``rows`` of ``ops`` (a memcpy has no ``mem_kind``, a memset no copy / memory kinds)."""
     if ops is None or rows.shape[0] == 0:
         return CopyRows(_E, _E, _E, _E, _E)
-    mc = ops if isinstance(ops, Memcpy) else None
-    ms = ops if isinstance(ops, Memset) else None
+    kinds = {c: _i64(getattr(ops, c), rows)
+             for c in ("copy_kind", "src_kind", "dst_kind", "mem_kind") if hasattr(ops, c)}   # the table's own
     return CopyRows(_i64(ops.start, rows), _i64(ops.end, rows), _i64(ops.device, rows), _i64(ops.stream, rows),
-                    launch, _i64(ops.bytes, rows), None if mc is None else _i64(mc.copy_kind, rows),
-                    None if mc is None else _i64(mc.src_kind, rows), None if mc is None else _i64(mc.dst_kind, rows),
-                    None if ms is None else _i64(ms.mem_kind, rows), _i64(ops.corr, rows))
+                    launch, _i64(ops.bytes, rows), corr=_i64(ops.corr, rows), **kinds)
 
 
 def graph_rows(g: Optional[GraphTrace], rows: np.ndarray) -> GraphRows:
@@ -185,8 +186,7 @@ def osrt_rows(o: Optional[OsCalls], rows: np.ndarray) -> HostRows:
     """The OS-runtime ``rows``."""
     if o is None or rows.shape[0] == 0:
         return HostRows(_E, _E, _E, _E, ())
-    idx = np.asarray(o.name_idx, np.int64)[rows]
-    name, names, _ = name_table(idx, o.names, "[OS runtime call]")
+    name, names, _ = name_table(o.name_idx[rows], o.names, "[OS runtime call]")
     return HostRows(_i64(o.start, rows), _i64(o.end, rows), _i64(o.gtid, rows), name, names)
 
 

@@ -13,12 +13,10 @@ from ...jsonable import FieldsJson
 from ...model.trace import TraceModel
 from ..trace.window import WindowResult
 
-KEPT = ("capture", "steady", "steady_start", "none")
-
 
 @dataclass(frozen=True)
 class TimelineSpan(FieldsJson):
-    """What ``timeline.pftrace`` holds: ``[start_ns, end_ns)`` (``kept`` says which span, :data:`KEPT`), the row
+    """What ``timeline.pftrace`` holds: ``[start_ns, end_ns)`` (``kept`` says which span), the row
     counts of the capture, of the steady window and of the file, and ``left_out``: what the file lacks, in words
     ("" when it holds the whole capture)."""
 
@@ -40,17 +38,13 @@ def row_starts(model: TraceModel) -> List[np.ndarray]:
     return [t.start for t in tables if t is not None and len(t)]
 
 
-def _rows(model: TraceModel) -> int:
-    return sum(int(s.shape[0]) for s in row_starts(model))
-
-
 def _rows_before(tables: List[np.ndarray], t: int) -> int:
     return sum(int(np.searchsorted(s, t, side="left")) for s in tables)
 
 
 def plan_span(model: TraceModel, steady: TraceModel, window: WindowResult, limit: int) -> TimelineSpan:
     """The span of the timeline file under ``limit`` rows (module docstring)."""
-    capture, inside = _rows(model), _rows(steady)
+    capture, inside = (sum(int(s.shape[0]) for s in row_starts(m)) for m in (model, steady))
     w0, w1 = int(window.start_ns), int(window.end_ns)
     if limit <= 0:
         return TimelineSpan(False, limit, "none", w0, w0, capture, inside, 0,

@@ -166,20 +166,18 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
         return WaitsResult(False, f"no launching thread waits in OS calls for {MIN_WAIT_SHARE:g} % of the window",
                            win)
     cand.sort(key=lambda c: (-c[0], c[1]))          # the largest waits are followed: other threads' rows are read
-    found = [_follow(model, tree, g, devs, rows, w, n, w0, w1, labels, causes)   # once per followed launcher
-             for n, g, devs, rows, w in cand[:MAX_LAUNCHERS]]
+    found = [_follow(model, tree, g, devs, o_s[rows], o_e[rows], o_n[rows], w, n, w0, w1, labels, causes)
+             for n, g, devs, rows, w in cand[:MAX_LAUNCHERS]]   # once per followed launcher
     return WaitsResult(True, None, win, tuple(found))
 
 
-def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int, ...], rows: np.ndarray,
-            w: IntervalUnion, wait_ns: int, w0: int, w1: int, labels: Mapping[int, str],
-            causes: Optional[IdleCausesResult]) -> LauncherWaits:
+def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int, ...], o_s: np.ndarray,
+            o_e: np.ndarray, o_n: np.ndarray, w: IntervalUnion, wait_ns: int, w0: int, w1: int,
+            labels: Mapping[int, str], causes: Optional[IdleCausesResult]) -> LauncherWaits:
+    """One launcher's waits: its waiting OS calls ``[o_s, o_e)`` (clipped to the window; name indices ``o_n``)."""
     osrt = model.osrt
     assert osrt is not None
     win = w1 - w0
-    o_s = np.clip(np.asarray(osrt.start, np.int64)[rows], w0, w1)
-    o_e = np.clip(np.asarray(osrt.end, np.int64)[rows], w0, w1)
-    o_n = np.asarray(osrt.name_idx, np.int64)[rows]
     names, inv = np.unique(o_n, return_inverse=True)
     inv = inv.reshape(-1)
     whole = union_blocks(np.array([w0], np.int64), np.array([w1], np.int64))

@@ -30,10 +30,6 @@ class SessionSpan(FieldsJson):
     starts_far: bool                 # placed, and cuda_start_ns − start_ns > max(FAR_SHARE × duration, FAR_NS)
     ends_far: bool                   # placed, and end_ns − cuda_end_ns > max(FAR_SHARE × duration, FAR_NS)
 
-    @property
-    def far(self) -> bool:
-        return self.starts_far or self.ends_far
-
 
 def _int(v: Any) -> Optional[int]:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):

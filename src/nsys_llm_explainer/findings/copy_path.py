@@ -46,14 +46,10 @@ def claimed(causes: IdleCausesResult, paths: List[CopyPath]) -> Dict[int, Dict[T
         return {}
     top = paths[0].path
     devs = {p.device_id for p in paths if p.path == top}
-    out: Dict[int, Dict[Tuple[str, str], int]] = {}
-    for d in causes.devices:
-        if d.device_id not in devs:
-            continue
-        for c in d.causes:
-            if c.kind == "copy" and c.ns > 0 and path_of_detail(c.detail) == top:
-                out.setdefault(d.device_id, {})[("copy", c.detail)] = c.ns
-    return out
+    out = {d.device_id: {("copy", c.detail): c.ns for c in d.causes
+                         if c.kind == "copy" and c.ns > 0 and path_of_detail(c.detail) == top}
+           for d in causes.devices if d.device_id in devs}
+    return {dev: ns for dev, ns in out.items() if ns}
 
 
 def advice_ids(path: str, pageable: bool) -> List[str]:

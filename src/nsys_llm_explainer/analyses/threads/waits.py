@@ -13,7 +13,7 @@ from ...jsonable import FieldsJson
 from ...model.intervals import IntervalUnion, grouped_overlap, union_blocks
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel, pid_of, tid_of
-from ...vocabulary.os_calls import CLASSES, class_codes, os_call_class
+from ...vocabulary.os_calls import CLASSES, class_codes, is_wait, os_call_class
 from ..common.stats import pct
 from ..idle.range_names import normalize_range_name
 from ..idle.result import IdleCausesResult
@@ -239,7 +239,8 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
     gt = np.concatenate([p[0] for p in parts]).astype(np.int64)
     st = np.clip(np.concatenate([p[1] for p in parts]).astype(np.int64), w0, w1)
     en = np.clip(np.concatenate([p[2] for p in parts]).astype(np.int64), w0, w1)
-    # (what, display name) → one code per distinct pair, so equal normalised names merge
+    # (what, display name) → one code per distinct pair (its insertion index), so equal normalised names merge;
+    # each part adds (what, "") at least: vocab is never empty
     vocab: Dict[Tuple[int, str], int] = {}
     codes = []
     for _, _, _, what, idx, names in parts:
@@ -251,17 +252,14 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
     gt, st, en, nc = gt[keep], st[keep], en[keep], nc[keep]
     threads, t_inv = np.unique(gt, return_inverse=True)
     t_inv = t_inv.reshape(-1)
-    waiting_code = np.zeros(max(len(vocab), 1), bool)        # (what, name) codes of OS calls that wait
-    for (what, name), c in vocab.items():
-        waiting_code[c] = what == 1 and os_call_class(name) == "wait"
-    blocked = waiting_code[nc]
+    blocked = np.array([what == 1 and is_wait(name) for what, name in vocab], bool)[nc]   # OS calls that wait
     works = ~blocked
     active = grouped_overlap(t_inv[works], st[works], en[works], threads.shape[0], w)
     waiting = grouped_overlap(t_inv[blocked], st[blocked], en[blocked], threads.shape[0], w)
-    key = t_inv * max(len(vocab), 1) + nc
+    key = t_inv * len(vocab) + nc
     ukey, k_inv = np.unique(key, return_inverse=True)
     per = grouped_overlap(k_inv.reshape(-1), st, en, ukey.shape[0], w)
-    pairs = {v: k for k, v in vocab.items()}
+    pairs = list(vocab)
     tids = tid_of(threads)
     th = sorted((OtherThread(int(threads[i]), int(tids[i]), labels.get(int(threads[i]), ""), int(active[i]),
                              pct(int(active[i]), wait_ns), int(waiting[i]), pct(int(waiting[i]), wait_ns))
@@ -269,7 +267,7 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
                 key=lambda t: (-t.active_ns, -t.waiting_ns, t.tid))
     rows = []
     for j in np.nonzero(per > 0)[0].tolist():
-        ti, c = divmod(int(ukey[j]), max(len(vocab), 1))
+        ti, c = divmod(int(ukey[j]), len(vocab))
         what, name = pairs[c]
         rows.append(OverlapRow(int(threads[ti]), int(tids[ti]), labels.get(int(threads[ti]), ""), WHATS[what], name,
                                os_call_class(name) if what == 1 else "", int(per[j]), pct(int(per[j]), wait_ns)))

@@ -28,8 +28,13 @@ def _rep(name, tmp_path_factory):
     return scenario_report(name, tmp_path_factory)[2]
 
 
+def _find(ce, device_id, path):
+    """The copy path ``path`` of device ``device_id`` in ``ce``, or None."""
+    return next((p for p in ce.paths if p.device_id == device_id and p.path == path), None)
+
+
 def _path(rep, path):
-    p = rep.copy_engines.path(0, path)
+    p = _find(rep.copy_engines, 0, path)
     assert p is not None, [q.path for q in rep.copy_engines.paths]
     return p
 
@@ -88,7 +93,7 @@ def test_d2d_bound_step_finding_and_advice(tmp_path_factory):
 def test_h2d_pageable_step(tmp_path_factory):
     rep = _rep("h2d_pageable_step", tmp_path_factory)
     h2d = _path(rep, "H2D")
-    assert rep.copy_engines.path(0, "D2D") is None
+    assert _find(rep.copy_engines, 0, "D2D") is None
     # 80 pageable copies of 28.2 MB (2.35 ms) plus the 20 pinned 25 MB ones (1 ms, under the first pageable one)
     assert (h2d.count, h2d.busy_ns, h2d.bytes) == (100, 188 * MS, 80 * 28_200_000 + 20 * 25_000_000)
     assert (h2d.pageable_count, h2d.pageable_bytes) == (80, 80 * 28_200_000)
@@ -133,7 +138,7 @@ def test_clipping_prorates_bytes_and_unions_concurrent_copies():
     model = SimpleNamespace(memcpy=mc, memset=ms, kernels=K(), graph_trace=None)
     steady = SimpleNamespace(memcpy=None, memset=None, kernels=K(), graph_trace=None)
     r = analyze_copy_engines(model, steady, 0, 1_000)
-    d2d, h2d, mset = (r.path(0, p) for p in ("D2D", "H2D", "memset"))
+    d2d, h2d, mset = (_find(r, 0, p) for p in ("D2D", "H2D", "memset"))
     assert (d2d.busy_ns, d2d.bytes, d2d.kernel_overlap_ns, d2d.overlap_pct) == (200, 3_000, 100, 50.0)
     assert d2d.gb_per_s == pytest.approx(15.0)
     # 100 of its 400 ns lie in the window: a quarter of 4 000 bytes; pageable host copy

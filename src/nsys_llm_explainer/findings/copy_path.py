@@ -46,14 +46,10 @@ def claimed(causes: IdleCausesResult, paths: List[CopyPath]) -> Dict[int, Dict[T
         return {}
     top = paths[0].path
     devs = {p.device_id for p in paths if p.path == top}
-    out: Dict[int, Dict[Tuple[str, str], int]] = {}
-    for d in causes.devices:
-        if d.device_id not in devs:
-            continue
-        for c in d.causes:
-            if c.kind == "copy" and c.ns > 0 and path_of_detail(c.detail) == top:
-                out.setdefault(d.device_id, {})[("copy", c.detail)] = c.ns
-    return out
+    out = {d.device_id: {("copy", c.detail): c.ns for c in d.causes
+                         if c.kind == "copy" and c.ns > 0 and path_of_detail(c.detail) == top}
+           for d in causes.devices if d.device_id in devs}
+    return {dev: ns for dev, ns in out.items() if ns}
 
 
 def advice_ids(path: str, pageable: bool) -> List[str]:
@@ -79,7 +75,6 @@ def copy_path_finding(ce: Optional[CopyEnginesResult], causes: IdleCausesResult,
     p = paths[0]
     taken = claimed(causes, paths)
     at_stake = sum(sum(v.values()) for v in taken.values())
-    per_step = p.steps and p.bytes_per_step_p50 is not None
     rate = f"{p.gb_per_s:,.1f} GB/s" if p.gb_per_s is not None else "no measurable rate"
     win = sum(d.window_ns for d in causes.devices if d.device_id == p.device_id) if causes.available else 0
     held = sum(taken.get(p.device_id, {}).values())
@@ -89,7 +84,7 @@ def copy_path_finding(ce: Optional[CopyEnginesResult], causes: IdleCausesResult,
     ev = [f"Device {p.device_id}: {p.count:,} {p.label} copies keep the copy path busy {dur(p.busy_ns)} "
           f"({p.busy_pct:.1f} % of the window), {fmt_bytes(p.bytes)} at {rate}"
           + (f"; median step: busy {p.step_busy_pct_p50:.1f} %, {fmt_bytes(p.bytes_per_step_p50 or 0)}"
-             if per_step and p.step_busy_pct_p50 is not None else "") + ".",
+             if p.steps and p.bytes_per_step_p50 is not None and p.step_busy_pct_p50 is not None else "") + ".",
           f"Kernels run under {p.overlap_pct:.1f} % of that time ({dur(p.kernel_overlap_ns)}); "
           f"{dur(p.beyond_kernels_ns)} of it runs with no kernel on the GPU.",
           f"This finding claims the {dur(at_stake)} of idle time the idle-cause table charges to `{p.label}` copies "
@@ -97,10 +92,9 @@ def copy_path_finding(ce: Optional[CopyEnginesResult], causes: IdleCausesResult,
     if p.path in HOST_PATHS:
         ev.append(f"{p.pageable_count:,} of these copies ({fmt_bytes(p.pageable_bytes)}) are from/to pageable host "
                   "memory." if p.pageable_count else "Every one of these copies is from/to pinned host memory.")
-    others = [q for q in paths[1:]]
-    if others:
+    if paths[1:]:
         ev.append("Also busy most of the window with kernels under it: " + "; ".join(
-            f"{q.label} on device {q.device_id} ({q.busy_pct:.1f} %)" for q in others[:4]) + ".")
+            f"{q.label} on device {q.device_id} ({q.busy_pct:.1f} %)" for q in paths[1:5]) + ".")
     ids = advice_ids(p.path, p.pageable_count > 0)
     f = Finding(
         id="copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",

@@ -29,7 +29,7 @@ from .copy_path import copy_path_finding
 from .idle import DeviceKernels, active_devices, idle_findings
 from .kernels import kernel_findings
 from .rank import Headline, headline, rank
-from .step_sync import claimed_ns, step_sync_finding
+from .step_sync import step_sync_finding
 from .unified_memory import unified_memory_finding
 
 
@@ -49,7 +49,7 @@ class Claims:
 def step_sync_claims(step_sync: StepSyncResult, facts: TraceFacts, gpu_time: GpuTimeResult) -> Claims:
     """The per-step sync finding (on devices that ran kernels) and the host idle ns it claims."""
     f = step_sync_finding(step_sync, facts.advice_facts(), set(gpu_time.kernel_devices()))
-    return Claims(f, claimed_ns(step_sync, f))
+    return Claims(f, step_sync.claimed() if f is not None else {})   # claimed only when the finding is made
 
 
 def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: IdleCausesResult,

@@ -1,4 +1,4 @@
-"""Per-step synchronization finding; its overlappable ns are claimed once (:func:`claimed_ns`, subtracted by
+"""Per-step synchronization finding; its overlappable ns are claimed once (:meth:`StepSyncResult.claimed`, subtracted by
 ``findings/idle.py``). Definitions: docs/FINDINGS.md, "Findings": "Per-step synchronization" (the pattern and its
 numbers: :mod:`analyses.step_sync`)."""
 
@@ -12,7 +12,6 @@ from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope
 
-MIN_POINTS = MIN_SYNC_POINTS
 ADVICE_IDS = ("step_sync.overlap", "step_sync.overlap.torch", "step_sync.vllm", "step_sync.sglang",
               "step_sync.trtllm")
 def _device_totals(ss: StepSyncResult, devices: Optional[AbstractSet[int]] = None
@@ -50,15 +49,10 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
         cause=("step_sync", s.api))
 
 
-def claimed_ns(ss: StepSyncResult, finding: Optional[Finding]) -> Dict[int, Dict[Tuple[str, str], int]]:
-    """Per device, the idle ns per (kind, detail) the step-sync finding claims (empty when it was not made)."""
-    return ss.claimed() if finding is not None else {}
-
-
 def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> Tuple[Check, ...]:
     sc = Scope(device_id=dev)
     pct = (lambda ns: 100.0 * ns / window) if window else (lambda ns: 0.0)
-    return (Check("step_sync_points", float(points), ">=", float(MIN_POINTS), sc),
+    return (Check("step_sync_points", float(points), ">=", float(MIN_SYNC_POINTS), sc),
             Check("step_sync_exposed_pct", pct(exposed), ">=", MEDIUM_SHARE, sc),
             Check("step_sync_overlap_pct", pct(overlap), ">=", MEDIUM_SHARE, sc))
 

@@ -86,10 +86,8 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     calls = ", ".join(f"`{c.name}` {c.pct_of_window:.1f} %" for c in w.calls[:3])
     ev = [f"The launching thread {_who(w.thread, w.tid)} waits in OS calls {w.wait_pct_of_window:.1f} % of the "
           f"window ({calls})."]
-    context = ""
     if w.contexts:
         c = w.contexts[0]
-        context = c.range
         ev.append(f"These waits are inside NVTX range `{c.range}` ({c.pct_of_waits:.0f} % of the wait time): the "
                   "thread is blocked there, not running.")
     shown = [t for t in w.threads if t.pct_of_waits >= SHOWN_THREAD_PCT][:SHOWN_THREADS]
@@ -103,4 +101,4 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
                   f"wait) for {SHOWN_THREAD_PCT:g} % of these waits" + ("; " + "; ".join(
                       f"{_who(t.thread, t.tid)} waits too ({_waits_in(w, t.gtid)})" for t in blocked)
                       if blocked else "") + ".")
-    return WaitStory(context, tuple(ev), _advice(w, [t.gtid for t in shown]))
+    return WaitStory(w.contexts[0].range if w.contexts else "", tuple(ev), _advice(w, [t.gtid for t in shown]))

@@ -5,8 +5,7 @@
 
 from __future__ import annotations
 
-import re
-from typing import Dict, FrozenSet, Sequence
+from typing import FrozenSet, Sequence
 
 import numpy as np
 
@@ -42,15 +41,12 @@ FILE_IO_CALLS: FrozenSet[str] = frozenset((
 ))
 
 CLASSES: Sequence[str] = ("wait", "file_io", "other")
-_SUFFIX = re.compile(r"64$")
 
 
 def base_name(name: str) -> str:
     """``open64`` → ``open``; ``__poll`` → ``poll``."""
-    n = name.strip()
-    while n.startswith("_"):
-        n = n[1:]
-    return _SUFFIX.sub("", n) if n not in WAIT_CALLS and n not in FILE_IO_CALLS else n
+    n = name.strip().lstrip("_")
+    return n.removesuffix("64") if n not in WAIT_CALLS and n not in FILE_IO_CALLS else n
 
 
 def os_call_class(name: str) -> str:
@@ -70,5 +66,4 @@ def is_wait(name: str) -> bool:
 
 def class_codes(names: Sequence[str]) -> np.ndarray:
     """Per name (plus one trailing entry for an unknown name, index -1): its class index into :data:`CLASSES`."""
-    pos: Dict[str, int] = {c: i for i, c in enumerate(CLASSES)}
-    return np.array([pos[os_call_class(n)] for n in names] + [pos["other"]], np.int8)
+    return np.array([CLASSES.index(os_call_class(n)) for n in names] + [CLASSES.index("other")], np.int8)

@@ -36,9 +36,7 @@ def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str
     mc = model.memcpy
     if mc is not None and len(mc):
         is_async_copy = np.array([("Memcpy" in b and "Async" in b) for b in base] + [False], bool)
-        pg = np.zeros(len(mc), bool)
-        for c in (mc.src_kind, mc.dst_kind):
-            pg |= np.asarray(c, np.int64) == 0
+        pg = (np.asarray(mc.src_kind, np.int64) == 0) | (np.asarray(mc.dst_kind, np.int64) == 0)
         li = np.asarray(mc.launch_idx, np.int64)[pg]
         li = li[li >= 0]
         kinds[li[is_async_copy[api.name_idx[li]]]] = K["pageable_memcpy"]

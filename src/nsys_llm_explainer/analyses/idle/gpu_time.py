@@ -156,7 +156,7 @@ def full_times(model: TraceModel, window: WindowResult, include_memcpy: bool) ->
 
 
 def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None],
-                gap_cause: Optional[Callable[[int], Tuple[str, str]]], top: int) -> DeviceTime:
+                gap_cause: Callable[[int], Tuple[str, str]], top: int) -> DeviceTime:
     """Busy/idle, gaps and the ``top`` longest gaps (with their dominant cause from ``gap_cause``) of one device
     over the timeline's window; ``full``: the same device over the full capture (timeline or its totals)."""
     gp = tl.gaps()
@@ -167,18 +167,15 @@ def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None
     def name(row: int) -> Optional[str]:
         return tl.labels[int(lab[row])] if row >= 0 else None
 
-    gaps = []
-    for j in order.tolist():
-        ck, cd = gap_cause(j) if gap_cause is not None else ("", "")
-        gaps.append(Gap(int(gp.start[j]), int(gp.end[j]), int(gd[j]), name(int(gp.prev_row[j])),
-                        name(int(gp.next_row[j])), ck, cd))
+    gaps = tuple(Gap(int(gp.start[j]), int(gp.end[j]), int(gd[j]), name(int(gp.prev_row[j])),
+                     name(int(gp.next_row[j])), *gap_cause(j)) for j in order.tolist())
     w = tl.window_ns
     kd = (tl.act.end - tl.act.start)[tl.act.is_kernel]
     role = device_role(tl.kernel_count, tl.graph_count, int(tl.copy_start.shape[0]))
     return DeviceTime(
         tl.device_id, role, tl.w0, tl.w1, w, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, w), pct(tl.idle_ns, w),
         tl.copy_busy_ns, tl.copy_only_ns, tl.kernel_count, tl.kernel_count / (w / 1e9) if w > 0 else 0.0,
-        int(round(median(kd))) if kd.shape[0] else 0, len(gp), tuple(gaps), _histogram(gd),
+        int(round(median(kd))) if kd.shape[0] else 0, len(gp), gaps, _histogram(gd),
         _window_time(full) if isinstance(full, DeviceTimeline) else full)
 
 

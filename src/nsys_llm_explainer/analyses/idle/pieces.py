@@ -43,12 +43,6 @@ class Cover:
         return np.where(ok, self.arg[i0], -1)
 
 
-def inside(x: np.ndarray, gs: np.ndarray, ge: np.ndarray) -> np.ndarray:
-    """Per value: does it lie in a closed gap ``[gs, ge]`` (gaps sorted, disjoint)?"""
-    p = np.searchsorted(gs, x, side="right") - 1
-    return (p >= 0) & (x <= ge[np.maximum(p, 0)])
-
-
 def index_runs(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
     """The indices ``lo[i] … lo[i] + n[i] − 1`` of all runs, concatenated (``n`` ≥ 0)."""
     keep = n > 0

@@ -83,9 +83,6 @@ class CopyEnginesResult(FieldsJson):
     paths: Tuple[CopyPath, ...] = ()
     devices: Tuple[CopyDevice, ...] = ()
 
-    def path(self, device_id: int, path: str) -> Optional[CopyPath]:
-        return next((p for p in self.paths if p.device_id == device_id and p.path == path), None)
-
 
 def _i64(v: np.ndarray) -> np.ndarray:
     return np.asarray(v, np.int64)
@@ -137,10 +134,6 @@ def _steps(step_bounds: Optional[Tuple[np.ndarray, np.ndarray]], w0: int, w1: in
     return (s0[ok][o], s1[ok][o]) if ok.any() else None
 
 
-def _bytes_int(x: float) -> int:
-    return int(round_half_up(x))
-
-
 def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int,
                          step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> CopyEnginesResult:
     """Copy paths over ``[w0, w1)``: copies from ``model`` (clipped here, bytes prorated), kernels from ``steady``
@@ -164,7 +157,7 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
             u = iv.union_blocks(rows["s"][sel], rows["e"][sel])
             busy = u.length
             ov = int(iv.overlap_length(k, u.start, u.end).sum()) if len(k) and busy else 0
-            nb = _bytes_int(float(rows["bytes"][sel].sum()))
+            nb = int(round_half_up(float(rows["bytes"][sel].sum())))
             pg = sel[rows["pg"][sel]]
             n_steps, step_pct, step_bytes = 0, None, None
             if steps is not None:
@@ -176,12 +169,12 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
                 i = np.searchsorted(s0, t, side="right") - 1
                 hit = (i >= 0) & (t < s1[np.maximum(i, 0)])
                 per = np.bincount(i[hit], weights=rows["bytes"][sel][hit], minlength=n_steps)
-                step_bytes = _bytes_int(median(per))
+                step_bytes = int(round_half_up(median(per)))
             paths.append(CopyPath(
                 device_id=int(d), path=names[c], label=PATH_LABEL[names[c]], count=int(sel.shape[0]), bytes=nb,
                 busy_ns=busy, busy_pct=100.0 * busy / win if win else 0.0, gb_per_s=nb / busy if busy else None,
                 kernel_overlap_ns=ov, overlap_pct=100.0 * ov / busy if busy else 0.0, beyond_kernels_ns=busy - ov,
-                pageable_count=int(pg.shape[0]), pageable_bytes=_bytes_int(float(rows["bytes"][pg].sum())),
+                pageable_count=int(pg.shape[0]), pageable_bytes=int(round_half_up(float(rows["bytes"][pg].sum()))),
                 steps=n_steps, step_busy_pct_p50=step_pct, bytes_per_step_p50=step_bytes))
     paths.sort(key=lambda p: (p.device_id, _CODE[p.path]))
     return CopyEnginesResult(True, None, int(w0), int(w1), tuple(paths), tuple(devices))

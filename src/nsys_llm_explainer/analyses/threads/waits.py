@@ -13,7 +13,7 @@ from ...jsonable import FieldsJson
 from ...model.intervals import IntervalUnion, grouped_overlap, union_blocks
 from ...model.timeline import few_distinct
 from ...model.trace import TraceModel, pid_of, tid_of
-from ...vocabulary.os_calls import CLASSES, class_codes, os_call_class
+from ...vocabulary.os_calls import CLASSES, class_codes, is_wait, os_call_class
 from ..common.stats import pct
 from ..idle.range_names import normalize_range_name
 from ..idle.result import IdleCausesResult
@@ -166,20 +166,18 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
         return WaitsResult(False, f"no launching thread waits in OS calls for {MIN_WAIT_SHARE:g} % of the window",
                            win)
     cand.sort(key=lambda c: (-c[0], c[1]))          # the largest waits are followed: other threads' rows are read
-    found = [_follow(model, tree, g, devs, rows, w, n, w0, w1, labels, causes)   # once per followed launcher
-             for n, g, devs, rows, w in cand[:MAX_LAUNCHERS]]
+    found = [_follow(model, tree, g, devs, o_s[rows], o_e[rows], o_n[rows], w, n, w0, w1, labels, causes)
+             for n, g, devs, rows, w in cand[:MAX_LAUNCHERS]]   # once per followed launcher
     return WaitsResult(True, None, win, tuple(found))
 
 
-def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int, ...], rows: np.ndarray,
-            w: IntervalUnion, wait_ns: int, w0: int, w1: int, labels: Mapping[int, str],
-            causes: Optional[IdleCausesResult]) -> LauncherWaits:
+def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int, ...], o_s: np.ndarray,
+            o_e: np.ndarray, o_n: np.ndarray, w: IntervalUnion, wait_ns: int, w0: int, w1: int,
+            labels: Mapping[int, str], causes: Optional[IdleCausesResult]) -> LauncherWaits:
+    """One launcher's waits: its waiting OS calls ``[o_s, o_e)`` (clipped to the window; name indices ``o_n``)."""
     osrt = model.osrt
     assert osrt is not None
     win = w1 - w0
-    o_s = np.clip(np.asarray(osrt.start, np.int64)[rows], w0, w1)
-    o_e = np.clip(np.asarray(osrt.end, np.int64)[rows], w0, w1)
-    o_n = np.asarray(osrt.name_idx, np.int64)[rows]
     names, inv = np.unique(o_n, return_inverse=True)
     inv = inv.reshape(-1)
     whole = union_blocks(np.array([w0], np.int64), np.array([w1], np.int64))
@@ -241,7 +239,8 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
     gt = np.concatenate([p[0] for p in parts]).astype(np.int64)
     st = np.clip(np.concatenate([p[1] for p in parts]).astype(np.int64), w0, w1)
     en = np.clip(np.concatenate([p[2] for p in parts]).astype(np.int64), w0, w1)
-    # (what, display name) → one code per distinct pair, so equal normalised names merge
+    # (what, display name) → one code per distinct pair (its insertion index), so equal normalised names merge;
+    # each part adds (what, "") at least: vocab is never empty
     vocab: Dict[Tuple[int, str], int] = {}
     codes = []
     for _, _, _, what, idx, names in parts:
@@ -253,17 +252,14 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
     gt, st, en, nc = gt[keep], st[keep], en[keep], nc[keep]
     threads, t_inv = np.unique(gt, return_inverse=True)
     t_inv = t_inv.reshape(-1)
-    waiting_code = np.zeros(max(len(vocab), 1), bool)        # (what, name) codes of OS calls that wait
-    for (what, name), c in vocab.items():
-        waiting_code[c] = what == 1 and os_call_class(name) == "wait"
-    blocked = waiting_code[nc]
+    blocked = np.array([what == 1 and is_wait(name) for what, name in vocab], bool)[nc]   # OS calls that wait
     works = ~blocked
     active = grouped_overlap(t_inv[works], st[works], en[works], threads.shape[0], w)
     waiting = grouped_overlap(t_inv[blocked], st[blocked], en[blocked], threads.shape[0], w)
-    key = t_inv * max(len(vocab), 1) + nc
+    key = t_inv * len(vocab) + nc
     ukey, k_inv = np.unique(key, return_inverse=True)
     per = grouped_overlap(k_inv.reshape(-1), st, en, ukey.shape[0], w)
-    pairs = {v: k for k, v in vocab.items()}
+    pairs = list(vocab)
     tids = tid_of(threads)
     th = sorted((OtherThread(int(threads[i]), int(tids[i]), labels.get(int(threads[i]), ""), int(active[i]),
                              pct(int(active[i]), wait_ns), int(waiting[i]), pct(int(waiting[i]), wait_ns))
@@ -271,7 +267,7 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
                 key=lambda t: (-t.active_ns, -t.waiting_ns, t.tid))
     rows = []
     for j in np.nonzero(per > 0)[0].tolist():
-        ti, c = divmod(int(ukey[j]), max(len(vocab), 1))
+        ti, c = divmod(int(ukey[j]), len(vocab))
         what, name = pairs[c]
         rows.append(OverlapRow(int(threads[ti]), int(tids[ti]), labels.get(int(threads[ti]), ""), WHATS[what], name,
                                os_call_class(name) if what == 1 else "", int(per[j]), pct(int(per[j]), wait_ns)))

@@ -30,10 +30,6 @@ class SessionSpan(FieldsJson):
     starts_far: bool                 # placed, and cuda_start_ns − start_ns > max(FAR_SHARE × duration, FAR_NS)
     ends_far: bool                   # placed, and end_ns − cuda_end_ns > max(FAR_SHARE × duration, FAR_NS)
 
-    @property
-    def far(self) -> bool:
-        return self.starts_far or self.ends_far
-
 
 def _int(v: Any) -> Optional[int]:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
@@ -47,13 +43,8 @@ def _int(v: Any) -> Optional[int]:
 def export_clock(meta: Mapping[str, List[str]]) -> Tuple[bool, int]:
     """(timestamps normalised to UTC epoch ns, ``--ts-shift`` ns) from the export metadata (SCHEMA.md §2.2)."""
     norm = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or ["false"])[0].strip().lower() in ("true", "1", "yes")
-    for k in ("EXPORT_CONFIG_TIME_SHIFT", "EXPORT_PARAM_TIME_SHIFT"):
-        v = meta.get(k)
-        if v:
-            s = _int(v[0])
-            if s is not None:
-                return norm, s
-    return norm, 0
+    shifts = [_int(v[0]) for v in (meta.get("EXPORT_CONFIG_TIME_SHIFT"), meta.get("EXPORT_PARAM_TIME_SHIFT")) if v]
+    return norm, next((s for s in shifts if s is not None), 0)     # the first key with a number wins
 
 
 def analyze_session(model: TraceModel) -> Optional[SessionSpan]:

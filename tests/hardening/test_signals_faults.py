@@ -670,6 +670,20 @@ def test_an_address_space_limit_is_one_line_wherever_it_strikes(tmp_path: Path, 
     assert sorted(os.listdir(tmp_path)) == ["in"]
 
 
+@pytest.mark.slow   # the command line under `ulimit -v`, in a subprocess
+def test_the_early_address_space_refusal_on_a_full_stderr_still_exits_2(tmp_path: Path, trace: Path) -> None:
+    """Too little address space to load the libraries is refused before they load; when stderr cannot take that
+    line (``/dev/full``) the exit code still says so (2), never an internal error."""
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("NSYS_LLM_EXPLAIN_DEBUG", None)
+    proc = subprocess.run(["bash", "-c", 'ulimit -v 60000; exec "$@" 2>/dev/full', "-", sys.executable, "-m",
+                           "nsys_llm_explainer", str(trace), "--out", str(tmp_path / "o"), "--quiet"],
+                          capture_output=True, text=True, env=env, timeout=180)
+    assert proc.returncode == 2, proc.returncode
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
 @pytest.mark.parametrize("command, module", [("report", "perfetto"), ("report", "regex"), ("report", "plotly"),
                                              ("compare", "regex"), ("compare", "plotly")])   # no timeline in compare
 def test_a_declared_dependency_that_cannot_be_imported_is_one_line(tmp_path: Path, module: str, command: str) -> None:

@@ -183,6 +183,15 @@ if _step:
 """
 
 
+def one_line_error(proc: subprocess.CompletedProcess) -> str:
+    """The one non-blank stderr line of a refused command-line run, checked to be our error line (no traceback)."""
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("nsys-llm-explain: error:")
+    return lines[0]
+
+
 def pause_env(where: Path, staged: Optional[float] = None, step: Optional[float] = None) -> Dict[str, str]:
     """Environment (``os.environ`` plus) for a CLI subprocess slowed by :data:`PAUSE_HOOK`, written to ``where``."""
     hook = where / "pause_hook"

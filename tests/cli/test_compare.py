@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
-from conftest import SHARED_TRACES, as_report, run_cli
+from conftest import SHARED_TRACES, as_report, one_line_error, run_cli
 from synth import build_scenario
 from synth.scenarios.names import K
 from synth.scenarios.rank import Rank
@@ -43,14 +43,6 @@ def _validate(d: dict) -> None:
     schema = load_compare_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(d, schema)
-
-
-def _one_line_error(proc) -> str:
-    assert "Traceback" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("nsys-llm-explain: error:")
-    return lines[0]
 
 
 def _lines(text: str):
@@ -312,7 +304,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, base_trace, args, needle):
     out = tmp_path / "o"
     proc = run_cli("compare", *args, "--out", str(out))
     assert proc.returncode == 2
-    assert needle in _one_line_error(proc)
+    assert needle in one_line_error(proc)
     assert not out.exists()
 
 
@@ -322,7 +314,7 @@ def test_cli_refuses_foreign_out_dir(tmp_path, base_trace, host_trace):
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     proc = run_cli("compare", str(base_trace), str(host_trace), "--out", str(out), "--quiet")
-    assert proc.returncode == 2 and "--force" in _one_line_error(proc)
+    assert proc.returncode == 2 and "--force" in one_line_error(proc)
     proc = run_cli("compare", str(base_trace), str(host_trace), "--out", str(out), "--quiet", "--force")
     assert proc.returncode == 0 and (out / "notes.txt").read_text() == "mine" and (out / "compare.md").exists()
     assert proc.stdout == ""                                    # --quiet without the gate prints nothing
@@ -334,7 +326,7 @@ def test_nsys_rep_without_nsys_is_one_line(tmp_path, base_trace):
     rep.write_bytes(b"\x00" * 64)
     proc = run_cli("compare", str(base_trace), str(rep), "--out", str(tmp_path / "o"),
                    env_extra={"PATH": str(tmp_path)})                   # no nsys on PATH
-    assert proc.returncode == 2 and "nsys export --type sqlite" in _one_line_error(proc)
+    assert proc.returncode == 2 and "nsys export --type sqlite" in one_line_error(proc)
     assert not (tmp_path / "o").exists()
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import one_line_error, run_cli
 from synth.scenarios import build_cluster
 
 import nsys_llm_explainer as nle
@@ -126,14 +126,6 @@ def test_jobs_with_one_trace_is_stated_and_reader_option(tmp_path, ranks):
 
 
 # ------------------------------------------------------------------------------------------ no stand-in
-def one_line_error(proc) -> str:
-    assert "Traceback" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("nsys-llm-explain: error:")
-    return lines[0]
-
-
 def test_nsys_rep_without_nsys(tmp_path):
     f = tmp_path / "trace.nsys-rep"
     f.write_bytes(b"\x00" * 64)

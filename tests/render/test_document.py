@@ -8,6 +8,7 @@ import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
@@ -231,13 +232,45 @@ def test_compare_and_cluster_html_hold_their_markdown(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ writers
+def test_a_column_the_rows_do_not_have_is_an_error_not_an_empty_cell() -> None:
+    """Table rows are typed: a column key that names no field of the row raises instead of rendering "–"."""
+    doc = Document("t", (Section("s", "S", (TablePart((int_col("count", "count", "count"),),
+                                                      [SimpleNamespace(cnt=3)]),)),))
+    with pytest.raises(AttributeError, match="count"):
+        write_markdown(doc)
+
+
+def test_nvtx_by_pid_rows_join_ranges_and_attributed_kernels(tmp_path: Path) -> None:
+    """``nvtx_by_pid.csv``: a (pid, range) with ranges and attributed kernels is one row; kernels attributed to a
+    (pid, range) that ``nvtx.by_pid`` lacks still get their row, with no range count or time."""
+    import dataclasses
+
+    from synth import TraceBuilder
+
+    from nsys_llm_explainer.analyses.nvtx.attribution import RangePidRow
+    from nsys_llm_explainer.pipeline import analyze_path
+    from nsys_llm_explainer.render.specs import NvtxPidRange, nvtx_by_pid_rows
+
+    b = TraceBuilder()
+    b.process(1)
+    t1 = b.thread(1, 1)
+    b.nvtx_push_pop(0, 3000, "step", tid_g=t1)
+    b.launch(100, 110, 10_000, 10_010, pid=1, tid=1, name="a")
+    rep = analyze_path(b.write(str(tmp_path / "t.sqlite")))
+    extra = RangePidRow(2, "other", "PushPop", 7, 700)
+    rep = dataclasses.replace(rep, attribution=dataclasses.replace(
+        rep.attribution, by_pid=rep.attribution.by_pid + (extra,)))
+    assert nvtx_by_pid_rows(rep) == [NvtxPidRange(1, "step", 1, 3000, 1, 10),
+                                     NvtxPidRange(2, "other", None, None, 7, 700)]
+
+
 def test_markdown_layout_rules() -> None:
     doc = Document("t", (
         Section("top", "", (para(Strong(("A:",)), " one", brk=BR), para("two", brk=NL),
                             bullets([Rich("a `x|y` b", lead=True), (Data("- x", lead=True),)]), para("end"))),
         Section("s", "Hostile <b>", (Paragraph((Code("k" * 100, 20),)),
                                      TablePart((name_col("n", "n", "name", 10), int_col("c", "c", "count")),
-                                               [{"n": "a|b", "c": 1234}, {"n": None, "c": None}]))),
+                                               [SimpleNamespace(n="a|b", c=1234), SimpleNamespace(n=None, c=None)]))),
     ))
     assert write_markdown(doc) == (
         "**A:** one  \ntwo\n- a <code>x\\|y</code> b\n- \\- x\n\nend\n\n## Hostile <b>\n\n"

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms
 from .document import Rich
@@ -12,7 +13,20 @@ from .table import Col, Table, csv_col, dur_col, fmt_col, int_col, name_col, pct
 if TYPE_CHECKING:
     from ..report import Report
 
-Row = Dict[str, Any]
+
+@dataclass(frozen=True)
+class UmBreakdownRow:
+    """One row of ``unified_memory.csv``: an entry of a window's per-direction, per-cause, GPU-fault-access or
+    CPU-fault list (``group``), the numbers that list has (the others None)."""
+
+    window: str
+    group: str
+    id: Any
+    name: str
+    count: int
+    bytes: Optional[int] = None
+    total_ns: Optional[int] = None
+    page_faults: Optional[int] = None
 
 # ---- Unified Memory (report.json ``unified_memory``: analyses/memory/unified.py)
 def _um_windows(report: Report) -> List[Any]:
@@ -25,20 +39,17 @@ def um_device_rows(report: Report) -> List[Any]:
     return [r for w in _um_windows(report) for r in with_fields(w.devices, window=w.window)]
 
 
-def um_breakdown_rows(report: Report) -> List[Row]:
+def um_breakdown_rows(report: Report) -> List[UmBreakdownRow]:
     """The per-direction, per-cause, per-access-type and CPU-fault lists of both windows, one row each."""
-    out: List[Row] = []
+    out: List[UmBreakdownRow] = []
     for w in _um_windows(report):
-        head = {"window": w.window}
         for group, moves in (("direction", w.by_direction), ("cause", w.by_cause)):
-            out += [{**head, "group": group, "id": g.key, "name": g.label, "count": g.count, "bytes": g.bytes,
-                     "total_ns": g.total_ns, "page_faults": None} for g in moves]
-        out += [{**head, "group": "gpu_fault_access", "id": f.access_id, "name": f.access, "count": f.count,
-                 "bytes": None, "total_ns": None, "page_faults": f.page_faults} for f in w.gpu_faults_by_access]
+            out += [UmBreakdownRow(w.window, group, g.key, g.label, g.count, g.bytes, g.total_ns) for g in moves]
+        out += [UmBreakdownRow(w.window, "gpu_fault_access", f.access_id, f.access, f.count, page_faults=f.page_faults)
+                for f in w.gpu_faults_by_access]
         for group, sites in (("cpu_fault_function", w.cpu_faults_by_function),
                              ("cpu_fault_module", w.cpu_faults_by_module)):
-            out += [{**head, "group": group, "id": None, "name": c.name, "count": c.count, "bytes": None,
-                     "total_ns": None, "page_faults": None} for c in sites]
+            out += [UmBreakdownRow(w.window, group, None, c.name, c.count) for c in sites]
     return out
 
 

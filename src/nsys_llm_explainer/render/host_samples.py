@@ -3,16 +3,36 @@ row, the note when the trace has none, and ``host_samples.csv``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from ..vocabulary.units import fmt_int, fmt_pct
-from .table import Col, Joined, Table, csv_col, raw, row_dict, with_fields
+from .table import Col, Joined, Table, csv_col, raw, with_fields
 
 if TYPE_CHECKING:
     from ..analyses.idle.host_samples import ScopeSamples
     from ..report import Report
 
-Row = Dict[str, Any]
+
+@dataclass(frozen=True)
+class HostSampleRow:
+    """One row of ``host_samples.csv``: an entry (``rank`` in its ``list``) of a device's per-kind or per-cause
+    scope, with the scope's numbers beside it."""
+
+    device_id: int
+    scope: str
+    kind: str
+    detail: Optional[str]
+    idle_ns: int
+    samples: int
+    list: str
+    rank: int
+    name: str
+    module: str
+    group: str
+    count: int
+    pct: float
+    est_ns: int
 
 #: kinds whose idle-cause rows get a "host samples" cell (the host-side kinds whose pieces are sampled)
 SAMPLED_KINDS = ("launch", "other_api", "nvtx", "osrt", "host_cpu")
@@ -67,17 +87,17 @@ def samples_note(report: Report, kinds: Sequence[Any]) -> str:
     return f"what the host ran in `host_cpu` / `nvtx` idle is unknown: {reason}." if reason else ""
 
 
-def _rows(report: Report) -> List[Row]:
-    out: List[Row] = []
+def _rows(report: Report) -> List[HostSampleRow]:
+    out: List[HostSampleRow] = []
     for d in report.host_samples.devices:
         for scope_name, scopes in (("kind", d.kinds), ("cause", d.causes)):
             for sc in scopes:
                 for lst, entries in (("group", sc.groups), ("module", sc.modules), ("function", sc.functions),
                                      ("caller", sc.callers)):
                     for rank, e in enumerate(entries, 1):
-                        out.append({"device_id": d.device_id, "scope": scope_name, "kind": sc.kind,
-                                    "detail": sc.detail, "idle_ns": sc.idle_ns, "samples": sc.samples, "list": lst,
-                                    "rank": rank, **row_dict(e)})
+                        out.append(HostSampleRow(d.device_id, scope_name, sc.kind, sc.detail, sc.idle_ns,
+                                                 sc.samples, lst, rank, e.name, e.module, e.group, e.count, e.pct,
+                                                 e.est_ns))
     return out
 
 

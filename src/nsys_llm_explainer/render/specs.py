@@ -4,7 +4,8 @@ never re-derives them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
 from .document import Cell, Code, Data, Inline, inline, joined
@@ -80,17 +81,28 @@ def memcpy_rows(report: Report) -> List[Any]:
             + with_fields(mc.memset, op="memset", direction=None, src_kind_name=None, dst_kind_name=None))
 
 
-def nvtx_by_pid_rows(report: Report) -> List[Any]:
+@dataclass(frozen=True)
+class NvtxPidRange:
+    """One (process, range name) of ``nvtx_by_pid.csv``: its ranges (``nvtx.by_pid``; None when only kernels were
+    attributed to it) and the kernels attributed to it (``nvtx.attribution.by_pid``; None when none were)."""
+
+    pid: int
+    name: str
+    count: Optional[int]
+    total_ns: Optional[int]
+    kernel_count: Optional[int]
+    inclusive_ns: Optional[int]
+
+
+def nvtx_by_pid_rows(report: Report) -> List[NvtxPidRange]:
     """``nvtx.by_pid`` joined with ``nvtx.attribution.by_pid`` on (pid, range name)."""
     att = {(a.pid, a.name): a for a in report.attribution.by_pid}
-    out: List[Any] = []
+    out: List[NvtxPidRange] = []
     for r in report.nvtx.by_pid:  # one iteration per (pid, range name)
-        a = att.pop((field_of(r, "pid"), field_of(r, "name")), None)
-        out.append(Joined(r, {"kernel_count": a.kernel_count if a else None,
-                              "inclusive_ns": a.inclusive_ns if a else None}))
-    out += [{"pid": k[0], "name": k[1], "kernel_count": a.kernel_count, "inclusive_ns": a.inclusive_ns}
-            for k, a in att.items()]
-    return out
+        a = att.pop((r.pid, r.name), None)
+        out.append(NvtxPidRange(r.pid, r.name, r.count, r.total_ns, a.kernel_count if a else None,
+                                a.inclusive_ns if a else None))
+    return out + [NvtxPidRange(a.pid, a.name, None, None, a.kernel_count, a.inclusive_ns) for a in att.values()]
 
 
 def nccl_rank_rows(report: Report) -> List[Any]:

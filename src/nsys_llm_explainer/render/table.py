@@ -20,11 +20,9 @@ CellFn = Callable[[Any], Spans]
 
 
 def field_of(row: Any, key: str) -> Any:
-    """Field ``key`` of a table row: a result row's attribute (``AttributeError`` when it has none), a joined
-    parent field (:class:`Joined`), or the item of a row a table spec assembles as a dict (None when absent)."""
-    if type(row) is dict:     # the common case first: no ABC check per cell
-        return row.get(key)
-    return row.get(key) if isinstance(row, abc.Mapping) else getattr(row, key)
+    """Field ``key`` of a table row: a result row's attribute or a joined parent field (:class:`Joined`); a row
+    without it raises ``AttributeError`` (a misspelt column is an error, never an empty cell)."""
+    return getattr(row, key)
 
 
 class Joined:

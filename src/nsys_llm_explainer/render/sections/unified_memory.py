@@ -74,7 +74,7 @@ def sec_unified_memory(v: View) -> SectionResult:
                   f"({fmt_pct(w.overlap_pct)} %); {fmt_dur(w.migration_idle_ns)} of migration time ran "
                   "with no kernel (idle, under the ", Code("copy"), " idle cause).")
     devs = [r for r in UNIFIED_MEMORY.rows(v.r) if r.window == "steady"]
-    breakdown = [r for r in um_breakdown_rows(v.r) if r["window"] == "steady"]
+    breakdown = [r for r in um_breakdown_rows(v.r) if r.window == "steady"]
     body: List[Any] = [
         para(note), TablePart(UNIFIED_MEMORY.cols, devs, (), "um-devices") if devs else None,
         HtmlOnly((TablePart(UNIFIED_MEMORY_BREAKDOWN.cols, breakdown, (), "um-breakdown",

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class HostSampleRow:
     """One row of ``host_samples.csv``: an entry (``rank`` in its ``list``) of a device's per-kind or per-cause
-    scope, with the scope's numbers beside it."""
+    scope, with the scope's numbers beside it (the entry's fields are those of ``analyses.idle.host_samples.Share``,
+    flattened: render reads results without importing analyses)."""
 
     device_id: int
     scope: str
@@ -33,6 +34,7 @@ class HostSampleRow:
     count: int
     pct: float
     est_ns: int
+
 
 #: kinds whose idle-cause rows get a "host samples" cell (the host-side kinds whose pieces are sampled)
 SAMPLED_KINDS = ("launch", "other_api", "nvtx", "osrt", "host_cpu")

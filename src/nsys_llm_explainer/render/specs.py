@@ -14,7 +14,6 @@ from .host_samples import CAUSE_COL, HOST_SAMPLES, attach
 from .table import (
     Col,
     Getter,
-    Joined,
     Table,
     csv_col,
     dur_col,
@@ -106,8 +105,8 @@ def nvtx_by_pid_rows(report: Report) -> List[NvtxPidRange]:
 
 
 def nccl_rank_rows(report: Report) -> List[Any]:
-    """``nccl.ranks`` with their arrival figures beside (None for a rank without matched collectives)."""
-    return [Joined(r, r.arrival_values(missing=True)) for r in report.nccl.ranks]
+    """``nccl.ranks`` (the arrival figures None for a rank without matched collectives)."""
+    return list(report.nccl.ranks)
 
 
 def _field(key: str, field: str) -> Getter:

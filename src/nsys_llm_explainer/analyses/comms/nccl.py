@@ -5,12 +5,12 @@ collectives matched across ranks by name and issue order, and the verdict (docs/
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_AS_EMPTY, FieldsJson, dataclass_from_json
+from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
@@ -68,48 +68,22 @@ class CustomAllReduce(FieldsJson):
 
 
 @dataclass(frozen=True)
-class RankArrivals:
-    """A rank's kernels among the matched collectives (module docstring)."""
-
-    matched: int
-    mean_ns: int
-    p50_ns: int
-    mean_start_skew_ns: int     # mean start after the earliest rank of the collective
-    last_arrival_count: int     # collectives this rank started last
-
-
-_ARRIVALS = tuple(f.name for f in fields(RankArrivals))
-
-
-@dataclass(frozen=True)
-class NcclRank:
-    """One (process, GPU) running NCCL kernels; ``arrivals`` only when collectives were matched across ranks."""
+class NcclRank(FieldsJson):
+    """One (process, GPU) running NCCL kernels; its arrival figures among the matched collectives (module
+    docstring) only when collectives were matched across ranks (else None, not written)."""
 
     rank: str                   # "pid P / GPU D"
     pid: int
     device_id: int
     nccl_count: int
     nccl_total_ns: int
-    arrivals: Optional[RankArrivals] = None
-
-    def arrival_values(self, missing: bool = False) -> Dict[str, Any]:
-        """The arrival figures, written beside the rank's: ``{}`` without matched collectives (``missing``: each
-        figure None then)."""
-        a = self.arrivals
-        if a is None:
-            return dict.fromkeys(_ARRIVALS) if missing else {}
-        return {k: getattr(a, k) for k in _ARRIVALS}
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"rank": self.rank, "pid": self.pid, "device_id": self.device_id, "nccl_count": self.nccl_count,
-                "nccl_total_ns": self.nccl_total_ns, **self.arrival_values()}
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "rank") -> NcclRank:
-        """The inverse of :meth:`to_dict` (the arrival figures, written beside the rank's, back into ``arrivals``:
-        present when ``matched`` is)."""
-        arrivals = {k: d[k] for k in _ARRIVALS if k in d} if isinstance(d, Mapping) and "matched" in d else None
-        return dataclass_from_json(cls, d, where, arrivals=arrivals)
+    matched: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    mean_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    p50_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: mean start after the earliest rank of the collective
+    mean_start_skew_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: collectives this rank started last
+    last_arrival_count: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)
@@ -269,11 +243,11 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
         m = of_rank.get(r, empty)
         dd = d_mi[m]
         p50[r] = median(dd)
-        ranks.append(replace(base_rank[r], arrivals=RankArrivals(
-            matched=int(m.shape[0]), mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
+        ranks.append(replace(
+            base_rank[r], matched=int(m.shape[0]), mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
             p50_ns=int(round_half_up(p50[r])),
             mean_start_skew_ns=int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
-            last_arrival_count=int(last_cnt[r]))))
+            last_arrival_count=int(last_cnt[r])))
 
     waiting = int(np.argmax(p50))
     others = np.delete(p50, waiting)

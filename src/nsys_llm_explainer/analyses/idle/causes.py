@@ -313,4 +313,4 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
         return IdleCausesResult(False, "no GPU activity in the window (no kernels captured)")
     devs = tuple(d for d, _ in done)
     bins = tuple(b for _, b in done if b is not None)
-    return IdleCausesResult(True, None, devs, _totals(devs), bins)
+    return IdleCausesResult(True, None, devices=devs, totals=_totals(devs), bins=bins)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NOT_IN_JSON, FieldsJson, dataclass_from_json, need_rows
+from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson, fields_json
 from ...vocabulary.cause_kinds import KINDS
 from ..common.stats import pct
 from .bins import DeviceBins
@@ -32,7 +32,8 @@ class IdleCause:
     gap_count: int
     one_time: bool
     short_gap_ns: int = 0                    # part of ``ns`` inside gaps shorter than LONG_GAP_NS
-    examples: Tuple[GapExample, ...] = ()
+    #: the largest gaps holding it (None in ``totals``: not written there)
+    examples: Optional[Tuple[GapExample, ...]] = field(default=None, metadata=NONE_OMITTED)
     first_ns: int = 0                        # start of the first gap holding this cause
     last_ns: int = 0                         # end of the last gap holding this cause
     tiny_gap_ns: int = 0                     # part of ``ns`` inside gaps shorter than 10 µs
@@ -70,13 +71,18 @@ class Other(FieldsJson):
 
 @dataclass(frozen=True)
 class DeviceCauses:
+    """A device's idle causes; ``report.json`` adds the derived ``other`` (:meth:`other`). Loaded from it, the
+    per-gap cause codes are empty (``gap_cause`` gives ``("", "")``; the gaps in :class:`~.gpu_time.GpuTimeResult`
+    keep their causes), and so are the host-side pieces (None)."""
+
     device_id: int
     window_ns: int
     busy_ns: int
     idle_ns: int
     causes: Tuple[IdleCause, ...]            # largest first
-    gap_cause_code: np.ndarray               # per gap (time order): code of the cause with the most ns, -1 none
-    cause_of_code: Dict[int, Tuple[str, str]]
+    #: per gap (time order): code of the cause with the most ns, -1 none (not serialised)
+    gap_cause_code: np.ndarray = field(default_factory=lambda: np.full(0, -1, np.int8), metadata=NOT_IN_JSON)
+    cause_of_code: Dict[int, Tuple[str, str]] = field(default_factory=dict, metadata=NOT_IN_JSON)
     # host-side pieces (not serialised); None for the devices past the run's budget of kept pieces
     # (causes.PIECES_KEPT: every device's pieces are used while its turn in the device pass lasts)
     pieces: Optional[IdlePieces] = field(default=None, metadata=NOT_IN_JSON)
@@ -86,12 +92,8 @@ class DeviceCauses:
     #: merged, clipped to the span, in time order (``gtid`` -1); None when no span was asked for (not serialised)
     slices: Optional[IdlePieces] = field(default=None, metadata=NOT_IN_JSON)
 
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "device causes") -> DeviceCauses:
-        """A device of :meth:`IdleCausesResult.to_dict` (its derived ``other`` ignored). The per-gap cause codes are
-        not serialised: loaded, they are empty (``gap_cause`` gives ``("", "")``; the gaps in
-        :class:`~.gpu_time.GpuTimeResult` keep their causes), and so are the host-side pieces (None)."""
-        return dataclass_from_json(cls, d, where, gap_cause_code=np.full(0, -1, np.int8), cause_of_code={})
+    def to_dict(self) -> Dict[str, object]:
+        return {**fields_json(self), "other": self.other().to_dict()}
 
     def gap_cause(self, i: int) -> Tuple[str, str]:
         """(kind, detail) of the cause holding most of gap ``i`` (time order); ``("", "")`` when none."""
@@ -110,25 +112,11 @@ class DeviceCauses:
 
 
 @dataclass(frozen=True)
-class IdleCausesResult:
+class IdleCausesResult(FieldsJson):
     available: bool
     reason: Optional[str]
+    precedence: Tuple[str, ...] = KINDS      # the cause kinds in charging order
     devices: Tuple[DeviceCauses, ...] = ()
     totals: Tuple[IdleCause, ...] = ()       # summed over devices, pct of Σ window / Σ idle
-    bins: Tuple[DeviceBins, ...] = ()        # per device (report.json "timeline")
-
-    def to_dict(self) -> Dict[str, object]:
-        devs = [{"device_id": d.device_id, "window_ns": d.window_ns, "busy_ns": d.busy_ns, "idle_ns": d.idle_ns,
-                 "causes": [asdict(c) for c in d.causes], "other": d.other().to_dict()}   # not the per-gap cause codes
-                for d in self.devices]
-        tots = [{k: v for k, v in asdict(c).items() if k != "examples"} for c in self.totals]
-        return {"available": self.available, "reason": self.reason, "precedence": list(KINDS),
-                "devices": devs, "totals": tots}
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str = "idle_causes") -> IdleCausesResult:
-        """The inverse of :meth:`to_dict` with the bins under ``bins`` (``report.json`` keeps them apart, under
-        ``timeline.devices``: :mod:`serialize` puts them back); the derived keys (``precedence``, each device's
-        ``other``) are ignored. ``totals`` carry no examples (``to_dict()`` leaves them out): ``()``."""
-        totals = [{**t, "examples": []} for t in need_rows(d, "totals", where)]
-        return dataclass_from_json(cls, d, where, totals=totals)
+    #: per device; report.json keeps them apart, under ``timeline.devices`` (:mod:`serialize` puts them back)
+    bins: Tuple[DeviceBins, ...] = field(default=(), metadata=NOT_IN_JSON)

@@ -141,7 +141,7 @@ def _markers(findings: Sequence[FindingRef], causes: IdleCausesResult, w0: int, 
                     continue
                 exact = [c for c in d.causes if c.kind == kind and c.detail == detail]
                 for c in exact or [c for c in d.causes if c.kind == kind]:
-                    for e in c.examples[:1]:
+                    for e in (c.examples or ())[:1]:
                         if best is None or e.ns > best[0]:
                             best = (e.ns, d.device_id, e, c)
         if best is None:

@@ -133,27 +133,18 @@ def _i64(v: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
 
 def _grouped(key: np.ndarray, cols: Sequence[np.ndarray], label: Dict[int, str]
              ) -> List[Tuple[int, str, int, List[int]]]:
-    """One entry per distinct ``key`` (ascending): (key, its label, row count, [Σ of each of ``cols``])."""
+    """One entry per distinct ``key`` (ascending): (key, its label, row count, [Σ of each of ``cols``, in int64:
+    exact])."""
     if key.shape[0] == 0:
         return []
     uniq, inv = np.unique(key, return_inverse=True)
     inv = inv.reshape(-1)
     count = np.bincount(inv, minlength=uniq.shape[0])
-    sums = [np.bincount(inv, weights=v, minlength=uniq.shape[0]) if v.shape[0] else np.zeros(uniq.shape[0])
-            for v in cols]
-    # bincount sums in float64: exact below 2^53 (9 PB of bytes, 104 days of ns); recomputed exactly beyond (the
-    # int64 sums of every group in one pass, only for a column with such a group)
-    exact = [_exact_sums(inv, v, uniq.shape[0]) if bool((s >= 2 ** 53).any()) else s for s, v in zip(sums, cols)]
-    return [(int(u), label.get(int(u), str(int(u))), int(count[i]),
-             [int(s[i]) if s[i] < 2 ** 53 else int(x[i]) for s, x in zip(sums, exact)])
+    sums = [np.zeros(uniq.shape[0], np.int64) for _ in cols]
+    for out, v in zip(sums, cols):
+        np.add.at(out, inv, np.asarray(v, np.int64))
+    return [(int(u), label.get(int(u), str(int(u))), int(count[i]), [int(s[i]) for s in sums])
             for i, u in enumerate(uniq.tolist())]
-
-
-def _exact_sums(inv: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
-    """Σ ``v`` per group ``inv`` in int64 (exact), all groups in one pass."""
-    out = np.zeros(n, np.int64)
-    np.add.at(out, inv, np.asarray(v, np.int64))
-    return out
 
 
 def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dict[int, str]
@@ -190,26 +181,16 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     mc = m.memcpy
     rows = _um_rows(mc)
     n = rows.shape[0]
-    if n:
-        assert mc is not None
-        s = _i64(mc.start, rows)
-        e = _i64(mc.end, rows)
-        ck = _i64(mc.copy_kind, rows)
-        nbytes = np.maximum(_i64(mc.bytes, rows), 0)
-        cause = _i64(mc.migration_cause, rows)
-        dev = _i64(mc.device, rows)
-    else:
-        s = e = ck = nbytes = cause = dev = np.empty(0, np.int64)
+    s, e, ck, nbytes, cause, dev = (_i64(getattr(mc, c), rows) if n else np.empty(0, np.int64)
+                                    for c in ("start", "end", "copy_kind", "bytes", "migration_cause", "device"))
+    nbytes = np.maximum(nbytes, 0)
     dur = e - s
     by_direction = _migrations(ck, nbytes, dur, DIRECTION)
     by_cause = _migrations(np.where(cause < 0, -1, cause), nbytes, dur, CAUSE)
     gf = m.um_gpu_faults
-    if gf is not None and len(gf):
-        fs, fe, fdev = _i64(gf.start), _i64(gf.end), _i64(gf.device)
-        nf = np.maximum(_i64(gf.faults), 0)
-        acc = _i64(gf.access)
-    else:
-        fs = fe = fdev = nf = acc = np.empty(0, np.int64)
+    fs, fe, fdev, nf, acc = (_i64(getattr(gf, c)) if gf is not None and len(gf) else np.empty(0, np.int64)
+                             for c in ("start", "end", "device", "faults", "access"))
+    nf = np.maximum(nf, 0)
     by_access = tuple(FaultsByAccess(k, lab, n, f) for k, lab, n, (f,) in _grouped(acc, (nf,), ACCESS))
     devices: List[UmDevice] = []
     e0 = np.empty(0, np.int64)

@@ -74,9 +74,8 @@ def _idle_by_kind(edges: np.ndarray, t0: np.ndarray, ln: np.ndarray, kind: np.nd
     nb, nk = edges.shape[0] - 1, len(KINDS)
     if t0.shape[0] == 0:
         return {}
+    # the edges increase and hold every piece: the window lies in [0, 2^62] ns (model/row_checks.py, MAX_TS)
     cell = np.searchsorted(edges, t0, side="right") - 1           # bin of each piece's start
-    if edges[0] > edges[-1] or (np.diff(edges) < 0).any() or cell[0] < 0 or cell[-1] >= nb:
-        return _idle_by_kind_unions(edges, t0, ln, kind)           # edges overflowed int64 (absurd window)
     cell *= nk
     cell += kind
     acc = np.zeros(nb * nk, np.int64)                              # integer sums: exact for any ns
@@ -93,15 +92,3 @@ def _idle_by_kind(edges: np.ndarray, t0: np.ndarray, ln: np.ndarray, kind: np.nd
     np.add.at(acc, (cross + 1, k), past[cross])
     present = np.nonzero(np.bincount(kind, minlength=nk))[0]
     return {KINDS[int(k)]: tuple(acc[:, k].tolist()) for k in present.tolist()}
-
-
-def _idle_by_kind_unions(edges: np.ndarray, t0: np.ndarray, ln: np.ndarray, kind: np.ndarray
-                         ) -> Dict[str, Tuple[int, ...]]:
-    """The same per-kind bins by the definition (one union per kind, cut at the edges): used when the
-    edges are not in order, where the one-pass version does not apply."""
-    out: Dict[str, Tuple[int, ...]] = {}
-    for k in np.nonzero(np.bincount(kind, minlength=len(KINDS)))[0].tolist():
-        m = kind == k
-        s = t0[m]
-        out[KINDS[int(k)]] = _per_bin(iv.union_lean(s, s + ln[m]), edges)
-    return out

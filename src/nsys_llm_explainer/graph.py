@@ -39,13 +39,13 @@ from .analyses.nvtx.attribution import AttributionResult, analyze_attribution, d
 from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
 from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.phases import PhaseResult, analyze_phases, with_phase_totals
-from .analyses.steps.sync import StepSyncContext, device_step_sync, step_sync_context, step_sync_result
+from .analyses.steps.sync import StepSyncContext, device_step_sync, step_sync_result
 from .analyses.threads.waits import WaitsResult, analyze_waits
 from .analyses.timeline.content import TimelineFile, analyze_timeline, span_launch_config
 from .analyses.timeline.span import TimelineSpan, plan_span
-from .analyses.trace.clock import analyze_clock
 from .analyses.trace.facts import analyze_facts
 from .analyses.trace.info import analyze_trace_info
+from .analyses.trace.session import analyze_clock
 from .analyses.trace.window import WindowResult, detect_window
 from .config.categories import load_rules
 from .config.phase_map import build_phase_map
@@ -224,7 +224,7 @@ STEPS: Tuple[Step, ...] = (
     Step("clip to the window", _steady, ("model", "window"), ("steady",), "steady"),
     Step("full-capture busy", _full_times, ("model", "window", "options"), ("full_times",)),
     Step("timeline span", _timeline_span, ("model", "steady", "window", "options"), ("timeline_span",)),
-    Step("step sync context", step_sync_context, ("steady",), ("step_sync_context",), "steady"),
+    Step("step sync context", StepSyncContext, ("steady",), ("step_sync_context",), "steady"),
     Step("host sample frames", host_sample_frames, ("model",), ("host_sample_frames",)),
     Step("pieces needed", _pieces_needed, ("step_sync_context", "host_sample_frames"), ("pieces_needed",)),
     Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "options", "timeline_span",

@@ -32,9 +32,9 @@ from .analyses.steps.phases import PhaseResult
 from .analyses.steps.sync import StepSyncResult
 from .analyses.threads.waits import WaitsResult
 from .analyses.timeline.content import TimelineFile
-from .analyses.trace.clock import ClockInfo
 from .analyses.trace.facts import TraceFacts
 from .analyses.trace.info import TraceInfoResult
+from .analyses.trace.session import ClockInfo
 from .analyses.trace.window import WindowResult
 from .errors import InputError, OptionalDependencyError
 from .findings.base import Finding

@@ -10,7 +10,7 @@ import pytest
 from synth.scenarios import build_cluster
 from synth.scenarios.cluster import BASE_UTC, MS, US
 
-from nsys_llm_explainer.analyses.trace.clock import ClockInfo
+from nsys_llm_explainer.analyses.trace.session import ClockInfo
 from nsys_llm_explainer.cluster.summary import summarize
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import analyze_path

@@ -168,8 +168,8 @@ def test_preset_names():
         "TensorRT:ExecutionContext::execute",
         "context phase", "generation phase",
     ]
-    pm = preset_phase_map()
-    labels = list(pm)
+    pm = build_phase_map(None)   # the presets, with their ignore list
+    labels = pm.names
     got = [labels[i] if i >= 0 else None for i in phase_of_names(names, pm)[:-1].tolist()]
     assert got == ["prefill", "decode", None, None, "decode", "prefill", "prefill", "decode", "prefill",
                    "other", None, "prefill", "decode"]

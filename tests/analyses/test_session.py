@@ -12,7 +12,7 @@ import pytest
 from conftest import as_report
 from synth import TraceBuilder
 
-from nsys_llm_explainer.analyses.trace.clock import analyze_clock
+from nsys_llm_explainer.analyses.trace.session import analyze_clock
 from nsys_llm_explainer.pipeline import analyze_path, load_model
 from nsys_llm_explainer.render import render_all
 

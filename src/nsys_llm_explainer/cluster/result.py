@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Dict, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
-from ..analyses.trace.clock import ClockInfo
+from ..analyses.trace.session import ClockInfo
 from ..jsonable import FieldsJson, built, check_numbers, check_schema, dataclass_from_json, fields_json
 from .align import Alignment, align
 from .claims import RankClaim, make_claims

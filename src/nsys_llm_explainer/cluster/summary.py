@@ -11,7 +11,7 @@ import numpy as np
 
 from ..analyses.common.stats import summary
 from ..analyses.comms.series import NcclSeries
-from ..analyses.trace.clock import ClockInfo
+from ..analyses.trace.session import ClockInfo
 from ..errors import InputError
 from ..jsonable import FieldsJson
 from ..options import Options

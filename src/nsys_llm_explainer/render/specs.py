@@ -243,7 +243,7 @@ CATEGORIES: Table[Report] = Table("categories.csv", (
 
 STEP_COLUMNS = ("index", "start_ns", "end_ns", "wall_ns", "phase", "pid", "device", "gpu_busy_ns",
                 "gpu_idle_ns", "kernel_count", "sync_ns", "memcpy_ns")
-STEPS: Table[Report] = Table("steps.csv", (csv_col(*STEP_COLUMNS),), lambda rep: rep.steps.rows())
+STEPS: Table[Report] = Table("steps.csv", (csv_col(*STEP_COLUMNS),), lambda rep: rep.steps.rows)
 
 STEPS_BY_PHASE: Table[Report] = Table("steps_by_phase.csv", (
     text_col("phase", "phase", "phase"),

@@ -33,11 +33,10 @@ OTHER_TOP_KERNELS = 15
 # classification
 
 
-def classify(names: Sequence[str], rules: Optional[CategoryRules] = None) -> np.ndarray:
+def classify(names: Sequence[str], rules: CategoryRules) -> np.ndarray:
     """Category index (into ``rules.categories``) per distinct name; loops over rules × unmatched names. The
     user's rules (first in ``rules``) are matched in bounded time (:func:`config.patterns.first_match`: an
     :class:`OptionError` naming the rules file when one runs too long), the built-in ones here."""
-    rules = rules or build_rules("generic")   # built-in preset, parsed once by config
     names = for_matching(names)
     cats = rules.categories
     index = {c: i for i, c in enumerate(cats)}
@@ -76,13 +75,10 @@ def _name_time(name_idx: np.ndarray, dur: np.ndarray, n_names: int) -> Tuple[np.
     return cnt, tot
 
 
-def detect_engine(names: Sequence[str], name_total_ns: np.ndarray,
-                  engines: Optional[Sequence[PresetRules]] = None) -> Tuple[Optional[str], Dict[str, float]]:
-    """Engine preset whose ``detect`` regexes match the most kernel time (None if none matches).
-
-    ``engines``: the engine presets to compare, in tie-break order (default: the built-in ones)."""
-    if engines is None:
-        engines = CategoryRules("auto", ()).engine_presets()
+def detect_engine(names: Sequence[str], name_total_ns: np.ndarray, engines: Sequence[PresetRules]
+                  ) -> Tuple[Optional[str], Dict[str, float]]:
+    """Engine preset among ``engines`` (in tie-break order) whose ``detect`` regexes match the most kernel time
+    (None if none matches)."""
     total = int(name_total_ns.sum())
     shares: Dict[str, float] = {}
     best, best_ns = None, 0

@@ -5,11 +5,11 @@ shares (docs/METRICS.md, "NVTX ranges"; the end of an unterminated range: "Readi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson, json_ready
+from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson
 from ...model.nvtx_build import UNTERMINATED_END_RULE
 from ...model.trace import TraceModel
 from ..common.stats import group_stats, pct
@@ -45,21 +45,16 @@ class NvtxPidRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class NvtxResult:
+class NvtxResult(FieldsJson):
     available: bool
     reason: Optional[str]
     range_count: int = 0
     unterminated: int = 0
+    unterminated_end_rule: str = UNTERMINATED_END_RULE   # the rule unterminated ranges end by (a constant)
     unterminated_end_ns: Optional[int] = None   # end given to unterminated ranges (None: none open)
     ranges: Tuple[NvtxRangeRow, ...] = ()
     by_pid: Tuple[NvtxPidRow, ...] = ()
     tree: Optional[NvtxTree] = field(default=None, metadata=NOT_IN_JSON)   # push/pop nesting tree: a helper
-
-    def to_dict(self) -> Dict[str, Any]:   # with the rule unterminated ranges end by (a constant)
-        return json_ready({"available": self.available, "reason": self.reason, "range_count": self.range_count,
-                           "unterminated": self.unterminated, "unterminated_end_rule": UNTERMINATED_END_RULE,
-                           "unterminated_end_ns": self.unterminated_end_ns, "ranges": self.ranges,
-                           "by_pid": self.by_pid})
 
 
 def analyze_nvtx(model: TraceModel) -> NvtxResult:

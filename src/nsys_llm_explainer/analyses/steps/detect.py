@@ -5,7 +5,6 @@ phase, and how confident the choice is. Definitions: docs/FINDINGS.md, "Steps".
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -13,7 +12,6 @@ import numpy as np
 
 from ...config.patterns import first_match
 from ...config.phase_map import PhaseMap
-from ...errors import OptionError
 from ...jsonable import FieldsJson
 from ...model.timeline import rows_by_value
 from ...model.trace import Kernels, TraceModel
@@ -48,14 +46,8 @@ class MarkerKernel(FieldsJson):
 # ------------------------------------------------------------------------------------------- marker method
 def marker_kernels(k: Kernels, regex: str) -> Tuple[np.ndarray, Tuple[MarkerKernel, ...]]:
     """(marker mask per kernel row, marker kernel names with their counts, most frequent first). A user's
-    ``regex`` is matched in bounded time (:func:`config.patterns.first_match`)."""
-    try:
-        re.compile(regex, re.IGNORECASE)
-    except re.error as exc:
-        raise OptionError("step_marker", f"{regex!r} is not a valid regular expression: {exc}") from None
-    except (OverflowError, RecursionError):   # a repeat count past the engine's limit, nesting past Python's
-        raise OptionError("step_marker", f"{regex!r} is not a valid regular expression: a repeat count or nesting "
-                          "beyond what Python's regular expressions take") from None
+    ``regex`` (checked by :mod:`options`) is compiled and matched in bounded time (:func:`config.patterns.first_match`:
+    an :class:`OptionError` ``step_marker`` when it is invalid)."""
     first = first_match([regex], k.names, "step_marker", [repr(regex)])
     hit = np.array([j == 0 for j in first] + [False], dtype=np.bool_)
     is_m = hit[k.name_idx]

@@ -159,7 +159,7 @@ class StepArrays:
 
 
 @dataclass(frozen=True)
-class StepResult:
+class StepResult(FieldsJson):
     available: bool
     reason: Optional[str]
     method: str                        # "nvtx" | "marker" | "none"
@@ -177,35 +177,22 @@ class StepResult:
     slowest: Tuple[SlowStep, ...] = ()
     outliers: Tuple[SlowStep, ...] = ()
     notes: Tuple[str, ...] = ()
-    arrays: Optional[StepArrays] = field(default=None, metadata=NOT_IN_JSON)   # full per-step columns: a helper,
-    #                                                                            in to_dict() only as ``rows``
+    arrays: Optional[StepArrays] = field(default=None, metadata=NOT_IN_JSON)   # full per-step columns: a helper
+    rows: Tuple[StepRow, ...] = ()   # the first MAX_ROWS steps (StepArrays.rows): report.json, steps.csv, the charts
+    rows_capped: bool = False        # more steps than ``rows``
 
     @property
     def bounds(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
         """(starts, ends) of every step, ns; None when there are no steps."""
         return (self.arrays.start, self.arrays.end) if self.available and self.arrays is not None else None
 
-    def rows(self) -> List[StepRow]:
-        """The step rows ``report.json`` holds: the first :data:`MAX_ROWS` (:meth:`StepArrays.rows`), built once
-        (report.json, steps.csv and the charts read the same list: do not change it)."""
-        got: Optional[List[StepRow]] = self.__dict__.get("_rows")
-        if got is None:
-            a = self.arrays if self.available else None
-            got = a.rows(np.arange(min(MAX_ROWS, len(a)))) if a is not None and len(a) else []
-            self.__dict__["_rows"] = got   # a cache beside the fields (the class is frozen, not slotted)
-        return got
-
-    def to_dict(self) -> Dict[str, Any]:
-        a = self.arrays if self.available else None
-        return {**fields_json(self), "rows": [fields_json(r) for r in self.rows()],
-                "rows_capped": a is not None and self.step_count > MAX_ROWS}
-
     @classmethod
     def from_dict(cls, d: Any, where: str = "steps") -> StepResult:
-        """The inverse of :meth:`to_dict`: ``arrays`` rebuilt from ``rows`` — all steps, or the first
-        :data:`MAX_ROWS` when ``rows_capped`` (then :meth:`table` gives those only)."""
+        """The inverse of ``to_dict()``: ``arrays`` rebuilt from ``rows`` (all steps, or the first :data:`MAX_ROWS`
+        when ``rows_capped``), and the rows from them."""
         rows = need(d, "rows", where)
-        return dataclass_from_json(cls, d, where, arrays=rows if rows and need(d, "available", where) else None)
+        got = dataclass_from_json(cls, d, where, rows=[], arrays=rows if rows and need(d, "available", where) else None)
+        return replace(got, rows=tuple(got.arrays.rows())) if got.arrays is not None else got
 
 
 # ------------------------------------------------------------------------------------------- metrics
@@ -235,16 +222,11 @@ def _what_differed(delta: Dict[str, int], phase: str) -> str:
     return head + (": " + ", ".join(txt) if txt else "")
 
 
-def _group_rows(a: StepArrays, groups: np.ndarray) -> List[Dict[str, Any]]:
+def _group_rows(metric: Dict[str, np.ndarray], groups: np.ndarray) -> List[Dict[str, Any]]:
     """Per distinct value of ``groups`` (in sorted order): the fields of a :class:`StepPhaseGroup` /
-    :class:`StepPidGroup` but its key."""
-    rows = []
-    wall, busy, idle = a.wall, a.gpu_busy, a.gpu_idle
-    for _, m in rows_by_value(np.asarray(groups)):   # one sort, not a mask over every step per group
-        rows.append(dict(**fields_json(summary(wall[m])), gpu_busy_ns=int(busy[m].sum()),
-                         gpu_idle_ns=int(idle[m].sum()), sync_ns=int(a.sync[m].sum()), memcpy_ns=int(a.memcpy[m].sum()),
-                         kernel_count=int(a.kernel_count[m].sum())))
-    return rows
+    :class:`StepPidGroup` but its key (the summary of ``wall_ns``, the totals of the other :data:`METRICS`)."""
+    return [dict(**fields_json(summary(metric["wall_ns"][m])), **{mm: int(metric[mm][m].sum()) for mm in METRICS[1:]})
+            for _, m in rows_by_value(np.asarray(groups))]   # one sort, not a mask over every step per group
 
 
 def _joined(cols: List[np.ndarray]) -> np.ndarray:
@@ -311,10 +293,11 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
         head, available=True, step_count=n, summary=summary(a.wall),
         totals=StepMetrics(**{m: int(metric[m].sum()) for m in METRICS}),
         by_phase=tuple(StepPhaseGroup(phase=phase_names[p] if p >= 0 else UNMAPPED, **g)
-                       for p, g in zip(uph, _group_rows(a, a.phase))),
-        by_pid=tuple(StepPidGroup(pid=int(p), **g) for p, g in zip(np.unique(a.pid).tolist(), _group_rows(a, a.pid))),
+                       for p, g in zip(uph, _group_rows(metric, a.phase))),
+        by_pid=tuple(StepPidGroup(pid=int(p), **g) for p, g in zip(np.unique(a.pid).tolist(),
+                                                                   _group_rows(metric, a.pid))),
         median_by_phase=tuple(median_by_phase), slowest=_vs_median(a, slow, med), outliers=_vs_median(a, out, med),
-        arrays=a)
+        arrays=a, rows=tuple(a.rows(np.arange(min(MAX_ROWS, n)))), rows_capped=n > MAX_ROWS)
 
 
 def _vs_median(a: StepArrays, idx: np.ndarray, med: Dict[int, Dict[str, int]]) -> Tuple[SlowStep, ...]:

@@ -16,6 +16,7 @@ from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
 from ..nvtx.tree import (
     NvtxTree,
+    combine_innermost,
     distinct_calls,
     enclosing_by_domain,
     has_ancestor_with_key,
@@ -172,32 +173,14 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     return StepChoice(np.sort(inst), used, conf, why), notes
 
 
-def _nearest_step(tree: NvtxTree, node: np.ndarray, step_of_node: np.ndarray) -> np.ndarray:
-    """Per query tree node: step index of its nearest ancestor-or-self that is a step range, -1 none."""
-    near = nearest_marked(tree.parent, step_of_node >= 0)   # per tree node
-    step_near = np.where(near >= 0, step_of_node[np.maximum(near, 0)], -1)   # per tree node: its step
-    out = step_near[np.maximum(node, 0)]
-    out[np.asarray(node) < 0] = -1
-    return out
-
-
-def _innermost_step(per_domain: Iterable[np.ndarray], s: np.ndarray, e: np.ndarray, tree: NvtxTree,
-                    step_of_node: np.ndarray, nodes: np.ndarray) -> Optional[np.ndarray]:
-    """Per query: over the domains (the layers of :func:`enclosing_by_domain`), the step of the nearest enclosing
-    step range, the innermost (latest start; ties: earliest end; exact ties: the lower domain id) winning; -1 when
-    none."""
-    best: Optional[np.ndarray] = None
-    dom = tree.domain[nodes]
-    for dn in per_domain:
-        cand = _nearest_step(tree, dn, step_of_node)
-        if best is None:                               # nothing to compare with yet: the candidate is the best
-            best = cand
-            continue
-        c, b = np.maximum(cand, 0), np.maximum(best, 0)
-        better = (cand >= 0) & ((best < 0) | (s[c] > s[b]) | ((s[c] == s[b]) & (e[c] < e[b]))
-                                | ((s[c] == s[b]) & (e[c] == e[b]) & (dom[c] < dom[b])))
-        best = np.where(better, cand, best)
-    return best
+def _innermost_step(per_domain: Iterable[np.ndarray], n: int, tree: NvtxTree, step_of_node: np.ndarray
+                    ) -> np.ndarray:
+    """Per query: over the domains (the layers of :func:`enclosing_by_domain`: per query a tree node, -1 none), the
+    step of the nearest enclosing step range, the innermost (:func:`combine_innermost`) winning; -1 when none."""
+    near = nearest_marked(tree.parent, step_of_node >= 0)   # per tree node: its nearest step range
+    layers = {i: np.where(dn >= 0, near[np.maximum(dn, 0)], -1) for i, dn in enumerate(per_domain)}
+    best = combine_innermost(tree, layers, n)
+    return np.where(best >= 0, step_of_node[np.maximum(best, 0)], -1)
 
 
 def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.ndarray, nk: Optional[int] = None,
@@ -211,16 +194,13 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
     threads = np.unique(tree.gtid[nodes])               # only threads with steps
     step_of_node = np.full(len(tree), -1, np.int64)
     step_of_node[nodes] = np.arange(nodes.shape[0])
-    s, e = tree.start[nodes], tree.end[nodes]
     if domain_nodes and nk == li.shape[0] and all(v.shape[0] == nk for v in domain_nodes.values()):
         # a range on a thread without steps has no step ancestor: the attribution's lookups give the same steps
-        best = _innermost_step(domain_nodes.values(), s, e, tree, step_of_node, nodes)
-        return np.full(li.shape[0], -1, np.int64) if best is None else best
+        return _innermost_step(domain_nodes.values(), li.shape[0], tree, step_of_node)
     calls = distinct_calls(len(api), li)
     calls = calls[np.isin(api.gtid[calls], threads)]
     by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
-    best = _innermost_step(by_dom.values(), s, e, tree, step_of_node, nodes)
-    return per_call(len(api), li, calls, np.full(calls.shape[0], -1, np.int64) if best is None else best)
+    return per_call(len(api), li, calls, _innermost_step(by_dom.values(), calls.shape[0], tree, step_of_node))
 
 
 def _unique_counts(key: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

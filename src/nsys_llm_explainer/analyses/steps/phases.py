@@ -10,12 +10,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ...config.phase_map import (
-    UNMAPPED,
-    PhaseMap,
-    as_phase_map,
-    ignore_list,
-)
+from ...config.phase_map import UNMAPPED, PhaseMap, as_phase_map
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import few_distinct, rows_by_value
@@ -58,20 +53,12 @@ class PhaseRangeName(FieldsJson):
     count: int
 
 
-def phase_of_names(names: Sequence[str], phase_map: PhaseMapLike) -> np.ndarray:
-    """Phase index per name (order of ``phase_map``), -1 for none or a name of the :class:`PhaseMap`'s ignore list
-    (the presets' for a plain dict); one extra trailing -1 (for index -1)."""
-    items: Sequence[Tuple[str, Sequence[str]]]
-    ignore: Sequence[str]
-    if isinstance(phase_map, PhaseMap):
-        items, ignore = phase_map.phases, phase_map.ignore
-    else:
-        items, ignore = tuple(phase_map.items()), ignore_list()
-    pats: List[Tuple[str, int, int]] = []   # (substring, phase index or -1 for ignore, tie order)
-    for j, (_, subs) in enumerate(items):
-        pats += [(s.lower(), j, j) for s in subs if s]
-    big = len(items)
-    pats += [(s.lower(), -1, big) for s in ignore if s]
+def phase_of_names(names: Sequence[str], phase_map: PhaseMap) -> np.ndarray:
+    """Phase index per name (order of ``phase_map``), -1 for none or a name of its ignore list; one extra trailing
+    -1 (for index -1)."""
+    # (substring, phase index or -1 for ignore, tie order)
+    pats = [(s.lower(), j, j) for j, (_, subs) in enumerate(phase_map.phases) for s in subs if s]
+    pats += [(s.lower(), -1, len(phase_map.phases)) for s in phase_map.ignore if s]
     out = np.full(len(names) + 1, -1, np.int64)
     for i, n in enumerate(names):
         low = n.lower()

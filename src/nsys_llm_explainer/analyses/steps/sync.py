@@ -112,9 +112,9 @@ class StepSyncContext:
     """Per-model inputs of every series (computed once): per API row whether it is a blocking call and
     whether it issued a device-to-host copy, and its base-name index."""
 
-    def __init__(self, model: TraceModel) -> None:
-        self.model = model
-        api = model.api
+    def __init__(self, steady: TraceModel) -> None:   # the analysis window's model
+        self.model = steady
+        api = steady.api
         self.ok = api is not None and len(api) > 0
         if api is None or not self.ok:
             return
@@ -133,7 +133,7 @@ class StepSyncContext:
         async_copy = per_name(lambda b: "Memcpy" in b and "Async" in b)
         d2h = per_name(lambda b: b in _D2H_NAMES)
         pageable_d2h = np.zeros(len(api), bool)
-        mc = model.memcpy
+        mc = steady.memcpy
         if mc is not None and len(mc):
             li = np.asarray(mc.launch_idx, np.int64)
             is_d2h = (np.asarray(mc.copy_kind, np.int64) == _D2H) & (li >= 0)
@@ -290,11 +290,6 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
         exposed_by_cause=by_cause, claimed=claimed, first_ns=int(e[0]), last_ns=int(e[-1]))
 
 
-def step_sync_context(steady: TraceModel) -> StepSyncContext:
-    """The per-model inputs of the series of the analysis window's model."""
-    return StepSyncContext(steady)
-
-
 def device_step_sync(step_sync_context: StepSyncContext, timeline: DeviceTimeline, device_causes: DeviceCauses
                      ) -> Tuple[StepSyncSeries, ...]:
     """The series of one device (its timeline and idle causes, in its turn of the device pass)."""
@@ -333,5 +328,4 @@ def step_sync_result(step_sync_context: StepSyncContext, idle_causes: IdleCauses
     return StepSyncResult(True, None, tuple(out))
 
 
-__all__ = ["StepSyncContext", "StepSyncResult", "StepSyncSeries",
-           "device_step_sync", "step_sync_context", "step_sync_result"]
+__all__ = ["StepSyncContext", "StepSyncResult", "StepSyncSeries", "device_step_sync", "step_sync_result"]

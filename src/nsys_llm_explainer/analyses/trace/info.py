@@ -89,14 +89,11 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
     t0, t1 = model.trace_start, model.trace_end
     names = info.process_names
     active: Dict[int, Dict[str, int]] = {}
-    if model.kernels is not None and len(model.kernels):
-        u, c = np.unique(model.kernels.pid, return_counts=True)
-        for p, n in zip(u.tolist(), c.tolist()):
-            active.setdefault(p, {})["kernels"] = n
-    if model.api is not None and len(model.api):
-        u, c = np.unique(model.api.pid, return_counts=True)
-        for p, n in zip(u.tolist(), c.tolist()):
-            active.setdefault(p, {})["cuda_api_calls"] = n
+    for rows, what in ((model.kernels, "kernels"), (model.api, "cuda_api_calls")):
+        if rows is not None and len(rows):
+            u, c = np.unique(rows.pid, return_counts=True)
+            for p, n in zip(u.tolist(), c.tolist()):
+                active.setdefault(p, {})[what] = n
     processes = tuple(ProcessRow(p, names.get(p, ""), active[p].get("kernels", 0), active[p].get("cuda_api_calls", 0))
                       for p in sorted(active))
     recorded = {name: info.meta[key][0] for key, name in CAPTURE_META_KEYS if info.meta.get(key)}

@@ -1,11 +1,12 @@
 """The capture as recorded: the profiling session's length and where the CUDA activity lies in it, and whether
-it starts or ends far from the session's edges (docs/METRICS.md, "Session and CUDA activity").
+it starts or ends far from the session's edges (docs/METRICS.md, "Session and CUDA activity"); and the clock facts
+that place the export's timestamps on UTC (:class:`ClockInfo`, docs/CLUSTER.md "Clock alignment").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, Optional
 
 from ...jsonable import FieldsJson
 from ...model.trace import TraceModel, trace_edge
@@ -40,11 +41,25 @@ def _int(v: Any) -> Optional[int]:
         return None
 
 
-def export_clock(meta: Mapping[str, List[str]]) -> Tuple[bool, int]:
-    """(timestamps normalised to UTC epoch ns, ``--ts-shift`` ns) from the export metadata (SCHEMA.md §2.2)."""
+@dataclass(frozen=True)
+class ClockInfo(FieldsJson):
+    """The export's clock, by which a cluster aligns several files (:mod:`cluster.align`); not in ``report.json``."""
+
+    utc_epoch_ns: Optional[int]     # TARGET_INFO_SESSION_START_TIME.utcEpochNs; None: absent or not positive
+    normalized: bool                # EXPORT_PARAM_TIME_NORMALIZE == true: timestamps already UTC epoch ns
+    shift_ns: int                   # EXPORT_CONFIG_TIME_SHIFT / EXPORT_PARAM_TIME_SHIFT (--ts-shift); 0 when absent
+    start_ns: Optional[int]         # first / last activity timestamp, export timeline
+    end_ns: Optional[int]
+
+
+def analyze_clock(model: TraceModel) -> ClockInfo:
+    """The clock facts of ``model`` from the export metadata (SCHEMA.md §2.2)."""
+    meta = model.info.meta
     norm = (meta.get("EXPORT_PARAM_TIME_NORMALIZE") or ["false"])[0].strip().lower() in ("true", "1", "yes")
     shifts = [_int(v[0]) for v in (meta.get("EXPORT_CONFIG_TIME_SHIFT"), meta.get("EXPORT_PARAM_TIME_SHIFT")) if v]
-    return norm, next((s for s in shifts if s is not None), 0)     # the first key with a number wins
+    shift = next((s for s in shifts if s is not None), 0)     # the first key with a number wins
+    utc = _int(model.info.session.utc_epoch_ns)
+    return ClockInfo(utc if utc is not None and utc > 0 else None, norm, shift, model.trace_start, model.trace_end)
 
 
 def analyze_session(model: TraceModel) -> Optional[SessionSpan]:
@@ -52,9 +67,9 @@ def analyze_session(model: TraceModel) -> Optional[SessionSpan]:
     duration = _int(model.info.session.duration_ns)
     if duration is None or duration <= 0:
         return None
-    norm, shift = export_clock(model.info.meta)
-    utc = _int(model.info.session.utc_epoch_ns)
-    start = None if norm and (utc is None or utc <= 0) else shift + (utc if norm and utc is not None else 0)
+    clock = analyze_clock(model)
+    utc = clock.utc_epoch_ns if clock.normalized else 0   # a normalised export counts from UTC epoch 0
+    start = None if utc is None else clock.shift_ns + utc
     end = None if start is None else start + duration
     ops = (model.memcpy, model.memset, model.sync, model.graph_trace)
     c0 = trace_edge(min, model.kernels, model.api, ops, None)

@@ -265,10 +265,7 @@ def _nvtx_window(model: TraceModel, name: str, full0: int, full1: int) -> Window
     n = model.nvtx
     if n is None or len(n) == 0:
         raise OptionError("window_nvtx", f"{name!r}: the trace has no NVTX ranges")
-    hits = [i for i, s in enumerate(n.names) if s == name]
-    if not hits:
-        raise OptionError("window_nvtx", f"{name!r}: no NVTX range has exactly this name")
-    m = np.isin(n.name_idx, np.asarray(hits))
+    m = np.isin(n.name_idx, [i for i, s in enumerate(n.names) if s == name])
     if not m.any():
         raise OptionError("window_nvtx", f"{name!r}: no NVTX range has exactly this name")
     s, e = int(n.start[m].min()), int(n.end[m].max())

@@ -47,7 +47,7 @@ TITLE = "Phases and steps"
 
 
 def plotted_steps(steps: StepResult, rows: Sequence[StepRow]) -> List[StepRow]:
-    """The step rows drawn: all of ``rows`` (``steps.rows()``) up to :data:`MAX_STEP_POINTS`, else every k-th
+    """The step rows drawn: all of ``rows`` (``steps.rows``) up to :data:`MAX_STEP_POINTS`, else every k-th
     plus the slowest."""
     if len(rows) <= MAX_STEP_POINTS:
         return list(rows)
@@ -144,7 +144,7 @@ def _steps(v: View) -> List[Any]:
         para(Strong((f"{fmt_int(st.step_count)} steps",)), " from ", how, " (", conf, ").", brk=BR),
         para(f"Step time p50 {fmt_dur(s.p50_ns if s else None)}, p90 {fmt_dur(s.p90_ns if s else None)}, "
              f"p99 {fmt_dur(s.p99_ns if s else None)}, max {fmt_dur(s.max_ns if s else None)}.")]
-    rows = st.rows()
+    rows = st.rows
     if rows:
         out += [Chart(lambda: series_chart(v, st, rows)), Chart(lambda: hist_chart(st, rows))]
     if st.by_phase:

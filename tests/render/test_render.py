@@ -25,7 +25,7 @@ from nsys_llm_explainer.render import (
 )
 from nsys_llm_explainer.render.base import dumps_indented
 from nsys_llm_explainer.render.csv_tables import CSV_TABLES
-from nsys_llm_explainer.render.escape import md_cell, md_code, md_name, md_rich, md_text, shorten, truncate
+from nsys_llm_explainer.render.escape import md_cell, md_code, md_name, md_rich, md_text, shorten
 from nsys_llm_explainer.vocabulary.units import (
     exact_decimal,
     fmt_at,
@@ -90,7 +90,6 @@ def test_shorten_keeps_head_and_tail_within_limit() -> None:
     assert "…" in s
     assert shorten("short", 80) == "short"
     assert shorten("a\nb\x1bc", 80) == "a b\\x1bc"   # line breaks a space, other controls shown escaped
-    assert truncate("abcdef", 4) == "abc…"
     assert len(md_name("k" * 300)) <= 82  # backticks around ≤ 80 characters
 
 

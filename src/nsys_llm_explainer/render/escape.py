@@ -58,14 +58,6 @@ def csv_text(value: Any) -> Any:
     return value
 
 
-def truncate(text: Any, limit: int = MD_NAME_LIMIT) -> str:
-    """``text`` cut to ``limit`` characters (the last one an ellipsis) when longer."""
-    s = _to_str(text)
-    if limit > 0 and len(s) > limit:
-        return s[: limit - 1] + "…"
-    return s
-
-
 def shorten(text: Any, limit: int = MD_NAME_LIMIT) -> str:
     """``text`` cut to ``limit`` characters with a middle ellipsis (⅘ head, ⅕ tail) when longer; made
     :func:`visible` first so the head/tail split never hides a line break or a control character."""

@@ -41,6 +41,14 @@ def launch_args(cfg: Any) -> List[List[Tuple[str, object]]]:
     return [forms[j] for j in inv.reshape(-1).tolist()]
 
 
+def _memo(cache: Dict[Any, int], key: Any, make: Callable[[], int]) -> int:
+    """``cache[key]``, made by ``make()`` the first time."""
+    u = cache.get(key)
+    if u is None:
+        u = cache[key] = make()
+    return u
+
+
 class _Layout:
     """Writes one report's tracks and events (docs/DESIGN.md, "The timeline file's tracks")."""
 
@@ -54,60 +62,37 @@ class _Layout:
         self.flow_base = (rank[0] + 1) << 40 if rank is not None else 1 << 40
         self.root = enc.process(rank[0] + 1, f"rank {rank[1]}") if rank is not None else None
         self.rank = rank
-        self.gpu_root: Dict[int, int] = {}
-        self.gpu_tracks: Dict[Tuple[int, str], int] = {}
-        self.procs: Dict[int, int] = {}
-        self.threads: Dict[int, int] = {}
-        self.thread_tracks: Dict[Tuple[int, str], int] = {}
+        self.proc_names = {p.pid: p.name for p in report.trace.processes}
+        self.tracks: Dict[Tuple[Any, ...], int] = {}   # ("gpu" | "pid" | "tid", id[, track name]) → uuid
         self.analysis = enc.track("analysis", self.root)
 
-    # ---------------------------------------------------------------- tracks
+    # ---------------------------------------------------------------- tracks (each declared when first used)
     def gpu(self, dev: int) -> int:
-        u = self.gpu_root.get(dev)
-        if u is None:
+        def make() -> int:
             names = {int(g.id) if g.id is not None else -1: str(g.name or "") for g in self.r.trace.gpus}
-            label = f"GPU {dev}" + (f" ({names[dev]})" if names.get(dev) else "")
-            u = self.gpu_root[dev] = self.enc.track(label, self.root)
-        return u
+            return self.enc.track(f"GPU {dev}" + (f" ({names[dev]})" if names.get(dev) else ""), self.root)
+        return _memo(self.tracks, ("gpu", dev), make)
 
     def gpu_track(self, dev: int, name: str, unit: Optional[str] = None) -> int:
-        key = (dev, name)
-        u = self.gpu_tracks.get(key)
-        if u is None:
-            u = self.gpu_tracks[key] = self.enc.track(name, self.gpu(dev), unit)
-        return u
+        return _memo(self.tracks, ("gpu", dev, name), lambda: self.enc.track(name, self.gpu(dev), unit))
 
     def process(self, pid: int) -> int:
-        u = self.procs.get(pid)
-        if u is None:
-            names = {p.pid: p.name for p in self.r.trace.processes}
-            name = names.get(pid) or "process"
-            if self.rank is None:
-                u = self.enc.process(pid, name)
-            else:
-                u = self.enc.track(f"{name} (pid {pid})", self.root)
-            self.procs[pid] = u
-        return u
+        name = self.proc_names.get(pid) or "process"
+        return _memo(self.tracks, ("pid", pid), lambda: self.enc.process(pid, name) if self.rank is None
+                     else self.enc.track(f"{name} (pid {pid})", self.root))
 
     def thread(self, gtid: int) -> int:
-        u = self.threads.get(gtid)
-        if u is None:
+        def make() -> int:
             pid, tid = (gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF
             label = self.rows.thread_labels.get(gtid, "") or f"tid {tid}"
             if self.rank is None:
                 self.process(pid)
-                u = self.enc.thread(pid, tid, label)
-            else:
-                u = self.enc.track(label if f"tid {tid}" in label else f"{label} (tid {tid})", self.process(pid))
-            self.threads[gtid] = u
-        return u
+                return self.enc.thread(pid, tid, label)
+            return self.enc.track(label if f"tid {tid}" in label else f"{label} (tid {tid})", self.process(pid))
+        return _memo(self.tracks, ("tid", gtid), make)
 
     def thread_track(self, gtid: int, name: str) -> int:
-        key = (gtid, name)
-        u = self.thread_tracks.get(key)
-        if u is None:
-            u = self.thread_tracks[key] = self.enc.track(name, self.thread(gtid))
-        return u
+        return _memo(self.tracks, ("tid", gtid, name), lambda: self.enc.track(name, self.thread(gtid)))
 
     # ---------------------------------------------------------------- content
     def write(self) -> None:

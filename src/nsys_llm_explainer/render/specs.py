@@ -120,13 +120,9 @@ def _first(key: str, field: str) -> Getter:
 
 
 def _top_name(r: Any) -> Any:
+    """The name of the row's first ``top_kernels`` entry (a category's or trait's largest kernel; None when none)."""
     top = field_of(r, "top_kernels")
-    return (top[0][0] if isinstance(top[0], tuple) else field_of(top[0], "name")) if top else None
-
-
-def name_first(name: Any) -> Inline:
-    """A top kernel's name (of a category or trait), shortened in monospace."""
-    return (Code(name, 60),) if name else ()
+    return top[0].name if top else None
 
 
 # ------------------------------------------------------------------------------------ finding checks
@@ -215,14 +211,16 @@ KERNELS_BY_PID: Table[Report] = Table("kernels_by_pid.csv", (csv_col("pid"), nam
                                               csv_col("device_id")) + _KERNEL_STATS + (csv_col("pct_of_pid"),),
                        lambda rep: rep.kernels.by_pid_name)
 
+#: a category's or trait's largest kernel, shortened in monospace
+_TOP_KERNEL = Col((("top_kernel", _top_name),), "top kernel",
+                  lambda r: (Code(_top_name(r), 60),) if _top_name(r) else (), value=_top_name, key="top_kernel")
 KERNEL_TRAITS: Table[Report] = Table("kernel_traits.csv", (
     text_col("trait", "trait", "trait", code=True),
     pct_col("share_pct", "share_pct", "% of kernel time"),
     int_col("kernel_count", "kernel_count", "kernels"),
     dur_col("total_ns", "total", "total"),
     dur_col("p50_ns", "p50", "p50", unit="us"),
-    Col((("top_kernel", _top_name),),
-        "top kernel", lambda r: name_first(_top_name(r)), value=_top_name, key="top_kernel"),
+    _TOP_KERNEL,
     text_col("meaning", "meaning", "what it is"),
 ), lambda rep: list(rep.traits.traits.values()))
 
@@ -236,8 +234,7 @@ CATEGORIES: Table[Report] = Table("categories.csv", (
     pct_col("pct", "pct_kernel_time", "% of kernel time"),
     dur_col("nonoverlap_ns", "nonoverlap"),
     csv_col("nonoverlap_pct"),
-    Col((("top_kernel", _top_name),),
-        "top kernel", lambda r: name_first(_top_name(r)), value=_top_name, key="top_kernel"),
+    _TOP_KERNEL,
     csv_col("preset"),
 ), category_rows)
 

@@ -83,10 +83,9 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
     from .cluster import analyze_many
     from .cluster.run import expand_inputs
     from .cluster.write import write_cluster_files
-    from .errors import OptionalDependencyError
     from .output import Staging, check_out_dir
 
-    if scheduler:
+    if scheduler:   # before any work (cluster.workers.dask_client imports it again)
         try:
             import dask.distributed  # noqa: F401
         except ImportError:
@@ -102,10 +101,7 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
         with Staging(od) as st:
             assert st.tmp is not None
             progress("analyzing the traces")
-            try:
-                result = analyze_many(items, opts, jobs, scheduler, rank_root=str(st.tmp / "ranks"))
-            except OptionalDependencyError as exc:
-                raise InputError(str(exc)) from None
+            result = analyze_many(items, opts, jobs, scheduler, rank_root=str(st.tmp / "ranks"))
             progress("writing the cluster report")
             write_cluster_files(result, st.tmp)
             _cluster_timeline(result, st.tmp)

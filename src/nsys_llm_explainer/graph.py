@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Optional, Tuple
 
 from .analyses.api.cuda_api import analyze_cuda_api
-from .analyses.api.graphs import GraphResult, analyze_graphs
+from .analyses.api.graphs import analyze_graphs
 from .analyses.api.launch import LaunchResult, analyze_launch
 from .analyses.api.sync import analyze_sync
 from .analyses.comms.nccl import analyze_nccl
@@ -50,15 +50,10 @@ from .analyses.trace.window import WindowResult, detect_window
 from .config.categories import load_rules
 from .config.phase_map import build_phase_map
 from .findings.base import Finding
-from .findings.run import (
-    capture_rule,
-    collect_warnings,
-    copy_path_claims,
-    idle_rule,
-    kernel_rule,
-    rank_findings,
-    step_sync_claims,
-)
+from .findings.copy_path import copy_path_claims
+from .findings.idle import idle_findings
+from .findings.kernels import kernel_findings
+from .findings.run import capture_rule, collect_warnings, rank_findings, step_sync_claims
 from .model.clip import clip_model
 from .model.launch_config import LaunchConfig
 from .model.timeline import DeviceTimeline, iter_timelines
@@ -210,11 +205,6 @@ def _timeline(model: TraceModel, window: WindowResult, timeline_span: TimelineSp
                             categories.categories, launch_config)
 
 
-def _warnings(model: TraceModel, kernels: KernelSummary, attribution: AttributionResult, graphs: GraphResult,
-              options: Options) -> Tuple[str, ...]:
-    return collect_warnings(model, kernels, attribution, graphs, options)
-
-
 #: every step of a report, in declaration order (also the order two threads take ready steps in: the long
 #: chains — the device pass and NVTX → phases → categories → steps — come first)
 STEPS: Tuple[Step, ...] = (
@@ -264,10 +254,10 @@ STEPS: Tuple[Step, ...] = (
          "steady"),
     Step("finding: copy path", copy_path_claims, ("copy_engines", "idle_causes", "gpu_time", "facts"),
          ("copy_path_claims",), "steady"),
-    Step("findings: idle", idle_rule, ("idle_causes", "gpu_time", "window", "traits", "facts", "attribution",
+    Step("findings: idle", idle_findings, ("idle_causes", "gpu_time", "window", "traits", "facts", "attribution",
                                        "host_samples", "waits", "step_sync_claims", "copy_path_claims"),
          ("idle_found",), "steady"),
-    Step("findings: kernels", kernel_rule, ("gpu_time", "traits", "steady_kernels", "categories", "facts"),
+    Step("findings: kernels", kernel_findings, ("gpu_time", "traits", "steady_kernels", "categories", "facts"),
          ("kernel_found",), "steady"),
     Step("findings: capture", capture_rule, ("graphs", "gpu_time", "window", "attribution", "options", "nccl",
                                              "unified_memory", "facts"), ("capture_found",)),
@@ -276,7 +266,7 @@ STEPS: Tuple[Step, ...] = (
          ("findings", "headline")),
     Step("timeline file", _timeline, ("model", "window", "timeline_span", "idle_causes", "steps", "findings",
                                       "categories", "launch_config"), ("timeline_file",)),
-    Step("warnings", _warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
+    Step("warnings", collect_warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
     # what a cluster reads of the trace (cluster.summary): not in report.json
     Step("clock", analyze_clock, ("model",), ("clock",)),
     Step("nccl series", nccl_series, ("model",), ("nccl_series",)),

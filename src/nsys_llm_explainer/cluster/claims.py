@@ -1,6 +1,6 @@
-"""Claims about single ranks of a cluster: a single-file :class:`~findings.base.Finding` whose checks are scoped to a
-rank (:class:`RankScope`), wrapped with the rank in a :class:`RankClaim`; made only when every check holds. The
-claims and their checks: docs/CLUSTER.md, "Per-rank view and claims"."""
+"""Claims about single ranks of a cluster (:class:`RankClaim`: a single-file :class:`~findings.base.Finding` whose
+checks are scoped to a rank, :class:`RankScope`); made only when every check holds. The claims and their checks:
+docs/CLUSTER.md, "Per-rank view and claims"."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 from ..analyses.common.stats import median
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..findings.base import Check, Finding, Scope
-from ..jsonable import from_json, need, need_rows
+from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
 from .collectives import CollectivesResult
 
@@ -35,60 +35,53 @@ class RankScope(Scope):
 
 
 @dataclass(frozen=True)
-class RankClaim:
-    """A claim about one rank of a cluster: a :class:`Finding` (made only when all its checks hold, as a
-    single-file finding) and the rank it names. ``to_dict()`` is one ``cluster.json`` ``claims[]`` item."""
+class RankCheck(FieldsJson):
+    """``claims[].checks[]``: a single-file :class:`Check` whose scope is a rank (``{"rank": …}``) or the cluster
+    (``{}``)."""
 
+    metric: str
+    scope: Dict[str, Optional[str]]
+    observed: float
+    op: str
+    threshold: float
+
+    def check(self) -> Check:
+        return Check(self.metric, self.observed, self.op, self.threshold, RankScope(rank=self.scope.get("rank")))
+
+    def holds(self) -> bool:
+        return self.check().holds()
+
+
+@dataclass(frozen=True)
+class RankClaim(FieldsJson):
+    """``claims[]``: a claim about one rank of a cluster, made only when all its checks hold; :attr:`finding` is it as
+    a single-file :class:`Finding` (its category its id's, :data:`CATEGORY`; its confidence ``high``)."""
+
+    id: str
     rank: str
-    finding: Finding
+    severity: str
+    title: str
+    evidence: Tuple[str, ...]
+    time_at_stake_ns: int
+    checks: Tuple[RankCheck, ...]
+    advice: Tuple[str, ...]
 
-    def to_dict(self) -> Dict[str, Any]:
-        f = self.finding
-        return {"id": f.id, "rank": self.rank, "severity": f.severity, "title": f.title, "evidence": list(f.evidence),
-                "time_at_stake_ns": f.time_at_stake_ns, "checks": [_check_dict(c) for c in f.checks],
-                "advice": list(f.recommendation)}
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str) -> RankClaim:
-        """The claim of a ``claims[]`` item (:meth:`to_dict`): its category is its id's (:data:`CATEGORY`), its
-        confidence ``high`` (a claim is made only when every check holds), each check's scope its rank."""
-        def get(obj: Any, key: str, tp: Any, at: str) -> Any:
-            return from_json(tp, need(obj, key, at), f"{at}.{key}")
-
-        checks = []
-        for i, c in enumerate(need_rows(d, "checks", where)):
-            w = f"{where}.checks[{i}]"
-            scope = from_json(Dict[str, Any], need(c, "scope", w), f"{w}.scope")
-            rank = from_json(Optional[str], scope.get("rank"), f"{w}.scope.rank")  # type: ignore
-            checks.append(Check(get(c, "metric", str, w), get(c, "observed", float, w), get(c, "op", str, w),
-                                get(c, "threshold", float, w), RankScope(rank=rank)))
-        cid = get(d, "id", str, where)
-        f = Finding(id=cid, category=CATEGORY.get(cid, "cluster"), severity=get(d, "severity", str, where),
-                    confidence="high", title=get(d, "title", str, where),
-                    evidence=get(d, "evidence", Tuple[str, ...], where),
-                    recommendation=get(d, "advice", Tuple[str, ...], where),
-                    time_at_stake_ns=get(d, "time_at_stake_ns", int, where), checks=tuple(checks))
-        return cls(get(d, "rank", str, where), f)
+    @property
+    def finding(self) -> Finding:
+        return Finding(id=self.id, category=CATEGORY.get(self.id, "cluster"), severity=self.severity,
+                       confidence="high", title=self.title, evidence=self.evidence, recommendation=self.advice,
+                       time_at_stake_ns=self.time_at_stake_ns, checks=tuple(c.check() for c in self.checks))
 
 
-def _check_dict(c: Check) -> Dict[str, Any]:
-    rank = c.scope.rank if isinstance(c.scope, RankScope) else None
-    return {"metric": c.metric, "scope": {} if rank is None else {"rank": rank}, "observed": c.observed,
-            "op": c.op, "threshold": c.threshold}
-
-
-def _check(metric: str, observed: Any, op: str, threshold: Any, rank: Optional[str] = None) -> Check:
-    return Check(metric, observed, op, threshold, RankScope(rank=rank))
+def _check(metric: str, observed: Any, op: str, threshold: Any, rank: Optional[str] = None) -> RankCheck:
+    return RankCheck(metric, {} if rank is None else {"rank": rank}, observed, op, threshold)
 
 
 def _claim(rank: str, id: str, severity: str, title: str, evidence: Sequence[str],
-           time_at_stake_ns: int, checks: Sequence[Check], advice: str) -> RankClaim:
-    f = Finding(id=id, category=CATEGORY[id], severity=severity, confidence="high", title=title,
-                evidence=tuple(evidence), recommendation=(advice,), time_at_stake_ns=time_at_stake_ns,
-                checks=tuple(checks))
-    assert f.holds(), id
-    return RankClaim(rank, f)
-
+           time_at_stake_ns: int, checks: Sequence[RankCheck], advice: str) -> RankClaim:
+    c = RankClaim(id, rank, severity, title, tuple(evidence), time_at_stake_ns, tuple(checks), (advice,))
+    assert c.finding.holds(), id
+    return c
 
 
 def _late(coll: CollectivesResult, devices: Sequence[DeviceRow], aligned: bool) -> Optional[RankClaim]:

@@ -4,13 +4,13 @@ the same whichever executor produced them (docs/CLUSTER.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..analyses.trace.session import ClockInfo
-from ..jsonable import FieldsJson, built, check_numbers, check_schema, dataclass_from_json, fields_json
+from ..jsonable import FieldsJson, built, check_numbers, check_schema, dataclass_from_json
 from .align import Alignment, align
 from .claims import RankClaim, make_claims
 from .collectives import CollectivesResult, match_collectives
@@ -39,10 +39,10 @@ class FileRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class ClusterResult:
+class ClusterResult(FieldsJson):
     """The cluster view of several files (docs/CLUSTER.md)."""
 
-    schema_version: ClassVar[str] = SCHEMA_VERSION
+    schema_version: str = field(default=SCHEMA_VERSION, init=False)
     tool_version: str
     files: Tuple[FileRow, ...]
     alignment: Alignment
@@ -50,9 +50,6 @@ class ClusterResult:
     collectives: CollectivesResult
     claims: Tuple[RankClaim, ...]
     warnings: Tuple[str, ...]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, **fields_json(self)}
 
     @classmethod
     def from_dict(cls, d: Any, where: str = JSON) -> ClusterResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import stat
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
@@ -123,5 +124,4 @@ def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]] = None,
     reports = [analyze(p) for p in paths]
     t_analyze = round(time.perf_counter() - t0, 4)
     res = compare_reports(reports, labels, paths)
-    timings = {"analyze": t_analyze, **res.timings_s}
-    return CompareResult(res.tool_version, res.metric, res.traces, res.comparisons, res.warnings, timings), reports
+    return replace(res, timings_s={"analyze": t_analyze, **res.timings_s}), reports

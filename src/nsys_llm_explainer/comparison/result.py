@@ -5,9 +5,9 @@ NEW slower (docs/COMPARE.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
-from ..jsonable import FieldsJson, fields_json
+from ..jsonable import FieldsJson
 
 COMPARE_SCHEMA_VERSION = "1.0"
 
@@ -159,9 +159,11 @@ class Comparison(FieldsJson):
 
 
 @dataclass(frozen=True)
-class CompareResult:
+class CompareResult(FieldsJson):
     """Everything :func:`nsys_llm_explainer.compare` found. ``to_dict()`` is ``compare.json``."""
 
+    schema_version: str = field(default=COMPARE_SCHEMA_VERSION, init=False)
+    kind: str = field(default="compare", init=False)
     tool_version: str
     metric: MetricSpec
     traces: Tuple[TraceSummary, ...]
@@ -172,6 +174,3 @@ class CompareResult:
     @property
     def base(self) -> TraceSummary:
         return self.traces[0]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"schema_version": COMPARE_SCHEMA_VERSION, "kind": "compare", **fields_json(self)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Tuple
+from typing import Mapping, Optional, Sequence, Tuple
 
 from ..jsonable import FieldsJson, json_name
 
@@ -96,3 +96,10 @@ class Finding(FieldsJson):
         return all(c.holds() for c in self.checks)
 
 
+@dataclass(frozen=True)
+class Claims:
+    """A rule's finding (None when its checks do not hold) and the idle ns it claims per device and (kind, detail),
+    which the idle findings leave out (no ns is the evidence of two findings)."""
+
+    finding: Optional[Finding]
+    claimed: Mapping[int, Mapping[Tuple[str, str], int]]

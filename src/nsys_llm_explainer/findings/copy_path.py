@@ -4,14 +4,17 @@ Definitions: docs/FINDINGS.md, "Findings": "A copy path sets the pace"."""
 
 from __future__ import annotations
 
-from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Dict, List, Optional, Tuple
 
 from ..analyses.idle.causes import IdleCausesResult
+from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.memory.copy_engines import HOST_PATHS, CopyEnginesResult, CopyPath, path_of_detail
+from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
 from .advice import advise
-from .base import Check, Finding, Scope
+from .base import Check, Claims, Finding, Scope
+from .idle import active_devices
 
 BUSY_PCT = 50.0        # % of the window (and of the median step) the path is busy
 OVERLAP_PCT = 25.0     # % of the path's busy time with a kernel running
@@ -65,18 +68,17 @@ def advice_ids(path: str, pageable: bool) -> List[str]:
     return ids + ["copy.overlap", "copy.overlap.torch", "copy_pace.fewer"]
 
 
-def copy_path_finding(ce: Optional[CopyEnginesResult], causes: IdleCausesResult,
-                      active: Optional[AbstractSet[int]], facts: Mapping[str, object]
-                      ) -> Tuple[Optional[Finding], Dict[int, Dict[Tuple[str, str], int]]]:
-    """The finding (None when no path holds) and the idle ns it claims (module docstring)."""
-    paths = pacing_paths(ce, active)
+def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: IdleCausesResult,
+                     gpu_time: GpuTimeResult, facts: TraceFacts) -> Claims:
+    """The finding (None when no path holds) and the copy idle ns of its path (module docstring)."""
+    paths = pacing_paths(copy_engines, active_devices(gpu_time) if gpu_time.available else None)
     if not paths:
-        return None, {}
+        return Claims(None, {})
     p = paths[0]
-    taken = claimed(causes, paths)
+    taken = claimed(idle_causes, paths)
     at_stake = sum(sum(v.values()) for v in taken.values())
     rate = f"{p.gb_per_s:,.1f} GB/s" if p.gb_per_s is not None else "no measurable rate"
-    win = sum(d.window_ns for d in causes.devices if d.device_id == p.device_id) if causes.available else 0
+    win = sum(d.window_ns for d in idle_causes.devices if d.device_id == p.device_id) if idle_causes.available else 0
     held = sum(taken.get(p.device_id, {}).values())
     title = (f"The {p.path} copy path sets the pace on device {p.device_id} (busy {p.busy_pct:.1f} %): "
              + (f"{100.0 * held / win:.1f} % of the window ({dur(at_stake)}) beyond the kernels" if win else
@@ -98,6 +100,6 @@ def copy_path_finding(ce: Optional[CopyEnginesResult], causes: IdleCausesResult,
     ids = advice_ids(p.path, p.pageable_count > 0)
     f = Finding(
         id="copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
-        confidence="high", title=title, evidence=tuple(ev), recommendation=advise(ids, facts),
+        confidence="high", title=title, evidence=tuple(ev), recommendation=advise(ids, facts.advice_facts()),
         time_at_stake_ns=at_stake, checks=checks(p), device_id=p.device_id, cause=(COMPOSITE, p.label))
-    return f, taken
+    return Claims(f, taken)

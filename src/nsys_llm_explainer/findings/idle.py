@@ -4,7 +4,6 @@ claim per idle ns, the window's edges left out (docs/FINDINGS.md, "Findings": "I
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
@@ -12,12 +11,15 @@ from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.threads.waits import WaitsResult
+from ..analyses.trace.facts import TraceFacts
+from ..analyses.trace.window import WindowResult
 from ..vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, KIND
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .advice import advise
-from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope
+from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Claims, Finding, Scope
 from .text import CAUSE_TEXT
 from .unified_memory import is_unified_detail
 from .waits import WaitStory, wait_story
@@ -36,15 +38,6 @@ LAUNCH_BOUND_MIN_RATE = 5_000.0
 SPLIT_SHOWN_POINTS = 0.05   # a claimed share this far below the table's is stated and checked on its own
 
 
-@dataclass(frozen=True)
-class DeviceKernels:
-    """What the launch-bound pattern needs per device: median kernel ns and kernels/s in the window."""
-
-    device_id: int
-    p50_ns: int
-    launches_per_s: float
-
-
 def _severity(share: float, kind: str) -> Optional[str]:
     if share < MEDIUM_SHARE:
         return None
@@ -53,16 +46,13 @@ def _severity(share: float, kind: str) -> Optional[str]:
     return "high" if share >= HIGH_SHARE else "medium"
 
 
-def launch_bound_devices(gpu: GpuTimeResult, kern: Dict[int, DeviceKernels]) -> Dict[int, Tuple[Check, ...]]:
+def launch_bound_devices(gpu: GpuTimeResult) -> Dict[int, Tuple[Check, ...]]:
     """Devices where the launch-bound pattern holds, with the checks that show it."""
     out: Dict[int, Tuple[Check, ...]] = {}
     for d in gpu.devices:
-        k = kern.get(d.device_id)
-        if k is None:
-            continue
         sc = Scope(device_id=d.device_id)
         checks = (Check("busy_pct", d.busy_pct, "<", LAUNCH_BOUND_MAX_BUSY, sc),
-                  Check("kernel_p50_ns", k.p50_ns, "<=", LAUNCH_BOUND_MAX_P50_NS, sc),
+                  Check("kernel_p50_ns", d.kernel_p50_ns, "<=", LAUNCH_BOUND_MAX_P50_NS, sc),
                   Check("launch_rate_per_s", d.launches_per_s, ">=", LAUNCH_BOUND_MIN_RATE, sc))
         if all(c.holds() for c in checks):
             out[d.device_id] = checks
@@ -124,30 +114,30 @@ def _where(c: IdleCause, t0: int) -> str:
     return f"; largest at {dur(e.start_ns - t0)} → {dur(e.end_ns - t0)} from trace start ({dur(e.ns)} of it)"
 
 
-def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, DeviceKernels],
-                  capture_start_ns: int, traits: KernelTraitsResult, facts: Mapping[str, Any],
-                  claimed: Optional[Claimed] = None, launch_ranges: AbstractSet[str] = frozenset(),
-                  samples: Optional[HostSamplesResult] = None, waits: Optional[WaitsResult] = None,
-                  launches_known: bool = True, copy_claimed: Optional[Claimed] = None) -> List[Finding]:
-    """All idle-cause findings whose checks hold (``facts``: :meth:`analyses.facts.TraceFacts.advice_facts`;
-    ``launch_ranges``: the NVTX idle details whose ranges enclose kernel launches; ``samples``: CPU samples
-    inside host-side idle, for an evidence line; ``waits``: what other threads did while the launching thread
-    waited, for the ``osrt`` finding; ``launches_known``: False when kernels could not be attributed to NVTX ranges,
-    so whether a range launches is not known; ``claimed`` / ``copy_claimed``: ns the per-step sync / the
-    copy-path finding claim)."""
-    if not causes.available or not gpu.available:
-        return []
-    lb = launch_bound_devices(gpu, kern)
-    edges = edge_bin_ns(causes)
+def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window: WindowResult,
+                  traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
+                  host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
+                  copy_path_claims: Claims) -> Tuple[Finding, ...]:
+    """The idle-cause findings whose checks hold and the launch-bound composite, after the ns the per-step sync and
+    copy-path findings claim. ``attribution``: which NVTX ranges enclose kernel launches (not known without it);
+    ``host_samples``: CPU samples inside host-side idle, for an evidence line; ``waits``: what other threads did
+    while the launching thread waited, for the ``osrt`` finding."""
+    if not idle_causes.available or not gpu_time.available:
+        return ()
+    claimed, copy_claimed = step_sync_claims.claimed, copy_path_claims.claimed
+    launch_ranges = attribution.launch_range_details() if attribution.available else frozenset()
+    advice = facts.advice_facts()
+    lb = launch_bound_devices(gpu_time)
+    edges = edge_bin_ns(idle_causes)
     taken: Dict[int, Dict[Tuple[str, str], int]] = {}
-    for part in (claimed or {}, copy_claimed or {}):
+    for part in (claimed, copy_claimed):
         for dv, per in part.items():
             for key, ns in per.items():
                 taken.setdefault(dv, {})[key] = taken.get(dv, {}).get(key, 0) + ns
-    per_kind, merged = _split(causes, lb, active_devices(gpu), taken, launch_ranges)
-    win = {d.device_id: d.window_ns for d in gpu.devices}
+    per_kind, merged = _split(idle_causes, lb, active_devices(gpu_time), taken, launch_ranges)
+    win = {d.device_id: d.window_ns for d in gpu_time.devices}
     out: List[Finding] = []
-    by_dev = {d.device_id: d for d in causes.devices}
+    by_dev = {d.device_id: d for d in idle_causes.devices}
     for kind, devs in per_kind.items():
         edge_ns = {dev: min(edges.get(dev, {}).get(kind, 0), sum(v.values())) for dev, v in devs.items()}
         share = {dev: 100.0 * (sum(v.values()) - edge_ns[dev]) / win[dev] for dev, v in devs.items() if win.get(dev)}
@@ -177,13 +167,13 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         main = next((c for c in by_dev[dev].causes if c.kind == kind and c.detail == top[0][0]), None)
         if main is not None:
             ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
-                      f"{_where(main, capture_start_ns)}.")
+                      f"{_where(main, window.full_start_ns)}.")
         table_share = 100.0 * by_dev[dev].ns_of(kind) / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
         findings_elsewhere = [w for w, m in (("the launch-bound finding", merged),
                                              ("the per-step sync finding", claimed),
                                              ("the copy-path finding", copy_claimed))
-                              if sum(v for (k, _), v in (m or {}).get(dev, {}).items() if k == kind) > 0]
+                              if sum(v for (k, _), v in m.get(dev, {}).items() if k == kind) > 0]
         elsewhere = findings_elsewhere + (["the window's edges"] if edge_ns[dev] > 0 else [])
         quoted = share[dev] if split else table_share   # titles state what the finding itself claims
         main_quoted = min(main_share, quoted)
@@ -196,7 +186,7 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         story = wait_story(waits, dev, top[0][0]) if kind == "osrt" else None
         if story is not None:
             ev.extend(story.evidence)
-        sampled = samples_evidence(samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
+        sampled = samples_evidence(host_samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)
         sc = Scope(device_id=dev, kind=kind)
@@ -204,29 +194,29 @@ def idle_findings(causes: IdleCausesResult, gpu: GpuTimeResult, kern: Dict[int, 
         if split:    # part of the kind is another finding's or at the window's edge: check the rest too
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
         category = CATEGORY[kind]
-        growth = kind == "alloc" and _early_only(causes, gpu, kind)
+        growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
         if growth:
             category, sev = "one_time", "low"
         if kind == "copy" and "(pageable)" in top[0][0]:
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
-            _advice_ids(kind, txt, details, launch_ranges if launches_known else None)
+            _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
         out.append(Finding(
             id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of "
                                "it (a one-time cost)" if growth
                                else _title(txt, what, quoted, main_quoted, total, story)),
-            evidence=tuple(ev), recommendation=advise(ids, facts),
+            evidence=tuple(ev), recommendation=advise(ids, advice),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=kind in LOW_ONLY or growth))
-    lf = _launch_finding(merged, win, lb, kern, gpu, traits, facts, samples)
+    lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)
-    return out
+    return tuple(out)
 
 
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],
-                    lb: Dict[int, Tuple[Check, ...]], kern: Dict[int, DeviceKernels], gpu: GpuTimeResult,
+                    lb: Dict[int, Tuple[Check, ...]], gpu: GpuTimeResult,
                     traits: KernelTraitsResult, facts: Mapping[str, Any],
                     samples: Optional[HostSamplesResult] = None) -> Optional[Finding]:
     if not merged:
@@ -241,12 +231,10 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         parts.update(v)
     total = sum(parts.values())
     d = gpu.device(dev)
-    kc = d.kernel_count if d else 0
-    host_per_kernel = sum(merged[dev].values()) / kc if kc else 0.0
-    dk = kern[dev]
-    ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(dk.p50_ns)}, GPU busy "
-          f"{d.busy_pct:.1f} %; the host spends about {us(host_per_kernel)} per kernel between or inside launches."
-          if d else "",
+    assert d is not None   # a launch-bound device (lb) is one of gpu.devices
+    host_per_kernel = sum(merged[dev].values()) / d.kernel_count if d.kernel_count else 0.0
+    ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(d.kernel_p50_ns)}, GPU busy "
+          f"{d.busy_pct:.1f} %; the host spends about {us(host_per_kernel)} per kernel between or inside launches.",
           "Launch overhead: " + "; ".join(
               (f"launch calls `{det}` {dur(ns)}" if kind == "launch" else
                f"host CPU between launches inside range `{det}` (gaps < 1 ms) {dur(ns)}" if kind == "nvtx" else
@@ -264,9 +252,9 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
                   "them removes launches.")
     return Finding(
         id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
-        title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(dk.p50_ns)}: "
+        title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(d.kernel_p50_ns)}: "
               f"{share[dev]:.1f} % of the window ({dur(total)})",
-        evidence=tuple(e for e in ev if e), recommendation=advise(KIND["launch"].advice, facts),
+        evidence=tuple(ev), recommendation=advise(KIND["launch"].advice, facts),
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=(HOST_OVERHEAD, ""))
 
 

@@ -4,12 +4,13 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Sequence
+from typing import List, Tuple
 
 from ..analyses.idle.gpu_time import GpuTimeResult
-from ..analyses.kernels.categories import CategoryRow
-from ..analyses.kernels.summary import KernelRow
+from ..analyses.kernels.categories import CategoryResult
+from ..analyses.kernels.summary import KernelSummary
 from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .advice import advise
@@ -39,28 +40,27 @@ def pooled_words(gpu: GpuTimeResult) -> str:
     return text
 
 
-def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels: Sequence[KernelRow],
-                    categories: Sequence[CategoryRow], facts: Mapping[str, Any]) -> List[Finding]:
-    """``top_kernels``: steady-window kernels by name (name, total_ns, count, avg_ns, pct), largest first;
-    ``categories``: overall category rows (category, nonoverlap_ns, nonoverlap_pct); ``facts``:
-    :meth:`analyses.facts.TraceFacts.advice_facts` (the GPUs' tensor-core datatypes decide the precision
-    advice)."""
+def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
+                    categories: CategoryResult, facts: TraceFacts) -> Tuple[Finding, ...]:
+    """Findings about the kernels themselves (GPU-bound, FP32 GEMMs, unfused attention / elementwise); the GPUs'
+    tensor-core datatypes (``facts``) decide the precision advice."""
     out: List[Finding] = []
-    p = gpu.pooled()
+    p = gpu_time.pooled()
     if p is None or not traits.available:
-        return out
-    scope = pooled_scope(gpu.kernel_devices())
+        return ()
+    advice = facts.advice_facts()
+    scope = pooled_scope(gpu_time.kernel_devices())
     busy = Check("busy_pct", p.busy_pct, ">=", GPU_BOUND_PCT, scope)
     if busy.holds():
         ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
-              f"{pooled_words(gpu)}): kernel speed, not the host, sets the step time."]
+              f"{pooled_words(gpu_time)}): kernel speed, not the host, sets the step time."]
         checks = [busy]
-        if top_kernels:
-            t = top_kernels[0]
+        if steady_kernels.available and steady_kernels.by_name:
+            t = steady_kernels.by_name[0]
             ev.append(f"Top kernel `{short(t.name)}`: {t.pct:.1f} % of kernel time ({t.count} calls, "
                       f"avg {us(t.avg_ns)}).")
             checks.append(Check("kernel_share_pct", float(t.pct), ">", 0.0, Scope(name=t.name)))
-        cats = [c for c in categories if c.nonoverlap_ns]
+        cats = [c for c in (categories.overall if categories.available else ()) if c.nonoverlap_ns]
         if cats:
             ev.append("Where the busy time goes (non-overlapped): " + ", ".join(
                 f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
@@ -68,19 +68,19 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             id="gpu_bound", category="gpu_bound", severity="medium", confidence="high",
             title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of the steady window; kernel time sets the pace",
             evidence=tuple(ev),
-            recommendation=advise(["gpu_bound.kernels"], facts),
+            recommendation=advise(["gpu_bound.kernels"], advice),
             time_at_stake_ns=p.busy_ns, checks=tuple(checks)))
     mid = Check("busy_pct", p.busy_pct, ">=", KERNEL_CLAIM_MIN_BUSY, scope)
     if not mid.holds():
-        return out
+        return tuple(out)
     frac = p.busy_pct / 100.0
     sev_k = "medium" if p.busy_pct >= GPU_BOUND_PCT else "low"   # secondary unless kernels set the pace
     h = traits.traits.get("fp32_gemm_simt")
-    tensor_cores = facts.get("gpu_fp16_tensor_cores")
+    tensor_cores = advice.get("gpu_fp16_tensor_cores")
     if h is not None and h.share_pct >= FP32_MIN_SHARE and tensor_cores is not False:
         names = ", ".join(f"`{short(t.name, 60)}`" for t in h.top_kernels[:2])
         kinds = [k for k, f in (("TF32", "gpu_tf32"), ("BF16", "gpu_bf16"), ("FP16", "gpu_fp16_tensor_cores"))
-                 if facts.get(f)]
+                 if advice.get(f)]
         out.append(Finding(
             id="fp32_gemm", category="fp32_gemm",
             severity="high" if h.share_pct >= 50.0 and p.busy_pct >= GPU_BOUND_PCT else "medium",
@@ -93,7 +93,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
                                                                  "so faster GEMMs shorten the busy part of the step."),
                       ("The GPU's tensor cores take " + "/".join(kinds) + " (see `facts.gpus`)." if kinds else
                        "The GPU's tensor-core datatypes are not known from the trace.")),
-            recommendation=advise(["fp32.tf32", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"], facts),
+            recommendation=advise(["fp32.tf32", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"], advice),
             time_at_stake_ns=int(h.total_ns * frac),
             checks=(busy if busy.holds() else mid,
                     Check("trait_share_pct", h.share_pct, ">=", FP32_MIN_SHARE, Scope(trait="fp32_gemm_simt")))))
@@ -105,7 +105,7 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
                   "kernel time",
             evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to batched GEMMs and no fused "
                       "(flash/memory-efficient) attention kernel in the window.",),
-            recommendation=advise(["attention.fused"], facts),
+            recommendation=advise(["attention.fused"], advice),
             time_at_stake_ns=int(a.total_ns * frac),
             checks=(mid, Check("trait_share_pct", a.share_pct, ">=", ATTN_MIN_SHARE,
                                Scope(trait="attention_unfused")))))
@@ -116,8 +116,8 @@ def kernel_findings(gpu: GpuTimeResult, traits: KernelTraitsResult, top_kernels:
             title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
             evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
                       + ", ".join(f"`{short(t.name, 50)}`" for t in e.top_kernels[:3]) + ".",),
-            recommendation=advise(["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts),
+            recommendation=advise(["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], advice),
             time_at_stake_ns=int(e.total_ns * frac),
             checks=(mid, Check("trait_share_pct", e.share_pct, ">=", ELEMENTWISE_MIN_SHARE,
                                Scope(trait="elementwise")))))
-    return out
+    return tuple(out)

@@ -1,46 +1,29 @@
-"""The finding rules as steps of the analysis graph (each declares what it reads by its parameters' names), the
-ranking of their findings, and the report's warnings (the entry points of ``findings``)."""
+"""The per-step sync and capture rules as steps of the analysis graph (the idle, kernel and copy-path rules are steps
+in their own modules; each declares what it reads by its parameters' names), the ranking of every rule's findings,
+and the report's warnings."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import List, Mapping, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from ..analyses.api.graphs import GraphResult
 from ..analyses.comms.nccl import NcclResult
 from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
-from ..analyses.idle.host_samples import HostSamplesResult
-from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.summary import KernelSummary
-from ..analyses.kernels.traits import KernelTraitsResult
-from ..analyses.memory.copy_engines import CopyEnginesResult
 from ..analyses.memory.unified import UnifiedMemoryResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.steps.sync import StepSyncResult
-from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..model.trace import TraceModel
 from ..options import Options
-from .base import Finding
+from .base import Claims, Finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
-from .copy_path import copy_path_finding
-from .idle import DeviceKernels, active_devices, idle_findings
-from .kernels import kernel_findings
+from .idle import active_devices
 from .rank import Headline, headline, rank
 from .step_sync import step_sync_finding
 from .unified_memory import unified_memory_finding
-
-
-@dataclass(frozen=True)
-class Claims:
-    """A rule's finding (None when its checks do not hold) and the idle ns it claims per device and (kind, detail),
-    which the idle findings leave out (no ns is the evidence of two findings)."""
-
-    finding: Optional[Finding]
-    claimed: Mapping[int, Mapping[Tuple[str, str], int]]
-
 
 # Each rule below is a step of the analysis graph (graph.STEPS): its parameters are the graph's values of the same
 # names (the runner binds them by name), so each rule declares exactly what it reads.
@@ -50,35 +33,6 @@ def step_sync_claims(step_sync: StepSyncResult, facts: TraceFacts, gpu_time: Gpu
     """The per-step sync finding (on devices that ran kernels) and the host idle ns it claims."""
     f = step_sync_finding(step_sync, facts.advice_facts(), set(gpu_time.kernel_devices()))
     return Claims(f, step_sync.claimed() if f is not None else {})   # claimed only when the finding is made
-
-
-def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: IdleCausesResult,
-                     gpu_time: GpuTimeResult, facts: TraceFacts) -> Claims:
-    """The copy-path finding and the copy idle ns of its path."""
-    active = active_devices(gpu_time) if gpu_time.available else None
-    return Claims(*copy_path_finding(copy_engines, idle_causes, active, facts.advice_facts()))
-
-
-def idle_rule(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window: WindowResult,
-              traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
-              host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
-              copy_path_claims: Claims) -> Tuple[Finding, ...]:
-    """The idle-cause findings and the launch-bound composite, after the ns the per-step sync and copy-path
-    findings claim."""
-    kern = {d.device_id: DeviceKernels(d.device_id, d.kernel_p50_ns, d.launches_per_s) for d in gpu_time.devices}
-    return tuple(idle_findings(
-        idle_causes, gpu_time, kern, window.full_start_ns, traits, facts.advice_facts(),
-        launch_ranges=attribution.launch_range_details() if attribution.available else frozenset(),
-        samples=host_samples, claimed=step_sync_claims.claimed, waits=waits, launches_known=attribution.available,
-        copy_claimed=copy_path_claims.claimed))
-
-
-def kernel_rule(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
-                categories: CategoryResult, facts: TraceFacts) -> Tuple[Finding, ...]:
-    """Findings about the kernels themselves (GPU-bound, FP32 GEMMs, unfused attention / elementwise)."""
-    top = steady_kernels.by_name if steady_kernels.available else ()
-    cats = categories.overall if categories.available else ()
-    return tuple(kernel_findings(gpu_time, traits, top, cats, facts.advice_facts()))
 
 
 def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowResult, attribution: AttributionResult,
@@ -112,15 +66,15 @@ def rank_findings(gpu_time: GpuTimeResult, idle_causes: IdleCausesResult, kernel
     return ranked, headline(ranked, busy, window.method)
 
 
-def collect_warnings(model: TraceModel, kernels: KernelSummary, att: AttributionResult, graphs: GraphResult,
-                     opts: Options) -> Tuple[str, ...]:
+def collect_warnings(model: TraceModel, kernels: KernelSummary, attribution: AttributionResult, graphs: GraphResult,
+                     options: Options) -> Tuple[str, ...]:
     """The report's warnings: the model's (what the read dropped or repaired) and the partial analyses'."""
     w = list(model.warnings)
     if not kernels.available and kernels.reason:
         w.append(kernels.reason[0].upper() + kernels.reason[1:])
-    thr = opts.nvtx_coverage_warn_threshold
-    if att.available and att.coverage < thr:
-        w.append(f"NVTX→kernel attribution covers {att.coverage * 100:.1f}% of kernel time "
+    thr = options.nvtx_coverage_warn_threshold
+    if attribution.available and attribution.coverage < thr:
+        w.append(f"NVTX→kernel attribution covers {attribution.coverage * 100:.1f}% of kernel time "
                  f"(< {thr * 100:.1f}%): per-range and per-phase GPU time is partial.")
     if graphs.available and graphs.graph_level_hidden:
         w.append(graphs.warning or "CUDA graphs ran with graph-level tracing: their kernels are not in the trace.")

@@ -239,13 +239,20 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
                     "If each process saw a different GPU (per-process CUDA_VISIBLE_DEVICES), per-device busy/idle "
                     "mixes GPUs; per-PID numbers are unaffected.")
 
-    def ops(table: str, cols: Dict[str, str], kind: str, cls: Callable[..., T]) -> Optional[T]:
-        c = F.fetch_table(conn, schema, table, cols)
+    def table(name: str, cols: Dict[str, str]) -> Optional[Dict[str, np.ndarray]]:
+        """``cols`` of table ``name`` (None when absent) without its impossible rows, sorted by start, with
+        ``pid`` decoded (of ``gpid``, the only process's where unknown; else of the thread ``gtid``)."""
+        c = F.fetch_table(conn, schema, name, cols)
         if c is None:
             return None
-        c = drop_impossible(c, table, warnings)
-        c = _sorted(c)
-        c["pid"] = _fill_pid(c, default_pid)
+        c = _sorted(drop_impossible(c, name, warnings))
+        c["pid"] = _fill_pid(c, default_pid) if "gpid" in c else pid_of(c["gtid"])
+        return c
+
+    def ops(name: str, cols: Dict[str, str], kind: str, cls: Callable[..., T]) -> Optional[T]:
+        c = table(name, cols)
+        if c is None:
+            return None
         c["launch_idx"] = link_to_api(c["pid"], c["corr"], api, api_index, kind=kind)
         c["pid"] = pid_from_launch(c["pid"], c["launch_idx"], api)
         c["device"] = _map_devices(c["device"], c["pid"], dmap)
@@ -255,15 +262,13 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     memset = ops("CUPTI_ACTIVITY_KIND_MEMSET", F.MEMSET_COLS, "memset", Memset)
     sync = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS, "sync", SyncRows)
     graph_trace = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS, "graph_trace", GraphTrace)
-    osrt_cols = F.fetch_table(conn, schema, "OSRT_API", F.OSRT_COLS)
+    osrt_cols = table("OSRT_API", F.OSRT_COLS)
     osrt = None
     if osrt_cols is not None:
-        osrt_cols = _sorted(drop_impossible(osrt_cols, "OSRT_API", warnings))
-        osrt_cols["pid"] = pid_of(osrt_cols["gtid"])
         osrt_cols["name_idx"], osrt_names = intern_ids(osrt_cols["name_id"], strings)
         osrt = OsCalls(**osrt_cols, names=osrt_names)
 
-    um_gpu_faults, um_cpu_faults = _um_faults(conn, schema, strings, default_pid, dmap, warnings)
+    um_gpu_faults, um_cpu_faults = _um_faults(table, strings, dmap)
 
     thread_names = _rows_map(F.fetch_info(conn, schema, "thread_names"), lambda r: sql_int(r["globalTid"]),
                              lambda r: strings.get(sql_int(r["nameId"]), ""))
@@ -312,21 +317,16 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     )
 
 
-def _um_faults(conn: TraceConnection, schema: Schema, strings: Dict[int, str], default_pid: Optional[int],
-               dmap: Dict[Tuple[int, int], int], warnings: List[str]
-               ) -> Tuple[Optional[UmGpuFaults], Optional[UmCpuFaults]]:
-    """The Unified-Memory page-fault tables (``None`` each when absent): sorted by start, PIDs decoded, GPU
-    device ids mapped like the other GPU rows; CPU-fault function and module ids interned into one name list."""
-    gpu = F.fetch_table(conn, schema, F.UM_GPU_FAULT_TABLE, F.UM_GPU_FAULT_COLS)
+def _um_faults(table: Callable[[str, Dict[str, str]], Optional[Dict[str, np.ndarray]]], strings: Dict[int, str],
+               dmap: Dict[Tuple[int, int], int]) -> Tuple[Optional[UmGpuFaults], Optional[UmCpuFaults]]:
+    """The Unified-Memory page-fault tables (``None`` each when absent), read by ``table`` (sorted, PIDs decoded):
+    GPU device ids mapped like the other GPU rows; CPU-fault function and module ids interned into one name list."""
+    gpu = table("CUDA_UM_GPU_PAGE_FAULT_EVENTS", F.UM_GPU_FAULT_COLS)
     if gpu is not None:
-        gpu = _sorted(drop_impossible(gpu, F.UM_GPU_FAULT_TABLE, warnings))
-        gpu["pid"] = _fill_pid(gpu, default_pid)
         gpu["device"] = _map_devices(gpu["device"], gpu["pid"], dmap)
-    cpu = F.fetch_um_cpu_faults(conn, schema)
+    cpu = table("CUDA_UM_CPU_PAGE_FAULT_EVENTS", F.UM_CPU_FAULT_COLS)
     names: List[str] = []
     if cpu is not None:
-        cpu = _sorted(drop_impossible(cpu, F.UM_CPU_FAULT_TABLE, warnings))
-        cpu["pid"] = _fill_pid(cpu, default_pid)
         n = cpu["start"].shape[0]
         idx, names = intern_ids(np.concatenate((cpu.pop("func_id"), cpu.pop("module_id"))), strings)
         cpu["func_idx"], cpu["module_idx"] = idx[:n], idx[n:]

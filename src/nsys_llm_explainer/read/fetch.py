@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import InputError
 from . import columnar
 from .connection import TraceConnection, all_rows
+from .fetch_launch import rowid_range
 from .schema import Schema
 
 CHUNK = 1_048_576
@@ -56,28 +57,14 @@ def _fetch_ints(conn: TraceConnection, sql: str, names: Sequence[str], table: Op
     ``table``: the one table ``sql`` reads (its largest rowid sizes the columnar arrays)."""
     uri = conn.columnar_uri
     if uri:
-        got = columnar.fetch_ints(uri, sql, names, _max_rowid(conn, table) if table else 0)
+        span = rowid_range(conn, table) if table else None   # the largest rowid: ≥ the rows when rowids are positive
+        got = columnar.fetch_ints(uri, sql, names, span[1] if span and 0 < span[1] < 1 << 31 else 0)
         if got is columnar.TYPE_MISMATCH:
             raise ValueTypeError("a non-integer value (text, blob or real) in an integer column")
         if got is not None:
             return got
     with conn.lock:
         return _fetch_ints_stdlib(conn, sql, names)
-
-
-def _max_rowid(conn: TraceConnection, table: str) -> int:
-    """Largest rowid of ``table`` (one b-tree descent; ≥ its row count when rowids are positive), 0 if unknown."""
-    try:
-        with conn.lock:
-            v = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
-    except sqlite3.DatabaseError:
-        return 0
-    return int(v) if isinstance(v, int) and 0 < v < 1 << 31 else 0
-
-
-def _columnar(conn: TraceConnection) -> bool:
-    """True when big tables of ``conn`` are fetched through :mod:`read.columnar` (no row packing needed)."""
-    return bool(conn.columnar_uri)
 
 
 def _fetch_ints_stdlib(conn: TraceConnection, sql: str, names: Sequence[str]) -> Columns:
@@ -119,7 +106,7 @@ def _query(conn: TraceConnection, sql: str) -> List[tuple]:
 
 def _select(conn: TraceConnection, schema: Schema, table: str, cols: Dict[str, str]) -> Columns:
     """``cols`` maps output name → source column; absent columns read as ``NULL`` (-1)."""
-    exprs = [_expr(schema, table, src, strict=not _columnar(conn)) for src in cols.values()]
+    exprs = [_expr(schema, table, src, strict=not conn.columnar_uri) for src in cols.values()]
     sql = f'SELECT {", ".join(exprs)} FROM "{table}"'
     try:
         return _fetch_ints(conn, sql, list(cols.keys()), table=table)
@@ -206,7 +193,7 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     cols = {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")}   # the generic path's
     if not all(schema.has(table, c) for c in need):
         return _narrow(_select(conn, schema, table, cols), ("device", "stream"))
-    if _columnar(conn):   # as the packed path: shortName only for ids missing from StringIds (fetch_short_for)
+    if conn.columnar_uri:   # as the packed path: shortName only for ids missing from StringIds (fetch_short_for)
         c = _narrow(_select(conn, schema, table, {k: v for k, v in cols.items() if k != "short"}), ("device", "stream"))
         c["graph_node"] = np.where(c["graph_node"] >= 0, 1, NULL).astype(np.int64)   # the packed path's flag
         return c
@@ -274,7 +261,7 @@ def fetch_runtime(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
     if not schema.has(t, "start") or not schema.has(t, "end"):
         return None
     cols = {k: v for k, v in RUNTIME_COLS.items() if k != "return_value"}
-    if _columnar(conn) or not all(schema.has(t, c) for c in ("globalTid", "correlationId", "nameId", "eventClass")):
+    if conn.columnar_uri or not all(schema.has(t, c) for c in ("globalTid", "correlationId", "nameId", "eventClass")):
         return _narrow(_select(conn, schema, t, cols), ("event_class",))
     ok = ("correlationId BETWEEN 0 AND 4294967295 AND nameId BETWEEN 0 AND 16777215 AND eventClass BETWEEN 0 AND 127 "
           "AND globalTid IS NOT NULL")
@@ -296,10 +283,14 @@ def fetch_runtime(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
 
 def fetch_table(conn: TraceConnection, schema: Schema, table: Optional[str],
                 cols: Dict[str, str]) -> Optional[Columns]:
-    """Fetch ``cols`` of ``table``; ``None`` when the table does not exist or lacks start/end."""
-    if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
+    """Fetch ``cols`` of ``table``; ``None`` when the table does not exist or lacks start/end. A table without
+    ``end`` in ``cols`` holds point events (CPU page faults): ``end`` is set to ``start``."""
+    if table is None or not schema.has(table, "start") or ("end" in cols and not schema.has(table, "end")):
         return None
-    return _select(conn, schema, table, cols)
+    c = _select(conn, schema, table, cols)
+    if "end" not in c:
+        c["end"] = c["start"].copy()
+    return c
 
 
 # --------------------------------------------------------------------------- target / session info
@@ -345,23 +336,10 @@ def fetch_session(conn: TraceConnection, schema: Schema) -> Dict[str, object]:
 
 # --------------------------------------------------------------------------- Unified Memory (managed memory)
 
-UM_GPU_FAULT_TABLE = "CUDA_UM_GPU_PAGE_FAULT_EVENTS"
-UM_CPU_FAULT_TABLE = "CUDA_UM_CPU_PAGE_FAULT_EVENTS"
 #: GPU page-fault groups (2022.x → 2026.x: same columns); ``access``: ENUM_CUDA_UNIF_MEM_ACCESS_TYPE
 UM_GPU_FAULT_COLS = {
     "start": "start", "end": "end", "device": "deviceId", "gpid": "globalPid", "faults": "numberOfPageFaults",
     "access": "faultAccessType",
 }
-#: CPU page faults: one timestamp per fault; function and module are StringIds ids
+#: CPU page faults: one timestamp per fault (no ``end``: point events); function and module are StringIds ids
 UM_CPU_FAULT_COLS = {"start": "start", "gpid": "globalPid", "func_id": "CpuInstruction", "module_id": "module"}
-
-
-def fetch_um_cpu_faults(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
-    """``CUDA_UM_CPU_PAGE_FAULT_EVENTS`` rows (``None`` when the table or its ``start`` is absent); the table
-    has no ``end``: ``end`` is set to ``start`` (a point event)."""
-    t = UM_CPU_FAULT_TABLE
-    if not schema.has(t, "start"):
-        return None
-    c = _select(conn, schema, t, UM_CPU_FAULT_COLS)
-    c["end"] = c["start"].copy()
-    return c

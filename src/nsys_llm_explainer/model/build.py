@@ -176,8 +176,6 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     else:
         (api, api_index), kc = api_part(), kernels_read()
     warnings += api_warnings
-    if kc is not None:
-        kc = drop_impossible(kc, ktable or "kernel table", warnings)
 
     api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
     default_pid = api_pids[0] if len(api_pids) == 1 else None
@@ -191,19 +189,20 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     kernels: Optional[Kernels] = None
     if ktable == "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL":
         notes.append("Kernels read from CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (old table name).")
-    if kc is not None:
-        if ktable and not schema.has(ktable, "globalPid"):
+    if kc is not None and ktable is not None:   # (fetch_kernels reads nothing without a kernel table)
+        kc = drop_impossible(kc, ktable, warnings)
+        if not schema.has(ktable, "globalPid"):
             if default_pid is not None:
                 notes.append(f"Kernel table has no globalPid column; all kernels assigned to the only CUDA "
                              f"process (PID {default_pid}).")
-        if ktable and schema.has(ktable, "greenContextId"):
+        if schema.has(ktable, "greenContextId"):
             notes.append("greenContextId column present (2023.x+ layout); columns selected by name.")
         kc = _sorted(kc)
         rowid_base, read_pos = _rowids(conn, ktable, kc.pop("read_pos", None), read_order)
         pid = _fill_pid(kc, default_pid)
         if "short" not in kc:
             missing_ids = [int(x) for x in distinct_small(kc["demangled"])[0].tolist() if int(x) not in strings]
-            short_map = F.fetch_short_for(conn, schema, ktable, missing_ids) if ktable else {}
+            short_map = F.fetch_short_for(conn, schema, ktable, missing_ids)
             kc["short"] = np.full(kc["demangled"].shape[0], -1, np.int64)
             if short_map:                  # each row looked up in the sorted map (no pass over every row per id)
                 ids = np.array(sorted(short_map), np.int64)
@@ -217,8 +216,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
             warnings.append(f"{len(missing)} kernel name id(s) missing from StringIds; shown as [missing StringId N].")
         launch_idx = link_to_api(pid, kc["corr"], api, api_index, kind="kernel")
         if (pid < 0).any():   # no globalPid and several processes: the process of the linked launch call
-            msg = unknown_pid_message(pid, kc["corr"], launch_idx, api, ktable or "kernel table", "kernel",
-                                      column_missing=not (ktable and schema.has(ktable, "globalPid")))
+            msg = unknown_pid_message(pid, kc["corr"], launch_idx, api, ktable, "kernel",
+                                      column_missing=not schema.has(ktable, "globalPid"))
             if msg:
                 warnings.append(msg)
             pid = pid_from_launch(pid, launch_idx, api)
@@ -291,7 +290,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_info(conn, schema, "gpus")),
         process_names=_rows_map(F.fetch_info(conn, schema, "processes"), lambda p: sql_int(p["pid"]),
                                 lambda p: str(p.get("name") or "")),
-        session=_session(F.fetch_session(conn, schema)),
+        session=SessionRecord(*F.fetch_session(conn, schema)),
         row_counts=row_counts, graph_trace_mode=graph_mode,
     )
     if schema.meta_table is None:
@@ -331,7 +330,3 @@ def _um_faults(table: Callable[[str, Dict[str, str]], Optional[Dict[str, np.ndar
         idx, names = intern_ids(np.concatenate((cpu.pop("func_id"), cpu.pop("module_id"))), strings)
         cpu["func_idx"], cpu["module_idx"] = idx[:n], idx[n:]
     return (None if gpu is None else UmGpuFaults(**gpu)), (None if cpu is None else UmCpuFaults(**cpu, names=names))
-
-
-def _session(d: Mapping[str, object]) -> SessionRecord:
-    return SessionRecord(d.get("utcEpochNs"), d.get("utcTime"), d.get("analysis_duration_ns"))

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .connection import TraceConnection, lenient, undecodable
-from .fetch import CHUNK, NULL, Columns, ReadError, ValueTypeError, _exclude_note, _query, text_value
+from .fetch import CHUNK, NULL, Columns, ReadError, ValueTypeError, _exclude_note, _query, integer_rows, text_value
 from .schema import Schema
 
 
@@ -77,13 +77,8 @@ def fetch_nvtx(conn: TraceConnection, schema: Schema) -> Optional[NvtxRows]:
     try:
         arr, text = lenient(conn, t, lambda: _nvtx_rows(conn, sql))
     except ValueTypeError:
-        # a text / blob / real value in an integer column: those rows are left out, counted and stated
-        ok = " AND ".join(f'typeof(n."{c}") IN (\'integer\', \'null\')'
-                          for c in ("start", "end", "eventType", "globalTid", "endGlobalTid", "domainId")
-                          if schema.has(t, c))
-        bad = _query(conn, f"SELECT count(*) FROM NVTX_EVENTS n WHERE n.eventType IN ({types}) AND NOT ({ok})")
-        _exclude_note(conn, f"NVTX_EVENTS: {int(bad[0][0])} row(s) with a non-integer value (text, blob or real) in "
-                            "an integer column were left out.", int(bad[0][0]))
+        ok = integer_rows(conn, schema, t, ("start", "end", "eventType", "globalTid", "endGlobalTid", "domainId"),
+                          "n", f"n.eventType IN ({types}) AND ")
         sql = sql.replace(f"WHERE n.eventType IN ({types})", f"WHERE n.eventType IN ({types}) AND {ok}")
         arr, text = lenient(conn, t, lambda: _nvtx_rows(conn, sql))
     names = ["start", "end", "has_end", "event_type", "gtid", "end_gtid", "domain"]

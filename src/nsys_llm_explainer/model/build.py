@@ -79,7 +79,7 @@ def narrow(v: np.ndarray, types: Tuple[type, ...] = (np.int16, np.int32)) -> np.
     lo, hi = int(v.min()), int(v.max())
     for t in types:
         if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
-            return v.astype(t)
+            return v.astype(t, copy=False)
     return v
 
 
@@ -222,8 +222,9 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
                 warnings.append(msg)
             pid = pid_from_launch(pid, launch_idx, api)
         kernels = Kernels(
-            start=kc["start"], end=kc["end"], device=_map_devices(kc["device"], pid, dmap), stream=kc["stream"],
-            corr=narrow(kc["corr"], (np.int32,)), pid=pid, name_idx=name_idx, names=names,
+            start=kc["start"], end=kc["end"], device=_map_devices(narrow(kc["device"], (np.int32,)), pid, dmap),
+            stream=narrow(kc["stream"], (np.int32,)), corr=narrow(kc["corr"], (np.int32,)), pid=pid,
+            name_idx=name_idx, names=names,
             graph_node=np.where(kc.pop("graph_node") >= 0, 1, -1).astype(np.int8),   # only "is a graph node" is used
             launch_idx=launch_idx, rowid_base=rowid_base, read_pos=read_pos,
         )

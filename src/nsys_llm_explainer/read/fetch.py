@@ -183,10 +183,9 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
         return None
     need = ("deviceId", "streamId", "correlationId", "globalPid", "demangledName")
     if not all(schema.has(table, c) for c in need):
-        return _narrow(_select(conn, schema, table, KERNEL_COLS), ("device", "stream"))
+        return _select(conn, schema, table, KERNEL_COLS)
     if conn.columnar_uri:   # as the packed path: shortName only for ids missing from StringIds (fetch_short_for)
-        c = _narrow(_select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k != "short"}),
-                    ("device", "stream"))
+        c = _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k != "short"})
         c["graph_node"] = np.where(c["graph_node"] >= 0, 1, NULL).astype(np.int64)   # the packed path's flag
         return c
     has_gn = schema.has(table, "graphNodeId")
@@ -203,7 +202,7 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     try:
         c = _fetch_ints(conn, f'SELECT {", ".join(packed)} FROM "{table}"', ["start", "end", "p1", "p2"])
     except ValueTypeError:
-        return _narrow(_select(conn, schema, table, KERNEL_COLS), ("device", "stream"))
+        return _select(conn, schema, table, KERNEL_COLS)
     p1v, p2v = c.pop("p1"), c.pop("p2")
     if p1v.shape[0] == 0 or (p1v < 0).any():
         return _select(conn, schema, table, KERNEL_COLS)
@@ -217,15 +216,6 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     # keep the globalPid layout the model expects (VM id 1 is irrelevant to PID decoding)
     c["gpid"] = pid << 24
     c["demangled"] = p2v & 0xFFFFFFFF
-    return c
-
-
-def _narrow(c: Columns, names: Sequence[str]) -> Columns:
-    """Small-valued columns as int32 (as the packed path gives them) when every value fits."""
-    for n in names:
-        v = c.get(n)
-        if v is not None and (v.shape[0] == 0 or (int(v.min()) >= -(1 << 31) and int(v.max()) < 1 << 31)):
-            c[n] = v.astype(np.int32)
     return c
 
 
@@ -253,7 +243,7 @@ def fetch_runtime(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
     if not schema.has(t, "start") or not schema.has(t, "end"):
         return None
     if conn.columnar_uri or not all(schema.has(t, c) for c in ("globalTid", "correlationId", "nameId", "eventClass")):
-        return _narrow(_select(conn, schema, t, RUNTIME_COLS), ("event_class",))
+        return _select(conn, schema, t, RUNTIME_COLS)
     ok = ("correlationId BETWEEN 0 AND 4294967295 AND nameId BETWEEN 0 AND 16777215 AND eventClass BETWEEN 0 AND 127 "
           "AND globalTid IS NOT NULL")
     ok += "".join(f" AND typeof({c}) = 'integer'" for c in ("correlationId", "nameId", "eventClass"))
@@ -262,7 +252,7 @@ def fetch_runtime(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
                               f'CASE WHEN {ok} THEN (eventClass << 56) | '
                               f'(nameId << 32) | correlationId ELSE -1 END FROM "{t}"', ["start", "end", "gtid", "p"])
     except ValueTypeError:
-        return _narrow(_select(conn, schema, t, RUNTIME_COLS), ("event_class",))
+        return _select(conn, schema, t, RUNTIME_COLS)
     if c["p"].shape[0] == 0 or (c["p"] < 0).any():
         return _select(conn, schema, t, RUNTIME_COLS)
     p = c.pop("p")

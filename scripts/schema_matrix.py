@@ -18,8 +18,8 @@ TRACES = ROOT.parent / "shared" / "traces"
 
 USED = {
     "META_DATA_EXPORT / EXPORT_META_DATA": None,
-    "CUPTI_ACTIVITY_KIND_KERNEL": [c for k, c in F.KERNEL_COLS.items() if k not in ("context", "graph_id")],
-    "CUPTI_ACTIVITY_KIND_RUNTIME": [c for k, c in F.RUNTIME_COLS.items() if k != "return_value"],
+    "CUPTI_ACTIVITY_KIND_KERNEL": list(F.KERNEL_COLS.values()),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": list(F.RUNTIME_COLS.values()),
     "NVTX_EVENTS": ["start", "end", "eventType", "text", "textId", "globalTid", "endGlobalTid", "domainId"],
     "CUPTI_ACTIVITY_KIND_MEMCPY": list(F.MEMCPY_COLS.values()),
     "CUPTI_ACTIVITY_KIND_MEMSET": list(F.MEMSET_COLS.values()),

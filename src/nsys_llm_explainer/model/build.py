@@ -79,7 +79,7 @@ def narrow(v: np.ndarray, types: Tuple[type, ...] = (np.int16, np.int32)) -> np.
     lo, hi = int(v.min()), int(v.max())
     for t in types:
         if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
-            return v.astype(t)
+            return v.astype(t, copy=False)
     return v
 
 
@@ -176,8 +176,6 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     else:
         (api, api_index), kc = api_part(), kernels_read()
     warnings += api_warnings
-    if kc is not None:
-        kc = drop_impossible(kc, ktable or "kernel table", warnings)
 
     api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
     default_pid = api_pids[0] if len(api_pids) == 1 else None
@@ -191,19 +189,20 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     kernels: Optional[Kernels] = None
     if ktable == "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL":
         notes.append("Kernels read from CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (old table name).")
-    if kc is not None:
-        if ktable and not schema.has(ktable, "globalPid"):
+    if kc is not None and ktable is not None:   # (fetch_kernels reads nothing without a kernel table)
+        kc = drop_impossible(kc, ktable, warnings)
+        if not schema.has(ktable, "globalPid"):
             if default_pid is not None:
                 notes.append(f"Kernel table has no globalPid column; all kernels assigned to the only CUDA "
                              f"process (PID {default_pid}).")
-        if ktable and schema.has(ktable, "greenContextId"):
+        if schema.has(ktable, "greenContextId"):
             notes.append("greenContextId column present (2023.x+ layout); columns selected by name.")
         kc = _sorted(kc)
         rowid_base, read_pos = _rowids(conn, ktable, kc.pop("read_pos", None), read_order)
         pid = _fill_pid(kc, default_pid)
         if "short" not in kc:
             missing_ids = [int(x) for x in distinct_small(kc["demangled"])[0].tolist() if int(x) not in strings]
-            short_map = F.fetch_short_for(conn, schema, ktable, missing_ids) if ktable else {}
+            short_map = F.fetch_short_for(conn, schema, ktable, missing_ids)
             kc["short"] = np.full(kc["demangled"].shape[0], -1, np.int64)
             if short_map:                  # each row looked up in the sorted map (no pass over every row per id)
                 ids = np.array(sorted(short_map), np.int64)
@@ -217,14 +216,15 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
             warnings.append(f"{len(missing)} kernel name id(s) missing from StringIds; shown as [missing StringId N].")
         launch_idx = link_to_api(pid, kc["corr"], api, api_index, kind="kernel")
         if (pid < 0).any():   # no globalPid and several processes: the process of the linked launch call
-            msg = unknown_pid_message(pid, kc["corr"], launch_idx, api, ktable or "kernel table", "kernel",
-                                      column_missing=not (ktable and schema.has(ktable, "globalPid")))
+            msg = unknown_pid_message(pid, kc["corr"], launch_idx, api, ktable, "kernel",
+                                      column_missing=not schema.has(ktable, "globalPid"))
             if msg:
                 warnings.append(msg)
             pid = pid_from_launch(pid, launch_idx, api)
         kernels = Kernels(
-            start=kc["start"], end=kc["end"], device=_map_devices(kc["device"], pid, dmap), stream=kc["stream"],
-            corr=narrow(kc["corr"], (np.int32,)), pid=pid, name_idx=name_idx, names=names,
+            start=kc["start"], end=kc["end"], device=_map_devices(narrow(kc["device"], (np.int32,)), pid, dmap),
+            stream=narrow(kc["stream"], (np.int32,)), corr=narrow(kc["corr"], (np.int32,)), pid=pid,
+            name_idx=name_idx, names=names,
             graph_node=np.where(kc.pop("graph_node") >= 0, 1, -1).astype(np.int8),   # only "is a graph node" is used
             launch_idx=launch_idx, rowid_base=rowid_base, read_pos=read_pos,
         )
@@ -239,13 +239,20 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
                     "If each process saw a different GPU (per-process CUDA_VISIBLE_DEVICES), per-device busy/idle "
                     "mixes GPUs; per-PID numbers are unaffected.")
 
-    def ops(table: str, cols: Dict[str, str], kind: str, cls: Callable[..., T]) -> Optional[T]:
-        c = F.fetch_table(conn, schema, table, cols)
+    def table(name: str, cols: Dict[str, str]) -> Optional[Dict[str, np.ndarray]]:
+        """``cols`` of table ``name`` (None when absent) without its impossible rows, sorted by start, with
+        ``pid`` decoded (of ``gpid``, the only process's where unknown; else of the thread ``gtid``)."""
+        c = F.fetch_table(conn, schema, name, cols)
         if c is None:
             return None
-        c = drop_impossible(c, table, warnings)
-        c = _sorted(c)
-        c["pid"] = _fill_pid(c, default_pid)
+        c = _sorted(drop_impossible(c, name, warnings))
+        c["pid"] = _fill_pid(c, default_pid) if "gpid" in c else pid_of(c["gtid"])
+        return c
+
+    def ops(name: str, cols: Dict[str, str], kind: str, cls: Callable[..., T]) -> Optional[T]:
+        c = table(name, cols)
+        if c is None:
+            return None
         c["launch_idx"] = link_to_api(c["pid"], c["corr"], api, api_index, kind=kind)
         c["pid"] = pid_from_launch(c["pid"], c["launch_idx"], api)
         c["device"] = _map_devices(c["device"], c["pid"], dmap)
@@ -255,15 +262,13 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     memset = ops("CUPTI_ACTIVITY_KIND_MEMSET", F.MEMSET_COLS, "memset", Memset)
     sync = ops("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", F.SYNC_COLS, "sync", SyncRows)
     graph_trace = ops("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", F.GRAPH_TRACE_COLS, "graph_trace", GraphTrace)
-    osrt_cols = F.fetch_table(conn, schema, "OSRT_API", F.OSRT_COLS)
+    osrt_cols = table("OSRT_API", F.OSRT_COLS)
     osrt = None
     if osrt_cols is not None:
-        osrt_cols = _sorted(drop_impossible(osrt_cols, "OSRT_API", warnings))
-        osrt_cols["pid"] = pid_of(osrt_cols["gtid"])
         osrt_cols["name_idx"], osrt_names = intern_ids(osrt_cols["name_id"], strings)
         osrt = OsCalls(**osrt_cols, names=osrt_names)
 
-    um_gpu_faults, um_cpu_faults = _um_faults(conn, schema, strings, default_pid, dmap, warnings)
+    um_gpu_faults, um_cpu_faults = _um_faults(table, strings, dmap)
 
     thread_names = _rows_map(F.fetch_info(conn, schema, "thread_names"), lambda r: sql_int(r["globalTid"]),
                              lambda r: strings.get(sql_int(r["nameId"]), ""))
@@ -286,7 +291,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_info(conn, schema, "gpus")),
         process_names=_rows_map(F.fetch_info(conn, schema, "processes"), lambda p: sql_int(p["pid"]),
                                 lambda p: str(p.get("name") or "")),
-        session=_session(F.fetch_session(conn, schema)),
+        session=SessionRecord(*F.fetch_session(conn, schema)),
         row_counts=row_counts, graph_trace_mode=graph_mode,
     )
     if schema.meta_table is None:
@@ -312,26 +317,17 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     )
 
 
-def _um_faults(conn: TraceConnection, schema: Schema, strings: Dict[int, str], default_pid: Optional[int],
-               dmap: Dict[Tuple[int, int], int], warnings: List[str]
-               ) -> Tuple[Optional[UmGpuFaults], Optional[UmCpuFaults]]:
-    """The Unified-Memory page-fault tables (``None`` each when absent): sorted by start, PIDs decoded, GPU
-    device ids mapped like the other GPU rows; CPU-fault function and module ids interned into one name list."""
-    gpu = F.fetch_table(conn, schema, F.UM_GPU_FAULT_TABLE, F.UM_GPU_FAULT_COLS)
+def _um_faults(table: Callable[[str, Dict[str, str]], Optional[Dict[str, np.ndarray]]], strings: Dict[int, str],
+               dmap: Dict[Tuple[int, int], int]) -> Tuple[Optional[UmGpuFaults], Optional[UmCpuFaults]]:
+    """The Unified-Memory page-fault tables (``None`` each when absent), read by ``table`` (sorted, PIDs decoded):
+    GPU device ids mapped like the other GPU rows; CPU-fault function and module ids interned into one name list."""
+    gpu = table("CUDA_UM_GPU_PAGE_FAULT_EVENTS", F.UM_GPU_FAULT_COLS)
     if gpu is not None:
-        gpu = _sorted(drop_impossible(gpu, F.UM_GPU_FAULT_TABLE, warnings))
-        gpu["pid"] = _fill_pid(gpu, default_pid)
         gpu["device"] = _map_devices(gpu["device"], gpu["pid"], dmap)
-    cpu = F.fetch_um_cpu_faults(conn, schema)
+    cpu = table("CUDA_UM_CPU_PAGE_FAULT_EVENTS", F.UM_CPU_FAULT_COLS)
     names: List[str] = []
     if cpu is not None:
-        cpu = _sorted(drop_impossible(cpu, F.UM_CPU_FAULT_TABLE, warnings))
-        cpu["pid"] = _fill_pid(cpu, default_pid)
         n = cpu["start"].shape[0]
         idx, names = intern_ids(np.concatenate((cpu.pop("func_id"), cpu.pop("module_id"))), strings)
         cpu["func_idx"], cpu["module_idx"] = idx[:n], idx[n:]
     return (None if gpu is None else UmGpuFaults(**gpu)), (None if cpu is None else UmCpuFaults(**cpu, names=names))
-
-
-def _session(d: Mapping[str, object]) -> SessionRecord:
-    return SessionRecord(d.get("utcEpochNs"), d.get("utcTime"), d.get("analysis_duration_ns"))

@@ -5,14 +5,15 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
 from .info import RowCounts
-from .trace import ApiCalls, GpuRows, Kernels, NvtxRanges, TraceModel
+from .trace import Rows as Table
+from .trace import TraceModel
 
-R = TypeVar("R", bound=GpuRows)
+R = TypeVar("R", bound=Table)
 
 
 def _keep_mask(start: np.ndarray, end: np.ndarray, w0: int, w1: int) -> np.ndarray:
@@ -21,6 +22,7 @@ def _keep_mask(start: np.ndarray, end: np.ndarray, w0: int, w1: int) -> np.ndarr
 
 
 Rows = Union[slice, np.ndarray]
+Relink = Callable[[np.ndarray], np.ndarray]
 
 
 def _select(start: np.ndarray, end: np.ndarray, w0: int, w1: int,
@@ -43,34 +45,33 @@ def _select(start: np.ndarray, end: np.ndarray, w0: int, w1: int,
     return rows[order], cs[order], ce[order]
 
 
-def _old_to_new(rows: Rows, n_old: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Old row → new row (-1 when dropped) of a selection made by :func:`_select`."""
+def _relink(rows: Optional[Rows], n_old: int) -> Relink:
+    """``launch_idx`` (a row of the API table of ``n_old`` rows, or -1) → the row of the clipped API table (-1 when
+    that call was dropped); ``rows``: the API rows kept (:func:`_select`), None without an API table."""
+    if rows is None or n_old == 0:
+        return lambda li: np.full(li.shape[0], -1, np.int64)
     if isinstance(rows, slice):
         a, b = rows.start, rows.stop
         return lambda li: np.where((li >= a) & (li < b), li - a, -1)
     table = np.full(n_old, -1, np.int64)
     table[rows] = np.arange(rows.shape[0], dtype=np.int64)
-    return lambda li: table[li]
+    return lambda li: np.where(li >= 0, table[np.clip(li, 0, n_old - 1)], -1)
 
 
-def _remap(launch_idx: np.ndarray, old_to_new: Optional[Callable[[np.ndarray], np.ndarray]],
-           n_old: int) -> np.ndarray:
-    li = np.asarray(launch_idx, dtype=np.int64)
-    if old_to_new is None or n_old == 0 or li.shape[0] == 0:
-        return np.full(li.shape[0], -1, np.int64)
-    return np.where(li >= 0, old_to_new(np.clip(li, 0, n_old - 1)), -1)
-
-
-def _clip_ops(ops: Optional[R], w0: int, w1: int, old_to_new: Optional[Callable[[np.ndarray], np.ndarray]],
-              n_old: int) -> Optional[R]:
-    if ops is None:
-        return None
-    rows, cs, ce = _select(ops.start, ops.end, w0, w1)
-    cols: Dict[str, np.ndarray] = {f.name: getattr(ops, f.name)[rows] for f in dataclasses.fields(ops)
-                                   if f.name not in ("start", "end", "names")}
-    if "launch_idx" in cols:
-        cols["launch_idx"] = _remap(cols["launch_idx"], old_to_new, n_old)
-    return dataclasses.replace(ops, start=cs, end=ce, **cols)
+def _take(t: R, sel: Tuple[Rows, np.ndarray, np.ndarray], relink: Relink, **fixed: Any) -> R:
+    """The table ``t`` (any of the model's) restricted to the selection ``sel`` (:func:`_select`): every per-row
+    array taken in the new order, ``launch_idx`` relinked (unset: -1 each), name lists and arrays of another length
+    (an unset ``domain``) kept; ``fixed``: fields set as given."""
+    rows, cs, ce = sel
+    n = len(t)
+    cols: Dict[str, Any] = {"start": cs, "end": ce}
+    for f in dataclasses.fields(t):
+        v = getattr(t, f.name)
+        if f.name == "launch_idx":
+            cols[f.name] = relink(np.asarray(v if v.shape[0] == n else np.full(n, -1), np.int64)[rows])
+        elif isinstance(v, np.ndarray) and v.shape[0] == n and f.name not in cols:
+            cols[f.name] = v[rows]
+    return dataclasses.replace(t, **{**cols, **fixed})
 
 
 def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
@@ -79,52 +80,23 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
     if w1 < w0:
         raise ValueError(f"clip window end {w1} is before its start {w0}")
 
-    api: Optional[ApiCalls] = None
-    old_to_new = None
-    n_api = len(model.api) if model.api is not None else 0
-    a = model.api
+    def clip(t: Optional[R], relink: Relink, neg_end_order: bool = False, **fixed: Any) -> Optional[R]:
+        return None if t is None else _take(t, _select(t.start, t.end, w0, w1, neg_end_order), relink, **fixed)
+
+    a, api, linked, unlinked = model.api, None, _relink(None, 0), _relink(None, 0)
     if a is not None:
-        rows, cs, ce = _select(a.start, a.end, w0, w1)
-        old_to_new = _old_to_new(rows, n_api)
-        api = ApiCalls(start=cs, end=ce, gtid=a.gtid[rows], pid=a.pid[rows], tid=a.tid[rows],
-                       corr=a.corr[rows], name_idx=a.name_idx[rows], event_class=a.event_class[rows],
-                       names=a.names, base_names=a.base_names)
-
-    kernels: Optional[Kernels] = None
-    k = model.kernels
-    if k is not None:
-        rows, cs, ce = _select(k.start, k.end, w0, w1)
-        li = k.launch_idx if k.launch_idx.shape[0] == len(k) else np.full(len(k), -1, np.int64)
-        kernels = Kernels(start=cs, end=ce, device=k.device[rows], stream=k.stream[rows], corr=k.corr[rows],
-                          pid=k.pid[rows], name_idx=k.name_idx[rows], graph_node=k.graph_node[rows],
-                          names=k.names, launch_idx=_remap(li[rows], old_to_new, n_api))
-
-    nvtx: Optional[NvtxRanges] = None
-    n = model.nvtx
-    if n is not None:
-        rows, cs, ce = _select(n.start, n.end, w0, w1, neg_end_order=True)
-        nvtx = NvtxRanges(start=cs, end=ce, closed=n.closed[rows], event_type=n.event_type[rows],
-                          gtid=n.gtid[rows], pid=n.pid[rows], tid=n.tid[rows], end_gtid=n.end_gtid[rows],
-                          name_idx=n.name_idx[rows], names=n.names,
-                          domain=n.domain[rows] if n.domain.shape[0] == len(n) else np.zeros(cs.shape[0], np.int64))
-
-    memcpy = _clip_ops(model.memcpy, w0, w1, old_to_new, n_api)
-    memset = _clip_ops(model.memset, w0, w1, old_to_new, n_api)
-    sync = _clip_ops(model.sync, w0, w1, old_to_new, n_api)
-    graph_trace = _clip_ops(model.graph_trace, w0, w1, old_to_new, n_api)
-    info = model.info
-    if info is not None:
-        counts = dict(info.row_counts)
-        for key, part in (("kernels", kernels), ("cuda_api", api), ("nvtx_ranges", nvtx), ("memcpy", memcpy),
-                          ("memset", memset), ("sync", sync), ("graph_trace", graph_trace)):
-            if key in counts or part is not None:
-                counts[key] = len(part) if part is not None else 0
-        info = dataclasses.replace(info, row_counts=RowCounts.of(counts))
-    return TraceModel(
-        info=info, kernels=kernels, api=api, nvtx=nvtx, memcpy=memcpy, memset=memset, sync=sync,
-        graph_trace=graph_trace, osrt=_clip_ops(model.osrt, w0, w1, None, 0),
-        thread_names=model.thread_names, thread_labels=model.thread_labels, warnings=model.warnings,
-        notes=model.notes,
-        um_gpu_faults=_clip_ops(model.um_gpu_faults, w0, w1, None, 0),
-        um_cpu_faults=_clip_ops(model.um_cpu_faults, w0, w1, None, 0),
-    )
+        sel = _select(a.start, a.end, w0, w1)
+        api, linked = _take(a, sel, unlinked), _relink(sel[0], len(a))
+    out = dataclasses.replace(
+        model, kernels=clip(model.kernels, linked, rowid_base=None, read_pos=np.empty(0, np.int32)), api=api,
+        nvtx=clip(model.nvtx, unlinked, neg_end_order=True), memcpy=clip(model.memcpy, linked),
+        memset=clip(model.memset, linked), sync=clip(model.sync, linked), graph_trace=clip(model.graph_trace, linked),
+        osrt=clip(model.osrt, unlinked), um_gpu_faults=clip(model.um_gpu_faults, unlinked),
+        um_cpu_faults=clip(model.um_cpu_faults, unlinked), samples=None)   # the samples are not clipped
+    counts = dict(model.info.row_counts)
+    for key, name in (("kernels", "kernels"), ("cuda_api", "api"), ("nvtx_ranges", "nvtx"), ("memcpy", "memcpy"),
+                      ("memset", "memset"), ("sync", "sync"), ("graph_trace", "graph_trace")):
+        part = getattr(out, name)
+        if key in counts or part is not None:
+            counts[key] = len(part) if part is not None else 0
+    return dataclasses.replace(out, info=dataclasses.replace(out.info, row_counts=RowCounts.of(counts)))

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..read import fetch_nvtx as FN
 from .names import intern_strings
-from .row_checks import MAX_TS, drop_impossible, exact_total, over_sum_limit
+from .row_checks import MAX_TS, drop_impossible, unsummable
 from .trace import NvtxRanges, pid_of, tid_of
 
 #: how an unterminated range's end is set (the read takes that timestamp; the model applies it)
@@ -66,12 +66,8 @@ def build_nvtx(nv: FN.NvtxRows, t_end: Optional[int], warnings: List[str]) -> Nv
                         f"end at {int(fill)} ns (rule {UNTERMINATED_END_RULE}).")
     order = np.lexsort((-end, c["start"]))
     dur = end - c["start"]                 # the sums rule (row_checks.SUM_LIMIT), once every range has its end
-    out = over_sum_limit(dur)
+    out = unsummable(dur, "NVTX_EVENTS", "durations", warnings)
     if out.shape[0]:
-        warnings.append(f"NVTX_EVENTS: {out.shape[0]} row(s) left out of every number: their durations total "
-                        f"{exact_total(dur):,} ns, more than the 2^53 ns (about 104 days) a table's durations may "
-                        "total to be summed exactly; the longest rows were left out, longest first, until the rest "
-                        "total less.")
         keep = np.ones(n, bool)
         keep[out] = False
         order = order[keep[order]]

@@ -80,29 +80,27 @@ def over_sum_limit(values: np.ndarray) -> np.ndarray:
     return np.sort(order[k:])
 
 
-def drop_unsummable(cols: Dict[str, np.ndarray], table: str, warnings: List[str]) -> Dict[str, np.ndarray]:
-    """``cols`` without the rows whose durations (then bytes, where the table has them) would total
-    :data:`SUM_LIMIT` or more (:func:`over_sum_limit`), one warning line per measure; the same dict, untouched, when
-    the totals are below."""
-    for what, unit in (("durations", "ns"), ("bytes", "bytes")):
-        if "start" not in cols or cols["start"].shape[0] == 0:
-            return cols
-        if what == "durations":
-            if "end" not in cols:
-                continue
-            vals = np.maximum(cols["end"] - cols["start"], 0)
-        elif "bytes" in cols:
-            vals = np.maximum(cols["bytes"], 0)
-        else:
-            continue
-        out = over_sum_limit(vals)
-        if out.shape[0] == 0:
-            continue
+def unsummable(vals: np.ndarray, table: str, what: str, warnings: List[str]) -> np.ndarray:
+    """The rows of ``vals`` (a table's ``durations`` in ns or its ``bytes``, non-negative) to leave out so that the
+    rest total less than :data:`SUM_LIMIT` (:func:`over_sum_limit`), and a warning line when there are some."""
+    out = over_sum_limit(vals)
+    if out.shape[0]:
+        unit, most = ("ns", "longest") if what == "durations" else ("bytes", "largest")
         warnings.append(f"{table}: {out.shape[0]} row(s) left out of every number: their {what} total "
                         f"{exact_total(vals):,} {unit}, more than the 2^53 {unit}"
                         f"{' (about 104 days)' if unit == 'ns' else ''} a table's {what} may total to be summed "
-                        f"exactly; the {'longest' if unit == 'ns' else 'largest'} rows were left out, "
-                        f"{'longest' if unit == 'ns' else 'largest'} first, until the rest total less.")
-        idx = np.delete(np.arange(vals.shape[0]), out)
-        cols = {k: v[idx] for k, v in cols.items()}
+                        f"exactly; the {most} rows were left out, {most} first, until the rest total less.")
+    return out
+
+
+def drop_unsummable(cols: Dict[str, np.ndarray], table: str, warnings: List[str]) -> Dict[str, np.ndarray]:
+    """``cols`` (with ``start`` and ``end``) without the rows whose durations (then bytes, where the table has them)
+    would total :data:`SUM_LIMIT` or more (:func:`unsummable`); the same dict, untouched, when the totals are
+    below."""
+    for what in ("durations", "bytes") if "bytes" in cols else ("durations",):
+        vals = np.maximum(cols["end"] - cols["start"] if what == "durations" else cols["bytes"], 0)
+        out = unsummable(vals, table, what, warnings)
+        if out.shape[0]:
+            idx = np.delete(np.arange(vals.shape[0]), out)
+            cols = {k: v[idx] for k, v in cols.items()}
     return cols

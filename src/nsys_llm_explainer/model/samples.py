@@ -175,16 +175,10 @@ def build_samples(conn: TraceConnection, schema: Schema, strings: Dict[int, str]
     assert s is not None
     n = s["start"].shape[0]
     flags = s["flags"]
-    keys = np.empty((2 * n, 4), np.int64)
-    keys[:n, 0], keys[:n, 1] = s["leaf_symbol"], s["leaf_module"]
-    keys[:n, 2], keys[:n, 3] = flags & 1, (flags >> 1) & 1
+    leaf_key = np.stack([s["leaf_symbol"], s["leaf_module"], flags & 1, (flags >> 1) & 1], axis=1)
+    caller_key = np.stack([s["caller_symbol"], s["caller_module"], np.zeros_like(flags), (flags >> 2) & 1], axis=1)
     # caller: the first non-system user frame; none found → the leaf
-    has = s["caller_symbol"] >= 0
-    keys[n:] = keys[:n]
-    keys[n:, 0] = np.where(has, s["caller_symbol"], keys[:n, 0])
-    keys[n:, 1] = np.where(has, s["caller_module"], keys[:n, 1])
-    keys[n:, 2] = np.where(has, 0, keys[:n, 2])
-    keys[n:, 3] = np.where(has, (flags >> 2) & 1, keys[:n, 3])
+    keys = np.concatenate((leaf_key, np.where((s["caller_symbol"] >= 0)[:, None], caller_key, leaf_key)))
     idx, syms, mods, groups = _frames(keys, strings)
     leaf, caller = idx[:n], idx[n:]
     start, gtid = s["start"], s["gtid"]

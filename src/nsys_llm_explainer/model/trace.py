@@ -35,11 +35,22 @@ def tid_of(global_tid: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Kernels:
-    """One row per kernel execution, sorted by ``start``."""
+class Rows:
+    """Rows of one table of the model, each a span ``[start, end)`` (ns on the export's timeline); every other
+    array of a subclass holds one value per row, or none while unset (``launch_idx``, ``read_pos``, ``domain``):
+    model/clip.py takes them all alike."""
 
     start: np.ndarray
     end: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+@dataclass(frozen=True)
+class Kernels(Rows):
+    """One row per kernel execution, sorted by ``start``."""
+
     device: np.ndarray        # device id (physical GPU id when the export maps it, else CUDA deviceId)
     stream: np.ndarray
     corr: np.ndarray          # correlationId (per process; int32 when every id fits)
@@ -65,16 +76,11 @@ class Kernels:
         pos = np.asarray(rows, np.int64) if self.read_pos.shape[0] == 0 else self.read_pos[rows].astype(np.int64)
         return pos + self.rowid_base
 
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
-
 
 @dataclass(frozen=True)
-class ApiCalls:
+class ApiCalls(Rows):
     """CUDA runtime + driver API calls (``CUPTI_ACTIVITY_KIND_RUNTIME``), sorted by ``start``."""
 
-    start: np.ndarray
-    end: np.ndarray
     gtid: np.ndarray
     pid: np.ndarray
     tid: np.ndarray
@@ -90,12 +96,9 @@ class ApiCalls:
         eventClass-67 duplicates some MPI/OpenACC captures record around the same call."""
         return (self.event_class == 0) | (self.event_class == 1) | (self.event_class < 0)
 
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
-
 
 @dataclass(frozen=True)
-class NvtxRanges:
+class NvtxRanges(Rows):
     """NVTX push/pop (59, 70) and start/end (60, 71) ranges, sorted by ``start``.
 
     ``end`` of an unterminated range (NULL in the export) is set by the rule in docs/METRICS.md (nsys 2022.4:
@@ -103,8 +106,6 @@ class NvtxRanges:
     Names are domain-qualified (``NCCL:ncclAllReduce``) when the range is in a non-default domain.
     """
 
-    start: np.ndarray
-    end: np.ndarray
     closed: np.ndarray        # bool
     event_type: np.ndarray
     gtid: np.ndarray
@@ -119,22 +120,14 @@ class NvtxRanges:
     def is_push_pop(self) -> np.ndarray:
         return (self.event_type == 59) | (self.event_type == 70)
 
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
-
 
 @dataclass(frozen=True)
-class GpuRows:
+class GpuRows(Rows):
     """Rows of one activity table besides kernels, API calls and NVTX: ``start``/``end`` (ns) and ``pid`` (decoded,
     the process's when the export left it out). Each kind below adds its own columns; a column the export lacks
     reads as ``-1`` (read/fetch.py), so every field is always an array of ``len(self)`` rows."""
 
-    start: np.ndarray
-    end: np.ndarray
     pid: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
 
 
 @dataclass(frozen=True)

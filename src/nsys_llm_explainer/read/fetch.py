@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import InputError
 from . import columnar
 from .connection import TraceConnection, all_rows
+from .fetch_launch import rowid_range
 from .schema import Schema
 
 CHUNK = 1_048_576
@@ -56,28 +57,14 @@ def _fetch_ints(conn: TraceConnection, sql: str, names: Sequence[str], table: Op
     ``table``: the one table ``sql`` reads (its largest rowid sizes the columnar arrays)."""
     uri = conn.columnar_uri
     if uri:
-        got = columnar.fetch_ints(uri, sql, names, _max_rowid(conn, table) if table else 0)
+        span = rowid_range(conn, table) if table else None   # the largest rowid: ≥ the rows when rowids are positive
+        got = columnar.fetch_ints(uri, sql, names, span[1] if span and 0 < span[1] < 1 << 31 else 0)
         if got is columnar.TYPE_MISMATCH:
             raise ValueTypeError("a non-integer value (text, blob or real) in an integer column")
         if got is not None:
             return got
     with conn.lock:
         return _fetch_ints_stdlib(conn, sql, names)
-
-
-def _max_rowid(conn: TraceConnection, table: str) -> int:
-    """Largest rowid of ``table`` (one b-tree descent; ≥ its row count when rowids are positive), 0 if unknown."""
-    try:
-        with conn.lock:
-            v = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
-    except sqlite3.DatabaseError:
-        return 0
-    return int(v) if isinstance(v, int) and 0 < v < 1 << 31 else 0
-
-
-def _columnar(conn: TraceConnection) -> bool:
-    """True when big tables of ``conn`` are fetched through :mod:`read.columnar` (no row packing needed)."""
-    return bool(conn.columnar_uri)
 
 
 def _fetch_ints_stdlib(conn: TraceConnection, sql: str, names: Sequence[str]) -> Columns:
@@ -119,19 +106,26 @@ def _query(conn: TraceConnection, sql: str) -> List[tuple]:
 
 def _select(conn: TraceConnection, schema: Schema, table: str, cols: Dict[str, str]) -> Columns:
     """``cols`` maps output name → source column; absent columns read as ``NULL`` (-1)."""
-    exprs = [_expr(schema, table, src, strict=not _columnar(conn)) for src in cols.values()]
+    exprs = [_expr(schema, table, src, strict=not conn.columnar_uri) for src in cols.values()]
     sql = f'SELECT {", ".join(exprs)} FROM "{table}"'
     try:
         return _fetch_ints(conn, sql, list(cols.keys()), table=table)
     except ValueTypeError:
-        # a text / blob / real value in an integer column: those rows are left out, counted and stated
-        ok = " AND ".join(f'typeof("{src}") IN (\'integer\', \'null\')' for src in cols.values()
-                          if schema.has(table, src)) or "1"
-        bad = _query(conn, f'SELECT count(*) FROM "{table}" WHERE NOT ({ok})')
-        _exclude_note(conn, f"{table}: {int(bad[0][0])} row(s) with a non-integer value (text, blob or real) in an "
-                            "integer column were left out.", int(bad[0][0]))
-        sql = f'SELECT {", ".join(exprs)} FROM "{table}" WHERE ({ok})'
-        return _fetch_ints(conn, sql, list(cols.keys()), table=table)
+        ok = integer_rows(conn, schema, table, cols.values())
+        return _fetch_ints(conn, f"{sql} WHERE ({ok})", list(cols.keys()), table=table)
+
+
+def integer_rows(conn: TraceConnection, schema: Schema, table: str, cols: Iterable[str], alias: str = "",
+                 where: str = "") -> str:
+    """The SQL condition that keeps the rows of ``table`` (``alias``: its name in the query) whose ``cols`` (those
+    it has) hold an integer or NULL: a text / blob / real value in an integer column leaves its row out, counted
+    (among the rows ``where`` keeps) in a note for the report's warnings."""
+    col = f'{alias}."{{}}"' if alias else '"{}"'
+    ok = " AND ".join(f"typeof({col.format(c)}) IN ('integer', 'null')" for c in cols if schema.has(table, c)) or "1"
+    bad = int(_query(conn, f'SELECT count(*) FROM "{table}" {alias} WHERE {where}NOT ({ok})')[0][0])
+    _exclude_note(conn, f"{table}: {bad} row(s) with a non-integer value (text, blob or real) in an integer column "
+                        "were left out.", bad)
+    return ok
 
 
 # --------------------------------------------------------------------------- strings
@@ -163,32 +157,17 @@ def fetch_strings(conn: TraceConnection, schema: Schema) -> Dict[int, str]:
 
 # --------------------------------------------------------------------------- GPU activity
 
-KERNEL_COLS = {
-    "start": "start", "end": "end", "device": "deviceId", "context": "contextId", "stream": "streamId",
-    "corr": "correlationId", "gpid": "globalPid", "demangled": "demangledName", "short": "shortName",
-    "graph_node": "graphNodeId", "graph_id": "graphId",
-}
-MEMCPY_COLS = {
-    "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
-    "gpid": "globalPid", "bytes": "bytes", "copy_kind": "copyKind", "src_kind": "srcKind",
-    "dst_kind": "dstKind", "graph_node": "graphNodeId", "migration_cause": "migrationCause",
-}
-MEMSET_COLS = {
-    "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
-    "gpid": "globalPid", "bytes": "bytes", "mem_kind": "memKind", "graph_node": "graphNodeId",
-}
-SYNC_COLS = {
-    "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
-    "gpid": "globalPid", "sync_type": "syncType",
-}
-GRAPH_TRACE_COLS = {
-    "start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
-    "gpid": "globalPid", "graph_id": "graphId", "graph_exec_id": "graphExecId",
-}
-RUNTIME_COLS = {
-    "start": "start", "end": "end", "gtid": "globalTid", "corr": "correlationId", "name_id": "nameId",
-    "event_class": "eventClass", "return_value": "returnValue",
-}
+#: the columns of every GPU row a CUDA API call launches (output name → column), the kinds' own after them
+LAUNCHED_COLS = {"start": "start", "end": "end", "device": "deviceId", "stream": "streamId", "corr": "correlationId",
+                 "gpid": "globalPid"}
+KERNEL_COLS = {**LAUNCHED_COLS, "demangled": "demangledName", "short": "shortName", "graph_node": "graphNodeId"}
+MEMCPY_COLS = {**LAUNCHED_COLS, "bytes": "bytes", "copy_kind": "copyKind", "src_kind": "srcKind", "dst_kind": "dstKind",
+               "graph_node": "graphNodeId", "migration_cause": "migrationCause"}
+MEMSET_COLS = {**LAUNCHED_COLS, "bytes": "bytes", "mem_kind": "memKind", "graph_node": "graphNodeId"}
+SYNC_COLS = {**LAUNCHED_COLS, "sync_type": "syncType"}
+GRAPH_TRACE_COLS = {**LAUNCHED_COLS, "graph_id": "graphId", "graph_exec_id": "graphExecId"}
+RUNTIME_COLS = {"start": "start", "end": "end", "gtid": "globalTid", "corr": "correlationId", "name_id": "nameId",
+                "event_class": "eventClass"}
 OSRT_COLS = {"start": "start", "end": "end", "gtid": "globalTid", "name_id": "nameId"}
 
 
@@ -203,11 +182,10 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
         return None
     need = ("deviceId", "streamId", "correlationId", "globalPid", "demangledName")
-    cols = {k: v for k, v in KERNEL_COLS.items() if k not in ("context", "graph_id")}   # the generic path's
     if not all(schema.has(table, c) for c in need):
-        return _narrow(_select(conn, schema, table, cols), ("device", "stream"))
-    if _columnar(conn):   # as the packed path: shortName only for ids missing from StringIds (fetch_short_for)
-        c = _narrow(_select(conn, schema, table, {k: v for k, v in cols.items() if k != "short"}), ("device", "stream"))
+        return _select(conn, schema, table, KERNEL_COLS)
+    if conn.columnar_uri:   # as the packed path: shortName only for ids missing from StringIds (fetch_short_for)
+        c = _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k != "short"})
         c["graph_node"] = np.where(c["graph_node"] >= 0, 1, NULL).astype(np.int64)   # the packed path's flag
         return c
     has_gn = schema.has(table, "graphNodeId")
@@ -224,10 +202,10 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     try:
         c = _fetch_ints(conn, f'SELECT {", ".join(packed)} FROM "{table}"', ["start", "end", "p1", "p2"])
     except ValueTypeError:
-        return _narrow(_select(conn, schema, table, cols), ("device", "stream"))
+        return _select(conn, schema, table, KERNEL_COLS)
     p1v, p2v = c.pop("p1"), c.pop("p2")
     if p1v.shape[0] == 0 or (p1v < 0).any():
-        return _select(conn, schema, table, cols)
+        return _select(conn, schema, table, KERNEL_COLS)
     c["device"] = ((p1v >> 56) & 0x3F).astype(np.int32)
     c["stream"] = ((p1v >> 32) & 0xFFFFFF).astype(np.int32)
     c["corr"] = p1v & 0xFFFFFFFF
@@ -238,15 +216,6 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     # keep the globalPid layout the model expects (VM id 1 is irrelevant to PID decoding)
     c["gpid"] = pid << 24
     c["demangled"] = p2v & 0xFFFFFFFF
-    return c
-
-
-def _narrow(c: Columns, names: Sequence[str]) -> Columns:
-    """Small-valued columns as int32 (as the packed path gives them) when every value fits."""
-    for n in names:
-        v = c.get(n)
-        if v is not None and (v.shape[0] == 0 or (int(v.min()) >= -(1 << 31) and int(v.max()) < 1 << 31)):
-            c[n] = v.astype(np.int32)
     return c
 
 
@@ -273,9 +242,8 @@ def fetch_runtime(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
     t = "CUPTI_ACTIVITY_KIND_RUNTIME"
     if not schema.has(t, "start") or not schema.has(t, "end"):
         return None
-    cols = {k: v for k, v in RUNTIME_COLS.items() if k != "return_value"}
-    if _columnar(conn) or not all(schema.has(t, c) for c in ("globalTid", "correlationId", "nameId", "eventClass")):
-        return _narrow(_select(conn, schema, t, cols), ("event_class",))
+    if conn.columnar_uri or not all(schema.has(t, c) for c in ("globalTid", "correlationId", "nameId", "eventClass")):
+        return _select(conn, schema, t, RUNTIME_COLS)
     ok = ("correlationId BETWEEN 0 AND 4294967295 AND nameId BETWEEN 0 AND 16777215 AND eventClass BETWEEN 0 AND 127 "
           "AND globalTid IS NOT NULL")
     ok += "".join(f" AND typeof({c}) = 'integer'" for c in ("correlationId", "nameId", "eventClass"))
@@ -284,9 +252,9 @@ def fetch_runtime(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
                               f'CASE WHEN {ok} THEN (eventClass << 56) | '
                               f'(nameId << 32) | correlationId ELSE -1 END FROM "{t}"', ["start", "end", "gtid", "p"])
     except ValueTypeError:
-        return _narrow(_select(conn, schema, t, cols), ("event_class",))
+        return _select(conn, schema, t, RUNTIME_COLS)
     if c["p"].shape[0] == 0 or (c["p"] < 0).any():
-        return _select(conn, schema, t, cols)
+        return _select(conn, schema, t, RUNTIME_COLS)
     p = c.pop("p")
     c["event_class"] = (p >> 56).astype(np.int32)
     c["name_id"] = (p >> 32) & 0xFFFFFF
@@ -296,10 +264,14 @@ def fetch_runtime(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
 
 def fetch_table(conn: TraceConnection, schema: Schema, table: Optional[str],
                 cols: Dict[str, str]) -> Optional[Columns]:
-    """Fetch ``cols`` of ``table``; ``None`` when the table does not exist or lacks start/end."""
-    if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
+    """Fetch ``cols`` of ``table``; ``None`` when the table does not exist or lacks start/end. A table without
+    ``end`` in ``cols`` holds point events (CPU page faults): ``end`` is set to ``start``."""
+    if table is None or not schema.has(table, "start") or ("end" in cols and not schema.has(table, "end")):
         return None
-    return _select(conn, schema, table, cols)
+    c = _select(conn, schema, table, cols)
+    if "end" not in c:
+        c["end"] = c["start"].copy()
+    return c
 
 
 # --------------------------------------------------------------------------- target / session info
@@ -329,39 +301,23 @@ def fetch_info(conn: TraceConnection, schema: Schema, what: str) -> List[Dict[st
     return fetch_rows(conn, schema, *INFO_TABLES[what])
 
 
-def fetch_session(conn: TraceConnection, schema: Schema) -> Dict[str, object]:
-    out: Dict[str, object] = {}
-    rows = fetch_rows(conn, schema, "TARGET_INFO_SESSION_START_TIME", ("utcEpochNs", "utcTime"))
-    if rows:
-        out.update(rows[0])
-    rows = fetch_rows(conn, schema, "ANALYSIS_DETAILS", ("duration", "startTime", "stopTime"))
-    if rows:   # the session's length; stopTime − startTime where an export lacks ``duration``
-        d, s0, s1 = rows[0].get("duration"), rows[0].get("startTime"), rows[0].get("stopTime")
-        if d is None and isinstance(s0, int) and isinstance(s1, int):
-            d = s1 - s0
-        out["analysis_duration_ns"] = d
-    return out
+def fetch_session(conn: TraceConnection, schema: Schema) -> Tuple[object, object, object]:
+    """(``utcEpochNs``, ``utcTime``, the session's length: ``duration``, else ``stopTime − startTime``) as the export
+    records them, None each when not recorded."""
+    start = (fetch_rows(conn, schema, "TARGET_INFO_SESSION_START_TIME", ("utcEpochNs", "utcTime")) or [{}])[0]
+    run = (fetch_rows(conn, schema, "ANALYSIS_DETAILS", ("duration", "startTime", "stopTime")) or [{}])[0]
+    d, s0, s1 = run.get("duration"), run.get("startTime"), run.get("stopTime")
+    if d is None and isinstance(s0, int) and isinstance(s1, int):
+        d = s1 - s0
+    return start.get("utcEpochNs"), start.get("utcTime"), d
 
 
 # --------------------------------------------------------------------------- Unified Memory (managed memory)
 
-UM_GPU_FAULT_TABLE = "CUDA_UM_GPU_PAGE_FAULT_EVENTS"
-UM_CPU_FAULT_TABLE = "CUDA_UM_CPU_PAGE_FAULT_EVENTS"
 #: GPU page-fault groups (2022.x → 2026.x: same columns); ``access``: ENUM_CUDA_UNIF_MEM_ACCESS_TYPE
 UM_GPU_FAULT_COLS = {
     "start": "start", "end": "end", "device": "deviceId", "gpid": "globalPid", "faults": "numberOfPageFaults",
     "access": "faultAccessType",
 }
-#: CPU page faults: one timestamp per fault; function and module are StringIds ids
+#: CPU page faults: one timestamp per fault (no ``end``: point events); function and module are StringIds ids
 UM_CPU_FAULT_COLS = {"start": "start", "gpid": "globalPid", "func_id": "CpuInstruction", "module_id": "module"}
-
-
-def fetch_um_cpu_faults(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
-    """``CUDA_UM_CPU_PAGE_FAULT_EVENTS`` rows (``None`` when the table or its ``start`` is absent); the table
-    has no ``end``: ``end`` is set to ``start`` (a point event)."""
-    t = UM_CPU_FAULT_TABLE
-    if not schema.has(t, "start"):
-        return None
-    c = _select(conn, schema, t, UM_CPU_FAULT_COLS)
-    c["end"] = c["start"].copy()
-    return c

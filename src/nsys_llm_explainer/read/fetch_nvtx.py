@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .connection import TraceConnection, lenient, undecodable
-from .fetch import CHUNK, NULL, Columns, ReadError, ValueTypeError, _exclude_note, _query
+from .fetch import CHUNK, NULL, Columns, ReadError, ValueTypeError, _exclude_note, _query, integer_rows, text_value
 from .schema import Schema
 
 
@@ -32,21 +32,12 @@ NVTX_RANGE_TYPES = (59, 60, 70, 71)
 UNTERMINATED_END_RULE = "nsys 2022.4: latest start or end of any NVTX_EVENTS row (marks included)"
 
 
-def _text(v: object) -> Optional[str]:
-    """An NVTX message as text: a blob is decoded (invalid UTF-8 replaced), a number written out."""
-    if v is None or isinstance(v, str):
-        return v
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return bytes(v).decode("utf-8", "replace")
-    return str(v)
-
-
 def _nvtx_rows(conn: TraceConnection, sql: str) -> Tuple[np.ndarray, List[Optional[str]]]:
     """(rows × 7 int64 array, message per row) of the NVTX select; :class:`ValueTypeError` on a value that is
     not an integer."""
     parts: List[np.ndarray] = []
     text: List[Optional[str]] = []
-    seen: Dict[object, Optional[str]] = {}   # one string object per distinct text (millions of rows)
+    seen: Dict[object, Optional[str]] = {None: None}   # one str per distinct text (millions of rows); NULL: None
     try:
         cur = conn.execute(sql)
         while True:
@@ -55,7 +46,7 @@ def _nvtx_rows(conn: TraceConnection, sql: str) -> Tuple[np.ndarray, List[Option
                 break
             parts.append(np.fromiter(itertools.chain.from_iterable(r[:7] for r in rows), dtype=np.int64,
                                      count=7 * len(rows)).reshape(len(rows), 7))
-            text.extend([seen[r[7]] if r[7] in seen else seen.setdefault(r[7], _text(r[7])) for r in rows])
+            text.extend([seen[r[7]] if r[7] in seen else seen.setdefault(r[7], text_value(r[7])) for r in rows])
             del rows
     except sqlite3.DatabaseError as exc:
         if undecodable(exc):
@@ -86,13 +77,8 @@ def fetch_nvtx(conn: TraceConnection, schema: Schema) -> Optional[NvtxRows]:
     try:
         arr, text = lenient(conn, t, lambda: _nvtx_rows(conn, sql))
     except ValueTypeError:
-        # a text / blob / real value in an integer column: those rows are left out, counted and stated
-        ok = " AND ".join(f'typeof(n."{c}") IN (\'integer\', \'null\')'
-                          for c in ("start", "end", "eventType", "globalTid", "endGlobalTid", "domainId")
-                          if schema.has(t, c))
-        bad = _query(conn, f"SELECT count(*) FROM NVTX_EVENTS n WHERE n.eventType IN ({types}) AND NOT ({ok})")
-        _exclude_note(conn, f"NVTX_EVENTS: {int(bad[0][0])} row(s) with a non-integer value (text, blob or real) in "
-                            "an integer column were left out.", int(bad[0][0]))
+        ok = integer_rows(conn, schema, t, ("start", "end", "eventType", "globalTid", "endGlobalTid", "domainId"),
+                          "n", f"n.eventType IN ({types}) AND ")
         sql = sql.replace(f"WHERE n.eventType IN ({types})", f"WHERE n.eventType IN ({types}) AND {ok}")
         arr, text = lenient(conn, t, lambda: _nvtx_rows(conn, sql))
     names = ["start", "end", "has_end", "event_type", "gtid", "end_gtid", "domain"]
@@ -109,7 +95,7 @@ def fetch_nvtx(conn: TraceConnection, schema: Schema) -> Optional[NvtxRows]:
         ok = f"typeof(n.domainId) IN ('integer', 'null') AND {gt}"
         for g, d, name in _query(conn, f"{dsql} AND {ok}"):
             if d is not None and name is not None:
-                domains.append((int(g), int(d), _text(name) or ""))
+                domains.append((int(g), int(d), text_value(name)))
         bad = _query(conn, f"SELECT count(*) FROM NVTX_EVENTS n WHERE n.eventType = 75 AND NOT ({ok})")
         n_bad = int(bad[0][0]) if bad else 0
         _exclude_note(conn, f"NVTX_EVENTS: {n_bad} domain row(s) with a non-integer domainId or globalTid (text, blob "

@@ -45,16 +45,6 @@ def _opt(schema: Schema, col: str, alias: str) -> str:
     return f'COALESCE({alias}."{col}", 0)' if schema.has(CHAINS, col) else "0"
 
 
-def _run(conn: TraceConnection, sql: str, names: Sequence[str], guard: str, note: str) -> Columns:
-    """``sql`` (with a ``{guard}`` placeholder in its WHERE clause) through the integer fetch; rows with a
-    non-integer value are left out (``guard`` filters them) and stated."""
-    try:
-        return _fetch_ints(conn, sql.format(guard="1"), names)
-    except ValueTypeError:
-        _exclude_note(conn, note)
-        return _fetch_ints(conn, sql.format(guard=guard), names)
-
-
 def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int], system_modules: Sequence[int],
                   lo: Optional[int] = None, hi: Optional[int] = None) -> Optional[Columns]:
     """Samples of ``threads`` (serialized globalTids) taken in ``[lo, hi)`` (unbounded side when None), one row
@@ -81,8 +71,11 @@ def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int],
            f'WHERE e.globalTid IN ({_ints(threads)}){span} AND {{guard}}) s '
            f'LEFT JOIN "{CHAINS}" l ON l.id = s.id AND l.stackDepth = 0 '
            f'LEFT JOIN "{CHAINS}" c ON c.id = s.id AND c.stackDepth = s.cd')
-    guard = "typeof(e.id) = 'integer' AND typeof(e.start) = 'integer'"
-    return _run(conn, sql, names, guard, f"{EVENTS}/{CHAINS}: samples with a non-integer value were left out.")
+    try:
+        return _fetch_ints(conn, sql.format(guard="1"), names)
+    except ValueTypeError:   # the samples with a non-integer value left out, and stated
+        _exclude_note(conn, f"{EVENTS}/{CHAINS}: samples with a non-integer value were left out.")
+        return _fetch_ints(conn, sql.format(guard="typeof(e.id) = 'integer' AND typeof(e.start) = 'integer'"), names)
 
 
 def capture_requested(schema: Schema) -> Optional[bool]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ..errors import InputError
 from .connection import all_rows
@@ -44,9 +44,6 @@ class Schema:
     def columns(self, table: str) -> List[str]:
         return self.tables.get(table, [])
 
-    def first_table(self, names: Tuple[str, ...]) -> Optional[str]:
-        return next((n for n in names if n in self.tables), None)
-
     def meta_value(self, *keys: str) -> Optional[str]:
         for k in keys:
             vals = self.meta.get(k)
@@ -64,7 +61,7 @@ class Schema:
 
     @property
     def kernel_table(self) -> Optional[str]:
-        return self.first_table(KERNEL_TABLES)
+        return next((n for n in KERNEL_TABLES if n in self.tables), None)
 
 
 def probe(conn: sqlite3.Connection, path_label: str = "trace") -> Schema:

@@ -287,3 +287,21 @@ def test_phase_map_object_and_no_preset_io_during_analysis(decode_model, monkeyp
     steps = analyze_steps(decode_model, got, tree=tree, kernel_node=att.kernel_node)
     assert steps.step_ranges == ("decode",) and steps.arrays.kernel_count.tolist() == [2, 2, 2, 3, 2]
     assert [steps.arrays.phase_label(i) for i in range(5)] == ["tok"] * 5
+
+
+def test_unreadable_phase_presets_are_an_input_error_not_another_vocabulary(tmp_path, monkeypatch):
+    """A broken install (phases.json missing or without its frameworks) is refused in one line, as an unreadable
+    categories preset is; no second, built-in phase vocabulary answers instead."""
+    from nsys_llm_explainer.config import phase_map as cfg
+
+    for text in (None, '{"ignore": []}', "{not json"):
+        path = tmp_path / "phases.json"
+        if text is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(text)
+        monkeypatch.setattr(cfg, "PRESET_FILE", path)
+        cfg._preset_document.cache_clear()
+        with pytest.raises(InputError, match="phase presets"):
+            build_phase_map(None)
+    cfg._preset_document.cache_clear()

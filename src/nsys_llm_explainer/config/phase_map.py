@@ -21,20 +21,6 @@ UNMAPPED = "unmapped"
 PRESET_FILE = Path(__file__).resolve().parent.parent / "presets" / "phases.json"
 FORMAT = '{"phase": ["substring", ...]}'
 
-# used when presets/phases.json cannot be read (installed without package data)
-_FALLBACK = {
-    "frameworks": {
-        "builtin": {
-            "prefill": ["prefill", "mixed", "forward_extend", "extend", "context", "ctx reqs"],
-            "decode": ["decode", "forward_decode", "generation", ": 0 ctx reqs"],
-            "other": ["warmup", "profile_run", "dummy_run", "capture_model"],
-        }
-    },
-    "ignore": ["decoder", "tokeniz", "detokeniz"],
-    "step_keywords": ["execute_model", "forward_step", "step", "iteration", "prefill", "decode", "extend",
-                      "generation", "context"],
-}
-
 PhaseDict = Dict[str, List[str]]
 
 
@@ -63,11 +49,11 @@ def _preset_document() -> Dict:
     try:
         with open(PRESET_FILE, encoding="utf-8") as fh:
             data = json.load(fh)
-        if isinstance(data, dict) and isinstance(data.get("frameworks"), dict):
-            return data
-    except (OSError, ValueError):
-        pass
-    return _FALLBACK
+    except (OSError, ValueError) as e:
+        raise InputError(f"phase presets cannot be read from {PRESET_FILE} ({e})") from None
+    if not (isinstance(data, dict) and isinstance(data.get("frameworks"), dict)):
+        raise InputError(f"phase presets in {PRESET_FILE} have no \"frameworks\" object")
+    return data
 
 
 def _merge(maps: Sequence[Mapping[str, Sequence[str]]]) -> PhaseDict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, List, Mapping, Tuple
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -45,24 +45,16 @@ def _key(k: Any) -> str:
 
 def _indented(v: Any, level: int, out: List[str]) -> None:
     pad = "  " * (level + 1)
-    if isinstance(v, dict) and v:
-        out.append("{\n")
-        last = len(v) - 1
-        for i, (k, x) in enumerate(v.items()):
-            out.append(pad + _key(k) + ": ")
+    if isinstance(v, (list, tuple)) and len(v) > LONG_LIST:   # rows: one per line (the C encoder per row)
+        out.append("[\n" + ",\n".join(pad + _COMPACT(x) for x in v) + "\n" + "  " * level + "]")
+    elif isinstance(v, (dict, list, tuple)) and v:
+        obj = isinstance(v, dict)
+        out.append("{" if obj else "[")
+        items: Iterable[Tuple[Any, Any]] = v.items() if isinstance(v, dict) else ((None, x) for x in v)
+        for i, (k, x) in enumerate(items):
+            out.append((",\n" if i else "\n") + pad + (_key(k) + ": " if obj else ""))
             _indented(x, level + 1, out)
-            out.append(",\n" if i < last else "\n")
-        out.append("  " * level + "}")
-    elif isinstance(v, (list, tuple)) and v:
-        if len(v) > LONG_LIST:   # rows: one per line (the C encoder, not one Python call per value)
-            out.append("[\n" + ",\n".join(pad + _COMPACT(x) for x in v) + "\n" + "  " * level + "]")
-            return
-        out.append("[\n")
-        for i, x in enumerate(v):
-            out.append(pad)
-            _indented(x, level + 1, out)
-            out.append(",\n" if i < len(v) - 1 else "\n")
-        out.append("  " * level + "]")
+        out.append("\n" + "  " * level + ("}" if obj else "]"))
     else:
         out.append(_COMPACT(v))
 

@@ -174,9 +174,8 @@ class _Layout:
         for what, ops in (("memcpy", self.rows.memcpy), ("memset", self.rows.memset)):
             if len(ops) == 0:
                 continue
-            cols = {n: v.tolist() for n, v in (("bytes", ops.bytes), ("copy_kind", ops.copy_kind),
-                                                ("src_kind", ops.src_kind), ("dst_kind", ops.dst_kind),
-                                                ("mem_kind", ops.mem_kind), ("corr", ops.corr)) if v is not None}
+            cols = {n: getattr(ops, n).tolist() for n in ("bytes", "copy_kind", "src_kind", "dst_kind", "mem_kind",
+                                                           "corr") if getattr(ops, n) is not None}
             start, end, launch = ops.start, ops.end, ops.launch
 
             def track(kv: int, ln: int, what: str = what) -> int:

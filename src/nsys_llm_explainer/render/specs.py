@@ -21,10 +21,10 @@ from .table import (
     fmt_col,
     int_col,
     listed,
-    ms,
     name_col,
     pct_col,
     raw,
+    scaled,
     text_col,
     with_fields,
 )
@@ -104,11 +104,6 @@ def nvtx_by_pid_rows(report: Report) -> List[NvtxPidRange]:
     return out + [NvtxPidRange(a.pid, a.name, None, None, a.kernel_count, a.inclusive_ns) for a in att.values()]
 
 
-def nccl_rank_rows(report: Report) -> List[Any]:
-    """``nccl.ranks`` (the arrival figures None for a rank without matched collectives)."""
-    return list(report.nccl.ranks)
-
-
 def _field(key: str, field: str) -> Getter:
     """``row.key.field`` (a nested result's value; None when the row has none)."""
     return lambda r: None if field_of(r, key) is None else field_of(field_of(r, key), field)
@@ -172,7 +167,8 @@ IDLE_CAUSES: Table[Report] = Table("idle_causes.csv", (
     csv_col("device_id"),
     text_col("kind", "kind", "cause", code=True),
     name_col("detail", "detail", "detail", 60),
-    Col((("ns", raw("ns")), ("ms", ms("ns"))), "idle (ms)", lambda r: fmt_ms(field_of(r, "ns")), True, raw("ns"), "ns"),
+    Col((("ns", raw("ns")), ("ms", scaled("ns", 6))), "idle (ms)", lambda r: fmt_ms(field_of(r, "ns")), True,
+        raw("ns"), "ns"),
     pct_col("pct_of_window", "pct_of_window", "% of window"),
     pct_col("pct_of_idle", "pct_of_idle", "% of idle"),
     int_col("gap_count", "gap_count", "gaps"),
@@ -361,7 +357,7 @@ NCCL_RANKS: Table[Report] = Table("nccl_ranks.csv", (
     dur_col("mean_start_skew_ns", "mean_start_skew", "mean start skew", unit="us"),
     int_col("last_arrival_count", "last_arrival_count", "last to arrive"),
     csv_col("matched"),
-), nccl_rank_rows)
+), lambda rep: rep.nccl.ranks)   # the arrival figures None for a rank without matched collectives
 
 
 

@@ -101,12 +101,9 @@ def raw(key: str) -> Getter:
     return lambda r: field_of(r, key)
 
 
-def ms(key: str) -> Getter:
-    return lambda r: exact_decimal(field_of(r, key), 6)
-
-
-def us(key: str) -> Getter:
-    return lambda r: exact_decimal(field_of(r, key), 3)
+def scaled(key: str, digits: int) -> Getter:
+    """Integer ns ``key`` as an exact decimal of ms (``digits`` 6) or µs (3)."""
+    return lambda r: exact_decimal(field_of(r, key), digits)
 
 
 def listed(key: str, sep: str = ";") -> Getter:
@@ -131,10 +128,10 @@ def text_col(key: str, csv_name: str, head: str, code: bool = False) -> Col:
 
 def dur_col(key: str, stem: str, head: str = "", unit: str = "ms") -> Col:
     """A duration ``key`` (ns): CSV ``<stem>_<unit>`` and ``<stem>_ns``; shown as ``head (unit)``."""
-    conv, fmt = (ms, fmt_ms) if unit == "ms" else (us, fmt_us)
+    digits, fmt = (6, fmt_ms) if unit == "ms" else (3, fmt_us)
     label = f"{head} ({'ms' if unit == 'ms' else 'µs'})" if head else ""
-    return Col(((f"{stem}_{unit}", conv(key)), (f"{stem}_ns", raw(key))), label, lambda r: fmt(field_of(r, key)), True,
-               raw(key), key)
+    return Col(((f"{stem}_{unit}", scaled(key, digits)), (f"{stem}_ns", raw(key))), label,
+               lambda r: fmt(field_of(r, key)), True, raw(key), key)
 
 
 def fmt_col(key: str, csv_name: str, head: Spans, fmt: Callable[[Any], Spans], right: bool = True) -> Col:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict
 
 from ...vocabulary.units import fmt_at
 from ..document import Cell, Code, Data, Inline, SectionResult, inline
@@ -31,10 +31,9 @@ class View:
         """``start → end`` as ms from trace start."""
         return f"{fmt_at(start, self.t0, unit=False)} → {fmt_at(end, self.t0)}"
 
-    def rel_ms(self, ns: Any) -> Optional[float]:
-        """A timestamp as ms from trace start, for a chart coordinate."""
-        if not isinstance(ns, (int, float)) or isinstance(ns, bool):
-            return None
+    def rel_ms(self, ns: int) -> float:
+        """A timestamp (an integer ns of a typed result: checked when a report is loaded) as ms from trace start,
+        for a chart coordinate."""
         return round((ns - self.t0) / 1e6, 6)
 
     def device(self, dev: Any) -> Inline:

@@ -1,5 +1,5 @@
-"""Host and runtime sections: CPU↔GPU synchronization (with the per-step sync table), CUDA API, memory copies,
-NVTX ranges, CUDA graphs, NCCL."""
+"""Host and runtime sections: CPU↔GPU synchronization (with the per-step sync table), the launching thread's waits,
+CUDA API, memory copies, NVTX ranges, CUDA graphs, NCCL."""
 
 from __future__ import annotations
 
@@ -23,17 +23,20 @@ from ..document import (
     para,
     parts,
 )
-from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, SYNC_APIS, nccl_rank_rows
+from ..feature_tables import THREAD_WAITS, wait_rows
+from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, SYNC_APIS
 from ..table import field_of
 from .copy_engines import copy_path_parts
 from .ctx import View, capped
-from .step_sync import step_sync_parts, waits_parts
+from .step_sync import step_sync_parts
 
 if TYPE_CHECKING:
     from ...analyses.memory.traffic import MemoryResult
 
 #: rows of the short tables (CUDA API, NVTX) whatever ``--top`` says; all rows are in the CSV files
 SHORT = 6
+#: rows of the thread-waits table (all rows in the CSV)
+WAIT_ROWS = 12
 
 
 def sec_sync(v: View) -> SectionResult:
@@ -53,11 +56,26 @@ def sec_sync(v: View) -> SectionResult:
 
 
 def sec_waits(v: View) -> SectionResult:
-    """Follow the wait (``report.json`` ``waits``)."""
-    body = waits_parts(v)
-    if not body:
-        return Omitted("Waits of the launching thread", v.r.waits.reason or "no launching thread waits")
-    return Section("waits", "Waits of the launching thread", tuple(body), "Waits")
+    """Follow the wait (``report.json`` ``waits``): per launching thread that waits in OS calls, its waits and what
+    the other threads of its process did meanwhile."""
+    ws = v.r.waits
+    if not ws.available or not ws.launchers:
+        return Omitted("Waits of the launching thread", ws.reason or "no launching thread waits")
+    out: List[Any] = []
+    for w in ws.launchers[:2]:
+        calls = joined([inline(Code(c.name), f" {fmt_dur(c.ns)}") for c in w.calls[:3]], "; ")
+        ctx = w.contexts[:1]
+        out.append(para(Strong(("Waits of the launching thread",)), " ", Code(w.thread), " (tid ",
+                        Data(w.tid), "): ", f"{fmt_dur(w.wait_ns)} in OS calls that wait "
+                        f"({w.wait_pct_of_window:.1f} % of the window): ", calls,
+                        (inline("; inside NVTX ", Code(ctx[0].range), f" {ctx[0].pct_of_waits:.0f} %") if ctx
+                         else None),
+                        f". GPU idle charged to these waits: {fmt_dur(w.gpu_idle_ns)}. What the other "
+                        "threads of its process were in meanwhile (time overlapped with the waits):"))
+    rows = wait_rows(v.r)
+    out += [para(capped(min(WAIT_ROWS, len(rows)), len(rows), THREAD_WAITS.csv)),
+            TablePart(THREAD_WAITS.cols, rows[:WAIT_ROWS], (), "thread-waits")]
+    return Section("waits", "Waits of the launching thread", tuple(out), "Waits")
 
 
 def sec_cuda_api(v: View) -> SectionResult:
@@ -142,7 +160,7 @@ def sec_nccl(v: View) -> SectionResult:
     body: List[Any] = [para(f"{fmt_int(nc.nccl_kernel_count)} NCCL kernels, {fmt_dur(nc.nccl_total_ns)} "
                             "(whole capture): ", per, ".")]
     if nc.ranks:
-        body.append(TablePart(NCCL_RANKS.cols, nccl_rank_rows(v.r), (), "nccl-ranks"))
+        body.append(TablePart(NCCL_RANKS.cols, nc.ranks, (), "nccl-ranks"))
     s = nc.straggler
     if s is not None:
         body.append(para(Strong(("Straggler:",)), " ", Data(s.late_rank), " arrives late; ",

@@ -86,12 +86,11 @@ def _histogram(d: DeviceTime) -> Optional[Paragraph]:
     return para("Gaps by length: ", joined(items, " · "), ".") if items else None
 
 
-def cause_table(v: View, causes: Sequence[Any], other: Optional[Other], samples: bool, tid: str) -> TablePart:
+def cause_table(v: View, causes: Sequence[Any], other: Other, samples: bool, tid: str) -> TablePart:
     cols = tuple(c for c in IDLE_CAUSES.cols if c is not CAUSE_COL) + (
         show_col("example gap (from trace start)", lambda r: _example(v, r)),) + ((CAUSE_COL,) if samples else ())
-    if other is not None and other.count:
-        return TablePart(cols, list(causes[: other.after_rows]), (_other_row(other),), tid)
-    return TablePart(cols, list(causes), (), tid)
+    rows, extra = (causes[: other.after_rows], (_other_row(other),)) if other.count else (causes, ())
+    return TablePart(cols, list(rows), extra, tid)
 
 
 def _label(kind: Any, detail: Any) -> str:
@@ -101,14 +100,13 @@ def _label(kind: Any, detail: Any) -> str:
 def cause_chart(v: View, i: int, dc: DeviceCauses, causes: Sequence[Any]) -> Figure:
     """Idle time of one device by cause, as bars (the table's rows; the analysis's "other" fold kept)."""
     other = dc.other()
-    folded = other is not None and bool(other.count)
-    shown = list(causes[: other.after_rows]) if other is not None and folded else list(causes[:CHART_CAUSES])
+    shown = list(causes[: other.after_rows] if other.count else causes[:CHART_CAUSES])
     labels = [_label(c.kind, c.detail) for c in shown]
     values = [c.ns for c in shown]
     colors = [kind_color(c.kind, j) for j, c in enumerate(shown)]
     hover = [f"{lab}<br>{fmt_dur(c.ns)} idle · {fmt_pct(c.pct_of_window)} % of the window · "
              f"{fmt_pct(c.pct_of_idle)} % of idle · {fmt_int(c.gap_count)} gaps" for lab, c in zip(labels, shown)]
-    if other is not None and folded:
+    if other.count:
         labels.append(f"other ({fmt_int(other.count)} causes)")
         values.append(other.ns)
         colors.append("#bdbdbd")

@@ -7,7 +7,7 @@ from typing import Any, List
 
 from ...vocabulary.units import fmt_dur, fmt_int
 from ..document import Code, Data, Em, HtmlOnly, Strong, TablePart, inline, joined, para
-from ..feature_tables import STEP_SYNC, THREAD_WAITS, wait_rows
+from ..feature_tables import STEP_SYNC
 from .ctx import View, capped
 
 #: series shown (all rows in the CSV)
@@ -35,24 +35,3 @@ def step_sync_parts(v: View) -> List[Any]:
                                    for kind, detail, ns in causes], "; "), "."))
     return [para(note), TablePart(STEP_SYNC.cols, rows[:SHOWN], (), "step-sync-series"), HtmlOnly(tuple(notes))]
 
-
-def waits_parts(v: View) -> List[Any]:
-    """Follow the wait: per launching thread that waits in OS calls, its waits and what the other threads of its
-    process did meanwhile (empty when no launching thread waits)."""
-    ws = v.r.waits
-    if not ws.available or not ws.launchers:
-        return []
-    out: List[Any] = []
-    for w in ws.launchers[:2]:
-        calls = joined([inline(Code(c.name), f" {fmt_dur(c.ns)}") for c in w.calls[:3]], "; ")
-        ctx = w.contexts[:1]
-        out.append(para(Strong(("Waits of the launching thread",)), " ", Code(w.thread), " (tid ",
-                        Data(w.tid), "): ", f"{fmt_dur(w.wait_ns)} in OS calls that wait "
-                        f"({w.wait_pct_of_window:.1f} % of the window): ", calls,
-                        (inline("; inside NVTX ", Code(ctx[0].range), f" {ctx[0].pct_of_waits:.0f} %") if ctx
-                         else None),
-                        f". GPU idle charged to these waits: {fmt_dur(w.gpu_idle_ns)}. What the other "
-                        "threads of its process were in meanwhile (time overlapped with the waits):"))
-    rows = wait_rows(v.r)
-    return out + [para(capped(min(SHOWN * 2, len(rows)), len(rows), THREAD_WAITS.csv)),
-                  TablePart(THREAD_WAITS.cols, rows[:SHOWN * 2], (), "thread-waits")]

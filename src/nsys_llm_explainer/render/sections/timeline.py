@@ -4,7 +4,7 @@ shaded and listed in a table. report.md has the idle causes and the largest gaps
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Sequence
 
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_at, fmt_dur, fmt_int, fmt_ms, ms_value, us_value
@@ -37,42 +37,32 @@ GAP_LABELS = 5
 MARGIN = 0.04
 
 
-def _window_marks(ctx: View) -> Tuple[Dict[str, List[Dict[str, Any]]], List[Optional[float]]]:
-    """Shapes and labels for the analysis window edges (and the shaded rest of the capture), and the initial x
-    range: the analysis window with a margin of :data:`MARGIN` of its length each side (inside the capture), so both
-    edges and a sliver of the excluded capture are visible; zoom out for all."""
+def _window_marks(ctx: View, shapes: List[Dict[str, Any]], notes: List[Dict[str, Any]]) -> List[float]:
+    """Adds the shapes and labels of the analysis window edges (and the shaded rest of the capture); returns the
+    initial x range: the analysis window with a margin of :data:`MARGIN` of its length each side (inside the
+    capture), so both edges and a sliver of the excluded capture are visible; zoom out for all."""
     w = ctx.r.window
-    shapes: List[Dict[str, Any]] = []
-    notes: List[Dict[str, Any]] = []
     full0, full1 = ctx.rel_ms(w.full_start_ns), ctx.rel_ms(w.full_end_ns)
     w0, w1 = ctx.rel_ms(w.start_ns), ctx.rel_ms(w.end_ns)
     for x0, x1 in ((full0, w0), (w1, full1)):
-        if x0 is not None and x1 is not None and x1 > x0:
+        if x1 > x0:
             shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
                            "fillcolor": "#bdbdbd", "opacity": 0.35, "line": {"width": 0}, "layer": "below"})
             notes.append({"x": (x0 + x1) / 2, "y": 0.5, "xref": "x", "yref": "paper", "showarrow": False,
                           "text": "outside the<br>analysis window", "font": {"size": 10, "color": "#616161"}})
     for x, label in ((w0, "window start"), (w1, "window end")):
-        if x is not None:
-            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
-                           "line": {"color": "#212121", "width": 1.5, "dash": "dash"}})
-            notes.append({"x": x, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
-                          "text": label, "font": {"size": 10},
-                          "xanchor": "left" if label == "window start" else "right"})
-    x_range: List[Optional[float]] = [full0, full1]
-    if full0 is not None and full1 is not None and w0 is not None and w1 is not None:
-        pad = (w1 - w0) * MARGIN
-        x_range = [max(full0, w0 - pad), min(full1, w1 + pad)]
-    return {"shapes": shapes, "annotations": notes}, x_range
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+                       "line": {"color": "#212121", "width": 1.5, "dash": "dash"}})
+        notes.append({"x": x, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
+                      "text": label, "font": {"size": 10}, "xanchor": "left" if label == "window start" else "right"})
+    pad = (w1 - w0) * MARGIN
+    return [max(full0, w0 - pad), min(full1, w1 + pad)]
 
 
-def _gap_marks(ctx: View, gaps: Sequence[Gap]) -> Dict[str, List[Dict[str, Any]]]:
-    shapes: List[Dict[str, Any]] = []
-    notes: List[Dict[str, Any]] = []
+def _gap_marks(ctx: View, gaps: Sequence[Gap], shapes: List[Dict[str, Any]], notes: List[Dict[str, Any]]) -> None:
+    """Adds a shaded band per listed gap, the first :data:`GAP_LABELS` numbered."""
     for i, g in enumerate(gaps, 1):  # one iteration per listed gap (at most the analysis's cap)
         x0, x1 = ctx.rel_ms(g.start_ns), ctx.rel_ms(g.end_ns)
-        if x0 is None or x1 is None:
-            continue
         color = kind_color(g.cause_kind)
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
                        "fillcolor": color, "opacity": 0.3, "line": {"color": color, "width": 1}})
@@ -84,7 +74,6 @@ def _gap_marks(ctx: View, gaps: Sequence[Gap]) -> Dict[str, List[Dict[str, Any]]
             notes.append({"x": (x0 + x1) / 2, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom",
                           "yshift": 12, "showarrow": False, "text": f"#{i}", "hovertext": hover,
                           "font": {"size": 10, "color": color}})
-    return {"shapes": shapes, "annotations": notes}
 
 
 def _bins(ctx: View, edges: List[int]) -> Dict[str, Any]:
@@ -132,15 +121,15 @@ def _gap_table(v: View, tid: str, gaps: Sequence[Gap]) -> TablePart:
 def _figure(v: View, i: int, dev: DeviceBins, edges: List[int], gaps: List[Gap]) -> Figure:
     did = dev.device_id
     unit = "µs" if (edges[-1] - edges[0]) / max(1, len(edges) - 1) < 1e7 else "ms"
-    marks, x_range = _window_marks(v)
-    gm = _gap_marks(v, gaps)
+    shapes: List[Dict[str, Any]] = []
+    notes: List[Dict[str, Any]] = []
+    x_range = _window_marks(v, shapes, notes)
+    _gap_marks(v, gaps, shapes, notes)
     lay = layout(340, "ms from trace start", f"{unit} of each bin", barmode="stack", bargap=0,
-                 hovermode="x unified", shapes=marks["shapes"] + gm["shapes"],
-                 annotations=marks["annotations"] + gm["annotations"])
+                 hovermode="x unified", shapes=shapes, annotations=notes)
     lay["margin"]["t"] = 40
     lay["legend"]["traceorder"] = "normal"
-    if None not in x_range:
-        lay["xaxis"]["range"] = x_range
+    lay["xaxis"]["range"] = x_range
     cap = inline("Busy and idle time of ", v.device(did), f" in each of {fmt_int(len(edges) - 1)} bins of the "
                  f"analysis window; idle coloured by cause, the {len(gaps)} largest gaps shaded (the largest "
                  f"{GAP_LABELS} numbered; hover a number). Text equivalent: report.json ", Code("timeline.devices[]"),

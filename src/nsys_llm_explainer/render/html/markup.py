@@ -6,15 +6,11 @@ import json
 from typing import Any, Optional
 
 from ...vocabulary.units import num
-from ..escape import CODE_LIMIT, TEXT_LIMIT, _to_str, html_escape, shorten
+from ..escape import CODE_LIMIT, TEXT_LIMIT, _to_str, shorten
+from ..escape import html_escape as h  # element content or a quoted attribute value (docs/SECURITY.md §4)
 
 #: characters kept for a name shown in a table cell (the full name is in ``title`` / CSV)
 NAME_LIMIT = 120
-
-
-#: escape for HTML element content or a quoted attribute value (control and bidi characters, U+2028 / U+2029
-#: included, become visible escapes, so no JavaScript line terminator appears anywhere in the page's markup)
-h = html_escape
 
 
 def code(text: Any) -> str:

@@ -130,17 +130,8 @@ def sec_title(v: View) -> SectionResult:
     out: List[Any] = [Heading(1, ("Nsight Systems LLM report: ", Code(trace_name(v))))]
     if h.verdict:
         out.append(Paragraph((Strong(("Verdict: ", Rich(h.verdict, lead=True))),), "verdict", BR))
-    if h.steady_busy_pct is not None:
-        out.append(Paragraph(_busy(v, h.steady_busy_pct), brk=BR))
-    elif _no_busy(v):
-        out.append(Paragraph(_no_busy(v), brk=BR))
-    out.append(Paragraph(window_line(v), brk=BR))
-    session = session_line(v)
-    if session:
-        out.append(Paragraph(session, brk=BR))
-    cause = _cause(v)
-    if cause:
-        out.append(Paragraph(cause, brk=BR))
+    busy = _busy(v, h.steady_busy_pct) if h.steady_busy_pct is not None else _no_busy(v)
+    out += [Paragraph(line, brk=BR) for line in (busy, window_line(v), session_line(v), _cause(v)) if line]
     if h.action:
         out.append(para(Strong(("Do first:",)), " ", Rich(h.action, lead=True), cls="action"))
     meta: List[Any] = [f"nsys-llm-explainer {v.r.tool_version}", f"report.json schema {SCHEMA_VERSION}"]

@@ -3,7 +3,7 @@ wall time, over at most :data:`MAX_STEP_POINTS` plotted steps (docs/DESIGN.md, "
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from ...vocabulary.units import fmt_dur, fmt_int, ms_value
 from ..charts import layout, plot_text
@@ -46,9 +46,10 @@ HOVER = ("step %{customdata[0]} · pid %{customdata[1]} · device %{customdata[2
 TITLE = "Phases and steps"
 
 
-def plotted_steps(steps: StepResult, rows: Sequence[StepRow]) -> List[StepRow]:
-    """The step rows drawn: all of ``rows`` (``steps.rows``) up to :data:`MAX_STEP_POINTS`, else every k-th
-    plus the slowest."""
+def plotted_steps(steps: StepResult) -> List[StepRow]:
+    """The step rows drawn: all of ``steps.rows`` up to :data:`MAX_STEP_POINTS`, else every k-th plus the
+    slowest."""
+    rows = steps.rows
     if len(rows) <= MAX_STEP_POINTS:
         return list(rows)
     k = -(-len(rows) // MAX_STEP_POINTS)
@@ -75,7 +76,8 @@ def _series(v: View, groups: Dict[str, List[StepRow]]) -> List[Dict[str, Any]]:
             for i, (phase, rows) in enumerate(groups.items())]
 
 
-def _how(st: StepResult, rows: Sequence[StepRow], shown: List[StepRow]) -> str:
+def _how(st: StepResult, shown: List[StepRow]) -> str:
+    rows = st.rows
     how = (f"all {fmt_int(len(rows))} steps" if len(shown) == len(rows) else
            f"{fmt_int(len(shown))} of {fmt_int(len(rows))} steps (every {-(-len(rows) // MAX_STEP_POINTS)}-th "
            "step plus the slowest, to keep the page small)")
@@ -84,9 +86,9 @@ def _how(st: StepResult, rows: Sequence[StepRow], shown: List[StepRow]) -> str:
     return how
 
 
-def series_chart(v: View, st: StepResult, rows: Sequence[StepRow]) -> Figure:
-    shown = plotted_steps(st, rows)
-    cap = inline(f"Wall time of each step at its start; {_how(st, rows, shown)}. Text equivalent: report.json ",
+def series_chart(v: View, st: StepResult) -> Figure:
+    shown = plotted_steps(st)
+    cap = inline(f"Wall time of each step at its start; {_how(st, shown)}. Text equivalent: report.json ",
                  Code("steps.rows"), ", ", Code("tables/steps.csv"), "; the slowest steps are listed below.")
     lay = layout(320, "step start, ms from trace start", "step wall time (ms)")
     walls = [w for w in (r.wall_ns for r in shown) if isinstance(w, int) and w > 0]
@@ -96,10 +98,10 @@ def series_chart(v: View, st: StepResult, rows: Sequence[StepRow]) -> Figure:
     return Figure("steps-series", _series(v, _by_phase(shown)), lay, cap)
 
 
-def hist_chart(st: StepResult, rows: Sequence[StepRow]) -> Figure:
+def hist_chart(st: StepResult) -> Figure:
     """One histogram per phase side by side (phases differ by orders of magnitude), p50 / p99 of
     ``steps.by_phase`` marked as dashed lines."""
-    shown = plotted_steps(st, rows)
+    shown = plotted_steps(st)
     groups = _by_phase(shown)
     by_phase = {r.phase: r for r in st.by_phase}
     phases = list(groups)[:MAX_HIST_PHASES]
@@ -126,7 +128,7 @@ def hist_chart(st: StepResult, rows: Sequence[StepRow]) -> Figure:
                                "y1": 1, "line": {"color": "#212121", "width": 1, "dash": dash}})
     lay["shapes"] = shapes
     cap = inline(f"Distribution of step wall time, one chart per phase (first {MAX_HIST_PHASES}), over the same "
-                 f"{_how(st, rows, shown)}; dashed line p50, dotted line p99 (report.json ", Code("steps.by_phase"),
+                 f"{_how(st, shown)}; dashed line p50, dotted line p99 (report.json ", Code("steps.by_phase"),
                  ", the table below).")
     return Figure("steps-hist", data, lay, cap)
 
@@ -144,9 +146,8 @@ def _steps(v: View) -> List[Any]:
         para(Strong((f"{fmt_int(st.step_count)} steps",)), " from ", how, " (", conf, ").", brk=BR),
         para(f"Step time p50 {fmt_dur(s.p50_ns if s else None)}, p90 {fmt_dur(s.p90_ns if s else None)}, "
              f"p99 {fmt_dur(s.p99_ns if s else None)}, max {fmt_dur(s.max_ns if s else None)}.")]
-    rows = st.rows
-    if rows:
-        out += [Chart(lambda: series_chart(v, st, rows)), Chart(lambda: hist_chart(st, rows))]
+    if st.rows:
+        out += [Chart(lambda: series_chart(v, st)), Chart(lambda: hist_chart(st))]
     if st.by_phase:
         out.append(TablePart(STEPS_BY_PHASE.cols, st.by_phase, (), "steps-by-phase"))
     slow = st.outliers[:3]

@@ -13,6 +13,7 @@ from ...model.timeline import DeviceTimeline
 from ...vocabulary.cause_kinds import API_KINDS, KIND_CODE
 from ...vocabulary.os_calls import CLASSES, class_codes
 from ..nvtx.tree import innermost_enclosing
+from .range_names import normalize_range_name
 from .result import IdlePieces
 
 if TYPE_CHECKING:   # the host side of the trace (built once per trace, shared by every device)
@@ -198,7 +199,8 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
     if g < 0:
         kind[kind < 0] = K["unknown"]
         return gap, kind, det, t1 - t0, t0
-    dmap = host.base_dmap()   # registers the base names as details first (detail codes break ties by order)
+    # base-name index → detail code: registers the base names as details first (detail codes break ties by order)
+    dmap = np.array([host.detail_code(s) for s in host.base_names] + [0], np.int64)
     for name in API_KINDS:
         r_k = r_api[host.kinds[r_api] == K[name]]
         if api is None or r_k.shape[0] == 0:
@@ -223,7 +225,7 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
         hit = node >= 0
         names = tree.name_idx[node[hit]]
         uniq, inv = np.unique(names, return_inverse=True)
-        dm = np.array([host.range_detail(int(u)) for u in uniq.tolist()], np.int64)
+        dm = np.array([host.detail_code(normalize_range_name(host.nvtx_names[u])) for u in uniq.tolist()], np.int64)
         kind[q[hit]] = K["nvtx"]
         det[q[hit]] = dm[inv.reshape(-1)] if uniq.shape[0] else 0
     if osrt_passes:

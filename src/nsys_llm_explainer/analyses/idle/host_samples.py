@@ -17,6 +17,7 @@ from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
+from .pieces import Cover
 from .result import DeviceCauses, IdleCausesResult
 
 #: entries per list (modules, functions, callers)
@@ -178,13 +179,8 @@ def _inside(s: CpuSamples, start: np.ndarray, end: np.ndarray, gtid: np.ndarray)
     if hi <= lo:
         e = np.empty(0, np.int64)
         return e, e
-    t = s.start[lo:hi]
-    i = np.searchsorted(start, t, "right") - 1
-    ok = i >= 0
-    j = np.maximum(i, 0)
-    ok &= t < end[j]
-    ok &= s.gtid[lo:hi] == gtid[j]
-    rows = np.nonzero(ok)[0]
+    j = Cover(start, end).row(s.start[lo:hi])
+    rows = np.nonzero((j >= 0) & (s.gtid[lo:hi] == gtid[j]))[0]
     return rows + lo, j[rows]
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
-from ...model.trace import TraceModel
+from ...model.trace import Kernels, TraceModel
 from ..common.stats import combine_keys, median, pct, round_half_up
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
@@ -126,6 +126,17 @@ def collective_name(kernel_name: str) -> str:
     return m.group(0) if m else kernel_name
 
 
+def nccl_collectives(k: Kernels) -> Tuple[np.ndarray, np.ndarray, List[str]]:
+    """(per kernel: is it NCCL; per NCCL kernel, in start order: its collective id; the collective names by id),
+    with Python work per distinct kernel name only."""
+    nm = np.array([bool(NCCL_RE.search(n)) for n in k.names] + [False], bool)[k.name_idx]
+    coll_of_name = np.zeros(len(k.names) + 1, np.int64)
+    lookup: Dict[str, int] = {}
+    for j in np.unique(k.name_idx[nm]).tolist():
+        coll_of_name[j] = lookup.setdefault(collective_name(k.names[j]), len(lookup))
+    return nm, coll_of_name[k.name_idx[nm]], list(lookup)
+
+
 def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str
              ) -> List[Dict[str, Any]]:
     """The fields of each key value's row (the key under ``label``): :class:`NcclDeviceRow` / :class:`NcclPidRow`."""
@@ -146,7 +157,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     k = model.kernels
     if k is None or len(k) == 0:
         return NcclResult(False, "no CUDA kernels were captured")
-    nm = np.array([bool(NCCL_RE.search(n)) for n in k.names] + [False], bool)[k.name_idx]
+    nm, coll, coll_names = nccl_collectives(k)
     cm = np.array([(not NCCL_RE.search(n)) and bool(CUSTOM_AR_RE.search(n)) for n in k.names] + [False],
                   bool)[k.name_idx]
     dur = k.dur
@@ -159,13 +170,6 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
 
     rows = np.nonzero(nm)[0]                        # start order
     s, d, e = k.start[rows], dur[rows], k.end[rows]
-    # collective-name ids (loop over distinct kernel names only)
-    coll_of_name = np.zeros(len(k.names) + 1, np.int64)
-    lookup: Dict[str, int] = {}
-    for j in np.unique(k.name_idx[rows]).tolist():
-        coll_of_name[j] = lookup.setdefault(collective_name(k.names[j]), len(lookup))
-    coll_names = list(lookup)
-    coll = coll_of_name[k.name_idx[rows]]
     n_coll = len(coll_names)
     cc = np.bincount(coll, minlength=n_coll)
     ct = np.bincount(coll, weights=d, minlength=n_coll)
@@ -180,13 +184,9 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     rank_dev = k.device[rows][rfirst]
     # sequence index of each kernel within its (rank, collective name), in start order
     g = rank * n_coll + coll
-    order = np.argsort(g, kind="stable")
-    gs = g[order]
-    new = np.ones(gs.shape[0], bool)
-    new[1:] = gs[1:] != gs[:-1]
-    grp_start = np.maximum.accumulate(np.where(new, np.arange(gs.shape[0]), 0))
-    seq = np.empty(gs.shape[0], np.int64)
-    seq[order] = np.arange(gs.shape[0]) - grp_start
+    seq = np.empty(g.shape[0], np.int64)
+    for _, of_g in rows_by_value(g):       # one sort; Python work per (rank, name) only
+        seq[of_g] = np.arange(of_g.shape[0])
     # ranks per collective name; a (name, seq) collective is matched when every such rank has it
     pairs = np.unique(coll * n_rank + rank)
     ranks_per_coll = np.bincount(pairs // n_rank, minlength=n_coll)

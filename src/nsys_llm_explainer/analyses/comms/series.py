@@ -12,7 +12,7 @@ from typing import Tuple
 import numpy as np
 
 from ...model.trace import TraceModel
-from .nccl import NCCL_RE, collective_name
+from .nccl import nccl_collectives
 
 
 @dataclass(frozen=True)
@@ -32,17 +32,11 @@ def nccl_series(model: TraceModel) -> Tuple[NcclSeries, ...]:
     k = model.kernels
     if k is None or len(k) == 0:
         return ()
-    is_nccl = np.array([bool(NCCL_RE.search(n)) for n in k.names] + [False], bool)[k.name_idx]
-    rows = np.nonzero(is_nccl)[0]
+    nm, cc, cnames = nccl_collectives(k)
+    rows = np.nonzero(nm)[0]
     if rows.shape[0] == 0:
         return ()
-    # collective name per distinct kernel name (Python work per name, never per row), then numpy grouping
-    uniq = np.unique(k.name_idx[rows])
-    cnames = sorted({collective_name(k.names[j]) for j in uniq.tolist()})
-    code_of = {c: i for i, c in enumerate(cnames)}
-    lut = np.full(len(k.names) + 1, -1, np.int64)
-    lut[uniq] = [code_of[collective_name(k.names[j])] for j in uniq.tolist()]
-    pid, dev, cc = k.pid[rows].astype(np.int64), k.device[rows].astype(np.int64), lut[k.name_idx[rows]]
+    pid, dev = k.pid[rows].astype(np.int64), k.device[rows].astype(np.int64)
     order = np.lexsort((k.end[rows], k.start[rows], cc, dev, pid))   # groups by (pid, device, name); issue order
     ix, pid, dev, cc = rows[order], pid[order], dev[order], cc[order]
     start, end = k.start[ix].astype(np.int64), k.end[ix].astype(np.int64)

@@ -122,18 +122,16 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
     queued points, and each host-side part is charged by the partition's sums over it — the same causes, gaps and
     bins, without cutting the gaps at every call of the thread again. The pieces' places in time are not kept
     (``pieces`` is None; the waits' per-thread sum is)."""
-    cols: List[List[np.ndarray]] = [[], [], [], [], []]        # gap, kind, detail, ns, t0
-    bcols: List[List[np.ndarray]] = [[], [], []]               # t0, ns, kind: the bins' pieces (none across an edge)
+    cols: List[Tuple[np.ndarray, ...]] = []        # (gap, kind, detail, ns, t0) parts
+    bcols: List[Tuple[np.ndarray, ...]] = []       # (t0, ns, kind) parts: the bins' pieces (none across an edge)
     edges = bin_edges(tl, n_bins) if n_bins > 0 else None
     waits: Dict[int, int] = {}
     for g, gi in groups:
         gap, kind, det, ln, t0 = thread_pieces(ctx, gaps, -1, gi)       # copy, queued, and the rest unknown
         u = (kind == K["unknown"]) if g >= 0 else np.zeros(kind.shape[0], bool)
         own = np.flatnonzero(~u)
-        for c, v in zip(cols, (gap[own], kind[own], det[own], ln[own], t0[own])):
-            c.append(v)
-        for c, v in zip(bcols, (t0[own], ln[own], kind[own])):
-            c.append(v)
+        cols.append((gap[own], kind[own], det[own], ln[own], t0[own]))
+        bcols.append((t0[own], ln[own], kind[own]))
         ui = np.flatnonzero(u)
         if ui.shape[0] == 0:
             continue
@@ -141,8 +139,7 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
         a, b = t0[ui], t0[ui] + ln[ui]
         w, code, ns = interval_sums(by_code, a, b)
         k, d = (code >> 32).astype(np.int8), (code & 0xFFFFFFFF).astype(np.int32)
-        for c, v in zip(cols, (gap[ui[w]], k, d, ns, a[w])):
-            c.append(v)
+        cols.append((gap[ui[w]], k, d, ns, a[w]))
         _add_waits(waits, ctx, np.full(k.shape[0], g, np.int64), k, d, ns)
         if edges is not None:                                      # the host parts cut at the bin edges
             pts = np.unique(np.concatenate((a, b, edges[(edges > a[0]) & (edges < b[-1])])))
@@ -151,14 +148,13 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
             keep = (inside >= 0) & (sb <= b[np.maximum(inside, 0)])
             sa, sb = sa[keep], sb[keep]
             w2, kc, ns2 = interval_sums(by_kind, sa, sb)
-            for c, v in zip(bcols, (sa[w2], ns2, kc.astype(np.int8))):
-                c.append(v)
-    gap, kind, det, ln, t0 = (np.concatenate(c) if c else np.empty(0, np.int64) for c in cols)
+            bcols.append((sa[w2], ns2, kc.astype(np.int8)))
+    gap, kind, det, ln, t0 = (np.concatenate(c) for c in zip(*cols)) if cols else [np.empty(0, np.int64)] * 5
     order = np.lexsort((np.arange(t0.shape[0]), t0))
     gap, kind, det, ln = gap[order], kind[order].astype(np.int8), det[order].astype(np.int32), ln[order]
     bins = None
     if edges is not None:
-        bt, bl, bk = (np.concatenate(c) if c else np.empty(0, np.int64) for c in bcols)
+        bt, bl, bk = (np.concatenate(c) for c in zip(*bcols)) if bcols else [np.empty(0, np.int64)] * 3
         o = np.argsort(bt, kind="stable")
         bins = device_bins(tl, bt[o], bl[o], bk[o].astype(np.int8), n_bins)
     dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln])

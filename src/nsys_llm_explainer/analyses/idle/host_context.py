@@ -12,12 +12,11 @@ from typing import Dict, List, Optional, Sequence, Tuple, cast
 import numpy as np
 
 from ...model.timeline import DeviceTimeline, rows_by_value
-from ...model.trace import ApiCalls, TraceModel
+from ...model.trace import TraceModel
 from ...vocabulary.os_calls import os_call_class
 from ..nvtx.tree import NvtxTree
 from .host_partition import Partition
 from .pieces import Cover, DeviceGaps, index_runs, thread_pieces, touching
-from .range_names import normalize_range_name
 
 _EMPTY = np.empty(0, np.int64)
 
@@ -79,13 +78,6 @@ class HostContext:
             self.details.append(s)
         return j
 
-    def base_dmap(self) -> np.ndarray:
-        """Base-name index → detail code (registers the base names as details)."""
-        return np.array([self.detail_code(s) for s in self.base_names] + [0], np.int64)
-
-    def range_detail(self, name_idx: int) -> int:
-        return self.detail_code(normalize_range_name(self.nvtx_names[name_idx]))
-
     def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]`` (sorted,
         disjoint), in start order (none when the trace has no API rows). When the intervals are few, only the
@@ -94,15 +86,6 @@ class HostContext:
         api = self.model.api
         if api is None or len(api) == 0:
             return np.empty(0, np.int64)
-        cand = self._near(api, a, b)
-        if cand is None:
-            r = self.thread_rows_of("api", g)
-        else:
-            r = cand[(api.gtid[cand] == g) & (self.kinds[cand] >= 0)]
-        return r[touching(a, b, api.start[r], api.end[r])]
-
-    def _near(self, api: ApiCalls, a: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
-        """Candidate API rows for :meth:`api_near`, or None when they would be many (then: all rows)."""
         if self.reach is None:
             self.reach = (np.maximum.accumulate(np.maximum(api.start, api.end)),   # furthest end so far
                           np.nonzero(api.end < api.start)[0])
@@ -111,10 +94,13 @@ class HostContext:
         hi = np.searchsorted(api.start, b, side="right")
         lo[1:] = np.maximum(lo[1:], hi[:-1])               # runs in ascending order, not overlapping
         n = np.maximum(hi - lo, 0)
-        if int(n.sum()) > len(api) // 8:
-            return None
-        idx = index_runs(lo, n)
-        return np.union1d(idx, backwards) if backwards.shape[0] else idx
+        if int(n.sum()) > len(api) // 8:                   # many candidates: all the thread's rows instead
+            r = self.thread_rows_of("api", g)
+        else:
+            cand = index_runs(lo, n)
+            cand = np.union1d(cand, backwards) if backwards.shape[0] else cand
+            r = cand[(api.gtid[cand] == g) & (self.kinds[cand] >= 0)]
+        return r[touching(a, b, api.start[r], api.end[r])]
 
     def thread_rows_of(self, table: str, g: int) -> np.ndarray:
         """Rows of thread ``g`` in ``table`` (``"api"``: the API rows with a kind; ``"nvtx"``: the tree's nodes;

@@ -10,6 +10,9 @@ from typing import Dict, Tuple
 
 import numpy as np
 
+from ...model.timeline import rows_by_value
+from .pieces import index_runs
+
 #: an interval covering more pieces than this many times the thread's distinct causes uses the prefix sums
 SCAN_FACTOR = 1
 #: the prefix sums are used for a call's long intervals only when they cover at least this many pieces per distinct
@@ -30,12 +33,9 @@ class Partition:
     def prefix(self) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
         """Code → (its pieces' indices, cumulative length before each of them and after the last)."""
         if not self._prefix and self.code.shape[0]:
-            order = np.argsort(self.code, kind="stable")
-            c = self.code[order]
-            cut = np.flatnonzero(np.r_[True, c[1:] != c[:-1], True])
-            ln = (self.end - self.start)[order]
-            for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):
-                self._prefix[int(c[a])] = (order[a:b], np.concatenate(([0], np.cumsum(ln[a:b]))))
+            ln = self.end - self.start
+            for c, pos in rows_by_value(self.code):
+                self._prefix[c] = (pos, np.concatenate(([0], np.cumsum(ln[pos]))))
         return self._prefix
 
 
@@ -57,10 +57,8 @@ def interval_sums(p: Partition, a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarra
     parts = []
     small = np.flatnonzero(~big & (n > 0))
     if small.shape[0]:                                   # scan: every covered piece, clipped
-        lo, cnt = i0[small], n[small]
-        keep_from = np.concatenate(([0], np.cumsum(cnt)[:-1]))
-        idx = np.arange(int(cnt.sum()), dtype=np.int64) + np.repeat(lo - keep_from, cnt)
-        which = np.repeat(small, cnt)
+        idx = index_runs(i0[small], n[small])
+        which = np.repeat(small, n[small])
         ns = np.minimum(p.end[idx], b[which]) - np.maximum(p.start[idx], a[which])
         parts.append((which, p.code[idx].astype(np.int64), ns))
     sel = np.flatnonzero(big)

@@ -12,10 +12,12 @@ import numpy as np
 
 from ...jsonable import FieldsJson
 from ...model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
+from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
+from .pieces import Cover
 from .result import DeviceCauses, IdleCausesResult
 
 #: entries per list (modules, functions, callers)
@@ -177,13 +179,8 @@ def _inside(s: CpuSamples, start: np.ndarray, end: np.ndarray, gtid: np.ndarray)
     if hi <= lo:
         e = np.empty(0, np.int64)
         return e, e
-    t = s.start[lo:hi]
-    i = np.searchsorted(start, t, "right") - 1
-    ok = i >= 0
-    j = np.maximum(i, 0)
-    ok &= t < end[j]
-    ok &= s.gtid[lo:hi] == gtid[j]
-    rows = np.nonzero(ok)[0]
+    j = Cover(start, end).row(s.start[lo:hi])
+    rows = np.nonzero((j >= 0) & (s.gtid[lo:hi] == gtid[j]))[0]
     return rows + lo, j[rows]
 
 
@@ -210,15 +207,10 @@ def _device(fr: _Frames, dc: DeviceCauses) -> DeviceHostSamples:
     if rows.shape[0]:
         cause_ns = {(c.kind, c.detail): c.ns for c in dc.causes}
         ndet = max(len(p.details), 1)
-        key = pk * ndet + pd
-        order = np.argsort(key, kind="stable")
-        ks = key[order]
-        cut = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]]) if ks.shape[0] else np.empty(0, np.int64)
         segs = []
-        for a, b in zip(cut.tolist(), cut[1:].tolist() + [ks.shape[0]]):
-            code = int(ks[a])
+        for code, seg in rows_by_value(pk * ndet + pd):
             kd = (KINDS[code // ndet], p.details[code % ndet])
-            segs.append((cause_ns.get(kd, 0), kd, order[a:b]))
+            segs.append((cause_ns.get(kd, 0), kd, seg))
         segs.sort(key=lambda x: (-x[0], KINDS.index(x[1][0]), x[1][1]))
         for ns, (k, d), seg in segs[:CAUSE_LIMIT]:
             causes.append(fr.scope(k, d, rows[seg], ns, CAUSE_TOP))

@@ -13,6 +13,7 @@ from ...model.timeline import DeviceTimeline
 from ...vocabulary.cause_kinds import API_KINDS, KIND_CODE
 from ...vocabulary.os_calls import CLASSES, class_codes
 from ..nvtx.tree import innermost_enclosing
+from .range_names import normalize_range_name
 from .result import IdlePieces
 
 if TYPE_CHECKING:   # the host side of the trace (built once per trace, shared by every device)
@@ -198,53 +199,39 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
     if g < 0:
         kind[kind < 0] = K["unknown"]
         return gap, kind, det, t1 - t0, t0
-    dmap = host.base_dmap()   # registers the base names as details first (detail codes break ties by order)
+    # base-name index → detail code: registers the base names as details first (detail codes break ties by order)
+    dmap = np.array([host.detail_code(s) for s in host.base_names] + [0], np.int64)
     for name in API_KINDS:
         r_k = r_api[host.kinds[r_api] == K[name]]
         if api is None or r_k.shape[0] == 0:
             continue
         cov = Cover(api.start[r_k], api.end[r_k])
         assign(K[name], cov.row, dmap[host.base_idx[r_k]])
-    osrt_assign = _osrt_assigner(host, r_osrt) if osrt is not None and osrt_any else None
-    if osrt_assign is not None:              # a call that waits on another thread wins over the range around it
-        osrt_assign(assign, True)
+    # the thread's OS-runtime calls, charged to ``osrt`` with the call's name as detail (the outermost covering call):
+    # those that wait (semaphores, joins, polls, sleeps …, :mod:`vocabulary.os_calls`) before the NVTX ranges, the
+    # others after them; every call name's detail is registered once the thread has OS-runtime rows (the same codes on
+    # every run)
+    osrt_passes: List[Tuple[Callable[[np.ndarray], np.ndarray], np.ndarray]] = []
+    if osrt is not None and osrt_any:
+        ni = osrt.name_idx
+        odet = np.array([host.detail_code(s) for s in osrt.names] + [host.detail_code("")], np.int64)
+        waits = (class_codes(osrt.names) == CLASSES.index("wait"))[ni[r_osrt]]
+        osrt_passes = [(Cover(osrt.start[o], osrt.end[o]).row, odet[ni[o]]) for o in (r_osrt[waits], r_osrt[~waits])]
+    if osrt_passes:                          # a call that waits on another thread wins over the range around it
+        assign(K["osrt"], *osrt_passes[0])
     if tree is not None and r_tree.shape[0]:
         q = np.nonzero(kind < 0)[0]
         node = innermost_enclosing(tree, np.full(q.shape[0], g, np.int64), t0[q], t1[q])
         hit = node >= 0
         names = tree.name_idx[node[hit]]
         uniq, inv = np.unique(names, return_inverse=True)
-        dm = np.array([host.range_detail(int(u)) for u in uniq.tolist()], np.int64)
+        dm = np.array([host.detail_code(normalize_range_name(host.nvtx_names[u])) for u in uniq.tolist()], np.int64)
         kind[q[hit]] = K["nvtx"]
         det[q[hit]] = dm[inv.reshape(-1)] if uniq.shape[0] else 0
-    if osrt_assign is not None:
-        osrt_assign(assign, False)
+    if osrt_passes:
+        assign(K["osrt"], *osrt_passes[1])
     kind[kind < 0] = K["host_cpu"]
     return gap, kind, det, t1 - t0, t0
-
-
-Assign = Callable[[int, Callable[[np.ndarray], np.ndarray], np.ndarray], None]
-
-
-def _osrt_assigner(host: HostContext, o: np.ndarray) -> Callable[[Assign, bool], None]:
-    """``f(assign, waiting)`` charges the free pieces covered by the thread's OS-runtime calls that wait
-    (``waiting``: semaphores, joins, polls, sleeps …, :mod:`vocabulary.os_calls`) or by its other calls to
-    ``osrt`` with the call's name as detail (the outermost covering call of that class). The details of every call
-    name are registered as soon as the thread has OS-runtime rows (the same detail codes on every run)."""
-    osrt = host.model.osrt
-    assert osrt is not None
-    ni = osrt.name_idx
-    dm = np.array([host.detail_code(s) for s in osrt.names] + [host.detail_code("")], np.int64)
-    waits = class_codes(osrt.names) == CLASSES.index("wait")
-    row_wait = waits[ni[o]]
-
-    def run(assign: Assign, waiting: bool) -> None:
-        sel = o[row_wait == waiting]
-        if sel.shape[0] == 0:
-            return
-        cov = Cover(osrt.start[sel], osrt.end[sel])
-        assign(K["osrt"], cov.row, dm[ni[sel]])
-    return run
 
 
 def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> np.ndarray:
@@ -268,16 +255,15 @@ def host_pieces(parts: List[Pieces], threads: List[int], details: List[str],
                 codes: np.ndarray) -> IdlePieces:
     """The pieces whose kind code is in ``codes`` of every thread's part (``thread_pieces`` output, one per
     thread of ``threads``), in time order (see :class:`IdlePieces`)."""
-    cols: List[List[np.ndarray]] = [[], [], [], [], []]
+    cols: List[Tuple[np.ndarray, ...]] = []
     for (_, kind, det, ln, t0), g in zip(parts, threads):
         m = np.isin(kind, codes)
         s = t0[m]
-        for c, v in zip(cols, (s, s + ln[m], kind[m], det[m], np.full(s.shape[0], g, np.int64))):
-            c.append(v)
-    if not cols[0]:
+        cols.append((s, s + ln[m], kind[m], det[m], np.full(s.shape[0], g, np.int64)))
+    if not cols:
         e = np.empty(0, np.int64)
         return IdlePieces(e, e, np.empty(0, np.int8), np.empty(0, np.int32), e, tuple(details))
-    start, end, kind, det, gtid = (np.concatenate(c) for c in cols)
+    start, end, kind, det, gtid = (np.concatenate(c) for c in zip(*cols))
     if len(parts) > 1:
         order = np.argsort(start, kind="stable")
         start, end, kind, det, gtid = (a[order] for a in (start, end, kind, det, gtid))

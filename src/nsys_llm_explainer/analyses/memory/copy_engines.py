@@ -123,17 +123,6 @@ def _rows(model: TraceModel, w0: int, w1: int) -> Optional[Dict[str, np.ndarray]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _steps(step_bounds: Optional[Tuple[np.ndarray, np.ndarray]], w0: int, w1: int
-           ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-    if step_bounds is None:
-        return None
-    s0 = np.maximum(np.asarray(step_bounds[0], np.int64), w0)
-    s1 = np.minimum(np.asarray(step_bounds[1], np.int64), w1)
-    ok = s1 > s0
-    o = np.argsort(s0[ok], kind="stable")
-    return (s0[ok][o], s1[ok][o]) if ok.any() else None
-
-
 def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int,
                          step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> CopyEnginesResult:
     """Copy paths over ``[w0, w1)``: copies from ``model`` (clipped here, bytes prorated), kernels from ``steady``
@@ -142,7 +131,13 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
     if rows is None:
         return CopyEnginesResult(False, "no memcpy or memset rows with a device in the analysis window", w0, w1)
     win = w1 - w0
-    steps = _steps(step_bounds, w0, w1)
+    steps: Optional[Tuple[np.ndarray, np.ndarray]] = None
+    if step_bounds is not None:                  # the steps clipped to the window: the non-empty ones, by start
+        s0 = np.maximum(np.asarray(step_bounds[0], np.int64), w0)
+        s1 = np.minimum(np.asarray(step_bounds[1], np.int64), w1)
+        ok = s1 > s0
+        o = np.argsort(s0[ok], kind="stable")
+        steps = (s0[ok][o], s1[ok][o]) if ok.any() else None
     paths: List[CopyPath] = []
     devices: List[CopyDevice] = []
     names = list(PATH_LABEL)

@@ -87,16 +87,10 @@ def _stats_rows(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, nbyt
     """A ``row`` per distinct combination of ``keys``, largest total first; ``label``: the row's label fields (and
     its keys, in their order) from the group's key values."""
     gs = group_stats(keys, dur)
-    # bytes per group: one pass over the rows (distinct key tuples and each row's tuple), integer sums
-    distinct, inverse = np.unique(np.stack([np.asarray(v, np.int64) for v in keys.values()], axis=1), axis=0,
-                                  return_inverse=True)
-    sums = np.zeros(distinct.shape[0], np.int64)
-    np.add.at(sums, inverse.reshape(-1), np.asarray(nbytes, np.int64))
-    group_bytes = dict(zip(map(tuple, distinct.tolist()), sums.tolist()))
+    group_bytes = group_stats(keys, nbytes).total      # the same groups in the same (key) order: integer sums
     rows = []
     for i in gs.order_by_total().tolist():
-        b = int(group_bytes[tuple(int(gs.keys[k][i]) for k in keys)])
-        t = int(gs.total[i])
+        b, t = int(group_bytes[i]), int(gs.total[i])
         rows.append(row(**label({k: int(v[i]) for k, v in gs.keys.items()}), **gs.row(i, row), bytes=b,
                         gb_per_s=b / t if t > 0 else None))
     return tuple(rows)

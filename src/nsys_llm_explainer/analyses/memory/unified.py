@@ -224,12 +224,6 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
         cpu_faults_by_function=by_func, cpu_faults_by_module=by_mod)
 
 
-def _sources(model: TraceModel) -> Dict[str, bool]:
-    tables = model.info.tables if model.info is not None else {}
-    return {"gpu_fault_table": model.um_gpu_faults is not None, "cpu_fault_table": model.um_cpu_faults is not None,
-            "migration_cause_column": "migrationCause" in tables.get("CUPTI_ACTIVITY_KIND_MEMCPY", [])}
-
-
 def _absent_reason(model: TraceModel, src: Dict[str, bool]) -> str:
     mc = model.memcpy
     copies = (f"no Unified copy kind (11–13) among {len(mc):,} memcpy rows" if mc is not None and len(mc)
@@ -257,8 +251,10 @@ def analyze_unified_memory(model: TraceModel, steady: TraceModel, w0: int, w1: i
                            full_w1: int) -> UnifiedMemoryResult:
     """Unified Memory over the steady window ``[w0, w1)`` (``steady``: the model clipped to it, or ``model``
     itself when the window is the whole capture) and over the whole capture (every row of ``model``)."""
-    src = _sources(model)
     gf, cf = model.um_gpu_faults, model.um_cpu_faults
+    tables = model.info.tables if model.info is not None else {}
+    src = {"gpu_fault_table": gf is not None, "cpu_fault_table": cf is not None,
+           "migration_cause_column": "migrationCause" in tables.get("CUPTI_ACTIVITY_KIND_MEMCPY", [])}
     if _um_rows(model.memcpy).shape[0] == 0 and not (gf is not None and len(gf)) and not (cf is not None and len(cf)):
         return UnifiedMemoryResult(False, _absent_reason(model, src), src)
     full = _window(model, "full", full_w0, full_w1)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...jsonable import FieldsJson
 from ...model.intervals import IntervalUnion, grouped_overlap, union_blocks
-from ...model.timeline import few_distinct
+from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel, pid_of, tid_of
 from ...vocabulary.os_calls import CLASSES, class_codes, is_wait, os_call_class
 from ..common.stats import pct
@@ -152,11 +152,10 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
     is_wait = wait_of_name[o_n]
     labels = model.thread_labels            # names as every output shows them (`name (tid N)` on collisions)
     waits = np.nonzero(is_wait & (o_e > o_s))[0]
-    waits = waits[np.argsort(o_g[waits], kind="stable")]      # by thread: each launcher's rows are one slice
-    wg = o_g[waits]
+    of_thread = dict(rows_by_value(o_g[waits]))    # each thread's waiting calls, ascending: one sort
     cand = []
     for g, devs in launchers.items():
-        rows = np.sort(waits[np.searchsorted(wg, g, "left"):np.searchsorted(wg, g, "right")])
+        rows = waits[of_thread.get(g, waits[:0])]
         if rows.shape[0] == 0:
             continue
         w = union_blocks(o_s[rows], o_e[rows])

@@ -204,10 +204,7 @@ def _counters(model: TraceModel, causes: IdleCausesResult) -> Tuple[DeviceCounte
 
 def span_kernels(model: TraceModel, span: TimelineSpan) -> np.ndarray:
     """Rows of the model's kernel table inside the span (those the file shows); none when no file is written."""
-    k = model.kernels
-    if not span.written or k is None or len(k) == 0:
-        return _E
-    return in_span(k.start, k.end, span.start_ns, span.end_ns, span.kept == "capture")
+    return _ops(model.kernels, span.start_ns, span.end_ns, span.kept == "capture") if span.written else _E
 
 
 def span_launch_config(model: TraceModel, timeline_span: TimelineSpan) -> Optional[LaunchConfig]:

@@ -13,7 +13,7 @@ from ...jsonable import NONE_AS_EMPTY, FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
-from ..common.stats import median, pct
+from ..common.stats import group_stats, median, pct
 from . import classes as ac
 
 FIX_CMD = "nsys profile --cuda-graph-trace=node"
@@ -143,14 +143,10 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
     launches_by_pid: Tuple[GraphLaunchPid, ...] = ()
     if n_launch and api is not None:   # (graph launches are API rows)
         dur = (api.end - api.start)[gm]
-        pids = api.pid[gm]
         launch_host_ns = int(dur.sum())
-        up, inv = np.unique(pids, return_inverse=True)
-        inv = inv.reshape(-1)
-        cnt = np.bincount(inv, minlength=up.shape[0])
-        tot = np.bincount(inv, weights=dur, minlength=up.shape[0])
-        launches_by_pid = tuple(GraphLaunchPid(pid=int(p), count=int(c), host_ns=int(round(t)))
-                                for p, c, t in zip(up.tolist(), cnt.tolist(), tot.tolist()))
+        gs = group_stats({"pid": api.pid[gm]}, dur)   # (groups by pid ascending)
+        launches_by_pid = tuple(GraphLaunchPid(p, c, t) for p, c, t in zip(gs.keys["pid"].tolist(), gs.count.tolist(),
+                                                                            gs.total.tolist()))
     total = int(k.dur.sum()) if k is not None and len(k) else 0
     gk_ns = int(k.dur[gkm].sum()) if n_gk and k is not None else 0
     without = 0

@@ -203,15 +203,6 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
     return per_call(len(api), li, calls, _innermost_step(by_dom.values(), calls.shape[0], tree, step_of_node))
 
 
-def _unique_counts(key: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """``np.unique(key, return_counts=True)`` for non-negative integer keys, by counting when they are dense."""
-    if key.shape[0] and int(key.max()) < 4 * key.shape[0]:
-        counts = np.bincount(key)
-        uk = np.flatnonzero(counts)
-        return uk, counts[uk]
-    return np.unique(key, return_counts=True)
-
-
 def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.ndarray, wdev: np.ndarray,
                wpid: np.ndarray, nk: Optional[int] = None, domain_nodes: Optional[Dict[int, np.ndarray]] = None
                ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -229,7 +220,8 @@ def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.nda
         ud, dinv = distinct_small(wd - lo)              # = np.unique(wd, return_inverse=True), O(n)
         ud = ud + lo
         nd = ud.shape[0]
-        uk, cnt = _unique_counts(wstep[has] * nd + dinv)
+        uk, kinv = distinct_small(wstep[has] * nd + dinv)
+        cnt = np.bincount(kinv)
         o = np.lexsort((uk % nd, -cnt, uk // nd))   # per step: the device with most work items first
         st = uk[o] // nd
         firsts = np.ones(st.shape[0], bool)

@@ -73,10 +73,12 @@ def phase_of_names(names: Sequence[str], phase_map: PhaseMap) -> np.ndarray:
     return out
 
 
-def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(own phase per node, phase owner per node): the nearest ancestor-or-self with a phase, -1 if none."""
+def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(own phase per node, phase owner per node: the nearest ancestor-or-self with a phase, the owner's phase per
+    node); -1 if none."""
     own = name_phase[tree.name_idx]
-    return own, nearest_marked(tree.parent, own >= 0)
+    owner = nearest_marked(tree.parent, own >= 0)
+    return own, owner, np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
 
 
 @dataclass(frozen=True)
@@ -149,8 +151,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
         reason = "no NVTX push/pop ranges to take phases from"
     else:
         name_phase = phase_of_names(names, pm)
-        own, owner = resolve_nodes(tree, name_phase)
-        node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
+        own, owner, node_phase = resolve_nodes(tree, name_phase)
         has = own >= 0
         range_count = np.bincount(own[has], minlength=len(labels)).astype(np.int64)
         cnt = np.bincount(tree.name_idx[has], minlength=len(names) + 1)
@@ -164,7 +165,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
             ps, pe, po = _owned_pieces(tree, own, owner)
             piece_s, piece_e, piece_ph, piece_pid = ps, pe, own[po], tree.pid[po]
             if kernel_nodes and nk:
-                kernel_phase = _latest_phase(kernel_nodes, own, owner, tree.start, nk, tree.domain)
+                kernel_phase = _latest_phase(kernel_nodes, own, owner, tree, nk)
             elif nk:
                 notes.append("kernels were not linked to NVTX ranges: GPU time per phase is unavailable")
         nvtx = model.nvtx
@@ -204,22 +205,20 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
                        notes=tuple(notes), kernel_phase=kernel_phase, node_phase=node_phase, rules=pm)
 
 
-def _latest_phase(kernel_nodes: Mapping[int, np.ndarray], own: np.ndarray, owner: np.ndarray, node_start: np.ndarray,
-                  nk: int, node_domain: Optional[np.ndarray] = None) -> np.ndarray:
+def _latest_phase(kernel_nodes: Mapping[int, np.ndarray], own: np.ndarray, owner: np.ndarray, tree: NvtxTree,
+                  nk: int) -> np.ndarray:
     """Phase per kernel from one innermost node per NVTX domain stack (the layers of
     :func:`~..nvtx.tree.enclosing_by_domain`): the phase of the phase range that started last (equal starts: the
     lower domain id; -1 none)."""
     kp = np.full(nk, -1, np.int64)
     best = np.full(nk, np.iinfo(np.int64).min, np.int64)
     best_dom = np.full(nk, np.iinfo(np.int64).max, np.int64)
-    dom = node_domain if node_domain is not None and node_domain.shape[0] == node_start.shape[0] \
-        else np.zeros(node_start.shape[0], np.int64)
     for kn in kernel_nodes.values():
         o = owner[np.maximum(kn, 0)]                   # the owning phase range of each kernel's node
         o[np.asarray(kn) < 0] = -1
         better = o >= 0
-        st = node_start[np.maximum(o, 0)]
-        od = dom[np.maximum(o, 0)]
+        st = tree.start[np.maximum(o, 0)]
+        od = tree.domain[np.maximum(o, 0)]
         better &= (st > best) | ((st == best) & (od < best_dom))   # a phase range that started later wins
         kp[better] = own[o[better]]
         best[better] = st[better]

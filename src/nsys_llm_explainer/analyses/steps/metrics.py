@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...config.phase_map import as_phase_map
+from ...config.phase_map import build_phase_map
 from ...errors import InputError
 from ...jsonable import NONE_AS_EMPTY, NOT_IN_JSON, FieldsJson, dataclass_from_json, fields_json, need, need_rows
 from ...model import intervals as iv
@@ -245,10 +245,10 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     reused if given."""
     k = model.kernels
     if phase_result is not None:
-        phase_map = phase_result.rules or as_phase_map(phase_result.phase_map, phase_result.source)
+        phase_map = phase_result.rules or build_phase_map(phase_result.phase_map)
         phase_names = list(phase_result.phase_names)
     else:
-        phase_map = as_phase_map(None)
+        phase_map = build_phase_map(None)
         phase_names = phase_map.names
     if tree is None:
         tree = build_tree(model.nvtx)

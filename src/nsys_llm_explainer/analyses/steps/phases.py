@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...config.phase_map import UNMAPPED, PhaseMap, as_phase_map
+from ...config.phase_map import UNMAPPED, PhaseMap
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import few_distinct, rows_by_value
@@ -18,8 +18,6 @@ from ...model.trace import TraceModel
 from ..common.stats import pct
 from ..nvtx.attribution import AttributionPhase, AttributionResult
 from ..nvtx.tree import NvtxTree, nearest_marked
-
-PhaseMapLike = Union[PhaseMap, Mapping[str, Sequence[str]]]
 
 
 @dataclass(frozen=True)
@@ -125,15 +123,12 @@ def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray) -> Tuple[n
     return ps, np.maximum(pe, ps), po
 
 
-def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
-                   tree: Optional[NvtxTree] = None, kernel_nodes: Optional[Mapping[int, np.ndarray]] = None,
-                   source: Optional[str] = None) -> PhaseResult:
-    """Phase wall time and GPU time (see module docstring). ``phase_map``: a :class:`PhaseMap` from
-    :mod:`config.phase_map`, or a plain ``{"phase": [substring, ...]}`` dict (source ``source`` or
-    ``"user"``); None uses the presets. ``kernel_nodes``: per NVTX domain, the innermost tree node of each
-    kernel's launch call (-1 none; :attr:`AttributionResult.kernel_nodes`)."""
-    pm = as_phase_map(phase_map, source)
-    labels = pm.names
+def analyze_phases(model: TraceModel, phase_map: PhaseMap, tree: Optional[NvtxTree] = None,
+                   kernel_nodes: Optional[Mapping[int, np.ndarray]] = None) -> PhaseResult:
+    """Phase wall time and GPU time (see module docstring) by ``phase_map`` (:mod:`config.phase_map`).
+    ``kernel_nodes``: per NVTX domain, the innermost tree node of each kernel's launch call (-1 none;
+    :attr:`AttributionResult.kernel_nodes`)."""
+    labels = phase_map.names
     k = model.kernels
     nk = len(k) if k is not None else 0
     kernel_phase = np.full(nk, -1, np.int64)
@@ -150,7 +145,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
     if tree is None or len(tree) == 0:
         reason = "no NVTX push/pop ranges to take phases from"
     else:
-        name_phase = phase_of_names(names, pm)
+        name_phase = phase_of_names(names, phase_map)
         own, owner, node_phase = resolve_nodes(tree, name_phase)
         has = own >= 0
         range_count = np.bincount(own[has], minlength=len(labels)).astype(np.int64)
@@ -200,9 +195,9 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
             phase=label, range_count=int(range_count[pj]) if pj >= 0 else 0, wall_ns=int(wall),
             wall_by_pid=tuple(by_pid), kernel_count=int(km.sum()), gpu_time_ns=t, gpu_busy_ns=int(busy),
             pct_of_kernel_time=pct(t, total_kernel_ns)))
-    return PhaseResult(available, reason, pm.source, pm.as_dict(), phase_names=tuple(labels),
+    return PhaseResult(available, reason, phase_map.source, phase_map.as_dict(), phase_names=tuple(labels),
                        total_kernel_ns=total_kernel_ns, phases=tuple(rows), range_names=tuple(range_names),
-                       notes=tuple(notes), kernel_phase=kernel_phase, node_phase=node_phase, rules=pm)
+                       notes=tuple(notes), kernel_phase=kernel_phase, node_phase=node_phase, rules=phase_map)
 
 
 def _latest_phase(kernel_nodes: Mapping[int, np.ndarray], own: np.ndarray, owner: np.ndarray, tree: NvtxTree,

@@ -25,6 +25,7 @@ from ..nvtx.tree import (
     per_call,
     subtree_sums,
 )
+from ..trace.window import gpu_work
 from .phases import phase_of_names
 
 MIN_INSTANCES = 3
@@ -42,19 +43,13 @@ class StepChoice:
 def work_items(model: TraceModel) -> Tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """GPU work = kernels, then whole-graph rows (graph-level trace): (launch row, device, pid, #kernels)."""
     k, gt = model.kernels, model.graph_trace
-    li = [k.launch_idx if k is not None and len(k) and k.launch_idx.shape[0] == len(k)
-          else np.full(0 if k is None else len(k), -1, np.int64)]
-    dev = [k.device] if k is not None else [np.zeros(0, np.int64)]
-    pid = [k.pid] if k is not None else [np.zeros(0, np.int64)]
-    nk = int(li[0].shape[0])
+    li = k.launch_idx if k is not None and len(k) and k.launch_idx.shape[0] == len(k) \
+        else np.full(0 if k is None else len(k), -1, np.int64)
+    nk = int(li.shape[0])
     if gt is not None and len(gt):
-        li.append(gt.launch_idx)
-        dev.append(gt.device)
-        pid.append(gt.pid)
-    # the model's own columns when there is one table (no copies); device/pid keep their integer type
-    return (np.asarray(li[0] if len(li) == 1 else np.concatenate(li)).astype(np.int64, copy=False),
-            dev[0] if len(dev) == 1 else np.concatenate([d.astype(np.int64) for d in dev]),
-            pid[0] if len(pid) == 1 else np.concatenate([p.astype(np.int64) for p in pid]), nk)
+        li = np.concatenate([li, gt.launch_idx])
+    dev, pid = gpu_work(model, "device", "pid")   # the model's own columns when there is one table (no copies)
+    return np.asarray(li).astype(np.int64, copy=False), dev, pid, nk
 
 
 def kernel_nodes(model: TraceModel, tree: NvtxTree, li: np.ndarray) -> np.ndarray:

@@ -147,8 +147,7 @@ def _phases(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attribut
             ) -> Tuple[PhaseResult, AttributionResult]:
     """Phases, and the NVTX attribution with its per-phase totals set from them when a user phase map is given
     (a new object)."""
-    phase_map = options.phase_map if options.phase_map is not None else build_phase_map(None)
-    phases = analyze_phases(model, phase_map, nvtx.tree, nvtx_attribution.kernel_nodes)
+    phases = analyze_phases(model, build_phase_map(options.phase_map), nvtx.tree, nvtx_attribution.kernel_nodes)
     return phases, with_phase_totals(nvtx_attribution, phases) if options.phase_map else nvtx_attribution
 
 

@@ -64,8 +64,7 @@ def decode_model(tmp_path_factory):
 def _phases(model, phase_map=None):
     tree = build_tree(model.nvtx)
     att = analyze_attribution(model, tree)
-    pm = build_phase_map(phase_map)
-    return analyze_phases(model, pm.as_dict(), tree, att.kernel_nodes, source=pm.source), tree, att
+    return analyze_phases(model, build_phase_map(phase_map), tree, att.kernel_nodes), tree, att
 
 
 def test_nvtx_steps_exact(decode_model):
@@ -268,14 +267,15 @@ def test_step_ranges_of_two_domains_use_the_nvtx_tree_lookup(tmp_path):
 
 
 def test_phase_map_object_and_no_preset_io_during_analysis(decode_model, monkeypatch):
-    """A PhaseMap parsed by config gives the same result as the plain dict, and once parsed the analyses
-    (phases, steps) read no preset file."""
+    """Once config has parsed the phase map, the analyses (phases, steps) read no preset file and give what they
+    give while the presets are readable."""
     from nsys_llm_explainer.config import phase_map as cfg
 
     pm = cfg.build_phase_map({"tok": ["decode"], "lay": ["layers"]})
     tree = build_tree(decode_model.nvtx)
     att = analyze_attribution(decode_model, tree)
-    ref = analyze_phases(decode_model, {"tok": ["decode"], "lay": ["layers"]}, tree, att.kernel_nodes)
+    ref = analyze_phases(decode_model, cfg.build_phase_map({"tok": ["decode"], "lay": ["layers"]}), tree,
+                         att.kernel_nodes)
 
     def no_io():
         raise AssertionError("analysis read the phase presets")

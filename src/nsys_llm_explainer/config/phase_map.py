@@ -5,7 +5,6 @@ analyses receive a :class:`PhaseMap` and do no file I/O.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -135,11 +134,3 @@ def build_phase_map(user_map: Union[PhaseMap, Mapping, None] = None, option: str
         phases, source = preset_phase_map(), "preset:" + "+".join(_preset_document()["frameworks"])
     return PhaseMap(tuple((p, tuple(subs)) for p, subs in phases.items()), source,
                     tuple(ignore_list()), tuple(step_keywords()))
-
-
-def as_phase_map(value: Union[PhaseMap, Mapping, None], source: Optional[str] = None) -> PhaseMap:
-    """``value`` as a :class:`PhaseMap` (a plain dict is validated; None → presets); ``source`` overrides
-    the map's source label when given."""
-    pm = build_phase_map(value)
-    return dataclasses.replace(pm, source=source) if source and source != pm.source else pm
-

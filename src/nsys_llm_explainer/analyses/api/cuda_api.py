@@ -72,26 +72,20 @@ def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
         return CudaApiResult(False, "CUDA API table is empty")
     dur = api.end - api.start
     bidx, bnames = base_index(api)
-    uniq_b: Dict[str, int] = {b: i for i, b in enumerate(bnames)}
-    bidx_of_name = [uniq_b[b] for b in api.base_names]
     total = int(dur.sum())
     gs = group_stats({"name": bidx, "event_class": api.event_class}, dur)
-    raw_by_group: Dict[tuple, set] = {}
+    raw_by_group: Dict[tuple, set] = {}   # (display name, event class) → raw names
     # distinct (base, class, raw name) triples without a per-row loop
     key = api.name_idx.astype(np.int64) << 8
     key |= api.event_class.astype(np.int64) & 0xFF
     for k in few_distinct(key).tolist():
         ni, e = k >> 8, k & 0xFF
         e = -1 if e == 0xFF else e
-        raw_by_group.setdefault((int(bidx_of_name[ni]), e), set()).add(api.names[ni])
-    apis = []
-    for i in gs.order_by_total().tolist():
-        b = int(gs.keys["name"][i])
-        ec = int(gs.keys["event_class"][i])
-        apis.append(ApiRow(
-            name=bnames[b], raw_names=tuple(sorted(raw_by_group.get((b, ec), ()))), event_class=ec,
-            api_class=ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper", **gs.row(i, ApiRow),
-            pct=pct(int(gs.total[i]), total)))
+        raw_by_group.setdefault((api.base_names[ni], e), set()).add(api.names[ni])
+    keys = list(zip(gs.keys["name"].tolist(), gs.keys["event_class"].tolist()))
+    apis = gs.rows(ApiRow, bnames, raw_names=[tuple(sorted(raw_by_group.get((bnames[b], ec), ()))) for b, ec in keys],
+                   api_class=[ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper" for b, ec in keys],
+                   pct=[pct(t, total) for t in gs.total.tolist()])
     lm = ac.class_mask(api, "launch")
     alloc_free = tuple(AllocFreeApi(r.name, r.api_class, r.count, r.total_ns, r.avg_ns, r.max_ns)
                        for r in apis if r.api_class in ("alloc", "free"))

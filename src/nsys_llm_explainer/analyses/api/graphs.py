@@ -13,7 +13,7 @@ from ...jsonable import NONE_AS_EMPTY, FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
-from ..common.stats import median, pct
+from ..common.stats import group_stats, median, pct
 from . import classes as ac
 
 FIX_CMD = "nsys profile --cuda-graph-trace=node"
@@ -93,27 +93,6 @@ class GraphResult(FieldsJson):
     fix: Optional[str] = None
 
 
-def graph_launch_mask(model: TraceModel) -> np.ndarray:
-    """Rows of ``model.api`` that are graph-launch calls (runtime/driver rows only)."""
-    api = model.api
-    if api is None or len(api) == 0:
-        return np.zeros(0, bool)
-    return ac.name_set_mask(api.names, api.name_idx, ac.GRAPH_LAUNCH) & api.primary
-
-
-def graph_kernel_mask(model: TraceModel, gm: np.ndarray) -> np.ndarray:
-    """Kernels launched from CUDA graphs (linked to a graph-launch call ``gm``, or with a graph node id)."""
-    k = model.kernels
-    if k is None or len(k) == 0:
-        return np.zeros(0, bool)
-    m = k.graph_node >= 0
-    li = k.launch_idx
-    if li.shape[0] == len(k) and gm.shape[0]:
-        linked = li >= 0
-        m = m | (linked & gm[np.where(linked, li, 0)])
-    return m
-
-
 def _graph_trace_summary(model: TraceModel) -> Optional[GraphTraceSummary]:
     gt = model.graph_trace
     if gt is None or len(gt) == 0:
@@ -130,8 +109,14 @@ def _graph_trace_summary(model: TraceModel) -> Optional[GraphTraceSummary]:
 
 def analyze_graphs(model: TraceModel) -> GraphResult:
     api, k = model.api, model.kernels
-    gm = graph_launch_mask(model)
-    gkm = graph_kernel_mask(model, gm)
+    # graph-launch calls (runtime/driver rows), the kernels they launched, kernels of graphs (those, or with a node id)
+    gm = ac.name_set_mask(api.names, api.name_idx, ac.GRAPH_LAUNCH) & api.primary if api is not None \
+        else np.zeros(0, bool)
+    nk = len(k) if k is not None else 0
+    li = k.launch_idx if k is not None and k.launch_idx.shape[0] == nk and gm.shape[0] else np.full(nk, -1, np.int64)
+    by_launch = li >= 0
+    by_launch[by_launch] = gm[li[by_launch]]
+    gkm = by_launch | (k.graph_node >= 0) if k is not None and nk else by_launch
     gt = _graph_trace_summary(model)
     n_launch = int(gm.sum())
     n_gk = int(gkm.sum())
@@ -143,28 +128,17 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
     launches_by_pid: Tuple[GraphLaunchPid, ...] = ()
     if n_launch and api is not None:   # (graph launches are API rows)
         dur = (api.end - api.start)[gm]
-        pids = api.pid[gm]
         launch_host_ns = int(dur.sum())
-        up, inv = np.unique(pids, return_inverse=True)
-        inv = inv.reshape(-1)
-        cnt = np.bincount(inv, minlength=up.shape[0])
-        tot = np.bincount(inv, weights=dur, minlength=up.shape[0])
-        launches_by_pid = tuple(GraphLaunchPid(pid=int(p), count=int(c), host_ns=int(round(t)))
-                                for p, c, t in zip(up.tolist(), cnt.tolist(), tot.tolist()))
+        gs = group_stats({"pid": api.pid[gm]}, dur)   # (groups by pid ascending)
+        launches_by_pid = tuple(GraphLaunchPid(p, c, t) for p, c, t in zip(gs.keys["pid"].tolist(), gs.count.tolist(),
+                                                                            gs.total.tolist()))
     total = int(k.dur.sum()) if k is not None and len(k) else 0
     gk_ns = int(k.dur[gkm].sum()) if n_gk and k is not None else 0
     without = 0
     per_launch: Optional[KernelsPerLaunch] = None
     hist: Tuple[LaunchSizeCount, ...] = ()
     if n_launch:
-        # kernels linked to each graph-launch call (bincount over api rows; no per-row loop)
-        per_call = np.zeros(gm.shape[0], np.int64)
-        if k is not None and len(k) and k.launch_idx.shape[0] == len(k):
-            li = k.launch_idx
-            lk = li[(li >= 0)]
-            lk = lk[gm[lk]]
-            per_call = np.bincount(lk, minlength=gm.shape[0]).astype(np.int64)
-        kpl = per_call[gm]
+        kpl = np.bincount(li[by_launch], minlength=gm.shape[0])[gm]   # kernels linked to each graph-launch call
         without = int((kpl == 0).sum())
         pos = np.sort(kpl[kpl > 0])
         if pos.shape[0]:

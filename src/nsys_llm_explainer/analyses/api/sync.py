@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar
+from typing import ClassVar, Optional, Tuple
 
 import numpy as np
 
@@ -61,19 +61,6 @@ class SyncResult(FieldsJson):
     per_pid_totals: Tuple[SyncPidTotal, ...] = ()
 
 
-R = TypeVar("R", SyncApiRow, SyncPidApiRow)
-
-
-def _table(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, bnames: List[str]) -> List[R]:
-    """A ``row`` per group (``name`` as the display name), largest total first."""
-    gs = group_stats(keys, dur)
-    out = []
-    for i in gs.order_by_total().tolist():
-        key: Dict[str, Any] = {k: bnames[int(v[i])] if k == "name" else int(v[i]) for k, v in gs.keys.items()}
-        out.append(row(**key, **gs.row(i, row)))
-    return out
-
-
 def analyze_sync(model: TraceModel) -> SyncResult:
     api = model.api
     if api is None or len(api) == 0:
@@ -82,7 +69,7 @@ def analyze_sync(model: TraceModel) -> SyncResult:
     bidx, bnames = base_index(api)
     sm = ac.class_mask(api, "sync")
     nm = ac.class_mask(api, "nonblocking_sync")
-    per_pid = _table(SyncPidApiRow, {"pid": api.pid[sm], "name": bidx[sm]}, dur[sm], bnames)
+    per_pid = group_stats({"pid": api.pid[sm], "name": bidx[sm]}, dur[sm]).rows(SyncPidApiRow, bnames)
     per_pid.sort(key=lambda r: (r.pid, -r.total_ns))
     totals = []
     srows = np.nonzero(sm)[0]
@@ -91,6 +78,6 @@ def analyze_sync(model: TraceModel) -> SyncResult:
         u = iv.union_unsorted(api.start[m], api.end[m])
         totals.append(SyncPidTotal(pid=p, count=int(m.shape[0]), total_ns=int(dur[m].sum()), wall_ns=u.length))
     return SyncResult(True, None, total_ns=int(dur[sm].sum()), call_count=int(sm.sum()),
-                      sync_apis=tuple(_table(SyncApiRow, {"name": bidx[sm]}, dur[sm], bnames)),
-                      nonblocking_apis=tuple(_table(SyncApiRow, {"name": bidx[nm]}, dur[nm], bnames)),
+                      sync_apis=tuple(group_stats({"name": bidx[sm]}, dur[sm]).rows(SyncApiRow, bnames)),
+                      nonblocking_apis=tuple(group_stats({"name": bidx[nm]}, dur[nm]).rows(SyncApiRow, bnames)),
                       per_pid=tuple(per_pid), per_pid_totals=tuple(totals))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cache
-from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Sequence, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,9 @@ def round_half_up(x: npt.ArrayLike) -> np.ndarray:
 #: a row field that holds a group's statistic (module docstring) → the :class:`GroupStats` array it is read from
 STAT_FIELDS = {"count": "count", "total_ns": "total", "avg_ns": "avg", "min_ns": "min", "max_ns": "max",
                "p50_ns": "p50", "p90_ns": "p90", "p99_ns": "p99"}
+
+
+R = TypeVar("R")
 
 
 @cache
@@ -53,6 +56,17 @@ class GroupStats:
     def row(self, i: int, row: type) -> Dict[str, Any]:
         """The statistics of group ``i`` that the row dataclass ``row`` has a field for (:data:`STAT_FIELDS`)."""
         return {f: int(getattr(self, a)[i]) for f, a in _stat_fields(row)}
+
+    def rows(self, row: Type[R], names: Sequence[str] = (), **columns: Sequence[Any]) -> List[R]:
+        """One ``row`` per group, largest total first (:meth:`order_by_total`): its key values (``name`` as
+        ``names[key]``), its statistics (:meth:`row`) and ``columns`` (one value per group, by group index; a
+        column replaces the key of its name)."""
+        out = []
+        for i in self.order_by_total().tolist():
+            values = {k: names[int(v[i])] if k == "name" else int(v[i]) for k, v in self.keys.items()}
+            values.update({c: v[i] for c, v in columns.items()})
+            out.append(row(**values, **self.row(i, row)))
+        return out
 
     def order_by_total(self) -> np.ndarray:
         """Indices sorted by total descending (ties: count descending, then first key ascending)."""

@@ -5,7 +5,7 @@ of all kernel time (docs/METRICS.md, "Kernels").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, Optional, Tuple
+from typing import ClassVar, List, Optional, Tuple
 
 from ...jsonable import FieldsJson
 from ...model.trace import Kernels, TraceModel
@@ -92,11 +92,6 @@ class KernelSummary(FieldsJson):
 NO_KERNELS = "no CUDA kernels were captured — was `--trace=cuda` on?"
 
 
-def _stats(gs: GroupStats, i: int, total_all: int, row: type = KernelStatsRow) -> Dict[str, Any]:
-    """The statistics fields of a ``row`` (keyword arguments of :class:`KernelRow` and its kin) of group ``i``."""
-    return dict(gs.row(i, row), pct=pct(int(gs.total[i]), total_all))
-
-
 def analyze_kernels(model: TraceModel, stats: Optional[KernelStats] = None) -> KernelSummary:
     """Kernels of ``model``; ``stats``: their :class:`~.stats.KernelStats` when already computed."""
     k: Optional[Kernels] = model.kernels
@@ -106,24 +101,17 @@ def analyze_kernels(model: TraceModel, stats: Optional[KernelStats] = None) -> K
         return KernelSummary(False, reason)
     st = stats if stats is not None else kernel_stats(k)
     total = int(k.dur.sum())
-    gd = st.by("name", "device_id")
-    by_name_device = [KernelDeviceRow(name=k.names[int(gd.keys["name"][i])], device_id=int(gd.keys["device_id"][i]),
-                                      **_stats(gd, i, total)) for i in gd.order_by_total().tolist()]
-    gn = st.by("name")
-    by_name = [KernelRow(name=k.names[int(gn.keys["name"][i])], **_stats(gn, i, total))
-               for i in gn.order_by_total().tolist()]
-    # per process
-    pid_stats = st.by("pid")
-    by_pid = [KernelPidRow(pid=int(pid_stats.keys["pid"][i]), **_stats(pid_stats, i, total, KernelPidRow))
-              for i in pid_stats.order_by_total().tolist()]
+
+    def pcts(gs: GroupStats) -> List[float]:
+        return [pct(t, total) for t in gs.total.tolist()]
+
+    gd, gn, gp, gs = st.by("name", "device_id"), st.by("name"), st.by("pid"), st.by("pid", "name", "device_id")
+    by_pid = gp.rows(KernelPidRow, pct=pcts(gp))
     pid_total = {r.pid: r.total_ns for r in by_pid}
-    gs = st.by("pid", "name", "device_id")
-    by_pid_name = []
-    for i in gs.order_by_total().tolist():
-        p, row = int(gs.keys["pid"][i]), _stats(gs, i, total)
-        by_pid_name.append(KernelPidNameRow(name=k.names[int(gs.keys["name"][i])], pid=p,
-                                            device_id=int(gs.keys["device_id"][i]), **row,
-                                            pct_of_pid=pct(row["total_ns"], pid_total.get(p, 0))))
+    by_pid_name = gs.rows(KernelPidNameRow, k.names, pct=pcts(gs), pct_of_pid=[
+        pct(t, pid_total.get(p, 0)) for p, t in zip(gs.keys["pid"].tolist(), gs.total.tolist())])
     by_pid_name.sort(key=lambda r: (r.pid, -r.total_ns, r.name))
-    return KernelSummary(True, None, total_kernel_ns=total, kernel_count=len(k), by_name_device=tuple(by_name_device),
-                         by_name=tuple(by_name), by_pid=tuple(by_pid), by_pid_name=tuple(by_pid_name))
+    return KernelSummary(True, None, total_kernel_ns=total, kernel_count=len(k),
+                         by_name_device=tuple(gd.rows(KernelDeviceRow, k.names, pct=pcts(gd))),
+                         by_name=tuple(gn.rows(KernelRow, k.names, pct=pcts(gn))), by_pid=tuple(by_pid),
+                         by_pid_name=tuple(by_pid_name))

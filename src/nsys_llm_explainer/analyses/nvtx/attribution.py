@@ -13,7 +13,8 @@ import numpy as np
 from ...jsonable import NOT_IN_JSON, FieldsJson, json_name
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel
-from ..common.stats import pct
+from ..common.stats import group_stats, pct
+from ..idle.pieces import index_runs
 from ..idle.range_names import normalize_range_name
 from .tree import (
     NvtxTree,
@@ -253,7 +254,7 @@ def startend_rows(model: TraceModel, calls: np.ndarray, total: int
         b[rr] = lo + np.searchsorted(cs[lo:hi], se_e[rr], "right")
     cnt = np.maximum(b - a, 0)
     which = np.repeat(np.arange(se.shape[0]), cnt)
-    at = _runs(a, cnt)
+    at = index_runs(a, cnt)
     keep = ce[at] <= se_e[which]
     which, pair_call = which[keep], cid[at[keep]]
     del at, keep
@@ -279,7 +280,7 @@ def startend_rows(model: TraceModel, calls: np.ndarray, total: int
     k_lo = np.searchsorted(li[kl], p_call, "left")
     k_n = np.searchsorted(li[kl], p_call, "right") - k_lo
     kn_rank = np.repeat(p_rank, k_n)
-    kn_k = kl[_runs(k_lo, k_n)]
+    kn_k = kl[index_runs(k_lo, k_n)]
     n_names = u_name.shape[0]
     n_of = np.bincount(kn_rank, minlength=n_names)
     t_of = np.zeros(n_names, np.int64)
@@ -287,31 +288,13 @@ def startend_rows(model: TraceModel, calls: np.ndarray, total: int
     names_in_order = u_name[np.argsort(rank)]
     rows: List[RangeRow] = [RangeRow(nv.names[int(ni)], "StartEnd", int(n_of[j]), int(t_of[j]), 0, 0,
                                      pct(int(t_of[j]), total)) for j, ni in enumerate(names_in_order.tolist())]
-    by_pid: List[RangePidRow] = []
-    if kn_k.shape[0]:
-        kp = np.asarray(k.pid, np.int64)[kn_k]
-        o2 = np.lexsort((kp, kn_rank))
-        gr, gp, gd = kn_rank[o2], kp[o2], np.asarray(dur[kn_k], np.int64)[o2]
-        new = np.ones(gr.shape[0], bool)
-        new[1:] = (gr[1:] != gr[:-1]) | (gp[1:] != gp[:-1])
-        st = np.flatnonzero(new)
-        g_cnt = np.diff(np.append(st, gr.shape[0]))
-        g_ns = np.add.reduceat(gd, st)
-        by_pid = [RangePidRow(int(p), nv.names[int(names_in_order[r])], "StartEnd", int(c), int(t))
-                  for r, p, c, t in zip(gr[st].tolist(), gp[st].tolist(), g_cnt.tolist(), g_ns.tolist())]
+    gs = group_stats({"rank": kn_rank, "pid": np.asarray(k.pid, np.int64)[kn_k]}, np.asarray(dur[kn_k], np.int64))
+    by_pid = [RangePidRow(p, nv.names[int(names_in_order[r])], "StartEnd", c, t) for r, p, c, t in
+              zip(gs.keys["rank"].tolist(), gs.keys["pid"].tolist(), gs.count.tolist(), gs.total.tolist())]
     rows.sort(key=lambda r: (-r.inclusive_ns, r.name))
     by_pid.sort(key=lambda r: (-r.inclusive_ns, r.pid, r.name))
     se_ns = int(dur[linked & any_call[np.maximum(li, 0)]].sum())
     return tuple(rows), tuple(by_pid), se_ns
-
-
-def _runs(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """The indices ``lo[i] … lo[i] + n[i] − 1`` of all runs, concatenated (``n`` ≥ 0)."""
-    keep = n > 0
-    lo, n = lo[keep], n[keep]
-    if lo.shape[0] == 0:
-        return np.empty(0, np.int64)
-    return np.arange(int(n.sum()), dtype=np.int64) + np.repeat(lo - np.concatenate(([0], np.cumsum(n)[:-1])), n)
 
 
 def default_domain_node(model: TraceModel, tree: Optional[NvtxTree], att: AttributionResult) -> Optional[np.ndarray]:

@@ -5,7 +5,7 @@ shares (docs/METRICS.md, "NVTX ranges"; the end of an unterminated range: "Readi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -73,19 +73,13 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
     self_total = int(self_by_name.sum())
     gs = group_stats({"name": nv.name_idx.astype(np.int64), "style": style}, dur)
     total_all = int(gs.total.sum()) if len(gs) else 0
-    ranges: List[NvtxRangeRow] = []
-    for i in gs.order_by_total().tolist():
-        ni, sty = int(gs.keys["name"][i]), int(gs.keys["style"][i])
-        push = sty == 0
-        ranges.append(NvtxRangeRow(
-            name=nv.names[ni], style="PushPop" if push else "StartEnd", **gs.row(i, NvtxRangeRow),
-            pct_total=pct(int(gs.total[i]), total_all),
-            self_ns=int(self_by_name[ni]) if push else None,
-            pct_self=pct(int(self_by_name[ni]), self_total) if push else None))
-    gp = group_stats({"pid": nv.pid, "name": nv.name_idx.astype(np.int64)}, dur)
-    by_pid = tuple(NvtxPidRow(int(gp.keys["pid"][i]), nv.names[int(gp.keys["name"][i])], **gp.row(i, NvtxPidRow))
-                   for i in gp.order_by_total().tolist())
+    keys = list(zip(gs.keys["name"].tolist(), (gs.keys["style"] == 0).tolist()))   # (name, push/pop)
+    ranges = gs.rows(NvtxRangeRow, nv.names, style=["PushPop" if push else "StartEnd" for _, push in keys],
+                     pct_total=[pct(t, total_all) for t in gs.total.tolist()],
+                     self_ns=[int(self_by_name[ni]) if push else None for ni, push in keys],
+                     pct_self=[pct(int(self_by_name[ni]), self_total) if push else None for ni, push in keys])
+    by_pid = group_stats({"pid": nv.pid, "name": nv.name_idx.astype(np.int64)}, dur).rows(NvtxPidRow, nv.names)
     open_ = ~nv.closed
     open_end = int(nv.end[open_].max()) if open_.any() else None
     return NvtxResult(True, None, range_count=len(nv), unterminated=int(open_.sum()), unterminated_end_ns=open_end,
-                      ranges=tuple(ranges), by_pid=by_pid, tree=tree)
+                      ranges=tuple(ranges), by_pid=tuple(by_pid), tree=tree)

@@ -150,9 +150,8 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
         if phase_result is not None and phase_result.node_phase is not None:
             node_phase = phase_result.node_phase
         else:
-            own, owner = resolve_nodes(tree, phase_of_names(model.nvtx.names if model.nvtx is not None else [],
-                                                            phase_map))
-            node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
+            node_phase = resolve_nodes(tree, phase_of_names(model.nvtx.names if model.nvtx is not None else [],
+                                                            phase_map))[2]
         wphase = np.where(wnode >= 0, node_phase[np.maximum(wnode, 0)], -1)
         gt = model.graph_trace
         wdur = np.concatenate([dur] + ([gt.end - gt.start] if gt is not None and wstep.shape[0] > nk else []))

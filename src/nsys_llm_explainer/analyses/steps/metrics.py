@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...config.phase_map import as_phase_map
+from ...config.phase_map import build_phase_map
 from ...errors import InputError
 from ...jsonable import NONE_AS_EMPTY, NOT_IN_JSON, FieldsJson, dataclass_from_json, fields_json, need, need_rows
 from ...model import intervals as iv
@@ -20,6 +20,7 @@ from ...vocabulary.units import fmt_us_unit as us
 from ..api.classes import class_mask
 from ..common.stats import Summary, median, round_half_up, summary
 from ..nvtx.tree import NvtxTree, build_tree
+from ..trace.window import gpu_work
 from .detect import MarkerKernel, detect_steps
 from .phases import UNMAPPED, PhaseResult
 
@@ -229,11 +230,6 @@ def _group_rows(metric: Dict[str, np.ndarray], groups: np.ndarray) -> List[Dict[
             for _, m in rows_by_value(np.asarray(groups))]   # one sort, not a mask over every step per group
 
 
-def _joined(cols: List[np.ndarray]) -> np.ndarray:
-    """One column of the busy rows: one table's own column (no copy), else the tables' columns concatenated."""
-    return cols[0] if len(cols) == 1 else np.concatenate([np.asarray(c, np.int64) for c in cols])
-
-
 # ------------------------------------------------------------------------------------------- entry point
 def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
                   step_marker: Optional[str] = None,
@@ -243,12 +239,11 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     """Detect steps (:func:`steps_detect.detect_steps`) and measure them (see module docstring);
     ``tree`` / ``kernel_node`` / ``domain_nodes`` (the attribution's per-domain innermost node per kernel)
     reused if given."""
-    k = model.kernels
     if phase_result is not None:
-        phase_map = phase_result.rules or as_phase_map(phase_result.phase_map, phase_result.source)
+        phase_map = phase_result.rules or build_phase_map(phase_result.phase_map)
         phase_names = list(phase_result.phase_names)
     else:
-        phase_map = as_phase_map(None)
+        phase_map = build_phase_map(None)
         phase_names = phase_map.names
     if tree is None:
         tree = build_tree(model.nvtx)
@@ -260,9 +255,8 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     n = s.shape[0]
     kc = np.bincount(kstep[kstep >= 0], minlength=n).astype(np.int64)
     mc, api = model.memcpy, model.api
-    bt: List[Any] = [t for t in (k, model.graph_trace) if t is not None and len(t)]   # kernels, whole-graph rows
-    busy = _clip_union(_joined([t.start for t in bt]), _joined([t.end for t in bt]), _joined([t.device for t in bt]),
-                       dev, s, e) if bt else np.zeros(n, np.int64)
+    ws, we, wd = gpu_work(model, "start", "end", "device")
+    busy = _clip_union(ws, we, wd, dev, s, e)
     memcpy = _clip_union(mc.start, mc.end, mc.device.astype(np.int64), dev, s, e) if mc is not None and len(mc) \
         else np.zeros(n, np.int64)
     sm = class_mask(api, "sync") if api is not None and len(api) else None

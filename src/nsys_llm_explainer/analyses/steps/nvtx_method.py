@@ -25,6 +25,7 @@ from ..nvtx.tree import (
     per_call,
     subtree_sums,
 )
+from ..trace.window import gpu_work
 from .phases import phase_of_names
 
 MIN_INSTANCES = 3
@@ -42,19 +43,13 @@ class StepChoice:
 def work_items(model: TraceModel) -> Tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """GPU work = kernels, then whole-graph rows (graph-level trace): (launch row, device, pid, #kernels)."""
     k, gt = model.kernels, model.graph_trace
-    li = [k.launch_idx if k is not None and len(k) and k.launch_idx.shape[0] == len(k)
-          else np.full(0 if k is None else len(k), -1, np.int64)]
-    dev = [k.device] if k is not None else [np.zeros(0, np.int64)]
-    pid = [k.pid] if k is not None else [np.zeros(0, np.int64)]
-    nk = int(li[0].shape[0])
+    li = k.launch_idx if k is not None and len(k) and k.launch_idx.shape[0] == len(k) \
+        else np.full(0 if k is None else len(k), -1, np.int64)
+    nk = int(li.shape[0])
     if gt is not None and len(gt):
-        li.append(gt.launch_idx)
-        dev.append(gt.device)
-        pid.append(gt.pid)
-    # the model's own columns when there is one table (no copies); device/pid keep their integer type
-    return (np.asarray(li[0] if len(li) == 1 else np.concatenate(li)).astype(np.int64, copy=False),
-            dev[0] if len(dev) == 1 else np.concatenate([d.astype(np.int64) for d in dev]),
-            pid[0] if len(pid) == 1 else np.concatenate([p.astype(np.int64) for p in pid]), nk)
+        li = np.concatenate([li, gt.launch_idx])
+    dev, pid = gpu_work(model, "device", "pid")   # the model's own columns when there is one table (no copies)
+    return np.asarray(li).astype(np.int64, copy=False), dev, pid, nk
 
 
 def kernel_nodes(model: TraceModel, tree: NvtxTree, li: np.ndarray) -> np.ndarray:
@@ -203,15 +198,6 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
     return per_call(len(api), li, calls, _innermost_step(by_dom.values(), calls.shape[0], tree, step_of_node))
 
 
-def _unique_counts(key: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """``np.unique(key, return_counts=True)`` for non-negative integer keys, by counting when they are dense."""
-    if key.shape[0] and int(key.max()) < 4 * key.shape[0]:
-        counts = np.bincount(key)
-        uk = np.flatnonzero(counts)
-        return uk, counts[uk]
-    return np.unique(key, return_counts=True)
-
-
 def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.ndarray, wdev: np.ndarray,
                wpid: np.ndarray, nk: Optional[int] = None, domain_nodes: Optional[Dict[int, np.ndarray]] = None
                ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -229,7 +215,8 @@ def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.nda
         ud, dinv = distinct_small(wd - lo)              # = np.unique(wd, return_inverse=True), O(n)
         ud = ud + lo
         nd = ud.shape[0]
-        uk, cnt = _unique_counts(wstep[has] * nd + dinv)
+        uk, kinv = distinct_small(wstep[has] * nd + dinv)
+        cnt = np.bincount(kinv)
         o = np.lexsort((uk % nd, -cnt, uk // nd))   # per step: the device with most work items first
         st = uk[o] // nd
         firsts = np.ones(st.shape[0], bool)

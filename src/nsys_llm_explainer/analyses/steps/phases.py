@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...config.phase_map import UNMAPPED, PhaseMap, as_phase_map
+from ...config.phase_map import UNMAPPED, PhaseMap
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import few_distinct, rows_by_value
@@ -18,8 +18,6 @@ from ...model.trace import TraceModel
 from ..common.stats import pct
 from ..nvtx.attribution import AttributionPhase, AttributionResult
 from ..nvtx.tree import NvtxTree, nearest_marked
-
-PhaseMapLike = Union[PhaseMap, Mapping[str, Sequence[str]]]
 
 
 @dataclass(frozen=True)
@@ -73,10 +71,12 @@ def phase_of_names(names: Sequence[str], phase_map: PhaseMap) -> np.ndarray:
     return out
 
 
-def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(own phase per node, phase owner per node): the nearest ancestor-or-self with a phase, -1 if none."""
+def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(own phase per node, phase owner per node: the nearest ancestor-or-self with a phase, the owner's phase per
+    node); -1 if none."""
     own = name_phase[tree.name_idx]
-    return own, nearest_marked(tree.parent, own >= 0)
+    owner = nearest_marked(tree.parent, own >= 0)
+    return own, owner, np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
 
 
 @dataclass(frozen=True)
@@ -123,15 +123,12 @@ def _owned_pieces(tree: NvtxTree, own: np.ndarray, owner: np.ndarray) -> Tuple[n
     return ps, np.maximum(pe, ps), po
 
 
-def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
-                   tree: Optional[NvtxTree] = None, kernel_nodes: Optional[Mapping[int, np.ndarray]] = None,
-                   source: Optional[str] = None) -> PhaseResult:
-    """Phase wall time and GPU time (see module docstring). ``phase_map``: a :class:`PhaseMap` from
-    :mod:`config.phase_map`, or a plain ``{"phase": [substring, ...]}`` dict (source ``source`` or
-    ``"user"``); None uses the presets. ``kernel_nodes``: per NVTX domain, the innermost tree node of each
-    kernel's launch call (-1 none; :attr:`AttributionResult.kernel_nodes`)."""
-    pm = as_phase_map(phase_map, source)
-    labels = pm.names
+def analyze_phases(model: TraceModel, phase_map: PhaseMap, tree: Optional[NvtxTree] = None,
+                   kernel_nodes: Optional[Mapping[int, np.ndarray]] = None) -> PhaseResult:
+    """Phase wall time and GPU time (see module docstring) by ``phase_map`` (:mod:`config.phase_map`).
+    ``kernel_nodes``: per NVTX domain, the innermost tree node of each kernel's launch call (-1 none;
+    :attr:`AttributionResult.kernel_nodes`)."""
+    labels = phase_map.names
     k = model.kernels
     nk = len(k) if k is not None else 0
     kernel_phase = np.full(nk, -1, np.int64)
@@ -148,9 +145,8 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
     if tree is None or len(tree) == 0:
         reason = "no NVTX push/pop ranges to take phases from"
     else:
-        name_phase = phase_of_names(names, pm)
-        own, owner = resolve_nodes(tree, name_phase)
-        node_phase = np.where(owner >= 0, own[np.maximum(owner, 0)], -1)
+        name_phase = phase_of_names(names, phase_map)
+        own, owner, node_phase = resolve_nodes(tree, name_phase)
         has = own >= 0
         range_count = np.bincount(own[has], minlength=len(labels)).astype(np.int64)
         cnt = np.bincount(tree.name_idx[has], minlength=len(names) + 1)
@@ -164,7 +160,7 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
             ps, pe, po = _owned_pieces(tree, own, owner)
             piece_s, piece_e, piece_ph, piece_pid = ps, pe, own[po], tree.pid[po]
             if kernel_nodes and nk:
-                kernel_phase = _latest_phase(kernel_nodes, own, owner, tree.start, nk, tree.domain)
+                kernel_phase = _latest_phase(kernel_nodes, own, owner, tree, nk)
             elif nk:
                 notes.append("kernels were not linked to NVTX ranges: GPU time per phase is unavailable")
         nvtx = model.nvtx
@@ -199,27 +195,25 @@ def analyze_phases(model: TraceModel, phase_map: Optional[PhaseMapLike] = None,
             phase=label, range_count=int(range_count[pj]) if pj >= 0 else 0, wall_ns=int(wall),
             wall_by_pid=tuple(by_pid), kernel_count=int(km.sum()), gpu_time_ns=t, gpu_busy_ns=int(busy),
             pct_of_kernel_time=pct(t, total_kernel_ns)))
-    return PhaseResult(available, reason, pm.source, pm.as_dict(), phase_names=tuple(labels),
+    return PhaseResult(available, reason, phase_map.source, phase_map.as_dict(), phase_names=tuple(labels),
                        total_kernel_ns=total_kernel_ns, phases=tuple(rows), range_names=tuple(range_names),
-                       notes=tuple(notes), kernel_phase=kernel_phase, node_phase=node_phase, rules=pm)
+                       notes=tuple(notes), kernel_phase=kernel_phase, node_phase=node_phase, rules=phase_map)
 
 
-def _latest_phase(kernel_nodes: Mapping[int, np.ndarray], own: np.ndarray, owner: np.ndarray, node_start: np.ndarray,
-                  nk: int, node_domain: Optional[np.ndarray] = None) -> np.ndarray:
+def _latest_phase(kernel_nodes: Mapping[int, np.ndarray], own: np.ndarray, owner: np.ndarray, tree: NvtxTree,
+                  nk: int) -> np.ndarray:
     """Phase per kernel from one innermost node per NVTX domain stack (the layers of
     :func:`~..nvtx.tree.enclosing_by_domain`): the phase of the phase range that started last (equal starts: the
     lower domain id; -1 none)."""
     kp = np.full(nk, -1, np.int64)
     best = np.full(nk, np.iinfo(np.int64).min, np.int64)
     best_dom = np.full(nk, np.iinfo(np.int64).max, np.int64)
-    dom = node_domain if node_domain is not None and node_domain.shape[0] == node_start.shape[0] \
-        else np.zeros(node_start.shape[0], np.int64)
     for kn in kernel_nodes.values():
         o = owner[np.maximum(kn, 0)]                   # the owning phase range of each kernel's node
         o[np.asarray(kn) < 0] = -1
         better = o >= 0
-        st = node_start[np.maximum(o, 0)]
-        od = dom[np.maximum(o, 0)]
+        st = tree.start[np.maximum(o, 0)]
+        od = tree.domain[np.maximum(o, 0)]
         better &= (st > best) | ((st == best) & (od < best_dom))   # a phase range that started later wins
         kp[better] = own[o[better]]
         best[better] = st[better]

@@ -157,10 +157,6 @@ def _by_thread(gtid: np.ndarray, mask: np.ndarray) -> Dict[int, np.ndarray]:
     return {g: rows[r] for g, r in rows_by_value(gtid[rows])}
 
 
-def _p(x: np.ndarray, q: float) -> float:
-    return float(percentile(x, q)) if x.shape[0] else 0.0
-
-
 #: (kind, detail, ns) per host-side cause, largest first
 CauseSplit = Tuple[Tuple[str, str, int], ...]
 
@@ -263,7 +259,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     share = in_steps / dev_k if dev_k else 0.0
     step_x = _per_step(ed, e, exposed, "right")         # X of the sync points in [ed_{j-1}, ed_j)
     step_w = _per_step(ed, e, wait, "left")             # W of the sync points in (ed_{j-1}, ed_j]
-    p50, p90 = _p(period, 50), _p(period, 90)
+    p50, p90 = percentile(period, 50), percentile(period, 90)
     if m < MIN_SYNC_POINTS:
         holds, why = False, f"{m} sync point{'s' if m != 1 else ''} of `{api_counts[0][0]}` (< {MIN_SYNC_POINTS})"
     elif share < MIN_KERNEL_SHARE:
@@ -281,10 +277,10 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
         thread_name=ctx.model.thread_label(int(g)), holds=holds, reason=why,
         api=api_counts[0][0], api_counts=api_counts, blocking_calls=int(rows.shape[0]), sync_points=n,
         step_sync_points=m, readback_points=int(rb.sum()), steps=max(m - 1, 0), kernels_in_steps=in_steps,
-        device_kernels=dev_k, kernel_share=share, kernels_per_step_p50=_p(kin, 50), period_p50_ns=p50,
-        period_p90_ns=p90, exposed_ns=tot, exposed_p50_ns=_p(step_x, 50), exposed_p90_ns=_p(step_x, 90),
-        wait_p50_ns=_p(step_w, 50), wait_p90_ns=_p(step_w, 90), overlap_ns=ovl,
-        gpu_busy_p50_ns=_p(gpu_step, 50), gpu_busy_p90_ns=_p(gpu_step, 90), window_ns=dc.window_ns,
+        device_kernels=dev_k, kernel_share=share, kernels_per_step_p50=percentile(kin, 50), period_p50_ns=p50,
+        period_p90_ns=p90, exposed_ns=tot, exposed_p50_ns=percentile(step_x, 50), exposed_p90_ns=percentile(step_x, 90),
+        wait_p50_ns=percentile(step_w, 50), wait_p90_ns=percentile(step_w, 90), overlap_ns=ovl,
+        gpu_busy_p50_ns=percentile(gpu_step, 50), gpu_busy_p90_ns=percentile(gpu_step, 90), window_ns=dc.window_ns,
         idle_ns=dc.idle_ns, exposed_pct_of_window=pct(tot, dc.window_ns), exposed_pct_of_idle=pct(tot, dc.idle_ns),
         overlap_pct_of_window=pct(ovl, dc.window_ns), overlap_pct_of_idle=pct(ovl, dc.idle_ns),
         exposed_by_cause=by_cause, claimed=claimed, first_ns=int(e[0]), last_ns=int(e[-1]))

@@ -5,7 +5,7 @@ idle tails before measuring. Definitions and the auto rule: docs/FINDINGS.md, "S
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -88,24 +88,14 @@ def _result(full0: int, full1: int, s: int, e: int, method: str, reason: str,
                         details)
 
 
-def _busy_union(model: TraceModel) -> iv.IntervalUnion:
-    """Union of kernel intervals and whole-graph executions (graph-level trace), all devices pooled."""
-    parts_s, parts_e = [], []
-    k = model.kernels
-    if k is not None and len(k):
-        parts_s.append(k.start)
-        parts_e.append(k.end)
-    gt = model.graph_trace
-    if gt is not None and len(gt):
-        parts_s.append(gt.start)
-        parts_e.append(gt.end)
-    if not parts_s:
-        return iv.union(np.empty(0, np.int64), np.empty(0, np.int64))
-    s, e = (parts_s[0], parts_e[0]) if len(parts_s) == 1 else (np.concatenate(parts_s), np.concatenate(parts_e))
-    if s.shape[0] > 1 and not bool((s[1:] >= s[:-1]).all()):   # kernels alone come sorted by start
-        order = np.argsort(s, kind="stable")
-        s, e = s[order], e[order]
-    return iv.union_lean(s, e)
+def gpu_work(model: TraceModel, *cols: str) -> List[np.ndarray]:
+    """Columns ``cols`` of the GPU work: kernels, then whole-graph executions (graph-level trace); one table's own
+    arrays when only it has rows, else both tables' concatenated (int64)."""
+    tables: List[Any] = [t for t in (model.kernels, model.graph_trace) if t is not None and len(t)]
+    if len(tables) == 1:
+        return [getattr(tables[0], c) for c in cols]
+    return [np.concatenate([np.asarray(getattr(t, c), np.int64) for t in tables] or [np.empty(0, np.int64)])
+            for c in cols]
 
 
 def _runs(active: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -188,7 +178,7 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     if nk < MIN_KERNELS or span < MIN_BIN_NS:
         return _result(full0, full1, full0, full1, "full",
                        f"Full trace kept: too little GPU activity to detect a steady state ({nk} kernels).")
-    u = _busy_union(model)
+    u = iv.union_blocks(*gpu_work(model, "start", "end"))   # all devices pooled
     nb = int(min(N_BINS, span // MIN_BIN_NS))
     edges = full0 + (np.arange(nb + 1, dtype=np.int64) * span) // nb
     cov = iv.covered_before(u, edges)

@@ -505,3 +505,32 @@ def test_real_kernels_carry_their_launch_configuration(tmp_path) -> None:
     assert {c: (a["grid"], a["block"], a["registers_per_thread"], a.get("static_shared_memory", 0),
                 a.get("dynamic_shared_memory", 0)) for c, a in got.items()} == want
     assert any(s > 0 for *_, s, _ in want.values())   # some of its kernels use static shared memory
+
+
+def test_steps_of_a_process_without_gpu_work_share_one_track(tmp_path) -> None:
+    """``--step-range`` can take a range from a process that ran no GPU work: its steps have no device. They are
+    slices of ONE "steps" track outside the GPUs (not one track per step); device steps stay on their GPU's."""
+    from synth import TraceBuilder
+
+    from nsys_llm_explainer.options import options_from_kwargs
+
+    b = TraceBuilder()
+    b.process(100)
+    b.process(200)
+    g, h = b.thread(100, 100), b.thread(200, 200)
+    b.gpu(0)
+    for i in range(6):
+        s = 1_000_000 + i * 200_000
+        b.nvtx_push_pop(s, s + 150_000, "decode", tid_g=g)
+        b.launch(s + 1_000, s + 3_000, s + 5_000, s + 100_000, pid=100, tid=100, name="gemm")
+        b.nvtx_push_pop(s + 10_000, s + 120_000, "decode", tid_g=h)
+    b.write(str(tmp_path / "t.sqlite"), overwrite=True)
+    r = analyze_path(str(tmp_path / "t.sqlite"), options_from_kwargs(step_range="decode"))
+    assert r.steps.arrays is not None and r.steps.arrays.device.tolist() == [0] * 6 + [-1] * 6
+    t = written(r, tmp_path)
+    steps = [u for u, d in t.tracks.items() if d["name"] == "steps"]
+    off_gpu = [u for u in steps if not t.name(t.parent(u)).startswith("GPU ")]
+    assert len(steps) == 2 and len(off_gpu) == 1
+    assert sorted(s.start for s in t.slices if s.track == off_gpu[0]) == \
+        [1_010_000 + i * 200_000 for i in range(6)]
+    assert len([s for s in t.slices if s.track in steps]) == 12

@@ -120,7 +120,8 @@ class _Layout:
         if st is not None:
             for i in self.rows.steps.tolist():
                 dev = int(st.device[i])
-                track = self.gpu_track(dev, "steps") if dev >= 0 else self.enc.track("steps", self.root)
+                track = (self.gpu_track(dev, "steps") if dev >= 0
+                         else _memo(self.tracks, ("steps",), lambda: self.enc.track("steps", self.root)))
                 enc.slice(int(st.start[i]), int(st.end[i]), track, f"step {i + 1}",
                           (("phase", st.phase_label(i)), ("pid", int(st.pid[i])), ("kernels", int(st.kernel_count[i]))))
         for m in self.rows.markers:

@@ -4,7 +4,7 @@ and join GPU work to its launching API call (same process + correlationId)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Sized, Tuple, TypeVar
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -200,16 +200,10 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         kc = _sorted(kc)
         rowid_base, read_pos = _rowids(conn, ktable, kc.pop("read_pos", None), read_order)
         pid = _fill_pid(kc, default_pid)
-        if "short" not in kc:
-            missing_ids = [int(x) for x in distinct_small(kc["demangled"])[0].tolist() if int(x) not in strings]
-            short_map = F.fetch_short_for(conn, schema, ktable, missing_ids)
-            kc["short"] = np.full(kc["demangled"].shape[0], -1, np.int64)
-            if short_map:                  # each row looked up in the sorted map (no pass over every row per id)
-                ids = np.array(sorted(short_map), np.int64)
-                dm = np.asarray(kc["demangled"], np.int64)
-                at = np.minimum(np.searchsorted(ids, dm), ids.shape[0] - 1)
-                hit = ids[at] == dm
-                kc["short"][hit] = np.array([short_map[i] for i in ids.tolist()], np.int64)[at[hit]]
+        if "short" not in kc:              # per distinct id: no pass over every row per id
+            ids, inv = distinct_small(kc["demangled"])
+            short_map = F.fetch_short_for(conn, schema, ktable, [i for i in ids.tolist() if i not in strings])
+            kc["short"] = np.array([short_map.get(i, -1) for i in ids.tolist()], np.int64)[inv]
         name_idx, names = intern_ids(kc["demangled"], strings, kc["short"])
         missing = [n for n in names if n.startswith("[missing StringId")]
         if missing:
@@ -273,7 +267,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     thread_names = _rows_map(F.fetch_info(conn, schema, "thread_names"), lambda r: sql_int(r["globalTid"]),
                              lambda r: strings.get(sql_int(r["nameId"]), ""))
 
-    t_end = trace_edge(max, kernels, api, (memcpy, memset, sync, graph_trace), None)   # before NVTX is read
+    cuda = (kernels, api, memcpy, memset, sync, graph_trace)
+    t_end = trace_edge(max, *cuda)   # before NVTX is read
 
     # ---- NVTX
     nvtx: Optional[NvtxRanges] = None
@@ -282,9 +277,6 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         nvtx = build_nvtx(possible_nvtx(nv, warnings), t_end, warnings)
 
     graph_mode = schema.meta_value("capture:CUDA_GRAPH_TRACE_OPTIONS:MODE")
-    counted: Dict[str, Optional[Sized]] = {"kernels": kernels, "cuda_api": api, "nvtx_ranges": nvtx,
-                                           "memcpy": memcpy, "memset": memset, "sync": sync, "graph_trace": graph_trace}
-    row_counts = RowCounts.of({k: len(t) if t is not None else 0 for k, t in counted.items()})
     info = TraceInfo(
         path=path, product_version=schema.product_version, schema_version=schema.schema_version,
         meta_table=schema.meta_table, kernel_table=ktable, tables=schema.tables, meta=schema.meta,
@@ -292,7 +284,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         process_names=_rows_map(F.fetch_info(conn, schema, "processes"), lambda p: sql_int(p["pid"]),
                                 lambda p: str(p.get("name") or "")),
         session=SessionRecord(*F.fetch_session(conn, schema)),
-        row_counts=row_counts, graph_trace_mode=graph_mode,
+        row_counts=RowCounts(), graph_trace_mode=graph_mode,
     )
     if schema.meta_table is None:
         warnings.append("No export metadata table (EXPORT_META_DATA / META_DATA_EXPORT): nsys version unknown.")
@@ -302,9 +294,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         cols = schema.columns("CUDA_GRAPH_EVENTS")
         level = "graph-level (≥ 2024.2 meaning)" if "graphId" in cols else "node-level (≤ 2023.4 meaning)"
         notes.append(f"CUDA_GRAPH_EVENTS has {level} columns; decided by its columns, not the version.")
-    gpu_ops = (memcpy, memset, sync, graph_trace)
     samples = build_samples(conn, schema, strings, api.gtid if api is not None else None,
-                            trace_edge(min, kernels, api, gpu_ops, nvtx), trace_edge(max, kernels, api, gpu_ops, nvtx))
+                            trace_edge(min, *cuda, nvtx), trace_edge(max, *cuda, nvtx))
     # the read's own notes (rows of the wrong type left out, text that is not UTF-8) once everything is read: NVTX
     # text, process / GPU names and samples are read after the kernel and API tables
     warnings += sorted(conn.excluded)
@@ -314,7 +305,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         thread_labels=thread_labels(thread_names, active_threads(api, nvtx, osrt, few_distinct)),
         warnings=tuple(warnings), notes=tuple(notes),
         um_gpu_faults=um_gpu_faults, um_cpu_faults=um_cpu_faults, samples=samples,
-    )
+    ).with_row_counts()
 
 
 def _um_faults(table: Callable[[str, Dict[str, str]], Optional[Dict[str, np.ndarray]]], strings: Dict[int, str],

@@ -13,7 +13,7 @@ from ..read import fetch_nvtx as FN
 from ..read.connection import TraceConnection
 from ..read.fetch_launch import rowid_range
 from ..read.schema import Schema
-from .info import GpuInfo, RowCounts, SessionRecord, TraceInfo
+from .info import GPU_COLUMNS, GpuInfo, RowCounts, SessionRecord, TraceInfo
 from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
 from .names import base_api_name, distinct_small, intern_ids, thread_labels
 from .nvtx_build import build_nvtx, possible_nvtx
@@ -83,12 +83,12 @@ def narrow(v: np.ndarray, types: Tuple[type, ...] = (np.int16, np.int32)) -> np.
     return v
 
 
-def _rows_map(rows: Sequence[Mapping[str, object]], key: Callable[[Mapping[str, object]], K],
-              value: Callable[[Mapping[str, object]], V]) -> Dict[K, V]:
-    """``key(row) → value(row)`` of the info rows (a row on which either raises, e.g. a pid that is not an
-    integer, is left out)."""
+def _rows_map(conn: TraceConnection, schema: Schema, table: str, cols: Sequence[str],
+              key: Callable[[Mapping[str, object]], K], value: Callable[[Mapping[str, object]], V]) -> Dict[K, V]:
+    """``key(row) → value(row)`` of the rows of the small info table ``table`` (``cols``: the columns read, those it
+    has; a row on which either raises, e.g. a pid that is not an integer, is left out)."""
     out: Dict[K, V] = {}
-    for r in rows:
+    for r in F.fetch_rows(conn, schema, table, cols):
         try:
             out[key(r)] = value(r)
         except (KeyError, TypeError, ValueError):
@@ -180,8 +180,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
     default_pid = api_pids[0] if len(api_pids) == 1 else None
 
-    dmap = _rows_map(F.fetch_info(conn, schema, "cuda_device_map"), lambda r: (sql_int(r["pid"]), sql_int(r["cudaId"])),
-                     lambda r: sql_int(r["gpuId"]))
+    dmap = _rows_map(conn, schema, "TARGET_INFO_CUDA_DEVICE", ("gpuId", "cudaId", "pid"),
+                     lambda r: (sql_int(r["pid"]), sql_int(r["cudaId"])), lambda r: sql_int(r["gpuId"]))
     if dmap:
         notes.append("Device ids are physical GPU ids mapped through TARGET_INFO_CUDA_DEVICE (pid, cudaId → gpuId).")
 
@@ -264,7 +264,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
 
     um_gpu_faults, um_cpu_faults = _um_faults(table, strings, dmap)
 
-    thread_names = _rows_map(F.fetch_info(conn, schema, "thread_names"), lambda r: sql_int(r["globalTid"]),
+    thread_names = _rows_map(conn, schema, "ThreadNames", ("globalTid", "nameId"), lambda r: sql_int(r["globalTid"]),
                              lambda r: strings.get(sql_int(r["nameId"]), ""))
 
     cuda = (kernels, api, memcpy, memset, sync, graph_trace)
@@ -280,9 +280,9 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     info = TraceInfo(
         path=path, product_version=schema.product_version, schema_version=schema.schema_version,
         meta_table=schema.meta_table, kernel_table=ktable, tables=schema.tables, meta=schema.meta,
-        gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_info(conn, schema, "gpus")),
-        process_names=_rows_map(F.fetch_info(conn, schema, "processes"), lambda p: sql_int(p["pid"]),
-                                lambda p: str(p.get("name") or "")),
+        gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_rows(conn, schema, "TARGET_INFO_GPU", GPU_COLUMNS)),
+        process_names=_rows_map(conn, schema, "PROCESSES", ("globalPid", "pid", "name"),
+                                lambda p: sql_int(p["pid"]), lambda p: str(p.get("name") or "")),
         session=SessionRecord(*F.fetch_session(conn, schema)),
         row_counts=RowCounts(), graph_trace_mode=graph_mode,
     )

@@ -140,13 +140,12 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     # ---- the two big tables: fetched at the same time when the columnar reader is on (it releases the GIL);
     # the CUDA API rows are normalized while the kernel table is still being read
     ktable = schema.kernel_table
-    api_warnings: List[str] = []
 
     def api_part() -> Tuple[Optional[ApiCalls], ApiIndex]:
         rt = F.fetch_runtime(conn, schema)
         if rt is None:
             return None, ApiIndex(None)
-        rt = _sorted(drop_impossible(rt, "CUPTI_ACTIVITY_KIND_RUNTIME", api_warnings))
+        rt = _sorted(drop_impossible(rt, "CUPTI_ACTIVITY_KIND_RUNTIME", warnings))
         name_idx, names = intern_ids(rt["name_id"], strings)
         calls = ApiCalls(
             start=rt["start"], end=rt["end"], gtid=rt["gtid"], pid=pid_of(rt["gtid"]), tid=tid_of(rt["gtid"]),
@@ -175,7 +174,6 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
             kc = kc_future.result()
     else:
         (api, api_index), kc = api_part(), kernels_read()
-    warnings += api_warnings
 
     api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
     default_pid = api_pids[0] if len(api_pids) == 1 else None

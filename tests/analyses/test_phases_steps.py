@@ -14,7 +14,7 @@ from nsys_llm_explainer.analyses.steps.phases import (
     analyze_phases,
     phase_of_names,
 )
-from nsys_llm_explainer.config.phase_map import build_phase_map, preset_phase_map
+from nsys_llm_explainer.config.phase_map import _preset_document, build_phase_map
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import load_model
 
@@ -172,10 +172,8 @@ def test_preset_names():
     got = [labels[i] if i >= 0 else None for i in phase_of_names(names, pm)[:-1].tolist()]
     assert got == ["prefill", "decode", None, None, "decode", "prefill", "prefill", "decode", "prefill",
                    "other", None, "prefill", "decode"]
-    vllm = preset_phase_map("vllm")
+    vllm = _preset_document()["frameworks"]["vllm"]
     assert "vllm: decode" in vllm["decode"] and "prefill" in vllm["prefill"]
-    with pytest.raises(InputError):
-        preset_phase_map("nope")
 
 
 def _marker_trace(path: str) -> str:

@@ -15,7 +15,7 @@ from nsys_llm_explainer.analyses.idle.gpu_time import device_time, gpu_time_resu
 from nsys_llm_explainer.analyses.idle.range_names import normalize_range_name
 from nsys_llm_explainer.analyses.nvtx.tree import build_tree
 from nsys_llm_explainer.analyses.trace.window import WindowResult, detect_window
-from nsys_llm_explainer.config.window import check_window, parse_window
+from nsys_llm_explainer.config.window import check_window
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.jsonable import from_json
 from nsys_llm_explainer.model.clip import clip_model
@@ -291,16 +291,16 @@ def test_override_and_nvtx_windows(tmp_path: Path) -> None:
     w = detect_window(m, override=(S, S + 100 * MS))
     assert (w.method, w.start_ns, w.end_ns, w.warmup_ns) == ("override", S, S + 100 * MS, S)
     assert w.tail_ns == int(2.2 * S) - (S + 100 * MS)
-    w = detect_window(m, override=parse_window("-5:1000"))
+    w = detect_window(m, override=check_window("-5:1000"))
     assert (w.start_ns, w.end_ns) == (0, 1000) and "clipped" in w.reason
     with pytest.raises(InputError):
         detect_window(m, override=(10 * S, 11 * S))
     with pytest.raises(InputError):
         check_window((5, 5))      # the one check of a window given as a pair (options, the API)
-    assert parse_window("10:20") == (10, 20)
+    assert check_window("10:20") == (10, 20)
     for bad in ("10", "a:b", "20:10", "1:2:3"):
         with pytest.raises(InputError):
-            parse_window(bad)
+            check_window(bad)
     w = detect_window(m, nvtx_range="decode")
     assert (w.method, w.start_ns, w.end_ns) == ("nvtx", S + 50 * MS, S + 120 * MS)
     assert w.details.nvtx_ranges == 2 and w.details.nvtx_name == "decode" and w.details.bins is None

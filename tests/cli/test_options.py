@@ -11,7 +11,7 @@ import pytest
 from nsys_llm_explainer.cli import _parser
 from nsys_llm_explainer.config.categories import CategoryRules, builtin_preset, load_rules
 from nsys_llm_explainer.config.phase_map import PhaseMap, build_phase_map, parse_phase_map, read_phase_map_file
-from nsys_llm_explainer.config.window import check_window, parse_window
+from nsys_llm_explainer.config.window import check_window
 from nsys_llm_explainer.errors import InputError, OptionError
 from nsys_llm_explainer.options import OPTION_NAMES, Options, flag_of, options_from_args, options_from_kwargs
 
@@ -155,14 +155,14 @@ def test_options_from_args(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- config
 def test_parse_window() -> None:
-    assert parse_window(" 10 : 20 ") == (10, 20)
-    assert parse_window("-5:0") == (-5, 0)
+    assert check_window(" 10 : 20 ") == (10, 20)
+    assert check_window("-5:0") == (-5, 0)
     assert check_window((1, 2)) == (1, 2)
     for bad, msg in (("1:2:3", "--window expects START_NS:END_NS (integers), got '1:2:3'"),
                      ("a:b", "--window expects START_NS:END_NS (integers), got 'a:b'"),
                      ("7:3", "--window end (3) must be after its start (7)")):
         with pytest.raises(OptionError) as ei:
-            parse_window(bad)
+            check_window(bad)
         assert _cli(ei) == msg and str(ei.value) == msg[2:]
 
 

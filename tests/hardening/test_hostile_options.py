@@ -174,6 +174,6 @@ def test_real_option_files_are_well_within_the_limits(tmp_path: Path) -> None:
     f = tmp_path / "rules.yaml"
     f.write_text("defaults: &d [nccl, comms]\nrules:\n" + "".join(f"  - [{a!r}, {b}]\n" for a, b in rules)
                  + "  - *d\n")
-    from nsys_llm_explainer.config.categories import read_rules_file
-    got = read_rules_file(f)
-    assert len(got.rules) == 2001 and got.rules[-1] == ("nccl", "comms")
+    from nsys_llm_explainer.config.categories import load_rules
+    got = load_rules(None, f)
+    assert len(got.user_rules) == 2001 and got.user_rules[-1] == ("nccl", "comms")

@@ -314,12 +314,8 @@ def _both_paths(model) -> tuple:
     from nsys_llm_explainer.analyses.idle import causes as C
     from nsys_llm_explainer.analyses.nvtx.tree import build_tree
     from nsys_llm_explainer.model.timeline import iter_timelines
-    from nsys_llm_explainer.model.trace import trace_edge
 
-    w0 = trace_edge(min, model.kernels, model.api, (model.memcpy, model.memset, model.sync, model.graph_trace),
-                    model.nvtx)
-    w1 = trace_edge(max, model.kernels, model.api, (model.memcpy, model.memset, model.sync, model.graph_trace),
-                    model.nvtx)
+    w0, w1 = model.trace_start, model.trace_end
     tree = build_tree(model.nvtx)
     out = []
     from nsys_llm_explainer.analyses.idle import host_partition as H

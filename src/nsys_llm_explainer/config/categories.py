@@ -38,15 +38,6 @@ class PresetRules:
 
 
 @dataclass(frozen=True)
-class UserRules:
-    """A parsed ``--categories`` file."""
-
-    rules: Tuple[Rule, ...]
-    replace: bool
-    source: str
-
-
-@dataclass(frozen=True)
 class CategoryRules:
     """Ordered (regex, category) rules, first match wins.
 
@@ -90,8 +81,7 @@ class CategoryRules:
             detect = {str(p["name"]): tuple(str(x) for x in p["detect"]) for p in d["presets"]}
         except (KeyError, TypeError, ValueError):
             raise InputError(f"{where}: not the object CategoryRules.to_dict() writes") from None
-        base = build_rules(preset if preset in PRESETS else None,
-                           UserRules(user, rep, str(source or "")) if user or rep else None)
+        base = build_rules(preset if preset in PRESETS else None, user, rep)
         presets = tuple(PresetRules(n, builtin_preset(n).rules if n in PRESETS else (), det)
                         for n, det in detect.items())
         return dataclasses.replace(base, preset=preset, user_rules=user, source=source, reason=reason, presets=presets)
@@ -208,29 +198,18 @@ def parse_rules_data(data: object, option: str = "categories_file",
     return tuple(rules), rep
 
 
-def read_rules_file(path: Union[str, os.PathLike], option: str = "categories_file") -> UserRules:
-    """Read and validate a user rules file; :class:`OptionError` ``<option> <path>: …``."""
-    path = str(path)
-    try:
-        text = read_text(path)
-    except Unreadable as e:   # one message shape: "<option> <path>: cannot read the file (why)"
-        raise refusal(option, path, f"cannot read the file ({e})") from None
-    rules, rep = parse_rules_data(_decode(text, path, option), option, path)
-    return UserRules(rules, rep, path)
-
-
 # ----------------------------------------------------------------------------------------------------------
 # rule sets
 
 
-def build_rules(preset: Optional[str] = None, user: Optional[UserRules] = None) -> CategoryRules:
-    """Rules for ``preset`` (None / "auto": chosen per trace) with optional parsed user rules."""
+def build_rules(preset: Optional[str] = None, own: Tuple[Rule, ...] = (), replace: bool = False,
+                source: Optional[str] = None) -> CategoryRules:
+    """Rules for ``preset`` (None / "auto": chosen per trace) with the parsed user rules ``own`` (of the file
+    ``source``; ``replace``: they replace the presets)."""
     name = (preset or "auto").strip().lower()
     if name not in PRESETS and name != "auto":
         raise InputError(f"unknown categories preset {preset!r} (choose from: auto, {', '.join(PRESETS)})")
-    own = user.rules if user is not None else ()
-    source = user.source if user is not None else None
-    if user is not None and user.replace:
+    if replace:
         return CategoryRules("custom", own, own, True, source, f"rules replaced by {source}")
     if name == "auto":
         presets = tuple(builtin_preset(p) for p in PRESETS)
@@ -244,6 +223,12 @@ def load_rules(preset: Optional[str] = None, extra_file: Optional[Union[str, os.
                option: str = "categories_file") -> CategoryRules:
     """Rules for ``preset`` (None / "auto": chosen per trace) plus an optional user rules file.
 
-    Raises :class:`InputError` (one-line message) for an unknown preset or a bad file."""
-    user = read_rules_file(extra_file, option) if extra_file else None
-    return build_rules(preset, user)
+    Raises :class:`InputError` (one-line message) for an unknown preset or a bad file (``<option> <path>: …``)."""
+    if not extra_file:
+        return build_rules(preset)
+    path = str(extra_file)
+    try:
+        text = read_text(path)
+    except Unreadable as e:   # one message shape: "<option> <path>: cannot read the file (why)"
+        raise refusal(option, path, f"cannot read the file ({e})") from None
+    return build_rules(preset, *parse_rules_data(_decode(text, path, option), option, path), path)

@@ -66,24 +66,6 @@ def _merge(maps: Sequence[Mapping[str, Sequence[str]]]) -> PhaseDict:
     return out
 
 
-def preset_phase_map(framework: Optional[str] = None) -> PhaseDict:
-    """Phase map of one framework preset (``vllm``, ``sglang``, ``trtllm``, ``generic``) or all merged."""
-    fw = _preset_document()["frameworks"]
-    if framework is not None:
-        if framework not in fw:
-            raise InputError(f"unknown phase preset {framework!r}; expected one of {sorted(fw)}")
-        return _merge([fw[framework]])
-    return _merge([fw[k] for k in fw])
-
-
-def ignore_list() -> List[str]:
-    return [str(s) for s in _preset_document().get("ignore", [])]
-
-
-def step_keywords() -> List[str]:
-    return [str(s) for s in _preset_document().get("step_keywords", [])]
-
-
 def parse_phase_map(data: object, option: str = "phase_map",
                     path: Optional[Union[str, os.PathLike]] = None) -> PhaseDict:
     """Validate a user phase map (see module docstring) and return it as ``{phase: [substring, ...]}``.
@@ -128,9 +110,10 @@ def build_phase_map(user_map: Union[PhaseMap, Mapping, None] = None, option: str
     None, the merged presets. ``ignore`` / ``step_keywords`` always come from the presets."""
     if isinstance(user_map, PhaseMap):
         return user_map
-    if user_map:
-        phases, source = parse_phase_map(user_map, option), "user"
-    else:
-        phases, source = preset_phase_map(), "preset:" + "+".join(_preset_document()["frameworks"])
-    return PhaseMap(tuple((p, tuple(subs)) for p, subs in phases.items()), source,
-                    tuple(ignore_list()), tuple(step_keywords()))
+    user = parse_phase_map(user_map, option) if user_map else None
+    doc = _preset_document()
+    phases = user if user is not None else _merge(list(doc["frameworks"].values()))
+    return PhaseMap(tuple((p, tuple(subs)) for p, subs in phases.items()),
+                    "user" if user is not None else "preset:" + "+".join(doc["frameworks"]),
+                    tuple(str(s) for s in doc.get("ignore", [])), tuple(str(s) for s in doc.get("step_keywords", [])))
+

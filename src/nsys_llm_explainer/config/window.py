@@ -10,24 +10,18 @@ from ..errors import OptionError
 Window = Tuple[int, int]
 
 
-def parse_window(text: str, option: str = "window") -> Window:
-    """``"START_NS:END_NS"`` → ``(start, end)`` (integers, whitespace around each allowed).
-
-    Raises :class:`~nsys_llm_explainer.errors.OptionError` (naming ``option``) when malformed or when end ≤ start."""
-    parts = str(text).split(":")
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        a, b = int(parts[0].strip()), int(parts[1].strip())
-    except ValueError:
-        raise OptionError(option, f"expects START_NS:END_NS (integers), got {text!r}") from None
-    return check_window((a, b), option)
-
-
 def check_window(value: Union[str, Sequence[int]], option: str = "window") -> Window:
-    """A window given as text (:func:`parse_window`) or as a (start, end) pair of integers, validated."""
+    """A window given as ``"START_NS:END_NS"`` (integers, whitespace around each allowed) or as a (start, end) pair
+    of integers; :class:`~nsys_llm_explainer.errors.OptionError` (naming ``option``) when malformed or when
+    end ≤ start."""
     if isinstance(value, str):
-        return parse_window(value, option)
+        parts = value.split(":")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            value = (int(parts[0].strip()), int(parts[1].strip()))
+        except ValueError:
+            raise OptionError(option, f"expects START_NS:END_NS (integers), got {value!r}") from None
     try:
         ok = len(value) == 2 and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in value)
     except TypeError:

@@ -4,7 +4,7 @@ and join GPU work to its launching API call (same process + correlationId)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Sized, Tuple, TypeVar
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from ..read import fetch_nvtx as FN
 from ..read.connection import TraceConnection
 from ..read.fetch_launch import rowid_range
 from ..read.schema import Schema
-from .info import GpuInfo, RowCounts, SessionRecord, TraceInfo
+from .info import GPU_COLUMNS, GpuInfo, RowCounts, SessionRecord, TraceInfo
 from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
 from .names import base_api_name, distinct_small, intern_ids, thread_labels
 from .nvtx_build import build_nvtx, possible_nvtx
@@ -83,12 +83,12 @@ def narrow(v: np.ndarray, types: Tuple[type, ...] = (np.int16, np.int32)) -> np.
     return v
 
 
-def _rows_map(rows: Sequence[Mapping[str, object]], key: Callable[[Mapping[str, object]], K],
-              value: Callable[[Mapping[str, object]], V]) -> Dict[K, V]:
-    """``key(row) → value(row)`` of the info rows (a row on which either raises, e.g. a pid that is not an
-    integer, is left out)."""
+def _rows_map(conn: TraceConnection, schema: Schema, table: str, cols: Sequence[str],
+              key: Callable[[Mapping[str, object]], K], value: Callable[[Mapping[str, object]], V]) -> Dict[K, V]:
+    """``key(row) → value(row)`` of the rows of the small info table ``table`` (``cols``: the columns read, those it
+    has; a row on which either raises, e.g. a pid that is not an integer, is left out)."""
     out: Dict[K, V] = {}
-    for r in rows:
+    for r in F.fetch_rows(conn, schema, table, cols):
         try:
             out[key(r)] = value(r)
         except (KeyError, TypeError, ValueError):
@@ -140,13 +140,12 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     # ---- the two big tables: fetched at the same time when the columnar reader is on (it releases the GIL);
     # the CUDA API rows are normalized while the kernel table is still being read
     ktable = schema.kernel_table
-    api_warnings: List[str] = []
 
     def api_part() -> Tuple[Optional[ApiCalls], ApiIndex]:
         rt = F.fetch_runtime(conn, schema)
         if rt is None:
             return None, ApiIndex(None)
-        rt = _sorted(drop_impossible(rt, "CUPTI_ACTIVITY_KIND_RUNTIME", api_warnings))
+        rt = _sorted(drop_impossible(rt, "CUPTI_ACTIVITY_KIND_RUNTIME", warnings))
         name_idx, names = intern_ids(rt["name_id"], strings)
         calls = ApiCalls(
             start=rt["start"], end=rt["end"], gtid=rt["gtid"], pid=pid_of(rt["gtid"]), tid=tid_of(rt["gtid"]),
@@ -175,13 +174,12 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
             kc = kc_future.result()
     else:
         (api, api_index), kc = api_part(), kernels_read()
-    warnings += api_warnings
 
     api_pids = sorted({int(p) for p in np.unique(api.pid)} - {-1}) if api is not None and len(api) else []
     default_pid = api_pids[0] if len(api_pids) == 1 else None
 
-    dmap = _rows_map(F.fetch_info(conn, schema, "cuda_device_map"), lambda r: (sql_int(r["pid"]), sql_int(r["cudaId"])),
-                     lambda r: sql_int(r["gpuId"]))
+    dmap = _rows_map(conn, schema, "TARGET_INFO_CUDA_DEVICE", ("gpuId", "cudaId", "pid"),
+                     lambda r: (sql_int(r["pid"]), sql_int(r["cudaId"])), lambda r: sql_int(r["gpuId"]))
     if dmap:
         notes.append("Device ids are physical GPU ids mapped through TARGET_INFO_CUDA_DEVICE (pid, cudaId → gpuId).")
 
@@ -200,16 +198,10 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         kc = _sorted(kc)
         rowid_base, read_pos = _rowids(conn, ktable, kc.pop("read_pos", None), read_order)
         pid = _fill_pid(kc, default_pid)
-        if "short" not in kc:
-            missing_ids = [int(x) for x in distinct_small(kc["demangled"])[0].tolist() if int(x) not in strings]
-            short_map = F.fetch_short_for(conn, schema, ktable, missing_ids)
-            kc["short"] = np.full(kc["demangled"].shape[0], -1, np.int64)
-            if short_map:                  # each row looked up in the sorted map (no pass over every row per id)
-                ids = np.array(sorted(short_map), np.int64)
-                dm = np.asarray(kc["demangled"], np.int64)
-                at = np.minimum(np.searchsorted(ids, dm), ids.shape[0] - 1)
-                hit = ids[at] == dm
-                kc["short"][hit] = np.array([short_map[i] for i in ids.tolist()], np.int64)[at[hit]]
+        if "short" not in kc:              # per distinct id: no pass over every row per id
+            ids, inv = distinct_small(kc["demangled"])
+            short_map = F.fetch_short_for(conn, schema, ktable, [i for i in ids.tolist() if i not in strings])
+            kc["short"] = np.array([short_map.get(i, -1) for i in ids.tolist()], np.int64)[inv]
         name_idx, names = intern_ids(kc["demangled"], strings, kc["short"])
         missing = [n for n in names if n.startswith("[missing StringId")]
         if missing:
@@ -270,10 +262,11 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
 
     um_gpu_faults, um_cpu_faults = _um_faults(table, strings, dmap)
 
-    thread_names = _rows_map(F.fetch_info(conn, schema, "thread_names"), lambda r: sql_int(r["globalTid"]),
+    thread_names = _rows_map(conn, schema, "ThreadNames", ("globalTid", "nameId"), lambda r: sql_int(r["globalTid"]),
                              lambda r: strings.get(sql_int(r["nameId"]), ""))
 
-    t_end = trace_edge(max, kernels, api, (memcpy, memset, sync, graph_trace), None)   # before NVTX is read
+    cuda = (kernels, api, memcpy, memset, sync, graph_trace)
+    t_end = trace_edge(max, *cuda)   # before NVTX is read
 
     # ---- NVTX
     nvtx: Optional[NvtxRanges] = None
@@ -282,17 +275,14 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         nvtx = build_nvtx(possible_nvtx(nv, warnings), t_end, warnings)
 
     graph_mode = schema.meta_value("capture:CUDA_GRAPH_TRACE_OPTIONS:MODE")
-    counted: Dict[str, Optional[Sized]] = {"kernels": kernels, "cuda_api": api, "nvtx_ranges": nvtx,
-                                           "memcpy": memcpy, "memset": memset, "sync": sync, "graph_trace": graph_trace}
-    row_counts = RowCounts.of({k: len(t) if t is not None else 0 for k, t in counted.items()})
     info = TraceInfo(
         path=path, product_version=schema.product_version, schema_version=schema.schema_version,
         meta_table=schema.meta_table, kernel_table=ktable, tables=schema.tables, meta=schema.meta,
-        gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_info(conn, schema, "gpus")),
-        process_names=_rows_map(F.fetch_info(conn, schema, "processes"), lambda p: sql_int(p["pid"]),
-                                lambda p: str(p.get("name") or "")),
+        gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_rows(conn, schema, "TARGET_INFO_GPU", GPU_COLUMNS)),
+        process_names=_rows_map(conn, schema, "PROCESSES", ("globalPid", "pid", "name"),
+                                lambda p: sql_int(p["pid"]), lambda p: str(p.get("name") or "")),
         session=SessionRecord(*F.fetch_session(conn, schema)),
-        row_counts=row_counts, graph_trace_mode=graph_mode,
+        row_counts=RowCounts(), graph_trace_mode=graph_mode,
     )
     if schema.meta_table is None:
         warnings.append("No export metadata table (EXPORT_META_DATA / META_DATA_EXPORT): nsys version unknown.")
@@ -302,9 +292,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         cols = schema.columns("CUDA_GRAPH_EVENTS")
         level = "graph-level (≥ 2024.2 meaning)" if "graphId" in cols else "node-level (≤ 2023.4 meaning)"
         notes.append(f"CUDA_GRAPH_EVENTS has {level} columns; decided by its columns, not the version.")
-    gpu_ops = (memcpy, memset, sync, graph_trace)
     samples = build_samples(conn, schema, strings, api.gtid if api is not None else None,
-                            trace_edge(min, kernels, api, gpu_ops, nvtx), trace_edge(max, kernels, api, gpu_ops, nvtx))
+                            trace_edge(min, *cuda, nvtx), trace_edge(max, *cuda, nvtx))
     # the read's own notes (rows of the wrong type left out, text that is not UTF-8) once everything is read: NVTX
     # text, process / GPU names and samples are read after the kernel and API tables
     warnings += sorted(conn.excluded)
@@ -314,7 +303,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         thread_labels=thread_labels(thread_names, active_threads(api, nvtx, osrt, few_distinct)),
         warnings=tuple(warnings), notes=tuple(notes),
         um_gpu_faults=um_gpu_faults, um_cpu_faults=um_cpu_faults, samples=samples,
-    )
+    ).with_row_counts()
 
 
 def _um_faults(table: Callable[[str, Dict[str, str]], Optional[Dict[str, np.ndarray]]], strings: Dict[int, str],

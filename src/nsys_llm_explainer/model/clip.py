@@ -9,7 +9,6 @@ from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
-from .info import RowCounts
 from .trace import Rows as Table
 from .trace import TraceModel
 
@@ -93,10 +92,4 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
         memset=clip(model.memset, linked), sync=clip(model.sync, linked), graph_trace=clip(model.graph_trace, linked),
         osrt=clip(model.osrt, unlinked), um_gpu_faults=clip(model.um_gpu_faults, unlinked),
         um_cpu_faults=clip(model.um_cpu_faults, unlinked), samples=None)   # the samples are not clipped
-    counts = dict(model.info.row_counts)
-    for key, name in (("kernels", "kernels"), ("cuda_api", "api"), ("nvtx_ranges", "nvtx"), ("memcpy", "memcpy"),
-                      ("memset", "memset"), ("sync", "sync"), ("graph_trace", "graph_trace")):
-        part = getattr(out, name)
-        if key in counts or part is not None:
-            counts[key] = len(part) if part is not None else 0
-    return dataclasses.replace(out, info=dataclasses.replace(out.info, row_counts=RowCounts.of(counts)))
+    return out.with_row_counts()

@@ -79,7 +79,7 @@ class GpuInfo:
     @classmethod
     def of_row(cls, row: Mapping[str, object]) -> GpuInfo:
         """The GPU of a model row (its keys: the table's columns this class knows)."""
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "columns" and f.name in row)
+        names = tuple(n for n in GPU_COLUMNS if n in row)
         return cls(**{n: _json_safe(row[n]) for n in names}, columns=names)
 
     def to_dict(self) -> Dict[str, Any]:   # the export's columns only
@@ -88,9 +88,12 @@ class GpuInfo:
     @classmethod
     def from_dict(cls, d: Any, where: str = "trace.gpus") -> GpuInfo:
         """The inverse of :meth:`to_dict`: ``columns`` are the keys ``d`` has."""
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "columns")
-        have = tuple(n for n in names if isinstance(d, Mapping) and n in d)
-        return dataclass_from_json(cls, d, where, omitted=set(names) - set(have), columns=have)
+        have = tuple(n for n in GPU_COLUMNS if isinstance(d, Mapping) and n in d)
+        return dataclass_from_json(cls, d, where, omitted=set(GPU_COLUMNS) - set(have), columns=have)
+
+
+#: the ``TARGET_INFO_GPU`` columns read (those of :class:`GpuInfo`)
+GPU_COLUMNS = tuple(f.name for f in dataclasses.fields(GpuInfo) if f.name != "columns")
 
 
 @dataclass(frozen=True)

@@ -83,13 +83,6 @@ def union_lean(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
     return IntervalUnion(s[first], cm[last], e0, e0)
 
 
-def union_unsorted(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
-    order = np.argsort(start, kind="stable")
-    u = union(start[order], end[order])
-    return IntervalUnion(u.start, u.end, order[u.first_row] if len(u) else u.first_row,
-                 order[u.last_row] if len(u) else u.last_row)
-
-
 def union_blocks(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
     """The blocks of the union of intervals in any order, without row bookkeeping (as :func:`union_lean`):
     rows already sorted by start (the model's tables are) are used as they are, with no copy or sort."""

@@ -18,17 +18,15 @@ GPU_WORK_API = {
 }
 
 
-def link_unknown_pid(corr: np.ndarray, api: ApiCalls, kind: Optional[str] = None) -> Tuple[np.ndarray, np.ndarray]:
+def link_unknown_pid(corr: np.ndarray, api: ApiCalls, kind: str) -> Tuple[np.ndarray, np.ndarray]:
     """(API row or -1, ambiguous?) for GPU rows of unknown process, joined on correlationId alone among the calls
-    that can produce that GPU work (``kind`` in :data:`GPU_WORK_API`; without ``kind``: any GPU work); the rule:
-    docs/METRICS.md, "Launch link"."""
+    that can produce that GPU work (``kind`` in :data:`GPU_WORK_API`); the rule: docs/METRICS.md, "Launch link"."""
     n = corr.shape[0]
     out, amb = np.full(n, -1, np.int64), np.zeros(n, bool)
     if n == 0 or len(api) == 0:
         return out, amb
     cand = api.primary & (api.corr >= 0) & (api.pid >= 0)
-    words = GPU_WORK_API[kind] if kind in GPU_WORK_API else tuple(w for ws in GPU_WORK_API.values() for w in ws)
-    fits = np.array([any(w in nm for w in words) and "HostFunc" not in nm for nm in api.names] + [False])
+    fits = np.array([any(w in nm for w in GPU_WORK_API[kind]) and "HostFunc" not in nm for nm in api.names] + [False])
     cand &= fits[api.name_idx]
     rows = np.nonzero(cand)[0]
     if rows.shape[0] == 0:
@@ -47,7 +45,7 @@ def link_unknown_pid(corr: np.ndarray, api: ApiCalls, kind: Optional[str] = None
 
 
 def unknown_pid_message(pid: np.ndarray, corr: np.ndarray, launch_idx: np.ndarray, api: Optional[ApiCalls],
-                        table: str, kind: Optional[str] = None, column_missing: bool = True) -> Optional[str]:
+                        table: str, kind: str, column_missing: bool) -> Optional[str]:
     """One warning line for GPU rows of unknown process (no ``globalPid``): how many were linked to their
     call on correlationId alone and how many were left unlinked because several processes used the id."""
     unknown = pid < 0
@@ -165,15 +163,14 @@ class ApiIndex:
         return out
 
 
-def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls],
-                index: Optional[ApiIndex] = None, kind: Optional[str] = None) -> np.ndarray:
+def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls], index: ApiIndex, kind: str) -> np.ndarray:
     """Row of the API call with the same (pid, correlationId) for each GPU row, or -1.
 
     Rows whose process is unknown (``pid`` < 0: no ``globalPid`` column) are joined on correlationId
     alone when that is unambiguous — see :func:`link_unknown_pid`."""
     if api is None or len(api) == 0 or pid.shape[0] == 0:
         return np.full(pid.shape[0], -1, np.int64)
-    out = (index if index is not None else ApiIndex(api)).lookup(pid, corr)
+    out = index.lookup(pid, corr)
     unknown = (pid < 0) & (corr >= 0)
     if unknown.any():
         out[unknown] = link_unknown_pid(corr[unknown], api, kind)[0]

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -15,42 +15,26 @@ MAX_TS = 1 << 62
 SUM_LIMIT = 1 << 53
 
 
-def impossible(start: np.ndarray, end: np.ndarray, has_end: Optional[np.ndarray] = None
-               ) -> Tuple[np.ndarray, int, int]:
-    """(mask of impossible rows, rows with a time out of range, rows ending before they start). ``has_end``:
-    rows whose ``end`` is known (NVTX: unterminated ranges have none); default: every row."""
-    out_of_range = (start < 0) | (start > MAX_TS)
-    known = np.ones(start.shape[0], bool) if has_end is None else has_end.astype(bool)
-    out_of_range |= known & ((end < 0) | (end > MAX_TS))
-    backwards = ~out_of_range & known & (end < start)
-    return out_of_range | backwards, int(out_of_range.sum()), int(backwards.sum())
-
-
-def note(table: str, n_range: int, n_back: int) -> Optional[str]:
-    """The warning line for a table's excluded rows (None when there are none)."""
-    parts = [p for n, p in ((n_range, f"{n_range} with a start or end time missing or outside 0 … 2^62 ns"),
-                            (n_back, f"{n_back} ending before they start")) if n]
-    if not parts:
-        return None
-    return f"{table}: {n_range + n_back} impossible row(s) left out of every number ({'; '.join(parts)})."
-
-
 def drop_impossible(cols: Dict[str, np.ndarray], table: str, warnings: List[str],
                     has_end: Optional[str] = None) -> Dict[str, np.ndarray]:
     """``cols`` without its impossible rows (a warning added to ``warnings`` when there are some), then, when every
-    row has an end (``has_end`` None), without the rows its sums cannot hold (:func:`drop_unsummable`); the same
-    dict, untouched, when every row is kept."""
+    row has an end (``has_end`` None; else the column of the rows whose ``end`` is known: NVTX), without the rows
+    its sums cannot hold (:func:`drop_unsummable`); the same dict, untouched, when every row is kept."""
     if "start" not in cols or "end" not in cols or cols["start"].shape[0] == 0:
         return cols
-    bad, n_range, n_back = impossible(cols["start"], cols["end"], cols.get(has_end) if has_end else None)
-    if not (n_range or n_back):
-        return cols if has_end else drop_unsummable(cols, table, warnings)
-    keep = np.nonzero(~bad)[0]
-    msg = note(table, n_range, n_back)
-    if msg:
-        warnings.append(msg)
-    kept = {k: v[keep] for k, v in cols.items()}
-    return kept if has_end else drop_unsummable(kept, table, warnings)
+    start, end = cols["start"], cols["end"]
+    known = np.ones(start.shape[0], bool) if has_end is None else cols[has_end].astype(bool)
+    out_of_range = (start < 0) | (start > MAX_TS) | (known & ((end < 0) | (end > MAX_TS)))
+    backwards = ~out_of_range & known & (end < start)
+    n_range, n_back = int(out_of_range.sum()), int(backwards.sum())
+    if n_range or n_back:
+        parts = [p for n, p in ((n_range, f"{n_range} with a start or end time missing or outside 0 … 2^62 ns"),
+                                (n_back, f"{n_back} ending before they start")) if n]
+        warnings.append(f"{table}: {n_range + n_back} impossible row(s) left out of every number "
+                        f"({'; '.join(parts)}).")
+        keep = np.nonzero(~(out_of_range | backwards))[0]
+        cols = {k: v[keep] for k, v in cols.items()}
+    return cols if has_end else drop_unsummable(cols, table, warnings)
 
 
 def exact_total(values: np.ndarray) -> int:

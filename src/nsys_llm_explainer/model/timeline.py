@@ -107,11 +107,6 @@ class Gaps:
         return int(self.start.shape[0])
 
 
-def _launch_of(ops: GpuActivity, n: int) -> np.ndarray:
-    v = ops.launch_idx
-    return np.asarray(v, np.int64) if len(v) == n else np.full(n, -1, np.int64)
-
-
 def _copy_labels(model: TraceModel) -> tuple:
     """Per memcpy/memset row: label index, and the label list (direction, '(pageable)' for pageable host)."""
     labels: List[str] = []
@@ -195,33 +190,22 @@ def _take(arrays: tuple, idx: Optional[np.ndarray]) -> tuple:
 @dataclass(frozen=True)
 class _Source:
     """One table's rows that may enter a device's activity: columns as the model holds them (no copies);
-    ``label`` is an index array or one constant label; ``rows``: device → its rows in the window (None = all)."""
+    ``label``: index of each row's label; ``rows``: device → its rows in the window (None = all)."""
 
     start: np.ndarray
     end: np.ndarray
-    label: object
+    label: np.ndarray
     launch: np.ndarray
     is_kernel: bool
     rows: Dict[int, Optional[np.ndarray]]
 
-    def count(self, d: int) -> int:
-        """Rows of device ``d`` in the window."""
-        if d not in self.rows:
-            return 0
-        r = self.rows[d]
-        return int(self.start.shape[0] if r is None else r.shape[0])
-
     def take(self, r: Optional[np.ndarray]) -> tuple:
-        n = self.start.shape[0] if r is None else r.shape[0]
-        if isinstance(self.label, int):
-            lab = np.full(n, self.label, np.int32)
-        else:
-            lab = _take((np.asarray(self.label).astype(np.int32, copy=False),), r)[0]
-        s, e, lix = (a.astype(np.int64, copy=False) for a in _take((self.start, self.end, self.launch), r))
-        return s, e, lab, lix, np.full(n, self.is_kernel, bool)
+        s, e, lab, lix = _take((self.start, self.end, self.label, self.launch), r)
+        return (s.astype(np.int64, copy=False), e.astype(np.int64, copy=False), lab.astype(np.int32, copy=False),
+                lix.astype(np.int64, copy=False), np.full(s.shape[0], self.is_kernel, bool))
 
 
-def _source(start: np.ndarray, end: np.ndarray, label: object, dev: np.ndarray, launch: np.ndarray,
+def _source(start: np.ndarray, end: np.ndarray, label: np.ndarray, dev: np.ndarray, launch: np.ndarray,
             is_kernel: bool, w0: int, w1: int) -> _Source:
     keep = (start < w1) & ((np.maximum(end, start) > w0) | ((end == start) & (start >= w0)))
     if keep.all():
@@ -251,22 +235,21 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
         li = k.launch_idx if k.launch_idx.shape[0] == len(k) else np.full(len(k), -1, np.int64)
         sources.append(_source(k.start, k.end, k.name_idx, k.device, li, True, w0, w1))
         labels = list(k.names)
-    gt = model.graph_trace
-    graphs: Optional[_Source] = None
+    gt, graph_label = model.graph_trace, -1
     if gt is not None and len(gt):
         labels.append(GRAPH_LABEL)
-        graphs = _source(gt.start, gt.end, len(labels) - 1, np.asarray(gt.device, np.int64),
-                         _launch_of(gt, len(gt)), False, w0, w1)
-        sources.append(graphs)
+        graph_label = len(labels) - 1
+        sources.append(_source(gt.start, gt.end, np.full(len(gt), graph_label, np.int32),
+                               np.asarray(gt.device, np.int64), gt.launch_idx, False, w0, w1))
     copy_parts, copy_labels = _copy_labels(model)
     if include_memcpy:
         for ops, lab in copy_parts:
             base = len(labels)
             labels += ["[CUDA " + x + "]" if x == "memset" else f"[CUDA memcpy {x}]" for x in copy_labels]
             sources.append(_source(ops.start, ops.end, (base + lab).astype(np.int32),
-                                   np.asarray(ops.device, np.int64), _launch_of(ops, len(ops)), False, w0, w1))
+                                   np.asarray(ops.device, np.int64), ops.launch_idx, False, w0, w1))
 
-    cols = [(ops.start, ops.end, lb, np.asarray(ops.device, np.int64), _launch_of(ops, len(ops)))
+    cols = [(ops.start, ops.end, lb, np.asarray(ops.device, np.int64), ops.launch_idx)
             for ops, lb in copy_parts]
     cs, ce, cl, cd, cli = (_cat([c[i] for c in cols], np.int64) for i in range(5))
     ck = (cs < w1) & (np.maximum(ce, cs) > w0)
@@ -281,7 +264,6 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
     for src in sources:
         devices |= set(src.rows)
     for d in sorted(devices):
-        n_graph = graphs.count(d) if graphs is not None else 0
         parts = [src.take(src.rows.pop(d)) for src in sources if d in src.rows]
         if not parts:
             e64 = np.empty(0, np.int64)
@@ -300,7 +282,8 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
         yield DeviceTimeline(
             device_id=d, w0=int(w0), w1=int(w1), act=act, labels=labels, busy=iv.union(act.start, act.end),
             copy_start=cs[c], copy_end=ce[c], copy_label=cl[c], copy_launch_idx=cli[c], copy_labels=copy_labels,
-            copies=iv.union(cs[c], ce[c]), kernel_count=int(act.is_kernel.sum()), graph_count=n_graph)
+            copies=iv.union(cs[c], ce[c]), kernel_count=int(act.is_kernel.sum()),
+            graph_count=int((act.label_idx == graph_label).sum()) if graph_label >= 0 else 0)
         del act
 
 

@@ -7,12 +7,13 @@ Arrays of one table have equal length; ``-1`` means "unknown / NULL".
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from .info import TraceInfo
+from .info import RowCounts, TraceInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     from .samples import CpuSamples
@@ -247,15 +248,25 @@ class TraceModel:
         for a thread without a name (the output keeps its own fallback)."""
         return self.thread_labels.get(int(gtid), "")
 
+    def with_row_counts(self) -> TraceModel:
+        """This model with ``info.row_counts`` holding the rows of each of its activity tables (0: absent)."""
+        tables = {"kernels": self.kernels, "cuda_api": self.api, "nvtx_ranges": self.nvtx, "memcpy": self.memcpy,
+                  "memset": self.memset, "sync": self.sync, "graph_trace": self.graph_trace}
+        counts = RowCounts.of({k: 0 if t is None else len(t) for k, t in tables.items()})
+        return dataclasses.replace(self, info=dataclasses.replace(self.info, row_counts=counts))
+
+    @property
+    def cuda_rows(self) -> Tuple[Optional[Rows], ...]:
+        """The tables of CUDA activity: kernels, API calls, memcpy, memset, sync, graph launches."""
+        return self.kernels, self.api, self.memcpy, self.memset, self.sync, self.graph_trace
+
     @property
     def trace_start(self) -> Optional[int]:
-        return trace_edge(min, self.kernels, self.api, (self.memcpy, self.memset, self.sync, self.graph_trace),
-                          self.nvtx)
+        return trace_edge(min, *self.cuda_rows, self.nvtx)
 
     @property
     def trace_end(self) -> Optional[int]:
-        return trace_edge(max, self.kernels, self.api, (self.memcpy, self.memset, self.sync, self.graph_trace),
-                          self.nvtx)
+        return trace_edge(max, *self.cuda_rows, self.nvtx)
 
 
 def active_threads(api: Optional[ApiCalls], nvtx: Optional[NvtxRanges], osrt: Optional[OsCalls],
@@ -270,10 +281,8 @@ def active_threads(api: Optional[ApiCalls], nvtx: Optional[NvtxRanges], osrt: Op
     return out
 
 
-def trace_edge(fn: Callable[[List[int]], int], kernels: Optional[Kernels], api: Optional[ApiCalls],
-               ops: Sequence[Optional[GpuRows]], nvtx: Optional[NvtxRanges]) -> Optional[int]:
+def trace_edge(fn: Callable[[List[int]], int], *tables: Optional[Rows]) -> Optional[int]:
     """The first start (``fn`` = ``min``) or the last end (``max``) over the given tables; ``None`` when all
     are empty."""
-    parts: Tuple[Any, ...] = (kernels, api, *ops, nvtx)
-    vals = [int(p.start.min()) if fn is min else int(p.end.max()) for p in parts if p is not None and len(p)]
+    vals = [int(p.start.min()) if fn is min else int(p.end.max()) for p in tables if p is not None and len(p)]
     return fn(vals) if vals else None

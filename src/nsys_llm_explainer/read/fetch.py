@@ -32,10 +32,12 @@ class ValueTypeError(ReadError):
     """A value of another type (text, blob, real) in a column that must hold integers."""
 
 
-def _exclude_note(conn: TraceConnection, note: str, count: int = 1) -> None:
-    """Record a warning about ``count`` rows left out while reading (``build_model`` puts it in the report)."""
-    if count > 0:
-        conn.excluded.append(note)
+def left_out(conn: TraceConnection, rows: str, note: str) -> None:
+    """Record a warning about the rows a read leaves out (``build_model`` puts it in the report): ``rows`` says
+    which (``table WHERE condition``), ``note`` is the warning with ``{}`` for their count; none when there are none."""
+    n = int(_query(conn, f"SELECT count(*) FROM {rows}")[0][0])
+    if n > 0:
+        conn.excluded.append(note.format(n))
 
 
 def _expr(schema: Schema, table: str, col: str, strict: bool = False) -> str:
@@ -122,9 +124,8 @@ def integer_rows(conn: TraceConnection, schema: Schema, table: str, cols: Iterab
     (among the rows ``where`` keeps) in a note for the report's warnings."""
     col = f'{alias}."{{}}"' if alias else '"{}"'
     ok = " AND ".join(f"typeof({col.format(c)}) IN ('integer', 'null')" for c in cols if schema.has(table, c)) or "1"
-    bad = int(_query(conn, f'SELECT count(*) FROM "{table}" {alias} WHERE {where}NOT ({ok})')[0][0])
-    _exclude_note(conn, f"{table}: {bad} row(s) with a non-integer value (text, blob or real) in an integer column "
-                        "were left out.", bad)
+    left_out(conn, f'"{table}" {alias} WHERE {where}NOT ({ok})',
+             f"{table}: {{}} row(s) with a non-integer value (text, blob or real) in an integer column were left out.")
     return ok
 
 
@@ -148,10 +149,8 @@ def fetch_strings(conn: TraceConnection, schema: Schema) -> Dict[int, str]:
     if not (schema.has("StringIds", "id") and schema.has("StringIds", "value")):
         return {}
     rows = _query(conn, "SELECT id, value FROM StringIds WHERE typeof(id) = 'integer'")
-    bad = _query(conn, "SELECT count(*) FROM StringIds WHERE typeof(id) != 'integer'")
-    n_bad = int(bad[0][0]) if bad else 0
-    _exclude_note(conn, f"StringIds: {n_bad} row(s) with a non-integer id (NULL, text, blob or real) were left out.",
-                  n_bad)
+    left_out(conn, "StringIds WHERE typeof(id) != 'integer'",
+             "StringIds: {} row(s) with a non-integer id (NULL, text, blob or real) were left out.")
     return {int(i): text_value(v) for i, v in rows}
 
 
@@ -285,20 +284,6 @@ def fetch_rows(conn: TraceConnection, schema: Schema, table: str,
         return []
     sql = f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{table}"'
     return [dict(zip(cols, r)) for r in _query(conn, sql)]
-
-
-GPU_INFO_COLS = (
-    "id", "name", "chipName", "busLocation", "uuid", "totalMemory", "memoryBandwidth", "clockRate",
-    "smCount", "computeMajor", "computeMinor",
-)
-#: the small info tables :func:`fetch_info` reads: what → (table, columns)
-INFO_TABLES = {"gpus": ("TARGET_INFO_GPU", GPU_INFO_COLS), "processes": ("PROCESSES", ("globalPid", "pid", "name")),
-               "thread_names": ("ThreadNames", ("globalTid", "nameId")),
-               "cuda_device_map": ("TARGET_INFO_CUDA_DEVICE", ("gpuId", "cudaId", "pid"))}
-
-
-def fetch_info(conn: TraceConnection, schema: Schema, what: str) -> List[Dict[str, object]]:
-    return fetch_rows(conn, schema, *INFO_TABLES[what])
 
 
 def fetch_session(conn: TraceConnection, schema: Schema) -> Tuple[object, object, object]:

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .connection import TraceConnection, lenient, undecodable
-from .fetch import CHUNK, NULL, Columns, ReadError, ValueTypeError, _exclude_note, _query, integer_rows, text_value
+from .fetch import CHUNK, NULL, Columns, ReadError, ValueTypeError, _query, integer_rows, left_out, text_value
 from .schema import Schema
 
 
@@ -96,10 +96,9 @@ def fetch_nvtx(conn: TraceConnection, schema: Schema) -> Optional[NvtxRows]:
         for g, d, name in _query(conn, f"{dsql} AND {ok}"):
             if d is not None and name is not None:
                 domains.append((int(g), int(d), text_value(name)))
-        bad = _query(conn, f"SELECT count(*) FROM NVTX_EVENTS n WHERE n.eventType = 75 AND NOT ({ok})")
-        n_bad = int(bad[0][0]) if bad else 0
-        _exclude_note(conn, f"NVTX_EVENTS: {n_bad} domain row(s) with a non-integer domainId or globalTid (text, blob "
-                            "or real) were left out; their domains' ranges keep their names unqualified.", n_bad)
+        left_out(conn, f"NVTX_EVENTS n WHERE n.eventType = 75 AND NOT ({ok})",
+                 "NVTX_EVENTS: {} domain row(s) with a non-integer domainId or globalTid (text, blob or real) were "
+                 "left out; their domains' ranges keep their names unqualified.")
     max_ts = None
     if schema.has(t, "end"):
         row = _query(conn, "SELECT max(CASE WHEN typeof(start) = 'integer' THEN start END), "

@@ -12,7 +12,7 @@ from typing import Iterable, List, Optional, Sequence
 import numpy as np
 
 from .connection import TraceConnection
-from .fetch import Columns, ValueTypeError, _exclude_note, _fetch_ints, _query
+from .fetch import Columns, ValueTypeError, _fetch_ints, _query
 from .schema import Schema
 
 EVENTS = "COMPOSITE_EVENTS"
@@ -74,7 +74,7 @@ def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int],
     try:
         return _fetch_ints(conn, sql.format(guard="1"), names)
     except ValueTypeError:   # the samples with a non-integer value left out, and stated
-        _exclude_note(conn, f"{EVENTS}/{CHAINS}: samples with a non-integer value were left out.")
+        conn.excluded.append(f"{EVENTS}/{CHAINS}: samples with a non-integer value were left out.")
         return _fetch_ints(conn, sql.format(guard="typeof(e.id) = 'integer' AND typeof(e.start) = 'integer'"), names)
 
 

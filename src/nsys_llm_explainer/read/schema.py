@@ -44,12 +44,9 @@ class Schema:
     def columns(self, table: str) -> List[str]:
         return self.tables.get(table, [])
 
-    def meta_value(self, *keys: str) -> Optional[str]:
-        for k in keys:
-            vals = self.meta.get(k)
-            if vals:
-                return vals[0]
-        return None
+    def meta_value(self, key: str) -> Optional[str]:
+        vals = self.meta.get(key)
+        return vals[0] if vals else None
 
     @property
     def product_version(self) -> Optional[str]:

@@ -101,7 +101,7 @@ def _graph_trace_summary(model: TraceModel) -> Optional[GraphTraceSummary]:
     dev = gt.device
     per_dev = []
     for d, m in rows_by_value(np.asarray(dev)):      # one sort, not a mask over every row per device
-        u = iv.union_unsorted(s[m], e[m])
+        u = iv.union_blocks(s[m], e[m])
         per_dev.append(GraphTraceDevice(device_id=d, count=int(m.shape[0]), total_ns=int((e[m] - s[m]).sum()),
                                         union_ns=u.length))
     return GraphTraceSummary(count=int(len(gt)), total_ns=int((e - s).sum()), by_device=tuple(per_dev))

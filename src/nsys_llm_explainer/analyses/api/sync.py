@@ -75,7 +75,7 @@ def analyze_sync(model: TraceModel) -> SyncResult:
     srows = np.nonzero(sm)[0]
     for p, r in rows_by_value(api.pid[srows]):       # one sort, not a mask over every call per pid
         m = srows[r]
-        u = iv.union_unsorted(api.start[m], api.end[m])
+        u = iv.union_blocks(api.start[m], api.end[m])
         totals.append(SyncPidTotal(pid=p, count=int(m.shape[0]), total_ns=int(dur[m].sum()), wall_ns=u.length))
     return SyncResult(True, None, total_ns=int(dur[sm].sum()), call_count=int(sm.sum()),
                       sync_apis=tuple(group_stats({"name": bidx[sm]}, dur[sm]).rows(SyncApiRow, bnames)),

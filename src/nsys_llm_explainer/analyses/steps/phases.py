@@ -181,7 +181,7 @@ def analyze_phases(model: TraceModel, phase_map: PhaseMap, tree: Optional[NvtxTr
             r_ph = np.flatnonzero(piece_ph == pj)
             for p, r in rows_by_value(np.asarray(piece_pid)[r_ph]):   # one sort, no mask over every piece per pid
                 m = r_ph[r]
-                w = iv.union_unsorted(piece_s[m], piece_e[m]).length
+                w = iv.union_blocks(piece_s[m], piece_e[m]).length
                 by_pid.append(PidWall(p, int(w)))
                 wall += w
         km = kp == pj

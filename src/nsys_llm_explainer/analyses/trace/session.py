@@ -71,9 +71,7 @@ def analyze_session(model: TraceModel) -> Optional[SessionSpan]:
     utc = clock.utc_epoch_ns if clock.normalized else 0   # a normalised export counts from UTC epoch 0
     start = None if utc is None else clock.shift_ns + utc
     end = None if start is None else start + duration
-    ops = (model.memcpy, model.memset, model.sync, model.graph_trace)
-    c0 = trace_edge(min, model.kernels, model.api, ops, None)
-    c1 = trace_edge(max, model.kernels, model.api, ops, None)
+    c0, c1 = trace_edge(min, *model.cuda_rows), trace_edge(max, *model.cuda_rows)
     placed = start is not None and end is not None and c0 is not None and c1 is not None and start <= c0 <= c1 <= end
     far_ns = max(FAR_SHARE * duration, FAR_NS)
     starts_far = placed and c0 is not None and start is not None and c0 - start > far_ns

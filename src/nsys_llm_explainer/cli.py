@@ -24,14 +24,13 @@ from . import __version__
 from .errors import MEMORY_LINE, ExplainerError, InputError, OptionError, OutputError, memory_shortage
 from .options import Options, add_flags, check_option, flag_of, options_from_args
 from .paths import check_name, shown, stat_or_none
-from .terminal import Progress, error_line, say, silence_stdout, warning_line
+from .terminal import PROG, Progress, error_line, say, silence_stdout, warning_line
 
 if TYPE_CHECKING:
     from .cluster import ClusterResult
     from .output import OutDir
     from .report import Report
 
-PROG = "nsys-llm-explain"
 #: the words that, as the first argument, name a subcommand (always, whatever the working directory holds: README "Use")
 SUBCOMMANDS = ("compare", "demo", "schema")
 #: how the lines of :func:`comparison.gate.gate` that fail the gate start (exit 3 or 4): written on stderr

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
@@ -62,35 +63,26 @@ class FileSummary:
 
 def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
     causes = {c.device_id: c.causes for c in report.idle_causes.devices}
-    order = list(KINDS)
     st = report.steps
     arr = st.arrays if st.available else None
-    out = []
-    steps_of: Dict[int, np.ndarray] = {}     # device → its steps, ascending: one sort, not a mask per device
+    walls: Dict[int, np.ndarray] = {}     # device → its steps' wall times: one sort, not a mask per device
     if arr is not None and len(arr):
         o = np.argsort(arr.device, kind="stable")
         for seg in np.split(o, np.flatnonzero(arr.device[o][1:] != arr.device[o][:-1]) + 1):
-            steps_of[int(arr.device[seg[0]])] = seg
+            walls[int(arr.device[seg[0]])] = arr.wall[seg]
+    out = []
     for dev in report.gpu_time.devices:
         did = dev.device_id
-        by_kind: Dict[str, int] = {}
+        by_kind: Counter[str] = Counter()
         for c in causes.get(did, ()):
-            by_kind[c.kind] = by_kind.get(c.kind, 0) + c.ns
-        kinds = sorted(by_kind, key=lambda x: (order.index(x) if x in order else len(order), x))
-        n, p50, p90 = 0, None, None
-        if arr is not None and len(arr):
-            wall = arr.wall[steps_of.get(did, _NONE)]
-            n = int(wall.shape[0])
-            if n:
-                s = summary(wall)
-                p50, p90 = s.p50_ns, s.p90_ns
+            by_kind[c.kind] += c.ns
+        wall = walls.get(did)
+        s = summary(wall) if wall is not None else None
         rank = label if len(report.gpu_time.devices) == 1 else f"{label}/GPU {did}"
         out.append(DeviceRow(rank, label, did, dev.role, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
-                             {x: by_kind[x] for x in kinds if by_kind[x] > 0}, dev.kernel_count, n, p50, p90))
+                             {k: by_kind[k] for k in KINDS if by_kind[k] > 0}, dev.kernel_count,
+                             len(wall) if wall is not None else 0, s.p50_ns if s else None, s.p90_ns if s else None))
     return tuple(out)
-
-
-_NONE = np.empty(0, np.int64)
 
 
 def summarize(report: Report, label: str) -> FileSummary:

@@ -213,12 +213,9 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
 
 def run_schema(argv: Sequence[str]) -> int:
     a = _schema_parser().parse_args(list(argv))
-    if a.compare:
-        from .comparison import load_compare_schema
-        schema = load_compare_schema()
-    else:
-        from .render import load_schema
-        schema = load_schema()
+    from .render import load_schema
+
+    schema = load_schema("compare_schema.json") if a.compare else load_schema()
     if sys.stdout is None:
         raise OutputError("cannot write the schema: stdout is closed")
     try:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
@@ -14,7 +14,7 @@ from ..analyses.common.stats import summary
 from ..analyses.comms.series import NcclSeries
 from ..analyses.trace.session import ClockInfo
 from ..errors import InputError
-from ..jsonable import FieldsJson
+from ..jsonable import NOT_IN_JSON, FieldsJson
 from ..options import Options
 from ..vocabulary.cause_kinds import KINDS
 
@@ -48,17 +48,24 @@ class DeviceRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class FileSummary:
+class FileSummary(FieldsJson):
+    """``files[]`` of cluster.json: one input file — its steady window, clock facts and offset on the cluster clock —
+    as the worker that analysed it summarises it, with its devices' rows and NCCL kernels (not in ``files[]``:
+    :func:`result.build_result` moves the rows to ``devices[]`` and sets the offset)."""
+
     label: str
     path: str
     nsys_version: Optional[str]
+    window_method: str
     window_start_ns: int
     window_end_ns: int
-    window_method: str
     clock: ClockInfo
-    devices: Tuple[DeviceRow, ...]
-    nccl: Tuple[NcclSeries, ...]
-    headline: str
+    offset_ns: Optional[int]          # aligned timestamp = export timestamp + offset_ns (None: not aligned)
+    devices: int                      # devices in the file's own report
+    nccl_kernels: int
+    headline: str                     # the verdict of the file's own report
+    device_rows: Tuple[DeviceRow, ...] = field(default=(), metadata=NOT_IN_JSON)
+    nccl: Tuple[NcclSeries, ...] = field(default=(), metadata=NOT_IN_JSON)
 
 
 def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
@@ -92,11 +99,12 @@ def summarize(report: Report, label: str) -> FileSummary:
     if report.clock is None or report.nccl_series is None:
         raise InputError("a cluster summary needs the trace itself, and this report was loaded from report.json "
                          "(Report.from_dict), which does not carry it: analyze the trace again")
+    rows, nccl = _devices(report, label), report.nccl_series
     return FileSummary(
         label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
-        window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns), window_method=str(w.method),
-        clock=report.clock, devices=_devices(report, label), nccl=report.nccl_series,
-        headline=str(report.headline.verdict))
+        window_method=str(w.method), window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns),
+        clock=report.clock, offset_ns=None, devices=len(rows), nccl_kernels=sum(len(x.start) for x in nccl),
+        headline=str(report.headline.verdict), device_rows=rows, nccl=nccl)
 
 
 def analyze_file(path: str, label: str, options: Optional[Options] = None,

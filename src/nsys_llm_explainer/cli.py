@@ -24,14 +24,13 @@ from . import __version__
 from .errors import MEMORY_LINE, ExplainerError, InputError, OptionError, OutputError, memory_shortage
 from .options import Options, add_flags, check_option, flag_of, options_from_args
 from .paths import check_name, shown, stat_or_none
-from .terminal import Progress, error_line, say, silence_stdout, warning_line
+from .terminal import PROG, Progress, error_line, say, silence_stdout, warning_line
 
 if TYPE_CHECKING:
     from .cluster import ClusterResult
     from .output import OutDir
     from .report import Report
 
-PROG = "nsys-llm-explain"
 #: the words that, as the first argument, name a subcommand (always, whatever the working directory holds: README "Use")
 SUBCOMMANDS = ("compare", "demo", "schema")
 #: how the lines of :func:`comparison.gate.gate` that fail the gate start (exit 3 or 4): written on stderr
@@ -91,23 +90,19 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
         except ImportError:
             raise InputError("--scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
     od = check_out_dir(out, force, "cluster", [Path(p) for p in expand_inputs(items)])
-    progress = Progress(f"[{PROG}] ", enabled=not quiet)
     if scheduler:   # Dask logs a lost scheduler or worker as multi-line tracebacks on stderr, also from its background
         # threads while the process exits; the command line says what failed in one line (:mod:`cluster.workers`)
         import logging
 
         logging.disable(logging.CRITICAL)
-    try:
-        with Staging(od) as st:
-            assert st.tmp is not None
-            progress("analyzing the traces")
-            result = analyze_many(items, opts, jobs, scheduler, rank_root=str(st.tmp / "ranks"))
-            progress("writing the cluster report")
-            write_cluster_files(result, st.tmp)
-            _cluster_timeline(result, st.tmp)
-            st.commit()
-    finally:
-        progress.stop()
+    with Progress(f"[{PROG}] ", enabled=not quiet) as progress, Staging(od) as st:
+        assert st.tmp is not None
+        progress("analyzing the traces")
+        result = analyze_many(items, opts, jobs, scheduler, rank_root=str(st.tmp / "ranks"))
+        progress("writing the cluster report")
+        write_cluster_files(result, st.tmp)
+        _cluster_timeline(result, st.tmp)
+        st.commit()
     if not quiet:
         say([f"{PROG}: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ ({len(result.files)} files)"]
             + ["  " + c.finding.title for c in result.claims[:3]])
@@ -166,8 +161,7 @@ def run_compare(argv: Sequence[str]) -> int:
     opts = options_from_args(a)
     out = Path(a.out)
     od = check_out_dir(out, a.force, "compare", [Path(p) for p in a.traces])
-    progress = Progress(f"[{PROG}] ", enabled=not a.quiet)
-    try:
+    with Progress(f"[{PROG}] ", enabled=not a.quiet) as progress:
         def analyze(path: str) -> Report:
             progress(f"analyzing {Path(path).name}")
             return analyze_any(path, opts, progress)
@@ -175,8 +169,6 @@ def run_compare(argv: Sequence[str]) -> int:
         result, _ = compare_paths(a.traces, labels, analyze)
         progress("writing the comparison")
         write_compare(result, od, top=opts.top)
-    finally:
-        progress.stop()
     if not a.quiet:
         say([f"{PROG}: wrote {out / 'compare.md'}, compare.json, compare.html, tables/"]
             + ["  " + line for c in result.comparisons for line in c.headline])
@@ -201,8 +193,7 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
     from .render.perfetto import write_perfetto
 
     out = od.path
-    progress = Progress(f"[{PROG}] ", enabled=not quiet)
-    try:
+    with Progress(f"[{PROG}] ", enabled=not quiet) as progress:
         # the report names the file the user gave (or the demo's copy), never a temporary export
         report = analyze_any(str(trace), opts, progress, display_path=display_path, extras=False)
         progress("writing report")
@@ -213,8 +204,6 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
             for f in extra_files:
                 shutil.copyfile(f, st.tmp / f.name)
             st.commit()
-    finally:
-        progress.stop()
     if not quiet:
         timeline = f", {TIMELINE_FILE}" if report.timeline_file.span.written else ""
         say([f"{PROG}: wrote {out / 'report.md'}, report.html, report.json, tables/{timeline}"]
@@ -224,12 +213,9 @@ def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
 
 def run_schema(argv: Sequence[str]) -> int:
     a = _schema_parser().parse_args(list(argv))
-    if a.compare:
-        from .comparison import load_compare_schema
-        schema = load_compare_schema()
-    else:
-        from .render import load_schema
-        schema = load_schema()
+    from .render import load_schema
+
+    schema = load_schema("compare_schema.json") if a.compare else load_schema()
     if sys.stdout is None:
         raise OutputError("cannot write the schema: stdout is closed")
     try:

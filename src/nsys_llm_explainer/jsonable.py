@@ -131,14 +131,6 @@ _NONE = type(None)
 _NAMES = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
 
 
-def from_json(tp: Type[T], value: Any, where: str) -> T:
-    """The value of type ``tp`` whose :func:`json_ready` copy is ``value`` (parsed JSON), driven by the type hints: a
-    class with a ``from_dict(d, where)`` classmethod builds itself, any other dataclass is built field by field
-    (:func:`dataclass_from_json`); scalars are checked, never converted. A value of the wrong shape or a missing
-    key raises :class:`errors.InputError` naming ``where`` (the path so far, ``report.json idle_causes.devices[0]``)."""
-    return _convert(tp, value, where)
-
-
 def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str] = (), **override: Any) -> T:
     """``cls`` (a dataclass) built from the dict ``d`` field by field, each value converted by its type hint
     (:func:`from_json`; a field's key is its :func:`json_name`), without ``cls.from_dict`` (which calls this).
@@ -161,7 +153,7 @@ def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str]
             if rows and v is not None:
                 v = _unkeyed(v, rows, hints[f.name], w)
             empty = f.metadata.get("json") == "none_as_empty" and isinstance(v, Mapping) and not v
-            kw[f.name] = None if empty else _convert(hints[f.name], v, w)
+            kw[f.name] = None if empty else from_json(hints[f.name], v, w)
         elif f.metadata.get("json", True) == "none_omitted":
             kw[f.name] = None
         elif not (f.name in skip or f.metadata.get("json", True) is False):
@@ -278,7 +270,11 @@ def _hints(cls: Any) -> Dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _convert(tp: Any, v: Any, where: str) -> Any:
+def from_json(tp: Any, v: Any, where: str) -> Any:
+    """The value of type ``tp`` whose :func:`json_ready` copy is ``v`` (parsed JSON), driven by the type hints: a
+    class with a ``from_dict(d, where)`` classmethod builds itself, any other dataclass is built field by field
+    (:func:`dataclass_from_json`); scalars are checked, never converted. A value of the wrong shape or a missing
+    key raises :class:`errors.InputError` naming ``where`` (the path so far, ``report.json idle_causes.devices[0]``)."""
     if tp is Any or tp is object:
         return v
     origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -287,25 +283,25 @@ def _convert(tp: Any, v: Any, where: str) -> Any:
         if v is None and len(opts) < len(args):
             return None
         if len(opts) == 1:
-            return _convert(opts[0], v, where)
+            return from_json(opts[0], v, where)
         return v   # a union of several types: taken as it is
     if origin in (tuple, list):
         if not isinstance(v, (list, tuple)):
             raise _bad(where, f"expected a list, got {kind_of(v)}")
         if origin is list or (len(args) == 2 and args[1] is Ellipsis):
             item = args[0] if args else Any
-            items = [_convert(item, x, f"{where}[{i}]") for i, x in enumerate(v)]
+            items = [from_json(item, x, f"{where}[{i}]") for i, x in enumerate(v)]
             return items if origin is list else tuple(items)
         if not args:
             return tuple(v)
         if len(args) != len(v):
             raise _bad(where, f"expected a list of {len(args)} item(s), got {kind_of(v)}")
-        return tuple(_convert(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))
+        return tuple(from_json(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))
     if origin in (dict, Mapping, collections.abc.Mapping):
         if not isinstance(v, Mapping):
             raise _bad(where, f"expected an object, got {kind_of(v)}")
         kt, vt = args or (Any, Any)
-        return {_key(kt, k, where): _convert(vt, x, f"{where}[{str(k)[:40]!r}]") for k, x in v.items()}
+        return {_key(kt, k, where): from_json(vt, x, f"{where}[{str(k)[:40]!r}]") for k, x in v.items()}
     if tp is np.ndarray:
         if isinstance(v, np.ndarray):
             return v

@@ -14,7 +14,7 @@ import os
 import tempfile
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 from . import __version__
 from .graph import STEPS
@@ -26,10 +26,9 @@ from .read.connection import open_readonly
 from .read.nsys_export import export_report, is_report
 from .read.schema import probe
 from .report import Report
-from .runner import run_graph
+from .runner import Progress, run_graph
 from .serialize import NOT_CARRIED
 
-Progress = Callable[[str], None]
 #: the analysis graph's values that are not :class:`Report` fields (intermediate values)
 _NOT_IN_REPORT = ("tool_version", "timings_s")
 

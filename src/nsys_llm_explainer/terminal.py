@@ -111,3 +111,9 @@ class Progress:
     def stop(self) -> None:
         with self._lock:
             self._cancel()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

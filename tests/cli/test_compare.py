@@ -25,10 +25,11 @@ from synth.scenarios.sim import US, Sim
 from synth.scenarios.steps import forward, sample, write_trace
 
 import nsys_llm_explainer as nle
-from nsys_llm_explainer.comparison import CompareResult, load_compare_schema
+from nsys_llm_explainer.comparison import CompareResult
 from nsys_llm_explainer.comparison.document import render_compare_html
 from nsys_llm_explainer.comparison.gate import gate
 from nsys_llm_explainer.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, OptionalDependencyError
+from nsys_llm_explainer.render import load_schema
 
 BEFORE = SHARED_TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"
 AFTER = SHARED_TRACES / "06_nsysai_mfu_2gpu_after" / "trace.sqlite"
@@ -40,7 +41,7 @@ def _json(result: CompareResult) -> dict:
 
 
 def _validate(d: dict) -> None:
-    schema = load_compare_schema()
+    schema = load_schema("compare_schema.json")
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(d, schema)
 
@@ -332,7 +333,7 @@ def test_nsys_rep_without_nsys_is_one_line(tmp_path, base_trace):
 
 def test_schema_subcommand():
     proc = run_cli("schema", "--compare")
-    assert proc.returncode == 0 and json.loads(proc.stdout) == load_compare_schema()
+    assert proc.returncode == 0 and json.loads(proc.stdout) == load_schema("compare_schema.json")
 
 
 # ------------------------------------------------------------------------------------------ Python API

@@ -20,7 +20,7 @@ from synth.scenarios import SCENARIOS
 
 from nsys_llm_explainer.analyses.trace.facts import gpu_fact
 from nsys_llm_explainer.findings.advice import ADVICE, FACT_DOMAINS, Advice
-from nsys_llm_explainer.findings.text import CAUSE_TEXT
+from nsys_llm_explainer.findings.idle import VARIANTS
 from nsys_llm_explainer.model.info import GpuInfo
 from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, KINDS
 
@@ -99,8 +99,8 @@ def test_every_advice_line_x_every_combination_of_its_facts(aid):
 
 def test_every_advice_id_used_exists_and_every_line_is_used():
     used = {a for k in CAUSE_KINDS for a in k.advice}
-    for txt in CAUSE_TEXT.values():
-        used.update(txt.get("advice", []))
+    for txt in VARIANTS.values():
+        used.update(txt.advice)
     code = "\n".join(p.read_text(encoding="utf-8") for p in (SRC / "findings").glob("*.py") if p.name != "advice.py")
     used.update(re.findall(r'"([a-z_0-9]+\.[a-z_0-9.]+)"', code))
     used = {u for u in used if u in ADVICE or "." in u and not u.endswith((".py", ".json"))}

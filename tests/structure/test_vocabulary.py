@@ -9,7 +9,6 @@ from pathlib import Path
 
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.findings.base import CATEGORIES
-from nsys_llm_explainer.findings.text import CAUSE_TEXT
 from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, HOST_PIECE_KINDS, KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +87,7 @@ def test_docs_precedence_follows_the_table():
 def test_every_kind_has_its_finding_words():
     for k in CAUSE_KINDS:
         assert k.category in CATEGORIES, k.name
-        assert "{share" in CAUSE_TEXT[k.name]["title"], k.name
+        assert "{share" in k.title, k.name
         assert k.advice and all(a in ADVICE for a in k.advice), k.name
         assert re.fullmatch(r"#[0-9a-f]{6}", k.color), k.name
     assert len({k.color for k in CAUSE_KINDS}) == len(CAUSE_KINDS)

@@ -4,12 +4,11 @@ the same whichever executor produced them (docs/CLUSTER.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
-from ..analyses.trace.session import ClockInfo
 from ..jsonable import FieldsJson, built, check_numbers, check_schema, dataclass_from_json
 from .align import Alignment, align
 from .claims import RankClaim, make_claims
@@ -22,29 +21,12 @@ JSON = "cluster.json"
 
 
 @dataclass(frozen=True)
-class FileRow(FieldsJson):
-    """``files[]``: one input file — its steady window, clock facts and offset on the cluster clock."""
-
-    label: str
-    path: str
-    nsys_version: Optional[str]
-    window_method: str
-    window_start_ns: int
-    window_end_ns: int
-    clock: ClockInfo
-    offset_ns: Optional[int]          # aligned timestamp = export timestamp + offset_ns (None: not aligned)
-    devices: int                      # devices in the file's own report
-    nccl_kernels: int
-    headline: str                     # the verdict of the file's own report
-
-
-@dataclass(frozen=True)
 class ClusterResult(FieldsJson):
     """The cluster view of several files (docs/CLUSTER.md)."""
 
     schema_version: str = field(default=SCHEMA_VERSION, init=False)
     tool_version: str
-    files: Tuple[FileRow, ...]
+    files: Tuple[FileSummary, ...]     # without their devices' rows and NCCL kernels
     alignment: Alignment
     devices: Tuple[DeviceRow, ...]
     collectives: CollectivesResult
@@ -64,7 +46,7 @@ class ClusterResult(FieldsJson):
 def build_result(files: Sequence[FileSummary]) -> ClusterResult:
     al = align(files)
     coll: CollectivesResult = match_collectives(files, al)
-    devices = [d for f in files for d in f.devices]
+    devices = [d for f in files for d in f.device_rows]
     warnings = []
     if not al.aligned:
         warnings.append(f"Clocks of the files cannot be aligned ({al.reason}); no cross-rank timing claim is made.")
@@ -84,7 +66,5 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
             "different collectives (e.g. of different communicators, which the export does not name), or the clocks "
             "disagree; no late-arriver claim is made.")
     claims = make_claims(coll, devices, al.aligned)
-    rows = tuple(FileRow(f.label, f.path, f.nsys_version, f.window_method, f.window_start_ns, f.window_end_ns,
-                         f.clock, al.offsets_ns[i], len(f.devices), sum(len(s.start) for s in f.nccl), f.headline)
-                 for i, f in enumerate(files))
+    rows = tuple(replace(f, offset_ns=o, device_rows=(), nccl=()) for f, o in zip(files, al.offsets_ns))
     return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings))

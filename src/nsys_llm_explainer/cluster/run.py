@@ -79,16 +79,6 @@ def make_labels(paths: Sequence[str]) -> List[str]:
     return out
 
 
-def _absolute(path: str) -> str:
-    """``path`` absolute, resolved here, up front: a worker process may start elsewhere (:func:`workers.spawnable_cwd`).
-    A relative path when the working directory was deleted is one line."""
-    try:
-        return os.path.abspath(path)
-    except FileNotFoundError:
-        raise InputError(f"{shown(path)} is a relative path and the working directory no longer exists; give an "
-                         "absolute path") from None
-
-
 def run_files(paths: Sequence[str], labels: Sequence[str], options: Optional[Options], jobs: Optional[int],
               scheduler: Optional[str], rank_root: Optional[str] = None) -> List[FileSummary]:
     """Per-file summaries in input order; with ``rank_root``, each file's report goes to ``rank_root/<label>``.
@@ -96,7 +86,9 @@ def run_files(paths: Sequence[str], labels: Sequence[str], options: Optional[Opt
     n = len(paths)
     jobs = max(1, min(n, jobs if jobs else (os.cpu_count() or 1)))
     dirs = [os.path.abspath(Path(rank_root) / lab) if rank_root else None for lab in labels]
-    args = list(zip([_absolute(p) for p in paths], labels, [options] * n, dirs, range(n)))
+    # absolute here, up front: a worker process may start elsewhere (workers.spawnable_cwd); a relative path with
+    # the working directory deleted never gets here (expand_inputs refuses it: paths.check_name)
+    args = list(zip([os.path.abspath(p) for p in paths], labels, [options] * n, dirs, range(n)))
     if scheduler:
         return run_dask(args, jobs, scheduler)
     if jobs == 1:

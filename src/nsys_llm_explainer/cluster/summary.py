@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
@@ -13,7 +14,7 @@ from ..analyses.common.stats import summary
 from ..analyses.comms.series import NcclSeries
 from ..analyses.trace.session import ClockInfo
 from ..errors import InputError
-from ..jsonable import FieldsJson
+from ..jsonable import NOT_IN_JSON, FieldsJson
 from ..options import Options
 from ..vocabulary.cause_kinds import KINDS
 
@@ -47,50 +48,48 @@ class DeviceRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class FileSummary:
+class FileSummary(FieldsJson):
+    """``files[]`` of cluster.json: one input file — its steady window, clock facts and offset on the cluster clock —
+    as the worker that analysed it summarises it, with its devices' rows and NCCL kernels (not in ``files[]``:
+    :func:`result.build_result` moves the rows to ``devices[]`` and sets the offset)."""
+
     label: str
     path: str
     nsys_version: Optional[str]
+    window_method: str
     window_start_ns: int
     window_end_ns: int
-    window_method: str
     clock: ClockInfo
-    devices: Tuple[DeviceRow, ...]
-    nccl: Tuple[NcclSeries, ...]
-    headline: str
+    offset_ns: Optional[int]          # aligned timestamp = export timestamp + offset_ns (None: not aligned)
+    devices: int                      # devices in the file's own report
+    nccl_kernels: int
+    headline: str                     # the verdict of the file's own report
+    device_rows: Tuple[DeviceRow, ...] = field(default=(), metadata=NOT_IN_JSON)
+    nccl: Tuple[NcclSeries, ...] = field(default=(), metadata=NOT_IN_JSON)
 
 
 def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
     causes = {c.device_id: c.causes for c in report.idle_causes.devices}
-    order = list(KINDS)
     st = report.steps
     arr = st.arrays if st.available else None
-    out = []
-    steps_of: Dict[int, np.ndarray] = {}     # device → its steps, ascending: one sort, not a mask per device
+    walls: Dict[int, np.ndarray] = {}     # device → its steps' wall times: one sort, not a mask per device
     if arr is not None and len(arr):
         o = np.argsort(arr.device, kind="stable")
         for seg in np.split(o, np.flatnonzero(arr.device[o][1:] != arr.device[o][:-1]) + 1):
-            steps_of[int(arr.device[seg[0]])] = seg
+            walls[int(arr.device[seg[0]])] = arr.wall[seg]
+    out = []
     for dev in report.gpu_time.devices:
         did = dev.device_id
-        by_kind: Dict[str, int] = {}
+        by_kind: Counter[str] = Counter()
         for c in causes.get(did, ()):
-            by_kind[c.kind] = by_kind.get(c.kind, 0) + c.ns
-        kinds = sorted(by_kind, key=lambda x: (order.index(x) if x in order else len(order), x))
-        n, p50, p90 = 0, None, None
-        if arr is not None and len(arr):
-            wall = arr.wall[steps_of.get(did, _NONE)]
-            n = int(wall.shape[0])
-            if n:
-                s = summary(wall)
-                p50, p90 = s.p50_ns, s.p90_ns
+            by_kind[c.kind] += c.ns
+        wall = walls.get(did)
+        s = summary(wall) if wall is not None else None
         rank = label if len(report.gpu_time.devices) == 1 else f"{label}/GPU {did}"
         out.append(DeviceRow(rank, label, did, dev.role, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
-                             {x: by_kind[x] for x in kinds if by_kind[x] > 0}, dev.kernel_count, n, p50, p90))
+                             {k: by_kind[k] for k in KINDS if by_kind[k] > 0}, dev.kernel_count,
+                             len(wall) if wall is not None else 0, s.p50_ns if s else None, s.p90_ns if s else None))
     return tuple(out)
-
-
-_NONE = np.empty(0, np.int64)
 
 
 def summarize(report: Report, label: str) -> FileSummary:
@@ -100,11 +99,12 @@ def summarize(report: Report, label: str) -> FileSummary:
     if report.clock is None or report.nccl_series is None:
         raise InputError("a cluster summary needs the trace itself, and this report was loaded from report.json "
                          "(Report.from_dict), which does not carry it: analyze the trace again")
+    rows, nccl = _devices(report, label), report.nccl_series
     return FileSummary(
         label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
-        window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns), window_method=str(w.method),
-        clock=report.clock, devices=_devices(report, label), nccl=report.nccl_series,
-        headline=str(report.headline.verdict))
+        window_method=str(w.method), window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns),
+        clock=report.clock, offset_ns=None, devices=len(rows), nccl_kernels=sum(len(x.start) for x in nccl),
+        headline=str(report.headline.verdict), device_rows=rows, nccl=nccl)
 
 
 def analyze_file(path: str, label: str, options: Optional[Options] = None,

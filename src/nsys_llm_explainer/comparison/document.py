@@ -5,6 +5,7 @@ HTML as stacked bars), the top kernel changes and the finding changes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..render.charts import kind_color, layout, plot_text
@@ -30,7 +31,7 @@ from ..render.document import (
     parts,
 )
 from ..render.html.writer import html_page
-from ..render.table import Col, field_of, show_col
+from ..render.table import Col, Joined, field_of, show_col
 from ..vocabulary.units import fmt_float, fmt_int, fmt_ms, fmt_pct, ms_value, signed_ms, signed_pct
 from .diff import UNIT_WORD
 from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, Share, StepInfo, TraceSummary
@@ -41,22 +42,6 @@ CATEGORY_COLORS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#c628
                    "#ad1457", "#00695c", "#5d4037", "#283593", "#f9a825", "#7cb342", "#039be5", "#8d6e63")
 NON_GPU_COLOR = "#bdbdbd"
 SharesOf = Callable[[TraceSummary], Tuple[Share, ...]]   # one trace's parts: its categories or its idle kinds
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    """One trace's row of the headline-metric table: its metric, and (a NEW) the change against BASE."""
-
-    label: str
-    role: str                          # "BASE" | "NEW"
-    p50_ns: Optional[int]
-    p90_ns: Optional[int]
-    spread: Optional[float]
-    count: int
-    change_pct: Optional[float] = None
-    noise_pct: Optional[float] = None
-    verdict: Optional[str] = None
-    status: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -88,10 +73,10 @@ def _headline(d: CompareResult) -> Section:
     return Section("headline", "", parts(out), tag="header")
 
 
-def _metric_row(i: int, t: TraceSummary, c: Optional[Comparison]) -> MetricRow:
-    m = t.metric
-    vs_base = (c.change_pct, c.noise_pct, c.verdict, c.status) if c is not None else ()
-    return MetricRow(t.label, "BASE" if i == 0 else "NEW", m.p50_ns, m.p90_ns, m.spread, m.count, *vs_base)
+def _metric_row(i: int, t: TraceSummary, c: Optional[Comparison]) -> Joined:
+    """One trace's row of the headline-metric table: its metric, and (a NEW) the change against BASE."""
+    vs_base = {k: getattr(c, k) if c is not None else None for k in ("change_pct", "noise_pct", "verdict", "status")}
+    return Joined(t.metric, {"label": t.label, "role": "BASE" if i == 0 else "NEW", **vs_base})
 
 
 def _metric(d: CompareResult, unit: str) -> Section:
@@ -136,11 +121,7 @@ def _traces(d: CompareResult, unit: str) -> Section:
 
 def _names(traces: Sequence[TraceSummary], shares: SharesOf) -> List[str]:
     """The part names of every trace, in first-seen order."""
-    names: Dict[str, None] = {}
-    for t in traces:
-        for s in shares(t):
-            names.setdefault(s.name, None)
-    return list(names)
+    return list(dict.fromkeys(s.name for t in traces for s in shares(t)))
 
 
 def _per_unit_rows(d: CompareResult, shares: SharesOf) -> List[PerUnitRow]:
@@ -187,15 +168,8 @@ def _stack_cols(d: CompareResult, unit: str, first: str) -> List[Col]:
     return cols
 
 
-def _categories(t: TraceSummary) -> Tuple[Share, ...]:
-    return t.categories
-
-
-def _idle_by_kind(t: TraceSummary) -> Tuple[Share, ...]:
-    return t.idle_by_kind
-
-
-def _stack_chart(fid: str, d: CompareResult, shares: SharesOf, unit: str, colors: Dict[str, str]) -> Figure:
+def _stack_chart(fid: str, d: CompareResult, shares: SharesOf, unit: str, colors: Dict[str, str], cap: str
+                 ) -> Figure:
     traces = d.traces
     x = [plot_text(t.label, 40) for t in traces]
     data = []
@@ -207,28 +181,31 @@ def _stack_chart(fid: str, d: CompareResult, shares: SharesOf, unit: str, colors
                      "hovertext": [f"{plot_text(n, 60)}: {fmt_ms(r.per_unit_ns)} ms per {unit} · "
                                    f"{fmt_pct(r.pct_of_window)} % of the window" if r else "" for r in rows],
                      "hoverinfo": "text"})
-    cap = ((f"Non-overlapped GPU time per kernel category and non-GPU time (window − busy), ms per {unit}; the bar "
-            f"is the window time per {unit}; the table below holds the same numbers.",) if shares is _categories else
-           (f"Non-GPU time by idle cause, ms per {unit} (docs/MODEL.md); the table below holds the same numbers.",))
-    return Figure(fid, data, layout(420, "", f"ms per {unit}", barmode="stack"), cap)
+    return Figure(fid, data, layout(420, "", f"ms per {unit}", barmode="stack"), (cap,))
 
 
 def _stack(d: CompareResult, unit: str) -> List[Section]:
     traces = d.traces
-    cats = _names(traces, _categories)
-    ccol = {n: CATEGORY_COLORS[i % len(CATEGORY_COLORS)] for i, n in enumerate(c for c in cats if c != "non_gpu")}
-    kinds = {s.name: kind_color(s.name, i) for t in traces for i, s in enumerate(t.idle_by_kind)}
+    cats: SharesOf = attrgetter("categories")
+    kinds: SharesOf = attrgetter("idle_by_kind")
+    ccol = {n: CATEGORY_COLORS[i % len(CATEGORY_COLORS)]
+            for i, n in enumerate(c for c in _names(traces, cats) if c != "non_gpu")}
+    kcol = {s.name: kind_color(s.name, i) for t in traces for i, s in enumerate(t.idle_by_kind)}
     return [
         Section("stack", f"Time per {unit}: non-overlapped GPU time per kernel category, and non-GPU time", (
             para("Each category's share of the busy time (overlapping kernels split equally); ", Code("non_gpu"),
                  f" = steady window − GPU busy. The parts add up to the window time per {unit}."),
-            Chart(lambda: _stack_chart("stack-categories", d, _categories, unit, ccol)),
-            TablePart(tuple(_stack_cols(d, unit, "part")), _per_unit_rows(d, _categories), (), "categories")),
+            Chart(lambda: _stack_chart("stack-categories", d, cats, unit, ccol, (
+                f"Non-overlapped GPU time per kernel category and non-GPU time (window − busy), ms per {unit}; the "
+                f"bar is the window time per {unit}; the table below holds the same numbers."))),
+            TablePart(tuple(_stack_cols(d, unit, "part")), _per_unit_rows(d, cats), (), "categories")),
                 f"Time per {unit}"),
         Section("idle", f"GPU idle per {unit} by cause", (
             para("Where the non-GPU time went (docs/MODEL.md: every idle ns is charged to one cause)."),
-            Chart(lambda: _stack_chart("stack-idle", d, _idle_by_kind, unit, kinds)),
-            TablePart(tuple(_stack_cols(d, unit, "cause kind")), _per_unit_rows(d, _idle_by_kind), (), "idle")),
+            Chart(lambda: _stack_chart("stack-idle", d, kinds, unit, kcol, (
+                f"Non-GPU time by idle cause, ms per {unit} (docs/MODEL.md); the table below holds the same "
+                "numbers."))),
+            TablePart(tuple(_stack_cols(d, unit, "cause kind")), _per_unit_rows(d, kinds), (), "idle")),
                 "Idle by cause")]
 
 

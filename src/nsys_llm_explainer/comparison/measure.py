@@ -4,6 +4,7 @@ change comes from")."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
@@ -47,11 +48,10 @@ class Facts:
 
 
 def _categories(cat: CategoryResult, busy_ns: int) -> Dict[str, int]:
-    out: Dict[str, int] = {}
-    if cat.available:
-        for r in cat.overall:
-            if r.nonoverlap_ns:
-                out[r.category] = out.get(r.category, 0) + int(r.nonoverlap_ns)
+    out: Counter[str] = Counter()
+    for r in cat.overall if cat.available else ():
+        if r.nonoverlap_ns:
+            out[r.category] += int(r.nonoverlap_ns)
     rest = busy_ns - sum(out.values())
     if rest > 0:
         out[GRAPH_UNTRACED] = rest
@@ -68,15 +68,13 @@ def gather(rep: Report, label: str, path: str) -> Facts:
     pooled_ns, busy, busy_pct = ((int(pooled.window_ns), int(pooled.busy_ns), float(pooled.busy_pct))
                                  if pooled is not None else (window_ns, 0, 0.0))
     counted = set(rep.gpu_time.kernel_devices())
-    kind: Dict[str, int] = {}
-    detail: Dict[Tuple[str, str], int] = {}
-    if rep.idle_causes.available:
-        for dc in rep.idle_causes.devices:
-            if dc.device_id not in counted:
-                continue
+    kind: Counter[str] = Counter()
+    detail: Counter[Tuple[str, str]] = Counter()
+    for dc in rep.idle_causes.devices if rep.idle_causes.available else ():
+        if dc.device_id in counted:
             for c in dc.causes:
-                kind[c.kind] = kind.get(c.kind, 0) + int(c.ns)
-                detail[(c.kind, c.detail)] = detail.get((c.kind, c.detail), 0) + int(c.ns)
+                kind[c.kind] += int(c.ns)
+                detail[(c.kind, c.detail)] += int(c.ns)
     rest = tuple((d.device_id, d.role) for d in rep.gpu_time.devices if d.device_id not in counted)
     sk = rep.steady_kernels
     kernels = {r.name: (int(r.count), int(r.total_ns)) for r in sk.by_name} if sk.available else {}

@@ -4,7 +4,7 @@ of docs/SECURITY.md §2). The ``--fail-on-regression`` gate is :mod:`.gate`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Optional, Union
 
 from ..output import OutDir, Staging, check_out_dir
 from ..render.base import dumps_indented, write_text_files
@@ -15,19 +15,13 @@ from .result import CompareResult
 from .tables import TABLES
 
 
-def render_compare(result: CompareResult, out_dir: Path, js: Optional[str] = None,
-                   top: Optional[int] = None) -> List[Path]:
-    """Every output file of the comparison into ``out_dir`` (not atomic: see :func:`write_compare`)."""
-    files = write_text_files(out_dir, {"compare.json": dumps_indented(result.to_dict()) + "\n",
-                                       "compare.md": write_markdown(compare_document(result, top)),
-                                       "compare.html": render_compare_html(result, js, top)})
-    return files + write_tables(TABLES, result, out_dir)
-
-
 def write_compare(result: CompareResult, out: Union[Path, OutDir], top: Optional[int] = None) -> None:
     """Write the comparison into ``out`` atomically (a plain path is checked first, without ``force``)."""
     od = out if isinstance(out, OutDir) else check_out_dir(Path(out), False, "compare")
     with Staging(od) as st:
         assert st.tmp is not None
-        render_compare(result, st.tmp, top=top)
+        write_text_files(st.tmp, {"compare.json": dumps_indented(result.to_dict()) + "\n",
+                                  "compare.md": write_markdown(compare_document(result, top)),
+                                  "compare.html": render_compare_html(result, top=top)})
+        write_tables(TABLES, result, st.tmp)
         st.commit()

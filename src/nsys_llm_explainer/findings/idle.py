@@ -4,7 +4,8 @@ claim per idle ns, the window's edges left out (docs/FINDINGS.md, "Findings": "I
 from __future__ import annotations
 
 from collections import Counter
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Set, Tuple
+from dataclasses import replace
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
@@ -15,12 +16,11 @@ from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
-from ..vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, KIND
+from ..vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, KIND, CauseKind
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .advice import advise
 from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Claims, Finding, Scope
-from .text import CAUSE_TEXT
 from .unified_memory import is_unified_detail
 from .waits import WaitStory, wait_story
 
@@ -36,6 +36,18 @@ LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
 SPLIT_SHOWN_POINTS = 0.05   # a claimed share this far below the table's is stated and checked on its own
+#: the variants a kind's finding may take instead of the kind's own words (back-to-back queued kernels,
+#: Unified-Memory copies): titles and the advice they give
+VARIANTS: Dict[str, CauseKind] = {
+    "copy_unified": replace(
+        KIND["copy"], title="Unified-Memory migrations (`{what}`) keep the kernels waiting: {share:.1f} % of the "
+        "window",
+        title_many="Unified-Memory migrations and copies keep the kernels waiting: {share:.1f} % of the window",
+        advice=("um.see_finding", "um.prefetch", "um.advise")),
+    "queued_latency": replace(
+        KIND["queued"], title="Per-kernel launch latency: idle between back-to-back queued kernels ({share:.1f} % of "
+        "the window)", advice=("queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks")),
+}
 
 
 def _severity(share: float, kind: str) -> Optional[str]:
@@ -70,20 +82,19 @@ def active_devices(gpu: GpuTimeResult) -> Set[int]:
     return act or ran
 
 
-def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: AbstractSet[int], claimed: Claimed,
-           launch_ranges: AbstractSet[str]
+def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: AbstractSet[int],
+           claimed: Sequence[Claimed], launch_ranges: AbstractSet[str]
            ) -> Tuple[Dict[str, Dict[int, Dict[str, int]]], Dict[int, Dict[Tuple[str, str], int]]]:
     """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device; devices
     outside ``active`` (a stray kernel or copy on an otherwise unused GPU) are left out, and so are the ns
-    ``claimed`` by a more specific finding."""
+    ``claimed`` by more specific findings."""
     per_kind: Dict[str, Dict[int, Dict[str, int]]] = {}
     merged: Dict[int, Dict[Tuple[str, str], int]] = {}
     for d in causes.devices:
         if d.device_id not in active:
             continue
-        taken = claimed.get(d.device_id, {})
         for c in d.causes:
-            ns = c.ns - taken.get((c.kind, c.detail), 0)
+            ns = c.ns - sum(m.get(d.device_id, {}).get((c.kind, c.detail), 0) for m in claimed)
             if d.device_id in lb and (c.kind in HOST_KINDS or (c.kind == "nvtx" and c.detail in launch_ranges)):
                 part = min(ns, c.ns if c.kind == "launch" else c.short_gap_ns)
                 if part > 0:
@@ -94,16 +105,16 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
     return per_kind, merged
 
 
-def _title(txt: Dict, what: str, kind_share: float, main_share: float, ns: int,
+def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int,
            story: Optional[WaitStory] = None) -> str:
     """What the finding claims, with its share and time: named after the largest detail when it holds most of the
     kind, else after the kind with the largest detail beside it; a wait is named with the range around it."""
     if story is not None:
         inside = f" inside `{story.context}`" if story.context else ""
         return f"The launching thread waits in `{what}`{inside} while the GPU idles: {kind_share:.1f} % ({dur(ns)})"
-    if "many" in txt and main_share < 0.5 * kind_share:
-        return txt["many"].format(share=kind_share) + f", {dur(ns)}; largest `{what}` ({main_share:.1f} %)"
-    return txt["title"].format(what=what, share=main_share).replace(" % of the window", f" % of the window, {dur(ns)}",
+    if txt.title_many and main_share < 0.5 * kind_share:
+        return txt.title_many.format(share=kind_share) + f", {dur(ns)}; largest `{what}` ({main_share:.1f} %)"
+    return txt.title.format(what=what, share=main_share).replace(" % of the window", f" % of the window, {dur(ns)}",
                                                                     1)
 
 
@@ -129,12 +140,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     advice = facts.advice_facts()
     lb = launch_bound_devices(gpu_time)
     edges = edge_bin_ns(idle_causes)
-    taken: Dict[int, Dict[Tuple[str, str], int]] = {}
-    for part in (claimed, copy_claimed):
-        for dv, per in part.items():
-            for key, ns in per.items():
-                taken.setdefault(dv, {})[key] = taken.get(dv, {}).get(key, 0) + ns
-    per_kind, merged = _split(idle_causes, lb, active_devices(gpu_time), taken, launch_ranges)
+    per_kind, merged = _split(idle_causes, lb, active_devices(gpu_time), (claimed, copy_claimed), launch_ranges)
     win = {d.device_id: d.window_ns for d in gpu_time.devices}
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in idle_causes.devices}
@@ -152,17 +158,17 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             details.update(v)
         top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
         total = sum(details.values()) - sum(edge_ns.values())
-        txt = CAUSE_TEXT[kind]
+        txt = KIND[kind]
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
-            txt = CAUSE_TEXT["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
+            txt = VARIANTS["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
         if kind == "copy" and is_unified_detail(top[0][0]):
-            txt = CAUSE_TEXT["copy_unified"]       # managed-memory migrations: prefetch, not pin_memory
-        what = top[0][0] or txt.get("noun", kind)
+            txt = VARIANTS["copy_unified"]       # managed-memory migrations: prefetch, not pin_memory
+        what = top[0][0] or txt.noun or kind
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
         ev = [f"Device {d}: {dur(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "
               f"{dur(win[d])} window)." for d, v in sorted(devs.items())]
         if len(top) > 1 or top[0][0]:
-            ev.append("By " + txt.get("by", "detail") + ": " + "; ".join(
+            ev.append("By " + (txt.by or "detail") + ": " + "; ".join(
                 f"`{det or '–'}` {dur(ns)}" for det, ns in top[:4]) + ".")
         main = next((c for c in by_dev[dev].causes if c.kind == kind and c.detail == top[0][0]), None)
         if main is not None:
@@ -258,14 +264,14 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         time_at_stake_ns=total, checks=checks, device_id=dev, cause=(HOST_OVERHEAD, ""))
 
 
-def _advice_ids(kind: str, txt: Dict[str, Any], details: Mapping[str, int],
+def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
                 launch_ranges: Optional[AbstractSet[str]] = frozenset()) -> List[str]:
     """The advice lines of a kind's finding that its own details call for: the device-to-device line only when
     such copies are among them; the pinned-memory lines when a pageable copy is; for a range, the "launches no
     kernel" lines only when the largest range encloses no launch (else the line about work between launches); for
     an OS call, the generic lines (the wait lines need the threads followed: :mod:`findings.waits`).
     ``launch_ranges`` None: whether a range launches is not known (no NVTX → kernel attribution)."""
-    ids = list(txt.get("advice") or KIND[kind].advice)
+    ids = list(txt.advice)
     if kind == "nvtx":
         top = max(details, key=lambda d: (details[d], d)) if details else ""
         ids = (["nvtx.overlap.unchecked"] if launch_ranges is None else ["nvtx.overlap.launching"]

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
-from ..analyses.idle.causes import IdleCause, IdleCausesResult
+from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.idle.result import DeviceCauses
 from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
@@ -31,18 +32,16 @@ class Headline(FieldsJson):
 
 
 def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],
-         causes: IdleCausesResult, facts: Mapping[str, Any], devices: Optional[Sequence[int]] = None
-         ) -> Tuple[Finding, ...]:
-    """``busy_pct``: pooled over ``devices`` (the devices that ran kernels, :meth:`GpuTimeResult.pooled`; None:
-    every device of ``causes``), the only devices ``no_bottleneck`` / ``mixed_idle`` speak for."""
+         causes: IdleCausesResult, facts: Mapping[str, Any], devices: Sequence[int]) -> Tuple[Finding, ...]:
+    """``busy_pct``: pooled over ``devices`` (the devices that ran kernels, :meth:`GpuTimeResult.pooled`), the only
+    devices ``no_bottleneck`` / ``mixed_idle`` speak for."""
     held = [f for f in findings if f.holds()]
     if gate is not None:
         keep = [f for f in held if f.blocks_analysis or f.category in ("one_time", "nvtx_coverage")]
         return tuple([gate] + sorted(keep, key=_key))
     work = [f for f in held if not f.about_capture and not f.blocks_analysis]
     if not any(f.severity in ("high", "medium") for f in work) and busy_pct is not None:
-        ids = tuple(d.device_id for d in causes.devices) if devices is None else tuple(devices)
-        extra = _none_or_mixed(busy_pct, causes, facts, ids)
+        extra = _none_or_mixed(busy_pct, causes, facts, tuple(devices))
         if extra.holds():
             held.append(extra)
     return tuple(sorted(held, key=_key))
@@ -65,15 +64,16 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str
             evidence=(f"No idle cause reaches 5 % of the window on any {which}.",),
             recommendation=advise(["none.kernels"], facts),
             time_at_stake_ns=0, checks=(check,))
-    top = list(causes.totals[:4]) if len(devs) == len(causes.devices) else _totals(devs)[:4]
+    top = ([(c.kind, c.detail, c.ns) for c in causes.totals[:4]] if len(devs) == len(causes.devices)
+           else _totals(devs)[:4])
     idle = sum(d.idle_ns for d in devs)
-    worst = max(((c.pct_of_window, d.device_id, c.kind) for d in devs for c in _by_kind(d)),
-                default=(0.0, None, None))
+    worst = max(((100.0 * d.ns_of(k) / d.window_ns if d.window_ns else 0.0, d.device_id, k)
+                 for d in devs for k in {c.kind for c in d.causes}), default=(0.0, None, None))
     return Finding(
         id="mixed_idle", category="mixed_idle", severity="low", confidence="medium",
         title=f"The GPU is idle {100 - busy_pct:.1f} % of the steady window, spread over causes below 5 % each",
         evidence=("Largest idle causes: " + "; ".join(
-            f"{c.kind.replace('_', ' ')}{' `' + c.detail + '`' if c.detail else ''} {dur(c.ns)}" for c in top)
+            f"{k.replace('_', ' ')}{' `' + dt + '`' if dt else ''} {dur(ns)}" for k, dt, ns in top)
             + ".",) if top else (),
         recommendation=advise(["mixed.table"], facts),
         time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT, scope),
@@ -81,23 +81,13 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str
                                              Scope(device_id=worst[1], kind=worst[2]))))
 
 
-def _totals(devs: Sequence[DeviceCauses]) -> List[IdleCause]:
-    """Causes (kind, detail) summed over ``devs``, largest first (ns only: the evidence line's figures)."""
-    acc: Dict[Tuple[str, str], int] = {}
+def _totals(devs: Sequence[DeviceCauses]) -> List[Tuple[str, str, int]]:
+    """(kind, detail, ns) of the causes summed over ``devs``, largest first (the evidence line's figures)."""
+    acc: Counter[Tuple[str, str]] = Counter()
     for d in devs:
         for c in d.causes:
-            acc[(c.kind, c.detail)] = acc.get((c.kind, c.detail), 0) + c.ns
-    return [IdleCause(k, dt, ns, 0.0, 0.0, 0, False)
-            for (k, dt), ns in sorted(acc.items(), key=lambda x: (-x[1], x[0]))]
-
-
-def _by_kind(d: DeviceCauses) -> List[IdleCause]:
-    """Causes of a device summed per kind (pct of its window)."""
-    acc: Dict[str, int] = {}
-    for c in d.causes:
-        acc[c.kind] = acc.get(c.kind, 0) + c.ns
-    return [IdleCause(k, "", ns, 100.0 * ns / d.window_ns if d.window_ns else 0.0, 0.0, 0, False)
-            for k, ns in acc.items()]
+            acc[(c.kind, c.detail)] += c.ns
+    return [(k, dt, ns) for (k, dt), ns in sorted(acc.items(), key=lambda x: (-x[1], x[0]))]
 
 
 def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str) -> Headline:

@@ -16,7 +16,6 @@ MEDIUM_PCT = 10.0
 HIGH_PCT = 30.0
 METRIC = "um_overlap_pct_of_kernel_time"
 ADVICE_IDS = ("um.prefetch", "um.advise", "um.device_alloc", "um.torch")
-#: advice of the copy finding when its largest copy kind is a Unified-Memory migration
 def is_unified_detail(detail: str) -> bool:
     """True for an idle-cause ``copy`` detail naming a Unified-Memory copy kind ("Unified Host-to-Device" …)."""
     return str(detail).startswith("Unified ")
@@ -40,10 +39,9 @@ def _evidence(w: UmWindow, full: Optional[UmWindow], considered: List[UmDevice],
         ev.append("By migration cause: " + "; ".join(
             f"{r.label} {r.count:,}" for r in sorted(w.by_cause, key=lambda r: (-r.count, r.key)))
             + ".")
-    if um.sources.get("gpu_fault_table"):
-        if w.gpu_fault_events:
-            ev.append(f"{w.gpu_page_faults:,} GPU page faults in {w.gpu_fault_events:,} fault groups (" + ", ".join(
-                f"{r.access} {r.page_faults:,}" for r in w.gpu_faults_by_access) + ").")
+    if um.sources.get("gpu_fault_table") and w.gpu_fault_events:
+        ev.append(f"{w.gpu_page_faults:,} GPU page faults in {w.gpu_fault_events:,} fault groups (" + ", ".join(
+            f"{r.access} {r.page_faults:,}" for r in w.gpu_faults_by_access) + ").")
     if w.cpu_fault_count:
         where = ""
         if w.cpu_faults_by_function:

@@ -13,7 +13,7 @@ def base_api_name(name: str) -> str:
     """API display name exactly as ``nsys stats`` (cudaapisum 2022.4, cuda_api_sum 2024.2) prints it: a
     trailing ``_v`` + four characters is removed (``cudaLaunchKernel_v7000`` → ``cudaLaunchKernel``), every
     other suffix is kept (``cuGetProcAddress_v2``, ``cudaStreamIsCapturing_v10000`` are distinct entry
-    points). Classification (:mod:`analyses.api_classes`) strips all variants separately."""
+    points). Classification (:mod:`analyses.api.classes`) strips all variants separately."""
     return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
 
 
@@ -46,6 +46,11 @@ def label_shows_tid(label: str, tid: int) -> bool:
     """Whether a label of :func:`thread_labels` already names the thread's tid (a text that names the tid beside
     the label then leaves it out)."""
     return label.endswith(f"tid {tid})")
+
+
+def short(name: str, n: int) -> str:
+    """``name`` cut to ``n`` characters, the last one ``…``, when longer (a name inside a finding's text)."""
+    return name if len(name) <= n else name[: n - 1] + "…"
 
 
 def missing_name(string_id: int) -> str:

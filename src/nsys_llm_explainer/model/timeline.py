@@ -18,8 +18,14 @@ MEMCPY_KIND_LABEL = {
     5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device", 9: "Host-to-Host",
     10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device",
 }
+H2D, D2H = 1, 2       # copyKind of host → device, device → host
 PAGEABLE = 0          # srcKind / dstKind value of pageable host memory (ENUM_CUDA_MEM_KIND)
 GRAPH_LABEL = "[CUDA graph (graph-level trace)]"
+
+
+def copy_kind_label(k: int) -> str:
+    """The direction label of copyKind ``k`` (its number when the table has none)."""
+    return MEMCPY_KIND_LABEL.get(int(k), str(int(k)))
 
 
 @dataclass(frozen=True)
@@ -118,8 +124,7 @@ def _copy_labels(model: TraceModel) -> tuple:
         code = ck * 2 + pg.astype(np.int64)
         uniq, inv = np.unique(code, return_inverse=True)
         for u in uniq.tolist():
-            lab = MEMCPY_KIND_LABEL.get(u // 2, str(u // 2))
-            labels.append(lab + (" (pageable)" if u % 2 else ""))
+            labels.append(copy_kind_label(u // 2) + (" (pageable)" if u % 2 else ""))
         parts.append((mc, inv.reshape(-1)))
     if ms is not None and len(ms):
         labels.append("memset")

@@ -6,7 +6,7 @@ the display name (docs/METRICS.md, "Reading the export": ``cuMemAlloc_v2`` is cl
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Sequence, Tuple
 
 import numpy as np
 
@@ -27,6 +27,7 @@ SYNC_MEMCPY = {
     "cuMemsetD2D32",
 }
 SYNC = SYNC_WAIT | SYNC_MEMCPY
+SYNC_COPY = {n for n in SYNC_MEMCPY if "Memset" not in n}     # synchronous copies (no memsets)
 NONBLOCKING_SYNC = {
     "cudaEventQuery", "cudaStreamWaitEvent", "cudaStreamQuery", "cuEventQuery", "cuStreamWaitEvent",
     "cuStreamQuery",
@@ -62,6 +63,20 @@ def api_class(name: str) -> str:
     b = normalize(name)
     return next((c for c, s in (("sync", SYNC), ("nonblocking_sync", NONBLOCKING_SYNC), ("launch", LAUNCH),
                                 ("alloc", ALLOC), ("free", FREE)) if b in s), "other")
+
+
+def is_async_copy(base: str) -> bool:
+    """An asynchronous copy call (``cudaMemcpyAsync``, ``cuMemcpyHtoDAsync``, …) by its base name."""
+    return "Memcpy" in base and "Async" in base
+
+
+def name_bases(names: Sequence[str]) -> Tuple[List[str], List[str], np.ndarray]:
+    """Per raw API name its base name (:func:`normalize`); the distinct base names, sorted; and raw-name index →
+    base-name index (one more slot, 0, for an unknown name: index -1)."""
+    base = [normalize(n) for n in names]
+    uniq = sorted(set(base))
+    pos = {b: i for i, b in enumerate(uniq)}
+    return base, uniq, np.array([pos[b] for b in base] + [0], np.int32)
 
 
 def class_mask(api: ApiCalls, cls: str) -> np.ndarray:

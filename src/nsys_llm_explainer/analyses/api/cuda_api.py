@@ -57,11 +57,11 @@ class CudaApiResult(FieldsJson):
     alloc_free: Tuple[AllocFreeApi, ...] = ()
 
 
-def base_index(api: ApiCalls) -> Tuple[np.ndarray, List[str]]:
-    """(row → base-name index, base names): rows grouped by display name."""
+def base_index(api: ApiCalls, rows: Optional[np.ndarray] = None) -> Tuple[np.ndarray, List[str]]:
+    """(row → base-name index, base names): the rows (all, or ``rows``) grouped by display name."""
     uniq: Dict[str, int] = {}
     m = np.array([uniq.setdefault(b, len(uniq)) for b in api.base_names] + [0], dtype=np.int32)
-    return m[api.name_idx], list(uniq.keys())
+    return m[api.name_idx if rows is None else api.name_idx[rows]], list(uniq.keys())
 
 
 def analyze_cuda_api(model: TraceModel) -> CudaApiResult:

@@ -10,7 +10,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from ...model.timeline import few_distinct
+from ...model.timeline import PAGEABLE, few_distinct
 from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import KIND_CODE
 from ..api import classes as ac
@@ -27,16 +27,13 @@ def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str
     api = model.api
     if api is None or len(api) == 0:
         return np.empty(0, np.int8), [], np.empty(0, np.int64)
-    base = [ac.normalize(n) for n in api.names]
-    uniq = sorted(set(base))
-    pos = {b: i for i, b in enumerate(uniq)}
-    name_to_base = np.array([pos[b] for b in base] + [0], np.int32)
+    base, uniq, name_to_base = ac.name_bases(api.names)
     per_name = np.array([_name_kind(b) for b in base] + [K["other_api"]], np.int8)
     kinds = per_name[api.name_idx]
     mc = model.memcpy
     if mc is not None and len(mc):
-        is_async_copy = np.array([("Memcpy" in b and "Async" in b) for b in base] + [False], bool)
-        pg = (np.asarray(mc.src_kind, np.int64) == 0) | (np.asarray(mc.dst_kind, np.int64) == 0)
+        is_async_copy = np.array([ac.is_async_copy(b) for b in base] + [False], bool)
+        pg = (np.asarray(mc.src_kind, np.int64) == PAGEABLE) | (np.asarray(mc.dst_kind, np.int64) == PAGEABLE)
         li = np.asarray(mc.launch_idx, np.int64)[pg]
         li = li[li >= 0]
         kinds[li[is_async_copy[api.name_idx[li]]]] = K["pageable_memcpy"]

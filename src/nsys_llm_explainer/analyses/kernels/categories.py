@@ -18,7 +18,7 @@ from ...config.categories import (
 )
 from ...config.patterns import first_match, for_matching
 from ...jsonable import NOT_IN_JSON, FieldsJson
-from ...model.timeline import MEMCPY_KIND_LABEL
+from ...model.timeline import copy_kind_label
 from ...model.trace import Memcpy, TraceModel
 from ..common.stats import pct
 from ..trace.window import WindowResult
@@ -223,8 +223,7 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
             if isinstance(ops, Memcpy):
                 uniq, inv = np.unique(ops.copy_kind, return_inverse=True)
                 base = len(all_names)
-                all_names += [f"[CUDA memcpy {MEMCPY_KIND_LABEL.get(int(u), str(int(u)))}]"
-                              for u in uniq.tolist()]
+                all_names += [f"[CUDA memcpy {copy_kind_label(u)}]" for u in uniq.tolist()]
                 extra_n.append(base + inv.reshape(-1).astype(np.int64))
             else:
                 all_names.append("[CUDA memset]")

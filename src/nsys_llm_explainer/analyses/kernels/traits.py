@@ -13,6 +13,7 @@ import numpy as np
 
 from ...config.patterns import for_matching, match_text
 from ...jsonable import FieldsJson
+from ...model.names import short
 from ...model.trace import TraceModel
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
 from ..trace.info import TraceInfoResult
@@ -139,10 +140,6 @@ class KernelTraitsResult(FieldsJson):
     stack_evidence: Tuple[str, ...]
 
 
-def _short(s: str, n: int = 80) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
 def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), process_names: Sequence[str] = (),
                  thread_names: Sequence[str] = ()) -> Tuple[str, Tuple[str, ...]]:
     """First stack of ``_STACKS`` with evidence; evidence = one example per source that matched."""
@@ -152,7 +149,7 @@ def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), pr
         for src, (shown, rx) in rxs.items():
             hits = [str(n) for n in sources[src] if n and rx.search(match_text(n))]
             if hits:
-                ev.append(f"{len(hits)} {src} name(s) match /{shown}/, e.g. '{_short(hits[0])}'")
+                ev.append(f"{len(hits)} {src} name(s) match /{shown}/, e.g. '{short(hits[0], 80)}'")
         if ev:
             return stack, tuple(ev)
     return "", ()

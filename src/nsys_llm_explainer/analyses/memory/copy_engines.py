@@ -11,7 +11,7 @@ import numpy as np
 
 from ...jsonable import FieldsJson
 from ...model import intervals as iv
-from ...model.timeline import MEMCPY_KIND_LABEL, rows_by_value
+from ...model.timeline import MEMCPY_KIND_LABEL, PAGEABLE, rows_by_value
 from ...model.trace import Memcpy, Memset, TraceModel
 from ..common.stats import median, round_half_up
 from .unified import kernel_unions
@@ -24,7 +24,6 @@ PATH_LABEL: Dict[str, str] = {"H2D": "Host-to-Device", "D2H": "Device-to-Host", 
                               "P2P": "Peer-to-Peer", "H2H": "Host-to-Host", "Unified": "Unified-Memory migration",
                               "memset": "memset", "other": "other copy kinds"}
 HOST_PATHS = ("H2D", "D2H")
-PAGEABLE = 0
 _CODE = {p: i for i, p in enumerate(PATH_LABEL)}
 _KIND_OF_LABEL = {v: k for k, v in MEMCPY_KIND_LABEL.items()}
 

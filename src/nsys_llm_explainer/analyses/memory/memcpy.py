@@ -9,7 +9,7 @@ from typing import Any, Callable, ClassVar, Dict, Optional, Tuple, Type, TypeVar
 import numpy as np
 
 from ...jsonable import FieldsJson
-from ...model.timeline import MEMCPY_KIND_LABEL
+from ...model.timeline import copy_kind_label
 from ...model.trace import TraceModel
 from ..common.stats import group_stats
 
@@ -110,11 +110,11 @@ def analyze_memcpy(model: TraceModel) -> MemcpyResult:
         total_ns = int(dur.sum())
         by_direction = _stats_rows(
             MemcpyDirectionRow, {"copy_kind": mc.copy_kind}, dur, mc.bytes,
-            lambda k: {"direction": MEMCPY_KIND_LABEL.get(k["copy_kind"], str(k["copy_kind"])), **k})
+            lambda k: {"direction": copy_kind_label(k["copy_kind"]), **k})
         by_kind = _stats_rows(
             MemcpyKindRow, {"copy_kind": mc.copy_kind, "src_kind": mc.src_kind, "dst_kind": mc.dst_kind},
             dur, mc.bytes,
-            lambda k: {"direction": MEMCPY_KIND_LABEL.get(k["copy_kind"], str(k["copy_kind"])),
+            lambda k: {"direction": copy_kind_label(k["copy_kind"]),
                        "src_kind_name": mem_kind(k["src_kind"]), "dst_kind_name": mem_kind(k["dst_kind"]), **k})
     if ms is not None and len(ms):
         dur = ms.end - ms.start

@@ -10,18 +10,13 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import numpy as np
 
 from ...jsonable import NONE_AS_EMPTY, FieldsJson, json_name
-from ...model.timeline import MEMCPY_KIND_LABEL, rows_by_value
+from ...model.timeline import D2H, H2D, PAGEABLE, rows_by_value
+from ...model.timeline import copy_kind_label as _direction
 from ...model.trace import ApiCalls, Memcpy, TraceModel
 from ..api import classes as ac
+from ..api.cuda_api import base_index
 from ..common.stats import combine_keys, median, round_half_up
 from .memcpy import mem_kind as _kind
-
-HTOD, DTOH = 1, 2
-PAGEABLE = 0
-SYNC_COPY = {n for n in ac.SYNC_MEMCPY if "Memset" not in n}
-
-def _direction(k: int) -> str:
-    return MEMCPY_KIND_LABEL.get(int(k), str(int(k)))
 
 
 @dataclass(frozen=True)
@@ -173,16 +168,6 @@ def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> CopyTotals:
     return CopyTotals(count=int(m.sum()), bytes=int(nbytes[m].sum()), total_ns=int(dur[m].sum()))
 
 
-def _by_base_name(api: ApiCalls, name_idx: np.ndarray) -> List[Tuple[str, np.ndarray]]:
-    """(base name, its rows ascending) for each distinct base API name among ``name_idx``, in the order of each
-    name's lowest name index: one sort of the rows by name (no pass over every row per name)."""
-    code: Dict[str, int] = {}
-    uniq = np.unique(name_idx)
-    of_name = np.array([code.setdefault(api.base_names[j], len(code)) for j in uniq.tolist()], np.int64)
-    names = list(code)
-    return [(names[c], r) for c, r in rows_by_value(of_name[np.searchsorted(uniq, name_idx)])]
-
-
 def _step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
     """Index of the step (sorted, non-overlapping ``[s0, s1)``) holding each time, -1 when none."""
     if s0.shape[0] == 0:
@@ -229,7 +214,7 @@ def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
     by_kind = tuple(CopyKinds(**r, direction=_direction(r["copy_kind"]), src_kind_name=_kind(r["src_kind"]),
                               dst_kind_name=_kind(r["dst_kind"]))
                     for r in _grouped({"copy_kind": ck, "src_kind": sk, "dst_kind": dk}, dur, nb))
-    host = (ck == HTOD) | (ck == DTOH)
+    host = (ck == H2D) | (ck == D2H)
     pm = host & ((sk == PAGEABLE) | (dk == PAGEABLE))
     pt = _totals(pm, dur, nb)
     pageable = PageableCopies(pt.count, pt.bytes, pt.total_ns, tuple(
@@ -242,14 +227,15 @@ def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
     by_api: List[SyncCopyApi] = []
     blocked_ns = 0
     if api is not None and len(api):
-        sc = ac.name_set_mask(api.names, api.name_idx, SYNC_COPY) & api.primary
+        sc = ac.name_set_mask(api.names, api.name_idx, ac.SYNC_COPY) & api.primary
         linked = li >= 0
         sync_rows = linked & sc[np.where(linked, li, 0)]
         calls = np.unique(li[sync_rows])
         if calls.shape[0]:
             cd = api.end[calls] - api.start[calls]
-            by_api = sorted((SyncCopyApi(name=name, calls=int(mm.shape[0]), host_blocked_ns=int(cd[mm].sum()))
-                             for name, mm in _by_base_name(api, api.name_idx[calls])),
+            bidx, bnames = base_index(api, calls)
+            by_api = sorted((SyncCopyApi(name=bnames[b], calls=int(mm.shape[0]), host_blocked_ns=int(cd[mm].sum()))
+                             for b, mm in rows_by_value(bidx)),
                             key=lambda r: (-r.host_blocked_ns, r.name))
             blocked_ns = int(cd.sum())
     syt = _totals(sync_rows, dur, nb)
@@ -296,8 +282,9 @@ def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[T
                                in_steps_ns=int(adur[m & (st >= 0)].sum()) if st is not None else None)
         dd = adur[m]
         sm = st[m] if st is not None else None
-        for name, mm in _by_base_name(api, api.name_idx[m]):
-            rows.append(AllocApi(name=name, api_class=cls, count=int(mm.shape[0]), total_ns=int(dd[mm].sum()),
+        bidx, bnames = base_index(api, m)
+        for b, mm in rows_by_value(bidx):
+            rows.append(AllocApi(name=bnames[b], api_class=cls, count=int(mm.shape[0]), total_ns=int(dd[mm].sum()),
                                  in_steps=int((sm[mm] >= 0).sum()) if sm is not None else None))
     rows.sort(key=lambda r: (-r.total_ns, r.name))
     out["alloc_free_by_api"] = tuple(rows)

@@ -7,13 +7,13 @@ docs/FINDINGS.md, "Per-step synchronization".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Callable, Dict, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...jsonable import FieldsJson, fields_json, json_name
 from ...model.intervals import overlap_length
-from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value
+from ...model.timeline import D2H, PAGEABLE, DeviceTimeline, few_distinct, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_dur as dur
@@ -27,8 +27,6 @@ MAX_PERIOD_SPREAD = 3.0      # period p90 ≤ 3 × p50: the steps recur
 WAIT_TOL_NS = 20_000         # a call returning up to 20 µs before its work's recorded end still drained it
 THRESHOLDS = {"min_sync_points": MIN_SYNC_POINTS, "min_kernel_share": MIN_KERNEL_SHARE,
               "max_period_spread": MAX_PERIOD_SPREAD, "wait_tol_ns": WAIT_TOL_NS}
-_D2H = 2                     # copyKind device → host
-_PAGEABLE = 0                # dstKind pageable host memory
 _D2H_NAMES = {"cuMemcpyDtoH", "cuMemcpyAtoH"}
 _NEVER = np.iinfo(np.int64).min
 _CAUSE = ("kind", "detail", "ns")
@@ -119,26 +117,23 @@ class StepSyncContext:
         if api is None or not self.ok:
             return
         self.api: ApiCalls = api
-        names = [ac.normalize(x) for x in api.names]
-        self.base_names: List[str] = sorted(set(names))
-        pos = {b: i for i, b in enumerate(self.base_names)}
-        # base-name index per raw name (+1 slot for unknown names): gathered only at the few sync points
-        self.name_base = np.array([pos[b] for b in names] + [0], np.int32)
+        # base-name index per raw name: gathered only at the few sync points
+        names, self.base_names, self.name_base = ac.name_bases(api.names)
 
         def per_name(pred: Callable[[str], bool]) -> np.ndarray:
             return np.array([pred(b) for b in names] + [False], bool)[api.name_idx]
 
         wait = per_name(lambda b: b in ac.SYNC_WAIT)
-        sync_copy = per_name(lambda b: b in ac.SYNC_MEMCPY and "Memset" not in b)
-        async_copy = per_name(lambda b: "Memcpy" in b and "Async" in b)
+        sync_copy = per_name(lambda b: b in ac.SYNC_COPY)
+        async_copy = per_name(ac.is_async_copy)
         d2h = per_name(lambda b: b in _D2H_NAMES)
         pageable_d2h = np.zeros(len(api), bool)
         mc = steady.memcpy
         if mc is not None and len(mc):
             li = np.asarray(mc.launch_idx, np.int64)
-            is_d2h = (np.asarray(mc.copy_kind, np.int64) == _D2H) & (li >= 0)
+            is_d2h = (np.asarray(mc.copy_kind, np.int64) == D2H) & (li >= 0)
             d2h[li[is_d2h]] = True
-            pageable_d2h[li[is_d2h & (np.asarray(mc.dst_kind, np.int64) == _PAGEABLE)]] = True
+            pageable_d2h[li[is_d2h & (np.asarray(mc.dst_kind, np.int64) == PAGEABLE)]] = True
         primary = api.primary
         self.blocking = (wait | (sync_copy & d2h) | (async_copy & pageable_d2h)) & primary
         self.d2h_call = d2h & primary

@@ -40,8 +40,6 @@ FILE_IO_CALLS: FrozenSet[str] = frozenset((
     "fallocate", "posix_fadvise", "truncate", "ftruncate", "unlink", "rename", "mkdir",
 ))
 
-CLASSES: Sequence[str] = ("wait", "file_io", "other")
-
 
 def base_name(name: str) -> str:
     """``open64`` → ``open``; ``__poll`` → ``poll``."""
@@ -64,6 +62,6 @@ def is_wait(name: str) -> bool:
     return os_call_class(name) == "wait"
 
 
-def class_codes(names: Sequence[str]) -> np.ndarray:
-    """Per name (plus one trailing entry for an unknown name, index -1): its class index into :data:`CLASSES`."""
-    return np.array([CLASSES.index(os_call_class(n)) for n in names] + [CLASSES.index("other")], np.int8)
+def waits_of(names: Sequence[str]) -> np.ndarray:
+    """Per name (plus a trailing False for an unknown name, index -1): whether the call waits (:func:`is_wait`)."""
+    return np.array([is_wait(n) for n in names] + [False], bool)

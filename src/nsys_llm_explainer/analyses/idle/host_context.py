@@ -13,7 +13,7 @@ import numpy as np
 
 from ...model.timeline import DeviceTimeline, rows_by_value
 from ...model.trace import TraceModel
-from ...vocabulary.os_calls import os_call_class
+from ...vocabulary.os_calls import is_wait
 from ..nvtx.tree import NvtxTree
 from .host_partition import Partition
 from .pieces import Cover, DeviceGaps, index_runs, thread_pieces, touching
@@ -52,7 +52,7 @@ class HostContext:
         classified once, as it is registered (not once per device and thread)."""
         done = self.waits.shape[0] - 1
         if done != len(self.details):
-            new = np.array([os_call_class(s) == "wait" for s in self.details[done:]], bool)
+            new = np.array([is_wait(s) for s in self.details[done:]], bool)
             self.waits = np.concatenate([self.waits[:-1], new, np.zeros(1, bool)])
         return self.waits
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...model.timeline import DeviceTimeline
 from ...vocabulary.cause_kinds import API_KINDS, KIND_CODE
-from ...vocabulary.os_calls import CLASSES, class_codes
+from ...vocabulary.os_calls import waits_of
 from ..nvtx.tree import innermost_enclosing
 from .range_names import normalize_range_name
 from .result import IdlePieces
@@ -215,7 +215,7 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
     if osrt is not None and osrt_any:
         ni = osrt.name_idx
         odet = np.array([host.detail_code(s) for s in osrt.names] + [host.detail_code("")], np.int64)
-        waits = (class_codes(osrt.names) == CLASSES.index("wait"))[ni[r_osrt]]
+        waits = waits_of(osrt.names)[ni[r_osrt]]
         osrt_passes = [(Cover(osrt.start[o], osrt.end[o]).row, odet[ni[o]]) for o in (r_osrt[waits], r_osrt[~waits])]
     if osrt_passes:                          # a call that waits on another thread wins over the range around it
         assign(K["osrt"], *osrt_passes[0])

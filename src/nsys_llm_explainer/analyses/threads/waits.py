@@ -13,7 +13,7 @@ from ...jsonable import FieldsJson
 from ...model.intervals import IntervalUnion, grouped_overlap, union_blocks
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel, pid_of, tid_of
-from ...vocabulary.os_calls import CLASSES, class_codes, is_wait, os_call_class
+from ...vocabulary.os_calls import is_wait, os_call_class, waits_of
 from ..common.stats import pct
 from ..idle.range_names import normalize_range_name
 from ..idle.result import IdleCausesResult
@@ -148,8 +148,7 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
     o_s = np.clip(np.asarray(osrt.start, np.int64), w0, w1)
     o_e = np.clip(np.asarray(osrt.end, np.int64), w0, w1)
     o_n = np.asarray(osrt.name_idx, np.int64)
-    wait_of_name = class_codes(osrt.names) == CLASSES.index("wait")
-    is_wait = wait_of_name[o_n]
+    is_wait = waits_of(osrt.names)[o_n]
     labels = model.thread_labels            # names as every output shows them (`name (tid N)` on collisions)
     waits = np.nonzero(is_wait & (o_e > o_s))[0]
     of_thread = dict(rows_by_value(o_g[waits]))    # each thread's waiting calls, ascending: one sort

@@ -325,6 +325,14 @@ def top_indices(values: np.ndarray, k: int) -> np.ndarray:
     return cand[np.argsort(-values[cand], kind="stable")[:k]]
 
 
+def int_sums(idx: np.ndarray, values: npt.ArrayLike, n: int) -> np.ndarray:
+    """Σ of ``values`` per index ``idx`` (0 … n − 1) in int64: exact for any ns or bytes (a float ``bincount`` is not
+    past 2^53)."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, idx, np.asarray(values, np.int64))
+    return out
+
+
 def pct(part: float, whole: float, digits: Optional[int] = None) -> float:
     """``100 * part / whole`` (full float precision unless ``digits``); 0 when ``whole`` is 0."""
     if not whole:

@@ -12,7 +12,7 @@ import numpy as np
 from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value, run_starts
 from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
-from ..common.stats import pct, top_indices
+from ..common.stats import int_sums, pct, top_indices
 from ..nvtx.tree import NvtxTree
 from .api_kinds import api_kinds
 from .bins import DeviceBins, bin_edges, device_bins
@@ -189,8 +189,7 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
     if key.shape[0] > 1:                                # merge runs of pieces of one cause in one gap
         at = run_starts(key, gap)
         key, gap, ln = key[at], gap[at], np.add.reduceat(ln, at)
-    ns_all = np.zeros(len(KINDS) * D, np.int64)       # integer sums: exact for any ns
-    np.add.at(ns_all, key, ln)
+    ns_all = int_sums(key, ln, len(KINDS) * D)
     assert int(ns_all.sum()) == idle, (tl.device_id, int(ns_all.sum()), idle)
     ukey = np.nonzero(ns_all)[0]                       # every piece has ns > 0: ukey = the causes present
     one_per_gap = gap.shape[0] < 2 or bool((gap[1:] != gap[:-1]).all())   # then (cause, gap) pairs = runs

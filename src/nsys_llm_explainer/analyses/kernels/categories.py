@@ -222,11 +222,11 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
             if ops is None or len(ops) == 0:
                 continue
             if isinstance(ops, Memcpy):
-                uniq, inv = np.unique(ops.copy_kind, return_inverse=True)
+                uniq, inv = distinct_small(ops.copy_kind)
                 base = len(all_names)
                 all_names += [f"[CUDA memcpy {MEMCPY_KIND_LABEL.get(int(u), str(int(u)))}]"
                               for u in uniq.tolist()]
-                extra_n.append(base + inv.reshape(-1).astype(np.int64))
+                extra_n.append(base + inv)
             else:
                 all_names.append("[CUDA memset]")
                 extra_n.append(np.full(len(ops), len(all_names) - 1, np.int64))

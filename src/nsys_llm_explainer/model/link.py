@@ -8,6 +8,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from .timeline import run_starts
 from .trace import ApiCalls
 
 # Name fragments of the API calls that can produce each GPU table's rows (only used to join GPU rows whose
@@ -126,9 +127,8 @@ class ApiIndex:
         if dup.shape[0]:                             # shared keys: the primary row first, then the earliest
             dr, dc = rows[dup], code[dup]
             o = np.lexsort((dr, ~api.primary[dr], dc))
-            first = np.ones(o.shape[0], bool)
-            first[1:] = dc[o][1:] != dc[o][:-1]
-            table[dc[o][first]] = dr[o][first]
+            first = o[run_starts(dc[o])]
+            table[dc[first]] = dr[first]
         self.table = table
         return True
 

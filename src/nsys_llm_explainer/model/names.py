@@ -58,16 +58,18 @@ def missing_name(string_id: int) -> str:
 
 
 def distinct_small(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(sorted distinct values, inverse) for non-negative int ids — O(n) with a lookup table when the
-    id range is small (StringIds ids are), else ``np.unique``. The table is never larger than a few
+    """(sorted distinct values, inverse) for int ids — O(n) with a lookup table from ``min(ids, 0)`` when the id
+    range is small (StringIds ids, devices, phases are), else ``np.unique``. The table is never larger than a few
     times the number of rows, so one sparse huge id does not allocate per possible id."""
-    if ids.shape[0] and int(ids.min()) >= 0 and int(ids.max()) < min(50_000_000, max(1 << 20, 4 * ids.shape[0])):
-        present = np.zeros(int(ids.max()) + 1, bool)
-        present[ids] = True
+    lo, hi = (min(int(ids.min()), 0), int(ids.max())) if ids.shape[0] else (0, 0)
+    if ids.shape[0] and hi - lo < min(50_000_000, max(1 << 20, 4 * ids.shape[0])):
+        off = ids - lo if lo else ids                   # negative ids shifted (in the ids' type: the result fits)
+        present = np.zeros(hi - lo + 1, bool)
+        present[off] = True
         uniq = np.nonzero(present)[0]
         lut = np.zeros(present.shape[0], np.int64)
         lut[uniq] = np.arange(uniq.shape[0])
-        return uniq, lut[ids]
+        return uniq + lo, lut[off]
     uniq, inv = np.unique(ids, return_inverse=True)
     return uniq, inv.reshape(-1)
 

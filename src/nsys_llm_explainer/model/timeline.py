@@ -156,8 +156,9 @@ def few_distinct(x: np.ndarray) -> np.ndarray:
 
 def rows_by_value(x: np.ndarray, values: Optional[np.ndarray] = None) -> List[Tuple[int, np.ndarray]]:
     """(value, its rows in ascending order) per distinct value of the integer array ``x``, values ascending. One
-    mask per value when they are few (≤ 16; rows as int32 when they fit), else one stable sort: never one pass over
-    every row per value. ``values``: a superset of the distinct values when the caller knows one (saves a pass)."""
+    mask per value when they are few (≤ 16; rows as int32 when they fit), else one stable sort (of 16-bit codes when
+    the values span < 2^15): never one pass over every row per value. ``values``: a superset of the distinct values
+    when the caller knows one (saves a pass)."""
     if x.shape[0] == 0:
         return []
     ids = np.unique(values) if values is not None else few_distinct(x)
@@ -165,10 +166,30 @@ def rows_by_value(x: np.ndarray, values: Optional[np.ndarray] = None) -> List[Tu
         small = np.int32 if x.shape[0] < (1 << 31) else np.int64
         out = [(int(v), np.nonzero(x == v)[0].astype(small)) for v in ids.tolist()]
         return [(v, r) for v, r in out if r.shape[0]]
-    order = np.argsort(x, kind="stable")
+    lo, hi = int(ids[0]), int(ids[-1])             # numpy sorts 16-bit integers stably by radix
+    order = np.argsort((x - lo).astype(np.int16) if hi - lo < (1 << 15) else x, kind="stable")
     v = x[order]
     cut = np.nonzero(v[1:] != v[:-1])[0] + 1
     return [(int(x[seg[0]]), seg) for seg in np.split(order, cut)]
+
+
+def spans_by(key: np.ndarray, start: np.ndarray, end: np.ndarray) -> List[Tuple[int, int, int, int]]:
+    """Per distinct ``key`` (ascending, :func:`rows_by_value`): (key, its rows, Σ (end − start), length of the union
+    of its intervals ``[start, end)``)."""
+    return [(v, int(r.shape[0]), int((end[r] - start[r]).sum()), iv.union_blocks(start[r], end[r]).length)
+            for v, r in rows_by_value(key)]
+
+
+def run_starts(*cols: np.ndarray) -> np.ndarray:
+    """Index of the first row of each run of equal rows of the columns ``cols`` (one length; a row that differs
+    from the one before in any column starts a run)."""
+    n = cols[0].shape[0]
+    new = np.ones(n, bool)
+    if n > 1:
+        np.not_equal(cols[0][1:], cols[0][:-1], out=new[1:])
+        for c in cols[1:]:
+            new[1:] |= c[1:] != c[:-1]
+    return np.flatnonzero(new)
 
 
 def _cat(parts: List[np.ndarray], dt: type) -> np.ndarray:

@@ -10,8 +10,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ...jsonable import NONE_AS_EMPTY, FieldsJson
-from ...model import intervals as iv
-from ...model.timeline import rows_by_value
+from ...model.timeline import spans_by
 from ...model.trace import TraceModel
 from ..common.stats import group_stats, median, pct
 from . import classes as ac
@@ -97,14 +96,8 @@ def _graph_trace_summary(model: TraceModel) -> Optional[GraphTraceSummary]:
     gt = model.graph_trace
     if gt is None or len(gt) == 0:
         return None
-    s, e = gt.start, gt.end
-    dev = gt.device
-    per_dev = []
-    for d, m in rows_by_value(np.asarray(dev)):      # one sort, not a mask over every row per device
-        u = iv.union_blocks(s[m], e[m])
-        per_dev.append(GraphTraceDevice(device_id=d, count=int(m.shape[0]), total_ns=int((e[m] - s[m]).sum()),
-                                        union_ns=u.length))
-    return GraphTraceSummary(count=int(len(gt)), total_ns=int((e - s).sum()), by_device=tuple(per_dev))
+    per_dev = tuple(GraphTraceDevice(*t) for t in spans_by(np.asarray(gt.device), gt.start, gt.end))
+    return GraphTraceSummary(count=int(len(gt)), total_ns=int((gt.end - gt.start).sum()), by_device=per_dev)
 
 
 def analyze_graphs(model: TraceModel) -> GraphResult:

@@ -8,11 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Optional, Tuple
 
-import numpy as np
-
 from ...jsonable import FieldsJson
-from ...model import intervals as iv
-from ...model.timeline import rows_by_value
+from ...model.timeline import spans_by
 from ...model.trace import TraceModel
 from ..common.stats import group_stats
 from . import classes as ac
@@ -71,12 +68,7 @@ def analyze_sync(model: TraceModel) -> SyncResult:
     nm = ac.class_mask(api, "nonblocking_sync")
     per_pid = group_stats({"pid": api.pid[sm], "name": bidx[sm]}, dur[sm]).rows(SyncPidApiRow, bnames)
     per_pid.sort(key=lambda r: (r.pid, -r.total_ns))
-    totals = []
-    srows = np.nonzero(sm)[0]
-    for p, r in rows_by_value(api.pid[srows]):       # one sort, not a mask over every call per pid
-        m = srows[r]
-        u = iv.union_blocks(api.start[m], api.end[m])
-        totals.append(SyncPidTotal(pid=p, count=int(m.shape[0]), total_ns=int(dur[m].sum()), wall_ns=u.length))
+    totals = [SyncPidTotal(*t) for t in spans_by(api.pid[sm], api.start[sm], api.end[sm])]
     return SyncResult(True, None, total_ns=int(dur[sm].sum()), call_count=int(sm.sum()),
                       sync_apis=tuple(group_stats({"name": bidx[sm]}, dur[sm]).rows(SyncApiRow, bnames)),
                       nonblocking_apis=tuple(group_stats({"name": bidx[nm]}, dur[nm]).rows(SyncApiRow, bnames)),

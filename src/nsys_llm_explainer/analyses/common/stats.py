@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy.typing as npt
 
 from ...jsonable import FieldsJson
-from ...model.timeline import few_distinct
+from ...model.timeline import few_distinct, run_starts
 
 
 def round_half_up(x: npt.ArrayLike) -> np.ndarray:
@@ -87,19 +87,23 @@ def percentile_sorted(values: np.ndarray, starts: np.ndarray, counts: np.ndarray
     return vlo + (vhi - vlo) * frac
 
 
-def percentile(values: np.ndarray, q: float) -> float:
-    """Percentile ``q`` (0–100) of ``values`` (any order) by the same linear interpolation between
+def percentiles(values: np.ndarray, qs: Sequence[float]) -> List[float]:
+    """Percentiles ``qs`` (0–100) of ``values`` (any order) by the same linear interpolation between
     closest ranks as :func:`percentile_sorted` (numpy's default method, unrounded); 0.0 when empty."""
     v = np.asarray(values).reshape(-1)
     n = v.shape[0]
     if n == 0:
-        return 0.0
-    pos = (n - 1) * (q / 100.0)
-    lo = int(np.floor(pos))
-    hi = min(lo + 1, n - 1)
-    part = np.partition(v, [lo, hi] if hi != lo else [lo])   # the two order statistics, no full sort
-    vlo, vhi = float(part[lo]), float(part[hi])
-    return vlo + (vhi - vlo) * (pos - lo)
+        return [0.0] * len(qs)
+    pos = [(n - 1) * (q / 100.0) for q in qs]
+    lo = [int(np.floor(x)) for x in pos]
+    hi = [min(a + 1, n - 1) for a in lo]
+    part = np.partition(v, sorted(set(lo + hi)))     # the order statistics needed, no full sort
+    return [float(part[a]) + (float(part[b]) - float(part[a])) * (x - a) for x, a, b in zip(pos, lo, hi)]
+
+
+def percentile(values: np.ndarray, q: float) -> float:
+    """:func:`percentiles` of the one ``q``."""
+    return percentiles(values, (q,))[0]
 
 
 def median(values: np.ndarray) -> float:
@@ -161,21 +165,15 @@ _QS = (50.0, 90.0, 99.0)
 
 def _few_groups(names: List[str], key: np.ndarray, dec: KeyDecoder, dur: np.ndarray) -> Optional[GroupStats]:
     """The statistics of :func:`group_stats` for a few large groups without sorting: per group, the order
-    statistics the percentiles need come from one ``np.partition`` (the same interpolation formula as
-    :func:`percentile_sorted`, so the numbers are identical). ``None`` when there are more groups."""
+    statistics the percentiles need come from one ``np.partition`` (:func:`percentiles`: the same interpolation
+    formula as :func:`percentile_sorted`, so the numbers are identical). ``None`` when there are more groups."""
     uk = few_distinct(key)
     if uk.shape[0] > FEW_GROUPS:
         return None
     rows = []
     for g in uk.tolist():
         v = dur if uk.shape[0] == 1 else dur[key == g]
-        cnt = np.int64(v.shape[0])
-        pos = [(cnt - 1) * (q / 100.0) for q in _QS]
-        lo = [int(np.floor(x)) for x in pos]
-        hi = [min(x + 1, int(cnt) - 1) for x in lo]
-        part = np.partition(v, sorted(set(lo + hi)))
-        pct_v = [float(part[a]) + (float(part[b]) - float(part[a])) * (x - a) for x, a, b in zip(pos, lo, hi)]
-        rows.append((int(cnt), int(v.sum()), int(v.min()), int(v.max()), pct_v))
+        rows.append((int(v.shape[0]), int(v.sum()), int(v.min()), int(v.max()), percentiles(v, _QS)))
     count = np.array([r[0] for r in rows], np.int64)
     total = np.array([r[1] for r in rows], np.int64)
     p = np.array([r[4] for r in rows], np.float64).reshape(len(rows), len(_QS))
@@ -189,13 +187,8 @@ def _few_groups(names: List[str], key: np.ndarray, dec: KeyDecoder, dur: np.ndar
 def _from_sorted(sk: np.ndarray, sd: np.ndarray) -> Tuple[np.ndarray, GroupStats]:
     """Statistics of runs of equal ``sk`` (sorted) whose durations ``sd`` are sorted within each run; returns
     (row of each group's first element, stats without keys)."""
-    n = sd.shape[0]
-    change = np.empty(n, bool)
-    change[0] = True
-    np.not_equal(sk[1:], sk[:-1], out=change[1:])
-    starts = np.nonzero(change)[0]
-    del change
-    counts = np.diff(np.append(starts, n))
+    starts = run_starts(sk)
+    counts = np.diff(np.append(starts, sd.shape[0]))
     total = np.add.reduceat(sd, starts)
     p50 = percentile_sorted(sd, starts, counts, 50)
     return starts, GroupStats(
@@ -330,6 +323,14 @@ def top_indices(values: np.ndarray, k: int) -> np.ndarray:
     else:
         cand = np.arange(n)
     return cand[np.argsort(-values[cand], kind="stable")[:k]]
+
+
+def int_sums(idx: np.ndarray, values: npt.ArrayLike, n: int) -> np.ndarray:
+    """Σ of ``values`` per index ``idx`` (0 … n − 1) in int64: exact for any ns or bytes (a float ``bincount`` is not
+    past 2^53)."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, idx, np.asarray(values, np.int64))
+    return out
 
 
 def pct(part: float, whole: float, digits: Optional[int] = None) -> float:

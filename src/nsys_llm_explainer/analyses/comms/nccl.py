@@ -14,7 +14,7 @@ from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import Kernels, TraceModel
-from ..common.stats import combine_keys, median, pct, round_half_up
+from ..common.stats import combine_keys, int_sums, median, pct, round_half_up
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
 COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
@@ -198,8 +198,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     mrow = matched_c[cinv]
     matched = int(matched_c.sum())
     r_cnt = np.bincount(rank, minlength=n_rank)
-    r_ns = np.zeros(n_rank, np.int64)
-    np.add.at(r_ns, rank, np.asarray(d, np.int64))   # exact integer sums (no mask per rank)
+    r_ns = int_sums(rank, d, n_rank)                 # no mask per rank
     base_rank = [NcclRank(f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", int(rank_pid[r]), int(rank_dev[r]),
                           int(r_cnt[r]), int(r_ns[r])) for r in range(n_rank)]
     head = NcclResult(True, None, nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()),

@@ -9,10 +9,10 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 import numpy as np
 
-from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value
+from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value, run_starts
 from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
-from ..common.stats import pct, top_indices
+from ..common.stats import int_sums, pct, top_indices
 from ..nvtx.tree import NvtxTree
 from .api_kinds import api_kinds
 from .bins import DeviceBins, bin_edges, device_bins
@@ -187,14 +187,9 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
     key += det
     del kind, det
     if key.shape[0] > 1:                                # merge runs of pieces of one cause in one gap
-        run = np.empty(key.shape[0], bool)
-        run[0] = True
-        np.not_equal(key[1:], key[:-1], out=run[1:])
-        run[1:] |= gap[1:] != gap[:-1]
-        at = np.nonzero(run)[0]
+        at = run_starts(key, gap)
         key, gap, ln = key[at], gap[at], np.add.reduceat(ln, at)
-    ns_all = np.zeros(len(KINDS) * D, np.int64)       # integer sums: exact for any ns
-    np.add.at(ns_all, key, ln)
+    ns_all = int_sums(key, ln, len(KINDS) * D)
     assert int(ns_all.sum()) == idle, (tl.device_id, int(ns_all.sum()), idle)
     ukey = np.nonzero(ns_all)[0]                       # every piece has ns > 0: ukey = the causes present
     one_per_gap = gap.shape[0] < 2 or bool((gap[1:] != gap[:-1]).all())   # then (cause, gap) pairs = runs
@@ -207,15 +202,11 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
         pk, pg, pns = key[order], gap[order], ln[order]
     else:
         rs, gsrt = rank[order], gap[order]
-        new = np.empty(rs.shape[0], bool)
-        new[0] = True
-        np.not_equal(rs[1:], rs[:-1], out=new[1:])
-        new[1:] |= gsrt[1:] != gsrt[:-1]
-        start = np.nonzero(new)[0]
+        start = run_starts(rs, gsrt)
         pk = ukey[rs[start].astype(np.int64)]
         pg = gsrt[start]
         pns = np.add.reduceat(ln[order], start)
-        del rs, gsrt, new, start
+        del rs, gsrt, start
     del order, rank
     causes = []
     first_pair = np.searchsorted(pk, ukey, "left")

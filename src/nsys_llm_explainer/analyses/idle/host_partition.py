@@ -10,7 +10,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from ...model.timeline import rows_by_value
+from ...model.timeline import rows_by_value, run_starts
 from .pieces import index_runs
 
 #: an interval covering more pieces than this many times the thread's distinct causes uses the prefix sums
@@ -80,7 +80,7 @@ def interval_sums(p: Partition, a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarra
     ns = np.concatenate([x[2] for x in parts]).astype(np.int64)
     order = np.lexsort((code, which))
     which, code, ns = which[order], code[order], ns[order]
-    new = np.flatnonzero(np.r_[True, (which[1:] != which[:-1]) | (code[1:] != code[:-1])])
+    new = run_starts(which, code)
     tot = np.add.reduceat(ns, new)
     keep = tot > 0
     return which[new][keep], code[new][keep], tot[keep]

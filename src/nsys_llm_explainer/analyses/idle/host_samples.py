@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...jsonable import FieldsJson
+from ...model.names import distinct_small
 from ...model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
@@ -110,13 +111,8 @@ def _shares(codes: np.ndarray, total: int, scope_ns: int, names: Sequence[str], 
     every code present)."""
     if codes.shape[0] == 0 or total == 0:
         return ()
-    n_codes = len(names)
-    counts = np.bincount(codes, minlength=n_codes) if n_codes <= 4 * codes.shape[0] + 64 else None
-    if counts is not None:
-        present = np.nonzero(counts)[0]
-        cnt = counts[present]
-    else:
-        present, cnt = np.unique(codes, return_counts=True)
+    present, inv = distinct_small(codes)
+    cnt = np.bincount(inv)
     order = sorted(range(present.shape[0]), key=lambda i: (-int(cnt[i]), names[int(present[i])]))
     if limit >= 0:
         order = order[:limit]

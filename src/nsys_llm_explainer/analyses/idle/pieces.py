@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...model.timeline import DeviceTimeline
+from ...model.timeline import DeviceTimeline, run_starts
 from ...vocabulary.cause_kinds import API_KINDS, KIND_CODE
 from ...vocabulary.os_calls import waits_of
 from ..nvtx.tree import innermost_enclosing
@@ -245,9 +245,8 @@ def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> n
     rows = np.nonzero(~single)[0]
     if rows.shape[0]:
         best = rows[np.lexsort((pk[rows], -pns[rows], pg[rows]))]
-        first = np.ones(best.shape[0], bool)
-        first[1:] = pg[best][1:] != pg[best][:-1]
-        code[pg[best[first]]] = pk[best[first]]
+        first = best[run_starts(pg[best])]
+        code[pg[first]] = pk[first]
     return code
 
 

@@ -18,11 +18,12 @@ from ...config.categories import (
 )
 from ...config.patterns import first_match, for_matching
 from ...jsonable import NOT_IN_JSON, FieldsJson
-from ...model.timeline import copy_kind_label
+from ...model.names import distinct_small
+from ...model.timeline import copy_kind_label, rows_by_value
 from ...model.trace import Memcpy, TraceModel
 from ..common.stats import pct
 from ..trace.window import WindowResult
-from .category_split import device_split, small_int, value_codes
+from .category_split import device_split
 from .summary import TopKernel
 
 TOP_KERNELS = 5
@@ -221,10 +222,10 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
             if ops is None or len(ops) == 0:
                 continue
             if isinstance(ops, Memcpy):
-                uniq, inv = np.unique(ops.copy_kind, return_inverse=True)
+                uniq, inv = distinct_small(ops.copy_kind)
                 base = len(all_names)
                 all_names += [f"[CUDA memcpy {copy_kind_label(u)}]" for u in uniq.tolist()]
-                extra_n.append(base + inv.reshape(-1).astype(np.int64))
+                extra_n.append(base + inv)
             else:
                 all_names.append("[CUDA memset]")
                 extra_n.append(np.full(len(ops), len(all_names) - 1, np.int64))
@@ -240,7 +241,7 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
             phase = np.concatenate((phase, np.full(start.shape[0] - len(k), -1, np.int32)))
             n_cnt, n_tot = _name_time(row_name, end - start, len(all_names))
     cat = name_cat.astype(np.int16 if n_cat < (1 << 15) else np.int64)[row_name]
-    devices_ids, dev_code = value_codes(dev)
+    devices_ids, dev_code = distinct_small(np.asarray(dev))
     n_dev = int(devices_ids.shape[0])
 
     count, total, nonov, busy = device_split(start, end, cat, dev_code, n_dev, n_cat)
@@ -260,15 +261,8 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
     phases: List[CategoryPhase] = []
     if kernel_phase is not None:
         labels = list(phase_names or [])
-        values, pcode = value_codes(phase)
-        n_ph = int(values.shape[0])
-        # one stable sort groups rows by (phase, device); each group stays sorted by start
-        o = np.argsort(small_int(pcode * n_dev + dev_code, n_ph * n_dev), kind="stable")
-        bounds = np.searchsorted(pcode[o], np.arange(n_ph + 1))
-        order = [j for j in range(n_ph) if values[j] >= 0] + [j for j in range(n_ph) if values[j] < 0]
-        for j in order:
-            p = int(values[j])
-            ro = o[int(bounds[j]):int(bounds[j + 1])]
+        # each phase's rows ascending (so in start order), the rows without a phase (-1) last
+        for p, ro in sorted(rows_by_value(phase), key=lambda g: g[0] < 0):
             pc, pt, pn, pb = device_split(start[ro], end[ro], cat[ro], dev_code[ro], n_dev, n_cat)
             ptot, pbusy = int(pt.sum()), int(pb.sum())
             name = None if p < 0 else (str(labels[p]) if p < len(labels) else f"phase {p}")

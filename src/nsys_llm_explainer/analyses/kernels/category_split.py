@@ -11,6 +11,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from ...model import intervals as iv
+from ...model.timeline import rows_by_value, run_starts
 
 
 def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
@@ -44,9 +45,8 @@ def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
     else:
         order = np.lexsort((start, cat))
     s, e, c = start[order], end[order], cat[order]
-    cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
-    lo = np.concatenate(([0], cuts))
-    hi = np.concatenate((cuts, [n]))
+    lo = run_starts(c)
+    hi = np.append(lo[1:], n)
     bs_l, be_l, bc_l = [], [], []
     for a, b in zip(lo.tolist(), hi.tolist()):
         u = iv.union_lean(s[a:b], e[a:b])   # rows of one category, sorted by start
@@ -67,11 +67,7 @@ def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
     del t
     ds = np.where(o < bs.shape[0], np.int8(1), np.int8(-1))   # +1 at a block start, −1 at its end
     del o
-    first = np.empty(ts.shape[0], bool)
-    first[0] = True
-    np.not_equal(ts[1:], ts[:-1], out=first[1:])
-    pos = np.flatnonzero(first)
-    del first
+    pos = run_starts(ts)
     tu = ts[pos]
     del ts
     k_seg = np.cumsum(np.add.reduceat(ds.astype(np.int32), pos))[:-1]
@@ -104,27 +100,6 @@ def nonoverlap_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray,
     return out, busy
 
 
-def value_codes(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(distinct values ascending, code per row) — a lookup table when the value range is small (no sort)."""
-    x = np.asarray(x)
-    if x.shape[0] == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int32)
-    lo, hi = int(x.min()), int(x.max())
-    if hi - lo < (1 << 20):
-        off = x.astype(np.int64) - lo if x.dtype != np.int32 or lo < 0 else x - np.int32(lo)
-        present = np.bincount(off, minlength=hi - lo + 1) > 0
-        values = np.flatnonzero(present) + lo
-        lut = (np.cumsum(present) - 1).astype(np.int32)
-        return values.astype(np.int64), lut[off]
-    values, inv = np.unique(x, return_inverse=True)
-    return values.astype(np.int64), inv.reshape(-1).astype(np.int32 if values.shape[0] < (1 << 31) else np.int64)
-
-
-def small_int(x: np.ndarray, n: int) -> np.ndarray:
-    """``x`` in the smallest int type holding 0..n (numpy's stable sort is a radix sort for those)."""
-    return x.astype(np.int16) if n < (1 << 15) else x.astype(np.int32) if n < (1 << 31) else x
-
-
 def device_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray, dev_code: np.ndarray, n_dev: int,
                  n_cat: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per (device, category): count, total, nonoverlap; per device: busy. Rows are in start order; each
@@ -136,13 +111,6 @@ def device_split(start: np.ndarray, end: np.ndarray, cat: np.ndarray, dev_code: 
     del key
     nonov = np.zeros((n_dev, n_cat), np.int64)
     busy = np.zeros(n_dev, np.int64)
-    # group rows by device (stable: each group stays sorted by start)
-    o = np.argsort(small_int(dev_code, n_dev), kind="stable")
-    bounds = np.searchsorted(dev_code[o], np.arange(n_dev + 1))
-    for j in range(n_dev):
-        a, b = int(bounds[j]), int(bounds[j + 1])
-        if b > a:
-            idx = o[a:b]
-            nonov[j], busy[j] = nonoverlap_split(start[idx], end[idx], cat[idx], n_cat)
-            del idx
+    for j, idx in rows_by_value(dev_code, np.arange(n_dev)):   # each device's rows ascending: in start order
+        nonov[j], busy[j] = nonoverlap_split(start[idx], end[idx], cat[idx], n_cat)
     return count, total, nonov, busy

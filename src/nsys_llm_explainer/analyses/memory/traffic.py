@@ -15,7 +15,7 @@ from ...model.timeline import copy_kind_label as _direction
 from ...model.trace import ApiCalls, Memcpy, TraceModel
 from ..api import classes as ac
 from ..api.cuda_api import base_index
-from ..common.stats import combine_keys, median, round_half_up
+from ..common.stats import combine_keys, int_sums, median, round_half_up
 from .memcpy import mem_kind as _kind
 
 
@@ -156,10 +156,7 @@ def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -
     inv = inv.reshape(-1)
     g = first.shape[0]
     cnt = np.bincount(inv, minlength=g)
-    tot = np.zeros(g, np.int64)
-    np.add.at(tot, inv, dur.astype(np.int64))
-    byt = np.zeros(g, np.int64)
-    np.add.at(byt, inv, nbytes.astype(np.int64))
+    tot, byt = int_sums(inv, dur, g), int_sums(inv, nbytes, g)
     return [{**{k: int(v[first[i]]) for k, v in cols.items()}, "count": int(cnt[i]), "bytes": int(byt[i]),
              "total_ns": int(tot[i])} for i in np.lexsort((first, -tot)).tolist()]
 
@@ -248,10 +245,7 @@ def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
         n_steps = steps[0].shape[0]
         inside = st >= 0
         cps = np.bincount(st[inside], minlength=n_steps).astype(np.int64)
-        bps = np.zeros(n_steps, np.int64)
-        np.add.at(bps, st[inside], nb[inside].astype(np.int64))
-        tps = np.zeros(n_steps, np.int64)
-        np.add.at(tps, st[inside], dur[inside].astype(np.int64))
+        bps, tps = int_sums(st[inside], nb[inside], n_steps), int_sums(st[inside], dur[inside], n_steps)
         per_step = CopiesPerStep(
             step_count=int(n_steps), copies_in_steps=int(inside.sum()),
             copies_per_step_median=median(cps),

@@ -12,8 +12,10 @@ import numpy as np
 
 from ...jsonable import FieldsJson, json_name
 from ...model import intervals as iv
+from ...model.names import distinct_small
 from ...model.timeline import rows_by_value
 from ...model.trace import Memcpy, TraceModel
+from ..common.stats import int_sums
 
 UM_COPY_KINDS = (11, 12, 13)
 DIRECTION = {11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device"}
@@ -137,12 +139,9 @@ def _grouped(key: np.ndarray, cols: Sequence[np.ndarray], label: Dict[int, str]
     exact])."""
     if key.shape[0] == 0:
         return []
-    uniq, inv = np.unique(key, return_inverse=True)
-    inv = inv.reshape(-1)
+    uniq, inv = distinct_small(key)
     count = np.bincount(inv, minlength=uniq.shape[0])
-    sums = [np.zeros(uniq.shape[0], np.int64) for _ in cols]
-    for out, v in zip(sums, cols):
-        np.add.at(out, inv, np.asarray(v, np.int64))
+    sums = [int_sums(inv, v, uniq.shape[0]) for v in cols]
     return [(int(u), label.get(int(u), str(int(u))), int(count[i]), [int(s[i]) for s in sums])
             for i, u in enumerate(uniq.tolist())]
 

@@ -13,7 +13,7 @@ import numpy as np
 from ...jsonable import NOT_IN_JSON, FieldsJson, json_name
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel
-from ..common.stats import group_stats, pct
+from ..common.stats import group_stats, int_sums, pct
 from ..idle.pieces import index_runs
 from ..idle.range_names import normalize_range_name
 from .tree import (
@@ -283,8 +283,7 @@ def startend_rows(model: TraceModel, calls: np.ndarray, total: int
     kn_k = kl[index_runs(k_lo, k_n)]
     n_names = u_name.shape[0]
     n_of = np.bincount(kn_rank, minlength=n_names)
-    t_of = np.zeros(n_names, np.int64)
-    np.add.at(t_of, kn_rank, np.asarray(dur[kn_k], np.int64))
+    t_of = int_sums(kn_rank, dur[kn_k], n_names)
     names_in_order = u_name[np.argsort(rank)]
     rows: List[RangeRow] = [RangeRow(nv.names[int(ni)], "StartEnd", int(n_of[j]), int(t_of[j]), 0, 0,
                                      pct(int(t_of[j]), total)) for j, ni in enumerate(names_in_order.tolist())]

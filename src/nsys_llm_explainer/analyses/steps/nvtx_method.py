@@ -12,7 +12,7 @@ import numpy as np
 
 from ...config.phase_map import PhaseMap
 from ...model.names import distinct_small
-from ...model.timeline import rows_by_value
+from ...model.timeline import rows_by_value, run_starts
 from ...model.trace import TraceModel
 from ..nvtx.tree import (
     NvtxTree,
@@ -210,18 +210,13 @@ def nvtx_steps(model: TraceModel, tree: NvtxTree, choice: StepChoice, li: np.nda
     dev = np.full(n, -1, np.int64)
     has = wstep >= 0
     if has.any():
-        wd = wdev[has].astype(np.int64)                # device ids in 64 bits: no wrap-around below
-        lo = int(wd.min())
-        ud, dinv = distinct_small(wd - lo)              # = np.unique(wd, return_inverse=True), O(n)
-        ud = ud + lo
+        ud, dinv = distinct_small(wdev[has])           # = np.unique(…, return_inverse=True), O(n)
         nd = ud.shape[0]
         uk, kinv = distinct_small(wstep[has] * nd + dinv)
         cnt = np.bincount(kinv)
         o = np.lexsort((uk % nd, -cnt, uk // nd))   # per step: the device with most work items first
-        st = uk[o] // nd
-        firsts = np.ones(st.shape[0], bool)
-        firsts[1:] = st[1:] != st[:-1]
-        dev[st[firsts]] = ud[(uk[o] % nd)[firsts]]
+        f = uk[o[run_starts(uk[o] // nd)]]
+        dev[f // nd] = ud[f % nd]
     no_dev = np.flatnonzero(dev < 0)
     if no_dev.shape[0]:                     # one sort of each side, not a mask over every work item per pid
         work_of = dict(rows_by_value(np.asarray(wpid)))

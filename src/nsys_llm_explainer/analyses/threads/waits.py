@@ -11,10 +11,11 @@ import numpy as np
 
 from ...jsonable import FieldsJson
 from ...model.intervals import IntervalUnion, grouped_overlap, union_blocks
+from ...model.names import distinct_small
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel, pid_of, tid_of
 from ...vocabulary.os_calls import is_wait, os_call_class, waits_of
-from ..common.stats import pct
+from ..common.stats import int_sums, pct
 from ..idle.range_names import normalize_range_name
 from ..idle.result import IdleCausesResult
 from ..nvtx.tree import NvtxTree, innermost_enclosing
@@ -176,8 +177,7 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
     osrt = model.osrt
     assert osrt is not None
     win = w1 - w0
-    names, inv = np.unique(o_n, return_inverse=True)
-    inv = inv.reshape(-1)
+    names, inv = distinct_small(o_n)
     whole = union_blocks(np.array([w0], np.int64), np.array([w1], np.int64))
     per_call = grouped_overlap(inv, o_s, o_e, names.shape[0], whole)
     counts = np.bincount(inv, minlength=names.shape[0])
@@ -205,9 +205,8 @@ def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: n
     ok = node >= 0
     if not ok.any():
         return ()
-    names, inv = np.unique(tree.name_idx[node[ok]], return_inverse=True)
-    ns = np.zeros(names.shape[0], np.int64)
-    np.add.at(ns, inv.reshape(-1), (e[ok] - s[ok]).astype(np.int64))
+    names, inv = distinct_small(tree.name_idx[node[ok]])
+    ns = int_sums(inv, e[ok] - s[ok], names.shape[0])
     acc: Dict[str, int] = {}
     for n, v in zip(names.tolist(), ns.tolist()):
         k = normalize_range_name(range_names[n]) if 0 <= n < len(range_names) else ""
@@ -248,15 +247,14 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
     nc = np.concatenate(codes)
     keep = en > st
     gt, st, en, nc = gt[keep], st[keep], en[keep], nc[keep]
-    threads, t_inv = np.unique(gt, return_inverse=True)
-    t_inv = t_inv.reshape(-1)
+    threads, t_inv = distinct_small(gt)
     blocked = np.array([what == 1 and is_wait(name) for what, name in vocab], bool)[nc]   # OS calls that wait
     works = ~blocked
     active = grouped_overlap(t_inv[works], st[works], en[works], threads.shape[0], w)
     waiting = grouped_overlap(t_inv[blocked], st[blocked], en[blocked], threads.shape[0], w)
     key = t_inv * len(vocab) + nc
-    ukey, k_inv = np.unique(key, return_inverse=True)
-    per = grouped_overlap(k_inv.reshape(-1), st, en, ukey.shape[0], w)
+    ukey, k_inv = distinct_small(key)
+    per = grouped_overlap(k_inv, st, en, ukey.shape[0], w)
     pairs = list(vocab)
     tids = tid_of(threads)
     th = sorted((OtherThread(int(threads[i]), int(tids[i]), labels.get(int(threads[i]), ""), int(active[i]),

@@ -60,7 +60,8 @@ def json_ready(obj: Any) -> Any:
 def fields_json(obj: Any) -> Dict[str, Any]:
     """The one generic encoder of a result: ``{field: JSON-ready value}`` over ``dataclasses.fields`` in declaration
     order (``JSON_KEYS`` first), as each field's ``metadata`` says (:data:`NOT_IN_JSON`, :data:`NONE_AS_EMPTY`,
-    :data:`NONE_OMITTED`, :func:`json_name`)."""
+    :data:`NONE_OMITTED`, :func:`json_name`), then the class's ``JSON_DERIVED`` values (a property, or a method
+    called without arguments: ``report.json`` writes them, a loaded result derives them again)."""
     out: Dict[str, Any] = {}
     for name, key, none, rows in _json_fields(obj.__class__):
         v = getattr(obj, name)
@@ -71,6 +72,9 @@ def fields_json(obj: Any) -> Dict[str, Any]:
             out[key] = _keyed(_item(v), rows)
         else:
             out[key] = v if type(v) in _SAME else _item(v)
+    for name in getattr(obj, "JSON_DERIVED", ()):
+        v = getattr(obj, name)
+        out[name] = _item(v() if callable(v) else v)
     return out
 
 
@@ -169,7 +173,7 @@ def _unkeyed(v: Any, rows: Any, tp: Any, where: str) -> Any:
     one = [a for a in typing.get_args(tp) if a is not _NONE] if typing.get_origin(tp) is typing.Union else [tp]
     if typing.get_args(one[0])[-1:] != (Ellipsis,):   # one tuple
         return [need(v, k, where) for k in rows]
-    return [[need(r, k, f"{where}[{i}]") for k in rows] for i, r in enumerate(_objects(v, where))]
+    return need_rows(v, rows, where)
 
 
 def _objects(v: Any, where: str) -> List[Mapping[str, Any]]:
@@ -241,7 +245,8 @@ def need(d: Any, key: str, where: str) -> Any:
 
 def check_schema(d: Any, where: str, version: str, what: str, again: str) -> None:
     """:class:`errors.InputError` unless ``d`` is a JSON object with ``schema_version`` ``version`` (``where``: the
-    file's name, ``what``: its schema's, ``again``: how to get one of this version)."""
+    file's name, ``what``: its schema's, ``again``: how to get one of this version) holding no number that no result
+    holds (:func:`check_numbers`)."""
     if not isinstance(d, Mapping):
         raise InputError(f"a {where} dict was expected, got {type(d).__name__}")
     v = d.get("schema_version")
@@ -250,6 +255,7 @@ def check_schema(d: Any, where: str, version: str, what: str, again: str) -> Non
                 else f"a schema_version that is {kind_of(v)}")
         raise InputError(f"{where} has {seen}: this version of nsys-llm-explainer reads {what} {version} only "
                          f"({again} to get one)")
+    check_numbers(d, where)   # a 401-digit integer, an infinity: named by its key
 
 
 def _bad(where: str, what: str) -> InputError:
@@ -339,6 +345,7 @@ def _key(tp: Any, k: str, where: str) -> Any:
     return k
 
 
-def need_rows(d: Any, key: str, where: str) -> List[Mapping[str, Any]]:
-    """``d[key]``, a list of JSON objects (:func:`need`); :class:`errors.InputError` when it is not one."""
-    return _objects(need(d, key, where), f"{where}.{key}")
+def need_rows(v: Any, keys: Sequence[str], where: str) -> List[List[Any]]:
+    """The values of ``keys`` (:func:`need`) of each row of ``v``, a list of JSON objects; :class:`errors.InputError`
+    naming ``where`` when it is not one."""
+    return [[need(r, k, f"{where}[{i}]") for k in keys] for i, r in enumerate(_objects(v, where))]

@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Tuple, get_type_hints
 
-from .jsonable import check_numbers, check_schema, dataclass_from_json, from_json, json_ready, need
-from .options import OPTIONS, Options, report_options
+from .jsonable import check_schema, from_json, json_ready, need
 
 if TYPE_CHECKING:
     from .report import Report
@@ -43,12 +42,11 @@ SUMMARY_KEYS = ("available", "reason", "total_kernel_ns", "kernel_count", "by_na
 
 def _placed(report: Report) -> Dict[str, Any]:
     k, sk = report.kernels.to_dict(), report.steady_kernels.to_dict()
-    gpu = report.gpu_time
+    gpu = json_ready(report.gpu_time)
     made = {
         "schema_version": SCHEMA_VERSION,
-        "options": report_options(report.options),
-        "devices": json_ready(gpu.to_dict()),
-        "gpu_time": {"available": gpu.available, "reason": gpu.reason, "include_memcpy": gpu.include_memcpy},
+        "devices": gpu.pop("devices"),   # the rest of it is gpu_time
+        "gpu_time": gpu,
         "timeline": {"bins": len(report.idle_causes.bins[0].busy_ns) if report.idle_causes.bins else 0,
                      "devices": [b.to_dict() for b in report.idle_causes.bins]},
         "kernel_traits": json_ready(report.traits.to_dict()),
@@ -96,16 +94,12 @@ def report_values(report_type: type, d: Any) -> Dict[str, Any]:
     in the dict: empty). :class:`errors.InputError` (one line naming the key) for another schema or a missing
     or malformed part."""
     check_schema(d, JSON, SCHEMA_VERSION, "schema", "analyze the trace again")
-    check_numbers(d, JSON)   # a number no result holds (a 401-digit integer, an infinity), named by its key
     hints = get_type_hints(report_type)
     out: Dict[str, Any] = {}
     for f in fields(report_type):
         name = f.name
         if name in NOT_CARRIED:
             out[name] = None
-        elif name == "options":   # report_options' inverse: an option it leaves out (``reader``) has its default
-            out[name] = dataclass_from_json(Options, need(d, name, JSON), f"{JSON} {name}",
-                                            omitted=[o.name for o in OPTIONS if not o.in_report])
         elif name == "steady_kernels":   # its by-name rows only (None when the window is the whole capture)
             sk = {**_obj(d, name), "by_name_device": [], "by_pid": [], "by_pid_name": []}
             out[name] = out["kernels"] if out["window"].is_full else from_json(hints[name], sk, f"{JSON} {name}")

@@ -50,8 +50,7 @@ def json_ready(obj: Any) -> Any:
         return obj.tolist()
     to_dict = getattr(obj, "to_dict", None)
     if callable(to_dict) and not isinstance(obj, type):
-        d = to_dict()   # fields_json's dict is JSON-ready already: not copied again
-        return d if getattr(to_dict, "__func__", None) is FieldsJson.to_dict else json_ready(d)
+        return to_dict()   # JSON-ready already (FieldsJson): not copied again
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return fields_json(obj)
     return obj
@@ -105,7 +104,7 @@ def _key_of(f: dataclasses.Field) -> str:
 
 
 class FieldsJson:
-    """Mixin of a result dataclass whose ``to_dict()`` is :func:`fields_json`."""
+    """Mixin of a result dataclass whose ``to_dict()`` is :func:`fields_json` (each ``to_dict()``: a new JSON dict)."""
 
     def to_dict(self) -> Dict[str, Any]:
         return fields_json(self)

@@ -18,29 +18,18 @@ SCHEMA_VERSION = "2.0"
 JSON = "report.json"
 
 
-#: the ``report.json`` keys :func:`_placed` writes, in order: a part it puts together, or a :class:`report.Report`
-#: field of that name as its ``to_dict()``
+#: the first ``report.json`` keys :func:`report_dict` writes, in order: a part it puts together, or a
+#: :class:`report.Report` field of that name
 ORDER = ("schema_version", "tool_version", "headline", "window", "trace", "options", "warnings", "findings",
          "devices", "gpu_time", "idle_causes", "timeline", "kernel_traits", "facts", "kernels", "kernels_summary",
          "steady_kernels", "pids", "launch", "sync", "cuda_api", "memcpy", "nvtx", "phases", "categories", "steps",
          "graphs", "memory", "nccl", "timings_s", "unified_memory", "copy_engines", "host_samples", "step_sync")
+SUMMARY_KEYS = ("available", "reason", "total_kernel_ns", "kernel_count", "by_name")
 
 
 def report_dict(report: Report) -> Dict[str, Any]:
     """The ``report.json`` dict of ``report``: the keys of :data:`ORDER`, then every other field (but those
-    :data:`MOVED` or :data:`NOT_CARRIED`) under its own name as its ``to_dict()`` — so a new analysis needs no
-    line here."""
-    out = _placed(report)
-    for f in fields(report):
-        if f.name not in out and f.name not in MOVED and f.name not in NOT_CARRIED:
-            out[f.name] = json_ready(getattr(report, f.name).to_dict())
-    return out
-
-
-SUMMARY_KEYS = ("available", "reason", "total_kernel_ns", "kernel_count", "by_name")
-
-
-def _placed(report: Report) -> Dict[str, Any]:
+    :data:`MOVED` or :data:`NOT_CARRIED`) under its own name — so a new analysis needs no line here."""
     k, sk = report.kernels.to_dict(), report.steady_kernels.to_dict()
     gpu = json_ready(report.gpu_time)
     made = {
@@ -49,7 +38,7 @@ def _placed(report: Report) -> Dict[str, Any]:
         "gpu_time": gpu,
         "timeline": {"bins": len(report.idle_causes.bins[0].busy_ns) if report.idle_causes.bins else 0,
                      "devices": [b.to_dict() for b in report.idle_causes.bins]},
-        "kernel_traits": json_ready(report.traits.to_dict()),
+        "kernel_traits": json_ready(report.traits),
         "kernels": k["by_name_device"],
         "kernels_summary": {key: k[key] for key in SUMMARY_KEYS},
         # kernels by name over the analysis window (clipped to it); no rows when it is the whole capture (then
@@ -59,7 +48,8 @@ def _placed(report: Report) -> Dict[str, Any]:
         "pids": {"by_pid": k["by_pid"], "kernels_by_pid": k["by_pid_name"]},
         "nvtx": {**report.nvtx.to_dict(), "attribution": report.attribution.to_dict()},
     }
-    return {key: made[key] if key in made else json_ready(getattr(report, key)) for key in ORDER}
+    rest = [f.name for f in fields(report) if f.name not in ORDER and f.name not in MOVED and f.name not in NOT_CARRIED]
+    return {key: made[key] if key in made else json_ready(getattr(report, key)) for key in (*ORDER, *rest)}
 
 
 # ------------------------------------------------------------------------------------------ and back
@@ -71,9 +61,9 @@ def _part(d: Mapping[str, Any], key: str, sub: str) -> Any:
     return need(_obj(d, key), sub, f"{JSON} {key}")
 
 
-#: the :class:`report.Report` fields :func:`_placed` does not write under their own name as their ``to_dict()``:
+#: the :class:`report.Report` fields :func:`report_dict` does not write under their own name:
 #: field → (the ``report.json`` key named in messages, the JSON of its value put back together from the dict);
-#: every other field (:data:`NOT_CARRIED`, ``options`` and ``steady_kernels`` aside) is read from the key of its name
+#: every other field (:data:`NOT_CARRIED` and ``steady_kernels`` aside) is read from the key of its name
 MOVED: Dict[str, Tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
     "traits": ("kernel_traits", lambda d: need(d, "kernel_traits", JSON)),
     "gpu_time": ("gpu_time", lambda d: {**_obj(d, "gpu_time"), "devices": need(d, "devices", JSON)}),

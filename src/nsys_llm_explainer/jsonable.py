@@ -95,12 +95,8 @@ def _json_fields(cls: Any) -> Tuple[Tuple[str, str, str, Any], ...]:
     fs = [f for f in dataclasses.fields(cls) if f.metadata.get("json", True) is not False]
     first: Tuple[str, ...] = getattr(cls, "JSON_KEYS", ())
     fs = sorted(fs, key=lambda f: first.index(f.name) if f.name in first else len(first))   # stable
-    return tuple((f.name, _key_of(f), how.get(f.metadata.get("json", True), "null"), f.metadata.get("json_rows"))
-                 for f in fs)
-
-
-def _key_of(f: dataclasses.Field) -> str:
-    return f.metadata.get("json_name", f.name)
+    return tuple((f.name, f.metadata.get("json_name", f.name), how.get(f.metadata.get("json", True), "null"),
+                  f.metadata.get("json_rows")) for f in fs)
 
 
 class FieldsJson:
@@ -150,7 +146,7 @@ def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str]
     for f in dataclasses.fields(c):
         if not f.init:
             continue
-        key = _key_of(f)
+        key = f.metadata.get("json_name", f.name)
         if key in src:
             v, w, rows = src[key], f"{where}.{key}", f.metadata.get("json_rows")
             if rows and v is not None:
@@ -197,16 +193,11 @@ def check_numbers(d: Any, where: str) -> None:
         if isinstance(v, (Mapping, list, tuple)):
             items = v.items() if isinstance(v, Mapping) else enumerate(v)
             stack.extend((x, path + (k,)) for k, x in items if type(x) not in _SCALAR_OK)
-        elif isinstance(v, bool) or v is None or isinstance(v, str):
-            continue
-        elif isinstance(v, int):
-            if -INT_LIMIT <= v <= INT_LIMIT:
-                continue
+        elif isinstance(v, int) and not -INT_LIMIT <= v <= INT_LIMIT:
             digits = len(str(abs(v))) if abs(v) < 10 ** 4000 else "over 4000"
             raise _bad(_path(where, path), f"an integer of {digits} digits is out of range (at most 2^127)")
-        elif isinstance(v, float):
-            if not math.isfinite(v):
-                raise _bad(_path(where, path), f"{v!r} is not a finite number (report values write null for those)")
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise _bad(_path(where, path), f"{v!r} is not a finite number (report values write null for those)")
 
 
 _SCALAR_OK = frozenset((str, bool, type(None)))

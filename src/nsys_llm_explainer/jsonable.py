@@ -50,8 +50,7 @@ def json_ready(obj: Any) -> Any:
         return obj.tolist()
     to_dict = getattr(obj, "to_dict", None)
     if callable(to_dict) and not isinstance(obj, type):
-        d = to_dict()   # fields_json's dict is JSON-ready already: not copied again
-        return d if getattr(to_dict, "__func__", None) is FieldsJson.to_dict else json_ready(d)
+        return to_dict()   # JSON-ready already (FieldsJson): not copied again
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return fields_json(obj)
     return obj
@@ -60,7 +59,8 @@ def json_ready(obj: Any) -> Any:
 def fields_json(obj: Any) -> Dict[str, Any]:
     """The one generic encoder of a result: ``{field: JSON-ready value}`` over ``dataclasses.fields`` in declaration
     order (``JSON_KEYS`` first), as each field's ``metadata`` says (:data:`NOT_IN_JSON`, :data:`NONE_AS_EMPTY`,
-    :data:`NONE_OMITTED`, :func:`json_name`)."""
+    :data:`NONE_OMITTED`, :func:`json_name`), then the class's ``JSON_DERIVED`` values (a property, or a method
+    called without arguments: ``report.json`` writes them, a loaded result derives them again)."""
     out: Dict[str, Any] = {}
     for name, key, none, rows in _json_fields(obj.__class__):
         v = getattr(obj, name)
@@ -71,6 +71,9 @@ def fields_json(obj: Any) -> Dict[str, Any]:
             out[key] = _keyed(_item(v), rows)
         else:
             out[key] = v if type(v) in _SAME else _item(v)
+    for name in getattr(obj, "JSON_DERIVED", ()):
+        v = getattr(obj, name)
+        out[name] = _item(v() if callable(v) else v)
     return out
 
 
@@ -92,16 +95,12 @@ def _json_fields(cls: Any) -> Tuple[Tuple[str, str, str, Any], ...]:
     fs = [f for f in dataclasses.fields(cls) if f.metadata.get("json", True) is not False]
     first: Tuple[str, ...] = getattr(cls, "JSON_KEYS", ())
     fs = sorted(fs, key=lambda f: first.index(f.name) if f.name in first else len(first))   # stable
-    return tuple((f.name, _key_of(f), how.get(f.metadata.get("json", True), "null"), f.metadata.get("json_rows"))
-                 for f in fs)
-
-
-def _key_of(f: dataclasses.Field) -> str:
-    return f.metadata.get("json_name", f.name)
+    return tuple((f.name, f.metadata.get("json_name", f.name), how.get(f.metadata.get("json", True), "null"),
+                  f.metadata.get("json_rows")) for f in fs)
 
 
 class FieldsJson:
-    """Mixin of a result dataclass whose ``to_dict()`` is :func:`fields_json`."""
+    """Mixin of a result dataclass whose ``to_dict()`` is :func:`fields_json` (each ``to_dict()``: a new JSON dict)."""
 
     def to_dict(self) -> Dict[str, Any]:
         return fields_json(self)
@@ -147,7 +146,7 @@ def dataclass_from_json(cls: Type[T], d: Any, where: str, omitted: Iterable[str]
     for f in dataclasses.fields(c):
         if not f.init:
             continue
-        key = _key_of(f)
+        key = f.metadata.get("json_name", f.name)
         if key in src:
             v, w, rows = src[key], f"{where}.{key}", f.metadata.get("json_rows")
             if rows and v is not None:
@@ -169,7 +168,7 @@ def _unkeyed(v: Any, rows: Any, tp: Any, where: str) -> Any:
     one = [a for a in typing.get_args(tp) if a is not _NONE] if typing.get_origin(tp) is typing.Union else [tp]
     if typing.get_args(one[0])[-1:] != (Ellipsis,):   # one tuple
         return [need(v, k, where) for k in rows]
-    return [[need(r, k, f"{where}[{i}]") for k in rows] for i, r in enumerate(_objects(v, where))]
+    return need_rows(v, rows, where)
 
 
 def _objects(v: Any, where: str) -> List[Mapping[str, Any]]:
@@ -194,16 +193,11 @@ def check_numbers(d: Any, where: str) -> None:
         if isinstance(v, (Mapping, list, tuple)):
             items = v.items() if isinstance(v, Mapping) else enumerate(v)
             stack.extend((x, path + (k,)) for k, x in items if type(x) not in _SCALAR_OK)
-        elif isinstance(v, bool) or v is None or isinstance(v, str):
-            continue
-        elif isinstance(v, int):
-            if -INT_LIMIT <= v <= INT_LIMIT:
-                continue
+        elif isinstance(v, int) and not -INT_LIMIT <= v <= INT_LIMIT:
             digits = len(str(abs(v))) if abs(v) < 10 ** 4000 else "over 4000"
             raise _bad(_path(where, path), f"an integer of {digits} digits is out of range (at most 2^127)")
-        elif isinstance(v, float):
-            if not math.isfinite(v):
-                raise _bad(_path(where, path), f"{v!r} is not a finite number (report values write null for those)")
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise _bad(_path(where, path), f"{v!r} is not a finite number (report values write null for those)")
 
 
 _SCALAR_OK = frozenset((str, bool, type(None)))
@@ -241,7 +235,8 @@ def need(d: Any, key: str, where: str) -> Any:
 
 def check_schema(d: Any, where: str, version: str, what: str, again: str) -> None:
     """:class:`errors.InputError` unless ``d`` is a JSON object with ``schema_version`` ``version`` (``where``: the
-    file's name, ``what``: its schema's, ``again``: how to get one of this version)."""
+    file's name, ``what``: its schema's, ``again``: how to get one of this version) holding no number that no result
+    holds (:func:`check_numbers`)."""
     if not isinstance(d, Mapping):
         raise InputError(f"a {where} dict was expected, got {type(d).__name__}")
     v = d.get("schema_version")
@@ -250,6 +245,7 @@ def check_schema(d: Any, where: str, version: str, what: str, again: str) -> Non
                 else f"a schema_version that is {kind_of(v)}")
         raise InputError(f"{where} has {seen}: this version of nsys-llm-explainer reads {what} {version} only "
                          f"({again} to get one)")
+    check_numbers(d, where)   # a 401-digit integer, an infinity: named by its key
 
 
 def _bad(where: str, what: str) -> InputError:
@@ -339,6 +335,7 @@ def _key(tp: Any, k: str, where: str) -> Any:
     return k
 
 
-def need_rows(d: Any, key: str, where: str) -> List[Mapping[str, Any]]:
-    """``d[key]``, a list of JSON objects (:func:`need`); :class:`errors.InputError` when it is not one."""
-    return _objects(need(d, key, where), f"{where}.{key}")
+def need_rows(v: Any, keys: Sequence[str], where: str) -> List[List[Any]]:
+    """The values of ``keys`` (:func:`need`) of each row of ``v``, a list of JSON objects; :class:`errors.InputError`
+    naming ``where`` when it is not one."""
+    return [[need(r, k, f"{where}[{i}]") for k in keys] for i, r in enumerate(_objects(v, where))]

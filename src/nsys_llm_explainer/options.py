@@ -13,7 +13,7 @@ from .config import values as v
 from .config.categories import CategoryRules, load_rules
 from .config.phase_map import PhaseMap
 from .errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, OptionConflict
-from .jsonable import json_ready
+from .jsonable import NOT_IN_JSON, FieldsJson
 from .read.columnar import READERS
 
 T = TypeVar("T")
@@ -36,7 +36,7 @@ class Option:
     clears it). ``choices``: the values allowed (:data:`CHOSEN_BY_COMMAND`: given by the command to
     :func:`add_flags`). ``help`` may use argparse's ``%(default)s`` / ``%(choices)s``; ``help_for`` replaces it
     for some commands. ``check=None``: the command checks the value itself. ``in_report``: written to
-    ``report.json`` ``options`` (by :func:`jsonable.json_ready`, so a parsed value serialises itself)."""
+    ``report.json`` ``options`` (``Options.to_dict()``: a parsed value serialises itself)."""
 
     name: str
     flags: Tuple[str, ...]
@@ -73,11 +73,11 @@ def option(default: T, *flags: str, help: str, check: Check, metavar: Optional[s
            in_report: bool = True) -> T:
     """An :class:`Options` field: its default, and its :class:`Option` (named after the field by :data:`OPTIONS`)."""
     spec = Option("", flags, help, default, check, metavar, kind, choices, commands, in_report=in_report)
-    return field(default=default, metadata={"option": spec})
+    return field(default=default, metadata={"option": spec, **({} if in_report else NOT_IN_JSON)})
 
 
 @dataclass(frozen=True)
-class Options:
+class Options(FieldsJson):
     """Parsed analysis options, one field per option (order: ``report.json`` ``options``)."""
 
     top: int = option(20, "--top", help="rows in top tables (1 to 10^9; default %(default)s)", metavar="N", kind="int",
@@ -235,9 +235,3 @@ def options_from_args(ns: argparse.Namespace) -> Options:
     :func:`flag_of`)."""
     return _build({o.name: not getattr(ns, o.dest) if o.kind == "off" else getattr(ns, o.dest)
                    for o in OPTIONS if o.flags and hasattr(ns, o.dest)})
-
-
-def report_options(o: Options) -> Dict[str, Any]:
-    """``report.json`` ``options``: every option with ``in_report``, parsed (a :class:`CategoryRules` by
-    its ``to_dict()``, a :class:`PhaseMap` field by field)."""
-    return {opt.name: json_ready(getattr(o, opt.name)) for opt in OPTIONS if opt.in_report}

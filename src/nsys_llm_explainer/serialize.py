@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Tuple, get_type_hints
 
-from .jsonable import check_numbers, check_schema, dataclass_from_json, from_json, json_ready, need
-from .options import OPTIONS, Options, report_options
+from .jsonable import check_schema, from_json, json_ready, need
 
 if TYPE_CHECKING:
     from .report import Report
@@ -19,39 +18,27 @@ SCHEMA_VERSION = "2.0"
 JSON = "report.json"
 
 
-#: the ``report.json`` keys :func:`_placed` writes, in order: a part it puts together, or a :class:`report.Report`
-#: field of that name as its ``to_dict()``
+#: the first ``report.json`` keys :func:`report_dict` writes, in order: a part it puts together, or a
+#: :class:`report.Report` field of that name
 ORDER = ("schema_version", "tool_version", "headline", "window", "trace", "options", "warnings", "findings",
          "devices", "gpu_time", "idle_causes", "timeline", "kernel_traits", "facts", "kernels", "kernels_summary",
          "steady_kernels", "pids", "launch", "sync", "cuda_api", "memcpy", "nvtx", "phases", "categories", "steps",
          "graphs", "memory", "nccl", "timings_s", "unified_memory", "copy_engines", "host_samples", "step_sync")
+SUMMARY_KEYS = ("available", "reason", "total_kernel_ns", "kernel_count", "by_name")
 
 
 def report_dict(report: Report) -> Dict[str, Any]:
     """The ``report.json`` dict of ``report``: the keys of :data:`ORDER`, then every other field (but those
-    :data:`MOVED` or :data:`NOT_CARRIED`) under its own name as its ``to_dict()`` — so a new analysis needs no
-    line here."""
-    out = _placed(report)
-    for f in fields(report):
-        if f.name not in out and f.name not in MOVED and f.name not in NOT_CARRIED:
-            out[f.name] = json_ready(getattr(report, f.name).to_dict())
-    return out
-
-
-SUMMARY_KEYS = ("available", "reason", "total_kernel_ns", "kernel_count", "by_name")
-
-
-def _placed(report: Report) -> Dict[str, Any]:
+    :data:`MOVED` or :data:`NOT_CARRIED`) under its own name — so a new analysis needs no line here."""
     k, sk = report.kernels.to_dict(), report.steady_kernels.to_dict()
-    gpu = report.gpu_time
+    gpu = json_ready(report.gpu_time)
     made = {
         "schema_version": SCHEMA_VERSION,
-        "options": report_options(report.options),
-        "devices": json_ready(gpu.to_dict()),
-        "gpu_time": {"available": gpu.available, "reason": gpu.reason, "include_memcpy": gpu.include_memcpy},
+        "devices": gpu.pop("devices"),   # the rest of it is gpu_time
+        "gpu_time": gpu,
         "timeline": {"bins": len(report.idle_causes.bins[0].busy_ns) if report.idle_causes.bins else 0,
                      "devices": [b.to_dict() for b in report.idle_causes.bins]},
-        "kernel_traits": json_ready(report.traits.to_dict()),
+        "kernel_traits": json_ready(report.traits),
         "kernels": k["by_name_device"],
         "kernels_summary": {key: k[key] for key in SUMMARY_KEYS},
         # kernels by name over the analysis window (clipped to it); no rows when it is the whole capture (then
@@ -61,7 +48,8 @@ def _placed(report: Report) -> Dict[str, Any]:
         "pids": {"by_pid": k["by_pid"], "kernels_by_pid": k["by_pid_name"]},
         "nvtx": {**report.nvtx.to_dict(), "attribution": report.attribution.to_dict()},
     }
-    return {key: made[key] if key in made else json_ready(getattr(report, key)) for key in ORDER}
+    rest = [f.name for f in fields(report) if f.name not in ORDER and f.name not in MOVED and f.name not in NOT_CARRIED]
+    return {key: made[key] if key in made else json_ready(getattr(report, key)) for key in (*ORDER, *rest)}
 
 
 # ------------------------------------------------------------------------------------------ and back
@@ -73,9 +61,9 @@ def _part(d: Mapping[str, Any], key: str, sub: str) -> Any:
     return need(_obj(d, key), sub, f"{JSON} {key}")
 
 
-#: the :class:`report.Report` fields :func:`_placed` does not write under their own name as their ``to_dict()``:
+#: the :class:`report.Report` fields :func:`report_dict` does not write under their own name:
 #: field → (the ``report.json`` key named in messages, the JSON of its value put back together from the dict);
-#: every other field (:data:`NOT_CARRIED`, ``options`` and ``steady_kernels`` aside) is read from the key of its name
+#: every other field (:data:`NOT_CARRIED` and ``steady_kernels`` aside) is read from the key of its name
 MOVED: Dict[str, Tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
     "traits": ("kernel_traits", lambda d: need(d, "kernel_traits", JSON)),
     "gpu_time": ("gpu_time", lambda d: {**_obj(d, "gpu_time"), "devices": need(d, "devices", JSON)}),
@@ -96,16 +84,12 @@ def report_values(report_type: type, d: Any) -> Dict[str, Any]:
     in the dict: empty). :class:`errors.InputError` (one line naming the key) for another schema or a missing
     or malformed part."""
     check_schema(d, JSON, SCHEMA_VERSION, "schema", "analyze the trace again")
-    check_numbers(d, JSON)   # a number no result holds (a 401-digit integer, an infinity), named by its key
     hints = get_type_hints(report_type)
     out: Dict[str, Any] = {}
     for f in fields(report_type):
         name = f.name
         if name in NOT_CARRIED:
             out[name] = None
-        elif name == "options":   # report_options' inverse: an option it leaves out (``reader``) has its default
-            out[name] = dataclass_from_json(Options, need(d, name, JSON), f"{JSON} {name}",
-                                            omitted=[o.name for o in OPTIONS if not o.in_report])
         elif name == "steady_kernels":   # its by-name rows only (None when the window is the whole capture)
             sk = {**_obj(d, name), "by_name_device": [], "by_pid": [], "by_pid_name": []}
             out[name] = out["kernels"] if out["window"].is_full else from_json(hints[name], sk, f"{JSON} {name}")

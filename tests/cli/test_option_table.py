@@ -28,7 +28,6 @@ from nsys_llm_explainer.options import (
     flag_of,
     options_from_args,
     options_from_kwargs,
-    report_options,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,14 +146,14 @@ def test_option_errors_survive_a_worker_process() -> None:
 def test_report_json_options_follow_the_table(tmp_path: Path) -> None:
     """report.json ``options``: every option of the table but ``reader`` (the numbers do not depend on it), in
     field order; parsed values serialise themselves."""
-    assert report_options(Options()) == {
+    assert Options().to_dict() == {
         "top": 20, "phase_map": None, "nvtx_coverage_warn_threshold": 0.7, "nvtx_kernel_map": True,
         "include_memcpy_in_busy": False, "categories_file": None, "step_marker": None, "window": None,
         "window_nvtx": None, "step_range": None, "categories": None, "timeline_events": 50_000}
-    assert list(report_options(Options())) == [o.name for o in OPTIONS if o.in_report]
+    assert list(Options().to_dict()) == [o.name for o in OPTIONS if o.in_report]
     rules = tmp_path / "r.json"
     rules.write_text(json.dumps({"rules": [["slot", "prep"]]}))
-    d = report_options(options_from_kwargs(phase_map={"tok": "decode"}, window=(5, 9), categories_file=str(rules)))
+    d = options_from_kwargs(phase_map={"tok": "decode"}, window=(5, 9), categories_file=str(rules)).to_dict()
     assert d["window"] == [5, 9] and d["categories_file"] == str(rules)
     assert d["phase_map"]["phases"] == [["tok", ["decode"]]] and d["phase_map"]["source"] == "user"
     assert "decoder" in d["phase_map"]["ignore"] and "execute_model" in d["phase_map"]["step_keywords"]

@@ -9,7 +9,7 @@ from typing import Any, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
-from ..jsonable import FieldsJson, built, check_numbers, check_schema, dataclass_from_json
+from ..jsonable import FieldsJson, built, check_schema, dataclass_from_json
 from .align import Alignment, align
 from .claims import RankClaim, make_claims
 from .collectives import CollectivesResult, match_collectives
@@ -39,7 +39,6 @@ class ClusterResult(FieldsJson):
         r.to_dict()) == r``. A dict of another ``schema_version``, or one missing or malforming a part, raises
         :class:`errors.InputError` (one line naming the key)."""
         check_schema(d, where, SCHEMA_VERSION, "cluster schema", "run the cluster command again")
-        check_numbers(d, where)
         return built(lambda: dataclass_from_json(cls, d, where), where, "a cluster result")
 
 

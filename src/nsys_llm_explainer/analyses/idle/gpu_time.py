@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -128,9 +128,6 @@ class GpuTimeResult:
 
     def device(self, device_id: int) -> Optional[DeviceTime]:
         return next((d for d in self.devices if d.device_id == device_id), None)
-
-    def to_dict(self) -> List[Dict[str, object]]:
-        return [asdict(d) for d in self.devices]
 
 
 def _histogram(durations: np.ndarray) -> Tuple[Bucket, ...]:

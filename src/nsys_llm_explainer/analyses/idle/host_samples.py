@@ -5,12 +5,12 @@ for. Definitions: docs/MODEL.md, "What the host ran during host-side idle".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson
+from ...jsonable import FieldsJson, json_name
 from ...model.names import distinct_small
 from ...model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
 from ...model.timeline import rows_by_value
@@ -82,7 +82,7 @@ class DeviceHostSamples(FieldsJson):
 
 
 @dataclass(frozen=True)
-class HostSamplesResult:
+class HostSamplesResult(FieldsJson):
     available: bool                    # samples were matched against idle pieces
     reason: Optional[str]
     captured: bool                     # the trace has CPU samples
@@ -90,18 +90,15 @@ class HostSamplesResult:
     sample_count: int                  # every sample of the trace (all threads)
     samples_read: int                  # samples of the CUDA-calling threads in the traced span
     caller_depth: int = 0
+    # report.json only (the lists' lengths, how to capture samples, the module groups): the same for every result
+    top: int = field(default=TOP, init=False)
+    cause_limit: int = field(default=CAUSE_LIMIT, init=False)
+    capture_hint: str = field(default=CAPTURE_HINT, init=False)
+    groups: Tuple[Tuple[str, str], ...] = field(default=GROUPS, init=False, metadata=json_name(rows=("key", "label")))
     devices: Tuple[DeviceHostSamples, ...] = ()
 
     def device(self, device_id: int) -> Optional[DeviceHostSamples]:
         return next((d for d in self.devices if d.device_id == device_id), None)
-
-    def to_dict(self) -> Dict[str, object]:
-        return {"available": self.available, "reason": self.reason, "captured": self.captured,
-                "sampling_requested": self.sampling_requested, "sample_count": self.sample_count,
-                "samples_read": self.samples_read, "caller_depth": self.caller_depth, "top": TOP,
-                "cause_limit": CAUSE_LIMIT, "capture_hint": CAPTURE_HINT,
-                "groups": [{"key": k, "label": v} for k, v in GROUPS],
-                "devices": [d.to_dict() for d in self.devices]}
 
 
 # ------------------------------------------------------------------------------------------ counting

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import ClassVar, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson, fields_json
+from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson
 from ...vocabulary.cause_kinds import KINDS
 from ..common.stats import pct
 from .bins import DeviceBins
@@ -70,7 +70,7 @@ class Other(FieldsJson):
 
 
 @dataclass(frozen=True)
-class DeviceCauses:
+class DeviceCauses(FieldsJson):
     """A device's idle causes; ``report.json`` adds the derived ``other`` (:meth:`other`). Loaded from it, the
     per-gap cause codes are empty (``gap_cause`` gives ``("", "")``; the gaps in :class:`~.gpu_time.GpuTimeResult`
     keep their causes), and so are the host-side pieces (None)."""
@@ -91,9 +91,7 @@ class DeviceCauses:
     #: every idle piece inside the timeline file's span (:mod:`analyses.timeline`), runs of one cause in one gap
     #: merged, clipped to the span, in time order (``gtid`` -1); None when no span was asked for (not serialised)
     slices: Optional[IdlePieces] = field(default=None, metadata=NOT_IN_JSON)
-
-    def to_dict(self) -> Dict[str, object]:
-        return {**fields_json(self), "other": self.other().to_dict()}
+    JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("other",)   # with the table's rows (TABLE_ROWS)
 
     def gap_cause(self, i: int) -> Tuple[str, str]:
         """(kind, detail) of the cause holding most of gap ``i`` (time order); ``("", "")`` when none."""

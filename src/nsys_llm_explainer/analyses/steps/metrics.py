@@ -148,8 +148,7 @@ class StepArrays:
         ``phase_names``: the phases the rows name, in order of first use."""
         cols = {"start": "start_ns", "end": "end_ns", "pid": "pid", "device": "device", "kernel_count": "kernel_count",
                 "gpu_busy": "gpu_busy_ns", "sync": "sync_ns", "memcpy": "memcpy_ns"}
-        vals = [[need(r, n, f"{where}.rows[{i}]") for n in (*cols.values(), "phase")]
-                for i, r in enumerate(need_rows({"rows": rows}, "rows", where))]
+        vals = need_rows(rows, (*cols.values(), "phase"), f"{where}.rows")
         names = tuple(dict.fromkeys(str(v[-1]) for v in vals if v[-1] != UNMAPPED))
         index = {n: i for i, n in enumerate(names)}
         try:

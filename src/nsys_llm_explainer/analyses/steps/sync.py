@@ -7,11 +7,11 @@ docs/FINDINGS.md, "Per-step synchronization".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Literal, Optional, Sequence, Tuple
+from typing import Callable, ClassVar, Dict, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson, fields_json, json_name
+from ...jsonable import FieldsJson, json_name
 from ...model.intervals import overlap_length
 from ...model.timeline import D2H, PAGEABLE, DeviceTimeline, few_distinct, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
@@ -33,7 +33,7 @@ _CAUSE = ("kind", "detail", "ns")
 
 
 @dataclass(frozen=True)
-class StepSyncSeries:
+class StepSyncSeries(FieldsJson):
     """The per-step sync pattern of one launching thread on one device (module docstring)."""
 
     device_id: int
@@ -75,14 +75,12 @@ class StepSyncSeries:
     claimed: Tuple[Tuple[str, str, int], ...] = field(default=(), metadata=json_name(rows=_CAUSE))
     first_ns: int = 0               # return of the first sync point
     last_ns: int = 0                # return of the last sync point
+    JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("readback",)
 
     @property
     def readback(self) -> bool:
         """Most sync points read results back (a device-to-host copy just before the wait)."""
         return self.sync_points > 0 and 2 * self.readback_points >= self.sync_points
-
-    def to_dict(self) -> Dict[str, object]:   # with the derived readback (ignored when loaded)
-        return {**fields_json(self), "readback": self.readback}
 
 
 @dataclass(frozen=True)

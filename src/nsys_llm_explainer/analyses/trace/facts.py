@@ -8,11 +8,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import fields_json
+from ...jsonable import FieldsJson
 from ...model.info import GpuInfo
 from ...model.trace import TraceModel
 from ..api.graphs import GraphResult
@@ -77,7 +77,7 @@ class NvtxThread:
 
 
 @dataclass(frozen=True)
-class TraceFacts:
+class TraceFacts(FieldsJson):
     """The facts advice may depend on (module docstring); :meth:`advice_facts` is the flat mapping
     :func:`findings.advice.advise` reads."""
 
@@ -102,6 +102,7 @@ class TraceFacts:
     host_copies_pageable: Optional[bool] = None
     copies_overlap_kernels: Optional[bool] = None
     copy_overlap_pct: Optional[float] = None     # Σ |C ∩ K| / Σ |C| · 100 behind copies_overlap_kernels
+    JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("advice_facts",)
 
     def supports(self, dtype: str) -> Optional[bool]:
         """Whether the tensor cores of every known GPU that ran kernels (of every known GPU, when kernels cannot
@@ -120,9 +121,6 @@ class TraceFacts:
                 "copies_d2d": self.copies_d2d,
                 "copies_host": self.copies_host, "host_copies_pageable": self.host_copies_pageable,
                 "copies_overlap_kernels": self.copies_overlap_kernels}
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {**fields_json(self), "advice_facts": self.advice_facts()}
 
 
 def _cc(g: GpuInfo) -> Optional[Tuple[int, int]]:

@@ -5,13 +5,13 @@ idle tails before measuring. Definitions and the auto rule: docs/FINDINGS.md, "S
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, List, Optional, Tuple
 
 import numpy as np
 
 from ...config.window import Window
 from ...errors import OptionError
-from ...jsonable import NONE_OMITTED, FieldsJson, fields_json
+from ...jsonable import NONE_OMITTED, FieldsJson
 from ...model import intervals as iv
 from ...model.trace import TraceModel
 from ...vocabulary.units import fmt_dur as dur
@@ -55,7 +55,7 @@ class WindowDetails(FieldsJson):
 
 
 @dataclass(frozen=True)
-class WindowResult:
+class WindowResult(FieldsJson):
     full_start_ns: int
     full_end_ns: int
     start_ns: int
@@ -66,6 +66,7 @@ class WindowResult:
     tail_ns: int
     steady_fraction: float
     details: WindowDetails = WindowDetails()
+    JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("window_ns",)
 
     @property
     def window_ns(self) -> int:
@@ -74,10 +75,6 @@ class WindowResult:
     @property
     def is_full(self) -> bool:
         return self.start_ns <= self.full_start_ns and self.end_ns >= self.full_end_ns
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {**fields_json(self), "window_ns": self.window_ns}
-
 
 
 def _result(full0: int, full1: int, s: int, e: int, method: str, reason: str,

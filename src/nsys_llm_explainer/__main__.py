@@ -88,16 +88,11 @@ def _fit_address_space() -> None:
     OpenBLAS thread (its per-thread buffers are reserved at import; the tool does no BLAS work) and Arrow's system
     allocator (jemalloc's background threads print their own line when they cannot start). Settings the user made
     are kept; with no limit nothing changes."""
-    try:
-        import resource
+    from .errors import address_space_limit  # loaded with the package already: nothing new is imported
 
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError, AttributeError):
-        return
-    if soft == resource.RLIM_INFINITY:
-        return
-    for key, value in (("OPENBLAS_NUM_THREADS", "1"), ("ARROW_DEFAULT_MEMORY_POOL", "system")):
-        os.environ.setdefault(key, value)
+    if address_space_limit() is not None:
+        for key, value in (("OPENBLAS_NUM_THREADS", "1"), ("ARROW_DEFAULT_MEMORY_POOL", "system")):
+            os.environ.setdefault(key, value)
 
 
 def _wants_analysis(argv: list) -> bool:

@@ -27,7 +27,6 @@ from .paths import check_name, shown, stat_or_none
 from .terminal import PROG, Progress, error_line, say, silence_stdout, warning_line
 
 if TYPE_CHECKING:
-    from .cluster import ClusterResult
     from .output import OutDir
     from .report import Report
 
@@ -101,26 +100,11 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
         result = analyze_many(items, opts, jobs, scheduler, rank_root=str(st.tmp / "ranks"))
         progress("writing the cluster report")
         write_cluster_files(result, st.tmp)
-        _cluster_timeline(result, st.tmp)
         st.commit()
     if not quiet:
         say([f"{PROG}: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ ({len(result.files)} files)"]
             + ["  " + c.finding.title for c in result.claims[:3]])
     return 0
-
-
-def _cluster_timeline(result: ClusterResult, out: Path) -> None:
-    """``timeline.pftrace`` of a cluster: every rank's timeline file (``ranks/<label>/``) on the aligned clock (each
-    rank on its own clock when they cannot be aligned: the ranks' files still sit side by side)."""
-    from .render.perfetto import FILE_NAME
-    from .render.perfetto_packets import concat_ranks
-
-    offs = result.alignment.offsets_ns if result.alignment.aligned else [0] * len(result.files)
-    parts = [(out / "ranks" / f.label / FILE_NAME, int(o or 0)) for f, o in zip(result.files, offs)]
-    parts = [(p, o - min(o2 for _, o2 in parts)) for p, o in parts]   # timestamps stay ≥ 0
-    if any(p.exists() for p, _ in parts):
-        with open(out / FILE_NAME, "wb") as f:
-            concat_ranks([(p, o) for p, o in parts if p.exists()], f)
 
 
 def _demo_parser() -> argparse.ArgumentParser:
@@ -166,7 +150,7 @@ def run_compare(argv: Sequence[str]) -> int:
             progress(f"analyzing {Path(path).name}")
             return analyze_any(path, opts, progress)
 
-        result, _ = compare_paths(a.traces, labels, analyze)
+        result = compare_paths(a.traces, labels, analyze)
         progress("writing the comparison")
         write_compare(result, od, top=opts.top)
     if not a.quiet:

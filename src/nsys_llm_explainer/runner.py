@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -104,10 +105,7 @@ def run_graph(steps: Sequence[Step], given: Mapping[str, Any], keep: Collection[
             needed.update(s.reads)
     todo = [s for s in steps if needed.intersection(s.makes)]
     values: Dict[str, Any] = dict(given)
-    readers: Dict[str, int] = {}
-    for s in todo:
-        for i in s.reads:
-            readers[i] = readers.get(i, 0) + 1
+    readers = Counter(i for s in todo for i in s.reads)   # steps still to read each value
     timings: Dict[str, float] = {}
     lock = threading.Condition()
     pending: List[Step] = list(todo)
@@ -162,10 +160,7 @@ def run_graph(steps: Sequence[Step], given: Mapping[str, Any], keep: Collection[
                         pending.remove(s)
                         running[0] += 1
                         break
-                    if running[0] == 0:     # nothing runs and nothing is ready: cannot happen after check_graph
-                        failed.append(GraphError(f"no step is ready: {[p.label for p in pending]}"))
-                        continue
-                    lock.wait()
+                    lock.wait()             # a running step makes the first pending one ready (check_graph)
             try:
                 run_one(s)
             except BaseException as e:     # re-raised on the calling thread

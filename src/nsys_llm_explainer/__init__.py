@@ -127,8 +127,7 @@ def compare(paths: Sequence[str], labels: Optional[Sequence[str]] = None, **opti
     items = _path_list(paths, "paths", single_ok=False)
     opts = options_from_kwargs(**options)
     names = check_option("labels", labels)
-    result, _ = compare_paths(items, names, lambda p: analyze_path(p, opts))
-    return result
+    return compare_paths(items, names, lambda p: analyze_path(p, opts))
 
 
 @_one_line
@@ -145,14 +144,14 @@ def analyze_cluster(paths: Union[str, Sequence[str]], jobs: Optional[int] = None
     :class:`errors.WorkerError` naming the files not analysed (timeouts: :mod:`cluster.workers`).
     """
     from .cluster import analyze_many
-    from .options import check_option, options_from_kwargs
+    from .options import options_from_kwargs
 
     items = _path_list(paths, "paths", single_ok=True)
     if not items:
         raise InputError("paths is empty: give at least one trace file, directory or glob pattern")
     if scheduler is not None and not isinstance(scheduler, str):
         raise InputError(f"scheduler must be an address string (or 'local'), got {type(scheduler).__name__}")
-    return analyze_many(items, options_from_kwargs(**options), check_option("jobs", jobs), scheduler or None)
+    return analyze_many(items, options_from_kwargs(**options), jobs, scheduler or None)   # jobs: checked there
 
 
 __all__ = ["InputError", "OptionError", "__version__", "analyze", "analyze_cluster", "compare", "render_markdown"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .errors import MEMORY_LINE, address_space_limit, address_space_shortage, memory_shortage  # loaded with the package
+
 TYPE_CHECKING = False   # typing is not imported before the signal handlers are installed
 if TYPE_CHECKING:
     from typing import Any, Optional, Set
@@ -88,16 +90,9 @@ def _fit_address_space() -> None:
     OpenBLAS thread (its per-thread buffers are reserved at import; the tool does no BLAS work) and Arrow's system
     allocator (jemalloc's background threads print their own line when they cannot start). Settings the user made
     are kept; with no limit nothing changes."""
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError, AttributeError):
-        return
-    if soft == resource.RLIM_INFINITY:
-        return
-    for key, value in (("OPENBLAS_NUM_THREADS", "1"), ("ARROW_DEFAULT_MEMORY_POOL", "system")):
-        os.environ.setdefault(key, value)
+    if address_space_limit() is not None:
+        for key, value in (("OPENBLAS_NUM_THREADS", "1"), ("ARROW_DEFAULT_MEMORY_POOL", "system")):
+            os.environ.setdefault(key, value)
 
 
 def _wants_analysis(argv: list) -> bool:
@@ -116,8 +111,6 @@ def run() -> int:
         quiet_unraisable()
         install()
         _release_signals(held)   # a signal that arrived meanwhile is raised here, as Interrupted
-        from .errors import MEMORY_LINE, address_space_shortage
-
         short = address_space_shortage()   # too little to load the libraries: refused before they load
         if short is not None and _wants_analysis(sys.argv[1:]):
             _say(f"{PROG}: error: {MEMORY_LINE}{short}\n")
@@ -128,8 +121,6 @@ def run() -> int:
     except BaseException as exc:   # a signal while the modules load, before cli.main handles them
         why = fired() or (exc if isinstance(exc, KeyboardInterrupt) else None)
         if why is None:
-            from .errors import MEMORY_LINE, memory_shortage
-
             short = memory_shortage(exc)   # numpy cannot be mapped under `ulimit -v`: one line, not its traceback
             if short is None:
                 raise

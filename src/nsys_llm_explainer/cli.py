@@ -20,15 +20,15 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 
-from . import __version__
+from . import __version__, interrupts
 from .errors import MEMORY_LINE, ExplainerError, InputError, OptionError, OutputError, memory_shortage
 from .options import Options, add_flags, check_option, flag_of, options_from_args
+from .output import COMMITTED, OutDir, Staging, check_out_dir
+from .output.lock import release_all
 from .paths import check_name, shown, stat_or_none
 from .terminal import PROG, Progress, error_line, say, silence_stdout, warning_line
 
 if TYPE_CHECKING:
-    from .cluster import ClusterResult
-    from .output import OutDir
     from .report import Report
 
 #: the words that, as the first argument, name a subcommand (always, whatever the working directory holds: README "Use")
@@ -82,7 +82,6 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
     from .cluster import analyze_many
     from .cluster.run import expand_inputs
     from .cluster.write import write_cluster_files
-    from .output import Staging, check_out_dir
 
     if scheduler:   # before any work (cluster.workers.dask_client imports it again)
         try:
@@ -101,26 +100,11 @@ def run_cluster(items: Sequence[str], out: Path, opts: Options, force: bool, qui
         result = analyze_many(items, opts, jobs, scheduler, rank_root=str(st.tmp / "ranks"))
         progress("writing the cluster report")
         write_cluster_files(result, st.tmp)
-        _cluster_timeline(result, st.tmp)
         st.commit()
     if not quiet:
         say([f"{PROG}: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ ({len(result.files)} files)"]
             + ["  " + c.finding.title for c in result.claims[:3]])
     return 0
-
-
-def _cluster_timeline(result: ClusterResult, out: Path) -> None:
-    """``timeline.pftrace`` of a cluster: every rank's timeline file (``ranks/<label>/``) on the aligned clock (each
-    rank on its own clock when they cannot be aligned: the ranks' files still sit side by side)."""
-    from .render.perfetto import FILE_NAME
-    from .render.perfetto_packets import concat_ranks
-
-    offs = result.alignment.offsets_ns if result.alignment.aligned else [0] * len(result.files)
-    parts = [(out / "ranks" / f.label / FILE_NAME, int(o or 0)) for f, o in zip(result.files, offs)]
-    parts = [(p, o - min(o2 for _, o2 in parts)) for p, o in parts]   # timestamps stay ≥ 0
-    if any(p.exists() for p, _ in parts):
-        with open(out / FILE_NAME, "wb") as f:
-            concat_ranks([(p, o) for p, o in parts if p.exists()], f)
 
 
 def _demo_parser() -> argparse.ArgumentParser:
@@ -150,7 +134,6 @@ def run_compare(argv: Sequence[str]) -> int:
     from .comparison import compare_paths
     from .comparison.gate import check_gate, gate
     from .comparison.write import write_compare
-    from .output import check_out_dir
     from .pipeline import analyze_any
 
     a = _compare_parser().parse_args(list(argv))
@@ -166,7 +149,7 @@ def run_compare(argv: Sequence[str]) -> int:
             progress(f"analyzing {Path(path).name}")
             return analyze_any(path, opts, progress)
 
-        result, _ = compare_paths(a.traces, labels, analyze)
+        result = compare_paths(a.traces, labels, analyze)
         progress("writing the comparison")
         write_compare(result, od, top=opts.top)
     if not a.quiet:
@@ -186,7 +169,6 @@ def run_compare(argv: Sequence[str]) -> int:
 
 def run_analysis(trace: Path, od: OutDir, opts: Options, quiet: bool,
                  display_path: Optional[str] = None, extra_files: Sequence[Path] = ()) -> int:
-    from .output import Staging
     from .pipeline import analyze_any
     from .render import render_all, summary_lines
     from .render.perfetto import FILE_NAME as TIMELINE_FILE
@@ -258,7 +240,6 @@ def _main(argv: Sequence[str]) -> int:
     if command == "demo":
         a = _demo_parser().parse_args(argv[1:])
         from .demo_traces import unpack
-        from .output import check_out_dir
         out = Path(a.out)
         od = check_out_dir(out, a.force, "demo")
         opts = options_from_args(a)
@@ -273,7 +254,6 @@ def _main(argv: Sequence[str]) -> int:
     _check_address_space(a.traces)
     if _is_cluster(a.traces):
         return run_cluster(a.traces, Path(a.out), opts, a.force, a.quiet, jobs, a.scheduler)
-    from .output import check_out_dir
     check_name(a.traces[0])
     od = check_out_dir(Path(a.out), a.force, "report", [a.traces[0]])
     if (jobs is not None or a.scheduler) and not a.quiet:
@@ -284,8 +264,6 @@ def _main(argv: Sequence[str]) -> int:
 
 def _ended(exc: BaseException, committed: Sequence[Path]) -> int:
     """The exit code of a run that raised ``exc``, after its one line on stderr."""
-    from . import interrupts
-
     signal_exc = interrupts.fired()   # a signal's exception may come back as another (an ImportError…)
     if signal_exc is not None or isinstance(exc, KeyboardInterrupt):   # SIGINT; SIGTERM / SIGHUP: Interrupted
         why = signal_exc or exc
@@ -293,11 +271,8 @@ def _ended(exc: BaseException, committed: Sequence[Path]) -> int:
         done = f"after the output was written to {committed[-1]}" if committed else "; no output was written"
         error_line(f"{PROG}: ", f"interrupted by {name} {done}".replace(" ;", ";"))
         return int(code)
-    if isinstance(exc, OptionError):   # named by its flag here (the API names it by its keyword)
-        error_line(f"{PROG}: error: ", exc.worded(flag_of))
-        return exc.exit_code
-    if isinstance(exc, ExplainerError):
-        error_line(f"{PROG}: error: ", exc)
+    if isinstance(exc, ExplainerError):   # an option named by its flag here (the API names it by its keyword)
+        error_line(f"{PROG}: error: ", exc.worded(flag_of) if isinstance(exc, OptionError) else exc)
         return exc.exit_code
     short = memory_shortage(exc)   # MemoryError, a thread or a library that could not start (ulimit -v), ENOMEM
     if short is not None:
@@ -321,9 +296,6 @@ def _ended(exc: BaseException, committed: Sequence[Path]) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The command line (``argv``: the arguments after the program name); returns the exit code."""
-    from . import interrupts
-    from .output import COMMITTED
-
     argv = sys.argv[1:] if argv is None else argv
     del COMMITTED[:]
     previous = interrupts.install()
@@ -335,8 +307,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BaseException as exc:
         return _ended(exc, COMMITTED)
     finally:
-        from .output.lock import release_all
-
         release_all()   # the --out lock of a run that ended before its staging (output.lock)
         interrupts.restore(previous)
         warnings.showwarning = show_warning

@@ -126,18 +126,22 @@ MIN_ADDRESS_SPACE = 384 << 20
 ADDRESS_SPACE_PER_TRACE_BYTE = 8
 
 
-def address_space_shortage(trace_bytes: int = 0) -> Optional[str]:
-    """Why the address-space limit (``ulimit -v``) is too small to start, or None (no limit, or enough)."""
+def address_space_limit() -> Optional[int]:
+    """The address-space limit (``ulimit -v``, soft) in bytes; None when there is none (or it cannot be read)."""
     try:
         import resource
 
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
     except (ImportError, OSError, ValueError, AttributeError):
         return None
-    if soft == resource.RLIM_INFINITY or soft < 0:
-        return None
+    return None if soft == resource.RLIM_INFINITY or soft < 0 else soft
+
+
+def address_space_shortage(trace_bytes: int = 0) -> Optional[str]:
+    """Why the address-space limit (``ulimit -v``) is too small to start, or None (no limit, or enough)."""
+    soft = address_space_limit()
     need = MIN_ADDRESS_SPACE + ADDRESS_SPACE_PER_TRACE_BYTE * max(trace_bytes, 0)
-    if soft >= need:
+    if soft is None or soft >= need:
         return None
     return (f"the address space is limited to {soft >> 20} MB (ulimit -v {soft >> 10}); at least about "
             f"{-(-need >> 20)} MB are needed here: raise the limit")

@@ -163,12 +163,10 @@ def _steady_categories(steady: TraceModel, window: WindowResult, options: Option
 
 
 def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attribution: AttributionResult,
-           phases: PhaseResult
-           ) -> StepResult:
-    att = nvtx_attribution
-    kernel_node = default_domain_node(model, nvtx.tree, att)
+           phases: PhaseResult) -> StepResult:
     return analyze_steps(model, phases, step_marker=options.step_marker, step_range=options.step_range,
-                         top=min(options.top, 10), tree=nvtx.tree, kernel_node=kernel_node,
+                         top=min(options.top, 10), tree=nvtx.tree,
+                         kernel_node=default_domain_node(model, nvtx.tree, nvtx_attribution),
                          domain_nodes=nvtx_attribution.kernel_nodes or None)
 
 

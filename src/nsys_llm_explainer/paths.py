@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from .errors import CWD_GONE, InputError, cwd_gone  # noqa: F401 (cwd_gone: re-exported)
+from .errors import CWD_GONE, InputError
 
 
 def shown(path: str) -> str:

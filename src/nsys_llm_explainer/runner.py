@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -56,8 +57,6 @@ def parameter_mismatch(s: Step) -> Optional[str]:
         params = inspect.signature(s.fn).parameters
     except (TypeError, ValueError):                 # a callable without a signature: nothing to bind by name
         return f"{s.fn!r} has no signature to bind its inputs to"
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return None
     inputs = s.inputs + (("each",) if s.each else ())
     named = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     unknown = [i for i in inputs if i not in named]
@@ -96,22 +95,17 @@ def check_graph(steps: Sequence[Step], given: Collection[str]) -> None:
 
 def run_graph(steps: Sequence[Step], given: Mapping[str, Any], keep: Collection[str], workers: int = 1,
               progress: Optional[Progress] = None) -> Tuple[Dict[str, Any], Dict[str, float]]:
-    """Run ``steps`` (see module docstring) from the ``given`` values; a step whose outputs are all given is
-    skipped, and so is one that makes nothing ``keep`` names or a step run reads. Returns the values named in
-    ``keep`` and the seconds per step label. The first exception a step raises is raised here once the running
-    steps have finished."""
-    todo = [s for s in steps if not all(o in given for o in s.makes)]
-    check_graph(todo, given)
+    """Run ``steps`` (see module docstring) from the ``given`` values; a step that makes nothing ``keep`` names or
+    a step run reads is skipped. Returns the values named in ``keep`` and the seconds per step label. The first
+    exception a step raises is raised here once the running steps have finished."""
+    check_graph(steps, given)
     needed = set(keep)              # only the steps that make a kept value or one a needed step reads
-    for s in reversed(todo):
+    for s in reversed(steps):
         if needed.intersection(s.makes):
             needed.update(s.reads)
-    todo = [s for s in todo if needed.intersection(s.makes)]
+    todo = [s for s in steps if needed.intersection(s.makes)]
     values: Dict[str, Any] = dict(given)
-    readers: Dict[str, int] = {}
-    for s in todo:
-        for i in s.reads:
-            readers[i] = readers.get(i, 0) + 1
+    readers = Counter(i for s in todo for i in s.reads)   # steps still to read each value
     timings: Dict[str, float] = {}
     lock = threading.Condition()
     pending: List[Step] = list(todo)
@@ -166,10 +160,7 @@ def run_graph(steps: Sequence[Step], given: Mapping[str, Any], keep: Collection[
                         pending.remove(s)
                         running[0] += 1
                         break
-                    if running[0] == 0:     # nothing runs and nothing is ready: cannot happen after check_graph
-                        failed.append(GraphError(f"no step is ready: {[p.label for p in pending]}"))
-                        continue
-                    lock.wait()
+                    lock.wait()             # a running step makes the first pending one ready (check_graph)
             try:
                 run_one(s)
             except BaseException as e:     # re-raised on the calling thread

@@ -101,14 +101,6 @@ def test_every_step_of_the_report_graph_binds_by_name():
     assert [(s.label, parameter_mismatch(s)) for s in every if parameter_mismatch(s)] == []
 
 
-def test_a_step_whose_outputs_are_given_is_skipped():
-    calls = []
-    steps = [Step("b", lambda a: calls.append("b") or a + 1, ("a",), ("b",)),
-             Step("c", lambda b: b * 2, ("b",), ("c",))]
-    values, timings = run_graph(steps, {"a": 1, "b": 5}, keep=("c",), workers=1)
-    assert values == {"c": 10} and calls == [] and "b" not in timings
-
-
 def test_two_workers_run_independent_steps_at_the_same_time():
     """Each step waits for the other to have started: only two threads at once can finish them."""
     started = {n: threading.Event() for n in "xy"}

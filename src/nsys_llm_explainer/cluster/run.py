@@ -10,9 +10,9 @@ import stat
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import InputError
+from ..errors import CWD_GONE, InputError, cwd_gone
 from ..options import Options, check_option
-from ..paths import CWD_GONE, check_name, cwd_gone, shown, stat_or_none
+from ..paths import check_name, shown, stat_or_none
 from .result import ClusterResult, build_result
 from .summary import FileSummary, analyze_file
 from .workers import run_dask, run_pool

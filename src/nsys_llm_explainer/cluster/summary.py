@@ -118,11 +118,8 @@ def analyze_file(path: str, label: str, options: Optional[Options] = None,
     report = analyze_any(path, options)
     if rank_dir is not None:
         from ..render import render_all
-
-        out = Path(rank_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        render_all(report, out, plotly_src="../../" + RANK_PLOTLY)
         from ..render.perfetto import FILE_NAME, write_perfetto
 
-        write_perfetto(report, out / FILE_NAME, rank=(rank_index, label))
+        render_all(report, Path(rank_dir), plotly_src="../../" + RANK_PLOTLY)   # makes the directory
+        write_perfetto(report, Path(rank_dir) / FILE_NAME, rank=(rank_index, label))
     return summarize(report, label)

@@ -6,12 +6,12 @@ import stat
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from .. import __version__
 from ..analyses.common.stats import pct
-from ..errors import InputError, OptionError
-from ..paths import CWD_GONE, check_name, cwd_gone, stat_or_none
+from ..errors import CWD_GONE, InputError, OptionError, cwd_gone
+from ..paths import check_name, stat_or_none
 from .diff import compare_pair, per_unit
 from .measure import NON_GPU, Facts, gather
 from .metric import choose_metric, measure
@@ -99,10 +99,9 @@ def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] =
                          {"compare": round(time.perf_counter() - t0, 4)})
 
 
-def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]] = None,
-                  analyze: Optional[Analyzer] = None) -> Tuple[CompareResult, List[Report]]:
-    """Analyze each trace with ``analyze`` (default: :func:`pipeline.analyze_path` with default options) and
-    compare them; every path is checked before any analysis runs."""
+def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]], analyze: Analyzer) -> CompareResult:
+    """Analyze each trace with ``analyze`` (the API: :func:`pipeline.analyze_path`; the command line also exports a
+    ``.nsys-rep``) and compare them; every path is checked before any analysis runs."""
     if len(paths) < 2:
         raise InputError(f"compare needs at least two traces (BASE NEW), got {len(paths)}")
     paths = [str(p) for p in paths]
@@ -115,13 +114,8 @@ def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]] = None,
             raise InputError(f"{pp} is a directory, not a trace file")
         check_name(str(pp))
     labels = check_labels(labels, paths)
-    if analyze is None:
-        from ..pipeline import analyze_path
-
-        analyze = analyze_path
-
     t0 = time.perf_counter()
     reports = [analyze(p) for p in paths]
     t_analyze = round(time.perf_counter() - t0, 4)
     res = compare_reports(reports, labels, paths)
-    return replace(res, timings_s={"analyze": t_analyze, **res.timings_s}), reports
+    return replace(res, timings_s={"analyze": t_analyze, **res.timings_s})

@@ -164,4 +164,4 @@ def _slow_step(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
 def make_claims(coll: CollectivesResult, devices: Sequence[DeviceRow], aligned: bool) -> List[RankClaim]:
     """The claims whose checks all hold, largest time at stake first."""
     out = [c for c in (_late(coll, devices, aligned), _low_busy(devices), _slow_step(devices)) if c is not None]
-    return sorted(out, key=lambda c: -c.finding.time_at_stake_ns)
+    return sorted(out, key=lambda c: -c.time_at_stake_ns)

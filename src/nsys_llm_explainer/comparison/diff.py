@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
 from ..findings.base import SEVERITY_RANK
-from ..vocabulary.cause_kinds import CAUSE_KINDS
+from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from .measure import NON_GPU, Facts, weighted_jaccard
 from .metric import MIN_SIMILARITY, MIN_UNITS, MIN_WINDOW_NS, change
@@ -18,8 +18,6 @@ NO_CHANGE_PCT = 0.5     # |change| below this is reported as no change even when
 IDLE_DETAIL_ROWS = 20
 
 UNIT_WORD = {"step": "step", "iteration": "iteration", "window_s": "s of window"}
-
-IDLE_TEXT = {k.name: k.idle_text for k in CAUSE_KINDS}
 
 
 def per_unit(ns: int, units: Optional[float]) -> Optional[int]:
@@ -102,7 +100,7 @@ def _main_reason(cats: Sequence[Delta], kinds: Sequence[Delta], details: Sequenc
 def reason_text(r: Delta) -> str:
     if r.component == "category":
         return f"non-overlapped GPU time in `{r.name}` kernels"
-    return IDLE_TEXT.get(r.name, f"GPU idle ({r.name})") + f" (idle cause `{r.name}`)"
+    return (KIND[r.name].idle_text if r.name in KIND else f"GPU idle ({r.name})") + f" (idle cause `{r.name}`)"
 
 
 def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: TraceSummary,

@@ -16,7 +16,7 @@ from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
-from ..vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, KIND, CauseKind
+from ..vocabulary.cause_kinds import COMPOSITE_CAUSES, KIND, CauseKind
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .advice import advise
@@ -26,11 +26,9 @@ from .waits import WaitStory, wait_story
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
-CATEGORY = {k.name: k.category for k in CAUSE_KINDS}
 HOST_OVERHEAD = "host_overhead"   # the launch-bound finding's cause (vocabulary.cause_kinds.COMPOSITE_CAUSES)
 assert HOST_OVERHEAD in COMPOSITE_CAUSES
 HOST_KINDS = ("launch", "host_cpu")   # the launch overhead the launch-bound composite may claim
-LOW_ONLY = {k.name for k in CAUSE_KINDS if k.low_only}
 GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the window: allocator growth
 LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
@@ -53,7 +51,7 @@ VARIANTS: Dict[str, CauseKind] = {
 def _severity(share: float, kind: str) -> Optional[str]:
     if share < MEDIUM_SHARE:
         return None
-    if kind in LOW_ONLY:
+    if KIND[kind].low_only:
         return "low"
     return "high" if share >= HIGH_SHARE else "medium"
 
@@ -199,7 +197,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
         if split:    # part of the kind is another finding's or at the window's edge: check the rest too
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
-        category = CATEGORY[kind]
+        category = KIND[kind].category
         growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
         if growth:
             category, sev = "one_time", "low"
@@ -214,7 +212,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                                else _title(txt, what, quoted, main_quoted, total, story)),
             evidence=tuple(ev), recommendation=advise(ids, advice),
             time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
-            about_capture=kind in LOW_ONLY or growth))
+            about_capture=KIND[kind].low_only or growth))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)

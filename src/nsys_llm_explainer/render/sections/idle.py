@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
-from ...vocabulary.cause_kinds import CAUSE_KINDS
+from ...vocabulary.cause_kinds import KIND
 from ...vocabulary.units import fmt_dur, fmt_int, fmt_ms, fmt_pct
 from ..charts import hbar, kind_color, plot_text
 from ..document import (
@@ -44,8 +44,6 @@ CHART_CAUSES = 15
 #: characters of a cause detail in a chart label (the table and CSV hold it in full)
 LABEL_DETAIL = 60
 
-#: what each cause kind means, one short phrase (docs/MODEL.md has the precise rule)
-KIND_MEANING = {k.name: k.meaning for k in CAUSE_KINDS}
 TITLE = "Where the idle time went"
 
 
@@ -123,7 +121,7 @@ def cause_chart(v: View, i: int, dc: DeviceCauses, causes: Sequence[Any]) -> Fig
 
 def causes_legend(kinds: Sequence[str]) -> Inline:
     """``Causes: kind: what it means; …`` over the kinds that have a meaning (empty when none has)."""
-    legend = [inline(Code(k), f": {KIND_MEANING[k]}") for k in kinds if k in KIND_MEANING]
+    legend = [inline(Code(k), f": {KIND[k].meaning}") for k in kinds if k in KIND]
     return inline(Em(("Causes:",)), " ", joined(legend, "; "), ".") if legend else ()
 
 

@@ -19,8 +19,7 @@ from ..analyses.trace.window import WindowResult
 from ..vocabulary.cause_kinds import COMPOSITE_CAUSES, KIND, CauseKind
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
-from .advice import advise
-from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Claims, Finding, Scope
+from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Claims, Finding, Scope, finding
 from .unified_memory import is_unified_detail
 from .waits import WaitStory, wait_story
 
@@ -205,14 +204,13 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
-        out.append(Finding(
-            id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
+        out.append(finding(
+            f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of "
                                "it (a one-time cost)" if growth
                                else _title(txt, what, quoted, main_quoted, total, story)),
-            evidence=tuple(ev), recommendation=advise(ids, advice),
-            time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
-            about_capture=KIND[kind].low_only or growth))
+            evidence=ev, advice=ids, facts=advice, time_at_stake_ns=total, checks=checks, device_id=dev,
+            cause=(kind, top[0][0]), about_capture=KIND[kind].low_only or growth))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)
@@ -254,12 +252,12 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         ev.append(f"{tiny.kernel_count:,} tiny elementwise kernels (median under 10 µs) are "
                   f"{100.0 * tiny.kernel_count / traits.kernel_count:.0f} % of the kernels in the window: fusing "
                   "them removes launches.")
-    return Finding(
-        id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
+    return finding(
+        "launch_overhead", severity=sev,
         title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(d.kernel_p50_ns)}: "
               f"{share[dev]:.1f} % of the window ({dur(total)})",
-        evidence=tuple(ev), recommendation=advise(KIND["launch"].advice, facts),
-        time_at_stake_ns=total, checks=checks, device_id=dev, cause=(HOST_OVERHEAD, ""))
+        evidence=ev, advice=KIND["launch"].advice, facts=facts, time_at_stake_ns=total, checks=checks,
+        device_id=dev, cause=(HOST_OVERHEAD, ""))
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],

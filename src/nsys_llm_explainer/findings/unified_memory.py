@@ -9,8 +9,7 @@ from typing import AbstractSet, List, Mapping, Optional
 from ..analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
-from .advice import advise
-from .base import Check, Finding, Scope
+from .base import Check, Finding, Scope, finding
 
 MEDIUM_PCT = 10.0
 HIGH_PCT = 30.0
@@ -73,8 +72,7 @@ def unified_memory_finding(um: Optional[UnifiedMemoryResult], active: Optional[A
     w = um.steady
     title = (f"Unified-Memory migrations run underneath {top.overlap_pct:.1f} % of the kernel time on device "
              f"{top.device_id}: managed memory is moved while kernels run")
-    return Finding(
-        id="unified_memory", category="unified_memory", severity="high" if top.overlap_pct >= HIGH_PCT else "medium",
-        confidence="high", title=title, evidence=tuple(_evidence(w, um.full, considered, um)),
-        recommendation=advise(ADVICE_IDS, facts), time_at_stake_ns=sum(d.overlap_ns for d in considered),
-        checks=(check,), device_id=top.device_id)
+    return finding(
+        "unified_memory", severity="high" if top.overlap_pct >= HIGH_PCT else "medium", title=title,
+        evidence=_evidence(w, um.full, considered, um), advice=ADVICE_IDS, facts=facts,
+        time_at_stake_ns=sum(d.overlap_ns for d in considered), checks=(check,), device_id=top.device_id)

@@ -83,13 +83,12 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
         time_at_stake_ns=w.warmup_ns + w.tail_ns, checks=(check,), about_capture=True)
 
 
-def nvtx_coverage_finding(att: Optional[AttributionResult], threshold: float,
-                          facts: Mapping[str, Any]) -> Optional[Finding]:
+def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mapping[str, Any]) -> Optional[Finding]:
     """Low: NVTX push/pop ranges cover less than ``threshold`` of kernel time. The evidence names the threads
     that launch the uncovered kernels and their share; the advice depends on whether those threads open any
     range (nsys attributes ranges per thread) and on the workload (training: forward/backward/optimizer;
     inference: prefill/decode steps)."""
-    if att is None or not att.available or att.coverage >= threshold:
+    if not att.available or att.coverage >= threshold:
         return None
     ev = [f"{att.coverage * 100:.1f} % of kernel time ({dur(att.attributed_ns)} of {dur(att.total_kernel_ns)}) is "
           "launched inside an NVTX push/pop range."]
@@ -100,15 +99,15 @@ def nvtx_coverage_finding(att: Optional[AttributionResult], threshold: float,
              f"`{r.thread_name or 'thread'}` (tid {r.tid}) ") + f"{r.pct_of_uncovered:.1f} %, "
             + (f"{r.thread_ranges} range(s) on that thread" if r.thread_ranges else "no NVTX range on it")
             for r in rows[:3] if r.gtid >= 0) + ".")
-    top = rows[0] if rows else None
+    top = rows[0] if rows and rows[0].gtid >= 0 else None      # the thread that launches most of them
     ids = ["nvtx.per_thread"]
-    if top is not None and top.gtid >= 0 and not top.thread_ranges:
+    if top is not None and not top.thread_ranges:
         ids = ["nvtx.autograd" if AUTOGRAD_THREAD.search(top.thread_name) else "nvtx.other_thread"]
     ids += ["nvtx.add.training", "nvtx.add.inference"]
     return finding(
         "nvtx_coverage", severity="low", title="NVTX ranges cover little of the GPU time" + (
             f": {top.pct_of_uncovered:.0f} % of the uncovered kernel time is launched by "
-            f"`{top.thread_name or 'tid ' + str(top.tid)}`" if top is not None and top.gtid >= 0 else ""),
+            f"`{top.thread_name or 'tid ' + str(top.tid)}`" if top is not None else ""),
         evidence=ev, advice=ids, facts=facts, time_at_stake_ns=0, about_capture=True)
 
 

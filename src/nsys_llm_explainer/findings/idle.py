@@ -150,9 +150,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         sev = _severity(share[dev], kind)
         if sev is None:
             continue
-        details: Counter[str] = Counter()
-        for v in devs.values():
-            details.update(v)
+        details: Counter[str] = sum(map(Counter, devs.values()), Counter())   # every ns > 0 (_split)
         top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
         total = sum(details.values()) - sum(edge_ns.values())
         txt = KIND[kind]
@@ -228,9 +226,7 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     sev = _severity(share[dev], "launch")
     if sev is None:
         return None
-    parts: Counter[Tuple[str, str]] = Counter()
-    for v in merged.values():
-        parts.update(v)
+    parts: Counter[Tuple[str, str]] = sum(map(Counter, merged.values()), Counter())
     total = sum(parts.values())
     d = gpu.device(dev)
     assert d is not None   # a launch-bound device (lb) is one of gpu.devices

@@ -9,7 +9,7 @@ from typing import List, Tuple
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.summary import KernelSummary
-from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.kernels.traits import KernelTraitsResult, short
 from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
@@ -19,11 +19,6 @@ KERNEL_CLAIM_MIN_BUSY = 50.0
 FP32_MIN_SHARE = 20.0
 ATTN_MIN_SHARE = 5.0
 ELEMENTWISE_MIN_SHARE = 25.0
-NAME_MAX = 90
-
-
-def short(name: str, n: int = NAME_MAX) -> str:
-    return name if len(name) <= n else name[: n - 1] + "…"
 
 
 def pooled_words(gpu: GpuTimeResult) -> str:
@@ -56,7 +51,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         checks = [busy]
         if steady_kernels.available and steady_kernels.by_name:
             t = steady_kernels.by_name[0]
-            ev.append(f"Top kernel `{short(t.name)}`: {t.pct:.1f} % of kernel time ({t.count} calls, "
+            ev.append(f"Top kernel `{short(t.name, 90)}`: {t.pct:.1f} % of kernel time ({t.count} calls, "
                       f"avg {us(t.avg_ns)}).")
             checks.append(Check("kernel_share_pct", float(t.pct), ">", 0.0, Scope(name=t.name)))
         cats = [c for c in (categories.overall if categories.available else ()) if c.nonoverlap_ns]

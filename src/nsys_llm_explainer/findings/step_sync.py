@@ -33,12 +33,12 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
     if not ss.available:
         return None
     totals = _device_totals(ss, devices)
-    held = [(100.0 * o / s.window_ns, -dev, checks, s) for dev, (x, o, m, s) in totals.items()
-            for checks in [_checks(dev, x, o, m, s.window_ns)] if all(c.holds() for c in checks)]
+    held = {dev: (checks, s) for dev, (x, o, m, s) in totals.items()
+            for checks in [_checks(dev, x, o, m, s.window_ns)] if all(c.holds() for c in checks)}
     if not held:
         return None
-    _, neg_dev, checks, s = max(held, key=lambda h: h[:2])
-    dev = -neg_dev
+    dev = max(held, key=lambda d: (held[d][0][2].observed, -d))   # the largest overlappable share of its window
+    checks, s = held[dev]
     share = checks[2].observed
     stake = sum(t[1] for t in totals.values())
     return finding(

@@ -139,7 +139,8 @@ class KernelTraitsResult(FieldsJson):
     stack_evidence: Tuple[str, ...]
 
 
-def _short(s: str, n: int = 80) -> str:
+def short(s: str, n: int = 80) -> str:
+    """``s`` cut to ``n`` characters, the last one "…" (a name in an evidence line)."""
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
@@ -152,7 +153,7 @@ def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), pr
         for src, (shown, rx) in rxs.items():
             hits = [str(n) for n in sources[src] if n and rx.search(match_text(n))]
             if hits:
-                ev.append(f"{len(hits)} {src} name(s) match /{shown}/, e.g. '{_short(hits[0])}'")
+                ev.append(f"{len(hits)} {src} name(s) match /{shown}/, e.g. '{short(hits[0])}'")
         if ev:
             return stack, tuple(ev)
     return "", ()

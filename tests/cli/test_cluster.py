@@ -238,7 +238,7 @@ def test_rank_outlier_claims_need_their_preconditions():
 
     none = CollectivesResult(False, "no NCCL kernels in any file", False)
     claims = [c.to_dict() for c in
-              make_claims(none, [dev("a", 90.0, 1000), dev("b", 89.0, 1000), dev("c", 75.0, 1150)], True)]
+              make_claims(none, [dev("a", 90.0, 1000), dev("b", 89.0, 1000), dev("c", 75.0, 1150)])]
     assert [(c["id"], c["rank"]) for c in claims] == [("low_busy_rank", "c"), ("slow_step_rank", "c")]
     assert claims[0]["checks"] == [
         {"metric": "devices", "scope": {}, "observed": 3, "op": ">=", "threshold": 2},
@@ -248,4 +248,4 @@ def test_rank_outlier_claims_need_their_preconditions():
     assert claims[0]["advice"] == ["Open this rank's report (ranks/) for where its idle time went."]
     assert claims[0]["time_at_stake_ns"] == round(14.5 / 100 * 10_000_000)
     assert "largest idle cause is sync" in claims[0]["evidence"][0]
-    assert make_claims(none, [dev("a", 90.0, 1000), dev("b", 81.0, 1090)], True) == []
+    assert make_claims(none, [dev("a", 90.0, 1000), dev("b", 81.0, 1090)]) == []

@@ -84,17 +84,16 @@ def _claim(rank: str, id: str, severity: str, title: str, evidence: Sequence[str
     return c
 
 
-def _late(coll: CollectivesResult, devices: Sequence[DeviceRow], aligned: bool) -> Optional[RankClaim]:
+def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
     ranks = list(coll.ranks)
     if not coll.available or not ranks:
         return None
-    timed = coll.timed and aligned
     late = max(range(len(ranks)), key=lambda j: (ranks[j].last_arrival_count or 0, -j))
     r = ranks[late]
     others = [x for j, x in enumerate(ranks) if j != late]
     mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
     share = r.last_arrival_share or 0.0
-    checks = [_check("aligned", int(timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
+    checks = [_check("aligned", int(coll.timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
               _check("matched", r.matched, ">=", MIN_MATCHED, r.rank),
               _check("last_arrival_share", share, ">=", MIN_LATE_SHARE, r.rank),
               _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
@@ -161,7 +160,8 @@ def _slow_step(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
                   "Compare this rank's report (ranks/) with another rank's: `nsys-llm-explain compare`.")
 
 
-def make_claims(coll: CollectivesResult, devices: Sequence[DeviceRow], aligned: bool) -> List[RankClaim]:
-    """The claims whose checks all hold, largest time at stake first."""
-    out = [c for c in (_late(coll, devices, aligned), _low_busy(devices), _slow_step(devices)) if c is not None]
-    return sorted(out, key=lambda c: -c.finding.time_at_stake_ns)
+def make_claims(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> List[RankClaim]:
+    """The claims whose checks all hold, largest time at stake first (``coll.timed``: the clocks were aligned and
+    collectives matched)."""
+    out = [c for c in (_late(coll, devices), _low_busy(devices), _slow_step(devices)) if c is not None]
+    return sorted(out, key=lambda c: -c.time_at_stake_ns)

@@ -64,6 +64,6 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
             f"start skew {coll.skew_p50_ns:,} ns): matching by collective name and issue order may pair kernels of "
             "different collectives (e.g. of different communicators, which the export does not name), or the clocks "
             "disagree; no late-arriver claim is made.")
-    claims = make_claims(coll, devices, al.aligned)
+    claims = make_claims(coll, devices)
     rows = tuple(replace(f, offset_ns=o, device_rows=(), nccl=()) for f, o in zip(files, al.offsets_ns))
     return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from ..jsonable import FieldsJson, json_name
+from .advice import advise
 
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
 #: the closed vocabulary of ``Finding.category`` (docs/FINDINGS.md)
@@ -94,6 +95,15 @@ class Finding(FieldsJson):
     def holds(self) -> bool:
         assert self.category in CATEGORIES, self.category
         return all(c.holds() for c in self.checks)
+
+
+def finding(id: str, *, severity: str, title: str, evidence: Sequence[str], advice: Sequence[str],
+            facts: Mapping[str, Any], time_at_stake_ns: int, checks: Sequence[Check] = (), category: str = "",
+            confidence: str = "high", **more: Any) -> Finding:
+    """A rule's finding: its category its id unless given, its recommendation the lines ``advice`` that the trace's
+    ``facts`` allow (:func:`advice.advise`)."""
+    return Finding(id, category or id, severity, confidence, title, tuple(evidence), advise(advice, facts),
+                   time_at_stake_ns, tuple(checks), **more)
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.trace.window import WindowResult
 from ..model.names import label_shows_tid
 from ..vocabulary.units import fmt_dur as dur
-from .advice import advise
-from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, pooled_scope
+from .base import MIN_BUSY_NS, MIN_KERNELS, Check, Finding, Scope, finding, pooled_scope
 
 WARMUP_IDLE_POINTS = 10.0
 
@@ -24,29 +23,23 @@ def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Op
                  facts: Mapping[str, Any]) -> Optional[Finding]:
     """The finding that withholds performance claims, or None when there is a workload to diagnose."""
     if kernel_count_total == 0:
-        return Finding(
-            id="no_gpu_work", category="no_gpu_work", severity="info", confidence="high",
-            title="No GPU kernels in the trace: nothing to diagnose",
-            evidence=(kernels_reason or "The export holds no kernel rows.",) + _copies_only(gpu, True),
-            recommendation=advise(["no_gpu_work.capture"], facts),
-            time_at_stake_ns=0, checks=(Check("kernel_count", 0, "==", 0, Scope(window="full")),),
-            about_capture=True)
+        return finding("no_gpu_work", severity="info", title="No GPU kernels in the trace: nothing to diagnose",
+                       evidence=(kernels_reason or "The export holds no kernel rows.",) + _copies_only(gpu, True),
+                       advice=["no_gpu_work.capture"], facts=facts, time_at_stake_ns=0,
+                       checks=(Check("kernel_count", 0, "==", 0, Scope(window="full")),), about_capture=True)
     p = gpu.pooled()
     kc = sum(d.kernel_count for d in gpu.devices)
     if p is None or (kc < MIN_KERNELS and p.busy_ns < MIN_BUSY_NS):
         busy = p.busy_ns if p else 0
         window = p.window_ns if p else (gpu.devices[0].window_ns if gpu.devices else 0)
-        ev = [f"{kc} kernels keep the GPU busy {dur(busy)} of {dur(window)}; the trace shows start-up and one-off "
-              "work, so no utilisation or kernel conclusion is drawn."]
-        ev += _copies_only(gpu, p is None)
-        return Finding(
-            id="too_little_work", category="too_little_work", severity="info", confidence="high",
+        ev = (f"{kc} kernels keep the GPU busy {dur(busy)} of {dur(window)}; the trace shows start-up and one-off "
+              "work, so no utilisation or kernel conclusion is drawn.",) + _copies_only(gpu, p is None)
+        return finding(
+            "too_little_work", severity="info",
             title=f"Too little GPU work to diagnose: {kc} kernels, {dur(busy)} of GPU time in the window",
-            evidence=tuple(ev),
-            recommendation=advise(["too_little_work.capture"], facts),
-            time_at_stake_ns=0,
-            checks=(Check("kernel_count", kc, "<", MIN_KERNELS),
-                    Check("busy_ns", busy, "<", MIN_BUSY_NS, pooled_scope(gpu.kernel_devices()))),
+            evidence=ev, advice=["too_little_work.capture"], facts=facts,
+            time_at_stake_ns=0, checks=(Check("kernel_count", kc, "<", MIN_KERNELS),
+                                        Check("busy_ns", busy, "<", MIN_BUSY_NS, pooled_scope(gpu.kernel_devices()))),
             about_capture=True)
     return None
 
@@ -64,13 +57,11 @@ def _copies_only(gpu: GpuTimeResult, none_ran: bool) -> Tuple[str, ...]:
 def graph_trace_finding(g: GraphResult, idle_ns: int, facts: Mapping[str, Any]) -> Optional[Finding]:
     if not g.available or not g.graph_level_hidden:
         return None
-    return Finding(
-        id="graph_trace_mode", category="graph_trace_mode", severity="high", confidence="high",
-        title="CUDA graphs were traced at graph level: their kernels are missing",
+    return finding(
+        "graph_trace_mode", severity="high", title="CUDA graphs were traced at graph level: their kernels are missing",
         evidence=(f"{g.graph_launch_count} CUDA graph launches but no kernel rows linked to them.",
                   f"Capture metadata graph trace mode: {g.capture_graph_trace_mode or 'not recorded'}."),
-        recommendation=advise(["graph_trace.node"], facts),
-        time_at_stake_ns=idle_ns, blocks_analysis=True)
+        advice=["graph_trace.node"], facts=facts, time_at_stake_ns=idle_ns, blocks_analysis=True)
 
 
 def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[str, Any]) -> Optional[Finding]:
@@ -83,22 +74,21 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
     check = Check("idle_pct_change", change, ">=", WARMUP_IDLE_POINTS, pooled_scope(gpu.kernel_devices()))
     if not check.holds():
         return None
-    return Finding(
-        id="capture_window", category="capture_window", severity="low", confidence="high",
+    return finding(
+        "capture_window", severity="low",
         title=f"Warm-up / tail make the whole capture look {change:.0f} points idler than the steady state",
         evidence=(f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the steady "
                   f"window ({dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed). {w.reason}",),
-        recommendation=advise(["capture.range", "capture.range.torch", "capture.vllm"], facts),
+        advice=["capture.range", "capture.range.torch", "capture.vllm"], facts=facts,
         time_at_stake_ns=w.warmup_ns + w.tail_ns, checks=(check,), about_capture=True)
 
 
-def nvtx_coverage_finding(att: Optional[AttributionResult], threshold: float,
-                          facts: Mapping[str, Any]) -> Optional[Finding]:
+def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mapping[str, Any]) -> Optional[Finding]:
     """Low: NVTX push/pop ranges cover less than ``threshold`` of kernel time. The evidence names the threads
     that launch the uncovered kernels and their share; the advice depends on whether those threads open any
     range (nsys attributes ranges per thread) and on the workload (training: forward/backward/optimizer;
     inference: prefill/decode steps)."""
-    if att is None or not att.available or att.coverage >= threshold:
+    if not att.available or att.coverage >= threshold:
         return None
     ev = [f"{att.coverage * 100:.1f} % of kernel time ({dur(att.attributed_ns)} of {dur(att.total_kernel_ns)}) is "
           "launched inside an NVTX push/pop range."]
@@ -109,17 +99,16 @@ def nvtx_coverage_finding(att: Optional[AttributionResult], threshold: float,
              f"`{r.thread_name or 'thread'}` (tid {r.tid}) ") + f"{r.pct_of_uncovered:.1f} %, "
             + (f"{r.thread_ranges} range(s) on that thread" if r.thread_ranges else "no NVTX range on it")
             for r in rows[:3] if r.gtid >= 0) + ".")
-    top = rows[0] if rows else None
+    top = rows[0] if rows and rows[0].gtid >= 0 else None      # the thread that launches most of them
     ids = ["nvtx.per_thread"]
-    if top is not None and top.gtid >= 0 and not top.thread_ranges:
+    if top is not None and not top.thread_ranges:
         ids = ["nvtx.autograd" if AUTOGRAD_THREAD.search(top.thread_name) else "nvtx.other_thread"]
     ids += ["nvtx.add.training", "nvtx.add.inference"]
-    return Finding(
-        id="nvtx_coverage", category="nvtx_coverage", severity="low", confidence="high",
-        title="NVTX ranges cover little of the GPU time" + (
+    return finding(
+        "nvtx_coverage", severity="low", title="NVTX ranges cover little of the GPU time" + (
             f": {top.pct_of_uncovered:.0f} % of the uncovered kernel time is launched by "
-            f"`{top.thread_name or 'tid ' + str(top.tid)}`" if top is not None and top.gtid >= 0 else ""),
-        evidence=tuple(ev), recommendation=advise(ids, facts), time_at_stake_ns=0, about_capture=True)
+            f"`{top.thread_name or 'tid ' + str(top.tid)}`" if top is not None else ""),
+        evidence=ev, advice=ids, facts=facts, time_at_stake_ns=0, about_capture=True)
 
 
 def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
@@ -127,13 +116,11 @@ def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
     if v is None or v.wait_ns_total <= 0:
         return None
     wait = v.wait_ns_total
-    return Finding(
-        id="nccl_wait", category="nccl_wait", severity="high" if v.confidence == "high" else "medium",
-        confidence=v.confidence,
+    return finding(
+        "nccl_wait", severity="high" if v.confidence == "high" else "medium", confidence=v.confidence,
         title=f"NCCL wait: rank {v.waiting_rank} waits in collectives for late rank {v.late_rank}",
         evidence=(f"Across {v.matched_collectives} matched collectives the late rank arrived {dur(wait)} "
                   "after the earliest in total.",
                   f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of them."),
-        recommendation=advise(["nccl.balance"], facts),
-        time_at_stake_ns=wait)
+        advice=["nccl.balance"], facts=facts, time_at_stake_ns=wait)
 

@@ -12,8 +12,7 @@ from ..analyses.memory.copy_engines import HOST_PATHS, CopyEnginesResult, CopyPa
 from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
-from .advice import advise
-from .base import Check, Claims, Finding, Scope
+from .base import Check, Claims, Scope, finding
 from .idle import active_devices
 
 BUSY_PCT = 50.0        # % of the window (and of the median step) the path is busy
@@ -98,8 +97,8 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
         ev.append("Also busy most of the window with kernels under it: " + "; ".join(
             f"{q.label} on device {q.device_id} ({q.busy_pct:.1f} %)" for q in paths[1:5]) + ".")
     ids = advice_ids(p.path, p.pageable_count > 0)
-    f = Finding(
-        id="copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
-        confidence="high", title=title, evidence=tuple(ev), recommendation=advise(ids, facts.advice_facts()),
-        time_at_stake_ns=at_stake, checks=checks(p), device_id=p.device_id, cause=(COMPOSITE, p.label))
+    f = finding(
+        "copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
+        title=title, evidence=ev, advice=ids, facts=facts.advice_facts(), time_at_stake_ns=at_stake,
+        checks=checks(p), device_id=p.device_id, cause=(COMPOSITE, p.label))
     return Claims(f, taken)

@@ -16,21 +16,18 @@ from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
-from ..vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, KIND, CauseKind
+from ..vocabulary.cause_kinds import COMPOSITE_CAUSES, KIND, CauseKind
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
-from .advice import advise
-from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Claims, Finding, Scope
+from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Claims, Finding, Scope, finding
 from .unified_memory import is_unified_detail
 from .waits import WaitStory, wait_story
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
-CATEGORY = {k.name: k.category for k in CAUSE_KINDS}
 HOST_OVERHEAD = "host_overhead"   # the launch-bound finding's cause (vocabulary.cause_kinds.COMPOSITE_CAUSES)
 assert HOST_OVERHEAD in COMPOSITE_CAUSES
 HOST_KINDS = ("launch", "host_cpu")   # the launch overhead the launch-bound composite may claim
-LOW_ONLY = {k.name for k in CAUSE_KINDS if k.low_only}
 GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the window: allocator growth
 LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
@@ -53,7 +50,7 @@ VARIANTS: Dict[str, CauseKind] = {
 def _severity(share: float, kind: str) -> Optional[str]:
     if share < MEDIUM_SHARE:
         return None
-    if kind in LOW_ONLY:
+    if KIND[kind].low_only:
         return "low"
     return "high" if share >= HIGH_SHARE else "medium"
 
@@ -153,9 +150,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         sev = _severity(share[dev], kind)
         if sev is None:
             continue
-        details: Counter[str] = Counter()
-        for v in devs.values():
-            details.update(v)
+        details: Counter[str] = sum(map(Counter, devs.values()), Counter())   # every ns > 0 (_split)
         top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
         total = sum(details.values()) - sum(edge_ns.values())
         txt = KIND[kind]
@@ -199,7 +194,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
         if split:    # part of the kind is another finding's or at the window's edge: check the rest too
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
-        category = CATEGORY[kind]
+        category = KIND[kind].category
         growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
         if growth:
             category, sev = "one_time", "low"
@@ -207,14 +202,13 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
-        out.append(Finding(
-            id=f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
+        out.append(finding(
+            f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of "
                                "it (a one-time cost)" if growth
                                else _title(txt, what, quoted, main_quoted, total, story)),
-            evidence=tuple(ev), recommendation=advise(ids, advice),
-            time_at_stake_ns=total, checks=checks, device_id=dev, cause=(kind, top[0][0]),
-            about_capture=kind in LOW_ONLY or growth))
+            evidence=ev, advice=ids, facts=advice, time_at_stake_ns=total, checks=checks, device_id=dev,
+            cause=(kind, top[0][0]), about_capture=KIND[kind].low_only or growth))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)
@@ -232,9 +226,7 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     sev = _severity(share[dev], "launch")
     if sev is None:
         return None
-    parts: Counter[Tuple[str, str]] = Counter()
-    for v in merged.values():
-        parts.update(v)
+    parts: Counter[Tuple[str, str]] = sum(map(Counter, merged.values()), Counter())
     total = sum(parts.values())
     d = gpu.device(dev)
     assert d is not None   # a launch-bound device (lb) is one of gpu.devices
@@ -256,12 +248,12 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         ev.append(f"{tiny.kernel_count:,} tiny elementwise kernels (median under 10 µs) are "
                   f"{100.0 * tiny.kernel_count / traits.kernel_count:.0f} % of the kernels in the window: fusing "
                   "them removes launches.")
-    return Finding(
-        id="launch_overhead", category="launch_overhead", severity=sev, confidence="high",
+    return finding(
+        "launch_overhead", severity=sev,
         title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(d.kernel_p50_ns)}: "
               f"{share[dev]:.1f} % of the window ({dur(total)})",
-        evidence=tuple(ev), recommendation=advise(KIND["launch"].advice, facts),
-        time_at_stake_ns=total, checks=checks, device_id=dev, cause=(HOST_OVERHEAD, ""))
+        evidence=ev, advice=KIND["launch"].advice, facts=facts, time_at_stake_ns=total, checks=checks,
+        device_id=dev, cause=(HOST_OVERHEAD, ""))
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],

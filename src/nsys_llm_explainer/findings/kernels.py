@@ -14,8 +14,7 @@ from ..analyses.trace.facts import TraceFacts
 from ..model.names import short
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
-from .advice import advise
-from .base import GPU_BOUND_PCT, Check, Finding, Scope, pooled_scope
+from .base import GPU_BOUND_PCT, Check, Finding, Scope, finding, pooled_scope
 
 KERNEL_CLAIM_MIN_BUSY = 50.0
 FP32_MIN_SHARE = 20.0
@@ -60,12 +59,10 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         if cats:
             ev.append("Where the busy time goes (non-overlapped): " + ", ".join(
                 f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
-        out.append(Finding(
-            id="gpu_bound", category="gpu_bound", severity="medium", confidence="high",
+        out.append(finding(
+            "gpu_bound", severity="medium",
             title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of the steady window; kernel time sets the pace",
-            evidence=tuple(ev),
-            recommendation=advise(["gpu_bound.kernels"], advice),
-            time_at_stake_ns=p.busy_ns, checks=tuple(checks)))
+            evidence=ev, advice=["gpu_bound.kernels"], facts=advice, time_at_stake_ns=p.busy_ns, checks=checks))
     mid = Check("busy_pct", p.busy_pct, ">=", KERNEL_CLAIM_MIN_BUSY, scope)
     if not mid.holds():
         return tuple(out)
@@ -77,9 +74,8 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         names = ", ".join(f"`{short(t.name, 60)}`" for t in h.top_kernels[:2])
         kinds = [k for k, f in (("TF32", "gpu_tf32"), ("BF16", "gpu_bf16"), ("FP16", "gpu_fp16_tensor_cores"))
                  if advice.get(f)]
-        out.append(Finding(
-            id="fp32_gemm", category="fp32_gemm",
-            severity="high" if h.share_pct >= 50.0 and p.busy_pct >= GPU_BOUND_PCT else "medium",
+        out.append(finding(
+            "fp32_gemm", severity="high" if h.share_pct >= 50.0 and p.busy_pct >= GPU_BOUND_PCT else "medium",
             confidence="high" if tensor_cores else "medium",
             title=f"FP32 GEMMs run on CUDA cores, not tensor cores: {h.share_pct:.1f} % of kernel time",
             evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {dur(h.total_ns)}, {h.share_pct:.1f} % of "
@@ -89,30 +85,29 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                                                                  "so faster GEMMs shorten the busy part of the step."),
                       ("The GPU's tensor cores take " + "/".join(kinds) + " (see `facts.gpus`)." if kinds else
                        "The GPU's tensor-core datatypes are not known from the trace.")),
-            recommendation=advise(["fp32.tf32", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"], advice),
+            advice=["fp32.tf32", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"], facts=advice,
             time_at_stake_ns=int(h.total_ns * frac),
             checks=(busy if busy.holds() else mid,
                     Check("trait_share_pct", h.share_pct, ">=", FP32_MIN_SHARE, Scope(trait="fp32_gemm_simt")))))
     a = traits.traits.get("attention_unfused")
     if a is not None and a.share_pct >= ATTN_MIN_SHARE:
-        out.append(Finding(
-            id="attention_unfused", category="attention_unfused", severity=sev_k, confidence="medium",
+        out.append(finding(
+            "attention_unfused", severity=sev_k, confidence="medium",
             title=f"Attention runs unfused (softmax + batched GEMMs): softmax alone is {a.share_pct:.1f} % of "
                   "kernel time",
             evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to batched GEMMs and no fused "
                       "(flash/memory-efficient) attention kernel in the window.",),
-            recommendation=advise(["attention.fused"], advice),
-            time_at_stake_ns=int(a.total_ns * frac),
+            advice=["attention.fused"], facts=advice, time_at_stake_ns=int(a.total_ns * frac),
             checks=(mid, Check("trait_share_pct", a.share_pct, ">=", ATTN_MIN_SHARE,
                                Scope(trait="attention_unfused")))))
     e = traits.traits.get("elementwise")
     if e is not None and e.share_pct >= ELEMENTWISE_MIN_SHARE:
-        out.append(Finding(
-            id="elementwise_fusion", category="elementwise_fusion", severity=sev_k, confidence="medium",
+        out.append(finding(
+            "elementwise_fusion", severity=sev_k, confidence="medium",
             title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
             evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
                       + ", ".join(f"`{short(t.name, 50)}`" for t in e.top_kernels[:3]) + ".",),
-            recommendation=advise(["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], advice),
+            advice=["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts=advice,
             time_at_stake_ns=int(e.total_ns * frac),
             checks=(mid, Check("trait_share_pct", e.share_pct, ">=", ELEMENTWISE_MIN_SHARE,
                                Scope(trait="elementwise")))))

@@ -11,8 +11,7 @@ from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.idle.result import DeviceCauses
 from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
-from .advice import advise
-from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, pooled_scope
+from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, finding, pooled_scope
 
 
 @dataclass(frozen=True)
@@ -58,24 +57,22 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str
     devs = [d for d in causes.devices if d.device_id in ids] if causes.available else []
     if check.holds():
         which = "device" if len(devs) == len(causes.devices) else "device that ran kernels"
-        return Finding(
-            id="no_bottleneck", category="none", severity="info", confidence="medium",
+        return finding(
+            "no_bottleneck", category="none", severity="info", confidence="medium",
             title=f"No bottleneck found: the GPU is busy {busy_pct:.1f} % of the steady window",
-            evidence=(f"No idle cause reaches 5 % of the window on any {which}.",),
-            recommendation=advise(["none.kernels"], facts),
-            time_at_stake_ns=0, checks=(check,))
+            evidence=(f"No idle cause reaches 5 % of the window on any {which}.",), advice=["none.kernels"],
+            facts=facts, time_at_stake_ns=0, checks=(check,))
     top = ([(c.kind, c.detail, c.ns) for c in causes.totals[:4]] if len(devs) == len(causes.devices)
            else _totals(devs)[:4])
     idle = sum(d.idle_ns for d in devs)
     worst = max(((100.0 * d.ns_of(k) / d.window_ns if d.window_ns else 0.0, d.device_id, k)
                  for d in devs for k in {c.kind for c in d.causes}), default=(0.0, None, None))
-    return Finding(
-        id="mixed_idle", category="mixed_idle", severity="low", confidence="medium",
+    return finding(
+        "mixed_idle", severity="low", confidence="medium",
         title=f"The GPU is idle {100 - busy_pct:.1f} % of the steady window, spread over causes below 5 % each",
         evidence=("Largest idle causes: " + "; ".join(
             f"{k.replace('_', ' ')}{' `' + dt + '`' if dt else ''} {dur(ns)}" for k, dt, ns in top)
-            + ".",) if top else (),
-        recommendation=advise(["mixed.table"], facts),
+            + ".",) if top else (), advice=["mixed.table"], facts=facts,
         time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT, scope),
                                        Check("cause_pct_of_window", worst[0], "<", MEDIUM_SHARE,
                                              Scope(device_id=worst[1], kind=worst[2]))))

@@ -41,7 +41,7 @@ def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowRes
     """Findings about the capture and the signals beside the idle time: graph-level tracing, the window's edges,
     NVTX coverage, NCCL waits, Unified Memory."""
     advice = facts.advice_facts()
-    pooled = gpu_time.pooled() if gpu_time.available else None
+    pooled = gpu_time.pooled()
     active = active_devices(gpu_time) if gpu_time.available else None
     found = (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, advice),
              capture_window_finding(window, gpu_time, advice),
@@ -57,7 +57,7 @@ def rank_findings(gpu_time: GpuTimeResult, idle_causes: IdleCausesResult, kernel
                   capture_found: Tuple[Finding, ...]) -> Tuple[Tuple[Finding, ...], Headline]:
     """Every rule's findings (with the too-little-work gate), ranked, and the headline."""
     advice = facts.advice_facts()
-    pooled = gpu_time.pooled() if gpu_time.available else None
+    pooled = gpu_time.pooled()
     busy = pooled.busy_pct if pooled else None
     gate = gate_finding(gpu_time, kernels.kernel_count if kernels.available else 0, kernels.reason, advice)
     found: List[Finding] = [c.finding for c in (step_sync_claims, copy_path_claims) if c.finding is not None]

@@ -9,8 +9,7 @@ from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 from ..analyses.steps.sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
 from ..model.names import label_shows_tid
 from ..vocabulary.units import fmt_dur as dur
-from .advice import advise
-from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope
+from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, finding
 
 ADVICE_IDS = ("step_sync.overlap", "step_sync.overlap.torch", "step_sync.vllm", "step_sync.sglang",
               "step_sync.trtllm")
@@ -34,19 +33,18 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
     if not ss.available:
         return None
     totals = _device_totals(ss, devices)
-    held = [(100.0 * o / s.window_ns, -dev, checks, s) for dev, (x, o, m, s) in totals.items()
-            for checks in [_checks(dev, x, o, m, s.window_ns)] if all(c.holds() for c in checks)]
+    held = {dev: (checks, s) for dev, (x, o, m, s) in totals.items()
+            for checks in [_checks(dev, x, o, m, s.window_ns)] if all(c.holds() for c in checks)}
     if not held:
         return None
-    _, neg_dev, checks, s = max(held, key=lambda h: h[:2])
-    dev = -neg_dev
+    dev = max(held, key=lambda d: (held[d][0][2].observed, -d))   # the largest overlappable share of its window
+    checks, s = held[dev]
     share = checks[2].observed
     stake = sum(t[1] for t in totals.values())
-    return Finding(
-        id="step_sync", category="step_sync", severity="high" if share >= HIGH_SHARE else "medium",
-        confidence="high", title=_title(s, stake), evidence=tuple(_evidence(s, ss, dev)),
-        recommendation=advise(ADVICE_IDS, facts), time_at_stake_ns=stake, checks=checks, device_id=dev,
-        cause=("step_sync", s.api))
+    return finding(
+        "step_sync", severity="high" if share >= HIGH_SHARE else "medium", title=_title(s, stake),
+        evidence=_evidence(s, ss, dev), advice=ADVICE_IDS, facts=facts, time_at_stake_ns=stake, checks=checks,
+        device_id=dev, cause=("step_sync", s.api))
 
 
 def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> Tuple[Check, ...]:

@@ -9,8 +9,7 @@ from typing import AbstractSet, List, Mapping, Optional
 from ..analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
-from .advice import advise
-from .base import Check, Finding, Scope
+from .base import Check, Finding, Scope, finding
 
 MEDIUM_PCT = 10.0
 HIGH_PCT = 30.0
@@ -21,12 +20,11 @@ def is_unified_detail(detail: str) -> bool:
     return str(detail).startswith("Unified ")
 
 
-def _evidence(w: UmWindow, full: Optional[UmWindow], considered: List[UmDevice], um: UnifiedMemoryResult
-              ) -> List[str]:
+def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult) -> List[str]:
+    full = um.full if um.full is not None and (um.full.start_ns, um.full.end_ns) != (w.start_ns, w.end_ns) else None
     ev = []
     for d in considered:
-        other = full is not None and (full.start_ns, full.end_ns) != (w.start_ns, w.end_ns)
-        fd = full.device(d.device_id) if other and full is not None else None
+        fd = full.device(d.device_id) if full is not None else None
         tail = f"; whole capture {fd.overlap_pct:.1f} %" if fd is not None else ""
         ev.append(f"Device {d.device_id}: Unified-Memory migrations were in flight during {dur(d.overlap_ns)} of its "
                   f"{dur(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in the steady window{tail}.")
@@ -70,11 +68,9 @@ def unified_memory_finding(um: Optional[UnifiedMemoryResult], active: Optional[A
     check = Check(METRIC, top.overlap_pct, ">=", MEDIUM_PCT, Scope(device_id=top.device_id))
     if not check.holds():
         return None
-    w = um.steady
     title = (f"Unified-Memory migrations run underneath {top.overlap_pct:.1f} % of the kernel time on device "
              f"{top.device_id}: managed memory is moved while kernels run")
-    return Finding(
-        id="unified_memory", category="unified_memory", severity="high" if top.overlap_pct >= HIGH_PCT else "medium",
-        confidence="high", title=title, evidence=tuple(_evidence(w, um.full, considered, um)),
-        recommendation=advise(ADVICE_IDS, facts), time_at_stake_ns=sum(d.overlap_ns for d in considered),
-        checks=(check,), device_id=top.device_id)
+    return finding(
+        "unified_memory", severity="high" if top.overlap_pct >= HIGH_PCT else "medium", title=title,
+        evidence=_evidence(um.steady, considered, um), advice=ADVICE_IDS, facts=facts,
+        time_at_stake_ns=sum(d.overlap_ns for d in considered), checks=(check,), device_id=top.device_id)

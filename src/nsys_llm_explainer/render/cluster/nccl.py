@@ -136,7 +136,7 @@ def sec_nccl(d: ClusterResult, link: Callable[[Any], Spans]) -> Section:
                          f"{fmt_int(coll.unmatched_kernels)} unmatched kernels (matched per collective name, in "
                          "issue order)."))
         ranks = coll.ranks
-        if coll.timed and d.alignment.aligned:
+        if coll.timed:   # the clocks were aligned (CollectivesResult.timed)
             body += [Chart(lambda: _wait_chart(ranks)), Chart(lambda: _late_chart(ranks))]
             if coll.instances:
                 body.append(Chart(lambda: _skew_chart(coll, ranks)))

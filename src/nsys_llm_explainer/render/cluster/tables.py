@@ -95,10 +95,9 @@ NCCL_INSTANCES: Table[ClusterResult] = Table("nccl_instances.csv", (
     csv_col("name", "seq", "late_rank", "first_start_ns", "last_start_ns", "skew_ns", "end_spread_ns"),
 ), lambda d: d.collectives.instances)
 
-CLAIMS: Table[ClusterResult] = Table("claims.csv", (   # rows: RankClaim (the rank and its finding)
-    Col((("id", lambda c: c.finding.id), ("rank", raw("rank")), ("severity", lambda c: c.finding.severity),
-         ("title", lambda c: c.finding.title), ("time_at_stake_ns", lambda c: c.finding.time_at_stake_ns))),
-    Col((("evidence", lambda c: " ".join(c.finding.evidence)),)),
+CLAIMS: Table[ClusterResult] = Table("claims.csv", (   # rows: RankClaim
+    csv_col("id", "rank", "severity", "title", "time_at_stake_ns"),
+    Col((("evidence", lambda c: " ".join(c.evidence)),)),
 ), lambda d: d.claims)
 
 FILES: Table[ClusterResult] = Table("files.csv", (

@@ -26,7 +26,7 @@ def step_sync_parts(v: View) -> List[Any]:
                   Em(("overlappable",)), ": the part that doing that work during the next step would hide. ",
                   capped(min(SHOWN, len(rows)), len(rows), STEP_SYNC.csv))
     notes = []
-    for r in [x for x in rows if x.holds][:2]:
+    for r in ss.holding()[:2]:
         causes = r.exposed_by_cause[:4]
         if causes:
             notes.append(para(f"Device {fmt_int(r.device_id)}, tid ", Data(r.tid), ", after ",

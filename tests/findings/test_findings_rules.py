@@ -84,3 +84,15 @@ def test_stray_device_does_not_drive_findings(tmp_path: Path) -> None:
     rep = _run(b, tmp_path, "stray.sqlite", window=(0, end))
     assert {d.device_id for d in rep.gpu_time.devices} == {0, 1}
     assert all(f.device_id != 1 for f in rep.findings), [(f.id, f.device_id) for f in rep.findings]
+
+
+def test_a_thread_label_that_names_its_tid_is_not_given_it_twice():
+    """The waits finding names a thread by its label, adding ``(tid N)`` only when the label does not end with it:
+    a label that names its process too (``name (pid P, tid N)``: threads of one name and tid in two processes) had
+    its tid written a second time."""
+    from nsys_llm_explainer.findings.waits import _who
+
+    assert _who("worker (pid 7, tid 5)", 5) == "`worker (pid 7, tid 5)`"
+    assert _who("worker (tid 5)", 5) == "`worker (tid 5)`"
+    assert _who("worker", 5) == "`worker` (tid 5)"
+    assert _who("", 5) == "`thread`"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..analyses.threads.waits import LauncherWaits, OverlapRow, WaitsResult
+from ..model.names import label_shows_tid
 from ..vocabulary.os_calls import is_wait
 
 #: another thread is named when it is active during at least this % of the waits
@@ -36,7 +37,7 @@ def launcher_of(waits: Optional[WaitsResult], device: int) -> Optional[LauncherW
 
 
 def _who(label: str, tid: int) -> str:
-    return f"`{label}` (tid {tid})" if label and f"(tid {tid})" not in label else f"`{label or 'thread'}`"
+    return f"`{label}` (tid {tid})" if label and not label_shows_tid(label, tid) else f"`{label or 'thread'}`"
 
 
 def _doing(w: LauncherWaits, gtid: int) -> str:

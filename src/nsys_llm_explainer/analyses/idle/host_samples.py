@@ -196,17 +196,10 @@ def _device(fr: _Frames, dc: DeviceCauses) -> DeviceHostSamples:
     for k in kinds_present:
         sel = rows[pk == KINDS.index(k)]
         kinds.append(fr.scope(k, None, sel, kind_ns[k], TOP))
-    causes: List[ScopeSamples] = []
-    if rows.shape[0]:
-        cause_ns = {(c.kind, c.detail): c.ns for c in dc.causes}
-        ndet = max(len(p.details), 1)
-        segs = []
-        for code, seg in rows_by_value(pk * ndet + pd):
-            kd = (KINDS[code // ndet], p.details[code % ndet])
-            segs.append((cause_ns.get(kd, 0), kd, seg))
-        segs.sort(key=lambda x: (-x[0], KINDS.index(x[1][0]), x[1][1]))
-        for ns, (k, d), seg in segs[:CAUSE_LIMIT]:
-            causes.append(fr.scope(k, d, rows[seg], ns, CAUSE_TOP))
+    ndet = max(len(p.details), 1)
+    seg = {(KINDS[c // ndet], p.details[c % ndet]): r for c, r in rows_by_value(pk * ndet + pd)}
+    causes = [fr.scope(c.kind, c.detail, rows[seg[(c.kind, c.detail)]], c.ns, CAUSE_TOP)   # dc.causes: largest first
+              for c in [c for c in dc.causes if (c.kind, c.detail) in seg][:CAUSE_LIMIT]]
     note = None
     if rows.shape[0] == 0:
         if thread_samples == 0:

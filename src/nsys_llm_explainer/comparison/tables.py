@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Sequence, Tuple
 
-from ..render.table import Joined, Table, csv_col
+from ..render.table import Joined, Table, csv_col, each
 from .result import CompareResult, Comparison, TraceSummary
 
 TRACE_COLS = ("label", "role", "path", "gpus", "device_count", "window_method", "window_start_ns", "window_end_ns",
@@ -51,12 +51,12 @@ def _comparison_rows(d: CompareResult) -> List[Joined]:
 
 def _each_trace(rows: Callable[[TraceSummary], Sequence[Any]]) -> Callable[[CompareResult], List[Joined]]:
     """The rows ``rows`` of every trace, with its label beside."""
-    return lambda d: [Joined(r, {"trace": t.label}) for t in d.traces for r in rows(t)]
+    return lambda d: each(d.traces, rows, lambda t: {"trace": t.label})
 
 
 def _each_pair(rows: Callable[[Comparison], Sequence[Any]]) -> Callable[[CompareResult], List[Joined]]:
     """The rows ``rows`` of every pair, with its BASE and NEW labels beside."""
-    return lambda d: [Joined(r, {"base": c.base, "new": c.new}) for c in d.comparisons for r in rows(c)]
+    return lambda d: each(d.comparisons, rows, lambda c: {"base": c.base, "new": c.new})
 
 
 def _part_changes(d: CompareResult) -> List[Joined]:

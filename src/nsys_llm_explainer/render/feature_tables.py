@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, List, Optional
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms
 from .document import Rich
-from .table import Col, Table, csv_col, dur_col, fmt_col, int_col, name_col, pct_col, raw, text_col, with_fields
+from .table import Col, Table, csv_col, dur_col, each, fmt_col, int_col, name_col, pct_col, raw, text_col
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -34,11 +34,6 @@ def _um_windows(report: Report) -> List[Any]:
     return [w for w in (um.steady, um.full) if w is not None]
 
 
-def um_device_rows(report: Report) -> List[Any]:
-    """``unified_memory.steady.devices`` then ``unified_memory.full.devices``, each with its ``window``."""
-    return [r for w in _um_windows(report) for r in with_fields(w.devices, window=w.window)]
-
-
 def um_breakdown_rows(report: Report) -> List[UmBreakdownRow]:
     """The per-direction, per-cause, per-access-type and CPU-fault lists of both windows, one row each."""
     out: List[UmBreakdownRow] = []
@@ -53,6 +48,7 @@ def um_breakdown_rows(report: Report) -> List[UmBreakdownRow]:
     return out
 
 
+#: ``unified_memory.steady.devices`` then ``unified_memory.full.devices``, each with its ``window``
 UNIFIED_MEMORY: Table[Report] = Table("unified_memory.csv", (
     csv_col("window"),
     text_col("device_id", "device_id", "device"),
@@ -67,7 +63,7 @@ UNIFIED_MEMORY: Table[Report] = Table("unified_memory.csv", (
     int_col("gpu_fault_events", "gpu_fault_events", "GPU fault groups"),
     int_col("gpu_page_faults", "gpu_page_faults", "GPU page faults"),
     dur_col("gpu_fault_union_ns", "gpu_fault_union"),
-), um_device_rows)
+), lambda rep: each(_um_windows(rep), lambda w: w.devices, lambda w: {"window": w.window}))
 
 UNIFIED_MEMORY_BREAKDOWN: Table[Report] = Table("unified_memory_breakdown.csv", (
     csv_col("window"),
@@ -128,14 +124,8 @@ STEP_SYNC: Table[Report] = Table("step_sync.csv", (
 ), lambda rep: rep.step_sync.series)
 
 
-# ---- follow the wait (analyses/threads/waits.py): one row per (launching thread, other thread, what, name)
-def wait_rows(report: Report) -> List[Any]:
-    """``waits.launchers[].rows`` with the launching thread's own columns beside each row."""
-    return [r for w in report.waits.launchers
-            for r in with_fields(w.rows, launcher_tid=w.tid, launcher=w.thread, wait_ns=w.wait_ns,
-                                 wait_pct_of_window=w.wait_pct_of_window)]
-
-
+# ---- follow the wait (analyses/threads/waits.py): one row per (launching thread, other thread, what, name):
+# ``waits.launchers[].rows`` with the launching thread's own columns beside each row
 THREAD_WAITS: Table[Report] = Table("thread_waits.csv", (
     csv_col("launcher_tid"),
     name_col("launcher", "launcher", "launching thread", 30),
@@ -148,4 +138,5 @@ THREAD_WAITS: Table[Report] = Table("thread_waits.csv", (
     text_col("os_class", "os_class", "class"),
     dur_col("ns", "overlap", "during the waits"),
     pct_col("pct_of_waits", "pct_of_waits", "% of the waits"),
-), wait_rows)
+), lambda rep: each(rep.waits.launchers, lambda w: w.rows, lambda w: {
+    "launcher_tid": w.tid, "launcher": w.thread, "wait_ns": w.wait_ns, "wait_pct_of_window": w.wait_pct_of_window}))

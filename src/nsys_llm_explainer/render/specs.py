@@ -5,7 +5,7 @@ never re-derives them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..vocabulary.units import fmt_bool, fmt_bytes, fmt_float, fmt_ms, fmt_num
 from .document import Cell, Code, Data, Inline, inline, joined
@@ -17,6 +17,7 @@ from .table import (
     Table,
     csv_col,
     dur_col,
+    each,
     field_of,
     fmt_col,
     int_col,
@@ -38,17 +39,8 @@ OPS = {">=": "≥", "<=": "≤", "==": "=", ">": ">", "<": "<"}
 
 
 # --------------------------------------------------------------------------------------- row getters
-def idle_cause_rows(report: Report) -> List[Any]:
-    return [r for d in report.idle_causes.devices
-            for r in with_fields(attach(report, d.device_id, d.causes), device_id=d.device_id)]
-
-
-def gap_rows(report: Report) -> List[Any]:
-    return [r for d in report.gpu_time.devices for r in with_fields(d.largest_gaps, device_id=d.device_id)]
-
-
-def hist_rows(report: Report) -> List[Any]:
-    return [r for d in report.gpu_time.devices for r in with_fields(d.gap_histogram, device_id=d.device_id)]
+def _device(d: Any) -> Dict[str, Any]:
+    return {"device_id": d.device_id}
 
 
 def category_rows(report: Report) -> List[Any]:
@@ -175,7 +167,7 @@ IDLE_CAUSES: Table[Report] = Table("idle_causes.csv", (
     Col((("one_time", raw("one_time")), ("short_gap_ns", raw("short_gap_ns")))),
     Col(tuple((f"example_{k}", _first("examples", k)) for k in ("start_ns", "end_ns", "ns"))),
     CAUSE_COL,
-), idle_cause_rows)
+), lambda rep: each(rep.idle_causes.devices, lambda d: attach(rep, d.device_id, d.causes), _device))
 
 GAPS: Table[Report] = Table("gpu_idle_gaps.csv", (
     csv_col("device_id", "start_ns", "end_ns"),
@@ -184,11 +176,11 @@ GAPS: Table[Report] = Table("gpu_idle_gaps.csv", (
     name_col("cause_detail", "cause_detail", "detail", 40),
     name_col("kernel_before", "kernel_before", "kernel before", 50),
     name_col("kernel_after", "kernel_after", "kernel after", 50),
-), gap_rows)
+), lambda rep: each(rep.gpu_time.devices, lambda d: d.largest_gaps, _device))
 
 GAP_HISTOGRAM: Table[Report] = Table("gap_histogram.csv", (
     csv_col("device_id", "bucket", "lo_ns", "hi_ns", "count"), dur_col("total_ns", "total"),
-), hist_rows)
+), lambda rep: each(rep.gpu_time.devices, lambda d: d.gap_histogram, _device))
 
 _KERNEL_STATS = (
     int_col("count", "calls", "calls"),

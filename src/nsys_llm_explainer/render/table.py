@@ -8,13 +8,14 @@ import json
 import math
 from collections import abc
 from dataclasses import dataclass, is_dataclass, replace
-from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Generic, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from ..vocabulary.units import exact_decimal, fmt_int, fmt_ms, fmt_pct, fmt_us
 from .document import Cell, Code, Spans
 from .escape import MD_NAME_LIMIT
 
 S = TypeVar("S")   # what a table's rows are taken from
+P = TypeVar("P")   # a parent row whose child rows a table flattens
 Getter = Callable[[Any], Any]
 CellFn = Callable[[Any], Spans]
 
@@ -174,3 +175,9 @@ def csv_cell(v: Any) -> Any:
 def with_fields(rows: Sequence[Any], **extra: Any) -> List[Joined]:
     """Rows with parent fields beside them (a scope label or a parent key), values unchanged."""
     return [Joined(r, extra) for r in rows]
+
+
+def each(parents: Iterable[P], rows: Callable[[P], Sequence[Any]],
+         extra: Callable[[P], Mapping[str, Any]]) -> List[Joined]:
+    """The child rows ``rows(p)`` of every parent ``p``, with the parent's fields ``extra(p)`` beside each."""
+    return [Joined(r, x) for p in parents for x in (extra(p),) for r in rows(p)]

@@ -23,7 +23,7 @@ from ..document import (
     para,
     parts,
 )
-from ..feature_tables import THREAD_WAITS, wait_rows
+from ..feature_tables import THREAD_WAITS
 from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, SYNC_APIS
 from ..table import field_of
 from .copy_engines import copy_path_parts
@@ -72,7 +72,7 @@ def sec_waits(v: View) -> SectionResult:
                          else None),
                         f". GPU idle charged to these waits: {fmt_dur(w.gpu_idle_ns)}. What the other "
                         "threads of its process were in meanwhile (time overlapped with the waits):"))
-    rows = wait_rows(v.r)
+    rows = THREAD_WAITS.rows(v.r)
     out += [para(capped(min(WAIT_ROWS, len(rows)), len(rows), THREAD_WAITS.csv)),
             TablePart(THREAD_WAITS.cols, rows[:WAIT_ROWS], (), "thread-waits")]
     return Section("waits", "Waits of the launching thread", tuple(out), "Waits")

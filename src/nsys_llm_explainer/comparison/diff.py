@@ -57,9 +57,9 @@ def _status(spec: MetricSpec, fb: Facts, fn: Facts, mb: MetricValue, mn: MetricV
             b: TraceSummary, n: TraceSummary) -> Tuple[str, Tuple[str, ...], Optional[bool]]:
     different: List[str] = []
     short: List[str] = []
-    gpus_match = None if not (fb.gpus and fn.gpus) else fb.gpus == fn.gpus
+    gpus_match = None if not (b.gpus and n.gpus) else b.gpus == n.gpus
     if gpus_match is False:
-        different.append(f"different GPUs ({', '.join(fb.gpus)} vs {', '.join(fn.gpus)})")
+        different.append(f"different GPUs ({', '.join(b.gpus)} vs {', '.join(n.gpus)})")
     empty = [t.label for t, f in ((b, fb), (n, fn)) if not f.kernels]
     if empty:
         different.append(f"no kernel ran in the steady window of {' and '.join(empty)}")

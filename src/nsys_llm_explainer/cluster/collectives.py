@@ -113,12 +113,10 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
         return CollectivesResult(False, "no NCCL kernels in any file", False)
     order = sorted(names)
     rix = {k: j for j, k in enumerate(order)}
-    series: Dict[str, Dict[int, Any]] = {}
-    series_of: Dict[Tuple[int, int, int], List[Any]] = {}   # (file, pid, device) → its series, in file order
+    series: Dict[str, Dict[int, Any]] = {}   # name → rank index → (its series of that name, file index)
     for i, f in enumerate(files):
         for s in f.nccl:
             series.setdefault(s.name, {})[rix[(i, s.pid, s.device_id)]] = (s, i)
-            series_of.setdefault((i, s.pid, s.device_id), []).append(s)
     timed = al.aligned
     n = len(order)
     waits: List[List[np.ndarray]] = [[] for _ in range(n)]
@@ -130,8 +128,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     all_skew: List[np.ndarray] = []
     all_spread: List[np.ndarray] = []
     for cname in sorted(series):
-        members = sorted(series[cname])
-        lens = [len(series[cname][r][0].start) for r in members]
+        ser = series[cname]
+        members = sorted(ser)
+        lens = [len(ser[r][0].start) for r in members]
         m = min(lens) if len(members) >= 2 else 0
         unmatched += sum(lens) - m * len(members)
         matched_total += m
@@ -140,10 +139,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
         row = NameRow(cname, len(members), m, sum(lens), sum(lens) - m * len(members))
         if timed and m:
             # starts[j, k]: aligned start of the k-th kernel of this name on member j (issue order)
-            offs = [int(al.offsets_ns[series[cname][r][1]] or 0) for r in members]
-            starts = np.stack([np.asarray(series[cname][r][0].start[:m], np.int64) + o
-                               for r, o in zip(members, offs)])
-            ends = np.stack([np.asarray(series[cname][r][0].end[:m], np.int64) + o for r, o in zip(members, offs)])
+            offs = [int(al.offsets_ns[ser[r][1]] or 0) for r in members]
+            starts, ends = (np.stack([np.asarray(getattr(ser[r][0], a)[:m], np.int64) + o
+                                      for r, o in zip(members, offs)]) for a in ("start", "end"))
             spread = ends.max(axis=0) - ends.min(axis=0)
             all_spread.append(spread)
             last, first = starts.max(axis=0), starts.min(axis=0)
@@ -167,9 +165,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     ranks: List[RankRow] = []
     for j, key in enumerate(order):
         i, pid, dev = key
-        ser = series_of.get(key, [])
-        rrow = RankRow(names[key], files[i].label, pid, dev, sum(len(s.start) for s in ser),
-                       sum(int((np.asarray(s.end, np.int64) - np.asarray(s.start, np.int64)).sum()) for s in ser),
+        own = [x[j][0] for x in series.values() if j in x]   # its series, one per name
+        rrow = RankRow(names[key], files[i].label, pid, dev, sum(len(s.start) for s in own),
+                       sum(int((np.asarray(s.end, np.int64) - np.asarray(s.start, np.int64)).sum()) for s in own),
                        int(matched_per[j]))
         if timed:
             w = np.concatenate(waits[j]) if waits[j] else np.empty(0, np.int64)

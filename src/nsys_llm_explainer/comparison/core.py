@@ -70,12 +70,15 @@ def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
                      + ": not counted in busy, idle or the window")
     findings = tuple(FindingBrief(x.id, x.category, x.severity, x.title, int(x.time_at_stake_ns))
                      for x in rep.findings)
+    win, sk = rep.window, rep.steady_kernels
     return TraceSummary(
-        label=f.label, path=f.path, gpus=f.gpus, device_count=f.device_count, window_method=rep.window.method,
-        window_start_ns=int(rep.window.start_ns), window_end_ns=int(rep.window.end_ns), window_ns=f.window_ns,
-        pooled_window_ns=w, busy_ns=f.busy_ns, busy_pct=f.busy_pct, non_gpu_ns=f.non_gpu_ns, units=units,
-        metric=mv, steps=steps, idle_by_kind=idle, categories=cats, kernel_count=f.kernel_count,
-        total_kernel_ns=f.total_kernel_ns, verdict=rep.headline.verdict, findings=findings, notes=tuple(notes))
+        label=f.label, path=f.path, gpus=tuple(sorted({str(g.name or "") for g in rep.trace.gpus} - {""})),
+        device_count=f.device_count, window_method=win.method, window_start_ns=int(win.start_ns),
+        window_end_ns=int(win.end_ns), window_ns=int(win.end_ns - win.start_ns), pooled_window_ns=w,
+        busy_ns=f.busy_ns, busy_pct=f.busy_pct, non_gpu_ns=f.non_gpu_ns, units=units, metric=mv, steps=steps,
+        idle_by_kind=idle, categories=cats, kernel_count=int(sk.kernel_count) if sk.available else 0,
+        total_kernel_ns=int(sk.total_kernel_ns) if sk.available else 0, verdict=rep.headline.verdict,
+        findings=findings, notes=tuple(notes))
 
 
 def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] = None,

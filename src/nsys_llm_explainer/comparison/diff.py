@@ -12,7 +12,7 @@ from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from .measure import NON_GPU, Facts, weighted_jaccard
 from .metric import MIN_SIMILARITY, MIN_UNITS, MIN_WINDOW_NS, change
-from .result import Comparison, Delta, FindingChange, MetricSpec, MetricValue, TraceSummary
+from .result import Comparison, Delta, FindingChange, MetricSpec, TraceSummary
 
 NO_CHANGE_PCT = 0.5     # |change| below this is reported as no change even when it is above the noise
 IDLE_DETAIL_ROWS = 20
@@ -53,14 +53,14 @@ def _finding_changes(b: TraceSummary, n: TraceSummary) -> Tuple[FindingChange, .
                                                                                or "info", 9), c.id)))
 
 
-def _status(spec: MetricSpec, fb: Facts, fn: Facts, mb: MetricValue, mn: MetricValue, sim: float,
-            b: TraceSummary, n: TraceSummary) -> Tuple[str, Tuple[str, ...], Optional[bool]]:
+def _status(spec: MetricSpec, sim: float, b: TraceSummary,
+            n: TraceSummary) -> Tuple[str, Tuple[str, ...], Optional[bool]]:
     different: List[str] = []
     short: List[str] = []
-    gpus_match = None if not (fb.gpus and fn.gpus) else fb.gpus == fn.gpus
+    gpus_match = None if not (b.gpus and n.gpus) else b.gpus == n.gpus
     if gpus_match is False:
-        different.append(f"different GPUs ({', '.join(fb.gpus)} vs {', '.join(fn.gpus)})")
-    empty = [t.label for t, f in ((b, fb), (n, fn)) if not f.kernels]
+        different.append(f"different GPUs ({', '.join(b.gpus)} vs {', '.join(n.gpus)})")
+    empty = [t.label for t in (b, n) if t.kernel_count == 0]
     if empty:
         different.append(f"no kernel ran in the steady window of {' and '.join(empty)}")
     elif sim < MIN_SIMILARITY:
@@ -69,9 +69,9 @@ def _status(spec: MetricSpec, fb: Facts, fn: Facts, mb: MetricValue, mn: MetricV
     if spec.name is None:
         different.append("no common unit of work (no common steps and no common kernel)")
     unit = UNIT_WORD[spec.basis]
-    for t, m in ((b, mb), (n, mn)):
-        if spec.name is not None and m.count < MIN_UNITS:
-            short.append(f"{t.label} has {m.count} {unit}{'s' if m.count != 1 else ''} (< {MIN_UNITS})")
+    for t in (b, n):
+        if spec.name is not None and t.metric.count < MIN_UNITS:
+            short.append(f"{t.label} has {t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} (< {MIN_UNITS})")
         if t.window_ns < MIN_WINDOW_NS:
             short.append(f"{t.label}'s steady window is {fmt_dur(t.window_ns)} (< {fmt_dur(MIN_WINDOW_NS)})")
     status = "too_different" if different else "too_short" if short else "comparable"
@@ -144,7 +144,7 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
 def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: TraceSummary) -> Comparison:
     ub, un = b.units, n.units
     sim = weighted_jaccard(fb, fn)
-    status, reasons, gpus_match = _status(spec, fb, fn, b.metric, n.metric, sim, b, n)
+    status, reasons, gpus_match = _status(spec, sim, b, n)
     ch, noise = change(b.metric, n.metric)
     significant = None if ch is None else (noise is None or abs(ch) > noise)
     if status != "comparable" or ch is None:

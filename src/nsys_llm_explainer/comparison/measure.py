@@ -27,15 +27,11 @@ class Facts:
     label: str
     path: str
     report: Report
-    window_ns: int
     pooled_window_ns: int
     busy_ns: int
     busy_pct: float
     device_count: int                             # devices counted (those that ran kernels; all when none did)
-    gpus: Tuple[str, ...]
     kernels: Dict[str, Tuple[int, int]]           # name → (count, total ns) in the steady window
-    total_kernel_ns: int
-    kernel_count: int
     idle_kind: Dict[str, int]                     # kind → idle ns
     idle_detail: Dict[Tuple[str, str], int]       # (kind, detail) → idle ns
     categories: Dict[str, int]                    # category → non-overlapped busy ns (+ graph_untraced)
@@ -63,10 +59,8 @@ def gather(rep: Report, label: str, path: str) -> Facts:
     starts and categories (a report the analysis made, not one loaded from report.json)."""
     assert rep.steady_kernel_starts is not None and rep.steady_categories is not None
     pooled = rep.gpu_time.pooled()
-    w = rep.window
-    window_ns = int(w.end_ns - w.start_ns)
     pooled_ns, busy, busy_pct = ((int(pooled.window_ns), int(pooled.busy_ns), float(pooled.busy_pct))
-                                 if pooled is not None else (window_ns, 0, 0.0))
+                                 if pooled is not None else (int(rep.window.end_ns - rep.window.start_ns), 0, 0.0))
     counted = set(rep.gpu_time.kernel_devices())
     kind: Counter[str] = Counter()
     detail: Counter[Tuple[str, str]] = Counter()
@@ -78,11 +72,8 @@ def gather(rep: Report, label: str, path: str) -> Facts:
     rest = tuple((d.device_id, d.role) for d in rep.gpu_time.devices if d.device_id not in counted)
     sk = rep.steady_kernels
     kernels = {r.name: (int(r.count), int(r.total_ns)) for r in sk.by_name} if sk.available else {}
-    gpus = tuple(sorted({str(g.name or "") for g in rep.trace.gpus} - {""}))
-    return Facts(label, path, rep, window_ns, pooled_ns, busy, busy_pct, len(counted) or len(rep.gpu_time.devices),
-                 gpus, kernels, int(sk.total_kernel_ns) if sk.available else 0,
-                 int(sk.kernel_count) if sk.available else 0, kind, detail, _categories(rep.steady_categories, busy),
-                 rep.steady_kernel_starts, rest)
+    return Facts(label, path, rep, pooled_ns, busy, busy_pct, len(counted) or len(rep.gpu_time.devices), kernels,
+                 kind, detail, _categories(rep.steady_categories, busy), rep.steady_kernel_starts, rest)
 
 
 # ------------------------------------------------------------------------------------------ similarity

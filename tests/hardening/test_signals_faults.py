@@ -546,6 +546,21 @@ class _DaskCluster:
         self.worker = subprocess.Popen([py, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sf),
                                         "--no-nanny", "--nthreads", "1", "--no-dashboard"], env=env,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # The scheduler file can exist before the scheduler completes a handshake (on a loaded CI machine Client
+        # raised a bare AssertionError): wait until a client connects and the worker has joined, retrying.
+        from distributed import Client
+
+        t0 = time.monotonic()
+        while True:
+            try:
+                with Client(self.address, timeout="10s") as c:
+                    c.wait_for_workers(1, timeout=30)
+                return
+            except Exception:
+                if time.monotonic() - t0 > 60:
+                    self.close()
+                    raise
+                time.sleep(0.2)
 
     def close(self) -> None:
         for p in (self.worker, self.scheduler):

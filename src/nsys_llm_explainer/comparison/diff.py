@@ -11,7 +11,7 @@ from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from .measure import NON_GPU, Facts, weighted_jaccard
-from .metric import MIN_SIMILARITY, MIN_UNITS, MIN_WINDOW_NS, change
+from .metric import change
 from .result import Comparison, Delta, FindingChange, MetricSpec, TraceSummary
 
 NO_CHANGE_PCT = 0.5     # |change| below this is reported as no change even when it is above the noise
@@ -63,17 +63,18 @@ def _status(spec: MetricSpec, sim: float, b: TraceSummary,
     empty = [t.label for t in (b, n) if t.kernel_count == 0]
     if empty:
         different.append(f"no kernel ran in the steady window of {' and '.join(empty)}")
-    elif sim < MIN_SIMILARITY:
+    elif sim < spec.min_similarity:
         different.append(f"the kernel mixes overlap little (weighted kernel-name Jaccard {sim:.2f} < "
-                         f"{MIN_SIMILARITY})")
+                         f"{spec.min_similarity})")
     if spec.name is None:
         different.append("no common unit of work (no common steps and no common kernel)")
     unit = UNIT_WORD[spec.basis]
     for t in (b, n):
-        if spec.name is not None and t.metric.count < MIN_UNITS:
-            short.append(f"{t.label} has {t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} (< {MIN_UNITS})")
-        if t.window_ns < MIN_WINDOW_NS:
-            short.append(f"{t.label}'s steady window is {fmt_dur(t.window_ns)} (< {fmt_dur(MIN_WINDOW_NS)})")
+        if spec.name is not None and t.metric.count < spec.min_units:
+            short.append(f"{t.label} has {t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} "
+                         f"(< {spec.min_units})")
+        if t.window_ns < spec.min_window_ns:
+            short.append(f"{t.label}'s steady window is {fmt_dur(t.window_ns)} (< {fmt_dur(spec.min_window_ns)})")
     status = "too_different" if different else "too_short" if short else "comparable"
     return status, tuple(different + short), gpus_match
 

@@ -12,9 +12,6 @@ from ..analyses.common.stats import percentile, round_half_up
 from .measure import Facts, anchor_periods, repeat_score, shares, steps_in_window
 from .result import MetricSpec, MetricValue
 
-MIN_UNITS = 10                 # fewer steps / iterations than this in a trace: too short to compare
-MIN_WINDOW_NS = 20_000_000     # a steady window shorter than 20 ms: too short to compare
-MIN_SIMILARITY = 0.5           # weighted kernel-name Jaccard below this: too different to compare
 MAX_REPEAT = 8
 REPEAT_SCORE = 0.75
 NOTCH = 1.58

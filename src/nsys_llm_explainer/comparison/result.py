@@ -24,9 +24,9 @@ class MetricSpec(FieldsJson):
     step_ranges: Tuple[str, ...] = ()
     anchor_kernel: Optional[str] = None
     anchor_repeat: Optional[int] = None   # anchor instances per iteration
-    min_units: int = 10
-    min_window_ns: int = 20_000_000
-    min_similarity: float = 0.5
+    min_units: int = 10                  # fewer steps / iterations than this in a trace: too short to compare
+    min_window_ns: int = 20_000_000      # a steady window shorter than 20 ms: too short to compare
+    min_similarity: float = 0.5          # weighted kernel-name Jaccard below this: too different to compare
 
 
 @dataclass(frozen=True)

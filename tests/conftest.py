@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -245,6 +247,29 @@ def small_trace(tmp_path_factory) -> Path:
     p = tmp_path_factory.mktemp("small") / "small.sqlite"
     b.write(str(p))
     return p
+
+
+# ----------------------------------------------------------------------------- compiled modules, once per run
+#: Python compiles every module it imports. With ``PYTHONDONTWRITEBYTECODE`` set (common in containers) it keeps
+#: nothing, so each process the tests start (the xdist workers, ~100 command-line runs, mypy) compiled the package,
+#: numpy and the tests again: a fifth of the suite's time. Then the run's processes share one temporary directory
+#: of compiled files instead (``PYTHONPYCACHEPREFIX``: nothing is written beside the sources), removed when the
+#: run ends. A ``PYTHONPYCACHEPREFIX`` of the user's own is left as it is.
+_PYCACHE_MADE: Optional[str] = None
+if sys.dont_write_bytecode and not sys.pycache_prefix:
+    try:
+        _PYCACHE_MADE = tempfile.mkdtemp(prefix="nle-tests-pycache-")
+    except OSError:   # no writable temporary directory: the run is only slower
+        pass
+    else:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = _PYCACHE_MADE
+        sys.dont_write_bytecode = False
+
+
+def pytest_unconfigure(config) -> None:
+    if _PYCACHE_MADE is not None:   # the process that made it (the workers inherit it made)
+        shutil.rmtree(_PYCACHE_MADE, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- hooks

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from synth import TraceBuilder
 
 from nsys_llm_explainer.options import options_from_kwargs
@@ -96,3 +97,43 @@ def test_a_thread_label_that_names_its_tid_is_not_given_it_twice():
     assert _who("worker (tid 5)", 5) == "`worker (tid 5)`"
     assert _who("worker", 5) == "`worker` (tid 5)"
     assert _who("", 5) == "`thread`"
+
+
+@pytest.mark.parametrize("copy_only_device", [False, True])
+def test_mixed_idle_names_the_largest_causes_in_the_charging_order(tmp_path: Path, copy_only_device: bool) -> None:
+    """100 back-to-back 40 µs kernels; after each of the 2nd, 3rd and 4th of every four, a 10 µs gap in which the
+    launching thread is in ``cudaStreamSynchronize`` / ``cudaMalloc`` ([end − 5 µs, end + 6 µs)) or in no call;
+    each next kernel's launch call is [start − 3 µs, start − 1 µs). Window [0, 4 740 µs) (the last kernel's end):
+    74 gaps, 740 µs idle (15.6 %). Per sync or alloc gap: 6 µs of its call, 1 µs host work, 2 µs launch, 1 µs
+    queued; per other gap: 7 µs host work, 2, 1. So host work 24·7 + 50 = 218 µs (4.6 %, the largest kind, below
+    5 %), sync 150, alloc 150, launch 148, queued 74: no finding of its own, busy < 90 % → the low ``mixed_idle``
+    finding. sync and alloc tie: listed in the charging order (sync first), also when a device that ran no kernel
+    (a copy on device 1) is present and the causes are summed over the kernel devices only (they used to be listed
+    alphabetically then)."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, 1)
+    if copy_only_device:
+        b.memcpy(100 * US, 120 * US, pid=PID, bytes=1 << 20, device=1)
+    t = 0
+    for i in range(100):
+        b.launch(t - 3 * US, t - 1 * US, t, t + 40 * US, pid=PID, tid=1, name="gemm")
+        end = t + 40 * US
+        if i % 4 == 0:
+            t = end
+            continue
+        if i % 4 in (1, 2):
+            b.runtime(end - 5 * US, end + 6 * US, tid_g=g,
+                      name="cudaStreamSynchronize_v3020" if i % 4 == 1 else "cudaMalloc_v3020")
+        t = end + 10 * US
+    rep = _run(b, tmp_path, "mixed.sqlite", window=(0, t))
+    assert [d.device_id for d in rep.idle_causes.devices] == ([0, 1] if copy_only_device else [0])
+    (f,) = rep.findings
+    assert f.id == "mixed_idle" and f.severity == "low" and f.holds()
+    assert f.title == "The GPU is idle 15.6 % of the steady window, spread over causes below 5 % each"
+    assert f.evidence == ("Largest idle causes: host cpu 218.00 µs; sync `cudaStreamSynchronize` 150.00 µs; "
+                          "alloc `cudaMalloc` 150.00 µs; launch `cudaLaunchKernel` 148.00 µs.",)
+    assert f.time_at_stake_ns == 740 * US
+    worst = f.checks[1]
+    assert (worst.metric, worst.scope.kind, worst.scope.device_id) == ("cause_pct_of_window", "host_cpu", 0)
+    assert worst.observed == pytest.approx(100 * 218 / 4_740)

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
-from ..analyses.idle.causes import IdleCausesResult
-from ..analyses.idle.result import DeviceCauses
+from ..analyses.idle.causes import IdleCausesResult, cause_totals
 from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
 from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, finding, pooled_scope
@@ -62,8 +60,7 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str
             title=f"No bottleneck found: the GPU is busy {busy_pct:.1f} % of the steady window",
             evidence=(f"No idle cause reaches 5 % of the window on any {which}.",), advice=["none.kernels"],
             facts=facts, time_at_stake_ns=0, checks=(check,))
-    top = ([(c.kind, c.detail, c.ns) for c in causes.totals[:4]] if len(devs) == len(causes.devices)
-           else _totals(devs)[:4])
+    top = causes.totals[:4] if len(devs) == len(causes.devices) else cause_totals(devs)[:4]
     idle = sum(d.idle_ns for d in devs)
     worst = max(((100.0 * d.ns_of(k) / d.window_ns if d.window_ns else 0.0, d.device_id, k)
                  for d in devs for k in {c.kind for c in d.causes}), default=(0.0, None, None))
@@ -71,20 +68,11 @@ def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str
         "mixed_idle", severity="low", confidence="medium",
         title=f"The GPU is idle {100 - busy_pct:.1f} % of the steady window, spread over causes below 5 % each",
         evidence=("Largest idle causes: " + "; ".join(
-            f"{k.replace('_', ' ')}{' `' + dt + '`' if dt else ''} {dur(ns)}" for k, dt, ns in top)
+            f"{c.kind.replace('_', ' ')}{' `' + c.detail + '`' if c.detail else ''} {dur(c.ns)}" for c in top)
             + ".",) if top else (), advice=["mixed.table"], facts=facts,
         time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT, scope),
                                        Check("cause_pct_of_window", worst[0], "<", MEDIUM_SHARE,
                                              Scope(device_id=worst[1], kind=worst[2]))))
-
-
-def _totals(devs: Sequence[DeviceCauses]) -> List[Tuple[str, str, int]]:
-    """(kind, detail, ns) of the causes summed over ``devs``, largest first (the evidence line's figures)."""
-    acc: Counter[Tuple[str, str]] = Counter()
-    for d in devs:
-        for c in d.causes:
-            acc[(c.kind, c.detail)] += c.ns
-    return [(k, dt, ns) for (k, dt), ns in sorted(acc.items(), key=lambda x: (-x[1], x[0]))]
 
 
 def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str) -> Headline:

@@ -238,7 +238,9 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
     return DeviceCauses(tl.device_id, window, tl.busy_ns, idle, tuple(causes), code, table)
 
 
-def _totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
+def cause_totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
+    """Each (kind, detail) summed over ``devs`` (shares of their summed window and idle time), largest first; ties
+    in the charging order of the kinds, then by detail."""
     window = sum(d.window_ns for d in devs)
     idle = sum(d.idle_ns for d in devs)
     acc: Dict[Tuple[str, str], List[int]] = {}
@@ -300,4 +302,4 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
         return IdleCausesResult(False, "no GPU activity in the window (no kernels captured)")
     devs = tuple(d for d, _ in done)
     bins = tuple(b for _, b in done if b is not None)
-    return IdleCausesResult(True, None, devices=devs, totals=_totals(devs), bins=bins)
+    return IdleCausesResult(True, None, devices=devs, totals=cause_totals(devs), bins=bins)

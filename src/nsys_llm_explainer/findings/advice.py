@@ -200,8 +200,6 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "training step's GPU time.", workload=("training",)),
     _a("nvtx.add.inference", "Add NVTX ranges around each prefill and decode step on the thread that launches them "
        "to get per-phase GPU time.", workload=("inference",)),
-    _a("none.kernels", "Further gains come from faster kernels (see the top kernels and categories) or larger "
-       "batches."),
     _a("mixed.table", "See the idle-cause table: several small causes add up; the largest is the place to start."),
     # ---- kernels
     _a("gpu_bound.kernels", "Optimize the largest categories first (see the kernel table): faster kernels, fewer "

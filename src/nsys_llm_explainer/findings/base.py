@@ -18,7 +18,7 @@ CATEGORIES = (
     "copy_bound", "gpu_wait", "sync_stall", "memcpy", "allocation", "one_time", "launch_overhead", "cuda_api",
     "host_range", "host_os", "host_gap", "unknown_host", "gpu_bound", "fp32_gemm", "attention_unfused",
     "elementwise_fusion", "no_gpu_work", "too_little_work", "graph_trace_mode", "capture_window", "nvtx_coverage",
-    "nccl_wait", "mixed_idle", "none",
+    "nccl_wait", "mixed_idle",
     "unified_memory",
     "step_sync",   # per-step synchronization (findings/step_sync.py)
     "rank_outlier",   # cluster claims about one rank (cluster/claims.py; the late arriver is nccl_wait)
@@ -26,7 +26,7 @@ CATEGORIES = (
 HIGH_SHARE = 20.0         # % of the window: a cause this large is high severity
 MEDIUM_SHARE = 5.0        # % of the window: smaller causes yield no finding
 GPU_BOUND_PCT = 85.0      # busy % from which kernels, not the host, set the step time
-NO_BOTTLENECK_PCT = 90.0  # busy % required to say "no bottleneck"
+NO_BOTTLENECK_PCT = 90.0  # busy % below which a GPU idle over small causes is a finding (mixed_idle)
 MIN_KERNELS = 20          # a device (or trace) with fewer kernels …
 MIN_BUSY_NS = 1_000_000   # … and less busy time than this in the window has no workload to diagnose
 METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct", "kernel_count",

@@ -31,14 +31,14 @@ class Headline(FieldsJson):
 def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],
          causes: IdleCausesResult, facts: Mapping[str, Any], devices: Sequence[int]) -> Tuple[Finding, ...]:
     """``busy_pct``: pooled over ``devices`` (the devices that ran kernels, :meth:`GpuTimeResult.pooled`), the only
-    devices ``no_bottleneck`` / ``mixed_idle`` speak for."""
+    devices ``mixed_idle`` speaks for."""
     held = [f for f in findings if f.holds()]
     if gate is not None:
         keep = [f for f in held if f.blocks_analysis or f.category in ("one_time", "nvtx_coverage")]
         return tuple([gate] + sorted(keep, key=_key))
     work = [f for f in held if not f.about_capture and not f.blocks_analysis]
     if not any(f.severity in ("high", "medium") for f in work) and busy_pct is not None:
-        extra = _none_or_mixed(busy_pct, causes, facts, tuple(devices))
+        extra = _mixed(busy_pct, causes, facts, tuple(devices))
         if extra.holds():
             held.append(extra)
     return tuple(sorted(held, key=_key))
@@ -48,18 +48,11 @@ def _key(f: Finding) -> Tuple[bool, bool, int, int, str]:
     return (not f.blocks_analysis, f.about_capture, SEVERITY_RANK[f.severity], -int(f.time_at_stake_ns), f.id)
 
 
-def _none_or_mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any],
-                   ids: Tuple[int, ...]) -> Finding:
+def _mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any], ids: Tuple[int, ...]) -> Finding:
+    """``mixed_idle``: the devices that ran kernels idle over 10 % of the window, no cause reaching 5 % of it; their
+    largest causes. (From 85 % busy up the medium ``gpu_bound`` finding speaks instead.)"""
     scope = pooled_scope(ids)
-    check = Check("busy_pct", busy_pct, ">=", NO_BOTTLENECK_PCT, scope)
     devs = [d for d in causes.devices if d.device_id in ids] if causes.available else []
-    if check.holds():
-        which = "device" if len(devs) == len(causes.devices) else "device that ran kernels"
-        return finding(
-            "no_bottleneck", category="none", severity="info", confidence="medium",
-            title=f"No bottleneck found: the GPU is busy {busy_pct:.1f} % of the steady window",
-            evidence=(f"No idle cause reaches 5 % of the window on any {which}.",), advice=["none.kernels"],
-            facts=facts, time_at_stake_ns=0, checks=(check,))
     top = causes.totals[:4] if len(devs) == len(causes.devices) else cause_totals(devs)[:4]
     idle = sum(d.idle_ns for d in devs)
     worst = max(((100.0 * d.ns_of(k) / d.window_ns if d.window_ns else 0.0, d.device_id, k)

@@ -451,11 +451,14 @@ def test_scenarios_build_and_match_facts(tmp_path: Path, name: str) -> None:
 
 
 def test_causes_are_finding_categories() -> None:
-    """Every planted cause is a finding category."""
+    """Every planted cause is a finding category (``none``: nothing planted, a GPU-bound scenario; there is no
+    "no bottleneck" finding)."""
 
     from nsys_llm_explainer.findings.base import CATEGORIES
 
-    assert set(CAUSES) <= set(CATEGORIES), sorted(set(CAUSES) - set(CATEGORIES))
+    assert "none" in CAUSES and "none" not in CATEGORIES
+    planted = set(CAUSES) - {"none"}
+    assert planted <= set(CATEGORIES), sorted(planted - set(CATEGORIES))
     assert set(NEW_CAUSES) <= set(CATEGORIES)
 
 

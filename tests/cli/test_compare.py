@@ -13,12 +13,13 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Callable, Optional
 
 import jsonschema
 import numpy as np
 import pytest
 from conftest import SHARED_TRACES, as_report, one_line_error, run_cli
-from synth import build_scenario
+from synth import TraceBuilder, build_scenario
 from synth.scenarios.names import K
 from synth.scenarios.rank import Rank
 from synth.scenarios.sim import US, Sim
@@ -26,10 +27,12 @@ from synth.scenarios.steps import forward, sample, write_trace
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.comparison import CompareResult
-from nsys_llm_explainer.comparison.document import render_compare_html
+from nsys_llm_explainer.comparison.document import compare_document, render_compare_html
 from nsys_llm_explainer.comparison.gate import gate
+from nsys_llm_explainer.comparison.result import MetricValue
 from nsys_llm_explainer.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError, OptionalDependencyError
 from nsys_llm_explainer.render import load_schema
+from nsys_llm_explainer.render.markdown import write_markdown
 
 BEFORE = SHARED_TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"
 AFTER = SHARED_TRACES / "06_nsysai_mfu_2gpu_after" / "trace.sqlite"
@@ -243,6 +246,137 @@ def test_new_finding_shows_in_finding_changes(tmp_path):
     # step rises by its mean, 1 ms (sd of a 40-step mean: 18 µs; 6 % is > 3 sd plus the µs of sync overhead)
     sync = next(d for d in c.idle_changes if d.name == "sync")
     assert sync.delta_per_unit_ns == pytest.approx(1 * MS, rel=0.06)
+
+
+# ------------------------------------------------------------------------------------------ exact hand-built traces
+def exact_loop(path: Path, steps: int = 30, nvtx: bool = True, step_extra: int = 0, sampler: bool = True,
+               graph: bool = False, fillers: Optional[Callable[[int], int]] = None) -> str:
+    """A one-GPU loop without jitter (TraceBuilder rows: every number exact). Step s starts at (1 + s) ms: an NVTX
+    ``execute_model`` range of 500 µs + ``step_extra`` (when ``nvtx``), ``gemm_kernel`` at +20…+220 µs,
+    ``sampling_kernel`` at +220…+240 µs (when ``sampler``; a default step marker: without NVTX the marker method
+    finds the steps), ``graph``: a graph-level-traced CUDA graph running +320…+400 µs (no kernel rows),
+    ``fillers(s)``: so many 5 µs ``elementwise_kernel`` 20 µs apart from +300 µs. The capture runs from the first
+    step's start (1 ms) to the last row's end."""
+    b = TraceBuilder()
+    b.process(100)
+    g = b.thread(100, 100)
+    b.gpu(0)
+    for s in range(steps):
+        t = MS + s * MS
+        if nvtx:
+            b.nvtx_push_pop(t, t + 500 * US + step_extra, "execute_model", tid_g=g)
+        b.launch(t + 10 * US, t + 15 * US, t + 20 * US, t + 220 * US, pid=100, tid=100, name="gemm_kernel")
+        if sampler:
+            b.launch(t + 16 * US, t + 19 * US, t + 220 * US, t + 240 * US, pid=100, tid=100, name="sampling_kernel")
+        if graph:
+            b.graph_launch(t + 300 * US, t + 310 * US, pid=100, tid=100, node_mode=False,
+                           kernels=[(t + 320 * US, t + 350 * US, "gemm_kernel"), (t + 350 * US, t + 400 * US, "k2")])
+        for j in range(fillers(s) if fillers else 0):
+            u = t + 300 * US + j * 20 * US
+            b.launch(u, u + 5 * US, u + 10 * US, u + 15 * US, pid=100, tid=100, name="elementwise_kernel")
+    return b.write(str(path), overwrite=True)
+
+
+def test_a_change_above_zero_noise_but_under_half_a_percent_performs_like(tmp_path):
+    """BASE: 30 NVTX steps of exactly 500 µs; NEW: 501 µs. IQR 0 in both, so the noise is 1.58·0/√30 = 0 %; the
+    change (501 − 500)/500 = +0.2 % is above that noise (significant) but under 0.5 %: no_change, and the headline
+    says NEW performs like BASE (not "do not differ significantly", not "slower")."""
+    base, new = exact_loop(tmp_path / "b.sqlite"), exact_loop(tmp_path / "n.sqlite", step_extra=1 * US)
+    res = nle.compare([base, new], labels=["BASE", "NEW"])
+    assert res.base.label == "BASE" and res.base.metric.p50_ns == 500 * US     # traces[0]
+    c = res.comparisons[0]
+    assert (c.status, c.verdict, c.significant, c.noise_pct) == ("comparable", "no_change", True, 0.0)
+    assert c.change_pct == pytest.approx(0.2)
+    assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_new.count, c.metric_new.iqr_ns) == (500 * US, 501 * US,
+                                                                                                   30, 0)
+    first = "`NEW` performs like `BASE` on the median step time: 0.500 ms → 0.501 ms (+0.2 %)."
+    assert c.headline[:2] == (first, "Spread p90/p50 1.00 over 30 steps vs 1.00 over 30; noise ±0.0 %: the change "
+                                     "is larger than the noise.")
+    assert write_markdown(compare_document(res)).splitlines()[2].rstrip() == first   # compare.md's headline
+
+
+def test_steps_found_by_different_methods_fall_back_to_the_anchor_kernel(tmp_path):
+    """BASE has NVTX steps, NEW the same loop without NVTX (its steps come from the sampling marker kernels): the
+    step times are not comparable, so the metric is the period of the anchor kernel, gemm_kernel (200 µs of the 220
+    µs of kernel time per step, common to both), whose instances are each followed by one sampler: the sequence
+    repeats every instance; 30 gemm starts exactly 1 ms apart give 29 periods of 1.000 ms in both."""
+    base, new = exact_loop(tmp_path / "b.sqlite"), exact_loop(tmp_path / "n.sqlite", nvtx=False)
+    res = nle.compare([base, new], labels=["BASE", "NEW"])
+    m = res.metric
+    assert (m.name, m.anchor_kernel, m.anchor_repeat) == ("iteration_period_p50", "gemm_kernel", 1)
+    assert m.reason == ("steps were found by different methods (BASE: nvtx, NEW: marker); the anchor is the kernel "
+                        "with the largest share of kernel time common to all traces; the kernel sequence repeats "
+                        "every 1 instance of the anchor kernel")
+    assert [(t.steps.method, t.metric.p50_ns, t.metric.count) for t in res.traces] == [("nvtx", MS, 29),
+                                                                                        ("marker", MS, 29)]
+    assert res.comparisons[0].change_pct == 0.0
+
+
+def test_no_repeating_kernel_sequence_counts_each_anchor_instance(tmp_path):
+    """No steps (no NVTX, no marker kernel); after the i-th gemm_kernel run i mod 9 elementwise kernels, so the kernel
+    count between consecutive anchors (1 + i mod 9) repeats only every 9 instances, beyond the 8 tried: no k
+    reaches the 0.75 repeat score (it is 0 for every k ≤ 8), and each anchor instance is one iteration (30 starts
+    1 ms apart: 29 periods of 1.000 ms)."""
+    p = exact_loop(tmp_path / "t.sqlite", nvtx=False, sampler=False, fillers=lambda s: s % 9)
+    res = nle.compare([p, p], labels=["BASE", "NEW"])
+    m = res.metric
+    assert (m.name, m.anchor_kernel, m.anchor_repeat) == ("iteration_period_p50", "gemm_kernel", 1)
+    assert m.reason == ("no steps found in BASE, NEW; the anchor is the kernel with the largest share of kernel time "
+                        "common to all traces; no repeating kernel sequence found; each anchor instance counts as "
+                        "one iteration")
+    assert (res.traces[0].metric.p50_ns, res.traces[0].metric.count) == (MS, 29)
+
+
+def test_an_anchor_kernel_that_runs_once_has_no_period(tmp_path):
+    """One 25 ms gemm_kernel (the anchor: the largest share) then ten 5 µs elementwise kernels: one anchor instance
+    gives no start-to-start period (no samples: p50, p90, spread, IQR none) and 0 complete iterations, so the pair
+    is too short to compare and not compared."""
+    b = TraceBuilder()
+    b.process(100)
+    b.gpu(0)
+    b.launch(MS, MS + 5 * US, MS + 10 * US, 26 * MS, pid=100, tid=100, name="gemm_kernel")
+    for i in range(10):
+        t = 27 * MS + i * 100 * US
+        b.launch(t, t + 5 * US, t + 10 * US, t + 15 * US, pid=100, tid=100, name="elementwise_kernel")
+    p = b.write(str(tmp_path / "once.sqlite"))
+    res = nle.compare([p, p], labels=["BASE", "NEW"])
+    assert (res.metric.anchor_kernel, res.metric.anchor_repeat) == ("gemm_kernel", 1)
+    assert res.traces[0].metric == MetricValue(None, None, 0, None, None) and res.traces[0].units == 1.0
+    c = res.comparisons[0]
+    assert (c.status, c.verdict, c.change_pct, c.noise_pct) == ("too_short", "not_compared", None, None)
+    assert c.headline[:2] == ("`NEW` vs `BASE`: not compared — too short to compare: BASE has 0 iterations (< 10); "
+                              "NEW has 0 iterations (< 10).", "Spread p90/p50 – over 0 iterations vs – over 0.")
+
+
+def test_windows_without_kernels_have_no_main_reason(tmp_path):
+    """--window over the gap 1.6–1.9 ms between step 0 (NVTX 1.0–1.5 ms, kernels end 1.24 ms) and step 1 (2 ms): no
+    step in it (0.0 units of work), so no per-step window time and no main reason. Over 1.000–1.015 ms: 15 µs of step
+    0's 500 µs, 0.03 steps, window time per step 15 µs / 0.03 = 500 µs, but no kernel ran (the gemm starts at 1.020
+    ms): no category or idle cause changed, so still no main reason. Both: not compared (no kernel, window < 20 ms),
+    and the headline has no "Largest change" line."""
+    p = exact_loop(tmp_path / "t.sqlite")
+    for (w0, w1), win, units, per_unit in (((1600 * US, 1900 * US), "300.00 µs", 0.0, None),
+                                           ((MS, MS + 15 * US), "15.00 µs", 0.03, 500 * US)):
+        res = nle.compare([p, p], labels=["BASE", "NEW"], window=(w0, w1))
+        c = res.comparisons[0]
+        assert res.traces[0].units == pytest.approx(units)
+        assert (c.window_per_unit_base_ns, c.window_per_unit_new_ns, c.main_reason) == (per_unit, per_unit, None)
+        assert c.reasons == ("no kernel ran in the steady window of BASE and NEW",
+                             f"BASE's steady window is {win} (< 20.000 ms)",
+                             f"NEW's steady window is {win} (< 20.000 ms)")
+        assert len(c.headline) == 3 and c.headline[2] == "GPU busy 0.0 % → 0.0 % of the steady window."
+
+
+def test_graph_level_executions_are_the_graph_untraced_category(tmp_path):
+    """A graph-level trace has no kernel rows for a graph's kernels: its 80 µs executions (+320…+400 µs) are busy
+    time no kernel category explains. Per trace over the 29.5 ms window (1.0 → 30.5 ms, 30 steps): gemm 30 × 200 µs
+    = 6 ms, sampling 30 × 20 µs = 0.6 ms, graph_untraced 30 × 80 µs = 2.4 ms, non_gpu 29.5 − 9.0 = 20.5 ms."""
+    p = exact_loop(tmp_path / "g.sqlite", graph=True)
+    t = nle.compare([p, p], labels=["BASE", "NEW"]).traces[0]
+    assert t.pooled_window_ns == 29_500 * US and t.units == 30.0
+    assert [(s.name, s.ns, s.per_unit_ns) for s in t.categories] == [
+        ("gemm", 6 * MS, 200 * US), ("graph_untraced", 2400 * US, 80 * US), ("sampling", 600 * US, 20 * US),
+        ("non_gpu", 20_500 * US, 20_500 * US // 30)]
 
 
 # ------------------------------------------------------------------------------------------ not comparable

@@ -11,10 +11,14 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED_TRACES
+from synth import TraceBuilder
 from synth.scenarios import build_cluster
+from synth.scenarios.cluster import AR, BASE_UTC, MS
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cli import main
+from nsys_llm_explainer.cluster.align import Alignment
+from nsys_llm_explainer.render.cluster import render_cluster_markdown
 
 US = 1_000
 REAL = SHARED_TRACES / "05_nsysai_mfu_2gpu_before" / "trace.sqlite"
@@ -249,3 +253,68 @@ def test_rank_outlier_claims_need_their_preconditions():
     assert claims[0]["time_at_stake_ns"] == round(14.5 / 100 * 10_000_000)
     assert "largest idle cause is sync" in claims[0]["evidence"][0]
     assert make_claims(none, [dev("a", 90.0, 1000), dev("b", 81.0, 1090)]) == []
+
+
+AG = "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+def _rank_file(path: Path, t0: int, names, pid: int = 100) -> str:
+    """One process on GPU 0, session start BASE_UTC (same in every file: offsets 0): kernel i of ``names`` launched
+    at t0 + i ms (API call +0…+5 µs), running +10…+110 µs. The file's activity spans t0 (its first launch call) to
+    t0 + (len(names) − 1) ms + 110 µs (its last kernel's end)."""
+    b = TraceBuilder(utc_epoch_ns=BASE_UTC)
+    b.process(pid)
+    b.gpu(0)
+    for i, name in enumerate(names):
+        t = t0 + i * MS
+        b.launch(t, t + 5 * US, t + 10 * US, t + 110 * US, pid=pid, tid=pid, name=name)
+    return b.write(str(path), overwrite=True)
+
+
+def test_files_whose_activity_does_not_overlap_cannot_be_aligned(tmp_path):
+    """r0 is active 1.000 → 4.110 ms (4 all-reduces 1 ms apart), r1 from r0's last instant, 4.110 ms, on the same
+    session start: after aligning, the spans do not overlap (one ends where the other starts), so the clocks are not
+    aligned, no cross-rank timing, and cluster.md says why; the 4 all-reduces still match by name and issue order.
+    Starting r1 one ns earlier makes them overlap by 1 ns: aligned (offsets 0, 0), timed."""
+    r0 = _rank_file(tmp_path / "r0.sqlite", MS, [AR] * 4)
+    r1 = _rank_file(tmp_path / "r1.sqlite", 4110 * US, [AR] * 4, pid=101)
+    res = nle.analyze_cluster([r0, r1], jobs=1)
+    why = ("the files' captured activity does not overlap in time after aligning their session start times (not one "
+           "run, or host clocks disagree)")
+    assert res.alignment == Alignment(False, why, BASE_UTC, (None, None))
+    assert res.collectives.reason == f"clocks not aligned: {why}" and not res.collectives.timed
+    assert res.collectives.matched_collectives == 4
+    assert f"2 files, 2 devices. Clocks: NOT aligned — {why}; no cross-rank timing claim is made." in \
+        render_cluster_markdown(res).splitlines()
+    r1 = _rank_file(tmp_path / "r1.sqlite", 4110 * US - 1, [AR] * 4, pid=101)
+    res = nle.analyze_cluster([r0, r1], jobs=1)
+    assert res.alignment == Alignment(True, None, BASE_UTC, (0, 0)) and res.collectives.timed
+
+
+def test_no_collective_matched_across_ranks_or_nccl_on_one_rank(tmp_path):
+    """Aligned files (same session start, same times). r0 runs 4 all-reduces; r1 runs 4 all-gathers: two ranks but
+    no collective name on both, so nothing is matched (8 kernels unmatched). r1 running a GEMM instead: one rank
+    has NCCL kernels (4 unmatched). cluster.md's NCCL section says which."""
+    r0 = _rank_file(tmp_path / "r0.sqlite", MS, [AR] * 4)
+    for names, ranks, unmatched, reason in (([AG] * 4, 2, 8, "no collective could be matched across ranks"),
+                                            (["gemm_kernel"] * 4, 1, 4, "NCCL kernels on a single rank")):
+        r1 = _rank_file(tmp_path / "r1.sqlite", MS, names, pid=101)
+        res = nle.analyze_cluster([r0, r1], jobs=1)
+        coll = res.collectives
+        assert res.alignment.aligned and coll.available and not coll.timed
+        assert (coll.reason, len(coll.ranks), coll.matched_collectives, coll.unmatched_kernels) == (
+            reason, ranks, 0, unmatched)
+        md = render_cluster_markdown(res).splitlines()
+        assert md[md.index("## NCCL collectives across ranks") + 2] == reason
+        assert not [c for c in res.claims if c.finding.id == "late_arriver"]
+
+
+def test_cli_without_quiet_says_what_it_wrote(straggler, tmp_path, capsys):
+    """Without --quiet the command line prints where the cluster report went, how many files, and the first claims'
+    titles (the planted straggler: its one claim, rank 3 arriving last in 8 of 10 all-reduces)."""
+    d, _ = straggler
+    out = tmp_path / "out"
+    assert main([str(d), "--out", str(out), "--jobs", "1"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"nsys-llm-explain: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ (4 files)",
+        "  rank3 is the rank the others wait for at NCCL collectives"]

@@ -318,6 +318,26 @@ def test_nccl_balanced_and_unmatched(tmp_path: Path) -> None:
     assert r.straggler is None and r.straggler_reason
 
 
+def test_nccl_two_ranks_no_common_collective(tmp_path: Path) -> None:
+    """Two (pid, GPU) ranks, 3 steps: rank (100, 0) runs an all-reduce, rank (101, 1) an all-gather, both 100 µs: no
+    collective name is on both ranks, so nothing is matched (6 kernels unmatched) and there is no straggler, for that
+    reason (not the single-rank one)."""
+    ag = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096>)"
+    b = TraceBuilder()
+    for pid, dev in ((100, 0), (101, 1)):
+        b.process(pid)
+        b.gpu(dev)
+    for i in range(3):
+        t = T0 + i * 1000 * US
+        for pid, dev, name in ((100, 0, AR), (101, 1, ag)):
+            b.launch(t - 4 * US, t - 2 * US, t, t + 100 * US, pid=pid, tid=pid + 1, device=dev, name=name)
+    r = analyze_nccl(_load(b, tmp_path))
+    assert [(x.rank, x.nccl_count, x.matched) for x in r.ranks] == [("pid 100 / GPU 0", 3, None),
+                                                                     ("pid 101 / GPU 1", 3, None)]
+    assert (r.matched_collectives, r.unmatched_kernels, r.straggler) == (0, 6, None)
+    assert r.straggler_reason == "no collective could be matched across ranks"
+
+
 def test_nccl_none(tmp_path: Path) -> None:
     b = TraceBuilder()
     b.process(PID)

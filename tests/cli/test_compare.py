@@ -295,6 +295,21 @@ def test_a_change_above_zero_noise_but_under_half_a_percent_performs_like(tmp_pa
     assert write_markdown(compare_document(res)).splitlines()[2].rstrip() == first   # compare.md's headline
 
 
+def test_identical_runs_name_no_largest_change(tmp_path):
+    """A trace compared with itself: every category and idle-cause delta per step is 0, so there is no main reason
+    and no "Largest change: … +0.000 ms" line (it used to name the alphabetically last of the zero deltas); the
+    headline is the verdict, the spread and GPU busy (kernels in the 29.5 ms window: 30 × (200 + 20 µs)
+    = 6.6 ms → 22.4 %)."""
+    p = exact_loop(tmp_path / "t.sqlite")
+    c = nle.compare([p, p], labels=["BASE", "NEW"]).comparisons[0]
+    assert (c.verdict, c.change_pct, c.main_reason) == ("no_change", 0.0, None)
+    assert c.headline == (
+        "`NEW` and `BASE` do not differ significantly on the median step time: 0.500 ms → 0.500 ms (+0.0 %, within "
+        "the noise).",
+        "Spread p90/p50 1.00 over 30 steps vs 1.00 over 30; noise ±0.0 %: the change is within the noise.",
+        "GPU busy 22.4 % → 22.4 % of the steady window.")
+
+
 def test_steps_found_by_different_methods_fall_back_to_the_anchor_kernel(tmp_path):
     """BASE has NVTX steps, NEW the same loop without NVTX (its steps come from the sampling marker kernels): the
     step times are not comparable, so the metric is the period of the anchor kernel, gemm_kernel (200 µs of the 220

@@ -89,6 +89,8 @@ def _main_reason(cats: Sequence[Delta], kinds: Sequence[Delta], details: Sequenc
     if not parts:
         return None
     best = max(parts, key=lambda p: (sign * (p.delta_per_unit_ns or 0), p.name))
+    if not best.delta_per_unit_ns:   # no category or idle cause changed: there is no largest change to name
+        return None
     if best.component == "idle":
         sub = [d for d in details if d.name == best.name and d.delta_per_unit_ns is not None]
         if sub:

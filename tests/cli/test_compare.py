@@ -458,6 +458,77 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, base_trace, args, needle):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("given, says", [
+    ("a,", "a label is empty"), ("a, ", "a label is empty"),
+    ("a,a", "labels must be distinct"), ("a, a ", "labels must be distinct"),   # labels are stripped first
+])
+def test_labels_empty_or_repeated_are_one_line_exit_2(tmp_path, capsys, demo_trace, given, says):
+    """``--labels`` with one label per trace, but an empty or a repeated one: exit 2 with the one line
+    ``--labels: <why>`` before any analysis (no output); the API: OptionError ``labels: <why>``."""
+    from nsys_llm_explainer.cli import main
+    from nsys_llm_explainer.errors import OptionError
+
+    out = tmp_path / "o"
+    assert main(["compare", str(demo_trace), str(demo_trace), "--out", str(out), "--labels", given]) == 2
+    err = capsys.readouterr().err
+    assert err == f"nsys-llm-explain: error: --labels: {says}\n" and not out.exists()
+    with pytest.raises(OptionError) as ei:
+        nle.compare([str(demo_trace), str(demo_trace)], labels=given.split(","))
+    assert ei.value.option == "labels" and str(ei.value) == f"labels: {says}"
+
+
+def test_a_directory_given_as_a_trace_is_one_line_exit_2(tmp_path, capsys, demo_trace):
+    """A directory as BASE or NEW: exit 2, ``<dir> is a directory, not a trace file`` (compare takes files; a
+    directory of ranks is the cluster command's input); the API raises the same InputError."""
+    from nsys_llm_explainer.cli import main
+
+    d, out = tmp_path / "runs", tmp_path / "o"
+    d.mkdir()
+    for pair in ([d, demo_trace], [demo_trace, d]):
+        assert main(["compare", *map(str, pair), "--out", str(out)]) == 2
+        assert capsys.readouterr().err == f"nsys-llm-explain: error: {d} is a directory, not a trace file\n"
+        with pytest.raises(InputError, match=f"^{d} is a directory, not a trace file$"):
+            nle.compare([str(p) for p in pair])
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("pct", ["nan", "inf", "-inf", "1e999", "-1", "-0.5"])
+def test_gate_limit_must_be_a_finite_percentage_not_below_0(tmp_path, capsys, demo_trace, pct):
+    """``--fail-on-regression`` is a number but not a finite one ≥ 0 (``1e999`` reads as inf; ``=`` keeps argparse
+    from reading ``-inf`` as a flag): exit 2, one line quoting the value as given, before any analysis."""
+    from nsys_llm_explainer.cli import main
+
+    out = tmp_path / "o"
+    assert main(["compare", str(demo_trace), str(demo_trace), "--out", str(out), f"--fail-on-regression={pct}"]) == 2
+    assert capsys.readouterr().err == ("nsys-llm-explain: error: --fail-on-regression must be a finite percentage "
+                                       f"≥ 0, got '{pct}'\n")
+    assert not out.exists()
+
+
+def test_gate_limit_minus_zero_is_zero(tmp_path, capsys, demo_trace):
+    """``--fail-on-regression -0`` is the limit 0 (float('-0') == 0, which is ≥ 0): a trace against itself changes by
+    +0.0 %, which is not above 0, so the gate passes, and its line says ``(limit +0 %)``, not ``+-0``."""
+    from nsys_llm_explainer.cli import main
+
+    out = tmp_path / "o"
+    assert main(["compare", str(demo_trace), str(demo_trace), "--out", str(out), "--labels", "a,b", "--quiet",
+                 "--fail-on-regression", "-0"]) == 0
+    lines = _lines(capsys.readouterr().out)
+    assert len(lines) == 1 and lines[0].startswith("nsys-llm-explain: ok: ") and lines[0].endswith(
+        "NEW b 1.110 ms, +0.0 % (limit +0 %)"), lines
+
+
+def test_compare_reports_needs_two_reports(demo_trace):
+    """The documented ``comparison.compare_reports`` given fewer than two reports: InputError naming how many."""
+    from nsys_llm_explainer.comparison import compare_reports
+
+    rep = nle.analyze(str(demo_trace))
+    for reports in ([rep], []):
+        with pytest.raises(InputError) as ei:
+            compare_reports(reports)
+        assert str(ei.value) == f"compare needs at least two traces (BASE NEW), got {len(reports)}"
+
+
 @pytest.mark.slow   # the command line in a subprocess
 def test_cli_refuses_foreign_out_dir(tmp_path, base_trace, host_trace):
     out = tmp_path / "o"

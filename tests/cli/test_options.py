@@ -98,6 +98,7 @@ def test_phase_map_option(tmp_path: Path) -> None:
     assert o.phase_map.as_dict() == {"tok": ["decode"], "lay": ["layers"]} and o.phase_map.names == ["tok", "lay"]
     assert "decoder" in o.phase_map.ignore and "execute_model" in o.phase_map.step_keywords
     assert options_from_kwargs(phase_map={}).phase_map is None          # empty map: presets
+    assert options_from_kwargs(phase_map="").phase_map is None          # empty path: presets, not "file not found"
     f = tmp_path / "pm.json"
     f.write_text(json.dumps({"prefill": ["ctx"], "decode": ["gen"]}))
     assert options_from_kwargs(phase_map=str(f)).phase_map.as_dict() == {"prefill": ["ctx"], "decode": ["gen"]}
@@ -137,6 +138,8 @@ def test_options_from_args(tmp_path: Path) -> None:
     o = options_from_args(ns)
     assert (o.top, o.window, o.nvtx_kernel_map, o.step_range) == (7, (10, 20), False, "execute_model")
     assert o.phase_map.as_dict() == {"decode": ["gen"]} and o.phase_map.source == "user"
+    # --phase-map '' (an unset shell variable, say) is no phase map: the presets, as without the flag
+    assert options_from_args(_parser().parse_args(["t.sqlite", "--out", "o", "--phase-map", ""])).phase_map is None
     nope = tmp_path / "nope.json"
     for argv, option, rest in (
         (["--top", "0"], "top", " must be at least 1 (got 0)"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -59,6 +60,9 @@ OPTION_FILES: Dict[str, Tuple[str, Union[str, bytes, Callable[[Path], None], Non
     "merge-bomb": ("merge_bomb.yaml", _merge_bomb(), (CATS,), "more than 50,000 values", "SECRET"),
     "cycle": ("cycle.yaml", "rules: &a [SECRET, *a]\n", (CATS,), "a cycle", "SECRET"),
     "deep-yaml": ("deep.yaml", "[" * 100_000 + "]" * 100_000, (CATS,), "nested deeper than 64 levels", "[[["),
+    # each node at most 41 levels deep as written, but the alias puts a 31-level list under 41 levels: 72 expanded
+    "deep-yaml-through-alias": ("deep_alias.yaml", "a: &a " + "[" * 30 + "SECRET" + "]" * 30 + "\nrules: " + "[" * 40
+                                + "*a" + "]" * 40 + "\n", (CATS,), "nested deeper than 64 levels", "SECRET"),
     "deep-yaml-block": ("deep_block.yaml", "".join(" " * i + "-\n" for i in range(0, 400, 2)) + " " * 400
                         + "- SECRET\n", (CATS,), "nested deeper than 64 levels", "SECRET"),
     "deep-json": ("deep.json", "[" * 100_000 + "]" * 100_000, BOTH, "nested deeper than 64 levels", "[[["),
@@ -118,6 +122,55 @@ def test_a_bad_option_file_is_one_line_quickly(tmp_path: Path, demo_trace: Path,
         msg = str(ei.value)
         assert ei.value.option == keyword and msg.startswith(f"{keyword} {f}") and (says is None or says in msg), msg
         assert "\n" not in msg and never not in msg.replace(str(f), "") and "SECRET" not in msg.replace(str(f), "")
+
+
+def test_a_file_that_reads_past_its_stated_size_is_refused_at_the_limit(tmp_path: Path, demo_trace: Path,
+                                                                         capsys) -> None:
+    """``/proc/self/pagemap`` is a regular file of size 0 (its stat says so) that reads on for gigabytes: the read
+    stops at 8 MiB + 1 byte and refuses it, for both flags, in one line; nothing is written."""
+    f = Path("/proc/self/pagemap")
+    assert f.stat().st_size == 0
+    why = "the file is larger than 8,388,608 bytes, the limit for option files"
+    for flag, line in ((CATS, f"{CATS} {f}: cannot read the file ({why})"), (PHASES, f"{PHASES} {f}: {why}")):
+        got = refused(capsys, [str(demo_trace), "--out", str(tmp_path / "o"), flag, str(f)])
+        assert got == f"{PROG}: error: {line}"
+    assert not (tmp_path / "o").exists()
+
+
+def test_yaml_without_pyyaml_says_so_or_gives_the_json_error(tmp_path: Path, demo_trace: Path, capsys,
+                                                            monkeypatch) -> None:
+    """PyYAML not installed: a ``.yaml`` rules file is refused with how to get it or what to use instead; a file
+    of another suffix that is not JSON gets the JSON error (YAML being only its second try)."""
+    monkeypatch.setitem(sys.modules, "yaml", None)   # import yaml raises ImportError
+    text = "rules:\n  - [gemm, matmul]\n"
+    for name, why in (("rules.yaml", "YAML needs PyYAML (pip install pyyaml); use JSON instead"),
+                      ("rules.txt", "not valid JSON (Expecting value at line 1)")):
+        f = tmp_path / name
+        f.write_text(text)
+        line = refused(capsys, [str(demo_trace), "--out", str(tmp_path / "o"), CATS, str(f)])
+        assert line == f"{PROG}: error: {CATS} {f}: {why}"
+        with pytest.raises(OptionError) as ei:
+            nle.analyze(str(demo_trace), categories_file=str(f))
+        assert ei.value.option == "categories_file" and str(ei.value) == f"categories_file {f}: {why}"
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_rule_nested_past_the_matchers_stack_is_one_line(tmp_path: Path, demo_trace: Path, capsys) -> None:
+    """A rule of 300 nested groups: Python's ``re`` takes it (so the file is read), the ``regex`` matcher that runs
+    user rules does not (its parser recurses deeper per group): one line naming the file and the rule, exit 2 (on
+    the command line cut to 1,000 characters in the middle of the 1,204-character rule, the reason kept whole)."""
+    rx = "(?:" * 300 + "gemm" + ")" * 300
+    f = tmp_path / "nested.json"
+    f.write_text(json.dumps({"rules": [["attn", "attention"], [rx, "matmul"]]}))
+    reason = "is not a valid regular expression: a repeat count or nesting beyond what the matcher takes"
+    why = f"{f}: rule #2 {rx!r} {reason}"
+    line = refused(capsys, [str(demo_trace), "--out", str(tmp_path / "o"), CATS, str(f)])
+    head = f"{PROG}: error: {CATS} {f}: rule #2 '(?:(?:(?:"
+    assert line.startswith(head) and line.endswith(f"))))' {reason}") and line.count("…") == 1, line
+    assert len(line) == len(f"{PROG}: error: ") + 1000 and not (tmp_path / "o").exists()
+    with pytest.raises(OptionError) as ei:
+        nle.analyze(str(demo_trace), categories_file=str(f))
+    assert ei.value.option == "categories_file" and str(ei.value) == f"categories_file {why}"
 
 
 # ------------------------------------------------------------------------------------------ option values

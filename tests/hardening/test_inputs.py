@@ -7,6 +7,7 @@ input byte-identical and no output written."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import hashlib
@@ -14,10 +15,11 @@ import json
 import os
 import shutil
 import sqlite3
+import tempfile
 import threading
 import zipfile
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, Iterator, List
 
 import pytest
 from conftest import run_cli
@@ -330,6 +332,56 @@ def test_a_path_that_may_not_be_searched_is_one_line(tmp_path: Path, demo_trace:
         nle.analyze_cluster([str(demo_trace), str(priv / "t.sqlite")])
 
 
+@contextlib.contextmanager
+def _unprivileged() -> Iterator[None]:
+    """The permissions of an ordinary user: as root (which lists any directory) the effective user is ``nobody``
+    (65534) inside, root again after; as another user, nothing changes."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+
+
+def test_a_directory_that_may_not_be_listed_is_one_line(demo_trace: Path, capsys) -> None:
+    """A directory of ranks without read permission (mode 000; the test runs the command as an ordinary user):
+    the cluster command and ``analyze_cluster`` refuse it in one line, ``cannot list the directory D: Permission
+    denied``, exit 2, and write nothing. (Built under the system temporary directory: pytest's is not searchable by
+    another user.)"""
+    base = Path(tempfile.mkdtemp(prefix="nle-unlisted-"))
+    try:
+        base.chmod(0o711)
+        ranks, out = base / "ranks", base / "o"
+        ranks.mkdir()
+        shutil.copy(demo_trace, ranks / "rank0.sqlite")
+        ranks.chmod(0)
+        nle.analyze_cluster([str(demo_trace)], jobs=1)   # imports what a cluster run needs, as root
+        want = f"cannot list the directory {ranks}: Permission denied"
+        with _unprivileged():
+            code = cli.main([str(ranks), "--out", str(out), "--jobs", "1"])
+            with pytest.raises(InputError) as ei:
+                nle.analyze_cluster(str(ranks))
+        assert code == 2 and one_line(capsys.readouterr().err) == f"{PROG}: error: {want}"
+        assert str(ei.value) == want and not out.exists()
+    finally:
+        (base / "ranks").chmod(0o700)
+        shutil.rmtree(base)
+
+
+def test_a_cluster_input_that_does_not_exist_is_one_line(tmp_path: Path, demo_trace: Path, capsys) -> None:
+    """A cluster input that is neither a file, a directory nor a glob pattern (no ``*?[``) and does not exist,
+    given after a good one: ``<it> does not exist``, exit 2, before any analysis."""
+    gone = tmp_path / "rank1.sqlite"
+    line = refused(capsys, [str(demo_trace), str(gone), "--out", str(tmp_path / "o")])
+    assert line == f"{PROG}: error: {gone} does not exist" and not (tmp_path / "o").exists()
+    with pytest.raises(InputError) as ei:
+        nle.analyze_cluster([str(demo_trace), str(gone)])
+    assert str(ei.value) == f"{gone} does not exist"
+
+
 def test_an_empty_trace_argument_is_refused_not_read_as_the_working_directory(tmp_path: Path, capsys,
                                                                               monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -423,6 +475,35 @@ def test_render_markdown_of_a_malformed_dict_names_the_key(report_dict: dict, ke
         nle.render_markdown(_with(report_dict, (key,), float("nan")))   # NaN where a list belongs
     assert f"report.json {key}" in str(ei.value), str(ei.value)
     assert nle.render_markdown(report_dict).startswith("# ")   # the dict itself renders
+
+
+@pytest.mark.parametrize("damage", ["null-rules", "a-list", "a-number", "no-user_rules", "rule-of-one",
+                                    "user_rules-a-number", "preset-without-detect"])
+def test_a_damaged_categories_part_of_report_json_names_it(tmp_path: Path, demo_trace: Path, damage: str) -> None:
+    """``options.categories`` of a run with ``--categories`` is the object ``CategoryRules.to_dict()`` writes; a saved
+    report.json whose object is replaced by another value, or lacks a key, or holds a rule that is not a pair, is
+    refused by ``Report.from_dict`` and ``render_markdown`` in one line naming the key (null: no rules file given,
+    which renders)."""
+    from nsys_llm_explainer.report import Report
+
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": [["gemm", "matmul"]]}')
+    d = json.loads(json.dumps(nle.analyze(str(demo_trace), categories_file=str(rules)).to_dict()))
+    good = d["options"]["categories"]
+    assert good["user_rules"] == [["gemm", "matmul"]] and good["source"] == str(rules)
+    value = {"null-rules": None, "a-list": [good], "a-number": 5,
+             "no-user_rules": {k: v for k, v in good.items() if k != "user_rules"},
+             "rule-of-one": {**good, "user_rules": [["gemm"]]}, "user_rules-a-number": {**good, "user_rules": 5},
+             "preset-without-detect": {**good, "presets": [{"name": "vllm"}]}}[damage]
+    bad = _with(d, ("options", "categories"), value)
+    if value is None:
+        assert Report.from_dict(bad).options.categories is None and nle.render_markdown(bad).startswith("# ")
+        return
+    want = "report.json options.categories: not the object CategoryRules.to_dict() writes"
+    for read in (Report.from_dict, nle.render_markdown):
+        with pytest.raises(InputError) as ei:
+            read(bad)
+        assert str(ei.value) == want
 
 
 def _paths(d, pre=(), depth=0):

@@ -20,7 +20,7 @@ def check_gate(pct: Any) -> float:
         raise InputError(f"--fail-on-regression must be a percentage, got {pct!r}") from None
     if not math.isfinite(v) or v < 0:
         raise InputError(f"--fail-on-regression must be a finite percentage ≥ 0, got {pct!r}")
-    return v
+    return abs(v)   # -0 is 0 (the gate's lines say "limit +0 %", not "+-0 %")
 
 
 def _trace_faults(role: str, t: TraceSummary, spec: MetricSpec) -> List[str]:

@@ -23,6 +23,7 @@ ATTN = "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128,
 NORM = "void vllm::rms_norm_kernel<c10::BFloat16, (int)8>(c10::BFloat16 *, const c10::BFloat16 *, float, int)"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"
 CAT = {c: i for i, c in enumerate(CATEGORY_NAMES)}
+US = 1_000
 
 KernelSpec = Tuple[int, int, str, int]   # start, end, name, device
 
@@ -470,3 +471,25 @@ def test_nonoverlap_serial_stream_is_each_categorys_own_time() -> None:
             grid[a:b] = k
         assert busy == int((grid >= 0).sum())
         assert out.tolist() == [int((grid == k).sum()) for k in range(6)]
+
+
+def test_memsets_are_categorized_over_a_window_when_copies_count_as_busy(tmp_path: Path) -> None:
+    """--include-memcpy-in-busy with a window narrower than the capture: the categories over the window (what a
+    comparison splits) count memsets as the ``[CUDA memset]`` name, category ``memcpy``. Kernel GEMM [10, 20) µs,
+    memset [15, 30) µs, a second GEMM [100, 110) µs after the window [10, 50) µs: the 5 µs they share is split in
+    two, so GEMM 5 + 2.5 = 7.5 µs and memcpy 2.5 + 10 = 12.5 µs of the 20 µs busy."""
+    from nsys_llm_explainer import analyze
+
+    b = TraceBuilder()
+    b.process(100, "python3")
+    b.kernel(10 * US, 20 * US, pid=100, name=GEMM)
+    b.memset(15 * US, 30 * US, pid=100, bytes=64)
+    b.kernel(100 * US, 110 * US, pid=100, name=GEMM)
+    p = b.write(str(tmp_path / "ms.sqlite"))
+    rep = analyze(p, include_memcpy_in_busy=True, window=(10 * US, 50 * US))
+    c = rep.steady_categories
+    assert not rep.window.is_full and c.include_memcpy and c.busy_ns == 20 * US and c.kernel_count == 2
+    assert _row(c.overall, "gemm").nonoverlap_ns == 7_500
+    mem = _row(c.overall, "memcpy")
+    assert mem.nonoverlap_ns == 12_500
+    assert [(k.name, k.count, k.total_ns) for k in mem.top_kernels] == [("[CUDA memset]", 1, 15 * US)]

@@ -341,3 +341,27 @@ def test_a_device_without_host_side_idle_keeps_its_kinds_and_no_samples(tmp_path
     assert {k.kind for k in dev.kinds} == {k for k in ("launch", "other_api", "nvtx", "osrt", "host_cpu")
                                           if d0.ns_of(k) > 0}
     assert all(k.samples == 0 for k in dev.kinds)
+
+
+def test_samples_only_of_threads_without_cuda_calls_are_said_in_the_finding(tmp_path):
+    """100 kernels of 30 µs (too long for the launch-bound pattern) every 100 µs, each launched by thread 77 at
+    [−4, −2) µs: 66 µs of host work per gap, the ``host_cpu`` finding. The 8 CPU samples are all of thread 78,
+    which made no CUDA call (so it cannot be a gap's host thread): nothing to attribute, and the finding's evidence
+    says why, in one line."""
+    b = TraceBuilder("2024.2", seed=1)
+    other = b.thread(77, 78)
+    b.gpu(0)
+    for i in range(100):
+        t = 4_000 + i * 100_000
+        b.launch(t - 4_000, t - 2_000, t, t + 30_000, pid=77, tid=77, device=0, name="k")
+    for t in range(1_000_000, 9_000_000, 1_000_000):
+        b.cpu_sample(t, tid_g=other, frames=[("f", "/usr/bin/python3")])
+    b.write(str(tmp_path / "t.sqlite"))
+    rep, j = _run(tmp_path / "t.sqlite")
+    reason = ("the trace has 8 CPU samples, none of a thread that made CUDA calls (only those can be a gap's host "
+              "thread)")
+    hs = j["host_samples"]
+    assert hs["captured"] and not hs["available"] and hs["reason"] == reason
+    f = rep.findings[0]
+    assert f.cause == ("host_cpu", "")
+    assert f.evidence[-1] == f"CPU samples: {reason}."

@@ -303,3 +303,51 @@ def test_unreadable_phase_presets_are_an_input_error_not_another_vocabulary(tmp_
         with pytest.raises(InputError, match="phase presets"):
             build_phase_map(None)
     cfg._preset_document.cache_clear()
+
+
+def _range_steps_trace(path: str, marker_kernels: int) -> str:
+    """Thread 1 of process 100 opens an NVTX range ``block`` (not a step-like name) at each t = 0, 100, 200, 300 µs
+    for 90 µs and launches two kernels inside it (at [t+1, t+3) µs: ``gemm`` [t+10, t+30) µs; at [t+4, t+6) µs:
+    ``elementwise`` [t+40, t+50) µs); after it, in the first ``marker_kernels`` ranges, an ``argmax_kernel``
+    [t+92, t+94) µs launched at [t+90, t+91) µs (outside the range)."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, 1)
+    for i in range(4):
+        t = i * 100 * US
+        b.nvtx_push_pop(t, t + 90 * US, "block", tid_g=g)
+        b.launch(t + 1 * US, t + 3 * US, t + 10 * US, t + 30 * US, pid=PID, tid=1, name="gemm")
+        b.launch(t + 4 * US, t + 6 * US, t + 40 * US, t + 50 * US, pid=PID, tid=1, name="elementwise")
+        if i < marker_kernels:
+            b.launch(t + 90 * US, t + 91 * US, t + 92 * US, t + 94 * US, pid=PID, tid=1, name="argmax_kernel")
+    return b.write(path, overwrite=True)
+
+
+def test_too_few_marker_steps_keep_the_low_confidence_nvtx_steps(tmp_path):
+    """Four ``block`` ranges each enclosing two launches: the NVTX choice, of low confidence (the name does not look
+    like a step). Marker kernels replace a low-confidence choice only when every device has ≥ 3 marker steps: with
+    2 ``argmax_kernel`` (1 step between them) the 4 ``block`` steps stay; with 4 (3 steps) the markers win, and a
+    note says so."""
+    from nsys_llm_explainer import analyze
+
+    few = analyze(_range_steps_trace(str(tmp_path / "few.sqlite"), 2)).steps
+    assert (few.method, few.confidence, few.step_ranges, few.step_count) == ("nvtx", "low", ("block",), 4)
+    assert few.notes == ()
+    many = analyze(_range_steps_trace(str(tmp_path / "many.sqlite"), 4)).steps
+    assert (many.method, many.step_count) == ("marker", 3)
+    assert many.notes == ("marker kernels preferred over the NVTX range block whose name does not look like a "
+                          "model step",)
+
+
+def test_a_step_range_that_cannot_be_used_is_said_to_be_ignored(tmp_path):
+    """--step-range names NVTX ranges to use as steps: ignored, with a note saying why, when the trace has no NVTX
+    push/pop range (the marker kernels give the steps) and when a --step-marker is also given (the marker wins)."""
+    from nsys_llm_explainer import analyze
+
+    no_nvtx = analyze(_marker_trace(str(tmp_path / "marker.sqlite")), step_range="decode").steps
+    assert no_nvtx.method == "marker"
+    assert no_nvtx.notes == ("--step-range ignored: the trace has no NVTX push/pop ranges",)
+    both = analyze(_range_steps_trace(str(tmp_path / "r.sqlite"), 4), step_range="block",
+                   step_marker="argmax").steps
+    assert (both.method, both.marker_regex, both.step_count) == ("marker", "argmax", 3)
+    assert both.notes == ("--step-range ignored: a --step-marker was given",)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import random
 import re
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pytest
-from synth import build_scenario
+from synth import TraceBuilder, build_scenario
 
 from nsys_llm_explainer import analyze
 from nsys_llm_explainer.findings.advice import ADVICE
@@ -18,6 +19,7 @@ from nsys_llm_explainer.model.intervals import grouped_overlap, union_blocks
 from nsys_llm_explainer.vocabulary.os_calls import FILE_IO_CALLS, WAIT_CALLS, os_call_class
 
 ROOT = Path(__file__).resolve().parents[2]
+PID = 7
 
 
 def _union(iv):
@@ -169,3 +171,92 @@ def test_waits_on_threads_the_trace_does_not_show_working(tmp_path):
     assert "No other thread of its process works" in text
     assert f"`watchdog` (tid {facts['watchdog_tid']}) waits too (in `poll` 100 %)" in text
     assert f.recommendation == (ADVICE["wait.unseen"].text,)
+
+
+US = 1_000
+
+
+def _waiting_launcher(call: str, graph_level: bool = False, copier: bool = False,
+                      device1_waits: Optional[bool] = None, then_wait: bool = False) -> TraceBuilder:
+    """100 periods of 100 µs from 4 µs: thread 1 (`main`) launches a 50 µs kernel at [0, 50) µs of each period
+    (its launch call at [−4, −2) µs; with ``graph_level`` a CUDA graph traced at graph level instead: one
+    whole-graph row, no kernel row), then sits in OS call ``call`` at [50, 96) µs (with ``then_wait``: at [50, 90)
+    µs, then in ``sem_wait`` at [90, 96) µs); the trace is [0, 10 ms). With
+    ``copier``: thread 2 (`copier`) is in ``cudaMemcpy`` (no copy row) at the same [50, 96) µs. With
+    ``device1_waits`` not None: thread 2 launches a 90 µs kernel on device 1 in each period, and (True) waits in
+    ``sem_wait`` at [90, 92) µs (2 % of the window ≥ 1 %: followed). The trace (and the window) ends at the last
+    kernel's or CUDA call's end: OS-runtime rows do not extend it."""
+    b = TraceBuilder()
+    b.process(PID)
+    main, other = b.thread(PID, 1, "main"), b.thread(PID, 2, "copier")
+    for i in range(100):
+        t = 4 * US + i * 100 * US
+        if graph_level:
+            b.graph_launch(t - 4 * US, t - 2 * US, pid=PID, tid=1, kernels=[(t, t + 50 * US, "gemm")],
+                           node_mode=False)
+        else:
+            b.launch(t - 4 * US, t - 2 * US, t, t + 50 * US, pid=PID, tid=1, name="gemm")
+        b.osrt(t + 50 * US, t + (90 if then_wait else 96) * US, tid_g=main, name=call)
+        if then_wait:
+            b.osrt(t + 90 * US, t + 96 * US, tid_g=main, name="sem_wait")
+        if copier:
+            b.runtime(t + 50 * US, t + 96 * US, tid_g=other, name="cudaMemcpy_v3020")
+        if device1_waits is not None:
+            b.launch(t - 4 * US, t - 2 * US, t, t + 90 * US, pid=PID, tid=2, device=1, name="gemm")
+            if device1_waits:
+                b.osrt(t + 90 * US, t + 92 * US, tid_g=other, name="sem_wait")
+    return b
+
+
+def _analyze(b: TraceBuilder, tmp_path: Path):
+    p = tmp_path / "w.sqlite"
+    b.write(str(p))
+    return analyze(str(p), window=(0, 10_000 * US))
+
+
+def test_waits_on_a_thread_in_copy_calls_get_the_copy_advice(tmp_path):
+    """`main` waits in `sem_wait` 100 × 46 µs = 4.6 ms of the 10 ms window (46.0 %) while `copier` is in
+    `cudaMemcpy` all that time (100 % ≥ 25 %, a CUDA call, so not "outside OS and CUDA calls"): the advice is the
+    copy line alone."""
+    rep = _analyze(_waiting_launcher("sem_wait", copier=True), tmp_path)
+    f = rep.findings[0]
+    assert f.cause == ("osrt", "sem_wait")
+    assert "The launching thread `main` (tid 1) waits in OS calls 46.0 % of the window (`sem_wait` 46.0 %)." \
+        in f.evidence
+    assert f.evidence[-1] == "Meanwhile: `copier` (tid 2) works 100 % of that time (in `cudaMemcpy` 100 %)."
+    assert f.recommendation == (ADVICE["wait.copies"].text,)
+
+
+def test_a_call_that_does_not_wait_gets_the_generic_advice(tmp_path):
+    """`main` is in `read` (file I/O, not a waiting call) at [50, 90) µs of each period, then in `sem_wait` at
+    [90, 96) µs. The trace ends with the last kernel at 9 954 µs (OS-runtime rows do not extend it), so the window
+    holds 99 of these waits, 594 µs (6 % ≥ 1 %): they are followed, but the `osrt` finding is about the largest call,
+    `read` (99 × 40 µs against 99 × 6 µs), which does not wait: no wait story, the generic OS-call line and none of
+    the `wait.*` lines."""
+    rep = _analyze(_waiting_launcher("read", then_wait=True), tmp_path)
+    assert [(w.tid, w.wait_ns) for w in rep.waits.launchers] == [(1, 594 * US)]
+    f = rep.findings[0]
+    assert f.cause == ("osrt", "read")
+    assert f.title.startswith("The launching thread is in `read` (OS runtime) while the GPU idles (")
+    assert not any("waits in OS calls" in e or "Meanwhile" in e for e in f.evidence)
+    assert f.recommendation == (ADVICE["osrt.find"].text,)
+
+
+@pytest.mark.parametrize("device1_waits", [False, True])
+def test_waits_of_a_thread_that_launched_no_kernel_are_not_followed(tmp_path, device1_waits):
+    """Device 0 runs CUDA graphs traced at graph level (no kernel rows), launched by `main`, which waits in
+    `sem_wait` between them (46 % of device 0's window); device 1 runs kernels launched by `copier`. The threads
+    followed are those that launched kernels: `main` is not one, so the `osrt` finding of device 0 has no wait
+    story and the generic advice — whether no thread is followed at all (`copier` does not wait) or `copier` is
+    (it waits 2 % of the window, on device 1)."""
+    rep = _analyze(_waiting_launcher("sem_wait", graph_level=True, device1_waits=device1_waits), tmp_path)
+    if device1_waits:
+        assert rep.waits.available and [(w.tid, w.devices) for w in rep.waits.launchers] == [(2, (1,))]
+    else:
+        assert not rep.waits.available
+        assert rep.waits.reason == "no launching thread waits in OS calls for 1 % of the window"
+    (f,) = [f for f in rep.findings if f.cause == ("osrt", "sem_wait")]
+    assert f.device_id == 0
+    assert f.title.startswith("The launching thread is in `sem_wait` (OS runtime) while the GPU idles (")
+    assert not any("waits in OS calls" in e or "Meanwhile" in e for e in f.evidence)
+    assert f.recommendation == (ADVICE["osrt.find"].text,)

@@ -11,7 +11,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 from conftest import as_report, read_table, real_trace
-from synth import CAUSES, SCENARIOS, build_scenario
+from synth import CAUSES, SCENARIOS, TraceBuilder, build_scenario
 from synth.scenarios.rank import Rank
 from synth.scenarios.sim import US, Sim
 
@@ -19,6 +19,7 @@ from nsys_llm_explainer.analyses.memory.unified import UmDevice, UmWindow, Unifi
 from nsys_llm_explainer.findings.base import METRICS, Check
 from nsys_llm_explainer.findings.unified_memory import HIGH_PCT, MEDIUM_PCT, unified_memory_finding
 from nsys_llm_explainer.model.clip import clip_model
+from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path, load_model
 from nsys_llm_explainer.render import render_all
 from nsys_llm_explainer.render.html import render_html
@@ -327,3 +328,71 @@ def test_outputs_show_the_section(tmp_path_factory, tmp_path: Path) -> None:
     causes = {int(r[head.index("id")]): int(r[head.index("count")]) for r in rows
               if r[head.index("window")] == "full" and r[head.index("group")] == "cause"}
     assert causes == {k: v["count"] for k, v in f["um_by_cause"].items()}
+
+
+# ------------------------------------------------------------------------------------------ hand-built traces
+def _um_loop(b: TraceBuilder, n: int = 100, migrations: int = 0, faults: int = 0) -> None:
+    """``n`` periods of 100 µs from 10 µs: a 50 µs kernel at [0, 50) µs of each (launched at [−10, −8) µs, so the
+    trace starts at 0); in the first ``migrations`` periods a 4 kB Unified Host-to-Device migration at [10, 30) µs
+    with no recorded cause (migrationCause NULL); in the first ``faults`` a GPU fault group of 2 faults there."""
+    b.process(7)
+    for i in range(n):
+        t = 10 * US + i * 100 * US
+        b.launch(t - 10 * US, t - 8 * US, t, t + 50 * US, pid=7, tid=1, name="k")
+        if i < migrations:
+            b.um_migration(t + 10 * US, t + 30 * US, pid=7, bytes=4096, cause=None)
+        if i < faults:
+            b.um_gpu_fault(t + 10 * US, t + 30 * US, pid=7, faults=2)
+
+
+def _um_run(b: TraceBuilder, tmp_path: Path, **options):
+    p = tmp_path / "um.sqlite"
+    b.write(str(p))
+    return analyze_path(str(p), options_from_kwargs(**options))
+
+
+def test_a_narrower_window_quotes_the_whole_capture_and_says_causes_are_missing(tmp_path: Path) -> None:
+    """100 kernels of 50 µs (5 ms), migrations of 20 µs under the first 50 only, causes not recorded; window
+    [0, 5 ms): 50 kernels (2.5 ms), all 50 migrations (1 ms) under them → 40.0 % of the window's kernel time (high);
+    over the whole capture 1 ms of 5 ms → 20.0 %, quoted beside it. The notes (and report.md) say the migration
+    causes are not recorded, and no "By migration cause" line is written."""
+    b = TraceBuilder()
+    _um_loop(b, migrations=50)
+    rep = _um_run(b, tmp_path, window=(0, 5_000 * US))
+    um = rep.unified_memory
+    assert (um.steady.overlap_pct, um.full.overlap_pct) == (40.0, 20.0)
+    (f,) = [f for f in rep.findings if f.category == "unified_memory"]
+    assert f.severity == "high"
+    assert f.evidence[0] == ("Device 0: Unified-Memory migrations were in flight during 1.000 ms of its 2.500 ms of "
+                             "kernel time (40.0 %) in the steady window; whole capture 20.0 %.")
+    assert not any(e.startswith("By migration cause") for e in f.evidence)
+    note = "Migration causes not recorded (migrationCause NULL or absent)."
+    assert note in um.notes and note in render_markdown(rep)
+
+
+def test_gpu_faults_without_migrations_make_no_finding(tmp_path: Path) -> None:
+    """GPU page faults (100 groups of 2) but no migration: Unified Memory is reported (200 faults on device 0),
+    but no device has migrations to overlap its kernels, so there is no Unified-Memory finding."""
+    b = TraceBuilder()
+    _um_loop(b, faults=100)
+    rep = _um_run(b, tmp_path)
+    um = rep.unified_memory
+    assert um.available and um.steady is not None
+    (d,) = um.steady.devices
+    assert (d.device_id, d.migration_count, d.gpu_fault_events, d.gpu_page_faults) == (0, 0, 100, 200)
+    assert not any(f.category == "unified_memory" for f in rep.findings)
+
+
+def test_an_empty_cpu_fault_table_names_no_fault_site(tmp_path: Path) -> None:
+    """An export that writes the UM fault tables empty (``lazy=False``) with 100 migrations under the kernels: the
+    CPU fault table is there (no "not recorded" note) with no row, so no function or module is named and the
+    finding has no CPU-fault line."""
+    b = TraceBuilder("2024.2", lazy=False)
+    _um_loop(b, migrations=100)
+    rep = _um_run(b, tmp_path)
+    um = rep.unified_memory
+    assert um.sources["cpu_fault_table"] and not any("CPU page faults" in n for n in um.notes)
+    for w in (um.steady, um.full):
+        assert (w.cpu_fault_count, w.cpu_faults_by_function, w.cpu_faults_by_module) == (0, (), ())
+    (f,) = [f for f in rep.findings if f.category == "unified_memory"]
+    assert not any("CPU page faults" in e for e in f.evidence)

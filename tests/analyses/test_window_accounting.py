@@ -345,3 +345,17 @@ def test_timeline_bins_hand_computed(tmp_path: Path) -> None:
     assert b.idle_ns_by_kind == {
         "module_load": (4, 0, 0, 0), "sync": (15, 0, 0, 10), "launch": (5, 0, 0, 3), "nvtx": (0, 10, 0, 1),
         "alloc": (0, 10, 30, 0), "pageable_memcpy": (0, 0, 0, 1), "copy": (0, 0, 0, 4), "queued": (0, 0, 0, 1)}
+
+
+def test_zero_length_kernels_keep_the_full_window(tmp_path: Path) -> None:
+    """25 zero-length kernels (at t = 10 + 100 i µs, each launched by a 2 µs call at t − 10 µs): enough kernels to look
+    for a steady state, but no busy time in any bin, so the whole capture [0, 2 410 µs) is kept, and the reason
+    says why."""
+    b = TraceBuilder()
+    b.process(PID)
+    for i in range(25):
+        t = 10 * T + i * 100 * T
+        b.launch(t - 10 * T, t - 8 * T, t, t, pid=PID, tid=1, name="k")
+    w = detect_window(_load(b, tmp_path))
+    assert (w.method, w.start_ns, w.end_ns, w.warmup_ns, w.tail_ns) == ("full", 0, 2_410 * T, 0, 0)
+    assert w.reason == "Full trace kept: kernels have zero total duration."

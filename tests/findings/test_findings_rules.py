@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from synth import TraceBuilder
 
+from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.render import render_all
 
 US = 1_000
 PID = 7
@@ -137,3 +140,100 @@ def test_mixed_idle_names_the_largest_causes_in_the_charging_order(tmp_path: Pat
     worst = f.checks[1]
     assert (worst.metric, worst.scope.kind, worst.scope.device_id) == ("cause_pct_of_window", "host_cpu", 0)
     assert worst.observed == pytest.approx(100 * 218 / 4_740)
+
+
+def test_a_second_pacing_copy_path_is_named_and_a_memset_path_gets_no_host_advice(tmp_path: Path) -> None:
+    """100 periods of 100 µs in the window [0, 10 ms): a 50 µs kernel at [50, 100) µs of each, a memset at
+    [0, 70) µs and a pinned Host-to-Device copy at [10, 68) µs. memset path: busy 70 µs of 100 (70.0 %), 20 µs of
+    it under the kernel (28.6 % ≥ 25); H2D path: busy 58.0 %, 18 µs under the kernel (31.0 %): both pace, memset
+    first (larger busy share), medium (< 80 %). Each 50 µs gap [0, 50) µs lies inside the memset, which reaches
+    furthest (70 > 68), so the idle-cause table charges all 100 × 50 µs = 5 ms (50.0 % of the window) to `memset`,
+    all claimed by this finding. The evidence names the second path; a memset path gets none of the host-link
+    advice (copy_pace.host.resident / copy_pace.engines), though H2D copies are in the trace."""
+    b = TraceBuilder()
+    b.process(PID)
+    for i in range(100):
+        t = i * 100 * US
+        b.launch(t + 40 * US, t + 42 * US, t + 50 * US, t + 100 * US, pid=PID, tid=1, name="gemm")
+        b.memset(t, t + 70 * US, pid=PID, bytes=1 << 20)
+        b.memcpy(t + 10 * US, t + 68 * US, pid=PID, bytes=1 << 20, src_kind=1, dst_kind=2)
+    rep = _run(b, tmp_path, "paths.sqlite", window=(0, 10_000 * US))
+    (f,) = [f for f in rep.findings if f.id == "copy_path"]
+    assert f.cause == ("copy_path", "memset") and f.severity == "medium" and f.holds()
+    assert f.title == ("The memset copy path sets the pace on device 0 (busy 70.0 %): 50.0 % of the window "
+                       "(5.000 ms) beyond the kernels")
+    assert f.evidence[-1] == "Also busy most of the window with kernels under it: Host-to-Device on device 0 (58.0 %)."
+    assert f.time_at_stake_ns == 5_000 * US
+    assert f.recommendation[-1] == ADVICE["copy_pace.fewer"].text
+    assert ADVICE["copy_pace.host.resident"].text not in f.recommendation
+    assert ADVICE["copy_pace.engines"].text not in f.recommendation
+
+
+def test_unfused_attention_is_claimed_on_a_busy_gpu(tmp_path: Path) -> None:
+    """100 periods of 100 µs in [0, 10 ms): an FP16 tensor-core GEMM at [40, 80) µs launched at [0, 2) µs, a softmax
+    at [80, 100) µs launched at [70, 72) µs: busy 60 % (≥ 50, < 85: no gpu_bound, the kernel findings are low),
+    softmax 2 ms of 6 ms of kernel time = 33.3 % ≥ 5 % with a GEMM and no fused attention kernel →
+    ``attention_unfused``, low, time at stake 2 ms × 0.6 = 1.2 ms."""
+    b = TraceBuilder()
+    b.process(PID)
+    for i in range(100):
+        t = i * 100 * US
+        b.launch(t, t + 2 * US, t + 40 * US, t + 80 * US, pid=PID, tid=1,
+                 name="ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_tn")
+        b.launch(t + 70 * US, t + 72 * US, t + 80 * US, t + 100 * US, pid=PID, tid=1,
+                 name="void softmax_warp_forward<float, float, float, 10, false>(float*, const float*, int, int, int)")
+    rep = _run(b, tmp_path, "attn.sqlite", window=(0, 10_000 * US))
+    (f,) = [f for f in rep.findings if f.id == "attention_unfused"]
+    assert f.category == "attention_unfused" and f.severity == "low" and f.confidence == "medium" and f.holds()
+    assert f.title == "Attention runs unfused (softmax + batched GEMMs): softmax alone is 33.3 % of kernel time"
+    assert f.evidence == ("100 softmax kernels (2.000 ms) next to batched GEMMs and no fused (flash/memory-efficient) "
+                          "attention kernel in the window.",)
+    assert f.time_at_stake_ns == 1_200 * US
+    assert [(c.metric, round(c.observed, 1)) for c in f.checks] == [("busy_pct", 60.0), ("trait_share_pct", 33.3)]
+    assert f.recommendation == (ADVICE["attention.fused"].text,)
+    assert all(g.id != "gpu_bound" for g in rep.findings)
+
+
+def test_no_finding_headline(tmp_path: Path) -> None:
+    """Device 0 runs 500 back-to-back 10 µs kernels over [10 µs, 5 010 µs) (each launched by a 2 µs call 10 µs
+    ahead, the first at 0), device 1 one 5 µs kernel. Window [0, 5 010 µs): device 0 busy 5 000 µs, device 1 5 µs;
+    pooled over both (each ran a kernel) busy 5 005 / 10 020 = 49.95 % (< 85: no gpu_bound; < 50: no kernel claim).
+    Device 1 has no workload (1 kernel, under 1 ms busy), so no idle finding speaks for it; device 0's only idle is
+    the first 10 µs (0.2 %). Device 1's idle is 99.9 % of its window, so the "spread over causes below 5 %" check of
+    ``mixed_idle`` fails. Nothing holds: the headline is "No finding." in report.json and report.md."""
+    b = TraceBuilder()
+    b.process(PID)
+    for i in range(500):
+        t = 10 * US + i * 10 * US
+        b.launch(t - 10 * US, t - 8 * US, t, t + 10 * US, pid=PID, tid=1, name="step_kernel")
+    end = 5_010 * US
+    b.launch(2_000 * US, 2_001 * US, 2_002 * US, 2_007 * US, pid=PID, tid=1, device=1, name="stray")
+    rep = _run(b, tmp_path, "none.sqlite", window=(0, end))
+    assert rep.findings == ()
+    out = tmp_path / "out"
+    render_all(rep, out)
+    head = json.loads((out / "report.json").read_text())["headline"]
+    assert (head["verdict"], head["top_finding_id"], head["top_cause"], head["time_at_stake_ns"], head["action"]) == (
+        "No finding.", None, None, 0, None)
+    assert head["steady_busy_pct"] == pytest.approx(100 * 5_005 / 10_020)
+    assert "**Verdict: No finding.**" in (out / "report.md").read_text()
+
+
+def test_a_window_without_kernels_makes_no_capture_window_claim(tmp_path: Path) -> None:
+    """30 kernels of 9 µs in [10, 309) µs, then one 100 µs copy at [1 000, 1 100) µs; --window 900:1 200 µs (clipped
+    to the trace's end, 1 100 µs) holds the copy only: no device ran a kernel there, so there is no steady busy %
+    to compare with the whole capture's and no ``capture_window`` finding; the gate finding says why."""
+    b = TraceBuilder()
+    b.process(PID)
+    for i in range(30):
+        t = 10 * US + i * 10 * US
+        b.launch(t - 8 * US, t - 6 * US, t, t + 9 * US, pid=PID, tid=1, name="k")
+    b.memcpy(1_000 * US, 1_100 * US, pid=PID, bytes=1 << 20)
+    rep = _run(b, tmp_path, "copywin.sqlite", window=(900 * US, 1_200 * US))
+    assert not rep.window.is_full and rep.gpu_time.pooled() is None
+    (f,) = rep.findings
+    assert f.id == "too_little_work"
+    assert f.title == "Too little GPU work to diagnose: 0 kernels, 0.00 µs of GPU time in the window"
+    assert f.evidence[1] == ("No device ran a kernel in the window, so there is no GPU busy % to state; device 0 ran "
+                             "only copies (100.00 µs of memcpy/memset) (listed as copies only, not counted in the GPU "
+                             "busy %).")

@@ -8,7 +8,8 @@ and simple Python loops, following MODEL.md literally:
 * ``busy_ns = |K|``, ``idle_ns = window_ns - busy_ns``, idle gaps = maximal intervals of
   ``[w0, w1) \\ K`` (leading and trailing gaps included);
 * every idle ns charged to one ``(kind, detail)`` by the 13-kind precedence of MODEL.md;
-* a device's role: ``kernels`` when a kernel or graph row intersects the window, else ``copies only`` when a
+* a device's role: ``kernels`` when a kernel or graph row intersects the window (``few kernels`` when it ran fewer
+  than 20 kernels and is busy under 1 ms while another device is not), else ``copies only`` when a
   memcpy/memset row does; metrics with no device (``busy_pct``, ``idle_pct``, ``busy_ns``,
   ``idle_pct_change``) pool Σ busy / Σ window over the devices whose role is ``kernels`` in the steady window;
 * the metric vocabulary of ``findings[].checks``.
@@ -394,8 +395,9 @@ class DeviceTimeline:
     busy_ns: int
     copy_busy_ns: int
     copy_only_ns: int
-    ran_kernels: bool = True      # a kernel or whole-graph row intersects the window
+    ran_kernels: bool = True      # a kernel or whole-graph row of the workload intersects the window
     has_copies: bool = False      # a memcpy/memset row intersects the window
+    few: bool = False             # its kernels are too few to count (not ran_kernels: see device_timelines)
 
     @property
     def window_ns(self) -> int:
@@ -403,7 +405,8 @@ class DeviceTimeline:
 
     @property
     def role(self) -> str:
-        return "kernels" if self.ran_kernels else "copies only" if self.has_copies else "idle"
+        return ("kernels" if self.ran_kernels else "few kernels" if self.few else "copies only" if self.has_copies
+                else "idle")
 
     @property
     def idle_ns(self) -> int:
@@ -434,6 +437,14 @@ def device_timelines(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int
         ran = any(g.device == d and _meets(g.start, g.end, w0, w1) for g in tr.activity)
         copies = any(x.device == d and _copy_meets(x.start, x.end, w0, w1) for x in tr.copies)
         out[d] = DeviceTimeline(d, w0, w1, k, complement(k, w0, w1), total(k), total(c), copy_only, ran, copies)
+    # a device that ran kernels but fewer than 20 and under 1 ms busy, while another has more, has no workload: its
+    # few kernels are not counted (role "few kernels")
+    work = {d for d, t in out.items() if t.ran_kernels and (len(kernels_in(tr, w0, w1, d)) >= 20
+                                                             or t.busy_ns >= 1_000_000)}
+    if work:
+        for d, t in out.items():
+            if t.ran_kernels and d not in work:
+                t.ran_kernels, t.few = False, True
     return out
 
 

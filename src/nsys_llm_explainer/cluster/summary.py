@@ -35,7 +35,7 @@ class DeviceRow(FieldsJson):
     rank: str                         # the file label, or ``label/GPU n`` when the file has several devices
     file: str                         # the file label
     device_id: int
-    role: str                         # "kernels" | "copies only" | "idle" (report.json devices[].role)
+    role: str                         # "kernels" | "few kernels" | "copies only" | "idle" (report.json devices[].role)
     window_ns: int
     busy_ns: int
     busy_pct: float

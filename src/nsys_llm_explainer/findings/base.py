@@ -27,8 +27,6 @@ HIGH_SHARE = 20.0         # % of the window: a cause this large is high severity
 MEDIUM_SHARE = 5.0        # % of the window: smaller causes yield no finding
 GPU_BOUND_PCT = 85.0      # busy % from which kernels, not the host, set the step time
 NO_BOTTLENECK_PCT = 90.0  # busy % below which a GPU idle over small causes is a finding (mixed_idle)
-MIN_KERNELS = 20          # a device (or trace) with fewer kernels …
-MIN_BUSY_NS = 1_000_000   # … and less busy time than this in the window has no workload to diagnose
 METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct", "kernel_count",
            "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns",
            "claimed_pct_of_window", "um_overlap_pct_of_kernel_time",

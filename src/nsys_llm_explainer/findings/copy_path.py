@@ -13,7 +13,6 @@ from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Claims, Scope, finding
-from .idle import active_devices
 
 BUSY_PCT = 50.0        # % of the window (and of the median step) the path is busy
 OVERLAP_PCT = 25.0     # % of the path's busy time with a kernel running
@@ -70,7 +69,7 @@ def advice_ids(path: str, pageable: bool) -> List[str]:
 def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: IdleCausesResult,
                      gpu_time: GpuTimeResult, facts: TraceFacts) -> Claims:
     """The finding (None when no path holds) and the copy idle ns of its path (module docstring)."""
-    paths = pacing_paths(copy_engines, active_devices(gpu_time) if gpu_time.available else None)
+    paths = pacing_paths(copy_engines, set(gpu_time.kernel_devices()) if gpu_time.available else None)
     if not paths:
         return Claims(None, {})
     p = paths[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
@@ -19,7 +19,7 @@ from ..analyses.trace.window import WindowResult
 from ..vocabulary.cause_kinds import COMPOSITE_CAUSES, KIND, CauseKind
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
-from .base import HIGH_SHARE, MEDIUM_SHARE, MIN_BUSY_NS, MIN_KERNELS, Check, Claims, Finding, Scope, finding
+from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Scope, finding
 from .unified_memory import is_unified_detail
 from .waits import WaitStory, wait_story
 
@@ -68,22 +68,11 @@ def launch_bound_devices(gpu: GpuTimeResult) -> Dict[int, Tuple[Check, ...]]:
     return out
 
 
-def active_devices(gpu: GpuTimeResult) -> Set[int]:
-    """Devices with a workload in the window: among the devices that ran kernels there
-    (:meth:`GpuTimeResult.kernel_devices`), those with ≥ ``MIN_KERNELS`` kernels or ≥ ``MIN_BUSY_NS`` busy; when
-    none qualifies, every device that ran kernels (the gate finding then speaks for the trace). A device that ran
-    no kernel (copies only) is never one: its idle is not the workload's."""
-    ran = set(gpu.kernel_devices())
-    act = {d.device_id for d in gpu.devices
-           if d.device_id in ran and (d.kernel_count >= MIN_KERNELS or d.busy_ns >= MIN_BUSY_NS)}
-    return act or ran
-
-
 def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: AbstractSet[int],
            claimed: Sequence[Claimed], launch_ranges: AbstractSet[str]
            ) -> Tuple[Dict[str, Dict[int, Dict[str, int]]], Dict[int, Dict[Tuple[str, str], int]]]:
     """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device; devices
-    outside ``active`` (a stray kernel or copy on an otherwise unused GPU) are left out, and so are the ns
+    outside ``active`` (a copy or a few stray kernels on an otherwise unused GPU) are left out, and so are the ns
     ``claimed`` by more specific findings."""
     per_kind: Dict[str, Dict[int, Dict[str, int]]] = {}
     merged: Dict[int, Dict[Tuple[str, str], int]] = {}
@@ -137,7 +126,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     advice = facts.advice_facts()
     lb = launch_bound_devices(gpu_time)
     edges = edge_bin_ns(idle_causes)
-    per_kind, merged = _split(idle_causes, lb, active_devices(gpu_time), (claimed, copy_claimed), launch_ranges)
+    per_kind, merged = _split(idle_causes, lb, set(gpu_time.kernel_devices()), (claimed, copy_claimed), launch_ranges)
     win = {d.device_id: d.window_ns for d in gpu_time.devices}
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in idle_causes.devices}

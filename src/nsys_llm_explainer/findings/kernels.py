@@ -23,15 +23,13 @@ ELEMENTWISE_MIN_SHARE = 25.0
 
 
 def pooled_words(gpu: GpuTimeResult) -> str:
-    """Over which devices the pooled busy % is measured, in words (the devices that ran kernels)."""
+    """Over which devices the pooled busy % is measured, in words (the devices that ran the workload's kernels)."""
     ids = gpu.kernel_devices()
-    rest = [d.device_id for d in gpu.devices if d.device_id not in ids]
-    if len(ids) == 1:
-        text = f"device {ids[0]}"
-    else:
-        text = "devices " + ", ".join(str(i) for i in ids) + " summed"
-    if rest:
-        text += "; " + ", ".join(f"device {i}" for i in rest) + " ran no kernel and is not counted"
+    text = f"device {ids[0]}" if len(ids) == 1 else "devices " + ", ".join(str(i) for i in ids) + " summed"
+    for few, why in ((True, " ran too few kernels to count"), (False, " ran no kernel and is not counted")):
+        rest = [d.device_id for d in gpu.devices if d.device_id not in ids and (d.kernel_count > 0) == few]
+        if rest:
+            text += "; " + ", ".join(f"device {i}" for i in rest) + why
     return text
 
 

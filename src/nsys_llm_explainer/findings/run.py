@@ -20,7 +20,6 @@ from ..model.trace import TraceModel
 from ..options import Options
 from .base import Claims, Finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
-from .idle import active_devices
 from .rank import Headline, headline, rank
 from .step_sync import step_sync_finding
 from .unified_memory import unified_memory_finding
@@ -42,7 +41,7 @@ def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowRes
     NVTX coverage, NCCL waits, Unified Memory."""
     advice = facts.advice_facts()
     pooled = gpu_time.pooled()
-    active = active_devices(gpu_time) if gpu_time.available else None
+    active = set(gpu_time.kernel_devices()) if gpu_time.available else None
     found = (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, advice),
              capture_window_finding(window, gpu_time, advice),
              nvtx_coverage_finding(attribution, options.nvtx_coverage_warn_threshold, advice),

@@ -57,7 +57,7 @@ def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult) 
 def unified_memory_finding(um: Optional[UnifiedMemoryResult], active: Optional[AbstractSet[int]],
                            facts: Mapping[str, object]) -> Optional[Finding]:
     """The finding when migrations overlap ≥ :data:`MEDIUM_PCT` % of a device's kernel time (module docstring).
-    ``active``: the devices with a workload (:func:`findings.idle.active_devices`; ``None``: every device)."""
+    ``active``: the devices with a workload (:meth:`GpuTimeResult.kernel_devices`; ``None``: every device)."""
     if um is None or not um.available or um.steady is None:
         return None
     considered = [d for d in um.steady.devices if d.kernel_busy_ns > 0 and d.migration_count

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -15,11 +15,16 @@ from ...model.trace import TraceModel
 from ..common.stats import median, pct, top_indices
 from ..trace.window import WindowResult
 
-__all__ = ["GAP_BUCKETS", "ROLE_COPIES", "ROLE_IDLE", "ROLE_KERNELS", "GpuTimeResult",
-           "device_role", "device_time", "gpu_time_result"]
+__all__ = ["GAP_BUCKETS", "MIN_BUSY_NS", "MIN_KERNELS", "ROLE_COPIES", "ROLE_FEW", "ROLE_IDLE", "ROLE_KERNELS",
+           "GpuTimeResult", "device_role", "device_time", "gpu_time_result"]
 
+MIN_KERNELS = 20          # a device (or trace) with fewer kernels …
+MIN_BUSY_NS = 1_000_000   # … and less busy time than this in the window has no workload to diagnose
 #: a device that ran a kernel (or a whole-graph execution of a graph-level trace) in the window
 ROLE_KERNELS = "kernels"
+#: a device that ran kernels in the window, but fewer than MIN_KERNELS and under MIN_BUSY_NS busy, while another
+#: device has a workload (a stray kernel on an otherwise unused GPU: a library touching it once)
+ROLE_FEW = "few kernels"
 #: a device that ran no kernel in the window but has memcpy/memset rows there (e.g. it only received copies)
 ROLE_COPIES = "copies only"
 #: a device with neither in the window
@@ -79,7 +84,7 @@ def device_role(kernel_count: int, graph_count: int, copy_count: int) -> str:
 @dataclass(frozen=True)
 class DeviceTime:
     device_id: int
-    role: str                 # device_role(): "kernels" | "copies only" | "idle"
+    role: str                 # "kernels" | "few kernels" | "copies only" | "idle" (device_role, gpu_time_result)
     window_start_ns: int
     window_end_ns: int
     window_ns: int
@@ -98,8 +103,9 @@ class DeviceTime:
     full: Optional[WindowTime]
 
     @property
-    def ran_kernels(self) -> bool:
-        """A kernel (or a whole-graph execution) ran on it in the window: it counts in the pooled busy %."""
+    def counted(self) -> bool:
+        """It ran the workload's kernels (or whole-graph executions) in the window (role ``kernels``): it counts in
+        the pooled busy %."""
         return self.role == ROLE_KERNELS
 
 
@@ -111,14 +117,15 @@ class GpuTimeResult:
     devices: Tuple[DeviceTime, ...] = ()
 
     def kernel_devices(self) -> Tuple[int, ...]:
-        """The devices that ran kernels in the (steady) window: the ones :meth:`pooled` sums over."""
+        """The devices that ran the workload's kernels in the (steady) window (role ``kernels``; not a device of
+        :data:`ROLE_FEW`): the ones :meth:`pooled` sums over."""
         return tuple(d.device_id for d in self.devices if d.role == ROLE_KERNELS)
 
     def pooled(self, full: bool = False) -> Optional[WindowTime]:
         """Σ busy / Σ window over the devices that ran kernels in the steady window (:meth:`kernel_devices`;
         ``full``: the same devices over the whole capture); None when no device ran a kernel there."""
         rows: List[Union[WindowTime, DeviceTime]] = [
-            r for r in (d.full if full else d for d in self.devices if d.ran_kernels) if r is not None]
+            r for r in (d.full if full else d for d in self.devices if d.counted) if r is not None]
         if not rows:
             return None
         w = sum(r.window_ns for r in rows)
@@ -181,4 +188,7 @@ def gpu_time_result(devices: Sequence[DeviceTime], include_memcpy: bool) -> GpuT
     if not devices:
         return GpuTimeResult(False, "no GPU activity rows to build a timeline from (no kernels captured)",
                              include_memcpy)
+    work = [d.role == ROLE_KERNELS and (d.kernel_count >= MIN_KERNELS or d.busy_ns >= MIN_BUSY_NS) for d in devices]
+    if any(work):   # the devices with a workload speak for the run; the others' few kernels are not counted
+        devices = [d if ok or d.role != ROLE_KERNELS else replace(d, role=ROLE_FEW) for d, ok in zip(devices, work)]
     return GpuTimeResult(True, None, include_memcpy, tuple(sorted(devices, key=lambda d: d.device_id)))

@@ -49,8 +49,8 @@ def window_line(v: View) -> Inline:
 
 
 def _device_busy(d: DeviceTime) -> Inline:
-    """One device in the headline: its busy %, or its role when it ran no kernel (not counted)."""
-    if not d.ran_kernels:
+    """One device in the headline: its busy %, or its role when it is not counted (no kernel, or a few kernels)."""
+    if not d.counted:
         return inline(f"device {d.device_id} ", Data(d.role), ", not counted")
     return inline(f"device {d.device_id} ", Value(fmt_pct(d.busy_pct), f"devices.{d.device_id}.busy_pct", d.busy_pct),
                   " %")
@@ -76,7 +76,9 @@ def _busy(v: View, busy: float) -> Inline:
     if len(devs) > 1:
         shown = joined([_device_busy(d) for d in devs[:8]], ", ")
         per = [" (", shown, ", …" if len(devs) > 8 else "", ")."]
-    over = " over the devices that ran kernels" if any(not d.ran_kernels for d in devs) else ""
+    skipped = [d for d in devs if not d.counted]   # a device of a few stray kernels ran some: no "ran kernels"
+    over = ("" if not skipped else " over the devices with a workload" if any(d.kernel_count for d in skipped)
+            else " over the devices that ran kernels")
     return inline(Strong(("GPU busy ", Value(fmt_pct(busy), "headline.steady_busy_pct", busy), " %")),
                   " of the analysis window", over, per or ".")
 

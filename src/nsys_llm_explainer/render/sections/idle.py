@@ -59,7 +59,9 @@ def _other_row(other: Other) -> Inline:
 
 
 #: what a device's role means in its line (devices[].role; docs/MODEL.md)
-ROLE_NOTE = {"copies only": "copies only: ran no kernel in the window, not counted in the GPU busy %",
+ROLE_NOTE = {"few kernels": "few kernels: too few to be a workload while another device has one, not counted in the "
+                            "GPU busy %",
+             "copies only": "copies only: ran no kernel in the window, not counted in the GPU busy %",
              "idle": "idle: ran neither kernels nor copies in the window, not counted in the GPU busy %"}
 
 

@@ -295,6 +295,25 @@ def test_a_change_above_zero_noise_but_under_half_a_percent_performs_like(tmp_pa
     assert write_markdown(compare_document(res)).splitlines()[2].rstrip() == first   # compare.md's headline
 
 
+def test_a_stray_kernel_on_another_gpu_is_in_no_category(tmp_path):
+    """Device 0: 500 gemm_kernel of 9 µs every 10 µs from 10 µs (window 0 → 5 009 µs); device 1: one 5 µs
+    elementwise_kernel (role ``few kernels``, not counted). The pooled window splits exactly into device 0's
+    categories and its non-GPU time: gemm 4 500 µs + non_gpu 509 µs = 5 009 µs (9 µs + 1.018 µs per iteration);
+    device 1's kernel is in no category (it used to add an ``elementwise`` 5 µs, so the parts summed to more than the
+    window)."""
+    b = TraceBuilder()
+    b.process(100)
+    for i in range(500):
+        t = 10 * US + i * 10 * US
+        b.launch(t - 10 * US, t - 8 * US, t, t + 9 * US, pid=100, tid=100, name="gemm_kernel")
+    b.launch(2_000 * US, 2_001 * US, 2_002 * US, 2_007 * US, pid=100, tid=100, device=1, name="elementwise_kernel")
+    p = b.write(str(tmp_path / "stray.sqlite"))
+    t = nle.compare([p, p], labels=["BASE", "NEW"]).traces[0]
+    assert (t.pooled_window_ns, t.units) == (5_009 * US, 500.0)
+    assert [(s.name, s.ns, s.per_unit_ns) for s in t.categories] == [("gemm", 4_500 * US, 9 * US),
+                                                                      ("non_gpu", 509 * US, 1_018)]
+
+
 def test_identical_runs_name_no_largest_change(tmp_path):
     """A trace compared with itself: every category and idle-cause delta per step is 0, so there is no main reason
     and no "Largest change: … +0.000 ms" line (it used to name the alphabetically last of the zero deltas); the

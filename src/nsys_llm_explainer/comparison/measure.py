@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -43,11 +43,18 @@ class Facts:
         return self.pooled_window_ns - self.busy_ns
 
 
-def _categories(cat: CategoryResult, busy_ns: int) -> Dict[str, int]:
+def _categories(cat: CategoryResult, busy_ns: int, counted: AbstractSet[int]) -> Dict[str, int]:
+    """Non-overlapped time per category over the ``counted`` devices (those the pooled ``busy_ns`` sums), in the
+    overall table's order; busy time no kernel explains is ``graph_untraced``."""
+    per: Counter[str] = Counter()
+    for d in cat.devices if cat.available else ():
+        if d.device_id in counted:
+            for c in d.categories:
+                per[c.category] += int(c.nonoverlap_ns)
     out: Counter[str] = Counter()
     for r in cat.overall if cat.available else ():
-        if r.nonoverlap_ns:
-            out[r.category] += int(r.nonoverlap_ns)
+        if per[r.category]:
+            out[r.category] += per[r.category]
     rest = busy_ns - sum(out.values())
     if rest > 0:
         out[GRAPH_UNTRACED] = rest
@@ -73,7 +80,7 @@ def gather(rep: Report, label: str, path: str) -> Facts:
     sk = rep.steady_kernels
     kernels = {r.name: (int(r.count), int(r.total_ns)) for r in sk.by_name} if sk.available else {}
     return Facts(label, path, rep, pooled_ns, busy, busy_pct, len(counted) or len(rep.gpu_time.devices), kernels,
-                 kind, detail, _categories(rep.steady_categories, busy), rep.steady_kernel_starts, rest)
+                 kind, detail, _categories(rep.steady_categories, busy, counted), rep.steady_kernel_starts, rest)
 
 
 # ------------------------------------------------------------------------------------------ similarity

@@ -351,3 +351,27 @@ def test_a_step_range_that_cannot_be_used_is_said_to_be_ignored(tmp_path):
                    step_marker="argmax").steps
     assert (both.method, both.marker_regex, both.step_count) == ("marker", "argmax", 3)
     assert both.notes == ("--step-range ignored: a --step-marker was given",)
+
+
+def test_open_step_range_is_not_a_step(tmp_path):
+    """A capture that stops mid-step: 4 ``execute_model`` ranges [10 ms·i, 10 ms·i + 8 ms), i = 0..3, with two
+    2 ms kernels launched in each; a fifth range opens at 40 ms and has no end (NULL) when the capture stops, its
+    kernels run to 43.9 ms. The model ends the open range at the latest NVTX timestamp (40 ms, its own start), so
+    it would be a 0 ns step with no kernels (min 0, avg 6.4 ms). Its length is unknown: 4 steps of 8 ms each,
+    2 kernels each, and a note saying one open range was left out."""
+    b = TraceBuilder()
+    g = b.thread(PID, PID)
+    for i in range(5):
+        s = i * 10_000_000
+        b.nvtx_push_pop(s, None if i == 4 else s + 8_000_000, "execute_model", tid_g=g)
+        for j in range(2):
+            k0 = s + j * 2_000_000
+            b.launch(k0, k0 + 5 * US, k0 + 10 * US, k0 + 1_900 * US, pid=PID, tid=PID, name="gemm")
+    model = load_model(b.write(str(tmp_path / "open.sqlite")))
+    pr, tree, att = _phases(model)
+    res = analyze_steps(model, pr, tree=tree, kernel_node=att.kernel_node)
+    assert res.method == "nvtx" and res.step_count == 4
+    assert res.arrays.wall.tolist() == [8_000_000] * 4
+    assert res.arrays.kernel_count.tolist() == [2] * 4
+    assert res.summary.min_ns == 8_000_000 and res.summary.avg_ns == 8_000_000
+    assert any("1 step range(s) still open" in n for n in res.notes)

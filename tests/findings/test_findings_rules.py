@@ -270,3 +270,26 @@ def test_a_window_without_kernels_makes_no_capture_window_claim(tmp_path: Path) 
     assert f.evidence[1] == ("No device ran a kernel in the window, so there is no GPU busy % to state; device 0 ran "
                              "only copies (100.00 µs of memcpy/memset) (listed as copies only, not counted in the GPU "
                              "busy %).")
+
+
+def test_capture_window_of_a_chosen_window_does_not_call_the_rest_warm_up(tmp_path: Path) -> None:
+    """One steady loop: a 9 ms kernel every 10 ms over [0, 200 ms), then idle up to a 1 ms kernel at [599, 600) ms.
+    ``--window 50ms:100ms`` lies inside the loop: busy 45 of 50 ms (idle 10 %); the whole capture is busy 181 of
+    600 ms (idle 69.8 %), 59.8 points idler, so a capture_window finding is due. But [0, 50 ms) runs the same 90 %
+    busy loop as the window: it is no warm-up, and the finding must not call the 50 ms before / 500 ms after the
+    window "warm-up" / "tail": it names them as left out by the chosen window."""
+    b = TraceBuilder()
+    b.process(PID)
+    b.thread(PID, 1)
+    for i in range(20):
+        t = i * 10_000 * US
+        b.launch(t, t + 5 * US, t + 10 * US, t + 9_010 * US, pid=PID, tid=1, name="gemm")
+    b.launch(599_000 * US - 20 * US, 599_000 * US - 15 * US, 599_000 * US, 600_000 * US, pid=PID, tid=1, name="gemm")
+    rep = _run(b, tmp_path, "chosen.sqlite", window=(50_000 * US, 100_000 * US))
+    cap = [f for f in rep.findings if f.category == "capture_window"]
+    assert len(cap) == 1
+    text = cap[0].title + " ".join(cap[0].evidence)
+    assert "warm-up" not in text.split("whether")[0] and "steady state" not in cap[0].title
+    assert cap[0].title == "The whole capture is 60 points idler than the window chosen by --window"
+    assert cap[0].evidence[0].startswith("Idle 69.8 % over the whole capture vs 10.0 % in the chosen window "
+                                         "(50.000 ms before and 500.000 ms after it left out;")

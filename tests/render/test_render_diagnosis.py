@@ -252,3 +252,44 @@ def test_real_trace_renders(trace: Path, tmp_path: Path) -> None:
     for p in (tmp_path / "tables").glob("*.csv"):
         header, _ = read_table(p)
         assert header, p.name
+
+
+def test_step_notes_are_in_the_report(tmp_path: Path) -> None:
+    """Five ``execute_model`` ranges of 8 ms every 10 ms, two kernels each, the last still open when the capture
+    stops; ``--step-range 'foo_*<b>'`` matches no range. The steps section says both things (4 steps, not the 5
+    ranges; the user's range name ignored) instead of reporting the automatic choice silently; the user's text
+    is escaped."""
+    b = TraceBuilder()
+    g = b.thread(7, 7)
+    for i in range(5):
+        s = i * 10_000_000
+        b.nvtx_push_pop(s, None if i == 4 else s + 8_000_000, "execute_model", tid_g=g)
+        for j in range(2):
+            k0 = s + j * 2_000_000
+            b.launch(k0, k0 + 5_000, k0 + 10_000, k0 + 1_900_000, pid=7, tid=7, name="gemm")
+    p = b.write(str(tmp_path / "notes.sqlite"))
+    md = render_markdown(analyze_path(p, Options(step_range="foo_*<b>")))
+    steps = md.split("## Phases and steps", 1)[1].split("\n## ", 1)[0]
+    assert "**4 steps** from NVTX range `execute_model`" in steps
+    assert ("- Note: --step-range 'foo\\_\\*&lt;b&gt;' matches no NVTX push/pop range; detecting steps "
+            "automatically") in steps
+    assert "- Note: 1 step range(s) still open when the capture stopped" in steps
+
+
+def test_steps_of_a_narrower_window_are_labelled_whole_capture(tmp_path: Path) -> None:
+    """30 ``execute_model`` steps of 8 ms every 10 ms over [0, 300 ms); ``--window`` 100 ms:150 ms holds 5 of them.
+    The steps are counted over the whole capture (30), so with a narrower window the section must say so: the
+    report's rule is that every number uses the analysis window unless labelled whole capture."""
+    b = TraceBuilder()
+    g = b.thread(7, 7)
+    for i in range(30):
+        s = i * 10_000_000
+        b.nvtx_push_pop(s, s + 8_000_000, "execute_model", tid_g=g)
+        for j in range(2):
+            k0 = s + j * 2_000_000
+            b.launch(k0, k0 + 5_000, k0 + 10_000, k0 + 1_900_000, pid=7, tid=7, name="gemm")
+    p = b.write(str(tmp_path / "steps.sqlite"))
+    md = render_markdown(analyze_path(p, Options(window=(100_000_000, 150_000_000))))
+    assert "encloses 100% of kernel launches), counted over the whole capture, not only the analysis window." in md
+    full = render_markdown(analyze_path(p, Options()))
+    assert "**30 steps** from NVTX range" in full and "counted over the whole capture" not in full

@@ -74,11 +74,18 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
     check = Check("idle_pct_change", change, ">=", WARMUP_IDLE_POINTS, pooled_scope(gpu.kernel_devices()))
     if not check.holds():
         return None
+    if w.method == "auto":
+        title = f"Warm-up / tail make the whole capture look {change:.0f} points idler than the steady state"
+        ev = (f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the steady "
+              f"window ({dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed). {w.reason}")
+    else:   # a window the user chose: what it leaves out was not judged to be warm-up or tail
+        opt = "--window-nvtx" if w.method == "nvtx" else "--window"
+        title = f"The whole capture is {change:.0f} points idler than the window chosen by {opt}"
+        ev = (f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the chosen window "
+              f"({dur(w.warmup_ns)} before and {dur(w.tail_ns)} after it left out; whether that is warm-up or tail "
+              f"was not checked). {w.reason}")
     return finding(
-        "capture_window", severity="low",
-        title=f"Warm-up / tail make the whole capture look {change:.0f} points idler than the steady state",
-        evidence=(f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the steady "
-                  f"window ({dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed). {w.reason}",),
+        "capture_window", severity="low", title=title, evidence=(ev,),
         advice=["capture.range", "capture.range.torch", "capture.vllm"], facts=facts,
         time_at_stake_ns=w.warmup_ns + w.tail_ns, checks=(check,), about_capture=True)
 

@@ -5,7 +5,7 @@ phase, and how confident the choice is. Definitions: docs/FINDINGS.md, "Steps".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -106,6 +106,23 @@ def step_phase(wstep: np.ndarray, dur: np.ndarray, wphase: Optional[np.ndarray],
     return ph
 
 
+# ------------------------------------------------------------------------------------------- open ranges
+def _closed_only(model: TraceModel, tree: NvtxTree, choice: Optional[StepChoice], notes: List[str]
+                 ) -> Optional[StepChoice]:
+    """``choice`` without its step ranges that have no end in the export (still open when the capture stopped:
+    the step's length is unknown, and the end the model gives them is not the step's), with a note; None when
+    no step range is left."""
+    if choice is None or model.nvtx is None or choice.nodes.shape[0] == 0:
+        return choice
+    closed = np.asarray(model.nvtx.closed, bool)[tree.row[choice.nodes]]
+    if closed.all():
+        return choice
+    n_open = int((~closed).sum())
+    notes.append(f"{n_open} step range(s) still open when the capture stopped (no end in the export) are not "
+                 "counted as steps: their length is unknown")
+    return replace(choice, nodes=choice.nodes[closed]) if closed.any() else None
+
+
 # ------------------------------------------------------------------------------------------- entry point
 def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[PhaseResult],
                  step_marker: Optional[str], step_range: Optional[str], tree: Optional[NvtxTree],
@@ -128,6 +145,7 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
             wnode = np.concatenate([wnode, kernel_nodes(model, tree, li[nk:])])
         choice, choice_notes = choose_nvtx(model, tree, wnode, li, phase_map, step_range)
         notes += choice_notes
+        choice = _closed_only(model, tree, choice, notes)
     elif step_range:
         notes.append("--step-range ignored: " + ("a --step-marker was given" if step_marker
                                                  else "the trace has no NVTX push/pop ranges"))

@@ -142,10 +142,13 @@ def _steps(v: View) -> List[Any]:
         how = inline("marker kernels matching ", Code(st.marker_regex))
     conf = inline("confidence ", Data(st.confidence),
                   (": ", Rich(st.confidence_reason, lead=True)) if st.confidence_reason else None)
+    scope = ", counted over the whole capture, not only the analysis window" if not v.r.window.is_full else ""
     out: List[Any] = [
-        para(Strong((f"{fmt_int(st.step_count)} steps",)), " from ", how, " (", conf, ").", brk=BR),
+        para(Strong((f"{fmt_int(st.step_count)} steps",)), " from ", how, " (", conf, ")", scope, ".", brk=BR),
         para(f"Step time p50 {fmt_dur(s.p50_ns if s else None)}, p90 {fmt_dur(s.p90_ns if s else None)}, "
              f"p99 {fmt_dur(s.p99_ns if s else None)}, max {fmt_dur(s.max_ns if s else None)}.")]
+    if st.notes:
+        out.append(bullets([inline("Note: ", Data(n)) for n in st.notes]))
     if st.rows:
         out += [Chart(lambda: series_chart(v, st)), Chart(lambda: hist_chart(st))]
     if st.by_phase:

@@ -293,3 +293,27 @@ def test_capture_window_of_a_chosen_window_does_not_call_the_rest_warm_up(tmp_pa
     assert cap[0].title == "The whole capture is 60 points idler than the window chosen by --window"
     assert cap[0].evidence[0].startswith("Idle 69.8 % over the whole capture vs 10.0 % in the chosen window "
                                          "(50.000 ms before and 500.000 ms after it left out;")
+
+
+def test_an_idle_title_quotes_the_time_of_its_own_device(tmp_path: Path) -> None:
+    """Two processes, one GPU each, 100 kernels every 50 µs from 10 µs, each launched by a call [start − 3 µs,
+    start − 1 µs): 40 µs kernels on device 0, 45 µs on device 1; window 7 → 5 005 µs (the first call to the last
+    kernel's end: 4 998 µs). Between two kernels the launching thread is outside any call from the kernel's end to
+    the next call: 7 µs on device 0 (99 gaps: 693 µs, 13.9 % of the window; device 0's 5 µs after its last kernel
+    lie at the window's edge and are not claimed), 2 µs on device 1 (198 µs, 4.0 %). The host-gap finding speaks
+    for device 0: its title pairs device 0's 13.9 % with device 0's
+    693.00 µs (it used to add device 1's 198 µs: "13.9 % of the window, 891.00 µs", more than 13.9 % of the window);
+    the time at stake stays the sum over both devices, 891 µs."""
+    b = TraceBuilder()
+    for pid, dev, kern in ((PID, 0, 40), (PID + 1, 1, 45)):
+        b.process(pid)
+        for i in range(100):
+            t = 10 * US + i * 50 * US
+            b.launch(t - 3 * US, t - 1 * US, t, t + kern * US, pid=pid, tid=1, device=dev, name="gemm")
+    rep = _run(b, tmp_path, "two.sqlite", window=(0, 5_010 * US))
+    f = next(f for f in rep.findings if f.id == "idle_host_cpu")
+    assert f.device_id == 0 and f.time_at_stake_ns == 891 * US
+    assert f.title == ("Host gaps: the launching thread is outside CUDA calls while the GPU idles (13.9 % of the "
+                       "window, 693.00 µs)")
+    assert f.evidence[:2] == ("Device 0: 698.00 µs of idle (14.0 % of its 4.998 ms window).",
+                              "Device 1: 198.00 µs of idle (4.0 % of its 4.998 ms window).")

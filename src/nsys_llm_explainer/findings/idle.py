@@ -93,8 +93,9 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
 
 def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int,
            story: Optional[WaitStory] = None) -> str:
-    """What the finding claims, with its share and time: named after the largest detail when it holds most of the
-    kind, else after the kind with the largest detail beside it; a wait is named with the range around it."""
+    """What the finding claims, with its share and time on its device (``ns``: the share's time, not the sum over
+    devices, which is the time at stake): named after the largest detail when it holds most of the kind, else after
+    the kind with the largest detail beside it; a wait is named with the range around it."""
     if story is not None:
         inside = f" inside `{story.context}`" if story.context else ""
         return f"The launching thread waits in `{what}`{inside} while the GPU idles: {kind_share:.1f} % ({dur(ns)})"
@@ -195,7 +196,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of "
                                "it (a one-time cost)" if growth
-                               else _title(txt, what, quoted, main_quoted, total, story)),
+                               else _title(txt, what, quoted, main_quoted, sum(devs[dev].values()) - edge_ns[dev],
+                                           story)),
             evidence=ev, advice=ids, facts=advice, time_at_stake_ns=total, checks=checks, device_id=dev,
             cause=(kind, top[0][0]), about_capture=KIND[kind].low_only or growth))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)

@@ -147,6 +147,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("wait.cpu", "The threads it waits for run code outside OS and CUDA calls: shorten that work or start it "
        "earlier; if they are Python threads they hold the GIL the launching thread needs, so move the work to a "
        "process or to native code that releases the GIL."),
+    _a("wait.calls", "The threads it waits for are inside OS or CUDA calls that neither do file I/O nor copy (named "
+       "above): find what those calls wait for or do, and start them earlier or take them off the launching "
+       "thread's path."),
     _a("wait.unseen", "No other thread of its process is seen working during these waits: find what releases them "
        "(NVTX ranges on the worker threads, `--trace=osrt`, CPU sampling of the whole process tree)."),
     _a("host_cpu.profile", "Profile the host side of the step (`nsys --sample=cpu`, py-spy) and overlap CPU work "

@@ -59,20 +59,23 @@ def _waits_in(w: LauncherWaits, gtid: int) -> str:
 
 
 def _advice(w: LauncherWaits, shown: List[int]) -> Tuple[str, ...]:
-    """By what the named threads did during the waits: file I/O, CUDA copies, other work; nothing traced."""
+    """By what the named threads did during the waits: file I/O, CUDA copies, other OS / CUDA calls, code outside
+    calls; nothing traced."""
     if not shown:
         return ("wait.unseen",)
     rows: List[OverlapRow] = [r for g in shown for r in w.rows_of(g)]
     io = max((r.pct_of_waits for r in rows if r.what == "osrt" and r.os_class == "file_io"), default=0.0)
     copies = max((r.pct_of_waits for r in rows if r.what == "cuda" and "Memcpy" in r.name), default=0.0)
-    busy_os = max((r.pct_of_waits for r in rows if r.what in ("osrt", "cuda")), default=0.0)
+    # in OS calls that do not wait or in CUDA calls (a thread's own waiting calls are not work: OtherThread)
+    busy_os = max((r.pct_of_waits for r in rows if r.what == "cuda" or (r.what == "osrt" and r.os_class != "wait")),
+                  default=0.0)
     ids: List[str] = []
     if io >= DOING_PCT:
         ids.append("wait.io")
     if copies >= DOING_PCT:
         ids.append("wait.copies")
-    if not ids or busy_os < DOING_PCT:
-        ids.append("wait.cpu")
+    if not ids:     # code outside calls, or calls that neither do file I/O nor copy (wait.cpu would deny them)
+        ids.append("wait.cpu" if busy_os < DOING_PCT else "wait.calls")
     return tuple(ids)
 
 

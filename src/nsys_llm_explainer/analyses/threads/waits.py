@@ -51,7 +51,8 @@ class WaitContext:
 @dataclass(frozen=True)
 class OtherThread:
     """Another thread of the process during the waits: ``active_ns`` = |(its NVTX ranges, CUDA calls and OS calls
-    that do not wait) ∩ waits| — it works; ``waiting_ns`` = |(its own waiting OS calls) ∩ waits| — it waits too."""
+    that do not wait, less its own waiting OS calls) ∩ waits| — it works; ``waiting_ns`` = |(its own waiting OS
+    calls) ∩ waits| — it waits too."""
 
     gtid: int
     tid: int
@@ -249,9 +250,10 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
     gt, st, en, nc = gt[keep], st[keep], en[keep], nc[keep]
     threads, t_inv = distinct_small(gt)
     blocked = np.array([what == 1 and is_wait(name) for what, name in vocab], bool)[nc]   # OS calls that wait
-    works = ~blocked
-    active = grouped_overlap(t_inv[works], st[works], en[works], threads.shape[0], w)
     waiting = grouped_overlap(t_inv[blocked], st[blocked], en[blocked], threads.shape[0], w)
+    # works = (its ranges and calls) minus its own waiting calls: |(A ∪ B) ∩ W| − |B ∩ W| = |(A \ B) ∩ W|, so a
+    # thread blocked in `sem_wait` inside its own NVTX range waits there, it does not work
+    active = grouped_overlap(t_inv, st, en, threads.shape[0], w) - waiting
     key = t_inv * len(vocab) + nc
     ukey, k_inv = distinct_small(key)
     per = grouped_overlap(k_inv, st, en, ukey.shape[0], w)

@@ -14,8 +14,9 @@ from synth import global_tid
 
 from nsys_llm_explainer.analyses.nvtx.attribution import AttributionResult, UncoveredThread
 from nsys_llm_explainer.findings.capture import nvtx_coverage_finding
-from nsys_llm_explainer.model.names import label_shows_tid, thread_labels
+from nsys_llm_explainer.model.names import thread_labels
 from nsys_llm_explainer.render import render_all
+from nsys_llm_explainer.vocabulary.labels import label_shows_tid
 
 P = 21101
 MAIN, LOAD, STORE, TOK = (global_tid(P, P + i) for i in range(4))

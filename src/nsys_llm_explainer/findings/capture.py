@@ -12,7 +12,7 @@ from ..analyses.idle.gpu_time import MIN_BUSY_NS, MIN_KERNELS, ROLE_COPIES, GpuT
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.trace.window import WindowResult
-from ..model.names import label_shows_tid
+from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Finding, Scope, finding, pooled_scope
 

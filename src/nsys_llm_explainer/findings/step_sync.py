@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
 from ..analyses.steps.sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
-from ..model.names import label_shows_tid
+from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.units import fmt_dur as dur
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, finding
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..analyses.threads.waits import LauncherWaits, OverlapRow, WaitsResult
-from ..model.names import label_shows_tid
+from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.os_calls import is_wait
 
 #: another thread is named when it is active during at least this % of the waits

@@ -42,12 +42,6 @@ def thread_labels(names: Mapping[int, str], shown: Iterable[int] = ()) -> Dict[i
     return out
 
 
-def label_shows_tid(label: str, tid: int) -> bool:
-    """Whether a label of :func:`thread_labels` already names the thread's tid (a text that names the tid beside
-    the label then leaves it out)."""
-    return label.endswith(f"tid {tid})")
-
-
 def short(name: str, n: int) -> str:
     """``name`` cut to ``n`` characters, the last one ``…``, when longer (a name inside a finding's text)."""
     return name if len(name) <= n else name[: n - 1] + "…"

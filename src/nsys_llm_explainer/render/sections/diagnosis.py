@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List
 
+from ...vocabulary.labels import label_shows_tid
 from ...vocabulary.units import fmt_bytes, fmt_dur, fmt_int, fmt_pct
 from ..document import (
     Code,
@@ -65,9 +66,10 @@ def sec_waits(v: View) -> SectionResult:
     for w in ws.launchers[:2]:
         calls = joined([inline(Code(c.name), f" {fmt_dur(c.ns)}") for c in w.calls[:3]], "; ")
         ctx = w.contexts[:1]
-        out.append(para(Strong(("Waits of the launching thread",)), " ", Code(w.thread), " (tid ",
-                        Data(w.tid), "): ", f"{fmt_dur(w.wait_ns)} in OS calls that wait "
-                        f"({w.wait_pct_of_window:.1f} % of the window): ", calls,
+        tid = () if label_shows_tid(w.thread, w.tid) else (" (tid ", Data(w.tid), ")")
+        out.append(para(Strong(("Waits of the launching thread",)), " ", Code(w.thread), *tid, ": ",
+                        f"{fmt_dur(w.wait_ns)} in OS calls that wait ({w.wait_pct_of_window:.1f} % of the window): ",
+                        calls,
                         (inline("; inside NVTX ", Code(ctx[0].range), f" {ctx[0].pct_of_waits:.0f} %") if ctx
                          else None),
                         f". GPU idle charged to these waits: {fmt_dur(w.gpu_idle_ns)}. What the other "

@@ -83,9 +83,12 @@ def ignore() -> None:
 
 
 def restore(previous: Dict[int, Handler]) -> None:
-    """Put back the handlers :func:`install` replaced."""
+    """Put back the handlers :func:`install` replaced; the signal they handled is over, so a later run in this
+    process (the API after an interrupted ``cli.main``) starts clean instead of raising it again (:func:`check`)."""
     for sig, handler in previous.items():
         signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+    if previous:   # this call's install() routed the signals (an outer one that did keeps its state)
+        _STATE.update(defer=0, pending=None, fired=0)
 
 
 @contextmanager

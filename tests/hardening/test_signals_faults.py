@@ -175,6 +175,9 @@ def test_signal_waits_for_the_commit(tmp_path: Path) -> None:
     finally:
         interrupts.restore(previous)
     assert order == ["still committing", "raised"] and ei.value.exit_code == 143
+    # the handlers are gone and so is their signal: a later run in this process (the API) is not interrupted by it
+    assert interrupts.fired() is None
+    interrupts.check()
 
 
 # ------------------------------------------------------------------------------------------ streams

@@ -82,12 +82,11 @@ def _offload(b: TraceBuilder, n: int = 100) -> None:
         b.launch(t + 70 * US, t + 72 * US, t + 81 * US, t + 100 * US, pid=PID, tid=1, name="gemm_layer")
 
 
-@pytest.mark.xfail(strict=True, reason="copy_only_ns is |C \\ K| with K holding the copies under "
-                   "--include-memcpy-in-busy: always 0, rendered as 'with no kernel running'")
 def test_copies_with_no_kernel_running_when_copies_count_as_busy(tmp_path: Path) -> None:
     """Offloading trace, window [T0, T0 + 10 ms), copies counted as busy: busy 99 µs of each 100 (99.0 %), copies
     80 µs per period, none of it under a kernel: 8.000 ms of copies with no kernel running. The device line read
-    "copies 8.000 ms (0.00 µs with no kernel running)" (report.json ``copy_only_ns`` 0)."""
+    "copies 8.000 ms (0.00 µs with no kernel running)" (report.json ``copy_only_ns`` 0: |C \\ K| with the copies
+    in K)."""
     b = TraceBuilder()
     _offload(b)
     rep = _run(b, tmp_path, "offload.sqlite", window=(T0, T0 + 10_000 * US), include_memcpy_in_busy=True)

@@ -779,7 +779,8 @@ def _copy_path_sets(tr: Trace, w0: int, w1: int, device_id: int, path: str):
 def copy_path_metric(tr: Trace, w0: int, w1: int, device_id: int, path: str, metric: str,
                      steps: Sequence[Tuple[int, int]] = ()) -> float:
     """``copy_path_busy_pct`` = 100 · |C| / window; ``copy_path_overlap_pct`` = 100 · |C ∩ K| / |C|;
-    ``copy_path_step_busy_pct`` = median over the steps (clipped to the window, positive length) of
+    ``copy_path_beyond_kernels_pct`` = 100 · |C \\ K| / window; ``copy_path_step_busy_pct`` = median over the
+    steps (clipped to the window, positive length) of
     100 · |C ∩ step| / |step|. C = union of the path's copies, K = kernels + graph executions, in [w0, w1)."""
     k, c = _copy_path_sets(tr, w0, w1, device_id, path)
     if metric == "copy_path_busy_pct":
@@ -787,6 +788,8 @@ def copy_path_metric(tr: Trace, w0: int, w1: int, device_id: int, path: str, met
     if metric == "copy_path_overlap_pct":
         both = total(k) + total(c) - total(union(k + c))
         return 100.0 * both / total(c) if total(c) else 0.0
+    if metric == "copy_path_beyond_kernels_pct":
+        return 100.0 * (total(union(k + c)) - total(k)) / (w1 - w0)
     assert metric == "copy_path_step_busy_pct", metric
     shares = []
     for a, b in steps:

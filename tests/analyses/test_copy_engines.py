@@ -78,7 +78,8 @@ def test_d2d_bound_step_finding_and_advice(tmp_path_factory):
     ev = " ".join(top.evidence)
     assert "1.88 GB" in ev and "200.0 GB/s" in ev
     assert {c.metric: c.holds() for c in top.checks} == {
-        "copy_path_busy_pct": True, "copy_path_overlap_pct": True, "copy_path_step_busy_pct": True}
+        "copy_path_busy_pct": True, "copy_path_overlap_pct": True, "copy_path_step_busy_pct": True,
+        "copy_path_beyond_kernels_pct": True}
     facts = rep.facts.advice_facts()
     assert (facts["copies_d2d"], facts["copies_host"], facts["host_copies_pageable"],
             facts["copies_overlap_kernels"]) == (True, True, False, True)

@@ -43,7 +43,8 @@ VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", 
               "kernel_count", "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "busy_ns",
               "host_overhead_pct", "claimed_pct_of_window", "um_overlap_pct_of_kernel_time",
               "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
-              "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct"}
+              "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct",
+              "copy_path_beyond_kernels_pct"}
 NS_METRICS = {"kernel_p50_ns", "busy_ns", "kernel_count"}   # integer-valued: compared within 1
 GPU_BOUND_PCT = 85.0   # docs/FINDINGS.md: busy % from which a "GPU-bound / sets the step time" claim is allowed
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}

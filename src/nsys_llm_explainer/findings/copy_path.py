@@ -16,16 +16,19 @@ from .base import Check, Claims, Scope, finding
 
 BUSY_PCT = 50.0        # % of the window (and of the median step) the path is busy
 OVERLAP_PCT = 25.0     # % of the path's busy time with a kernel running
+BEYOND_PCT = 5.0       # % of the window the path is busy with no kernel running (the idle findings' MEDIUM_SHARE)
 HIGH_BUSY_PCT = 80.0
 COMPOSITE = "copy_path"
 PACE_PATHS = ("H2D", "D2H", "D2D", "P2P", "H2H", "memset")
 
 
-def checks(p: CopyPath) -> Tuple[Check, ...]:
-    """The checks of one path (module docstring)."""
+def checks(p: CopyPath, window_ns: int) -> Tuple[Check, ...]:
+    """The checks of one path (module docstring); ``window_ns``: the copy-engine window's length."""
     sc = Scope(device_id=p.device_id, kind="copy", detail=p.path)
+    beyond = 100.0 * p.beyond_kernels_ns / window_ns if window_ns > 0 else 0.0
     out: Tuple[Check, ...] = (Check("copy_path_busy_pct", p.busy_pct, ">=", BUSY_PCT, sc),
-           Check("copy_path_overlap_pct", p.overlap_pct, ">=", OVERLAP_PCT, sc))
+           Check("copy_path_overlap_pct", p.overlap_pct, ">=", OVERLAP_PCT, sc),
+           Check("copy_path_beyond_kernels_pct", beyond, ">=", BEYOND_PCT, sc))
     if p.steps and p.step_busy_pct_p50 is not None:
         out += (Check("copy_path_step_busy_pct", p.step_busy_pct_p50, ">=", BUSY_PCT, sc),)
     return out
@@ -36,8 +39,9 @@ def pacing_paths(ce: Optional[CopyEnginesResult], active: Optional[AbstractSet[i
     if ce is None or not ce.available:
         return []
     k = {d.device_id: d.kernel_busy_ns for d in ce.devices}
+    win = ce.window_end_ns - ce.window_start_ns
     out = [p for p in ce.paths if p.path in PACE_PATHS and k.get(p.device_id, 0) > 0
-           and (active is None or p.device_id in active) and all(c.holds() for c in checks(p))]
+           and (active is None or p.device_id in active) and all(c.holds() for c in checks(p, win))]
     return sorted(out, key=lambda p: (-p.busy_pct, p.device_id, PACE_PATHS.index(p.path)))
 
 
@@ -73,6 +77,7 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
     if not paths:
         return Claims(None, {})
     p = paths[0]
+    assert copy_engines is not None      # a path holds only with copy-engine rows
     taken = claimed(idle_causes, paths)
     at_stake = sum(sum(v.values()) for v in taken.values())
     rate = f"{p.gb_per_s:,.1f} GB/s" if p.gb_per_s is not None else "no measurable rate"
@@ -99,5 +104,6 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
     f = finding(
         "copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
         title=title, evidence=ev, advice=ids, facts=facts.advice_facts(), time_at_stake_ns=at_stake,
-        checks=checks(p), device_id=p.device_id, cause=(COMPOSITE, p.label))
+        checks=checks(p, copy_engines.window_end_ns - copy_engines.window_start_ns), device_id=p.device_id,
+        cause=(COMPOSITE, p.label))
     return Claims(f, taken)

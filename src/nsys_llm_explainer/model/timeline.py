@@ -57,6 +57,7 @@ class DeviceTimeline:
     copies: iv.IntervalUnion
     kernel_count: int         # kernel rows intersecting the window
     graph_count: int = 0      # whole-graph executions (graph-level tracing) intersecting the window
+    copy_label_base: int = -1  # first label of the copy rows in ``act`` (``--include-memcpy-in-busy``); -1: none
 
     @property
     def window_ns(self) -> int:
@@ -76,10 +77,15 @@ class DeviceTimeline:
 
     @property
     def copy_only_ns(self) -> int:
-        """Copy time while no busy interval runs: |copies| − |copies ∩ busy|."""
+        """Copy time while no kernel (or whole-graph execution) runs: |copies| − |copies ∩ kernel busy| (busy less
+        the copies when they count as busy: docs/MODEL.md)."""
         if len(self.copies) == 0:
             return 0
-        inside = iv.overlap_length(self.busy, self.copies.start, self.copies.end)
+        k = self.busy
+        if self.copy_label_base >= 0:
+            keep = self.act.label_idx < self.copy_label_base
+            k = iv.union_lean(self.act.start[keep], self.act.end[keep])
+        inside = iv.overlap_length(k, self.copies.start, self.copies.end)
         return int(self.copies.length - int(inside.sum()))
 
     def gaps(self) -> Gaps:
@@ -268,6 +274,7 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
         sources.append(_source(gt.start, gt.end, np.full(len(gt), graph_label, np.int32),
                                np.asarray(gt.device, np.int64), gt.launch_idx, False, w0, w1))
     copy_parts, copy_labels = _copy_labels(model)
+    copy_label_base = len(labels) if include_memcpy else -1
     if include_memcpy:
         for ops, lab in copy_parts:
             base = len(labels)
@@ -309,7 +316,8 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
             device_id=d, w0=int(w0), w1=int(w1), act=act, labels=labels, busy=iv.union(act.start, act.end),
             copy_start=cs[c], copy_end=ce[c], copy_label=cl[c], copy_launch_idx=cli[c], copy_labels=copy_labels,
             copies=iv.union(cs[c], ce[c]), kernel_count=int(act.is_kernel.sum()),
-            graph_count=int((act.label_idx == graph_label).sum()) if graph_label >= 0 else 0)
+            graph_count=int((act.label_idx == graph_label).sum()) if graph_label >= 0 else 0,
+            copy_label_base=copy_label_base)
         del act
 
 

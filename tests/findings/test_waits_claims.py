@@ -118,13 +118,11 @@ def test_threads_inside_other_os_calls_do_not_get_the_outside_calls_advice(tmp_p
     assert f.recommendation == (ADVICE["wait.calls"].text,)
 
 
-@pytest.mark.xfail(strict=True, reason="a thread blocked in cudaStreamSynchronize (waiting for its own GPU) is "
-                   "counted as working: CUDA synchronize calls (analyses/api/classes.SYNC_WAIT) should count as "
-                   "waiting in analyses/threads/waits._others, and findings/waits._waits_in name them")
 def test_a_thread_in_a_cuda_synchronize_waits_it_does_not_work(tmp_path: Path) -> None:
     """`engine1` is in `cudaStreamSynchronize` for all of `engine0`'s 30 ms of waits, blocked until its 1.8 ms
-    kernel on GPU 1 ends: it waits (30 ms, 100 %) and works 0 ns. Now: "`engine1` works 100 % (in
-    `cudaStreamSynchronize` 100 %)"; the answer: "No other thread of its process works …; `engine1` waits too" and
+    kernel on GPU 1 ends: it waits (30 ms, 100 %) and works 0 ns — a CUDA synchronize call waits, as an OS call
+    of the wait class does. It used to read "`engine1` works 100 % (in `cudaStreamSynchronize` 100 %)"; now "No
+    other thread of its process works …; `engine1` waits too (in `cudaStreamSynchronize` 100 %)" and
     `wait.unseen`."""
     rep = _engine_pair(tmp_path, "cudaStreamSynchronize_v3020", "sync.sqlite")
     lw = next(w for w in rep.waits.launchers if w.tid == 1001)
@@ -132,4 +130,5 @@ def test_a_thread_in_a_cuda_synchronize_waits_it_does_not_work(tmp_path: Path) -
     assert (e1.active_ns, e1.waiting_ns) == (0, 30 * MS)
     f = next(f for f in _osrt_findings(rep) if f.device_id == 0)
     assert "No other thread of its process works" in " ".join(f.evidence)
+    assert "`engine1` (tid 1002) waits too (in `cudaStreamSynchronize` 100 %)" in " ".join(f.evidence)
     assert f.recommendation == (ADVICE["wait.unseen"].text,)

@@ -53,8 +53,9 @@ def _doing(w: LauncherWaits, gtid: int) -> str:
 
 
 def _waits_in(w: LauncherWaits, gtid: int) -> str:
-    """The largest waiting call of another thread during the waits, with its share."""
-    r = next((r for r in w.rows_of(gtid, "osrt") if r.os_class == "wait"), None)
+    """The largest waiting call (OS or CUDA synchronize) of another thread during the waits, with its share."""
+    r = max((r for r in w.rows_of(gtid) if r.what != "nvtx" and r.os_class == "wait"), key=lambda r: r.ns,
+            default=None)
     return f"in `{r.name}` {r.pct_of_waits:.0f} %" if r is not None else "in OS calls"
 
 
@@ -66,9 +67,8 @@ def _advice(w: LauncherWaits, shown: List[int]) -> Tuple[str, ...]:
     rows: List[OverlapRow] = [r for g in shown for r in w.rows_of(g)]
     io = max((r.pct_of_waits for r in rows if r.what == "osrt" and r.os_class == "file_io"), default=0.0)
     copies = max((r.pct_of_waits for r in rows if r.what == "cuda" and "Memcpy" in r.name), default=0.0)
-    # in OS calls that do not wait or in CUDA calls (a thread's own waiting calls are not work: OtherThread)
-    busy_os = max((r.pct_of_waits for r in rows if r.what == "cuda" or (r.what == "osrt" and r.os_class != "wait")),
-                  default=0.0)
+    # in OS or CUDA calls that do not wait (a thread's own waiting calls are not work: OtherThread)
+    busy_os = max((r.pct_of_waits for r in rows if r.what in ("osrt", "cuda") and r.os_class != "wait"), default=0.0)
     ids: List[str] = []
     if io >= DOING_PCT:
         ids.append("wait.io")

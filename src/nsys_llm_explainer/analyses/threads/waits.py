@@ -15,6 +15,7 @@ from ...model.names import distinct_small
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel, pid_of, tid_of
 from ...vocabulary.os_calls import is_wait, os_call_class, waits_of
+from ..api.classes import SYNC_WAIT
 from ..common.stats import int_sums, pct
 from ..idle.range_names import normalize_range_name
 from ..idle.result import IdleCausesResult
@@ -66,7 +67,8 @@ class OtherThread:
 @dataclass(frozen=True)
 class OverlapRow:
     """What another thread was in during the waits: ``what`` ``nvtx`` (range), ``osrt`` (OS call; ``os_class``
-    ``wait``/``file_io``/``other``) or ``cuda`` (API call); ``ns`` overlapped with the waits."""
+    ``wait``/``file_io``/``other``) or ``cuda`` (API call; ``os_class`` ``wait`` for a synchronize call, which waits
+    for the GPU: :data:`analyses.api.classes.SYNC_WAIT`); ``ns`` overlapped with the waits."""
 
     gtid: int
     tid: int
@@ -215,6 +217,11 @@ def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: n
     return tuple(WaitContext(k, v, pct(v, wait_ns)) for k, v in sorted(acc.items(), key=lambda x: (-x[1], x[0])))
 
 
+def _waits(what: int, name: str) -> bool:
+    """A call that waits: an OS call of the wait class (``what`` 1) or a CUDA synchronize call (``what`` 2)."""
+    return (what == 1 and is_wait(name)) or (what == 2 and name in SYNC_WAIT)
+
+
 def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int, w0: int, w1: int,
             labels: Mapping[int, str]) -> Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]:
     """``threads`` and ``rows``: the other threads of process ``pid`` during the waits."""
@@ -249,10 +256,12 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
     keep = en > st
     gt, st, en, nc = gt[keep], st[keep], en[keep], nc[keep]
     threads, t_inv = distinct_small(gt)
-    blocked = np.array([what == 1 and is_wait(name) for what, name in vocab], bool)[nc]   # OS calls that wait
+    # calls that wait: OS calls of the wait class, CUDA synchronize calls (the thread waits for its GPU)
+    waits_code = np.array([_waits(what, name) for what, name in vocab], bool)
+    blocked = waits_code[nc]
     waiting = grouped_overlap(t_inv[blocked], st[blocked], en[blocked], threads.shape[0], w)
     # works = (its ranges and calls) minus its own waiting calls: |(A ∪ B) ∩ W| − |B ∩ W| = |(A \ B) ∩ W|, so a
-    # thread blocked in `sem_wait` inside its own NVTX range waits there, it does not work
+    # thread blocked in `sem_wait` (or `cudaStreamSynchronize`) inside its own NVTX range waits there
     active = grouped_overlap(t_inv, st, en, threads.shape[0], w) - waiting
     key = t_inv * len(vocab) + nc
     ukey, k_inv = distinct_small(key)
@@ -268,6 +277,7 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
         ti, c = divmod(int(ukey[j]), len(vocab))
         what, name = pairs[c]
         rows.append(OverlapRow(int(threads[ti]), int(tids[ti]), labels.get(int(threads[ti]), ""), WHATS[what], name,
-                               os_call_class(name) if what == 1 else "", int(per[j]), pct(int(per[j]), wait_ns)))
+                               os_call_class(name) if what == 1 else "wait" if waits_code[c] else "", int(per[j]),
+                               pct(int(per[j]), wait_ns)))
     rows.sort(key=lambda r: (-r.ns, r.tid, r.what, r.name))
     return tuple(th), tuple(rows[:TOP_ROWS])

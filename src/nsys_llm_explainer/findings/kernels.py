@@ -45,8 +45,12 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     scope = pooled_scope(gpu_time.kernel_devices())
     busy = Check("busy_pct", p.busy_pct, ">=", GPU_BOUND_PCT, scope)
     if busy.holds():
+        # with --include-memcpy-in-busy the busy time holds the copies: the claim is about the GPU's work, not kernels
+        copies = gpu_time.include_memcpy
         ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
-              f"{pooled_words(gpu_time)}): kernel speed, not the host, sets the step time."]
+              f"{pooled_words(gpu_time)}): "
+              + ("the GPU's kernels and copies (counted as busy: --include-memcpy-in-busy), not the host, set the "
+                 "step time." if copies else "kernel speed, not the host, sets the step time.")]
         checks = [busy]
         if steady_kernels.available and steady_kernels.by_name:
             t = steady_kernels.by_name[0]
@@ -59,7 +63,8 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                 f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
         out.append(finding(
             "gpu_bound", severity="medium",
-            title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of the steady window; kernel time sets the pace",
+            title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of the steady window; "
+                  + ("kernels and copies set the pace" if copies else "kernel time sets the pace"),
             evidence=ev, advice=["gpu_bound.kernels"], facts=advice, time_at_stake_ns=p.busy_ns, checks=checks))
     mid = Check("busy_pct", p.busy_pct, ">=", KERNEL_CLAIM_MIN_BUSY, scope)
     if not mid.holds():

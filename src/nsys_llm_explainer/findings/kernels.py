@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from ..analyses.api.graphs import GraphResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.summary import KernelSummary
@@ -34,9 +35,10 @@ def pooled_words(gpu: GpuTimeResult) -> str:
 
 
 def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
-                    categories: CategoryResult, facts: TraceFacts) -> Tuple[Finding, ...]:
+                    categories: CategoryResult, facts: TraceFacts, graphs: GraphResult) -> Tuple[Finding, ...]:
     """Findings about the kernels themselves (GPU-bound, FP32 GEMMs, unfused attention / elementwise); the GPUs'
-    tensor-core datatypes (``facts``) decide the precision advice."""
+    tensor-core datatypes (``facts``) decide the precision advice. CUDA graphs traced at graph level hide the kernels
+    inside them: shares of kernel time are then unknown, so no share is quoted and no trait finding is made."""
     out: List[Finding] = []
     p = gpu_time.pooled()
     if p is None or not traits.available:
@@ -44,6 +46,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     advice = facts.advice_facts()
     scope = pooled_scope(gpu_time.kernel_devices())
     busy = Check("busy_pct", p.busy_pct, ">=", GPU_BOUND_PCT, scope)
+    hidden = graphs.available and graphs.graph_level_hidden   # kernel time misses the graphs' kernels
     if busy.holds():
         # with --include-memcpy-in-busy the busy time holds the copies: the claim is about the GPU's work, not kernels
         copies = gpu_time.include_memcpy
@@ -52,12 +55,15 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
               + ("the GPU's kernels and copies (counted as busy: --include-memcpy-in-busy), not the host, set the "
                  "step time." if copies else "kernel speed, not the host, sets the step time.")]
         checks = [busy]
-        if steady_kernels.available and steady_kernels.by_name:
+        if hidden:
+            ev.append(f"The kernels inside the {graphs.graph_launch_count} CUDA graph launches were not recorded "
+                      "(graph-level tracing): which kernels take the busy time is not known.")
+        elif steady_kernels.available and steady_kernels.by_name:
             t = steady_kernels.by_name[0]
             ev.append(f"Top kernel `{short(t.name, 90)}`: {t.pct:.1f} % of kernel time ({t.count} calls, "
                       f"avg {us(t.avg_ns)}).")
             checks.append(Check("kernel_share_pct", float(t.pct), ">", 0.0, Scope(name=t.name)))
-        cats = [c for c in (categories.overall if categories.available else ()) if c.nonoverlap_ns]
+        cats = [c for c in (categories.overall if categories.available and not hidden else ()) if c.nonoverlap_ns]
         if cats:
             ev.append("Where the busy time goes (non-overlapped): " + ", ".join(
                 f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
@@ -67,7 +73,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                   + ("kernels and copies set the pace" if copies else "kernel time sets the pace"),
             evidence=ev, advice=["gpu_bound.kernels"], facts=advice, time_at_stake_ns=p.busy_ns, checks=checks))
     mid = Check("busy_pct", p.busy_pct, ">=", KERNEL_CLAIM_MIN_BUSY, scope)
-    if not mid.holds():
+    if not mid.holds() or hidden:
         return tuple(out)
     frac = p.busy_pct / 100.0
     sev_k = "medium" if p.busy_pct >= GPU_BOUND_PCT else "low"   # secondary unless kernels set the pace

@@ -255,7 +255,7 @@ STEPS: Tuple[Step, ...] = (
                                        "host_samples", "waits", "step_sync_claims", "copy_path_claims"),
          ("idle_found",), "steady"),
     Step("findings: kernels", kernel_findings, ("gpu_time", "traits", "steady_kernels", "categories", "facts",
-                                                        "graphs"),
+                                                "graphs"),
          ("kernel_found",), "steady"),
     Step("findings: capture", capture_rule, ("graphs", "gpu_time", "window", "attribution", "options", "nccl",
                                              "unified_memory", "facts"), ("capture_found",)),

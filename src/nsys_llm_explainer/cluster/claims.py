@@ -150,8 +150,10 @@ def _slow_step(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
     d, p50 = ds[j]
     ref = median(np.array([x for i, (_, x) in enumerate(ds) if i != j], np.float64))
     ratio = round(p50 / ref, 4) if ref > 0 else 0.0
+    ties = sum(1 for i, (_, x) in enumerate(ds) if i != j and x == p50)   # other devices as slow: no "slowest"
     checks = [_check("devices_with_steps", len(ds), ">=", 2),
-              _check("step_p50_ratio", ratio, ">=", MIN_STEP_RATIO, d.rank)]
+              _check("step_p50_ratio", ratio, ">=", MIN_STEP_RATIO, d.rank),
+              _check("step_p50_ties", ties, "==", 0, d.rank)]
     if not all(c.holds() for c in checks):
         return None
     return _claim(d.rank, "slow_step_rank", "medium", f"{d.rank} has the slowest steps",

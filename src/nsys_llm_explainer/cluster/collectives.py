@@ -146,11 +146,12 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             all_spread.append(spread)
             last, first = starts.max(axis=0), starts.min(axis=0)
             late_j = starts.argmax(axis=0)             # first member holding the latest start
-            late_c = np.bincount(late_j, minlength=len(members))
+            sk = last - first
+            # an instance whose kernels all start together (skew 0) has no late arriver: counted for nobody
+            late_c = np.bincount(late_j[sk > 0], minlength=len(members))
             np.add.at(last_cnt, mem, late_c)
             for j in range(len(members)):
                 waits[members[j]].append(last - starts[j])
-            sk = last - first
             all_skew.append(sk)
             late_names = [names[order[r]] for r in members]
             instances.extend(InstanceRow(cname, k, late_names[lj], f0, l0, s0, e0)
@@ -159,7 +160,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                                                                           spread.tolist())))
             top = max(range(len(members)), key=lambda j: (int(late_c[j]), -members[j]))
             row = replace(row, skew_total_ns=int(sk.sum()), skew_p50_ns=_half_up(median(sk)),
-                          skew_max_ns=int(sk.max()), most_late_rank=late_names[top],
+                          skew_max_ns=int(sk.max()), most_late_rank=late_names[top] if late_c[top] else None,
                           most_late_share=round(int(late_c[top]) / m, 4), end_spread_p50_ns=_half_up(median(spread)))
         by_name.append(row)
     ranks: List[RankRow] = []

@@ -232,7 +232,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     split_n = int((np.bincount(pair_g) > 1).sum())   # (rank, name) pairs on several streams
     grp = np.cumsum(first) - 1
     skew = s[mi] - cmin[grp]
-    last_cnt = np.bincount(last_rank, minlength=n_rank)
+    # a collective whose kernels all start together (skew 0) has no last arriver: counted for no rank
+    last_cnt = np.bincount(last_rank[cmax > cmin], minlength=n_rank)
     p50 = np.zeros(n_rank, np.float64)
     ranks: List[NcclRank] = []
     rank_mi, d_mi = rank[mi], d[mi]

@@ -99,9 +99,15 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
         return None
     ev = [f"{att.coverage * 100:.1f} % of kernel time ({dur(att.attributed_ns)} of {dur(att.total_kernel_ns)}) is "
           "launched inside an NVTX push/pop range."]
+    se = att.startend_kernel_ns > 0     # start/end ranges enclose launches: "no range covers" would be false
+    if se:
+        ev.append(f"Start/end ranges on the launching thread enclose the launches of "
+                  f"{100.0 * att.startend_kernel_ns / att.total_kernel_ns:.1f} % of kernel time "
+                  f"({dur(att.startend_kernel_ns)}); they get their own rows but no phase or innermost-range "
+                  "attribution.")
     rows = att.uncovered_by_thread
     if rows:
-        ev.append("Kernels no range covers, by launching thread: " + "; ".join(
+        ev.append(f"Kernels no {'push/pop ' if se else ''}range covers, by launching thread: " + "; ".join(
             (f"`{r.thread_name}` " if label_shows_tid(r.thread_name, r.tid) else
              f"`{r.thread_name or 'thread'}` (tid {r.tid}) ") + f"{r.pct_of_uncovered:.1f} %, "
             + (f"{r.thread_ranges} range(s) on that thread" if r.thread_ranges else "no NVTX range on it")
@@ -112,7 +118,8 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
         ids = ["nvtx.autograd" if AUTOGRAD_THREAD.search(top.thread_name) else "nvtx.other_thread"]
     ids += ["nvtx.add.training", "nvtx.add.inference"]
     return finding(
-        "nvtx_coverage", severity="low", title="NVTX ranges cover little of the GPU time" + (
+        "nvtx_coverage", severity="low",
+        title=f"NVTX {'push/pop ' if se else ''}ranges cover little of the GPU time" + (
             f": {top.pct_of_uncovered:.0f} % of the uncovered kernel time is launched by "
             f"`{top.thread_name or 'tid ' + str(top.tid)}`" if top is not None else ""),
         evidence=ev, advice=ids, facts=facts, time_at_stake_ns=0, about_capture=True)

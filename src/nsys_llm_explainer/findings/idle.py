@@ -105,6 +105,17 @@ def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: 
                                                                     1)
 
 
+def _sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult], dev: int,
+                   kind: str) -> Mapping[str, Any]:
+    """The advice facts of one idle finding: ``cpu_samples`` holds only when CPU samples of the gaps' host thread
+    fall inside this kind's pieces on ``dev`` (advice citing "the samples above" needs some; docs/FINDINGS.md)."""
+    if not facts.get("cpu_samples") or kind not in SHOWN_KINDS or samples is None or not samples.available:
+        return facts
+    d = samples.device(dev)
+    k = d.kind(kind) if d is not None else None
+    return facts if k is not None and k.samples > 0 else {**facts, "cpu_samples": False}
+
+
 def _where(c: IdleCause, t0: int) -> str:
     if not c.examples:
         return ""
@@ -198,8 +209,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                                "it (a one-time cost)" if growth
                                else _title(txt, what, quoted, main_quoted, sum(devs[dev].values()) - edge_ns[dev],
                                            story)),
-            evidence=ev, advice=ids, facts=advice, time_at_stake_ns=total, checks=checks, device_id=dev,
-            cause=(kind, top[0][0]), about_capture=KIND[kind].low_only or growth))
+            evidence=ev, advice=ids, facts=_sampled_facts(advice, host_samples, dev, kind), time_at_stake_ns=total,
+            checks=checks, device_id=dev, cause=(kind, top[0][0]), about_capture=KIND[kind].low_only or growth))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)

@@ -73,8 +73,13 @@ def collect_warnings(model: TraceModel, kernels: KernelSummary, attribution: Att
         w.append(kernels.reason[0].upper() + kernels.reason[1:])
     thr = options.nvtx_coverage_warn_threshold
     if attribution.available and attribution.coverage < thr:
+        se = attribution.startend_kernel_ns      # start/end ranges enclosing launches: coverage is push/pop only
         w.append(f"NVTX→kernel attribution covers {attribution.coverage * 100:.1f}% of kernel time "
-                 f"(< {thr * 100:.1f}%): per-range and per-phase GPU time is partial.")
+                 f"(< {thr * 100:.1f}%): per-range and per-phase GPU time is partial." if not se else
+                 f"NVTX→kernel attribution covers {attribution.coverage * 100:.1f}% of kernel time with push/pop "
+                 f"ranges (< {thr * 100:.1f}%); start/end ranges enclose the launches of "
+                 f"{100.0 * se / attribution.total_kernel_ns:.1f} % but take no part in phases or innermost "
+                 "ranges: per-phase GPU time is partial.")
     if graphs.available and graphs.graph_level_hidden:
         w.append(graphs.warning or "CUDA graphs ran with graph-level tracing: their kernels are not in the trace.")
     return tuple(w)

@@ -132,7 +132,10 @@ def sec_nvtx(v: View) -> SectionResult:
     att = v.r.attribution
     cover = ""
     if att.available and att.coverage is not None:
-        cover = f" NVTX ranges enclose the launches of {fmt_pct(100 * att.coverage)} % of kernel time."
+        cover = f" NVTX ranges enclose the launches of {fmt_pct(100 * att.coverage)} % of kernel time." \
+            if not att.startend_kernel_ns or not att.total_kernel_ns else (
+                f" NVTX push/pop ranges enclose the launches of {fmt_pct(100 * att.coverage)} % of kernel time, "
+                f"start/end ranges (same thread) {fmt_pct(100 * att.startend_kernel_ns / att.total_kernel_ns)} %.")
     note = inline(f"{fmt_int(nv.range_count)} ranges (whole capture); self = time with no child range."
                   f"{cover} ", capped(len(shown), len(rows), NVTX_RANGES.csv))
     return Section("nvtx", "NVTX ranges", (para(note), TablePart(NVTX_RANGES.cols, shown, (), "nvtx-ranges")))

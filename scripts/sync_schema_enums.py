@@ -1,12 +1,14 @@
-"""Write the idle-cause kind enums of ``report_schema.json`` from the kind table (``vocabulary/cause_kinds.py``):
-the table is the one definition, the schema's enums are generated from it.
+"""Write the idle-cause kind enums of ``report_schema.json`` from the kind table (``vocabulary/cause_kinds.py``), and
+its device-role enum from the role table (``vocabulary/device_roles.py``): the tables are the one definition, the
+schema's enums are generated from them.
 
     python scripts/sync_schema_enums.py          # rewrite the schema file in place
     python scripts/sync_schema_enums.py --check  # exit 1 when the file differs from what the table generates
 
 An enum is a kind enum when it lists ``host_cpu``; which list it gets is decided by where it sits: under
 ``host_samples`` the host-side kinds, under ``findings`` the kinds and the composite finding causes, elsewhere
-every kind (tests/structure/test_vocabulary.py runs :func:`generate` and compares)."""
+every kind. The role enum is the one that lists ``copies only`` (tests/structure/test_vocabulary.py runs
+:func:`generate` and compares)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ SCHEMA = ROOT / "src" / "nsys_llm_explainer" / "report_schema.json"
 sys.path.insert(0, str(ROOT / "src"))
 
 from nsys_llm_explainer.vocabulary.cause_kinds import FINDING_CAUSES, HOST_PIECE_KINDS, KINDS  # noqa: E402
+from nsys_llm_explainer.vocabulary.device_roles import ROLE_COPIES, ROLES  # noqa: E402
 
 
 def kinds_for(path: str) -> List[str]:
@@ -35,6 +38,8 @@ def _fill(node: Any, path: str = "") -> None:
     if isinstance(node, dict):
         if isinstance(node.get("enum"), list) and "host_cpu" in node["enum"]:
             node["enum"] = kinds_for(path)
+        elif isinstance(node.get("enum"), list) and ROLE_COPIES in node["enum"]:
+            node["enum"] = list(ROLES)
         for k, v in node.items():
             _fill(v, f"{path}/{k}")
     elif isinstance(node, list):

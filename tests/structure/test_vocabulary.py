@@ -91,3 +91,26 @@ def test_every_kind_has_its_finding_words():
         assert k.advice and all(a in ADVICE for a in k.advice), k.name
         assert re.fullmatch(r"#[0-9a-f]{6}", k.color), k.name
     assert len({k.color for k in CAUSE_KINDS}) == len(CAUSE_KINDS)
+
+
+def test_the_device_role_enum_is_the_role_table():
+    """devices[].role: the schema's one role enum is generated from vocabulary/device_roles.py (in its order), the
+    analysis writes only those roles, and every role that is not counted has its note for the device line."""
+    from nsys_llm_explainer.analyses.idle.gpu_time import device_role
+    from nsys_llm_explainer.vocabulary.device_roles import ROLE_KERNELS, ROLE_NOTES, ROLES
+
+    role_enums = [e for _, e in _all_enums(SCHEMA) if "copies only" in e]
+    assert role_enums == [list(ROLES)] and ROLES == ("kernels", "few kernels", "copies only", "idle")
+    assert {device_role(1, 0, 0), device_role(0, 1, 0), device_role(0, 0, 1), device_role(0, 0, 0)} <= set(ROLES)
+    assert all(ROLE_NOTES[r].startswith(r + ": ") for r in ROLES if r != ROLE_KERNELS) and not ROLE_NOTES[ROLE_KERNELS]
+
+
+def _all_enums(node, path=""):
+    if isinstance(node, dict):
+        if isinstance(node.get("enum"), list):
+            yield path, node["enum"]
+        for k, v in node.items():
+            yield from _all_enums(v, f"{path}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _all_enums(v, f"{path}[{i}]")

@@ -8,10 +8,11 @@ from typing import Any, Mapping, Optional, Tuple
 
 from ..analyses.api.graphs import GraphResult
 from ..analyses.comms.nccl import NcclResult
-from ..analyses.idle.gpu_time import MIN_BUSY_NS, MIN_KERNELS, ROLE_COPIES, GpuTimeResult
+from ..analyses.idle.gpu_time import MIN_BUSY_NS, MIN_KERNELS, GpuTimeResult
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.trace.window import WindowResult
+from ..vocabulary.device_roles import ROLE_COPIES
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Finding, Scope, finding, pooled_scope

@@ -12,23 +12,15 @@ import numpy as np
 
 from ...model.timeline import DeviceTimeline, build_timelines
 from ...model.trace import TraceModel
+from ...vocabulary.device_roles import ROLE_COPIES, ROLE_FEW, ROLE_IDLE, ROLE_KERNELS
 from ..common.stats import median, pct, top_indices
 from ..trace.window import WindowResult
 
-__all__ = ["GAP_BUCKETS", "MIN_BUSY_NS", "MIN_KERNELS", "ROLE_COPIES", "ROLE_FEW", "ROLE_IDLE", "ROLE_KERNELS",
-           "GpuTimeResult", "device_role", "device_time", "gpu_time_result"]
+__all__ = ["GAP_BUCKETS", "MIN_BUSY_NS", "MIN_KERNELS", "GpuTimeResult", "device_role", "device_time",
+           "gpu_time_result"]
 
 MIN_KERNELS = 20          # a device (or trace) with fewer kernels …
 MIN_BUSY_NS = 1_000_000   # … and less busy time than this in the window has no workload to diagnose
-#: a device that ran a kernel (or a whole-graph execution of a graph-level trace) in the window
-ROLE_KERNELS = "kernels"
-#: a device that ran kernels in the window, but fewer than MIN_KERNELS and under MIN_BUSY_NS busy, while another
-#: device has a workload (a stray kernel on an otherwise unused GPU: a library touching it once)
-ROLE_FEW = "few kernels"
-#: a device that ran no kernel in the window but has memcpy/memset rows there (e.g. it only received copies)
-ROLE_COPIES = "copies only"
-#: a device with neither in the window
-ROLE_IDLE = "idle"
 
 #: gap-size histogram buckets: (label, lower bound ns inclusive, upper bound ns exclusive)
 GAP_BUCKETS = [

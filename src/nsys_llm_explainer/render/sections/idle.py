@@ -7,6 +7,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from ...vocabulary.cause_kinds import KIND
+from ...vocabulary.device_roles import ROLE_NOTES
 from ...vocabulary.units import fmt_dur, fmt_int, fmt_ms, fmt_pct
 from ..charts import hbar, kind_color, plot_text
 from ..document import (
@@ -58,16 +59,9 @@ def _other_row(other: Other) -> Inline:
             fmt_pct(other.pct_of_idle), "", "")
 
 
-#: what a device's role means in its line (devices[].role; docs/MODEL.md)
-ROLE_NOTE = {"few kernels": "few kernels: too few to be a workload while another device has one, not counted in the "
-                            "GPU busy %",
-             "copies only": "copies only: ran no kernel in the window, not counted in the GPU busy %",
-             "idle": "idle: ran neither kernels nor copies in the window, not counted in the GPU busy %"}
-
-
 def device_line(v: View, d: DeviceTime) -> Inline:
     full = d.full
-    role = ROLE_NOTE.get(d.role)
+    role = ROLE_NOTES.get(d.role)
     line = f" {role};" if role else ""
     line += (f" busy {fmt_dur(d.busy_ns)} ({fmt_pct(d.busy_pct)} %), idle {fmt_dur(d.idle_ns)} "
              f"({fmt_pct(d.idle_pct)} %) of the {fmt_dur(d.window_ns)} window")

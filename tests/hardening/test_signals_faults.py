@@ -766,3 +766,17 @@ def test_relative_paths_from_a_deleted_working_directory_say_so(tmp_path: Path, 
     proc = _in_deleted_cwd(tmp_path, *[a.format(**fill) for a in args])
     assert proc.returncode == 2 and one_line(proc.stderr).startswith(f"{PROG}: error: {said}"), proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+def test_a_local_dask_workers_shutdown_traceback_stays_off_the_terminal() -> None:
+    """A ``--scheduler local`` worker imports ``cluster.dask_quiet`` first (a Dask preload). Dask's own shutdown can
+    end a worker in an exception (``RuntimeError: ConnectionPool is closed`` while its cluster closes), which
+    ``multiprocessing`` printed as a 30-line traceback beside the run's one error line (seen once in CI). In a
+    process that imported the preload, an uncaught exception prints nothing on stderr, while a library's warning is
+    still one line there."""
+    code = ("import nsys_llm_explainer.cluster.dask_quiet, warnings\n"
+            "warnings.warn('careful')\n"
+            "raise RuntimeError('ConnectionPool is closed')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr == f"{PROG}: warning: UserWarning: careful\n"

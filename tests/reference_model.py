@@ -758,6 +758,30 @@ def um_overlap_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
     return 100.0 * both / total(k) if total(k) else 0.0
 
 
+def um_idle_launched_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
+    """``um_idle_launched_pct``: 100 · (migration time with no kernel after the next kernel's launch call started) /
+    (migration time with no kernel), on one device in [w0, w1). Per block of the kernel union (kernels + graph
+    executions, clipped), the gap before it counts from the earliest launch-call start of the activities that start
+    the block (no known call: from the gap's start); the time after the last block never counts."""
+    acts = [(max(g.start, w0), g.launch.start if g.launch is not None else None) for g in tr.activity
+            if g.device == device_id and g.start < w1 and g.end > w0]
+    k = union(clip(((g.start, g.end) for g in tr.activity if g.device == device_id), w0, w1))
+    m = union(clip(((c.start, c.end) for c in tr.copies
+                    if c.device == device_id and c.detail.startswith("Unified")), w0, w1))
+    idle = total(union(k + m)) - total(k)
+    launched = 0
+    prev_end = None
+    for s, e in k:
+        calls = [c for a, c in acts if a == s]
+        frm = None if any(c is None for c in calls) or not calls else min(calls)
+        lo = max(x for x in (prev_end, frm) if x is not None) if (prev_end, frm) != (None, None) else None
+        for ms, me in m:
+            a = ms if lo is None else max(ms, lo)
+            launched += max(0, min(me, s) - a)
+        prev_end = e
+    return 100.0 * launched / idle if idle else 0.0
+
+
 COPY_PATHS = {"Host-to-Device": "H2D", "Host-to-Array": "H2D", "Device-to-Host": "D2H", "Array-to-Host": "D2H",
               "Device-to-Device": "D2D", "Array-to-Array": "D2D", "Array-to-Device": "D2D", "Device-to-Array": "D2D",
               "Peer-to-Peer": "P2P", "Host-to-Host": "H2H", "memset": "memset"}

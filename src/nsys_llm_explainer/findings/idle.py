@@ -12,6 +12,7 @@ from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.memory.unified import UnifiedMemoryResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
@@ -33,6 +34,7 @@ LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
 SPLIT_SHOWN_POINTS = 0.05   # a claimed share this far below the table's is stated and checked on its own
+UM_LAUNCHED_PCT = 50.0      # migrations "keep the kernels waiting" when this much of their idle time had one launched
 #: the variants a kind's finding may take instead of the kind's own words (back-to-back queued kernels,
 #: Unified-Memory copies): titles and the advice they give
 VARIANTS: Dict[str, CauseKind] = {
@@ -40,6 +42,12 @@ VARIANTS: Dict[str, CauseKind] = {
         KIND["copy"], title="Unified-Memory migrations (`{what}`) keep the kernels waiting: {share:.1f} % of the "
         "window",
         title_many="Unified-Memory migrations and copies keep the kernels waiting: {share:.1f} % of the window",
+        advice=("um.see_finding", "um.prefetch", "um.advise")),
+    "copy_unified_early": replace(
+        KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles, before the next kernel is "
+        "launched: {share:.1f} % of the window",
+        title_many="Unified-Memory migrations and copies run while the GPU idles, before the next kernel is "
+        "launched: {share:.1f} % of the window",
         advice=("um.see_finding", "um.prefetch", "um.advise")),
     "queued_latency": replace(
         KIND["queued"], title="Per-kernel launch latency: idle between back-to-back queued kernels ({share:.1f} % of "
@@ -126,11 +134,13 @@ def _where(c: IdleCause, t0: int) -> str:
 def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window: WindowResult,
                   traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
                   host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
-                  copy_path_claims: Claims) -> Tuple[Finding, ...]:
+                  copy_path_claims: Claims, unified_memory: Optional[UnifiedMemoryResult] = None
+                  ) -> Tuple[Finding, ...]:
     """The idle-cause findings whose checks hold and the launch-bound composite, after the ns the per-step sync and
     copy-path findings claim. ``attribution``: which NVTX ranges enclose kernel launches (not known without it);
     ``host_samples``: CPU samples inside host-side idle, for an evidence line; ``waits``: what other threads did
-    while the launching thread waited, for the ``osrt`` finding."""
+    while the launching thread waited, for the ``osrt`` finding; ``unified_memory``: whether a kernel had been
+    launched while migrations ran with the GPU idle (None: not known, the migrations are said to keep it waiting)."""
     if not idle_causes.available or not gpu_time.available:
         return ()
     claimed, copy_claimed = step_sync_claims.claimed, copy_path_claims.claimed
@@ -157,8 +167,12 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         txt = KIND[kind]
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
             txt = VARIANTS["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
+        um_check: Optional[Check] = None
         if kind == "copy" and is_unified_detail(top[0][0]):
             txt = VARIANTS["copy_unified"]       # managed-memory migrations: prefetch, not pin_memory
+            um_check, um_line = _um_launched(unified_memory, dev)
+            if um_check is not None and not um_check.holds():
+                txt = VARIANTS["copy_unified_early"]
         what = top[0][0] or txt.noun or kind
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
         ev = [f"Device {d}: {dur(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "
@@ -188,6 +202,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         story = wait_story(waits, dev, top[0][0]) if kind == "osrt" else None
         if story is not None:
             ev.extend(story.evidence)
+        if um_check is not None:
+            ev.append(um_line)
         sampled = samples_evidence(host_samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)
@@ -195,6 +211,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
         if split:    # part of the kind is another finding's or at the window's edge: check the rest too
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
+        if um_check is not None:   # the title's "keep the kernels waiting" or "before the next kernel is launched"
+            checks += (um_check if um_check.holds() else replace(um_check, op="<"),)
         category = KIND[kind].category
         growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
         if growth:
@@ -215,6 +233,22 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     if lf is not None:
         out.append(lf)
     return tuple(out)
+
+
+def _um_launched(um: Optional[UnifiedMemoryResult], dev: int) -> Tuple[Optional[Check], str]:
+    """The check behind a Unified-Memory idle title on ``dev`` — the share of its migrations' idle time after the
+    next kernel's launch call had started ≥ :data:`UM_LAUNCHED_PCT` — and its evidence line; (None, "") when the
+    migrations' idle time on ``dev`` is not known."""
+    d = um.steady.device(dev) if um is not None and um.available and um.steady is not None else None
+    if d is None or d.migration_idle_ns <= 0:
+        return None, ""
+    pct = 100.0 * d.migration_launched_ns / d.migration_idle_ns
+    line = (f"Of the {dur(d.migration_idle_ns)} of migration time with no kernel on device {dev}, "
+            f"{dur(d.migration_launched_ns)} ({pct:.1f} %) came after the next kernel's launch call had started "
+            "(a launched kernel waited); " + (
+                "the rest ran before the host launched it: the GPU idled because no kernel was launched yet, the "
+                "migrations ran meanwhile." if pct < 100.0 else "none ran before the host launched it."))
+    return Check("um_idle_launched_pct", pct, ">=", UM_LAUNCHED_PCT, Scope(device_id=dev)), line
 
 
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-import pytest
 from synth import TraceBuilder
 from synth.scenarios.cluster import AR, BASE_UTC, GEMM, MS
 
@@ -103,9 +102,6 @@ def test_collectives_that_start_together_have_no_late_arriver(tmp_path):
     assert [c.id for c in res.claims] == []
 
 
-@pytest.mark.xfail(strict=True, reason="collectives are matched by issue order: a rank whose capture starts 2 steps "
-                   "later pairs its k-th all-reduce with another rank's (k+2)-th; fix: on aligned clocks, match each "
-                   "name's kernels by time (the other rank's kernel whose [start, end] overlaps), then by order")
 def test_ranks_captured_over_different_spans_match_the_same_collectives(tmp_path):
     """Rank 0 captured steps 0–11, rank 1 steps 2–9 (same session start + 1 ms, aligned); rank 1 starts every
     all-reduce 30 µs after rank 0 and both end 20 µs later. The 8 collectives both captured: rank 0 waits 8 × 30 =

@@ -74,8 +74,8 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
         warnings.append(
             f"On the aligned clocks no kernel of {len(fb)} collective name(s) (e.g. {fb[0]}) on some rank overlaps "
             "one of the same name on the rank with the most, so these were matched by issue order (the k-th kernel "
-            "on every rank), which pairs different collectives when the ranks were captured over different spans, "
-            "run different communicators, or the clocks disagree.")
+            "on every rank); the kernels of one collective run at the same time, so these are different collectives "
+            "(other communicators, or captures sharing none) or the clocks disagree; no late-arriver claim is made.")
     claims = make_claims(coll, devices)
     rows = tuple(replace(f, offset_ns=o, device_rows=(), nccl=()) for f, o in zip(files, al.offsets_ns))
     return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings))

@@ -89,8 +89,10 @@ def test_kernels_that_do_not_end_together_give_no_late_arriver_claim(tmp_path, s
     assert ranks["rank2"].last_arrival_count == 10 and (ranks["rank0"].wait_ns_total or 0) > 0
     assert not [c for c in res.claims if c.finding.id == "late_arriver"]
     assert any("do not end together" in w and "communicators" in w for w in res.warnings)
+    # ranks 2 and 3's kernels never overlap rank 0's (each pair ends before the other starts): issue order, warned
+    assert coll.matching == "issue order" and any("matched by issue order" in w for w in res.warnings)
     ok = pool_result.collectives
-    assert ok.end_spread_p50_ns == 0 and ok.skew_p50_ns > 0
+    assert ok.end_spread_p50_ns == 0 and ok.skew_p50_ns > 0 and ok.matching == "time"
     claim = next(c.to_dict() for c in pool_result.claims if c.finding.id == "late_arriver")
     assert {"metric": "end_spread_p50_ns", "scope": {}, "observed": 0, "op": "<=",
             "threshold": ok.skew_p50_ns // 2} in claim["checks"]

@@ -1,6 +1,7 @@
-"""NCCL collectives matched across the ranks of several files: ranks, matching by collective name and issue order,
-waits, skew, end spread, late arrivers, split names (definitions: docs/CLUSTER.md, "NCCL collectives across
-ranks"). Without aligned clocks only counts are given."""
+"""NCCL collectives matched across the ranks of several files: ranks, matching by collective name and time (the index
+shift that makes each rank's kernels overlap the reference rank's; issue order when the clocks are not aligned or
+nothing overlaps), waits, skew, end spread, late arrivers, split names (definitions: docs/CLUSTER.md, "NCCL
+collectives across ranks"). Without aligned clocks only counts are given."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ class NameRow(FieldsJson):
     matched: int                      # matched instances
     kernels: int
     unmatched_kernels: int
+    matching: Optional[str] = field(default=None, metadata=NONE_OMITTED)   # MATCH_TIME / MATCH_ORDER; None: one rank
     skew_total_ns: Optional[int] = _timed()
     skew_p50_ns: Optional[int] = _timed()
     skew_max_ns: Optional[int] = _timed()
@@ -61,7 +63,7 @@ class InstanceRow(FieldsJson):
     """``collectives.instances[]``: one matched instance on the aligned clock."""
 
     name: str
-    seq: int                          # k: the k-th kernel of the name on every member rank (issue order)
+    seq: int                          # k: the name's k-th matched instance (issue order on every member rank)
     late_rank: str
     first_start_ns: int
     last_start_ns: int
@@ -91,6 +93,30 @@ class CollectivesResult(FieldsJson):
     skew_p50_ns: int = 0              # over all matched instances (timed only)
     end_spread_p50_ns: int = 0        # over all matched instances (timed only)
     split_names: Tuple[SplitName, ...] = ()   # (rank, name, streams) run on several streams
+    # MATCH_TIME / MATCH_ORDER / MATCH_MIXED over the names run on >= 2 ranks (None: no such name)
+    matching: Optional[str] = field(default=None, metadata=NONE_OMITTED)
+
+    def order_fallbacks(self) -> Tuple[str, ...]:
+        """The names matched by issue order although the clocks were aligned: on some rank no kernel of the name
+        overlaps one of the reference rank's."""
+        return tuple(r.name for r in self.by_name if self.timed and r.matching == MATCH_ORDER)
+
+    def how_matched(self) -> str:
+        """How the instances were matched, in words (the cluster report's NCCL section and warnings)."""
+        if self.matching == MATCH_TIME:
+            return "by time: the kernels that overlap on the aligned clocks"
+        if self.matching == MATCH_MIXED:
+            n = len(self.order_fallbacks())
+            return (f"by time where the kernels overlap on the aligned clocks, in issue order for {n} name(s) whose "
+                    "kernels on some rank never overlap another rank's")
+        if self.timed:
+            return "in issue order, as on some rank no kernel of a name overlaps another rank's on the aligned clocks"
+        return "in issue order"
+
+
+#: ``matching`` values: by time on the aligned clocks (index shifts that make the kernels overlap), by issue order
+#: (the k-th kernel of a name on every rank: clocks not aligned, or no kernel overlaps), or some names each way
+MATCH_TIME, MATCH_ORDER, MATCH_MIXED = "time", "issue order", "mixed"
 
 
 def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
@@ -105,6 +131,38 @@ def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
 
 def _half_up(x: float) -> int:
     return int(round_half_up(np.float64(x)))
+
+
+def best_shift(ref_start: np.ndarray, ref_end: np.ndarray, start: np.ndarray, end: np.ndarray) -> Optional[int]:
+    """The index shift ``d`` pairing the reference rank's k-th kernel with another rank's (k + d)-th that most often
+    overlap in time (aligned clock; both series in start order), or None when no kernel overlaps one of the other's.
+    Each reference kernel votes for the shift of the other rank's kernel, among the two latest starting no later than
+    its end, that overlaps it the longest (``min(ends) − max(starts) >= 0``); ties between shifts: the smaller
+    ``|d|``, then the smaller ``d``. O((N + M) log M), no N × M comparison."""
+    if ref_start.shape[0] == 0 or start.shape[0] == 0:
+        return None
+    hi = np.searchsorted(start, ref_end, side="right")     # kernels of the other rank starting <= each reference end
+    best_i = np.full(ref_start.shape[0], -1, np.int64)
+    best_ov = np.full(ref_start.shape[0], -1, np.int64)
+    for back in (1, 2):
+        i = hi - back
+        ok = i >= 0
+        ic = np.where(ok, i, 0)
+        ov = np.minimum(ref_end, end[ic]) - np.maximum(ref_start, start[ic])
+        better = ok & (ov >= 0) & (ov > best_ov)
+        best_i, best_ov = np.where(better, i, best_i), np.where(better, ov, best_ov)
+    hit = best_i >= 0
+    if not hit.any():
+        return None
+    vals, counts = np.unique(best_i[hit] - np.flatnonzero(hit), return_counts=True)
+    return int(vals[np.lexsort((vals, np.abs(vals), -counts))[0]])
+
+
+def _indices(lens: Sequence[int], shifts: Sequence[int]) -> Tuple[int, int]:
+    """[lo, hi): the reference indices k whose k + shift lies within every member's series."""
+    lo = max([0] + [-d for d in shifts])
+    hi = min(n - d for n, d in zip(lens, shifts))
+    return lo, max(lo, hi)
 
 
 def match_collectives(files: Sequence[FileSummary], al: Alignment) -> CollectivesResult:
@@ -127,21 +185,34 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     matched_total = unmatched = 0
     all_skew: List[np.ndarray] = []
     all_spread: List[np.ndarray] = []
+    methods: List[str] = []
     for cname in sorted(series):
         ser = series[cname]
         members = sorted(ser)
         lens = [len(ser[r][0].start) for r in members]
-        m = min(lens) if len(members) >= 2 else 0
+        shifts = [0] * len(members)
+        method: Optional[str] = None
+        if len(members) >= 2:
+            method = MATCH_ORDER
+            if timed:   # by time: each member's shift against the member with the most kernels (first such)
+                offs = [int(al.offsets_ns[ser[r][1]] or 0) for r in members]
+                st, en = ([np.asarray(getattr(ser[r][0], a), np.int64) + o for r, o in zip(members, offs)]
+                          for a in ("start", "end"))
+                ref = lens.index(max(lens))
+                found = [0 if j == ref else best_shift(st[ref], en[ref], st[j], en[j]) for j in range(len(members))]
+                if all(d is not None for d in found):
+                    method, shifts = MATCH_TIME, [int(d or 0) for d in found]
+            methods.append(method)
+        lo, hi = _indices(lens, shifts) if len(members) >= 2 else (0, 0)
+        m = hi - lo
         unmatched += sum(lens) - m * len(members)
         matched_total += m
         mem = np.array(members, np.int64)
         matched_per[mem] += m
-        row = NameRow(cname, len(members), m, sum(lens), sum(lens) - m * len(members))
+        row = NameRow(cname, len(members), m, sum(lens), sum(lens) - m * len(members), method)
         if timed and m:
-            # starts[j, k]: aligned start of the k-th kernel of this name on member j (issue order)
-            offs = [int(al.offsets_ns[ser[r][1]] or 0) for r in members]
-            starts, ends = (np.stack([np.asarray(getattr(ser[r][0], a)[:m], np.int64) + o
-                                      for r, o in zip(members, offs)]) for a in ("start", "end"))
+            # starts[j, k]: aligned start of member j's kernel of the k-th matched instance of this name
+            starts, ends = (np.stack([x[lo + d:hi + d] for x, d in zip(arr, shifts)]) for arr in (st, en))
             spread = ends.max(axis=0) - ends.min(axis=0)
             all_spread.append(spread)
             last, first = starts.max(axis=0), starts.min(axis=0)
@@ -185,5 +256,6 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     split = tuple(SplitName(r, nm, tuple(st.tolist())) for r, nm, st in streams if st.shape[0] > 1)
     sk_p50 = _half_up(median(np.concatenate(all_skew))) if all_skew else 0
     es_p50 = _half_up(median(np.concatenate(all_spread))) if all_spread else 0
+    how = (None if not methods else methods[0] if len(set(methods)) == 1 else MATCH_MIXED)
     return CollectivesResult(True, reason, timed and matched_total > 0, tuple(ranks), tuple(by_name),
-                             tuple(instances), matched_total, unmatched, sk_p50, es_p50, split)
+                             tuple(instances), matched_total, unmatched, sk_p50, es_p50, split, how)

@@ -12,7 +12,7 @@ from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..jsonable import FieldsJson, built, check_schema, dataclass_from_json
 from .align import Alignment, align
 from .claims import RankClaim, make_claims
-from .collectives import CollectivesResult, match_collectives
+from .collectives import MATCH_ORDER, CollectivesResult, match_collectives
 from .summary import DeviceRow, FileSummary
 
 SCHEMA_VERSION = "1.0"
@@ -42,6 +42,11 @@ class ClusterResult(FieldsJson):
         return built(lambda: dataclass_from_json(cls, d, where), where, "a cluster result")
 
 
+def _words(coll: CollectivesResult) -> str:
+    """'and issue order' / 'and time': how the warnings name the matching."""
+    return "and issue order" if coll.matching in (None, MATCH_ORDER) else "and time"
+
+
 def build_result(files: Sequence[FileSummary]) -> ClusterResult:
     al = align(files)
     coll: CollectivesResult = match_collectives(files, al)
@@ -56,14 +61,21 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
         warnings.append(
             f"{len(coll.split_names)} (rank, collective) pair(s) run on several CUDA streams (e.g. {ex.name} on "
             f"{ex.rank}: streams {', '.join(map(str, ex.streams))}): the collective name is shared by several "
-            "communicators (each runs on its own stream), which the export does not name, so matching by name and "
-            "issue order mixes them; no late-arriver claim is made.")
+            "communicators (each runs on its own stream), which the export does not name, so matching by name "
+            f"{_words(coll)} mixes them; no late-arriver claim is made.")
     if coll.timed and coll.end_spread_p50_ns > int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE):
         warnings.append(
             f"Matched NCCL kernels do not end together (median end spread {coll.end_spread_p50_ns:,} ns vs median "
-            f"start skew {coll.skew_p50_ns:,} ns): matching by collective name and issue order may pair kernels of "
+            f"start skew {coll.skew_p50_ns:,} ns): matching by collective name {_words(coll)} may pair kernels of "
             "different collectives (e.g. of different communicators, which the export does not name), or the clocks "
             "disagree; no late-arriver claim is made.")
+    fb = coll.order_fallbacks()
+    if fb:
+        warnings.append(
+            f"On the aligned clocks no kernel of {len(fb)} collective name(s) (e.g. {fb[0]}) on some rank overlaps "
+            "one of the same name on the rank with the most, so these were matched by issue order (the k-th kernel "
+            "on every rank); the kernels of one collective run at the same time, so these are different collectives "
+            "(other communicators, or captures sharing none) or the clocks disagree; no late-arriver claim is made.")
     claims = make_claims(coll, devices)
     rows = tuple(replace(f, offset_ns=o, device_rows=(), nccl=()) for f, o in zip(files, al.offsets_ns))
     return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings))

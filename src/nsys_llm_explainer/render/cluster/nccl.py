@@ -133,8 +133,8 @@ def sec_nccl(d: ClusterResult, link: Callable[[Any], Spans]) -> Section:
         body.append(para(Data(coll.reason or "")))
     if coll.available:
         body.append(para(f"{fmt_int(coll.matched_collectives)} matched collectives, "
-                         f"{fmt_int(coll.unmatched_kernels)} unmatched kernels (matched per collective name, in "
-                         "issue order)."))
+                         f"{fmt_int(coll.unmatched_kernels)} unmatched kernels (matched per collective name, "
+                         f"{coll.how_matched()})."))
         ranks = coll.ranks
         if coll.timed:   # the clocks were aligned (CollectivesResult.timed)
             body += [Chart(lambda: _wait_chart(ranks)), Chart(lambda: _late_chart(ranks))]

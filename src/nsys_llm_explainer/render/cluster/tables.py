@@ -85,6 +85,7 @@ NCCL_COLLECTIVES: Table[ClusterResult] = Table("nccl_collectives.csv", (
     name_col("name", "name", "collective"), int_col("ranks", "ranks", "ranks"),
     int_col("kernels", "kernels", "kernels").html(), int_col("matched", "matched", "matched"),
     int_col("unmatched_kernels", "unmatched_kernels", "unmatched kernels").html(),
+    text_col("matching", "matching", "matching").html(),
     ns_col("skew_total_ns", "skew total").html(), ns_col("skew_p50_ns", "skew p50"), ns_col("skew_max_ns", "skew max"),
     ns_col("end_spread_p50_ns", "end spread p50"),
     text_col("most_late_rank", "most_late_rank", "most often last"),

@@ -111,7 +111,6 @@ def test_copy_time_counted_as_busy_is_not_kernel_time_that_sets_the_pace(tmp_pat
     assert top.evidence[2] == "Where the busy time goes (non-overlapped): memcpy 81 %, gemm 19 %."
 
 
-@pytest.mark.xfail(strict=True, reason="copy.overlap advice needs a fact 'copies already async on a side stream'")
 def test_copies_already_async_on_a_side_stream_are_not_told_to_be(tmp_path: Path) -> None:
     """Offloading trace without the flag: copies 80 µs of each 100 µs period with no kernel (80.0 %), the `copy`
     idle finding is first. Every copy was issued with ``cudaMemcpyAsync`` on stream 8, the kernels run on stream 7:
@@ -125,7 +124,6 @@ def test_copies_already_async_on_a_side_stream_are_not_told_to_be(tmp_path: Path
     assert not any("on a side stream" in r for r in top.recommendation), top.recommendation
 
 
-@pytest.mark.xfail(strict=True, reason="CopyPath counts pageable copies only; unknown memory kinds read as pinned")
 def test_unknown_memory_kinds_are_not_called_pinned(tmp_path: Path) -> None:
     """The pacing H2D trace of the test above with srcKind / dstKind NULL in every memcpy row (the memory table
     says "Unknown → Unknown"): the copy path still paces (48 % of the window beyond the kernels), but whether its

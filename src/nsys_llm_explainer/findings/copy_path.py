@@ -8,8 +8,14 @@ from typing import AbstractSet, Dict, List, Optional, Tuple
 
 from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
-from ..analyses.memory.copy_engines import (HOST_PATHS, CopyEnginesResult, CopyPath, async_side_share,
-                                            copies_async_side_stream, path_of_detail)
+from ..analyses.memory.copy_engines import (
+    HOST_PATHS,
+    CopyEnginesResult,
+    CopyPath,
+    async_side_share,
+    copies_async_side_stream,
+    path_of_detail,
+)
 from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur

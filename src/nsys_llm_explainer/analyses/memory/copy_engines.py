@@ -67,7 +67,7 @@ class CopyPath:
     kind_unknown_count: int = 0             # host copies, none pageable, whose host side's memory kind is not recorded
     copy_time_ns: int = 0                   # Σ of the copies' durations in the window (overlaps counted twice)
     call_known_ns: int = 0                  # of which copies linked to the CUDA call that issued them
-    async_side_ns: int = 0                  # of which issued by an async call on a stream no kernel of theirs runs on
+    async_side_ns: int = 0                  # of which truly async on a side stream (docs/METRICS.md, "Copy paths")
 
     @property
     def async_side_pct(self) -> Optional[float]:
@@ -130,8 +130,9 @@ def _async_call(api: Optional[ApiCalls]) -> np.ndarray:
 def _rows(model: TraceModel, w0: int, w1: int, streams: Tuple[np.ndarray, bool] = (np.empty(0, np.int64), True)
           ) -> Optional[Dict[str, np.ndarray]]:
     """Copy and memset rows in the window: clipped start/end, device, path code, prorated bytes, pageable, pinned
-    and unknown-kind host copies, and whether the row is linked to its call and issued by an async call on a stream
-    not in ``streams`` (:func:`kernel_streams`)."""
+    and unknown-kind host copies, whether the row is linked to its call, and whether it is asynchronous on a side
+    stream: issued by an async copy/memset call, on a stream not in ``streams`` (:func:`kernel_streams`), and not
+    a host copy from/to pageable memory (the driver stages those synchronously) or of unrecorded memory kind."""
     parts: List[Dict[str, np.ndarray]] = []
     api = model.api
     is_async = _async_call(api)
@@ -178,7 +179,7 @@ def _rows(model: TraceModel, w0: int, w1: int, streams: Tuple[np.ndarray, bool] 
         key = _key(ops.pid[keep] if with_pid else np.zeros(n, np.int64), ops.device[keep], ops.stream[keep])
         side = ~np.isin(key, k_streams)
         parts.append({"s": cs, "e": ce, "dev": _i64(ops.device)[keep], "code": code, "bytes": nb, "pg": pg,
-                      "pin": pin, "unk": unk, "linked": linked, "aside": call_async & side})
+                      "pin": pin, "unk": unk, "linked": linked, "aside": call_async & side & ~pg & ~unk})
     if not parts:
         return None
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

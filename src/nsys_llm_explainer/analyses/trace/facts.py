@@ -17,8 +17,13 @@ from ...model.info import GpuInfo
 from ...model.trace import TraceModel
 from ..api.graphs import GraphResult
 from ..kernels.traits import KernelTraitsResult
-from ..memory.copy_engines import (HOST_PATHS, CopyEnginesResult, async_side_share, copies_async_side_stream,
-                                   host_copies_pageable)
+from ..memory.copy_engines import (
+    HOST_PATHS,
+    CopyEnginesResult,
+    async_side_share,
+    copies_async_side_stream,
+    host_copies_pageable,
+)
 from ..memory.unified import UM_COPY_KINDS
 
 #: compute-capability major (and minor where it matters) → (architecture, tensor-core datatypes)

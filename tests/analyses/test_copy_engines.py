@@ -132,12 +132,13 @@ def test_clipping_prorates_bytes_and_unions_concurrent_copies():
     ms = _ops(Memset, start=[500], end=[600], bytes=[50], device=[0])
     class K:
         start, end, device = np.array([200]), np.array([400]), np.array([0])
+        pid, stream = np.array([-1]), np.array([7])
 
         def __len__(self):
             return 1
 
-    model = SimpleNamespace(memcpy=mc, memset=ms, kernels=K(), graph_trace=None)
-    steady = SimpleNamespace(memcpy=None, memset=None, kernels=K(), graph_trace=None)
+    model = SimpleNamespace(memcpy=mc, memset=ms, kernels=K(), graph_trace=None, api=None)
+    steady = SimpleNamespace(memcpy=None, memset=None, kernels=K(), graph_trace=None, api=None)
     r = analyze_copy_engines(model, steady, 0, 1_000)
     d2d, h2d, mset = (_find(r, 0, p) for p in ("D2D", "H2D", "memset"))
     assert (d2d.busy_ns, d2d.bytes, d2d.kernel_overlap_ns, d2d.overlap_pct) == (200, 3_000, 100, 50.0)
@@ -147,8 +148,10 @@ def test_clipping_prorates_bytes_and_unions_concurrent_copies():
     assert (mset.busy_ns, mset.bytes, mset.kernel_overlap_ns) == (100, 50, 0)
     f = copy_facts(r)
     # all copies: [100, 300) ∪ [500, 600) ∪ [900, 1000) = 400 ns, 100 of them under the kernel: 25 % < 50 %
+    # no CUDA calls in this model: whether the copies are issued asynchronously on a side stream is not known
     assert f == {"copies_d2d": True, "copies_host": True, "host_copies_pageable": True,
-                 "copies_overlap_kernels": False, "copy_overlap_pct": 25.0}
+                 "copies_overlap_kernels": False, "copy_overlap_pct": 25.0, "copies_async_side_stream": None,
+                 "async_side_pct": None}
 
 
 def test_idle_details_map_to_paths():
@@ -160,6 +163,6 @@ def test_idle_details_map_to_paths():
 def test_no_copies_no_facts():
     from types import SimpleNamespace
 
-    empty = SimpleNamespace(memcpy=None, memset=None, kernels=None, graph_trace=None)
+    empty = SimpleNamespace(memcpy=None, memset=None, kernels=None, graph_trace=None, api=None)
     r = analyze_copy_engines(empty, empty, 0, 10)
     assert not r.available and copy_facts(r) == {}

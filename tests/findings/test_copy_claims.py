@@ -4,10 +4,12 @@ construction (numbers worked out in the docstrings)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from synth import TraceBuilder
 
+from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path
 
@@ -111,7 +113,6 @@ def test_copy_time_counted_as_busy_is_not_kernel_time_that_sets_the_pace(tmp_pat
     assert top.evidence[2] == "Where the busy time goes (non-overlapped): memcpy 81 %, gemm 19 %."
 
 
-@pytest.mark.xfail(strict=True, reason="copy.overlap advice needs a fact 'copies already async on a side stream'")
 def test_copies_already_async_on_a_side_stream_are_not_told_to_be(tmp_path: Path) -> None:
     """Offloading trace without the flag: copies 80 µs of each 100 µs period with no kernel (80.0 %), the `copy`
     idle finding is first. Every copy was issued with ``cudaMemcpyAsync`` on stream 8, the kernels run on stream 7:
@@ -125,7 +126,6 @@ def test_copies_already_async_on_a_side_stream_are_not_told_to_be(tmp_path: Path
     assert not any("on a side stream" in r for r in top.recommendation), top.recommendation
 
 
-@pytest.mark.xfail(strict=True, reason="CopyPath counts pageable copies only; unknown memory kinds read as pinned")
 def test_unknown_memory_kinds_are_not_called_pinned(tmp_path: Path) -> None:
     """The pacing H2D trace of the test above with srcKind / dstKind NULL in every memcpy row (the memory table
     says "Unknown → Unknown"): the copy path still paces (48 % of the window beyond the kernels), but whether its
@@ -177,3 +177,195 @@ def test_the_copy_title_quotes_the_time_of_the_copies_it_names(tmp_path: Path) -
     assert top.cause == ("copy", "Peer-to-Peer")
     assert top.title == "Copies keep the kernels waiting: `Peer-to-Peer` copies fill 44.8 % of the window, 4.480 ms"
     assert top.time_at_stake_ns == 4_975 * US
+
+
+# ------------------------------------------------------------------ copies already async on a side stream (or not)
+
+SIDE = "100.0 % of these copies' time was issued by an asynchronous copy call on a side stream"
+
+
+def _offload_variant(b: TraceBuilder, *, stream=lambda i: 8, api=lambda i: "cudaMemcpyAsync_v3020",
+                     linked: bool = True, pid: int = PID, other_kernel_stream: Optional[int] = None,
+                     src_kind: Optional[int] = 1) -> None:
+    """The offloading trace of :func:`_offload` with, per period ``i``, the copy on ``stream(i)`` issued by
+    ``api(i)`` (``linked`` False: the copy's correlation id matches no call); ``other_kernel_stream``: a second
+    process (pid + 1) on the same device runs a 1 µs kernel at [0, 1) µs of each period on that stream;
+    ``src_kind``: the copies' srcKind (None: NULL)."""
+    b.process(pid)
+    g = b.thread(pid, 1)
+    if other_kernel_stream is not None:
+        b.process(pid + 1)
+    for i in range(100):
+        t = T0 + i * 100 * US
+        c = b.runtime(t, t + 3 * US, tid_g=g, name=api(i))
+        b.memcpy(t + 1 * US, t + 81 * US, pid=pid, bytes=1 << 20, src_kind=src_kind, dst_kind=2, stream=stream(i),
+                 corr=c if linked else None)
+        b.launch(t + 70 * US, t + 72 * US, t + 81 * US, t + 100 * US, pid=pid, tid=1, name="gemm_layer")
+        if other_kernel_stream is not None:
+            b.launch(t - 2 * US, t - 1 * US, t, t + 1 * US, pid=pid + 1, tid=1, name="other_proc",
+                     stream=other_kernel_stream)
+
+
+def _copy_finding(rep):
+    return next(f for f in rep.findings if f.id == "idle_copy")
+
+
+def test_async_side_stream_copies_get_the_advice_that_is_left(tmp_path: Path) -> None:
+    """The offloading trace: 100 copies of 80 µs, every one issued by ``cudaMemcpyAsync`` on stream 8, kernels on
+    stream 7 only: 8 000 of 8 000 µs of copy time (100.0 %) async on a side stream ≥ 90 %: the fact holds, trace-wide
+    and for the finding; the finding says so and gives the prefetch line, not the overlap lines."""
+    b = TraceBuilder()
+    _offload(b)
+    rep = _run(b, tmp_path, "side.sqlite", window=(T0, T0 + 10_000 * US))
+    assert rep.facts.copies_async_side_stream is True and rep.facts.async_side_pct == 100.0
+    (h2d,) = rep.copy_engines.paths
+    assert (h2d.copy_time_ns, h2d.call_known_ns, h2d.async_side_ns) == (8_000 * US,) * 3
+    f = _copy_finding(rep)
+    assert any(e.startswith(SIDE) for e in f.evidence), f.evidence
+    assert f.recommendation == (ADVICE["copy.prefetch"].text,)
+
+
+def test_async_copies_on_the_kernels_stream_are_told_to_move_to_a_side_stream(tmp_path: Path) -> None:
+    """The opposite case: the same ``cudaMemcpyAsync`` copies on stream 7, the kernels' stream (they serialize with
+    the kernels): 0 of 8 000 µs async on a side stream (0.0 %): the overlap advice holds and is given; no prefetch
+    line ("already run asynchronously, on streams no kernel uses" would be false)."""
+    b = TraceBuilder()
+    _offload_variant(b, stream=lambda i: 7)
+    rep = _run(b, tmp_path, "same.sqlite", window=(T0, T0 + 10_000 * US))
+    assert rep.facts.copies_async_side_stream is False and rep.facts.async_side_pct == 0.0
+    f = _copy_finding(rep)
+    assert any(e.startswith("0.0 % of these copies' time was issued") for e in f.evidence), f.evidence
+    assert f.recommendation == (ADVICE["copy.overlap"].text,)
+
+
+def test_synchronous_copies_on_a_side_stream_are_not_async(tmp_path: Path) -> None:
+    """``cudaMemcpy`` (synchronous) on stream 8: on a side stream but not issued asynchronously: 0.0 %, the
+    overlap advice ("issue them asynchronously") is given."""
+    b = TraceBuilder()
+    _offload_variant(b, api=lambda i: "cudaMemcpy_v3020")
+    rep = _run(b, tmp_path, "sync.sqlite", window=(T0, T0 + 10_000 * US))
+    assert (rep.facts.copies_async_side_stream, rep.facts.async_side_pct) == (False, 0.0)
+    assert ADVICE["copy.overlap"].text in _copy_finding(rep).recommendation
+
+
+@pytest.mark.parametrize("src_kind", [0, None])
+def test_async_calls_from_pageable_or_unrecorded_memory_are_not_async(tmp_path: Path, src_kind) -> None:
+    """``cudaMemcpyAsync`` on stream 8 from pageable memory (srcKind 0: the driver stages it, the call returns when the
+    copy is done) or from memory of no recorded kind (NULL: it may be pageable): 0 of 8 000 µs counts as
+    asynchronous on a side stream (0.0 %); the prefetch line ("already run asynchronously") is not given."""
+    b = TraceBuilder()
+    _offload_variant(b, src_kind=src_kind)
+    rep = _run(b, tmp_path, "pg.sqlite", window=(T0, T0 + 10_000 * US))
+    assert (rep.facts.copies_async_side_stream, rep.facts.async_side_pct) == (False, 0.0)
+    assert ADVICE["copy.prefetch"].text not in _copy_finding(rep).recommendation
+
+
+def test_mixed_copies_below_the_threshold_keep_the_overlap_advice(tmp_path: Path) -> None:
+    """75 of the 100 copies async on stream 8, 25 on the kernels' stream 7 (periods i % 4 == 0), 80 µs each: 6 000 of
+    8 000 µs = 75.0 % < 90 %: not "already"; the share is stated and the overlap advice kept."""
+    b = TraceBuilder()
+    _offload_variant(b, stream=lambda i: 7 if i % 4 == 0 else 8)
+    rep = _run(b, tmp_path, "mixed.sqlite", window=(T0, T0 + 10_000 * US))
+    assert (rep.facts.copies_async_side_stream, rep.facts.async_side_pct) == (False, 75.0)
+    f = _copy_finding(rep)
+    assert any(e.startswith("75.0 % of these copies' time was issued") for e in f.evidence), f.evidence
+    assert ADVICE["copy.overlap"].text in f.recommendation and ADVICE["copy.prefetch"].text not in f.recommendation
+
+
+def test_copies_not_linked_to_a_call_are_not_known_to_be_async(tmp_path: Path) -> None:
+    """The copies' correlation ids match no CUDA call (a capture without their API rows): whether they were issued
+    asynchronously is not known: the fact is None, no share is stated, the overlap advice (allowed when unknown)
+    stays."""
+    b = TraceBuilder()
+    _offload_variant(b, linked=False)
+    rep = _run(b, tmp_path, "unlinked.sqlite", window=(T0, T0 + 10_000 * US))
+    assert (rep.facts.copies_async_side_stream, rep.facts.async_side_pct) == (None, None)
+    f = _copy_finding(rep)
+    assert not any("issued by an asynchronous copy call" in e for e in f.evidence), f.evidence
+    assert ADVICE["copy.overlap"].text in f.recommendation
+
+
+def test_another_process_s_kernels_on_the_same_stream_id_do_not_make_it_the_compute_stream(tmp_path: Path) -> None:
+    """Process 8 runs a kernel on stream id 8 of the same device (its own stream, another context): process 7's
+    copies on its stream 8 still share no stream with a kernel of their process: 100.0 % async on a side stream."""
+    b = TraceBuilder()
+    _offload_variant(b, other_kernel_stream=8)
+    rep = _run(b, tmp_path, "twoproc.sqlite", window=(T0, T0 + 10_000 * US))
+    assert (rep.facts.copies_async_side_stream, rep.facts.async_side_pct) == (True, 100.0)
+
+
+# ------------------------------------------------------------------ memory kinds: pinned only where recorded
+
+
+def _pacing_h2d(tmp_path: Path, name: str, kinds=lambda i: (1, 2), drop_kind_columns: bool = False):
+    """The pacing H2D trace (test above) with (srcKind, dstKind) = ``kinds(i)`` for copy ``i`` (None: NULL), or
+    without the two columns (an older export)."""
+    import sqlite3
+
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, 1)
+    for i in range(100):
+        t = T0 + i * 100 * US
+        b.launch(t - 3 * US, t - 1 * US, t, t + 50 * US, pid=PID, tid=1, name="gemm")
+        c = b.runtime(t + 1 * US, t + 2 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
+        src, dst = kinds(i)
+        b.memcpy(t + 20 * US, t + 98 * US, pid=PID, bytes=1 << 20, src_kind=src, dst_kind=dst, stream=8, corr=c)
+    p = tmp_path / name
+    b.write(str(p))
+    con = sqlite3.connect(p)
+    if drop_kind_columns:
+        cols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_MEMCPY)")
+                if r[1] not in ("srcKind", "dstKind")]
+        con.execute(f"CREATE TABLE m2 AS SELECT {', '.join(cols)} FROM CUPTI_ACTIVITY_KIND_MEMCPY")
+        con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY")
+        con.execute("ALTER TABLE m2 RENAME TO CUPTI_ACTIVITY_KIND_MEMCPY")
+    con.commit()
+    con.close()
+    rep = analyze_path(str(p), options_from_kwargs(window=(T0, T0 + 10_000 * US)))
+    f = rep.findings[0]
+    assert f.id == "copy_path"
+    (h2d,) = rep.copy_engines.paths
+    return rep, f, h2d
+
+
+def test_pinned_copies_recorded_as_pinned_are_called_pinned(tmp_path: Path) -> None:
+    """The opposite case: srcKind 1 (pinned) → dstKind 2 (device) on every copy: 100 pinned, none pageable or
+    unknown: "Every one of these copies is from/to pinned host memory."; host_copies_pageable False, no pinning
+    advice."""
+    rep, f, h2d = _pacing_h2d(tmp_path, "pinned.sqlite")
+    assert (h2d.pinned_count, h2d.pageable_count, h2d.kind_unknown_count) == (100, 0, 0)
+    assert "Every one of these copies is from/to pinned host memory." in f.evidence
+    assert rep.facts.advice_facts()["host_copies_pageable"] is False
+    assert ADVICE["copy.pageable"].text not in f.recommendation
+
+
+def test_mixed_known_and_unknown_kinds_say_the_unknown_share(tmp_path: Path) -> None:
+    """60 copies pinned → device, 40 (i % 5 in {0, 1}) with srcKind / dstKind NULL: 60 pinned, 40 of 100 (40.0 %)
+    with no recorded kind: the evidence says both, never "every one … pinned"; pageable unknown (None)."""
+    rep, f, h2d = _pacing_h2d(tmp_path, "mixed.sqlite", kinds=lambda i: (None, None) if i % 5 < 2 else (1, 2))
+    assert (h2d.pinned_count, h2d.pageable_count, h2d.kind_unknown_count) == (60, 0, 40)
+    assert ("60 from/to pinned host memory; the export records no host memory kind for 40 of 100 (40.0 %; srcKind "
+            "/ dstKind NULL or unknown): whether those are pageable is not known.") in f.evidence, f.evidence
+    assert rep.facts.advice_facts()["host_copies_pageable"] is None
+
+
+def test_pageable_copies_beside_unknown_ones_are_pageable(tmp_path: Path) -> None:
+    """30 copies from pageable memory (srcKind 0, i < 30), 70 with the "unknown" kind 7 on both sides: pageable
+    copies exist, so host_copies_pageable is True (pinning advice given), and the 70 (70.0 %) are named unknown."""
+    rep, f, h2d = _pacing_h2d(tmp_path, "pg.sqlite", kinds=lambda i: (0, 2) if i < 30 else (7, 7))
+    assert (h2d.pinned_count, h2d.pageable_count, h2d.kind_unknown_count) == (0, 30, 70)
+    assert rep.facts.advice_facts()["host_copies_pageable"] is True
+    assert ADVICE["copy.pageable"].text in f.recommendation
+    (line,) = [e for e in f.evidence if "pageable host memory" in e]
+    assert line.startswith("30 of these copies (31.46 MB) are from/to pageable host memory; the export records no "
+                           "host memory kind for 70 of 100 (70.0 %;"), line
+
+
+def test_an_export_without_memory_kind_columns_does_not_say_pinned(tmp_path: Path) -> None:
+    """An older export whose memcpy table has no srcKind / dstKind: the kinds read as unknown: 100 of 100 with no
+    recorded kind, no "pinned" claim, host_copies_pageable None."""
+    rep, f, h2d = _pacing_h2d(tmp_path, "nocols.sqlite", drop_kind_columns=True)
+    assert (h2d.pinned_count, h2d.pageable_count, h2d.kind_unknown_count) == (0, 0, 100)
+    assert not any("pinned" in e for e in f.evidence), f.evidence
+    assert rep.facts.advice_facts()["host_copies_pageable"] is None

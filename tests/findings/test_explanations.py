@@ -57,6 +57,9 @@ TEXT_RULES = [
     (r"[Pp]ageable|cudaHostAlloc|cudaHostRegister|pin_memory=True", "host_copies_pageable", {True}),
     (r"Overlap copies with compute|on a side `torch\.cuda\.Stream`", "copies_overlap_kernels", {False, None}),
     (r"[Dd]evice-to-device copies", "copies_d2d", {True}),
+    (r"issue them asynchronously \(`cudaMemcpyAsync`\) on a side stream|issued on a side `torch\.cuda\.Stream`",
+     "copies_async_side_stream", {False, None}),
+    (r"already run asynchronously", "copies_async_side_stream", {True}),
     (r"host link|host-to-device and device-to-host|non_blocking=True\)` issued", "copies_host", {True}),
 ]
 

@@ -29,6 +29,7 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "copies_host": (True, False),
     "host_copies_pageable": (True, False, None),
     "copies_overlap_kernels": (True, False, None),
+    "copies_async_side_stream": (True, False, None),
 }
 
 _PT = ("pytorch",)
@@ -57,10 +58,15 @@ def _a(id: str, text: str, **requires: Tuple[FactValue, ...]) -> Advice:
 ADVICE: Dict[str, Advice] = {a.id: a for a in (
     # ---- idle causes
     _a("copy.overlap", "Overlap copies with compute: issue them asynchronously (`cudaMemcpyAsync`) on a side stream "
-       "and prefetch the next step's data while this step runs.", copies_overlap_kernels=(False, None)),
+       "and prefetch the next step's data while this step runs.", copies_overlap_kernels=(False, None),
+       copies_async_side_stream=(False, None)),
     _a("copy.overlap.torch", "In PyTorch: `.to(device, non_blocking=True)` issued on a side `torch.cuda.Stream`, "
        "with `wait_stream` (or an event) before the consumer uses the tensor.", framework=_PT,
-       copies_host=(True,), copies_overlap_kernels=(False, None)),
+       copies_host=(True,), copies_overlap_kernels=(False, None), copies_async_side_stream=(False, None)),
+    _a("copy.prefetch", "These copies already run asynchronously, on streams no kernel uses, yet the kernels wait "
+       "for them: start each one earlier (issue the next layer's or step's copy while this one's kernels run, into a "
+       "second buffer, and let the consumer wait only on the event of its own copy), move fewer and larger copies, "
+       "and keep on the GPU what memory allows instead of copying it every step.", copies_async_side_stream=(True,)),
     _a("copy.pageable", "Pageable host memory is behind these copies: the driver stages them through its own pinned "
        "buffer (slower, and they cannot overlap compute); allocate the host buffers pinned (`cudaHostAlloc` / "
        "`cudaHostRegister`) once and reuse them.", host_copies_pageable=(True,)),

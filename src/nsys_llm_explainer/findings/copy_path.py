@@ -8,7 +8,14 @@ from typing import AbstractSet, Dict, List, Optional, Tuple
 
 from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
-from ..analyses.memory.copy_engines import HOST_PATHS, CopyEnginesResult, CopyPath, path_of_detail
+from ..analyses.memory.copy_engines import (
+    HOST_PATHS,
+    CopyEnginesResult,
+    CopyPath,
+    async_side_share,
+    copies_async_side_stream,
+    path_of_detail,
+)
 from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
@@ -70,6 +77,28 @@ def advice_ids(path: str, pageable: bool) -> List[str]:
     return ids + ["copy.overlap", "copy.overlap.torch", "copy_pace.fewer"]
 
 
+def host_memory_evidence(p: CopyPath) -> str:
+    """What the trace records of the host memory behind a host path's copies: pageable, pinned, other or not
+    recorded (srcKind / dstKind NULL or "unknown", or columns missing) — "pinned" only for copies recorded so."""
+    n = p.count
+    other = n - p.pageable_count - p.pinned_count - p.kind_unknown_count
+    if p.pinned_count == n:
+        return "Every one of these copies is from/to pinned host memory."
+    parts = []
+    if p.pageable_count:
+        parts.append(f"{p.pageable_count:,} of these copies ({fmt_bytes(p.pageable_bytes)}) are from/to pageable "
+                     "host memory")
+    if p.pinned_count:
+        parts.append(f"{p.pinned_count:,} from/to pinned host memory")
+    if other:
+        parts.append(f"{other:,} from/to another memory kind (managed, device)")
+    if p.kind_unknown_count:
+        parts.append(f"the export records no host memory kind for {p.kind_unknown_count:,} of {n:,} "
+                     f"({100.0 * p.kind_unknown_count / n:.1f} %; srcKind / dstKind NULL or unknown): whether those "
+                     "are pageable is not known")
+    return "; ".join(parts) + "."
+
+
 def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: IdleCausesResult,
                      gpu_time: GpuTimeResult, facts: TraceFacts) -> Claims:
     """The finding (None when no path holds) and the copy idle ns of its path (module docstring)."""
@@ -95,15 +124,20 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
           f"This finding claims the {dur(at_stake)} of idle time the idle-cause table charges to `{p.label}` copies "
           "(the copy path holds the GPU beyond the kernels); the copy finding keeps the rest."]
     if p.path in HOST_PATHS:
-        ev.append(f"{p.pageable_count:,} of these copies ({fmt_bytes(p.pageable_bytes)}) are from/to pageable host "
-                  "memory." if p.pageable_count else "Every one of these copies is from/to pinned host memory.")
+        ev.append(host_memory_evidence(p))
+    side = async_side_share([p])
+    if side is not None:
+        ev.append(f"{side:.1f} % of these copies' time was issued by an asynchronous copy call on a side stream (a "
+                  "stream no kernel of the device runs on in the window).")
     if paths[1:]:
         ev.append("Also busy most of the window with kernels under it: " + "; ".join(
             f"{q.label} on device {q.device_id} ({q.busy_pct:.1f} %)" for q in paths[1:5]) + ".")
     ids = advice_ids(p.path, p.pageable_count > 0)
     f = finding(
         "copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
-        title=title, evidence=ev, advice=ids, facts=facts.advice_facts(), time_at_stake_ns=at_stake,
+        title=title, evidence=ev, advice=ids,
+        facts={**facts.advice_facts(), "copies_async_side_stream": copies_async_side_stream([p])},
+        time_at_stake_ns=at_stake,
         checks=checks(p, copy_engines.window_end_ns - copy_engines.window_start_ns), device_id=p.device_id,
         cause=(COMPOSITE, p.label))
     return Claims(f, taken)

@@ -12,6 +12,7 @@ from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.memory.copy_engines import CopyEnginesResult, async_side_share, copies_async_side_stream, path_of_detail
 from ..analyses.memory.unified import UnifiedMemoryResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.threads.waits import WaitsResult
@@ -134,13 +135,15 @@ def _where(c: IdleCause, t0: int) -> str:
 def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window: WindowResult,
                   traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
                   host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
-                  copy_path_claims: Claims, unified_memory: Optional[UnifiedMemoryResult] = None
-                  ) -> Tuple[Finding, ...]:
+                  copy_path_claims: Claims, copy_engines: Optional[CopyEnginesResult] = None,
+                  unified_memory: Optional[UnifiedMemoryResult] = None) -> Tuple[Finding, ...]:
     """The idle-cause findings whose checks hold and the launch-bound composite, after the ns the per-step sync and
     copy-path findings claim. ``attribution``: which NVTX ranges enclose kernel launches (not known without it);
     ``host_samples``: CPU samples inside host-side idle, for an evidence line; ``waits``: what other threads did
-    while the launching thread waited, for the ``osrt`` finding; ``unified_memory``: whether a kernel had been
-    launched while migrations ran with the GPU idle (None: not known, the migrations are said to keep it waiting)."""
+    while the launching thread waited, for the ``osrt`` finding; ``copy_engines``: the copy paths, whose issuing
+    calls and streams decide the ``copy`` finding's overlap advice (:func:`_copy_facts`); ``unified_memory``: whether
+    a kernel had been launched while migrations ran with the GPU idle (None: not known, the migrations are said to
+    keep it waiting)."""
     if not idle_causes.available or not gpu_time.available:
         return ()
     claimed, copy_claimed = step_sync_claims.claimed, copy_path_claims.claimed
@@ -221,13 +224,17 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
+        kind_facts = _sampled_facts(advice, host_samples, dev, kind)
+        if kind == "copy":
+            kind_facts, side_ev = _copy_facts(kind_facts, copy_engines, set(devs), details)
+            ev.extend(side_ev)
         out.append(finding(
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of "
                                "it (a one-time cost)" if growth
                                else _title(txt, what, quoted, main_quoted, sum(devs[dev].values()) - edge_ns[dev],
                                            story)),
-            evidence=ev, advice=ids, facts=_sampled_facts(advice, host_samples, dev, kind), time_at_stake_ns=total,
+            evidence=ev, advice=ids, facts=kind_facts, time_at_stake_ns=total,
             checks=checks, device_id=dev, cause=(kind, top[0][0]), about_capture=KIND[kind].low_only or growth))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
@@ -290,6 +297,22 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
               f"{share[dev]:.1f} % of the window ({dur(total)})",
         evidence=ev, advice=KIND["launch"].advice, facts=facts, time_at_stake_ns=total, checks=checks,
         device_id=dev, cause=(HOST_OVERHEAD, ""))
+
+
+def _copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: AbstractSet[int],
+                details: Mapping[str, int]) -> Tuple[Mapping[str, Any], List[str]]:
+    """The ``copy`` finding's facts with ``copies_async_side_stream`` measured on its own copies (the copy paths of
+    its details on its devices), and the evidence line that states the share (none when it is not known)."""
+    if ce is None or not ce.available:
+        return facts, []
+    want = {path_of_detail(d) for d in details}
+    paths = [p for p in ce.paths if p.device_id in devs and p.path in want]
+    share = async_side_share(paths)
+    facts = {**facts, "copies_async_side_stream": copies_async_side_stream(paths)}
+    if share is None:
+        return facts, []
+    return facts, [f"{share:.1f} % of these copies' time was issued by an asynchronous copy call on a side stream "
+                   "(a stream no kernel of the device runs on in the window)."]
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],

@@ -17,7 +17,13 @@ from ...model.info import GpuInfo
 from ...model.trace import TraceModel
 from ..api.graphs import GraphResult
 from ..kernels.traits import KernelTraitsResult
-from ..memory.copy_engines import HOST_PATHS, CopyEnginesResult
+from ..memory.copy_engines import (
+    HOST_PATHS,
+    CopyEnginesResult,
+    async_side_share,
+    copies_async_side_stream,
+    host_copies_pageable,
+)
 from ..memory.unified import UM_COPY_KINDS
 
 #: compute-capability major (and minor where it matters) → (architecture, tensor-core datatypes)
@@ -102,6 +108,8 @@ class TraceFacts(FieldsJson):
     host_copies_pageable: Optional[bool] = None
     copies_overlap_kernels: Optional[bool] = None
     copy_overlap_pct: Optional[float] = None     # Σ |C ∩ K| / Σ |C| · 100 behind copies_overlap_kernels
+    copies_async_side_stream: Optional[bool] = None
+    async_side_pct: Optional[float] = None       # share of the copies' time behind copies_async_side_stream
     JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("advice_facts",)
 
     def supports(self, dtype: str) -> Optional[bool]:
@@ -120,7 +128,8 @@ class TraceFacts(FieldsJson):
                 "unified_memory": self.unified_memory, "nvtx": self.nvtx, "os_runtime": self.os_runtime,
                 "copies_d2d": self.copies_d2d,
                 "copies_host": self.copies_host, "host_copies_pageable": self.host_copies_pageable,
-                "copies_overlap_kernels": self.copies_overlap_kernels}
+                "copies_overlap_kernels": self.copies_overlap_kernels,
+                "copies_async_side_stream": self.copies_async_side_stream}
 
 
 def _cc(g: GpuInfo) -> Optional[Tuple[int, int]]:
@@ -165,9 +174,10 @@ def copy_facts(ce: Optional[CopyEnginesResult]) -> Dict[str, Any]:
     pct = 100.0 * sum(d.copy_overlap_ns for d in with_k) / busy if busy else None
     return {"copies_d2d": any(p.path in ("D2D", "P2P") and p.count for p in paths),
             "copies_host": bool(host),
-            "host_copies_pageable": any(p.pageable_count for p in host) if host else None,
+            "host_copies_pageable": host_copies_pageable(paths),
             "copies_overlap_kernels": None if pct is None else pct >= COPY_OVERLAP_PCT,
-            "copy_overlap_pct": pct}
+            "copy_overlap_pct": pct, "copies_async_side_stream": copies_async_side_stream(paths),
+            "async_side_pct": async_side_share(paths)}
 
 
 def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphResult,

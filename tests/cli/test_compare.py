@@ -182,17 +182,18 @@ def test_real_pair_cli_gate_and_outputs(tmp_path, shared_traces):
 # ------------------------------------------------------------------------------------------ planted changes
 def test_planted_host_delay_per_step_is_measured_exactly(base_trace, host_trace):
     res = nle.compare([str(base_trace), str(host_trace)])
-    assert res.metric.name == "step_time_p50" and res.metric.step_ranges == ("execute_model",)
+    assert res.metric.name == "step_period_p50" and res.metric.step_ranges == ("execute_model",)
     c = res.comparisons[0]
     assert c.status == "comparable" and c.verdict == "slower"
-    # same seed: each step of NEW is the step of BASE plus exactly 400 µs, so the median moves by exactly that
+    # same seed: each step of NEW is the step of BASE plus exactly 400 µs (the GPU is drained before the host work),
+    # so every later step starts 400 µs later and the median period moves by exactly that
     # (±1 ns for the half-up rounding of an interpolated median)
     assert abs((c.metric_new.p50_ns - c.metric_base.p50_ns) - 400 * US) <= 1
     assert abs(c.window_per_unit_new_ns - c.window_per_unit_base_ns - 400 * US) <= 400 * US * 0.02
     assert c.main_reason.component == "idle" and c.main_reason.delta_per_unit_ns == pytest.approx(400 * US, rel=0.02)
     assert all(abs(k.delta_per_unit_ns) <= 1 for k in c.kernel_deltas)    # no kernel changed
     lines, code = gate(res, 10.0)
-    assert code == EXIT_REGRESSION and lines[0].startswith("REGRESSION: median step time")
+    assert code == EXIT_REGRESSION and lines[0].startswith("REGRESSION: median step period")
 
 
 def test_planted_kernel_slowdown_is_the_top_kernel_delta(synth_dir, base_trace):
@@ -250,8 +251,9 @@ def test_new_finding_shows_in_finding_changes(tmp_path):
 
 # ------------------------------------------------------------------------------------------ exact hand-built traces
 def exact_loop(path: Path, steps: int = 30, nvtx: bool = True, step_extra: int = 0, sampler: bool = True,
-               graph: bool = False, fillers: Optional[Callable[[int], int]] = None) -> str:
-    """A one-GPU loop without jitter (TraceBuilder rows: every number exact). Step s starts at (1 + s) ms: an NVTX
+               graph: bool = False, fillers: Optional[Callable[[int], int]] = None, period: int = MS) -> str:
+    """A one-GPU loop without jitter (TraceBuilder rows: every number exact). Step s starts at 1 ms + s × ``period``
+    (1 ms by default): an NVTX
     ``execute_model`` range of 500 µs + ``step_extra`` (when ``nvtx``), ``gemm_kernel`` at +20…+220 µs,
     ``sampling_kernel`` at +220…+240 µs (when ``sampler``; a default step marker: without NVTX the marker method
     finds the steps), ``graph``: a graph-level-traced CUDA graph running +320…+400 µs (no kernel rows),
@@ -262,7 +264,7 @@ def exact_loop(path: Path, steps: int = 30, nvtx: bool = True, step_extra: int =
     g = b.thread(100, 100)
     b.gpu(0)
     for s in range(steps):
-        t = MS + s * MS
+        t = MS + s * period
         if nvtx:
             b.nvtx_push_pop(t, t + 500 * US + step_extra, "execute_model", tid_g=g)
         b.launch(t + 10 * US, t + 15 * US, t + 20 * US, t + 220 * US, pid=100, tid=100, name="gemm_kernel")
@@ -278,20 +280,21 @@ def exact_loop(path: Path, steps: int = 30, nvtx: bool = True, step_extra: int =
 
 
 def test_a_change_above_zero_noise_but_under_half_a_percent_performs_like(tmp_path):
-    """BASE: 30 NVTX steps of exactly 500 µs; NEW: 501 µs. IQR 0 in both, so the noise is 1.58·0/√30 = 0 %; the
-    change (501 − 500)/500 = +0.2 % is above that noise (significant) but under 0.5 %: no_change, and the headline
-    says NEW performs like BASE (not "do not differ significantly", not "slower")."""
-    base, new = exact_loop(tmp_path / "b.sqlite"), exact_loop(tmp_path / "n.sqlite", step_extra=1 * US)
+    """BASE: 30 NVTX steps starting every 1 000 µs; NEW: every 1 002 µs. 29 periods each (the last step has none),
+    IQR 0 in both, so the noise is 1.58·0/√29 = 0 %; the change (1 002 − 1 000)/1 000 = +0.2 % is above that noise
+    (significant) but under 0.5 %: no_change, and the headline says NEW performs like BASE (not "do not differ
+    significantly", not "slower")."""
+    base, new = exact_loop(tmp_path / "b.sqlite"), exact_loop(tmp_path / "n.sqlite", period=1_002 * US)
     res = nle.compare([base, new], labels=["BASE", "NEW"])
-    assert res.base.label == "BASE" and res.base.metric.p50_ns == 500 * US     # traces[0]
+    assert res.base.label == "BASE" and res.base.metric.p50_ns == 1_000 * US     # traces[0]
     c = res.comparisons[0]
     assert (c.status, c.verdict, c.significant, c.noise_pct) == ("comparable", "no_change", True, 0.0)
     assert c.change_pct == pytest.approx(0.2)
-    assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_new.count, c.metric_new.iqr_ns) == (500 * US, 501 * US,
-                                                                                                   30, 0)
-    first = "`NEW` performs like `BASE` on the median step time: 0.500 ms → 0.501 ms (+0.2 %)."
-    assert c.headline[:2] == (first, "Spread p90/p50 1.00 over 30 steps vs 1.00 over 30; noise ±0.0 %: the change "
-                                     "is larger than the noise.")
+    assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_new.count, c.metric_new.iqr_ns) == (
+        1_000 * US, 1_002 * US, 29, 0)
+    first = "`NEW` performs like `BASE` on the median step period: 1.000 ms → 1.002 ms (+0.2 %)."
+    assert c.headline[:2] == (first, "Spread p90/p50 1.00 over 29 step periods vs 1.00 over 29; noise ±0.0 %: the "
+                                     "change is larger than the noise.")
     assert write_markdown(compare_document(res)).splitlines()[2].rstrip() == first   # compare.md's headline
 
 
@@ -323,9 +326,9 @@ def test_identical_runs_name_no_largest_change(tmp_path):
     c = nle.compare([p, p], labels=["BASE", "NEW"]).comparisons[0]
     assert (c.verdict, c.change_pct, c.main_reason) == ("no_change", 0.0, None)
     assert c.headline == (
-        "`NEW` and `BASE` do not differ significantly on the median step time: 0.500 ms → 0.500 ms (+0.0 %, within "
+        "`NEW` and `BASE` do not differ significantly on the median step period: 1.000 ms → 1.000 ms (+0.0 %, within "
         "the noise).",
-        "Spread p90/p50 1.00 over 30 steps vs 1.00 over 30; noise ±0.0 %: the change is within the noise.",
+        "Spread p90/p50 1.00 over 29 step periods vs 1.00 over 29; noise ±0.0 %: the change is within the noise.",
         "GPU busy 22.4 % → 22.4 % of the steady window.")
 
 
@@ -422,13 +425,14 @@ def test_too_short(tmp_path, base_trace):
     assert proc.returncode == EXIT_INCOMPARABLE == 4, proc.stderr      # the gate fails closed
     line = _lines(proc.stderr)                                          # why it fails: on stderr
     assert len(line) == 1 and line[0].startswith("nsys-llm-explain: NOT COMPARABLE, failing (exit 4): NEW short "
-                                                 "is too short (5 steps < 10; steady window 13.086 ms < 20.000 ms) — "
-                                                 "too short to compare: short has 5 steps (< 10)"), line
+                                                 "is too short (4 step periods < 10; steady window 13.086 ms < "
+                                                 "20.000 ms) — too short to compare: short has 4 step periods "
+                                                 "(< 10)"), line
     proc = run_cli("compare", str(base_trace), str(short), "--out", str(tmp_path / "o"), "--quiet",
                    "--fail-on-regression", "0", "--allow-incomparable")
     assert proc.returncode == 0, proc.stderr
     line = _lines(proc.stdout)
-    assert len(line) == 1 and "not gated (too short to compare" in line[0] and "5 steps (< 10)" in line[0]
+    assert len(line) == 1 and "not gated (too short to compare" in line[0] and "4 step periods (< 10)" in line[0]
     d = json.loads((tmp_path / "o" / "compare.json").read_text())
     assert d["comparisons"][0]["status"] == "too_short" and d["comparisons"][0]["verdict"] == "not_compared"
 
@@ -534,7 +538,7 @@ def test_gate_limit_minus_zero_is_zero(tmp_path, capsys, demo_trace):
                  "--fail-on-regression", "-0"]) == 0
     lines = _lines(capsys.readouterr().out)
     assert len(lines) == 1 and lines[0].startswith("nsys-llm-explain: ok: ") and lines[0].endswith(
-        "NEW b 1.110 ms, +0.0 % (limit +0 %)"), lines
+        "NEW b 1.314 ms, +0.0 % (limit +0 %)"), lines
 
 
 def test_compare_reports_needs_two_reports(demo_trace):
@@ -692,10 +696,6 @@ def _ranged_loop(path: Path, range_ns: int) -> str:
     return b.write(str(path))
 
 
-@pytest.mark.xfail(strict=True, reason="the headline metric is the step range's wall time, which omits the host "
-                   "time between step ranges: moving host work into the range reads as a slowdown of an "
-                   "unchanged loop (fix: measure a step as start-to-next-start on its pid/device, or require "
-                   "ranges that tile the loop before using step_time_p50)")
 def test_a_longer_step_range_over_the_same_loop_is_not_slower(tmp_path):
     """BASE and NEW run the same loop (an iteration every 10 ms, the same kernels at the same times); only the
     ``execute_model`` range is 8 ms in BASE and 9 ms in NEW (the host work after the kernels is inside the range).

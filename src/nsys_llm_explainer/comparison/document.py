@@ -102,7 +102,7 @@ def _metric(d: CompareResult, unit: str) -> Section:
 def _steps(st: StepInfo) -> Spans:
     if not st.available:
         return "none"
-    return (f"{fmt_int(st.count)} (", Cell(st.method), f"), p50 {fmt_ms(st.p50_ns)} ms")
+    return (f"{fmt_int(st.count)} (", Cell(st.method), f"), wall p50 {fmt_ms(st.p50_ns)} ms")   # the steps' own walls
 
 
 def _traces(d: CompareResult, unit: str) -> Section:

@@ -182,17 +182,18 @@ def test_real_pair_cli_gate_and_outputs(tmp_path, shared_traces):
 # ------------------------------------------------------------------------------------------ planted changes
 def test_planted_host_delay_per_step_is_measured_exactly(base_trace, host_trace):
     res = nle.compare([str(base_trace), str(host_trace)])
-    assert res.metric.name == "step_time_p50" and res.metric.step_ranges == ("execute_model",)
+    assert res.metric.name == "step_period_p50" and res.metric.step_ranges == ("execute_model",)
     c = res.comparisons[0]
     assert c.status == "comparable" and c.verdict == "slower"
-    # same seed: each step of NEW is the step of BASE plus exactly 400 µs, so the median moves by exactly that
+    # same seed: each step of NEW is the step of BASE plus exactly 400 µs (the GPU is drained before the host work),
+    # so every later step starts 400 µs later and the median period moves by exactly that
     # (±1 ns for the half-up rounding of an interpolated median)
     assert abs((c.metric_new.p50_ns - c.metric_base.p50_ns) - 400 * US) <= 1
     assert abs(c.window_per_unit_new_ns - c.window_per_unit_base_ns - 400 * US) <= 400 * US * 0.02
     assert c.main_reason.component == "idle" and c.main_reason.delta_per_unit_ns == pytest.approx(400 * US, rel=0.02)
     assert all(abs(k.delta_per_unit_ns) <= 1 for k in c.kernel_deltas)    # no kernel changed
     lines, code = gate(res, 10.0)
-    assert code == EXIT_REGRESSION and lines[0].startswith("REGRESSION: median step time")
+    assert code == EXIT_REGRESSION and lines[0].startswith("REGRESSION: median step period")
 
 
 def test_planted_kernel_slowdown_is_the_top_kernel_delta(synth_dir, base_trace):
@@ -250,8 +251,9 @@ def test_new_finding_shows_in_finding_changes(tmp_path):
 
 # ------------------------------------------------------------------------------------------ exact hand-built traces
 def exact_loop(path: Path, steps: int = 30, nvtx: bool = True, step_extra: int = 0, sampler: bool = True,
-               graph: bool = False, fillers: Optional[Callable[[int], int]] = None) -> str:
-    """A one-GPU loop without jitter (TraceBuilder rows: every number exact). Step s starts at (1 + s) ms: an NVTX
+               graph: bool = False, fillers: Optional[Callable[[int], int]] = None, period: int = MS) -> str:
+    """A one-GPU loop without jitter (TraceBuilder rows: every number exact). Step s starts at 1 ms + s × ``period``
+    (1 ms by default): an NVTX
     ``execute_model`` range of 500 µs + ``step_extra`` (when ``nvtx``), ``gemm_kernel`` at +20…+220 µs,
     ``sampling_kernel`` at +220…+240 µs (when ``sampler``; a default step marker: without NVTX the marker method
     finds the steps), ``graph``: a graph-level-traced CUDA graph running +320…+400 µs (no kernel rows),
@@ -262,7 +264,7 @@ def exact_loop(path: Path, steps: int = 30, nvtx: bool = True, step_extra: int =
     g = b.thread(100, 100)
     b.gpu(0)
     for s in range(steps):
-        t = MS + s * MS
+        t = MS + s * period
         if nvtx:
             b.nvtx_push_pop(t, t + 500 * US + step_extra, "execute_model", tid_g=g)
         b.launch(t + 10 * US, t + 15 * US, t + 20 * US, t + 220 * US, pid=100, tid=100, name="gemm_kernel")
@@ -278,20 +280,21 @@ def exact_loop(path: Path, steps: int = 30, nvtx: bool = True, step_extra: int =
 
 
 def test_a_change_above_zero_noise_but_under_half_a_percent_performs_like(tmp_path):
-    """BASE: 30 NVTX steps of exactly 500 µs; NEW: 501 µs. IQR 0 in both, so the noise is 1.58·0/√30 = 0 %; the
-    change (501 − 500)/500 = +0.2 % is above that noise (significant) but under 0.5 %: no_change, and the headline
-    says NEW performs like BASE (not "do not differ significantly", not "slower")."""
-    base, new = exact_loop(tmp_path / "b.sqlite"), exact_loop(tmp_path / "n.sqlite", step_extra=1 * US)
+    """BASE: 30 NVTX steps starting every 1 000 µs; NEW: every 1 002 µs. 29 periods each (the last step has none),
+    IQR 0 in both, so the noise is 1.58·0/√29 = 0 %; the change (1 002 − 1 000)/1 000 = +0.2 % is above that noise
+    (significant) but under 0.5 %: no_change, and the headline says NEW performs like BASE (not "do not differ
+    significantly", not "slower")."""
+    base, new = exact_loop(tmp_path / "b.sqlite"), exact_loop(tmp_path / "n.sqlite", period=1_002 * US)
     res = nle.compare([base, new], labels=["BASE", "NEW"])
-    assert res.base.label == "BASE" and res.base.metric.p50_ns == 500 * US     # traces[0]
+    assert res.base.label == "BASE" and res.base.metric.p50_ns == 1_000 * US     # traces[0]
     c = res.comparisons[0]
     assert (c.status, c.verdict, c.significant, c.noise_pct) == ("comparable", "no_change", True, 0.0)
     assert c.change_pct == pytest.approx(0.2)
-    assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_new.count, c.metric_new.iqr_ns) == (500 * US, 501 * US,
-                                                                                                   30, 0)
-    first = "`NEW` performs like `BASE` on the median step time: 0.500 ms → 0.501 ms (+0.2 %)."
-    assert c.headline[:2] == (first, "Spread p90/p50 1.00 over 30 steps vs 1.00 over 30; noise ±0.0 %: the change "
-                                     "is larger than the noise.")
+    assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_new.count, c.metric_new.iqr_ns) == (
+        1_000 * US, 1_002 * US, 29, 0)
+    first = "`NEW` performs like `BASE` on the median step period: 1.000 ms → 1.002 ms (+0.2 %)."
+    assert c.headline[:2] == (first, "Spread p90/p50 1.00 over 29 step periods vs 1.00 over 29; noise ±0.0 %: the "
+                                     "change is larger than the noise.")
     assert write_markdown(compare_document(res)).splitlines()[2].rstrip() == first   # compare.md's headline
 
 
@@ -323,9 +326,9 @@ def test_identical_runs_name_no_largest_change(tmp_path):
     c = nle.compare([p, p], labels=["BASE", "NEW"]).comparisons[0]
     assert (c.verdict, c.change_pct, c.main_reason) == ("no_change", 0.0, None)
     assert c.headline == (
-        "`NEW` and `BASE` do not differ significantly on the median step time: 0.500 ms → 0.500 ms (+0.0 %, within "
+        "`NEW` and `BASE` do not differ significantly on the median step period: 1.000 ms → 1.000 ms (+0.0 %, within "
         "the noise).",
-        "Spread p90/p50 1.00 over 30 steps vs 1.00 over 30; noise ±0.0 %: the change is within the noise.",
+        "Spread p90/p50 1.00 over 29 step periods vs 1.00 over 29; noise ±0.0 %: the change is within the noise.",
         "GPU busy 22.4 % → 22.4 % of the steady window.")
 
 
@@ -422,13 +425,14 @@ def test_too_short(tmp_path, base_trace):
     assert proc.returncode == EXIT_INCOMPARABLE == 4, proc.stderr      # the gate fails closed
     line = _lines(proc.stderr)                                          # why it fails: on stderr
     assert len(line) == 1 and line[0].startswith("nsys-llm-explain: NOT COMPARABLE, failing (exit 4): NEW short "
-                                                 "is too short (5 steps < 10; steady window 13.086 ms < 20.000 ms) — "
-                                                 "too short to compare: short has 5 steps (< 10)"), line
+                                                 "is too short (4 step periods < 10; steady window 13.086 ms < "
+                                                 "20.000 ms) — too short to compare: short has 4 step periods "
+                                                 "(< 10)"), line
     proc = run_cli("compare", str(base_trace), str(short), "--out", str(tmp_path / "o"), "--quiet",
                    "--fail-on-regression", "0", "--allow-incomparable")
     assert proc.returncode == 0, proc.stderr
     line = _lines(proc.stdout)
-    assert len(line) == 1 and "not gated (too short to compare" in line[0] and "5 steps (< 10)" in line[0]
+    assert len(line) == 1 and "not gated (too short to compare" in line[0] and "4 step periods (< 10)" in line[0]
     d = json.loads((tmp_path / "o" / "compare.json").read_text())
     assert d["comparisons"][0]["status"] == "too_short" and d["comparisons"][0]["verdict"] == "not_compared"
 
@@ -534,7 +538,7 @@ def test_gate_limit_minus_zero_is_zero(tmp_path, capsys, demo_trace):
                  "--fail-on-regression", "-0"]) == 0
     lines = _lines(capsys.readouterr().out)
     assert len(lines) == 1 and lines[0].startswith("nsys-llm-explain: ok: ") and lines[0].endswith(
-        "NEW b 1.110 ms, +0.0 % (limit +0 %)"), lines
+        "NEW b 1.314 ms, +0.0 % (limit +0 %)"), lines
 
 
 def test_compare_reports_needs_two_reports(demo_trace):
@@ -692,10 +696,6 @@ def _ranged_loop(path: Path, range_ns: int) -> str:
     return b.write(str(path))
 
 
-@pytest.mark.xfail(strict=True, reason="the headline metric is the step range's wall time, which omits the host "
-                   "time between step ranges: moving host work into the range reads as a slowdown of an "
-                   "unchanged loop (fix: measure a step as start-to-next-start on its pid/device, or require "
-                   "ranges that tile the loop before using step_time_p50)")
 def test_a_longer_step_range_over_the_same_loop_is_not_slower(tmp_path):
     """BASE and NEW run the same loop (an iteration every 10 ms, the same kernels at the same times); only the
     ``execute_model`` range is 8 ms in BASE and 9 ms in NEW (the host work after the kernels is inside the range).
@@ -705,3 +705,109 @@ def test_a_longer_step_range_over_the_same_loop_is_not_slower(tmp_path):
     new = _ranged_loop(tmp_path / "n.sqlite", 9_000 * US)
     c = nle.compare([base, new], labels=["BASE", "NEW"]).comparisons[0]
     assert c.verdict == "no_change"
+    assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_new.count, c.change_pct) == (10 * MS, 10 * MS, 29,
+                                                                                              0.0)
+    assert gate(nle.compare([base, new], labels=["BASE", "NEW"]), 5.0)[1] == 0
+
+
+def _loops(path: Path, starts: dict, range_ns: int) -> str:
+    """Per process ``pid`` (on device pid − 7) an ``execute_model`` range of ``range_ns`` at each start of
+    ``starts[pid]``, enclosing two 1.9 ms gemm kernels at +10 µs and +2.01 ms; the host works until the next start."""
+    b = TraceBuilder()
+    for pid, ts in starts.items():
+        g = b.thread(pid, pid)
+        for t in ts:
+            b.nvtx_push_pop(t, t + range_ns, "execute_model", tid_g=g)
+            for j in range(2):
+                k0 = t + j * 2_000 * US
+                b.launch(k0, k0 + 5 * US, k0 + 10 * US, k0 + 1_910 * US, pid=pid, tid=pid, device=pid - 7, name="gemm")
+    return b.write(str(path))
+
+
+def test_more_host_work_between_unchanged_step_ranges_is_slower(tmp_path):
+    """The reverse of the test above: the ``execute_model`` range is 8 ms in both, but NEW's scheduler work between
+    ranges takes 3 ms instead of 2 ms, so an iteration comes every 11 ms instead of 10 ms (30 each): NEW is
+    (11 − 10)/10 = +10.0 % slower (IQR 0, noise 0), and a 5 % gate fails. The range's wall (8 → 8 ms) saw nothing."""
+    base = _loops(tmp_path / "b.sqlite", {7: [i * 10 * MS for i in range(30)]}, 8 * MS)
+    new = _loops(tmp_path / "n.sqlite", {7: [i * 11 * MS for i in range(30)]}, 8 * MS)
+    res = nle.compare([base, new], labels=["BASE", "NEW"])
+    c = res.comparisons[0]
+    assert (res.metric.name, c.metric_base.p50_ns, c.metric_new.p50_ns, c.change_pct, c.noise_pct, c.verdict) == (
+        "step_period_p50", 10 * MS, 11 * MS, pytest.approx(10.0), 0.0, "slower")
+    lines, code = gate(res, 5.0)
+    assert code == EXIT_REGRESSION and lines[0] == ("REGRESSION: median step period: BASE BASE 10.000 ms, NEW NEW "
+                                                    "11.000 ms, +10.0 % (limit +5 %)")
+
+
+def test_ranges_that_tile_the_loop_keep_their_step_time(tmp_path):
+    """Where the old claim was true it stays: ranges that cover the whole iteration (10 ms every 10 ms in BASE, 11 ms
+    every 11 ms in NEW) — the period equals the range's wall, 10 → 11 ms, +10.0 %, over 29 step periods each (30
+    steps; the last has no next start); the steps per window (units) stay the step count, 30."""
+    base = _loops(tmp_path / "b.sqlite", {7: [i * 10 * MS for i in range(30)]}, 10 * MS)
+    new = _loops(tmp_path / "n.sqlite", {7: [i * 11 * MS for i in range(30)]}, 11 * MS)
+    res = nle.compare([base, new], labels=["BASE", "NEW"])
+    c = res.comparisons[0]
+    assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_base.count, c.change_pct, c.verdict) == (
+        10 * MS, 11 * MS, 29, pytest.approx(10.0), "slower")
+    assert res.base.steps.p50_ns == 10 * MS and res.base.units == pytest.approx(30.0)
+
+
+def test_each_process_is_its_own_step_sequence(tmp_path):
+    """Two tensor-parallel ranks (pids 7 and 8, devices 0 and 1), each an ``execute_model`` every 10 ms for 30
+    iterations, rank 8 3 ms behind rank 7; NEW the same with rank 8 4 ms behind. Start to start over both ranks in
+    time order would give 3 / 7 ms (4 / 6 ms) periods and a median that moves with the offset; per process every
+    period is 10 ms: 2 × 29 = 58 periods in both, no change."""
+    base = _loops(tmp_path / "b.sqlite", {7: [i * 10 * MS for i in range(30)],
+                                          8: [3 * MS + i * 10 * MS for i in range(30)]}, 8 * MS)
+    new = _loops(tmp_path / "n.sqlite", {7: [i * 10 * MS for i in range(30)],
+                                         8: [4 * MS + i * 10 * MS for i in range(30)]}, 8 * MS)
+    c = nle.compare([base, new], labels=["BASE", "NEW"]).comparisons[0]
+    assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_base.count, c.metric_new.count, c.verdict) == (
+        10 * MS, 10 * MS, 58, 58, "no_change")
+
+
+def test_a_period_spanning_an_idle_pause_is_not_a_step(tmp_path):
+    """A serving loop: 10 bursts of 4 steps (an ``execute_model`` of 8 ms every 10 ms), 500 ms without requests
+    between bursts (BASE) or 200 ms (NEW). 39 periods: 30 of 10 ms inside bursts, 9 spanning a pause (the idle after
+    the step, 502 / 202 ms, is over 10 × the median period, 100 ms); those 9 are left out: 30 periods of 10 ms,
+    p90 10 ms (with them p90 would be a pause), no change, and each trace's notes say so."""
+    def bursts(pause: int) -> list:
+        return [b * (30 * MS + pause + 10 * MS) + i * 10 * MS for b in range(10) for i in range(4)]
+    base = _loops(tmp_path / "b.sqlite", {7: bursts(500 * MS)}, 8 * MS)
+    new = _loops(tmp_path / "n.sqlite", {7: bursts(200 * MS)}, 8 * MS)
+    res = nle.compare([base, new], labels=["BASE", "NEW"])
+    c = res.comparisons[0]
+    assert (c.metric_base.p50_ns, c.metric_base.p90_ns, c.metric_base.count, c.metric_new.p90_ns, c.change_pct,
+            c.verdict) == (10 * MS, 10 * MS, 30, 10 * MS, 0.0, "no_change")
+    note = ("9 step periods spanning an idle pause (the host idle between a step's end and the next step's start "
+            "over 10 × the median step period) not counted in the headline metric")
+    assert all(note in t.notes for t in res.traces)
+
+
+def test_marker_steps_tile_the_loop_and_keep_the_step_time(tmp_path):
+    """Without NVTX the steps run from one sampling kernel's end to the next (30 samplers every 1 ms: 29 steps of
+    exactly 1 ms): they tile each device's timeline, so the metric stays the median step time, 1 ms over 29 steps."""
+    p = exact_loop(tmp_path / "m.sqlite", nvtx=False)
+    res = nle.compare([p, p], labels=["BASE", "NEW"])
+    assert (res.metric.name, res.metric.step_method) == ("step_time_p50", "marker")
+    assert (res.base.metric.p50_ns, res.base.metric.count) == (MS, 29)
+    assert res.comparisons[0].headline[1].startswith("Spread p90/p50 1.00 over 29 steps vs 1.00 over 29")
+
+
+def test_overlapping_user_ranges_of_one_process_give_no_period(tmp_path):
+    """``--step-range execute_model`` picks ranges on two threads of one process that overlap (thread 7 at 0, 10,
+    20 … ms, thread 8 at 5, 15 … ms, each 8 ms): consecutive steps of the process overlap, so no start-to-start
+    period is measured between them (59 pairs); the trace's note says so and the pair is too short to compare."""
+    b = TraceBuilder()
+    for tid, off in ((7, 0), (8, 5 * MS)):
+        g = b.thread(7, tid)
+        for i in range(30):
+            t = off + i * 10 * MS
+            b.nvtx_push_pop(t, t + 8 * MS, "execute_model", tid_g=g)
+            b.launch(t, t + 5 * US, t + 10 * US, t + 1_910 * US, pid=7, tid=tid, name="gemm")
+    p = b.write(str(tmp_path / "t.sqlite"))
+    res = nle.compare([p, p], labels=["BASE", "NEW"], step_range="execute_model")
+    assert res.metric.name == "step_period_p50" and res.base.steps.count == 60
+    assert res.base.metric.count == 0 and res.comparisons[0].status == "too_short"
+    assert ("59 pairs of consecutive steps of one process overlap (step ranges on several threads): no period "
+            "measured between them") in res.base.notes

@@ -306,9 +306,9 @@ def test_gate_regression_wins_over_a_pair_too_short(tmp_path) -> None:
     res = nle.compare([str(base), str(slow), str(short)])
     lines, code = gate(res, 5.0)
     assert code == EXIT_REGRESSION
-    assert lines[0].startswith("REGRESSION: median step time: BASE base ")
-    assert lines[1].startswith("NOT COMPARABLE, failing (exit 4): NEW short is too short (5 steps < 10; steady window "
-                               "3.086 ms < 20.000 ms) — too short to compare: short has 5 steps (< 10)")
+    assert lines[0].startswith("REGRESSION: median step period: BASE base ")
+    assert lines[1].startswith("NOT COMPARABLE, failing (exit 4): NEW short is too short (4 step periods < 10; steady "
+                               "window 3.086 ms < 20.000 ms) — too short to compare: short has 4 step periods (< 10)")
 
 
 # ------------------------------------------------------------------------------------------ local pool

@@ -13,8 +13,8 @@ from ..analyses.common.stats import pct
 from ..errors import CWD_GONE, InputError, OptionError, cwd_gone
 from ..paths import check_name, stat_or_none
 from .diff import compare_pair, per_unit
-from .measure import NON_GPU, Facts, gather
-from .metric import choose_metric, measure
+from .measure import NON_GPU, PAUSE, Facts, gather, step_periods
+from .metric import PERIOD, choose_metric, measure
 from .result import CompareResult, FindingBrief, MetricSpec, Share, StepInfo, TraceSummary
 
 if TYPE_CHECKING:
@@ -65,6 +65,15 @@ def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
     rep = f.report
     steps = _steps(rep)
     notes = [] if steps.available else [f"no steps found: {steps.reason or 'the steps analysis found none'}"]
+    if spec.name == PERIOD:
+        sp = step_periods(rep.steps)
+        if sp.paused:
+            notes.append(f"{sp.paused} step period{'s' if sp.paused != 1 else ''} spanning an idle pause (the host "
+                         f"idle between a step's end and the next step's start over {PAUSE} × the median step "
+                         "period) not counted in the headline metric")
+        if sp.overlapped:
+            notes.append(f"{sp.overlapped} pair{'s' if sp.overlapped != 1 else ''} of consecutive steps of one "
+                         "process overlap (step ranges on several threads): no period measured between them")
     if f.not_counted:
         notes.append("; ".join(f"device {d} ran no kernel in the window ({role})" for d, role in f.not_counted)
                      + ": not counted in busy, idle or the window")

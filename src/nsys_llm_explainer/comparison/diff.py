@@ -11,13 +11,19 @@ from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from .measure import NON_GPU, Facts, weighted_jaccard
-from .metric import change
+from .metric import PERIOD, change
 from .result import Comparison, Delta, FindingChange, MetricSpec, TraceSummary
 
 NO_CHANGE_PCT = 0.5     # |change| below this is reported as no change even when it is above the noise
 IDLE_DETAIL_ROWS = 20
 
 UNIT_WORD = {"step": "step", "iteration": "iteration", "window_s": "s of window"}
+
+
+def count_word(spec: MetricSpec) -> str:
+    """What the headline metric's samples (``MetricValue.count``) are: step periods (a trace of n steps in one process
+    has n − 1), else the unit of work."""
+    return "step period" if spec.name == PERIOD else UNIT_WORD.get(spec.basis, spec.basis)
 
 
 def per_unit(ns: int, units: Optional[float]) -> Optional[int]:
@@ -68,7 +74,7 @@ def _status(spec: MetricSpec, sim: float, b: TraceSummary,
                          f"{spec.min_similarity})")
     if spec.name is None:
         different.append("no common unit of work (no common steps and no common kernel)")
-    unit = UNIT_WORD[spec.basis]
+    unit = count_word(spec)
     for t in (b, n):
         if spec.name is not None and t.metric.count < spec.min_units:
             short.append(f"{t.label} has {t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} "
@@ -130,7 +136,7 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
         sp = [f"{v.spread:.2f}" if v.spread is not None else "–" for v in (mb, mn)]
         tail = "" if noise is None else f"; noise ±{noise:.1f} %: " + (
             "the change is larger than the noise" if c.significant else "the change is within the noise")
-        lines.append(f"Spread p90/p50 {sp[0]} over {mb.count} {unit}s vs {sp[1]} over {mn.count}{tail}.")
+        lines.append(f"Spread p90/p50 {sp[0]} over {mb.count} {count_word(spec)}s vs {sp[1]} over {mn.count}{tail}.")
     r = c.main_reason
     wb, wn = c.window_per_unit_base_ns, c.window_per_unit_new_ns
     if r is not None and wb is not None and wn is not None:

@@ -33,7 +33,7 @@ from ..render.document import (
 from ..render.html.writer import html_page
 from ..render.table import Col, Joined, field_of, show_col
 from ..vocabulary.units import fmt_float, fmt_int, fmt_ms, fmt_pct, ms_value, signed_ms, signed_pct
-from .diff import UNIT_WORD
+from .diff import UNIT_WORD, count_word
 from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, Share, StepInfo, TraceSummary
 
 KERNEL_ROWS = 15
@@ -88,7 +88,7 @@ def _metric(d: CompareResult, unit: str) -> Section:
     cols = (_col("trace", "label", lambda v: Code(v, 40), False), _col("role", "role", lambda v: v, False),
             _col("p50 (ms)", "p50_ns", fmt_ms), _col("p90 (ms)", "p90_ns", fmt_ms),
             _col("p90/p50", "spread", lambda v: fmt_float(v, 2)),
-            _col(f"{unit}s", "count", fmt_int),
+            _col(f"{count_word(m)}s", "count", fmt_int),
             _col("change", "change_pct", lambda v: "" if v is None else signed_pct(v)),
             _col("noise", "noise_pct", lambda v: "" if v is None else "±" + fmt_pct(v) + " %"),
             _col("verdict", "verdict", lambda v: Cell(v.replace("_", " ")) if v else "", False),
@@ -102,7 +102,7 @@ def _metric(d: CompareResult, unit: str) -> Section:
 def _steps(st: StepInfo) -> Spans:
     if not st.available:
         return "none"
-    return (f"{fmt_int(st.count)} (", Cell(st.method), f"), p50 {fmt_ms(st.p50_ns)} ms")
+    return (f"{fmt_int(st.count)} (", Cell(st.method), f"), wall p50 {fmt_ms(st.p50_ns)} ms")   # the steps' own walls
 
 
 def _traces(d: CompareResult, unit: str) -> Section:

@@ -8,7 +8,7 @@ from typing import Any, List, Tuple
 
 from ..errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError
 from ..vocabulary.units import fmt_dur, fmt_ms
-from .diff import UNIT_WORD
+from .diff import count_word
 from .result import CompareResult, Comparison, MetricSpec, TraceSummary
 
 
@@ -29,7 +29,7 @@ def _trace_faults(role: str, t: TraceSummary, spec: MetricSpec) -> List[str]:
         return [f"{role} {t.label} has no GPU work (no kernel in its steady window)"]
     short = []
     if spec.name is not None and t.metric.count < spec.min_units:
-        unit = UNIT_WORD.get(spec.basis, spec.basis)
+        unit = count_word(spec)
         short.append(f"{t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} < {spec.min_units}")
     if t.window_ns < spec.min_window_ns:
         short.append(f"steady window {fmt_dur(t.window_ns)} < {fmt_dur(spec.min_window_ns)}")

@@ -1,5 +1,6 @@
-"""The headline metric: one number per trace, lower is better, chosen once for all traces (``step_time_p50``, else
-``iteration_period_p50`` of an anchor kernel, else none), and its noise (docs/COMPARE.md, "The headline metric")."""
+"""The headline metric: one number per trace, lower is better, chosen once for all traces (``step_period_p50`` of
+NVTX steps or ``step_time_p50`` of marker-kernel steps, else ``iteration_period_p50`` of an anchor kernel, else none),
+and its noise (docs/COMPARE.md, "The headline metric")."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import percentile, round_half_up
-from .measure import Facts, anchor_periods, repeat_score, shares, steps_in_window
+from .measure import Facts, anchor_periods, repeat_score, shares, step_periods, steps_in_window
 from .result import MetricSpec, MetricValue
 
 MAX_REPEAT = 8
 REPEAT_SCORE = 0.75
 NOTCH = 1.58
 
-STEP = "step_time_p50"
+STEP = "step_time_p50"          # marker-kernel steps: they tile each device's timeline, wall = period
+PERIOD = "step_period_p50"       # NVTX steps: start to the next step's start in the same process
 ITERATION = "iteration_period_p50"
 
 
@@ -53,8 +55,13 @@ def choose_metric(facts: Sequence[Facts]) -> MetricSpec:
     why_not_steps = _steps_common(facts)
     if why_not_steps is None:
         s = facts[0].report.steps
-        where = f"NVTX range {', '.join(s.step_ranges)}" if s.method == "nvtx" else f"marker kernels /{s.marker_regex}/"
-        return MetricSpec(STEP, f"median step time (steps delimited by {where})", "step",
+        if s.method == "nvtx":
+            return MetricSpec(PERIOD, "median step period (start of a step to the start of the next step of the same "
+                              f"process; steps delimited by NVTX range {', '.join(s.step_ranges)})", "step",
+                              "every trace has steps found the same way; a step range need not cover the host work "
+                              "between steps, so a step is measured start to start", step_method=s.method,
+                              step_ranges=tuple(s.step_ranges))
+        return MetricSpec(STEP, f"median step time (steps delimited by marker kernels /{s.marker_regex}/)", "step",
                           "every trace has steps found the same way", step_method=s.method,
                           step_ranges=tuple(s.step_ranges))
     name = _anchor(facts)
@@ -79,6 +86,9 @@ def _value(samples: np.ndarray, count: int, p50: Optional[int] = None, p90: Opti
 
 def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
     """(the metric of trace ``f``, units of work in its steady window)."""
+    if spec.name == PERIOD:
+        periods = step_periods(f.report.steps).samples
+        return _value(periods, int(periods.shape[0])), steps_in_window(f)
     if spec.name == STEP:
         st = f.report.steps
         wall = st.arrays.wall if st.arrays is not None else np.empty(0, np.int64)

@@ -16,7 +16,7 @@ COMPARE_SCHEMA_VERSION = "1.0"
 class MetricSpec(FieldsJson):
     """The headline metric, chosen once for all traces of the comparison (docs/COMPARE.md)."""
 
-    name: Optional[str]              # "step_time_p50" | "iteration_period_p50" | None (no common unit)
+    name: Optional[str]              # "step_period_p50" | "step_time_p50" | "iteration_period_p50" | None
     description: str
     basis: str                       # unit of work: "step" | "iteration" | "window_s"
     reason: str                      # why this metric was chosen

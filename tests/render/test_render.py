@@ -30,6 +30,7 @@ from nsys_llm_explainer.vocabulary.units import (
     exact_decimal,
     fmt_at,
     fmt_bytes,
+    fmt_count,
     fmt_dur,
     fmt_int,
     fmt_ms,
@@ -103,6 +104,11 @@ def test_number_formats_use_one_unit_vocabulary() -> None:
     assert fmt_dur(-999_999) == "-1.000 ms"
     assert fmt_dur(None) == "–"
     assert fmt_ms(1_234_567) == "1.235" and fmt_us(1_234) == "1.23"
+    # counted nouns: singular for exactly one (real traces 01, 10, 16 read "1 calls", 08 and 14 "All 1 names")
+    assert (fmt_count(1, "call"), fmt_count(0, "call"), fmt_count(12_345, "call")) == ("1 call", "0 calls",
+                                                                                      "12,345 calls")
+    assert (fmt_count(1, "copy", "copies"), fmt_count(2, "copy", "copies")) == ("1 copy", "2 copies")
+    assert fmt_count(None, "gap") == "– gaps"
     assert fmt_at(3_000_000, 1_000_000) == "2.000 ms" and fmt_at(3_000_000, 1_000_000, unit=False) == "2.000"
     assert fmt_pct(79.54) == "79.5" and fmt_int(12345) == "12,345" and fmt_bytes(20992) == "20.99 kB"
     assert fmt_num(5.0) == "5" and fmt_num(13.1504) == "13.15" and fmt_num(62970.29) == "62,970"

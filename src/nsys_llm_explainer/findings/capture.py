@@ -14,6 +14,7 @@ from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.trace.window import WindowResult
 from ..vocabulary.device_roles import ROLE_COPIES
 from ..vocabulary.labels import label_shows_tid
+from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Finding, Scope, finding, pooled_scope
 
@@ -33,11 +34,12 @@ def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Op
     if p is None or (kc < MIN_KERNELS and p.busy_ns < MIN_BUSY_NS):
         busy = p.busy_ns if p else 0
         window = p.window_ns if p else (gpu.devices[0].window_ns if gpu.devices else 0)
-        ev = (f"{kc} kernels keep the GPU busy {dur(busy)} of {dur(window)}; the trace shows start-up and one-off "
-              "work, so no utilisation or kernel conclusion is drawn.",) + _copies_only(gpu, p is None)
+        ev = (f"{fmt_count(kc, 'kernel')} keep{'s' if kc == 1 else ''} the GPU busy {dur(busy)} of {dur(window)}; the "
+              "trace shows start-up and one-off work, so no utilisation or kernel conclusion is drawn.",) \
+            + _copies_only(gpu, p is None)
         return finding(
             "too_little_work", severity="info",
-            title=f"Too little GPU work to diagnose: {kc} kernels, {dur(busy)} of GPU time in the window",
+            title=f"Too little GPU work to diagnose: {fmt_count(kc, 'kernel')}, {dur(busy)} of GPU time in the window",
             evidence=ev, advice=["too_little_work.capture"], facts=facts,
             time_at_stake_ns=0, checks=(Check("kernel_count", kc, "<", MIN_KERNELS),
                                         Check("busy_ns", busy, "<", MIN_BUSY_NS, pooled_scope(gpu.kernel_devices()))),

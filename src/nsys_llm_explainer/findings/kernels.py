@@ -13,6 +13,7 @@ from ..analyses.kernels.summary import KernelSummary
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..model.names import short
+from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .base import GPU_BOUND_PCT, Check, Finding, Scope, finding, pooled_scope
@@ -60,7 +61,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                       "(graph-level tracing): which kernels take the busy time is not known.")
         elif steady_kernels.available and steady_kernels.by_name:
             t = steady_kernels.by_name[0]
-            ev.append(f"Top kernel `{short(t.name, 90)}`: {t.pct:.1f} % of kernel time ({t.count} calls, "
+            ev.append(f"Top kernel `{short(t.name, 90)}`: {t.pct:.1f} % of kernel time ({fmt_count(t.count, 'call')}, "
                       f"avg {us(t.avg_ns)}).")
             checks.append(Check("kernel_share_pct", float(t.pct), ">", 0.0, Scope(name=t.name)))
         cats = [c for c in (categories.overall if categories.available and not hidden else ()) if c.nonoverlap_ns]

@@ -8,6 +8,7 @@ from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
 from ..analyses.steps.sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
 from ..vocabulary.labels import label_shows_tid
+from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, finding
 
@@ -74,8 +75,8 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
         if others else ""
     return [f"Device {dev}, {who} ({ids}): {s.sync_points} blocking calls wait until the GPU "
             f"has finished the thread's work ({', '.join(f'`{a}` {n}' for a, n in s.api_counts[:3])}){rb}; "
-            f"`{s.api}` ends a step every {dur(s.period_p50_ns)} (p90 {dur(s.period_p90_ns)}), {s.steps} steps "
-            f"holding {100 * s.kernel_share:.0f} % of the device's kernels." + also,
+            f"`{s.api}` ends a step every {dur(s.period_p50_ns)} (p90 {dur(s.period_p90_ns)}), "
+            f"{fmt_count(s.steps, 'step')} holding {100 * s.kernel_share:.0f} % of the device's kernels." + also,
             f"Per step (p50): GPU busy {dur(s.gpu_busy_p50_ns)}; the host waits in the sync {dur(s.wait_p50_ns)}; "
             f"then the GPU idles {dur(s.exposed_p50_ns)} (p90 {dur(s.exposed_p90_ns)}) while the host works before "
             f"the next launch: {dur(s.exposed_ns)} in all ({s.exposed_pct_of_window:.1f} % of the window, "

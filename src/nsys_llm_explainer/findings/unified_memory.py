@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import AbstractSet, List, Mapping, Optional
 
 from ..analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult
-from ..vocabulary.units import fmt_bytes
+from ..vocabulary.units import fmt_bytes, fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Finding, Scope, finding
 
@@ -29,8 +29,8 @@ def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult) 
         ev.append(f"Device {d.device_id}: Unified-Memory migrations were in flight during {dur(d.overlap_ns)} of its "
                   f"{dur(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in the steady window{tail}.")
     if w.by_direction:
-        ev.append(f"{w.migration_count:,} migrations, {fmt_bytes(w.migration_bytes)}, {dur(w.migration_ns)} of GPU "
-                  "migration time in the window: " + "; ".join(
+        ev.append(f"{fmt_count(w.migration_count, 'migration')}, {fmt_bytes(w.migration_bytes)}, "
+                  f"{dur(w.migration_ns)} of GPU migration time in the window: " + "; ".join(
                       f"{r.label} {r.count:,} ({fmt_bytes(r.bytes)}, {dur(r.total_ns)})"
                       for r in w.by_direction) + ".")
     if any(r.key >= 0 for r in w.by_cause):

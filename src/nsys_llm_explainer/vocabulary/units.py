@@ -84,6 +84,12 @@ def fmt_int(n: Any) -> str:
     return f"{int(v):,}" if v == int(v) else f"{v:,.3f}"
 
 
+def fmt_count(n: Any, noun: str, plural: str = "") -> str:
+    """``n`` as :func:`fmt_int` writes it and its noun, singular for exactly one ("1 call", "2 calls"); ``plural``
+    for a noun that does not take an "s" ("copy" / "copies")."""
+    return f"{fmt_int(n)} {noun if num(n) == 1 else plural or noun + 's'}"
+
+
 def fmt_num(x: Any) -> str:
     """Compact number: integers with separators, ≥ 100 rounded to an integer, else ≤ 2 decimals."""
     v = num(x)

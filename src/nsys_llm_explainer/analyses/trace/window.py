@@ -14,6 +14,7 @@ from ...errors import OptionError
 from ...jsonable import NONE_OMITTED, FieldsJson
 from ...model import intervals as iv
 from ...model.trace import TraceModel
+from ...vocabulary.units import fmt_count
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
 
@@ -174,7 +175,8 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     nk = len(k) if k is not None else 0
     if nk < MIN_KERNELS or span < MIN_BIN_NS:
         return _result(full0, full1, full0, full1, "full",
-                       f"Full trace kept: too little GPU activity to detect a steady state ({nk} kernels).")
+                       "Full trace kept: too little GPU activity to detect a steady state "
+                       f"({fmt_count(nk, 'kernel')}).")
     u = iv.union_blocks(*gpu_work(model, "start", "end"))   # all devices pooled
     nb = int(min(N_BINS, span // MIN_BIN_NS))
     edges = full0 + (np.arange(nb + 1, dtype=np.int64) * span) // nb

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, List, Sequence
 
 from ...vocabulary.cause_kinds import KINDS
-from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_dur, fmt_int
+from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_count, fmt_dur, fmt_int
 from ..document import (
     Code,
     Data,
@@ -62,7 +62,7 @@ def sec_trace(v: View) -> SectionResult:
         more = f" (+{len(procs) - 8} more)" if len(procs) > 8 else ""
         items.append(inline("Processes: ", joined([inline(
             "pid ", Data(p.pid), " ", Code(p.name, 40),
-            f" ({fmt_int(p.kernels)} kernels, {fmt_int(p.cuda_api_calls)} CUDA API calls)")
+            f" ({fmt_count(p.kernels, 'kernel')}, {fmt_int(p.cuda_api_calls)} CUDA API calls)")
             for p in procs[:8]], "; "), more, "."))
     rc = t.row_counts
     if rc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, List
 
 from ...vocabulary.labels import label_shows_tid
-from ...vocabulary.units import fmt_bytes, fmt_dur, fmt_int, fmt_pct
+from ...vocabulary.units import fmt_bytes, fmt_count, fmt_dur, fmt_int, fmt_pct
 from ..document import (
     Code,
     Data,
@@ -86,7 +86,7 @@ def sec_cuda_api(v: View) -> SectionResult:
     if not ca.available or not rows:
         return Omitted("CUDA API", ca.reason or "no CUDA API calls")
     shown = rows[:SHORT]
-    note = inline(f"{fmt_int(ca.call_count)} calls, {fmt_dur(ca.total_ns)} (whole capture). ",
+    note = inline(f"{fmt_count(ca.call_count, 'call')}, {fmt_dur(ca.total_ns)} (whole capture). ",
                   capped(len(shown), len(rows), CUDA_API.csv))
     return Section("cuda-api", "CUDA API", (para(note), TablePart(CUDA_API.cols, shown, (), "cuda-api")))
 
@@ -95,15 +95,16 @@ def _memory_items(m: MemoryResult) -> List[Inline]:
     out: List[Inline] = []
     pg = m.pageable
     if pg is not None and pg.count:
-        out.append((f"Pageable host memory: {fmt_int(pg.count)} copies, {fmt_bytes(pg.bytes)}, "
+        out.append((f"Pageable host memory: {fmt_count(pg.count, 'copy', 'copies')}, {fmt_bytes(pg.bytes)}, "
                     f"{fmt_dur(pg.total_ns)} (staged through a bounce buffer; pin it to overlap).",))
     sc = m.sync_copies
     if sc is not None and sc.calls:
-        out.append((f"Synchronous copies: {fmt_int(sc.calls)} calls blocked the host {fmt_dur(sc.host_blocked_ns)}.",))
+        out.append((f"Synchronous copies: {fmt_count(sc.calls, 'call')} blocked the host "
+                    f"{fmt_dur(sc.host_blocked_ns)}.",))
     for a, label in ((m.alloc, "Allocations"), (m.free, "Frees")):
         if a is not None and a.count:
             inside = f", {fmt_int(a.in_steps)} inside steps" if a.in_steps is not None else ""
-            out.append((f"{label}: {fmt_int(a.count)} calls, {fmt_dur(a.total_ns)}{inside}.",))
+            out.append((f"{label}: {fmt_count(a.count, 'call')}, {fmt_dur(a.total_ns)}{inside}.",))
     ps = m.per_step
     if ps is not None and ps.step_count:
         out.append((f"Copies per step (median): {fmt_int(ps.copies_per_step_median)}, "
@@ -136,7 +137,7 @@ def sec_nvtx(v: View) -> SectionResult:
             if not att.startend_kernel_ns or not att.total_kernel_ns else (
                 f" NVTX push/pop ranges enclose the launches of {fmt_pct(100 * att.coverage)} % of kernel time, "
                 f"start/end ranges (same thread) {fmt_pct(100 * att.startend_kernel_ns / att.total_kernel_ns)} %.")
-    note = inline(f"{fmt_int(nv.range_count)} ranges (whole capture); self = time with no child range."
+    note = inline(f"{fmt_count(nv.range_count, 'range')} (whole capture); self = time with no child range."
                   f"{cover} ", capped(len(shown), len(rows), NVTX_RANGES.csv))
     return Section("nvtx", "NVTX ranges", (para(note), TablePart(NVTX_RANGES.cols, shown, (), "nvtx-ranges")))
 
@@ -148,9 +149,9 @@ def sec_graphs(v: View) -> SectionResult:
     kpl = g.kernels_per_launch
     text = inline("Trace mode ", Code(g.trace_mode), f": {fmt_int(g.graph_launch_count)} graph launches "
                   f"({fmt_dur(g.graph_launch_host_ns)} of host launch time); "
-                  f"{fmt_int(g.graph_kernel_count)} kernels ran inside graphs, "
+                  f"{fmt_count(g.graph_kernel_count, 'kernel')} ran inside graphs, "
                   f"{fmt_pct(g.graph_kernel_pct)} % of kernel time"
-                  + (f"; {fmt_int(kpl.p50)} kernels per launch (median)." if kpl is not None else "."))
+                  + (f"; {fmt_count(kpl.p50, 'kernel')} per launch (median)." if kpl is not None else "."))
     warn = Note((Strong(("Warning:",)), " ", Rich(g.warning, lead=True))) if g.warning else None
     return Section("graphs", "CUDA graphs", parts(para(text), warn))
 

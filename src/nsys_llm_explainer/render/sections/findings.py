@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
-from ...vocabulary.units import fmt_dur, fmt_int
+from ...vocabulary.units import fmt_count, fmt_dur
 from ..document import (
     NL,
     Code,
@@ -81,7 +81,7 @@ def facts_pairs(f: TraceFacts) -> List[Tuple[str, str]]:
     gp = "; ".join((f"{n} × " if n > 1 else "") + k for k, n in kinds.items()) or "not recorded in the export"
     ev = list(f.workload_evidence[:1])
     threads = f.nvtx_threads
-    nv = ("yes, on " + ", ".join(f"{t.name or 'tid ' + str(t.gtid & 0xFFFFFF)} ({fmt_int(t.ranges)} ranges)"
+    nv = ("yes, on " + ", ".join(f"{t.name or 'tid ' + str(t.gtid & 0xFFFFFF)} ({fmt_count(t.ranges, 'range')})"
                                  for t in threads[:4])
           + (f" and {len(threads) - 4} more threads" if len(threads) > 4 else "")) if f.nvtx else "no"
     return [("GPUs", gp),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from ...vocabulary.cause_kinds import KIND
 from ...vocabulary.device_roles import ROLE_NOTES
-from ...vocabulary.units import fmt_dur, fmt_int, fmt_ms, fmt_pct
+from ...vocabulary.units import fmt_count, fmt_dur, fmt_int, fmt_ms, fmt_pct
 from ..charts import hbar, kind_color, plot_text
 from ..document import (
     Chart,
@@ -68,7 +68,7 @@ def device_line(v: View, d: DeviceTime) -> Inline:
     if full is not None and full.window_ns != d.window_ns:
         line += (f"; whole capture: busy {fmt_pct(full.busy_pct)} %, idle {fmt_dur(full.idle_ns)}"
                  f" of {fmt_dur(full.window_ns)}")
-    line += f". {fmt_int(d.kernel_count)} kernels, {fmt_int(d.gap_count)} gaps"
+    line += f". {fmt_count(d.kernel_count, 'kernel')}, {fmt_count(d.gap_count, 'gap')}"
     if d.copy_busy_ns:
         line += f"; copies {fmt_dur(d.copy_busy_ns)} ({fmt_dur(d.copy_only_ns)} with no kernel running)"
     return inline(Strong(inline(v.device(d.device_id), ":")), line, ".")
@@ -99,7 +99,7 @@ def cause_chart(v: View, i: int, dc: DeviceCauses, causes: Sequence[Any]) -> Fig
     values = [c.ns for c in shown]
     colors = [kind_color(c.kind, j) for j, c in enumerate(shown)]
     hover = [f"{lab}<br>{fmt_dur(c.ns)} idle · {fmt_pct(c.pct_of_window)} % of the window · "
-             f"{fmt_pct(c.pct_of_idle)} % of idle · {fmt_int(c.gap_count)} gaps" for lab, c in zip(labels, shown)]
+             f"{fmt_pct(c.pct_of_idle)} % of idle · {fmt_count(c.gap_count, 'gap')}" for lab, c in zip(labels, shown)]
     if other.count:
         labels.append(f"other ({fmt_int(other.count)} causes)")
         values.append(other.ns)

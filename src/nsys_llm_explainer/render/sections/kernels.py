@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List, Sequence
 
-from ...vocabulary.units import fmt_dur, fmt_int, fmt_pct
+from ...vocabulary.units import fmt_count, fmt_dur, fmt_pct
 from ..charts import hbar, plot_text
 from ..document import (
     Chart,
@@ -39,14 +39,15 @@ def sec_kernels(v: View) -> SectionResult:
     if st.available and not v.r.window.is_full and st.by_name:
         rows = st.by_name
         scope = inline(Strong(("Analysis window",)), f", all devices (kernels clipped to it): "
-                       f"{fmt_int(st.kernel_count)} kernels, {fmt_dur(st.total_kernel_ns)} of summed "
-                       f"kernel time; the whole capture ({fmt_int(ks.kernel_count)} kernels) is in ",
+                       f"{fmt_count(st.kernel_count, 'kernel')}, {fmt_dur(st.total_kernel_ns)} of summed "
+                       f"kernel time; the whole capture ({fmt_count(ks.kernel_count, 'kernel')}) is in ",
                        Code(f"tables/{KERNELS.csv}"), ". ")
     else:
-        scope = inline(Strong(("Whole capture",)), f", all devices: {fmt_int(ks.kernel_count)} kernels, "
+        scope = inline(Strong(("Whole capture",)), f", all devices: {fmt_count(ks.kernel_count, 'kernel')}, "
                        f"{fmt_dur(ks.total_kernel_ns)} of summed kernel time. ")
     shown = rows[: v.top]
-    count = (f"Showing {len(shown)} of {len(rows)} names" if len(rows) > len(shown) else f"All {len(rows)} names")
+    count = (f"Showing {len(shown)} of {len(rows)} names" if len(rows) > len(shown) else
+             "One name" if len(rows) == 1 else f"All {len(rows)} names")
     note = inline(scope, count, "; per device in ", Code(f"tables/{KERNELS.csv}"), ".")
     return Section("kernels", "Top kernels", (para(note), TablePart(KERNELS.cols, shown, (), "top-kernels")),
                    "Top kernels")
@@ -63,7 +64,7 @@ def sec_traits(v: View) -> SectionResult:
     if kt.stack:
         facts.append(inline(Strong(("Stack:",)), " ", Data(kt.stack)))
     rows = sorted(KERNEL_TRAITS.rows(v.r), key=lambda r: -r.share_pct)
-    note = (f"Kernel-name traits over the analysis window ({fmt_int(kt.kernel_count)} kernels, "
+    note = (f"Kernel-name traits over the analysis window ({fmt_count(kt.kernel_count, 'kernel')}, "
             f"{fmt_dur(kt.total_kernel_ns)}); a kernel may have several traits.")
     return Section("traits", "Kernel traits", parts(
         para(note), para(joined(facts, " · ")) if facts else None,
@@ -73,7 +74,7 @@ def sec_traits(v: View) -> SectionResult:
 def _category_chart(rows: Sequence[CategoryRow]) -> Figure:
     labels = [plot_text(r.category, 40) for r in rows]
     hover = [f"{lab}<br>{fmt_dur(r.nonoverlap_ns)} not overlapped · {fmt_pct(r.nonoverlap_pct)} %"
-             f" · {fmt_int(r.count)} kernels" for lab, r in zip(labels, rows)]
+             f" · {fmt_count(r.count, 'kernel')}" for lab, r in zip(labels, rows)]
     cap = inline("Non-overlapped kernel time per category, whole capture, all devices (the time no kernel of "
                  "another category overlaps). Text equivalent: report.json ", Code("categories.overall[]"), " (",
                  Code("nonoverlap_ns"), ", ", Code("nonoverlap_pct"), "), ", Code("tables/categories.csv"), ".")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List
 
-from ...vocabulary.units import fmt_dur, fmt_int, ms_value
+from ...vocabulary.units import fmt_count, fmt_dur, fmt_int, ms_value
 from ..charts import layout, plot_text
 from ..document import (
     BR,
@@ -78,11 +78,11 @@ def _series(v: View, groups: Dict[str, List[StepRow]]) -> List[Dict[str, Any]]:
 
 def _how(st: StepResult, shown: List[StepRow]) -> str:
     rows = st.rows
-    how = (f"all {fmt_int(len(rows))} steps" if len(shown) == len(rows) else
-           f"{fmt_int(len(shown))} of {fmt_int(len(rows))} steps (every {-(-len(rows) // MAX_STEP_POINTS)}-th "
+    how = (f"all {fmt_count(len(rows), 'step')}" if len(shown) == len(rows) else
+           f"{fmt_int(len(shown))} of {fmt_count(len(rows), 'step')} (every {-(-len(rows) // MAX_STEP_POINTS)}-th "
            "step plus the slowest, to keep the page small)")
     if st.step_count > len(rows):
-        how += f"; report.json keeps the first {fmt_int(len(rows))} of {fmt_int(st.step_count)} steps"
+        how += f"; report.json keeps the first {fmt_int(len(rows))} of {fmt_count(st.step_count, 'step')}"
     return how
 
 
@@ -144,7 +144,7 @@ def _steps(v: View) -> List[Any]:
                   (": ", Rich(st.confidence_reason, lead=True)) if st.confidence_reason else None)
     scope = ", counted over the whole capture, not only the analysis window" if not v.r.window.is_full else ""
     out: List[Any] = [
-        para(Strong((f"{fmt_int(st.step_count)} steps",)), " from ", how, " (", conf, ")", scope, ".", brk=BR),
+        para(Strong((f"{fmt_count(st.step_count, 'step')}",)), " from ", how, " (", conf, ")", scope, ".", brk=BR),
         para(f"Step time p50 {fmt_dur(s.p50_ns if s else None)}, p90 {fmt_dur(s.p90_ns if s else None)}, "
              f"p99 {fmt_dur(s.p99_ns if s else None)}, max {fmt_dur(s.max_ns if s else None)}.")]
     if st.notes:

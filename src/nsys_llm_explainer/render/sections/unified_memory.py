@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List, Optional
 
-from ...vocabulary.units import fmt_bytes, fmt_dur, fmt_int, fmt_pct
+from ...vocabulary.units import fmt_bytes, fmt_count, fmt_dur, fmt_int, fmt_pct
 from ..document import (
     Code,
     Data,
@@ -53,7 +53,7 @@ def _items(w: UmWindow, full: Optional[UmWindow], same: bool) -> List[Inline]:
         out.append(inline(f"CPU page faults: {fmt_int(w.cpu_fault_count)}",
                           ("; functions ", funcs) if funcs else None, ("; modules ", mods) if mods else None, "."))
     if not same and full is not None:
-        out.append((f"Whole capture: {fmt_int(full.migration_count)} migrations "
+        out.append((f"Whole capture: {fmt_count(full.migration_count, 'migration')} "
                     f"({fmt_bytes(full.migration_bytes)}), under {fmt_pct(full.overlap_pct)} % of kernel "
                     f"time; {fmt_int(full.gpu_page_faults)} GPU and {fmt_int(full.cpu_fault_count)} CPU "
                     "page faults.",))

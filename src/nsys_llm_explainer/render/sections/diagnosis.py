@@ -166,6 +166,9 @@ def sec_nccl(v: View) -> SectionResult:
                             "(whole capture): ", per, ".")]
     if nc.ranks:
         body.append(TablePart(NCCL_RANKS.cols, nc.ranks, (), "nccl-ranks"))
+    if nc.matching is not None:
+        body.append(para(f"Collectives matched across ranks {nc.how_matched()}: {fmt_int(nc.matched_collectives)} "
+                         f"matched, {fmt_int(nc.unmatched_kernels)} NCCL kernels outside them."))
     s = nc.straggler
     if s is not None:
         body.append(para(Strong(("Straggler:",)), " ", Data(s.late_rank), " arrives late; ",

@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Tuple
 
+from conftest import as_report
 from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.comms.nccl import NcclResult, analyze_nccl
-from nsys_llm_explainer.pipeline import load_model
+from nsys_llm_explainer.pipeline import Options, analyze_path, load_model
+from nsys_llm_explainer.render import render_markdown
 
 US = 1000
 T0 = 1_000_000
@@ -34,6 +36,19 @@ def _steps(b: TraceBuilder, name: str, first_step: Dict[int, int], n: int = 10, 
                 continue
             s = t + (800 if pid == late_pid else 500) * US
             b.launch(s - 6 * US, s - 2 * US, s, t + 900 * US, pid=pid, tid=pid + 1, device=dev, name=name)
+
+
+def _mixed() -> TraceBuilder:
+    """The all-reduces with pid 102 from step 2, plus per step an all-gather of 100 µs at t + 100 µs on pid 100
+    and t + 300 µs on pid 101 (never overlapping)."""
+    b = TraceBuilder()
+    _steps(b, AR, {102: 2})
+    for i in range(10):
+        t = T0 + i * 1000 * US
+        for pid, dev, at in ((100, 0, 100), (101, 1, 300)):
+            s = t + at * US
+            b.launch(s - 6 * US, s - 2 * US, s, s + 100 * US, pid=pid, tid=pid + 1, device=dev, name=AG)
+    return b
 
 
 def _run(b: TraceBuilder, tmp_path: Path, name: str = "t.sqlite") -> NcclResult:
@@ -118,14 +133,7 @@ def test_a_name_whose_kernels_never_overlap_falls_back_and_blocks_the_verdict(tm
     order (10 instances, pid 101 'last' by 200 µs each: 2 ms) and listed, the result's matching is 'mixed', and no
     straggler verdict is given although the all-reduces alone would give one. Matched 8 + 10 = 18, unmatched 4,
     wait 2.4 + 2 = 4.4 ms."""
-    b = TraceBuilder()
-    _steps(b, AR, {102: 2})
-    for i in range(10):
-        t = T0 + i * 1000 * US
-        for pid, dev, at in ((100, 0, 100), (101, 1, 300)):
-            s = t + at * US
-            b.launch(s - 6 * US, s - 2 * US, s, s + 100 * US, pid=pid, tid=pid + 1, device=dev, name=AG)
-    r = _run(b, tmp_path)
+    r = _run(_mixed(), tmp_path)
     assert (r.matched_collectives, r.unmatched_kernels, r.wait_ns_total) == (18, 4, 4400 * US)
     assert (r.matching, r.order_fallbacks) == ("mixed", ("ncclDevKernel_AllGather_RING_LL",))
     assert [(x.pid, x.matched, x.last_arrival_count) for x in r.ranks] == [(100, 18, 8), (101, 18, 10),
@@ -150,3 +158,26 @@ def test_old_export_without_global_pid_in_the_kernel_table(tmp_path: Path) -> No
     v = r.straggler
     assert v is not None and (v.waiting_rank, v.late_rank, v.wait_ns_total) == ("pid -1 / GPU 1", "pid -1 / GPU 0",
                                                                          2400 * US)
+
+
+def test_the_nccl_section_and_report_json_say_how(tmp_path: Path) -> None:
+    """report.json's ``nccl.matching`` / ``order_fallbacks`` and the sentence of the NCCL section, for the mixed
+    capture above (8 + 10 matched, 4 kernels outside) and for the late-capture one (time, 8 matched, 4 outside;
+    no ``order_fallbacks`` key)."""
+    b = TraceBuilder()
+    _steps(b, AR, {102: 2})
+    p = tmp_path / "late.sqlite"
+    b.write(str(p))
+    data = analyze_path(str(p), Options()).to_dict()
+    assert data["nccl"]["matching"] == "time" and "order_fallbacks" not in data["nccl"]
+    md = render_markdown(as_report(data))
+    assert ("Collectives matched across ranks by name and time (the kernels that overlap): 8 matched, 4 NCCL "
+            "kernels outside them.") in md
+    p = tmp_path / "mixed.sqlite"
+    _mixed().write(str(p))
+    data = analyze_path(str(p), Options()).to_dict()
+    assert (data["nccl"]["matching"], data["nccl"]["order_fallbacks"]) == ("mixed", ["ncclDevKernel_AllGather_RING_LL"])
+    md = render_markdown(as_report(data))
+    assert ("Collectives matched across ranks by name and time, in issue order for 1 name(s) whose kernels on some "
+            "rank never overlap another rank's: 18 matched, 4 NCCL kernels outside them.") in md
+    assert "No straggler: on some rank no NCCL kernel of 1 collective name(s) overlaps another rank's" in md

@@ -313,7 +313,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     share = last_cnt[late] / matched
     straggler = None
     reason = None
-    by = {MATCH_TIME: "time", MATCH_ORDER: "issue order", MATCH_MIXED: "time or issue order"}.get(head.matching or "", "issue order")
+    by = {MATCH_TIME: "time", MATCH_MIXED: "time or issue order"}.get(head.matching or MATCH_ORDER, MATCH_ORDER)
     if split_n:
         reason = (f"{split_n} (rank, collective) pair(s) run on several CUDA streams: the collective name is shared "
                   f"by several communicators, which the export does not name, so matching by name and {by} "

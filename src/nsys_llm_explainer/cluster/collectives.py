@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, round_half_up
+from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, best_shift, overall_matching
 from ..jsonable import NONE_OMITTED, FieldsJson
 from .align import Alignment
 from .summary import FileSummary
@@ -114,11 +115,6 @@ class CollectivesResult(FieldsJson):
         return "in issue order"
 
 
-#: ``matching`` values: by time on the aligned clocks (index shifts that make the kernels overlap), by issue order
-#: (the k-th kernel of a name on every rank: clocks not aligned, or no kernel overlaps), or some names each way
-MATCH_TIME, MATCH_ORDER, MATCH_MIXED = "time", "issue order", "mixed"
-
-
 def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
     """(file index, pid, device) → rank name (docs/CLUSTER.md)."""
     out: Dict[Tuple[int, int, int], str] = {}
@@ -131,31 +127,6 @@ def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
 
 def _half_up(x: float) -> int:
     return int(round_half_up(np.float64(x)))
-
-
-def best_shift(ref_start: np.ndarray, ref_end: np.ndarray, start: np.ndarray, end: np.ndarray) -> Optional[int]:
-    """The index shift ``d`` pairing the reference rank's k-th kernel with another rank's (k + d)-th that most often
-    overlap in time (aligned clock; both series in start order), or None when no kernel overlaps one of the other's.
-    Each reference kernel votes for the shift of the other rank's kernel, among the two latest starting no later than
-    its end, that overlaps it the longest (``min(ends) − max(starts) >= 0``); ties between shifts: the smaller
-    ``|d|``, then the smaller ``d``. O((N + M) log M), no N × M comparison."""
-    if ref_start.shape[0] == 0 or start.shape[0] == 0:
-        return None
-    hi = np.searchsorted(start, ref_end, side="right")     # kernels of the other rank starting <= each reference end
-    best_i = np.full(ref_start.shape[0], -1, np.int64)
-    best_ov = np.full(ref_start.shape[0], -1, np.int64)
-    for back in (1, 2):
-        i = hi - back
-        ok = i >= 0
-        ic = np.where(ok, i, 0)
-        ov = np.minimum(ref_end, end[ic]) - np.maximum(ref_start, start[ic])
-        better = ok & (ov >= 0) & (ov > best_ov)
-        best_i, best_ov = np.where(better, i, best_i), np.where(better, ov, best_ov)
-    hit = best_i >= 0
-    if not hit.any():
-        return None
-    vals, counts = np.unique(best_i[hit] - np.flatnonzero(hit), return_counts=True)
-    return int(vals[np.lexsort((vals, np.abs(vals), -counts))[0]])
 
 
 def _indices(lens: Sequence[int], shifts: Sequence[int]) -> Tuple[int, int]:
@@ -256,6 +227,6 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     split = tuple(SplitName(r, nm, tuple(st.tolist())) for r, nm, st in streams if st.shape[0] > 1)
     sk_p50 = _half_up(median(np.concatenate(all_skew))) if all_skew else 0
     es_p50 = _half_up(median(np.concatenate(all_spread))) if all_spread else 0
-    how = (None if not methods else methods[0] if len(set(methods)) == 1 else MATCH_MIXED)
+    how = overall_matching(methods)
     return CollectivesResult(True, reason, timed and matched_total > 0, tuple(ranks), tuple(by_name),
                              tuple(instances), matched_total, unmatched, sk_p50, es_p50, split, how)

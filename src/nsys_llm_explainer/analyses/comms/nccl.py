@@ -1,5 +1,6 @@
 """NCCL collectives across GPUs / processes, and straggler (late rank) detection: per device / PID totals,
-collectives matched across ranks by name and issue order, and the verdict (docs/FINDINGS.md, "NCCL").
+collectives matched across ranks by name and time (the index shift per rank that makes its kernels overlap the
+reference rank's, :mod:`.matching`; issue order when no kernel overlaps), and the verdict (docs/FINDINGS.md, "NCCL").
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import Kernels, TraceModel
 from ..common.stats import combine_keys, int_sums, median, pct, round_half_up
+from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, best_shift, overall_matching
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
 COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
@@ -119,6 +121,22 @@ class NcclResult(FieldsJson):
     wait_ns_total: int = 0
     straggler: Optional[NcclStraggler] = None
     straggler_reason: Optional[str] = None
+    #: how collectives were matched across ranks, over the names run on >= 2 ranks: MATCH_TIME / MATCH_ORDER /
+    #: MATCH_MIXED (None, not written: no such name)
+    matching: Optional[str] = field(default=None, metadata=NONE_OMITTED)
+    #: the names (sorted) matched by issue order: on some rank no kernel of the name overlaps one of the reference
+    #: rank's (None, not written: none)
+    order_fallbacks: Optional[Tuple[str, ...]] = field(default=None, metadata=NONE_OMITTED)
+
+    def how_matched(self) -> str:
+        """How the collectives were matched, in words (the report's NCCL section)."""
+        if self.matching == MATCH_TIME:
+            return "by name and time (the kernels that overlap)"
+        if self.matching == MATCH_MIXED:
+            n = len(self.order_fallbacks or ())
+            return (f"by name and time, in issue order for {n} name(s) whose kernels on some rank never overlap "
+                    "another rank's")
+        return "by name and issue order, as on some rank no kernel of a name overlaps another rank's"
 
 
 def collective_name(kernel_name: str) -> str:
@@ -153,6 +171,37 @@ def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray
     return rows
 
 
+def _shifts(of_pair: List[Tuple[int, np.ndarray]], n_coll: int, n_rank: int, start: np.ndarray, end: np.ndarray
+            ) -> Tuple[np.ndarray, List[str], List[int]]:
+    """Per (rank, name) key ``rank * n_coll + name``: the index shift ``d`` of its kernels against the name's
+    reference rank (the one with the most kernels of the name; ties: first in rank order), by time
+    (:func:`.matching.best_shift`, one clock in one export); every shift of a name is 0 (issue order) when on some
+    rank no kernel of it overlaps one of the reference's. Also the matching of each name run on >= 2 ranks and the
+    names that fell back to issue order. ``of_pair``: each key's kernels in start order. Python work per (rank,
+    name) only."""
+    shift = np.zeros(n_rank * n_coll, np.int64)
+    by_name: Dict[int, List[Tuple[int, np.ndarray]]] = {}
+    for key, rows in of_pair:            # keys ascending: ranks in rank order within a name
+        by_name.setdefault(key % n_coll, []).append((key, rows))
+    methods: List[str] = []
+    fallbacks: List[int] = []
+    for c in sorted(by_name):
+        mem = by_name[c]
+        if len(mem) < 2:
+            continue
+        lens = [r.shape[0] for _, r in mem]
+        ref = mem[lens.index(max(lens))][1]
+        found = [best_shift(start[ref], end[ref], start[r], end[r]) if r is not ref else 0 for _, r in mem]
+        if all(d is not None for d in found):
+            methods.append(MATCH_TIME)
+            for (key, _), d in zip(mem, found):
+                shift[key] = int(d or 0)
+        else:
+            methods.append(MATCH_ORDER)
+            fallbacks.append(c)
+    return shift, methods, fallbacks
+
+
 def analyze_nccl(model: TraceModel) -> NcclResult:
     k = model.kernels
     if k is None or len(k) == 0:
@@ -185,8 +234,13 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     # sequence index of each kernel within its (rank, collective name), in start order
     g = rank * n_coll + coll
     seq = np.empty(g.shape[0], np.int64)
-    for _, of_g in rows_by_value(g):       # one sort; Python work per (rank, name) only
+    of_pair = rows_by_value(g)             # one sort; Python work per (rank, name) only
+    for _, of_g in of_pair:
         seq[of_g] = np.arange(of_g.shape[0])
+    shift, methods, fallbacks = _shifts(of_pair, n_coll, n_rank, s.astype(np.int64), e.astype(np.int64))
+    # the reference rank's index of each kernel's collective: its (k + d)-th kernel is the reference's k-th
+    seq -= shift[g]
+    seq -= int(seq.min())
     # ranks per collective name; a (name, seq) collective is matched when every such rank has it
     pairs = np.unique(coll * n_rank + rank)
     ranks_per_coll = np.bincount(pairs // n_rank, minlength=n_coll)
@@ -203,7 +257,9 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
                           int(r_cnt[r]), int(r_ns[r])) for r in range(n_rank)]
     head = NcclResult(True, None, nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()),
                       by_name=by_name, per_device=per_device, per_pid=per_pid, custom_allreduce=custom,
-                      ranks=tuple(base_rank), matched_collectives=matched, unmatched_kernels=int((~mrow).sum()))
+                      ranks=tuple(base_rank), matched_collectives=matched, unmatched_kernels=int((~mrow).sum()),
+                      matching=overall_matching(methods),
+                      order_fallbacks=tuple(sorted(coll_names[c] for c in fallbacks)) or None)
     if n_rank < 2:
         return replace(head, straggler_reason="NCCL kernels on a single (pid, GPU) rank: nothing to compare")
     if matched == 0:
@@ -257,13 +313,18 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     share = last_cnt[late] / matched
     straggler = None
     reason = None
+    by = {MATCH_TIME: "time", MATCH_MIXED: "time or issue order"}.get(head.matching or MATCH_ORDER, MATCH_ORDER)
     if split_n:
         reason = (f"{split_n} (rank, collective) pair(s) run on several CUDA streams: the collective name is shared "
-                  "by several communicators, which the export does not name, so matching by name and issue order "
+                  f"by several communicators, which the export does not name, so matching by name and {by} "
                   "may mix them; no straggler verdict")
+    elif fallbacks:
+        reason = (f"on some rank no NCCL kernel of {len(fallbacks)} collective name(s) overlaps another rank's "
+                  f"({', '.join(head.order_fallbacks or ())}): kernels that never run together are not one "
+                  "collective, so they were paired in issue order; no straggler verdict")
     elif spread_p50 > wait_p50 * MAX_END_SPREAD_SHARE:
         reason = (f"the matched NCCL kernels do not end together (median end spread {spread_p50:,.0f} ns vs median "
-                  f"wait {wait_p50:,.0f} ns): matching by name and issue order may pair kernels of different "
+                  f"wait {wait_p50:,.0f} ns): matching by name and {by} may pair kernels of different "
                   "communicators; no straggler verdict")
     elif ratio >= MIN_RATIO and share >= MIN_LATE_SHARE and late != waiting:
         w, lt = ranks[waiting], ranks[late]

@@ -163,8 +163,10 @@ def sec_nccl(v: View) -> SectionResult:
     per = joined([inline("device ", Data(field_of(r, "device_id")), f" {fmt_dur(field_of(r, 'total_ns'))} "
                          f"({fmt_pct(field_of(r, 'pct_of_kernel_ns'))} % of its kernel time)")
                   for r in nc.per_device], "; ")
+    how = ("" if nc.matching is None else f" Collectives matched across ranks {nc.how_matched()}: "
+           f"{fmt_int(nc.matched_collectives)} matched, {fmt_int(nc.unmatched_kernels)} NCCL kernels outside them.")
     body: List[Any] = [para(f"{fmt_int(nc.nccl_kernel_count)} NCCL kernels, {fmt_dur(nc.nccl_total_ns)} "
-                            "(whole capture): ", per, ".")]
+                            "(whole capture): ", per, "." + how)]
     if nc.ranks:
         body.append(TablePart(NCCL_RANKS.cols, nc.ranks, (), "nccl-ranks"))
     s = nc.straggler

@@ -13,7 +13,7 @@ from synth import TraceBuilder
 from synth.scenarios.cluster import AR, BASE_UTC, GEMM, MS
 
 import nsys_llm_explainer as nle
-from nsys_llm_explainer.cluster.collectives import best_shift
+from nsys_llm_explainer.analyses.comms.matching import best_shift
 from nsys_llm_explainer.render.cluster import render_cluster_markdown
 
 US = 1_000

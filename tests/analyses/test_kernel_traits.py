@@ -125,7 +125,10 @@ POSITIVE: Dict[str, List[str]] = {
         "void pytorch_flash::flash_fwd_kernel<>", "void vllm::paged_attention_v2_kernel<__nv_bfloat16>",
         "void flashinfer::BatchPrefillWithPagedKVCacheKernel<>", "fmha_cutlassB_f16_aligned_128x64_k64",
         "void fmha::fused_multihead_attention_v2", "void mmha::masked_multihead_attention_kernel<>",
-        "void attention_kernel_batched_impl<AttentionKernel<>> efficient_attention", "xqa_kernel_dt_bf16_d_128"],
+        "void attention_kernel_batched_impl<AttentionKernel<>> efficient_attention", "xqa_kernel_dt_bf16_d_128",
+        # Triton attention: vLLM's unified kernel, SGLang's decode kernels, the Triton tutorial's, custom attn_* kernels
+        "kernel_unified_attention_2d", "_decode_grouped_att_m_fwd_kernel", "_decode_att_m_fwd_kernel", "_attn_fwd",
+        "attn_decode_kernel", "self_attn_prefill"],
     "softmax": [SOFTMAX, "void cunn_SoftMaxForward<4, float>", "void (anonymous namespace)::softmax_kernel<>",
                 "void tensorflow::SoftmaxKernel<float>"],
     "inductor_pointwise": ["triton_poi_fused_add_mul_0", "triton_poi_fused__to_copy_cat_3"],
@@ -163,7 +166,8 @@ NEGATIVE: Dict[str, List[str]] = {
                        ELT, FLASH],
     "tensor_core_gemm": [SGEMM, F32_XMMA, "volta_scudnn_128x64_relu", FLASH, "fmha_cutlassF_f16_aligned_64x64_rf",
                          "sm50_xmma_pooling_fw_4d_FP16FP32NHWC_Average_FastDiv_CAlign8_execute_kernel_trt", ELT],
-    "attention_fused": [SOFTMAX, SGEMM, ELT, "ncclDevKernel_SendRecv"],
+    "attention_fused": [SOFTMAX, SGEMM, ELT, "ncclDevKernel_SendRecv", "pattn_kernel", "attnorm_fused",
+                        "void at::native::reduce_kernel<512, 1, ReduceOp<float, MeanOps<float>>>"],
     "softmax": [FLASH, "void flash::flash_fwd_splitkv_kernel<softmax>", ELT],
     "elementwise": [SGEMM, "void at::native::reduce_kernel<512>",
                     "void at::native::<unnamed>::CatArrayBatchedCopy_vectorized<>", "broadcast_kernel",
@@ -387,3 +391,12 @@ def test_real_14_v100_nvfuser():
     r = real("14_nvfuser_v100_nvtx_heavy")
     assert r.stack == "pytorch"
     assert sum(h.share_pct for h in r.traits.values()) < 1       # CudaCodeGen kernels carry no trait
+
+
+def test_triton_attention_kernels_make_a_recognisable_model():
+    """An SGLang-style decode capture: Triton attention (``_decode_grouped_att_m_fwd_kernel``) beside elementwise
+    kernels and no GEMM in the window. It read workload "unknown" ("no GEMM, convolution, attention, softmax or
+    normalization kernel"); the attention kernel is a model's: inference, with the fused-attention trait 30 of 40 ns."""
+    r = run(["_decode_grouped_att_m_fwd_kernel", ELT], [(0, 30), (1, 10)])
+    assert r.workload == "inference"
+    assert r.traits["attention_fused"].share_pct == pytest.approx(75.0)

@@ -62,7 +62,8 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "tensor_core_gemm": _TC_MARK + r"|nvjet|sm9\d_xmma|tcgen05|(?:bf16|tf32|fp8|e4m3)(?:(?!bf16|tf32|fp8|e4m3)\w)*gemm"
                         r"|" + _XMMA_GEMM,
     "attention_fused": r"flash_fwd|flash_bwd|flash::|flash_?attn|flashinfer|fmha|paged_attention|cutlass[fb]_"
-                       r"|efficient_attention|mmha|xqa|fused_attention|sdpa|flashmla|multihead_attention",
+                       r"|efficient_attention|mmha|xqa|fused_attention|sdpa|flashmla|multihead_attention"
+                       r"|unified_attention|decode_(?:grouped_)?att_m|(?<![a-z])attn_|_attn(?![a-z])",
     "softmax": r"softmax",
     "gemm_any": r"gemm|bmm|gemv|nvjet|matmul",
     "elementwise": r"elementwise_kernel|cudafunctor|copy_kernel|fill_?kernel|fillfunctor"

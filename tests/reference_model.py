@@ -479,6 +479,8 @@ class DeviceCauses:
     threads_used: Counter            # how the gaps' host threads were found (opener/closer/fallback/none)
     host_segments: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = field(default_factory=list)
     #   (start, end, gap's host thread, cause) of every elementary idle segment with a host-side kind
+    copy_waiting: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    #   per copy cause: the ns whose shadow (the cause without the copies) is a waiting kind (MODEL.md)
 
     def kind_ns(self) -> Dict[str, int]:
         out: Dict[str, int] = defaultdict(int)
@@ -527,6 +529,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         causes: Dict[Tuple[str, str], int] = defaultdict(int)
         short_causes: Dict[Tuple[str, str], int] = defaultdict(int)
         gap_counts: Dict[Tuple[str, str], int] = defaultdict(int)
+        copy_waiting: Dict[Tuple[str, str], int] = defaultdict(int)
         how = Counter()
         segs: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = []
         for a, b in tl.gaps:
@@ -562,6 +565,10 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
             for p, q in zip(pts, pts[1:]):
                 cause = _classify_at(tr, p, tid, queued_t, cps, apis, nvtx, osrt)
                 causes[cause] += q - p
+                if cause[0] == "copy":
+                    shadow = _classify_at(tr, p, tid, queued_t, [], apis, nvtx, osrt)
+                    if shadow[0] in WAITING_SHADOWS or (shadow[0] == "osrt" and is_wait(shadow[1])):
+                        copy_waiting[cause] += q - p
                 if cause[0] in HOST_SEGMENT_KINDS:
                     segs.append((p, q, tid, cause))
                 if b - a < 1_000_000:
@@ -570,7 +577,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
             for c in seen:
                 gap_counts[c] += 1
         out[d] = DeviceCauses(d, tl.window_ns, tl.busy_ns, tl.idle_ns, dict(causes), dict(gap_counts),
-                              dict(short_causes), how, segs)
+                              dict(short_causes), how, segs, dict(copy_waiting))
     return out
 
 
@@ -758,28 +765,17 @@ def um_overlap_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
     return 100.0 * both / total(k) if total(k) else 0.0
 
 
-def um_idle_launched_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
-    """``um_idle_launched_pct``: 100 · (migration time with no kernel after the next kernel's launch call started) /
-    (migration time with no kernel), on one device in [w0, w1). Per block of the kernel union (kernels + graph
-    executions, clipped), the gap before it counts from the earliest launch-call start of the activities that start
-    the block (no known call: from the gap's start); the time after the last block never counts."""
-    acts = [(max(g.start, w0), g.launch.start if g.launch is not None else None) for g in tr.activity
-            if g.device == device_id and g.start < w1 and g.end > w0]
-    k = union(clip(((g.start, g.end) for g in tr.activity if g.device == device_id), w0, w1))
-    m = union(clip(((c.start, c.end) for c in tr.copies
-                    if c.device == device_id and c.detail.startswith("Unified")), w0, w1))
-    idle = total(union(k + m)) - total(k)
-    launched = 0
-    prev_end = None
-    for s, e in k:
-        calls = [c for a, c in acts if a == s]
-        frm = None if any(c is None for c in calls) or not calls else min(calls)
-        lo = max(x for x in (prev_end, frm) if x is not None) if (prev_end, frm) != (None, None) else None
-        for ms, me in m:
-            a = ms if lo is None else max(ms, lo)
-            launched += max(0, min(me, s) - a)
-        prev_end = e
-    return 100.0 * launched / idle if idle else 0.0
+#: MODEL.md, "Copies the kernels waited on": the shadow kinds of a copy ns in which a kernel waits on the copy
+#: (``osrt`` only for an OS call that waits)
+WAITING_SHADOWS = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch", "unknown")
+
+
+def copy_waiting_pct(causes: Dict[int, DeviceCauses], device_id: int) -> float:
+    """``copy_waiting_pct``: 100 · (copy idle ns whose shadow — the kind without the copies — is a waiting kind) /
+    (copy idle ns), on one device."""
+    c = causes[device_id]
+    ns = sum(v for (k, _), v in c.causes.items() if k == "copy")
+    return 100.0 * sum(c.copy_waiting.values()) / ns if ns else 0.0
 
 
 COPY_PATHS = {"Host-to-Device": "H2D", "Host-to-Array": "H2D", "Device-to-Host": "D2H", "Array-to-Host": "D2H",

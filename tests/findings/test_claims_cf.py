@@ -118,17 +118,19 @@ def test_um_migrations_before_the_launch_do_not_keep_kernels_waiting(tmp_path: P
     assert rep["unified_memory"]["available"]
     assert not any("keep the kernels waiting" in f["title"] for f in rep["findings"]), [f["title"] for f in
                                                                                        rep["findings"]]
-    # every migration (20 × 300 µs + the last 100 µs, after the last kernel) ran with no kernel and none after the
-    # next kernel's launch call had started: 0 of 6.100 ms
-    (d,) = rep["unified_memory"]["steady"]["devices"]
-    assert (d["migration_idle_ns"], d["migration_launched_ns"]) == (6_100 * US, 0)
+    # every migration (20 × 300 µs + the last 100 µs, after the last kernel) ran with no kernel while the launching
+    # thread was outside CUDA calls (shadow `host_cpu`): no kernel waited on them, 0 of 6.100 ms (copy_waiting_pct)
+    causes = {(c["kind"], c["detail"]): c for c in rep["idle_causes"]["devices"][0]["causes"]}
+    h2d, d2h = causes[("copy", "Unified Host-to-Device")], causes[("copy", "Unified Device-to-Host")]
+    assert (h2d["ns"], h2d["waiting_ns"], d2h["ns"], d2h["waiting_ns"]) == (6_000 * US, 0, 100 * US, 0)
     f = _finding(rep, "idle_copy")
     assert f["title"].startswith("Unified-Memory migrations (`Unified Host-to-Device`) run while the GPU idles, "
                                  "before the next kernel is launched: 29.9 % of the window")
-    assert ("Of the 6.100 ms of migration time with no kernel on device 0, 0.00 µs (0.0 %) came after the next "
-            "kernel's launch call had started (a launched kernel waited); the rest ran before the host launched it: "
-            "the GPU idled because no kernel was launched yet, the migrations ran meanwhile.") in f["evidence"]
-    (c,) = [c for c in f["checks"] if c["metric"] == "um_idle_launched_pct"]
+    assert ("Of the 6.100 ms of copy time with the GPU idle on device 0, 0.00 µs (0.0 %) had a kernel waiting on the "
+            "copies (the next kernel launched, or the launching thread blocked on the GPU, in a launch call or waiting "
+            "on another thread); in the rest the launching thread worked on the host and had not launched the next "
+            "kernel: the GPU idled for want of launched work, the copies ran meanwhile.") in f["evidence"]
+    (c,) = [c for c in f["checks"] if c["metric"] == "copy_waiting_pct"]
     assert (c["observed"], c["op"], c["threshold"]) == (0.0, "<", 50.0)
 
 
@@ -146,11 +148,15 @@ def test_um_migrations_after_the_launch_keep_kernels_waiting(tmp_path: Path) -> 
         b.um_migration(t + 600 * US, t + 900 * US, pid=PID, bytes=1 << 20, cause=2)
     rep = _run(b, tmp_path)
     (d,) = rep["unified_memory"]["steady"]["devices"]
-    assert (d["migration_idle_ns"], d["migration_launched_ns"]) == (6_000 * US, 5_700 * US)
+    assert d["migration_idle_ns"] == 6_000 * US
+    # each migration but the last ran after the next kernel's launch call had ended (shadow `queued`): 5.700 ms waited
+    (c,) = [c for c in rep["idle_causes"]["devices"][0]["causes"] if c["kind"] == "copy"]
+    assert (c["detail"], c["ns"], c["waiting_ns"]) == ("Unified Host-to-Device", 6_000 * US, 5_700 * US)
     f = _finding(rep, "idle_copy")
     assert f["title"].startswith("Unified-Memory migrations (`Unified Host-to-Device`) keep the kernels waiting: ")
-    assert ("Of the 6.000 ms of migration time with no kernel on device 0, 5.700 ms (95.0 %) came after the next "
-            "kernel's launch call had started (a launched kernel waited); the rest ran before the host launched it: "
-            "the GPU idled because no kernel was launched yet, the migrations ran meanwhile.") in f["evidence"]
-    (c,) = [c for c in f["checks"] if c["metric"] == "um_idle_launched_pct"]
+    assert ("Of the 6.000 ms of copy time with the GPU idle on device 0, 5.700 ms (95.0 %) had a kernel waiting on the "
+            "copies (the next kernel launched, or the launching thread blocked on the GPU, in a launch call or waiting "
+            "on another thread); in the rest the launching thread worked on the host and had not launched the next "
+            "kernel: the GPU idled for want of launched work, the copies ran meanwhile.") in f["evidence"]
+    (c,) = [c for c in f["checks"] if c["metric"] == "copy_waiting_pct"]
     assert (c["observed"], c["op"], c["threshold"]) == (95.0, ">=", 50.0)

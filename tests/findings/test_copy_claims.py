@@ -72,8 +72,10 @@ def test_a_copy_path_with_kernels_under_it_and_idle_beyond_them_still_paces(tmp_
 def _offload(b: TraceBuilder, n: int = 100) -> None:
     """Weight offloading, n periods of 100 µs from T0: a pinned 1 MiB Host-to-Device copy at [1, 81) µs on stream 8
     (``cudaMemcpyAsync`` at [0, 3) µs), then the layer's kernel at [81, 100) µs on stream 7, which waits on it
-    (``cudaStreamWaitEvent`` at [4, 5), launch at [70, 72) µs). Kernels busy 19 µs per period, copies 80 µs, never
-    under a kernel: the copy is async on a side stream already; the GPU waits on it."""
+    (``cudaStreamWaitEvent`` at [4, 5), launch at [5, 7) µs: queued behind the copy from 7 µs on, 76 of its 80 µs).
+    Kernels busy 19 µs per period, copies 80 µs, never under a kernel: the copy is async on a side stream already;
+    the GPU waits on it. (The launch was at [70, 72) µs: the host then launched the kernel only after 69 µs of the
+    copy had run, and the copies did not keep a launched kernel waiting: tests/findings/test_copy_waiting.py.)"""
     b.process(PID)
     g = b.thread(PID, 1)
     for i in range(n):
@@ -81,7 +83,7 @@ def _offload(b: TraceBuilder, n: int = 100) -> None:
         c = b.runtime(t, t + 3 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
         b.memcpy(t + 1 * US, t + 81 * US, pid=PID, bytes=1 << 20, src_kind=1, dst_kind=2, stream=8, corr=c)
         b.runtime(t + 4 * US, t + 5 * US, tid_g=g, name="cudaStreamWaitEvent_v3020")
-        b.launch(t + 70 * US, t + 72 * US, t + 81 * US, t + 100 * US, pid=PID, tid=1, name="gemm_layer")
+        b.launch(t + 5 * US, t + 7 * US, t + 81 * US, t + 100 * US, pid=PID, tid=1, name="gemm_layer")
 
 
 def test_copies_with_no_kernel_running_when_copies_count_as_busy(tmp_path: Path) -> None:
@@ -159,7 +161,9 @@ def test_the_copy_title_quotes_the_time_of_the_copies_it_names(tmp_path: Path) -
     4.5 ms of device 0's idle; the memsets 0.5 ms of device 1's. The title used to read "`Peer-to-Peer` copies fill
     44.8 % of the window, 4.975 ms": 4.975 ms is every copy of both devices (less the edge bins), more than all the
     Peer-to-Peer copies took. It quotes device 0's claimed time now: 4.5 ms less the 20 µs within one timeline bin
-    of the window's edge = 4.480 ms = 44.8 % of the 10 ms window; the time at stake is both devices', 4.975 ms."""
+    of the window's edge = 4.480 ms = 44.8 % of the 10 ms window; the time at stake is both devices', 4.975 ms. Each
+    copy ends when device 0's next launch call starts (t + 95 µs): no kernel waited on it, the host had not launched
+    one (the title said "Copies keep the kernels waiting" before the copy-waiting check, docs/MODEL.md)."""
     b = TraceBuilder()
     b.process(PID)
     g = b.thread(PID, 1)
@@ -175,7 +179,8 @@ def test_the_copy_title_quotes_the_time_of_the_copies_it_names(tmp_path: Path) -
     rep = _run(b, tmp_path, "p2p.sqlite")
     top = rep.findings[0]
     assert top.cause == ("copy", "Peer-to-Peer")
-    assert top.title == "Copies keep the kernels waiting: `Peer-to-Peer` copies fill 44.8 % of the window, 4.480 ms"
+    assert top.title == ("Copies run while the GPU idles, before the next kernel is launched: `Peer-to-Peer` copies "
+                         "fill 44.8 % of the window, 4.480 ms")
     assert top.time_at_stake_ns == 4_975 * US
 
 
@@ -200,7 +205,7 @@ def _offload_variant(b: TraceBuilder, *, stream=lambda i: 8, api=lambda i: "cuda
         c = b.runtime(t, t + 3 * US, tid_g=g, name=api(i))
         b.memcpy(t + 1 * US, t + 81 * US, pid=pid, bytes=1 << 20, src_kind=src_kind, dst_kind=2, stream=stream(i),
                  corr=c if linked else None)
-        b.launch(t + 70 * US, t + 72 * US, t + 81 * US, t + 100 * US, pid=pid, tid=1, name="gemm_layer")
+        b.launch(t + 5 * US, t + 7 * US, t + 81 * US, t + 100 * US, pid=pid, tid=1, name="gemm_layer")
         if other_kernel_stream is not None:
             b.launch(t - 2 * US, t - 1 * US, t, t + 1 * US, pid=pid + 1, tid=1, name="other_proc",
                      stream=other_kernel_stream)

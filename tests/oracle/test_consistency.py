@@ -41,7 +41,7 @@ DETAIL_KINDS = {"queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "mo
                 "other_api", "nvtx", "host_cpu", "unknown"}
 VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct",
               "kernel_count", "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "busy_ns",
-              "host_overhead_pct", "claimed_pct_of_window", "um_overlap_pct_of_kernel_time", "um_idle_launched_pct",
+              "host_overhead_pct", "claimed_pct_of_window", "um_overlap_pct_of_kernel_time", "copy_waiting_pct",
               "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
               "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct",
               "copy_path_beyond_kernels_pct"}
@@ -328,6 +328,10 @@ def test_idle_causes_match_reference(ctx):
                  if t_det.get(k, 0) != r_det.get(k, 0)}
         if ddiff:
             problems.append(f"{where}: per-(kind, detail) ns differ (tool, ref): {sorted(ddiff.items())[:12]}")
+        t_wait = sum(c.get("waiting_ns") or 0 for c in tc["causes"] if c["kind"] == "copy")
+        r_wait = sum(rc.copy_waiting.values())
+        if t_wait != r_wait:      # MODEL.md, "Copies the kernels waited on"
+            problems.append(f"{where}: copy ns a kernel waited on differ (tool, ref): {(t_wait, r_wait)}")
     assert not problems, f"{ctx.case}:\n  " + "\n  ".join(problems)
 
 
@@ -364,8 +368,8 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         return None
     if metric == "um_overlap_pct_of_kernel_time":
         return rm.um_overlap_pct(ctx.ref, *w, dev)
-    if metric == "um_idle_launched_pct":
-        return rm.um_idle_launched_pct(ctx.ref, *w, dev)
+    if metric == "copy_waiting_pct":
+        return rm.copy_waiting_pct(ctx.causes(w), dev)
     if metric in ("step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct"):
         return rm.step_sync_metric(ctx.step_sync(w), ctx.causes(w), dev, metric)
     if metric.startswith("copy_path_"):   # steps: the tool's step rows (step detection is checked on its own)

@@ -70,6 +70,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("copy.pageable", "Pageable host memory is behind these copies: the driver stages them through its own pinned "
        "buffer (slower, and they cannot overlap compute); allocate the host buffers pinned (`cudaHostAlloc` / "
        "`cudaHostRegister`) once and reuse them.", host_copies_pageable=(True,)),
+    _a("copy.launch_first", "The launching thread had not launched the next kernel while these copies ran (it was "
+       "working on the host: outside CUDA calls, or in NVTX ranges or other calls): the GPU idles for want of launched "
+       "work, and moving or shortening the copies would not shorten it. Shorten the host work between launches or "
+       "overlap it with GPU execution, so that the next kernel is queued before the GPU runs dry."),
     _a("copy.d2d", "Device-to-device copies usually come from `.contiguous()`, `torch.cat`, `.clone()` or layout "
        "changes: remove them or fuse them into the producing kernel.", framework=_PT_OR_UNKNOWN,
        copies_d2d=(True,)),

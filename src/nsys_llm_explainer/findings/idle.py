@@ -13,7 +13,6 @@ from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.memory.copy_engines import CopyEnginesResult, async_side_share, copies_async_side_stream, path_of_detail
-from ..analyses.memory.unified import UnifiedMemoryResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
@@ -35,7 +34,7 @@ LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
 SPLIT_SHOWN_POINTS = 0.05   # a claimed share this far below the table's is stated and checked on its own
-UM_LAUNCHED_PCT = 50.0      # migrations "keep the kernels waiting" when this much of their idle time had one launched
+COPY_WAITING_PCT = 50.0     # copies "keep the kernels waiting" when a kernel waited on them this much of their time
 #: the variants a kind's finding may take instead of the kind's own words (back-to-back queued kernels,
 #: Unified-Memory copies): titles and the advice they give
 VARIANTS: Dict[str, CauseKind] = {
@@ -44,6 +43,11 @@ VARIANTS: Dict[str, CauseKind] = {
         "window",
         title_many="Unified-Memory migrations and copies keep the kernels waiting: {share:.1f} % of the window",
         advice=("um.see_finding", "um.prefetch", "um.advise")),
+    "copy_early": replace(
+        KIND["copy"], title="Copies run while the GPU idles, before the next kernel is launched: `{what}` copies fill "
+        "{share:.1f} % of the window",
+        title_many="Copies run while the GPU idles, before the next kernel is launched: {share:.1f} % of the window",
+        advice=("copy.launch_first", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm")),
     "copy_unified_early": replace(
         KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles, before the next kernel is "
         "launched: {share:.1f} % of the window",
@@ -135,15 +139,13 @@ def _where(c: IdleCause, t0: int) -> str:
 def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window: WindowResult,
                   traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
                   host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
-                  copy_path_claims: Claims, copy_engines: Optional[CopyEnginesResult] = None,
-                  unified_memory: Optional[UnifiedMemoryResult] = None) -> Tuple[Finding, ...]:
+                  copy_path_claims: Claims, copy_engines: Optional[CopyEnginesResult] = None
+                  ) -> Tuple[Finding, ...]:
     """The idle-cause findings whose checks hold and the launch-bound composite, after the ns the per-step sync and
     copy-path findings claim. ``attribution``: which NVTX ranges enclose kernel launches (not known without it);
     ``host_samples``: CPU samples inside host-side idle, for an evidence line; ``waits``: what other threads did
     while the launching thread waited, for the ``osrt`` finding; ``copy_engines``: the copy paths, whose issuing
-    calls and streams decide the ``copy`` finding's overlap advice (:func:`_copy_facts`); ``unified_memory``: whether
-    a kernel had been launched while migrations ran with the GPU idle (None: not known, the migrations are said to
-    keep it waiting)."""
+    calls and streams decide the ``copy`` finding's overlap advice (:func:`_copy_facts`)."""
     if not idle_causes.available or not gpu_time.available:
         return ()
     claimed, copy_claimed = step_sync_claims.claimed, copy_path_claims.claimed
@@ -170,12 +172,14 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         txt = KIND[kind]
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
             txt = VARIANTS["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
-        um_check: Optional[Check] = None
-        if kind == "copy" and is_unified_detail(top[0][0]):
-            txt = VARIANTS["copy_unified"]       # managed-memory migrations: prefetch, not pin_memory
-            um_check, um_line = _um_launched(unified_memory, dev)
-            if um_check is not None and not um_check.holds():
-                txt = VARIANTS["copy_unified_early"]
+        wait_check: Optional[Check] = None
+        if kind == "copy":                       # "keep the kernels waiting" or "before the next kernel is launched"
+            wait_check, wait_line = _copy_waiting(by_dev[dev])
+            early = wait_check is not None and not wait_check.holds()
+            if is_unified_detail(top[0][0]):     # managed-memory migrations: prefetch, not pin_memory
+                txt = VARIANTS["copy_unified_early" if early else "copy_unified"]
+            elif early:
+                txt = VARIANTS["copy_early"]
         what = top[0][0] or txt.noun or kind
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
         ev = [f"Device {d}: {dur(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "
@@ -205,8 +209,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         story = wait_story(waits, dev, top[0][0]) if kind == "osrt" else None
         if story is not None:
             ev.extend(story.evidence)
-        if um_check is not None:
-            ev.append(um_line)
+        if wait_check is not None:
+            ev.append(wait_line)
         sampled = samples_evidence(host_samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)
@@ -214,8 +218,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
         if split:    # part of the kind is another finding's or at the window's edge: check the rest too
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
-        if um_check is not None:   # the title's "keep the kernels waiting" or "before the next kernel is launched"
-            checks += (um_check if um_check.holds() else replace(um_check, op="<"),)
+        if wait_check is not None:   # the title's "keep the kernels waiting" or "before the next kernel is launched"
+            checks += (wait_check if wait_check.holds() else replace(wait_check, op="<"),)
         category = KIND[kind].category
         growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
         if growth:
@@ -242,20 +246,23 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     return tuple(out)
 
 
-def _um_launched(um: Optional[UnifiedMemoryResult], dev: int) -> Tuple[Optional[Check], str]:
-    """The check behind a Unified-Memory idle title on ``dev`` — the share of its migrations' idle time after the
-    next kernel's launch call had started ≥ :data:`UM_LAUNCHED_PCT` — and its evidence line; (None, "") when the
-    migrations' idle time on ``dev`` is not known."""
-    d = um.steady.device(dev) if um is not None and um.available and um.steady is not None else None
-    if d is None or d.migration_idle_ns <= 0:
+def _copy_waiting(d: DeviceCauses) -> Tuple[Optional[Check], str]:
+    """The check behind a ``copy`` idle title on device ``d`` — the share of its copy idle time in which a kernel
+    waited on the copies (:attr:`IdleCause.waiting_ns`) ≥ :data:`COPY_WAITING_PCT` — and its evidence line; (None,
+    "") when the device has no copy idle time or it is not known (a report loaded without the field)."""
+    cs = [c for c in d.causes if c.kind == "copy"]
+    ns = sum(c.ns for c in cs)
+    if ns <= 0 or any(c.waiting_ns is None for c in cs):
         return None, ""
-    pct = 100.0 * d.migration_launched_ns / d.migration_idle_ns
-    line = (f"Of the {dur(d.migration_idle_ns)} of migration time with no kernel on device {dev}, "
-            f"{dur(d.migration_launched_ns)} ({pct:.1f} %) came after the next kernel's launch call had started "
-            "(a launched kernel waited); " + (
-                "the rest ran before the host launched it: the GPU idled because no kernel was launched yet, the "
-                "migrations ran meanwhile." if pct < 100.0 else "none ran before the host launched it."))
-    return Check("um_idle_launched_pct", pct, ">=", UM_LAUNCHED_PCT, Scope(device_id=dev)), line
+    waited = sum(c.waiting_ns or 0 for c in cs)
+    pct = 100.0 * waited / ns
+    line = (f"Of the {dur(ns)} of copy time with the GPU idle on device {d.device_id}, {dur(waited)} ({pct:.1f} %) had "
+            "a kernel waiting on the copies (the next kernel launched, or the launching thread blocked on the GPU, in "
+            "a launch call or waiting on another thread); " + (
+                "in the rest the launching thread worked on the host and had not launched the next kernel: the GPU "
+                "idled for want of launched work, the copies ran meanwhile." if waited < ns
+                else "in none did the launching thread work on the host before launching the next kernel."))
+    return Check("copy_waiting_pct", pct, ">=", COPY_WAITING_PCT, Scope(device_id=d.device_id)), line
 
 
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],

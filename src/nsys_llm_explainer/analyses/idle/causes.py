@@ -18,7 +18,7 @@ from .api_kinds import api_kinds
 from .bins import DeviceBins, bin_edges, device_bins
 from .host_context import HostContext
 from .host_partition import interval_sums
-from .pieces import Cover, DeviceGaps, gap_codes, host_pieces, thread_pieces
+from .pieces import WAITING_CODES, Cover, DeviceGaps, Pieces, gap_codes, host_pieces, thread_pieces
 from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult, IdlePieces
 
 K = KIND_CODE
@@ -98,12 +98,15 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     parts = [thread_pieces(ctx, gaps, g, gi) for g, gi in groups]
     ctx.pieces_cut += sum(p[0].shape[0] for p in parts)
     host = host_pieces(parts, [g for g, _ in groups], ctx.details, np.array([K[k] for k in HOST_PIECE_KINDS], np.int8))
+    copy_wait: Dict[int, int] = {}
+    for p in parts:
+        _copy_waits(copy_wait, p)
     if not parts:                                      # no idle gap at all
         e = np.empty(0, np.int64)
-        parts = [(e, np.empty(0, np.int8), e, e, e)]
+        parts = [(e, np.empty(0, np.int8), e, e, e, np.empty(0, np.int8))]
     del groups, gaps                                   # the pieces are cut: free their inputs
-    gap, kind, det, ln, t0 = parts[0] if len(parts) == 1 else (np.concatenate([p[i] for p in parts])
-                                                                for i in range(5))
+    gap, kind, det, ln, t0 = parts[0][:5] if len(parts) == 1 else (np.concatenate([p[i] for p in parts])
+                                                                    for i in range(5))
     if len(parts) > 1:                                 # time order: gaps are disjoint, each on one thread
         order = np.argsort(gap, kind="stable")
         gap, kind, det, ln, t0 = (a[order] for a in (gap, kind, det, ln, t0))
@@ -111,7 +114,7 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     slices = span_slices(ctx, gap, kind, det, t0, ln, span) if span is not None else None
     pieces = [gap, kind, det, ln]
     del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
-    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces), pieces=host, slices=slices,
+    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces, copy_wait), pieces=host, slices=slices,
                                wait_ns_by_thread=_add_waits({}, ctx, host.gtid, host.kind, host.detail,
                                                             host.end - host.start)), bins
 
@@ -126,8 +129,15 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
     bcols: List[Tuple[np.ndarray, ...]] = []       # (t0, ns, kind) parts: the bins' pieces (none across an edge)
     edges = bin_edges(tl, n_bins) if n_bins > 0 else None
     waits: Dict[int, int] = {}
+    copy_wait: Dict[int, int] = {}
     for g, gi in groups:
-        gap, kind, det, ln, t0 = thread_pieces(ctx, gaps, -1, gi)       # copy, queued, and the rest unknown
+        gap, kind, det, ln, t0, shadow = thread_pieces(ctx, gaps, -1, gi)   # copy, queued, and the rest unknown
+        if g >= 0:    # a copy piece's shadow `unknown` stands for the thread's host side: read from its partition
+            cu = np.flatnonzero(shadow == K["unknown"])
+            shadow[cu] = -1
+            if cu.shape[0]:
+                _partition_copy_waits(copy_wait, ctx, g, tl, t0[cu], t0[cu] + ln[cu], det[cu])
+        _copy_waits(copy_wait, (gap, kind, det, ln, t0, shadow))
         u = (kind == K["unknown"]) if g >= 0 else np.zeros(kind.shape[0], bool)
         own = np.flatnonzero(~u)
         cols.append((gap[own], kind[own], det[own], ln[own], t0[own]))
@@ -157,8 +167,33 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
         bt, bl, bk = (np.concatenate(c) for c in zip(*bcols)) if bcols else [np.empty(0, np.int64)] * 3
         o = np.argsort(bt, kind="stable")
         bins = device_bins(tl, bt[o], bl[o], bk[o].astype(np.int8), n_bins)
-    dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln])
+    dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln], copy_wait)
     return dataclasses.replace(dc, pieces=None, wait_ns_by_thread=waits), bins
+
+
+def _copy_waits(acc: Dict[int, int], p: Pieces) -> None:
+    """Add to ``acc`` (copy detail code → ns) the ns of the copy pieces of ``p`` in which a kernel waited on the
+    copy: their shadow kind is one of :data:`.pieces.WAITING_SHADOWS`."""
+    det, ln, shadow = p[2], p[3], p[5]
+    m = np.isin(shadow, WAITING_CODES)
+    if m.any():
+        ln_m = ln[m]
+        for d, r in rows_by_value(det[m].astype(np.int64)):
+            acc[d] = acc.get(d, 0) + int(ln_m[r].sum())
+
+
+def _partition_copy_waits(acc: Dict[int, int], ctx: HostContext, g: int, tl: DeviceTimeline, a: np.ndarray,
+                          b: np.ndarray, det: np.ndarray) -> None:
+    """Add to ``acc`` the ns of the copy pieces ``[a, b)`` (sorted, disjoint; copy detail codes ``det``) of thread
+    ``g`` whose shadow, read from the thread's partition, is a waiting kind (``osrt`` only for a call that waits)."""
+    w, code, ns = interval_sums(ctx.partition(g, tl.w0, tl.w1)[0], a, b)
+    k, d = code >> 32, code & 0xFFFFFFFF
+    waiting = np.isin(k, WAITING_CODES.astype(np.int64))
+    osrt = k == K["osrt"]
+    waiting[osrt] = ctx.wait_mask()[d[osrt]]
+    ns_w = ns[waiting]
+    for c, r in rows_by_value(det[w[waiting]].astype(np.int64)):
+        acc[c] = acc.get(c, 0) + int(ns_w[r].sum())
 
 
 def _add_waits(acc: Dict[int, int], ctx: HostContext, gtid: np.ndarray, kind: np.ndarray, det: np.ndarray,
@@ -173,11 +208,12 @@ def _add_waits(acc: Dict[int, int], ctx: HostContext, gtid: np.ndarray, kind: np
     return acc
 
 
-def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray]
-               ) -> DeviceCauses:
+def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray],
+               copy_wait: Mapping[int, int]) -> DeviceCauses:
     """Sum the pieces (in time order; ``pieces`` = [gap, kind, detail, length], emptied here so that the
     arrays are freed early) per cause and per (cause, gap): dense cause codes ``kind · D + detail``, runs merged,
-    then one stable sort by cause rank (a radix sort: causes are few)."""
+    then one stable sort by cause rank (a radix sort: causes are few). ``copy_wait``: per copy detail code, the ns
+    a kernel waited on the copies (:attr:`IdleCause.waiting_ns`)."""
     gap, kind, det, ln = pieces
     pieces.clear()
     idle, window = tl.idle_ns, tl.window_ns
@@ -224,7 +260,8 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
         ns = int(ns_all[cause_code])
         causes.append(IdleCause(k, ctx.details[cause_code % D], ns, pct(ns, window), pct(ns, idle), b - a,
                                 k in ONE_TIME, int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
-                                int(pns[sl][tiny[sl]].sum())))
+                                int(pns[sl][tiny[sl]].sum()),
+                                copy_wait.get(cause_code % D, 0) if k == "copy" else None))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     if one_per_gap:
         code = np.full(len(gs), -1, np.int64)
@@ -246,11 +283,13 @@ def cause_totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
     acc: Dict[Tuple[str, str], List[int]] = {}
     for d in devs:
         for c in d.causes:
-            a = acc.setdefault((c.kind, c.detail), [0, 0, 0])
+            a = acc.setdefault((c.kind, c.detail), [0, 0, 0, 0])
             a[0] += c.ns
             a[1] += c.gap_count
             a[2] += c.short_gap_ns
-    out = [IdleCause(k, det, v[0], pct(v[0], window), pct(v[0], idle), v[1], k in ONE_TIME, v[2])
+            a[3] += c.waiting_ns or 0
+    out = [IdleCause(k, det, v[0], pct(v[0], window), pct(v[0], idle), v[1], k in ONE_TIME, v[2],
+                     waiting_ns=v[3] if k == "copy" else None)
            for (k, det), v in acc.items()]
     out.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     return tuple(out)

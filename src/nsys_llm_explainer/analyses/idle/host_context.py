@@ -66,7 +66,7 @@ class HostContext:
             stub = SimpleNamespace(copy_start=e, copy_end=e)     # a device timeline without copies
             gaps = DeviceGaps(cast(DeviceTimeline, stub), np.array([w0], np.int64), np.array([w1], np.int64),
                               np.array([w1 + 1], np.int64), Cover(e, e), e)
-            _, kind, det, ln, t0 = thread_pieces(self, gaps, g, np.zeros(1, np.int64))
+            _, kind, det, ln, t0, _ = thread_pieces(self, gaps, g, np.zeros(1, np.int64))
             code = (kind.astype(np.int64) << 32) | det.astype(np.int64)
             got = self.partitions[g] = (Partition(t0, t0 + ln, code), Partition(t0, t0 + ln, kind.astype(np.int64)))
         return got

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -86,8 +86,15 @@ class DeviceGaps:
     copy_det: np.ndarray
 
 
-#: the pieces of one thread's gaps, in time order: (gap index, kind code, detail code, length ns, start ns)
-Pieces = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: the pieces of one thread's gaps, in time order: (gap index, kind code, detail code, length ns, start ns, shadow);
+#: ``shadow`` per piece: for a ``copy`` piece, the kind it would take without the copies (:func:`thread_pieces`), -1
+#: for the others
+Pieces = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: shadow kinds of a copy piece in which a kernel waits on the copy: the next kernel is launched (``queued``), or the
+#: launching thread is blocked on the GPU, in a launch call, or in an OS call that waits on another thread (``osrt``:
+#: a shadow is ``osrt`` only for a waiting call), or is not known (``unknown``: docs/MODEL.md)
+WAITING_SHADOWS: Tuple[str, ...] = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch", "osrt", "unknown")
+WAITING_CODES = np.array([KIND_CODE[k] for k in WAITING_SHADOWS], np.int8)
 
 
 def thread_rows(host: HostContext, g: int, sgs: np.ndarray, sge: np.ndarray
@@ -176,11 +183,10 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
     kind = np.full(t0.shape[0], -1, np.int8)
     det = np.zeros(t0.shape[0], np.int32)           # detail codes: few (one per distinct name)
 
-    def assign(k: int, row_of: Callable[[np.ndarray], np.ndarray], det_of_row: np.ndarray,
-               cand: Optional[np.ndarray] = None) -> None:
-        """Charge the still free pieces (of ``cand``, default all) that ``row_of`` covers (row ≥ 0) to kind ``k``, with
-        the detail code of the covering row (``det_of_row``: per row of the cover)."""
-        free = np.nonzero(kind < 0)[0] if cand is None else cand[kind[cand] < 0]
+    def assign(k: int, row_of: Callable[[np.ndarray], np.ndarray], det_of_row: np.ndarray) -> None:
+        """Charge the still free pieces that ``row_of`` covers (row ≥ 0) to kind ``k``, with the detail code of the
+        covering row (``det_of_row``: per row of the cover)."""
+        free = np.nonzero(kind < 0)[0]
         if free.shape[0] == 0:
             return
         r = row_of(t0[free])
@@ -189,16 +195,33 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
         kind[sel] = k
         det[sel] = det_of_row[r[hit]]
 
-    copy_det = gaps.copy_det
+    # the copy pieces are found first and charged to ``copy`` once the passes that decide whether a kernel waits on
+    # them (queued, the API kinds, the waiting OS calls) have given them their shadow kind: one cutting pass
+    copy_det, cp, cdet = gaps.copy_det, e, e
     if copy_det.shape[0]:                  # only pieces starting inside the copies' union can be copies
-        assign(K["copy"], gaps.copy_cover.row, copy_det, within(t0, tl.copies.start, tl.copies.end))
+        cand = within(t0, tl.copies.start, tl.copies.end)
+        r = gaps.copy_cover.row(t0[cand])
+        hit = r >= 0
+        cp, cdet = cand[hit], copy_det[r[hit]]
     queued = t0 >= queued_from[gap]
-    q = np.nonzero(queued & (kind < 0))[0]
+    q = np.nonzero(queued)[0]
     kind[q] = K["queued"]
     det[q] = 0
+    shadow = np.full(t0.shape[0], -1, np.int8)
+
+    def charge_copies() -> None:
+        """The copy pieces' shadow kinds (those still free: ``host_cpu``, standing for any kind that does not wait)
+        kept in ``shadow``, then the pieces charged to ``copy``."""
+        if cp.shape[0]:
+            sk = kind[cp]
+            shadow[cp] = np.where(sk < 0, K["host_cpu"], sk)
+            kind[cp] = K["copy"]
+            det[cp] = cdet
+
     if g < 0:
         kind[kind < 0] = K["unknown"]
-        return gap, kind, det, t1 - t0, t0
+        charge_copies()
+        return gap, kind, det, t1 - t0, t0, shadow
     # base-name index → detail code: registers the base names as details first (detail codes break ties by order)
     dmap = np.array([host.detail_code(s) for s in host.base_names] + [0], np.int64)
     for name in API_KINDS:
@@ -219,6 +242,7 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
         osrt_passes = [(Cover(osrt.start[o], osrt.end[o]).row, odet[ni[o]]) for o in (r_osrt[waits], r_osrt[~waits])]
     if osrt_passes:                          # a call that waits on another thread wins over the range around it
         assign(K["osrt"], *osrt_passes[0])
+    charge_copies()                          # what follows does not wait: the copies' shadow is host work
     if tree is not None and r_tree.shape[0]:
         q = np.nonzero(kind < 0)[0]
         node = innermost_enclosing(tree, np.full(q.shape[0], g, np.int64), t0[q], t1[q])
@@ -231,7 +255,7 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
     if osrt_passes:
         assign(K["osrt"], *osrt_passes[1])
     kind[kind < 0] = K["host_cpu"]
-    return gap, kind, det, t1 - t0, t0
+    return gap, kind, det, t1 - t0, t0, shadow
 
 
 def gap_codes(n_gaps: int, pk: np.ndarray, pg: np.ndarray, pns: np.ndarray) -> np.ndarray:
@@ -255,7 +279,7 @@ def host_pieces(parts: List[Pieces], threads: List[int], details: List[str],
     """The pieces whose kind code is in ``codes`` of every thread's part (``thread_pieces`` output, one per
     thread of ``threads``), in time order (see :class:`IdlePieces`)."""
     cols: List[Tuple[np.ndarray, ...]] = []
-    for (_, kind, det, ln, t0), g in zip(parts, threads):
+    for (_, kind, det, ln, t0, _), g in zip(parts, threads):
         m = np.isin(kind, codes)
         s = t0[m]
         cols.append((s, s + ln[m], kind[m], det[m], np.full(s.shape[0], g, np.int64)))

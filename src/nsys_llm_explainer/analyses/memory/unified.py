@@ -75,9 +75,6 @@ class UmDevice:
     gpu_fault_events: int
     gpu_page_faults: int
     gpu_fault_union_ns: int
-    #: part of ``migration_idle_ns`` after the launch call of the next kernel had started (or that kernel's launch
-    #: call is not known): the time a launched kernel waited while migrations ran
-    migration_launched_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -168,45 +165,6 @@ def kernel_unions(m: TraceModel) -> Callable[[int], iv.IntervalUnion]:
     return union
 
 
-def launch_starts(m: TraceModel) -> Callable[[int], Tuple[np.ndarray, np.ndarray]]:
-    """``f(d)``: the start of each kernel / graph execution of device ``d`` (sorted) and the start of its launch
-    call (the smallest int64 when the call is not known: launched as early as can be)."""
-    e = np.empty(0, np.int64)
-    cols: List[Tuple[np.ndarray, ...]] = []
-    api = m.api
-    for t in (m.kernels, m.graph_trace):
-        if t is None or not len(t):
-            continue
-        li = np.asarray(t.launch_idx, np.int64) if t.launch_idx.shape[0] == len(t) else np.full(len(t), -1, np.int64)
-        ls = np.full(len(t), np.iinfo(np.int64).min, np.int64)
-        if api is not None and len(api):
-            ok = li >= 0
-            ls[ok] = api.start[li[ok]]
-        cols.append((np.asarray(t.device, np.int64), np.asarray(t.start, np.int64), ls))
-    dev, start, ls = (np.concatenate(c) for c in zip(*cols)) if cols else (e, e, e)
-    order = np.lexsort((ls, start))
-    rows = dict(rows_by_value(dev[order]))
-
-    def of(d: int) -> Tuple[np.ndarray, np.ndarray]:
-        r = order[rows.get(d, e)]
-        return start[r], ls[r]
-    return of
-
-
-def launched_idle(ku: iv.IntervalUnion, mig: iv.IntervalUnion, ks: np.ndarray, kl: np.ndarray) -> int:
-    """ns of ``mig`` outside ``ku`` (the device's kernels) from the start of the next kernel's launch call on:
-    per idle gap before a block of ``ku``, the part from the earliest launch call (``kl``) of the kernels starting
-    the block (``ks``: sorted starts) to the block's start; the time after the last block is never launched."""
-    if not len(mig) or not len(ku):
-        return 0
-    lo = np.searchsorted(ks, ku.start, side="left")         # the kernels that start each block (sorted by launch)
-    first = np.where((lo < ks.shape[0]) & (ks[np.minimum(lo, ks.shape[0] - 1)] == ku.start),
-                     kl[np.minimum(lo, ks.shape[0] - 1)], np.iinfo(np.int64).min)
-    gap_start = np.concatenate(([np.iinfo(np.int64).min], ku.end[:-1]))
-    a = np.maximum(first, gap_start)
-    return int(iv.overlap_length(mig, a, np.maximum(a, ku.start)).sum())
-
-
 def _top(idx: np.ndarray, names: List[str]) -> Tuple[CpuFaultSite, ...]:
     """The :data:`TOP_CPU` most frequent names of ``idx`` (index into ``names``; ties by name)."""
     ok = idx[idx >= 0]
@@ -236,7 +194,7 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     devices: List[UmDevice] = []
     e0 = np.empty(0, np.int64)
     mig_rows, fault_rows = dict(rows_by_value(dev)), dict(rows_by_value(fdev))   # one sort each, no mask per device
-    union_of, launches_of = kernel_unions(m), launch_starts(m)
+    union_of = kernel_unions(m)
     for d in sorted(set(mig_rows) | set(fault_rows)):
         sel = mig_rows.get(d, e0)
         mig = iv.union_blocks(s[sel], e[sel])
@@ -249,8 +207,7 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
             migration_ns=int(dur[sel].sum()), migration_union_ns=mig.length, kernel_busy_ns=kb, overlap_ns=over,
             overlap_pct=100.0 * over / kb if kb > 0 else 0.0, migration_idle_ns=mig.length - over,
             gpu_fault_events=int(fsel.shape[0]), gpu_page_faults=int(nf[fsel].sum()),
-            gpu_fault_union_ns=iv.union_blocks(fs[fsel], fe[fsel]).length,
-            migration_launched_ns=launched_idle(ku, mig, *launches_of(d))))
+            gpu_fault_union_ns=iv.union_blocks(fs[fsel], fe[fsel]).length))
     kb_all = sum(x.kernel_busy_ns for x in devices)
     over_all = sum(x.overlap_ns for x in devices)
     cf = m.um_cpu_faults

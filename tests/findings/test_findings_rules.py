@@ -315,5 +315,7 @@ def test_an_idle_title_quotes_the_time_of_its_own_device(tmp_path: Path) -> None
     assert f.device_id == 0 and f.time_at_stake_ns == 891 * US
     assert f.title == ("Host gaps: the launching thread is outside CUDA calls while the GPU idles (13.9 % of the "
                        "window, 693.00 µs)")
-    assert f.evidence[:2] == ("Device 0: 698.00 µs of idle (14.0 % of its 4.998 ms window).",
-                              "Device 1: 198.00 µs of idle (4.0 % of its 4.998 ms window).")
+    # the devices' idle of this cause, not all their idle ("Device 0: 698.00 µs of idle" read as the device's idle)
+    assert f.evidence[:2] == ("Device 0: 698.00 µs of idle charged to `host_cpu` (14.0 % of its 4.998 ms window).",
+                              "Device 1: 198.00 µs of idle charged to `host_cpu` (4.0 % of its 4.998 ms window).")
+    assert f.evidence[2].startswith("100 idle gaps on device 0 hold `host_cpu`")   # 99 + the edge gap

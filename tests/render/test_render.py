@@ -286,3 +286,23 @@ def test_render_swallows_no_exception() -> None:
                 body = node.body
                 assert not (len(body) == 1 and isinstance(body[0], ast.Pass)), p
                 assert node.type is not None, f"bare except in {p}"
+
+
+def test_the_largest_gaps_note_says_the_csv_holds_the_largest_not_all(tmp_path: Path) -> None:
+    """Scenario launch_bound: 11,581 idle gaps in the window; gpu_time keeps the 20 largest per device (one device),
+    the table shows 5. The note read "Showing 5 of 20; all rows in tables/gpu_idle_gaps.csv" — as if the window
+    had 20 gaps."""
+    from synth import build_scenario
+
+    p = tmp_path / "lb.sqlite"
+    build_scenario("launch_bound", str(p))
+    from nsys_llm_explainer.options import Options
+    from nsys_llm_explainer.pipeline import analyze_path
+
+    rep = analyze_path(str(p), Options())
+    (d,) = rep.gpu_time.devices
+    assert (d.gap_count, len(d.largest_gaps)) == (11_581, 20)
+    render_all(rep, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert ("Showing 5; the 20 largest (per device) of the window's 11,581 gaps in `tables/gpu_idle_gaps.csv`; "
+            "every gap, by length, in `tables/gap_histogram.csv`.") in md

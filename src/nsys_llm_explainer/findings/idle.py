@@ -18,6 +18,7 @@ from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..vocabulary.cause_kinds import COMPOSITE_CAUSES, KIND, CauseKind
+from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Scope, finding
@@ -182,14 +183,15 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                 txt = VARIANTS["copy_early"]
         what = top[0][0] or txt.noun or kind
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
-        ev = [f"Device {d}: {dur(sum(v.values()))} of idle ({100.0 * sum(v.values()) / win[d]:.1f} % of its "
-              f"{dur(win[d])} window)." for d, v in sorted(devs.items())]
+        ev = [f"Device {d}: {dur(sum(v.values()))} of idle charged to `{kind}` ({100.0 * sum(v.values()) / win[d]:.1f} "
+              f"% of its {dur(win[d])} window)." for d, v in sorted(devs.items())]
         if len(top) > 1 or top[0][0]:
             ev.append("By " + (txt.by or "detail") + ": " + "; ".join(
                 f"`{det or '–'}` {dur(ns)}" for det, ns in top[:4]) + ".")
         main = next((c for c in by_dev[dev].causes if c.kind == kind and c.detail == top[0][0]), None)
         if main is not None:
-            ev.append(f"{main.gap_count} idle gaps on device {dev} hold `{top[0][0] or kind}`"
+            holds = "holds" if main.gap_count == 1 else "hold"
+            ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} `{top[0][0] or kind}`"
                       f"{_where(main, window.full_start_ns)}.")
         table_share = 100.0 * by_dev[dev].ns_of(kind) / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it

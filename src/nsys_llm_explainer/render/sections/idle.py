@@ -30,7 +30,7 @@ from ..document import (
     parts,
 )
 from ..host_samples import CAUSE_COL, attach, captured, samples_note
-from ..specs import GAPS, IDLE_CAUSES
+from ..specs import GAP_HISTOGRAM, GAPS, IDLE_CAUSES
 from ..table import show_col
 from .ctx import View, capped
 
@@ -161,6 +161,9 @@ def sec_gaps(v: View) -> SectionResult:
     shown = sorted(rows, key=lambda r: -r.duration_ns)[:limit]
     cols = (show_col("start (from trace start)", lambda r: v.at(r.start_ns), True, lambda r: r.start_ns, "start_ns"),
             show_col("device", lambda r: Data(r.device_id), True, lambda r: r.device_id, "device_id")) + GAPS.cols
-    note = inline(f"The {len(shown)} largest gaps of the window with the cause charged most of their time. ",
-                  capped(len(shown), len(rows), GAPS.csv))
+    total = sum(d.gap_count for d in v.r.gpu_time.devices)
+    kept = capped(len(shown), len(rows), GAPS.csv) if len(rows) >= total else (
+        f"Showing {len(shown)}; the {len(rows)} largest (per device) of the window's {fmt_int(total)} gaps in ",
+        Code(f"tables/{GAPS.csv}"), "; every gap, by length, in ", Code(f"tables/{GAP_HISTOGRAM.csv}"), ".")
+    note = inline(f"The {len(shown)} largest gaps of the window with the cause charged most of their time. ", kept)
     return Section("gaps", "Largest idle gaps", (para(note), TablePart(cols, shown, (), "largest-gaps")))

@@ -134,12 +134,14 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
     lines = [first]
     if spec.name is not None:
         sp = [f"{v.spread:.2f}" if v.spread is not None else "–" for v in (mb, mn)]
-        tail = "" if noise is None else f"; noise ±{noise:.1f} %: " + (
+        # a pair not compared gets no verdict on its change: its noise (of too few samples, or of another
+        # workload) and any part's change say nothing about NEW (docs/COMPARE.md "Too short, too different")
+        tail = "" if noise is None or verdict == "not_compared" else f"; noise ±{noise:.1f} %: " + (
             "the change is larger than the noise" if c.significant else "the change is within the noise")
         lines.append(f"Spread p90/p50 {sp[0]} over {mb.count} {count_word(spec)}s vs {sp[1]} over {mn.count}{tail}.")
     r = c.main_reason
     wb, wn = c.window_per_unit_base_ns, c.window_per_unit_new_ns
-    if r is not None and wb is not None and wn is not None:
+    if r is not None and wb is not None and wn is not None and verdict != "not_compared":
         lead = "Main reason" if verdict in ("faster", "slower") else "Largest change"
         text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
         sub = [d for d in details if d.name == r.name and d.detail == r.detail]

@@ -114,6 +114,26 @@ def test_identical_runs_with_noise_are_rarely_called_different():
         assert hits / 4000 <= 0.065
 
 
+@pytest.mark.xfail(strict=True, reason="the similarity weighs kernel names by their share of kernel time, so one "
+                   "kernel that got much slower reads as 'the kernel mixes overlap little' (docs/COMPARE.md)")
+def test_one_kernel_five_times_slower_is_a_regression_not_another_workload(tmp_path):
+    """BASE: the loop; NEW: the same four kernels, FlashAttention 500 µs instead of 100 µs. Truth: the same
+    workload, 40 % slower per step (1.000 → 1.400 ms). Shares of kernel time: BASE gemm 200/330, attention 100/330,
+    norm 20/330, sampling 10/330; NEW 200/730, 500/730, 20/730, 10/730: weighted Jaccard Σmin / Σmax =
+    (200/730 + 100/330 + 20/730 + 10/730) / (200/330 + 500/730 + 20/330 + 10/330) = 0.447 < 0.5, so the pair is
+    "too different to compare: the kernel mixes overlap little" — every kernel name of each run is in the other —
+    and `--fail-on-regression 5 --allow-incomparable` lets a +40 % regression through (exit 0, "not gated").
+
+    Fix I would make: test that the runs are one workload by the kernel *names* they share — the fraction of each
+    run's kernel time spent in kernels the other run also has, min over the two (1.0 here; a different model or
+    engine shares few names) — and keep the weighted Jaccard as a reported number only."""
+    base, new = _loop(tmp_path / "b.sqlite"), _loop(tmp_path / "n.sqlite", attn=500)
+    res = nle.compare([base, new], labels=["BASE", "NEW"])
+    c = res.comparisons[0]
+    assert c.change_pct == pytest.approx(40.0)
+    assert (c.status, c.verdict) == ("comparable", "slower")
+
+
 # ------------------------------------------------------------------------------------------ cluster
 def _rank(path: str, r: int, host_delay_us: int, coll_start, coll_end, off: int) -> None:
     """Rank ``r`` (pid 5000 + r, GPU r, session ``off`` after BASE_UTC), 12 steps of 1 ms from 50 ms on the common

@@ -86,9 +86,6 @@ def test_a_longer_capture_of_the_same_loop_does_not_move_the_main_reason(tmp_pat
     assert c.main_reason.delta_per_unit_ns == 10 * US
 
 
-@pytest.mark.xfail(strict=True, reason="the notch 1.58·IQR/√n is a ~90 % half-width of a median (McGill et al. "
-                   "chose it for notch non-overlap, h1 + h2); combined in quadrature it is not the ~95 % the docs "
-                   "state")
 def test_identical_runs_with_noise_are_rarely_called_different():
     """A/A by construction: BASE and NEW draw their 39 step periods from the same distribution (1 ms + normal
     noise of σ 20 µs, or + uniform 0…50 µs). docs/COMPARE.md: noise = the ~95 % half-width of the change, so

@@ -15,7 +15,10 @@ from .result import MetricSpec, MetricValue
 
 MAX_REPEAT = 8
 REPEAT_SCORE = 0.75
-NOTCH = 1.58
+#: z of the ~95 % half-width of a median, its standard error taken as IQR / √n (exact for uniform noise; for normal,
+#: exponential or heavy-tailed noise the error is smaller, so the bound is conservative). McGill's notch 1.58 is made
+#: for non-overlap (h1 + h2); in quadrature it called ~10 % of identical pairs different (docs/COMPARE.md, "Noise")
+HALF_WIDTH_Z = 1.96
 
 STEP = "step_time_p50"          # marker-kernel steps: they tile each device's timeline, wall = period
 PERIOD = "step_period_p50"       # NVTX steps: start to the next step's start in the same process
@@ -107,6 +110,6 @@ def change(base: MetricValue, new: MetricValue) -> Tuple[Optional[float], Option
     if not base.p50_ns or new.p50_ns is None:
         return None, None
     ch = 100.0 * (new.p50_ns - base.p50_ns) / base.p50_ns
-    hw = [NOTCH * (v.iqr_ns or 0) / math.sqrt(v.count) if v.count > 0 else float("inf") for v in (base, new)]
+    hw = [HALF_WIDTH_Z * (v.iqr_ns or 0) / math.sqrt(v.count) if v.count > 0 else float("inf") for v in (base, new)]
     noise = 100.0 * math.sqrt(hw[0] ** 2 + hw[1] ** 2) / base.p50_ns
     return ch, (noise if math.isfinite(noise) else None)

@@ -822,6 +822,7 @@ def copy_path_metric(tr: Trace, w0: int, w1: int, device_id: int, path: str, met
 # ----------------------------------------------------------------------------- per-step synchronization
 
 SS_MIN_POINTS, SS_MIN_SHARE, SS_MAX_SPREAD, SS_WAIT_TOL = 5, 0.5, 3.0, 20_000
+SS_PAUSE = 10   # host time after a sync point over 10 × the median period: an idle pause
 SS_D2H_NAMES = {"cuMemcpyDtoH", "cuMemcpyAtoH"}
 
 
@@ -896,17 +897,22 @@ def step_sync(tr: Trace, causes: Dict[int, DeviceCauses], w0: int, w1: int) -> L
             if not sp:
                 continue
             segs = [(p, q) for p, q, t, _ in causes[d].host_segments if t == tid]
-            xs = []
-            for i, (_, e, _, _) in enumerate(sp):
-                later = [m[1] for m in mine if m[0] >= e]
-                k = min(later) if later else e
-                b = max(e, min(k, sp[i + 1][0])) if i + 1 < len(sp) else max(e, k)
-                xs.append(sum(max(0, min(q, b) - max(p, e)) for p, q in segs))
-            rs = [min(x, sp[i + 1][2]) if i + 1 < len(sp) else 0 for i, x in enumerate(xs)]
             cnt = Counter(x[3] for x in sp)
             api = min(cnt, key=lambda n: (-cnt[n], n))
             ed = [x[1] for x in sp if x[3] == api]
             period = [b - a for a, b in zip(ed, ed[1:])]
+            pause = SS_PAUSE * _pctl(period, 50) if len(ed) > 1 else None
+            xs, paused = [], []
+            for i, (_, e, _, _) in enumerate(sp):
+                later = [m[1] for m in mine if m[0] >= e]
+                k = min(later) if later else e
+                b = max(e, min(k, sp[i + 1][0])) if i + 1 < len(sp) else max(e, k)
+                paused.append(pause is not None and b - e > pause)   # an idle pause: no host work of a step
+                xs.append(0 if paused[-1] else sum(max(0, min(q, b) - max(p, e)) for p, q in segs))
+            rs = [min(x, sp[i + 1][2]) if i + 1 < len(sp) else 0 for i, x in enumerate(xs)]
+            # a step [ed_{j-1}, ed_j) holding a paused sync point's return is left out of the period
+            period = [period[j - 1] for j in range(1, len(ed))
+                      if not any(pz and ed[j - 1] <= x[1] < ed[j] for pz, x in zip(paused, sp))]
             in_steps = sum(1 for t in starts if ed[0] <= t < ed[-1])
             share = in_steps / len(starts) if starts else 0.0
             p50, p90 = _pctl(period, 50), _pctl(period, 90)

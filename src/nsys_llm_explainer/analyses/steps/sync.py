@@ -25,6 +25,7 @@ MIN_SYNC_POINTS = 5          # fewer sync points are no per-step pattern
 MIN_KERNEL_SHARE = 0.5       # the steps hold at least half of the device's kernels in the window
 MAX_PERIOD_SPREAD = 3.0      # period p90 ≤ 3 × p50: the steps recur
 WAIT_TOL_NS = 20_000         # a call returning up to 20 µs before its work's recorded end still drained it
+PAUSE_PERIODS = 10           # host time after a sync point over 10 × the median period: an idle pause, not a step
 THRESHOLDS = {"min_sync_points": MIN_SYNC_POINTS, "min_kernel_share": MIN_KERNEL_SHARE,
               "max_period_spread": MAX_PERIOD_SPREAD, "wait_tol_ns": WAIT_TOL_NS}
 _D2H_NAMES = {"cuMemcpyDtoH", "cuMemcpyAtoH"}
@@ -178,6 +179,13 @@ def _per_step(ed: np.ndarray, e: np.ndarray, v: np.ndarray, side: Literal["left"
     return np.bincount(idx, weights=v[ok], minlength=m - 1).round().astype(np.int64)
 
 
+def _spread(v: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``v`` (one value per True of ``mask``) spread to ``mask``'s length, 0 elsewhere."""
+    out = np.zeros(mask.shape[0], np.int64)
+    out[mask] = v
+    return out
+
+
 def _exposure(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray, budget: np.ndarray
               ) -> Tuple[np.ndarray, np.ndarray, CauseSplit, CauseSplit]:
     """Per window ``[e_i, b_i)``: the exposed ns of thread ``g``'s host-side pieces, the overlappable ns
@@ -230,21 +238,26 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     k_next = np.where(nxt < ws.shape[0], first_start[np.minimum(nxt, ws.shape[0] - 1)], e)
     b = np.maximum(np.minimum(k_next, np.append(s[1:], np.iinfo(np.int64).max)), e)
     budget = np.append(wait[1:], 0)                     # R_i = min(X_i, W_{i+1}); 0 for the last one
-    exposed, over, by_cause, claimed = _exposure(dc, g, e, b, budget)
+    names = ctx.name_base[ctx.api.name_idx[sp]]
+    uniq, cnt = np.unique(names, return_counts=True)
+    top = np.lexsort((uniq, -cnt))
+    # steps: between consecutive sync points of the most frequent API
+    ed = e[names == uniq[top[0]]]
+    m = int(ed.shape[0])
+    period = np.diff(ed)
+    # an idle pause (a serving loop waiting for requests): the host time after a sync point exceeds PAUSE_PERIODS ×
+    # the median period; it is no host work of a step: left out of X, R and the per-step numbers (docs/FINDINGS.md)
+    paused = (b - e) > PAUSE_PERIODS * percentile(period, 50) if m > 1 else np.zeros(n, bool)
+    exposed, over, by_cause, claimed = _exposure(dc, g, e[~paused], b[~paused], budget[~paused])
+    exposed = _spread(exposed, ~paused)
+    over = _spread(over, ~paused)
     # readback: a D→H copy call of g after its last launch before the sync, before the sync (or the sync is one)
     cs = api.start[ctx.d2h_rows.get(g, np.empty(0, np.int64))]
     lastl = la[np.maximum(j[waited], 0)]
     at = np.searchsorted(cs, lastl, side="left")
     rb = (cs[np.minimum(at, cs.shape[0] - 1)] < s) & (at < cs.shape[0]) if cs.shape[0] else np.zeros(n, bool)
     rb |= ctx.d2h_call[sp]
-    names = ctx.name_base[ctx.api.name_idx[sp]]
-    uniq, cnt = np.unique(names, return_counts=True)
-    top = np.lexsort((uniq, -cnt))
     api_counts = tuple((ctx.base_names[int(uniq[i])], int(cnt[i])) for i in top.tolist())
-    # steps: between consecutive sync points of the most frequent API
-    ed = e[names == uniq[top[0]]]
-    m = int(ed.shape[0])
-    period = np.diff(ed)
     gpu_step = overlap_length(tl.busy, ed[:-1], ed[1:]) if m > 1 else np.empty(0, np.int64)
     kin = np.diff(np.searchsorted(act.start, ed, side="left"))
     in_steps = int(kin.sum())
@@ -252,6 +265,9 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     share = in_steps / dev_k if dev_k else 0.0
     step_x = _per_step(ed, e, exposed, "right")         # X of the sync points in [ed_{j-1}, ed_j)
     step_w = _per_step(ed, e, wait, "left")             # W of the sync points in (ed_{j-1}, ed_j]
+    keep = _per_step(ed, e, paused.astype(np.int64), "right") == 0   # steps without an idle pause
+    n_paused = int((~keep).sum())
+    period, gpu_step, step_x, step_w = period[keep], gpu_step[keep], step_x[keep], step_w[keep]
     p50, p90 = percentile(period, 50), percentile(period, 90)
     if m < MIN_SYNC_POINTS:
         holds, why = False, f"{m} sync point{'s' if m != 1 else ''} of `{api_counts[0][0]}` (< {MIN_SYNC_POINTS})"
@@ -264,6 +280,9 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     else:
         holds, why = True, (f"{m} sync points of `{api_counts[0][0]}`; the steps hold {100 * share:.0f} % of the "
                             f"device's kernels; period p90/p50 = {p90 / p50 if p50 else 0.0:.2f}")
+    if n_paused:
+        why += f"; {n_paused} step{'s' if n_paused != 1 else ''} with an idle pause (host time after the sync over " \
+               f"{PAUSE_PERIODS} × the median period) left out"
     tot, ovl = int(exposed.sum()), int(over.sum())
     return StepSyncSeries(
         device_id=tl.device_id, gtid=int(g), pid=(int(g) >> 24) & 0xFFFFFF, tid=int(g) & 0xFFFFFF,

@@ -147,11 +147,15 @@ def sec_graphs(v: View) -> SectionResult:
     if not g.available:
         return Omitted("CUDA graphs", g.reason or "not in this report")
     kpl = g.kernels_per_launch
+    gt = g.graph_trace
+    # graph-level tracing: the graphs' kernels ran but were not recorded; "0 kernels ran inside graphs" is false
+    inside = (("the kernels inside the graphs were not recorded (graph-level tracing)"
+               + (f"; {fmt_count(gt.count, 'whole-graph execution')} took {fmt_dur(gt.total_ns)} of GPU time"
+                  if gt is not None else "") + ".") if g.graph_level_hidden else
+              f"{fmt_count(g.graph_kernel_count, 'kernel')} ran inside graphs, {fmt_pct(g.graph_kernel_pct)} % of "
+              "kernel time" + (f"; {fmt_count(kpl.p50, 'kernel')} per launch (median)." if kpl is not None else "."))
     text = inline("Trace mode ", Code(g.trace_mode), f": {fmt_int(g.graph_launch_count)} graph launches "
-                  f"({fmt_dur(g.graph_launch_host_ns)} of host launch time); "
-                  f"{fmt_count(g.graph_kernel_count, 'kernel')} ran inside graphs, "
-                  f"{fmt_pct(g.graph_kernel_pct)} % of kernel time"
-                  + (f"; {fmt_count(kpl.p50, 'kernel')} per launch (median)." if kpl is not None else "."))
+                  f"({fmt_dur(g.graph_launch_host_ns)} of host launch time); " + inside)
     warn = Note((Strong(("Warning:",)), " ", Rich(g.warning, lead=True))) if g.warning else None
     return Section("graphs", "CUDA graphs", parts(para(text), warn))
 

@@ -168,6 +168,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "the code that ran while the GPU idled: shorten it, move it to another thread, or overlap it with GPU "
        "execution.", cpu_samples=(True,)),
     _a("unknown.trace_cuda", "Capture with `--trace=cuda` so kernels link to the CUDA calls that launched them."),
+    _a("unknown.unlinked", "Keep the links from the GPU work to its launch calls: capture the launching calls together "
+       "with the GPU work (a capture or export range that starts after the launches loses them) and export with an "
+       "nsys that writes the kernels' `correlationId`."),
     # ---- stack-specific tips (serving engines: inference only)
     _a("launch.vllm", "vLLM: make sure decode runs in CUDA graphs (no `--enforce-eager`; the captured batch sizes "
        "must cover your running batch sizes) and keep torch.compile fusion enabled.",

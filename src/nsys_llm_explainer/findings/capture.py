@@ -97,11 +97,21 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
     """Low: NVTX push/pop ranges cover less than ``threshold`` of kernel time. The evidence names the threads
     that launch the uncovered kernels and their share; the advice depends on whether those threads open any
     range (nsys attributes ranges per thread) and on the workload (training: forward/backward/optimizer;
-    inference: prefill/decode steps)."""
-    if not att.available or att.coverage >= threshold:
+    inference: prefill/decode steps). Only kernels linked to their launch call can be known to lie in a range or
+    not: no finding when none is linked, and the check is the share of the linked kernel time (the evidence says how
+    much kernel time is not linked)."""
+    if not att.available or att.coverage >= threshold or att.linked_kernel_ns <= 0:
+        return None
+    if att.attributed_ns / att.linked_kernel_ns >= threshold:
         return None
     ev = [f"{att.coverage * 100:.1f} % of kernel time ({dur(att.attributed_ns)} of {dur(att.total_kernel_ns)}) is "
           "launched inside an NVTX push/pop range."]
+    unlinked = att.total_kernel_ns - att.linked_kernel_ns
+    if unlinked > 0:
+        ev.append(f"{100.0 * unlinked / att.total_kernel_ns:.1f} % of kernel time ({dur(unlinked)}) is not linked to "
+                  "the CUDA call that launched it (no API row with its correlation id): whether a range encloses "
+                  f"those launches is not known; of the linked kernel time "
+                  f"{100.0 * att.attributed_ns / att.linked_kernel_ns:.1f} % is.")
     se = att.startend_kernel_ns > 0     # start/end ranges enclose launches: "no range covers" would be false
     if se:
         ev.append(f"Start/end ranges on the launching thread enclose the launches of "
@@ -109,7 +119,7 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
                   f"({dur(att.startend_kernel_ns)}); they get their own rows but no phase or innermost-range "
                   "attribution.")
     rows = att.uncovered_by_thread
-    if rows:
+    if any(r.gtid >= 0 for r in rows):
         ev.append(f"Kernels no {'push/pop ' if se else ''}range covers, by launching thread: " + "; ".join(
             (f"`{r.thread_name}` " if label_shows_tid(r.thread_name, r.tid) else
              f"`{r.thread_name or 'thread'}` (tid {r.tid}) ") + f"{r.pct_of_uncovered:.1f} %, "

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..analyses.api.cuda_api import CudaApiResult
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
@@ -140,13 +141,14 @@ def _where(c: IdleCause, t0: int) -> str:
 def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window: WindowResult,
                   traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
                   host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
-                  copy_path_claims: Claims, copy_engines: Optional[CopyEnginesResult] = None
-                  ) -> Tuple[Finding, ...]:
+                  copy_path_claims: Claims, copy_engines: Optional[CopyEnginesResult] = None,
+                  cuda_api: Optional[CudaApiResult] = None) -> Tuple[Finding, ...]:
     """The idle-cause findings whose checks hold and the launch-bound composite, after the ns the per-step sync and
     copy-path findings claim. ``attribution``: which NVTX ranges enclose kernel launches (not known without it);
     ``host_samples``: CPU samples inside host-side idle, for an evidence line; ``waits``: what other threads did
     while the launching thread waited, for the ``osrt`` finding; ``copy_engines``: the copy paths, whose issuing
-    calls and streams decide the ``copy`` finding's overlap advice (:func:`_copy_facts`)."""
+    calls and streams decide the ``copy`` finding's overlap advice (:func:`_copy_facts`); ``cuda_api``: whether the
+    export holds CUDA API calls at all, which decides what the ``unknown`` finding says is missing."""
     if not idle_causes.available or not gpu_time.available:
         return ()
     claimed, copy_claimed = step_sync_claims.claimed, copy_path_claims.claimed
@@ -230,6 +232,12 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
+        api_calls = cuda_api.call_count if cuda_api is not None and cuda_api.available else 0
+        if kind == "unknown" and api_calls > 0:    # CUDA was traced: the links, not the calls, are missing
+            ids = ["unknown.unlinked"]
+            ev.append(f"The export holds {api_calls:,} CUDA API calls, but no kernel, copy or memset of device {dev} "
+                      "in the window is linked to one (no call of its process has its correlation id): which thread "
+                      "launched the work, and what it did in these gaps, is not known.")
         kind_facts = _sampled_facts(advice, host_samples, dev, kind)
         if kind == "copy":
             kind_facts, side_ev = _copy_facts(kind_facts, copy_engines, set(devs), details)
@@ -338,6 +346,8 @@ def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
                if top in launch_ranges else ["nvtx.overlap", "nvtx.overlap.untraced"])
     if kind == "osrt":
         ids = [i for i in ids if not i.startswith("wait.")]
+    if kind == "unknown":                      # the CUDA-API-present line is chosen by idle_findings
+        ids = [i for i in ids if i != "unknown.unlinked"]
     if kind == "copy":
         if not any("Device-to-Device" in d for d in details):
             ids = [i for i in ids if i != "copy.d2d"]

@@ -107,7 +107,8 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
                     "window)",
               noun="host work"),
     CauseKind("unknown", "unknown_host", "no host thread could be linked to the gap",
-              "GPU idle with no host thread linked", "#9e9e9e", low_only=True, advice=("unknown.trace_cuda",),
+              "GPU idle with no host thread linked", "#9e9e9e", low_only=True,
+              advice=("unknown.trace_cuda", "unknown.unlinked"),
               title="Idle with no linked host thread ({share:.1f} % of the window): its cause is unknown"),
 )
 

@@ -55,7 +55,7 @@ def test_nvtx_coverage_text_names_each_thread_once() -> None:
     rows = (_uncovered(MAIN, "pt_main_thread (tid 21101)", 60.0, 0), _uncovered(STORE, "loader", 30.0, 4),
             _uncovered(TOK, "", 10.0, 0))
     att = AttributionResult(True, None, total_kernel_ns=100, attributed_ns=10, coverage=0.1,
-                            uncovered_by_thread=rows)
+                            uncovered_by_thread=rows, linked_kernel_ns=100)   # every kernel linked to its launch
     f = nvtx_coverage_finding(att, 0.7, {})
     assert f is not None
     assert f.title.endswith("60 % of the uncovered kernel time is launched by `pt_main_thread (tid 21101)`")

@@ -16,7 +16,7 @@ from ..model.names import short
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
-from .base import GPU_BOUND_PCT, Check, Finding, Scope, finding, pooled_scope
+from .base import GPU_BOUND_PCT, MEDIUM_SHARE, Check, Finding, Scope, finding, pooled_scope
 
 KERNEL_CLAIM_MIN_BUSY = 50.0
 FP32_MIN_SHARE = 20.0
@@ -51,10 +51,14 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     if busy.holds():
         # with --include-memcpy-in-busy the busy time holds the copies: the claim is about the GPU's work, not kernels
         copies = gpu_time.include_memcpy
+        idle = 100.0 - p.busy_pct   # from MEDIUM_SHARE on, the idle may hold a host finding: "not the host" is not said
+        who = ("the GPU's kernels and copies (counted as busy: --include-memcpy-in-busy)" if copies else
+               "kernel speed")
         ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
               f"{pooled_words(gpu_time)}): "
-              + ("the GPU's kernels and copies (counted as busy: --include-memcpy-in-busy), not the host, set the "
-                 "step time." if copies else "kernel speed, not the host, sets the step time.")]
+              + (f"{who}, not the host, {'set' if copies else 'sets'} the step time." if idle < MEDIUM_SHARE else
+                 f"{who} {'set' if copies else 'sets'} most of the step time; the GPU idles the other {idle:.1f} % "
+                 "(the idle findings say why).")]
         checks = [busy]
         if hidden:
             ev.append(f"The kernels inside the {graphs.graph_launch_count} CUDA graph launches were not recorded "

@@ -375,3 +375,32 @@ def test_open_step_range_is_not_a_step(tmp_path):
     assert res.arrays.kernel_count.tolist() == [2] * 4
     assert res.summary.min_ns == 8_000_000 and res.summary.avg_ns == 8_000_000
     assert any("1 step range(s) still open" in n for n in res.notes)
+
+
+def test_step_periods_of_ranges_that_do_not_tile_the_loop(tmp_path) -> None:
+    """A serving loop: 12 steps of 1 ms, the ``execute_model`` range only the first 20 µs of each (it launches one
+    500 µs kernel; the host schedules outside the range), then a 50 ms pause (waiting for requests) and 8 more steps.
+    Step time (the range's wall) p50 20 µs says nothing of the loop; the step period (start to the next start) is
+    1 ms for 11 + 7 = 18 periods, and the one period across the pause (50.02 ms of host idle after a 20 µs range,
+    > 10 × the 1 ms median) is left out. The report's steps section says both (it read only "Step time p50
+    20.00 µs")."""
+    from nsys_llm_explainer.options import Options
+    from nsys_llm_explainer.pipeline import analyze_path
+    from nsys_llm_explainer.render import render_all
+
+    b = TraceBuilder()
+    g = b.thread(7, 7)
+    starts = [i * 1_000 * US for i in range(12)] + [62_000 * US + i * 1_000 * US for i in range(8)]
+    for t in starts:
+        b.nvtx_push_pop(t, t + 20 * US, "execute_model", tid_g=g)
+        b.launch(t + 5 * US, t + 10 * US, t + 15 * US, t + 515 * US, pid=7, tid=7, name="gemm")
+    p = b.write(str(tmp_path / "loop.sqlite"))
+    rep = analyze_path(p, Options())
+    st = rep.steps
+    assert (st.method, st.step_count, st.summary.p50_ns) == ("nvtx", 20, 20 * US)
+    assert (st.period.count, st.period.p50_ns, st.period.max_ns, st.period_pauses) == (18, 1_000 * US, 1_000 * US, 1)
+    render_all(rep, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert ("Step time p50 20.00 µs, p90 20.00 µs, p99 20.00 µs, max 20.00 µs; step period (start to the next "
+            "step's start, same process) p50 1.000 ms, p90 1.000 ms over 18 periods; the ranges cover 2 % of it "
+            "(p50 over p50); 1 period over an idle pause left out.") in md

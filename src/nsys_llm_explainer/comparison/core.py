@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from .. import __version__
 from ..analyses.common.stats import pct
+from ..analyses.steps.periods import PAUSE, step_periods
 from ..errors import CWD_GONE, InputError, OptionError, cwd_gone
 from ..paths import check_name, stat_or_none
 from .diff import compare_pair, per_unit
-from .measure import NON_GPU, PAUSE, Facts, gather, step_periods
+from .measure import NON_GPU, Facts, gather
 from .metric import PERIOD, choose_metric, measure
 from .result import CompareResult, FindingBrief, MetricSpec, Share, StepInfo, TraceSummary
 
@@ -66,7 +67,7 @@ def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
     steps = _steps(rep)
     notes = [] if steps.available else [f"no steps found: {steps.reason or 'the steps analysis found none'}"]
     if spec.name == PERIOD:
-        sp = step_periods(rep.steps)
+        sp = step_periods(rep.steps.arrays if rep.steps.available else None)
         if sp.paused:
             notes.append(f"{sp.paused} step period{'s' if sp.paused != 1 else ''} spanning an idle pause (the host "
                          f"idle between a step's end and the next step's start over {PAUSE} × the median step "

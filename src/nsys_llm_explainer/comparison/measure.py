@@ -10,16 +10,13 @@ from typing import TYPE_CHECKING, AbstractSet, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..analyses.common.stats import percentile
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.starts import KernelStarts
 
 if TYPE_CHECKING:
-    from ..analyses.steps.metrics import StepResult
     from ..report import Report
 
 GRAPH_UNTRACED = "graph_untraced"
-PAUSE = 10   # host idle between two steps longer than this many median step periods: a pause, not a step
 NON_GPU = "non_gpu"
 
 
@@ -134,33 +131,3 @@ def steps_in_window(f: Facts) -> float:
     wall = np.maximum(a.end - a.start, 1)
     inside = np.clip(np.minimum(a.end, w.end_ns) - np.maximum(a.start, w.start_ns), 0, None)
     return float((inside / wall).sum())
-
-
-@dataclass(frozen=True)
-class StepPeriods:
-    """The step periods of one trace's steps (docs/COMPARE.md, "The headline metric")."""
-
-    samples: np.ndarray   # start of the next step − start of the step, consecutive steps of one process (ns)
-    paused: int           # periods left out: the idle after the step exceeds PAUSE median periods
-    overlapped: int       # pairs left out: the next step starts before the step ends (ranges on several threads)
-
-
-def step_periods(st: StepResult) -> StepPeriods:
-    """Per process (pid), steps in start order: step i's period is start[i+1] − start[i] (the last step of a process
-    has none). A period whose gap end[i] → start[i+1] is longer than :data:`PAUSE` × the median period of the trace
-    spans an idle pause (a serving loop waiting for requests), not a step, and is left out; so is a pair that overlaps
-    (user-chosen ranges on several threads of a process are not one sequence)."""
-    a = st.arrays
-    if not st.available or a is None or len(a) < 2:
-        return StepPeriods(np.empty(0, np.int64), 0, 0)
-    o = np.lexsort((a.start, a.pid))
-    s, e, pid = a.start[o], a.end[o], a.pid[o]
-    same = pid[1:] == pid[:-1]
-    per, gap = (s[1:] - s[:-1])[same], (s[1:] - e[:-1])[same]
-    ok = gap >= 0
-    per, gap = per[ok], gap[ok]
-    overlapped = int((~ok).sum())
-    if per.shape[0] == 0:
-        return StepPeriods(per, 0, overlapped)
-    paused = gap > PAUSE * float(percentile(per, 50))
-    return StepPeriods(per[~paused], int(paused.sum()), overlapped)

@@ -10,7 +10,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import percentile, round_half_up
-from .measure import Facts, anchor_periods, repeat_score, shares, step_periods, steps_in_window
+from ..analyses.steps.periods import step_periods
+from .measure import Facts, anchor_periods, repeat_score, shares, steps_in_window
 from .result import MetricSpec, MetricValue
 
 MAX_REPEAT = 8
@@ -90,7 +91,8 @@ def _value(samples: np.ndarray, count: int, p50: Optional[int] = None, p90: Opti
 def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
     """(the metric of trace ``f``, units of work in its steady window)."""
     if spec.name == PERIOD:
-        periods = step_periods(f.report.steps).samples
+        st = f.report.steps
+        periods = step_periods(st.arrays if st.available else None).samples
         return _value(periods, int(periods.shape[0])), steps_in_window(f)
     if spec.name == STEP:
         st = f.report.steps

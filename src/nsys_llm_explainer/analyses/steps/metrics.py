@@ -12,7 +12,16 @@ import numpy as np
 
 from ...config.phase_map import build_phase_map
 from ...errors import InputError
-from ...jsonable import NONE_AS_EMPTY, NOT_IN_JSON, FieldsJson, dataclass_from_json, fields_json, need, need_rows
+from ...jsonable import (
+    NONE_AS_EMPTY,
+    NONE_OMITTED,
+    NOT_IN_JSON,
+    FieldsJson,
+    dataclass_from_json,
+    fields_json,
+    need,
+    need_rows,
+)
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
@@ -22,6 +31,7 @@ from ..common.stats import Summary, median, round_half_up, summary
 from ..nvtx.tree import NvtxTree, build_tree
 from ..trace.window import gpu_work
 from .detect import MarkerKernel, detect_steps
+from .periods import step_periods
 from .phases import UNMAPPED, PhaseResult
 
 METRICS = ("wall_ns", "gpu_busy_ns", "gpu_idle_ns", "sync_ns", "memcpy_ns", "kernel_count")
@@ -170,6 +180,10 @@ class StepResult(FieldsJson):
     marker_kernels: Tuple[MarkerKernel, ...] = ()  # marker kernel names and counts
     step_count: int = 0
     summary: Optional[Summary] = field(default=None, metadata=NONE_AS_EMPTY)   # of wall_ns
+    #: NVTX steps: of the step periods (start to the next step's start, same process; periods over an idle pause
+    #: left out, ``period_pauses`` of them: analyses/steps/periods.py); None for marker steps (their wall is it)
+    period: Optional[Summary] = field(default=None, metadata=NONE_OMITTED)
+    period_pauses: int = 0
     totals: Optional[StepMetrics] = field(default=None, metadata=NONE_AS_EMPTY)
     by_phase: Tuple[StepPhaseGroup, ...] = ()
     by_pid: Tuple[StepPidGroup, ...] = ()
@@ -282,8 +296,11 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     slow = np.lexsort((a.start, -a.wall))[:ntop]
     out = np.lexsort((a.start, -excess))[:ntop]
     out = out[excess[out] > 0]
+    per = step_periods(a) if head.method == "nvtx" else None
     return replace(
         head, available=True, step_count=n, summary=summary(a.wall),
+        period=summary(per.samples) if per is not None and per.samples.shape[0] else None,
+        period_pauses=per.paused if per is not None else 0,
         totals=StepMetrics(**{m: int(metric[m].sum()) for m in METRICS}),
         by_phase=tuple(StepPhaseGroup(phase=phase_names[p] if p >= 0 else UNMAPPED, **g)
                        for p, g in zip(uph, _group_rows(metric, a.phase))),

@@ -3,7 +3,7 @@ wall time, over at most :data:`MAX_STEP_POINTS` plotted steps (docs/DESIGN.md, "
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ...vocabulary.units import fmt_count, fmt_dur, fmt_int, ms_value
 from ..charts import layout, plot_text
@@ -146,7 +146,8 @@ def _steps(v: View) -> List[Any]:
     out: List[Any] = [
         para(Strong((f"{fmt_count(st.step_count, 'step')}",)), " from ", how, " (", conf, ")", scope, ".", brk=BR),
         para(f"Step time p50 {fmt_dur(s.p50_ns if s else None)}, p90 {fmt_dur(s.p90_ns if s else None)}, "
-             f"p99 {fmt_dur(s.p99_ns if s else None)}, max {fmt_dur(s.max_ns if s else None)}.")]
+             f"p99 {fmt_dur(s.p99_ns if s else None)}, max {fmt_dur(s.max_ns if s else None)}"
+             + (";" if st.period else "."), _period(st))]
     if st.notes:
         out.append(bullets([inline("Note: ", Data(n)) for n in st.notes]))
     if st.rows:
@@ -161,6 +162,17 @@ def _steps(v: View) -> List[Any]:
                          for r in slow])]
     out.append(para("Every step in ", Code(f"tables/{STEPS.csv}"), "."))
     return out
+
+
+def _period(st: StepResult) -> Optional[str]:
+    """The step period line of NVTX steps: what a step costs with the host work between the ranges."""
+    p, s = st.period, st.summary
+    if p is None or s is None:
+        return None
+    cover = f"; the ranges cover {100.0 * s.p50_ns / p.p50_ns:.0f} % of it (p50 over p50)" if p.p50_ns else ""
+    pauses = (f"; {fmt_count(st.period_pauses, 'period')} over an idle pause left out" if st.period_pauses else "")
+    return (f" step period (start to the next step's start, same process) p50 {fmt_dur(p.p50_ns)}, p90 "
+            f"{fmt_dur(p.p90_ns)} over {fmt_count(p.count, 'period')}{cover}{pauses}.")
 
 
 def sec_steps(v: View) -> SectionResult:

@@ -111,8 +111,6 @@ def test_identical_runs_with_noise_are_rarely_called_different():
         assert hits / 4000 <= 0.065
 
 
-@pytest.mark.xfail(strict=True, reason="the similarity weighs kernel names by their share of kernel time, so one "
-                   "kernel that got much slower reads as 'the kernel mixes overlap little' (docs/COMPARE.md)")
 def test_one_kernel_five_times_slower_is_a_regression_not_another_workload(tmp_path):
     """BASE: the loop; NEW: the same four kernels, FlashAttention 500 µs instead of 100 µs. Truth: the same
     workload, 40 % slower per step (1.000 → 1.400 ms). Shares of kernel time: BASE gemm 200/330, attention 100/330,

@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence, Tuple
 from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
-from .measure import NON_GPU, Facts, weighted_jaccard
+from .measure import NON_GPU, Facts, kernel_time_in_common, weighted_jaccard
 from .metric import PERIOD, change
 from .result import Comparison, Delta, FindingChange, MetricSpec, TraceSummary
 
@@ -59,7 +59,7 @@ def _finding_changes(b: TraceSummary, n: TraceSummary) -> Tuple[FindingChange, .
                                                                                or "info", 9), c.id)))
 
 
-def _status(spec: MetricSpec, sim: float, b: TraceSummary,
+def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary,
             n: TraceSummary) -> Tuple[str, Tuple[str, ...], Optional[bool]]:
     different: List[str] = []
     short: List[str] = []
@@ -69,9 +69,14 @@ def _status(spec: MetricSpec, sim: float, b: TraceSummary,
     empty = [t.label for t in (b, n) if t.kernel_count == 0]
     if empty:
         different.append(f"no kernel ran in the steady window of {' and '.join(empty)}")
-    elif sim < spec.min_similarity:
-        different.append(f"the kernel mixes overlap little (weighted kernel-name Jaccard {sim:.2f} < "
-                         f"{spec.min_similarity})")
+    elif min(common) < spec.min_common_kernel_share:
+        low = [(t, x) for t, x in zip((b, n), common) if x < spec.min_common_kernel_share]
+        who = " and ".join(t.label for t, _ in low)
+        pcts = " and ".join(f"{int(100 * x)} %" for _, x in low)   # floored: 49.6 % reads 49 %, not 50
+        other = "the other" if len(low) > 1 else (n if low[0][0] is b else b).label
+        different.append(f"the runs share little kernel work: {who} spend{'s' if len(low) == 1 else ''} only {pcts} "
+                         f"of {'its' if len(low) == 1 else 'their'} kernel time in kernel names {other} also ran "
+                         f"(< {100 * spec.min_common_kernel_share:.0f} %)")
     if spec.name is None:
         different.append("no common unit of work (no common steps and no common kernel)")
     unit = count_word(spec)
@@ -154,8 +159,8 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
 
 def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: TraceSummary) -> Comparison:
     ub, un = b.units, n.units
-    sim = weighted_jaccard(fb, fn)
-    status, reasons, gpus_match = _status(spec, sim, b, n)
+    sim, common = weighted_jaccard(fb, fn), kernel_time_in_common(fb, fn)
+    status, reasons, gpus_match = _status(spec, common, b, n)
     ch, noise = change(b.metric, n.metric)
     significant = None if ch is None else (noise is None or abs(ch) > noise)
     if status != "comparable" or ch is None:
@@ -178,7 +183,8 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
     wb, wn = per_unit(fb.pooled_window_ns, ub), per_unit(fn.pooled_window_ns, un)
     main = _main_reason(cats, kinds, details, (wn - wb) if wb is not None and wn is not None else None)
     c = Comparison(
-        base=b.label, new=n.label, status=status, reasons=reasons, similarity=sim, gpus_match=gpus_match,
+        base=b.label, new=n.label, status=status, reasons=reasons, similarity=sim,
+        common_kernel_share=min(common), gpus_match=gpus_match,
         metric_base=b.metric, metric_new=n.metric, change_pct=ch, noise_pct=noise, significant=significant,
         verdict=verdict, headline=(), main_reason=main, busy_pct_base=b.busy_pct,
         busy_pct_new=n.busy_pct, window_per_unit_base_ns=wb, window_per_unit_new_ns=wn, idle_changes=kinds,

@@ -91,7 +91,8 @@ def shares(f: Facts) -> Dict[str, float]:
 
 def weighted_jaccard(a: Facts, b: Facts) -> float:
     """Σ_name min(share_a, share_b) / Σ_name max(share_a, share_b), shares of steady-window kernel time; 0
-    when either trace has no kernel time."""
+    when either trace has no kernel time. Reported only: one kernel that got five times slower lowers it as much as
+    another workload does, so it does not decide "too different" (:func:`kernel_time_in_common` does)."""
     sa, sb = shares(a), shares(b)
     if not sa or not sb:
         return 0.0
@@ -99,6 +100,17 @@ def weighted_jaccard(a: Facts, b: Facts) -> float:
     lo = sum(min(sa.get(n, 0.0), sb.get(n, 0.0)) for n in names)
     hi = sum(max(sa.get(n, 0.0), sb.get(n, 0.0)) for n in names)
     return lo / hi if hi > 0 else 0.0
+
+
+def kernel_time_in_common(a: Facts, b: Facts) -> Tuple[float, float]:
+    """(share of ``a``'s steady-window kernel time spent in kernel names ``b`` also ran, the same for ``b``); (0, 0)
+    when either has no kernel time. It does not depend on how the time spreads over the common names, so a kernel
+    that got slower (or faster) leaves it at 1, while another model, engine or phase runs other kernels."""
+    sa, sb = shares(a), shares(b)
+    if not sa or not sb:
+        return 0.0, 0.0
+    # sorted: a fixed order, so the float sums do not depend on string hashing
+    return (sum(v for n, v in sorted(sa.items()) if n in sb), sum(v for n, v in sorted(sb.items()) if n in sa))
 
 
 # ------------------------------------------------------------------------------------------ anchor kernel

@@ -26,7 +26,8 @@ class MetricSpec(FieldsJson):
     anchor_repeat: Optional[int] = None   # anchor instances per iteration
     min_units: int = 10                  # fewer steps / iterations than this in a trace: too short to compare
     min_window_ns: int = 20_000_000      # a steady window shorter than 20 ms: too short to compare
-    min_similarity: float = 0.5          # weighted kernel-name Jaccard below this: too different to compare
+    #: either trace spends less than this share of its kernel time in kernel names the other also ran: too different
+    min_common_kernel_share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,9 @@ class Comparison(FieldsJson):
     new: str
     status: str                       # "comparable" | "too_short" | "too_different" (compared only when comparable)
     reasons: Tuple[str, ...]          # why not comparable (empty when comparable)
-    similarity: float                 # kernel-time-weighted Jaccard of kernel names
+    similarity: float                 # kernel-time-weighted Jaccard of kernel names (reported only)
+    #: the smaller of BASE's and NEW's share of kernel time in kernel names the other also ran (decides "too different")
+    common_kernel_share: float
     gpus_match: Optional[bool]        # None when a trace names no GPU
     metric_base: MetricValue
     metric_new: MetricValue

@@ -12,8 +12,8 @@ TRACE_COLS = ("label", "role", "path", "gpus", "device_count", "window_method", 
               "window_ns", "pooled_window_ns", "busy_ns", "busy_pct", "non_gpu_ns", "units", "metric_p50_ns",
               "metric_p90_ns", "metric_count", "metric_spread", "metric_iqr_ns", "steps_available", "steps_method",
               "step_count", "step_p50_ns", "step_p90_ns", "kernel_count", "total_kernel_ns", "verdict")
-COMPARISON_COLS = ("base", "new", "status", "reasons", "similarity", "gpus_match", "metric", "base_p50_ns",
-                   "new_p50_ns", "change_pct", "noise_pct", "significant", "verdict", "busy_pct_base",
+COMPARISON_COLS = ("base", "new", "status", "reasons", "similarity", "common_kernel_share", "gpus_match", "metric",
+                   "base_p50_ns", "new_p50_ns", "change_pct", "noise_pct", "significant", "verdict", "busy_pct_base",
                    "busy_pct_new", "window_per_unit_base_ns", "window_per_unit_new_ns", "main_reason_component",
                    "main_reason_name", "main_reason_detail", "main_reason_delta_per_unit_ns")
 SHARE_COLS = ("trace", "name", "ns", "pct_of_window", "per_unit_ns")

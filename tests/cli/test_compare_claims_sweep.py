@@ -130,9 +130,9 @@ def test_one_kernel_five_times_slower_is_a_regression_not_another_workload(tmp_p
 
 
 # ------------------------------------------------------------------------------------------ cluster
-def _rank(path: str, r: int, host_delay_us: int, coll_start, coll_end, off: int) -> None:
+def _rank(path: str, r: int, host_delay_us: int, coll_start, coll_end, off: int, gemm_us: int = 300) -> None:
     """Rank ``r`` (pid 5000 + r, GPU r, session ``off`` after BASE_UTC), 12 steps of 1 ms from 50 ms on the common
-    clock: the host launches a 300 µs GEMM ``host_delay_us`` into the step (kernel 10 µs after the launch starts),
+    clock: the host launches a ``gemm_us`` GEMM ``host_delay_us`` into the step (kernel 10 µs after the launch starts),
     then the all-reduce [coll_start(r, s), coll_end(s)], a ``cudaStreamSynchronize`` and ``execute_model``."""
     b = TraceBuilder("2024.2", seed=r, utc_epoch_ns=BASE_UTC + off)
     pid = 5000 + r
@@ -142,7 +142,7 @@ def _rank(path: str, r: int, host_delay_us: int, coll_start, coll_end, off: int)
     for s in range(12):
         st = 50 * MS + s * MS - off
         h = st + host_delay_us * US
-        b.launch(h, h + 5 * US, h + 10 * US, h + 310 * US, pid=pid, tid=pid, device=r, name=GEMM)
+        b.launch(h, h + 5 * US, h + 10 * US, h + (10 + gemm_us) * US, pid=pid, tid=pid, device=r, name=GEMM)
         end = coll_end(s) - off
         b.launch(h + 6 * US, h + 9 * US, coll_start(r, s) - off, end, pid=pid, tid=pid, device=r, name=AR)
         c = b.runtime(h + 12 * US, end + 5 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
@@ -151,8 +151,6 @@ def _rank(path: str, r: int, host_delay_us: int, coll_start, coll_end, off: int)
     b.write(path, overwrite=True)
 
 
-@pytest.mark.xfail(strict=True, reason="low_busy_rank compares busy % that includes the other ranks' NCCL kernels "
-                   "waiting for this rank (docs/CLUSTER.md)")
 def test_a_late_rank_is_not_also_the_least_busy_because_the_others_wait_for_it(tmp_path):
     """4 ranks, sessions 1 ms apart (aligned). Rank 1's host launches its GEMM 150 µs late in every step; every
     GEMM takes 300 µs; each rank's all-reduce starts 2 µs after its own GEMM and all end 20 µs after rank 1's
@@ -179,3 +177,58 @@ def test_a_late_rank_is_not_also_the_least_busy_because_the_others_wait_for_it(t
     assert ranks["rank0"].wait_ns_total == 12 * 150 * US and ranks["rank1"].last_arrival_count == 12
     assert math.isclose(min(d.busy_pct for d in res.devices), 34.1, abs_tol=0.05)   # the gap is there...
     assert sorted((c.id, c.rank) for c in res.claims) == [("late_arriver", "rank1")]  # ...but is the others' wait
+    assert [(r.rank, r.wait_in_window_ns) for r in res.collectives.ranks] == [
+        ("rank0", 1_800 * US), ("rank1", 0), ("rank2", 1_800 * US), ("rank3", 1_800 * US)]
+
+
+def _ranks_of(tmp_path, late: bool, short_gemm: bool):
+    """4 ranks as above; rank 1 late by 150 µs when ``late``, its GEMM 150 µs instead of 300 when ``short_gemm``;
+    the all-reduces end 20 µs after rank 1's starts."""
+    def start(r: int, s: int) -> int:
+        return 50 * MS + s * MS + (150 * US if r == 1 and late else 0) + 312 * US
+
+    def end(s: int) -> int:
+        return start(1, s) + 20 * US
+
+    for r in range(4):
+        _rank(os.path.join(tmp_path, f"rank{r}.sqlite"), r, 150 if r == 1 and late else 0, start, end, r * MS,
+              gemm_us=150 if r == 1 and short_gemm else 300)
+    return nle.analyze_cluster(str(tmp_path), jobs=1)
+
+
+def test_a_rank_that_does_less_work_is_still_the_least_busy(tmp_path):
+    """The opposite case: nobody is late (every all-reduce [t + 312, t + 332) µs on every rank, no wait), rank 1's
+    GEMM takes 150 µs, the others' 300 µs. Windows 11 × 1 ms + 340 µs = 11.34 ms; busy 12 × (300 + 20) = 3.84 ms
+    (33.86 %) on ranks 0, 2, 3 and 12 × (150 + 20) = 2.04 ms (17.99 %) on rank 1: a 1.8 / 11.34 = 15.873-point gap
+    whether or not the waits (0) are taken off — the claim stands, at stake 15.873 % × 11.34 ms = 1.800 ms (the
+    rounded gap: 1 799 998 ns)."""
+    res = _ranks_of(tmp_path, late=False, short_gemm=True)
+    assert {(d.rank, d.window_ns, d.busy_ns) for d in res.devices} == {
+        ("rank0", 11_340 * US, 3_840 * US), ("rank1", 11_340 * US, 2_040 * US), ("rank2", 11_340 * US, 3_840 * US),
+        ("rank3", 11_340 * US, 3_840 * US)}
+    (c,) = res.claims
+    assert (c.id, c.rank, c.time_at_stake_ns) == ("low_busy_rank", "rank1", 1_799_998)
+    assert [(k.metric, k.observed) for k in c.checks] == [
+        ("devices", 4), ("busy_pct_gap", 15.873), ("net_busy_pct_gap", 15.873)]
+
+
+def test_a_late_rank_that_also_does_less_work_is_claimed_for_the_net_gap(tmp_path):
+    """Mixed: rank 1 is late by 150 µs AND its GEMM takes 150 µs. Ranks 0, 2, 3: windows 11.49 ms, busy
+    12 × (300 + 170) = 5.64 ms (49.09 %) of which 12 × 150 µs = 1.8 ms waiting for rank 1, net 3.84 ms (33.42 %);
+    rank 1: its steady window 10.33 ms holds 11 steps, busy 11 × (150 + 20) = 1.87 ms (18.10 %), no wait. Raw gap
+    49.086 − 18.103 = 30.98 points, of which the waiting is not rank 1's GPU's: the net gap is 33.420 − 18.103 =
+    15.318 points, so both claims are made and low_busy_rank's stake is the net gap × 10.33 ms = 1.582 ms, not the
+    raw 3.2 ms (which would count the late-arriver claim's 1.8 ms of waiting twice)."""
+    res = _ranks_of(tmp_path, late=True, short_gemm=True)
+    dev = {d.rank: (d.window_ns, d.busy_ns) for d in res.devices}
+    assert dev == {"rank0": (11_490 * US, 5_640 * US), "rank1": (10_330 * US, 1_870 * US),
+                   "rank2": (11_490 * US, 5_640 * US), "rank3": (11_490 * US, 5_640 * US)}
+    claims = {c.id: c for c in res.claims}
+    assert sorted((c.id, c.rank) for c in res.claims) == [("late_arriver", "rank1"), ("low_busy_rank", "rank1")]
+    c = claims["low_busy_rank"]
+    net = 100 * 3_840 / 11_490 - 100 * 1_870 / 10_330
+    assert [(k.metric, k.observed) for k in c.checks] == [
+        ("devices", 4), ("busy_pct_gap", round(100 * 5_640 / 11_490 - 100 * 1_870 / 10_330, 4)),
+        ("net_busy_pct_gap", round(net, 4))]
+    assert round(net, 4) == 15.3178 and c.time_at_stake_ns == round(15.3178 / 100 * 10_330 * US)
+    assert c.evidence[1] == "Net of each device's wait in matched NCCL collectives: 18.1% vs a median of 33.4%."

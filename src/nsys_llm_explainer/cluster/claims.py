@@ -119,9 +119,25 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
                   "GPU or link); its single-file report is under ranks/.")
 
 
-def _low_busy(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
+def _net_busy_pct(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[List[float]]:
+    """Per device: its busy % net of its NCCL wait — 100 · (busy_ns − Σ wait_in_window_ns of its ranks) / window_ns,
+    the time its GPU ran kernels less the time its matched collectives' kernels sat waiting for the last rank to
+    arrive (a wait the late rank caused, not work this GPU did); None when the clocks were not aligned or no
+    collective was matched (no waits known)."""
+    if not coll.timed:
+        return None
+    wait: Dict[Tuple[str, int], int] = {}
+    for r in coll.ranks:
+        wait[(r.file, r.device_id)] = wait.get((r.file, r.device_id), 0) + (r.wait_in_window_ns or 0)
+    return [100.0 * (d.busy_ns - wait.get((d.file, d.device_id), 0)) / d.window_ns if d.window_ns else 0.0
+            for d in devices]
+
+
+def _low_busy(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
     """The device that keeps its GPU busy least, among the devices that ran kernels (a GPU that only received
-    copies is not a rank that idles: docs/MODEL.md "Pooled over the devices that ran kernels")."""
+    copies is not a rank that idles: docs/MODEL.md "Pooled over the devices that ran kernels"). On aligned clocks
+    with matched collectives the gap must also hold net of each device's NCCL wait (the others' kernels spinning
+    while they wait for this rank are the late-arriver claim's, not work this GPU leaves undone)."""
     devices = [d for d in devices if d.role == "kernels"]
     if len(devices) < 2:
         return None
@@ -131,13 +147,23 @@ def _low_busy(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
     gap = round(float(ref - d.busy_pct), 4)
     checks = [_check("devices", len(devices), ">=", 2),
               _check("busy_pct_gap", gap, ">=", MIN_BUSY_GAP_PCT, d.rank)]
+    net = _net_busy_pct(coll, devices)
+    net_ev = ""
+    if net is not None:
+        net_ref = median(np.array([x for i, x in enumerate(net) if i != j], np.float64))
+        net_gap = round(float(net_ref - net[j]), 4)
+        checks.append(_check("net_busy_pct_gap", net_gap, ">=", MIN_BUSY_GAP_PCT, d.rank))
+        net_ev = (f"Net of each device's wait in matched NCCL collectives: {net[j]:.1f}% vs a median of "
+                  f"{net_ref:.1f}%.")
+        gap = min(gap, net_gap)
     if not all(c.holds() for c in checks):
         return None
     kinds = sorted(d.idle_by_kind.items(), key=lambda kv: -kv[1])
     top = f"; its largest idle cause is {kinds[0][0]} ({dur(kinds[0][1])})" if kinds else ""
     return _claim(d.rank, "low_busy_rank", "medium",
                   f"{d.rank} keeps its GPU busy less than the other ranks",
-                  [f"GPU busy {d.busy_pct:.1f}% vs a median of {ref:.1f}% on the other devices{top}."],
+                  [f"GPU busy {d.busy_pct:.1f}% vs a median of {ref:.1f}% on the other devices{top}."]
+                  + ([net_ev] if net_ev else []),
                   int(round(gap / 100.0 * d.window_ns)), checks,
                   "Open this rank's report (ranks/) for where its idle time went.")
 
@@ -165,5 +191,5 @@ def _slow_step(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
 def make_claims(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> List[RankClaim]:
     """The claims whose checks all hold, largest time at stake first (``coll.timed``: the clocks were aligned and
     collectives matched)."""
-    out = [c for c in (_late(coll, devices), _low_busy(devices), _slow_step(devices)) if c is not None]
+    out = [c for c in (_late(coll, devices), _low_busy(coll, devices), _slow_step(devices)) if c is not None]
     return sorted(out, key=lambda c: -c.time_at_stake_ns)

@@ -38,6 +38,8 @@ class RankRow(FieldsJson):
     wait_p50_ns: Optional[int] = _timed()
     last_arrival_count: Optional[int] = _timed()
     last_arrival_share: Optional[float] = _timed()
+    #: Σ of its matched kernels' waiting part [own start, min(latest start, own end)) inside its file's steady window
+    wait_in_window_ns: Optional[int] = _timed()
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     timed = al.aligned
     n = len(order)
     waits: List[List[np.ndarray]] = [[] for _ in range(n)]
+    in_window = np.zeros(n, np.int64)     # per rank: its waiting inside its file's steady window (aligned clock)
     matched_per = np.zeros(n, np.int64)
     last_cnt = np.zeros(n, np.int64)
     by_name: List[NameRow] = []
@@ -194,6 +197,10 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             np.add.at(last_cnt, mem, late_c)
             for j in range(len(members)):
                 waits[members[j]].append(last - starts[j])
+                f = files[ser[members[j]][1]]
+                w0, w1 = f.window_start_ns + offs[j], f.window_end_ns + offs[j]
+                lo_w, hi_w = np.maximum(starts[j], w0), np.minimum(np.minimum(last, ends[j]), w1)
+                in_window[members[j]] += int(np.maximum(hi_w - lo_w, 0).sum())
             all_skew.append(sk)
             late_names = [names[order[r]] for r in members]
             instances.extend(InstanceRow(cname, k, late_names[lj], f0, l0, s0, e0)
@@ -217,7 +224,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             rrow = replace(rrow, wait_ns_total=int(w.sum()), wait_mean_ns=_half_up(w.mean()) if w.shape[0] else 0,
                            wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=int(last_cnt[j]),
                            last_arrival_share=round(int(last_cnt[j]) / int(matched_per[j]), 4) if matched_per[j]
-                           else 0.0)
+                           else 0.0, wait_in_window_ns=int(in_window[j]))
         ranks.append(rrow)
     reason = None if timed else f"clocks not aligned: {al.reason}"
     if matched_total == 0:

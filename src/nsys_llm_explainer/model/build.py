@@ -15,7 +15,7 @@ from ..read.fetch_launch import rowid_range
 from ..read.schema import Schema
 from .info import GPU_COLUMNS, GpuInfo, RowCounts, SessionRecord, TraceInfo
 from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
-from .names import base_api_name, distinct_small, intern_ids, thread_labels
+from .names import MISSING, base_api_name, distinct_small, intern_ids, thread_labels
 from .nvtx_build import build_nvtx, possible_nvtx
 from .row_checks import drop_impossible
 from .samples import build_samples
@@ -147,6 +147,10 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
             return None, ApiIndex(None)
         rt = _sorted(drop_impossible(rt, "CUPTI_ACTIVITY_KIND_RUNTIME", warnings))
         name_idx, names = intern_ids(rt["name_id"], strings)
+        missing = sum(1 for n in names if n.startswith(MISSING))
+        if missing:
+            warnings.append(f"{missing} CUDA API name id(s) missing from StringIds; shown as [missing StringId N] "
+                            "(a call a kernel links is still a launch call: docs/MODEL.md).")
         calls = ApiCalls(
             start=rt["start"], end=rt["end"], gtid=rt["gtid"], pid=pid_of(rt["gtid"]), tid=tid_of(rt["gtid"]),
             corr=rt["corr"], name_idx=name_idx, event_class=narrow(rt["event_class"]), names=names,
@@ -203,7 +207,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
             short_map = F.fetch_short_for(conn, schema, ktable, [i for i in ids.tolist() if i not in strings])
             kc["short"] = np.array([short_map.get(i, -1) for i in ids.tolist()], np.int64)[inv]
         name_idx, names = intern_ids(kc["demangled"], strings, kc["short"])
-        missing = [n for n in names if n.startswith("[missing StringId")]
+        missing = [n for n in names if n.startswith(MISSING)]
         if missing:
             warnings.append(f"{len(missing)} kernel name id(s) missing from StringIds; shown as [missing StringId N].")
         launch_idx = link_to_api(pid, kc["corr"], api, api_index, kind="kernel")

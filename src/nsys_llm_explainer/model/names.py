@@ -47,8 +47,12 @@ def short(name: str, n: int) -> str:
     return name if len(name) <= n else name[: n - 1] + "…"
 
 
+#: how a name whose id StringIds lacks begins (:func:`missing_name`)
+MISSING = "[missing StringId "
+
+
 def missing_name(string_id: int) -> str:
-    return f"[missing StringId {string_id}]"
+    return f"{MISSING}{string_id}]"
 
 
 def distinct_small(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

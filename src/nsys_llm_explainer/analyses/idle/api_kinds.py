@@ -1,6 +1,8 @@
 """Which idle-cause kind each CUDA API row is charged as when it covers an idle piece on its thread (docs/MODEL.md):
 by its base name (sync, synchronous copy, alloc/free, module load, launch, other), an async copy from pageable memory
 as ``pageable_memcpy``, and the launch call of a process's first kernel of a name as ``module_load`` (lazy loading).
+A call the name lists do not know (``other_api``) that a kernel or graph launch links is a launch call; one whose
+name is missing from StringIds is also told by what else links it (a copy or memset, a synchronization).
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ from typing import List, Tuple
 
 import numpy as np
 
+from ...model.names import MISSING
 from ...model.timeline import PAGEABLE, few_distinct
-from ...model.trace import TraceModel
+from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import KIND_CODE
 from ..api import classes as ac
 
 K = KIND_CODE
+#: CUPTI syncType of a cudaStreamWaitEvent row (it links a call that does not block the host)
+SYNC_STREAM_WAIT_EVENT = 2
 _MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
 
 
@@ -30,13 +35,17 @@ def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str
     base, uniq, name_to_base = ac.name_bases(api.names)
     per_name = np.array([_name_kind(b) for b in base] + [K["other_api"]], np.int8)
     kinds = per_name[api.name_idx]
+    missing = np.array([n.startswith(MISSING) for n in api.names] + [False], bool)[api.name_idx]
+    _by_links(full, api, kinds, missing)
     mc = model.memcpy
     if mc is not None and len(mc):
         is_async_copy = np.array([ac.is_async_copy(b) for b in base] + [False], bool)
         pg = (np.asarray(mc.src_kind, np.int64) == PAGEABLE) | (np.asarray(mc.dst_kind, np.int64) == PAGEABLE)
         li = np.asarray(mc.launch_idx, np.int64)[pg]
         li = li[li >= 0]
-        kinds[li[is_async_copy[api.name_idx[li]]]] = K["pageable_memcpy"]
+        # an async copy call by its name, or a call with a missing name left other_api (it returned before its copy)
+        li = li[is_async_copy[api.name_idx[li]] | (missing[li] & (kinds[li] == K["other_api"]))]
+        kinds[li] = K["pageable_memcpy"]
     first = _first_launch_keys(full)
     if first.shape[0]:
         key = _pid_corr_key(api.pid, api.corr)
@@ -47,6 +56,74 @@ def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str
         kinds[fl] = K["module_load"]
     kinds[~api.primary] = -1
     return kinds, uniq, name_to_base[api.name_idx]
+
+
+def _linked(full: TraceModel, tables: Tuple[str, ...]) -> np.ndarray:
+    """Per row of ``full.api``: a row of one of ``tables`` of ``full`` links it (its launch_idx; a stream-wait-event
+    synchronization row does not count: cudaStreamWaitEvent does not block the host)."""
+    api = full.api
+    hit = np.zeros(len(api) if api is not None else 0, bool)
+    for table in tables:
+        t = getattr(full, table)
+        if t is None or len(t) == 0 or t.launch_idx.shape[0] != len(t) or not hit.shape[0]:
+            continue
+        li = np.asarray(t.launch_idx, np.int64)
+        keep = li >= 0
+        if table == "sync":
+            keep &= np.asarray(t.sync_type, np.int64) != SYNC_STREAM_WAIT_EVENT
+        hit[li[keep]] = True
+    return hit
+
+
+def _in(keys: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Per ``key``: it is one of the sorted ``keys``."""
+    if keys.shape[0] == 0:
+        return np.zeros(key.shape[0], bool)
+    at = np.minimum(np.searchsorted(keys, key), keys.shape[0] - 1)
+    return keys[at] == key
+
+
+def _by_links(full: TraceModel, api: ApiCalls, kinds: np.ndarray, missing: np.ndarray) -> None:
+    """In place: an ``other_api`` call that a kernel or graph launch links is ``launch`` (only launch calls start
+    kernels; the name lists may not know a new launch call's name, or the name is missing); a call whose name is
+    missing from StringIds (``missing``) and that a synchronization row (not a stream wait) links is ``sync``, one
+    a copy or memset links ``sync_memcpy`` when it returned at or after the last of them ended, else it stays
+    ``other_api`` (an async copy, as a named ``cudaMemcpyAsync`` is; ``pageable_memcpy`` later when its copy is
+    pageable). Links are read on the whole capture (``full``: a call in the window whose work runs after it still
+    counts) and matched to ``api``'s rows by (pid, correlation id); only the linked calls of unknown kind are
+    keyed."""
+    fa = full.api
+    other = kinds == K["other_api"]
+    if fa is None or len(fa) == 0 or not other.any():
+        return
+    f_names = np.array([_name_kind(ac.normalize(n)) == K["other_api"] for n in fa.names] + [True], bool)
+    f_other = f_names[fa.name_idx]
+    f_missing = np.array([n.startswith(MISSING) for n in fa.names] + [False], bool)[fa.name_idx] & f_other
+    launched = np.flatnonzero(_linked(full, ("kernels", "graph_trace")) & f_other)
+    rows = np.flatnonzero(other)
+    key = _pid_corr_key(api.pid[rows], api.corr[rows])
+    if f_missing.any():
+        m = missing[rows]
+        synced = np.flatnonzero(_linked(full, ("sync",)) & f_missing)
+        kinds[rows[m & _in(np.unique(_pid_corr_key(fa.pid[synced], fa.corr[synced])), key)]] = K["sync"]
+        waited = _copies_waited(full, f_missing)
+        kinds[rows[m & _in(np.unique(_pid_corr_key(fa.pid[waited], fa.corr[waited])), key)]] = K["sync_memcpy"]
+    kinds[rows[_in(np.unique(_pid_corr_key(fa.pid[launched], fa.corr[launched])), key)]] = K["launch"]
+
+
+def _copies_waited(full: TraceModel, cand: np.ndarray) -> np.ndarray:
+    """Rows of ``full.api`` among ``cand`` (a bool per row) that a memcpy or memset links and that ended at or after
+    the last such row's end (the call waited for its work: a synchronous copy)."""
+    api = full.api
+    assert api is not None
+    last = np.full(len(api), -1, np.int64)
+    for t in (full.memcpy, full.memset):
+        if t is None or len(t) == 0 or t.launch_idx.shape[0] != len(t):
+            continue
+        li = np.asarray(t.launch_idx, np.int64)
+        ok = li >= 0
+        np.maximum.at(last, li[ok], np.asarray(t.end, np.int64)[ok])
+    return np.flatnonzero(cand & (last >= 0) & (api.end >= last))
 
 
 def _pid_corr_key(pid: np.ndarray, corr: np.ndarray) -> np.ndarray:

@@ -481,6 +481,8 @@ class DeviceCauses:
     #   (start, end, gap's host thread, cause) of every elementary idle segment with a host-side kind
     copy_waiting: Dict[Tuple[str, str], int] = field(default_factory=dict)
     #   per copy cause: the ns whose shadow (the cause without the copies) is a waiting kind (MODEL.md)
+    copy_waiting_unknown: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    #   per copy cause: the ns whose shadow is `unknown` (no host thread: whether a kernel waited is not known)
 
     def kind_ns(self) -> Dict[str, int]:
         out: Dict[str, int] = defaultdict(int)
@@ -530,6 +532,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         short_causes: Dict[Tuple[str, str], int] = defaultdict(int)
         gap_counts: Dict[Tuple[str, str], int] = defaultdict(int)
         copy_waiting: Dict[Tuple[str, str], int] = defaultdict(int)
+        copy_unknown: Dict[Tuple[str, str], int] = defaultdict(int)
         how = Counter()
         segs: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = []
         for a, b in tl.gaps:
@@ -569,6 +572,8 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
                     shadow = _classify_at(tr, p, tid, queued_t, [], apis, nvtx, osrt)
                     if shadow[0] in WAITING_SHADOWS or (shadow[0] == "osrt" and is_wait(shadow[1])):
                         copy_waiting[cause] += q - p
+                    elif shadow[0] == "unknown":
+                        copy_unknown[cause] += q - p
                 if cause[0] in HOST_SEGMENT_KINDS:
                     segs.append((p, q, tid, cause))
                 if b - a < 1_000_000:
@@ -577,7 +582,8 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
             for c in seen:
                 gap_counts[c] += 1
         out[d] = DeviceCauses(d, tl.window_ns, tl.busy_ns, tl.idle_ns, dict(causes), dict(gap_counts),
-                              dict(short_causes), how, segs, dict(copy_waiting))
+                              dict(short_causes), how, segs, dict(copy_waiting),
+                              dict(copy_unknown))
     return out
 
 
@@ -766,8 +772,8 @@ def um_overlap_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
 
 
 #: MODEL.md, "Copies the kernels waited on": the shadow kinds of a copy ns in which a kernel waits on the copy
-#: (``osrt`` only for an OS call that waits)
-WAITING_SHADOWS = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch", "unknown")
+#: (``osrt`` only for an OS call that waits); ``unknown`` is kept apart (whether a kernel waited is not known)
+WAITING_SHADOWS = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch")
 
 
 def copy_waiting_pct(causes: Dict[int, DeviceCauses], device_id: int) -> float:
@@ -776,6 +782,14 @@ def copy_waiting_pct(causes: Dict[int, DeviceCauses], device_id: int) -> float:
     c = causes[device_id]
     ns = sum(v for (k, _), v in c.causes.items() if k == "copy")
     return 100.0 * sum(c.copy_waiting.values()) / ns if ns else 0.0
+
+
+def copy_waiting_unknown_pct(causes: Dict[int, DeviceCauses], device_id: int) -> float:
+    """``copy_waiting_unknown_pct``: 100 · (copy idle ns whose shadow is ``unknown``) / (copy idle ns), on one
+    device."""
+    c = causes[device_id]
+    ns = sum(v for (k, _), v in c.causes.items() if k == "copy")
+    return 100.0 * sum(c.copy_waiting_unknown.values()) / ns if ns else 0.0
 
 
 COPY_PATHS = {"Host-to-Device": "H2D", "Host-to-Array": "H2D", "Device-to-Host": "D2H", "Array-to-Host": "D2H",

@@ -925,12 +925,17 @@ def step_sync(tr: Trace, causes: Dict[int, DeviceCauses], w0: int, w1: int) -> L
                 xs.append(0 if paused[-1] else sum(max(0, min(q, b) - max(p, e)) for p, q in segs))
             rs = [min(x, sp[i + 1][2]) if i + 1 < len(sp) else 0 for i, x in enumerate(xs)]
             # a step [ed_{j-1}, ed_j) holding a paused sync point's return is left out of the period
-            period = [period[j - 1] for j in range(1, len(ed))
-                      if not any(pz and ed[j - 1] <= x[1] < ed[j] for pz, x in zip(paused, sp))]
+            kept = [j for j in range(1, len(ed))
+                    if not any(pz and ed[j - 1] <= x[1] < ed[j] for pz, x in zip(paused, sp))]
+            period = [period[j - 1] for j in kept]
+            # per step: the host time after its sync points (Σ X of those returning in [ed_{j-1}, ed_j))
+            step_x = [sum(x for x, p in zip(xs, sp) if ed[j - 1] <= p[1] < ed[j]) for j in kept]
+            x50, x90 = _pctl(step_x, 50), _pctl(step_x, 90)
             in_steps = sum(1 for t in starts if ed[0] <= t < ed[-1])
             share = in_steps / len(starts) if starts else 0.0
             p50, p90 = _pctl(period, 50), _pctl(period, 90)
-            holds = len(ed) >= SS_MIN_POINTS and share >= SS_MIN_SHARE and p90 <= SS_MAX_SPREAD * p50
+            recurs = p90 <= SS_MAX_SPREAD * p50 or (x50 > 0 and x90 <= SS_MAX_SPREAD * x50)   # period or host time
+            holds = len(ed) >= SS_MIN_POINTS and share >= SS_MIN_SHARE and recurs
             out.append(StepSyncSeries(d, tid, holds, api, len(sp), len(ed), sum(xs), sum(rs), in_steps,
                                       len(starts)))
     return out

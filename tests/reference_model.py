@@ -481,6 +481,8 @@ class DeviceCauses:
     #   (start, end, gap's host thread, cause) of every elementary idle segment with a host-side kind
     copy_waiting: Dict[Tuple[str, str], int] = field(default_factory=dict)
     #   per copy cause: the ns whose shadow (the cause without the copies) is a waiting kind (MODEL.md)
+    copy_waiting_unknown: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    #   per copy cause: the ns whose shadow is `unknown` (no host thread: whether a kernel waited is not known)
 
     def kind_ns(self) -> Dict[str, int]:
         out: Dict[str, int] = defaultdict(int)
@@ -530,6 +532,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         short_causes: Dict[Tuple[str, str], int] = defaultdict(int)
         gap_counts: Dict[Tuple[str, str], int] = defaultdict(int)
         copy_waiting: Dict[Tuple[str, str], int] = defaultdict(int)
+        copy_unknown: Dict[Tuple[str, str], int] = defaultdict(int)
         how = Counter()
         segs: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = []
         for a, b in tl.gaps:
@@ -569,6 +572,8 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
                     shadow = _classify_at(tr, p, tid, queued_t, [], apis, nvtx, osrt)
                     if shadow[0] in WAITING_SHADOWS or (shadow[0] == "osrt" and is_wait(shadow[1])):
                         copy_waiting[cause] += q - p
+                    elif shadow[0] == "unknown":
+                        copy_unknown[cause] += q - p
                 if cause[0] in HOST_SEGMENT_KINDS:
                     segs.append((p, q, tid, cause))
                 if b - a < 1_000_000:
@@ -577,7 +582,8 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
             for c in seen:
                 gap_counts[c] += 1
         out[d] = DeviceCauses(d, tl.window_ns, tl.busy_ns, tl.idle_ns, dict(causes), dict(gap_counts),
-                              dict(short_causes), how, segs, dict(copy_waiting))
+                              dict(short_causes), how, segs, dict(copy_waiting),
+                              dict(copy_unknown))
     return out
 
 
@@ -766,8 +772,8 @@ def um_overlap_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
 
 
 #: MODEL.md, "Copies the kernels waited on": the shadow kinds of a copy ns in which a kernel waits on the copy
-#: (``osrt`` only for an OS call that waits)
-WAITING_SHADOWS = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch", "unknown")
+#: (``osrt`` only for an OS call that waits); ``unknown`` is kept apart (whether a kernel waited is not known)
+WAITING_SHADOWS = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch")
 
 
 def copy_waiting_pct(causes: Dict[int, DeviceCauses], device_id: int) -> float:
@@ -776,6 +782,14 @@ def copy_waiting_pct(causes: Dict[int, DeviceCauses], device_id: int) -> float:
     c = causes[device_id]
     ns = sum(v for (k, _), v in c.causes.items() if k == "copy")
     return 100.0 * sum(c.copy_waiting.values()) / ns if ns else 0.0
+
+
+def copy_waiting_unknown_pct(causes: Dict[int, DeviceCauses], device_id: int) -> float:
+    """``copy_waiting_unknown_pct``: 100 · (copy idle ns whose shadow is ``unknown``) / (copy idle ns), on one
+    device."""
+    c = causes[device_id]
+    ns = sum(v for (k, _), v in c.causes.items() if k == "copy")
+    return 100.0 * sum(c.copy_waiting_unknown.values()) / ns if ns else 0.0
 
 
 COPY_PATHS = {"Host-to-Device": "H2D", "Host-to-Array": "H2D", "Device-to-Host": "D2H", "Array-to-Host": "D2H",
@@ -911,12 +925,17 @@ def step_sync(tr: Trace, causes: Dict[int, DeviceCauses], w0: int, w1: int) -> L
                 xs.append(0 if paused[-1] else sum(max(0, min(q, b) - max(p, e)) for p, q in segs))
             rs = [min(x, sp[i + 1][2]) if i + 1 < len(sp) else 0 for i, x in enumerate(xs)]
             # a step [ed_{j-1}, ed_j) holding a paused sync point's return is left out of the period
-            period = [period[j - 1] for j in range(1, len(ed))
-                      if not any(pz and ed[j - 1] <= x[1] < ed[j] for pz, x in zip(paused, sp))]
+            kept = [j for j in range(1, len(ed))
+                    if not any(pz and ed[j - 1] <= x[1] < ed[j] for pz, x in zip(paused, sp))]
+            period = [period[j - 1] for j in kept]
+            # per step: the host time after its sync points (Σ X of those returning in [ed_{j-1}, ed_j))
+            step_x = [sum(x for x, p in zip(xs, sp) if ed[j - 1] <= p[1] < ed[j]) for j in kept]
+            x50, x90 = _pctl(step_x, 50), _pctl(step_x, 90)
             in_steps = sum(1 for t in starts if ed[0] <= t < ed[-1])
             share = in_steps / len(starts) if starts else 0.0
             p50, p90 = _pctl(period, 50), _pctl(period, 90)
-            holds = len(ed) >= SS_MIN_POINTS and share >= SS_MIN_SHARE and p90 <= SS_MAX_SPREAD * p50
+            recurs = p90 <= SS_MAX_SPREAD * p50 or (x50 > 0 and x90 <= SS_MAX_SPREAD * x50)   # period or host time
+            holds = len(ed) >= SS_MIN_POINTS and share >= SS_MIN_SHARE and recurs
             out.append(StepSyncSeries(d, tid, holds, api, len(sp), len(ed), sum(xs), sum(rs), in_steps,
                                       len(starts)))
     return out

@@ -139,9 +139,6 @@ def test_without_cuda_api_rows_the_advice_is_to_trace_cuda(tmp_path: Path) -> No
     assert not any("CUDA API calls" in e for e in f["evidence"])
 
 
-@pytest.mark.xfail(strict=True, reason="a copy ns whose shadow is `unknown` (no host thread linked) counts as waiting "
-                   "(docs/MODEL.md) and the evidence states it as fact; fix: keep it apart (waiting_unknown_ns) and "
-                   "say 'not known' when it decides the title")
 def test_copies_are_not_said_to_keep_kernels_waiting_without_launch_calls(tmp_path: Path) -> None:
     """vLLM-style async output, captured without CUDA API trace: per 1 ms step t = i ms (20 steps) a kernel runs
     [t + 50, t + 550) µs and a 4 KiB Device-to-Host copy [t + 550, t + 850) µs on the same stream; the next kernel

@@ -199,18 +199,67 @@ def test_a_launcher_in_a_non_waiting_os_call_during_the_copy_does_not_wait_on_it
     assert EARLY in _finding(rep, "idle_copy")["title"]
 
 
-def test_copies_with_no_linked_host_thread_are_not_claimed_to_run_before_a_launch(tmp_path: Path) -> None:
+def test_copies_with_no_linked_host_thread_are_not_said_to_keep_kernels_waiting(tmp_path: Path) -> None:
     """A capture without CUDA API rows (no launch call, no thread: every gap's host thread is unknown): the trace of
-    :func:`_async_output` without its runtime rows. Whether the host had launched the next kernel is not known; the
-    copies are the only thing seen on the GPU, so they keep the precedence's claim: the shadow `unknown` counts as
-    waiting, 6.000 of 6.000 ms (100.0 %), and the title keeps "keep the kernels waiting"."""
+    :func:`_async_output` without its runtime rows. Whether the host had launched the next kernel is not known —
+    with the rows, the same copies ran while the host worked before the next launch (waiting 0). So neither title
+    holds: the copy ns keep the `copy` charge but their shadow `unknown` is kept apart, `waiting_ns` 0 and
+    `waiting_unknown_ns` 6.000 ms (100.0 %), and the title says it is not known. (This test used to assert the shadow
+    `unknown` counted as waiting and the title "keep the kernels waiting": a claim the export cannot back.)"""
     b = TraceBuilder()
     _async_output(b)
     b.rows("runtime").clear()
     rep = _run(b, tmp_path)
     c = _copy_cause(rep, "Device-to-Host")
-    assert (c["ns"], c["waiting_ns"]) == (6_000 * US, 6_000 * US)
-    assert WAITING in _finding(rep, "idle_copy")["title"]
+    assert (c["ns"], c["waiting_ns"], c["waiting_unknown_ns"]) == (6_000 * US, 0, 6_000 * US)
+    (t,) = [t for t in rep["idle_causes"]["totals"] if t["kind"] == "copy"]
+    assert (t["waiting_ns"], t["waiting_unknown_ns"]) == (0, 6_000 * US)
+    f = _finding(rep, "idle_copy")
+    assert f["title"].startswith("Copies run while the GPU idles; whether kernels waited on them is not known (no "
+                                 "launch call is linked): `Device-to-Host` copies fill "), f["title"]
+    assert [(c["metric"], c["observed"], c["op"], c["threshold"]) for c in f["checks"] if "waiting" in c["metric"]] \
+        == [("copy_waiting_pct", 0.0, "<", 50.0), ("copy_waiting_unknown_pct", 100.0, ">=", 50.0)]
+    assert ("Of the 6.000 ms of copy time with the GPU idle on device 0, no kernel is known to have waited on the "
+            "copies; in 6.000 ms (100.0 %) whether one waited is not known: no host thread is linked to those gaps "
+            "(no launch call of the device's work is in the export).") in f["evidence"], f["evidence"]
+    assert f["recommendation"] == [ADVICE["unknown.trace_cuda"].text], f["recommendation"]
+
+
+def test_copies_with_unlinked_launch_calls_are_not_said_to_keep_kernels_waiting(tmp_path: Path) -> None:
+    """The CUDA calls are in the export but no kernel or copy carries a matching correlation id (an export range that
+    lost the links): the gaps have no host thread, the same 6.000 ms of copy time has shadow `unknown` (waiting 0,
+    not known 6.000 ms) and the title says it is not known; the advice is to keep the links (`unknown.unlinked`),
+    not to trace CUDA, which was traced."""
+    import sqlite3
+    b = TraceBuilder()
+    _async_output(b)
+    p = tmp_path / "t.sqlite"
+    b.write(str(p), overwrite=True)
+    con = sqlite3.connect(str(p))
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = correlationId + 100000")
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET correlationId = correlationId + 100000")
+    con.commit()
+    con.close()
+    rep = analyze_path(str(p), options_from_kwargs()).to_dict()
+    c = _copy_cause(rep, "Device-to-Host")
+    assert (c["ns"], c["waiting_ns"], c["waiting_unknown_ns"]) == (6_000 * US, 0, 6_000 * US)
+    f = _finding(rep, "idle_copy")
+    assert "whether kernels waited on them is not known" in f["title"] and WAITING not in f["title"], f["title"]
+    assert f["recommendation"] == [ADVICE["unknown.unlinked"].text], f["recommendation"]
+
+
+def test_linked_copies_have_no_unknown_part(tmp_path: Path) -> None:
+    """The opposite case: with the launch calls linked (:func:`_async_output` whole) every gap has its host thread:
+    no copy ns has shadow `unknown` (`waiting_unknown_ns` omitted), the check list holds `copy_waiting_pct` alone
+    (0 < 50: the copies ran before the next launch) and the evidence does not speak of unknown waiting."""
+    b = TraceBuilder()
+    _async_output(b)
+    rep = _run(b, tmp_path)
+    c = _copy_cause(rep, "Device-to-Host")
+    assert "waiting_unknown_ns" not in c and c["waiting_ns"] == 0
+    f = _finding(rep, "idle_copy")
+    assert [c["metric"] for c in f["checks"] if "waiting" in c["metric"]] == ["copy_waiting_pct"]
+    assert not any("not known" in e for e in f["evidence"]), f["evidence"]
 
 
 def test_the_partition_path_counts_the_same_waiting_copy_time(tmp_path: Path) -> None:
@@ -232,3 +281,23 @@ def test_the_partition_path_counts_the_same_waiting_copy_time(tmp_path: Path) ->
         assert cut == part
         waits = [c.waiting_ns for _, causes, _, _ in cut["devices"] for c in causes if c.kind == "copy"]
         assert waits and all(w is not None for w in waits)
+
+
+def test_unified_memory_migrations_with_no_linked_host_thread_are_not_said_to_keep_kernels_waiting(
+        tmp_path: Path) -> None:
+    """No CUDA API rows: a 500 µs kernel every 1 ms ([t + 50, t + 550) µs, t = i ms) and a 1 MiB Unified
+    Host-to-Device migration [t + 600, t + 900) µs with no kernel running, 20 times: 6.000 ms of migration time with
+    the GPU idle, none of it with a host thread (`waiting_unknown_ns` 6.000 ms, `waiting_ns` 0): the Unified-Memory
+    title says whether kernels waited is not known."""
+    b = TraceBuilder()
+    b.process(PID)
+    for i in range(20):
+        t = (i + 1) * MS
+        b.kernel(t + 50 * US, t + 550 * US, pid=PID, name="gemm")
+        b.um_migration(t + 600 * US, t + 900 * US, pid=PID, bytes=1 << 20, cause=2)
+    rep = _run(b, tmp_path)
+    c = _copy_cause(rep, "Unified Host-to-Device")
+    assert (c["ns"], c["waiting_ns"], c["waiting_unknown_ns"]) == (6_000 * US, 0, 6_000 * US)
+    f = _finding(rep, "idle_copy")
+    assert f["title"].startswith("Unified-Memory migrations (`Unified Host-to-Device`) run while the GPU idles; "
+                                 "whether kernels waited on them is not known (no launch call is linked): "), f["title"]

@@ -42,6 +42,7 @@ DETAIL_KINDS = {"queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "mo
 VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct",
               "kernel_count", "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "busy_ns",
               "host_overhead_pct", "claimed_pct_of_window", "um_overlap_pct_of_kernel_time", "copy_waiting_pct",
+              "copy_waiting_unknown_pct",
               "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
               "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct",
               "copy_path_beyond_kernels_pct"}
@@ -332,6 +333,10 @@ def test_idle_causes_match_reference(ctx):
         r_wait = sum(rc.copy_waiting.values())
         if t_wait != r_wait:      # MODEL.md, "Copies the kernels waited on"
             problems.append(f"{where}: copy ns a kernel waited on differ (tool, ref): {(t_wait, r_wait)}")
+        t_unk = sum(c.get("waiting_unknown_ns") or 0 for c in tc["causes"] if c["kind"] == "copy")
+        r_unk = sum(rc.copy_waiting_unknown.values())
+        if t_unk != r_unk:        # the part whose shadow is `unknown`, kept apart
+            problems.append(f"{where}: copy ns with no host thread differ (tool, ref): {(t_unk, r_unk)}")
     assert not problems, f"{ctx.case}:\n  " + "\n  ".join(problems)
 
 
@@ -370,6 +375,8 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         return rm.um_overlap_pct(ctx.ref, *w, dev)
     if metric == "copy_waiting_pct":
         return rm.copy_waiting_pct(ctx.causes(w), dev)
+    if metric == "copy_waiting_unknown_pct":
+        return rm.copy_waiting_unknown_pct(ctx.causes(w), dev)
     if metric in ("step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct"):
         return rm.step_sync_metric(ctx.step_sync(w), ctx.causes(w), dev, metric)
     if metric.startswith("copy_path_"):   # steps: the tool's step rows (step detection is checked on its own)

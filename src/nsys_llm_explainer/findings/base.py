@@ -29,7 +29,7 @@ GPU_BOUND_PCT = 85.0      # busy % from which kernels, not the host, set the ste
 NO_BOTTLENECK_PCT = 90.0  # busy % below which a GPU idle over small causes is a finding (mixed_idle)
 METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct", "kernel_count",
            "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns",
-           "claimed_pct_of_window", "um_overlap_pct_of_kernel_time", "copy_waiting_pct",
+           "claimed_pct_of_window", "um_overlap_pct_of_kernel_time", "copy_waiting_pct", "copy_waiting_unknown_pct",
            # per-step synchronization (findings/step_sync.py)
            "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
            # a copy path sets the pace (findings/copy_path.py)

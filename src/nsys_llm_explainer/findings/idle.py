@@ -56,6 +56,19 @@ VARIANTS: Dict[str, CauseKind] = {
         title_many="Unified-Memory migrations and copies run while the GPU idles, before the next kernel is "
         "launched: {share:.1f} % of the window",
         advice=("um.see_finding", "um.prefetch", "um.advise")),
+    # no host thread is linked to the gaps (copy_waiting_unknown_pct decides the title): neither wording is shown
+    "copy_unknown": replace(
+        KIND["copy"], title="Copies run while the GPU idles; whether kernels waited on them is not known (no launch "
+        "call is linked): `{what}` copies fill {share:.1f} % of the window",
+        title_many="Copies run while the GPU idles; whether kernels waited on them is not known (no launch call is "
+        "linked): {share:.1f} % of the window",
+        advice=("unknown.trace_cuda",)),
+    "copy_unified_unknown": replace(
+        KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles; whether kernels waited on "
+        "them is not known (no launch call is linked): {share:.1f} % of the window",
+        title_many="Unified-Memory migrations and copies run while the GPU idles; whether kernels waited on them is "
+        "not known (no launch call is linked): {share:.1f} % of the window",
+        advice=("um.see_finding", "unknown.trace_cuda")),
     "queued_latency": replace(
         KIND["queued"], title="Per-kernel launch latency: idle between back-to-back queued kernels ({share:.1f} % of "
         "the window)", advice=("queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks")),
@@ -175,14 +188,15 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         txt = KIND[kind]
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
             txt = VARIANTS["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
-        wait_check: Optional[Check] = None
-        if kind == "copy":                       # "keep the kernels waiting" or "before the next kernel is launched"
-            wait_check, wait_line = _copy_waiting(by_dev[dev])
-            early = wait_check is not None and not wait_check.holds()
+        wait_checks: Tuple[Check, ...] = ()
+        wait_line = ""
+        if kind == "copy":     # "keep the kernels waiting", "before the next kernel is launched" or "not known"
+            wait_state, wait_checks, wait_line = _copy_waiting(by_dev[dev])
+            suffix = {"early": "_early", "unknown": "_unknown"}.get(wait_state or "", "")
             if is_unified_detail(top[0][0]):     # managed-memory migrations: prefetch, not pin_memory
-                txt = VARIANTS["copy_unified_early" if early else "copy_unified"]
-            elif early:
-                txt = VARIANTS["copy_early"]
+                txt = VARIANTS["copy_unified" + suffix]
+            elif suffix:
+                txt = VARIANTS["copy" + suffix]
         what = top[0][0] or txt.noun or kind
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
         ev = [f"Device {d}: {dur(sum(v.values()))} of idle charged to `{kind}` ({100.0 * sum(v.values()) / win[d]:.1f} "
@@ -213,7 +227,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         story = wait_story(waits, dev, top[0][0]) if kind == "osrt" else None
         if story is not None:
             ev.extend(story.evidence)
-        if wait_check is not None:
+        if wait_line:
             ev.append(wait_line)
         sampled = samples_evidence(host_samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
@@ -222,8 +236,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
         if split:    # part of the kind is another finding's or at the window's edge: check the rest too
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
-        if wait_check is not None:   # the title's "keep the kernels waiting" or "before the next kernel is launched"
-            checks += (wait_check if wait_check.holds() else replace(wait_check, op="<"),)
+        checks += wait_checks   # the title's "keep the kernels waiting", "before the next kernel …" or "not known"
         category = KIND[kind].category
         growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
         if growth:
@@ -233,6 +246,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
         api_calls = cuda_api.call_count if cuda_api is not None and cuda_api.available else 0
+        if api_calls > 0 and "unknown.trace_cuda" in ids and kind == "copy":   # a copy finding's "not known" title
+            ids = [("unknown.unlinked" if i == "unknown.trace_cuda" else i) for i in ids]   # the links are missing
         if kind == "unknown" and api_calls > 0:    # CUDA was traced: the links, not the calls, are missing
             ids = ["unknown.unlinked"]
             ev.append(f"The export holds {api_calls:,} CUDA API calls, but no kernel, copy or memset of device {dev} "
@@ -256,23 +271,47 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     return tuple(out)
 
 
-def _copy_waiting(d: DeviceCauses) -> Tuple[Optional[Check], str]:
-    """The check behind a ``copy`` idle title on device ``d`` — the share of its copy idle time in which a kernel
-    waited on the copies (:attr:`IdleCause.waiting_ns`) ≥ :data:`COPY_WAITING_PCT` — and its evidence line; (None,
+def _copy_waiting(d: DeviceCauses) -> Tuple[Optional[str], Tuple[Check, ...], str]:
+    """Which ``copy`` idle title device ``d`` gets, the checks behind it and its evidence line. ``copy_waiting_pct``
+    = the share of its copy idle time in which a kernel waited on the copies (:attr:`IdleCause.waiting_ns`);
+    ``copy_waiting_unknown_pct`` = the share in which that is not known (no host thread linked:
+    :attr:`IdleCause.waiting_unknown_ns`). "waiting": ``copy_waiting_pct`` ≥ :data:`COPY_WAITING_PCT`; "early": the
+    two together below it (whatever the unknown part was, the kernels did not wait most of the time); "unknown":
+    the unknown part decides (the waiting share below the bar, with the unknown part at or above it). (None, (),
     "") when the device has no copy idle time or it is not known (a report loaded without the field)."""
     cs = [c for c in d.causes if c.kind == "copy"]
     ns = sum(c.ns for c in cs)
     if ns <= 0 or any(c.waiting_ns is None for c in cs):
-        return None, ""
+        return None, (), ""
     waited = sum(c.waiting_ns or 0 for c in cs)
-    pct = 100.0 * waited / ns
-    line = (f"Of the {dur(ns)} of copy time with the GPU idle on device {d.device_id}, {dur(waited)} ({pct:.1f} %) had "
-            "a kernel waiting on the copies (the next kernel launched, or the launching thread blocked on the GPU, in "
-            "a launch call or waiting on another thread); " + (
-                "in the rest the launching thread worked on the host and had not launched the next kernel: the GPU "
-                "idled for want of launched work, the copies ran meanwhile." if waited < ns
-                else "in none did the launching thread work on the host before launching the next kernel."))
-    return Check("copy_waiting_pct", pct, ">=", COPY_WAITING_PCT, Scope(device_id=d.device_id)), line
+    unknown = sum(c.waiting_unknown_ns or 0 for c in cs)
+    pct, upct = 100.0 * waited / ns, 100.0 * unknown / ns
+    sc = Scope(device_id=d.device_id)
+    check = Check("copy_waiting_pct", pct, ">=", COPY_WAITING_PCT, sc)
+    how = ("the next kernel launched, or the launching thread blocked on the GPU, in a launch call or waiting on "
+           "another thread")
+    rest = ns - waited - unknown
+    if unknown:   # the unlinked part is stated apart: no launch call shows whether a kernel waited
+        known = (f"a kernel is known to have waited on the copies in {dur(waited)} ({pct:.1f} %: {how})" if waited
+                 else "no kernel is known to have waited on the copies")
+        line = (f"Of the {dur(ns)} of copy time with the GPU idle on device {d.device_id}, {known}; in {dur(unknown)} "
+                f"({upct:.1f} %) "
+                "whether one waited is not known: no host thread is linked to those gaps (no launch call of the "
+                "device's work is in the export)" + (
+                    "; in the rest the launching thread worked on the host and had not launched the next kernel."
+                    if rest > 0 else "."))
+    else:
+        line = (f"Of the {dur(ns)} of copy time with the GPU idle on device {d.device_id}, {dur(waited)} ({pct:.1f} %) "
+                f"had a kernel waiting on the copies ({how}); " + (
+                    "in the rest the launching thread worked on the host and had not launched the next kernel: the "
+                    "GPU idled for want of launched work, the copies ran meanwhile." if rest > 0
+                    else "in none did the launching thread work on the host before launching the next kernel."))
+    if check.holds():
+        return "waiting", (check,), line
+    below = replace(check, op="<")
+    if not unknown or pct + upct < COPY_WAITING_PCT:
+        return "early", (below,), line
+    return "unknown", (below, Check("copy_waiting_unknown_pct", upct, ">=", COPY_WAITING_PCT - pct, sc)), line
 
 
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],

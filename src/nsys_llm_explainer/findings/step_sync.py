@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
-from ..analyses.steps.sync import MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
+from ..analyses.steps.sync import MAX_PERIOD_SPREAD, MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
@@ -59,7 +59,9 @@ def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> T
 def _title(s: StepSyncSeries, stake: int) -> str:
     """What the finding claims: the overlappable host time after the syncs, as a share of the window and in time
     (the period and per-step times are in the evidence)."""
-    return (f"Per-step sync: `{s.api}` every {dur(s.period_p50_ns)}; the GPU-idle host work after it could overlap "
+    every = dur(s.period_p50_ns) if s.period_p90_ns <= MAX_PERIOD_SPREAD * s.period_p50_ns else \
+        f"{dur(s.period_p50_ns)} (p50; p90 {dur(s.period_p90_ns)})"     # steps of unlike GPU work: prefill, decode
+    return (f"Per-step sync: `{s.api}` every {every}; the GPU-idle host work after it could overlap "
             f"the next step: {s.overlap_pct_of_window:.1f} % ({dur(stake)})")
 
 

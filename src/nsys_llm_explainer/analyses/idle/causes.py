@@ -18,7 +18,7 @@ from .api_kinds import api_kinds
 from .bins import DeviceBins, bin_edges, device_bins
 from .host_context import HostContext
 from .host_partition import interval_sums
-from .pieces import WAITING_CODES, Cover, DeviceGaps, Pieces, gap_codes, host_pieces, thread_pieces
+from .pieces import UNKNOWN_CODE, WAITING_CODES, Cover, DeviceGaps, Pieces, gap_codes, host_pieces, thread_pieces
 from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult, IdlePieces
 
 K = KIND_CODE
@@ -99,8 +99,9 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     ctx.pieces_cut += sum(p[0].shape[0] for p in parts)
     host = host_pieces(parts, [g for g, _ in groups], ctx.details, np.array([K[k] for k in HOST_PIECE_KINDS], np.int8))
     copy_wait: Dict[int, int] = {}
+    copy_unknown: Dict[int, int] = {}
     for p in parts:
-        _copy_waits(copy_wait, p)
+        _copy_waits(copy_wait, copy_unknown, p)
     if not parts:                                      # no idle gap at all
         e = np.empty(0, np.int64)
         parts = [(e, np.empty(0, np.int8), e, e, e, np.empty(0, np.int8))]
@@ -114,7 +115,8 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     slices = span_slices(ctx, gap, kind, det, t0, ln, span) if span is not None else None
     pieces = [gap, kind, det, ln]
     del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
-    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces, copy_wait), pieces=host, slices=slices,
+    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces, copy_wait, copy_unknown), pieces=host,
+                               slices=slices,
                                wait_ns_by_thread=_add_waits({}, ctx, host.gtid, host.kind, host.detail,
                                                             host.end - host.start)), bins
 
@@ -130,6 +132,7 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
     edges = bin_edges(tl, n_bins) if n_bins > 0 else None
     waits: Dict[int, int] = {}
     copy_wait: Dict[int, int] = {}
+    copy_unknown: Dict[int, int] = {}
     for g, gi in groups:
         gap, kind, det, ln, t0, shadow = thread_pieces(ctx, gaps, -1, gi)   # copy, queued, and the rest unknown
         if g >= 0:    # a copy piece's shadow `unknown` stands for the thread's host side: read from its partition
@@ -137,7 +140,7 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
             shadow[cu] = -1
             if cu.shape[0]:
                 _partition_copy_waits(copy_wait, ctx, g, tl, t0[cu], t0[cu] + ln[cu], det[cu])
-        _copy_waits(copy_wait, (gap, kind, det, ln, t0, shadow))
+        _copy_waits(copy_wait, copy_unknown, (gap, kind, det, ln, t0, shadow))
         u = (kind == K["unknown"]) if g >= 0 else np.zeros(kind.shape[0], bool)
         own = np.flatnonzero(~u)
         cols.append((gap[own], kind[own], det[own], ln[own], t0[own]))
@@ -167,19 +170,20 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
         bt, bl, bk = (np.concatenate(c) for c in zip(*bcols)) if bcols else [np.empty(0, np.int64)] * 3
         o = np.argsort(bt, kind="stable")
         bins = device_bins(tl, bt[o], bl[o], bk[o].astype(np.int8), n_bins)
-    dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln], copy_wait)
+    dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln], copy_wait, copy_unknown)
     return dataclasses.replace(dc, pieces=None, wait_ns_by_thread=waits), bins
 
 
-def _copy_waits(acc: Dict[int, int], p: Pieces) -> None:
+def _copy_waits(acc: Dict[int, int], unknown: Dict[int, int], p: Pieces) -> None:
     """Add to ``acc`` (copy detail code → ns) the ns of the copy pieces of ``p`` in which a kernel waited on the
-    copy: their shadow kind is one of :data:`.pieces.WAITING_SHADOWS`."""
+    copy: their shadow kind is one of :data:`.pieces.WAITING_SHADOWS`; to ``unknown`` those whose shadow is
+    ``unknown`` (no host thread linked: whether a kernel waited is not known)."""
     det, ln, shadow = p[2], p[3], p[5]
-    m = np.isin(shadow, WAITING_CODES)
-    if m.any():
-        ln_m = ln[m]
-        for d, r in rows_by_value(det[m].astype(np.int64)):
-            acc[d] = acc.get(d, 0) + int(ln_m[r].sum())
+    for out, m in ((acc, np.isin(shadow, WAITING_CODES)), (unknown, shadow == UNKNOWN_CODE)):
+        if m.any():
+            ln_m = ln[m]
+            for d, r in rows_by_value(det[m].astype(np.int64)):
+                out[d] = out.get(d, 0) + int(ln_m[r].sum())
 
 
 def _partition_copy_waits(acc: Dict[int, int], ctx: HostContext, g: int, tl: DeviceTimeline, a: np.ndarray,
@@ -209,11 +213,12 @@ def _add_waits(acc: Dict[int, int], ctx: HostContext, gtid: np.ndarray, kind: np
 
 
 def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray],
-               copy_wait: Mapping[int, int]) -> DeviceCauses:
+               copy_wait: Mapping[int, int], copy_unknown: Mapping[int, int]) -> DeviceCauses:
     """Sum the pieces (in time order; ``pieces`` = [gap, kind, detail, length], emptied here so that the
     arrays are freed early) per cause and per (cause, gap): dense cause codes ``kind · D + detail``, runs merged,
     then one stable sort by cause rank (a radix sort: causes are few). ``copy_wait``: per copy detail code, the ns
-    a kernel waited on the copies (:attr:`IdleCause.waiting_ns`)."""
+    a kernel waited on the copies (:attr:`IdleCause.waiting_ns`); ``copy_unknown``: the ns in which that is not known
+    (:attr:`IdleCause.waiting_unknown_ns`)."""
     gap, kind, det, ln = pieces
     pieces.clear()
     idle, window = tl.idle_ns, tl.window_ns
@@ -261,7 +266,8 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
         causes.append(IdleCause(k, ctx.details[cause_code % D], ns, pct(ns, window), pct(ns, idle), b - a,
                                 k in ONE_TIME, int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
                                 int(pns[sl][tiny[sl]].sum()),
-                                copy_wait.get(cause_code % D, 0) if k == "copy" else None))
+                                copy_wait.get(cause_code % D, 0) if k == "copy" else None,
+                                copy_unknown.get(cause_code % D) or None if k == "copy" else None))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     if one_per_gap:
         code = np.full(len(gs), -1, np.int64)
@@ -283,13 +289,15 @@ def cause_totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
     acc: Dict[Tuple[str, str], List[int]] = {}
     for d in devs:
         for c in d.causes:
-            a = acc.setdefault((c.kind, c.detail), [0, 0, 0, 0])
+            a = acc.setdefault((c.kind, c.detail), [0, 0, 0, 0, 0])
             a[0] += c.ns
             a[1] += c.gap_count
             a[2] += c.short_gap_ns
             a[3] += c.waiting_ns or 0
+            a[4] += c.waiting_unknown_ns or 0
     out = [IdleCause(k, det, v[0], pct(v[0], window), pct(v[0], idle), v[1], k in ONE_TIME, v[2],
-                     waiting_ns=v[3] if k == "copy" else None)
+                     waiting_ns=v[3] if k == "copy" else None,
+                     waiting_unknown_ns=v[4] or None if k == "copy" else None)
            for (k, det), v in acc.items()]
     out.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     return tuple(out)

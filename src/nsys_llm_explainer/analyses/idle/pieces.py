@@ -92,9 +92,11 @@ class DeviceGaps:
 Pieces = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: shadow kinds of a copy piece in which a kernel waits on the copy: the next kernel is launched (``queued``), or the
 #: launching thread is blocked on the GPU, in a launch call, or in an OS call that waits on another thread (``osrt``:
-#: a shadow is ``osrt`` only for a waiting call), or is not known (``unknown``: docs/MODEL.md)
-WAITING_SHADOWS: Tuple[str, ...] = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch", "osrt", "unknown")
+#: a shadow is ``osrt`` only for a waiting call). A shadow ``unknown`` (no host thread linked to the gap) is neither
+#: waiting nor not: kept apart (docs/MODEL.md, "Copies the kernels waited on")
+WAITING_SHADOWS: Tuple[str, ...] = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch", "osrt")
 WAITING_CODES = np.array([KIND_CODE[k] for k in WAITING_SHADOWS], np.int8)
+UNKNOWN_CODE = KIND_CODE["unknown"]
 
 
 def thread_rows(host: HostContext, g: int, sgs: np.ndarray, sge: np.ndarray

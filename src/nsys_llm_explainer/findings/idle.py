@@ -13,7 +13,7 @@ from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
-from ..analyses.memory.copy_engines import CopyEnginesResult, async_side_share, copies_async_side_stream, path_of_detail
+from ..analyses.memory.copy_engines import CopyEnginesResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
@@ -23,6 +23,7 @@ from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Scope, finding
+from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting
 from .unified_memory import is_unified_detail
 from .waits import WaitStory, wait_story
 
@@ -36,39 +37,10 @@ LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
 SPLIT_SHOWN_POINTS = 0.05   # a claimed share this far below the table's is stated and checked on its own
-COPY_WAITING_PCT = 50.0     # copies "keep the kernels waiting" when a kernel waited on them this much of their time
-#: the variants a kind's finding may take instead of the kind's own words (back-to-back queued kernels,
-#: Unified-Memory copies): titles and the advice they give
+#: the variants a kind's finding may take instead of the kind's own words (back-to-back queued kernels; the copy
+#: finding's: :mod:`.idle_copy`): titles and the advice they give
 VARIANTS: Dict[str, CauseKind] = {
-    "copy_unified": replace(
-        KIND["copy"], title="Unified-Memory migrations (`{what}`) keep the kernels waiting: {share:.1f} % of the "
-        "window",
-        title_many="Unified-Memory migrations and copies keep the kernels waiting: {share:.1f} % of the window",
-        advice=("um.see_finding", "um.prefetch", "um.advise")),
-    "copy_early": replace(
-        KIND["copy"], title="Copies run while the GPU idles, before the next kernel is launched: `{what}` copies fill "
-        "{share:.1f} % of the window",
-        title_many="Copies run while the GPU idles, before the next kernel is launched: {share:.1f} % of the window",
-        advice=("copy.launch_first", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm")),
-    "copy_unified_early": replace(
-        KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles, before the next kernel is "
-        "launched: {share:.1f} % of the window",
-        title_many="Unified-Memory migrations and copies run while the GPU idles, before the next kernel is "
-        "launched: {share:.1f} % of the window",
-        advice=("um.see_finding", "um.prefetch", "um.advise")),
-    # no host thread is linked to the gaps (copy_waiting_unknown_pct decides the title): neither wording is shown
-    "copy_unknown": replace(
-        KIND["copy"], title="Copies run while the GPU idles; whether kernels waited on them is not known (no launch "
-        "call is linked): `{what}` copies fill {share:.1f} % of the window",
-        title_many="Copies run while the GPU idles; whether kernels waited on them is not known (no launch call is "
-        "linked): {share:.1f} % of the window",
-        advice=("unknown.trace_cuda",)),
-    "copy_unified_unknown": replace(
-        KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles; whether kernels waited on "
-        "them is not known (no launch call is linked): {share:.1f} % of the window",
-        title_many="Unified-Memory migrations and copies run while the GPU idles; whether kernels waited on them is "
-        "not known (no launch call is linked): {share:.1f} % of the window",
-        advice=("um.see_finding", "unknown.trace_cuda")),
+    **COPY_VARIANTS,
     "queued_latency": replace(
         KIND["queued"], title="Per-kernel launch latency: idle between back-to-back queued kernels ({share:.1f} % of "
         "the window)", advice=("queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks")),
@@ -160,8 +132,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     copy-path findings claim. ``attribution``: which NVTX ranges enclose kernel launches (not known without it);
     ``host_samples``: CPU samples inside host-side idle, for an evidence line; ``waits``: what other threads did
     while the launching thread waited, for the ``osrt`` finding; ``copy_engines``: the copy paths, whose issuing
-    calls and streams decide the ``copy`` finding's overlap advice (:func:`_copy_facts`); ``cuda_api``: whether the
-    export holds CUDA API calls at all, which decides what the ``unknown`` finding says is missing."""
+    calls and streams decide the ``copy`` finding's overlap advice (:func:`.idle_copy.copy_facts`); ``cuda_api``:
+    whether the export holds CUDA API calls at all, which decides what the ``unknown`` finding says is missing."""
     if not idle_causes.available or not gpu_time.available:
         return ()
     claimed, copy_claimed = step_sync_claims.claimed, copy_path_claims.claimed
@@ -191,7 +163,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         wait_checks: Tuple[Check, ...] = ()
         wait_line = ""
         if kind == "copy":     # "keep the kernels waiting", "before the next kernel is launched" or "not known"
-            wait_state, wait_checks, wait_line = _copy_waiting(by_dev[dev])
+            wait_state, wait_checks, wait_line = copy_waiting(by_dev[dev])
             suffix = {"early": "_early", "unknown": "_unknown"}.get(wait_state or "", "")
             if is_unified_detail(top[0][0]):     # managed-memory migrations: prefetch, not pin_memory
                 txt = VARIANTS["copy_unified" + suffix]
@@ -255,7 +227,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                       "launched the work, and what it did in these gaps, is not known.")
         kind_facts = _sampled_facts(advice, host_samples, dev, kind)
         if kind == "copy":
-            kind_facts, side_ev = _copy_facts(kind_facts, copy_engines, set(devs), details)
+            kind_facts, side_ev = copy_facts(kind_facts, copy_engines, set(devs), details)
             ev.extend(side_ev)
         out.append(finding(
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
@@ -269,49 +241,6 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     if lf is not None:
         out.append(lf)
     return tuple(out)
-
-
-def _copy_waiting(d: DeviceCauses) -> Tuple[Optional[str], Tuple[Check, ...], str]:
-    """Which ``copy`` idle title device ``d`` gets, the checks behind it and its evidence line. ``copy_waiting_pct``
-    = the share of its copy idle time in which a kernel waited on the copies (:attr:`IdleCause.waiting_ns`);
-    ``copy_waiting_unknown_pct`` = the share in which that is not known (no host thread linked:
-    :attr:`IdleCause.waiting_unknown_ns`). "waiting": ``copy_waiting_pct`` ≥ :data:`COPY_WAITING_PCT`; "early": the
-    two together below it (whatever the unknown part was, the kernels did not wait most of the time); "unknown":
-    the unknown part decides (the waiting share below the bar, with the unknown part at or above it). (None, (),
-    "") when the device has no copy idle time or it is not known (a report loaded without the field)."""
-    cs = [c for c in d.causes if c.kind == "copy"]
-    ns = sum(c.ns for c in cs)
-    if ns <= 0 or any(c.waiting_ns is None for c in cs):
-        return None, (), ""
-    waited = sum(c.waiting_ns or 0 for c in cs)
-    unknown = sum(c.waiting_unknown_ns or 0 for c in cs)
-    pct, upct = 100.0 * waited / ns, 100.0 * unknown / ns
-    sc = Scope(device_id=d.device_id)
-    check = Check("copy_waiting_pct", pct, ">=", COPY_WAITING_PCT, sc)
-    how = ("the next kernel launched, or the launching thread blocked on the GPU, in a launch call or waiting on "
-           "another thread")
-    rest = ns - waited - unknown
-    if unknown:   # the unlinked part is stated apart: no launch call shows whether a kernel waited
-        known = (f"a kernel is known to have waited on the copies in {dur(waited)} ({pct:.1f} %: {how})" if waited
-                 else "no kernel is known to have waited on the copies")
-        line = (f"Of the {dur(ns)} of copy time with the GPU idle on device {d.device_id}, {known}; in {dur(unknown)} "
-                f"({upct:.1f} %) "
-                "whether one waited is not known: no host thread is linked to those gaps (no launch call of the "
-                "device's work is in the export)" + (
-                    "; in the rest the launching thread worked on the host and had not launched the next kernel."
-                    if rest > 0 else "."))
-    else:
-        line = (f"Of the {dur(ns)} of copy time with the GPU idle on device {d.device_id}, {dur(waited)} ({pct:.1f} %) "
-                f"had a kernel waiting on the copies ({how}); " + (
-                    "in the rest the launching thread worked on the host and had not launched the next kernel: the "
-                    "GPU idled for want of launched work, the copies ran meanwhile." if rest > 0
-                    else "in none did the launching thread work on the host before launching the next kernel."))
-    if check.holds():
-        return "waiting", (check,), line
-    below = replace(check, op="<")
-    if not unknown or pct + upct < COPY_WAITING_PCT:
-        return "early", (below,), line
-    return "unknown", (below, Check("copy_waiting_unknown_pct", upct, ">=", COPY_WAITING_PCT - pct, sc)), line
 
 
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],
@@ -353,22 +282,6 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
               f"{share[dev]:.1f} % of the window ({dur(total)})",
         evidence=ev, advice=KIND["launch"].advice, facts=facts, time_at_stake_ns=total, checks=checks,
         device_id=dev, cause=(HOST_OVERHEAD, ""))
-
-
-def _copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: AbstractSet[int],
-                details: Mapping[str, int]) -> Tuple[Mapping[str, Any], List[str]]:
-    """The ``copy`` finding's facts with ``copies_async_side_stream`` measured on its own copies (the copy paths of
-    its details on its devices), and the evidence line that states the share (none when it is not known)."""
-    if ce is None or not ce.available:
-        return facts, []
-    want = {path_of_detail(d) for d in details}
-    paths = [p for p in ce.paths if p.device_id in devs and p.path in want]
-    share = async_side_share(paths)
-    facts = {**facts, "copies_async_side_stream": copies_async_side_stream(paths)}
-    if share is None:
-        return facts, []
-    return facts, [f"{share:.1f} % of these copies' time was issued by an asynchronous copy call on a side stream "
-                   "(a stream no kernel of the device runs on in the window)."]
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],

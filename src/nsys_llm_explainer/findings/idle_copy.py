@@ -1,0 +1,108 @@
+"""The ``copy`` idle finding's claims: whether kernels waited on the copies (``copy_waiting_pct``, docs/MODEL.md
+"Copies the kernels waited on"), the title variants that say so, and the copies' own facts for its advice
+(docs/FINDINGS.md, "Idle causes → findings")."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Tuple
+
+from ..analyses.idle.result import DeviceCauses
+from ..analyses.memory.copy_engines import CopyEnginesResult, async_side_share, copies_async_side_stream, path_of_detail
+from ..vocabulary.cause_kinds import KIND, CauseKind
+from ..vocabulary.units import fmt_dur as dur
+from .base import Check, Scope
+
+COPY_WAITING_PCT = 50.0     # copies "keep the kernels waiting" when a kernel waited on them this much of their time
+#: the ``copy`` finding's titles other than the kind's own: Unified-Memory migrations, copies the kernels did not wait
+#: on ("early"), and copies of which that is not known ("unknown")
+COPY_VARIANTS: Dict[str, CauseKind] = {
+    "copy_unified": replace(
+        KIND["copy"], title="Unified-Memory migrations (`{what}`) keep the kernels waiting: {share:.1f} % of the "
+        "window",
+        title_many="Unified-Memory migrations and copies keep the kernels waiting: {share:.1f} % of the window",
+        advice=("um.see_finding", "um.prefetch", "um.advise")),
+    "copy_early": replace(
+        KIND["copy"], title="Copies run while the GPU idles, before the next kernel is launched: `{what}` copies fill "
+        "{share:.1f} % of the window",
+        title_many="Copies run while the GPU idles, before the next kernel is launched: {share:.1f} % of the window",
+        advice=("copy.launch_first", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm")),
+    "copy_unified_early": replace(
+        KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles, before the next kernel is "
+        "launched: {share:.1f} % of the window",
+        title_many="Unified-Memory migrations and copies run while the GPU idles, before the next kernel is "
+        "launched: {share:.1f} % of the window",
+        advice=("um.see_finding", "um.prefetch", "um.advise")),
+    # no host thread is linked to the gaps (copy_waiting_unknown_pct decides the title): neither wording is shown
+    "copy_unknown": replace(
+        KIND["copy"], title="Copies run while the GPU idles; whether kernels waited on them is not known (no launch "
+        "call is linked): `{what}` copies fill {share:.1f} % of the window",
+        title_many="Copies run while the GPU idles; whether kernels waited on them is not known (no launch call is "
+        "linked): {share:.1f} % of the window",
+        advice=("unknown.trace_cuda",)),
+    "copy_unified_unknown": replace(
+        KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles; whether kernels waited on "
+        "them is not known (no launch call is linked): {share:.1f} % of the window",
+        title_many="Unified-Memory migrations and copies run while the GPU idles; whether kernels waited on them is "
+        "not known (no launch call is linked): {share:.1f} % of the window",
+        advice=("um.see_finding", "unknown.trace_cuda")),
+}
+
+
+def copy_waiting(d: DeviceCauses) -> Tuple[Optional[str], Tuple[Check, ...], str]:
+    """Which ``copy`` idle title device ``d`` gets, the checks behind it and its evidence line. ``copy_waiting_pct``
+    = the share of its copy idle time in which a kernel waited on the copies (:attr:`IdleCause.waiting_ns`);
+    ``copy_waiting_unknown_pct`` = the share in which that is not known (no host thread linked:
+    :attr:`IdleCause.waiting_unknown_ns`). "waiting": ``copy_waiting_pct`` ≥ :data:`COPY_WAITING_PCT`; "early": the
+    two together below it (whatever the unknown part was, the kernels did not wait most of the time); "unknown":
+    the unknown part decides (the waiting share below the bar, with the unknown part at or above it). (None, (),
+    "") when the device has no copy idle time or it is not known (a report loaded without the field)."""
+    cs = [c for c in d.causes if c.kind == "copy"]
+    ns = sum(c.ns for c in cs)
+    if ns <= 0 or any(c.waiting_ns is None for c in cs):
+        return None, (), ""
+    waited = sum(c.waiting_ns or 0 for c in cs)
+    unknown = sum(c.waiting_unknown_ns or 0 for c in cs)
+    pct, upct = 100.0 * waited / ns, 100.0 * unknown / ns
+    sc = Scope(device_id=d.device_id)
+    check = Check("copy_waiting_pct", pct, ">=", COPY_WAITING_PCT, sc)
+    how = ("the next kernel launched, or the launching thread blocked on the GPU, in a launch call or waiting on "
+           "another thread")
+    rest = ns - waited - unknown
+    if unknown:   # the unlinked part is stated apart: no launch call shows whether a kernel waited
+        known = (f"a kernel is known to have waited on the copies in {dur(waited)} ({pct:.1f} %: {how})" if waited
+                 else "no kernel is known to have waited on the copies")
+        line = (f"Of the {dur(ns)} of copy time with the GPU idle on device {d.device_id}, {known}; in {dur(unknown)} "
+                f"({upct:.1f} %) "
+                "whether one waited is not known: no host thread is linked to those gaps (no launch call of the "
+                "device's work is in the export)" + (
+                    "; in the rest the launching thread worked on the host and had not launched the next kernel."
+                    if rest > 0 else "."))
+    else:
+        line = (f"Of the {dur(ns)} of copy time with the GPU idle on device {d.device_id}, {dur(waited)} ({pct:.1f} %) "
+                f"had a kernel waiting on the copies ({how}); " + (
+                    "in the rest the launching thread worked on the host and had not launched the next kernel: the "
+                    "GPU idled for want of launched work, the copies ran meanwhile." if rest > 0
+                    else "in none did the launching thread work on the host before launching the next kernel."))
+    if check.holds():
+        return "waiting", (check,), line
+    below = replace(check, op="<")
+    if not unknown or pct + upct < COPY_WAITING_PCT:
+        return "early", (below,), line
+    return "unknown", (below, Check("copy_waiting_unknown_pct", upct, ">=", COPY_WAITING_PCT - pct, sc)), line
+
+
+def copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: AbstractSet[int],
+                details: Mapping[str, int]) -> Tuple[Mapping[str, Any], List[str]]:
+    """The ``copy`` finding's facts with ``copies_async_side_stream`` measured on its own copies (the copy paths of
+    its details on its devices), and the evidence line that states the share (none when it is not known)."""
+    if ce is None or not ce.available:
+        return facts, []
+    want = {path_of_detail(d) for d in details}
+    paths = [p for p in ce.paths if p.device_id in devs and p.path in want]
+    share = async_side_share(paths)
+    facts = {**facts, "copies_async_side_stream": copies_async_side_stream(paths)}
+    if share is None:
+        return facts, []
+    return facts, [f"{share:.1f} % of these copies' time was issued by an asynchronous copy call on a side stream "
+                   "(a stream no kernel of the device runs on in the window)."]

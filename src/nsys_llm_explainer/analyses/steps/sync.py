@@ -20,12 +20,12 @@ from ...vocabulary.units import fmt_dur as dur
 from ..api import classes as ac
 from ..common.stats import pct, percentile
 from ..idle.result import DeviceCauses, IdleCausesResult, IdlePieces
+from .periods import PAUSE  # the idle-pause rule of the step periods: host time after a sync over PAUSE median periods
 
 MIN_SYNC_POINTS = 5          # fewer sync points are no per-step pattern
 MIN_KERNEL_SHARE = 0.5       # the steps hold at least half of the device's kernels in the window
 MAX_PERIOD_SPREAD = 3.0      # period p90 ≤ 3 × p50, or host time after the sync p90 ≤ 3 × p50: the steps recur
 WAIT_TOL_NS = 20_000         # a call returning up to 20 µs before its work's recorded end still drained it
-PAUSE_PERIODS = 10           # host time after a sync point over 10 × the median period: an idle pause, not a step
 THRESHOLDS = {"min_sync_points": MIN_SYNC_POINTS, "min_kernel_share": MIN_KERNEL_SHARE,
               "max_period_spread": MAX_PERIOD_SPREAD, "wait_tol_ns": WAIT_TOL_NS}
 _D2H_NAMES = {"cuMemcpyDtoH", "cuMemcpyAtoH"}
@@ -245,9 +245,9 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     ed = e[names == uniq[top[0]]]
     m = int(ed.shape[0])
     period = np.diff(ed)
-    # an idle pause (a serving loop waiting for requests): the host time after a sync point exceeds PAUSE_PERIODS ×
+    # an idle pause (a serving loop waiting for requests): the host time after a sync point exceeds PAUSE ×
     # the median period; it is no host work of a step: left out of X, R and the per-step numbers (docs/FINDINGS.md)
-    paused = (b - e) > PAUSE_PERIODS * percentile(period, 50) if m > 1 else np.zeros(n, bool)
+    paused = (b - e) > PAUSE * percentile(period, 50) if m > 1 else np.zeros(n, bool)
     exposed, over, by_cause, claimed = _exposure(dc, g, e[~paused], b[~paused], budget[~paused])
     exposed = _spread(exposed, ~paused)
     over = _spread(over, ~paused)
@@ -289,7 +289,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
             why += f"; host time after the sync p90/p50 = {x90 / x50:.2f}"
     if n_paused:
         why += f"; {n_paused} step{'s' if n_paused != 1 else ''} with an idle pause (host time after the sync over " \
-               f"{PAUSE_PERIODS} × the median period) left out"
+               f"{PAUSE} × the median period) left out"
     tot, ovl = int(exposed.sum()), int(over.sum())
     return StepSyncSeries(
         device_id=tl.device_id, gtid=int(g), pid=(int(g) >> 24) & 0xFFFFFF, tid=int(g) & 0xFFFFFF,

@@ -1,0 +1,75 @@
+"""Claims sweep, PyTorch training loops (helper CJ): sentences a report made about a training trace that the trace
+does not support. Each trace is built by hand; the truth is worked out in the docstring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict
+
+from synth import TraceBuilder
+
+from nsys_llm_explainer.findings.advice import ADVICE
+from nsys_llm_explainer.options import options_from_kwargs
+from nsys_llm_explainer.pipeline import analyze_path
+
+US = 1_000
+MS = 1_000_000
+PID = 100
+#: cuBLAS's BF16 GEMM on Hopper as PyTorch captures show it
+CUBLAS_H100 = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cgasize1x2x1_warpgroupsize1x1x1"
+               "_execute_segment_k_off_kernel__5x_cublas")
+ADAM = "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>>"
+
+
+def _run(b: TraceBuilder, tmp_path: Path, **options: Any) -> Dict[str, Any]:
+    p = tmp_path / "t.sqlite"
+    b.write(str(p), overwrite=True)
+    return analyze_path(str(p), options_from_kwargs(**options)).to_dict()
+
+
+def _train_loop(b: TraceBuilder, *, steps: int = 10) -> None:
+    """H100, one process: per 10 ms step t, the main thread (tid 1) opens `forward` [t, t + 3) ms and launches 10
+    cuBLAS GEMMs (call [a, a + 10) µs, kernel [a + 20, a + 300) µs, a = t + 300k µs); `backward` [t + 3, t + 8) ms,
+    waiting in pthread_cond_wait while `pt_autograd_0` (tid 2, no NVTX range) launches 10 backward GEMMs of 480 µs;
+    `optimizer.step` [t + 8, t + 9) ms launches 4 fused-Adam kernels of 230 µs; `loss.item()` at t + 9 ms."""
+    b.gpu(0)
+    b.process(PID, "python3")
+    m = b.thread(PID, 1, "python3")
+    ag = b.thread(PID, 2, "pt_autograd_0")
+    for s in range(steps):
+        t = s * 10 * MS
+        b.nvtx_push_pop(t, t + 3 * MS, "forward", tid_g=m)
+        for k in range(10):
+            a = t + k * 300 * US
+            b.kernel(a + 20 * US, a + 300 * US, pid=PID, name=CUBLAS_H100, corr=b.runtime(a, a + 10 * US, tid_g=m))
+        b.nvtx_push_pop(t + 3 * MS, t + 8 * MS, "backward", tid_g=m)
+        b.osrt(t + 3 * MS + 5 * US, t + 8 * MS - 5 * US, tid_g=m, name="pthread_cond_wait")
+        for k in range(10):
+            a = t + 3 * MS + k * 500 * US
+            b.kernel(a + 20 * US, a + 500 * US, pid=PID, name=CUBLAS_H100.replace("_tn_", "_nt_") + "_backward",
+                     corr=b.runtime(a, a + 10 * US, tid_g=ag))
+        b.nvtx_push_pop(t + 8 * MS, t + 9 * MS, "optimizer.step", tid_g=m)
+        for k in range(4):
+            a = t + 8 * MS + k * 250 * US
+            b.kernel(a + 20 * US, a + 250 * US, pid=PID, name=ADAM, corr=b.runtime(a, a + 10 * US, tid_g=m))
+        a = t + 9 * MS
+        c = b.runtime(a, a + 10 * US, tid_g=m, name="cudaMemcpyAsync_v3020")
+        b.memcpy(a + 20 * US, a + 25 * US, pid=PID, bytes=4, copy_kind=2, src_kind=2, dst_kind=1, corr=c)
+        c = b.runtime(a + 12 * US, a + 30 * US, tid_g=m, name="cudaStreamSynchronize_v3020")
+        b.sync(a + 12 * US, a + 30 * US, pid=PID, sync_type=3, corr=c)
+
+
+def test_cublas_hopper_gemms_are_not_tensorrt(tmp_path: Path) -> None:
+    """The loop's GEMMs are cuBLAS's (`…_execute_segment_k_off_kernel__5x_cublas`), its backward launched by
+    `pt_autograd_0`: PyTorch. The report said "Stack: tensorrt" (the rule `sm\\d+_xmma_\\w*execute` took the cuBLAS
+    name for a TensorRT one), and, the framework being tensorrt, the NVTX-coverage finding lost its autograd advice
+    and said only "Add NVTX ranges around forward, backward and the optimizer step" — ranges the trace has. The
+    uncovered kernels (10 × 10 × 480 µs = 48.000 ms of 85.200 ms) are all launched by `pt_autograd_0`: the advice is
+    the autograd one."""
+    b = TraceBuilder()
+    _train_loop(b)
+    rep = _run(b, tmp_path)
+    kt = rep["kernel_traits"]
+    assert (kt["workload"], kt["stack"]) == ("training", "pytorch"), (kt["stack"], kt["stack_evidence"])
+    f = next(f for f in rep["findings"] if f["id"] == "nvtx_coverage")
+    assert ADVICE["nvtx.autograd"].text in f["recommendation"], f["recommendation"]

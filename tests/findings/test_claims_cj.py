@@ -73,3 +73,17 @@ def test_cublas_hopper_gemms_are_not_tensorrt(tmp_path: Path) -> None:
     assert (kt["workload"], kt["stack"]) == ("training", "pytorch"), (kt["stack"], kt["stack_evidence"])
     f = next(f for f in rep["findings"] if f["id"] == "nvtx_coverage")
     assert ADVICE["nvtx.autograd"].text in f["recommendation"], f["recommendation"]
+
+
+def test_optimizer_step_is_not_the_training_step(tmp_path: Path) -> None:
+    """The loop of :func:`_train_loop` has no range around a whole iteration; `optimizer.step` (10 instances of
+    1.000 ms, 40 of its thread's 140 launches) is one part of it. The report said "10 steps from NVTX range
+    `optimizer.step` (confidence medium: ... looks like a step ...)" with "Step time p50 1.000 ms" — the iteration
+    is 10.000 ms. `step` as the optimizer's method does not make a step-like name: no range looks like a step, the
+    most frequent top-level range enclosing the most launches (`forward`, 100) is used with confidence low, and its
+    period is the iteration's 10.000 ms."""
+    b = TraceBuilder()
+    _train_loop(b)
+    st = _run(b, tmp_path)["steps"]
+    assert (st["step_ranges"], st["confidence"]) == (["forward"], "low"), st["step_ranges"]
+    assert (st["step_count"], st["period"]["p50_ns"]) == (10, 10 * MS)

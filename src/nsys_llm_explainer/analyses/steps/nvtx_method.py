@@ -76,6 +76,9 @@ _NOT_STEP = re.compile(
     r"|, (?:seq|op_id) = "                                                 # torch emit_nvtx op ranges
     r"|^tensorrt:(?!executioncontext)",                                    # TensorRT per-layer ranges
     re.IGNORECASE)
+#: ``step`` as an optimizer's / LR scheduler's / grad scaler's method (``optimizer.step``, ``lr_scheduler.step``,
+#: ``Optimizer.step#AdamW.step``): one part of a training step, not a step-like name
+_PART_STEP = re.compile(r"(?:optim(?:izer)?|scheduler|scaler|adamw?|sgd)[.#_]step", re.IGNORECASE)
 
 
 def _name_groups(names: List[str]) -> Tuple[np.ndarray, List[str]]:
@@ -126,8 +129,8 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
         if _overlaps(tree.pid[inst], tree.start[inst], tree.end[inst]):
             continue
         depth = int(tree.depth[inst].min())
-        steplike = any(kw.lower() in glabels[gi].lower() for kw in phase_map.step_keywords) or \
-            int(g_phase[gi]) in step_phases
+        steplike = (any(kw.lower() in glabels[gi].lower() for kw in phase_map.step_keywords)
+                    and not _PART_STEP.search(glabels[gi])) or int(g_phase[gi]) in step_phases
         key = (steplike, -depth, int(inst.shape[0]), int(sub[inst].sum()), -gi)
         info[gi] = (inst, depth)
         if best is None or key > best[0]:

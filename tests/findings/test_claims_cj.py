@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict
 
-import pytest
 from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
@@ -90,8 +89,6 @@ def test_optimizer_step_is_not_the_training_step(tmp_path: Path) -> None:
     assert (st["step_count"], st["period"]["p50_ns"]) == (10, 10 * MS)
 
 
-@pytest.mark.xfail(strict=True, reason="the wait story's NVTX context is that of all the launching thread's waits "
-                   "(findings/waits.py wait_story, analyses/threads/waits.py _contexts), not of the finding's calls")
 def test_data_loader_wait_between_steps_is_not_said_to_be_inside_the_step(tmp_path: Path) -> None:
     """Per 20 ms iteration t (8 of them) the main thread waits for the data loader — `poll` [t, t + 1.5) ms, `read`
     [t + 1.5, t + 2) ms — and then opens `train_step` [t + 2, t + 20) ms: 4 micro-steps (4 forward GEMMs from the

@@ -17,6 +17,8 @@ SHOWN_THREAD_PCT = 10.0
 SHOWN_THREADS = 3
 #: the I/O (or copy) advice when the named threads spend at least this % of the waits in such calls
 DOING_PCT = 25.0
+#: the finding says its call waits "inside" an NVTX range when that range holds at least this % of the call's waits
+CONTEXT_PCT = 50.0
 
 
 @dataclass(frozen=True)
@@ -90,9 +92,10 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     calls = ", ".join(f"`{c.name}` {c.pct_of_window:.1f} %" for c in w.calls[:3])
     ev = [f"The launching thread {_who(w.thread, w.tid)} waits in OS calls {w.wait_pct_of_window:.1f} % of the "
           f"window ({calls})."]
-    if w.contexts:
-        c = w.contexts[0]
-        ev.append(f"These waits are inside NVTX range `{c.range}` ({c.pct_of_waits:.0f} % of the wait time): the "
+    own = next((c for c in w.calls if c.name == call), None)   # the finding's call: the range around its own waits
+    context = own.context if own is not None and own.context_pct >= CONTEXT_PCT else ""
+    if own is not None and context:
+        ev.append(f"The `{call}` waits are inside NVTX range `{context}` ({own.context_pct:.0f} % of their time): the "
                   "thread is blocked there, not running.")
     shown = [t for t in w.threads if t.pct_of_waits >= SHOWN_THREAD_PCT][:SHOWN_THREADS]
     if shown:
@@ -105,4 +108,4 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
                   f"wait) for {SHOWN_THREAD_PCT:g} % of these waits" + ("; " + "; ".join(
                       f"{_who(t.thread, t.tid)} waits too ({_waits_in(w, t.gtid)})" for t in blocked)
                       if blocked else "") + ".")
-    return WaitStory(w.contexts[0].range if w.contexts else "", tuple(ev), _advice(w, [t.gtid for t in shown]))
+    return WaitStory(context, tuple(ev), _advice(w, [t.gtid for t in shown]))

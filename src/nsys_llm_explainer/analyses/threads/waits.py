@@ -38,6 +38,8 @@ class WaitCall:
     ns: int
     count: int
     pct_of_window: float
+    context: str = ""          # the innermost NVTX range (normalised name) around most of this call's wait time
+    context_pct: float = 0.0   # its share of this call's wait time
 
 
 @dataclass(frozen=True)
@@ -184,8 +186,12 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
     whole = union_blocks(np.array([w0], np.int64), np.array([w1], np.int64))
     per_call = grouped_overlap(inv, o_s, o_e, names.shape[0], whole)
     counts = np.bincount(inv, minlength=names.shape[0])
-    calls = sorted((WaitCall(osrt.names[n] if n >= 0 else "", int(ns), int(c), pct(int(ns), win))
-                    for n, ns, c in zip(names.tolist(), per_call.tolist(), counts.tolist())),
+    names_nv = model.nvtx.names if model.nvtx is not None else ()
+    ctx = [_contexts(tree, names_nv, g, o_s[inv == i], o_e[inv == i], int(per_call[i]))[:1]   # call names are few
+           for i in range(names.shape[0])]
+    calls = sorted((WaitCall(osrt.names[n] if n >= 0 else "", int(ns), int(c), pct(int(ns), win),
+                             cx[0].range if cx else "", cx[0].pct_of_waits if cx else 0.0)
+                    for n, ns, c, cx in zip(names.tolist(), per_call.tolist(), counts.tolist(), ctx)),
                    key=lambda c: (-c.ns, c.name))
     pid = int(pid_of(np.array([g], np.int64))[0])
     others = _others(model, g, pid, w, wait_ns, w0, w1, labels)
@@ -194,7 +200,7 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
         devices=tuple(sorted(devs)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
         gpu_idle_ns=sum(d.wait_ns_by_thread.get(g, 0) for d in causes.devices) if causes and causes.available else 0,
         calls=tuple(calls),
-        contexts=_contexts(tree, model.nvtx.names if model.nvtx is not None else (), g, o_s, o_e, wait_ns),
+        contexts=_contexts(tree, names_nv, g, o_s, o_e, wait_ns),
         threads=others[0], rows=others[1])
 
 

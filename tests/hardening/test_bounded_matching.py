@@ -193,7 +193,7 @@ PLAIN = {   # the rules as the docstrings write them, the oracle for their linea
             r"|cudnn::cnn|fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn\S*fft",
     "fft_trial": r"fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn\S*fft|cgemm|compute_gemm_pointers"
                  r"|transpose\w*<float2",
-    "trt": r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_\w*execute",
+    "trt": r"(?<![a-z])trt_|_trt(?![a-z])",
     "custom_allreduce": r"(one|two)_?shot\w*all_?reduce|all_?reduce\w*(one|two)_?shot",
     "norm": r"triton_\w*fused\w*rsqrt",
 }

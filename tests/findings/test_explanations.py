@@ -45,6 +45,7 @@ TEXT_RULES = [
     (r"In PyTorch", "framework", {"pytorch"}),
     (r"\btorch\.|PyTorch|pin_memory|\.item\(\)", "framework", {"pytorch", ""}),
     (r"CUDA graphs are already in use", "cuda_graphs", {True}),
+    (r"enable CUDA graphs|and use CUDA graphs", "cuda_graphs", {False}),   # "adopt CUDA graphs" (TensorRT-LLM lines)
     (r"--sample=cpu", "cpu_samples", {False}),
     (r"CPU samples", "cpu_samples", {True}),
     (r"In PyTorch, `torch\.compile`|`torch\.compile` also fuses", "torch_compile", {False}),

@@ -193,7 +193,7 @@ PLAIN = {   # the rules as the docstrings write them, the oracle for their linea
             r"|cudnn::cnn|fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn\S*fft",
     "fft_trial": r"fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn\S*fft|cgemm|compute_gemm_pointers"
                  r"|transpose\w*<float2",
-    "trt": r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_\w*execute_kernel(?![a-z_])",
+    "trt": r"(?<![a-z])trt_|_trt(?![a-z])",
     "custom_allreduce": r"(one|two)_?shot\w*all_?reduce|all_?reduce\w*(one|two)_?shot",
     "norm": r"triton_\w*fused\w*rsqrt",
 }
@@ -203,7 +203,7 @@ PIECES = {   # the words each rule is made of, and separators
                          "bf16", "_", "a", " ", "sm90"],
     "conv": ["cudnn", "fft", " ", "dse::", "_", "a", ":", "conv_", "x"],
     "fft_trial": ["transpose", "<float2", "<", "float", "cudnn", "fft", "_", " ", "a"],
-    "trt": ["sm", "90", "1", "_xmma_", "execute", "_", "a", " ", "trt", "xmma", "_kernel", "__5x_cublas"],
+    "trt": ["sm", "90", "1", "_xmma_", "execute", "_", "a", " ", "trt", "xmma"],
     "custom_allreduce": ["one", "two", "_", "shot", "all", "reduce", "a", " ", "all_", "oneshot", "allreduce"],
     "norm": ["triton_", "fused", "rsqrt", "_", "a", " ", "triton"],
 }

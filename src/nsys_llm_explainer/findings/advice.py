@@ -178,7 +178,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("launch.sglang", "SGLang: keep CUDA graphs enabled (no `--disable-cuda-graph`; raise `--cuda-graph-max-bs` "
        "to cover the running batch sizes).", stack=("sglang",), workload=("inference",)),
     _a("launch.trtllm", "TensorRT-LLM: enable CUDA graphs for generation steps and in-flight batching.",
-       stack=("trtllm",), workload=("inference",)),
+       stack=("trtllm",), workload=("inference",), cuda_graphs=(False,)),
+    _a("launch.trtllm.graphs", "TensorRT-LLM: CUDA graphs are already in use; in-flight batching puts more requests "
+       "into each generation step, so each launch carries more work.", stack=("trtllm",), workload=("inference",),
+       cuda_graphs=(True,)),
     _a("sync.vllm", "vLLM: look for `.item()`/`.cpu()`/`.tolist()` on GPU tensors in the step (sampling, logits "
        "processors, stop checks); `--async-scheduling` overlaps output processing with the next step.",
        stack=("vllm",), workload=("inference",)),
@@ -190,7 +193,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("host_cpu.sglang", "SGLang: keep the overlap scheduler on (no `--disable-overlap-schedule`) and CUDA graphs "
        "enabled.", stack=("sglang",), workload=("inference",)),
     _a("host_cpu.trtllm", "TensorRT-LLM: keep the overlap scheduler enabled in the PyTorch backend and use CUDA "
-       "graphs.", stack=("trtllm",), workload=("inference",)),
+       "graphs.", stack=("trtllm",), workload=("inference",), cuda_graphs=(False,)),
+    _a("host_cpu.trtllm.graphs", "TensorRT-LLM: keep the overlap scheduler enabled in the PyTorch backend (CUDA "
+       "graphs are already in use).", stack=("trtllm",), workload=("inference",), cuda_graphs=(True,)),
     _a("capture.vllm", "vLLM: start/stop the profiler from vLLM itself (`vllm bench serve --profile`) with "
        "`nsys profile --capture-range=cudaProfilerApi`.", stack=("vllm",), workload=("inference",)),
     # ---- capture

@@ -26,7 +26,8 @@ COPY_VARIANTS: Dict[str, CauseKind] = {
         KIND["copy"], title="Copies run while the GPU idles, before the next kernel is launched: `{what}` copies fill "
         "{share:.1f} % of the window",
         title_many="Copies run while the GPU idles, before the next kernel is launched: {share:.1f} % of the window",
-        advice=("copy.launch_first", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm")),
+        advice=("copy.launch_first", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm",
+                "host_cpu.trtllm.graphs")),
     "copy_unified_early": replace(
         KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles, before the next kernel is "
         "launched: {share:.1f} % of the window",

@@ -69,7 +69,7 @@ class _Layout:
     # ---------------------------------------------------------------- tracks (each declared when first used)
     def gpu(self, dev: int) -> int:
         def make() -> int:
-            names = {int(g.id) if g.id is not None else -1: str(g.name or "") for g in self.r.trace.gpus}
+            names = self.r.facts.gpu_names_by_device()
             return self.enc.track(f"GPU {dev}" + (f" ({names[dev]})" if names.get(dev) else ""), self.root)
         return _memo(self.tracks, ("gpu", dev), make)
 

@@ -89,9 +89,9 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
     ("sglang", {src: (r"sglang|sgl_kernel", _I) for src in _SRC}),
     ("trtllm", {**{src: (r"tensorrt_llm|trtllm|tllm", _I) for src in _SRC},
                 "kernel": (r"tensorrt_llm|trtllm|tllm|xqa|mmha", _I)}),
-    # ``sm90_xmma_…_execute_kernel`` without a library suffix; cuBLAS's ``…_execute_segment_k_off_kernel__5x_cublas``
-    # and cuDNN's ``…_execute_kernel__5x_cudnn`` (PyTorch on Hopper / Ampere) are not TensorRT's
-    ("tensorrt", {"kernel": (r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_\w*execute_kernel(?![a-z_])", _I),   # _LINEAR
+    # TensorRT's own kernels carry `trt` (`trt_…`, `…_execute_kernel_trt`); an `sm80_xmma_…_execute…` name alone is
+    # no evidence: cuBLAS and cuDNN name their kernels so too (`…_execute_kernel__5x_cublas`), under any framework
+    ("tensorrt", {"kernel": (r"(?<![a-z])trt_|_trt(?![a-z])", _I),
                   "nvtx": (r"(?i:tensorrt|executioncontext|^onnx::)|^(?:/[\w.:-]+)+/[A-Z][A-Za-z]*(?:_\d+)?$",
                            0),
                   "process": (r"trtexec|tensorrt", _I)}),
@@ -102,9 +102,8 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
     ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_|torch", _I), "nvtx": (r"aten::|torch", _I),
                  "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
 ]
-#: stack rules matched in an equivalent linear-time form (the evidence shows the rule as written above)
-_LINEAR = {r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_\w*execute_kernel(?![a-z_])":
-           r"(?<![a-z])trt_|_trt(?![a-z])|sm\d+_xmma_(?:(?!sm\d+_xmma_)\w)*execute_kernel(?![a-z_])"}
+#: stack rules matched in an equivalent linear-time form (the evidence shows the rule as written above); none now
+_LINEAR: Dict[str, str] = {}
 #: (stack, {source: (the rule as shown, its compiled linear-time form)})
 _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [
     (s, {src: (rx, re.compile(_LINEAR.get(rx, rx), flags)) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]

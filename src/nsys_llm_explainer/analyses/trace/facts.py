@@ -120,6 +120,16 @@ class TraceFacts(FieldsJson):
             return None
         return all(dtype in g.tensor_core_types for g in known)
 
+    def gpu_names_by_device(self) -> Dict[int, str]:
+        """The GPU name to show beside each device id: by ``TARGET_INFO_GPU`` id where a device id is known to be
+        that GPU (``ran_kernels`` known: the export maps CUDA devices to GPUs, or lists one GPU) or where every listed
+        GPU has the same name; else none. A CUDA ordinal need not be the GPU id (``CUDA_VISIBLE_DEVICES``; CUDA
+        numbers the fastest GPU first by default), so beside an A100 and an H100 "device 0" may be either."""
+        named = [g for g in self.gpus if g.id is not None and g.name]
+        if len({g.name for g in named}) > 1 and all(g.ran_kernels is None for g in named):
+            return {}
+        return {int(g.id): g.name for g in named if g.id is not None}
+
     def advice_facts(self) -> Dict[str, Any]:
         return {"workload": self.workload, "stack": self.stack, "framework": self.framework,
                 "gpu_fp16_tensor_cores": self.supports("FP16"), "gpu_tf32": self.supports("TF32"),

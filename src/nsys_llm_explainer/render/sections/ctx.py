@@ -21,7 +21,7 @@ class View:
         self.r = report
         self.top: int = report.options.top
         self.t0: int = report.window.full_start_ns
-        self.gpu_names: Dict[Any, str] = {g.id: str(g.name or "") for g in report.trace.gpus}
+        self.gpu_names: Dict[Any, str] = dict(report.facts.gpu_names_by_device())
 
     def at(self, ns: Any) -> str:
         """A timestamp as ms from trace start (``window.full_start_ns``)."""
@@ -37,7 +37,8 @@ class View:
         return round((ns - self.t0) / 1e6, 6)
 
     def device(self, dev: Any) -> Inline:
-        """``Device 0`` (with its GPU name when known)."""
+        """``Device 0`` (with its GPU name where the trace ties the device id to a GPU:
+        :meth:`~nsys_llm_explainer.analyses.trace.facts.TraceFacts.gpu_names_by_device`)."""
         gpu = self.gpu_names.get(dev)
         return inline("Device ", Cell(dev), (" (", Data(gpu), ")") if gpu else None)
 

@@ -127,7 +127,7 @@ def compare(paths: Sequence[str], labels: Optional[Sequence[str]] = None, **opti
     items = _path_list(paths, "paths", single_ok=False)
     opts = options_from_kwargs(**options)
     names = check_option("labels", labels)
-    return compare_paths(items, names, lambda p: analyze_path(p, opts))
+    return compare_paths(items, names, lambda p: analyze_path(p, opts, compare=True))
 
 
 @_one_line

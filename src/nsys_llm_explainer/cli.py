@@ -147,7 +147,7 @@ def run_compare(argv: Sequence[str]) -> int:
     with Progress(f"[{PROG}] ", enabled=not a.quiet) as progress:
         def analyze(path: str) -> Report:
             progress(f"analyzing {Path(path).name}")
-            return analyze_any(path, opts, progress)
+            return analyze_any(path, opts, progress, compare=True)
 
         result = compare_paths(a.traces, labels, analyze)
         progress("writing the comparison")

@@ -38,6 +38,7 @@ from .analyses.memory.unified import UnifiedMemoryResult, analyze_unified_memory
 from .analyses.nvtx.attribution import AttributionResult, analyze_attribution, default_domain_node
 from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
 from .analyses.steps.metrics import StepResult, analyze_steps
+from .analyses.steps.period_parts import PeriodParts, analyze_period_parts
 from .analyses.steps.phases import PhaseResult, analyze_phases, with_phase_totals
 from .analyses.steps.sync import StepSyncContext, device_step_sync, step_sync_result
 from .analyses.threads.waits import WaitsResult, analyze_waits
@@ -170,6 +171,11 @@ def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attributi
                          domain_nodes=nvtx_attribution.kernel_nodes or None)
 
 
+def _period_parts(model: TraceModel, steady: TraceModel, window: WindowResult, steps: StepResult, nvtx: NvtxResult,
+                  categories: CategoryResult, options: Options) -> Optional[PeriodParts]:
+    return analyze_period_parts(model, steady, window, steps, nvtx.tree, categories, options.include_memcpy_in_busy)
+
+
 # ---------------------------------------------------------------------------------------- memory
 def _memory(steady: TraceModel, steps: StepResult) -> MemoryResult:
     return analyze_memory(steady, steps.bounds)
@@ -238,6 +244,9 @@ STEPS: Tuple[Step, ...] = (
     Step("steady kernel starts", kernel_starts, ("steady",), ("steady_kernel_starts",), "steady"),
     Step("steady categories", _steady_categories, ("steady", "window", "options", "categories"),
          ("steady_categories",), "steady"),
+    # what only a comparison reads (pipeline.COMPARE_ONLY): a second idle attribution, over whole step periods
+    Step("period parts", _period_parts, ("model", "steady", "window", "steps", "nvtx", "categories", "options"),
+         ("period_parts",), "steady"),
     Step("memory", _memory, ("steady", "steps"), ("memory",), "steady"),
     Step("copy engines", _copy_engines, ("model", "steady", "window", "steps"), ("copy_engines",), "steady"),
     Step("facts", analyze_facts, ("model", "traits", "graphs", "copy_engines"), ("facts",)),

@@ -31,6 +31,8 @@ from .serialize import NOT_CARRIED
 
 #: the analysis graph's values that are not :class:`Report` fields (intermediate values)
 _NOT_IN_REPORT = ("tool_version", "timings_s")
+#: what only a comparison reads (a second idle attribution over whole step periods): made when ``compare`` is True
+COMPARE_ONLY = ("period_parts",)
 
 
 def _noop(_: str) -> None:
@@ -56,30 +58,34 @@ def load_model(path: str, progress: Progress = _noop, reader: str = "auto", work
 
 
 def analyze_model(model: TraceModel, options: Optional[Options] = None, progress: Progress = _noop,
-                  display_path: Optional[str] = None, workers: Optional[int] = None, extras: bool = True) -> Report:
+                  display_path: Optional[str] = None, workers: Optional[int] = None, extras: bool = True,
+                  compare: bool = False) -> Report:
     """The report of a built model: the analysis graph (:data:`graph.STEPS`) run on ``workers`` threads
     (default :func:`default_workers`; 1 runs every step in order on this thread). ``extras`` False: what only a
     comparison or a cluster reads (:data:`serialize.NOT_CARRIED`: not in report.json) is left None and its steps
-    do not run."""
+    do not run; ``compare`` False: neither does what only a comparison reads (:data:`COMPARE_ONLY`)."""
     opts = options if options is not None else Options()
     given: Dict[str, Any] = {"model": model, "options": opts, "display_path": display_path}
-    keep = [f.name for f in fields(Report) if f.name not in _NOT_IN_REPORT and (extras or f.name not in NOT_CARRIED)]
+    keep = [f.name for f in fields(Report) if f.name not in _NOT_IN_REPORT and (extras or f.name not in NOT_CARRIED)
+            and (compare or f.name not in COMPARE_ONLY)]
     values, timings = run_graph(STEPS, given, keep, workers or default_workers(), progress)
     values.update((name, None) for name in NOT_CARRIED if name not in values)
     return Report(tool_version=__version__, timings_s=timings, **values)
 
 
 def analyze_path(path: str, options: Optional[Options] = None, progress: Progress = _noop,
-                 display_path: Optional[str] = None, workers: Optional[int] = None, extras: bool = True) -> Report:
+                 display_path: Optional[str] = None, workers: Optional[int] = None, extras: bool = True,
+                 compare: bool = False) -> Report:
     """The report of the trace at ``path`` (see :func:`analyze_model`; ``workers=1``: no second thread at all,
     neither while reading nor in the analysis graph)."""
     opts = options if options is not None else Options()
     return analyze_model(load_model(path, progress, opts.reader, workers), opts, progress, display_path, workers,
-                         extras)
+                         extras, compare)
 
 
 def analyze_any(path: str, options: Optional[Options] = None, progress: Progress = _noop,
-                display_path: Optional[str] = None, workers: Optional[int] = None, extras: bool = True) -> Report:
+                display_path: Optional[str] = None, workers: Optional[int] = None, extras: bool = True,
+                compare: bool = False) -> Report:
     """:func:`analyze_path` of an SQLite export, or of an Nsight Systems report (``.nsys-rep``/``.qdrep``) exported
     first with ``nsys`` into a temporary directory that is removed afterwards (:class:`errors.InputError`, one line,
     when ``nsys`` is missing or fails). The report names ``display_path``, else the file the user gave — never a
@@ -87,8 +93,8 @@ def analyze_any(path: str, options: Optional[Options] = None, progress: Progress
     cluster workers)."""
     src = Path(path)
     if not is_report(src):
-        return analyze_path(path, options, progress, display_path, workers, extras)
+        return analyze_path(path, options, progress, display_path, workers, extras, compare)
     with tempfile.TemporaryDirectory(prefix="nsys-llm-explain-export-") as td:
         progress(f"exporting {src.name} to SQLite with nsys")
         exported = export_report(src, Path(td))
-        return analyze_path(str(exported), options, progress, display_path or path, workers, extras)
+        return analyze_path(str(exported), options, progress, display_path or path, workers, extras, compare)

@@ -28,6 +28,7 @@ from .analyses.memory.unified import UnifiedMemoryResult
 from .analyses.nvtx.attribution import AttributionResult
 from .analyses.nvtx.ranges import NvtxResult
 from .analyses.steps.metrics import StepResult
+from .analyses.steps.period_parts import PeriodParts
 from .analyses.steps.phases import PhaseResult
 from .analyses.steps.sync import StepSyncResult
 from .analyses.threads.waits import WaitsResult
@@ -93,6 +94,8 @@ class Report:
     # what a cluster reads of the trace (cluster.summary; not in report.json: None in a report loaded from it)
     clock: Optional[ClockInfo] = field(default=None, metadata=NOT_IN_JSON)        # UTC placement of the timestamps
     nccl_series: Optional[Tuple[NcclSeries, ...]] = field(default=None, metadata=NOT_IN_JSON)   # NCCL kernels
+    #: what a comparison splits per step period (NVTX steps; made only for a comparison: pipeline ``compare``)
+    period_parts: Optional[PeriodParts] = field(default=None, metadata=NOT_IN_JSON)
 
     def to_dict(self) -> Dict[str, Any]:
         return report_dict(self)

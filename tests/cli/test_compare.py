@@ -200,9 +200,10 @@ def test_planted_kernel_slowdown_is_the_top_kernel_delta(synth_dir, base_trace):
     slow = decode_loop(synth_dir / "lmhead.sqlite", lm_head_extra=100 * US)
     c = nle.compare([str(base_trace), str(slow)]).comparisons[0]
     top = c.kernel_deltas[0]
-    assert top.name == K.LM_HEAD and (top.base_count, top.new_count) == (120, 120)   # 2 per step, 1 slowed
+    # 2 per step, 1 slowed; over the 59 whole periods of 60 steps (first step's start to the last one's)
+    assert top.name == K.LM_HEAD and (top.base_count, top.new_count) == (118, 118)
     # planted +100 µs per step; kernel durations carry ±4 % multiplicative jitter (Rank.launch), the same draws
-    # in both traces, so the delta is 100 µs × mean(1 + 0.04 z) over 60 instances: sd 0.5 %; 3 % is > 5 sd
+    # in both traces, so the delta is 100 µs × mean(1 + 0.04 z) over 59 instances: sd 0.5 %; 3 % is > 5 sd
     assert top.delta_per_unit_ns == pytest.approx(100 * US, rel=0.03)
     assert c.main_reason.component == "category" and c.main_reason.name == "gemm"
     assert c.verdict == "slower"
@@ -406,14 +407,15 @@ def test_windows_without_kernels_have_no_main_reason(tmp_path):
 
 def test_graph_level_executions_are_the_graph_untraced_category(tmp_path):
     """A graph-level trace has no kernel rows for a graph's kernels: its 80 µs executions (+320…+400 µs) are busy
-    time no kernel category explains. Per trace over the 29.5 ms window (1.0 → 30.5 ms, 30 steps): gemm 30 × 200 µs
-    = 6 ms, sampling 30 × 20 µs = 0.6 ms, graph_untraced 30 × 80 µs = 2.4 ms, non_gpu 29.5 − 9.0 = 20.5 ms."""
+    time no kernel category explains. Per trace over whole step periods (the 30 steps' starts 1.0 → 30.0 ms: 29
+    periods of 1 ms, docs/COMPARE.md "Over whole step periods"): gemm 29 × 200 µs = 5.8 ms, sampling 29 × 20 µs =
+    0.58 ms, graph_untraced 29 × 80 µs = 2.32 ms, non_gpu 29 − 8.7 = 20.3 ms, 700 µs per step."""
     p = exact_loop(tmp_path / "g.sqlite", graph=True)
     t = nle.compare([p, p], labels=["BASE", "NEW"]).traces[0]
-    assert t.pooled_window_ns == 29_500 * US and t.units == 30.0
+    assert t.pooled_window_ns == 29 * MS and t.units == 29.0
     assert [(s.name, s.ns, s.per_unit_ns) for s in t.categories] == [
-        ("gemm", 6 * MS, 200 * US), ("graph_untraced", 2400 * US, 80 * US), ("sampling", 600 * US, 20 * US),
-        ("non_gpu", 20_500 * US, 20_500 * US // 30)]
+        ("gemm", 5800 * US, 200 * US), ("graph_untraced", 2320 * US, 80 * US), ("sampling", 580 * US, 20 * US),
+        ("non_gpu", 20_300 * US, 700 * US)]
 
 
 # ------------------------------------------------------------------------------------------ not comparable
@@ -749,7 +751,7 @@ def test_ranges_that_tile_the_loop_keep_their_step_time(tmp_path):
     c = res.comparisons[0]
     assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_base.count, c.change_pct, c.verdict) == (
         10 * MS, 11 * MS, 29, pytest.approx(10.0), "slower")
-    assert res.base.steps.p50_ns == 10 * MS and res.base.units == pytest.approx(30.0)
+    assert res.base.steps.p50_ns == 10 * MS and res.base.units == 29.0   # the step periods of 30 steps
 
 
 def test_each_process_is_its_own_step_sequence(tmp_path):

@@ -53,11 +53,12 @@ def test_a_pair_not_compared_claims_nothing_about_its_change(tmp_path):
     cut the loop — (39 × 1 000 + 365) / 40 = 984.1 µs against (7 × 1 000 + 365) / 8 = 920.6 µs — so the headline
     said "Largest change: GPU idle with the host outside CUDA, NVTX and OS calls (idle cause `host_cpu`) −0.064 ms
     per step" of a loop whose host work did not change, and "noise ±0.0 %: the change is within the noise" of a
-    pair it declined to compare. Now: the reasons, the spread and count of each trace, and GPU busy only."""
+    pair it declined to compare. Now: the reasons, the spread and count of each trace, and GPU busy only. (The window
+    time per step is now over whole periods, first step's start to the last step's start: 1.000 ms in both.)"""
     base, new = _loop(tmp_path / "b.sqlite"), _loop(tmp_path / "n.sqlite", steps=8)
     c = nle.compare([base, new], labels=["BASE", "NEW"]).comparisons[0]
     assert (c.status, c.verdict) == ("too_short", "not_compared")
-    assert (c.window_per_unit_base_ns, c.window_per_unit_new_ns) == (984_125, 920_625)
+    assert (c.window_per_unit_base_ns, c.window_per_unit_new_ns) == (1_000_000, 1_000_000)
     assert c.headline == (
         "`NEW` vs `BASE`: not compared — too short to compare: NEW has 7 step periods (< 10); NEW's steady window "
         "is 7.365 ms (< 20.000 ms).",
@@ -65,8 +66,6 @@ def test_a_pair_not_compared_claims_nothing_about_its_change(tmp_path):
         "GPU busy 33.5 % → 35.8 % of the steady window.")
 
 
-@pytest.mark.xfail(strict=True, reason="per-unit parts divide the steady window (N step walls, N − 1 host tails) by N "
-                   "steps: a capture's length moves every part's per-step value (docs/COMPARE.md)")
 def test_a_longer_capture_of_the_same_loop_does_not_move_the_main_reason(tmp_path):
     """BASE: 24 steps; NEW: the same loop with FlashAttention 10 µs longer (110 µs), captured for 60 steps. Truth:
     every step of NEW is exactly 10 µs longer, all of it attention (step period 1.000 → 1.010 ms, +1.0 %); the host
@@ -84,6 +83,38 @@ def test_a_longer_capture_of_the_same_loop_does_not_move_the_main_reason(tmp_pat
     assert (c.verdict, c.metric_base.p50_ns, c.metric_new.p50_ns) == ("slower", 1_000 * US, 1_010 * US)
     assert (c.main_reason.component, c.main_reason.name) == ("category", "attention")
     assert c.main_reason.delta_per_unit_ns == 10 * US
+    # the parts are over whole periods (first step's start to the last step's start): 23 and 59 periods of 1.000 and
+    # 1.010 ms, the host work between steps 635 µs per period in both (1 000 − 365 µs)
+    b, n = nle.compare([base, new], labels=["BASE", "NEW"]).traces
+    assert (b.units, n.units, b.pooled_window_ns, n.pooled_window_ns) == (23, 59, 23 * MS, 59 * 1_010 * US)
+    top = [(s.idle_by_kind[0].name, s.idle_by_kind[0].per_unit_ns) for s in (b, n)]
+    assert top == [("host_cpu", 635 * US)] * 2
+    assert (c.window_per_unit_base_ns, c.window_per_unit_new_ns) == (1_000 * US, 1_010 * US)
+
+
+def test_a_longer_host_tail_is_the_main_reason_whatever_the_capture_length(tmp_path):
+    """The opposite case: BASE 24 steps; NEW 60 steps of the same kernels with 40 µs more host work between steps
+    (period 1.040 ms). Truth: every period of NEW is 40 µs longer, all of it GPU idle with the host outside CUDA:
+    main reason `host_cpu` +0.040 ms per step (635 → 675 µs), the kernel categories unchanged per step."""
+    base, new = _loop(tmp_path / "b.sqlite", steps=24), _loop(tmp_path / "n.sqlite", steps=60, period=1_040 * US)
+    c = nle.compare([base, new], labels=["BASE", "NEW"]).comparisons[0]
+    assert (c.verdict, c.metric_new.p50_ns) == ("slower", 1_040 * US)
+    assert (c.main_reason.component, c.main_reason.name, c.main_reason.delta_per_unit_ns) == ("idle", "host_cpu",
+                                                                                               40 * US)
+    assert {d.name: d.delta_per_unit_ns for d in c.category_changes if d.name != "non_gpu"} == {
+        "gemm": 0, "attention": 0, "norm": 0, "sampling": 0}
+
+
+def test_both_changes_over_whole_periods_add_up_to_the_period_change(tmp_path):
+    """Mixed: BASE 60 steps; NEW 24 steps with FlashAttention 10 µs longer and 30 µs more host work (period
+    1.040 ms: attn 110 µs, ``period`` 1.030 ms). Truth per step: attention +10 µs, `host_cpu` +30 µs, and the window
+    time per step 1.000 → 1.040 ms, exactly the sum; the main reason is `host_cpu` +0.030 ms."""
+    base = _loop(tmp_path / "b.sqlite", steps=60)
+    new = _loop(tmp_path / "n.sqlite", steps=24, attn=110, period=1_030 * US)
+    c = nle.compare([base, new], labels=["BASE", "NEW"]).comparisons[0]
+    assert (c.window_per_unit_base_ns, c.window_per_unit_new_ns) == (1_000 * US, 1_040 * US)
+    assert (c.main_reason.name, c.main_reason.delta_per_unit_ns) == ("host_cpu", 30 * US)
+    assert {d.name: d.delta_per_unit_ns for d in c.category_changes}["attention"] == 10 * US
 
 
 def test_identical_runs_with_noise_are_rarely_called_different():

@@ -293,6 +293,7 @@ def test_a_single_report_skips_what_only_compare_and_cluster_read(tmp_path):
     report.json): its report.json is the same, those steps do not run, and the fields are None."""
     from synth import build_scenario
 
+    from nsys_llm_explainer.pipeline import COMPARE_ONLY
     from nsys_llm_explainer.serialize import NOT_CARRIED
 
     p = tmp_path / "warmup.sqlite"
@@ -301,7 +302,7 @@ def test_a_single_report_skips_what_only_compare_and_cluster_read(tmp_path):
     a, b = full.to_dict(), single.to_dict()
     a.pop("timings_s"), b.pop("timings_s")
     assert a == b and a["window"]["method"] == "auto"
-    assert all(getattr(full, n) is not None for n in NOT_CARRIED)
+    assert all((getattr(full, n) is None) == (n in COMPARE_ONLY) for n in NOT_CARRIED)   # COMPARE_ONLY: compare=True
     assert all(getattr(single, n) is None for n in NOT_CARRIED)
     skipped = {"steady categories", "steady kernel starts", "clock", "nccl series"}
     assert skipped <= set(full.timings_s) and not skipped & set(single.timings_s)

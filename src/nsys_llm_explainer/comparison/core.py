@@ -105,6 +105,8 @@ def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] =
     labels = check_labels(labels, paths)
     facts = [gather(r, lab, p) for r, lab, p in zip(reports, labels, paths)]
     spec = choose_metric(facts)
+    if spec.name == PERIOD:   # the parts over whole step periods (docs/COMPARE.md, "Where the change comes from")
+        facts = [gather(r, lab, p, periods=True) for r, lab, p in zip(reports, labels, paths)]
     sums = [summarize(spec, f) for f in facts]
     comps = tuple(compare_pair(spec, facts[0], facts[i], sums[0], sums[i]) for i in range(1, len(facts)))
     warnings = tuple(f"{lab}: {w}" for r, lab in zip(reports, labels) for w in r.warnings)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.starts import KernelStarts
+from ..analyses.steps.periods import PeriodSpan
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -37,6 +38,8 @@ class Facts:
     categories: Dict[str, int]                    # category → non-overlapped busy ns (+ graph_untraced)
     kernel_starts: KernelStarts                   # the steady window's kernel starts (anchor kernel periods)
     not_counted: Tuple[Tuple[int, str], ...] = ()  # (device id, role) of the devices that ran no kernel
+    #: the whole step periods the parts (window, busy, idle, categories, kernels) are over, when not the window
+    span: Optional[PeriodSpan] = None
 
     @property
     def non_gpu_ns(self) -> int:
@@ -61,26 +64,35 @@ def _categories(cat: CategoryResult, busy_ns: int, counted: AbstractSet[int]) ->
     return out
 
 
-def gather(rep: Report, label: str, path: str) -> Facts:
+def gather(rep: Report, label: str, path: str, periods: bool = False) -> Facts:
     """The numbers of ``rep`` the comparison uses (see module docstring); ``rep`` holds the steady window's kernel
-    starts and categories (a report the analysis made, not one loaded from report.json)."""
+    starts and categories (a report the analysis made, not one loaded from report.json). ``periods``: the parts are
+    over the whole step periods of ``rep.period_parts`` when it has them (the devices counted: those of the window)."""
     assert rep.steady_kernel_starts is not None and rep.steady_categories is not None
     pooled = rep.gpu_time.pooled()
     pooled_ns, busy, busy_pct = ((int(pooled.window_ns), int(pooled.busy_ns), float(pooled.busy_pct))
                                  if pooled is not None else (int(rep.window.end_ns - rep.window.start_ns), 0, 0.0))
     counted = set(rep.gpu_time.kernel_devices())
+    pp = rep.period_parts if periods else None
+    idle, cats, sk = (pp.idle_causes, pp.categories, pp.kernels) if pp is not None else (
+        rep.idle_causes, rep.steady_categories, rep.steady_kernels)
     kind: Counter[str] = Counter()
     detail: Counter[Tuple[str, str]] = Counter()
-    for dc in rep.idle_causes.devices if rep.idle_causes.available else ():
+    span_ns = span_busy = 0
+    for dc in idle.devices if idle.available else ():
         if dc.device_id in counted:
+            span_ns += int(dc.window_ns)
+            span_busy += int(dc.busy_ns)
             for c in dc.causes:
                 kind[c.kind] += int(c.ns)
                 detail[(c.kind, c.detail)] += int(c.ns)
+    if pp is not None:
+        pooled_ns, busy = span_ns, span_busy
     rest = tuple((d.device_id, d.role) for d in rep.gpu_time.devices if d.device_id not in counted)
-    sk = rep.steady_kernels
     kernels = {r.name: (int(r.count), int(r.total_ns)) for r in sk.by_name} if sk.available else {}
     return Facts(label, path, rep, pooled_ns, busy, busy_pct, len(counted) or len(rep.gpu_time.devices), kernels,
-                 kind, detail, _categories(rep.steady_categories, busy, counted), rep.steady_kernel_starts, rest)
+                 kind, detail, _categories(cats, busy, counted), rep.steady_kernel_starts, rest,
+                 pp.span if pp is not None else None)
 
 
 # ------------------------------------------------------------------------------------------ similarity

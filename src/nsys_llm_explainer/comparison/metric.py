@@ -93,7 +93,7 @@ def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
     if spec.name == PERIOD:
         st = f.report.steps
         periods = step_periods(st.arrays if st.available else None).samples
-        return _value(periods, int(periods.shape[0])), steps_in_window(f)
+        return _value(periods, int(periods.shape[0])), (f.span.units if f.span is not None else steps_in_window(f))
     if spec.name == STEP:
         st = f.report.steps
         wall = st.arrays.wall if st.arrays is not None else np.empty(0, np.int64)

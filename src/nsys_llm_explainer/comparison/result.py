@@ -75,7 +75,9 @@ class FindingBrief(FieldsJson):
 
 @dataclass(frozen=True)
 class TraceSummary(FieldsJson):
-    """One trace, measured for the comparison (all over its steady window, devices summed)."""
+    """One trace, measured for the comparison (all over its steady window, devices summed; for the metric
+    ``step_period_p50`` the parts — pooled window, busy, non-GPU, shares, units — over whole step periods, first step's
+    start to the last step's start: docs/COMPARE.md, "Over whole step periods")."""
 
     label: str
     path: str
@@ -85,11 +87,11 @@ class TraceSummary(FieldsJson):
     window_start_ns: int
     window_end_ns: int
     window_ns: int                    # steady window length (one device)
-    pooled_window_ns: int             # Σ over devices
+    pooled_window_ns: int             # Σ over devices (of the period span for step_period_p50)
     busy_ns: int
     busy_pct: float
     non_gpu_ns: int                   # pooled window − busy
-    units: Optional[float]            # units of work in the steady window (devices summed)
+    units: Optional[float]            # units of work in it (step_period_p50: the step periods of the span)
     metric: MetricValue
     steps: StepInfo
     idle_by_kind: Tuple[Share, ...]

@@ -44,3 +44,31 @@ def step_periods(a: Optional[StepArrays]) -> StepPeriods:
         return StepPeriods(per, 0, overlapped)
     paused = gap > PAUSE * float(percentile(per, 50))
     return StepPeriods(per[~paused], int(paused.sum()), overlapped)
+
+
+@dataclass(frozen=True)
+class PeriodSpan:
+    """Whole step periods of one trace inside its analysis window: ``[start_ns, end_ns)`` runs from the first step's
+    start to the last step's start (over all processes), and ``units`` counts the periods (start of a step to the
+    next step's start, same process; every one lies inside it) — N − 1 for the N steps of one process
+    (docs/COMPARE.md, "Where the change comes from")."""
+
+    start_ns: int
+    end_ns: int
+    units: float
+
+
+def period_span(a: Optional[StepArrays], w0: int, w1: int) -> Optional[PeriodSpan]:
+    """The :class:`PeriodSpan` of the steps starting inside ``[w0, w1]``; None when it holds no period (fewer than
+    two steps of one process)."""
+    if a is None or len(a) < 2:
+        return None
+    inside = (a.start >= w0) & (a.start <= w1)
+    s, pid = a.start[inside], a.pid[inside]
+    if s.shape[0] < 2:
+        return None
+    o = np.lexsort((s, pid))
+    s, pid = s[o], pid[o]
+    n = int(((pid[1:] == pid[:-1]) & (s[1:] > s[:-1])).sum())
+    lo, hi = int(s.min()), int(s.max())
+    return PeriodSpan(lo, hi, float(n)) if n and hi > lo else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.kernels.traits import detect_stack
@@ -161,8 +160,6 @@ def test_mapped_device_is_named_after_its_gpu(tmp_path: Path) -> None:
     assert "**Device 1 (NVIDIA H100 80GB HBM3):** busy 16.000 ms (80.7 %)" in md, md
 
 
-@pytest.mark.xfail(strict=True, reason="the FP32 advice pools the GPUs' datatypes into one 'This GPU' sentence; "
-                   "fix: word it per GPU model when the GPUs that ran the FP32 GEMMs differ (see the docstring)")
 def test_fp32_advice_on_an_a100_beside_a_t4_does_not_say_this_gpu_lacks_tf32(tmp_path: Path) -> None:
     """An A100 (GPU 0, cc 8.0: TF32/BF16/FP16) and a T4 (GPU 1, cc 7.5: FP16/INT8) each run an FP32 SIMT GEMM
     (`ampere_sgemm_128x64_tn`, 900 µs) every 1 ms from their own thread: 100 % of kernel time is FP32 on CUDA
@@ -184,3 +181,7 @@ def test_fp32_advice_on_an_a100_beside_a_t4_does_not_say_this_gpu_lacks_tf32(tmp
     j = _report(b, tmp_path).to_dict()
     f = next(f for f in j["findings"] if f["id"] == "fp32_gemm")
     assert not any(a.startswith("This GPU's tensor cores take FP16, not TF32/BF16") for a in f["recommendation"])
+    # the datatypes differ: neither "TF32" nor "not TF32" is true of "the GPU"; the evidence names each model
+    assert (j["facts"]["advice_facts"]["gpu_tf32"], j["facts"]["advice_facts"]["gpu_fp16_tensor_cores"]) == (None, True)
+    assert f["evidence"][2] == (f"The GPUs' tensor cores differ: `{A100}` TF32/BF16/FP16; `Tesla T4` FP16 (see "
+                                "`facts.gpus`): use a precision each GPU takes.")

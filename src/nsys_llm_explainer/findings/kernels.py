@@ -35,6 +35,18 @@ def pooled_words(gpu: GpuTimeResult) -> str:
     return text
 
 
+def _tensor_core_words(facts: TraceFacts, kinds: List[str]) -> str:
+    """The FP32 finding's line on the GPUs' tensor-core datatypes: one list when the GPUs agree, per GPU model when
+    they differ (an A100 beside a T4: TF32 is neither true nor false of "the GPU", :meth:`TraceFacts.supports`)."""
+    per = {g.name: "/".join(t for t in ("TF32", "BF16", "FP16") if t in g.tensor_core_types) or "none"
+           for g in facts.known_gpus()}
+    if len(set(per.values())) > 1:
+        return ("The GPUs' tensor cores differ: " + "; ".join(f"`{n}` {v}" for n, v in sorted(per.items()))
+                + " (see `facts.gpus`): use a precision each GPU takes.")
+    return ("The GPU's tensor cores take " + "/".join(kinds) + " (see `facts.gpus`)." if kinds else
+            "The GPU's tensor-core datatypes are not known from the trace.")
+
+
 def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
                     categories: CategoryResult, facts: TraceFacts, graphs: GraphResult) -> Tuple[Finding, ...]:
     """Findings about the kernels themselves (GPU-bound, FP32 GEMMs, unfused attention / elementwise); the GPUs'
@@ -97,8 +109,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                       f"The GPU is busy {p.busy_pct:.1f} %, " + ("so these kernels set the step time."
                                                                  if p.busy_pct >= GPU_BOUND_PCT else
                                                                  "so faster GEMMs shorten the busy part of the step."),
-                      ("The GPU's tensor cores take " + "/".join(kinds) + " (see `facts.gpus`)." if kinds else
-                       "The GPU's tensor-core datatypes are not known from the trace.")),
+                      _tensor_core_words(facts, kinds)),
             advice=["fp32.tf32", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"], facts=advice,
             time_at_stake_ns=int(h.total_ns * frac),
             checks=(busy if busy.holds() else mid,

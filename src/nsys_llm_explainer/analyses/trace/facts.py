@@ -112,13 +112,16 @@ class TraceFacts(FieldsJson):
     async_side_pct: Optional[float] = None       # share of the copies' time behind copies_async_side_stream
     JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("advice_facts",)
 
+    def known_gpus(self) -> List[GpuFact]:
+        """The GPUs whose capability is known and that ran kernels (every known GPU, when kernels cannot be
+        matched to GPUs)."""
+        return [g for g in self.gpus if g.source != "unknown" and g.ran_kernels is not False]
+
     def supports(self, dtype: str) -> Optional[bool]:
-        """Whether the tensor cores of every known GPU that ran kernels (of every known GPU, when kernels cannot
-        be matched to GPUs) take ``dtype`` (None: no GPU known)."""
-        known = [g for g in self.gpus if g.source != "unknown" and g.ran_kernels is not False]
-        if not known:
-            return None
-        return all(dtype in g.tensor_core_types for g in known)
+        """Whether the tensor cores of the known GPUs that ran kernels (:meth:`known_gpus`) take ``dtype``; None
+        when no GPU is known or they differ (an A100 beside a T4: TF32 is neither true nor false of "the GPU")."""
+        vals = {dtype in g.tensor_core_types for g in self.known_gpus()}
+        return vals.pop() if len(vals) == 1 else None
 
     def gpu_names_by_device(self) -> Dict[int, str]:
         """The GPU name to show beside each device id: by ``TARGET_INFO_GPU`` id where a device id is known to be

@@ -934,7 +934,10 @@ def step_sync(tr: Trace, causes: Dict[int, DeviceCauses], w0: int, w1: int) -> L
             in_steps = sum(1 for t in starts if ed[0] <= t < ed[-1])
             share = in_steps / len(starts) if starts else 0.0
             p50, p90 = _pctl(period, 50), _pctl(period, 90)
-            recurs = p90 <= SS_MAX_SPREAD * p50 or (x50 > 0 and x90 <= SS_MAX_SPREAD * x50)   # period or host time
+            # a regular period, or a regular host time with periods of two kinds (80 % within 25 % of p50 or p90)
+            levels = (sum(1 for v in period if abs(v - p50) <= 0.25 * p50 or abs(v - p90) <= 0.25 * p90)
+                      / len(period)) if period else 0.0
+            recurs = p90 <= SS_MAX_SPREAD * p50 or (x50 > 0 and x90 <= SS_MAX_SPREAD * x50 and levels >= 0.8)
             holds = len(ed) >= SS_MIN_POINTS and share >= SS_MIN_SHARE and recurs
             out.append(StepSyncSeries(d, tid, holds, api, len(sp), len(ed), sum(xs), sum(rs), in_steps,
                                       len(starts)))

@@ -161,7 +161,8 @@ def test_gpu_facts_from_the_name_alone(gpu, expected):
 
 def test_pooled_datatypes_follow_the_gpus_that_ran_kernels():
     """A machine with an idle A100 beside a Turing card that ran the kernels: the pooled facts are the Turing's
-    (no TF32), but only when the export maps CUDA devices to GPUs; unmapped, every listed GPU counts."""
+    (no TF32), but only when the export maps CUDA devices to GPUs; unmapped, every listed GPU counts (and where they
+    differ the fact is unknown)."""
     from types import SimpleNamespace
 
     import numpy as np
@@ -189,7 +190,9 @@ def test_pooled_datatypes_follow_the_gpus_that_ran_kernels():
     a100 = facts(gpus, [0, 0], [note])
     assert [g.ran_kernels for g in a100.gpus] == [True, False] and a100.supports("TF32") is True
     off = facts(gpus, [0, 0], [])                  # unmapped: a CUDA id need not be a GPU id
-    assert [g.ran_kernels for g in off.gpus] == [None, None] and off.supports("TF32") is False
+    # every listed GPU counts, and they differ: TF32 is neither true nor false of "the GPU"; FP16 both take
+    assert [g.ran_kernels for g in off.gpus] == [None, None]
+    assert (off.supports("TF32"), off.supports("FP16")) == (None, True)
     one = facts(gpus[:1], [0], [])                 # one listed GPU: it ran them
     assert one.gpus[0].ran_kernels is True and one.supports("TF32") is True
 

@@ -25,6 +25,7 @@ from .periods import PAUSE  # the idle-pause rule of the step periods: host time
 MIN_SYNC_POINTS = 5          # fewer sync points are no per-step pattern
 MIN_KERNEL_SHARE = 0.5       # the steps hold at least half of the device's kernels in the window
 MAX_PERIOD_SPREAD = 3.0      # period p90 ≤ 3 × p50, or host time after the sync p90 ≤ 3 × p50: the steps recur
+LEVEL_TOL, LEVELS_SHARE = 0.25, 0.8   # … the latter with 80 % of the periods within 25 % of p50 or of p90
 WAIT_TOL_NS = 20_000         # a call returning up to 20 µs before its work's recorded end still drained it
 THRESHOLDS = {"min_sync_points": MIN_SYNC_POINTS, "min_kernel_share": MIN_KERNEL_SHARE,
               "max_period_spread": MAX_PERIOD_SPREAD, "wait_tol_ns": WAIT_TOL_NS}
@@ -270,18 +271,25 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     period, gpu_step, step_x, step_w = period[keep], gpu_step[keep], step_x[keep], step_w[keep]
     p50, p90 = percentile(period, 50), percentile(period, 90)
     x50, x90 = percentile(step_x, 50), percentile(step_x, 90)
-    # the steps recur: a regular period, or (the GPU work differing per step: prefill and decode, batch sizes) a
-    # regular host time after the sync — what the finding claims, on every step
-    host_regular = x50 > 0 and x90 <= MAX_PERIOD_SPREAD * x50
+    # the steps recur: a regular period, or (the GPU work differing per step: prefill and decode) a regular host
+    # time after the sync — what the finding claims, on every step — with periods of two kinds (LEVELS_SHARE of
+    # them within LEVEL_TOL of p50 or of p90: decode and prefill steps, not one-off trials of every length)
+    levels = float(np.mean((np.abs(period - p50) <= LEVEL_TOL * p50) | (np.abs(period - p90) <= LEVEL_TOL * p90))) \
+        if period.shape[0] else 0.0
+    host_regular = x50 > 0 and x90 <= MAX_PERIOD_SPREAD * x50 and levels >= LEVELS_SHARE
     if m < MIN_SYNC_POINTS:
         holds, why = False, f"{m} sync point{'s' if m != 1 else ''} of `{api_counts[0][0]}` (< {MIN_SYNC_POINTS})"
     elif share < MIN_KERNEL_SHARE:
         holds, why = False, (f"the steps hold {100 * share:.0f} % of the device's kernels "
                              f"(< {100 * MIN_KERNEL_SHARE:.0f} %)")
     elif p90 > MAX_PERIOD_SPREAD * p50 and not host_regular:
-        holds, why = False, (f"irregular period: p90 {dur(p90)} > {MAX_PERIOD_SPREAD:g} × p50 "
-                             f"{dur(p50)}, and irregular host time after the sync: p90 {dur(x90)} "
-                             + (f"> {MAX_PERIOD_SPREAD:g} × p50 {dur(x50)}" if x50 > 0 else "with p50 0"))
+        x_ok = x50 > 0 and x90 <= MAX_PERIOD_SPREAD * x50
+        holds, why = False, (f"irregular period: p90 {dur(p90)} > {MAX_PERIOD_SPREAD:g} × p50 {dur(p50)}, and "
+                             + (f"the host time after the sync is regular (p90/p50 {x90 / x50:.2f}) but only "
+                                f"{100 * levels:.0f} % of the periods lie within {100 * LEVEL_TOL:.0f} % of p50 or "
+                                "p90: not two kinds of step" if x_ok else
+                                f"irregular host time after the sync: p90 {dur(x90)} "
+                                + (f"> {MAX_PERIOD_SPREAD:g} × p50 {dur(x50)}" if x50 > 0 else "with p50 0")))
     else:
         holds, why = True, (f"{m} sync points of `{api_counts[0][0]}`; the steps hold {100 * share:.0f} % of the "
                             f"device's kernels; period p90/p50 = {p90 / p50 if p50 else 0.0:.2f}")

@@ -20,6 +20,10 @@ from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, best_shift, overall_
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
 COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
+#: point-to-point NCCL kernels (send / recv), by their collective name (:func:`collective_name`): a receiver that
+#: waits for its sender waits on the data it receives (a pipeline stage, a prefill-to-decode KV hand-off), not on a
+#: late rank of a collective, so they take no part in the straggler verdict
+P2P_RE = re.compile(r"_(?:SendRecv|Send|Recv)(?:_|$)", re.IGNORECASE)
 CUSTOM_AR_RE = re.compile(r"cross_device_reduce|all_?reduce", re.IGNORECASE)
 MIN_RATIO = 1.5
 MIN_LATE_SHARE = 0.6
@@ -314,7 +318,12 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     straggler = None
     reason = None
     by = {MATCH_TIME: "time", MATCH_MIXED: "time or issue order"}.get(head.matching or MATCH_ORDER, MATCH_ORDER)
-    if split_n:
+    p2p = np.array([bool(P2P_RE.search(n)) for n in coll_names], bool)
+    if p2p[c_coll[matched_c]].all():
+        reason = ("the matched NCCL kernels are point-to-point (send / recv): a receiver waits for the data its "
+                  "sender sends (a pipeline stage, a KV-cache hand-off), not for a late rank of a collective; no "
+                  "straggler verdict")
+    elif split_n:
         reason = (f"{split_n} (rank, collective) pair(s) run on several CUDA streams: the collective name is shared "
                   f"by several communicators, which the export does not name, so matching by name and {by} "
                   "may mix them; no straggler verdict")

@@ -108,8 +108,10 @@ def test_copy_time_counted_as_busy_is_not_kernel_time_that_sets_the_pace(tmp_pat
     _offload(b)
     rep = _run(b, tmp_path, "offload.sqlite", window=(T0, T0 + 10_000 * US), include_memcpy_in_busy=True)
     top = rep.findings[0]
-    assert top.title == "GPU-bound: the GPU is busy 99.0 % of the steady window; kernels and copies set the pace"
-    assert top.evidence[0] == ("GPU busy 99.0 % of the steady window (9.900 ms of 10.000 ms, device 0): the GPU's "
+    assert top.title == ("GPU-bound: the GPU is busy 99.0 % of the window set by --window; kernels and copies set "
+                         "the pace")
+    assert top.evidence[0] == ("GPU busy 99.0 % of the window set by --window (9.900 ms of 10.000 ms, device 0): "
+                               "the GPU's "
                                "kernels and copies (counted as busy: --include-memcpy-in-busy), not the host, set "
                                "the step time.")
     assert top.evidence[2] == "Where the busy time goes (non-overlapped): memcpy 81 %, gemm 19 %."

@@ -133,7 +133,7 @@ def test_mixed_idle_names_the_largest_causes_in_the_charging_order(tmp_path: Pat
     assert [d.device_id for d in rep.idle_causes.devices] == ([0, 1] if copy_only_device else [0])
     (f,) = rep.findings
     assert f.id == "mixed_idle" and f.severity == "low" and f.holds()
-    assert f.title == "The GPU is idle 15.6 % of the steady window, spread over causes below 5 % each"
+    assert f.title == "The GPU is idle 15.6 % of the window set by --window, spread over causes below 5 % each"
     assert f.evidence == ("Largest idle causes: host cpu 218.00 µs; sync `cudaStreamSynchronize` 150.00 µs; "
                           "alloc `cudaMalloc` 150.00 µs; launch `cudaLaunchKernel` 148.00 µs.",)
     assert f.time_at_stake_ns == 740 * US
@@ -216,7 +216,8 @@ def test_a_few_stray_kernels_on_another_gpu_are_not_averaged_in(tmp_path: Path) 
     assert rep.headline.steady_busy_pct == pytest.approx(100 * 5_000 / 5_010)
     (f,) = rep.findings
     assert f.id == "gpu_bound" and f.holds() and f.checks[0].scope.devices == (0,)
-    assert f.evidence[0] == ("GPU busy 99.8 % of the steady window (5.000 ms of 5.010 ms, device 0; device 1 ran too "
+    assert f.evidence[0] == ("GPU busy 99.8 % of the window set by --window (5.000 ms of 5.010 ms, device 0; "
+                             "device 1 ran too "
                              "few kernels to count): kernel speed, not the host, sets the step time.")
     out = tmp_path / "out"
     render_all(rep, out)

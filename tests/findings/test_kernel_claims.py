@@ -47,7 +47,7 @@ def test_graph_level_tracing_quotes_no_share_of_kernel_time(tmp_path: Path) -> N
     assert ids[0] == "graph_trace_mode"
     assert "elementwise_fusion" not in ids and "fp32_gemm" not in ids
     (g,) = [f for f in rep.findings if f.id == "gpu_bound"]
-    assert g.title == "GPU-bound: the GPU is busy 91.3 % of the steady window; kernel time sets the pace"
+    assert g.title == "GPU-bound: the GPU is busy 91.3 % of the window set by --window; kernel time sets the pace"
     assert g.evidence[1:] == ("The kernels inside the 50 CUDA graph launches were not recorded (graph-level tracing): "
                               "which kernels take the busy time is not known.",)
     assert not any("of kernel time" in e or "busy time goes" in e for e in g.evidence)

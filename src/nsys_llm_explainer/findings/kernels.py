@@ -12,11 +12,12 @@ from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.summary import KernelSummary
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.trace.facts import TraceFacts
+from ..analyses.trace.window import WindowResult
 from ..model.names import short
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
-from .base import GPU_BOUND_PCT, MEDIUM_SHARE, Check, Finding, Scope, finding, pooled_scope
+from .base import GPU_BOUND_PCT, MEDIUM_SHARE, Check, Finding, Scope, finding, pooled_scope, window_name
 
 KERNEL_CLAIM_MIN_BUSY = 50.0
 FP32_MIN_SHARE = 20.0
@@ -48,10 +49,12 @@ def _tensor_core_words(facts: TraceFacts, kinds: List[str]) -> str:
 
 
 def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
-                    categories: CategoryResult, facts: TraceFacts, graphs: GraphResult) -> Tuple[Finding, ...]:
+                    categories: CategoryResult, facts: TraceFacts, graphs: GraphResult,
+                    window: WindowResult) -> Tuple[Finding, ...]:
     """Findings about the kernels themselves (GPU-bound, FP32 GEMMs, unfused attention / elementwise); the GPUs'
-    tensor-core datatypes (``facts``) decide the precision advice. CUDA graphs traced at graph level hide the kernels
-    inside them: shares of kernel time are then unknown, so no share is quoted and no trait finding is made."""
+    tensor-core datatypes (``facts``) decide the precision advice; ``window`` names the window (:func:`window_name`).
+    CUDA graphs traced at graph level hide the kernels inside them: shares of kernel time are then unknown, so no
+    share is quoted and no trait finding is made."""
     out: List[Finding] = []
     p = gpu_time.pooled()
     if p is None or not traits.available:
@@ -66,7 +69,8 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         idle = 100.0 - p.busy_pct   # from MEDIUM_SHARE on, the idle may hold a host finding: "not the host" is not said
         who = ("the GPU's kernels and copies (counted as busy: --include-memcpy-in-busy)" if copies else
                "kernel speed")
-        ev = [f"GPU busy {p.busy_pct:.1f} % of the steady window ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
+        where = window_name(window.method, window.details.bins is not None)
+        ev = [f"GPU busy {p.busy_pct:.1f} % of {where} ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
               f"{pooled_words(gpu_time)}): "
               + (f"{who}, not the host, {'set' if copies else 'sets'} the step time." if idle < MEDIUM_SHARE else
                  f"{who} {'set' if copies else 'sets'} most of the step time; the GPU idles the other {idle:.1f} % "
@@ -86,7 +90,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                 f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
         out.append(finding(
             "gpu_bound", severity="medium",
-            title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of the steady window; "
+            title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of {where}; "
                   + ("kernels and copies set the pace" if copies else "kernel time sets the pace"),
             evidence=ev, advice=["gpu_bound.kernels"], facts=advice, time_at_stake_ns=p.busy_ns, checks=checks))
     mid = Check("busy_pct", p.busy_pct, ">=", KERNEL_CLAIM_MIN_BUSY, scope)

@@ -29,16 +29,17 @@ class Headline(FieldsJson):
 
 
 def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],
-         causes: IdleCausesResult, facts: Mapping[str, Any], devices: Sequence[int]) -> Tuple[Finding, ...]:
+         causes: IdleCausesResult, facts: Mapping[str, Any], devices: Sequence[int],
+         where: str = "the steady window") -> Tuple[Finding, ...]:
     """``busy_pct``: pooled over ``devices`` (the devices that ran kernels, :meth:`GpuTimeResult.pooled`), the only
-    devices ``mixed_idle`` speaks for."""
+    devices ``mixed_idle`` speaks for; ``where``: the window in words (:func:`base.window_name`)."""
     held = [f for f in findings if f.holds()]
     if gate is not None:
         keep = [f for f in held if f.blocks_analysis or f.category in ("one_time", "nvtx_coverage")]
         return tuple([gate] + sorted(keep, key=_key))
     work = [f for f in held if not f.about_capture and not f.blocks_analysis]
     if not any(f.severity in ("high", "medium") for f in work) and busy_pct is not None:
-        extra = _mixed(busy_pct, causes, facts, tuple(devices))
+        extra = _mixed(busy_pct, causes, facts, tuple(devices), where)
         if extra.holds():
             held.append(extra)
     return tuple(sorted(held, key=_key))
@@ -48,7 +49,8 @@ def _key(f: Finding) -> Tuple[bool, bool, int, int, str]:
     return (not f.blocks_analysis, f.about_capture, SEVERITY_RANK[f.severity], -int(f.time_at_stake_ns), f.id)
 
 
-def _mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any], ids: Tuple[int, ...]) -> Finding:
+def _mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any], ids: Tuple[int, ...],
+           where: str) -> Finding:
     """``mixed_idle``: the devices that ran kernels idle over 10 % of the window, no cause reaching 5 % of it; their
     largest causes. (From 85 % busy up the medium ``gpu_bound`` finding speaks instead.)"""
     scope = pooled_scope(ids)
@@ -59,7 +61,7 @@ def _mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any], 
                  for d in devs for k in {c.kind for c in d.causes}), default=(0.0, None, None))
     return finding(
         "mixed_idle", severity="low", confidence="medium",
-        title=f"The GPU is idle {100 - busy_pct:.1f} % of the steady window, spread over causes below 5 % each",
+        title=f"The GPU is idle {100 - busy_pct:.1f} % of {where}, spread over causes below 5 % each",
         evidence=("Largest idle causes: " + "; ".join(
             f"{c.kind.replace('_', ' ')}{' `' + c.detail + '`' if c.detail else ''} {dur(c.ns)}" for c in top)
             + ".",) if top else (), advice=["mixed.table"], facts=facts,

@@ -18,7 +18,7 @@ from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..model.trace import TraceModel
 from ..options import Options
-from .base import Claims, Finding
+from .base import Claims, Finding, window_name
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
 from .rank import Headline, headline, rank
 from .step_sync import step_sync_finding
@@ -61,7 +61,8 @@ def rank_findings(gpu_time: GpuTimeResult, idle_causes: IdleCausesResult, kernel
     gate = gate_finding(gpu_time, kernels.kernel_count if kernels.available else 0, kernels.reason, advice)
     found: List[Finding] = [c.finding for c in (step_sync_claims, copy_path_claims) if c.finding is not None]
     found += [*idle_found, *kernel_found, *capture_found]
-    ranked = rank(found, gate, busy, idle_causes, advice, sorted(gpu_time.kernel_devices()))
+    ranked = rank(found, gate, busy, idle_causes, advice, sorted(gpu_time.kernel_devices()),
+                  window_name(window.method, window.details.bins is not None))
     return ranked, headline(ranked, busy, window.method)
 
 

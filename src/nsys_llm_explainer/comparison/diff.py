@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
-from ..findings.base import SEVERITY_RANK
+from ..findings.base import SEVERITY_RANK, window_name
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from .measure import NON_GPU, Facts, kernel_time_in_common, weighted_jaccard
@@ -118,8 +118,9 @@ def reason_text(r: Delta) -> str:
 
 
 def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: TraceSummary,
-              n: TraceSummary) -> Tuple[str, ...]:
-    """The headline lines of ``c`` (``details``: every (kind, detail) delta, not only the rows ``c`` keeps)."""
+              n: TraceSummary, windows: Tuple[str, str]) -> Tuple[str, ...]:
+    """The headline lines of ``c`` (``details``: every (kind, detail) delta, not only the rows ``c`` keeps;
+    ``windows``: BASE's and NEW's analysis windows in words, :func:`findings.base.window_name`)."""
     unit = UNIT_WORD[spec.basis]
     mb, mn = b.metric, n.metric
     what = spec.description.split(" (")[0]
@@ -153,7 +154,8 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
         if r.component == "idle" and r.detail and sub:
             text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
-    lines.append(f"GPU busy {b.busy_pct:.1f} % → {n.busy_pct:.1f} % of the steady window.")
+    where = windows[0] if windows[0] == windows[1] else f"BASE's {windows[0]} / NEW's {windows[1]}"
+    lines.append(f"GPU busy {b.busy_pct:.1f} % → {n.busy_pct:.1f} % of {where}.")
     return tuple(lines)
 
 
@@ -190,4 +192,5 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
         busy_pct_new=n.busy_pct, window_per_unit_base_ns=wb, window_per_unit_new_ns=wn, idle_changes=kinds,
         idle_detail_changes=details[:IDLE_DETAIL_ROWS], category_changes=cats, kernel_deltas=kern,
         finding_changes=_finding_changes(b, n))
-    return replace(c, headline=_headline(spec, c, details, b, n))
+    names = tuple(window_name(f.report.window.method, f.report.window.details.bins is not None) for f in (fb, fn))
+    return replace(c, headline=_headline(spec, c, details, b, n, (names[0], names[1])))

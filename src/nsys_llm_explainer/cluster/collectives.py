@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, round_half_up
-from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, best_shift, overall_matching
+from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 from ..jsonable import NONE_OMITTED, FieldsJson
 from .align import Alignment
 from .summary import FileSummary
@@ -172,10 +172,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                 offs = [int(al.offsets_ns[ser[r][1]] or 0) for r in members]
                 st, en = ([np.asarray(getattr(ser[r][0], a), np.int64) + o for r, o in zip(members, offs)]
                           for a in ("start", "end"))
-                ref = lens.index(max(lens))
-                found = [0 if j == ref else best_shift(st[ref], en[ref], st[j], en[j]) for j in range(len(members))]
-                if all(d is not None for d in found):
-                    method, shifts = MATCH_TIME, [int(d or 0) for d in found]
+                found = member_shifts(st, en)
+                if found is not None:
+                    method, shifts = MATCH_TIME, found
             methods.append(method)
         lo, hi = _indices(lens, shifts) if len(members) >= 2 else (0, 0)
         m = hi - lo

@@ -5,7 +5,7 @@ single-file NCCL section, :mod:`.nccl`) and for several files on aligned clocks 
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -37,6 +37,16 @@ def best_shift(ref_start: np.ndarray, ref_end: np.ndarray, start: np.ndarray, en
         return None
     vals, counts = np.unique(best_i[hit] - np.flatnonzero(hit), return_counts=True)
     return int(vals[np.lexsort((vals, np.abs(vals), -counts))[0]])
+
+
+def member_shifts(starts: Sequence[np.ndarray], ends: Sequence[np.ndarray]) -> Optional[List[int]]:
+    """The index shift of each member rank's kernels of one name (start order, one clock) against the reference
+    member — the one with the most kernels, the first such on ties — by :func:`best_shift` (0 for the reference);
+    None when on some member no kernel overlaps one of the reference's (the caller falls back to issue order)."""
+    lens = [s.shape[0] for s in starts]
+    ref = lens.index(max(lens))
+    found = [0 if j == ref else best_shift(starts[ref], ends[ref], starts[j], ends[j]) for j in range(len(starts))]
+    return None if any(d is None for d in found) else [int(d or 0) for d in found]
 
 
 def overall_matching(methods: Sequence[str]) -> Optional[str]:

@@ -16,7 +16,7 @@ from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import Kernels, TraceModel
 from ..common.stats import combine_keys, int_sums, median, pct, round_half_up
-from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, best_shift, overall_matching
+from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
 COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
@@ -193,13 +193,11 @@ def _shifts(of_pair: List[Tuple[int, np.ndarray]], n_coll: int, n_rank: int, sta
         mem = by_name[c]
         if len(mem) < 2:
             continue
-        lens = [r.shape[0] for _, r in mem]
-        ref = mem[lens.index(max(lens))][1]
-        found = [best_shift(start[ref], end[ref], start[r], end[r]) if r is not ref else 0 for _, r in mem]
-        if all(d is not None for d in found):
+        found = member_shifts([start[r] for _, r in mem], [end[r] for _, r in mem])
+        if found is not None:
             methods.append(MATCH_TIME)
             for (key, _), d in zip(mem, found):
-                shift[key] = int(d or 0)
+                shift[key] = d
         else:
             methods.append(MATCH_ORDER)
             fallbacks.append(c)

@@ -134,3 +134,9 @@ def test_data_loader_wait_between_steps_is_not_said_to_be_inside_the_step(tmp_pa
     assert f["time_at_stake_ns"] == 14 * MS, f["time_at_stake_ns"]
     assert "inside `train_step`" not in f["title"], f["title"]
     assert not any("inside NVTX range `train_step`" in e for e in f["evidence"]), f["evidence"]
+    # per waiting call (read is file I/O, not a wait): no range encloses poll; pthread_cond_wait (32 × 2.495 ms =
+    # 79.840 ms) lies wholly in train_step
+    (w,) = rep["waits"]["launchers"]
+    ctx = {c["name"]: (c["ns"], c["context"], c["context_pct"]) for c in w["calls"]}
+    assert set(ctx) == {"poll", "pthread_cond_wait"} and ctx["poll"][1:] == ("", 0.0)
+    assert ctx["pthread_cond_wait"] == (79_840 * US, "train_step", 100.0)

@@ -15,6 +15,7 @@ import os
 import numpy as np
 import pytest
 from synth import TraceBuilder
+from synth.loops import LOOP_KERNELS, synced_loop
 from synth.scenarios.cluster import AR, BASE_UTC, GEMM
 from synth.scenarios.names import K
 
@@ -28,23 +29,8 @@ SAMPLER = "void at::native::sampling_kernel()"
 
 
 def _loop(path, steps: int = 40, attn: int = 100, period: int = MS) -> str:
-    b = TraceBuilder()
-    b.process(100)
-    g = b.thread(100, 100)
-    b.gpu(0)
-    t = MS
-    for _ in range(steps):
-        c = b.runtime(t + 1 * US, t + 19 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
-        b.memcpy(t + 2 * US, t + 18 * US, pid=100, bytes=65536, copy_kind=1, src_kind=1, dst_kind=2, corr=c)
-        api, k = t + 19 * US, t + 20 * US
-        for name, dur in ((K.GEMM_QKV, 200), (K.FLASH, attn), (K.RMS_NORM, 20), (SAMPLER, 10)):
-            b.launch(api, api + 500, k, k + dur * US, pid=100, tid=100, name=name)
-            api, k = api + 600, k + dur * US
-        c = b.runtime(api, k + 5 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
-        b.sync(api, k + 5 * US, pid=100, sync_type=3, corr=c)
-        b.nvtx_push_pop(t, k + 15 * US, "execute_model", tid_g=g)
-        t = k + 5 * US + period - 355 * US
-    return b.write(str(path), overwrite=True)
+    kernels = tuple((n, attn if n == K.FLASH else d) for n, d in LOOP_KERNELS)
+    return synced_loop(str(path), kernels, steps, period)
 
 
 def test_a_pair_not_compared_claims_nothing_about_its_change(tmp_path):

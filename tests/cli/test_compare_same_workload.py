@@ -11,7 +11,7 @@ of BASE, 330 µs)."""
 from __future__ import annotations
 
 import pytest
-from synth import TraceBuilder
+from synth.loops import synced_loop
 from synth.scenarios.names import K
 
 import nsys_llm_explainer as nle
@@ -27,23 +27,7 @@ BASE = ((K.GEMM_QKV, 200), (K.FLASH, 100), (K.RMS_NORM, 20), (SAMPLER, 10))
 
 
 def _loop(path, kernels=BASE, steps: int = 40) -> str:
-    b = TraceBuilder()
-    b.process(100)
-    g = b.thread(100, 100)
-    b.gpu(0)
-    t = MS
-    for _ in range(steps):
-        c = b.runtime(t + 1 * US, t + 19 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
-        b.memcpy(t + 2 * US, t + 18 * US, pid=100, bytes=65536, copy_kind=1, src_kind=1, dst_kind=2, corr=c)
-        api, k = t + 19 * US, t + 20 * US
-        for name, dur in kernels:
-            b.launch(api, api + 500, k, k + dur * US, pid=100, tid=100, name=name)
-            api, k = api + 600, k + dur * US
-        c = b.runtime(api, k + 5 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
-        b.sync(api, k + 5 * US, pid=100, sync_type=3, corr=c)
-        b.nvtx_push_pop(t, k + 15 * US, "execute_model", tid_g=g)
-        t = k + 5 * US + 645 * US
-    return b.write(str(path), overwrite=True)
+    return synced_loop(str(path), kernels, steps)
 
 
 def test_a_new_kernel_in_new_is_a_change_of_the_loop_while_most_of_new_is_the_old_kernels(tmp_path):

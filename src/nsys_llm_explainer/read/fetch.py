@@ -170,41 +170,44 @@ RUNTIME_COLS = {"start": "start", "end": "end", "gtid": "globalTid", "corr": "co
 OSRT_COLS = {"start": "start", "end": "end", "gtid": "globalTid", "name_id": "nameId"}
 
 
-def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -> Optional[Columns]:
-    """Kernel rows: start, end, device, stream, corr, gpid, demangled, short, graph_node.
+def _packed(conn: TraceConnection, table: str, cols: Dict[str, str], ints: Sequence[str], ok: str, packed: str,
+            p2: Optional[str] = None) -> Optional[Columns]:
+    """The packed fast path (what big traces need: Python object creation dominates fetch cost): ``cols``, then the
+    small columns packed into one integer ``p`` (and ``p2``) per row, unpacked in numpy by the caller; None when a
+    row fails ``ok`` (its small columns do not fit, or ``ints`` are not all integers: a REAL would be truncated by
+    the shifts), a value is not an integer, or the table is empty: the caller then takes the generic path."""
+    ok += "".join(f" AND typeof({c}) = 'integer'" for c in ints)
+    sel = [_strict(c) for c in cols.values()] + [f"CASE WHEN {ok} THEN {packed} ELSE -1 END"] + ([p2] if p2 else [])
+    try:
+        c = _fetch_ints(conn, f'SELECT {", ".join(sel)} FROM "{table}"', [*cols, "p"] + (["p2"] if p2 else []))
+    except ValueTypeError:
+        return None
+    return None if c["p"].shape[0] == 0 or (c["p"] < 0).any() else c
 
-    Fast path (what big traces need): each row is fetched as four packed integers (Python object creation
-    dominates fetch cost) and unpacked in numpy; a ``CASE`` marks rows whose small columns do not fit, and any
-    such row sends the table through the generic path. ``graph_node`` is then a flag (1 = graph node).
-    ``short`` is then only resolved for demangled ids missing from StringIds (see :func:`fetch_short_for`).
-    """
+
+def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -> Optional[Columns]:
+    """Kernel rows: start, end, device, stream, corr, gpid, demangled, short, graph_node; through :func:`_packed`
+    when it can (``graph_node`` is then a flag, 1 = graph node; ``short`` is then resolved only for demangled ids
+    missing from StringIds: :func:`fetch_short_for`)."""
     if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
         return None
     need = ("deviceId", "streamId", "correlationId", "globalPid", "demangledName")
     if not all(schema.has(table, c) for c in need):
         return _select(conn, schema, table, KERNEL_COLS)
     if conn.columnar_uri:   # as the packed path: shortName only for ids missing from StringIds (fetch_short_for)
-        c = _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k != "short"})
-        c["graph_node"] = np.where(c["graph_node"] >= 0, 1, NULL).astype(np.int64)   # the packed path's flag
-        return c
+        return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k != "short"})
     has_gn = schema.has(table, "graphNodeId")
-    gflag = "((graphNodeId IS NOT NULL) << 62) | " if has_gn else ""
-    # rows whose small columns do not fit the packing come back as -1 and trigger the generic path
-    ok = ("deviceId BETWEEN 0 AND 63 AND streamId BETWEEN 0 AND 16777215 AND correlationId BETWEEN 0 AND 4294967295 "
-          "AND globalPid IS NOT NULL AND demangledName BETWEEN 0 AND 2147483647")
-    ok += "".join(f" AND typeof({c}) = 'integer'" for c in need)   # a REAL would be truncated by the shifts
-    if has_gn:   # only "is a graph node" is packed, but a text / blob / real id leaves its row out (one rule)
-        ok += " AND typeof(graphNodeId) IN ('integer', 'null')"
-    packed = [_strict("start"), _strict("end"),
-              f"CASE WHEN {ok} THEN {gflag}(deviceId << 56) | (streamId << 32) | correlationId ELSE -1 END",
-              "(((globalPid >> 24) & 16777215) << 32) | demangledName"]
-    try:
-        c = _fetch_ints(conn, f'SELECT {", ".join(packed)} FROM "{table}"', ["start", "end", "p1", "p2"])
-    except ValueTypeError:
+    # only "is a graph node" is packed, but a text / blob / real id leaves its row out (one rule)
+    c = _packed(conn, table, {"start": "start", "end": "end"}, need,
+                "deviceId BETWEEN 0 AND 63 AND streamId BETWEEN 0 AND 16777215 AND correlationId BETWEEN 0 AND "
+                "4294967295 AND globalPid IS NOT NULL AND demangledName BETWEEN 0 AND 2147483647"
+                + (" AND typeof(graphNodeId) IN ('integer', 'null')" if has_gn else ""),
+                ("((graphNodeId IS NOT NULL) << 62) | " if has_gn else "")
+                + "(deviceId << 56) | (streamId << 32) | correlationId",
+                "(((globalPid >> 24) & 16777215) << 32) | demangledName")
+    if c is None:
         return _select(conn, schema, table, KERNEL_COLS)
-    p1v, p2v = c.pop("p1"), c.pop("p2")
-    if p1v.shape[0] == 0 or (p1v < 0).any():
-        return _select(conn, schema, table, KERNEL_COLS)
+    p1v, p2v = c.pop("p"), c.pop("p2")
     c["device"] = ((p1v >> 56) & 0x3F).astype(np.int32)
     c["stream"] = ((p1v >> 32) & 0xFFFFFF).astype(np.int32)
     c["corr"] = p1v & 0xFFFFFFFF
@@ -243,16 +246,11 @@ def fetch_runtime(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
         return None
     if conn.columnar_uri or not all(schema.has(t, c) for c in ("globalTid", "correlationId", "nameId", "eventClass")):
         return _select(conn, schema, t, RUNTIME_COLS)
-    ok = ("correlationId BETWEEN 0 AND 4294967295 AND nameId BETWEEN 0 AND 16777215 AND eventClass BETWEEN 0 AND 127 "
-          "AND globalTid IS NOT NULL")
-    ok += "".join(f" AND typeof({c}) = 'integer'" for c in ("correlationId", "nameId", "eventClass"))
-    try:
-        c = _fetch_ints(conn, f'SELECT {_strict("start")}, {_strict("end")}, {_strict("globalTid")}, '
-                              f'CASE WHEN {ok} THEN (eventClass << 56) | '
-                              f'(nameId << 32) | correlationId ELSE -1 END FROM "{t}"', ["start", "end", "gtid", "p"])
-    except ValueTypeError:
-        return _select(conn, schema, t, RUNTIME_COLS)
-    if c["p"].shape[0] == 0 or (c["p"] < 0).any():
+    c = _packed(conn, t, {"start": "start", "end": "end", "gtid": "globalTid"},
+                ("correlationId", "nameId", "eventClass"),
+                "correlationId BETWEEN 0 AND 4294967295 AND nameId BETWEEN 0 AND 16777215 AND eventClass BETWEEN 0 AND "
+                "127 AND globalTid IS NOT NULL", "(eventClass << 56) | (nameId << 32) | correlationId")
+    if c is None:
         return _select(conn, schema, t, RUNTIME_COLS)
     p = c.pop("p")
     c["event_class"] = (p >> 56).astype(np.int32)

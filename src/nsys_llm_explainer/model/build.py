@@ -293,8 +293,8 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     elif schema.meta_table == "EXPORT_META_DATA":
         notes.append("Export metadata read from EXPORT_META_DATA (≤ 2022.x layout).")
     if schema.has("CUDA_GRAPH_EVENTS"):
-        cols = schema.columns("CUDA_GRAPH_EVENTS")
-        level = "graph-level (≥ 2024.2 meaning)" if "graphId" in cols else "node-level (≤ 2023.4 meaning)"
+        level = ("graph-level (≥ 2024.2 meaning)" if schema.has("CUDA_GRAPH_EVENTS", "graphId")
+                 else "node-level (≤ 2023.4 meaning)")
         notes.append(f"CUDA_GRAPH_EVENTS has {level} columns; decided by its columns, not the version.")
     samples = build_samples(conn, schema, strings, api.gtid if api is not None else None,
                             trace_edge(min, *cuda, nvtx), trace_edge(max, *cuda, nvtx))

@@ -9,15 +9,11 @@ from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
+from .intervals import in_start_end_order, in_window
 from .trace import Rows as Table
 from .trace import TraceModel
 
 R = TypeVar("R", bound=Table)
-
-
-def _keep_mask(start: np.ndarray, end: np.ndarray, w0: int, w1: int) -> np.ndarray:
-    e = np.maximum(end, start)
-    return (start < w1) & ((e > w0) | ((e == start) & (start >= w0)))
 
 
 Rows = Union[slice, np.ndarray]
@@ -29,14 +25,14 @@ def _select(start: np.ndarray, end: np.ndarray, w0: int, w1: int,
     """(rows kept in their new order, clipped start, clipped end). ``rows`` is a slice when the kept rows are
     contiguous and already in their new order (the usual case: rows sorted by start, few crossing the window
     edges), so the other columns of the clipped model are views of the model's arrays instead of copies."""
-    rows = np.nonzero(_keep_mask(start, end, w0, w1))[0]
+    rows = np.nonzero(in_window(start, end, w0, w1))[0]
     n = rows.shape[0]
     if n and not neg_end_order and int(rows[-1]) - int(rows[0]) + 1 == n:
         a = int(rows[0])
         sl = slice(a, a + n)
         cs = np.maximum(start[sl], w0)
         ce = np.maximum(np.minimum(end[sl], w1), cs)
-        if n < 2 or bool(((cs[1:] > cs[:-1]) | ((cs[1:] == cs[:-1]) & (ce[1:] >= ce[:-1]))).all()):
+        if in_start_end_order(cs, ce):
             return sl, cs, ce                          # the (start, end) sort below would keep this order
     cs = np.maximum(start[rows], w0)
     ce = np.maximum(np.minimum(end[rows], w1), cs)

@@ -25,10 +25,7 @@ class RowCounts(Mapping[str, int]):
         return cls(tuple((str(k), int(v)) for k, v in counts.items()))
 
     def __getitem__(self, key: str) -> int:
-        for k, v in self.pairs:
-            if k == key:
-                return v
-        raise KeyError(key)
+        return dict(self.pairs)[key]
 
     def __iter__(self) -> Iterator[str]:
         return (k for k, _ in self.pairs)

@@ -41,6 +41,22 @@ class IntervalUnion:
         return int(self.start.shape[0])
 
 
+def in_window(start: np.ndarray, end: np.ndarray, w0: int, w1: int) -> np.ndarray:
+    """Rows ``[start, end)`` that intersect the window ``[w0, w1)`` (a zero-length row: when inside it)."""
+    e = np.maximum(end, start)
+    return (start < w1) & ((e > w0) | ((e == start) & (start >= w0)))
+
+
+def in_start_end_order(s: np.ndarray, e: np.ndarray) -> bool:
+    """Are the rows already in (start, end) order (then a stable sort would keep them as they are)?"""
+    if s.shape[0] < 2:
+        return True
+    if not (s[1:] >= s[:-1]).all():
+        return False
+    tie = np.nonzero(s[1:] == s[:-1])[0]
+    return bool((e[tie + 1] >= e[tie]).all())
+
+
 def union(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
     """Union of intervals already sorted by ``start``. O(n), no sort: ``cm`` (furthest end so far) is
     non-decreasing, a block starts where ``start`` passes it, and the earliest row reaching the block's end

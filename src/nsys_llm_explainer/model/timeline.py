@@ -204,17 +204,6 @@ def _cat(parts: List[np.ndarray], dt: type) -> np.ndarray:
     return np.concatenate(parts).astype(dt, copy=False) if parts else np.empty(0, dt)
 
 
-def _sorted_by_start_end(s: np.ndarray, e: np.ndarray) -> bool:
-    """Are the rows already in (start, end) order (then the stable sort would keep them as they are)?"""
-    if s.shape[0] < 2:
-        return True
-    ds = s[1:] >= s[:-1]
-    if not ds.all():
-        return False
-    tie = np.nonzero(s[1:] == s[:-1])[0]
-    return bool((e[tie + 1] >= e[tie]).all())
-
-
 def _take(arrays: tuple, idx: Optional[np.ndarray]) -> tuple:
     return arrays if idx is None else tuple(a[idx] for a in arrays)
 
@@ -239,7 +228,7 @@ class _Source:
 
 def _source(start: np.ndarray, end: np.ndarray, label: np.ndarray, dev: np.ndarray, launch: np.ndarray,
             is_kernel: bool, w0: int, w1: int) -> _Source:
-    keep = (start < w1) & ((np.maximum(end, start) > w0) | ((end == start) & (start >= w0)))
+    keep = iv.in_window(start, end, w0, w1)
     if keep.all():
         rows: Dict[int, Optional[np.ndarray]] = {d: (None if r.shape[0] == dev.shape[0] else r)
                                                  for d, r in rows_by_value(dev)}
@@ -307,7 +296,7 @@ def iter_timelines(model: TraceModel, w0: int, w1: int, include_memcpy: bool = F
         if s.shape[0] and not (int(s.min()) >= w0 and int(e.max()) <= w1 and bool((e >= s).all())):
             s = np.maximum(s, w0)
             e = np.clip(e, s, w1)
-        if not _sorted_by_start_end(s, e):         # kernels come sorted by start: usually no sort at all
+        if not iv.in_start_end_order(s, e):         # kernels come sorted by start: usually no sort at all
             s, e, lab, lix, isk = _take((s, e, lab, lix, isk), np.lexsort((e, s)))
         act = Activity(s, e, lab, lix, isk)
         del s, e, lab, lix, isk

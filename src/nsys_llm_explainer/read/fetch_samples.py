@@ -29,10 +29,7 @@ def has_samples_tables(schema: Schema) -> bool:
 
 def count_samples(conn: TraceConnection, schema: Schema) -> int:
     """Rows of ``COMPOSITE_EVENTS`` (0 when the table is absent)."""
-    if not schema.has(EVENTS):
-        return 0
-    rows = _query(conn, f'SELECT count(*) FROM "{EVENTS}"')
-    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+    return int(_query(conn, f'SELECT count(*) FROM "{EVENTS}"')[0][0]) if schema.has(EVENTS) else 0
 
 
 def _ints(values: Iterable[int]) -> str:

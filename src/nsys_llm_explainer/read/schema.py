@@ -41,9 +41,6 @@ class Schema:
     def has(self, table: str, column: Optional[str] = None) -> bool:
         return table in self.tables and (column is None or column in self.tables[table])
 
-    def columns(self, table: str) -> List[str]:
-        return self.tables.get(table, [])
-
     def meta_value(self, key: str) -> Optional[str]:
         vals = self.meta.get(key)
         return vals[0] if vals else None

@@ -164,10 +164,7 @@ class ApiIndex:
 
 
 def link_to_api(pid: np.ndarray, corr: np.ndarray, api: Optional[ApiCalls], index: ApiIndex, kind: str) -> np.ndarray:
-    """Row of the API call with the same (pid, correlationId) for each GPU row, or -1.
-
-    Rows whose process is unknown (``pid`` < 0: no ``globalPid`` column) are joined on correlationId
-    alone when that is unambiguous — see :func:`link_unknown_pid`."""
+    """Row of the API call that launched each GPU row (module docstring), or -1."""
     if api is None or len(api) == 0 or pid.shape[0] == 0:
         return np.full(pid.shape[0], -1, np.int64)
     out = index.lookup(pid, corr)

@@ -12,8 +12,10 @@ from .names import intern_strings
 from .row_checks import MAX_TS, drop_impossible, unsummable
 from .trace import NvtxRanges, pid_of, tid_of
 
-#: how an unterminated range's end is set (the read takes that timestamp; the model applies it)
-UNTERMINATED_END_RULE = FN.UNTERMINATED_END_RULE
+#: the one rule for ranges left open in the capture (NULL ``end``; the read takes ``NvtxRows.max_ts``, the model
+#: applies it): nsys 2022.4's nvtxsum / nvtxkernsum; 2024.2's nvtx_sum ends them at the latest *range* timestamp
+#: instead, which differs only when a mark or other NVTX row comes after the last range timestamp
+UNTERMINATED_END_RULE = "nsys 2022.4: latest start or end of any NVTX_EVENTS row (marks included)"
 
 
 def possible_nvtx(nv: FN.NvtxRows, warnings: List[str]) -> FN.NvtxRows:

@@ -231,10 +231,8 @@ class TraceModel:
     graph_trace: Optional[GraphTrace]
     osrt: Optional[OsCalls]
     thread_names: Mapping[int, str]
-    #: label of every named thread: ``name (tid N)`` where names collide (:func:`names.thread_labels`; the threads
-    #: shown side by side are those with CUDA API calls, NVTX ranges or OS-runtime calls, :func:`active_threads`),
-    #: computed once by model/build.py; a clipped model takes its source's (model/clip.py), so every window names a
-    #: thread alike
+    #: label of every named thread (:func:`names.thread_labels`), computed once by model/build.py; a clipped model
+    #: keeps its source's, so every window names a thread alike
     thread_labels: Mapping[int, str] = field(repr=False)
     warnings: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()   # schema quirks handled (stated in the report)

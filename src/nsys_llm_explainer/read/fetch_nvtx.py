@@ -26,10 +26,6 @@ class NvtxRows:
 
 
 NVTX_RANGE_TYPES = (59, 60, 70, 71)
-# The one rule for ranges left open in the capture (NULL ``end``); ``max_ts`` implements it. nsys 2022.4's
-# nvtxsum / nvtxkernsum use it; 2024.2's nvtx_sum ends them at the latest *range* timestamp instead, which
-# differs only when a mark or other NVTX row comes after the last range timestamp.
-UNTERMINATED_END_RULE = "nsys 2022.4: latest start or end of any NVTX_EVENTS row (marks included)"
 
 
 def _nvtx_rows(conn: TraceConnection, sql: str) -> Tuple[np.ndarray, List[Optional[str]]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, List, Sequence
+from typing import TYPE_CHECKING, List, Sequence
 
 from .base import Renderer
 from .escape import csv_text
@@ -16,22 +16,17 @@ if TYPE_CHECKING:
     from ..report import Report
 
 
-def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
-    """Write one CSV file (header row always present)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8", errors="replace") as fh:
-        w = csv.writer(fh, quoting=csv.QUOTE_MINIMAL)
-        w.writerow([csv_text(h) for h in header])
-        w.writerows([csv_text(csv_cell(v)) for v in row] for row in rows)
-    return path
-
-
 def write_tables(tables: Sequence[Table[S]], source: S, out_dir: Path) -> List[Path]:
-    """Each table spec's CSV file of ``source`` (a report, a compare or cluster result) as ``out_dir/tables/<csv>``,
-    in order."""
+    """Each table spec's CSV file of ``source`` (a report, a compare or cluster result) as ``out_dir/tables/<csv>``
+    (header row always present), in order."""
     tdir = Path(out_dir) / "tables"
     tdir.mkdir(parents=True, exist_ok=True)
-    return [write_csv(tdir / t.csv, t.csv_header(), t.csv_rows(source)) for t in tables]
+    for t in tables:
+        with open(tdir / t.csv, "w", newline="", encoding="utf-8", errors="replace") as fh:
+            w = csv.writer(fh, quoting=csv.QUOTE_MINIMAL)
+            w.writerow([csv_text(h) for h in t.csv_header()])
+            w.writerows([csv_text(csv_cell(v)) for v in row] for row in t.csv_rows(source))
+    return [tdir / t.csv for t in tables]
 
 
 class CsvRenderer(Renderer):
@@ -42,4 +37,4 @@ class CsvRenderer(Renderer):
         return write_tables(CSV_TABLES, report, out_dir)
 
 
-__all__ = ["CSV_TABLES", "CsvRenderer", "write_csv", "write_tables"]
+__all__ = ["CSV_TABLES", "CsvRenderer", "write_tables"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, List
+from typing import Any
 
 #: Markdown shortens names longer than this many characters (full names are in the CSV and JSON files)
 MD_NAME_LIMIT = 80
@@ -18,8 +18,11 @@ TERM_LIMIT = 300
 _HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 _WHITE = {"\t": " ", "\n": " ", "\r": " "}
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_BACKSLASH_ESCAPED = set("\\*[]~$")
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;", "|": "\\|"}
+#: what Markdown could read as markup (an underscore only at a word's edge: ``[^\W_]`` is :meth:`str.isalnum`) and
+#: its inert form
+_MD_SPECIAL = re.compile(r"[&<>`|@\\*\[\]~$]|(?<![^\W_])_|_(?![^\W_])")
+_MD_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;", "|": "\\|", "@": "&#64;",
+               **{ch: "\\" + ch for ch in "\\*[]~$_"}}
 _UNSAFE_IN_SPAN = re.compile(r"[<>&|`\\]")
 #: a block marker at the start of a line: quote, heading/list/setext marker followed by a space, end or a
 #: run of markers (``---``), or an ordered-list number (``1.`` / ``1)``) followed by a space or end
@@ -75,26 +78,9 @@ def md_name(text: Any, limit: int = MD_NAME_LIMIT) -> str:
 
 
 def _escape_inline(s: str) -> str:
-    s = shorten(s, TEXT_LIMIT)
-    out: List[str] = []
-    n = len(s)
-    for i, ch in enumerate(s):  # loop over the characters of one name, not over table rows
-        if ch in _ENTITIES:
-            out.append(_ENTITIES[ch])
-        elif ch in _BACKSLASH_ESCAPED:
-            out.append("\\" + ch)
-        elif ch == "_":
-            prev_alnum = i > 0 and s[i - 1].isalnum()
-            next_alnum = i + 1 < n and s[i + 1].isalnum()
-            out.append("_" if prev_alnum and next_alnum else "\\_")
-        elif ch == "@":
-            out.append("&#64;")
-        else:
-            out.append(ch)
-    r = "".join(out)
+    r = _MD_SPECIAL.sub(lambda m: _MD_ESCAPES[m.group()], shorten(s, TEXT_LIMIT))
     r = r.replace("://", "&#58;//")
-    r = re.sub(r"(?i)\bwww\.", lambda m: m.group(0)[:-1] + "&#46;", r)
-    return r
+    return re.sub(r"(?i)\bwww\.", lambda m: m.group(0)[:-1] + "&#46;", r)
 
 
 def _escape_leading(r: str, numbered: bool = True) -> str:

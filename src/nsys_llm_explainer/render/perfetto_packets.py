@@ -58,16 +58,16 @@ class Encoder:
             self.out.write(self.trace.SerializeToString())
             self.trace = self.pb.Trace()
 
-    def uuid(self) -> int:
-        self.next_uuid += 1
-        return self.next_uuid
-
     # ---------------------------------------------------------------- tracks
+    def _descriptor(self) -> Tuple[int, Any]:
+        """A new track's uuid and its descriptor (in a new packet)."""
+        self.next_uuid += 1
+        d = self._packet().track_descriptor
+        d.uuid = self.next_uuid
+        return self.next_uuid, d
+
     def track(self, name: str, parent: Optional[int] = None, counter_unit: Optional[str] = None) -> int:
-        u = self.uuid()
-        p = self._packet()
-        d = p.track_descriptor
-        d.uuid = u
+        u, d = self._descriptor()
         d.name = text(name)
         if parent is not None:
             d.parent_uuid = parent
@@ -76,17 +76,13 @@ class Encoder:
         return u
 
     def process(self, pid: int, name: str) -> int:
-        u = self.uuid()
-        d = self._packet().track_descriptor
-        d.uuid = u
+        u, d = self._descriptor()
         d.process.pid = int(pid)
         d.process.process_name = text(name)
         return u
 
     def thread(self, pid: int, tid: int, name: str) -> int:
-        u = self.uuid()
-        d = self._packet().track_descriptor
-        d.uuid = u
+        u, d = self._descriptor()
         d.thread.pid = int(pid)
         d.thread.tid = int(tid)
         d.thread.thread_name = text(name)

@@ -140,8 +140,8 @@ def fmt_col(key: str, csv_name: str, head: Spans, fmt: Callable[[Any], Spans], r
     return Col(((csv_name, raw(key)),), head, lambda r: fmt(field_of(r, key)), right, raw(key), key)
 
 
-def pct_col(key: str, csv_name: str, head: str = "", decimals: int = 1) -> Col:
-    return fmt_col(key, csv_name, head, lambda v: fmt_pct(v, decimals))
+def pct_col(key: str, csv_name: str, head: str = "") -> Col:
+    return fmt_col(key, csv_name, head, fmt_pct)
 
 
 def int_col(key: str, csv_name: str, head: str = "") -> Col:

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Optional
 
 from ..base import Renderer
 from ..sections import build_document
-from .page import plotly_js
 from .writer import html_page
 
 if TYPE_CHECKING:
@@ -31,4 +30,4 @@ class HtmlRenderer(Renderer):
         return render_html(report, plotly_src=self.plotly_src)
 
 
-__all__ = ["HtmlRenderer", "plotly_js", "render_html"]
+__all__ = ["HtmlRenderer", "render_html"]

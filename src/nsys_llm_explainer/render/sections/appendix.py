@@ -1,4 +1,4 @@
-"""Closing sections: trace & capture info, the omitted sections, and how the numbers are computed."""
+"""Closing sections: trace & capture info (and ``timeline.pftrace``), the omitted sections, how numbers are computed."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from ..document import (
 )
 from ..escape import shorten
 from .ctx import View
-from .timeline_file import timeline_note
 
 if TYPE_CHECKING:
     from ...analyses.trace.info import TraceInfoResult
@@ -33,6 +32,8 @@ if TYPE_CHECKING:
 ROW_COUNT_LABELS = (("kernels", "kernels"), ("cuda_api", "CUDA API calls"), ("nvtx_ranges", "NVTX ranges"),
                     ("memcpy", "memcpy"), ("memset", "memset"), ("sync", "sync records"),
                     ("graph_trace", "graph-trace rows"))
+_KEPT = {"capture": "the whole capture", "steady": "the steady window",
+         "steady_start": "the start of the steady window"}
 
 
 def _session(t: TraceInfoResult) -> Inline:
@@ -41,6 +42,21 @@ def _session(t: TraceInfoResult) -> Inline:
     if s is None or not s.duration_ns:
         return ()
     return inline(f"; session {fmt_dur(s.duration_ns)} as recorded (", Code("ANALYSIS_DETAILS.duration"), ")")
+
+
+def timeline_note(v: View) -> Inline:
+    """One sentence for the "Trace and capture" rows line: what ``timeline.pftrace`` holds and what it leaves out
+    (``timeline_file.span``; docs/MODEL.md, "Timeline file")."""
+    span, idle_out = v.r.timeline_file.span, v.r.timeline_file.idle_left_out
+    if not span.written:
+        return inline(" No ", Code("timeline.pftrace"), " (", Code("--timeline-events 0"), ").")
+    kept = _KEPT.get(span.kept, span.kept)
+    n = len(idle_out)
+    idle = (f"; the idle-cause track{'s' if n > 1 else ''} of {n:,} device{'s' if n > 1 else ''} (their idle slices "
+            f"would pass the file's {span.limit_rows:,})" if idle_out else "")
+    left = "; left out: " + (span.left_out + idle if span.left_out else idle[2:]) if span.left_out or idle else ""
+    return inline(" Timeline file ", Code("timeline.pftrace"), f" (open it in ui.perfetto.dev): {kept}, "
+                  f"{span.kept_rows:,} rows", left, ".")
 
 
 def sec_trace(v: View) -> SectionResult:

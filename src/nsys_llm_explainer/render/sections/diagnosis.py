@@ -1,5 +1,5 @@
 """Host and runtime sections: CPU↔GPU synchronization (with the per-step sync table), the launching thread's waits,
-CUDA API, memory copies, NVTX ranges, CUDA graphs, NCCL."""
+CUDA API, memory copies (with the copy paths), NVTX ranges, CUDA graphs, NCCL."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from ...vocabulary.units import fmt_bytes, fmt_count, fmt_dur, fmt_int, fmt_pct
 from ..document import (
     Code,
     Data,
+    Em,
+    HtmlOnly,
     Inline,
     Note,
     Omitted,
@@ -24,20 +26,20 @@ from ..document import (
     para,
     parts,
 )
-from ..feature_tables import THREAD_WAITS
-from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, SYNC_APIS
+from ..specs import COPY_PATHS, CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, STEP_SYNC, SYNC_APIS, THREAD_WAITS
 from ..table import field_of
-from .copy_engines import copy_path_parts
 from .ctx import View, capped
-from .step_sync import step_sync_parts
 
 if TYPE_CHECKING:
     from ...analyses.memory.traffic import MemoryResult
 
-#: rows of the short tables (CUDA API, NVTX) whatever ``--top`` says; all rows are in the CSV files
+#: rows of the short tables (sync APIs, per-step sync, CUDA API, NVTX) whatever ``--top`` says; all rows in the CSVs
 SHORT = 6
 #: rows of the thread-waits table (all rows in the CSV)
 WAIT_ROWS = 12
+#: copy paths shown (all rows in the CSV): those busy at least MIN_COPY_PCT % of the window, at most COPY_ROWS
+COPY_ROWS = 12
+MIN_COPY_PCT = 5.0
 
 
 def sec_sync(v: View) -> SectionResult:
@@ -54,6 +56,30 @@ def sec_sync(v: View) -> SectionResult:
             [inline(Code(field_of(r, "name"), 80), f" ×{fmt_int(field_of(r, 'count'))}") for r in nb[:SHORT]],
             ", "), "."))
     return Section("sync", "CPU↔GPU synchronization", parts(body, step_sync_parts(v)), "Sync")
+
+
+def step_sync_parts(v: View) -> List[Any]:
+    """Per-step synchronization (``step_sync``; analyses/steps/sync.py), the last part of the sync section: the note
+    and table (empty when no thread has a sync point); in HTML the exposed host time by cause of the first holding
+    series."""
+    ss = v.r.step_sync
+    rows = ss.series
+    if not ss.available or not rows:
+        return []
+    note = inline(Strong(("Per-step synchronization",)), ", per launching thread and device: blocking calls that "
+                  "waited until the GPU had finished the thread's work (the most frequent API marks the steps), and "
+                  "the GPU idle while the thread then worked on the host before its next launch; ",
+                  Em(("overlappable",)), ": the part that doing that work during the next step would hide. ",
+                  capped(min(SHORT, len(rows)), len(rows), STEP_SYNC.csv))
+    notes = []
+    for r in ss.holding()[:2]:
+        causes = r.exposed_by_cause[:4]
+        if causes:
+            notes.append(para(f"Device {fmt_int(r.device_id)}, tid ", Data(r.tid), ", after ",
+                              Code(r.api), ": host time with the GPU idle by cause: ", joined(
+                                  [inline(Data(kind), (" ", Code(detail)) if detail else None, f" {fmt_dur(ns)}")
+                                   for kind, detail, ns in causes], "; "), "."))
+    return [para(note), TablePart(STEP_SYNC.cols, rows[:SHORT], (), "step-sync-series"), HtmlOnly(tuple(notes))]
 
 
 def sec_waits(v: View) -> SectionResult:
@@ -122,6 +148,23 @@ def sec_memory(v: View) -> SectionResult:
             "(whole capture)." if mc.by_kind else "Whole capture.")
     return Section("memory", "Memory copies", parts(para(note), TablePart(MEMCPY.cols, rows, (), "memcpy") if rows
                                                     else None, bullets(facts), *copy_path_parts(v)))
+
+
+def copy_path_parts(v: View) -> List[Any]:
+    """Copy paths (``copy_engines``; analyses/memory/copy_engines.py), the last part of the memory section: per
+    device and copy direction, how busy the path is in the analysis window, the bytes and rate, and how much runs
+    under kernels (empty when no path is busy ``MIN_COPY_PCT`` % of the window)."""
+    ce = v.r.copy_engines
+    every = ce.paths
+    rows = [r for r in every if r.busy_pct >= MIN_COPY_PCT]
+    if not ce.available or not rows:
+        return []
+    note = inline(Strong(("Copy paths",)), " (analysis window), per device and direction: ", Em(("busy",)),
+                  " = the union of the direction's copies (concurrent copies count once); bytes prorated to the "
+                  "window; GB/s = bytes / busy; ", Em(("under kernels",)), " = the part of busy with a kernel "
+                  f"running. Paths busy at least {MIN_COPY_PCT:.0f} % of the window; ",
+                  capped(min(COPY_ROWS, len(rows)), len(every), COPY_PATHS.csv))
+    return [para(note), TablePart(COPY_PATHS.cols, rows[:COPY_ROWS], (), "copy-paths")]
 
 
 def sec_nvtx(v: View) -> SectionResult:

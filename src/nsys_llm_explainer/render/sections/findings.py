@@ -3,7 +3,8 @@ trace facts the advice was checked against."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple
+from collections import Counter
+from typing import TYPE_CHECKING, Any, List, Tuple
 
 from ...vocabulary.units import fmt_count, fmt_dur
 from ..document import (
@@ -72,12 +73,9 @@ def finding_parts(i: int, f: Finding) -> Group:
 
 def facts_pairs(f: TraceFacts) -> List[Tuple[str, str]]:
     """The trace facts as (label, plain text) pairs, in a fixed order, for every format (each writer escapes)."""
-    kinds: Dict[str, int] = {}      # identical GPUs once, with their number
-    for g in f.gpus:
-        one = (f"{g.name or 'GPU'}: {g.architecture}"
-               + (f" (compute capability {g.compute_capability})" if g.compute_capability else "")
-               + ", tensor cores " + ("/".join(g.tensor_core_types) or "none"))
-        kinds[one] = kinds.get(one, 0) + 1
+    kinds = Counter(f"{g.name or 'GPU'}: {g.architecture}"   # identical GPUs once, with their number
+                    + (f" (compute capability {g.compute_capability})" if g.compute_capability else "")
+                    + ", tensor cores " + ("/".join(g.tensor_core_types) or "none") for g in f.gpus)
     gp = "; ".join((f"{n} × " if n > 1 else "") + k for k, n in kinds.items()) or "not recorded in the export"
     ev = list(f.workload_evidence[:1])
     threads = f.nvtx_threads

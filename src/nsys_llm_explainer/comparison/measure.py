@@ -55,10 +55,7 @@ def _categories(cat: CategoryResult, busy_ns: int, counted: AbstractSet[int]) ->
         if d.device_id in counted:
             for c in d.categories:
                 per[c.category] += int(c.nonoverlap_ns)
-    out: Counter[str] = Counter()
-    for r in cat.overall if cat.available else ():
-        if per[r.category]:
-            out[r.category] += per[r.category]
+    out = {r.category: per[r.category] for r in (cat.overall if cat.available else ()) if per[r.category]}
     rest = busy_ns - sum(out.values())
     if rest > 0:
         out[GRAPH_UNTRACED] = rest

@@ -52,13 +52,9 @@ COPY_VARIANTS: Dict[str, CauseKind] = {
 
 
 def copy_waiting(d: DeviceCauses) -> Tuple[Optional[str], Tuple[Check, ...], str]:
-    """Which ``copy`` idle title device ``d`` gets, the checks behind it and its evidence line. ``copy_waiting_pct``
-    = the share of its copy idle time in which a kernel waited on the copies (:attr:`IdleCause.waiting_ns`);
-    ``copy_waiting_unknown_pct`` = the share in which that is not known (no host thread linked:
-    :attr:`IdleCause.waiting_unknown_ns`). "waiting": ``copy_waiting_pct`` ≥ :data:`COPY_WAITING_PCT`; "early": the
-    two together below it (whatever the unknown part was, the kernels did not wait most of the time); "unknown":
-    the unknown part decides (the waiting share below the bar, with the unknown part at or above it). (None, (),
-    "") when the device has no copy idle time or it is not known (a report loaded without the field)."""
+    """Which ``copy`` idle title device ``d`` gets ("waiting", "early" or "unknown", by ``copy_waiting_pct`` and
+    ``copy_waiting_unknown_pct``: docs/MODEL.md, docs/FINDINGS.md), the checks behind it and its evidence line; (None,
+    (), "") when the device has no copy idle time or it is not known (a report loaded without the field)."""
     cs = [c for c in d.causes if c.kind == "copy"]
     ns = sum(c.ns for c in cs)
     if ns <= 0 or any(c.waiting_ns is None for c in cs):

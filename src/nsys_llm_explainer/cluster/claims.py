@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..analyses.common.stats import median
+from ..analyses.common.stats import median, pct
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..findings.base import Check, Finding, Scope
 from ..jsonable import FieldsJson
@@ -129,8 +129,7 @@ def _net_busy_pct(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Opti
     wait: Dict[Tuple[str, int], int] = {}
     for r in coll.ranks:
         wait[(r.file, r.device_id)] = wait.get((r.file, r.device_id), 0) + (r.wait_in_window_ns or 0)
-    return [100.0 * (d.busy_ns - wait.get((d.file, d.device_id), 0)) / d.window_ns if d.window_ns else 0.0
-            for d in devices]
+    return [pct(d.busy_ns - wait.get((d.file, d.device_id), 0), d.window_ns) for d in devices]
 
 
 def _low_busy(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[RankClaim]:

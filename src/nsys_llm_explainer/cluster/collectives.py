@@ -156,10 +156,8 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     last_cnt = np.zeros(n, np.int64)
     by_name: List[NameRow] = []
     instances: List[InstanceRow] = []
-    matched_total = unmatched = 0
     all_skew: List[np.ndarray] = []
     all_spread: List[np.ndarray] = []
-    methods: List[str] = []
     for cname in sorted(series):
         ser = series[cname]
         members = sorted(ser)
@@ -175,11 +173,8 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                 found = member_shifts(st, en)
                 if found is not None:
                     method, shifts = MATCH_TIME, found
-            methods.append(method)
         lo, hi = _indices(lens, shifts) if len(members) >= 2 else (0, 0)
         m = hi - lo
-        unmatched += sum(lens) - m * len(members)
-        matched_total += m
         mem = np.array(members, np.int64)
         matched_per[mem] += m
         row = NameRow(cname, len(members), m, sum(lens), sum(lens) - m * len(members), method)
@@ -225,6 +220,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                            last_arrival_share=round(int(last_cnt[j]) / int(matched_per[j]), 4) if matched_per[j]
                            else 0.0, wait_in_window_ns=int(in_window[j]))
         ranks.append(rrow)
+    matched_total = sum(r.matched for r in by_name)
     reason = None if timed else f"clocks not aligned: {al.reason}"
     if matched_total == 0:
         reason = "no collective could be matched across ranks" if n >= 2 else "NCCL kernels on a single rank"
@@ -233,6 +229,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     split = tuple(SplitName(r, nm, tuple(st.tolist())) for r, nm, st in streams if st.shape[0] > 1)
     sk_p50 = _half_up(median(np.concatenate(all_skew))) if all_skew else 0
     es_p50 = _half_up(median(np.concatenate(all_spread))) if all_spread else 0
-    how = overall_matching(methods)
+    how = overall_matching([r.matching for r in by_name if r.matching is not None])   # the names on >= 2 ranks
     return CollectivesResult(True, reason, timed and matched_total > 0, tuple(ranks), tuple(by_name),
-                             tuple(instances), matched_total, unmatched, sk_p50, es_p50, split, how)
+                             tuple(instances), matched_total, sum(r.unmatched_kernels for r in by_name), sk_p50,
+                             es_p50, split, how)

@@ -1,10 +1,6 @@
-"""Imported first by each worker of a ``--scheduler local`` Dask cluster (a Dask preload): the worker's own log lines
-and anything else it would print on the shared stderr stay off the terminal, whose stderr keeps one line per fault
-(:mod:`cluster.workers` words what a worker meets); a library's Python warning is one line.
-
-A worker that Dask tears down while its cluster closes can end in an exception of Dask's own shutdown (its
-connection pool already closed), which ``multiprocessing`` prints as a traceback on the process's stderr: the
-worker's ``sys.stderr`` is therefore the null device, and only its warnings reach the terminal."""
+"""Imported first by each worker of a ``--scheduler local`` Dask cluster (a Dask preload): its log lines and its
+stderr (where ``multiprocessing`` prints the tracebacks of Dask's own shutdown) stay off the terminal, and a library's
+warning is one line (docs/CLUSTER.md, "Faults and interrupts")."""
 
 from __future__ import annotations
 

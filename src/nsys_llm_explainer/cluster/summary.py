@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
@@ -69,7 +68,7 @@ class FileSummary(FieldsJson):
 
 
 def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
-    causes = {c.device_id: c.causes for c in report.idle_causes.devices}
+    causes = {c.device_id: c for c in report.idle_causes.devices}
     st = report.steps
     arr = st.arrays if st.available else None
     walls: Dict[int, np.ndarray] = {}     # device → its steps' wall times: one sort, not a mask per device
@@ -80,14 +79,12 @@ def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
     out = []
     for dev in report.gpu_time.devices:
         did = dev.device_id
-        by_kind: Counter[str] = Counter()
-        for c in causes.get(did, ()):
-            by_kind[c.kind] += c.ns
+        dc = causes.get(did)
         wall = walls.get(did)
         s = summary(wall) if wall is not None else None
         rank = label if len(report.gpu_time.devices) == 1 else f"{label}/GPU {did}"
         out.append(DeviceRow(rank, label, did, dev.role, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
-                             {k: by_kind[k] for k in KINDS if by_kind[k] > 0}, dev.kernel_count,
+                             {k: ns for k in KINDS if dc is not None and (ns := dc.ns_of(k)) > 0}, dev.kernel_count,
                              len(wall) if wall is not None else 0, s.p50_ns if s else None, s.p90_ns if s else None))
     return tuple(out)
 

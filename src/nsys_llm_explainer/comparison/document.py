@@ -137,35 +137,26 @@ def _per_unit_rows(d: CompareResult, shares: SharesOf) -> List[PerUnitRow]:
             values.append(s.per_unit_ns if s else None)
             if i:
                 base = by[0].get(n)
-                pb = base.per_unit_ns if base else 0
-                pn = s.per_unit_ns if s else 0
-                cells.append(signed_ms(pn - pb) if pb is not None and pn is not None else "–")
+                pb, pn = (base.per_unit_ns if base else 0), (s.per_unit_ns if s else 0)
                 values.append(pn - pb if pb is not None and pn is not None else None)
+                cells.append(signed_ms(values[-1]))   # "–" when either is not known
         rows.append(PerUnitRow(n, tuple(cells), tuple(values)))
     return rows
 
 
-def _cell(j: int) -> Callable[[PerUnitRow], str]:
-    """One trace's cell of a per-unit row."""
-    return lambda r: r.cells[j]
-
-
-def _value(j: int) -> Callable[[PerUnitRow], Optional[int]]:
-    """The exact ns behind one trace's cell of a per-unit row."""
-    return lambda r: r.values[j]
+def _per_unit_col(head: Inline, j: int) -> Col:
+    """Column ``j`` of the per-unit rows: its cells, with the exact ns behind each."""
+    return show_col(head, lambda r: r.cells[j], True, lambda r: r.values[j])
 
 
 def _stack_cols(d: CompareResult, unit: str, first: str) -> List[Col]:
-    cols = [show_col(first, lambda r: Cell(r.name), False, lambda r: r.name, "name")]
-    j = 0
+    heads: List[Inline] = []
     for i, t in enumerate(d.traces):
-        heads: List[Inline] = [inline(_label(t), f" ms/{unit} (% of window)")]
+        heads.append(inline(_label(t), f" ms/{unit} (% of window)"))
         if i:
             heads.append(inline("Δ ", _label(t)))
-        for head in heads:
-            cols.append(show_col(head, _cell(j), True, _value(j)))
-            j += 1
-    return cols
+    return [show_col(first, lambda r: Cell(r.name), False, lambda r: r.name, "name")] + [
+        _per_unit_col(h, j) for j, h in enumerate(heads)]
 
 
 def _stack_chart(fid: str, d: CompareResult, shares: SharesOf, unit: str, colors: Dict[str, str], cap: str

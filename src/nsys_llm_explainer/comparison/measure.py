@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, AbstractSet, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..analyses.idle.causes import cause_totals
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.starts import KernelStarts
 from ..analyses.steps.periods import PeriodSpan
@@ -54,10 +55,7 @@ def _categories(cat: CategoryResult, busy_ns: int, counted: AbstractSet[int]) ->
         if d.device_id in counted:
             for c in d.categories:
                 per[c.category] += int(c.nonoverlap_ns)
-    out: Counter[str] = Counter()
-    for r in cat.overall if cat.available else ():
-        if per[r.category]:
-            out[r.category] += per[r.category]
+    out = {r.category: per[r.category] for r in (cat.overall if cat.available else ()) if per[r.category]}
     rest = busy_ns - sum(out.values())
     if rest > 0:
         out[GRAPH_UNTRACED] = rest
@@ -76,18 +74,13 @@ def gather(rep: Report, label: str, path: str, periods: bool = False) -> Facts:
     pp = rep.period_parts if periods else None
     idle, cats, sk = (pp.idle_causes, pp.categories, pp.kernels) if pp is not None else (
         rep.idle_causes, rep.steady_categories, rep.steady_kernels)
+    devs = [dc for dc in idle.devices if dc.device_id in counted] if idle.available else []
+    detail = {(c.kind, c.detail): int(c.ns) for c in cause_totals(devs)}
     kind: Counter[str] = Counter()
-    detail: Counter[Tuple[str, str]] = Counter()
-    span_ns = span_busy = 0
-    for dc in idle.devices if idle.available else ():
-        if dc.device_id in counted:
-            span_ns += int(dc.window_ns)
-            span_busy += int(dc.busy_ns)
-            for c in dc.causes:
-                kind[c.kind] += int(c.ns)
-                detail[(c.kind, c.detail)] += int(c.ns)
+    for (k, _), ns in detail.items():
+        kind[k] += ns
     if pp is not None:
-        pooled_ns, busy = span_ns, span_busy
+        pooled_ns, busy = sum(int(d.window_ns) for d in devs), sum(int(d.busy_ns) for d in devs)
     rest = tuple((d.device_id, d.role) for d in rep.gpu_time.devices if d.device_id not in counted)
     kernels = {r.name: (int(r.count), int(r.total_ns)) for r in sk.by_name} if sk.available else {}
     return Facts(label, path, rep, pooled_ns, busy, busy_pct, len(counted) or len(rep.gpu_time.devices), kernels,

@@ -94,12 +94,8 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
 
 
 def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mapping[str, Any]) -> Optional[Finding]:
-    """Low: NVTX push/pop ranges cover less than ``threshold`` of kernel time. The evidence names the threads
-    that launch the uncovered kernels and their share; the advice depends on whether those threads open any
-    range (nsys attributes ranges per thread) and on the workload (training: forward/backward/optimizer;
-    inference: prefill/decode steps). Only kernels linked to their launch call can be known to lie in a range or
-    not: no finding when none is linked, and the check is the share of the linked kernel time (the evidence says how
-    much kernel time is not linked)."""
+    """Low: NVTX push/pop ranges cover less than ``threshold`` of kernel time, and of the kernel time linked to its
+    launch call (none linked: no finding); evidence and advice: docs/FINDINGS.md, "Capture"."""
     if not att.available or att.coverage >= threshold or att.linked_kernel_ns <= 0:
         return None
     if att.attributed_ns / att.linked_kernel_ns >= threshold:

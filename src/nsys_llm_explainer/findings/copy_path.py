@@ -8,18 +8,12 @@ from typing import AbstractSet, Dict, List, Optional, Tuple
 
 from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
-from ..analyses.memory.copy_engines import (
-    HOST_PATHS,
-    CopyEnginesResult,
-    CopyPath,
-    async_side_share,
-    copies_async_side_stream,
-    path_of_detail,
-)
+from ..analyses.memory.copy_engines import HOST_PATHS, CopyEnginesResult, CopyPath, path_of_detail
 from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Claims, Scope, finding
+from .idle_copy import side_stream
 
 BUSY_PCT = 50.0        # % of the window (and of the median step) the path is busy
 OVERLAP_PCT = 25.0     # % of the path's busy time with a kernel running
@@ -125,10 +119,8 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
           "(the copy path holds the GPU beyond the kernels); the copy finding keeps the rest."]
     if p.path in HOST_PATHS:
         ev.append(host_memory_evidence(p))
-    side = async_side_share([p])
-    if side is not None:
-        ev.append(f"{side:.1f} % of these copies' time was issued by an asynchronous copy call on a side stream (a "
-                  "stream no kernel of the device runs on in the window).")
+    advice, side = side_stream(facts.advice_facts(), [p])
+    ev += side
     if paths[1:]:
         ev.append("Also busy most of the window with kernels under it: " + "; ".join(
             f"{q.label} on device {q.device_id} ({q.busy_pct:.1f} %)" for q in paths[1:5]) + ".")
@@ -136,8 +128,7 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
     f = finding(
         "copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
         title=title, evidence=ev, advice=ids,
-        facts={**facts.advice_facts(), "copies_async_side_stream": copies_async_side_stream([p])},
-        time_at_stake_ns=at_stake,
+        facts=advice, time_at_stake_ns=at_stake,
         checks=checks(p, copy_engines.window_end_ns - copy_engines.window_start_ns), device_id=p.device_id,
         cause=(COMPOSITE, p.label))
     return Claims(f, taken)

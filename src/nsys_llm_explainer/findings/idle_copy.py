@@ -5,59 +5,56 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle.result import DeviceCauses
-from ..analyses.memory.copy_engines import CopyEnginesResult, async_side_share, copies_async_side_stream, path_of_detail
+from ..analyses.memory.copy_engines import (
+    CopyEnginesResult,
+    CopyPath,
+    async_side_share,
+    copies_async_side_stream,
+    path_of_detail,
+)
 from ..vocabulary.cause_kinds import KIND, CauseKind
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Scope
 
 COPY_WAITING_PCT = 50.0     # copies "keep the kernels waiting" when a kernel waited on them this much of their time
+#: what the copies do, in the ``copy`` finding's titles: the kind's own title says they keep the kernels waiting
+_WAITING = "keep the kernels waiting"
+_EARLY = "run while the GPU idles, before the next kernel is launched"
+_UNKNOWN = "run while the GPU idles; whether kernels waited on them is not known (no launch call is linked)"
+_UM_ADVICE = ("um.see_finding", "um.prefetch", "um.advise")
+
+
+def _variant(unified: bool, doing: str, advice: Tuple[str, ...]) -> CauseKind:
+    """The ``copy`` kind with the title saying what the copies (or Unified-Memory migrations) do."""
+    if unified:
+        title = f"Unified-Memory migrations (`{{what}}`) {doing}: {{share:.1f}} % of the window"
+        many = f"Unified-Memory migrations and copies {doing}: {{share:.1f}} % of the window"
+    else:
+        title = f"Copies {doing}: `{{what}}` copies fill {{share:.1f}} % of the window"
+        many = f"Copies {doing}: {{share:.1f}} % of the window"
+    return replace(KIND["copy"], title=title, title_many=many, advice=advice)
+
+
 #: the ``copy`` finding's titles other than the kind's own: Unified-Memory migrations, copies the kernels did not wait
 #: on ("early"), and copies of which that is not known ("unknown")
 COPY_VARIANTS: Dict[str, CauseKind] = {
-    "copy_unified": replace(
-        KIND["copy"], title="Unified-Memory migrations (`{what}`) keep the kernels waiting: {share:.1f} % of the "
-        "window",
-        title_many="Unified-Memory migrations and copies keep the kernels waiting: {share:.1f} % of the window",
-        advice=("um.see_finding", "um.prefetch", "um.advise")),
-    "copy_early": replace(
-        KIND["copy"], title="Copies run while the GPU idles, before the next kernel is launched: `{what}` copies fill "
-        "{share:.1f} % of the window",
-        title_many="Copies run while the GPU idles, before the next kernel is launched: {share:.1f} % of the window",
-        advice=("copy.launch_first", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm",
-                "host_cpu.trtllm.graphs")),
-    "copy_unified_early": replace(
-        KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles, before the next kernel is "
-        "launched: {share:.1f} % of the window",
-        title_many="Unified-Memory migrations and copies run while the GPU idles, before the next kernel is "
-        "launched: {share:.1f} % of the window",
-        advice=("um.see_finding", "um.prefetch", "um.advise")),
+    "copy_unified": _variant(True, _WAITING, _UM_ADVICE),
+    "copy_early": _variant(False, _EARLY, ("copy.launch_first", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm",
+                                           "host_cpu.trtllm.graphs")),
+    "copy_unified_early": _variant(True, _EARLY, _UM_ADVICE),
     # no host thread is linked to the gaps (copy_waiting_unknown_pct decides the title): neither wording is shown
-    "copy_unknown": replace(
-        KIND["copy"], title="Copies run while the GPU idles; whether kernels waited on them is not known (no launch "
-        "call is linked): `{what}` copies fill {share:.1f} % of the window",
-        title_many="Copies run while the GPU idles; whether kernels waited on them is not known (no launch call is "
-        "linked): {share:.1f} % of the window",
-        advice=("unknown.trace_cuda",)),
-    "copy_unified_unknown": replace(
-        KIND["copy"], title="Unified-Memory migrations (`{what}`) run while the GPU idles; whether kernels waited on "
-        "them is not known (no launch call is linked): {share:.1f} % of the window",
-        title_many="Unified-Memory migrations and copies run while the GPU idles; whether kernels waited on them is "
-        "not known (no launch call is linked): {share:.1f} % of the window",
-        advice=("um.see_finding", "unknown.trace_cuda")),
+    "copy_unknown": _variant(False, _UNKNOWN, ("unknown.trace_cuda",)),
+    "copy_unified_unknown": _variant(True, _UNKNOWN, ("um.see_finding", "unknown.trace_cuda")),
 }
 
 
 def copy_waiting(d: DeviceCauses) -> Tuple[Optional[str], Tuple[Check, ...], str]:
-    """Which ``copy`` idle title device ``d`` gets, the checks behind it and its evidence line. ``copy_waiting_pct``
-    = the share of its copy idle time in which a kernel waited on the copies (:attr:`IdleCause.waiting_ns`);
-    ``copy_waiting_unknown_pct`` = the share in which that is not known (no host thread linked:
-    :attr:`IdleCause.waiting_unknown_ns`). "waiting": ``copy_waiting_pct`` ≥ :data:`COPY_WAITING_PCT`; "early": the
-    two together below it (whatever the unknown part was, the kernels did not wait most of the time); "unknown":
-    the unknown part decides (the waiting share below the bar, with the unknown part at or above it). (None, (),
-    "") when the device has no copy idle time or it is not known (a report loaded without the field)."""
+    """Which ``copy`` idle title device ``d`` gets ("waiting", "early" or "unknown", by ``copy_waiting_pct`` and
+    ``copy_waiting_unknown_pct``: docs/MODEL.md, docs/FINDINGS.md), the checks behind it and its evidence line; (None,
+    (), "") when the device has no copy idle time or it is not known (a report loaded without the field)."""
     cs = [c for c in d.causes if c.kind == "copy"]
     ns = sum(c.ns for c in cs)
     if ns <= 0 or any(c.waiting_ns is None for c in cs):
@@ -95,15 +92,18 @@ def copy_waiting(d: DeviceCauses) -> Tuple[Optional[str], Tuple[Check, ...], str
 
 def copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: AbstractSet[int],
                 details: Mapping[str, int]) -> Tuple[Mapping[str, Any], List[str]]:
-    """The ``copy`` finding's facts with ``copies_async_side_stream`` measured on its own copies (the copy paths of
-    its details on its devices), and the evidence line that states the share (none when it is not known)."""
+    """:func:`side_stream` over the ``copy`` finding's own copies (the copy paths of its details on its devices)."""
     if ce is None or not ce.available:
         return facts, []
     want = {path_of_detail(d) for d in details}
-    paths = [p for p in ce.paths if p.device_id in devs and p.path in want]
+    return side_stream(facts, [p for p in ce.paths if p.device_id in devs and p.path in want])
+
+
+def side_stream(facts: Mapping[str, Any], paths: Sequence[CopyPath]) -> Tuple[Mapping[str, Any], List[str]]:
+    """``facts`` with ``copies_async_side_stream`` measured on ``paths``, and the evidence line that states the share
+    of their time issued on a side stream (none when it is not known)."""
     share = async_side_share(paths)
     facts = {**facts, "copies_async_side_stream": copies_async_side_stream(paths)}
-    if share is None:
-        return facts, []
-    return facts, [f"{share:.1f} % of these copies' time was issued by an asynchronous copy call on a side stream "
-                   "(a stream no kernel of the device runs on in the window)."]
+    return facts, [] if share is None else [
+        f"{share:.1f} % of these copies' time was issued by an asynchronous copy call on a side stream (a stream no "
+        "kernel of the device runs on in the window)."]

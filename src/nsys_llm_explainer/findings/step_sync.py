@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
+from ..analyses.common.stats import pct
 from ..analyses.steps.sync import MAX_PERIOD_SPREAD, MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.units import fmt_count
@@ -50,10 +51,9 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
 
 def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> Tuple[Check, ...]:
     sc = Scope(device_id=dev)
-    pct = (lambda ns: 100.0 * ns / window) if window else (lambda ns: 0.0)
     return (Check("step_sync_points", float(points), ">=", float(MIN_SYNC_POINTS), sc),
-            Check("step_sync_exposed_pct", pct(exposed), ">=", MEDIUM_SHARE, sc),
-            Check("step_sync_overlap_pct", pct(overlap), ">=", MEDIUM_SHARE, sc))
+            Check("step_sync_exposed_pct", pct(exposed, window), ">=", MEDIUM_SHARE, sc),
+            Check("step_sync_overlap_pct", pct(overlap, window), ">=", MEDIUM_SHARE, sc))
 
 
 def _title(s: StepSyncSeries, stake: int) -> str:

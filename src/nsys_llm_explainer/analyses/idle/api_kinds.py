@@ -48,12 +48,7 @@ def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str
         kinds[li] = K["pageable_memcpy"]
     first = _first_launch_keys(full)
     if first.shape[0]:
-        key = _pid_corr_key(api.pid, api.corr)
-        at = np.minimum(np.searchsorted(first, key), first.shape[0] - 1)
-        fl = first[at] == key
-        del key, at
-        fl &= kinds == K["launch"]
-        kinds[fl] = K["module_load"]
+        kinds[_in(first, _pid_corr_key(api.pid, api.corr)) & (kinds == K["launch"])] = K["module_load"]
     kinds[~api.primary] = -1
     return kinds, uniq, name_to_base[api.name_idx]
 

@@ -176,10 +176,10 @@ def host_rows(t: Union[NvtxRanges, OsCalls, None], rows: np.ndarray) -> HostRows
     """The NVTX ``rows`` (names domain-qualified as in the model) or OS-runtime ``rows`` of ``t``."""
     if t is None or rows.shape[0] == 0:
         return HostRows(_E, _E, _E, _E, ())
-    nvtx = isinstance(t, NvtxRanges)
-    name, names, _ = name_table(t.name_idx[rows], t.names, "[unnamed]" if nvtx else "[OS runtime call]")
+    fallback = "[unnamed]" if isinstance(t, NvtxRanges) else "[OS runtime call]"
+    name, names, _ = name_table(t.name_idx[rows], t.names, fallback)
     return HostRows(_i64(t.start, rows), _i64(t.end, rows), _i64(t.gtid, rows), name, names,
-                    np.asarray(t.closed, bool)[rows] if nvtx else None)
+                    np.asarray(t.closed, bool)[rows] if isinstance(t, NvtxRanges) else None)
 
 
 def sample_rows(model: TraceModel, rows: np.ndarray) -> SampleRows:

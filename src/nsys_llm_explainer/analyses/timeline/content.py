@@ -71,9 +71,7 @@ class DeviceCounters:
 @dataclass(frozen=True)
 class TimelineRows:
     """What the file shows, copied out of the model (:mod:`.rows`: only the rows inside the span, with their
-    names): each table's rows (kernels, memcpy, memset, whole-graph executions, CUDA API calls, NVTX ranges,
-    OS-runtime calls, CPU samples; launch calls linked), the label of each named thread they name, idle slices per
-    device, markers, counters and the step rows (of :class:`analyses.steps.metrics.StepArrays`) inside the span."""
+    names), and the step rows (of :class:`analyses.steps.metrics.StepArrays`) inside the span."""
 
     kernels: KernelRows
     memcpy: CopyRows

@@ -27,8 +27,7 @@ _MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
 def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str], np.ndarray]:
     """Per API row of ``model``: kind code (int8 index into :data:`KINDS`, -1 = not a runtime/driver row),
     the base-name list and the row → base-name index. First launches are found on ``full`` (the whole
-    capture) and matched to ``model``'s rows by (pid, correlation id). Per-name work is done once per
-    distinct name; per-row work is a few gathers."""
+    capture) and matched to ``model``'s rows by (pid, correlation id)."""
     api = model.api
     if api is None or len(api) == 0:
         return np.empty(0, np.int8), [], np.empty(0, np.int64)
@@ -48,12 +47,7 @@ def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str
         kinds[li] = K["pageable_memcpy"]
     first = _first_launch_keys(full)
     if first.shape[0]:
-        key = _pid_corr_key(api.pid, api.corr)
-        at = np.minimum(np.searchsorted(first, key), first.shape[0] - 1)
-        fl = first[at] == key
-        del key, at
-        fl &= kinds == K["launch"]
-        kinds[fl] = K["module_load"]
+        kinds[_in(first, _pid_corr_key(api.pid, api.corr)) & (kinds == K["launch"])] = K["module_load"]
     kinds[~api.primary] = -1
     return kinds, uniq, name_to_base[api.name_idx]
 
@@ -84,14 +78,10 @@ def _in(keys: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 
 def _by_links(full: TraceModel, api: ApiCalls, kinds: np.ndarray, missing: np.ndarray) -> None:
-    """In place: an ``other_api`` call that a kernel or graph launch links is ``launch`` (only launch calls start
-    kernels; the name lists may not know a new launch call's name, or the name is missing); a call whose name is
-    missing from StringIds (``missing``) and that a synchronization row (not a stream wait) links is ``sync``, one
-    a copy or memset links ``sync_memcpy`` when it returned at or after the last of them ended, else it stays
-    ``other_api`` (an async copy, as a named ``cudaMemcpyAsync`` is; ``pageable_memcpy`` later when its copy is
-    pageable). Links are read on the whole capture (``full``: a call in the window whose work runs after it still
-    counts) and matched to ``api``'s rows by (pid, correlation id); only the linked calls of unknown kind are
-    keyed."""
+    """In place, by what links an ``other_api`` call (module docstring): a kernel or graph launch → ``launch``; for a
+    call whose name is missing (``missing``), a synchronization row (not a stream wait) → ``sync``, a copy or memset
+    it waited for → ``sync_memcpy``. Links are read on the whole capture (``full``) and matched to ``api``'s rows by
+    (pid, correlation id)."""
     fa = full.api
     other = kinds == K["other_api"]
     if fa is None or len(fa) == 0 or not other.any():

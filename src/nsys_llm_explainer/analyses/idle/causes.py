@@ -25,9 +25,8 @@ K = KIND_CODE
 MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
 TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
-#: host-side pieces kept after the device pass, in all: ``max(PIECES_KEPT, ROWS_FACTOR × rows of the API, NVTX,
-#: OS-runtime and kernel tables)``; past it a device's pieces are dropped after its turn, and the same budget of pieces
-#: cut turns the pass to the threads' partitions (docs/PERFORMANCE.md, "Issue 24": devices × host rows)
+#: host-side pieces kept after the device pass: ``max(PIECES_KEPT, ROWS_FACTOR × rows of the API, NVTX, OS-runtime
+#: and kernel tables)``; also the pieces cut before the pass turns to the partitions (docs/PERFORMANCE.md, "Issue 24")
 PIECES_KEPT = 1 << 20
 ROWS_FACTOR = 4
 
@@ -123,10 +122,8 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
 
 def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps, groups: List[Tuple[int, np.ndarray]],
                          gs: np.ndarray, ge: np.ndarray, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
-    """:func:`_device` by the host threads' partitions (host_partition.py): the gaps are cut only at copies and
-    queued points, and each host-side part is charged by the partition's sums over it — the same causes, gaps and
-    bins, without cutting the gaps at every call of the thread again. The pieces' places in time are not kept
-    (``pieces`` is None; the waits' per-thread sum is)."""
+    """:func:`_device` by the host threads' partitions (host_partition.py): the same causes, gaps and bins; the
+    pieces' places in time are not kept (``pieces`` is None)."""
     cols: List[Tuple[np.ndarray, ...]] = []        # (gap, kind, detail, ns, t0) parts
     bcols: List[Tuple[np.ndarray, ...]] = []       # (t0, ns, kind) parts: the bins' pieces (none across an edge)
     edges = bin_edges(tl, n_bins) if n_bins > 0 else None
@@ -214,11 +211,9 @@ def _add_waits(acc: Dict[int, int], ctx: HostContext, gtid: np.ndarray, kind: np
 
 def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray],
                copy_wait: Mapping[int, int], copy_unknown: Mapping[int, int]) -> DeviceCauses:
-    """Sum the pieces (in time order; ``pieces`` = [gap, kind, detail, length], emptied here so that the
-    arrays are freed early) per cause and per (cause, gap): dense cause codes ``kind · D + detail``, runs merged,
-    then one stable sort by cause rank (a radix sort: causes are few). ``copy_wait``: per copy detail code, the ns
-    a kernel waited on the copies (:attr:`IdleCause.waiting_ns`); ``copy_unknown``: the ns in which that is not known
-    (:attr:`IdleCause.waiting_unknown_ns`)."""
+    """Sum the pieces (time order; ``pieces`` = [gap, kind, detail, length], emptied here to free them early) per
+    cause and per (cause, gap). ``copy_wait`` / ``copy_unknown``: per copy detail code, :attr:`IdleCause.waiting_ns`
+    / :attr:`IdleCause.waiting_unknown_ns`."""
     gap, kind, det, ln = pieces
     pieces.clear()
     idle, window = tl.idle_ns, tl.window_ns
@@ -309,13 +304,11 @@ def analyze_idle_causes(full: TraceModel, model: TraceModel,
                         on_device: Optional[Callable[[DeviceTimeline, DeviceCauses], None]] = None,
                         span: Optional[Tuple[int, int]] = None, pieces_needed: bool = True,
                         slices_max: int = 0) -> IdleCausesResult:
-    """Idle causes of every device timeline (``model``: the model the timelines were built from, e.g. clipped to the
-    steady window; ``full``: the whole capture, for first-launch detection); with ``n_bins`` > 0 also each device's
-    bins (:mod:`.bins`). ``timelines``: device → timeline, or the timelines in device-id order (one device's rows
-    alive at a time); ``on_device`` sees each timeline with its causes before the next one is built; ``span``: the
-    devices keep their idle pieces inside it (:attr:`DeviceCauses.slices`) within ``slices_max`` (docs/MODEL.md,
-    "Timeline file"); ``pieces_needed`` False: nothing reads the pieces' places in time, so past the budget the
-    devices whose window misses ``span`` are charged by their host threads' partitions (:mod:`.host_partition`)."""
+    """Idle causes of every device timeline (``model``: the model the timelines were built from; ``full``: the whole
+    capture, for first-launch detection); with ``n_bins`` > 0 also each device's bins (:mod:`.bins`). ``timelines``:
+    device → timeline, or the timelines in device-id order; ``on_device`` sees each timeline with its causes before
+    the next one is built; ``span``: the devices keep their idle pieces inside it (:attr:`DeviceCauses.slices`)
+    within ``slices_max``; ``pieces_needed`` False: past the budget, devices may be charged by partitions."""
     seq = (timelines[d] for d in sorted(timelines)) if isinstance(timelines, Mapping) else iter(timelines)
     ctx: Optional[HostContext] = None
     done = []

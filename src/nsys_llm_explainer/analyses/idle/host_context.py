@@ -38,9 +38,8 @@ class HostContext:
     by_thread: Dict[str, Dict[int, np.ndarray]] = field(default_factory=dict)   # "api"/"nvtx"/"osrt" → thread → rows
     # per API row, max(start, end) over it and all earlier rows; and the API rows with end < start
     reach: Optional[Tuple[np.ndarray, np.ndarray]] = None
-    # the partition path (host_partition.py): allowed when nothing later reads the pieces' places in time; taken
-    # once the pieces cut so far pass ``partition_after`` (so a trace whose threads each feed few devices keeps
-    # cutting every gap)
+    # the partition path (host_partition.py): allowed when nothing reads the pieces' places in time; taken once the
+    # pieces cut so far pass ``partition_after``
     partition_ok: bool = False
     partition_after: int = 0
     pieces_cut: int = 0
@@ -80,9 +79,8 @@ class HostContext:
 
     def api_near(self, g: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """API rows of thread ``g`` with a kind that touch one of the closed intervals ``[a, b]`` (sorted,
-        disjoint), in start order (none when the trace has no API rows). When the intervals are few, only the
-        rows that can reach them are looked at: rows sorted by start, so those in ``[first row whose furthest
-        end so far ≥ a, last row starting ≤ b]`` (plus the rare rows ending before they start)."""
+        disjoint), in start order. When the intervals are few, only the rows that can reach them are looked at
+        (those between the first whose furthest end so far ≥ a and the last starting ≤ b)."""
         api = self.model.api
         if api is None or len(api) == 0:
             return np.empty(0, np.int64)

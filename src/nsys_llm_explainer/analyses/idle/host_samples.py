@@ -192,10 +192,7 @@ def _device(fr: _Frames, dc: DeviceCauses) -> DeviceHostSamples:
     thread_samples = sum(s.per_thread.get(g, 0) for g in threads)
     rows, piece = _inside(s, start, end, gt)
     pk, pd = kcode[piece], dcode[piece]
-    kinds = []
-    for k in kinds_present:
-        sel = rows[pk == KINDS.index(k)]
-        kinds.append(fr.scope(k, None, sel, kind_ns[k], TOP))
+    kinds = [fr.scope(k, None, rows[pk == KINDS.index(k)], kind_ns[k], TOP) for k in kinds_present]
     ndet = max(len(p.details), 1)
     seg = {(KINDS[c // ndet], p.details[c % ndet]): r for c, r in rows_by_value(pk * ndet + pd)}
     causes = [fr.scope(c.kind, c.detail, rows[seg[(c.kind, c.detail)]], c.ns, CAUSE_TOP)   # dc.causes: largest first

@@ -90,10 +90,8 @@ class DeviceGaps:
 #: ``shadow`` per piece: for a ``copy`` piece, the kind it would take without the copies (:func:`thread_pieces`), -1
 #: for the others
 Pieces = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-#: shadow kinds of a copy piece in which a kernel waits on the copy: the next kernel is launched (``queued``), or the
-#: launching thread is blocked on the GPU, in a launch call, or in an OS call that waits on another thread (``osrt``:
-#: a shadow is ``osrt`` only for a waiting call). A shadow ``unknown`` (no host thread linked to the gap) is neither
-#: waiting nor not: kept apart (docs/MODEL.md, "Copies the kernels waited on")
+#: shadow kinds of a copy piece in which a kernel waits on the copy (``osrt``: only a waiting call; ``unknown`` is
+#: kept apart): docs/MODEL.md, "Copies the kernels waited on"
 WAITING_SHADOWS: Tuple[str, ...] = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch", "osrt")
 WAITING_CODES = np.array([KIND_CODE[k] for k in WAITING_SHADOWS], np.int8)
 UNKNOWN_CODE = KIND_CODE["unknown"]
@@ -232,10 +230,8 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
             continue
         cov = Cover(api.start[r_k], api.end[r_k])
         assign(K[name], cov.row, dmap[host.base_idx[r_k]])
-    # the thread's OS-runtime calls, charged to ``osrt`` with the call's name as detail (the outermost covering call):
-    # those that wait (semaphores, joins, polls, sleeps …, :mod:`vocabulary.os_calls`) before the NVTX ranges, the
-    # others after them; every call name's detail is registered once the thread has OS-runtime rows (the same codes on
-    # every run)
+    # the thread's OS-runtime calls (``osrt``, the outermost covering call's name as detail): those that wait before
+    # the NVTX ranges, the others after them; every call name is registered as a detail (the same codes on every run)
     osrt_passes: List[Tuple[Callable[[np.ndarray], np.ndarray], np.ndarray]] = []
     if osrt is not None and osrt_any:
         ni = osrt.name_idx

@@ -37,12 +37,10 @@ class IdleCause:
     first_ns: int = 0                        # start of the first gap holding this cause
     last_ns: int = 0                         # end of the last gap holding this cause
     tiny_gap_ns: int = 0                     # part of ``ns`` inside gaps shorter than 10 µs
-    #: ``copy`` causes only (None for the others): the part of ``ns`` in which a kernel waited on the copy — the kind
-    #: the ns would take without the copies (its shadow) is queued, sync, sync_memcpy, pageable_memcpy, launch or a
-    #: waiting OS call (docs/MODEL.md, "Copies the kernels waited on")
+    #: ``copy`` causes only (None for the others): the part of ``ns`` in which a kernel waited on the copy
+    #: (docs/MODEL.md, "Copies the kernels waited on")
     waiting_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
-    #: ``copy`` causes only: the part of ``ns`` whose shadow is ``unknown`` (no host thread linked to the gap: whether
-    #: a kernel waited is not known); not in ``waiting_ns``; None (omitted) when there is none
+    #: ``copy`` causes only: the part of ``ns`` in which whether a kernel waited is not known; None when there is none
     waiting_unknown_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 

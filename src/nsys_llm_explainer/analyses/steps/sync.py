@@ -180,13 +180,6 @@ def _per_step(ed: np.ndarray, e: np.ndarray, v: np.ndarray, side: Literal["left"
     return np.bincount(idx, weights=v[ok], minlength=m - 1).round().astype(np.int64)
 
 
-def _spread(v: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``v`` (one value per True of ``mask``) spread to ``mask``'s length, 0 elsewhere."""
-    out = np.zeros(mask.shape[0], np.int64)
-    out[mask] = v
-    return out
-
-
 def _exposure(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray, budget: np.ndarray
               ) -> Tuple[np.ndarray, np.ndarray, CauseSplit, CauseSplit]:
     """Per window ``[e_i, b_i)``: the exposed ns of thread ``g``'s host-side pieces, the overlappable ns
@@ -249,9 +242,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     # an idle pause (a serving loop waiting for requests): the host time after a sync point exceeds PAUSE ×
     # the median period; it is no host work of a step: left out of X, R and the per-step numbers (docs/FINDINGS.md)
     paused = (b - e) > PAUSE * percentile(period, 50) if m > 1 else np.zeros(n, bool)
-    exposed, over, by_cause, claimed = _exposure(dc, g, e[~paused], b[~paused], budget[~paused])
-    exposed = _spread(exposed, ~paused)
-    over = _spread(over, ~paused)
+    exposed, over, by_cause, claimed = _exposure(dc, g, e, np.where(paused, e, b), budget)   # paused: empty window
     # readback: a D→H copy call of g after its last launch before the sync, before the sync (or the sync is one)
     cs = api.start[ctx.d2h_rows.get(g, np.empty(0, np.int64))]
     lastl = la[np.maximum(j[waited], 0)]

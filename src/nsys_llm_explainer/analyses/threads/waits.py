@@ -120,21 +120,13 @@ class WaitsResult(FieldsJson):
 
 
 def _launchers(model: TraceModel) -> Dict[int, Tuple[int, ...]]:
-    """gtid → devices of the kernels it launched in the window (threads and devices are few: dense codes, one
-    ``bincount``)."""
+    """gtid → devices of the kernels it launched in the window."""
     k, api = model.kernels, model.api
     if k is None or api is None or len(k) == 0 or k.launch_idx.shape[0] != len(k):
         return {}
-    li = k.launch_idx
-    ok = li >= 0
-    if not ok.any():
-        return {}
-    g = api.gtid[li[ok]].astype(np.int64)
-    dev = k.device[ok].astype(np.int64)
-    threads, devices = few_distinct(g), few_distinct(dev)
-    code = np.searchsorted(threads, g) * devices.shape[0] + np.searchsorted(devices, dev)
-    seen = np.bincount(code, minlength=threads.shape[0] * devices.shape[0]).reshape(threads.shape[0], -1) > 0
-    return {int(t): tuple(int(d) for d in devices[seen[i]].tolist()) for i, t in enumerate(threads.tolist())}
+    ok = np.flatnonzero(k.launch_idx >= 0)
+    dev, g = k.device[ok].astype(np.int64), api.gtid[k.launch_idx[ok]].astype(np.int64)
+    return {t: tuple(few_distinct(dev[r]).tolist()) for t, r in rows_by_value(g)}
 
 
 def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,

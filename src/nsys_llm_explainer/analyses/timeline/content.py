@@ -28,10 +28,9 @@ from .rows import (
     api_rows,
     copy_rows,
     graph_rows,
+    host_rows,
     kernel_rows,
     labels_of,
-    nvtx_rows,
-    osrt_rows,
     sample_rows,
 )
 from .span import TimelineSpan
@@ -72,9 +71,7 @@ class DeviceCounters:
 @dataclass(frozen=True)
 class TimelineRows:
     """What the file shows, copied out of the model (:mod:`.rows`: only the rows inside the span, with their
-    names): each table's rows (kernels, memcpy, memset, whole-graph executions, CUDA API calls, NVTX ranges,
-    OS-runtime calls, CPU samples; launch calls linked), the label of each named thread they name, idle slices per
-    device, markers, counters and the step rows (of :class:`analyses.steps.metrics.StepArrays`) inside the span."""
+    names), and the step rows (of :class:`analyses.steps.metrics.StepArrays`) inside the span."""
 
     kernels: KernelRows
     memcpy: CopyRows
@@ -236,7 +233,7 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
     mc, ms = model.memcpy, model.memset
     k_launch, mc_launch, ms_launch = (_launch(getattr(model, n), rows[n], a) for n in ("kernels", "memcpy", "memset"))
     api_r = api_rows(model, a, np.concatenate((k_launch, mc_launch, ms_launch)))
-    nvtx_r, osrt_r = nvtx_rows(model, rows["nvtx"]), osrt_rows(model.osrt, rows["osrt"])
+    nvtx_r, osrt_r = host_rows(model.nvtx, rows["nvtx"]), host_rows(model.osrt, rows["osrt"])
     smp_r = sample_rows(model, rows["samples"])
     tr = TimelineRows(
         kernels=kernel_rows(model, rows["kernels"], k_launch, name_category, categories, launch_config),

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ...model.launch_config import LaunchConfig
-from ...model.trace import GraphTrace, Memcpy, Memset, OsCalls, TraceModel
+from ...model.trace import GraphTrace, Memcpy, Memset, NvtxRanges, OsCalls, TraceModel
 
 _E = np.empty(0, np.int64)
 
@@ -172,22 +172,14 @@ def api_rows(model: TraceModel, rows: np.ndarray, launched: np.ndarray) -> ApiRo
                    np.isin(rows, launched[launched >= 0]), name, names)
 
 
-def nvtx_rows(model: TraceModel, rows: np.ndarray) -> HostRows:
-    """The NVTX ``rows`` (names domain-qualified as in the model)."""
-    nv = model.nvtx
-    if nv is None or rows.shape[0] == 0:
-        return HostRows(_E, _E, _E, _E, (), np.empty(0, bool))
-    name, names, _ = name_table(nv.name_idx[rows], nv.names, "[unnamed]")
-    return HostRows(_i64(nv.start, rows), _i64(nv.end, rows), _i64(nv.gtid, rows), name, names,
-                    np.asarray(nv.closed, bool)[rows])
-
-
-def osrt_rows(o: Optional[OsCalls], rows: np.ndarray) -> HostRows:
-    """The OS-runtime ``rows``."""
-    if o is None or rows.shape[0] == 0:
+def host_rows(t: Union[NvtxRanges, OsCalls, None], rows: np.ndarray) -> HostRows:
+    """The NVTX ``rows`` (names domain-qualified as in the model) or OS-runtime ``rows`` of ``t``."""
+    if t is None or rows.shape[0] == 0:
         return HostRows(_E, _E, _E, _E, ())
-    name, names, _ = name_table(o.name_idx[rows], o.names, "[OS runtime call]")
-    return HostRows(_i64(o.start, rows), _i64(o.end, rows), _i64(o.gtid, rows), name, names)
+    fallback = "[unnamed]" if isinstance(t, NvtxRanges) else "[OS runtime call]"
+    name, names, _ = name_table(t.name_idx[rows], t.names, fallback)
+    return HostRows(_i64(t.start, rows), _i64(t.end, rows), _i64(t.gtid, rows), name, names,
+                    np.asarray(t.closed, bool)[rows] if isinstance(t, NvtxRanges) else None)
 
 
 def sample_rows(model: TraceModel, rows: np.ndarray) -> SampleRows:

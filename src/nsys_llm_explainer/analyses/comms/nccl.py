@@ -12,8 +12,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import numpy as np
 
 from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson
-from ...model import intervals as iv
-from ...model.timeline import rows_by_value
+from ...model.timeline import rows_by_value, spans_by
 from ...model.trace import Kernels, TraceModel
 from ..common.stats import combine_keys, int_sums, median, pct, round_half_up
 from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
@@ -162,17 +161,10 @@ def nccl_collectives(k: Kernels) -> Tuple[np.ndarray, np.ndarray, List[str]]:
 def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str
              ) -> List[Dict[str, Any]]:
     """The fields of each key value's row (the key under ``label``): :class:`NcclDeviceRow` / :class:`NcclPidRow`."""
-    dur = end - start
-    rows = []
-    for v, km in rows_by_value(np.asarray(key)):     # one sort, not a mask over every kernel per key value
-        m = km[nm[km]]
-        if m.shape[0] == 0:
-            continue
-        u = iv.union(start[m], end[m])   # kernels are sorted by start
-        tot, kt = int(dur[m].sum()), int(dur[km].sum())
-        rows.append({label: v, "count": int(m.shape[0]), "total_ns": tot, "kernel_ns": kt,
-                     "pct_of_kernel_ns": pct(tot, kt), "union_ns": u.length})
-    return rows
+    key = np.asarray(key)
+    kernel_ns = {v: int((end[r] - start[r]).sum()) for v, r in rows_by_value(key)}
+    return [{label: v, "count": n, "total_ns": t, "kernel_ns": kernel_ns[v], "pct_of_kernel_ns": pct(t, kernel_ns[v]),
+             "union_ns": u} for v, n, t, u in spans_by(key[nm], start[nm], end[nm])]
 
 
 def _shifts(of_pair: List[Tuple[int, np.ndarray]], n_coll: int, n_rank: int, start: np.ndarray, end: np.ndarray

@@ -15,7 +15,7 @@ from ...model.timeline import copy_kind_label as _direction
 from ...model.trace import ApiCalls, Memcpy, TraceModel
 from ..api import classes as ac
 from ..api.cuda_api import base_index
-from ..common.stats import combine_keys, int_sums, median, round_half_up
+from ..common.stats import group_sums, int_sums, median, round_half_up
 from .memcpy import mem_kind as _kind
 
 
@@ -148,15 +148,8 @@ class MemoryResult(FieldsJson):
 
 def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict[str, int]]:
     """The values of ``cols``, then count / bytes / total_ns, per distinct combination of ``cols``, ordered by
-    total_ns descending."""
-    if dur.shape[0] == 0:
-        return []
-    key, _ = combine_keys([np.asarray(c, np.int64) for c in cols.values()])
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    g = first.shape[0]
-    cnt = np.bincount(inv, minlength=g)
-    tot, byt = int_sums(inv, dur, g), int_sums(inv, nbytes, g)
+    total_ns descending (ties: first seen first)."""
+    first, cnt, (tot, byt) = group_sums(list(cols.values()), dur, nbytes)
     return [{**{k: int(v[first[i]]) for k, v in cols.items()}, "count": int(cnt[i]), "bytes": int(byt[i]),
              "total_ns": int(tot[i])} for i in np.lexsort((first, -tot)).tolist()]
 
@@ -165,7 +158,7 @@ def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> CopyTotals:
     return CopyTotals(count=int(m.sum()), bytes=int(nbytes[m].sum()), total_ns=int(dur[m].sum()))
 
 
-def _step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+def step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
     """Index of the step (sorted, non-overlapping ``[s0, s1)``) holding each time, -1 when none."""
     if s0.shape[0] == 0:
         return np.full(t.shape[0], -1, np.int64)
@@ -241,7 +234,7 @@ def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
     per_step = None
     if steps is not None:
         t = np.where(li >= 0, api.start[np.maximum(li, 0)], mc.start) if api is not None and len(api) else mc.start
-        st = _step_of(t, *steps)
+        st = step_of(t, *steps)
         n_steps = steps[0].shape[0]
         inside = st >= 0
         cps = np.bincount(st[inside], minlength=n_steps).astype(np.int64)
@@ -267,7 +260,7 @@ def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[T
                 ) -> Dict[str, Any]:
     """The ``alloc``, ``free`` and ``alloc_free_by_api`` fields of :class:`MemoryResult` (non-empty ``api``)."""
     adur = api.end - api.start
-    st = _step_of(api.start, *steps) if steps is not None else None
+    st = step_of(api.start, *steps) if steps is not None else None
     out: Dict[str, Any] = {}
     rows: List[AllocApi] = []
     for cls, m in (("alloc", am), ("free", fm)):
@@ -291,21 +284,13 @@ def _per_step_by_kind(mc: Memcpy, inside: np.ndarray, nb: np.ndarray, dur: np.nd
     step (mean over all steps)."""
     if n_steps == 0 or not inside.any():
         return ()
-    ck, sk, dk = mc.copy_kind[inside], mc.src_kind[inside], mc.dst_kind[inside]
-    key = (ck.astype(np.int64) << 16) | ((sk.astype(np.int64) & 0xFF) << 8) | (dk.astype(np.int64) & 0xFF)
-    uniq, inv = np.unique(key, return_inverse=True)
-    inv = inv.reshape(-1)
-    cnt = np.bincount(inv, minlength=uniq.shape[0])
-    byt = np.bincount(inv, weights=nb[inside].astype(np.float64), minlength=uniq.shape[0])
-    tim = np.bincount(inv, weights=dur[inside].astype(np.float64), minlength=uniq.shape[0])
-    rows: List[StepCopyKind] = []
-    for j, k in enumerate(uniq.tolist()):
-        c, s_, d_ = k >> 16, (k >> 8) & 0xFF, k & 0xFF
-        s_ = -1 if s_ == 0xFF else s_
-        d_ = -1 if d_ == 0xFF else d_
-        rows.append(StepCopyKind(direction=_direction(c), src_kind_name=_kind(s_),
-                                 dst_kind_name=_kind(d_), copies_per_step=float(cnt[j]) / n_steps,
-                                 bytes_per_step=int(round_half_up(byt[j] / n_steps)),
-                                 copy_ns_per_step=int(round_half_up(tim[j] / n_steps))))
+    kinds = _grouped({"copy_kind": mc.copy_kind[inside], "src_kind": mc.src_kind[inside],
+                      "dst_kind": mc.dst_kind[inside]}, dur[inside], nb[inside])
+    # ties of the order below: kinds ascending, an unrecorded kind (-1) last
+    kinds.sort(key=lambda g: (g["copy_kind"], g["src_kind"] & 0xFF, g["dst_kind"] & 0xFF))
+    rows = [StepCopyKind(direction=_direction(g["copy_kind"]), src_kind_name=_kind(g["src_kind"]),
+                         dst_kind_name=_kind(g["dst_kind"]), copies_per_step=g["count"] / n_steps,
+                         bytes_per_step=int(round_half_up(g["bytes"] / n_steps)),
+                         copy_ns_per_step=int(round_half_up(g["total_ns"] / n_steps))) for g in kinds]
     rows.sort(key=lambda r: (-r.bytes_per_step, r.direction))
     return tuple(rows)

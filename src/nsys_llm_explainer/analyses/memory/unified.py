@@ -12,10 +12,9 @@ import numpy as np
 
 from ...jsonable import FieldsJson, json_name
 from ...model import intervals as iv
-from ...model.names import distinct_small
 from ...model.timeline import rows_by_value
 from ...model.trace import Memcpy, TraceModel
-from ..common.stats import int_sums
+from ..common.stats import group_sums
 
 UM_COPY_KINDS = (11, 12, 13)
 DIRECTION = {11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device"}
@@ -137,13 +136,9 @@ def _grouped(key: np.ndarray, cols: Sequence[np.ndarray], label: Dict[int, str]
              ) -> List[Tuple[int, str, int, List[int]]]:
     """One entry per distinct ``key`` (ascending): (key, its label, row count, [Σ of each of ``cols``, in int64:
     exact])."""
-    if key.shape[0] == 0:
-        return []
-    uniq, inv = distinct_small(key)
-    count = np.bincount(inv, minlength=uniq.shape[0])
-    sums = [int_sums(inv, v, uniq.shape[0]) for v in cols]
-    return [(int(u), label.get(int(u), str(int(u))), int(count[i]), [int(s[i]) for s in sums])
-            for i, u in enumerate(uniq.tolist())]
+    first, count, sums = group_sums([key], *cols)
+    return [(k, label.get(k, str(k)), int(count[i]), [int(s[i]) for s in sums])
+            for i, k in enumerate(key[first].tolist())]
 
 
 def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dict[int, str]

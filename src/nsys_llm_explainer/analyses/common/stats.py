@@ -176,13 +176,14 @@ def _few_groups(names: List[str], key: np.ndarray, dec: KeyDecoder, dur: np.ndar
         rows.append((int(v.shape[0]), int(v.sum()), int(v.min()), int(v.max()), percentiles(v, _QS)))
     count, total, mn, mx = (np.array([r[j] for r in rows], np.int64) for j in range(4))
     p = np.array([r[4] for r in rows], np.float64).reshape(len(rows), len(_QS))
-    return _stats(dict(zip(names, _decode(uk.astype(np.int64), dec))), count, total, mn, mx, p.T)
+    return _stats(dict(zip(names, _decode(uk.astype(np.int64), dec))), count, total, mn, mx, list(p.T))
 
 
 def _stats(keys: Dict[str, np.ndarray], count: np.ndarray, total: np.ndarray, mn: np.ndarray, mx: np.ndarray,
            p: Sequence[np.ndarray]) -> GroupStats:
     """:class:`GroupStats` of groups with these counts, totals, extremes and unrounded percentiles :data:`_QS`."""
-    return GroupStats(keys, count, total, mn, mx, round_half_up(total / count), *(round_half_up(x) for x in p), p[0])
+    p50, p90, p99 = (round_half_up(x) for x in p)
+    return GroupStats(keys, count, total, mn, mx, round_half_up(total / count), p50, p90, p99, p[0])
 
 
 def _from_sorted(sk: np.ndarray, sd: np.ndarray) -> Tuple[np.ndarray, GroupStats]:

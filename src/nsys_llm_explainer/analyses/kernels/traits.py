@@ -102,11 +102,9 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
     ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_|torch", _I), "nvtx": (r"aten::|torch", _I),
                  "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
 ]
-#: stack rules matched in an equivalent linear-time form (the evidence shows the rule as written above); none now
-_LINEAR: Dict[str, str] = {}
-#: (stack, {source: (the rule as shown, its compiled linear-time form)})
+#: (stack, {source: (the rule as shown, compiled)})
 _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [
-    (s, {src: (rx, re.compile(_LINEAR.get(rx, rx), flags)) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
+    (s, {src: (rx, re.compile(rx, flags)) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
 AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import Memcpy, TraceModel
 from ..common.stats import group_sums
+from ..trace.window import gpu_work
 
 UM_COPY_KINDS = (11, 12, 13)
 DIRECTION = {11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device"}
@@ -147,17 +148,11 @@ def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dic
 
 
 def kernel_unions(m: TraceModel) -> Callable[[int], iv.IntervalUnion]:
-    """``f(d)``: the union of the kernel and whole-graph-execution intervals of device ``d``; each table's rows are
-    grouped by device once (one sort), not searched again for every device asked for."""
-    e = np.empty(0, np.int64)
-    tables = [(t, dict(rows_by_value(np.asarray(t.device)))) for t in (m.kernels, m.graph_trace)
-              if t is not None and len(t)]
-
-    def union(d: int) -> iv.IntervalUnion:
-        sel = [(t, rows.get(d, e)) for t, rows in tables]
-        return iv.union_blocks(np.concatenate([e] + [t.start[r] for t, r in sel]),
-                               np.concatenate([e] + [t.end[r] for t, r in sel]))
-    return union
+    """``f(d)``: the union of the kernel and whole-graph-execution intervals of device ``d``; the rows are grouped by
+    device once (one sort), not searched again for every device asked for."""
+    start, end, dev = gpu_work(m, "start", "end", "device")
+    rows, e = dict(rows_by_value(np.asarray(dev))), np.empty(0, np.int64)
+    return lambda d: iv.union_blocks(start[rows.get(d, e)], end[rows.get(d, e)])
 
 
 def _top(idx: np.ndarray, names: List[str]) -> Tuple[CpuFaultSite, ...]:

@@ -330,13 +330,14 @@ def int_sums(idx: np.ndarray, values: npt.ArrayLike, n: int) -> np.ndarray:
     return out
 
 
-def group_sums(keys: Sequence[np.ndarray], *values: npt.ArrayLike) -> Tuple[np.ndarray, np.ndarray, List[np.ndarray]]:
+def group_sums(keys: Sequence[np.ndarray], *values: npt.ArrayLike
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, List[np.ndarray]]:
     """Per distinct combination of the int arrays ``keys`` (groups in ascending key order): the first row that has
-    it, its row count, and the Σ of each of ``values`` over its rows (:func:`int_sums`: exact)."""
+    it; per row its group; per group its row count and the Σ of each of ``values`` (:func:`int_sums`: exact)."""
     key, _ = combine_keys([np.asarray(c, np.int64) for c in keys])
     _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    return first, np.bincount(inv, minlength=first.shape[0]), [int_sums(inv, v, first.shape[0]) for v in values]
+    inv = inv.reshape(-1).astype(np.int64)
+    return first, inv, np.bincount(inv, minlength=first.shape[0]), [int_sums(inv, v, first.shape[0]) for v in values]
 
 
 def pct(part: float, whole: float, digits: Optional[int] = None) -> float:

@@ -14,7 +14,7 @@ import numpy as np
 from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson
 from ...model.timeline import rows_by_value, spans_by
 from ...model.trace import Kernels, TraceModel
-from ..common.stats import combine_keys, int_sums, median, pct, round_half_up
+from ..common.stats import group_sums, median, pct, round_half_up
 from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
@@ -219,12 +219,9 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     by_name = tuple(sorted((NcclCollective(coll_names[i], int(cc[i]), int(round(ct[i]))) for i in range(n_coll)),
                            key=lambda r: (-r.total_ns, r.name)))
 
-    rkey, _ = combine_keys([k.pid[rows], k.device[rows]])
-    _, rfirst, rank = np.unique(rkey, return_index=True, return_inverse=True)
-    rank = rank.reshape(-1).astype(np.int64)
+    rfirst, rank, r_cnt, (r_ns,) = group_sums([k.pid[rows], k.device[rows]], d)   # ranks: (pid, device)
     n_rank = rfirst.shape[0]
-    rank_pid = k.pid[rows][rfirst]
-    rank_dev = k.device[rows][rfirst]
+    rank_pid, rank_dev = k.pid[rows][rfirst], k.device[rows][rfirst]
     # sequence index of each kernel within its (rank, collective name), in start order
     g = rank * n_coll + coll
     seq = np.empty(g.shape[0], np.int64)
@@ -245,8 +242,6 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     matched_c = (ccount == ranks_per_coll[c_coll]) & (ccount >= 2)
     mrow = matched_c[cinv]
     matched = int(matched_c.sum())
-    r_cnt = np.bincount(rank, minlength=n_rank)
-    r_ns = int_sums(rank, d, n_rank)                 # no mask per rank
     base_rank = [NcclRank(f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", int(rank_pid[r]), int(rank_dev[r]),
                           int(r_cnt[r]), int(r_ns[r])) for r in range(n_rank)]
     head = NcclResult(True, None, nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()),

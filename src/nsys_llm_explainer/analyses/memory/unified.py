@@ -137,7 +137,7 @@ def _grouped(key: np.ndarray, cols: Sequence[np.ndarray], label: Dict[int, str]
              ) -> List[Tuple[int, str, int, List[int]]]:
     """One entry per distinct ``key`` (ascending): (key, its label, row count, [Σ of each of ``cols``, in int64:
     exact])."""
-    first, count, sums = group_sums([key], *cols)
+    first, _, count, sums = group_sums([key], *cols)
     return [(k, label.get(k, str(k)), int(count[i]), [int(s[i]) for s in sums])
             for i, k in enumerate(key[first].tolist())]
 

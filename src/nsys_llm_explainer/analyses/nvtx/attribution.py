@@ -176,7 +176,7 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
                    for i in np.lexsort((np.arange(nn), -incl_t)).tolist() if incl_c[i] != 0)
     # per (PID, name) (tree nodes carry the launching thread's PID)
     pid, name = tree.pid[first], tree.name_idx[first]
-    at, _, (pt, pc) = group_sums([pid, name], sub_t[first], sub_c[first])
+    at, _, _, (pt, pc) = group_sums([pid, name], sub_t[first], sub_c[first])
     by_pid = tuple(RangePidRow(int(pid[at[j]]), names[int(name[at[j]])], "PushPop", int(pc[j]), int(pt[j]))
                    for j in np.argsort(-pt, kind="stable").tolist() if pc[j] != 0)
     pid_coverage = []

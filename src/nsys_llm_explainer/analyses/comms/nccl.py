@@ -169,12 +169,10 @@ def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray
 
 def _shifts(of_pair: List[Tuple[int, np.ndarray]], n_coll: int, n_rank: int, start: np.ndarray, end: np.ndarray
             ) -> Tuple[np.ndarray, List[str], List[int]]:
-    """Per (rank, name) key ``rank * n_coll + name``: the index shift ``d`` of its kernels against the name's
-    reference rank (the one with the most kernels of the name; ties: first in rank order), by time
-    (:func:`.matching.best_shift`, one clock in one export); every shift of a name is 0 (issue order) when on some
-    rank no kernel of it overlaps one of the reference's. Also the matching of each name run on >= 2 ranks and the
-    names that fell back to issue order. ``of_pair``: each key's kernels in start order. Python work per (rank,
-    name) only."""
+    """Per (rank, name) key ``rank * n_coll + name``: the index shift of its kernels against the name's reference
+    rank by time (:func:`.matching.member_shifts`, one clock in one export; all 0, issue order, when it finds none);
+    also the matching of each name run on >= 2 ranks and the names that fell back to issue order. ``of_pair``: each
+    key's kernels in start order. Python work per (rank, name) only."""
     shift = np.zeros(n_rank * n_coll, np.int64)
     by_name: Dict[int, List[Tuple[int, np.ndarray]]] = {}
     for key, rows in of_pair:            # keys ascending: ranks in rank order within a name

@@ -120,7 +120,7 @@ class UnifiedMemoryResult(FieldsJson):
     full: Optional[UmWindow] = None
 
 
-def _um_rows(mc: Optional[Memcpy]) -> np.ndarray:
+def um_rows(mc: Optional[Memcpy]) -> np.ndarray:
     """Row indices of the Unified (managed-memory) copies of a memcpy table."""
     if mc is None or len(mc) == 0:
         return np.empty(0, np.int64)
@@ -168,7 +168,7 @@ def _top(idx: np.ndarray, names: List[str]) -> Tuple[CpuFaultSite, ...]:
 
 def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     mc = m.memcpy
-    rows = _um_rows(mc)
+    rows = um_rows(mc)
     n = rows.shape[0]
     s, e, ck, nbytes, cause, dev = (_i64(getattr(mc, c), rows) if n else np.empty(0, np.int64)
                                     for c in ("start", "end", "copy_kind", "bytes", "migration_cause", "device"))
@@ -244,7 +244,7 @@ def analyze_unified_memory(model: TraceModel, steady: TraceModel, w0: int, w1: i
     tables = model.info.tables if model.info is not None else {}
     src = {"gpu_fault_table": gf is not None, "cpu_fault_table": cf is not None,
            "migration_cause_column": "migrationCause" in tables.get("CUPTI_ACTIVITY_KIND_MEMCPY", [])}
-    if _um_rows(model.memcpy).shape[0] == 0 and not (gf is not None and len(gf)) and not (cf is not None and len(cf)):
+    if um_rows(model.memcpy).shape[0] == 0 and not (gf is not None and len(gf)) and not (cf is not None and len(cf)):
         return UnifiedMemoryResult(False, _absent_reason(model, src), src)
     full = _window(model, "full", full_w0, full_w1)
     same = steady is model and (w0, w1) == (full_w0, full_w1)

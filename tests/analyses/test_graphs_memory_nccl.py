@@ -401,8 +401,8 @@ def test_copy_rows_sum_bytes_per_kind_with_many_distinct_memory_kinds():
     n = 5_000
     keys = {"copy_kind": rng.integers(0, 3, n), "src_kind": rng.integers(0, n, n), "dst_kind": rng.integers(0, 2, n)}
     dur, nbytes = rng.integers(1, 10**6, n), rng.integers(1, 1 << 40, n)
-    rows = _stats_rows(MemcpyKindRow, keys, dur, nbytes,
-                       lambda k: {"direction": "d", "src_kind_name": "s", "dst_kind_name": "t", **k})
+    rows = _stats_rows(MemcpyKindRow, keys, dur, nbytes, direction=("copy_kind", str),
+                       src_kind_name=("src_kind", str), dst_kind_name=("dst_kind", str))
     want: Counter = Counter()
     for c, s, d, b in zip(*(keys[k].tolist() for k in keys), nbytes.tolist()):
         want[(c, s, d)] += b

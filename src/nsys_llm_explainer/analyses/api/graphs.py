@@ -12,7 +12,7 @@ import numpy as np
 from ...jsonable import NONE_AS_EMPTY, FieldsJson
 from ...model.timeline import spans_by
 from ...model.trace import TraceModel
-from ..common.stats import group_stats, median, pct
+from ..common.stats import median, pct
 from . import classes as ac
 
 FIX_CMD = "nsys profile --cuda-graph-trace=node"
@@ -122,9 +122,8 @@ def analyze_graphs(model: TraceModel) -> GraphResult:
     if n_launch and api is not None:   # (graph launches are API rows)
         dur = (api.end - api.start)[gm]
         launch_host_ns = int(dur.sum())
-        gs = group_stats({"pid": api.pid[gm]}, dur)   # (groups by pid ascending)
-        launches_by_pid = tuple(GraphLaunchPid(p, c, t) for p, c, t in zip(gs.keys["pid"].tolist(), gs.count.tolist(),
-                                                                            gs.total.tolist()))
+        launches_by_pid = tuple(GraphLaunchPid(p, c, t) for p, c, t, _ in spans_by(api.pid[gm], api.start[gm],
+                                                                                    api.end[gm]))
     total = int(k.dur.sum()) if k is not None and len(k) else 0
     gk_ns = int(k.dur[gkm].sum()) if n_gk and k is not None else 0
     without = 0

@@ -174,14 +174,16 @@ def _few_groups(names: List[str], key: np.ndarray, dec: KeyDecoder, dur: np.ndar
     for g in uk.tolist():
         v = dur if uk.shape[0] == 1 else dur[key == g]
         rows.append((int(v.shape[0]), int(v.sum()), int(v.min()), int(v.max()), percentiles(v, _QS)))
-    count = np.array([r[0] for r in rows], np.int64)
-    total = np.array([r[1] for r in rows], np.int64)
+    count, total, mn, mx = (np.array([r[j] for r in rows], np.int64) for j in range(4))
     p = np.array([r[4] for r in rows], np.float64).reshape(len(rows), len(_QS))
-    return GroupStats(
-        keys=dict(zip(names, _decode(uk.astype(np.int64), dec))), count=count, total=total,
-        min=np.array([r[2] for r in rows], np.int64), max=np.array([r[3] for r in rows], np.int64),
-        avg=round_half_up(total / count), p50=round_half_up(p[:, 0]), p90=round_half_up(p[:, 1]),
-        p99=round_half_up(p[:, 2]), p50_exact=p[:, 0])
+    return _stats(dict(zip(names, _decode(uk.astype(np.int64), dec))), count, total, mn, mx, list(p.T))
+
+
+def _stats(keys: Dict[str, np.ndarray], count: np.ndarray, total: np.ndarray, mn: np.ndarray, mx: np.ndarray,
+           p: Sequence[np.ndarray]) -> GroupStats:
+    """:class:`GroupStats` of groups with these counts, totals, extremes and unrounded percentiles :data:`_QS`."""
+    p50, p90, p99 = (round_half_up(x) for x in p)
+    return GroupStats(keys, count, total, mn, mx, round_half_up(total / count), p50, p90, p99, p[0])
 
 
 def _from_sorted(sk: np.ndarray, sd: np.ndarray) -> Tuple[np.ndarray, GroupStats]:
@@ -189,13 +191,9 @@ def _from_sorted(sk: np.ndarray, sd: np.ndarray) -> Tuple[np.ndarray, GroupStats
     (row of each group's first element, stats without keys)."""
     starts = run_starts(sk)
     counts = np.diff(np.append(starts, sd.shape[0]))
-    total = np.add.reduceat(sd, starts)
-    p50 = percentile_sorted(sd, starts, counts, 50)
-    return starts, GroupStats(
-        keys={}, count=counts.astype(np.int64), total=total.astype(np.int64), min=sd[starts],
-        max=sd[starts + counts - 1], avg=round_half_up(total / counts),
-        p50=round_half_up(p50), p90=round_half_up(percentile_sorted(sd, starts, counts, 90)),
-        p99=round_half_up(percentile_sorted(sd, starts, counts, 99)), p50_exact=p50)
+    total = np.add.reduceat(sd, starts).astype(np.int64)
+    return starts, _stats({}, counts.astype(np.int64), total, sd[starts], sd[starts + counts - 1],
+                          [percentile_sorted(sd, starts, counts, q) for q in _QS])
 
 
 def _packed_sort(key: np.ndarray, dur: np.ndarray, kind: Optional[Literal["stable"]] = None
@@ -226,8 +224,7 @@ def group_stats(keys: Dict[str, np.ndarray], dur: np.ndarray) -> GroupStats:
     n = dur.shape[0]
     if n == 0:
         empty = np.empty(0, np.int64)
-        return GroupStats({k: empty for k in names}, empty, empty, empty, empty, empty, empty, empty, empty,
-                          np.empty(0, np.float64))
+        return _stats({k: empty for k in names}, empty, empty, empty, empty, [np.empty(0, np.float64)] * len(_QS))
     cols = [np.asarray(keys[k]) for k in names]
     key, dec = combine_keys(cols)
     dur = np.asarray(dur, dtype=np.int64)
@@ -331,6 +328,16 @@ def int_sums(idx: np.ndarray, values: npt.ArrayLike, n: int) -> np.ndarray:
     out = np.zeros(n, np.int64)
     np.add.at(out, idx, np.asarray(values, np.int64))
     return out
+
+
+def group_sums(keys: Sequence[np.ndarray], *values: npt.ArrayLike
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, List[np.ndarray]]:
+    """Per distinct combination of the int arrays ``keys`` (groups in ascending key order): the first row that has
+    it; per row its group; per group its row count and the Σ of each of ``values`` (:func:`int_sums`: exact)."""
+    key, _ = combine_keys([np.asarray(c, np.int64) for c in keys])
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64)
+    return first, inv, np.bincount(inv, minlength=first.shape[0]), [int_sums(inv, v, first.shape[0]) for v in values]
 
 
 def pct(part: float, whole: float, digits: Optional[int] = None) -> float:

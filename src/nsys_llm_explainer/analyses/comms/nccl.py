@@ -12,10 +12,9 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import numpy as np
 
 from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson
-from ...model import intervals as iv
-from ...model.timeline import rows_by_value
+from ...model.timeline import rows_by_value, spans_by
 from ...model.trace import Kernels, TraceModel
-from ..common.stats import combine_keys, int_sums, median, pct, round_half_up
+from ..common.stats import group_sums, median, pct, round_half_up
 from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
@@ -162,27 +161,18 @@ def nccl_collectives(k: Kernels) -> Tuple[np.ndarray, np.ndarray, List[str]]:
 def _per_key(key: np.ndarray, nm: np.ndarray, start: np.ndarray, end: np.ndarray, label: str
              ) -> List[Dict[str, Any]]:
     """The fields of each key value's row (the key under ``label``): :class:`NcclDeviceRow` / :class:`NcclPidRow`."""
-    dur = end - start
-    rows = []
-    for v, km in rows_by_value(np.asarray(key)):     # one sort, not a mask over every kernel per key value
-        m = km[nm[km]]
-        if m.shape[0] == 0:
-            continue
-        u = iv.union(start[m], end[m])   # kernels are sorted by start
-        tot, kt = int(dur[m].sum()), int(dur[km].sum())
-        rows.append({label: v, "count": int(m.shape[0]), "total_ns": tot, "kernel_ns": kt,
-                     "pct_of_kernel_ns": pct(tot, kt), "union_ns": u.length})
-    return rows
+    key = np.asarray(key)
+    kernel_ns = {v: int((end[r] - start[r]).sum()) for v, r in rows_by_value(key)}
+    return [{label: v, "count": n, "total_ns": t, "kernel_ns": kernel_ns[v], "pct_of_kernel_ns": pct(t, kernel_ns[v]),
+             "union_ns": u} for v, n, t, u in spans_by(key[nm], start[nm], end[nm])]
 
 
 def _shifts(of_pair: List[Tuple[int, np.ndarray]], n_coll: int, n_rank: int, start: np.ndarray, end: np.ndarray
             ) -> Tuple[np.ndarray, List[str], List[int]]:
-    """Per (rank, name) key ``rank * n_coll + name``: the index shift ``d`` of its kernels against the name's
-    reference rank (the one with the most kernels of the name; ties: first in rank order), by time
-    (:func:`.matching.best_shift`, one clock in one export); every shift of a name is 0 (issue order) when on some
-    rank no kernel of it overlaps one of the reference's. Also the matching of each name run on >= 2 ranks and the
-    names that fell back to issue order. ``of_pair``: each key's kernels in start order. Python work per (rank,
-    name) only."""
+    """Per (rank, name) key ``rank * n_coll + name``: the index shift of its kernels against the name's reference
+    rank by time (:func:`.matching.member_shifts`, one clock in one export; all 0, issue order, when it finds none);
+    also the matching of each name run on >= 2 ranks and the names that fell back to issue order. ``of_pair``: each
+    key's kernels in start order. Python work per (rank, name) only."""
     shift = np.zeros(n_rank * n_coll, np.int64)
     by_name: Dict[int, List[Tuple[int, np.ndarray]]] = {}
     for key, rows in of_pair:            # keys ascending: ranks in rank order within a name
@@ -227,12 +217,9 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     by_name = tuple(sorted((NcclCollective(coll_names[i], int(cc[i]), int(round(ct[i]))) for i in range(n_coll)),
                            key=lambda r: (-r.total_ns, r.name)))
 
-    rkey, _ = combine_keys([k.pid[rows], k.device[rows]])
-    _, rfirst, rank = np.unique(rkey, return_index=True, return_inverse=True)
-    rank = rank.reshape(-1).astype(np.int64)
+    rfirst, rank, r_cnt, (r_ns,) = group_sums([k.pid[rows], k.device[rows]], d)   # ranks: (pid, device)
     n_rank = rfirst.shape[0]
-    rank_pid = k.pid[rows][rfirst]
-    rank_dev = k.device[rows][rfirst]
+    rank_pid, rank_dev = k.pid[rows][rfirst], k.device[rows][rfirst]
     # sequence index of each kernel within its (rank, collective name), in start order
     g = rank * n_coll + coll
     seq = np.empty(g.shape[0], np.int64)
@@ -253,8 +240,6 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     matched_c = (ccount == ranks_per_coll[c_coll]) & (ccount >= 2)
     mrow = matched_c[cinv]
     matched = int(matched_c.sum())
-    r_cnt = np.bincount(rank, minlength=n_rank)
-    r_ns = int_sums(rank, d, n_rank)                 # no mask per rank
     base_rank = [NcclRank(f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", int(rank_pid[r]), int(rank_dev[r]),
                           int(r_cnt[r]), int(r_ns[r])) for r in range(n_rank)]
     head = NcclResult(True, None, nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()),

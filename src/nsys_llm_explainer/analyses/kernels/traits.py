@@ -54,6 +54,8 @@ _FFT_CONV = r"fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn(?:(?!cudnn)\S)*ff
 _FFT_TRIAL = _FFT_CONV + r"|cgemm|compute_gemm_pointers|transpose(?:(?!transpose)\w)*<float2"
 _XMMA_GEMM = (r"xmma(?:(?!xmma)\w)*(?:gemm|fprop|dgrad|wgrad)(?:(?!gemm|fprop|dgrad|wgrad)\w)*"
               r"(?:f16|tf32|fp8|e4m3|i8i8|int8)")
+#: the rules of :data:`_RX` that are parts of the ``fp32_gemm_simt`` trait's rule (:func:`classify_names`)
+_SIMT_PARTS = ("simt", "gemv_lt", "float", "not_simt")
 _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "simt": r"sgemm|cgemm|scudnn|xmma(?:(?!xmma)\w)*f32f32_f32f32_f32",   # + :func:`_gemv_float`
     "gemv_lt": r"(?:gemv|gemmsn)(?:(?!gemv|gemmsn)\w)*<",
@@ -102,11 +104,9 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
     ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_|torch", _I), "nvtx": (r"aten::|torch", _I),
                  "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
 ]
-#: stack rules matched in an equivalent linear-time form (the evidence shows the rule as written above); none now
-_LINEAR: Dict[str, str] = {}
-#: (stack, {source: (the rule as shown, its compiled linear-time form)})
+#: (stack, {source: (the rule as shown, compiled)})
 _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [
-    (s, {src: (rx, re.compile(_LINEAR.get(rx, rx), flags)) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
+    (s, {src: (rx, re.compile(rx, flags)) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
 AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
 
 @dataclass(frozen=True)
@@ -174,19 +174,11 @@ def _gemv_float(s: str) -> bool:
 
 def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
     """Per name-level trait (all except ``tiny_elementwise``/``attention_unfused``): bool mask over ``names``."""
-    n = len(names)
-    keys = ("fp32_gemm_simt", "tensor_core_gemm", "attention_fused", "softmax", "gemm_any", "elementwise",
-            "inductor_pointwise", "norm",
-            "reduce", "backward", "optimizer", "nccl", "conv", "redzone", "fft_trial", "layout_transform")
-    m = {k: np.zeros(n, bool) for k in keys}
-    for i, s in enumerate(for_matching(names)):
-        for k in keys:
-            if k == "fp32_gemm_simt":
-                m[k][i] = bool(_RX["simt"].search(s) or _gemv_float(s)) and not _RX["not_simt"].search(s)
-            elif k == "softmax":
-                m[k][i] = bool(_RX["softmax"].search(s)) and not _RX["attention_fused"].search(s)
-            else:
-                m[k][i] = bool(_RX[k].search(s))
+    text = for_matching(names)
+    m = {k: np.array([bool(rx.search(s)) for s in text], bool) for k, rx in _RX.items() if k not in _SIMT_PARTS}
+    m["fp32_gemm_simt"] = np.array([bool(_RX["simt"].search(s) or _gemv_float(s)) and not _RX["not_simt"].search(s)
+                                    for s in text], bool)
+    m["softmax"] &= ~m["attention_fused"]
     return m
 
 

@@ -15,6 +15,7 @@ from ...model.timeline import MEMCPY_KIND_LABEL, PAGEABLE, rows_by_value
 from ...model.trace import ApiCalls, Memcpy, Memset, TraceModel
 from ..api import classes as ac
 from ..common.stats import median, round_half_up
+from .traffic import step_of
 from .unified import kernel_unions
 
 #: copyKind → copy path
@@ -223,10 +224,8 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
                 n_steps = int(s0.shape[0])
                 inside = iv.overlap_length(u, s0, s1)
                 step_pct = float(median(100.0 * inside / (s1 - s0)))
-                t = rows["s"][sel]
-                i = np.searchsorted(s0, t, side="right") - 1
-                hit = (i >= 0) & (t < s1[np.maximum(i, 0)])
-                per = np.bincount(i[hit], weights=rows["bytes"][sel][hit], minlength=n_steps)
+                i = step_of(rows["s"][sel], s0, s1)
+                per = np.bincount(i[i >= 0], weights=rows["bytes"][sel][i >= 0], minlength=n_steps)
                 step_bytes = int(round_half_up(median(per)))
             paths.append(CopyPath(
                 device_id=int(d), path=names[c], label=PATH_LABEL[names[c]], count=int(sel.shape[0]), bytes=nb,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, Optional, Tuple, Type, TypeVar
+from typing import Callable, ClassVar, Dict, Optional, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -83,17 +83,14 @@ R = TypeVar("R", MemcpyDirectionRow, MemcpyKindRow, MemsetRow)
 
 
 def _stats_rows(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray,
-                label: Callable[[Dict[str, int]], Dict[str, Any]]) -> Tuple[R, ...]:
-    """A ``row`` per distinct combination of ``keys``, largest total first; ``label``: the row's label fields (and
-    its keys, in their order) from the group's key values."""
+                **labels: Tuple[str, Callable[[int], str]]) -> Tuple[R, ...]:
+    """A ``row`` per distinct combination of ``keys``, largest total first; ``labels``: each label field's key and
+    the function naming its value."""
     gs = group_stats(keys, dur)
-    group_bytes = group_stats(keys, nbytes).total      # the same groups in the same (key) order: integer sums
-    rows = []
-    for i in gs.order_by_total().tolist():
-        b, t = int(group_bytes[i]), int(gs.total[i])
-        rows.append(row(**label({k: int(v[i]) for k, v in gs.keys.items()}), **gs.row(i, row), bytes=b,
-                        gb_per_s=b / t if t > 0 else None))
-    return tuple(rows)
+    b = group_stats(keys, nbytes).total.tolist()      # the same groups in the same (key) order: integer sums
+    named = {f: [name(v) for v in gs.keys[k].tolist()] for f, (k, name) in labels.items()}
+    return tuple(gs.rows(row, bytes=b, gb_per_s=[x / t if t > 0 else None for x, t in zip(b, gs.total.tolist())],
+                         **named))
 
 
 def analyze_memcpy(model: TraceModel) -> MemcpyResult:
@@ -108,17 +105,13 @@ def analyze_memcpy(model: TraceModel) -> MemcpyResult:
         dur = mc.end - mc.start
         total_bytes = int(mc.bytes.sum())
         total_ns = int(dur.sum())
-        by_direction = _stats_rows(
-            MemcpyDirectionRow, {"copy_kind": mc.copy_kind}, dur, mc.bytes,
-            lambda k: {"direction": copy_kind_label(k["copy_kind"]), **k})
+        direction = ("copy_kind", copy_kind_label)
+        by_direction = _stats_rows(MemcpyDirectionRow, {"copy_kind": mc.copy_kind}, dur, mc.bytes, direction=direction)
         by_kind = _stats_rows(
-            MemcpyKindRow, {"copy_kind": mc.copy_kind, "src_kind": mc.src_kind, "dst_kind": mc.dst_kind},
-            dur, mc.bytes,
-            lambda k: {"direction": copy_kind_label(k["copy_kind"]),
-                       "src_kind_name": mem_kind(k["src_kind"]), "dst_kind_name": mem_kind(k["dst_kind"]), **k})
+            MemcpyKindRow, {"copy_kind": mc.copy_kind, "src_kind": mc.src_kind, "dst_kind": mc.dst_kind}, dur,
+            mc.bytes, direction=direction, src_kind_name=("src_kind", mem_kind), dst_kind_name=("dst_kind", mem_kind))
     if ms is not None and len(ms):
         dur = ms.end - ms.start
-        memset = _stats_rows(MemsetRow, {"mem_kind": ms.mem_kind}, dur, ms.bytes,
-                             lambda k: {"mem_kind_name": mem_kind(k["mem_kind"]), **k})
+        memset = _stats_rows(MemsetRow, {"mem_kind": ms.mem_kind}, dur, ms.bytes, mem_kind_name=("mem_kind", mem_kind))
     return MemcpyResult(True, None, by_direction=by_direction, by_kind=by_kind, memset=memset,
                         total_bytes=total_bytes, total_ns=total_ns)

@@ -15,7 +15,7 @@ from ...model.timeline import copy_kind_label as _direction
 from ...model.trace import ApiCalls, Memcpy, TraceModel
 from ..api import classes as ac
 from ..api.cuda_api import base_index
-from ..common.stats import combine_keys, int_sums, median, round_half_up
+from ..common.stats import group_sums, int_sums, median, round_half_up
 from .memcpy import mem_kind as _kind
 
 
@@ -148,15 +148,8 @@ class MemoryResult(FieldsJson):
 
 def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict[str, int]]:
     """The values of ``cols``, then count / bytes / total_ns, per distinct combination of ``cols``, ordered by
-    total_ns descending."""
-    if dur.shape[0] == 0:
-        return []
-    key, _ = combine_keys([np.asarray(c, np.int64) for c in cols.values()])
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    g = first.shape[0]
-    cnt = np.bincount(inv, minlength=g)
-    tot, byt = int_sums(inv, dur, g), int_sums(inv, nbytes, g)
+    total_ns descending (ties: first seen first)."""
+    first, _, cnt, (tot, byt) = group_sums(list(cols.values()), dur, nbytes)
     return [{**{k: int(v[first[i]]) for k, v in cols.items()}, "count": int(cnt[i]), "bytes": int(byt[i]),
              "total_ns": int(tot[i])} for i in np.lexsort((first, -tot)).tolist()]
 
@@ -165,7 +158,7 @@ def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> CopyTotals:
     return CopyTotals(count=int(m.sum()), bytes=int(nbytes[m].sum()), total_ns=int(dur[m].sum()))
 
 
-def _step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+def step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
     """Index of the step (sorted, non-overlapping ``[s0, s1)``) holding each time, -1 when none."""
     if s0.shape[0] == 0:
         return np.full(t.shape[0], -1, np.int64)
@@ -187,25 +180,18 @@ def analyze_memory(model: TraceModel,
         s0, s1 = np.asarray(step_bounds[0], np.int64), np.asarray(step_bounds[1], np.int64)
         o = np.argsort(s0, kind="stable")
         steps = s0[o], s1[o]
-    fields: Dict[str, Any] = _copies(mc, api, steps) if mc is not None and has_copies else {
-        "host_copies": CopyTotals(0, 0, 0), "pageable": PageableCopies(0, 0, 0, ()),
-        "sync_copies": SyncCopies(0, 0, 0, calls=0, host_blocked_ns=0, pageable_count=0, by_api=())}
-    if steps is not None and fields.get("per_step") is None:
-        fields["per_step"] = CopiesPerStep(
-            step_count=int(steps[0].shape[0]), copies_in_steps=0, copies_per_step_median=0.0,
-            copies_per_step_mean=0.0, bytes_per_step_median=0, bytes_per_step_mean=0,
-            copy_ns_per_step_mean=0, host_copies_in_steps=0, pageable_in_steps=0,
-            sync_copies_in_steps=0, by_kind_per_step=())
+    fields = _copies(mc if has_copies else None, api, steps)
     if api is not None and len(api):
         fields.update(_alloc_free(api, am, fm, steps))
     return MemoryResult(True, None, **fields)
 
 
-def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarray, np.ndarray]]) -> Dict[str, Any]:
-    """The copy fields of :class:`MemoryResult` (``mc``: a non-empty memcpy table)."""
-    dur = mc.end - mc.start
-    nb = mc.bytes
-    ck, sk, dk = mc.copy_kind, mc.src_kind, mc.dst_kind
+def _copies(mc: Optional[Memcpy], api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarray, np.ndarray]]
+            ) -> Dict[str, Any]:
+    """The copy fields of :class:`MemoryResult` (all zero without a memcpy table)."""
+    e = np.empty(0, np.int64)
+    start, dur, nb, ck, sk, dk, li = (e,) * 7 if mc is None else (
+        mc.start, mc.end - mc.start, mc.bytes, mc.copy_kind, mc.src_kind, mc.dst_kind, mc.launch_idx)
     by_direction = tuple(CopyDirection(**r, direction=_direction(r["copy_kind"]))
                          for r in _grouped({"copy_kind": ck}, dur, nb))
     by_kind = tuple(CopyKinds(**r, direction=_direction(r["copy_kind"]), src_kind_name=_kind(r["src_kind"]),
@@ -218,8 +204,7 @@ def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
         CopyDirection(**r, direction=_direction(r["copy_kind"])) for r in _grouped({"copy_kind": ck[pm]}, dur[pm],
                                                                                    nb[pm])))
     # synchronous copies: launching call is a blocking memcpy
-    li = mc.launch_idx
-    sync_rows = np.zeros(len(mc), bool)
+    sync_rows = np.zeros(dur.shape[0], bool)
     calls = np.empty(0, np.int64)
     by_api: List[SyncCopyApi] = []
     blocked_ns = 0
@@ -240,8 +225,8 @@ def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
                              pageable_count=int((sync_rows & pm).sum()), by_api=tuple(by_api))
     per_step = None
     if steps is not None:
-        t = np.where(li >= 0, api.start[np.maximum(li, 0)], mc.start) if api is not None and len(api) else mc.start
-        st = _step_of(t, *steps)
+        t = np.where(li >= 0, api.start[np.maximum(li, 0)], start) if api is not None and len(api) else start
+        st = step_of(t, *steps)
         n_steps = steps[0].shape[0]
         inside = st >= 0
         cps = np.bincount(st[inside], minlength=n_steps).astype(np.int64)
@@ -256,9 +241,9 @@ def _copies(mc: Memcpy, api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarra
             host_copies_in_steps=int((inside & host).sum()),
             pageable_in_steps=int((inside & pm).sum()),
             sync_copies_in_steps=int((inside & sync_rows).sum()),
-            by_kind_per_step=_per_step_by_kind(mc, inside, nb, dur, n_steps),
+            by_kind_per_step=_per_step_by_kind(n_steps, *(x[inside] for x in (ck, sk, dk, nb, dur))),
         )
-    return {"copy_count": len(mc), "copy_bytes": int(nb.sum()), "copy_ns": int(dur.sum()),
+    return {"copy_count": int(dur.shape[0]), "copy_bytes": int(nb.sum()), "copy_ns": int(dur.sum()),
             "by_direction": by_direction, "by_kind": by_kind, "host_copies": _totals(host, dur, nb),
             "pageable": pageable, "sync_copies": sync_copies, "per_step": per_step}
 
@@ -267,7 +252,7 @@ def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[T
                 ) -> Dict[str, Any]:
     """The ``alloc``, ``free`` and ``alloc_free_by_api`` fields of :class:`MemoryResult` (non-empty ``api``)."""
     adur = api.end - api.start
-    st = _step_of(api.start, *steps) if steps is not None else None
+    st = step_of(api.start, *steps) if steps is not None else None
     out: Dict[str, Any] = {}
     rows: List[AllocApi] = []
     for cls, m in (("alloc", am), ("free", fm)):
@@ -285,27 +270,18 @@ def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[T
     return out
 
 
-def _per_step_by_kind(mc: Memcpy, inside: np.ndarray, nb: np.ndarray, dur: np.ndarray, n_steps: int
+def _per_step_by_kind(n_steps: int, ck: np.ndarray, sk: np.ndarray, dk: np.ndarray, nb: np.ndarray, dur: np.ndarray
                       ) -> Tuple[StepCopyKind, ...]:
-    """Copies inside steps per (direction, source kind, destination kind): count, bytes and GPU time per
-    step (mean over all steps)."""
-    if n_steps == 0 or not inside.any():
+    """The copies inside steps (these rows) per (direction, source kind, destination kind): count, bytes and GPU
+    time per step (mean over all steps)."""
+    if n_steps == 0:
         return ()
-    ck, sk, dk = mc.copy_kind[inside], mc.src_kind[inside], mc.dst_kind[inside]
-    key = (ck.astype(np.int64) << 16) | ((sk.astype(np.int64) & 0xFF) << 8) | (dk.astype(np.int64) & 0xFF)
-    uniq, inv = np.unique(key, return_inverse=True)
-    inv = inv.reshape(-1)
-    cnt = np.bincount(inv, minlength=uniq.shape[0])
-    byt = np.bincount(inv, weights=nb[inside].astype(np.float64), minlength=uniq.shape[0])
-    tim = np.bincount(inv, weights=dur[inside].astype(np.float64), minlength=uniq.shape[0])
-    rows: List[StepCopyKind] = []
-    for j, k in enumerate(uniq.tolist()):
-        c, s_, d_ = k >> 16, (k >> 8) & 0xFF, k & 0xFF
-        s_ = -1 if s_ == 0xFF else s_
-        d_ = -1 if d_ == 0xFF else d_
-        rows.append(StepCopyKind(direction=_direction(c), src_kind_name=_kind(s_),
-                                 dst_kind_name=_kind(d_), copies_per_step=float(cnt[j]) / n_steps,
-                                 bytes_per_step=int(round_half_up(byt[j] / n_steps)),
-                                 copy_ns_per_step=int(round_half_up(tim[j] / n_steps))))
+    kinds = _grouped({"copy_kind": ck, "src_kind": sk, "dst_kind": dk}, dur, nb)
+    # ties of the order below: kinds ascending, an unrecorded kind (-1) last
+    kinds.sort(key=lambda g: (g["copy_kind"], g["src_kind"] & 0xFF, g["dst_kind"] & 0xFF))
+    rows = [StepCopyKind(direction=_direction(g["copy_kind"]), src_kind_name=_kind(g["src_kind"]),
+                         dst_kind_name=_kind(g["dst_kind"]), copies_per_step=g["count"] / n_steps,
+                         bytes_per_step=int(round_half_up(g["bytes"] / n_steps)),
+                         copy_ns_per_step=int(round_half_up(g["total_ns"] / n_steps))) for g in kinds]
     rows.sort(key=lambda r: (-r.bytes_per_step, r.direction))
     return tuple(rows)

@@ -12,10 +12,10 @@ import numpy as np
 
 from ...jsonable import FieldsJson, json_name
 from ...model import intervals as iv
-from ...model.names import distinct_small
 from ...model.timeline import rows_by_value
 from ...model.trace import Memcpy, TraceModel
-from ..common.stats import int_sums
+from ..common.stats import group_sums
+from ..trace.window import gpu_work
 
 UM_COPY_KINDS = (11, 12, 13)
 DIRECTION = {11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device"}
@@ -120,7 +120,7 @@ class UnifiedMemoryResult(FieldsJson):
     full: Optional[UmWindow] = None
 
 
-def _um_rows(mc: Optional[Memcpy]) -> np.ndarray:
+def um_rows(mc: Optional[Memcpy]) -> np.ndarray:
     """Row indices of the Unified (managed-memory) copies of a memcpy table."""
     if mc is None or len(mc) == 0:
         return np.empty(0, np.int64)
@@ -137,13 +137,9 @@ def _grouped(key: np.ndarray, cols: Sequence[np.ndarray], label: Dict[int, str]
              ) -> List[Tuple[int, str, int, List[int]]]:
     """One entry per distinct ``key`` (ascending): (key, its label, row count, [Σ of each of ``cols``, in int64:
     exact])."""
-    if key.shape[0] == 0:
-        return []
-    uniq, inv = distinct_small(key)
-    count = np.bincount(inv, minlength=uniq.shape[0])
-    sums = [int_sums(inv, v, uniq.shape[0]) for v in cols]
-    return [(int(u), label.get(int(u), str(int(u))), int(count[i]), [int(s[i]) for s in sums])
-            for i, u in enumerate(uniq.tolist())]
+    first, _, count, sums = group_sums([key], *cols)
+    return [(k, label.get(k, str(k)), int(count[i]), [int(s[i]) for s in sums])
+            for i, k in enumerate(key[first].tolist())]
 
 
 def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dict[int, str]
@@ -152,17 +148,11 @@ def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dic
 
 
 def kernel_unions(m: TraceModel) -> Callable[[int], iv.IntervalUnion]:
-    """``f(d)``: the union of the kernel and whole-graph-execution intervals of device ``d``; each table's rows are
-    grouped by device once (one sort), not searched again for every device asked for."""
-    e = np.empty(0, np.int64)
-    tables = [(t, dict(rows_by_value(np.asarray(t.device)))) for t in (m.kernels, m.graph_trace)
-              if t is not None and len(t)]
-
-    def union(d: int) -> iv.IntervalUnion:
-        sel = [(t, rows.get(d, e)) for t, rows in tables]
-        return iv.union_blocks(np.concatenate([e] + [t.start[r] for t, r in sel]),
-                               np.concatenate([e] + [t.end[r] for t, r in sel]))
-    return union
+    """``f(d)``: the union of the kernel and whole-graph-execution intervals of device ``d``; the rows are grouped by
+    device once (one sort), not searched again for every device asked for."""
+    start, end, dev = gpu_work(m, "start", "end", "device")
+    rows, e = dict(rows_by_value(np.asarray(dev))), np.empty(0, np.int64)
+    return lambda d: iv.union_blocks(start[rows.get(d, e)], end[rows.get(d, e)])
 
 
 def _top(idx: np.ndarray, names: List[str]) -> Tuple[CpuFaultSite, ...]:
@@ -178,7 +168,7 @@ def _top(idx: np.ndarray, names: List[str]) -> Tuple[CpuFaultSite, ...]:
 
 def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     mc = m.memcpy
-    rows = _um_rows(mc)
+    rows = um_rows(mc)
     n = rows.shape[0]
     s, e, ck, nbytes, cause, dev = (_i64(getattr(mc, c), rows) if n else np.empty(0, np.int64)
                                     for c in ("start", "end", "copy_kind", "bytes", "migration_cause", "device"))
@@ -254,7 +244,7 @@ def analyze_unified_memory(model: TraceModel, steady: TraceModel, w0: int, w1: i
     tables = model.info.tables if model.info is not None else {}
     src = {"gpu_fault_table": gf is not None, "cpu_fault_table": cf is not None,
            "migration_cause_column": "migrationCause" in tables.get("CUPTI_ACTIVITY_KIND_MEMCPY", [])}
-    if _um_rows(model.memcpy).shape[0] == 0 and not (gf is not None and len(gf)) and not (cf is not None and len(cf)):
+    if um_rows(model.memcpy).shape[0] == 0 and not (gf is not None and len(gf)) and not (cf is not None and len(cf)):
         return UnifiedMemoryResult(False, _absent_reason(model, src), src)
     full = _window(model, "full", full_w0, full_w1)
     same = steady is model and (w0, w1) == (full_w0, full_w1)

@@ -13,7 +13,7 @@ import numpy as np
 from ...jsonable import NOT_IN_JSON, FieldsJson, json_name
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel
-from ..common.stats import group_stats, int_sums, pct
+from ..common.stats import group_stats, group_sums, int_sums, pct
 from ..idle.pieces import index_runs
 from ..idle.range_names import normalize_range_name
 from .tree import (
@@ -174,15 +174,11 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     ranges = tuple(RangeRow(names[i], "PushPop", int(incl_c[i]), int(incl_t[i]), int(inn_t[i]), int(inn_c[i]),
                             pct(int(incl_t[i]), total))
                    for i in np.lexsort((np.arange(nn), -incl_t)).tolist() if incl_c[i] != 0)
-    # per PID (tree nodes carry the launching thread's PID)
-    pids = tree.pid
-    key = pids[first].astype(np.int64) * (nn + 1) + tree.name_idx[first]
-    uk, inv = np.unique(key, return_inverse=True)
-    pt = np.bincount(inv, weights=sub_t[first]).astype(np.int64)
-    pc = np.bincount(inv, weights=sub_c[first]).astype(np.int64)
-    by_pid = tuple(RangePidRow(int(uk[j] // (nn + 1)), names[int(uk[j] % (nn + 1))], "PushPop", int(pc[j]),
-                               int(pt[j]))
-                   for j in np.lexsort((uk, -pt)).tolist() if pc[j] != 0)
+    # per (PID, name) (tree nodes carry the launching thread's PID)
+    pid, name = tree.pid[first], tree.name_idx[first]
+    at, _, _, (pt, pc) = group_sums([pid, name], sub_t[first], sub_c[first])
+    by_pid = tuple(RangePidRow(int(pid[at[j]]), names[int(name[at[j]])], "PushPop", int(pc[j]), int(pt[j]))
+                   for j in np.argsort(-pt, kind="stable").tolist() if pc[j] != 0)
     pid_coverage = []
     for p, m in rows_by_value(np.asarray(k.pid)):     # one sort, not a mask over every kernel per pid
         pt_all = int(dur[m].sum())

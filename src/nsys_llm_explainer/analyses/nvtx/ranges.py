@@ -12,7 +12,7 @@ import numpy as np
 from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson
 from ...model.nvtx_build import UNTERMINATED_END_RULE
 from ...model.trace import TraceModel
-from ..common.stats import group_stats, pct
+from ..common.stats import group_stats, int_sums, pct
 from .tree import NvtxTree, build_tree, self_time
 
 
@@ -66,10 +66,8 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
     style = np.where(nv.is_push_pop, 0, 1)
     dur = nv.end - nv.start
     tree = build_tree(nv)
-    self_by_name = np.zeros(len(nv.names), np.int64)
-    if tree is not None:
-        st = self_time(tree)
-        np.add.at(self_by_name, tree.name_idx, st)
+    self_by_name = int_sums(tree.name_idx, self_time(tree), len(nv.names)) if tree is not None else \
+        np.zeros(len(nv.names), np.int64)
     self_total = int(self_by_name.sum())
     gs = group_stats({"name": nv.name_idx.astype(np.int64), "style": style}, dur)
     total_all = int(gs.total.sum()) if len(gs) else 0

@@ -3,13 +3,8 @@ segment: ranges ordered by (thread, domain, start, −end), the parent of a rang
 segment whose end is ≥ its end; start/end ranges and ranges closed on another thread are not in the tree
 (docs/METRICS.md, "NVTX ranges").
 
-Every walk along the tree is O(n log depth), never one numpy pass per depth level (a 100 000-deep
-nesting must stay fast): parents come from a "previous greater-or-equal end" search (a few rounds of
-pointer jumping, then a sparse table of range maxima for what is left), the tree is in preorder so each
-subtree is the index range ``[i, sub_end[i])`` (subtree sums are prefix-sum differences, depth is a
-count of open intervals), nearest marked ancestors use pointer doubling, and enclosing-range lookups
-use binary lifting over ancestors (ends never decrease towards the root). ``ROUNDS["n"]`` counts the
-Python-level rounds of those loops (tests use it to check that they stay O(log depth)).
+Every walk along the tree is O(n log depth), never one numpy pass per depth level (how: docs/PERFORMANCE.md,
+"NVTX nesting"); ``ROUNDS["n"]`` counts the Python-level rounds of those loops (tests check they stay O(log depth)).
 """
 
 from __future__ import annotations
@@ -190,10 +185,8 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
     thread with start ≤ t0 and end ≥ t1 — returned as **layers**: layer → per query a tree node (-1 none). A query's
     enclosing range of each domain is in exactly one layer, a layer holds at most one range per query, and the
     domain of a node is ``tree.domain[node]`` (:func:`domain_layer_nodes` gives one domain's). Domains whose
-    queries do not meet share a layer (first fit), so memory is queries × (most domains enclosing one query, about),
-    never queries × domains: 8,000 single-range domains make one layer. Each (thread, domain) segment looks only at
-    the queries of its thread whose ``t0`` lies within the segment's span (one sort of the queries by thread and
-    ``t0``), so time is O(queries log + segments + pairs found), not segments × queries."""
+    queries do not meet share a layer (first fit); each (thread, domain) segment looks only at the queries of its
+    thread within its span (memory and time: docs/PERFORMANCE.md, "NVTX domains × kernels")."""
     out: Dict[int, np.ndarray] = {}
     n = gtid.shape[0]
     if len(tree) == 0 or n == 0:

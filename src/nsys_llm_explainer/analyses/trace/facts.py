@@ -24,7 +24,7 @@ from ..memory.copy_engines import (
     copies_async_side_stream,
     host_copies_pageable,
 )
-from ..memory.unified import UM_COPY_KINDS
+from ..memory.unified import um_rows
 
 #: compute-capability major (and minor where it matters) → (architecture, tensor-core datatypes)
 ARCHITECTURES: Tuple[Tuple[Tuple[int, int], Tuple[int, int], str, Tuple[str, ...]], ...] = (
@@ -244,12 +244,8 @@ def _inductor(model: TraceModel) -> Tuple[bool, str]:
 
 
 def _unified_memory(model: TraceModel) -> Tuple[bool, str]:
-    parts: List[str] = []
-    mc = model.memcpy
-    if mc is not None and len(mc):
-        n = int(np.isin(np.asarray(mc.copy_kind), UM_COPY_KINDS).sum())
-        if n:
-            parts.append(f"{n:,} Unified-Memory migration(s) (copy kinds 11–13)")
+    n = um_rows(model.memcpy).shape[0]
+    parts = [f"{n:,} Unified-Memory migration(s) (copy kinds 11–13)"] if n else []
     for attr, what in (("um_gpu_faults", "GPU page-fault row(s)"), ("um_cpu_faults", "CPU page-fault row(s)")):
         ops = getattr(model, attr, None)
         if ops is not None and len(ops):

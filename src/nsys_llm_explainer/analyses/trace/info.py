@@ -37,12 +37,10 @@ def _recorded() -> Any:
     return field(default=None, metadata=NONE_OMITTED)
 
 
-#: metadata key (``EXPORT_META_DATA`` / ``META_DATA_EXPORT`` name, ``capture:`` for ``META_DATA_CAPTURE``) → field
-CAPTURE_META_KEYS: Tuple[Tuple[str, str], ...] = (
-    ("capture:CUDA_TRACE_SCOPE", "CUDA_TRACE_SCOPE"), ("capture:CUDA_SKIP_SOME_API_CALLS", "CUDA_SKIP_SOME_API_CALLS"),
-    ("EXPORT_PARAM_TIME_NORMALIZE", "EXPORT_PARAM_TIME_NORMALIZE"),
-    ("EXPORT_CONFIG_TIME_SHIFT", "EXPORT_CONFIG_TIME_SHIFT"), ("EXPORT_PARAM_LAZY", "EXPORT_PARAM_LAZY"),
-    ("EXPORT_LAZY", "EXPORT_LAZY"), ("EXPORT_TIME_UTC", "EXPORT_TIME_UTC"))
+#: metadata keys (``EXPORT_META_DATA`` / ``META_DATA_EXPORT`` names, ``capture:`` for ``META_DATA_CAPTURE``); each
+#: one's field is its name
+CAPTURE_META_KEYS = ("capture:CUDA_TRACE_SCOPE", "capture:CUDA_SKIP_SOME_API_CALLS", "EXPORT_PARAM_TIME_NORMALIZE",
+                     "EXPORT_CONFIG_TIME_SHIFT", "EXPORT_PARAM_LAZY", "EXPORT_LAZY", "EXPORT_TIME_UTC")
 
 
 @dataclass(frozen=True)
@@ -96,7 +94,7 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
                 active.setdefault(p, {})[what] = n
     processes = tuple(ProcessRow(p, names.get(p, ""), active[p].get("kernels", 0), active[p].get("cuda_api_calls", 0))
                       for p in sorted(active))
-    recorded = {name: info.meta[key][0] for key, name in CAPTURE_META_KEYS if info.meta.get(key)}
+    recorded = {key.split(":")[-1]: info.meta[key][0] for key in CAPTURE_META_KEYS if info.meta.get(key)}
     return TraceInfoResult(
         path=display_path if display_path is not None else info.path, nsys_version=info.product_version,
         export_schema_version=info.schema_version, metadata_table=info.meta_table, kernel_table=info.kernel_table,

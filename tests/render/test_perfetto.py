@@ -534,3 +534,17 @@ def test_steps_of_a_process_without_gpu_work_share_one_track(tmp_path) -> None:
     assert sorted(s.start for s in t.slices if s.track == off_gpu[0]) == \
         [1_010_000 + i * 200_000 for i in range(6)]
     assert len([s for s in t.slices if s.track in steps]) == 12
+
+
+def test_chunked_writes_hold_the_same_packets_and_none_empty(demo, tmp_path, monkeypatch) -> None:
+    """Packets are written 20,000 at a time; a chunk boundary adds no packet (each one carries an event, a track, a
+    name table or the sequence's start), so 7-packet chunks give the packets of one chunk."""
+    import nsys_llm_explainer.render.perfetto_packets as pp
+
+    r, _ = demo
+    whole = pb.Trace.FromString(r.write_perfetto(tmp_path / "a").read_bytes())
+    monkeypatch.setattr(pp, "CHUNK", 7)
+    small = pb.Trace.FromString(r.write_perfetto(tmp_path / "b").read_bytes())
+    assert len(whole.packet) > 7 * 3
+    assert [p.SerializeToString() for p in small.packet] == [p.SerializeToString() for p in whole.packet]
+    assert all(len(p.ListFields()) > 1 for p in small.packet)   # more than trusted_packet_sequence_id

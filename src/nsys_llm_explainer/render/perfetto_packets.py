@@ -45,12 +45,10 @@ class Encoder:
         p.sequence_flags = _CLEARED   # the sequence's interned names start here
 
     def _packet(self) -> Any:
+        if len(self.trace.packet) >= CHUNK:   # the chunk is full: written before the new packet is added
+            self.flush()
         p = self.trace.packet.add()
         p.trusted_packet_sequence_id = self.seq
-        if len(self.trace.packet) >= CHUNK:
-            self.flush()
-            p = self.trace.packet.add()
-            p.trusted_packet_sequence_id = self.seq
         return p
 
     def flush(self) -> None:

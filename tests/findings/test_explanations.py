@@ -222,6 +222,7 @@ def _real(prefix):
     return _CACHE[key]
 
 
+@pytest.mark.slow
 def test_real_trace_facts():
     """12: GTX 1650 without compute capability in the export → no tensor cores; 24: the Intel and Microsoft
     adapters are not GPUs; 23: A100 (8.0) with TF32; 05: no TARGET_INFO_GPU → GPU facts unknown."""

@@ -469,6 +469,7 @@ def test_scenario_determinism(tmp_path: Path) -> None:
     assert (tmp_path / "a.sqlite").read_bytes() == (tmp_path / "b.sqlite").read_bytes()
 
 
+@pytest.mark.slow
 def test_scenario_planted_shapes(tmp_path: Path) -> None:
     f = build_scenario("healthy", str(tmp_path / "h.sqlite"))
     assert f["max_gap_ns"] < 2000

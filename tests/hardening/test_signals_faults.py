@@ -513,7 +513,8 @@ class _BrokenCluster:
 
 
 @pytest.mark.parametrize("cluster, message", [
-    (_SlowCluster, "the local Dask cluster (2 worker processes) did not start within 0.5 s"),
+    pytest.param(_SlowCluster, "the local Dask cluster (2 worker processes) did not start within 0.5 s",
+                 marks=pytest.mark.slow),   # waits out the start-up limit
     (_BrokenCluster, "the local Dask cluster (2 worker processes) did not start: RuntimeError: Nanny failed to "
                      "start."),
 ])

@@ -290,6 +290,7 @@ def test_no_link_to_a_rank_report_that_was_not_written(straggler, tmp_path: Path
         "ranks/rank2/report.html"}
 
 
+@pytest.mark.slow
 def test_a_users_cluster_html_is_never_replaced(tmp_path: Path) -> None:
     build_cluster("cluster_straggler", str(tmp_path / "in"))
     out = tmp_path / "out"

@@ -211,6 +211,7 @@ def test_real_trace_html_holds_every_report_md_section(trace: Path) -> None:
     assert_html_holds_md(render_markdown(as_report(d)), render_html(as_report(d), js=""))
 
 
+@pytest.mark.slow
 def test_compare_and_cluster_html_hold_their_markdown(tmp_path: Path) -> None:
     from synth.scenarios import build_cluster
 

@@ -276,6 +276,7 @@ def test_hostile_names_round_trip_as_data(tmp_path) -> None:
     assert OSC8 in {s.name for s in t.on("OS runtime")}
 
 
+@pytest.mark.slow
 def test_the_demo_writes_it(tmp_path) -> None:
     out = tmp_path / "d"
     proc = run_cli("demo", "--out", str(out), "--quiet")

@@ -26,7 +26,8 @@ from ..document import (
     para,
     parts,
 )
-from ..specs import COPY_PATHS, CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, STEP_SYNC, SYNC_APIS, THREAD_WAITS
+from ..feature_tables import COPY_PATHS, STEP_SYNC, THREAD_WAITS
+from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, SYNC_APIS
 from ..table import field_of
 from .ctx import View, capped
 

@@ -22,7 +22,7 @@ from ..document import (
     para,
     parts,
 )
-from ..specs import UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN, um_breakdown_rows
+from ..feature_tables import UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN, um_breakdown_rows
 from .ctx import View
 
 if TYPE_CHECKING:

@@ -113,7 +113,7 @@ def test_copy_time_counted_as_busy_is_not_kernel_time_that_sets_the_pace(tmp_pat
     assert top.evidence[0] == ("GPU busy 99.0 % of the window set by --window (9.900 ms of 10.000 ms, device 0): "
                                "the GPU's "
                                "kernels and copies (counted as busy: --include-memcpy-in-busy), not the host, set "
-                               "the step time.")
+                               "the elapsed time.")   # no steps in this trace
     assert top.evidence[2] == "Where the busy time goes (non-overlapped): memcpy 81 %, gemm 19 %."
 
 

@@ -218,7 +218,7 @@ def test_a_few_stray_kernels_on_another_gpu_are_not_averaged_in(tmp_path: Path) 
     assert f.id == "gpu_bound" and f.holds() and f.checks[0].scope.devices == (0,)
     assert f.evidence[0] == ("GPU busy 99.8 % of the window set by --window (5.000 ms of 5.010 ms, device 0; "
                              "device 1 ran too "
-                             "few kernels to count): kernel speed, not the host, sets the step time.")
+                             "few kernels to count): kernel speed, not the host, sets the elapsed time.")
     out = tmp_path / "out"
     render_all(rep, out)
     md = (out / "report.md").read_text()
@@ -320,3 +320,23 @@ def test_an_idle_title_quotes_the_time_of_its_own_device(tmp_path: Path) -> None
     assert f.evidence[:2] == ("Device 0: 698.00 µs of idle charged to `host_cpu` (14.0 % of its 4.998 ms window).",
                               "Device 1: 198.00 µs of idle charged to `host_cpu` (4.0 % of its 4.998 ms window).")
     assert f.evidence[2].startswith("100 idle gaps on device 0 hold `host_cpu`")   # 99 + the edge gap
+
+
+@pytest.mark.parametrize("steps", [False, True])
+def test_gpu_bound_says_step_time_only_where_steps_were_found(tmp_path: Path, steps: bool) -> None:
+    """500 kernels of 9 µs every 10 µs (busy 4 500 / 4 999 µs = 90.0 %, of which the idle 10.0 % ≥ 5 %). Without
+    NVTX ranges there are no steps, so the kernels set "most of the elapsed time" (it said "the step time" of a
+    trace with no steps); with a ``step`` range around each 10 kernels (50 steps) they set "most of the step time"."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, 1)
+    _loop(b, 10 * US, 500)
+    if steps:
+        for i in range(50):
+            b.nvtx_push_pop(10 * US + i * 100 * US - 9 * US, 10 * US + (i + 1) * 100 * US - 9 * US, "step", tid_g=g)
+    rep = _run(b, tmp_path, "loop.sqlite", window=(10 * US, 5_009 * US))
+    assert (rep.steps.step_count == 50) is steps
+    (f,) = [f for f in rep.findings if f.id == "gpu_bound"]
+    assert f.evidence[0].startswith("GPU busy 90.0 % of the window set by --window (4.500 ms of 4.999 ms")
+    assert f.evidence[0].endswith(": kernel speed sets most of the " + ("step" if steps else "elapsed")
+                                  + " time; the GPU idles the other 10.0 % (the idle findings say why).")

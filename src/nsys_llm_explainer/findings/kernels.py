@@ -11,6 +11,7 @@ from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.summary import KernelSummary
 from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.steps.metrics import StepResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..model.names import short
@@ -50,9 +51,10 @@ def _tensor_core_words(facts: TraceFacts, kinds: List[str]) -> str:
 
 def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
                     categories: CategoryResult, facts: TraceFacts, graphs: GraphResult,
-                    window: WindowResult) -> Tuple[Finding, ...]:
+                    window: WindowResult, steps: StepResult) -> Tuple[Finding, ...]:
     """Findings about the kernels themselves (GPU-bound, FP32 GEMMs, unfused attention / elementwise); the GPUs'
-    tensor-core datatypes (``facts``) decide the precision advice; ``window`` names the window (:func:`window_name`).
+    tensor-core datatypes (``facts``) decide the precision advice; ``window`` names the window (:func:`window_name`);
+    the kernels set "the step time" only where ``steps`` were found, else "the elapsed time".
     CUDA graphs traced at graph level hide the kernels inside them: shares of kernel time are then unknown, so no
     share is quoted and no trait finding is made."""
     out: List[Finding] = []
@@ -63,6 +65,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     scope = pooled_scope(gpu_time.kernel_devices())
     busy = Check("busy_pct", p.busy_pct, ">=", GPU_BOUND_PCT, scope)
     hidden = graphs.available and graphs.graph_level_hidden   # kernel time misses the graphs' kernels
+    span = "the step time" if steps.available and steps.step_count else "the elapsed time"
     if busy.holds():
         # with --include-memcpy-in-busy the busy time holds the copies: the claim is about the GPU's work, not kernels
         copies = gpu_time.include_memcpy
@@ -72,8 +75,8 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         where = window_name(window.method, window.details.bins is not None)
         ev = [f"GPU busy {p.busy_pct:.1f} % of {where} ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
               f"{pooled_words(gpu_time)}): "
-              + (f"{who}, not the host, {'set' if copies else 'sets'} the step time." if idle < MEDIUM_SHARE else
-                 f"{who} {'set' if copies else 'sets'} most of the step time; the GPU idles the other {idle:.1f} % "
+              + (f"{who}, not the host, {'set' if copies else 'sets'} {span}." if idle < MEDIUM_SHARE else
+                 f"{who} {'set' if copies else 'sets'} most of {span}; the GPU idles the other {idle:.1f} % "
                  "(the idle findings say why).")]
         checks = [busy]
         if hidden:
@@ -110,9 +113,9 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
             title=f"FP32 GEMMs run on CUDA cores, not tensor cores: {h.share_pct:.1f} % of kernel time",
             evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {dur(h.total_ns)}, {h.share_pct:.1f} % of "
                       f"kernel time in the window: {names}.",
-                      f"The GPU is busy {p.busy_pct:.1f} %, " + ("so these kernels set the step time."
+                      f"The GPU is busy {p.busy_pct:.1f} %, " + (f"so these kernels set {span}."
                                                                  if p.busy_pct >= GPU_BOUND_PCT else
-                                                                 "so faster GEMMs shorten the busy part of the step."),
+                                                                 "so faster GEMMs shorten the busy time."),
                       _tensor_core_words(facts, kinds)),
             advice=["fp32.tf32", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"], facts=advice,
             time_at_stake_ns=int(h.total_ns * frac),

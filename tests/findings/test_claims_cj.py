@@ -140,3 +140,20 @@ def test_data_loader_wait_between_steps_is_not_said_to_be_inside_the_step(tmp_pa
     ctx = {c["name"]: (c["ns"], c["context"], c["context_pct"]) for c in w["calls"]}
     assert set(ctx) == {"poll", "pthread_cond_wait"} and ctx["poll"][1:] == ("", 0.0)
     assert ctx["pthread_cond_wait"] == (79_840 * US, "train_step", 100.0)
+
+
+def test_no_advice_to_add_ranges_the_trace_already_has(tmp_path: Path) -> None:
+    """:func:`_train_loop` has `forward`, `backward` and `optimizer.step` ranges on the main thread; the backward
+    kernels (48.000 ms of 85.200 ms) are launched by `pt_autograd_0`, outside any range, so the coverage finding
+    holds with the autograd advice. It also said "Add NVTX ranges around forward, backward and the optimizer step":
+    ranges the trace has. The same loop with its ranges named `a` / `b` / `c` keeps that advice."""
+    b = TraceBuilder()
+    _train_loop(b)
+    rec = next(f for f in _run(b, tmp_path)["findings"] if f["id"] == "nvtx_coverage")["recommendation"]
+    assert ADVICE["nvtx.autograd"].text in rec and ADVICE["nvtx.add.training"].text not in rec, rec
+    b = TraceBuilder()
+    _train_loop(b)
+    for row in b._rows["nvtx"]:
+        row["text"] = {"forward": "a", "backward": "b", "optimizer.step": "c"}[row["text"]]
+    rec = next(f for f in _run(b, tmp_path)["findings"] if f["id"] == "nvtx_coverage")["recommendation"]
+    assert ADVICE["nvtx.autograd"].text in rec and ADVICE["nvtx.add.training"].text in rec, rec

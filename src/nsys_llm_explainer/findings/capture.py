@@ -4,7 +4,8 @@ claim (``no_gpu_work``, ``too_little_work``, ``graph_trace_mode``, ``capture_win
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Tuple
+import re
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.api.graphs import GraphResult
 from ..analyses.comms.nccl import NcclResult
@@ -19,6 +20,9 @@ from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Finding, Scope, finding, pooled_scope
 
 WARMUP_IDLE_POINTS = 10.0
+#: the "add NVTX ranges around …" advice, and the range names that show the trace has such ranges already
+PHASE_RANGES = {"nvtx.add.training": re.compile(r"forward|backward|optimi[sz]er", re.I),
+                "nvtx.add.inference": re.compile(r"prefill|decode", re.I)}
 
 
 def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Optional[str],
@@ -93,9 +97,11 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
         time_at_stake_ns=w.warmup_ns + w.tail_ns, checks=(check,), about_capture=True)
 
 
-def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mapping[str, Any]) -> Optional[Finding]:
+def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mapping[str, Any],
+                          range_names: Sequence[str] = ()) -> Optional[Finding]:
     """Low: NVTX push/pop ranges cover less than ``threshold`` of kernel time, and of the kernel time linked to its
-    launch call (none linked: no finding); evidence and advice: docs/FINDINGS.md, "Capture"."""
+    launch call (none linked: no finding); "add ranges around forward, backward, …" (or prefill / decode) only when
+    no range of ``range_names`` is named so already. Evidence and advice: docs/FINDINGS.md, "Capture"."""
     if not att.available or att.coverage >= threshold or att.linked_kernel_ns <= 0:
         return None
     if att.attributed_ns / att.linked_kernel_ns >= threshold:
@@ -125,7 +131,7 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
     ids = ["nvtx.per_thread"]
     if top is not None and not top.thread_ranges:
         ids = ["nvtx.autograd" if AUTOGRAD_THREAD.search(top.thread_name) else "nvtx.other_thread"]
-    ids += ["nvtx.add.training", "nvtx.add.inference"]
+    ids += [i for i, pattern in PHASE_RANGES.items() if not any(pattern.search(n) for n in range_names)]
     return finding(
         "nvtx_coverage", severity="low",
         title=f"NVTX {'push/pop ' if se else ''}ranges cover little of the GPU time" + (

@@ -399,9 +399,10 @@ def test_windows_without_kernels_have_no_main_reason(tmp_path):
         c = res.comparisons[0]
         assert res.traces[0].units == pytest.approx(units)
         assert (c.window_per_unit_base_ns, c.window_per_unit_new_ns, c.main_reason) == (per_unit, per_unit, None)
-        assert c.reasons == ("no kernel ran in the steady window of BASE and NEW",
-                             f"BASE's steady window is {win} (< 20.000 ms)",
-                             f"NEW's steady window is {win} (< 20.000 ms)")
+        # the reasons name the window as chosen (--window), not as "the steady window"
+        assert c.reasons == ("no kernel ran in the window set by --window of BASE and NEW",
+                             f"the window set by --window of BASE is {win} (< 20.000 ms)",
+                             f"the window set by --window of NEW is {win} (< 20.000 ms)")
         # the window was the user's (--window): nothing judged it steady
         assert len(c.headline) == 3 and c.headline[2] == "GPU busy 0.0 % → 0.0 % of the window set by --window."
 
@@ -428,7 +429,7 @@ def test_too_short(tmp_path, base_trace):
     assert proc.returncode == EXIT_INCOMPARABLE == 4, proc.stderr      # the gate fails closed
     line = _lines(proc.stderr)                                          # why it fails: on stderr
     assert len(line) == 1 and line[0].startswith("nsys-llm-explain: NOT COMPARABLE, failing (exit 4): NEW short "
-                                                 "is too short (4 step periods < 10; steady window 13.086 ms < "
+                                                 "is too short (4 step periods < 10; the steady window 13.086 ms < "
                                                  "20.000 ms) — too short to compare: short has 4 step periods "
                                                  "(< 10)"), line
     proc = run_cli("compare", str(base_trace), str(short), "--out", str(tmp_path / "o"), "--quiet",

@@ -46,7 +46,7 @@ def test_a_pair_not_compared_claims_nothing_about_its_change(tmp_path):
     assert (c.status, c.verdict) == ("too_short", "not_compared")
     assert (c.window_per_unit_base_ns, c.window_per_unit_new_ns) == (1_000_000, 1_000_000)
     assert c.headline == (
-        "`NEW` vs `BASE`: not compared — too short to compare: NEW has 7 step periods (< 10); NEW's steady window "
+        "`NEW` vs `BASE`: not compared — too short to compare: NEW has 7 step periods (< 10); the steady window of NEW "
         "is 7.365 ms (< 20.000 ms).",
         "Spread p90/p50 1.00 over 39 step periods vs 1.00 over 7.",
         "GPU busy 33.5 % → 35.8 % of the steady window.")

@@ -549,3 +549,15 @@ def test_chunked_writes_hold_the_same_packets_and_none_empty(demo, tmp_path, mon
     assert len(whole.packet) > 7 * 3
     assert [p.SerializeToString() for p in small.packet] == [p.SerializeToString() for p in whole.packet]
     assert all(len(p.ListFields()) > 1 for p in small.packet)   # more than trusted_packet_sequence_id
+
+
+def test_a_chosen_window_is_not_called_steady(tmp_path_factory, tmp_path) -> None:
+    """With ``--window`` the analysis slice spans exactly the chosen window and is named "window set by --window"
+    (it read "steady window": nothing judged a chosen window steady)."""
+    from nsys_llm_explainer.options import options_from_kwargs
+
+    _, p, r = scenario_report("demo", tmp_path_factory)
+    w0, w1 = r.window.start_ns + 1_000_000, r.window.start_ns + 3_000_000
+    t = written(analyze_path(str(p), options_from_kwargs(window=(w0, w1))), tmp_path)
+    assert [(s.name, s.start, s.end) for s in t.on("analysis") if "method" in s.args] == [
+        ("window set by --window", w0, w1)]

@@ -13,6 +13,7 @@ from ..analyses.common.stats import pct
 from ..analyses.steps.periods import PAUSE, step_periods
 from ..errors import CWD_GONE, InputError, OptionError, cwd_gone
 from ..paths import check_name, stat_or_none
+from ..vocabulary.windows import window_name
 from .diff import compare_pair, per_unit
 from .measure import NON_GPU, Facts, gather
 from .metric import PERIOD, choose_metric, measure
@@ -83,7 +84,8 @@ def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
     win, sk = rep.window, rep.steady_kernels
     return TraceSummary(
         label=f.label, path=f.path, gpus=tuple(sorted({str(g.name or "") for g in rep.trace.gpus} - {""})),
-        device_count=f.device_count, window_method=win.method, window_start_ns=int(win.start_ns),
+        device_count=f.device_count, window_method=win.method,
+        window_name=window_name(win.method, win.details.bins is not None), window_start_ns=int(win.start_ns),
         window_end_ns=int(win.end_ns), window_ns=int(win.end_ns - win.start_ns), pooled_window_ns=w,
         busy_ns=f.busy_ns, busy_pct=f.busy_pct, non_gpu_ns=f.non_gpu_ns, units=units, metric=mv, steps=steps,
         idle_by_kind=idle, categories=cats, kernel_count=int(sk.kernel_count) if sk.available else 0,

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
-from ..findings.base import SEVERITY_RANK, window_name
+from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
+from ..vocabulary.windows import window_name
 from .measure import NON_GPU, Facts, kernel_time_in_common, weighted_jaccard
 from .metric import PERIOD, change
 from .result import Comparison, Delta, FindingChange, MetricSpec, TraceSummary
@@ -68,7 +69,10 @@ def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary,
         different.append(f"different GPUs ({', '.join(b.gpus)} vs {', '.join(n.gpus)})")
     empty = [t.label for t in (b, n) if t.kernel_count == 0]
     if empty:
-        different.append(f"no kernel ran in the steady window of {' and '.join(empty)}")
+        words = {t.window_name for t in (b, n) if t.kernel_count == 0}
+        different.append("no kernel ran in " + (f"{words.pop()} of {' and '.join(empty)}" if len(words) == 1 else
+                                                " and ".join(f"{t.window_name} of {t.label}" for t in (b, n)
+                                                             if t.kernel_count == 0)))
     elif min(common) < spec.min_common_kernel_share:
         low = [(t, x) for t, x in zip((b, n), common) if x < spec.min_common_kernel_share]
         who = " and ".join(t.label for t, _ in low)
@@ -85,7 +89,7 @@ def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary,
             short.append(f"{t.label} has {t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} "
                          f"(< {spec.min_units})")
         if t.window_ns < spec.min_window_ns:
-            short.append(f"{t.label}'s steady window is {fmt_dur(t.window_ns)} (< {fmt_dur(spec.min_window_ns)})")
+            short.append(f"{t.window_name} of {t.label} is {fmt_dur(t.window_ns)} (< {fmt_dur(spec.min_window_ns)})")
     status = "too_different" if different else "too_short" if short else "comparable"
     return status, tuple(different + short), gpus_match
 

@@ -109,7 +109,7 @@ def _traces(d: CompareResult, unit: str) -> Section:
     cols = (_col("trace", "label", lambda v: Code(v, 40), False),
             show_col("GPUs", lambda r: Cell(", ".join(r.gpus) or "–"), False, lambda r: list(r.gpus), "gpus"),
             _col("devices", "device_count", fmt_int),
-            show_col("steady window (ms)", lambda r: (f"{fmt_ms(r.window_ns)} (", Cell(r.window_method), ")"),
+            show_col("window (ms)", lambda r: (f"{fmt_ms(r.window_ns)} (", Cell(r.window_method), ")"),
                      True, lambda r: r.window_ns, "window_ns"),
             _col("GPU busy %", "busy_pct", fmt_pct), _col("kernels", "kernel_count", fmt_int),
             _col(f"{unit}s in window", "units", lambda v: fmt_float(v, 1)),
@@ -185,7 +185,7 @@ def _stack(d: CompareResult, unit: str) -> List[Section]:
     return [
         Section("stack", f"Time per {unit}: non-overlapped GPU time per kernel category, and non-GPU time", (
             para("Each category's share of the busy time (overlapping kernels split equally); ", Code("non_gpu"),
-                 f" = steady window − GPU busy. The parts add up to the window time per {unit}."),
+                 f" = window − GPU busy. The parts add up to the window time per {unit}."),
             Chart(lambda: _stack_chart("stack-categories", d, cats, unit, ccol, (
                 f"Non-overlapped GPU time per kernel category and non-GPU time (window − busy), ms per {unit}; the "
                 f"bar is the window time per {unit}; the table below holds the same numbers."))),
@@ -213,7 +213,7 @@ def _pair(i: int, c: Comparison, unit: str, top: int) -> List[Section]:
              _col("NEW", "new_severity", lambda v: Cell(v or "–"), False),
              _col("title (NEW, else BASE)", "title", Rich, False))
     return [Section(f"pair-{i}", inline("Top kernel changes: ", title), (
-                para(f"Kernel time per {unit} by name (steady window, all devices), largest absolute change first."),
+                para(f"Kernel time per {unit} by name (analysis window, all devices), largest absolute change first."),
                 TablePart(kcols, list(c.kernel_deltas[:top]), (), f"kernels-{i}")), "Kernels" if i == 0 else ""),
             Section(f"findings-{i}", inline("Findings: ", title),
                     (TablePart(fcols, list(c.finding_changes), (), f"findings-{i}"),), "Findings" if i == 0 else "")]

@@ -26,13 +26,13 @@ def check_gate(pct: Any) -> float:
 def _trace_faults(role: str, t: TraceSummary, spec: MetricSpec) -> List[str]:
     """What keeps one capture from being compared (empty when it is fine on its own)."""
     if t.kernel_count == 0:
-        return [f"{role} {t.label} has no GPU work (no kernel in its steady window)"]
+        return [f"{role} {t.label} has no GPU work (no kernel in {t.window_name})"]
     short = []
     if spec.name is not None and t.metric.count < spec.min_units:
         unit = count_word(spec)
         short.append(f"{t.metric.count} {unit}{'s' if t.metric.count != 1 else ''} < {spec.min_units}")
     if t.window_ns < spec.min_window_ns:
-        short.append(f"steady window {fmt_dur(t.window_ns)} < {fmt_dur(spec.min_window_ns)}")
+        short.append(f"{t.window_name} {fmt_dur(t.window_ns)} < {fmt_dur(spec.min_window_ns)}")
     return [f"{role} {t.label} is too short ({'; '.join(short)})"] if short else []
 
 

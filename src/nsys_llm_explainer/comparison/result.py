@@ -84,6 +84,7 @@ class TraceSummary(FieldsJson):
     gpus: Tuple[str, ...]
     device_count: int
     window_method: str
+    window_name: str                  # the window in words (findings.base.window_name): "the steady window", …
     window_start_ns: int
     window_end_ns: int
     window_ns: int                    # steady window length (one device)

@@ -52,17 +52,6 @@ class Scope:
     devices: Optional[Tuple[int, ...]] = None   # device_id None: the devices pooled (those that ran kernels)
 
 
-def window_name(method: str, detected: bool) -> str:
-    """What the analysis window is, in words: "the steady window" only when the window rule judged it steady (it
-    trimmed warm-up / tail, or found none to trim); a window kept whole because too little GPU activity ran to judge is
-    "the whole capture", and a window the user chose is named by its option (nothing checked it is steady)."""
-    if method == "override":
-        return "the window set by --window"
-    if method == "nvtx":
-        return "the window set by --window-nvtx"
-    return "the steady window" if method == "auto" or detected else "the whole capture"
-
-
 def pooled_scope(devices: Sequence[int], window: str = "steady") -> Scope:
     """The scope of a metric pooled over ``devices`` (the devices that ran kernels in the steady window,
     :meth:`analyses.idle.gpu_time.GpuTimeResult.kernel_devices`)."""

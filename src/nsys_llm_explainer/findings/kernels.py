@@ -18,7 +18,8 @@ from ..model.names import short
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
-from .base import GPU_BOUND_PCT, MEDIUM_SHARE, Check, Finding, Scope, finding, pooled_scope, window_name
+from ..vocabulary.windows import window_name
+from .base import GPU_BOUND_PCT, MEDIUM_SHARE, Check, Finding, Scope, finding, pooled_scope
 
 KERNEL_CLAIM_MIN_BUSY = 50.0
 FP32_MIN_SHARE = 20.0

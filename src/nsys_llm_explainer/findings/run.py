@@ -19,7 +19,8 @@ from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..model.trace import TraceModel
 from ..options import Options
-from .base import Claims, Finding, window_name
+from ..vocabulary.windows import window_name
+from .base import Claims, Finding
 from .capture import capture_window_finding, gate_finding, graph_trace_finding, nccl_finding, nvtx_coverage_finding
 from .rank import Headline, headline, rank
 from .step_sync import step_sync_finding

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ..vocabulary.cause_kinds import KINDS
+from ..vocabulary.windows import window_name
 from .perfetto_packets import Encoder, lanes
 
 #: a :class:`report.Report` (render never imports the report: it reads the typed fields it is given)
@@ -109,7 +110,7 @@ class _Layout:
 
     def _reading(self) -> None:
         w, sp, enc = self.r.window, self.span, self.enc
-        enc.slice(int(w.start_ns), int(w.end_ns), self.analysis, "steady window",
+        enc.slice(int(w.start_ns), int(w.end_ns), self.analysis, window_name(w.method, w.details.bins is not None)[4:],
                   (("method", str(w.method)), ("reason", str(w.reason))))
         enc.instant(int(sp.start_ns), self.analysis, "timeline file: " + (sp.left_out or "the whole capture"),
                     (("kept", sp.kept), ("start_ns", int(sp.start_ns)), ("end_ns", int(sp.end_ns)),

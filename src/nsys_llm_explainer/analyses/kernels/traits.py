@@ -179,6 +179,7 @@ def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
     m["fp32_gemm_simt"] = np.array([bool(_RX["simt"].search(s) or _gemv_float(s)) and not _RX["not_simt"].search(s)
                                     for s in text], bool)
     m["softmax"] &= ~m["attention_fused"]
+    m["tensor_core_gemm"] &= ~m["fp32_gemm_simt"]   # an `sm90_xmma_gemm_f32f32_f32f32_f32…` is FP32, not both
     return m
 
 

@@ -58,12 +58,13 @@ def claimed(causes: IdleCausesResult, paths: List[CopyPath]) -> Dict[int, Dict[T
     return {dev: ns for dev, ns in out.items() if ns}
 
 
-def advice_ids(path: str, pageable: bool) -> List[str]:
-    """Advice lines for a pacing path (each still filtered by the facts)."""
+def advice_ids(path: str, pageable: bool, other_direction: bool = True) -> List[str]:
+    """Advice lines for a pacing path (each still filtered by the facts); ``other_direction``: the device has copies
+    in the opposite host direction in the window (using both directions at once needs some)."""
     if path in ("D2D", "P2P"):
         ids = ["copy_pace.d2d"]
     elif path in HOST_PATHS:
-        ids = ["copy_pace.host.resident", "copy_pace.engines"]
+        ids = ["copy_pace.host.resident"] + (["copy_pace.engines"] if other_direction else [])
         if pageable:
             ids += ["copy.pageable", "pageable.pin.torch"]
     else:
@@ -124,7 +125,9 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
     if paths[1:]:
         ev.append("Also busy most of the window with kernels under it: " + "; ".join(
             f"{q.label} on device {q.device_id} ({q.busy_pct:.1f} %)" for q in paths[1:5]) + ".")
-    ids = advice_ids(p.path, p.pageable_count > 0)
+    opposite = {"H2D": "D2H", "D2H": "H2D"}.get(p.path)
+    ids = advice_ids(p.path, p.pageable_count > 0, any(
+        q.device_id == p.device_id and q.path == opposite and q.count > 0 for q in copy_engines.paths))
     f = finding(
         "copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
         title=title, evidence=ev, advice=ids,

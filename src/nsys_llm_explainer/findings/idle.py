@@ -92,17 +92,19 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
 
 
 def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int,
-           story: Optional[WaitStory] = None) -> str:
+           story: Optional[WaitStory] = None, main_ns: Optional[int] = None) -> str:
     """What the finding claims, with its share and time on its device (``ns``: the share's time, not the sum over
-    devices, which is the time at stake): named after the largest detail when it holds most of the kind, else after
-    the kind with the largest detail beside it; a wait is named with the range around it."""
+    devices, which is the time at stake; ``main_ns``: the named detail's part of it, quoted when the title names
+    that detail alone): named after the largest detail when it holds most of the kind, else after the kind with the
+    largest detail beside it; a wait is named with the range around it."""
     if story is not None:
         inside = f" inside `{story.context}`" if story.context else ""
         return f"The launching thread waits in `{what}`{inside} while the GPU idles: {kind_share:.1f} % ({dur(ns)})"
     if txt.title_many and main_share < 0.5 * kind_share:
         return txt.title_many.format(share=kind_share) + f", {dur(ns)}; largest `{what}` ({main_share:.1f} %)"
-    return txt.title.format(what=what, share=main_share).replace(" % of the window", f" % of the window, {dur(ns)}",
-                                                                    1)
+    named = ns if main_ns is None else min(ns, main_ns)
+    return txt.title.format(what=what, share=main_share).replace(" % of the window", f" % of the window, "
+                                                                    f"{dur(named)}", 1)
 
 
 def _sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult], dev: int,
@@ -234,7 +236,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of "
                                "it (a one-time cost)" if growth
                                else _title(txt, what, quoted, main_quoted, sum(devs[dev].values()) - edge_ns[dev],
-                                           story)),
+                                           story, devs[dev].get(top[0][0], 0))),
             evidence=ev, advice=ids, facts=kind_facts, time_at_stake_ns=total,
             checks=checks, device_id=dev, cause=(kind, top[0][0]), about_capture=KIND[kind].low_only or growth))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)

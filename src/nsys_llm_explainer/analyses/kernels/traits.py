@@ -67,6 +67,8 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
                        r"|efficient_attention|mmha|xqa|fused_attention|sdpa|flashmla|multihead_attention"
                        r"|unified_attention|decode_(?:grouped_)?att_m|(?<![a-z])attn_|_attn(?![a-z])",
     "softmax": r"softmax",
+    #: a Mixture-of-Experts router's softmax / top-k gating (``topkGatingSoftmax``, ``moeSoftmax``): not attention
+    "moe_routing": r"moe|expert|gating|grouped_?topk|routing|router",
     "gemm_any": r"gemm|bmm|gemv|nvjet|matmul",
     "elementwise": r"elementwise_kernel|cudafunctor|copy_kernel|fill_?kernel|fillfunctor"
                    r"|(?<![a-z])(?<!static_)cast|where_kernel|eigenmetakernel",
@@ -178,7 +180,7 @@ def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
     m = {k: np.array([bool(rx.search(s)) for s in text], bool) for k, rx in _RX.items() if k not in _SIMT_PARTS}
     m["fp32_gemm_simt"] = np.array([bool(_RX["simt"].search(s) or _gemv_float(s)) and not _RX["not_simt"].search(s)
                                     for s in text], bool)
-    m["softmax"] &= ~m["attention_fused"]
+    m["softmax"] &= ~(m["attention_fused"] | m["moe_routing"])
     return m
 
 

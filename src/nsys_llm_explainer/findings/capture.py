@@ -150,6 +150,9 @@ def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
         title=f"NCCL wait: rank {v.waiting_rank} waits in collectives for late rank {v.late_rank}",
         evidence=(f"Across {v.matched_collectives} matched collectives the late rank arrived {dur(wait)} "
                   "after the earliest in total.",
-                  f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of them."),
+                  f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of them." if not v.tied_collectives else
+                  f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of the "
+                  f"{v.matched_collectives - v.tied_collectives} that had a last arriver (the other "
+                  f"{v.tied_collectives} started together on every rank)."),
         advice=["nccl.balance"], facts=facts, time_at_stake_ns=wait)
 

@@ -106,6 +106,8 @@ class NcclStraggler(FieldsJson):
     late_share: float
     matched_collectives: int
     confidence: str           # "high" | "medium"
+    #: matched collectives whose kernels all started together (no last arriver; not in ``late_share``); None if 0
+    tied_collectives: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)
@@ -297,7 +299,9 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     ref = median(others)
     ratio = p50[waiting] / ref if ref > 0 else float("inf")
     late = int(np.argmax(last_cnt))
-    share = last_cnt[late] / matched
+    has_last = int((cmax > cmin).sum())   # collectives with a last arriver (not all started together)
+    share = last_cnt[late] / has_last if has_last else 0.0
+    of_what = "of collectives" if has_last == matched else f"of the {has_last} collectives with a last arriver"
     straggler = None
     reason = None
     by = {MATCH_TIME: "time", MATCH_MIXED: "time or issue order"}.get(head.matching or MATCH_ORDER, MATCH_ORDER)
@@ -324,11 +328,19 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
             waiting_rank=w.rank, waiting_pid=w.pid, waiting_device_id=w.device_id, late_rank=lt.rank,
             late_pid=lt.pid, late_device_id=lt.device_id, wait_ns_total=wait_ns_total,
             duration_ratio=round(float(ratio), 4) if ref > 0 else None, late_share=round(float(share), 4),
-            matched_collectives=matched, confidence="high" if ratio >= 2 and share >= 0.8 else "medium")
-    else:
+            matched_collectives=matched, confidence="high" if ratio >= 2 and share >= 0.8 else "medium",
+            tied_collectives=(matched - has_last) or None)
+    elif ratio < MIN_RATIO:
         reason = (
             f"no significant imbalance (p50 duration ratio {ratio:.2f} vs ≥ {MIN_RATIO}; most frequent last "
-            f"arriver in {100 * share:.0f}% of collectives vs ≥ {100 * MIN_LATE_SHARE:.0f}%)"
+            f"arriver in {100 * share:.0f}% {of_what} vs ≥ {100 * MIN_LATE_SHARE:.0f}%)"
         )
+    elif late == waiting and share >= MIN_LATE_SHARE:
+        reason = (f"{ranks[waiting].rank} spends {ratio:.2f}× the other ranks' p50 in the collectives but is itself "
+                  f"the most frequent last arriver ({100 * share:.0f}% {of_what}): no other rank keeps it waiting")
+    else:
+        reason = (f"{ranks[waiting].rank} spends {ratio:.2f}× the other ranks' p50 in the collectives, but no rank "
+                  f"arrives last often enough to name (most frequent last arriver {ranks[late].rank} in "
+                  f"{100 * share:.0f}% {of_what} vs ≥ {100 * MIN_LATE_SHARE:.0f}%)")
     return replace(head, ranks=tuple(ranks), wait_ns_total=wait_ns_total, straggler=straggler,
                    straggler_reason=reason)

@@ -56,6 +56,9 @@ _XMMA_GEMM = (r"xmma(?:(?!xmma)\w)*(?:gemm|fprop|dgrad|wgrad)(?:(?!gemm|fprop|dg
               r"(?:f16|tf32|fp8|e4m3|i8i8|int8)")
 #: the rules of :data:`_RX` that are parts of the ``fp32_gemm_simt`` trait's rule (:func:`classify_names`)
 _SIMT_PARTS = ("simt", "gemv_lt", "float", "not_simt")
+#: a Mixture-of-Experts router's softmax / top-k gating (``topkGatingSoftmax``, ``moeSoftmax``, ``grouped_topk``):
+#: not attention, and once per MoE layer, not once per step (the default step marker leaves them out)
+MOE_ROUTER = r"moe|expert|gating|grouped_?topk|routing|router"
 _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "simt": r"sgemm|cgemm|scudnn|xmma(?:(?!xmma)\w)*f32f32_f32f32_f32",   # + :func:`_gemv_float`
     "gemv_lt": r"(?:gemv|gemmsn)(?:(?!gemv|gemmsn)\w)*<",
@@ -67,6 +70,7 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
                        r"|efficient_attention|mmha|xqa|fused_attention|sdpa|flashmla|multihead_attention"
                        r"|unified_attention|decode_(?:grouped_)?att_m|(?<![a-z])attn_|_attn(?![a-z])",
     "softmax": r"softmax",
+    "moe_routing": MOE_ROUTER,
     "gemm_any": r"gemm|bmm|gemv|nvjet|matmul",
     "elementwise": r"elementwise_kernel|cudafunctor|copy_kernel|fill_?kernel|fillfunctor"
                    r"|(?<![a-z])(?<!static_)cast|where_kernel|eigenmetakernel",
@@ -178,7 +182,7 @@ def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
     m = {k: np.array([bool(rx.search(s)) for s in text], bool) for k, rx in _RX.items() if k not in _SIMT_PARTS}
     m["fp32_gemm_simt"] = np.array([bool(_RX["simt"].search(s) or _gemv_float(s)) and not _RX["not_simt"].search(s)
                                     for s in text], bool)
-    m["softmax"] &= ~m["attention_fused"]
+    m["softmax"] &= ~(m["attention_fused"] | m["moe_routing"])
     m["tensor_core_gemm"] &= ~m["fp32_gemm_simt"]   # an `sm90_xmma_gemm_f32f32_f32f32_f32…` is FP32, not both
     return m
 

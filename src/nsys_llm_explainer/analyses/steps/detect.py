@@ -15,6 +15,7 @@ from ...config.phase_map import PhaseMap
 from ...jsonable import FieldsJson
 from ...model.timeline import rows_by_value
 from ...model.trace import Kernels, TraceModel
+from ..kernels.traits import MOE_ROUTER
 from ..nvtx.tree import NvtxTree
 from .nvtx_method import MIN_INSTANCES, StepChoice, choose_nvtx, kernel_nodes, nvtx_steps, work_items
 from .phases import PhaseResult, phase_of_names, resolve_nodes
@@ -48,12 +49,28 @@ def marker_kernels(k: Kernels, regex: str) -> Tuple[np.ndarray, Tuple[MarkerKern
     """(marker mask per kernel row, marker kernel names with their counts, most frequent first). A user's
     ``regex`` (checked by :mod:`options`) is compiled and matched in bounded time (:func:`config.patterns.first_match`:
     an :class:`OptionError` ``step_marker`` when it is invalid)."""
+    marks, _ = marker_kernels_excluding(k, regex, None)
+    return marks
+
+
+def marker_kernels_excluding(k: Kernels, regex: str, exclude: Optional[str]
+                             ) -> Tuple[Tuple[np.ndarray, Tuple[MarkerKernel, ...]], Tuple[MarkerKernel, ...]]:
+    """:func:`marker_kernels` less the names ``exclude`` matches; also those left out (name, kernel count)."""
     first = first_match([regex], k.names, "step_marker", [repr(regex)])
     hit = np.array([j == 0 for j in first] + [False], dtype=np.bool_)
-    is_m = hit[k.name_idx]
-    cnt = np.bincount(k.name_idx[is_m], minlength=len(k.names))
-    return is_m, tuple(MarkerKernel(k.names[i], int(cnt[i]))
-                       for i in np.lexsort((np.arange(cnt.shape[0]), -cnt)).tolist() if cnt[i])
+    out = np.zeros(len(k.names) + 1, np.bool_)
+    if exclude is not None:
+        out[:-1] = hit[:-1] & np.array([j == 0 for j in first_match([exclude], k.names, "step_marker",
+                                                                   [repr(exclude)])], dtype=np.bool_)
+        hit &= ~out
+    ni = np.asarray(k.name_idx)
+    cnt = np.bincount(ni[ni >= 0], minlength=len(k.names))
+
+    def listed(mask: np.ndarray) -> Tuple[MarkerKernel, ...]:
+        c = np.where(mask[:-1], cnt[:len(k.names)], 0)   # (name_idx -1: no name, never a marker)
+        return tuple(MarkerKernel(k.names[i], int(c[i]))
+                     for i in np.lexsort((np.arange(c.shape[0]), -c)).tolist() if c[i])
+    return (hit[k.name_idx], listed(hit)), listed(out)
 
 
 #: (start, end, pid, device, step per kernel row) of marker steps
@@ -152,8 +169,14 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
     marker = None
     regex = step_marker or DEFAULT_MARKER
     markers: Tuple[MarkerKernel, ...] = ()
+    router_note = ""
     if (choice is None or choice.confidence == "low") and k is not None and len(k):
-        is_m, markers = marker_kernels(k, regex)
+        (is_m, markers), left_out = marker_kernels_excluding(k, regex, None if step_marker else MOE_ROUTER)
+        if left_out:
+            router_note = ("MoE router kernels left out of the default step marker (they run once per MoE layer, "
+                           "not once per step): " + ", ".join(f"`{m.name}` ({m.count:,})" for m in left_out[:3])
+                           + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""))
+            notes.append(router_note)
         marker = marker_steps(k, is_m)
         if marker is not None and choice is not None:
             per_dev = np.unique(marker[3], return_counts=True)[1]
@@ -194,4 +217,6 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
     else:
         reason = ("no NVTX range repeats once per step and fewer than 2 marker kernels "
                   f"(regex {regex!r}) ran on any device")
+        if router_note:
+            reason += f"; {router_note}"
     return dict(reason=reason, method="none", marker_regex=regex, notes=tuple(notes)), None

@@ -284,7 +284,7 @@ def test_gate_fails_closed_when_new_has_no_gpu_work(traces, tmp_path, capsys) ->
     # the explicit opt-out: exit 0, and the line says the pair was not gated and why
     assert main(argv + ["--allow-incomparable"]) == 0
     out, _ = capsys.readouterr()
-    assert out.startswith(f"{PROG}: not gated (too different to compare: no kernel ran in the steady window of "
+    assert out.startswith(f"{PROG}: not gated (too different to compare: no kernel ran in the whole capture of "
                           "empty") and out.count("\n") == 1
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from synth import TraceBuilder
 
+from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path
 
@@ -85,17 +86,15 @@ def test_a_kernel_is_not_both_fp32_simt_and_tensor_core(tmp_path: Path) -> None:
     assert tr["tensor_core_gemm"]["share_pct"] == pytest.approx(57.14, abs=0.01)
 
 
-@pytest.mark.xfail(strict=True, reason="attention.fused names FlashAttention whatever the GPU; FlashAttention-2/3 and "
-                   "SDPA's flash backend need compute capability >= 8.0")
 def test_no_flashattention_advice_on_turing(tmp_path: Path) -> None:
     """A T4 (compute capability 7.5), per step: an FP16 tensor-core GEMM (700 µs) and a softmax (100 µs), no fused
     attention kernel: `attention_unfused` holds (softmax 3 ms of 24 ms = 12.5 %, busy ≈ 99 %). Its advice said
     "FlashAttention / memory-efficient backends), FlashAttention or FlashInfer": FlashAttention-2 (and PyTorch
     SDPA's flash backend) run only from compute capability 8.0 (Ampere); on Turing SDPA picks the
-    memory-efficient backend (xformers-style). Fix I would make: a fact `gpu_flash_attention` (every known GPU
-    that ran kernels has cc >= 8.0; None when unknown/mixed) in FACT_DOMAINS / TraceFacts.advice_facts, the
-    current line requiring (True, None), and a Turing line: "SDPA (memory-efficient backend) or xformers;
-    FlashAttention-2 needs an Ampere or newer GPU"."""
+    memory-efficient backend (xformers-style). The same loop on an A100 keeps the FlashAttention line."""
     rep = _loop(tmp_path, T4, [(BMM, 700 * US), (SOFTMAX, 100 * US)])
     f = next(f for f in rep["findings"] if f["id"] == "attention_unfused")
-    assert not any("FlashAttention or" in a for a in f["recommendation"]), f["recommendation"]
+    assert f["recommendation"] == [ADVICE["attention.fused.pre_ampere"].text]
+    rep = _loop(tmp_path, A100, [(BMM, 700 * US), (SOFTMAX, 100 * US)])
+    f = next(f for f in rep["findings"] if f["id"] == "attention_unfused")
+    assert f["recommendation"] == [ADVICE["attention.fused"].text]

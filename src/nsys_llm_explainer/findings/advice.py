@@ -239,8 +239,15 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        framework=_PT_OR_UNKNOWN),
     _a("fp32.generic", "Run the GEMMs in a tensor-core precision this GPU supports (see `facts.gpus`): tensor cores "
        "are several times faster than FP32 on CUDA cores.", gpu_fp16_tensor_cores=(True, None)),
+    # FlashAttention-2 (and SDPA's flash backend) need compute capability ≥ 8.0, the generation that brought BF16
+    # tensor cores: ``gpu_bf16`` tells the two lines apart (None: the GPU is not known, or the GPUs differ)
     _a("attention.fused", "Use a fused attention kernel: `torch.nn.functional.scaled_dot_product_attention` "
-       "(FlashAttention / memory-efficient backends), FlashAttention or FlashInfer.", framework=_PT_OR_UNKNOWN),
+       "(FlashAttention / memory-efficient backends), FlashAttention or FlashInfer.", framework=_PT_OR_UNKNOWN,
+       gpu_bf16=(True, None)),
+    _a("attention.fused.pre_ampere", "Use a fused attention kernel: "
+       "`torch.nn.functional.scaled_dot_product_attention` (on this GPU its memory-efficient backend) or xformers' "
+       "memory-efficient attention; FlashAttention-2 needs compute capability 8.0 or newer (Ampere).",
+       framework=_PT_OR_UNKNOWN, gpu_bf16=(False,)),
     _a("elementwise.fuse", "Fuse elementwise chains into their producers (fused norm/activation/residual kernels) "
        "and drop needless casts and copies."),
     _a("elementwise.compile", "In PyTorch, `torch.compile` generates fused Triton kernels for such chains.",

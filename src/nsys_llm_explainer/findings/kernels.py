@@ -130,7 +130,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                   "kernel time",
             evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to batched GEMMs and no fused "
                       "(flash/memory-efficient) attention kernel in the window.",),
-            advice=["attention.fused"], facts=advice, time_at_stake_ns=int(a.total_ns * frac),
+            advice=["attention.fused", "attention.fused.pre_ampere"], facts=advice, time_at_stake_ns=int(a.total_ns * frac),
             checks=(mid, Check("trait_share_pct", a.share_pct, ">=", ATTN_MIN_SHARE,
                                Scope(trait="attention_unfused")))))
     e = traits.traits.get("elementwise")

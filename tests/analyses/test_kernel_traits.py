@@ -109,8 +109,14 @@ POSITIVE: Dict[str, List[str]] = {
         "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false, cublasGemvTensorStridedBatched<const float>>",
         "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
         "void cudnn::detail::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, true, false, true>",
-        "volta_scudnn_128x64_relu_interior_nn_v1", "volta_fp16_scudnn_fp16_128x64_relu_interior_nn_v1",
-        "volta_gcgemm_32x32_nt"],
+        "volta_scudnn_128x64_relu_interior_nn_v1", "volta_gcgemm_32x32_nt"],
+    # the same CUDA-core kernels with 16-bit operands (FP32 accumulation): not an FP32 model
+    "half_simt": [
+        "volta_fp16_scudnn_fp16_128x64_relu_interior_nn_v1",
+        "void implicit_convolve_sgemm<__half, __half, 1024, 5, 5, 3, 3, 3, 1, false, true, true>(int, int)",
+        "void gemv2T_kernel_val<int, int, __half, __half, float, float, 128, 16, 4, 4, false, false>",
+        "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, float, 128, 16, 4, 4>",
+        "void gemmSN_TN_kernel<c10::Half, 128, 16, 2, 4, 8, 9, false, float>"],
     "tensor_core_gemm": [
         TF32_XMMA, "volta_h884gemm_64x64_ldg8_nn", "turing_h1688gemm_128x128_ldg8_tn",
         "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn", "ampere_bf16_s16816gemm_bf16_64x64_nn",
@@ -163,7 +169,9 @@ NEGATIVE: Dict[str, List[str]] = {
     "fp32_gemm_simt": [TF32_XMMA, "ampere_fp16_s16816gemm_fp16_128x128", "volta_h884gemm_64x64_ldg8_nn",
                        "cutlass_80_tensorop_s1688gemm_128x128_32x3_nn", "turing_fp16_s1688cudnn_fp16_256x64",
                        "sm80_xmma_gemm_bf16bf16_bf16f32_f32", "nvjet_tst_192x192", "void cublasLt::splitKreduce_kernel",
-                       ELT, FLASH],
+                       ELT, FLASH, "void gemv2T_kernel_val<int, int, __half, __half, float, float, 128, 16>"],
+    "half_simt": [SGEMM, "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
+                  "turing_fp16_s1688cudnn_fp16_256x64", "ampere_fp16_s16816gemm_fp16_128x128", ELT],
     "tensor_core_gemm": [SGEMM, F32_XMMA, "volta_scudnn_128x64_relu", FLASH, "fmha_cutlassF_f16_aligned_64x64_rf",
                          "sm50_xmma_pooling_fw_4d_FP16FP32NHWC_Average_FastDiv_CAlign8_execute_kernel_trt", ELT],
     "attention_fused": [SOFTMAX, SGEMM, ELT, "ncclDevKernel_SendRecv", "pattn_kernel", "attnorm_fused",
@@ -347,7 +355,8 @@ def test_real_06_flash_attention_training():
 def test_real_10_titan_rtx_convs_on_cuda_cores():
     r = real("10_abacus_dnn_serving_titanrtx_r1")
     assert 80 < r.traits["conv"].share_pct < 92                  # SOURCE.md: 87 % convs on non-tensor-core kernels
-    assert 65 < r.traits["fp32_gemm_simt"].share_pct < 80        # implicit/explicit_convolve_sgemm<__half>
+    assert 65 < r.traits["half_simt"].share_pct < 80             # implicit/explicit_convolve_sgemm<__half>: FP16
+    assert r.traits["fp32_gemm_simt"].share_pct < 10             # data on CUDA cores (FFT / complex GEMVs: ~5 %)
     assert r.traits["tensor_core_gemm"].share_pct < 5            # the few s884/s1688 cuDNN kernels
     assert "autotune" not in r.traits
     assert (r.workload, r.stack) == ("inference", "pytorch")

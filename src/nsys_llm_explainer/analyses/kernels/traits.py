@@ -22,6 +22,7 @@ from .summary import TopKernel
 
 TRAITS: Dict[str, str] = {
     "fp32_gemm_simt": "GEMM/conv on CUDA cores (FP32 SIMT math), not tensor cores",
+    "half_simt": "GEMM/conv with 16-bit (FP16/BF16) operands on CUDA cores, not tensor cores",
     "tensor_core_gemm": "GEMM/conv kernels that use tensor cores (FP16/BF16/TF32/INT8/FP8)",
     "attention_fused": "fused (flash / memory-efficient / paged) attention kernels",
     "softmax": "stand-alone softmax kernels",
@@ -41,7 +42,7 @@ TRAITS: Dict[str, str] = {
 
 TINY_ELEMENTWISE_NS = 10_000
 #: kernels of a neural network's forward pass: without any, a trace is not called inference
-_MODEL_TRAITS = ("fp32_gemm_simt", "tensor_core_gemm", "gemm_any", "conv", "attention_fused", "softmax", "norm")
+_MODEL_TRAITS = ("fp32_gemm_simt", "half_simt", "tensor_core_gemm", "gemm_any", "conv", "attention_fused", "softmax", "norm")
 TRAINING_SHARE_PCT = 5.0
 
 _I = re.IGNORECASE
@@ -55,7 +56,7 @@ _FFT_TRIAL = _FFT_CONV + r"|cgemm|compute_gemm_pointers|transpose(?:(?!transpose
 _XMMA_GEMM = (r"xmma(?:(?!xmma)\w)*(?:gemm|fprop|dgrad|wgrad)(?:(?!gemm|fprop|dgrad|wgrad)\w)*"
               r"(?:f16|tf32|fp8|e4m3|i8i8|int8)")
 #: the rules of :data:`_RX` that are parts of the ``fp32_gemm_simt`` trait's rule (:func:`classify_names`)
-_SIMT_PARTS = ("simt", "gemv_lt", "float", "not_simt")
+_SIMT_PARTS = ("simt", "gemv_lt", "float", "not_simt", "half")
 #: a Mixture-of-Experts router's softmax / top-k gating (``topkGatingSoftmax``, ``moeSoftmax``, ``grouped_topk``):
 #: not attention, and once per MoE layer, not once per step (the default step marker leaves them out)
 MOE_ROUTER = r"moe|expert|gating|grouped_?topk|routing|router"
@@ -64,6 +65,8 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "gemv_lt": r"(?:gemv|gemmsn)(?:(?!gemv|gemmsn)\w)*<",
     "float": r"float",
     "not_simt": _TC_MARK + "|" + _LOWP,
+    # 16-bit operands: __half(2), cutlass::half_t, c10::Half, (__nv_|c10::B)float16, cuDNN's `…_fp16_scudnn_…`
+    "half": r"__half|half_t|c10::half|bfloat16|fp16",
     "tensor_core_gemm": _TC_MARK + r"|nvjet|sm9\d_xmma|tcgen05|(?:bf16|tf32|fp8|e4m3)(?:(?!bf16|tf32|fp8|e4m3)\w)*gemm"
                         r"|" + _XMMA_GEMM,
     "attention_fused": r"flash_fwd|flash_bwd|flash::|flash_?attn|flashinfer|fmha|paged_attention|cutlass[fb]_"
@@ -180,10 +183,12 @@ def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
     """Per name-level trait (all except ``tiny_elementwise``/``attention_unfused``): bool mask over ``names``."""
     text = for_matching(names)
     m = {k: np.array([bool(rx.search(s)) for s in text], bool) for k, rx in _RX.items() if k not in _SIMT_PARTS}
-    m["fp32_gemm_simt"] = np.array([bool(_RX["simt"].search(s) or _gemv_float(s)) and not _RX["not_simt"].search(s)
-                                    for s in text], bool)
+    simt = np.array([bool(_RX["simt"].search(s) or _gemv_float(s)) and not _RX["not_simt"].search(s)
+                     for s in text], bool)
+    half = np.array([bool(_RX["half"].search(s)) for s in text], bool)   # 16-bit operands, FP32 accumulation
+    m["fp32_gemm_simt"], m["half_simt"] = simt & ~half, simt & half
     m["softmax"] &= ~(m["attention_fused"] | m["moe_routing"])
-    m["tensor_core_gemm"] &= ~m["fp32_gemm_simt"]   # an `sm90_xmma_gemm_f32f32_f32f32_f32…` is FP32, not both
+    m["tensor_core_gemm"] &= ~simt   # an `sm90_xmma_gemm_f32f32_f32f32_f32…` is on CUDA cores, not both
     return m
 
 

@@ -307,9 +307,11 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     by = {MATCH_TIME: "time", MATCH_MIXED: "time or issue order"}.get(head.matching or MATCH_ORDER, MATCH_ORDER)
     p2p = np.array([bool(P2P_RE.search(n)) for n in coll_names], bool)
     if p2p[c_coll[matched_c]].all():
-        reason = ("the matched NCCL kernels are point-to-point (send / recv): a receiver waits for the data its "
-                  "sender sends (a pipeline stage, a KV-cache hand-off), not for a late rank of a collective; no "
-                  "straggler verdict")
+        reason = ("the matched NCCL kernels are point-to-point (send / recv): a receiver waits for its sender's "
+                  "data, in a one-way hand-off (a pipeline stage, a KV-cache transfer) or in an all-to-all exchange "
+                  "of send/recv pairs (MoE expert parallelism), which kernel names do not tell apart; no straggler "
+                  "verdict" + (f" ({ranks[late].rank} started last in {100 * share:.0f}% {of_what}: in an exchange, "
+                               "its work before the send/recv sets the wait)" if has_last else ""))
     elif split_n:
         reason = (f"{split_n} (rank, collective) pair(s) run on several CUDA streams: the collective name is shared "
                   f"by several communicators, which the export does not name, so matching by name and {by} "

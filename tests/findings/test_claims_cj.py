@@ -133,6 +133,9 @@ def test_data_loader_wait_between_steps_is_not_said_to_be_inside_the_step(tmp_pa
     f = next(f for f in rep["findings"] if f["id"] == "idle_osrt")
     assert f["time_at_stake_ns"] == 14 * MS, f["time_at_stake_ns"]
     assert "inside `train_step`" not in f["title"], f["title"]
+    # the title names `poll` and quotes poll's part (7 × 1.5 ms = 10.500 ms of 158 ms = 6.6 %), not all 14 ms of
+    # OS-call idle (`read` holds 3.5 ms of it): it said "waits in `poll` …: 8.9 % (14.000 ms)"
+    assert f["title"] == "The launching thread waits in `poll` while the GPU idles: 6.6 % (10.500 ms)", f["title"]
     assert not any("inside NVTX range `train_step`" in e for e in f["evidence"]), f["evidence"]
     # per waiting call (read is file I/O, not a wait): no range encloses poll; pthread_cond_wait (32 × 2.495 ms =
     # 79.840 ms) lies wholly in train_step

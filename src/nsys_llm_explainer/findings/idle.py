@@ -97,12 +97,15 @@ def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: 
     devices, which is the time at stake; ``main_ns``: the named detail's part of it, quoted when the title names
     that detail alone): named after the largest detail when it holds most of the kind, else after the kind with the
     largest detail beside it; a wait is named with the range around it."""
+    named = ns if main_ns is None else min(ns, main_ns)
+    if story is not None and main_share < 0.5 * kind_share:
+        return (f"The launching thread waits in OS calls while the GPU idles: {kind_share:.1f} % ({dur(ns)}); "
+                f"largest `{what}` ({main_share:.1f} %)")
     if story is not None:
         inside = f" inside `{story.context}`" if story.context else ""
-        return f"The launching thread waits in `{what}`{inside} while the GPU idles: {kind_share:.1f} % ({dur(ns)})"
+        return f"The launching thread waits in `{what}`{inside} while the GPU idles: {main_share:.1f} % ({dur(named)})"
     if txt.title_many and main_share < 0.5 * kind_share:
         return txt.title_many.format(share=kind_share) + f", {dur(ns)}; largest `{what}` ({main_share:.1f} %)"
-    named = ns if main_ns is None else min(ns, main_ns)
     return txt.title.format(what=what, share=main_share).replace(" % of the window", f" % of the window, "
                                                                     f"{dur(named)}", 1)
 

@@ -99,11 +99,15 @@ def sec_waits(v: View) -> SectionResult:
                         calls,
                         (inline("; inside NVTX ", Code(ctx[0].range), f" {ctx[0].pct_of_waits:.0f} %") if ctx
                          else None),
-                        f". GPU idle charged to these waits: {fmt_dur(w.gpu_idle_ns)}. What the other "
-                        "threads of its process were in meanwhile (time overlapped with the waits):"))
+                        f". GPU idle charged to these waits: {fmt_dur(w.gpu_idle_ns)}. ",
+                        ("What the other threads of its process were in meanwhile (time overlapped with the "
+                         "waits):") if w.rows else
+                        ("No other thread of its process has an NVTX range, CUDA call or OS call that overlaps "
+                         "these waits.")))
     rows = THREAD_WAITS.rows(v.r)
-    out += [para(capped(min(WAIT_ROWS, len(rows)), len(rows), THREAD_WAITS.csv)),
-            TablePart(THREAD_WAITS.cols, rows[:WAIT_ROWS], (), "thread-waits")]
+    if rows:    # no empty table under the sentences above
+        out += [para(capped(min(WAIT_ROWS, len(rows)), len(rows), THREAD_WAITS.csv)),
+                TablePart(THREAD_WAITS.cols, rows[:WAIT_ROWS], (), "thread-waits")]
     return Section("waits", "Waits of the launching thread", tuple(out), "Waits")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from synth import TraceBuilder
 
 from nsys_llm_explainer.options import options_from_kwargs

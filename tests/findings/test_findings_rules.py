@@ -186,7 +186,7 @@ def test_unfused_attention_is_claimed_on_a_busy_gpu(tmp_path: Path) -> None:
     (f,) = [f for f in rep.findings if f.id == "attention_unfused"]
     assert f.category == "attention_unfused" and f.severity == "low" and f.confidence == "medium" and f.holds()
     assert f.title == "Attention runs unfused (softmax + batched GEMMs): softmax alone is 33.3 % of kernel time"
-    assert f.evidence == ("100 softmax kernels (2.000 ms) next to batched GEMMs and no fused (flash/memory-efficient) "
+    assert f.evidence == ("100 softmax kernels (2.000 ms) next to GEMM kernels and no fused (flash/memory-efficient) "
                           "attention kernel in the window.",)
     assert f.time_at_stake_ns == 1_200 * US
     assert [(c.metric, round(c.observed, 1)) for c in f.checks] == [("busy_pct", 60.0), ("trait_share_pct", 33.3)]

@@ -128,9 +128,10 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
             "attention_unfused", severity=sev_k, confidence="medium",
             title=f"Attention runs unfused (softmax + batched GEMMs): softmax alone is {a.share_pct:.1f} % of "
                   "kernel time",
-            evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to batched GEMMs and no fused "
+            evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to GEMM kernels and no fused "
                       "(flash/memory-efficient) attention kernel in the window.",),
-            advice=["attention.fused", "attention.fused.pre_ampere"], facts=advice, time_at_stake_ns=int(a.total_ns * frac),
+            advice=["attention.fused", "attention.fused.pre_ampere"], facts=advice,
+            time_at_stake_ns=int(a.total_ns * frac),
             checks=(mid, Check("trait_share_pct", a.share_pct, ">=", ATTN_MIN_SHARE,
                                Scope(trait="attention_unfused")))))
     e = traits.traits.get("elementwise")

@@ -42,7 +42,8 @@ TRAITS: Dict[str, str] = {
 
 TINY_ELEMENTWISE_NS = 10_000
 #: kernels of a neural network's forward pass: without any, a trace is not called inference
-_MODEL_TRAITS = ("fp32_gemm_simt", "half_simt", "tensor_core_gemm", "gemm_any", "conv", "attention_fused", "softmax", "norm")
+_MODEL_TRAITS = ("fp32_gemm_simt", "half_simt", "tensor_core_gemm", "gemm_any", "conv", "attention_fused", "softmax",
+                 "norm")
 TRAINING_SHARE_PCT = 5.0
 
 _I = re.IGNORECASE

@@ -93,7 +93,8 @@ def test_a_one_direction_copy_path_is_not_told_to_use_both_directions(tmp_path: 
     H2D path busy 60 ms of the 61 ms window (98.4 %), 19 ms under kernels (31.7 %), 41 ms beyond them (67.2 %): the
     copy path paces. The trace has no Device-to-Host copy at all, so "Use both copy directions at once: host-to-device
     and device-to-host copies run on separate copy engines …" (`copy_pace.engines`) has nothing to act on; keeping
-    the weights resident / quantized (`copy_pace.host.resident`) stays."""
+    the weights resident / quantized (`copy_pace.host.resident`) stays. The copies are 64 MiB each: "larger, fewer
+    copies (per-copy overhead)" (`copy_pace.fewer`) does not fit them either; `copy_pace.less` is given instead."""
     b = TraceBuilder()
     b.process(PID)
     g = b.thread(PID, PID, "MainThread")
@@ -108,6 +109,7 @@ def test_a_one_direction_copy_path_is_not_told_to_use_both_directions(tmp_path: 
                        "beyond the kernels")
     assert ADVICE["copy_pace.host.resident"].text in f.recommendation
     assert ADVICE["copy_pace.engines"].text not in f.recommendation
+    assert f.recommendation[-1] == ADVICE["copy_pace.less"].text
 
 
 def test_a_copy_path_with_copies_the_other_way_keeps_the_both_directions_advice(tmp_path: Path) -> None:

@@ -90,6 +90,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "pipelined with the kernels that consume them.", copies_host=(True,)),
     _a("copy_pace.fewer", "A saturated copy engine gains from larger, fewer copies (per-copy overhead) and from not "
        "copying what the step does not need; the kernels under it only get faster once the copies take less time."),
+    _a("copy_pace.less", "A saturated copy engine gains from not copying what the step does not need (these copies "
+       "are large: per-copy overhead is not what costs); the kernels under it only get faster once the copies take "
+       "less time."),
     _a("queued_latency.fuse", "Each kernel boundary costs a few µs of GPU-side latency even when the work is queued "
        "(CUDA graphs included): fewer, larger kernels (fusion) remove boundaries; programmatic dependent launch "
        "overlaps a kernel's prologue with the previous one."),

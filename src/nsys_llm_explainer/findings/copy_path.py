@@ -22,6 +22,8 @@ HIGH_BUSY_PCT = 80.0
 COMPOSITE = "copy_path"
 PACE_PATHS = ("H2D", "D2H", "D2D", "P2P", "H2H", "memset")
 
+#: average bytes per copy above which per-copy overhead is small (1 MiB: ~40 µs over PCIe 4, a few µs fixed cost)
+LARGE_COPY_BYTES = 1 << 20
 
 def checks(p: CopyPath, window_ns: int) -> Tuple[Check, ...]:
     """The checks of one path (module docstring); ``window_ns``: the copy-engine window's length."""
@@ -58,9 +60,10 @@ def claimed(causes: IdleCausesResult, paths: List[CopyPath]) -> Dict[int, Dict[T
     return {dev: ns for dev, ns in out.items() if ns}
 
 
-def advice_ids(path: str, pageable: bool, other_direction: bool = True) -> List[str]:
+def advice_ids(path: str, pageable: bool, other_direction: bool, large: bool) -> List[str]:
     """Advice lines for a pacing path (each still filtered by the facts); ``other_direction``: the device has copies
-    in the opposite host direction in the window (using both directions at once needs some)."""
+    in the opposite host direction in the window (using both directions at once needs some); ``large``: the path's
+    copies average more than :data:`LARGE_COPY_BYTES` ("larger, fewer copies" would not help)."""
     if path in ("D2D", "P2P"):
         ids = ["copy_pace.d2d"]
     elif path in HOST_PATHS:
@@ -69,7 +72,7 @@ def advice_ids(path: str, pageable: bool, other_direction: bool = True) -> List[
             ids += ["copy.pageable", "pageable.pin.torch"]
     else:
         ids = []
-    return ids + ["copy.overlap", "copy.overlap.torch", "copy_pace.fewer"]
+    return ids + ["copy.overlap", "copy.overlap.torch", "copy_pace.less" if large else "copy_pace.fewer"]
 
 
 def host_memory_evidence(p: CopyPath) -> str:
@@ -127,7 +130,8 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
             f"{q.label} on device {q.device_id} ({q.busy_pct:.1f} %)" for q in paths[1:5]) + ".")
     opposite = {"H2D": "D2H", "D2H": "H2D"}.get(p.path)
     ids = advice_ids(p.path, p.pageable_count > 0, any(
-        q.device_id == p.device_id and q.path == opposite and q.count > 0 for q in copy_engines.paths))
+        q.device_id == p.device_id and q.path == opposite and q.count > 0 for q in copy_engines.paths),
+        p.count > 0 and p.bytes > LARGE_COPY_BYTES * p.count)
     f = finding(
         "copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
         title=title, evidence=ev, advice=ids,

@@ -222,6 +222,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
+        ids = _graph_break_line(ids, traits)
         api_calls = cuda_api.call_count if cuda_api is not None and cuda_api.available else 0
         if api_calls > 0 and "unknown.trace_cuda" in ids and kind == "copy":   # a copy finding's "not known" title
             ids = [("unknown.unlinked" if i == "unknown.trace_cuda" else i) for i in ids]   # the links are missing
@@ -285,8 +286,19 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         "launch_overhead", severity=sev,
         title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(d.kernel_p50_ns)}: "
               f"{share[dev]:.1f} % of the window ({dur(total)})",
-        evidence=ev, advice=KIND["launch"].advice, facts=facts, time_at_stake_ns=total, checks=checks,
+        evidence=ev, advice=_graph_break_line(KIND["launch"].advice, traits), facts=facts, time_at_stake_ns=total,
+        checks=checks,
         device_id=dev, cause=(HOST_OVERHEAD, ""))
+
+
+def _graph_break_line(ids: Sequence[str], traits: KernelTraitsResult) -> List[str]:
+    """``ids`` without the ``compiled.graph_breaks`` line ("the small kernels left are eager regions between graph
+    breaks") when no eager elementwise kernel (the ``elementwise`` trait) ran in the window: the small kernels are
+    then Inductor's own, not eager ones, and the line's claim is false of the trace."""
+    eager = traits.traits.get("elementwise")
+    if eager is not None and eager.kernel_count > 0:
+        return list(ids)
+    return [i for i in ids if i != "compiled.graph_breaks"]
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],

@@ -228,6 +228,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     # ---- kernels
     _a("gpu_bound.kernels", "Optimize the largest categories first (see the kernel table): faster kernels, fewer "
        "bytes moved, or more work per kernel (larger batches)."),
+    _a("gpu_bound.comms", "Shorten or hide the collectives: overlap them with compute (DDP bucketed all-reduce "
+       "during backward, FSDP prefetch of the next all-gather), fewer or larger messages, and check the other ranks "
+       "for a straggler the collectives wait for (`nsys-llm-explain` cluster view over every rank's trace)."),
     _a("fp32.tf32", "Let FP32 matmuls use TF32 tensor cores: `torch.backends.cuda.matmul.allow_tf32 = True` / "
        "`torch.set_float32_matmul_precision('high')` (accuracy close to FP32 for most models).",
        gpu_tf32=(True,), framework=_PT_OR_UNKNOWN),

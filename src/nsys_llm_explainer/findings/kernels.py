@@ -25,6 +25,10 @@ KERNEL_CLAIM_MIN_BUSY = 50.0
 FP32_MIN_SHARE = 20.0
 ATTN_MIN_SHARE = 5.0
 ELEMENTWISE_MIN_SHARE = 25.0
+#: categories whose kernels move data between GPUs: their time is set by the links and by waiting for the peers
+COMM_CATEGORIES = ("nccl", "custom_allreduce")
+#: from this non-overlapped share of the busy time on, communication, not kernel speed, sets the pace
+COMM_BOUND_PCT = 50.0
 
 
 def pooled_words(gpu: GpuTimeResult) -> str:
@@ -92,11 +96,25 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         if cats:
             ev.append("Where the busy time goes (non-overlapped): " + ", ".join(
                 f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
+        comm = Check("comm_nonoverlap_pct", sum(c.nonoverlap_pct for c in cats if c.category in COMM_CATEGORIES),
+                     ">=", COMM_BOUND_PCT, scope)
+        keys = ["gpu_bound.kernels"]
+        if comm.holds():   # a collective's duration is the links' and the peers' time, not its SMs' speed
+            ev[0] = ev[0].split(": ", 1)[0] + (f": communication kernels hold {comm.observed:.1f} % of it, so the "
+                                               f"collectives, not compute kernel speed, set most of {span}"
+                                               + ("." if idle < MEDIUM_SHARE else
+                                                  f"; the GPU idles the other {idle:.1f} % (the idle findings say "
+                                                  "why)."))
+            ev.append("An NCCL kernel runs for as long as the transfer and the slowest peer take (it spins while it "
+                      "waits): this rank's busy % does not say its compute is the bottleneck.")
+            checks.append(comm)
+            keys = ["gpu_bound.comms"]
+        title = (f"Communication-bound: the GPU is busy {p.busy_pct:.1f} % of {where}, {comm.observed:.1f} % of it "
+                 "in collectives" if comm.holds() else f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of {where}; "
+                 + ("kernels and copies set the pace" if copies else "kernel time sets the pace"))
         out.append(finding(
-            "gpu_bound", severity="medium",
-            title=f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of {where}; "
-                  + ("kernels and copies set the pace" if copies else "kernel time sets the pace"),
-            evidence=ev, advice=["gpu_bound.kernels"], facts=advice, time_at_stake_ns=p.busy_ns, checks=checks))
+            "gpu_bound", severity="medium", title=title,
+            evidence=ev, advice=keys, facts=advice, time_at_stake_ns=p.busy_ns, checks=checks))
     mid = Check("busy_pct", p.busy_pct, ">=", KERNEL_CLAIM_MIN_BUSY, scope)
     if not mid.holds() or hidden:
         return tuple(out)

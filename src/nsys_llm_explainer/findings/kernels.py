@@ -78,11 +78,20 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         who = ("the GPU's kernels and copies (counted as busy: --include-memcpy-in-busy)" if copies else
                "kernel speed")
         where = window_name(window.method, window.details.bins is not None)
+        cats = [c for c in (categories.overall if categories.available and not hidden else ()) if c.nonoverlap_ns]
+        comm = Check("comm_nonoverlap_pct", sum(c.nonoverlap_pct for c in cats if c.category in COMM_CATEGORIES),
+                     ">=", COMM_BOUND_PCT, scope)
+        if comm.holds():   # a collective's duration is the links' and the peers' time, not its SMs' speed
+            claim = (f"communication kernels hold {comm.observed:.1f} % of it, so the collectives, not compute "
+                     f"kernel speed, set most of {span}")
+        elif idle < MEDIUM_SHARE:
+            claim = f"{who}, not the host, {'set' if copies else 'sets'} {span}"
+        else:
+            claim = f"{who} {'set' if copies else 'sets'} most of {span}"
         ev = [f"GPU busy {p.busy_pct:.1f} % of {where} ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
-              f"{pooled_words(gpu_time)}): "
-              + (f"{who}, not the host, {'set' if copies else 'sets'} {span}." if idle < MEDIUM_SHARE else
-                 f"{who} {'set' if copies else 'sets'} most of {span}; the GPU idles the other {idle:.1f} % "
-                 "(the idle findings say why).")]
+              f"{pooled_words(gpu_time)}): " + claim
+              + ("." if idle < MEDIUM_SHARE else f"; the GPU idles the other {idle:.1f} % (the idle findings say "
+                                                 "why).")]
         checks = [busy]
         if hidden:
             ev.append(f"The kernels inside the {graphs.graph_launch_count} CUDA graph launches were not recorded "
@@ -92,19 +101,11 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
             ev.append(f"Top kernel `{short(t.name, 90)}`: {t.pct:.1f} % of kernel time ({fmt_count(t.count, 'call')}, "
                       f"avg {us(t.avg_ns)}).")
             checks.append(Check("kernel_share_pct", float(t.pct), ">", 0.0, Scope(name=t.name)))
-        cats = [c for c in (categories.overall if categories.available and not hidden else ()) if c.nonoverlap_ns]
         if cats:
             ev.append("Where the busy time goes (non-overlapped): " + ", ".join(
                 f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
-        comm = Check("comm_nonoverlap_pct", sum(c.nonoverlap_pct for c in cats if c.category in COMM_CATEGORIES),
-                     ">=", COMM_BOUND_PCT, scope)
         keys = ["gpu_bound.kernels"]
-        if comm.holds():   # a collective's duration is the links' and the peers' time, not its SMs' speed
-            ev[0] = ev[0].split(": ", 1)[0] + (f": communication kernels hold {comm.observed:.1f} % of it, so the "
-                                               f"collectives, not compute kernel speed, set most of {span}"
-                                               + ("." if idle < MEDIUM_SHARE else
-                                                  f"; the GPU idles the other {idle:.1f} % (the idle findings say "
-                                                  "why)."))
+        if comm.holds():
             ev.append("An NCCL kernel runs for as long as the transfer and the slowest peer take (it spins while it "
                       "waits): this rank's busy % does not say its compute is the bottleneck.")
             checks.append(comm)

@@ -87,14 +87,10 @@ def test_zero_offload_nvtx_title_quotes_the_named_range_s_time(tmp_path: Path) -
     assert f.title == "The GPU idles while the host is in NVTX range `cpu_adam` (76.9 % of the window, 299.940 ms)"
 
 
-def test_a_one_direction_copy_path_is_not_told_to_use_both_directions(tmp_path: Path) -> None:
-    """Layer weights streamed H2D faster than... slower than compute: per layer i (t = 1 ms + 3i ms), a pinned 64 MiB
-    H2D copy [t, t + 3 ms) on stream 8 and the layer's kernel [t + 3, t + 4) ms on stream 7 (under copy i + 1).
-    H2D path busy 60 ms of the 61 ms window (98.4 %), 19 ms under kernels (31.7 %), 41 ms beyond them (67.2 %): the
-    copy path paces. The trace has no Device-to-Host copy at all, so "Use both copy directions at once: host-to-device
-    and device-to-host copies run on separate copy engines …" (`copy_pace.engines`) has nothing to act on; keeping
-    the weights resident / quantized (`copy_pace.host.resident`) stays. The copies are 64 MiB each: "larger, fewer
-    copies (per-copy overhead)" (`copy_pace.fewer`) does not fit them either; `copy_pace.less` is given instead."""
+def _streamed_layers(d2h: bool) -> TraceBuilder:
+    """20 layers, per layer i (t = 1 ms + 3i ms): a pinned 64 MiB H2D copy [t, t + 3 ms) on stream 8, the layer's
+    kernel [t + 3, t + 4) ms on stream 7 and an event sync; with ``d2h`` also a 64 KiB pinned D2H copy
+    [t + 3.5, t + 3.6) ms on stream 9."""
     b = TraceBuilder()
     b.process(PID)
     g = b.thread(PID, PID, "MainThread")
@@ -103,7 +99,22 @@ def test_a_one_direction_copy_path_is_not_told_to_use_both_directions(tmp_path: 
         _copy(b, g, t, t, t + 3 * MS)
         b.launch(t + 20 * US, t + 30 * US, t + 3 * MS, t + 4 * MS, pid=PID, tid=PID, name="layer_fwd")
         b.runtime(t + 40 * US, t + 2_990 * US, tid_g=g, name="cudaEventSynchronize_v3020")
-    rep = _run(b, tmp_path, "stream.sqlite")
+        if d2h:
+            c = b.runtime(t + 2_995 * US, t + 2_999 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
+            b.memcpy(t + 3_500 * US, t + 3_600 * US, pid=PID, bytes=64 << 10, copy_kind=D2H, src_kind=DEVICE,
+                     dst_kind=PINNED, stream=9, corr=c)
+    return b
+
+
+def test_a_one_direction_copy_path_is_not_told_to_use_both_directions(tmp_path: Path) -> None:
+    """Layer weights streamed H2D faster than... slower than compute: per layer i (t = 1 ms + 3i ms), a pinned 64 MiB
+    H2D copy [t, t + 3 ms) on stream 8 and the layer's kernel [t + 3, t + 4) ms on stream 7 (under copy i + 1).
+    H2D path busy 60 ms of the 61 ms window (98.4 %), 19 ms under kernels (31.7 %), 41 ms beyond them (67.2 %): the
+    copy path paces. The trace has no Device-to-Host copy at all, so "Use both copy directions at once: host-to-device
+    and device-to-host copies run on separate copy engines …" (`copy_pace.engines`) has nothing to act on; keeping
+    the weights resident / quantized (`copy_pace.host.resident`) stays. The copies are 64 MiB each: "larger, fewer
+    copies (per-copy overhead)" (`copy_pace.fewer`) does not fit them either; `copy_pace.less` is given instead."""
+    rep = _run(_streamed_layers(d2h=False), tmp_path, "stream.sqlite")
     (f,) = [f for f in rep.findings if f.id == "copy_path"]
     assert f.title == ("The H2D copy path sets the pace on device 0 (busy 98.4 %): 67.2 % of the window (41.000 ms) "
                        "beyond the kernels")
@@ -115,18 +126,7 @@ def test_a_one_direction_copy_path_is_not_told_to_use_both_directions(tmp_path: 
 def test_a_copy_path_with_copies_the_other_way_keeps_the_both_directions_advice(tmp_path: Path) -> None:
     """As above, plus per layer a 64 KiB pinned Device-to-Host copy [t + 3.5, t + 3.6) ms on stream 9 (activations
     offloaded): the other direction has copies on device 0, so `copy_pace.engines` is given."""
-    b = TraceBuilder()
-    b.process(PID)
-    g = b.thread(PID, PID, "MainThread")
-    for i in range(20):
-        t = 1 * MS + i * 3 * MS
-        _copy(b, g, t, t, t + 3 * MS)
-        b.launch(t + 20 * US, t + 30 * US, t + 3 * MS, t + 4 * MS, pid=PID, tid=PID, name="layer_fwd")
-        b.runtime(t + 40 * US, t + 2_990 * US, tid_g=g, name="cudaEventSynchronize_v3020")
-        c = b.runtime(t + 2_995 * US, t + 2_999 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
-        b.memcpy(t + 3_500 * US, t + 3_600 * US, pid=PID, bytes=64 << 10, copy_kind=D2H, src_kind=DEVICE,
-                 dst_kind=PINNED, stream=9, corr=c)
-    rep = _run(b, tmp_path, "both.sqlite")
+    rep = _run(_streamed_layers(d2h=True), tmp_path, "both.sqlite")
     (f,) = [f for f in rep.findings if f.id == "copy_path"]
     assert f.cause == ("copy_path", "Host-to-Device")
     assert ADVICE["copy_pace.engines"].text in f.recommendation

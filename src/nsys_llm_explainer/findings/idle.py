@@ -286,7 +286,9 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
         "launch_overhead", severity=sev,
         title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(d.kernel_p50_ns)}: "
               f"{share[dev]:.1f} % of the window ({dur(total)})",
-        evidence=ev, advice=_graph_break_line(KIND["launch"].advice, traits), facts=facts, time_at_stake_ns=total,
+        evidence=ev, advice=[i for i in _graph_break_line(KIND["launch"].advice, traits)   # no launch outside graphs:
+                             if i != "launch.graphs.more" or traits.graph_node_kernels < traits.kernel_count],
+        facts=facts, time_at_stake_ns=total,
         checks=checks,
         device_id=dev, cause=(HOST_OVERHEAD, ""))
 

@@ -6,7 +6,7 @@ workload and the stack rule: docs/FINDINGS.md, "Kernel traits, workload and stac
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -148,6 +148,7 @@ class KernelTraitsResult(FieldsJson):
     workload_evidence: Tuple[str, ...]
     stack: str
     stack_evidence: Tuple[str, ...]
+    graph_node_kernels: int = 0        # of ``kernel_count``: kernels that ran as CUDA-graph nodes (node-level tracing)
 
 
 def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), process_names: Sequence[str] = (),
@@ -287,4 +288,6 @@ def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
     if sk is None or len(sk) == 0 or steady_kernel_stats is None:
         empty = np.empty(0, np.int64)
         return analyze_kernel_traits(k.names if k is not None else [], empty, empty, nv, threads, procs)
-    return analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs, steady_kernel_stats.by("name"))
+    return replace(analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs,
+                                         steady_kernel_stats.by("name")),
+                   graph_node_kernels=int((np.asarray(sk.graph_node) == 1).sum()))

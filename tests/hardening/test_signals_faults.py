@@ -308,8 +308,9 @@ def test_gate_regression_wins_over_a_pair_too_short(tmp_path) -> None:
     lines, code = gate(res, 5.0)
     assert code == EXIT_REGRESSION
     assert lines[0].startswith("REGRESSION: median step period: BASE base ")
-    assert lines[1].startswith("NOT COMPARABLE, failing (exit 4): NEW short is too short (4 step periods < 10; steady "
-                               "window 3.086 ms < 20.000 ms) — too short to compare: short has 4 step periods (< 10)")
+    assert lines[1].startswith("NOT COMPARABLE, failing (exit 4): NEW short is too short (4 step periods < 10; the "
+                               "steady window 3.086 ms < 20.000 ms) — too short to compare: short has 4 step periods "
+                               "(< 10); the steady window of short is 3.086 ms (< 20.000 ms)")
 
 
 # ------------------------------------------------------------------------------------------ local pool

@@ -306,3 +306,30 @@ def test_the_largest_gaps_note_says_the_csv_holds_the_largest_not_all(tmp_path: 
     md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert ("Showing 5; the 20 largest (per device) of the window's 11,581 gaps in `tables/gpu_idle_gaps.csv`; "
             "every gap, by length, in `tables/gap_histogram.csv`.") in md
+
+
+@pytest.mark.parametrize("launcher_sampled", [False, True])
+def test_facts_line_says_whose_cpu_samples(tmp_path: Path, launcher_sampled: bool) -> None:
+    """The model keeps the CPU samples of the threads that call CUDA only. A trace whose 50 samples are all of a
+    tokenizer thread that calls no CUDA read "CPU samples: no" — of a trace holding samples; the line now says whose:
+    "CPU samples of CUDA threads: no" (and "yes" once the launching thread is sampled too)."""
+    from synth import TraceBuilder
+
+    from nsys_llm_explainer.pipeline import analyze_path
+    from nsys_llm_explainer.render import render_markdown
+
+    b = TraceBuilder()
+    b.process(100)
+    main = b.thread(100, 100, "MainThread")
+    tok = b.thread(100, 101, "tokenizer")
+    for i in range(50):
+        t = i * 100_000
+        b.launch(t, t + 5_000, t + 10_000, t + 60_000, pid=100, tid=100, name="gemm")
+        b.cpu_sample(t + 70_000, tid_g=tok, frames=[("tokenize", "tok.so")])
+        if launcher_sampled:
+            b.cpu_sample(t + 80_000, tid_g=main, frames=[("step", "python3")])
+    p = tmp_path / "t.sqlite"
+    b.write(str(p), overwrite=True)
+    md = render_markdown(analyze_path(str(p)))
+    assert f"**CPU samples of CUDA threads:** {'yes' if launcher_sampled else 'no'}" in md
+    assert "**CPU samples:**" not in md

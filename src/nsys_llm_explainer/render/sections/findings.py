@@ -87,7 +87,7 @@ def facts_pairs(f: TraceFacts) -> List[Tuple[str, str]]:
             ("Stack", f.stack or "not recognised"),
             ("CUDA graphs", "yes: " + f.cuda_graphs_evidence if f.cuda_graphs else "no"),
             ("torch.compile", "yes: " + f.torch_compile_evidence if f.torch_compile else "no"),
-            ("CPU samples", "yes" if f.cpu_samples else "no"),
+            ("CPU samples of CUDA threads", "yes" if f.cpu_samples else "no"),   # the model keeps only theirs
             ("Unified Memory", "yes: " + f.unified_memory_evidence if f.unified_memory else "no"),
             ("NVTX ranges", nv)]
 

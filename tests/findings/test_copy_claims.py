@@ -114,7 +114,7 @@ def test_copy_time_counted_as_busy_is_not_kernel_time_that_sets_the_pace(tmp_pat
                                "the GPU's "
                                "kernels and copies (counted as busy: --include-memcpy-in-busy), not the host, set "
                                "the elapsed time.")   # no steps in this trace
-    assert top.evidence[2] == "Where the busy time goes (non-overlapped): memcpy 81 %, gemm 19 %."
+    assert top.evidence[2] == "Where the busy time goes (overlapping kernels share it equally): memcpy 81 %, gemm 19 %."
 
 
 def test_copies_already_async_on_a_side_stream_are_not_told_to_be(tmp_path: Path) -> None:

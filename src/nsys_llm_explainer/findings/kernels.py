@@ -102,7 +102,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                       f"avg {us(t.avg_ns)}).")
             checks.append(Check("kernel_share_pct", float(t.pct), ">", 0.0, Scope(name=t.name)))
         if cats:
-            ev.append("Where the busy time goes (non-overlapped): " + ", ".join(
+            ev.append("Where the busy time goes (overlapping kernels share it equally): " + ", ".join(
                 f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
         keys = ["gpu_bound.kernels"]
         if comm.holds():

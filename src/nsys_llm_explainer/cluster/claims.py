@@ -179,6 +179,11 @@ def _slow_step(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
     checks = [_check("devices_with_steps", len(ds), ">=", 2),
               _check("step_p50_ratio", ratio, ">=", MIN_STEP_RATIO, d.rank),
               _check("step_p50_ties", ties, "==", 0, d.rank)]
+    periods = [x.step_period_p50_ns for x, _ in ds]
+    if all(periods):   # a longer step range in the same period is time waiting inside it, not a slower loop
+        pref = median(np.array([x for i, x in enumerate(periods) if i != j], np.float64))
+        checks.append(_check("step_period_p50_ratio", round(float(periods[j] or 0) / pref, 4), ">=", MIN_STEP_RATIO,
+                             d.rank))
     if not all(c.holds() for c in checks):
         return None
     return _claim(d.rank, "slow_step_rank", "medium", f"{d.rank} has the slowest steps",

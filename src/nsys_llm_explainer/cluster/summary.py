@@ -44,6 +44,9 @@ class DeviceRow(FieldsJson):
     step_count: int
     step_p50_ns: Optional[int]
     step_p90_ns: Optional[int]
+    #: p50 of the file's NVTX step periods (start to the next step's start, same process; report.json
+    #: ``steps.period``), None without NVTX steps: ranks in lockstep share it whatever their step ranges' lengths
+    step_period_p50_ns: Optional[int] = field(default=None, metadata=NOT_IN_JSON)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
         o = np.argsort(arr.device, kind="stable")
         for seg in np.split(o, np.flatnonzero(arr.device[o][1:] != arr.device[o][:-1]) + 1):
             walls[int(arr.device[seg[0]])] = arr.wall[seg]
+    period = st.period.p50_ns if st.available and st.period is not None else None
     out = []
     for dev in report.gpu_time.devices:
         did = dev.device_id
@@ -85,7 +89,8 @@ def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
         rank = label if len(report.gpu_time.devices) == 1 else f"{label}/GPU {did}"
         out.append(DeviceRow(rank, label, did, dev.role, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
                              {k: ns for k in KINDS if dc is not None and (ns := dc.ns_of(k)) > 0}, dev.kernel_count,
-                             len(wall) if wall is not None else 0, s.p50_ns if s else None, s.p90_ns if s else None))
+                             len(wall) if wall is not None else 0, s.p50_ns if s else None, s.p90_ns if s else None,
+                             period if s else None))
     return tuple(out)
 
 

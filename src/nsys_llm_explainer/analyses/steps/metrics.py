@@ -194,6 +194,8 @@ class StepResult(FieldsJson):
     arrays: Optional[StepArrays] = field(default=None, metadata=NOT_IN_JSON)   # full per-step columns: a helper
     rows: Tuple[StepRow, ...] = ()   # the first MAX_ROWS steps (StepArrays.rows): report.json, steps.csv, the charts
     rows_capped: bool = False        # more steps than ``rows``
+    #: per kernel row of the model: the index (into ``arrays``) of the step its launch belongs to, -1 none (int32)
+    kernel_step: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
 
     @property
     def bounds(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -279,6 +281,9 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     a = StepArrays(start=s[order], end=e[order], pid=pid[order].astype(np.int64), device=dev[order],
                    phase=ph[order], kernel_count=kc[order], gpu_busy=busy[order], sync=sync[order],
                    memcpy=memcpy[order], phase_names=tuple(phase_names))
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    kernel_step = np.where(kstep >= 0, rank[np.maximum(kstep, 0)], -1).astype(np.int32)
     metric = {"wall_ns": a.wall, "gpu_busy_ns": a.gpu_busy, "gpu_idle_ns": a.gpu_idle, "sync_ns": a.sync,
               "memcpy_ns": a.memcpy, "kernel_count": a.kernel_count}
     uph = np.unique(a.phase).tolist()
@@ -307,7 +312,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
         by_pid=tuple(StepPidGroup(pid=int(p), **g) for p, g in zip(np.unique(a.pid).tolist(),
                                                                    _group_rows(metric, a.pid))),
         median_by_phase=tuple(median_by_phase), slowest=_vs_median(a, slow, med), outliers=_vs_median(a, out, med),
-        arrays=a, rows=tuple(a.rows(np.arange(min(MAX_ROWS, n)))), rows_capped=n > MAX_ROWS)
+        arrays=a, rows=tuple(a.rows(np.arange(min(MAX_ROWS, n)))), rows_capped=n > MAX_ROWS, kernel_step=kernel_step)
 
 
 def _vs_median(a: StepArrays, idx: np.ndarray, med: Dict[int, Dict[str, int]]) -> Tuple[SlowStep, ...]:

@@ -30,7 +30,7 @@ from .analyses.kernels.categories import CategoryResult, analyze_categories, win
 from .analyses.kernels.starts import kernel_starts
 from .analyses.kernels.stats import KernelStats, capture_kernel_stats, window_kernel_stats
 from .analyses.kernels.summary import KernelSummary, analyze_kernels
-from .analyses.kernels.traits import KernelTraitsResult, kernel_traits
+from .analyses.kernels.traits import KernelTraitsResult, kernel_traits, optimizer_names
 from .analyses.memory.copy_engines import CopyEnginesResult, analyze_copy_engines
 from .analyses.memory.memcpy import analyze_memcpy
 from .analyses.memory.traffic import MemoryResult, analyze_memory
@@ -168,7 +168,8 @@ def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attributi
     return analyze_steps(model, phases, step_marker=options.step_marker, step_range=options.step_range,
                          top=min(options.top, 10), tree=nvtx.tree,
                          kernel_node=default_domain_node(model, nvtx.tree, nvtx_attribution),
-                         domain_nodes=nvtx_attribution.kernel_nodes or None)
+                         domain_nodes=nvtx_attribution.kernel_nodes or None,
+                         optimizer_names=optimizer_names(model.kernels.names) if model.kernels is not None else None)
 
 
 def _period_parts(model: TraceModel, steady: TraceModel, window: WindowResult, steps: StepResult, nvtx: NvtxResult,
@@ -178,8 +179,9 @@ def _period_parts(model: TraceModel, steady: TraceModel, window: WindowResult, s
 
 def _kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
                    steady_kernel_stats: Optional[KernelStats], steps: StepResult) -> KernelTraitsResult:
-    return kernel_traits(model, steady, trace, steady_kernel_stats, steps.kernel_step,
-                         steps.step_count if steps.available else 0)
+    opt = (steps.optimizer_steps, steps.step_count) \
+        if steps.available and steps.step_count and steps.optimizer_steps is not None else None
+    return kernel_traits(model, steady, trace, steady_kernel_stats, opt)
 
 
 # ---------------------------------------------------------------------------------------- memory

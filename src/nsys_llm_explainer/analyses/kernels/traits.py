@@ -219,7 +219,7 @@ def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.nd
     """Traits of the kernels ``names[name_idx]`` with durations ``dur`` (ns), plus workload and stack.
     ``name_stats``: :func:`stats.group_stats` of ``dur`` by ``name_idx`` when already computed;
     ``optimizer_steps``: (steps that launched an optimizer kernel, steps) when steps were detected
-    (:func:`optimizer_step_count`)."""
+    (``StepResult.optimizer_steps``)."""
     name_idx = np.asarray(name_idx, dtype=np.int64)
     dur = np.asarray(dur, dtype=np.int64)
     cnt = np.zeros(len(names), np.int64)
@@ -310,25 +310,17 @@ def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, t
     return "inference", tuple(ev)
 
 
-def optimizer_step_count(model: TraceModel, kernel_step: Optional[np.ndarray], step_count: int
-                         ) -> Optional[Tuple[int, int]]:
-    """(steps whose launches include an optimizer kernel, ``step_count``) given each kernel row's step
-    (``StepResult.kernel_step``: the steps' own kernel-to-step assignment, -1 none); None without steps."""
-    k = model.kernels
-    if kernel_step is None or not step_count or k is None or kernel_step.shape[0] != len(k):
-        return None
-    opt = np.array([bool(_RX["optimizer"].search(s)) for s in for_matching(k.names)] + [False], bool)
-    ks = kernel_step[opt[k.name_idx] & (kernel_step >= 0)]   # name_idx -1 (no name): the trailing False
-    return int(np.unique(ks).shape[0]), int(step_count)
+def optimizer_names(names: Sequence[str]) -> np.ndarray:
+    """Mask over ``names``: the `optimizer` trait's names (the steps count the steps that launch one)."""
+    return np.array([bool(_RX["optimizer"].search(s)) for s in for_matching(names)], bool)
 
 
 def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
-                  steady_kernel_stats: Optional[KernelStats], kernel_step: Optional[np.ndarray] = None,
-                  step_count: int = 0) -> KernelTraitsResult:
+                  steady_kernel_stats: Optional[KernelStats],
+                  optimizer_steps: Optional[Tuple[int, int]] = None) -> KernelTraitsResult:
     """Traits of the steady window's kernels, with the names of the processes that launched kernels and of their
-    threads (the stack's evidence) and how many of the ``step_count`` steps ran an optimizer kernel (the
-    workload's; ``kernel_step``: each kernel row's step, :func:`optimizer_step_count`); the capture's kernel names
-    alone when the window has no kernels."""
+    threads (the stack's evidence) and ``optimizer_steps`` (steps that launched an optimizer kernel, steps; None
+    without steps: the workload's evidence); the capture's kernel names alone when the window has no kernels."""
     k = model.kernels
     pids = set(np.unique(k.pid).tolist()) if k is not None and len(k) else set()
     threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]
@@ -339,6 +331,5 @@ def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
         empty = np.empty(0, np.int64)
         return analyze_kernel_traits(k.names if k is not None else [], empty, empty, nv, threads, procs)
     return replace(analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs,
-                                         steady_kernel_stats.by("name"),
-                                         optimizer_step_count(model, kernel_step, step_count)),
+                                         steady_kernel_stats.by("name"), optimizer_steps),
                    graph_node_kernels=int((np.asarray(sk.graph_node) == 1).sum()))

@@ -184,7 +184,8 @@ NEGATIVE: Dict[str, List[str]] = {
     "reduce": ["void cublasLt::splitKreduce_kernel<32, 16>", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", ELT],
     "backward": [FLASH, ELT, SGEMM, "void at::native::vectorized_layer_norm_kernel<float>"],
     # "lambda" in demangled PyTorch names is not LAMB
-    "optimizer": ["void at::native::vectorized_elementwise_kernel<4, [lambda(float) (instance 1)]>", SGEMM],
+    "optimizer": ["void at::native::vectorized_elementwise_kernel<4, [lambda(float) (instance 1)]>", SGEMM,
+                  "void fast_hadamard_transform_kernel<fast_hadamard_transform_kernel_traits<8, 12, c10::BFloat16>>"],
     "nccl": [ELT, SGEMM],
     "conv": ["void cudnn::ops::convertTensor_kernel<float, __half>", SGEMM, ELT, "nvjet_tst_192x192"],
     "layout_transform": [SGEMM, ELT],
@@ -242,12 +243,61 @@ def test_training_from_backward_share():
 
 
 def test_training_threshold_is_five_percent_of_backward_plus_optimizer():
-    bwd, opt = "flash_bwd_kernel", "multi_tensor_apply_kernel<Adam>"
-    assert run([SGEMM, bwd, opt], [(0, 951), (1, 25), (2, 24)]).workload == "inference"   # 4.9 %
-    r = run([SGEMM, bwd, opt], [(0, 950), (1, 25), (2, 25)])                              # 5.0 %
+    """A `_foreach` kernel (an optimizer trait, no optimizer's name) in 1 of 3 steps (< half): 4.9 % of backward +
+    optimizer time is inference, 5.0 % training (whatever the steps)."""
+    bwd, opt = "flash_bwd_kernel", "multi_tensor_apply_kernel<BinaryOpScalarFunctor<float>>"
+    r = run([SGEMM, bwd, opt], [(0, 951), (1, 25), (2, 24)], optimizer_steps=(1, 3))   # 4.9 %
+    assert r.workload == "inference"
+    assert r.workload_evidence[-1] == ("backward + optimizer kernels 4.9 % of kernel time (< 5 %), no autograd "
+                                       "thread, optimizer kernels in 1 of 3 steps")
+    r = run([SGEMM, bwd, opt], [(0, 950), (1, 25), (2, 25)], optimizer_steps=(1, 3))   # 5.0 %
     assert r.workload == "training"
     assert r.workload_evidence[:2] == ("backward kernels 2.5 % of kernel time",
                                        "optimizer kernels 2.5 % of kernel time")
+
+
+def test_a_kernel_named_for_an_optimizer_is_training_at_any_share():
+    """One fused-Adam kernel of 24 ns among 1,000 ns (2.4 %), in 1 of 4 steps (gradient accumulation over 4
+    micro-steps), no backward name, no autograd thread: training (inference never runs Adam), its line first.
+    A Hadamard transform (`hadamard` holds `adam`) is no optimizer: inference."""
+    opt = "void at::native::multi_tensor_apply_kernel<at::native::FusedAdamMathFunctor<float, 4>>(int)"
+    r = run([SGEMM, opt], [(0, 976), (1, 24)], optimizer_steps=(1, 4))
+    assert r.workload == "training"
+    assert r.workload_evidence == ("1 kernel(s) named for an optimizer step (Adam / SGD / LAMB): inference runs none",
+                                   "optimizer kernels 2.4 % of kernel time")
+    had = "void fast_hadamard_transform_kernel<fast_hadamard_transform_kernel_traits<8, 12, c10::BFloat16>>"
+    r = run([SGEMM, had], [(0, 976), (1, 24)], optimizer_steps=(4, 4))
+    assert r.workload == "inference" and "optimizer" not in r.traits
+
+
+def test_a_foreach_kernel_in_half_the_steps_is_training():
+    """A `_foreach` kernel (multi_tensor_apply, no optimizer's name: PyTorch's default foreach Adam launches only
+    these) of 24 ns among 1,000 ns (2.4 %), no backward kernel, no autograd thread: in 10 of 20 steps (half):
+    training, the per-step line first; in 9 of 20: inference (`_foreach` ops also run outside optimizers), the
+    count in the last line."""
+    foreach = ("void at::native::multi_tensor_apply_kernel<at::native::TensorListMetadata<2>, "
+               "at::native::BinaryOpScalarFunctor<float, 2, 1, 1>, std::multiplies<float>, float>(T1, T2, T3...)")
+    rows = [(0, 976), (1, 24)]
+    r = run([SGEMM, foreach], rows, optimizer_steps=(10, 20))
+    assert r.workload == "training"
+    assert r.workload_evidence == ("optimizer kernels in 10 of 20 steps (≥ half: an optimizer step every "
+                                   "iteration)", "optimizer kernels 2.4 % of kernel time")
+    r = run([SGEMM, foreach], rows, optimizer_steps=(9, 20))
+    assert r.workload == "inference"
+    assert r.workload_evidence[-1].endswith("no autograd thread, optimizer kernels in 9 of 20 steps")
+
+
+def test_without_steps_a_foreach_kernel_per_thousand_kernels_is_training():
+    """No steps: 2 `_foreach` kernels among 2,000 kernels = 1 per 1,000: training; 1 among 2,000 (0.5 per
+    1,000): inference. A window without any optimizer kernel stays inference."""
+    foreach = "void at::native::multi_tensor_apply_kernel<TensorListMetadata<1>, UnaryOpFunctor<float>>(T1, T2)"
+    r = run([SGEMM, foreach], [(0, 1_000)] * 1_998 + [(1, 10)] * 2)
+    assert r.workload == "training"
+    assert r.workload_evidence[0] == "2 optimizer kernel(s) among 2,000 kernels (≥ 1 per 1,000; no steps)"
+    r = run([SGEMM, foreach], [(0, 1_000)] * 1_999 + [(1, 10)])
+    assert r.workload == "inference"
+    assert r.workload_evidence[-1].endswith("no autograd thread, 1 optimizer kernel(s) among 2,000 kernels")
+    assert run([SGEMM], [(0, 1_000)] * 5, optimizer_steps=(0, 5)).workload == "inference"
 
 
 def test_training_from_autograd_thread_and_inference_otherwise():

@@ -45,6 +45,8 @@ TINY_ELEMENTWISE_NS = 10_000
 _MODEL_TRAITS = ("fp32_gemm_simt", "half_simt", "tensor_core_gemm", "gemm_any", "conv", "attention_fused", "softmax",
                  "norm")
 TRAINING_SHARE_PCT = 5.0
+#: without steps: optimizer kernels at least this many per 1,000 kernels of the window call it training
+OPTIMIZER_PER_1000 = 1
 
 _I = re.IGNORECASE
 # Bounded matching (docs/SECURITY.md): a rule ``X\w*Y`` is written ``X(?:(?!X)\w)*Y`` — the same names match
@@ -82,7 +84,9 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "norm": r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|bn_fw|bn_bw",
     "reduce": r"(?<![a-z])reduce_kernel",
     "backward": r"backward|_bwd|bwd_|bn_bw|dgrad|wgrad|grad_?input|grad_?weight",
-    "optimizer": r"adam|multi_tensor_apply|sgd|(?<![a-z])lamb(?!da)|optimizer",
+    # `adam(?!ard)`: a Hadamard transform (`fast_hadamard_transform`, rotations of quantized inference) is no Adam
+    "optimizer": r"adam(?!ard)|multi_tensor_apply|sgd|(?<![a-z])lamb(?!da)|optimizer",
+    "optimizer_named": r"adam(?!ard)|sgd|(?<![a-z])lamb(?!da)|optimizer",   # of `optimizer`: not a `_foreach` op
     "nccl": r"nccl",
     "conv": r"convol|conv[123]d|(?<![a-z])conv_|winograd|im2col|scudnn|\d{3,5}cudnn|fprop|dgrad|wgrad"
             r"|nhwckrsc|cudnn::cnn|" + _FFT_CONV,
@@ -210,9 +214,12 @@ def _hit(trait: str, mask: np.ndarray, name_idx: np.ndarray, dur: np.ndarray, na
 def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.ndarray,
                           nvtx_names: Sequence[str] = (),
                           thread_names: Sequence[str] = (), process_names: Sequence[str] = (),
-                          name_stats: Optional[GroupStats] = None) -> KernelTraitsResult:
+                          name_stats: Optional[GroupStats] = None,
+                          optimizer_steps: Optional[Tuple[int, int]] = None) -> KernelTraitsResult:
     """Traits of the kernels ``names[name_idx]`` with durations ``dur`` (ns), plus workload and stack.
-    ``name_stats``: :func:`stats.group_stats` of ``dur`` by ``name_idx`` when already computed."""
+    ``name_stats``: :func:`stats.group_stats` of ``dur`` by ``name_idx`` when already computed;
+    ``optimizer_steps``: (steps that launched an optimizer kernel, steps) when steps were detected
+    (``StepResult.optimizer_steps``)."""
     name_idx = np.asarray(name_idx, dtype=np.int64)
     dur = np.asarray(dur, dtype=np.int64)
     cnt = np.zeros(len(names), np.int64)
@@ -246,12 +253,33 @@ def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.nd
         h = _hit(trait, m[trait], name_idx, dur, names, cnt, tot, total_all)
         if h is not None:
             traits[trait] = h
-    workload, w_ev = _workload(m, name_idx, dur, total_all, thread_names)
+    workload, w_ev = _workload(m, name_idx, dur, total_all, thread_names, optimizer_steps)
     return KernelTraitsResult(True, None, int(dur.shape[0]), total_all, traits, workload, w_ev, stack, stack_ev)
 
 
+def _optimizer_runs(m: Dict[str, np.ndarray], name_idx: np.ndarray,
+                    optimizer_steps: Optional[Tuple[int, int]]) -> Optional[str]:
+    """The evidence that the window runs optimizer steps (docs/FINDINGS.md, "workload"), else None: a kernel named
+    for an optimizer (Adam, SGD, LAMB: ``optimizer_named``) at any count; else `optimizer` kernels (these include
+    the `_foreach` ops of ``multi_tensor_apply``, which inference may run) in at least half of the steps, or,
+    without steps, at least :data:`OPTIMIZER_PER_1000` per 1,000 kernels of the window."""
+    named = int(m["optimizer_named"][name_idx].sum())
+    if named:
+        return f"{named:,} kernel(s) named for an optimizer step (Adam / SGD / LAMB): inference runs none"
+    if optimizer_steps is not None:
+        hit, n = optimizer_steps
+        if n and 2 * hit >= n:
+            return f"optimizer kernels in {hit:,} of {n:,} steps (≥ half: an optimizer step every iteration)"
+        return None
+    count, n = int(m["optimizer"][name_idx].sum()), int(name_idx.shape[0])
+    if count and count * 1000 >= OPTIMIZER_PER_1000 * n:
+        return f"{count:,} optimizer kernel(s) among {n:,} kernels (≥ {OPTIMIZER_PER_1000} per 1,000; no steps)"
+    return None
+
+
 def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, total_all: int,
-              thread_names: Sequence[str]) -> Tuple[str, Tuple[str, ...]]:
+              thread_names: Sequence[str], optimizer_steps: Optional[Tuple[int, int]] = None
+              ) -> Tuple[str, Tuple[str, ...]]:
     ev: List[str] = []
     share = {}
     for key in ("backward", "optimizer"):
@@ -264,8 +292,15 @@ def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, t
         ev.append(f"autograd thread(s) {', '.join(repr(t) for t in threads[:3])} (backward ran in this process)")
     if both >= TRAINING_SHARE_PCT or threads:
         return "training", tuple(ev)
+    runs = _optimizer_runs(m, name_idx, optimizer_steps) if m["optimizer"][name_idx].any() else None
+    if runs is not None:
+        return "training", (runs, *ev)
+    opt = "" if not m["optimizer"][name_idx].any() else \
+        f", optimizer kernels in {optimizer_steps[0]:,} of {optimizer_steps[1]:,} steps" \
+        if optimizer_steps is not None else \
+        f", {int(m['optimizer'][name_idx].sum()):,} optimizer kernel(s) among {int(name_idx.shape[0]):,} kernels"
     ev.append(f"backward + optimizer kernels {both:.1f} % of kernel time (< {TRAINING_SHARE_PCT:g} %), "
-              "no autograd thread")
+              "no autograd thread" + opt)
     model = np.zeros_like(m["norm"])
     for key in _MODEL_TRAITS:
         model |= m[key]
@@ -275,10 +310,17 @@ def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, t
     return "inference", tuple(ev)
 
 
+def optimizer_names(names: Sequence[str]) -> np.ndarray:
+    """Mask over ``names``: the `optimizer` trait's names (the steps count the steps that launch one)."""
+    return np.array([bool(_RX["optimizer"].search(s)) for s in for_matching(names)], bool)
+
+
 def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
-                  steady_kernel_stats: Optional[KernelStats]) -> KernelTraitsResult:
+                  steady_kernel_stats: Optional[KernelStats],
+                  optimizer_steps: Optional[Tuple[int, int]] = None) -> KernelTraitsResult:
     """Traits of the steady window's kernels, with the names of the processes that launched kernels and of their
-    threads (the stack's evidence); the capture's kernel names alone when the window has no kernels."""
+    threads (the stack's evidence) and ``optimizer_steps`` (steps that launched an optimizer kernel, steps; None
+    without steps: the workload's evidence); the capture's kernel names alone when the window has no kernels."""
     k = model.kernels
     pids = set(np.unique(k.pid).tolist()) if k is not None and len(k) else set()
     threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]
@@ -289,5 +331,5 @@ def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
         empty = np.empty(0, np.int64)
         return analyze_kernel_traits(k.names if k is not None else [], empty, empty, nv, threads, procs)
     return replace(analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs,
-                                         steady_kernel_stats.by("name")),
+                                         steady_kernel_stats.by("name"), optimizer_steps),
                    graph_node_kernels=int((np.asarray(sk.graph_node) == 1).sum()))

@@ -194,6 +194,9 @@ class StepResult(FieldsJson):
     arrays: Optional[StepArrays] = field(default=None, metadata=NOT_IN_JSON)   # full per-step columns: a helper
     rows: Tuple[StepRow, ...] = ()   # the first MAX_ROWS steps (StepArrays.rows): report.json, steps.csv, the charts
     rows_capped: bool = False        # more steps than ``rows``
+    #: steps with at least one kernel whose name ``analyze_steps``' ``optimizer_names`` marks (the workload's
+    #: evidence: analyses/kernels/traits.py); None when not asked
+    optimizer_steps: Optional[int] = field(default=None, metadata=NOT_IN_JSON)
 
     @property
     def bounds(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -248,10 +251,12 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
                   step_marker: Optional[str] = None,
                   step_range: Optional[str] = None, top: int = 10, tree: Optional[NvtxTree] = None,
                   kernel_node: Optional[np.ndarray] = None,
-                  domain_nodes: Optional[Dict[int, np.ndarray]] = None) -> StepResult:
+                  domain_nodes: Optional[Dict[int, np.ndarray]] = None,
+                  optimizer_names: Optional[np.ndarray] = None) -> StepResult:
     """Detect steps (:func:`steps_detect.detect_steps`) and measure them (see module docstring);
     ``tree`` / ``kernel_node`` / ``domain_nodes`` (the attribution's per-domain innermost node per kernel)
-    reused if given."""
+    reused if given; ``optimizer_names``: a mask over ``model.kernels.names`` whose steps to count
+    (``optimizer_steps``)."""
     if phase_result is not None:
         phase_map = phase_result.rules or build_phase_map(phase_result.phase_map)
         phase_names = list(phase_result.phase_names)
@@ -279,6 +284,10 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     a = StepArrays(start=s[order], end=e[order], pid=pid[order].astype(np.int64), device=dev[order],
                    phase=ph[order], kernel_count=kc[order], gpu_busy=busy[order], sync=sync[order],
                    memcpy=memcpy[order], phase_names=tuple(phase_names))
+    opt_steps = None
+    if optimizer_names is not None and model.kernels is not None and kstep.shape[0] == len(model.kernels):
+        named = np.append(np.asarray(optimizer_names, bool), False)   # name_idx -1 (no name): not marked
+        opt_steps = int(np.unique(kstep[named[model.kernels.name_idx] & (kstep >= 0)]).shape[0])
     metric = {"wall_ns": a.wall, "gpu_busy_ns": a.gpu_busy, "gpu_idle_ns": a.gpu_idle, "sync_ns": a.sync,
               "memcpy_ns": a.memcpy, "kernel_count": a.kernel_count}
     uph = np.unique(a.phase).tolist()
@@ -307,7 +316,8 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
         by_pid=tuple(StepPidGroup(pid=int(p), **g) for p, g in zip(np.unique(a.pid).tolist(),
                                                                    _group_rows(metric, a.pid))),
         median_by_phase=tuple(median_by_phase), slowest=_vs_median(a, slow, med), outliers=_vs_median(a, out, med),
-        arrays=a, rows=tuple(a.rows(np.arange(min(MAX_ROWS, n)))), rows_capped=n > MAX_ROWS)
+        arrays=a, rows=tuple(a.rows(np.arange(min(MAX_ROWS, n)))), rows_capped=n > MAX_ROWS,
+        optimizer_steps=opt_steps)
 
 
 def _vs_median(a: StepArrays, idx: np.ndarray, med: Dict[int, Dict[str, int]]) -> Tuple[SlowStep, ...]:

@@ -30,7 +30,7 @@ from .analyses.kernels.categories import CategoryResult, analyze_categories, win
 from .analyses.kernels.starts import kernel_starts
 from .analyses.kernels.stats import KernelStats, capture_kernel_stats, window_kernel_stats
 from .analyses.kernels.summary import KernelSummary, analyze_kernels
-from .analyses.kernels.traits import KernelTraitsResult, kernel_traits, optimizer_names
+from .analyses.kernels.traits import kernel_traits, optimizer_names
 from .analyses.memory.copy_engines import CopyEnginesResult, analyze_copy_engines
 from .analyses.memory.memcpy import analyze_memcpy
 from .analyses.memory.traffic import MemoryResult, analyze_memory
@@ -45,7 +45,7 @@ from .analyses.threads.waits import WaitsResult, analyze_waits
 from .analyses.timeline.content import TimelineFile, analyze_timeline, span_launch_config
 from .analyses.timeline.span import TimelineSpan, plan_span
 from .analyses.trace.facts import analyze_facts
-from .analyses.trace.info import TraceInfoResult, analyze_trace_info
+from .analyses.trace.info import analyze_trace_info
 from .analyses.trace.session import analyze_clock
 from .analyses.trace.window import WindowResult, detect_window
 from .config.categories import load_rules
@@ -177,13 +177,6 @@ def _period_parts(model: TraceModel, steady: TraceModel, window: WindowResult, s
     return analyze_period_parts(model, steady, window, steps, nvtx.tree, categories, options.include_memcpy_in_busy)
 
 
-def _kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
-                   steady_kernel_stats: Optional[KernelStats], steps: StepResult) -> KernelTraitsResult:
-    opt = (steps.optimizer_steps, steps.step_count) \
-        if steps.available and steps.step_count and steps.optimizer_steps is not None else None
-    return kernel_traits(model, steady, trace, steady_kernel_stats, opt)
-
-
 # ---------------------------------------------------------------------------------------- memory
 def _memory(steady: TraceModel, steps: StepResult) -> MemoryResult:
     return analyze_memory(steady, steps.bounds)
@@ -247,7 +240,7 @@ STEPS: Tuple[Step, ...] = (
     Step("steady kernel stats", window_kernel_stats, ("steady", "window", "kernel_stats"), ("steady_kernel_stats",),
          "steady"),
     Step("launch", _launch, ("steady", "window", "options", "steady_kernel_stats"), ("launch",), "steady"),
-    Step("kernel traits", _kernel_traits, ("model", "steady", "trace", "steady_kernel_stats", "steps"), ("traits",),
+    Step("kernel traits", kernel_traits, ("model", "steady", "trace", "steady_kernel_stats", "steps"), ("traits",),
          "steady"),
     Step("steady kernels", _steady_kernels, ("steady", "steady_kernel_stats"), ("steady_kernels",), "steady"),
     Step("steady kernel starts", kernel_starts, ("steady",), ("steady_kernel_starts",), "steady"),

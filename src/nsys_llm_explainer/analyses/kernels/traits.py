@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from ...model.trace import TraceModel
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
 from ..trace.info import TraceInfoResult
 from .stats import KernelStats
+
+if TYPE_CHECKING:
+    from ..steps.metrics import StepResult  # annotation only: steps/detect reads this module's MOE_ROUTER
 from .summary import TopKernel
 
 TRAITS: Dict[str, str] = {
@@ -316,11 +319,13 @@ def optimizer_names(names: Sequence[str]) -> np.ndarray:
 
 
 def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
-                  steady_kernel_stats: Optional[KernelStats],
-                  optimizer_steps: Optional[Tuple[int, int]] = None) -> KernelTraitsResult:
+                  steady_kernel_stats: Optional[KernelStats], steps: Optional[StepResult] = None) -> KernelTraitsResult:
     """Traits of the steady window's kernels, with the names of the processes that launched kernels and of their
-    threads (the stack's evidence) and ``optimizer_steps`` (steps that launched an optimizer kernel, steps; None
-    without steps: the workload's evidence); the capture's kernel names alone when the window has no kernels."""
+    threads (the stack's evidence) and the steps that launched an optimizer kernel (``steps.optimizer_steps`` of
+    ``steps.step_count``; the workload's evidence); the capture's kernel names alone when the window has no
+    kernels."""
+    optimizer_steps = (steps.optimizer_steps, steps.step_count) if steps is not None and steps.available \
+        and steps.step_count and steps.optimizer_steps is not None else None
     k = model.kernels
     pids = set(np.unique(k.pid).tolist()) if k is not None and len(k) else set()
     threads = [n for g, n in model.thread_names.items() if ((int(g) >> 24) & 0xFFFFFF) in pids]

@@ -253,6 +253,12 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
         return replace(head, straggler_reason="NCCL kernels on a single (pid, GPU) rank: nothing to compare")
     if matched == 0:
         return replace(head, straggler_reason="no collective could be matched across ranks")
+    p2p = np.array([bool(P2P_RE.search(n)) for n in coll_names], bool)
+    if n_rank > 2 and p2p[c_coll[matched_c]].all():   # a send/recv has one peer: order across all ranks pairs others
+        return replace(head, straggler_reason=(
+            f"the matched NCCL kernels are point-to-point (send / recv) among {n_rank} ranks: each has one peer, so "
+            "pairing them across all ranks compares kernels of different peers (and steps); no arrival figures and "
+            "no straggler verdict"))
 
     # per matched collective: earliest start, latest start, last-arriving rank
     mi = np.nonzero(mrow)[0]
@@ -305,7 +311,6 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     straggler = None
     reason = None
     by = {MATCH_TIME: "time", MATCH_MIXED: "time or issue order"}.get(head.matching or MATCH_ORDER, MATCH_ORDER)
-    p2p = np.array([bool(P2P_RE.search(n)) for n in coll_names], bool)
     if p2p[c_coll[matched_c]].all():
         reason = ("the matched NCCL kernels are point-to-point (send / recv): a receiver waits for its sender's "
                   "data, in a one-way hand-off (a pipeline stage, a KV-cache transfer) or in an all-to-all exchange "

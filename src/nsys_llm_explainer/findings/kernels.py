@@ -93,7 +93,7 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
           "compute streams wait for them.",
           f"Compute kernels overlap {ov_pct:.1f} % of the communication kernels' time ({dur(ov)} of {dur(comm)}).",
           "Exposed by collective: " + ", ".join(f"{op} {dur(ns)} ({fmt_count(n, 'kernel')})"
-                                                for op, (ns, n) in ranked[:4]) + "."]
+                                                for op, (ns, n) in ranked[:4] if ns) + "."]
     if len(rows) > 1:
         ev.append("Per device: " + ", ".join(f"device {d.device_id} {d.exposed_pct:.1f} %" for d in rows) + ".")
     ev.append("A communication kernel also runs while it waits for a late peer: part of the exposed time may be "

@@ -22,7 +22,7 @@ from ..kernels.categories import CategoryResult
 COMM_CATEGORIES = ("nccl", "custom_allreduce")
 
 #: the collective a communication kernel runs, from its name (first match wins; docs/METRICS.md)
-_OPS: Tuple[Tuple[str, "re.Pattern[str]"], ...] = tuple((op, re.compile(rx, re.IGNORECASE)) for op, rx in (
+_OPS: Tuple[Tuple[str, re.Pattern[str]], ...] = tuple((op, re.compile(rx, re.IGNORECASE)) for op, rx in (
     ("reduce-scatter", r"reduce_?scatter"),
     ("all-gather", r"all_?gather"),
     ("all-to-all", r"all_?to_?all"),
@@ -33,13 +33,19 @@ _OPS: Tuple[Tuple[str, "re.Pattern[str]"], ...] = tuple((op, re.compile(rx, re.I
 ))
 
 
+#: the collectives a ``custom_allreduce`` kernel's name may name besides the all-reduce (userbuffers, mscclpp)
+_CUSTOM_OTHER = ("reduce-scatter", "all-gather", "all-to-all")
+
+
 def collective_op(name: str, category: str) -> str:
-    """The collective of a communication kernel name (:data:`_OPS`); a ``custom_allreduce`` kernel whose name says
-    none is an all-reduce (the category's kernels are all-reduce implementations), another is "other"."""
+    """The collective of a communication kernel name (:data:`_OPS`, first match); a ``custom_allreduce`` kernel is an
+    all-reduce (vLLM's ``cross_device_reduce``, Lamport, one-/two-shot kernels) unless its name says reduce-scatter,
+    all-gather or all-to-all; an NCCL name that says none is "other"."""
+    custom = category == "custom_allreduce"
     for op, rx in _OPS:
-        if rx.search(name):
+        if (not custom or op in _CUSTOM_OTHER) and rx.search(name):
             return op
-    return "all-reduce" if category == "custom_allreduce" else "other"
+    return "all-reduce" if custom else "other"
 
 
 @dataclass(frozen=True)

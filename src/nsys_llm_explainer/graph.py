@@ -271,7 +271,7 @@ STEPS: Tuple[Step, ...] = (
                                        "copy_engines", "cuda_api"),
          ("idle_found",), "steady"),
     Step("findings: kernels", kernel_findings, ("gpu_time", "traits", "steady_kernels", "categories", "facts",
-                                                "graphs", "window", "steps", "comm_exposure"),
+                                                "graphs", "window", "steps", "comm_exposure", "nccl"),
          ("kernel_found",), "steady"),
     Step("findings: capture", capture_rule, ("graphs", "gpu_time", "window", "attribution", "options", "nccl",
                                              "unified_memory", "facts", "nvtx"), ("capture_found",)),

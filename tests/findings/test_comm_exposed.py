@@ -164,3 +164,36 @@ def test_tensor_parallel_all_reduce_exposed_on_both_gpus(tmp_path: Path) -> None
 ])
 def test_collective_of_a_kernel_name(name: str, category: str, op: str) -> None:
     assert collective_op(name, category) == op
+
+
+def test_the_wait_for_a_late_rank_is_claimed_once(tmp_path: Path) -> None:
+    """Two ranks in one trace (pid 300 on GPU 0, pid 301 on GPU 1), 20 steps of 1,820 µs from t0 = 1 ms: a GEMM of
+    1,000 µs (rank 0) / 1,600 µs (rank 1, slow), then an all-reduce from the GEMM's end to 1,800 µs into the step
+    on both (rank 0's 800 µs, rank 1's 200 µs: ratio 4, rank 1 last every time). The straggler verdict: rank 0
+    waits, Σ start skew 20 × 600 = 12,000 µs (the nccl_wait finding's time at stake). Window (--window)
+    [t0, t0 + 20 × 1,820 − 20) = 36,380 µs per GPU. Exposed: GPU 0 16,000 µs, GPU 1 4,000 µs, 20,000 of 72,760 µs
+    = 27.49 %; less the wait nccl_wait explains (min(12,000, 16,000)): 8,000 µs = 10.995 % ≥ 10: claimed, medium,
+    time at stake 8,000 µs."""
+    b = TraceBuilder()
+    t0, steps = 1 * MS, 20
+    for pid, dev, gemm in ((300, 0, 1_000 * US), (301, 1, 1_600 * US)):
+        b.process(pid)
+        b.thread(pid, pid, "python3")
+        b.gpu(dev)
+        for i in range(steps):
+            t = t0 + i * 1_820 * US
+            b.launch(t - 10 * US, t - 8 * US, t, t + gemm, pid=pid, tid=pid, device=dev, stream=7, name=FWD)
+            b.launch(t - 6 * US, t - 4 * US, t + gemm, t + 1_800 * US, pid=pid, tid=pid, device=dev, stream=13,
+                     name=AR)
+    p = tmp_path / "late.sqlite"
+    b.write(str(p), overwrite=True)
+    rep = analyze_path(str(p), options_from_kwargs(window=(t0, t0 + steps * 1_820 * US - 20 * US))).to_dict()
+    assert [(d["device_id"], d["exposed_ns"], d["window_ns"]) for d in rep["comm_exposure"]["devices"]] == \
+        [(0, 16 * MS, 36_380 * US), (1, 4 * MS, 36_380 * US)]
+    w = _finding(rep, "nccl_wait")
+    assert w is not None and w["time_at_stake_ns"] == 12 * MS
+    f = _finding(rep, "comm_exposed")
+    assert f is not None and f["severity"] == "medium" and f["time_at_stake_ns"] == 8 * MS
+    assert f["checks"][0]["observed"] == pytest.approx(100 * 8_000 / 72_760)
+    assert f["evidence"][0].startswith("20.000 ms of 72.760 ms (27.5 %")
+    assert any(e.startswith("Left out: 12.000 ms on device 0") for e in f["evidence"]), f["evidence"]

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..analyses.api.graphs import GraphResult
 from ..analyses.comms.exposure import COMM_CATEGORIES, CommExposureResult
+from ..analyses.comms.nccl import NcclResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.summary import KernelSummary
@@ -62,16 +63,24 @@ def _op_words(ops: List[str]) -> str:
     return "the " + (ops[0] if len(ops) == 1 else ", ".join(ops[:-1]) + " and " + ops[-1])
 
 
-def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: TraceFacts, window: WindowResult
-                 ) -> Optional[Finding]:
+def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: TraceFacts, window: WindowResult,
+                 nccl: NcclResult) -> Optional[Finding]:
     """``comm_exposed``: communication kernels run with no other kernel beside them (exposed, docs/METRICS.md
-    "Exposed communication") ≥ ``COMM_EXPOSED_PCT`` of the window, pooled over the devices that ran kernels; time
-    at stake = the exposed ns (which ``gpu_bound`` then leaves out of its own). The advice follows the collectives
-    that are exposed (all-reduce: DDP / tensor parallelism by the workload; all-gather, reduce-scatter: FSDP)."""
+    "Exposed communication") ≥ ``COMM_EXPOSED_PCT`` of the window, pooled over the devices that ran kernels, less
+    the wait the ``nccl_wait`` finding explains (the straggler verdict's ``wait_ns_total``, at most the waiting
+    device's exposed ns: claimed once); time at stake = the exposed ns left (which ``gpu_bound`` then leaves out of
+    its own). The advice follows the collectives that are exposed (all-reduce: DDP / tensor parallelism by the
+    workload; all-gather, reduce-scatter: FSDP)."""
     ids = gpu_time.kernel_devices()
     if not exposure.available or not ids:
         return None
     exposed, win, comm, ov = exposure.pooled(ids)
+    v = nccl.straggler if nccl.available else None
+    waiting = next((d for d in exposure.devices if v is not None and d.device_id == v.waiting_device_id
+                    and d.device_id in ids), None)
+    wait = min(int(v.wait_ns_total), waiting.exposed_ns) if v is not None and waiting is not None else 0
+    measured = exposed
+    exposed -= max(wait, 0)
     scope = pooled_scope(ids)
     check = Check("comm_exposed_pct", 100.0 * exposed / win if win else 0.0, ">=", COMM_EXPOSED_PCT, scope)
     if not check.holds():
@@ -88,14 +97,17 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
     named = [op for op, (ns, _) in ranked if ns * 10 >= exposed][:3] or [ranked[0][0]]
     where = window_name(window.method, window.details.bins is not None)
     ov_pct = 100.0 * ov / comm if comm else 0.0
-    ev = [f"{dur(exposed)} of {dur(win)} ({check.observed:.1f} %, {pooled_words(gpu_time)}): communication kernels "
-          "(categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run and no other kernel does, so the "
-          "compute streams wait for them.",
+    ev = [f"{dur(measured)} of {dur(win)} ({100.0 * measured / win:.1f} %, {pooled_words(gpu_time)}): "
+          "communication kernels (categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run and no other "
+          "kernel does, so the compute streams wait for them.",
           f"Compute kernels overlap {ov_pct:.1f} % of the communication kernels' time ({dur(ov)} of {dur(comm)}).",
           "Exposed by collective: " + ", ".join(f"{op} {dur(ns)} ({fmt_count(n, 'kernel')})"
                                                 for op, (ns, n) in ranked[:4] if ns) + "."]
     if len(rows) > 1:
         ev.append("Per device: " + ", ".join(f"device {d.device_id} {d.exposed_pct:.1f} %" for d in rows) + ".")
+    if wait > 0 and v is not None:
+        ev.append(f"Left out: {dur(wait)} on device {v.waiting_device_id}, the wait for the late rank {v.late_rank} "
+                  f"that the NCCL-wait finding explains; {dur(exposed)} ({check.observed:.1f} %) is claimed here.")
     ev.append("A communication kernel also runs while it waits for a late peer: part of the exposed time may be "
               "waiting for another rank, which only the other ranks' traces show.")
     advice = facts.advice_facts()
@@ -115,8 +127,8 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
 
 def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
                     categories: CategoryResult, facts: TraceFacts, graphs: GraphResult,
-                    window: WindowResult, steps: StepResult, comm_exposure: CommExposureResult
-                    ) -> Tuple[Finding, ...]:
+                    window: WindowResult, steps: StepResult, comm_exposure: CommExposureResult,
+                    nccl: NcclResult) -> Tuple[Finding, ...]:
     """Findings about the kernels themselves (GPU-bound, exposed communication, FP32 GEMMs, unfused attention /
     elementwise); the GPUs'
     tensor-core datatypes (``facts``) decide the precision advice; ``window`` names the window (:func:`window_name`);
@@ -130,7 +142,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     advice = facts.advice_facts()
     scope = pooled_scope(gpu_time.kernel_devices())
     busy = Check("busy_pct", p.busy_pct, ">=", GPU_BOUND_PCT, scope)
-    exposed = comm_exposed(comm_exposure, gpu_time, facts, window)
+    exposed = comm_exposed(comm_exposure, gpu_time, facts, window, nccl)
     claimed = 0   # the busy ns the exposed-communication finding claims: not gpu_bound's time at stake too
     if exposed is not None:
         out.append(exposed)

@@ -139,9 +139,13 @@ def analyze_comm_exposure(steady: TraceModel, categories: CategoryResult, w0: in
         code = op_of_name[k.name_idx[c_rows]]
         cs, ce = start[c_rows], end[c_rows]
         n_ops = len(ops)
-        op_len = iv.grouped_overlap(code, cs, ce, n_ops, cun)
-        op_ov = iv.grouped_overlap(code, cs, ce, n_ops, kun) if len(kun) else np.zeros(n_ops, np.int64)
         op_cnt = np.bincount(code, minlength=n_ops)
+        if int((op_cnt > 0).sum()) == 1:              # one collective on the device: its union is C itself
+            op_len = np.where(op_cnt > 0, comm, 0)
+            op_ov = np.where(op_cnt > 0, ov, 0)
+        else:
+            op_len = iv.grouped_overlap(code, cs, ce, n_ops, cun)
+            op_ov = iv.grouped_overlap(code, cs, ce, n_ops, kun) if len(kun) else np.zeros(n_ops, np.int64)
         rows = sorted((CommOp(ops[i], int(op_cnt[i]), int(op_len[i]), int(op_len[i] - op_ov[i]))
                        for i in range(n_ops) if op_cnt[i]), key=lambda r: (-r.exposed_ns, -r.comm_ns, r.op))
         out.append(CommExposureDevice(

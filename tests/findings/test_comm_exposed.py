@@ -77,7 +77,7 @@ def test_an_all_reduce_after_backward_is_exposed_and_claimed(tmp_path: Path) -> 
     assert f is not None and f["severity"] == "high" and f["time_at_stake_ns"] == 50 * MS
     assert f["title"] == ("Exposed communication: the all-reduce runs with no compute beside it for 28.1 % of the "
                           "steady window")
-    assert "Compute kernels overlap 0.0 %" in f["evidence"][1]
+    assert "compute overlaps 0.0 % of their 50.000 ms" in f["evidence"][0]
     assert [c["metric"] for c in f["checks"]] == ["comm_exposed_pct"]
     assert f["checks"][0]["observed"] == pytest.approx(100 * 50_000 / 177_650)
     gb = _finding(rep, "gpu_bound")
@@ -146,9 +146,9 @@ def test_tensor_parallel_all_reduce_exposed_on_both_gpus(tmp_path: Path) -> None
     assert f is not None and f["severity"] == "medium" and f["time_at_stake_ns"] == 24 * MS
     assert f["title"] == ("Exposed communication: the all-reduce runs with no compute beside it for 16.2 % of the "
                           "window set by --window")
-    assert "Exposed by collective: all-reduce 24.000 ms (400 kernels)." in f["evidence"]
+    assert ("Exposed by collective: all-reduce 24.000 ms (400 kernels); per device: device 0 16.2 %, device 1 "
+            "16.2 %.") in f["evidence"]
     assert f["checks"][0]["observed"] == pytest.approx(100 * 24_000 / 147_990)
-    assert "device 0 16.2 %, device 1 16.2 %" in " ".join(f["evidence"])
 
 
 @pytest.mark.parametrize("name, category, op", [

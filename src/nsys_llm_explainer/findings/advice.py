@@ -244,8 +244,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "critical path): use the engine's custom (one-/two-shot) all-reduce and its fusion with the residual add and "
        "norm, or fewer tensor-parallel GPUs per replica (more replicas) when the model fits.",
        workload=("inference",)),
-    _a("comm_exposed.tp.custom", "vLLM / SGLang: keep the custom all-reduce on (no `--disable-custom-all-reduce`; "
-       "it needs peer-to-peer access between the GPUs).", workload=("inference",), stack=("vllm", "sglang")),
+    _a("comm_exposed.tp.vllm", "vLLM: keep the custom all-reduce on (no `--disable-custom-all-reduce`; it needs "
+       "peer-to-peer access between the GPUs).", workload=("inference",), stack=("vllm",)),
+    _a("comm_exposed.tp.sglang", "SGLang: keep the custom all-reduce on (no `--disable-custom-all-reduce`; it needs "
+       "peer-to-peer access between the GPUs).", workload=("inference",), stack=("sglang",)),
     _a("comm_exposed.generic", "Overlap the collectives with independent compute (issue them on a side stream "
        "ahead of the work that does not need their result), send fewer and larger messages, and check the other "
        "ranks for a late peer the collectives wait for (`nsys-llm-explain` cluster view over every rank's trace)."),

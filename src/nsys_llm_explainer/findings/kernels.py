@@ -98,22 +98,22 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
     where = window_name(window.method, window.details.bins is not None)
     ov_pct = 100.0 * ov / comm if comm else 0.0
     ev = [f"{dur(measured)} of {dur(win)} ({100.0 * measured / win:.1f} %, {pooled_words(gpu_time)}): "
-          "communication kernels (categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run and no other "
-          "kernel does, so the compute streams wait for them.",
-          f"Compute kernels overlap {ov_pct:.1f} % of the communication kernels' time ({dur(ov)} of {dur(comm)}).",
+          "communication kernels (categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run with no other "
+          f"kernel beside them, so the compute streams wait; compute overlaps {ov_pct:.1f} % of their {dur(comm)}.",
           "Exposed by collective: " + ", ".join(f"{op} {dur(ns)} ({fmt_count(n, 'kernel')})"
-                                                for op, (ns, n) in ranked[:4] if ns) + "."]
-    if len(rows) > 1:
-        ev.append("Per device: " + ", ".join(f"device {d.device_id} {d.exposed_pct:.1f} %" for d in rows) + ".")
+                                                for op, (ns, n) in ranked[:4] if ns)
+          + ("; per device: " + ", ".join(f"device {d.device_id} {d.exposed_pct:.1f} %" for d in rows)
+             if len(rows) > 1 else "") + "."]
     if wait > 0 and v is not None:
         ev.append(f"Left out: {dur(wait)} on device {v.waiting_device_id}, the wait for the late rank {v.late_rank} "
                   f"that the NCCL-wait finding explains; {dur(exposed)} ({check.observed:.1f} %) is claimed here.")
-    ev.append("A communication kernel also runs while it waits for a late peer: part of the exposed time may be "
-              "waiting for another rank, which only the other ranks' traces show.")
+    else:
+        ev.append("A communication kernel also runs while it waits for a late peer: only the other ranks' traces "
+                  "tell that wait from the transfer.")
     advice = facts.advice_facts()
     keys = []
     if "all-reduce" in per_op:
-        keys += ["comm_exposed.ddp", "comm_exposed.tp", "comm_exposed.tp.custom"]
+        keys += ["comm_exposed.ddp", "comm_exposed.tp", "comm_exposed.tp.vllm", "comm_exposed.tp.sglang"]
     if "all-gather" in per_op or "reduce-scatter" in per_op:
         keys.append("comm_exposed.fsdp")
     keys.append("comm_exposed.generic")

@@ -771,6 +771,30 @@ def um_overlap_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
     return 100.0 * both / total(k) if total(k) else 0.0
 
 
+#: docs/METRICS.md "Exposed communication": kernel names of the categories ``nccl`` and ``custom_allreduce`` (the
+#: generic preset's rules, written out here)
+COMM_NAME_RE = re.compile(
+    r"nccl|rccl|cross_device_reduce|all_?reduce_?fusion|custom_?all_?reduce|lamport|quick_?all_?reduce|quickreduce"
+    r"|mscclpp|userbuffers|multimem_all_reduce|(one|two)_?shot\w*all_?reduce|all_?reduce\w*(one|two)_?shot",
+    re.IGNORECASE)
+
+
+def comm_exposed_pct(tr: Trace, w0: int, w1: int, devices: List[int], wait: Optional[Tuple[int, int]]) -> float:
+    """``comm_exposed_pct``: 100 · Σ |C \\ K| / Σ window over ``devices``, C = a device's communication kernels, K =
+    its other kernels and graph executions, both clipped to [w0, w1); |C \\ K| = |C ∪ K| − |K|. ``wait``: (waiting
+    device, the straggler's wait_ns_total), left out up to that device's exposed ns."""
+    out = 0
+    for d in devices:
+        comm = [(g.start, g.end) for g in tr.activity if g.device == d and g.name and COMM_NAME_RE.search(g.name)]
+        rest = [(g.start, g.end) for g in tr.activity if g.device == d and not (g.name and COMM_NAME_RE.search(g.name))]
+        c, k = union(clip(comm, w0, w1)), union(clip(rest, w0, w1))
+        exposed = total(union(c + k)) - total(k)
+        if wait is not None and wait[0] == d:
+            exposed -= min(wait[1], exposed)
+        out += exposed
+    return 100.0 * out / ((w1 - w0) * len(devices)) if devices and w1 > w0 else 0.0
+
+
 #: MODEL.md, "Copies the kernels waited on": the shadow kinds of a copy ns in which a kernel waits on the copy
 #: (``osrt`` only for an OS call that waits); ``unknown`` is kept apart (whether a kernel waited is not known)
 WAITING_SHADOWS = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch")

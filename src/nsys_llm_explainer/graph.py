@@ -13,6 +13,7 @@ from .analyses.api.cuda_api import analyze_cuda_api
 from .analyses.api.graphs import analyze_graphs
 from .analyses.api.launch import LaunchResult, analyze_launch
 from .analyses.api.sync import analyze_sync
+from .analyses.comms.exposure import CommExposureResult, analyze_comm_exposure
 from .analyses.comms.nccl import analyze_nccl
 from .analyses.comms.series import nccl_series
 from .analyses.idle.bins import bins_for, device_count
@@ -163,6 +164,10 @@ def _steady_categories(steady: TraceModel, window: WindowResult, options: Option
     return window_categories(steady, window, categories, options.include_memcpy_in_busy)
 
 
+def _comm_exposure(steady: TraceModel, window: WindowResult, categories: CategoryResult) -> CommExposureResult:
+    return analyze_comm_exposure(steady, categories, window.start_ns, window.end_ns)
+
+
 def _steps(model: TraceModel, options: Options, nvtx: NvtxResult, nvtx_attribution: AttributionResult,
            phases: PhaseResult) -> StepResult:
     return analyze_steps(model, phases, step_marker=options.step_marker, step_range=options.step_range,
@@ -246,6 +251,7 @@ STEPS: Tuple[Step, ...] = (
     Step("steady kernel starts", kernel_starts, ("steady",), ("steady_kernel_starts",), "steady"),
     Step("steady categories", _steady_categories, ("steady", "window", "options", "categories"),
          ("steady_categories",), "steady"),
+    Step("comm exposure", _comm_exposure, ("steady", "window", "categories"), ("comm_exposure",), "steady"),
     # what only a comparison reads (pipeline.COMPARE_ONLY): a second idle attribution, over whole step periods
     Step("period parts", _period_parts, ("model", "steady", "window", "steps", "nvtx", "categories", "options"),
          ("period_parts",), "steady"),
@@ -267,7 +273,7 @@ STEPS: Tuple[Step, ...] = (
                                        "copy_engines", "cuda_api"),
          ("idle_found",), "steady"),
     Step("findings: kernels", kernel_findings, ("gpu_time", "traits", "steady_kernels", "categories", "facts",
-                                                "graphs", "window", "steps"),
+                                                "graphs", "window", "steps", "comm_exposure", "nccl"),
          ("kernel_found",), "steady"),
     Step("findings: capture", capture_rule, ("graphs", "gpu_time", "window", "attribution", "options", "nccl",
                                              "unified_memory", "facts", "nvtx"), ("capture_found",)),

@@ -12,6 +12,7 @@ from .analyses.api.cuda_api import CudaApiResult
 from .analyses.api.graphs import GraphResult
 from .analyses.api.launch import LaunchResult
 from .analyses.api.sync import SyncResult
+from .analyses.comms.exposure import CommExposureResult
 from .analyses.comms.nccl import NcclResult
 from .analyses.comms.series import NcclSeries
 from .analyses.idle.causes import IdleCausesResult
@@ -83,6 +84,7 @@ class Report:
     host_samples: HostSamplesResult        # steady
     waits: WaitsResult                     # steady
     copy_engines: CopyEnginesResult        # steady
+    comm_exposure: CommExposureResult      # steady
     findings: Tuple[Finding, ...]
     headline: Headline
     warnings: Tuple[str, ...]

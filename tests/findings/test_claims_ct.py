@@ -88,8 +88,6 @@ def test_a_short_nccl_share_keeps_the_kernel_words(tmp_path: Path) -> None:
     assert not any(c["metric"] == "comm_nonoverlap_pct" for c in f["checks"])
 
 
-@pytest.mark.xfail(strict=True, reason="no finding sees an all-reduce serialized after backward: the compute stream "
-                   "idles while NCCL runs, but the device is 'busy' (the NCCL kernel) and no idle cause is charged")
 def test_an_all_reduce_serialized_after_backward_draws_a_claim(tmp_path: Path) -> None:
     """The 2.5 ms all-reduce starts when backward ends and Adam waits for it: per step 2.5 ms of 8.883 ms
     (28.1 %) run NCCL alone while stream 7 (compute) has nothing to do. DDP overlaps the bucketed all-reduce

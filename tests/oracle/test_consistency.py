@@ -45,7 +45,7 @@ VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", 
               "copy_waiting_unknown_pct",
               "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
               "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct",
-              "copy_path_beyond_kernels_pct"}
+              "copy_path_beyond_kernels_pct", "comm_exposed_pct"}
 NS_METRICS = {"kernel_p50_ns", "busy_ns", "kernel_count"}   # integer-valued: compared within 1
 GPU_BOUND_PCT = 85.0   # docs/FINDINGS.md: busy % from which a "GPU-bound / sets the step time" claim is allowed
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
@@ -379,6 +379,10 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         return rm.copy_waiting_unknown_pct(ctx.causes(w), dev)
     if metric in ("step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct"):
         return rm.step_sync_metric(ctx.step_sync(w), ctx.causes(w), dev, metric)
+    if metric == "comm_exposed_pct":      # the straggler's wait: the tool's verdict (checked by the NCCL tests)
+        v = (ctx.report.get("nccl") or {}).get("straggler")
+        wait = (ctx.device_map()[int(v["waiting_device_id"])], int(v["wait_ns_total"])) if v else None
+        return rm.comm_exposed_pct(ctx.ref, *w, [ctx.device_map()[d] for d in scope["devices"]], wait)
     if metric.startswith("copy_path_"):   # steps: the tool's step rows (step detection is checked on its own)
         steps = [(int(r["start_ns"]), int(r["end_ns"])) for r in (ctx.report.get("steps") or {}).get("rows") or []]
         return rm.copy_path_metric(ctx.ref, *w, dev, scope["detail"], metric, steps)

@@ -87,7 +87,9 @@ def build_hostile(path: Path) -> None:
 def test_demo_fits_two_minutes(demo) -> None:  # noqa: ANN001
     data, md = demo
     lines = md.split("\n")
-    assert len(lines) <= 250, len(lines)
+    # 250 held two findings; the demo's tensor-parallel all-reduce that nothing overlaps (12.5 % of the window,
+    # `comm_exposed`) is a third, true one: 15 lines more
+    assert len(lines) <= 265, len(lines)
     head = "\n".join(lines[:8])
     assert md_rich(data["headline"]["verdict"]) in head
     assert f"{data['headline']['steady_busy_pct']:.1f} %" in head

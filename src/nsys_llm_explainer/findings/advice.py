@@ -231,6 +231,26 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("gpu_bound.comms", "Shorten or hide the collectives: overlap them with compute (DDP bucketed all-reduce "
        "during backward, FSDP prefetch of the next all-gather), fewer or larger messages, and check the other ranks "
        "for a straggler the collectives wait for (`nsys-llm-explain` cluster view over every rank's trace)."),
+    _a("comm_exposed.ddp", "DDP overlaps its bucketed all-reduce with backward only when the gradients reach "
+       "it during backward: use `DistributedDataParallel` rather than all-reducing the gradients after "
+       "`backward()`, try a smaller `bucket_cap_mb` (the first buckets leave earlier) and "
+       "`gradient_as_bucket_view=True`; with gradient accumulation, `no_sync()` on all but the last micro-batch.",
+       workload=("training",), framework=_PT_OR_UNKNOWN),
+    _a("comm_exposed.fsdp", "FSDP: prefetch the next all-gather while the current layer computes "
+       "(`backward_prefetch=BackwardPrefetch.BACKWARD_PRE`, `forward_prefetch=True`; FSDP2: "
+       "`set_modules_to_forward_prefetch` / `set_modules_to_backward_prefetch`).", workload=("training",),
+       framework=_PT_OR_UNKNOWN),
+    _a("comm_exposed.tp", "With tensor parallelism (an all-reduce after each attention and MLP block, on the "
+       "critical path): use the engine's custom (one-/two-shot) all-reduce and its fusion with the residual add and "
+       "norm, or fewer tensor-parallel GPUs per replica (more replicas) when the model fits.",
+       workload=("inference",)),
+    _a("comm_exposed.tp.vllm", "vLLM: keep the custom all-reduce on (no `--disable-custom-all-reduce`; it needs "
+       "peer-to-peer access between the GPUs).", workload=("inference",), stack=("vllm",)),
+    _a("comm_exposed.tp.sglang", "SGLang: keep the custom all-reduce on (no `--disable-custom-all-reduce`; it needs "
+       "peer-to-peer access between the GPUs).", workload=("inference",), stack=("sglang",)),
+    _a("comm_exposed.generic", "Overlap the collectives with independent compute (issue them on a side stream "
+       "ahead of the work that does not need their result), send fewer and larger messages, and check the other "
+       "ranks for a late peer the collectives wait for (`nsys-llm-explain` cluster view over every rank's trace)."),
     _a("fp32.tf32", "Let FP32 matmuls use TF32 tensor cores: `torch.backends.cuda.matmul.allow_tf32 = True` / "
        "`torch.set_float32_matmul_precision('high')` (accuracy close to FP32 for most models).",
        gpu_tf32=(True,), framework=_PT_OR_UNKNOWN),

@@ -21,6 +21,7 @@ CATEGORIES = (
     "nccl_wait", "mixed_idle",
     "unified_memory",
     "step_sync",   # per-step synchronization (findings/step_sync.py)
+    "comm_exposed",   # communication no compute kernel overlaps (findings/kernels.py)
     "rank_outlier",   # cluster claims about one rank (cluster/claims.py; the late arriver is nccl_wait)
 )
 HIGH_SHARE = 20.0         # % of the window: a cause this large is high severity
@@ -28,7 +29,7 @@ MEDIUM_SHARE = 5.0        # % of the window: smaller causes yield no finding
 GPU_BOUND_PCT = 85.0      # busy % from which kernels, not the host, set the step time
 NO_BOTTLENECK_PCT = 90.0  # busy % below which a GPU idle over small causes is a finding (mixed_idle)
 METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "kernel_share_pct", "kernel_count",
-           "comm_nonoverlap_pct",
+           "comm_nonoverlap_pct", "comm_exposed_pct",
            "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns",
            "claimed_pct_of_window", "um_overlap_pct_of_kernel_time", "copy_waiting_pct", "copy_waiting_unknown_pct",
            # per-step synchronization (findings/step_sync.py)

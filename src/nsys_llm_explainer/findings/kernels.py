@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..analyses.api.graphs import GraphResult
+from ..analyses.comms.exposure import COMM_CATEGORIES, CommExposureResult
+from ..analyses.comms.nccl import NcclResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.summary import KernelSummary
@@ -19,16 +21,18 @@ from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from ..vocabulary.windows import window_name
-from .base import GPU_BOUND_PCT, MEDIUM_SHARE, Check, Finding, Scope, finding, pooled_scope
+from .base import GPU_BOUND_PCT, HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, finding, pooled_scope
 
 KERNEL_CLAIM_MIN_BUSY = 50.0
 FP32_MIN_SHARE = 20.0
 ATTN_MIN_SHARE = 5.0
 ELEMENTWISE_MIN_SHARE = 25.0
-#: categories whose kernels move data between GPUs: their time is set by the links and by waiting for the peers
-COMM_CATEGORIES = ("nccl", "custom_allreduce")
 #: from this non-overlapped share of the busy time on, communication, not kernel speed, sets the pace
 COMM_BOUND_PCT = 50.0
+#: from this share of the window on, communication that no compute kernel overlaps is a finding (``comm_exposed``)
+COMM_EXPOSED_PCT = 10.0
+#: ``COMM_EXPOSED_PCT`` is high severity from this share of the window on (base.HIGH_SHARE)
+COMM_EXPOSED_HIGH_PCT = HIGH_SHARE
 
 
 def pooled_words(gpu: GpuTimeResult) -> str:
@@ -54,10 +58,79 @@ def _tensor_core_words(facts: TraceFacts, kinds: List[str]) -> str:
             "The GPU's tensor-core datatypes are not known from the trace.")
 
 
+def _op_words(ops: List[str]) -> str:
+    """"the all-reduce", "the all-reduce and all-gather", "the all-reduce, all-gather and send/recv"."""
+    return "the " + (ops[0] if len(ops) == 1 else ", ".join(ops[:-1]) + " and " + ops[-1])
+
+
+def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: TraceFacts, window: WindowResult,
+                 nccl: NcclResult) -> Optional[Finding]:
+    """``comm_exposed``: communication kernels run with no other kernel beside them (exposed, docs/METRICS.md
+    "Exposed communication") ≥ ``COMM_EXPOSED_PCT`` of the window, pooled over the devices that ran kernels, less
+    the wait the ``nccl_wait`` finding explains (the straggler verdict's ``wait_ns_total``, at most the waiting
+    device's exposed ns: claimed once); time at stake = the exposed ns left (which ``gpu_bound`` then leaves out of
+    its own). The advice follows the collectives that are exposed (all-reduce: DDP / tensor parallelism by the
+    workload; all-gather, reduce-scatter: FSDP)."""
+    ids = gpu_time.kernel_devices()
+    if not exposure.available or not ids:
+        return None
+    exposed, win, comm, ov = exposure.pooled(ids)
+    v = nccl.straggler if nccl.available else None
+    waiting = next((d for d in exposure.devices if v is not None and d.device_id == v.waiting_device_id
+                    and d.device_id in ids), None)
+    wait = min(int(v.wait_ns_total), waiting.exposed_ns) if v is not None and waiting is not None else 0
+    measured = exposed
+    exposed -= max(wait, 0)
+    scope = pooled_scope(ids)
+    check = Check("comm_exposed_pct", 100.0 * exposed / win if win else 0.0, ">=", COMM_EXPOSED_PCT, scope)
+    if not check.holds():
+        return None
+    rows = [d for d in exposure.devices if d.device_id in ids]
+    per_op: Dict[str, List[int]] = {}
+    for d in rows:
+        for o in d.ops:
+            acc = per_op.setdefault(o.op, [0, 0])
+            acc[0] += o.exposed_ns
+            acc[1] += o.count
+    ranked = sorted(per_op.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    # the collectives named in the title: each holding ≥ 10 % of the exposed time, at most three
+    named = [op for op, (ns, _) in ranked if ns * 10 >= exposed][:3] or [ranked[0][0]]
+    where = window_name(window.method, window.details.bins is not None)
+    ov_pct = 100.0 * ov / comm if comm else 0.0
+    ev = [f"{dur(measured)} of {dur(win)} ({100.0 * measured / win:.1f} %, {pooled_words(gpu_time)}): "
+          "communication kernels (categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run with no other "
+          f"kernel beside them, so the compute streams wait; compute overlaps {ov_pct:.1f} % of their {dur(comm)}.",
+          "Exposed by collective: " + ", ".join(f"{op} {dur(ns)} ({fmt_count(n, 'kernel')})"
+                                                for op, (ns, n) in ranked[:4] if ns)
+          + ("; per device: " + ", ".join(f"device {d.device_id} {d.exposed_pct:.1f} %" for d in rows)
+             if len(rows) > 1 else "") + "."]
+    if wait > 0 and v is not None:
+        ev.append(f"Left out: {dur(wait)} on device {v.waiting_device_id}, the wait for the late rank {v.late_rank} "
+                  f"that the NCCL-wait finding explains; {dur(exposed)} ({check.observed:.1f} %) is claimed here.")
+    else:
+        ev.append("A communication kernel also runs while it waits for a late peer: only the other ranks' traces "
+                  "tell that wait from the transfer.")
+    advice = facts.advice_facts()
+    keys = []
+    if "all-reduce" in per_op:
+        keys += ["comm_exposed.ddp", "comm_exposed.tp", "comm_exposed.tp.vllm", "comm_exposed.tp.sglang"]
+    if "all-gather" in per_op or "reduce-scatter" in per_op:
+        keys.append("comm_exposed.fsdp")
+    keys.append("comm_exposed.generic")
+    verb, it = ("runs", "it") if len(named) == 1 else ("run", "them")
+    return finding(
+        "comm_exposed", severity="high" if check.observed >= COMM_EXPOSED_HIGH_PCT else "medium",
+        title=f"Exposed communication: {_op_words(named)} {verb} with no compute beside {it} for "
+              f"{check.observed:.1f} % of {where}",
+        evidence=ev, advice=keys, facts=advice, time_at_stake_ns=exposed, checks=(check,))
+
+
 def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
                     categories: CategoryResult, facts: TraceFacts, graphs: GraphResult,
-                    window: WindowResult, steps: StepResult) -> Tuple[Finding, ...]:
-    """Findings about the kernels themselves (GPU-bound, FP32 GEMMs, unfused attention / elementwise); the GPUs'
+                    window: WindowResult, steps: StepResult, comm_exposure: CommExposureResult,
+                    nccl: NcclResult) -> Tuple[Finding, ...]:
+    """Findings about the kernels themselves (GPU-bound, exposed communication, FP32 GEMMs, unfused attention /
+    elementwise); the GPUs'
     tensor-core datatypes (``facts``) decide the precision advice; ``window`` names the window (:func:`window_name`);
     the kernels set "the step time" only where ``steps`` were found, else "the elapsed time".
     CUDA graphs traced at graph level hide the kernels inside them: shares of kernel time are then unknown, so no
@@ -69,6 +142,11 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     advice = facts.advice_facts()
     scope = pooled_scope(gpu_time.kernel_devices())
     busy = Check("busy_pct", p.busy_pct, ">=", GPU_BOUND_PCT, scope)
+    exposed = comm_exposed(comm_exposure, gpu_time, facts, window, nccl)
+    claimed = 0   # the busy ns the exposed-communication finding claims: not gpu_bound's time at stake too
+    if exposed is not None:
+        out.append(exposed)
+        claimed = int(exposed.time_at_stake_ns)
     hidden = graphs.available and graphs.graph_level_hidden   # kernel time misses the graphs' kernels
     span = "the step time" if steps.available and steps.step_count else "the elapsed time"
     if busy.holds():
@@ -110,12 +188,15 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                       "waits): this rank's busy % does not say its compute is the bottleneck.")
             checks.append(comm)
             keys = ["gpu_bound.comms"]
+        if claimed:
+            ev.append(f"{dur(claimed)} of the busy time is communication no compute kernel overlaps: the "
+                      "exposed-communication finding claims it (not counted in this finding's time at stake).")
         title = (f"Communication-bound: the GPU is busy {p.busy_pct:.1f} % of {where}, {comm.observed:.1f} % of it "
                  "in collectives" if comm.holds() else f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of {where}; "
                  + ("kernels and copies set the pace" if copies else "kernel time sets the pace"))
         out.append(finding(
             "gpu_bound", severity="medium", title=title,
-            evidence=ev, advice=keys, facts=advice, time_at_stake_ns=p.busy_ns, checks=checks))
+            evidence=ev, advice=keys, facts=advice, time_at_stake_ns=p.busy_ns - claimed, checks=checks))
     mid = Check("busy_pct", p.busy_pct, ">=", KERNEL_CLAIM_MIN_BUSY, scope)
     if not mid.holds() or hidden:
         return tuple(out)

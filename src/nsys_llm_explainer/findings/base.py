@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple
 
 from ..jsonable import FieldsJson, json_name
 from .advice import advise
+
+if TYPE_CHECKING:
+    from ..analyses.idle.gpu_time import GpuTimeResult
 
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
 #: the closed vocabulary of ``Finding.category`` (docs/FINDINGS.md)
@@ -58,6 +61,17 @@ def pooled_scope(devices: Sequence[int], window: str = "steady") -> Scope:
     """The scope of a metric pooled over ``devices`` (the devices that ran kernels in the steady window,
     :meth:`analyses.idle.gpu_time.GpuTimeResult.kernel_devices`)."""
     return Scope(window=window, devices=tuple(int(d) for d in devices))
+
+
+def pooled_words(gpu: GpuTimeResult) -> str:
+    """Over which devices the pooled busy % is measured, in words (the devices that ran the workload's kernels)."""
+    ids = gpu.kernel_devices()
+    text = f"device {ids[0]}" if len(ids) == 1 else "devices " + ", ".join(str(i) for i in ids) + " summed"
+    for few, why in ((True, " ran too few kernels to count"), (False, " ran no kernel and is not counted")):
+        rest = [d.device_id for d in gpu.devices if d.device_id not in ids and (d.kernel_count > 0) == few]
+        if rest:
+            text += "; " + ", ".join(f"device {i}" for i in rest) + why
+    return text
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,87 @@
+"""The exposed-communication finding: collectives that no compute kernel overlaps (docs/FINDINGS.md, "Kernels")."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from ..analyses.comms.exposure import COMM_CATEGORIES, CommExposureResult
+from ..analyses.comms.nccl import NcclResult
+from ..analyses.idle.gpu_time import GpuTimeResult
+from ..analyses.trace.facts import TraceFacts
+from ..analyses.trace.window import WindowResult
+from ..vocabulary.units import fmt_count
+from ..vocabulary.units import fmt_dur as dur
+from ..vocabulary.windows import window_name
+from .base import HIGH_SHARE, Check, Finding, finding, pooled_scope, pooled_words
+
+#: from this share of the window on, communication that no compute kernel overlaps is a finding (``comm_exposed``)
+COMM_EXPOSED_PCT = 10.0
+#: ``COMM_EXPOSED_PCT`` is high severity from this share of the window on (base.HIGH_SHARE)
+COMM_EXPOSED_HIGH_PCT = HIGH_SHARE
+
+
+def _op_words(ops: List[str]) -> str:
+    """"the all-reduce", "the all-reduce and all-gather", "the all-reduce, all-gather and send/recv"."""
+    return "the " + (ops[0] if len(ops) == 1 else ", ".join(ops[:-1]) + " and " + ops[-1])
+
+
+def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: TraceFacts, window: WindowResult,
+                 nccl: NcclResult) -> Optional[Finding]:
+    """``comm_exposed``: communication kernels run with no other kernel beside them (exposed, docs/METRICS.md
+    "Exposed communication") ≥ ``COMM_EXPOSED_PCT`` of the window, pooled over the devices that ran kernels, less
+    the wait the ``nccl_wait`` finding explains (the straggler verdict's ``wait_ns_total``, at most the waiting
+    device's exposed ns: claimed once); time at stake = the exposed ns left (which ``gpu_bound`` then leaves out of
+    its own). The advice follows the collectives that are exposed (all-reduce: DDP / tensor parallelism by the
+    workload; all-gather, reduce-scatter: FSDP)."""
+    ids = gpu_time.kernel_devices()
+    if not exposure.available or not ids:
+        return None
+    exposed, win, comm, ov = exposure.pooled(ids)
+    v = nccl.straggler if nccl.available else None
+    waiting = next((d for d in exposure.devices if v is not None and d.device_id == v.waiting_device_id
+                    and d.device_id in ids), None)
+    wait = min(int(v.wait_ns_total), waiting.exposed_ns) if v is not None and waiting is not None else 0
+    measured = exposed
+    exposed -= max(wait, 0)
+    scope = pooled_scope(ids)
+    check = Check("comm_exposed_pct", 100.0 * exposed / win if win else 0.0, ">=", COMM_EXPOSED_PCT, scope)
+    if not check.holds():
+        return None
+    rows = [d for d in exposure.devices if d.device_id in ids]
+    per_op: Dict[str, List[int]] = {}
+    for d in rows:
+        for o in d.ops:
+            acc = per_op.setdefault(o.op, [0, 0])
+            acc[0] += o.exposed_ns
+            acc[1] += o.count
+    ranked = sorted(per_op.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    # the collectives named in the title: each holding ≥ 10 % of the exposed time, at most three
+    named = [op for op, (ns, _) in ranked if ns * 10 >= exposed][:3] or [ranked[0][0]]
+    where = window_name(window.method, window.details.bins is not None)
+    ov_pct = 100.0 * ov / comm if comm else 0.0
+    ev = [f"{dur(measured)} of {dur(win)} ({100.0 * measured / win:.1f} %, {pooled_words(gpu_time)}): "
+          "communication kernels (categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run with no other "
+          f"kernel beside them, so the compute streams wait; compute overlaps {ov_pct:.1f} % of their {dur(comm)}.",
+          "Exposed by collective: " + ", ".join(f"{op} {dur(ns)} ({fmt_count(n, 'kernel')})"
+                                                for op, (ns, n) in ranked[:4] if ns)
+          + ("; per device: " + ", ".join(f"device {d.device_id} {d.exposed_pct:.1f} %" for d in rows)
+             if len(rows) > 1 else "") + "."]
+    if wait > 0 and v is not None:
+        ev.append(f"Left out: {dur(wait)} on device {v.waiting_device_id}, the wait for the late rank {v.late_rank} "
+                  f"that the NCCL-wait finding explains; {dur(exposed)} ({check.observed:.1f} %) is claimed here.")
+    else:
+        ev.append("A communication kernel also runs while it waits for a late peer: only the other ranks' traces "
+                  "tell that wait from the transfer.")
+    advice = facts.advice_facts()
+    keys = []
+    if "all-reduce" in per_op:
+        keys += ["comm_exposed.ddp", "comm_exposed.tp", "comm_exposed.tp.vllm", "comm_exposed.tp.sglang"]
+    if "all-gather" in per_op or "reduce-scatter" in per_op:
+        keys.append("comm_exposed.fsdp")
+    keys.append("comm_exposed.generic")
+    verb, it = ("runs", "it") if len(named) == 1 else ("run", "them")
+    return finding(
+        "comm_exposed", severity="high" if check.observed >= COMM_EXPOSED_HIGH_PCT else "medium",
+        title=f"Exposed communication: {_op_words(named)} {verb} with no compute beside {it} for "
+              f"{check.observed:.1f} % of {where}",
+        evidence=ev, advice=keys, facts=advice, time_at_stake_ns=exposed, checks=(check,))

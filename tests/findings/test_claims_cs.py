@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
@@ -172,3 +171,29 @@ def test_sampled_and_traced_threads_mixed(tmp_path: Path) -> None:
     assert "`tokenizer` (tid 101) sampled running in 285 of the waits' 304 samples" in ev
     assert "`watchdog`" not in ev and "worker" not in ev
     assert f.recommendation == (ADVICE["wait.io"].text,)
+
+
+def test_samples_spread_over_many_threads_are_counted_not_named(tmp_path: Path) -> None:
+    """12 pool threads (tids 110..121) each sampled once at t+1 ms of every iteration: inside the 19 waits of the
+    window, 12 × 19 = 228 samples, each thread 19 / 228 = 8.3 % < 10 %: none is named, the evidence counts them
+    ("228 samples of 12 other threads … none with 10 %"), and since threads did run during the waits the advice is
+    `wait.cpu`, not `wait.unseen`."""
+    b = TraceBuilder()
+    b.process(PID, "engine")
+    main = b.thread(PID, PID, "MainThread")
+    pool = [b.thread(PID, 110 + k, f"pool-{k}") for k in range(12)]
+    for i in range(ITERS):
+        t = i * 2 * MS
+        b.launch(t, t + 5 * US, t + 20 * US, t + 420 * US, pid=PID, tid=PID, name="gemm")
+        b.osrt(t + 450 * US, t + 1_950 * US, tid_g=main, name="pthread_mutex_lock")
+        for g in pool:
+            b.cpu_sample(t + MS, tid_g=g, frames=[PY])
+    p = tmp_path / "pool.sqlite"
+    b.write(str(p))
+    rep = analyze_path(str(p), options_from_kwargs())
+    (lw,) = rep.waits.launchers
+    assert lw.samples_in_waits == 228 and sorted(t.sampled for t in lw.threads) == [19] * 12
+    f = _osrt_finding(rep)
+    assert ("CPU samples taken during these waits: 228 samples of 12 other threads of its process, none with 10 % of "
+            "them.") in f.evidence
+    assert f.recommendation == (ADVICE["wait.cpu"].text,)

@@ -118,8 +118,8 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
             + " (samples of the other threads of its process).")
     elif n_s:
         k = sum(1 for t in w.threads if t.sampled)
-        ev.append(f"CPU samples taken during these waits: {n_s:,} of {k} other threads of its process, none in "
-                  f"{SHOWN_THREAD_PCT:g} % of them.")
+        ev.append(f"CPU samples taken during these waits: {n_s:,} samples of {k} other threads of its process, "
+                  f"none with {SHOWN_THREAD_PCT:g} % of them.")
     elif w.samples_in_waits == 0 and not shown:
         ev.append("No CPU sample of another thread of its process falls inside these waits (the trace has CPU "
                   "samples): none was sampled running during them.")

@@ -277,3 +277,41 @@ def test_the_waits_section_names_a_tid_once(tmp_path):
     md = (tmp_path / "out" / "report.md").read_text()
     assert ("**Waits of the launching thread** `main (pid 7, tid 1)`: 4.554 ms in OS calls that wait (45.8 % of the "
             "window): `sem_wait` 4.554 ms.") in md
+
+
+def test_points_inside_a_union_are_counted_half_open():
+    """`points_inside` on the union of [10, 20) ∪ [15, 30) ∪ [40, 50) = [10, 30) ∪ [40, 50): a time is inside when
+    start ≤ t < end — 10, 29, 40 are; 9, 30, 39, 50, 60 are not (checked against the plain definition)."""
+    from nsys_llm_explainer.model.intervals import points_inside
+    u = union_blocks(np.array([10, 15, 40], np.int64), np.array([20, 30, 50], np.int64))
+    t = np.array([9, 10, 29, 30, 39, 40, 50, 60], np.int64)
+    assert points_inside(u, t).tolist() == [False, True, True, False, False, True, False, False]
+    assert points_inside(union_blocks(np.empty(0, np.int64), np.empty(0, np.int64)), t).tolist() == [False] * 8
+
+
+def test_wait_samples_are_read_only_for_the_launching_processes_inside_the_waits(tmp_path):
+    """`model.wait_samples`: thread 8 of process 7 samples at 50, 150, 250 µs, thread 9 of process 9 at 150 µs,
+    the CUDA-calling thread 7 waits in `sem_wait` [100, 200) µs: only the sample of (7, 8) at 150 µs is inside the
+    waits of a CUDA-calling thread of process 7 (process 9 calls no CUDA); `total` = the 4 rows of
+    COMPOSITE_EVENTS."""
+    from nsys_llm_explainer.pipeline import load_model
+    b = TraceBuilder()
+    b.process(PID, "engine")
+    main = b.thread(PID, PID, "main")
+    w8 = b.thread(PID, 8, "w8")
+    b.process(9, "other")
+    w9 = b.thread(9, 9, "w9")
+    b.launch(0, 5_000, 10_000, 90_000, pid=PID, tid=PID, name="k")
+    b.osrt(100_000, 200_000, tid_g=main, name="sem_wait")
+    b.launch(300_000, 305_000, 310_000, 400_000, pid=PID, tid=PID, name="k")
+    for t in (50_000, 150_000, 250_000):
+        b.cpu_sample(t, tid_g=w8, frames=[("f", "/a.so")])
+    b.cpu_sample(150_000, tid_g=w9, frames=[("f", "/a.so")])
+    p = tmp_path / "ws.sqlite"
+    b.write(str(p))
+    m = load_model(str(p))
+    assert m.wait_samples is not None
+    assert (m.wait_samples.start.tolist(), m.wait_samples.gtid.tolist(), m.wait_samples.total) == ([150_000], [w8], 4)
+    rep = analyze(str(p))
+    (lw,) = rep.waits.launchers
+    assert lw.samples_in_waits == 1 and [(t.tid, t.sampled) for t in lw.threads] == [(8, 1)]

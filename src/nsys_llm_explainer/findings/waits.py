@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
+from ..analyses.common.stats import pct
 from ..analyses.threads.waits import LauncherWaits, OverlapRow, WaitsResult
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.os_calls import is_wait
@@ -61,10 +62,10 @@ def _waits_in(w: LauncherWaits, gtid: int) -> str:
     return f"in `{r.name}` {r.pct_of_waits:.0f} %" if r is not None else "in OS calls"
 
 
-def _advice(w: LauncherWaits, shown: List[int]) -> Tuple[str, ...]:
+def _advice(w: LauncherWaits, shown: List[int], ran: bool = False) -> Tuple[str, ...]:
     """By what the named threads did during the waits: file I/O, CUDA copies, other OS / CUDA calls, code outside
-    calls; nothing traced."""
-    if not shown:
+    calls; nothing traced and no CPU sample (``ran``: another thread was sampled running during the waits)."""
+    if not shown and not ran:
         return ("wait.unseen",)
     rows: List[OverlapRow] = [r for g in shown for r in w.rows_of(g)]
     io = max((r.pct_of_waits for r in rows if r.what == "osrt" and r.os_class == "file_io"), default=0.0)
@@ -98,6 +99,9 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
         ev.append(f"The `{call}` waits are inside NVTX range `{context}` ({own.context_pct:.0f} % of their time): the "
                   "thread is blocked there, not running.")
     shown = [t for t in w.threads if t.pct_of_waits >= SHOWN_THREAD_PCT][:SHOWN_THREADS]
+    n_s = w.samples_in_waits or 0
+    ran = sorted((t for t in w.threads if t.sampled and pct(t.sampled, n_s) >= SHOWN_THREAD_PCT),
+                 key=lambda t: (-(t.sampled or 0), t.tid))[:SHOWN_THREADS]
     if shown:
         ev.append("Meanwhile: " + "; ".join(
             f"{_who(t.thread, t.tid)} works {t.pct_of_waits:.0f} % of that time ({_doing(w, t.gtid)})"
@@ -108,4 +112,16 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
                   f"wait) for {SHOWN_THREAD_PCT:g} % of these waits" + ("; " + "; ".join(
                       f"{_who(t.thread, t.tid)} waits too ({_waits_in(w, t.gtid)})" for t in blocked)
                       if blocked else "") + ".")
-    return WaitStory(context, tuple(ev), _advice(w, [t.gtid for t in shown]))
+    if ran:
+        ev.append("CPU samples taken during these waits: " + "; ".join(
+            f"{_who(t.thread, t.tid)} sampled running in {t.sampled:,} of the waits' {n_s:,} samples" for t in ran)
+            + " (samples of the other threads of its process).")
+    elif n_s:
+        k = sum(1 for t in w.threads if t.sampled)
+        ev.append(f"CPU samples taken during these waits: {n_s:,} samples of {k} other threads of its process, "
+                  f"none with {SHOWN_THREAD_PCT:g} % of them.")
+    elif w.samples_in_waits == 0 and not shown:
+        ev.append("No CPU sample of another thread of its process falls inside these waits (the trace has CPU "
+                  "samples): none was sampled running during them.")
+    named = [t.gtid for t in shown] + [t.gtid for t in ran if t.gtid not in {s.gtid for s in shown}]
+    return WaitStory(context, tuple(ev), _advice(w, named, n_s > 0))

@@ -18,7 +18,7 @@ from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
 from .names import MISSING, base_api_name, distinct_small, intern_ids, thread_labels
 from .nvtx_build import build_nvtx, possible_nvtx
 from .row_checks import drop_impossible
-from .samples import build_samples
+from .samples import build_samples, build_wait_samples
 from .timeline import few_distinct
 from .trace import (
     ApiCalls,
@@ -296,8 +296,9 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         level = ("graph-level (≥ 2024.2 meaning)" if schema.has("CUDA_GRAPH_EVENTS", "graphId")
                  else "node-level (≤ 2023.4 meaning)")
         notes.append(f"CUDA_GRAPH_EVENTS has {level} columns; decided by its columns, not the version.")
-    samples = build_samples(conn, schema, strings, api.gtid if api is not None else None,
-                            trace_edge(min, *cuda, nvtx), trace_edge(max, *cuda, nvtx))
+    span = trace_edge(min, *cuda, nvtx), trace_edge(max, *cuda, nvtx)
+    samples = build_samples(conn, schema, strings, api.gtid if api is not None else None, *span)
+    wait_samples = build_wait_samples(conn, schema, api.gtid if api is not None else None, osrt, *span)
     # the read's own notes (rows of the wrong type left out, text that is not UTF-8) once everything is read: NVTX
     # text, process / GPU names and samples are read after the kernel and API tables
     warnings += sorted(conn.excluded)
@@ -307,6 +308,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         thread_labels=thread_labels(thread_names, active_threads(api, nvtx, osrt, few_distinct)),
         warnings=tuple(warnings), notes=tuple(notes),
         um_gpu_faults=um_gpu_faults, um_cpu_faults=um_cpu_faults, samples=samples,
+        wait_samples=wait_samples,
     ).with_row_counts()
 
 

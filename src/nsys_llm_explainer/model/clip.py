@@ -87,5 +87,6 @@ def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
         nvtx=clip(model.nvtx, unlinked, neg_end_order=True), memcpy=clip(model.memcpy, linked),
         memset=clip(model.memset, linked), sync=clip(model.sync, linked), graph_trace=clip(model.graph_trace, linked),
         osrt=clip(model.osrt, unlinked), um_gpu_faults=clip(model.um_gpu_faults, unlinked),
-        um_cpu_faults=clip(model.um_cpu_faults, unlinked), samples=None)   # the samples are not clipped
+        um_cpu_faults=clip(model.um_cpu_faults, unlinked), samples=None,   # the samples are not clipped
+        wait_samples=None if model.wait_samples is None else model.wait_samples.clip(w0, w1))
     return out.with_row_counts()

@@ -125,6 +125,15 @@ def covered_before(u: IntervalUnion, t: np.ndarray) -> np.ndarray:
     return partial
 
 
+def points_inside(u: IntervalUnion, t: np.ndarray) -> np.ndarray:
+    """Whether each time ``t`` lies inside a block ``[start, end)`` of the union (one ``searchsorted``)."""
+    t = np.asarray(t, dtype=np.int64)
+    if len(u) == 0:
+        return np.zeros(t.shape, bool)
+    i = np.searchsorted(u.start, t, side="right") - 1   # last block starting at or before t
+    return (i >= 0) & (t < u.end[np.maximum(i, 0)])
+
+
 def overlap_length(u: IntervalUnion, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Length of ``[a, b)`` ∩ union for each query interval."""
     b = np.maximum(b, a)

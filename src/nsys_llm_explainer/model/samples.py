@@ -1,7 +1,9 @@
 """CPU samples of the threads that made CUDA calls, normalized (``TraceModel.samples``): per sample its time,
 thread (serialized globalTid), leaf frame and caller frame; frames interned with their display symbol, module file
 name and **module group** (:data:`GROUPS`, once per distinct frame by :func:`frame_group`). Definitions:
-docs/MODEL.md, "What the host ran during host-side idle".
+docs/MODEL.md, "What the host ran during host-side idle". And the time and thread of the samples of every thread of
+those processes taken while a CUDA-calling thread waits in an OS call (``TraceModel.wait_samples``): docs/MODEL.md,
+"CPU samples during the waits".
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import numpy as np
 from ..read import fetch_samples as FS
 from ..read.connection import TraceConnection
 from ..read.schema import Schema
+from ..vocabulary.os_calls import waits_of
+from .intervals import points_inside, union_blocks
 from .names import distinct_small, missing_name
 from .timeline import few_distinct
+from .trace import OsCalls, pid_of
 
 #: module groups (key, label shown in reports); the rules are :func:`frame_group`'s regexes below, in words in
 #: docs/MODEL.md, "Module groups".
@@ -191,5 +196,59 @@ def build_samples(conn: TraceConnection, schema: Schema, strings: Dict[int, str]
                       per_thread={int(g): int(k) for g, k in zip(uniq.tolist(), counts.tolist())})
 
 
-__all__ = ["CpuSamples", "GROUPS", "GROUP_KEYS", "GROUP_LABEL", "SYSTEM_GROUPS", "build_samples", "frame_group",
-           "is_system_module", "module_file", "module_group", "system_module_ids"]
+@dataclass(frozen=True)
+class SampleTimes:
+    """Time (``start``, int64 ns, ascending) and thread (``gtid``, serialized globalTid) of CPU samples; ``total``:
+    rows of ``COMPOSITE_EVENTS`` (every thread, the whole capture)."""
+
+    start: np.ndarray
+    gtid: np.ndarray
+    total: int
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+    def clip(self, w0: int, w1: int) -> SampleTimes:
+        """The samples taken in ``[w0, w1)``."""
+        a, b = np.searchsorted(self.start, [w0, w1], side="left").tolist()
+        return SampleTimes(self.start[a:b], self.gtid[a:b], self.total)
+
+
+def build_wait_samples(conn: TraceConnection, schema: Schema, api_gtid: Optional[np.ndarray],
+                       osrt: Optional[OsCalls], lo: Optional[int], hi: Optional[int]) -> Optional[SampleTimes]:
+    """Time and thread of the samples of every thread of the CUDA-calling processes (the processes of
+    ``api_gtid``) taken in ``[lo, hi]`` inside the union of the CUDA-calling threads' waiting OS calls (the waits
+    analysis then keeps those inside one launching thread's waits). ``None`` when the export has no samples table;
+    no read when the table is empty or no CUDA-calling thread waits in an OS call. Memory: two int64 per sample of
+    those processes in the waits' span while reading, per sample inside the waits after."""
+    if not all(schema.has(FS.EVENTS, c) for c in ("start", "globalTid")):
+        return None
+    total = FS.count_samples(conn, schema)
+    e = np.empty(0, np.int64)
+    if not total or api_gtid is None or api_gtid.shape[0] == 0 or osrt is None or len(osrt) == 0:
+        return SampleTimes(e, e, total)
+    threads = few_distinct(np.asarray(api_gtid, np.int64))
+    threads = threads[threads >= 0]
+    o_s, o_e = np.asarray(osrt.start, np.int64), np.asarray(osrt.end, np.int64)
+    rows = np.flatnonzero(waits_of(osrt.names)[np.asarray(osrt.name_idx, np.int64)] & (o_e > o_s)
+                          & np.isin(np.asarray(osrt.gtid, np.int64), threads))
+    if rows.shape[0] == 0:
+        return SampleTimes(e, e, total)
+    w = union_blocks(o_s[rows], o_e[rows])       # rows sorted by start (OsCalls are)
+    a = int(w.start[0]) if lo is None else max(int(w.start[0]), int(lo))
+    b = int(w.end[-1]) if hi is None else min(int(w.end[-1]), int(hi) + 1)
+    pids = [int(p) for p in few_distinct(pid_of(threads).astype(np.int64)).tolist() if int(p) >= 0]
+    got = FS.fetch_sample_times(conn, schema, pids, a, b)
+    if got is None:
+        return SampleTimes(e, e, total)
+    start, gtid = got["start"], got["gtid"]
+    keep = points_inside(w, start)
+    start, gtid = start[keep], gtid[keep]
+    if start.shape[0] > 1 and not bool((start[1:] >= start[:-1]).all()):
+        o = np.argsort(start, kind="stable")
+        start, gtid = start[o], gtid[o]
+    return SampleTimes(start, gtid, total)
+
+
+__all__ = ["CpuSamples", "GROUPS", "GROUP_KEYS", "GROUP_LABEL", "SYSTEM_GROUPS", "SampleTimes", "build_samples",
+           "build_wait_samples", "frame_group", "is_system_module", "module_file", "module_group", "system_module_ids"]

@@ -16,7 +16,7 @@ import numpy as np
 from .info import RowCounts, TraceInfo
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .samples import CpuSamples
+    from .samples import CpuSamples, SampleTimes
 
 PID_SHIFT = 24
 ID_MASK = 0xFFFFFF
@@ -240,6 +240,8 @@ class TraceModel:
     um_gpu_faults: Optional[UmGpuFaults] = None
     um_cpu_faults: Optional[UmCpuFaults] = None
     samples: Optional[CpuSamples] = None   # CPU samples of the CUDA-calling threads (model/samples.py)
+    #: time and thread of the samples of the CUDA-calling processes' threads inside the CUDA-calling threads' waits
+    wait_samples: Optional[SampleTimes] = None
 
     def thread_label(self, gtid: int) -> str:
         """How every output names thread ``gtid`` (serialized globalTid): its :attr:`thread_labels` entry, ``""``

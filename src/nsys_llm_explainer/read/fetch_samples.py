@@ -75,10 +75,32 @@ def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int],
         return _fetch_ints(conn, sql.format(guard="typeof(e.id) = 'integer' AND typeof(e.start) = 'integer'"), names)
 
 
+def fetch_sample_times(conn: TraceConnection, schema: Schema, pids: Sequence[int], lo: int, hi: int
+                       ) -> Optional[Columns]:
+    """``start`` and ``gtid`` of every sample of the threads of processes ``pids`` taken in ``[lo, hi)``: no frame
+    is read (the waits analysis counts who ran, not what). The process of a sample is decoded from its serialized
+    globalTid (bits 24-47, like :func:`model.trace.pid_of`). ``None`` when ``COMPOSITE_EVENTS`` lacks those columns.
+    What is read and why: docs/MODEL.md, "CPU samples during the waits"."""
+    names = ["start", "gtid"]
+    if not all(schema.has(EVENTS, c) for c in ("start", "globalTid")):
+        return None
+    if not pids or hi <= lo:
+        return {k: np.empty(0, np.int64) for k in names}
+    sql = (f'SELECT e.start, e.globalTid FROM "{EVENTS}" e WHERE e.start >= {int(lo)} AND e.start < {int(hi)} '
+           f'AND ((e.globalTid >> 24) & {0xFFFFFF}) IN ({_ints(pids)}) AND {{guard}}')
+    try:
+        return _fetch_ints(conn, sql.format(guard="1"), names)
+    except ValueTypeError:   # the samples with a non-integer value left out, and stated
+        conn.excluded.append(f"{EVENTS}: samples with a non-integer value were left out.")
+        return _fetch_ints(conn, sql.format(
+            guard="typeof(e.start) = 'integer' AND typeof(e.globalTid) = 'integer'"), names)
+
+
 def capture_requested(schema: Schema) -> Optional[bool]:
     """Whether the capture metadata says CPU IP/backtrace sampling was on (``None``: not recorded)."""
     v = schema.meta_value("capture:LINUX_PERF_OPTIONS:COLLECT_IP_BACKTRACE_SAMPLES")
     return None if v is None else v.strip().lower() == "true"
 
 
-__all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "fetch_samples", "has_samples_tables"]
+__all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "fetch_sample_times", "fetch_samples",
+                       "has_samples_tables"]

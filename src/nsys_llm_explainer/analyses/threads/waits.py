@@ -4,13 +4,14 @@ meanwhile. Definitions: docs/METRICS.md, "Waits of the launching thread".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson
-from ...model.intervals import IntervalUnion, grouped_overlap, union_blocks
+from ...jsonable import NONE_OMITTED, FieldsJson
+from ...model.intervals import IntervalUnion, grouped_overlap, points_inside, union_blocks
 from ...model.names import distinct_small
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel, pid_of, tid_of
@@ -55,7 +56,8 @@ class WaitContext:
 class OtherThread:
     """Another thread of the process during the waits: ``active_ns`` = |(its NVTX ranges, CUDA calls and OS calls
     that do not wait, less its own waiting OS calls) ∩ waits| — it works; ``waiting_ns`` = |(its own waiting OS
-    calls) ∩ waits| — it waits too."""
+    calls) ∩ waits| — it waits too; ``sampled``: its CPU samples taken inside the waits — it ran on a CPU (None:
+    the trace has no CPU samples)."""
 
     gtid: int
     tid: int
@@ -64,6 +66,7 @@ class OtherThread:
     pct_of_waits: float
     waiting_ns: int
     waiting_pct_of_waits: float
+    sampled: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ class LauncherWaits:
     contexts: Tuple[WaitContext, ...]
     threads: Tuple[OtherThread, ...]
     rows: Tuple[OverlapRow, ...]
+    #: CPU samples of the process's other threads taken inside the waits (None: the trace has no CPU samples)
+    samples_in_waits: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
     def rows_of(self, gtid: int, what: Optional[str] = None) -> List[OverlapRow]:
         """This thread's rows (largest first), of one ``what`` or all."""
@@ -186,14 +191,15 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
                     for n, ns, c, cx in zip(names.tolist(), per_call.tolist(), counts.tolist(), ctx)),
                    key=lambda c: (-c.ns, c.name))
     pid = int(pid_of(np.array([g], np.int64))[0])
-    others = _others(model, g, pid, w, wait_ns, w0, w1, labels)
+    sampled = _sampled(model, g, pid, w)
+    others = _others(model, g, pid, w, wait_ns, w0, w1, labels, sampled)
     return LauncherWaits(
         gtid=g, pid=pid, tid=int(tid_of(np.array([g], np.int64))[0]), thread=labels.get(g, ""),
         devices=tuple(sorted(devs)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
         gpu_idle_ns=sum(d.wait_ns_by_thread.get(g, 0) for d in causes.devices) if causes and causes.available else 0,
         calls=tuple(calls),
         contexts=_contexts(tree, names_nv, g, o_s, o_e, wait_ns),
-        threads=others[0], rows=others[1])
+        threads=others[0], rows=others[1], samples_in_waits=None if sampled is None else sum(sampled.values()))
 
 
 def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: np.ndarray, e: np.ndarray,
@@ -220,9 +226,40 @@ def _waits(what: int, name: str) -> bool:
     return (what == 1 and is_wait(name)) or (what == 2 and name in SYNC_WAIT)
 
 
+def _sampled(model: TraceModel, g: int, pid: int, w: IntervalUnion) -> Optional[Dict[int, int]]:
+    """gtid → CPU samples inside the waits ``w`` of each other thread of process ``pid`` with at least one (None: the
+    trace has no CPU samples). ``model.wait_samples`` holds only samples inside CUDA-calling threads' waits."""
+    s = model.wait_samples
+    if s is None or s.total == 0:
+        return None
+    if len(s) == 0 or len(w) == 0:
+        return {}
+    m = (pid_of(s.gtid) == pid) & (s.gtid != g) & points_inside(w, s.start)
+    gt, inv = distinct_small(s.gtid[m])
+    return dict(zip(gt.tolist(), np.bincount(inv, minlength=gt.shape[0]).tolist()))
+
+
 def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int, w0: int, w1: int,
-            labels: Mapping[int, str]) -> Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]:
-    """``threads`` and ``rows``: the other threads of process ``pid`` during the waits."""
+            labels: Mapping[int, str], sampled: Optional[Dict[int, int]] = None
+            ) -> Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]:
+    """``threads`` and ``rows``: the other threads of process ``pid`` during the waits; ``sampled``: their CPU
+    samples inside the waits (:func:`_sampled`)."""
+    found = _traced(model, g, pid, w, wait_ns, w0, w1, labels)
+    th, rows = found if found is not None else ((), ())
+    if sampled is None:
+        return th, rows
+    seen = {t.gtid for t in th}
+    extra = [OtherThread(t, int(tid_of(np.array([t], np.int64))[0]), labels.get(t, ""), 0, 0.0, 0, 0.0)
+             for t in sampled if t not in seen]
+    th = tuple(sorted((dataclasses.replace(t, sampled=sampled.get(t.gtid, 0)) for t in (*th, *extra)),
+                      key=lambda t: (-t.active_ns, -t.waiting_ns, -(t.sampled or 0), t.tid)))
+    return th, rows
+
+
+def _traced(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int, w0: int, w1: int,
+            labels: Mapping[int, str]) -> Optional[Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]]:
+    """``threads`` and ``rows`` from the traced rows (NVTX ranges, OS calls, CUDA calls) of the other threads of
+    process ``pid`` during the waits (None: no such table)."""
     parts: List[Tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, Sequence[str]]] = []
     nv, osrt, api = model.nvtx, model.osrt, model.api
     if nv is not None and len(nv):
@@ -238,7 +275,7 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
         m = api.primary & (api.pid == pid) & (api.gtid != g)
         parts.append((api.gtid[m], api.start[m], api.end[m], 2, api.name_idx[m], api.base_names))
     if not parts:
-        return (), ()
+        return None
     gt = np.concatenate([p[0] for p in parts]).astype(np.int64)
     st = np.clip(np.concatenate([p[1] for p in parts]).astype(np.int64), w0, w1)
     en = np.clip(np.concatenate([p[2] for p in parts]).astype(np.int64), w0, w1)

@@ -192,7 +192,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "the next batch while the GPU runs.", stack=("sglang",), workload=("inference",)),
     _a("host_cpu.vllm", "vLLM: `--async-scheduling` overlaps scheduling and output processing with GPU execution; "
        "CUDA graphs (no `--enforce-eager`) shorten the host work per step.",
-       stack=("vllm",), workload=("inference",)),
+       stack=("vllm",), workload=("inference",), cuda_graphs=(False,)),
+    _a("host_cpu.vllm.graphs", "vLLM: `--async-scheduling` overlaps scheduling and output processing with GPU "
+       "execution (CUDA graphs are already in use).", stack=("vllm",), workload=("inference",), cuda_graphs=(True,)),
     _a("host_cpu.sglang", "SGLang: keep the overlap scheduler on (no `--disable-overlap-schedule`) and CUDA graphs "
        "enabled.", stack=("sglang",), workload=("inference",)),
     _a("host_cpu.trtllm", "TensorRT-LLM: keep the overlap scheduler enabled in the PyTorch backend and use CUDA "

@@ -42,8 +42,8 @@ def _variant(unified: bool, doing: str, advice: Tuple[str, ...]) -> CauseKind:
 #: on ("early"), and copies of which that is not known ("unknown")
 COPY_VARIANTS: Dict[str, CauseKind] = {
     "copy_unified": _variant(True, _WAITING, _UM_ADVICE),
-    "copy_early": _variant(False, _EARLY, ("copy.launch_first", "host_cpu.vllm", "host_cpu.sglang", "host_cpu.trtllm",
-                                           "host_cpu.trtllm.graphs")),
+    "copy_early": _variant(False, _EARLY, ("copy.launch_first", "host_cpu.vllm", "host_cpu.vllm.graphs",
+                                           "host_cpu.sglang", "host_cpu.trtllm", "host_cpu.trtllm.graphs")),
     "copy_unified_early": _variant(True, _EARLY, _UM_ADVICE),
     # no host thread is linked to the gaps (copy_waiting_unknown_pct decides the title): neither wording is shown
     "copy_unknown": _variant(False, _UNKNOWN, ("unknown.trace_cuda",)),

@@ -116,8 +116,9 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
                     "process": (r"tensorflow", _I), "thread": (r"^tf_|tensorflow", _I)}),
     ("jax", {src: (r"jax|xla", _I) for src in _SRC}),
     ("tensorflow", {"kernel": (r"redzone_checker", _I)}),     # XLA's autotuner: JAX runs it too
-    ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_|torch", _I), "nvtx": (r"aten::|torch", _I),
-                 "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
+    # `triton_` (Inductor's and user Triton kernels) but not XLA's Triton fusions (`triton_gemm_…`, `triton_softmax_…`)
+    ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_(?!gemm|softmax)|torch", _I),
+                 "nvtx": (r"aten::|torch", _I), "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
 ]
 #: (stack, {source: (the rule as shown, compiled)})
 _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [
@@ -197,6 +198,7 @@ def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
     half = np.array([bool(_RX["half"].search(s)) for s in text], bool)   # 16-bit operands, FP32 accumulation
     m["fp32_gemm_simt"], m["half_simt"] = simt & ~half, simt & half
     m["softmax"] &= ~(m["attention_fused"] | m["moe_routing"])
+    m["conv"] &= ~m["attention_fused"]   # cuDNN's fused attention (`…_sdpa_…_flash_fprop_…`) is no convolution
     m["tensor_core_gemm"] &= ~simt   # an `sm90_xmma_gemm_f32f32_f32f32_f32…` is on CUDA cores, not both
     return m
 

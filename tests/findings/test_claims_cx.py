@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from synth import TraceBuilder
 
 from nsys_llm_explainer.options import options_from_kwargs
@@ -77,8 +76,6 @@ def test_cudnn_fused_attention_is_no_convolution(tmp_path: Path) -> None:
     assert "conv" not in traits, traits["conv"]
 
 
-@pytest.mark.xfail(strict=True, reason="XLA names backward kernels `fusion_N`; cuDNN's backward attention says "
-                   "`bprop`, which the `backward` rule does not take: a JAX training step reads `inference`")
 def test_jax_training_with_cudnn_backward_attention_is_not_inference(tmp_path: Path) -> None:
     """A JAX training step (10 steps of 1 ms): `fusion_1` 100 µs, cuDNN flash attention forward (`…flash_fprop…`)
     200 µs, its backward (`…flash_bprop…`) 400 µs. Kernel time 7 ms; the backward attention is 4 ms = 57.1 % ≥ 5 %:

@@ -86,7 +86,7 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "inductor_pointwise": r"(?<![a-z0-9])triton_poi_",
     "norm": r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|bn_fw|bn_bw",
     "reduce": r"(?<![a-z])reduce_kernel",
-    "backward": r"backward|_bwd|bwd_|bn_bw|dgrad|wgrad|grad_?input|grad_?weight",
+    "backward": r"backward|_bwd|bwd_|bn_bw|dgrad|wgrad|grad_?input|grad_?weight|bprop",
     # `adam(?!ard)`: a Hadamard transform (`fast_hadamard_transform`, rotations of quantized inference) is no Adam
     "optimizer": r"adam(?!ard)|multi_tensor_apply|sgd|(?<![a-z])lamb(?!da)|optimizer",
     "optimizer_named": r"adam(?!ard)|sgd|(?<![a-z])lamb(?!da)|optimizer",   # of `optimizer`: not a `_foreach` op

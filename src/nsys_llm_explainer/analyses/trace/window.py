@@ -218,6 +218,17 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     cand = max(cand1 - cand0, 1)
     trim_lead = lead > TRIM_MIN_SHARE * min(span, cand) and lead_share <= TRIM_MAX_BUSY_SHARE
     trim_tail = trail > TRIM_MIN_SHARE * min(span, cand) and tail_share <= TRIM_MAX_BUSY_SHARE
+    # a side is warm-up or tail only when it is sparser than what it would leave: requests spread over the trace
+    # (a server waiting for traffic) make the densest stretch one request, and the rest is no sparser than it
+    dense: List[Tuple[str, float, float]] = []    # (side, its busy %, the busy % of what it would leave)
+    kept1 = cand1 if trim_tail else full1
+    if trim_lead and busy_in(full0, cand0) / lead >= SPARSE_EDGE_RATIO * busy_in(cand0, kept1) / (kept1 - cand0):
+        trim_lead = False
+        dense.append(("leading", busy_pct(full0, cand0), busy_pct(cand0, kept1)))
+    kept0 = cand0 if trim_lead else full0
+    if trim_tail and busy_in(cand1, full1) / trail >= SPARSE_EDGE_RATIO * busy_in(kept0, cand1) / (cand1 - kept0):
+        trim_tail = False
+        dense.append(("trailing", busy_pct(cand1, full1), busy_pct(kept0, cand1)))
     s = cand0 if trim_lead else full0
     e = cand1 if trim_tail else full1
     details = WindowDetails(
@@ -232,7 +243,11 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     if not trim_lead and not trim_tail:
         big = [(n, sh) for n, ln, sh in (("leading", lead, lead_share), ("trailing", trail, tail_share))
                if ln > TRIM_MIN_SHARE * min(span, cand)]
-        if big:
+        if dense:
+            name, side_pct, rest_pct = dense[0]
+            reason = (f"Full trace kept: the {name} part (GPU busy {side_pct}%) is not under half as busy as the "
+                      f"rest ({rest_pct}%), so it is treated as part of the workload, not warm-up or tail.")
+        elif big:
             name, sh = max(big, key=lambda x: x[1])
             reason = (f"Full trace kept: the sparser {name} part holds {round(100.0 * sh, 1)}% of all GPU "
                       f"busy time, so it is treated as part of the workload, not warm-up or tail.")

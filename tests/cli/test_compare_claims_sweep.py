@@ -176,7 +176,9 @@ def test_a_late_rank_is_not_also_the_least_busy_because_the_others_wait_for_it(t
     late-arriver claim, correct). The low_busy_rank claim "rank1 keeps its GPU busy less than the other ranks
     (34.1 % vs a median of 49.1 %)", at stake 1.551 ms, counts that waiting as the others' busy time: the 15-point
     gap is the others' wait for rank 1 (1.8 ms of their 11.49 ms windows = 15.7 points), already claimed as the
-    late arriver's cost, not work rank 1's GPU leaves undone. Only the late-arriver claim is true.
+    late arriver's cost, not work rank 1's GPU leaves undone. Only the late-arriver claim is true. (Every window now
+    holds all 12 identical steps, 11.49 ms — window rule 5b no longer trims rank 1's first step as warm-up — so
+    rank 1 is busy 12 × 320 µs / 11.49 ms = 33.42 %.)
 
     Fix I would make: when the clocks are aligned, compare busy % net of each rank's own NCCL wait (busy_ns −
     the waits of its matched instances inside its steady window) in low_busy_rank; its check becomes
@@ -192,7 +194,7 @@ def test_a_late_rank_is_not_also_the_least_busy_because_the_others_wait_for_it(t
     res = nle.analyze_cluster(str(tmp_path), jobs=1)
     ranks = {x.rank: x for x in res.collectives.ranks}
     assert ranks["rank0"].wait_ns_total == 12 * 150 * US and ranks["rank1"].last_arrival_count == 12
-    assert math.isclose(min(d.busy_pct for d in res.devices), 34.1, abs_tol=0.05)   # the gap is there...
+    assert math.isclose(min(d.busy_pct for d in res.devices), 33.42, abs_tol=0.005)   # the gap is there...
     assert sorted((c.id, c.rank) for c in res.claims) == [("late_arriver", "rank1")]  # ...but is the others' wait
     assert [(r.rank, r.wait_in_window_ns) for r in res.collectives.ranks] == [
         ("rank0", 1_800 * US), ("rank1", 0), ("rank2", 1_800 * US), ("rank3", 1_800 * US)]
@@ -232,20 +234,21 @@ def test_a_rank_that_does_less_work_is_still_the_least_busy(tmp_path):
 def test_a_late_rank_that_also_does_less_work_is_claimed_for_the_net_gap(tmp_path):
     """Mixed: rank 1 is late by 150 µs AND its GEMM takes 150 µs. Ranks 0, 2, 3: windows 11.49 ms, busy
     12 × (300 + 170) = 5.64 ms (49.09 %) of which 12 × 150 µs = 1.8 ms waiting for rank 1, net 3.84 ms (33.42 %);
-    rank 1: its steady window 10.33 ms holds 11 steps, busy 11 × (150 + 20) = 1.87 ms (18.10 %), no wait. Raw gap
-    49.086 − 18.103 = 30.98 points, of which the waiting is not rank 1's GPU's: the net gap is 33.420 − 18.103 =
-    15.318 points, so both claims are made and low_busy_rank's stake is the net gap × 10.33 ms = 1.582 ms, not the
-    raw 3.2 ms (which would count the late-arriver claim's 1.8 ms of waiting twice)."""
+    rank 1: its window 11.49 ms holds its 12 identical steps (window rule 5b: the first is no warm-up), busy
+    12 × (150 + 20) = 2.04 ms (17.75 %), no wait. Raw gap 49.086 − 17.755 = 31.33 points, of which the waiting is
+    not rank 1's GPU's: the net gap is 33.420 − 17.755 = 15.666 points, so both claims are made and low_busy_rank's
+    stake is the net gap × 11.49 ms = 1.800 ms, not the raw 3.6 ms (which would count the late-arriver claim's
+    1.8 ms of waiting twice)."""
     res = _ranks_of(tmp_path, late=True, short_gemm=True)
     dev = {d.rank: (d.window_ns, d.busy_ns) for d in res.devices}
-    assert dev == {"rank0": (11_490 * US, 5_640 * US), "rank1": (10_330 * US, 1_870 * US),
+    assert dev == {"rank0": (11_490 * US, 5_640 * US), "rank1": (11_490 * US, 2_040 * US),
                    "rank2": (11_490 * US, 5_640 * US), "rank3": (11_490 * US, 5_640 * US)}
     claims = {c.id: c for c in res.claims}
     assert sorted((c.id, c.rank) for c in res.claims) == [("late_arriver", "rank1"), ("low_busy_rank", "rank1")]
     c = claims["low_busy_rank"]
-    net = 100 * 3_840 / 11_490 - 100 * 1_870 / 10_330
+    net = 100 * 3_840 / 11_490 - 100 * 2_040 / 11_490
     assert [(k.metric, k.observed) for k in c.checks] == [
-        ("devices", 4), ("busy_pct_gap", round(100 * 5_640 / 11_490 - 100 * 1_870 / 10_330, 4)),
+        ("devices", 4), ("busy_pct_gap", round(100 * 5_640 / 11_490 - 100 * 2_040 / 11_490, 4)),
         ("net_busy_pct_gap", round(net, 4))]
-    assert round(net, 4) == 15.3178 and c.time_at_stake_ns == round(15.3178 / 100 * 10_330 * US)
-    assert c.evidence[1] == "Net of each device's wait in matched NCCL collectives: 18.1% vs a median of 33.4%."
+    assert round(net, 4) == 15.6658 and c.time_at_stake_ns == round(15.6658 / 100 * 11_490 * US)
+    assert c.evidence[1] == "Net of each device's wait in matched NCCL collectives: 17.8% vs a median of 33.4%."

@@ -90,3 +90,18 @@ def test_jax_training_with_cudnn_backward_attention_is_not_inference(tmp_path: P
         b.launch(t + 120 * US, t + 128 * US, t + 130 * US, t + 330 * US, pid=PID, tid=1, name=SDPA)
         b.launch(t + 340 * US, t + 348 * US, t + 350 * US, t + 750 * US, pid=PID, tid=1, name=SDPA_BWD)
     assert _run(b, tmp_path)["kernel_traits"]["workload"] == "training"
+
+
+def test_tf_threads_do_not_outrank_jax_evidence() -> None:
+    """XLA's runtime names its threads `tf_…` under JAX too: a JAX trace (`loop_fusion` kernels, a `jax` NVTX range,
+    threads `python3`, `tf_XLAEigen`) read "Stack: tensorflow" because the TensorFlow rule, checked first, took
+    `^tf_` threads. Now `^tf_` is evidence only after the JAX rule found none: jax here; a trace whose only evidence
+    is a `tf_Compute` thread still reads tensorflow, and TensorFlow's own kernels (`Eigen::`) win first as before."""
+    from nsys_llm_explainer.analyses.kernels.traits import detect_stack
+
+    jax = detect_stack(["loop_fusion_1", "gemm_fusion_2"], ["jax.profiler step"], ["python3"],
+                       ["python3", "tf_XLAEigen"])
+    assert jax[0] == "jax"
+    assert detect_stack(["loop_fusion_1"], [], ["python3"], ["python3", "tf_Compute"])[0] == "tensorflow"
+    eigen = "void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<float>>(int)"
+    assert detect_stack([eigen], [], ["python3"], ["tf_Compute"])[0] == "tensorflow"

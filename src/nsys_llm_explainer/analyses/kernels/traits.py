@@ -113,9 +113,10 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
                            0),
                   "process": (r"trtexec|tensorrt", _I)}),
     ("tensorflow", {"kernel": (r"tensorflow|eigen::", _I), "nvtx": (r"tensorflow", _I),
-                    "process": (r"tensorflow", _I), "thread": (r"^tf_|tensorflow", _I)}),
+                    "process": (r"tensorflow", _I), "thread": (r"tensorflow", _I)}),
     ("jax", {src: (r"jax|xla", _I) for src in _SRC}),
-    ("tensorflow", {"kernel": (r"redzone_checker", _I)}),     # XLA's autotuner: JAX runs it too
+    # XLA's autotuner and the `tf_…` threads of XLA's runtime: JAX runs them too, so only after the JAX rule
+    ("tensorflow", {"kernel": (r"redzone_checker", _I), "thread": (r"^tf_", _I)}),
     # `triton_` (Inductor's and user Triton kernels) but not XLA's Triton fusions (`triton_gemm_…`, `triton_softmax_…`)
     ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_(?!gemm|softmax)|torch", _I),
                  "nvtx": (r"aten::|torch", _I), "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),

@@ -48,6 +48,8 @@ TEXT_RULES = [
     (r"enable CUDA graphs|and use CUDA graphs", "cuda_graphs", {False}),   # "adopt CUDA graphs" (TensorRT-LLM lines)
     (r"--sample=cpu", "cpu_samples", {False}),
     (r"CPU samples", "cpu_samples", {True}),
+    (r"is off-CPU", "host_thread_off_cpu", {True}),
+    (r"overlap CPU work", "host_thread_off_cpu", {False}),
     (r"In PyTorch, `torch\.compile`|`torch\.compile` also fuses", "torch_compile", {False}),
     (r"`torch\.compile` is (already )?in use", "torch_compile", {True}),
     (r"with CUDA graphs and kernel fusion|capture the step", "cuda_graphs", {False}),

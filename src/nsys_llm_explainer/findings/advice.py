@@ -30,6 +30,8 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "host_copies_pageable": (True, False, None),
     "copies_overlap_kernels": (True, False, None),
     "copies_async_side_stream": (True, False, None),
+    # the gaps' host thread is sampled elsewhere but never inside these gaps (findings/idle._sampled_facts)
+    "host_thread_off_cpu": (True, False),
 }
 
 _PT = ("pytorch",)
@@ -165,8 +167,13 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "thread's path."),
     _a("wait.unseen", "No other thread of its process is seen working during these waits: find what releases them "
        "(NVTX ranges on the worker threads, `--trace=osrt`, CPU sampling of the whole process tree)."),
+    _a("host_cpu.off_cpu", "The launching thread is off-CPU in these gaps (sampled elsewhere, never inside them): it "
+       "sleeps or blocks outside traced calls, so there is no host code here to shorten. If it waits for work "
+       "(requests, a queue), the GPU idles for lack of load: batch requests or raise the load; else trace OS calls "
+       "(`--trace=osrt`) to see what it blocks in.", host_thread_off_cpu=(True,)),
     _a("host_cpu.profile", "Profile the host side of the step (`nsys --sample=cpu`, py-spy) and overlap CPU work "
-       "(scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,)),
+       "(scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,),
+       host_thread_off_cpu=(False,)),
     _a("host_cpu.samples", "The CPU samples of the launching thread (evidence above, `tables/host_samples.csv`) name "
        "the code that ran while the GPU idled: shorten it, move it to another thread, or overlap it with GPU "
        "execution.", cpu_samples=(True,)),

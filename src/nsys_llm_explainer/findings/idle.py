@@ -46,6 +46,9 @@ VARIANTS: Dict[str, CauseKind] = {
         "the window)", advice=("queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks")),
 }
 
+#: a host thread sampled this often in the trace, with no sample in ≥ OFF_CPU_MIN_NS of its gaps, is off-CPU there
+OFF_CPU_MIN_SAMPLES = 20
+OFF_CPU_MIN_NS = 100_000_000
 
 def _severity(share: float, kind: str) -> Optional[str]:
     if share < MEDIUM_SHARE:
@@ -113,12 +116,17 @@ def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: 
 def _sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult], dev: int,
                    kind: str) -> Mapping[str, Any]:
     """The advice facts of one idle finding: ``cpu_samples`` holds only when CPU samples of the gaps' host thread
-    fall inside this kind's pieces on ``dev`` (advice citing "the samples above" needs some; docs/FINDINGS.md)."""
+    fall inside this kind's pieces on ``dev`` (advice citing "the samples above" needs some); ``host_thread_off_cpu``
+    when none does although the thread has :data:`OFF_CPU_MIN_SAMPLES` samples and the pieces last
+    :data:`OFF_CPU_MIN_NS` (at nsys's lowest rate, 100 Hz, ≥ 10 samples had it run there; docs/FINDINGS.md)."""
     if not facts.get("cpu_samples") or kind not in SHOWN_KINDS or samples is None or not samples.available:
         return facts
     d = samples.device(dev)
     k = d.kind(kind) if d is not None else None
-    return facts if k is not None and k.samples > 0 else {**facts, "cpu_samples": False}
+    if k is not None and k.samples > 0:
+        return facts
+    off = k is not None and d is not None and d.thread_samples >= OFF_CPU_MIN_SAMPLES and k.idle_ns >= OFF_CPU_MIN_NS
+    return {**facts, "cpu_samples": False, "host_thread_off_cpu": off and kind == "host_cpu"}
 
 
 def _where(c: IdleCause, t0: int) -> str:

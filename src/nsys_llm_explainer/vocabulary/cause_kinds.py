@@ -103,7 +103,8 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
               by="range"),
     CauseKind("host_cpu", "host_gap", "the launching thread was outside CUDA calls, NVTX ranges and traced OS calls",
               "GPU idle with the host outside CUDA, NVTX and OS calls", "#f9a825", host_side=True,
-              advice=("host_cpu.profile", "host_cpu.samples", "host_cpu.vllm", "host_cpu.vllm.graphs",
+              advice=("host_cpu.off_cpu", "host_cpu.profile", "host_cpu.samples", "host_cpu.vllm",
+                      "host_cpu.vllm.graphs",
                       "host_cpu.sglang", "host_cpu.trtllm", "host_cpu.trtllm.graphs"),
               title="Host gaps: the launching thread is outside CUDA calls while the GPU idles ({share:.1f} % of the "
                     "window)",

@@ -142,7 +142,8 @@ class TraceFacts(FieldsJson):
                 "copies_d2d": self.copies_d2d,
                 "copies_host": self.copies_host, "host_copies_pageable": self.host_copies_pageable,
                 "copies_overlap_kernels": self.copies_overlap_kernels,
-                "copies_async_side_stream": self.copies_async_side_stream}
+                "copies_async_side_stream": self.copies_async_side_stream,
+                "host_thread_off_cpu": False}   # per finding: findings/idle._sampled_facts
 
 
 def _cc(g: GpuInfo) -> Optional[Tuple[int, int]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from claims_support import finding_of as _finding
+from claims_support import report_of as _run
 from synth import TraceBuilder
 
 from nsys_llm_explainer.options import options_from_kwargs
@@ -14,16 +16,6 @@ US = 1_000
 MS = 1_000_000
 PID = 100
 PY = "/usr/lib/libpython3.10.so"
-
-
-def _run(b: TraceBuilder, tmp_path: Path, **options):
-    p = tmp_path / "t.sqlite"
-    b.write(str(p), overwrite=True)
-    return analyze_path(str(p), options_from_kwargs(**options)).to_dict()
-
-
-def _finding(rep, fid: str):
-    return next(f for f in rep["findings"] if f["id"] == fid)
 
 
 def test_host_cpu_advice_does_not_cite_samples_that_miss_its_gaps(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict
 
 import pytest
+from claims_support import report_of as _run
 from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
@@ -18,12 +19,6 @@ from nsys_llm_explainer.pipeline import analyze_path
 US = 1_000
 MS = 1_000_000
 PID = 100
-
-
-def _run(b: TraceBuilder, tmp_path: Path, **options: Any) -> Dict[str, Any]:
-    p = tmp_path / "t.sqlite"
-    b.write(str(p), overwrite=True)
-    return analyze_path(str(p), options_from_kwargs(**options)).to_dict()
 
 
 def _ids(rep: Dict[str, Any]) -> list:

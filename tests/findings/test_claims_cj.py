@@ -4,13 +4,11 @@ does not support. Each trace is built by hand; the truth is worked out in the do
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict
 
+from claims_support import report_of as _run
 from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
-from nsys_llm_explainer.options import options_from_kwargs
-from nsys_llm_explainer.pipeline import analyze_path
 
 US = 1_000
 MS = 1_000_000
@@ -19,12 +17,6 @@ PID = 100
 CUBLAS_H100 = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cgasize1x2x1_warpgroupsize1x1x1"
                "_execute_segment_k_off_kernel__5x_cublas")
 ADAM = "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>>"
-
-
-def _run(b: TraceBuilder, tmp_path: Path, **options: Any) -> Dict[str, Any]:
-    p = tmp_path / "t.sqlite"
-    b.write(str(p), overwrite=True)
-    return analyze_path(str(p), options_from_kwargs(**options)).to_dict()
 
 
 def _train_loop(b: TraceBuilder, *, steps: int = 10) -> None:

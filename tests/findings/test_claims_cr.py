@@ -6,26 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from claims_support import finding_of as _finding
+from claims_support import report_of as _run
 from synth import TraceBuilder
-
-from nsys_llm_explainer.options import options_from_kwargs
-from nsys_llm_explainer.pipeline import analyze_path
 
 US = 1_000
 PID = 100
 INDUCTOR = ("triton_poi_fused_add_mul_0", "triton_poi_fused_cat_1", "triton_red_fused_sum_2")
 EAGER = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>"
 BREAKS = "eager regions between graph breaks"
-
-
-def _run(b: TraceBuilder, tmp_path: Path):
-    p = tmp_path / "t.sqlite"
-    b.write(str(p), overwrite=True)
-    return analyze_path(str(p), options_from_kwargs()).to_dict()
-
-
-def _finding(rep, fid: str):
-    return next(f for f in rep["findings"] if f["id"] == fid)
 
 
 def _launch_bound(names) -> TraceBuilder:

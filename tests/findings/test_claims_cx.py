@@ -5,26 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from claims_support import finding_of as _finding
+from claims_support import report_of as _run
 from synth import TraceBuilder
-
-from nsys_llm_explainer.options import options_from_kwargs
-from nsys_llm_explainer.pipeline import analyze_path
 
 US = 1_000
 MS = 1_000_000
 PID = 100
 SDPA = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wmma_f16_knob_3_64x64x128_4x1x1_kernel0_0"
 SDPA_BWD = "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wmma_f16_knob_7_64x64x128_4x1x1_kernel0_0"
-
-
-def _run(b: TraceBuilder, tmp_path: Path):
-    p = tmp_path / "t.sqlite"
-    b.write(str(p), overwrite=True)
-    return analyze_path(str(p), options_from_kwargs()).to_dict()
-
-
-def _finding(rep, fid: str):
-    return next(f for f in rep["findings"] if f["id"] == fid)
 
 
 def _jax_launch_bound() -> TraceBuilder:

@@ -355,7 +355,8 @@ def test_a_narrower_window_quotes_the_whole_capture_and_says_causes_are_missing(
     """100 kernels of 50 µs (5 ms), migrations of 20 µs under the first 50 only, causes not recorded; window
     [0, 5 ms): 50 kernels (2.5 ms), all 50 migrations (1 ms) under them → 40.0 % of the window's kernel time (high);
     over the whole capture 1 ms of 5 ms → 20.0 %, quoted beside it. The notes (and report.md) say the migration
-    causes are not recorded, and no "By migration cause" line is written."""
+    causes are not recorded, and no "By migration cause" line is written. The window is the user's (``--window``):
+    the finding and the section name it so, not "the steady window" (nothing checked it is steady)."""
     b = TraceBuilder()
     _um_loop(b, migrations=50)
     rep = _um_run(b, tmp_path, window=(0, 5_000 * US))
@@ -364,10 +365,13 @@ def test_a_narrower_window_quotes_the_whole_capture_and_says_causes_are_missing(
     (f,) = [f for f in rep.findings if f.category == "unified_memory"]
     assert f.severity == "high"
     assert f.evidence[0] == ("Device 0: Unified-Memory migrations were in flight during 1.000 ms of its 2.500 ms of "
-                             "kernel time (40.0 %) in the steady window; whole capture 20.0 %.")
+                             "kernel time (40.0 %) in the window set by --window; whole capture 20.0 %.")
     assert not any(e.startswith("By migration cause") for e in f.evidence)
     note = "Migration causes not recorded (migrationCause NULL or absent)."
-    assert note in um.notes and note in render_markdown(rep)
+    md = render_markdown(rep)
+    assert note in um.notes and note in md
+    assert "50 Unified-Memory migrations (" in md and ") in the window set by --window." in md
+    assert "steady window" not in md
 
 
 def test_gpu_faults_without_migrations_make_no_finding(tmp_path: Path) -> None:

@@ -49,7 +49,8 @@ def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowRes
              nvtx_coverage_finding(attribution, options.nvtx_coverage_warn_threshold, advice,
                                    [r.name for r in nvtx.ranges]),
              nccl_finding(nccl, advice),
-             unified_memory_finding(unified_memory, active, advice))
+             unified_memory_finding(unified_memory, active, advice,
+                                    window_name(window.method, window.details.bins is not None)))
     return tuple(f for f in found if f is not None)
 
 

@@ -20,14 +20,14 @@ def is_unified_detail(detail: str) -> bool:
     return str(detail).startswith("Unified ")
 
 
-def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult) -> List[str]:
+def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult, where: str) -> List[str]:
     full = um.full if um.full is not None and (um.full.start_ns, um.full.end_ns) != (w.start_ns, w.end_ns) else None
     ev = []
     for d in considered:
         fd = full.device(d.device_id) if full is not None else None
         tail = f"; whole capture {fd.overlap_pct:.1f} %" if fd is not None else ""
         ev.append(f"Device {d.device_id}: Unified-Memory migrations were in flight during {dur(d.overlap_ns)} of its "
-                  f"{dur(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in the steady window{tail}.")
+                  f"{dur(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in {where}{tail}.")
     if w.by_direction:
         ev.append(f"{fmt_count(w.migration_count, 'migration')}, {fmt_bytes(w.migration_bytes)}, "
                   f"{dur(w.migration_ns)} of GPU migration time in the window: " + "; ".join(
@@ -55,9 +55,10 @@ def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult) 
 
 
 def unified_memory_finding(um: Optional[UnifiedMemoryResult], active: Optional[AbstractSet[int]],
-                           facts: Mapping[str, object]) -> Optional[Finding]:
+                           facts: Mapping[str, object], where: str = "the steady window") -> Optional[Finding]:
     """The finding when migrations overlap ≥ :data:`MEDIUM_PCT` % of a device's kernel time (module docstring).
-    ``active``: the devices with a workload (:meth:`GpuTimeResult.kernel_devices`; ``None``: every device)."""
+    ``active``: the devices with a workload (:meth:`GpuTimeResult.kernel_devices`; ``None``: every device);
+    ``where``: the analysis window in words (:func:`vocabulary.windows.window_name`)."""
     if um is None or not um.available or um.steady is None:
         return None
     considered = [d for d in um.steady.devices if d.kernel_busy_ns > 0 and d.migration_count
@@ -72,5 +73,5 @@ def unified_memory_finding(um: Optional[UnifiedMemoryResult], active: Optional[A
              f"{top.device_id}: managed memory is moved while kernels run")
     return finding(
         "unified_memory", severity="high" if top.overlap_pct >= HIGH_PCT else "medium", title=title,
-        evidence=_evidence(um.steady, considered, um), advice=ADVICE_IDS, facts=facts,
+        evidence=_evidence(um.steady, considered, um, where), advice=ADVICE_IDS, facts=facts,
         time_at_stake_ns=sum(d.overlap_ns for d in considered), checks=(check,), device_id=top.device_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, List, Optional
 
 from ...vocabulary.units import fmt_bytes, fmt_count, fmt_dur, fmt_int, fmt_pct
+from ...vocabulary.windows import window_name
 from ..document import (
     Code,
     Data,
@@ -66,7 +67,8 @@ def sec_unified_memory(v: View) -> SectionResult:
     if not um.available or w is None:
         return Omitted(TITLE, um.reason or "no Unified Memory activity")
     same = full is not None and (w.start_ns, w.end_ns) == (full.start_ns, full.end_ns)
-    where = "the whole capture" if same else "the steady window"
+    rw = v.r.window
+    where = "the whole capture" if same else window_name(rw.method, rw.details.bins is not None)
     note = inline(f"{fmt_int(w.migration_count)} Unified-Memory migrations "
                   f"({fmt_bytes(w.migration_bytes)}, {fmt_dur(w.migration_ns)} of GPU migration "
                   f"time) in {where}. Migrations were in flight during {fmt_dur(w.overlap_ns)} of "

@@ -44,7 +44,8 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
     share = checks[2].observed
     stake = sum(t[1] for t in totals.values())
     return finding(
-        "step_sync", severity="high" if share >= HIGH_SHARE else "medium", title=_title(s, stake),
+        "step_sync", severity="high" if share >= HIGH_SHARE else "medium",
+        title=_title(s, share, totals[dev][1], stake, dev if len(totals) > 1 else None),
         evidence=_evidence(s, ss, dev), advice=ADVICE_IDS, facts=facts, time_at_stake_ns=stake, checks=checks,
         device_id=dev, cause=("step_sync", s.api))
 
@@ -56,13 +57,16 @@ def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> T
             Check("step_sync_overlap_pct", pct(overlap, window), ">=", MEDIUM_SHARE, sc))
 
 
-def _title(s: StepSyncSeries, stake: int) -> str:
-    """What the finding claims: the overlappable host time after the syncs, as a share of the window and in time
-    (the period and per-step times are in the evidence)."""
+def _title(s: StepSyncSeries, share: float, overlap: int, stake: int, dev: Optional[int]) -> str:
+    """What the finding claims: the overlappable host time after the syncs of device ``dev``'s holding series (one
+    per launching thread: two engines sharing a GPU are two), as a share of its window (``share``) and in time
+    (``overlap``) — one quantity; with ``dev`` (several devices hold) also the time of every device (``stake``).
+    The period is the main series'; per-step times are in the evidence."""
     every = dur(s.period_p50_ns) if s.period_p90_ns <= MAX_PERIOD_SPREAD * s.period_p50_ns else \
         f"{dur(s.period_p50_ns)} (p50; p90 {dur(s.period_p90_ns)})"     # steps of unlike GPU work: prefill, decode
     return (f"Per-step sync: `{s.api}` every {every}; the GPU-idle host work after it could overlap "
-            f"the next step: {s.overlap_pct_of_window:.1f} % ({dur(stake)})")
+            f"the next step: {share:.1f} % ({dur(overlap)}"
+            + (f" on device {dev}; {dur(stake)} on all devices)" if dev is not None else ")"))
 
 
 def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:

@@ -17,6 +17,11 @@ class Alignment(FieldsJson):
     base_utc_ns: Optional[int]
     offsets_ns: Tuple[Optional[int], ...]    # per file, in input order (None when not aligned)
 
+    def disjoint(self) -> bool:
+        """Every file has a session start, yet the files' activity does not overlap on them: not one run (or host
+        clocks that disagree by more than a capture), so no rank is compared with the others (docs/CLUSTER.md)."""
+        return not self.aligned and self.base_utc_ns is not None
+
 
 def align(files: Sequence[FileSummary]) -> Alignment:
     none = tuple(None for _ in files)

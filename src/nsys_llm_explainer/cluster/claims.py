@@ -192,8 +192,11 @@ def _slow_step(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
                   "Compare this rank's report (ranks/) with another rank's: `nsys-llm-explain compare`.")
 
 
-def make_claims(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> List[RankClaim]:
+def make_claims(coll: CollectivesResult, devices: Sequence[DeviceRow], disjoint: bool = False) -> List[RankClaim]:
     """The claims whose checks all hold, largest time at stake first (``coll.timed``: the clocks were aligned and
-    collectives matched)."""
+    collectives matched); none when ``disjoint`` (:meth:`.align.Alignment.disjoint`: the files may not be one run,
+    so a rank's steps or busy % are not compared with another file's)."""
+    if disjoint:
+        return []
     out = [c for c in (_late(coll, devices), _low_busy(coll, devices), _slow_step(devices)) if c is not None]
     return sorted(out, key=lambda c: -c.time_at_stake_ns)

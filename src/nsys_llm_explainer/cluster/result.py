@@ -54,6 +54,10 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
     warnings = []
     if not al.aligned:
         warnings.append(f"Clocks of the files cannot be aligned ({al.reason}); no cross-rank timing claim is made.")
+    if al.disjoint():
+        warnings.append("Every file has a session start, but their captured activity does not overlap on them: the "
+                        "files may come from different runs, so no rank is compared with the others (no slowest-"
+                        "steps or least-busy claim).")
     if len(files) < 2:
         warnings.append("Only one file: nothing to compare across files.")
     if coll.split_names:
@@ -76,6 +80,6 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
             "one of the same name on the rank with the most, so these were matched by issue order (the k-th kernel "
             "on every rank); the kernels of one collective run at the same time, so these are different collectives "
             "(other communicators, or captures sharing none) or the clocks disagree; no late-arriver claim is made.")
-    claims = make_claims(coll, devices)
+    claims = make_claims(coll, devices, al.disjoint())
     rows = tuple(replace(f, offset_ns=o, device_rows=(), nccl=()) for f, o in zip(files, al.offsets_ns))
     return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings))

@@ -50,6 +50,8 @@ TEXT_RULES = [
     (r"CPU samples", "cpu_samples", {True}),
     (r"is off-CPU", "host_thread_off_cpu", {True}),
     (r"overlap CPU work", "host_thread_off_cpu", {False}),
+    (r"custom all-reduce already runs", "custom_allreduce", {True}),
+    (r"use the engine's custom", "custom_allreduce", {False}),
     (r"In PyTorch, `torch\.compile`|`torch\.compile` also fuses", "torch_compile", {False}),
     (r"`torch\.compile` is (already )?in use", "torch_compile", {True}),
     (r"with CUDA graphs and kernel fusion|capture the step", "cuda_graphs", {False}),

@@ -32,6 +32,9 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "copies_async_side_stream": (True, False, None),
     # the gaps' host thread is sampled elsewhere but never inside these gaps (findings/idle._sampled_facts)
     "host_thread_off_cpu": (True, False),
+    # the trace runs custom (non-NCCL) all-reduce kernels (analyses/comms/nccl.py); set by findings/comm_exposed.py
+    # only (not in the trace-level advice_facts)
+    "custom_allreduce": (True, False),
 }
 
 _PT = ("pytorch",)
@@ -252,7 +255,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("comm_exposed.tp", "With tensor parallelism (an all-reduce after each attention and MLP block, on the "
        "critical path): use the engine's custom (one-/two-shot) all-reduce and its fusion with the residual add and "
        "norm, or fewer tensor-parallel GPUs per replica (more replicas) when the model fits.",
-       workload=("inference",)),
+       workload=("inference",), custom_allreduce=(False,)),
+    _a("comm_exposed.tp.custom", "With tensor parallelism (an all-reduce after each attention and MLP block, on the "
+       "critical path): the engine's custom all-reduce already runs (kernels of category `custom_allreduce`); fuse it "
+       "with the residual add and norm where the engine offers that fusion, or use fewer tensor-parallel GPUs per "
+       "replica (more replicas) when the model fits.", workload=("inference",), custom_allreduce=(True,)),
     _a("comm_exposed.tp.vllm", "vLLM: keep the custom all-reduce on (no `--disable-custom-all-reduce`; it needs "
        "peer-to-peer access between the GPUs).", workload=("inference",), stack=("vllm",)),
     _a("comm_exposed.tp.sglang", "SGLang: keep the custom all-reduce on (no `--disable-custom-all-reduce`; it needs "

@@ -72,10 +72,12 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
     else:
         ev.append("A communication kernel also runs while it waits for a late peer: only the other ranks' traces "
                   "tell that wait from the transfer.")
-    advice = facts.advice_facts()
+    custom = nccl.custom_allreduce
+    advice = {**facts.advice_facts(), "custom_allreduce": custom is not None and custom.count > 0}
     keys = []
     if "all-reduce" in per_op:
-        keys += ["comm_exposed.ddp", "comm_exposed.tp", "comm_exposed.tp.vllm", "comm_exposed.tp.sglang"]
+        keys += ["comm_exposed.ddp", "comm_exposed.tp", "comm_exposed.tp.custom", "comm_exposed.tp.vllm",
+                 "comm_exposed.tp.sglang"]
     if "all-gather" in per_op or "reduce-scatter" in per_op:
         keys.append("comm_exposed.fsdp")
     keys.append("comm_exposed.generic")

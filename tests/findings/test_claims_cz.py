@@ -69,16 +69,21 @@ def test_a_running_custom_all_reduce_is_not_advised_as_if_absent(tmp_path: Path)
     pooled. The comm_exposed advice said "use the engine's custom (one-/two-shot) all-reduce", which the trace
     already runs. Fixed: with a custom all-reduce kernel in the trace (fact ``custom_allreduce``) the line is
     ``comm_exposed.tp.custom`` ("already runs": fuse it, or fewer TP GPUs); with NCCL's all-reduce in its place the
-    old line stays. Same on TensorRT-LLM's ``oneShotAllReduceKernel``."""
+    old line stays. Same on TensorRT-LLM's ``oneShotAllReduceKernel``. The stack is vLLM (its norm kernels): "check
+    `--disable-custom-all-reduce` and peer-to-peer access" (``comm_exposed.tp.vllm``) only where no custom all-reduce
+    kernel ran (it said "keep the custom all-reduce on" of a trace whose all-reduce was NCCL's)."""
     for ar in (VLLM_AR, TRT_AR):
         f = finding_of(report_of(_tp(_layer(ar)), tmp_path), "comm_exposed")
         assert f["time_at_stake_ns"] == 19_200 * US
         assert ADVICE["comm_exposed.tp.custom"].text in f["recommendation"]
         assert ADVICE["comm_exposed.tp"].text not in f["recommendation"]
+        assert ADVICE["comm_exposed.tp.vllm"].text not in f["recommendation"]
     f = finding_of(report_of(_tp(_layer(NCCL_AR)), tmp_path), "comm_exposed")
     assert f["time_at_stake_ns"] == 19_200 * US
     assert ADVICE["comm_exposed.tp"].text in f["recommendation"]
     assert ADVICE["comm_exposed.tp.custom"].text not in f["recommendation"]
+    assert ADVICE["comm_exposed.tp.vllm"].text in f["recommendation"]
+    assert "no custom all-reduce kernel ran" in ADVICE["comm_exposed.tp.vllm"].text
 
 
 @pytest.mark.xfail(strict=True, reason="DeepEP dispatch/combine are categorised `moe` (compute), not communication: "

@@ -260,10 +260,14 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "critical path): the engine's custom all-reduce already runs (kernels of category `custom_allreduce`); fuse it "
        "with the residual add and norm where the engine offers that fusion, or use fewer tensor-parallel GPUs per "
        "replica (more replicas) when the model fits.", workload=("inference",), custom_allreduce=(True,)),
-    _a("comm_exposed.tp.vllm", "vLLM: keep the custom all-reduce on (no `--disable-custom-all-reduce`; it needs "
-       "peer-to-peer access between the GPUs).", workload=("inference",), stack=("vllm",)),
-    _a("comm_exposed.tp.sglang", "SGLang: keep the custom all-reduce on (no `--disable-custom-all-reduce`; it needs "
-       "peer-to-peer access between the GPUs).", workload=("inference",), stack=("sglang",)),
+    _a("comm_exposed.tp.vllm", "vLLM: no custom all-reduce kernel ran (every all-reduce here is NCCL's): check that "
+       "`--disable-custom-all-reduce` is not set and that the GPUs have peer-to-peer access (without it, and for "
+       "message sizes its kernels do not cover, vLLM falls back to NCCL).", workload=("inference",),
+       stack=("vllm",), custom_allreduce=(False,)),
+    _a("comm_exposed.tp.sglang", "SGLang: no custom all-reduce kernel ran (every all-reduce here is NCCL's): check "
+       "that `--disable-custom-all-reduce` is not set and that the GPUs have peer-to-peer access (without it, and for "
+       "message sizes its kernels do not cover, SGLang falls back to NCCL).", workload=("inference",),
+       stack=("sglang",), custom_allreduce=(False,)),
     _a("comm_exposed.generic", "Overlap the collectives with independent compute (issue them on a side stream "
        "ahead of the work that does not need their result), send fewer and larger messages, and check the other "
        "ranks for a late peer the collectives wait for (`nsys-llm-explain` cluster view over every rank's trace)."),

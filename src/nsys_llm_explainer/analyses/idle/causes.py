@@ -10,7 +10,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 import numpy as np
 
 from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value, run_starts
-from ...model.trace import TraceModel
+from ...model.trace import TraceModel, pid_of
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KIND_CODE, KINDS, ONE_TIME
 from ..common.stats import int_sums, pct, top_indices
 from ..nvtx.tree import NvtxTree
@@ -29,6 +29,10 @@ TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this 
 #: and kernel tables)``; also the pieces cut before the pass turns to the partitions (docs/PERFORMANCE.md, "Issue 24")
 PIECES_KEPT = 1 << 20
 ROWS_FACTOR = 4
+#: a process whose launched activity holds under this share of a device's launched activity time is a bystander (a
+#: monitoring process's probe kernel, another process's warm-up): a gap its activity closes is the next other
+#: process's (docs/MODEL.md, "The gap's host thread")
+BYSTANDER_SHARE = 0.01
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -78,6 +82,7 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
         if threads.shape[0] == 1:                           # one launching thread: every gap is on it
             thread = np.full(len(gp), dom_g, np.int64)
         else:
+            next_call = _past_bystanders(tl, api.gtid, next_call, gp.next_row)
             thread = np.where(next_call >= 0, api.gtid[np.maximum(next_call, 0)],
                               np.where(prev_call >= 0, api.gtid[np.maximum(prev_call, 0)], dom_g)).astype(np.int64)
         queued_from = np.where(next_call >= 0, np.clip(api.end[np.maximum(next_call, 0)], gs, ge), ge + 1)
@@ -118,6 +123,30 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
                                slices=slices,
                                wait_ns_by_thread=_add_waits({}, ctx, host.gtid, host.kind, host.detail,
                                                             host.end - host.start)), bins
+
+
+def _past_bystanders(tl: DeviceTimeline, gtid: np.ndarray, next_call: np.ndarray, next_row: np.ndarray
+                     ) -> np.ndarray:
+    """``next_call`` with each gap whose closing activity a bystander process launched (under
+    :data:`BYSTANDER_SHARE` of the device's launched activity time in the window, while others hold more) given the
+    launch call of the next activity another process launched (-1: none). A thread of the workload's own process
+    is never a bystander: its few kernels are part of the work (an input pipeline's, an executor thread's)."""
+    li = tl.act.launch_idx
+    rows = np.flatnonzero(li >= 0)
+    dur = np.minimum(tl.act.end[rows], tl.w1) - np.maximum(tl.act.start[rows], tl.w0)
+    procs, inv = np.unique(pid_of(gtid[li[rows]]), return_inverse=True)
+    held = np.bincount(inv, weights=np.maximum(dur, 0), minlength=procs.shape[0])
+    small = held < BYSTANDER_SHARE * held.sum()
+    if not small.any() or small.all():
+        return next_call
+    by_row = np.zeros(li.shape[0], bool)
+    by_row[rows[small[inv]]] = True
+    own = rows[~small[inv]]                        # the others' rows, in time order
+    hit = np.flatnonzero((next_row >= 0) & by_row[np.maximum(next_row, 0)])
+    k = np.searchsorted(own, next_row[hit])
+    out = next_call.copy()
+    out[hit] = np.where(k < own.shape[0], li[own[np.minimum(k, own.shape[0] - 1)]], -1)
+    return out
 
 
 def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps, groups: List[Tuple[int, np.ndarray]],

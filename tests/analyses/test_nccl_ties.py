@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from synth import TraceBuilder
 
+from nsys_llm_explainer.analyses.comms.arrival import last_arrivals
 from nsys_llm_explainer.analyses.comms.nccl import analyze_nccl
 from nsys_llm_explainer.pipeline import load_model
 
@@ -34,3 +36,40 @@ def test_collectives_that_start_together_count_for_no_last_arriver(tmp_path: Pat
     assert r.matched_collectives == 10 and r.wait_ns_total == 500 * US
     assert [(x.pid, x.last_arrival_count) for x in r.ranks] == [(100, 5), (101, 0)]
     assert r.straggler is None   # 5 of 10 < 60 %
+
+
+def test_last_arrivals_one_rule() -> None:
+    """Instances 7 (ranks 0, 1, 2 at 10, 30, 30), 3 (ranks 1, 2 at 5, 5) and 9 (ranks 0, 2 at 8, 4), in ascending
+    id order 3, 7, 9: instance 3 started together (no last arriver); 7's latest start 30 is tied by ranks 1 and 2
+    (the lowest rank index, 1, is last); 9's last is rank 0. last = [1, 1, 0]; contested (instances with a last
+    arriver each took part in): rank 0 in 7, 9 → 2; rank 1 in 7 → 1 (3 blames nobody); rank 2 in 7, 9 → 2. Shares
+    1 / 2, 1 / 1, 0 / 2; a rank in no instance has share 0.0."""
+    a = last_arrivals(np.array([7, 7, 7, 3, 3, 9, 9]), np.array([0, 1, 2, 1, 2, 0, 2]),
+                      np.array([10, 30, 30, 5, 5, 8, 4]), 4)
+    assert a.late.tolist() == [-1, 1, 0]
+    assert (a.last.tolist(), a.contested.tolist()) == ([1, 1, 0, 0], [2, 1, 2, 0])
+    assert [a.share(r) for r in range(4)] == [0.5, 1.0, 0.0, 0.0]
+
+
+def test_a_tie_at_the_latest_start_goes_to_the_lowest_rank_as_in_the_cluster(tmp_path: Path) -> None:
+    """3 ranks (pid 100 / GPU 0, 101 / GPU 1, 102 / GPU 2), 10 all-reduces 1 ms apart ending at t + 200 µs: pid 101
+    starts at t, pids 100 and 102 at t + 100 µs (tied latest start). The one rule (the cluster's): the lowest rank
+    index, pid 100, is last in all 10 (share 10 / 10). p50 durations 100, 200, 100 µs: pid 101 waits (ratio 200 / 100
+    = 2.0 ≥ 1.5), late pid 100, confidence high. Wait total = Σ (latest − earliest) = 10 × 100 µs = 1 ms. Before:
+    ties at the latest start went to the highest index (pid 102), unlike the cluster's rank order."""
+    b = TraceBuilder()
+    for pid in (100, 101, 102):
+        b.process(pid)
+    for i in range(10):
+        t = T0 + i * 1000 * US
+        for pid, dev in ((100, 0), (101, 1), (102, 2)):
+            s = t + (0 if pid == 101 else 100 * US)
+            b.launch(t - 4 * US, t - 2 * US, s, t + 200 * US, pid=pid, tid=pid + 1, device=dev, name=AR)
+    p = str(tmp_path / "t.sqlite")
+    b.write(p)
+    r = analyze_nccl(load_model(p))
+    assert [(x.pid, x.last_arrival_count) for x in r.ranks] == [(100, 10), (101, 0), (102, 0)]
+    s = r.straggler
+    assert s is not None
+    assert (s.waiting_pid, s.late_pid, s.late_share, s.with_last_arriver, s.confidence, s.wait_ns_total) == (
+        101, 100, 1.0, 10, "high", 1000 * US)

@@ -77,9 +77,11 @@ def test_a_rank_waiting_for_the_straggler_is_not_called_the_slowest(tmp_path):
 def test_collectives_that_start_together_have_no_late_arriver(tmp_path):
     """2 ranks, clocks 7 ms apart, alternating AllGather (even steps) and ReduceScatter (odd steps); rank 0's GEMM
     takes 400 µs in odd steps (else 300 µs). AllGathers start together on both ranks (skew 0): nobody arrives last.
-    ReduceScatters: rank 0 starts 100 µs after rank 1, so rank 0 is last in 5 of 10 collectives (50 %, under the
-    60 % a late-arriver claim needs) and rank 1 waits 5 × 100 = 500 µs. Before: ties counted for rank 0 ("arrives
-    last in 100% (10 of 10)") and the AllGather row named rank 0 "most often last"."""
+    ReduceScatters: rank 0 starts 100 µs after rank 1, so rank 0 is last in all 5 of the 10 collectives that had a
+    last arriver (share 5 / 5 = 1.0, the single-file verdict's rule: tied collectives count in neither part) and
+    rank 1 waits 5 × 100 = 500 µs in total: rank 0 is the late arriver (high: 100 % ≥ 80 %). Before: ties counted
+    for rank 0 ("arrives last in 100% (10 of 10)") and the AllGather row named rank 0 "most often last"; then the
+    share divided by all 10 matched (0.5, no claim) while one file holding both ranks named rank 0."""
     def gemm(r: int, s: int) -> int:
         return 400 if (r == 0 and s % 2) else 300
 
@@ -97,12 +99,17 @@ def test_collectives_that_start_together_have_no_late_arriver(tmp_path):
     assert coll.timed and coll.matched_collectives == 10
     ranks = {x.rank: x for x in coll.ranks}
     assert {k: (v.last_arrival_count, v.last_arrival_share, v.wait_ns_total) for k, v in ranks.items()} == {
-        "rank0": (5, 0.5, 0), "rank1": (0, 0.0, 500 * US)}
+        "rank0": (5, 1.0, 0), "rank1": (0, 0.0, 500 * US)}
+    assert (ranks["rank0"].with_last_arriver, ranks["rank1"].with_last_arriver) == (5, 5)
     names = {n.name.split("_")[1]: n for n in coll.by_name}
     assert (names["AllGather"].skew_max_ns, names["AllGather"].most_late_rank, names["AllGather"].most_late_share) \
         == (0, None, 0.0)
     assert (names["ReduceScatter"].most_late_rank, names["ReduceScatter"].most_late_share) == ("rank0", 1.0)
-    assert [c.id for c in res.claims] == []
+    (claim,) = res.claims
+    assert (claim.id, claim.rank, claim.severity) == ("late_arriver", "rank0", "high")
+    assert claim.evidence[0] == (
+        "rank0 arrives last in 100% (5 of the 5) of its matched NCCL collectives that had a last arriver (the other 5 "
+        "started together on every rank); the other ranks wait 500.00 µs each in total (50.00 µs per collective).")
 
 
 def test_ranks_captured_over_different_spans_match_the_same_collectives(tmp_path):

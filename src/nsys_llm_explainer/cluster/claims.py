@@ -103,8 +103,12 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
         return None
     pct = 100.0 * share
     per_coll = mean_wait / r.matched
-    ev = [f"{r.rank} arrives last in {pct:.0f}% ({r.last_arrival_count} of {r.matched}) of the matched "
-          f"NCCL collectives; the other ranks wait {dur(mean_wait)} each in total ({dur(per_coll)} per collective)."]
+    contested = r.with_last_arriver or 0
+    of = (f"({r.last_arrival_count} of {r.matched}) of the matched NCCL collectives" if contested == r.matched
+          else f"({r.last_arrival_count} of the {contested}) of its matched NCCL collectives that had a last arriver "
+          f"(the other {r.matched - contested} started together on every rank)")
+    ev = [f"{r.rank} arrives last in {pct:.0f}% {of}; the other ranks wait {dur(mean_wait)} each in total "
+          f"({dur(per_coll)} per collective)."]
     steps = {(d.file, d.device_id): d.step_count for d in devices}
     per_step = [(x.wait_ns_total or 0) / steps[(x.file, x.device_id)] for x in others
                 if steps.get((x.file, x.device_id))]

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, round_half_up
+from ..analyses.comms.arrival import Arrivals, last_arrivals
 from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 from ..jsonable import NONE_OMITTED, FieldsJson
 from .align import Alignment
@@ -37,7 +38,10 @@ class RankRow(FieldsJson):
     wait_mean_ns: Optional[int] = _timed()
     wait_p50_ns: Optional[int] = _timed()
     last_arrival_count: Optional[int] = _timed()
+    #: last_arrival_count / with_last_arriver (analyses/comms/arrival: the single-file verdict's rule)
     last_arrival_share: Optional[float] = _timed()
+    #: its matched instances that had a last arriver (not all kernels started together): the share's denominator
+    with_last_arriver: Optional[int] = _timed()
     #: Σ of its matched kernels' waiting part [own start, min(latest start, own end)) inside its file's steady window
     wait_in_window_ns: Optional[int] = _timed()
 
@@ -154,6 +158,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     in_window = np.zeros(n, np.int64)     # per rank: its waiting inside its file's steady window (aligned clock)
     matched_per = np.zeros(n, np.int64)
     last_cnt = np.zeros(n, np.int64)
+    contested = np.zeros(n, np.int64)    # per rank: its matched instances that had a last arriver
     by_name: List[NameRow] = []
     instances: List[InstanceRow] = []
     all_skew: List[np.ndarray] = []
@@ -184,11 +189,15 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             spread = ends.max(axis=0) - ends.min(axis=0)
             all_spread.append(spread)
             last, first = starts.max(axis=0), starts.min(axis=0)
-            late_j = starts.argmax(axis=0)             # first member holding the latest start
             sk = last - first
-            # an instance whose kernels all start together (skew 0) has no late arriver: counted for nobody
-            late_c = np.bincount(late_j[sk > 0], minlength=len(members))
-            np.add.at(last_cnt, mem, late_c)
+            # the one rule (analyses/comms/arrival): an instance whose kernels all start together has no late
+            # arriver and counts for nobody, in neither part of a share
+            arr = last_arrivals(np.tile(np.arange(m), len(members)), np.repeat(mem, m), starts.reshape(-1), n)
+            last_cnt += arr.last
+            contested += arr.contested
+            late_j = np.searchsorted(mem, np.maximum(arr.late, mem[0]))   # member position (0 for a tied instance)
+            late_c = arr.last[mem]
+            n_late = int((arr.late >= 0).sum())
             for j in range(len(members)):
                 waits[members[j]].append(last - starts[j])
                 f = files[ser[members[j]][1]]
@@ -204,8 +213,10 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             top = max(range(len(members)), key=lambda j: (int(late_c[j]), -members[j]))
             row = replace(row, skew_total_ns=int(sk.sum()), skew_p50_ns=_half_up(median(sk)),
                           skew_max_ns=int(sk.max()), most_late_rank=late_names[top] if late_c[top] else None,
-                          most_late_share=round(int(late_c[top]) / m, 4), end_spread_p50_ns=_half_up(median(spread)))
+                          most_late_share=round(int(late_c[top]) / n_late, 4) if n_late else 0.0,
+                          end_spread_p50_ns=_half_up(median(spread)))
         by_name.append(row)
+    arrivals = Arrivals(np.empty(0, np.int64), last_cnt, contested)
     ranks: List[RankRow] = []
     for j, key in enumerate(order):
         i, pid, dev = key
@@ -217,8 +228,8 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             w = np.concatenate(waits[j]) if waits[j] else np.empty(0, np.int64)
             rrow = replace(rrow, wait_ns_total=int(w.sum()), wait_mean_ns=_half_up(w.mean()) if w.shape[0] else 0,
                            wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=int(last_cnt[j]),
-                           last_arrival_share=round(int(last_cnt[j]) / int(matched_per[j]), 4) if matched_per[j]
-                           else 0.0, wait_in_window_ns=int(in_window[j]))
+                           last_arrival_share=round(arrivals.share(j), 4), with_last_arriver=int(contested[j]),
+                           wait_in_window_ns=int(in_window[j]))
         ranks.append(rrow)
     matched_total = sum(r.matched for r in by_name)
     reason = None if timed else f"clocks not aligned: {al.reason}"

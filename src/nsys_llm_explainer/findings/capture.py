@@ -145,14 +145,18 @@ def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
     if v is None or v.wait_ns_total <= 0:
         return None
     wait = v.wait_ns_total
+    share = f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of "
+    if v.with_last_arriver == v.matched_collectives:
+        share += "them."
+    elif v.with_last_arriver + (v.tied_collectives or 0) == v.matched_collectives:   # it took part in all
+        share += (f"the {v.with_last_arriver} that had a last arriver (the other {v.tied_collectives} started "
+                  "together on every rank).")
+    else:
+        share += f"the {v.with_last_arriver} it took part in that had a last arriver."
     return finding(
         "nccl_wait", severity="high" if v.confidence == "high" else "medium", confidence=v.confidence,
         title=f"NCCL wait: rank {v.waiting_rank} waits in collectives for late rank {v.late_rank}",
         evidence=(f"Across {v.matched_collectives} matched collectives the late rank arrived {dur(wait)} "
-                  "after the earliest in total.",
-                  f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of them." if not v.tied_collectives else
-                  f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of the "
-                  f"{v.matched_collectives - v.tied_collectives} that had a last arriver (the other "
-                  f"{v.tied_collectives} started together on every rank)."),
+                  "after the earliest in total.", share),
         advice=["nccl.balance"], facts=facts, time_at_stake_ns=wait)
 

@@ -91,8 +91,10 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     if w is None:
         return None
     calls = ", ".join(f"`{c.name}` {c.pct_of_window:.1f} %" for c in w.calls[:3])
-    ev = [f"The launching thread {_who(w.thread, w.tid)} waits in OS calls {w.wait_pct_of_window:.1f} % of the "
-          f"window ({calls})."]
+    shared = w.shared_with()
+    who = f"Launching thread {_who(w.thread, w.tid)} ({shared})" if shared else \
+        f"The launching thread {_who(w.thread, w.tid)}"
+    ev = [f"{who} waits in OS calls {w.wait_pct_of_window:.1f} % of the window ({calls})."]
     own = next((c for c in w.calls if c.name == call), None)   # the finding's call: the range around its own waits
     context = own.context if own is not None and own.context_pct >= CONTEXT_PCT else ""
     if own is not None and context:

@@ -15,6 +15,7 @@ from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson
 from ...model.timeline import rows_by_value, spans_by
 from ...model.trace import Kernels, TraceModel
 from ..common.stats import group_sums, median, pct, round_half_up
+from .arrival import last_arrivals
 from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
@@ -108,6 +109,8 @@ class NcclStraggler(FieldsJson):
     confidence: str           # "high" | "medium"
     #: matched collectives whose kernels all started together (no last arriver; not in ``late_share``); None if 0
     tied_collectives: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: ``late_share``'s denominator: the matched collectives the late rank took part in that had a last arriver
+    with_last_arriver: int = 0
 
 
 @dataclass(frozen=True)
@@ -271,7 +274,6 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     ends = np.append(starts[1:], mi.shape[0]) - 1
     cmin = s[mi][starts]
     cmax = s[mi][ends]
-    last_rank = rank[mi][ends]
     wait_ns_total = int((cmax - cmin).sum())
     ce = e[mi]
     spread = np.maximum.reduceat(ce, starts) - np.minimum.reduceat(ce, starts)   # per matched collective
@@ -283,8 +285,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     split_n = int((np.bincount(pair_g) > 1).sum())   # (rank, name) pairs on several streams
     grp = np.cumsum(first) - 1
     skew = s[mi] - cmin[grp]
-    # a collective whose kernels all start together (skew 0) has no last arriver: counted for no rank
-    last_cnt = np.bincount(last_rank[cmax > cmin], minlength=n_rank)
+    arr = last_arrivals(mc, rank[mi], s[mi], n_rank)   # the one rule (.arrival), shared with the cluster
+    last_cnt = arr.last
     p50 = np.zeros(n_rank, np.float64)
     ranks: List[NcclRank] = []
     rank_mi, d_mi = rank[mi], d[mi]
@@ -305,9 +307,13 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     ref = median(others)
     ratio = p50[waiting] / ref if ref > 0 else float("inf")
     late = int(np.argmax(last_cnt))
-    has_last = int((cmax > cmin).sum())   # collectives with a last arriver (not all started together)
-    share = last_cnt[late] / has_last if has_last else 0.0
-    of_what = "of collectives" if has_last == matched else f"of the {has_last} collectives with a last arriver"
+    has_last = int((arr.late >= 0).sum())   # collectives with a last arriver (not all started together)
+    contested = int(arr.contested[late])    # those the late rank took part in: the share's denominator
+    share = arr.share(late)
+    if ranks[late].matched == matched:
+        of_what = "of collectives" if contested == matched else f"of the {contested} collectives with a last arriver"
+    else:
+        of_what = f"of the {contested} collectives with a last arriver it took part in"
     straggler = None
     reason = None
     by = {MATCH_TIME: "time", MATCH_MIXED: "time or issue order"}.get(head.matching or MATCH_ORDER, MATCH_ORDER)
@@ -336,7 +342,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
             late_pid=lt.pid, late_device_id=lt.device_id, wait_ns_total=wait_ns_total,
             duration_ratio=round(float(ratio), 4) if ref > 0 else None, late_share=round(float(share), 4),
             matched_collectives=matched, confidence="high" if ratio >= 2 and share >= 0.8 else "medium",
-            tied_collectives=(matched - has_last) or None)
+            tied_collectives=(matched - has_last) or None, with_last_arriver=contested)
     elif ratio < MIN_RATIO:
         reason = (
             f"no significant imbalance (p50 duration ratio {ratio:.2f} vs ≥ {MIN_RATIO}; most frequent last "

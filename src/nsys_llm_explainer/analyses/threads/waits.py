@@ -13,7 +13,7 @@ import numpy as np
 from ...jsonable import NONE_OMITTED, FieldsJson
 from ...model.intervals import IntervalUnion, grouped_overlap, points_inside, union_blocks
 from ...model.names import distinct_small
-from ...model.timeline import few_distinct, rows_by_value
+from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel, pid_of, tid_of
 from ...vocabulary.os_calls import is_wait, os_call_class, waits_of
 from ..api.classes import SYNC_WAIT
@@ -24,6 +24,9 @@ from ..nvtx.tree import NvtxTree, innermost_enclosing
 
 #: launching threads whose waits hold less than this % of the window are not followed
 MIN_WAIT_SHARE = 1.0
+#: a thread launches the work the report is about when it launched at least this % of the window's kernel time on
+#: its GPUs (an engine process's few warm-up kernels beside its workers' do not make it "the launching thread")
+MIN_LAUNCH_PCT = 10.0
 #: launching threads followed (the largest waits)
 MAX_LAUNCHERS = 16
 #: rows (thread, what, name) kept per launching thread
@@ -104,6 +107,21 @@ class LauncherWaits:
     rows: Tuple[OverlapRow, ...]
     #: CPU samples of the process's other threads taken inside the waits (None: the trace has no CPU samples)
     samples_in_waits: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: its share of the window's kernel time on its devices: Σ (clipped) duration of the window's kernels it
+    #: launched / Σ of all the window's kernels on those devices × 100
+    kernel_pct: float = 100.0
+    #: the other threads that launched ≥ MIN_LAUNCH_PCT % of the window's kernel time on one of its devices
+    #: (0: it is the launching thread of its devices)
+    co_launchers: int = 0
+
+    def shared_with(self) -> str:
+        """Words for a thread that is not *the* launching thread of its devices ("" when it is): the number of
+        threads launching their work and its share."""
+        if not self.co_launchers:
+            return ""
+        gpus = ", ".join(str(d) for d in self.devices)
+        return (f"one of {self.co_launchers + 1} threads that each launched ≥ {MIN_LAUNCH_PCT:g} % of the window's "
+                f"kernel time on GPU {gpus}; this one {self.kernel_pct:.0f} %")
 
     def rows_of(self, gtid: int, what: Optional[str] = None) -> List[OverlapRow]:
         """This thread's rows (largest first), of one ``what`` or all."""
@@ -124,14 +142,45 @@ class WaitsResult(FieldsJson):
 # ------------------------------------------------------------------------------------------ analysis
 
 
-def _launchers(model: TraceModel) -> Dict[int, Tuple[int, ...]]:
-    """gtid → devices of the kernels it launched in the window."""
+@dataclass(frozen=True)
+class _Launcher:
+    devices: Tuple[int, ...]
+    kernel_pct: float
+    co_launchers: int
+
+
+def _launchers(model: TraceModel, w0: int, w1: int) -> Dict[int, _Launcher]:
+    """gtid → the devices of the kernels it launched in the window ``[w0, w1)``, its share of their kernel time
+    and the other threads launching ≥ :data:`MIN_LAUNCH_PCT` % there; only threads that launched ≥
+    :data:`MIN_LAUNCH_PCT` % of the window's kernel time on their devices (docs/METRICS.md "Waits of the launching
+    thread")."""
     k, api = model.kernels, model.api
     if k is None or api is None or len(k) == 0 or k.launch_idx.shape[0] != len(k):
         return {}
-    ok = np.flatnonzero(k.launch_idx >= 0)
-    dev, g = k.device[ok].astype(np.int64), api.gtid[k.launch_idx[ok]].astype(np.int64)
-    return {t: tuple(few_distinct(dev[r]).tolist()) for t, r in rows_by_value(g)}
+    ks, ke = np.asarray(k.start, np.int64), np.asarray(k.end, np.int64)
+    inw = np.flatnonzero((ks < w1) & ((ke > w0) | (ks >= w0)))     # in the window (a zero-length one by its start)
+    kd = np.maximum(np.minimum(ke[inw], w1) - np.maximum(ks[inw], w0), 0)
+    devs, d_inv = distinct_small(k.device[inw].astype(np.int64))
+    dev_ns = int_sums(d_inv, kd, devs.shape[0])                  # all the window's kernel time per device
+    li = k.launch_idx[inw]
+    ok = li >= 0
+    g = api.gtid[li[ok]].astype(np.int64)
+    if g.shape[0] == 0:
+        return {}
+    gts, g_inv = distinct_small(g)
+    n_d = devs.shape[0]
+    ns = int_sums(g_inv * n_d + d_inv[ok], kd[ok], gts.shape[0] * n_d).reshape(gts.shape[0], n_d)
+    launched = np.bincount(g_inv * n_d + d_inv[ok], minlength=gts.shape[0] * n_d).reshape(gts.shape[0], n_d) > 0
+    big = 100.0 * ns >= MIN_LAUNCH_PCT * dev_ns                  # ≥ MIN_LAUNCH_PCT % of a device's kernel time
+    out: Dict[int, _Launcher] = {}
+    for i in range(gts.shape[0]):    # per launching thread (few)
+        on = launched[i]
+        share = pct(int(ns[i][on].sum()), int(dev_ns[on].sum()))
+        if share < MIN_LAUNCH_PCT:
+            continue
+        peers = int((big[:, on].any(axis=1)).sum()) - int(big[i][on].any())
+        out[int(gts[i])] = _Launcher(tuple(devs[on].tolist()), share, peers)
+    return out
 
 
 def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
@@ -144,7 +193,7 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
     osrt = model.osrt
     if osrt is None or len(osrt) == 0:
         return WaitsResult(False, "the trace has no OS-runtime calls (capture with `--trace=osrt`)", win)
-    launchers = _launchers(model)
+    launchers = _launchers(model, w0, w1)
     if not launchers:
         return WaitsResult(False, "no kernel in the window is linked to the CUDA call that launched it", win)
     o_g = np.asarray(osrt.gtid, np.int64)
@@ -156,19 +205,20 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
     waits = np.nonzero(is_wait & (o_e > o_s))[0]
     of_thread = dict(rows_by_value(o_g[waits]))    # each thread's waiting calls, ascending: one sort
     cand = []
-    for g, devs in launchers.items():
+    for g, la in launchers.items():
         rows = waits[of_thread.get(g, waits[:0])]
         if rows.shape[0] == 0:
             continue
         w = union_blocks(o_s[rows], o_e[rows])
         if pct(w.length, win) >= MIN_WAIT_SHARE:
-            cand.append((w.length, g, devs, rows, w))
+            cand.append((w.length, g, la, rows, w))
     if not cand:
         return WaitsResult(False, f"no launching thread waits in OS calls for {MIN_WAIT_SHARE:g} % of the window",
                            win)
     cand.sort(key=lambda c: (-c[0], c[1]))          # the largest waits are followed: other threads' rows are read
-    found = [_follow(model, tree, g, devs, o_s[rows], o_e[rows], o_n[rows], w, n, w0, w1, labels, causes)
-             for n, g, devs, rows, w in cand[:MAX_LAUNCHERS]]   # once per followed launcher
+    found = [dataclasses.replace(_follow(model, tree, g, la.devices, o_s[rows], o_e[rows], o_n[rows], w, n, w0, w1,
+                                         labels, causes), kernel_pct=la.kernel_pct, co_launchers=la.co_launchers)
+             for n, g, la, rows, w in cand[:MAX_LAUNCHERS]]   # once per followed launcher
     return WaitsResult(True, None, win, tuple(found))
 
 

@@ -268,6 +268,15 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "that `--disable-custom-all-reduce` is not set and that the GPUs have peer-to-peer access (without it, and for "
        "message sizes its kernels do not cover, SGLang falls back to NCCL).", workload=("inference",),
        stack=("sglang",), custom_allreduce=(False,)),
+    _a("comm_exposed.pp", "Point-to-point kernels (send / recv) with no compute beside them: with pipeline "
+       "parallelism, a stage waiting for its neighbour's activations or gradients (the pipeline bubble); more "
+       "micro-batches per step or an interleaved (virtual-stage) 1F1B schedule shrink it, fewer stages remove part of "
+       "it.", workload=("training", "unknown")),
+    _a("comm_exposed.pp.inference", "Point-to-point kernels (send / recv) with no compute beside them: with pipeline "
+       "parallelism, a stage waiting for its neighbour's activations (the pipeline bubble): keep as many batches in "
+       "flight as there are stages (enough concurrent requests), or prefer tensor parallelism inside a node; a "
+       "KV-cache hand-off between a prefill and a decode engine overlaps compute when sent layer by layer.",
+       workload=("inference",)),
     _a("comm_exposed.generic", "Overlap the collectives with independent compute (issue them on a side stream "
        "ahead of the work that does not need their result), send fewer and larger messages, and check the other "
        "ranks for a late peer the collectives wait for (`nsys-llm-explain` cluster view over every rank's trace)."),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from claims_support import finding_of, report_of
 from synth import TraceBuilder
 
@@ -58,16 +57,18 @@ def test_step_sync_title_share_and_time_are_one_quantity(tmp_path: Path) -> None
                           "could overlap the next step: 8.4 % (8.428 ms)")
 
 
-@pytest.mark.xfail(strict=True, reason="the step-sync evidence counts every kernel of the device in the thread's "
-                   "steps, another process's too; fix: say how many of them the thread launched (a new series field)")
 def test_step_sync_kernel_share_is_not_another_process_s_kernels(tmp_path: Path) -> None:
     """(trace: :func:`_two_engines`) Engine A's 49 steps (its 50 syncs, 1.925 → 99.925 ms) span 980 of the device's
     1,000 kernels, but A launched 490 of them (49 %): the other 490 are engine B's. The evidence reads "49 steps
     holding 98 % of the device's kernels" and "Per step (p50): GPU busy 1.800 ms" — A's own kernels keep the GPU busy
-    900 µs a step. The sentence must not present B's kernels as A's steps' work."""
+    900 µs a step. The sentence must not present B's kernels as A's steps' work. Fixed: the series counts the
+    thread's own kernels in its steps (``own_kernels_in_steps`` 490) and the sentence says "(49 % launched by this
+    thread, the rest by others)"."""
     rep = report_of(_two_engines(), tmp_path)
     ev = finding_of(rep, "step_sync")["evidence"][0]
-    assert "49 steps holding 98 % of the device's kernels." not in ev, ev
+    assert "49 steps holding 98 % of the device's kernels (49 % launched by this thread, the rest by others)." in ev
+    series = [s for s in rep["step_sync"]["series"] if s["holds"]]
+    assert sorted((s["kernels_in_steps"], s["own_kernels_in_steps"]) for s in series) == [(980, 490), (980, 490)]
 
 
 def _monitored(b: TraceBuilder, monitor_pid: int = 300) -> TraceBuilder:

@@ -76,13 +76,16 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
           if s.readback_points else "")
     causes = "".join(f"; {k.replace('_', ' ')}{' `' + d + '`' if d else ''} {dur(ns)}"
                       for k, d, ns in s.exposed_by_cause[:3])
+    own = (f" ({100 * s.own_kernels_in_steps / s.device_kernels:.0f} % launched by this thread, the rest by "
+           "others)" if s.own_kernels_in_steps < s.kernels_in_steps and s.device_kernels else "")
     others = [x for x in ss.holding() if x is not s]
     also = f" The pattern also holds for {len(others)} other thread/device pair(s) (step-sync table)." \
         if others else ""
     return [f"Device {dev}, {who} ({ids}): {s.sync_points} blocking calls wait until the GPU "
             f"has finished the thread's work ({', '.join(f'`{a}` {n}' for a, n in s.api_counts[:3])}){rb}; "
             f"`{s.api}` ends a step every {dur(s.period_p50_ns)} (p90 {dur(s.period_p90_ns)}), "
-            f"{fmt_count(s.steps, 'step')} holding {100 * s.kernel_share:.0f} % of the device's kernels." + also,
+            f"{fmt_count(s.steps, 'step')} holding {100 * s.kernel_share:.0f} % of the device's kernels" + own + "."
+            + also,
             f"Per step (p50): GPU busy {dur(s.gpu_busy_p50_ns)}; the host waits in the sync {dur(s.wait_p50_ns)}; "
             f"then the GPU idles {dur(s.exposed_p50_ns)} (p90 {dur(s.exposed_p90_ns)}) while the host works before "
             f"the next launch: {dur(s.exposed_ns)} in all ({s.exposed_pct_of_window:.1f} % of the window, "

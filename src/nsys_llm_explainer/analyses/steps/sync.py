@@ -53,6 +53,7 @@ class StepSyncSeries(FieldsJson):
     readback_points: int            # sync points preceded by a device-to-host copy call
     steps: int                      # step_sync_points − 1
     kernels_in_steps: int           # kernels of the device starting between the first and last sync point
+    own_kernels_in_steps: int       # of those, launched by this thread (another process sharing the GPU: fewer)
     device_kernels: int             # kernels of the device in the window
     kernel_share: float             # kernels_in_steps / device_kernels
     kernels_per_step_p50: float
@@ -253,6 +254,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     gpu_step = overlap_length(tl.busy, ed[:-1], ed[1:]) if m > 1 else np.empty(0, np.int64)
     kin = np.diff(np.searchsorted(act.start, ed, side="left"))
     in_steps = int(kin.sum())
+    own_in_steps = int(((ws >= ed[0]) & (ws < ed[-1])).sum()) if m > 1 else 0
     dev_k = len(act.start)
     share = in_steps / dev_k if dev_k else 0.0
     step_x = _per_step(ed, e, exposed, "right")         # X of the sync points in [ed_{j-1}, ed_j)
@@ -295,6 +297,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
         thread_name=ctx.model.thread_label(int(g)), holds=holds, reason=why,
         api=api_counts[0][0], api_counts=api_counts, blocking_calls=int(rows.shape[0]), sync_points=n,
         step_sync_points=m, readback_points=int(rb.sum()), steps=max(m - 1, 0), kernels_in_steps=in_steps,
+        own_kernels_in_steps=own_in_steps,
         device_kernels=dev_k, kernel_share=share, kernels_per_step_p50=percentile(kin, 50), period_p50_ns=p50,
         period_p90_ns=p90, exposed_ns=tot, exposed_p50_ns=x50, exposed_p90_ns=x90,
         wait_p50_ns=percentile(step_w, 50), wait_p90_ns=percentile(step_w, 90), overlap_ns=ovl,

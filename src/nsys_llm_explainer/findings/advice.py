@@ -35,6 +35,9 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the trace runs custom (non-NCCL) all-reduce kernels (analyses/comms/nccl.py); set by findings/comm_exposed.py
     # only (not in the trace-level advice_facts)
     "custom_allreduce": (True, False),
+    # the FP32 finding's own kernels (findings/kernels.py): FP32 SIMT GEMMs / convolutions among them
+    "fp32_simt_gemm": (True, False),
+    "fp32_simt_conv": (True, False),
 }
 
 _PT = ("pytorch",)
@@ -282,7 +285,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "ranks for a late peer the collectives wait for (`nsys-llm-explain` cluster view over every rank's trace)."),
     _a("fp32.tf32", "Let FP32 matmuls use TF32 tensor cores: `torch.backends.cuda.matmul.allow_tf32 = True` / "
        "`torch.set_float32_matmul_precision('high')` (accuracy close to FP32 for most models).",
-       gpu_tf32=(True,), framework=_PT_OR_UNKNOWN),
+       gpu_tf32=(True,), framework=_PT_OR_UNKNOWN, fp32_simt_gemm=(True,)),
+    _a("fp32.tf32.conv", "Let FP32 convolutions use TF32 tensor cores: `torch.backends.cudnn.allow_tf32 = True` "
+       "(PyTorch's default, so it may have been switched off; the matmul settings do not reach cuDNN), and "
+       "`torch.backends.cudnn.benchmark = True` so that cuDNN times its algorithms for each input shape.",
+       gpu_tf32=(True,), framework=_PT_OR_UNKNOWN, fp32_simt_conv=(True,)),
     _a("fp32.bf16", "Or run the model in bfloat16 (`torch.autocast('cuda', dtype=torch.bfloat16)` or "
        "`model.to(torch.bfloat16)`): tensor cores, half the bytes, no loss scaling.",
        gpu_bf16=(True,), framework=_PT_OR_UNKNOWN),

@@ -127,17 +127,22 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         names = ", ".join(f"`{short(t.name, 60)}`" for t in h.top_kernels[:2])
         kinds = [k for k, f in (("TF32", "gpu_tf32"), ("BF16", "gpu_bf16"), ("FP16", "gpu_fp16_tensor_cores"))
                  if advice.get(f)]
+        c = traits.traits.get("fp32_conv_simt")
+        conv_ns = c.total_ns if c is not None else 0   # cuDNN's settings pick the convolutions' math
+        fp32 = {**advice, "fp32_simt_conv": conv_ns > 0, "fp32_simt_gemm": conv_ns < h.total_ns}
+        what = ("GEMMs" if not conv_ns else "convolutions" if conv_ns == h.total_ns else "GEMMs and convolutions")
         out.append(finding(
             "fp32_gemm", severity="high" if h.share_pct >= 50.0 and p.busy_pct >= GPU_BOUND_PCT else "medium",
             confidence="high" if tensor_cores else "medium",
-            title=f"FP32 GEMMs run on CUDA cores, not tensor cores: {h.share_pct:.1f} % of kernel time",
+            title=f"FP32 {what} run on CUDA cores, not tensor cores: {h.share_pct:.1f} % of kernel time",
             evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {dur(h.total_ns)}, {h.share_pct:.1f} % of "
                       f"kernel time in the window: {names}.",
                       f"The GPU is busy {p.busy_pct:.1f} %, " + (f"so these kernels set {span}."
                                                                  if p.busy_pct >= GPU_BOUND_PCT else
                                                                  "so faster GEMMs shorten the busy time."),
                       _tensor_core_words(facts, kinds)),
-            advice=["fp32.tf32", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"], facts=advice,
+            advice=["fp32.tf32", "fp32.tf32.conv", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"],
+            facts=fp32,
             time_at_stake_ns=int(h.total_ns * frac),
             checks=(busy if busy.holds() else mid,
                     Check("trait_share_pct", h.share_pct, ">=", FP32_MIN_SHARE, Scope(trait="fp32_gemm_simt")))))

@@ -25,6 +25,7 @@ from .summary import TopKernel
 
 TRAITS: Dict[str, str] = {
     "fp32_gemm_simt": "GEMM/conv on CUDA cores (FP32 SIMT math), not tensor cores",
+    "fp32_conv_simt": "FP32 convolutions on CUDA cores (part of fp32_gemm_simt; cuDNN's settings pick their math)",
     "half_simt": "GEMM/conv with 16-bit (FP16/BF16) operands on CUDA cores, not tensor cores",
     "tensor_core_gemm": "GEMM/conv kernels that use tensor cores (FP16/BF16/TF32/INT8/FP8)",
     "attention_fused": "fused (flash / memory-efficient / paged) attention kernels",
@@ -200,6 +201,7 @@ def classify_names(names: Sequence[str]) -> Dict[str, np.ndarray]:
     m["fp32_gemm_simt"], m["half_simt"] = simt & ~half, simt & half
     m["softmax"] &= ~(m["attention_fused"] | m["moe_routing"])
     m["conv"] &= ~m["attention_fused"]   # cuDNN's fused attention (`…_sdpa_…_flash_fprop_…`) is no convolution
+    m["fp32_conv_simt"] = m["fp32_gemm_simt"] & m["conv"]
     m["tensor_core_gemm"] &= ~simt   # an `sm90_xmma_gemm_f32f32_f32f32_f32…` is on CUDA cores, not both
     return m
 

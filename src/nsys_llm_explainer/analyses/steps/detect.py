@@ -5,6 +5,7 @@ phase, and how confident the choice is. Definitions: docs/FINDINGS.md, "Steps".
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -21,6 +22,10 @@ from .nvtx_method import MIN_INSTANCES, StepChoice, choose_nvtx, kernel_nodes, n
 from .phases import PhaseResult, phase_of_names, resolve_nodes
 
 DEFAULT_MARKER = r"argmax|sampl|top_?k|top_?p|topp"
+#: image / feature resampling (`upsample_nearest2d`, `downsample`, `resample`, `grid_sampler_2d`): the default
+#: marker's `sampl` matches them, but they are layers of a UNet / VAE / vision encoder (several per forward), not
+#: token sampling; the default step marker leaves them out
+RESAMPLE = r"(?:up|down|re|sub)_?sampl|grid_?sampl"
 
 
 @dataclass(frozen=True)
@@ -171,12 +176,20 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
     markers: Tuple[MarkerKernel, ...] = ()
     router_note = ""
     if (choice is None or choice.confidence == "low") and k is not None and len(k):
-        (is_m, markers), left_out = marker_kernels_excluding(k, regex, None if step_marker else MOE_ROUTER)
-        if left_out:
-            router_note = ("MoE router kernels left out of the default step marker (they run once per MoE layer, "
-                           "not once per step): " + ", ".join(f"`{m.name}` ({m.count:,})" for m in left_out[:3])
-                           + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""))
-            notes.append(router_note)
+        (is_m, markers), left_out = marker_kernels_excluding(k, regex, None if step_marker
+                                                             else f"{MOE_ROUTER}|{RESAMPLE}")
+        rs = re.compile(RESAMPLE, re.IGNORECASE)
+        resampling = [m for m in left_out if rs.search(m.name) and not re.search(MOE_ROUTER, m.name, re.I)]
+        router = [m for m in left_out if m not in resampling]
+        for what, left in ((("MoE router kernels left out of the default step marker (they run once per MoE "
+                             "layer, not once per step): "), router),
+                           (("Resampling kernels left out of the default step marker (image / feature up- or "
+                             "down-sampling, several per forward pass, not token sampling): "), resampling)):
+            if left:
+                note = what + ", ".join(f"`{m.name}` ({m.count:,})" for m in left[:3]) + (
+                    f" and {len(left) - 3} more" if len(left) > 3 else "")
+                notes.append(note)
+                router_note = f"{router_note}; {note}" if router_note else note
         marker = marker_steps(k, is_m)
         if marker is not None and choice is not None:
             per_dev = np.unique(marker[3], return_counts=True)[1]

@@ -77,8 +77,11 @@ _NOT_STEP = re.compile(
     r"|^tensorrt:(?!executioncontext)",                                    # TensorRT per-layer ranges
     re.IGNORECASE)
 #: ``step`` as an optimizer's / LR scheduler's / grad scaler's method (``optimizer.step``, ``lr_scheduler.step``,
-#: ``Optimizer.step#AdamW.step``): one part of a training step, not a step-like name
-_PART_STEP = re.compile(r"(?:optim(?:izer)?|scheduler|scaler|adamw?|sgd)[.#_]step", re.IGNORECASE)
+#: ``Optimizer.step#AdamW.step``): one part of a training step, not a step-like name; a diffusion pipeline's VAE
+#: decode (``vae.decode``, diffusers' ``decode_latents``, LDM's ``decode_first_stage``): once per image after the
+#: denoising loop, not a decode step (the phase map's ``ignore`` list gives it no phase either)
+_PART_STEP = re.compile(r"(?:optim(?:izer)?|scheduler|scaler|adamw?|sgd)[.#_]step"
+                        r"|vae[._]decode|decode_latents|decode_first_stage", re.IGNORECASE)
 
 
 def _name_groups(names: List[str]) -> Tuple[np.ndarray, List[str]]:

@@ -177,8 +177,8 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "sleeps or blocks outside traced calls, so there is no host code here to shorten. If it waits for work "
        "(requests, a queue), the GPU idles for lack of load: batch requests or raise the load; else trace OS calls "
        "(`--trace=osrt`) to see what it blocks in.", host_thread_off_cpu=(True,)),
-    _a("host_cpu.profile", "Profile the host side of the step (`nsys --sample=cpu`, py-spy) and overlap CPU work "
-       "(scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,),
+    _a("host_cpu.profile", "Profile the host code that runs while the GPU idles (`nsys --sample=cpu`, py-spy) and "
+       "overlap CPU work (scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,),
        host_thread_off_cpu=(False,)),
     _a("host_cpu.samples", "The CPU samples of the launching thread (evidence above, `tables/host_samples.csv`) name "
        "the code that ran while the GPU idled: shorten it, move it to another thread, or overlap it with GPU "

@@ -236,8 +236,8 @@ def test_classify_real_names() -> None:
 
 SOFTMAX_EAGER = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
                  "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(T4 *, const T2 *, int)")
-SOFTMAX_WARP = ("void <unnamed>::softmax_warp_forward<float, float, float, (int)11, (bool)0, (bool)0>(T2 *, const T1 *, "
-                "int, int, int, const bool *, int, bool)")
+SOFTMAX_WARP = ("void <unnamed>::softmax_warp_forward<float, float, float, (int)11, (bool)0, (bool)0>(T2 *, "
+                "const T1 *, int, int, int, const bool *, int, bool)")
 MTA = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
 #: (name, category under the generic preset, under the vLLM preset): docs/FINDINGS.md "Kernel categories", the rules
 #: for softmax, Inductor's kernels, the optimizer step and XLA's fusions

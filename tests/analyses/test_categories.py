@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from synth import TraceBuilder
 
+from nsys_llm_explainer.analyses.kernels import traits
 from nsys_llm_explainer.analyses.kernels.categories import CategoryResult, CategoryShare, analyze_categories, classify
 from nsys_llm_explainer.analyses.kernels.category_split import nonoverlap_split
 from nsys_llm_explainer.config.categories import CATEGORY_NAMES, PRESET_DIR, PRESETS, builtin_preset, load_rules
@@ -156,7 +157,7 @@ REAL_NAMES: List[Tuple[str, str]] = [
     ("void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, "
      "at::native::ArgMaxOps<float>, unsigned int, long, (int)4, (int)4>>(T3)", "sampling"),
     ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<(int)4, float, float, float>"
-     "(T4 *, const T2 *, int)", "sampling"),
+     "(T4 *, const T2 *, int)", "softmax"),
     ("void at::native::sbtopk::gatherTopK<float, unsigned int, (int)2, (bool)0>"
      "(at::cuda::detail::TensorInfo)",
      "sampling"),
@@ -215,7 +216,7 @@ REAL_NAMES: List[Tuple[str, str]] = [
     ("void at::native::index_elementwise_kernel<(int)128, (int)4>(long, T3)", "elementwise"),
     ("void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int>(int)",
      "elementwise"),
-    ("triton_per_fused_sum_3", "triton"),
+    ("triton_per_fused_sum_3", "elementwise"),
     ("_compute_slot_mapping_kernel", "triton"),
     ("[CUDA memcpy Host-to-Device]", "memcpy"),
     ("[CUDA memset]", "memcpy"),
@@ -233,9 +234,89 @@ def test_classify_real_names() -> None:
     assert wrong == []
 
 
+SOFTMAX_EAGER = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+                 "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(T4 *, const T2 *, int)")
+SOFTMAX_WARP = ("void <unnamed>::softmax_warp_forward<float, float, float, (int)11, (bool)0, (bool)0>(T2 *, "
+                "const T1 *, int, int, int, const bool *, int, bool)")
+MTA = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+#: (name, category under the generic preset, under the vLLM preset): docs/FINDINGS.md "Kernel categories", the rules
+#: for softmax, Inductor's kernels, the optimizer step and XLA's fusions
+NAME_RULES: List[Tuple[str, str, str]] = [
+    # a softmax name says not what it normalises: `softmax`; under an engine preset PyTorch's large-row softmax
+    # (cunn_SoftMax…, rows > 1024: the vocabulary) is the sampler's, a warp softmax (≤ 1024: a router) is not
+    (SOFTMAX_EAGER, "softmax", "sampling"),
+    (SOFTMAX_WARP, "softmax", "softmax"),
+    ("triton_per_fused__softmax_3", "softmax", "softmax"),
+    ("triton_red_fused__log_softmax_5", "softmax", "softmax"),
+    ("void vllm::moe::topk_softmax<8, 8, 4, 64>(const float*, const bool*, float*, int*, int*, int)", "moe", "moe"),
+    ("void flashinfer::sampling::OnlineSoftmaxFusedKernel<true, 1024u>(float *)", "sampling", "sampling"),
+    # Inductor: the fused ops' part where they name one, else elementwise (pointwise / reduction)
+    ("triton_poi_fused_add_mul_0", "elementwise", "elementwise"),
+    ("triton_poi_fused_cat_1", "elementwise", "elementwise"),
+    ("triton_red_fused__to_copy_mean_pow_0", "elementwise", "elementwise"),
+    ("triton_per_fused_sum_3", "elementwise", "elementwise"),
+    ("triton_poi_fused_mul_silu_0", "activation", "activation"),
+    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1", "norm", "norm"),
+    ("triton_tem_fused_addmm_0", "gemm", "gemm"),
+    ("triton_tem_fused_mm_1", "gemm", "gemm"),
+    # the optimizer step: foreach (multi_tensor_apply) kernels, also a foreach norm (gradient clipping)
+    (MTA + "TensorListMetadata<(int)4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, (int)4>>(T1)",
+     "optimizer", "optimizer"),
+    (MTA + "TensorListMetadata<(int)1>, at::native::(anonymous namespace)::LpNormFunctor<float, 1, float>>(T1)",
+     "optimizer", "optimizer"),
+    (MTA + "TensorListMetadata<(int)1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<float>>(T1)",
+     "optimizer", "optimizer"),
+    ("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float, float, float>>(long, int *)",
+     "optimizer", "optimizer"),
+    ("void fast_hadamard_transform_kernel<128>(HadamardParamsBase)", "other", "other"),
+    # XLA: fusions by kind (loop: elementwise, input: reduction-rooted) or one wrapped op: elementwise unless the
+    # name says a part; XLA's GEMM fusions and cuBLAS calls are GEMMs
+    ("loop_add_fusion", "elementwise", "elementwise"),
+    ("loop_exponential_fusion", "elementwise", "elementwise"),
+    ("input_reduce_fusion_1", "elementwise", "elementwise"),
+    ("fusion_12", "elementwise", "elementwise"),
+    ("fusion", "elementwise", "elementwise"),
+    ("wrapped_slice", "elementwise", "elementwise"),
+    ("wrapped_exponential", "elementwise", "elementwise"),
+    ("wrapped_tanh", "activation", "activation"),
+    ("gemm_fusion_dot_3", "gemm", "gemm"),
+    ("triton_gemm_dot_1", "gemm", "gemm"),
+    ("triton_softmax_2", "softmax", "softmax"),
+    ("allreduce_fusion_kernel_oneshot_lamport", "custom_allreduce", "custom_allreduce"),
+]
+
+
+def test_softmax_inductor_optimizer_and_xla_names() -> None:
+    """Each name of :data:`NAME_RULES` lands where the written rule puts it. Before: every softmax was `sampling`
+    (an Inductor attention softmax read "sampling 11 %"), `triton_poi_fused_add_mul_0` was `triton` while
+    `triton_red_fused__to_copy_mean_pow_0` was `elementwise`, `multi_tensor_apply_kernel` was `elementwise` (or `norm`
+    for LpNorm), `loop_add_fusion` / `fusion_12` / `wrapped_slice` were `other` and `loop_exponential_fusion`
+    `sampling`; `triton_tem_fused_addmm_0` was `triton` while `triton_tem_fused_mm_1` was `gemm`."""
+    generic, vllm = load_rules("generic"), load_rules("vllm")
+    got = [(n, generic.categories[int(g)], vllm.categories[int(v)])
+           for n, g, v in zip([r[0] for r in NAME_RULES], classify([r[0] for r in NAME_RULES], generic),
+                              classify([r[0] for r in NAME_RULES], vllm))]
+    assert [g for g in got if g not in NAME_RULES] == []
+
+
+def test_engine_presets_take_the_eager_softmax_as_the_samplers() -> None:
+    """SGLang and TRT-LLM read PyTorch's large-row softmax as the sampler's, as vLLM does; the generic preset not."""
+    for preset, want in (("generic", "softmax"), ("vllm", "sampling"), ("sglang", "sampling"), ("trtllm", "sampling")):
+        r = load_rules(preset)
+        assert r.categories[int(classify([SOFTMAX_EAGER], r)[0])] == want, preset
+
+
+def test_category_rules_shared_with_traits() -> None:
+    """The generic preset's optimizer and XLA rules are the kernel traits' regexes (one rule each: the `optimizer`
+    category holds the kernels the training workload reads, the XLA fusions the ones that make it unknown)."""
+    rules = builtin_preset("generic").rules
+    assert [rx for rx, c in rules if c == "optimizer"] == [traits._RX["optimizer"].pattern]
+    assert (traits.XLA_FUSION, "elementwise") in rules
+
+
 def test_category_names_and_presets_load() -> None:
     assert CATEGORY_NAMES[0] == "gemm" and CATEGORY_NAMES[-1] == "other"
-    assert len(CATEGORY_NAMES) == len(set(CATEGORY_NAMES)) == 14
+    assert len(CATEGORY_NAMES) == len(set(CATEGORY_NAMES)) == 16
     for p in PRESETS:
         data = json.loads((PRESET_DIR / f"categories_{p}.json").read_text())
         assert data["name"] == p

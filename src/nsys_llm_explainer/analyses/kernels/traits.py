@@ -67,6 +67,12 @@ _SIMT_PARTS = ("simt", "gemv_lt", "float", "not_simt", "half")
 #: a Mixture-of-Experts router's softmax / top-k gating (``topkGatingSoftmax``, ``moeSoftmax``, ``grouped_topk``):
 #: not attention, and once per MoE layer, not once per step (the default step marker leaves them out)
 MOE_ROUTER = r"moe|expert|gating|grouped_?topk|routing|router"
+#: XLA's generated fusion kernels (``loop_add_fusion``, ``input_reduce_fusion_1``, ``fusion_12``, ``wrapped_convert``):
+#: their names never say forward or backward (the generic category preset's XLA rule is this regex)
+XLA_FUSION = r"^(?:(?:loop|input)_[a-z0-9_]*)?fusion(?:[._]\d+)*$|^wrapped_[a-z0-9_]+$"
+#: stacks whose kernel names would show a backward pass (PyTorch's autograd) or that only serve inference: an XLA
+#: fusion beside them does not make the workload unknown
+_NAMED_STACKS = ("vllm", "sglang", "trtllm", "tensorrt", "pytorch")
 _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "simt": r"sgemm|cgemm|scudnn|xmma(?:(?!xmma)\w)*f32f32_f32f32_f32",   # + :func:`_gemv_float`
     "gemv_lt": r"(?:gemv|gemmsn)(?:(?!gemv|gemmsn)\w)*<",
@@ -91,6 +97,8 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     # `adam(?!ard)`: a Hadamard transform (`fast_hadamard_transform`, rotations of quantized inference) is no Adam
     "optimizer": r"adam(?!ard)|multi_tensor_apply|sgd|(?<![a-z])lamb(?!da)|optimizer",
     "optimizer_named": r"adam(?!ard)|sgd|(?<![a-z])lamb(?!da)|optimizer",   # of `optimizer`: not a `_foreach` op
+    # XLA's compiled fusions, named by kind (loop / input) and root op, or `wrapped_<op>` (one op in a fusion)
+    "xla_fusion": XLA_FUSION,
     "nccl": r"nccl",
     "conv": r"convol|conv[123]d|(?<![a-z])conv_|winograd|im2col|scudnn|\d{3,5}cudnn|fprop|dgrad|wgrad"
             r"|nhwckrsc|cudnn::cnn|" + _FFT_CONV,
@@ -261,7 +269,10 @@ def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.nd
         h = _hit(trait, m[trait], name_idx, dur, names, cnt, tot, total_all)
         if h is not None:
             traits[trait] = h
-    workload, w_ev = _workload(m, name_idx, dur, total_all, thread_names, optimizer_steps)
+    xla = np.nonzero(m["xla_fusion"] & (cnt > 0))[0]
+    xla_example = str(names[int(xla[np.argmax(tot[xla])])] or "") if xla.shape[0] and stack not in _NAMED_STACKS \
+        else None
+    workload, w_ev = _workload(m, name_idx, dur, total_all, thread_names, optimizer_steps, xla_example)
     return KernelTraitsResult(True, None, int(dur.shape[0]), total_all, traits, workload, w_ev, stack, stack_ev)
 
 
@@ -286,8 +297,10 @@ def _optimizer_runs(m: Dict[str, np.ndarray], name_idx: np.ndarray,
 
 
 def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, total_all: int,
-              thread_names: Sequence[str], optimizer_steps: Optional[Tuple[int, int]] = None
-              ) -> Tuple[str, Tuple[str, ...]]:
+              thread_names: Sequence[str], optimizer_steps: Optional[Tuple[int, int]] = None,
+              xla_example: Optional[str] = None) -> Tuple[str, Tuple[str, ...]]:
+    """The workload and its evidence (docs/FINDINGS.md, "workload"); ``xla_example``: the XLA fusion kernel with the
+    most time when XLA fusions ran and no stack whose names would show a backward pass was found (None else)."""
     ev: List[str] = []
     share = {}
     for key in ("backward", "optimizer"):
@@ -315,6 +328,9 @@ def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, t
     if not model[name_idx].any():
         ev.append("no GEMM, convolution, attention, softmax or normalization kernel: not a recognisable model")
         return "unknown", tuple(ev)
+    if xla_example is not None:
+        return "unknown", (f"XLA-compiled kernels (e.g. '{short(xla_example, 60)}') never name forward or backward "
+                           "and XLA runs no autograd thread: nothing tells training from inference", *ev)
     return "inference", tuple(ev)
 
 

@@ -39,7 +39,7 @@ def test_host_cpu_advice_does_not_cite_samples_that_miss_its_gaps(tmp_path: Path
     host = _finding(rep, "idle_host_cpu")
     assert "CPU samples: none of the 100 samples of the gaps' host thread fall inside them." in host["evidence"]
     assert not any("name the code that ran" in a for a in host["recommendation"]), host["recommendation"]
-    assert any("Profile the host side" in a for a in host["recommendation"])
+    assert any("Profile the host code that runs while the GPU idles" in a for a in host["recommendation"])
     nvtx = _finding(rep, "idle_nvtx")
     assert any(e.startswith("CPU samples of the launching thread inside these gaps (100 over 11.000 ms")
                for e in nvtx["evidence"])

@@ -466,13 +466,14 @@ def test_an_xla_trace_is_unknown_not_inference():
     """XLA's fusions (`loop_add_fusion` 300 ns, `fusion_12` 100 ns) beside a cuBLAS GEMM (600 ns), no other stack's
     names: XLA fuses the backward pass into kernels named like the forward one's and runs no autograd thread, so no
     name tells training from inference: `unknown` (it said `inference`), the first line naming the XLA fusion with
-    the most time. The same kernels beside a PyTorch kernel (`at::native::…`: stack pytorch, whose backward kernels
-    carry their names) stay inference; with an autograd thread, training."""
+    the most time. The stack is jax by the last stack rule (XLA-compiled kernel names and nothing else). The same
+    kernels beside a PyTorch kernel (`at::native::…`: stack pytorch, whose backward kernels carry their names) stay
+    inference; with an autograd thread, training."""
     gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_kernel__5x_cublas"
     names = [gemm, "fusion_12", "loop_add_fusion"]
     rows = [(0, 600), (1, 100), (2, 300)]
     r = run(names, rows)
-    assert (r.workload, r.stack) == ("unknown", "")
+    assert (r.workload, r.stack) == ("unknown", "jax")
     assert r.workload_evidence[0] == ("XLA-compiled kernels (e.g. 'loop_add_fusion') never name forward or backward "
                                       "and XLA runs no autograd thread: nothing tells training from inference")
     assert run(names, rows, thread_names=["XlaLauncher"]).workload == "unknown"   # stack jax

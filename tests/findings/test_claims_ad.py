@@ -87,3 +87,18 @@ def test_an_xla_trace_says_unknown_workload_and_gives_no_inference_advice(tmp_pa
         "XLA-compiled kernels (e.g. 'fusion_12') never name forward or backward"), kt["workload_evidence"]
     rec = finding_of(rep, "nvtx_coverage")["recommendation"]
     assert ADVICE["nvtx.add.inference"].text not in rec and ADVICE["nvtx.add.training"].text not in rec, rec
+
+
+def test_xla_unfused_attention_gets_jax_advice_not_pytorch_s(tmp_path: Path) -> None:
+    """A JAX attention step: `triton_gemm_dot_1` 30 µs, XLA's `triton_softmax_2` 20 µs, `triton_gemm_dot_2` 30 µs,
+    `loop_add_fusion` 10 µs (90 µs a step). Softmax is 20 / 90 = 22.2 % of kernel time beside GEMMs with no fused
+    attention kernel: "Attention runs unfused" holds. Nothing in the trace is PyTorch: the advice said "Use
+    `torch.nn.functional.scaled_dot_product_attention`"; XLA's fusions are now JAX evidence (the last stack rule,
+    Stack: jax), and the line is JAX's (`jax.nn.dot_product_attention(..., implementation='cudnn')`: the trace's GPU
+    is a Hopper)."""
+    rep = report_of(_loop([("triton_gemm_dot_1", 30), ("triton_softmax_2", 20), ("triton_gemm_dot_2", 30),
+                           ("loop_add_fusion", 10)]), tmp_path)
+    assert rep["kernel_traits"]["stack"] == "jax"
+    f = finding_of(rep, "attention_unfused")
+    assert f["title"] == "Attention runs unfused (softmax + batched GEMMs): softmax alone is 22.2 % of kernel time"
+    assert f["recommendation"] == [ADVICE["attention.fused.jax"].text]

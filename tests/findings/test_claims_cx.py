@@ -38,11 +38,12 @@ def _jax_launch_bound() -> TraceBuilder:
 def test_xla_triton_gemm_is_no_pytorch_evidence(tmp_path: Path) -> None:
     """(trace: :func:`_jax_launch_bound`) The report said "Stack: pytorch" (evidence: `triton_gemm_dot_5` matches
     /triton_/) and advised "In PyTorch: `torch.compile(mode="reduce-overhead")` or `torch.cuda.graphs` capture the
-    step" — false: no name in the trace is PyTorch's; `triton_gemm_…` is XLA's Triton GEMM fusion. No stack rule
-    holds (no jax/xla/tensorflow name either), so the stack is not recognised and no PyTorch line is given; the
-    generic CUDA-graphs line stays."""
+    step" — false: no name in the trace is PyTorch's; `triton_gemm_…` is XLA's Triton GEMM fusion. No name says
+    jax / xla / tensorflow, so only the last stack rule holds: XLA-compiled kernel names, read as JAX (TensorFlow's
+    XLA traces carry `tensorflow` / `tf_` names, which earlier rules read); no PyTorch line is given; the generic
+    CUDA-graphs line stays."""
     rep = _run(_jax_launch_bound(), tmp_path)
-    assert rep["facts"]["stack"] == "" and rep["facts"]["framework"] == ""
+    assert rep["facts"]["stack"] == "jax" and rep["facts"]["framework"] == "jax"
     rec = _finding(rep, "launch_overhead")["recommendation"]
     assert not any("torch" in a.lower() for a in rec), rec
     assert any(a.startswith("Cut the number of launches per step with CUDA graphs") for a in rec), rec

@@ -310,6 +310,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "`torch.nn.functional.scaled_dot_product_attention` (on this GPU its memory-efficient backend) or xformers' "
        "memory-efficient attention; FlashAttention-2 needs compute capability 8.0 or newer (Ampere).",
        framework=_PT_OR_UNKNOWN, gpu_bf16=(False,)),
+    _a("attention.fused.jax", "JAX: `jax.nn.dot_product_attention(..., implementation='cudnn')` runs cuDNN's fused "
+       "(flash) attention on Ampere or newer; `implementation='xla'` leaves it as GEMMs and a softmax.",
+       framework=("jax",), gpu_bf16=(True, None)),
     _a("elementwise.fuse", "Fuse elementwise chains into their producers (fused norm/activation/residual kernels) "
        "and drop needless casts and copies."),
     _a("elementwise.compile", "In PyTorch, `torch.compile` generates fused Triton kernels for such chains.",

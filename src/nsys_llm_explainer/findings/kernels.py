@@ -154,7 +154,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                   "kernel time",
             evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to GEMM kernels and no fused "
                       "(flash/memory-efficient) attention kernel in the window.",),
-            advice=["attention.fused", "attention.fused.pre_ampere"], facts=advice,
+            advice=["attention.fused", "attention.fused.pre_ampere", "attention.fused.jax"], facts=advice,
             time_at_stake_ns=int(a.total_ns * frac),
             checks=(mid, Check("trait_share_pct", a.share_pct, ">=", ATTN_MIN_SHARE,
                                Scope(trait="attention_unfused")))))

@@ -129,6 +129,9 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
     # `triton_` (Inductor's and user Triton kernels) but not XLA's Triton fusions (`triton_gemm_…`, `triton_softmax_…`)
     ("pytorch", {"kernel": (r"at::native|aten::|c10::|triton_(?!gemm|softmax)|torch", _I),
                  "nvtx": (r"aten::|torch", _I), "process": (r"torch", _I), "thread": (r"^pt_|autograd|torch", _I)}),
+    # XLA-compiled kernels with no other evidence: XLA's fusions (JAX's compiler on GPU; TensorFlow's XLA traces carry
+    # the `tensorflow` / `tf_` evidence above)
+    ("jax", {"kernel": (rf"{XLA_FUSION}|^triton_(?:gemm|softmax)_", _I)}),
 ]
 #: (stack, {source: (the rule as shown, compiled)})
 _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [

@@ -172,8 +172,8 @@ def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> CopyTotals:
     return CopyTotals(count=int(m.sum()), bytes=int(nbytes[m].sum()), total_ns=int(dur[m].sum()))
 
 
-#: steps as (start, end, pid), sorted by pid then start
-Steps = Tuple[np.ndarray, np.ndarray, np.ndarray]
+#: steps as (start, end, pid), sorted by pid then start; pid None: steps of any process, sorted by start
+Steps = Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]
 
 
 def step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
@@ -195,12 +195,16 @@ def analyze_memory(model: TraceModel, step_bounds: Optional[Tuple[np.ndarray, np
     fm = ac.class_mask(api, "free") if api is not None and len(api) else np.zeros(0, bool)
     if not has_copies and not am.any() and not fm.any():
         return MemoryResult(False, "no memcpy activity and no allocation/free calls in the trace")
-    steps = None
+    steps: Optional[Steps] = None
     if step_bounds is not None:
         s0, s1 = np.asarray(step_bounds[0], np.int64), np.asarray(step_bounds[1], np.int64)
-        sp = np.zeros(s0.shape[0], np.int64) if step_pid is None else np.asarray(step_pid, np.int64)
-        o = np.lexsort((s0, sp))
-        steps = s0[o], s1[o], sp[o]
+        if step_pid is None:                     # steps of any process
+            o = np.argsort(s0, kind="stable")
+            steps = s0[o], s1[o], None
+        else:
+            sp = np.asarray(step_pid, np.int64)
+            o = np.lexsort((s0, sp))
+            steps = s0[o], s1[o], sp[o]
     fields = _copies(mc if has_copies else None, api, steps)
     if api is not None and len(api):
         fields.update(_alloc_free(api, am, fm, steps))
@@ -272,9 +276,11 @@ def _copies(mc: Optional[Memcpy], api: Optional[ApiCalls], steps: Optional[Steps
             "pageable": pageable, "sync_copies": sync_copies, "per_step": per_step}
 
 
-def _by_pid(spid: np.ndarray, cps: np.ndarray, bps: np.ndarray) -> Optional[Tuple[PidCopiesPerStep, ...]]:
+def _by_pid(spid: Optional[np.ndarray], cps: np.ndarray, bps: np.ndarray) -> Optional[Tuple[PidCopiesPerStep, ...]]:
     """Per process of the steps (``spid``, one per step; ``cps`` / ``bps`` copies and bytes per step): its
-    :class:`PidCopiesPerStep`; None when the steps are of one process."""
+    :class:`PidCopiesPerStep`; None when the steps are of one process (or of no known one)."""
+    if spid is None:
+        return None
     groups = rows_by_value(np.asarray(spid))
     if len(groups) < 2:
         return None
@@ -284,8 +290,10 @@ def _by_pid(spid: np.ndarray, cps: np.ndarray, bps: np.ndarray) -> Optional[Tupl
 
 def step_of_pid(t: np.ndarray, pid: np.ndarray, steps: Steps) -> np.ndarray:
     """Index of the step of process ``pid`` (``steps``: start, end, pid, sorted by pid then start, one process's
-    steps not overlapping) holding each time ``t``, -1 when none."""
+    steps not overlapping; pid None: any process's step) holding each time ``t``, -1 when none."""
     s0, s1, sp = steps
+    if sp is None:
+        return step_of(t, s0, s1)
     out = np.full(t.shape[0], -1, np.int64)
     if s0.shape[0] == 0 or t.shape[0] == 0:
         return out

@@ -184,12 +184,15 @@ def _period_parts(model: TraceModel, steady: TraceModel, window: WindowResult, s
 
 # ---------------------------------------------------------------------------------------- memory
 def _memory(steady: TraceModel, steps: StepResult) -> MemoryResult:
-    return analyze_memory(steady, steps.bounds)
+    a = steps.arrays if steps.bounds is not None else None
+    return analyze_memory(steady, steps.bounds, a.pid if a is not None else None)
 
 
 def _copy_engines(model: TraceModel, steady: TraceModel, window: WindowResult, steps: StepResult
                   ) -> CopyEnginesResult:
-    return analyze_copy_engines(model, steady, window.start_ns, window.end_ns, steps.bounds)
+    a = steps.arrays if steps.bounds is not None else None
+    return analyze_copy_engines(model, steady, window.start_ns, window.end_ns, steps.bounds,
+                                a.device if a is not None else None)
 
 
 def _unified_memory(model: TraceModel, steady: TraceModel, window: WindowResult) -> UnifiedMemoryResult:

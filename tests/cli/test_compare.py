@@ -783,8 +783,8 @@ def test_a_period_spanning_an_idle_pause_is_not_a_step(tmp_path):
     c = res.comparisons[0]
     assert (c.metric_base.p50_ns, c.metric_base.p90_ns, c.metric_base.count, c.metric_new.p90_ns, c.change_pct,
             c.verdict) == (10 * MS, 10 * MS, 30, 10 * MS, 0.0, "no_change")
-    note = ("9 step periods spanning an idle pause (the host idle between a step's end and the next step's start "
-            "over 10 × the median step period) not counted in the headline metric")
+    note = ("9 step periods spanning an idle pause (the idle — no step range, no GPU work — between a step's end "
+            "and the next step's start over 10 × the median step period) not counted in the headline metric")
     assert all(note in t.notes for t in res.traces)
 
 

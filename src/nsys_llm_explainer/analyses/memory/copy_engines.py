@@ -187,20 +187,29 @@ def _rows(model: TraceModel, w0: int, w1: int, streams: Tuple[np.ndarray, bool] 
 
 
 def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int,
-                         step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> CopyEnginesResult:
+                         step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+                         step_device: Optional[np.ndarray] = None) -> CopyEnginesResult:
     """Copy paths over ``[w0, w1)``: copies from ``model`` (clipped here, bytes prorated), kernels from ``steady``
-    (the model clipped to the window); ``step_bounds``: (starts, ends) of the steps, when steps exist."""
+    (the model clipped to the window); ``step_bounds``: (starts, ends) of the steps, when steps exist, and
+    ``step_device`` their devices: when the steps run on several devices (a prefill and a decode engine), a path's
+    per-step figures are over the steps of its device only."""
     rows = _rows(model, w0, w1, kernel_streams(steady))
     if rows is None:
         return CopyEnginesResult(False, "no memcpy or memset rows with a device in the analysis window", w0, w1)
     win = w1 - w0
     steps: Optional[Tuple[np.ndarray, np.ndarray]] = None
+    steps_of: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
     if step_bounds is not None:                  # the steps clipped to the window: the non-empty ones, by start
         s0 = np.maximum(np.asarray(step_bounds[0], np.int64), w0)
         s1 = np.minimum(np.asarray(step_bounds[1], np.int64), w1)
         ok = s1 > s0
         o = np.argsort(s0[ok], kind="stable")
         steps = (s0[ok][o], s1[ok][o]) if ok.any() else None
+        if steps is not None and step_device is not None:
+            sd = np.asarray(step_device, np.int64)[ok][o]
+            by_dev = rows_by_value(sd)
+            if len(by_dev) > 1:                  # steps on several devices: each device's own steps
+                steps_of = {int(d): (steps[0][r], steps[1][r]) for d, r in by_dev}
     paths: List[CopyPath] = []
     devices: List[CopyDevice] = []
     names = list(PATH_LABEL)
@@ -219,8 +228,9 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
             pg = sel[rows["pg"][sel]]
             d_ns = rows["e"][sel] - rows["s"][sel]
             n_steps, step_pct, step_bytes = 0, None, None
-            if steps is not None:
-                s0, s1 = steps
+            dsteps = steps_of.get(int(d)) if steps_of else steps
+            if dsteps is not None:
+                s0, s1 = dsteps
                 n_steps = int(s0.shape[0])
                 inside = iv.overlap_length(u, s0, s1)
                 step_pct = float(median(100.0 * inside / (s1 - s0)))

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_AS_EMPTY, FieldsJson, json_name
+from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson, json_name
 from ...model.timeline import D2H, H2D, PAGEABLE, rows_by_value
 from ...model.timeline import copy_kind_label as _direction
 from ...model.trace import ApiCalls, Memcpy, TraceModel
@@ -90,6 +90,17 @@ class StepCopyKind(FieldsJson):
 
 
 @dataclass(frozen=True)
+class PidCopiesPerStep(FieldsJson):
+    """Copies per step of one process's steps: its steps, the copies inside them, the median per step."""
+
+    pid: int
+    step_count: int
+    copies_in_steps: int
+    copies_per_step_median: float
+    bytes_per_step_median: int
+
+
+@dataclass(frozen=True)
 class CopiesPerStep(FieldsJson):
     """Copies per step (docs/FINDINGS.md): the copies inside steps, their median and mean per step, by kind."""
 
@@ -104,6 +115,9 @@ class CopiesPerStep(FieldsJson):
     pageable_in_steps: int
     sync_copies_in_steps: int
     by_kind_per_step: Tuple[StepCopyKind, ...]
+    #: steps of several processes (a prefill and a decode engine): the same figures per process, whose steps differ
+    #: in kind (None with one process)
+    by_pid: Optional[Tuple[PidCopiesPerStep, ...]] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)
@@ -158,6 +172,10 @@ def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> CopyTotals:
     return CopyTotals(count=int(m.sum()), bytes=int(nbytes[m].sum()), total_ns=int(dur[m].sum()))
 
 
+#: steps as (start, end, pid), sorted by pid then start; pid None: steps of any process, sorted by start
+Steps = Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]
+
+
 def step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
     """Index of the step (sorted, non-overlapping ``[s0, s1)``) holding each time, -1 when none."""
     if s0.shape[0] == 0:
@@ -167,27 +185,33 @@ def step_of(t: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
     return np.where(ok, i, -1)
 
 
-def analyze_memory(model: TraceModel,
-                   step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> MemoryResult:
+def analyze_memory(model: TraceModel, step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+                   step_pid: Optional[np.ndarray] = None) -> MemoryResult:
+    """Copies, allocations and frees; per step when ``step_bounds`` (with ``step_pid``, the process of each step:
+    a copy or call belongs to a step of its own process) are given."""
     mc, api = model.memcpy, model.api
     has_copies = mc is not None and len(mc) > 0
     am = ac.class_mask(api, "alloc") if api is not None and len(api) else np.zeros(0, bool)
     fm = ac.class_mask(api, "free") if api is not None and len(api) else np.zeros(0, bool)
     if not has_copies and not am.any() and not fm.any():
         return MemoryResult(False, "no memcpy activity and no allocation/free calls in the trace")
-    steps = None
+    steps: Optional[Steps] = None
     if step_bounds is not None:
         s0, s1 = np.asarray(step_bounds[0], np.int64), np.asarray(step_bounds[1], np.int64)
-        o = np.argsort(s0, kind="stable")
-        steps = s0[o], s1[o]
+        if step_pid is None:                     # steps of any process
+            o = np.argsort(s0, kind="stable")
+            steps = s0[o], s1[o], None
+        else:
+            sp = np.asarray(step_pid, np.int64)
+            o = np.lexsort((s0, sp))
+            steps = s0[o], s1[o], sp[o]
     fields = _copies(mc if has_copies else None, api, steps)
     if api is not None and len(api):
         fields.update(_alloc_free(api, am, fm, steps))
     return MemoryResult(True, None, **fields)
 
 
-def _copies(mc: Optional[Memcpy], api: Optional[ApiCalls], steps: Optional[Tuple[np.ndarray, np.ndarray]]
-            ) -> Dict[str, Any]:
+def _copies(mc: Optional[Memcpy], api: Optional[ApiCalls], steps: Optional[Steps]) -> Dict[str, Any]:
     """The copy fields of :class:`MemoryResult` (all zero without a memcpy table)."""
     e = np.empty(0, np.int64)
     start, dur, nb, ck, sk, dk, li = (e,) * 7 if mc is None else (
@@ -225,8 +249,11 @@ def _copies(mc: Optional[Memcpy], api: Optional[ApiCalls], steps: Optional[Tuple
                              pageable_count=int((sync_rows & pm).sum()), by_api=tuple(by_api))
     per_step = None
     if steps is not None:
-        t = np.where(li >= 0, api.start[np.maximum(li, 0)], start) if api is not None and len(api) else start
-        st = step_of(t, *steps)
+        t, cpid = start, (mc.pid if mc is not None else e)
+        if api is not None and len(api):
+            t = np.where(li >= 0, api.start[np.maximum(li, 0)], start)
+            cpid = np.where(li >= 0, api.pid[np.maximum(li, 0)], cpid)
+        st = step_of_pid(t, cpid, steps)
         n_steps = steps[0].shape[0]
         inside = st >= 0
         cps = np.bincount(st[inside], minlength=n_steps).astype(np.int64)
@@ -242,17 +269,47 @@ def _copies(mc: Optional[Memcpy], api: Optional[ApiCalls], steps: Optional[Tuple
             pageable_in_steps=int((inside & pm).sum()),
             sync_copies_in_steps=int((inside & sync_rows).sum()),
             by_kind_per_step=_per_step_by_kind(n_steps, *(x[inside] for x in (ck, sk, dk, nb, dur))),
+            by_pid=_by_pid(steps[2], cps, bps),
         )
     return {"copy_count": int(dur.shape[0]), "copy_bytes": int(nb.sum()), "copy_ns": int(dur.sum()),
             "by_direction": by_direction, "by_kind": by_kind, "host_copies": _totals(host, dur, nb),
             "pageable": pageable, "sync_copies": sync_copies, "per_step": per_step}
 
 
-def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[Tuple[np.ndarray, np.ndarray]]
-                ) -> Dict[str, Any]:
+def _by_pid(spid: Optional[np.ndarray], cps: np.ndarray, bps: np.ndarray) -> Optional[Tuple[PidCopiesPerStep, ...]]:
+    """Per process of the steps (``spid``, one per step; ``cps`` / ``bps`` copies and bytes per step): its
+    :class:`PidCopiesPerStep`; None when the steps are of one process (or of no known one)."""
+    if spid is None:
+        return None
+    groups = rows_by_value(np.asarray(spid))
+    if len(groups) < 2:
+        return None
+    return tuple(PidCopiesPerStep(int(p), int(r.shape[0]), int(cps[r].sum()), median(cps[r]),
+                                  int(round_half_up(median(bps[r])))) for p, r in groups)
+
+
+def step_of_pid(t: np.ndarray, pid: np.ndarray, steps: Steps) -> np.ndarray:
+    """Index of the step of process ``pid`` (``steps``: start, end, pid, sorted by pid then start, one process's
+    steps not overlapping; pid None: any process's step) holding each time ``t``, -1 when none."""
+    s0, s1, sp = steps
+    if sp is None:
+        return step_of(t, s0, s1)
+    out = np.full(t.shape[0], -1, np.int64)
+    if s0.shape[0] == 0 or t.shape[0] == 0:
+        return out
+    by_pid = dict(rows_by_value(np.asarray(pid)))
+    for p, r in rows_by_value(sp):          # one sort of each side: no mask per process
+        q = by_pid.get(p)
+        if q is not None:
+            i = step_of(t[q], s0[r], s1[r])
+            out[q] = np.where(i >= 0, r[np.maximum(i, 0)], -1)
+    return out
+
+
+def _alloc_free(api: ApiCalls, am: np.ndarray, fm: np.ndarray, steps: Optional[Steps]) -> Dict[str, Any]:
     """The ``alloc``, ``free`` and ``alloc_free_by_api`` fields of :class:`MemoryResult` (non-empty ``api``)."""
     adur = api.end - api.start
-    st = step_of(api.start, *steps) if steps is not None else None
+    st = step_of_pid(api.start, api.pid, steps) if steps is not None else None
     out: Dict[str, Any] = {}
     rows: List[AllocApi] = []
     for cls, m in (("alloc", am), ("free", fm)):

@@ -128,6 +128,9 @@ class StepArrays:
     sync: np.ndarray
     memcpy: np.ndarray
     phase_names: Tuple[str, ...]
+    #: per step: the union of the work on its device between its end and the next step's start of its process
+    #: (0 for a process's last step); None when rebuilt from report.json rows (not serialized)
+    gap_busy: Optional[np.ndarray] = None
 
     @property
     def wall(self) -> np.ndarray:
@@ -228,6 +231,16 @@ def _clip_union(starts: np.ndarray, ends: np.ndarray, keys: np.ndarray, q_key: n
     return out
 
 
+def _gap_busy(a: StepArrays, ws: np.ndarray, we: np.ndarray, wd: np.ndarray) -> np.ndarray:
+    """Per step of ``a``: the union of the work (``ws``/``we`` on device ``wd``) on the step's device inside
+    ``[end, next start)``, the next step being the next by start of the same process (none: 0)."""
+    o = np.lexsort((a.start, a.pid))
+    nxt = a.end.copy()
+    same = a.pid[o][1:] == a.pid[o][:-1]
+    nxt[o[:-1][same]] = a.start[o[1:][same]]
+    return _clip_union(ws, we, wd, a.device, a.end, np.maximum(nxt, a.end))
+
+
 def _what_differed(delta: Dict[str, int], phase: str) -> str:
     parts = [(delta[key], label) for key, label in (("gpu_idle_ns", "GPU idle"), ("sync_ns", "sync"),
                                                      ("gpu_busy_ns", "GPU busy"), ("memcpy_ns", "memcpy"))]
@@ -284,6 +297,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     a = StepArrays(start=s[order], end=e[order], pid=pid[order].astype(np.int64), device=dev[order],
                    phase=ph[order], kernel_count=kc[order], gpu_busy=busy[order], sync=sync[order],
                    memcpy=memcpy[order], phase_names=tuple(phase_names))
+    a = replace(a, gap_busy=_gap_busy(a, ws, we, wd))
     opt_steps = None
     if optimizer_names is not None and model.kernels is not None and kstep.shape[0] == len(model.kernels):
         named = np.append(np.asarray(optimizer_names, bool), False)   # name_idx -1 (no name): not marked
@@ -303,8 +317,12 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
                                                                                     a.phase)]   # no loop over steps
     excess = a.wall - ref_wall
     slow = np.lexsort((a.start, -a.wall))[:ntop]
-    out = np.lexsort((a.start, -excess))[:ntop]
-    out = out[excess[out] > 0]
+    groups = _group_rows(metric, a.phase)
+    # an outlier is longer than its phase's p90: ≥ 10 % of the phase's steps as long are a kind of step that recurs
+    # (the verify step every fifth step among draft steps of one name), not an outlier
+    ref_p90 = np.array([g["p90_ns"] for g in groups], np.int64)[np.searchsorted(np.asarray(uph, np.int64), a.phase)]
+    cand = np.flatnonzero((excess > 0) & (a.wall > ref_p90))
+    out = cand[np.lexsort((a.start[cand], -excess[cand]))][:ntop]
     per = step_periods(a) if head.method == "nvtx" else None
     return replace(
         head, available=True, step_count=n, summary=summary(a.wall),
@@ -312,7 +330,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
         period_pauses=per.paused if per is not None else 0,
         totals=StepMetrics(**{m: int(metric[m].sum()) for m in METRICS}),
         by_phase=tuple(StepPhaseGroup(phase=phase_names[p] if p >= 0 else UNMAPPED, **g)
-                       for p, g in zip(uph, _group_rows(metric, a.phase))),
+                       for p, g in zip(uph, groups)),
         by_pid=tuple(StepPidGroup(pid=int(p), **g) for p, g in zip(np.unique(a.pid).tolist(),
                                                                    _group_rows(metric, a.pid))),
         median_by_phase=tuple(median_by_phase), slowest=_vs_median(a, slow, med), outliers=_vs_median(a, out, med),

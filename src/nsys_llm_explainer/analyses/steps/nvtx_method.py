@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Collection, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -132,8 +132,7 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
         if _overlaps(tree.pid[inst], tree.start[inst], tree.end[inst]):
             continue
         depth = int(tree.depth[inst].min())
-        steplike = (any(kw.lower() in glabels[gi].lower() for kw in phase_map.step_keywords)
-                    and not _PART_STEP.search(glabels[gi])) or int(g_phase[gi]) in step_phases
+        steplike = _steplike(glabels[gi], int(g_phase[gi]), phase_map, step_phases)
         key = (steplike, -depth, int(inst.shape[0]), int(sub[inst].sum()), -gi)
         info[gi] = (inst, depth)
         if best is None or key > best[0]:
@@ -142,6 +141,10 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
         return None, notes
     (steplike, _, _, _, _), gi = best
     inst, depth = info[gi]
+    part_of = ""
+    if steplike:
+        gi, part_of = _iteration_part(model, tree, knode, info, gi, glabels, g_phase, step_phases, phase_map)
+        inst, depth = info[gi]
     chosen = [gi]
     if int(g_phase[gi]) in step_phases:
         for gj, r in groups:
@@ -171,7 +174,68 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     else:
         conf, why = "low", (f"the most frequent top-level NVTX range {desc} ({n_inst} instances) was used; "
                             "its name does not look like a model step")
+    if part_of:
+        why += f"; {part_of}"
     return StepChoice(np.sort(inst), used, conf, why), notes
+
+
+def _steplike(label: str, phase: int, phase_map: PhaseMap, step_phases: Collection[int]) -> bool:
+    """Whether a range name (group label) looks like a model step: a step keyword (not an optimizer's ``step``
+    method) or a prefill/decode phase name."""
+    return (any(kw.lower() in label.lower() for kw in phase_map.step_keywords) and not _PART_STEP.search(label)) \
+        or phase in step_phases
+
+
+def _interleaved(tree: NvtxTree, rare: np.ndarray, other: np.ndarray) -> bool:
+    """Whether, on every thread, no two instances of ``rare`` follow one another without an instance of ``other``
+    between them (and ``rare`` has an instance of ``other`` on its thread): the two names are parts of one iteration
+    (k draft steps, then one verify step)."""
+    both = np.concatenate([rare, other])
+    is_rare = np.concatenate([np.ones(rare.shape[0], bool), np.zeros(other.shape[0], bool)])
+    o = np.lexsort((tree.start[both], tree.gtid[both]))
+    g, r = tree.gtid[both][o], is_rare[o]
+    same = g[1:] == g[:-1]
+    if (same & r[1:] & r[:-1]).any():
+        return False
+    th_other = np.unique(tree.gtid[other])
+    return bool(np.isin(tree.gtid[rare], th_other).all())
+
+
+def _iteration_part(model: TraceModel, tree: NvtxTree, knode: np.ndarray, info: Dict[int, Tuple[np.ndarray, int]],
+                    gi: int, glabels: List[str], g_phase: np.ndarray, step_phases: Collection[int],
+                    phase_map: PhaseMap) -> Tuple[int, str]:
+    """The step name among the parts of one iteration (docs/FINDINGS.md, "Steps"): step-like names at the depth of
+    ``gi`` (the preferred candidate) whose instances interleave with its instances on their threads (speculative
+    decoding: ``draft_step`` ×4, then ``verify_step``, per iteration) are parts of one iteration; the part whose
+    ranges enclose the launches of the most GPU time marks the iteration. Names of two different prefill/decode
+    phases are not parts (they are kinds of step, taken together). (the chosen name group, a note for the confidence
+    reason, "" when ``gi`` stays)."""
+    ws, we = gpu_work(model, "start", "end")
+    m = knode >= 0
+    if not m.any() or ws.shape[0] != knode.shape[0]:
+        return gi, ""
+    t = subtree_sums(tree, np.bincount(knode[m], weights=(we - ws)[m], minlength=len(tree)).astype(np.int64))
+    inst, depth = info[gi]
+    pi = int(g_phase[gi])
+    parts = []
+    for gj, (other, dj) in info.items():
+        pj = int(g_phase[gj])
+        if gj == gi or dj != depth or not _steplike(glabels[gj], pj, phase_map, step_phases) \
+                or (pi in step_phases and pj in step_phases and pi != pj):
+            continue
+        rare, many = (other, inst) if other.shape[0] <= inst.shape[0] else (inst, other)
+        if _interleaved(tree, rare, many):
+            parts.append(gj)
+    if not parts:
+        return gi, ""
+    gpu = {g: int(t[info[g][0]].sum()) for g in [gi] + parts}
+    best = max(parts, key=lambda g: (gpu[g], -g))
+    if gpu[best] <= gpu[gi]:                 # ties: the preferred candidate stays
+        return gi, ""
+    others = ", ".join(f"{glabels[g]!r} ×{info[g][0].shape[0]}" for g in [gi] + parts if g != best)
+    total = sum(gpu.values())
+    return best, (f"with {others} between its instances, parts of one iteration: it encloses the launches of "
+                  f"{100.0 * gpu[best] / total:.0f} % of their GPU time and marks the iteration")
 
 
 def _innermost_step(per_domain: Iterable[np.ndarray], n: int, tree: NvtxTree, step_of_node: np.ndarray

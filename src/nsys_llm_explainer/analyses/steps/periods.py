@@ -14,7 +14,7 @@ from ..common.stats import percentile
 if TYPE_CHECKING:
     from .metrics import StepArrays
 
-PAUSE = 10   # host idle between two steps longer than this many median step periods: a pause, not a step
+PAUSE = 10   # idle between two steps longer than this many median step periods: a pause, not a step
 
 
 @dataclass(frozen=True)
@@ -22,27 +22,32 @@ class StepPeriods:
     """The step periods of one trace's steps."""
 
     samples: np.ndarray   # start of the next step − start of the step, consecutive steps of one process (ns)
-    paused: int           # periods left out: the idle after the step exceeds PAUSE median periods
+    paused: int           # periods left out: the idle after the step (no step range, no GPU work) exceeds PAUSE
+    #                       median periods
     overlapped: int       # pairs left out: the next step starts before the step ends (ranges on several threads)
 
 
 def step_periods(a: Optional[StepArrays]) -> StepPeriods:
     """Per process (pid), steps in start order: step i's period is start[i+1] − start[i] (the last step of a process
-    has none). A period whose gap end[i] → start[i+1] is longer than :data:`PAUSE` × the median period of the trace
-    spans an idle pause (a serving loop waiting for requests), not a step, and is left out; so is a pair that overlaps
-    (user-chosen ranges on several threads of a process are not one sequence)."""
+    has none). A period whose gap end[i] → start[i+1], less the GPU work on step i's device inside it
+    (``a.gap_busy``; the whole gap when the arrays have none), is longer than :data:`PAUSE` × the median period of the
+    trace spans an idle pause (a serving loop waiting for requests), not a step, and is left out; so is a pair that
+    overlaps (user-chosen ranges on several threads of a process are not one sequence). A gap the GPU spends running
+    the work of another kind of range (a verify step's kernels after the draft steps) is no pause."""
     if a is None or len(a) < 2:
         return StepPeriods(np.empty(0, np.int64), 0, 0)
     o = np.lexsort((a.start, a.pid))
     s, e, pid = a.start[o], a.end[o], a.pid[o]
     same = pid[1:] == pid[:-1]
+    busy = a.gap_busy[o][:-1] if a.gap_busy is not None else np.zeros(s.shape[0] - 1, np.int64)
     per, gap = (s[1:] - s[:-1])[same], (s[1:] - e[:-1])[same]
+    idle = gap - busy[same]
     ok = gap >= 0
-    per, gap = per[ok], gap[ok]
+    per, idle = per[ok], idle[ok]
     overlapped = int((~ok).sum())
     if per.shape[0] == 0:
         return StepPeriods(per, 0, overlapped)
-    paused = gap > PAUSE * float(percentile(per, 50))
+    paused = idle > PAUSE * float(percentile(per, 50))
     return StepPeriods(per[~paused], int(paused.sum()), overlapped)
 
 

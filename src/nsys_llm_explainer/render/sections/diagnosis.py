@@ -139,7 +139,11 @@ def _memory_items(m: MemoryResult) -> List[Inline]:
             inside = f", {fmt_int(a.in_steps)} inside steps" if a.in_steps is not None else ""
             out.append((f"{label}: {fmt_count(a.count, 'call')}, {fmt_dur(a.total_ns)}{inside}.",))
     ps = m.per_step
-    if ps is not None and ps.step_count:
+    if ps is not None and ps.step_count and ps.by_pid:      # engines' steps differ in kind: one median each
+        out.append(("Copies per step (median), per process of the steps: " + "; ".join(
+            f"pid {r.pid} ({fmt_count(r.step_count, 'step')}): {fmt_int(r.copies_per_step_median)}, "
+            f"{fmt_bytes(r.bytes_per_step_median)}" for r in ps.by_pid) + ".",))
+    elif ps is not None and ps.step_count:
         out.append((f"Copies per step (median): {fmt_int(ps.copies_per_step_median)}, "
                     f"{fmt_bytes(ps.bytes_per_step_median)}.",))
     return out

@@ -316,7 +316,7 @@ def test_category_rules_shared_with_traits() -> None:
 
 def test_category_names_and_presets_load() -> None:
     assert CATEGORY_NAMES[0] == "gemm" and CATEGORY_NAMES[-1] == "other"
-    assert len(CATEGORY_NAMES) == len(set(CATEGORY_NAMES)) == 16
+    assert len(CATEGORY_NAMES) == len(set(CATEGORY_NAMES)) == 17
     for p in PRESETS:
         data = json.loads((PRESET_DIR / f"categories_{p}.json").read_text())
         assert data["name"] == p

@@ -18,8 +18,8 @@ from ..errors import InputError
 from .user_file import YAML_MAX_BYTES, Unreadable, load_json, load_yaml, read_text, refusal, scrub
 
 CATEGORY_NAMES: List[str] = [
-    "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "sampling", "softmax",
-    "quantize", "elementwise", "optimizer", "memcpy", "triton", "other",
+    "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "all_to_all", "sampling",
+    "softmax", "quantize", "elementwise", "optimizer", "memcpy", "triton", "other",
 ]
 PRESETS: Tuple[str, ...] = ("generic", "vllm", "sglang", "trtllm")
 ENGINE_PRESETS: Tuple[str, ...] = ("vllm", "sglang", "trtllm")

@@ -271,6 +271,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "that `--disable-custom-all-reduce` is not set and that the GPUs have peer-to-peer access (without it, and for "
        "message sizes its kernels do not cover, SGLang falls back to NCCL).", workload=("inference",),
        stack=("sglang",), custom_allreduce=(False,)),
+    _a("comm_exposed.ep", "Expert parallelism's all-to-all (token dispatch and combine) with no compute beside it: "
+       "overlap it with other work (the shared expert, or a second micro-batch: two-batch overlap), balance the "
+       "tokens per expert (expert-parallel load balancing: the slowest rank sets each exchange's end), or spread fewer "
+       "expert-parallel ranks across nodes (the exchange is fastest inside one NVLink domain)."),
     _a("comm_exposed.pp", "Point-to-point kernels (send / recv) with no compute beside them: with pipeline "
        "parallelism, a stage waiting for its neighbour's activations or gradients (the pipeline bubble); more "
        "micro-batches per step or an interleaved (virtual-stage) 1F1B schedule shrink it, fewer stages remove part of "

@@ -80,6 +80,8 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
                  "comm_exposed.tp.sglang"]
     if "all-gather" in per_op or "reduce-scatter" in per_op:
         keys.append("comm_exposed.fsdp")
+    if "all-to-all" in per_op:
+        keys.append("comm_exposed.ep")
     if "send/recv" in named:
         keys += ["comm_exposed.pp", "comm_exposed.pp.inference"]
     keys.append("comm_exposed.generic")

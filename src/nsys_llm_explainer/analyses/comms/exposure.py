@@ -1,6 +1,6 @@
 """Exposed communication: per device, the time in the analysis window during which communication kernels (the
-categories ``nccl`` and ``custom_allreduce``) run and no other kernel (nor whole-graph execution) does — the
-compute streams wait while the GPU is "busy" in a collective (docs/METRICS.md, "Exposed communication").
+categories ``nccl``, ``custom_allreduce`` and ``all_to_all``) run and no other kernel (nor whole-graph execution)
+does — the compute streams wait while the GPU is "busy" in a collective (docs/METRICS.md, "Exposed communication").
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..common.stats import pct
 from ..kernels.categories import CategoryResult
 
 #: categories whose kernels move data between GPUs: their time is set by the links and by waiting for the peers
-COMM_CATEGORIES = ("nccl", "custom_allreduce")
+COMM_CATEGORIES = ("nccl", "custom_allreduce", "all_to_all")
 
 #: the collective a communication kernel runs, from its name (first match wins; docs/METRICS.md)
 _OPS: Tuple[Tuple[str, re.Pattern[str]], ...] = tuple((op, re.compile(rx, re.IGNORECASE)) for op, rx in (
@@ -40,7 +40,10 @@ _CUSTOM_OTHER = ("reduce-scatter", "all-gather", "all-to-all")
 def collective_op(name: str, category: str) -> str:
     """The collective of a communication kernel name (:data:`_OPS`, first match); a ``custom_allreduce`` kernel is an
     all-reduce (vLLM's ``cross_device_reduce``, Lamport, one-/two-shot kernels) unless its name says reduce-scatter,
-    all-gather or all-to-all; an NCCL name that says none is "other"."""
+    all-gather or all-to-all; an ``all_to_all`` kernel (DeepEP / pplx dispatch and combine, NVSHMEM) is an all-to-all;
+    an NCCL name that says none is "other"."""
+    if category == "all_to_all":
+        return "all-to-all"
     custom = category == "custom_allreduce"
     for op, rx in _OPS:
         if (not custom or op in _CUSTOM_OTHER) and rx.search(name):
@@ -105,8 +108,8 @@ def analyze_comm_exposure(steady: TraceModel, categories: CategoryResult, w0: in
     name_comm = np.isin(categories.name_category, comm_codes)
     is_comm = name_comm[k.name_idx]
     if not is_comm.any():
-        return CommExposureResult(False, "no communication kernels (categories nccl, custom_allreduce) in the "
-                                  "analysis window", int(w0), int(w1))
+        return CommExposureResult(False, "no communication kernels (categories nccl, custom_allreduce, all_to_all) "
+                                  "in the analysis window", int(w0), int(w1))
     # the collective of each communication name (Python work per distinct name only)
     ops: List[str] = []
     op_of_name = np.full(len(k.names), -1, np.int64)

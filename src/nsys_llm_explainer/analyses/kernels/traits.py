@@ -91,7 +91,9 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "elementwise": r"elementwise_kernel|cudafunctor|copy_kernel|fill_?kernel|fillfunctor"
                    r"|(?<![a-z])(?<!static_)cast|where_kernel|eigenmetakernel",
     "inductor_pointwise": r"(?<![a-z0-9])triton_poi_",
-    "norm": r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|bn_fw|bn_bw",
+    # PyTorch's group / layer norm statistics kernels (`RowwiseMomentsCUDAKernel`, `ComputeFusedParamsCUDAKernel`)
+    "norm": r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|bn_fw|bn_bw|rowwise_?moments|"
+            r"compute_?fused_?params",
     "reduce": r"(?<![a-z])reduce_kernel",
     "backward": r"backward|_bwd|bwd_|bn_bw|dgrad|wgrad|grad_?input|grad_?weight|bprop",
     # `adam(?!ard)`: a Hadamard transform (`fast_hadamard_transform`, rotations of quantized inference) is no Adam

@@ -288,5 +288,5 @@ STEPS: Tuple[Step, ...] = (
     Step("warnings", collect_warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
     # what a cluster reads of the trace (cluster.summary): not in report.json
     Step("clock", analyze_clock, ("model",), ("clock",)),
-    Step("nccl series", nccl_series, ("model",), ("nccl_series",)),
+    Step("nccl series", nccl_series, ("model", "categories"), ("nccl_series",)),
 )

@@ -3,11 +3,11 @@ truth by construction in the docstring)."""
 
 from __future__ import annotations
 
-import pytest
 from synth import TraceBuilder
 from synth.scenarios.cluster import AR, BASE_UTC, GEMM, MS
 
 import nsys_llm_explainer as nle
+from nsys_llm_explainer.render.cluster import render_cluster_markdown
 
 US = 1_000
 VLLM_AR = "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(vllm::RankData*, vllm::RankSignals, int)"
@@ -46,16 +46,34 @@ def test_nccl_all_reduce_names_the_late_rank(tmp_path):
     assert [(c.id, c.rank) for c in res.claims] == [("late_arriver", "rank1")]
 
 
-@pytest.mark.xfail(strict=True, reason="cross-rank matching reads NCCL kernels only: a custom all-reduce's wait is "
-                   "unseen and the cluster report says 'No rank stands out'")
 def test_custom_all_reduce_names_the_late_rank(tmp_path):
     """vLLM's custom all-reduce in place of NCCL's: the kernel spins on the peers' flags like NCCL's, so rank 0's
-    runs 222 µs and rank 1's 22 µs, both ending together; rank 1 is last in 10 of 10 and rank 0 waits 2 ms. The
-    cluster report read "No rank stands out" and "NCCL collectives across ranks: no NCCL kernels in any file".
-    Fix I would make: let cluster/collectives.py (and analyses/comms/nccl.py's straggler verdict) match the
-    communication kernels of the categories exposure.COMM_CATEGORIES counts, by collective and order per rank, the
-    custom ones carrying no NCCL payload (matched by order within the aligned window as unpayloaded NCCL kernels are),
-    and title the section "Collectives across ranks"."""
+    runs 220 µs (312 → 532 µs into the step) and rank 1's 20 µs (512 → 532 µs), both ending together; rank 1 is
+    last in 10 of 10 and rank 0 waits 10 × (220 − 20) µs = 2 ms. The cluster report read "No rank stands out" and
+    "NCCL collectives across ranks: no NCCL kernels in any file". Now cluster/collectives.py matches every
+    communication kernel (categories exposure.COMM_CATEGORIES; custom ones by name and time like NCCL's) and the
+    section says what they are."""
     _ranks(tmp_path, VLLM_AR)
     res = nle.analyze_cluster(str(tmp_path), jobs=1)
     assert [(c.id, c.rank) for c in res.claims] == [("late_arriver", "rank1")]
+    coll = res.collectives
+    # 10 custom kernels per rank: rank 0's of 220 µs, rank 1's of 20 µs
+    assert (coll.custom_kernels, coll.matched_collectives, coll.kind()) == (20, 10, "custom all-reduce")
+    assert {x.rank: (x.nccl_count, x.custom_count, x.custom_total_ns, x.wait_ns_total, x.last_arrival_count)
+            for x in coll.ranks} == {"rank0": (0, 10, 2200 * US, 2 * MS, 0), "rank1": (0, 10, 200 * US, 0, 10)}
+    assert res.claims[0].title == "rank1 is the rank the others wait for at custom all-reduce collectives"
+    assert [f.nccl_kernels for f in res.files] == [0, 0]
+    md = render_cluster_markdown(res)
+    assert "## custom all-reduce collectives across ranks" in md and "no NCCL kernels" not in md
+    assert "custom all-reduce kernels" in md   # the rank table's custom column
+
+
+def test_nccl_only_cluster_leaves_the_custom_fields_out(tmp_path):
+    """NCCL's all-reduce only: no custom_kernels / custom_count in cluster.json, the section keeps its NCCL title and
+    the rank table has no custom column."""
+    _ranks(tmp_path, AR)
+    res = nle.analyze_cluster(str(tmp_path), jobs=1)
+    d = res.to_dict()["collectives"]
+    assert "custom_kernels" not in d and all("custom_count" not in r for r in d["ranks"])
+    md = render_cluster_markdown(res)
+    assert "## NCCL collectives across ranks" in md and "custom all-reduce" not in md

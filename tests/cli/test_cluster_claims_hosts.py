@@ -6,7 +6,6 @@ after the GEMM ends and ending on every rank 20 µs after the latest start, a ``
 
 from __future__ import annotations
 
-import pytest
 from synth import TraceBuilder
 from synth.scenarios.cluster import AR, BASE_UTC, GEMM, MS
 
@@ -96,16 +95,12 @@ def test_synchronised_nodes_give_the_true_waits(tmp_path):
     assert [(c.id, c.rank, c.time_at_stake_ns) for c in res.claims] == [("late_arriver", "nodeB-gpu1", 2 * MS)]
 
 
-@pytest.mark.xfail(strict=True, reason="waits compare kernel starts across hosts: node B's 60 µs clock error is "
-                   "taken as wait (others 'wait 160 µs per collective', truly 200 µs); the ends of one collective "
-                   "coincide, so a clock-free wait (kernel duration − the instance's shortest) or an end-based clock "
-                   "correction would give 200 µs")
 def test_a_clock_error_between_nodes_is_not_counted_as_wait(tmp_path):
-    """Node B's clock 60 µs behind (its kernels appear 60 µs early on the aligned clock): nodeB-gpu1 still appears
-    last (+140 µs vs node A's 0 and nodeB-gpu0's −60 µs); skew p50 200 µs, end spread p50 60 µs ≤ 200 / 2, so the
-    late-arriver claim is made, with node A's ranks 'waiting' 140 µs per collective (1.400 ms), nodeB-gpu0 200 µs
-    (2.000 ms), the others' mean (1.4 + 1.4 + 2.0) / 3 = 1.600 ms. Truly each waits 200 µs per collective inside its
-    kernel (duration 220 µs vs nodeB-gpu1's 20 µs, no clock involved): 2.000 ms each."""
+    """Node B's clock 60 µs behind (its kernels appear 60 µs early on the aligned clock): on starts, nodeB-gpu1
+    appears +140 µs after node A and nodeB-gpu0 −60 µs, so node A's ranks 'waited' 140 µs per collective (1.400 ms)
+    and nodeB-gpu0 200 µs (2.000 ms), the others' mean 1.600 ms. Truly each waits 200 µs per collective inside its
+    kernel (duration 220 µs vs nodeB-gpu1's 20 µs, no clock involved): 2.000 ms each, which the clock-free waits
+    give; skew p50 220 − 20 = 200 µs, end spread p50 60 µs (the clock error) ≤ 200 / 2, so the claim is made."""
     _two_nodes(tmp_path, -60 * US)
     res = nle.analyze_cluster(str(tmp_path), jobs=1)
     assert res.alignment.aligned

@@ -1,5 +1,5 @@
 """Cluster claims checked against traces whose truth is known by construction (a claims sweep over several-rank
-NCCL workloads, docs/CLUSTER.md "NCCL collectives across ranks" and "Per-rank view and claims"). Each rank: 10
+NCCL workloads, docs/CLUSTER.md "Collectives across ranks" and "Per-rank view and claims"). Each rank: 10
 steps of 1 ms from 50 ms (common clock); a GEMM launched 10 µs into the step, then (unless the rank runs no NCCL
 kernel) a collective kernel starting 2 µs after the GEMM ends and ending on every rank at the same time; a
 ``cudaStreamSynchronize`` and an ``execute_model`` NVTX range per step."""
@@ -108,8 +108,8 @@ def test_collectives_that_start_together_have_no_late_arriver(tmp_path):
     (claim,) = res.claims
     assert (claim.id, claim.rank, claim.severity) == ("late_arriver", "rank0", "high")
     assert claim.evidence[0] == (
-        "rank0 arrives last in 100% (5 of the 5) of its matched NCCL collectives that had a last arriver (the other 5 "
-        "started together on every rank); the other ranks wait 500.00 µs each in total (50.00 µs per collective).")
+        "rank0 arrives last in 100% (5 of the 5) of its matched NCCL collectives that had a last arriver (in the other "
+        "5 every rank's kernel ran as long); the other ranks wait 500.00 µs each in total (50.00 µs per collective).")
 
 
 def test_ranks_captured_over_different_spans_match_the_same_collectives(tmp_path):
@@ -170,9 +170,11 @@ def test_a_name_whose_kernels_never_overlap_is_matched_by_issue_order_and_withho
     """Rank 0 (steps 0–11) runs an AllGather in steps 0–1 and all-reduces after; rank 1 (steps 2–9, aligned) runs
     all-reduces in steps 2–7 and AllGathers in steps 8–9, 30 µs after rank 0 would. All-reduces: matched by time,
     steps 2–7 (6; 4 of rank 0's unmatched), rank 0 waits 6 × 30 µs. AllGathers: no kernel of rank 1 overlaps rank
-    0's, so they fall back to issue order (step 0 with 8, 1 with 9): skew 8.030 ms each, and rank 0's 'wait'
-    totals 180 µs + 2 × 8.030 ms = 16.24 ms. Matching 'mixed'; rank 1 is 'last' in 8 of 8 and the end spread p50 is
-    0 (the other checks would pass), but no late-arriver claim is made and a warning names the AllGather."""
+    0's, so they fall back to issue order (step 0 with 8, 1 with 9): their starts lie 8.030 ms apart, but a wait is
+    clock-free (duration less the instance's shortest: rank 0's 50 µs − rank 1's 20 µs = 30 µs), so rank 0's 'wait'
+    totals 6 × 30 + 2 × 30 = 240 µs (start-based it was 180 µs + 2 × 8.030 ms = 16.24 ms). Matching 'mixed'; rank 1
+    is 'last' in 8 of 8 and the end spread p50 is 0 (the other checks would pass), but no late-arriver claim is made
+    and a warning names the AllGather."""
     start, end = _late_by({0: 0, 1: 30})
     _rank(str(tmp_path / "rank0.sqlite"), 0, range(12), lambda r, s: 300, start, end, 0,
           name=lambda s: AG if s < 2 else AR)
@@ -185,7 +187,7 @@ def test_a_name_whose_kernels_never_overlap_is_matched_by_issue_order_and_withho
         ("AllGather", "issue order", 2, 0), ("AllReduce", "time", 6, 4)]
     assert (coll.matched_collectives, coll.unmatched_kernels, coll.end_spread_p50_ns) == (8, 4, 0)
     ranks = {x.rank: x for x in coll.ranks}
-    assert ranks["rank0"].wait_ns_total == 6 * 30 * US + 2 * 8030 * US and ranks["rank1"].last_arrival_count == 8
+    assert ranks["rank0"].wait_ns_total == 6 * 30 * US + 2 * 30 * US and ranks["rank1"].last_arrival_count == 8
     assert [c.id for c in res.claims if c.id == "late_arriver"] == []
     assert [w for w in res.warnings if "matched by issue order" in w and "ncclDevKernel_AllGather_RING_LL" in w
             and "no late-arriver claim" in w]
@@ -215,8 +217,8 @@ def test_back_to_back_collectives_pair_with_the_kernel_they_overlap_longest(tmp_
     """20 all-reduces per rank, one session (aligned). Rank 0's k-th runs [T_k, T_k + 60 µs], T_k = 50 ms + 61 µs ×
     k; rank 1's k-th [T_k − 1.5 µs, T_k + 59 µs], so its (k+1)-th starts at T_k + 59.5 µs, 0.5 µs before rank 0's
     k-th ends. Rank 0's k-th overlaps rank 1's k-th 59 µs and (k+1)-th 0.5 µs: shift 0, 20 matched; rank 1 waits
-    1.5 µs each (30 µs in total), rank 0 last in 20 of 20. (Voting for the latest-starting overlapping kernel would
-    pick shift +1: 19 matched, rank 0 'waiting' 59.5 µs each.)"""
+    (clock-free: its 60.5 µs kernel less rank 0's 60 µs) 0.5 µs each (10 µs in total), rank 0 (the shorter kernel)
+    last in 20 of 20. (Voting for the latest-starting overlapping kernel would pick shift +1: 19 matched.)"""
     for r in range(2):
         b = TraceBuilder("2024.2", seed=r, utc_epoch_ns=BASE_UTC)
         b.process(7000 + r)
@@ -230,7 +232,7 @@ def test_back_to_back_collectives_pair_with_the_kernel_they_overlap_longest(tmp_
     coll = res.collectives
     assert coll.matching == "time" and (coll.matched_collectives, coll.unmatched_kernels) == (20, 0)
     assert {x.rank: (x.wait_ns_total, x.last_arrival_count) for x in coll.ranks} == {
-        "rank0": (0, 20), "rank1": (30 * US, 0)}
+        "rank0": (0, 20), "rank1": (10 * US, 0)}
 
 
 def test_index_shift_votes_and_ties():

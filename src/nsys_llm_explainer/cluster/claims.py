@@ -104,9 +104,10 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     pct = 100.0 * share
     per_coll = mean_wait / r.matched
     contested = r.with_last_arriver or 0
-    of = (f"({r.last_arrival_count} of {r.matched}) of the matched NCCL collectives" if contested == r.matched
-          else f"({r.last_arrival_count} of the {contested}) of its matched NCCL collectives that had a last arriver "
-          f"(the other {r.matched - contested} started together on every rank)")
+    kind = coll.kind()
+    of = (f"({r.last_arrival_count} of {r.matched}) of the matched {kind} collectives" if contested == r.matched
+          else f"({r.last_arrival_count} of the {contested}) of its matched {kind} collectives that had a last "
+          f"arriver (in the other {r.matched - contested} every rank's kernel ran as long)")
     ev = [f"{r.rank} arrives last in {pct:.0f}% {of}; the other ranks wait {dur(mean_wait)} each in total "
           f"({dur(per_coll)} per collective)."]
     steps = {(d.file, d.device_id): d.step_count for d in devices}
@@ -118,7 +119,7 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     ev += [f"{x.rank} waits {dur(x.wait_ns_total)} over {x.matched} collectives (p50 {dur(x.wait_p50_ns)})."
            for x in others]
     return _claim(r.rank, "late_arriver", "high" if pct >= 80 else "medium",
-                  f"{r.rank} is the rank the others wait for at NCCL collectives", ev, int(round(mean_wait)),
+                  f"{r.rank} is the rank the others wait for at {kind} collectives", ev, int(round(mean_wait)),
                   checks, "Look at what this rank does before its collectives (host work, data loading, a slower "
                   "GPU or link); its single-file report is under ranks/.")
 
@@ -156,7 +157,7 @@ def _low_busy(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional
         net_ref = median(np.array([x for i, x in enumerate(net) if i != j], np.float64))
         net_gap = round(float(net_ref - net[j]), 4)
         checks.append(_check("net_busy_pct_gap", net_gap, ">=", MIN_BUSY_GAP_PCT, d.rank))
-        net_ev = (f"Net of each device's wait in matched NCCL collectives: {net[j]:.1f}% vs a median of "
+        net_ev = (f"Net of each device's wait in matched {coll.kind()} collectives: {net[j]:.1f}% vs a median of "
                   f"{net_ref:.1f}%.")
         gap = min(gap, net_gap)
     if not all(c.holds() for c in checks):

@@ -1,7 +1,8 @@
-"""NCCL collectives matched across the ranks of several files: ranks, matching by collective name and time (the index
-shift that makes each rank's kernels overlap the reference rank's; issue order when the clocks are not aligned or
-nothing overlaps), waits, skew, end spread, late arrivers, split names (definitions: docs/CLUSTER.md, "NCCL
-collectives across ranks"). Without aligned clocks only counts are given."""
+"""Collectives (NCCL and custom all-reduce kernels) matched across the ranks of several files: ranks, matching by
+collective name and time (the index shift that makes each rank's kernels overlap the reference rank's; issue order
+when the clocks are not aligned or nothing overlaps), waits (clock-free: a kernel's duration less the instance's
+shortest), skew, end spread, late arrivers, split names (definitions: docs/CLUSTER.md, "Collectives across ranks").
+Without aligned clocks only counts are given."""
 
 from __future__ import annotations
 
@@ -25,24 +26,28 @@ def _timed() -> Any:
 
 @dataclass(frozen=True)
 class RankRow(FieldsJson):
-    """``collectives.ranks[]``: one rank's NCCL kernels; the wait columns when the clocks were aligned."""
+    """``collectives.ranks[]``: one rank's communication kernels (NCCL and custom all-reduce); the wait columns when
+    the clocks were aligned."""
 
     rank: str
     file: str                         # the file label
     pid: int
     device_id: int
-    nccl_count: int
+    nccl_count: int                   # its NCCL kernels
     nccl_total_ns: int                # Σ (end − start) of its NCCL kernels
     matched: int                      # its kernels in matched instances
+    #: its custom all-reduce kernels and their Σ (end − start); None (not written) when no file has any
+    custom_count: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    custom_total_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     wait_ns_total: Optional[int] = _timed()
     wait_mean_ns: Optional[int] = _timed()
     wait_p50_ns: Optional[int] = _timed()
     last_arrival_count: Optional[int] = _timed()
     #: last_arrival_count / with_last_arriver (analyses/comms/arrival: the single-file verdict's rule)
     last_arrival_share: Optional[float] = _timed()
-    #: its matched instances that had a last arriver (not all kernels started together): the share's denominator
+    #: its matched instances that had a last arriver (not all kernels ran as long): the share's denominator
     with_last_arriver: Optional[int] = _timed()
-    #: Σ of its matched kernels' waiting part [own start, min(latest start, own end)) inside its file's steady window
+    #: Σ of its matched kernels' waiting part [own start, own start + wait) inside its file's steady window
     wait_in_window_ns: Optional[int] = _timed()
 
 
@@ -102,6 +107,15 @@ class CollectivesResult(FieldsJson):
     split_names: Tuple[SplitName, ...] = ()   # (rank, name, streams) run on several streams
     # MATCH_TIME / MATCH_ORDER / MATCH_MIXED over the names run on >= 2 ranks (None: no such name)
     matching: Optional[str] = field(default=None, metadata=NONE_OMITTED)
+    #: custom all-reduce kernels among them (not NCCL: vLLM's cross_device_reduce, TensorRT-LLM's one- / two-shot);
+    #: None (not written) when no file has any
+    custom_kernels: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+
+    def kind(self) -> str:
+        """What the kernels are, in words: "NCCL", "custom all-reduce" or "NCCL and custom all-reduce"."""
+        if not self.custom_kernels:
+            return "NCCL"
+        return "NCCL and custom all-reduce" if any(r.nccl_count for r in self.ranks) else "custom all-reduce"
 
     def order_fallbacks(self) -> Tuple[str, ...]:
         """The names matched by issue order although the clocks were aligned: on some rank no kernel of the name
@@ -145,7 +159,7 @@ def _indices(lens: Sequence[int], shifts: Sequence[int]) -> Tuple[int, int]:
 def match_collectives(files: Sequence[FileSummary], al: Alignment) -> CollectivesResult:
     names = rank_names(files)
     if not names:
-        return CollectivesResult(False, "no NCCL kernels in any file", False)
+        return CollectivesResult(False, "no NCCL or custom all-reduce kernels in any file", False)
     order = sorted(names)
     rix = {k: j for j, k in enumerate(order)}
     series: Dict[str, Dict[int, Any]] = {}   # name → rank index → (its series of that name, file index)
@@ -154,6 +168,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             series.setdefault(s.name, {})[rix[(i, s.pid, s.device_id)]] = (s, i)
     timed = al.aligned
     n = len(order)
+    n_custom = sum(len(s.start) for f in files for s in f.nccl if s.custom)
     waits: List[List[np.ndarray]] = [[] for _ in range(n)]
     in_window = np.zeros(n, np.int64)     # per rank: its waiting inside its file's steady window (aligned clock)
     matched_per = np.zeros(n, np.int64)
@@ -189,20 +204,24 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             spread = ends.max(axis=0) - ends.min(axis=0)
             all_spread.append(spread)
             last, first = starts.max(axis=0), starts.min(axis=0)
-            sk = last - first
-            # the one rule (analyses/comms/arrival): an instance whose kernels all start together has no late
-            # arriver and counts for nobody, in neither part of a share
-            arr = last_arrivals(np.tile(np.arange(m), len(members)), np.repeat(mem, m), starts.reshape(-1), n)
+            # clock-free: the kernels of one collective end together, so a kernel's wait is its duration less the
+            # instance's shortest (no host clock compared: docs/CLUSTER.md "Collectives across ranks")
+            durs = ends - starts
+            wait = durs - durs.min(axis=0)
+            sk = wait.max(axis=0)
+            # the one rule (analyses/comms/arrival), the arrival = − duration: the last arriver ran the shortest
+            # kernel; an instance whose kernels all ran as long has none and counts for nobody, in neither part
+            arr = last_arrivals(np.tile(np.arange(m), len(members)), np.repeat(mem, m), -durs.reshape(-1), n)
             last_cnt += arr.last
             contested += arr.contested
             late_j = np.searchsorted(mem, np.maximum(arr.late, mem[0]))   # member position (0 for a tied instance)
             late_c = arr.last[mem]
             n_late = int((arr.late >= 0).sum())
             for j in range(len(members)):
-                waits[members[j]].append(last - starts[j])
+                waits[members[j]].append(wait[j])
                 f = files[ser[members[j]][1]]
                 w0, w1 = f.window_start_ns + offs[j], f.window_end_ns + offs[j]
-                lo_w, hi_w = np.maximum(starts[j], w0), np.minimum(np.minimum(last, ends[j]), w1)
+                lo_w, hi_w = np.maximum(starts[j], w0), np.minimum(starts[j] + wait[j], w1)
                 in_window[members[j]] += int(np.maximum(hi_w - lo_w, 0).sum())
             all_skew.append(sk)
             late_names = [names[order[r]] for r in members]
@@ -221,9 +240,11 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     for j, key in enumerate(order):
         i, pid, dev = key
         own = [x[j][0] for x in series.values() if j in x]   # its series, one per name
-        rrow = RankRow(names[key], files[i].label, pid, dev, sum(len(s.start) for s in own),
-                       sum(int((np.asarray(s.end, np.int64) - np.asarray(s.start, np.int64)).sum()) for s in own),
-                       int(matched_per[j]))
+        cnt = {c: sum(len(s.start) for s in own if s.custom == c) for c in (False, True)}
+        tot = {c: sum(int((np.asarray(s.end, np.int64) - np.asarray(s.start, np.int64)).sum())
+                      for s in own if s.custom == c) for c in (False, True)}
+        rrow = RankRow(names[key], files[i].label, pid, dev, cnt[False], tot[False], int(matched_per[j]),
+                       cnt[True] if n_custom else None, tot[True] if n_custom else None)
         if timed:
             w = np.concatenate(waits[j]) if waits[j] else np.empty(0, np.int64)
             rrow = replace(rrow, wait_ns_total=int(w.sum()), wait_mean_ns=_half_up(w.mean()) if w.shape[0] else 0,
@@ -234,7 +255,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     matched_total = sum(r.matched for r in by_name)
     reason = None if timed else f"clocks not aligned: {al.reason}"
     if matched_total == 0:
-        reason = "no collective could be matched across ranks" if n >= 2 else "NCCL kernels on a single rank"
+        what = "NCCL" if not n_custom else "custom all-reduce" if not any(r.nccl_count for r in ranks) \
+            else "communication"
+        reason = "no collective could be matched across ranks" if n >= 2 else f"{what} kernels on a single rank"
     streams = [(names[(i, s.pid, s.device_id)], s.name, np.unique(np.asarray(s.stream, np.int64)))
                for i, f in enumerate(files) for s in f.nccl]   # one entry per (rank, name) series
     split = tuple(SplitName(r, nm, tuple(st.tolist())) for r, nm, st in streams if st.shape[0] > 1)
@@ -243,4 +266,4 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     how = overall_matching([r.matching for r in by_name if r.matching is not None])   # the names on >= 2 ranks
     return CollectivesResult(True, reason, timed and matched_total > 0, tuple(ranks), tuple(by_name),
                              tuple(instances), matched_total, sum(r.unmatched_kernels for r in by_name), sk_p50,
-                             es_p50, split, how)
+                             es_p50, split, how, n_custom or None)

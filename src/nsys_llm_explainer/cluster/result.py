@@ -69,10 +69,10 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
             f"{_words(coll)} mixes them; no late-arriver claim is made.")
     if coll.timed and coll.end_spread_p50_ns > int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE):
         warnings.append(
-            f"Matched NCCL kernels do not end together (median end spread {coll.end_spread_p50_ns:,} ns vs median "
-            f"start skew {coll.skew_p50_ns:,} ns): matching by collective name {_words(coll)} may pair kernels of "
-            "different collectives (e.g. of different communicators, which the export does not name), or the clocks "
-            "disagree; no late-arriver claim is made.")
+            f"Matched {coll.kind()} kernels do not end together (median end spread {coll.end_spread_p50_ns:,} ns vs "
+            f"median skew {coll.skew_p50_ns:,} ns, the longest kernel less the shortest): matching by collective "
+            f"name {_words(coll)} may pair kernels of different collectives (e.g. of different communicators, which "
+            "the export does not name), or the clocks disagree; no late-arriver claim is made.")
     fb = coll.order_fallbacks()
     if fb:
         warnings.append(

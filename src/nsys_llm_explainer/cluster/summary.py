@@ -105,7 +105,8 @@ def summarize(report: Report, label: str) -> FileSummary:
     return FileSummary(
         label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
         window_method=str(w.method), window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns),
-        clock=report.clock, offset_ns=None, devices=len(rows), nccl_kernels=sum(len(x.start) for x in nccl),
+        clock=report.clock, offset_ns=None, devices=len(rows),
+        nccl_kernels=sum(len(x.start) for x in nccl if not x.custom),
         headline=str(report.headline.verdict), device_rows=rows, nccl=nccl)
 
 

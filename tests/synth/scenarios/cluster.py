@@ -84,7 +84,8 @@ def cluster_two_comms(out_dir: str, seed: int = 0, steps: int = 10, flavor: str 
     whose steps are 300 µs apart (pair 2–3 starts later); rank 1 is 50 µs late in its pair in every step. The
     kernels of one pair end together (20 µs after the pair's last start), the two pairs' kernels do not: matched
     across all four ranks by name and issue order, the k-th kernels start 300 µs apart (610 − 310) and end 250 µs
-    apart (630 − 380), ranks 2 and 3 "arriving last" every time. Clocks aligned (one session start)."""
+    apart (630 − 380). Skew (clock-free, docs/CLUSTER.md): the longest kernel (rank 0's 70 µs) − the shortest (20 µs)
+    = 50 µs. Clocks aligned (one session start)."""
     os.makedirs(out_dir, exist_ok=True)
     t0 = 50 * MS
     start = [[t0 + s * MS + (300 * US if r >= 2 else 0) + 310 * US + (50 * US if r == 1 else 0)
@@ -104,7 +105,8 @@ def cluster_two_comms(out_dir: str, seed: int = 0, steps: int = 10, flavor: str 
         b.write(p, overwrite=True)
         paths.append(p)
     spread = [max(end[r][s] for r in range(4)) - min(end[r][s] for r in range(4)) for s in range(steps)]
-    skew = [max(start[r][s] for r in range(4)) - min(start[r][s] for r in range(4)) for s in range(steps)]
+    dur = [[end[r][s] - start[r][s] for s in range(steps)] for r in range(4)]
+    skew = [max(dur[r][s] for r in range(4)) - min(dur[r][s] for r in range(4)) for s in range(steps)]
     return {"paths": paths, "ranks": 4, "steps": steps, "end_spread_ns": spread, "skew_ns": skew}
 
 

@@ -1,11 +1,14 @@
 """Last arrivals at matched collectives: one rule for a single file's ranks (:mod:`.nccl`) and a cluster's
-(:mod:`nsys_llm_explainer.cluster.collectives`); definition in docs/FINDINGS.md "NCCL" and docs/CLUSTER.md "NCCL
-collectives across ranks".
+(:mod:`nsys_llm_explainer.cluster.collectives`); definition in docs/FINDINGS.md "NCCL" and docs/CLUSTER.md
+"Collectives across ranks".
 
-Per matched instance (one kernel per member rank): the **last arriver** is the member whose kernel starts latest
-(ties at the latest start: the lowest rank index); an instance whose kernels all start together has none and
+Per matched instance (one kernel per member rank): the **last arriver** is the member whose kernel arrives latest
+(ties at the latest arrival: the lowest rank index); an instance whose kernels all arrive together has none and
 counts for no rank. A rank's **last-arrival share** = the instances it arrived last at / the instances it took
-part in that had a last arriver (instances that blame nobody count in neither part)."""
+part in that had a last arriver (instances that blame nobody count in neither part). The arrival is the kernel's
+start where the ranks share one clock (one export), and minus its duration where they do not (several files: the
+kernels of one collective end together, so the latest to start is the shortest; the two agree when the ends
+coincide)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import numpy as np
 class Arrivals:
     """Last arrivals over matched instances (module docstring); instances in ascending order of their id."""
 
-    #: per instance: its last arriver's rank index; -1 when all its kernels started together (no last arriver)
+    #: per instance: its last arriver's rank index; -1 when all its kernels arrived together (no last arriver)
     late: np.ndarray
     #: per rank: the instances it arrived last at
     last: np.ndarray
@@ -31,12 +34,13 @@ class Arrivals:
         return int(self.last[r]) / c if c else 0.0
 
 
-def last_arrivals(inst: np.ndarray, rank: np.ndarray, start: np.ndarray, n_rank: int) -> Arrivals:
+def last_arrivals(inst: np.ndarray, rank: np.ndarray, arrival: np.ndarray, n_rank: int) -> Arrivals:
     """Arrivals from one row per (matched instance, member rank) kernel: its instance id (any integers), its rank
-    index in ``[0, n_rank)`` and its start (ns, one clock); one sort, no per-row Python."""
+    index in ``[0, n_rank)`` and its arrival (ns, one scale: its start on one clock, or − its duration; module
+    docstring); one sort, no per-row Python."""
     inst = np.asarray(inst, np.int64)
     rank = np.asarray(rank, np.int64)
-    start = np.asarray(start, np.int64)
+    start = np.asarray(arrival, np.int64)
     if inst.shape[0] == 0:
         z = np.zeros(n_rank, np.int64)
         return Arrivals(np.empty(0, np.int64), z, z.copy())

@@ -1,7 +1,7 @@
 """Matching the kernels of one NCCL collective name across ranks by time, one definition for one export (the
 single-file NCCL section, :mod:`.nccl`) and for several files on aligned clocks (the cluster,
 ``cluster/collectives.py``): the index shift per rank that makes its kernels overlap the reference rank's, issue order
-(shift 0) as the fallback (docs/FINDINGS.md "NCCL", docs/CLUSTER.md "NCCL collectives across ranks")."""
+(shift 0) as the fallback (docs/FINDINGS.md "NCCL", docs/CLUSTER.md "Collectives across ranks")."""
 
 from __future__ import annotations
 

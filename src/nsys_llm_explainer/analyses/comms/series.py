@@ -1,7 +1,9 @@
-"""The NCCL kernel instances of a trace per (pid, device, collective name), in issue (start) order on the export
-timeline: what a cluster matches across files (:mod:`cluster.collectives`, docs/CLUSTER.md). A kernel is NCCL
-when its name matches :data:`.nccl.NCCL_RE`; its collective name is :func:`.nccl.collective_name`. Not in
-``report.json``.
+"""The communication kernel instances of a trace per (pid, device, collective name), in issue (start) order on the
+export timeline: what a cluster matches across files (:mod:`cluster.collectives`, docs/CLUSTER.md). A kernel is
+NCCL when its name matches :data:`.nccl.NCCL_RE`, a custom all-reduce when it is not NCCL and its category is
+``custom_allreduce`` (:data:`.exposure.COMM_CATEGORIES`: vLLM's ``cross_device_reduce``, TensorRT-LLM's one- /
+two-shot, Lamport kernels); its collective name is :func:`.nccl.collective_name` (a custom kernel's whole name).
+Not in ``report.json``.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from typing import Tuple
 import numpy as np
 
 from ...model.trace import TraceModel
-from .nccl import nccl_collectives
+from ..kernels.categories import CategoryResult
+from .nccl import NCCL_RE, collective_name, nccl_collectives
 
 
 @dataclass(frozen=True)
 class NcclSeries:
-    """NCCL kernels of one collective name on one (pid, device), in issue (start) order; export timeline."""
+    """Communication kernels of one collective name on one (pid, device), in issue (start) order; export timeline."""
 
     pid: int
     device_id: int
@@ -25,14 +28,35 @@ class NcclSeries:
     start: np.ndarray     # int64 ns, export timeline
     end: np.ndarray       # int64 ns
     stream: np.ndarray    # int64 CUDA stream id
+    custom: bool = False  # a custom all-reduce kernel's series (not NCCL)
 
 
-def nccl_series(model: TraceModel) -> Tuple[NcclSeries, ...]:
-    """The series of ``model``, ordered by (pid, device, name); () when it has no NCCL kernel."""
+def nccl_series(model: TraceModel, categories: CategoryResult) -> Tuple[NcclSeries, ...]:
+    """The series of ``model``, ordered by (pid, device, name); () when it has no communication kernel.
+    ``categories``: the trace's kernel categories (``name_category`` indexing ``model.kernels.names``)."""
     k = model.kernels
     if k is None or len(k) == 0:
         return ()
     nm, cc, cnames = nccl_collectives(k)
+    nc = categories.name_category
+    if categories.available and nc is not None and nc.shape[0] == len(k.names) \
+            and "custom_allreduce" in categories.categories:
+        code = list(categories.categories).index("custom_allreduce")
+        custom_name = np.flatnonzero(nc == code).tolist()      # Python work per distinct name only
+        custom_name = [j for j in custom_name if not NCCL_RE.search(k.names[j])]
+        if custom_name:
+            lookup = {n: i for i, n in enumerate(cnames)}
+            coll_of_name = np.full(len(k.names) + 1, -1, np.int64)   # + 1: a missing name's index (-1)
+            for j in custom_name:
+                coll_of_name[j] = lookup.setdefault(collective_name(k.names[j]), len(lookup))
+            cnames = list(lookup)
+            of_row = coll_of_name[k.name_idx]
+            cm = of_row >= 0
+            full = np.zeros(k.name_idx.shape[0], np.int64)
+            full[nm], full[cm] = cc, of_row[cm]
+            nm = nm | cm
+            cc = full[nm]
+    is_custom = np.array([not NCCL_RE.search(n) for n in cnames], bool)
     rows = np.nonzero(nm)[0]
     if rows.shape[0] == 0:
         return ()
@@ -43,7 +67,8 @@ def nccl_series(model: TraceModel) -> Tuple[NcclSeries, ...]:
     stream = np.asarray(k.stream[ix], np.int64)
     cut = np.nonzero((np.diff(pid) != 0) | (np.diff(dev) != 0) | (np.diff(cc) != 0))[0] + 1
     bounds = [0] + cut.tolist() + [ix.shape[0]]
-    out = [NcclSeries(int(pid[a]), int(dev[a]), cnames[int(cc[a])], start[a:b], end[a:b], stream[a:b])
+    out = [NcclSeries(int(pid[a]), int(dev[a]), cnames[int(cc[a])], start[a:b], end[a:b], stream[a:b],
+                      bool(is_custom[int(cc[a])]))
            for a, b in zip(bounds[:-1], bounds[1:])]   # one per (pid, device, name): Python work per group only
     out.sort(key=lambda x: (x.pid, x.device_id, x.name))
     return tuple(out)

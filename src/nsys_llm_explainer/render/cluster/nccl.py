@@ -25,7 +25,7 @@ from ..document import (
     parts,
 )
 from ..table import Table
-from .tables import NCCL_COLLECTIVES, NCCL_RANKS, TIMED, linked
+from .tables import CUSTOM, NCCL_COLLECTIVES, NCCL_RANKS, TIMED, linked
 
 if TYPE_CHECKING:
     from ...cluster.collectives import CollectivesResult, InstanceRow, RankRow
@@ -68,14 +68,20 @@ def _rank_bars(fid: str, ranks: Sequence[RankRow], y: List[Any], hover: List[str
     return Figure(fid, data, lay, caption)
 
 
-def _wait_chart(ranks: Sequence[RankRow]) -> Figure:
+def _title(coll: CollectivesResult) -> str:
+    """The section's title: what its kernels are (NCCL, custom all-reduce or both)."""
+    return f"{coll.kind()} collectives across ranks"
+
+
+def _wait_chart(coll: CollectivesResult, ranks: Sequence[RankRow]) -> Figure:
     hover = [f"{plot_text(r.rank)}<br>waits {fmt_dur(r.wait_ns_total)} in total over "
              f"{fmt_int(r.matched)} matched collectives<br>mean {fmt_dur(r.wait_mean_ns)} · "
              f"p50 {fmt_dur(r.wait_p50_ns)}" for r in ranks]
-    cap = inline("Time each rank's NCCL kernels waited for the last rank to arrive, summed over the matched "
-                 "collectives (ms). Text equivalent: cluster.json ", Code("collectives.ranks[].wait_ns_total"),
-                 " (and ", Code("wait_mean_ns"), ", ", Code("wait_p50_ns"), "), the rank table below, cluster.md "
-                 "“NCCL collectives across ranks”, ", Code("tables/nccl_ranks.csv"), ".")
+    cap = inline(f"Time each rank's {coll.kind()} kernels waited for the last rank to arrive (a kernel's duration "
+                 "less the shortest kernel of its instance: the kernels of one collective end together), summed "
+                 "over the matched collectives (ms). Text equivalent: cluster.json ",
+                 Code("collectives.ranks[].wait_ns_total"), " (and ", Code("wait_mean_ns"), ", ", Code("wait_p50_ns"),
+                 f"), the rank table below, cluster.md “{_title(coll)}”, ", Code("tables/nccl_ranks.csv"), ".")
     return _rank_bars("nccl-wait", ranks, [ms_value(r.wait_ns_total) for r in ranks], hover,
                       "wait, ms (summed)", cap)
 
@@ -83,9 +89,10 @@ def _wait_chart(ranks: Sequence[RankRow]) -> Figure:
 def _late_chart(ranks: Sequence[RankRow]) -> Figure:
     hover = [f"{plot_text(r.rank)}<br>last to arrive in {fmt_int(r.last_arrival_count)} of "
              f"{fmt_int(r.matched)} matched collectives" for r in ranks]
-    cap = inline("Share of the matched collectives where each rank's kernel started last (the rank the others "
-                 "waited for). Text equivalent: cluster.json ", Code("collectives.ranks[].last_arrival_share"), " and ",
-                 Code("last_arrival_count"), ", the rank table below, ", Code("tables/nccl_ranks.csv"), ".")
+    cap = inline("Share of the matched collectives where each rank arrived last (the rank the others waited for: "
+                 "its kernel ran the shortest, as the kernels of one collective end together). Text equivalent: "
+                 "cluster.json ", Code("collectives.ranks[].last_arrival_share"), " and ", Code("last_arrival_count"),
+                 ", the rank table below, ", Code("tables/nccl_ranks.csv"), ".")
     return _rank_bars("nccl-last", ranks, [r.last_arrival_share for r in ranks], hover,
                       "share of collectives arrived last", cap, tickformat=".0%", range=[0, 1])
 
@@ -108,7 +115,8 @@ def _skew_chart(coll: CollectivesResult, ranks: Sequence[RankRow]) -> Figure:
            f"{fmt_int(len(shown))} of {fmt_int(len(inst))} matched instances (every "
            f"{-(-len(inst) // MAX_SKEW_POINTS)}-th plus the {TOP_SKEWS} largest skews, to keep the page small)")
     names = len({r.name for r in inst})
-    cap = inline(f"Skew of each matched collective instance (last start − first start across ranks, µs) by its "
+    cap = inline(f"Skew of each matched collective instance (its longest kernel − its shortest across ranks, µs: "
+                 "the longest wait) by its "
                  f"sequence number in issue order, coloured by the rank that arrived last; {how}"
                  + (f"; {names} collective names share the x axis (hover names them)" if names > 1 else "")
                  + ". Text equivalent: cluster.json ", Code("collectives.instances[]"), ", ",
@@ -120,14 +128,15 @@ def _skew_chart(coll: CollectivesResult, ranks: Sequence[RankRow]) -> Figure:
 
 def _table(spec: Table[ClusterResult], d: ClusterResult, link: Callable[[Any], Spans], tid: str,
            caption: Inline) -> TablePart:
-    cols = [c for c in spec.cols if d.collectives.timed or c.key not in TIMED]
+    cols = [c for c in spec.cols if (d.collectives.timed or c.key not in TIMED)
+            and (d.collectives.custom_kernels or c.key not in CUSTOM)]
     return TablePart(linked(cols, link), spec.rows(d), (), tid, caption)
 
 
 def sec_nccl(d: ClusterResult, link: Callable[[Any], Spans]) -> Section:
     """The NCCL section; ``link`` turns a file label into spans linking its own report (HTML)."""
     coll = d.collectives
-    title = "NCCL collectives across ranks"
+    title = _title(coll)
     body: List[Any] = []
     if not coll.available or coll.reason:
         body.append(para(Data(coll.reason or "")))
@@ -137,7 +146,7 @@ def sec_nccl(d: ClusterResult, link: Callable[[Any], Spans]) -> Section:
                          f"{coll.how_matched()})."))
         ranks = coll.ranks
         if coll.timed:   # the clocks were aligned (CollectivesResult.timed)
-            body += [Chart(lambda: _wait_chart(ranks)), Chart(lambda: _late_chart(ranks))]
+            body += [Chart(lambda: _wait_chart(coll, ranks)), Chart(lambda: _late_chart(ranks))]
             if coll.instances:
                 body.append(Chart(lambda: _skew_chart(coll, ranks)))
         else:
@@ -150,7 +159,7 @@ def sec_nccl(d: ClusterResult, link: Callable[[Any], Spans]) -> Section:
                  _table(NCCL_COLLECTIVES, d, link, "nccl-collectives",
                         ("By collective name (cluster.json ", Code("collectives.by_name[]"), ", ",
                          Code("tables/nccl_collectives.csv"), ")."))]
-    return Section("nccl", title, parts(body), "NCCL")
+    return Section("nccl", title, parts(body), "NCCL" if coll.kind() == "NCCL" else "Collectives")
 
 
 __all__ = ["MAX_SKEW_POINTS", "TOP_SKEWS", "plotted_instances", "sec_nccl"]

@@ -73,10 +73,14 @@ NCCL_RANKS: Table[ClusterResult] = Table("nccl_ranks.csv", (
     int_col("pid", "pid", "pid").html(), int_col("device_id", "device_id", "GPU").html(),
     int_col("nccl_count", "nccl_count", "NCCL kernels"), ns_col("nccl_total_ns", "NCCL time").html(),
     int_col("matched", "matched", "matched"),
+    int_col("custom_count", "custom_count", "custom all-reduce kernels"),
+    ns_col("custom_total_ns", "custom all-reduce time").html(),
     ns_col("wait_ns_total", "wait total"), ns_col("wait_mean_ns", "wait mean"), ns_col("wait_p50_ns", "wait p50"),
     int_col("last_arrival_count", "last_arrival_count", "last to arrive"),
     share_col("last_arrival_share", "share"),
 ), lambda d: d.collectives.ranks)
+#: the rank columns of custom all-reduce kernels (shown only when a file has any)
+CUSTOM = ("custom_count", "custom_total_ns")
 #: the NCCL rank columns that compare timestamps of different files (shown only when the clocks were aligned)
 TIMED = ("wait_ns_total", "wait_mean_ns", "wait_p50_ns", "last_arrival_count", "last_arrival_share",
          "skew_total_ns", "skew_p50_ns", "skew_max_ns", "end_spread_p50_ns", "most_late_rank", "most_late_share")

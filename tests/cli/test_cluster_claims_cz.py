@@ -58,14 +58,27 @@ def test_custom_all_reduce_names_the_late_rank(tmp_path):
     assert [(c.id, c.rank) for c in res.claims] == [("late_arriver", "rank1")]
     coll = res.collectives
     # 10 custom kernels per rank: rank 0's of 220 µs, rank 1's of 20 µs
-    assert (coll.custom_kernels, coll.matched_collectives, coll.kind()) == (20, 10, "custom all-reduce")
+    assert (coll.custom_kernels, coll.matched_collectives, coll.kind()) == (20, 10, "custom")
     assert {x.rank: (x.nccl_count, x.custom_count, x.custom_total_ns, x.wait_ns_total, x.last_arrival_count)
             for x in coll.ranks} == {"rank0": (0, 10, 2200 * US, 2 * MS, 0), "rank1": (0, 10, 200 * US, 0, 10)}
-    assert res.claims[0].title == "rank1 is the rank the others wait for at custom all-reduce collectives"
+    assert res.claims[0].title == "rank1 is the rank the others wait for at custom collectives"
     assert [f.nccl_kernels for f in res.files] == [0, 0]
     md = render_cluster_markdown(res)
-    assert "## custom all-reduce collectives across ranks" in md and "no NCCL kernels" not in md
-    assert "custom all-reduce kernels" in md   # the rank table's custom column
+    assert "## Custom collectives across ranks" in md and "no NCCL kernels" not in md
+    assert "custom collective kernels" in md   # the rank table's custom column
+
+
+def test_deep_ep_all_to_all_names_the_late_rank(tmp_path):
+    """DeepEP's intranode dispatch (category ``all_to_all``) in place of the all-reduce: it too waits for every peer,
+    so the same timing holds — rank 1 last in 10 of 10, rank 0 waits 10 × 200 µs = 2 ms; the kernels are matched as
+    custom collectives."""
+    _ranks(tmp_path, "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*)")
+    res = nle.analyze_cluster(str(tmp_path), jobs=1)
+    assert [(c.id, c.rank) for c in res.claims] == [("late_arriver", "rank1")]
+    coll = res.collectives
+    assert (coll.custom_kernels, coll.matched_collectives, coll.kind()) == (20, 10, "custom")
+    assert {x.rank: (x.wait_ns_total, x.last_arrival_count) for x in coll.ranks} == {
+        "rank0": (2 * MS, 0), "rank1": (0, 10)}
 
 
 def test_nccl_only_cluster_leaves_the_custom_fields_out(tmp_path):
@@ -76,4 +89,4 @@ def test_nccl_only_cluster_leaves_the_custom_fields_out(tmp_path):
     d = res.to_dict()["collectives"]
     assert "custom_kernels" not in d and all("custom_count" not in r for r in d["ranks"])
     md = render_cluster_markdown(res)
-    assert "## NCCL collectives across ranks" in md and "custom all-reduce" not in md
+    assert "## NCCL collectives across ranks" in md and "custom collective" not in md

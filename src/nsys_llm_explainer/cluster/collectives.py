@@ -1,4 +1,4 @@
-"""Collectives (NCCL and custom all-reduce kernels) matched across the ranks of several files: ranks, matching by
+"""Collectives (NCCL and custom collective kernels) matched across the ranks of several files: ranks, matching by
 collective name and time (the index shift that makes each rank's kernels overlap the reference rank's; issue order
 when the clocks are not aligned or nothing overlaps), waits (clock-free: a kernel's duration less the instance's
 shortest), skew, end spread, late arrivers, split names (definitions: docs/CLUSTER.md, "Collectives across ranks").
@@ -112,10 +112,11 @@ class CollectivesResult(FieldsJson):
     custom_kernels: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
     def kind(self) -> str:
-        """What the kernels are, in words: "NCCL", "custom all-reduce" or "NCCL and custom all-reduce"."""
+        """What the kernels are, in words: "NCCL", "custom" (custom all-reduce / all-to-all kernels: categories
+        ``custom_allreduce``, ``all_to_all``) or "NCCL and custom"."""
         if not self.custom_kernels:
             return "NCCL"
-        return "NCCL and custom all-reduce" if any(r.nccl_count for r in self.ranks) else "custom all-reduce"
+        return "NCCL and custom" if any(r.nccl_count for r in self.ranks) else "custom"
 
     def order_fallbacks(self) -> Tuple[str, ...]:
         """The names matched by issue order although the clocks were aligned: on some rank no kernel of the name
@@ -159,7 +160,7 @@ def _indices(lens: Sequence[int], shifts: Sequence[int]) -> Tuple[int, int]:
 def match_collectives(files: Sequence[FileSummary], al: Alignment) -> CollectivesResult:
     names = rank_names(files)
     if not names:
-        return CollectivesResult(False, "no NCCL or custom all-reduce kernels in any file", False)
+        return CollectivesResult(False, "no NCCL or custom collective kernels in any file", False)
     order = sorted(names)
     rix = {k: j for j, k in enumerate(order)}
     series: Dict[str, Dict[int, Any]] = {}   # name → rank index → (its series of that name, file index)
@@ -255,7 +256,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     matched_total = sum(r.matched for r in by_name)
     reason = None if timed else f"clocks not aligned: {al.reason}"
     if matched_total == 0:
-        what = "NCCL" if not n_custom else "custom all-reduce" if not any(r.nccl_count for r in ranks) \
+        what = "NCCL" if not n_custom else "custom collective" if not any(r.nccl_count for r in ranks) \
             else "communication"
         reason = "no collective could be matched across ranks" if n >= 2 else f"{what} kernels on a single rank"
     streams = [(names[(i, s.pid, s.device_id)], s.name, np.unique(np.asarray(s.stream, np.int64)))

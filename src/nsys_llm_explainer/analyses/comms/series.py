@@ -1,8 +1,9 @@
 """The communication kernel instances of a trace per (pid, device, collective name), in issue (start) order on the
 export timeline: what a cluster matches across files (:mod:`cluster.collectives`, docs/CLUSTER.md). A kernel is
-NCCL when its name matches :data:`.nccl.NCCL_RE`, a custom all-reduce when it is not NCCL and its category is
-``custom_allreduce`` (:data:`.exposure.COMM_CATEGORIES`: vLLM's ``cross_device_reduce``, TensorRT-LLM's one- /
-two-shot, Lamport kernels); its collective name is :func:`.nccl.collective_name` (a custom kernel's whole name).
+NCCL when its name matches :data:`.nccl.NCCL_RE`, a custom collective when it is not NCCL and its category is
+``custom_allreduce`` or ``all_to_all`` (:data:`.exposure.COMM_CATEGORIES`: vLLM's ``cross_device_reduce``,
+TensorRT-LLM's one- / two-shot, Lamport kernels; DeepEP's dispatch / combine); its collective name is
+:func:`.nccl.collective_name` (a custom kernel's whole name).
 Not in ``report.json``.
 """
 
@@ -17,6 +18,9 @@ from ...model.trace import TraceModel
 from ..kernels.categories import CategoryResult
 from .nccl import NCCL_RE, collective_name, nccl_collectives
 
+#: the communication categories other than NCCL's whose kernels are matched across ranks like NCCL's
+CUSTOM_CATEGORIES = ("custom_allreduce", "all_to_all")
+
 
 @dataclass(frozen=True)
 class NcclSeries:
@@ -28,7 +32,7 @@ class NcclSeries:
     start: np.ndarray     # int64 ns, export timeline
     end: np.ndarray       # int64 ns
     stream: np.ndarray    # int64 CUDA stream id
-    custom: bool = False  # a custom all-reduce kernel's series (not NCCL)
+    custom: bool = False  # a custom collective kernel's series (not NCCL)
 
 
 def nccl_series(model: TraceModel, categories: CategoryResult) -> Tuple[NcclSeries, ...]:
@@ -39,10 +43,9 @@ def nccl_series(model: TraceModel, categories: CategoryResult) -> Tuple[NcclSeri
         return ()
     nm, cc, cnames = nccl_collectives(k)
     nc = categories.name_category
-    if categories.available and nc is not None and nc.shape[0] == len(k.names) \
-            and "custom_allreduce" in categories.categories:
-        code = list(categories.categories).index("custom_allreduce")
-        custom_name = np.flatnonzero(nc == code).tolist()      # Python work per distinct name only
+    codes = [i for i, c in enumerate(categories.categories) if c in CUSTOM_CATEGORIES]
+    if categories.available and nc is not None and nc.shape[0] == len(k.names) and codes:
+        custom_name = np.flatnonzero(np.isin(nc, codes)).tolist()      # Python work per distinct name only
         custom_name = [j for j in custom_name if not NCCL_RE.search(k.names[j])]
         if custom_name:
             lookup = {n: i for i, n in enumerate(cnames)}

@@ -69,8 +69,9 @@ def _rank_bars(fid: str, ranks: Sequence[RankRow], y: List[Any], hover: List[str
 
 
 def _title(coll: CollectivesResult) -> str:
-    """The section's title: what its kernels are (NCCL, custom all-reduce or both)."""
-    return f"{coll.kind()} collectives across ranks"
+    """The section's title: what its kernels are (NCCL, custom or both)."""
+    kind = coll.kind()
+    return f"{kind[0].upper()}{kind[1:]} collectives across ranks"
 
 
 def _wait_chart(coll: CollectivesResult, ranks: Sequence[RankRow]) -> Figure:

@@ -66,6 +66,9 @@ TEXT_RULES = [
      "copies_async_side_stream", {False, None}),
     (r"already run asynchronously", "copies_async_side_stream", {True}),
     (r"host link|host-to-device and device-to-host|non_blocking=True\)` issued", "copies_host", {True}),
+    # the copy finding's prefetch line: "fewer and larger copies" only for copies that average ≤ 1 MiB (sweep CAD)
+    (r"move fewer and larger copies", "copies_large", {False, None}),
+    (r"these copies are large \(over 1 MiB", "copies_large", {True}),
     # the FP32 finding: matmul settings for FP32 GEMMs, cuDNN's for FP32 convolutions (claims sweep CAC)
     (r"FP32 matmuls|matmul\.allow_tf32", "fp32_simt_gemm", {True}),
     (r"FP32 convolutions|cudnn\.allow_tf32", "fp32_simt_conv", {True}),

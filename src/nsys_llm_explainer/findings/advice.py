@@ -38,6 +38,8 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the FP32 finding's own kernels (findings/kernels.py): FP32 SIMT GEMMs / convolutions among them
     "fp32_simt_gemm": (True, False),
     "fp32_simt_conv": (True, False),
+    # the ``copy`` idle finding's own copies average more than 1 MiB (findings/idle_copy.copy_facts; set there only)
+    "copies_large": (True, False, None),
 }
 
 _PT = ("pytorch",)
@@ -74,7 +76,13 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("copy.prefetch", "These copies already run asynchronously, on streams no kernel uses, yet the kernels wait "
        "for them: start each one earlier (issue the next layer's or step's copy while this one's kernels run, into a "
        "second buffer, and let the consumer wait only on the event of its own copy), move fewer and larger copies, "
-       "and keep on the GPU what memory allows instead of copying it every step.", copies_async_side_stream=(True,)),
+       "and keep on the GPU what memory allows instead of copying it every step.", copies_async_side_stream=(True,),
+       copies_large=(False, None)),
+    _a("copy.prefetch.large", "These copies already run asynchronously, on streams no kernel uses, yet the kernels "
+       "wait for them: start each one earlier (issue the next layer's or step's copy while this one's kernels run, "
+       "into a second buffer, and let the consumer wait only on the event of its own copy) and keep on the GPU what "
+       "memory allows instead of copying it every step; these copies are large (over 1 MiB on average): per-copy "
+       "overhead is not what costs, the bytes are.", copies_async_side_stream=(True,), copies_large=(True,)),
     _a("copy.pageable", "Pageable host memory is behind these copies: the driver stages them through its own pinned "
        "buffer (slower, and they cannot overlap compute); allocate the host buffers pinned (`cudaHostAlloc` / "
        "`cudaHostRegister`) once and reuse them.", host_copies_pageable=(True,)),

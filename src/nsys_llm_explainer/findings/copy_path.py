@@ -13,7 +13,7 @@ from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Claims, Scope, finding
-from .idle_copy import side_stream
+from .idle_copy import LARGE_COPY_BYTES, side_stream
 
 BUSY_PCT = 50.0        # % of the window (and of the median step) the path is busy
 OVERLAP_PCT = 25.0     # % of the path's busy time with a kernel running
@@ -21,9 +21,6 @@ BEYOND_PCT = 5.0       # % of the window the path is busy with no kernel running
 HIGH_BUSY_PCT = 80.0
 COMPOSITE = "copy_path"
 PACE_PATHS = ("H2D", "D2H", "D2D", "P2P", "H2H", "memset")
-
-#: average bytes per copy above which per-copy overhead is small (1 MiB: ~40 µs over PCIe 4, a few µs fixed cost)
-LARGE_COPY_BYTES = 1 << 20
 
 def checks(p: CopyPath, window_ns: int) -> Tuple[Check, ...]:
     """The checks of one path (module docstring); ``window_ns``: the copy-engine window's length."""

@@ -125,7 +125,13 @@ POSITIVE: Dict[str, List[str]] = {
         "volta_fp16_s884cudnn_fp16_128x128_ldg8_splitK_relu_f2f_exp_small_nhwc_tn_v1",
         "sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize128x128x32_execute_kernel_trt",
         "trt_ampere_h16816gemm_64x64_ldg8_relu_stages_64x5_tn_v1", "void wgmma_kernel<cute::SM90_64x128x16>",
-        "sm80_xmma_gemm_i8i8_i8i32_f32_tn_n_tilesize128x128x64"],
+        "sm80_xmma_gemm_i8i8_i8i32_f32_tn_n_tilesize128x128x64",
+        # quantized serving (sweep CAD): Marlin, AWQ, vLLM's CUTLASS FP8 / INT8 GEMMs
+        "void marlin::Marlin<256, 1, 8, 8, 4, 8>(int4 const*, int4 const*, int4*, int4*)",
+        "void gemm_forward_4bit_cuda_m16nXk32<128>(int, int, __half*, int*, __half*, int*, int, int, int, __half*)",
+        "void cutlass::device_kernel<vllm::cutlass_3x_gemm<cutlass::float_e4m3_t, cutlass::bfloat16_t>>(Params)",
+        "void cutlass::Kernel2<cutlass_2x_gemm<int8_t, cutlass::bfloat16_t>>(Params)",
+        "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::float_e4m3_t>>(Params)"],
     "attention_fused": [
         FLASH, "void flash_bwd_dq_dk_dv_loop_kernel<Flash_bwd_kernel_traits>", "fmha_cutlassF_f16_aligned_64x64_rf",
         "void pytorch_flash::flash_fwd_kernel<>", "void vllm::paged_attention_v2_kernel<__nv_bfloat16>",

@@ -82,3 +82,26 @@ def test_two_threads_launching_comparable_shares_are_not_one_launching_thread(tm
     md = render_markdown(analyze(p))
     assert "**Waits of a launching thread** `main` (tid 11) (one of 2 threads that each launched ≥ 10 % of" in md
     assert "**Waits of the launching thread** `main`" not in md
+
+
+def test_launches_spread_over_many_threads_say_so(tmp_path: Path) -> None:
+    """Twelve threads of one process (a thread pool) take turns launching one GPU's 120 kernels of 500 µs (thread
+    i launches kernels i, i + 12, …: 10 each, 5 ms = 8.3 % of the 60 ms of kernel time, < 10 %) and each waits in
+    `sem_wait` between its turns. No thread is "the launching thread": the waits section is omitted, and its reason
+    says the launches are spread over many threads (it said no kernel was linked to its launch call, though every
+    one is)."""
+    b = TraceBuilder()
+    b.process(300, "pool")
+    b.gpu(0)
+    gs = [b.thread(300, 300 + j, f"worker-{j}") for j in range(12)]
+    for i in range(120):
+        t = T0 + 1 * MS + i * 600 * US
+        j = i % 12
+        b.launch(t - 5 * US, t - 1 * US, t, t + 500 * US, pid=300, tid=300 + j, device=0, name="ampere_bf16_gemm")
+        b.osrt(t + 10 * US, t + 400 * US, tid_g=gs[j], name="sem_wait")
+    p = str(tmp_path / "pool.sqlite")
+    b.write(p)
+    ws = analyze_waits(load_model(p), W0, W1)
+    assert not ws.available
+    assert ws.reason == ("no thread launched ≥ 10 % of the window's kernel time on its GPUs (the launches are "
+                         "spread over many threads)")

@@ -149,14 +149,14 @@ class _Launcher:
     co_launchers: int
 
 
-def _launchers(model: TraceModel, w0: int, w1: int) -> Dict[int, _Launcher]:
+def _launchers(model: TraceModel, w0: int, w1: int) -> Optional[Dict[int, _Launcher]]:
     """gtid → the devices of the kernels it launched in the window ``[w0, w1)``, its share of their kernel time
     and the other threads launching ≥ :data:`MIN_LAUNCH_PCT` % there; only threads that launched ≥
     :data:`MIN_LAUNCH_PCT` % of the window's kernel time on their devices (docs/METRICS.md "Waits of the launching
-    thread")."""
+    thread"); None when no kernel of the window is linked to its launch call."""
     k, api = model.kernels, model.api
     if k is None or api is None or len(k) == 0 or k.launch_idx.shape[0] != len(k):
-        return {}
+        return None
     ks, ke = np.asarray(k.start, np.int64), np.asarray(k.end, np.int64)
     inw = np.flatnonzero((ks < w1) & ((ke > w0) | (ks >= w0)))     # in the window (a zero-length one by its start)
     kd = np.maximum(np.minimum(ke[inw], w1) - np.maximum(ks[inw], w0), 0)
@@ -166,7 +166,7 @@ def _launchers(model: TraceModel, w0: int, w1: int) -> Dict[int, _Launcher]:
     ok = li >= 0
     g = api.gtid[li[ok]].astype(np.int64)
     if g.shape[0] == 0:
-        return {}
+        return None
     gts, g_inv = distinct_small(g)
     n_d = devs.shape[0]
     ns = int_sums(g_inv * n_d + d_inv[ok], kd[ok], gts.shape[0] * n_d).reshape(gts.shape[0], n_d)
@@ -194,8 +194,11 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
     if osrt is None or len(osrt) == 0:
         return WaitsResult(False, "the trace has no OS-runtime calls (capture with `--trace=osrt`)", win)
     launchers = _launchers(model, w0, w1)
-    if not launchers:
+    if launchers is None:
         return WaitsResult(False, "no kernel in the window is linked to the CUDA call that launched it", win)
+    if not launchers:
+        return WaitsResult(False, f"no thread launched ≥ {MIN_LAUNCH_PCT:g} % of the window's kernel time on its GPUs "
+                                  "(the launches are spread over many threads)", win)
     o_g = np.asarray(osrt.gtid, np.int64)
     o_s = np.clip(np.asarray(osrt.start, np.int64), w0, w1)
     o_e = np.clip(np.asarray(osrt.end, np.int64), w0, w1)

@@ -305,14 +305,16 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("fp32.bf16", "Or run the model in bfloat16 (`torch.autocast('cuda', dtype=torch.bfloat16)` or "
        "`model.to(torch.bfloat16)`): tensor cores, half the bytes, no loss scaling.",
        gpu_bf16=(True,), framework=_PT_OR_UNKNOWN),
-    _a("fp32.fp16", "This GPU's tensor cores take FP16, not TF32/BF16: run the matmuls in float16 "
-       "(`torch.autocast('cuda', dtype=torch.float16)`).", gpu_fp16_tensor_cores=(True,), gpu_tf32=(False,),
+    _a("fp32.fp16", "This GPU's tensor cores take FP16, not TF32/BF16: run the model in float16 "
+       "(`torch.autocast('cuda', dtype=torch.float16)`, which covers matmuls and convolutions).",
+       gpu_fp16_tensor_cores=(True,), gpu_tf32=(False,),
        framework=_PT_OR_UNKNOWN),
     _a("fp32.fp16.scaler", "Training in FP16 needs loss scaling (`torch.cuda.amp.GradScaler`) to keep small "
        "gradients.", gpu_fp16_tensor_cores=(True,), gpu_tf32=(False,), workload=("training",),
        framework=_PT_OR_UNKNOWN),
-    _a("fp32.generic", "Run the GEMMs in a tensor-core precision this GPU supports (see `facts.gpus`): tensor cores "
-       "are several times faster than FP32 on CUDA cores.", gpu_fp16_tensor_cores=(True, None)),
+    _a("fp32.generic", "Run these GEMMs / convolutions in a tensor-core precision this GPU supports (see "
+       "`facts.gpus`): tensor cores are several times faster than FP32 on CUDA cores.",
+       gpu_fp16_tensor_cores=(True, None)),
     # FlashAttention-2 (and SDPA's flash backend) need compute capability ≥ 8.0, the generation that brought BF16
     # tensor cores: ``gpu_bf16`` tells the two lines apart (None: the GPU is not known, or the GPUs differ)
     _a("attention.fused", "Use a fused attention kernel: `torch.nn.functional.scaled_dot_product_attention` "

@@ -94,3 +94,50 @@ def test_a_replaced_exchange_is_not_a_main_reason_twice_the_change(tmp_path):
     c = _exchange_pair(tmp_path)
     assert c.headline[2].startswith("Main reason: non-overlapped GPU time in `nccl` kernels −0.080 ms per step")
     assert "`all_to_all` +0.040 ms" in c.headline[2]
+
+
+def _graph_level(path, steps: int = 40) -> str:
+    """The synced loop's kernels (GEMM 200, FlashAttention 100, RMS norm 20, sampler 10 µs) run as one CUDA graph per
+    step, traced graph-level (nsys's default ``--cuda-graph-trace=graph``): one ``cudaGraphLaunch`` (12 µs) and one
+    GRAPH_TRACE row per step (the 330 µs of kernels, 1 µs apart: 333 µs), no kernel row."""
+    from synth import TraceBuilder
+
+    b = TraceBuilder("2024.2")
+    b.process(100)
+    g = b.thread(100, 100)
+    b.gpu(0)
+    t = 1_000 * US
+    for _ in range(steps):
+        ks, k = [], t + 20 * US
+        for name, dur in ((K.GEMM_QKV, 200), (K.FLASH, 100), (K.RMS_NORM, 20), (SAMPLER, 10)):
+            ks.append((k, k + dur * US, name))
+            k += (dur + 1) * US
+        b.graph_launch(t + 2 * US, t + 14 * US, pid=100, tid=100, kernels=ks, node_mode=False)
+        c = b.runtime(t + 14 * US, k + 5 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+        b.sync(t + 14 * US, k + 5 * US, pid=100, sync_type=3, corr=c)
+        b.nvtx_push_pop(t, k + 15 * US, "execute_model", tid_g=g)
+        t = k + 650 * US
+    return b.write(str(path), overwrite=True)
+
+
+def test_a_graph_level_capture_is_not_a_run_with_no_gpu_work(tmp_path):
+    """BASE: the eager synced loop; NEW: the same kernels as one CUDA graph per step, captured with nsys's default
+    graph-level tracing (no kernel rows; the GPU busy 333 µs per step in whole-graph executions). The comparison read
+    "not compared — too different to compare: no kernel ran in the whole capture of NEW" and the gate "NEW NEW has no
+    GPU work (no kernel in the whole capture)" — false: NEW's GPU ran every step's kernels (GPU busy 40 × 333 µs
+    over the capture, first step's start to the last range's end, 39 × 1 003 + 368 µs: 13.320 / 39.485 ms =
+    33.7 %); its kernels are not in the trace. The headline's busy line read "of BASE's the steady window / NEW's
+    the whole capture". Now the reason and the gate line say what is missing and why; the pair stays not compared
+    (no kernel names to compare; the gate fails closed, exit 4)."""
+    base = synced_loop(str(tmp_path / "b.sqlite"))
+    res = nle.compare([base, _graph_level(tmp_path / "n.sqlite")], labels=["BASE", "NEW"])
+    c = res.comparisons[0]
+    assert (c.status, c.verdict) == ("too_different", "not_compared")
+    assert c.reasons == ("the kernels of NEW are not in the trace: its GPU work in the whole capture is whole "
+                         "CUDA-graph executions traced without their kernels (nsys --cuda-graph-trace=node records "
+                         "them)",)
+    assert c.headline[-1] == "GPU busy 33.5 % → 33.7 % of BASE's steady window / NEW's whole capture."
+    lines, code = gate(res, 5.0)
+    assert code == 4 and lines[0].startswith(
+        "NOT COMPARABLE, failing (exit 4): NEW NEW has no kernel in the trace (its GPU work in the whole capture is "
+        "whole CUDA-graph executions, traced without their kernels) — too different to compare: the kernels of NEW")

@@ -11,7 +11,7 @@ from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from ..vocabulary.windows import window_name
-from .measure import NON_GPU, Facts, kernel_time_in_common, weighted_jaccard
+from .measure import GRAPH_UNTRACED, NON_GPU, Facts, kernel_time_in_common, weighted_jaccard
 from .metric import PERIOD, change
 from .result import Comparison, Delta, FindingChange, MetricSpec, TraceSummary
 
@@ -60,6 +60,12 @@ def _finding_changes(b: TraceSummary, n: TraceSummary) -> Tuple[FindingChange, .
                                                                                or "info", 9), c.id)))
 
 
+def graph_only(t: TraceSummary) -> bool:
+    """The trace's GPU was busy in its window but recorded no kernel: whole CUDA-graph executions of a graph-level
+    trace (category ``graph_untraced``), not a capture with no GPU work."""
+    return t.kernel_count == 0 and any(s.name == GRAPH_UNTRACED and s.ns > 0 for s in t.categories)
+
+
 def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary,
             n: TraceSummary) -> Tuple[str, Tuple[str, ...], Optional[bool]]:
     different: List[str] = []
@@ -67,13 +73,18 @@ def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary,
     gpus_match = None if not (b.gpus and n.gpus) else b.gpus == n.gpus
     if gpus_match is False:
         different.append(f"different GPUs ({', '.join(b.gpus)} vs {', '.join(n.gpus)})")
-    empty = [t.label for t in (b, n) if t.kernel_count == 0]
+    graphs = [t for t in (b, n) if graph_only(t)]
+    for t in graphs:   # busy, but no kernel recorded: not "no kernel ran" (docs/COMPARE.md "Too short, too different")
+        different.append(f"the kernels of {t.label} are not in the trace: its GPU work in {t.window_name} is whole "
+                         "CUDA-graph executions traced without their kernels (nsys --cuda-graph-trace=node records "
+                         "them)")
+    empty = [t.label for t in (b, n) if t.kernel_count == 0 and not graph_only(t)]
     if empty:
-        words = {t.window_name for t in (b, n) if t.kernel_count == 0}
+        words = {t.window_name for t in (b, n) if t.label in empty}
         different.append("no kernel ran in " + (f"{words.pop()} of {' and '.join(empty)}" if len(words) == 1 else
                                                 " and ".join(f"{t.window_name} of {t.label}" for t in (b, n)
-                                                             if t.kernel_count == 0)))
-    elif min(common) < spec.min_common_kernel_share:
+                                                             if t.label in empty)))
+    elif not graphs and min(common) < spec.min_common_kernel_share:
         low = [(t, x) for t, x in zip((b, n), common) if x < spec.min_common_kernel_share]
         who = " and ".join(t.label for t, _ in low)
         pcts = " and ".join(f"{int(100 * x)} %" for _, x in low)   # floored: 49.6 % reads 49 %, not 50
@@ -158,7 +169,8 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
         if r.component == "idle" and r.detail and sub:
             text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
-    where = windows[0] if windows[0] == windows[1] else f"BASE's {windows[0]} / NEW's {windows[1]}"
+    own = [w[len("the "):] if w.startswith("the ") else w for w in windows]   # "BASE's steady window", not "'s the"
+    where = windows[0] if windows[0] == windows[1] else f"BASE's {own[0]} / NEW's {own[1]}"
     lines.append(f"GPU busy {b.busy_pct:.1f} % → {n.busy_pct:.1f} % of {where}.")
     return tuple(lines)
 

@@ -8,7 +8,7 @@ from typing import Any, List, Tuple
 
 from ..errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError
 from ..vocabulary.units import fmt_dur, fmt_ms
-from .diff import count_word
+from .diff import count_word, graph_only
 from .result import CompareResult, Comparison, MetricSpec, TraceSummary
 
 
@@ -25,6 +25,9 @@ def check_gate(pct: Any) -> float:
 
 def _trace_faults(role: str, t: TraceSummary, spec: MetricSpec) -> List[str]:
     """What keeps one capture from being compared (empty when it is fine on its own)."""
+    if graph_only(t):
+        return [f"{role} {t.label} has no kernel in the trace (its GPU work in {t.window_name} is whole CUDA-graph "
+                "executions, traced without their kernels)"]
     if t.kernel_count == 0:
         return [f"{role} {t.label} has no GPU work (no kernel in {t.window_name})"]
     short = []

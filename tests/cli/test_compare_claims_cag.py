@@ -141,3 +141,19 @@ def test_a_graph_level_capture_is_not_a_run_with_no_gpu_work(tmp_path):
     assert code == 4 and lines[0].startswith(
         "NOT COMPARABLE, failing (exit 4): NEW NEW has no kernel in the trace (its GPU work in the whole capture is "
         "whole CUDA-graph executions, traced without their kernels) — too different to compare: the kernels of NEW")
+
+
+def test_a_graph_level_capture_alone_is_not_a_trace_without_gpu_work(tmp_path):
+    """The single report of the graph-level NEW above said "No GPU kernels in the trace: nothing to diagnose" and
+    warned "No CUDA kernels were captured — was `--trace=cuda` on?" beside "GPU busy 33.7 %": CUDA was traced (40
+    `cudaGraphLaunch` calls, 40 whole-graph executions of 333 µs: 13.320 ms of the 39.525 ms window). The gate is
+    now only for a trace whose devices ran nothing: the verdict is the graph-level finding, the warning the
+    graph-level one alone, and the loop's own findings (the per-step sync) follow it."""
+    rep = nle.analyze(_graph_level(tmp_path / "n.sqlite"))
+    ids = [f.id for f in rep.findings]
+    assert ids[0] == "graph_trace_mode" and "no_gpu_work" not in ids and "step_sync" in ids
+    assert rep.headline.top_finding_id == "graph_trace_mode"
+    assert not any("was `--trace=cuda` on" in w for w in rep.warnings)
+    assert any(w.startswith("CUDA graphs were traced at graph level") for w in rep.warnings)
+    (d,) = rep.gpu_time.devices
+    assert (d.busy_ns, d.window_ns) == (13_320 * US, 39_525 * US)

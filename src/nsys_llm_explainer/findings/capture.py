@@ -13,7 +13,7 @@ from ..analyses.idle.gpu_time import MIN_BUSY_NS, MIN_KERNELS, GpuTimeResult
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.trace.window import WindowResult
-from ..vocabulary.device_roles import ROLE_COPIES
+from ..vocabulary.device_roles import ROLE_COPIES, ROLE_KERNELS
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
@@ -27,8 +27,10 @@ PHASE_RANGES = {"nvtx.add.training": re.compile(r"forward|backward|optimi[sz]er"
 
 def gate_finding(gpu: GpuTimeResult, kernel_count_total: int, kernels_reason: Optional[str],
                  facts: Mapping[str, Any]) -> Optional[Finding]:
-    """The finding that withholds performance claims, or None when there is a workload to diagnose."""
-    if kernel_count_total == 0:
+    """The finding that withholds performance claims, or None when there is a workload to diagnose. A trace with no
+    kernel row whose devices ran whole CUDA graphs (graph-level tracing) has GPU work: it is judged by its busy time
+    (the ``graph_trace_mode`` finding says the kernels are missing)."""
+    if kernel_count_total == 0 and not any(d.role == ROLE_KERNELS for d in gpu.devices):
         return finding("no_gpu_work", severity="info", title="No GPU kernels in the trace: nothing to diagnose",
                        evidence=(kernels_reason or "The export holds no kernel rows.",) + _copies_only(gpu, True),
                        advice=["no_gpu_work.capture"], facts=facts, time_at_stake_ns=0,

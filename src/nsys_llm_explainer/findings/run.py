@@ -74,7 +74,8 @@ def collect_warnings(model: TraceModel, kernels: KernelSummary, attribution: Att
                      options: Options) -> Tuple[str, ...]:
     """The report's warnings: the model's (what the read dropped or repaired) and the partial analyses'."""
     w = list(model.warnings)
-    if not kernels.available and kernels.reason:
+    hidden = graphs.available and graphs.graph_level_hidden   # no kernel rows because the graphs hide them
+    if not kernels.available and kernels.reason and not hidden:
         w.append(kernels.reason[0].upper() + kernels.reason[1:])
     thr = options.nvtx_coverage_warn_threshold
     if attribution.available and attribution.coverage < thr:
@@ -85,7 +86,7 @@ def collect_warnings(model: TraceModel, kernels: KernelSummary, attribution: Att
                  f"ranges (< {thr * 100:.1f}%); start/end ranges enclose the launches of "
                  f"{100.0 * se / attribution.total_kernel_ns:.1f} % but take no part in phases or innermost "
                  "ranges: per-phase GPU time is partial.")
-    if graphs.available and graphs.graph_level_hidden:
+    if hidden:
         w.append(graphs.warning or "CUDA graphs ran with graph-level tracing: their kernels are not in the trace.")
     return tuple(w)
 

@@ -126,6 +126,22 @@ def _main_reason(cats: Sequence[Delta], kinds: Sequence[Delta], details: Sequenc
     return best
 
 
+#: a kernel category moving the other way offsets the main reason when its delta is at least this part of the main
+#: reason's (work moved between categories: NCCL's all-to-all replaced by DeepEP's, eager kernels by fused ones)
+OFFSET_SHARE = 0.25
+
+
+def _offset(cats: Sequence[Delta], r: Delta) -> Optional[Delta]:
+    """The kernel category whose delta per unit has the opposite sign of the main reason ``r``'s, the largest such,
+    when it is at least :data:`OFFSET_SHARE` of ``r``'s (docs/COMPARE.md, "main reason")."""
+    m = r.delta_per_unit_ns
+    if r.component != "category" or not m:
+        return None
+    opp = [d for d in cats if d.component == "category" and d.delta_per_unit_ns and d.delta_per_unit_ns * m < 0]
+    best = max(opp, key=lambda d: (abs(d.delta_per_unit_ns or 0), d.name), default=None)
+    return best if best is not None and abs(best.delta_per_unit_ns or 0) >= OFFSET_SHARE * abs(m) else None
+
+
 def reason_text(r: Delta) -> str:
     if r.component == "category":
         return f"non-overlapped GPU time in `{r.name}` kernels"
@@ -168,6 +184,9 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
         sub = [d for d in details if d.name == r.name and d.detail == r.detail]
         if r.component == "idle" and r.detail and sub:
             text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
+        back = _offset(c.category_changes, r)
+        if back is not None:
+            text += f", offset by `{back.name}` kernels {signed_ms(back.delta_per_unit_ns, unit=True)}"
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
     own = [w[len("the "):] if w.startswith("the ") else w for w in windows]   # "BASE's steady window", not "'s the"
     where = windows[0] if windows[0] == windows[1] else f"BASE's {own[0]} / NEW's {own[1]}"

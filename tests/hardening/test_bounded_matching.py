@@ -188,7 +188,8 @@ def test_name_functions_are_linear_on_hostile_names(fn: str) -> None:
 PLAIN = {   # the rules as the docstrings write them, the oracle for their linear-time forms
     "simt": r"sgemm|cgemm|scudnn|xmma\w*f32f32_f32f32_f32|(?:gemv|gemmsn)\w*<.*float",
     "tensor_core_gemm": traits._TC_MARK + r"|nvjet|sm9\d_xmma|tcgen05|(?:bf16|tf32|fp8|e4m3)\w*gemm"
-                        r"|xmma\w*(?:gemm|fprop|dgrad|wgrad)\w*(?:f16|tf32|fp8|e4m3|i8i8|int8)",
+                        r"|xmma\w*(?:gemm|fprop|dgrad|wgrad)\w*(?:f16|tf32|fp8|e4m3|i8i8|int8)"
+                        r"|marlin|machete|gemm_forward_4bit|cutlass_[23]x_gemm|gemm[^()]*(?:e4m3|e5m2)",
     "conv": r"convol|conv[123]d|(?<![a-z])conv_|winograd|im2col|scudnn|\d{3,5}cudnn|fprop|dgrad|wgrad|nhwckrsc"
             r"|cudnn::cnn|fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn\S*fft",
     "fft_trial": r"fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn\S*fft|cgemm|compute_gemm_pointers"
@@ -200,7 +201,7 @@ PLAIN = {   # the rules as the docstrings write them, the oracle for their linea
 PIECES = {   # the words each rule is made of, and separators
     "simt": ["xmma", "f32f32_f32f32_f32", "gemv", "gemmsn", "<", "float", "\n", "a", "_", " ", "sgemm", "A<"],
     "tensor_core_gemm": ["xmma", "gemm", "fprop", "dgrad", "wgrad", "f16", "tf32", "fp8", "e4m3", "i8i8", "int8",
-                         "bf16", "_", "a", " ", "sm90"],
+                         "bf16", "_", "a", " ", "sm90", "(", ")", "e5m2", "<"],
     "conv": ["cudnn", "fft", " ", "dse::", "_", "a", ":", "conv_", "x"],
     "fft_trial": ["transpose", "<float2", "<", "float", "cudnn", "fft", "_", " ", "a"],
     "trt": ["sm", "90", "1", "_xmma_", "execute", "_", "a", " ", "trt", "xmma"],

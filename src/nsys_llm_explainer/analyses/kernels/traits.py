@@ -84,7 +84,7 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     # 2.x / 3.x GEMMs (INT8 / FP8 `cutlass_scaled_mm`), an FP8 type among a GEMM's template arguments
     "tensor_core_gemm": _TC_MARK + r"|nvjet|sm9\d_xmma|tcgen05|(?:bf16|tf32|fp8|e4m3)(?:(?!bf16|tf32|fp8|e4m3)\w)*gemm"
                         r"|" + _XMMA_GEMM + r"|marlin|machete|gemm_forward_4bit|cutlass_[23]x_gemm"
-                        r"|gemm[^()]*?(?:e4m3|e5m2)",
+                        r"|gemm(?:(?!gemm|e4m3|e5m2)[^()])*(?:e4m3|e5m2)",
     "attention_fused": r"flash_fwd|flash_bwd|flash::|flash_?attn|flashinfer|fmha|paged_attention|cutlass[fb]_"
                        r"|efficient_attention|mmha|xqa|fused_attention|sdpa|flashmla|multihead_attention"
                        r"|unified_attention|decode_(?:grouped_)?att_m|(?<![a-z])attn_|_attn(?![a-z])",

@@ -5,8 +5,9 @@ from typing import Dict, Tuple
 
 #: a device that ran a kernel (or a whole-graph execution of a graph-level trace) in the window: counted
 ROLE_KERNELS = "kernels"
-#: a device that ran kernels in the window, but fewer than ``MIN_KERNELS`` and under ``MIN_BUSY_NS`` busy
-#: (analyses/idle/gpu_time.py), while another device has a workload: a GPU a library touched once
+#: a device that ran kernels in the window, but under ``MIN_BUSY_NS`` busy and fewer than ``MIN_KERNELS`` or under
+#: ``MIN_BUSY_SHARE`` of the busiest device's busy time (analyses/idle/gpu_time.py), while another device has a
+#: workload: a GPU a library touched once, a monitor's probes
 ROLE_FEW = "few kernels"
 #: a device that ran no kernel in the window but has memcpy/memset rows there (e.g. it only received copies)
 ROLE_COPIES = "copies only"

@@ -16,11 +16,15 @@ from ...vocabulary.device_roles import ROLE_COPIES, ROLE_FEW, ROLE_IDLE, ROLE_KE
 from ..common.stats import median, pct, top_indices
 from ..trace.window import WindowResult
 
-__all__ = ["GAP_BUCKETS", "MIN_BUSY_NS", "MIN_KERNELS", "GpuTimeResult", "device_role", "device_time",
+__all__ = ["GAP_BUCKETS", "MIN_BUSY_NS", "MIN_BUSY_SHARE", "MIN_KERNELS", "GpuTimeResult", "device_role", "device_time",
            "gpu_time_result"]
 
 MIN_KERNELS = 20          # a device (or trace) with fewer kernels …
 MIN_BUSY_NS = 1_000_000   # … and less busy time than this in the window has no workload to diagnose
+#: a device busy under :data:`MIN_BUSY_NS` and under this share of the busiest device's busy time has no workload
+#: either, however many kernels it ran (a monitor's probes on a GPU of their own; the share under which a process
+#: is a bystander on one GPU, analyses/idle/causes.BYSTANDER_SHARE)
+MIN_BUSY_SHARE = 0.01
 
 #: gap-size histogram buckets: (label, lower bound ns inclusive, upper bound ns exclusive)
 GAP_BUCKETS = [
@@ -180,7 +184,10 @@ def gpu_time_result(devices: Sequence[DeviceTime], include_memcpy: bool) -> GpuT
     if not devices:
         return GpuTimeResult(False, "no GPU activity rows to build a timeline from (no kernels captured)",
                              include_memcpy)
-    work = [d.role == ROLE_KERNELS and (d.kernel_count >= MIN_KERNELS or d.busy_ns >= MIN_BUSY_NS) for d in devices]
+    top = max((d.busy_ns for d in devices if d.role == ROLE_KERNELS), default=0)
+    work = [d.role == ROLE_KERNELS and (d.busy_ns >= MIN_BUSY_NS or (d.kernel_count >= MIN_KERNELS
+                                                                     and d.busy_ns >= MIN_BUSY_SHARE * top))
+            for d in devices]
     if any(work):   # the devices with a workload speak for the run; the others' few kernels are not counted
         devices = [d if ok or d.role != ROLE_KERNELS else replace(d, role=ROLE_FEW) for d, ok in zip(devices, work)]
     return GpuTimeResult(True, None, include_memcpy, tuple(sorted(devices, key=lambda d: d.device_id)))

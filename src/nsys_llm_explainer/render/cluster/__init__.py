@@ -74,7 +74,11 @@ def sec_headline(d: ClusterResult) -> Section:
 def sec_claims(d: ClusterResult) -> Section:
     # a claim's confidence is not stated (cluster.json does not carry it; every claim's checks all hold)
     body: List[Any] = [finding_parts(i, replace(c.finding, confidence="")) for i, c in enumerate(d.claims, 1)]
-    if not body:
+    if not body and not d.alignment.aligned:   # the timing claims were never tried: say so, not "no rank stands out"
+        body = [para("No claim holds of what could be compared; the ranks' timing (collective waits, late arrivers) "
+                     "was not compared: the clocks are not aligned (every claim's preconditions are listed in "
+                     "docs/CLUSTER.md).")]
+    elif not body:
         body = [para("No rank stands out (every claim's preconditions are listed in docs/CLUSTER.md).")]
     return Section("findings", "Findings", parts(body), "Findings")
 

@@ -179,8 +179,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("wait.calls", "The threads it waits for are inside OS or CUDA calls that neither do file I/O nor copy (named "
        "above): find what those calls wait for or do, and start them earlier or take them off the launching "
        "thread's path."),
-    _a("wait.unseen", "No other thread of its process is seen working during these waits: find what releases them "
-       "(NVTX ranges on the worker threads, `--trace=osrt`, CPU sampling of the whole process tree)."),
+    _a("wait.unseen", "No other thread of its process is seen working during these waits (their OS calls are "
+       "traced): if the thread waits for work from outside (requests, a queue fed by another process), the GPU "
+       "idles for lack of load: batch requests or raise the load; else find what releases the waits (NVTX ranges "
+       "on the worker threads, CPU sampling of the whole process tree)."),
     _a("host_cpu.off_cpu", "The launching thread is off-CPU in these gaps (sampled elsewhere, never inside them): it "
        "sleeps or blocks outside traced calls, so there is no host code here to shorten. If it waits for work "
        "(requests, a queue), the GPU idles for lack of load: batch requests or raise the load; else trace OS calls "

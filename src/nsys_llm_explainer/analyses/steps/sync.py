@@ -15,7 +15,7 @@ from ...jsonable import FieldsJson, json_name
 from ...model.intervals import overlap_length
 from ...model.timeline import D2H, PAGEABLE, DeviceTimeline, few_distinct, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
-from ...vocabulary.cause_kinds import KINDS
+from ...vocabulary.cause_kinds import KIND_CODE, KINDS
 from ...vocabulary.units import fmt_dur as dur
 from ..api import classes as ac
 from ..common.stats import pct, percentile
@@ -206,6 +206,19 @@ def _exposure(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray, budget: np
     return exposed, over, _by_cause(pc, ov, code), _by_cause(pc, take, code)
 
 
+def _waiting_ns(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per window ``[e_i, b_i)``: the ns of thread ``g``'s ``osrt`` pieces (inside an OS call that waits)."""
+    pc = dc.pieces
+    if pc is None or len(pc) == 0 or e.shape[0] == 0:
+        return np.zeros(e.shape[0], np.int64)
+    m = (pc.gtid == g) & (pc.kind == KIND_CODE["osrt"])
+    ps, pe = pc.start[m], pc.end[m]
+    w = np.searchsorted(e, ps, side="right") - 1
+    wi = np.maximum(w, 0)
+    ov = np.where(w >= 0, np.clip(np.minimum(pe, b[wi]) - np.maximum(ps, e[wi]), 0, None), 0)
+    return np.bincount(wi, weights=ov, minlength=e.shape[0]).round().astype(np.int64)
+
+
 def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, work: np.ndarray
             ) -> Optional[StepSyncSeries]:
     api = ctx.api
@@ -241,8 +254,12 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     m = int(ed.shape[0])
     period = np.diff(ed)
     # an idle pause (a serving loop waiting for requests): the host time after a sync point exceeds PAUSE ×
-    # the median period; it is no host work of a step: left out of X, R and the per-step numbers (docs/FINDINGS.md)
+    # the median period, or the thread spends most of it blocked in an OS call that waits (an embedding server's
+    # `pthread_cond_wait` for the next request after every forward: each period holds one such wait, so no period
+    # is long beside the median); it is no host work of a step: left out of X, R and the per-step numbers
+    # (docs/FINDINGS.md)
     paused = (b - e) > PAUSE * percentile(period, 50) if m > 1 else np.zeros(n, bool)
+    paused |= 2 * _waiting_ns(dc, g, e, b) > b - e
     exposed, over, by_cause, claimed = _exposure(dc, g, e, np.where(paused, e, b), budget)   # paused: empty window
     # readback: a D→H copy call of g after its last launch before the sync, before the sync (or the sync is one)
     cs = api.start[ctx.d2h_rows.get(g, np.empty(0, np.int64))]
@@ -272,6 +289,8 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     host_regular = x50 > 0 and x90 <= MAX_PERIOD_SPREAD * x50 and levels >= LEVELS_SHARE
     if m < MIN_SYNC_POINTS:
         holds, why = False, f"{m} sync point{'s' if m != 1 else ''} of `{api_counts[0][0]}` (< {MIN_SYNC_POINTS})"
+    elif m > 1 and period.shape[0] == 0:
+        holds, why = False, "every step starts after an idle pause: no host work of a step to overlap"
     elif share < MIN_KERNEL_SHARE:
         holds, why = False, (f"the steps hold {100 * share:.0f} % of the device's kernels "
                              f"(< {100 * MIN_KERNEL_SHARE:.0f} %)")
@@ -290,7 +309,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
             why += f"; host time after the sync p90/p50 = {x90 / x50:.2f}"
     if n_paused:
         why += f"; {n_paused} step{'s' if n_paused != 1 else ''} with an idle pause (host time after the sync over " \
-               f"{PAUSE} × the median period) left out"
+               f"{PAUSE} × the median period, or mostly in an OS call that waits) left out"
     tot, ovl = int(exposed.sum()), int(over.sum())
     return StepSyncSeries(
         device_id=tl.device_id, gtid=int(g), pid=(int(g) >> 24) & 0xFFFFFF, tid=int(g) & 0xFFFFFF,

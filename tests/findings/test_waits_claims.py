@@ -129,6 +129,7 @@ def test_a_thread_in_a_cuda_synchronize_waits_it_does_not_work(tmp_path: Path) -
     (e1,) = lw.threads
     assert (e1.active_ns, e1.waiting_ns) == (0, 30 * MS)
     f = next(f for f in _osrt_findings(rep) if f.device_id == 0)
-    assert "No other thread of its process works" in " ".join(f.evidence)
+    assert ("No other thread of its process works (an NVTX range, a CUDA call or an OS call that does not wait) for "
+            "as much as 10 % of these waits") in " ".join(f.evidence)
     assert "`engine1` (tid 1002) waits too (in `cudaStreamSynchronize` 100 %)" in " ".join(f.evidence)
     assert f.recommendation == (ADVICE["wait.unseen"].text,)

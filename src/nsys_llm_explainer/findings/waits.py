@@ -111,7 +111,7 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     else:
         blocked = [t for t in w.threads if t.waiting_pct_of_waits >= SHOWN_THREAD_PCT][:SHOWN_THREADS]
         ev.append("No other thread of its process works (an NVTX range, a CUDA call or an OS call that does not "
-                  f"wait) for {SHOWN_THREAD_PCT:g} % of these waits" + ("; " + "; ".join(
+                  f"wait) for as much as {SHOWN_THREAD_PCT:g} % of these waits" + ("; " + "; ".join(
                       f"{_who(t.thread, t.tid)} waits too ({_waits_in(w, t.gtid)})" for t in blocked)
                       if blocked else "") + ".")
     if ran:

@@ -10,6 +10,7 @@ from synth import TraceBuilder
 from nsys_llm_explainer.analyses.api import classes as ac
 from nsys_llm_explainer.model.names import base_api_name
 from nsys_llm_explainer.pipeline import Options, analyze_path
+from nsys_llm_explainer.render import render_markdown
 from nsys_llm_explainer.serialize import report_dict
 
 
@@ -176,6 +177,9 @@ def test_no_global_pid_colliding_ids_are_not_guessed(tmp_path):
     assert "2 of 4 row(s) were linked" in msg[0] and "2 row(s) stay unattributed" in msg[0]
     # the process of a kernel comes from its linked launch call; unlinked kernels stay unknown (-1)
     assert dict(zip(k.dur.tolist(), k.pid.tolist())) == {10: -1, 40: -1, 20: 1, 80: 2}
+    # the appendix names the unlinked kernels' row for what it is, not "pid -1" with an empty name
+    md = render_markdown(rep)
+    assert "rows with no process id in the export (2 kernels, 0 CUDA API calls)" in md and "pid -1" not in md
 
 
 # ------------------------------------------------------------------ 4. unterminated NVTX ranges

@@ -77,7 +77,8 @@ def sec_trace(v: View) -> SectionResult:
     if procs:
         more = f" (+{len(procs) - 8} more)" if len(procs) > 8 else ""
         items.append(inline("Processes: ", joined([inline(
-            "pid ", Data(p.pid), " ", Code(p.name, 40),
+            *(("pid ", Data(p.pid), " ", Code(p.name, 40)) if p.pid >= 0 else
+              ("rows with no process id in the export",)),
             f" ({fmt_count(p.kernels, 'kernel')}, {fmt_int(p.cuda_api_calls)} CUDA API calls)")
             for p in procs[:8]], "; "), more, "."))
     rc = t.row_counts

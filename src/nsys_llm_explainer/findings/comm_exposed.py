@@ -69,6 +69,10 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
     if wait > 0 and v is not None:
         ev.append(f"Left out: {dur(wait)} on device {v.waiting_device_id}, the wait for the late rank {v.late_rank} "
                   f"that the NCCL-wait finding explains; {dur(exposed)} ({check.observed:.1f} %) is claimed here.")
+    elif nccl.available and len(nccl.ranks) >= 2:
+        ev.append(f"A communication kernel also runs while it waits for a late peer: the NCCL section compares the "
+                  f"{len(nccl.ranks)} ranks this trace holds and names no late rank: "
+                  f"{(nccl.straggler_reason or 'no straggler verdict').rstrip('.')}.")
     else:
         ev.append("A communication kernel also runs while it waits for a late peer: only the other ranks' traces "
                   "tell that wait from the transfer.")

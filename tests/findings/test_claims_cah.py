@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from claims_support import finding_of, report_of
 from synth import TraceBuilder
+
+from nsys_llm_explainer.findings.advice import ADVICE
 
 US = 1_000
 MS = 1_000 * US
@@ -92,8 +93,6 @@ def _megatron_tp() -> TraceBuilder:
     return b
 
 
-@pytest.mark.xfail(strict=True, reason="comm_exposed's all-gather / reduce-scatter advice is FSDP's prefetch only; "
-                   "a Megatron-LM / TransformerEngine trace gets it as its first (headline) line")
 def test_megatron_tp_collectives_are_not_told_to_prefetch_like_fsdp(tmp_path: Path) -> None:
     """(trace: :func:`_megatron_tp`) The all-gathers (30 × 150 µs = 4.500 ms) and reduce-scatters (4.500 ms) run
     alone: 9.000 ms of the window [T0, T0 + 35.95 ms) = 25.0 %, the `comm_exposed` finding (training: the backward
@@ -104,9 +103,13 @@ def test_megatron_tp_collectives_are_not_told_to_prefetch_like_fsdp(tmp_path: Pa
     `transformer_engine::` / `nvte_`) in the advice facts, and a line before FSDP's for training with it: Megatron-LM
     / NeMo overlap the tensor-parallel all-gather / reduce-scatter with the GEMMs (`--tp-comm-overlap`, TE
     userbuffers) and the distributed optimizer's gradient reduce-scatter / parameter all-gather with backward /
-    forward (`--overlap-grad-reduce`, `--overlap-param-gather`); FSDP's line only without that fact."""
+    forward (`--overlap-grad-reduce`, `--overlap-param-gather`); FSDP's line only without that fact. Fixed so: the
+    kernel trait `transformer_engine`, read by comm_exposed as a fact; DDP's and FSDP's lines need it false."""
     rep = report_of(_megatron_tp(), tmp_path)
     f = finding_of(rep, "comm_exposed")
     assert f["time_at_stake_ns"] == 9 * MS, f["time_at_stake_ns"]
     assert rep["kernel_traits"]["workload"] == "training"
     assert not f["recommendation"][0].startswith("FSDP"), f["recommendation"][0]
+    assert f["recommendation"][0] == ADVICE["comm_exposed.te"].text
+    assert not any(a.startswith(("FSDP", "DDP")) for a in f["recommendation"])
+    assert "transformer_engine" in rep["kernel_traits"]["traits"]

@@ -35,6 +35,9 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the trace runs custom (non-NCCL) all-reduce kernels (analyses/comms/nccl.py); set by findings/comm_exposed.py
     # only (not in the trace-level advice_facts)
     "custom_allreduce": (True, False),
+    # the trace runs TransformerEngine kernels (kernel trait `transformer_engine`); set by findings/comm_exposed.py
+    # only
+    "transformer_engine": (True, False),
     # the FP32 finding's own kernels (findings/kernels.py): FP32 SIMT GEMMs / convolutions among them
     "fp32_simt_gemm": (True, False),
     "fp32_simt_conv": (True, False),
@@ -260,11 +263,16 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "it during backward: use `DistributedDataParallel` rather than all-reducing the gradients after "
        "`backward()`, try a smaller `bucket_cap_mb` (the first buckets leave earlier) and "
        "`gradient_as_bucket_view=True`; with gradient accumulation, `no_sync()` on all but the last micro-batch.",
-       workload=("training",), framework=_PT_OR_UNKNOWN),
+       workload=("training",), framework=_PT_OR_UNKNOWN, transformer_engine=(False,)),
+    _a("comm_exposed.te", "TransformerEngine layers (Megatron-LM / NeMo): overlap the tensor- / sequence-parallel "
+       "all-gathers and reduce-scatters with the GEMMs (`--tp-comm-overlap`, TransformerEngine's userbuffers) and "
+       "the data-parallel gradient reduction and parameter all-gather with backward / forward "
+       "(`--overlap-grad-reduce`, `--overlap-param-gather` with the distributed optimizer).",
+       workload=("training",), transformer_engine=(True,)),
     _a("comm_exposed.fsdp", "FSDP: prefetch the next all-gather while the current layer computes "
        "(`backward_prefetch=BackwardPrefetch.BACKWARD_PRE`, `forward_prefetch=True`; FSDP2: "
        "`set_modules_to_forward_prefetch` / `set_modules_to_backward_prefetch`).", workload=("training",),
-       framework=_PT_OR_UNKNOWN),
+       framework=_PT_OR_UNKNOWN, transformer_engine=(False,)),
     _a("comm_exposed.tp", "With tensor parallelism (an all-reduce after each attention and MLP block, on the "
        "critical path): use the engine's custom (one-/two-shot) all-reduce and its fusion with the residual add and "
        "norm, or fewer tensor-parallel GPUs per replica (more replicas) when the model fits.",

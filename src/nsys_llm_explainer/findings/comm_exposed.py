@@ -7,6 +7,7 @@ from typing import Dict, List, Optional
 from ..analyses.comms.exposure import COMM_CATEGORIES, CommExposureResult
 from ..analyses.comms.nccl import NcclResult
 from ..analyses.idle.gpu_time import GpuTimeResult
+from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..vocabulary.units import fmt_count
@@ -26,7 +27,7 @@ def _op_words(ops: List[str]) -> str:
 
 
 def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: TraceFacts, window: WindowResult,
-                 nccl: NcclResult) -> Optional[Finding]:
+                 nccl: NcclResult, traits: KernelTraitsResult) -> Optional[Finding]:
     """``comm_exposed``: communication kernels run with no other kernel beside them (exposed, docs/METRICS.md
     "Exposed communication") ≥ ``COMM_EXPOSED_PCT`` of the window, pooled over the devices that ran kernels, less
     the wait the ``nccl_wait`` finding explains (the straggler verdict's ``wait_ns_total``, at most the waiting
@@ -77,8 +78,11 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
         ev.append("A communication kernel also runs while it waits for a late peer: only the other ranks' traces "
                   "tell that wait from the transfer.")
     custom = nccl.custom_allreduce
-    advice = {**facts.advice_facts(), "custom_allreduce": custom is not None and custom.count > 0}
+    advice = {**facts.advice_facts(), "custom_allreduce": custom is not None and custom.count > 0,
+              "transformer_engine": traits.available and "transformer_engine" in traits.traits}
     keys = []
+    if {"all-reduce", "all-gather", "reduce-scatter"} & set(per_op):
+        keys.append("comm_exposed.te")
     if "all-reduce" in per_op:
         keys += ["comm_exposed.ddp", "comm_exposed.tp", "comm_exposed.tp.custom", "comm_exposed.tp.vllm",
                  "comm_exposed.tp.sglang"]

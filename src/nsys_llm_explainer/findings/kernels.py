@@ -61,7 +61,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     advice = facts.advice_facts()
     scope = pooled_scope(gpu_time.kernel_devices())
     busy = Check("busy_pct", p.busy_pct, ">=", GPU_BOUND_PCT, scope)
-    exposed = comm_exposed(comm_exposure, gpu_time, facts, window, nccl)
+    exposed = comm_exposed(comm_exposure, gpu_time, facts, window, nccl, traits)
     claimed = 0   # the busy ns the exposed-communication finding claims: not gpu_bound's time at stake too
     if exposed is not None:
         out.append(exposed)

@@ -39,6 +39,7 @@ TRAITS: Dict[str, str] = {
     "backward": "backward-pass kernels (gradients)",
     "optimizer": "optimizer-step kernels (Adam, SGD, LAMB, multi_tensor_apply)",
     "nccl": "NCCL collective / point-to-point communication kernels",
+    "transformer_engine": "TransformerEngine kernels (Megatron-LM / NeMo layers: FP8 casts, fused norms, GEMMs)",
     "conv": "convolution kernels (implicit GEMM, Winograd, FFT, im2col)",
     "autotune": "cuDNN/TF autotuning trials (redzone_checker, FFT trials): one-time work",
     "layout_transform": "layout transposes / permutes / NCHW<->NHWC reformat kernels",
@@ -98,6 +99,7 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "norm": r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|bn_fw|bn_bw|rowwise_?moments|"
             r"compute_?fused_?params",
     "reduce": r"(?<![a-z])reduce_kernel",
+    "transformer_engine": r"transformer_engine|(?<![a-z])nvte_",
     "backward": r"backward|_bwd|bwd_|bn_bw|dgrad|wgrad|grad_?input|grad_?weight|bprop",
     # `adam(?!ard)`: a Hadamard transform (`fast_hadamard_transform`, rotations of quantized inference) is no Adam
     "optimizer": r"adam(?!ard)|multi_tensor_apply|sgd|(?<![a-z])lamb(?!da)|optimizer",

@@ -144,6 +144,10 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
 _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [
     (s, {src: (rx, re.compile(rx, flags)) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
 AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
+#: NVTX ranges PyTorch's autograd engine opens while it runs the backward pass (``emit_nvtx`` / ``record_function``):
+#: ``autograd::engine::evaluate_function: AddmmBackward0`` and the backward node itself (``AddmmBackward0``,
+#: ``AddmmBackward0, op_id = 12``): inference runs no backward node
+BACKWARD_NVTX = re.compile(r"^autograd::engine::evaluate_function: |^[A-Z]\w*Backward\d+(?:$|,)")
 
 @dataclass(frozen=True)
 class TraitHit(FieldsJson):
@@ -282,7 +286,7 @@ def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.nd
     xla = np.nonzero(m["xla_fusion"] & (cnt > 0))[0]
     xla_example = str(names[int(xla[np.argmax(tot[xla])])] or "") if xla.shape[0] and stack not in _NAMED_STACKS \
         else None
-    workload, w_ev = _workload(m, name_idx, dur, total_all, thread_names, optimizer_steps, xla_example)
+    workload, w_ev = _workload(m, name_idx, dur, total_all, thread_names, optimizer_steps, xla_example, nvtx_names)
     return KernelTraitsResult(True, None, int(dur.shape[0]), total_all, traits, workload, w_ev, stack, stack_ev)
 
 
@@ -308,9 +312,10 @@ def _optimizer_runs(m: Dict[str, np.ndarray], name_idx: np.ndarray,
 
 def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, total_all: int,
               thread_names: Sequence[str], optimizer_steps: Optional[Tuple[int, int]] = None,
-              xla_example: Optional[str] = None) -> Tuple[str, Tuple[str, ...]]:
+              xla_example: Optional[str] = None, nvtx_names: Sequence[str] = ()) -> Tuple[str, Tuple[str, ...]]:
     """The workload and its evidence (docs/FINDINGS.md, "workload"); ``xla_example``: the XLA fusion kernel with the
-    most time when XLA fusions ran and no stack whose names would show a backward pass was found (None else)."""
+    most time when XLA fusions ran and no stack whose names would show a backward pass was found (None else);
+    ``nvtx_names``: the capture's NVTX range names (autograd's backward ranges, :data:`BACKWARD_NVTX`)."""
     ev: List[str] = []
     share = {}
     for key in ("backward", "optimizer"):
@@ -321,7 +326,11 @@ def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, t
     threads = sorted({str(t) for t in thread_names if t and AUTOGRAD_THREAD.search(str(t))})
     if threads:
         ev.append(f"autograd thread(s) {', '.join(repr(t) for t in threads[:3])} (backward ran in this process)")
-    if both >= TRAINING_SHARE_PCT or threads:
+    bw = [] if threads else [str(n) for n in nvtx_names if n and BACKWARD_NVTX.search(str(n))]
+    if bw:
+        ev.append(f"{len(bw):,} NVTX range name(s) of autograd's backward pass, e.g. '{short(bw[0], 80)}' "
+                  "(backward ran in this process)")
+    if both >= TRAINING_SHARE_PCT or threads or bw:
         return "training", tuple(ev)
     runs = _optimizer_runs(m, name_idx, optimizer_steps) if m["optimizer"][name_idx].any() else None
     if runs is not None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.api.cuda_api import CudaApiResult
-from ..analyses.idle.causes import IdleCause, IdleCausesResult
+from ..analyses.idle.causes import TINY_GAP_NS, IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
@@ -44,6 +44,9 @@ VARIANTS: Dict[str, CauseKind] = {
     "queued_latency": replace(
         KIND["queued"], title="Per-kernel launch latency: idle between back-to-back queued kernels ({share:.1f} % of "
         "the window)", advice=("queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks")),
+    "queued_after_launch": replace(
+        KIND["queued"], title="Per-kernel launch latency: each kernel starts a few µs after its launch ({share:.1f} % "
+        "of the window)", advice=("queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks")),
 }
 
 #: a host thread sampled this often in the trace, with no sample in ≥ OFF_CPU_MIN_NS of its gaps, is off-CPU there
@@ -173,6 +176,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         txt = KIND[kind]
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
             txt = VARIANTS["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
+        elif kind == "queued" and _mean_piece(by_dev, kind) < TINY_GAP_NS:
+            txt = VARIANTS["queued_after_launch"]     # a few µs at the end of longer gaps: after each launch
         wait_checks: Tuple[Check, ...] = ()
         wait_line = ""
         if kind == "copy":     # "keep the kernels waiting", "before the next kernel is launched" or "not known"
@@ -355,6 +360,14 @@ def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool
                     c.last_ns > t.window_start_ns + GROWTH_WINDOW_SHARE * t.window_ns:
                 return False
     return True
+
+
+def _mean_piece(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:
+    """A kind's ns per gap holding it (all devices): a few µs of ``queued`` at the end of each longer gap is the
+    launch latency after the host's launch, not a dependency."""
+    ns = sum(c.ns for d in by_dev.values() for c in d.causes if c.kind == kind)
+    gaps = sum(c.gap_count for d in by_dev.values() for c in d.causes if c.kind == kind)
+    return ns / gaps if gaps else 0.0
 
 
 def _tiny_share(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:

@@ -80,18 +80,19 @@ def test_profiler_step_ranges_stay_the_steps(tmp_path: Path) -> None:
     assert s["totals"]["gpu_busy_ns"] == 41 * MS, s["totals"]
 
 
-@pytest.mark.xfail(strict=True, reason="step coverage counts only the step ranges' own threads: the autograd "
-                   "thread's backward launches are left out of both sides of the share")
 def test_step_coverage_counts_the_autograd_threads_launches(tmp_path: Path) -> None:
     """(trace: :func:`_training` with `ProfilerStep#i` on the main thread) The confidence reason says "NVTX range
     'ProfilerStep##' (10 instances) encloses 100% of kernel launches", and each step is given 5 kernels
     (`totals.kernel_count` 50): the 40 backward GEMMs launched by `pt_autograd_0` — 20 of the 41 ms of kernel time
     — are in no step, and the share counts only the main thread's launches (50 of 50). Of all 90 launches the ranges
     enclose 50 (56 %); the reason should say so (or name the other thread), and a fix would either assign a
-    same-process thread's launches inside a step's span to it or state the share over all launching threads."""
+    same-process thread's launches inside a step's span to it or state the share over all launching threads.
+    Fixed: the reason says whose launches the share is of, and how many of the trace's launches the ranges hold."""
     rep = _run(_training(profiler_step=True), tmp_path)
     s = rep["steps"]
     assert "encloses 100% of kernel launches" not in s["confidence_reason"], s["confidence_reason"]
+    assert ("encloses 100% of the kernel launches of its threads (50 of the trace's 90 launches: other threads "
+            "launched the rest)") in s["confidence_reason"]
 
 
 def test_backward_nvtx_ranges_say_training(tmp_path: Path) -> None:

@@ -171,7 +171,12 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     used = tuple(glabels[i] for i in chosen)
     desc = " + ".join(repr(n) for n in used)
     n_inst = int(inst.shape[0])
-    if steplike and cov >= 0.5:
+    every = int(lk.sum())
+    if steplike and cov >= 0.5 and total < every:     # other threads launch too (an autograd thread's backward)
+        conf, why = "high", (f"NVTX range {desc} ({n_inst} instances) encloses {cov:.0%} of the kernel launches of "
+                             f"its threads ({int(sub[inst].sum()):,} of the trace's {every:,} launches: other "
+                             "threads launched the rest)")
+    elif steplike and cov >= 0.5:
         conf, why = "high", f"NVTX range {desc} ({n_inst} instances) encloses {cov:.0%} of kernel launches"
     elif steplike:
         conf, why = "medium", (f"NVTX range {desc} ({n_inst} instances) looks like a step but encloses only "

@@ -11,6 +11,8 @@ from claims_support import finding_of as _finding
 from claims_support import report_of as _run
 from synth import TraceBuilder
 
+from nsys_llm_explainer.findings.advice import ADVICE
+
 US = 1_000
 MS = 1_000_000
 PID = 100
@@ -150,3 +152,14 @@ def test_queued_advice_does_not_claim_a_dependency_on_one_stream(tmp_path: Path)
     assert not any("another stream" in a for a in f["recommendation"]), f["recommendation"]
     assert f["title"].startswith("Per-kernel launch latency: each kernel starts a few µs after its launch (6.0 % "
                                  "of the window, ")
+
+
+def test_per_op_ranges_get_framework_overhead_advice(tmp_path: Path) -> None:
+    """(trace: :func:`_training` with `ProfilerStep#i`) The GPU idles 43.5 % of the window with the host in
+    `aten::…` / autograd op ranges (largest `aten::mm, seq = N, op_id = N`, which launches its kernel): the advice
+    read "move work that does not feed the GPU out of the loop, onto another thread, or overlap it" — inside a
+    per-op range the host time is PyTorch's own per-op work. The line is now the op ranges' (`nvtx.op_ranges`: CUDA
+    graphs / torch.compile, and emit_nvtx's own cost)."""
+    f = _finding(_run(_training(profiler_step=True), tmp_path), "idle_nvtx")
+    assert f["title"].endswith("largest `aten::mm, seq = N, op_id = N` (14.1 %)")
+    assert f["recommendation"] == [ADVICE["nvtx.op_ranges"].text]

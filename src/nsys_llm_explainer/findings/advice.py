@@ -165,6 +165,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("nvtx.overlap.launching", "The launching thread also launches kernels from this range: the idle time is the "
        "host work between those launches; move work that does not feed the GPU out of the loop, onto another "
        "thread, or overlap it with the previous step's GPU work."),
+    _a("nvtx.op_ranges", "These are PyTorch's per-op ranges (`emit_nvtx` / `record_function`): the idle time in them "
+       "is the framework's host work per op (dispatch, argument checks, the launch), not code to move out of the "
+       "loop; CUDA graphs (`torch.compile(mode=\"reduce-overhead\")`, `torch.cuda.graphs`) or fewer, fused ops remove "
+       "it. `emit_nvtx` itself adds host time to every op: size the overhead again in a capture without it.",
+       framework=_PT_OR_UNKNOWN),
     _a("osrt.find", "The thread that feeds the GPU waits on the OS (locks, queues, sleeps, I/O): find what it waits "
        "for (`nsys --sample=cpu --backtrace`) and keep it off the critical path.", cpu_samples=(False,)),
     _a("osrt.samples", "The thread that feeds the GPU waits on the OS (locks, queues, sleeps, I/O): the CPU samples "

@@ -3,6 +3,7 @@ claim per idle ns, the window's edges left out (docs/FINDINGS.md, "Findings": "I
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import replace
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -48,6 +49,10 @@ VARIANTS: Dict[str, CauseKind] = {
         KIND["queued"], title="Per-kernel launch latency: each kernel starts a few µs after its launch ({share:.1f} % "
         "of the window)", advice=("queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks")),
 }
+
+#: PyTorch's per-op NVTX ranges (`emit_nvtx`, `record_function` of ops): their host time is the framework's per-op
+#: work, not code to move out of the loop (advice ``nvtx.op_ranges``)
+TORCH_OP_RANGE = re.compile(r"^(?:aten::|prim::|autograd::|torch::autograd::)|^[A-Z]\w*Backward\d+(?:$|,)")
 
 #: a host thread sampled this often in the trace, with no sample in ≥ OFF_CPU_MIN_NS of its gaps, is off-CPU there
 OFF_CPU_MIN_SAMPLES = 20
@@ -326,7 +331,8 @@ def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
     ids = list(txt.advice)
     if kind == "nvtx":
         top = max(details, key=lambda d: (details[d], d)) if details else ""
-        ids = (["nvtx.overlap.unchecked"] if launch_ranges is None else ["nvtx.overlap.launching"]
+        ids = (["nvtx.overlap.unchecked"] if launch_ranges is None else
+               ["nvtx.op_ranges" if TORCH_OP_RANGE.search(top) else "nvtx.overlap.launching"]
                if top in launch_ranges else ["nvtx.overlap", "nvtx.overlap.untraced"])
     if kind == "osrt":
         ids = [i for i in ids if not i.startswith("wait.")]

@@ -97,7 +97,7 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
               "waiting OS calls",
               "GPU idle with the host inside NVTX ranges", "#1565c0", host_side=True,
               advice=("nvtx.overlap", "nvtx.overlap.untraced", "nvtx.overlap.launching",
-                                              "nvtx.overlap.unchecked"),
+                                              "nvtx.overlap.unchecked", "nvtx.op_ranges"),
               title="The GPU idles while the host is in NVTX range `{what}` ({share:.1f} % of the window)",
               title_many="The GPU idles while the host is in NVTX ranges ({share:.1f} % of the window)",
               by="range"),

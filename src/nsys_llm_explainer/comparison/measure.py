@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Dict, FrozenSet, List, Optional, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -182,12 +182,13 @@ def precision_renamed(a: Facts, b: Facts, units_a: Optional[float], units_b: Opt
     kernel. Nothing is renamed without units of work on both sides, nor when the rest of either run's kernel time
     is less than ``min_share`` in names the other also ran (a precision change renames a kind of work and leaves the
     rest of the loop as it was; another engine renames the rest too)."""
-    if not units_a or not units_b or units_a <= 0 or units_b <= 0:
+    if not units_a or not units_b or units_a <= 0 or units_b <= 0 or set(a.kernels) <= set(b.kernels) or \
+            set(b.kernels) <= set(a.kernels):   # a run that ran only names the other ran renamed nothing
         return NOT_RENAMED
     only_a, only_b = _only(a, b), _only(b, a)
     cats = [c for c in sorted(set(only_a) & set(only_b)) if c not in _NOT_PAIRED]
     names: Tuple[List[str], List[str]] = ([], [])
-    types: Tuple[set, set] = (set(), set())
+    types: Tuple[Set[str], Set[str]] = (set(), set())
     launches = [0.0, 0.0]
     paired: List[str] = []
     for c in cats:

@@ -23,24 +23,18 @@ DISPATCH = "void deep_ep::internode_ll::dispatch<7, 1, 7168>(void*, float*, int*
 COMBINE = "void deep_ep::internode_ll::combine<7, 1, 7168>(void*, void*, int*, void*, int, int, int, bool)"
 
 
-@pytest.mark.xfail(strict=True, reason="the same-workload test reads kernel names only; FP8 renames every GEMM")
 def test_fp8_quantization_is_the_same_workload_and_faster(tmp_path):
     """BASE: BF16 GEMM 200 µs, FlashAttention 100, RMS norm 20, sampler 10 (330 µs: period 1.000 ms). NEW: the same
     model with FP8 weights — a ``dynamic_scaled_fp8_quant`` of 5 µs and an FP8 (e4m3) cuBLAS GEMM of 120 µs in place
     of the BF16 GEMM (255 µs: period 0.925 ms). Truth: the same work, 7.5 % faster, all of it the GEMM (category
-    `gemm` −0.080 ms per step, `quantize` +0.005 ms). It reads "not compared — too different to compare: the runs
+    `gemm` −0.080 ms per step, `quantize` +0.005 ms). It read "not compared — too different to compare: the runs
     share little kernel work: BASE spends only 39 % of its kernel time in kernel names NEW also ran" (130 / 330; NEW
-    130 / 255 = 51 %), and ``--fail-on-regression`` exits 4 on the very change FP8 is measured for; with
-    ``--allow-incomparable`` it says "not gated", so compare cannot measure an FP8 speed-up at all. The per-category
-    table of the same output shows the two runs line up part by part (gemm → gemm, a new `quantize` row).
+    130 / 255 = 51 %), and ``--fail-on-regression`` exited 4 on the very change FP8 is measured for.
 
-    Fix I would make: in ``kernel_time_in_common`` count a kernel name the other run lacks as shared work when the
-    other run's unmatched names hold the same category with the same launches per unit of work, and the names
-    differ by a precision trait (FP8 / INT8 / INT4 types among its template arguments, the `tensor_core_gemm` trait
-    of traits.py) — a precision change keeps the layer's GEMMs, one per GEMM; `quantize` kernels a precision change
-    brings count as NEW's new kernels (their share against NEW, as a fallback kernel does). Another engine (nvjet vs
-    cuBLAS, paged vs flash attention: tests/cli/test_compare_same_workload.py) stays too different: its names differ
-    by no precision trait."""
+    Fixed (``comparison.measure.precision_renamed``, docs/COMPARE.md "Too short, too different"): the `gemm` names
+    only one run ran are renamed by a precision change — one launch per step on each side, formats {} vs {fp8}, and
+    the rest of each run (FlashAttention, norm, sampler: 130 µs) all in common names — and NEW's `quantize` kernel
+    (1 launch per step ≤ 1 renamed launch) is its price: kernel time in common BASE 330 / 330, NEW 255 / 255 = 1."""
     base = synced_loop(str(tmp_path / "b.sqlite"), ((K.GEMM_QKV, 200), (K.FLASH, 100), (K.RMS_NORM, 20),
                                                     (SAMPLER, 10)))
     new = synced_loop(str(tmp_path / "n.sqlite"), ((FP8_QUANT, 5), (FP8_GEMM, 120), (K.FLASH, 100),
@@ -51,6 +45,9 @@ def test_fp8_quantization_is_the_same_workload_and_faster(tmp_path):
     cats = {d.name: d.delta_per_unit_ns for d in c.category_changes}
     assert (cats["gemm"], cats["quantize"]) == (-80 * US, 5 * US)
     assert (c.status, c.verdict, c.change_pct) == ("comparable", "faster", pytest.approx(-7.5))
+    assert c.common_kernel_share == 1.0 and c.reasons == ()
+    assert c.headline[-1] == ("Compared across a precision change: NEW's fp8 `gemm` kernels stand for BASE's (1 launch "
+                              "per step in each), NEW's `quantize` kernels counted with them.")
     assert gate(res, 5.0)[1] == 0
 
 

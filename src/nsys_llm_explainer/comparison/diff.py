@@ -11,7 +11,16 @@ from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from ..vocabulary.windows import window_name
-from .measure import GRAPH_UNTRACED, NON_GPU, Facts, kernel_time_in_common, weighted_jaccard
+from .measure import (
+    GRAPH_UNTRACED,
+    NON_GPU,
+    NOT_RENAMED,
+    Facts,
+    Renamed,
+    kernel_time_in_common,
+    precision_renamed,
+    weighted_jaccard,
+)
 from .metric import PERIOD, change
 from .result import Comparison, Delta, FindingChange, MetricSpec, TraceSummary
 
@@ -148,10 +157,24 @@ def reason_text(r: Delta) -> str:
     return (KIND[r.name].idle_text if r.name in KIND else f"GPU idle ({r.name})") + f" (idle cause `{r.name}`)"
 
 
+def _renamed_line(r: Renamed, b: TraceSummary, n: TraceSummary, unit: str) -> str:
+    """The headline's line on kernels a precision change renamed (``r``), which the pair was compared across."""
+    fb, fn = (" / ".join(sorted(t)) for t in r.types)    # the formats each side's names name ("" when none)
+    cats = " and ".join(f"`{c}`" for c in r.categories)
+    side = f"{n.label}'s {fn + ' ' if fn else ''}{cats} kernels stand for {b.label}'s" + (f" {fb} ones" if fb else "")
+    quant = " and ".join(f"{t.label}'s" for t, q in zip((b, n), r.quantize) if q)
+    tail = f", {quant} `quantize` kernels counted with them" if quant else ""
+    la, lb = (f"{x:.3g}" for x in r.launches)
+    each = (f"{la} launch{'' if la == '1' else 'es'} per {unit} in each" if la == lb
+            else f"{la} and {lb} launches per {unit}")
+    return f"Compared across a precision change: {side} ({each}){tail}."
+
+
 def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: TraceSummary,
-              n: TraceSummary, windows: Tuple[str, str]) -> Tuple[str, ...]:
+              n: TraceSummary, windows: Tuple[str, str], renamed: Renamed = NOT_RENAMED) -> Tuple[str, ...]:
     """The headline lines of ``c`` (``details``: every (kind, detail) delta, not only the rows ``c`` keeps;
-    ``windows``: BASE's and NEW's analysis windows in words, :func:`findings.base.window_name`)."""
+    ``windows``: BASE's and NEW's analysis windows in words, :func:`findings.base.window_name`; ``renamed``: kernels
+    a precision change renamed, counted as work in common)."""
     unit = UNIT_WORD[spec.basis]
     mb, mn = b.metric, n.metric
     what = spec.description.split(" (")[0]
@@ -191,12 +214,16 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
     own = [w[len("the "):] if w.startswith("the ") else w for w in windows]   # "BASE's steady window", not "'s the"
     where = windows[0] if windows[0] == windows[1] else f"BASE's {own[0]} / NEW's {own[1]}"
     lines.append(f"GPU busy {b.busy_pct:.1f} % → {n.busy_pct:.1f} % of {where}.")
+    if renamed and verdict != "not_compared":
+        lines.append(_renamed_line(renamed, b, n, unit))
     return tuple(lines)
 
 
 def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: TraceSummary) -> Comparison:
     ub, un = b.units, n.units
-    sim, common = weighted_jaccard(fb, fn), kernel_time_in_common(fb, fn)
+    # no unit of work in common (units: window seconds), no launches per unit to match renamed kernels by
+    renamed = precision_renamed(fb, fn, ub, un, spec.min_common_kernel_share) if spec.name is not None else NOT_RENAMED
+    sim, common = weighted_jaccard(fb, fn), kernel_time_in_common(fb, fn, renamed)
     status, reasons, gpus_match = _status(spec, common, b, n)
     ch, noise = change(b.metric, n.metric)
     significant = None if ch is None else (noise is None or abs(ch) > noise)
@@ -228,4 +255,4 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
         idle_detail_changes=details[:IDLE_DETAIL_ROWS], category_changes=cats, kernel_deltas=kern,
         finding_changes=_finding_changes(b, n))
     names = tuple(window_name(f.report.window.method, f.report.window.details.bins is not None) for f in (fb, fn))
-    return replace(c, headline=_headline(spec, c, details, b, n, (names[0], names[1])))
+    return replace(c, headline=_headline(spec, c, details, b, n, (names[0], names[1]), renamed))

@@ -4,14 +4,15 @@ change comes from")."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import numpy as np
 
 from ..analyses.idle.causes import cause_totals
-from ..analyses.kernels.categories import CategoryResult
+from ..analyses.kernels.categories import CategoryResult, classify
 from ..analyses.kernels.starts import KernelStarts
 from ..analyses.steps.periods import PeriodSpan
 
@@ -107,15 +108,126 @@ def weighted_jaccard(a: Facts, b: Facts) -> float:
     return lo / hi if hi > 0 else 0.0
 
 
-def kernel_time_in_common(a: Facts, b: Facts) -> Tuple[float, float]:
+#: the low-precision number formats a kernel name can name, each with its marks (case-insensitive): a precision or
+#: quantization change renames a layer's kernels by them (``Fp8KVCacheDataType``, an enum of every paged-attention
+#: kernel, names no format)
+PRECISIONS: Tuple[Tuple[str, str], ...] = (
+    ("fp8", r"e4m3|e5m2|fp8(?!kvcache)|float8"),
+    ("fp4", r"e2m1|fp4"),
+    ("int8", r"int8|i8i8|s8s8|i8816|i16832|(?<![a-z])imma"),
+    ("int4", r"int4|4bit|w4a(?:8|16)|marlin|machete|awq|gptq"),
+)
+_PRECISION_RX = tuple((t, re.compile(rx, re.IGNORECASE)) for t, rx in PRECISIONS)
+#: launches per unit of work of two runs' renamed kernels are alike when they differ by at most this share of the larger
+LAUNCH_TOLERANCE = 0.1
+QUANTIZE = "quantize"
+#: kernels of these categories are never paired by a precision change: ``other`` says no kind of work, and
+#: ``quantize`` kernels are the price of a change (counted with it), not a renamed kernel
+_NOT_PAIRED = ("other", QUANTIZE)
+
+
+def precision_types(names: AbstractSet[str]) -> FrozenSet[str]:
+    """The low-precision formats (:data:`PRECISIONS`) any of ``names`` names."""
+    return frozenset(t for t, rx in _PRECISION_RX if any(rx.search(n) for n in names))
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """Kernel names of each run that the other did not run, counted as work in common: renamed by a precision change
+    (docs/COMPARE.md, "Too short, too different")."""
+
+    names: Tuple[FrozenSet[str], FrozenSet[str]] = (frozenset(), frozenset())   # of a, of b
+    categories: Tuple[str, ...] = ()                                            # the categories renamed
+    types: Tuple[FrozenSet[str], FrozenSet[str]] = (frozenset(), frozenset())   # formats of a's, b's renamed names
+    quantize: Tuple[bool, bool] = (False, False)     # a's / b's own ``quantize`` kernels counted with the change
+    launches: Tuple[float, float] = (0.0, 0.0)       # launches per unit of work of a's, b's renamed names
+
+    def __bool__(self) -> bool:
+        return bool(self.categories)
+
+
+#: nothing renamed
+NOT_RENAMED = Renamed()
+
+
+def _only(f: Facts, other: Facts) -> Dict[str, List[str]]:
+    """Category → the kernel names ``f`` ran and ``other`` did not (sorted), by ``f``'s own category rules."""
+    rules = f.report.categories.rules
+    only = sorted(n for n in f.kernels if n not in other.kernels)
+    if rules is None or not only:
+        return {}
+    cats = rules.categories
+    out: Dict[str, List[str]] = {}
+    for n, i in zip(only, classify(only, rules).tolist()):
+        out.setdefault(cats[i], []).append(n)
+    return out
+
+
+def _rest_in_common(f: Facts, other: Facts, renamed: AbstractSet[str]) -> float:
+    """Share of ``f``'s kernel time outside the ``renamed`` names spent in names ``other`` also ran (1 when no time
+    is left outside them)."""
+    rest = [(n, ns) for n, (_, ns) in sorted(f.kernels.items()) if n not in renamed]
+    tot = sum(ns for _, ns in rest)
+    return sum(ns for n, ns in rest if n in other.kernels) / tot if tot > 0 else 1.0
+
+
+def precision_renamed(a: Facts, b: Facts, units_a: Optional[float], units_b: Optional[float],
+                      min_share: float) -> Renamed:
+    """The kernel names of ``a`` and ``b`` that a precision / quantization change renamed (docs/COMPARE.md, "Too
+    short, too different"). A category ``c`` (not ``other`` or ``quantize``) is renamed when both runs ran names of
+    ``c`` the other did not, those names' launches per unit of work are alike (within :data:`LAUNCH_TOLERANCE` of
+    the larger) and they name different low-precision formats (:func:`precision_types`): BF16 GEMMs become FP8 ones,
+    one for one. A run's ``quantize`` names the other did not run count with the change when that run's renamed
+    names name a format the other's do not (it is the quantized side) and they launch at most once per renamed
+    kernel. Nothing is renamed without units of work on both sides, nor when the rest of either run's kernel time
+    is less than ``min_share`` in names the other also ran (a precision change renames a kind of work and leaves the
+    rest of the loop as it was; another engine renames the rest too)."""
+    if not units_a or not units_b or units_a <= 0 or units_b <= 0 or set(a.kernels) <= set(b.kernels) or \
+            set(b.kernels) <= set(a.kernels):   # a run that ran only names the other ran renamed nothing
+        return NOT_RENAMED
+    only_a, only_b = _only(a, b), _only(b, a)
+    cats = [c for c in sorted(set(only_a) & set(only_b)) if c not in _NOT_PAIRED]
+    names: Tuple[List[str], List[str]] = ([], [])
+    types: Tuple[Set[str], Set[str]] = (set(), set())
+    launches = [0.0, 0.0]
+    paired: List[str] = []
+    for c in cats:
+        sides = (only_a[c], only_b[c])
+        per = [sum(f.kernels[n][0] for n in ns) / u for f, ns, u in zip((a, b), sides, (units_a, units_b))]
+        ts = [precision_types(set(ns)) for ns in sides]
+        if ts[0] != ts[1] and abs(per[0] - per[1]) <= LAUNCH_TOLERANCE * max(per):
+            paired.append(c)
+            for i in (0, 1):
+                names[i].extend(sides[i])
+                types[i].update(ts[i])
+                launches[i] += per[i]
+    if not paired:
+        return NOT_RENAMED
+    quant = [False, False]
+    for i, (f, only, u) in enumerate(((a, only_a, units_a), (b, only_b, units_b))):
+        q = only.get(QUANTIZE, [])
+        if q and types[i] - types[1 - i] and sum(f.kernels[n][0] for n in q) / u <= launches[i]:
+            names[i].extend(q)
+            quant[i] = True
+    sets = (frozenset(names[0]), frozenset(names[1]))
+    if min(_rest_in_common(a, b, sets[0]), _rest_in_common(b, a, sets[1])) < min_share:
+        return NOT_RENAMED
+    return Renamed(sets, tuple(paired), (frozenset(types[0]), frozenset(types[1])), (quant[0], quant[1]),
+                   (launches[0], launches[1]))
+
+
+def kernel_time_in_common(a: Facts, b: Facts, renamed: Renamed = NOT_RENAMED) -> Tuple[float, float]:
     """(share of ``a``'s steady-window kernel time spent in kernel names ``b`` also ran, the same for ``b``); (0, 0)
     when either has no kernel time. It does not depend on how the time spreads over the common names, so a kernel
-    that got slower (or faster) leaves it at 1, while another model, engine or phase runs other kernels."""
+    that got slower (or faster) leaves it at 1, while another model, engine or phase runs other kernels. The names of
+    ``renamed`` (:func:`precision_renamed`) count as names the other also ran."""
     sa, sb = shares(a), shares(b)
     if not sa or not sb:
         return 0.0, 0.0
+    ra, rb = renamed.names
     # sorted: a fixed order, so the float sums do not depend on string hashing
-    return (sum(v for n, v in sorted(sa.items()) if n in sb), sum(v for n, v in sorted(sb.items()) if n in sa))
+    return (sum(v for n, v in sorted(sa.items()) if n in sb or n in ra),
+            sum(v for n, v in sorted(sb.items()) if n in sa or n in rb))
 
 
 # ------------------------------------------------------------------------------------------ anchor kernel

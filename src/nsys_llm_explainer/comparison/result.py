@@ -142,7 +142,8 @@ class Comparison(FieldsJson):
     status: str                       # "comparable" | "too_short" | "too_different" (compared only when comparable)
     reasons: Tuple[str, ...]          # why not comparable (empty when comparable)
     similarity: float                 # kernel-time-weighted Jaccard of kernel names (reported only)
-    #: the smaller of BASE's and NEW's share of kernel time in kernel names the other also ran (decides "too different")
+    #: the smaller of BASE's and NEW's share of kernel time in kernel names the other also ran, or that a precision
+    #: change renamed (decides "too different")
     common_kernel_share: float
     gpus_match: Optional[bool]        # None when a trace names no GPU
     metric_base: MetricValue

@@ -46,7 +46,7 @@ def test_fp8_quantization_is_the_same_workload_and_faster(tmp_path):
     assert (cats["gemm"], cats["quantize"]) == (-80 * US, 5 * US)
     assert (c.status, c.verdict, c.change_pct) == ("comparable", "faster", pytest.approx(-7.5))
     assert c.common_kernel_share == 1.0 and c.reasons == ()
-    assert c.headline[-1] == ("Compared across a precision change: NEW's fp8 `gemm` kernels stand for BASE's (1 launch "
+    assert c.headline[-1] == ("Compared across a precision change: NEW's fp8 `gemm` kernels replace BASE's (1 launch "
                               "per step in each), NEW's `quantize` kernels counted with them.")
     assert gate(res, 5.0)[1] == 0
 

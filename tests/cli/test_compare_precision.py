@@ -63,7 +63,7 @@ def test_int4_weight_only_quantization_is_compared(tmp_path):
     assert (c.metric_base.p50_ns, c.metric_new.p50_ns) == (1_000 * US, 890 * US)
     assert (c.status, c.verdict, c.change_pct, c.common_kernel_share) == ("comparable", "faster",
                                                                           pytest.approx(-11.0), 1.0)
-    assert c.headline[-1] == ("Compared across a precision change: NEW's int4 `gemm` kernels stand for BASE's "
+    assert c.headline[-1] == ("Compared across a precision change: NEW's int4 `gemm` kernels replace BASE's "
                               "(1 launch per step in each).")
 
 
@@ -75,7 +75,7 @@ def test_quantize_kernels_beyond_one_per_renamed_kernel_are_new_work(tmp_path):
     res, c = _pair(tmp_path, ((FP8_QUANT, 5), (TOKEN_QUANT, 5), (FP8_GEMM, 120)) + REST)
     assert c.common_kernel_share == pytest.approx(250 / 260)
     assert (c.status, c.verdict, c.change_pct) == ("comparable", "faster", pytest.approx(-7.0))
-    assert c.headline[-1] == ("Compared across a precision change: NEW's fp8 `gemm` kernels stand for BASE's (1 launch "
+    assert c.headline[-1] == ("Compared across a precision change: NEW's fp8 `gemm` kernels replace BASE's (1 launch "
                               "per step in each).")
 
 

@@ -161,7 +161,7 @@ def _renamed_line(r: Renamed, b: TraceSummary, n: TraceSummary, unit: str) -> st
     """The headline's line on kernels a precision change renamed (``r``), which the pair was compared across."""
     fb, fn = (" / ".join(sorted(t)) for t in r.types)    # the formats each side's names name ("" when none)
     cats = " and ".join(f"`{c}`" for c in r.categories)
-    side = f"{n.label}'s {fn + ' ' if fn else ''}{cats} kernels stand for {b.label}'s" + (f" {fb} ones" if fb else "")
+    side = f"{n.label}'s {fn + ' ' if fn else ''}{cats} kernels replace {b.label}'s" + (f" {fb} ones" if fb else "")
     quant = " and ".join(f"{t.label}'s" for t, q in zip((b, n), r.quantize) if q)
     tail = f", {quant} `quantize` kernels counted with them" if quant else ""
     la, lb = (f"{x:.3g}" for x in r.launches)

@@ -72,13 +72,27 @@ def shorten(text: Any, limit: int = MD_NAME_LIMIT) -> str:
     return s[:head] + "…" + (s[-tail:] if tail else "")
 
 
+_LONG_WORD = re.compile(rf"\S{{{CODE_LIMIT + 1},}}")
+
+
+def shorten_text(text: Any, limit: int = TEXT_LIMIT) -> str:
+    """A sentence (which may quote names) cut to ``limit`` characters: when longer, each run of over
+    :data:`CODE_LIMIT` non-space characters (a long name the sentence quotes) is first :func:`shorten`-ed to
+    :data:`CODE_LIMIT` where it stands, so the sentence around it stays whole; then the middle cut if still longer.
+    Made :func:`visible` first; text within ``limit`` is unchanged."""
+    s = visible(text)
+    if len(s) <= limit:
+        return s
+    return shorten(_LONG_WORD.sub(lambda m: shorten(m.group(), CODE_LIMIT), s), limit)
+
+
 def md_name(text: Any, limit: int = MD_NAME_LIMIT) -> str:
     """A kernel / NVTX / API / process name for Markdown: shortened, monospace, escaped (cell-safe)."""
     return md_code(shorten(text, limit))
 
 
 def _escape_inline(s: str) -> str:
-    r = _MD_SPECIAL.sub(lambda m: _MD_ESCAPES[m.group()], shorten(s, TEXT_LIMIT))
+    r = _MD_SPECIAL.sub(lambda m: _MD_ESCAPES[m.group()], shorten_text(s))
     r = r.replace("://", "&#58;//")
     return re.sub(r"(?i)\bwww\.", lambda m: m.group(0)[:-1] + "&#46;", r)
 

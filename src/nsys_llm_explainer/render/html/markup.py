@@ -6,7 +6,7 @@ import json
 from typing import Any, Optional
 
 from ...vocabulary.units import num
-from ..escape import CODE_LIMIT, TEXT_LIMIT, _to_str, shorten
+from ..escape import CODE_LIMIT, TEXT_LIMIT, _to_str, shorten, shorten_text
 from ..escape import html_escape as h  # element content or a quoted attribute value (docs/SECURITY.md §4)
 
 #: characters kept for a name shown in a table cell (the full name is in ``title`` / CSV)
@@ -30,11 +30,12 @@ def name_html(text: Any, limit: int = NAME_LIMIT) -> str:
 
 
 def rich(text: Any) -> str:
-    """Text with backtick code spans (as in report.md): code spans become ``<code>``, the rest is escaped."""
+    """Text with backtick code spans (as in report.md): code spans become ``<code>``, the rest is escaped and, as
+    in report.md, shortened (:func:`..escape.shorten_text`)."""
     parts = _to_str(text).split("`")
     if len(parts) % 2 == 0:  # unbalanced backticks: everything is plain text
-        return h(text)
-    return "".join(code(p) if i % 2 else h(p) for i, p in enumerate(parts))
+        return h(shorten_text(text))
+    return "".join(code(p) if i % 2 else h(shorten_text(p)) for i, p in enumerate(parts))
 
 
 def script_json(value: Any) -> str:

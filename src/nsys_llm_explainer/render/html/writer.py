@@ -32,7 +32,7 @@ from ..document import (
     TablePart,
     Value,
 )
-from ..escape import TEXT_LIMIT, shorten
+from ..escape import shorten_text
 from ..table import Col
 from .markup import h, name_html, raw_value, rich, script_json
 from .page import page, plotly_js
@@ -45,9 +45,9 @@ def html_inline(x: Spans) -> str:
     if isinstance(x, (tuple, list)):
         return "".join(html_inline(s) for s in x)
     if isinstance(x, Data):
-        return h(shorten(x.value, TEXT_LIMIT))
+        return h(shorten_text(x.value))
     if isinstance(x, Cell):
-        return h(shorten(x.value, TEXT_LIMIT).strip())
+        return h(shorten_text(x.value).strip())
     if isinstance(x, Code):
         return name_html(x.value, x.limit)
     if isinstance(x, Rich):

@@ -149,7 +149,7 @@ def _steps(v: View) -> List[Any]:
              f"p99 {fmt_dur(s.p99_ns if s else None)}, max {fmt_dur(s.max_ns if s else None)}"
              + (";" if st.period else "."), _period(st))]
     if st.notes:
-        out.append(bullets([inline("Note: ", Data(n)) for n in st.notes]))
+        out.append(bullets([inline("Note: ", Rich(n)) for n in st.notes]))   # kernel names in backticks
     if st.rows:
         out += [Chart(lambda: series_chart(v, st)), Chart(lambda: hist_chart(st))]
     if st.by_phase:

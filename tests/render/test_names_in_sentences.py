@@ -1,0 +1,148 @@
+"""Hostile names inside the tool's sentences (claims sweep CAK): names that the analyses write into a sentence —
+the steps' confidence reason (NVTX names quoted with ``repr``), the steps' notes naming MoE-router / resampling
+kernels, the step-sync evidence naming its thread — stay inert *and* keep the sentence true: a 100 KB name is
+shortened where it stands (docs/SECURITY.md §4, "Long names"), never by cutting the sentence's middle away, and
+report.html holds no more of it than report.md. Each trace is built by hand; the truth is in the docstring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from synth import TraceBuilder
+
+from nsys_llm_explainer import analyze
+from nsys_llm_explainer.render import render_html, render_markdown
+from nsys_llm_explainer.render.escape import CODE_LIMIT, TEXT_LIMIT, shorten_text
+
+US = 1_000
+MS = 1_000_000
+LONG = "L" * 100_000
+DRAFT = "void draft_head_gemv_kernel<64>(__nv_bfloat16*)"
+TGT = "void ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn"
+SAMP = "void at::native::sampling_kernel(float*)"
+
+
+def _spec(path: Path, draft: str, verify: str) -> str:
+    """Speculative decoding (as tests/findings/test_claims_af.py): one process, one thread, GPU 0; 30 iterations of
+    2 ms from 10 ms: 4 ``draft`` ranges of 100 µs (one 60 µs draft kernel each), then a 300 µs ``verify`` range
+    launching the 900 µs target kernel and a 10 µs sampling kernel. The verify ranges are the step (79 % of the GPU
+    time), confidence medium: they enclose 60 of the thread's 180 launches (33 %), the draft ranges ×120 between."""
+    b = TraceBuilder("2024.2")
+    b.process(100, "vllm")
+    g = b.thread(100, 100, "main")
+    b.gpu(0)
+    for i in range(30):
+        t = 10 * MS + i * 2 * MS
+        for j in range(4):
+            s = t + j * 100 * US
+            b.nvtx_push_pop(s, s + 100 * US, draft, tid_g=g)
+            b.launch(s + 10 * US, s + 20 * US, s + 25 * US, s + 85 * US, pid=100, tid=100, device=0, name=DRAFT)
+        v = t + 400 * US
+        b.nvtx_push_pop(v, v + 300 * US, verify, tid_g=g)
+        b.launch(v + 10 * US, v + 20 * US, v + 25 * US, v + 925 * US, pid=100, tid=100, device=0, name=TGT)
+        b.launch(v + 30 * US, v + 40 * US, v + 925 * US, v + 935 * US, pid=100, tid=100, device=0, name=SAMP)
+    return b.write(str(path), overwrite=True)
+
+
+def _short(name: str, limit: int = CODE_LIMIT) -> str:
+    """``name`` as shortened for a reader: ⅘ head, middle ellipsis, ⅕ tail (escape.shorten)."""
+    tail = limit // 5
+    return name[:limit - 1 - tail] + "…" + name[-tail:]
+
+
+def test_shorten_text_shortens_long_words_before_the_sentence() -> None:
+    """Text over TEXT_LIMIT (2,000) characters: each run of over CODE_LIMIT (200) non-space characters is shortened
+    to 200 (159 + '…' + 40) first; the sentence is then 31 + 200 + 31 = 262 characters and stays whole. Text within
+    the limit is unchanged, and a sentence of many short words is still cut at 2,000."""
+    s = "NVTX range 'verify_step" + LONG + "' (30 instances) looks"
+    assert shorten_text(s) == "NVTX range " + _short("'verify_step" + LONG + "'") + " (30 instances) looks"
+    assert shorten_text("a" * 300 + " b") == "a" * 300 + " b"
+    many = "ab " * 1_000
+    assert len(shorten_text(many)) == TEXT_LIMIT
+
+
+def test_confidence_reason_with_long_range_names_keeps_its_sentence(tmp_path: Path) -> None:
+    """The spec trace with ranges ``draft_step`` + 100 KB and ``verify_step`` + 100 KB. The confidence reason reads
+    "NVTX range 'verify_step…' (30 instances) looks like a step but encloses only 33% of the kernel launches of its
+    threads; with 'draft_step…' ×120 between its instances, parts of one iteration: …". report.md cut the whole
+    reason to 2,000 characters with a middle ellipsis: "NVTX range 'verify_stepL…L' ×120 between its instances"
+    — the coverage sentence gone and the draft ranges' count given to the verify range; report.html wrote the
+    reason whole, both 100 KB names in it. Each name is now shortened where it stands (200 characters), in both."""
+    p = _spec(tmp_path / "t.sqlite", "draft_step" + LONG, "verify_step" + LONG)
+    rep = analyze(p)
+    md, page = render_markdown(rep), render_html(rep)
+    v, d = _short("'verify_step" + LONG + "'"), _short("'draft_step" + LONG + "'")
+    assert (f"NVTX range {v} (30 instances) looks like a step but encloses only 33% of the kernel launches of its "
+            f"threads; with {d} ×120 between its instances, parts of one iteration") in md
+    html_v, html_d = (x.replace("'", "&#x27;") for x in (v, d))
+    assert (f"NVTX range {html_v} (30 instances) looks like a step but encloses only 33% of the kernel launches of "
+            f"its threads; with {html_d} ×120 between its instances, parts of one iteration") in page
+    page_text = page.split('<script type="application/json"', 1)[0]     # the data island keeps names exactly
+    assert "L" * 5_000 not in md and "L" * 5_000 not in page_text
+
+
+def _marker_loop(path: Path, router: str, resample: str) -> str:
+    """No NVTX; 40 steps on GPU 0 of ``gemm_a`` 100 µs, ``router`` 10, ``resample`` 10, ``router`` 10, ``gemm_b``
+    100 and ``argmax_kernel`` 5 µs: steps by the default marker (``argmax``), ``router`` (a MoE router: 80 launches)
+    and ``resample`` (an up-sampling kernel: 40) left out of the marker, each named in a note."""
+    b = TraceBuilder()
+    b.process(10, "p")
+    b.thread(10, 10, "t")
+    b.gpu(0)
+    t = 1 * MS
+    for _ in range(40):
+        for nm, d in (("gemm_a", 100), (router, 10), (resample, 10), (router, 10), ("gemm_b", 100),
+                      ("argmax_kernel", 5)):
+            b.launch(t - 5 * US, t - 1 * US, t, t + d * US, pid=10, tid=10, device=0, name=nm)
+            t += (d + 5) * US
+        t += 300 * US
+    return b.write(str(path), overwrite=True)
+
+
+def test_step_notes_show_their_kernel_names_as_names(tmp_path: Path) -> None:
+    """The router / resampling notes name kernels in backticks ("… not once per step): `moe_topk_router…` (80)").
+    They were rendered as plain text: the backticks shown as characters (``&#96;`` in report.md) and a 100 KB name
+    kept up to the 2,000-character text limit. As names they are monospace, shortened to 200 characters."""
+    router, resample = "moe_topk_router" + LONG, "upsample_nearest<float>"
+    rep = analyze(_marker_loop(tmp_path / "t.sqlite", router, resample))
+    md, page = render_markdown(rep), render_html(rep)
+    assert ("- Note: MoE router kernels left out of the default step marker (they run once per MoE layer, not once "
+            f"per step): `{_short(router)}` (80)") in md
+    assert ("not token sampling): <code>upsample_nearest&lt;float&gt;</code> (40)") in md
+    assert f"per step): <code>{_short(router)}</code> (80)" in page
+    assert "L" * 5_000 not in md and "L" * 5_000 not in page.split('<script type="application/json"', 1)[0]
+
+
+def _cycle(b: TraceBuilder, pid: int, T: int, name: str, thread: str) -> None:
+    """As tests/findings/test_claims_cab.py: 10 launches, kernels back to back [T + 20, T + 920) µs, then a
+    ``cudaStreamSynchronize`` [T + 100, T + 925) µs, on thread ``thread`` (tid = pid)."""
+    g = b.thread(pid, pid, thread)
+    for i in range(10):
+        a = T + i * 10 * US
+        b.launch(a, a + 6 * US, T + (20 + 90 * i) * US, T + (110 + 90 * i) * US, pid=pid, tid=pid, name=name)
+    c = b.runtime(T + 100 * US, T + 925 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+    b.sync(T + 102 * US, T + 922 * US, pid=pid, sync_type=3, corr=c)
+
+
+@pytest.mark.xfail(strict=True, reason="a name holding a backtick cannot be a backtick code span of finding text: "
+                   "md_rich / rich pair the backticks wrongly; fix below")
+def test_a_thread_name_with_backticks_is_shown_whole_in_the_step_sync_evidence(tmp_path: Path) -> None:
+    """Two engines time-sliced on GPU 0 (test_claims_cab's ``_two_engines``), engine A's thread named ``\\`x\\` <b>``.
+    The step-sync evidence is built as "Device 0, thread `{name}` (pid 100, tid 100): …"; the name's own backticks
+    pair with the sentence's, so report.md reads "Device 0, thread x<code> &lt;b&gt;</code> (pid 100 …": the name
+    shown as ``x`` and a code span `` <b>``, not as itself (inert, but not the thread's name). With an odd count of
+    backticks in a name every code span of the evidence turns to plain text.
+
+    Fix I would make: findings put names into their text through one helper (``findings.base.code_name``) that
+    delimits a name by a private-use pair (U+E000 … U+E001) instead of backticks when it holds one, and md_rich /
+    rich split on both (report.json's text keeping the backticks' form for every name without one)."""
+    b = TraceBuilder()
+    b.process(100, "A")
+    b.process(200, "B")
+    for c in range(50):
+        T = 1 * MS + c * 2 * MS
+        _cycle(b, 100, T, "vllm_gemm", "`x` <b>")
+        _cycle(b, 200, T + 1 * MS, "sgl_gemm", "B")
+    md = render_markdown(analyze(b.write(str(tmp_path / "t.sqlite"), overwrite=True)))
+    assert "- Device 0, thread <code>&#96;x&#96; &lt;b&gt;</code> (pid 100, tid 100): 50 blocking calls" in md

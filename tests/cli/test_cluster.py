@@ -62,11 +62,15 @@ def test_planted_straggler_exact(straggler, pool_result):
     assert [(c["metric"], c["scope"], c["observed"], c["op"], c["threshold"]) for c in claim["checks"]] == [
         ("aligned", {}, 1, "==", 1), ("ranks", {}, 4, ">=", 2), ("matched", {"rank": "rank3"}, 10, ">=", 5),
         ("last_arrival_share", {"rank": "rank3"}, 0.8, ">=", 0.6),
+        # the waiting rank 3 caused: steps 0-7, ranks 0, 1, 2 wait 230 + 220 + 210 µs = 5.28 ms; rank 1 in steps
+        # 8-9: 260 + 240 + 230 µs = 1.46 ms; 5.28 / 6.74 = 0.7834
+        ("wait_caused_share", {"rank": "rank3"}, 0.7834, ">=", 0.6),
         ("others_mean_wait_ns", {"rank": "rank3"}, round((2360 + 1760 + 2160) * US / 3), ">", 0),
         ("end_spread_p50_ns", {}, 0, "<=", coll.skew_p50_ns // 2), ("split_names", {}, 0, "==", 0)]
     late = next(c for c in res.claims if c.finding.id == "late_arriver")   # the single-file Finding and Check types
     assert late.rank == "rank3" and late.finding.category == "nccl_wait" and late.finding.holds()
-    assert [c.scope.rank for c in late.finding.checks] == [None, None, "rank3", "rank3", "rank3", None, None]
+    assert [c.scope.rank for c in late.finding.checks] == [None, None, "rank3", "rank3", "rank3", "rank3", None,
+                                                           None]
     devs = {r.rank: r for r in res.devices}
     assert all(devs[f"rank{r}"].step_count == 10 and devs[f"rank{r}"].kernel_count == 20 for r in range(4))
     json.dumps(res.to_dict(), allow_nan=False)

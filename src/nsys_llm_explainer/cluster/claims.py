@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, pct
-from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
+from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE, NCCL_RE
 from ..findings.base import Check, Finding, Scope
 from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
@@ -93,9 +93,14 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     others = [x for j, x in enumerate(ranks) if j != late]
     mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
     share = r.last_arrival_share or 0.0
+    all_wait = sum(x.wait_ns_total or 0 for x in ranks)
+    # the waiting it caused / all the waiting: a rank last by 3 µs at most collectives is not the one the others
+    # wait for when another is last by 90 µs at the rest
+    caused = round((r.wait_caused_ns or 0) / all_wait, 4) if all_wait else 0.0
     checks = [_check("aligned", int(coll.timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
               _check("matched", r.matched, ">=", MIN_MATCHED, r.rank),
               _check("last_arrival_share", share, ">=", MIN_LATE_SHARE, r.rank),
+              _check("wait_caused_share", caused, ">=", MIN_LATE_SHARE, r.rank),
               _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
               _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
               _check("split_names", len(coll.split_names), "==", 0)]
@@ -105,6 +110,10 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     per_coll = mean_wait / r.matched
     contested = r.with_last_arriver or 0
     kind = coll.kind()
+    # the title names the kind of the collectives it arrived last at (a start-up NCCL all-gather on every rank
+    # does not make an all-to-all straggler one "at NCCL and custom collectives")
+    at = {bool(NCCL_RE.search(i.name)) for i in coll.instances if i.late_rank == r.rank}
+    at_kind = "NCCL" if at == {True} else "custom" if at == {False} else "NCCL and custom"
     of = (f"({r.last_arrival_count} of {r.matched}) of the matched {kind} collectives" if contested == r.matched
           else f"({r.last_arrival_count} of the {contested}) of its matched {kind} collectives that had a last "
           f"arriver (in the other {r.matched - contested} every rank's kernel ran as long)")
@@ -119,7 +128,7 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     ev += [f"{x.rank} waits {dur(x.wait_ns_total)} over {x.matched} collectives (p50 {dur(x.wait_p50_ns)})."
            for x in others]
     return _claim(r.rank, "late_arriver", "high" if pct >= 80 else "medium",
-                  f"{r.rank} is the rank the others wait for at {kind} collectives", ev, int(round(mean_wait)),
+                  f"{r.rank} is the rank the others wait for at {at_kind} collectives", ev, int(round(mean_wait)),
                   checks, "Look at what this rank does before its collectives (host work, data loading, a slower "
                   "GPU or link); its single-file report is under ranks/.")
 

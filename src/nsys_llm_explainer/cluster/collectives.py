@@ -49,6 +49,8 @@ class RankRow(FieldsJson):
     with_last_arriver: Optional[int] = _timed()
     #: Σ of its matched kernels' waiting part [own start, own start + wait) inside its file's steady window
     wait_in_window_ns: Optional[int] = _timed()
+    #: the waiting it caused: Σ over the matched instances it arrived last at of the other members' waits
+    wait_caused_ns: Optional[int] = _timed()
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class InstanceRow(FieldsJson):
 
     name: str
     seq: int                          # k: the name's k-th matched instance (issue order on every member rank)
-    late_rank: str
+    late_rank: Optional[str]          # its last arriver; None when every member's kernel ran as long (skew 0)
     first_start_ns: int
     last_start_ns: int
     skew_ns: int
@@ -175,6 +177,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     matched_per = np.zeros(n, np.int64)
     last_cnt = np.zeros(n, np.int64)
     contested = np.zeros(n, np.int64)    # per rank: its matched instances that had a last arriver
+    caused = np.zeros(n, np.int64)       # per rank: the others' waits at the instances it arrived last at
     by_name: List[NameRow] = []
     instances: List[InstanceRow] = []
     all_skew: List[np.ndarray] = []
@@ -217,7 +220,10 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             contested += arr.contested
             late_j = np.searchsorted(mem, np.maximum(arr.late, mem[0]))   # member position (0 for a tied instance)
             late_c = arr.last[mem]
-            n_late = int((arr.late >= 0).sum())
+            has = arr.late >= 0
+            n_late = int(has.sum())
+            # the waiting each last arriver caused: the other members' waits at the instances it arrived last at
+            np.add.at(caused, arr.late[has], wait.sum(axis=0)[has])
             for j in range(len(members)):
                 waits[members[j]].append(wait[j])
                 f = files[ser[members[j]][1]]
@@ -226,13 +232,15 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                 in_window[members[j]] += int(np.maximum(hi_w - lo_w, 0).sum())
             all_skew.append(sk)
             late_names = [names[order[r]] for r in members]
-            instances.extend(InstanceRow(cname, k, late_names[lj], f0, l0, s0, e0)
-                             for k, (lj, f0, l0, s0, e0) in enumerate(zip(late_j.tolist(), first.tolist(),
-                                                                          last.tolist(), sk.tolist(),
-                                                                          spread.tolist())))
+            instances.extend(InstanceRow(cname, k, late_names[lj] if h else None, f0, l0, s0, e0)
+                             for k, (lj, h, f0, l0, s0, e0) in enumerate(zip(late_j.tolist(), has.tolist(),
+                                                                             first.tolist(), last.tolist(),
+                                                                             sk.tolist(), spread.tolist())))
             top = max(range(len(members)), key=lambda j: (int(late_c[j]), -members[j]))
+            # most often last: one rank only; ranks tied at the top count (a straggler that moves) name nobody
+            sole = late_c[top] > 0 and int((late_c == late_c[top]).sum()) == 1
             row = replace(row, skew_total_ns=int(sk.sum()), skew_p50_ns=_half_up(median(sk)),
-                          skew_max_ns=int(sk.max()), most_late_rank=late_names[top] if late_c[top] else None,
+                          skew_max_ns=int(sk.max()), most_late_rank=late_names[top] if sole else None,
                           most_late_share=round(int(late_c[top]) / n_late, 4) if n_late else 0.0,
                           end_spread_p50_ns=_half_up(median(spread)))
         by_name.append(row)
@@ -251,7 +259,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             rrow = replace(rrow, wait_ns_total=int(w.sum()), wait_mean_ns=_half_up(w.mean()) if w.shape[0] else 0,
                            wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=int(last_cnt[j]),
                            last_arrival_share=round(arrivals.share(j), 4), with_last_arriver=int(contested[j]),
-                           wait_in_window_ns=int(in_window[j]))
+                           wait_in_window_ns=int(in_window[j]), wait_caused_ns=int(caused[j]))
         ranks.append(rrow)
     matched_total = sum(r.matched for r in by_name)
     reason = None if timed else f"clocks not aligned: {al.reason}"

@@ -104,12 +104,14 @@ def _skew_chart(coll: CollectivesResult, ranks: Sequence[RankRow]) -> Figure:
     color = {str(r.rank): rank_color(i) for i, r in enumerate(ranks)}
     groups: Dict[str, List[InstanceRow]] = {}
     for r in shown:  # one pass over the (capped) plotted instances
-        groups.setdefault(str(r.late_rank), []).append(r)
-    data = [{"type": "scatter", "mode": "markers", "name": f"last: {plot_text(late, 40)}",
+        groups.setdefault(r.late_rank or "", []).append(r)   # "": no last arriver (every kernel ran as long)
+    data = [{"type": "scatter", "mode": "markers",
+             "name": f"last: {plot_text(late, 40)}" if late else "no last arriver",
              "x": [r.seq for r in rows], "y": [us_value(r.skew_ns) for r in rows],
              "marker": {"size": 7, "color": color.get(late, rank_color(len(ranks) + j))},
              "hovertext": [f"{plot_text(r.name)} #{fmt_int(r.seq)}<br>skew "
-                           f"{fmt_dur(r.skew_ns)} · last to arrive: {plot_text(late)}<br>first start "
+                           f"{fmt_dur(r.skew_ns)} · last to arrive: {plot_text(late) if late else 'none'}"
+                           f"<br>first start "
                            f"{ms_value(r.first_start_ns)} ms on the aligned clock" for r in rows],
              "hoverinfo": "text"} for j, (late, rows) in enumerate(groups.items())]
     how = (f"all {fmt_int(len(inst))} matched instances" if len(shown) == len(inst) else

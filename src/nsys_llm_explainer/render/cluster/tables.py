@@ -78,11 +78,12 @@ NCCL_RANKS: Table[ClusterResult] = Table("nccl_ranks.csv", (
     ns_col("wait_ns_total", "wait total"), ns_col("wait_mean_ns", "wait mean"), ns_col("wait_p50_ns", "wait p50"),
     int_col("last_arrival_count", "last_arrival_count", "last to arrive"),
     share_col("last_arrival_share", "share"),
+    ns_col("wait_caused_ns", "waits caused").html(),
 ), lambda d: d.collectives.ranks)
 #: the rank columns of custom all-reduce kernels (shown only when a file has any)
 CUSTOM = ("custom_count", "custom_total_ns")
 #: the NCCL rank columns that compare timestamps of different files (shown only when the clocks were aligned)
-TIMED = ("wait_ns_total", "wait_mean_ns", "wait_p50_ns", "last_arrival_count", "last_arrival_share",
+TIMED = ("wait_ns_total", "wait_mean_ns", "wait_p50_ns", "last_arrival_count", "last_arrival_share", "wait_caused_ns",
          "skew_total_ns", "skew_p50_ns", "skew_max_ns", "end_spread_p50_ns", "most_late_rank", "most_late_share")
 
 NCCL_COLLECTIVES: Table[ClusterResult] = Table("nccl_collectives.csv", (

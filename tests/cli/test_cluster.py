@@ -61,7 +61,7 @@ def test_planted_straggler_exact(straggler, pool_result):
     assert all(c["op"] for c in claim["checks"])
     assert [(c["metric"], c["scope"], c["observed"], c["op"], c["threshold"]) for c in claim["checks"]] == [
         ("aligned", {}, 1, "==", 1), ("ranks", {}, 4, ">=", 2), ("matched", {"rank": "rank3"}, 10, ">=", 5),
-        ("last_arrival_share", {"rank": "rank3"}, 0.8, ">=", 0.6),
+        ("last_arrivals", {"rank": "rank3"}, 8, ">=", 2),
         # the waiting rank 3 caused: steps 0-7, ranks 0, 1, 2 wait 230 + 220 + 210 µs = 5.28 ms; rank 1 in steps
         # 8-9: 260 + 240 + 230 µs = 1.46 ms; 5.28 / 6.74 = 0.7834
         ("wait_caused_share", {"rank": "rank3"}, 0.7834, ">=", 0.6),

@@ -80,7 +80,8 @@ def test_headline_claims_and_clock_statement(straggler) -> None:
     # the claim's evidence and checks, as the text says them
     assert "rank3 arrives last in 80% (8 of 10) of the matched NCCL collectives" in page.text
     assert "the other ranks wait 2.093 ms each in total" in page.text
-    assert "last_arrival_share 0.8 ≥ 0.6" in page.text and "matched 10 ≥ 5" in page.text
+    assert "last_arrivals 8 ≥ 2" in page.text and "wait_caused_share 0.78 ≥ 0.6" in page.text
+    assert "matched 10 ≥ 5" in page.text
     assert page.values["time_at_stake_ns"][0] == str(round((2360 + 1760 + 2160) * US / 3))
 
 

@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from .summary import DeviceRow
 
 MIN_MATCHED = 5
+#: the late arriver caused at least this share of all the waiting at the matched collectives
 MIN_LATE_SHARE = 0.6
+#: … at no fewer than this many collectives (one stall is an event, not a rank the others keep waiting for)
+MIN_LATE_ARRIVALS = 2
 MIN_BUSY_GAP_PCT = 10.0
 MIN_STEP_RATIO = 1.1
 #: each claim's finding category (cluster.json does not carry it)
@@ -88,18 +91,19 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     ranks = list(coll.ranks)
     if not coll.available or not ranks or coll.order_fallbacks():
         return None   # a name matched by issue order on aligned clocks: its kernels never overlapped, no wait claim
-    late = max(range(len(ranks)), key=lambda j: (ranks[j].last_arrival_count or 0, -j))
+    # the rank whose late arrivals caused the most waiting (ties: the most last arrivals, then the first rank): a
+    # rank last by 3 µs at most collectives is not the one the others wait for when another is last by 90 µs at
+    # the rest, nor is a host stalled 2 ms twice less of a straggler for being last only twice
+    late = max(range(len(ranks)), key=lambda j: (ranks[j].wait_caused_ns or 0, ranks[j].last_arrival_count or 0, -j))
     r = ranks[late]
     others = [x for j, x in enumerate(ranks) if j != late]
     mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
     share = r.last_arrival_share or 0.0
     all_wait = sum(x.wait_ns_total or 0 for x in ranks)
-    # the waiting it caused / all the waiting: a rank last by 3 µs at most collectives is not the one the others
-    # wait for when another is last by 90 µs at the rest
     caused = round((r.wait_caused_ns or 0) / all_wait, 4) if all_wait else 0.0
     checks = [_check("aligned", int(coll.timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
               _check("matched", r.matched, ">=", MIN_MATCHED, r.rank),
-              _check("last_arrival_share", share, ">=", MIN_LATE_SHARE, r.rank),
+              _check("last_arrivals", r.last_arrival_count or 0, ">=", MIN_LATE_ARRIVALS, r.rank),
               _check("wait_caused_share", caused, ">=", MIN_LATE_SHARE, r.rank),
               _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
               _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
@@ -117,8 +121,8 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     of = (f"({r.last_arrival_count} of {r.matched}) of the matched {kind} collectives" if contested == r.matched
           else f"({r.last_arrival_count} of the {contested}) of its matched {kind} collectives that had a last "
           f"arriver (in the other {r.matched - contested} every rank's kernel ran as long)")
-    ev = [f"{r.rank} arrives last in {pct:.0f}% {of}; the other ranks wait {dur(mean_wait)} each in total "
-          f"({dur(per_coll)} per collective)."]
+    ev = [f"{r.rank} arrives last in {pct:.0f}% {of}, and its late arrivals cause {100 * caused:.0f} % of all the "
+          f"waiting; the other ranks wait {dur(mean_wait)} each in total ({dur(per_coll)} per collective)."]
     steps = {(d.file, d.device_id): d.step_count for d in devices}
     per_step = [(x.wait_ns_total or 0) / steps[(x.file, x.device_id)] for x in others
                 if steps.get((x.file, x.device_id))]
@@ -127,7 +131,7 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
                   "(mean over them of their wait / their step count).")
     ev += [f"{x.rank} waits {dur(x.wait_ns_total)} over {x.matched} collectives (p50 {dur(x.wait_p50_ns)})."
            for x in others]
-    return _claim(r.rank, "late_arriver", "high" if pct >= 80 else "medium",
+    return _claim(r.rank, "late_arriver", "high" if pct >= 80 or 100 * caused >= 80 else "medium",
                   f"{r.rank} is the rank the others wait for at {at_kind} collectives", ev, int(round(mean_wait)),
                   checks, "Look at what this rank does before its collectives (host work, data loading, a slower "
                   "GPU or link); its single-file report is under ranks/.")

@@ -14,6 +14,7 @@ from ...config.phase_map import PhaseMap
 from ...model.names import distinct_small
 from ...model.timeline import rows_by_value, run_starts
 from ...model.trace import TraceModel
+from ..idle.range_names import normalize_range_name
 from ..nvtx.tree import (
     NvtxTree,
     combine_innermost,
@@ -69,7 +70,6 @@ def _overlaps(pid: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
     return bool((same & (s[1:] < e[:-1])).any())
 
 
-_DIGITS = re.compile(r"\d+")
 #: NVTX names of libraries / per-op instrumentation that never mark a model step
 _NOT_STEP = re.compile(
     r"^(?:[\w.]+:)?(?:nccl|mpi_|aten::|cublas|cudnn|cufft|nvshmem|cupti)"   # libraries, torch ops
@@ -90,9 +90,10 @@ _OPTIMIZER_STEP = re.compile(r"(?:optim(?:izer)?|lr_scheduler|scaler|adamw?|sgd)
 
 
 def _name_groups(names: List[str]) -> Tuple[np.ndarray, List[str]]:
-    """Group id per name (digit runs replaced by ``#``: ``token_7_step`` → ``token_#_step``), plus labels."""
+    """Group id per name (digit runs replaced as the idle causes' NVTX details are, :func:`normalize_range_name`:
+    ``token_7_step`` → ``token_N_step``, ``ProfilerStep#3`` → ``ProfilerStep#N``), plus labels."""
     index: Dict[str, int] = {}
-    gid = np.array([index.setdefault(_DIGITS.sub("#", n), len(index)) for n in names] + [-1], np.int64)
+    gid = np.array([index.setdefault(normalize_range_name(n), len(index)) for n in names] + [-1], np.int64)
     return gid, list(index)
 
 

@@ -113,3 +113,13 @@ def test_megatron_tp_collectives_are_not_told_to_prefetch_like_fsdp(tmp_path: Pa
     assert f["recommendation"][0] == ADVICE["comm_exposed.te"].text
     assert not any(a.startswith(("FSDP", "DDP")) for a in f["recommendation"])
     assert "transformer_engine" in rep["kernel_traits"]["traits"]
+
+
+def test_exposed_comm_of_several_ranks_in_one_trace_points_to_its_nccl_section(tmp_path: Path) -> None:
+    """(trace: :func:`_ddp_ranks` with two ranks) The generic line said only "check the other ranks for
+    a late peer … cluster view over every rank's trace" of a capture holding two ranks the NCCL section already
+    compares: with ≥ 2 NCCL ranks in the trace the line is `comm_exposed.generic.here` (the NCCL section first; the
+    cluster view for ranks captured elsewhere)."""
+    f = finding_of(report_of(_ddp_ranks(2), tmp_path), "comm_exposed")
+    assert ADVICE["comm_exposed.generic.here"].text in f["recommendation"]
+    assert ADVICE["comm_exposed.generic"].text not in f["recommendation"]

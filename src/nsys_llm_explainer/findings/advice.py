@@ -310,6 +310,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("comm_exposed.generic", "Overlap the collectives with independent compute (issue them on a side stream "
        "ahead of the work that does not need their result), send fewer and larger messages, and check the other "
        "ranks for a late peer the collectives wait for (`nsys-llm-explain` cluster view over every rank's trace)."),
+    _a("comm_exposed.generic.here", "Overlap the collectives with independent compute (issue them on a side stream "
+       "ahead of the work that does not need their result) and send fewer and larger messages; the NCCL section "
+       "compares the ranks this trace holds for a late one (ranks captured in other traces: `nsys-llm-explain` "
+       "cluster view over every rank's trace)."),
     _a("fp32.tf32", "Let FP32 matmuls use TF32 tensor cores: `torch.backends.cuda.matmul.allow_tf32 = True` / "
        "`torch.set_float32_matmul_precision('high')` (accuracy close to FP32 for most models).",
        gpu_tf32=(True,), framework=_PT_OR_UNKNOWN, fp32_simt_gemm=(True,)),

@@ -92,7 +92,7 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
         keys.append("comm_exposed.ep")
     if "send/recv" in named:
         keys += ["comm_exposed.pp", "comm_exposed.pp.inference"]
-    keys.append("comm_exposed.generic")
+    keys.append("comm_exposed.generic.here" if nccl.available and len(nccl.ranks) >= 2 else "comm_exposed.generic")
     verb, it = ("runs", "it") if len(named) == 1 else ("run", "them")
     return finding(
         "comm_exposed", severity="high" if check.observed >= COMM_EXPOSED_HIGH_PCT else "medium",

@@ -206,17 +206,20 @@ def _exposure(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray, budget: np
     return exposed, over, _by_cause(pc, ov, code), _by_cause(pc, take, code)
 
 
-def _waiting_ns(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per window ``[e_i, b_i)``: the ns of thread ``g``'s ``osrt`` pieces (inside an OS call that waits)."""
+def _waiting_ns(dc: DeviceCauses, g: int, e: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Per window ``[e_i, b_i)``: the ns of the device's idle charged to thread ``g`` (its pieces), and of those the
+    ns of its ``osrt`` pieces (inside an OS call that waits)."""
     pc = dc.pieces
     if pc is None or len(pc) == 0 or e.shape[0] == 0:
-        return np.zeros(e.shape[0], np.int64)
-    m = (pc.gtid == g) & (pc.kind == KIND_CODE["osrt"])
-    ps, pe = pc.start[m], pc.end[m]
+        return np.zeros(e.shape[0], np.int64), np.zeros(e.shape[0], np.int64)
+    m = pc.gtid == g
+    ps, pe, osrt = pc.start[m], pc.end[m], pc.kind[m] == KIND_CODE["osrt"]
     w = np.searchsorted(e, ps, side="right") - 1
     wi = np.maximum(w, 0)
     ov = np.where(w >= 0, np.clip(np.minimum(pe, b[wi]) - np.maximum(ps, e[wi]), 0, None), 0)
-    return np.bincount(wi, weights=ov, minlength=e.shape[0]).round().astype(np.int64)
+    idle = np.bincount(wi, weights=ov, minlength=e.shape[0]).round().astype(np.int64)
+    wait = np.bincount(wi, weights=np.where(osrt, ov, 0), minlength=e.shape[0]).round().astype(np.int64)
+    return idle, wait
 
 
 def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, work: np.ndarray
@@ -258,8 +261,11 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     # `pthread_cond_wait` for the next request after every forward: each period holds one such wait, so no period
     # is long beside the median); it is no host work of a step: left out of X, R and the per-step numbers
     # (docs/FINDINGS.md)
+    # (mostly: of the window's GPU idle charged to the thread, not of the whole window: while another thread's
+    # kernels (a second model served by the same process) keep the GPU busy, the thread's wait hides nothing)
     paused = (b - e) > PAUSE * percentile(period, 50) if m > 1 else np.zeros(n, bool)
-    paused |= 2 * _waiting_ns(dc, g, e, b) > b - e
+    idle_g, wait_g = _waiting_ns(dc, g, e, b)
+    paused |= 2 * wait_g > idle_g
     exposed, over, by_cause, claimed = _exposure(dc, g, e, np.where(paused, e, b), budget)   # paused: empty window
     # readback: a D→H copy call of g after its last launch before the sync, before the sync (or the sync is one)
     cs = api.start[ctx.d2h_rows.get(g, np.empty(0, np.int64))]

@@ -11,6 +11,8 @@ import pytest
 from claims_support import finding_of, report_of
 from synth import TraceBuilder
 
+from nsys_llm_explainer.findings.advice import ADVICE
+
 US = 1_000
 MS = 1_000 * US
 PID = 100
@@ -173,8 +175,6 @@ def _graph_instances() -> TraceBuilder:
     return b
 
 
-@pytest.mark.xfail(strict=True, reason="launch.fuse has no fact for the kernels' kind, and the composite's title "
-                   "quotes one device's share beside both devices' time")
 def test_graph_launched_gemms_are_not_told_to_fuse_elementwise_kernels(tmp_path: Path) -> None:
     """(trace: :func:`_graph_instances`) The verdict read "Launch-bound: the host needs ~37.78 µs per kernel, the
     kernels ~8.00 µs: 76.0 % of the window (151.131 ms)" with the one line "Many tiny elementwise kernels are the
@@ -182,7 +182,11 @@ def test_graph_launched_gemms_are_not_told_to_fuse_elementwise_kernels(tmp_path:
     20 to a graph (200 calls for 4,000 kernels: no per-kernel launch), the idle is the ~640 µs between requests, and
     151.131 ms is both GPUs' time — 152 % of the 99.368 ms window, not 76 %. Fix I would make: `launch.fuse` needs an
     elementwise share (a fact), the per-kernel host time is per launch call when graphs launch the kernels, and the
-    title's share is of the summed device windows (as the step-sync title was made one quantity, sweep CAB)."""
+    title's share is of the summed device windows (as the step-sync title was made one quantity, sweep CAB).
+    Fixed: `launch.fuse` only with elementwise kernels in the window; the title's share and time are the chosen
+    device's, with every device's time beside them ("… (X ms on device 0; 151.131 ms on all devices)")."""
     f = finding_of(report_of(_graph_instances(), tmp_path), "launch_overhead")
     assert not any("elementwise" in a for a in f["recommendation"]), f["recommendation"]
     assert "76.0 % of the window (151.131 ms)" not in f["title"], f["title"]
+    assert f["title"].endswith(" on all devices)") and "151.131 ms on all devices" in f["title"]
+    assert f["recommendation"] == [ADVICE["launch.graphs.all"].text]   # every kernel ran as a graph node

@@ -148,6 +148,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("launch.graphs.compiled", "`torch.compile` is in use without CUDA graphs: `mode=\"reduce-overhead\"` (or "
        "`\"max-autotune\"`) captures the compiled step in CUDA graphs and removes most launches.",
        framework=_PT, cuda_graphs=(False,), torch_compile=(True,)),
+    _a("launch.graphs.all", "Every kernel already runs inside CUDA graphs: the host time is per graph launch and "
+       "between them; put more work into each graph (larger batches, more of the step captured) or prepare the next "
+       "launch while the GPU runs the current graph.", cuda_graphs=(True,)),
     _a("launch.graphs.more", "CUDA graphs are already in use: the launches that remain are outside them; capture "
        "more of the step in the graph (or fuse the kernels launched outside it).", cuda_graphs=(True,)),
     _a("launch.fuse", "Many tiny elementwise kernels are the usual source of launches: fuse them."),

@@ -240,7 +240,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
-        ids = _graph_break_line(ids, traits)
+        ids = _kernel_lines(ids, traits)
         api_calls = cuda_api.call_count if cuda_api is not None and cuda_api.available else 0
         if api_calls > 0 and "unknown.trace_cuda" in ids and kind == "copy":   # a copy finding's "not known" title
             ids = [("unknown.unlinked" if i == "unknown.trace_cuda" else i) for i in ids]   # the links are missing
@@ -282,7 +282,8 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     total = sum(parts.values())
     d = gpu.device(dev)
     assert d is not None   # a launch-bound device (lb) is one of gpu.devices
-    host_per_kernel = sum(merged[dev].values()) / d.kernel_count if d.kernel_count else 0.0
+    own = sum(merged[dev].values())     # the title's share and time are one quantity: the device's
+    host_per_kernel = own / d.kernel_count if d.kernel_count else 0.0
     ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(d.kernel_p50_ns)}, GPU busy "
           f"{d.busy_pct:.1f} %; the host spends about {us(host_per_kernel)} per kernel between or inside launches.",
           "Launch overhead: " + "; ".join(
@@ -303,22 +304,24 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     return finding(
         "launch_overhead", severity=sev,
         title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(d.kernel_p50_ns)}: "
-              f"{share[dev]:.1f} % of the window ({dur(total)})",
-        evidence=ev, advice=[i for i in _graph_break_line(KIND["launch"].advice, traits)   # no launch outside graphs:
-                             if i != "launch.graphs.more" or traits.graph_node_kernels < traits.kernel_count],
+              f"{share[dev]:.1f} % of the window ({dur(own)}" + (f" on device {dev}; {dur(total)} on all devices)"
+                                                               if len(merged) > 1 else ")"),
+        evidence=ev, advice=_kernel_lines(KIND["launch"].advice, traits),
         facts=facts, time_at_stake_ns=total,
         checks=checks,
         device_id=dev, cause=(HOST_OVERHEAD, ""))
 
 
-def _graph_break_line(ids: Sequence[str], traits: KernelTraitsResult) -> List[str]:
-    """``ids`` without the ``compiled.graph_breaks`` line ("the small kernels left are eager regions between graph
-    breaks") when no eager elementwise kernel (the ``elementwise`` trait) ran in the window: the small kernels are
-    then Inductor's own, not eager ones, and the line's claim is false of the trace."""
+def _kernel_lines(ids: Sequence[str], traits: KernelTraitsResult) -> List[str]:
+    """``ids`` without the lines whose claim about the window's kernels is false of the trace: with no eager
+    elementwise kernel (the ``elementwise`` trait), ``compiled.graph_breaks`` ("the small kernels left are eager
+    regions between graph breaks") and ``launch.fuse`` ("many tiny elementwise kernels"); ``launch.graphs.more``
+    ("the launches that remain are outside them") when every kernel ran as a graph node, ``launch.graphs.all``
+    unless every one did."""
     eager = traits.traits.get("elementwise")
-    if eager is not None and eager.kernel_count > 0:
-        return list(ids)
-    return [i for i in ids if i != "compiled.graph_breaks"]
+    drop = set() if eager is not None and eager.kernel_count > 0 else {"compiled.graph_breaks", "launch.fuse"}
+    drop.add("launch.graphs.more" if traits.graph_node_kernels >= traits.kernel_count else "launch.graphs.all")
+    return [i for i in ids if i not in drop]
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],

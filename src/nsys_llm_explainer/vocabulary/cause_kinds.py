@@ -76,6 +76,7 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
     CauseKind("launch", "launch_overhead", "the launching thread was inside a launch call",
               "GPU idle in kernel launch calls", "#ef6c00", api=True, host_side=True,
               advice=("launch.graphs", "launch.graphs.torch", "launch.graphs.compiled", "launch.graphs.more",
+                      "launch.graphs.all",
                       "launch.fuse", "compiled.graph_breaks", "launch.vllm", "launch.sglang", "launch.trtllm",
                       "launch.trtllm.graphs"),
               title="Launch calls (`{what}`) hold the host while the GPU idles ({share:.1f} % of the window)",

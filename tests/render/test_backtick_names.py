@@ -146,3 +146,20 @@ def test_step_sync_evidence_keeps_its_later_code_spans(tmp_path: Path, name: str
     assert ev and ev[0].startswith(head.format(span, "`cudaStreamSynchronize` 50"))
     assert head.format(md, "`cudaStreamSynchronize` 50") in render_markdown(rep)
     assert head.format(page, "<code>cudaStreamSynchronize</code> 50").replace("'", "&#x27;") in render_html(rep)
+
+
+def test_compare_verdict_with_backtick_labels(tmp_path: Path, capsys) -> None:
+    """``compare`` of the NVTX trace with itself (range ``x``), labels ``base`x`` (1 backtick) and ``new``y`` (a run
+    of 2): both runs have the same 59 periods between their 60 ``fwd`` kernels (the anchor; median 1.000 ms), so the
+    verdict is "no significant difference". It names NEW then BASE as fenced spans (2 and 3 backticks) in
+    compare.json and on stdout, and compare.md shows each label whole in ``<code>``."""
+    t = _nvtx_idle(tmp_path / "t.sqlite", "x")
+    out = tmp_path / "cmp"
+    assert main(["compare", t, t, "--labels", "base`x,new``y", "--out", str(out)]) == 0
+    first = ("{} and {} do not differ significantly on the median iteration period: 1.000 ms → 1.000 ms (+0.0 %, "
+             "within the noise).")
+    fenced = first.format("``` new``y ```", "`` base`x ``")
+    assert f"  {fenced}\n" in capsys.readouterr().out
+    assert json.loads((out / "compare.json").read_text(encoding="utf-8"))["comparisons"][0]["headline"][0] == fenced
+    md = (out / "compare.md").read_text(encoding="utf-8")
+    assert first.format("<code>new&#96;&#96;y</code>", "<code>base&#96;x</code>") + "  \n" in md

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from synth import TraceBuilder
 
 from nsys_llm_explainer import analyze
@@ -125,18 +124,14 @@ def _cycle(b: TraceBuilder, pid: int, T: int, name: str, thread: str) -> None:
     b.sync(T + 102 * US, T + 922 * US, pid=pid, sync_type=3, corr=c)
 
 
-@pytest.mark.xfail(strict=True, reason="a name holding a backtick cannot be a backtick code span of finding text: "
-                   "md_rich / rich pair the backticks wrongly; fix below")
 def test_a_thread_name_with_backticks_is_shown_whole_in_the_step_sync_evidence(tmp_path: Path) -> None:
     """Two engines time-sliced on GPU 0 (test_claims_cab's ``_two_engines``), engine A's thread named ``\\`x\\` <b>``.
-    The step-sync evidence is built as "Device 0, thread `{name}` (pid 100, tid 100): …"; the name's own backticks
-    pair with the sentence's, so report.md reads "Device 0, thread x<code> &lt;b&gt;</code> (pid 100 …": the name
+    The step-sync evidence was built as "Device 0, thread `{name}` (pid 100, tid 100): …"; the name's own backticks
+    paired with the sentence's, so report.md read "Device 0, thread x<code> &lt;b&gt;</code> (pid 100 …": the name
     shown as ``x`` and a code span `` <b>``, not as itself (inert, but not the thread's name). With an odd count of
-    backticks in a name every code span of the evidence turns to plain text.
-
-    Fix I would make: findings put names into their text through one helper (``findings.base.code_name``) that
-    delimits a name by a private-use pair (U+E000 … U+E001) instead of backticks when it holds one, and md_rich /
-    rich split on both (report.json's text keeping the backticks' form for every name without one)."""
+    backticks in a name every code span of the evidence turned to plain text. The name is now written by
+    ``vocabulary.code_spans.code_name`` as the fenced span "`` `x` <b> ``" (docs/SECURITY.md §4, "Names in
+    sentences"), which report.md shows as the one name, escaped in ``<code>``."""
     b = TraceBuilder()
     b.process(100, "A")
     b.process(200, "B")

@@ -9,6 +9,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
+from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from ..vocabulary.windows import window_name
 from .measure import (
@@ -153,14 +154,14 @@ def _offset(cats: Sequence[Delta], r: Delta) -> Optional[Delta]:
 
 def reason_text(r: Delta) -> str:
     if r.component == "category":
-        return f"non-overlapped GPU time in `{r.name}` kernels"
-    return (KIND[r.name].idle_text if r.name in KIND else f"GPU idle ({r.name})") + f" (idle cause `{r.name}`)"
+        return f"non-overlapped GPU time in {code_name(r.name)} kernels"
+    return (KIND[r.name].idle_text if r.name in KIND else f"GPU idle ({r.name})") + f" (idle cause {code_name(r.name)})"
 
 
 def _renamed_line(r: Renamed, b: TraceSummary, n: TraceSummary, unit: str) -> str:
     """The headline's line on kernels a precision change renamed (``r``), which the pair was compared across."""
     fb, fn = (" / ".join(sorted(t)) for t in r.types)    # the formats each side's names name ("" when none)
-    cats = " and ".join(f"`{c}`" for c in r.categories)
+    cats = " and ".join(code_name(c) for c in r.categories)
     side = f"{n.label}'s {fn + ' ' if fn else ''}{cats} kernels replace {b.label}'s" + (f" {fb} ones" if fb else "")
     quant = " and ".join(f"{t.label}'s" for t, q in zip((b, n), r.quantize) if q)
     tail = f", {quant} `quantize` kernels counted with them" if quant else ""
@@ -181,15 +182,15 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
     ch, noise, verdict = c.change_pct, c.noise_pct, c.verdict
     b_ms, n_ms = fmt_ms(mb.p50_ns, unit=True), fmt_ms(mn.p50_ns, unit=True)
     if verdict == "not_compared" or ch is None:
-        first = (f"`{n.label}` vs `{b.label}`: not compared — {c.status.replace('_', ' ')} to compare: "
-                 + "; ".join(c.reasons) + ".")
+        first = (f"{code_name(n.label)} vs {code_name(b.label)}: not compared — {c.status.replace('_', ' ')} to "
+                 "compare: " + "; ".join(c.reasons) + ".")
     elif verdict == "no_change" and not c.significant:
-        first = (f"`{n.label}` and `{b.label}` do not differ significantly on the {what}: {b_ms} → "
+        first = (f"{code_name(n.label)} and {code_name(b.label)} do not differ significantly on the {what}: {b_ms} → "
                  f"{n_ms} ({ch:+.1f} %, within the noise).")
     elif verdict == "no_change":
-        first = f"`{n.label}` performs like `{b.label}` on the {what}: {b_ms} → {n_ms} ({ch:+.1f} %)."
+        first = f"{code_name(n.label)} performs like {code_name(b.label)} on the {what}: {b_ms} → {n_ms} ({ch:+.1f} %)."
     else:
-        first = (f"`{n.label}` is {abs(ch):.1f} % {verdict} than `{b.label}` on the {what}: "
+        first = (f"{code_name(n.label)} is {abs(ch):.1f} % {verdict} than {code_name(b.label)} on the {what}: "
                  f"{b_ms} → {n_ms}.")
     lines = [first]
     if spec.name is not None:
@@ -206,10 +207,10 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
         text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
         sub = [d for d in details if d.name == r.name and d.detail == r.detail]
         if r.component == "idle" and r.detail and sub:
-            text += f", of which `{r.detail}` {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
+            text += f", of which {code_name(r.detail)} {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
         back = _offset(c.category_changes, r)
         if back is not None:
-            text += f", offset by `{back.name}` kernels {signed_ms(back.delta_per_unit_ns, unit=True)}"
+            text += f", offset by {code_name(back.name)} kernels {signed_ms(back.delta_per_unit_ns, unit=True)}"
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
     own = [w[len("the "):] if w.startswith("the ") else w for w in windows]   # "BASE's steady window", not "'s the"
     where = windows[0] if windows[0] == windows[1] else f"BASE's {own[0]} / NEW's {own[1]}"

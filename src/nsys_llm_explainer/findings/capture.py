@@ -13,6 +13,7 @@ from ..analyses.idle.gpu_time import MIN_BUSY_NS, MIN_KERNELS, GpuTimeResult
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.trace.window import WindowResult
+from ..vocabulary.code_spans import code_name
 from ..vocabulary.device_roles import ROLE_COPIES, ROLE_KERNELS
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.units import fmt_count
@@ -125,8 +126,8 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
     rows = att.uncovered_by_thread
     if any(r.gtid >= 0 for r in rows):
         ev.append(f"Kernels no {'push/pop ' if se else ''}range covers, by launching thread: " + "; ".join(
-            (f"`{r.thread_name}` " if label_shows_tid(r.thread_name, r.tid) else
-             f"`{r.thread_name or 'thread'}` (tid {r.tid}) ") + f"{r.pct_of_uncovered:.1f} %, "
+            (f"{code_name(r.thread_name)} " if label_shows_tid(r.thread_name, r.tid) else
+             f"{code_name(r.thread_name or 'thread')} (tid {r.tid}) ") + f"{r.pct_of_uncovered:.1f} %, "
             + (f"{r.thread_ranges} range(s) on that thread" if r.thread_ranges else "no NVTX range on it")
             for r in rows[:3] if r.gtid >= 0) + ".")
     top = rows[0] if rows and rows[0].gtid >= 0 else None      # the thread that launches most of them
@@ -138,7 +139,7 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
         "nvtx_coverage", severity="low",
         title=f"NVTX {'push/pop ' if se else ''}ranges cover little of the GPU time" + (
             f": {top.pct_of_uncovered:.0f} % of the uncovered kernel time is launched by "
-            f"`{top.thread_name or 'tid ' + str(top.tid)}`" if top is not None else ""),
+            f"{code_name(top.thread_name or 'tid ' + str(top.tid))}" if top is not None else ""),
         evidence=ev, advice=ids, facts=facts, time_at_stake_ns=0, about_capture=True)
 
 

@@ -10,6 +10,7 @@ from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.memory.copy_engines import HOST_PATHS, CopyEnginesResult, CopyPath, path_of_detail
 from ..analyses.trace.facts import TraceFacts
+from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Claims, Scope, finding
@@ -116,8 +117,9 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
              if p.steps and p.bytes_per_step_p50 is not None and p.step_busy_pct_p50 is not None else "") + ".",
           f"Kernels run under {p.overlap_pct:.1f} % of that time ({dur(p.kernel_overlap_ns)}); "
           f"{dur(p.beyond_kernels_ns)} of it runs with no kernel on the GPU.",
-          f"This finding claims the {dur(at_stake)} of idle time the idle-cause table charges to `{p.label}` copies "
-          "(the copy path holds the GPU beyond the kernels); the copy finding keeps the rest."]
+          f"This finding claims the {dur(at_stake)} of idle time the idle-cause table charges to "
+          f"{code_name(p.label)} copies (the copy path holds the GPU beyond the kernels); the copy finding keeps the "
+          "rest."]
     if p.path in HOST_PATHS:
         ev.append(host_memory_evidence(p))
     advice, side = side_stream(facts.advice_facts(), [p])

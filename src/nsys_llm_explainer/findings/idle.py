@@ -20,6 +20,7 @@ from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..vocabulary.cause_kinds import COMPOSITE_CAUSES, KIND, CauseKind
+from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
@@ -111,13 +112,14 @@ def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: 
     named = ns if main_ns is None else min(ns, main_ns)
     if story is not None and main_share < 0.5 * kind_share:
         return (f"The launching thread waits in OS calls while the GPU idles: {kind_share:.1f} % ({dur(ns)}); "
-                f"largest `{what}` ({main_share:.1f} %)")
+                f"largest {code_name(what)} ({main_share:.1f} %)")
     if story is not None:
-        inside = f" inside `{story.context}`" if story.context else ""
-        return f"The launching thread waits in `{what}`{inside} while the GPU idles: {main_share:.1f} % ({dur(named)})"
+        inside = f" inside {code_name(story.context)}" if story.context else ""
+        return (f"The launching thread waits in {code_name(what)}{inside} while the GPU idles: {main_share:.1f} % "
+                f"({dur(named)})")
     if txt.title_many and main_share < 0.5 * kind_share:
-        return txt.title_many.format(share=kind_share) + f", {dur(ns)}; largest `{what}` ({main_share:.1f} %)"
-    return txt.title.format(what=what, share=main_share).replace(" % of the window", f" % of the window, "
+        return txt.title_many.format(share=kind_share) + f", {dur(ns)}; largest {code_name(what)} ({main_share:.1f} %)"
+    return txt.title.format(what=code_name(what), share=main_share).replace(" % of the window", f" % of the window, "
                                                                     f"{dur(named)}", 1)
 
 
@@ -198,11 +200,11 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
               f"% of its {dur(win[d])} window)." for d, v in sorted(devs.items())]
         if len(top) > 1 or top[0][0]:
             ev.append("By " + (txt.by or "detail") + ": " + "; ".join(
-                f"`{det or '–'}` {dur(ns)}" for det, ns in top[:4]) + ".")
+                f"{code_name(det or '–')} {dur(ns)}" for det, ns in top[:4]) + ".")
         main = next((c for c in by_dev[dev].causes if c.kind == kind and c.detail == top[0][0]), None)
         if main is not None:
             holds = "holds" if main.gap_count == 1 else "hold"
-            ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} `{top[0][0] or kind}`"
+            ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} {code_name(top[0][0] or kind)}"
                       f"{_where(main, window.full_start_ns)}.")
         table_share = 100.0 * by_dev[dev].ns_of(kind) / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
@@ -255,8 +257,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             ev.extend(side_ev)
         out.append(finding(
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
-            else "low", title=(f"Allocator growth at the start of the window: `{what}` holds {main_quoted:.1f} % of "
-                               "it (a one-time cost)" if growth
+            else "low", title=(f"Allocator growth at the start of the window: {code_name(what)} holds "
+                               f"{main_quoted:.1f} % of it (a one-time cost)" if growth
                                else _title(txt, what, quoted, main_quoted, sum(devs[dev].values()) - edge_ns[dev],
                                            story, devs[dev].get(top[0][0], 0))),
             evidence=ev, advice=ids, facts=kind_facts, time_at_stake_ns=total,
@@ -287,8 +289,8 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(d.kernel_p50_ns)}, GPU busy "
           f"{d.busy_pct:.1f} %; the host spends about {us(host_per_kernel)} per kernel between or inside launches.",
           "Launch overhead: " + "; ".join(
-              (f"launch calls `{det}` {dur(ns)}" if kind == "launch" else
-               f"host CPU between launches inside range `{det}` (gaps < 1 ms) {dur(ns)}" if kind == "nvtx" else
+              (f"launch calls {code_name(det)} {dur(ns)}" if kind == "launch" else
+               f"host CPU between launches inside range {code_name(det)} (gaps < 1 ms) {dur(ns)}" if kind == "nvtx" else
                f"host CPU between launches (gaps < 1 ms) {dur(ns)}")
               for (kind, det), ns in sorted(parts.items(), key=lambda x: -x[1])[:5]) + "; time inside NVTX ranges, "
           "OS calls, other CUDA calls, syncs and copies is left to their own findings."]

@@ -33,10 +33,10 @@ _UM_ADVICE = ("um.see_finding", "um.prefetch", "um.advise")
 def _variant(unified: bool, doing: str, advice: Tuple[str, ...]) -> CauseKind:
     """The ``copy`` kind with the title saying what the copies (or Unified-Memory migrations) do."""
     if unified:
-        title = f"Unified-Memory migrations (`{{what}}`) {doing}: {{share:.1f}} % of the window"
+        title = f"Unified-Memory migrations ({{what}}) {doing}: {{share:.1f}} % of the window"
         many = f"Unified-Memory migrations and copies {doing}: {{share:.1f}} % of the window"
     else:
-        title = f"Copies {doing}: `{{what}}` copies fill {{share:.1f}} % of the window"
+        title = f"Copies {doing}: {{what}} copies fill {{share:.1f}} % of the window"
         many = f"Copies {doing}: {{share:.1f}} % of the window"
     return replace(KIND["copy"], title=title, title_many=many, advice=advice)
 

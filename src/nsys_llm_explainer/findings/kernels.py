@@ -17,6 +17,7 @@ from ..analyses.steps.metrics import StepResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..model.names import short
+from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
@@ -38,7 +39,7 @@ def _tensor_core_words(facts: TraceFacts, kinds: List[str]) -> str:
     per = {g.name: "/".join(t for t in ("TF32", "BF16", "FP16") if t in g.tensor_core_types) or "none"
            for g in facts.known_gpus()}
     if len(set(per.values())) > 1:
-        return ("The GPUs' tensor cores differ: " + "; ".join(f"`{n}` {v}" for n, v in sorted(per.items()))
+        return ("The GPUs' tensor cores differ: " + "; ".join(f"{code_name(n)} {v}" for n, v in sorted(per.items()))
                 + " (see `facts.gpus`): use a precision each GPU takes.")
     return ("The GPU's tensor cores take " + "/".join(kinds) + " (see `facts.gpus`)." if kinds else
             "The GPU's tensor-core datatypes are not known from the trace.")
@@ -95,8 +96,8 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                       "(graph-level tracing): which kernels take the busy time is not known.")
         elif steady_kernels.available and steady_kernels.by_name:
             t = steady_kernels.by_name[0]
-            ev.append(f"Top kernel `{short(t.name, 90)}`: {t.pct:.1f} % of kernel time ({fmt_count(t.count, 'call')}, "
-                      f"avg {us(t.avg_ns)}).")
+            ev.append(f"Top kernel {code_name(short(t.name, 90))}: {t.pct:.1f} % of kernel time "
+                      f"({fmt_count(t.count, 'call')}, avg {us(t.avg_ns)}).")
             checks.append(Check("kernel_share_pct", float(t.pct), ">", 0.0, Scope(name=t.name)))
         if cats:
             ev.append("Where the busy time goes (overlapping kernels share it equally): " + ", ".join(
@@ -124,7 +125,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     h = traits.traits.get("fp32_gemm_simt")
     tensor_cores = advice.get("gpu_fp16_tensor_cores")
     if h is not None and h.share_pct >= FP32_MIN_SHARE and tensor_cores is not False:
-        names = ", ".join(f"`{short(t.name, 60)}`" for t in h.top_kernels[:2])
+        names = ", ".join(code_name(short(t.name, 60)) for t in h.top_kernels[:2])
         kinds = [k for k, f in (("TF32", "gpu_tf32"), ("BF16", "gpu_bf16"), ("FP16", "gpu_fp16_tensor_cores"))
                  if advice.get(f)]
         c = traits.traits.get("fp32_conv_simt")
@@ -164,7 +165,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
             "elementwise_fusion", severity=sev_k, confidence="medium",
             title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
             evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
-                      + ", ".join(f"`{short(t.name, 50)}`" for t in e.top_kernels[:3]) + ".",),
+                      + ", ".join(code_name(short(t.name, 50)) for t in e.top_kernels[:3]) + ".",),
             advice=["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts=advice,
             time_at_stake_ns=int(e.total_ns * frac),
             checks=(mid, Check("trait_share_pct", e.share_pct, ">=", ELEMENTWISE_MIN_SHARE,

@@ -8,6 +8,7 @@ from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle.causes import IdleCausesResult, cause_totals
 from ..jsonable import FieldsJson
+from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_dur as dur
 from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, finding, pooled_scope
 
@@ -63,7 +64,7 @@ def _mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any], 
         "mixed_idle", severity="low", confidence="medium",
         title=f"The GPU is idle {100 - busy_pct:.1f} % of {where}, spread over causes below 5 % each",
         evidence=("Largest idle causes: " + "; ".join(
-            f"{c.kind.replace('_', ' ')}{' `' + c.detail + '`' if c.detail else ''} {dur(c.ns)}" for c in top)
+            f"{c.kind.replace('_', ' ')}{' ' + code_name(c.detail) if c.detail else ''} {dur(c.ns)}" for c in top)
             + ".",) if top else (), advice=["mixed.table"], facts=facts,
         time_at_stake_ns=idle, checks=(Check("busy_pct", busy_pct, "<", NO_BOTTLENECK_PCT, scope),
                                        Check("cause_pct_of_window", worst[0], "<", MEDIUM_SHARE,

@@ -8,6 +8,7 @@ from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
 from ..analyses.common.stats import pct
 from ..analyses.steps.sync import MAX_PERIOD_SPREAD, MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
+from ..vocabulary.code_spans import code_name
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
@@ -64,17 +65,17 @@ def _title(s: StepSyncSeries, share: float, overlap: int, stake: int, dev: Optio
     The period is the main series'; per-step times are in the evidence."""
     every = dur(s.period_p50_ns) if s.period_p90_ns <= MAX_PERIOD_SPREAD * s.period_p50_ns else \
         f"{dur(s.period_p50_ns)} (p50; p90 {dur(s.period_p90_ns)})"     # steps of unlike GPU work: prefill, decode
-    return (f"Per-step sync: `{s.api}` every {every}; the GPU-idle host work after it could overlap "
+    return (f"Per-step sync: {code_name(s.api)} every {every}; the GPU-idle host work after it could overlap "
             f"the next step: {share:.1f} % ({dur(overlap)}"
             + (f" on device {dev}; {dur(stake)} on all devices)" if dev is not None else ")"))
 
 
 def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
-    who = f"thread `{s.thread_name}`" if s.thread_name else "thread"
+    who = f"thread {code_name(s.thread_name)}" if s.thread_name else "thread"
     ids = f"pid {s.pid}" if label_shows_tid(s.thread_name, s.tid) else f"pid {s.pid}, tid {s.tid}"
     rb = (f", {s.readback_points} right after a device-to-host copy (a `.item()` / `.cpu()`-style readback)"
           if s.readback_points else "")
-    causes = "".join(f"; {k.replace('_', ' ')}{' `' + d + '`' if d else ''} {dur(ns)}"
+    causes = "".join(f"; {k.replace('_', ' ')}{' ' + code_name(d) if d else ''} {dur(ns)}"
                       for k, d, ns in s.exposed_by_cause[:3])
     own = (f" ({100 * s.own_kernels_in_steps / s.device_kernels:.0f} % launched by this thread, the rest by "
            "others)" if s.own_kernels_in_steps < s.kernels_in_steps and s.device_kernels else "")
@@ -82,8 +83,8 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
     also = f" The pattern also holds for {len(others)} other thread/device pair(s) (step-sync table)." \
         if others else ""
     return [f"Device {dev}, {who} ({ids}): {s.sync_points} blocking calls wait until the GPU "
-            f"has finished the thread's work ({', '.join(f'`{a}` {n}' for a, n in s.api_counts[:3])}){rb}; "
-            f"`{s.api}` ends a step every {dur(s.period_p50_ns)} (p90 {dur(s.period_p90_ns)}), "
+            f"has finished the thread's work ({', '.join(f'{code_name(a)} {n}' for a, n in s.api_counts[:3])}){rb}; "
+            f"{code_name(s.api)} ends a step every {dur(s.period_p50_ns)} (p90 {dur(s.period_p90_ns)}), "
             f"{fmt_count(s.steps, 'step')} holding {100 * s.kernel_share:.0f} % of the device's kernels" + own + "."
             + also,
             f"Per step (p50): GPU busy {dur(s.gpu_busy_p50_ns)}; the host waits in the sync {dur(s.wait_p50_ns)}; "

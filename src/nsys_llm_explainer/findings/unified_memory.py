@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import AbstractSet, List, Mapping, Optional
 
 from ..analyses.memory.unified import UmDevice, UmWindow, UnifiedMemoryResult
+from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_bytes, fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Finding, Scope, finding
@@ -44,7 +45,7 @@ def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult, 
         where = ""
         if w.cpu_faults_by_function:
             top = w.cpu_faults_by_function[0]
-            where = f", most in `{top.name}` ({top.count:,})"
+            where = f", most in {code_name(top.name)} ({top.count:,})"
         ev.append(f"{w.cpu_fault_count:,} CPU page faults on managed memory{where}: the host touches pages the GPU "
                   "also uses, so they migrate back and forth.")
     idle = sum(d.migration_idle_ns for d in considered)

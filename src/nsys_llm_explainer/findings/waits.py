@@ -9,6 +9,7 @@ from typing import List, Optional, Tuple
 
 from ..analyses.common.stats import pct
 from ..analyses.threads.waits import LauncherWaits, OverlapRow, WaitsResult
+from ..vocabulary.code_spans import code_name
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.os_calls import is_wait
 
@@ -40,18 +41,19 @@ def launcher_of(waits: Optional[WaitsResult], device: int) -> Optional[LauncherW
 
 
 def _who(label: str, tid: int) -> str:
-    return f"`{label}` (tid {tid})" if label and not label_shows_tid(label, tid) else f"`{label or 'thread'}`"
+    return (f"{code_name(label)} (tid {tid})" if label and not label_shows_tid(label, tid)
+            else code_name(label or "thread"))
 
 
 def _doing(w: LauncherWaits, gtid: int) -> str:
     """What one thread was in during the waits: its largest NVTX range, OS call and CUDA call, with shares."""
     parts: List[str] = []
-    for what, word in (("nvtx", "in NVTX `{}`"), ("osrt", "in `{}`"), ("cuda", "in `{}`")):
+    for what, word in (("nvtx", "in NVTX {}"), ("osrt", "in {}"), ("cuda", "in {}")):
         rows = w.rows_of(gtid, what)
         if rows:
             r = rows[0]
             kind = {"file_io": ", file I/O", "wait": ", itself waiting"}.get(r.os_class, "")
-            parts.append(word.format(r.name) + f" {r.pct_of_waits:.0f} %{kind}")
+            parts.append(word.format(code_name(r.name)) + f" {r.pct_of_waits:.0f} %{kind}")
     return "; ".join(parts) if parts else "active"
 
 
@@ -59,7 +61,7 @@ def _waits_in(w: LauncherWaits, gtid: int) -> str:
     """The largest waiting call (OS or CUDA synchronize) of another thread during the waits, with its share."""
     r = max((r for r in w.rows_of(gtid) if r.what != "nvtx" and r.os_class == "wait"), key=lambda r: r.ns,
             default=None)
-    return f"in `{r.name}` {r.pct_of_waits:.0f} %" if r is not None else "in OS calls"
+    return f"in {code_name(r.name)} {r.pct_of_waits:.0f} %" if r is not None else "in OS calls"
 
 
 def _advice(w: LauncherWaits, shown: List[int], ran: bool = False) -> Tuple[str, ...]:
@@ -90,7 +92,7 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     w = launcher_of(waits, device)
     if w is None:
         return None
-    calls = ", ".join(f"`{c.name}` {c.pct_of_window:.1f} %" for c in w.calls[:3])
+    calls = ", ".join(f"{code_name(c.name)} {c.pct_of_window:.1f} %" for c in w.calls[:3])
     shared = w.shared_with()
     who = f"Launching thread {_who(w.thread, w.tid)} ({shared})" if shared else \
         f"The launching thread {_who(w.thread, w.tid)}"
@@ -98,8 +100,8 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     own = next((c for c in w.calls if c.name == call), None)   # the finding's call: the range around its own waits
     context = own.context if own is not None and own.context_pct >= CONTEXT_PCT else ""
     if own is not None and context:
-        ev.append(f"The `{call}` waits are inside NVTX range `{context}` ({own.context_pct:.0f} % of their time): the "
-                  "thread is blocked there, not running.")
+        ev.append(f"The {code_name(call)} waits are inside NVTX range {code_name(context)} ({own.context_pct:.0f} % of "
+                  "their time): the thread is blocked there, not running.")
     shown = [t for t in w.threads if t.pct_of_waits >= SHOWN_THREAD_PCT][:SHOWN_THREADS]
     n_s = w.samples_in_waits or 0
     ran = sorted((t for t in w.threads if t.sampled and pct(t.sampled, n_s) >= SHOWN_THREAD_PCT),

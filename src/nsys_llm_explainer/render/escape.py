@@ -7,6 +7,8 @@ import html
 import re
 from typing import Any
 
+from ..vocabulary.code_spans import split as split_spans
+
 #: Markdown shortens names longer than this many characters (full names are in the CSV and JSON files)
 MD_NAME_LIMIT = 80
 
@@ -133,10 +135,10 @@ def md_code(text: Any) -> str:
 
 
 def md_rich(text: Any, line_start: bool = True) -> str:
-    """Escape text whose backtick-delimited parts are code spans (e.g. finding evidence); ``line_start``
-    as for :func:`md_text`."""
-    parts = _to_str(text).split("`")
-    if len(parts) % 2 == 0:  # unbalanced backticks: treat everything as plain text
+    """Escape text whose code spans (:func:`vocabulary.code_spans.split`: backtick-delimited, or fenced for a name
+    holding a backtick) are names (e.g. finding evidence); ``line_start`` as for :func:`md_text`."""
+    parts = split_spans(_to_str(text))
+    if parts is None:  # unbalanced backticks: treat everything as plain text
         return md_text(text, line_start)
     out = []
     for i, part in enumerate(parts):

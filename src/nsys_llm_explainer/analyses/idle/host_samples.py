@@ -16,6 +16,7 @@ from ...model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
+from ...vocabulary.code_spans import code_name
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
 from .pieces import Cover
@@ -272,7 +273,7 @@ def samples_evidence(result: Optional[HostSamplesResult], device_id: int, kind: 
         return f"CPU samples: {why}."
     groups = ", ".join(f"{g.name} {g.pct:.0f} % (≈ {dur(g.est_ns)})"
                        for i, g in enumerate(k.groups[:3]) if i == 0 or g.pct >= 1.0)
-    callers = "; ".join(f"`{c.name}` ({c.module}) {c.pct:.0f} %"
+    callers = "; ".join(f"{code_name(c.name)} ({c.module}) {c.pct:.0f} %"
                         for i, c in enumerate(k.callers[:3]) if i == 0 or c.pct >= 1.0)
     return (f"CPU samples of the launching thread inside these gaps ({k.samples:,} over {dur(k.idle_ns)} of "
             f"idle): {groups}. Top code: {callers}.")

@@ -16,6 +16,7 @@ from ...config.phase_map import PhaseMap
 from ...jsonable import FieldsJson
 from ...model.timeline import rows_by_value
 from ...model.trace import Kernels, TraceModel
+from ...vocabulary.code_spans import code_name
 from ..kernels.traits import MOE_ROUTER
 from ..nvtx.tree import NvtxTree
 from .nvtx_method import MIN_INSTANCES, StepChoice, choose_nvtx, kernel_nodes, nvtx_steps, work_items
@@ -186,7 +187,7 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
                            (("Resampling kernels left out of the default step marker (image / feature up- or "
                              "down-sampling, several per forward pass, not token sampling): "), resampling)):
             if left:
-                note = what + ", ".join(f"`{m.name}` ({m.count:,})" for m in left[:3]) + (
+                note = what + ", ".join(f"{code_name(m.name)} ({m.count:,})" for m in left[:3]) + (
                     f" and {len(left) - 3} more" if len(left) > 3 else "")
                 notes.append(note)
                 router_note = f"{router_note}; {note}" if router_note else note

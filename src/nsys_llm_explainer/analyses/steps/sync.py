@@ -16,6 +16,7 @@ from ...model.intervals import overlap_length
 from ...model.timeline import D2H, PAGEABLE, DeviceTimeline, few_distinct, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import KIND_CODE, KINDS
+from ...vocabulary.code_spans import code_name
 from ...vocabulary.units import fmt_dur as dur
 from ..api import classes as ac
 from ..common.stats import pct, percentile
@@ -294,7 +295,8 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
         if period.shape[0] else 0.0
     host_regular = x50 > 0 and x90 <= MAX_PERIOD_SPREAD * x50 and levels >= LEVELS_SHARE
     if m < MIN_SYNC_POINTS:
-        holds, why = False, f"{m} sync point{'s' if m != 1 else ''} of `{api_counts[0][0]}` (< {MIN_SYNC_POINTS})"
+        holds, why = False, (f"{m} sync point{'s' if m != 1 else ''} of {code_name(api_counts[0][0])} "
+                              f"(< {MIN_SYNC_POINTS})")
     elif m > 1 and period.shape[0] == 0:
         holds, why = False, "every step starts after an idle pause: no host work of a step to overlap"
     elif share < MIN_KERNEL_SHARE:
@@ -309,8 +311,8 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
                                 f"irregular host time after the sync: p90 {dur(x90)} "
                                 + (f"> {MAX_PERIOD_SPREAD:g} × p50 {dur(x50)}" if x50 > 0 else "with p50 0")))
     else:
-        holds, why = True, (f"{m} sync points of `{api_counts[0][0]}`; the steps hold {100 * share:.0f} % of the "
-                            f"device's kernels; period p90/p50 = {p90 / p50 if p50 else 0.0:.2f}")
+        holds, why = True, (f"{m} sync points of {code_name(api_counts[0][0])}; the steps hold {100 * share:.0f} % "
+                            f"of the device's kernels; period p90/p50 = {p90 / p50 if p50 else 0.0:.2f}")
         if p90 > MAX_PERIOD_SPREAD * p50:        # the GPU work differs per step (prefill / decode): the host's does not
             why += f"; host time after the sync p90/p50 = {x90 / x50:.2f}"
     if n_paused:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+from ...vocabulary.code_spans import split as split_spans
 from ...vocabulary.units import num
 from ..escape import CODE_LIMIT, TEXT_LIMIT, _to_str, shorten, shorten_text
 from ..escape import html_escape as h  # element content or a quoted attribute value (docs/SECURITY.md §4)
@@ -30,10 +31,10 @@ def name_html(text: Any, limit: int = NAME_LIMIT) -> str:
 
 
 def rich(text: Any) -> str:
-    """Text with backtick code spans (as in report.md): code spans become ``<code>``, the rest is escaped and, as
-    in report.md, shortened (:func:`..escape.shorten_text`)."""
-    parts = _to_str(text).split("`")
-    if len(parts) % 2 == 0:  # unbalanced backticks: everything is plain text
+    """Text with code spans (as in report.md: :func:`vocabulary.code_spans.split`): code spans become ``<code>``, the
+    rest is escaped and, as in report.md, shortened (:func:`..escape.shorten_text`)."""
+    parts = split_spans(_to_str(text))
+    if parts is None:  # unbalanced backticks: everything is plain text
         return h(shorten_text(text))
     return "".join(code(p) if i % 2 else h(shorten_text(p)) for i, p in enumerate(parts))
 

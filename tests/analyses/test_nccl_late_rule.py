@@ -13,6 +13,7 @@ from synth import TraceBuilder
 from nsys_llm_explainer.analyses.comms.nccl import NcclResult, analyze_nccl
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path, load_model
+from nsys_llm_explainer.render import render_all
 
 US = 1_000
 MS = 1_000_000
@@ -70,7 +71,7 @@ def test_the_nccl_wait_finding_says_the_rule_and_checks_it(tmp_path: Path) -> No
     """The trace above through the pipeline: the ``nccl_wait`` finding names rank 2 as the late rank of 2 waiting
     ranks (rank 1 the most), gives the 1.080 ms it caused (90 % of the 1.2 ms) as time at stake, its 6 of 26 last
     arrivals (23 %) and the three checks of the rule on the late rank: matched 26 ≥ 5, last arrivals 6 ≥ 2, waiting
-    caused share 0.9 ≥ 0.6."""
+    caused share 0.9 ≥ 0.6. The NCCL section says the 1.080 ms is the other 2 ranks' waiting in all."""
     p = tmp_path / "t.sqlite"
     _trace(p, 3, 26, MS, _jitter_and_straggler, 400 * US)
     rep = analyze_path(str(p), options_from_kwargs())
@@ -83,6 +84,10 @@ def test_the_nccl_wait_finding_says_the_rule_and_checks_it(tmp_path: Path) -> No
     assert [(c.metric, c.observed, c.op, c.threshold, c.scope.device_id) for c in f.checks] == [
         ("matched", 26, ">=", 5, 2), ("last_arrivals", 6, ">=", 2, 2), ("wait_caused_share", 0.9, ">=", 0.6, 2)]
     assert f.holds()
+    out = tmp_path / "out"
+    render_all(rep, out)
+    assert ("**Straggler:** pid 102 / GPU 2 arrives late; the other 2 ranks wait 1.080 ms in all for it in collectives "
+            "(90 % of all the waiting; the most: pid 101 / GPU 1; confidence high).") in (out / "report.md").read_text()
 
 
 def _stalls(at: tuple) -> Callable[[int, int], int]:

@@ -231,9 +231,11 @@ def sec_nccl(v: View) -> SectionResult:
     if s is not None:
         others = len(nc.ranks) - 1   # the waiting its late arrivals caused, on the other rank(s)
         who = (Data(s.waiting_rank),) if others == 1 else (f"the other {others} ranks",)
+        verb = "waits" if others == 1 else "wait"
+        total = "" if others == 1 else " in all"
         most = () if others == 1 else ("; the most: ", Data(s.waiting_rank))
         body.append(para(Strong(("Straggler:",)), " ", Data(s.late_rank), " arrives late; ", *who,
-                         f" {'waits' if others == 1 else 'wait'} {fmt_dur(s.wait_ns_total)} for it in collectives "
+                         f" {verb} {fmt_dur(s.wait_ns_total)}{total} for it in collectives "
                          f"({100 * s.wait_caused_share:.0f} % of all the waiting", *most, "; confidence ",
                          Data(s.confidence), ")."))
     elif nc.straggler_reason:

@@ -795,6 +795,59 @@ def comm_exposed_pct(tr: Trace, w0: int, w1: int, devices: List[int], wait: Opti
     return 100.0 * out / ((w1 - w0) * len(devices)) if devices and w1 > w0 else 0.0
 
 
+#: docs/FINDINGS.md "NCCL": NCCL kernels and their collective name (the first identifier starting with ``nccl``)
+NCCL_NAME_RE = re.compile(r"nccl\w*", re.IGNORECASE)
+
+
+def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[float]:
+    """The late-rank rule's checks (docs/FINDINGS.md "NCCL": ``matched``, ``last_arrivals``, ``wait_caused_share``)
+    of the NCCL rank on ``device_id``, written plainly: per collective name, each (pid, device) rank's kernels in
+    start order, the k-th with the k-th (issue order: None, not recomputed, when the ranks of a name have different
+    counts; the tool then matches by time); per instance the last arriver is the latest start (ties: the lowest
+    (pid, device)), a rank's wait = the latest start − its start, the waiting caused = the others' waits at the
+    instances it is last at; the share = caused / Σ of all waits, rounded to 4 places."""
+    per: Dict[str, Dict[Tuple[int, int], List[int]]] = {}
+    for g in tr.kernels:
+        m = NCCL_NAME_RE.search(g.name or "")
+        if m:
+            rank = (g.pid if g.pid is not None else -1, g.device)
+            per.setdefault(m.group(0), {}).setdefault(rank, []).append(g.start)
+    ranks = sorted({r for d in per.values() for r in d})
+    matched = {r: 0 for r in ranks}
+    last = {r: 0 for r in ranks}
+    waited = {r: 0 for r in ranks}
+    caused = {r: 0 for r in ranks}
+    for d in per.values():
+        if len(d) < 2:
+            continue
+        if len({len(v) for v in d.values()}) != 1:
+            return None
+        series = {r: sorted(v) for r, v in d.items()}
+        for k in range(len(next(iter(series.values())))):
+            starts = {r: v[k] for r, v in series.items()}
+            latest = max(starts.values())
+            for r in starts:
+                matched[r] += 1
+            if latest == min(starts.values()):
+                continue
+            late = min(r for r, x in starts.items() if x == latest)
+            last[late] += 1
+            for r, x in starts.items():
+                waited[r] += latest - x
+                caused[late] += latest - x
+    on = [r for r in ranks if r[1] == device_id]
+    if not on:
+        return None
+    r = max(on, key=lambda x: caused[x])
+    if metric == "matched":
+        return float(matched[r])
+    if metric == "last_arrivals":
+        return float(last[r])
+    assert metric == "wait_caused_share", metric
+    total_wait = sum(waited.values())
+    return round(caused[r] / total_wait, 4) if total_wait else 0.0
+
+
 #: MODEL.md, "Copies the kernels waited on": the shadow kinds of a copy ns in which a kernel waits on the copy
 #: (``osrt`` only for an OS call that waits); ``unknown`` is kept apart (whether a kernel waited is not known)
 WAITING_SHADOWS = ("queued", "sync", "sync_memcpy", "pageable_memcpy", "launch")

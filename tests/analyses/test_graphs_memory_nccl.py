@@ -279,26 +279,33 @@ def test_nccl_straggler(tmp_path: Path) -> None:
         100, 0, 400 * US, 400 * US, 0, 0)
     assert (r1.pid, r1.device_id, r1.p50_ns, r1.mean_ns, r1.mean_start_skew_ns, r1.last_arrival_count) == (
         101, 1, 100 * US, 100 * US, 300 * US, 4)
-    v = r.straggler
+    assert (r0.wait_ns_total, r0.wait_caused_ns, r1.wait_ns_total, r1.wait_caused_ns) == (1200 * US, 0, 0, 1200 * US)
+    # 4 matched collectives: fewer than the rule's 5 (analyses/comms/arrival.MIN_MATCHED, the cluster's too)
+    assert r.straggler is None
+    assert r.straggler_reason == (
+        "pid 101 / GPU 1 started last in 100% of collectives, its late arrivals causing 100% of the 1.200 ms of "
+        "waiting, but it took part in 4 matched collective(s) only (vs ≥ 5): too few to name a late rank")
+    # 5 steps: rank 1 last at all 5, causing rank 0's 5 × 300 µs = 1.5 ms, all the waiting: the verdict
+    v = analyze_nccl(_load(_nccl_fixture(5), tmp_path, "five.sqlite")).straggler
     assert v is not None
     assert (v.waiting_pid, v.waiting_device_id, v.late_pid, v.late_device_id) == (100, 0, 101, 1)
     assert v.waiting_rank == "pid 100 / GPU 0" and v.late_rank == "pid 101 / GPU 1"
-    assert v.wait_ns_total == r.wait_ns_total == 4 * 300 * US
-    assert v.duration_ratio == 4.0 and v.late_share == 1.0 and v.confidence == "high"
+    assert (v.wait_ns_total, v.wait_caused_share, v.last_arrivals, v.matched_collectives) == (1500 * US, 1.0, 5, 5)
+    assert v.late_share == 1.0 and v.confidence == "high"
 
 
 def test_nccl_no_verdict_when_the_matching_may_mix_communicators(tmp_path: Path) -> None:
     """The straggler fixture, but (a) every other all-reduce on a second stream (a second communicator), or
     (b) rank 1's kernels ending 250 µs after rank 0's (more than half the 300 µs wait: not one collective):
     the waits are measured as before, no verdict is given, and the reason says why. (c) ending 100 µs later
-    (within half the wait) keeps the verdict."""
+    (within half the wait) keeps the verdict (5 steps: the rule needs 5 matched collectives)."""
     split = analyze_nccl(_load(_nccl_fixture(4, odd_stream=9), tmp_path, "split.sqlite"))
     assert split.straggler is None and split.wait_ns_total == 4 * 300 * US
     assert "2 (rank, collective) pair(s) run on several CUDA streams" in split.straggler_reason
     apart = analyze_nccl(_load(_nccl_fixture(4, late_end=250 * US), tmp_path, "apart.sqlite"))
     assert apart.straggler is None and apart.wait_ns_total == 4 * 300 * US
     assert "do not end together (median end spread 250,000 ns vs median wait 300,000 ns)" in apart.straggler_reason
-    close = analyze_nccl(_load(_nccl_fixture(4, late_end=100 * US), tmp_path, "close.sqlite"))
+    close = analyze_nccl(_load(_nccl_fixture(5, late_end=100 * US), tmp_path, "close.sqlite"))
     assert close.straggler is not None and close.straggler.late_rank == "pid 101 / GPU 1"
 
 

@@ -63,7 +63,7 @@ def _ranks(r: NcclResult) -> list:
 
 def _verdict(r: NcclResult) -> Optional[tuple]:
     v = r.straggler
-    return None if v is None else (v.waiting_pid, v.late_pid, v.wait_ns_total, v.duration_ratio, v.late_share,
+    return None if v is None else (v.waiting_pid, v.late_pid, v.wait_ns_total, v.wait_caused_share, v.late_share,
                                    v.matched_collectives, v.confidence)
 
 
@@ -72,8 +72,10 @@ def test_rank_whose_capture_starts_two_steps_later(tmp_path: Path) -> None:
     all-reduce at +800 µs, the others at +500 µs, all end at +900 µs. Truth: the 8 steps all three captured are
     the matched collectives (pid 102's k-th kernel is the reference pid 100's (k + 2)-th: shift -2), the 2 first
     steps of pids 100 and 101 are unmatched (4 kernels); in each pid 100 is last, 300 µs after the others:
-    wait 8 × 300 µs = 2.4 ms; p50 100 / 400 / 400 µs; mean skew 300 / 0 / 0 µs. Verdict: waiting = first largest
-    p50 = pid 101, ratio 400 / median(100, 400) = 1.6, late = pid 100 in 8 of 8, confidence medium (ratio < 2).
+    wait 8 × 300 µs = 2.4 ms; p50 100 / 400 / 400 µs; mean skew 300 / 0 / 0 µs. Verdict (analyses/comms/arrival):
+    late = pid 100, last in 8 of 8, its late arrivals caused the waits of pids 101 and 102, 2 × 2.4 = 4.8 ms, all
+    the waiting (share 1.0); waiting = the other rank that waits most, tied at 2.4 ms: the first, pid 101;
+    confidence high (share ≥ 0.8).
     Issue order paired pid 102's step k + 2 with the others' step k: pid 102 'last' in all 8, waits of 2 ms
     each (16 ms), and no verdict because the kernels 'do not end together'."""
     b = TraceBuilder()
@@ -82,21 +84,21 @@ def test_rank_whose_capture_starts_two_steps_later(tmp_path: Path) -> None:
     assert (r.matched_collectives, r.unmatched_kernels, r.wait_ns_total) == (8, 4, 2400 * US)
     assert _ranks(r) == [(100, 10, 8, 100 * US, 300 * US, 8), (101, 10, 8, 400 * US, 0, 0),
                          (102, 8, 8, 400 * US, 0, 0)]
-    assert _verdict(r) == (101, 100, 2400 * US, 1.6, 1.0, 8, "medium")
+    assert _verdict(r) == (101, 100, 4800 * US, 1.0, 1.0, 8, "high")
     assert r.matching == "time"
 
 
 def test_ranks_over_the_same_span_keep_the_k_th_with_the_k_th(tmp_path: Path) -> None:
     """The opposite case: all 3 ranks captured over the 10 steps. Every shift is 0, so the matching is the k-th
     kernel with the k-th, as issue order: 10 matched, 0 unmatched, wait 10 × 300 µs = 3 ms, pid 100 last in all
-    10; the verdict stands (pid 101 waits, ratio 1.6, share 1.0, medium)."""
+    10; the verdict stands (pid 101 waits, pid 100 caused 2 × 3 ms = 6 ms, all the waiting, share 1.0, high)."""
     b = TraceBuilder()
     _steps(b, AR, {})
     r = _run(b, tmp_path)
     assert (r.matched_collectives, r.unmatched_kernels, r.wait_ns_total, r.matching) == (10, 0, 3000 * US, "time")
     assert _ranks(r) == [(100, 10, 10, 100 * US, 300 * US, 10), (101, 10, 10, 400 * US, 0, 0),
                          (102, 10, 10, 400 * US, 0, 0)]
-    assert _verdict(r) == (101, 100, 3000 * US, 1.6, 1.0, 10, "medium")
+    assert _verdict(r) == (101, 100, 6000 * US, 1.0, 1.0, 10, "high")
     assert r.order_fallbacks is None
 
 
@@ -106,7 +108,8 @@ def test_spans_differing_at_both_ends_and_a_late_reference(tmp_path: Path) -> No
     = 1.8 ms, pid 100 last in 6. (b) The late rank itself (pid 100) starts 3 steps late: 7 kernels; pids 101 and
     102 have 10, the reference is pid 101 (first with the most). Matched: steps 3-9 = 7, unmatched 3 + 3 = 6,
     wait 7 × 300 µs = 2.1 ms, pid 100 last in 7 (issue order: pid 100's step k + 3 against the others' step k,
-    pid 100 'last' by 3.3 ms each)."""
+    pid 100 'last' by 3.3 ms each). The waiting pid 100 caused: twice the wait total (pids 101 and 102 each wait
+    300 µs per collective): 3.6 ms in (a), 4.2 ms in (b)."""
     b = TraceBuilder()
     for pid, dev in RANKS:
         b.process(pid)
@@ -117,13 +120,13 @@ def test_spans_differing_at_both_ends_and_a_late_reference(tmp_path: Path) -> No
     assert (r.matched_collectives, r.unmatched_kernels, r.wait_ns_total) == (6, 8, 1800 * US)
     assert _ranks(r) == [(100, 10, 6, 100 * US, 300 * US, 6), (101, 8, 6, 400 * US, 0, 0),
                          (102, 8, 6, 400 * US, 0, 0)]
-    assert _verdict(r) == (101, 100, 1800 * US, 1.6, 1.0, 6, "medium")
+    assert _verdict(r) == (101, 100, 3600 * US, 1.0, 1.0, 6, "high")
     b = TraceBuilder()
     _steps(b, AR, {100: 3})
     r = _run(b, tmp_path, "b.sqlite")
     assert (r.matched_collectives, r.unmatched_kernels, r.wait_ns_total, r.matching) == (7, 6, 2100 * US, "time")
     assert [(x.pid, x.matched, x.last_arrival_count) for x in r.ranks] == [(100, 7, 7), (101, 7, 0), (102, 7, 0)]
-    assert _verdict(r) == (101, 100, 2100 * US, 1.6, 1.0, 7, "medium")
+    assert _verdict(r) == (101, 100, 4200 * US, 1.0, 1.0, 7, "high")
 
 
 def test_a_name_whose_kernels_never_overlap_falls_back_and_blocks_the_verdict(tmp_path: Path) -> None:
@@ -149,7 +152,8 @@ def test_a_name_whose_kernels_never_overlap_falls_back_and_blocks_the_verdict(tm
 def test_old_export_without_global_pid_in_the_kernel_table(tmp_path: Path) -> None:
     """A 2022.4-style export whose kernel table has no globalPid column and several processes: the kernels' pid is
     unknown (-1, docs/MODEL.md), so a rank is a GPU. The first test's capture (GPU 2 from step 2) gives the same
-    answer: 8 matched by time, 4 unmatched, wait 2.4 ms, GPU 0 last in 8; GPU 1 waits (first largest p50)."""
+    answer: 8 matched by time, 4 unmatched, wait 2.4 ms, GPU 0 last in 8, causing 2 × 2.4 = 4.8 ms of waiting; GPU 1
+    waits (the first of the two that wait most)."""
     b = TraceBuilder(flavor="2022.4", kernel_has_global_pid=False)
     _steps(b, AR, {102: 2})
     r = _run(b, tmp_path)
@@ -157,7 +161,7 @@ def test_old_export_without_global_pid_in_the_kernel_table(tmp_path: Path) -> No
     assert [(x.pid, x.device_id, x.last_arrival_count) for x in r.ranks] == [(-1, 0, 8), (-1, 1, 0), (-1, 2, 0)]
     v = r.straggler
     assert v is not None and (v.waiting_rank, v.late_rank, v.wait_ns_total) == ("pid -1 / GPU 1", "pid -1 / GPU 0",
-                                                                         2400 * US)
+                                                                         4800 * US)
 
 
 def test_the_nccl_section_and_report_json_say_how(tmp_path: Path) -> None:

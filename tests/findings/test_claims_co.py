@@ -127,8 +127,10 @@ def test_imbalance_without_a_late_rank_is_not_called_no_imbalance(tmp_path: Path
     starts at t; ranks 1 and 2 take turns being last: rank 1 starts at t + 200 µs in the even ones and t + 190 µs in
     the odd ones, rank 2 the other way round. p50 in the collective: rank 0 300 µs, ranks 1 and 2 (100, 110) ->
     105 µs: ratio 300 / 105 = 2.86 ≥ 1.5; last arriver rank 1 in 10, rank 2 in 10: 50 % < 60 %, no verdict. The reason
-    said "no significant imbalance (p50 duration ratio 2.86 ...)" although rank 0 waits ~200 µs in every one; now it
-    says rank 0 spends 2.86× the others' p50 and no rank arrives last often enough to name."""
+    said "no significant imbalance (p50 duration ratio 2.86 ...)" although rank 0 waits ~200 µs in every one. The
+    rule (analyses/comms/arrival): per collective rank 0 waits 200 µs and the one of ranks 1, 2 that is not last
+    10 µs: 20 × 210 µs = 4.2 ms of waiting, each of ranks 1 and 2 caused 10 × 210 µs = 2.1 ms (50 % < 60 %): no
+    late rank, and the reason says so with the figures of the first of the two."""
     b = TraceBuilder("2024.2")
     for r in range(3):
         b.gpu(r)
@@ -145,9 +147,11 @@ def test_imbalance_without_a_late_rank_is_not_called_no_imbalance(tmp_path: Path
     assert n.straggler is None
     assert [(r.pid, r.p50_ns, r.last_arrival_count) for r in n.ranks] == [
         (100, 300 * US, 0), (101, 105 * US, 10), (102, 105 * US, 10)]
+    assert [(r.wait_ns_total, r.wait_caused_ns) for r in n.ranks] == [(4000 * US, 0), (100 * US, 2100 * US),
+                                                                      (100 * US, 2100 * US)]
     assert n.straggler_reason == (
-        "pid 100 / GPU 0 spends 2.86× the other ranks' p50 in the collectives, but no rank arrives last often enough "
-        "to name (most frequent last arriver pid 101 / GPU 1 in 50% of collectives vs ≥ 60%)")
+        "no rank's late arrivals cause ≥ 60% of the waiting (the most: pid 101 / GPU 1 started last in 50% of "
+        "collectives, its late arrivals causing 50% of the 4.200 ms of waiting)")
 
 
 SR = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"
@@ -181,5 +185,5 @@ def test_expert_parallel_sendrecv_exchange_is_not_called_a_hand_off(tmp_path: Pa
     n = analyze_path(str(path), options_from_kwargs()).nccl
     assert [(r.pid, r.last_arrival_count) for r in n.ranks] == [(100, 0), (101, 20)]
     assert n.straggler is None and "all-to-all exchange of send/recv pairs" in (n.straggler_reason or "")
-    assert f"({n.ranks[1].rank} started last in 100% of the 20 collectives with a last arriver: in an exchange" in \
-        (n.straggler_reason or "")
+    assert (f"({n.ranks[1].rank} started last in 100% of the 20 collectives with a last arriver, its late arrivals "
+            "causing 100% of the 4.000 ms of waiting: in an exchange") in (n.straggler_reason or "")

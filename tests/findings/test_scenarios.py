@@ -54,7 +54,7 @@ def test_every_finding_holds_and_time_adds_up(name, tmp_path_factory):
     facts, rep, j = run(name, tmp_path_factory)
     assert all(f.holds() for f in rep.findings)
     for f in j["findings"]:
-        assert f["checks"] or f["category"] in ("graph_trace_mode", "nvtx_coverage", "nccl_wait")
+        assert f["checks"] or f["category"] in ("graph_trace_mode", "nvtx_coverage")
     causes = {d["device_id"]: d for d in j["idle_causes"]["devices"]}
     for d in j["devices"]:
         assert d["busy_ns"] + d["idle_ns"] == d["window_ns"]

@@ -45,8 +45,9 @@ VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", 
               "copy_waiting_unknown_pct",
               "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
               "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct",
-              "copy_path_beyond_kernels_pct", "comm_exposed_pct"}
-NS_METRICS = {"kernel_p50_ns", "busy_ns", "kernel_count"}   # integer-valued: compared within 1
+              "copy_path_beyond_kernels_pct", "comm_exposed_pct", "matched", "last_arrivals", "wait_caused_share"}
+#: integer-valued: compared within 1
+NS_METRICS = {"kernel_p50_ns", "busy_ns", "kernel_count", "matched", "last_arrivals"}
 GPU_BOUND_PCT = 85.0   # docs/FINDINGS.md: busy % from which a "GPU-bound / sets the step time" claim is allowed
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 TOL = 0.01
@@ -383,6 +384,8 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         v = (ctx.report.get("nccl") or {}).get("straggler")
         wait = (ctx.device_map()[int(v["waiting_device_id"])], int(v["wait_ns_total"])) if v else None
         return rm.comm_exposed_pct(ctx.ref, *w, [ctx.device_map()[d] for d in scope["devices"]], wait)
+    if metric in ("matched", "last_arrivals", "wait_caused_share"):   # the NCCL late-rank rule (nccl_wait)
+        return rm.nccl_late_rank_metric(ctx.ref, dev, metric)
     if metric.startswith("copy_path_"):   # steps: the tool's step rows (step detection is checked on its own)
         steps = [(int(r["start_ns"]), int(r["end_ns"])) for r in (ctx.report.get("steps") or {}).get("rows") or []]
         return rm.copy_path_metric(ctx.ref, *w, dev, scope["detail"], metric, steps)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, pct
+from ..analyses.comms.arrival import HIGH_SHARE, MIN_LATE_ARRIVALS, MIN_LATE_SHARE, MIN_MATCHED, caused_share, late_rank
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE, NCCL_RE
 from ..findings.base import Check, Finding, Scope
 from ..jsonable import FieldsJson
@@ -19,11 +20,8 @@ from .collectives import CollectivesResult
 if TYPE_CHECKING:
     from .summary import DeviceRow
 
-MIN_MATCHED = 5
-#: the late arriver caused at least this share of all the waiting at the matched collectives
-MIN_LATE_SHARE = 0.6
-#: … at no fewer than this many collectives (one stall is an event, not a rank the others keep waiting for)
-MIN_LATE_ARRIVALS = 2
+#: the late-arriver rule's thresholds (MIN_MATCHED, MIN_LATE_ARRIVALS, MIN_LATE_SHARE) are the single-file
+#: verdict's: analyses/comms/arrival.py
 MIN_BUSY_GAP_PCT = 10.0
 MIN_STEP_RATIO = 1.1
 #: each claim's finding category (cluster.json does not carry it)
@@ -91,16 +89,13 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     ranks = list(coll.ranks)
     if not coll.available or not ranks or coll.order_fallbacks():
         return None   # a name matched by issue order on aligned clocks: its kernels never overlapped, no wait claim
-    # the rank whose late arrivals caused the most waiting (ties: the most last arrivals, then the first rank): a
-    # rank last by 3 µs at most collectives is not the one the others wait for when another is last by 90 µs at
-    # the rest, nor is a host stalled 2 ms twice less of a straggler for being last only twice
-    late = max(range(len(ranks)), key=lambda j: (ranks[j].wait_caused_ns or 0, ranks[j].last_arrival_count or 0, -j))
+    # the one rule (analyses/comms/arrival.late_rank): the rank whose late arrivals caused the most waiting
+    late = late_rank([x.wait_caused_ns or 0 for x in ranks], [x.last_arrival_count or 0 for x in ranks])
     r = ranks[late]
     others = [x for j, x in enumerate(ranks) if j != late]
     mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
     share = r.last_arrival_share or 0.0
-    all_wait = sum(x.wait_ns_total or 0 for x in ranks)
-    caused = round((r.wait_caused_ns or 0) / all_wait, 4) if all_wait else 0.0
+    caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in ranks))
     checks = [_check("aligned", int(coll.timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
               _check("matched", r.matched, ">=", MIN_MATCHED, r.rank),
               _check("last_arrivals", r.last_arrival_count or 0, ">=", MIN_LATE_ARRIVALS, r.rank),
@@ -131,7 +126,7 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
                   "(mean over them of their wait / their step count).")
     ev += [f"{x.rank} waits {dur(x.wait_ns_total)} over {x.matched} collectives (p50 {dur(x.wait_p50_ns)})."
            for x in others]
-    return _claim(r.rank, "late_arriver", "high" if pct >= 80 or 100 * caused >= 80 else "medium",
+    return _claim(r.rank, "late_arriver", "high" if max(share, caused) >= HIGH_SHARE else "medium",
                   f"{r.rank} is the rank the others wait for at {at_kind} collectives", ev, int(round(mean_wait)),
                   checks, "Look at what this rank does before its collectives (host work, data loading, a slower "
                   "GPU or link); its single-file report is under ranks/.")

@@ -178,6 +178,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     last_cnt = np.zeros(n, np.int64)
     contested = np.zeros(n, np.int64)    # per rank: its matched instances that had a last arriver
     caused = np.zeros(n, np.int64)       # per rank: the others' waits at the instances it arrived last at
+    waited = np.zeros(n, np.int64)       # per rank: Σ of its waits
     by_name: List[NameRow] = []
     instances: List[InstanceRow] = []
     all_skew: List[np.ndarray] = []
@@ -211,19 +212,20 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             # clock-free: the kernels of one collective end together, so a kernel's wait is its duration less the
             # instance's shortest (no host clock compared: docs/CLUSTER.md "Collectives across ranks")
             durs = ends - starts
-            wait = durs - durs.min(axis=0)
-            sk = wait.max(axis=0)
             # the one rule (analyses/comms/arrival), the arrival = − duration: the last arriver ran the shortest
-            # kernel; an instance whose kernels all ran as long has none and counts for nobody, in neither part
+            # kernel, a member's wait = its duration − the instance's shortest; an instance whose kernels all ran
+            # as long has no last arriver and counts for nobody, in neither part
             arr = last_arrivals(np.tile(np.arange(m), len(members)), np.repeat(mem, m), -durs.reshape(-1), n)
+            wait = arr.wait.reshape(len(members), m)
+            sk = wait.max(axis=0)
             last_cnt += arr.last
             contested += arr.contested
+            caused += arr.caused   # the waiting each last arriver caused: the others' waits where it was last
+            waited += arr.waited
             late_j = np.searchsorted(mem, np.maximum(arr.late, mem[0]))   # member position (0 for a tied instance)
             late_c = arr.last[mem]
             has = arr.late >= 0
             n_late = int(has.sum())
-            # the waiting each last arriver caused: the other members' waits at the instances it arrived last at
-            np.add.at(caused, arr.late[has], wait.sum(axis=0)[has])
             for j in range(len(members)):
                 waits[members[j]].append(wait[j])
                 f = files[ser[members[j]][1]]
@@ -244,7 +246,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                           most_late_share=round(int(late_c[top]) / n_late, 4) if n_late else 0.0,
                           end_spread_p50_ns=_half_up(median(spread)))
         by_name.append(row)
-    arrivals = Arrivals(np.empty(0, np.int64), last_cnt, contested)
+    arrivals = Arrivals(np.empty(0, np.int64), last_cnt, contested, np.empty(0, np.int64), waited, caused)
     ranks: List[RankRow] = []
     for j, key in enumerate(order):
         i, pid, dev = key

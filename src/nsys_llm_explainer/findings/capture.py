@@ -8,6 +8,7 @@ import re
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.api.graphs import GraphResult
+from ..analyses.comms.arrival import MIN_LATE_ARRIVALS, MIN_LATE_SHARE, MIN_MATCHED
 from ..analyses.comms.nccl import NcclResult
 from ..analyses.idle.gpu_time import MIN_BUSY_NS, MIN_KERNELS, GpuTimeResult
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
@@ -144,10 +145,19 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
 
 
 def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
+    """``nccl_wait``: the single-file straggler verdict (docs/FINDINGS.md "NCCL"; the late-rank rule of
+    analyses/comms/arrival.py, the cluster's late-arriver claim's), its checks restated on the late rank; time at
+    stake = the waiting the late rank's late arrivals caused on the other ranks."""
     v = n.straggler if n.available else None
     if v is None or v.wait_ns_total <= 0:
         return None
     wait = v.wait_ns_total
+    matched = next((r.matched for r in n.ranks if r.rank == v.late_rank), None) or 0
+    scope = Scope(window="full", device_id=v.late_device_id)
+    checks = (Check("matched", matched, ">=", MIN_MATCHED, scope),
+              Check("last_arrivals", v.last_arrivals, ">=", MIN_LATE_ARRIVALS, scope),
+              Check("wait_caused_share", v.wait_caused_share, ">=", MIN_LATE_SHARE, scope))
+    others = len(n.ranks) - 1
     share = f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of "
     if v.with_last_arriver == v.matched_collectives:
         share += "them."
@@ -158,8 +168,12 @@ def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
         share += f"the {v.with_last_arriver} it took part in that had a last arriver."
     return finding(
         "nccl_wait", severity="high" if v.confidence == "high" else "medium", confidence=v.confidence,
-        title=f"NCCL wait: rank {v.waiting_rank} waits in collectives for late rank {v.late_rank}",
-        evidence=(f"Across {v.matched_collectives} matched collectives the late rank arrived {dur(wait)} "
-                  "after the earliest in total.", share),
+        title=(f"NCCL wait: rank {v.waiting_rank} waits in collectives for late rank {v.late_rank}" if others == 1
+               else f"NCCL wait: {others} ranks wait in collectives for late rank {v.late_rank} (the most: "
+               f"{v.waiting_rank})"),
+        evidence=(f"Across {v.matched_collectives} matched collectives the late rank's {v.last_arrivals} late "
+                  f"arrivals cause {dur(wait)} of waiting on the other rank{'' if others == 1 else 's'}: "
+                  f"{100 * v.wait_caused_share:.0f} % of all the waiting in them.", share),
+        checks=checks,
         advice=["nccl.balance"], facts=facts, time_at_stake_ns=wait)
 

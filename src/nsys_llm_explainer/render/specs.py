@@ -348,6 +348,8 @@ NCCL_RANKS: Table[Report] = Table("nccl_ranks.csv", (
     dur_col("p50_ns", "p50", "p50", unit="us"),
     dur_col("mean_start_skew_ns", "mean_start_skew", "mean start skew", unit="us"),
     int_col("last_arrival_count", "last_arrival_count", "last to arrive"),
+    dur_col("wait_ns_total", "wait", "wait"),
+    dur_col("wait_caused_ns", "wait_caused", "waits caused"),
     csv_col("matched"),
 ), lambda rep: rep.nccl.ranks)   # the arrival figures None for a rank without matched collectives
 

@@ -1,25 +1,39 @@
-"""Last arrivals at matched collectives: one rule for a single file's ranks (:mod:`.nccl`) and a cluster's
-(:mod:`nsys_llm_explainer.cluster.collectives`); definition in docs/FINDINGS.md "NCCL" and docs/CLUSTER.md
-"Collectives across ranks".
+"""Last arrivals, waits and the waiting each rank's late arrivals caused at matched collectives, and the rule that
+names a late rank from them: one rule for a single file's ranks (:mod:`.nccl`) and a cluster's
+(:mod:`nsys_llm_explainer.cluster.collectives`, :mod:`nsys_llm_explainer.cluster.claims`); definition in
+docs/FINDINGS.md "NCCL" (the rule, :func:`late_rank`) and docs/CLUSTER.md "Collectives across ranks".
 
 Per matched instance (one kernel per member rank): the **last arriver** is the member whose kernel arrives latest
 (ties at the latest arrival: the lowest rank index); an instance whose kernels all arrive together has none and
 counts for no rank. A rank's **last-arrival share** = the instances it arrived last at / the instances it took
-part in that had a last arriver (instances that blame nobody count in neither part). The arrival is the kernel's
-start where the ranks share one clock (one export), and minus its duration where they do not (several files: the
-kernels of one collective end together, so the latest to start is the shortest; the two agree when the ends
-coincide)."""
+part in that had a last arriver (instances that blame nobody count in neither part). A member's **wait** = the
+instance's latest arrival − its own (0 for the last arriver); a rank's **waiting caused** = Σ over the instances it
+arrived last at of the other members' waits. The arrival is the kernel's start where the ranks share one clock
+(one export: wait = latest start − own start), and minus its duration where they do not (several files: the
+kernels of one collective end together, so the latest to start is the shortest, and wait = own duration − the
+instance's shortest: clock-free); the two agree when the ends coincide."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
+
+#: the late rank took part in at least this many matched collectives
+MIN_MATCHED = 5
+#: … arrived last at no fewer than this many (one stall is an event, not a rank the others keep waiting for)
+MIN_LATE_ARRIVALS = 2
+#: … and its late arrivals caused at least this share of all the waiting at the matched collectives
+MIN_LATE_SHARE = 0.6
+#: confidence high (a cluster claim's severity high) when its last-arrival share or its waiting-caused share
+#: reaches this
+HIGH_SHARE = 0.8
 
 
 @dataclass(frozen=True)
 class Arrivals:
-    """Last arrivals over matched instances (module docstring); instances in ascending order of their id."""
+    """Last arrivals and waits over matched instances (module docstring); instances in ascending order of their id."""
 
     #: per instance: its last arriver's rank index; -1 when all its kernels arrived together (no last arriver)
     late: np.ndarray
@@ -27,6 +41,12 @@ class Arrivals:
     last: np.ndarray
     #: per rank: the instances it took part in that had a last arriver (the share's denominator)
     contested: np.ndarray
+    #: per input row: its wait (ns), the instance's latest arrival − its own
+    wait: np.ndarray
+    #: per rank: Σ of its waits (ns)
+    waited: np.ndarray
+    #: per rank: the waiting it caused (ns), Σ over the instances it arrived last at of the other members' waits
+    caused: np.ndarray
 
     def share(self, r: int) -> float:
         """Rank ``r``'s last-arrival share, last / contested (0.0 when none of its instances had a last arriver)."""
@@ -43,7 +63,7 @@ def last_arrivals(inst: np.ndarray, rank: np.ndarray, arrival: np.ndarray, n_ran
     start = np.asarray(arrival, np.int64)
     if inst.shape[0] == 0:
         z = np.zeros(n_rank, np.int64)
-        return Arrivals(np.empty(0, np.int64), z, z.copy())
+        return Arrivals(np.empty(0, np.int64), z, z.copy(), np.empty(0, np.int64), z.copy(), z.copy())
     o = np.lexsort((rank, -start, inst))   # per instance: latest start first, ties lowest rank first
     si, sr, ss = inst[o], rank[o], start[o]
     first = np.ones(si.shape[0], bool)
@@ -54,6 +74,26 @@ def last_arrivals(inst: np.ndarray, rank: np.ndarray, arrival: np.ndarray, n_ran
     has_last = latest > earliest
     late = np.where(has_last, sr[heads], -1)
     last = np.bincount(late[has_last], minlength=n_rank).astype(np.int64)
-    row_has = has_last[np.cumsum(first) - 1]
-    contested = np.bincount(sr[row_has], minlength=n_rank).astype(np.int64)
-    return Arrivals(late, last, contested)
+    grp = np.cumsum(first) - 1
+    contested = np.bincount(sr[has_last[grp]], minlength=n_rank).astype(np.int64)
+    w_sorted = latest[grp] - ss
+    wait = np.empty_like(w_sorted)
+    wait[o] = w_sorted
+    waited = np.zeros(n_rank, np.int64)
+    np.add.at(waited, sr, w_sorted)
+    caused = np.zeros(n_rank, np.int64)
+    np.add.at(caused, late[has_last], np.add.reduceat(w_sorted, heads)[has_last])
+    return Arrivals(late, last, contested, wait, waited, caused)
+
+
+def late_rank(caused: Sequence[int], last: Sequence[int]) -> int:
+    """The candidate late rank: the one whose late arrivals caused the most waiting (ties: the most last arrivals,
+    then the first rank). A rank last by 3 µs at most collectives is not the one the others wait for when another
+    is last by 90 µs at the rest, nor is a host stalled 2 ms twice less of a straggler for being last only twice."""
+    return max(range(len(caused)), key=lambda j: (int(caused[j]), int(last[j]), -j))
+
+
+def caused_share(caused: int, all_waiting: int) -> float:
+    """The late rank's waiting caused / all the waiting (Σ every rank's waits) at the matched collectives, rounded
+    to 4 places (0.0 when nobody waited): checked ≥ :data:`MIN_LATE_SHARE`."""
+    return round(caused / all_waiting, 4) if all_waiting else 0.0

@@ -14,8 +14,9 @@ import numpy as np
 from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson
 from ...model.timeline import rows_by_value, spans_by
 from ...model.trace import Kernels, TraceModel
+from ...vocabulary.units import fmt_dur
 from ..common.stats import group_sums, median, pct, round_half_up
-from .arrival import last_arrivals
+from .arrival import HIGH_SHARE, MIN_LATE_ARRIVALS, MIN_LATE_SHARE, MIN_MATCHED, caused_share, last_arrivals, late_rank
 from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
@@ -25,8 +26,6 @@ COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
 #: late rank of a collective, so they take no part in the straggler verdict
 P2P_RE = re.compile(r"_(?:SendRecv|Send|Recv)(?:_|$)", re.IGNORECASE)
 CUSTOM_AR_RE = re.compile(r"cross_device_reduce|all_?reduce", re.IGNORECASE)
-MIN_RATIO = 1.5
-MIN_LATE_SHARE = 0.6
 #: matched kernels "end together" when their median end spread is at most this share of the median wait / skew
 #: (the one definition, also used by the cluster's late-arriver claim)
 MAX_END_SPREAD_SHARE = 0.5
@@ -90,11 +89,16 @@ class NcclRank(FieldsJson):
     mean_start_skew_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     #: collectives this rank started last
     last_arrival_count: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: Σ over its matched collectives of its wait, the latest start − its start (:mod:`.arrival`)
+    wait_ns_total: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: the waiting its late arrivals caused: Σ over the collectives it started last of the other ranks' waits
+    wait_caused_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)
 class NcclStraggler(FieldsJson):
-    """The straggler verdict (module docstring): the rank that waits, the rank that arrives late."""
+    """The straggler verdict (docs/FINDINGS.md "NCCL"; the rule: :func:`.arrival.late_rank`): the rank that arrives
+    late and the other rank that waits the most."""
 
     waiting_rank: str
     waiting_pid: int
@@ -102,8 +106,12 @@ class NcclStraggler(FieldsJson):
     late_rank: str
     late_pid: int
     late_device_id: int
+    #: the waiting the late rank caused (its ``wait_caused_ns``): the other ranks' waits where it started last
     wait_ns_total: int
-    duration_ratio: Optional[float]
+    #: ``wait_ns_total`` / all the waiting at the matched collectives (Σ every rank's ``wait_ns_total``)
+    wait_caused_share: float
+    #: the matched collectives the late rank started last (``late_share``'s numerator)
+    last_arrivals: int
     late_share: float
     matched_collectives: int
     confidence: str           # "high" | "medium"
@@ -287,7 +295,6 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     skew = s[mi] - cmin[grp]
     arr = last_arrivals(mc, rank[mi], s[mi], n_rank)   # the one rule (.arrival), shared with the cluster
     last_cnt = arr.last
-    p50 = np.zeros(n_rank, np.float64)
     ranks: List[NcclRank] = []
     rank_mi, d_mi = rank[mi], d[mi]
     of_rank = dict(rows_by_value(rank_mi))   # each rank's matched kernels in one sort (no mask per rank)
@@ -295,25 +302,26 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     for r in range(n_rank):   # loop over ranks only
         m = of_rank.get(r, empty)
         dd = d_mi[m]
-        p50[r] = median(dd)
         ranks.append(replace(
             base_rank[r], matched=int(m.shape[0]), mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
-            p50_ns=int(round_half_up(p50[r])),
+            p50_ns=int(round_half_up(median(dd))),
             mean_start_skew_ns=int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
-            last_arrival_count=int(last_cnt[r])))
+            last_arrival_count=int(last_cnt[r]), wait_ns_total=int(arr.waited[r]), wait_caused_ns=int(arr.caused[r])))
 
-    waiting = int(np.argmax(p50))
-    others = np.delete(p50, waiting)
-    ref = median(others)
-    ratio = p50[waiting] / ref if ref > 0 else float("inf")
-    late = int(np.argmax(last_cnt))
+    late = late_rank(arr.caused.tolist(), last_cnt.tolist())   # the rank whose late arrivals caused the most waiting
+    all_wait = int(arr.waited.sum())
+    caused = caused_share(int(arr.caused[late]), all_wait)
     has_last = int((arr.late >= 0).sum())   # collectives with a last arriver (not all started together)
     contested = int(arr.contested[late])    # those the late rank took part in: the share's denominator
     share = arr.share(late)
-    if ranks[late].matched == matched:
+    lt = ranks[late]
+    lt_matched = int(lt.matched or 0)
+    if lt_matched == matched:
         of_what = "of collectives" if contested == matched else f"of the {contested} collectives with a last arriver"
     else:
         of_what = f"of the {contested} collectives with a last arriver it took part in"
+    late_words = (f"{lt.rank} started last in {100 * share:.0f}% {of_what}, its late arrivals causing "
+                  f"{100 * caused:.0f}% of the {fmt_dur(all_wait)} of waiting")
     straggler = None
     reason = None
     by = {MATCH_TIME: "time", MATCH_MIXED: "time or issue order"}.get(head.matching or MATCH_ORDER, MATCH_ORDER)
@@ -321,8 +329,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
         reason = ("the matched NCCL kernels are point-to-point (send / recv): a receiver waits for its sender's "
                   "data, in a one-way hand-off (a pipeline stage, a KV-cache transfer) or in an all-to-all exchange "
                   "of send/recv pairs (MoE expert parallelism), which kernel names do not tell apart; no straggler "
-                  "verdict" + (f" ({ranks[late].rank} started last in {100 * share:.0f}% {of_what}: in an exchange, "
-                               "its work before the send/recv sets the wait)" if has_last else ""))
+                  "verdict" + (f" ({late_words}: in an exchange, its work before the send/recv sets the wait)"
+                               if has_last else ""))
     elif split_n:
         reason = (f"{split_n} (rank, collective) pair(s) run on several CUDA streams: the collective name is shared "
                   f"by several communicators, which the export does not name, so matching by name and {by} "
@@ -335,25 +343,25 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
         reason = (f"the matched NCCL kernels do not end together (median end spread {spread_p50:,.0f} ns vs median "
                   f"wait {wait_p50:,.0f} ns): matching by name and {by} may pair kernels of different "
                   "communicators; no straggler verdict")
-    elif ratio >= MIN_RATIO and share >= MIN_LATE_SHARE and late != waiting:
-        w, lt = ranks[waiting], ranks[late]
+    elif not has_last:
+        reason = "no rank arrives late: in every matched collective the kernels started together on every rank"
+    elif lt_matched < MIN_MATCHED:
+        reason = (f"{late_words}, but it took part in {lt_matched} matched collective(s) only (vs ≥ {MIN_MATCHED}): "
+                  "too few to name a late rank")
+    elif caused < MIN_LATE_SHARE:
+        reason = (f"no rank's late arrivals cause ≥ {100 * MIN_LATE_SHARE:.0f}% of the waiting (the most: "
+                  f"{late_words})")
+    elif int(last_cnt[late]) < MIN_LATE_ARRIVALS:
+        reason = (f"{late_words}, but at {int(last_cnt[late])} collective only (vs ≥ {MIN_LATE_ARRIVALS}): one "
+                  "stall is an event, not a rank the others keep waiting for")
+    else:
+        waiting = max((r for r in range(n_rank) if r != late), key=lambda r: (int(arr.waited[r]), -r))
+        w = ranks[waiting]
         straggler = NcclStraggler(
             waiting_rank=w.rank, waiting_pid=w.pid, waiting_device_id=w.device_id, late_rank=lt.rank,
-            late_pid=lt.pid, late_device_id=lt.device_id, wait_ns_total=wait_ns_total,
-            duration_ratio=round(float(ratio), 4) if ref > 0 else None, late_share=round(float(share), 4),
-            matched_collectives=matched, confidence="high" if ratio >= 2 and share >= 0.8 else "medium",
+            late_pid=lt.pid, late_device_id=lt.device_id, wait_ns_total=int(arr.caused[late]),
+            wait_caused_share=caused, last_arrivals=int(last_cnt[late]), late_share=round(float(share), 4),
+            matched_collectives=matched, confidence="high" if max(share, caused) >= HIGH_SHARE else "medium",
             tied_collectives=(matched - has_last) or None, with_last_arriver=contested)
-    elif ratio < MIN_RATIO:
-        reason = (
-            f"no significant imbalance (p50 duration ratio {ratio:.2f} vs ≥ {MIN_RATIO}; most frequent last "
-            f"arriver in {100 * share:.0f}% {of_what} vs ≥ {100 * MIN_LATE_SHARE:.0f}%)"
-        )
-    elif late == waiting and share >= MIN_LATE_SHARE:
-        reason = (f"{ranks[waiting].rank} spends {ratio:.2f}× the other ranks' p50 in the collectives but is itself "
-                  f"the most frequent last arriver ({100 * share:.0f}% {of_what}): no other rank keeps it waiting")
-    else:
-        reason = (f"{ranks[waiting].rank} spends {ratio:.2f}× the other ranks' p50 in the collectives, but no rank "
-                  f"arrives last often enough to name (most frequent last arriver {ranks[late].rank} in "
-                  f"{100 * share:.0f}% {of_what} vs ≥ {100 * MIN_LATE_SHARE:.0f}%)")
     return replace(head, ranks=tuple(ranks), wait_ns_total=wait_ns_total, straggler=straggler,
                    straggler_reason=reason)

@@ -229,9 +229,15 @@ def sec_nccl(v: View) -> SectionResult:
         body.append(TablePart(NCCL_RANKS.cols, nc.ranks, (), "nccl-ranks"))
     s = nc.straggler
     if s is not None:
-        body.append(para(Strong(("Straggler:",)), " ", Data(s.late_rank), " arrives late; ",
-                         Data(s.waiting_rank), f" waits {fmt_dur(s.wait_ns_total)} in collectives "
-                         "(confidence ", Data(s.confidence), ")."))
+        others = len(nc.ranks) - 1   # the waiting its late arrivals caused, on the other rank(s)
+        who = (Data(s.waiting_rank),) if others == 1 else (f"the other {others} ranks",)
+        verb = "waits" if others == 1 else "wait"
+        total = "" if others == 1 else " in all"
+        most = () if others == 1 else ("; the most: ", Data(s.waiting_rank))
+        body.append(para(Strong(("Straggler:",)), " ", Data(s.late_rank), " arrives late; ", *who,
+                         f" {verb} {fmt_dur(s.wait_ns_total)}{total} for it in collectives "
+                         f"({100 * s.wait_caused_share:.0f} % of all the waiting", *most, "; confidence ",
+                         Data(s.confidence), ")."))
     elif nc.straggler_reason:
         body.append(para("No straggler: ", Rich(nc.straggler_reason, lead=True)))
     return Section("nccl", "NCCL", parts(body))

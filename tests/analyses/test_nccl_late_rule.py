@@ -1,0 +1,160 @@
+"""The single-file NCCL straggler verdict names its late rank by the cluster's late-arriver rule (one rule,
+analyses/comms/arrival.py; docs/FINDINGS.md "NCCL"): the rank whose late arrivals caused the most waiting, when
+that is >= 60 % of all the waiting, it was last at >= 2 collectives and took part in >= 5. Waits on the export's
+one clock: latest start − own start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from synth import TraceBuilder
+
+from nsys_llm_explainer.analyses.comms.nccl import NcclResult, analyze_nccl
+from nsys_llm_explainer.options import options_from_kwargs
+from nsys_llm_explainer.pipeline import analyze_path, load_model
+from nsys_llm_explainer.render import render_all
+
+US = 1_000
+MS = 1_000_000
+T0 = 1_000_000
+AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+def _trace(path: Path, n_ranks: int, n: int, period: int, start: Callable[[int, int], int], end: int) -> None:
+    """``n_ranks`` ranks (pid 100 + r on GPU r), ``n`` all-reduces ``period`` ns apart; at collective i (t = T0 +
+    i·period) rank r's kernel runs [t + start(i, r), t + end) (every kernel of a collective ends together)."""
+    b = TraceBuilder()
+    for r in range(n_ranks):
+        b.process(100 + r)
+        b.gpu(r)
+    for i in range(n):
+        t = T0 + i * period
+        for r in range(n_ranks):
+            s = t + start(i, r)
+            b.launch(s - 6 * US, s - 2 * US, s, t + end, pid=100 + r, tid=101 + r, device=r, name=AR)
+    b.write(str(path))
+
+
+def _nccl(path: Path) -> NcclResult:
+    return analyze_nccl(load_model(str(path)))
+
+
+def _jitter_and_straggler(i: int, r: int) -> int:
+    """Collectives 0, 4, …, 20 (6): rank 2 starts at +300 µs, ranks 0, 1 at +210 µs (rank 2 last by 90 µs); the
+    other 20: rank 0 at +300 µs, ranks 1, 2 at +297 µs (rank 0 last by 3 µs)."""
+    if i % 4 == 0 and i < 24:
+        return (300 if r == 2 else 210) * US
+    return (300 if r == 0 else 297) * US
+
+
+def test_a_rank_last_by_microseconds_is_not_named_over_the_one_the_others_wait_for(tmp_path: Path) -> None:
+    """3 ranks, 26 all-reduces 1 ms apart ending at +400 µs (:func:`_jitter_and_straggler`). Waits (latest start −
+    own): rank 0 6 × 90 = 540 µs, rank 1 20 × 3 + 6 × 90 = 600 µs, rank 2 20 × 3 = 60 µs: 1.2 ms in all. Waiting
+    caused: rank 0 20 × (3 + 3) = 120 µs (10 %), rank 2 6 × (90 + 90) = 1,080 µs (90 % ≥ 60 %), last at 6 ≥ 2, in
+    26 ≥ 5 matched: rank 2 is late although rank 0 is last at 20 of 26 (77 %); the other rank that waits most: rank
+    1 (600 µs); confidence high (90 % ≥ 80 %). The old rule named nobody ("no significant imbalance": p50 durations
+    100 / 103 / 103 µs, ratio 1.01 < 1.5), and by its most-frequent-last-arriver count would have blamed rank 0."""
+    p = tmp_path / "t.sqlite"
+    _trace(p, 3, 26, MS, _jitter_and_straggler, 400 * US)
+    r = _nccl(p)
+    assert r.matched_collectives == 26
+    assert [(x.pid, x.last_arrival_count, x.wait_ns_total, x.wait_caused_ns) for x in r.ranks] == [
+        (100, 20, 540 * US, 120 * US), (101, 0, 600 * US, 0), (102, 6, 60 * US, 1080 * US)]
+    v = r.straggler
+    assert v is not None
+    assert (v.late_pid, v.waiting_pid, v.wait_ns_total, v.wait_caused_share, v.last_arrivals, v.late_share,
+            v.with_last_arriver, v.confidence) == (102, 101, 1080 * US, 0.9, 6, 0.2308, 26, "high")
+
+
+def test_the_nccl_wait_finding_says_the_rule_and_checks_it(tmp_path: Path) -> None:
+    """The trace above through the pipeline: the ``nccl_wait`` finding names rank 2 as the late rank of 2 waiting
+    ranks (rank 1 the most), gives the 1.080 ms it caused (90 % of the 1.2 ms) as time at stake, its 6 of 26 last
+    arrivals (23 %) and the three checks of the rule on the late rank: matched 26 ≥ 5, last arrivals 6 ≥ 2, waiting
+    caused share 0.9 ≥ 0.6. The NCCL section says the 1.080 ms is the other 2 ranks' waiting in all."""
+    p = tmp_path / "t.sqlite"
+    _trace(p, 3, 26, MS, _jitter_and_straggler, 400 * US)
+    rep = analyze_path(str(p), options_from_kwargs())
+    f = next(f for f in rep.findings if f.id == "nccl_wait")
+    assert f.title == "NCCL wait: 2 ranks wait in collectives for late rank pid 102 / GPU 2 (the most: pid 101 / GPU 1)"
+    assert f.evidence == (
+        "Across 26 matched collectives the late rank's 6 late arrivals cause 1.080 ms of waiting on the other ranks: "
+        "90 % of all the waiting in them.", "pid 102 / GPU 2 arrived last in 23 % of them.")
+    assert (f.time_at_stake_ns, f.severity, f.confidence) == (1080 * US, "high", "high")
+    assert [(c.metric, c.observed, c.op, c.threshold, c.scope.device_id) for c in f.checks] == [
+        ("matched", 26, ">=", 5, 2), ("last_arrivals", 6, ">=", 2, 2), ("wait_caused_share", 0.9, ">=", 0.6, 2)]
+    assert f.holds()
+    out = tmp_path / "out"
+    render_all(rep, out)
+    assert ("**Straggler:** pid 102 / GPU 2 arrives late; the other 2 ranks wait 1.080 ms in all for it in collectives "
+            "(90 % of all the waiting; the most: pid 101 / GPU 1; confidence high).") in (out / "report.md").read_text()
+
+
+def _stalls(at: tuple) -> Callable[[int, int], int]:
+    """2 ranks, collectives 5 ms apart ending at +400 µs (+2,400 µs at a stall): rank 1's host stalls 2 ms before
+    the collectives ``at`` (rank 1 starts at +2,100 µs, rank 0 at +100 µs); at the others rank 0 starts at +105 µs,
+    rank 1 at +100 µs (rank 0 last by 5 µs)."""
+    def start(i: int, r: int) -> int:
+        if i in at:
+            return (2100 if r == 1 else 100) * US
+        return (105 if r == 0 else 100) * US
+    return start
+
+
+def _stall_trace(path: Path, at: tuple) -> None:
+    b = TraceBuilder()
+    for r in range(2):
+        b.process(100 + r)
+        b.gpu(r)
+    st = _stalls(at)
+    for i in range(26):
+        t = T0 + i * 5 * MS
+        for r in range(2):
+            s = t + st(i, r)
+            b.launch(s - 6 * US, s - 2 * US, s, t + (2400 if i in at else 400) * US, pid=100 + r, tid=101 + r,
+                     device=r, name=AR)
+    b.write(str(path))
+
+
+def test_a_host_stall_at_2_of_26_collectives_is_named(tmp_path: Path) -> None:
+    """2 ranks, 26 all-reduces; rank 1 stalls 2 ms before collectives 9 and 19 (:func:`_stalls`). Rank 0 waits
+    2 × 2,000 µs = 4 ms (caused by rank 1) and rank 1 waits 24 × 5 = 120 µs (caused by rank 0): rank 1 caused 4 /
+    4.12 = 97.09 % ≥ 60 %, at 2 ≥ 2 collectives: named, although rank 0 is last at 24 of 26 (92 %); rank 1's
+    last-arrival share 2 / 26 = 0.0769; confidence high (97 % ≥ 80 %). The old rule named nobody (p50 durations
+    295 / 300 µs, ratio 1.02 < 1.5)."""
+    p = tmp_path / "t.sqlite"
+    _stall_trace(p, (9, 19))
+    r = _nccl(p)
+    assert [(x.pid, x.last_arrival_count, x.wait_ns_total, x.wait_caused_ns) for x in r.ranks] == [
+        (100, 24, 4 * MS, 120 * US), (101, 2, 120 * US, 4 * MS)]
+    v = r.straggler
+    assert v is not None
+    assert (v.late_pid, v.waiting_pid, v.wait_ns_total, v.wait_caused_share, v.last_arrivals, v.late_share,
+            v.confidence) == (101, 100, 4 * MS, 0.9709, 2, 0.0769, "high")
+
+
+def test_a_single_stall_is_an_event_not_a_late_rank(tmp_path: Path) -> None:
+    """The same with one stall (collective 9): rank 1 caused 2,000 of the 2,000 + 25 × 5 = 2,125 µs of waiting
+    (94 %), but at 1 collective only (< 2): no verdict, and the reason says so (last in 1 / 26 = 4 %)."""
+    p = tmp_path / "t.sqlite"
+    _stall_trace(p, (9,))
+    r = _nccl(p)
+    assert r.straggler is None
+    assert r.straggler_reason == (
+        "pid 101 / GPU 1 started last in 4% of collectives, its late arrivals causing 94% of the 2.125 ms of waiting, "
+        "but at 1 collective only (vs ≥ 2): one stall is an event, not a rank the others keep waiting for")
+
+
+def test_a_straggler_that_moves_is_not_named(tmp_path: Path) -> None:
+    """4 ranks, 16 all-reduces 1 ms apart ending at +400 µs; at collective i rank i % 4 starts at +300 µs, the others
+    at +210 µs (last by 90 µs). Every rank is last at 4 and caused 4 × 3 × 90 = 1,080 µs of the 16 × 270 = 4,320 µs
+    (25 % < 60 %): no late rank; the reason gives the first of the tied ranks' figures."""
+    p = tmp_path / "t.sqlite"
+    _trace(p, 4, 16, MS, lambda i, r: (300 if r == i % 4 else 210) * US, 400 * US)
+    r = _nccl(p)
+    assert [(x.last_arrival_count, x.wait_ns_total, x.wait_caused_ns) for x in r.ranks] == [
+        (4, 1080 * US, 1080 * US)] * 4
+    assert r.straggler is None
+    assert r.straggler_reason == (
+        "no rank's late arrivals cause ≥ 60% of the waiting (the most: pid 100 / GPU 0 started last in 25% of "
+        "collectives, its late arrivals causing 25% of the 4.320 ms of waiting)")

@@ -25,6 +25,13 @@ DEC = "void vllm::paged_attention_v2_kernel<__nv_bfloat16, 128, 16>(...)"
 
 
 def _spec(tmp_path: Path, draft: str, verify: str, n: int = 30, warmup: Optional[str] = None) -> Report:
+    """The report of :func:`spec_trace` written to ``tmp_path``."""
+    p = tmp_path / "t.sqlite"
+    spec_trace(draft, verify, n, warmup).write(str(p), overwrite=True)
+    return analyze_path(str(p), options_from_kwargs())
+
+
+def spec_trace(draft: str, verify: str, n: int = 30, warmup: Optional[str] = None) -> TraceBuilder:
     """One process (pid 100), one thread, GPU 0; iteration i starts at t = T0 + i·2 ms: k = 4 ranges ``draft``
     [t + 100j, t + 100j + 100) µs, each launching one 60 µs draft kernel [+25, +85) µs; then ``verify``
     [t + 400, t + 700) µs launching the target kernel [t + 425, t + 1325) µs (900 µs) and a sampling kernel
@@ -51,9 +58,7 @@ def _spec(tmp_path: Path, draft: str, verify: str, n: int = 30, warmup: Optional
         b.nvtx_push_pop(v, v + 300 * US, verify, tid_g=g)
         b.launch(v + 10 * US, v + 20 * US, v + 25 * US, v + 925 * US, pid=100, tid=100, device=0, name=TGT)
         b.launch(v + 30 * US, v + 40 * US, v + 925 * US, v + 935 * US, pid=100, tid=100, device=0, name=SAMP)
-    p = tmp_path / "t.sqlite"
-    b.write(str(p), overwrite=True)
-    return analyze_path(str(p), options_from_kwargs())
+    return b
 
 
 def test_speculative_step_is_the_verify_range_not_the_draft_steps(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from synth import TraceBuilder
+from test_claims_af import spec_trace
 
 from nsys_llm_explainer import analyze
 from nsys_llm_explainer.render import render_html, render_markdown
@@ -17,9 +18,6 @@ from nsys_llm_explainer.render.escape import CODE_LIMIT, TEXT_LIMIT, shorten_tex
 US = 1_000
 MS = 1_000_000
 LONG = "L" * 100_000
-DRAFT = "void draft_head_gemv_kernel<64>(__nv_bfloat16*)"
-TGT = "void ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn"
-SAMP = "void at::native::sampling_kernel(float*)"
 
 
 def _spec(path: Path, draft: str, verify: str) -> str:
@@ -27,21 +25,7 @@ def _spec(path: Path, draft: str, verify: str) -> str:
     2 ms from 10 ms: 4 ``draft`` ranges of 100 µs (one 60 µs draft kernel each), then a 300 µs ``verify`` range
     launching the 900 µs target kernel and a 10 µs sampling kernel. The verify ranges are the step (79 % of the GPU
     time), confidence medium: they enclose 60 of the thread's 180 launches (33 %), the draft ranges ×120 between."""
-    b = TraceBuilder("2024.2")
-    b.process(100, "vllm")
-    g = b.thread(100, 100, "main")
-    b.gpu(0)
-    for i in range(30):
-        t = 10 * MS + i * 2 * MS
-        for j in range(4):
-            s = t + j * 100 * US
-            b.nvtx_push_pop(s, s + 100 * US, draft, tid_g=g)
-            b.launch(s + 10 * US, s + 20 * US, s + 25 * US, s + 85 * US, pid=100, tid=100, device=0, name=DRAFT)
-        v = t + 400 * US
-        b.nvtx_push_pop(v, v + 300 * US, verify, tid_g=g)
-        b.launch(v + 10 * US, v + 20 * US, v + 25 * US, v + 925 * US, pid=100, tid=100, device=0, name=TGT)
-        b.launch(v + 30 * US, v + 40 * US, v + 925 * US, v + 935 * US, pid=100, tid=100, device=0, name=SAMP)
-    return b.write(str(path), overwrite=True)
+    return spec_trace(draft, verify).write(str(path), overwrite=True)
 
 
 def _short(name: str, limit: int = CODE_LIMIT) -> str:

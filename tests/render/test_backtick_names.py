@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from synth import TraceBuilder
+from test_names_in_sentences import _cycle
 
 from nsys_llm_explainer import analyze
 from nsys_llm_explainer.cli import main
@@ -112,17 +113,6 @@ def test_nvtx_range_with_backticks_in_every_output(tmp_path: Path, capsys, name:
             assert not HIDDEN.search(p.read_text(encoding="utf-8")), p
     assert not HIDDEN.search(re.sub(r"(?s)<script>.*?</script>", "", html))     # but the inlined plotly.js
     assert not HIDDEN.search(stdout)
-
-
-def _cycle(b: TraceBuilder, pid: int, T: int, name: str, thread: str) -> None:
-    """As tests/findings/test_claims_cab.py: 10 launches, kernels back to back [T + 20, T + 920) µs, then a
-    ``cudaStreamSynchronize`` [T + 100, T + 925) µs, on thread ``thread`` (tid = pid)."""
-    g = b.thread(pid, pid, thread)
-    for i in range(10):
-        a = T + i * 10 * US
-        b.launch(a, a + 6 * US, T + (20 + 90 * i) * US, T + (110 + 90 * i) * US, pid=pid, tid=pid, name=name)
-    c = b.runtime(T + 100 * US, T + 925 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
-    b.sync(T + 102 * US, T + 922 * US, pid=pid, sync_type=3, corr=c)
 
 
 @pytest.mark.parametrize("name,span,md,page", NAMES[:3], ids=["one", "two", "three"])

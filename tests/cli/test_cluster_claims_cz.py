@@ -3,8 +3,8 @@ truth by construction in the docstring)."""
 
 from __future__ import annotations
 
-from synth.scenarios.cluster import AR, MS
-from test_cluster_claims_cae import _ranks as generations_ranks
+from synth import TraceBuilder
+from synth.scenarios.cluster import AR, BASE_UTC, GEMM, MS
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.render.cluster import render_cluster_markdown
@@ -17,8 +17,25 @@ def _ranks(tmp_path, ar: str) -> None:
     """2 ranks (pid 5000 + r on GPU r, sessions 3 ms apart on the common clock), 10 steps of 1 ms from 50 ms: a
     GEMM 10 µs into the step (rank 0 300 µs, rank 1 500 µs), then the all-reduce ``ar`` from 2 µs after the rank's
     GEMM to 20 µs after rank 1's starts (both ranks end together: rank 0 spins 200 µs a step waiting for rank 1),
-    a ``cudaStreamSynchronize`` and an ``execute_model`` range per step (both files written as 2024.2)."""
-    generations_ranks(tmp_path, ar, ("2024.2", "2024.2"))
+    a ``cudaStreamSynchronize`` and an ``execute_model`` range per step."""
+    for r in range(2):
+        sh = -3 * r * MS
+        b = TraceBuilder("2024.2", seed=r, utc_epoch_ns=BASE_UTC + 3 * r * MS)
+        pid = 5000 + r
+        b.process(pid)
+        g = b.thread(pid, pid, f"rank{r}")
+        b.gpu(r)
+        for s in range(10):
+            st = 50 * MS + s * MS
+            gend = st + 10 * US + (500 if r else 300) * US
+            end = st + 10 * US + 500 * US + 2 * US + 20 * US
+            b.launch(st + sh, st + 5 * US + sh, st + 10 * US + sh, gend + sh, pid=pid, tid=pid, device=r, name=GEMM)
+            b.launch(st + 6 * US + sh, st + 9 * US + sh, gend + 2 * US + sh, end + sh, pid=pid, tid=pid, device=r,
+                     name=ar)
+            c = b.runtime(st + 12 * US + sh, end + 5 * US + sh, tid_g=g, name="cudaStreamSynchronize_v3020")
+            b.sync(st + 12 * US + sh, end + 5 * US + sh, pid=pid, device=r, corr=c)
+            b.nvtx_push_pop(st + sh, end + 8 * US + sh, "execute_model", tid_g=g)
+        b.write(str(tmp_path / f"rank{r}.sqlite"), overwrite=True)
 
 
 def test_nccl_all_reduce_names_the_late_rank(tmp_path):

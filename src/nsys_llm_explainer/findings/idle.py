@@ -83,7 +83,9 @@ def launch_bound_devices(gpu: GpuTimeResult) -> Dict[int, Tuple[Check, ...]]:
 def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: AbstractSet[int],
            claimed: Sequence[Claimed], launch_ranges: AbstractSet[str]
            ) -> Tuple[Dict[str, Dict[int, Dict[str, int]]], Dict[int, Dict[Tuple[str, str], int]]]:
-    """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device; devices
+    """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device (every ``launch`` ns;
+    of ``host_cpu`` and launching ranges' ``nvtx``, the short-gap ns not after a drain: the host time after a
+    blocking sync returned and before the thread's next launch is the step's, not per launch); devices
     outside ``active`` (a copy or a few stray kernels on an otherwise unused GPU) are left out, and so are the ns
     ``claimed`` by more specific findings."""
     per_kind: Dict[str, Dict[int, Dict[str, int]]] = {}
@@ -94,7 +96,7 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
         for c in d.causes:
             ns = c.ns - sum(m.get(d.device_id, {}).get((c.kind, c.detail), 0) for m in claimed)
             if d.device_id in lb and (c.kind in HOST_KINDS or (c.kind == "nvtx" and c.detail in launch_ranges)):
-                part = min(ns, c.ns if c.kind == "launch" else c.short_gap_ns)
+                part = min(ns, c.ns if c.kind == "launch" else c.short_gap_ns - (c.after_sync_short_ns or 0))
                 if part > 0:
                     merged.setdefault(d.device_id, {})[(c.kind, c.detail)] = part
                 ns -= part

@@ -16,7 +16,7 @@ from ..common.stats import int_sums, pct, top_indices
 from ..nvtx.tree import NvtxTree
 from .api_kinds import api_kinds
 from .bins import DeviceBins, bin_edges, device_bins
-from .host_context import HostContext
+from .host_context import AFTER_SYNC_BIT, DETAIL_MASK, HostContext
 from .host_partition import interval_sums
 from .pieces import UNKNOWN_CODE, WAITING_CODES, Cover, DeviceGaps, Pieces, gap_codes, host_pieces, thread_pieces
 from .result import DeviceCauses, GapExample, IdleCause, IdleCausesResult, IdlePieces
@@ -106,19 +106,22 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     copy_unknown: Dict[int, int] = {}
     for p in parts:
         _copy_waits(copy_wait, copy_unknown, p)
+    drained = [ctx.after_sync(g, p[4]) for p, (g, _) in zip(parts, groups)]   # per piece: after a drain
     if not parts:                                      # no idle gap at all
         e = np.empty(0, np.int64)
         parts = [(e, np.empty(0, np.int8), e, e, e, np.empty(0, np.int8))]
+        drained = [np.empty(0, bool)]
     del groups, gaps                                   # the pieces are cut: free their inputs
     gap, kind, det, ln, t0 = parts[0][:5] if len(parts) == 1 else (np.concatenate([p[i] for p in parts])
                                                                     for i in range(5))
+    after = drained[0] if len(drained) == 1 else np.concatenate(drained)
     if len(parts) > 1:                                 # time order: gaps are disjoint, each on one thread
         order = np.argsort(gap, kind="stable")
-        gap, kind, det, ln, t0 = (a[order] for a in (gap, kind, det, ln, t0))
+        gap, kind, det, ln, t0, after = (a[order] for a in (gap, kind, det, ln, t0, after))
     bins = device_bins(tl, t0, ln, kind, n_bins) if n_bins > 0 else None
     slices = span_slices(ctx, gap, kind, det, t0, ln, span) if span is not None else None
-    pieces = [gap, kind, det, ln]
-    del t0, parts, gap, kind, det, ln                  # _aggregate drops each piece array as soon as it can
+    pieces = [gap, kind, det, ln, after]
+    del t0, parts, gap, kind, det, ln, after, drained  # _aggregate drops each piece array as soon as it can
     return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces, copy_wait, copy_unknown), pieces=host,
                                slices=slices,
                                wait_ns_by_thread=_add_waits({}, ctx, host.gtid, host.kind, host.detail,
@@ -153,7 +156,7 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
                          gs: np.ndarray, ge: np.ndarray, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
     """:func:`_device` by the host threads' partitions (host_partition.py): the same causes, gaps and bins; the
     pieces' places in time are not kept (``pieces`` is None)."""
-    cols: List[Tuple[np.ndarray, ...]] = []        # (gap, kind, detail, ns, t0) parts
+    cols: List[Tuple[np.ndarray, ...]] = []        # (gap, kind, detail, ns, t0, after a drain) parts
     bcols: List[Tuple[np.ndarray, ...]] = []       # (t0, ns, kind) parts: the bins' pieces (none across an edge)
     edges = bin_edges(tl, n_bins) if n_bins > 0 else None
     waits: Dict[int, int] = {}
@@ -169,7 +172,7 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
         _copy_waits(copy_wait, copy_unknown, (gap, kind, det, ln, t0, shadow))
         u = (kind == K["unknown"]) if g >= 0 else np.zeros(kind.shape[0], bool)
         own = np.flatnonzero(~u)
-        cols.append((gap[own], kind[own], det[own], ln[own], t0[own]))
+        cols.append((gap[own], kind[own], det[own], ln[own], t0[own], ctx.after_sync(g, t0[own])))
         bcols.append((t0[own], ln[own], kind[own]))
         ui = np.flatnonzero(u)
         if ui.shape[0] == 0:
@@ -177,8 +180,8 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
         by_code, by_kind = ctx.partition(g, tl.w0, tl.w1)
         a, b = t0[ui], t0[ui] + ln[ui]
         w, code, ns = interval_sums(by_code, a, b)
-        k, d = (code >> 32).astype(np.int8), (code & 0xFFFFFFFF).astype(np.int32)
-        cols.append((gap[ui[w]], k, d, ns, a[w]))
+        k, d = (code >> 32).astype(np.int8), (code & DETAIL_MASK).astype(np.int32)
+        cols.append((gap[ui[w]], k, d, ns, a[w], (code & AFTER_SYNC_BIT) != 0))
         _add_waits(waits, ctx, np.full(k.shape[0], g, np.int64), k, d, ns)
         if edges is not None:                                      # the host parts cut at the bin edges
             pts = np.unique(np.concatenate((a, b, edges[(edges > a[0]) & (edges < b[-1])])))
@@ -188,15 +191,17 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
             sa, sb = sa[keep], sb[keep]
             w2, kc, ns2 = interval_sums(by_kind, sa, sb)
             bcols.append((sa[w2], ns2, kc.astype(np.int8)))
-    gap, kind, det, ln, t0 = (np.concatenate(c) for c in zip(*cols)) if cols else [np.empty(0, np.int64)] * 5
+    gap, kind, det, ln, t0, after = (np.concatenate(c) for c in zip(*cols)) if cols else \
+        [np.empty(0, np.int64)] * 5 + [np.empty(0, bool)]
     order = np.lexsort((np.arange(t0.shape[0]), t0))
     gap, kind, det, ln = gap[order], kind[order].astype(np.int8), det[order].astype(np.int32), ln[order]
+    after = after[order]
     bins = None
     if edges is not None:
         bt, bl, bk = (np.concatenate(c) for c in zip(*bcols)) if bcols else [np.empty(0, np.int64)] * 3
         o = np.argsort(bt, kind="stable")
         bins = device_bins(tl, bt[o], bl[o], bk[o].astype(np.int8), n_bins)
-    dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln], copy_wait, copy_unknown)
+    dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln, after], copy_wait, copy_unknown)
     return dataclasses.replace(dc, pieces=None, wait_ns_by_thread=waits), bins
 
 
@@ -217,7 +222,7 @@ def _partition_copy_waits(acc: Dict[int, int], ctx: HostContext, g: int, tl: Dev
     """Add to ``acc`` the ns of the copy pieces ``[a, b)`` (sorted, disjoint; copy detail codes ``det``) of thread
     ``g`` whose shadow, read from the thread's partition, is a waiting kind (``osrt`` only for a call that waits)."""
     w, code, ns = interval_sums(ctx.partition(g, tl.w0, tl.w1)[0], a, b)
-    k, d = code >> 32, code & 0xFFFFFFFF
+    k, d = code >> 32, code & DETAIL_MASK
     waiting = np.isin(k, WAITING_CODES.astype(np.int64))
     osrt = k == K["osrt"]
     waiting[osrt] = ctx.wait_mask()[d[osrt]]
@@ -240,10 +245,10 @@ def _add_waits(acc: Dict[int, int], ctx: HostContext, gtid: np.ndarray, kind: np
 
 def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray],
                copy_wait: Mapping[int, int], copy_unknown: Mapping[int, int]) -> DeviceCauses:
-    """Sum the pieces (time order; ``pieces`` = [gap, kind, detail, length], emptied here to free them early) per
-    cause and per (cause, gap). ``copy_wait`` / ``copy_unknown``: per copy detail code, :attr:`IdleCause.waiting_ns`
-    / :attr:`IdleCause.waiting_unknown_ns`."""
-    gap, kind, det, ln = pieces
+    """Sum the pieces (time order; ``pieces`` = [gap, kind, detail, length, after a drain], emptied here to free
+    them early) per cause and per (cause, gap). ``copy_wait`` / ``copy_unknown``: per copy detail code,
+    :attr:`IdleCause.waiting_ns` / :attr:`IdleCause.waiting_unknown_ns`."""
+    gap, kind, det, ln, after = pieces
     pieces.clear()
     idle, window = tl.idle_ns, tl.window_ns
     D = max(len(ctx.details), 1)
@@ -251,6 +256,10 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
     key *= D
     key += det
     del kind, det
+    drained = np.flatnonzero(after)
+    drained = drained[(ge - gs)[gap[drained]] < LONG_GAP_NS]     # after a drain, in a short gap
+    after_short = int_sums(key[drained], ln[drained], len(KINDS) * D)
+    del after, drained
     if key.shape[0] > 1:                                # merge runs of pieces of one cause in one gap
         at = run_starts(key, gap)
         key, gap, ln = key[at], gap[at], np.add.reduceat(ln, at)
@@ -291,7 +300,8 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
                                 k in ONE_TIME, int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
                                 int(pns[sl][tiny[sl]].sum()),
                                 copy_wait.get(cause_code % D, 0) if k == "copy" else None,
-                                copy_unknown.get(cause_code % D) or None if k == "copy" else None))
+                                copy_unknown.get(cause_code % D) or None if k == "copy" else None,
+                                int(after_short[cause_code]) or None))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     if one_per_gap:
         code = np.full(len(gs), -1, np.int64)
@@ -313,15 +323,16 @@ def cause_totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
     acc: Dict[Tuple[str, str], List[int]] = {}
     for d in devs:
         for c in d.causes:
-            a = acc.setdefault((c.kind, c.detail), [0, 0, 0, 0, 0])
+            a = acc.setdefault((c.kind, c.detail), [0, 0, 0, 0, 0, 0])
             a[0] += c.ns
             a[1] += c.gap_count
             a[2] += c.short_gap_ns
             a[3] += c.waiting_ns or 0
             a[4] += c.waiting_unknown_ns or 0
+            a[5] += c.after_sync_short_ns or 0
     out = [IdleCause(k, det, v[0], pct(v[0], window), pct(v[0], idle), v[1], k in ONE_TIME, v[2],
                      waiting_ns=v[3] if k == "copy" else None,
-                     waiting_unknown_ns=v[4] or None if k == "copy" else None)
+                     waiting_unknown_ns=v[4] or None if k == "copy" else None, after_sync_short_ns=v[5] or None)
            for (k, det), v in acc.items()]
     out.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     return tuple(out)

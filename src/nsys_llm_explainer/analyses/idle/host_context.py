@@ -13,12 +13,17 @@ import numpy as np
 
 from ...model.timeline import DeviceTimeline, rows_by_value
 from ...model.trace import TraceModel
+from ...vocabulary.cause_kinds import KIND_CODE
 from ...vocabulary.os_calls import is_wait
 from ..nvtx.tree import NvtxTree
 from .host_partition import Partition
 from .pieces import Cover, DeviceGaps, index_runs, thread_pieces, touching
 
 _EMPTY = np.empty(0, np.int64)
+#: in a partition's (kind, detail) code: the piece lies after a drain (:meth:`HostContext.after_sync`); detail codes
+#: stay below it (``DETAIL_MASK``)
+AFTER_SYNC_BIT = 1 << 31
+DETAIL_MASK = AFTER_SYNC_BIT - 1
 
 
 @dataclass
@@ -45,6 +50,31 @@ class HostContext:
     pieces_cut: int = 0
     partitions: Dict[int, Tuple[Partition, Partition]] = field(default_factory=dict)
     waits: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))   # per detail code so far (+1 slot): waits
+    # per host thread: its blocking sync calls' ends and its launch calls' starts, sorted (:meth:`after_sync`)
+    drains: Dict[int, Tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def after_sync(self, g: int, t: np.ndarray) -> np.ndarray:
+        """Per time ``t``: does it lie after a drain of thread ``g`` — at or after the return of one of its blocking
+        sync calls (kind ``sync`` or ``sync_memcpy``), with none of its launch calls (``launch``, ``module_load``)
+        started since that return (docs/MODEL.md, "After a drain")? False for an unknown thread (-1)."""
+        api = self.model.api
+        if g < 0 or api is None or len(api) == 0 or t.shape[0] == 0:
+            return np.zeros(t.shape[0], bool)
+        got = self.drains.get(g)
+        if got is None:
+            r = self.thread_rows_of("api", g)
+            k = self.kinds[r]
+            sync = np.isin(k, (KIND_CODE["sync"], KIND_CODE["sync_memcpy"]))
+            launch = np.isin(k, (KIND_CODE["launch"], KIND_CODE["module_load"]))
+            got = self.drains[g] = (np.sort(api.end[r[sync]]), np.sort(api.start[r[launch]]))
+        se, ls = got
+        i = np.searchsorted(se, t, side="right") - 1            # the last sync call that returned at or before t
+        if se.shape[0] == 0:
+            return np.zeros(t.shape[0], bool)
+        j = np.searchsorted(ls, t, side="right") - 1            # the last launch call started at or before t
+        last_sync = np.where(i >= 0, se[np.maximum(i, 0)], np.iinfo(np.int64).min)
+        last_launch = np.where(j >= 0, ls[np.maximum(j, 0)], np.iinfo(np.int64).min)
+        return (i >= 0) & (last_sync > last_launch)
 
     def wait_mask(self) -> np.ndarray:
         """Per detail code (and a last False slot): whether the detail names an OS call that waits; each detail is
@@ -57,8 +87,8 @@ class HostContext:
 
     def partition(self, g: int, w0: int, w1: int) -> Tuple[Partition, Partition]:
         """Thread ``g``'s pieces over ``[w0, w1)`` (the device pass's window), by (kind, detail) code
-        (``kind << 32 | detail``) and by kind; cut once per thread, as one gap that is never queued and meets no
-        copy."""
+        (``kind << 32 | detail``, with :data:`AFTER_SYNC_BIT` set on the pieces after a drain) and by kind; cut
+        once per thread, as one gap that is never queued and meets no copy."""
         got = self.partitions.get(g)
         if got is None:
             e = np.empty(0, np.int64)
@@ -66,7 +96,8 @@ class HostContext:
             gaps = DeviceGaps(cast(DeviceTimeline, stub), np.array([w0], np.int64), np.array([w1], np.int64),
                               np.array([w1 + 1], np.int64), Cover(e, e), e)
             _, kind, det, ln, t0, _ = thread_pieces(self, gaps, g, np.zeros(1, np.int64))
-            code = (kind.astype(np.int64) << 32) | det.astype(np.int64)
+            code = (kind.astype(np.int64) << 32) | det.astype(np.int64) | \
+                np.where(self.after_sync(g, t0), AFTER_SYNC_BIT, 0)
             got = self.partitions[g] = (Partition(t0, t0 + ln, code), Partition(t0, t0 + ln, kind.astype(np.int64)))
         return got
 

@@ -42,6 +42,10 @@ class IdleCause:
     waiting_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     #: ``copy`` causes only: the part of ``ns`` in which whether a kernel waited is not known; None when there is none
     waiting_unknown_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: part of ``short_gap_ns`` after a drain: between the return of a blocking sync call (``sync`` or
+    #: ``sync_memcpy`` kind) of the gap's host thread and that thread's next launch call (docs/MODEL.md, "After a
+    #: drain"); None when there is none
+    after_sync_short_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)

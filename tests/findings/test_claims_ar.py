@@ -86,3 +86,20 @@ def test_trace12_alloc_is_autotuning_not_in_the_loop():
     f = _finding("12_gartangh_keras_gtx1650", "idle_alloc")
     assert f.cause == ("alloc", "cuMemAlloc")
     assert "in the loop" not in f.title, f.title
+
+
+def test_trace10_memory_facts_say_they_are_the_windows():
+    """Trace 10 (PyTorch CNN serving, TITAN RTX): CUPTI_ACTIVITY_KIND_MEMCPY holds 1,258 Host-to-Device copies from
+    pageable memory (srcKind 0), 179.23 MB, the memory table's whole-capture row; 1,257 of them end by 7,963.433 ms
+    after trace start, before the analysis window (7,975.155 → 9,849.414 ms), and one, 112 B at 8,199.110 ms, lies
+    in it. The section's "Pageable host memory: 1 copy, 112 B" under "Pageable → Device 1,258" read as a
+    contradiction until the facts' scope, the analysis window, is written before them."""
+    from nsys_llm_explainer.render import render_markdown
+
+    require_traces()
+    md = render_markdown(real_report(real_trace("10_abacus_dnn_serving_titanrtx_r1")))
+    sec = md.split("## Memory copies", 1)[1].split("\n## ", 1)[0]
+    assert "| memcpy | Host-to-Device | Pageable → Device | 1,258 | 179.23 MB |" in sec
+    label = "**Analysis window** (the table above is the whole capture):"
+    assert label in sec
+    assert sec.index(label) < sec.index("- Pageable host memory: 1 copy, 112 B, 0.80 µs")

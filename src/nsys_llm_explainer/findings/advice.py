@@ -122,7 +122,8 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "(`TORCH_LOGS=graph_breaks`, or `fullgraph=True` to fail on the first) and compile those regions too.",
        framework=_PT, torch_compile=(True,)),
     _a("queued.dependency", "Look at the largest gaps: the next kernel was already launched, so it waited on another "
-       "stream, an event (`cudaStreamWaitEvent`) or a copy; reorder the streams or remove the dependency."),
+       "stream, an event (`cudaStreamWaitEvent`) or a copy — or, on one stream with none of those, the driver held "
+       "the submission back (Windows' WDDM driver batches launches); reorder the streams or remove the dependency."),
     _a("sync.remove", "Remove per-step host synchronization from the loop, or move the wait after the next step has "
        "been launched."),
     _a("sync.remove.torch", "In PyTorch the usual sources are `.item()`, `.cpu()`, `.tolist()`, `print(tensor)` and "

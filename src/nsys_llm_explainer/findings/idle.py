@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.api.cuda_api import CudaApiResult
-from ..analyses.idle.causes import TINY_GAP_NS, IdleCause, IdleCausesResult
+from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
@@ -185,7 +185,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         txt = KIND[kind]
         if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
             txt = VARIANTS["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
-        elif kind == "queued" and _mean_piece(by_dev, kind) < TINY_GAP_NS:
+        elif kind == "queued" and _short_piece_share(by_dev, kind) >= 0.5:
             txt = VARIANTS["queued_after_launch"]     # a few µs at the end of longer gaps: after each launch
         wait_checks: Tuple[Check, ...] = ()
         wait_line = ""
@@ -375,12 +375,13 @@ def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool
     return True
 
 
-def _mean_piece(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:
-    """A kind's ns per gap holding it (all devices): a few µs of ``queued`` at the end of each longer gap is the
-    launch latency after the host's launch, not a dependency."""
+def _short_piece_share(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:
+    """Fraction of a kind's ns (all devices) in gaps where it holds under 10 µs: a few µs of ``queued`` at the end of
+    each longer gap is the launch latency after the host's launch; a mean hides a few gaps where launched kernels
+    were held back hundreds of µs."""
     ns = sum(c.ns for d in by_dev.values() for c in d.causes if c.kind == kind)
-    gaps = sum(c.gap_count for d in by_dev.values() for c in d.causes if c.kind == kind)
-    return ns / gaps if gaps else 0.0
+    short = sum(c.short_piece_ns for d in by_dev.values() for c in d.causes if c.kind == kind)
+    return short / ns if ns else 0.0
 
 
 def _tiny_share(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:

@@ -301,7 +301,8 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
                                 int(pns[sl][tiny[sl]].sum()),
                                 copy_wait.get(cause_code % D, 0) if k == "copy" else None,
                                 copy_unknown.get(cause_code % D) or None if k == "copy" else None,
-                                int(after_short[cause_code]) or None))
+                                int(after_short[cause_code]) or None,
+                                int(pns[sl][pns[sl] < TINY_GAP_NS].sum())))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     if one_per_gap:
         code = np.full(len(gs), -1, np.int64)

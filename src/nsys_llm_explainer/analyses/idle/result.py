@@ -46,6 +46,9 @@ class IdleCause:
     #: ``sync_memcpy`` kind) of the gap's host thread and that thread's next launch call (docs/MODEL.md, "After a
     #: drain"); None when there is none
     after_sync_short_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: part of ``ns`` in the gaps where this cause holds under 10 µs (a few µs of ``queued`` after each launch is
+    #: launch latency; hundreds of µs of it in a gap is work held back); per device only, not in report.json
+    short_piece_ns: int = field(default=0, metadata=NOT_IN_JSON)
 
 
 @dataclass(frozen=True)

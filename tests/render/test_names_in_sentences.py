@@ -76,7 +76,8 @@ def test_confidence_reason_with_long_range_names_keeps_its_sentence(tmp_path: Pa
     assert (f"NVTX range `{v}` (30 instances) looks like a step but encloses only 33% of the kernel launches of its "
             f"threads; with `{d}` ×120 between its instances, parts of one iteration") in md
     assert (f"NVTX range <code>{v}</code> (30 instances) looks like a step but encloses only 33% of the kernel "
-            f"launches of its threads; with <code>{d}</code> ×120 between its instances, parts of one iteration") in page
+            f"launches of its threads; with <code>{d}</code> ×120 between its instances, parts of one "
+            "iteration") in page
     page_text = page.split('<script type="application/json"', 1)[0]     # the data island keeps names exactly
     assert "L" * 5_000 not in md and "L" * 5_000 not in page_text
 

@@ -335,7 +335,7 @@ def test_too_few_marker_steps_keep_the_low_confidence_nvtx_steps(tmp_path):
     assert few.notes == ()
     many = analyze(_range_steps_trace(str(tmp_path / "many.sqlite"), 4)).steps
     assert (many.method, many.step_count) == ("marker", 3)
-    assert many.notes == ("marker kernels preferred over the NVTX range block whose name does not look like a "
+    assert many.notes == ("marker kernels preferred over the NVTX range `block` whose name does not look like a "
                           "model step",)
 
 

@@ -76,7 +76,7 @@ def test_speculative_step_is_the_verify_range_not_the_draft_steps(tmp_path: Path
     assert st.period is not None and (st.period.p50_ns, st.period.count) == (2 * MS, 29)
     assert st.period_pauses == 0
     assert st.confidence == "medium"
-    assert "'draft_step' ×120 between its instances, parts of one iteration" in st.confidence_reason
+    assert "`draft_step` ×120 between its instances, parts of one iteration" in st.confidence_reason
     assert "79 % of their GPU time" in st.confidence_reason
 
 

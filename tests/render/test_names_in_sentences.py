@@ -47,20 +47,21 @@ def test_shorten_text_shortens_long_words_before_the_sentence() -> None:
 
 def test_confidence_reason_with_long_range_names_keeps_its_sentence(tmp_path: Path) -> None:
     """The spec trace with ranges ``draft_step`` + 100 KB and ``verify_step`` + 100 KB. The confidence reason reads
-    "NVTX range 'verify_step…' (30 instances) looks like a step but encloses only 33% of the kernel launches of its
-    threads; with 'draft_step…' ×120 between its instances, parts of one iteration: …". report.md cut the whole
+    "NVTX range `verify_step…` (30 instances) looks like a step but encloses only 33% of the kernel launches of its
+    threads; with `draft_step…` ×120 between its instances, parts of one iteration: …". report.md cut the whole
     reason to 2,000 characters with a middle ellipsis: "NVTX range 'verify_stepL…L' ×120 between its instances"
     — the coverage sentence gone and the draft ranges' count given to the verify range; report.html wrote the
-    reason whole, both 100 KB names in it. Each name is now shortened where it stands (200 characters), in both."""
+    reason whole, both 100 KB names in it. Each name is now a code span (vocabulary.code_spans.code_name, no longer
+    ``repr``), shortened where it stands (200 characters), in both."""
     p = _spec(tmp_path / "t.sqlite", "draft_step" + LONG, "verify_step" + LONG)
     rep = analyze(p)
     md, page = render_markdown(rep), render_html(rep)
-    v, d = _short("'verify_step" + LONG + "'"), _short("'draft_step" + LONG + "'")
-    assert (f"NVTX range {v} (30 instances) looks like a step but encloses only 33% of the kernel launches of its "
-            f"threads; with {d} ×120 between its instances, parts of one iteration") in md
-    html_v, html_d = (x.replace("'", "&#x27;") for x in (v, d))
-    assert (f"NVTX range {html_v} (30 instances) looks like a step but encloses only 33% of the kernel launches of "
-            f"its threads; with {html_d} ×120 between its instances, parts of one iteration") in page
+    v, d = _short("verify_step" + LONG), _short("draft_step" + LONG)
+    assert (f"NVTX range `{v}` (30 instances) looks like a step but encloses only 33% of the kernel launches of its "
+            f"threads; with `{d}` ×120 between its instances, parts of one iteration") in md
+    assert (f"NVTX range <code>{v}</code> (30 instances) looks like a step but encloses only 33% of the kernel "
+            f"launches of its threads; with <code>{d}</code> ×120 between its instances, parts of one "
+            "iteration") in page
     page_text = page.split('<script type="application/json"', 1)[0]     # the data island keeps names exactly
     assert "L" * 5_000 not in md and "L" * 5_000 not in page_text
 

@@ -260,7 +260,7 @@ def test_step_notes_are_in_the_report(tmp_path: Path) -> None:
     """Five ``execute_model`` ranges of 8 ms every 10 ms, two kernels each, the last still open when the capture
     stops; ``--step-range 'foo_*<b>'`` matches no range. The steps section says both things (4 steps, not the 5
     ranges; the user's range name ignored) instead of reporting the automatic choice silently; the user's text
-    is escaped."""
+    is a code span (vocabulary.code_spans.code_name), escaped."""
     b = TraceBuilder()
     g = b.thread(7, 7)
     for i in range(5):
@@ -273,7 +273,7 @@ def test_step_notes_are_in_the_report(tmp_path: Path) -> None:
     md = render_markdown(analyze_path(p, Options(step_range="foo_*<b>")))
     steps = md.split("## Phases and steps", 1)[1].split("\n## ", 1)[0]
     assert "**4 steps** from NVTX range `execute_model`" in steps
-    assert ("- Note: --step-range 'foo\\_\\*&lt;b&gt;' matches no NVTX push/pop range; detecting steps "
+    assert ("- Note: --step-range <code>foo\\_\\*&lt;b&gt;</code> matches no NVTX push/pop range; detecting steps "
             "automatically") in steps
     assert "- Note: 1 step range(s) still open when the capture stopped" in steps
 

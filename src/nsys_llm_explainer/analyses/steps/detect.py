@@ -197,7 +197,8 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
             if per_dev.min() < MIN_INSTANCES:
                 marker = None
             else:
-                notes.append(f"marker kernels preferred over the NVTX range {' + '.join(choice.names)} "
+                ranges = " + ".join(code_name(n) for n in choice.names)
+                notes.append(f"marker kernels preferred over the NVTX range {ranges} "
                              "whose name does not look like a model step")
     dur = k.dur if k is not None else np.zeros(0, np.int64)
     if choice is not None and marker is None and tree is not None:   # (a choice implies a tree)
@@ -218,7 +219,7 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
         per_dev = np.unique(dev, return_counts=True)[1]
         src = "user" if step_marker else "default"
         if per_dev.min() >= 5:
-            conf, why = "medium", (f"steps bounded by marker kernels ({src} regex {regex!r}); "
+            conf, why = "medium", (f"steps bounded by marker kernels ({src} regex {code_name(regex)}); "
                                    "no NVTX range marks steps")
         else:
             conf, why = "low", f"only {int(per_dev.min())} step(s) between marker kernels on some device"
@@ -230,7 +231,7 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
         reason = "no kernels and no usable NVTX step ranges"
     else:
         reason = ("no NVTX range repeats once per step and fewer than 2 marker kernels "
-                  f"(regex {regex!r}) ran on any device")
+                  f"(regex {code_name(regex)}) ran on any device")
         if router_note:
             reason += f"; {router_note}"
     return dict(reason=reason, method="none", marker_regex=regex, notes=tuple(notes)), None

@@ -14,6 +14,7 @@ from ...config.phase_map import PhaseMap
 from ...model.names import distinct_small
 from ...model.timeline import rows_by_value, run_starts
 from ...model.trace import TraceModel
+from ...vocabulary.code_spans import code_name
 from ..idle.range_names import normalize_range_name
 from ..nvtx.tree import (
     NvtxTree,
@@ -112,8 +113,8 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
             sel &= ~has_ancestor_with_key(tree, np.where(sel, 0, -1 - np.arange(len(tree))))
             used = tuple(sorted({names[i] for i in tree.name_idx[sel].tolist()}))
             return StepChoice(np.nonzero(sel)[0], used, "high",
-                              f"step ranges chosen by the user (--step-range {step_range!r})"), ()
-        notes = (f"--step-range {step_range!r} matches no NVTX push/pop range; detecting steps automatically",)
+                              f"step ranges chosen by the user (--step-range {code_name(step_range)})"), ()
+        notes = (f"--step-range {code_name(step_range)} matches no NVTX push/pop range; detecting steps automatically",)
     api = model.api
     if api is None or not (li >= 0).any():
         return None, notes
@@ -170,7 +171,7 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     total = int(np.isin(api.gtid[li[lk]], thr).sum())
     cov = int(sub[inst].sum()) / total if total else 0.0
     used = tuple(glabels[i] for i in chosen)
-    desc = " + ".join(repr(n) for n in used)
+    desc = " + ".join(code_name(n) for n in used)
     n_inst = int(inst.shape[0])
     every = int(lk.sum())
     if steplike and cov >= 0.5 and total < every:     # other threads launch too (an autograd thread's backward)
@@ -243,7 +244,7 @@ def _iteration_part(model: TraceModel, tree: NvtxTree, knode: np.ndarray, info: 
     best = max(parts, key=lambda g: (gpu[g], -g))
     if gpu[best] <= gpu[gi]:                 # ties: the preferred candidate stays
         return gi, ""
-    others = ", ".join(f"{glabels[g]!r} ×{info[g][0].shape[0]}" for g in [gi] + parts if g != best)
+    others = ", ".join(f"{code_name(glabels[g])} ×{info[g][0].shape[0]}" for g in [gi] + parts if g != best)
     total = sum(gpu.values())
     return best, (f"with {others} between its instances, parts of one iteration: it encloses the launches of "
                   f"{100.0 * gpu[best] / total:.0f} % of their GPU time and marks the iteration")

@@ -14,6 +14,7 @@ from ...errors import OptionError
 from ...jsonable import NONE_OMITTED, FieldsJson
 from ...model import intervals as iv
 from ...model.trace import TraceModel
+from ...vocabulary.code_spans import code_name
 from ...vocabulary.units import fmt_count
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
@@ -274,7 +275,7 @@ def _nvtx_window(model: TraceModel, name: str, full0: int, full1: int) -> Window
         raise OptionError("window_nvtx", f"{name!r}: no NVTX range has exactly this name")
     s, e = int(n.start[m].min()), int(n.end[m].max())
     count = int(m.sum())
-    reason = f"Window set to the span of the {count} NVTX range(s) named {name!r} ({dur(e - s)})."
+    reason = f"Window set to the span of the {count} NVTX range(s) named {code_name(name)} ({dur(e - s)})."
     return _result(full0, full1, s, e, "nvtx", reason, WindowDetails(nvtx_name=name, nvtx_ranges=count))
 
 

@@ -310,6 +310,8 @@ def test_without_steps_a_foreach_kernel_per_thousand_kernels_is_training():
 def test_training_from_autograd_thread_and_inference_otherwise():
     r = run([FLASH], [(0, 5)], thread_names=["python3", "pt_autograd_0"])
     assert r.workload == "training" and any("pt_autograd_0" in e for e in r.workload_evidence)
+    # the thread's name is quoted as a name (a code span), as every user name in a sentence is
+    assert "autograd thread(s) `pt_autograd_0` (backward ran in this process)" in r.workload_evidence
     r = run([FLASH], [(0, 5)], thread_names=["python3", "pt_nccl_watchdg"])
     assert r.workload == "inference" and r.workload_evidence
 

@@ -15,6 +15,7 @@ from ...config.patterns import for_matching, match_text
 from ...jsonable import FieldsJson
 from ...model.names import short
 from ...model.trace import TraceModel
+from ...vocabulary.code_spans import code_name
 from ..common.stats import GroupStats, group_stats, median, pct, round_half_up
 from ..trace.info import TraceInfoResult
 from .stats import KernelStats
@@ -325,7 +326,7 @@ def _workload(m: Dict[str, np.ndarray], name_idx: np.ndarray, dur: np.ndarray, t
     both = pct(int(dur[(m["backward"] | m["optimizer"])[name_idx]].sum()), total_all)
     threads = sorted({str(t) for t in thread_names if t and AUTOGRAD_THREAD.search(str(t))})
     if threads:
-        ev.append(f"autograd thread(s) {', '.join(repr(t) for t in threads[:3])} (backward ran in this process)")
+        ev.append(f"autograd thread(s) {', '.join(code_name(t) for t in threads[:3])} (backward ran in this process)")
     bw = [] if threads else [str(n) for n in nvtx_names if n and BACKWARD_NVTX.search(str(n))]
     if bw:
         ev.append(f"{len(bw):,} NVTX range name(s) of autograd's backward pass, e.g. '{short(bw[0], 80)}' "

@@ -483,6 +483,8 @@ class DeviceCauses:
     #   per copy cause: the ns whose shadow (the cause without the copies) is a waiting kind (MODEL.md)
     copy_waiting_unknown: Dict[Tuple[str, str], int] = field(default_factory=dict)
     #   per copy cause: the ns whose shadow is `unknown` (no host thread: whether a kernel waited is not known)
+    after_sync_short: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    #   the part of ``short_causes`` after a drain of the gap's thread (MODEL.md "After a drain")
 
     def kind_ns(self) -> Dict[str, int]:
         out: Dict[str, int] = defaultdict(int)
@@ -513,6 +515,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         osrt_by_tid[tid].append((st, en, name))
 
     out = {}
+    drains: Dict[int, Tuple[List[int], List[int]]] = {}
     for d, tl in tls.items():
         acts = [g for g in tr.activity if g.device == d]
         by_start: Dict[int, List[Gpu]] = defaultdict(list)
@@ -533,6 +536,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         gap_counts: Dict[Tuple[str, str], int] = defaultdict(int)
         copy_waiting: Dict[Tuple[str, str], int] = defaultdict(int)
         copy_unknown: Dict[Tuple[str, str], int] = defaultdict(int)
+        after_short: Dict[Tuple[str, str], int] = defaultdict(int)
         how = Counter()
         segs: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = []
         for a, b in tl.gaps:
@@ -578,13 +582,31 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
                     segs.append((p, q, tid, cause))
                 if b - a < 1_000_000:
                     short_causes[cause] += q - p
+                    if tid is not None and _after_drain(tr, drains, api_by_tid, tid, p):
+                        after_short[cause] += q - p
                 seen.add(cause)
             for c in seen:
                 gap_counts[c] += 1
         out[d] = DeviceCauses(d, tl.window_ns, tl.busy_ns, tl.idle_ns, dict(causes), dict(gap_counts),
                               dict(short_causes), how, segs, dict(copy_waiting),
-                              dict(copy_unknown))
+                              dict(copy_unknown), dict(after_short))
     return out
+
+
+def _after_drain(tr: Trace, drains: Dict[int, Tuple[List[int], List[int]]], api_by_tid: Dict[int, list], tid: int,
+                 t: int) -> bool:
+    """MODEL.md "After a drain": a blocking sync call of ``tid`` (kind sync / sync_memcpy) returned at or before
+    ``t`` and none of its launch calls (launch / module_load) started after that return, up to ``t``."""
+    if tid not in drains:
+        kinds = [(classify_api(tr, a), a) for _, _, a in api_by_tid.get(tid, [])]
+        drains[tid] = (sorted(a.end for k, a in kinds if k in ("sync", "sync_memcpy")),
+                       sorted(a.start for k, a in kinds if k in ("launch", "module_load")))
+    ends, starts = drains[tid]
+    i = bisect.bisect_right(ends, t) - 1
+    if i < 0:
+        return False
+    j = bisect.bisect_right(starts, t) - 1
+    return j < 0 or ends[i] > starts[j]
 
 
 def _sweep(sweeps: Dict[Tuple[str, int], _Sweep], sources: Dict[str, Dict[int, list]], kind: str, tid: int
@@ -753,10 +775,10 @@ def launch_ranges(tr: Trace) -> set:
 
 def host_overhead_pct(causes: Dict[int, DeviceCauses], device_id: int, ranges: Optional[set] = None) -> float:
     """MODEL.md: launch ns + the ns in gaps shorter than 1 ms of host_cpu and of nvtx inside a range that
-    encloses launches (``ranges``: :func:`launch_ranges`), / window."""
+    encloses launches (``ranges``: :func:`launch_ranges`), less their part after a drain, / window."""
     c = causes[device_id]
     ns = sum(v for (k, _), v in c.causes.items() if k == "launch")
-    ns += sum(v for (k, d), v in c.short_causes.items()
+    ns += sum(v - c.after_sync_short.get((k, d), 0) for (k, d), v in c.short_causes.items()
               if k in HOST_KINDS_SHORT or (k == "nvtx" and ranges is not None and d in ranges))
     return 100.0 * ns / c.window_ns if c.window_ns else 0.0
 

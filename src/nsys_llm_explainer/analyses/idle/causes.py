@@ -82,7 +82,7 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
         if threads.shape[0] == 1:                           # one launching thread: every gap is on it
             thread = np.full(len(gp), dom_g, np.int64)
         else:
-            next_call = _past_bystanders(tl, api.gtid, next_call, gp.next_row)
+            next_call = _past_bystanders(tl, api.gtid, threads, next_call, gp.next_row)
             thread = np.where(next_call >= 0, api.gtid[np.maximum(next_call, 0)],
                               np.where(prev_call >= 0, api.gtid[np.maximum(prev_call, 0)], dom_g)).astype(np.int64)
         queued_from = np.where(next_call >= 0, np.clip(api.end[np.maximum(next_call, 0)], gs, ge), ge + 1)
@@ -128,16 +128,20 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
                                                             host.end - host.start)), bins
 
 
-def _past_bystanders(tl: DeviceTimeline, gtid: np.ndarray, next_call: np.ndarray, next_row: np.ndarray
-                     ) -> np.ndarray:
+def _past_bystanders(tl: DeviceTimeline, gtid: np.ndarray, threads: np.ndarray, next_call: np.ndarray,
+                     next_row: np.ndarray) -> np.ndarray:
     """``next_call`` with each gap whose closing activity a bystander process launched (under
     :data:`BYSTANDER_SHARE` of the device's launched activity time in the window, while others hold more) given the
     launch call of the next activity another process launched (-1: none). A thread of the workload's own process
-    is never a bystander: its few kernels are part of the work (an input pipeline's, an executor thread's)."""
+    is never a bystander: its few kernels are part of the work (an input pipeline's, an executor thread's).
+    ``threads``: the device's launching threads (sorted, few): one process among them costs no row-level work."""
+    procs, t_proc = np.unique(pid_of(threads), return_inverse=True)    # per launching thread, its process
+    if procs.shape[0] < 2:
+        return next_call
     li = tl.act.launch_idx
     rows = np.flatnonzero(li >= 0)
     dur = np.minimum(tl.act.end[rows], tl.w1) - np.maximum(tl.act.start[rows], tl.w0)
-    procs, inv = np.unique(pid_of(gtid[li[rows]]), return_inverse=True)
+    inv = t_proc[np.searchsorted(threads, gtid[li[rows]])]              # per row, its process (few: no sort)
     held = np.bincount(inv, weights=np.maximum(dur, 0), minlength=procs.shape[0])
     small = held < BYSTANDER_SHARE * held.sum()
     if not small.any() or small.all():

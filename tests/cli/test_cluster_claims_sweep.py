@@ -110,7 +110,8 @@ def test_collectives_that_start_together_have_no_late_arriver(tmp_path):
     assert claim.evidence[0] == (
         "rank0 arrives last in 100% (5 of the 5) of its matched NCCL collectives that had a last arriver (in the other "
         "5 every rank's kernel ran as long), and its late arrivals cause 100 % of all the waiting; the other ranks "
-        "wait 500.00 µs each in total (50.00 µs per collective).")
+        "wait 500.00 µs each in total (50.00 µs per matched collective; 100.00 µs for it at each collective it "
+        "arrived last at).")
 
 
 def test_ranks_captured_over_different_spans_match_the_same_collectives(tmp_path):

@@ -116,8 +116,12 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     of = (f"({r.last_arrival_count} of {r.matched}) of the matched {kind} collectives" if contested == r.matched
           else f"({r.last_arrival_count} of the {contested}) of its matched {kind} collectives that had a last "
           f"arriver (in the other {r.matched - contested} every rank's kernel ran as long)")
+    # the waiting it caused, per other rank and per collective it arrived last at (the mean over every matched
+    # collective counts the ones nobody waited at)
+    per_late = (r.wait_caused_ns or 0) / (r.last_arrival_count or 1) / max(len(others), 1)
     ev = [f"{r.rank} arrives last in {pct:.0f}% {of}, and its late arrivals cause {100 * caused:.0f} % of all the "
-          f"waiting; the other ranks wait {dur(mean_wait)} each in total ({dur(per_coll)} per collective)."]
+          f"waiting; the other ranks wait {dur(mean_wait)} each in total ({dur(per_coll)} per matched collective; "
+          f"{dur(per_late)} for it at each collective it arrived last at)."]
     steps = {(d.file, d.device_id): d.step_count for d in devices}
     per_step = [(x.wait_ns_total or 0) / steps[(x.file, x.device_id)] for x in others
                 if steps.get((x.file, x.device_id))]

@@ -526,6 +526,17 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         in_win = [g for g in acts if min(g.end, w1) > max(g.start, w0)]
         cnt = Counter(g.launch.tid for g in in_win if g.launch is not None)
         fallback = min(cnt, key=lambda t: (-cnt[t], t)) if cnt else None
+        # MODEL.md "The gap's host thread": a bystander process (under 1 % of the device's launched activity time in
+        # the window while other processes hold more) does not own the gaps its activity opens
+        held: Counter = Counter()
+        for g in in_win:
+            if g.launch is not None:
+                held[g.launch.pid] += min(g.end, w1) - max(g.start, w0)
+        by = {p for p, v in held.items() if v < 0.01 * sum(held.values())}
+        by = by if by != set(held) else set()
+        others = sorted((g for g in acts if g.launch is not None and g.launch.pid not in by),
+                        key=lambda g: g.start)
+        other_starts = [g.start for g in others]
 
         copies = _Sweep((x.start, x.end, x) for x in tr.copies if x.device == d)
         sources = {"api": api_by_tid, "nvtx": nvtx_by_tid, "osrt": osrt_by_tid}
@@ -541,6 +552,9 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         segs: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = []
         for a, b in tl.gaps:
             opener = _pick(by_start.get(b, [])) if b < w1 else None
+            if opener is not None and opener.launch is not None and opener.launch.pid in by:
+                i = bisect.bisect_left(other_starts, b)      # the next activity another process launched
+                opener = _pick([g for g in others[i:] if g.start == others[i].start]) if i < len(others) else None
             closer = _pick(by_end.get(a, [])) if a > w0 else None
             queued_t = None
             if opener is not None and opener.launch is not None:

@@ -468,3 +468,24 @@ def test_busy_claims_have_busy_check(ctx):
         ok = [c for c in f.get("checks", []) if c.get("metric") == "busy_pct" and c.get("op") in (">=", ">")
               and c.get("threshold", 0) >= GPU_BOUND_PCT]
         assert ok, f"{ctx.case}: finding {f.get('id')} claims {claims!r} without a busy_pct >= 85 check"
+
+
+def test_a_bystander_process_s_gaps_match_the_reference(tmp_path):
+    """The bystander rule (docs/MODEL.md "The gap's host thread") against the reference model: a monitoring process
+    whose 2 µs probes land in the owner's gaps (tests/findings/test_claims_cab.py), and the same probes from a thread
+    of the owner's own process (no bystander): per kind and detail, the tool's idle causes equal the reference's."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "findings"))
+    from synth import TraceBuilder
+    from test_claims_cab import _monitored
+
+    for pid in (300, 100):
+        p = tmp_path / f"m{pid}.sqlite"
+        _monitored(TraceBuilder(), monitor_pid=pid).write(str(p))
+        rep = json.loads(json.dumps(produce_report(str(p)), default=str))
+        w = (int(rep["window"]["start_ns"]), int(rep["window"]["end_ns"]))
+        ref = rm.idle_causes(rm.load(str(p)), *w)
+        for d in rep["idle_causes"]["devices"]:
+            tool = {(c["kind"], c["detail"] or ""): c["ns"] for c in d["causes"]}
+            assert tool == {k: v for k, v in ref[d["device_id"]].causes.items() if v}, (pid, d["device_id"])

@@ -16,10 +16,12 @@ import numpy as np
 
 from ...model.trace import TraceModel
 from ..kernels.categories import CategoryResult
+from .exposure import COMM_CATEGORIES
 from .nccl import NCCL_RE, collective_name, nccl_collectives
 
-#: the communication categories other than NCCL's whose kernels are matched across ranks like NCCL's
-CUSTOM_CATEGORIES = ("custom_allreduce", "all_to_all")
+#: the communication categories other than NCCL's whose kernels are matched across ranks like NCCL's (the one list
+#: of communication categories is :data:`.exposure.COMM_CATEGORIES`)
+CUSTOM_CATEGORIES = tuple(c for c in COMM_CATEGORIES if c != "nccl")
 
 
 @dataclass(frozen=True)

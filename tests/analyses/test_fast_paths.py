@@ -20,6 +20,8 @@ RNG = np.random.default_rng(20261125)
     np.array([], np.int64), np.array([3, 3, 1], np.uint8), RNG.integers(-5, 3, 200_000).astype(np.int32),
     RNG.integers(0, 400, 300_000), RNG.integers(0, 2**40, 1000), np.array([2**63 - 1, -2**63, 0], np.int64),
     np.concatenate([np.zeros(100_000, np.int64), [7_000_000]]),
+    # sparse values, a few of them (one comparison pass each), and one the sample misses
+    np.insert(np.where(RNG.random(500_000) < 0.5, 2**40, -(2**41)), 12_345, 3),
     np.array([-128, 127, 0, -1], np.int8), np.array([-1, 32767, 5], np.int16), np.array([0, 255, 7], np.uint8),
 ])
 def test_few_distinct_is_numpy_unique(x):

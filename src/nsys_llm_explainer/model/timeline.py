@@ -153,8 +153,13 @@ def few_distinct(x: np.ndarray) -> np.ndarray:
                 seen[c.astype(np.intp) - lo] = True     # in the index type: no wrap-around of small types
             return (np.nonzero(seen)[0] + lo).astype(x.dtype)
     cand = np.unique(x[:: max(1, n // 4096)])
-    at = np.minimum(np.searchsorted(cand, x), cand.shape[0] - 1)
-    miss = cand[at] != x
+    if cand.shape[0] <= 8:                     # a few values: one comparison pass each beats a search per row
+        miss = x != cand[0]
+        for c in cand[1:].tolist():
+            miss &= x != c
+    else:
+        at = np.minimum(np.searchsorted(cand, x), cand.shape[0] - 1)
+        miss = cand[at] != x
     if miss.any():
         cand = np.union1d(cand, x[miss])
     return cand

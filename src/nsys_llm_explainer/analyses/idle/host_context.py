@@ -50,7 +50,8 @@ class HostContext:
     pieces_cut: int = 0
     partitions: Dict[int, Tuple[Partition, Partition]] = field(default_factory=dict)
     waits: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))   # per detail code so far (+1 slot): waits
-    # per host thread: its blocking sync calls' ends and its launch calls' starts, sorted (:meth:`after_sync`)
+    # per host thread: its blocking sync calls' ends, sorted, and per end the start of its next launch call
+    # (:meth:`after_sync`)
     drains: Dict[int, Tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def after_sync(self, g: int, t: np.ndarray) -> np.ndarray:
@@ -64,17 +65,19 @@ class HostContext:
         if got is None:
             r = self.thread_rows_of("api", g)
             k = self.kinds[r]
-            sync = np.isin(k, (KIND_CODE["sync"], KIND_CODE["sync_memcpy"]))
-            launch = np.isin(k, (KIND_CODE["launch"], KIND_CODE["module_load"]))
-            got = self.drains[g] = (_ascending(api.end[r[sync]]), _ascending(api.start[r[launch]]))
-        se, ls = got
-        i = np.searchsorted(se, t, side="right") - 1            # the last sync call that returned at or before t
+            se = np.sort(api.end[r[(k == KIND_CODE["sync"]) | (k == KIND_CODE["sync_memcpy"])]])
+            lr = r[(k == KIND_CODE["launch"]) | (k == KIND_CODE["module_load"])]
+            # the first launch call of the thread starting at or after each return: API rows ascend by start, so
+            # it is the thread's first launch row at or after the first row starting there
+            j = np.searchsorted(lr, np.searchsorted(api.start, se, side="left"), side="left")
+            nxt = np.where(j < lr.shape[0], api.start[lr[np.minimum(j, lr.shape[0] - 1)]], np.iinfo(np.int64).max) \
+                if lr.shape[0] else np.full(se.shape[0], np.iinfo(np.int64).max)
+            got = self.drains[g] = (se, nxt.astype(np.int64))
+        se, nxt = got
         if se.shape[0] == 0:
             return np.zeros(t.shape[0], bool)
-        j = np.searchsorted(ls, t, side="right") - 1            # the last launch call started at or before t
-        last_sync = np.where(i >= 0, se[np.maximum(i, 0)], np.iinfo(np.int64).min)
-        last_launch = np.where(j >= 0, ls[np.maximum(j, 0)], np.iinfo(np.int64).min)
-        return (i >= 0) & (last_sync > last_launch)
+        i = np.searchsorted(se, t, side="right") - 1            # the last sync call that returned at or before t
+        return (i >= 0) & (t < nxt[np.maximum(i, 0)])           # and no launch call started since (docs/MODEL.md)
 
     def wait_mask(self) -> np.ndarray:
         """Per detail code (and a last False slot): whether the detail names an OS call that waits; each detail is
@@ -145,8 +148,3 @@ class HostContext:
             idx = self.by_thread[table] = dict(rows_by_value(np.asarray(t.gtid))) if t is not None else {}
         return idx.get(g, _EMPTY)
 
-
-def _ascending(a: np.ndarray) -> np.ndarray:
-    """``a`` sorted: as it is when it already ascends (one thread's calls, in the export's usual start order: one
-    comparison pass instead of a sort of millions of launch starts)."""
-    return a if a.shape[0] < 2 or bool((a[1:] >= a[:-1]).all()) else np.sort(a)

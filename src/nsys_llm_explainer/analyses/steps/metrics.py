@@ -217,28 +217,39 @@ class StepResult(FieldsJson):
 
 # ------------------------------------------------------------------------------------------- metrics
 def _clip_union(starts: np.ndarray, ends: np.ndarray, keys: np.ndarray, q_key: np.ndarray,
-                q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
-    """Per query: length of the union of the intervals with the query's key inside [q0, q1)."""
+                q0: np.ndarray, q1: np.ndarray, unions: Optional[Dict[int, Optional[iv.IntervalUnion]]] = None
+                ) -> np.ndarray:
+    """Per query: length of the union of the intervals with the query's key inside [q0, q1). ``unions``: the
+    per-key unions of these intervals found so far, filled here (a second call over the same intervals reuses
+    them)."""
     out = np.zeros(q0.shape[0], np.int64)
     if starts.shape[0] == 0:
         return out
-    one = keys.shape[0] > 0 and int(keys.min()) == int(keys.max())   # one key: a view, no masked copies
-    by_key: Dict[int, Any] = {int(keys[0]): slice(None)} if one else dict(rows_by_value(np.asarray(keys)))
+    unions = {} if unions is None else unions
+    by_key: Optional[Dict[int, Any]] = None
     for kk, q in rows_by_value(np.asarray(q_key)):   # one sort each: no mask per key
-        m = by_key.get(kk)
-        if m is not None:
-            out[q] = iv.overlap_length(iv.union_blocks(starts[m], ends[m]), q0[q], q1[q])
+        if kk not in unions:
+            if by_key is None:
+                one = keys.shape[0] > 0 and int(keys.min()) == int(keys.max())   # one key: a view, no copies
+                by_key = {int(keys[0]): slice(None)} if one else dict(rows_by_value(np.asarray(keys)))
+            m = by_key.get(kk)
+            unions[kk] = iv.union_blocks(starts[m], ends[m]) if m is not None else None
+        u = unions[kk]
+        if u is not None:
+            out[q] = iv.overlap_length(u, q0[q], q1[q])
     return out
 
 
-def _gap_busy(a: StepArrays, ws: np.ndarray, we: np.ndarray, wd: np.ndarray) -> np.ndarray:
-    """Per step of ``a``: the union of the work (``ws``/``we`` on device ``wd``) on the step's device inside
-    ``[end, next start)``, the next step being the next by start of the same process (none: 0)."""
+def _gap_busy(a: StepArrays, ws: np.ndarray, we: np.ndarray, wd: np.ndarray,
+              unions: Dict[int, Optional[iv.IntervalUnion]]) -> np.ndarray:
+    """Per step of ``a``: the union of the work (``ws``/``we`` on device ``wd``; ``unions``: its per-device unions
+    found so far) on the step's device inside ``[end, next start)``, the next step being the next by start of the
+    same process (none: 0)."""
     o = np.lexsort((a.start, a.pid))
     nxt = a.end.copy()
     same = a.pid[o][1:] == a.pid[o][:-1]
     nxt[o[:-1][same]] = a.start[o[1:][same]]
-    return _clip_union(ws, we, wd, a.device, a.end, np.maximum(nxt, a.end))
+    return _clip_union(ws, we, wd, a.device, a.end, np.maximum(nxt, a.end), unions)
 
 
 def _what_differed(delta: Dict[str, int], phase: str) -> str:
@@ -287,7 +298,8 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     kc = np.bincount(kstep[kstep >= 0], minlength=n).astype(np.int64)
     mc, api = model.memcpy, model.api
     ws, we, wd = gpu_work(model, "start", "end", "device")
-    busy = _clip_union(ws, we, wd, dev, s, e)
+    work_unions: Dict[int, Optional[iv.IntervalUnion]] = {}   # per device: the union of its GPU work, found once
+    busy = _clip_union(ws, we, wd, dev, s, e, work_unions)
     memcpy = _clip_union(mc.start, mc.end, mc.device.astype(np.int64), dev, s, e) if mc is not None and len(mc) \
         else np.zeros(n, np.int64)
     sm = class_mask(api, "sync") if api is not None and len(api) else None
@@ -297,7 +309,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     a = StepArrays(start=s[order], end=e[order], pid=pid[order].astype(np.int64), device=dev[order],
                    phase=ph[order], kernel_count=kc[order], gpu_busy=busy[order], sync=sync[order],
                    memcpy=memcpy[order], phase_names=tuple(phase_names))
-    a = replace(a, gap_busy=_gap_busy(a, ws, we, wd))
+    a = replace(a, gap_busy=_gap_busy(a, ws, we, wd, work_unions))
     opt_steps = None
     if optimizer_names is not None and model.kernels is not None and kstep.shape[0] == len(model.kernels):
         named = np.append(np.asarray(optimizer_names, bool), False)   # name_idx -1 (no name): not marked

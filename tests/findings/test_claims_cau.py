@@ -1,6 +1,7 @@
 """Claims sweep, colocated RL post-training (helper CAU): one process alternates a vLLM-like generation phase
-(CUDA-graph decode steps), a CPU-only reward phase (GPU idle) and a training phase (forward / backward / Adam kernels). Sentences
-the report made that such a trace contradicts; each trace is built by hand, the truth worked out in the docstring."""
+(CUDA-graph decode steps), a CPU-only reward phase (GPU idle) and a training phase (forward / backward / Adam
+kernels). Sentences the report made that such a trace contradicts; each trace is built by hand, the truth worked
+out in the docstring."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ GEN = [("void vllm::rms_norm_kernel<c10::BFloat16>", 20), (GEMM, 150),
        ("void vllm::act_and_mul_kernel<c10::BFloat16>", 30), (GEMM, 180)]
 ARGMAX = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>>>", 8)
 TRAIN = [("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn", 900), ("flash_fwd_kernel<Flash_fwd_traits>", 600)] * 4 \
-    + [("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn", 1500), ("flash_bwd_dq_dk_dv_loop_kernel<Flash_bwd>", 1200)] * 4 \
+    + [("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn", 1500), ("flash_bwd_dq_dk_dv_kernel<Flash_bwd>", 1200)] * 4 \
     + [("void at::native::multi_tensor_apply_kernel<FusedAdamMathFunctor<float>>", 2000)]
 
 

@@ -1,0 +1,109 @@
+"""Claims sweep, colocated RL post-training (helper CAU): one process alternates a vLLM-like generation phase
+(CUDA-graph decode steps), a CPU-only reward phase (GPU idle) and a training phase (forward / backward / Adam
+kernels). Sentences the report made that such a trace contradicts; each trace is built by hand, the truth worked
+out in the docstring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+from claims_support import report_of as _run
+from synth import TraceBuilder
+
+US = 1_000
+MS = 1_000_000
+PID = 100
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64"
+GEN = [("void vllm::rms_norm_kernel<c10::BFloat16>", 20), (GEMM, 150),
+       ("void vllm::paged_attention_v2_kernel<__nv_bfloat16>", 120),
+       ("void vllm::act_and_mul_kernel<c10::BFloat16>", 30), (GEMM, 180)]
+ARGMAX = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>>>", 8)
+TRAIN = [("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn", 900), ("flash_fwd_kernel<Flash_fwd_traits>", 600)] * 4 \
+    + [("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn", 1500), ("flash_bwd_dq_dk_dv_kernel<Flash_bwd>", 1200)] * 4 \
+    + [("void at::native::multi_tensor_apply_kernel<FusedAdamMathFunctor<float>>", 2000)]
+
+
+def _rl(b: TraceBuilder, t: int, *, decode_steps: int, reward_ns: int, sampler: bool) -> int:
+    """One RL iteration from ``t`` on thread 101 / device 0; returns its end. Generation: ``decode_steps`` decode
+    steps of 2 ms, each one CUDA-graph launch (call [t+10, t+40) µs) of 5 kernels — plus the argmax kernel when
+    ``sampler`` — from t+100 µs, 2 µs apart (508 µs of kernels, 516 µs with argmax); then ``reward_ns`` with no CUDA
+    call and no kernel (reward scoring on the CPU); then 3 training iterations of 17 kernels (4 × (900 + 600) µs
+    forward, 4 × (1,500 + 1,200) µs backward, 2,000 µs Adam; each launched 20 µs before it starts, 30 µs apart:
+    57.26 ms of kernels in 58.07 ms)."""
+    for _ in range(decode_steps):
+        ks, k = [], t + 100 * US
+        for name, d in GEN + ([ARGMAX] if sampler else []):
+            ks.append((k, k + d * US, name))
+            k += d * US + 2 * US
+        b.graph_launch(t + 10 * US, t + 40 * US, pid=PID, tid=101, kernels=ks)
+        t += 2 * MS
+    t += reward_ns
+    for _ in range(3):
+        for name, d in TRAIN:
+            b.launch(t, t + 8 * US, t + 20 * US, t + 20 * US + d * US, pid=PID, tid=101, name=name)
+            t += d * US + 30 * US
+    return t
+
+
+def _iterations(tmp_path: Path, n: int, *, decode_steps: int = 100, sampler: bool = False) -> Dict[str, Any]:
+    b = TraceBuilder()
+    b.process(PID)
+    b.thread(PID, 101, "python3")
+    t = 0
+    for _ in range(n):
+        t = _rl(b, t, decode_steps=decode_steps, reward_ns=300 * MS, sampler=sampler)
+    return _run(b, tmp_path)
+
+
+@pytest.mark.xfail(strict=True, reason="the auto window compares the leading part with the whole kept window, which "
+                   "holds the dense training phases the leading part lacks: a periodic RL job's first generation + "
+                   "reward phases are cut as warm-up")
+def test_identical_rl_iterations_have_no_warm_up(tmp_path: Path) -> None:
+    """Two identical RL iterations (:func:`_rl`, 100 decode steps, 300 ms reward). A decode step holds 500 µs of
+    kernels; a training phase 3 × (6,000 + 10,800 + 2,000) = 56.4 ms of kernels in 3 × 19.31 = 57.93 ms. Iteration 1:
+    generation [0, 200) ms (50 ms busy), reward [200, 500) ms, training [500.02, 557.92) ms; iteration 2 the same
+    557.93 ms later, ending at 1,115.85 ms. The densest stretch is the first training phase, the auto rule's
+    candidate; the leading part [0.01, 500.02) ms holds the first generation: 50 ms busy of 500.01 ms = 10.0 %, under
+    half the kept window's [500.02, 1,115.85) ms: (56.4 + 50 + 56.4) / 615.83 = 26.44 %, so the report said "trimmed
+    500.010 ms of warm-up (GPU busy 10.0%)" (and beside a shorter second reward phase a `capture_window` finding,
+    "Warm-up / tail make the whole capture look N points idler"). It is no warm-up: the kept window's own generation
+    + reward stretch [557.93, 1,057.93) ms holds the same kernels (50 ms, 10.0 %), and what follows the candidate,
+    [557.92, 1,115.85) ms, is 106.4 / 557.93 = 19.07 % busy, whose half (9.54 %) the leading part exceeds. Nothing
+    may be trimmed at the start and no warm-up sentence made.
+
+    Fix I would make (analyses/trace/window.py, rule 5b): a side is warm-up only when it is under half as busy as
+    the part beyond the candidate on the other side as well as the kept window (keep the lead when its busy
+    fraction ≥ ½ × that of [candidate end, full end) whenever that part spans at least the lead's length): a
+    periodic job whose period is longer than its densest phase puts the same sparse phases on both sides of it."""
+    rep = _iterations(tmp_path, 2)
+    w = rep["window"]
+    assert w["warmup_ns"] == 0, w["reason"]
+    assert "warm-up" not in w["reason"] or "not warm-up" in w["reason"], w["reason"]
+
+
+@pytest.mark.xfail(strict=True, reason="marker steps run from one sampler kernel to the next, so the interval between "
+                   "two generation phases (reward + a whole training phase) is counted as a decode step and reported "
+                   "as the slowest one")
+def test_marker_steps_do_not_pool_the_training_phase_into_a_decode_step(tmp_path: Path) -> None:
+    """Two RL iterations (:func:`_rl`) with 20 decode steps each, every decode step ending with an argmax kernel
+    (the default step marker), 2 µs after the step's 5 kernels: it ends 618 µs into the step. Decode steps are the
+    marker-to-marker intervals inside a generation phase: 19 per phase, 38 in all, each 2.000 ms. The interval from
+    the last argmax of generation 1 (ends at 38.618 ms) to the first of generation 2 (557.93 + 0.618 = 398.548 ms
+    after the 300 ms reward and the 57.93 ms training phase, so generation 2 starts at 397.93 ms) holds the reward
+    phase and the whole training phase (51 kernels, none a marker): 359.930 ms, 57 kernels. The report said "39
+    steps … p99 223.917 ms" and listed it as the slowest step: "step 19 (unmapped) … 359.930 ms; +357,930.00 µs wall
+    vs the median unmapped step: +301,530.00 µs GPU idle, +56,400.00 µs GPU busy, +51 kernels". That interval is no
+    decode step: the steps are the 38 decode steps, and no slowest-step line may describe the training phase.
+
+    Fix I would make (analyses/steps/detect.py, marker method): an interval between two markers that holds a
+    stretch of GPU work with no marker longer than the median step (or whose idle exceeds 10 × the median step,
+    the NVTX periods' pause rule) spans a pause or another phase, not a step: leave it out and count it, as
+    `period_pauses` does for NVTX steps."""
+    rep = _iterations(tmp_path, 2, decode_steps=20, sampler=True)
+    st = rep["steps"]
+    assert st["method"] == "marker"
+    assert st["step_count"] == 38, st["summary"]
+    assert all(o["kernel_count"] <= 6 for o in st["outliers"]), [(o["index"], o["kernel_count"])
+                                                                 for o in st["outliers"]]

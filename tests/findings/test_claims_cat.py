@@ -187,3 +187,38 @@ def test_host_paced_tiny_kernels_are_launch_bound_not_gpu_latency(tmp_path: Path
     ids = {f["id"] for f in rep["findings"]}
     assert "launch_overhead" in ids, ids
     assert not rep["headline"]["verdict"].startswith("Per-kernel launch latency"), rep["headline"]["verdict"]
+
+
+def _two_collective_streams() -> TraceBuilder:
+    """FSDP-like, one GPU, 30 steps of 1 ms from 1 ms: an all-gather on stream 20 [t, t + 500 µs), a reduce-scatter
+    on stream 21 [t + 100, t + 600 µs) (the two collectives overlap 400 µs), then a GEMM on stream 7
+    [t + 600 µs, t + 1 ms). Communication runs 600 µs of each step, none of it beside the GEMM: 18 ms exposed of
+    the 30.05 ms window (from the first launch at 0.95 ms), 59.9 %."""
+    b = TraceBuilder()
+    b.process(PID)
+    b.thread(PID, PID, "python3")
+    for n in range(30):
+        t = 1 * MS + n * MS
+        h = t - 50 * US
+        b.launch(h, h + 3 * US, t, t + 500 * US, pid=PID, tid=PID, stream=20,
+                 name="ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+        b.launch(h + 5 * US, h + 8 * US, t + 100 * US, t + 600 * US, pid=PID, tid=PID, stream=21,
+                 name="ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+        b.launch(h + 10 * US, h + 13 * US, t + 600 * US, t + MS, pid=PID, tid=PID, stream=7, name=NAMES[0])
+    return b
+
+
+def test_exposed_collectives_beside_each_other_are_not_said_alone(tmp_path: Path) -> None:
+    """(trace: :func:`_two_collective_streams`) The exposed time is right (18.000 ms of 30.050 ms, 59.9 %; compute
+    overlaps 0 % of it), but the evidence said the communication kernels "run with no other kernel beside them":
+    for 400 µs of each step the all-gather and the reduce-scatter run beside each other. What is absent is a
+    compute kernel (one of another category), which is what the metric measures (docs/METRICS.md). Fixed: the
+    evidence says "no compute kernel (one of another category)"."""
+    rep = report_of(_two_collective_streams(), tmp_path)
+    f = finding_of(rep, "comm_exposed")
+    assert f["time_at_stake_ns"] == 18 * MS
+    ev = f["evidence"][0]
+    assert "no other kernel" not in ev, ev
+    assert ev.startswith("18.000 ms of 30.050 ms (59.9 %, device 0): communication kernels (categories `nccl`, "
+                         "`custom_allreduce`, `all_to_all`) run with no compute kernel (one of another category) "
+                         "beside them"), ev

@@ -28,7 +28,7 @@ def _op_words(ops: List[str]) -> str:
 
 def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: TraceFacts, window: WindowResult,
                  nccl: NcclResult, traits: KernelTraitsResult) -> Optional[Finding]:
-    """``comm_exposed``: communication kernels run with no other kernel beside them (exposed, docs/METRICS.md
+    """``comm_exposed``: communication kernels run with no compute kernel beside them (exposed, docs/METRICS.md
     "Exposed communication") ≥ ``COMM_EXPOSED_PCT`` of the window, pooled over the devices that ran kernels, less
     the wait the ``nccl_wait`` finding explains (the straggler verdict's ``wait_ns_total``, at most the waiting
     device's exposed ns: claimed once); time at stake = the exposed ns left (which ``gpu_bound`` then leaves out of
@@ -61,8 +61,9 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
     where = window_name(window.method, window.details.bins is not None)
     ov_pct = 100.0 * ov / comm if comm else 0.0
     ev = [f"{dur(measured)} of {dur(win)} ({100.0 * measured / win:.1f} %, {pooled_words(gpu_time)}): "
-          "communication kernels (categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run with no other "
-          f"kernel beside them, so the compute streams wait; compute overlaps {ov_pct:.1f} % of their {dur(comm)}.",
+          "communication kernels (categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run with no compute "
+          f"kernel (one of another category) beside them, so the compute streams wait; compute overlaps "
+          f"{ov_pct:.1f} % of their {dur(comm)}.",
           "Exposed by collective: " + ", ".join(f"{op} {dur(ns)} ({fmt_count(n, 'kernel')})"
                                                 for op, (ns, n) in ranked[:4] if ns)
           + ("; per device: " + ", ".join(f"device {d.device_id} {d.exposed_pct:.1f} %" for d in rows)

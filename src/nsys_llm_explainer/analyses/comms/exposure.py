@@ -1,6 +1,7 @@
 """Exposed communication: per device, the time in the analysis window during which communication kernels (the
-categories ``nccl``, ``custom_allreduce`` and ``all_to_all``) run and no other kernel (nor whole-graph execution)
-does — the compute streams wait while the GPU is "busy" in a collective (docs/METRICS.md, "Exposed communication").
+categories ``nccl``, ``custom_allreduce`` and ``all_to_all``) run and no compute kernel (one of another category)
+nor whole-graph execution does — the compute streams wait while the GPU is "busy" in a collective (docs/METRICS.md,
+"Exposed communication").
 """
 
 from __future__ import annotations

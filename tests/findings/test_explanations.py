@@ -353,6 +353,7 @@ def test_split_claim_names_the_table_and_who_holds_the_rest():
     table = f"charges {100.0 * d.ns_of('nvtx') / d.window_ns:.1f} % of device {d.device_id}'s window to `nvtx`"
     line = next(e for e in f.evidence if table in e)     # the table's share and who holds the rest: evidence
     assert "the launch-bound finding" in line and "the launch-bound finding" not in f.title
+    assert line.endswith("; the launch-bound finding and the window's edges account for the rest."), line
     claimed = next(c for c in f.checks if c.metric == "claimed_pct_of_window")
     assert f"{claimed.observed:.1f} % of the window" in f.title or f"{claimed.observed:.1f} %" in f.title
     assert f.cause[1] not in rep.attribution.launch_range_details()

@@ -295,3 +295,12 @@ def test_steps_of_a_narrower_window_are_labelled_whole_capture(tmp_path: Path) -
     assert "encloses 100% of kernel launches), counted over the whole capture, not only the analysis window." in md
     full = render_markdown(analyze_path(p, Options()))
     assert "**30 steps** from NVTX range" in full and "counted over the whole capture" not in full
+
+
+def test_one_sync_call_is_counted_in_the_singular() -> None:
+    """Trace 07 (mock RTX 3080): `nsys stats` (cuda_api_sum, 2024.2 oracle) lists one host-blocking call, a
+    `cudaStreamSynchronize` of 16,012 ns: the sync section says "1 host-blocking call, 16.01 µs in total"."""
+    from conftest import SHARED_TRACES, real_report
+
+    md = render_markdown(real_report(next(SHARED_TRACES.glob("07_*")) / "trace.sqlite"))
+    assert "1 host-blocking call, 16.01 µs in total" in md

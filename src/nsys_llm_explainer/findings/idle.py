@@ -222,7 +222,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                       f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
                       "and that lies more than one timeline bin from the window's edges"
                       + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "")
-                      + ("; " + " and ".join(elsewhere) + " account for the rest" if findings_elsewhere else "") + ".")
+                      + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")
+                         + " for the rest" if findings_elsewhere else "") + ".")
         story = wait_story(waits, dev, top[0][0]) if kind == "osrt" else None
         if story is not None:
             ev.extend(story.evidence)

@@ -48,7 +48,8 @@ def sec_sync(v: View) -> SectionResult:
     rows = sy.sync_apis
     if not sy.available or not rows:
         return Omitted("CPU↔GPU synchronization", sy.reason or "no host-blocking synchronize calls")
-    note = para(f"{fmt_int(sy.call_count)} host-blocking calls, {fmt_dur(sy.total_ns)} in total "
+    calls = "call" if sy.call_count == 1 else "calls"
+    note = para(f"{fmt_int(sy.call_count)} host-blocking {calls}, {fmt_dur(sy.total_ns)} in total "
                 "(whole capture, all threads). Per process in ", Code("tables/sync_by_pid.csv"), ".")
     body: List[Any] = [note, TablePart(SYNC_APIS.cols, rows[:SHORT], (), "sync-apis")]
     nb = sy.nonblocking_apis

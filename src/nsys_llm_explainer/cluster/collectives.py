@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, round_half_up
-from ..analyses.comms.arrival import Arrivals, idle_share, last_arrivals
+from ..analyses.comms.arrival import Arrivals, last_arrivals, late_idle_medians
 from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 from ..jsonable import NONE_OMITTED, FieldsJson
 from .align import Alignment
@@ -277,13 +277,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                            wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=int(last_cnt[j]),
                            last_arrival_share=round(arrivals.share(j), 4), with_last_arriver=int(contested[j]),
                            wait_in_window_ns=int(in_window[j]), wait_caused_ns=int(caused[j]))
-            li = np.concatenate(late_idle[j]) if late_idle[j] else np.empty(0, np.int64)
-            lb = np.concatenate(late_by[j]) if late_by[j] else np.empty(0, np.int64)
-            known = li >= 0
-            if known.any():
-                rrow = replace(rrow, late_idle_before_p50_ns=_half_up(median(li[known])),
-                               late_by_p50_ns=_half_up(median(lb[known])),
-                               late_idle_share_p50=round(float(median(idle_share(li[known], lb[known]))), 4))
+            li, lb = (np.concatenate(x[j]) if x[j] else np.empty(0, np.int64) for x in (late_idle, late_by))
+            ip, lp, sp = late_idle_medians(li, lb)
+            rrow = replace(rrow, late_idle_before_p50_ns=ip, late_by_p50_ns=lp, late_idle_share_p50=sp)
         ranks.append(rrow)
     matched_total = sum(r.matched for r in by_name)
     reason = None if timed else f"clocks not aligned: {al.reason}"

@@ -16,9 +16,11 @@ instance's shortest: clock-free); the two agree when the ends coincide."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
+
+from ..common.stats import median, round_half_up
 
 #: the late rank took part in at least this many matched collectives
 MIN_MATCHED = 5
@@ -149,6 +151,19 @@ def idle_share(idle: np.ndarray, late_by: np.ndarray) -> np.ndarray:
     out = np.full(idle.shape[0], np.nan)
     out[ok] = np.minimum(idle[ok], late_by[ok]) / late_by[ok]
     return out
+
+
+def late_idle_medians(idle: np.ndarray, late_by: np.ndarray) -> Tuple[Optional[int], Optional[int], Optional[float]]:
+    """Over a rank's late arrivals (its idle before each, how late it was at each) whose idle is known (≥ 0): the
+    medians of the idle before (ns, rounded half up), of the lateness (ns, rounded half up) and of
+    :func:`idle_share` (4 places); (None, None, None) when none is known."""
+    idle, late_by = np.asarray(idle, np.int64), np.asarray(late_by, np.int64)
+    known = idle >= 0
+    if not known.any():
+        return None, None, None
+    i, lb = idle[known], late_by[known]
+    return (int(round_half_up(np.float64(median(i)))), int(round_half_up(np.float64(median(lb)))),
+            round(float(median(idle_share(i, lb))), 4))
 
 
 def late_cause(share_p50: Optional[float]) -> Optional[str]:

@@ -79,10 +79,16 @@ def test_the_nccl_wait_finding_says_the_rule_and_checks_it(tmp_path: Path) -> No
     assert f.title == "NCCL wait: 2 ranks wait in collectives for late rank pid 102 / GPU 2 (the most: pid 101 / GPU 1)"
     assert f.evidence == (
         "Across 26 matched collectives the late rank's 6 late arrivals cause 1.080 ms of waiting on the other ranks: "
-        "90 % of all the waiting in them.", "pid 102 / GPU 2 arrived last in 23 % of them.")
+        "90 % of all the waiting in them.", "pid 102 / GPU 2 arrived last in 23 % of them.",
+        # nothing else runs on its GPU: idle from the previous all-reduce's end (600 µs before t) to its start at
+        # t + 300 µs, 900 µs, while 90 µs late: launched late
+        "Launched late: at the collectives it started last, its GPU sat idle a median 900.00 µs right before its "
+        "NCCL kernel while it started a median 90.00 µs after the earliest rank (idle / lateness: median 100 %) — "
+        "the delay is on the host side.")
     assert (f.time_at_stake_ns, f.severity, f.confidence) == (1080 * US, "high", "high")
     assert [(c.metric, c.observed, c.op, c.threshold, c.scope.device_id) for c in f.checks] == [
-        ("matched", 26, ">=", 5, 2), ("last_arrivals", 6, ">=", 2, 2), ("wait_caused_share", 0.9, ">=", 0.6, 2)]
+        ("matched", 26, ">=", 5, 2), ("last_arrivals", 6, ">=", 2, 2), ("wait_caused_share", 0.9, ">=", 0.6, 2),
+        ("late_idle_share_p50", 1.0, ">=", 0.5, 2)]
     assert f.holds()
     out = tmp_path / "out"
     render_all(rep, out)
@@ -158,3 +164,58 @@ def test_a_straggler_that_moves_is_not_named(tmp_path: Path) -> None:
     assert r.straggler_reason == (
         "no rank's late arrivals cause ≥ 60% of the waiting (the most: pid 100 / GPU 0 started last in 25% of "
         "collectives, its late arrivals causing 25% of the 4.320 ms of waiting)")
+
+
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+
+
+def _gemm_then_ar(path: Path, gemm_us: Callable[[int], int], gap_us: Callable[[int], int]) -> None:
+    """2 ranks (pid 100 + r on GPU r), 10 collectives 1 ms apart: at t = T0 + i ms rank r runs a GEMM [t, t +
+    gemm_us(r)) µs, then its all-reduce from gap_us(r) µs after it to 20 µs after the later one starts."""
+    b = TraceBuilder()
+    for r in range(2):
+        b.process(100 + r)
+        b.gpu(r)
+    for i in range(10):
+        t = T0 + i * MS
+        ar = [t + (gemm_us(r) + gap_us(r)) * US for r in range(2)]
+        for r in range(2):
+            g1 = t + gemm_us(r) * US
+            b.launch(t - 6 * US, t - 5 * US, t, g1, pid=100 + r, tid=101 + r, device=r, name=GEMM)
+            b.launch(ar[r] - 6 * US, ar[r] - 5 * US, ar[r], max(ar) + 20 * US, pid=100 + r, tid=101 + r, device=r,
+                     name=AR)
+    b.write(str(path))
+
+
+def test_the_verdict_says_the_late_rank_was_launched_late(tmp_path: Path) -> None:
+    """Both GEMMs run 300 µs; rank 1's all-reduce starts 82 µs after its GEMM (rank 0's 2 µs): 80 µs late at all
+    10, its GPU idle 82 µs before: min(82, 80) / 80 = 1.0 >= 0.5: launched late."""
+    p = tmp_path / "t.sqlite"
+    _gemm_then_ar(p, lambda r: 300, lambda r: 82 if r == 1 else 2)
+    v = _nccl(p).straggler
+    assert v is not None and v.late_pid == 101
+    assert (v.late_idle_before_p50_ns, v.late_by_p50_ns, v.late_idle_share_p50) == (82 * US, 80 * US, 1.0)
+    rep = analyze_path(str(p))
+    (f,) = [f for f in rep.findings if f.id == "nccl_wait"]
+    assert (f.checks[-1].metric, f.checks[-1].observed, f.checks[-1].op) == ("late_idle_share_p50", 1.0, ">=")
+    assert f.evidence[-1].startswith("Launched late: at the collectives it started last, its GPU sat idle a median "
+                                     "82.00 µs right before its NCCL kernel while it started a median 80.00 µs")
+    assert f.recommendation[0].startswith("The late rank's collectives reach its GPU late")
+
+
+def test_the_verdict_says_the_late_rank_s_gpu_work_ran_longer(tmp_path: Path) -> None:
+    """Rank 1's GEMM runs 380 µs (rank 0's 300), both all-reduces 2 µs after: 80 µs late, 2 µs idle: 0.025 <= 0.1:
+    GPU work. Rank 1's GEMM 360 µs and gap 22 µs: 80 late, 22 idle: 0.275, between: no cause, the old advice."""
+    p = tmp_path / "t.sqlite"
+    _gemm_then_ar(p, lambda r: 380 if r == 1 else 300, lambda r: 2)
+    v = _nccl(p).straggler
+    assert v is not None and (v.late_idle_before_p50_ns, v.late_by_p50_ns, v.late_idle_share_p50) == (
+        2 * US, 80 * US, 0.025)
+    (f,) = [f for f in analyze_path(str(p)).findings if f.id == "nccl_wait"]
+    assert f.evidence[-1].startswith("GPU work ran longer:") and f.checks[-1].op == "<="
+    assert f.recommendation[0].startswith("The late rank's GPU work before the collective takes longer")
+    q = tmp_path / "m.sqlite"
+    _gemm_then_ar(q, lambda r: 360 if r == 1 else 300, lambda r: 22 if r == 1 else 2)
+    (f,) = [f for f in analyze_path(str(q)).findings if f.id == "nccl_wait"]
+    assert f.checks[-1].metric == "wait_caused_share" and f.recommendation[0].startswith("Balance the work")
+    assert _nccl(q).straggler.late_idle_share_p50 == 0.275   # type: ignore[union-attr]

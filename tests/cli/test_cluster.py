@@ -66,11 +66,18 @@ def test_planted_straggler_exact(straggler, pool_result):
         # 8-9: 260 + 240 + 230 µs = 1.46 ms; 5.28 / 6.74 = 0.7834
         ("wait_caused_share", {"rank": "rank3"}, 0.7834, ">=", 0.6),
         ("others_mean_wait_ns", {"rank": "rank3"}, round((2360 + 1760 + 2160) * US / 3), ">", 0),
-        ("end_spread_p50_ns", {}, 0, "<=", coll.skew_p50_ns // 2), ("split_names", {}, 0, "==", 0)]
+        ("end_spread_p50_ns", {}, 0, "<=", coll.skew_p50_ns // 2), ("split_names", {}, 0, "==", 0),
+        # what made it late, through the worker processes (NcclSeries.idle_before in FileSummary): its all-reduce
+        # starts 2 µs after its GEMM ends, 230 µs after rank 0's in steps 0-7: 2 / 230 = 0.0087 <= 0.1, GPU work
+        ("late_idle_share_p50", {"rank": "rank3"}, 0.0087, "<=", 0.1)]
+    assert (ranks["rank3"].late_idle_before_p50_ns, ranks["rank3"].late_by_p50_ns) == (2 * US, 230 * US)
+    assert (ranks["rank1"].late_idle_before_p50_ns, ranks["rank1"].late_by_p50_ns) == (2 * US, 260 * US)
+    assert ranks["rank0"].late_idle_share_p50 is None   # last nowhere
+    assert claim["evidence"][-1].startswith("GPU work ran longer:")
     late = next(c for c in res.claims if c.finding.id == "late_arriver")   # the single-file Finding and Check types
     assert late.rank == "rank3" and late.finding.category == "nccl_wait" and late.finding.holds()
     assert [c.scope.rank for c in late.finding.checks] == [None, None, "rank3", "rank3", "rank3", "rank3", None,
-                                                           None]
+                                                           None, "rank3"]
     devs = {r.rank: r for r in res.devices}
     assert all(devs[f"rank{r}"].step_count == 10 and devs[f"rank{r}"].kernel_count == 20 for r in range(4))
     json.dumps(res.to_dict(), allow_nan=False)

@@ -10,7 +10,19 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, pct
-from ..analyses.comms.arrival import HIGH_SHARE, MIN_LATE_ARRIVALS, MIN_LATE_SHARE, MIN_MATCHED, caused_share, late_rank
+from ..analyses.comms.arrival import (
+    GPU_WORK,
+    GPU_WORK_SHARE,
+    HIGH_SHARE,
+    LAUNCHED_LATE,
+    LAUNCHED_LATE_SHARE,
+    MIN_LATE_ARRIVALS,
+    MIN_LATE_SHARE,
+    MIN_MATCHED,
+    caused_share,
+    late_cause,
+    late_rank,
+)
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE, NCCL_RE
 from ..findings.base import Check, Finding, Scope
 from ..jsonable import FieldsJson
@@ -79,8 +91,9 @@ def _check(metric: str, observed: Any, op: str, threshold: Any, rank: Optional[s
 
 
 def _claim(rank: str, id: str, severity: str, title: str, evidence: Sequence[str],
-           time_at_stake_ns: int, checks: Sequence[RankCheck], advice: str) -> RankClaim:
-    c = RankClaim(id, rank, severity, title, tuple(evidence), time_at_stake_ns, tuple(checks), (advice,))
+           time_at_stake_ns: int, checks: Sequence[RankCheck], advice: str | Sequence[str]) -> RankClaim:
+    c = RankClaim(id, rank, severity, title, tuple(evidence), time_at_stake_ns, tuple(checks),
+                  (advice,) if isinstance(advice, str) else tuple(advice))
     assert c.finding.holds(), id
     return c
 
@@ -130,10 +143,35 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
                   "(mean over them of their wait / their step count).")
     ev += [f"{x.rank} waits {dur(x.wait_ns_total)} over {x.matched} collectives (p50 {dur(x.wait_p50_ns)})."
            for x in others]
+    advice = ["Look at what this rank does before its collectives (host work, data loading, a slower GPU or link); "
+              "its single-file report is under ranks/."]
+    cause = late_cause(r.late_idle_share_p50)
+    if cause is not None:
+        idle = (f"at the collectives it arrived last at, its GPU sat idle a median {dur(r.late_idle_before_p50_ns)} "
+                f"right before its collective kernel (since the end of the kernel before it on that GPU) while it was "
+                f"a median {dur(r.late_by_p50_ns)} late (the instance's skew); idle / lateness: median "
+                f"{100 * (r.late_idle_share_p50 or 0.0):.0f} %")
+        waiter = max(others, key=lambda x: (x.wait_ns_total or 0))
+        if cause == LAUNCHED_LATE:
+            checks.append(_check("late_idle_share_p50", r.late_idle_share_p50, ">=", LAUNCHED_LATE_SHARE, r.rank))
+            ev.append(f"Launched late: {idle} — its GPU waited for the kernel to be launched, so the delay is on "
+                      "the host side (the GPU work before it was not what made it late).")
+            advice = [f"{r.rank}'s collectives were launched late: in its single-file report (ranks/) look at its "
+                      "GPU idle causes and at what its launching thread waited on right before the collective "
+                      "(data loading, host work, a synchronisation, a GC pause).",
+                      "Its GPU was not the bottleneck there: a faster GPU would not remove this waiting."]
+        else:
+            assert cause == GPU_WORK
+            checks.append(_check("late_idle_share_p50", r.late_idle_share_p50, "<=", GPU_WORK_SHARE, r.rank))
+            ev.append(f"GPU work ran longer: {idle} — its GPU was busy up to the collective, so its work before "
+                      "the collective took longer than the other ranks' (more work, or a slower or throttled GPU).")
+            advice = [f"Compare {r.rank}'s kernels with another rank's: `nsys-llm-explain compare` on "
+                      f"{waiter.file}'s trace and {r.file}'s (which kernels take longer or run more often).",
+                      f"Check {r.rank}'s GPU clocks and throttling (`nvidia-smi -q -d CLOCK,PERFORMANCE`) and "
+                      "whether it gets more work than the other ranks (uneven batch or expert load)."]
     return _claim(r.rank, "late_arriver", "high" if max(share, caused) >= HIGH_SHARE else "medium",
                   f"{r.rank} is the rank the others wait for at {at_kind} collectives", ev, int(round(mean_wait)),
-                  checks, "Look at what this rank does before its collectives (host work, data loading, a slower "
-                  "GPU or link); its single-file report is under ranks/.")
+                  checks, advice)
 
 
 def _net_busy_pct(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[List[float]]:

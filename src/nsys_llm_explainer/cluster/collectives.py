@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, round_half_up
-from ..analyses.comms.arrival import Arrivals, last_arrivals
+from ..analyses.comms.arrival import Arrivals, last_arrivals, late_idle_medians
 from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 from ..jsonable import NONE_OMITTED, FieldsJson
 from .align import Alignment
@@ -51,6 +51,13 @@ class RankRow(FieldsJson):
     wait_in_window_ns: Optional[int] = _timed()
     #: the waiting it caused: Σ over the matched instances it arrived last at of the other members' waits
     wait_caused_ns: Optional[int] = _timed()
+    #: over the matched instances it arrived last at whose idle before is known (docs/CLUSTER.md "What made the
+    #: late rank late"): medians of its GPU's idle time right before its kernel (analyses/comms/arrival
+    #: ``idle_before``), of how late it was (the instance's skew) and of min(idle, lateness) / lateness; None (not
+    #: written) when it arrived last nowhere or no such idle is known
+    late_idle_before_p50_ns: Optional[int] = _timed()
+    late_by_p50_ns: Optional[int] = _timed()
+    late_idle_share_p50: Optional[float] = _timed()
 
 
 @dataclass(frozen=True)
@@ -179,6 +186,8 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     contested = np.zeros(n, np.int64)    # per rank: its matched instances that had a last arriver
     caused = np.zeros(n, np.int64)       # per rank: the others' waits at the instances it arrived last at
     waited = np.zeros(n, np.int64)       # per rank: Σ of its waits
+    late_idle: List[List[np.ndarray]] = [[] for _ in range(n)]   # per rank: its idle before, where it was last
+    late_by: List[List[np.ndarray]] = [[] for _ in range(n)]     # … and how late it was there (the skew)
     by_name: List[NameRow] = []
     instances: List[InstanceRow] = []
     all_skew: List[np.ndarray] = []
@@ -226,8 +235,14 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             late_c = arr.last[mem]
             has = arr.late >= 0
             n_late = int(has.sum())
+            idle = np.stack([np.asarray(ser[r][0].idle_before, np.int64)[lo + d:hi + d]
+                             for r, d in zip(members, shifts)])
+            kk = np.flatnonzero(has)
             for j in range(len(members)):
                 waits[members[j]].append(wait[j])
+                at = kk[late_j[kk] == j]   # the instances member j arrived last at
+                late_idle[members[j]].append(idle[j, at])
+                late_by[members[j]].append(sk[at])
                 f = files[ser[members[j]][1]]
                 w0, w1 = f.window_start_ns + offs[j], f.window_end_ns + offs[j]
                 lo_w, hi_w = np.maximum(starts[j], w0), np.minimum(starts[j] + wait[j], w1)
@@ -262,6 +277,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                            wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=int(last_cnt[j]),
                            last_arrival_share=round(arrivals.share(j), 4), with_last_arriver=int(contested[j]),
                            wait_in_window_ns=int(in_window[j]), wait_caused_ns=int(caused[j]))
+            li, lb = (np.concatenate(x[j]) if x[j] else np.empty(0, np.int64) for x in (late_idle, late_by))
+            ip, lp, sp = late_idle_medians(li, lb)
+            rrow = replace(rrow, late_idle_before_p50_ns=ip, late_by_p50_ns=lp, late_idle_share_p50=sp)
         ranks.append(rrow)
     matched_total = sum(r.matched for r in by_name)
     reason = None if timed else f"clocks not aligned: {al.reason}"

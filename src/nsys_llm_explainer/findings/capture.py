@@ -8,7 +8,15 @@ import re
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.api.graphs import GraphResult
-from ..analyses.comms.arrival import MIN_LATE_ARRIVALS, MIN_LATE_SHARE, MIN_MATCHED
+from ..analyses.comms.arrival import (
+    GPU_WORK_SHARE,
+    LAUNCHED_LATE,
+    LAUNCHED_LATE_SHARE,
+    MIN_LATE_ARRIVALS,
+    MIN_LATE_SHARE,
+    MIN_MATCHED,
+    late_cause,
+)
 from ..analyses.comms.nccl import NcclResult
 from ..analyses.idle.gpu_time import MIN_BUSY_NS, MIN_KERNELS, GpuTimeResult
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
@@ -154,9 +162,9 @@ def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
     wait = v.wait_ns_total
     matched = next((r.matched for r in n.ranks if r.rank == v.late_rank), None) or 0
     scope = Scope(window="full", device_id=v.late_device_id)
-    checks = (Check("matched", matched, ">=", MIN_MATCHED, scope),
+    checks = [Check("matched", matched, ">=", MIN_MATCHED, scope),
               Check("last_arrivals", v.last_arrivals, ">=", MIN_LATE_ARRIVALS, scope),
-              Check("wait_caused_share", v.wait_caused_share, ">=", MIN_LATE_SHARE, scope))
+              Check("wait_caused_share", v.wait_caused_share, ">=", MIN_LATE_SHARE, scope)]
     others = len(n.ranks) - 1
     share = f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of "
     if v.with_last_arriver == v.matched_collectives:
@@ -166,14 +174,27 @@ def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
                   "together on every rank).")
     else:
         share += f"the {v.with_last_arriver} it took part in that had a last arriver."
+    evidence = [f"Across {v.matched_collectives} matched collectives the late rank's {v.last_arrivals} late "
+                f"arrivals cause {dur(wait)} of waiting on the other rank{'' if others == 1 else 's'}: "
+                f"{100 * v.wait_caused_share:.0f} % of all the waiting in them.", share]
+    advice = ["nccl.balance"]
+    cause = late_cause(v.late_idle_share_p50)   # what made it late (analyses/comms/arrival.py, docs/FINDINGS.md)
+    if cause is not None:
+        idle = (f"at the collectives it started last, its GPU sat idle a median {dur(v.late_idle_before_p50_ns)} "
+                f"right before its NCCL kernel while it started a median {dur(v.late_by_p50_ns)} after the earliest "
+                f"rank (idle / lateness: median {100 * (v.late_idle_share_p50 or 0.0):.0f} %)")
+        if cause == LAUNCHED_LATE:
+            checks.append(Check("late_idle_share_p50", v.late_idle_share_p50 or 0.0, ">=", LAUNCHED_LATE_SHARE, scope))
+            evidence.append(f"Launched late: {idle} — the delay is on the host side.")
+            advice = ["nccl.launched_late"]
+        else:
+            checks.append(Check("late_idle_share_p50", v.late_idle_share_p50 or 0.0, "<=", GPU_WORK_SHARE, scope))
+            evidence.append(f"GPU work ran longer: {idle} — its GPU was busy up to the collective.")
+            advice = ["nccl.gpu_work"]
     return finding(
         "nccl_wait", severity="high" if v.confidence == "high" else "medium", confidence=v.confidence,
         title=(f"NCCL wait: rank {v.waiting_rank} waits in collectives for late rank {v.late_rank}" if others == 1
                else f"NCCL wait: {others} ranks wait in collectives for late rank {v.late_rank} (the most: "
                f"{v.waiting_rank})"),
-        evidence=(f"Across {v.matched_collectives} matched collectives the late rank's {v.last_arrivals} late "
-                  f"arrivals cause {dur(wait)} of waiting on the other rank{'' if others == 1 else 's'}: "
-                  f"{100 * v.wait_caused_share:.0f} % of all the waiting in them.", share),
-        checks=checks,
-        advice=["nccl.balance"], facts=facts, time_at_stake_ns=wait)
+        evidence=evidence, checks=checks, advice=advice, facts=facts, time_at_stake_ns=wait)
 

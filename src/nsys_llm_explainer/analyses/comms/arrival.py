@@ -16,9 +16,11 @@ instance's shortest: clock-free); the two agree when the ends coincide."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
+
+from ..common.stats import median, round_half_up
 
 #: the late rank took part in at least this many matched collectives
 MIN_MATCHED = 5
@@ -97,3 +99,78 @@ def caused_share(caused: int, all_waiting: int) -> float:
     """The late rank's waiting caused / all the waiting (Σ every rank's waits) at the matched collectives, rounded
     to 4 places (0.0 when nobody waited): checked ≥ :data:`MIN_LATE_SHARE`."""
     return round(caused / all_waiting, 4) if all_waiting else 0.0
+
+
+# --------------------------------------------------------------------- what made the late rank late
+#: "launched late": the median over a rank's late arrivals of :func:`idle_share` reaches this (its GPU sat idle for
+#: at least half of how late it was, right before its collective kernel: the kernel was launched late)
+LAUNCHED_LATE_SHARE = 0.5
+#: "GPU work ran longer": that median is at most this (its GPU ran kernels up to the collective's: the work before
+#: it took longer); between the two the trace names no cause
+GPU_WORK_SHARE = 0.1
+LAUNCHED_LATE = "launched_late"
+GPU_WORK = "gpu_work"
+
+
+def idle_before(start: np.ndarray, end: np.ndarray, device: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per kernel of ``rows`` (indices into ``start`` / ``end`` / ``device``: every kernel of the trace, sorted by
+    start as the model's are, or not): the **idle before** it (ns) = its start − the latest end among the kernels of
+    its device that started before it (0 when one of them still ran at its start: the GPU was busy; −1 when none
+    started before it: unknown). Kernels starting at the same time as it do not count. One stable sort by device
+    (a lexsort when the starts are not sorted) and one ``searchsorted`` per device over its running maximum of ends;
+    Python work per device only."""
+    start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+    device, rows = np.asarray(device, np.int64), np.asarray(rows, np.int64)
+    out = np.full(rows.shape[0], -1, np.int64)
+    if rows.shape[0] == 0:
+        return out
+    ordered = start.shape[0] < 2 or bool((start[1:] >= start[:-1]).all())
+    o = np.argsort(device, kind="stable") if ordered else np.lexsort((start, device))
+    ds, ss = device[o], start[o]
+    reach = end[o]
+    cut = np.flatnonzero(ds[1:] != ds[:-1]) + 1
+    bounds = [0] + cut.tolist() + [ds.shape[0]]
+    qd = device[rows]
+    for a, b in zip(bounds[:-1], bounds[1:]):   # one pass per device
+        q = np.flatnonzero(qd == ds[a])
+        if q.shape[0] == 0:
+            continue
+        mx = np.maximum.accumulate(reach[a:b])   # the latest end among the device's kernels up to each one
+        qs = start[rows[q]]
+        p = np.searchsorted(ss[a:b], qs, side="left") - 1   # the last kernel that started strictly before
+        ok = p >= 0
+        out[q[ok]] = np.maximum(qs[ok] - mx[p[ok]], 0)
+    return out
+
+
+def idle_share(idle: np.ndarray, late_by: np.ndarray) -> np.ndarray:
+    """Per late arrival: min(idle before its kernel, how late it was) / how late it was, in [0, 1] (NaN where the
+    idle is unknown, −1, or it was not late)."""
+    idle, late_by = np.asarray(idle, np.float64), np.asarray(late_by, np.float64)
+    ok = (idle >= 0) & (late_by > 0)
+    out = np.full(idle.shape[0], np.nan)
+    out[ok] = np.minimum(idle[ok], late_by[ok]) / late_by[ok]
+    return out
+
+
+def late_idle_medians(idle: np.ndarray, late_by: np.ndarray) -> Tuple[Optional[int], Optional[int], Optional[float]]:
+    """Over a rank's late arrivals (its idle before each, how late it was at each) whose idle is known (≥ 0): the
+    medians of the idle before (ns, rounded half up), of the lateness (ns, rounded half up) and of
+    :func:`idle_share` (4 places); (None, None, None) when none is known."""
+    idle, late_by = np.asarray(idle, np.int64), np.asarray(late_by, np.int64)
+    known = idle >= 0
+    if not known.any():
+        return None, None, None
+    i, lb = idle[known], late_by[known]
+    return (int(round_half_up(np.float64(median(i)))), int(round_half_up(np.float64(median(lb)))),
+            round(float(median(idle_share(i, lb))), 4))
+
+
+def late_cause(share_p50: Optional[float]) -> Optional[str]:
+    """:data:`LAUNCHED_LATE` when the median :func:`idle_share` over the late rank's late arrivals is ≥
+    :data:`LAUNCHED_LATE_SHARE`, :data:`GPU_WORK` when it is ≤ :data:`GPU_WORK_SHARE`, else (or unknown) None."""
+    if share_p50 is None:
+        return None
+    if share_p50 >= LAUNCHED_LATE_SHARE:
+        return LAUNCHED_LATE
+    return GPU_WORK if share_p50 <= GPU_WORK_SHARE else None

@@ -16,7 +16,17 @@ from ...model.timeline import rows_by_value, spans_by
 from ...model.trace import Kernels, TraceModel
 from ...vocabulary.units import fmt_dur
 from ..common.stats import group_sums, median, pct, round_half_up
-from .arrival import HIGH_SHARE, MIN_LATE_ARRIVALS, MIN_LATE_SHARE, MIN_MATCHED, caused_share, last_arrivals, late_rank
+from .arrival import (
+    HIGH_SHARE,
+    MIN_LATE_ARRIVALS,
+    MIN_LATE_SHARE,
+    MIN_MATCHED,
+    caused_share,
+    idle_before,
+    last_arrivals,
+    late_idle_medians,
+    late_rank,
+)
 from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 
 NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
@@ -119,6 +129,12 @@ class NcclStraggler(FieldsJson):
     tied_collectives: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     #: ``late_share``'s denominator: the matched collectives the late rank took part in that had a last arriver
     with_last_arriver: int = 0
+    #: over the collectives the late rank started last (its idle before known): medians of its GPU's idle right
+    #: before its kernel (:func:`.arrival.idle_before`), of how late it started (its start − the earliest) and of
+    #: min(idle, lateness) / lateness (docs/FINDINGS.md "NCCL"); None (not written) when no idle is known
+    late_idle_before_p50_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    late_by_p50_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    late_idle_share_p50: Optional[float] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)
@@ -357,11 +373,14 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     else:
         waiting = max((r for r in range(n_rank) if r != late), key=lambda r: (int(arr.waited[r]), -r))
         w = ranks[waiting]
+        at = np.flatnonzero((rank_mi == late) & (arr.late[grp] == late))   # its kernels where it started last
+        ip, lp, sp = late_idle_medians(idle_before(k.start, k.end, k.device, rows[mi[at]]), skew[at])
         straggler = NcclStraggler(
             waiting_rank=w.rank, waiting_pid=w.pid, waiting_device_id=w.device_id, late_rank=lt.rank,
             late_pid=lt.pid, late_device_id=lt.device_id, wait_ns_total=int(arr.caused[late]),
             wait_caused_share=caused, last_arrivals=int(last_cnt[late]), late_share=round(float(share), 4),
             matched_collectives=matched, confidence="high" if max(share, caused) >= HIGH_SHARE else "medium",
-            tied_collectives=(matched - has_last) or None, with_last_arriver=contested)
+            tied_collectives=(matched - has_last) or None, with_last_arriver=contested,
+            late_idle_before_p50_ns=ip, late_by_p50_ns=lp, late_idle_share_p50=sp)
     return replace(head, ranks=tuple(ranks), wait_ns_total=wait_ns_total, straggler=straggler,
                    straggler_reason=reason)

@@ -136,6 +136,22 @@ def test_idle_before_counts_every_kernel_of_the_device() -> None:
     assert idle_before(start, end, dev, np.empty(0, np.int64)).tolist() == []
 
 
+def test_idle_before_is_the_definition_on_random_kernels() -> None:
+    """On 400 random kernels over 3 devices (short and long ones, ties of start): each query's idle before is its
+    start − max(end of its device's kernels with an earlier start), floored at 0, −1 when there is none — the
+    definition applied kernel by kernel."""
+    rng = np.random.default_rng(7)
+    start = rng.integers(0, 2000, 400)
+    end = start + rng.choice([1, 5, 40, 300], 400)
+    dev = rng.integers(0, 3, 400)
+    rows = rng.choice(400, 120, replace=False)
+    want = []
+    for r in rows.tolist():
+        before = (dev == dev[r]) & (start < start[r])
+        want.append(-1 if not before.any() else max(int(start[r] - end[before].max()), 0))
+    assert idle_before(start, end, dev, rows).tolist() == want
+
+
 def test_idle_share_caps_at_the_lateness_and_leaves_unknowns_out() -> None:
     """min(idle, late) / late: 300 of 200 late → 1; 20 of 200 → 0.1; −1 (unknown) or 0 late → NaN."""
     got = idle_share(np.array([300, 20, -1, 5]), np.array([200, 200, 100, 0]))

@@ -20,6 +20,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...model.intervals import union_blocks
+from ...model.timeline import rows_by_value
 from ..common.stats import median, round_half_up
 
 #: the late rank took part in at least this many matched collectives
@@ -116,30 +118,25 @@ def idle_before(start: np.ndarray, end: np.ndarray, device: np.ndarray, rows: np
     """Per kernel of ``rows`` (indices into ``start`` / ``end`` / ``device``: every kernel of the trace, sorted by
     start as the model's are, or not): the **idle before** it (ns) = its start − the latest end among the kernels of
     its device that started before it (0 when one of them still ran at its start: the GPU was busy; −1 when none
-    started before it: unknown). Kernels starting at the same time as it do not count. One stable sort by device
-    (a lexsort when the starts are not sorted) and one ``searchsorted`` per device over its running maximum of ends;
-    Python work per device only."""
+    started before it: unknown). Kernels starting at the same time as it do not count. Per device with a query: the
+    union of its kernels (one pass when the starts ascend) and one ``searchsorted`` of the queries in its blocks —
+    a query inside a block that began earlier had the GPU busy; one that begins a block follows the previous
+    block's end."""
     start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
     device, rows = np.asarray(device, np.int64), np.asarray(rows, np.int64)
     out = np.full(rows.shape[0], -1, np.int64)
     if rows.shape[0] == 0:
         return out
-    ordered = start.shape[0] < 2 or bool((start[1:] >= start[:-1]).all())
-    o = np.argsort(device, kind="stable") if ordered else np.lexsort((start, device))
-    ds, ss = device[o], start[o]
-    reach = end[o]
-    cut = np.flatnonzero(ds[1:] != ds[:-1]) + 1
-    bounds = [0] + cut.tolist() + [ds.shape[0]]
     qd = device[rows]
-    for a, b in zip(bounds[:-1], bounds[1:]):   # one pass per device
-        q = np.flatnonzero(qd == ds[a])
-        if q.shape[0] == 0:
-            continue
-        mx = np.maximum.accumulate(reach[a:b])   # the latest end among the device's kernels up to each one
+    for d, q in rows_by_value(qd):                # the devices asked about: few
+        m = device == d
+        u = union_blocks(start[m], end[m])
         qs = start[rows[q]]
-        p = np.searchsorted(ss[a:b], qs, side="left") - 1   # the last kernel that started strictly before
-        ok = p >= 0
-        out[q[ok]] = np.maximum(qs[ok] - mx[p[ok]], 0)
+        i = np.searchsorted(u.start, qs, side="right") - 1   # the block holding each query's start
+        opens = u.start[i] == qs                   # it begins the block: nothing earlier ran up to it
+        prev = i - 1
+        idle = np.where(opens, qs - u.end[np.maximum(prev, 0)], 0)
+        out[q] = np.where(opens & (prev < 0), -1, idle)
     return out
 
 

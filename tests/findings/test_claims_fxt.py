@@ -1,0 +1,68 @@
+"""Claims sweep FXT: the headline's top-cause line states one quantity; ONNX Runtime is its own stack; an FP8 KV cache
+is recognised; per-op NVTX ranges seen once each are grouped. Each trace is built by hand; the truth is worked out
+in the docstrings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from synth import TraceBuilder
+
+from nsys_llm_explainer.options import options_from_kwargs
+from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.render import render_all
+
+US = 1_000
+MS = 1_000 * US
+
+
+def _alloc_loop() -> TraceBuilder:
+    """10 iterations of 4 ms on one thread: ``cudaMalloc`` at [T + 10 µs, T + 3 ms), then a launch at [T + 3 ms,
+    T + 3 ms + 5 µs) of a kernel at [T + 3.010 ms, T + 4 ms) (T = 4 ms × i)."""
+    b = TraceBuilder()
+    b.process(1)
+    g = b.thread(1, 1)
+    b.gpu(0)
+    for i in range(10):
+        t = 4 * MS * i
+        b.runtime(t + 10 * US, t + 3 * MS, tid_g=g, name="cudaMalloc_v3020")
+        b.launch(t + 3 * MS, t + 3 * MS + 5 * US, t + 3 * MS + 10 * US, t + 4 * MS, pid=1, tid=1)
+    return b
+
+
+def test_the_top_cause_line_states_the_findings_stake_and_its_share_of_the_idle_time(tmp_path: Path) -> None:
+    """The whole trace is the window (10 kernels): [10 µs, 40 ms), 39.990 ms. Busy: 10 × 0.990 ms = 9.900 ms, so
+    idle = 30.090 ms. The idle-cause table charges `alloc` (`cudaMalloc`) 10 × 2.990 ms = 29.900 ms (74.8 % of the
+    window); the finding leaves out the idle within one timeline bin of the window's start (39.990 ms / 500 =
+    79.98 µs, all of it inside the first `cudaMalloc`) and claims 29.820020 ms. The top-cause line states that claim
+    and its share of the idle time, 29.820020 / 30.090 = 99.103 % — not the kind's 74.8 % of the window beside it."""
+    p = tmp_path / "t.sqlite"
+    _alloc_loop().write(str(p))
+    rep = analyze_path(str(p), options_from_kwargs())
+    h = rep.headline
+    assert (h.top_finding_id, h.top_cause_kind, h.top_cause_detail, h.time_at_stake_ns) == (
+        "idle_alloc", "alloc", "cudaMalloc", 29_820_020)
+    assert h.top_idle_pct is not None and abs(h.top_idle_pct - 100 * 29_820_020 / 30_090_000) < 1e-9
+    render_all(rep, tmp_path)
+    line = next(x for x in (tmp_path / "report.md").read_text().splitlines() if x.startswith("**Top cause:**"))
+    assert line.rstrip() == ("**Top cause:** `alloc` (largest `cudaMalloc`) — 29.820 ms at stake, 99.1 % of the GPU "
+                             "idle time.")
+    assert "% of the window" not in line
+
+
+def test_the_top_cause_share_leaves_out_a_device_that_only_received_a_copy(tmp_path: Path) -> None:
+    """:func:`_alloc_loop` plus GPU 1, which only receives one 64 KiB H2D copy [20.010, 20.060) ms (thread 2's
+    `cudaMemcpyAsync` [20, 20.1) ms): device 1 idles its whole 39.990 ms window, but no finding speaks for it. The
+    share stays 29.820020 / 30.090 ms = 99.103 % of device 0's idle time (not 29.820020 / 70.080 = 42.6 %)."""
+    b = _alloc_loop()
+    b.gpu(1)
+    c = b.runtime(20 * MS, 20 * MS + 100 * US, tid_g=b.thread(1, 2), name="cudaMemcpyAsync_v3020")
+    b.memcpy(20 * MS + 10 * US, 20 * MS + 60 * US, pid=1, device=1, bytes=65536, copy_kind=1, src_kind=1, dst_kind=2,
+             stream=20, corr=c)
+    p = tmp_path / "t.sqlite"
+    b.write(str(p))
+    rep = analyze_path(str(p), options_from_kwargs())
+    assert [(d.device_id, d.idle_ns) for d in rep.idle_causes.devices] == [(0, 30_090_000), (1, 39_990_000)]
+    h = rep.headline
+    assert (h.top_finding_id, h.time_at_stake_ns) == ("idle_alloc", 29_820_020)
+    assert h.top_idle_pct is not None and abs(h.top_idle_pct - 100 * 29_820_020 / 30_090_000) < 1e-9

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from claims_support import report_of
 from synth import TraceBuilder
+from test_claims_cao import _server
 
+from nsys_llm_explainer.analyses.kernels.traits import detect_stack
+from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_all
@@ -66,3 +70,54 @@ def test_the_top_cause_share_leaves_out_a_device_that_only_received_a_copy(tmp_p
     h = rep.headline
     assert (h.top_finding_id, h.time_at_stake_ns) == ("idle_alloc", 29_820_020)
     assert h.top_idle_pct is not None and abs(h.top_idle_pct - 100 * 29_820_020 / 30_090_000) < 1e-9
+
+
+ORT_ADD = ("void onnxruntime::cuda::_BinaryElementWise<float, float, float, onnxruntime::cuda::OP_Add<float, float, "
+           "float>, true, true, 256, 4>(int, float const*, float const*, float*)")
+TRT_EP = "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel_trt"
+
+
+def test_onnx_runtime_is_its_own_stack_and_its_tensorrt_provider_is_named_beside_it() -> None:
+    """ONNX Runtime's CUDA EP kernels (`onnxruntime::cuda::…`) make the stack `onnxruntime`; with TensorRT's own
+    kernels (`…_kernel_trt`, the TensorRT EP) beside them `onnxruntime + tensorrt` (it was `tensorrt`, ONNX Runtime
+    unnamed); an ONNX-node NVTX path, which ONNX Runtime's ranges carry too, is no TensorRT evidence under it."""
+    assert detect_stack([ORT_ADD])[0] == "onnxruntime"
+    stack, ev = detect_stack([ORT_ADD, TRT_EP])
+    assert stack == "onnxruntime + tensorrt" and len(ev) == 2 and "onnxruntime" in ev[0] and "_trt(" in ev[1]
+    assert detect_stack([ORT_ADD], nvtx_names=["/model/layers.0/attn/MatMul"])[0] == "onnxruntime"
+    assert detect_stack([TRT_EP])[0] == "tensorrt"      # TensorRT alone stays TensorRT
+
+
+def test_a_triton_server_with_onnx_runtime_and_tensorrt_models_gets_no_other_stacks_advice(tmp_path: Path) -> None:
+    """(trace: test_claims_cao._server) `tritonserver` runs ONNX Runtime kernels (`bert_onnx`) and a TensorRT
+    engine (`llm_trt`, `ExecutionContext::enqueue`): stack `onnxruntime + tensorrt`, framework `onnxruntime`; no
+    recommendation reads as PyTorch, vLLM, SGLang or TensorRT-LLM advice."""
+    rep = report_of(_server(), tmp_path)
+    assert rep["kernel_traits"]["stack"] == "onnxruntime + tensorrt"
+    assert rep["facts"]["framework"] == "onnxruntime"
+    given = [a for f in rep["findings"] for a in f["recommendation"]]
+    assert given
+    picked = [a for a in ADVICE.values() if a.text in given]
+    assert not [a.id for a in picked if set(a.requires.get("stack", ())) & {"vllm", "sglang", "trtllm"}
+                or a.requires.get("framework") in (("pytorch",), ("pytorch", ""))]
+
+
+def test_an_onnx_runtime_fp32_gemm_gets_no_pytorch_advice(tmp_path: Path) -> None:
+    """One A100, one thread: 200 × (`ampere_sgemm_128x64_nn` 400 µs, then the ONNX Runtime add 50 µs), 500 µs
+    apart: FP32 SIMT GEMMs hold 400 / 450 = 88.9 % of kernel time. The stack was not recognised (framework ""), so
+    the FP32 finding told this ONNX Runtime user to set `torch.backends.cuda.matmul.allow_tf32` and use
+    `torch.autocast`; now the framework is `onnxruntime` and only the generic tensor-core precision line is given."""
+    b = TraceBuilder()
+    b.gpu(0, "NVIDIA A100-SXM4-80GB", sm_count=108, computeMajor=8, computeMinor=0)
+    b.process(100, "python3")
+    b.thread(100, 1)
+    t = MS
+    for _ in range(200):
+        b.launch(t, t + 5 * US, t + 10 * US, t + 410 * US, pid=100, tid=1, name="ampere_sgemm_128x64_nn")
+        b.launch(t + 6 * US, t + 11 * US, t + 412 * US, t + 462 * US, pid=100, tid=1, name=ORT_ADD)
+        t += 500 * US
+    rep = report_of(b, tmp_path)
+    assert (rep["kernel_traits"]["stack"], rep["facts"]["framework"]) == ("onnxruntime", "onnxruntime")
+    f = next(f for f in rep["findings"] if f["id"] == "fp32_gemm")
+    assert f["title"].endswith("88.9 % of kernel time")
+    assert f["recommendation"] == [ADVICE["fp32.generic"].text]

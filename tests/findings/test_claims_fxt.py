@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from claims_support import report_of
 from synth import TraceBuilder
 from test_claims_cao import _server
 
-from nsys_llm_explainer.analyses.kernels.traits import detect_stack
+from nsys_llm_explainer.analyses.kernels.traits import analyze_kernel_traits, detect_stack
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path
@@ -121,3 +122,29 @@ def test_an_onnx_runtime_fp32_gemm_gets_no_pytorch_advice(tmp_path: Path) -> Non
     f = next(f for f in rep["findings"] if f["id"] == "fp32_gemm")
     assert f["title"].endswith("88.9 % of kernel time")
     assert f["recommendation"] == [ADVICE["fp32.generic"].text]
+
+
+FP8_KV = ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>("
+          "__nv_bfloat16 const*, __nv_bfloat16 const*, unsigned char*, unsigned char*, long const*, long, long, long, "
+          "long, int, int, int, float const*, float const*)",
+          "void flashinfer::BatchDecodeWithPagedKVCacheKernel<(flashinfer::PosEncodingMode)0, 2u, 4u, 8u, 8u, 1u, 16u, "
+          "__nv_bfloat16, __nv_fp8_e4m3, __nv_bfloat16, int, flashinfer::DefaultAttention<false, false, false, false> >"
+          "(__nv_bfloat16*, flashinfer::paged_kv_t<__nv_fp8_e4m3, int>, flashinfer::kv_partition_info_t<int>, "
+          "__nv_bfloat16*, float*, bool*, flashinfer::DefaultAttention<false, false, false, false>::Params)",
+          "void vllm::paged_attention_v1_kernel<unsigned short, unsigned char, 128, 16, 128, "
+          "(vllm::Fp8KVCacheDataType)1, false>(unsigned short*, unsigned short const*, unsigned char const*, "
+          "unsigned char const*, int, float, int const*, int const*, int, float const*, int, int, int, float const*, "
+          "float const*)")
+
+
+def test_fp8_kv_cache_kernels_are_attention_not_fp8_gemms() -> None:
+    """An FP8 KV cache (vLLM's `kv_cache_dtype=fp8`: the cache write and paged attention take `unsigned char` and
+    `Fp8KVCacheDataType` 1; FlashInfer's decode reads `__nv_fp8_e4m3` pages), one kernel of each, 100 / 200 / 300 ns.
+    No advice line suggests an FP8 KV cache (none reads such a fact, so no trait records one); what the kernels must
+    not be read as is an FP8 tensor-core GEMM or FP32 work: the two attention kernels are `attention_fused` (500 ns
+    of 600, 83.3 %), the cache write no trait, and no GEMM or FP32 trait holds any of them."""
+    r = analyze_kernel_traits(list(FP8_KV), np.array([0, 1, 2], np.int64), np.array([100, 200, 300], np.int64))
+    assert sorted(r.traits) == ["attention_fused"]
+    a = r.traits["attention_fused"]
+    assert (a.kernel_count, a.total_ns) == (2, 500) and abs(a.share_pct - 100 * 500 / 600) < 1e-9
+    assert (r.stack, r.workload) == ("vllm", "inference")

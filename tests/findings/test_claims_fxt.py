@@ -148,3 +148,69 @@ def test_fp8_kv_cache_kernels_are_attention_not_fp8_gemms() -> None:
     a = r.traits["attention_fused"]
     assert (a.kernel_count, a.total_ns) == (2, 500) and abs(a.share_pct - 100 * 500 / 600) < 1e-9
     assert (r.stack, r.workload) == ("vllm", "inference")
+
+
+def _per_op_ranges() -> TraceBuilder:
+    """One thread, 4 steps 1 ms apart (T = 1 + i ms): `step` [T, T + 100) µs holding `aten::mm, seq = 2i`
+    [T + 10, T + 30) µs and `aten::add, seq = 2i+1` [T + 40, T + 50 + 10 i) µs; one kernel launched inside the mm
+    range. So 12 ranges under 9 names, 8 of them seen once."""
+    b = TraceBuilder()
+    b.process(1)
+    g = b.thread(1, 1)
+    b.gpu(0)
+    for i in range(4):
+        t = MS + i * MS
+        b.nvtx_push_pop(t, t + 100 * US, "step", tid_g=g)
+        b.nvtx_push_pop(t + 10 * US, t + 30 * US, f"aten::mm, seq = {2 * i}", tid_g=g)
+        b.nvtx_push_pop(t + 40 * US, t + (50 + 10 * i) * US, f"aten::add, seq = {2 * i + 1}", tid_g=g)
+        b.launch(t + 12 * US, t + 20 * US, t + 25 * US, t + 35 * US, pid=1, tid=1)
+    return b
+
+
+def test_per_op_nvtx_ranges_seen_once_are_grouped_by_their_name_without_numbers(tmp_path: Path) -> None:
+    """(trace: :func:`_per_op_ranges`) The NVTX table listed 9 rows, 8 of them count 1. Grouped by the name with
+    digit runs as N: `step` 4 × 100 µs (self 4 × (100 − 20 − 10 − 10 i) = 220 µs); `aten::add, seq = N` 4 names,
+    4 ranges of 10 / 20 / 30 / 40 µs: total 100 µs, p50 25 µs, self 100 µs; `aten::mm, seq = N` 4 × 20 µs = 80 µs.
+    Σ totals 580 µs (as the 9 ungrouped rows, which stay: `nsys stats` sums those): `step` 68.97 %, add 17.24 %, mm
+    13.79 %. The report's table shows the 3 groups; `tables/nvtx_range_groups.csv` holds them."""
+    p = tmp_path / "t.sqlite"
+    _per_op_ranges().write(str(p))
+    rep = analyze_path(str(p), options_from_kwargs())
+    nv = rep.nvtx
+    assert len(nv.ranges) == 9 and sum(r.count == 1 for r in nv.ranges) == 8
+    assert nv.groups is not None
+    got = [(g.name, g.name_count, g.count, g.total_ns, g.p50_ns, g.min_ns, g.max_ns, g.self_ns) for g in nv.groups]
+    assert got == [("step", 1, 4, 400 * US, 100 * US, 100 * US, 100 * US, 220 * US),
+                   ("aten::add, seq = N", 4, 4, 100 * US, 25 * US, 10 * US, 40 * US, 100 * US),
+                   ("aten::mm, seq = N", 4, 4, 80 * US, 20 * US, 20 * US, 20 * US, 80 * US)]
+    assert [round(g.pct_total, 2) for g in nv.groups] == [68.97, 17.24, 13.79]
+    assert sum(g.total_ns for g in nv.groups) == sum(r.total_ns for r in nv.ranges) == 580 * US
+    render_all(rep, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    sec = md[md.index("## NVTX ranges"):]
+    sec = sec[:sec.index("\n## ", 4)]
+    assert "12 ranges (whole capture): 9 rows by name and style, 3 once the numbers in the names are read as N" in sec
+    assert "| `aten::add, seq = N` | PushPop | 4 | 4 | 0.100 |" in sec and "seq = 7" not in sec
+    csv = (tmp_path / "tables" / "nvtx_range_groups.csv").read_text().splitlines()
+    assert len(csv) == 4 and csv[2].startswith('"aten::add, seq = N",PushPop,4,4,')
+    assert len((tmp_path / "tables" / "nvtx_ranges.csv").read_text().splitlines()) == 10
+
+
+def test_nvtx_names_that_do_not_group_keep_the_ungrouped_table(tmp_path: Path) -> None:
+    """Names that differ in more than their numbers (`step`, `h2d_copy`, `layer_3` once each) group nothing:
+    no `groups` key, the table lists the names, the groups' CSV has its header only."""
+    b = TraceBuilder()
+    b.process(1)
+    g = b.thread(1, 1)
+    b.gpu(0)
+    for i, name in enumerate(("step", "h2d_copy", "layer_3")):
+        t = MS + i * MS
+        b.nvtx_push_pop(t, t + 100 * US, name, tid_g=g)
+        b.launch(t + 12 * US, t + 20 * US, t + 25 * US, t + 35 * US, pid=1, tid=1)
+    p = tmp_path / "t.sqlite"
+    b.write(str(p))
+    rep = analyze_path(str(p), options_from_kwargs())
+    assert rep.nvtx.groups is None and "groups" not in rep.to_dict()["nvtx"]
+    render_all(rep, tmp_path)
+    assert "3 ranges (whole capture); self = time" in (tmp_path / "report.md").read_text()
+    assert len((tmp_path / "tables" / "nvtx_range_groups.csv").read_text().splitlines()) == 1

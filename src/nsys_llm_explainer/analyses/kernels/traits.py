@@ -116,6 +116,8 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "layout_transform": r"nchwtonhwc|nhwctonchw|transpose|permut|shuffleintensor|swapdimension|reformat",
 }.items()}
 
+#: TensorRT's own kernels (`trt_…`, `…_execute_kernel_trt`)
+TRT_KERNEL = r"(?<![a-z])trt_|_trt(?![a-z])"
 # (stack, {source: regex}); sources: kernel, nvtx, process, thread. The first stack with evidence wins.
 _SRC = ("kernel", "nvtx", "process", "thread")
 _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {source: (regex, flags)})
@@ -131,7 +133,7 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
                 "kernel": (r"tensorrt_llm|trtllm|tllm|xqa|mmha", _I)}),
     # TensorRT's own kernels carry `trt` (`trt_…`, `…_execute_kernel_trt`); an `sm80_xmma_…_execute…` name alone is
     # no evidence: cuBLAS and cuDNN name their kernels so too (`…_execute_kernel__5x_cublas`), under any framework
-    ("tensorrt", {"kernel": (r"(?<![a-z])trt_|_trt(?![a-z])", _I),
+    ("tensorrt", {"kernel": (TRT_KERNEL, _I),
                   "nvtx": (r"(?i:tensorrt|executioncontext|^onnx::)|^(?:/[\w.:-]+)+/[A-Z][A-Za-z]*(?:_\d+)?$",
                            0),
                   "process": (r"trtexec|tensorrt", _I)}),
@@ -153,7 +155,7 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
 #: ranges carry them too.
 ORT_TENSORRT = ONNXRUNTIME + " + tensorrt"
 _TRT_UNDER_ORT: Dict[str, Tuple[str, re.Pattern[str]]] = {
-    src: (rx, re.compile(rx, _I)) for src, rx in (("kernel", r"(?<![a-z])trt_|_trt(?![a-z])"),
+    src: (rx, re.compile(rx, _I)) for src, rx in (("kernel", TRT_KERNEL),
                                                   ("nvtx", r"tensorrt|executioncontext"))}
 #: (stack, {source: (the rule as shown, compiled)})
 _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [

@@ -112,7 +112,7 @@ def test_every_kind_of_built_in_pattern_is_found() -> None:
     found = {p for p, _ in PATTERNS}
     assert len(PATTERNS) > 100
     for must in (traits._RX["tensor_core_gemm"].pattern, DEFAULT_MARKER, builtin_preset("generic").rules[1][0],
-                 traits._STACKS[3][1]["kernel"][1].pattern, traits._STACKS[3][1]["nvtx"][1].pattern,
+                 traits._STACKS[4][1]["kernel"][1].pattern, traits._STACKS[4][1]["nvtx"][1].pattern,
                  r"(?<![A-Za-z0-9])triton_(?:poi|red|per|tem)_", r"[^A-Za-z0-9._-]+", r"(\d+)"):
         assert must in found, must
 
@@ -154,7 +154,7 @@ def test_the_patterns_that_backtracked_are_fast_on_the_names_that_made_them_slow
     cases = [(traits._RX["simt"], fill("xmma")), (traits._RX["tensor_core_gemm"], fill("xmma_gemm_")),
              (traits._RX["tensor_core_gemm"], fill("bf16")), (traits._RX["conv"], fill("cudnn")),
              (traits._RX["fft_trial"], fill("transpose")), (traits._RX["gemv_lt"], fill("gemv")),
-             (traits._STACKS[3][1]["kernel"][1], fill("sm90_xmma_"))]
+             (traits._STACKS[4][1]["kernel"][1], fill("sm90_xmma_"))]
     for preset in PRESETS:
         rules = dict((c, rx) for rx, c in reversed(builtin_preset(preset).rules))
         cases += [(re.compile(rules["custom_allreduce"], re.I), fill("oneshot")),
@@ -226,14 +226,14 @@ def _linear_forms() -> Dict[str, Callable[[str], bool]]:
         "tensor_core_gemm": lambda s: bool(traits._RX["tensor_core_gemm"].search(s)),
         "conv": lambda s: bool(traits._RX["conv"].search(s)),
         "fft_trial": lambda s: bool(traits._RX["fft_trial"].search(s)),
-        "trt": lambda s: bool(traits._STACKS[3][1]["kernel"][1].search(s)),
+        "trt": lambda s: bool(traits._STACKS[4][1]["kernel"][1].search(s)),
         "custom_allreduce": lambda s: bool(parts["custom_allreduce"].search(s)),
         "norm": lambda s: bool(parts["norm"].search(s)),
     }
 
 
 def test_linear_forms_match_exactly_what_the_documented_rules_match() -> None:
-    assert traits._STACKS[3][0] == "tensorrt" and traits._STACKS[3][1]["kernel"][0] == PLAIN["trt"]
+    assert traits._STACKS[4][0] == "tensorrt" and traits._STACKS[4][1]["kernel"][0] == PLAIN["trt"]
     forms = _linear_forms()
     plain = {k: re.compile(v, re.I) for k, v in PLAIN.items()}
     rnd = random.Random(17)

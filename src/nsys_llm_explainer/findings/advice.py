@@ -12,8 +12,9 @@ FactValue = Optional[object]
 #: every fact an advice line may read, and the values it can take (``None``: unknown)
 FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "workload": ("training", "inference", "unknown"),
-    "stack": ("vllm", "sglang", "trtllm", "tensorrt", "tensorflow", "jax", "pytorch", ""),
-    "framework": ("pytorch", "tensorflow", "jax", "tensorrt", ""),
+    "stack": ("vllm", "sglang", "trtllm", "tensorrt", "tensorflow", "jax", "pytorch", "onnxruntime",
+              "onnxruntime + tensorrt", ""),
+    "framework": ("pytorch", "tensorflow", "jax", "tensorrt", "onnxruntime", ""),
     "gpu_fp16_tensor_cores": (True, False, None),
     "gpu_tf32": (True, False, None),
     "gpu_bf16": (True, False, None),

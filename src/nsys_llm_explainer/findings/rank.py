@@ -26,7 +26,7 @@ class Headline(FieldsJson):
     action: Optional[str]
     top_cause_kind: Optional[str] = None
     top_cause_detail: Optional[str] = None
-    top_share_pct: Optional[float] = None    # share of the window held by the top cause's kind (all details)
+    top_idle_pct: Optional[float] = None     # a top finding's time_at_stake_ns, % of the GPU idle time
 
 
 def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],
@@ -71,7 +71,10 @@ def _mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any], 
                                              Scope(device_id=worst[1], kind=worst[2]))))
 
 
-def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str) -> Headline:
+def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str, idle_ns: int = 0) -> Headline:
+    """The headline of ``ranked`` (best first); ``idle_ns``: the idle time of the devices that ran kernels (Σ their
+    idle-cause ``idle_ns``), which the top cause's time at stake is a part of (every finding with a cause claims idle
+    ns of those devices)."""
     if not ranked:
         return Headline("No finding.", method, busy_pct, None, None, 0, None)
     top = ranked[0]
@@ -79,7 +82,7 @@ def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str) 
     if top.cause:
         kind, detail = top.cause
         cause = kind + (f": {detail}" if detail else "")
-    share = next((c.observed for c in top.checks if c.metric in ("cause_pct_of_window", "host_overhead_pct")), None)
+    share = 100.0 * top.time_at_stake_ns / idle_ns if top.cause and idle_ns > 0 else None
     return Headline(top.title, method, busy_pct, top.id, cause, int(top.time_at_stake_ns),
                     top.recommendation[0] if top.recommendation else None, kind, detail, share)
 

@@ -67,7 +67,9 @@ def rank_findings(gpu_time: GpuTimeResult, idle_causes: IdleCausesResult, kernel
     found += [*idle_found, *kernel_found, *capture_found]
     ranked = rank(found, gate, busy, idle_causes, advice, sorted(gpu_time.kernel_devices()),
                   window_name(window.method, window.details.bins is not None))
-    return ranked, headline(ranked, busy, window.method)
+    kdev = set(gpu_time.kernel_devices())      # the devices the findings speak for (and the busy % pools)
+    idle = sum(d.idle_ns for d in idle_causes.devices if d.device_id in kdev) if idle_causes.available else 0
+    return ranked, headline(ranked, busy, window.method, idle)
 
 
 def collect_warnings(model: TraceModel, kernels: KernelSummary, attribution: AttributionResult, graphs: GraphResult,

@@ -329,6 +329,21 @@ NVTX_RANGES: Table[Report] = Table("nvtx_ranges.csv", (
     csv_col("pct_self"),
 ), lambda rep: rep.nvtx.ranges)
 
+NVTX_RANGE_GROUPS: Table[Report] = Table("nvtx_range_groups.csv", (   # header only when no names group together
+    name_col("name", "range_group", "range (digit runs as N)", 60),
+    text_col("style", "style", "style"),
+    int_col("name_count", "name_count", "names"),
+    int_col("count", "count", "count"),
+    dur_col("total_ns", "total", "total"),
+    dur_col("avg_ns", "avg", "avg"),
+    dur_col("p50_ns", "p50", unit="us"),
+    dur_col("min_ns", "min", unit="us"),
+    dur_col("max_ns", "max", "max"),
+    csv_col("pct_total"),
+    dur_col("self_ns", "self", "self"),
+    csv_col("pct_self"),
+), lambda rep: rep.nvtx.groups or ())
+
 NVTX_BY_PID: Table[Report] = Table("nvtx_by_pid.csv", (
     csv_col("pid"), name_col("name", "range_name", "range"), csv_col("count"), dur_col("total_ns", "total"),
     csv_col("kernel_count"), dur_col("inclusive_ns", "kernel_inclusive"),
@@ -357,7 +372,8 @@ NCCL_RANKS: Table[Report] = Table("nccl_ranks.csv", (
 #: every CSV file, in the order written
 CSV_TABLES: List[Table[Report]] = [
     FINDINGS, DEVICES, IDLE_CAUSES, GAPS, GAP_HISTOGRAM, KERNELS, KERNELS_BY_PID, KERNEL_TRAITS, CATEGORIES,
-    PHASES, STEPS, STEPS_BY_PHASE, LAUNCH, SYNC_APIS, SYNC_BY_PID, CUDA_API, MEMCPY, NVTX_RANGES, NVTX_BY_PID,
+    PHASES, STEPS, STEPS_BY_PHASE, LAUNCH, SYNC_APIS, SYNC_BY_PID, CUDA_API, MEMCPY, NVTX_RANGES, NVTX_RANGE_GROUPS,
+    NVTX_BY_PID,
     NVTX_ATTRIBUTION, NCCL_RANKS,
     UNIFIED_MEMORY, UNIFIED_MEMORY_BREAKDOWN,
     HOST_SAMPLES,

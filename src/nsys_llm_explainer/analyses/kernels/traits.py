@@ -74,7 +74,8 @@ MOE_ROUTER = r"moe|expert|gating|grouped_?topk|routing|router"
 XLA_FUSION = r"^(?:(?:loop|input)_[a-z0-9_]*)?fusion(?:[._]\d+)*$|^wrapped_[a-z0-9_]+$"
 #: stacks whose kernel names would show a backward pass (PyTorch's autograd) or that only serve inference: an XLA
 #: fusion beside them does not make the workload unknown
-_NAMED_STACKS = ("vllm", "sglang", "trtllm", "tensorrt", "pytorch")
+ONNXRUNTIME = "onnxruntime"
+_NAMED_STACKS = ("vllm", "sglang", "trtllm", "tensorrt", "pytorch", ONNXRUNTIME, ONNXRUNTIME + " + tensorrt")
 _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "simt": r"sgemm|cgemm|scudnn|xmma(?:(?!xmma)\w)*f32f32_f32f32_f32",   # + :func:`_gemv_float`
     "gemv_lt": r"(?:gemv|gemmsn)(?:(?!gemv|gemmsn)\w)*<",
@@ -115,9 +116,16 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "layout_transform": r"nchwtonhwc|nhwctonchw|transpose|permut|shuffleintensor|swapdimension|reformat",
 }.items()}
 
+#: TensorRT's own kernels (`trt_…`, `…_execute_kernel_trt`)
+TRT_KERNEL = r"(?<![a-z])trt_|_trt(?![a-z])"
 # (stack, {source: regex}); sources: kernel, nvtx, process, thread. The first stack with evidence wins.
 _SRC = ("kernel", "nvtx", "process", "thread")
 _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {source: (regex, flags)})
+    # ONNX Runtime's CUDA execution provider names its kernels in its namespace (`onnxruntime::cuda::…`,
+    # `onnxruntime::contrib::cuda::…`): first, so that a TensorRT kernel its TensorRT EP runs, or an attention kernel
+    # it took from TensorRT-LLM, does not make the trace a TensorRT or TensorRT-LLM one (:data:`ORT_TENSORRT`)
+    (ONNXRUNTIME, {"kernel": (r"onnxruntime", _I), "nvtx": (r"onnxruntime", _I), "process": (r"onnxruntime", _I),
+                   "thread": (r"onnxruntime", _I)}),
     ("vllm", {"kernel": (r"vllm|paged_attention_v\d|reshape_and_cache", _I), "nvtx": (r"vllm", _I),
               "process": (r"vllm", _I), "thread": (r"vllm", _I)}),
     ("sglang", {src: (r"sglang|sgl_kernel", _I) for src in _SRC}),
@@ -125,7 +133,7 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
                 "kernel": (r"tensorrt_llm|trtllm|tllm|xqa|mmha", _I)}),
     # TensorRT's own kernels carry `trt` (`trt_…`, `…_execute_kernel_trt`); an `sm80_xmma_…_execute…` name alone is
     # no evidence: cuBLAS and cuDNN name their kernels so too (`…_execute_kernel__5x_cublas`), under any framework
-    ("tensorrt", {"kernel": (r"(?<![a-z])trt_|_trt(?![a-z])", _I),
+    ("tensorrt", {"kernel": (TRT_KERNEL, _I),
                   "nvtx": (r"(?i:tensorrt|executioncontext|^onnx::)|^(?:/[\w.:-]+)+/[A-Z][A-Za-z]*(?:_\d+)?$",
                            0),
                   "process": (r"trtexec|tensorrt", _I)}),
@@ -141,6 +149,14 @@ _STACK_RULES: List[Tuple[str, Dict[str, Tuple[str, int]]]] = [   # (stack, {sour
     # the `tensorflow` / `tf_` evidence above)
     ("jax", {"kernel": (rf"{XLA_FUSION}|^triton_(?:gemm|softmax)_", _I)}),
 ]
+#: ONNX Runtime with TensorRT's own kernels (`trt_…`, `…_trt`) or NVTX ranges (`ExecutionContext…`, `TensorRT…`)
+#: beside its kernels: its TensorRT execution provider (or a TensorRT engine served beside it) runs part of the
+#: model. Not the TensorRT rule's ONNX-node NVTX names (`onnx::…`, `/model/layers.0/MatMul`): ONNX Runtime's own
+#: ranges carry them too.
+ORT_TENSORRT = ONNXRUNTIME + " + tensorrt"
+_TRT_UNDER_ORT: Dict[str, Tuple[str, re.Pattern[str]]] = {
+    src: (rx, re.compile(rx, _I)) for src, rx in (("kernel", TRT_KERNEL),
+                                                  ("nvtx", r"tensorrt|executioncontext"))}
 #: (stack, {source: (the rule as shown, compiled)})
 _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [
     (s, {src: (rx, re.compile(rx, flags)) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
@@ -189,14 +205,23 @@ def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), pr
     """First stack of ``_STACKS`` with evidence; evidence = one example per source that matched."""
     sources = dict(zip(_SRC, (kernel_names, nvtx_names, process_names, thread_names)))
     for stack, rxs in _STACKS:
-        ev: List[str] = []
-        for src, (shown, rx) in rxs.items():
-            hits = [str(n) for n in sources[src] if n and rx.search(match_text(n))]
-            if hits:
-                ev.append(f"{len(hits)} {src} name(s) match /{shown}/, e.g. '{short(hits[0], 80)}'")
+        ev = _evidence(rxs, sources)
+        if ev and stack == ONNXRUNTIME:     # its TensorRT execution provider's kernels too: both are named
+            trt = _evidence(_TRT_UNDER_ORT, sources)
+            return (ORT_TENSORRT, tuple(ev + trt)) if trt else (stack, tuple(ev))
         if ev:
             return stack, tuple(ev)
     return "", ()
+
+
+def _evidence(rxs: Dict[str, Tuple[str, re.Pattern[str]]], sources: Dict[str, Sequence[str]]) -> List[str]:
+    """One line per source with a name that matches its rule: the count and one example."""
+    ev: List[str] = []
+    for src, (shown, rx) in rxs.items():
+        hits = [str(n) for n in sources[src] if n and rx.search(match_text(n))]
+        if hits:
+            ev.append(f"{len(hits)} {src} name(s) match /{shown}/, e.g. '{short(hits[0], 80)}'")
+    return ev
 
 
 def _gemv_float(s: str) -> bool:

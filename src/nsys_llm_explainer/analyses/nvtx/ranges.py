@@ -5,7 +5,7 @@ shares (docs/METRICS.md, "NVTX ranges"; the end of an unterminated range: "Readi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson
 from ...model.nvtx_build import UNTERMINATED_END_RULE
 from ...model.trace import TraceModel
 from ..common.stats import group_stats, int_sums, pct
+from ..idle.range_names import normalize_range_name
 from .tree import NvtxTree, build_tree, self_time
 
 
@@ -23,6 +24,27 @@ class NvtxRangeRow(FieldsJson):
 
     name: str
     style: str
+    count: int
+    total_ns: int
+    avg_ns: int
+    p50_ns: int
+    min_ns: int
+    max_ns: int
+    pct_total: float
+    self_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    pct_self: Optional[float] = field(default=None, metadata=NONE_OMITTED)
+
+
+@dataclass(frozen=True)
+class NvtxGroupRow(FieldsJson):
+    """The ranges of one style whose names differ only in their numbers (docs/METRICS.md, "NVTX ranges"): ``name``
+    with digit runs as ``N`` (``aten::mm, seq = N``), ``name_count`` distinct names, their duration statistics (ns) over
+    every range of the group, ``pct_total`` (of Σ totals, as the ungrouped rows), for push/pop ranges Σ ``self_ns``
+    and ``pct_self``."""
+
+    name: str
+    style: str
+    name_count: int
     count: int
     total_ns: int
     avg_ns: int
@@ -54,6 +76,8 @@ class NvtxResult(FieldsJson):
     unterminated_end_ns: Optional[int] = None   # end given to unterminated ranges (None: none open)
     ranges: Tuple[NvtxRangeRow, ...] = ()
     by_pid: Tuple[NvtxPidRow, ...] = ()
+    # the rows grouped by name with digit runs as N; None (no key) when no two names of one style group together
+    groups: Optional[Tuple[NvtxGroupRow, ...]] = field(default=None, metadata=NONE_OMITTED)
     tree: Optional[NvtxTree] = field(default=None, metadata=NOT_IN_JSON)   # push/pop nesting tree: a helper
 
 
@@ -77,7 +101,34 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
                      self_ns=[int(self_by_name[ni]) if push else None for ni, push in keys],
                      pct_self=[pct(int(self_by_name[ni]), self_total) if push else None for ni, push in keys])
     by_pid = group_stats({"pid": nv.pid, "name": nv.name_idx.astype(np.int64)}, dur).rows(NvtxPidRow, nv.names)
+    groups = _groups(nv.names, nv.name_idx.astype(np.int64), style, dur, self_by_name, total_all, self_total)
     open_ = ~nv.closed
     open_end = int(nv.end[open_].max()) if open_.any() else None
     return NvtxResult(True, None, range_count=len(nv), unterminated=int(open_.sum()), unterminated_end_ns=open_end,
-                      ranges=tuple(ranges), by_pid=tuple(by_pid), tree=tree)
+                      ranges=tuple(ranges), by_pid=tuple(by_pid), groups=groups, tree=tree)
+
+
+def _groups(names: Sequence[str], name_idx: np.ndarray, style: np.ndarray, dur: np.ndarray, self_by_name: np.ndarray,
+            total_all: int, self_total: int) -> Optional[Tuple[NvtxGroupRow, ...]]:
+    """The ranges by (name with digit runs as ``N``, style) — per-op ranges (``aten::mm, seq = 1234``) seen once each
+    become one row per op — or None when no group holds two names (the ungrouped rows say it all). Each distinct name
+    is normalised once; the ranges are grouped with numpy."""
+    index: Dict[str, int] = {}
+    gid = np.array([index.setdefault(normalize_range_name(n), len(index)) for n in names], np.int64)
+    if len(index) == len(names):
+        return None
+    used = np.unique(name_idx * 2 + style)       # the (name, style) pairs that occur
+    members = np.bincount(gid[used // 2] * 2 + used % 2, minlength=2 * len(index))
+    if not (members > 1).any():
+        return None
+    gs = group_stats({"name": gid[name_idx], "style": style}, dur)
+    g_self = int_sums(gid, self_by_name, len(index))
+    push = (gs.keys["style"] == 0).tolist()
+    keys = gs.keys["name"].tolist()
+    labels = list(index)
+    return tuple(gs.rows(
+        NvtxGroupRow, labels, style=["PushPop" if p else "StartEnd" for p in push],
+        name_count=[int(members[g * 2 + (0 if p else 1)]) for g, p in zip(keys, push)],
+        pct_total=[pct(t, total_all) for t in gs.total.tolist()],
+        self_ns=[int(g_self[g]) if p else None for g, p in zip(keys, push)],
+        pct_self=[pct(int(g_self[g]), self_total) if p else None for g, p in zip(keys, push)]))

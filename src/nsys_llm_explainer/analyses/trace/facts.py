@@ -55,7 +55,8 @@ _NAME_CC: Tuple[Tuple[re.Pattern[str], Tuple[int, int]], ...] = tuple((re.compil
 #: share (%) of copy busy time under kernels from which copies "already overlap kernels"
 COPY_OVERLAP_PCT = 50.0
 _FRAMEWORK = {"vllm": "pytorch", "sglang": "pytorch", "pytorch": "pytorch", "tensorflow": "tensorflow",
-              "jax": "jax", "tensorrt": "tensorrt", "trtllm": ""}
+              "jax": "jax", "tensorrt": "tensorrt", "trtllm": "", "onnxruntime": "onnxruntime",
+              "onnxruntime + tensorrt": "onnxruntime"}
 
 
 @dataclass(frozen=True)

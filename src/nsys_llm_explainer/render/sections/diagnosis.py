@@ -27,7 +27,7 @@ from ..document import (
     parts,
 )
 from ..feature_tables import COPY_PATHS, STEP_SYNC, THREAD_WAITS
-from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGES, SYNC_APIS
+from ..specs import CUDA_API, MEMCPY, NCCL_RANKS, NVTX_RANGE_GROUPS, NVTX_RANGES, SYNC_APIS
 from ..table import field_of
 from .ctx import View, capped
 
@@ -196,6 +196,18 @@ def sec_nvtx(v: View) -> SectionResult:
             if not att.startend_kernel_ns or not att.total_kernel_ns else (
                 f" NVTX push/pop ranges enclose the launches of {fmt_pct(100 * att.coverage)} % of kernel time, "
                 f"start/end ranges (same thread) {fmt_pct(100 * att.startend_kernel_ns / att.total_kernel_ns)} %.")
+    groups = nv.groups
+    if groups:      # per-op ranges seen once each (`aten::mm, seq = 1234`): one row per op, not per range
+        gshown = groups[:SHORT]
+        eg = next(g for g in groups if g.name_count > 1)     # the largest group of several names
+        note = inline(f"{fmt_count(nv.range_count, 'range')} (whole capture): {fmt_count(len(rows), 'row')} by name "
+                      f"and style, {fmt_int(len(groups))} once the numbers in the names are read as N (",
+                      Code(eg.name), f" holds {fmt_int(eg.name_count)} names); self = time with no child range."
+                      f"{cover} ", capped(len(gshown), len(groups), NVTX_RANGE_GROUPS.csv),
+                      " Every name on its own (the ranges as ", Code("nsys stats"), " sums them): ",
+                      Code(f"tables/{NVTX_RANGES.csv}"), ".")
+        return Section("nvtx", "NVTX ranges", (para(note), TablePart(NVTX_RANGE_GROUPS.cols, gshown, (),
+                                                                     "nvtx-ranges")))
     note = inline(f"{fmt_count(nv.range_count, 'range')} (whole capture); self = time with no child range."
                   f"{cover} ", capped(len(shown), len(rows), NVTX_RANGES.csv))
     return Section("nvtx", "NVTX ranges", (para(note), TablePart(NVTX_RANGES.cols, shown, (), "nvtx-ranges")))

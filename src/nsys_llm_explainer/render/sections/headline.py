@@ -94,15 +94,15 @@ def _no_busy(v: View) -> Inline:
 
 
 def _cause(v: View) -> Inline:
+    """The top finding's cause and one quantity: its time at stake, with that time's share of the GPU idle time
+    (``headline.top_idle_pct``) — the same ns the finding claims."""
     h = v.r.headline
     stake = fmt_dur(h.time_at_stake_ns) if h.time_at_stake_ns else ""
-    at_stake = f", {stake} at stake" if stake else ""
-    if h.top_cause_kind:
-        share = f" ({fmt_pct(h.top_share_pct)} % of the window)" if h.top_share_pct else ""
-        largest = (", largest ", Code(h.top_cause_detail)) if h.top_cause_detail else None
-        return inline(Strong(("Top cause:",)), " ", Code(h.top_cause_kind), share, largest, at_stake, ".")
-    if h.top_cause:
-        return inline(Strong(("Top cause:",)), " ", Code(h.top_cause), at_stake, ".")
+    if h.top_cause_kind or h.top_cause:
+        what = (Code(h.top_cause_kind), (" (largest ", Code(h.top_cause_detail), ")") if h.top_cause_detail else None) \
+            if h.top_cause_kind else (Code(h.top_cause or ""),)
+        share = f", {fmt_pct(h.top_idle_pct)} % of the GPU idle time" if stake and h.top_idle_pct is not None else ""
+        return inline(Strong(("Top cause:",)), " ", *what, f" — {stake} at stake{share}" if stake else "", ".")
     if stake:
         return inline(Strong(("At stake:",)), f" {stake} (finding ", Code(h.top_finding_id), ").")
     return ()

@@ -147,9 +147,6 @@ def test_detokenizer_waits_numbers(tmp_path: Path) -> None:
             "none was sampled running during them.") in f["evidence"]
 
 
-@pytest.mark.xfail(strict=True, reason="the waits analysis reads and counts only the samples of the launching "
-                   "thread's own process; a detokenizer / API-server process sampled through every wait is not "
-                   "seen, so the advice reads 'the GPU idles for lack of load' (see docstring for the fix)")
 def test_waits_advice_does_not_blame_load_while_another_process_is_sampled_running(tmp_path: Path) -> None:
     """(trace: :func:`_detokenizer`) During each of the 19 waits in the window the detokenizer process (pid 200) is
     sampled running `detokenize` 10 times (t + 900 … t + 1800 µs inside [t + 860, t + 1900) µs): 190 samples, the
@@ -157,12 +154,12 @@ def test_waits_advice_does_not_blame_load_while_another_process_is_sampled_runni
     working ...: if the thread waits for work from outside ..., the GPU idles for lack of load: batch requests or
     raise the load; else find what releases the waits (..., CPU sampling of the whole process tree)" — the trace
     has that CPU sampling and it shows another process running through every wait: the engine waits for the
-    detokenizer's reply, not for load. Fix I would make: `build_wait_samples` reads the samples of every process in
-    the waits' span (not only the CUDA-calling processes'), `LauncherWaits` gains `other_process_samples`
-    (pid → samples inside the waits, with the process name), the evidence names the processes with ≥ 10 % of them
-    ("`detokenizer` (pid 200) sampled running in 190 of the waits' 190 samples, another process"), and a
-    `wait.other_process` line replaces `wait.unseen` then (the thread likely waits for that process's output:
-    shorten its work per step, or let the engine run the next step while it works)."""
+    detokenizer's reply, not for load. (Was a strict xfail.) Fixed: `build_wait_samples` reads the samples of every
+    process in the waits' span, `LauncherWaits` has `process_samples` / `processes` (pid, name, samples inside the
+    waits), the evidence names a process with ≥ 10 % of the samples inside the waits and ≥ 10 of them
+    ("`detokenizer` (pid 200) sampled running in 190 of the 190 samples taken inside them"), and
+    `wait.other_process` replaces `wait.unseen` (tests/findings/test_waits_other_process.py: the thresholds, no
+    samples, a hostile name)."""
     b = TraceBuilder()
     _detokenizer(b)
     rep = _run(b, tmp_path)

@@ -195,6 +195,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "traced): if the thread waits for work from outside (requests, a queue fed by another process), the GPU "
        "idles for lack of load: batch requests or raise the load; else find what releases the waits (NVTX ranges "
        "on the worker threads, CPU sampling of the whole process tree)."),
+    _a("wait.other_process", "Another process ran on a CPU during these waits (named above: it was sampled running "
+       "then): the launching thread may be waiting for its output — a tokenizer, detokenizer, scheduler or API-server "
+       "process feeding or draining each step. Shorten that process's work per step, or let the engine run the next "
+       "step while it works (asynchronous output processing / scheduling); NVTX ranges in that process show which "
+       "of its work the waits line up with."),
     _a("host_cpu.off_cpu", "The launching thread is off-CPU in these gaps (sampled elsewhere, never inside them): it "
        "sleeps or blocks outside traced calls, so there is no host code here to shorten. If it waits for work "
        "(requests, a queue), the GPU idles for lack of load: batch requests or raise the load; else trace OS calls "

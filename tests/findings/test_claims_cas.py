@@ -78,9 +78,6 @@ def test_cpu_sampling_gap_is_host_work_not_launch_overhead(tmp_path: Path, sampl
         assert any("the trace has no CPU samples" in e for e in host["evidence"])
 
 
-@pytest.mark.xfail(strict=True, reason="the per-step sync advice is always 'launch step N+1 before reading step "
-                   "N's results'; with CPU sampling step N+1's input is the token the host computes from step N's "
-                   "logits, so it cannot be launched earlier: the fix is a `cpu_sampling` fact (see docstring)")
 def test_step_sync_advice_names_gpu_sampling_when_the_host_samples_each_step(tmp_path: Path) -> None:
     """(trace: :func:`_cpu_sampling`, with samples) Every step reads back 256 KiB (the logits), blocks in
     `cudaStreamSynchronize` until it lands, runs 3 ms of Python whose CPU samples are all in `sample` /
@@ -90,12 +87,11 @@ def test_step_sync_advice_names_gpu_sampling_when_the_host_samples_each_step(tmp
     13.490 ms of it would be hidden" and advises "launch step N+1 before reading step N's results (double-buffer the
     outputs)" — impossible here: the sync per step is inherent to sampling on the CPU; what removes it is sampling on
     the GPU (logits processors / penalties / a grammar bitmask applied by kernels, only the token ids read back, one
-    step behind). Fix I would make: a fact `cpu_sampling` per step-sync series — the readback before each sync
-    point and a host-to-device copy by the same thread after its return and before its next launch, on ≥ 80 % of the
-    steps, and the CPU samples of the exposed host time led by a frame matching the sampler regex
-    (`sampl|logits|top_?[kp]|penalt|bitmask|grammar`) — under which the finding says the host samples between the
-    steps and gives a `step_sync.gpu_sampling` line instead of the double-buffer line; without samples it keeps the
-    current advice (the trace cannot tell sampling from scheduling)."""
+    step behind). (Was a strict xfail.) Fixed: `StepSyncSeries.host_sampling` — on 19 of the 19 steps a readback
+    before the sync (256 KiB) and a host-to-device copy by the same thread after its return and before its next
+    launch (8 B): 32,768× ≥ 256×; all 228 CPU samples in the gaps have a frame in sampling code (`_apply_min_p`,
+    ≥ 50 %) — so the finding says the host samples each step's token and gives `step_sync.gpu_sampling` instead
+    of the double-buffer lines; without samples it keeps them (tests/findings/test_step_sync_host_sampling.py)."""
     b = TraceBuilder()
     _cpu_sampling(b)
     rep = _run(b, tmp_path)

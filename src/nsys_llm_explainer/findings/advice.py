@@ -380,6 +380,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("step_sync.overlap", "Overlap the per-step host work with the GPU: launch step N+1 before reading step N's "
        "results (double-buffer the outputs), copy the results asynchronously into pinned host memory and wait on an "
        "event recorded after that copy, not on a full stream/device synchronize."),
+    _a("step_sync.gpu_sampling", "The host samples each step's next token (evidence above): the next step's input "
+       "is that token, so it cannot be launched before this step's logits are read. Sample on the GPU instead — "
+       "temperature, top-k / top-p / min-p, penalties and a grammar bitmask applied by kernels — and read back only "
+       "the token ids; then the next step can be launched before they are read (one step behind), and the sync per "
+       "step goes with the logits readback."),
     _a("step_sync.overlap.torch", "In PyTorch: `out.to('cpu', non_blocking=True)` into a pinned buffer, "
        "`torch.cuda.Event().record()` after it and `event.synchronize()` only when the values are needed (one step "
        "later), instead of `.item()` / `.cpu()` / `.tolist()` right after the step.", framework=_PT),

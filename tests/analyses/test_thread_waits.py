@@ -289,11 +289,12 @@ def test_points_inside_a_union_are_counted_half_open():
     assert points_inside(union_blocks(np.empty(0, np.int64), np.empty(0, np.int64)), t).tolist() == [False] * 8
 
 
-def test_wait_samples_are_read_only_for_the_launching_processes_inside_the_waits(tmp_path):
+def test_wait_samples_are_read_only_inside_the_waits(tmp_path):
     """`model.wait_samples`: thread 8 of process 7 samples at 50, 150, 250 µs, thread 9 of process 9 at 150 µs,
-    the CUDA-calling thread 7 waits in `sem_wait` [100, 200) µs: only the sample of (7, 8) at 150 µs is inside the
-    waits of a CUDA-calling thread of process 7 (process 9 calls no CUDA); `total` = the 4 rows of
-    COMPOSITE_EVENTS."""
+    the CUDA-calling thread 7 waits in `sem_wait` [100, 200) µs: only the two samples at 150 µs are inside the
+    waits of a CUDA-calling thread — (7, 8) and (9, 9): every process's samples are read (process 9 calls no CUDA,
+    yet the launcher may wait for it); `total` = the 4 rows of COMPOSITE_EVENTS. The launcher's waits: 1 sample of
+    its process's thread 8, 1 of process 9 (`other`, 50 % of the 2)."""
     from nsys_llm_explainer.pipeline import load_model
     b = TraceBuilder()
     b.process(PID, "engine")
@@ -311,7 +312,10 @@ def test_wait_samples_are_read_only_for_the_launching_processes_inside_the_waits
     b.write(str(p))
     m = load_model(str(p))
     assert m.wait_samples is not None
-    assert (m.wait_samples.start.tolist(), m.wait_samples.gtid.tolist(), m.wait_samples.total) == ([150_000], [w8], 4)
+    assert (m.wait_samples.start.tolist(), sorted(m.wait_samples.gtid.tolist()), m.wait_samples.total) == \
+        ([150_000, 150_000], sorted([w8, w9]), 4)
     rep = analyze(str(p))
     (lw,) = rep.waits.launchers
     assert lw.samples_in_waits == 1 and [(t.tid, t.sampled) for t in lw.threads] == [(8, 1)]
+    assert lw.process_samples == 1 and [(q.pid, q.process, q.sampled, q.pct_of_samples) for q in lw.processes] == \
+        [(9, "other", 1, 50.0)]

@@ -78,9 +78,6 @@ def test_cpu_sampling_gap_is_host_work_not_launch_overhead(tmp_path: Path, sampl
         assert any("the trace has no CPU samples" in e for e in host["evidence"])
 
 
-@pytest.mark.xfail(strict=True, reason="the per-step sync advice is always 'launch step N+1 before reading step "
-                   "N's results'; with CPU sampling step N+1's input is the token the host computes from step N's "
-                   "logits, so it cannot be launched earlier: the fix is a `cpu_sampling` fact (see docstring)")
 def test_step_sync_advice_names_gpu_sampling_when_the_host_samples_each_step(tmp_path: Path) -> None:
     """(trace: :func:`_cpu_sampling`, with samples) Every step reads back 256 KiB (the logits), blocks in
     `cudaStreamSynchronize` until it lands, runs 3 ms of Python whose CPU samples are all in `sample` /
@@ -90,12 +87,11 @@ def test_step_sync_advice_names_gpu_sampling_when_the_host_samples_each_step(tmp
     13.490 ms of it would be hidden" and advises "launch step N+1 before reading step N's results (double-buffer the
     outputs)" — impossible here: the sync per step is inherent to sampling on the CPU; what removes it is sampling on
     the GPU (logits processors / penalties / a grammar bitmask applied by kernels, only the token ids read back, one
-    step behind). Fix I would make: a fact `cpu_sampling` per step-sync series — the readback before each sync
-    point and a host-to-device copy by the same thread after its return and before its next launch, on ≥ 80 % of the
-    steps, and the CPU samples of the exposed host time led by a frame matching the sampler regex
-    (`sampl|logits|top_?[kp]|penalt|bitmask|grammar`) — under which the finding says the host samples between the
-    steps and gives a `step_sync.gpu_sampling` line instead of the double-buffer line; without samples it keeps the
-    current advice (the trace cannot tell sampling from scheduling)."""
+    step behind). (Was a strict xfail.) Fixed: `StepSyncSeries.host_sampling` — on 19 of the 19 steps a readback
+    before the sync (256 KiB) and a host-to-device copy by the same thread after its return and before its next
+    launch (8 B): 32,768× ≥ 256×; all 228 CPU samples in the gaps have a frame in sampling code (`_apply_min_p`,
+    ≥ 50 %) — so the finding says the host samples each step's token and gives `step_sync.gpu_sampling` instead
+    of the double-buffer lines; without samples it keeps them (tests/findings/test_step_sync_host_sampling.py)."""
     b = TraceBuilder()
     _cpu_sampling(b)
     rep = _run(b, tmp_path)
@@ -147,9 +143,6 @@ def test_detokenizer_waits_numbers(tmp_path: Path) -> None:
             "none was sampled running during them.") in f["evidence"]
 
 
-@pytest.mark.xfail(strict=True, reason="the waits analysis reads and counts only the samples of the launching "
-                   "thread's own process; a detokenizer / API-server process sampled through every wait is not "
-                   "seen, so the advice reads 'the GPU idles for lack of load' (see docstring for the fix)")
 def test_waits_advice_does_not_blame_load_while_another_process_is_sampled_running(tmp_path: Path) -> None:
     """(trace: :func:`_detokenizer`) During each of the 19 waits in the window the detokenizer process (pid 200) is
     sampled running `detokenize` 10 times (t + 900 … t + 1800 µs inside [t + 860, t + 1900) µs): 190 samples, the
@@ -157,12 +150,12 @@ def test_waits_advice_does_not_blame_load_while_another_process_is_sampled_runni
     working ...: if the thread waits for work from outside ..., the GPU idles for lack of load: batch requests or
     raise the load; else find what releases the waits (..., CPU sampling of the whole process tree)" — the trace
     has that CPU sampling and it shows another process running through every wait: the engine waits for the
-    detokenizer's reply, not for load. Fix I would make: `build_wait_samples` reads the samples of every process in
-    the waits' span (not only the CUDA-calling processes'), `LauncherWaits` gains `other_process_samples`
-    (pid → samples inside the waits, with the process name), the evidence names the processes with ≥ 10 % of them
-    ("`detokenizer` (pid 200) sampled running in 190 of the waits' 190 samples, another process"), and a
-    `wait.other_process` line replaces `wait.unseen` then (the thread likely waits for that process's output:
-    shorten its work per step, or let the engine run the next step while it works)."""
+    detokenizer's reply, not for load. (Was a strict xfail.) Fixed: `build_wait_samples` reads the samples of every
+    process in the waits' span, `LauncherWaits` has `process_samples` / `processes` (pid, name, samples inside the
+    waits), the evidence names a process with ≥ 10 % of the samples inside the waits and ≥ 10 of them
+    ("`detokenizer` (pid 200) sampled running in 190 of the 190 samples taken inside them"), and
+    `wait.other_process` replaces `wait.unseen` (tests/findings/test_waits_other_process.py: the thresholds, no
+    samples, a hostile name)."""
     b = TraceBuilder()
     _detokenizer(b)
     rep = _run(b, tmp_path)

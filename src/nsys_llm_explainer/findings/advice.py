@@ -196,6 +196,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "traced): if the thread waits for work from outside (requests, a queue fed by another process), the GPU "
        "idles for lack of load: batch requests or raise the load; else find what releases the waits (NVTX ranges "
        "on the worker threads, CPU sampling of the whole process tree)."),
+    _a("wait.other_process", "Another process ran on a CPU during these waits (named above: it was sampled running "
+       "then): the launching thread may be waiting for its output — a tokenizer, detokenizer, scheduler or API-server "
+       "process feeding or draining each step. Shorten that process's work per step, or let the engine run the next "
+       "step while it works (asynchronous output processing / scheduling); NVTX ranges in that process show which "
+       "of its work the waits line up with."),
     _a("host_cpu.off_cpu", "The launching thread is off-CPU in these gaps (sampled elsewhere, never inside them): it "
        "sleeps or blocks outside traced calls, so there is no host code here to shorten. If it waits for work "
        "(requests, a queue), the GPU idles for lack of load: batch requests or raise the load; else trace OS calls "
@@ -382,6 +387,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("step_sync.overlap", "Overlap the per-step host work with the GPU: launch step N+1 before reading step N's "
        "results (double-buffer the outputs), copy the results asynchronously into pinned host memory and wait on an "
        "event recorded after that copy, not on a full stream/device synchronize."),
+    _a("step_sync.gpu_sampling", "The host samples each step's next token (evidence above): the next step's input "
+       "is that token, so it cannot be launched before this step's logits are read. Sample on the GPU instead — "
+       "temperature, top-k / top-p / min-p, penalties and a grammar bitmask applied by kernels — and read back only "
+       "the token ids; then the next step can be launched before they are read (one step behind), and the sync per "
+       "step goes with the logits readback."),
     _a("step_sync.overlap.torch", "In PyTorch: `out.to('cpu', non_blocking=True)` into a pinned buffer, "
        "`torch.cuda.Event().record()` after it and `event.synchronize()` only when the values are needed (one step "
        "later), instead of `.item()` / `.cpu()` / `.tolist()` right after the step.", framework=_PT),

@@ -10,12 +10,15 @@ from ..analyses.common.stats import pct
 from ..analyses.steps.sync import MAX_PERIOD_SPREAD, MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.labels import label_shows_tid
-from ..vocabulary.units import fmt_count
+from ..vocabulary.units import fmt_bytes, fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, finding
 
 ADVICE_IDS = ("step_sync.overlap", "step_sync.overlap.torch", "step_sync.vllm", "step_sync.sglang",
               "step_sync.trtllm")
+#: the host samples each step's next token (StepSyncSeries.host_sampling holds): step N+1 needs what the host
+#: computes from step N's results, so "launch step N+1 before reading them" cannot be done until sampling moves
+HOST_SAMPLING_ADVICE_IDS = ("step_sync.gpu_sampling",)
 def _device_totals(ss: StepSyncResult, devices: Optional[AbstractSet[int]] = None
                    ) -> Dict[int, Tuple[int, int, int, StepSyncSeries]]:
     """Per device with a holding series (among ``devices``; None: all): (Σ exposed ns, Σ overlappable ns, largest
@@ -47,7 +50,9 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
     return finding(
         "step_sync", severity="high" if share >= HIGH_SHARE else "medium",
         title=_title(s, share, totals[dev][1], stake, dev if len(totals) > 1 else None),
-        evidence=_evidence(s, ss, dev), advice=ADVICE_IDS, facts=facts, time_at_stake_ns=stake, checks=checks,
+        evidence=_evidence(s, ss, dev),
+        advice=HOST_SAMPLING_ADVICE_IDS if s.host_sampling is not None and s.host_sampling.holds else ADVICE_IDS,
+        facts=facts, time_at_stake_ns=stake, checks=checks,
         device_id=dev, cause=("step_sync", s.api))
 
 
@@ -93,4 +98,16 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
             f"{s.exposed_pct_of_idle:.1f} % of its idle{causes}). Done while the GPU runs the next step, "
             f"{dur(s.overlap_ns)} of it ({s.overlap_pct_of_window:.1f} % of the window) would be hidden: per step "
             "the host work up to the time the host then waits for the GPU anyway; longer host work keeps the loop "
-            "host-bound and stays with the host findings."]
+            "host-bound and stays with the host findings."] + _sampling(s)
+
+
+def _sampling(s: StepSyncSeries) -> List[str]:
+    """The evidence that the host samples each step's next token (only when StepSyncSeries.host_sampling holds)."""
+    h = s.host_sampling
+    if h is None or not h.holds or not h.samples:
+        return []
+    return [f"On {h.steps} of its {h.of_steps} steps the thread reads back {fmt_bytes(h.read_bytes)} (p50) before "
+            f"the sync and sends {fmt_bytes(h.sent_bytes)} (p50) to the GPU before its next launch, and "
+            f"{100 * h.sampler_samples / h.samples:.0f} % of its {h.samples:,} CPU samples in the gaps are in "
+            f"sampling code ({code_name(h.sampler_frame)}): the host picks each next token from the step's "
+            "logits, so the next step needs what the host computes from this one's results."]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..analyses.common.stats import pct
-from ..analyses.threads.waits import LauncherWaits, OverlapRow, WaitsResult
+from ..analyses.threads.waits import LauncherWaits, OtherProcess, OverlapRow, WaitsResult
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.os_calls import is_wait
@@ -21,6 +21,12 @@ SHOWN_THREADS = 3
 DOING_PCT = 25.0
 #: the finding says its call waits "inside" an NVTX range when that range holds at least this % of the call's waits
 CONTEXT_PCT = 50.0
+#: another process is named (and `wait.other_process` given) when it holds at least this % of the CPU samples taken
+#: inside the waits (every thread's but the launching thread's) ...
+SHOWN_PROCESS_PCT = 10.0
+#: ... and at least this many of them: a stray wake-up or two is not a process running through the waits (10 samples
+#: ≈ 10 ms on a CPU at nsys's default 1 kHz sampling)
+MIN_PROCESS_SAMPLES = 10
 
 
 @dataclass(frozen=True)
@@ -127,5 +133,29 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     elif w.samples_in_waits == 0 and not shown:
         ev.append("No CPU sample of another thread of its process falls inside these waits (the trace has CPU "
                   "samples): none was sampled running during them.")
+    procs = ran_elsewhere(w)
+    n_all = w.sampled_elsewhere()
+    if procs:
+        ev.append("CPU samples of other processes taken during these waits: " + "; ".join(
+            f"{code_name(p.process or 'process')} (pid {p.pid}) sampled running in {p.sampled:,} of the {n_all:,} "
+            "samples taken inside them" for p in procs)
+            + " (every thread's but the launching thread's).")
+    elif w.process_samples:
+        k = len(w.processes or ())
+        ev.append(f"CPU samples of other processes taken during these waits: {w.process_samples:,} samples of "
+                  f"{k} process{'es' if k != 1 else ''}, none with {SHOWN_PROCESS_PCT:g} % of the {n_all:,} samples "
+                  f"taken inside them and {MIN_PROCESS_SAMPLES} samples.")
     named = [t.gtid for t in shown] + [t.gtid for t in ran if t.gtid not in {s.gtid for s in shown}]
-    return WaitStory(context, tuple(ev), _advice(w, named, n_s > 0))
+    advice = _advice(w, named, n_s > 0)
+    if procs:   # another process ran through the waits: not "no one is seen working" (lack of load)
+        advice = tuple(a for a in advice if a != "wait.unseen") + ("wait.other_process",)
+    return WaitStory(context, tuple(ev), advice)
+
+
+def ran_elsewhere(w: LauncherWaits) -> List[OtherProcess]:
+    """The other processes sampled running through the launching thread's waits: ≥ :data:`SHOWN_PROCESS_PCT` % of
+    the samples inside them (every thread's but the launching thread's) and ≥ :data:`MIN_PROCESS_SAMPLES` (up to
+    :data:`SHOWN_THREADS`, most samples first)."""
+    n_all = w.sampled_elsewhere()
+    return [p for p in (w.processes or ()) if p.sampled >= MIN_PROCESS_SAMPLES
+            and pct(p.sampled, n_all) >= SHOWN_PROCESS_PCT][:SHOWN_THREADS]

@@ -21,7 +21,7 @@ from ..vocabulary.os_calls import waits_of
 from .intervals import points_inside, union_blocks
 from .names import distinct_small, missing_name
 from .timeline import few_distinct
-from .trace import OsCalls, pid_of
+from .trace import OsCalls
 
 #: module groups (key, label shown in reports); the rules are :func:`frame_group`'s regexes below, in words in
 #: docs/MODEL.md, "Module groups".
@@ -216,11 +216,12 @@ class SampleTimes:
 
 def build_wait_samples(conn: TraceConnection, schema: Schema, api_gtid: Optional[np.ndarray],
                        osrt: Optional[OsCalls], lo: Optional[int], hi: Optional[int]) -> Optional[SampleTimes]:
-    """Time and thread of the samples of every thread of the CUDA-calling processes (the processes of
-    ``api_gtid``) taken in ``[lo, hi]`` inside the union of the CUDA-calling threads' waiting OS calls (the waits
-    analysis then keeps those inside one launching thread's waits). ``None`` when the export has no samples table;
-    no read when the table is empty or no CUDA-calling thread waits in an OS call. Memory: two int64 per sample of
-    those processes in the waits' span while reading, per sample inside the waits after."""
+    """Time and thread of the samples of every thread of every process (the CUDA-calling ones and the others: a
+    tokenizer, detokenizer or scheduler process the launcher may wait for) taken in ``[lo, hi]`` inside the union of
+    the CUDA-calling threads' (``api_gtid``) waiting OS calls (the waits analysis then keeps those inside one
+    launching thread's waits). ``None`` when the export has no samples table; no read when the table is empty or no
+    CUDA-calling thread waits in an OS call. Memory: two int64 per sample in the waits' span while reading, per
+    sample inside the waits after."""
     if not all(schema.has(FS.EVENTS, c) for c in ("start", "globalTid")):
         return None
     total = FS.count_samples(conn, schema)
@@ -237,8 +238,7 @@ def build_wait_samples(conn: TraceConnection, schema: Schema, api_gtid: Optional
     w = union_blocks(o_s[rows], o_e[rows])       # rows sorted by start (OsCalls are)
     a = int(w.start[0]) if lo is None else max(int(w.start[0]), int(lo))
     b = int(w.end[-1]) if hi is None else min(int(w.end[-1]), int(hi) + 1)
-    pids = [int(p) for p in few_distinct(pid_of(threads).astype(np.int64)).tolist() if int(p) >= 0]
-    got = FS.fetch_sample_times(conn, schema, pids, a, b)
+    got = FS.fetch_sample_times(conn, schema, None, a, b)
     if got is None:
         return SampleTimes(e, e, total)
     start, gtid = got["start"], got["gtid"]

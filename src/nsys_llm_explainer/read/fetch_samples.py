@@ -75,19 +75,20 @@ def fetch_samples(conn: TraceConnection, schema: Schema, threads: Sequence[int],
         return _fetch_ints(conn, sql.format(guard="typeof(e.id) = 'integer' AND typeof(e.start) = 'integer'"), names)
 
 
-def fetch_sample_times(conn: TraceConnection, schema: Schema, pids: Sequence[int], lo: int, hi: int
+def fetch_sample_times(conn: TraceConnection, schema: Schema, pids: Optional[Sequence[int]], lo: int, hi: int
                        ) -> Optional[Columns]:
-    """``start`` and ``gtid`` of every sample of the threads of processes ``pids`` taken in ``[lo, hi)``: no frame
-    is read (the waits analysis counts who ran, not what). The process of a sample is decoded from its serialized
-    globalTid (bits 24-47, like :func:`model.trace.pid_of`). ``None`` when ``COMPOSITE_EVENTS`` lacks those columns.
-    What is read and why: docs/MODEL.md, "CPU samples during the waits"."""
+    """``start`` and ``gtid`` of every sample of the threads of processes ``pids`` (None: of every process) taken
+    in ``[lo, hi)``: no frame is read (the waits analysis counts who ran, not what). The process of a sample is
+    decoded from its serialized globalTid (bits 24-47, like :func:`model.trace.pid_of`). ``None`` when
+    ``COMPOSITE_EVENTS`` lacks those columns. What is read and why: docs/MODEL.md, "CPU samples during the waits"."""
     names = ["start", "gtid"]
     if not all(schema.has(EVENTS, c) for c in ("start", "globalTid")):
         return None
-    if not pids or hi <= lo:
+    if (pids is not None and not pids) or hi <= lo:
         return {k: np.empty(0, np.int64) for k in names}
+    of_pids = "" if pids is None else f'AND ((e.globalTid >> 24) & {0xFFFFFF}) IN ({_ints(pids)}) '
     sql = (f'SELECT e.start, e.globalTid FROM "{EVENTS}" e WHERE e.start >= {int(lo)} AND e.start < {int(hi)} '
-           f'AND ((e.globalTid >> 24) & {0xFFFFFF}) IN ({_ints(pids)}) AND {{guard}}')
+           f'{of_pids}AND {{guard}}')
     try:
         return _fetch_ints(conn, sql.format(guard="1"), names)
     except ValueTypeError:   # the samples with a non-integer value left out, and stated

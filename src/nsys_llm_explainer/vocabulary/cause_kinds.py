@@ -89,7 +89,8 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
     CauseKind("osrt", "host_os", "the launching thread was inside this OS runtime call (one that waits: also "
               "inside an NVTX range)",
               "GPU idle with the host in an OS call", "#00695c", host_side=True,
-              advice=("osrt.find", "osrt.samples", "wait.io", "wait.copies", "wait.cpu", "wait.calls", "wait.unseen"),
+              advice=("osrt.find", "osrt.samples", "wait.io", "wait.copies", "wait.cpu", "wait.calls", "wait.unseen",
+                      "wait.other_process"),
               title="The launching thread is in {what} (OS runtime) while the GPU idles ({share:.1f} % of the "
                     "window)",
               title_many="The launching thread is in OS calls while the GPU idles ({share:.1f} % of the window)",

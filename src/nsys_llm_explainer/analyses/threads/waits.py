@@ -73,6 +73,18 @@ class OtherThread:
 
 
 @dataclass(frozen=True)
+class OtherProcess:
+    """Another process during the waits: ``sampled`` = its CPU samples (any of its threads) taken inside the waits
+    — it ran on a CPU then; ``pct_of_samples`` = sampled / (every sample inside the waits but the launching
+    thread's) × 100; ``process``: its name (PROCESSES; else its main thread's name; "" none)."""
+
+    pid: int
+    process: str
+    sampled: int
+    pct_of_samples: float
+
+
+@dataclass(frozen=True)
 class OverlapRow:
     """What another thread was in during the waits: ``what`` ``nvtx`` (range), ``osrt`` (OS call; ``os_class``
     ``wait``/``file_io``/``other``) or ``cuda`` (API call; ``os_class`` ``wait`` for a synchronize call, which waits
@@ -113,6 +125,15 @@ class LauncherWaits:
     #: the other threads that launched ≥ MIN_LAUNCH_PCT % of the window's kernel time on one of its devices
     #: (0: it is the launching thread of its devices)
     co_launchers: int = 0
+    #: CPU samples of the other processes' threads taken inside the waits (None: the trace has no CPU samples)
+    process_samples: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: those processes, most samples first (the TOP_ROWS largest; None: the trace has no CPU samples)
+    processes: Optional[Tuple[OtherProcess, ...]] = field(default=None, metadata=NONE_OMITTED)
+
+    def sampled_elsewhere(self) -> int:
+        """Every CPU sample taken inside the waits but the launching thread's: its process's other threads' and
+        the other processes' (0: none, or the trace has no CPU samples)."""
+        return (self.samples_in_waits or 0) + (self.process_samples or 0)
 
     def shared_with(self) -> str:
         """Words for a thread that is not *the* launching thread of its devices ("" when it is): the number of
@@ -246,13 +267,16 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
     pid = int(pid_of(np.array([g], np.int64))[0])
     sampled = _sampled(model, g, pid, w)
     others = _others(model, g, pid, w, wait_ns, w0, w1, labels, sampled)
+    procs = _processes(model, pid, w, 0 if sampled is None else sum(sampled.values()))
     return LauncherWaits(
         gtid=g, pid=pid, tid=int(tid_of(np.array([g], np.int64))[0]), thread=labels.get(g, ""),
         devices=tuple(sorted(devs)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
         gpu_idle_ns=sum(d.wait_ns_by_thread.get(g, 0) for d in causes.devices) if causes and causes.available else 0,
         calls=tuple(calls),
         contexts=_contexts(tree, names_nv, g, o_s, o_e, wait_ns),
-        threads=others[0], rows=others[1], samples_in_waits=None if sampled is None else sum(sampled.values()))
+        threads=others[0], rows=others[1], samples_in_waits=None if sampled is None else sum(sampled.values()),
+        process_samples=None if procs is None else sum(p.sampled for p in procs[1]),
+        processes=None if procs is None else procs[1][:TOP_ROWS])
 
 
 def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: np.ndarray, e: np.ndarray,
@@ -290,6 +314,33 @@ def _sampled(model: TraceModel, g: int, pid: int, w: IntervalUnion) -> Optional[
     m = (pid_of(s.gtid) == pid) & (s.gtid != g) & points_inside(w, s.start)
     gt, inv = distinct_small(s.gtid[m])
     return dict(zip(gt.tolist(), np.bincount(inv, minlength=gt.shape[0]).tolist()))
+
+
+def _processes(model: TraceModel, pid: int, w: IntervalUnion, own: int
+               ) -> Optional[Tuple[int, Tuple[OtherProcess, ...]]]:
+    """(samples, processes): the CPU samples inside the waits ``w`` of the threads of every process but ``pid``,
+    counted per process (most first, then pid); ``own``: the samples of ``pid``'s other threads inside ``w`` (the
+    rest of the shares' denominator). None: the trace has no CPU samples."""
+    s = model.wait_samples
+    if s is None or s.total == 0:
+        return None
+    if len(s) == 0 or len(w) == 0:
+        return 0, ()
+    p = pid_of(s.gtid).astype(np.int64)
+    m = (p != pid) & points_inside(w, s.start)
+    pids, inv = distinct_small(p[m])
+    cnt = np.bincount(inv, minlength=pids.shape[0])
+    total = int(cnt.sum())
+    names = dict(model.info.process_names)
+    if any(not names.get(q) for q in pids.tolist()) and model.thread_names:   # else its main thread's (tid = pid)
+        tg = np.fromiter(model.thread_names, np.int64, len(model.thread_names))
+        tp = pid_of(tg)
+        for t in tg[(tp == tid_of(tg)) & np.isin(tp, pids)].tolist():
+            q = int(pid_of(np.array([t], np.int64))[0])
+            names[q] = names.get(q) or model.thread_names.get(t) or ""
+    rows = sorted((OtherProcess(q, names.get(q) or "", int(c), pct(int(c), own + total))
+                   for q, c in zip(pids.tolist(), cnt.tolist())), key=lambda r: (-r.sampled, r.pid))
+    return total, tuple(rows)
 
 
 def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int, w0: int, w1: int,

@@ -485,6 +485,10 @@ class DeviceCauses:
     #   per copy cause: the ns whose shadow is `unknown` (no host thread: whether a kernel waited is not known)
     after_sync_short: Dict[Tuple[str, str], int] = field(default_factory=dict)
     #   the part of ``short_causes`` after a drain of the gap's thread (MODEL.md "After a drain")
+    lead: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    #   the part of ``causes`` in the gap starting at the window's start (MODEL.md "Start-up and shutdown gaps")
+    trail: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    #   the part in the gap ending at the window's end (unless it also starts at the window's start)
 
     def kind_ns(self) -> Dict[str, int]:
         out: Dict[str, int] = defaultdict(int)
@@ -548,6 +552,8 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         copy_waiting: Dict[Tuple[str, str], int] = defaultdict(int)
         copy_unknown: Dict[Tuple[str, str], int] = defaultdict(int)
         after_short: Dict[Tuple[str, str], int] = defaultdict(int)
+        lead: Dict[Tuple[str, str], int] = defaultdict(int)
+        trail: Dict[Tuple[str, str], int] = defaultdict(int)
         how = Counter()
         segs: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = []
         for a, b in tl.gaps:
@@ -586,6 +592,10 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
             for p, q in zip(pts, pts[1:]):
                 cause = _classify_at(tr, p, tid, queued_t, cps, apis, nvtx, osrt)
                 causes[cause] += q - p
+                if a == w0:
+                    lead[cause] += q - p
+                elif b == w1:
+                    trail[cause] += q - p
                 if cause[0] == "copy":
                     shadow = _classify_at(tr, p, tid, queued_t, [], apis, nvtx, osrt)
                     if shadow[0] in WAITING_SHADOWS or (shadow[0] == "osrt" and is_wait(shadow[1])):
@@ -603,7 +613,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
                 gap_counts[c] += 1
         out[d] = DeviceCauses(d, tl.window_ns, tl.busy_ns, tl.idle_ns, dict(causes), dict(gap_counts),
                               dict(short_causes), how, segs, dict(copy_waiting),
-                              dict(copy_unknown), dict(after_short))
+                              dict(copy_unknown), dict(after_short), dict(lead), dict(trail))
     return out
 
 
@@ -715,6 +725,28 @@ def cause_pct_of_window(causes: Dict[int, DeviceCauses], kind: str, detail: Opti
     w = sum(c.window_ns for c in sel)
     ns = sum(v for c in sel for (k, dt), v in c.causes.items() if k == kind and (detail is None or dt == detail))
     return 100.0 * ns / w if w else 0.0
+
+
+def once_ns(causes: Dict[int, DeviceCauses], kind: str, device_id: int, at_start: bool, at_end: bool) -> int:
+    """A device's idle ns of ``kind`` paid once per run: in its leading gap when the window starts at the capture's
+    start (``at_start``), in its trailing gap when it ends at the capture's end (``at_end``); FINDINGS.md, "Start-up
+    and shutdown"."""
+    c = causes[device_id]
+    return sum(v for (k, _d), v in c.lead.items() if k == kind) * at_start + \
+        sum(v for (k, _d), v in c.trail.items() if k == kind) * at_end
+
+
+def startup_pct_of_cause(causes: Dict[int, DeviceCauses], kind: str, device_id: int, at_start: bool,
+                         at_end: bool) -> float:
+    ns = causes[device_id].kind_ns().get(kind, 0)
+    return 100.0 * once_ns(causes, kind, device_id, at_start, at_end) / ns if ns else 0.0
+
+
+def loop_pct_of_window(causes: Dict[int, DeviceCauses], kind: str, device_id: int, at_start: bool,
+                       at_end: bool) -> float:
+    c = causes[device_id]
+    ns = c.kind_ns().get(kind, 0) - once_ns(causes, kind, device_id, at_start, at_end)
+    return 100.0 * ns / c.window_ns if c.window_ns else 0.0
 
 
 def idle_pct_change(full: Dict[int, DeviceTimeline], steady: Dict[int, DeviceTimeline]) -> float:

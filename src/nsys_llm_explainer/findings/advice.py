@@ -140,6 +140,18 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "`.to(device, non_blocking=True)`.", framework=_PT, host_copies_pageable=(True,)),
     _a("alloc.pool", "Allocate once outside the loop or use a caching / stream-ordered allocator (`cudaMallocAsync` "
        "with a pool); `cudaFree` synchronizes the device."),
+    _a("startup.once", "This runs once, before the GPU's first kernel or after its last (start-up / shutdown: "
+       "initialization, registering or loading buffers, tear-down), not in every step: leave it out of a "
+       "steady-state capture (`nsys profile --delay=SECONDS`, or `--capture-range=cudaProfilerApi` with "
+       "`cudaProfilerStart()` after start-up and `cudaProfilerStop()` before shutdown), or count it as a fixed cost "
+       "per run; shorten it only if start-up time matters."),
+    _a("alloc.autotune", "These allocations are the workspaces of the algorithms the autotuner tries, once per new "
+       "input shape: a one-time cost. Leave the autotuning pass out of a steady-state capture "
+       "(`--capture-range=cudaProfilerApi` after the first steps), and keep input shapes fixed (pad or bucket them) "
+       "so that it does not run again."),
+    _a("alloc.autotune.tf", "TensorFlow: `TF_CUDNN_USE_AUTOTUNE=0` skips cuDNN's autotuning, at the cost of "
+       "running cuDNN's heuristic choice of algorithm instead of the fastest one measured.",
+       framework=("tensorflow",)),
     _a("module_load.exclude", "This is paid once per process (lazy module loading, JIT): leave it out of the "
        "steady-state capture (`--capture-range=cudaProfilerApi` after warm-up) rather than optimizing it."),
     _a("launch.graphs", "Cut the number of launches per step with CUDA graphs and kernel fusion, or give each "

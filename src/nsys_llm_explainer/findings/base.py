@@ -35,6 +35,8 @@ METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "ke
            "comm_nonoverlap_pct", "comm_exposed_pct",
            "launch_rate_per_s", "trait_share_pct", "kernel_p50_ns", "host_overhead_pct", "busy_ns",
            "claimed_pct_of_window", "um_overlap_pct_of_kernel_time", "copy_waiting_pct", "copy_waiting_unknown_pct",
+           # start-up / shutdown idle and autotuning allocations (findings/idle.py)
+           "startup_pct_of_cause", "loop_pct_of_window", "autotune_trial_pct",
            # per-step synchronization (findings/step_sync.py)
            "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
            # a copy path sets the pace (findings/copy_path.py)

@@ -13,7 +13,7 @@ from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
-from ..analyses.kernels.traits import KernelTraitsResult
+from ..analyses.kernels.traits import AutotunePass, KernelTraitsResult
 from ..analyses.memory.copy_engines import CopyEnginesResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.threads.waits import WaitsResult
@@ -35,6 +35,12 @@ HOST_OVERHEAD = "host_overhead"   # the launch-bound finding's cause (vocabulary
 assert HOST_OVERHEAD in COMPOSITE_CAUSES
 HOST_KINDS = ("launch", "host_cpu")   # the launch overhead the launch-bound composite may claim
 GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the window: allocator growth
+#: a kind's idle with at least this share of its device's ns in the start-up / shutdown gaps (and the rest under
+#: MEDIUM_SHARE of the window) is one-time work, not loop work (docs/FINDINGS.md, "Start-up and shutdown")
+STARTUP_MIN_SHARE = 50.0
+#: alloc idle that ends within an autotuning pass whose trials hold at least this share of its kernel time is
+#: autotuning's, not the loop's (docs/FINDINGS.md, "Autotuning allocations")
+AUTOTUNE_MIN_TRIAL_PCT = 50.0
 LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
@@ -239,13 +245,34 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         checks += wait_checks   # the title's "keep the kernels waiting", "before the next kernel …" or "not known"
         category = KIND[kind].category
         growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
-        if growth:
+        once = _once(by_dev[dev], kind, window) if not KIND[kind].one_time else (0, 0)   # module_load says so
+        kind_ns = by_dev[dev].ns_of(kind)
+        once_pct = 100.0 * sum(once) / kind_ns if kind_ns else 0.0
+        loop_pct = 100.0 * (kind_ns - sum(once)) / win[dev]
+        startup = not growth and once_pct >= STARTUP_MIN_SHARE and loop_pct < MEDIUM_SHARE
+        if startup or 100.0 * sum(once) / win[dev] >= MEDIUM_SHARE:
+            ev.append(_once_line(once, kind_ns, loop_pct, dev, startup))
+        if startup:
+            checks += (Check("startup_pct_of_cause", once_pct, ">=", STARTUP_MIN_SHARE, sc),
+                       Check("loop_pct_of_window", loop_pct, "<", MEDIUM_SHARE, sc))
+        tuned = _autotune_passes(idle_causes, traits, set(devs)) \
+            if kind == "alloc" and not growth and not startup else None
+        if tuned:
+            ev.extend(_autotune_line(p, window.full_start_ns) for p in tuned)
+            checks += tuple(Check("autotune_trial_pct", 100.0 * p.trial_ns / p.kernel_ns, ">=", AUTOTUNE_MIN_TRIAL_PCT,
+                                  Scope(device_id=p.device_id, trait="autotune")) for p in tuned)
+        if growth or startup or tuned:
             category, sev = "one_time", "low"
+        named_ns = min(sum(devs[dev].values()) - edge_ns[dev], devs[dev].get(top[0][0], 0))   # as _title's
         if kind == "copy" and "(pageable)" in top[0][0]:
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
         ids = _kernel_lines(ids, traits)
+        if startup:
+            ids = ["startup.once"]
+        elif tuned:
+            ids = ["alloc.autotune", "alloc.autotune.tf"]
         api_calls = cuda_api.call_count if cuda_api is not None and cuda_api.available else 0
         if api_calls > 0 and "unknown.trace_cuda" in ids and kind == "copy":   # a copy finding's "not known" title
             ids = [("unknown.unlinked" if i == "unknown.trace_cuda" else i) for i in ids]   # the links are missing
@@ -262,10 +289,15 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=(f"Allocator growth at the start of the window: {code_name(what)} holds "
                                f"{main_quoted:.1f} % of it (a one-time cost)" if growth
+                               else _once_title(kind, top[0][0], once, main_quoted, named_ns) if startup else
+                               f"Autotuning allocations, not the loop: {code_name(what)} holds {main_quoted:.1f} % of "
+                               f"the window ({dur(named_ns)}), all during the autotuning trials; no allocation idles "
+                               "the GPU after them" if tuned
                                else _title(txt, what, quoted, main_quoted, sum(devs[dev].values()) - edge_ns[dev],
                                            story, devs[dev].get(top[0][0], 0))),
             evidence=ev, advice=ids, facts=kind_facts, time_at_stake_ns=total,
-            checks=checks, device_id=dev, cause=(kind, top[0][0]), about_capture=KIND[kind].low_only or growth))
+            checks=checks, device_id=dev, cause=(kind, top[0][0]),
+            about_capture=KIND[kind].low_only or growth or startup or bool(tuned)))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)
@@ -374,6 +406,66 @@ def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool
                     c.last_ns > t.window_start_ns + GROWTH_WINDOW_SHARE * t.window_ns:
                 return False
     return True
+
+
+def _once(d: DeviceCauses, kind: str, window: WindowResult) -> Tuple[int, int]:
+    """(start-up ns, shutdown ns) of ``kind`` on device ``d``: its ns in the device's leading gap when the window
+    starts at the capture's start, in its trailing gap when it ends at the capture's end (else 0): idle before the
+    device's first kernel or after its last in the capture, paid once per run."""
+    lead = sum(c.lead_gap_ns for c in d.causes if c.kind == kind) if window.start_ns <= window.full_start_ns else 0
+    trail = sum(c.trail_gap_ns for c in d.causes if c.kind == kind) if window.end_ns >= window.full_end_ns else 0
+    return lead, trail
+
+
+def _where_once(once: Tuple[int, int]) -> str:
+    return ("before the GPU's first kernel and after its last" if once[0] and once[1] else
+            "before the GPU's first kernel" if once[0] else "after the GPU's last kernel")
+
+
+def _once_line(once: Tuple[int, int], kind_ns: int, loop_pct: float, dev: int, startup: bool) -> str:
+    """The evidence line of the start-up / shutdown part of a kind's idle on ``dev`` (``kind_ns``: all of it)."""
+    n = sum(once)
+    head = (f"{dur(n)} of it on device {dev} ({100.0 * n / kind_ns:.1f} %) lies {_where_once(once)} "
+            "(start-up / shutdown: once per run, not in every step)")
+    if startup:
+        return head + f"; the rest, between kernels, is {loop_pct:.1f} % of the window."
+    return head + (f"; the other {loop_pct:.1f} % of the window lies between kernels, in the loop: this finding is "
+                   "about both.")
+
+
+def _once_title(kind: str, detail: str, once: Tuple[int, int], main_share: float, ns: int) -> str:
+    """The start-up / shutdown title, named after the side holding more of the kind's once-per-run ns."""
+    lead = once[0] >= once[1]
+    what = f" ({code_name(detail)})" if detail else ""
+    return (f"{'Start-up' if lead else 'Shutdown'}, not the loop: {KIND[kind].idle_text}{what} "
+            f"{_where_once((1, 0) if lead else (0, 1))}, {main_share:.1f} % of the window ({dur(ns)}, once)")
+
+
+def _autotune_passes(causes: IdleCausesResult, traits: KernelTraitsResult,
+                     devices: AbstractSet[int]) -> Tuple[AutotunePass, ...]:
+    """The autotuning passes of ``devices`` when every one of them holds an autotuning pass whose ``autotune`` trials
+    hold ≥ :data:`AUTOTUNE_MIN_TRIAL_PCT` of its kernel time and every gap of the device holding ``alloc`` idle ends
+    by the pass's end (the first kernel after its last trial; kernels follow it); else ()."""
+    passes = {p.device_id: p for p in traits.autotune_passes}
+    out = []
+    for d in causes.devices:
+        if d.device_id not in devices:
+            continue
+        p = passes.get(d.device_id)
+        if p is None or not p.kernel_ns or 100.0 * p.trial_ns / p.kernel_ns < AUTOTUNE_MIN_TRIAL_PCT or \
+                any(c.kind == "alloc" and c.last_ns > p.until_ns for c in d.causes):
+            return ()
+        out.append(p)
+    return tuple(out)
+
+
+def _autotune_line(p: AutotunePass, t0: int) -> str:
+    return (f"Device {p.device_id} runs autotuning trials (kernel trait `autotune`: {code_name('redzone_checker')}, "
+            f"FFT trials) until {dur(p.until_ns - t0)} from trace start, where the first kernel after its last trial "
+            f"starts: they hold {100.0 * p.trial_ns / p.kernel_ns:.1f} % of its {dur(p.kernel_ns)} of kernel time "
+            f"up to then; every idle gap with an allocation ends by then, and none idles the GPU among the "
+            f"{fmt_count(p.after_count, 'kernel')} after it (one-time workspace for the algorithms tried, not "
+            "allocation in the loop).")
 
 
 def _short_piece_share(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:

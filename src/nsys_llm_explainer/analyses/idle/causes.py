@@ -293,6 +293,8 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
     short = glen < LONG_GAP_NS
     tiny = glen < TINY_GAP_NS
     del glen
+    lead = gs[pg] == tl.w0                             # the gap before the device's first busy activity
+    trail = (ge[pg] == tl.w1) & ~lead                  # the gap after its last one
     for j, cause_code in enumerate(ukey.tolist()):
         a, b = int(first_pair[j]), int(last_pair[j])
         sl = slice(a, b)
@@ -306,7 +308,8 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
                                 copy_wait.get(cause_code % D, 0) if k == "copy" else None,
                                 copy_unknown.get(cause_code % D) or None if k == "copy" else None,
                                 int(after_short[cause_code]) or None,
-                                int(pns[sl][pns[sl] < TINY_GAP_NS].sum())))
+                                int(pns[sl][pns[sl] < TINY_GAP_NS].sum()),
+                                int(pns[sl][lead[sl]].sum()), int(pns[sl][trail[sl]].sum())))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     if one_per_gap:
         code = np.full(len(gs), -1, np.int64)

@@ -49,6 +49,12 @@ class IdleCause:
     #: part of ``ns`` in the gaps where this cause holds under 10 µs (a few µs of ``queued`` after each launch is
     #: launch latency; hundreds of µs of it in a gap is work held back); per device only, not in report.json
     short_piece_ns: int = field(default=0, metadata=NOT_IN_JSON)
+    #: part of ``ns`` in the device's leading gap (from the window's start to its first busy activity) and in its
+    #: trailing gap (from its last busy activity to the window's end; a gap that is both counts as leading): once per
+    #: capture when the window holds the capture's start / end (docs/MODEL.md, "Start-up and shutdown gaps"); per
+    #: device only, not in report.json
+    lead_gap_ns: int = field(default=0, metadata=NOT_IN_JSON)
+    trail_gap_ns: int = field(default=0, metadata=NOT_IN_JSON)
 
 
 @dataclass(frozen=True)

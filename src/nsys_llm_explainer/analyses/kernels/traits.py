@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...config.patterns import for_matching, match_text
-from ...jsonable import FieldsJson
+from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.names import short
 from ...model.trace import TraceModel
 from ...vocabulary.code_spans import code_name
@@ -184,6 +184,20 @@ class TraitHit(FieldsJson):
 
 
 @dataclass(frozen=True)
+class AutotunePass:
+    """A device's autotuning pass in the window (docs/FINDINGS.md, "Autotuning allocations"): its kernels up to
+    ``until_ns``, the start of the first kernel that is not an ``autotune`` trial and starts after the device's last
+    trial ends; ``trial_ns`` / ``kernel_ns``: Σ duration of its trials / of all its kernels that start before
+    ``until_ns``; ``after_count``: its kernels from ``until_ns`` on (the warm work after the pass)."""
+
+    device_id: int
+    until_ns: int
+    trial_ns: int
+    kernel_ns: int
+    after_count: int
+
+
+@dataclass(frozen=True)
 class KernelTraitsResult(FieldsJson):
     """Traits of the window's kernels, the workload kind and the software stack (the GPUs' capabilities are
     facts: :mod:`facts`)."""
@@ -198,6 +212,9 @@ class KernelTraitsResult(FieldsJson):
     stack: str
     stack_evidence: Tuple[str, ...]
     graph_node_kernels: int = 0        # of ``kernel_count``: kernels that ran as CUDA-graph nodes (node-level tracing)
+    #: per device with ``autotune`` trials followed by other kernels in the window, its autotuning pass (not in
+    #: report.json)
+    autotune_passes: Tuple[AutotunePass, ...] = field(default=(), metadata=NOT_IN_JSON)
 
 
 def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), process_names: Sequence[str] = (),
@@ -401,6 +418,33 @@ def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
     if sk is None or len(sk) == 0 or steady_kernel_stats is None:
         empty = np.empty(0, np.int64)
         return analyze_kernel_traits(k.names if k is not None else [], empty, empty, nv, threads, procs)
-    return replace(analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs,
-                                         steady_kernel_stats.by("name"), optimizer_steps),
-                   graph_node_kernels=int((np.asarray(sk.graph_node) == 1).sum()))
+    res = analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs, steady_kernel_stats.by("name"),
+                                optimizer_steps)
+    passes = autotune_passes(sk.names, sk.name_idx, sk.device, sk.start, sk.end) if "autotune" in res.traits else ()
+    return replace(res, graph_node_kernels=int((np.asarray(sk.graph_node) == 1).sum()), autotune_passes=passes)
+
+
+def autotune_passes(names: Sequence[str], name_idx: np.ndarray, device: np.ndarray, start: np.ndarray,
+                    end: np.ndarray) -> Tuple[AutotunePass, ...]:
+    """Per device, the autotuning pass (:class:`AutotunePass`) of the kernels ``names[name_idx]`` (rows sorted by
+    ``start``), for the devices whose last ``autotune`` trial is followed by another kernel."""
+    text = for_matching([str(n or "") for n in names])
+    redzone = np.array([bool(_RX["redzone"].search(t)) for t in text], bool)
+    fft = np.array([bool(_RX["fft_trial"].search(t)) for t in text], bool)
+    trial_name = redzone | fft if redzone.any() else np.zeros(len(names), bool)   # the `autotune` trait's rule
+    name_idx = np.asarray(name_idx, np.int64)
+    trial = trial_name[name_idx]
+    out: List[AutotunePass] = []
+    device, start, end = np.asarray(device), np.asarray(start, np.int64), np.asarray(end, np.int64)
+    for dev in np.unique(device[trial]).tolist():
+        on = device == dev
+        last = int(end[on & trial].max())
+        after = np.flatnonzero(on & ~trial & (start >= last))
+        if after.shape[0] == 0:
+            continue
+        until = int(start[after[0]])
+        before = on & (start < until)
+        dur = end - start
+        out.append(AutotunePass(int(dev), until, int(dur[before & trial].sum()), int(dur[before].sum()),
+                                int((on & (start >= until)).sum())))
+    return tuple(out)

@@ -57,9 +57,6 @@ def _iterations(tmp_path: Path, n: int, *, decode_steps: int = 100, sampler: boo
     return _run(b, tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="the auto window compares the leading part with the whole kept window, which "
-                   "holds the dense training phases the leading part lacks: a periodic RL job's first generation + "
-                   "reward phases are cut as warm-up")
 def test_identical_rl_iterations_have_no_warm_up(tmp_path: Path) -> None:
     """Two identical RL iterations (:func:`_rl`, 100 decode steps, 300 ms reward). A decode step holds 500 µs of
     kernels; a training phase 3 × (6,000 + 10,800 + 2,000) = 56.4 ms of kernels in 3 × 19.31 = 57.93 ms. Iteration 1:
@@ -73,10 +70,10 @@ def test_identical_rl_iterations_have_no_warm_up(tmp_path: Path) -> None:
     [557.92, 1,115.85) ms, is 106.4 / 557.93 = 19.07 % busy, whose half (9.54 %) the leading part exceeds. Nothing
     may be trimmed at the start and no warm-up sentence made.
 
-    Fix I would make (analyses/trace/window.py, rule 5b): a side is warm-up only when it is under half as busy as
-    the part beyond the candidate on the other side as well as the kept window (keep the lead when its busy
-    fraction ≥ ½ × that of [candidate end, full end) whenever that part spans at least the lead's length): a
-    periodic job whose period is longer than its densest phase puts the same sparse phases on both sides of it."""
+    Fixed by the auto rule's (5c) (docs/FINDINGS.md, "Steady-state window"): the part after the candidate holds
+    106.4 / 212.8 = 50 % > 25 % of the busy time (workload) and is at least as long as the lead, which is at least
+    half as busy as it, so the lead is kept: a periodic job whose period is longer than its densest phase puts the
+    same sparse phases on both sides of it."""
     rep = _iterations(tmp_path, 2)
     w = rep["window"]
     assert w["warmup_ns"] == 0, w["reason"]

@@ -170,6 +170,12 @@ def _sparse_edges(frac: np.ndarray, busy: np.ndarray, b0: int, b1: int, total: i
     return b0, b1
 
 
+def _other_side(name: str, busy: float, share: float) -> str:
+    """The rule (5c) comparison in the reason: the other side beyond the densest stretch, its busy % and share."""
+    return (f"the {name} part beyond the densest stretch ({busy}%, holding {round(100.0 * share, 1)}% of all GPU "
+            "busy time)")
+
+
 def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     span = full1 - full0
     k = model.kernels
@@ -221,15 +227,26 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     trim_tail = trail > TRIM_MIN_SHARE * min(span, cand) and tail_share <= TRIM_MAX_BUSY_SHARE
     # a side is warm-up or tail only when it is sparser than what it would leave: requests spread over the trace
     # (a server waiting for traffic) make the densest stretch one request, and the rest is no sparser than it
-    dense: List[Tuple[str, float, float]] = []    # (side, its busy %, the busy % of what it would leave)
+    dense: List[Tuple[str, float, str]] = []    # (side, its busy %, what it is compared with and its busy %)
     kept1 = cand1 if trim_tail else full1
     if trim_lead and busy_in(full0, cand0) / lead >= SPARSE_EDGE_RATIO * busy_in(cand0, kept1) / (kept1 - cand0):
         trim_lead = False
-        dense.append(("leading", busy_pct(full0, cand0), busy_pct(cand0, kept1)))
+        dense.append(("leading", busy_pct(full0, cand0), f"the rest ({busy_pct(cand0, kept1)}%)"))
+    # (5c) a periodic job whose period is longer than its densest phase puts the same sparse phases on both sides of
+    # it: a side is not warm-up / tail either when it is at least half as busy as the other side, when that side
+    # carries much of the work (> TRIM_MAX_BUSY_SHARE, so (5) keeps it) and is at least as long
+    if trim_lead and trail >= lead and tail_share > TRIM_MAX_BUSY_SHARE \
+            and busy_in(full0, cand0) / lead >= SPARSE_EDGE_RATIO * busy_in(cand1, full1) / trail:
+        trim_lead = False
+        dense.append(("leading", busy_pct(full0, cand0), _other_side("trailing", busy_pct(cand1, full1), tail_share)))
     kept0 = cand0 if trim_lead else full0
     if trim_tail and busy_in(cand1, full1) / trail >= SPARSE_EDGE_RATIO * busy_in(kept0, cand1) / (cand1 - kept0):
         trim_tail = False
-        dense.append(("trailing", busy_pct(cand1, full1), busy_pct(kept0, cand1)))
+        dense.append(("trailing", busy_pct(cand1, full1), f"the rest ({busy_pct(kept0, cand1)}%)"))
+    if trim_tail and lead >= trail and lead_share > TRIM_MAX_BUSY_SHARE \
+            and busy_in(cand1, full1) / trail >= SPARSE_EDGE_RATIO * busy_in(full0, cand0) / lead:
+        trim_tail = False
+        dense.append(("trailing", busy_pct(cand1, full1), _other_side("leading", busy_pct(full0, cand0), lead_share)))
     s = cand0 if trim_lead else full0
     e = cand1 if trim_tail else full1
     details = WindowDetails(
@@ -245,9 +262,9 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
         big = [(n, sh) for n, ln, sh in (("leading", lead, lead_share), ("trailing", trail, tail_share))
                if ln > TRIM_MIN_SHARE * min(span, cand)]
         if dense:
-            name, side_pct, rest_pct = dense[0]
-            reason = (f"Full trace kept: the {name} part (GPU busy {side_pct}%) is not under half as busy as the "
-                      f"rest ({rest_pct}%), so it is treated as part of the workload, not warm-up or tail.")
+            name, side_pct, rest = dense[0]
+            reason = (f"Full trace kept: the {name} part (GPU busy {side_pct}%) is not under half as busy as "
+                      f"{rest}, so it is treated as part of the workload, not warm-up or tail.")
         elif big:
             name, sh = max(big, key=lambda x: x[1])
             reason = (f"Full trace kept: the sparser {name} part holds {round(100.0 * sh, 1)}% of all GPU "

@@ -212,6 +212,36 @@ def test_marker_steps(tmp_path):
         analyze_steps(m, step_marker="(")
 
 
+def test_marker_intervals_over_an_idle_pause_are_left_out_and_slow_steps_stay(tmp_path):
+    """The idle-pause rule of the step periods applied to marker steps. 14 iterations on device 0, no NVTX: at t_i a
+    ``gemm`` [t_i, t_i + g_i) then ``argmax_kernel`` [t_i + g_i, + 10 µs) (the marker); g_i = 300 µs, but 30 ms for
+    iteration 4 (a long prefill); iteration i + 1 starts 690 µs after marker i ends, but 9,690 µs after marker 10 (a
+    host hiccup) and 50,690 µs after marker 7 (an idle pause). The 13 marker-to-marker intervals: 10 of
+    690 + 300 + 10 = 1,000 µs, interval 3 = 690 + 30,000 + 10 = 30,700 µs (GPU idle 690 µs), interval 10 = 10,000 µs
+    (GPU idle 9,690 µs), interval 7 = 51,000 µs (GPU idle 50,690 µs). Median interval 1,000 µs: only interval 7
+    idles more than 10 × 1,000 µs, so it is no step: 12 steps, 1 pause counted; its two kernels are in no step
+    (24 of the 28 kernels are, the first gemm precedes the first marker). The prefill stays a step: the slowest."""
+    b = TraceBuilder()
+    b.thread(PID, PID)
+    t, ends = 0, []
+    for i in range(14):
+        g = 30_000 * US if i == 4 else 300 * US
+        b.kernel(t, t + g, pid=PID, name="gemm")
+        b.kernel(t + g, t + g + 10 * US, pid=PID, name="argmax_kernel")
+        ends.append(t + g + 10 * US)
+        t = ends[-1] + {7: 50_690, 10: 9_690}.get(i, 690) * US
+    res = analyze_steps(load_model(b.write(str(tmp_path / "pause.sqlite"))))
+    a = res.arrays
+    assert res.method == "marker" and res.step_count == 12 and res.period_pauses == 1
+    assert a.start.tolist() == ends[:7] + ends[8:13] and a.end.tolist() == ends[1:8] + ends[9:14]
+    assert sorted(a.wall.tolist()) == [1_000 * US] * 10 + [10_000 * US, 30_700 * US]
+    assert a.kernel_count.tolist() == [2] * 12 and res.totals.kernel_count == 24
+    assert a.gpu_idle.tolist() == [690 * US] * 9 + [9_690 * US] + [690 * US] * 2
+    assert res.slowest[0].wall_ns == 30_700 * US and res.slowest[0].start_ns == ends[3]
+    assert res.notes == ("1 interval between marker kernels left out: GPU idle over 10 × the median interval (an "
+                         "idle pause or another phase of the job, not a step)",)
+
+
 def test_no_steps(tmp_path):
     b = TraceBuilder()
     b.kernel(0, 10, pid=1, name="gemm")

@@ -359,3 +359,62 @@ def test_zero_length_kernels_keep_the_full_window(tmp_path: Path) -> None:
     w = detect_window(_load(b, tmp_path))
     assert (w.method, w.start_ns, w.end_ns, w.warmup_ns, w.tail_ns) == ("full", 0, 2_410 * T, 0, 0)
     assert w.reason == "Full trace kept: kernels have zero total duration."
+
+
+
+def _phases(tmp_path: Path, lead_every_ms: float, *, mirror: bool = False, lead_name: str = "k"):
+    """A sparse part [0, 1 s) (1 ms kernels ``lead_name`` every ``lead_every_ms`` ms from 0), a dense phase
+    [1, 1.5) s (500 back-to-back 1 ms kernels ``k``) and a second sparse part [1.5, 4) s (250 kernels ``k`` of 1 ms,
+    from 1.509 s every 10 ms: the last ends at 4 s, 10 % busy); ``mirror``: the same trace reversed in time
+    (t → 4 s − t)."""
+    lead = np.arange(0, 1_000, lead_every_ms) * MS
+    st = np.concatenate([lead, S + np.arange(500) * MS, int(1.509 * S) + np.arange(250) * 10 * MS]).astype(np.int64)
+    en = st + MS
+    if mirror:
+        st, en = 4 * S - en, 4 * S - st
+    b = TraceBuilder()
+    b.process(PID)
+    nid, lid = b.string("k"), b.string(lead_name)
+    names = np.where(np.arange(st.shape[0]) < lead.shape[0], lid, nid)
+    b.add_kernels_bulk(st, en, 0, 7, np.arange(1, st.shape[0] + 1), global_pid(PID), names, names)
+    return detect_window(_load(b, tmp_path, f"ph{lead_every_ms}{mirror}{lead_name}.sqlite"))
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_a_sparse_part_repeated_beyond_the_densest_phase_is_not_warm_up(tmp_path: Path, mirror: bool) -> None:
+    """Rule (5c). 80 kernels every 12.5 ms in [0, 1 s): 80 ms busy = 8.0 %; all busy 80 + 500 + 250 = 830 ms. The
+    200 bins of 20 ms: the dense phase's 25 bins at 100 % hold 500 ms (over half), so the reference is 100 % and
+    the threshold 25 %: the sparse bins (≤ 2 ms = 10 %) are inactive and the candidate is the dense phase [1, 1.5) s.
+    The 1 s part before it holds 80 / 830 = 9.64 % ≤ 25 % of the busy time (rule 5 would trim it) and is under half
+    as busy as [1, 4) s (750 / 3,000 = 25 %: 8 < 12.5, rule 5b would trim it); but the part after the phase,
+    [1.5, 4) s = 2.5 s ≥ 1 s, holds 250 / 830 = 30.1 % > 25 % of the busy time (workload), and its first 1 s,
+    [1.5, 2.5) s, runs kernels named ``k`` (all of the lead's kernel time) at 100 ms = 10.0 %; 8.0 ≥ ½ × 10.0: the
+    sparse part is kept. Mirrored in time, the same holds for the tail against [1.5, 2.5) s."""
+    w = _phases(tmp_path, 12.5, mirror=mirror)
+    assert (w.method, w.start_ns, w.end_ns, w.warmup_ns, w.tail_ns) == ("full", 0, 4 * S, 0, 0)
+    assert (w.details.candidate_start_ns, w.details.candidate_end_ns) == ((S, int(1.5 * S)) if not mirror
+                                                                          else (int(2.5 * S), 3 * S))
+    assert w.reason == (f"Full trace kept: the {'trailing' if mirror else 'leading'} part (GPU busy 8.0%) repeats "
+                        "the same length on the other side of the densest stretch (GPU busy 10.0%): 100.0% of its "
+                        "kernel time is of kernel names running there, and it is not under half as busy, so it is "
+                        "treated as part of the workload, not warm-up or tail.")
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+@pytest.mark.parametrize("every, name, busy", [(50.0, "k", "2.0"), (12.5, "autotune_gemm", "8.0")])
+def test_a_warm_up_unlike_the_work_beyond_the_densest_phase_is_still_trimmed(tmp_path: Path, mirror: bool,
+                                                                            every: float, name: str,
+                                                                            busy: str) -> None:
+    """As above with (a) 20 kernels ``k`` every 50 ms in [0, 1 s): 20 ms busy = 2.0 %, under ½ × 10.0 % of the same
+    length after the dense phase (and under ½ × (750 / 3,000 = 25 %) of what it would leave); (b) 80 kernels every
+    12.5 ms (8.0 %) named ``autotune_gemm``, a name that never runs after the dense phase (0 % of its kernel time
+    < 50 %). Either is a warm-up, trimmed to the dense phase's first kernel at 1 s (mirrored: a tail trimmed after
+    its last kernel at 3 s)."""
+    w = _phases(tmp_path, every, mirror=mirror, lead_name=name)
+    assert w.method == "auto"
+    if not mirror:
+        assert (w.start_ns, w.end_ns, w.warmup_ns, w.tail_ns) == (S, 4 * S, S, 0)
+        assert w.reason.startswith(f"Auto-detected steady state: trimmed 1,000.000 ms of warm-up (GPU busy {busy}%)")
+    else:
+        assert (w.start_ns, w.end_ns, w.warmup_ns, w.tail_ns) == (0, 3 * S, 0, S)
+        assert w.reason.startswith(f"Auto-detected steady state: trimmed 1,000.000 ms of tail (GPU busy {busy}%)")

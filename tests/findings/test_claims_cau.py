@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict
 
-import pytest
 from claims_support import report_of as _run
 from synth import TraceBuilder
 
@@ -57,9 +56,6 @@ def _iterations(tmp_path: Path, n: int, *, decode_steps: int = 100, sampler: boo
     return _run(b, tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="the auto window compares the leading part with the whole kept window, which "
-                   "holds the dense training phases the leading part lacks: a periodic RL job's first generation + "
-                   "reward phases are cut as warm-up")
 def test_identical_rl_iterations_have_no_warm_up(tmp_path: Path) -> None:
     """Two identical RL iterations (:func:`_rl`, 100 decode steps, 300 ms reward). A decode step holds 500 µs of
     kernels; a training phase 3 × (6,000 + 10,800 + 2,000) = 56.4 ms of kernels in 3 × 19.31 = 57.93 ms. Iteration 1:
@@ -73,19 +69,17 @@ def test_identical_rl_iterations_have_no_warm_up(tmp_path: Path) -> None:
     [557.92, 1,115.85) ms, is 106.4 / 557.93 = 19.07 % busy, whose half (9.54 %) the leading part exceeds. Nothing
     may be trimmed at the start and no warm-up sentence made.
 
-    Fix I would make (analyses/trace/window.py, rule 5b): a side is warm-up only when it is under half as busy as
-    the part beyond the candidate on the other side as well as the kept window (keep the lead when its busy
-    fraction ≥ ½ × that of [candidate end, full end) whenever that part spans at least the lead's length): a
-    periodic job whose period is longer than its densest phase puts the same sparse phases on both sides of it."""
+    Fixed by the auto rule's (5c) (docs/FINDINGS.md, "Steady-state window"): the part after the candidate holds
+    106.4 / 212.8 = 50 % > 25 % of the busy time (workload) and is at least as long as the lead; its first 500.01 ms,
+    [557.92, 1,057.93) ms, run the lead's kernel names (100 % of its kernel time) at 50 ms = 10.0 % busy, and the lead
+    is at least half as busy, so it is kept: a periodic job whose period is longer than its densest phase puts the
+    same sparse phases on both sides of it."""
     rep = _iterations(tmp_path, 2)
     w = rep["window"]
     assert w["warmup_ns"] == 0, w["reason"]
     assert "warm-up" not in w["reason"] or "not warm-up" in w["reason"], w["reason"]
 
 
-@pytest.mark.xfail(strict=True, reason="marker steps run from one sampler kernel to the next, so the interval between "
-                   "two generation phases (reward + a whole training phase) is counted as a decode step and reported "
-                   "as the slowest one")
 def test_marker_steps_do_not_pool_the_training_phase_into_a_decode_step(tmp_path: Path) -> None:
     """Two RL iterations (:func:`_rl`) with 20 decode steps each, every decode step ending with an argmax kernel
     (the default step marker), 2 µs after the step's 5 kernels: it ends 618 µs into the step. Decode steps are the
@@ -97,13 +91,31 @@ def test_marker_steps_do_not_pool_the_training_phase_into_a_decode_step(tmp_path
     vs the median unmapped step: +301,530.00 µs GPU idle, +56,400.00 µs GPU busy, +51 kernels". That interval is no
     decode step: the steps are the 38 decode steps, and no slowest-step line may describe the training phase.
 
-    Fix I would make (analyses/steps/detect.py, marker method): an interval between two markers that holds a
-    stretch of GPU work with no marker longer than the median step (or whose idle exceeds 10 × the median step,
-    the NVTX periods' pause rule) spans a pause or another phase, not a step: leave it out and count it, as
-    `period_pauses` does for NVTX steps."""
+    Fixed by the NVTX periods' idle-pause rule applied to marker steps (docs/FINDINGS.md, "Steps"): that interval's
+    GPU idle, 359.930 − 56.908 (the 51 training kernels' 56.4 ms and generation 2's first step, 508 µs of kernels)
+    = 303.022 ms, exceeds 10 × the 2 ms median interval: it is left out and counted (`period_pauses`)."""
     rep = _iterations(tmp_path, 2, decode_steps=20, sampler=True)
     st = rep["steps"]
     assert st["method"] == "marker"
     assert st["step_count"] == 38, st["summary"]
+    assert st["period_pauses"] == 1
     assert all(o["kernel_count"] <= 6 for o in st["outliers"]), [(o["index"], o["kernel_count"])
                                                                  for o in st["outliers"]]
+
+
+def test_identical_rl_iterations_with_a_short_generation_have_no_warm_up(tmp_path: Path) -> None:
+    """The trace of the test above (20 decode steps of 508 µs of kernels a generation): iteration 1's generation
+    [0, 40) ms, reward [40, 340) ms, training [340.02, 397.92) ms; iteration 2 from 397.93 ms, ending at 795.85 ms.
+    The candidate is the first training phase; the leading part [0.01, 340.02) ms holds 20 × 0.508 = 10.16 ms:
+    2.99 %, under half of what it would leave, [340.02, 795.85) ms = (56.4 + 10.16 + 56.4) / 455.83 = 26.97 % (rule
+    5b trims it), and under half of the whole part after the candidate (66.56 / 397.93 = 16.73 %). But that part
+    holds 50 % of the busy time, and its first 340.01 ms, [397.92, 737.93) ms, are generation 2 and reward 2: the
+    same kernel names (100 % of the lead's kernel time), 10.16 ms = 2.99 % busy — rule 5c keeps the lead."""
+    rep = _iterations(tmp_path, 2, decode_steps=20, sampler=True)
+    w = rep["window"]
+    assert w["warmup_ns"] == 0 and w["tail_ns"] == 0, w["reason"]
+    assert w["reason"] == ("Full trace kept: the leading part (GPU busy 2.99%) repeats the same length on the other "
+                           "side of the densest stretch (GPU busy 2.99%): 100.0% of its kernel time is of kernel "
+                           "names running there, and it is not under half as busy, so it is treated as part of the "
+                           "workload, not warm-up or tail.")
+    assert not any(f["id"] == "capture_window" for f in rep["findings"])

@@ -25,13 +25,14 @@ from ...jsonable import (
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
+from ...vocabulary.units import fmt_count
 from ...vocabulary.units import fmt_us_unit as us
 from ..api.classes import class_mask
 from ..common.stats import Summary, median, round_half_up, summary
 from ..nvtx.tree import NvtxTree, build_tree
 from ..trace.window import gpu_work
 from .detect import MarkerKernel, detect_steps
-from .periods import step_periods
+from .periods import PAUSE, pauses, step_periods
 from .phases import UNMAPPED, PhaseResult
 
 METRICS = ("wall_ns", "gpu_busy_ns", "gpu_idle_ns", "sync_ns", "memcpy_ns", "kernel_count")
@@ -186,7 +187,7 @@ class StepResult(FieldsJson):
     #: NVTX steps: of the step periods (start to the next step's start, same process; periods over an idle pause
     #: left out, ``period_pauses`` of them: analyses/steps/periods.py); None for marker steps (their wall is it)
     period: Optional[Summary] = field(default=None, metadata=NONE_OMITTED)
-    period_pauses: int = 0
+    period_pauses: int = 0   # periods left out over an idle pause (marker steps: intervals between markers)
     totals: Optional[StepMetrics] = field(default=None, metadata=NONE_AS_EMPTY)
     by_phase: Tuple[StepPhaseGroup, ...] = ()
     by_pid: Tuple[StepPidGroup, ...] = ()
@@ -294,12 +295,26 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     if sp is None:
         return head
     s, e, pid, dev, kstep, ph = sp.start, sp.end, sp.pid, sp.device, sp.kernel_step, sp.phase
-    n = s.shape[0]
-    kc = np.bincount(kstep[kstep >= 0], minlength=n).astype(np.int64)
-    mc, api = model.memcpy, model.api
     ws, we, wd = gpu_work(model, "start", "end", "device")
     work_unions: Dict[int, Optional[iv.IntervalUnion]] = {}   # per device: the union of its GPU work, found once
     busy = _clip_union(ws, we, wd, dev, s, e, work_unions)
+    marker_pauses = 0
+    if head.method == "marker":
+        # a marker step's wall is its period and all of it is "between steps": the NVTX periods' idle-pause rule
+        paused = pauses(e - s, e - s - busy)
+        marker_pauses = int(paused.sum())
+        if marker_pauses:
+            keep = ~paused
+            new_index = np.cumsum(keep) - 1
+            k0 = np.maximum(kstep, 0)
+            kstep = np.where((kstep >= 0) & keep[k0], new_index[k0], -1)
+            s, e, pid, dev, ph, busy = (x[keep] for x in (s, e, pid, dev, ph, busy))
+            head = replace(head, notes=head.notes + (
+                f"{fmt_count(marker_pauses, 'interval')} between marker kernels left out: GPU idle over {PAUSE} × "
+                "the median interval (an idle pause or another phase of the job, not a step)",))
+    n = s.shape[0]
+    kc = np.bincount(kstep[kstep >= 0], minlength=n).astype(np.int64)
+    mc, api = model.memcpy, model.api
     memcpy = _clip_union(mc.start, mc.end, mc.device.astype(np.int64), dev, s, e) if mc is not None and len(mc) \
         else np.zeros(n, np.int64)
     sm = class_mask(api, "sync") if api is not None and len(api) else None
@@ -339,7 +354,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
     return replace(
         head, available=True, step_count=n, summary=summary(a.wall),
         period=summary(per.samples) if per is not None and per.samples.shape[0] else None,
-        period_pauses=per.paused if per is not None else 0,
+        period_pauses=per.paused if per is not None else marker_pauses,
         totals=StepMetrics(**{m: int(metric[m].sum()) for m in METRICS}),
         by_phase=tuple(StepPhaseGroup(phase=phase_names[p] if p >= 0 else UNMAPPED, **g)
                        for p, g in zip(uph, groups)),

@@ -47,8 +47,14 @@ def step_periods(a: Optional[StepArrays]) -> StepPeriods:
     overlapped = int((~ok).sum())
     if per.shape[0] == 0:
         return StepPeriods(per, 0, overlapped)
-    paused = idle > PAUSE * float(percentile(per, 50))
+    paused = pauses(per, idle)
     return StepPeriods(per[~paused], int(paused.sum()), overlapped)
+
+
+def pauses(period: np.ndarray, idle: np.ndarray) -> np.ndarray:
+    """The idle-pause rule, one for NVTX step periods and marker steps: per period, whether its ``idle`` (ns with no
+    step and no GPU work on the step's device) exceeds :data:`PAUSE` × the median of all ``period`` (ns)."""
+    return idle > PAUSE * float(percentile(period, 50)) if period.shape[0] else np.zeros(0, np.bool_)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ ACTIVE_FRACTION = 0.25
 HOLE_BINS_FRACTION = 0.05
 TRIM_MIN_SHARE = 0.10
 TRIM_MAX_BUSY_SHARE = 0.25
+SAME_WORK_SHARE = 0.5     # rule 5c: a side repeats a stretch when half its kernel time is of names running there
 MIN_KERNELS = 20
 
 
@@ -170,6 +171,27 @@ def _sparse_edges(frac: np.ndarray, busy: np.ndarray, b0: int, b1: int, total: i
     return b0, b1
 
 
+def _repeated(model: TraceModel, u: iv.IntervalUnion, side: Tuple[int, int], like: Tuple[int, int]) -> Optional[str]:
+    """Rule (5c): the comparison for the reason when the stretch ``like`` (as long as ``side``, beyond the candidate)
+    repeats ``side``'s work — ≥ :data:`SAME_WORK_SHARE` of ``side``'s kernel time (clipped) is of kernel names that
+    also run in ``like``, and ``side`` is at least :data:`SPARSE_EDGE_RATIO` as busy as ``like`` —; else None."""
+    k = model.kernels
+    if k is None or side[1] <= side[0]:
+        return None
+    (a0, a1), (b0, b1) = side, like
+    ovl = np.minimum(k.end, a1) - np.maximum(k.start, a0)
+    own = np.where(ovl > 0, ovl, 0)
+    there = np.unique(k.name_idx[(k.start < b1) & (k.end > b0)])
+    total = int(own.sum())
+    shared = int(own[np.isin(k.name_idx, there)].sum())
+    busy_a, busy_b = (int(iv.overlap_length(u, np.array([x]), np.array([y]))[0]) for x, y in (side, like))
+    if total <= 0 or shared < SAME_WORK_SHARE * total or busy_a < SPARSE_EDGE_RATIO * busy_b:
+        return None
+    return (f"repeats the same length on the other side of the densest stretch (GPU busy {pct(busy_b, b1 - b0, 2)}%):"
+            f" {round(100.0 * shared / total, 1)}% of its kernel time is of kernel names running there, and it is not "
+            "under half as busy")
+
+
 def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     span = full1 - full0
     k = model.kernels
@@ -221,15 +243,30 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     trim_tail = trail > TRIM_MIN_SHARE * min(span, cand) and tail_share <= TRIM_MAX_BUSY_SHARE
     # a side is warm-up or tail only when it is sparser than what it would leave: requests spread over the trace
     # (a server waiting for traffic) make the densest stretch one request, and the rest is no sparser than it
-    dense: List[Tuple[str, float, float]] = []    # (side, its busy %, the busy % of what it would leave)
+    dense: List[Tuple[str, float, str]] = []    # (side, its busy %, why it is kept)
     kept1 = cand1 if trim_tail else full1
     if trim_lead and busy_in(full0, cand0) / lead >= SPARSE_EDGE_RATIO * busy_in(cand0, kept1) / (kept1 - cand0):
         trim_lead = False
-        dense.append(("leading", busy_pct(full0, cand0), busy_pct(cand0, kept1)))
+        dense.append(("leading", busy_pct(full0, cand0),
+                      f"is not under half as busy as the rest ({busy_pct(cand0, kept1)}%)"))
+    # (5c) a periodic job whose period is longer than its densest phase puts the same sparse phases on both sides of
+    # it: a side is no warm-up / tail when the other side is workload (> TRIM_MAX_BUSY_SHARE of the busy ns, so (5)
+    # keeps it) at least as long, and the same length of it next to the candidate runs the side's kernels as densely
+    if trim_lead and trail >= lead and tail_share > TRIM_MAX_BUSY_SHARE:
+        like = _repeated(model, u, (full0, cand0), (cand1, cand1 + lead))
+        if like is not None:
+            trim_lead = False
+            dense.append(("leading", busy_pct(full0, cand0), like))
     kept0 = cand0 if trim_lead else full0
     if trim_tail and busy_in(cand1, full1) / trail >= SPARSE_EDGE_RATIO * busy_in(kept0, cand1) / (cand1 - kept0):
         trim_tail = False
-        dense.append(("trailing", busy_pct(cand1, full1), busy_pct(kept0, cand1)))
+        dense.append(("trailing", busy_pct(cand1, full1),
+                      f"is not under half as busy as the rest ({busy_pct(kept0, cand1)}%)"))
+    if trim_tail and lead >= trail and lead_share > TRIM_MAX_BUSY_SHARE:
+        like = _repeated(model, u, (cand1, full1), (cand0 - trail, cand0))
+        if like is not None:
+            trim_tail = False
+            dense.append(("trailing", busy_pct(cand1, full1), like))
     s = cand0 if trim_lead else full0
     e = cand1 if trim_tail else full1
     details = WindowDetails(
@@ -245,9 +282,9 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
         big = [(n, sh) for n, ln, sh in (("leading", lead, lead_share), ("trailing", trail, tail_share))
                if ln > TRIM_MIN_SHARE * min(span, cand)]
         if dense:
-            name, side_pct, rest_pct = dense[0]
-            reason = (f"Full trace kept: the {name} part (GPU busy {side_pct}%) is not under half as busy as the "
-                      f"rest ({rest_pct}%), so it is treated as part of the workload, not warm-up or tail.")
+            name, side_pct, rest = dense[0]
+            reason = (f"Full trace kept: the {name} part (GPU busy {side_pct}%) {rest}, so it is treated as part of "
+                      "the workload, not warm-up or tail.")
         elif big:
             name, sh = max(big, key=lambda x: x[1])
             reason = (f"Full trace kept: the sparser {name} part holds {round(100.0 * sh, 1)}% of all GPU "

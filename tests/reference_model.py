@@ -485,6 +485,8 @@ class DeviceCauses:
     #   per copy cause: the ns whose shadow is `unknown` (no host thread: whether a kernel waited is not known)
     after_sync_short: Dict[Tuple[str, str], int] = field(default_factory=dict)
     #   the part of ``short_causes`` after a drain of the gap's thread (MODEL.md "After a drain")
+    host_paced: int = 0
+    #   the host-paced part of the `queued` ns (MODEL.md "Host-paced queued time")
 
     def kind_ns(self) -> Dict[str, int]:
         out: Dict[str, int] = defaultdict(int)
@@ -549,6 +551,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         copy_unknown: Dict[Tuple[str, str], int] = defaultdict(int)
         after_short: Dict[Tuple[str, str], int] = defaultdict(int)
         how = Counter()
+        host_paced = 0
         segs: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = []
         for a, b in tl.gaps:
             opener = _pick(by_start.get(b, [])) if b < w1 else None
@@ -583,9 +586,12 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
                 pts.add(queued_t)
             pts = sorted(pts)
             seen = set()
+            queued_ns = 0
             for p, q in zip(pts, pts[1:]):
                 cause = _classify_at(tr, p, tid, queued_t, cps, apis, nvtx, osrt)
                 causes[cause] += q - p
+                if cause[0] == "queued":
+                    queued_ns += q - p
                 if cause[0] == "copy":
                     shadow = _classify_at(tr, p, tid, queued_t, [], apis, nvtx, osrt)
                     if shadow[0] in WAITING_SHADOWS or (shadow[0] == "osrt" and is_wait(shadow[1])):
@@ -601,10 +607,27 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
                 seen.add(cause)
             for c in seen:
                 gap_counts[c] += 1
+            if queued_ns:
+                host_paced += min(queued_ns, _paced_cap(opener, by_end.get(a, []) if a > w0 else []))
         out[d] = DeviceCauses(d, tl.window_ns, tl.busy_ns, tl.idle_ns, dict(causes), dict(gap_counts),
                               dict(short_causes), how, segs, dict(copy_waiting),
-                              dict(copy_unknown), dict(after_short))
+                              dict(copy_unknown), dict(after_short), host_paced)
     return out
+
+
+def _paced_cap(opener: Optional[Gpu], closers: List[Gpu]) -> int:
+    """MODEL.md "Host-paced queued time": the most queued ns of a gap that are host-paced. The activity before the
+    gap is the earliest-starting one ending at its start; when the next activity's launch call (not that one's own
+    call) returned after it started, up to its own launch-to-start delay (≥ 0) is host-paced."""
+    if opener is None or opener.launch is None or not closers:
+        return 0
+    first = min(g.start for g in closers)
+    prev = _pick([g for g in closers if g.start == first])
+    if prev is None or prev.launch is None or prev.launch == opener.launch:
+        return 0
+    if opener.launch.end <= prev.start:        # launched before the previous one started: a deeper queue
+        return 0
+    return max(prev.start - prev.launch.end, 0)
 
 
 def _after_drain(tr: Trace, drains: Dict[int, Tuple[List[int], List[int]]], api_by_tid: Dict[int, list], tid: int,
@@ -794,6 +817,7 @@ def host_overhead_pct(causes: Dict[int, DeviceCauses], device_id: int, ranges: O
     ns = sum(v for (k, _), v in c.causes.items() if k == "launch")
     ns += sum(v - c.after_sync_short.get((k, d), 0) for (k, d), v in c.short_causes.items()
               if k in HOST_KINDS_SHORT or (k == "nvtx" and ranges is not None and d in ranges))
+    ns += c.host_paced
     return 100.0 * ns / c.window_ns if c.window_ns else 0.0
 
 

@@ -489,6 +489,8 @@ class DeviceCauses:
     #   the part of ``causes`` in the gap starting at the window's start (MODEL.md "Start-up and shutdown gaps")
     trail: Dict[Tuple[str, str], int] = field(default_factory=dict)
     #   the part in the gap ending at the window's end (unless it also starts at the window's start)
+    host_paced: int = 0
+    #   the host-paced part of the `queued` ns (MODEL.md "Host-paced queued time")
 
     def kind_ns(self) -> Dict[str, int]:
         out: Dict[str, int] = defaultdict(int)
@@ -555,6 +557,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
         lead: Dict[Tuple[str, str], int] = defaultdict(int)
         trail: Dict[Tuple[str, str], int] = defaultdict(int)
         how = Counter()
+        host_paced = 0
         segs: List[Tuple[int, int, Optional[int], Tuple[str, str]]] = []
         for a, b in tl.gaps:
             opener = _pick(by_start.get(b, [])) if b < w1 else None
@@ -589,6 +592,7 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
                 pts.add(queued_t)
             pts = sorted(pts)
             seen = set()
+            queued_ns = 0
             for p, q in zip(pts, pts[1:]):
                 cause = _classify_at(tr, p, tid, queued_t, cps, apis, nvtx, osrt)
                 causes[cause] += q - p
@@ -596,6 +600,8 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
                     lead[cause] += q - p
                 elif b == w1:
                     trail[cause] += q - p
+                if cause[0] == "queued":
+                    queued_ns += q - p
                 if cause[0] == "copy":
                     shadow = _classify_at(tr, p, tid, queued_t, [], apis, nvtx, osrt)
                     if shadow[0] in WAITING_SHADOWS or (shadow[0] == "osrt" and is_wait(shadow[1])):
@@ -611,10 +617,27 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
                 seen.add(cause)
             for c in seen:
                 gap_counts[c] += 1
+            if queued_ns:
+                host_paced += min(queued_ns, _paced_cap(opener, by_end.get(a, []) if a > w0 else []))
         out[d] = DeviceCauses(d, tl.window_ns, tl.busy_ns, tl.idle_ns, dict(causes), dict(gap_counts),
                               dict(short_causes), how, segs, dict(copy_waiting),
-                              dict(copy_unknown), dict(after_short), dict(lead), dict(trail))
+                              dict(copy_unknown), dict(after_short), dict(lead), dict(trail), host_paced)
     return out
+
+
+def _paced_cap(opener: Optional[Gpu], closers: List[Gpu]) -> int:
+    """MODEL.md "Host-paced queued time": the most queued ns of a gap that are host-paced. The activity before the
+    gap is the earliest-starting one ending at its start; when the next activity's launch call (not that one's own
+    call) returned after it started, up to its own launch-to-start delay (≥ 0) is host-paced."""
+    if opener is None or opener.launch is None or not closers:
+        return 0
+    first = min(g.start for g in closers)
+    prev = _pick([g for g in closers if g.start == first])
+    if prev is None or prev.launch is None or prev.launch == opener.launch:
+        return 0
+    if opener.launch.end <= prev.start:        # launched before the previous one started: a deeper queue
+        return 0
+    return max(prev.start - prev.launch.end, 0)
 
 
 def _after_drain(tr: Trace, drains: Dict[int, Tuple[List[int], List[int]]], api_by_tid: Dict[int, list], tid: int,
@@ -826,6 +849,7 @@ def host_overhead_pct(causes: Dict[int, DeviceCauses], device_id: int, ranges: O
     ns = sum(v for (k, _), v in c.causes.items() if k == "launch")
     ns += sum(v - c.after_sync_short.get((k, d), 0) for (k, d), v in c.short_causes.items()
               if k in HOST_KINDS_SHORT or (k == "nvtx" and ranges is not None and d in ranges))
+    ns += c.host_paced
     return 100.0 * ns / c.window_ns if c.window_ns else 0.0
 
 
@@ -868,7 +892,8 @@ NCCL_NAME_RE = re.compile(r"nccl\w*", re.IGNORECASE)
 
 
 def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[float]:
-    """The late-rank rule's checks (docs/FINDINGS.md "NCCL": ``matched``, ``last_arrivals``, ``wait_caused_share``)
+    """The late-rank rule's checks (docs/FINDINGS.md "NCCL": ``matched``, ``last_arrivals``, ``wait_caused_share``,
+    ``late_idle_share_p50``)
     of the NCCL rank on ``device_id``, written plainly: per collective name, each (pid, device) rank's kernels in
     start order, the k-th with the k-th (issue order: None, not recomputed, when the ranks of a name have different
     counts; the tool then matches by time); per instance the last arriver is the latest start (ties: the lowest
@@ -885,6 +910,7 @@ def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[fl
     last = {r: 0 for r in ranks}
     waited = {r: 0 for r in ranks}
     caused = {r: 0 for r in ranks}
+    late_at: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}   # per rank: (its start, how late) where it was last
     for d in per.values():
         if len(d) < 2:
             continue
@@ -900,6 +926,7 @@ def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[fl
                 continue
             late = min(r for r, x in starts.items() if x == latest)
             last[late] += 1
+            late_at.setdefault(late, []).append((latest, latest - min(starts.values())))
             for r, x in starts.items():
                 waited[r] += latest - x
                 caused[late] += latest - x
@@ -911,6 +938,15 @@ def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[fl
         return float(matched[r])
     if metric == "last_arrivals":
         return float(last[r])
+    if metric == "late_idle_share_p50":
+        # per late arrival: idle before its kernel = its start − the latest end among its device's kernels that
+        # started before it (none: unknown, left out); share = min(idle, lateness) / lateness; the median
+        shares = []
+        for t, late_by in late_at.get(r, []):
+            ends = [g.end for g in tr.kernels if g.device == r[1] and g.start < t]
+            if ends:
+                shares.append(min(max(t - max(ends), 0), late_by) / late_by)
+        return round(float(statistics.median(shares)), 4) if shares else None
     assert metric == "wait_caused_share", metric
     total_wait = sum(waited.values())
     return round(caused[r] / total_wait, 4) if total_wait else 0.0

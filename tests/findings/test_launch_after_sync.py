@@ -41,13 +41,15 @@ def _cause(rep: Dict[str, Any], kind: str) -> Dict[str, Any]:
 
 def test_eager_loop_without_syncs_keeps_every_short_host_gap(tmp_path: Path) -> None:
     """One step of 225 kernels 20 µs apart (``_loop(1, 225)``): 224 gaps of 15 µs [a + 12, a + 27): `host_cpu`
-    [a + 12, a + 20) 8 µs, `launch` [a + 20, a + 25) 5 µs, `queued` 2 µs. No sync call: nothing lies after a drain,
-    the launch overhead is 224 × 13 µs = 2.912 ms, over 225 kernels 12.94 µs per kernel."""
+    [a + 12, a + 20) 8 µs, `launch` [a + 20, a + 25) 5 µs, `queued` 2 µs — host-paced (docs/MODEL.md: the call
+    returned at a + 25, after kernel k started at a + 7; capped at kernel k's own 2 µs delay: all of it). No sync
+    call: nothing lies after a drain, the launch overhead is 224 × 15 µs = 3.360 ms, over 225 kernels 14.93 µs per
+    kernel (it read 224 × 13 µs, 12.94 µs, before host-paced queued time counted)."""
     rep = report_of(_loop(1, 225, item=False), tmp_path)
     assert "after_sync_short_ns" not in _cause(rep, "host_cpu")
     f = finding_of(rep, "launch_overhead")
-    assert f["time_at_stake_ns"] == 224 * 13 * US
-    assert f["title"].startswith("Launch-bound: the host needs ~12.94 µs per kernel, the kernels ~5.00 µs"), f["title"]
+    assert f["time_at_stake_ns"] == 224 * 15 * US
+    assert f["title"].startswith("Launch-bound: the host needs ~14.93 µs per kernel, the kernels ~5.00 µs"), f["title"]
 
 
 def test_per_step_item_keeps_launch_overhead_inside_the_step(tmp_path: Path) -> None:
@@ -56,12 +58,14 @@ def test_per_step_item_keeps_launch_overhead_inside_the_step(tmp_path: Path) -> 
     + 2 µs queued. Between steps: the gap [a9 + 12, 300 (s + 1) + 7) µs = 115 µs: `sync` 1 µs, then `host_cpu`
     [a9 + 13, 300 (s + 1)) = 107 µs after the drain (the thread launched nothing since its sync returned), `launch`
     5 µs, queued 2 µs. So `host_cpu` = 50 × 9 × 8 + 49 × 107 = 3.600 + 5.243 = 8.843 ms, 5.243 ms of it after a drain;
-    launch overhead = 499 launch gaps × 5 µs + 3.600 ms = 2.495 + 3.600 = 6.095 ms (it read 11.338 ms with the
-    between-step host work), 12.19 µs per kernel over 500 kernels; the 5.243 ms stay `host_cpu`'s own."""
+    launch overhead = 499 launch gaps × 5 µs + 499 host-paced queued 2 µs (each call returned after the kernel
+    before it started; docs/MODEL.md "Host-paced queued time") + 3.600 ms = 2.495 + 0.998 + 3.600 = 7.093 ms (it
+    read 11.338 ms with the between-step host work, 6.095 ms before host-paced queued time counted), 14.19 µs per
+    kernel over 500 kernels; the 5.243 ms stay `host_cpu`'s own."""
     rep = report_of(_loop(50, 10, item=True), tmp_path)
     hc = _cause(rep, "host_cpu")
     assert hc["ns"] == 8_843 * US and hc["after_sync_short_ns"] == 5_243 * US
     f = finding_of(rep, "launch_overhead")
-    assert f["time_at_stake_ns"] == 6_095 * US
-    assert f["title"].startswith("Launch-bound: the host needs ~12.19 µs per kernel"), f["title"]
+    assert f["time_at_stake_ns"] == 7_093 * US
+    assert f["title"].startswith("Launch-bound: the host needs ~14.19 µs per kernel"), f["title"]
     assert "host CPU between launches (gaps < 1 ms) 3.600 ms" in f["evidence"][1], f["evidence"][1]

@@ -46,6 +46,7 @@ VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", 
               "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
               "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct",
               "copy_path_beyond_kernels_pct", "comm_exposed_pct", "matched", "last_arrivals", "wait_caused_share",
+              "late_idle_share_p50",
               "startup_pct_of_cause", "loop_pct_of_window", "autotune_trial_pct"}
 #: integer-valued: compared within 1
 NS_METRICS = {"kernel_p50_ns", "busy_ns", "kernel_count", "matched", "last_arrivals"}
@@ -390,7 +391,7 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         v = (ctx.report.get("nccl") or {}).get("straggler")
         wait = (ctx.device_map()[int(v["waiting_device_id"])], int(v["wait_ns_total"])) if v else None
         return rm.comm_exposed_pct(ctx.ref, *w, [ctx.device_map()[d] for d in scope["devices"]], wait)
-    if metric in ("matched", "last_arrivals", "wait_caused_share"):   # the NCCL late-rank rule (nccl_wait)
+    if metric in ("matched", "last_arrivals", "wait_caused_share", "late_idle_share_p50"):   # the late-rank rule
         return rm.nccl_late_rank_metric(ctx.ref, dev, metric)
     if metric.startswith("copy_path_"):   # steps: the tool's step rows (step detection is checked on its own)
         steps = [(int(r["start_ns"]), int(r["end_ns"])) for r in (ctx.report.get("steps") or {}).get("rows") or []]
@@ -495,3 +496,49 @@ def test_a_bystander_process_s_gaps_match_the_reference(tmp_path):
         for d in rep["idle_causes"]["devices"]:
             tool = {(c["kind"], c["detail"] or ""): c["ns"] for c in d["causes"]}
             assert tool == {k: v for k, v in ref[d["device_id"]].causes.items() if v}, (pid, d["device_id"])
+
+
+def test_host_paced_queued_ns_match_the_reference(tmp_path):
+    """Host-paced queued time (docs/MODEL.md) against the reference model, on the hand-built traces of
+    tests/findings/test_host_paced.py: eager kernels one at a time, graph replays, a mix of both, and a delay that
+    grows past the previous kernel's: per device, the tool's `host_paced_ns` equals the reference's, and so does
+    the launch-bound finding's `host_overhead_pct` where it is formed."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "findings"))
+    from synth import TraceBuilder
+    from test_host_paced import MS, US, _builder, _eager, _finish, _graphs
+
+    def mix(b: TraceBuilder) -> TraceBuilder:
+        return _finish(b, _graphs(b, _eager(b, 1 * MS, 300), 20))
+
+    def grown(b: TraceBuilder) -> TraceBuilder:
+        a = 1 * MS
+        for k in range(300):
+            d = (4 if k % 2 == 0 else 24) * US
+            b.launch(a, a + 3 * US, a + 3 * US + d, a + 5 * US + d, pid=100, tid=100, name="k")
+            a += 40 * US
+        return _finish(b, a)
+
+    import nsys_llm_explainer as pkg
+
+    builds = {"eager": lambda b: _finish(b, _eager(b, 1 * MS, 300)), "graphs": lambda b: _finish(b, _graphs(b, MS, 20)),
+              "ahead": lambda b: _finish(b, _eager(b, 1 * MS, 300, ahead=2) + 12 * US), "mix": mix, "grown": grown}
+    seen = 0
+    for name, build in builds.items():
+        p = tmp_path / f"{name}.sqlite"
+        build(_builder()).write(str(p))
+        typed = pkg.analyze(str(p))
+        rep = json.loads(json.dumps(typed.to_dict(), default=str))
+        w = (int(rep["window"]["start_ns"]), int(rep["window"]["end_ns"]))
+        ref = rm.idle_causes(rm.load(str(p)), *w)
+        for d in typed.idle_causes.devices:
+            tool = sum(c.host_paced_ns for c in d.causes if c.kind == "queued")
+            assert tool == ref[d.device_id].host_paced, (name, d.device_id, tool, ref[d.device_id].host_paced)
+            seen += tool > 0
+        for f in rep["findings"]:
+            for c in f["checks"]:
+                if c["metric"] == "host_overhead_pct":
+                    want = rm.host_overhead_pct(ref, c["scope"]["device_id"], rm.launch_ranges(rm.load(str(p))))
+                    assert abs(c["observed"] - want) <= TOL, (name, c["observed"], want)
+    assert seen == 3     # eager, mix and grown hold host-paced ns; graphs and ahead none

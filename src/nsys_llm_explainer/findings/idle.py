@@ -91,7 +91,8 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
            ) -> Tuple[Dict[str, Dict[int, Dict[str, int]]], Dict[int, Dict[Tuple[str, str], int]]]:
     """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device (every ``launch`` ns;
     of ``host_cpu`` and launching ranges' ``nvtx``, the short-gap ns not after a drain: the host time after a
-    blocking sync returned and before the thread's next launch is the step's, not per launch); devices
+    blocking sync returned and before the thread's next launch is the step's, not per launch; the host-paced
+    ``queued`` ns: the host's launch interval, not GPU-side latency, docs/MODEL.md); devices
     outside ``active`` (a copy or a few stray kernels on an otherwise unused GPU) are left out, and so are the ns
     ``claimed`` by more specific findings."""
     per_kind: Dict[str, Dict[int, Dict[str, int]]] = {}
@@ -101,8 +102,10 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
             continue
         for c in d.causes:
             ns = c.ns - sum(m.get(d.device_id, {}).get((c.kind, c.detail), 0) for m in claimed)
-            if d.device_id in lb and (c.kind in HOST_KINDS or (c.kind == "nvtx" and c.detail in launch_ranges)):
-                part = min(ns, c.ns if c.kind == "launch" else c.short_gap_ns - (c.after_sync_short_ns or 0))
+            if d.device_id in lb and (c.kind in HOST_KINDS or (c.kind == "nvtx" and c.detail in launch_ranges)
+                                      or (c.kind == "queued" and c.host_paced_ns > 0)):
+                part = min(ns, c.ns if c.kind == "launch" else c.host_paced_ns if c.kind == "queued"
+                           else c.short_gap_ns - (c.after_sync_short_ns or 0))
                 if part > 0:
                     merged.setdefault(d.device_id, {})[(c.kind, c.detail)] = part
                 ns -= part
@@ -189,9 +192,9 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
         total = sum(details.values()) - sum(edge_ns.values())
         txt = KIND[kind]
-        if kind == "queued" and _tiny_share(by_dev, kind) >= 0.5:
+        if kind == "queued" and _tiny_share(by_dev, kind, set(lb)) >= 0.5:
             txt = VARIANTS["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
-        elif kind == "queued" and _short_piece_share(by_dev, kind) >= 0.5:
+        elif kind == "queued" and _short_piece_share(by_dev, kind, set(lb)) >= 0.5:
             txt = VARIANTS["queued_after_launch"]     # a few µs at the end of longer gaps: after each launch
         wait_checks: Tuple[Check, ...] = ()
         wait_line = ""
@@ -326,6 +329,8 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
           "Launch overhead: " + "; ".join(
               (f"launch calls {code_name(det)} {dur(ns)}" if kind == "launch" else
                f"host CPU between launches inside range {code_name(det)} (gaps < 1 ms) {dur(ns)}" if kind == "nvtx" else
+               f"launched kernels waiting to start after host-paced launches (each launched only after the kernel "
+               f"before it started) {dur(ns)}" if kind == "queued" else
                f"host CPU between launches (gaps < 1 ms) {dur(ns)}")
               for (kind, det), ns in sorted(parts.items(), key=lambda x: -x[1])[:5]) + "; time inside NVTX ranges, "
           "OS calls, other CUDA calls, syncs and copies is left to their own findings."]
@@ -468,19 +473,28 @@ def _autotune_line(p: AutotunePass, t0: int) -> str:
             "allocation in the loop).")
 
 
-def _short_piece_share(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:
+def _left(c: IdleCause, dev: int, lb: AbstractSet[int], whole: int, paced: int) -> int:
+    """``whole`` (a part of ``c.ns``) less its host-paced part on a launch-bound device (``lb``), where the
+    launch-bound finding holds that part (:func:`_split`)."""
+    return whole - paced if dev in lb else whole
+
+
+def _short_piece_share(by_dev: Mapping[int, DeviceCauses], kind: str, lb: AbstractSet[int] = frozenset()) -> float:
     """Fraction of a kind's ns (all devices) in gaps where it holds under 10 µs: a few µs of ``queued`` at the end of
     each longer gap is the launch latency after the host's launch; a mean hides a few gaps where launched kernels
-    were held back hundreds of µs."""
-    ns = sum(c.ns for d in by_dev.values() for c in d.causes if c.kind == kind)
-    short = sum(c.short_piece_ns for d in by_dev.values() for c in d.causes if c.kind == kind)
+    were held back hundreds of µs. On the launch-bound devices ``lb``, of the ns that are not host-paced."""
+    ns = sum(_left(c, i, lb, c.ns, c.host_paced_ns) for i, d in by_dev.items() for c in d.causes if c.kind == kind)
+    short = sum(_left(c, i, lb, c.short_piece_ns, c.host_paced_short_piece_ns)
+                for i, d in by_dev.items() for c in d.causes if c.kind == kind)
     return short / ns if ns else 0.0
 
 
-def _tiny_share(by_dev: Mapping[int, DeviceCauses], kind: str) -> float:
-    """Fraction of a kind's ns (all devices) inside gaps shorter than 10 µs."""
-    ns = sum(c.ns for d in by_dev.values() for c in d.causes if c.kind == kind)
-    tiny = sum(c.tiny_gap_ns for d in by_dev.values() for c in d.causes if c.kind == kind)
+def _tiny_share(by_dev: Mapping[int, DeviceCauses], kind: str, lb: AbstractSet[int] = frozenset()) -> float:
+    """Fraction of a kind's ns (all devices) inside gaps shorter than 10 µs; on the launch-bound devices ``lb``, of
+    the ns that are not host-paced."""
+    ns = sum(_left(c, i, lb, c.ns, c.host_paced_ns) for i, d in by_dev.items() for c in d.causes if c.kind == kind)
+    tiny = sum(_left(c, i, lb, c.tiny_gap_ns, c.host_paced_tiny_ns)
+               for i, d in by_dev.items() for c in d.causes if c.kind == kind)
     return tiny / ns if ns else 0.0
 
 

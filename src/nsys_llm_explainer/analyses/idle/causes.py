@@ -86,10 +86,12 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
             thread = np.where(next_call >= 0, api.gtid[np.maximum(next_call, 0)],
                               np.where(prev_call >= 0, api.gtid[np.maximum(prev_call, 0)], dom_g)).astype(np.int64)
         queued_from = np.where(next_call >= 0, np.clip(api.end[np.maximum(next_call, 0)], gs, ge), ge + 1)
+        paced = paced_cap(tl.act.start, gp.prev_row, next_call, prev_call, api.end)
         cand = np.append(threads.astype(np.int64), dom_g)
     else:
         thread = np.full(len(gp), -1, np.int64)
         queued_from = ge + 1                               # never queued
+        paced = np.zeros(len(gp), np.int64)
         cand = np.array([-1], np.int64)
     copy_det = np.array([ctx.detail_code(s) for s in tl.copy_labels], np.int64)[tl.copy_label] \
         if tl.copy_label.shape[0] else np.empty(0, np.int64)
@@ -98,7 +100,7 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     del gp, next_call, prev_call, thread, queued_from, copy_det   # per-gap inputs no longer needed while cutting
     if ctx.partition_ok and ctx.pieces_cut > ctx.partition_after and (
             span is None or tl.w1 <= span[0] or tl.w0 >= span[1]):   # the timeline file needs its pieces in place
-        return _device_by_partition(ctx, tl, gaps, groups, gs, ge, n_bins)
+        return _device_by_partition(ctx, tl, gaps, groups, gs, ge, paced, n_bins)
     parts = [thread_pieces(ctx, gaps, g, gi) for g, gi in groups]
     ctx.pieces_cut += sum(p[0].shape[0] for p in parts)
     host = host_pieces(parts, [g for g, _ in groups], ctx.details, np.array([K[k] for k in HOST_PIECE_KINDS], np.int8))
@@ -122,10 +124,24 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
     slices = span_slices(ctx, gap, kind, det, t0, ln, span) if span is not None else None
     pieces = [gap, kind, det, ln, after]
     del t0, parts, gap, kind, det, ln, after, drained  # _aggregate drops each piece array as soon as it can
-    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces, copy_wait, copy_unknown), pieces=host,
+    return dataclasses.replace(_aggregate(ctx, tl, gs, ge, pieces, copy_wait, copy_unknown, paced), pieces=host,
                                slices=slices,
                                wait_ns_by_thread=_add_waits({}, ctx, host.gtid, host.kind, host.detail,
                                                             host.end - host.start)), bins
+
+
+def paced_cap(act_start: np.ndarray, prev_row: np.ndarray, next_call: np.ndarray, prev_call: np.ndarray,
+              api_end: np.ndarray) -> np.ndarray:
+    """Per gap, the most ``queued`` ns of it that are *host-paced* (docs/MODEL.md, "Host-paced queued time"): when
+    the launch call of the activity after the gap (``next_call``) returned after the activity before it
+    (``prev_row``) started, and is not that activity's own launch call (``prev_call``: a graph's nodes), the GPU
+    ran that activity with nothing launched behind it; up to its own launch-to-start delay
+    (``start − its call's end``, ≥ 0) of the gap's queued ns are the host's launch interval shifted by that delay.
+    0 for the other gaps (a deeper queue, an unlinked activity, a window edge)."""
+    ok = (next_call >= 0) & (prev_call >= 0) & (next_call != prev_call) & (prev_row >= 0)
+    ps = act_start[np.maximum(prev_row, 0)] if act_start.shape[0] else np.zeros(prev_row.shape[0], np.int64)
+    ok &= api_end[np.maximum(next_call, 0)] > ps
+    return np.where(ok, np.maximum(ps - api_end[np.maximum(prev_call, 0)], 0), 0).astype(np.int64)
 
 
 def _past_bystanders(tl: DeviceTimeline, gtid: np.ndarray, threads: np.ndarray, next_call: np.ndarray,
@@ -157,7 +173,8 @@ def _past_bystanders(tl: DeviceTimeline, gtid: np.ndarray, threads: np.ndarray, 
 
 
 def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps, groups: List[Tuple[int, np.ndarray]],
-                         gs: np.ndarray, ge: np.ndarray, n_bins: int) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
+                         gs: np.ndarray, ge: np.ndarray, paced: np.ndarray, n_bins: int
+                         ) -> Tuple[DeviceCauses, Optional[DeviceBins]]:
     """:func:`_device` by the host threads' partitions (host_partition.py): the same causes, gaps and bins; the
     pieces' places in time are not kept (``pieces`` is None)."""
     cols: List[Tuple[np.ndarray, ...]] = []        # (gap, kind, detail, ns, t0, after a drain) parts
@@ -205,7 +222,7 @@ def _device_by_partition(ctx: HostContext, tl: DeviceTimeline, gaps: DeviceGaps,
         bt, bl, bk = (np.concatenate(c) for c in zip(*bcols)) if bcols else [np.empty(0, np.int64)] * 3
         o = np.argsort(bt, kind="stable")
         bins = device_bins(tl, bt[o], bl[o], bk[o].astype(np.int8), n_bins)
-    dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln, after], copy_wait, copy_unknown)
+    dc = _aggregate(ctx, tl, gs, ge, [gap, kind, det, ln, after], copy_wait, copy_unknown, paced)
     return dataclasses.replace(dc, pieces=None, wait_ns_by_thread=waits), bins
 
 
@@ -248,10 +265,11 @@ def _add_waits(acc: Dict[int, int], ctx: HostContext, gtid: np.ndarray, kind: np
 
 
 def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndarray, pieces: List[np.ndarray],
-               copy_wait: Mapping[int, int], copy_unknown: Mapping[int, int]) -> DeviceCauses:
+               copy_wait: Mapping[int, int], copy_unknown: Mapping[int, int], paced: np.ndarray) -> DeviceCauses:
     """Sum the pieces (time order; ``pieces`` = [gap, kind, detail, length, after a drain], emptied here to free
     them early) per cause and per (cause, gap). ``copy_wait`` / ``copy_unknown``: per copy detail code,
-    :attr:`IdleCause.waiting_ns` / :attr:`IdleCause.waiting_unknown_ns`."""
+    :attr:`IdleCause.waiting_ns` / :attr:`IdleCause.waiting_unknown_ns`; ``paced``: per gap, the most of its
+    ``queued`` ns that are host-paced (:func:`paced_cap`)."""
     gap, kind, det, ln, after = pieces
     pieces.clear()
     idle, window = tl.idle_ns, tl.window_ns
@@ -302,6 +320,7 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
         k = KINDS[cause_code // D]
         ex = tuple(GapExample(int(gs[pg[r]]), int(ge[pg[r]]), int(pns[r])) for r in top.tolist())
         ns = int(ns_all[cause_code])
+        hp = np.minimum(pns[sl], paced[pg[sl]]) if k == "queued" else None
         causes.append(IdleCause(k, ctx.details[cause_code % D], ns, pct(ns, window), pct(ns, idle), b - a,
                                 k in ONE_TIME, int(pns[sl][short[sl]].sum()), ex, int(gs[pg[a]]), int(ge[pg[b - 1]]),
                                 int(pns[sl][tiny[sl]].sum()),
@@ -309,7 +328,9 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
                                 copy_unknown.get(cause_code % D) or None if k == "copy" else None,
                                 int(after_short[cause_code]) or None,
                                 int(pns[sl][pns[sl] < TINY_GAP_NS].sum()),
-                                int(pns[sl][lead[sl]].sum()), int(pns[sl][trail[sl]].sum())))
+                                int(pns[sl][lead[sl]].sum()), int(pns[sl][trail[sl]].sum()),
+                                *((int(hp.sum()), int(hp[tiny[sl]].sum()), int(hp[pns[sl] < TINY_GAP_NS].sum()))
+                                  if hp is not None else ())))
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     if one_per_gap:
         code = np.full(len(gs), -1, np.int64)

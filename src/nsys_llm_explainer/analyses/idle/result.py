@@ -55,6 +55,12 @@ class IdleCause:
     #: device only, not in report.json
     lead_gap_ns: int = field(default=0, metadata=NOT_IN_JSON)
     trail_gap_ns: int = field(default=0, metadata=NOT_IN_JSON)
+    #: ``queued`` causes only: the part of ``ns`` that is host-paced (docs/MODEL.md, "Host-paced queued time": the
+    #: next kernel was launched only after the previous one started, the host's launch interval set the gap); and
+    #: its parts inside gaps shorter than 10 µs and in gaps where ``queued`` holds under 10 µs (per device only)
+    host_paced_ns: int = field(default=0, metadata=NOT_IN_JSON)
+    host_paced_tiny_ns: int = field(default=0, metadata=NOT_IN_JSON)
+    host_paced_short_piece_ns: int = field(default=0, metadata=NOT_IN_JSON)
 
 
 @dataclass(frozen=True)

@@ -404,6 +404,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "temperature, top-k / top-p / min-p, penalties and a grammar bitmask applied by kernels — and read back only "
        "the token ids; then the next step can be launched before they are read (one step behind), and the sync per "
        "step goes with the logits readback."),
+    _a("step_sync.event_timed", "The thread reads CUDA event timings after its syncs (evidence above): the sync "
+       "ends each timed step, the design of a benchmark harness (each repetition timed by its `cudaEventRecord` pair) "
+       "or of a per-step timer. In a benchmark the host time between repetitions is outside the events' measurement: "
+       "leave the sync. A timer in a real loop costs this idle on every step: time fewer steps, or read each step's "
+       "events one step later (`event.query()` / at the next step) instead of synchronizing on them."),
     _a("step_sync.overlap.torch", "In PyTorch: `out.to('cpu', non_blocking=True)` into a pinned buffer, "
        "`torch.cuda.Event().record()` after it and `event.synchronize()` only when the values are needed (one step "
        "later), instead of `.item()` / `.cpu()` / `.tolist()` right after the step.", framework=_PT),

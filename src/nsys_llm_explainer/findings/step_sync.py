@@ -19,6 +19,10 @@ ADVICE_IDS = ("step_sync.overlap", "step_sync.overlap.torch", "step_sync.vllm", 
 #: the host samples each step's next token (StepSyncSeries.host_sampling holds): step N+1 needs what the host
 #: computes from step N's results, so "launch step N+1 before reading them" cannot be done until sampling moves
 HOST_SAMPLING_ADVICE_IDS = ("step_sync.gpu_sampling",)
+#: the thread reads CUDA event timings after (nearly) every step sync (StepSyncSeries.timed_steps): the sync times
+#: the step — a benchmark harness's repetitions or a per-step timer — so "launch step N+1 before reading step N" is
+#: not the advice
+EVENT_TIMED_ADVICE_IDS = ("step_sync.event_timed",)
 def _device_totals(ss: StepSyncResult, devices: Optional[AbstractSet[int]] = None
                    ) -> Dict[int, Tuple[int, int, int, StepSyncSeries]]:
     """Per device with a holding series (among ``devices``; None: all): (Σ exposed ns, Σ overlappable ns, largest
@@ -51,9 +55,16 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
         "step_sync", severity="high" if share >= HIGH_SHARE else "medium",
         title=_title(s, share, totals[dev][1], stake, dev if len(totals) > 1 else None),
         evidence=_evidence(s, ss, dev),
-        advice=HOST_SAMPLING_ADVICE_IDS if s.host_sampling is not None and s.host_sampling.holds else ADVICE_IDS,
+        advice=_advice_ids(s),
         facts=facts, time_at_stake_ns=stake, checks=checks,
         device_id=dev, cause=("step_sync", s.api))
+
+
+def _advice_ids(s: StepSyncSeries) -> Tuple[str, ...]:
+    """Host sampling first (its own evidence), then event timing, else the double-buffer lines."""
+    if s.host_sampling is not None and s.host_sampling.holds:
+        return HOST_SAMPLING_ADVICE_IDS
+    return EVENT_TIMED_ADVICE_IDS if s.timed_steps is not None else ADVICE_IDS
 
 
 def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> Tuple[Check, ...]:
@@ -98,7 +109,16 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
             f"{s.exposed_pct_of_idle:.1f} % of its idle{causes}). Done while the GPU runs the next step, "
             f"{dur(s.overlap_ns)} of it ({s.overlap_pct_of_window:.1f} % of the window) would be hidden: per step "
             "the host work up to the time the host then waits for the GPU anyway; longer host work keeps the loop "
-            "host-bound and stays with the host findings."] + _sampling(s)
+            "host-bound and stays with the host findings."] + _sampling(s) + _timed(s)
+
+
+def _timed(s: StepSyncSeries) -> List[str]:
+    """The evidence that the thread times its steps with CUDA events (only when StepSyncSeries.timed_steps is set)."""
+    if s.timed_steps is None:
+        return []
+    return [f"On {s.timed_steps} of its {s.steps} steps the thread reads a CUDA event pair's elapsed time "
+            "(`cudaEventElapsedTime`) after the sync: the sync ends each timed step, as a benchmark harness or a "
+            "per-step timer does."]
 
 
 def _sampling(s: StepSyncSeries) -> List[str]:

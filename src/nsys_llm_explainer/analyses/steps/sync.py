@@ -42,6 +42,10 @@ SAMPLING_BYTES_RATIO = 256
 #: caller frame matching :data:`SAMPLER_FRAME`)
 SAMPLING_SAMPLES_SHARE = 0.5
 SAMPLER_FRAME = re.compile(r"sampl|logits|top_?[kp]|min_p|penalt|bitmask|grammar", re.IGNORECASE)
+#: a holding series whose thread reads CUDA event timings (``cudaEventElapsedTime``) in at least this share of its
+#: steps syncs to time each step: a benchmark harness's timed repetitions or a per-step timer (docs/FINDINGS.md)
+EVENT_TIMED_SHARE = 0.8
+_ELAPSED = {"cudaEventElapsedTime", "cuEventElapsedTime"}
 _NEVER = np.iinfo(np.int64).min
 _CAUSE = ("kind", "detail", "ns")
 
@@ -117,6 +121,9 @@ class StepSyncSeries(FieldsJson):
     last_ns: int = 0                # return of the last sync point
     # the copy pattern of sampling on the host, when it is on SAMPLING_STEP_SHARE of the steps (None otherwise)
     host_sampling: Optional[HostSampling] = field(default=None, metadata=NONE_OMITTED)
+    # steps (of ``steps``) in which the thread reads a CUDA event pair's elapsed time after the sync: recorded only
+    # on a holding series where that is at least EVENT_TIMED_SHARE of its steps (a timing harness or per-step timer)
+    timed_steps: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("readback",)
 
     @property
@@ -178,6 +185,7 @@ class StepSyncContext:
         self.blocking = (wait | (sync_copy & d2h) | (async_copy & pageable_d2h)) & primary
         self.d2h_call = d2h & primary
         self.blocking_rows = _by_thread(api.gtid, self.blocking)
+        self.elapsed_rows = _by_thread(api.gtid, per_name(lambda b: b in _ELAPSED) & primary)
         self.d2h_rows = _by_thread(api.gtid, self.d2h_call)
         # per thread: its calls that issued a host-to-device copy, and the bytes of each D→H / H→D copy call
         self.h2d_rows: Dict[int, np.ndarray] = {}
@@ -259,6 +267,20 @@ def _host_sampling(ctx: StepSyncContext, g: int, lastl: np.ndarray, e: np.ndarra
             cnt = np.bincount(fr)
             top = sm.frame_symbol[int(np.argmax(cnt))]
     return HostSampling(k, n_steps, percentile(read[both], 50), percentile(sent[both], 50), samples, hits, top)
+
+
+def _timed_steps(ctx: StepSyncContext, g: int, ed: np.ndarray) -> Optional[int]:
+    """The steps ``[ed_j, ed_{j+1})`` (between the returns of consecutive step sync points) in which thread ``g``
+    calls ``cudaEventElapsedTime`` / ``cuEventElapsedTime``, when they are at least :data:`EVENT_TIMED_SHARE` of the
+    steps; None otherwise."""
+    steps = ed.shape[0] - 1
+    rows = ctx.elapsed_rows.get(g)
+    if steps < 1 or rows is None or rows.shape[0] == 0:
+        return None
+    cs = ctx.api.start[rows]
+    lo, hi = np.searchsorted(cs, ed[:-1], side="left"), np.searchsorted(cs, ed[1:], side="left")
+    k = int((hi > lo).sum())
+    return k if k >= EVENT_TIMED_SHARE * steps else None
 
 
 def _by_thread(gtid: np.ndarray, mask: np.ndarray) -> Dict[int, np.ndarray]:
@@ -435,6 +457,7 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     is_step = names == uniq[top[0]]
     is_step[np.flatnonzero(is_step)[-1:]] = False      # the last step boundary has no next step
     hs = _host_sampling(ctx, int(g), lastl, e, b, is_step) if holds else None
+    timed = _timed_steps(ctx, int(g), ed) if holds else None
     return StepSyncSeries(
         device_id=tl.device_id, gtid=int(g), pid=(int(g) >> 24) & 0xFFFFFF, tid=int(g) & 0xFFFFFF,
         thread_name=ctx.model.thread_label(int(g)), holds=holds, reason=why,
@@ -447,7 +470,8 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
         gpu_busy_p50_ns=percentile(gpu_step, 50), gpu_busy_p90_ns=percentile(gpu_step, 90), window_ns=dc.window_ns,
         idle_ns=dc.idle_ns, exposed_pct_of_window=pct(tot, dc.window_ns), exposed_pct_of_idle=pct(tot, dc.idle_ns),
         overlap_pct_of_window=pct(ovl, dc.window_ns), overlap_pct_of_idle=pct(ovl, dc.idle_ns),
-        exposed_by_cause=by_cause, claimed=claimed, first_ns=int(e[0]), last_ns=int(e[-1]), host_sampling=hs)
+        exposed_by_cause=by_cause, claimed=claimed, first_ns=int(e[0]), last_ns=int(e[-1]), host_sampling=hs,
+        timed_steps=timed)
 
 
 def device_step_sync(step_sync_context: StepSyncContext, timeline: DeviceTimeline, device_causes: DeviceCauses

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from .document import Cell, Code, Data, Em, Link, Paragraph, Rich, Spans, Strong, Styled, Value
 from ..vocabulary.code_spans import code_name, split
+from .document import Cell, Code, Data, Em, Link, Paragraph, Rich, Spans, Strong, Styled, Value
 from .escape import TERM_LIMIT, TERM_NAME_LIMIT, shorten, visible
 
 

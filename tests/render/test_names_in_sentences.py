@@ -126,3 +126,45 @@ def test_a_thread_name_with_backticks_is_shown_whole_in_the_step_sync_evidence(t
         _cycle(b, 200, T + 1 * MS, "sgl_gemm", "B")
     md = render_markdown(analyze(b.write(str(tmp_path / "t.sqlite"), overwrite=True)))
     assert "- Device 0, thread <code>&#96;x&#96; &lt;b&gt;</code> (pid 100, tid 100): 50 blocking calls" in md
+
+
+def _start_up(path: Path, api: str) -> str:
+    """One thread of pid 7: ``api`` (a CUDA runtime call the tool does not classify: `other_api`) [0, 3,000 µs), then
+    100 kernels of 9 µs every 10 µs from 3,010 µs, each launched 8 µs ahead by a 2 µs call (last ends 4,009 µs)."""
+    b = TraceBuilder()
+    b.process(7, "p")
+    g = b.thread(7, 1, "t")
+    b.runtime(0, 3_000 * US, tid_g=g, name=api + "_v4000")
+    for i in range(100):
+        t = 3_010 * US + i * 10 * US
+        b.launch(t - 8 * US, t - 6 * US, t, t + 9 * US, pid=7, tid=1, name="gemm")
+    return b.write(str(path), overwrite=True)
+
+
+def test_the_terminal_verdict_shortens_a_long_name_where_it_stands(tmp_path: Path) -> None:
+    """Window [0, 4,009 µs): the leading gap holds the whole call, so the verdict is the start-up finding's title,
+    "Start-up, not the loop: GPU idle in other CUDA API calls (`NAME`) before the GPU's first kernel, 74.6 % of the
+    window (2.992 ms, once)", NAME = `cudaHostRegister` + markup, ESC, a bidi override and 100 KB of L. The line is
+    over the terminal's 300 characters: the terminal cut its middle ("(`` cudaHostRegisterx`<script>…LLL…he GPU's
+    first kernel": the name's closing fence and "before t" gone). The name is now shortened to 80 characters where it
+    stands (63 + '…' + 16 L, visible escapes; fenced with ``, as it still holds a backtick) and the sentence stays
+    whole; report.md is unchanged (its name at 200). A line within 300 characters keeps a 100-character name whole
+    (the real traces' summaries: unchanged)."""
+    from nsys_llm_explainer.options import options_from_kwargs
+    from nsys_llm_explainer.pipeline import analyze_path
+    from nsys_llm_explainer.render import summary_lines
+    from nsys_llm_explainer.render.escape import term_text
+
+    hostile = "cudaHostRegisterx`<script>alert(1)</script>|*_[a](http://e.x)&\"'\x1b[31m\u202e" + LONG
+    p = _start_up(tmp_path / "t.sqlite", hostile)
+    rep = analyze_path(p, options_from_kwargs(window=(0, 4_009 * US)))
+    verdict = term_text(summary_lines(rep)[0])
+    name = "cudaHostRegisterx`<script>alert(1)</script>|*_[a](http://e.x)&\"" + "…" + "L" * 16
+    assert verdict == ("verdict: Start-up, not the loop: GPU idle in other CUDA API calls (`` " + name + " ``) before "
+                       "the GPU's first kernel, 74.6 % of the window (2.992 ms, once)"), verdict
+    assert "\x1b" not in verdict and "\u202e" not in verdict
+    plain100 = "cudaHostRegister" + "a" * 84
+    rep = analyze_path(_start_up(tmp_path / "u.sqlite", plain100), options_from_kwargs(window=(0, 4_009 * US)))
+    assert term_text(summary_lines(rep)[0]) == (
+        f"verdict: Start-up, not the loop: GPU idle in other CUDA API calls (`{plain100}`) before the GPU's first "
+        "kernel, 74.6 % of the window (2.992 ms, once)")

@@ -137,7 +137,8 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     n_all = w.sampled_elsewhere()
     if procs:
         ev.append("CPU samples of other processes taken during these waits: " + "; ".join(
-            f"{code_name(p.process or 'process')} (pid {p.pid}) sampled running in {p.sampled:,} of the {n_all:,} "
+            (f"{code_name(p.process)} (pid {p.pid})" if p.process else f"an unnamed process (pid {p.pid})")
+            + f" sampled running in {p.sampled:,} of the {n_all:,} "
             "samples taken inside them" for p in procs)
             + " (every thread's but the launching thread's).")
     elif w.process_samples:

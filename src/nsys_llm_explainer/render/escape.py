@@ -17,6 +17,9 @@ CODE_LIMIT = 200
 TEXT_LIMIT = 2000
 #: one terminal line (summary, error) is shortened beyond this many characters
 TERM_LIMIT = 300
+#: a name a terminal line's sentence quotes is shortened to this many characters where it stands when the line would
+#: run over TERM_LIMIT (render/text.py), so the cut keeps the sentence
+TERM_NAME_LIMIT = 80
 _HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 _WHITE = {"\t": " ", "\n": " ", "\r": " "}
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

@@ -99,7 +99,7 @@ def test_a_thread_label_that_names_its_tid_is_not_given_it_twice():
     assert _who("worker (pid 7, tid 5)", 5) == "`worker (pid 7, tid 5)`"
     assert _who("worker (tid 5)", 5) == "`worker (tid 5)`"
     assert _who("worker", 5) == "`worker` (tid 5)"
-    assert _who("", 5) == "`thread`"
+    assert _who("", 5) == "tid 5"   # unnamed (no ThreadNames row): its tid, not a `thread` placeholder
 
 
 @pytest.mark.parametrize("copy_only_device", [False, True])

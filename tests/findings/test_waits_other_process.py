@@ -145,9 +145,9 @@ def test_a_process_without_a_name_is_not_called_process(tmp_path: Path) -> None:
     """As the first test, but pid 200 has no name in PROCESSES and no main thread (its one thread is tid 201), so the
     trace gives it no name: 190 of the 190 samples inside the waits are its own. The evidence wrote it as a code span,
     "`process` (pid 200) sampled running in …", naming it `process` (a name it does not have; one a process may have);
-    now "an unnamed process (pid 200)"."""
+    now by its pid alone, "pid 200 sampled running in …" (as a thread without a name is "tid N")."""
     j = _report(_trace(name=""), tmp_path)
     f = finding_of(j, "idle_osrt")
-    assert ("CPU samples of other processes taken during these waits: an unnamed process (pid 200) sampled running in "
+    assert ("CPU samples of other processes taken during these waits: pid 200 sampled running in "
             "190 of the 190 samples taken inside them (every thread's but the launching thread's).") in f["evidence"]
     assert not any("`process`" in e for e in f["evidence"])

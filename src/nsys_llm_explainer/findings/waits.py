@@ -47,8 +47,17 @@ def launcher_of(waits: Optional[WaitsResult], device: int) -> Optional[LauncherW
 
 
 def _who(label: str, tid: int) -> str:
-    return (f"{code_name(label)} (tid {tid})" if label and not label_shows_tid(label, tid)
-            else code_name(label or "thread"))
+    """A thread as the evidence names it: its name and tid; its tid alone when the trace names it not (no
+    ThreadNames row: never a placeholder shown as its name)."""
+    if not label:
+        return f"tid {tid}"
+    return f"{code_name(label)} (tid {tid})" if not label_shows_tid(label, tid) else code_name(label)
+
+
+def _proc(name: str, pid: int) -> str:
+    """A process as the evidence names it: its name and pid; its pid alone when the trace names it not (no
+    PROCESSES row)."""
+    return f"{code_name(name)} (pid {pid})" if name else f"pid {pid}"
 
 
 def _doing(w: LauncherWaits, gtid: int) -> str:
@@ -137,9 +146,8 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     n_all = w.sampled_elsewhere()
     if procs:
         ev.append("CPU samples of other processes taken during these waits: " + "; ".join(
-            (f"{code_name(p.process)} (pid {p.pid})" if p.process else f"an unnamed process (pid {p.pid})")
-            + f" sampled running in {p.sampled:,} of the {n_all:,} "
-            "samples taken inside them" for p in procs)
+            _proc(p.process, p.pid) + f" sampled running in {p.sampled:,} of the {n_all:,} samples taken inside them"
+            for p in procs)
             + " (every thread's but the launching thread's).")
     elif w.process_samples:
         k = len(w.processes or ())

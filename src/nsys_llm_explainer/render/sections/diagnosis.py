@@ -94,10 +94,12 @@ def sec_waits(v: View) -> SectionResult:
     for w in ws.launchers[:2]:
         calls = joined([inline(Code(c.name), f" {fmt_dur(c.ns)}") for c in w.calls[:3]], "; ")
         ctx = w.contexts[:1]
-        tid = () if label_shows_tid(w.thread, w.tid) else (" (tid ", Data(w.tid), ")")
+        # an unnamed thread (no ThreadNames row) by its tid alone, never an empty name
+        tid = (() if label_shows_tid(w.thread, w.tid) else (" (tid ", Data(w.tid), ")")) if w.thread else \
+            ("tid ", Data(w.tid))
         shared = w.shared_with()
         out.append(para(Strong(("Waits of a launching thread" if shared else "Waits of the launching thread",)), " ",
-                        Code(w.thread), *tid, f" ({shared})" if shared else None, ": ",
+                        Code(w.thread) if w.thread else None, *tid, f" ({shared})" if shared else None, ": ",
                         f"{fmt_dur(w.wait_ns)} in OS calls that wait ({w.wait_pct_of_window:.1f} % of the window): ",
                         calls,
                         (inline("; inside NVTX ", Code(ctx[0].range), f" {ctx[0].pct_of_waits:.0f} %") if ctx

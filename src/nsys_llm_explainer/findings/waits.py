@@ -74,7 +74,7 @@ def _advice(w: LauncherWaits, shown: List[int], ran: bool = False) -> Tuple[str,
     """By what the named threads did during the waits: file I/O, CUDA copies, other OS / CUDA calls, code outside
     calls; nothing traced and no CPU sample (``ran``: another thread was sampled running during the waits)."""
     if not shown and not ran:
-        return ("wait.unseen",)
+        return ("wait.unseen", "wait.unseen.training")     # the workload fact picks one
     rows: List[OverlapRow] = [r for g in shown for r in w.rows_of(g)]
     io = max((r.pct_of_waits for r in rows if r.what == "osrt" and r.os_class == "file_io"), default=0.0)
     copies = max((r.pct_of_waits for r in rows if r.what == "cuda" and "Memcpy" in r.name), default=0.0)
@@ -148,7 +148,8 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     named = [t.gtid for t in shown] + [t.gtid for t in ran if t.gtid not in {s.gtid for s in shown}]
     advice = _advice(w, named, n_s > 0)
     if procs:   # another process ran through the waits: not "no one is seen working" (lack of load)
-        advice = tuple(a for a in advice if a != "wait.unseen") + ("wait.other_process",)
+        advice = tuple(a for a in advice if not a.startswith("wait.unseen")) + (
+            "wait.other_process", "wait.other_process.training", "wait.other_process.torch")   # by workload
     return WaitStory(context, tuple(ev), advice)
 
 

@@ -105,7 +105,8 @@ def test_data_loader_workers_sampled_in_the_waits_get_input_advice_not_serving_a
 
 def test_same_loop_as_inference_keeps_the_engine_line(tmp_path: Path) -> None:
     """The same trace with the backward and Adam kernels renamed (`gemm_b`, `gemm_c`) and thread 2 `python3`: no
-    backward, no optimizer, no autograd thread, GEMMs present: inference; the other-process line is the engine's `wait.other_process`, unchanged."""
+    backward, no optimizer, no autograd thread, GEMMs present: inference; the other-process line is the engine's
+    `wait.other_process`, unchanged."""
     rep = report_of(_loader_loop(training=False), tmp_path)
     assert rep["facts"]["workload"] == "inference"
     assert finding_of(rep, "idle_osrt")["recommendation"] == [ADVICE["wait.other_process"].text]
@@ -135,3 +136,19 @@ def test_off_cpu_launcher_of_a_training_loop_is_not_told_lack_of_load(tmp_path: 
             "idle pieces on this device.") in f["evidence"]
     assert f["recommendation"] == [ADVICE["host_cpu.off_cpu.training"].text]
     assert not any(w in _advice(rep, "idle_host_cpu") for w in SERVING)
+
+
+def test_four_data_loader_workers_are_all_accounted_for(tmp_path: Path) -> None:
+    """`num_workers=4`: workers 300 … 303 sampled in turn, 32 samples per wait, 20 waits in the window: 640 samples,
+    160 of each (25 % ≥ 10 %, ≥ 10): all four qualify. The sentence names three (most samples first, ties by pid:
+    300, 301, 302) and used to drop the fourth silently — as if pid 303, with the same 25 %, had not run; it now
+    counts it: "1 more process with 160 of them, each ≥ 10 %"."""
+    rep = report_of(_loader_loop(workers=(300, 301, 302, 303)), tmp_path)
+    (w,) = rep["waits"]["launchers"]
+    assert [(p["pid"], p["sampled"]) for p in w["processes"]] == [(300, 160), (301, 160), (302, 160), (303, 160)]
+    f = finding_of(rep, "idle_osrt")
+    assert ("CPU samples of other processes taken during these waits: `pt_data_worker` (pid 300) sampled running in "
+            "160 of the 640 samples taken inside them; `pt_data_worker` (pid 301) sampled running in 160 of the 640 "
+            "samples taken inside them; `pt_data_worker` (pid 302) sampled running in 160 of the 640 samples taken "
+            "inside them; 1 more process with 160 of them, each ≥ 10 % (all in report.json `waits`) (every thread's "
+            "but the launching thread's).") in f["evidence"]

@@ -133,12 +133,16 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     elif w.samples_in_waits == 0 and not shown:
         ev.append("No CPU sample of another thread of its process falls inside these waits (the trace has CPU "
                   "samples): none was sampled running during them.")
-    procs = ran_elsewhere(w)
+    every = ran_elsewhere(w, None)
+    procs = every[:SHOWN_THREADS]
     n_all = w.sampled_elsewhere()
     if procs:
+        more = len(every) - len(procs)   # e.g. eight data-loader workers: the rest are counted, not dropped
         ev.append("CPU samples of other processes taken during these waits: " + "; ".join(
             f"{code_name(p.process or 'process')} (pid {p.pid}) sampled running in {p.sampled:,} of the {n_all:,} "
             "samples taken inside them" for p in procs)
+            + (f"; {more} more process{'es' if more != 1 else ''} with {sum(p.sampled for p in every[len(procs):]):,} "
+               f"of them, each ≥ {SHOWN_PROCESS_PCT:g} % (all in report.json `waits`)" if more else "")
             + " (every thread's but the launching thread's).")
     elif w.process_samples:
         k = len(w.processes or ())
@@ -153,10 +157,10 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     return WaitStory(context, tuple(ev), advice)
 
 
-def ran_elsewhere(w: LauncherWaits) -> List[OtherProcess]:
+def ran_elsewhere(w: LauncherWaits, limit: Optional[int] = SHOWN_THREADS) -> List[OtherProcess]:
     """The other processes sampled running through the launching thread's waits: ≥ :data:`SHOWN_PROCESS_PCT` % of
     the samples inside them (every thread's but the launching thread's) and ≥ :data:`MIN_PROCESS_SAMPLES` (up to
-    :data:`SHOWN_THREADS`, most samples first)."""
+    ``limit``, most samples first; None: all of them)."""
     n_all = w.sampled_elsewhere()
     return [p for p in (w.processes or ()) if p.sampled >= MIN_PROCESS_SAMPLES
-            and pct(p.sampled, n_all) >= SHOWN_PROCESS_PCT][:SHOWN_THREADS]
+            and pct(p.sampled, n_all) >= SHOWN_PROCESS_PCT][:limit]

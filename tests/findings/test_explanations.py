@@ -42,6 +42,9 @@ TEXT_RULES = [
      "workload", {"inference"}),
     (r"prefill|decode", "workload", {"inference"}),
     (r"backward pass|optimizer step|GradScaler|autograd", "workload", {"training"}),
+    # a serving engine's load and output processing, not a training loop's (sweep CAX); a training loop's batches
+    (r"lack of load|batch requests|API-server|asynchronous output processing", "workload", {"inference", "unknown"}),
+    (r"training loop|data-loader worker", "workload", {"training"}),
     (r"In PyTorch", "framework", {"pytorch"}),
     (r"\btorch\.|PyTorch|pin_memory|\.item\(\)", "framework", {"pytorch", ""}),
     (r"CUDA graphs are already in use", "cuda_graphs", {True}),

@@ -207,16 +207,35 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("wait.unseen", "No other thread of its process is seen working during these waits (their OS calls are "
        "traced): if the thread waits for work from outside (requests, a queue fed by another process), the GPU "
        "idles for lack of load: batch requests or raise the load; else find what releases the waits (NVTX ranges "
-       "on the worker threads, CPU sampling of the whole process tree)."),
+       "on the worker threads, CPU sampling of the whole process tree).", workload=("inference", "unknown")),
+    _a("wait.unseen.training", "No other thread of its process is seen working during these waits (their OS calls "
+       "are traced): in a training loop it may be waiting for its next batch from another process (data-loader "
+       "worker processes, a data service) — the GPU idles for want of input data: prepare the batches faster or "
+       "further ahead; CPU sampling of the whole process tree and NVTX ranges in the data pipeline show which "
+       "process runs through these waits.", workload=("training",)),
     _a("wait.other_process", "Another process ran on a CPU during these waits (named above: it was sampled running "
        "then): the launching thread may be waiting for its output — a tokenizer, detokenizer, scheduler or API-server "
        "process feeding or draining each step. Shorten that process's work per step, or let the engine run the next "
        "step while it works (asynchronous output processing / scheduling); NVTX ranges in that process show which "
-       "of its work the waits line up with."),
+       "of its work the waits line up with.", workload=("inference", "unknown")),
+    _a("wait.other_process.training", "Another process ran on a CPU during these waits (named above: it was sampled "
+       "running then): in a training loop the launching thread may be waiting for the next batch that process "
+       "prepares — a data-loader worker reading, decoding, augmenting or tokenizing samples. Make each batch "
+       "cheaper to prepare (lighter decoding, decoding on the GPU, pre-processing the data set once, offline) or "
+       "prepare more at once (more worker processes while CPU cores are free, batches prepared further ahead); NVTX "
+       "ranges in that process show which of its work the waits line up with.", workload=("training",)),
+    _a("wait.other_process.torch", "In PyTorch, if that process is a `DataLoader` worker: `num_workers` sets how "
+       "many worker processes prepare batches and `prefetch_factor` how many batches each keeps ready ahead.",
+       workload=("training",), framework=_PT),
     _a("host_cpu.off_cpu", "The launching thread is off-CPU in these gaps (sampled elsewhere, never inside them): it "
        "sleeps or blocks outside traced calls, so there is no host code here to shorten. If it waits for work "
        "(requests, a queue), the GPU idles for lack of load: batch requests or raise the load; else trace OS calls "
-       "(`--trace=osrt`) to see what it blocks in.", host_thread_off_cpu=(True,)),
+       "(`--trace=osrt`) to see what it blocks in.", host_thread_off_cpu=(True,), workload=("inference", "unknown")),
+    _a("host_cpu.off_cpu.training", "The launching thread is off-CPU in these gaps (sampled elsewhere, never inside "
+       "them): it sleeps or blocks outside traced calls, so there is no host code here to shorten. In a training loop "
+       "it may be waiting for its next batch (from data-loader worker processes or a data service): trace OS calls "
+       "(`--trace=osrt`) to see what it blocks in, and see which processes run meanwhile (the whole process tree "
+       "sampled) to find what prepares the batches.", host_thread_off_cpu=(True,), workload=("training",)),
     _a("host_cpu.profile", "Profile the host code that runs while the GPU idles (`nsys --sample=cpu`, py-spy) and "
        "overlap CPU work (scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,),
        host_thread_off_cpu=(False,)),

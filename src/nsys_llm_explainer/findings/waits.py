@@ -83,7 +83,7 @@ def _advice(w: LauncherWaits, shown: List[int], ran: bool = False) -> Tuple[str,
     """By what the named threads did during the waits: file I/O, CUDA copies, other OS / CUDA calls, code outside
     calls; nothing traced and no CPU sample (``ran``: another thread was sampled running during the waits)."""
     if not shown and not ran:
-        return ("wait.unseen",)
+        return ("wait.unseen", "wait.unseen.training")     # the workload fact picks one
     rows: List[OverlapRow] = [r for g in shown for r in w.rows_of(g)]
     io = max((r.pct_of_waits for r in rows if r.what == "osrt" and r.os_class == "file_io"), default=0.0)
     copies = max((r.pct_of_waits for r in rows if r.what == "cuda" and "Memcpy" in r.name), default=0.0)
@@ -142,12 +142,16 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     elif w.samples_in_waits == 0 and not shown:
         ev.append("No CPU sample of another thread of its process falls inside these waits (the trace has CPU "
                   "samples): none was sampled running during them.")
-    procs = ran_elsewhere(w)
+    every = ran_elsewhere(w, None)
+    procs = every[:SHOWN_THREADS]
     n_all = w.sampled_elsewhere()
     if procs:
+        more = len(every) - len(procs)   # e.g. eight data-loader workers: the rest are counted, not dropped
         ev.append("CPU samples of other processes taken during these waits: " + "; ".join(
             _proc(p.process, p.pid) + f" sampled running in {p.sampled:,} of the {n_all:,} samples taken inside them"
             for p in procs)
+            + (f"; {more} more process{'es' if more != 1 else ''} with {sum(p.sampled for p in every[len(procs):]):,} "
+               f"of them, each ≥ {SHOWN_PROCESS_PCT:g} % (all in report.json `waits`)" if more else "")
             + " (every thread's but the launching thread's).")
     elif w.process_samples:
         k = len(w.processes or ())
@@ -157,14 +161,15 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     named = [t.gtid for t in shown] + [t.gtid for t in ran if t.gtid not in {s.gtid for s in shown}]
     advice = _advice(w, named, n_s > 0)
     if procs:   # another process ran through the waits: not "no one is seen working" (lack of load)
-        advice = tuple(a for a in advice if a != "wait.unseen") + ("wait.other_process",)
+        advice = tuple(a for a in advice if not a.startswith("wait.unseen")) + (
+            "wait.other_process", "wait.other_process.training", "wait.other_process.torch")   # by workload
     return WaitStory(context, tuple(ev), advice)
 
 
-def ran_elsewhere(w: LauncherWaits) -> List[OtherProcess]:
+def ran_elsewhere(w: LauncherWaits, limit: Optional[int] = SHOWN_THREADS) -> List[OtherProcess]:
     """The other processes sampled running through the launching thread's waits: ≥ :data:`SHOWN_PROCESS_PCT` % of
     the samples inside them (every thread's but the launching thread's) and ≥ :data:`MIN_PROCESS_SAMPLES` (up to
-    :data:`SHOWN_THREADS`, most samples first)."""
+    ``limit``, most samples first; None: all of them)."""
     n_all = w.sampled_elsewhere()
     return [p for p in (w.processes or ()) if p.sampled >= MIN_PROCESS_SAMPLES
-            and pct(p.sampled, n_all) >= SHOWN_PROCESS_PCT][:SHOWN_THREADS]
+            and pct(p.sampled, n_all) >= SHOWN_PROCESS_PCT][:limit]

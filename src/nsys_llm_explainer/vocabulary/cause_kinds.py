@@ -90,7 +90,8 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
               "inside an NVTX range)",
               "GPU idle with the host in an OS call", "#00695c", host_side=True,
               advice=("osrt.find", "osrt.samples", "wait.io", "wait.copies", "wait.cpu", "wait.calls", "wait.unseen",
-                      "wait.other_process"),
+                      "wait.unseen.training", "wait.other_process", "wait.other_process.training",
+                      "wait.other_process.torch"),
               title="The launching thread is in {what} (OS runtime) while the GPU idles ({share:.1f} % of the "
                     "window)",
               title_many="The launching thread is in OS calls while the GPU idles ({share:.1f} % of the window)",
@@ -105,7 +106,8 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
               by="range"),
     CauseKind("host_cpu", "host_gap", "the launching thread was outside CUDA calls, NVTX ranges and traced OS calls",
               "GPU idle with the host outside CUDA, NVTX and OS calls", "#f9a825", host_side=True,
-              advice=("host_cpu.off_cpu", "host_cpu.profile", "host_cpu.samples", "host_cpu.vllm",
+              advice=("host_cpu.off_cpu", "host_cpu.off_cpu.training", "host_cpu.profile", "host_cpu.samples",
+                      "host_cpu.vllm",
                       "host_cpu.vllm.graphs",
                       "host_cpu.sglang", "host_cpu.trtllm", "host_cpu.trtllm.graphs"),
               title="Host gaps: the launching thread is outside CUDA calls while the GPU idles ({share:.1f} % of the "

@@ -51,7 +51,8 @@ def _uncovered(gtid: int, label: str, pct: float, ranges: int) -> UncoveredThrea
 
 
 def test_nvtx_coverage_text_names_each_thread_once() -> None:
-    """A label that carries the tid is not followed by it again; a bare or missing name keeps ``(tid N)``."""
+    """A label that carries the tid is not followed by it again; a bare name keeps ``(tid N)``; a thread the trace
+    does not name is `` `tid N` `` (as in the title), not a `thread` it is not called."""
     rows = (_uncovered(MAIN, "pt_main_thread (tid 21101)", 60.0, 0), _uncovered(STORE, "loader", 30.0, 4),
             _uncovered(TOK, "", 10.0, 0))
     att = AttributionResult(True, None, total_kernel_ns=100, attributed_ns=10, coverage=0.1,
@@ -61,7 +62,7 @@ def test_nvtx_coverage_text_names_each_thread_once() -> None:
     assert f.title.endswith("60 % of the uncovered kernel time is launched by `pt_main_thread (tid 21101)`")
     assert f.evidence[1] == ("Kernels no range covers, by launching thread: `pt_main_thread (tid 21101)` 60.0 %, "
                              "no NVTX range on it; `loader` (tid 21103) 30.0 %, 4 range(s) on that thread; "
-                             "`thread` (tid 21104) 10.0 %, no NVTX range on it.")
+                             "`tid 21104` 10.0 %, no NVTX range on it.")
 
 
 def test_scenario_labels_every_thread(tmp_path_factory, tmp_path: Path) -> None:

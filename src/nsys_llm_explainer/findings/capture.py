@@ -136,7 +136,8 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
     if any(r.gtid >= 0 for r in rows):
         ev.append(f"Kernels no {'push/pop ' if se else ''}range covers, by launching thread: " + "; ".join(
             (f"{code_name(r.thread_name)} " if label_shows_tid(r.thread_name, r.tid) else
-             f"{code_name(r.thread_name or 'thread')} (tid {r.tid}) ") + f"{r.pct_of_uncovered:.1f} %, "
+             f"{code_name(r.thread_name)} (tid {r.tid}) " if r.thread_name else
+             f"{code_name('tid ' + str(r.tid))} ") + f"{r.pct_of_uncovered:.1f} %, "
             + (f"{r.thread_ranges} range(s) on that thread" if r.thread_ranges else "no NVTX range on it")
             for r in rows[:3] if r.gtid >= 0) + ".")
     top = rows[0] if rows and rows[0].gtid >= 0 else None      # the thread that launches most of them

@@ -50,3 +50,26 @@ def test_trace12_steady_window_is_not_the_autotuning_pass():
     w = rep.window
     last_trial_ns = w.full_start_ns + 5_871_677_771        # the last redzone_checker's start, from trace start
     assert w.method != "auto" or w.start_ns >= last_trial_ns
+
+
+def test_trace03_range_advice_reads_the_samples_it_has():
+    """Trace 03 (llama3 inference simulation): the launching thread has 57 CPU samples inside the `nvtx` idle gaps
+    (COMPOSITE_EVENTS; `time_sleep` among the top code), and OS calls were not traced (no OSRT_API table). The
+    range advice asked to "capture with `--trace=osrt` (and CPU sampling)" although the report's own evidence
+    quotes those samples: it now points at them and asks only for the OS-call trace."""
+    rep = _report("03_llama3_real_inference_simulation")
+    (f,) = [f for f in rep.findings if f.id == "idle_nvtx"]
+    assert any(e.startswith("CPU samples of the launching thread inside these gaps (57 over") for e in f.evidence)
+    text = " ".join(f.recommendation)
+    assert "(and CPU sampling)" not in text
+    assert "its CPU samples there (evidence above, `tables/host_samples.csv`) show what it ran" in text
+
+
+def test_range_advice_without_samples_still_asks_for_them(tmp_path_factory):
+    """Scenario `host_gap`: NVTX idle on a trace with no CPU samples and no OS calls traced: the advice still asks
+    for both (`--trace=osrt` and CPU sampling)."""
+    from conftest import scenario_report
+
+    _, _, rep = scenario_report("host_gap", tmp_path_factory)
+    f = next(f for f in rep.findings if f.id == "idle_nvtx")
+    assert "capture with `--trace=osrt` (and CPU sampling) to tell" in " ".join(f.recommendation)

@@ -175,7 +175,13 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "I/O) or shorten it.", os_runtime=(True,)),
     _a("nvtx.overlap.untraced", "The launching thread is in this range and launches no kernel from it; OS calls "
        "were not traced, so whether it computes or waits there is not known: capture with `--trace=osrt` (and CPU "
-       "sampling) to tell, then overlap the work with the GPU or shorten it.", os_runtime=(False,)),
+       "sampling) to tell, then overlap the work with the GPU or shorten it.", os_runtime=(False,),
+       cpu_samples=(False,)),
+    _a("nvtx.overlap.untraced.sampled", "The launching thread is in this range and launches no kernel from it; its "
+       "CPU samples there (evidence above, `tables/host_samples.csv`) show what it ran, but OS calls were not traced, "
+       "so what it blocks in is not known: capture with `--trace=osrt` to see the waits, then overlap the work with "
+       "the GPU or shorten it.",
+       os_runtime=(False,), cpu_samples=(True,)),
     _a("nvtx.overlap.unchecked", "The launching thread is in this range while the GPU idles (kernels were not "
        "attributed to ranges, so whether it launches from it is not known): overlap that work with GPU work "
        "(another thread or stream, async I/O) or shorten it."),

@@ -378,7 +378,8 @@ def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
         top = max(details, key=lambda d: (details[d], d)) if details else ""
         ids = (["nvtx.overlap.unchecked"] if launch_ranges is None else
                ["nvtx.op_ranges" if TORCH_OP_RANGE.search(top) else "nvtx.overlap.launching"]
-               if top in launch_ranges else ["nvtx.overlap", "nvtx.overlap.untraced"])
+               if top in launch_ranges else
+               ["nvtx.overlap", "nvtx.overlap.untraced", "nvtx.overlap.untraced.sampled"])
     if kind == "osrt":
         ids = [i for i in ids if not i.startswith("wait.")]
     if kind == "unknown":                      # the CUDA-API-present line is chosen by idle_findings

@@ -99,8 +99,8 @@ CAUSE_KINDS: Tuple[CauseKind, ...] = (
     CauseKind("nvtx", "host_range", "the launching thread was inside this NVTX range, outside CUDA calls and "
               "waiting OS calls",
               "GPU idle with the host inside NVTX ranges", "#1565c0", host_side=True,
-              advice=("nvtx.overlap", "nvtx.overlap.untraced", "nvtx.overlap.launching",
-                                              "nvtx.overlap.unchecked", "nvtx.op_ranges"),
+              advice=("nvtx.overlap", "nvtx.overlap.untraced", "nvtx.overlap.untraced.sampled",
+                      "nvtx.overlap.launching", "nvtx.overlap.unchecked", "nvtx.op_ranges"),
               title="The GPU idles while the host is in NVTX range {what} ({share:.1f} % of the window)",
               title_many="The GPU idles while the host is in NVTX ranges ({share:.1f} % of the window)",
               by="range"),

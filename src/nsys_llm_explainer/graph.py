@@ -273,7 +273,7 @@ STEPS: Tuple[Step, ...] = (
          ("copy_path_claims",), "steady"),
     Step("findings: idle", idle_findings, ("idle_causes", "gpu_time", "window", "traits", "facts", "attribution",
                                        "host_samples", "waits", "step_sync_claims", "copy_path_claims",
-                                       "copy_engines", "cuda_api"),
+                                       "copy_engines", "cuda_api", "step_sync"),
          ("idle_found",), "steady"),
     Step("findings: kernels", kernel_findings, ("gpu_time", "traits", "steady_kernels", "categories", "facts",
                                                 "graphs", "window", "steps", "comm_exposure", "nccl"),

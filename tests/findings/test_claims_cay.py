@@ -83,18 +83,57 @@ def test_too_few_timed_steps_keep_the_double_buffer_advice(tmp_path: Path) -> No
     assert ADVICE["step_sync.overlap"].text in _finding(rep, "step_sync")["recommendation"]
 
 
-@pytest.mark.xfail(strict=True, reason="idle_sync gives `sync.remove` whatever the sync serves; fix: give it the "
-                   "event-timing line when the step-sync series of the same thread and API has timed_steps")
 def test_idle_sync_of_an_event_timed_harness_is_not_told_to_remove_the_sync(tmp_path: Path) -> None:
     """200 repetitions of the harness above (so that `sync` idle is ≥ 5 % of the window: per 50 µs period the GPU
-    idles [t+14, t+20) µs in `cudaEventSynchronize`, 6 µs = 12 %): the `idle_sync` finding says "Remove per-step
+    idles [t+14, t+20) µs in `cudaEventSynchronize`, 6 µs = 12 %): the `idle_sync` finding said "Remove per-step
     host synchronization from the loop" — but each sync ends a timed repetition (`cudaEventElapsedTime` right
-    after it, 199 of 199 steps): removing it breaks what the program measures."""
+    after it, 199 of 199 steps): removing it breaks what the program measures. The thread's step-sync series (the
+    only one on device 0, steps ending in `cudaEventSynchronize`, the finding's call) has timed_steps = 199: the
+    finding gives `step_sync.event_timed` instead of the `sync.*` lines and says why."""
     b = TraceBuilder()
     _event_timed_reps(b, n=200)
     rep = _run(b, tmp_path)
     f = _finding(rep, "idle_sync")
-    assert ADVICE["sync.remove"].text not in f["recommendation"], f["recommendation"]
+    assert list(f["recommendation"]) == [ADVICE["step_sync.event_timed"].text], f["recommendation"]
+    assert f["evidence"][-1] == (
+        "`cudaEventSynchronize` ends each step of thread `main` (pid 100, tid 1), and on 199 of its 199 steps the "
+        "thread reads a CUDA event pair's elapsed time (`cudaEventElapsedTime`) after the sync: the sync ends each "
+        "timed step, as a benchmark harness or a per-step timer does.")
+
+
+def test_idle_sync_of_an_untimed_loop_keeps_remove_the_sync(tmp_path: Path) -> None:
+    """The same 200 repetitions without `cudaEventElapsedTime` (events recorded for other reasons, e.g. stream
+    ordering): no step is timed (timed_steps absent), so the sync is the loop's own and `sync.remove` stays."""
+    b = TraceBuilder()
+    _event_timed_reps(b, n=200, elapsed=False)
+    rep = _run(b, tmp_path)
+    f = _finding(rep, "idle_sync")
+    assert f["recommendation"][0] == ADVICE["sync.remove"].text
+    assert ADVICE["step_sync.event_timed"].text not in f["recommendation"]
+    assert not any("CUDA event pair's elapsed time" in e for e in f["evidence"])
+
+
+def test_idle_sync_stays_when_another_thread_syncs_untimed_in_the_same_call(tmp_path: Path) -> None:
+    """Thread 1 the timed harness (200 repetitions, 1–11 ms, timed_steps 199, 6 µs of `cudaEventSynchronize` idle
+    per repetition = 1.2 ms); then thread 2 on the same GPU, from 12 ms, 100 steps of 50 µs: launch [t, t+5) µs, a
+    4 µs kernel [t+7, t+11) µs, `cudaEventSynchronize` [t+5, t+20) µs (9 µs of sync idle each, 0.9 ms), and no
+    elapsed-time read (thread 1's steps still hold 199 of the 300 kernels, ≥ 50 %). Thread 2's series ends its
+    steps in the same call untimed, so the finding's `cudaEventSynchronize` idle is not all a harness's:
+    `sync.remove` stays and no event-timing line is given."""
+    b = TraceBuilder()
+    _event_timed_reps(b, n=200)
+    g2 = b.thread(PID, 2, "worker")
+    for i in range(100):
+        t = 12 * MS + i * 50 * US
+        b.launch(t, t + 5 * US, t + 7 * US, t + 11 * US, pid=PID, tid=2, name="other_kernel")
+        b.runtime(t + 5 * US, t + 20 * US, tid_g=g2, name="cudaEventSynchronize_v3020")
+    rep = _run(b, tmp_path)
+    timed = {x["tid"]: x.get("timed_steps") for x in rep["step_sync"]["series"]
+             if x["api"] == "cudaEventSynchronize"}
+    assert timed == {1: 199, 2: None}, timed
+    f = _finding(rep, "idle_sync")
+    assert f["recommendation"][0] == ADVICE["sync.remove"].text
+    assert not any("CUDA event pair's elapsed time" in e for e in f["evidence"])
 
 
 @pytest.mark.xfail(strict=True, reason="the L2-flush fill of a do_bench loop is charged as workload: fix: mark "

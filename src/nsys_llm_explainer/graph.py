@@ -28,6 +28,7 @@ from .analyses.idle.host_samples import (
 )
 from .analyses.idle.result import DeviceCauses
 from .analyses.kernels.categories import CategoryResult, analyze_categories, window_categories
+from .analyses.kernels.harness import harness_kernels
 from .analyses.kernels.starts import kernel_starts
 from .analyses.kernels.stats import KernelStats, capture_kernel_stats, window_kernel_stats
 from .analyses.kernels.summary import KernelSummary, analyze_kernels
@@ -250,6 +251,7 @@ STEPS: Tuple[Step, ...] = (
     Step("launch", _launch, ("steady", "window", "options", "steady_kernel_stats"), ("launch",), "steady"),
     Step("kernel traits", kernel_traits, ("model", "steady", "trace", "steady_kernel_stats", "steps"), ("traits",),
          "steady"),
+    Step("harness kernels", harness_kernels, ("model", "steady"), ("harness",), "steady"),
     Step("steady kernels", _steady_kernels, ("steady", "steady_kernel_stats"), ("steady_kernels",), "steady"),
     Step("steady kernel starts", kernel_starts, ("steady",), ("steady_kernel_starts",), "steady"),
     Step("steady categories", _steady_categories, ("steady", "window", "options", "categories"),
@@ -273,10 +275,10 @@ STEPS: Tuple[Step, ...] = (
          ("copy_path_claims",), "steady"),
     Step("findings: idle", idle_findings, ("idle_causes", "gpu_time", "window", "traits", "facts", "attribution",
                                        "host_samples", "waits", "step_sync_claims", "copy_path_claims",
-                                       "copy_engines", "cuda_api"),
+                                       "copy_engines", "cuda_api", "step_sync"),
          ("idle_found",), "steady"),
     Step("findings: kernels", kernel_findings, ("gpu_time", "traits", "steady_kernels", "categories", "facts",
-                                                "graphs", "window", "steps", "comm_exposure", "nccl"),
+                                                "graphs", "window", "steps", "comm_exposure", "nccl", "harness"),
          ("kernel_found",), "steady"),
     Step("findings: capture", capture_rule, ("graphs", "gpu_time", "window", "attribution", "options", "nccl",
                                              "unified_memory", "facts", "nvtx"), ("capture_found",)),

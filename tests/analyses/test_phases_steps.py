@@ -429,8 +429,9 @@ def test_step_periods_of_ranges_that_do_not_tile_the_loop(tmp_path) -> None:
     st = rep.steps
     assert (st.method, st.step_count, st.summary.p50_ns) == ("nvtx", 20, 20 * US)
     assert (st.period.count, st.period.p50_ns, st.period.max_ns, st.period_pauses) == (18, 1_000 * US, 1_000 * US, 1)
+    assert st.period_cover_pct == 2.0      # every kept step: a 20 µs range in its 1 ms period
     render_all(rep, tmp_path / "out")
     md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert ("Step time p50 20.00 µs, p90 20.00 µs, p99 20.00 µs, max 20.00 µs; step period (start to the next "
-            "step's start, same process) p50 1.000 ms, p90 1.000 ms over 18 periods; the ranges cover 2 % of it "
-            "(p50 over p50); 1 period over an idle pause left out.") in md
+            "step's start, same process) p50 1.000 ms, p90 1.000 ms over 18 periods; a step's range covers 2 % of its "
+            "period (p50 of range ÷ period per step); 1 period over an idle pause left out.") in md

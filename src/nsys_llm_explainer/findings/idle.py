@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..analyses.api.classes import normalize
 from ..analyses.api.cuda_api import CudaApiResult
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
@@ -16,6 +17,7 @@ from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import AutotunePass, KernelTraitsResult
 from ..analyses.memory.copy_engines import CopyEnginesResult
 from ..analyses.nvtx.attribution import AttributionResult
+from ..analyses.steps.sync import StepSyncResult, StepSyncSeries
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
@@ -161,13 +163,16 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                   traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
                   host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
                   copy_path_claims: Claims, copy_engines: Optional[CopyEnginesResult] = None,
-                  cuda_api: Optional[CudaApiResult] = None) -> Tuple[Finding, ...]:
+                  cuda_api: Optional[CudaApiResult] = None, step_sync: Optional[StepSyncResult] = None
+                  ) -> Tuple[Finding, ...]:
     """The idle-cause findings whose checks hold and the launch-bound composite, after the ns the per-step sync and
     copy-path findings claim. ``attribution``: which NVTX ranges enclose kernel launches (not known without it);
     ``host_samples``: CPU samples inside host-side idle, for an evidence line; ``waits``: what other threads did
     while the launching thread waited, for the ``osrt`` finding; ``copy_engines``: the copy paths, whose issuing
     calls and streams decide the ``copy`` finding's overlap advice (:func:`.idle_copy.copy_facts`); ``cuda_api``:
-    whether the export holds CUDA API calls at all, which decides what the ``unknown`` finding says is missing."""
+    whether the export holds CUDA API calls at all, which decides what the ``unknown`` finding says is missing;
+    ``step_sync``: the per-step sync series, whose event-timed steps decide the ``sync`` finding's advice
+    (:func:`_event_timed_series`)."""
     if not idle_causes.available or not gpu_time.available:
         return ()
     claimed, copy_claimed = step_sync_claims.claimed, copy_path_claims.claimed
@@ -279,6 +284,10 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         api_calls = cuda_api.call_count if cuda_api is not None and cuda_api.available else 0
         if api_calls > 0 and "unknown.trace_cuda" in ids and kind == "copy":   # a copy finding's "not known" title
             ids = [("unknown.unlinked" if i == "unknown.trace_cuda" else i) for i in ids]   # the links are missing
+        timed = _event_timed_series(step_sync, dev, top[0][0]) if kind == "sync" else None
+        if timed is not None:      # the sync ends timed steps: the event-timing line, not "remove the sync"
+            ids = [i for i in ids if not i.startswith("sync.")] + ["step_sync.event_timed"]
+            ev.append(_event_timed_line(timed))
         if kind == "unknown" and api_calls > 0:    # CUDA was traced: the links, not the calls, are missing
             ids = ["unknown.unlinked"]
             ev.append(f"The export holds {api_calls:,} CUDA API calls, but no kernel, copy or memset of device {dev} "
@@ -305,6 +314,27 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     if lf is not None:
         out.append(lf)
     return tuple(out)
+
+
+def _event_timed_series(step_sync: Optional[StepSyncResult], dev: int, call: str) -> Optional[StepSyncSeries]:
+    """The step-sync series of device ``dev`` whose steps end in ``call`` (the ``sync`` finding's named call) when
+    every such series is event-timed (``timed_steps`` set: its thread reads ``cudaEventElapsedTime`` after ≥ 80 % of
+    its step syncs) — the one with the most steps; None when none is, or when another thread's steps end in the same
+    call untimed (docs/FINDINGS.md, "Idle causes → findings": event-timed syncs)."""
+    if step_sync is None or not step_sync.available:
+        return None
+    same = [s for s in step_sync.series if s.device_id == dev and s.api == normalize(call)]
+    if not same or any(s.timed_steps is None for s in same):
+        return None
+    return max(same, key=lambda s: (s.steps, -s.gtid))
+
+
+def _event_timed_line(s: StepSyncSeries) -> str:
+    """The ``sync`` finding's evidence that its call ends timed steps (the step-sync series ``s``)."""
+    who = f"thread {code_name(s.thread_name)}" if s.thread_name else "the thread"
+    return (f"{code_name(s.api)} ends each step of {who} (pid {s.pid}, tid {s.tid}), and on {s.timed_steps} of its "
+            f"{s.steps} steps the thread reads a CUDA event pair's elapsed time (`cudaEventElapsedTime`) after the "
+            "sync: the sync ends each timed step, as a benchmark harness or a per-step timer does.")
 
 
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],

@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from ..analyses.api.graphs import GraphResult
 from ..analyses.comms.exposure import COMM_CATEGORIES, CommExposureResult
 from ..analyses.comms.nccl import NcclResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.categories import CategoryResult
+from ..analyses.kernels.harness import HarnessKernels
 from ..analyses.kernels.summary import KernelSummary
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.steps.metrics import StepResult
@@ -48,13 +49,15 @@ def _tensor_core_words(facts: TraceFacts, kinds: List[str]) -> str:
 def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
                     categories: CategoryResult, facts: TraceFacts, graphs: GraphResult,
                     window: WindowResult, steps: StepResult, comm_exposure: CommExposureResult,
-                    nccl: NcclResult) -> Tuple[Finding, ...]:
+                    nccl: NcclResult, harness: Optional[HarnessKernels] = None) -> Tuple[Finding, ...]:
     """Findings about the kernels themselves (GPU-bound, exposed communication, FP32 GEMMs, unfused attention /
     elementwise); the GPUs'
     tensor-core datatypes (``facts``) decide the precision advice; ``window`` names the window (:func:`window_name`);
     the kernels set "the step time" only where ``steps`` were found, else "the elapsed time".
     CUDA graphs traced at graph level hide the kernels inside them: shares of kernel time are then unknown, so no
-    share is quoted and no trait finding is made."""
+    share is quoted and no trait finding is made. ``harness``: the kernels an event-timed thread launched outside
+    every ``cudaEventRecord`` pair (a benchmark's L2 flush, warm-up): the top kernel and the trait shares are then of
+    the other kernels, and an evidence line says what was left out (docs/FINDINGS.md, "Harness kernels")."""
     out: List[Finding] = []
     p = gpu_time.pooled()
     if p is None or not traits.available:
@@ -69,6 +72,12 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         claimed = int(exposed.time_at_stake_ns)
     hidden = graphs.available and graphs.graph_level_hidden   # kernel time misses the graphs' kernels
     span = "the step time" if steps.available and steps.step_count else "the elapsed time"
+    cut = harness if harness is not None and harness.kernel_count and harness.timed_traits is not None else None
+    left_out = [] if cut is None else [
+        f"{dur(cut.kernel_ns)} of harness kernels outside the timed regions left out: "
+        f"{fmt_count(cut.kernel_count, 'kernel')} that an event-timed thread (it reads `cudaEventElapsedTime` for its "
+        "`cudaEventRecord` pairs) launched outside every pair — the benchmark's own work (L2 flush, warm-up), not "
+        f"what it measures; the share is of the other {dur(cut.timed_kernel_ns)} of kernel time."]
     if busy.holds():
         # with --include-memcpy-in-busy the busy time holds the copies: the claim is about the GPU's work, not kernels
         copies = gpu_time.include_memcpy
@@ -94,6 +103,14 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         if hidden:
             ev.append(f"The kernels inside the {graphs.graph_launch_count} CUDA graph launches were not recorded "
                       "(graph-level tracing): which kernels take the busy time is not known.")
+        elif cut is not None and cut.top_kernel is not None:    # the top kernel of the timed regions
+            k = cut.top_kernel
+            ev.append(f"Top kernel {code_name(short(k.name, 90))}: {100.0 * k.total_ns / cut.timed_kernel_ns:.1f} % "
+                      f"of the timed kernel time ({fmt_count(k.count, 'call')}, avg {us(k.total_ns / k.count)}).")
+            row = next((t for t in steady_kernels.by_name if t.name == k.name), None) \
+                if steady_kernels.available else None
+            if row is not None:    # the check's metric is the window's share (docs/MODEL.md), which the row holds
+                checks.append(Check("kernel_share_pct", float(row.pct), ">", 0.0, Scope(name=row.name)))
         elif steady_kernels.available and steady_kernels.by_name:
             t = steady_kernels.by_name[0]
             ev.append(f"Top kernel {code_name(short(t.name, 90))}: {t.pct:.1f} % of kernel time "
@@ -102,6 +119,9 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         if cats:
             ev.append("Where the busy time goes (overlapping kernels share it equally): " + ", ".join(
                 f"{c.category} {c.nonoverlap_pct:.0f} %" for c in cats[:5]) + ".")
+        if cut is not None and cut.top_kernel is not None and not hidden:   # after the split, which still holds them
+            ev.append(left_out[0].replace("the share is of", "the top kernel's share is of") + " The busy time "
+                      "and its split above still count them: the GPU did run them.")
         keys = ["gpu_bound.kernels"]
         if comm.holds():
             ev.append("An NCCL kernel runs for as long as the transfer and the slowest peer take (it spins while it "
@@ -122,6 +142,8 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         return tuple(out)
     frac = p.busy_pct / 100.0
     sev_k = "medium" if p.busy_pct >= GPU_BOUND_PCT else "low"   # secondary unless kernels set the pace
+    if cut is not None and cut.timed_traits is not None:   # the traits of the timed regions' kernels
+        traits = cut.timed_traits
     h = traits.traits.get("fp32_gemm_simt")
     tensor_cores = advice.get("gpu_fp16_tensor_cores")
     if h is not None and h.share_pct >= FP32_MIN_SHARE and tensor_cores is not False:
@@ -141,7 +163,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                       f"The GPU is busy {p.busy_pct:.1f} %, " + (f"so these kernels set {span}."
                                                                  if p.busy_pct >= GPU_BOUND_PCT else
                                                                  "so faster GEMMs shorten the busy time."),
-                      _tensor_core_words(facts, kinds)),
+                      _tensor_core_words(facts, kinds), *left_out),
             advice=["fp32.tf32", "fp32.tf32.conv", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"],
             facts=fp32,
             time_at_stake_ns=int(h.total_ns * frac),
@@ -154,7 +176,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
             title=f"Attention runs unfused (softmax + batched GEMMs): softmax alone is {a.share_pct:.1f} % of "
                   "kernel time",
             evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to GEMM kernels and no fused "
-                      "(flash/memory-efficient) attention kernel in the window.",),
+                      "(flash/memory-efficient) attention kernel in the window.", *left_out),
             advice=["attention.fused", "attention.fused.pre_ampere", "attention.fused.jax"], facts=advice,
             time_at_stake_ns=int(a.total_ns * frac),
             checks=(mid, Check("trait_share_pct", a.share_pct, ">=", ATTN_MIN_SHARE,
@@ -165,7 +187,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
             "elementwise_fusion", severity=sev_k, confidence="medium",
             title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
             evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
-                      + ", ".join(code_name(short(t.name, 50)) for t in e.top_kernels[:3]) + ".",),
+                      + ", ".join(code_name(short(t.name, 50)) for t in e.top_kernels[:3]) + ".", *left_out),
             advice=["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts=advice,
             time_at_stake_ns=int(e.total_ns * frac),
             checks=(mid, Check("trait_share_pct", e.share_pct, ">=", ELEMENTWISE_MIN_SHARE,

@@ -188,6 +188,9 @@ class StepResult(FieldsJson):
     #: left out, ``period_pauses`` of them: analyses/steps/periods.py); None for marker steps (their wall is it)
     period: Optional[Summary] = field(default=None, metadata=NONE_OMITTED)
     period_pauses: int = 0   # periods left out over an idle pause (marker steps: intervals between markers)
+    #: NVTX steps: the median over the steps with a period of their range ÷ their period, × 100 (≤ 100:
+    #: analyses/steps/periods.py, StepPeriods.cover_p50_pct); None without periods
+    period_cover_pct: Optional[float] = field(default=None, metadata=NONE_OMITTED)
     totals: Optional[StepMetrics] = field(default=None, metadata=NONE_AS_EMPTY)
     by_phase: Tuple[StepPhaseGroup, ...] = ()
     by_pid: Tuple[StepPidGroup, ...] = ()
@@ -355,6 +358,7 @@ def analyze_steps(model: TraceModel, phase_result: Optional[PhaseResult] = None,
         head, available=True, step_count=n, summary=summary(a.wall),
         period=summary(per.samples) if per is not None and per.samples.shape[0] else None,
         period_pauses=per.paused if per is not None else marker_pauses,
+        period_cover_pct=per.cover_p50_pct() if per is not None else None,
         totals=StepMetrics(**{m: int(metric[m].sum()) for m in METRICS}),
         by_phase=tuple(StepPhaseGroup(phase=phase_names[p] if p >= 0 else UNMAPPED, **g)
                        for p, g in zip(uph, groups)),

@@ -4,7 +4,7 @@ docs/COMPARE.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
@@ -25,6 +25,14 @@ class StepPeriods:
     paused: int           # periods left out: the idle after the step (no step range, no GPU work) exceeds PAUSE
     #                       median periods
     overlapped: int       # pairs left out: the next step starts before the step ends (ranges on several threads)
+    #: per period of ``samples``: the step's range (end − start) ÷ its period, in [0, 1] (the pair does not overlap)
+    cover: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))
+
+    def cover_p50_pct(self) -> Optional[float]:
+        """The median over the periods of range ÷ period, × 100: how much of its period a step's range covers (the
+        host work between the ranges is the rest); None without periods. A median of per-step ratios, never above
+        100 % (not the median range over the median period: different steps, and more ranges than periods)."""
+        return 100.0 * float(np.median(self.cover)) if self.cover.shape[0] else None
 
 
 def step_periods(a: Optional[StepArrays]) -> StepPeriods:
@@ -40,15 +48,17 @@ def step_periods(a: Optional[StepArrays]) -> StepPeriods:
     s, e, pid = a.start[o], a.end[o], a.pid[o]
     same = pid[1:] == pid[:-1]
     busy = a.gap_busy[o][:-1] if a.gap_busy is not None else np.zeros(s.shape[0] - 1, np.int64)
-    per, gap = (s[1:] - s[:-1])[same], (s[1:] - e[:-1])[same]
+    per, gap, wall = (s[1:] - s[:-1])[same], (s[1:] - e[:-1])[same], (e[:-1] - s[:-1])[same]
     idle = gap - busy[same]
     ok = gap >= 0
-    per, idle = per[ok], idle[ok]
+    per, idle, wall = per[ok], idle[ok], wall[ok]
     overlapped = int((~ok).sum())
     if per.shape[0] == 0:
         return StepPeriods(per, 0, overlapped)
     paused = pauses(per, idle)
-    return StepPeriods(per[~paused], int(paused.sum()), overlapped)
+    keep = ~paused
+    cover = np.where(per[keep] > 0, wall[keep] / np.maximum(per[keep], 1), 1.0)   # a zero period: both start at once
+    return StepPeriods(per[keep], int(paused.sum()), overlapped, cover)
 
 
 def pauses(period: np.ndarray, idle: np.ndarray) -> np.ndarray:

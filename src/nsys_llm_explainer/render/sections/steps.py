@@ -169,7 +169,8 @@ def _period(st: StepResult) -> Optional[str]:
     p, s = st.period, st.summary
     if p is None or s is None:
         return None
-    cover = f"; the ranges cover {100.0 * s.p50_ns / p.p50_ns:.0f} % of it (p50 over p50)" if p.p50_ns else ""
+    c = st.period_cover_pct
+    cover = f"; a step's range covers {c:.0f} % of its period (p50 of range ÷ period per step)" if c is not None else ""
     pauses = (f"; {fmt_count(st.period_pauses, 'period')} over an idle pause left out" if st.period_pauses else "")
     return (f" step period (start to the next step's start, same process) p50 {fmt_dur(p.p50_ns)}, p90 "
             f"{fmt_dur(p.p90_ns)} over {fmt_count(p.count, 'period')}{cover}{pauses}.")

@@ -36,6 +36,9 @@ from nsys_llm_explainer.errors import InputError, OptionError
 from nsys_llm_explainer.options import OPTIONS, flag_of, options_from_kwargs
 
 SECRET = "SECRET"
+#: CPU seconds (this process's, ``time.process_time``: other processes loading the machine do not count) a refusal
+#: may take: a bound on blow-ups (deep nesting, alias expansion), which would take minutes; the largest fuzz files
+#: (~450 KB of YAML up to the 50,000-value limit) take ~2 s of pure-Python parsing
 TIME_BOUND_S = 5.0
 DEPTH, VALUES = "nested deeper than 64 levels", "more than 50,000 values"
 YAML_BIG, FILE_BIG = "YAML option files are limited to", "option files are limited to 8,388,608"
@@ -174,19 +177,19 @@ def test_hostile_option_file_is_one_line_naming_the_option(seed: int, tmp_path: 
     f.write_bytes(content)
     keyword, flag = ("phase_map", "--phase-map") if phase else ("categories_file", "--categories")
     with replayable(seed, {"option": keyword, "file": content[:300], "bytes": len(content)}):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         with pytest.raises(OptionError) as ei:
             options_from_kwargs(**{keyword: str(f)})
-        assert time.perf_counter() - t0 < TIME_BOUND_S, "the API took too long to refuse the file"
+        assert time.process_time() - t0 < TIME_BOUND_S, "the API took too long to refuse the file"
         msg = str(ei.value)
         assert ei.value.option == keyword and msg.startswith(f"{keyword} {f}"), msg[:300]
         assert "\n" not in msg and len(msg) < 1000, msg[:300]
         assert SECRET not in msg, f"the message quotes the file: {msg[:300]!a}"
         assert any(p in msg for p in phrases), (msg[:300], phrases)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         assert main([str(trace), "--out", str(tmp_path / "o"), flag, str(f)]) == 2
         line = one_line(capsys.readouterr().err)
-        assert time.perf_counter() - t0 < TIME_BOUND_S, "the command line took too long to refuse the file"
+        assert time.process_time() - t0 < TIME_BOUND_S, "the command line took too long to refuse the file"
         assert line.startswith(f"nsys-llm-explain: error: {flag} {f}") and SECRET not in line, line[:300]
         assert not (tmp_path / "o").exists()
 

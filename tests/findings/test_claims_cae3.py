@@ -259,10 +259,6 @@ def test_an_unnamed_other_process_is_named_by_its_pid_not_process(tmp_path: Path
     assert f["recommendation"] == [ADVICE["wait.other_process"].text]
 
 
-@pytest.mark.xfail(strict=True, reason="a memcpy table without its bytes column reads bytes as NULL (-1) and the copy "
-                   "totals sum the sentinel: '-39 B copied'; fix: analyses/memory (memcpy.py, traffic.py, "
-                   "copy_engines.py) count bytes only where recorded and say 'bytes not recorded' (MemcpyResult "
-                   "field), the renderers print '–' for them")
 def test_copies_without_a_bytes_column_give_no_negative_byte_count(tmp_path: Path) -> None:
     """The step-sync sampling trace without MEMCPY.bytes: 20 D2H + 19 H2D copies, their sizes unknown. The memcpy
     section said "-39 B copied in 695.00 µs of copy time" and a bandwidth of -0.00 GB/s; no byte count may be

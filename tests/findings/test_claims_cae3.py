@@ -287,9 +287,6 @@ def _two_ranks_no_kernel_gpid() -> TraceBuilder:
     return b
 
 
-@pytest.mark.xfail(strict=True, reason="analyses/comms/nccl.py labels a rank f'pid {pid} / GPU {dev}' with the -1 "
-                   "sentinel when the kernel table has no globalPid; fix: label it 'GPU {dev}' (pid unknown) there and "
-                   "update test_nccl_matching.py::test_old_export_without_global_pid_in_the_kernel_table")
 def test_a_rank_whose_pid_is_unknown_is_not_called_pid_minus_1(tmp_path: Path) -> None:
     """The late rank (GPU 1) is found from the kernels alone (10 of 10 late, 1.500 ms of waiting caused, launched
     late: idle 152 µs vs 150 µs late), but the verdict read "rank pid -1 / GPU 0 waits in collectives for late rank

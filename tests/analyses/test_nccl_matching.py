@@ -151,9 +151,9 @@ def test_a_name_whose_kernels_never_overlap_falls_back_and_blocks_the_verdict(tm
 
 def test_old_export_without_global_pid_in_the_kernel_table(tmp_path: Path) -> None:
     """A 2022.4-style export whose kernel table has no globalPid column and several processes: the kernels' pid is
-    unknown (-1, docs/MODEL.md), so a rank is a GPU, named "GPU d". The first test's capture (GPU 2 from step 2) gives the same
-    answer: 8 matched by time, 4 unmatched, wait 2.4 ms, GPU 0 last in 8, causing 2 × 2.4 = 4.8 ms of waiting; GPU 1
-    waits (the first of the two that wait most)."""
+    unknown (-1, docs/MODEL.md), so a rank is a GPU, named "GPU d". The first test's capture (GPU 2 from step 2)
+    gives the same answer: 8 matched by time, 4 unmatched, wait 2.4 ms, GPU 0 last in 8, causing 2 × 2.4 = 4.8 ms of
+    waiting; GPU 1 waits (the first of the two that wait most)."""
     b = TraceBuilder(flavor="2022.4", kernel_has_global_pid=False)
     _steps(b, AR, {102: 2})
     r = _run(b, tmp_path)

@@ -298,10 +298,6 @@ def test_a_rank_whose_pid_is_unknown_is_not_called_pid_minus_1(tmp_path: Path) -
     assert "pid -1" not in md
 
 
-@pytest.mark.xfail(strict=True, reason="findings/idle.py's `unknown` evidence and advice `unknown.unlinked` blame "
-                   "missing correlation ids; when the kernel table lacks globalPid and processes share ids (the "
-                   "model's warning says so) they should name that: 'the kernel rows carry no globalPid and "
-                   "several processes used these correlation ids' and advise exporting with globalPid")
 def test_unlinked_kernels_without_a_global_pid_are_not_blamed_on_correlation_ids(tmp_path: Path) -> None:
     """Same trace: every kernel has its correlationId; what is missing is the kernel's process (globalPid), and both
     processes used ids 1 … 20. The `unknown` finding said "no call of its process has its correlation id" and advised

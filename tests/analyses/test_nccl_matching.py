@@ -10,7 +10,7 @@ from typing import Dict, Iterable, Optional, Tuple
 from conftest import as_report
 from synth import TraceBuilder
 
-from nsys_llm_explainer.analyses.comms.nccl import NcclResult, analyze_nccl
+from nsys_llm_explainer.analyses.comms.nccl import NcclResult, analyze_nccl, rank_label
 from nsys_llm_explainer.pipeline import Options, analyze_path, load_model
 from nsys_llm_explainer.render import render_markdown
 
@@ -151,17 +151,17 @@ def test_a_name_whose_kernels_never_overlap_falls_back_and_blocks_the_verdict(tm
 
 def test_old_export_without_global_pid_in_the_kernel_table(tmp_path: Path) -> None:
     """A 2022.4-style export whose kernel table has no globalPid column and several processes: the kernels' pid is
-    unknown (-1, docs/MODEL.md), so a rank is a GPU. The first test's capture (GPU 2 from step 2) gives the same
-    answer: 8 matched by time, 4 unmatched, wait 2.4 ms, GPU 0 last in 8, causing 2 × 2.4 = 4.8 ms of waiting; GPU 1
-    waits (the first of the two that wait most)."""
+    unknown (-1, docs/MODEL.md), so a rank is a GPU, named "GPU d". The first test's capture (GPU 2 from step 2)
+    gives the same answer: 8 matched by time, 4 unmatched, wait 2.4 ms, GPU 0 last in 8, causing 2 × 2.4 = 4.8 ms of
+    waiting; GPU 1 waits (the first of the two that wait most)."""
     b = TraceBuilder(flavor="2022.4", kernel_has_global_pid=False)
     _steps(b, AR, {102: 2})
     r = _run(b, tmp_path)
     assert (r.matched_collectives, r.unmatched_kernels, r.wait_ns_total, r.matching) == (8, 4, 2400 * US, "time")
     assert [(x.pid, x.device_id, x.last_arrival_count) for x in r.ranks] == [(-1, 0, 8), (-1, 1, 0), (-1, 2, 0)]
     v = r.straggler
-    assert v is not None and (v.waiting_rank, v.late_rank, v.wait_ns_total) == ("pid -1 / GPU 1", "pid -1 / GPU 0",
-                                                                         4800 * US)
+    assert [x.rank for x in r.ranks] == ["GPU 0", "GPU 1", "GPU 2"]      # not "pid -1 / GPU 0": -1 is no pid
+    assert v is not None and (v.waiting_rank, v.late_rank, v.wait_ns_total) == ("GPU 1", "GPU 0", 4800 * US)
 
 
 def test_the_nccl_section_and_report_json_say_how(tmp_path: Path) -> None:
@@ -185,3 +185,10 @@ def test_the_nccl_section_and_report_json_say_how(tmp_path: Path) -> None:
     assert ("Collectives matched across ranks by name and time, in issue order for 1 name(s) whose kernels on some "
             "rank never overlap another rank's: 18 matched, 4 NCCL kernels outside them.") in md
     assert "No straggler: on some rank no NCCL kernel of 1 collective name(s) overlaps another rank's" in md
+
+
+def test_a_rank_is_named_by_its_pid_and_gpu_or_its_gpu_alone() -> None:
+    """The one rank name of the single-file report and the cluster one: "pid 100 / GPU 1" ("pid 100/GPU 1" in a
+    cluster file label), "GPU 1" when the pid is the reader's -1 (no kernel globalPid); pid 0 is a pid."""
+    assert (rank_label(100, 1), rank_label(0, 3), rank_label(-1, 1)) == ("pid 100 / GPU 1", "pid 0 / GPU 3", "GPU 1")
+    assert (rank_label(100, 1, "/"), rank_label(-1, 2, "/")) == ("pid 100/GPU 1", "GPU 2")

@@ -259,10 +259,6 @@ def test_an_unnamed_other_process_is_named_by_its_pid_not_process(tmp_path: Path
     assert f["recommendation"] == [ADVICE["wait.other_process"].text]
 
 
-@pytest.mark.xfail(strict=True, reason="a memcpy table without its bytes column reads bytes as NULL (-1) and the copy "
-                   "totals sum the sentinel: '-39 B copied'; fix: analyses/memory (memcpy.py, traffic.py, "
-                   "copy_engines.py) count bytes only where recorded and say 'bytes not recorded' (MemcpyResult "
-                   "field), the renderers print '–' for them")
 def test_copies_without_a_bytes_column_give_no_negative_byte_count(tmp_path: Path) -> None:
     """The step-sync sampling trace without MEMCPY.bytes: 20 D2H + 19 H2D copies, their sizes unknown. The memcpy
     section said "-39 B copied in 695.00 µs of copy time" and a bandwidth of -0.00 GB/s; no byte count may be
@@ -291,9 +287,6 @@ def _two_ranks_no_kernel_gpid() -> TraceBuilder:
     return b
 
 
-@pytest.mark.xfail(strict=True, reason="analyses/comms/nccl.py labels a rank f'pid {pid} / GPU {dev}' with the -1 "
-                   "sentinel when the kernel table has no globalPid; fix: label it 'GPU {dev}' (pid unknown) there and "
-                   "update test_nccl_matching.py::test_old_export_without_global_pid_in_the_kernel_table")
 def test_a_rank_whose_pid_is_unknown_is_not_called_pid_minus_1(tmp_path: Path) -> None:
     """The late rank (GPU 1) is found from the kernels alone (10 of 10 late, 1.500 ms of waiting caused, launched
     late: idle 152 µs vs 150 µs late), but the verdict read "rank pid -1 / GPU 0 waits in collectives for late rank
@@ -305,10 +298,6 @@ def test_a_rank_whose_pid_is_unknown_is_not_called_pid_minus_1(tmp_path: Path) -
     assert "pid -1" not in md
 
 
-@pytest.mark.xfail(strict=True, reason="findings/idle.py's `unknown` evidence and advice `unknown.unlinked` blame "
-                   "missing correlation ids; when the kernel table lacks globalPid and processes share ids (the "
-                   "model's warning says so) they should name that: 'the kernel rows carry no globalPid and "
-                   "several processes used these correlation ids' and advise exporting with globalPid")
 def test_unlinked_kernels_without_a_global_pid_are_not_blamed_on_correlation_ids(tmp_path: Path) -> None:
     """Same trace: every kernel has its correlationId; what is missing is the kernel's process (globalPid), and both
     processes used ids 1 … 20. The `unknown` finding said "no call of its process has its correlation id" and advised

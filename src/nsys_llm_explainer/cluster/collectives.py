@@ -14,6 +14,7 @@ import numpy as np
 from ..analyses.common.stats import median, round_half_up
 from ..analyses.comms.arrival import Arrivals, last_arrivals, late_idle_medians
 from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
+from ..analyses.comms.nccl import rank_label
 from ..jsonable import NONE_OMITTED, FieldsJson
 from .align import Alignment
 from .summary import FileSummary
@@ -151,7 +152,7 @@ def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
     for i, f in enumerate(files):
         keys = sorted({(s.pid, s.device_id) for s in f.nccl})
         for pid, dev in keys:
-            out[(i, pid, dev)] = f.label if len(keys) == 1 else f"{f.label}/pid {pid}/GPU {dev}"
+            out[(i, pid, dev)] = f.label if len(keys) == 1 else f"{f.label}/{rank_label(pid, dev, '/')}"
     return out
 
 

@@ -252,6 +252,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("unknown.unlinked", "Keep the links from the GPU work to its launch calls: capture the launching calls together "
        "with the GPU work (a capture or export range that starts after the launches loses them) and export with an "
        "nsys that writes the kernels' `correlationId`."),
+    _a("unknown.no_global_pid", "Keep each kernel's process in the export: export with an nsys whose kernel table "
+       "writes `globalPid` (or capture one process per report), so that a kernel links to its own process's launch "
+       "call instead of a correlation id several processes used."),
     # ---- stack-specific tips (serving engines: inference only)
     _a("launch.vllm", "vLLM: make sure decode runs in CUDA graphs (no `--enforce-eager`; the captured batch sizes "
        "must cover your running batch sizes) and keep torch.compile fusion enabled.",

@@ -82,8 +82,8 @@ def host_memory_evidence(p: CopyPath) -> str:
         return "Every one of these copies is from/to pinned host memory."
     parts = []
     if p.pageable_count:
-        parts.append(f"{p.pageable_count:,} of these copies ({fmt_bytes(p.pageable_bytes)}) are from/to pageable "
-                     "host memory")
+        nb = fmt_bytes(p.pageable_bytes) if p.pageable_bytes is not None else "bytes not recorded by this export"
+        parts.append(f"{p.pageable_count:,} of these copies ({nb}) are from/to pageable host memory")
     if p.pinned_count:
         parts.append(f"{p.pinned_count:,} from/to pinned host memory")
     if other:
@@ -112,7 +112,8 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
              + (f"{100.0 * held / win:.1f} % of the window ({dur(at_stake)}) beyond the kernels" if win else
                 f"{dur(at_stake)} beyond the kernels"))
     ev = [f"Device {p.device_id}: {p.count:,} {p.label} copies keep the copy path busy {dur(p.busy_ns)} "
-          f"({p.busy_pct:.1f} % of the window), {fmt_bytes(p.bytes)} at {rate}"
+          f"({p.busy_pct:.1f} % of the window), "
+          + (f"{fmt_bytes(p.bytes)} at {rate}" if p.bytes is not None else "bytes not recorded by this export")
           + (f"; median step: busy {p.step_busy_pct_p50:.1f} %, {fmt_bytes(p.bytes_per_step_p50 or 0)}"
              if p.steps and p.bytes_per_step_p50 is not None and p.step_busy_pct_p50 is not None else "") + ".",
           f"Kernels run under {p.overlap_pct:.1f} % of that time ({dur(p.kernel_overlap_ns)}); "
@@ -130,7 +131,7 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
     opposite = {"H2D": "D2H", "D2H": "H2D"}.get(p.path)
     ids = advice_ids(p.path, p.pageable_count > 0, any(
         q.device_id == p.device_id and q.path == opposite and q.count > 0 for q in copy_engines.paths),
-        p.count > 0 and p.bytes > LARGE_COPY_BYTES * p.count)
+        p.count > 0 and p.bytes is not None and p.bytes > LARGE_COPY_BYTES * p.count)
     f = finding(
         "copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
         title=title, evidence=ev, advice=ids,

@@ -288,7 +288,14 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if timed is not None:      # the sync ends timed steps: the event-timing line, not "remove the sync"
             ids = [i for i in ids if not i.startswith("sync.")] + ["step_sync.event_timed"]
             ev.append(_event_timed_line(timed))
-        if kind == "unknown" and api_calls > 0:    # CUDA was traced: the links, not the calls, are missing
+        if kind == "unknown" and api_calls > 0 and facts.pidless_api_processes:   # whose call: not recorded
+            ids = ["unknown.no_global_pid"]
+            ev.append(f"The export holds {api_calls:,} CUDA API calls, but no kernel, copy or memset of device {dev} "
+                      "in the window is linked to one: the kernel rows carry no globalPid (their process is not "
+                      f"recorded) and the {facts.pidless_api_processes} processes with CUDA API calls used the same "
+                      "correlation ids, so a kernel's correlation id does not say whose call launched it (not "
+                      "guessed): which thread launched the work, and what it did in these gaps, is not known.")
+        elif kind == "unknown" and api_calls > 0:    # CUDA was traced: the links, not the calls, are missing
             ids = ["unknown.unlinked"]
             ev.append(f"The export holds {api_calls:,} CUDA API calls, but no kernel, copy or memset of device {dev} "
                       "in the window is linked to one (no call of its process has its correlation id): which thread "
@@ -413,7 +420,7 @@ def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
     if kind == "osrt":
         ids = [i for i in ids if not i.startswith("wait.")]
     if kind == "unknown":                      # the CUDA-API-present line is chosen by idle_findings
-        ids = [i for i in ids if i != "unknown.unlinked"]
+        ids = [i for i in ids if i not in ("unknown.unlinked", "unknown.no_global_pid")]
     if kind == "copy":
         if not any("Device-to-Device" in d for d in details):
             ids = [i for i in ids if i != "copy.d2d"]

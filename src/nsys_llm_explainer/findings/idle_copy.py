@@ -96,13 +96,17 @@ def copy_waiting(d: DeviceCauses) -> Tuple[Optional[str], Tuple[Check, ...], str
 def copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: AbstractSet[int],
                 details: Mapping[str, int]) -> Tuple[Mapping[str, Any], List[str]]:
     """:func:`side_stream` over the ``copy`` finding's own copies (the copy paths of its details on its devices),
-    and ``copies_large``: those copies average more than :data:`LARGE_COPY_BYTES` (None: no copy)."""
+    and ``copies_large``: those copies average more than :data:`LARGE_COPY_BYTES` (None: no copy, or a copy path
+    whose bytes the export does not record)."""
     if ce is None or not ce.available:
         return facts, []
     want = {path_of_detail(d) for d in details}
     paths = [p for p in ce.paths if p.device_id in devs and p.path in want]
-    count, nbytes = sum(p.count for p in paths), sum(p.bytes for p in paths)
-    return side_stream({**facts, "copies_large": nbytes > LARGE_COPY_BYTES * count if count else None}, paths)
+    count = sum(p.count for p in paths)
+    known = all(p.bytes is not None for p in paths)
+    nbytes = sum(p.bytes or 0 for p in paths)
+    return side_stream({**facts, "copies_large": nbytes > LARGE_COPY_BYTES * count if count and known else None},
+                       paths)
 
 
 def side_stream(facts: Mapping[str, Any], paths: Sequence[CopyPath]) -> Tuple[Mapping[str, Any], List[str]]:

@@ -189,7 +189,7 @@ class _Layout:
                     kind = self.rows.copy_kinds.get(cols["copy_kind"][j], str(cols["copy_kind"][j]))
                     name = f"memcpy {kind}"
                     args.append(("kind", kind))
-                if "bytes" in cols:
+                if "bytes" in cols and cols["bytes"][j] >= 0:      # -1: not recorded by the export
                     args.append(("bytes", cols["bytes"][j]))
                 for col in ("src_kind", "dst_kind", "mem_kind"):
                     if col in cols and cols[col][j] >= 0:

@@ -87,7 +87,7 @@ class NcclRank(FieldsJson):
     """One (process, GPU) running NCCL kernels; its arrival figures among the matched collectives (module
     docstring) only when collectives were matched across ranks (else None, not written)."""
 
-    rank: str                   # "pid P / GPU D"
+    rank: str                   # "pid P / GPU D", "GPU D" when the pid is unknown (:func:`rank_label`)
     pid: int
     device_id: int
     nccl_count: int
@@ -169,6 +169,12 @@ class NcclResult(FieldsJson):
             return (f"by name and time, in issue order for {n} name(s) whose kernels on some rank never overlap "
                     "another rank's")
         return "by name and issue order, as on some rank no kernel of a name overlaps another rank's"
+
+
+def rank_label(pid: int, device: int, sep: str = " / ") -> str:
+    """The name of a rank (a process on a GPU): "pid P / GPU D"; "GPU D" when the pid is unknown (-1: the kernel
+    table has no ``globalPid``, docs/MODEL.md). ``sep``: between the two (the cluster report's "pid P/GPU D")."""
+    return f"GPU {device}" if pid < 0 else f"pid {pid}{sep}GPU {device}"
 
 
 def collective_name(kernel_name: str) -> str:
@@ -269,7 +275,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     matched_c = (ccount == ranks_per_coll[c_coll]) & (ccount >= 2)
     mrow = matched_c[cinv]
     matched = int(matched_c.sum())
-    base_rank = [NcclRank(f"pid {int(rank_pid[r])} / GPU {int(rank_dev[r])}", int(rank_pid[r]), int(rank_dev[r]),
+    base_rank = [NcclRank(rank_label(int(rank_pid[r]), int(rank_dev[r])), int(rank_pid[r]), int(rank_dev[r]),
                           int(r_cnt[r]), int(r_ns[r])) for r in range(n_rank)]
     head = NcclResult(True, None, nccl_kernel_count=int(nm.sum()), nccl_total_ns=int(dur[nm].sum()),
                       by_name=by_name, per_device=per_device, per_pid=per_pid, custom_allreduce=custom,

@@ -14,6 +14,7 @@ from ...model import intervals as iv
 from ...model.timeline import MEMCPY_KIND_LABEL, PAGEABLE, rows_by_value
 from ...model.trace import ApiCalls, Memcpy, Memset, TraceModel
 from ..api import classes as ac
+from ..common.copy_bytes import recorded_bytes
 from ..common.stats import median, round_half_up
 from .traffic import step_of
 from .unified import kernel_unions
@@ -52,15 +53,15 @@ class CopyPath:
     path: str
     label: str
     count: int
-    bytes: int
+    bytes: Optional[int]                    # prorated bytes of the rows that record theirs; None: none does
     busy_ns: int
     busy_pct: float
-    gb_per_s: Optional[float]
+    gb_per_s: Optional[float]               # None also when a row of the path does not record its bytes
     kernel_overlap_ns: int
     overlap_pct: float
     beyond_kernels_ns: int
     pageable_count: int
-    pageable_bytes: int
+    pageable_bytes: Optional[int]           # None: pageable copies none of which records its bytes
     steps: int                              # steps in the window (0: no steps)
     step_busy_pct_p50: Optional[float]
     bytes_per_step_p50: Optional[int]
@@ -151,7 +152,8 @@ def _rows(model: TraceModel, w0: int, w1: int, streams: Tuple[np.ndarray, bool] 
         cs = np.maximum(s, w0)
         ce = np.maximum(np.minimum(e, w1), cs)
         dur = e - s
-        nb = np.maximum(_i64(ops.bytes)[keep], 0).astype(np.float64)
+        nb0, known = recorded_bytes(_i64(ops.bytes)[keep])
+        nb = nb0.astype(np.float64)
         nb = np.where(dur > 0, nb * (ce - cs) / np.where(dur > 0, dur, 1), nb)
         n = s.shape[0]
         if not isinstance(ops, Memcpy):
@@ -179,8 +181,8 @@ def _rows(model: TraceModel, w0: int, w1: int, streams: Tuple[np.ndarray, bool] 
             call_async = linked.copy()
         key = _key(ops.pid[keep] if with_pid else np.zeros(n, np.int64), ops.device[keep], ops.stream[keep])
         side = ~np.isin(key, k_streams)
-        parts.append({"s": cs, "e": ce, "dev": _i64(ops.device)[keep], "code": code, "bytes": nb, "pg": pg,
-                      "pin": pin, "unk": unk, "linked": linked, "aside": call_async & side & ~pg & ~unk})
+        parts.append({"s": cs, "e": ce, "dev": _i64(ops.device)[keep], "code": code, "bytes": nb, "known": known,
+                      "pg": pg, "pin": pin, "unk": unk, "linked": linked, "aside": call_async & side & ~pg & ~unk})
     if not parts:
         return None
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -224,7 +226,8 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
             u = iv.union_blocks(rows["s"][sel], rows["e"][sel])
             busy = u.length
             ov = int(iv.overlap_length(k, u.start, u.end).sum()) if len(k) and busy else 0
-            nb = int(round_half_up(float(rows["bytes"][sel].sum())))
+            kn = rows["known"][sel]
+            nb: Optional[int] = int(round_half_up(float(rows["bytes"][sel].sum()))) if kn.any() else None
             pg = sel[rows["pg"][sel]]
             d_ns = rows["e"][sel] - rows["s"][sel]
             n_steps, step_pct, step_bytes = 0, None, None
@@ -236,12 +239,14 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
                 step_pct = float(median(100.0 * inside / (s1 - s0)))
                 i = step_of(rows["s"][sel], s0, s1)
                 per = np.bincount(i[i >= 0], weights=rows["bytes"][sel][i >= 0], minlength=n_steps)
-                step_bytes = int(round_half_up(median(per)))
+                step_bytes = int(round_half_up(median(per))) if nb is not None else None
             paths.append(CopyPath(
                 device_id=int(d), path=names[c], label=PATH_LABEL[names[c]], count=int(sel.shape[0]), bytes=nb,
-                busy_ns=busy, busy_pct=100.0 * busy / win if win else 0.0, gb_per_s=nb / busy if busy else None,
+                busy_ns=busy, busy_pct=100.0 * busy / win if win else 0.0,
+                gb_per_s=nb / busy if busy and nb is not None and kn.all() else None,
                 kernel_overlap_ns=ov, overlap_pct=100.0 * ov / busy if busy else 0.0, beyond_kernels_ns=busy - ov,
-                pageable_count=int(pg.shape[0]), pageable_bytes=int(round_half_up(float(rows["bytes"][pg].sum()))),
+                pageable_count=int(pg.shape[0]), pageable_bytes=(int(round_half_up(float(rows["bytes"][pg].sum())))
+                                                            if rows["known"][pg].any() or not pg.shape[0] else None),
                 steps=n_steps, step_busy_pct_p50=step_pct, bytes_per_step_p50=step_bytes,
                 pinned_count=int(rows["pin"][sel].sum()), kind_unknown_count=int(rows["unk"][sel].sum()),
                 copy_time_ns=int(d_ns.sum()), call_known_ns=int(d_ns[rows["linked"][sel]].sum()),

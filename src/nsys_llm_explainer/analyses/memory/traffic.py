@@ -15,16 +15,17 @@ from ...model.timeline import copy_kind_label as _direction
 from ...model.trace import ApiCalls, Memcpy, TraceModel
 from ..api import classes as ac
 from ..api.cuda_api import base_index
+from ..common.copy_bytes import bytes_or_none, recorded_bytes
 from ..common.stats import group_sums, int_sums, median, round_half_up
 from .memcpy import mem_kind as _kind
 
 
 @dataclass(frozen=True)
 class CopyTotals(FieldsJson):
-    """Copies: rows, bytes and summed GPU duration (ns)."""
+    """Copies: rows, bytes (of the rows that record theirs; None when none does) and summed GPU duration (ns)."""
 
     count: int
-    bytes: int
+    bytes: Optional[int]
     total_ns: int
 
 
@@ -85,7 +86,7 @@ class StepCopyKind(FieldsJson):
     src_kind_name: str
     dst_kind_name: str
     copies_per_step: float
-    bytes_per_step: int
+    bytes_per_step: Optional[int]     # None: no copy of the kind records its bytes
     copy_ns_per_step: int
 
 
@@ -97,7 +98,7 @@ class PidCopiesPerStep(FieldsJson):
     step_count: int
     copies_in_steps: int
     copies_per_step_median: float
-    bytes_per_step_median: int
+    bytes_per_step_median: Optional[int]     # None: no copy in the steps records its bytes
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,8 @@ class CopiesPerStep(FieldsJson):
     copies_in_steps: int
     copies_per_step_median: float
     copies_per_step_mean: float
-    bytes_per_step_median: int
-    bytes_per_step_mean: int
+    bytes_per_step_median: Optional[int]     # None (both): no copy in the steps records its bytes
+    bytes_per_step_mean: Optional[int]
     copy_ns_per_step_mean: int
     host_copies_in_steps: int
     pageable_in_steps: int
@@ -147,7 +148,7 @@ class MemoryResult(FieldsJson):
     available: bool
     reason: Optional[str]
     copy_count: int = 0
-    copy_bytes: int = 0
+    copy_bytes: Optional[int] = 0      # None: no copy records its bytes
     copy_ns: int = 0
     by_direction: Tuple[CopyDirection, ...] = ()
     by_kind: Tuple[CopyKinds, ...] = ()
@@ -160,16 +161,20 @@ class MemoryResult(FieldsJson):
     alloc_free_by_api: Tuple[AllocApi, ...] = ()
 
 
-def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict[str, int]]:
-    """The values of ``cols``, then count / bytes / total_ns, per distinct combination of ``cols``, ordered by
-    total_ns descending (ties: first seen first)."""
-    first, _, cnt, (tot, byt) = group_sums(list(cols.values()), dur, nbytes)
-    return [{**{k: int(v[first[i]]) for k, v in cols.items()}, "count": int(cnt[i]), "bytes": int(byt[i]),
-             "total_ns": int(tot[i])} for i in np.lexsort((first, -tot)).tolist()]
+def _grouped(cols: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray) -> List[Dict[str, Any]]:
+    """The values of ``cols``, then count / bytes (None: no row records its bytes) / total_ns, per distinct
+    combination of ``cols``, ordered by total_ns descending (ties: first seen first)."""
+    nb, known = recorded_bytes(nbytes)
+    first, _, cnt, (tot, byt, kn) = group_sums(list(cols.values()), dur, nb, known.astype(np.int64))
+    return [{**{k: int(v[first[i]]) for k, v in cols.items()}, "count": int(cnt[i]),
+             "bytes": bytes_or_none(int(byt[i]), int(kn[i]), int(cnt[i])), "total_ns": int(tot[i])}
+            for i in np.lexsort((first, -tot)).tolist()]
 
 
 def _totals(m: np.ndarray, dur: np.ndarray, nbytes: np.ndarray) -> CopyTotals:
-    return CopyTotals(count=int(m.sum()), bytes=int(nbytes[m].sum()), total_ns=int(dur[m].sum()))
+    nb, known = recorded_bytes(nbytes[m])
+    return CopyTotals(count=int(m.sum()), bytes=bytes_or_none(int(nb.sum()), int(known.sum()), int(m.sum())),
+                      total_ns=int(dur[m].sum()))
 
 
 #: steps as (start, end, pid), sorted by pid then start; pid None: steps of any process, sorted by start
@@ -257,35 +262,41 @@ def _copies(mc: Optional[Memcpy], api: Optional[ApiCalls], steps: Optional[Steps
         n_steps = steps[0].shape[0]
         inside = st >= 0
         cps = np.bincount(st[inside], minlength=n_steps).astype(np.int64)
-        bps, tps = int_sums(st[inside], nb[inside], n_steps), int_sums(st[inside], dur[inside], n_steps)
+        nb0, known = recorded_bytes(nb[inside])
+        bps, tps = int_sums(st[inside], nb0, n_steps), int_sums(st[inside], dur[inside], n_steps)
+        b_known = bool(known.any()) or not inside.any()      # no copy in the steps: 0 bytes per step, known
         per_step = CopiesPerStep(
             step_count=int(n_steps), copies_in_steps=int(inside.sum()),
             copies_per_step_median=median(cps),
             copies_per_step_mean=round(float(cps.mean()), 3) if n_steps else 0.0,
-            bytes_per_step_median=int(round_half_up(median(bps))),
-            bytes_per_step_mean=int(round_half_up(bps.mean())) if n_steps else 0,
+            bytes_per_step_median=int(round_half_up(median(bps))) if b_known else None,
+            bytes_per_step_mean=(int(round_half_up(bps.mean())) if n_steps else 0) if b_known else None,
             copy_ns_per_step_mean=int(round_half_up(tps.mean())) if n_steps else 0,
             host_copies_in_steps=int((inside & host).sum()),
             pageable_in_steps=int((inside & pm).sum()),
             sync_copies_in_steps=int((inside & sync_rows).sum()),
             by_kind_per_step=_per_step_by_kind(n_steps, *(x[inside] for x in (ck, sk, dk, nb, dur))),
-            by_pid=_by_pid(steps[2], cps, bps),
+            by_pid=_by_pid(steps[2], cps, bps if b_known else None),
         )
-    return {"copy_count": int(dur.shape[0]), "copy_bytes": int(nb.sum()), "copy_ns": int(dur.sum()),
+    nb0, known = recorded_bytes(nb)
+    return {"copy_count": int(dur.shape[0]), "copy_bytes": bytes_or_none(int(nb0.sum()), int(known.sum()),
+                                                                        int(dur.shape[0])), "copy_ns": int(dur.sum()),
             "by_direction": by_direction, "by_kind": by_kind, "host_copies": _totals(host, dur, nb),
             "pageable": pageable, "sync_copies": sync_copies, "per_step": per_step}
 
 
-def _by_pid(spid: Optional[np.ndarray], cps: np.ndarray, bps: np.ndarray) -> Optional[Tuple[PidCopiesPerStep, ...]]:
-    """Per process of the steps (``spid``, one per step; ``cps`` / ``bps`` copies and bytes per step): its
-    :class:`PidCopiesPerStep`; None when the steps are of one process (or of no known one)."""
+def _by_pid(spid: Optional[np.ndarray], cps: np.ndarray, bps: Optional[np.ndarray]
+            ) -> Optional[Tuple[PidCopiesPerStep, ...]]:
+    """Per process of the steps (``spid``, one per step; ``cps`` / ``bps`` copies and bytes per step, ``bps`` None
+    when no copy records its bytes): its :class:`PidCopiesPerStep`; None when the steps are of one process (or of
+    no known one)."""
     if spid is None:
         return None
     groups = rows_by_value(np.asarray(spid))
     if len(groups) < 2:
         return None
     return tuple(PidCopiesPerStep(int(p), int(r.shape[0]), int(cps[r].sum()), median(cps[r]),
-                                  int(round_half_up(median(bps[r])))) for p, r in groups)
+                                  int(round_half_up(median(bps[r]))) if bps is not None else None) for p, r in groups)
 
 
 def step_of_pid(t: np.ndarray, pid: np.ndarray, steps: Steps) -> np.ndarray:
@@ -338,7 +349,8 @@ def _per_step_by_kind(n_steps: int, ck: np.ndarray, sk: np.ndarray, dk: np.ndarr
     kinds.sort(key=lambda g: (g["copy_kind"], g["src_kind"] & 0xFF, g["dst_kind"] & 0xFF))
     rows = [StepCopyKind(direction=_direction(g["copy_kind"]), src_kind_name=_kind(g["src_kind"]),
                          dst_kind_name=_kind(g["dst_kind"]), copies_per_step=g["count"] / n_steps,
-                         bytes_per_step=int(round_half_up(g["bytes"] / n_steps)),
+                         bytes_per_step=(int(round_half_up(g["bytes"] / n_steps)) if g["bytes"] is not None
+                                         else None),
                          copy_ns_per_step=int(round_half_up(g["total_ns"] / n_steps))) for g in kinds]
-    rows.sort(key=lambda r: (-r.bytes_per_step, r.direction))
+    rows.sort(key=lambda r: (-(r.bytes_per_step if r.bytes_per_step is not None else -1), r.direction))
     return tuple(rows)

@@ -14,6 +14,7 @@ from ...jsonable import FieldsJson, json_name
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import Memcpy, TraceModel
+from ..common.copy_bytes import bytes_or_none, recorded_bytes
 from ..common.stats import group_sums
 from ..trace.window import gpu_work
 
@@ -37,7 +38,7 @@ class MigrationGroup:
     key: int
     label: str
     count: int
-    bytes: int
+    bytes: Optional[int]        # of the rows that record theirs; None: none does (docs/METRICS.md)
     total_ns: int
 
 
@@ -65,7 +66,7 @@ class UmDevice:
 
     device_id: int
     migration_count: int
-    migration_bytes: int
+    migration_bytes: Optional[int]      # None: no migration of the device records its bytes
     migration_ns: int
     migration_union_ns: int
     kernel_busy_ns: int
@@ -85,7 +86,7 @@ class UmWindow(FieldsJson):
     start_ns: int
     end_ns: int
     migration_count: int
-    migration_bytes: int
+    migration_bytes: Optional[int]      # None: no migration records its bytes
     migration_ns: int
     by_direction: Tuple[MigrationGroup, ...] = field(metadata=json_name(rows={"key": "copy_kind",
                                                                                "label": "direction"}))
@@ -144,7 +145,9 @@ def _grouped(key: np.ndarray, cols: Sequence[np.ndarray], label: Dict[int, str]
 
 def _migrations(key: np.ndarray, nbytes: np.ndarray, dur: np.ndarray, label: Dict[int, str]
                 ) -> Tuple[MigrationGroup, ...]:
-    return tuple(MigrationGroup(k, lab, n, b, t) for k, lab, n, (b, t) in _grouped(key, (nbytes, dur), label))
+    nb, known = recorded_bytes(nbytes)
+    return tuple(MigrationGroup(k, lab, n, bytes_or_none(b, kn, n), t)
+                 for k, lab, n, (b, t, kn) in _grouped(key, (nb, dur, known.astype(np.int64)), label))
 
 
 def kernel_unions(m: TraceModel) -> Callable[[int], iv.IntervalUnion]:
@@ -172,7 +175,7 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     n = rows.shape[0]
     s, e, ck, nbytes, cause, dev = (_i64(getattr(mc, c), rows) if n else np.empty(0, np.int64)
                                     for c in ("start", "end", "copy_kind", "bytes", "migration_cause", "device"))
-    nbytes = np.maximum(nbytes, 0)
+    nb0, known = recorded_bytes(nbytes)
     dur = e - s
     by_direction = _migrations(ck, nbytes, dur, DIRECTION)
     by_cause = _migrations(np.where(cause < 0, -1, cause), nbytes, dur, CAUSE)
@@ -193,7 +196,8 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
         kb = ku.length
         fsel = fault_rows.get(d, e0)
         devices.append(UmDevice(
-            device_id=int(d), migration_count=int(sel.shape[0]), migration_bytes=int(nbytes[sel].sum()),
+            device_id=int(d), migration_count=int(sel.shape[0]),
+            migration_bytes=bytes_or_none(int(nb0[sel].sum()), int(known[sel].sum()), int(sel.shape[0])),
             migration_ns=int(dur[sel].sum()), migration_union_ns=mig.length, kernel_busy_ns=kb, overlap_ns=over,
             overlap_pct=100.0 * over / kb if kb > 0 else 0.0, migration_idle_ns=mig.length - over,
             gpu_fault_events=int(fsel.shape[0]), gpu_page_faults=int(nf[fsel].sum()),
@@ -205,7 +209,8 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     by_func, by_mod = ((_top(_i64(cf.func_idx), cf.names), _top(_i64(cf.module_idx), cf.names)) if cf is not None
                        else ((), ()))   # no row: _top gives ()
     return UmWindow(
-        window=which, start_ns=int(w0), end_ns=int(w1), migration_count=int(n), migration_bytes=int(nbytes.sum()),
+        window=which, start_ns=int(w0), end_ns=int(w1), migration_count=int(n),
+        migration_bytes=bytes_or_none(int(nb0.sum()), int(known.sum()), int(n)),
         migration_ns=int(dur.sum()), by_direction=by_direction, by_cause=by_cause, devices=tuple(devices),
         kernel_busy_ns=kb_all, overlap_ns=over_all, overlap_pct=100.0 * over_all / kb_all if kb_all else 0.0,
         migration_idle_ns=sum(x.migration_idle_ns for x in devices), gpu_fault_events=int(fs.shape[0]),

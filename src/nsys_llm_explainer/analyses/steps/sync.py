@@ -201,7 +201,8 @@ class StepSyncContext:
             cp = np.flatnonzero(((kind == H2D) | (kind == D2H)) & (li >= 0))
             rows, inv = np.unique(li[cp], return_inverse=True)
             self.copy_rows = rows
-            self.copy_row_bytes = np.bincount(inv, weights=np.asarray(mc.bytes, np.float64)[cp],
+            # a copy whose bytes the export does not record (-1) counts 0: it never shows bytes read or sent
+            self.copy_row_bytes = np.bincount(inv, weights=np.maximum(np.asarray(mc.bytes, np.float64)[cp], 0.0),
                                               minlength=rows.shape[0])
         self.sampler = _sampler_frames(steady)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson
+from ...jsonable import NONE_OMITTED, FieldsJson
 from ...model.info import GpuInfo
 from ...model.trace import TraceModel
 from ..api.graphs import GraphResult
@@ -111,6 +111,10 @@ class TraceFacts(FieldsJson):
     copy_overlap_pct: Optional[float] = None     # Σ |C ∩ K| / Σ |C| · 100 behind copies_overlap_kernels
     copies_async_side_stream: Optional[bool] = None
     async_side_pct: Optional[float] = None       # share of the copies' time behind copies_async_side_stream
+    #: the processes with CUDA API calls when a kernel whose process the export does not record (no ``globalPid``)
+    #: carries a correlation id calls of ≥ 2 processes carry (so the id does not say whose call it is); None
+    #: otherwise (:func:`pidless_api_processes`)
+    pidless_api_processes: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("advice_facts",)
 
     def known_gpus(self) -> List[GpuFact]:
@@ -211,7 +215,25 @@ def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphRe
     return TraceFacts(gpus, traits.workload, traits.workload_evidence, stack, traits.stack_evidence,
                       _FRAMEWORK.get(stack, ""), uses_graphs, graph_ev, compiled, compiled_ev,
                       bool(model.samples is not None and len(model.samples)), um, um_ev, bool(threads),
-                      tuple(threads), bool(model.osrt is not None and len(model.osrt)), **copy_facts(copy_engines))
+                      tuple(threads), bool(model.osrt is not None and len(model.osrt)), **copy_facts(copy_engines),
+                      pidless_api_processes=pidless_api_processes(model))
+
+
+def pidless_api_processes(model: TraceModel) -> Optional[int]:
+    """The processes with CUDA API calls when a kernel's process is still unknown (-1: the kernel table has no
+    ``globalPid`` and no call could be linked on correlationId alone, docs/MODEL.md) and calls of ≥ 2 processes carry
+    that kernel's correlation id; else None."""
+    k, api = model.kernels, model.api
+    if k is None or api is None or len(k) == 0 or len(api) == 0:
+        return None
+    unknown = k.pid < 0
+    if not bool(unknown.any()):
+        return None
+    pairs = np.unique(np.stack([np.asarray(api.corr, np.int64), np.asarray(api.pid, np.int64)]), axis=1)
+    corr, n_pid = np.unique(pairs[0], return_counts=True)        # per correlation id: the processes using it
+    if not bool(np.isin(np.asarray(k.corr, np.int64)[unknown], corr[n_pid >= 2]).any()):
+        return None
+    return int(np.unique(api.pid).shape[0])
 
 
 def _with_kernels(gpus: Tuple[GpuFact, ...], model: TraceModel) -> Tuple[GpuFact, ...]:

@@ -3,7 +3,7 @@ CUDA API, memory copies (with the copy paths), NVTX ranges, CUDA graphs, NCCL.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from ...vocabulary.labels import label_shows_tid
 from ...vocabulary.units import fmt_bytes, fmt_count, fmt_dur, fmt_int, fmt_pct
@@ -131,7 +131,8 @@ def _memory_items(m: MemoryResult) -> List[Inline]:
     out: List[Inline] = []
     pg = m.pageable
     if pg is not None and pg.count:
-        out.append((f"Pageable host memory: {fmt_count(pg.count, 'copy', 'copies')}, {fmt_bytes(pg.bytes)}, "
+        nb = fmt_bytes(pg.bytes) if pg.bytes is not None else "bytes not recorded by this export"
+        out.append((f"Pageable host memory: {fmt_count(pg.count, 'copy', 'copies')}, {nb}, "
                     f"{fmt_dur(pg.total_ns)} (staged through a bounce buffer; pin it to overlap).",))
     sc = m.sync_copies
     if sc is not None and sc.calls:
@@ -152,14 +153,22 @@ def _memory_items(m: MemoryResult) -> List[Inline]:
     return out
 
 
+def _copied(total_bytes: Optional[int], unrecorded: Optional[int], total_ns: int) -> str:
+    """The memory section's first line: bytes copied (those the export records) in the copies' GPU time."""
+    if total_bytes is None:
+        return f"Bytes not recorded by this export; {fmt_dur(total_ns)} of copy time (whole capture)."
+    return (f"{fmt_bytes(total_bytes)} copied in {fmt_dur(total_ns)} of copy time (whole capture)"
+            + (f"; the bytes of {fmt_count(unrecorded, 'copy', 'copies')} not recorded by this export."
+               if unrecorded else "."))
+
+
 def sec_memory(v: View) -> SectionResult:
     mc, mem = v.r.memcpy, v.r.memory
     rows = MEMCPY.rows(v.r)
     facts = _memory_items(mem) if mem.available else []
     if not rows and not facts:
         return Omitted("Memory copies", mc.reason or mem.reason or "no copies")
-    note = (f"{fmt_bytes(mc.total_bytes)} copied in {fmt_dur(mc.total_ns)} of copy time "
-            "(whole capture)." if mc.by_kind else "Whole capture.")
+    note = (_copied(mc.total_bytes, mc.bytes_unrecorded, mc.total_ns) if mc.by_kind else "Whole capture.")
     # the facts are the analysis window's (traffic.py reads the clipped model), the table the whole capture's: a
     # trimmed window says so (trace 10: 1,258 pageable copies in the table, "1 copy, 112 B" in the window)
     scope = (para(Strong(("Analysis window",)), " (the table above is the whole capture):" if rows else ":")

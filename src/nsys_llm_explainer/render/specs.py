@@ -315,9 +315,8 @@ MEMCPY: Table[Report] = Table("memcpy.csv", (
     fmt_col("gb_per_s", "gb_per_s", "GB/s", lambda v: fmt_float(v, 2)),
 ), memcpy_rows)
 
-NVTX_RANGES: Table[Report] = Table("nvtx_ranges.csv", (
-    name_col("name", "range_name", "range", 60),
-    text_col("style", "style", "style"),
+#: the statistics columns of an NVTX range row and of a group of them (after their name and style columns)
+_NVTX_STATS = (
     int_col("count", "count", "count"),
     dur_col("total_ns", "total", "total"),
     dur_col("avg_ns", "avg", "avg"),
@@ -327,21 +326,19 @@ NVTX_RANGES: Table[Report] = Table("nvtx_ranges.csv", (
     csv_col("pct_total"),
     dur_col("self_ns", "self", "self"),
     csv_col("pct_self"),
+)
+
+NVTX_RANGES: Table[Report] = Table("nvtx_ranges.csv", (
+    name_col("name", "range_name", "range", 60),
+    text_col("style", "style", "style"),
+    *_NVTX_STATS,
 ), lambda rep: rep.nvtx.ranges)
 
 NVTX_RANGE_GROUPS: Table[Report] = Table("nvtx_range_groups.csv", (   # header only when no names group together
     name_col("name", "range_group", "range (digit runs as N)", 60),
     text_col("style", "style", "style"),
     int_col("name_count", "name_count", "names"),
-    int_col("count", "count", "count"),
-    dur_col("total_ns", "total", "total"),
-    dur_col("avg_ns", "avg", "avg"),
-    dur_col("p50_ns", "p50", unit="us"),
-    dur_col("min_ns", "min", unit="us"),
-    dur_col("max_ns", "max", "max"),
-    csv_col("pct_total"),
-    dur_col("self_ns", "self", "self"),
-    csv_col("pct_self"),
+    *_NVTX_STATS,
 ), lambda rep: rep.nvtx.groups or ())
 
 NVTX_BY_PID: Table[Report] = Table("nvtx_by_pid.csv", (

@@ -13,7 +13,7 @@ from .jsonable import check_schema, from_json, json_ready, need
 if TYPE_CHECKING:
     from .report import Report
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 #: what :func:`report_values`' messages call the dict
 JSON = "report.json"
 

@@ -82,7 +82,7 @@ def test_demo_report_json_validates_against_the_schema_command(demo_run):
     report = json.loads((demo_run["out"] / "report.json").read_text())
     jsonschema.validators.validator_for(schema).check_schema(schema)
     jsonschema.validate(report, schema)
-    assert report["schema_version"] == "2.0"          # README: "versioned by schema_version 2.0"
+    assert report["schema_version"] == "2.1"          # README: "versioned by schema_version 2.1"
 
 
 def test_demo_is_the_readme_two_gpu_trace(demo_run):

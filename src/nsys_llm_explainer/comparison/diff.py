@@ -247,6 +247,8 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
                     for k in dict.fromkeys(list(fb.kernels) + list(fn.kernels))])
     wb, wn = per_unit(fb.pooled_window_ns, ub), per_unit(fn.pooled_window_ns, un)
     main = _main_reason(cats, kinds, details, (wn - wb) if wb is not None and wn is not None else None)
+    if verdict == "no_change" and main is not None and fmt_ms(abs(main.delta_per_unit_ns or 0)) == fmt_ms(0):
+        main = None   # a largest change that reads "+0.000 ms" (a window edge moving a few ns per unit) is none
     c = Comparison(
         base=b.label, new=n.label, status=status, reasons=reasons, similarity=sim,
         common_kernel_share=min(common), gpus_match=gpus_match,

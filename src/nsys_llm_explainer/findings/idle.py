@@ -11,7 +11,7 @@ from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tu
 from ..analyses.api.cuda_api import CudaApiResult
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
-from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
+from ..analyses.idle.host_samples import SHOWN_KINDS, UNSAMPLED_KEY, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import AutotunePass, KernelTraitsResult
 from ..analyses.memory.copy_engines import CopyEnginesResult
@@ -27,7 +27,8 @@ from ..vocabulary.units import fmt_us_unit as us
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Scope, finding
 from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting
 from .unified_memory import is_unified_detail
-from .waits import WaitStory, wait_story
+from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, wait_story
+from .waits import _who as who
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
@@ -64,6 +65,9 @@ TORCH_OP_RANGE = re.compile(r"^(?:aten::|prim::|autograd::|torch::autograd::)|^[
 #: a host thread sampled this often in the trace, with no sample in ≥ OFF_CPU_MIN_NS of its gaps, is off-CPU there
 OFF_CPU_MIN_SAMPLES = 20
 OFF_CPU_MIN_NS = 100_000_000
+#: other processes sampled in the `host_cpu` gaps where the host thread has no sample are named (and given the
+#: other-process advice) when those gaps hold at least this % of its `host_cpu` idle on the device: most of it
+UNSAMPLED_MIN_PCT = 50.0
 
 def _severity(share: float, kind: str) -> Optional[str]:
     if share < MEDIUM_SHARE:
@@ -148,6 +152,25 @@ def _sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult
         return facts
     off = k is not None and d is not None and d.thread_samples >= OFF_CPU_MIN_SAMPLES and k.idle_ns >= OFF_CPU_MIN_NS
     return {**facts, "cpu_samples": False, "host_thread_off_cpu": off and kind == "host_cpu"}
+
+
+def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int) -> Optional[Tuple[str, Tuple[Check, ...]]]:
+    """The evidence line (and its checks) of the ``host_cpu`` finding of ``dev`` when its gaps' host thread has no
+    CPU sample in pieces holding ≥ :data:`UNSAMPLED_MIN_PCT` % of its ``host_cpu`` idle and other processes were
+    sampled running in them (:func:`.waits.qualifying`: the rule of the launching thread's waits); else None."""
+    u = samples.unsampled_of(dev) if samples is not None else None
+    if u is None or not u.kind_ns:
+        return None
+    share = 100.0 * u.idle_ns / u.kind_ns
+    every = qualifying(u.processes, u.sampled_elsewhere(), None)
+    if share < UNSAMPLED_MIN_PCT or not every:
+        return None
+    gaps = fmt_count(u.pieces, "piece")
+    line = (f"No CPU sample of the launching thread {who(u.thread, u.tid)} falls inside {dur(u.idle_ns)} of its "
+            f"`host_cpu` idle on device {dev} ({share:.1f} %, {gaps}): it was off the CPU there, or ran too briefly "
+            "to be sampled. " + processes_line(every, u.sampled_elsewhere(), "these gaps", UNSAMPLED_KEY))
+    sc = Scope(device_id=dev, kind="host_cpu")
+    return line, (Check("unsampled_pct_of_kind", share, ">=", UNSAMPLED_MIN_PCT, sc),)
 
 
 def _where(c: IdleCause, t0: int) -> str:
@@ -241,6 +264,9 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         sampled = samples_evidence(host_samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)
+        elsewhere_line = _ran_elsewhere(host_samples, dev) if kind == "host_cpu" else None
+        if elsewhere_line is not None:
+            ev.append(elsewhere_line[0])
         sc = Scope(device_id=dev, kind=kind)
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
         if split:    # part of the kind is another finding's or at the window's edge: check the rest too
@@ -272,6 +298,10 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
         ids = _kernel_lines(ids, traits)
+        if elsewhere_line is not None:    # another process ran while it did not: its data, not host code to profile
+            ids = [i for i in ids if not i.startswith("host_cpu.off_cpu") and i != "host_cpu.profile"] + \
+                list(OTHER_PROCESS_ADVICE)
+            checks += elsewhere_line[1]
         if startup:
             ids = ["startup.once"]
         elif tuned:

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import test_claims_cax as cax
 from claims_support import finding_of, report_of
+from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
 
+US = 1_000
+MS = 1_000_000
 OTHER = [ADVICE["wait.other_process.training"].text, ADVICE["wait.other_process.torch"].text]
 
 
@@ -77,3 +80,75 @@ def test_trace_without_samples_keeps_todays_words(tmp_path: Path) -> None:
     assert "unsampled" not in rep["host_samples"]
     f = finding_of(rep, "idle_host_cpu")
     assert f["recommendation"] == [ADVICE["host_cpu.profile"].text]
+
+
+# ---- item 2: one pause holds most of a wait finding
+
+def _poll_loop(pause_at: int = -1, pause_ms: int = 100, n: int = 10, training: bool = False) -> TraceBuilder:
+    """One thread (pid 100, tid 1) waits in `poll` [t_i, s_i) for W_i = 5 ms (``pause_ms`` at step ``pause_at``),
+    launches one 2 ms kernel at s_i ([s_i, s_i + 10 µs) call, kernel [s_i + 20 µs, s_i + 2.02 ms)) and waits again
+    from t_{i+1} = s_i + 20 µs; t_0 = 50 ms. Window: the first call s_0 = 55 ms to the last kernel's end. Kernels
+    `gemm_kernel`; ``training``: every other one `convolution_backward_kernel` (the others an `at::native` kernel),
+    the last the Adam kernel (a PyTorch training loop), and a data-loader process (pid 300) sampled every 250 µs from
+    t_i + 100 µs in every wait."""
+    b = TraceBuilder()
+    b.process(100, "python3")
+    g = b.thread(100, 1, "python3")
+    gw = -1
+    if training:
+        b.process(300, "pt_data_worker")
+        gw = b.thread(300, 300, "pt_data_worker")
+    t = 50 * MS
+    for i in range(n):
+        s = t + (pause_ms * MS if i == pause_at else 5 * MS)
+        b.osrt(t, s, tid_g=g, name="poll")
+        if training:
+            for ts in range(t + 100 * US, s, 250 * US):
+                b.cpu_sample(ts, tid_g=gw, frames=[("decode_jpeg", "/usr/lib/libjpeg.so")])
+        name = "gemm_kernel" if not training else \
+            "void multi_tensor_apply_kernel<AdamFunctor<float>>(int)" if i == n - 1 else \
+            "convolution_backward_kernel" if i % 2 else "void at::native::elementwise_kernel<128, 4>"
+        b.launch(s, s + 10 * US, s + 20 * US, s + 2020 * US, pid=100, tid=1, name=name)
+        t = s + 20 * US
+    return b
+
+
+def test_one_pause_holding_most_of_the_wait_is_called_a_pause(tmp_path: Path) -> None:
+    """Pause at step 5: s_9 = s_0 + 9 × 20 µs + 8 × 5 ms + 100 ms, window 140.18 + 2.02 = 142.2 ms. The `poll` idle
+    in the gap after kernel i is [s_i + 2.02 ms, s_{i+1}) = W_{i+1} − 2 ms: 8 × 3 ms + 98 ms = 122 ms (85.8 %), 9 gaps;
+    the largest, 98 ms, holds 98 / 122 = 80.3 % ≥ 50 %: a pause. The pause line comes first; the wait line kept
+    (`wait.unseen`, workload inference: GEMMs only) speaks of no step."""
+    rep = report_of(_poll_loop(pause_at=5), tmp_path)
+    f = finding_of(rep, "idle_osrt")
+    assert f["title"] == "The launching thread waits in `poll` while the GPU idles: 85.8 % (122.000 ms)"
+    assert ("One gap of 98.000 ms holds 80.3 % of it: a pause, not a per-step cost; the other 8 gaps hold "
+            "24.000 ms.") in f["evidence"]
+    assert f["recommendation"] == [ADVICE["pause.one_gap"].text, ADVICE["wait.unseen"].text]
+    c = next(c for c in f["checks"] if c["metric"] == "largest_gap_pct_of_claimed")
+    assert round(c["observed"], 4) == round(100 * 98 / 122, 4) and c["threshold"] == 50.0
+
+
+def test_wait_spread_evenly_keeps_todays_words(tmp_path: Path) -> None:
+    """No pause: 9 gaps of 3 ms `poll` (27 ms of a 47.2 ms window); the largest holds 3 / 27 = 11.1 % < 50 %: no pause
+    line, no pause advice."""
+    rep = report_of(_poll_loop(), tmp_path)
+    f = finding_of(rep, "idle_osrt")
+    assert f["title"] == "The launching thread waits in `poll` while the GPU idles: 57.2 % (27.000 ms)"
+    assert not any("a pause" in e for e in f["evidence"])
+    assert f["recommendation"] == [ADVICE["wait.unseen"].text]
+
+
+def test_epoch_boundary_of_a_pytorch_training_loop(tmp_path: Path) -> None:
+    """The training variant with a 100 ms pause at step 5 (the same times: `poll` 122 ms, the largest gap 80.3 %);
+    the data-loader process is sampled in every wait (its samples are all those taken inside them: named). Without
+    the pause the advice is `wait.other_process.training` ("Make each batch cheaper to prepare …") and its
+    `DataLoader` line; with it, both speak of every batch and give way to the pause lines, `pause.torch` (training,
+    PyTorch: `persistent_workers`) included."""
+    even = finding_of(report_of(_poll_loop(training=True), tmp_path), "idle_osrt")
+    assert even["recommendation"] == OTHER
+    rep = report_of(_poll_loop(pause_at=5, training=True), tmp_path)
+    assert (rep["facts"]["workload"], rep["facts"]["framework"]) == ("training", "pytorch")
+    f = finding_of(rep, "idle_osrt")
+    assert ("One gap of 98.000 ms holds 80.3 % of it: a pause, not a per-step cost; the other 8 gaps hold "
+            "24.000 ms.") in f["evidence"]
+    assert f["recommendation"] == [ADVICE["pause.one_gap"].text, ADVICE["pause.torch"].text]

@@ -193,6 +193,17 @@ def _pause(c: Optional[IdleCause], claimed: int, dev: int, kind: str) -> Optiona
             (Check("largest_gap_pct_of_claimed", share, ">=", PAUSE_MIN_PCT, Scope(device_id=dev, kind=kind)),))
 
 
+def _once_gap(c: Optional[IdleCause], once: Tuple[int, int], gpu: GpuTimeResult, dev: int) -> bool:
+    """True when the largest gap of cause ``c`` is the device's leading gap counted as start-up (``once[0]``) or its
+    trailing gap counted as shutdown (``once[1]``)."""
+    t = gpu.device(dev)
+    if c is None or not c.examples or t is None:
+        return False
+    e = c.examples[0]
+    return bool(once[0] and e.start_ns <= t.window_start_ns) or \
+        bool(once[1] and e.end_ns >= t.window_start_ns + t.window_ns)
+
+
 def _where(c: IdleCause, t0: int) -> str:
     if not c.examples:
         return ""
@@ -321,6 +332,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
         ids = _kernel_lines(ids, traits)
+        if pause is not None and _once_gap(main, once, gpu_time, dev):
+            pause = None     # the largest gap is the start-up / shutdown gap: the once-per-run line speaks for it
         if pause is not None and not (growth or startup or tuned):   # one gap: no line about every step
             ev.insert(pause_at, pause[0])
             checks += pause[1]

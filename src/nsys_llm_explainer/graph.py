@@ -22,8 +22,10 @@ from .analyses.idle.gpu_time import DeviceTime, GpuTimeResult, WindowTime, devic
 from .analyses.idle.host_samples import (
     DeviceHostSamples,
     HostSamplesResult,
+    UnsampledGaps,
     analyze_host_samples,
     device_host_samples,
+    device_unsampled_gaps,
     host_sample_frames,
 )
 from .analyses.idle.result import DeviceCauses
@@ -96,10 +98,13 @@ def _device_pass(model: TraceModel, steady: TraceModel, window: WindowResult, nv
                                pieces_needed=pieces_needed, slices_max=timeline_span.limit_rows)
 
 
-def _pieces_needed(step_sync_context: StepSyncContext, host_sample_frames: Optional[object]) -> bool:
-    """Whether a device step reads the idle pieces' places in time (per-step sync series, CPU samples): else the
-    device pass may charge devices past the pieces' budget by their host threads' partitions."""
-    return step_sync_context.needs_pieces() or host_sample_frames is not None
+def _pieces_needed(step_sync_context: StepSyncContext, host_sample_frames: Optional[object],
+                   steady: TraceModel) -> bool:
+    """Whether a device step reads the idle pieces' places in time (per-step sync series, CPU samples of the host
+    thread or of any process while a device idles): else the device pass may charge devices past the pieces' budget
+    by their host threads' partitions."""
+    ws = steady.wait_samples
+    return step_sync_context.needs_pieces() or host_sample_frames is not None or (ws is not None and len(ws) > 0)
 
 
 def _device_time(timeline: DeviceTimeline, device_causes: DeviceCauses, full_times: Optional[Dict[int, WindowTime]],
@@ -122,6 +127,8 @@ DEVICE_STEPS: Tuple[Step, ...] = (
          ("step_sync_series",), "steady"),
     Step("device: host samples", device_host_samples, ("host_sample_frames", "device_causes"),
          ("host_sample_devices",), "steady"),
+    Step("device: unsampled gaps", device_unsampled_gaps, ("steady", "device_causes"), ("unsampled_gap_devices",),
+         "steady"),
 )
 
 
@@ -202,8 +209,9 @@ def _unified_memory(model: TraceModel, steady: TraceModel, window: WindowResult)
 
 
 def _host_samples(model: TraceModel, idle_causes: IdleCausesResult,
-                  host_sample_devices: Tuple[Optional[DeviceHostSamples], ...]) -> HostSamplesResult:
-    return analyze_host_samples(model.samples, idle_causes, host_sample_devices)
+                  host_sample_devices: Tuple[Optional[DeviceHostSamples], ...],
+                  unsampled_gap_devices: Tuple[Optional[UnsampledGaps], ...]) -> HostSamplesResult:
+    return analyze_host_samples(model.samples, idle_causes, host_sample_devices, unsampled_gap_devices)
 
 
 def _waits(steady: TraceModel, window: WindowResult, idle_causes: IdleCausesResult, nvtx: NvtxResult) -> WaitsResult:
@@ -229,7 +237,8 @@ STEPS: Tuple[Step, ...] = (
     Step("timeline span", _timeline_span, ("model", "steady", "window", "options"), ("timeline_span",)),
     Step("step sync context", StepSyncContext, ("steady",), ("step_sync_context",), "steady"),
     Step("host sample frames", host_sample_frames, ("model",), ("host_sample_frames",)),
-    Step("pieces needed", _pieces_needed, ("step_sync_context", "host_sample_frames"), ("pieces_needed",)),
+    Step("pieces needed", _pieces_needed, ("step_sync_context", "host_sample_frames", "steady"), ("pieces_needed",),
+         "steady"),
     Step("device pass", _device_pass, ("model", "steady", "window", "nvtx", "options", "timeline_span",
                                        "pieces_needed"), ("idle_causes",), "steady",
          each=DEVICE_STEPS, item_values=("timeline", "device_causes")),
@@ -264,7 +273,8 @@ STEPS: Tuple[Step, ...] = (
     Step("copy engines", _copy_engines, ("model", "steady", "window", "steps"), ("copy_engines",), "steady"),
     Step("facts", analyze_facts, ("model", "traits", "graphs", "copy_engines"), ("facts",)),
     Step("unified memory", _unified_memory, ("model", "steady", "window"), ("unified_memory",), "steady"),
-    Step("host samples", _host_samples, ("model", "idle_causes", "host_sample_devices"), ("host_samples",),
+    Step("host samples", _host_samples, ("model", "idle_causes", "host_sample_devices", "unsampled_gap_devices"),
+         ("host_samples",),
          "steady"),
     Step("waits", _waits, ("steady", "window", "idle_causes", "nvtx"), ("waits",), "steady"),
     Step("step sync", step_sync_result, ("step_sync_context", "idle_causes", "step_sync_series"), ("step_sync",),

@@ -230,7 +230,7 @@ def test_real_traces_match_plain_sql(name, kinds):
     # the same numbers as the analysis function gives on the model (the pipeline calls it once)
     from nsys_llm_explainer.pipeline import load_model
 
-    again = analyze_host_samples(load_model(str(trace)).samples, rep.idle_causes)
+    again = analyze_host_samples(load_model(str(trace)).samples, rep.idle_causes, unsampled=hs.unsampled)
     assert again.to_dict() == j["host_samples"]
 
 

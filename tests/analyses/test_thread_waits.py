@@ -291,10 +291,12 @@ def test_points_inside_a_union_are_counted_half_open():
 
 def test_wait_samples_are_read_only_inside_the_waits(tmp_path):
     """`model.wait_samples`: thread 8 of process 7 samples at 50, 150, 250 µs, thread 9 of process 9 at 150 µs,
-    the CUDA-calling thread 7 waits in `sem_wait` [100, 200) µs: only the two samples at 150 µs are inside the
-    waits of a CUDA-calling thread — (7, 8) and (9, 9): every process's samples are read (process 9 calls no CUDA,
-    yet the launcher may wait for it); `total` = the 4 rows of COMPOSITE_EVENTS. The launcher's waits: 1 sample of
-    its process's thread 8, 1 of process 9 (`other`, 50 % of the 2)."""
+    the CUDA-calling thread 7 waits in `sem_wait` [100, 200) µs: the two samples at 150 µs are inside the waits of a
+    CUDA-calling thread — (7, 8) and (9, 9): every process's samples are read (process 9 calls no CUDA, yet the
+    launcher may wait for it); the one at 250 µs is inside the GPU's idle gap [90, 310) µs (read too, for the
+    `host_cpu` gaps: sweep FBA); the one at 50 µs is inside the kernel [10, 90) µs: not read. `total` = the 4 rows
+    of COMPOSITE_EVENTS. The launcher's waits: 1 sample of its process's thread 8, 1 of process 9 (`other`, 50 % of
+    the 2)."""
     from nsys_llm_explainer.pipeline import load_model
     b = TraceBuilder()
     b.process(PID, "engine")
@@ -313,7 +315,7 @@ def test_wait_samples_are_read_only_inside_the_waits(tmp_path):
     m = load_model(str(p))
     assert m.wait_samples is not None
     assert (m.wait_samples.start.tolist(), sorted(m.wait_samples.gtid.tolist()), m.wait_samples.total) == \
-        ([150_000, 150_000], sorted([w8, w9]), 4)
+        ([150_000, 150_000, 250_000], sorted([w8, w9, w8]), 4)
     rep = analyze(str(p))
     (lw,) = rep.waits.launchers
     assert lw.samples_in_waits == 1 and [(t.tid, t.sampled) for t in lw.threads] == [(8, 1)]

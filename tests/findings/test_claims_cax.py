@@ -128,8 +128,9 @@ def test_off_cpu_launcher_of_a_training_loop_is_not_told_lack_of_load(tmp_path: 
     """OS calls not traced, 30 steps: the idle between steps is `host_cpu` (thread 1 outside any traced call). Thread 1
     has 4 × 30 = 120 samples, all in its launch bursts, none in the gaps (≥ 20 samples, gaps ≥ 100 ms): off-CPU
     there. Training: `host_cpu.off_cpu.training` (its next batch; trace OS calls), not "lack of load: batch
-    requests"."""
-    rep = report_of(_loader_loop(osrt=False, main_sampled=True, n=30), tmp_path)
+    requests". No worker process: with workers sampled in the gaps the finding names them instead (sweep FBA,
+    test_claims_fba.py)."""
+    rep = report_of(_loader_loop(osrt=False, main_sampled=True, n=30, workers=()), tmp_path)
     assert rep["facts"]["workload"] == "training"
     f = finding_of(rep, "idle_host_cpu")
     assert ("CPU samples: the gaps' host thread has 120 CPU samples in the traced span, none inside its host-side "

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
@@ -140,6 +141,13 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "`.to(device, non_blocking=True)`.", framework=_PT, host_copies_pageable=(True,)),
     _a("alloc.pool", "Allocate once outside the loop or use a caching / stream-ordered allocator (`cudaMallocAsync` "
        "with a pool); `cudaFree` synchronizes the device."),
+    _a("pause.one_gap", "Most of this idle time is one pause (the gap named above), not a cost paid in every step: "
+       "find what the program did then (an epoch boundary, an evaluation, a checkpoint, a one-off stall) and whether "
+       "it recurs; to size the cost the loop pays, capture steady steps away from it (`nsys profile --delay=SECONDS` "
+       "/ `--duration`, or `--capture-range=cudaProfilerApi`)."),
+    _a("pause.torch", "In PyTorch, an epoch boundary starts the `DataLoader`'s worker processes again unless "
+       "`persistent_workers=True`, and the first batch of the epoch waits until a worker has prepared it.",
+       workload=("training",), framework=_PT),
     _a("startup.once", "This runs once, before the GPU's first kernel or after its last (start-up / shutdown: "
        "initialization, registering or loading buffers, tear-down), not in every step: leave it out of a "
        "steady-state capture (`nsys profile --delay=SECONDS`, or `--capture-range=cudaProfilerApi` with "
@@ -449,6 +457,16 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "`disable_overlap_scheduler=True` turns it off) so step n+1 is launched before step n's outputs are "
        "processed.", stack=("trtllm",), workload=("inference",)),
 )}
+
+
+#: words of an advice line about a cost paid in every step (findings/idle.py leaves such lines out when one pause
+#: holds most of a finding's time)
+_PER_STEP = re.compile(r"each step|per step|every step|per-step|next step|each batch|next batch")
+
+
+def speaks_of_steps(aid: str) -> bool:
+    """True when advice line ``aid`` speaks of a cost paid in every step (or batch)."""
+    return bool(_PER_STEP.search(ADVICE[aid].text))
 
 
 def advise(ids: Iterable[str], facts: Mapping[str, FactValue]) -> Tuple[str, ...]:

@@ -37,6 +37,10 @@ METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "ke
            "claimed_pct_of_window", "um_overlap_pct_of_kernel_time", "copy_waiting_pct", "copy_waiting_unknown_pct",
            # start-up / shutdown idle and autotuning allocations (findings/idle.py)
            "startup_pct_of_cause", "loop_pct_of_window", "autotune_trial_pct",
+           # the host thread unsampled in its `host_cpu` gaps while other processes ran (findings/idle.py)
+           "unsampled_pct_of_kind",
+           # one gap holds most of an idle finding's time: a pause (findings/idle.py)
+           "largest_gap_pct_of_claimed",
            # per-step synchronization (findings/step_sync.py)
            "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
            # a copy path sets the pace (findings/copy_path.py)

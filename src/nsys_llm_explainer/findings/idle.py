@@ -12,7 +12,7 @@ from ..analyses.api.classes import normalize
 from ..analyses.api.cuda_api import CudaApiResult
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
-from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
+from ..analyses.idle.host_samples import SHOWN_KINDS, UNSAMPLED_KEY, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import AutotunePass, KernelTraitsResult
 from ..analyses.memory.copy_engines import CopyEnginesResult
@@ -26,10 +26,12 @@ from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
+from .advice import speaks_of_steps
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Scope, finding
 from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting
 from .unified_memory import is_unified_detail
-from .waits import WaitStory, wait_story
+from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, wait_story
+from .waits import _who as who
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
@@ -66,6 +68,12 @@ TORCH_OP_RANGE = re.compile(r"^(?:aten::|prim::|autograd::|torch::autograd::)|^[
 #: a host thread sampled this often in the trace, with no sample in ≥ OFF_CPU_MIN_NS of its gaps, is off-CPU there
 OFF_CPU_MIN_SAMPLES = 20
 OFF_CPU_MIN_NS = 100_000_000
+#: one gap holding at least this % of the time a finding claims of its named cause is a pause (an epoch boundary, an
+#: evaluation, a checkpoint), not a per-step cost: the finding says so and gives no advice about every step
+PAUSE_MIN_PCT = 50.0
+#: other processes sampled in the `host_cpu` gaps where the host thread has no sample are named (and given the
+#: other-process advice) when those gaps hold at least this % of its `host_cpu` idle on the device: most of it
+UNSAMPLED_MIN_PCT = 50.0
 
 def _severity(share: float, kind: str) -> Optional[str]:
     if share < MEDIUM_SHARE:
@@ -152,6 +160,52 @@ def _sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult
     return {**facts, "cpu_samples": False, "host_thread_off_cpu": off and kind == "host_cpu"}
 
 
+def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int) -> Optional[Tuple[str, Tuple[Check, ...]]]:
+    """The evidence line (and its checks) of the ``host_cpu`` finding of ``dev`` when its gaps' host thread has no
+    CPU sample in pieces holding ≥ :data:`UNSAMPLED_MIN_PCT` % of its ``host_cpu`` idle and other processes were
+    sampled running in them (:func:`.waits.qualifying`: the rule of the launching thread's waits); else None."""
+    u = samples.unsampled_of(dev) if samples is not None else None
+    if u is None or not u.kind_ns:
+        return None
+    share = 100.0 * u.idle_ns / u.kind_ns
+    every = qualifying(u.processes, u.sampled_elsewhere(), None)
+    if share < UNSAMPLED_MIN_PCT or not every:
+        return None
+    gaps = fmt_count(u.pieces, "piece")
+    line = (f"No CPU sample of the launching thread {who(u.thread, u.tid)} falls inside {dur(u.idle_ns)} of its "
+            f"`host_cpu` idle on device {dev} ({share:.1f} %, {gaps}): it was off the CPU there, or ran too briefly "
+            "to be sampled. " + processes_line(every, u.sampled_elsewhere(), "these gaps", UNSAMPLED_KEY))
+    sc = Scope(device_id=dev, kind="host_cpu")
+    return line, (Check("unsampled_pct_of_kind", share, ">=", UNSAMPLED_MIN_PCT, sc),)
+
+
+def _pause(c: Optional[IdleCause], claimed: int, dev: int, kind: str) -> Optional[Tuple[str, Tuple[Check, ...]]]:
+    """The evidence line (and its check) when the largest gap of the finding's named cause ``c`` holds ≥
+    :data:`PAUSE_MIN_PCT` % of the ns the finding claims of it on ``dev`` (``claimed``): a pause, not a per-step
+    cost; else None."""
+    if c is None or not c.examples or claimed <= 0:
+        return None
+    e = c.examples[0]
+    share = 100.0 * min(e.ns, claimed) / claimed
+    if share < PAUSE_MIN_PCT:
+        return None
+    rest = (f"; the other {fmt_count(c.gap_count - 1, 'gap')} {'hold' if c.gap_count > 2 else 'holds'} "
+            f"{dur(max(claimed - e.ns, 0))}" if c.gap_count > 1 else "")
+    return (f"One gap of {dur(e.ns)} holds {share:.1f} % of it: a pause, not a per-step cost{rest}.",
+            (Check("largest_gap_pct_of_claimed", share, ">=", PAUSE_MIN_PCT, Scope(device_id=dev, kind=kind)),))
+
+
+def _once_gap(c: Optional[IdleCause], once: Tuple[int, int], gpu: GpuTimeResult, dev: int) -> bool:
+    """True when the largest gap of cause ``c`` is the device's leading gap counted as start-up (``once[0]``) or its
+    trailing gap counted as shutdown (``once[1]``)."""
+    t = gpu.device(dev)
+    if c is None or not c.examples or t is None:
+        return False
+    e = c.examples[0]
+    return bool(once[0] and e.start_ns <= t.window_start_ns) or \
+        bool(once[1] and e.end_ns >= t.window_start_ns + t.window_ns)
+
+
 def _where(c: IdleCause, t0: int) -> str:
     if not c.examples:
         return ""
@@ -222,6 +276,9 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             holds = "holds" if main.gap_count == 1 else "hold"
             ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} {code_name(top[0][0] or kind)}"
                       f"{_where(main, window.full_start_ns)}.")
+        pause = None if KIND[kind].one_time else \
+            _pause(main, min(sum(devs[dev].values()) - edge_ns[dev], devs[dev].get(top[0][0], 0)), dev, kind)
+        pause_at = len(ev)      # its line follows the largest gap's (given unless the finding is one-time work)
         table_share = 100.0 * by_dev[dev].ns_of(kind) / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
         findings_elsewhere = [w for w, m in (("the launch-bound finding", merged),
@@ -246,6 +303,9 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         sampled = samples_evidence(host_samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)
+        elsewhere_line = _ran_elsewhere(host_samples, dev) if kind == "host_cpu" else None
+        if elsewhere_line is not None:
+            ev.append(elsewhere_line[0])
         sc = Scope(device_id=dev, kind=kind)
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
         if split:    # part of the kind is another finding's or at the window's edge: check the rest too
@@ -277,6 +337,18 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
         ids = _kernel_lines(ids, traits)
+        if pause is not None and _once_gap(main, once, gpu_time, dev):
+            pause = None     # the largest gap is the start-up / shutdown gap: the once-per-run line speaks for it
+        if pause is not None and not (growth or startup or tuned):   # one gap: no line about every step
+            ev.insert(pause_at, pause[0])
+            checks += pause[1]
+            dropped = [i for i in ids if speaks_of_steps(i)]     # and the lines under them (`.torch` of a line)
+            ids = ["pause.one_gap", "pause.torch"] + [i for i in ids if not any(i == d or i.startswith(d + ".")
+                                                                                for d in dropped)]
+        if elsewhere_line is not None:    # another process ran while it did not: its data, not host code to profile
+            ids = [i for i in ids if not i.startswith("host_cpu.off_cpu") and i != "host_cpu.profile"] + \
+                list(OTHER_PROCESS_ADVICE)
+            checks += elsewhere_line[1]
         if startup:
             ids = ["startup.once"]
         elif tuned:

@@ -5,7 +5,7 @@ and advice chosen by what they did — file I/O, CUDA copies, other work, or not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..analyses.common.stats import pct
 from ..analyses.threads.waits import LauncherWaits, OtherProcess, OverlapRow, WaitsResult
@@ -27,6 +27,8 @@ SHOWN_PROCESS_PCT = 10.0
 #: ... and at least this many of them: a stray wake-up or two is not a process running through the waits (10 samples
 #: ≈ 10 ms on a CPU at nsys's default 1 kHz sampling)
 MIN_PROCESS_SAMPLES = 10
+#: the advice when another process ran through the waits (the workload fact picks one)
+OTHER_PROCESS_ADVICE = ("wait.other_process", "wait.other_process.training", "wait.other_process.torch")
 
 
 @dataclass(frozen=True)
@@ -143,16 +145,9 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
         ev.append("No CPU sample of another thread of its process falls inside these waits (the trace has CPU "
                   "samples): none was sampled running during them.")
     every = ran_elsewhere(w, None)
-    procs = every[:SHOWN_THREADS]
     n_all = w.sampled_elsewhere()
-    if procs:
-        more = len(every) - len(procs)   # e.g. eight data-loader workers: the rest are counted, not dropped
-        ev.append("CPU samples of other processes taken during these waits: " + "; ".join(
-            _proc(p.process, p.pid) + f" sampled running in {p.sampled:,} of the {n_all:,} samples taken inside them"
-            for p in procs)
-            + (f"; {more} more process{'es' if more != 1 else ''} with {sum(p.sampled for p in every[len(procs):]):,} "
-               f"of them, each ≥ {SHOWN_PROCESS_PCT:g} % (all in report.json `waits`)" if more else "")
-            + " (every thread's but the launching thread's).")
+    if every:
+        ev.append(processes_line(every, n_all, "these waits"))
     elif w.process_samples:
         k = len(w.processes or ())
         ev.append(f"CPU samples of other processes taken during these waits: {w.process_samples:,} samples of "
@@ -160,16 +155,35 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
                   f"taken inside them and {MIN_PROCESS_SAMPLES} samples.")
     named = [t.gtid for t in shown] + [t.gtid for t in ran if t.gtid not in {s.gtid for s in shown}]
     advice = _advice(w, named, n_s > 0)
-    if procs:   # another process ran through the waits: not "no one is seen working" (lack of load)
-        advice = tuple(a for a in advice if not a.startswith("wait.unseen")) + (
-            "wait.other_process", "wait.other_process.training", "wait.other_process.torch")   # by workload
+    if every:   # another process ran through the waits: not "no one is seen working" (lack of load)
+        advice = tuple(a for a in advice if not a.startswith("wait.unseen")) + OTHER_PROCESS_ADVICE
     return WaitStory(context, tuple(ev), advice)
 
 
 def ran_elsewhere(w: LauncherWaits, limit: Optional[int] = SHOWN_THREADS) -> List[OtherProcess]:
-    """The other processes sampled running through the launching thread's waits: ≥ :data:`SHOWN_PROCESS_PCT` % of
-    the samples inside them (every thread's but the launching thread's) and ≥ :data:`MIN_PROCESS_SAMPLES` (up to
-    ``limit``, most samples first; None: all of them)."""
-    n_all = w.sampled_elsewhere()
-    return [p for p in (w.processes or ()) if p.sampled >= MIN_PROCESS_SAMPLES
+    """The other processes sampled running through the launching thread's waits (:func:`qualifying`)."""
+    return qualifying(w.processes or (), w.sampled_elsewhere(), limit)
+
+
+def qualifying(processes: Sequence[OtherProcess], n_all: int, limit: Optional[int] = SHOWN_THREADS
+               ) -> List[OtherProcess]:
+    """The ``processes`` (most samples first) sampled running through a set of times: ≥ :data:`SHOWN_PROCESS_PCT` %
+    of the ``n_all`` samples inside them (every thread's but the launching thread's) and ≥
+    :data:`MIN_PROCESS_SAMPLES` (up to ``limit``; None: all of them). One rule for the launching thread's waits and
+    for the ``host_cpu`` gaps it is not sampled in (findings/idle.py)."""
+    return [p for p in processes if p.sampled >= MIN_PROCESS_SAMPLES
             and pct(p.sampled, n_all) >= SHOWN_PROCESS_PCT][:limit]
+
+
+def processes_line(every: Sequence[OtherProcess], n_all: int, during: str, listed: str = "waits") -> str:
+    """The evidence line naming the qualifying processes ``every`` (:func:`qualifying`, all of them) sampled
+    running during ``during`` ("these waits", "these gaps"): the first :data:`SHOWN_THREADS`, the rest counted
+    (``listed``: where report.json lists them all)."""
+    procs = every[:SHOWN_THREADS]
+    more = len(every) - len(procs)   # e.g. eight data-loader workers: the rest are counted, not dropped
+    return (f"CPU samples of other processes taken during {during}: " + "; ".join(
+        _proc(p.process, p.pid) + f" sampled running in {p.sampled:,} of the {n_all:,} samples taken inside them"
+        for p in procs)
+        + (f"; {more} more process{'es' if more != 1 else ''} with {sum(p.sampled for p in every[len(procs):]):,} "
+           f"of them, each ≥ {SHOWN_PROCESS_PCT:g} % (all in report.json `{listed}`)" if more else "")
+        + " (every thread's but the launching thread's).")

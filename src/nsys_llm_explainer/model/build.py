@@ -298,7 +298,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         notes.append(f"CUDA_GRAPH_EVENTS has {level} columns; decided by its columns, not the version.")
     span = trace_edge(min, *cuda, nvtx), trace_edge(max, *cuda, nvtx)
     samples = build_samples(conn, schema, strings, api.gtid if api is not None else None, *span)
-    wait_samples = build_wait_samples(conn, schema, api.gtid if api is not None else None, osrt, *span)
+    wait_samples = build_wait_samples(conn, schema, api.gtid if api is not None else None, osrt, *span, kernels)
     # the read's own notes (rows of the wrong type left out, text that is not UTF-8) once everything is read: NVTX
     # text, process / GPU names and samples are read after the kernel and API tables
     warnings += sorted(conn.excluded)

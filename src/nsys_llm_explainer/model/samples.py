@@ -18,10 +18,10 @@ from ..read import fetch_samples as FS
 from ..read.connection import TraceConnection
 from ..read.schema import Schema
 from ..vocabulary.os_calls import waits_of
-from .intervals import points_inside, union_blocks
+from .intervals import IntervalUnion, points_inside, union_blocks
 from .names import distinct_small, missing_name
 from .timeline import few_distinct
-from .trace import OsCalls
+from .trace import Kernels, OsCalls
 
 #: module groups (key, label shown in reports); the rules are :func:`frame_group`'s regexes below, in words in
 #: docs/MODEL.md, "Module groups".
@@ -214,28 +214,60 @@ class SampleTimes:
         return SampleTimes(self.start[a:b], self.gtid[a:b], self.total)
 
 
+def _idle_somewhere(kernels: Optional[Kernels], lo: int, hi: int) -> Optional[IntervalUnion]:
+    """The times in ``[lo, hi)`` when at least one device that ran a kernel runs none: the union over devices of the
+    complement of its kernels' union (a superset of every device's idle gaps, whatever the copies count for); None
+    when there is no kernel."""
+    if kernels is None or len(kernels) == 0 or hi <= lo:
+        return None
+    ks, ke = np.asarray(kernels.start, np.int64), np.asarray(kernels.end, np.int64)
+    dev = np.asarray(kernels.device, np.int64)
+    starts, ends = [], []
+    for d in np.unique(dev).tolist():      # per device (few)
+        m = dev == d
+        u = union_blocks(ks[m], ke[m])
+        starts.append(np.concatenate(([lo], u.end)))
+        ends.append(np.concatenate((u.start, [hi])))
+    s = np.clip(np.concatenate(starts), lo, hi)
+    e = np.clip(np.concatenate(ends), lo, hi)
+    keep = e > s
+    return union_blocks(s[keep], e[keep])
+
+
 def build_wait_samples(conn: TraceConnection, schema: Schema, api_gtid: Optional[np.ndarray],
-                       osrt: Optional[OsCalls], lo: Optional[int], hi: Optional[int]) -> Optional[SampleTimes]:
+                       osrt: Optional[OsCalls], lo: Optional[int], hi: Optional[int],
+                       kernels: Optional[Kernels] = None) -> Optional[SampleTimes]:
     """Time and thread of the samples of every thread of every process (the CUDA-calling ones and the others: a
-    tokenizer, detokenizer or scheduler process the launcher may wait for) taken in ``[lo, hi]`` inside the union of
-    the CUDA-calling threads' (``api_gtid``) waiting OS calls (the waits analysis then keeps those inside one
-    launching thread's waits). ``None`` when the export has no samples table; no read when the table is empty or no
-    CUDA-calling thread waits in an OS call. Memory: two int64 per sample in the waits' span while reading, per
-    sample inside the waits after."""
+    tokenizer, detokenizer, scheduler or data-loader process the launcher may wait for) taken in ``[lo, hi]``
+    inside the union of the CUDA-calling threads' (``api_gtid``) waiting OS calls (the waits analysis then keeps
+    those inside one launching thread's waits) or inside a time when a device idles between its ``kernels``
+    (:func:`_idle_somewhere`: the idle-cause analysis keeps those inside one device's ``host_cpu`` gaps). ``None``
+    when the export has no samples table; no read when the table is empty, or no CUDA-calling thread waits in an OS
+    call and no device idles. Memory: two int64 per sample in those times' span while reading, per sample inside
+    them after."""
     if not all(schema.has(FS.EVENTS, c) for c in ("start", "globalTid")):
         return None
     total = FS.count_samples(conn, schema)
     e = np.empty(0, np.int64)
-    if not total or api_gtid is None or api_gtid.shape[0] == 0 or osrt is None or len(osrt) == 0:
+    if not total or api_gtid is None or api_gtid.shape[0] == 0:
         return SampleTimes(e, e, total)
-    threads = few_distinct(np.asarray(api_gtid, np.int64))
-    threads = threads[threads >= 0]
-    o_s, o_e = np.asarray(osrt.start, np.int64), np.asarray(osrt.end, np.int64)
-    rows = np.flatnonzero(waits_of(osrt.names)[np.asarray(osrt.name_idx, np.int64)] & (o_e > o_s)
-                          & np.isin(np.asarray(osrt.gtid, np.int64), threads))
-    if rows.shape[0] == 0:
+    parts: List[IntervalUnion] = []
+    if osrt is not None and len(osrt) > 0:
+        threads = few_distinct(np.asarray(api_gtid, np.int64))
+        threads = threads[threads >= 0]
+        o_s, o_e = np.asarray(osrt.start, np.int64), np.asarray(osrt.end, np.int64)
+        rows = np.flatnonzero(waits_of(osrt.names)[np.asarray(osrt.name_idx, np.int64)] & (o_e > o_s)
+                              & np.isin(np.asarray(osrt.gtid, np.int64), threads))
+        if rows.shape[0]:
+            parts.append(union_blocks(o_s[rows], o_e[rows]))       # rows sorted by start (OsCalls are)
+    if lo is not None and hi is not None:
+        idle = _idle_somewhere(kernels, int(lo), int(hi) + 1)
+        if idle is not None and len(idle):
+            parts.append(idle)
+    if not parts:
         return SampleTimes(e, e, total)
-    w = union_blocks(o_s[rows], o_e[rows])       # rows sorted by start (OsCalls are)
+    w = parts[0] if len(parts) == 1 else union_blocks(np.concatenate([p.start for p in parts]),
+                                                      np.concatenate([p.end for p in parts]))
     a = int(w.start[0]) if lo is None else max(int(w.start[0]), int(lo))
     b = int(w.end[-1]) if hi is None else min(int(w.end[-1]), int(hi) + 1)
     got = FS.fetch_sample_times(conn, schema, None, a, b)

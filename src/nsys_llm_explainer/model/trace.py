@@ -240,7 +240,8 @@ class TraceModel:
     um_gpu_faults: Optional[UmGpuFaults] = None
     um_cpu_faults: Optional[UmCpuFaults] = None
     samples: Optional[CpuSamples] = None   # CPU samples of the CUDA-calling threads (model/samples.py)
-    #: time and thread of the samples of the CUDA-calling processes' threads inside the CUDA-calling threads' waits
+    #: time and thread of the samples of every process's threads inside the CUDA-calling threads' waits or a time
+    #: when a device idles between its kernels (model/samples.build_wait_samples)
     wait_samples: Optional[SampleTimes] = None
 
     def thread_label(self, gtid: int) -> str:

@@ -10,15 +10,17 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson, json_name
+from ...jsonable import NONE_OMITTED, FieldsJson, json_name
+from ...model.intervals import points_inside, union_blocks
 from ...model.names import distinct_small
 from ...model.samples import GROUP_KEYS, GROUP_LABEL, GROUPS, CpuSamples, module_group
 from ...model.timeline import rows_by_value
-from ...model.trace import TraceModel
+from ...model.trace import TraceModel, pid_of, tid_of
 from ...vocabulary.cause_kinds import HOST_PIECE_KINDS, KINDS
 from ...vocabulary.code_spans import code_name
 from ...vocabulary.units import fmt_dur as dur
-from ..common.stats import pct
+from ..common.processes import OtherProcess, sampled_processes
+from ..common.stats import int_sums, pct
 from .pieces import Cover
 from .result import DeviceCauses, IdleCausesResult
 
@@ -30,6 +32,10 @@ CAUSE_LIMIT = 100
 CAUSE_TOP = 3
 #: kinds the evidence line and the idle-cause table speak for
 SHOWN_KINDS = ("host_cpu", "nvtx")
+#: other processes kept per device in :class:`UnsampledGaps` (most samples first)
+UNSAMPLED_TOP = 20
+#: where report.json lists them (the report's ``host_samples`` value, its ``unsampled`` field)
+UNSAMPLED_KEY = "host_samples.unsampled"
 
 #: how to capture samples (Nsight Systems CLI; docs/MODEL.md cites the sources)
 CAPTURE_HINT = ("capture with CPU sampling on: `nsys profile --sample=process-tree` (Nsight Systems 2022.1 and "
@@ -83,6 +89,33 @@ class DeviceHostSamples(FieldsJson):
 
 
 @dataclass(frozen=True)
+class UnsampledGaps(FieldsJson):
+    """One device's ``host_cpu`` idle pieces of its gaps' host thread (the one holding most of that kind's ns there)
+    that hold none of that thread's CPU samples — it did not run on a CPU there, or ran too briefly to be sampled —
+    and which other processes were sampled running in them: ``idle_ns`` Σ their length, ``pieces`` their count;
+    ``own_samples`` the samples of the thread's process's other threads inside them; ``process_samples`` the other
+    processes' (``own_samples`` + ``process_samples``: every sample inside them, none of them the thread's);
+    ``processes`` those processes, most samples first (the :data:`UNSAMPLED_TOP` largest). docs/MODEL.md, "CPU
+    samples during the waits"."""
+
+    device_id: int
+    gtid: int
+    pid: int
+    tid: int
+    thread: str
+    kind_ns: int       # all the device's ``host_cpu`` idle of that thread
+    idle_ns: int
+    pieces: int
+    own_samples: int
+    process_samples: int
+    processes: Tuple[OtherProcess, ...]
+
+    def sampled_elsewhere(self) -> int:
+        """Every CPU sample inside these pieces (none is the thread's)."""
+        return self.own_samples + self.process_samples
+
+
+@dataclass(frozen=True)
 class HostSamplesResult(FieldsJson):
     available: bool                    # samples were matched against idle pieces
     reason: Optional[str]
@@ -97,9 +130,14 @@ class HostSamplesResult(FieldsJson):
     capture_hint: str = field(default=CAPTURE_HINT, init=False)
     groups: Tuple[Tuple[str, str], ...] = field(default=GROUPS, init=False, metadata=json_name(rows=("key", "label")))
     devices: Tuple[DeviceHostSamples, ...] = ()
+    #: per device with ``host_cpu`` pieces its host thread was not sampled in (None: the trace has no CPU samples)
+    unsampled: Optional[Tuple[UnsampledGaps, ...]] = field(default=None, metadata=NONE_OMITTED)
 
     def device(self, device_id: int) -> Optional[DeviceHostSamples]:
         return next((d for d in self.devices if d.device_id == device_id), None)
+
+    def unsampled_of(self, device_id: int) -> Optional[UnsampledGaps]:
+        return next((u for u in self.unsampled or () if u.device_id == device_id), None)
 
 
 # ------------------------------------------------------------------------------------------ counting
@@ -210,6 +248,43 @@ def _device(fr: _Frames, dc: DeviceCauses) -> DeviceHostSamples:
                              note)
 
 
+def device_unsampled_gaps(steady: TraceModel, device_causes: DeviceCauses) -> Optional[UnsampledGaps]:
+    """The ``host_cpu`` pieces of one device where its gaps' host thread has no CPU sample, and the other processes
+    sampled in them (:class:`UnsampledGaps`; counted by :func:`analyses.common.processes.sampled_processes`, as in
+    the launching thread's waits), computed in the device's turn of the device pass while its pieces are alive.
+    None: the trace has no CPU samples, or no such piece. Reads only ``steady.wait_samples`` (every sample taken
+    while a device idles) inside the pieces' span."""
+    s, p = steady.wait_samples, device_causes.pieces
+    if s is None or s.total == 0 or p is None or len(p) == 0:
+        return None
+    hk = (np.asarray(p.kind) == KINDS.index("host_cpu")) & (p.end > p.start) & (p.gtid >= 0)
+    if not hk.any():
+        return None
+    st, en, gt = p.start[hk], p.end[hk], np.asarray(p.gtid[hk], np.int64)
+    threads, inv = distinct_small(gt)
+    ns = int_sums(inv, en - st, threads.shape[0])
+    g = int(threads[int(np.argmax(ns))])             # the thread holding most of it (ties: the lowest gtid)
+    m = gt == g
+    st, en = st[m], en[m]                            # one thread's pieces: sorted, disjoint
+    lo, hi = np.searchsorted(s.start, [int(st[0]), int(en[-1])], side="left").tolist()
+    t, tg = s.start[lo:hi], s.gtid[lo:hi]
+    j = Cover(st, en).row(t)
+    seen = np.zeros(st.shape[0], bool)
+    seen[j[(j >= 0) & (tg == g)]] = True             # a piece with a sample of the thread: it ran there
+    keep = ~seen
+    if not keep.any():
+        return None
+    w = union_blocks(st[keep], en[keep])
+    pid = int(pid_of(np.array([g], np.int64))[0])
+    inside = points_inside(w, t)
+    own = int((inside & (pid_of(tg) == pid) & (tg != g)).sum())
+    procs = sampled_processes(steady, pid, w, own)
+    total, rows = procs if procs is not None else (0, ())
+    return UnsampledGaps(device_causes.device_id, g, pid, int(tid_of(np.array([g], np.int64))[0]),
+                         steady.thread_labels.get(g, ""), int(ns.max()), w.length, int(keep.sum()), own, total,
+                         rows[:UNSAMPLED_TOP])
+
+
 def host_sample_frames(model: TraceModel) -> Optional[_Frames]:
     """The capture's CPU samples prepared for :func:`device_host_samples` (None when there are none to split)."""
     samples = model.samples
@@ -225,21 +300,24 @@ def device_host_samples(host_sample_frames: Optional[_Frames], device_causes: De
 
 
 def analyze_host_samples(samples: Optional[CpuSamples], causes: IdleCausesResult,
-                         devices: Optional[Sequence[Optional[DeviceHostSamples]]] = None) -> HostSamplesResult:
+                         devices: Optional[Sequence[Optional[DeviceHostSamples]]] = None,
+                         unsampled: Optional[Sequence[Optional[UnsampledGaps]]] = None) -> HostSamplesResult:
     """Attribute the CPU samples of the gaps' host threads inside each device's host-side idle pieces (module
     docstring). ``samples``: the whole capture's (``TraceModel.samples`` of the model read from the file).
     ``devices``: the per-device results already computed during the device pass (:func:`device_host_samples`),
-    else they are computed here from the pieces kept on ``causes``."""
+    else they are computed here from the pieces kept on ``causes``. ``unsampled``: the devices'
+    :func:`device_unsampled_gaps` (computed in the device pass only)."""
     if samples is None or samples.total == 0:
         requested = samples.requested if samples is not None else None
         reason = REQUESTED_EMPTY if requested else NO_SAMPLES
         return HostSamplesResult(False, f"{reason}; {CAPTURE_HINT}", False, requested, 0, 0)
+    gaps = tuple(u for u in unsampled or () if u is not None)
+
     def result(available: bool, reason: Optional[str], devices: Tuple[DeviceHostSamples, ...] = ()
                ) -> HostSamplesResult:
         assert samples is not None
         return HostSamplesResult(available, reason, True, samples.requested, samples.total, len(samples),
-                                 samples.caller_depth, devices)
-
+                                 samples.caller_depth, devices, gaps)
     if not causes.available:
         return result(False, f"no idle causes to split ({causes.reason})")
     if len(samples) == 0:
@@ -279,5 +357,5 @@ def samples_evidence(result: Optional[HostSamplesResult], device_id: int, kind: 
             f"idle): {groups}. Top code: {callers}.")
 
 
-__all__ = ["CAPTURE_HINT", "DeviceHostSamples", "HostSamplesResult", "ScopeSamples", "Share", "analyze_host_samples",
-           "samples_evidence"]
+__all__ = ["CAPTURE_HINT", "DeviceHostSamples", "HostSamplesResult", "ScopeSamples", "Share", "UnsampledGaps",
+           "analyze_host_samples", "device_unsampled_gaps", "samples_evidence"]

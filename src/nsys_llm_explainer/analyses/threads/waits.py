@@ -17,6 +17,7 @@ from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel, pid_of, tid_of
 from ...vocabulary.os_calls import is_wait, os_call_class, waits_of
 from ..api.classes import SYNC_WAIT
+from ..common.processes import OtherProcess, sampled_processes
 from ..common.stats import int_sums, pct
 from ..idle.range_names import normalize_range_name
 from ..idle.result import IdleCausesResult
@@ -70,18 +71,6 @@ class OtherThread:
     waiting_ns: int
     waiting_pct_of_waits: float
     sampled: Optional[int] = field(default=None, metadata=NONE_OMITTED)
-
-
-@dataclass(frozen=True)
-class OtherProcess:
-    """Another process during the waits: ``sampled`` = its CPU samples (any of its threads) taken inside the waits
-    — it ran on a CPU then; ``pct_of_samples`` = sampled / (every sample inside the waits but the launching
-    thread's) × 100; ``process``: its name (PROCESSES; else its main thread's name; "" none)."""
-
-    pid: int
-    process: str
-    sampled: int
-    pct_of_samples: float
 
 
 @dataclass(frozen=True)
@@ -267,7 +256,7 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
     pid = int(pid_of(np.array([g], np.int64))[0])
     sampled = _sampled(model, g, pid, w)
     others = _others(model, g, pid, w, wait_ns, w0, w1, labels, sampled)
-    procs = _processes(model, pid, w, 0 if sampled is None else sum(sampled.values()))
+    procs = sampled_processes(model, pid, w, 0 if sampled is None else sum(sampled.values()))
     return LauncherWaits(
         gtid=g, pid=pid, tid=int(tid_of(np.array([g], np.int64))[0]), thread=labels.get(g, ""),
         devices=tuple(sorted(devs)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
@@ -305,7 +294,7 @@ def _waits(what: int, name: str) -> bool:
 
 def _sampled(model: TraceModel, g: int, pid: int, w: IntervalUnion) -> Optional[Dict[int, int]]:
     """gtid → CPU samples inside the waits ``w`` of each other thread of process ``pid`` with at least one (None: the
-    trace has no CPU samples). ``model.wait_samples`` holds only samples inside CUDA-calling threads' waits."""
+    trace has no CPU samples). ``model.wait_samples`` holds every sample inside the CUDA-calling threads' waits."""
     s = model.wait_samples
     if s is None or s.total == 0:
         return None
@@ -314,33 +303,6 @@ def _sampled(model: TraceModel, g: int, pid: int, w: IntervalUnion) -> Optional[
     m = (pid_of(s.gtid) == pid) & (s.gtid != g) & points_inside(w, s.start)
     gt, inv = distinct_small(s.gtid[m])
     return dict(zip(gt.tolist(), np.bincount(inv, minlength=gt.shape[0]).tolist()))
-
-
-def _processes(model: TraceModel, pid: int, w: IntervalUnion, own: int
-               ) -> Optional[Tuple[int, Tuple[OtherProcess, ...]]]:
-    """(samples, processes): the CPU samples inside the waits ``w`` of the threads of every process but ``pid``,
-    counted per process (most first, then pid); ``own``: the samples of ``pid``'s other threads inside ``w`` (the
-    rest of the shares' denominator). None: the trace has no CPU samples."""
-    s = model.wait_samples
-    if s is None or s.total == 0:
-        return None
-    if len(s) == 0 or len(w) == 0:
-        return 0, ()
-    p = pid_of(s.gtid).astype(np.int64)
-    m = (p != pid) & points_inside(w, s.start)
-    pids, inv = distinct_small(p[m])
-    cnt = np.bincount(inv, minlength=pids.shape[0])
-    total = int(cnt.sum())
-    names = dict(model.info.process_names)
-    if any(not names.get(q) for q in pids.tolist()) and model.thread_names:   # else its main thread's (tid = pid)
-        tg = np.fromiter(model.thread_names, np.int64, len(model.thread_names))
-        tp = pid_of(tg)
-        for t in tg[(tp == tid_of(tg)) & np.isin(tp, pids)].tolist():
-            q = int(pid_of(np.array([t], np.int64))[0])
-            names[q] = names.get(q) or model.thread_names.get(t) or ""
-    rows = sorted((OtherProcess(q, names.get(q) or "", int(c), pct(int(c), own + total))
-                   for q, c in zip(pids.tolist(), cnt.tolist())), key=lambda r: (-r.sampled, r.pid))
-    return total, tuple(rows)
 
 
 def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int, w0: int, w1: int,

@@ -9,7 +9,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple
 
-from ..jsonable import FieldsJson, json_name
+from ..jsonable import NONE_OMITTED, FieldsJson, json_name
 from .advice import advise
 
 if TYPE_CHECKING:
@@ -97,6 +97,17 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Quoted(FieldsJson):
+    """The time a finding's title quotes when its time at stake is another quantity (docs/FINDINGS.md, "One quantity
+    per sentence"): ``ns`` (a part of the time at stake); ``what`` that part is, in words ("in `X` on device 0");
+    ``stake``: what the time at stake covers ("in all ranges on devices 0 and 1")."""
+
+    ns: int
+    what: str
+    stake: str
+
+
+@dataclass(frozen=True)
 class Finding(FieldsJson):
     id: str
     category: str
@@ -113,6 +124,9 @@ class Finding(FieldsJson):
     cause: Optional[Tuple[str, str]] = field(default=None, metadata=json_name(rows=("kind", "detail")))
     blocks_analysis: bool = False               # invalidates the other numbers: ranked first
     about_capture: bool = False                 # about how the trace was taken, not the workload
+    # the title's time and what the time at stake covers, when they differ (None: the title quotes the time at stake
+    # or no time)
+    quoted: Optional[Quoted] = field(default=None, metadata=NONE_OMITTED)
 
     def holds(self) -> bool:
         assert self.category in CATEGORIES, self.category

@@ -27,7 +27,7 @@ from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from ..vocabulary.units import fmt_us_unit as us
 from .advice import speaks_of_steps
-from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Scope, finding
+from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Quoted, Scope, finding
 from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting
 from .unified_memory import is_unified_detail
 from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, wait_story
@@ -42,6 +42,9 @@ GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the w
 #: a kind's idle with at least this share of its device's ns in the start-up / shutdown gaps (and the rest under
 #: MEDIUM_SHARE of the window) is one-time work, not loop work (docs/FINDINGS.md, "Start-up and shutdown")
 STARTUP_MIN_SHARE = 50.0
+#: the start-up / shutdown words name a side (before the first kernel, after the last) only when it holds at least
+#: this share of the once-per-run ns, in the title and the evidence alike (docs/FINDINGS.md, "Start-up and shutdown")
+ONCE_SIDE_MIN_SHARE = 5.0
 #: alloc idle that ends within an autotuning pass whose trials hold at least this share of its kernel time is
 #: autotuning's, not the loop's (docs/FINDINGS.md, "Autotuning allocations")
 AUTOTUNE_MIN_TRIAL_PCT = 50.0
@@ -125,23 +128,61 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
 
 
 def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int,
-           story: Optional[WaitStory] = None, main_ns: Optional[int] = None) -> str:
+           story: Optional[WaitStory] = None, main_ns: Optional[int] = None, loop: bool = False) -> str:
     """What the finding claims, with its share and time on its device (``ns``: the share's time, not the sum over
     devices, which is the time at stake; ``main_ns``: the named detail's part of it, quoted when the title names
     that detail alone): named after the largest detail when it holds most of the kind, else after the kind with the
-    largest detail beside it; a wait is named with the range around it."""
+    largest detail beside it; a wait is named with the range around it. ``loop``: ``what`` is the largest detail
+    in the loop (the largest of all is mostly start-up / shutdown), ``main_share`` / ``main_ns`` its part between
+    kernels, which the title says."""
     named = ns if main_ns is None else min(ns, main_ns)
+    largest = "largest in the loop" if loop else "largest"
+    in_loop = " in the loop" if loop else ""
     if story is not None and main_share < 0.5 * kind_share:
         return (f"The launching thread waits in OS calls while the GPU idles: {kind_share:.1f} % ({dur(ns)}); "
-                f"largest {code_name(what)} ({main_share:.1f} %)")
+                f"{largest} {code_name(what)} ({main_share:.1f} %)")
     if story is not None:
         inside = f" inside {code_name(story.context)}" if story.context else ""
         return (f"The launching thread waits in {code_name(what)}{inside} while the GPU idles: {main_share:.1f} % "
-                f"({dur(named)})")
+                f"({dur(named)}{in_loop})")
     if txt.title_many and main_share < 0.5 * kind_share:
-        return txt.title_many.format(share=kind_share) + f", {dur(ns)}; largest {code_name(what)} ({main_share:.1f} %)"
+        return (txt.title_many.format(share=kind_share) + f", {dur(ns)}; {largest} {code_name(what)} "
+                f"({main_share:.1f} %)")
     return txt.title.format(what=code_name(what), share=main_share).replace(" % of the window", f" % of the window, "
-                                                                    f"{dur(named)}", 1)
+                                                                    f"{dur(named)}{in_loop}", 1)
+
+
+def _loop_detail(d: DeviceCauses, kind: str, top: str, claimed: Mapping[str, int],
+                 window: WindowResult) -> Optional[Tuple[str, int]]:
+    """(detail, ns between kernels) of the detail of ``kind`` on device ``d`` with the most idle ns in the loop,
+    when the kind's largest detail ``top`` holds ≥ :data:`STARTUP_MIN_SHARE` % of its ns before the device's first
+    kernel or after its last (a start-up call names a loop finding otherwise); None when it does not, or when no
+    detail of the finding (``claimed``: its ns per detail on ``d``) has ns in the loop."""
+    rows = [c for c in d.causes if c.kind == kind]
+    main = next((c for c in rows if c.detail == top), None)
+    if main is None or not main.ns or 100.0 * sum(_once_of(main, window)) < STARTUP_MIN_SHARE * main.ns:
+        return None
+    loop = [(c.ns - sum(_once_of(c, window)), c.detail) for c in rows if claimed.get(c.detail, 0) > 0]
+    ns, det = min(loop, key=lambda x: (-x[0], x[1]), default=(0, ""))
+    return (det, ns) if ns > 0 else None
+
+
+def _quoted(title_ns: Optional[int], total: int, kind_dev: int, detail: Optional[str], loop: bool, by: str,
+            dev: int, devices: Sequence[int]) -> Optional[Quoted]:
+    """What the title's time is and what the time at stake covers, when the two differ (docs/FINDINGS.md, "One
+    quantity per sentence"): ``detail`` the detail the title names alone (None: the kind's time on ``dev``),
+    ``loop`` its part between kernels only, ``by`` what the details are when the finding has more than one."""
+    if title_ns is None or title_ns == total:
+        return None
+    many_devs = len(devices) > 1
+    what = ((f"in {code_name(detail or '–')}" if detail is not None else "")
+            + (", in the loop" if loop else "") + (f" on device {dev}" if many_devs else "")).strip()
+    spans = (f"in all {by}s" if by and detail is not None else "") + (
+        ", start-up and shutdown included" if loop else "") + (
+        " on devices " + ", ".join(str(d) for d in devices[:-1]) + f" and {devices[-1]}" if many_devs else "")
+    if not what or not spans:      # the title's time differs only by the window's edges: nothing to label
+        return None
+    return Quoted(title_ns, what.lstrip(", "), spans.lstrip(", "))
 
 
 def _sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult], dev: int,
@@ -271,10 +312,21 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if len(top) > 1 or top[0][0]:
             ev.append("By " + (txt.by or "detail") + ": " + "; ".join(
                 f"{code_name(det or '–')} {dur(ns)}" for det, ns in top[:4]) + ".")
-        main = next((c for c in by_dev[dev].causes if c.kind == kind and c.detail == top[0][0]), None)
+        growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
+        once = _once(by_dev[dev], kind, window) if not KIND[kind].one_time else (0, 0)   # module_load says so
+        kind_ns = by_dev[dev].ns_of(kind)
+        once_pct = 100.0 * sum(once) / kind_ns if kind_ns else 0.0
+        loop_pct = 100.0 * (kind_ns - sum(once)) / win[dev]
+        startup = not growth and once_pct >= STARTUP_MIN_SHARE and loop_pct < MEDIUM_SHARE
+        tuned = _autotune_passes(idle_causes, traits, set(devs)) \
+            if kind == "alloc" and not growth and not startup else None
+        in_loop = None if growth or startup or tuned or not sum(once) else \
+            _loop_detail(by_dev[dev], kind, top[0][0], devs[dev], window)   # a loop finding named after start-up
+        named_det = in_loop[0] if in_loop else top[0][0]     # the detail the title names
+        main = next((c for c in by_dev[dev].causes if c.kind == kind and c.detail == named_det), None)
         if main is not None:
             holds = "holds" if main.gap_count == 1 else "hold"
-            ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} {code_name(top[0][0] or kind)}"
+            ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} {code_name(named_det or kind)}"
                       f"{_where(main, window.full_start_ns)}.")
         pause = None if KIND[kind].one_time else \
             _pause(main, min(sum(devs[dev].values()) - edge_ns[dev], devs[dev].get(top[0][0], 0)), dev, kind)
@@ -295,7 +347,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                       + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "")
                       + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")
                          + " for the rest" if findings_elsewhere else "") + ".")
-        story = wait_story(waits, dev, top[0][0]) if kind == "osrt" else None
+        story = wait_story(waits, dev, named_det) if kind == "osrt" else None
         if story is not None:
             ev.extend(story.evidence)
         if wait_line:
@@ -312,19 +364,11 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             checks += (Check("claimed_pct_of_window", share[dev], ">=", MEDIUM_SHARE, sc),)
         checks += wait_checks   # the title's "keep the kernels waiting", "before the next kernel …" or "not known"
         category = KIND[kind].category
-        growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
-        once = _once(by_dev[dev], kind, window) if not KIND[kind].one_time else (0, 0)   # module_load says so
-        kind_ns = by_dev[dev].ns_of(kind)
-        once_pct = 100.0 * sum(once) / kind_ns if kind_ns else 0.0
-        loop_pct = 100.0 * (kind_ns - sum(once)) / win[dev]
-        startup = not growth and once_pct >= STARTUP_MIN_SHARE and loop_pct < MEDIUM_SHARE
-        if startup or 100.0 * sum(once) / win[dev] >= MEDIUM_SHARE:
+        if startup or in_loop or 100.0 * sum(once) / win[dev] >= MEDIUM_SHARE:
             ev.append(_once_line(once, kind_ns, loop_pct, dev, startup))
         if startup:
             checks += (Check("startup_pct_of_cause", once_pct, ">=", STARTUP_MIN_SHARE, sc),
                        Check("loop_pct_of_window", loop_pct, "<", MEDIUM_SHARE, sc))
-        tuned = _autotune_passes(idle_causes, traits, set(devs)) \
-            if kind == "alloc" and not growth and not startup else None
         if tuned:
             ev.extend(_autotune_line(p, window.full_start_ns) for p in tuned)
             checks += tuple(Check("autotune_trial_pct", 100.0 * p.trial_ns / p.kernel_ns, ">=", AUTOTUNE_MIN_TRIAL_PCT,
@@ -376,19 +420,36 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if kind == "copy":
             kind_facts, side_ev = copy_facts(kind_facts, copy_engines, set(devs), details)
             ev.extend(side_ev)
+        kind_dev = sum(devs[dev].values()) - edge_ns[dev]     # the device's claimed ns of the kind
+        if in_loop:      # the largest detail in the loop, its part between kernels (docs/FINDINGS.md)
+            title_det, title_share = in_loop[0], min(100.0 * in_loop[1] / win[dev], quoted)
+            title_det_ns = min(devs[dev].get(in_loop[0], 0), in_loop[1])
+        else:
+            title_det, title_share, title_det_ns = top[0][0], main_quoted, devs[dev].get(top[0][0], 0)
+        many = (story is not None or bool(txt.title_many)) and title_share < 0.5 * quoted   # as _title's
+        if growth:
+            title, title_ns = (f"Allocator growth at the start of the window: {code_name(what)} holds "
+                               f"{main_quoted:.1f} % of it (a one-time cost)"), None
+        elif startup:
+            title, title_ns = _once_title(kind, top[0][0], once, main_quoted, named_ns), named_ns
+        elif tuned:      # the kind's time on the device, as the time at stake (item: one quantity)
+            title_ns = kind_dev
+            title = ("Autotuning allocations, not the loop: " + (
+                f"{code_name(what)} holds {quoted:.1f} % of the window ({dur(kind_dev)})" if len(devs[dev]) == 1 else
+                f"allocation calls hold {quoted:.1f} % of the window ({dur(kind_dev)}; largest {code_name(what)} "
+                f"{dur(named_ns)})") + ", all during the autotuning trials; no allocation idles the GPU after them")
+        else:
+            title = _title(txt, title_det or txt.noun or kind, quoted, title_share, kind_dev, story, title_det_ns,
+                           loop=in_loop is not None)
+            title_ns = kind_dev if many else min(kind_dev, title_det_ns)
         out.append(finding(
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
-            else "low", title=(f"Allocator growth at the start of the window: {code_name(what)} holds "
-                               f"{main_quoted:.1f} % of it (a one-time cost)" if growth
-                               else _once_title(kind, top[0][0], once, main_quoted, named_ns) if startup else
-                               f"Autotuning allocations, not the loop: {code_name(what)} holds {main_quoted:.1f} % of "
-                               f"the window ({dur(named_ns)}), all during the autotuning trials; no allocation idles "
-                               "the GPU after them" if tuned
-                               else _title(txt, what, quoted, main_quoted, sum(devs[dev].values()) - edge_ns[dev],
-                                           story, devs[dev].get(top[0][0], 0))),
+            else "low", title=title,
             evidence=ev, advice=ids, facts=kind_facts, time_at_stake_ns=total,
             checks=checks, device_id=dev, cause=(kind, top[0][0]),
-            about_capture=KIND[kind].low_only or growth or startup or bool(tuned)))
+            about_capture=KIND[kind].low_only or growth or startup or bool(tuned),
+            quoted=_quoted(title_ns, total, kind_dev, title_det if title_ns is not None and title_ns < kind_dev
+                           else None, in_loop is not None, txt.by if len(details) > 1 else "", dev, sorted(devs))))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)
@@ -523,25 +584,45 @@ def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool
     return True
 
 
+def _once_of(c: IdleCause, window: WindowResult) -> Tuple[int, int]:
+    """(start-up ns, shutdown ns) of one cause row: its ns in the device's leading gap when the window starts at the
+    capture's start, in its trailing gap when it ends at the capture's end (else 0)."""
+    return (c.lead_gap_ns if window.start_ns <= window.full_start_ns else 0,
+            c.trail_gap_ns if window.end_ns >= window.full_end_ns else 0)
+
+
 def _once(d: DeviceCauses, kind: str, window: WindowResult) -> Tuple[int, int]:
     """(start-up ns, shutdown ns) of ``kind`` on device ``d``: its ns in the device's leading gap when the window
     starts at the capture's start, in its trailing gap when it ends at the capture's end (else 0): idle before the
     device's first kernel or after its last in the capture, paid once per run."""
-    lead = sum(c.lead_gap_ns for c in d.causes if c.kind == kind) if window.start_ns <= window.full_start_ns else 0
-    trail = sum(c.trail_gap_ns for c in d.causes if c.kind == kind) if window.end_ns >= window.full_end_ns else 0
-    return lead, trail
+    parts = [_once_of(c, window) for c in d.causes if c.kind == kind]
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
 
-def _where_once(once: Tuple[int, int]) -> str:
-    return ("before the GPU's first kernel and after its last" if once[0] and once[1] else
-            "before the GPU's first kernel" if once[0] else "after the GPU's last kernel")
+def _sides(once: Tuple[int, int]) -> Tuple[bool, bool]:
+    """Which sides of the window the start-up / shutdown words name: a side holding at least
+    :data:`ONCE_SIDE_MIN_SHARE` % of the once-per-run ns (title and evidence alike; docs/FINDINGS.md)."""
+    n = sum(once)
+    lead, trail = (n > 0 and 100.0 * x >= ONCE_SIDE_MIN_SHARE * n for x in once)
+    return (lead, trail) if lead or trail else (once[0] >= once[1], once[0] < once[1])
+
+
+def _where_once(sides: Tuple[bool, bool]) -> str:
+    return ("before the GPU's first kernel and after its last" if sides[0] and sides[1] else
+            "before the GPU's first kernel" if sides[0] else "after the GPU's last kernel")
 
 
 def _once_line(once: Tuple[int, int], kind_ns: int, loop_pct: float, dev: int, startup: bool) -> str:
-    """The evidence line of the start-up / shutdown part of a kind's idle on ``dev`` (``kind_ns``: all of it)."""
+    """The evidence line of the start-up / shutdown part of a kind's idle on ``dev`` (``kind_ns``: all of it); a side
+    under :data:`ONCE_SIDE_MIN_SHARE` % of the once-per-run ns is not named, its time given apart."""
     n = sum(once)
-    head = (f"{dur(n)} of it on device {dev} ({100.0 * n / kind_ns:.1f} %) lies {_where_once(once)} "
-            "(start-up / shutdown: once per run, not in every step)")
+    sides = _sides(once)
+    small = [(ns, w) for ns, named, w in zip(once, sides, ("before the GPU's first kernel", "after its last kernel"))
+             if ns and not named]
+    head = (f"{dur(n)} of it on device {dev} ({100.0 * n / kind_ns:.1f} %) lies {_where_once(sides)} "
+            "(start-up / shutdown: once per run, not in every step"
+            + "".join(f"; {dur(ns)} of it, under {ONCE_SIDE_MIN_SHARE:.0f} % of that, lies {w}" for ns, w in small)
+            + ")")
     if startup:
         return head + f"; the rest, between kernels, is {loop_pct:.1f} % of the window."
     return head + (f"; the other {loop_pct:.1f} % of the window lies between kernels, in the loop: this finding is "
@@ -549,11 +630,12 @@ def _once_line(once: Tuple[int, int], kind_ns: int, loop_pct: float, dev: int, s
 
 
 def _once_title(kind: str, detail: str, once: Tuple[int, int], main_share: float, ns: int) -> str:
-    """The start-up / shutdown title, named after the side holding more of the kind's once-per-run ns."""
-    lead = once[0] >= once[1]
+    """The start-up / shutdown title, naming the sides its evidence names (:func:`_sides`)."""
+    sides = _sides(once)
     what = f" ({code_name(detail)})" if detail else ""
-    return (f"{'Start-up' if lead else 'Shutdown'}, not the loop: {KIND[kind].idle_text}{what} "
-            f"{_where_once((1, 0) if lead else (0, 1))}, {main_share:.1f} % of the window ({dur(ns)}, once)")
+    head = "Start-up and shutdown" if all(sides) else "Start-up" if sides[0] else "Shutdown"
+    return (f"{head}, not the loop: {KIND[kind].idle_text}{what} "
+            f"{_where_once(sides)}, {main_share:.1f} % of the window ({dur(ns)}, once)")
 
 
 def _autotune_passes(causes: IdleCausesResult, traits: KernelTraitsResult,

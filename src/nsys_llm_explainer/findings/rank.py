@@ -3,14 +3,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from ..analyses.idle.causes import IdleCausesResult, cause_totals
-from ..jsonable import FieldsJson
+from ..jsonable import NONE_OMITTED, FieldsJson
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_dur as dur
-from .base import MEDIUM_SHARE, NO_BOTTLENECK_PCT, SEVERITY_RANK, Check, Finding, Scope, finding, pooled_scope
+from .base import (
+    MEDIUM_SHARE,
+    NO_BOTTLENECK_PCT,
+    SEVERITY_RANK,
+    Check,
+    Finding,
+    Quoted,
+    Scope,
+    finding,
+    pooled_scope,
+)
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,8 @@ class Headline(FieldsJson):
     top_cause_kind: Optional[str] = None
     top_cause_detail: Optional[str] = None
     top_idle_pct: Optional[float] = None     # a top finding's time_at_stake_ns, % of the GPU idle time
+    # the top finding's: the verdict's time and what the time at stake covers, when they differ (Finding.quoted)
+    quoted: Optional[Quoted] = field(default=None, metadata=NONE_OMITTED)
 
 
 def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],
@@ -84,6 +96,6 @@ def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str, 
         cause = kind + (f": {detail}" if detail else "")
     share = 100.0 * top.time_at_stake_ns / idle_ns if top.cause and idle_ns > 0 else None
     return Headline(top.title, method, busy_pct, top.id, cause, int(top.time_at_stake_ns),
-                    top.recommendation[0] if top.recommendation else None, kind, detail, share)
+                    top.recommendation[0] if top.recommendation else None, kind, detail, share, top.quoted)
 
 

@@ -4,7 +4,7 @@ trace facts the advice was checked against."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, List, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from ...vocabulary.units import fmt_count, fmt_dur
 from ..document import (
@@ -33,12 +33,21 @@ from .ctx import View
 
 if TYPE_CHECKING:
     from ...analyses.trace.facts import TraceFacts
-    from ...findings.base import Finding
+    from ...findings.base import Finding, Quoted
+
+
+def quoted_part(q: Optional[Quoted], whose: str) -> Inline:
+    """What a time at stake covers and the part of it the title (``whose``: "verdict", "title") quotes, when the
+    finding says they differ (``Finding.quoted``); empty otherwise."""
+    if q is None:
+        return ()
+    return inline(" ", Rich(q.stake), f" ({fmt_dur(q.ns)} of it ", Rich(q.what), f", the {whose}'s)")
 
 
 def _facts(f: Finding) -> Inline:
     out: List[Inline] = [inline(Strong(("At stake:",)), " ", Value(fmt_dur(f.time_at_stake_ns), "time_at_stake_ns",
-                                                                  f.time_at_stake_ns))]
+                                                                  f.time_at_stake_ns),
+                                quoted_part(f.quoted, "title"))]
     if f.confidence:
         out.append(inline("confidence ", Data(f.confidence)))
     if f.device_id is not None:

@@ -71,7 +71,7 @@ def test_an_autotuning_first_pass_before_warm_steps_is_trimmed(tmp_path: Path) -
                                                                   T0 + 15_980 * US)
     assert (w.warmup_ns, w.tail_ns) == (10_010 * US, 0)
     assert (w.details.autotune_until_ns, w.details.autotune_trial_pct) == (T0 + 10_000 * US, 71.4)
-    assert w.reason.startswith("Auto-detected steady state: trimmed a leading 10.010 ms autotuning pass (100 kernels, "
+    assert w.reason.startswith("Auto-detected window: trimmed a leading 10.010 ms autotuning pass (100 kernels, "
                                "71.4% of their kernel time `autotune` trials: one-time work); the kept window is GPU "
                                "busy 70.23%"), w.reason
 
@@ -123,4 +123,49 @@ def test_a_sparse_warm_up_of_trials_is_trimmed_as_before(tmp_path: Path) -> None
     w = _window(tmp_path, b, "sparse_trials.sqlite")
     assert (w.method, w.start_ns) == ("auto", T0 + 100_000 * US)
     assert w.details.autotune_until_ns is None and "autotuning" not in w.reason
-    assert w.reason.startswith("Auto-detected steady state: trimmed 100.010 ms of warm-up (GPU busy 2.0%)"), w.reason
+    assert w.reason.startswith("Auto-detected window: trimmed 100.010 ms of warm-up (GPU busy 2.0%)"), w.reason
+
+
+def _one_run(tmp_path: Path, steps: bool):
+    """A 20 ms `cudaMalloc` at T0, then from 1 s: 30 `gemm` kernels of 140 µs every 200 µs (6,000 µs), as 6 NVTX
+    `step` ranges of 1,000 µs (``steps``) or none (one pass). The auto window trims the idle lead [T0 − 20 µs,
+    T0 + 1 s): 1,000.020 ms, 0 % busy."""
+    from nsys_llm_explainer.pipeline import analyze_path
+
+    b = _builder()
+    g = b.thread(PID, 101)
+    b.runtime(T0 - 20 * US, T0, tid_g=g, name="cudaMalloc_v3020")
+    if steps:
+        _warm_steps(b, 6, at_us=1_000_000.0)
+    else:
+        for i in range(30):
+            _kernel(b, 1_000_000 + 200 * i, 140, "gemm")
+    p = tmp_path / f"one_run_{steps}.sqlite"
+    b.write(str(p), overwrite=True)
+    return analyze_path(str(p))
+
+
+def test_a_window_without_repeated_steps_is_not_called_a_steady_state(tmp_path: Path) -> None:
+    """With 6 steps in the window (each range starts 20 µs before its first kernel, so the first one's 1,000 µs are
+    980 µs inside the window, which starts at that kernel: Σ fractions 5 + 0.98 = 5.98 ≥ 2) the window line says
+    "steady state (auto-detected)" and `capture_window` (whole capture ~99 % idle vs 30 % in the window) advises
+    capturing a few steps after warm-up; without steps (0 < 2) the line says no repeated steps, not a steady state,
+    and the advice is `capture.iterations`."""
+    from nsys_llm_explainer.findings.advice import ADVICE
+    from nsys_llm_explainer.render import render_markdown
+
+    for steps in (True, False):
+        rep = _one_run(tmp_path, steps)
+        w = rep.window
+        assert w.method == "auto" and w.reason.startswith("Auto-detected window: trimmed 1,000.020 ms of warm-up")
+        assert rep.steps.inside(w.start_ns, w.end_ns) == (5.98 if steps else 0.0)
+        line = next(x for x in render_markdown(rep).splitlines() if x.startswith("**Window:**"))
+        (f,) = [f for f in rep.findings if f.id == "capture_window"]
+        if steps:
+            assert line.startswith("**Window:** steady state (auto-detected), "), line
+            assert f.recommendation[0] == ADVICE["capture.range"].text and "steady state" in f.title
+        else:
+            assert line.startswith("**Window:** auto-detected, no repeated steps in it (not shown to be a steady "
+                                   "state), "), line
+            assert f.recommendation[0] == ADVICE["capture.iterations"].text
+            assert f.title.endswith("idler than the auto-detected window")

@@ -44,7 +44,7 @@ def test_trace12_steady_window_is_not_the_autotuning_pass():
     w = rep.window
     assert w.method == "auto"
     assert (w.start_ns - w.full_start_ns, w.end_ns - w.full_start_ns) == (5_872_112_331, 5_939_158_413)
-    assert w.reason == ("Auto-detected steady state: trimmed 4,601.528 ms of warm-up (GPU busy 0.18%) and the "
+    assert w.reason == ("Auto-detected window: trimmed 4,601.528 ms of warm-up (GPU busy 0.18%) and the "
                         "1,270.585 ms autotuning pass after it (3,461 kernels, 92.9% of their kernel time `autotune` "
                         "trials: one-time work); the kept window is GPU busy 35.57% (active bins ≥ 23.27% busy).")
     assert (rep.steady_kernels.kernel_count, rep.steady_kernels.total_kernel_ns) == (451, 23_850_368)
@@ -71,3 +71,39 @@ def test_range_advice_without_samples_still_asks_for_them(tmp_path_factory):
     _, _, rep = scenario_report("host_gap", tmp_path_factory)
     f = next(f for f in rep.findings if f.id == "idle_nvtx")
     assert "capture with `--trace=osrt` (and CPU sampling) to tell" in " ".join(f.recommendation)
+
+
+def test_trace16_one_inference_is_not_called_a_steady_state():
+    """Trace 16 (TensorRT ResNet-18, RTX 3090): one `TensorRT:ExecutionContext::execute` range (NVTX_EVENTS: 1 row of
+    that name), 36 kernels in 6.836 ms, then 527 ms of teardown; no step is detected (no NVTX range repeats, no
+    marker kernel). SOURCE.md: no steady-state conclusion from one run. The window (0 → 6.836 ms, its tail trimmed)
+    holds 0 < 2 steps: the window line says no repeated steps / not shown to be a steady state, and the capture
+    advice asks for several iterations instead of "a few steps after warm-up"."""
+    from nsys_llm_explainer.findings.advice import ADVICE
+    from nsys_llm_explainer.render import render_markdown
+
+    rep = _report("16_memfusion_tensorrt_rtx3090")
+    w = rep.window
+    assert (w.method, w.start_ns - w.full_start_ns, w.end_ns - w.full_start_ns) == ("auto", 0, 6_835_525)
+    assert rep.steps.step_count == 0
+    line = next(x for x in render_markdown(rep).splitlines() if x.startswith("**Window:**"))
+    assert line.startswith("**Window:** auto-detected, no repeated steps in it (not shown to be a steady state), ")
+    assert "steady state (auto-detected)" not in line and "Auto-detected steady state" not in line
+    (f,) = [f for f in rep.findings if f.id == "capture_window"]
+    assert f.recommendation == (ADVICE["capture.iterations"].text,)
+    assert "a few steps after warm-up" not in " ".join(f.recommendation)
+
+
+def test_windows_of_traces_10_23_24_are_unchanged():
+    """Rule (6) and the repeated-steps wording move no other window: traces 10 (no `autotune` trial: no
+    `redzone_checker`), 23 and 24 keep their windows (ns from trace start, as before this rule); 23 and 24 hold 128
+    and 60 NVTX steps, so they stay "steady state"; 10 (serving, no step detected) is no longer called one."""
+    want = {"10_abacus_dnn_serving_titanrtx_r1": (7_975_154_753, 9_849_414_215, False),
+            "23_cs336_2p7b_a100_fp32_nvtx": (32_939_638_003, 36_398_982_351, True),
+            "24_cs336_laptop_rtx5000ada_launch_bound": (1_361_409_433, 1_536_087_487, True)}
+    for name, exp in want.items():
+        rep = _report(name)
+        w = rep.window
+        got = (w.start_ns - w.full_start_ns, w.end_ns - w.full_start_ns, rep.steps.repeat_in(w.start_ns, w.end_ns))
+        assert w.method == "auto" and w.details.autotune_until_ns is None, name
+        assert got == exp, (name, got)

@@ -355,7 +355,7 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
         s = tuned.until_ns
     if trim_tail:
         parts.append(f"{dur(trail)} of tail (GPU busy {details.tail_busy_pct}%)")
-    reason = (f"Auto-detected steady state: trimmed {' and '.join(parts)}; the kept window is GPU busy "
+    reason = (f"Auto-detected window: trimmed {' and '.join(parts)}; the kept window is GPU busy "
               f"{busy_pct(s, e)}% (active bins ≥ {details.active_threshold_pct}% busy).")
     return _result(full0, full1, s, e, "auto", reason, details)
 

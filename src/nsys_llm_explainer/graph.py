@@ -291,7 +291,7 @@ STEPS: Tuple[Step, ...] = (
                                                 "graphs", "window", "steps", "comm_exposure", "nccl", "harness"),
          ("kernel_found",), "steady"),
     Step("findings: capture", capture_rule, ("graphs", "gpu_time", "window", "attribution", "options", "nccl",
-                                             "unified_memory", "facts", "nvtx"), ("capture_found",)),
+                                             "unified_memory", "facts", "nvtx", "steps"), ("capture_found",)),
     Step("findings", rank_findings, ("gpu_time", "idle_causes", "kernels", "window", "facts", "step_sync_claims",
                                      "copy_path_claims", "idle_found", "kernel_found", "capture_found"),
          ("findings", "headline")),

@@ -414,7 +414,7 @@ def test_a_warm_up_unlike_the_work_beyond_the_densest_phase_is_still_trimmed(tmp
     assert w.method == "auto"
     if not mirror:
         assert (w.start_ns, w.end_ns, w.warmup_ns, w.tail_ns) == (S, 4 * S, S, 0)
-        assert w.reason.startswith(f"Auto-detected steady state: trimmed 1,000.000 ms of warm-up (GPU busy {busy}%)")
+        assert w.reason.startswith(f"Auto-detected window: trimmed 1,000.000 ms of warm-up (GPU busy {busy}%)")
     else:
         assert (w.start_ns, w.end_ns, w.warmup_ns, w.tail_ns) == (0, 3 * S, 0, S)
-        assert w.reason.startswith(f"Auto-detected steady state: trimmed 1,000.000 ms of tail (GPU busy {busy}%)")
+        assert w.reason.startswith(f"Auto-detected window: trimmed 1,000.000 ms of tail (GPU busy {busy}%)")

@@ -163,15 +163,6 @@ def test_autotuning_title_quotes_every_call_of_the_kind(tmp_path: Path) -> None:
     assert f.quoted is None
 
 
-@pytest.mark.slow
-def test_trace12_autotuning_title_and_stake_are_one_quantity():
-    """Trace 12: `alloc` 77.261 ms (cuMemAlloc 73.658, cuMemFree 3.603), 35 µs of it in the edge bins: the stake
-    77.226 ms, the title's time the same."""
-    _, f = _real("12_gartangh_keras_gtx1650", "idle_alloc")
-    assert f.time_at_stake_ns == 77_226_267
-    assert "allocation calls hold 5.8 % of the window (77.226 ms; largest `cuMemAlloc` 73.658 ms)" in f.title
-
-
 # ---------------------------------------------------------------- 4. the headline's two sizes, each labelled
 
 def test_stake_over_all_details_is_labelled(tmp_path: Path) -> None:

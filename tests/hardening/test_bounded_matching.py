@@ -35,7 +35,7 @@ import nsys_llm_explainer
 from nsys_llm_explainer import interrupts
 from nsys_llm_explainer.analyses.api.classes import normalize as api_normalize
 from nsys_llm_explainer.analyses.idle.range_names import normalize_range_name
-from nsys_llm_explainer.analyses.kernels import traits
+from nsys_llm_explainer.analyses.kernels import traits, trials
 from nsys_llm_explainer.analyses.kernels.categories import classify
 from nsys_llm_explainer.analyses.steps.detect import DEFAULT_MARKER
 from nsys_llm_explainer.analyses.steps.nvtx_method import _name_groups
@@ -153,7 +153,7 @@ def test_the_patterns_that_backtracked_are_fast_on_the_names_that_made_them_slow
     """The fast set's part of the test above: the rules that took seconds to minutes before (all > 1 s)."""
     cases = [(traits._RX["simt"], fill("xmma")), (traits._RX["tensor_core_gemm"], fill("xmma_gemm_")),
              (traits._RX["tensor_core_gemm"], fill("bf16")), (traits._RX["conv"], fill("cudnn")),
-             (traits._RX["fft_trial"], fill("transpose")), (traits._RX["gemv_lt"], fill("gemv")),
+             (trials._FFT_TRIAL_RX, fill("transpose")), (traits._RX["gemv_lt"], fill("gemv")),
              (traits._STACKS[4][1]["kernel"][1], fill("sm90_xmma_"))]
     for preset in PRESETS:
         rules = dict((c, rx) for rx, c in reversed(builtin_preset(preset).rules))
@@ -225,7 +225,7 @@ def _linear_forms() -> Dict[str, Callable[[str], bool]]:
         "simt": lambda s: bool(traits._RX["simt"].search(s) or traits._gemv_float(s)),
         "tensor_core_gemm": lambda s: bool(traits._RX["tensor_core_gemm"].search(s)),
         "conv": lambda s: bool(traits._RX["conv"].search(s)),
-        "fft_trial": lambda s: bool(traits._RX["fft_trial"].search(s)),
+        "fft_trial": lambda s: bool(trials._FFT_TRIAL_RX.search(s)),
         "trt": lambda s: bool(traits._STACKS[4][1]["kernel"][1].search(s)),
         "custom_allreduce": lambda s: bool(parts["custom_allreduce"].search(s)),
         "norm": lambda s: bool(parts["norm"].search(s)),

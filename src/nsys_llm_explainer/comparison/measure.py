@@ -252,11 +252,4 @@ def anchor_periods(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> T
 
 def steps_in_window(f: Facts) -> float:
     """Steps inside the steady window: Σ over steps of the fraction of the step's wall inside it."""
-    st = f.report.steps
-    a = st.arrays
-    if not st.available or a is None or len(a) == 0:
-        return 0.0
-    w = f.report.window
-    wall = np.maximum(a.end - a.start, 1)
-    inside = np.clip(np.minimum(a.end, w.end_ns) - np.maximum(a.start, w.start_ns), 0, None)
-    return float((inside / wall).sum())
+    return f.report.steps.inside(f.report.window.start_ns, f.report.window.end_ns)

@@ -295,6 +295,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     # ---- capture
     _a("capture.range", "Capture only the steady state: `nsys profile --capture-range=cudaProfilerApi` around a few "
        "steps after warm-up, or `--delay`/`--duration`."),
+    _a("capture.iterations", "Capture several iterations after warm-up (steps or requests, each marked with an NVTX "
+       "range so the steps are found), not one pass: `nsys profile --capture-range=cudaProfilerApi` around them, or "
+       "`--delay`/`--duration`; one pass shows no steady state."),
     _a("capture.range.torch", "In PyTorch: `torch.cuda.profiler.start()` / `stop()` around those steps.",
        framework=_PT),
     _a("graph_trace.node", "Re-capture with `nsys profile --cuda-graph-trace=node` so every kernel inside the graphs "

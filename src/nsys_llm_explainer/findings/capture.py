@@ -83,7 +83,11 @@ def graph_trace_finding(g: GraphResult, idle_ns: int, facts: Mapping[str, Any]) 
         advice=["graph_trace.node"], facts=facts, time_at_stake_ns=idle_ns, blocks_analysis=True)
 
 
-def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[str, Any]) -> Optional[Finding]:
+def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[str, Any],
+                           repeats: bool = True) -> Optional[Finding]:
+    """Low: the whole capture is idler than the window by ≥ :data:`WARMUP_IDLE_POINTS`; ``repeats``: the window holds
+    repeated steps (``StepResult.repeat_in``) — without, an auto-detected window is not called a steady state and
+    the advice is to capture several iterations."""
     if w.is_full or not gpu.available:
         return None
     full, steady = gpu.pooled(full=True), gpu.pooled()
@@ -93,7 +97,14 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
     check = Check("idle_pct_change", change, ">=", WARMUP_IDLE_POINTS, pooled_scope(gpu.kernel_devices()))
     if not check.holds():
         return None
-    if w.method == "auto":
+    advice = ["capture.range", "capture.range.torch", "capture.vllm"]
+    if w.method == "auto" and not repeats:   # one pass, or no steps detected: no steady state is shown
+        title = f"Warm-up / tail make the whole capture look {change:.0f} points idler than the auto-detected window"
+        ev = (f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the auto-detected "
+              f"window ({dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed), which holds no repeated "
+              f"steps: it may be a single pass, not a steady state. {w.reason}")
+        advice[0] = "capture.iterations"
+    elif w.method == "auto":
         title = f"Warm-up / tail make the whole capture look {change:.0f} points idler than the steady state"
         ev = (f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the steady "
               f"window ({dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed). {w.reason}")
@@ -105,7 +116,7 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
               f"was not checked). {w.reason}")
     return finding(
         "capture_window", severity="low", title=title, evidence=(ev,),
-        advice=["capture.range", "capture.range.torch", "capture.vllm"], facts=facts,
+        advice=advice, facts=facts,
         time_at_stake_ns=w.warmup_ns + w.tail_ns, checks=(check,), about_capture=True)
 
 

@@ -14,6 +14,7 @@ from ..analyses.kernels.summary import KernelSummary
 from ..analyses.memory.unified import UnifiedMemoryResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.nvtx.ranges import NvtxResult
+from ..analyses.steps.metrics import StepResult
 from ..analyses.steps.sync import StepSyncResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
@@ -38,14 +39,14 @@ def step_sync_claims(step_sync: StepSyncResult, facts: TraceFacts, gpu_time: Gpu
 
 def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowResult, attribution: AttributionResult,
                  options: Options, nccl: NcclResult, unified_memory: Optional[UnifiedMemoryResult],
-                 facts: TraceFacts, nvtx: NvtxResult) -> Tuple[Finding, ...]:
+                 facts: TraceFacts, nvtx: NvtxResult, steps: StepResult) -> Tuple[Finding, ...]:
     """Findings about the capture and the signals beside the idle time: graph-level tracing, the window's edges,
     NVTX coverage, NCCL waits, Unified Memory."""
     advice = facts.advice_facts()
     pooled = gpu_time.pooled()
     active = set(gpu_time.kernel_devices()) if gpu_time.available else None
     found = (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, advice),
-             capture_window_finding(window, gpu_time, advice),
+             capture_window_finding(window, gpu_time, advice, steps.repeat_in(window.start_ns, window.end_ns)),
              nvtx_coverage_finding(attribution, options.nvtx_coverage_warn_threshold, advice,
                                    [r.name for r in nvtx.ranges]),
              nccl_finding(nccl, advice),

@@ -23,6 +23,7 @@ from .stats import KernelStats
 if TYPE_CHECKING:
     from ..steps.metrics import StepResult  # annotation only: steps/detect reads this module's MOE_ROUTER
 from .summary import TopKernel
+from .trials import FFT_CONV, autotune_trial_names
 
 TRAITS: Dict[str, str] = {
     "fp32_gemm_simt": "GEMM/conv on CUDA cores (FP32 SIMT math), not tensor cores",
@@ -60,8 +61,6 @@ _I = re.IGNORECASE
 # a name repeating X thousands of times costs linear time, not quadratic (``X\S*Y`` likewise).
 _TC_MARK = r"h884|h1688|h16816|s884|s1688|s16816|i8816|i16832|hmma|imma|gmma|tensorop|tensor\d+x\d+x\d+"
 _LOWP = r"tf32|f16|fp8|e4m3|e5m2"
-_FFT_CONV = r"fft[12]d_[rc]2[rc]|dse::\w*fft|flip_filter|cudnn(?:(?!cudnn)\S)*fft"
-_FFT_TRIAL = _FFT_CONV + r"|cgemm|compute_gemm_pointers|transpose(?:(?!transpose)\w)*<float2"
 _XMMA_GEMM = (r"xmma(?:(?!xmma)\w)*(?:gemm|fprop|dgrad|wgrad)(?:(?!gemm|fprop|dgrad|wgrad)\w)*"
               r"(?:f16|tf32|fp8|e4m3|i8i8|int8)")
 #: the rules of :data:`_RX` that are parts of the ``fp32_gemm_simt`` trait's rule (:func:`classify_names`)
@@ -110,9 +109,7 @@ _RX: Dict[str, re.Pattern[str]] = {k: re.compile(v, _I) for k, v in {
     "xla_fusion": XLA_FUSION,
     "nccl": r"nccl",
     "conv": r"convol|conv[123]d|(?<![a-z])conv_|winograd|im2col|scudnn|\d{3,5}cudnn|fprop|dgrad|wgrad"
-            r"|nhwckrsc|cudnn::cnn|" + _FFT_CONV,
-    "redzone": r"redzone_checker",
-    "fft_trial": _FFT_TRIAL,
+            r"|nhwckrsc|cudnn::cnn|" + FFT_CONV,
     "layout_transform": r"nchwtonhwc|nhwctonchw|transpose|permut|shuffleintensor|swapdimension|reformat",
 }.items()}
 
@@ -316,10 +313,8 @@ def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.nd
     any_gemm = bool((m["gemm_any"] | m["fp32_gemm_simt"] | m["tensor_core_gemm"]).any())
     unfused = m["softmax"].any() and any_gemm and not m["attention_fused"].any()
     m["attention_unfused"] = m["softmax"] if unfused else np.zeros(len(names), bool)
-    autotune = m["redzone"].copy()
-    if autotune.any():
-        autotune |= m["fft_trial"]
-    m["autotune"] = autotune
+    m["autotune"] = np.zeros(len(names), bool)
+    m["autotune"][present] = autotune_trial_names(present_names)
     total_all = int(dur.sum())
     traits: Dict[str, TraitHit] = {}
     for trait in TRAITS:
@@ -428,10 +423,7 @@ def autotune_passes(names: Sequence[str], name_idx: np.ndarray, device: np.ndarr
                     end: np.ndarray) -> Tuple[AutotunePass, ...]:
     """Per device, the autotuning pass (:class:`AutotunePass`) of the kernels ``names[name_idx]`` (rows sorted by
     ``start``), for the devices whose last ``autotune`` trial is followed by another kernel."""
-    text = for_matching([str(n or "") for n in names])
-    redzone = np.array([bool(_RX["redzone"].search(t)) for t in text], bool)
-    fft = np.array([bool(_RX["fft_trial"].search(t)) for t in text], bool)
-    trial_name = redzone | fft if redzone.any() else np.zeros(len(names), bool)   # the `autotune` trait's rule
+    trial_name = autotune_trial_names(names)   # the `autotune` trait's rule
     name_idx = np.asarray(name_idx, np.int64)
     trial = trial_name[name_idx]
     out: List[AutotunePass] = []

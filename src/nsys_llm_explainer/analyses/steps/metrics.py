@@ -37,6 +37,8 @@ from .phases import UNMAPPED, PhaseResult
 
 METRICS = ("wall_ns", "gpu_busy_ns", "gpu_idle_ns", "sync_ns", "memcpy_ns", "kernel_count")
 MAX_ROWS = 100_000  # per-step rows kept in report.json / tables/steps.csv
+#: a window holds repeated steps (a steady state can be measured in it) when at least this many steps lie in it
+MIN_REPEATED_STEPS = 2.0
 
 @dataclass(frozen=True)
 class StepRow(FieldsJson):
@@ -209,6 +211,21 @@ class StepResult(FieldsJson):
     def bounds(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
         """(starts, ends) of every step, ns; None when there are no steps."""
         return (self.arrays.start, self.arrays.end) if self.available and self.arrays is not None else None
+
+    def inside(self, start_ns: int, end_ns: int) -> float:
+        """Steps inside ``[start_ns, end_ns)``: Σ over the steps of the fraction of the step's wall inside it (0.0
+        without steps)."""
+        a = self.arrays
+        if not self.available or a is None or len(a) == 0:
+            return 0.0
+        wall = np.maximum(a.end - a.start, 1)
+        inside = np.clip(np.minimum(a.end, end_ns) - np.maximum(a.start, start_ns), 0, None)
+        return float((inside / wall).sum())
+
+    def repeat_in(self, start_ns: int, end_ns: int) -> bool:
+        """Whether ``[start_ns, end_ns)`` holds repeated steps: at least :data:`MIN_REPEATED_STEPS` steps inside
+        it (:meth:`inside`). Without, an auto-detected window may be one pass: no steady state is shown."""
+        return self.inside(start_ns, end_ns) >= MIN_REPEATED_STEPS
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "steps") -> StepResult:

@@ -4,7 +4,7 @@ idle tails before measuring. Definitions and the auto rule: docs/FINDINGS.md, "S
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, List, Optional, Tuple
 
 import numpy as np
@@ -18,6 +18,7 @@ from ...vocabulary.code_spans import code_name
 from ...vocabulary.units import fmt_count
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
+from ..kernels.trials import autotune_trial_names
 
 N_BINS = 200
 SPARSE_EDGE_RATIO = 0.5   # a merged-in side whose busy level is under half the rest's is warm-up or tail
@@ -29,6 +30,7 @@ TRIM_MIN_SHARE = 0.10
 TRIM_MAX_BUSY_SHARE = 0.25
 SAME_WORK_SHARE = 0.5     # rule 5c: a side repeats a stretch when half its kernel time is of names running there
 MIN_KERNELS = 20
+AUTOTUNE_TRIAL_SHARE = 0.5   # rule 6: a leading stretch is an autotuning pass when its trials hold half its kernel time
 
 
 def _omitted() -> Any:
@@ -53,6 +55,8 @@ class WindowDetails(FieldsJson):
     tail_busy_pct: Optional[float] = _omitted()
     warmup_share_of_busy_pct: Optional[float] = _omitted()
     tail_share_of_busy_pct: Optional[float] = _omitted()
+    autotune_until_ns: Optional[int] = _omitted()
+    autotune_trial_pct: Optional[float] = _omitted()
     nvtx_name: Optional[str] = _omitted()
     nvtx_ranges: Optional[int] = _omitted()
 
@@ -192,6 +196,45 @@ def _repeated(model: TraceModel, u: iv.IntervalUnion, side: Tuple[int, int], lik
             "under half as busy")
 
 
+@dataclass(frozen=True)
+class _AutotuneLead:
+    """An autotuning pass at the start of a window (rule 6): its kernels start before ``until_ns``."""
+
+    until_ns: int
+    kernels: int         # kernels starting in [window start, until_ns)
+    trial_pct: float     # Σ duration of its `autotune` trials / of its kernels × 100
+    left: int            # kernels starting in [until_ns, window end)
+
+
+def _autotune_lead(model: TraceModel, s: int, e: int) -> Optional[_AutotuneLead]:
+    """Rule (6): the autotuning pass leading ``[s, e)``, or None. Of the kernels starting in the window (all devices
+    pooled), the trials are those of the ``autotune`` trait's names (:func:`kernels.trials.autotune_trial_names`);
+    the pass ends at ``until`` = the start of the first other kernel starting at or after the last trial's end (the
+    window's end when there is none), and it is one when its trials hold ≥ :data:`AUTOTUNE_TRIAL_SHARE` of the
+    kernel time (Σ duration) of the kernels starting in ``[s, until)``."""
+    k = model.kernels
+    if k is None or len(k) == 0:
+        return None
+    trial_name = autotune_trial_names(k.names)
+    if not trial_name.any():
+        return None
+    inw = (k.start >= s) & (k.start < e)
+    is_trial = trial_name[k.name_idx]
+    trial = is_trial & inw
+    if not trial.any():
+        return None
+    last = int(k.end[trial].max())
+    after = inw & ~is_trial & (k.start >= last)
+    until = int(k.start[after].min()) if after.any() else e
+    before = inw & (k.start < until)
+    dur = np.asarray(k.end, np.int64) - np.asarray(k.start, np.int64)
+    total, trials = int(dur[before].sum()), int(dur[before & trial].sum())
+    if total <= 0 or trials < AUTOTUNE_TRIAL_SHARE * total:
+        return None
+    return _AutotuneLead(until, int(before.sum()), round(100.0 * trials / total, 1),
+                         int((inw & (k.start >= until)).sum()))
+
+
 def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     span = full1 - full0
     k = model.kernels
@@ -278,7 +321,16 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
         warmup_share_of_busy_pct=round(100.0 * lead_share, 2),
         tail_share_of_busy_pct=round(100.0 * tail_share, 2),
     )
-    if not trim_lead and not trim_tail:
+    tuned = _autotune_lead(model, s, e)
+    if tuned is not None:
+        details = replace(details, autotune_until_ns=tuned.until_ns, autotune_trial_pct=tuned.trial_pct)
+        if tuned.left < MIN_KERNELS:
+            return _result(full0, full1, full0, full1, "full", (
+                f"Full trace kept: no steady state found: the densest stretch starts with an autotuning pass "
+                f"({dur(tuned.until_ns - s)}, {fmt_count(tuned.kernels, 'kernel')}, {tuned.trial_pct}% of their "
+                f"kernel time `autotune` trials: one-time work) and only {fmt_count(tuned.left, 'kernel')} "
+                f"run{'s' if tuned.left == 1 else ''} after it (under {MIN_KERNELS})."), details)
+    if not trim_lead and not trim_tail and tuned is None:
         big = [(n, sh) for n, ln, sh in (("leading", lead, lead_share), ("trailing", trail, tail_share))
                if ln > TRIM_MIN_SHARE * min(span, cand)]
         if dense:
@@ -296,9 +348,14 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     parts = []
     if trim_lead:
         parts.append(f"{dur(lead)} of warm-up (GPU busy {details.warmup_busy_pct}%)")
+    if tuned is not None:
+        parts.append(f"{'the' if trim_lead else 'a leading'} {dur(tuned.until_ns - s)} autotuning pass"
+                     f"{' after it' if trim_lead else ''} ({fmt_count(tuned.kernels, 'kernel')}, {tuned.trial_pct}% "
+                     "of their kernel time `autotune` trials: one-time work)")
+        s = tuned.until_ns
     if trim_tail:
         parts.append(f"{dur(trail)} of tail (GPU busy {details.tail_busy_pct}%)")
-    reason = (f"Auto-detected steady state: trimmed {' and '.join(parts)}; the kept window is GPU busy "
+    reason = (f"Auto-detected window: trimmed {' and '.join(parts)}; the kept window is GPU busy "
               f"{busy_pct(s, e)}% (active bins ≥ {details.active_threshold_pct}% busy).")
     return _result(full0, full1, s, e, "auto", reason, details)
 

@@ -119,3 +119,22 @@ def test_identical_rl_iterations_with_a_short_generation_have_no_warm_up(tmp_pat
                            "names running there, and it is not under half as busy, so it is treated as part of the "
                            "workload, not warm-up or tail.")
     assert not any(f["id"] == "capture_window" for f in rep["findings"])
+
+
+def test_an_rl_job_is_training_with_generation_on_vllm_and_pytorch(tmp_path: Path) -> None:
+    """Two RL iterations (:func:`_rl`): backward kernels 4 × 1,200 µs (`flash_bwd…`, `…_nn` is no backward name) of
+    each training iteration's 18,800 µs of kernel time — plus the generation's — hold ≥ 5 % (training), and vLLM's
+    kernels (`vllm::rms_norm_kernel`, `paged_attention_v2`, `act_and_mul`) ran: vLLM only generates. The report said
+    "Workload: training" and "Stack: vllm". Now `training with generation`, stack `vllm + pytorch` (the fused-Adam
+    `at::native::multi_tensor_apply_kernel` is PyTorch's, a name vLLM's rule does not match), framework pytorch, and
+    no finding is given a line that needs a workload (`nvtx.add.training` / `nvtx.add.inference`, the vLLM lines, the
+    training-loop lines) or that is written for an unknown one."""
+    from nsys_llm_explainer.findings.advice import ADVICE
+    rep = _iterations(tmp_path, 2)
+    f = rep["facts"]
+    assert f["workload"] == "training with generation"
+    assert "3 vLLM kernel name(s), e.g. 'void vllm::" in f["workload_evidence"][0]
+    assert (f["stack"], f["framework"]) == ("vllm + pytorch", "pytorch")
+    phase = {a.text for a in ADVICE.values() if "workload" in a.requires}
+    given = [t for x in rep["findings"] for t in x["recommendation"]]
+    assert given and not phase & set(given), phase & set(given)

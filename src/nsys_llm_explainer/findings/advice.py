@@ -11,9 +11,10 @@ FactValue = Optional[object]
 
 #: every fact an advice line may read, and the values it can take (``None``: unknown)
 FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
-    "workload": ("training", "inference", "unknown"),
+    # "training with generation": both phases ran (an RL job); no phase-specific line is given (docs/FINDINGS.md)
+    "workload": ("training", "inference", "unknown", "training with generation"),
     "stack": ("vllm", "sglang", "trtllm", "tensorrt", "tensorflow", "jax", "pytorch", "onnxruntime",
-              "onnxruntime + tensorrt", ""),
+              "onnxruntime + tensorrt", "vllm + pytorch", "sglang + pytorch", "trtllm + pytorch", ""),
     "framework": ("pytorch", "tensorflow", "jax", "tensorrt", "onnxruntime", ""),
     "gpu_fp16_tensor_cores": (True, False, None),
     "gpu_tf32": (True, False, None),

@@ -473,6 +473,9 @@ def test_analyze_autodetects_engine(tmp_path: Path) -> None:
     assert r.detect_pct["vllm"] == pytest.approx(100 * 110 / 860)
     assert r.detect_pct["sglang"] == pytest.approx(100 * 50 / 860)
     assert r.detect_pct["trtllm"] == 0.0 and "auto" in r.preset_reason
+    # the shares in words through the one percentage formatter (one decimal): 110 / 860 = 12.79 %, 50 / 860 = 5.81 %
+    assert r.preset_reason == ("auto: vllm kernel names cover the most kernel time (vllm 12.8 %, sglang 5.8 %, "
+                               "trtllm 0.0 %)")
     assert _row(r.overall, "elementwise").total_ns == 10
     # nothing engine-specific → generic; an explicit preset is kept as requested
     m2 = _model(tmp_path, [(0, 10, GEMM, 0)], fname="t2.sqlite")

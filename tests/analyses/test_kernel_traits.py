@@ -489,3 +489,48 @@ def test_an_xla_trace_is_unknown_not_inference():
     r = run(pt, rows + [(3, 10)])
     assert (r.workload, r.stack) == ("inference", "pytorch")
     assert run(names, rows, thread_names=["pt_autograd_0"]).workload == "training"
+
+
+# ---------------------------------------------------------------- training with generation (RL: sweep CAU)
+
+VLLM_NORM = "void vllm::rms_norm_kernel<c10::BFloat16>"
+ADAM = "void at::native::multi_tensor_apply_kernel<FusedAdamMathFunctor<float>>"
+BWD = "flash_bwd_dq_dk_dv_kernel<Flash_bwd>"
+
+
+def test_training_beside_a_serving_engines_kernels_is_training_with_generation():
+    """An RL job's window: a vLLM norm kernel 100 ns (generation), a GEMM 600 ns, a backward kernel 250 ns and a
+    fused Adam 50 ns (training): backward 25.0 % + optimizer 5.0 % ≥ 5 % → training; a vLLM kernel ran too (vLLM
+    only generates) → `training with generation`, the first evidence line joins both. Stack: vllm (its rule matches
+    the norm, named with `c10::`), and PyTorch's rule matches the Adam kernel (`at::native`), a name vLLM's rule does
+    not match → `vllm + pytorch`, evidence of both."""
+    r = run([VLLM_NORM, SGEMM, BWD, ADAM], [(0, 100), (1, 600), (2, 250), (3, 50)])
+    assert r.workload == "training with generation"
+    assert r.workload_evidence == (
+        "backward kernels 25.0 % of kernel time; 1 vLLM kernel name(s), e.g. "
+        "'void vllm::rms_norm_kernel<c10::BFloat16>' (a serving engine: it generates and runs no backward pass)",
+        "optimizer kernels 5.0 % of kernel time")
+    assert r.stack == "vllm + pytorch"
+    assert len(r.stack_evidence) == 2 and "at::native::multi_tensor_apply_kernel" in r.stack_evidence[1]
+
+
+def test_a_serving_engine_with_pytorch_named_kernels_only_of_its_own_is_vllm():
+    """Training evidence (backward 25 %, no autograd thread) beside vLLM kernels, but the only PyTorch
+    names are vLLM's own (`c10::BFloat16` in its template): the workload is `training with generation`, the stack
+    stays `vllm` — no name outside vLLM's rule is PyTorch's."""
+    r = run([VLLM_NORM, SGEMM, BWD], [(0, 100), (1, 650), (2, 250)])
+    assert r.workload == "training with generation"
+    assert r.stack == "vllm" and len(r.stack_evidence) == 1
+
+
+def test_a_serving_engine_without_training_evidence_stays_inference_and_vllm():
+    """vLLM serving: the vLLM norm, a GEMM and an `at::native` Adam-free elementwise kernel: no backward, no
+    optimizer → inference; PyTorch's kernel names under vLLM are vLLM's PyTorch, the stack stays `vllm`."""
+    r = run([VLLM_NORM, SGEMM, ELT], [(0, 100), (1, 800), (2, 100)])
+    assert r.workload == "inference" and r.stack == "vllm"
+
+
+def test_training_without_a_serving_engine_stays_training():
+    """The same training kernels with no serving engine's kernel: `training`, stack `pytorch`."""
+    r = run([SGEMM, BWD, ADAM], [(0, 700), (1, 250), (2, 50)])
+    assert r.workload == "training" and r.stack == "pytorch"

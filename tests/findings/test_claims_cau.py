@@ -119,3 +119,75 @@ def test_identical_rl_iterations_with_a_short_generation_have_no_warm_up(tmp_pat
                            "names running there, and it is not under half as busy, so it is treated as part of the "
                            "workload, not warm-up or tail.")
     assert not any(f["id"] == "capture_window" for f in rep["findings"])
+
+
+def test_an_rl_job_is_training_with_generation_on_vllm_and_pytorch(tmp_path: Path) -> None:
+    """Two RL iterations (:func:`_rl`): backward kernels 4 × 1,200 µs (`flash_bwd…`, `…_nn` is no backward name) of
+    each training iteration's 18,800 µs of kernel time — plus the generation's — hold ≥ 5 % (training), and vLLM's
+    kernels (`vllm::rms_norm_kernel`, `paged_attention_v2`, `act_and_mul`) ran: vLLM only generates. The report said
+    "Workload: training" and "Stack: vllm". Now `training with generation`, stack `vllm + pytorch` (the fused-Adam
+    `at::native::multi_tensor_apply_kernel` is PyTorch's, a name vLLM's rule does not match), framework pytorch, and
+    no finding is given a line that needs a workload (`nvtx.add.training` / `nvtx.add.inference`, the vLLM lines, the
+    training-loop lines) or that is written for an unknown one."""
+    from nsys_llm_explainer.findings.advice import ADVICE
+    rep = _iterations(tmp_path, 2)
+    f = rep["facts"]
+    assert f["workload"] == "training with generation"
+    assert "3 vLLM kernel name(s), e.g. 'void vllm::" in f["workload_evidence"][0]
+    assert (f["stack"], f["framework"]) == ("vllm + pytorch", "pytorch")
+    phase = {a.text for a in ADVICE.values() if "workload" in a.requires}
+    given = [t for x in rep["findings"] for t in x["recommendation"]]
+    assert given and not phase & set(given), phase & set(given)
+
+
+D2D_USUALLY = "Device-to-device copies usually come from `.contiguous()`"
+D2D_LARGE = "These device-to-device copies average over 1 MiB each"
+
+
+def _weight_sync(tmp_path: Path, nbytes: int) -> Dict[str, Any]:
+    """10 steps of 4 ms on thread 101 / device 0 from t = 0: a 1,000 µs GEMM (launched [t, t+10) µs, runs
+    [t+20, t+1,020) µs), then a synchronous `cudaMemcpy` [t+1,030, t+2,080) µs of one device-to-device copy of
+    ``nbytes`` running [t+1,040, t+2,040) µs (the GPU idles under it, the thread waits in the call: the kernels wait on
+    the copy), then the next GEMM launched [t+2,090, t+2,100) µs, running [t+2,110, t+3,110) µs. Per step 1,000 µs of
+    copy with no kernel: 40 % of the 10 × 4 ms window — the `copy` idle finding, with a Device-to-Device detail."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, 101, "python3")
+    for i in range(10):
+        t = i * 4 * MS
+        b.launch(t, t + 10 * US, t + 20 * US, t + 1020 * US, pid=PID, tid=101, name=GEMM)
+        c = b.next_corr(PID)
+        b.runtime(t + 1030 * US, t + 2080 * US, tid_g=g, name="cudaMemcpy_v3020", corr=c)
+        b.memcpy(t + 1040 * US, t + 2040 * US, pid=PID, bytes=nbytes, copy_kind=8, src_kind=2, dst_kind=2, corr=c)
+        b.launch(t + 2090 * US, t + 2100 * US, t + 2110 * US, t + 3110 * US, pid=PID, tid=101, name=GEMM)
+    return _run(b, tmp_path)
+
+
+def test_large_device_to_device_copies_are_not_said_to_come_from_contiguous(tmp_path: Path) -> None:
+    """One 256 MiB device-to-device copy per step (a weight sync to the generation engine): 256 MiB > 1 MiB average.
+    The report said "Device-to-device copies usually come from `.contiguous()`, `torch.cat`, `.clone()` … fuse them
+    into the producing kernel": per-op layout copies are not the usual source of 256 MiB copies. Now the copy
+    finding gives `copy.d2d.large` (the copies' size, and how to find what issues them) instead."""
+    from claims_support import finding_of
+    f = finding_of(_weight_sync(tmp_path, 256 << 20), "idle_copy")
+    recs = list(f["recommendation"])
+    assert not any(r.startswith(D2D_USUALLY) for r in recs), recs
+    assert any(r.startswith(D2D_LARGE) for r in recs), recs
+
+
+def test_small_device_to_device_copies_keep_the_contiguous_line(tmp_path: Path) -> None:
+    """The same trace with 512 KiB copies (≤ 1 MiB average, an activation-sized copy): `copy.d2d` is given, not the
+    large-copy line."""
+    from claims_support import finding_of
+    f = finding_of(_weight_sync(tmp_path, 512 << 10), "idle_copy")
+    recs = list(f["recommendation"])
+    assert any(r.startswith(D2D_USUALLY) for r in recs), recs
+    assert not any(r.startswith(D2D_LARGE) for r in recs), recs
+
+
+def test_a_pacing_device_to_device_path_of_large_copies_gets_the_large_line() -> None:
+    """The copy-path finding's advice for a D2D / P2P path: `copy_pace.d2d` ("come from layout changes … merge many
+    small copies") only when the path's copies average ≤ 1 MiB; above, `copy_pace.d2d.large`."""
+    from nsys_llm_explainer.findings.copy_path import advice_ids
+    assert advice_ids("D2D", False, False, True)[0] == "copy_pace.d2d.large"
+    assert advice_ids("P2P", False, False, False)[0] == "copy_pace.d2d"

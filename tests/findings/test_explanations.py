@@ -72,6 +72,9 @@ TEXT_RULES = [
     # the copy finding's prefetch line: "fewer and larger copies" only for copies that average ≤ 1 MiB (sweep CAD)
     (r"move fewer and larger copies", "copies_large", {False, None}),
     (r"these copies are large \(over 1 MiB", "copies_large", {True}),
+    # the device-to-device line: "usually from `.contiguous()` …" only for copies that average ≤ 1 MiB (sweep CAU)
+    (r"copies usually come from `\.contiguous\(\)`", "d2d_copies_large", {False}),
+    (r"These device-to-device copies average over 1 MiB", "d2d_copies_large", {True}),
     # the FP32 finding: matmul settings for FP32 GEMMs, cuDNN's for FP32 convolutions (claims sweep CAC)
     (r"FP32 matmuls|matmul\.allow_tf32", "fp32_simt_gemm", {True}),
     (r"FP32 convolutions|cudnn\.allow_tf32", "fp32_simt_conv", {True}),

@@ -12,9 +12,10 @@ FactValue = Optional[object]
 
 #: every fact an advice line may read, and the values it can take (``None``: unknown)
 FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
-    "workload": ("training", "inference", "unknown"),
+    # "training with generation": both phases ran (an RL job); no phase-specific line is given (docs/FINDINGS.md)
+    "workload": ("training", "inference", "unknown", "training with generation"),
     "stack": ("vllm", "sglang", "trtllm", "tensorrt", "tensorflow", "jax", "pytorch", "onnxruntime",
-              "onnxruntime + tensorrt", ""),
+              "onnxruntime + tensorrt", "vllm + pytorch", "sglang + pytorch", "trtllm + pytorch", ""),
     "framework": ("pytorch", "tensorflow", "jax", "tensorrt", "onnxruntime", ""),
     "gpu_fp16_tensor_cores": (True, False, None),
     "gpu_tf32": (True, False, None),
@@ -45,6 +46,9 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "fp32_simt_conv": (True, False),
     # the ``copy`` idle finding's own copies average more than 1 MiB (findings/idle_copy.copy_facts; set there only)
     "copies_large": (True, False, None),
+    # the ``copy`` idle finding's own device-to-device / peer copies average more than 1 MiB (None: none, or bytes not
+    # recorded; findings/idle_copy.copy_facts; set there only)
+    "d2d_copies_large": (True, False, None),
 }
 
 _PT = ("pytorch",)
@@ -95,14 +99,26 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "working on the host: outside CUDA calls, or in NVTX ranges or other calls): the GPU idles for want of launched "
        "work, and moving or shortening the copies would not shorten it. Shorten the host work between launches or "
        "overlap it with GPU execution, so that the next kernel is queued before the GPU runs dry."),
+    # per-op copies of activations are the "usual" source only of small copies: whole buffers (weights synced to a
+    # generation engine, caches, optimizer state) move in copies of many MiB (docs/FINDINGS.md, "copy.d2d")
     _a("copy.d2d", "Device-to-device copies usually come from `.contiguous()`, `torch.cat`, `.clone()` or layout "
        "changes: remove them or fuse them into the producing kernel.", framework=_PT_OR_UNKNOWN,
-       copies_d2d=(True,)),
+       copies_d2d=(True,), d2d_copies_large=(False,)),
+    _a("copy.d2d.large", "These device-to-device copies average over 1 MiB each: besides large per-op copies "
+       "(clones or concatenations of big tensors) they may move whole buffers (weights synced to another engine, "
+       "caches, optimizer state). `nsys profile --cudabacktrace=memory` (it needs CPU sampling on) records the host "
+       "call stack of each copy call; then copy less often what does not change, or let the consumer read the source "
+       "buffer instead of a copy.", copies_d2d=(True,), d2d_copies_large=(True,)),
     # ---- a copy path sets the pace (findings/copy_path.py)
     _a("copy_pace.d2d", "Move fewer bytes on the device: device-to-device copies come from layout changes "
        "(transposes, making tensors contiguous), concatenation, clones and buffer shuffles; use views or outputs "
        "written in place, fuse the copy into the kernel that produces or consumes the data, and merge many small "
        "copies into few large ones.", copies_d2d=(True,)),
+    _a("copy_pace.d2d.large", "Move fewer bytes on the device: these device-to-device copies average over 1 MiB "
+       "each, so they may move whole buffers (weights synced to another engine, caches, optimizer state) as well as "
+       "large per-op results; `nsys profile --cudabacktrace=memory` (it needs CPU sampling on) records the host call "
+       "stack of each copy call. Copy less often what does not change, and let the consumer read the source buffer "
+       "instead of a copy.", copies_d2d=(True,)),
     _a("copy_pace.host.resident", "Fewer bytes over the host link: keep what is streamed every step resident on the "
        "GPU when memory allows (weights, KV blocks), or shrink it before it crosses (8-bit or 4-bit quantized weights "
        "move a half or a quarter of the bytes).", copies_host=(True,)),

@@ -62,8 +62,8 @@ def advice_ids(path: str, pageable: bool, other_direction: bool, large: bool) ->
     """Advice lines for a pacing path (each still filtered by the facts); ``other_direction``: the device has copies
     in the opposite host direction in the window (using both directions at once needs some); ``large``: the path's
     copies average more than :data:`LARGE_COPY_BYTES` ("larger, fewer copies" would not help)."""
-    if path in ("D2D", "P2P"):
-        ids = ["copy_pace.d2d"]
+    if path in ("D2D", "P2P"):      # layout changes and clones are the source of small copies (copy.d2d)
+        ids = ["copy_pace.d2d.large" if large else "copy_pace.d2d"]
     elif path in HOST_PATHS:
         ids = ["copy_pace.host.resident"] + (["copy_pace.engines"] if other_direction else [])
         if pageable:

@@ -556,7 +556,7 @@ def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
         ids = [i for i in ids if i not in ("unknown.unlinked", "unknown.no_global_pid")]
     if kind == "copy":
         if not any("Device-to-Device" in d for d in details):
-            ids = [i for i in ids if i != "copy.d2d"]
+            ids = [i for i in ids if i not in ("copy.d2d", "copy.d2d.large")]
         if any("(pageable)" in d for d in details):
             ids += ["copy.pageable", "pageable.pin.torch"]
     return ids

@@ -97,7 +97,8 @@ def copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: 
                 details: Mapping[str, int]) -> Tuple[Mapping[str, Any], List[str]]:
     """:func:`side_stream` over the ``copy`` finding's own copies (the copy paths of its details on its devices),
     and ``copies_large``: those copies average more than :data:`LARGE_COPY_BYTES` (None: no copy, or a copy path
-    whose bytes the export does not record)."""
+    whose bytes the export does not record); ``d2d_copies_large``: the same of its device-to-device and peer copies
+    alone (``copy.d2d``'s "usually from `.contiguous()` …" is said of small ones only)."""
     if ce is None or not ce.available:
         return facts, []
     want = {path_of_detail(d) for d in details}
@@ -105,8 +106,17 @@ def copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: 
     count = sum(p.count for p in paths)
     known = all(p.bytes is not None for p in paths)
     nbytes = sum(p.bytes or 0 for p in paths)
-    return side_stream({**facts, "copies_large": nbytes > LARGE_COPY_BYTES * count if count and known else None},
-                       paths)
+    return side_stream({**facts, "copies_large": nbytes > LARGE_COPY_BYTES * count if count and known else None,
+                        "d2d_copies_large": _large([p for p in paths if p.path in ("D2D", "P2P")])}, paths)
+
+
+def _large(paths: Sequence[CopyPath]) -> Optional[bool]:
+    """Whether the copies of ``paths`` average more than :data:`LARGE_COPY_BYTES` (None: no copy, or a path whose
+    bytes the export does not record)."""
+    count = sum(p.count for p in paths)
+    if not count or any(p.bytes is None for p in paths):
+        return None
+    return sum(p.bytes or 0 for p in paths) > LARGE_COPY_BYTES * count
 
 
 def side_stream(facts: Mapping[str, Any], paths: Sequence[CopyPath]) -> Tuple[Mapping[str, Any], List[str]]:

@@ -21,6 +21,7 @@ from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.names import distinct_small
 from ...model.timeline import copy_kind_label, rows_by_value
 from ...model.trace import Memcpy, TraceModel
+from ...vocabulary.units import fmt_pct
 from ..common.stats import pct
 from ..trace.window import WindowResult
 from .category_split import device_split
@@ -199,7 +200,7 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
     detect_pct: Dict[str, float] = {}
     if rules.preset == "auto":
         eng, detect_pct = detect_engine(names, n_tot, rules.engine_presets())
-        shares = ", ".join(f"{e} {v:g} %" for e, v in detect_pct.items())
+        shares = ", ".join(f"{e} {fmt_pct(v)} %" for e, v in detect_pct.items())
         if eng is None:
             rules = rules.with_preset("generic", f"auto: no engine-specific kernel names found ({shares})")
         else:

@@ -157,6 +157,14 @@ _TRT_UNDER_ORT: Dict[str, Tuple[str, re.Pattern[str]]] = {
 #: (stack, {source: (the rule as shown, compiled)})
 _STACKS: List[Tuple[str, Dict[str, Tuple[str, re.Pattern[str]]]]] = [
     (s, {src: (rx, re.compile(rx, flags)) for src, (rx, flags) in d.items()}) for s, d in _STACK_RULES]
+#: serving engines: they run inference (generation) only and no backward pass, so their kernels beside training
+#: evidence are a generation phase in the same job (an RL post-training loop: :data:`TRAINING_WITH_GENERATION`)
+SERVING_ENGINES: Dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+#: the workload of a job that trains and generates (docs/FINDINGS.md, "workload")
+TRAINING_WITH_GENERATION = "training with generation"
+#: the stack beside a serving engine when the workload is :data:`TRAINING_WITH_GENERATION`: the framework that runs
+#: the training (the serving engine runs no backward pass)
+TRAINING_STACK = "pytorch"
 AUTOGRAD_THREAD = re.compile(r"pt_autograd|autograd", _I)
 #: NVTX ranges PyTorch's autograd engine opens while it runs the backward pass (``emit_nvtx`` / ``record_function``):
 #: ``autograd::engine::evaluate_function: AddmmBackward0`` and the backward node itself (``AddmmBackward0``,
@@ -226,6 +234,39 @@ def detect_stack(kernel_names: Sequence[str], nvtx_names: Sequence[str] = (), pr
         if ev:
             return stack, tuple(ev)
     return "", ()
+
+
+def _rules(stack: str) -> Dict[str, Tuple[str, re.Pattern[str]]]:
+    """The first rule set of ``stack`` in :data:`_STACKS`."""
+    return next(rxs for s, rxs in _STACKS if s == stack)
+
+
+def engine_kernels(kernel_names: Sequence[str]) -> Optional[Tuple[str, str]]:
+    """(serving engine, evidence line) for the first serving engine (:data:`SERVING_ENGINES`, in stack-rule order)
+    whose kernel rule names one of ``kernel_names``; None when none does."""
+    for stack, what in SERVING_ENGINES.items():
+        rx = _rules(stack)["kernel"][1]
+        hits = [str(n) for n in kernel_names if n and rx.search(match_text(n))]
+        if hits:
+            return stack, (f"{len(hits)} {what} kernel name(s), e.g. '{short(hits[0], 80)}' (a serving engine: it "
+                           "generates and runs no backward pass)")
+    return None
+
+
+def stack_beside_engine(stack: str, kernel_names: Sequence[str], nvtx_names: Sequence[str] = (),
+                        process_names: Sequence[str] = (), thread_names: Sequence[str] = ()
+                        ) -> Optional[Tuple[str, List[str]]]:
+    """For a serving-engine ``stack`` (:data:`SERVING_ENGINES`): ``engine + pytorch`` and PyTorch's evidence when the
+    PyTorch rule matches a name that the engine's own rule does not (vLLM's kernels are named with ``c10::`` types:
+    those are the engine's evidence, not a second stack's); None otherwise."""
+    if stack not in SERVING_ENGINES:
+        return None
+    own = _rules(stack)
+    named = zip(_SRC, (kernel_names, nvtx_names, process_names, thread_names))
+    sources: Dict[str, Sequence[str]] = {
+        src: [n for n in names if not (src in own and n and own[src][1].search(match_text(n)))] for src, names in named}
+    ev = _evidence(_rules(TRAINING_STACK), sources)
+    return (f"{stack} + {TRAINING_STACK}", ev) if ev else None
 
 
 def _evidence(rxs: Dict[str, Tuple[str, re.Pattern[str]]], sources: Dict[str, Sequence[str]]) -> List[str]:
@@ -325,6 +366,12 @@ def analyze_kernel_traits(names: Sequence[str], name_idx: np.ndarray, dur: np.nd
     xla_example = str(names[int(xla[np.argmax(tot[xla])])] or "") if xla.shape[0] and stack not in _NAMED_STACKS \
         else None
     workload, w_ev = _workload(m, name_idx, dur, total_all, thread_names, optimizer_steps, xla_example, nvtx_names)
+    engine = engine_kernels(present_names) if workload == "training" else None
+    if engine is not None:      # a serving engine's kernels beside the training evidence: a generation phase too
+        workload, w_ev = TRAINING_WITH_GENERATION, (f"{w_ev[0]}; {engine[1]}", *w_ev[1:])
+        both = stack_beside_engine(stack, present_names, nvtx_names, process_names, thread_names)
+        if both is not None:    # the training runs in PyTorch, not in the serving engine: both are named
+            stack, stack_ev = both[0], (*stack_ev, *both[1])
     return KernelTraitsResult(True, None, int(dur.shape[0]), total_all, traits, workload, w_ev, stack, stack_ev)
 
 

@@ -56,7 +56,10 @@ _NAME_CC: Tuple[Tuple[re.Pattern[str], Tuple[int, int]], ...] = tuple((re.compil
 COPY_OVERLAP_PCT = 50.0
 _FRAMEWORK = {"vllm": "pytorch", "sglang": "pytorch", "pytorch": "pytorch", "tensorflow": "tensorflow",
               "jax": "jax", "tensorrt": "tensorrt", "trtllm": "", "onnxruntime": "onnxruntime",
-              "onnxruntime + tensorrt": "onnxruntime"}
+              "onnxruntime + tensorrt": "onnxruntime",
+              # a serving engine's generation beside PyTorch's training (workload "training with generation"); a
+              # finding is not known to be of either phase, so TensorRT-LLM's beside PyTorch's is no one framework
+              "vllm + pytorch": "pytorch", "sglang + pytorch": "pytorch", "trtllm + pytorch": ""}
 
 
 @dataclass(frozen=True)

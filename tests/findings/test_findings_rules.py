@@ -94,12 +94,12 @@ def test_a_thread_label_that_names_its_tid_is_not_given_it_twice():
     """The waits finding names a thread by its label, adding ``(tid N)`` only when the label does not end with it:
     a label that names its process too (``name (pid P, tid N)``: threads of one name and tid in two processes) had
     its tid written a second time."""
-    from nsys_llm_explainer.findings.waits import _who
+    from nsys_llm_explainer.findings.waits import thread_named
 
-    assert _who("worker (pid 7, tid 5)", 5) == "`worker (pid 7, tid 5)`"
-    assert _who("worker (tid 5)", 5) == "`worker (tid 5)`"
-    assert _who("worker", 5) == "`worker` (tid 5)"
-    assert _who("", 5) == "tid 5"   # unnamed (no ThreadNames row): its tid, not a `thread` placeholder
+    assert thread_named("worker (pid 7, tid 5)", 5) == "`worker (pid 7, tid 5)`"
+    assert thread_named("worker (tid 5)", 5) == "`worker (tid 5)`"
+    assert thread_named("worker", 5) == "`worker` (tid 5)"
+    assert thread_named("", 5) == "tid 5"   # unnamed (no ThreadNames row): its tid, not a `thread` placeholder
 
 
 @pytest.mark.parametrize("copy_only_device", [False, True])

@@ -30,8 +30,7 @@ from .advice import speaks_of_steps
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Quoted, Scope, finding
 from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting
 from .unified_memory import is_unified_detail
-from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, wait_story
-from .waits import _who as who
+from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, thread_named, wait_story
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
@@ -213,9 +212,9 @@ def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int) -> Optional[T
     if share < UNSAMPLED_MIN_PCT or not every:
         return None
     gaps = fmt_count(u.pieces, "piece")
-    line = (f"No CPU sample of the launching thread {who(u.thread, u.tid)} falls inside {dur(u.idle_ns)} of its "
-            f"`host_cpu` idle on device {dev} ({share:.1f} %, {gaps}): it was off the CPU there, or ran too briefly "
-            "to be sampled. " + processes_line(every, u.sampled_elsewhere(), "these gaps", UNSAMPLED_KEY))
+    line = (f"No CPU sample of the launching thread {thread_named(u.thread, u.tid)} falls inside {dur(u.idle_ns)} "
+            f"of its `host_cpu` idle on device {dev} ({share:.1f} %, {gaps}): it was off the CPU there, or ran too "
+            "briefly to be sampled. " + processes_line(every, u.sampled_elsewhere(), "these gaps", UNSAMPLED_KEY))
     sc = Scope(device_id=dev, kind="host_cpu")
     return line, (Check("unsampled_pct_of_kind", share, ">=", UNSAMPLED_MIN_PCT, sc),)
 

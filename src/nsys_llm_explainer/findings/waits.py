@@ -48,7 +48,7 @@ def launcher_of(waits: Optional[WaitsResult], device: int) -> Optional[LauncherW
     return max(cand, key=lambda w: (w.gpu_idle_ns, w.wait_ns, -w.gtid)) if cand else None
 
 
-def _who(label: str, tid: int) -> str:
+def thread_named(label: str, tid: int) -> str:
     """A thread as the evidence names it: its name and tid; its tid alone when the trace names it not (no
     ThreadNames row: never a placeholder shown as its name)."""
     if not label:
@@ -111,8 +111,8 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
         return None
     calls = ", ".join(f"{code_name(c.name)} {c.pct_of_window:.1f} %" for c in w.calls[:3])
     shared = w.shared_with()
-    who = f"Launching thread {_who(w.thread, w.tid)} ({shared})" if shared else \
-        f"The launching thread {_who(w.thread, w.tid)}"
+    who = f"Launching thread {thread_named(w.thread, w.tid)} ({shared})" if shared else \
+        f"The launching thread {thread_named(w.thread, w.tid)}"
     ev = [f"{who} waits in OS calls {w.wait_pct_of_window:.1f} % of the window ({calls})."]
     own = next((c for c in w.calls if c.name == call), None)   # the finding's call: the range around its own waits
     context = own.context if own is not None and own.context_pct >= CONTEXT_PCT else ""
@@ -125,17 +125,18 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
                  key=lambda t: (-(t.sampled or 0), t.tid))[:SHOWN_THREADS]
     if shown:
         ev.append("Meanwhile: " + "; ".join(
-            f"{_who(t.thread, t.tid)} works {t.pct_of_waits:.0f} % of that time ({_doing(w, t.gtid)})"
+            f"{thread_named(t.thread, t.tid)} works {t.pct_of_waits:.0f} % of that time ({_doing(w, t.gtid)})"
             for t in shown) + ".")
     else:
         blocked = [t for t in w.threads if t.waiting_pct_of_waits >= SHOWN_THREAD_PCT][:SHOWN_THREADS]
         ev.append("No other thread of its process works (an NVTX range, a CUDA call or an OS call that does not "
                   f"wait) for as much as {SHOWN_THREAD_PCT:g} % of these waits" + ("; " + "; ".join(
-                      f"{_who(t.thread, t.tid)} waits too ({_waits_in(w, t.gtid)})" for t in blocked)
+                      f"{thread_named(t.thread, t.tid)} waits too ({_waits_in(w, t.gtid)})" for t in blocked)
                       if blocked else "") + ".")
     if ran:
         ev.append("CPU samples taken during these waits: " + "; ".join(
-            f"{_who(t.thread, t.tid)} sampled running in {t.sampled:,} of the waits' {n_s:,} samples" for t in ran)
+            f"{thread_named(t.thread, t.tid)} sampled running in {t.sampled:,} of the waits' {n_s:,} samples"
+            for t in ran)
             + " (samples of the other threads of its process).")
     elif n_s:
         k = sum(1 for t in w.threads if t.sampled)

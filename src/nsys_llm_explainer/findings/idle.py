@@ -14,7 +14,7 @@ from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.idle.host_samples import SHOWN_KINDS, UNSAMPLED_KEY, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
-from ..analyses.kernels.traits import AutotunePass, KernelTraitsResult
+from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.memory.copy_engines import CopyEnginesResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.steps.sync import StepSyncResult, StepSyncSeries
@@ -29,6 +29,19 @@ from ..vocabulary.units import fmt_us_unit as us
 from .advice import speaks_of_steps
 from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Quoted, Scope, finding
 from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting
+from .idle_once import (
+    AUTOTUNE_MIN_TRIAL_PCT,
+    STARTUP_MIN_SHARE,
+    autotune_line,
+    autotune_passes,
+    early_only,
+    loop_detail,
+    once_gap,
+    once_line,
+    once_ns,
+    once_title,
+    pause_line,
+)
 from .unified_memory import is_unified_detail
 from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, thread_named, wait_story
 
@@ -37,16 +50,6 @@ Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 HOST_OVERHEAD = "host_overhead"   # the launch-bound finding's cause (vocabulary.cause_kinds.COMPOSITE_CAUSES)
 assert HOST_OVERHEAD in COMPOSITE_CAUSES
 HOST_KINDS = ("launch", "host_cpu")   # the launch overhead the launch-bound composite may claim
-GROWTH_WINDOW_SHARE = 0.25   # alloc idle only inside the first quarter of the window: allocator growth
-#: a kind's idle with at least this share of its device's ns in the start-up / shutdown gaps (and the rest under
-#: MEDIUM_SHARE of the window) is one-time work, not loop work (docs/FINDINGS.md, "Start-up and shutdown")
-STARTUP_MIN_SHARE = 50.0
-#: the start-up / shutdown words name a side (before the first kernel, after the last) only when it holds at least
-#: this share of the once-per-run ns, in the title and the evidence alike (docs/FINDINGS.md, "Start-up and shutdown")
-ONCE_SIDE_MIN_SHARE = 5.0
-#: alloc idle that ends within an autotuning pass whose trials hold at least this share of its kernel time is
-#: autotuning's, not the loop's (docs/FINDINGS.md, "Autotuning allocations")
-AUTOTUNE_MIN_TRIAL_PCT = 50.0
 LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
@@ -70,9 +73,6 @@ TORCH_OP_RANGE = re.compile(r"^(?:aten::|prim::|autograd::|torch::autograd::)|^[
 #: a host thread sampled this often in the trace, with no sample in ≥ OFF_CPU_MIN_NS of its gaps, is off-CPU there
 OFF_CPU_MIN_SAMPLES = 20
 OFF_CPU_MIN_NS = 100_000_000
-#: one gap holding at least this % of the time a finding claims of its named cause is a pause (an epoch boundary, an
-#: evaluation, a checkpoint), not a per-step cost: the finding says so and gives no advice about every step
-PAUSE_MIN_PCT = 50.0
 #: other processes sampled in the `host_cpu` gaps where the host thread has no sample are named (and given the
 #: other-process advice) when those gaps hold at least this % of its `host_cpu` idle on the device: most of it
 UNSAMPLED_MIN_PCT = 50.0
@@ -151,21 +151,6 @@ def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: 
                                                                     f"{dur(named)}{in_loop}", 1)
 
 
-def _loop_detail(d: DeviceCauses, kind: str, top: str, claimed: Mapping[str, int],
-                 window: WindowResult) -> Optional[Tuple[str, int]]:
-    """(detail, ns between kernels) of the detail of ``kind`` on device ``d`` with the most idle ns in the loop,
-    when the kind's largest detail ``top`` holds ≥ :data:`STARTUP_MIN_SHARE` % of its ns before the device's first
-    kernel or after its last (a start-up call names a loop finding otherwise); None when it does not, or when no
-    detail of the finding (``claimed``: its ns per detail on ``d``) has ns in the loop."""
-    rows = [c for c in d.causes if c.kind == kind]
-    main = next((c for c in rows if c.detail == top), None)
-    if main is None or not main.ns or 100.0 * sum(_once_of(main, window)) < STARTUP_MIN_SHARE * main.ns:
-        return None
-    loop = [(c.ns - sum(_once_of(c, window)), c.detail) for c in rows if claimed.get(c.detail, 0) > 0]
-    ns, det = min(loop, key=lambda x: (-x[0], x[1]), default=(0, ""))
-    return (det, ns) if ns > 0 else None
-
-
 def _quoted(title_ns: Optional[int], total: int, kind_dev: int, detail: Optional[str], loop: bool, by: str,
             dev: int, devices: Sequence[int]) -> Optional[Quoted]:
     """What the title's time is and what the time at stake covers, when the two differ (docs/FINDINGS.md, "One
@@ -217,33 +202,6 @@ def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int) -> Optional[T
             "briefly to be sampled. " + processes_line(every, u.sampled_elsewhere(), "these gaps", UNSAMPLED_KEY))
     sc = Scope(device_id=dev, kind="host_cpu")
     return line, (Check("unsampled_pct_of_kind", share, ">=", UNSAMPLED_MIN_PCT, sc),)
-
-
-def _pause(c: Optional[IdleCause], claimed: int, dev: int, kind: str) -> Optional[Tuple[str, Tuple[Check, ...]]]:
-    """The evidence line (and its check) when the largest gap of the finding's named cause ``c`` holds ≥
-    :data:`PAUSE_MIN_PCT` % of the ns the finding claims of it on ``dev`` (``claimed``): a pause, not a per-step
-    cost; else None."""
-    if c is None or not c.examples or claimed <= 0:
-        return None
-    e = c.examples[0]
-    share = 100.0 * min(e.ns, claimed) / claimed
-    if share < PAUSE_MIN_PCT:
-        return None
-    rest = (f"; the other {fmt_count(c.gap_count - 1, 'gap')} {'hold' if c.gap_count > 2 else 'holds'} "
-            f"{dur(max(claimed - e.ns, 0))}" if c.gap_count > 1 else "")
-    return (f"One gap of {dur(e.ns)} holds {share:.1f} % of it: a pause, not a per-step cost{rest}.",
-            (Check("largest_gap_pct_of_claimed", share, ">=", PAUSE_MIN_PCT, Scope(device_id=dev, kind=kind)),))
-
-
-def _once_gap(c: Optional[IdleCause], once: Tuple[int, int], gpu: GpuTimeResult, dev: int) -> bool:
-    """True when the largest gap of cause ``c`` is the device's leading gap counted as start-up (``once[0]``) or its
-    trailing gap counted as shutdown (``once[1]``)."""
-    t = gpu.device(dev)
-    if c is None or not c.examples or t is None:
-        return False
-    e = c.examples[0]
-    return bool(once[0] and e.start_ns <= t.window_start_ns) or \
-        bool(once[1] and e.end_ns >= t.window_start_ns + t.window_ns)
 
 
 def _where(c: IdleCause, t0: int) -> str:
@@ -311,16 +269,16 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if len(top) > 1 or top[0][0]:
             ev.append("By " + (txt.by or "detail") + ": " + "; ".join(
                 f"{code_name(det or '–')} {dur(ns)}" for det, ns in top[:4]) + ".")
-        growth = kind == "alloc" and _early_only(idle_causes, gpu_time, kind)
-        once = _once(by_dev[dev], kind, window) if not KIND[kind].one_time else (0, 0)   # module_load says so
+        growth = kind == "alloc" and early_only(idle_causes, gpu_time, kind)
+        once = once_ns(by_dev[dev], kind, window) if not KIND[kind].one_time else (0, 0)   # module_load says so
         kind_ns = by_dev[dev].ns_of(kind)
         once_pct = 100.0 * sum(once) / kind_ns if kind_ns else 0.0
         loop_pct = 100.0 * (kind_ns - sum(once)) / win[dev]
         startup = not growth and once_pct >= STARTUP_MIN_SHARE and loop_pct < MEDIUM_SHARE
-        tuned = _autotune_passes(idle_causes, traits, set(devs)) \
+        tuned = autotune_passes(idle_causes, traits, set(devs)) \
             if kind == "alloc" and not growth and not startup else None
         in_loop = None if growth or startup or tuned or not sum(once) else \
-            _loop_detail(by_dev[dev], kind, top[0][0], devs[dev], window)   # a loop finding named after start-up
+            loop_detail(by_dev[dev], kind, top[0][0], devs[dev], window)   # a loop finding named after start-up
         named_det = in_loop[0] if in_loop else top[0][0]     # the detail the title names
         main = next((c for c in by_dev[dev].causes if c.kind == kind and c.detail == named_det), None)
         if main is not None:
@@ -328,7 +286,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} {code_name(named_det or kind)}"
                       f"{_where(main, window.full_start_ns)}.")
         pause = None if KIND[kind].one_time else \
-            _pause(main, min(sum(devs[dev].values()) - edge_ns[dev], devs[dev].get(top[0][0], 0)), dev, kind)
+            pause_line(main, min(sum(devs[dev].values()) - edge_ns[dev], devs[dev].get(top[0][0], 0)), dev, kind)
         pause_at = len(ev)      # its line follows the largest gap's (given unless the finding is one-time work)
         table_share = 100.0 * by_dev[dev].ns_of(kind) / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
@@ -364,12 +322,12 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         checks += wait_checks   # the title's "keep the kernels waiting", "before the next kernel …" or "not known"
         category = KIND[kind].category
         if startup or in_loop or 100.0 * sum(once) / win[dev] >= MEDIUM_SHARE:
-            ev.append(_once_line(once, kind_ns, loop_pct, dev, startup))
+            ev.append(once_line(once, kind_ns, loop_pct, dev, startup))
         if startup:
             checks += (Check("startup_pct_of_cause", once_pct, ">=", STARTUP_MIN_SHARE, sc),
                        Check("loop_pct_of_window", loop_pct, "<", MEDIUM_SHARE, sc))
         if tuned:
-            ev.extend(_autotune_line(p, window.full_start_ns) for p in tuned)
+            ev.extend(autotune_line(p, window.full_start_ns) for p in tuned)
             checks += tuple(Check("autotune_trial_pct", 100.0 * p.trial_ns / p.kernel_ns, ">=", AUTOTUNE_MIN_TRIAL_PCT,
                                   Scope(device_id=p.device_id, trait="autotune")) for p in tuned)
         if growth or startup or tuned:
@@ -380,7 +338,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
         ids = _kernel_lines(ids, traits)
-        if pause is not None and _once_gap(main, once, gpu_time, dev):
+        if pause is not None and once_gap(main, once, gpu_time, dev):
             pause = None     # the largest gap is the start-up / shutdown gap: the once-per-run line speaks for it
         if pause is not None and not (growth or startup or tuned):   # one gap: no line about every step
             ev.insert(pause_at, pause[0])
@@ -430,7 +388,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             title, title_ns = (f"Allocator growth at the start of the window: {code_name(what)} holds "
                                f"{main_quoted:.1f} % of it (a one-time cost)"), None
         elif startup:
-            title, title_ns = _once_title(kind, top[0][0], once, main_quoted, named_ns), named_ns
+            title, title_ns = once_title(kind, top[0][0], once, main_quoted, named_ns), named_ns
         elif tuned:      # the kind's time on the device, as the time at stake (item: one quantity)
             title_ns = kind_dev
             title = ("Autotuning allocations, not the loop: " + (
@@ -570,98 +528,6 @@ def edge_bin_ns(causes: IdleCausesResult) -> Dict[int, Dict[str, int]]:
         n = len(b.edges_ns) - 1
         out[b.device_id] = {k: int(v[0]) + (int(v[-1]) if n > 1 else 0) for k, v in b.idle_ns_by_kind.items() if v}
     return out
-
-
-def _early_only(causes: IdleCausesResult, gpu: GpuTimeResult, kind: str) -> bool:
-    """True when every gap holding ``kind`` ends within the first quarter of its device's window."""
-    for d in causes.devices:
-        t = gpu.device(d.device_id)
-        for c in d.causes:
-            if c.kind == kind and t is not None and \
-                    c.last_ns > t.window_start_ns + GROWTH_WINDOW_SHARE * t.window_ns:
-                return False
-    return True
-
-
-def _once_of(c: IdleCause, window: WindowResult) -> Tuple[int, int]:
-    """(start-up ns, shutdown ns) of one cause row: its ns in the device's leading gap when the window starts at the
-    capture's start, in its trailing gap when it ends at the capture's end (else 0)."""
-    return (c.lead_gap_ns if window.start_ns <= window.full_start_ns else 0,
-            c.trail_gap_ns if window.end_ns >= window.full_end_ns else 0)
-
-
-def _once(d: DeviceCauses, kind: str, window: WindowResult) -> Tuple[int, int]:
-    """(start-up ns, shutdown ns) of ``kind`` on device ``d``: its ns in the device's leading gap when the window
-    starts at the capture's start, in its trailing gap when it ends at the capture's end (else 0): idle before the
-    device's first kernel or after its last in the capture, paid once per run."""
-    parts = [_once_of(c, window) for c in d.causes if c.kind == kind]
-    return sum(p[0] for p in parts), sum(p[1] for p in parts)
-
-
-def _sides(once: Tuple[int, int]) -> Tuple[bool, bool]:
-    """Which sides of the window the start-up / shutdown words name: a side holding at least
-    :data:`ONCE_SIDE_MIN_SHARE` % of the once-per-run ns (title and evidence alike; docs/FINDINGS.md)."""
-    n = sum(once)
-    lead, trail = (n > 0 and 100.0 * x >= ONCE_SIDE_MIN_SHARE * n for x in once)
-    return (lead, trail) if lead or trail else (once[0] >= once[1], once[0] < once[1])
-
-
-def _where_once(sides: Tuple[bool, bool]) -> str:
-    return ("before the GPU's first kernel and after its last" if sides[0] and sides[1] else
-            "before the GPU's first kernel" if sides[0] else "after the GPU's last kernel")
-
-
-def _once_line(once: Tuple[int, int], kind_ns: int, loop_pct: float, dev: int, startup: bool) -> str:
-    """The evidence line of the start-up / shutdown part of a kind's idle on ``dev`` (``kind_ns``: all of it); a side
-    under :data:`ONCE_SIDE_MIN_SHARE` % of the once-per-run ns is not named, its time given apart."""
-    n = sum(once)
-    sides = _sides(once)
-    small = [(ns, w) for ns, named, w in zip(once, sides, ("before the GPU's first kernel", "after its last kernel"))
-             if ns and not named]
-    head = (f"{dur(n)} of it on device {dev} ({100.0 * n / kind_ns:.1f} %) lies {_where_once(sides)} "
-            "(start-up / shutdown: once per run, not in every step"
-            + "".join(f"; {dur(ns)} of it, under {ONCE_SIDE_MIN_SHARE:.0f} % of that, lies {w}" for ns, w in small)
-            + ")")
-    if startup:
-        return head + f"; the rest, between kernels, is {loop_pct:.1f} % of the window."
-    return head + (f"; the other {loop_pct:.1f} % of the window lies between kernels, in the loop: this finding is "
-                   "about both.")
-
-
-def _once_title(kind: str, detail: str, once: Tuple[int, int], main_share: float, ns: int) -> str:
-    """The start-up / shutdown title, naming the sides its evidence names (:func:`_sides`)."""
-    sides = _sides(once)
-    what = f" ({code_name(detail)})" if detail else ""
-    head = "Start-up and shutdown" if all(sides) else "Start-up" if sides[0] else "Shutdown"
-    return (f"{head}, not the loop: {KIND[kind].idle_text}{what} "
-            f"{_where_once(sides)}, {main_share:.1f} % of the window ({dur(ns)}, once)")
-
-
-def _autotune_passes(causes: IdleCausesResult, traits: KernelTraitsResult,
-                     devices: AbstractSet[int]) -> Tuple[AutotunePass, ...]:
-    """The autotuning passes of ``devices`` when every one of them holds an autotuning pass whose ``autotune`` trials
-    hold ≥ :data:`AUTOTUNE_MIN_TRIAL_PCT` of its kernel time and every gap of the device holding ``alloc`` idle ends
-    by the pass's end (the first kernel after its last trial; kernels follow it); else ()."""
-    passes = {p.device_id: p for p in traits.autotune_passes}
-    out = []
-    for d in causes.devices:
-        if d.device_id not in devices:
-            continue
-        p = passes.get(d.device_id)
-        if p is None or not p.kernel_ns or 100.0 * p.trial_ns / p.kernel_ns < AUTOTUNE_MIN_TRIAL_PCT or \
-                any(c.kind == "alloc" and c.last_ns > p.until_ns for c in d.causes):
-            return ()
-        out.append(p)
-    return tuple(out)
-
-
-def _autotune_line(p: AutotunePass, t0: int) -> str:
-    return (f"Device {p.device_id} runs autotuning trials (kernel trait `autotune`: {code_name('redzone_checker')}, "
-            f"FFT trials) until {dur(p.until_ns - t0)} from trace start, where the first kernel after its last trial "
-            f"starts: they hold {100.0 * p.trial_ns / p.kernel_ns:.1f} % of its {dur(p.kernel_ns)} of kernel time "
-            f"up to then; every idle gap with an allocation ends by then, and none idles the GPU among the "
-            f"{fmt_count(p.after_count, 'kernel')} after it (one-time workspace for the algorithms tried, not "
-            "allocation in the loop).")
 
 
 def _left(c: IdleCause, dev: int, lb: AbstractSet[int], whole: int, paced: int) -> int:

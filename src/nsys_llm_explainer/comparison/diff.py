@@ -14,6 +14,7 @@ from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from ..vocabulary.windows import window_name
 from .measure import (
     GRAPH_UNTRACED,
+    HOST_PACED,
     NON_GPU,
     NOT_RENAMED,
     Facts,
@@ -152,9 +153,15 @@ def _offset(cats: Sequence[Delta], r: Delta) -> Optional[Delta]:
     return best if best is not None and abs(best.delta_per_unit_ns or 0) >= OFFSET_SHARE * abs(m) else None
 
 
-def reason_text(r: Delta) -> str:
+def reason_text(r: Delta, host_paced: bool = False) -> str:
+    """The main reason ``r`` in words; ``host_paced``: the comparison's ``launch`` rows hold a launch-bound device's
+    host-paced ``queued`` time (detail :data:`.measure.HOST_PACED`), so ``launch`` is the launch overhead the
+    report's launch-bound finding counts, not only the launch calls."""
     if r.component == "category":
         return f"non-overlapped GPU time in {code_name(r.name)} kernels"
+    if r.name == "launch" and host_paced:
+        return ("GPU idle in kernel launch calls and between kernels launched one at a time (launch overhead, "
+                f"idle cause {code_name(r.name)})")
     return (KIND[r.name].idle_text if r.name in KIND else f"GPU idle ({r.name})") + f" (idle cause {code_name(r.name)})"
 
 
@@ -204,7 +211,8 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
     wb, wn = c.window_per_unit_base_ns, c.window_per_unit_new_ns
     if r is not None and wb is not None and wn is not None and verdict != "not_compared":
         lead = "Main reason" if verdict in ("faster", "slower") else "Largest change"
-        text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
+        paced = any(d.name == "launch" and d.detail == HOST_PACED for d in details)
+        text = f"{lead}: {reason_text(r, paced)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
         sub = [d for d in details if d.name == r.name and d.detail == r.detail]
         if r.component == "idle" and r.detail and sub:
             text += f", of which {code_name(r.detail)} {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import pytest
 from synth import TraceBuilder
 from synth.loops import LOOP_KERNELS
@@ -13,6 +14,7 @@ from synth.scenarios.names import K
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.comparison.measure import HOST_PACED, gather
+from nsys_llm_explainer.render import load_schema
 from nsys_llm_explainer.report import Report
 
 US = 1_000
@@ -153,12 +155,12 @@ def test_a_report_without_host_paced_time_keeps_it_queued(tmp_path: Path) -> Non
         assert f.idle_detail.get(("launch", HOST_PACED), 0) == pytest.approx(paced * US * steps, abs=20 * US)
 
 
-def _do_bench(path: Path, gemm_us: int) -> str:
+def _do_bench(path: Path, gemm_us: int, reads: bool = True) -> str:
     """`triton.testing.do_bench` of one GEMM (as tests/findings/test_claims_cay.py's, 250 repetitions): per
     repetition h = 1.3 ms + i · 20 µs an 80 µs L2-flush fill kernel (launched [h, h+5) µs) outside the event pair,
     `cudaEventRecord` [h+5, h+7), the GEMM of ``gemm_us`` (launched [h+7, h+12)), `cudaEventRecord` [h+14, h+16);
     the GPU runs them back to back from 1.32 ms (a repetition is 80 + 1 + ``gemm_us`` µs); then one
-    `cudaDeviceSynchronize` and 200 `cudaEventElapsedTime` reads."""
+    `cudaDeviceSynchronize` and 200 `cudaEventElapsedTime` reads (none without ``reads``: no event-timed thread)."""
     b = TraceBuilder()
     b.process(7)
     g = b.thread(7, 1, "main")
@@ -174,13 +176,11 @@ def _do_bench(path: Path, gemm_us: int) -> str:
         gpu += (81 + gemm_us) * US
     h = t + 250 * 20 * US
     b.runtime(h, gpu + 5 * US, tid_g=g, name="cudaDeviceSynchronize_v3020")
-    for i in range(200):
+    for i in range(200 if reads else 0):
         b.runtime(gpu + (10 + 3 * i) * US, gpu + (12 + 3 * i) * US, tid_g=g, name="cudaEventElapsedTime_v3020")
     return b.write(str(path), overwrite=True)
 
 
-@pytest.mark.xfail(strict=True, reason="compare anchors two benchmark-harness captures on the harness's L2-flush "
-                   "kernel and says nothing of the harness, while the single reports leave its kernels out")
 def test_two_do_bench_captures_are_compared_on_the_timed_kernels(tmp_path: Path) -> None:
     """The GEMM under test 30 → 20 µs (−33.3 %: what `do_bench` reports). Each capture is an event-timed harness:
     the 250 fills (80 µs each, 20 ms, 72 % / 80 % of kernel time) lie outside every event pair, and the single
@@ -189,11 +189,37 @@ def test_two_do_bench_captures_are_compared_on_the_timed_kernels(tmp_path: Path)
     111 → 101 µs: "9.0 % faster", main reason `gemm` −0.010 ms per iteration, with no word that 80 µs of each 111 µs
     is the benchmark's own cache flush. The fix I would make: the anchor is chosen among the kernels that are not
     harness kernels (``analyses.kernels.harness``) when every trace is event-timed, and the headline says what was
-    left out and gives the timed kernels' time per iteration (0.030 → 0.020 ms, −33.3 %)."""
+    left out and gives the timed kernels' time per iteration (0.030 → 0.020 ms, −33.3 %).
+
+    Fixed so: 250 GEMMs per capture, one per iteration (250 iterations); the fills 250 × 80 µs = 20 ms in each
+    (0.080 ms per iteration), the timed GEMMs 7.5 / 5 ms (0.030 → 0.020 ms per iteration, −33.3 %)."""
     res = nle.compare([_do_bench(tmp_path / "a.sqlite", 30), _do_bench(tmp_path / "b.sqlite", 20)],
                       labels=["A", "B"])
     c = res.comparisons[0]
     assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.verdict) == (111 * US, 101 * US, "faster")
     assert res.metric.anchor_kernel == K.GEMM_QKV
-    assert any("harness" in h for h in c.headline), c.headline
+    assert res.metric.harness_left_out == (FILL,)
+    assert [(t.units, t.harness_kernel_ns, t.timed_kernel_ns) for t in res.traces] == [
+        (250, 20 * MS, 7_500 * US), (250, 20 * MS, 5 * MS)]
+    assert (f"Benchmark harness: every trace is event-timed, so the anchor is a timed kernel; the harness's own "
+            f"kernels, launched outside every timed region (`{FILL}`: 0.080 ms per iteration in each), are left out "
+            "of it but still in the iteration period; the timed kernels take 0.030 ms → 0.020 ms per iteration "
+            "(−33.3 %).") in c.headline, c.headline
+    d = res.to_dict()
+    assert d["metric"]["harness_left_out"] == [FILL] and d["traces"][1]["timed_kernel_ns"] == 5 * MS
+    jsonschema.validate(d, load_schema("compare_schema.json"))
+
+
+def test_a_capture_not_event_timed_keeps_the_heaviest_common_kernel(tmp_path: Path) -> None:
+    """The same two harnesses, B's elapsed times never read (no event-timed thread in B): not every trace is
+    event-timed, so the anchor is the heaviest common kernel as before — the fill, whose smallest share of kernel
+    time (80 / 110 = 72.7 % in A) beats the GEMM's (20 / 100 = 20 % in B) — and no harness line or field."""
+    res = nle.compare([_do_bench(tmp_path / "a.sqlite", 30), _do_bench(tmp_path / "b.sqlite", 20, reads=False)],
+                      labels=["A", "B"])
+    c = res.comparisons[0]
+    assert (res.metric.anchor_kernel, res.metric.harness_left_out) == (FILL, None)
+    assert (c.metric_base.p50_ns, c.metric_new.p50_ns) == (111 * US, 101 * US)
+    assert not any("harness" in h for h in c.headline), c.headline
+    assert "harness_left_out" not in res.to_dict()["metric"]
+    assert all(t.harness_kernel_ns is None and t.timed_kernel_ns is None for t in res.traces)
 

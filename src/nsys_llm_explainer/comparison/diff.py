@@ -178,6 +178,22 @@ def _renamed_line(r: Renamed, b: TraceSummary, n: TraceSummary, unit: str) -> st
     return f"Compared across a precision change: {side} ({each}){tail}."
 
 
+def _harness_line(names: Sequence[str], b: TraceSummary, n: TraceSummary, unit: str) -> str:
+    """The headline's line on a benchmark harness (every trace event-timed): which kernels the anchor left out, their
+    time per ``unit`` and the timed kernels' (docs/COMPARE.md, "The headline metric")."""
+    what = code_name(names[0]) if len(names) == 1 else f"{len(names)} kernel names"
+    hb, hn = per_unit(b.harness_kernel_ns or 0, b.units), per_unit(n.harness_kernel_ns or 0, n.units)
+    tb, tn = per_unit(b.timed_kernel_ns or 0, b.units), per_unit(n.timed_kernel_ns or 0, n.units)
+    each = (f"{fmt_ms(hb, unit=True)} per {unit} in each" if hb == hn else
+            f"{fmt_ms(hb, unit=True)} → {fmt_ms(hn, unit=True)} per {unit}")
+    timed = f"the timed kernels take {fmt_ms(tb, unit=True)} → {fmt_ms(tn, unit=True)} per {unit}"
+    if tb and tn is not None:
+        timed += f" ({100.0 * (tn - tb) / tb:+.1f} %)".replace("-", "−")
+    return (f"Benchmark harness: every trace is event-timed, so the anchor is a timed kernel; the harness's own "
+            f"kernels, launched outside every timed region ({what}: {each}), are left out of it but still in the "
+            f"{unit} period; {timed}.")
+
+
 def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: TraceSummary,
               n: TraceSummary, windows: Tuple[str, str], renamed: Renamed = NOT_RENAMED) -> Tuple[str, ...]:
     """The headline lines of ``c`` (``details``: every (kind, detail) delta, not only the rows ``c`` keeps;
@@ -220,6 +236,8 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
         if back is not None:
             text += f", offset by {code_name(back.name)} kernels {signed_ms(back.delta_per_unit_ns, unit=True)}"
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
+    if spec.harness_left_out and verdict != "not_compared":
+        lines.append(_harness_line(spec.harness_left_out, b, n, unit))
     own = [w[len("the "):] if w.startswith("the ") else w for w in windows]   # "BASE's steady window", not "'s the"
     where = windows[0] if windows[0] == windows[1] else f"BASE's {own[0]} / NEW's {own[1]}"
     lines.append(f"GPU busy {b.busy_pct:.1f} % → {n.busy_pct:.1f} % of {where}.")

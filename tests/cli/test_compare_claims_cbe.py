@@ -139,6 +139,26 @@ def test_eager_to_cuda_graph_main_reason_is_the_launch_overhead(tmp_path: Path) 
                                     "`cudaLaunchKernel` −0.048 ms"), c.headline
 
 
+def test_the_launch_bound_title_says_the_gpu_waits_per_kernel(tmp_path: Path) -> None:
+    """EAGER's own report: the title read "the host needs ~4.39 µs per kernel, the kernels ~5.50 µs", as if the host
+    were faster than the kernels while every launch call took 10 µs; 4.39 µs is GPU idle charged to launch overhead
+    per kernel. By hand, per step: the gap after kernel j (0…18) is [t + 10 j + 12 + d_j, t + 10 j + 22): `launch`
+    (call j + 1 until t + 10 j + 20) 8 − d_j µs, then 2 µs host-paced `queued`; Σ d_j over j ≤ 18 = 120 − 6, so
+    19 × 8 − 114 = 38 µs `launch` and 38 µs queued; between steps 10 µs `launch` (the first call after 100 µs of host
+    work) and 2 µs queued. 120 steps, 119 gaps between them, less 6 µs of first launches of RMS norm and the GEMM
+    (`module_load`: 3 + 3 µs): `launch` 4.560 + 1.190 − 0.006 = 5.744 ms, queued 4.560 + 0.238 = 4.798 ms, 10.542 ms
+    over 2,400 kernels = 4.3925 µs; median kernel of 5, 5, 8, 6 µs × 5: (5 + 6) / 2 = 5.50 µs."""
+    rep = nle.analyze(_eager_or_graph(tmp_path / "e.sqlite", False))
+    f = next(x for x in rep.findings if x.id == "launch_overhead")
+    assert f.time_at_stake_ns == 10_542 * US
+    assert f.title.startswith("Launch-bound: the GPU waits ~4.39 µs per kernel for its launch; the kernels run "
+                              "~5.50 µs: "), f.title
+    assert "the GPU waits about 4.39 µs per kernel for its launch (the launch overhead below over its 2,400 " \
+           "kernels: GPU idle, not the length of a launch call)." in f.evidence[0], f.evidence[0]
+    assert "launch calls `cudaLaunchKernel` 5.744 ms; launched kernels waiting to start after host-paced launches " \
+           "(each launched only after the kernel before it started) 4.798 ms" in f.evidence[1], f.evidence[1]
+
+
 def test_a_report_without_host_paced_time_keeps_it_queued(tmp_path: Path) -> None:
     """``host_paced_ns`` is not in report.json: a report loaded from it (``Report.from_dict``) holds 0, so
     ``gather`` would move nothing and leave the 40 µs per step `queued` (compare refuses such a report anyway:

@@ -19,6 +19,7 @@ from .analyses.idle.causes import IdleCausesResult
 from .analyses.idle.gpu_time import GpuTimeResult
 from .analyses.idle.host_samples import HostSamplesResult
 from .analyses.kernels.categories import CategoryResult
+from .analyses.kernels.harness import HarnessKernels
 from .analyses.kernels.starts import KernelStarts
 from .analyses.kernels.summary import KernelSummary
 from .analyses.kernels.traits import KernelTraitsResult
@@ -53,7 +54,8 @@ class Report:
     over the analysis window (``window``); the others over the whole capture.
 
     The trace model is not part of it (what compare, a cluster and the timeline file read of the trace is computed
-    in the graph: ``steady_kernel_starts``, ``steady_categories``, ``clock``, ``nccl_series``, ``timeline_file``),
+    in the graph: ``steady_kernel_starts``, ``steady_categories``, ``harness``, ``clock``, ``nccl_series``,
+    ``timeline_file``),
     so it is freed once the analysis is done; those values are None / empty on a report loaded from
     ``report.json`` (:meth:`from_dict`), and what needs them says so."""
 
@@ -98,6 +100,9 @@ class Report:
     nccl_series: Optional[Tuple[NcclSeries, ...]] = field(default=None, metadata=NOT_IN_JSON)   # NCCL kernels
     #: what a comparison splits per step period (NVTX steps; made only for a comparison: pipeline ``compare``)
     period_parts: Optional[PeriodParts] = field(default=None, metadata=NOT_IN_JSON)
+    #: steady: the kernels an event-timed benchmark harness launched outside its timed regions (compare's anchor
+    #: kernel leaves them out; the kernel findings read them from the graph)
+    harness: Optional[HarnessKernels] = field(default=None, metadata=NOT_IN_JSON)
 
     def to_dict(self) -> Dict[str, Any]:
         return report_dict(self)

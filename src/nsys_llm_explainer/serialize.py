@@ -74,7 +74,8 @@ MOVED: Dict[str, Tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
     "attribution": ("nvtx.attribution", lambda d: _part(d, "nvtx", "attribution")),
 }
 #: fields ``report.json`` does not carry: None in a report loaded from it
-NOT_CARRIED = frozenset({"steady_kernel_starts", "steady_categories", "clock", "nccl_series", "period_parts"})
+NOT_CARRIED = frozenset({"steady_kernel_starts", "steady_categories", "clock", "nccl_series", "period_parts",
+                         "harness"})
 
 
 def report_values(report_type: type, d: Any) -> Dict[str, Any]:

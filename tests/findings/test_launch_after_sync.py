@@ -49,7 +49,8 @@ def test_eager_loop_without_syncs_keeps_every_short_host_gap(tmp_path: Path) -> 
     assert "after_sync_short_ns" not in _cause(rep, "host_cpu")
     f = finding_of(rep, "launch_overhead")
     assert f["time_at_stake_ns"] == 224 * 15 * US
-    assert f["title"].startswith("Launch-bound: the host needs ~14.93 µs per kernel, the kernels ~5.00 µs"), f["title"]
+    assert f["title"].startswith("Launch-bound: the GPU waits ~14.93 µs per kernel for its launch; the kernels run "
+                                  "~5.00 µs: "), f["title"]
 
 
 def test_per_step_item_keeps_launch_overhead_inside_the_step(tmp_path: Path) -> None:
@@ -67,5 +68,5 @@ def test_per_step_item_keeps_launch_overhead_inside_the_step(tmp_path: Path) -> 
     assert hc["ns"] == 8_843 * US and hc["after_sync_short_ns"] == 5_243 * US
     f = finding_of(rep, "launch_overhead")
     assert f["time_at_stake_ns"] == 7_093 * US
-    assert f["title"].startswith("Launch-bound: the host needs ~14.19 µs per kernel"), f["title"]
+    assert f["title"].startswith("Launch-bound: the GPU waits ~14.19 µs per kernel for its launch"), f["title"]
     assert "host CPU between launches (gaps < 1 ms) 3.600 ms" in f["evidence"][1], f["evidence"][1]

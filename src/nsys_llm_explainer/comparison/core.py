@@ -6,7 +6,7 @@ import stat
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
 
 from .. import __version__
 from ..analyses.common.stats import pct
@@ -90,7 +90,18 @@ def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
         busy_ns=f.busy_ns, busy_pct=f.busy_pct, non_gpu_ns=f.non_gpu_ns, units=units, metric=mv, steps=steps,
         idle_by_kind=idle, categories=cats, kernel_count=int(sk.kernel_count) if sk.available else 0,
         total_kernel_ns=int(sk.total_kernel_ns) if sk.available else 0, verdict=rep.headline.verdict,
-        findings=findings, notes=tuple(notes))
+        findings=findings, notes=tuple(notes), **_harness_ns(spec, rep))
+
+
+def _harness_ns(spec: MetricSpec, rep: Report) -> Dict[str, int]:
+    """``harness_kernel_ns`` and ``timed_kernel_ns`` of a trace when the anchor left harness kernels out (every
+    trace event-timed): the steady window's kernel time launched outside every timed region and the rest."""
+    h = rep.harness
+    if spec.harness_left_out is None or h is None:
+        return {}
+    sk = rep.steady_kernels
+    timed = int(h.timed_kernel_ns) if h.kernel_count else int(sk.total_kernel_ns) if sk.available else 0
+    return {"harness_kernel_ns": int(h.kernel_ns), "timed_kernel_ns": timed}
 
 
 def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] = None,

@@ -14,6 +14,7 @@ from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
 from ..vocabulary.windows import window_name
 from .measure import (
     GRAPH_UNTRACED,
+    HOST_PACED,
     NON_GPU,
     NOT_RENAMED,
     Facts,
@@ -152,9 +153,15 @@ def _offset(cats: Sequence[Delta], r: Delta) -> Optional[Delta]:
     return best if best is not None and abs(best.delta_per_unit_ns or 0) >= OFFSET_SHARE * abs(m) else None
 
 
-def reason_text(r: Delta) -> str:
+def reason_text(r: Delta, host_paced: bool = False) -> str:
+    """The main reason ``r`` in words; ``host_paced``: the comparison's ``launch`` rows hold a launch-bound device's
+    host-paced ``queued`` time (detail :data:`.measure.HOST_PACED`), so ``launch`` is the launch overhead the
+    report's launch-bound finding counts, not only the launch calls."""
     if r.component == "category":
         return f"non-overlapped GPU time in {code_name(r.name)} kernels"
+    if r.name == "launch" and host_paced:
+        return ("GPU idle in kernel launch calls and between kernels launched one at a time (launch overhead, "
+                f"idle cause {code_name(r.name)})")
     return (KIND[r.name].idle_text if r.name in KIND else f"GPU idle ({r.name})") + f" (idle cause {code_name(r.name)})"
 
 
@@ -169,6 +176,22 @@ def _renamed_line(r: Renamed, b: TraceSummary, n: TraceSummary, unit: str) -> st
     each = (f"{la} launch{'' if la == '1' else 'es'} per {unit} in each" if la == lb
             else f"{la} and {lb} launches per {unit}")
     return f"Compared across a precision change: {side} ({each}){tail}."
+
+
+def _harness_line(names: Sequence[str], b: TraceSummary, n: TraceSummary, unit: str) -> str:
+    """The headline's line on a benchmark harness (every trace event-timed): which kernels the anchor left out, their
+    time per ``unit`` and the timed kernels' (docs/COMPARE.md, "The headline metric")."""
+    what = code_name(names[0]) if len(names) == 1 else f"{len(names)} kernel names"
+    hb, hn = per_unit(b.harness_kernel_ns or 0, b.units), per_unit(n.harness_kernel_ns or 0, n.units)
+    tb, tn = per_unit(b.timed_kernel_ns or 0, b.units), per_unit(n.timed_kernel_ns or 0, n.units)
+    each = (f"{fmt_ms(hb, unit=True)} per {unit} in each" if hb == hn else
+            f"{fmt_ms(hb, unit=True)} → {fmt_ms(hn, unit=True)} per {unit}")
+    timed = f"the timed kernels take {fmt_ms(tb, unit=True)} → {fmt_ms(tn, unit=True)} per {unit}"
+    if tb and tn is not None:
+        timed += f" ({100.0 * (tn - tb) / tb:+.1f} %)".replace("-", "−")
+    return (f"Benchmark harness: every trace is event-timed, so the anchor is a timed kernel; the harness's own "
+            f"kernels, launched outside every timed region ({what}: {each}), are left out of it but still in the "
+            f"{unit} period; {timed}.")
 
 
 def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: TraceSummary,
@@ -204,7 +227,8 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
     wb, wn = c.window_per_unit_base_ns, c.window_per_unit_new_ns
     if r is not None and wb is not None and wn is not None and verdict != "not_compared":
         lead = "Main reason" if verdict in ("faster", "slower") else "Largest change"
-        text = f"{lead}: {reason_text(r)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
+        paced = any(d.name == "launch" and d.detail == HOST_PACED for d in details)
+        text = f"{lead}: {reason_text(r, paced)} {signed_ms(r.delta_per_unit_ns, unit=True)} per {unit}"
         sub = [d for d in details if d.name == r.name and d.detail == r.detail]
         if r.component == "idle" and r.detail and sub:
             text += f", of which {code_name(r.detail)} {signed_ms(sub[0].delta_per_unit_ns, unit=True)}"
@@ -212,6 +236,8 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
         if back is not None:
             text += f", offset by {code_name(back.name)} kernels {signed_ms(back.delta_per_unit_ns, unit=True)}"
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
+    if spec.harness_left_out and verdict != "not_compared":
+        lines.append(_harness_line(spec.harness_left_out, b, n, unit))
     own = [w[len("the "):] if w.startswith("the ") else w for w in windows]   # "BASE's steady window", not "'s the"
     where = windows[0] if windows[0] == windows[1] else f"BASE's {own[0]} / NEW's {own[1]}"
     lines.append(f"GPU busy {b.busy_pct:.1f} % → {n.busy_pct:.1f} % of {where}.")

@@ -12,15 +12,20 @@ from typing import TYPE_CHECKING, AbstractSet, Dict, FrozenSet, List, Optional, 
 import numpy as np
 
 from ..analyses.idle.causes import cause_totals
+from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.categories import CategoryResult, classify
 from ..analyses.kernels.starts import KernelStarts
 from ..analyses.steps.periods import PeriodSpan
+from ..findings.idle import launch_bound_devices
 
 if TYPE_CHECKING:
     from ..report import Report
 
 GRAPH_UNTRACED = "graph_untraced"
 NON_GPU = "non_gpu"
+#: the ``launch`` detail that holds a launch-bound device's host-paced ``queued`` ns (docs/COMPARE.md, "Where the
+#: change comes from"): the launch overhead the report's launch-bound finding counts with the launch calls
+HOST_PACED = "host-paced queued"
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,28 @@ def _categories(cat: CategoryResult, busy_ns: int, counted: AbstractSet[int]) ->
     return out
 
 
+def _host_paced_to_launch(detail: Dict[Tuple[str, str], int], devs: List[DeviceCauses],
+                          launch_bound: AbstractSet[int]) -> None:
+    """Move the host-paced ``queued`` ns (``IdleCause.host_paced_ns``, docs/MODEL.md "Host-paced queued time") of
+    the ``launch_bound`` devices among ``devs`` from their ``queued`` rows of ``detail`` to the ``launch`` detail
+    :data:`HOST_PACED`, as the report's launch-bound finding counts them (:func:`findings.idle.launch_bound_devices`:
+    one definition of a launch-bound device). A report loaded from report.json has no ``host_paced_ns`` (0): nothing
+    moves, but compare refuses such a report (:func:`.core.compare_reports`)."""
+    moved: Counter[Tuple[str, str]] = Counter()
+    for d in devs:
+        if d.device_id in launch_bound:
+            for c in d.causes:
+                if c.kind == "queued" and c.host_paced_ns > 0:
+                    moved[(c.kind, c.detail)] += min(int(c.host_paced_ns), int(c.ns))
+    for key, ns in sorted(moved.items()):
+        left = detail[key] - ns
+        if left > 0:
+            detail[key] = left
+        else:
+            del detail[key]
+        detail[("launch", HOST_PACED)] = detail.get(("launch", HOST_PACED), 0) + ns
+
+
 def gather(rep: Report, label: str, path: str, periods: bool = False) -> Facts:
     """The numbers of ``rep`` the comparison uses (see module docstring); ``rep`` holds the steady window's kernel
     starts and categories (a report the analysis made, not one loaded from report.json). ``periods``: the parts are
@@ -77,6 +104,7 @@ def gather(rep: Report, label: str, path: str, periods: bool = False) -> Facts:
         rep.idle_causes, rep.steady_categories, rep.steady_kernels)
     devs = [dc for dc in idle.devices if dc.device_id in counted] if idle.available else []
     detail = {(c.kind, c.detail): int(c.ns) for c in cause_totals(devs)}
+    _host_paced_to_launch(detail, devs, launch_bound_devices(rep.gpu_time).keys())
     kind: Counter[str] = Counter()
     for (k, _), ns in detail.items():
         kind[k] += ns

@@ -5,7 +5,7 @@ and its noise (docs/COMPARE.md, "The headline metric")."""
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import AbstractSet, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -39,9 +39,21 @@ def _steps_common(facts: Sequence[Facts]) -> Optional[str]:
     return None
 
 
-def _anchor(facts: Sequence[Facts]) -> Optional[str]:
+def harness_names(facts: Sequence[Facts]) -> Optional[FrozenSet[str]]:
+    """The kernel names any trace's benchmark harness launched outside every timed region (``Report.harness``,
+    :mod:`analyses.kernels.harness`) when every trace is event-timed; None when some trace is not (or its report
+    does not say)."""
+    hs = [f.report.harness for f in facts]
+    if not hs or any(h is None or not h.threads for h in hs):
+        return None
+    return frozenset(n for h in hs if h is not None for n in h.names)
+
+
+def _anchor(facts: Sequence[Facts], leave_out: AbstractSet[str] = frozenset()) -> Optional[str]:
+    """The kernel name common to every trace whose smallest share of kernel time is largest, ``leave_out`` aside
+    (None when no such name is left)."""
     sh = [shares(f) for f in facts]
-    common = set(sh[0]).intersection(*sh[1:]) if sh else set()
+    common = (set(sh[0]).intersection(*sh[1:]) if sh else set()) - set(leave_out)
     if not common:
         return None
     return max(sorted(common), key=lambda n: min(s[n] for s in sh))
@@ -68,15 +80,21 @@ def choose_metric(facts: Sequence[Facts]) -> MetricSpec:
         return MetricSpec(STEP, f"median step time (steps delimited by marker kernels /{s.marker_regex}/)", "step",
                           "every trace has steps found the same way", step_method=s.method,
                           step_ranges=tuple(s.step_ranges))
-    name = _anchor(facts)
+    harness = harness_names(facts)
+    name = _anchor(facts, harness) if harness else None
+    if name is None:
+        harness, name = None, _anchor(facts)   # no timed kernel in common: the anchor among all kernels
     if name is None:
         return MetricSpec(None, "none: the traces have no kernel name in common", "window_s",
                           f"{why_not_steps}, and no kernel name is common to all traces")
     k, why = _repeat([f.kernel_starts.per_device(name) for f in facts])   # per device: (anchor starts, all starts)
+    among = (" timed kernels (every trace is event-timed: the benchmark harness's kernels launched outside every "
+             f"timed region, {len(harness)} name{'s' if len(harness) > 1 else ''}, left out)" if harness else "")
     return MetricSpec(ITERATION, f"median iteration period ({k} instance{'s' if k > 1 else ''} of the anchor "
                       "kernel, start to start, same device)", "iteration",
                       f"{why_not_steps}; the anchor is the kernel with the largest share of kernel time common to "
-                      f"all traces; {why}", anchor_kernel=name, anchor_repeat=k)
+                      f"all traces{among and ' among the' + among}; {why}", anchor_kernel=name, anchor_repeat=k,
+                      harness_left_out=tuple(sorted(harness)) if harness else None)
 
 
 def _value(samples: np.ndarray, count: int, p50: Optional[int] = None, p90: Optional[int] = None) -> MetricValue:

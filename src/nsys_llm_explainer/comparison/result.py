@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from ..jsonable import FieldsJson
+from ..jsonable import NONE_OMITTED, FieldsJson
 
 COMPARE_SCHEMA_VERSION = "1.0"
 
@@ -28,6 +28,9 @@ class MetricSpec(FieldsJson):
     min_window_ns: int = 20_000_000      # a steady window shorter than 20 ms: too short to compare
     #: either trace spends less than this share of its kernel time in kernel names the other also ran: too different
     min_common_kernel_share: float = 0.5
+    #: every trace is event-timed (a benchmark harness): the kernel names its harness launched outside every timed
+    #: region (``analyses.kernels.harness``), left out of the anchor kernel's choice; None otherwise
+    harness_left_out: Optional[Tuple[str, ...]] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,10 @@ class TraceSummary(FieldsJson):
     verdict: str
     findings: Tuple[FindingBrief, ...]
     notes: Tuple[str, ...] = ()
+    #: with ``MetricSpec.harness_left_out``: the steady window's kernel time of the harness kernels (launched outside
+    #: every timed region) and of the others, the timed kernels (None otherwise)
+    harness_kernel_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    timed_kernel_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)

@@ -450,9 +450,12 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
     d = gpu.device(dev)
     assert d is not None   # a launch-bound device (lb) is one of gpu.devices
     own = sum(merged[dev].values())     # the title's share and time are one quantity: the device's
+    # the device's launch overhead (GPU idle charged to it) per kernel: what the GPU waits per kernel for its
+    # launch, not how long a launch call takes (a 10 µs call overlapping the kernel before it costs less)
     host_per_kernel = own / d.kernel_count if d.kernel_count else 0.0
     ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(d.kernel_p50_ns)}, GPU busy "
-          f"{d.busy_pct:.1f} %; the host spends about {us(host_per_kernel)} per kernel between or inside launches.",
+          f"{d.busy_pct:.1f} %; the GPU waits about {us(host_per_kernel)} per kernel for its launch (the launch "
+          f"overhead below over its {d.kernel_count:,} kernels: GPU idle, not the length of a launch call).",
           "Launch overhead: " + "; ".join(
               (f"launch calls {code_name(det)} {dur(ns)}" if kind == "launch" else
                f"host CPU between launches inside range {code_name(det)} (gaps < 1 ms) {dur(ns)}" if kind == "nvtx" else
@@ -472,7 +475,8 @@ def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int
                   "them removes launches.")
     return finding(
         "launch_overhead", severity=sev,
-        title=f"Launch-bound: the host needs ~{us(host_per_kernel)} per kernel, the kernels ~{us(d.kernel_p50_ns)}: "
+        title=f"Launch-bound: the GPU waits ~{us(host_per_kernel)} per kernel for its launch; the kernels run "
+              f"~{us(d.kernel_p50_ns)}: "
               f"{share[dev]:.1f} % of the window ({dur(own)}" + (f" on device {dev}; {dur(total)} on all devices)"
                                                                if len(merged) > 1 else ")"),
         evidence=ev, advice=_kernel_lines(KIND["launch"].advice, traits),

@@ -32,7 +32,8 @@ class HarnessKernels:
     globalTid), ``kernel_count`` / ``kernel_ns`` the kernels they launched outside every record pair and their summed
     duration; ``timed_traits`` the window's kernel traits over the other kernels and ``top_kernel`` the largest of
     them by summed duration, of ``timed_kernel_ns`` in all (None / 0 when there is no harness kernel: the window's own
-    traits and top kernel stand)."""
+    traits and top kernel stand); ``names`` the kernel names with a harness kernel among their instances (sorted),
+    which compare leaves out of its anchor kernel (docs/COMPARE.md, "The headline metric")."""
 
     threads: Tuple[int, ...] = ()
     kernel_count: int = 0
@@ -40,6 +41,7 @@ class HarnessKernels:
     timed_traits: Optional[KernelTraitsResult] = None
     top_kernel: Optional[TopKernel] = None
     timed_kernel_ns: int = 0
+    names: Tuple[str, ...] = ()
 
 
 def event_timed_threads(api: ApiCalls) -> Dict[int, np.ndarray]:
@@ -86,7 +88,9 @@ def harness_kernels(model: TraceModel, steady: TraceModel) -> HarnessKernels:
         return HarnessKernels(tuple(sorted(timed)))
     dur = np.asarray(sk.dur, np.int64)
     keep = ~harness
-    ni, d = np.asarray(sk.name_idx, np.int64)[keep], dur[keep]
+    all_ni = np.asarray(sk.name_idx, np.int64)
+    names = tuple(sorted({str(sk.names[i] or "") for i in np.unique(all_ni[harness]).tolist()}))
+    ni, d = all_ni[keep], dur[keep]
     traits = analyze_kernel_traits(sk.names, ni, d)
     top: Optional[TopKernel] = None
     if d.shape[0]:
@@ -95,7 +99,7 @@ def harness_kernels(model: TraceModel, steady: TraceModel) -> HarnessKernels:
         cand = np.flatnonzero(cnt > 0)
         i = min(cand.tolist(), key=lambda j: (-int(tot[j]), -int(cnt[j]), str(sk.names[j] or "")))
         top = TopKernel(str(sk.names[i] or ""), int(cnt[i]), int(tot[i]))
-    return HarnessKernels(tuple(sorted(timed)), n, int(dur[harness].sum()), traits, top, int(d.sum()))
+    return HarnessKernels(tuple(sorted(timed)), n, int(dur[harness].sum()), traits, top, int(d.sum()), names)
 
 
 __all__ = ["HarnessKernels", "event_timed_threads", "harness_kernels"]

@@ -104,7 +104,8 @@ def intern_ids(ids: np.ndarray, strings: Dict[int, str],
 
 
 def intern_strings(values: Sequence[Optional[str]], placeholder: str = "[unnamed]") -> Tuple[np.ndarray, List[str]]:
-    """Intern a list of strings (e.g. NVTX text) into (index array, names)."""
+    """Intern a list of strings (e.g. NVTX text) into (index array, names); a missing or empty string is
+    ``placeholder`` (an NVTX range pushed with ``""`` has no name, as one without text: never the cause's name)."""
     index: Dict[str, int] = {}
-    idx = [index.setdefault(placeholder if v is None else v, len(index)) for v in values]
+    idx = [index.setdefault(v if v else placeholder, len(index)) for v in values]
     return np.asarray(idx, dtype=np.int32).reshape(-1), list(index.keys())

@@ -198,7 +198,7 @@ def test_timed_elementwise_work_keeps_the_fusion_finding_at_its_timed_share(tmp_
     (not (10 + 2.5) / 16.25 = 76.9 % with the flush), and its evidence says what was left out."""
     rep = _run(_do_bench(timed_add_us=20), tmp_path)
     f = _finding(rep, "elementwise_fusion")
-    assert f["title"] == "Unfused elementwise kernels take 40.0 % of kernel time"
+    assert f["title"] == "Unfused elementwise kernels take 40.0 % of the timed kernel time"
     assert f["evidence"][0].startswith("125 elementwise/copy/cast kernels, 2.500 ms, median 20.00 µs: "), f["evidence"]
     assert f["evidence"][-1].startswith("10.000 ms " + LEFT_OUT + ": 125 kernels ")
     assert f["evidence"][-1].endswith("the share is of the other 6.250 ms of kernel time.")

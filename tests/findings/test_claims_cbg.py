@@ -118,8 +118,6 @@ def test_an_empty_name_beside_a_named_range_keeps_both_apart(tmp_path: Path) -> 
     assert "By range: `load` 600.00 µs; `[unnamed]` 200.00 µs." in f["evidence"]
 
 
-@pytest.mark.xfail(strict=True, reason="elementwise_fusion's title quotes the timed share as 'of kernel time'; fix: "
-                   "say 'of the timed kernel time' when harness kernels are left out (findings/kernels.py)")
 def test_fusion_title_of_a_harness_names_the_timed_kernel_time(tmp_path: Path) -> None:
     """test_claims_cay's do_bench with a 20 µs add inside each pair: the adds are 2.5 ms of 6.25 ms of timed kernel
     time (40.0 %) but of 16.25 ms of kernel time 15.4 %. The title says "40.0 % of kernel time"; gpu_bound's

@@ -78,6 +78,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         f"{fmt_count(cut.kernel_count, 'kernel')} that an event-timed thread (it reads `cudaEventElapsedTime` for its "
         "`cudaEventRecord` pairs) launched outside every pair — the benchmark's own work (L2 flush, warm-up), not "
         f"what it measures; the share is of the other {dur(cut.timed_kernel_ns)} of kernel time."]
+    of_kt = "of the timed kernel time" if cut is not None else "of kernel time"   # the base of the traits' shares
     if busy.holds():
         # with --include-memcpy-in-busy the busy time holds the copies: the claim is about the GPU's work, not kernels
         copies = gpu_time.include_memcpy
@@ -157,9 +158,9 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         out.append(finding(
             "fp32_gemm", severity="high" if h.share_pct >= 50.0 and p.busy_pct >= GPU_BOUND_PCT else "medium",
             confidence="high" if tensor_cores else "medium",
-            title=f"FP32 {what} run on CUDA cores, not tensor cores: {h.share_pct:.1f} % of kernel time",
-            evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {dur(h.total_ns)}, {h.share_pct:.1f} % of "
-                      f"kernel time in the window: {names}.",
+            title=f"FP32 {what} run on CUDA cores, not tensor cores: {h.share_pct:.1f} % {of_kt}",
+            evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {dur(h.total_ns)}, {h.share_pct:.1f} % "
+                      f"{of_kt} in the window: {names}.",
                       f"The GPU is busy {p.busy_pct:.1f} %, " + (f"so these kernels set {span}."
                                                                  if p.busy_pct >= GPU_BOUND_PCT else
                                                                  "so faster GEMMs shorten the busy time."),
@@ -173,8 +174,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     if a is not None and a.share_pct >= ATTN_MIN_SHARE:
         out.append(finding(
             "attention_unfused", severity=sev_k, confidence="medium",
-            title=f"Attention runs unfused (softmax + batched GEMMs): softmax alone is {a.share_pct:.1f} % of "
-                  "kernel time",
+            title=f"Attention runs unfused (softmax + batched GEMMs): softmax alone is {a.share_pct:.1f} % {of_kt}",
             evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to GEMM kernels and no fused "
                       "(flash/memory-efficient) attention kernel in the window.", *left_out),
             advice=["attention.fused", "attention.fused.pre_ampere", "attention.fused.jax"], facts=advice,
@@ -185,7 +185,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     if e is not None and e.share_pct >= ELEMENTWISE_MIN_SHARE:
         out.append(finding(
             "elementwise_fusion", severity=sev_k, confidence="medium",
-            title=f"Unfused elementwise kernels take {e.share_pct:.1f} % of kernel time",
+            title=f"Unfused elementwise kernels take {e.share_pct:.1f} % {of_kt}",
             evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
                       + ", ".join(code_name(short(t.name, 50)) for t in e.top_kernels[:3]) + ".", *left_out),
             advice=["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts=advice,

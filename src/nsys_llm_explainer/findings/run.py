@@ -39,14 +39,16 @@ def step_sync_claims(step_sync: StepSyncResult, facts: TraceFacts, gpu_time: Gpu
 
 def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowResult, attribution: AttributionResult,
                  options: Options, nccl: NcclResult, unified_memory: Optional[UnifiedMemoryResult],
-                 facts: TraceFacts, nvtx: NvtxResult, steps: StepResult) -> Tuple[Finding, ...]:
+                 facts: TraceFacts, nvtx: NvtxResult, steps: StepResult,
+                 step_sync: StepSyncResult) -> Tuple[Finding, ...]:
     """Findings about the capture and the signals beside the idle time: graph-level tracing, the window's edges,
     NVTX coverage, NCCL waits, Unified Memory."""
     advice = facts.advice_facts()
     pooled = gpu_time.pooled()
     active = set(gpu_time.kernel_devices()) if gpu_time.available else None
+    repeats = step_sync.window_repeats(steps, window.start_ns, window.end_ns)
     found = (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, advice),
-             capture_window_finding(window, gpu_time, advice, steps.repeat_in(window.start_ns, window.end_ns)),
+             capture_window_finding(window, gpu_time, advice, repeats),
              nvtx_coverage_finding(attribution, options.nvtx_coverage_warn_threshold, advice,
                                    [r.name for r in nvtx.ranges]),
              nccl_finding(nccl, advice),

@@ -22,6 +22,7 @@ from ...vocabulary.units import fmt_dur as dur
 from ..api import classes as ac
 from ..common.stats import pct, percentile
 from ..idle.result import DeviceCauses, IdleCausesResult, IdlePieces
+from .metrics import StepResult
 from .periods import PAUSE  # the idle-pause rule of the step periods: host time after a sync over PAUSE median periods
 
 MIN_SYNC_POINTS = 5          # fewer sync points are no per-step pattern
@@ -141,6 +142,14 @@ class StepSyncResult(FieldsJson):
 
     def holding(self) -> Tuple[StepSyncSeries, ...]:
         return tuple(s for s in self.series if s.holds)
+
+    def window_repeats(self, steps: StepResult, start_ns: int, end_ns: int) -> bool:
+        """Whether the analysis window ``[start_ns, end_ns)`` holds repeated steps (docs/FINDINGS.md, window rules):
+        at least ``MIN_REPEATED_STEPS`` detected steps inside it (``StepResult.repeat_in``), or a holding series of
+        this result (computed on the window: ≥ :data:`MIN_SYNC_POINTS` recurring sync points of one API whose steps
+        hold ≥ half of the device's kernels) — a loop without NVTX ranges or sampling kernels that synchronizes once
+        per step."""
+        return steps.repeat_in(start_ns, end_ns) or bool(self.holding())
 
     def claimed(self) -> Dict[int, Dict[Tuple[str, str], int]]:
         """Per device: the idle ns per (kind, detail) that the holding series explain (``claimed``); a
@@ -515,3 +524,4 @@ def step_sync_result(step_sync_context: StepSyncContext, idle_causes: IdleCauses
 
 __all__ = ["HostSampling", "StepSyncContext", "StepSyncResult", "StepSyncSeries", "device_step_sync",
            "step_sync_result"]
+

@@ -44,7 +44,7 @@ from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
 from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.period_parts import PeriodParts, analyze_period_parts
 from .analyses.steps.phases import PhaseResult, analyze_phases, with_phase_totals
-from .analyses.steps.sync import StepSyncContext, device_step_sync, step_sync_result
+from .analyses.steps.sync import StepSyncContext, StepSyncResult, device_step_sync, step_sync_result
 from .analyses.threads.waits import WaitsResult, analyze_waits
 from .analyses.timeline.content import TimelineFile, analyze_timeline, span_launch_config
 from .analyses.timeline.span import TimelineSpan, plan_span
@@ -218,6 +218,12 @@ def _waits(steady: TraceModel, window: WindowResult, idle_causes: IdleCausesResu
     return analyze_waits(steady, window.start_ns, window.end_ns, idle_causes, nvtx.tree)
 
 
+def _window_repeats(window: WindowResult, steps: StepResult, step_sync: StepSyncResult) -> bool:
+    """Whether the analysis window holds repeated steps (:meth:`StepSyncResult.window_repeats`): the one fact every
+    "steady window" / "auto-detected window" word follows."""
+    return step_sync.window_repeats(steps, window.start_ns, window.end_ns)
+
+
 def _timeline(model: TraceModel, window: WindowResult, timeline_span: TimelineSpan, idle_causes: IdleCausesResult,
               steps: StepResult, findings: Tuple[Finding, ...], categories: CategoryResult,
               launch_config: Optional[LaunchConfig]) -> TimelineFile:
@@ -279,6 +285,7 @@ STEPS: Tuple[Step, ...] = (
     Step("waits", _waits, ("steady", "window", "idle_causes", "nvtx"), ("waits",), "steady"),
     Step("step sync", step_sync_result, ("step_sync_context", "idle_causes", "step_sync_series"), ("step_sync",),
          "steady"),
+    Step("window repeats", _window_repeats, ("window", "steps", "step_sync"), ("window_repeats",), "steady"),
     Step("finding: per-step sync", step_sync_claims, ("step_sync", "facts", "gpu_time"), ("step_sync_claims",),
          "steady"),
     Step("finding: copy path", copy_path_claims, ("copy_engines", "idle_causes", "gpu_time", "facts"),
@@ -288,12 +295,14 @@ STEPS: Tuple[Step, ...] = (
                                        "copy_engines", "cuda_api", "step_sync"),
          ("idle_found",), "steady"),
     Step("findings: kernels", kernel_findings, ("gpu_time", "traits", "steady_kernels", "categories", "facts",
-                                                "graphs", "window", "steps", "comm_exposure", "nccl", "harness"),
+                                                "graphs", "window", "window_repeats", "steps", "comm_exposure", "nccl",
+                                                "harness"),
          ("kernel_found",), "steady"),
     Step("findings: capture", capture_rule, ("graphs", "gpu_time", "window", "attribution", "options", "nccl",
-                                             "unified_memory", "facts", "nvtx", "steps", "step_sync"),
+                                             "unified_memory", "facts", "nvtx", "window_repeats"),
          ("capture_found",)),
-    Step("findings", rank_findings, ("gpu_time", "idle_causes", "kernels", "window", "facts", "step_sync_claims",
+    Step("findings", rank_findings, ("gpu_time", "idle_causes", "kernels", "window", "window_repeats", "facts",
+                                     "step_sync_claims",
                                      "copy_path_claims", "idle_found", "kernel_found", "capture_found"),
          ("findings", "headline")),
     Step("timeline file", _timeline, ("model", "window", "timeline_span", "idle_causes", "steps", "findings",

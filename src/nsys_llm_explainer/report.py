@@ -90,6 +90,9 @@ class Report:
     findings: Tuple[Finding, ...]
     headline: Headline
     warnings: Tuple[str, ...]
+    #: the analysis window holds repeated steps (graph step "window repeats"): an auto-detected window without them
+    #: is "the auto-detected window", not "the steady window" (vocabulary.windows.window_name)
+    window_repeats: bool
     timeline_file: TimelineFile            # what timeline.pftrace holds (its rows: not in report.json)
     # what a comparison reads (docs/COMPARE.md), not in report.json: None in a report loaded from it
     steady_kernel_starts: Optional[KernelStarts]   # steady: every kernel's start, device and name

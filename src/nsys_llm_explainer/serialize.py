@@ -20,10 +20,11 @@ JSON = "report.json"
 
 #: the first ``report.json`` keys :func:`report_dict` writes, in order: a part it puts together, or a
 #: :class:`report.Report` field of that name
-ORDER = ("schema_version", "tool_version", "headline", "window", "trace", "options", "warnings", "findings",
-         "devices", "gpu_time", "idle_causes", "timeline", "kernel_traits", "facts", "kernels", "kernels_summary",
-         "steady_kernels", "pids", "launch", "sync", "cuda_api", "memcpy", "nvtx", "phases", "categories", "steps",
-         "graphs", "memory", "nccl", "timings_s", "unified_memory", "copy_engines", "host_samples", "step_sync")
+ORDER = ("schema_version", "tool_version", "headline", "window", "window_repeats", "trace", "options", "warnings",
+         "findings", "devices", "gpu_time", "idle_causes", "timeline", "kernel_traits", "facts", "kernels",
+         "kernels_summary", "steady_kernels", "pids", "launch", "sync", "cuda_api", "memcpy", "nvtx", "phases",
+         "categories", "steps", "graphs", "memory", "nccl", "timings_s", "unified_memory", "copy_engines",
+         "host_samples", "step_sync")
 SUMMARY_KEYS = ("available", "reason", "total_kernel_ns", "kernel_count", "by_name")
 
 

@@ -435,3 +435,17 @@ def test_step_periods_of_ranges_that_do_not_tile_the_loop(tmp_path) -> None:
     assert ("Step time p50 20.00 µs, p90 20.00 µs, p99 20.00 µs, max 20.00 µs; step period (start to the next "
             "step's start, same process) p50 1.000 ms, p90 1.000 ms over 18 periods; a step's range covers 2 % of its "
             "period (p50 of range ÷ period per step); 1 period over an idle pause left out.") in md
+
+
+def test_what_differed_picks_the_unit_of_long_durations():
+    """Sweep CBH (few, long steps): a 2 s slower prefill step read "+2,000,000.00 µs"; the durations now take the
+    unit that fits (``fmt_dur``: µs below 1 ms, ms below 10 s, else s)."""
+    from nsys_llm_explainer.analyses.steps.metrics import _what_differed
+
+    delta = {"wall_ns": 2_000_000_000, "gpu_idle_ns": 1_999_500_000, "sync_ns": 0, "gpu_busy_ns": 500,
+             "memcpy_ns": 0, "kernel_count": 0}
+    assert _what_differed(delta, "prefill") == ("+2,000.000 ms wall vs the median prefill step: +1,999.500 ms GPU "
+                                                "idle, +0.50 µs GPU busy")
+    delta = {"wall_ns": -12_500_000_000, "gpu_idle_ns": 0, "sync_ns": 12_000_000_000, "gpu_busy_ns": 0,
+             "memcpy_ns": 0, "kernel_count": 3}
+    assert _what_differed(delta, "decode") == "-12.500 s wall vs the median decode step: +12.000 s sync, +3 kernels"

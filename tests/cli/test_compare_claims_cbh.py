@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from synth import TraceBuilder
 
 import nsys_llm_explainer as nle
@@ -39,13 +38,12 @@ def _train(path: Path, kernel_ms: int) -> str:
     return str(path)
 
 
-@pytest.mark.xfail(strict=True, reason="the Traces table heads `units` (the span's step periods) 'steps in window'; "
-                   "fix: head it with count_word (\"step periods in span\") when the metric is step_period_p50")
 def test_traces_table_does_not_call_step_periods_steps_in_window(tmp_path: Path) -> None:
     """Each trace: 3 steps of 50 × 100 ms (+ 110 µs of launch lead and sync) = 5,000.025 ms, 200 ms apart: window
     = whole trace, the 3 steps all inside it (`StepResult.inside` = 3.0); the period span (first step start → last
     step start) holds 2 periods (`units` 2.0, the headline's "2 step periods", too short to compare). The table row
-    reads "| 2.0 |" under "steps in window": a window of 3 steps said to hold 2."""
+    read "| 2.0 |" under "steps in window": a window of 3 steps said to hold 2; the column is now headed with the
+    metric's count word, "step periods in span"."""
     res = nle.compare([_train(tmp_path / "a.sqlite", 100), _train(tmp_path / "b.sqlite", 110)], labels=["A", "B"])
     assert [t.units for t in res.traces] == [2.0, 2.0]
     md = write_markdown(compare_document(res))
@@ -55,4 +53,5 @@ def test_traces_table_does_not_call_step_periods_steps_in_window(tmp_path: Path)
     row = next(line for line in lines[h:] if line.startswith("| `A`"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     got = dict(zip(cols, cells))
-    assert got.get("steps in window", "3.0") == "3.0", got
+    assert "steps in window" not in got, got
+    assert got["step periods in span"] == "2.0", got

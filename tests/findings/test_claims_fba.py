@@ -123,7 +123,9 @@ def test_one_pause_holding_most_of_the_wait_is_called_a_pause(tmp_path: Path) ->
     assert f["title"] == "The launching thread waits in `poll` while the GPU idles: 85.8 % (122.000 ms)"
     assert ("One gap of 98.000 ms holds 80.3 % of it: a pause, not a per-step cost; the other 8 gaps hold "
             "24.000 ms.") in f["evidence"]
-    assert f["recommendation"] == [ADVICE["pause.one_gap"].text, ADVICE["wait.unseen"].text]
+    assert f["recommendation"] == [ADVICE["pause.one_gap.inference"].text, ADVICE["wait.unseen"].text]
+    assert "(a request's tokenization or other pre-processing, the server idle between requests, a one-off stall)" \
+        in f["recommendation"][0] and "epoch" not in f["recommendation"][0]
     c = next(c for c in f["checks"] if c["metric"] == "largest_gap_pct_of_claimed")
     assert round(c["observed"], 4) == round(100 * 98 / 122, 4) and c["threshold"] == 50.0
 

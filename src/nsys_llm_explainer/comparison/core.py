@@ -85,7 +85,8 @@ def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
     return TraceSummary(
         label=f.label, path=f.path, gpus=tuple(sorted({str(g.name or "") for g in rep.trace.gpus} - {""})),
         device_count=f.device_count, window_method=win.method,
-        window_name=window_name(win.method, win.details.bins is not None), window_start_ns=int(win.start_ns),
+        window_name=window_name(win.method, win.details.bins is not None, rep.window_repeats),
+        window_start_ns=int(win.start_ns),
         window_end_ns=int(win.end_ns), window_ns=int(win.end_ns - win.start_ns), pooled_window_ns=w,
         busy_ns=f.busy_ns, busy_pct=f.busy_pct, non_gpu_ns=f.non_gpu_ns, units=units, metric=mv, steps=steps,
         idle_by_kind=idle, categories=cats, kernel_count=int(sk.kernel_count) if sk.available else 0,

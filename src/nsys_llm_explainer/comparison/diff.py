@@ -283,5 +283,6 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
         busy_pct_new=n.busy_pct, window_per_unit_base_ns=wb, window_per_unit_new_ns=wn, idle_changes=kinds,
         idle_detail_changes=details[:IDLE_DETAIL_ROWS], category_changes=cats, kernel_deltas=kern,
         finding_changes=_finding_changes(b, n))
-    names = tuple(window_name(f.report.window.method, f.report.window.details.bins is not None) for f in (fb, fn))
+    names = tuple(window_name(f.report.window.method, f.report.window.details.bins is not None,
+                               f.report.window_repeats) for f in (fb, fn))
     return replace(c, headline=_headline(spec, c, details, b, n, (names[0], names[1]), renamed))

@@ -34,6 +34,7 @@ from ..render.html.writer import html_page
 from ..render.table import Col, Joined, field_of, show_col
 from ..vocabulary.units import fmt_float, fmt_int, fmt_ms, fmt_pct, ms_value, signed_ms, signed_pct
 from .diff import UNIT_WORD, count_word
+from .metric import PERIOD
 from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, Share, StepInfo, TraceSummary
 
 KERNEL_ROWS = 15
@@ -106,13 +107,16 @@ def _steps(st: StepInfo) -> Spans:
 
 
 def _traces(d: CompareResult, unit: str) -> Section:
+    # ``units``: the step periods of the period span for step_period_p50 (docs/COMPARE.md "Over whole step
+    # periods"), else the units of work in the window
+    units = f"{count_word(d.metric)}s in span" if d.metric.name == PERIOD else f"{unit}s in window"
     cols = (_col("trace", "label", lambda v: Code(v, 40), False),
             show_col("GPUs", lambda r: Cell(", ".join(r.gpus) or "–"), False, lambda r: list(r.gpus), "gpus"),
             _col("devices", "device_count", fmt_int),
             show_col("window (ms)", lambda r: (f"{fmt_ms(r.window_ns)} (", Cell(r.window_method), ")"),
                      True, lambda r: r.window_ns, "window_ns"),
             _col("GPU busy %", "busy_pct", fmt_pct), _col("kernels", "kernel_count", fmt_int),
-            _col(f"{unit}s in window", "units", lambda v: fmt_float(v, 1)),
+            _col(units, "units", lambda v: fmt_float(v, 1)),
             show_col("steps", lambda r: _steps(r.steps), False, lambda r: r.steps.count, "step_count"),
             _col("verdict", "verdict", lambda v: Rich(v), False))
     notes = [inline(_label(t), ": ", Data(n)) for t in d.traces for n in t.notes]

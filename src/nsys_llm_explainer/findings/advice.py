@@ -54,6 +54,21 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
 _PT = ("pytorch",)
 _PT_OR_UNKNOWN = ("pytorch", "")
 
+#: what one long pause in a capture may be, by the workload fact (the one table of these words; the ``pause.one_gap``
+#: lines, docs/FINDINGS.md "One pause"): a training loop's pauses are not a server's
+PAUSE_EXAMPLES: Dict[str, str] = {
+    "training": "an epoch boundary, an evaluation, a checkpoint, a one-off stall",
+    "inference": "a request's tokenization or other pre-processing, the server idle between requests, a one-off "
+                 "stall",
+    "unknown": "in training an epoch boundary, an evaluation or a checkpoint; in serving a request's tokenization or "
+               "the server idle between requests; a one-off stall",
+}
+#: the ``pause.one_gap`` lines: (id, the PAUSE_EXAMPLES key of its words, the workloads it is given for); an RL job
+#: ("training with generation") pauses as a training loop does (evaluations, checkpoints)
+_PAUSE_LINES = (("pause.one_gap", "training", ("training", "training with generation")),
+                ("pause.one_gap.inference", "inference", ("inference",)),
+                ("pause.one_gap.unknown", "unknown", ("unknown",)))
+
 
 @dataclass(frozen=True)
 class Advice:
@@ -157,10 +172,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "`.to(device, non_blocking=True)`.", framework=_PT, host_copies_pageable=(True,)),
     _a("alloc.pool", "Allocate once outside the loop or use a caching / stream-ordered allocator (`cudaMallocAsync` "
        "with a pool); `cudaFree` synchronizes the device."),
-    _a("pause.one_gap", "Most of this idle time is one pause (the gap named above), not a cost paid in every step: "
-       "find what the program did then (an epoch boundary, an evaluation, a checkpoint, a one-off stall) and whether "
-       "it recurs; to size the cost the loop pays, capture steady steps away from it (`nsys profile --delay=SECONDS` "
-       "/ `--duration`, or `--capture-range=cudaProfilerApi`)."),
+    *(_a(aid, "Most of this idle time is one pause (the gap named above), not a cost paid in every step: find what "
+         f"the program did then ({PAUSE_EXAMPLES[w]}) and whether it recurs; to size the cost the loop pays, capture "
+         "steady steps away from it (`nsys profile --delay=SECONDS` / `--duration`, or "
+         "`--capture-range=cudaProfilerApi`).", workload=tuple(ws)) for aid, w, ws in _PAUSE_LINES),
     _a("pause.torch", "In PyTorch, an epoch boundary starts the `DataLoader`'s worker processes again unless "
        "`persistent_workers=True`, and the first batch of the epoch waits until a worker has prepared it.",
        workload=("training",), framework=_PT),

@@ -27,13 +27,13 @@ def _op_words(ops: List[str]) -> str:
 
 
 def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: TraceFacts, window: WindowResult,
-                 nccl: NcclResult, traits: KernelTraitsResult) -> Optional[Finding]:
+                 repeats: bool, nccl: NcclResult, traits: KernelTraitsResult) -> Optional[Finding]:
     """``comm_exposed``: communication kernels run with no compute kernel beside them (exposed, docs/METRICS.md
     "Exposed communication") ≥ ``COMM_EXPOSED_PCT`` of the window, pooled over the devices that ran kernels, less
     the wait the ``nccl_wait`` finding explains (the straggler verdict's ``wait_ns_total``, at most the waiting
     device's exposed ns: claimed once); time at stake = the exposed ns left (which ``gpu_bound`` then leaves out of
     its own). The advice follows the collectives that are exposed (all-reduce: DDP / tensor parallelism by the
-    workload; all-gather, reduce-scatter: FSDP)."""
+    workload; all-gather, reduce-scatter: FSDP). ``repeats``: the window holds repeated steps (its name)."""
     ids = gpu_time.kernel_devices()
     if not exposure.available or not ids:
         return None
@@ -58,7 +58,7 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
     ranked = sorted(per_op.items(), key=lambda kv: (-kv[1][0], kv[0]))
     # the collectives named in the title: each holding ≥ 10 % of the exposed time, at most three
     named = [op for op, (ns, _) in ranked if ns * 10 >= exposed][:3] or [ranked[0][0]]
-    where = window_name(window.method, window.details.bins is not None)
+    where = window_name(window.method, window.details.bins is not None, repeats)
     ov_pct = 100.0 * ov / comm if comm else 0.0
     ev = [f"{dur(measured)} of {dur(win)} ({100.0 * measured / win:.1f} %, {pooled_words(gpu_time)}): "
           "communication kernels (categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run with no compute "

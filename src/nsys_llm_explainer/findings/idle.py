@@ -344,8 +344,9 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             ev.insert(pause_at, pause[0])
             checks += pause[1]
             dropped = [i for i in ids if speaks_of_steps(i)]     # and the lines under them (`.torch` of a line)
-            ids = ["pause.one_gap", "pause.torch"] + [i for i in ids if not any(i == d or i.startswith(d + ".")
-                                                                                for d in dropped)]
+            # the pause lines of every workload (advice.PAUSE_EXAMPLES): the facts keep the one of this trace's
+            ids = ["pause.one_gap", "pause.one_gap.inference", "pause.one_gap.unknown", "pause.torch"] + \
+                [i for i in ids if not any(i == d or i.startswith(d + ".") for d in dropped)]
         if elsewhere_line is not None:    # another process ran while it did not: its data, not host code to profile
             ids = [i for i in ids if not i.startswith("host_cpu.off_cpu") and i != "host_cpu.profile"] + \
                 list(OTHER_PROCESS_ADVICE)

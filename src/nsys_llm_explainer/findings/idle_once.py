@@ -27,8 +27,8 @@ ONCE_SIDE_MIN_SHARE = 5.0
 #: alloc idle that ends within an autotuning pass whose trials hold at least this share of its kernel time is
 #: autotuning's, not the loop's (docs/FINDINGS.md, "Autotuning allocations")
 AUTOTUNE_MIN_TRIAL_PCT = 50.0
-#: one gap holding at least this % of the time a finding claims of its named cause is a pause (an epoch boundary, an
-#: evaluation, a checkpoint), not a per-step cost: the finding says so and gives no advice about every step
+#: one gap holding at least this % of the time a finding claims of its named cause is a pause (examples by workload:
+#: advice.PAUSE_EXAMPLES), not a per-step cost: the finding says so and gives no advice about every step
 PAUSE_MIN_PCT = 50.0
 
 

@@ -48,11 +48,12 @@ def _tensor_core_words(facts: TraceFacts, kinds: List[str]) -> str:
 
 def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
                     categories: CategoryResult, facts: TraceFacts, graphs: GraphResult,
-                    window: WindowResult, steps: StepResult, comm_exposure: CommExposureResult,
+                    window: WindowResult, window_repeats: bool, steps: StepResult, comm_exposure: CommExposureResult,
                     nccl: NcclResult, harness: Optional[HarnessKernels] = None) -> Tuple[Finding, ...]:
     """Findings about the kernels themselves (GPU-bound, exposed communication, FP32 GEMMs, unfused attention /
     elementwise); the GPUs'
-    tensor-core datatypes (``facts``) decide the precision advice; ``window`` names the window (:func:`window_name`);
+    tensor-core datatypes (``facts``) decide the precision advice; ``window`` names the window (:func:`window_name`,
+    with ``window_repeats``: it holds repeated steps);
     the kernels set "the step time" only where ``steps`` were found, else "the elapsed time".
     CUDA graphs traced at graph level hide the kernels inside them: shares of kernel time are then unknown, so no
     share is quoted and no trait finding is made. ``harness``: the kernels an event-timed thread launched outside
@@ -65,7 +66,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
     advice = facts.advice_facts()
     scope = pooled_scope(gpu_time.kernel_devices())
     busy = Check("busy_pct", p.busy_pct, ">=", GPU_BOUND_PCT, scope)
-    exposed = comm_exposed(comm_exposure, gpu_time, facts, window, nccl, traits)
+    exposed = comm_exposed(comm_exposure, gpu_time, facts, window, window_repeats, nccl, traits)
     claimed = 0   # the busy ns the exposed-communication finding claims: not gpu_bound's time at stake too
     if exposed is not None:
         out.append(exposed)
@@ -85,7 +86,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         idle = 100.0 - p.busy_pct   # from MEDIUM_SHARE on, the idle may hold a host finding: "not the host" is not said
         who = ("the GPU's kernels and copies (counted as busy: --include-memcpy-in-busy)" if copies else
                "kernel speed")
-        where = window_name(window.method, window.details.bins is not None)
+        where = window_name(window.method, window.details.bins is not None, window_repeats)
         cats = [c for c in (categories.overall if categories.available and not hidden else ()) if c.nonoverlap_ns]
         comm = Check("comm_nonoverlap_pct", sum(c.nonoverlap_pct for c in cats if c.category in COMM_CATEGORIES),
                      ">=", COMM_BOUND_PCT, scope)

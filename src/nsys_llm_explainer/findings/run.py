@@ -14,7 +14,6 @@ from ..analyses.kernels.summary import KernelSummary
 from ..analyses.memory.unified import UnifiedMemoryResult
 from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.nvtx.ranges import NvtxResult
-from ..analyses.steps.metrics import StepResult
 from ..analyses.steps.sync import StepSyncResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
@@ -39,26 +38,26 @@ def step_sync_claims(step_sync: StepSyncResult, facts: TraceFacts, gpu_time: Gpu
 
 def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowResult, attribution: AttributionResult,
                  options: Options, nccl: NcclResult, unified_memory: Optional[UnifiedMemoryResult],
-                 facts: TraceFacts, nvtx: NvtxResult, steps: StepResult,
-                 step_sync: StepSyncResult) -> Tuple[Finding, ...]:
+                 facts: TraceFacts, nvtx: NvtxResult, window_repeats: bool) -> Tuple[Finding, ...]:
     """Findings about the capture and the signals beside the idle time: graph-level tracing, the window's edges,
-    NVTX coverage, NCCL waits, Unified Memory."""
+    NVTX coverage, NCCL waits, Unified Memory; ``window_repeats``: the window holds repeated steps (graph value)."""
     advice = facts.advice_facts()
     pooled = gpu_time.pooled()
     active = set(gpu_time.kernel_devices()) if gpu_time.available else None
-    repeats = step_sync.window_repeats(steps, window.start_ns, window.end_ns)
     found = (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, advice),
-             capture_window_finding(window, gpu_time, advice, repeats),
+             capture_window_finding(window, gpu_time, advice, window_repeats),
              nvtx_coverage_finding(attribution, options.nvtx_coverage_warn_threshold, advice,
                                    [r.name for r in nvtx.ranges]),
              nccl_finding(nccl, advice),
              unified_memory_finding(unified_memory, active, advice,
-                                    window_name(window.method, window.details.bins is not None)))
+                                    window_name(window.method, window.details.bins is not None,
+                                                window_repeats)))
     return tuple(f for f in found if f is not None)
 
 
 def rank_findings(gpu_time: GpuTimeResult, idle_causes: IdleCausesResult, kernels: KernelSummary,
-                  window: WindowResult, facts: TraceFacts, step_sync_claims: Claims, copy_path_claims: Claims,
+                  window: WindowResult, window_repeats: bool, facts: TraceFacts, step_sync_claims: Claims,
+                  copy_path_claims: Claims,
                   idle_found: Tuple[Finding, ...], kernel_found: Tuple[Finding, ...],
                   capture_found: Tuple[Finding, ...]) -> Tuple[Tuple[Finding, ...], Headline]:
     """Every rule's findings (with the too-little-work gate), ranked, and the headline."""
@@ -69,7 +68,7 @@ def rank_findings(gpu_time: GpuTimeResult, idle_causes: IdleCausesResult, kernel
     found: List[Finding] = [c.finding for c in (step_sync_claims, copy_path_claims) if c.finding is not None]
     found += [*idle_found, *kernel_found, *capture_found]
     ranked = rank(found, gate, busy, idle_causes, advice, sorted(gpu_time.kernel_devices()),
-                  window_name(window.method, window.details.bins is not None))
+                  window_name(window.method, window.details.bins is not None, window_repeats))
     kdev = set(gpu_time.kernel_devices())      # the devices the findings speak for (and the busy % pools)
     idle = sum(d.idle_ns for d in idle_causes.devices if d.device_id in kdev) if idle_causes.available else 0
     return ranked, headline(ranked, busy, window.method, idle)

@@ -110,7 +110,8 @@ class _Layout:
 
     def _reading(self) -> None:
         w, sp, enc = self.r.window, self.span, self.enc
-        enc.slice(int(w.start_ns), int(w.end_ns), self.analysis, window_name(w.method, w.details.bins is not None)[4:],
+        name = window_name(w.method, w.details.bins is not None, self.r.window_repeats)[4:]
+        enc.slice(int(w.start_ns), int(w.end_ns), self.analysis, name,
                   (("method", str(w.method)), ("reason", str(w.reason))))
         enc.instant(int(sp.start_ns), self.analysis, "timeline file: " + (sp.left_out or "the whole capture"),
                     (("kept", sp.kept), ("start_ns", int(sp.start_ns)), ("end_ns", int(sp.end_ns)),

@@ -42,7 +42,7 @@ def window_line(v: View) -> Inline:
     """The analysis window stated once: method, start → end from trace start, length, why."""
     w = v.r.window
     method = WINDOW_METHOD.get(w.method, (Data(w.method),))
-    if w.method == "auto" and not v.r.step_sync.window_repeats(v.r.steps, w.start_ns, w.end_ns):
+    if w.method == "auto" and not v.r.window_repeats:
         method = ("auto-detected, no repeated steps in it (not shown to be a steady state)",)
     where = f"{v.span(w.start_ns, w.end_ns)} from trace start ({fmt_dur(w.window_ns)}"
     if w.start_ns != w.full_start_ns or w.end_ns != w.full_end_ns:

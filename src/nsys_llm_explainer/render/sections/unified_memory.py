@@ -68,7 +68,7 @@ def sec_unified_memory(v: View) -> SectionResult:
         return Omitted(TITLE, um.reason or "no Unified Memory activity")
     same = full is not None and (w.start_ns, w.end_ns) == (full.start_ns, full.end_ns)
     rw = v.r.window
-    where = "the whole capture" if same else window_name(rw.method, rw.details.bins is not None)
+    where = "the whole capture" if same else window_name(rw.method, rw.details.bins is not None, v.r.window_repeats)
     note = inline(f"{fmt_int(w.migration_count)} Unified-Memory migrations "
                   f"({fmt_bytes(w.migration_bytes)}, {fmt_dur(w.migration_ns)} of GPU migration "
                   f"time) in {where}. Migrations were in flight during {fmt_dur(w.overlap_ns)} of "

@@ -23,7 +23,7 @@ US = 1_000
 MS = 1_000_000
 PID = 100
 T0 = 10 * MS
-NOT_STEADY = "no repeated steps in it (not shown to be a steady state)"
+NOT_STEADY = "no repeated steps found in it (not shown to be a steady state)"
 
 
 def _step(b: TraceBuilder, g: int, t: int, kernels: List[Tuple[str, int]], nvtx: bool, name: str) -> int:
@@ -92,7 +92,7 @@ def test_a_single_pass_still_shows_no_steady_state(tmp_path: Path) -> None:
     rep = report_of(_prefill(chunks=1, decodes=1), tmp_path)
     assert not any(s["holds"] for s in rep["step_sync"]["series"])
     f = finding_of(rep, "capture_window")
-    assert "which holds no repeated steps: it may be a single pass" in f["evidence"][0]
+    assert "in which no repeated steps were found: it may be a single pass" in f["evidence"][0]
     assert f["recommendation"][0] == ADVICE["capture.iterations"].text
 
 

@@ -43,7 +43,7 @@ def window_line(v: View) -> Inline:
     w = v.r.window
     method = WINDOW_METHOD.get(w.method, (Data(w.method),))
     if w.method == "auto" and not v.r.window_repeats:
-        method = ("auto-detected, no repeated steps in it (not shown to be a steady state)",)
+        method = ("auto-detected, no repeated steps found in it (not shown to be a steady state)",)
     where = f"{v.span(w.start_ns, w.end_ns)} from trace start ({fmt_dur(w.window_ns)}"
     if w.start_ns != w.full_start_ns or w.end_ns != w.full_end_ns:
         where += f" of the {v.at(w.full_end_ns)} traced span"

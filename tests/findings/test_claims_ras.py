@@ -87,7 +87,8 @@ def test_trace16_one_inference_is_not_called_a_steady_state():
     assert (w.method, w.start_ns - w.full_start_ns, w.end_ns - w.full_start_ns) == ("auto", 0, 6_835_525)
     assert rep.steps.step_count == 0
     line = next(x for x in render_markdown(rep).splitlines() if x.startswith("**Window:**"))
-    assert line.startswith("**Window:** auto-detected, no repeated steps found in it (not shown to be a steady state), ")
+    assert line.startswith("**Window:** auto-detected, no repeated steps found in it "
+                           "(not shown to be a steady state), ")
     assert "steady state (auto-detected)" not in line and "Auto-detected steady state" not in line
     (f,) = [f for f in rep.findings if f.id == "capture_window"]
     assert f.recommendation == (ADVICE["capture.iterations"].text,)

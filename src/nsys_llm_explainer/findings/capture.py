@@ -102,7 +102,8 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
         title = f"Warm-up / tail make the whole capture look {change:.0f} points idler than the auto-detected window"
         ev = (f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the auto-detected "
               f"window ({dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed), in which no repeated "
-              f"steps were found: it may be a single pass, or steps nothing marks; not shown to be a steady state. {w.reason}")
+              f"steps were found: it may be a single pass, or steps nothing marks; not shown to be a steady state. "
+              f"{w.reason}")
         advice[0] = "capture.iterations"
     elif w.method == "auto":
         title = f"Warm-up / tail make the whole capture look {change:.0f} points idler than the steady state"

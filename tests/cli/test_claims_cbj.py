@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import csv
 import importlib
+import inspect
 import re
 import sqlite3
-import inspect
 from pathlib import Path
 from typing import Callable, List, Tuple
 
 import pytest
 import test_compare_claims_cbe as cbe
-from test_new_sentences_inert import HIDDEN, HOSTILE
 from synth import TraceBuilder
-from synth.store import RowStore
 from synth.scenarios.names import K
+from synth.store import RowStore
+from test_new_sentences_inert import HIDDEN, HOSTILE
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cli import main
@@ -127,8 +127,8 @@ def test_harness_line_and_compare_tables_keep_hostile_kernel_names_inert(hostile
                                                                         capsys) -> None:
     """The `do_bench` pair (GEMM 30 → 20 µs) with the fill (the harness line's left-out kernel) and the GEMM (the
     anchor) renamed hostile in both exports: the same answer (9.0 % faster, fill left out, timed kernels
-    0.030 → 0.020 ms); compare.md / compare.html / the terminal summary stay inert; no tables/*.csv cell starts a formula (the CSVs keep
-    names as data, docs/SECURITY.md)."""
+    0.030 → 0.020 ms); compare.md / compare.html / the terminal summary stay inert; no tables/*.csv
+    cell starts a formula (the CSVs keep names as data, docs/SECURITY.md)."""
     paths = []
     for n, us in (("a", 30), ("b", 20)):
         p = cbe._do_bench(tmp_path / f"{n}.sqlite", us)
@@ -158,3 +158,34 @@ def test_harness_line_and_compare_tables_keep_hostile_kernel_names_inert(hostile
                             float(cell)
                         except ValueError:
                             pytest.fail(f"{f.name}: formula-like cell {cell[:40]!r}")
+
+# ---------------------------------------------------------------- a whole window without repeated steps
+
+
+def _single_pass() -> TraceBuilder:
+    """test_claims_cbh's single pass without its 300 ms of tokenization: at T0 one prefill chunk (4 × 50 ms kernels,
+    launched by 10 µs calls from T0, the first starting T0 + 15 µs, back to back) and its `cudaStreamSynchronize`,
+    1 ms later one decode step (20 × 1 ms), no NVTX. The window rule finds no warm-up or tail to trim (method
+    `full`); nothing shows repeated steps (no NVTX, 2 sync points < 5): `window_repeats` false."""
+    import test_claims_cbh as cbh
+    b = TraceBuilder()
+    b.process(cbh.PID)
+    g = b.thread(cbh.PID, 1, "main")
+    b.gpu(0)
+    t = cbh._step(b, g, cbh.T0, [("flash_attn_prefill", 50 * MS), ("gemm_mlp", 50 * MS), ("gemm_qkv", 50 * MS),
+                                 ("gemm_out", 50 * MS)], False, "") + MS
+    cbh._step(b, g, t, [("decode_gemv", MS)] * 20, False, "")
+    return b
+
+
+def test_a_whole_window_without_repeated_steps_is_not_called_steady(tmp_path: Path) -> None:
+    """The window is the whole trace, 221.045 ms (the report's own window line); busy 4 × 50 + 20 × 1 = 220 ms:
+    220 / 221.045 = 99.53 % → 99.5 %. The verdict read "GPU-bound: the GPU is busy 99.5 % of the steady window"
+    beside a window line that says only "whole trace" and no repeated step in it; the window is the whole capture
+    and nothing showed it steady: "the whole capture" (as a window kept whole for too little GPU activity)."""
+    from claims_support import finding_of, report_of
+    rep = report_of(_single_pass(), tmp_path)
+    assert (rep["window"]["method"], rep["window_repeats"]) == ("full", False)
+    f = finding_of(rep, "gpu_bound")
+    assert f["title"] == "GPU-bound: the GPU is busy 99.5 % of the whole capture; kernel time sets the pace"
+    assert "steady window" not in rep["headline"]["verdict"] + " ".join(f["evidence"])

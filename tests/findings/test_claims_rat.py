@@ -45,11 +45,6 @@ def test_trace10_window_does_not_claim_to_hold_no_repeated_steps():
     assert line.startswith("**Window:** auto-detected, no repeated steps found in it (not shown to be a steady state)")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="fix: window rule (6) knows only `autotune`-named trials; a cuDNN benchmark pass (kernels of "
-                          "FFT / Winograd / gcgemm / flip_filter algorithms run a few times at the start and never "
-                          "again) is not trimmed. Trim a leading stretch whose kernel names do not recur in the rest "
-                          "of the window (or add cuDNN's algorithm-search kernels to the trial rule).")
 def test_trace10_window_leaves_out_the_cudnn_benchmark_pass():
     """SOURCE.md: the first 9 s is set-up (context, weights, cuDNN benchmark), steady part 9.0-10.56 s. SQL: the 352
     FFT / Winograd / gcgemm / flip_filter kernels (cudnn.benchmark trying algorithms; none after) end at 8,960.228 ms

@@ -31,6 +31,8 @@ TRIM_MAX_BUSY_SHARE = 0.25
 SAME_WORK_SHARE = 0.5     # rule 5c: a side repeats a stretch when half its kernel time is of names running there
 MIN_KERNELS = 20
 AUTOTUNE_TRIAL_SHARE = 0.5   # rule 6: a leading stretch is an autotuning pass when its trials hold half its kernel time
+ONE_OFF_LEAD_SHARE = 0.25    # rule 7: a one-off name runs no kernel starting after the window's first quarter
+ONE_OFF_SHARE = 0.5          # rule 7: a leading stretch is one-time work when one-off names hold half its kernel time
 
 
 def _omitted() -> Any:
@@ -57,6 +59,8 @@ class WindowDetails(FieldsJson):
     tail_share_of_busy_pct: Optional[float] = _omitted()
     autotune_until_ns: Optional[int] = _omitted()
     autotune_trial_pct: Optional[float] = _omitted()
+    one_off_until_ns: Optional[int] = _omitted()
+    one_off_pct: Optional[float] = _omitted()
     nvtx_name: Optional[str] = _omitted()
     nvtx_ranges: Optional[int] = _omitted()
 
@@ -235,6 +239,48 @@ def _autotune_lead(model: TraceModel, s: int, e: int) -> Optional[_AutotuneLead]
                          int((inw & (k.start >= until)).sum()))
 
 
+@dataclass(frozen=True)
+class _OneOffLead:
+    """One-time work leading a window (rule 7): its kernels start before ``until_ns``."""
+
+    until_ns: int
+    kernels: int         # kernels starting in [window start, until_ns)
+    one_off_pct: float   # Σ duration of its kernels of one-off names / of its kernels × 100
+
+
+def _one_off_lead(model: TraceModel, s: int, e: int) -> Optional[_OneOffLead]:
+    """Rule (7): the one-time work leading ``[s, e)`` (a cuDNN benchmark pass trying algorithms it never runs again),
+    or None. Of the kernels starting in the window (all devices pooled), the *one-off* ones are those of names no
+    kernel of which starts at or after ``s + ONE_OFF_LEAD_SHARE × (e − s)``; the stretch ends at ``until`` = the start
+    of the first other kernel starting at or after the last one-off kernel's end. It is one-time work when the one-off
+    kernels hold ≥ :data:`ONE_OFF_SHARE` of the kernel time (Σ duration) of the kernels starting in ``[s, until)`` and
+    the rest is a repetition: ≥ :data:`MIN_KERNELS` kernels start in ``[until, e)`` and each of their names runs at
+    least twice there (a single pass, each layer's kernel once, is no steady state to trim towards)."""
+    k = model.kernels
+    if k is None or len(k) == 0 or e <= s:
+        return None
+    inw = (k.start >= s) & (k.start < e)
+    late = np.zeros(len(k.names), bool)
+    late[k.name_idx[inw & (k.start >= s + ONE_OFF_LEAD_SHARE * (e - s))]] = True
+    once = inw & ~late[k.name_idx]
+    if not once.any():
+        return None
+    last = int(k.end[once].max())
+    after = inw & ~once & (k.start >= last)
+    if not after.any():
+        return None
+    until = int(k.start[after].min())
+    rest = inw & (k.start >= until)
+    if int(rest.sum()) < MIN_KERNELS or int(np.unique(k.name_idx[rest], return_counts=True)[1].min()) < 2:
+        return None
+    before = inw & (k.start < until)
+    dur = np.asarray(k.end, np.int64) - np.asarray(k.start, np.int64)
+    total, one = int(dur[before].sum()), int(dur[before & once].sum())
+    if total <= 0 or one < ONE_OFF_SHARE * total:
+        return None
+    return _OneOffLead(until, int(before.sum()), round(100.0 * one / total, 1))
+
+
 def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     span = full1 - full0
     k = model.kernels
@@ -330,7 +376,10 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
                 f"({dur(tuned.until_ns - s)}, {fmt_count(tuned.kernels, 'kernel')}, {tuned.trial_pct}% of their "
                 f"kernel time `autotune` trials: one-time work) and only {fmt_count(tuned.left, 'kernel')} "
                 f"run{'s' if tuned.left == 1 else ''} after it (under {MIN_KERNELS})."), details)
-    if not trim_lead and not trim_tail and tuned is None:
+    one_off = _one_off_lead(model, tuned.until_ns if tuned is not None else s, e)
+    if one_off is not None:
+        details = replace(details, one_off_until_ns=one_off.until_ns, one_off_pct=one_off.one_off_pct)
+    if not trim_lead and not trim_tail and tuned is None and one_off is None:
         big = [(n, sh) for n, ln, sh in (("leading", lead, lead_share), ("trailing", trail, tail_share))
                if ln > TRIM_MIN_SHARE * min(span, cand)]
         if dense:
@@ -353,6 +402,11 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
                      f"{' after it' if trim_lead else ''} ({fmt_count(tuned.kernels, 'kernel')}, {tuned.trial_pct}% "
                      "of their kernel time `autotune` trials: one-time work)")
         s = tuned.until_ns
+    if one_off is not None:
+        parts.append(f"{'a' if parts else 'a leading'} {dur(one_off.until_ns - s)} pass of one-time work"
+                     f"{' after it' if parts else ''} ({fmt_count(one_off.kernels, 'kernel')}, {one_off.one_off_pct}% "
+                     "of their kernel time of kernel names that never run again in the window: one-time work)")
+        s = one_off.until_ns
     if trim_tail:
         parts.append(f"{dur(trail)} of tail (GPU busy {details.tail_busy_pct}%)")
     reason = (f"Auto-detected window: trimmed {' and '.join(parts)}; the kept window is GPU busy "

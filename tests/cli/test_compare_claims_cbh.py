@@ -4,6 +4,7 @@ window" column shows the comparison's units of work (`units`: the step periods o
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from synth import TraceBuilder
@@ -54,4 +55,27 @@ def test_traces_table_does_not_call_step_periods_steps_in_window(tmp_path: Path)
     cells = [c.strip() for c in row.strip("|").split("|")]
     got = dict(zip(cols, cells))
     assert "steps in window" not in got, got
-    assert got["step periods in span"] == "2.0", got
+    assert got["step periods in span"] == "2", got     # a whole count as an integer (sweep BL), 2.0 in compare.json
+
+
+def _traces_row(res: object, label: str) -> dict:
+    md = write_markdown(compare_document(res))
+    lines = md.splitlines()
+    h = next(i for i, line in enumerate(lines) if line.startswith("| trace | GPUs"))
+    cols = [c.strip() for c in lines[h].strip("|").split("|")]
+    row = next(line for line in lines[h:] if line.startswith(f"| `{label}`"))
+    return dict(zip(cols, [c.strip() for c in row.strip("|").split("|")]))
+
+
+def test_traces_table_units_whole_as_integer_fraction_with_decimals(tmp_path: Path) -> None:
+    """Sweep BL: the Traces table printed whole counts as decimals ("step periods in span 119.0", "iterations in
+    window 250.0"). The units stay floats in compare.json (2.0 here, as above); the table writes a whole count as
+    an integer ("2") and a fraction with its decimals: an iteration count of 5 anchor instances over a repeat of 2
+    is 2.5 iterations, written "2.500"; 1,250 periods are "1,250"."""
+    res = nle.compare([_train(tmp_path / "a.sqlite", 100), _train(tmp_path / "b.sqlite", 110)], labels=["A", "B"])
+    assert [t.units for t in res.traces] == [2.0, 2.0]
+    assert _traces_row(res, "A")["step periods in span"] == "2"
+    a, b = res.traces
+    frac = dataclasses.replace(res, traces=(dataclasses.replace(a, units=2.5), dataclasses.replace(b, units=1250.0)))
+    assert _traces_row(frac, "A")["step periods in span"] == "2.500"
+    assert _traces_row(frac, "B")["step periods in span"] == "1,250"

@@ -116,7 +116,7 @@ def _traces(d: CompareResult, unit: str) -> Section:
             show_col("window (ms)", lambda r: (f"{fmt_ms(r.window_ns)} (", Cell(r.window_method), ")"),
                      True, lambda r: r.window_ns, "window_ns"),
             _col("GPU busy %", "busy_pct", fmt_pct), _col("kernels", "kernel_count", fmt_int),
-            _col(units, "units", lambda v: fmt_float(v, 1)),
+            _col(units, "units", fmt_int),     # a whole count as an integer, a fraction with 3 decimals
             show_col("steps", lambda r: _steps(r.steps), False, lambda r: r.steps.count, "step_count"),
             _col("verdict", "verdict", lambda v: Rich(v), False))
     notes = [inline(_label(t), ": ", Data(n)) for t in d.traces for n in t.notes]

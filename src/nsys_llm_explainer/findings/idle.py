@@ -266,8 +266,10 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
         ev = [f"Device {d}: {dur(sum(v.values()))} of idle charged to `{kind}` ({100.0 * sum(v.values()) / win[d]:.1f} "
               f"% of its {dur(win[d])} window)." for d, v in sorted(devs.items())]
-        if len(top) > 1 or top[0][0]:
-            ev.append("By " + (txt.by or "detail") + ": " + "; ".join(
+        if len(top) > 1 or top[0][0]:   # the details' ns over every device with this kind's idle: say so
+            ds = sorted(devs)
+            summed = f" (devices {', '.join(str(d) for d in ds[:-1])} and {ds[-1]} summed)" if len(ds) > 1 else ""
+            ev.append("By " + (txt.by or "detail") + summed + ": " + "; ".join(
                 f"{code_name(det or '–')} {dur(ns)}" for det, ns in top[:4]) + ".")
         growth = kind == "alloc" and early_only(idle_causes, gpu_time, kind)
         once = once_ns(by_dev[dev], kind, window) if not KIND[kind].one_time else (0, 0)   # module_load says so

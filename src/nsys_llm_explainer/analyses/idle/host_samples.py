@@ -43,6 +43,9 @@ CAPTURE_HINT = ("capture with CPU sampling on: `nsys profile --sample=process-tr
                 "versions also sample Python frames with `--python-sampling=true` — check `nsys profile --help` "
                 "for the options your version has")
 NO_SAMPLES = "the trace has no CPU samples (COMPOSITE_EVENTS / SAMPLING_CALLCHAINS absent or empty)"
+#: what the shares of the evidence line are (and are not)
+SHARES_NOTE = ("These are shares of the samples, taken only while the thread ran on a CPU, not of the idle time: "
+               "a thread off the CPU (sleeping, blocked) is not sampled.")
 REQUESTED_EMPTY = ("CPU sampling was on in the capture (COLLECT_IP_BACKTRACE_SAMPLES) but no samples were "
                    "recorded: the system may not allow it (`nsys status --environment` shows why)")
 
@@ -349,12 +352,14 @@ def samples_evidence(result: Optional[HostSamplesResult], device_id: int, kind: 
     if k is None or k.samples == 0:
         why = d.note or f"none of the {d.thread_samples:,} samples of the gaps' host thread fall inside them"
         return f"CPU samples: {why}."
-    groups = ", ".join(f"{g.name} {g.pct:.0f} % (≈ {dur(g.est_ns)})"
+    # shares of the samples only, never times: a sample stands for a sampling period the thread ran on a CPU, and
+    # the export does not record that period as a time (docs/MODEL.md, "What the host ran during host-side idle")
+    groups = ", ".join(f"{g.name} {g.pct:.0f} %"
                        for i, g in enumerate(k.groups[:3]) if i == 0 or g.pct >= 1.0)
     callers = "; ".join(f"{code_name(c.name)} ({c.module}) {c.pct:.0f} %"
                         for i, c in enumerate(k.callers[:3]) if i == 0 or c.pct >= 1.0)
     return (f"CPU samples of the launching thread inside these gaps ({k.samples:,} over {dur(k.idle_ns)} of "
-            f"idle): {groups}. Top code: {callers}.")
+            f"idle): {groups} of the samples. {SHARES_NOTE} Top code: {callers}.")
 
 
 __all__ = ["CAPTURE_HINT", "DeviceHostSamples", "HostSamplesResult", "ScopeSamples", "Share", "UnsampledGaps",

@@ -21,6 +21,7 @@ holds ``NLE_TEST_KILL``, or sleep on one whose name holds ``NLE_TEST_SLOW``. Not
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -558,6 +559,7 @@ class _DaskCluster:
 
         t0 = time.monotonic()
         while True:
+            gc.collect()   # a failed attempt's Client collected inside the next one's start deadlocks distributed
             try:
                 with Client(self.address, timeout="10s") as c:
                     c.wait_for_workers(1, timeout=30)

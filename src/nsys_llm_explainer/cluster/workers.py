@@ -5,6 +5,7 @@ the bounds of the constants below (docs/CLUSTER.md, "Faults and interrupts")."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -164,6 +165,10 @@ def dask_client(scheduler: str, jobs: int) -> Tuple[Any, Any]:
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise OptionalDependencyError("scheduler needs Dask: pip install 'nsys-llm-explainer[dask]'") from None
+    # an earlier Client left unreferenced (one whose start failed) must not be collected while this one starts its
+    # event loop: distributed's Client.__del__, run by the GC inside the new client's LoopRunner.start, waits on the
+    # lock that start holds (a hang seen in CI); collect such garbage first
+    gc.collect()
     if scheduler == "local":
         return _local_cluster(Client, LocalCluster, jobs)
     t = DASK_CONNECT_TIMEOUT_S

@@ -18,7 +18,7 @@ from ...vocabulary.code_spans import code_name
 from ...vocabulary.units import fmt_count
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
-from ..kernels.trials import autotune_trial_names
+from .window_passes import autotune_lead, one_off_lead
 
 N_BINS = 200
 SPARSE_EDGE_RATIO = 0.5   # a merged-in side whose busy level is under half the rest's is warm-up or tail
@@ -30,9 +30,6 @@ TRIM_MIN_SHARE = 0.10
 TRIM_MAX_BUSY_SHARE = 0.25
 SAME_WORK_SHARE = 0.5     # rule 5c: a side repeats a stretch when half its kernel time is of names running there
 MIN_KERNELS = 20
-AUTOTUNE_TRIAL_SHARE = 0.5   # rule 6: a leading stretch is an autotuning pass when its trials hold half its kernel time
-ONE_OFF_LEAD_SHARE = 0.25    # rule 7: a one-off name runs no kernel starting after the window's first quarter
-ONE_OFF_SHARE = 0.5          # rule 7: a leading stretch is one-time work when one-off names hold half its kernel time
 
 
 def _omitted() -> Any:
@@ -200,87 +197,6 @@ def _repeated(model: TraceModel, u: iv.IntervalUnion, side: Tuple[int, int], lik
             "under half as busy")
 
 
-@dataclass(frozen=True)
-class _AutotuneLead:
-    """An autotuning pass at the start of a window (rule 6): its kernels start before ``until_ns``."""
-
-    until_ns: int
-    kernels: int         # kernels starting in [window start, until_ns)
-    trial_pct: float     # Σ duration of its `autotune` trials / of its kernels × 100
-    left: int            # kernels starting in [until_ns, window end)
-
-
-def _autotune_lead(model: TraceModel, s: int, e: int) -> Optional[_AutotuneLead]:
-    """Rule (6): the autotuning pass leading ``[s, e)``, or None. Of the kernels starting in the window (all devices
-    pooled), the trials are those of the ``autotune`` trait's names (:func:`kernels.trials.autotune_trial_names`);
-    the pass ends at ``until`` = the start of the first other kernel starting at or after the last trial's end (the
-    window's end when there is none), and it is one when its trials hold ≥ :data:`AUTOTUNE_TRIAL_SHARE` of the
-    kernel time (Σ duration) of the kernels starting in ``[s, until)``."""
-    k = model.kernels
-    if k is None or len(k) == 0:
-        return None
-    trial_name = autotune_trial_names(k.names)
-    if not trial_name.any():
-        return None
-    inw = (k.start >= s) & (k.start < e)
-    is_trial = trial_name[k.name_idx]
-    trial = is_trial & inw
-    if not trial.any():
-        return None
-    last = int(k.end[trial].max())
-    after = inw & ~is_trial & (k.start >= last)
-    until = int(k.start[after].min()) if after.any() else e
-    before = inw & (k.start < until)
-    dur = np.asarray(k.end, np.int64) - np.asarray(k.start, np.int64)
-    total, trials = int(dur[before].sum()), int(dur[before & trial].sum())
-    if total <= 0 or trials < AUTOTUNE_TRIAL_SHARE * total:
-        return None
-    return _AutotuneLead(until, int(before.sum()), round(100.0 * trials / total, 1),
-                         int((inw & (k.start >= until)).sum()))
-
-
-@dataclass(frozen=True)
-class _OneOffLead:
-    """One-time work leading a window (rule 7): its kernels start before ``until_ns``."""
-
-    until_ns: int
-    kernels: int         # kernels starting in [window start, until_ns)
-    one_off_pct: float   # Σ duration of its kernels of one-off names / of its kernels × 100
-
-
-def _one_off_lead(model: TraceModel, s: int, e: int) -> Optional[_OneOffLead]:
-    """Rule (7): the one-time work leading ``[s, e)`` (a cuDNN benchmark pass trying algorithms it never runs again),
-    or None. Of the kernels starting in the window (all devices pooled), the *one-off* ones are those of names no
-    kernel of which starts at or after ``s + ONE_OFF_LEAD_SHARE × (e − s)``; the stretch ends at ``until`` = the start
-    of the first other kernel starting at or after the last one-off kernel's end. It is one-time work when the one-off
-    kernels hold ≥ :data:`ONE_OFF_SHARE` of the kernel time (Σ duration) of the kernels starting in ``[s, until)`` and
-    the rest is a repetition: ≥ :data:`MIN_KERNELS` kernels start in ``[until, e)`` and each of their names runs at
-    least twice there (a single pass, each layer's kernel once, is no steady state to trim towards)."""
-    k = model.kernels
-    if k is None or len(k) == 0 or e <= s:
-        return None
-    inw = (k.start >= s) & (k.start < e)
-    late = np.zeros(len(k.names), bool)
-    late[k.name_idx[inw & (k.start >= s + ONE_OFF_LEAD_SHARE * (e - s))]] = True
-    once = inw & ~late[k.name_idx]
-    if not once.any():
-        return None
-    last = int(k.end[once].max())
-    after = inw & ~once & (k.start >= last)
-    if not after.any():
-        return None
-    until = int(k.start[after].min())
-    rest = inw & (k.start >= until)
-    if int(rest.sum()) < MIN_KERNELS or int(np.unique(k.name_idx[rest], return_counts=True)[1].min()) < 2:
-        return None
-    before = inw & (k.start < until)
-    dur = np.asarray(k.end, np.int64) - np.asarray(k.start, np.int64)
-    total, one = int(dur[before].sum()), int(dur[before & once].sum())
-    if total <= 0 or one < ONE_OFF_SHARE * total:
-        return None
-    return _OneOffLead(until, int(before.sum()), round(100.0 * one / total, 1))
-
-
 def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     span = full1 - full0
     k = model.kernels
@@ -367,7 +283,7 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
         warmup_share_of_busy_pct=round(100.0 * lead_share, 2),
         tail_share_of_busy_pct=round(100.0 * tail_share, 2),
     )
-    tuned = _autotune_lead(model, s, e)
+    tuned = autotune_lead(model, s, e)
     if tuned is not None:
         details = replace(details, autotune_until_ns=tuned.until_ns, autotune_trial_pct=tuned.trial_pct)
         if tuned.left < MIN_KERNELS:
@@ -376,7 +292,7 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
                 f"({dur(tuned.until_ns - s)}, {fmt_count(tuned.kernels, 'kernel')}, {tuned.trial_pct}% of their "
                 f"kernel time `autotune` trials: one-time work) and only {fmt_count(tuned.left, 'kernel')} "
                 f"run{'s' if tuned.left == 1 else ''} after it (under {MIN_KERNELS})."), details)
-    one_off = _one_off_lead(model, tuned.until_ns if tuned is not None else s, e)
+    one_off = one_off_lead(model, tuned.until_ns if tuned is not None else s, e, MIN_KERNELS)
     if one_off is not None:
         details = replace(details, one_off_until_ns=one_off.until_ns, one_off_pct=one_off.one_off_pct)
     if not trim_lead and not trim_tail and tuned is None and one_off is None:

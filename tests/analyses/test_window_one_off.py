@@ -8,21 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from synth import TraceBuilder
+from test_window_autotune import T0, US, _builder, _kernel, _window  # the same trace helpers
 
-from nsys_llm_explainer.analyses.trace.window import WindowResult, detect_window
-from nsys_llm_explainer.pipeline import load_model
-
-US = 1_000
-T0 = 1_000 * US
-PID = 100
 TRIALS = ("void fft2d_r2c_32x32<__half>", "volta_scudnn_winograd_128x128", "volta_gcgemm_32x32_nt",
           "void flip_filter<__half>")
-
-
-def _kernel(b: TraceBuilder, start_us: float, len_us: float, name: str) -> None:
-    """A kernel [start, start + len) µs after T0, launched by a call [start − 10, start − 5) µs."""
-    s = T0 + int(start_us * US)
-    b.launch(s - 10 * US, s - 5 * US, s, s + int(len_us * US), pid=PID, tid=101, name=name)
 
 
 def _steps(b: TraceBuilder, steps: int, at_us: float) -> None:
@@ -31,19 +20,6 @@ def _steps(b: TraceBuilder, steps: int, at_us: float) -> None:
     for i in range(steps):
         for j, name in enumerate(("conv", "gemm", "gemm", "relu", "gemm")):
             _kernel(b, at_us + 1_000 * i + 200 * j, 140, name)
-
-
-def _window(tmp_path: Path, b: TraceBuilder, name: str) -> WindowResult:
-    p = tmp_path / name
-    b.write(str(p), overwrite=True)
-    return detect_window(load_model(str(p)))
-
-
-def _builder() -> TraceBuilder:
-    b = TraceBuilder()
-    b.process(PID)
-    b.thread(PID, 101)
-    return b
 
 
 def test_a_benchmark_pass_before_steady_steps_is_trimmed(tmp_path: Path) -> None:

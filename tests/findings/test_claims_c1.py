@@ -164,3 +164,33 @@ def test_step_sync_title_under_host_sampling_does_not_say_the_work_could_simply_
     f = finding_of(j, "step_sync")
     assert "with sampling moved" not in f["title"] and "Done while the GPU runs the next step, 13.376 ms" in \
         f["evidence"][1], (f["title"], f["evidence"])
+
+
+MMQ = "void mul_mat_q<(ggml_type)12, 64, 8, false>(const char *, const int *, float *, float *, int, int, int, int)"
+SOFT_MAX = ("void soft_max_f32<true, 0, 0>(const float *, const float *, float *, int, int, float, float, float, float, "
+            "unsigned int)")
+
+
+def test_ggml_kernels_fall_in_their_categories(tmp_path: Path) -> None:
+    """llama.cpp prefill on an H100, GPU-bound: one thread launches (calls of 5 µs every 6 µs) 40 layers of
+    `rms_norm_f32` 10 µs, `mul_mat_q` 200 µs, `rope_norm` 10 µs, `soft_max_f32` 20 µs, `mul_mat_q` 100 µs, each kernel
+    starting as the previous one ends (the queue stays ahead). Per layer 340 µs: GEMM 300 (88.2 %), softmax 20
+    (5.9 %), norm 10 (2.9 %), RoPE 10 (2.9 %). The GPU-bound finding read "Where the busy time goes …: other 94 %,
+    norm 6 %": the quantized GEMMs (`mul_mat_q`) fell in `other`, `soft_max_f32` too, and the RoPE kernel
+    `rope_norm` (the non-NeoX rotation) counted as a normalization."""
+    b = TraceBuilder()
+    b.process(PID, "llama-server")
+    b.thread(PID, 1, "llama-server")
+    b.gpu(0, **H100)
+    layer = ((GGML[0], 10), (MMQ, 200), (GGML[3], 10), (SOFT_MAX, 20), (MMQ, 100))
+    call, free = 1 * MS, 1 * MS + 7 * US
+    for _ in range(40):
+        for name, d in layer:
+            b.launch(call, call + 5 * US, free, free + d * US, pid=PID, tid=1, name=name)
+            call, free = call + 6 * US, free + d * US
+    rep = report_of(b, tmp_path)
+    cats = {c["category"]: round(c["pct"], 1) for c in rep["categories"]["overall"] if c["pct"]}
+    assert cats == {"gemm": 88.2, "softmax": 5.9, "norm": 2.9, "rope": 2.9}, cats
+    f = finding_of(rep, "gpu_bound")
+    assert any(e.startswith("Where the busy time goes (overlapping kernels share it equally): gemm 88 %, softmax 6 %, "
+                            "norm 3 %, rope 3 %") for e in f["evidence"]), f["evidence"]

@@ -167,8 +167,8 @@ def test_step_sync_title_under_host_sampling_does_not_say_the_work_could_simply_
 
 
 MMQ = "void mul_mat_q<(ggml_type)12, 64, 8, false>(const char *, const int *, float *, float *, int, int, int, int)"
-SOFT_MAX = ("void soft_max_f32<true, 0, 0>(const float *, const float *, float *, int, int, float, float, float, float, "
-            "unsigned int)")
+SOFT_MAX = ("void soft_max_f32<true, 0, 0>(const float *, const float *, float *, int, int, float, float, float, "
+            "float, unsigned int)")
 
 
 def test_ggml_kernels_fall_in_their_categories(tmp_path: Path) -> None:

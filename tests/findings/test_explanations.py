@@ -78,6 +78,10 @@ TEXT_RULES = [
     # the FP32 finding: matmul settings for FP32 GEMMs, cuDNN's for FP32 convolutions (claims sweep CAC)
     (r"FP32 matmuls|matmul\.allow_tf32", "fp32_simt_gemm", {True}),
     (r"FP32 convolutions|cudnn\.allow_tf32", "fp32_simt_conv", {True}),
+    # programmatic dependent launch needs compute capability 9.0 or newer: unconditional only on such a GPU, named with
+    # its condition where the GPU is not known (claims sweep C1)
+    (r"; programmatic dependent launch", "gpu_pdl", {True}),
+    (r"programmatic dependent launch", "gpu_pdl", {True, None}),
 ]
 
 

@@ -49,6 +49,9 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the ``copy`` idle finding's own device-to-device / peer copies average more than 1 MiB (None: none, or bytes not
     # recorded; findings/idle_copy.copy_facts; set there only)
     "d2d_copies_large": (True, False, None),
+    # the queued-latency finding's GPU takes programmatic dependent launch (compute capability ≥ 9.0; None: not known,
+    # or the GPUs differ; TraceFacts.supports_pdl, set by findings/idle.py only)
+    "gpu_pdl": (True, False, None),
 }
 
 _PT = ("pytorch",)
@@ -145,9 +148,16 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("copy_pace.less", "A saturated copy engine gains from not copying what the step does not need (these copies "
        "are large: per-copy overhead is not what costs); the kernels under it only get faster once the copies take "
        "less time."),
+    # programmatic dependent launch needs compute capability 9.0 (Hopper) or newer: ``gpu_pdl`` picks the line
     _a("queued_latency.fuse", "Each kernel boundary costs a few µs of GPU-side latency even when the work is queued "
        "(CUDA graphs included): fewer, larger kernels (fusion) remove boundaries; programmatic dependent launch "
-       "overlaps a kernel's prologue with the previous one."),
+       "overlaps a kernel's prologue with the previous one.", gpu_pdl=(True,)),
+    _a("queued_latency.fuse.no_pdl", "Each kernel boundary costs a few µs of GPU-side latency even when the work is "
+       "queued (CUDA graphs included): fewer, larger kernels (fusion) remove boundaries.", gpu_pdl=(False,)),
+    _a("queued_latency.fuse.pdl_unknown", "Each kernel boundary costs a few µs of GPU-side latency even when the work "
+       "is queued (CUDA graphs included): fewer, larger kernels (fusion) remove boundaries; on a GPU of compute "
+       "capability 9.0 (Hopper) or newer, programmatic dependent launch overlaps a kernel's prologue with the previous "
+       "one.", gpu_pdl=(None,)),
     _a("queued_latency.compile", "In PyTorch, `torch.compile` fuses elementwise chains into fewer kernels.",
        framework=_PT, torch_compile=(False,)),
     _a("compiled.graph_breaks", "`torch.compile` is already in use (Inductor's `triton_*` kernels are in the "

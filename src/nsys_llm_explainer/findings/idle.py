@@ -54,16 +54,19 @@ LAUNCH_BOUND_MAX_BUSY = 50.0
 LAUNCH_BOUND_MAX_P50_NS = 20_000
 LAUNCH_BOUND_MIN_RATE = 5_000.0
 SPLIT_SHOWN_POINTS = 0.05   # a claimed share this far below the table's is stated and checked on its own
+#: the queued-latency variants' advice (the fusion line in three forms, by the ``gpu_pdl`` fact)
+QUEUED_LATENCY_ADVICE = ("queued_latency.fuse", "queued_latency.fuse.no_pdl", "queued_latency.fuse.pdl_unknown",
+                         "queued_latency.compile", "compiled.graph_breaks")
 #: the variants a kind's finding may take instead of the kind's own words (back-to-back queued kernels; the copy
 #: finding's: :mod:`.idle_copy`): titles and the advice they give
 VARIANTS: Dict[str, CauseKind] = {
     **COPY_VARIANTS,
     "queued_latency": replace(
         KIND["queued"], title="Per-kernel launch latency: idle between back-to-back queued kernels ({share:.1f} % of "
-        "the window)", advice=("queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks")),
+        "the window)", advice=QUEUED_LATENCY_ADVICE),
     "queued_after_launch": replace(
         KIND["queued"], title="Per-kernel launch latency: each kernel starts a few µs after its launch ({share:.1f} % "
-        "of the window)", advice=("queued_latency.fuse", "queued_latency.compile", "compiled.graph_breaks")),
+        "of the window)", advice=QUEUED_LATENCY_ADVICE),
 }
 
 #: PyTorch's per-op NVTX ranges (`emit_nvtx`, `record_function` of ops): their host time is the framework's per-op
@@ -377,6 +380,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                       "in the window is linked to one (no call of its process has its correlation id): which thread "
                       "launched the work, and what it did in these gaps, is not known.")
         kind_facts = _sampled_facts(advice, host_samples, dev, kind)
+        if kind == "queued":     # programmatic dependent launch: the finding's GPU (docs/FINDINGS.md, "Facts")
+            kind_facts = {**kind_facts, "gpu_pdl": facts.supports_pdl(dev)}
         if kind == "copy":
             kind_facts, side_ev = copy_facts(kind_facts, copy_engines, set(devs), details)
             ev.extend(side_ev)

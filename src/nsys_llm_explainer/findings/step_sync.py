@@ -60,6 +60,11 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
         device_id=dev, cause=("step_sync", s.api))
 
 
+def _host_samples(s: StepSyncSeries) -> bool:
+    """The host samples each step's next token (StepSyncSeries.host_sampling holds, with samples)."""
+    return s.host_sampling is not None and s.host_sampling.holds and bool(s.host_sampling.samples)
+
+
 def _advice_ids(s: StepSyncSeries) -> Tuple[str, ...]:
     """Host sampling first (its own evidence), then event timing, else the double-buffer lines."""
     if s.host_sampling is not None and s.host_sampling.holds:
@@ -81,7 +86,9 @@ def _title(s: StepSyncSeries, share: float, overlap: int, stake: int, dev: Optio
     The period is the main series'; per-step times are in the evidence."""
     every = dur(s.period_p50_ns) if s.period_p90_ns <= MAX_PERIOD_SPREAD * s.period_p50_ns else \
         f"{dur(s.period_p50_ns)} (p50; p90 {dur(s.period_p90_ns)})"     # steps of unlike GPU work: prefill, decode
-    return (f"Per-step sync: {code_name(s.api)} every {every}; the GPU-idle host work after it could overlap "
+    # the host samples each next token: the next step needs it, so the work overlaps only once sampling moves
+    moved = "with sampling moved to the GPU, " if _host_samples(s) else ""
+    return (f"Per-step sync: {code_name(s.api)} every {every}; {moved}the GPU-idle host work after it could overlap "
             f"the next step: {share:.1f} % ({dur(overlap)}"
             + (f" on device {dev}; {dur(stake)} on all devices)" if dev is not None else ")"))
 
@@ -106,7 +113,9 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
             f"Per step (p50): GPU busy {dur(s.gpu_busy_p50_ns)}; the host waits in the sync {dur(s.wait_p50_ns)}; "
             f"then the GPU idles {dur(s.exposed_p50_ns)} (p90 {dur(s.exposed_p90_ns)}) while the host works before "
             f"the next launch: {dur(s.exposed_ns)} in all ({s.exposed_pct_of_window:.1f} % of the window, "
-            f"{s.exposed_pct_of_idle:.1f} % of its idle{causes}). Done while the GPU runs the next step, "
+            f"{s.exposed_pct_of_idle:.1f} % of its idle{causes}). "
+            + ("Once sampling runs on the GPU (evidence below) and the next step is launched before this one's "
+               "tokens are read, " if _host_samples(s) else "Done while the GPU runs the next step, ") +
             f"{dur(s.overlap_ns)} of it ({s.overlap_pct_of_window:.1f} % of the window) would be hidden: per step "
             "the host work up to the time the host then waits for the GPU anyway; longer host work keeps the loop "
             "host-bound and stays with the host findings."] + _sampling(s) + _timed(s)

@@ -52,6 +52,8 @@ _NAME_CC: Tuple[Tuple[re.Pattern[str], Tuple[int, int]], ...] = tuple((re.compil
     (r"p100|p40\b|p4\b|gtx 10\d0|titan x", (6, 0)), (r"gtx 9\d0|m40|m60|maxwell", (5, 0)),
     (r"k80|k40|kepler", (3, 7)),
 ))
+#: programmatic dependent launch (``cudaLaunchAttributeProgrammaticStreamSerialization``) needs this compute capability
+PDL_MIN_CC = (9, 0)
 #: share (%) of copy busy time under kernels from which copies "already overlap kernels"
 COPY_OVERLAP_PCT = 50.0
 _FRAMEWORK = {"vllm": "pytorch", "sglang": "pytorch", "pytorch": "pytorch", "tensorflow": "tensorflow",
@@ -131,6 +133,16 @@ class TraceFacts(FieldsJson):
         vals = {dtype in g.tensor_core_types for g in self.known_gpus()}
         return vals.pop() if len(vals) == 1 else None
 
+    def supports_pdl(self, device: Optional[int] = None) -> Optional[bool]:
+        """Whether programmatic dependent launch (compute capability ≥ :data:`PDL_MIN_CC`) is available: on the GPU
+        of CUDA device ``device`` where the export ties the device to a GPU (``ran_kernels`` known), else on every
+        known GPU that ran kernels (:meth:`known_gpus`); None when no GPU is known or they differ (an H100 beside
+        a T4)."""
+        gpus = self.known_gpus()
+        tied = [g for g in gpus if g.ran_kernels is not None and g.id == device]
+        vals = {_cc_pair(g.compute_capability) >= PDL_MIN_CC for g in tied or gpus}
+        return vals.pop() if len(vals) == 1 else None
+
     def gpu_names_by_device(self) -> Dict[int, str]:
         """The GPU name to show beside each device id: by ``TARGET_INFO_GPU`` id where a device id is known to be
         that GPU (``ran_kernels`` known: the export maps CUDA devices to GPUs, or lists one GPU) or where every listed
@@ -152,6 +164,12 @@ class TraceFacts(FieldsJson):
                 "copies_overlap_kernels": self.copies_overlap_kernels,
                 "copies_async_side_stream": self.copies_async_side_stream,
                 "host_thread_off_cpu": False}   # per finding: findings/idle._sampled_facts
+
+
+def _cc_pair(cc: Optional[str]) -> Tuple[int, int]:
+    """A GpuFact's "major.minor" as a pair ((0, 0) when not known)."""
+    major, _, minor = (cc or "0.0").partition(".")
+    return int(major), int(minor or 0)
 
 
 def _cc(g: GpuInfo) -> Optional[Tuple[int, int]]:

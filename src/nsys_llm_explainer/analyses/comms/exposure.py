@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -112,13 +112,12 @@ def analyze_comm_exposure(steady: TraceModel, categories: CategoryResult, w0: in
         return CommExposureResult(False, "no communication kernels (categories nccl, custom_allreduce, all_to_all) "
                                   "in the analysis window", int(w0), int(w1))
     # the collective of each communication name (Python work per distinct name only)
-    ops: List[str] = []
+    op_ids: Dict[str, int] = {}
     op_of_name = np.full(len(k.names), -1, np.int64)
     for j in np.flatnonzero(name_comm).tolist():
-        op = collective_op(k.names[j], cats[int(categories.name_category[j])])
-        if op not in ops:
-            ops.append(op)
-        op_of_name[j] = ops.index(op)
+        op_of_name[j] = op_ids.setdefault(collective_op(k.names[j], cats[int(categories.name_category[j])]),
+                                          len(op_ids))
+    ops = list(op_ids)
     start, end = np.asarray(k.start, np.int64), np.asarray(k.end, np.int64)
     dev = np.asarray(k.device, np.int64)
     g = steady.graph_trace

@@ -182,10 +182,13 @@ def collective_name(kernel_name: str) -> str:
     return m.group(0) if m else kernel_name
 
 
-def nccl_collectives(k: Kernels) -> Tuple[np.ndarray, np.ndarray, List[str]]:
-    """(per kernel: is it NCCL; per NCCL kernel, in start order: its collective id; the collective names by id),
-    with Python work per distinct kernel name only."""
-    nm = np.array([bool(NCCL_RE.search(n)) for n in k.names] + [False], bool)[k.name_idx]
+def nccl_collectives(k: Kernels, custom: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray, List[str]]:
+    """(per kernel: is it NCCL, or of a ``custom`` name (a mask over ``k.names``); per such kernel, in start order:
+    its collective id; the collective names by id), with Python work per distinct kernel name only."""
+    named = np.array([bool(NCCL_RE.search(n)) for n in k.names] + [False], bool)
+    if custom is not None:
+        named[:-1] |= custom
+    nm = named[k.name_idx]
     coll_of_name = np.zeros(len(k.names) + 1, np.int64)
     lookup: Dict[str, int] = {}
     for j in np.unique(k.name_idx[nm]).tolist():

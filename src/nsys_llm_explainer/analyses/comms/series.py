@@ -18,7 +18,7 @@ from ...model.trace import TraceModel
 from ..kernels.categories import CategoryResult
 from .arrival import idle_before
 from .exposure import COMM_CATEGORIES
-from .nccl import NCCL_RE, collective_name, nccl_collectives
+from .nccl import NCCL_RE, nccl_collectives
 
 #: the communication categories other than NCCL's whose kernels are matched across ranks like NCCL's (the one list
 #: of communication categories is :data:`.exposure.COMM_CATEGORIES`)
@@ -47,24 +47,11 @@ def nccl_series(model: TraceModel, categories: CategoryResult) -> Tuple[NcclSeri
     k = model.kernels
     if k is None or len(k) == 0:
         return ()
-    nm, cc, cnames = nccl_collectives(k)
     nc = categories.name_category
     codes = [i for i, c in enumerate(categories.categories) if c in CUSTOM_CATEGORIES]
-    if categories.available and nc is not None and nc.shape[0] == len(k.names) and codes:
-        custom_name = np.flatnonzero(np.isin(nc, codes)).tolist()      # Python work per distinct name only
-        custom_name = [j for j in custom_name if not NCCL_RE.search(k.names[j])]
-        if custom_name:
-            lookup = {n: i for i, n in enumerate(cnames)}
-            coll_of_name = np.full(len(k.names) + 1, -1, np.int64)   # + 1: a missing name's index (-1)
-            for j in custom_name:
-                coll_of_name[j] = lookup.setdefault(collective_name(k.names[j]), len(lookup))
-            cnames = list(lookup)
-            of_row = coll_of_name[k.name_idx]
-            cm = of_row >= 0
-            full = np.zeros(k.name_idx.shape[0], np.int64)
-            full[nm], full[cm] = cc, of_row[cm]
-            nm = nm | cm
-            cc = full[nm]
+    custom = np.isin(nc, codes) if categories.available and nc is not None and nc.shape[0] == len(k.names) \
+        and codes else None
+    nm, cc, cnames = nccl_collectives(k, custom)
     is_custom = np.array([not NCCL_RE.search(n) for n in cnames], bool)
     rows = np.nonzero(nm)[0]
     if rows.shape[0] == 0:

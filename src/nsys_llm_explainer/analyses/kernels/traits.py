@@ -23,7 +23,7 @@ from .stats import KernelStats
 if TYPE_CHECKING:
     from ..steps.metrics import StepResult  # annotation only: steps/detect reads this module's MOE_ROUTER
 from .summary import TopKernel
-from .trials import FFT_CONV, autotune_trial_names
+from .trials import FFT_CONV, autotune_trial_names, marked_pass
 
 TRAITS: Dict[str, str] = {
     "fp32_gemm_simt": "GEMM/conv on CUDA cores (FP32 SIMT math), not tensor cores",
@@ -468,22 +468,14 @@ def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
 
 def autotune_passes(names: Sequence[str], name_idx: np.ndarray, device: np.ndarray, start: np.ndarray,
                     end: np.ndarray) -> Tuple[AutotunePass, ...]:
-    """Per device, the autotuning pass (:class:`AutotunePass`) of the kernels ``names[name_idx]`` (rows sorted by
-    ``start``), for the devices whose last ``autotune`` trial is followed by another kernel."""
-    trial_name = autotune_trial_names(names)   # the `autotune` trait's rule
-    name_idx = np.asarray(name_idx, np.int64)
-    trial = trial_name[name_idx]
+    """Per device, the autotuning pass (:class:`AutotunePass`, :func:`.trials.marked_pass`) of the kernels
+    ``names[name_idx]``, for the devices whose last ``autotune`` trial is followed by another kernel."""
+    trial = autotune_trial_names(names)[np.asarray(name_idx, np.int64)]   # the `autotune` trait's rule
     out: List[AutotunePass] = []
     device, start, end = np.asarray(device), np.asarray(start, np.int64), np.asarray(end, np.int64)
     for dev in np.unique(device[trial]).tolist():
         on = device == dev
-        last = int(end[on & trial].max())
-        after = np.flatnonzero(on & ~trial & (start >= last))
-        if after.shape[0] == 0:
-            continue
-        until = int(start[after[0]])
-        before = on & (start < until)
-        dur = end - start
-        out.append(AutotunePass(int(dev), until, int(dur[before & trial].sum()), int(dur[before].sum()),
-                                int((on & (start >= until)).sum())))
+        until, _, kernel_ns, trial_ns, after = marked_pass(start, end, on & trial, on, int(start.max()) + 1)
+        if after:                    # else no other kernel follows its last trial: no pass
+            out.append(AutotunePass(int(dev), until, trial_ns, kernel_ns, after))
     return tuple(out)

@@ -5,7 +5,7 @@ steady-state window (computed before the traits) and the traits share one defini
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Sequence, Tuple
 
 import numpy as np
 
@@ -28,3 +28,17 @@ def autotune_trial_names(names: Sequence[str]) -> np.ndarray:
     if not redzone.any():
         return redzone
     return redzone | np.array([bool(_FFT_TRIAL_RX.search(t)) for t in text], bool)
+
+
+def marked_pass(start: np.ndarray, end: np.ndarray, marked: np.ndarray, rows: np.ndarray, open_end: int
+                ) -> Tuple[int, int, int, int, int]:
+    """The pass of the ``marked`` kernels (a mask, not empty, within the mask ``rows``: an autotuning pass's trials,
+    one-time work): it ends at ``until``, the start of the first other kernel of ``rows`` starting at or after the
+    last marked one's end (``open_end`` when none). (until, kernels of ``rows`` starting before it, their Σ duration,
+    that of the marked among them, kernels of ``rows`` starting from ``until`` on)."""
+    after = rows & ~marked & (start >= int(end[marked].max()))
+    until = int(start[after].min()) if after.any() else open_end
+    before = rows & (start < until)
+    dur = end - start
+    return (until, int(before.sum()), int(dur[before].sum()), int(dur[before & marked].sum()),
+            int((rows & (start >= until)).sum()))

@@ -5,14 +5,14 @@ shares (docs/METRICS.md, "NVTX ranges"; the end of an unterminated range: "Readi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson
 from ...model.nvtx_build import UNTERMINATED_END_RULE
 from ...model.trace import TraceModel
-from ..common.stats import group_stats, int_sums, pct
+from ..common.stats import GroupStats, group_stats, int_sums, pct
 from ..idle.range_names import normalize_range_name
 from .tree import NvtxTree, build_tree, self_time
 
@@ -36,24 +36,13 @@ class NvtxRangeRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class NvtxGroupRow(FieldsJson):
+class NvtxGroupRow(NvtxRangeRow):
     """The ranges of one style whose names differ only in their numbers (docs/METRICS.md, "NVTX ranges"): ``name``
-    with digit runs as ``N`` (``aten::mm, seq = N``), ``name_count`` distinct names, their duration statistics (ns) over
-    every range of the group, ``pct_total`` (of Σ totals, as the ungrouped rows), for push/pop ranges Σ ``self_ns``
-    and ``pct_self``."""
+    with digit runs as ``N`` (``aten::mm, seq = N``), ``name_count`` distinct names, the fields of
+    :class:`NvtxRangeRow` over every range of the group (``self_ns``: their Σ)."""
 
-    name: str
-    style: str
-    name_count: int
-    count: int
-    total_ns: int
-    avg_ns: int
-    p50_ns: int
-    min_ns: int
-    max_ns: int
-    pct_total: float
-    self_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
-    pct_self: Optional[float] = field(default=None, metadata=NONE_OMITTED)
+    name_count: int = 0
+    JSON_KEYS: ClassVar[Tuple[str, ...]] = ("name", "style", "name_count")
 
 
 @dataclass(frozen=True)
@@ -95,17 +84,23 @@ def analyze_nvtx(model: TraceModel) -> NvtxResult:
     self_total = int(self_by_name.sum())
     gs = group_stats({"name": nv.name_idx.astype(np.int64), "style": style}, dur)
     total_all = int(gs.total.sum()) if len(gs) else 0
-    keys = list(zip(gs.keys["name"].tolist(), (gs.keys["style"] == 0).tolist()))   # (name, push/pop)
-    ranges = gs.rows(NvtxRangeRow, nv.names, style=["PushPop" if push else "StartEnd" for _, push in keys],
-                     pct_total=[pct(t, total_all) for t in gs.total.tolist()],
-                     self_ns=[int(self_by_name[ni]) if push else None for ni, push in keys],
-                     pct_self=[pct(int(self_by_name[ni]), self_total) if push else None for ni, push in keys])
+    ranges = gs.rows(NvtxRangeRow, nv.names, **_shares(gs, self_by_name, total_all, self_total))
     by_pid = group_stats({"pid": nv.pid, "name": nv.name_idx.astype(np.int64)}, dur).rows(NvtxPidRow, nv.names)
     groups = _groups(nv.names, nv.name_idx.astype(np.int64), style, dur, self_by_name, total_all, self_total)
     open_ = ~nv.closed
     open_end = int(nv.end[open_].max()) if open_.any() else None
     return NvtxResult(True, None, range_count=len(nv), unterminated=int(open_.sum()), unterminated_end_ns=open_end,
                       ranges=tuple(ranges), by_pid=tuple(by_pid), groups=groups, tree=tree)
+
+
+def _shares(gs: GroupStats, self_ns: np.ndarray, total_all: int, self_total: int) -> Dict[str, List[Any]]:
+    """The ``style``, ``pct_total``, ``self_ns`` and ``pct_self`` columns of the groups ``gs`` by (name, style)
+    (``self_ns``: by name key)."""
+    keys = list(zip(gs.keys["name"].tolist(), (gs.keys["style"] == 0).tolist()))   # (name, push/pop)
+    return {"style": ["PushPop" if push else "StartEnd" for _, push in keys],
+            "pct_total": [pct(t, total_all) for t in gs.total.tolist()],
+            "self_ns": [int(self_ns[ni]) if push else None for ni, push in keys],
+            "pct_self": [pct(int(self_ns[ni]), self_total) if push else None for ni, push in keys]}
 
 
 def _groups(names: Sequence[str], name_idx: np.ndarray, style: np.ndarray, dur: np.ndarray, self_by_name: np.ndarray,
@@ -122,13 +117,6 @@ def _groups(names: Sequence[str], name_idx: np.ndarray, style: np.ndarray, dur: 
     if not (members > 1).any():
         return None
     gs = group_stats({"name": gid[name_idx], "style": style}, dur)
-    g_self = int_sums(gid, self_by_name, len(index))
-    push = (gs.keys["style"] == 0).tolist()
-    keys = gs.keys["name"].tolist()
-    labels = list(index)
-    return tuple(gs.rows(
-        NvtxGroupRow, labels, style=["PushPop" if p else "StartEnd" for p in push],
-        name_count=[int(members[g * 2 + (0 if p else 1)]) for g, p in zip(keys, push)],
-        pct_total=[pct(t, total_all) for t in gs.total.tolist()],
-        self_ns=[int(g_self[g]) if p else None for g, p in zip(keys, push)],
-        pct_self=[pct(int(g_self[g]), self_total) if p else None for g, p in zip(keys, push)]))
+    members_of = members[gs.keys["name"] * 2 + gs.keys["style"]].tolist()
+    return tuple(gs.rows(NvtxGroupRow, list(index), name_count=members_of,
+                         **_shares(gs, int_sums(gid, self_by_name, len(index)), total_all, self_total)))

@@ -249,29 +249,26 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     # a side is warm-up or tail only when it is sparser than what it would leave: requests spread over the trace
     # (a server waiting for traffic) make the densest stretch one request, and the rest is no sparser than it
     dense: List[Tuple[str, float, str]] = []    # (side, its busy %, why it is kept)
-    kept1 = cand1 if trim_tail else full1
-    if trim_lead and busy_in(full0, cand0) / lead >= SPARSE_EDGE_RATIO * busy_in(cand0, kept1) / (kept1 - cand0):
+
+    def kept(a: int, b: int, rest: Tuple[int, int], like: Tuple[int, int], other_long: bool) -> Optional[str]:
+        """Why the side ``[a, b)`` is workload, not warm-up or tail (None: it is trimmed): it is not under half as
+        busy as the ``rest`` it would leave; or (5c: a periodic job's sparse phases on both sides of its densest one)
+        the other side is workload at least as long (``other_long``) whose stretch ``like`` next to the candidate
+        runs the side's kernels as densely."""
+        if busy_in(a, b) / (b - a) >= SPARSE_EDGE_RATIO * busy_in(*rest) / (rest[1] - rest[0]):
+            return f"is not under half as busy as the rest ({busy_pct(*rest)}%)"
+        return _repeated(model, u, (a, b), like) if other_long else None
+
+    why = kept(full0, cand0, (cand0, cand1 if trim_tail else full1), (cand1, cand1 + lead),
+               trail >= lead and tail_share > TRIM_MAX_BUSY_SHARE) if trim_lead else None
+    if why is not None:
         trim_lead = False
-        dense.append(("leading", busy_pct(full0, cand0),
-                      f"is not under half as busy as the rest ({busy_pct(cand0, kept1)}%)"))
-    # (5c) a periodic job whose period is longer than its densest phase puts the same sparse phases on both sides of
-    # it: a side is no warm-up / tail when the other side is workload (> TRIM_MAX_BUSY_SHARE of the busy ns, so (5)
-    # keeps it) at least as long, and the same length of it next to the candidate runs the side's kernels as densely
-    if trim_lead and trail >= lead and tail_share > TRIM_MAX_BUSY_SHARE:
-        like = _repeated(model, u, (full0, cand0), (cand1, cand1 + lead))
-        if like is not None:
-            trim_lead = False
-            dense.append(("leading", busy_pct(full0, cand0), like))
-    kept0 = cand0 if trim_lead else full0
-    if trim_tail and busy_in(cand1, full1) / trail >= SPARSE_EDGE_RATIO * busy_in(kept0, cand1) / (cand1 - kept0):
+        dense.append(("leading", busy_pct(full0, cand0), why))
+    why = kept(cand1, full1, (cand0 if trim_lead else full0, cand1), (cand0 - trail, cand0),
+               lead >= trail and lead_share > TRIM_MAX_BUSY_SHARE) if trim_tail else None
+    if why is not None:
         trim_tail = False
-        dense.append(("trailing", busy_pct(cand1, full1),
-                      f"is not under half as busy as the rest ({busy_pct(kept0, cand1)}%)"))
-    if trim_tail and lead >= trail and lead_share > TRIM_MAX_BUSY_SHARE:
-        like = _repeated(model, u, (cand1, full1), (cand0 - trail, cand0))
-        if like is not None:
-            trim_tail = False
-            dense.append(("trailing", busy_pct(cand1, full1), like))
+        dense.append(("trailing", busy_pct(cand1, full1), why))
     s = cand0 if trim_lead else full0
     e = cand1 if trim_tail else full1
     details = WindowDetails(

@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 
 from ...model.trace import TraceModel
-from ..kernels.trials import autotune_trial_names
+from ..kernels.trials import autotune_trial_names, marked_pass
 
 AUTOTUNE_TRIAL_SHARE = 0.5   # rule 6: a leading stretch is an autotuning pass when its trials hold half its kernel time
 ONE_OFF_LEAD_SHARE = 0.25    # rule 7: a one-off name runs no kernel starting after the window's first quarter
@@ -30,8 +30,8 @@ class AutotuneLead:
 def autotune_lead(model: TraceModel, s: int, e: int) -> Optional[AutotuneLead]:
     """Rule (6): the autotuning pass leading ``[s, e)``, or None. Of the kernels starting in the window (all devices
     pooled), the trials are those of the ``autotune`` trait's names (:func:`kernels.trials.autotune_trial_names`);
-    the pass ends at ``until`` = the start of the first other kernel starting at or after the last trial's end (the
-    window's end when there is none), and it is one when its trials hold ≥ :data:`AUTOTUNE_TRIAL_SHARE` of the
+    the pass (:func:`kernels.trials.marked_pass`; to the window's end when no other kernel follows the trials) is one
+    when its trials hold ≥ :data:`AUTOTUNE_TRIAL_SHARE` of the
     kernel time (Σ duration) of the kernels starting in ``[s, until)``."""
     k = model.kernels
     if k is None or len(k) == 0:
@@ -40,20 +40,14 @@ def autotune_lead(model: TraceModel, s: int, e: int) -> Optional[AutotuneLead]:
     if not trial_name.any():
         return None
     inw = (k.start >= s) & (k.start < e)
-    is_trial = trial_name[k.name_idx]
-    trial = is_trial & inw
+    trial = trial_name[k.name_idx] & inw
     if not trial.any():
         return None
-    last = int(k.end[trial].max())
-    after = inw & ~is_trial & (k.start >= last)
-    until = int(k.start[after].min()) if after.any() else e
-    before = inw & (k.start < until)
-    dur = np.asarray(k.end, np.int64) - np.asarray(k.start, np.int64)
-    total, trials = int(dur[before].sum()), int(dur[before & trial].sum())
+    until, n, total, trials, left = marked_pass(np.asarray(k.start, np.int64), np.asarray(k.end, np.int64), trial,
+                                               inw, e)
     if total <= 0 or trials < AUTOTUNE_TRIAL_SHARE * total:
         return None
-    return AutotuneLead(until, int(before.sum()), round(100.0 * trials / total, 1),
-                         int((inw & (k.start >= until)).sum()))
+    return AutotuneLead(until, n, round(100.0 * trials / total, 1), left)
 
 
 @dataclass(frozen=True)
@@ -68,11 +62,12 @@ class OneOffLead:
 def one_off_lead(model: TraceModel, s: int, e: int, min_kernels: int) -> Optional[OneOffLead]:
     """Rule (7): the one-time work leading ``[s, e)`` (a cuDNN benchmark pass trying algorithms it never runs again),
     or None. Of the kernels starting in the window (all devices pooled), the *one-off* ones are those of names no
-    kernel of which starts at or after ``s + ONE_OFF_LEAD_SHARE × (e − s)``; the stretch ends at ``until`` = the start
-    of the first other kernel starting at or after the last one-off kernel's end. It is one-time work when the one-off
-    kernels hold ≥ :data:`ONE_OFF_SHARE` of the kernel time (Σ duration) of the kernels starting in ``[s, until)`` and
-    the rest is a repetition: ≥ ``min_kernels`` kernels start in ``[until, e)`` and each of their names runs at
-    least twice there (a single pass, each layer's kernel once, is no steady state to trim towards)."""
+    kernel of which starts at or after ``s + ONE_OFF_LEAD_SHARE × (e − s)``; the stretch is their pass
+    (:func:`kernels.trials.marked_pass`: it ends at ``until``, the first other kernel after them). It is one-time
+    work when the one-off kernels hold ≥ :data:`ONE_OFF_SHARE` of the kernel time (Σ duration) of the kernels
+    starting in ``[s, until)`` and the rest is a repetition: ≥ ``min_kernels`` kernels start in ``[until, e)`` and
+    each of their names runs at least twice there (a single pass, each layer's kernel once, is no steady state to
+    trim towards)."""
     k = model.kernels
     if k is None or len(k) == 0 or e <= s:
         return None
@@ -82,17 +77,9 @@ def one_off_lead(model: TraceModel, s: int, e: int, min_kernels: int) -> Optiona
     once = inw & ~late[k.name_idx]
     if not once.any():
         return None
-    last = int(k.end[once].max())
-    after = inw & ~once & (k.start >= last)
-    if not after.any():
+    until, n, total, one, left = marked_pass(np.asarray(k.start, np.int64), np.asarray(k.end, np.int64), once, inw, e)
+    if left == 0 or left < min_kernels or total <= 0 or one < ONE_OFF_SHARE * total:
         return None
-    until = int(k.start[after].min())
     rest = inw & (k.start >= until)
-    if int(rest.sum()) < min_kernels or int(np.unique(k.name_idx[rest], return_counts=True)[1].min()) < 2:
-        return None
-    before = inw & (k.start < until)
-    dur = np.asarray(k.end, np.int64) - np.asarray(k.start, np.int64)
-    total, one = int(dur[before].sum()), int(dur[before & once].sum())
-    if total <= 0 or one < ONE_OFF_SHARE * total:
-        return None
-    return OneOffLead(until, int(before.sum()), round(100.0 * one / total, 1))
+    return None if int(np.unique(k.name_idx[rest], return_counts=True)[1].min()) < 2 else \
+        OneOffLead(until, n, round(100.0 * one / total, 1))

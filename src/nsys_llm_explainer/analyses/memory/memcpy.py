@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Dict, Optional, Tuple, Type, TypeVar
 
 import numpy as np
@@ -107,20 +107,26 @@ def analyze_memcpy(model: TraceModel) -> MemcpyResult:
     mc, ms = model.memcpy, model.memset
     if (mc is None or len(mc) == 0) and (ms is None or len(ms) == 0):
         return MemcpyResult(False, "no memcpy or memset activity in the trace")
-    res = MemcpyResult(True, None)
+    by_direction: Tuple[MemcpyDirectionRow, ...] = ()
+    by_kind: Tuple[MemcpyKindRow, ...] = ()
+    memset: Tuple[MemsetRow, ...] = ()
+    total_bytes: Optional[int] = 0
+    total_ns = 0
+    unrecorded: Optional[int] = None
     if mc is not None and len(mc):
+        dur = mc.end - mc.start
         nb, known = recorded_bytes(mc.bytes)
         n_known = int(known.sum())
-        dur = mc.end - mc.start
+        total_bytes = bytes_or_none(int(nb.sum()), n_known, len(mc))
+        unrecorded = len(mc) - n_known or None
+        total_ns = int(dur.sum())
         direction = ("copy_kind", copy_kind_label)
-        res = replace(res, total_bytes=bytes_or_none(int(nb.sum()), n_known, len(mc)), total_ns=int(dur.sum()),
-                      bytes_unrecorded=len(mc) - n_known or None, by_direction=_stats_rows(
-                          MemcpyDirectionRow, {"copy_kind": mc.copy_kind}, dur, mc.bytes, direction=direction),
-                      by_kind=_stats_rows(
-                          MemcpyKindRow, {"copy_kind": mc.copy_kind, "src_kind": mc.src_kind, "dst_kind": mc.dst_kind},
-                          dur, mc.bytes, direction=direction, src_kind_name=("src_kind", mem_kind),
-                          dst_kind_name=("dst_kind", mem_kind)))
+        by_direction = _stats_rows(MemcpyDirectionRow, {"copy_kind": mc.copy_kind}, dur, mc.bytes, direction=direction)
+        by_kind = _stats_rows(
+            MemcpyKindRow, {"copy_kind": mc.copy_kind, "src_kind": mc.src_kind, "dst_kind": mc.dst_kind}, dur,
+            mc.bytes, direction=direction, src_kind_name=("src_kind", mem_kind), dst_kind_name=("dst_kind", mem_kind))
     if ms is not None and len(ms):
-        res = replace(res, memset=_stats_rows(MemsetRow, {"mem_kind": ms.mem_kind}, ms.end - ms.start, ms.bytes,
-                                              mem_kind_name=("mem_kind", mem_kind)))
-    return res
+        dur = ms.end - ms.start
+        memset = _stats_rows(MemsetRow, {"mem_kind": ms.mem_kind}, dur, ms.bytes, mem_kind_name=("mem_kind", mem_kind))
+    return MemcpyResult(True, None, by_direction=by_direction, by_kind=by_kind, memset=memset,
+                        total_bytes=total_bytes, total_ns=total_ns, bytes_unrecorded=unrecorded)

@@ -64,10 +64,10 @@ class Scope:
     devices: Optional[Tuple[int, ...]] = None   # device_id None: the devices pooled (those that ran kernels)
 
 
-def pooled_scope(devices: Sequence[int], window: str = "steady") -> Scope:
+def pooled_scope(devices: Sequence[int]) -> Scope:
     """The scope of a metric pooled over ``devices`` (the devices that ran kernels in the steady window,
     :meth:`analyses.idle.gpu_time.GpuTimeResult.kernel_devices`)."""
-    return Scope(window=window, devices=tuple(int(d) for d in devices))
+    return Scope(devices=tuple(int(d) for d in devices))
 
 
 def pooled_words(gpu: GpuTimeResult) -> str:

@@ -17,8 +17,6 @@ from .base import HIGH_SHARE, Check, Finding, finding, pooled_scope, pooled_word
 
 #: from this share of the window on, communication that no compute kernel overlaps is a finding (``comm_exposed``)
 COMM_EXPOSED_PCT = 10.0
-#: ``COMM_EXPOSED_PCT`` is high severity from this share of the window on (base.HIGH_SHARE)
-COMM_EXPOSED_HIGH_PCT = HIGH_SHARE
 
 
 def _op_words(ops: List[str]) -> str:
@@ -96,7 +94,7 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
     keys.append("comm_exposed.generic.here" if nccl.available and len(nccl.ranks) >= 2 else "comm_exposed.generic")
     verb, it = ("runs", "it") if len(named) == 1 else ("run", "them")
     return finding(
-        "comm_exposed", severity="high" if check.observed >= COMM_EXPOSED_HIGH_PCT else "medium",
+        "comm_exposed", severity="high" if check.observed >= HIGH_SHARE else "medium",
         title=f"Exposed communication: {_op_words(named)} {verb} with no compute beside {it} for "
               f"{check.observed:.1f} % of {where}",
         evidence=ev, advice=keys, facts=advice, time_at_stake_ns=exposed, checks=(check,))

@@ -13,12 +13,11 @@ from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
-from .base import Check, Claims, Scope, finding
-from .idle_copy import LARGE_COPY_BYTES, side_stream
+from .base import MEDIUM_SHARE, Check, Claims, Scope, finding
+from .idle_copy import large_copies, side_stream
 
 BUSY_PCT = 50.0        # % of the window (and of the median step) the path is busy
 OVERLAP_PCT = 25.0     # % of the path's busy time with a kernel running
-BEYOND_PCT = 5.0       # % of the window the path is busy with no kernel running (the idle findings' MEDIUM_SHARE)
 HIGH_BUSY_PCT = 80.0
 COMPOSITE = "copy_path"
 PACE_PATHS = ("H2D", "D2H", "D2D", "P2P", "H2H", "memset")
@@ -29,7 +28,7 @@ def checks(p: CopyPath, window_ns: int) -> Tuple[Check, ...]:
     beyond = 100.0 * p.beyond_kernels_ns / window_ns if window_ns > 0 else 0.0
     out: Tuple[Check, ...] = (Check("copy_path_busy_pct", p.busy_pct, ">=", BUSY_PCT, sc),
            Check("copy_path_overlap_pct", p.overlap_pct, ">=", OVERLAP_PCT, sc),
-           Check("copy_path_beyond_kernels_pct", beyond, ">=", BEYOND_PCT, sc))
+           Check("copy_path_beyond_kernels_pct", beyond, ">=", MEDIUM_SHARE, sc))
     if p.steps and p.step_busy_pct_p50 is not None:
         out += (Check("copy_path_step_busy_pct", p.step_busy_pct_p50, ">=", BUSY_PCT, sc),)
     return out
@@ -61,7 +60,7 @@ def claimed(causes: IdleCausesResult, paths: List[CopyPath]) -> Dict[int, Dict[T
 def advice_ids(path: str, pageable: bool, other_direction: bool, large: bool) -> List[str]:
     """Advice lines for a pacing path (each still filtered by the facts); ``other_direction``: the device has copies
     in the opposite host direction in the window (using both directions at once needs some); ``large``: the path's
-    copies average more than :data:`LARGE_COPY_BYTES` ("larger, fewer copies" would not help)."""
+    copies average more than 1 MiB (:func:`.idle_copy.large_copies`: "larger, fewer copies" would not help)."""
     if path in ("D2D", "P2P"):      # layout changes and clones are the source of small copies (copy.d2d)
         ids = ["copy_pace.d2d.large" if large else "copy_pace.d2d"]
     elif path in HOST_PATHS:
@@ -131,7 +130,7 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
     opposite = {"H2D": "D2H", "D2H": "H2D"}.get(p.path)
     ids = advice_ids(p.path, p.pageable_count > 0, any(
         q.device_id == p.device_id and q.path == opposite and q.count > 0 for q in copy_engines.paths),
-        p.count > 0 and p.bytes is not None and p.bytes > LARGE_COPY_BYTES * p.count)
+        bool(large_copies([p])))
     f = finding(
         "copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
         title=title, evidence=ev, advice=ids,

@@ -42,6 +42,7 @@ from .idle_once import (
     once_title,
     pause_line,
 )
+from .step_sync import timed_line
 from .unified_memory import is_unified_detail
 from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, thread_named, wait_story
 
@@ -129,33 +130,30 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
     return per_kind, merged
 
 
-def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int,
-           story: Optional[WaitStory] = None, main_ns: Optional[int] = None, loop: bool = False) -> str:
-    """What the finding claims, with its share and time on its device (``ns``: the share's time, not the sum over
-    devices, which is the time at stake; ``main_ns``: the named detail's part of it, quoted when the title names
-    that detail alone): named after the largest detail when it holds most of the kind, else after the kind with the
-    largest detail beside it; a wait is named with the range around it. ``loop``: ``what`` is the largest detail
-    in the loop (the largest of all is mostly start-up / shutdown), ``main_share`` / ``main_ns`` its part between
-    kernels, which the title says."""
-    named = ns if main_ns is None else min(ns, main_ns)
-    largest = "largest in the loop" if loop else "largest"
+def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int, story: Optional[WaitStory],
+           main_ns: int, loop: bool) -> Tuple[str, int]:
+    """What the finding claims, with its share and time on its device, and that time (``ns``: the share's time, not
+    the sum over devices, which is the time at stake; ``main_ns``: the named detail's part of it, quoted when the
+    title names that detail alone): named after the largest detail when it holds most of the kind, else after the
+    kind with the largest detail beside it; a wait is named with the range around it. ``loop``: ``what`` is the
+    largest detail in the loop (the largest of all is mostly start-up / shutdown), ``main_share`` / ``main_ns`` its
+    part between kernels, which the title says."""
+    named = min(ns, main_ns)
     in_loop = " in the loop" if loop else ""
-    if story is not None and main_share < 0.5 * kind_share:
-        return (f"The launching thread waits in OS calls while the GPU idles: {kind_share:.1f} % ({dur(ns)}); "
-                f"{largest} {code_name(what)} ({main_share:.1f} %)")
+    if (story is not None or txt.title_many) and main_share < 0.5 * kind_share:     # named after the kind
+        head = (f"The launching thread waits in OS calls while the GPU idles: {kind_share:.1f} % ({dur(ns)})"
+                if story is not None else txt.title_many.format(share=kind_share) + f", {dur(ns)}")
+        return head + f"; largest{in_loop} {code_name(what)} ({main_share:.1f} %)", ns
     if story is not None:
         inside = f" inside {code_name(story.context)}" if story.context else ""
         return (f"The launching thread waits in {code_name(what)}{inside} while the GPU idles: {main_share:.1f} % "
-                f"({dur(named)}{in_loop})")
-    if txt.title_many and main_share < 0.5 * kind_share:
-        return (txt.title_many.format(share=kind_share) + f", {dur(ns)}; {largest} {code_name(what)} "
-                f"({main_share:.1f} %)")
-    return txt.title.format(what=code_name(what), share=main_share).replace(" % of the window", f" % of the window, "
-                                                                    f"{dur(named)}{in_loop}", 1)
+                f"({dur(named)}{in_loop})"), named
+    return txt.title.format(what=code_name(what), share=main_share).replace(
+        " % of the window", f" % of the window, {dur(named)}{in_loop}", 1), named
 
 
-def _quoted(title_ns: Optional[int], total: int, kind_dev: int, detail: Optional[str], loop: bool, by: str,
-            dev: int, devices: Sequence[int]) -> Optional[Quoted]:
+def _quoted(title_ns: Optional[int], total: int, detail: Optional[str], loop: bool, by: str, dev: int,
+            devices: Sequence[int]) -> Optional[Quoted]:
     """What the title's time is and what the time at stake covers, when the two differ (docs/FINDINGS.md, "One
     quantity per sentence"): ``detail`` the detail the title names alone (None: the kind's time on ``dev``),
     ``loop`` its part between kernels only, ``by`` what the details are when the finding has more than one."""
@@ -196,7 +194,7 @@ def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int) -> Optional[T
     if u is None or not u.kind_ns:
         return None
     share = 100.0 * u.idle_ns / u.kind_ns
-    every = qualifying(u.processes, u.sampled_elsewhere(), None)
+    every = qualifying(u.processes, u.sampled_elsewhere())
     if share < UNSAMPLED_MIN_PCT or not every:
         return None
     gaps = fmt_count(u.pieces, "piece")
@@ -252,9 +250,9 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
         total = sum(details.values()) - sum(edge_ns.values())
         txt = KIND[kind]
-        if kind == "queued" and _tiny_share(by_dev, kind, set(lb)) >= 0.5:
+        if kind == "queued" and _queued_share(by_dev, set(lb), tiny=True) >= 0.5:
             txt = VARIANTS["queued_latency"]     # mostly sub-10 µs gaps between back-to-back kernels
-        elif kind == "queued" and _short_piece_share(by_dev, kind, set(lb)) >= 0.5:
+        elif kind == "queued" and _queued_share(by_dev, set(lb), tiny=False) >= 0.5:
             txt = VARIANTS["queued_after_launch"]     # a few µs at the end of longer gaps: after each launch
         wait_checks: Tuple[Check, ...] = ()
         wait_line = ""
@@ -277,6 +275,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         growth = kind == "alloc" and early_only(idle_causes, gpu_time, kind)
         once = once_ns(by_dev[dev], kind, window) if not KIND[kind].one_time else (0, 0)   # module_load says so
         kind_ns = by_dev[dev].ns_of(kind)
+        kind_dev = sum(devs[dev].values()) - edge_ns[dev]     # the device's claimed ns of the kind
+        named_ns = min(kind_dev, devs[dev].get(top[0][0], 0))   # of its largest detail (as _title's)
         once_pct = 100.0 * sum(once) / kind_ns if kind_ns else 0.0
         loop_pct = 100.0 * (kind_ns - sum(once)) / win[dev]
         startup = not growth and once_pct >= STARTUP_MIN_SHARE and loop_pct < MEDIUM_SHARE
@@ -290,10 +290,9 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             holds = "holds" if main.gap_count == 1 else "hold"
             ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} {code_name(named_det or kind)}"
                       f"{_where(main, window.full_start_ns)}.")
-        pause = None if KIND[kind].one_time else \
-            pause_line(main, min(sum(devs[dev].values()) - edge_ns[dev], devs[dev].get(top[0][0], 0)), dev, kind)
+        pause = None if KIND[kind].one_time else pause_line(main, named_ns, dev, kind)
         pause_at = len(ev)      # its line follows the largest gap's (given unless the finding is one-time work)
-        table_share = 100.0 * by_dev[dev].ns_of(kind) / win[dev]      # titles quote the idle-cause table's shares
+        table_share = 100.0 * kind_ns / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
         findings_elsewhere = [w for w, m in (("the launch-bound finding", merged),
                                              ("the per-step sync finding", claimed),
@@ -337,7 +336,6 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                                   Scope(device_id=p.device_id, trait="autotune")) for p in tuned)
         if growth or startup or tuned:
             category, sev = "one_time", "low"
-        named_ns = min(sum(devs[dev].values()) - edge_ns[dev], devs[dev].get(top[0][0], 0))   # as _title's
         if kind == "copy" and "(pageable)" in top[0][0]:
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
@@ -366,32 +364,30 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         timed = _event_timed_series(step_sync, dev, top[0][0]) if kind == "sync" else None
         if timed is not None:      # the sync ends timed steps: the event-timing line, not "remove the sync"
             ids = [i for i in ids if not i.startswith("sync.")] + ["step_sync.event_timed"]
-            ev.append(_event_timed_line(timed))
-        if kind == "unknown" and api_calls > 0 and facts.pidless_api_processes:   # whose call: not recorded
-            ids = ["unknown.no_global_pid"]
+            who = f"thread {code_name(timed.thread_name)}" if timed.thread_name else "the thread"
+            ev.append(timed_line(timed, f"{code_name(timed.api)} ends each step of {who} (pid {timed.pid}, tid "
+                                        f"{timed.tid}), and on"))
+        if kind == "unknown" and api_calls > 0:    # CUDA was traced: the links, not the calls, are missing
+            pidless = facts.pidless_api_processes     # whose call: not recorded
+            ids = ["unknown.no_global_pid" if pidless else "unknown.unlinked"]
             ev.append(f"The export holds {api_calls:,} CUDA API calls, but no kernel, copy or memset of device {dev} "
-                      "in the window is linked to one: the kernel rows carry no globalPid (their process is not "
-                      f"recorded) and the {facts.pidless_api_processes} processes with CUDA API calls used the same "
-                      "correlation ids, so a kernel's correlation id does not say whose call launched it (not "
-                      "guessed): which thread launched the work, and what it did in these gaps, is not known.")
-        elif kind == "unknown" and api_calls > 0:    # CUDA was traced: the links, not the calls, are missing
-            ids = ["unknown.unlinked"]
-            ev.append(f"The export holds {api_calls:,} CUDA API calls, but no kernel, copy or memset of device {dev} "
-                      "in the window is linked to one (no call of its process has its correlation id): which thread "
-                      "launched the work, and what it did in these gaps, is not known.")
+                      "in the window is linked to one" + (
+                          ": the kernel rows carry no globalPid (their process is not recorded) and the "
+                          f"{pidless} processes with CUDA API calls used the same correlation ids, so a kernel's "
+                          "correlation id does not say whose call launched it (not guessed)" if pidless else
+                          " (no call of its process has its correlation id)")
+                      + ": which thread launched the work, and what it did in these gaps, is not known.")
         kind_facts = _sampled_facts(advice, host_samples, dev, kind)
         if kind == "queued":     # programmatic dependent launch: the finding's GPU (docs/FINDINGS.md, "Facts")
             kind_facts = {**kind_facts, "gpu_pdl": facts.supports_pdl(dev)}
         if kind == "copy":
             kind_facts, side_ev = copy_facts(kind_facts, copy_engines, set(devs), details)
             ev.extend(side_ev)
-        kind_dev = sum(devs[dev].values()) - edge_ns[dev]     # the device's claimed ns of the kind
         if in_loop:      # the largest detail in the loop, its part between kernels (docs/FINDINGS.md)
             title_det, title_share = in_loop[0], min(100.0 * in_loop[1] / win[dev], quoted)
             title_det_ns = min(devs[dev].get(in_loop[0], 0), in_loop[1])
         else:
             title_det, title_share, title_det_ns = top[0][0], main_quoted, devs[dev].get(top[0][0], 0)
-        many = (story is not None or bool(txt.title_many)) and title_share < 0.5 * quoted   # as _title's
         if growth:
             title, title_ns = (f"Allocator growth at the start of the window: {code_name(what)} holds "
                                f"{main_quoted:.1f} % of it (a one-time cost)"), None
@@ -404,17 +400,16 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                 f"allocation calls hold {quoted:.1f} % of the window ({dur(kind_dev)}; largest {code_name(what)} "
                 f"{dur(named_ns)})") + ", all during the autotuning trials; no allocation idles the GPU after them")
         else:
-            title = _title(txt, title_det or txt.noun or kind, quoted, title_share, kind_dev, story, title_det_ns,
-                           loop=in_loop is not None)
-            title_ns = kind_dev if many else min(kind_dev, title_det_ns)
+            title, title_ns = _title(txt, title_det or txt.noun or kind, quoted, title_share, kind_dev, story,
+                                     title_det_ns, loop=in_loop is not None)
         out.append(finding(
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=title,
             evidence=ev, advice=ids, facts=kind_facts, time_at_stake_ns=total,
             checks=checks, device_id=dev, cause=(kind, top[0][0]),
             about_capture=KIND[kind].low_only or growth or startup or bool(tuned),
-            quoted=_quoted(title_ns, total, kind_dev, title_det if title_ns is not None and title_ns < kind_dev
-                           else None, in_loop is not None, txt.by if len(details) > 1 else "", dev, sorted(devs))))
+            quoted=_quoted(title_ns, total, title_det if title_ns is not None and title_ns < kind_dev else None,
+                           in_loop is not None, txt.by if len(details) > 1 else "", dev, sorted(devs))))
     lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)
@@ -434,18 +429,10 @@ def _event_timed_series(step_sync: Optional[StepSyncResult], dev: int, call: str
     return max(same, key=lambda s: (s.steps, -s.gtid))
 
 
-def _event_timed_line(s: StepSyncSeries) -> str:
-    """The ``sync`` finding's evidence that its call ends timed steps (the step-sync series ``s``)."""
-    who = f"thread {code_name(s.thread_name)}" if s.thread_name else "the thread"
-    return (f"{code_name(s.api)} ends each step of {who} (pid {s.pid}, tid {s.tid}), and on {s.timed_steps} of its "
-            f"{s.steps} steps the thread reads a CUDA event pair's elapsed time (`cudaEventElapsedTime`) after the "
-            "sync: the sync ends each timed step, as a benchmark harness or a per-step timer does.")
-
-
 def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],
                     lb: Dict[int, Tuple[Check, ...]], gpu: GpuTimeResult,
                     traits: KernelTraitsResult, facts: Mapping[str, Any],
-                    samples: Optional[HostSamplesResult] = None) -> Optional[Finding]:
+                    samples: Optional[HostSamplesResult]) -> Optional[Finding]:
     if not merged:
         return None
     share = {d: 100.0 * sum(v.values()) / win[d] for d, v in merged.items() if win.get(d)}
@@ -506,7 +493,7 @@ def _kernel_lines(ids: Sequence[str], traits: KernelTraitsResult) -> List[str]:
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
-                launch_ranges: Optional[AbstractSet[str]] = frozenset()) -> List[str]:
+                launch_ranges: Optional[AbstractSet[str]]) -> List[str]:
     """The advice lines of a kind's finding that its own details call for: the device-to-device line only when
     such copies are among them; the pinned-memory lines when a pageable copy is; for a range, the "launches no
     kernel" lines only when the largest range encloses no launch (else the line about work between launches); for
@@ -542,28 +529,14 @@ def edge_bin_ns(causes: IdleCausesResult) -> Dict[int, Dict[str, int]]:
     return out
 
 
-def _left(c: IdleCause, dev: int, lb: AbstractSet[int], whole: int, paced: int) -> int:
-    """``whole`` (a part of ``c.ns``) less its host-paced part on a launch-bound device (``lb``), where the
-    launch-bound finding holds that part (:func:`_split`)."""
-    return whole - paced if dev in lb else whole
-
-
-def _short_piece_share(by_dev: Mapping[int, DeviceCauses], kind: str, lb: AbstractSet[int] = frozenset()) -> float:
-    """Fraction of a kind's ns (all devices) in gaps where it holds under 10 µs: a few µs of ``queued`` at the end of
-    each longer gap is the launch latency after the host's launch; a mean hides a few gaps where launched kernels
-    were held back hundreds of µs. On the launch-bound devices ``lb``, of the ns that are not host-paced."""
-    ns = sum(_left(c, i, lb, c.ns, c.host_paced_ns) for i, d in by_dev.items() for c in d.causes if c.kind == kind)
-    short = sum(_left(c, i, lb, c.short_piece_ns, c.host_paced_short_piece_ns)
-                for i, d in by_dev.items() for c in d.causes if c.kind == kind)
-    return short / ns if ns else 0.0
-
-
-def _tiny_share(by_dev: Mapping[int, DeviceCauses], kind: str, lb: AbstractSet[int] = frozenset()) -> float:
-    """Fraction of a kind's ns (all devices) inside gaps shorter than 10 µs; on the launch-bound devices ``lb``, of
-    the ns that are not host-paced."""
-    ns = sum(_left(c, i, lb, c.ns, c.host_paced_ns) for i, d in by_dev.items() for c in d.causes if c.kind == kind)
-    tiny = sum(_left(c, i, lb, c.tiny_gap_ns, c.host_paced_tiny_ns)
-               for i, d in by_dev.items() for c in d.causes if c.kind == kind)
-    return tiny / ns if ns else 0.0
-
-
+def _queued_share(by_dev: Mapping[int, DeviceCauses], lb: AbstractSet[int], tiny: bool) -> float:
+    """Fraction of the ``queued`` ns (all devices) in gaps shorter than 10 µs (``tiny``: back-to-back kernels), else
+    in pieces under 10 µs at the end of longer gaps (the launch latency after the host's launch; a mean hides a few
+    gaps where launched kernels were held back hundreds of µs). On the launch-bound devices ``lb``, of the ns that
+    are not host-paced (the launch-bound finding's: :func:`_split`)."""
+    ns = held = 0
+    for c, on_lb in ((c, i in lb) for i, d in by_dev.items() for c in d.causes if c.kind == "queued"):
+        part, paced = (c.tiny_gap_ns, c.host_paced_tiny_ns) if tiny else (c.short_piece_ns, c.host_paced_short_piece_ns)
+        ns += c.ns - (c.host_paced_ns if on_lb else 0)
+        held += part - (paced if on_lb else 0)
+    return held / ns if ns else 0.0

@@ -103,14 +103,11 @@ def copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: 
         return facts, []
     want = {path_of_detail(d) for d in details}
     paths = [p for p in ce.paths if p.device_id in devs and p.path in want]
-    count = sum(p.count for p in paths)
-    known = all(p.bytes is not None for p in paths)
-    nbytes = sum(p.bytes or 0 for p in paths)
-    return side_stream({**facts, "copies_large": nbytes > LARGE_COPY_BYTES * count if count and known else None,
-                        "d2d_copies_large": _large([p for p in paths if p.path in ("D2D", "P2P")])}, paths)
+    return side_stream({**facts, "copies_large": large_copies(paths),
+                        "d2d_copies_large": large_copies([p for p in paths if p.path in ("D2D", "P2P")])}, paths)
 
 
-def _large(paths: Sequence[CopyPath]) -> Optional[bool]:
+def large_copies(paths: Sequence[CopyPath]) -> Optional[bool]:
     """Whether the copies of ``paths`` average more than :data:`LARGE_COPY_BYTES` (None: no copy, or a path whose
     bytes the export does not record)."""
     count = sum(p.count for p in paths)

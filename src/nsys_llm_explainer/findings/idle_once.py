@@ -93,9 +93,8 @@ def once_of(c: IdleCause, window: WindowResult) -> Tuple[int, int]:
 
 
 def once_ns(d: DeviceCauses, kind: str, window: WindowResult) -> Tuple[int, int]:
-    """(start-up ns, shutdown ns) of ``kind`` on device ``d``: its ns in the device's leading gap when the window
-    starts at the capture's start, in its trailing gap when it ends at the capture's end (else 0): idle before the
-    device's first kernel or after its last in the capture, paid once per run."""
+    """(start-up ns, shutdown ns) of ``kind`` on device ``d`` (:func:`once_of` of its rows): idle before the device's
+    first kernel or after its last in the capture, paid once per run."""
     parts = [once_of(c, window) for c in d.causes if c.kind == kind]
     return sum(p[0] for p in parts), sum(p[1] for p in parts)
 

@@ -68,7 +68,7 @@ def _mixed(busy_pct: float, causes: IdleCausesResult, facts: Mapping[str, Any], 
     largest causes. (From 85 % busy up the medium ``gpu_bound`` finding speaks instead.)"""
     scope = pooled_scope(ids)
     devs = [d for d in causes.devices if d.device_id in ids] if causes.available else []
-    top = causes.totals[:4] if len(devs) == len(causes.devices) else cause_totals(devs)[:4]
+    top = cause_totals(devs)[:4]
     idle = sum(d.idle_ns for d in devs)
     worst = max(((100.0 * d.ns_of(k) / d.window_ns if d.window_ns else 0.0, d.device_id, k)
                  for d in devs for k in {c.kind for c in d.causes}), default=(0.0, None, None))

@@ -16,13 +16,6 @@ from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Finding, Scope, finding
 
 ADVICE_IDS = ("step_sync.overlap", "step_sync.overlap.torch", "step_sync.vllm", "step_sync.sglang",
               "step_sync.trtllm")
-#: the host samples each step's next token (StepSyncSeries.host_sampling holds): step N+1 needs what the host
-#: computes from step N's results, so "launch step N+1 before reading them" cannot be done until sampling moves
-HOST_SAMPLING_ADVICE_IDS = ("step_sync.gpu_sampling",)
-#: the thread reads CUDA event timings after (nearly) every step sync (StepSyncSeries.timed_steps): the sync times
-#: the step — a benchmark harness's repetitions or a per-step timer — so "launch step N+1 before reading step N" is
-#: not the advice
-EVENT_TIMED_ADVICE_IDS = ("step_sync.event_timed",)
 def _device_totals(ss: StepSyncResult, devices: Optional[AbstractSet[int]] = None
                    ) -> Dict[int, Tuple[int, int, int, StepSyncSeries]]:
     """Per device with a holding series (among ``devices``; None: all): (Σ exposed ns, Σ overlappable ns, largest
@@ -66,10 +59,13 @@ def _host_samples(s: StepSyncSeries) -> bool:
 
 
 def _advice_ids(s: StepSyncSeries) -> Tuple[str, ...]:
-    """Host sampling first (its own evidence), then event timing, else the double-buffer lines."""
+    """The double-buffer lines, unless "launch step N+1 before reading step N" cannot be done or is not the advice:
+    the host samples each step's next token (StepSyncSeries.host_sampling: step N+1 needs what the host computes
+    from step N's results), or, else, the thread reads CUDA event timings after its step syncs (timed_steps: the
+    sync times the step, in a benchmark harness or a per-step timer)."""
     if s.host_sampling is not None and s.host_sampling.holds:
-        return HOST_SAMPLING_ADVICE_IDS
-    return EVENT_TIMED_ADVICE_IDS if s.timed_steps is not None else ADVICE_IDS
+        return ("step_sync.gpu_sampling",)
+    return ("step_sync.event_timed",) if s.timed_steps is not None else ADVICE_IDS
 
 
 def _checks(dev: int, exposed: int, overlap: int, points: int, window: int) -> Tuple[Check, ...]:
@@ -118,16 +114,16 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
                "tokens are read, " if _host_samples(s) else "Done while the GPU runs the next step, ") +
             f"{dur(s.overlap_ns)} of it ({s.overlap_pct_of_window:.1f} % of the window) would be hidden: per step "
             "the host work up to the time the host then waits for the GPU anyway; longer host work keeps the loop "
-            "host-bound and stays with the host findings."] + _sampling(s) + _timed(s)
+            "host-bound and stays with the host findings."] + _sampling(s) + (
+                [timed_line(s)] if s.timed_steps is not None else [])
 
 
-def _timed(s: StepSyncSeries) -> List[str]:
-    """The evidence that the thread times its steps with CUDA events (only when StepSyncSeries.timed_steps is set)."""
-    if s.timed_steps is None:
-        return []
-    return [f"On {s.timed_steps} of its {s.steps} steps the thread reads a CUDA event pair's elapsed time "
+def timed_line(s: StepSyncSeries, lead: str = "On") -> str:
+    """The evidence that the thread of ``s`` times its steps with CUDA events (StepSyncSeries.timed_steps set), after
+    ``lead`` (this finding's; the ``sync`` idle finding's names the series first)."""
+    return (f"{lead} {s.timed_steps} of its {s.steps} steps the thread reads a CUDA event pair's elapsed time "
             "(`cudaEventElapsedTime`) after the sync: the sync ends each timed step, as a benchmark harness or a "
-            "per-step timer does."]
+            "per-step timer does.")
 
 
 def _sampling(s: StepSyncSeries) -> List[str]:

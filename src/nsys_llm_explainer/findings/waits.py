@@ -145,8 +145,8 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     elif w.samples_in_waits == 0 and not shown:
         ev.append("No CPU sample of another thread of its process falls inside these waits (the trace has CPU "
                   "samples): none was sampled running during them.")
-    every = ran_elsewhere(w, None)
     n_all = w.sampled_elsewhere()
+    every = qualifying(w.processes or (), n_all)     # other processes sampled running through the waits
     if every:
         ev.append(processes_line(every, n_all, "these waits"))
     elif w.process_samples:
@@ -161,19 +161,12 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     return WaitStory(context, tuple(ev), advice)
 
 
-def ran_elsewhere(w: LauncherWaits, limit: Optional[int] = SHOWN_THREADS) -> List[OtherProcess]:
-    """The other processes sampled running through the launching thread's waits (:func:`qualifying`)."""
-    return qualifying(w.processes or (), w.sampled_elsewhere(), limit)
-
-
-def qualifying(processes: Sequence[OtherProcess], n_all: int, limit: Optional[int] = SHOWN_THREADS
-               ) -> List[OtherProcess]:
+def qualifying(processes: Sequence[OtherProcess], n_all: int) -> List[OtherProcess]:
     """The ``processes`` (most samples first) sampled running through a set of times: ≥ :data:`SHOWN_PROCESS_PCT` %
     of the ``n_all`` samples inside them (every thread's but the launching thread's) and ≥
-    :data:`MIN_PROCESS_SAMPLES` (up to ``limit``; None: all of them). One rule for the launching thread's waits and
-    for the ``host_cpu`` gaps it is not sampled in (findings/idle.py)."""
-    return [p for p in processes if p.sampled >= MIN_PROCESS_SAMPLES
-            and pct(p.sampled, n_all) >= SHOWN_PROCESS_PCT][:limit]
+    :data:`MIN_PROCESS_SAMPLES`. One rule for the launching thread's waits and for the ``host_cpu`` gaps it is not
+    sampled in (findings/idle.py)."""
+    return [p for p in processes if p.sampled >= MIN_PROCESS_SAMPLES and pct(p.sampled, n_all) >= SHOWN_PROCESS_PCT]
 
 
 def processes_line(every: Sequence[OtherProcess], n_all: int, during: str, listed: str = "waits") -> str:

@@ -352,13 +352,10 @@ def cause_totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
     acc: Dict[Tuple[str, str], List[int]] = {}
     for d in devs:
         for c in d.causes:
-            a = acc.setdefault((c.kind, c.detail), [0, 0, 0, 0, 0, 0])
-            a[0] += c.ns
-            a[1] += c.gap_count
-            a[2] += c.short_gap_ns
-            a[3] += c.waiting_ns or 0
-            a[4] += c.waiting_unknown_ns or 0
-            a[5] += c.after_sync_short_ns or 0
+            a = acc.setdefault((c.kind, c.detail), [0] * 6)
+            for i, v in enumerate((c.ns, c.gap_count, c.short_gap_ns, c.waiting_ns, c.waiting_unknown_ns,
+                                   c.after_sync_short_ns)):
+                a[i] += v or 0
     out = [IdleCause(k, det, v[0], pct(v[0], window), pct(v[0], idle), v[1], k in ONE_TIME, v[2],
                      waiting_ns=v[3] if k == "copy" else None,
                      waiting_unknown_ns=v[4] or None if k == "copy" else None, after_sync_short_ns=v[5] or None)

@@ -78,16 +78,15 @@ _NOT_STEP = re.compile(
     r"|^autograd::|^torch::autograd::|^\w+Backward(?:\d+|#)?$"               # torch autograd per-node ranges
     r"|^tensorrt:(?!executioncontext)",                                    # TensorRT per-layer ranges
     re.IGNORECASE)
-#: ``step`` as an optimizer's / LR scheduler's / grad scaler's method (``optimizer.step``, ``lr_scheduler.step``,
-#: ``Optimizer.step#AdamW.step``): one part of a training step, not a step-like name; a diffusion pipeline's VAE
-#: decode (``vae.decode``, diffusers' ``decode_latents``, LDM's ``decode_first_stage``): once per image after the
-#: denoising loop, not a decode step (the phase map's ``ignore`` list gives it no phase either)
-_PART_STEP = re.compile(r"(?:optim(?:izer)?|scheduler|scaler|adamw?|sgd)[.#_]step"
-                        r"|vae[._]decode|decode_latents|decode_first_stage", re.IGNORECASE)
 #: a training step's optimizer part (``Optimizer.step#AdamW.step``, ``lr_scheduler.step``, ``scaler.step``): once per
 #: iteration, so as steps it would give the right count with the optimizer's time (1 ms of a 10 ms iteration) as
 #: the step time; never a step candidate
 _OPTIMIZER_STEP = re.compile(r"(?:optim(?:izer)?|lr_scheduler|scaler|adamw?|sgd)[.#_]step", re.IGNORECASE)
+#: not step-like names: those, any scheduler's ``step`` method, and a diffusion pipeline's VAE decode (``vae.decode``,
+#: diffusers' ``decode_latents``, LDM's ``decode_first_stage``): once per image after the denoising loop, not a decode
+#: step (the phase map's ``ignore`` list gives it no phase either)
+_PART_STEP = re.compile(_OPTIMIZER_STEP.pattern + r"|scheduler[.#_]step|vae[._]decode|decode_latents"
+                        r"|decode_first_stage", re.IGNORECASE)
 
 
 def _name_groups(names: List[str]) -> Tuple[np.ndarray, List[str]]:

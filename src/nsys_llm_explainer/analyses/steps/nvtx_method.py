@@ -215,12 +215,9 @@ def _interleaved(tree: NvtxTree, rare: np.ndarray, other: np.ndarray) -> bool:
 def _iteration_part(model: TraceModel, tree: NvtxTree, knode: np.ndarray, info: Dict[int, Tuple[np.ndarray, int]],
                     gi: int, glabels: List[str], g_phase: np.ndarray, step_phases: Collection[int],
                     phase_map: PhaseMap) -> Tuple[int, str]:
-    """The step name among the parts of one iteration (docs/FINDINGS.md, "Steps"): step-like names at the depth of
-    ``gi`` (the preferred candidate) whose instances interleave with its instances on their threads (speculative
-    decoding: ``draft_step`` ×4, then ``verify_step``, per iteration) are parts of one iteration; the part whose
-    ranges enclose the launches of the most GPU time marks the iteration. Names of two different prefill/decode
-    phases are not parts (they are kinds of step, taken together). (the chosen name group, a note for the confidence
-    reason, "" when ``gi`` stays)."""
+    """The step name among the parts of one iteration (docs/FINDINGS.md, "Steps": step-like names at the depth of
+    the preferred candidate ``gi`` interleaving with it, as ``draft_step`` ×4 then ``verify_step``; the part enclosing
+    the most GPU time marks it): the chosen name group and a note for the confidence reason ("" when ``gi`` stays)."""
     ws, we = gpu_work(model, "start", "end")
     m = knode >= 0
     if not m.any() or ws.shape[0] != knode.shape[0]:

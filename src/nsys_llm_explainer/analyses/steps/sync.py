@@ -387,13 +387,9 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     ed = e[names == uniq[top[0]]]
     m = int(ed.shape[0])
     period = np.diff(ed)
-    # an idle pause (a serving loop waiting for requests): the host time after a sync point exceeds PAUSE ×
-    # the median period, or the thread spends most of it blocked in an OS call that waits (an embedding server's
-    # `pthread_cond_wait` for the next request after every forward: each period holds one such wait, so no period
-    # is long beside the median); it is no host work of a step: left out of X, R and the per-step numbers
-    # (docs/FINDINGS.md)
-    # (mostly: of the window's GPU idle charged to the thread, not of the whole window: while another thread's
-    # kernels (a second model served by the same process) keep the GPU busy, the thread's wait hides nothing)
+    # an idle pause (docs/FINDINGS.md): the host time after a sync point exceeds PAUSE × the median period, or most of
+    # the GPU idle charged to the thread in it is in an OS call that waits; no host work of a step: left out of X, R
+    # and the per-step numbers
     paused = (b - e) > PAUSE * percentile(period, 50) if m > 1 else np.zeros(n, bool)
     idle_g, wait_g = _waiting_ns(dc, g, e, b)
     paused |= 2 * wait_g > idle_g

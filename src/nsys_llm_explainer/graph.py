@@ -219,9 +219,10 @@ def _waits(steady: TraceModel, window: WindowResult, idle_causes: IdleCausesResu
 
 
 def _window_repeats(window: WindowResult, steps: StepResult, step_sync: StepSyncResult) -> bool:
-    """Whether the analysis window holds repeated steps (:meth:`StepSyncResult.window_repeats`): the one fact every
-    "steady window" / "auto-detected window" word follows."""
-    return step_sync.window_repeats(steps, window.start_ns, window.end_ns)
+    """Whether the analysis window holds repeated steps (docs/FINDINGS.md, window rules): ≥ ``MIN_REPEATED_STEPS``
+    detected steps inside it (``StepResult.repeat_in``) or a holding per-step sync series (computed on the window): the
+    one fact every "steady window" / "auto-detected window" word follows."""
+    return steps.repeat_in(window.start_ns, window.end_ns) or bool(step_sync.holding())
 
 
 def _timeline(model: TraceModel, window: WindowResult, timeline_span: TimelineSpan, idle_causes: IdleCausesResult,

@@ -132,12 +132,9 @@ def _device(ctx: HostContext, tl: DeviceTimeline, n_bins: int, span: Optional[Tu
 
 def paced_cap(act_start: np.ndarray, prev_row: np.ndarray, next_call: np.ndarray, prev_call: np.ndarray,
               api_end: np.ndarray) -> np.ndarray:
-    """Per gap, the most ``queued`` ns of it that are *host-paced* (docs/MODEL.md, "Host-paced queued time"): when
-    the launch call of the activity after the gap (``next_call``) returned after the activity before it
-    (``prev_row``) started, and is not that activity's own launch call (``prev_call``: a graph's nodes), the GPU
-    ran that activity with nothing launched behind it; up to its own launch-to-start delay
-    (``start − its call's end``, ≥ 0) of the gap's queued ns are the host's launch interval shifted by that delay.
-    0 for the other gaps (a deeper queue, an unlinked activity, a window edge)."""
+    """Per gap, the most ``queued`` ns of it that are *host-paced* (docs/MODEL.md, "Host-paced queued time"): the
+    activity before it (``prev_row``, launched by ``prev_call``)'s launch-to-start delay when the next activity's
+    launch call (``next_call``, another call) returned after it started; 0 for the other gaps."""
     ok = (next_call >= 0) & (prev_call >= 0) & (next_call != prev_call) & (prev_row >= 0)
     ps = act_start[np.maximum(prev_row, 0)] if act_start.shape[0] else np.zeros(prev_row.shape[0], np.int64)
     ok &= api_end[np.maximum(next_call, 0)] > ps
@@ -352,13 +349,10 @@ def cause_totals(devs: Sequence[DeviceCauses]) -> Tuple[IdleCause, ...]:
     acc: Dict[Tuple[str, str], List[int]] = {}
     for d in devs:
         for c in d.causes:
-            a = acc.setdefault((c.kind, c.detail), [0, 0, 0, 0, 0, 0])
-            a[0] += c.ns
-            a[1] += c.gap_count
-            a[2] += c.short_gap_ns
-            a[3] += c.waiting_ns or 0
-            a[4] += c.waiting_unknown_ns or 0
-            a[5] += c.after_sync_short_ns or 0
+            a = acc.setdefault((c.kind, c.detail), [0] * 6)
+            for i, v in enumerate((c.ns, c.gap_count, c.short_gap_ns, c.waiting_ns, c.waiting_unknown_ns,
+                                   c.after_sync_short_ns)):
+                a[i] += v or 0
     out = [IdleCause(k, det, v[0], pct(v[0], window), pct(v[0], idle), v[1], k in ONE_TIME, v[2],
                      waiting_ns=v[3] if k == "copy" else None,
                      waiting_unknown_ns=v[4] or None if k == "copy" else None, after_sync_short_ns=v[5] or None)

@@ -252,11 +252,8 @@ def _device(fr: _Frames, dc: DeviceCauses) -> DeviceHostSamples:
 
 
 def device_unsampled_gaps(steady: TraceModel, device_causes: DeviceCauses) -> Optional[UnsampledGaps]:
-    """The ``host_cpu`` pieces of one device where its gaps' host thread has no CPU sample, and the other processes
-    sampled in them (:class:`UnsampledGaps`; counted by :func:`analyses.common.processes.sampled_processes`, as in
-    the launching thread's waits), computed in the device's turn of the device pass while its pieces are alive.
-    None: the trace has no CPU samples, or no such piece. Reads only ``steady.wait_samples`` (every sample taken
-    while a device idles) inside the pieces' span."""
+    """The :class:`UnsampledGaps` of one device (in its turn of the device pass, while its pieces are alive; read
+    from ``steady.wait_samples``); None: the trace has no CPU samples, or no such piece."""
     s, p = steady.wait_samples, device_causes.pieces
     if s is None or s.total == 0 or p is None or len(p) == 0:
         return None
@@ -305,11 +302,8 @@ def device_host_samples(host_sample_frames: Optional[_Frames], device_causes: De
 def analyze_host_samples(samples: Optional[CpuSamples], causes: IdleCausesResult,
                          devices: Optional[Sequence[Optional[DeviceHostSamples]]] = None,
                          unsampled: Optional[Sequence[Optional[UnsampledGaps]]] = None) -> HostSamplesResult:
-    """Attribute the CPU samples of the gaps' host threads inside each device's host-side idle pieces (module
-    docstring). ``samples``: the whole capture's (``TraceModel.samples`` of the model read from the file).
-    ``devices``: the per-device results already computed during the device pass (:func:`device_host_samples`),
-    else they are computed here from the pieces kept on ``causes``. ``unsampled``: the devices'
-    :func:`device_unsampled_gaps` (computed in the device pass only)."""
+    """The result (module docstring) from the whole capture's ``samples``: ``devices`` computed in the device pass
+    (:func:`device_host_samples`; else here from the pieces kept on ``causes``) and their ``unsampled`` gaps."""
     if samples is None or samples.total == 0:
         requested = samples.requested if samples is not None else None
         reason = REQUESTED_EMPTY if requested else NO_SAMPLES

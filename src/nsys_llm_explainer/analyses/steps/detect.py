@@ -51,17 +51,11 @@ class MarkerKernel(FieldsJson):
 
 
 # ------------------------------------------------------------------------------------------- marker method
-def marker_kernels(k: Kernels, regex: str) -> Tuple[np.ndarray, Tuple[MarkerKernel, ...]]:
-    """(marker mask per kernel row, marker kernel names with their counts, most frequent first). A user's
-    ``regex`` (checked by :mod:`options`) is compiled and matched in bounded time (:func:`config.patterns.first_match`:
-    an :class:`OptionError` ``step_marker`` when it is invalid)."""
-    marks, _ = marker_kernels_excluding(k, regex, None)
-    return marks
-
-
-def marker_kernels_excluding(k: Kernels, regex: str, exclude: Optional[str]
-                             ) -> Tuple[Tuple[np.ndarray, Tuple[MarkerKernel, ...]], Tuple[MarkerKernel, ...]]:
-    """:func:`marker_kernels` less the names ``exclude`` matches; also those left out (name, kernel count)."""
+def marker_kernels(k: Kernels, regex: str, exclude: Optional[str]
+                   ) -> Tuple[Tuple[np.ndarray, Tuple[MarkerKernel, ...]], Tuple[MarkerKernel, ...]]:
+    """((marker mask per kernel row, marker kernel names with their counts, most frequent first), the names
+    ``exclude`` left out with their counts). A user's ``regex`` (checked by :mod:`options`) is compiled and matched
+    in bounded time (:func:`config.patterns.first_match`: an :class:`OptionError` ``step_marker`` when invalid)."""
     first = first_match([regex], k.names, "step_marker", [repr(regex)])
     hit = np.array([j == 0 for j in first] + [False], dtype=np.bool_)
     out = np.zeros(len(k.names) + 1, np.bool_)
@@ -177,8 +171,7 @@ def detect_steps(model: TraceModel, phase_map: PhaseMap, phase_result: Optional[
     markers: Tuple[MarkerKernel, ...] = ()
     router_note = ""
     if (choice is None or choice.confidence == "low") and k is not None and len(k):
-        (is_m, markers), left_out = marker_kernels_excluding(k, regex, None if step_marker
-                                                             else f"{MOE_ROUTER}|{RESAMPLE}")
+        (is_m, markers), left_out = marker_kernels(k, regex, None if step_marker else f"{MOE_ROUTER}|{RESAMPLE}")
         rs = re.compile(RESAMPLE, re.IGNORECASE)
         resampling = [m for m in left_out if rs.search(m.name) and not re.search(MOE_ROUTER, m.name, re.I)]
         router = [m for m in left_out if m not in resampling]

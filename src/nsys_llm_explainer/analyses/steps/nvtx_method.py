@@ -78,16 +78,15 @@ _NOT_STEP = re.compile(
     r"|^autograd::|^torch::autograd::|^\w+Backward(?:\d+|#)?$"               # torch autograd per-node ranges
     r"|^tensorrt:(?!executioncontext)",                                    # TensorRT per-layer ranges
     re.IGNORECASE)
-#: ``step`` as an optimizer's / LR scheduler's / grad scaler's method (``optimizer.step``, ``lr_scheduler.step``,
-#: ``Optimizer.step#AdamW.step``): one part of a training step, not a step-like name; a diffusion pipeline's VAE
-#: decode (``vae.decode``, diffusers' ``decode_latents``, LDM's ``decode_first_stage``): once per image after the
-#: denoising loop, not a decode step (the phase map's ``ignore`` list gives it no phase either)
-_PART_STEP = re.compile(r"(?:optim(?:izer)?|scheduler|scaler|adamw?|sgd)[.#_]step"
-                        r"|vae[._]decode|decode_latents|decode_first_stage", re.IGNORECASE)
 #: a training step's optimizer part (``Optimizer.step#AdamW.step``, ``lr_scheduler.step``, ``scaler.step``): once per
 #: iteration, so as steps it would give the right count with the optimizer's time (1 ms of a 10 ms iteration) as
 #: the step time; never a step candidate
 _OPTIMIZER_STEP = re.compile(r"(?:optim(?:izer)?|lr_scheduler|scaler|adamw?|sgd)[.#_]step", re.IGNORECASE)
+#: not step-like names: those, any scheduler's ``step`` method, and a diffusion pipeline's VAE decode (``vae.decode``,
+#: diffusers' ``decode_latents``, LDM's ``decode_first_stage``): once per image after the denoising loop, not a decode
+#: step (the phase map's ``ignore`` list gives it no phase either)
+_PART_STEP = re.compile(_OPTIMIZER_STEP.pattern + r"|scheduler[.#_]step|vae[._]decode|decode_latents"
+                        r"|decode_first_stage", re.IGNORECASE)
 
 
 def _name_groups(names: List[str]) -> Tuple[np.ndarray, List[str]]:
@@ -216,12 +215,9 @@ def _interleaved(tree: NvtxTree, rare: np.ndarray, other: np.ndarray) -> bool:
 def _iteration_part(model: TraceModel, tree: NvtxTree, knode: np.ndarray, info: Dict[int, Tuple[np.ndarray, int]],
                     gi: int, glabels: List[str], g_phase: np.ndarray, step_phases: Collection[int],
                     phase_map: PhaseMap) -> Tuple[int, str]:
-    """The step name among the parts of one iteration (docs/FINDINGS.md, "Steps"): step-like names at the depth of
-    ``gi`` (the preferred candidate) whose instances interleave with its instances on their threads (speculative
-    decoding: ``draft_step`` ×4, then ``verify_step``, per iteration) are parts of one iteration; the part whose
-    ranges enclose the launches of the most GPU time marks the iteration. Names of two different prefill/decode
-    phases are not parts (they are kinds of step, taken together). (the chosen name group, a note for the confidence
-    reason, "" when ``gi`` stays)."""
+    """The step name among the parts of one iteration (docs/FINDINGS.md, "Steps": step-like names at the depth of
+    the preferred candidate ``gi`` interleaving with it, as ``draft_step`` ×4 then ``verify_step``; the part enclosing
+    the most GPU time marks it): the chosen name group and a note for the confidence reason ("" when ``gi`` stays)."""
     ws, we = gpu_work(model, "start", "end")
     m = knode >= 0
     if not m.any() or ws.shape[0] != knode.shape[0]:

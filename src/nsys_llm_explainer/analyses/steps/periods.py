@@ -37,11 +37,8 @@ class StepPeriods:
 
 def step_periods(a: Optional[StepArrays]) -> StepPeriods:
     """Per process (pid), steps in start order: step i's period is start[i+1] − start[i] (the last step of a process
-    has none). A period whose gap end[i] → start[i+1], less the GPU work on step i's device inside it
-    (``a.gap_busy``; the whole gap when the arrays have none), is longer than :data:`PAUSE` × the median period of the
-    trace spans an idle pause (a serving loop waiting for requests), not a step, and is left out; so is a pair that
-    overlaps (user-chosen ranges on several threads of a process are not one sequence). A gap the GPU spends running
-    the work of another kind of range (a verify step's kernels after the draft steps) is no pause."""
+    has none); left out: a period over an idle pause (:func:`pauses` of its gap end[i] → start[i+1] less the GPU work
+    on the step's device inside it, ``a.gap_busy``) and an overlapping pair (docs/FINDINGS.md, "Steps")."""
     if a is None or len(a) < 2:
         return StepPeriods(np.empty(0, np.int64), 0, 0)
     o = np.lexsort((a.start, a.pid))

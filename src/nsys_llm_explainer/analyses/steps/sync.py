@@ -22,7 +22,6 @@ from ...vocabulary.units import fmt_dur as dur
 from ..api import classes as ac
 from ..common.stats import pct, percentile
 from ..idle.result import DeviceCauses, IdleCausesResult, IdlePieces
-from .metrics import StepResult
 from .periods import PAUSE  # the idle-pause rule of the step periods: host time after a sync over PAUSE median periods
 
 MIN_SYNC_POINTS = 5          # fewer sync points are no per-step pattern
@@ -143,14 +142,6 @@ class StepSyncResult(FieldsJson):
     def holding(self) -> Tuple[StepSyncSeries, ...]:
         return tuple(s for s in self.series if s.holds)
 
-    def window_repeats(self, steps: StepResult, start_ns: int, end_ns: int) -> bool:
-        """Whether the analysis window ``[start_ns, end_ns)`` holds repeated steps (docs/FINDINGS.md, window rules):
-        at least ``MIN_REPEATED_STEPS`` detected steps inside it (``StepResult.repeat_in``), or a holding series of
-        this result (computed on the window: ≥ :data:`MIN_SYNC_POINTS` recurring sync points of one API whose steps
-        hold ≥ half of the device's kernels) — a loop without NVTX ranges or sampling kernels that synchronizes once
-        per step."""
-        return steps.repeat_in(start_ns, end_ns) or bool(self.holding())
-
     def claimed(self) -> Dict[int, Dict[Tuple[str, str], int]]:
         """Per device: the idle ns per (kind, detail) that the holding series explain (``claimed``); a
         step-sync finding claims them and the idle findings subtract them, so that each ns is claimed once."""
@@ -183,36 +174,30 @@ class StepSyncContext:
         sync_copy = per_name(lambda b: b in ac.SYNC_COPY)
         async_copy = per_name(ac.is_async_copy)
         d2h = per_name(lambda b: b in _D2H_NAMES)
-        pageable_d2h = np.zeros(len(api), bool)
+        pageable_d2h, h2d = np.zeros(len(api), bool), np.zeros(len(api), bool)
+        primary = api.primary
+        self.copy_rows: np.ndarray = np.empty(0, np.int64)          # API rows that issued a D→H / H→D copy, ascending
+        self.copy_row_bytes: np.ndarray = np.empty(0, np.float64)   # … the bytes each one copied
         mc = steady.memcpy
         if mc is not None and len(mc):
             li = np.asarray(mc.launch_idx, np.int64)
-            is_d2h = (np.asarray(mc.copy_kind, np.int64) == D2H) & (li >= 0)
+            kind = np.asarray(mc.copy_kind, np.int64)
+            is_d2h, is_h2d = (kind == D2H) & (li >= 0), (kind == H2D) & (li >= 0)
             d2h[li[is_d2h]] = True
             pageable_d2h[li[is_d2h & (np.asarray(mc.dst_kind, np.int64) == PAGEABLE)]] = True
-        primary = api.primary
-        self.blocking = (wait | (sync_copy & d2h) | (async_copy & pageable_d2h)) & primary
-        self.d2h_call = d2h & primary
-        self.blocking_rows = _by_thread(api.gtid, self.blocking)
-        self.elapsed_rows = _by_thread(api.gtid, per_name(lambda b: b in _ELAPSED) & primary)
-        self.d2h_rows = _by_thread(api.gtid, self.d2h_call)
-        # per thread: its calls that issued a host-to-device copy, and the bytes of each D→H / H→D copy call
-        self.h2d_rows: Dict[int, np.ndarray] = {}
-        self.copy_rows: np.ndarray = np.empty(0, np.int64)          # API rows that issued a D→H / H→D copy, ascending
-        self.copy_row_bytes: np.ndarray = np.empty(0, np.float64)   # … the bytes each one copied
-        if mc is not None and len(mc):
-            li = np.asarray(mc.launch_idx, np.int64)
-            kind = np.asarray(mc.copy_kind, np.int64)
-            is_h2d = (kind == H2D) & (li >= 0)
-            h2d = np.zeros(len(api), bool)
             h2d[li[is_h2d]] = True
-            self.h2d_rows = _by_thread(api.gtid, h2d & primary)
-            cp = np.flatnonzero(((kind == H2D) | (kind == D2H)) & (li >= 0))
+            cp = np.flatnonzero(is_d2h | is_h2d)
             rows, inv = np.unique(li[cp], return_inverse=True)
             self.copy_rows = rows
             # a copy whose bytes the export does not record (-1) counts 0: it never shows bytes read or sent
             self.copy_row_bytes = np.bincount(inv, weights=np.maximum(np.asarray(mc.bytes, np.float64)[cp], 0.0),
                                               minlength=rows.shape[0])
+        self.blocking = (wait | (sync_copy & d2h) | (async_copy & pageable_d2h)) & primary
+        self.d2h_call = d2h & primary
+        self.blocking_rows = _by_thread(api.gtid, self.blocking)
+        self.elapsed_rows = _by_thread(api.gtid, per_name(lambda b: b in _ELAPSED) & primary)
+        self.d2h_rows = _by_thread(api.gtid, self.d2h_call)
+        self.h2d_rows = _by_thread(api.gtid, h2d & primary)    # per thread: its calls that issued a H→D copy
         self.sampler = _sampler_frames(steady)
 
 
@@ -402,13 +387,9 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     ed = e[names == uniq[top[0]]]
     m = int(ed.shape[0])
     period = np.diff(ed)
-    # an idle pause (a serving loop waiting for requests): the host time after a sync point exceeds PAUSE ×
-    # the median period, or the thread spends most of it blocked in an OS call that waits (an embedding server's
-    # `pthread_cond_wait` for the next request after every forward: each period holds one such wait, so no period
-    # is long beside the median); it is no host work of a step: left out of X, R and the per-step numbers
-    # (docs/FINDINGS.md)
-    # (mostly: of the window's GPU idle charged to the thread, not of the whole window: while another thread's
-    # kernels (a second model served by the same process) keep the GPU busy, the thread's wait hides nothing)
+    # an idle pause (docs/FINDINGS.md): the host time after a sync point exceeds PAUSE × the median period, or most of
+    # the GPU idle charged to the thread in it is in an OS call that waits; no host work of a step: left out of X, R
+    # and the per-step numbers
     paused = (b - e) > PAUSE * percentile(period, 50) if m > 1 else np.zeros(n, bool)
     idle_g, wait_g = _waiting_ns(dc, g, e, b)
     paused |= 2 * wait_g > idle_g

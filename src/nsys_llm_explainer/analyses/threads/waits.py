@@ -229,13 +229,12 @@ def analyze_waits(model: TraceModel, window_start_ns: int, window_end_ns: int,
         return WaitsResult(False, f"no launching thread waits in OS calls for {MIN_WAIT_SHARE:g} % of the window",
                            win)
     cand.sort(key=lambda c: (-c[0], c[1]))          # the largest waits are followed: other threads' rows are read
-    found = [dataclasses.replace(_follow(model, tree, g, la.devices, o_s[rows], o_e[rows], o_n[rows], w, n, w0, w1,
-                                         labels, causes), kernel_pct=la.kernel_pct, co_launchers=la.co_launchers)
+    found = [_follow(model, tree, g, la, o_s[rows], o_e[rows], o_n[rows], w, n, w0, w1, labels, causes)
              for n, g, la, rows, w in cand[:MAX_LAUNCHERS]]   # once per followed launcher
     return WaitsResult(True, None, win, tuple(found))
 
 
-def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int, ...], o_s: np.ndarray,
+def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, la: _Launcher, o_s: np.ndarray,
             o_e: np.ndarray, o_n: np.ndarray, w: IntervalUnion, wait_ns: int, w0: int, w1: int,
             labels: Mapping[int, str], causes: Optional[IdleCausesResult]) -> LauncherWaits:
     """One launcher's waits: its waiting OS calls ``[o_s, o_e)`` (clipped to the window; name indices ``o_n``)."""
@@ -259,13 +258,14 @@ def _follow(model: TraceModel, tree: Optional[NvtxTree], g: int, devs: Tuple[int
     procs = sampled_processes(model, pid, w, 0 if sampled is None else sum(sampled.values()))
     return LauncherWaits(
         gtid=g, pid=pid, tid=int(tid_of(np.array([g], np.int64))[0]), thread=labels.get(g, ""),
-        devices=tuple(sorted(devs)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
+        devices=tuple(sorted(la.devices)), window_ns=win, wait_ns=wait_ns, wait_pct_of_window=pct(wait_ns, win),
         gpu_idle_ns=sum(d.wait_ns_by_thread.get(g, 0) for d in causes.devices) if causes and causes.available else 0,
         calls=tuple(calls),
         contexts=_contexts(tree, names_nv, g, o_s, o_e, wait_ns),
         threads=others[0], rows=others[1], samples_in_waits=None if sampled is None else sum(sampled.values()),
         process_samples=None if procs is None else sum(p.sampled for p in procs[1]),
-        processes=None if procs is None else procs[1][:TOP_ROWS])
+        processes=None if procs is None else procs[1][:TOP_ROWS], kernel_pct=la.kernel_pct,
+        co_launchers=la.co_launchers)
 
 
 def _contexts(tree: Optional[NvtxTree], range_names: Sequence[str], g: int, s: np.ndarray, e: np.ndarray,
@@ -310,8 +310,7 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
             ) -> Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]:
     """``threads`` and ``rows``: the other threads of process ``pid`` during the waits; ``sampled``: their CPU
     samples inside the waits (:func:`_sampled`)."""
-    found = _traced(model, g, pid, w, wait_ns, w0, w1, labels)
-    th, rows = found if found is not None else ((), ())
+    th, rows = _traced(model, g, pid, w, wait_ns, w0, w1, labels)
     if sampled is None:
         return th, rows
     seen = {t.gtid for t in th}
@@ -323,9 +322,9 @@ def _others(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
 
 
 def _traced(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int, w0: int, w1: int,
-            labels: Mapping[int, str]) -> Optional[Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]]:
+            labels: Mapping[int, str]) -> Tuple[Tuple[OtherThread, ...], Tuple[OverlapRow, ...]]:
     """``threads`` and ``rows`` from the traced rows (NVTX ranges, OS calls, CUDA calls) of the other threads of
-    process ``pid`` during the waits (None: no such table)."""
+    process ``pid`` during the waits (the trace has OS calls: :func:`analyze_waits`)."""
     parts: List[Tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, Sequence[str]]] = []
     nv, osrt, api = model.nvtx, model.osrt, model.api
     if nv is not None and len(nv):
@@ -340,8 +339,6 @@ def _traced(model: TraceModel, g: int, pid: int, w: IntervalUnion, wait_ns: int,
     if api is not None and len(api):
         m = api.primary & (api.pid == pid) & (api.gtid != g)
         parts.append((api.gtid[m], api.start[m], api.end[m], 2, api.name_idx[m], api.base_names))
-    if not parts:
-        return None
     gt = np.concatenate([p[0] for p in parts]).astype(np.int64)
     st = np.clip(np.concatenate([p[1] for p in parts]).astype(np.int64), w0, w1)
     en = np.clip(np.concatenate([p[2] for p in parts]).astype(np.int64), w0, w1)

@@ -80,7 +80,7 @@ def _metric_row(i: int, t: TraceSummary, c: Optional[Comparison]) -> Joined:
     return Joined(t.metric, {"label": t.label, "role": "BASE" if i == 0 else "NEW", **vs_base})
 
 
-def _metric(d: CompareResult, unit: str) -> Section:
+def _metric(d: CompareResult) -> Section:
     m = d.metric
     comps = {c.new: c for c in d.comparisons}
     desc = inline(Data(m.description, lead=True),
@@ -226,7 +226,7 @@ def _pair(i: int, c: Comparison, unit: str, top: int) -> List[Section]:
 def compare_document(d: CompareResult, top: Optional[int] = None) -> Document:
     """Every section of the comparison (``top``: kernel-change rows per NEW, default :data:`KERNEL_ROWS`)."""
     unit = UNIT_WORD.get(d.metric.basis, "unit")
-    sections = [_headline(d), _metric(d, unit), _traces(d, unit)] + _stack(d, unit)
+    sections = [_headline(d), _metric(d), _traces(d, unit)] + _stack(d, unit)
     for i, c in enumerate(d.comparisons):
         sections += _pair(i, c, unit, top or KERNEL_ROWS)
     if d.warnings:

@@ -11,7 +11,6 @@ from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
-from ..vocabulary.windows import window_name
 from .measure import (
     GRAPH_UNTRACED,
     HOST_PACED,
@@ -195,10 +194,9 @@ def _harness_line(names: Sequence[str], b: TraceSummary, n: TraceSummary, unit: 
 
 
 def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: TraceSummary,
-              n: TraceSummary, windows: Tuple[str, str], renamed: Renamed = NOT_RENAMED) -> Tuple[str, ...]:
+              n: TraceSummary, renamed: Renamed = NOT_RENAMED) -> Tuple[str, ...]:
     """The headline lines of ``c`` (``details``: every (kind, detail) delta, not only the rows ``c`` keeps;
-    ``windows``: BASE's and NEW's analysis windows in words, :func:`findings.base.window_name`; ``renamed``: kernels
-    a precision change renamed, counted as work in common)."""
+    ``renamed``: kernels a precision change renamed, counted as work in common)."""
     unit = UNIT_WORD[spec.basis]
     mb, mn = b.metric, n.metric
     what = spec.description.split(" (")[0]
@@ -238,8 +236,8 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
         lines.append(text + f" (window time per {unit} {fmt_ms(wb, unit=True)} → {fmt_ms(wn, unit=True)}).")
     if spec.harness_left_out and verdict != "not_compared":
         lines.append(_harness_line(spec.harness_left_out, b, n, unit))
-    own = [w[len("the "):] if w.startswith("the ") else w for w in windows]   # "BASE's steady window", not "'s the"
-    where = windows[0] if windows[0] == windows[1] else f"BASE's {own[0]} / NEW's {own[1]}"
+    own = [w[len("the "):] if w.startswith("the ") else w for w in (b.window_name, n.window_name)]   # not "'s the"
+    where = b.window_name if b.window_name == n.window_name else f"BASE's {own[0]} / NEW's {own[1]}"
     lines.append(f"GPU busy {b.busy_pct:.1f} % → {n.busy_pct:.1f} % of {where}.")
     if renamed and verdict != "not_compared":
         lines.append(_renamed_line(renamed, b, n, unit))
@@ -283,6 +281,4 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
         busy_pct_new=n.busy_pct, window_per_unit_base_ns=wb, window_per_unit_new_ns=wn, idle_changes=kinds,
         idle_detail_changes=details[:IDLE_DETAIL_ROWS], category_changes=cats, kernel_deltas=kern,
         finding_changes=_finding_changes(b, n))
-    names = tuple(window_name(f.report.window.method, f.report.window.details.bins is not None,
-                               f.report.window_repeats) for f in (fb, fn))
-    return replace(c, headline=_headline(spec, c, details, b, n, (names[0], names[1]), renamed))
+    return replace(c, headline=_headline(spec, c, details, b, n, renamed))

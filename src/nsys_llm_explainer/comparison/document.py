@@ -80,7 +80,7 @@ def _metric_row(i: int, t: TraceSummary, c: Optional[Comparison]) -> Joined:
     return Joined(t.metric, {"label": t.label, "role": "BASE" if i == 0 else "NEW", **vs_base})
 
 
-def _metric(d: CompareResult, unit: str) -> Section:
+def _metric(d: CompareResult) -> Section:
     m = d.metric
     comps = {c.new: c for c in d.comparisons}
     desc = inline(Data(m.description, lead=True),
@@ -123,25 +123,23 @@ def _traces(d: CompareResult, unit: str) -> Section:
     return Section("traces", "Traces", parts(TablePart(cols, d.traces, (), "traces"), bullets(notes)), "Traces")
 
 
-def _names(traces: Sequence[TraceSummary], shares: SharesOf) -> List[str]:
-    """The part names of every trace, in first-seen order."""
-    return list(dict.fromkeys(s.name for t in traces for s in shares(t)))
+def _grid(traces: Sequence[TraceSummary], shares: SharesOf) -> List[Tuple[str, List[Optional[Share]]]]:
+    """Each part name of any trace (first-seen order) with its part in each trace (None where it has none)."""
+    by = [{s.name: s for s in shares(t)} for t in traces]
+    return [(n, [b.get(n) for b in by]) for n in dict.fromkeys(s.name for t in traces for s in shares(t))]
 
 
 def _per_unit_rows(d: CompareResult, shares: SharesOf) -> List[PerUnitRow]:
     """One row per part name: ``cells`` (per trace, then the change against BASE) and ``values`` (exact ns)."""
-    by = [{s.name: s for s in shares(t)} for t in d.traces]
     rows = []
-    for n in _names(d.traces, shares):
+    for n, per in _grid(d.traces, shares):
         cells: List[str] = []
         values: List[Optional[int]] = []
-        for i, b in enumerate(by):
-            s = b.get(n)
+        for i, s in enumerate(per):
             cells.append(f"{fmt_ms(s.per_unit_ns)} ({fmt_pct(s.pct_of_window)} %)" if s else "–")
             values.append(s.per_unit_ns if s else None)
             if i:
-                base = by[0].get(n)
-                pb, pn = (base.per_unit_ns if base else 0), (s.per_unit_ns if s else 0)
+                pb, pn = (per[0].per_unit_ns if per[0] else 0), (s.per_unit_ns if s else 0)
                 values.append(pn - pb if pb is not None and pn is not None else None)
                 cells.append(signed_ms(values[-1]))   # "–" when either is not known
         rows.append(PerUnitRow(n, tuple(cells), tuple(values)))
@@ -168,8 +166,7 @@ def _stack_chart(fid: str, d: CompareResult, shares: SharesOf, unit: str, colors
     traces = d.traces
     x = [plot_text(t.label, 40) for t in traces]
     data = []
-    for n in _names(traces, shares):
-        rows = [{s.name: s for s in shares(t)}.get(n) for t in traces]
+    for n, rows in _grid(traces, shares):
         data.append({"type": "bar", "name": plot_text(n, 40), "x": x,
                      "y": [ms_value(r.per_unit_ns) if r else 0 for r in rows],
                      "marker": {"color": colors.get(n, NON_GPU_COLOR)},
@@ -184,7 +181,7 @@ def _stack(d: CompareResult, unit: str) -> List[Section]:
     cats: SharesOf = attrgetter("categories")
     kinds: SharesOf = attrgetter("idle_by_kind")
     ccol = {n: CATEGORY_COLORS[i % len(CATEGORY_COLORS)]
-            for i, n in enumerate(c for c in _names(traces, cats) if c != "non_gpu")}
+            for i, n in enumerate(c for c, _ in _grid(traces, cats) if c != "non_gpu")}
     kcol = {s.name: kind_color(s.name, i) for t in traces for i, s in enumerate(t.idle_by_kind)}
     return [
         Section("stack", f"Time per {unit}: non-overlapped GPU time per kernel category, and non-GPU time", (
@@ -226,7 +223,7 @@ def _pair(i: int, c: Comparison, unit: str, top: int) -> List[Section]:
 def compare_document(d: CompareResult, top: Optional[int] = None) -> Document:
     """Every section of the comparison (``top``: kernel-change rows per NEW, default :data:`KERNEL_ROWS`)."""
     unit = UNIT_WORD.get(d.metric.basis, "unit")
-    sections = [_headline(d), _metric(d, unit), _traces(d, unit)] + _stack(d, unit)
+    sections = [_headline(d), _metric(d), _traces(d, unit)] + _stack(d, unit)
     for i, c in enumerate(d.comparisons):
         sections += _pair(i, c, unit, top or KERNEL_ROWS)
     if d.warnings:

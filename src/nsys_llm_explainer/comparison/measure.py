@@ -201,15 +201,10 @@ def _rest_in_common(f: Facts, other: Facts, renamed: AbstractSet[str]) -> float:
 
 def precision_renamed(a: Facts, b: Facts, units_a: Optional[float], units_b: Optional[float],
                       min_share: float) -> Renamed:
-    """The kernel names of ``a`` and ``b`` that a precision / quantization change renamed (docs/COMPARE.md, "Too
-    short, too different"). A category ``c`` (not ``other`` or ``quantize``) is renamed when both runs ran names of
-    ``c`` the other did not, those names' launches per unit of work are alike (within :data:`LAUNCH_TOLERANCE` of
-    the larger) and they name different low-precision formats (:func:`precision_types`): BF16 GEMMs become FP8 ones,
-    one for one. A run's ``quantize`` names the other did not run count with the change when that run's renamed
-    names name a format the other's do not (it is the quantized side) and they launch at most once per renamed
-    kernel. Nothing is renamed without units of work on both sides, nor when the rest of either run's kernel time
-    is less than ``min_share`` in names the other also ran (a precision change renames a kind of work and leaves the
-    rest of the loop as it was; another engine renames the rest too)."""
+    """The kernel names of ``a`` and ``b`` that a precision / quantization change renamed, by kernel category: both
+    ran names of it the other did not, launching alike per unit of work (:data:`LAUNCH_TOLERANCE`) and naming
+    different formats (:func:`precision_types`), the rest of each run at least ``min_share`` in common (the rule:
+    docs/COMPARE.md, "Too short, too different"); :data:`NOT_RENAMED` without units of work on both sides."""
     if not units_a or not units_b or units_a <= 0 or units_b <= 0 or set(a.kernels) <= set(b.kernels) or \
             set(b.kernels) <= set(a.kernels):   # a run that ran only names the other ran renamed nothing
         return NOT_RENAMED

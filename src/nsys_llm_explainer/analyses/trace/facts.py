@@ -14,6 +14,7 @@ import numpy as np
 
 from ...jsonable import NONE_OMITTED, FieldsJson
 from ...model.info import GpuInfo
+from ...model.samples import GROUP_KEYS
 from ...model.trace import TraceModel
 from ..api.graphs import GraphResult
 from ..kernels.traits import KernelTraitsResult
@@ -120,6 +121,9 @@ class TraceFacts(FieldsJson):
     #: carries a correlation id calls of ≥ 2 processes carry (so the id does not say whose call it is); None
     #: otherwise (:func:`pidless_api_processes`)
     pidless_api_processes: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: the processes that made the CUDA calls (", "-joined) when the trace says they are native programs, not a
+    #: Python interpreter (:func:`native_host`); None otherwise
+    native_host: Optional[str] = field(default=None, metadata=NONE_OMITTED)
     JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("advice_facts",)
 
     def known_gpus(self) -> List[GpuFact]:
@@ -237,7 +241,31 @@ def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphRe
                       _FRAMEWORK.get(stack, ""), uses_graphs, graph_ev, compiled, compiled_ev,
                       bool(model.samples is not None and len(model.samples)), um, um_ev, bool(threads),
                       tuple(threads), bool(model.osrt is not None and len(model.osrt)), **copy_facts(copy_engines),
-                      pidless_api_processes=pidless_api_processes(model))
+                      pidless_api_processes=pidless_api_processes(model), native_host=native_host(model, stack))
+
+
+#: a Python interpreter's process name (``python``, ``python3.11``, ``/usr/bin/python3``, ``ipython``)
+_PYTHON_PROCESS = re.compile(r"(?:^|/)i?python[\d.]*$", re.I)
+#: the stacks whose host may be a native program: none recognised, TensorRT, ONNX Runtime (their C++ APIs); every
+#: other stack runs a Python host (vLLM, SGLang and TensorRT-LLM serve from Python, PyTorch, TensorFlow, JAX)
+_NATIVE_STACKS = ("", "tensorrt", "onnxruntime", "onnxruntime + tensorrt")
+
+
+def native_host(model: TraceModel, stack: str) -> Optional[str]:
+    """The processes that made CUDA calls (those of the kernels where no call is recorded), ", "-joined, when the
+    evidence says they are native programs (a llama.cpp ``llama-server``, a Rust ``candle`` server): the stack is one
+    of :data:`_NATIVE_STACKS`, every such process is named and none as a Python interpreter, and no CPU sample of a
+    CUDA thread is in the Python interpreter; None otherwise (a Python script started by its own name, with no
+    framework evidence, reads as native: docs/FINDINGS.md "Facts")."""
+    rows = model.api if model.api is not None and len(model.api) else model.kernels
+    if stack not in _NATIVE_STACKS or rows is None or not len(rows):
+        return None
+    names = [model.info.process_names.get(int(p), "") for p in np.unique(rows.pid).tolist()]
+    smp = model.samples
+    if not all(names) or any(_PYTHON_PROCESS.search(n) for n in names) or (
+            smp is not None and bool(np.any(smp.frame_group == GROUP_KEYS.index("python")))):
+        return None
+    return ", ".join(sorted(set(names)))
 
 
 def pidless_api_processes(model: TraceModel) -> Optional[int]:

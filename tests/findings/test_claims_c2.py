@@ -123,3 +123,38 @@ def test_facts_line_says_when_the_capability_comes_from_the_name(tmp_path: Path)
     rep, _ = _report(_decode("llama-server", gpu={**t4, "computeMajor": 7, "computeMinor": 5}), tmp_path)
     gpus = dict(facts_pairs(rep.facts))["GPUs"]
     assert gpus == "Tesla T4: Turing (compute capability 7.5), tensor cores FP16/INT8/INT4", gpus
+
+
+def _copy_pace_advice(tmp_path: Path, engines: Optional[int]) -> Tuple[str, ...]:
+    """The copy-path finding's advice on the `h2d_pageable_step` scenario (tests/synth/scenarios/copy_engines.py: 4
+    pageable host-to-device copies busy 94 % of each 10 ms step, GEMMs under them, a pinned 12.5 MB device-to-host
+    copy per step too) with its GPU's `TARGET_INFO_GPU.asyncEngines` set to ``engines`` (None: NULL)."""
+    import sqlite3
+
+    from synth import build_scenario
+    p = tmp_path / "c.sqlite"
+    build_scenario("h2d_pageable_step", str(p))
+    con = sqlite3.connect(p)
+    con.execute("UPDATE TARGET_INFO_GPU SET asyncEngines = ?", (engines,))
+    con.commit()
+    con.close()
+    rep = analyze_path(str(p), options_from_kwargs()).to_dict()
+    f = finding_of(rep, "copy_path")
+    assert f["title"].startswith("The H2D copy path sets the pace on device 0 (busy 94.0 %)"), f["title"]
+    return tuple(f["recommendation"])
+
+
+def test_copy_directions_advice_follows_the_gpu_s_copy_engines(tmp_path: Path) -> None:
+    """(trace: :func:`_copy_pace_advice`) The H2D path sets the pace and the device also copies device-to-host: the
+    finding advised "Use both copy directions at once: host-to-device and device-to-host copies run on separate copy
+    engines only when they are issued on different streams". The export records the GPU's copy engines
+    (`asyncEngines`, every export generation; an RTX 5000 Ada laptop GPU of the real traces records 1): with one
+    engine the two directions take turns whatever the streams, so that line is false; the line for one engine says
+    so. With 2 (or 3, the synthetic default) engines, and where the column is NULL, the line stays."""
+    one = ADVICE["copy_pace.engines.one"].text
+    both = ADVICE["copy_pace.engines"].text
+    adv = _copy_pace_advice(tmp_path, 1)
+    assert one in adv and both not in adv, adv
+    for n in (2, 3, None):
+        adv = _copy_pace_advice(tmp_path, n)
+        assert both in adv and one not in adv, (n, adv)

@@ -55,6 +55,9 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the processes that made the CUDA calls are native programs, not a Python interpreter (TraceFacts.native_host;
     # None: not known); set by findings/idle.py only
     "native_host": (True, False, None),
+    # the copy-path finding's GPU has one copy engine (``asyncEngines`` 1; None: not recorded, or the GPUs differ;
+    # TraceFacts.one_copy_engine), set by findings/copy_path.py only
+    "gpu_one_copy_engine": (True, False, None),
 }
 
 _PT = ("pytorch",)
@@ -145,7 +148,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "move a half or a quarter of the bytes).", copies_host=(True,)),
     _a("copy_pace.engines", "Use both copy directions at once: host-to-device and device-to-host copies run on "
        "separate copy engines only when they are issued on different streams; split large transfers into chunks "
-       "pipelined with the kernels that consume them.", copies_host=(True,)),
+       "pipelined with the kernels that consume them.", copies_host=(True,), gpu_one_copy_engine=(False, None)),
+    _a("copy_pace.engines.one", "This GPU has one copy engine (`asyncEngines` 1): host-to-device and device-to-host "
+       "copies take turns on it whatever their streams, so the two directions add up; split large transfers into "
+       "chunks pipelined with the kernels that consume them.", copies_host=(True,), gpu_one_copy_engine=(True,)),
     _a("copy_pace.fewer", "A saturated copy engine gains from larger, fewer copies (per-copy overhead) and from not "
        "copying what the step does not need; the kernels under it only get faster once the copies take less time."),
     _a("copy_pace.less", "A saturated copy engine gains from not copying what the step does not need (these copies "

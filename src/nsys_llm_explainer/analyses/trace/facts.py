@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, FieldsJson
+from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson
 from ...model.info import GpuInfo
 from ...model.samples import GROUP_KEYS
 from ...model.trace import TraceModel
@@ -78,6 +78,8 @@ class GpuFact:
     tensor_core_types: Tuple[str, ...]
     source: str
     ran_kernels: Optional[bool] = None    # None: the export does not let kernels be matched to this GPU
+    #: copy engines (``TARGET_INFO_GPU.asyncEngines``; None: not recorded): read by the copy-pace advice only
+    copy_engines: Optional[int] = field(default=None, metadata=NOT_IN_JSON)
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,14 @@ class TraceFacts(FieldsJson):
         vals = {_cc_pair(g.compute_capability) >= PDL_MIN_CC for g in tied or gpus}
         return vals.pop() if len(vals) == 1 else None
 
+    def one_copy_engine(self, device: Optional[int] = None) -> Optional[bool]:
+        """Whether the GPU has a single copy engine (``asyncEngines`` 1: host-to-device and device-to-host copies take
+        turns), false with two or more; judged as :meth:`supports_pdl` (the GPU of CUDA device ``device`` where the
+        export ties the device to a GPU, else every listed GPU); None when not recorded (or 0) or they differ."""
+        tied = [g for g in self.gpus if g.ran_kernels is not None and g.id == device]
+        vals = {None if not g.copy_engines else g.copy_engines == 1 for g in tied or self.gpus}
+        return vals.pop() if len(vals) == 1 else None
+
     def gpu_names_by_device(self) -> Dict[int, str]:
         """The GPU name to show beside each device id: by ``TARGET_INFO_GPU`` id where a device id is known to be
         that GPU (``ran_kernels`` known: the export maps CUDA devices to GPUs, or lists one GPU) or where every listed
@@ -196,15 +206,16 @@ def gpu_fact(g: GpuInfo) -> Optional[GpuFact]:
     if cc is None:
         cc = next((c for rx, c in _NAME_CC if rx.search(name)), None)
         source = "name" if cc is not None else "unknown"
+    engines = g.asyncEngines if isinstance(g.asyncEngines, int) else None
     if cc is None:
-        return GpuFact(gid, name, None, "unknown", (), "unknown")
+        return GpuFact(gid, name, None, "unknown", (), "unknown", copy_engines=engines)
     arch, types = "unknown", ()   # type: Tuple[str, Tuple[str, ...]]
     for lo, hi, a, t in ARCHITECTURES:
         if lo <= cc <= hi:
             arch, types = a, t
     if _NO_TENSOR_CORES.search(name):
         arch, types = arch + " (no tensor cores)", ()
-    return GpuFact(gid, name, f"{cc[0]}.{cc[1]}", arch, tuple(types), source)
+    return GpuFact(gid, name, f"{cc[0]}.{cc[1]}", arch, tuple(types), source, copy_engines=engines)
 
 
 def copy_facts(ce: Optional[CopyEnginesResult]) -> Dict[str, Any]:

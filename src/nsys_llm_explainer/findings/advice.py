@@ -52,6 +52,12 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the queued-latency finding's GPU takes programmatic dependent launch (compute capability ≥ 9.0; None: not known,
     # or the GPUs differ; TraceFacts.supports_pdl, set by findings/idle.py only)
     "gpu_pdl": (True, False, None),
+    # the processes that made the CUDA calls are native programs, not a Python interpreter (TraceFacts.native_host;
+    # None: not known); set by findings/idle.py only
+    "native_host": (True, False, None),
+    # the copy-path finding's GPU has one copy engine (``asyncEngines`` 1; None: not recorded, or the GPUs differ;
+    # TraceFacts.one_copy_engine), set by findings/copy_path.py only
+    "gpu_one_copy_engine": (True, False, None),
 }
 
 _PT = ("pytorch",)
@@ -142,7 +148,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "move a half or a quarter of the bytes).", copies_host=(True,)),
     _a("copy_pace.engines", "Use both copy directions at once: host-to-device and device-to-host copies run on "
        "separate copy engines only when they are issued on different streams; split large transfers into chunks "
-       "pipelined with the kernels that consume them.", copies_host=(True,)),
+       "pipelined with the kernels that consume them.", copies_host=(True,), gpu_one_copy_engine=(False, None)),
+    _a("copy_pace.engines.one", "This GPU has one copy engine (`asyncEngines` 1): host-to-device and device-to-host "
+       "copies take turns on it whatever their streams, so the two directions add up; split large transfers into "
+       "chunks pipelined with the kernels that consume them.", copies_host=(True,), gpu_one_copy_engine=(True,)),
     _a("copy_pace.fewer", "A saturated copy engine gains from larger, fewer copies (per-copy overhead) and from not "
        "copying what the step does not need; the kernels under it only get faster once the copies take less time."),
     _a("copy_pace.less", "A saturated copy engine gains from not copying what the step does not need (these copies "
@@ -291,9 +300,13 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "it may be waiting for its next batch (from data-loader worker processes or a data service): trace OS calls "
        "(`--trace=osrt`) to see what it blocks in, and see which processes run meanwhile (the whole process tree "
        "sampled) to find what prepares the batches.", host_thread_off_cpu=(True,), workload=("training",)),
+    # py-spy samples a Python interpreter only: not named for a native host (``native_host``, docs/FINDINGS.md)
     _a("host_cpu.profile", "Profile the host code that runs while the GPU idles (`nsys --sample=cpu`, py-spy) and "
        "overlap CPU work (scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,),
-       host_thread_off_cpu=(False,)),
+       host_thread_off_cpu=(False,), native_host=(False, None)),
+    _a("host_cpu.profile.native", "Profile the host code that runs while the GPU idles (`nsys --sample=cpu`) and "
+       "overlap CPU work (scheduling, data preparation) with GPU execution.", cpu_samples=(False,),
+       host_thread_off_cpu=(False,), native_host=(True,)),
     _a("host_cpu.samples", "The CPU samples of the launching thread (evidence above, `tables/host_samples.csv`) name "
        "the code that ran while the GPU idled: shorten it, move it to another thread, or overlap it with GPU "
        "execution.", cpu_samples=(True,)),

@@ -64,7 +64,7 @@ def advice_ids(path: str, pageable: bool, other_direction: bool, large: bool) ->
     if path in ("D2D", "P2P"):      # layout changes and clones are the source of small copies (copy.d2d)
         ids = ["copy_pace.d2d.large" if large else "copy_pace.d2d"]
     elif path in HOST_PATHS:
-        ids = ["copy_pace.host.resident"] + (["copy_pace.engines"] if other_direction else [])
+        ids = ["copy_pace.host.resident"] + (["copy_pace.engines", "copy_pace.engines.one"] if other_direction else [])
         if pageable:
             ids += ["copy.pageable", "pageable.pin.torch"]
     else:
@@ -122,7 +122,7 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
           "rest."]
     if p.path in HOST_PATHS:
         ev.append(host_memory_evidence(p))
-    advice, side = side_stream(facts.advice_facts(), [p])
+    advice, side = side_stream({**facts.advice_facts(), "gpu_one_copy_engine": facts.one_copy_engine(p.device_id)}, [p])
     ev += side
     if paths[1:]:
         ev.append("Also busy most of the window with kernels under it: " + "; ".join(

@@ -351,7 +351,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             ids = ["pause.one_gap", "pause.one_gap.inference", "pause.one_gap.unknown", "pause.torch"] + \
                 [i for i in ids if not any(i == d or i.startswith(d + ".") for d in dropped)]
         if elsewhere_line is not None:    # another process ran while it did not: its data, not host code to profile
-            ids = [i for i in ids if not i.startswith("host_cpu.off_cpu") and i != "host_cpu.profile"] + \
+            ids = [i for i in ids if not i.startswith(("host_cpu.off_cpu", "host_cpu.profile"))] + \
                 list(OTHER_PROCESS_ADVICE)
             checks += elsewhere_line[1]
         if startup:
@@ -380,6 +380,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         kind_facts = _sampled_facts(advice, host_samples, dev, kind)
         if kind == "queued":     # programmatic dependent launch: the finding's GPU (docs/FINDINGS.md, "Facts")
             kind_facts = {**kind_facts, "gpu_pdl": facts.supports_pdl(dev)}
+        if kind == "host_cpu":   # py-spy only for a Python host (docs/FINDINGS.md, "Facts")
+            kind_facts = {**kind_facts, "native_host": True if facts.native_host else None}
         if kind == "copy":
             kind_facts, side_ev = copy_facts(kind_facts, copy_engines, set(devs), details)
             ev.extend(side_ev)

@@ -47,7 +47,7 @@ def step_sync_finding(ss: StepSyncResult, facts: Mapping[str, object],
     return finding(
         "step_sync", severity="high" if share >= HIGH_SHARE else "medium",
         title=_title(s, share, totals[dev][1], stake, dev if len(totals) > 1 else None),
-        evidence=_evidence(s, ss, dev),
+        evidence=_evidence(s, ss, dev, facts.get("framework") == "pytorch"),
         advice=_advice_ids(s),
         facts=facts, time_at_stake_ns=stake, checks=checks,
         device_id=dev, cause=("step_sync", s.api))
@@ -89,10 +89,12 @@ def _title(s: StepSyncSeries, share: float, overlap: int, stake: int, dev: Optio
             + (f" on device {dev}; {dur(stake)} on all devices)" if dev is not None else ")"))
 
 
-def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int) -> List[str]:
+def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int, torch: bool) -> List[str]:
+    """``torch``: the framework fact is PyTorch (the readback is then named by its PyTorch calls)."""
     who = f"thread {code_name(s.thread_name)}" if s.thread_name else "thread"
     ids = f"pid {s.pid}" if label_shows_tid(s.thread_name, s.tid) else f"pid {s.pid}, tid {s.tid}"
-    rb = (f", {s.readback_points} right after a device-to-host copy (a `.item()` / `.cpu()`-style readback)"
+    rb = (f", {s.readback_points} right after a device-to-host copy ("
+          + ("a `.item()` / `.cpu()`-style readback" if torch else "a readback of results") + ")"
           if s.readback_points else "")
     causes = "".join(f"; {k.replace('_', ' ')}{' ' + code_name(d) if d else ''} {dur(ns)}"
                       for k, d, ns in s.exposed_by_cause[:3])

@@ -13,7 +13,7 @@ from ..read import fetch_nvtx as FN
 from ..read.connection import TraceConnection
 from ..read.fetch_launch import rowid_range
 from ..read.schema import Schema
-from .info import GPU_COLUMNS, GpuInfo, RowCounts, SessionRecord, TraceInfo
+from .info import GPU_READ, GpuInfo, RowCounts, SessionRecord, TraceInfo
 from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
 from .names import MISSING, base_api_name, distinct_small, intern_ids, thread_labels
 from .nvtx_build import build_nvtx, possible_nvtx
@@ -282,7 +282,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
     info = TraceInfo(
         path=path, product_version=schema.product_version, schema_version=schema.schema_version,
         meta_table=schema.meta_table, kernel_table=ktable, tables=schema.tables, meta=schema.meta,
-        gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_rows(conn, schema, "TARGET_INFO_GPU", GPU_COLUMNS)),
+        gpus=tuple(GpuInfo.of_row(g) for g in F.fetch_rows(conn, schema, "TARGET_INFO_GPU", GPU_READ)),
         process_names=_rows_map(conn, schema, "PROCESSES", ("globalPid", "pid", "name"),
                                 lambda p: sql_int(p["pid"]), lambda p: str(p.get("name") or "")),
         session=SessionRecord(*F.fetch_session(conn, schema)),

@@ -71,13 +71,15 @@ class GpuInfo:
     smCount: Value = None
     computeMajor: Value = None
     computeMinor: Value = None
+    #: copy engines (``asyncEngines``): read for the copy-pace advice, not written to report.json
+    asyncEngines: Value = field(default=None, metadata=NOT_IN_JSON)
     columns: Tuple[str, ...] = field(default=(), metadata=NOT_IN_JSON)
 
     @classmethod
     def of_row(cls, row: Mapping[str, object]) -> GpuInfo:
         """The GPU of a model row (its keys: the table's columns this class knows)."""
         names = tuple(n for n in GPU_COLUMNS if n in row)
-        return cls(**{n: _json_safe(row[n]) for n in names}, columns=names)
+        return cls(**{n: _json_safe(row[n]) for n in GPU_READ if n in row}, columns=names)
 
     def to_dict(self) -> Dict[str, Any]:   # the export's columns only
         return json_ready({c: getattr(self, c) for c in self.columns})
@@ -89,8 +91,10 @@ class GpuInfo:
         return dataclass_from_json(cls, d, where, omitted=set(GPU_COLUMNS) - set(have), columns=have)
 
 
-#: the ``TARGET_INFO_GPU`` columns read (those of :class:`GpuInfo`)
-GPU_COLUMNS = tuple(f.name for f in dataclasses.fields(GpuInfo) if f.name != "columns")
+#: the ``TARGET_INFO_GPU`` columns report.json holds (those of :class:`GpuInfo`)
+GPU_COLUMNS = tuple(f.name for f in dataclasses.fields(GpuInfo) if f.metadata.get("json", True) is not False)
+#: the ``TARGET_INFO_GPU`` columns read
+GPU_READ = GPU_COLUMNS + ("asyncEngines",)
 
 
 @dataclass(frozen=True)

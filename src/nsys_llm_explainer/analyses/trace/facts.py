@@ -12,8 +12,9 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, FieldsJson
+from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson
 from ...model.info import GpuInfo
+from ...model.samples import GROUP_KEYS
 from ...model.trace import TraceModel
 from ..api.graphs import GraphResult
 from ..kernels.traits import KernelTraitsResult
@@ -77,6 +78,8 @@ class GpuFact:
     tensor_core_types: Tuple[str, ...]
     source: str
     ran_kernels: Optional[bool] = None    # None: the export does not let kernels be matched to this GPU
+    #: copy engines (``TARGET_INFO_GPU.asyncEngines``; None: not recorded): read by the copy-pace advice only
+    copy_engines: Optional[int] = field(default=None, metadata=NOT_IN_JSON)
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,9 @@ class TraceFacts(FieldsJson):
     #: carries a correlation id calls of ≥ 2 processes carry (so the id does not say whose call it is); None
     #: otherwise (:func:`pidless_api_processes`)
     pidless_api_processes: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: the processes that made the CUDA calls (", "-joined) when the trace says they are native programs, not a
+    #: Python interpreter (:func:`native_host`); None otherwise
+    native_host: Optional[str] = field(default=None, metadata=NONE_OMITTED)
     JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("advice_facts",)
 
     def known_gpus(self) -> List[GpuFact]:
@@ -141,6 +147,14 @@ class TraceFacts(FieldsJson):
         gpus = self.known_gpus()
         tied = [g for g in gpus if g.ran_kernels is not None and g.id == device]
         vals = {_cc_pair(g.compute_capability) >= PDL_MIN_CC for g in tied or gpus}
+        return vals.pop() if len(vals) == 1 else None
+
+    def one_copy_engine(self, device: Optional[int] = None) -> Optional[bool]:
+        """Whether the GPU has a single copy engine (``asyncEngines`` 1: host-to-device and device-to-host copies take
+        turns), false with two or more; judged as :meth:`supports_pdl` (the GPU of CUDA device ``device`` where the
+        export ties the device to a GPU, else every listed GPU); None when not recorded (or 0) or they differ."""
+        tied = [g for g in self.gpus if g.ran_kernels is not None and g.id == device]
+        vals = {None if not g.copy_engines else g.copy_engines == 1 for g in tied or self.gpus}
         return vals.pop() if len(vals) == 1 else None
 
     def gpu_names_by_device(self) -> Dict[int, str]:
@@ -192,15 +206,16 @@ def gpu_fact(g: GpuInfo) -> Optional[GpuFact]:
     if cc is None:
         cc = next((c for rx, c in _NAME_CC if rx.search(name)), None)
         source = "name" if cc is not None else "unknown"
+    engines = g.asyncEngines if isinstance(g.asyncEngines, int) else None
     if cc is None:
-        return GpuFact(gid, name, None, "unknown", (), "unknown")
+        return GpuFact(gid, name, None, "unknown", (), "unknown", copy_engines=engines)
     arch, types = "unknown", ()   # type: Tuple[str, Tuple[str, ...]]
     for lo, hi, a, t in ARCHITECTURES:
         if lo <= cc <= hi:
             arch, types = a, t
     if _NO_TENSOR_CORES.search(name):
         arch, types = arch + " (no tensor cores)", ()
-    return GpuFact(gid, name, f"{cc[0]}.{cc[1]}", arch, tuple(types), source)
+    return GpuFact(gid, name, f"{cc[0]}.{cc[1]}", arch, tuple(types), source, copy_engines=engines)
 
 
 def copy_facts(ce: Optional[CopyEnginesResult]) -> Dict[str, Any]:
@@ -237,7 +252,31 @@ def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphRe
                       _FRAMEWORK.get(stack, ""), uses_graphs, graph_ev, compiled, compiled_ev,
                       bool(model.samples is not None and len(model.samples)), um, um_ev, bool(threads),
                       tuple(threads), bool(model.osrt is not None and len(model.osrt)), **copy_facts(copy_engines),
-                      pidless_api_processes=pidless_api_processes(model))
+                      pidless_api_processes=pidless_api_processes(model), native_host=native_host(model, stack))
+
+
+#: a Python interpreter's process name (``python``, ``python3.11``, ``/usr/bin/python3``, ``ipython``)
+_PYTHON_PROCESS = re.compile(r"(?:^|/)i?python[\d.]*$", re.I)
+#: the stacks whose host may be a native program: none recognised, TensorRT, ONNX Runtime (their C++ APIs); every
+#: other stack runs a Python host (vLLM, SGLang and TensorRT-LLM serve from Python, PyTorch, TensorFlow, JAX)
+_NATIVE_STACKS = ("", "tensorrt", "onnxruntime", "onnxruntime + tensorrt")
+
+
+def native_host(model: TraceModel, stack: str) -> Optional[str]:
+    """The processes that made CUDA calls (those of the kernels where no call is recorded), ", "-joined, when the
+    evidence says they are native programs (a llama.cpp ``llama-server``, a Rust ``candle`` server): the stack is one
+    of :data:`_NATIVE_STACKS`, every such process is named and none as a Python interpreter, and no CPU sample of a
+    CUDA thread is in the Python interpreter; None otherwise (a Python script started by its own name, with no
+    framework evidence, reads as native: docs/FINDINGS.md "Facts")."""
+    rows = model.api if model.api is not None and len(model.api) else model.kernels
+    if stack not in _NATIVE_STACKS or rows is None or not len(rows):
+        return None
+    names = [model.info.process_names.get(int(p), "") for p in np.unique(rows.pid).tolist()]
+    smp = model.samples
+    if not all(names) or any(_PYTHON_PROCESS.search(n) for n in names) or (
+            smp is not None and bool(np.any(smp.frame_group == GROUP_KEYS.index("python")))):
+        return None
+    return ", ".join(sorted(set(names)))
 
 
 def pidless_api_processes(model: TraceModel) -> Optional[int]:

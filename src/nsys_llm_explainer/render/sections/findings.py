@@ -83,7 +83,8 @@ def finding_parts(i: int, f: Finding) -> Group:
 def facts_pairs(f: TraceFacts) -> List[Tuple[str, str]]:
     """The trace facts as (label, plain text) pairs, in a fixed order, for every format (each writer escapes)."""
     kinds = Counter(f"{g.name or 'GPU'}: {g.architecture}"   # identical GPUs once, with their number
-                    + (f" (compute capability {g.compute_capability})" if g.compute_capability else "")
+                    + (f" (compute capability {g.compute_capability}"
+                       + (", from the name" if g.source == "name" else "") + ")" if g.compute_capability else "")
                     + ", tensor cores " + ("/".join(g.tensor_core_types) or "none") for g in f.gpus)
     gp = "; ".join((f"{n} × " if n > 1 else "") + k for k, n in kinds.items()) or "not recorded in the export"
     ev = list(f.workload_evidence[:1])

@@ -41,10 +41,11 @@ from .analyses.memory.traffic import MemoryResult, analyze_memory
 from .analyses.memory.unified import UnifiedMemoryResult, analyze_unified_memory
 from .analyses.nvtx.attribution import AttributionResult, analyze_attribution, default_domain_node
 from .analyses.nvtx.ranges import NvtxResult, analyze_nvtx
+from .analyses.steps.host_evidence import StepSyncContext
 from .analyses.steps.metrics import StepResult, analyze_steps
 from .analyses.steps.period_parts import PeriodParts, analyze_period_parts
 from .analyses.steps.phases import PhaseResult, analyze_phases, with_phase_totals
-from .analyses.steps.sync import StepSyncContext, StepSyncResult, device_step_sync, step_sync_result
+from .analyses.steps.sync import StepSyncResult, device_step_sync, step_sync_result
 from .analyses.threads.waits import WaitsResult, analyze_waits
 from .analyses.timeline.content import TimelineFile, analyze_timeline, span_launch_config
 from .analyses.timeline.span import TimelineSpan, plan_span

@@ -143,27 +143,29 @@ def test_mixed_idle_names_the_largest_causes_in_the_charging_order(tmp_path: Pat
 
 
 def test_a_second_pacing_copy_path_is_named_and_a_memset_path_gets_no_host_advice(tmp_path: Path) -> None:
-    """100 periods of 100 µs in the window [0, 10 ms): a 50 µs kernel at [50, 100) µs of each, a memset at
-    [0, 70) µs and a pinned Host-to-Device copy at [10, 68) µs. memset path: busy 70 µs of 100 (70.0 %), 20 µs of
-    it under the kernel (28.6 % ≥ 25); H2D path: busy 58.0 %, 18 µs under the kernel (31.0 %): both pace, memset
-    first (larger busy share), medium (< 80 %). Each 50 µs gap [0, 50) µs lies inside the memset, which reaches
-    furthest (70 > 68), so the idle-cause table charges all 100 × 50 µs = 5 ms (50.0 % of the window) to `memset`,
-    all claimed by this finding. The evidence names the second path; a memset path gets none of the host-link
-    advice (copy_pace.host.resident / copy_pace.engines), though H2D copies are in the trace."""
+    """100 periods of 100 µs from t = 100 µs, in the window [100 µs, 10.09 ms) (10.1 ms clipped to the trace's
+    end, the last memset's): a 50 µs kernel at [0, 50) µs of each (launched at [−10, −8) µs), a memset at [20, 90)
+    µs and a pinned Host-to-Device copy at [30, 88) µs. memset path: busy 7 ms of 9.99 (70.1 %), 30 µs of each 70
+    under the kernel (42.9 % ≥ 25); H2D path: busy 58.1 %, 20 µs of each 58 under the kernel (34.5 %): both pace,
+    memset first (larger busy share), medium (< 80 %). Each gap [50, 100) µs holds both copies' ends: its [50, 90)
+    µs lies inside the memset, which reaches furthest (90 > 88), so the idle-cause table charges 100 × 40 µs = 4 ms
+    (40.0 % of the window) to `memset`, all claimed by this finding (held: 40 µs a period for the memset, 38 µs for
+    the H2D path). The evidence names the second path; a memset path gets none of the host-link advice
+    (copy_pace.host.resident / copy_pace.engines), though H2D copies are in the trace."""
     b = TraceBuilder()
     b.process(PID)
     for i in range(100):
-        t = i * 100 * US
-        b.launch(t + 40 * US, t + 42 * US, t + 50 * US, t + 100 * US, pid=PID, tid=1, name="gemm")
-        b.memset(t, t + 70 * US, pid=PID, bytes=1 << 20)
-        b.memcpy(t + 10 * US, t + 68 * US, pid=PID, bytes=1 << 20, src_kind=1, dst_kind=2)
-    rep = _run(b, tmp_path, "paths.sqlite", window=(0, 10_000 * US))
+        t = (i + 1) * 100 * US
+        b.launch(t - 10 * US, t - 8 * US, t, t + 50 * US, pid=PID, tid=1, name="gemm")
+        b.memset(t + 20 * US, t + 90 * US, pid=PID, bytes=1 << 20)
+        b.memcpy(t + 30 * US, t + 88 * US, pid=PID, bytes=1 << 20, src_kind=1, dst_kind=2)
+    rep = _run(b, tmp_path, "paths.sqlite", window=(100 * US, 10_100 * US))
     (f,) = [f for f in rep.findings if f.id == "copy_path"]
     assert f.cause == ("copy_path", "memset") and f.severity == "medium" and f.holds()
-    assert f.title == ("The memset copy path sets the pace on device 0 (busy 70.0 %): 50.0 % of the window "
-                       "(5.000 ms) beyond the kernels")
-    assert f.evidence[-1] == "Also busy most of the window with kernels under it: Host-to-Device on device 0 (58.0 %)."
-    assert f.time_at_stake_ns == 5_000 * US
+    assert f.title == ("The memset copy path sets the pace on device 0 (busy 70.1 %): 40.0 % of the window "
+                       "(4.000 ms) beyond the kernels")
+    assert f.evidence[-1] == "Also busy most of the window with kernels under it: Host-to-Device on device 0 (58.1 %)."
+    assert f.time_at_stake_ns == 4_000 * US
     assert f.recommendation[-1] == ADVICE["copy_pace.fewer"].text
     assert ADVICE["copy_pace.host.resident"].text not in f.recommendation
     assert ADVICE["copy_pace.engines"].text not in f.recommendation

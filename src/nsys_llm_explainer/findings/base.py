@@ -45,6 +45,7 @@ METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "ke
            "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
            # a copy path sets the pace (findings/copy_path.py)
            "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct", "copy_path_beyond_kernels_pct",
+           "copy_path_held_pct",
            # cluster claims about one rank (cluster/claims.py; docs/CLUSTER.md)
            "aligned", "ranks", "matched", "last_arrivals", "wait_caused_share", "others_mean_wait_ns",
            "end_spread_p50_ns", "late_idle_share_p50",

@@ -25,10 +25,11 @@ PACE_PATHS = ("H2D", "D2H", "D2D", "P2P", "H2H", "memset")
 def checks(p: CopyPath, window_ns: int) -> Tuple[Check, ...]:
     """The checks of one path (module docstring); ``window_ns``: the copy-engine window's length."""
     sc = Scope(device_id=p.device_id, kind="copy", detail=p.path)
-    beyond = 100.0 * p.beyond_kernels_ns / window_ns if window_ns > 0 else 0.0
+    beyond, held = (100.0 * ns / window_ns if window_ns > 0 else 0.0 for ns in (p.beyond_kernels_ns, p.held_ns))
     out: Tuple[Check, ...] = (Check("copy_path_busy_pct", p.busy_pct, ">=", BUSY_PCT, sc),
            Check("copy_path_overlap_pct", p.overlap_pct, ">=", OVERLAP_PCT, sc),
-           Check("copy_path_beyond_kernels_pct", beyond, ">=", MEDIUM_SHARE, sc))
+           Check("copy_path_beyond_kernels_pct", beyond, ">=", MEDIUM_SHARE, sc),
+           Check("copy_path_held_pct", held, ">=", MEDIUM_SHARE, sc))
     if p.steps and p.step_busy_pct_p50 is not None:
         out += (Check("copy_path_step_busy_pct", p.step_busy_pct_p50, ">=", BUSY_PCT, sc),)
     return out

@@ -7,8 +7,9 @@ One process, one launching thread, device 0; ``STEPS`` steps of ``P`` = 10 ms st
   ``[t, t + 9.4 ms)`` (2.35 ms and 470 MB each: 200 GB/s); 3 GEMMs on stream 7 at ``[t+0.5, t+3.0)``,
   ``[t+3.1, t+5.6)``, ``[t+5.7, t+8.2)`` ms (75 % of the step); a pinned HtoD copy ``[t+1.0, t+2.0)`` ms (25 MB)
   and a pinned DtoH copy ``[t+4.0, t+4.5)`` ms (12.5 MB) on stream 21, both under the GEMMs. Per step: D2D busy
-  9.4 ms (94 %), kernels under it 7.5 ms (79.8 % of it), 1.9 ms of it beyond the kernels (all idle GPU time,
-  charged to ``copy`` / Device-to-Device); the host copies are 100 % under kernels.
+  9.4 ms (94 %), kernels under it 7.5 ms (79.8 % of it), 1.9 ms of it beyond the kernels (all idle GPU time; the
+  1.2 ms up to the last copy's end, in the gap where it ends, charged to ``copy`` / Device-to-Device, the 0.7 ms
+  before GEMMs that start while the copy still runs ``queued``); the host copies are 100 % under kernels.
 * ``h2d_pageable_step`` — the same step, with the 4 copies HtoD from pageable memory (28.2 MB each: 12 GB/s;
   pacing path H2D, with the pinned 25 MB HtoD under the first of them) and no DtoD copy; the pinned DtoH stays.
 

@@ -201,7 +201,11 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
     if copy_det.shape[0]:                  # only pieces starting inside the copies' union can be copies
         cand = within(t0, tl.copies.start, tl.copies.end)
         r = gaps.copy_cover.row(t0[cand])
-        hit = r >= 0
+        # and a copy ends after the piece, within its gap: else the work after the gap started while every copy in
+        # flight still ran — it waited on none of them (docs/MODEL.md, "idle causes", row 1)
+        ends = np.sort(tl.copy_end)
+        j = np.searchsorted(ends, ge[gap[cand]], side="right") - 1
+        hit = (r >= 0) & (j >= 0) & (ends[np.maximum(j, 0)] > t0[cand])
         cp, cdet = cand[hit], copy_det[r[hit]]
     queued = t0 >= queued_from[gap]
     q = np.nonzero(queued)[0]

@@ -70,6 +70,7 @@ class CopyPath:
     copy_time_ns: int = 0                   # Σ of the copies' durations in the window (overlaps counted twice)
     call_known_ns: int = 0                  # of which copies linked to the CUDA call that issued them
     async_side_ns: int = 0                  # of which truly async on a side stream (docs/METRICS.md, "Copy paths")
+    held_ns: int = 0                        # no-kernel time up to a copy ending in the kernel gap (METRICS.md)
 
     @property
     def async_side_pct(self) -> Optional[float]:
@@ -188,6 +189,22 @@ def _rows(model: TraceModel, w0: int, w1: int, streams: Tuple[np.ndarray, bool] 
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
+def held_length(k: iv.IntervalUnion, u: iv.IntervalUnion, ends: np.ndarray, w0: int, w1: int) -> int:
+    """|U ∩ [g0, last end in the gap]| summed over the gaps [g0, g1) of ``k`` in ``[w0, w1)`` in which one of
+    ``ends`` (the path's copies' ends) lies in (g0, g1]: the no-kernel time of the path that the work after a gap
+    can have waited on (a kernel that starts while every copy in flight still runs waited on none of them)."""
+    g0 = np.concatenate(([w0], k.end)).astype(np.int64)
+    g1 = np.concatenate((k.start, [w1])).astype(np.int64)
+    i = np.searchsorted(g0, ends, side="left") - 1          # the last gap starting before the copy's end
+    ok = (i >= 0) & (ends <= g1[np.maximum(i, 0)])
+    if not ok.any():
+        return 0
+    last = np.full(g0.shape[0], np.iinfo(np.int64).min)
+    np.maximum.at(last, i[ok], ends[ok])
+    h = last > g0
+    return int(iv.overlap_length(u, g0[h], last[h]).sum())
+
+
 def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int,
                          step_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None,
                          step_device: Optional[np.ndarray] = None) -> CopyEnginesResult:
@@ -250,7 +267,8 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
                 steps=n_steps, step_busy_pct_p50=step_pct, bytes_per_step_p50=step_bytes,
                 pinned_count=int(rows["pin"][sel].sum()), kind_unknown_count=int(rows["unk"][sel].sum()),
                 copy_time_ns=int(d_ns.sum()), call_known_ns=int(d_ns[rows["linked"][sel]].sum()),
-                async_side_ns=int(d_ns[rows["aside"][sel]].sum())))
+                async_side_ns=int(d_ns[rows["aside"][sel]].sum()),
+                held_ns=held_length(k, u, rows["e"][sel].astype(np.int64), int(w0), int(w1)) if busy else 0))
     paths.sort(key=lambda p: (p.device_id, _CODE[p.path]))
     return CopyEnginesResult(True, None, int(w0), int(w1), tuple(paths), tuple(devices))
 

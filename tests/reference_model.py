@@ -594,7 +594,10 @@ def idle_causes(tr: Trace, w0: int, w1: int, devices: Optional[Sequence[int]] = 
             seen = set()
             queued_ns = 0
             for p, q in zip(pts, pts[1:]):
-                cause = _classify_at(tr, p, tid, queued_t, cps, apis, nvtx, osrt)
+                # MODEL.md row 1: a copy in flight counts only while one of the device's copies (its end clipped
+                # to the window) ends after p and by the gap's end: else the work after the gap waited on none
+                waited = [x for x in cps if p < min(x[1], w1) <= b]
+                cause = _classify_at(tr, p, tid, queued_t, cps if waited else [], apis, nvtx, osrt)
                 causes[cause] += q - p
                 if a == w0:
                     lead[cause] += q - p
@@ -994,7 +997,8 @@ def _copy_path_sets(tr: Trace, w0: int, w1: int, device_id: int, path: str):
 def copy_path_metric(tr: Trace, w0: int, w1: int, device_id: int, path: str, metric: str,
                      steps: Sequence[Tuple[int, int]] = ()) -> float:
     """``copy_path_busy_pct`` = 100 · |C| / window; ``copy_path_overlap_pct`` = 100 · |C ∩ K| / |C|;
-    ``copy_path_beyond_kernels_pct`` = 100 · |C \\ K| / window; ``copy_path_step_busy_pct`` = median over the
+    ``copy_path_beyond_kernels_pct`` = 100 · |C \\ K| / window; ``copy_path_held_pct`` = 100 · held / window (C
+    in each gap of K up to the last of the path's copy ends in it); ``copy_path_step_busy_pct`` = median over the
     steps (clipped to the window, positive length) of
     100 · |C ∩ step| / |step|. C = union of the path's copies, K = kernels + graph executions, in [w0, w1)."""
     k, c = _copy_path_sets(tr, w0, w1, device_id, path)
@@ -1005,6 +1009,15 @@ def copy_path_metric(tr: Trace, w0: int, w1: int, device_id: int, path: str, met
         return 100.0 * both / total(c) if total(c) else 0.0
     if metric == "copy_path_beyond_kernels_pct":
         return 100.0 * (total(union(k + c)) - total(k)) / (w1 - w0)
+    if metric == "copy_path_held_pct":   # METRICS.md "Copy paths", held_ns: per gap of K, C up to its last copy end
+        ends = sorted(min(x.end, w1) for x in tr.copies if x.device == device_id
+                      and copy_path_of(x.detail) == path and _kept(x.start, x.end, w0, w1))
+        held = 0
+        for g0, g1 in complement(k, w0, w1):
+            i = bisect.bisect_right(ends, g1) - 1
+            if i >= 0 and ends[i] > g0:
+                held += total(clip(c, g0, ends[i]))
+        return 100.0 * held / (w1 - w0)
     assert metric == "copy_path_step_busy_pct", metric
     shares = []
     for a, b in steps:

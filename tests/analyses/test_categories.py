@@ -243,6 +243,21 @@ def test_classify_real_names() -> None:
     assert wrong == []
 
 
+def test_fwd_alone_does_not_make_a_gemm_attention() -> None:
+    """The attention rule's ``_fwd_`` (Triton's `_attn_fwd_…`, `_fwd_kernel`) matched first for a GEMM named after its
+    pass: `triton_gemm_fwd_bwd_kernel` and `_matmul_fwd_kernel` were counted as attention. ``_fwd_`` now claims only
+    names that say neither `gemm` nor `matmul` (docs/FINDINGS.md, "Kernel categories"): those two are `gemm` (their
+    GEMM words, by the gemm rule), `_attn_fwd_kernel` stays attention (`attn`), `_fwd_kernel` too (``_fwd_`` alone),
+    FlashAttention's `flash_fwd_kernel` with `cutlass::gemm` in its template too (`flash` matches first), and a
+    norm's `layer_norm_fwd_kernel` stays `norm` (its rule comes first)."""
+    rules = load_rules("generic")
+    want = {"triton_gemm_fwd_bwd_kernel": "gemm", "_matmul_fwd_kernel": "gemm", "_attn_fwd_kernel": "attention",
+            "_fwd_kernel": "attention", "void flash::flash_fwd_kernel<cutlass::gemm::GemmShape<128>>()": "attention",
+            "layer_norm_fwd_kernel": "norm"}
+    got = classify(list(want), rules)
+    assert {n: rules.categories[int(g)] for n, g in zip(want, got)} == want
+
+
 SOFTMAX_EAGER = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
                  "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(T4 *, const T2 *, int)")
 SOFTMAX_WARP = ("void <unnamed>::softmax_warp_forward<float, float, float, (int)11, (bool)0, (bool)0>(T2 *, "

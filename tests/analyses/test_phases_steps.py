@@ -448,4 +448,4 @@ def test_what_differed_picks_the_unit_of_long_durations():
                                                 "idle, +0.50 µs GPU busy")
     delta = {"wall_ns": -12_500_000_000, "gpu_idle_ns": 0, "sync_ns": 12_000_000_000, "gpu_busy_ns": 0,
              "memcpy_ns": 0, "kernel_count": 3}
-    assert _what_differed(delta, "decode") == "-12.500 s wall vs the median decode step: +12.000 s sync, +3 kernels"
+    assert _what_differed(delta, "decode") == "−12.500 s wall vs the median decode step: +12.000 s sync, +3 kernels"

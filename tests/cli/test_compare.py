@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Callable, Optional
@@ -297,6 +298,20 @@ def test_a_change_above_zero_noise_but_under_half_a_percent_performs_like(tmp_pa
     assert c.headline[:2] == (first, "Spread p90/p50 1.00 over 29 step periods vs 1.00 over 29; noise ±0.0 %: the "
                                      "change is larger than the noise.")
     assert write_markdown(compare_document(res)).splitlines()[2].rstrip() == first   # compare.md's headline
+
+
+def test_a_negative_change_has_one_minus_sign_in_headline_and_table(tmp_path):
+    """BASE: 30 NVTX steps every 1 000 µs; NEW: every 998 µs: change (998 − 1 000)/1 000 = −0.2 %, the step period
+    0.002 ms shorter. The headline and the metric table's change cell write it "−0.2 %" (U+2212, as the Δ ms cells'
+    "−0.002"), not "-0.2 %" (compare.md mixed "−0.063 | -100.0 %" in one kernel row)."""
+    base, new = exact_loop(tmp_path / "b.sqlite"), exact_loop(tmp_path / "n.sqlite", period=998 * US)
+    res = nle.compare([base, new], labels=["BASE", "NEW"])
+    assert res.comparisons[0].headline[0] == ("`NEW` performs like `BASE` on the median step period: 1.000 ms → "
+                                              "0.998 ms (−0.2 %).")
+    md = write_markdown(compare_document(res))
+    row = next(x for x in md.splitlines() if x.startswith("| `NEW` |"))
+    assert "| −0.2 % |" in row, row
+    assert not re.search(r"(?<![\w`])-\d", md), re.findall(r".{20}(?<![\w`])-\d.{10}", md)
 
 
 def test_a_stray_kernel_on_another_gpu_is_in_no_category(tmp_path):

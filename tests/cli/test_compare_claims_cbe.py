@@ -139,6 +139,34 @@ def test_eager_to_cuda_graph_main_reason_is_the_launch_overhead(tmp_path: Path) 
                                     "`cudaLaunchKernel` −0.048 ms"), c.headline
 
 
+def test_the_idle_by_cause_table_says_launch_holds_the_host_paced_time(tmp_path: Path) -> None:
+    """Eager → CUDA graph, as above: the main reason is `launch` −0.068 ms per step, 0.035 of it host-paced `queued`
+    time the comparison counts with the launch calls. The "GPU idle per step by cause" table showed `launch` 0.088 →
+    0.020 and `queued` 0.000, and nothing said that 0.040 / 0.005 ms of that `launch` is what each report's own
+    idle-cause table lists under `queued` (the detail row was only in tables/part_changes.csv). Now each trace's
+    `host_paced_ns` is in compare.json and a note under the table gives it per step. Over the period span (the 119
+    step periods from the first step's start to the last one's): EAGER 20 gaps of 2 µs per period = 4,760 µs, less
+    the very first kernel's 2 µs (no kernel before it: not host-paced) = 4,758 µs, / 119 = 39.98 µs → 0.040; GRAPH
+    5 µs per period = 595 µs less the first 5 = 590 µs, / 119 = 4.96 µs → 0.005 ms/step."""
+    from nsys_llm_explainer.comparison.document import compare_document, render_compare_html
+    from nsys_llm_explainer.render.markdown import write_markdown
+
+    res = nle.compare([_eager_or_graph(tmp_path / "e.sqlite", False), _eager_or_graph(tmp_path / "g.sqlite", True)],
+                      labels=["EAGER", "GRAPH"])
+    assert [(t.units, t.host_paced_ns) for t in res.traces] == [(119, 4_758 * US), (119, 590 * US)]
+    note = ("`launch` includes the host-paced `queued` time of the devices each report finds launch-bound (each kernel "
+            "launched only after the one before it started: launch overhead, as the launch-bound finding counts it; "
+            "the report's own idle-cause table lists it under `queued`): `EAGER` 0.040, `GRAPH` 0.005 ms/step of it "
+            "(detail `host-paced queued` in tables/part_changes.csv).")
+    md = write_markdown(compare_document(res)).splitlines()
+    at = md.index("## GPU idle per step by cause")
+    assert note in md[at:at + 14], md[at:at + 14]
+    assert "<code>host-paced queued</code> in tables/part_changes.csv" in render_compare_html(res)
+    d = res.to_dict()
+    assert [t["host_paced_ns"] for t in d["traces"]] == [4_758 * US, 590 * US]
+    jsonschema.validate(d, load_schema("compare_schema.json"))
+
+
 def test_the_launch_bound_title_says_the_gpu_waits_per_kernel(tmp_path: Path) -> None:
     """EAGER's own report: the title read "the host needs ~4.39 µs per kernel, the kernels ~5.50 µs", as if the host
     were faster than the kernels while every launch call took 10 µs; 4.39 µs is GPU idle charged to launch overhead

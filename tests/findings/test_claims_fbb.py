@@ -81,6 +81,29 @@ def test_mixed_finding_is_titled_after_its_largest_detail_in_the_loop(tmp_path: 
     assert f.time_at_stake_ns == 895_982 and f.quoted is None   # the title quotes the stake itself
 
 
+def test_headline_top_cause_names_the_verdicts_loop_detail(tmp_path: Path) -> None:
+    """The trace of the test above: the mixed `nvtx` finding is the top one (HIGH, 895.982 µs at stake = 80.8 % of the
+    GPU idle time). Its verdict names `send` (largest in the loop, 270 µs between kernels); the **Top cause** line said
+    "`nvtx` (largest `init`)": `init` (600 µs, all before the first kernel) is the largest detail overall, but not the
+    one the verdict beside it names. It now names the verdict's: "(largest in the loop `send`)"; the finding's cause
+    stays (`nvtx`, `init`), its loop detail is `send`."""
+    from nsys_llm_explainer.render import render_markdown
+
+    b, g = _builder()
+    b.nvtx_push_pop(0, 600 * US, "init", tid_g=g)
+    t = 610 * US
+    for _ in range(10):
+        b.nvtx_push_pop(t, t + 30 * US, "send", tid_g=g)
+        t = _loop(b, t + 40 * US, 10)
+    rep = _run(b, tmp_path, "mixed_headline.sqlite", 2_009)
+    h = rep.headline
+    assert (h.top_finding_id, h.top_cause, h.top_loop_detail) == ("idle_nvtx", "nvtx: init", "send")
+    assert rep.findings[0].loop_detail == "send" and rep.findings[0].cause == ("nvtx", "init")
+    line = next(x for x in render_markdown(rep).splitlines() if x.startswith("**Top cause:**"))
+    assert line.rstrip() == ("**Top cause:** `nvtx` (largest in the loop `send`) — 895.98 µs at stake, 80.8 % of the "
+                             "GPU idle time."), line
+
+
 @pytest.mark.slow
 def test_trace08_nvtx_title_names_the_loop_range_not_mpi_init():
     """Trace 08 (saxpy MPI, A100): `nvtx` idle 577.662 ms (28.5 %): `MPI:MPI_Init` 329.250 ms, all in the leading

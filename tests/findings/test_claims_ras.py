@@ -95,6 +95,18 @@ def test_trace16_one_inference_is_not_called_a_steady_state():
     assert "a few steps after warm-up" not in " ".join(f.recommendation)
 
 
+def test_trace16_trimmed_tail_is_named_teardown():
+    """Trace 16: the window ends at the last kernel's end, 25,827,633 ns abs (SQL: ``SELECT max(end) FROM
+    CUPTI_ACTIVITY_KIND_KERNEL``); the capture at 552,920,194 ns, the last `cuModuleUnload`'s end: a tail of
+    527,092,561 ns with no kernel. The 5,490 `cuModuleUnload` calls (all on one thread, the only module calls: SQL
+    over CUPTI_ACTIVITY_KIND_RUNTIME ⋈ StringIds, name LIKE '%Module%' OR '%Library%') run 479,449,057 ns, all in the
+    tail = 90.96 % of it ≥ 50 %: the reason names the trimmed tail teardown, not only "tail (GPU busy 0.0%)"."""
+    w = _report("16_memfusion_tensorrt_rtx3090").window
+    assert (w.tail_ns, w.full_end_ns - w.end_ns) == (527_092_561, 527_092_561)
+    assert w.reason.startswith("Auto-detected window: trimmed 527.093 ms of tail (GPU busy 0.0%; teardown: "
+                               "`cuModuleUnload` × 5,490 run during 91.0% of it); "), w.reason
+
+
 def test_windows_of_traces_10_23_24_are_unchanged():
     """Rule (6) and the repeated-steps wording move no other window: traces 10 (no `autotune` trial: no
     `redzone_checker`), 23 and 24 keep their windows (ns from trace start, as before this rule); 23 and 24 hold 128

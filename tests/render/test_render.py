@@ -38,6 +38,7 @@ from nsys_llm_explainer.vocabulary.units import (
     fmt_pct,
     fmt_us,
     ms_value,
+    signed_dur,
     signed_ms,
     signed_pct,
     us_value,
@@ -101,7 +102,7 @@ def test_number_formats_use_one_unit_vocabulary() -> None:
     # the unit is chosen after rounding: never "1,000.00 µs" or "10,000.000 ms"
     assert (fmt_dur(999_994), fmt_dur(999_995), fmt_dur(999_999)) == ("999.99 µs", "1.000 ms", "1.000 ms")
     assert (fmt_dur(9_999_999_400), fmt_dur(9_999_999_600)) == ("9,999.999 ms", "10.000 s")
-    assert fmt_dur(-999_999) == "-1.000 ms"
+    assert fmt_dur(-999_999) == "−1.000 ms"
     assert fmt_dur(None) == "–"
     assert fmt_ms(1_234_567) == "1.235" and fmt_us(1_234) == "1.23"
     # counted nouns: singular for exactly one (real traces 01, 10, 16 read "1 calls", 08 and 14 "All 1 names")
@@ -117,6 +118,11 @@ def test_number_formats_use_one_unit_vocabulary() -> None:
     assert fmt_us(48_200, unit=True) == "48.20 µs"
     assert signed_ms(-20_000) == "−0.020" and signed_ms(1_250_000, unit=True) == "+1.250 ms"
     assert signed_pct(12.46) == "+12.5 %" and signed_pct(None) == "–"
+    # one minus sign (U+2212) in every negative figure and signed change; CSV's exact decimal keeps "-" for machines
+    assert (signed_pct(-9.152), signed_dur(-12_500_000_000), signed_dur(190_000)) == ("−9.2 %", "−12.500 s",
+                                                                                      "+190.00 µs")
+    assert (fmt_ms(-62_609), fmt_us(-1_500), fmt_pct(-44.94), fmt_at(0, 2_000_000)) == ("−0.063", "−1.50", "−44.9",
+                                                                                        "−2.000 ms")
     # chart coordinates keep every ns; CSV decimals are exact (no float rounding)
     assert ms_value(1_234_567) == 1.234567 and us_value(1_234) == 1.234 and ms_value(float("nan")) is None
     assert exact_decimal(1_234_567, 6) == "1.234567" and exact_decimal(-5, 3) == "-0.005"

@@ -15,7 +15,7 @@ from ..errors import CWD_GONE, InputError, OptionError, cwd_gone
 from ..paths import check_name, stat_or_none
 from ..vocabulary.windows import window_name
 from .diff import compare_pair, per_unit
-from .measure import NON_GPU, Facts, gather
+from .measure import HOST_PACED, NON_GPU, Facts, gather
 from .metric import PERIOD, choose_metric, measure
 from .result import CompareResult, FindingBrief, MetricSpec, Share, StepInfo, TraceSummary
 
@@ -91,7 +91,8 @@ def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
         busy_ns=f.busy_ns, busy_pct=f.busy_pct, non_gpu_ns=f.non_gpu_ns, units=units, metric=mv, steps=steps,
         idle_by_kind=idle, categories=cats, kernel_count=int(sk.kernel_count) if sk.available else 0,
         total_kernel_ns=int(sk.total_kernel_ns) if sk.available else 0, verdict=rep.headline.verdict,
-        findings=findings, notes=tuple(notes), **_harness_ns(spec, rep))
+        findings=findings, notes=tuple(notes), host_paced_ns=f.idle_detail.get(("launch", HOST_PACED)) or None,
+        **_harness_ns(spec, rep))
 
 
 def _harness_ns(spec: MetricSpec, rep: Report) -> Dict[str, int]:

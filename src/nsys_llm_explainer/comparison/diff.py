@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence, Tuple
 from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.code_spans import code_name
-from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms
+from ..vocabulary.units import fmt_dur, fmt_ms, signed_ms, signed_pct
 from .measure import (
     GRAPH_UNTRACED,
     HOST_PACED,
@@ -187,7 +187,7 @@ def _harness_line(names: Sequence[str], b: TraceSummary, n: TraceSummary, unit: 
             f"{fmt_ms(hb, unit=True)} → {fmt_ms(hn, unit=True)} per {unit}")
     timed = f"the timed kernels take {fmt_ms(tb, unit=True)} → {fmt_ms(tn, unit=True)} per {unit}"
     if tb and tn is not None:
-        timed += f" ({100.0 * (tn - tb) / tb:+.1f} %)".replace("-", "−")
+        timed += f" ({signed_pct(100.0 * (tn - tb) / tb)})"
     return (f"Benchmark harness: every trace is event-timed, so the anchor is a timed kernel; the harness's own "
             f"kernels, launched outside every timed region ({what}: {each}), are left out of it but still in the "
             f"{unit} period; {timed}.")
@@ -207,9 +207,10 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
                  "compare: " + "; ".join(c.reasons) + ".")
     elif verdict == "no_change" and not c.significant:
         first = (f"{code_name(n.label)} and {code_name(b.label)} do not differ significantly on the {what}: {b_ms} → "
-                 f"{n_ms} ({ch:+.1f} %, within the noise).")
+                 f"{n_ms} ({signed_pct(ch)}, within the noise).")
     elif verdict == "no_change":
-        first = f"{code_name(n.label)} performs like {code_name(b.label)} on the {what}: {b_ms} → {n_ms} ({ch:+.1f} %)."
+        first = (f"{code_name(n.label)} performs like {code_name(b.label)} on the {what}: {b_ms} → {n_ms} "
+                 f"({signed_pct(ch)}).")
     else:
         first = (f"{code_name(n.label)} is {abs(ch):.1f} % {verdict} than {code_name(b.label)} on the {what}: "
                  f"{b_ms} → {n_ms}.")

@@ -20,6 +20,7 @@ from ..render.document import (
     Group,
     Heading,
     Inline,
+    Paragraph,
     Rich,
     Section,
     Spans,
@@ -33,7 +34,7 @@ from ..render.document import (
 from ..render.html.writer import html_page
 from ..render.table import Col, Joined, field_of, show_col
 from ..vocabulary.units import fmt_float, fmt_int, fmt_ms, fmt_pct, ms_value, signed_ms, signed_pct
-from .diff import UNIT_WORD, count_word
+from .diff import UNIT_WORD, count_word, per_unit
 from .metric import PERIOD
 from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, Share, StepInfo, TraceSummary
 
@@ -197,8 +198,22 @@ def _stack(d: CompareResult, unit: str) -> List[Section]:
             Chart(lambda: _stack_chart("stack-idle", d, kinds, unit, kcol, (
                 f"Non-GPU time by idle cause, ms per {unit} (docs/MODEL.md); the table below holds the same "
                 "numbers."))),
-            TablePart(tuple(_stack_cols(d, unit, "cause kind")), _per_unit_rows(d, kinds), (), "idle")),
-                "Idle by cause")]
+            *parts(TablePart(tuple(_stack_cols(d, unit, "cause kind")), _per_unit_rows(d, kinds), (), "idle"),
+                   _paced_note(d, unit))), "Idle by cause")]
+
+
+def _paced_note(d: CompareResult, unit: str) -> Optional[Paragraph]:
+    """The note under the idle table when a trace's ``launch`` row holds host-paced ``queued`` time
+    (``TraceSummary.host_paced_ns``; docs/COMPARE.md, "Launch overhead as the report counts it"), which each report's
+    own idle-cause table lists under ``queued``."""
+    held = [(t, ns) for t in d.traces if (ns := t.host_paced_ns)]
+    if not held:
+        return None
+    return para(Code("launch"), " includes the host-paced ", Code("queued"), " time of the devices each report finds "
+                "launch-bound (each kernel launched only after the one before it started: launch overhead, as the "
+                "launch-bound finding counts it; the report's own idle-cause table lists it under ", Code("queued"),
+                "): ", joined([inline(_label(t), f" {fmt_ms(per_unit(ns, t.units))}") for t, ns in held], ", "),
+                f" ms/{unit} of it (detail ", Code("host-paced queued"), " in tables/part_changes.csv).")
 
 
 def _pair(i: int, c: Comparison, unit: str, top: int) -> List[Section]:

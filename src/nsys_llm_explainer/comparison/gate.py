@@ -7,7 +7,7 @@ import math
 from typing import Any, List, Tuple
 
 from ..errors import EXIT_INCOMPARABLE, EXIT_REGRESSION, InputError
-from ..vocabulary.units import fmt_dur, fmt_ms
+from ..vocabulary.units import fmt_dur, fmt_ms, signed_pct
 from .diff import count_word, graph_only
 from .result import CompareResult, Comparison, MetricSpec, TraceSummary
 
@@ -60,7 +60,7 @@ def gate(result: CompareResult, pct: float, allow_incomparable: bool = False) ->
     for c in result.comparisons:
         vals = (f"{what}: BASE {c.base} {fmt_ms(c.metric_base.p50_ns, unit=True)}, "
                 f"NEW {c.new} {fmt_ms(c.metric_new.p50_ns, unit=True)}"
-                + ("" if c.change_pct is None else f", {c.change_pct:+.1f} %"))
+                + ("" if c.change_pct is None else f", {signed_pct(c.change_pct)}"))
         why = f"{c.status.replace('_', ' ')} to compare: {'; '.join(c.reasons)}"
         if c.status != "comparable" or c.change_pct is None:
             if allow_incomparable:

@@ -109,6 +109,9 @@ class TraceSummary(FieldsJson):
     #: every timed region) and of the others, the timed kernels (None otherwise)
     harness_kernel_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     timed_kernel_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: the host-paced ``queued`` ns of launch-bound devices that ``idle_by_kind``'s ``launch`` holds (detail
+    #: ``measure.HOST_PACED``, docs/COMPARE.md "Launch overhead as the report counts it"); None when there are none
+    host_paced_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)

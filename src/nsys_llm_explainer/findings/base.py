@@ -128,6 +128,9 @@ class Finding(FieldsJson):
     # the title's time and what the time at stake covers, when they differ (None: the title quotes the time at stake
     # or no time)
     quoted: Optional[Quoted] = field(default=None, metadata=NONE_OMITTED)
+    # the detail the title names when it is not cause's: a loop finding named after start-up work names its largest
+    # detail in the loop (findings/idle_once.loop_detail)
+    loop_detail: Optional[str] = field(default=None, metadata=NONE_OMITTED)
 
     def holds(self) -> bool:
         assert self.category in CATEGORIES, self.category

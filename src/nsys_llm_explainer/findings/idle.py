@@ -408,7 +408,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=title,
             evidence=ev, advice=ids, facts=kind_facts, time_at_stake_ns=total,
-            checks=checks, device_id=dev, cause=(kind, top[0][0]),
+            checks=checks, device_id=dev, cause=(kind, top[0][0]), loop_detail=in_loop[0] if in_loop else None,
             about_capture=KIND[kind].low_only or growth or startup or bool(tuned),
             quoted=_quoted(title_ns, total, title_det if title_ns is not None and title_ns < kind_dev else None,
                            in_loop is not None, txt.by if len(details) > 1 else "", dev, sorted(devs))))

@@ -39,6 +39,8 @@ class Headline(FieldsJson):
     top_idle_pct: Optional[float] = None     # a top finding's time_at_stake_ns, % of the GPU idle time
     # the top finding's: the verdict's time and what the time at stake covers, when they differ (Finding.quoted)
     quoted: Optional[Quoted] = field(default=None, metadata=NONE_OMITTED)
+    # the top finding's Finding.loop_detail: the "Top cause" line names it, as the verdict does, not the largest detail
+    top_loop_detail: Optional[str] = field(default=None, metadata=NONE_OMITTED)
 
 
 def rank(findings: Sequence[Finding], gate: Optional[Finding], busy_pct: Optional[float],
@@ -96,6 +98,7 @@ def headline(ranked: Sequence[Finding], busy_pct: Optional[float], method: str, 
         cause = kind + (f": {detail}" if detail else "")
     share = 100.0 * top.time_at_stake_ns / idle_ns if top.cause and idle_ns > 0 else None
     return Headline(top.title, method, busy_pct, top.id, cause, int(top.time_at_stake_ns),
-                    top.recommendation[0] if top.recommendation else None, kind, detail, share, top.quoted)
+                    top.recommendation[0] if top.recommendation else None, kind, detail, share, top.quoted,
+                    top.loop_detail)
 
 

@@ -1,6 +1,8 @@
 """The one formatter per unit: how every output (Markdown, HTML, terminal lines, chart coordinates, CSV) writes a
 duration, a timestamp, a percentage, a count, a size. Pure functions of a number; any package may import them. A
-missing value (``None``, NaN, a non-number) is written ``–`` (:data:`DASH`); ``exact_decimal`` writes ``""``.
+missing value (``None``, NaN, a non-number) is written ``–`` (:data:`DASH`); ``exact_decimal`` writes ``""``. A
+negative duration, timestamp or percentage, and every signed change, is written with the minus sign ``−`` (U+2212),
+never ``-`` (``exact_decimal``, the CSV's exact decimal, keeps ``-``: a number for machines).
 """
 
 from __future__ import annotations
@@ -9,6 +11,11 @@ import math
 from typing import Any, Optional
 
 DASH = "–"
+
+
+def _minus(text: str) -> str:
+    """``text`` (a formatted number) with a leading ``-`` written as the minus sign ``−``."""
+    return "−" + text[1:] if text.startswith("-") else text
 
 
 def num(x: Any) -> Optional[float]:
@@ -22,13 +29,13 @@ def num(x: Any) -> Optional[float]:
 def fmt_ms(ns: Any, unit: bool = False) -> str:
     """ns / 10⁶ with 3 decimals (``1,234.567``; with ``unit``: ``1,234.567 ms``)."""
     v = num(ns)
-    return DASH if v is None else f"{v / 1e6:,.3f}" + (" ms" if unit else "")
+    return DASH if v is None else _minus(f"{v / 1e6:,.3f}") + (" ms" if unit else "")
 
 
 def fmt_us(ns: Any, unit: bool = False) -> str:
     """ns / 10³ with 2 decimals (``48.20``; with ``unit``: ``48.20 µs``)."""
     v = num(ns)
-    return DASH if v is None else f"{v / 1e3:,.2f}" + (" µs" if unit else "")
+    return DASH if v is None else _minus(f"{v / 1e3:,.2f}") + (" µs" if unit else "")
 
 
 def fmt_us_unit(ns: Any) -> str:
@@ -44,18 +51,27 @@ def fmt_dur(ns: Any) -> str:
     if v is None:
         return DASH
     if abs(round(v / 1e3, 2)) < 1e3:
-        return f"{v / 1e3:,.2f} µs"
+        return _minus(f"{v / 1e3:,.2f} µs")
     if abs(round(v / 1e6, 3)) < 1e4:
-        return f"{v / 1e6:,.3f} ms"
-    return f"{v / 1e9:,.3f} s"
+        return _minus(f"{v / 1e6:,.3f} ms")
+    return _minus(f"{v / 1e9:,.3f} s")
+
+
+def _sign(v: float) -> str:
+    """The sign of every signed figure: ``+`` (zero included) or the minus sign ``−`` (U+2212), never ``-``."""
+    return "+" if v >= 0 else "−"
 
 
 def signed_ms(ns: Any, unit: bool = False) -> str:
     """A change in ms with its sign (``+1.250``, ``−0.020``)."""
     v = num(ns)
-    if v is None:
-        return DASH
-    return ("+" if v >= 0 else "−") + fmt_ms(abs(v), unit)
+    return DASH if v is None else _sign(v) + fmt_ms(abs(v), unit)
+
+
+def signed_dur(ns: Any) -> str:
+    """A change as :func:`fmt_dur` writes a duration, with its sign (``+190.00 µs``, ``−12.500 s``)."""
+    v = num(ns)
+    return DASH if v is None else _sign(v) + fmt_dur(abs(v))
 
 
 def fmt_at(ns: Any, t0: Any, unit: bool = True) -> str:
@@ -63,18 +79,18 @@ def fmt_at(ns: Any, t0: Any, unit: bool = True) -> str:
     v, z = num(ns), num(t0)
     if v is None or z is None:
         return DASH
-    return f"{(v - z) / 1e6:,.3f}" + (" ms" if unit else "")
+    return _minus(f"{(v - z) / 1e6:,.3f}") + (" ms" if unit else "")
 
 
 def fmt_pct(x: Any, decimals: int = 1) -> str:
     v = num(x)
-    return DASH if v is None else f"{v:.{decimals}f}"
+    return DASH if v is None else _minus(f"{v:.{decimals}f}")
 
 
 def signed_pct(x: Any) -> str:
-    """A relative change with its sign and unit (``+12.5 %``)."""
+    """A relative change with its sign and unit (``+12.5 %``, ``−9.2 %``)."""
     v = num(x)
-    return DASH if v is None else f"{v:+.1f} %"
+    return DASH if v is None else _sign(v) + f"{abs(v):.1f} %"
 
 
 def fmt_int(n: Any) -> str:
@@ -147,4 +163,4 @@ def exact_decimal(ns: Any, digits: int) -> str:
 
 
 __all__ = ["DASH", "exact_decimal", "fmt_at", "fmt_bool", "fmt_bytes", "fmt_dur", "fmt_float", "fmt_int", "fmt_ms",
-           "fmt_num", "fmt_pct", "fmt_us", "ms_value", "num", "signed_ms", "signed_pct", "us_value"]
+           "fmt_num", "fmt_pct", "fmt_us", "ms_value", "num", "signed_dur", "signed_ms", "signed_pct", "us_value"]

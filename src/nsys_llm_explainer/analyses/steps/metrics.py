@@ -25,7 +25,7 @@ from ...jsonable import (
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
-from ...vocabulary.units import fmt_count, fmt_dur
+from ...vocabulary.units import fmt_count, signed_dur
 from ..api.classes import class_mask
 from ..common.stats import Summary, median, round_half_up, summary
 from ..nvtx.tree import NvtxTree, build_tree
@@ -273,14 +273,14 @@ def _gap_busy(a: StepArrays, ws: np.ndarray, we: np.ndarray, wd: np.ndarray,
 
 
 def _what_differed(delta: Dict[str, int], phase: str) -> str:
-    """A slow step against its phase's median, in words; durations with the unit that fits (``fmt_dur``)."""
+    """A slow step against its phase's median, in words; signed durations with the unit that fits (``signed_dur``)."""
     parts = [(delta[key], label) for key, label in (("gpu_idle_ns", "GPU idle"), ("sync_ns", "sync"),
                                                      ("gpu_busy_ns", "GPU busy"), ("memcpy_ns", "memcpy"))]
-    txt = [f"+{fmt_dur(v)} {label}" for v, label in sorted(parts, key=lambda t: -t[0]) if v > 0]
+    txt = [f"{signed_dur(v)} {label}" for v, label in sorted(parts, key=lambda t: -t[0]) if v > 0]
     if delta["kernel_count"] > 0:
         txt.append(f"+{delta['kernel_count']} kernels")
     w = delta["wall_ns"]
-    head = f"{'+' if w >= 0 else '-'}{fmt_dur(abs(w))} wall vs the median {phase} step"
+    head = f"{signed_dur(w)} wall vs the median {phase} step"
     return head + (": " + ", ".join(txt) if txt else "")
 
 

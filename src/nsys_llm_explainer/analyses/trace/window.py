@@ -18,7 +18,7 @@ from ...vocabulary.code_spans import code_name
 from ...vocabulary.units import fmt_count
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
-from .window_passes import autotune_lead, one_off_lead
+from .window_passes import autotune_lead, module_calls, one_off_lead
 
 N_BINS = 200
 SPARSE_EDGE_RATIO = 0.5   # a merged-in side whose busy level is under half the rest's is warm-up or tail
@@ -308,8 +308,14 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
                       f"trace was detected (GPU busy {details.steady_busy_pct}% in the densest stretch).")
         return _result(full0, full1, full0, full1, "full", reason, details)
     parts = []
+
+    def what(a: int, b: int) -> str:
+        """"; start-up: …" when module load / unload calls fill the trimmed side (:func:`module_calls`)."""
+        words = module_calls(model, a, b)
+        return f"; {words}" if words else ""
+
     if trim_lead:
-        parts.append(f"{dur(lead)} of warm-up (GPU busy {details.warmup_busy_pct}%)")
+        parts.append(f"{dur(lead)} of warm-up (GPU busy {details.warmup_busy_pct}%{what(full0, cand0)})")
     if tuned is not None:
         parts.append(f"{'the' if trim_lead else 'a leading'} {dur(tuned.until_ns - s)} autotuning pass"
                      f"{' after it' if trim_lead else ''} ({fmt_count(tuned.kernels, 'kernel')}, {tuned.trial_pct}% "
@@ -321,7 +327,7 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
                      "of their kernel time of kernel names that never run again in the window: one-time work)")
         s = one_off.until_ns
     if trim_tail:
-        parts.append(f"{dur(trail)} of tail (GPU busy {details.tail_busy_pct}%)")
+        parts.append(f"{dur(trail)} of tail (GPU busy {details.tail_busy_pct}%{what(cand1, full1)})")
     reason = (f"Auto-detected window: trimmed {' and '.join(parts)}; the kept window is GPU busy "
               f"{busy_pct(s, e)}% (active bins ≥ {details.active_threshold_pct}% busy).")
     return _result(full0, full1, s, e, "auto", reason, details)

@@ -99,12 +99,14 @@ def _no_busy(v: View) -> Inline:
 def _cause(v: View) -> Inline:
     """The top finding's cause and one quantity: its time at stake, with that time's share of the GPU idle time
     (``headline.top_idle_pct``) — the same ns the finding claims; what it covers and the verdict's part of it when
-    the verdict quotes another time (``headline.quoted``)."""
+    the verdict quotes another time (``headline.quoted``); the detail the verdict names (its largest in the loop for a
+    loop finding named after start-up work, ``headline.top_loop_detail``)."""
     h = v.r.headline
     stake = fmt_dur(h.time_at_stake_ns) if h.time_at_stake_ns else ""
     if h.top_cause_kind or h.top_cause:
-        what = (Code(h.top_cause_kind), (" (largest ", Code(h.top_cause_detail), ")") if h.top_cause_detail else None) \
-            if h.top_cause_kind else (Code(h.top_cause or ""),)
+        named = (" (largest in the loop ", Code(h.top_loop_detail), ")") if h.top_loop_detail else \
+            (" (largest ", Code(h.top_cause_detail), ")") if h.top_cause_detail else None   # as the verdict names it
+        what = (Code(h.top_cause_kind), named) if h.top_cause_kind else (Code(h.top_cause or ""),)
         share = f", {fmt_pct(h.top_idle_pct)} % of the GPU idle time" if stake and h.top_idle_pct is not None else ""
         told = (f" — {stake} at stake", quoted_part(h.quoted, "verdict"), share) if stake else ""
         return inline(Strong(("Top cause:",)), " ", *what, told, ".")

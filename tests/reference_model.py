@@ -874,19 +874,24 @@ COMM_NAME_RE = re.compile(
     re.IGNORECASE)
 
 
-def comm_exposed_pct(tr: Trace, w0: int, w1: int, devices: List[int], wait: Optional[Tuple[int, int]]) -> float:
+def comm_exposed_pct(tr: Trace, w0: int, w1: int, devices: List[int],
+                     wait: Optional[Tuple[Dict[int, int], int]]) -> float:
     """``comm_exposed_pct``: 100 · Σ |C \\ K| / Σ window over ``devices``, C = a device's communication kernels, K =
-    its other kernels and graph executions, both clipped to [w0, w1); |C \\ K| = |C ∪ K| − |K|. ``wait``: (waiting
-    device, the straggler's wait_ns_total), left out up to that device's exposed ns."""
+    its other kernels and graph executions, both clipped to [w0, w1); |C \\ K| = |C ∪ K| − |K|. ``wait``: ({device:
+    Σ waits of its ranks other than the late rank}, the straggler's wait_ns_total): each device's waits up to its
+    exposed ns, in all at most wait_ns_total, are left out."""
     out = 0
+    left = 0
     for d in devices:
         comm = [(g.start, g.end) for g in tr.activity if g.device == d and g.name and COMM_NAME_RE.search(g.name)]
         rest = [(g.start, g.end) for g in tr.activity if g.device == d and not (g.name and COMM_NAME_RE.search(g.name))]
         c, k = union(clip(comm, w0, w1)), union(clip(rest, w0, w1))
         exposed = total(union(c + k)) - total(k)
-        if wait is not None and wait[0] == d:
-            exposed -= min(wait[1], exposed)
+        if wait is not None:
+            left += min(wait[0].get(d, 0), exposed)
         out += exposed
+    if wait is not None:
+        out -= min(left, wait[1])
     return 100.0 * out / ((w1 - w0) * len(devices)) if devices and w1 > w0 else 0.0
 
 

@@ -392,7 +392,14 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         return rm.step_sync_metric(ctx.step_sync(w), ctx.causes(w), dev, metric)
     if metric == "comm_exposed_pct":      # the straggler's wait: the tool's verdict (checked by the NCCL tests)
         v = (ctx.report.get("nccl") or {}).get("straggler")
-        wait = (ctx.device_map()[int(v["waiting_device_id"])], int(v["wait_ns_total"])) if v else None
+        wait = None
+        if v:
+            per: Dict[int, int] = {}
+            for r in ctx.report["nccl"].get("ranks") or []:
+                if (r["pid"], r["device_id"]) != (v["late_pid"], v["late_device_id"]):
+                    dd = ctx.device_map()[int(r["device_id"])]
+                    per[dd] = per.get(dd, 0) + int(r.get("wait_ns_total") or 0)
+            wait = (per, int(v["wait_ns_total"]))
         return rm.comm_exposed_pct(ctx.ref, *w, [ctx.device_map()[d] for d in scope["devices"]], wait)
     if metric in ("matched", "last_arrivals", "wait_caused_share", "late_idle_share_p50"):   # the late-rank rule
         return rm.nccl_late_rank_metric(ctx.ref, dev, metric)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analyses.comms.exposure import COMM_CATEGORIES, CommExposureResult
 from ..analyses.comms.nccl import NcclResult
@@ -24,6 +24,23 @@ def _op_words(ops: List[str]) -> str:
     return "the " + (ops[0] if len(ops) == 1 else ", ".join(ops[:-1]) + " and " + ops[-1])
 
 
+def _straggler_wait(exposure: CommExposureResult, nccl: NcclResult, ids: Sequence[int]) -> Tuple[int, List[int]]:
+    """The wait the ``nccl_wait`` finding claims, as exposed ns to leave out, and the devices it lies on: per device
+    of ``ids`` other than the late rank's, the waits (``wait_ns_total``) of its ranks other than the late rank, at
+    most that device's exposed ns; in all at most the waiting the late rank caused (the straggler's
+    ``wait_ns_total``). With two ranks: the one waiting rank's wait up to its device's exposed ns."""
+    v = nccl.straggler
+    assert v is not None
+    exposed_of = {d.device_id: d.exposed_ns for d in exposure.devices if d.device_id in ids}
+    per_dev: Dict[int, int] = {}
+    for r in nccl.ranks:
+        if (r.pid, r.device_id) == (v.late_pid, v.late_device_id) or r.device_id not in exposed_of:
+            continue
+        per_dev[r.device_id] = per_dev.get(r.device_id, 0) + int(r.wait_ns_total or 0)
+    capped = {d: min(w, exposed_of[d]) for d, w in sorted(per_dev.items()) if min(w, exposed_of[d]) > 0}
+    return min(int(v.wait_ns_total), sum(capped.values())), sorted(capped)
+
+
 def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: TraceFacts, window: WindowResult,
                  repeats: bool, nccl: NcclResult, traits: KernelTraitsResult) -> Optional[Finding]:
     """``comm_exposed``: communication kernels run with no compute kernel beside them (exposed, docs/METRICS.md
@@ -37,9 +54,7 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
         return None
     exposed, win, comm, ov = exposure.pooled(ids)
     v = nccl.straggler if nccl.available else None
-    waiting = next((d for d in exposure.devices if v is not None and d.device_id == v.waiting_device_id
-                    and d.device_id in ids), None)
-    wait = min(int(v.wait_ns_total), waiting.exposed_ns) if v is not None and waiting is not None else 0
+    wait, wait_devs = _straggler_wait(exposure, nccl, ids) if v is not None else (0, [])
     measured = exposed
     exposed -= max(wait, 0)
     scope = pooled_scope(ids)
@@ -67,7 +82,9 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
           + ("; per device: " + ", ".join(f"device {d.device_id} {d.exposed_pct:.1f} %" for d in rows)
              if len(rows) > 1 else "") + "."]
     if wait > 0 and v is not None:
-        ev.append(f"Left out: {dur(wait)} on device {v.waiting_device_id}, the wait for the late rank {v.late_rank} "
+        on = (f"device {wait_devs[0]}" if len(wait_devs) == 1 else
+              "devices " + ", ".join(str(d) for d in wait_devs[:-1]) + f" and {wait_devs[-1]}")
+        ev.append(f"Left out: {dur(wait)} on {on}, the wait for the late rank {v.late_rank} "
                   f"that the NCCL-wait finding explains; {dur(exposed)} ({check.observed:.1f} %) is claimed here.")
     elif nccl.available and len(nccl.ranks) >= 2:
         ev.append(f"A communication kernel also runs while it waits for a late peer: the NCCL section compares the "

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from conftest import SHARED_TRACES
-from synth import TraceBuilder, build_scenario
+from conftest import SHARED_TRACES, built_scenario
+from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.findings.idle import edge_bin_ns
@@ -28,7 +28,7 @@ IDLE_KINDS = {"copy", "queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc
 def scenario(name: str, tmp_path_factory):
     if name not in _CACHE:
         p = tmp_path_factory.mktemp(name) / f"{name}.sqlite"
-        facts = build_scenario(name, str(p))
+        facts = built_scenario(name, str(p))
         _CACHE[name] = (facts, analyze_path(str(p)))
     return _CACHE[name]
 

@@ -18,8 +18,8 @@ from typing import Callable, Optional
 import jsonschema
 import numpy as np
 import pytest
-from conftest import SHARED_TRACES, as_report, one_line_error, run_cli
-from synth import TraceBuilder, build_scenario
+from conftest import SHARED_TRACES, as_report, built_scenario, one_line_error, run_cli
+from synth import TraceBuilder
 from synth.scenarios.names import K
 from synth.scenarios.rank import Rank
 from synth.scenarios.sim import US, Sim
@@ -227,8 +227,8 @@ def test_same_scenario_other_seed_is_no_change_and_passes_the_gate(tmp_path):
     """A/A: per_token_sync with seeds 0 and 2 differ only by noise (random sync stalls): no verdict, and a gate
     tighter than that noise does not fail."""
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
-    build_scenario("per_token_sync", str(a), seed=0)
-    build_scenario("per_token_sync", str(b), seed=2)
+    built_scenario("per_token_sync", str(a), seed=0)
+    built_scenario("per_token_sync", str(b), seed=2)
     res = nle.compare([str(a), str(b)])
     c = res.comparisons[0]
     assert c.status == "comparable" and c.verdict == "no_change" and not c.significant
@@ -239,8 +239,8 @@ def test_same_scenario_other_seed_is_no_change_and_passes_the_gate(tmp_path):
 
 def test_new_finding_shows_in_finding_changes(tmp_path):
     a, b = tmp_path / "healthy.sqlite", tmp_path / "sync.sqlite"
-    build_scenario("healthy", str(a))
-    build_scenario("per_token_sync", str(b))
+    built_scenario("healthy", str(a))
+    built_scenario("per_token_sync", str(b))
     c = nle.compare([str(a), str(b)]).comparisons[0]
     new = {f.category for f in c.finding_changes if f.change == "new"}
     assert "sync_stall" in new
@@ -446,7 +446,7 @@ def test_too_different_gpus_and_kernels(tmp_path, base_trace):
     c = nle.compare([str(base_trace), str(other_gpu)]).comparisons[0]
     assert c.status == "too_different" and c.gpus_match is False and "different GPUs" in c.reasons[0]
     train = tmp_path / "train.sqlite"
-    build_scenario("training_step", str(train))
+    built_scenario("training_step", str(train))
     res = nle.compare([str(base_trace), str(train)])
     c = res.comparisons[0]
     assert c.status == "too_different" and c.similarity < 0.5

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
+from conftest import built_scenario
 from fuzz_inputs import HIDDEN, replayable, seeds
-from synth import build_scenario
 
 from nsys_llm_explainer.cli import main
 from nsys_llm_explainer.output import MANIFEST
@@ -215,7 +215,7 @@ def lines(text: str) -> List[str]:
 @pytest.fixture(scope="module")
 def base_trace(tmp_path_factory) -> Path:
     p = tmp_path_factory.mktemp("base") / "t.sqlite"
-    build_scenario("healthy", str(p))
+    built_scenario("healthy", str(p))
     return p
 
 

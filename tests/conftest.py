@@ -252,6 +252,13 @@ def demo_trace(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def demo_report(demo_trace: Path) -> Any:
+    """The default-options :class:`report.Report` of :func:`demo_trace`, analysed once per test process (a Report
+    is immutable; take ``.to_dict()`` for a dict of your own)."""
+    return real_report(demo_trace)
+
+
+@pytest.fixture(scope="session")
 def small_trace(tmp_path_factory) -> Path:
     """A 100 KB export (one process, six 100 ns kernels "k" 1 µs apart inside one NVTX range "step"): for tests of
     what happens around an analysis (outputs, refusals, signals), where the trace's size is not the point (the

@@ -713,7 +713,6 @@ def test_a_declared_dependency_that_cannot_be_imported_is_one_line(tmp_path: Pat
     """A package the tool declares (the timeline file's ``perfetto``, user patterns' ``regex``, the pages' ``plotly``)
     missing or broken in the environment: one line naming it and how to repair, exit 2, nothing written — never an
     "internal error", and never a page silently without its charts (report and compare alike)."""
-
     trace = tmp_path / "t.sqlite"
     built_scenario("healthy", str(trace))
     out = tmp_path / "out"

@@ -174,10 +174,8 @@ def assert_html_holds_md(md: str, page: str) -> None:
 
 # ------------------------------------------------------------------------------------------------ reports
 @pytest.fixture(scope="module")
-def demo(demo_trace: Path) -> Dict[str, Any]:
-    from nsys_llm_explainer.pipeline import analyze_path
-
-    return analyze_path(str(demo_trace)).to_dict()
+def demo(demo_report: Any) -> Dict[str, Any]:
+    return demo_report.to_dict()
 
 
 def test_demo_html_holds_every_report_md_section(demo: Dict[str, Any]) -> None:

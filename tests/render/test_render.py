@@ -52,10 +52,8 @@ HOSTILE = "<img src=x onerror=alert(1)> a|b `tick` line\nbreak \x1b[31mred\x1b[0
 
 
 @pytest.fixture(scope="module")
-def demo(demo_trace: Path) -> Dict[str, Any]:
-    from nsys_llm_explainer.pipeline import analyze_path
-
-    return analyze_path(str(demo_trace)).to_dict()
+def demo(demo_report: Any) -> Dict[str, Any]:
+    return demo_report.to_dict()
 
 
 def validator() -> Any:
@@ -292,7 +290,6 @@ def test_the_largest_gaps_note_says_the_csv_holds_the_largest_not_all(tmp_path: 
     """Scenario launch_bound: 11,581 idle gaps in the window; gpu_time keeps the 20 largest per device (one device),
     the table shows 5. The note read "Showing 5 of 20; all rows in tables/gpu_idle_gaps.csv" — as if the window
     had 20 gaps."""
-
     p = tmp_path / "lb.sqlite"
     built_scenario("launch_bound", str(p))
     from nsys_llm_explainer.options import Options

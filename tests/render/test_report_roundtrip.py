@@ -128,9 +128,9 @@ def test_scenario_round_trip(name, tmp_path_factory):
         assert sum(c.ns for c in causes[d.device_id].causes) == d.idle_ns
 
 
-def test_to_frame_of_a_loaded_report(demo_trace):
+def test_to_frame_of_a_loaded_report(demo_report):
     """Every table of ``tables/*.csv`` (each real trace's: :func:`test_real_trace_round_trip`)."""
-    rep = analyze_path(str(demo_trace))
+    rep = demo_report
     loaded = Report.from_dict(_json(rep.to_dict()))
     same_frames(rep, loaded)
     assert len(loaded.to_frame("steps")) == loaded.steps.step_count > 0

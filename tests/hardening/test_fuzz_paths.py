@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
-from conftest import built_scenario
 from fuzz_inputs import HIDDEN, replayable, seeds
 
 from nsys_llm_explainer.cli import main
@@ -213,10 +212,9 @@ def lines(text: str) -> List[str]:
 
 
 @pytest.fixture(scope="module")
-def base_trace(tmp_path_factory) -> Path:
-    p = tmp_path_factory.mktemp("base") / "t.sqlite"
-    built_scenario("healthy", str(p))
-    return p
+def base_trace(small_trace: Path) -> Path:
+    """conftest's 100 KB export: the paths are the point here, not the trace (copied into each case's root)."""
+    return small_trace
 
 
 @pytest.mark.parametrize("seed", seeds(10, 15))

@@ -11,6 +11,7 @@ The real Nsight Systems exports live in ``../shared/traces`` (beside the reposit
 
 from __future__ import annotations
 
+import copy
 import csv
 import os
 import shutil
@@ -127,15 +128,36 @@ def scenario_report(name: str, tmp_path_factory: Any) -> Any:
     :class:`report.Report`, built and analysed once per test session (callers must not modify them)."""
     key = "scenario:" + name
     if key not in _REAL_REPORTS:
-        from synth import build_scenario
-
         from nsys_llm_explainer.pipeline import analyze_path
 
         p = tmp_path_factory.getbasetemp() / "scenario_reports" / f"{name}.sqlite"
         p.parent.mkdir(exist_ok=True)
-        facts = build_scenario(name, str(p))
+        facts = built_scenario(name, p)
         _REAL_REPORTS[key] = (facts, p, analyze_path(str(p)))
     return _REAL_REPORTS[key]
+
+
+#: (name, seed, flavor) → (the scenario's export, its planted facts), built once per test process
+_BUILT: Dict[Tuple[str, int, Optional[str]], Tuple[Path, Dict[str, Any]]] = {}
+_BUILT_DIR: Optional[str] = None
+
+
+def built_scenario(name: str, path: Any, seed: int = 0, flavor: Optional[str] = None) -> Dict[str, Any]:
+    """``build_scenario(name, path, seed, flavor)`` for tests of the tool rather than of the generator: each
+    scenario is generated once per test process and copied to ``path`` (the generator is deterministic and writes
+    the same bytes whatever the path: generator/test_builder.py); returns a fresh copy of its planted facts."""
+    global _BUILT_DIR
+    key = (name, seed, flavor)
+    if key not in _BUILT:
+        from synth import build_scenario
+
+        if _BUILT_DIR is None:
+            _BUILT_DIR = tempfile.mkdtemp(prefix="nle-tests-scenarios-")
+        src = Path(_BUILT_DIR) / f"{len(_BUILT)}-{name}.sqlite"
+        _BUILT[key] = (src, build_scenario(name, str(src), seed=seed, flavor=flavor))
+    src, facts = _BUILT[key]
+    shutil.copyfile(src, path)
+    return copy.deepcopy(facts)
 
 
 def read_table(path: Path) -> Tuple[List[str], List[List[str]]]:
@@ -224,11 +246,16 @@ def wait_until_staged(proc: subprocess.Popen, where: Path, timeout: float = 120)
 
 @pytest.fixture(scope="session")
 def demo_trace(tmp_path_factory) -> Path:
-    from synth import build_scenario
-
     p = tmp_path_factory.mktemp("demo") / "demo.sqlite"
-    build_scenario("demo", str(p))
+    built_scenario("demo", p)
     return p
+
+
+@pytest.fixture(scope="session")
+def demo_report(demo_trace: Path) -> Any:
+    """The default-options :class:`report.Report` of :func:`demo_trace`, analysed once per test process (a Report
+    is immutable; take ``.to_dict()`` for a dict of your own)."""
+    return real_report(demo_trace)
 
 
 @pytest.fixture(scope="session")
@@ -270,6 +297,8 @@ if sys.dont_write_bytecode and not sys.pycache_prefix:
 def pytest_unconfigure(config) -> None:
     if _PYCACHE_MADE is not None:   # the process that made it (the workers inherit it made)
         shutil.rmtree(_PYCACHE_MADE, ignore_errors=True)
+    if _BUILT_DIR is not None:   # this process's scenarios (each worker builds its own)
+        shutil.rmtree(_BUILT_DIR, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- hooks

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import built_scenario
 from synth.scenarios import build_cluster
 from synth.scenarios.cluster import BASE_UTC, MS, US
 
@@ -46,10 +47,9 @@ def test_clock_and_nccl_series_of_each_rank(tmp_path) -> None:
 
 
 def test_no_nccl_kernel_no_series(tmp_path) -> None:
-    from synth import build_scenario
 
     p = tmp_path / "t.sqlite"
-    build_scenario("launch_bound", str(p))
+    built_scenario("launch_bound", str(p))
     rep = analyze_path(str(p), workers=1)
     assert rep.nccl_series == ()
     assert rep.clock is not None and rep.clock.normalized is False and rep.clock.shift_ns == 0

@@ -7,9 +7,9 @@ import json
 import re
 
 import pytest
-from conftest import run_cli
 from synth import TraceBuilder
 
+from nsys_llm_explainer.cli import main
 from nsys_llm_explainer.pipeline import Options, analyze_path
 from nsys_llm_explainer.serialize import report_dict
 
@@ -195,7 +195,7 @@ def test_launch_storm_per_device_not_pooled(tmp_path):
     assert by(j["devices"], device_id=0)["launches_per_s"] == pytest.approx(d0["launches_per_s"])
 
 
-def test_names_with_markdown_and_html_metacharacters(tmp_path):
+def test_names_with_markdown_and_html_metacharacters(tmp_path, capsys, monkeypatch):
     evil = "a|b <script>alert(1)</script> & `x`\nsecond line"
     b = TraceBuilder()
     b.process(1)
@@ -205,8 +205,8 @@ def test_names_with_markdown_and_html_metacharacters(tmp_path):
     p = tmp_path / "evil.sqlite"
     b.write(str(p))
     out = tmp_path / "out"
-    proc = run_cli(str(p), "--out", str(out), "--quiet")
-    assert proc.returncode == 0, proc.stderr
+    monkeypatch.delenv("NSYS_LLM_EXPLAIN_DEBUG", raising=False)
+    assert main([str(p), "--out", str(out), "--quiet"]) == 0, capsys.readouterr().err   # in this process
     j = json.loads((out / "report.json").read_text())
     assert j["kernels"][0]["name"] == evil
     md = (out / "report.md").read_text()

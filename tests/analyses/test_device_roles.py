@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import as_report
-from synth import build_scenario
+from conftest import as_report, built_scenario
 from synth.scenarios.rank import Rank
 from synth.scenarios.sim import Sim
 from synth.scenarios.steps import write_trace
@@ -61,7 +60,7 @@ def _full_window(path: Path) -> Iv:
 def _copies_only(tmp_path_factory) -> Tuple[Path, dict, dict]:
     if "scenario" not in _BUILT:
         p = tmp_path_factory.mktemp("roles") / "copies_only_gpu.sqlite"
-        facts = build_scenario("copies_only_gpu", str(p))
+        facts = built_scenario("copies_only_gpu", str(p))
         _BUILT["scenario"] = (p, facts, nle.analyze(str(p)).to_dict())
     return _BUILT["scenario"]
 
@@ -218,12 +217,10 @@ def test_no_device_ran_kernels(tmp_path):
 def test_a_copies_only_gpu_is_not_a_low_busy_rank(tmp_path):
     """A cluster run over the copies_only_gpu trace: GPU 1 (no kernel) is listed with its role and is never the
     'keeps its GPU busy less than the other ranks' outlier (there is one device with kernels: no comparison)."""
-    from synth import build_scenario
-
     import nsys_llm_explainer as nle
 
     p = tmp_path / "r0.sqlite"
-    build_scenario("copies_only_gpu", str(p))
+    built_scenario("copies_only_gpu", str(p))
     res = nle.analyze_cluster([str(p)], jobs=1)
     roles = {d.device_id: d.role for d in res.devices}
     assert roles == {0: "kernels", 1: "copies only"}

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from synth import TraceBuilder, build_scenario
+from conftest import built_scenario
+from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.api.graphs import (
     FIX_CMD,
@@ -94,14 +95,14 @@ def test_no_graphs(tmp_path: Path) -> None:
 
 def test_graph_scenarios(tmp_path: Path) -> None:
     node = tmp_path / "node.sqlite"
-    f = build_scenario("cuda_graph_node", str(node))
+    f = built_scenario("cuda_graph_node", str(node))
     r = analyze_graphs(load_model(str(node)))
     assert r.trace_mode == "node" and not r.graph_level_hidden
     assert r.graph_launch_count == f["graph_launches"]
     assert r.kernels_per_launch is not None
     assert r.kernels_per_launch.min == r.kernels_per_launch.max == f["kernels_per_graph"]
     lvl = tmp_path / "level.sqlite"
-    f = build_scenario("graph_level", str(lvl))
+    f = built_scenario("graph_level", str(lvl))
     r = analyze_graphs(load_model(str(lvl)))
     assert r.trace_mode == "graph" and r.graph_level_hidden
     assert r.graph_trace is not None and r.graph_trace.total_ns == f["graph_busy_ns"]
@@ -191,7 +192,7 @@ def test_memory_unavailable(tmp_path: Path) -> None:
 
 def test_memory_scenarios(tmp_path: Path) -> None:
     p = tmp_path / "pageable.sqlite"
-    f = build_scenario("pageable_h2d", str(p))
+    f = built_scenario("pageable_h2d", str(p))
     r = analyze_memory(load_model(str(p)))
     assert r.pageable is not None
     htod = [x for x in r.pageable.by_direction if x.copy_kind == 1][0]
@@ -202,7 +203,7 @@ def test_memory_scenarios(tmp_path: Path) -> None:
     )
     assert r.sync_copies is not None and r.sync_copies.count == f["h2d_count"]
     p = tmp_path / "alloc.sqlite"
-    f = build_scenario("alloc_in_loop", str(p))
+    f = built_scenario("alloc_in_loop", str(p))
     r = analyze_memory(load_model(str(p)))
     assert r.alloc is not None and r.free is not None
     assert r.alloc.count + r.free.count == f["alloc_call_count"]
@@ -355,7 +356,7 @@ def test_nccl_none(tmp_path: Path) -> None:
 
 def test_nccl_scenario(tmp_path: Path) -> None:
     p = tmp_path / "nccl.sqlite"
-    f = build_scenario("nccl_straggler", str(p))
+    f = built_scenario("nccl_straggler", str(p))
     r = analyze_nccl(load_model(str(p)))
     assert {str(x.pid): x.total_ns for x in r.per_pid} == f["nccl_kernel_ns_by_pid"]
     assert r.straggler is not None

@@ -20,8 +20,8 @@ from typing import Any, Dict, Tuple
 import jsonschema
 import numpy as np
 import pytest
-from conftest import as_report, real_trace
-from synth import TraceBuilder, build_scenario
+from conftest import as_report, built_scenario, real_trace
+from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.idle.host_samples import analyze_host_samples, samples_evidence
 from nsys_llm_explainer.model.samples import GROUP_LABEL
@@ -45,7 +45,7 @@ def _planted(tmp_path_factory, flavor: str):
     key = ("planted", flavor)
     if key not in _CACHE:
         p = tmp_path_factory.mktemp(f"hs{flavor}") / "host_samples.sqlite"
-        facts = build_scenario("host_samples", str(p), seed=4, flavor=flavor)
+        facts = built_scenario("host_samples", str(p), seed=4, flavor=flavor)
         _CACHE[key] = (facts, p) + _run(p)
     return _CACHE[key]
 
@@ -320,13 +320,12 @@ def test_a_device_without_host_side_idle_keeps_its_kinds_and_no_samples(tmp_path
     import dataclasses
 
     import numpy as np
-    from synth.scenarios import build_scenario
 
     from nsys_llm_explainer.analyses.idle.host_samples import analyze_host_samples
     from nsys_llm_explainer.pipeline import analyze_path
 
     p = tmp_path / "t.sqlite"
-    build_scenario("host_samples", str(p))
+    built_scenario("host_samples", str(p))
     rep = analyze_path(str(p))
     e = np.empty(0, np.int64)
     d0 = rep.idle_causes.devices[0]

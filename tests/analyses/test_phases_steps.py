@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import built_scenario
 from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.nvtx.attribution import analyze_attribution
@@ -256,10 +257,8 @@ def test_no_steps(tmp_path):
     ("graph_level", 41, {"prefill": 1, "decode": 40}),  # decode steps replay a CUDA graph (graph-level rows)
 ])
 def test_scenarios(tmp_path, scenario, n_steps, phases):
-    from synth.scenarios import build_scenario
-
     path = str(tmp_path / f"{scenario}.sqlite")
-    facts = build_scenario(scenario, path)
+    facts = built_scenario(scenario, path)
     m = load_model(path)
     pr, tree, att = _phases(m)
     res = analyze_steps(m, pr, tree=tree, kernel_node=att.kernel_node)

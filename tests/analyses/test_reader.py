@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import real_traces, trace_id
-from synth import build_scenario
+from conftest import built_scenario, real_traces, trace_id
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.errors import InputError
@@ -61,7 +60,7 @@ def test_models_identical_on_real_traces(trace: Path):
 @pytest.mark.parametrize("scenario", ["demo", "nccl_straggler", "cuda_graph_node", "pageable_h2d"])
 def test_reports_identical_on_scenarios(tmp_path, scenario):
     p = tmp_path / "t.sqlite"
-    build_scenario(scenario, str(p))
+    built_scenario(scenario, str(p))
     a, b = _arrays(load_model(str(p), reader="sqlite3")), _arrays(load_model(str(p), reader="adbc"))
     for k in a:
         assert a[k] == b[k], f"{scenario}: {k} differs between readers"
@@ -74,7 +73,7 @@ def test_reports_identical_on_scenarios(tmp_path, scenario):
 
 def test_columnar_path_is_used_when_installed(tmp_path, monkeypatch):
     p = tmp_path / "t.sqlite"
-    build_scenario("demo", str(p))
+    built_scenario("demo", str(p))
     calls = []
     real = columnar.fetch_ints
 
@@ -121,7 +120,7 @@ def test_falls_back_on_values_it_cannot_read_exactly(tmp_path):
 
 def test_bad_value_gives_the_same_answer_with_both_readers(tmp_path):
     p = tmp_path / "t.sqlite"
-    build_scenario("demo", str(p))
+    built_scenario("demo", str(p))
     c = sqlite3.connect(p)
     c.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = 'seven' WHERE rowid = 3")
     c.commit()

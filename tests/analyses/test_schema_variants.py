@@ -7,8 +7,7 @@ import shutil
 import sqlite3
 
 import pytest
-from conftest import as_report
-from synth import build_scenario
+from conftest import as_report, built_scenario
 
 from nsys_llm_explainer import render
 from nsys_llm_explainer.pipeline import analyze_path
@@ -21,7 +20,7 @@ TABLES = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVE
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     p = tmp_path_factory.mktemp("variants") / "base.sqlite"
-    build_scenario("demo", str(p))
+    built_scenario("demo", str(p))
     c = sqlite3.connect(p)
     cols = {t: [r[1] for r in c.execute(f'PRAGMA table_info("{t}")')] for t in TABLES}
     c.close()

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from conftest import SHARED_TRACES
-from synth import TraceBuilder, build_scenario
+from conftest import SHARED_TRACES, scenario_report
+from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.findings.idle import edge_bin_ns
@@ -20,17 +20,13 @@ from nsys_llm_explainer.vocabulary.units import fmt_dur as ms
 
 US = 1_000
 PID = 7
-_CACHE: dict = {}
 IDLE_KINDS = {"copy", "queued", "sync", "sync_memcpy", "pageable_memcpy", "alloc", "module_load", "launch",
               "other_api", "nvtx", "osrt", "host_cpu", "unknown"}
 
 
 def scenario(name: str, tmp_path_factory):
-    if name not in _CACHE:
-        p = tmp_path_factory.mktemp(name) / f"{name}.sqlite"
-        facts = build_scenario(name, str(p))
-        _CACHE[name] = (facts, analyze_path(str(p)))
-    return _CACHE[name]
+    facts, _, rep = scenario_report(name, tmp_path_factory)
+    return facts, rep
 
 
 def _run(b: TraceBuilder, tmp_path: Path, name: str):

@@ -11,7 +11,8 @@ from typing import Optional
 
 import numpy as np
 import pytest
-from synth import TraceBuilder, build_scenario
+from conftest import built_scenario
+from synth import TraceBuilder
 
 from nsys_llm_explainer import analyze
 from nsys_llm_explainer.findings.advice import ADVICE
@@ -42,7 +43,7 @@ def _overlap(a, b):
 @pytest.fixture(scope="module")
 def waits_run(tmp_path_factory):
     p = tmp_path_factory.mktemp("waits") / "w.sqlite"
-    facts = build_scenario("launcher_waits_io", str(p))
+    facts = built_scenario("launcher_waits_io", str(p))
     return facts, analyze(str(p))
 
 
@@ -139,7 +140,7 @@ def test_a_range_the_thread_reads_in_keeps_the_range_and_says_it_runs(tmp_path):
     """nvtx_host_range: `read` (file I/O, not a wait) inside the range: the range is charged, and the advice says
     the thread runs there and launches no kernel from it (the range encloses no launch, OS calls are traced)."""
     p = tmp_path / "n.sqlite"
-    build_scenario("nvtx_host_range", str(p))
+    built_scenario("nvtx_host_range", str(p))
     rep = analyze(str(p))
     f = rep.findings[0]
     assert f.cause == ("nvtx", "load_layer_N_weights")
@@ -151,7 +152,7 @@ def test_without_attribution_no_range_is_said_to_launch_nothing(tmp_path):
     """--no-nvtx-kernel-map: whether the range launches is not known, so neither 'launches no kernel' nor 'runs
     host code' is said; the neutral line is given."""
     p = tmp_path / "n.sqlite"
-    build_scenario("nvtx_host_range", str(p))
+    built_scenario("nvtx_host_range", str(p))
     f = analyze(str(p), nvtx_kernel_map=False).findings[0]
     assert f.cause == ("nvtx", "load_layer_N_weights")
     assert f.recommendation == (ADVICE["nvtx.overlap.unchecked"].text,)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import as_report, read_table, real_trace
-from synth import CAUSES, SCENARIOS, TraceBuilder, build_scenario
+from conftest import as_report, built_scenario, read_table, real_trace
+from synth import CAUSES, SCENARIOS, TraceBuilder
 from synth.scenarios.rank import Rank
 from synth.scenarios.sim import US, Sim
 
@@ -36,7 +36,7 @@ def scenario(tmp_path_factory, flavor: str = "2024.2"):
     key = ("unified_memory", flavor)
     if key not in _BUILT:
         p = tmp_path_factory.mktemp(f"um_{flavor}") / "um.sqlite"
-        facts = build_scenario("unified_memory", str(p), flavor=flavor)
+        facts = built_scenario("unified_memory", str(p), flavor=flavor)
         rep = analyze_path(str(p))
         _BUILT[key] = (p, facts, rep, rep.to_dict())
     return _BUILT[key]
@@ -228,7 +228,7 @@ def test_the_largest_share_on_an_active_device_decides() -> None:
 
 def test_no_finding_and_one_line_without_um(tmp_path_factory) -> None:
     p = tmp_path_factory.mktemp("healthy") / "h.sqlite"
-    build_scenario("healthy", str(p))
+    built_scenario("healthy", str(p))
     rep = analyze_path(str(p))
     um = rep.unified_memory
     assert not um.available and um.steady is None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import built_scenario
 from synth import TraceBuilder, global_pid
 
 from nsys_llm_explainer.analyses.idle.causes import KINDS, analyze_idle_causes
@@ -315,10 +316,9 @@ def test_override_and_nvtx_windows(tmp_path: Path) -> None:
 
 
 def test_synthetic_warmup_scenario(tmp_path: Path) -> None:
-    from synth import build_scenario
 
     try:
-        facts = build_scenario("warmup_tail", str(tmp_path / "wt.sqlite"))
+        facts = built_scenario("warmup_tail", str(tmp_path / "wt.sqlite"))
     except KeyError:
         pytest.skip("warmup_tail scenario not available")
     m = load_model(str(tmp_path / "wt.sqlite"))

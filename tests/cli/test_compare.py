@@ -19,8 +19,8 @@ from typing import Callable, Optional
 import jsonschema
 import numpy as np
 import pytest
-from conftest import SHARED_TRACES, as_report, one_line_error, run_cli
-from synth import TraceBuilder, build_scenario
+from conftest import SHARED_TRACES, as_report, built_scenario, one_line_error, run_cli
+from synth import TraceBuilder
 from synth.scenarios.names import K
 from synth.scenarios.rank import Rank
 from synth.scenarios.sim import US, Sim
@@ -94,6 +94,12 @@ def synth_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def base_trace(synth_dir) -> Path:
     return decode_loop(synth_dir / "base.sqlite")
+
+
+@pytest.fixture(scope="module")
+def base_report(base_trace):
+    """``nle.analyze(base_trace)`` with the default options, once for this module (a Report is immutable)."""
+    return nle.analyze(str(base_trace))
 
 
 @pytest.fixture(scope="module")
@@ -228,8 +234,8 @@ def test_same_scenario_other_seed_is_no_change_and_passes_the_gate(tmp_path):
     """A/A: per_token_sync with seeds 0 and 2 differ only by noise (random sync stalls): no verdict, and a gate
     tighter than that noise does not fail."""
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
-    build_scenario("per_token_sync", str(a), seed=0)
-    build_scenario("per_token_sync", str(b), seed=2)
+    built_scenario("per_token_sync", str(a), seed=0)
+    built_scenario("per_token_sync", str(b), seed=2)
     res = nle.compare([str(a), str(b)])
     c = res.comparisons[0]
     assert c.status == "comparable" and c.verdict == "no_change" and not c.significant
@@ -240,8 +246,8 @@ def test_same_scenario_other_seed_is_no_change_and_passes_the_gate(tmp_path):
 
 def test_new_finding_shows_in_finding_changes(tmp_path):
     a, b = tmp_path / "healthy.sqlite", tmp_path / "sync.sqlite"
-    build_scenario("healthy", str(a))
-    build_scenario("per_token_sync", str(b))
+    built_scenario("healthy", str(a))
+    built_scenario("per_token_sync", str(b))
     c = nle.compare([str(a), str(b)]).comparisons[0]
     new = {f.category for f in c.finding_changes if f.change == "new"}
     assert "sync_stall" in new
@@ -461,7 +467,7 @@ def test_too_different_gpus_and_kernels(tmp_path, base_trace):
     c = nle.compare([str(base_trace), str(other_gpu)]).comparisons[0]
     assert c.status == "too_different" and c.gpus_match is False and "different GPUs" in c.reasons[0]
     train = tmp_path / "train.sqlite"
-    build_scenario("training_step", str(train))
+    built_scenario("training_step", str(train))
     res = nle.compare([str(base_trace), str(train)])
     c = res.comparisons[0]
     assert c.status == "too_different" and c.similarity < 0.5
@@ -593,9 +599,11 @@ def test_nsys_rep_without_nsys_is_one_line(tmp_path, base_trace):
     assert not (tmp_path / "o").exists()
 
 
-def test_schema_subcommand():
-    proc = run_cli("schema", "--compare")
-    assert proc.returncode == 0 and json.loads(proc.stdout) == load_schema("compare_schema.json")
+def test_schema_subcommand(capsys):
+    from nsys_llm_explainer.cli import main
+
+    assert main(["schema", "--compare"]) == 0   # in this process (test_cli_demo_schema runs `schema` as a command)
+    assert json.loads(capsys.readouterr().out) == load_schema("compare_schema.json")
 
 
 # ------------------------------------------------------------------------------------------ Python API
@@ -613,13 +621,13 @@ def test_api_is_typed_frozen_and_writes_nothing(tmp_path, base_trace, host_trace
         nle.compare([str(base_trace), str(host_trace)], bogus=1)
 
 
-def test_compare_reads_typed_report_fields_only(base_trace, host_trace):
+def test_compare_reads_typed_report_fields_only(base_trace, host_trace, base_report):
     """The comparison needs no trace model: the analysis graph keeps what it reads (the steady window's kernel starts
     and categories), so reports with the model dropped compare the same. Over a window that is not the whole capture
     (the middle half, --window) the categories are the window's own: with idle they add up to the pooled window."""
     from nsys_llm_explainer.comparison import compare_reports
 
-    full = nle.analyze(str(base_trace))
+    full = base_report
     assert full.window.is_full and full.steady_categories is full.categories   # nothing recomputed
     w0, w1 = full.window.full_start_ns, full.window.full_end_ns
     win = (w0 + (w1 - w0) // 4, w1 - (w1 - w0) // 4)
@@ -658,9 +666,9 @@ def test_html_escapes_names_and_loads_nothing(base_trace, host_trace):
 
 
 # ------------------------------------------------------------------------------------------ Report.to_frame
-def test_to_frame(base_trace):
+def test_to_frame(base_report):
     pd = pytest.importorskip("pandas")
-    rep = nle.analyze(str(base_trace))
+    rep = base_report
     d = rep.to_dict()
     k = rep.to_frame("kernels")
     assert isinstance(k, pd.DataFrame) and len(k) == len(d["kernels"]) and {"name", "total_ns"} <= set(k.columns)
@@ -674,14 +682,14 @@ def test_to_frame(base_trace):
         rep.to_frame("nope")
 
 
-def test_to_frame_holds_the_rows_of_each_csv(base_trace, tmp_path):
+def test_to_frame_holds_the_rows_of_each_csv(base_report, tmp_path):
     """One registry of tables: every tables/*.csv is a frame of the same name with the same rows."""
     pytest.importorskip("pandas")
     from conftest import read_table
 
     from nsys_llm_explainer.render import render_all
 
-    rep = nle.analyze(str(base_trace))
+    rep = base_report
     render_all(as_report(rep.to_dict()), tmp_path)
     csvs = sorted(p.stem for p in (tmp_path / "tables").glob("*.csv"))
     assert len(csvs) >= 20
@@ -692,8 +700,8 @@ def test_to_frame_holds_the_rows_of_each_csv(base_trace, tmp_path):
     assert int(idle["ns"].sum()) == sum(d.idle_ns for d in rep.gpu_time.devices)
 
 
-def test_to_frame_without_pandas(base_trace, monkeypatch):
-    rep = nle.analyze(str(base_trace))
+def test_to_frame_without_pandas(base_report, monkeypatch):
+    rep = base_report
     monkeypatch.setitem(sys.modules, "pandas", None)            # `import pandas` now raises ImportError
     with pytest.raises(ImportError) as exc:
         rep.to_frame("kernels")

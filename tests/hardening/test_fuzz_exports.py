@@ -10,9 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import real_trace
+from conftest import built_scenario, real_trace
 from fuzz_cases import MUTATIONS, mutate, truncate
-from synth import build_scenario
 
 from nsys_llm_explainer.cli import main
 
@@ -27,7 +26,7 @@ def bases(tmp_path_factory):
     out = {}
     for sc in ("demo", "cuda_graph_node"):
         p = d / f"{sc}.sqlite"
-        build_scenario(sc, str(p))
+        built_scenario(sc, str(p))
         out[sc] = p
     for name in REAL:
         p = real_trace(name)

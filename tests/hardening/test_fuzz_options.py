@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
+from conftest import built_scenario
 from fuzz_inputs import HIDDEN, hostile_name, replayable, seeds
-from synth import build_scenario
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cli import main
@@ -164,7 +164,7 @@ def option_file(rng: random.Random, phase: bool) -> Tuple[str, bytes, Tuple[str,
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory) -> Path:
     p = tmp_path_factory.mktemp("opts") / "t.sqlite"
-    build_scenario("healthy", str(p))
+    built_scenario("healthy", str(p))
     return p
 
 

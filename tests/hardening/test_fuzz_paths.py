@@ -28,7 +28,6 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 from fuzz_inputs import HIDDEN, replayable, seeds
-from synth import build_scenario
 
 from nsys_llm_explainer.cli import main
 from nsys_llm_explainer.output import MANIFEST
@@ -213,10 +212,9 @@ def lines(text: str) -> List[str]:
 
 
 @pytest.fixture(scope="module")
-def base_trace(tmp_path_factory) -> Path:
-    p = tmp_path_factory.mktemp("base") / "t.sqlite"
-    build_scenario("healthy", str(p))
-    return p
+def base_trace(small_trace: Path) -> Path:
+    """conftest's 100 KB export: the paths are the point here, not the trace (copied into each case's root)."""
+    return small_trace
 
 
 @pytest.mark.parametrize("seed", seeds(10, 15))

@@ -16,6 +16,7 @@ from typing import Dict
 
 import numpy as np
 import pytest
+from conftest import built_scenario
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.analyses.nvtx import tree as T
@@ -339,12 +340,10 @@ def test_partition_path_gives_the_same_causes_and_bins(tmp_path: Path, scenario:
     """The device pass charged by the host threads' partitions (taken past the budget when nothing reads the pieces'
     places in time) gives the same causes (ns, gap counts, examples, short/tiny ns), per-gap causes, waits and bins
     as cutting every gap at every host row."""
-    from synth.scenarios import build_scenario
-
     from nsys_llm_explainer.pipeline import load_model
 
     p = tmp_path / "t.sqlite"
-    build_scenario(scenario, str(p))
+    built_scenario(scenario, str(p))
     cut, part = _both_paths(load_model(str(p)))
     assert cut == part
 

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from conftest import pause_env, run_cli, wait_until_staged
+from conftest import built_scenario, pause_env, run_cli, wait_until_staged
 from hostile import PROG, cli_env, copy_trace, digest, leftovers, one_line, one_line_of, run_subprocess
-from synth import TraceBuilder, build_scenario
+from synth import TraceBuilder
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer import cli, interrupts
@@ -91,7 +91,7 @@ def build_no_gpu_work(path: Path) -> Path:
 def traces(tmp_path_factory) -> Dict[str, Path]:
     d = tmp_path_factory.mktemp("faults")
     base = d / "base.sqlite"
-    build_scenario("healthy", str(base))
+    built_scenario("healthy", str(base))
     return {"base": base, "empty": build_no_gpu_work(d / "empty.sqlite"), "dir": d}
 
 
@@ -713,10 +713,8 @@ def test_a_declared_dependency_that_cannot_be_imported_is_one_line(tmp_path: Pat
     """A package the tool declares (the timeline file's ``perfetto``, user patterns' ``regex``, the pages' ``plotly``)
     missing or broken in the environment: one line naming it and how to repair, exit 2, nothing written — never an
     "internal error", and never a page silently without its charts (report and compare alike)."""
-    from synth import build_scenario
-
     trace = tmp_path / "t.sqlite"
-    build_scenario("healthy", str(trace))
+    built_scenario("healthy", str(trace))
     out = tmp_path / "out"
     args = [str(trace), "--out", str(out), "--quiet", "--step-marker", "nothing_matches"]
     if command == "compare":

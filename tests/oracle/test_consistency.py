@@ -30,7 +30,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import reference_model as rm  # noqa: E402
-from conftest import SHARED_TRACES  # noqa: E402
+from conftest import SHARED_TRACES, built_scenario  # noqa: E402
 
 TRACES_DIR = SHARED_TRACES
 pytestmark = pytest.mark.slow   # every real trace and scenario, against the reference model
@@ -107,10 +107,8 @@ def _path(case: str, tmp_path_factory) -> str:
                 pytest.fail(f"real traces not found at {TRACES_DIR} (they are required, not optional)")
             _PATHS[case] = str(p)
         else:
-            from synth import build_scenario
-
             p = tmp_path_factory.mktemp("consistency") / f"{name}.sqlite"
-            build_scenario(name, str(p))
+            built_scenario(name, str(p))
             _PATHS[case] = str(p)
     return _PATHS[case]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
-from conftest import as_report
+from conftest import as_report, built_scenario
 from test_html import EVIL_FILE, EVIL_IMG, EVIL_LINK, EVIL_SCRIPT, build_hostile, figures
 
 pytestmark = pytest.mark.slow
@@ -193,15 +193,13 @@ def test_hostile_names_show_as_text_and_run_nothing(driver: Any, tmp_path: Path)
 def test_compare_page_draws_and_hostile_labels_stay_inert(driver: Any, tmp_path: Path) -> None:
     """compare.html of two planted-cause scenarios with markup in the labels and kernel names: the stacked bars
     are drawn, no console error, nothing requested, the labels show as text and run nothing."""
-    from synth import build_scenario
-
     import nsys_llm_explainer as nle
     from nsys_llm_explainer.comparison.write import write_compare
 
     paths = []
     for name in ("healthy", "per_token_sync"):
         p = tmp_path / f"{name}.sqlite"
-        build_scenario(name, str(p))
+        built_scenario(name, str(p))
         paths.append(str(p))
     hostile = tmp_path / EVIL_FILE
     build_hostile(hostile)

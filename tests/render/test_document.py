@@ -12,8 +12,7 @@ from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-from conftest import as_report, empty_report, real_traces, trace_id
-from synth.scenarios import build_scenario
+from conftest import as_report, built_scenario, empty_report, real_traces, trace_id
 
 from nsys_llm_explainer.render import render_html, render_markdown
 from nsys_llm_explainer.render.document import (
@@ -175,10 +174,8 @@ def assert_html_holds_md(md: str, page: str) -> None:
 
 # ------------------------------------------------------------------------------------------------ reports
 @pytest.fixture(scope="module")
-def demo(demo_trace: Path) -> Dict[str, Any]:
-    from nsys_llm_explainer.pipeline import analyze_path
-
-    return analyze_path(str(demo_trace)).to_dict()
+def demo(demo_report: Any) -> Dict[str, Any]:
+    return demo_report.to_dict()
 
 
 def test_demo_html_holds_every_report_md_section(demo: Dict[str, Any]) -> None:
@@ -197,7 +194,7 @@ def test_demo_html_holds_every_report_md_section(demo: Dict[str, Any]) -> None:
 def test_scenario_html_holds_every_report_md_section(name: str, tmp_path: Path) -> None:
     from nsys_llm_explainer.pipeline import analyze_path
 
-    build_scenario(name, str(tmp_path / "t.sqlite"))
+    built_scenario(name, str(tmp_path / "t.sqlite"))
     d = analyze_path(str(tmp_path / "t.sqlite")).to_dict()
     assert_html_holds_md(render_markdown(as_report(d)), render_html(as_report(d), js=""))
 
@@ -220,7 +217,7 @@ def test_compare_and_cluster_html_hold_their_markdown(tmp_path: Path) -> None:
     from nsys_llm_explainer.render.cluster import render_cluster_html, render_cluster_markdown
 
     for name in ("launch_bound", "per_token_sync"):
-        build_scenario(name, str(tmp_path / f"{name}.sqlite"))
+        built_scenario(name, str(tmp_path / f"{name}.sqlite"))
     cmp = nle.compare([str(tmp_path / "launch_bound.sqlite"), str(tmp_path / "per_token_sync.sqlite")])
     md = write_markdown(compare_document(cmp))
     assert "## Headline metric" in md and "## Top kernel changes" in md

@@ -162,10 +162,8 @@ def plain(rich_text: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
-def demo(demo_trace: Path) -> Dict[str, Any]:
-    from nsys_llm_explainer.pipeline import analyze_path
-
-    return analyze_path(str(demo_trace)).to_dict()
+def demo(demo_report: Any) -> Dict[str, Any]:
+    return demo_report.to_dict()
 
 
 @pytest.fixture(scope="module")

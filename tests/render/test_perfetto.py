@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import pytest
-from conftest import real_trace, run_cli, scenario_report
+from conftest import built_scenario, real_trace, run_cli, scenario_report
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from nsys_llm_explainer.pipeline import analyze_path, load_model
@@ -223,10 +223,9 @@ def test_lanes_keep_each_track_a_stack() -> None:
 
 
 def test_span_under_the_limit_keeps_the_steady_start(tmp_path) -> None:
-    from synth import build_scenario
 
     p = tmp_path / "w.sqlite"
-    build_scenario("warmup_tail", str(p))
+    built_scenario("warmup_tail", str(p))
     full = analyze_path(str(p))
     assert full.timeline_file.span.kept == "capture"
     sp = full.timeline_file.span

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import as_report, empty_report, read_table, real_traces, trace_id
+from conftest import as_report, built_scenario, empty_report, read_table, real_traces, trace_id
 
 from nsys_llm_explainer.render import (
     ALL_RENDERERS,
@@ -53,10 +53,8 @@ HOSTILE = "<img src=x onerror=alert(1)> a|b `tick` line\nbreak \x1b[31mred\x1b[0
 
 
 @pytest.fixture(scope="module")
-def demo(demo_trace: Path) -> Dict[str, Any]:
-    from nsys_llm_explainer.pipeline import analyze_path
-
-    return analyze_path(str(demo_trace)).to_dict()
+def demo(demo_report: Any) -> Dict[str, Any]:
+    return demo_report.to_dict()
 
 
 def validator() -> Any:
@@ -298,10 +296,8 @@ def test_the_largest_gaps_note_says_the_csv_holds_the_largest_not_all(tmp_path: 
     """Scenario launch_bound: 11,581 idle gaps in the window; gpu_time keeps the 20 largest per device (one device),
     the table shows 5. The note read "Showing 5 of 20; all rows in tables/gpu_idle_gaps.csv" — as if the window
     had 20 gaps."""
-    from synth import build_scenario
-
     p = tmp_path / "lb.sqlite"
-    build_scenario("launch_bound", str(p))
+    built_scenario("launch_bound", str(p))
     from nsys_llm_explainer.options import Options
     from nsys_llm_explainer.pipeline import analyze_path
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from conftest import as_report, read_table, real_traces, trace_id
+from conftest import as_report, built_scenario, read_table, real_traces, trace_id
 from synth import TraceBuilder
 
 from nsys_llm_explainer.pipeline import Options, analyze_path
@@ -156,11 +156,10 @@ def test_sections_without_data_are_omitted_and_listed(demo) -> None:  # noqa: AN
 
 
 def test_graph_and_nccl_sections_when_present(tmp_path: Path) -> None:
-    from synth import build_scenario
 
     for scenario, title in (("graph_level", "CUDA graphs"), ("nccl_straggler", "NCCL")):
         p = tmp_path / f"{scenario}.sqlite"
-        build_scenario(scenario, str(p))
+        built_scenario(scenario, str(p))
         data, md = report(p)
         assert title in sections(md), scenario
         assert_tables_valid(md)

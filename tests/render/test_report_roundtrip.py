@@ -14,9 +14,9 @@ from typing import Any, Dict, Tuple
 
 import numpy as np
 import pytest
-from conftest import real_report, real_traces, scenario_report, trace_id
+from conftest import built_scenario, real_report, real_traces, scenario_report, trace_id
 from oracles import oracle_rows
-from synth import SCENARIOS, build_scenario
+from synth import SCENARIOS
 from test_scenarios import expected
 
 from nsys_llm_explainer.analyses.api.graphs import GraphResult
@@ -128,9 +128,9 @@ def test_scenario_round_trip(name, tmp_path_factory):
         assert sum(c.ns for c in causes[d.device_id].causes) == d.idle_ns
 
 
-def test_to_frame_of_a_loaded_report(demo_trace):
+def test_to_frame_of_a_loaded_report(demo_report):
     """Every table of ``tables/*.csv`` (each real trace's: :func:`test_real_trace_round_trip`)."""
-    rep = analyze_path(str(demo_trace))
+    rep = demo_report
     loaded = Report.from_dict(_json(rep.to_dict()))
     same_frames(rep, loaded)
     assert len(loaded.to_frame("steps")) == loaded.steps.step_count > 0
@@ -140,7 +140,7 @@ def test_loaded_report_keeps_user_rules_and_options(tmp_path):
     """Options that a plain run leaves at their defaults come back as given: a phase map, category rules (the merged
     rule list, not in report.json, rebuilt from the presets), a window, a step marker."""
     p = tmp_path / "demo.sqlite"
-    build_scenario("demo", str(p))
+    built_scenario("demo", str(p))
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"rules": [["gemm", "matmul_custom"]]}))
     phases = tmp_path / "phases.json"
@@ -161,7 +161,7 @@ def test_capped_step_rows_round_trip(tmp_path, monkeypatch):
     """More steps than report.json keeps rows of: the loaded report has the rows it keeps and still says capped."""
     monkeypatch.setattr(metrics, "MAX_ROWS", 7)
     p = tmp_path / "t.sqlite"
-    build_scenario("training_step", str(p))
+    built_scenario("training_step", str(p))
     rep = analyze_path(str(p))
     assert rep.steps.step_count > 7 and rep.to_dict()["steps"]["rows_capped"] is True
     loaded = round_trip(rep)
@@ -193,7 +193,7 @@ def test_real_trace_round_trip(trace: Path):
 @pytest.fixture(scope="module")
 def demo_dict(tmp_path_factory) -> Dict[str, Any]:
     p = tmp_path_factory.mktemp("rt") / "demo.sqlite"
-    build_scenario("demo", str(p))
+    built_scenario("demo", str(p))
     return _json(analyze_path(str(p)).to_dict())
 
 
@@ -247,7 +247,7 @@ def test_rows_load_typed_and_empty_parts_load_as_none(tmp_path):
     """Row tables come back as their row classes; a part an unavailable result leaves empty is ``{}`` in
     report.json and None again when loaded; a memory row's ``class`` key is its ``api_class`` field."""
     p = tmp_path / "alloc.sqlite"
-    build_scenario("alloc_in_loop", str(p))
+    built_scenario("alloc_in_loop", str(p))
     d = _json(analyze_path(str(p)).to_dict())
     loaded = Report.from_dict(d)
     assert loaded.memory.alloc_free_by_api and all(isinstance(r, AllocApi) for r in loaded.memory.alloc_free_by_api)

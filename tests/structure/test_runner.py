@@ -7,6 +7,7 @@ import json
 import threading
 
 import pytest
+from conftest import built_scenario
 
 from nsys_llm_explainer.graph import STEPS
 from nsys_llm_explainer.pipeline import analyze_path
@@ -146,10 +147,8 @@ def test_the_declared_graph_is_consistent_and_makes_every_report_field():
 
 
 def test_one_report_whatever_the_thread_count(tmp_path):
-    from synth import build_scenario
-
     p = tmp_path / "t.sqlite"
-    build_scenario("step_sync_host_work", str(p))
+    built_scenario("step_sync_host_work", str(p))
     one, two = (analyze_path(str(p), workers=w).to_dict() for w in (1, 2))
     one.pop("timings_s"), two.pop("timings_s")
     assert one == two and one["findings"]
@@ -160,12 +159,10 @@ def test_every_report_field_reaches_report_json(tmp_path):
     no serializer line); the placed ones are the known set."""
     import dataclasses
 
-    from synth import build_scenario
-
     from nsys_llm_explainer.serialize import MOVED, NOT_CARRIED, ORDER, report_dict
 
     p = tmp_path / "t.sqlite"
-    build_scenario("launch_bound", str(p))
+    built_scenario("launch_bound", str(p))
     rep = analyze_path(str(p), workers=1)
     names = {f.name for f in dataclasses.fields(Report)}
     placed = (set(ORDER) | set(MOVED) | NOT_CARRIED) & names
@@ -189,13 +186,11 @@ def test_every_report_field_reaches_report_json(tmp_path):
 
 
 def test_the_api_takes_workers_and_words_a_bad_value_with_the_keyword(tmp_path):
-    from synth import build_scenario
-
     import nsys_llm_explainer as nle
     from nsys_llm_explainer.errors import OptionError
 
     p = tmp_path / "t.sqlite"
-    build_scenario("launch_bound", str(p))
+    built_scenario("launch_bound", str(p))
     a, b = nle.analyze(str(p), workers=1).to_dict(), nle.analyze(str(p), workers=3).to_dict()
     a.pop("timings_s"), b.pop("timings_s")
     assert a == b
@@ -207,8 +202,6 @@ def test_the_api_takes_workers_and_words_a_bad_value_with_the_keyword(tmp_path):
 def test_a_toy_analysis_is_one_function_and_one_graph_entry(tmp_path):
     """Adding an analysis: write a function whose parameters name the graph values it reads, append one Step.
     Here: the share of the steady window's idle time that the largest idle cause holds, on the demo trace."""
-    from synth import build_scenario
-
     from nsys_llm_explainer.graph import STEPS
     from nsys_llm_explainer.options import Options
     from nsys_llm_explainer.pipeline import load_model
@@ -218,7 +211,7 @@ def test_a_toy_analysis_is_one_function_and_one_graph_entry(tmp_path):
         return top.kind, round(100.0 * top.ns / sum(d.idle_ns for d in idle_causes.devices), 3), window.method
 
     p = tmp_path / "demo.sqlite"
-    build_scenario("demo", str(p))
+    built_scenario("demo", str(p))
     steps = STEPS + (Step("largest cause", largest_cause_share, ("idle_causes", "window"), ("largest_cause",)),)
     values, timings = run_graph(steps, {"model": load_model(str(p)), "options": Options(), "display_path": None},
                                 keep=("largest_cause", "idle_causes", "window"), workers=1)
@@ -238,8 +231,6 @@ def test_a_toy_per_device_analysis_is_one_function_and_one_entry(tmp_path):
     import dataclasses
     import sqlite3
 
-    from synth import build_scenario
-
     from nsys_llm_explainer.graph import DEVICE_STEPS
     from nsys_llm_explainer.options import Options
     from nsys_llm_explainer.pipeline import load_model
@@ -249,7 +240,7 @@ def test_a_toy_per_device_analysis_is_one_function_and_one_entry(tmp_path):
         return timeline.device_id, timeline.kernel_count, int(timeline.copy_start.shape[0]), options.top
 
     p = tmp_path / "copies.sqlite"
-    build_scenario("copies_only_gpu", str(p))
+    built_scenario("copies_only_gpu", str(p))
     toy = Step("device: toy counts", device_counts, ("timeline", "device_causes", "options"), ("toy",))
     steps = tuple(dataclasses.replace(s, each=s.each + (toy,)) if s.each == DEVICE_STEPS else s for s in STEPS)
     values, timings = run_graph(steps, {"model": load_model(str(p)), "options": Options(window=(0, 2**62), top=7),
@@ -291,13 +282,11 @@ def test_each_steps_are_checked_like_steps():
 def test_a_single_report_skips_what_only_compare_and_cluster_read(tmp_path):
     """The command line's single report runs without the values only a comparison or a cluster reads (not in
     report.json): its report.json is the same, those steps do not run, and the fields are None."""
-    from synth import build_scenario
-
     from nsys_llm_explainer.pipeline import COMPARE_ONLY
     from nsys_llm_explainer.serialize import NOT_CARRIED
 
     p = tmp_path / "warmup.sqlite"
-    build_scenario("warmup_tail", str(p))           # a trimmed window: steady categories are computed anew
+    built_scenario("warmup_tail", str(p))           # a trimmed window: steady categories are computed anew
     full, single = analyze_path(str(p)), analyze_path(str(p), extras=False)
     a, b = full.to_dict(), single.to_dict()
     a.pop("timings_s"), b.pop("timings_s")

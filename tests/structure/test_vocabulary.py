@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+from conftest import built_scenario
+
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.findings.base import CATEGORIES
 from nsys_llm_explainer.vocabulary.cause_kinds import CAUSE_KINDS, COMPOSITE_CAUSES, HOST_PIECE_KINDS, KINDS
@@ -65,13 +67,11 @@ def test_the_schema_file_is_what_the_kind_table_generates():
 def test_every_finding_cause_is_in_the_vocabulary(tmp_path_factory):
     """Each finding of the demo and the launch-bound scenario names a cause the vocabulary lists (a kind or a
     composite)."""
-    from synth import build_scenario
-
     from nsys_llm_explainer import analyze
 
     for name in ("demo", "launch_bound", "d2d_bound_step", "step_sync_host_work"):
         p = tmp_path_factory.mktemp(name) / "t.sqlite"
-        build_scenario(name, str(p))
+        built_scenario(name, str(p))
         causes = {f.cause[0] for f in analyze(str(p)).findings if f.cause is not None}
         assert causes and causes <= set(KINDS) | set(COMPOSITE_CAUSES), (name, causes)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Dict, List, Tuple
 
 __all__ = [
@@ -49,8 +50,10 @@ def pid_of(g: int) -> int:
     return (g >> 24) & 0xFFFFFF
 
 
+@lru_cache(maxsize=4096)
 def short_kernel_name(name: str) -> str:
-    """Bare function name as nsys puts it in ``shortName`` (no namespace, templates or args)."""
+    """Bare function name as nsys puts it in ``shortName`` (no namespace, templates or args); cached: a trace
+    launches a few names thousands of times."""
     s = name.strip()
     if s.startswith("void "):
         s = s[5:]

@@ -207,7 +207,8 @@ def _write_activity(w: _Writer) -> None:
         defaults = _defaults(key)
         if rows:
             order = w.order(len(rows), salt)
-            data = [tuple(rows[i].get(c, defaults.get(c)) for c in names) for i in order]
+            dflt = [defaults.get(c) for c in names]
+            data = [tuple(map(rows[i].get, names, dflt)) for i in order]
             for i in range(0, len(data), CHUNK):
                 w.insert(tname, names, data[i : i + CHUNK])
         if bulk:

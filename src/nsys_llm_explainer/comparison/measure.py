@@ -266,6 +266,26 @@ def repeat_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Opt
     return same / total if total else None
 
 
+#: two anchor intervals last alike when the shorter is at least this share of the longer (a host gap that adds a third
+#: of an interval or more is part of the loop's structure, not jitter: docs/COMPARE.md, "The headline metric")
+ALIKE = 0.75
+
+
+def timing_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
+    """Share of anchor intervals ``[a_i, a_i+1)`` that last alike (:data:`ALIKE`) with the interval ``k`` later (same
+    device): 1.0 when the timing repeats every ``k`` anchor instances. Noise alone scores every ``k`` alike (single
+    intervals are compared, not sums of ``k``); a loop whose anchor runs twice per step with the step's host gap after
+    every other instance scores 0 at ``k`` = 1. None when no pair exists."""
+    same = total = 0
+    for a, _ in per_device:
+        d = np.diff(a)
+        if d.shape[0] > k:
+            lo, hi = np.minimum(d[k:], d[:-k]), np.maximum(d[k:], d[:-k])
+            same += int((lo >= ALIKE * hi).sum())
+            total += int(d.shape[0] - k)
+    return same / total if total else None
+
+
 def anchor_periods(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Tuple[np.ndarray, int, int]:
     """(samples start[i+k] − start[i] over devices, complete iterations Σ (n−1)//k, anchor instances)."""
     samples = [a[k:] - a[:-k] for a, _ in per_device if a.shape[0] > k]

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..analyses.common.stats import percentile, round_half_up
 from ..analyses.steps.periods import step_periods
-from .measure import Facts, anchor_periods, repeat_score, shares, steps_in_window
+from .measure import Facts, anchor_periods, repeat_score, shares, steps_in_window, timing_score
 from .result import MetricSpec, MetricValue
 
 MAX_REPEAT = 8
@@ -59,12 +59,31 @@ def _anchor(facts: Sequence[Facts], leave_out: AbstractSet[str] = frozenset()) -
     return max(sorted(common), key=lambda n: min(s[n] for s in sh))
 
 
+def _repeats(per_trace: List[list], k: int, timing: bool) -> bool:
+    """Whether in every trace at least :data:`REPEAT_SCORE` of the anchor intervals hold as many kernels as the one
+    ``k`` later (and, with ``timing``, last alike: :func:`.measure.timing_score`)."""
+    return all(s is not None and s >= REPEAT_SCORE for p in per_trace
+               for s in ((repeat_score(p, k), timing_score(p, k)) if timing else (repeat_score(p, k),)))
+
+
+def _plural(k: int) -> str:
+    return f"{k} instance{'s' if k > 1 else ''}"
+
+
 def _repeat(per_trace: List[list]) -> Tuple[int, str]:
-    for k in range(1, MAX_REPEAT + 1):
-        scores = [repeat_score(p, k) for p in per_trace]
-        if all(s is not None and s >= REPEAT_SCORE for s in scores):
-            return k, f"the kernel sequence repeats every {k} instance{'s' if k > 1 else ''} of the anchor kernel"
-    return 1, "no repeating kernel sequence found; each anchor instance counts as one iteration"
+    """(the repeat ``k``: anchor instances per iteration, why). The smallest ``k`` ≤ :data:`MAX_REPEAT` whose kernel
+    sequence and timing both repeat; when none does, the smallest whose kernel sequence does (1 when none): a loop
+    whose kernel names repeat every half step (5 GEMMs twice) has its step's host gap in every other anchor interval,
+    and a median over half steps skips the gap (docs/COMPARE.md, "The headline metric")."""
+    by_kernels = next((k for k in range(1, MAX_REPEAT + 1) if _repeats(per_trace, k, False)), None)
+    if by_kernels is None:
+        return 1, "no repeating kernel sequence found; each anchor instance counts as one iteration"
+    why = f"the kernel sequence repeats every {_plural(by_kernels)} of the anchor kernel"
+    k = next((k for k in range(by_kernels, MAX_REPEAT + 1) if _repeats(per_trace, k, True)), by_kernels)
+    if k == by_kernels:
+        return k, why
+    return k, (f"{why}, its timing every {_plural(k)} (an anchor interval lasts alike with the one {k} later, not "
+               f"with the one {by_kernels} later): an iteration is {_plural(k)}")
 
 
 def choose_metric(facts: Sequence[Facts]) -> MetricSpec:

@@ -229,3 +229,27 @@ def test_the_last_readback_counts(tmp_path: Path) -> None:
     j = _report(decode("2024.2", unloads=100), tmp_path).to_dict()
     ev = finding_of(j, "step_sync")["evidence"][0]
     assert "(`cudaStreamSynchronize` 20), 20 right after a device-to-host copy (a readback of results); " in ev, ev
+
+
+@pytest.mark.xfail(strict=True, reason="one_copy_engine() is None both when asyncEngines is not recorded and when "
+                   "the listed GPUs differ, and None selects the two-engine line; fix: a fact value for 'the GPUs "
+                   "differ and the export does not tie the device to one' selecting a conditional line ('on a GPU "
+                   "with two or more copy engines, …'), as the PDL advice does")
+def test_copy_directions_advice_beside_a_one_engine_gpu_is_conditional(tmp_path: Path) -> None:
+    """(trace: the `h2d_pageable_step` scenario, its H100 (`asyncEngines` 3) joined by a Tesla T4 listed as GPU 1 with
+    `asyncEngines` 1; no `TARGET_INFO_CUDA_DEVICE`) The H2D path sets the pace on CUDA device 0, which may be either
+    GPU (CUDA_VISIBLE_DEVICES renumbers). The advice says unconditionally that the two directions "run on separate
+    copy engines only when they are issued on different streams" — false if device 0 is the T4. The PDL advice in
+    the same position names its condition; this line should too (or be left out)."""
+    p = tmp_path / "c.sqlite"
+    build_scenario("h2d_pageable_step", str(p), flavor="2024.2")
+    con = sqlite3.connect(p)
+    cols = [r[1] for r in con.execute("PRAGMA table_info(TARGET_INFO_GPU)")]
+    row = dict(zip(cols, con.execute("SELECT * FROM TARGET_INFO_GPU").fetchone()))
+    row.update(id=1, name="Tesla T4", computeMajor=7, computeMinor=5, asyncEngines=1, cuDevice=1, uuid="GPU-t4")
+    con.execute(f"INSERT INTO TARGET_INFO_GPU ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                tuple(row.values()))
+    con.commit()
+    con.close()
+    adv = finding_of(analyze_path(str(p), options_from_kwargs()).to_dict(), "copy_path")["recommendation"]
+    assert ADVICE["copy_pace.engines"].text not in adv, adv

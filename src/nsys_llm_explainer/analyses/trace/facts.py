@@ -43,15 +43,16 @@ ARCHITECTURES: Tuple[Tuple[Tuple[int, int], Tuple[int, int], str, Tuple[str, ...
 _NO_TENSOR_CORES = re.compile(r"gtx 16\d0|\bt(?:400|550|600|1000|1200|2000)\b|\bmx\d{3}\b", re.I)
 #: name → compute capability, for exports that do not record it (first match wins)
 _NAME_CC: Tuple[Tuple[re.Pattern[str], Tuple[int, int]], ...] = tuple((re.compile(rx, re.I), cc) for rx, cc in (
-    (r"rtx 50[5-9]0|rtx pro \d000 blackwell", (12, 0)), (r"\bg?b[123]00\b|blackwell", (10, 0)),
+    (r"rtx 50[5-9]0|rtx pro \d{4} blackwell", (12, 0)), (r"\bg?b300\b", (10, 3)), (r"\bg?b[12]00\b|blackwell", (10, 0)),
     (r"\bg?h[12]00\b|\bh800\b|\bh20\b|hopper", (9, 0)),
     (r"\bada\b|rtx 40\d0|\bl4\b|\bl40s?\b|\bl20\b", (8, 9)),
     (r"\ba100\b|\ba800\b|\ba30\b", (8, 0)), (r"orin", (8, 7)),
     (r"rtx 30\d0|\ba10g?\b|\ba16\b|\ba2\b|\ba40\b|rtx a\d{3,4}|ampere", (8, 6)),
     (r"titan rtx|quadro rtx|rtx 20\d0|\bt4\b|gtx 16\d0|\bt(?:400|550|600|1000|1200|2000)\b|turing", (7, 5)),
     (r"xavier", (7, 2)), (r"v100|titan v\b|volta", (7, 0)),
-    (r"p100|p40\b|p4\b|gtx 10\d0|titan x", (6, 0)), (r"gtx 9\d0|m40|m60|maxwell", (5, 0)),
-    (r"k80|k40|kepler", (3, 7)),
+    (r"p100", (6, 0)), (r"p40\b|p4\b|gtx 10\d0|titan xp|titan x \(pascal\)", (6, 1)),
+    (r"gtx 9[5-8]0|gtx titan x\b|m40|m60", (5, 2)), (r"gtx 9\d0|gtx 75\d|maxwell", (5, 0)),
+    (r"k80|kepler", (3, 7)), (r"k40|k20", (3, 5)),
 ))
 #: programmatic dependent launch (``cudaLaunchAttributeProgrammaticStreamSerialization``) needs this compute capability
 PDL_MIN_CC = (9, 0)

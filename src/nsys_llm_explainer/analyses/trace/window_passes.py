@@ -120,5 +120,6 @@ def module_calls(model: TraceModel, a: int, b: int) -> Optional[str]:
         per_n[base[i]] = per_n.get(base[i], 0) + int(count[i])
     names = sorted(per_ns, key=lambda n: (-per_ns[n], n))
     calls = ", ".join(f"{code_name(n)} × {fmt_int(per_n[n])}" for n in names)
-    what = "teardown" if names[0].endswith("Unload") else "start-up"
+    largest = _MODULE_CALL.match(names[0])        # its Load / Unload part, not the name's end (a name may go on)
+    what = "teardown" if largest is not None and largest.group(3) == "Unload" else "start-up"
     return f"{what}: {calls} run during {round(100.0 * covered / (b - a), 1)}% of it"

@@ -291,8 +291,8 @@ def _two_ranks_no_kernel_gpid() -> TraceBuilder:
 
 def test_a_rank_whose_pid_is_unknown_is_not_called_pid_minus_1(tmp_path: Path) -> None:
     """The late rank (GPU 1) is found from the kernels alone (10 of 10 late, 1.500 ms of waiting caused, launched
-    late: idle 152 µs after its GEMM vs rank 0's 2 µs, 150 µs more, while 150 µs late), but the verdict read "rank pid -1 / GPU 0 waits in collectives for late rank
-    pid -1 / GPU 1": -1 is the reader's NULL, not a pid."""
+    late: idle 152 µs after its GEMM vs rank 0's 2 µs, 150 µs more, while 150 µs late), but the verdict read "rank
+    pid -1 / GPU 0 waits in collectives for late rank pid -1 / GPU 1": -1 is the reader's NULL, not a pid."""
     rep, md = _analyze(_two_ranks_no_kernel_gpid(), tmp_path)
     f = finding_of(rep, "nccl_wait")
     assert any(e.startswith("Launched late: at the collectives it started last, its GPU sat idle a median 150.00 µs")

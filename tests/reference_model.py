@@ -906,35 +906,54 @@ def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[fl
     start order, the k-th with the k-th (issue order: None, not recomputed, when the ranks of a name have different
     counts; the tool then matches by time); per instance the last arriver is the latest start (ties: the lowest
     (pid, device)), a rank's wait = the latest start − its start, the waiting caused = the others' waits at the
-    instances it is last at; the share = caused / Σ of all waits, rounded to 4 places."""
-    per: Dict[str, Dict[Tuple[int, int], List[int]]] = {}
+    instances it is last at; the share = caused / Σ of all waits, rounded to 4 places; ``late_idle_share_p50``: at
+    each instance it is last at, its device's idle since its previous kernel of the name (the stretch from that
+    one's end to its start less the union of the device's kernels) less the earliest rank's, at least 0, capped at
+    how late it is, / how late it is; the median over those where both have a previous kernel."""
+    per: Dict[str, Dict[Tuple[int, int], List[Tuple[int, int]]]] = {}
     for g in tr.kernels:
         m = NCCL_NAME_RE.search(g.name or "")
         if m:
             rank = (g.pid if g.pid is not None else -1, g.device)
-            per.setdefault(m.group(0), {}).setdefault(rank, []).append(g.start)
+            per.setdefault(m.group(0), {}).setdefault(rank, []).append((g.start, g.end))
     ranks = sorted({r for d in per.values() for r in d})
     matched = {r: 0 for r in ranks}
     last = {r: 0 for r in ranks}
     waited = {r: 0 for r in ranks}
     caused = {r: 0 for r in ranks}
-    late_at: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}   # per rank: (its start, how late) where it was last
+    # per rank, where it was last: (its idle since its previous kernel of the name, the earliest rank's, how late)
+    late_at: Dict[Tuple[int, int], List[Tuple[Optional[int], Optional[int], int]]] = {}
+
+    def idle_since(series: List[Tuple[int, int]], k: int, device: int) -> Optional[int]:
+        """The device's idle ns from the end of the rank's (k-1)-th kernel of the name to its k-th's start: the
+        stretch less its overlap with the union of the device's kernels (None for k = 0)."""
+        if k == 0:
+            return None
+        a, b = series[k - 1][1], series[k][0]
+        if a >= b:
+            return 0
+        busy = union(clip([(g.start, g.end) for g in tr.kernels if g.device == device], a, b))
+        return (b - a) - total(busy)
+
     for d in per.values():
         if len(d) < 2:
             continue
         if len({len(v) for v in d.values()}) != 1:
             return None
-        series = {r: sorted(v) for r, v in d.items()}
+        series = {r: sorted(v) for r, v in d.items()}   # (start, end) in start order
         for k in range(len(next(iter(series.values())))):
-            starts = {r: v[k] for r, v in series.items()}
+            starts = {r: v[k][0] for r, v in series.items()}
             latest = max(starts.values())
             for r in starts:
                 matched[r] += 1
             if latest == min(starts.values()):
                 continue
             late = min(r for r, x in starts.items() if x == latest)
+            first = min(r for r, x in starts.items() if x == min(starts.values()))
             last[late] += 1
-            late_at.setdefault(late, []).append((latest, latest - min(starts.values())))
+            late_at.setdefault(late, []).append((idle_since(series[late], k, late[1]),
+                                                 idle_since(series[first], k, first[1]),
+                                                 latest - min(starts.values())))
             for r, x in starts.items():
                 waited[r] += latest - x
                 caused[late] += latest - x
@@ -947,13 +966,13 @@ def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[fl
     if metric == "last_arrivals":
         return float(last[r])
     if metric == "late_idle_share_p50":
-        # per late arrival: idle before its kernel = its start − the latest end among its device's kernels that
-        # started before it (none: unknown, left out); share = min(idle, lateness) / lateness; the median
+        # per late arrival: its extra idle = its device's idle since its previous kernel of the name less the
+        # earliest rank's (the first to start), at least 0 (either unknown: left out); share = min(extra idle,
+        # lateness) / lateness; the median
         shares = []
-        for t, late_by in late_at.get(r, []):
-            ends = [g.end for g in tr.kernels if g.device == r[1] and g.start < t]
-            if ends:
-                shares.append(min(max(t - max(ends), 0), late_by) / late_by)
+        for own, earliest, late_by in late_at.get(r, []):
+            if own is not None and earliest is not None:
+                shares.append(min(max(own - earliest, 0), late_by) / late_by)
         return round(float(statistics.median(shares)), 4) if shares else None
     assert metric == "wait_caused_share", metric
     total_wait = sum(waited.values())

@@ -80,11 +80,12 @@ def test_the_nccl_wait_finding_says_the_rule_and_checks_it(tmp_path: Path) -> No
     assert f.evidence == (
         "Across 26 matched collectives the late rank's 6 late arrivals cause 1.080 ms of waiting on the other ranks: "
         "90 % of all the waiting in them.", "pid 102 / GPU 2 arrived last in 23 % of them.",
-        # nothing else runs on its GPU: idle from the previous all-reduce's end (600 µs before t) to its start at
-        # t + 300 µs, 900 µs, while 90 µs late: launched late
-        "Launched late: at the collectives it started last, its GPU sat idle a median 900.00 µs right before its "
-        "NCCL kernel while it started a median 90.00 µs after the earliest rank (idle / lateness: median 100 %) — "
-        "the delay is on the host side.")
+        # nothing else runs on the GPUs: at collectives 4, …, 20 (0 has no previous all-reduce) rank 2 idles from
+        # the previous all-reduce's end (600 µs before t) to its start at t + 300 µs, 900 µs, the earliest (rank 0,
+        # +210 µs) 810 µs: 90 µs more idle while 90 µs late: launched late
+        "Launched late: at the collectives it started last, its GPU sat idle a median 90.00 µs longer than the "
+        "earliest rank's since the previous kernel of that collective, while it started a median 90.00 µs after the "
+        "earliest rank (extra idle / lateness: median 100 %) — the delay is on the host side.")
     assert (f.time_at_stake_ns, f.severity, f.confidence) == (1080 * US, "high", "high")
     assert [(c.metric, c.observed, c.op, c.threshold, c.scope.device_id) for c in f.checks] == [
         ("matched", 26, ">=", 5, 2), ("last_arrivals", 6, ">=", 2, 2), ("wait_caused_share", 0.9, ">=", 0.6, 2),
@@ -189,28 +190,31 @@ def _gemm_then_ar(path: Path, gemm_us: Callable[[int], int], gap_us: Callable[[i
 
 def test_the_verdict_says_the_late_rank_was_launched_late(tmp_path: Path) -> None:
     """Both GEMMs run 300 µs; rank 1's all-reduce starts 82 µs after its GEMM (rank 0's 2 µs): 80 µs late at all
-    10, its GPU idle 82 µs before: min(82, 80) / 80 = 1.0 >= 0.5: launched late."""
+    10; since the previous all-reduce (ended at t − 598 µs; collectives 1-9) its GPU idled 598 + 82 = 680 µs, rank
+    0's 598 + 2 = 600 µs: 80 µs more, min(80, 80) / 80 = 1.0 >= 0.5: launched late."""
     p = tmp_path / "t.sqlite"
     _gemm_then_ar(p, lambda r: 300, lambda r: 82 if r == 1 else 2)
     v = _nccl(p).straggler
     assert v is not None and v.late_pid == 101
-    assert (v.late_idle_before_p50_ns, v.late_by_p50_ns, v.late_idle_share_p50) == (82 * US, 80 * US, 1.0)
+    assert (v.late_idle_before_p50_ns, v.late_by_p50_ns, v.late_idle_share_p50) == (80 * US, 80 * US, 1.0)
     rep = analyze_path(str(p))
     (f,) = [f for f in rep.findings if f.id == "nccl_wait"]
     assert (f.checks[-1].metric, f.checks[-1].observed, f.checks[-1].op) == ("late_idle_share_p50", 1.0, ">=")
     assert f.evidence[-1].startswith("Launched late: at the collectives it started last, its GPU sat idle a median "
-                                     "82.00 µs right before its NCCL kernel while it started a median 80.00 µs")
-    assert f.recommendation[0].startswith("The late rank's collectives reach its GPU late")
+                                     "80.00 µs longer than the earliest rank's since the previous kernel of that "
+                                     "collective, while it started a median 80.00 µs")
+    assert f.recommendation[0].startswith("The late rank's work reaches its GPU late")
 
 
 def test_the_verdict_says_the_late_rank_s_gpu_work_ran_longer(tmp_path: Path) -> None:
-    """Rank 1's GEMM runs 380 µs (rank 0's 300), both all-reduces 2 µs after: 80 µs late, 2 µs idle: 0.025 <= 0.1:
-    GPU work. Rank 1's GEMM 360 µs and gap 22 µs: 80 late, 22 idle: 0.275, between: no cause, the old advice."""
+    """Rank 1's GEMM runs 380 µs (rank 0's 300), both all-reduces 2 µs after: 80 µs late; since the previous
+    all-reduce both GPUs idled 598 + 2 = 600 µs: 0 µs more, 0 / 80 = 0.0 <= 0.1: GPU work. Rank 1's GEMM 360 µs and
+    gap 22 µs: 80 late, idle 620 vs 600 µs: 20 / 80 = 0.25, between: no cause, the old advice."""
     p = tmp_path / "t.sqlite"
     _gemm_then_ar(p, lambda r: 380 if r == 1 else 300, lambda r: 2)
     v = _nccl(p).straggler
     assert v is not None and (v.late_idle_before_p50_ns, v.late_by_p50_ns, v.late_idle_share_p50) == (
-        2 * US, 80 * US, 0.025)
+        0, 80 * US, 0.0)
     (f,) = [f for f in analyze_path(str(p)).findings if f.id == "nccl_wait"]
     assert f.evidence[-1].startswith("GPU work ran longer:") and f.checks[-1].op == "<="
     assert f.recommendation[0].startswith("The late rank's GPU work before the collective takes longer")
@@ -218,4 +222,4 @@ def test_the_verdict_says_the_late_rank_s_gpu_work_ran_longer(tmp_path: Path) ->
     _gemm_then_ar(q, lambda r: 360 if r == 1 else 300, lambda r: 22 if r == 1 else 2)
     (f,) = [f for f in analyze_path(str(q)).findings if f.id == "nccl_wait"]
     assert f.checks[-1].metric == "wait_caused_share" and f.recommendation[0].startswith("Balance the work")
-    assert _nccl(q).straggler.late_idle_share_p50 == 0.275   # type: ignore[union-attr]
+    assert _nccl(q).straggler.late_idle_share_p50 == 0.25   # type: ignore[union-attr]

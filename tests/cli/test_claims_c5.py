@@ -137,36 +137,32 @@ def test_straggler_waits_are_left_out_of_exposed_communication_on_every_waiting_
 
 def test_gpu_straggler_is_named_gpu_work(tmp_path: Path) -> None:
     """As above but worker 2 receives on time and its GEMMs take 1,400 µs: at every all-reduce its GPU ran GEMMs up
-    to it (the 10 GEMMs back to back, then the all-reduce at their end: idle 0), 400 µs later than the others:
-    "GPU work ran longer" (share 0 ≤ 0.1) is true."""
+    to it (the 10 GEMMs back to back, then the all-reduce at their end), 400 µs later than the others, and since the
+    previous all-reduce it idled 286 µs as they did (0 µs more): "GPU work ran longer" (share 0 ≤ 0.1) is true."""
     j = _report(_ray(tmp_path / "t.sqlite", gpus=4, sched=200, gpu=1000, slow=2, slow_us=400, nccl=True))
     v = j["nccl"]["straggler"]
     assert (v["late_pid"], v["late_idle_before_p50_ns"], v["late_by_p50_ns"], v["late_idle_share_p50"]) == (
         2002, 0, 400 * US, 0.0)
 
 
-_IPC = ("the late rank's GPU idled before its GEMMs, not before its collective: `late_idle_share_p50` measures only "
-        "the idle right before the NCCL kernel (analyses/comms/arrival.idle_before). Fix: measure the late rank's "
-        "GPU idle since the previous collective on its device less the earliest rank's (clock-free: durations on "
-        "each rank's own clock), share = min(max(that, 0), lateness) / lateness, in nccl.py, series.py (a second "
-        "array in NcclSeries), cluster/collectives.py and tests/reference_model.py; changes the meaning of "
-        "late_idle_before_p50_ns and the pinned values in ~8 tests")
-
-
-@pytest.mark.xfail(strict=True, reason=_IPC)
 def test_straggler_by_ipc_is_not_called_gpu_work(tmp_path: Path) -> None:
     """Worker 2 receives its input 400 µs late (its `epoll_wait` ends 400 µs later than the others'); its 10 GEMMs
     take 1,000 µs as on every rank and run back to back up to the all-reduce. Its GPU idled 686 µs between steps
-    against 286 µs on the others: the whole 400 µs of lateness is GPU idle (launched late), none is longer GPU work.
-    Today: idle right before its all-reduce 0 → share 0 → "GPU work ran longer … compare its kernels … throttled
-    GPU", which its equal kernel times contradict."""
+    against 286 µs on the others since the previous all-reduce (16 + 30 + 200 + 20 + 20 µs from its end to the first
+    GEMM, + 400 on worker 2): the whole 400 µs of lateness is GPU idle (launched late), none is longer GPU work; at
+    the 19 all-reduces with a previous one: extra idle 400 µs, lateness 400 µs, share 1.0. Before: the idle right
+    before its all-reduce, 0 → share 0 → "GPU work ran longer … compare its kernels … throttled GPU", which its
+    equal kernel times contradict."""
     j = _report(_ray(tmp_path / "t.sqlite", gpus=4, sched=200, gpu=1000, late=2, late_us=400, nccl=True))
     f = finding_of(j, "nccl_wait")
     assert not any(e.startswith("GPU work ran longer") for e in f["evidence"])
-    assert j["nccl"]["straggler"]["late_idle_share_p50"] >= 0.5
+    v = j["nccl"]["straggler"]
+    assert (v["late_pid"], v["late_idle_before_p50_ns"], v["late_by_p50_ns"], v["late_idle_share_p50"]) == (
+        2002, 400 * US, 400 * US, 1.0)
+    assert any(e.startswith("Launched late: at the collectives it started last, its GPU sat idle a median 400.00 µs "
+                            "longer than the earliest rank's") for e in f["evidence"])
 
 
-@pytest.mark.xfail(strict=True, reason=_IPC)
 def test_cluster_names_the_slow_to_receive_worker_launched_late(tmp_path: Path) -> None:
     """The same 4 workers exported one file each (no driver): the cluster names w2 the late arriver (100 % of the
     20 all-reduces, 8 ms of waiting per other rank); its cause must be "launched late" (its GPU idled 400 µs longer
@@ -178,7 +174,9 @@ def test_cluster_names_the_slow_to_receive_worker_launched_late(tmp_path: Path) 
     res = nle.analyze_cluster(str(d), jobs=1)
     (c,) = [c for c in res.claims if c.id == "late_arriver"]
     assert c.rank == "w2"
-    assert [(k.metric, k.op) for k in c.checks][-1] == ("late_idle_share_p50", ">=")
+    assert [(k.metric, k.observed, k.op) for k in c.checks][-1] == ("late_idle_share_p50", 1.0, ">=")
+    w2 = {x.rank: x for x in res.collectives.ranks}["w2"]
+    assert (w2.late_idle_before_p50_ns, w2.late_by_p50_ns, w2.late_idle_share_p50) == (400 * US, 400 * US, 1.0)
 
 
 def test_compare_slow_driver_with_healthy_is_not_no_change(tmp_path: Path) -> None:

@@ -67,11 +67,13 @@ def test_planted_straggler_exact(straggler, pool_result):
         ("wait_caused_share", {"rank": "rank3"}, 0.7834, ">=", 0.6),
         ("others_mean_wait_ns", {"rank": "rank3"}, round((2360 + 1760 + 2160) * US / 3), ">", 0),
         ("end_spread_p50_ns", {}, 0, "<=", coll.skew_p50_ns // 2), ("split_names", {}, 0, "==", 0),
-        # what made it late, through the worker processes (NcclSeries.idle_before in FileSummary): its all-reduce
-        # starts 2 µs after its GEMM ends, 230 µs after rank 0's in steps 0-7: 2 / 230 = 0.0087 <= 0.1, GPU work
-        ("late_idle_share_p50", {"rank": "rank3"}, 0.0087, "<=", 0.1)]
-    assert (ranks["rank3"].late_idle_before_p50_ns, ranks["rank3"].late_by_p50_ns) == (2 * US, 230 * US)
-    assert (ranks["rank1"].late_idle_before_p50_ns, ranks["rank1"].late_by_p50_ns) == (2 * US, 260 * US)
+        # what made it late, through the worker processes (NcclSeries.idle_since in FileSummary): in steps 1-7
+        # (step 0 has no previous all-reduce) its all-reduce starts 230 µs after rank 0's; since the previous
+        # all-reduce (ended together) both GPUs idled the same (up to the GEMM at +10 µs, then 2 µs after it):
+        # 0 µs more, 0 / 230 = 0.0 <= 0.1, GPU work
+        ("late_idle_share_p50", {"rank": "rank3"}, 0.0, "<=", 0.1)]
+    assert (ranks["rank3"].late_idle_before_p50_ns, ranks["rank3"].late_by_p50_ns) == (0, 230 * US)
+    assert (ranks["rank1"].late_idle_before_p50_ns, ranks["rank1"].late_by_p50_ns) == (0, 260 * US)
     assert ranks["rank0"].late_idle_share_p50 is None   # last nowhere
     assert claim["evidence"][-1].startswith("GPU work ran longer:")
     late = next(c for c in res.claims if c.finding.id == "late_arriver")   # the single-file Finding and Check types

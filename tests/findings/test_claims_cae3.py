@@ -205,16 +205,18 @@ def _ranks(out: Path, flavor: str, gap_us: Callable[[int, int], int]) -> None:
 @pytest.mark.parametrize("gen", GENERATIONS)
 def test_cluster_late_cause_under_every_generation(tmp_path: Path, gen: str) -> None:
     """(test_cluster_late_cause, first case) rank 2 launches its all-reduce 150 µs (even steps) / 250 µs (odd) late:
-    its GPU idle 152 / 252 µs before it, lateness 150 / 250 µs → medians 202 µs and 200 µs, share 1.0: "Launched
-    late" under every generation (kernel rows only)."""
+    its GPU idle 152 / 252 µs before it (the others' 2 µs), lateness 150 / 250 µs → at steps 1-9 (step 0 has no
+    previous all-reduce) 150 / 250 µs more idle than the earliest rank's since the previous one: medians 250 µs and
+    250 µs, share 1.0: "Launched late" under every generation (kernel rows only)."""
     _ranks(tmp_path, gen, lambda r, s: 2 + ((150 if s % 2 == 0 else 250) if r == 2 else 0))
     res = nle.analyze_cluster(str(tmp_path), jobs=1)
     (c,) = [c for c in res.claims if c.id == "late_arriver"]
     r2 = {x.rank: x for x in res.collectives.ranks}["rank2"]
     assert (c.rank, r2.late_idle_before_p50_ns, r2.late_by_p50_ns, r2.late_idle_share_p50) == (
-        "rank2", 202 * US, 200 * US, 1.0)
+        "rank2", 250 * US, 250 * US, 1.0)
     assert c.evidence[-1].startswith("Launched late: at the collectives it arrived last at, its GPU sat idle a "
-                                     "median 202.00 µs right before its collective kernel")
+                                     "median 250.00 µs longer than the earliest rank's since the previous kernel of "
+                                     "that collective")
 
 
 @pytest.mark.slow
@@ -289,11 +291,11 @@ def _two_ranks_no_kernel_gpid() -> TraceBuilder:
 
 def test_a_rank_whose_pid_is_unknown_is_not_called_pid_minus_1(tmp_path: Path) -> None:
     """The late rank (GPU 1) is found from the kernels alone (10 of 10 late, 1.500 ms of waiting caused, launched
-    late: idle 152 µs vs 150 µs late), but the verdict read "rank pid -1 / GPU 0 waits in collectives for late rank
-    pid -1 / GPU 1": -1 is the reader's NULL, not a pid."""
+    late: idle 152 µs after its GEMM vs rank 0's 2 µs, 150 µs more, while 150 µs late), but the verdict read "rank
+    pid -1 / GPU 0 waits in collectives for late rank pid -1 / GPU 1": -1 is the reader's NULL, not a pid."""
     rep, md = _analyze(_two_ranks_no_kernel_gpid(), tmp_path)
     f = finding_of(rep, "nccl_wait")
-    assert any(e.startswith("Launched late: at the collectives it started last, its GPU sat idle a median 152.00 µs")
+    assert any(e.startswith("Launched late: at the collectives it started last, its GPU sat idle a median 150.00 µs")
                for e in f["evidence"]), f["evidence"]
     assert "pid -1" not in md
 

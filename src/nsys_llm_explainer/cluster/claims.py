@@ -148,23 +148,25 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     cause = late_cause(r.late_idle_share_p50)
     if cause is not None:
         idle = (f"at the collectives it arrived last at, its GPU sat idle a median {dur(r.late_idle_before_p50_ns)} "
-                f"right before its collective kernel (since the end of the kernel before it on that GPU) while it was "
-                f"a median {dur(r.late_by_p50_ns)} late (the instance's skew); idle / lateness: median "
+                "longer than the earliest rank's since the previous kernel of that collective (each on its own "
+                f"clock) while it was a median {dur(r.late_by_p50_ns)} late (the instance's skew); extra idle / "
+                "lateness: median "
                 f"{100 * (r.late_idle_share_p50 or 0.0):.0f} %")
         waiter = max(others, key=lambda x: (x.wait_ns_total or 0))
         if cause == LAUNCHED_LATE:
             checks.append(_check("late_idle_share_p50", r.late_idle_share_p50, ">=", LAUNCHED_LATE_SHARE, r.rank))
-            ev.append(f"Launched late: {idle} — its GPU waited for the kernel to be launched, so the delay is on "
-                      "the host side (the GPU work before it was not what made it late).")
-            advice = [f"{r.rank}'s collectives were launched late: in its single-file report (ranks/) look at its "
-                      "GPU idle causes and at what its launching thread waited on right before the collective "
-                      "(data loading, host work, a synchronisation, a GC pause).",
+            ev.append(f"Launched late: {idle} — its GPU waited for work to be launched, so the delay is on the "
+                      "host side (the GPU work before the collective was not what made it late).")
+            advice = [f"{r.rank}'s work was launched late: in its single-file report (ranks/) look at its GPU idle "
+                      "causes and at what its launching thread waited on before the collective (its input from "
+                      "another process, data loading, host work, a synchronisation, a GC pause).",
                       "Its GPU was not the bottleneck there: a faster GPU would not remove this waiting."]
         else:
             assert cause == GPU_WORK
             checks.append(_check("late_idle_share_p50", r.late_idle_share_p50, "<=", GPU_WORK_SHARE, r.rank))
-            ev.append(f"GPU work ran longer: {idle} — its GPU was busy up to the collective, so its work before "
-                      "the collective took longer than the other ranks' (more work, or a slower or throttled GPU).")
+            ev.append(f"GPU work ran longer: {idle} — its GPU was busy for the rest of the delay, so its work "
+                      "before the collective took longer than the other ranks' (more work, or a slower or throttled "
+                      "GPU).")
             advice = [f"Compare {r.rank}'s kernels with another rank's: `nsys-llm-explain compare` on "
                       f"{waiter.file}'s trace and {r.file}'s (which kernels take longer or run more often).",
                       f"Check {r.rank}'s GPU clocks and throttling (`nvidia-smi -q -d CLOCK,PERFORMANCE`) and "

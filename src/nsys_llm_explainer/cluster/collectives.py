@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, round_half_up
-from ..analyses.comms.arrival import Arrivals, last_arrivals, late_idle_medians
+from ..analyses.comms.arrival import Arrivals, excess_idle, last_arrivals, late_idle_medians
 from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 from ..analyses.comms.nccl import rank_label
 from ..jsonable import NONE_OMITTED, FieldsJson
@@ -52,10 +52,11 @@ class RankRow(FieldsJson):
     wait_in_window_ns: Optional[int] = _timed()
     #: the waiting it caused: Σ over the matched instances it arrived last at of the other members' waits
     wait_caused_ns: Optional[int] = _timed()
-    #: over the matched instances it arrived last at whose idle before is known (docs/CLUSTER.md "What made the
-    #: late rank late"): medians of its GPU's idle time right before its kernel (analyses/comms/arrival
-    #: ``idle_before``), of how late it was (the instance's skew) and of min(idle, lateness) / lateness; None (not
-    #: written) when it arrived last nowhere or no such idle is known
+    #: over the matched instances it arrived last at whose excess idle is known (docs/CLUSTER.md "What made the
+    #: late rank late"): medians of its excess idle (its GPU's idle since its previous kernel of the name less the
+    #: earliest member's, at least 0: analyses/comms/arrival ``excess_idle``), of how late it was (the instance's
+    #: skew) and of min(excess idle, lateness) / lateness; None (not written) when it arrived last nowhere or no
+    #: such idle is known
     late_idle_before_p50_ns: Optional[int] = _timed()
     late_by_p50_ns: Optional[int] = _timed()
     late_idle_share_p50: Optional[float] = _timed()
@@ -187,7 +188,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     contested = np.zeros(n, np.int64)    # per rank: its matched instances that had a last arriver
     caused = np.zeros(n, np.int64)       # per rank: the others' waits at the instances it arrived last at
     waited = np.zeros(n, np.int64)       # per rank: Σ of its waits
-    late_idle: List[List[np.ndarray]] = [[] for _ in range(n)]   # per rank: its idle before, where it was last
+    late_idle: List[List[np.ndarray]] = [[] for _ in range(n)]   # per rank: its excess idle, where it was last
     late_by: List[List[np.ndarray]] = [[] for _ in range(n)]     # … and how late it was there (the skew)
     by_name: List[NameRow] = []
     instances: List[InstanceRow] = []
@@ -236,13 +237,15 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             late_c = arr.last[mem]
             has = arr.late >= 0
             n_late = int(has.sum())
-            idle = np.stack([np.asarray(ser[r][0].idle_before, np.int64)[lo + d:hi + d]
+            idle = np.stack([np.asarray(ser[r][0].idle_since, np.int64)[lo + d:hi + d]
                              for r, d in zip(members, shifts)])
+            # the earliest member of each instance: the longest kernel (ties: the first member), clock-free
+            idle_first = idle[np.argmax(durs, axis=0), np.arange(m)]
             kk = np.flatnonzero(has)
             for j in range(len(members)):
                 waits[members[j]].append(wait[j])
                 at = kk[late_j[kk] == j]   # the instances member j arrived last at
-                late_idle[members[j]].append(idle[j, at])
+                late_idle[members[j]].append(excess_idle(idle[j, at], idle_first[at]))
                 late_by[members[j]].append(sk[at])
                 f = files[ser[members[j]][1]]
                 w0, w1 = f.window_start_ns + offs[j], f.window_end_ns + offs[j]

@@ -360,9 +360,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("too_little_work.capture", "Capture a run of the real workload (several steady steps after warm-up)."),
     _a("nccl.balance", "Balance the work before the collective on the late rank (uneven batch split, extra host "
        "work or a slower GPU); check its step timeline."),
-    _a("nccl.launched_late", "The late rank's collectives reach its GPU late: look at its GPU idle causes and at what "
-       "its launching thread waits on right before the collective (data loading, host work, a synchronisation, a GC "
-       "pause); a faster GPU would not remove this waiting."),
+    _a("nccl.launched_late", "The late rank's work reaches its GPU late (its collectives or the kernels before them): "
+       "look at its GPU idle causes and at what its launching thread waits on before the collective (its input from "
+       "another process, data loading, host work, a synchronisation, a GC pause); a faster GPU would not remove this "
+       "waiting."),
     _a("nccl.gpu_work", "The late rank's GPU work before the collective takes longer: compare its kernels with a "
        "waiting rank's (more work, or a slower or throttled GPU: check its clocks with `nvidia-smi -q -d "
        "CLOCK,PERFORMANCE`), and balance the work across ranks."),

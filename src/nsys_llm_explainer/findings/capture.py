@@ -194,15 +194,16 @@ def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
     cause = late_cause(v.late_idle_share_p50)   # what made it late (analyses/comms/arrival.py, docs/FINDINGS.md)
     if cause is not None:
         idle = (f"at the collectives it started last, its GPU sat idle a median {dur(v.late_idle_before_p50_ns)} "
-                f"right before its NCCL kernel while it started a median {dur(v.late_by_p50_ns)} after the earliest "
-                f"rank (idle / lateness: median {100 * (v.late_idle_share_p50 or 0.0):.0f} %)")
+                "longer than the earliest rank's since the previous kernel of that collective, while it started a "
+                f"median {dur(v.late_by_p50_ns)} after the earliest rank (extra idle / lateness: median "
+                f"{100 * (v.late_idle_share_p50 or 0.0):.0f} %)")
         if cause == LAUNCHED_LATE:
             checks.append(Check("late_idle_share_p50", v.late_idle_share_p50 or 0.0, ">=", LAUNCHED_LATE_SHARE, scope))
             evidence.append(f"Launched late: {idle} — the delay is on the host side.")
             advice = ["nccl.launched_late"]
         else:
             checks.append(Check("late_idle_share_p50", v.late_idle_share_p50 or 0.0, "<=", GPU_WORK_SHARE, scope))
-            evidence.append(f"GPU work ran longer: {idle} — its GPU was busy up to the collective.")
+            evidence.append(f"GPU work ran longer: {idle} — its GPU was busy for the rest of the delay.")
             advice = ["nccl.gpu_work"]
     return finding(
         "nccl_wait", severity="high" if v.confidence == "high" else "medium", confidence=v.confidence,

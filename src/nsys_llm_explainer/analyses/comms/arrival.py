@@ -20,7 +20,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...model.intervals import union_blocks
+from ...model.intervals import covered_before, union_blocks
 from ...model.timeline import rows_by_value
 from ..common.stats import median, round_half_up
 
@@ -104,44 +104,62 @@ def caused_share(caused: int, all_waiting: int) -> float:
 
 
 # --------------------------------------------------------------------- what made the late rank late
-#: "launched late": the median over a rank's late arrivals of :func:`idle_share` reaches this (its GPU sat idle for
-#: at least half of how late it was, right before its collective kernel: the kernel was launched late)
+#: "launched late": the median over a rank's late arrivals of :func:`idle_share` reaches this (its GPU sat idle,
+#: since its previous collective of that name, longer than the earliest rank's by at least half of how late it was:
+#: the work was launched late) — docs/FINDINGS.md "NCCL"
 LAUNCHED_LATE_SHARE = 0.5
-#: "GPU work ran longer": that median is at most this (its GPU ran kernels up to the collective's: the work before
-#: it took longer); between the two the trace names no cause
+#: "GPU work ran longer": that median is at most this (its GPU idled no longer than the earliest rank's since the
+#: previous collective: the work in between took longer); between the two the trace names no cause
 GPU_WORK_SHARE = 0.1
 LAUNCHED_LATE = "launched_late"
 GPU_WORK = "gpu_work"
 
 
-def idle_before(start: np.ndarray, end: np.ndarray, device: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Per kernel of ``rows`` (indices into ``start`` / ``end`` / ``device``: every kernel of the trace, sorted by
-    start as the model's are, or not): the **idle before** it (ns) = its start − the latest end among the kernels of
-    its device that started before it (0 when one of them still ran at its start: the GPU was busy; −1 when none
-    started before it: unknown). Kernels starting at the same time as it do not count. Per device with a query: the
-    union of its kernels (one pass when the starts ascend) and one ``searchsorted`` of the queries in its blocks —
-    a query inside a block that began earlier had the GPU busy; one that begins a block follows the previous
-    block's end."""
+def idle_since_previous(start: np.ndarray, end: np.ndarray, device: np.ndarray, rows: np.ndarray,
+                        group: np.ndarray) -> np.ndarray:
+    """Per kernel of ``rows`` (indices into ``start`` / ``end`` / ``device``: every kernel of the trace, in any
+    order) with its ``group`` (an integer key per row of ``rows``: one collective name on one rank): its **idle
+    since the previous** (ns) = the time its device ran no kernel (any process's, any stream's) between the end of
+    the previous kernel of its group (the one of ``rows`` with the same key just before it in start order) and its
+    own start; 0 when that previous kernel ends at or after its start; −1 (unknown) for the first of its group.
+    Durations on the device's own clock only. One sort of the queries; per device with a query, the union of its
+    kernels and two ``searchsorted`` (the union's length before each end of the stretch)."""
     start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
     device, rows = np.asarray(device, np.int64), np.asarray(rows, np.int64)
+    group = np.asarray(group, np.int64)
     out = np.full(rows.shape[0], -1, np.int64)
     if rows.shape[0] == 0:
         return out
-    qd = device[rows]
-    for d, q in rows_by_value(qd):                # the devices asked about: few
+    o = np.lexsort((end[rows], start[rows], group))   # per group in start order
+    so = rows[o]
+    has_prev = np.zeros(so.shape[0], bool)
+    has_prev[1:] = group[o][1:] == group[o][:-1]
+    b = start[so]
+    a = np.minimum(np.roll(end[so], 1), b)            # the stretch [previous end, own start); empty if it overlaps
+    idle = np.full(so.shape[0], -1, np.int64)
+    for d, q in rows_by_value(device[so]):           # the devices asked about: few
+        q = q[has_prev[q]]
+        if q.shape[0] == 0:
+            continue
         m = device == d
         u = union_blocks(start[m], end[m])
-        qs = start[rows[q]]
-        i = np.searchsorted(u.start, qs, side="right") - 1   # the block holding each query's start
-        opens = u.start[i] == qs                   # it begins the block: nothing earlier ran up to it
-        prev = i - 1
-        idle = np.where(opens, qs - u.end[np.maximum(prev, 0)], 0)
-        out[q] = np.where(opens & (prev < 0), -1, idle)
+        busy = covered_before(u, b[q]) - covered_before(u, a[q])
+        idle[q] = (b[q] - a[q]) - busy
+    out[o] = idle
     return out
 
 
+def excess_idle(late: np.ndarray, earliest: np.ndarray) -> np.ndarray:
+    """Per late arrival: the late rank's :func:`idle_since_previous` less the earliest member's at the same
+    collective, at least 0 (−1 where either is unknown): the part of its lateness its GPU spent idle. Both are
+    durations on each rank's own clock (clock-free); with the previous collective ending together on both ranks,
+    lateness = this difference of idle + the difference of GPU busy time over the stretch."""
+    late, earliest = np.asarray(late, np.int64), np.asarray(earliest, np.int64)
+    return np.where((late >= 0) & (earliest >= 0), np.maximum(late - earliest, 0), -1)
+
+
 def idle_share(idle: np.ndarray, late_by: np.ndarray) -> np.ndarray:
-    """Per late arrival: min(idle before its kernel, how late it was) / how late it was, in [0, 1] (NaN where the
+    """Per late arrival: min(its :func:`excess_idle`, how late it was) / how late it was, in [0, 1] (NaN where the
     idle is unknown, −1, or it was not late)."""
     idle, late_by = np.asarray(idle, np.float64), np.asarray(late_by, np.float64)
     ok = (idle >= 0) & (late_by > 0)
@@ -151,8 +169,8 @@ def idle_share(idle: np.ndarray, late_by: np.ndarray) -> np.ndarray:
 
 
 def late_idle_medians(idle: np.ndarray, late_by: np.ndarray) -> Tuple[Optional[int], Optional[int], Optional[float]]:
-    """Over a rank's late arrivals (its idle before each, how late it was at each) whose idle is known (≥ 0): the
-    medians of the idle before (ns, rounded half up), of the lateness (ns, rounded half up) and of
+    """Over a rank's late arrivals (its :func:`excess_idle` at each, how late it was at each) whose idle is known
+    (≥ 0): the medians of the excess idle (ns, rounded half up), of the lateness (ns, rounded half up) and of
     :func:`idle_share` (4 places); (None, None, None) when none is known."""
     idle, late_by = np.asarray(idle, np.int64), np.asarray(late_by, np.int64)
     known = idle >= 0

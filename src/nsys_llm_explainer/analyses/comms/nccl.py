@@ -22,7 +22,8 @@ from .arrival import (
     MIN_LATE_SHARE,
     MIN_MATCHED,
     caused_share,
-    idle_before,
+    excess_idle,
+    idle_since_previous,
     last_arrivals,
     late_idle_medians,
     late_rank,
@@ -129,9 +130,10 @@ class NcclStraggler(FieldsJson):
     tied_collectives: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     #: ``late_share``'s denominator: the matched collectives the late rank took part in that had a last arriver
     with_last_arriver: int = 0
-    #: over the collectives the late rank started last (its idle before known): medians of its GPU's idle right
-    #: before its kernel (:func:`.arrival.idle_before`), of how late it started (its start − the earliest) and of
-    #: min(idle, lateness) / lateness (docs/FINDINGS.md "NCCL"); None (not written) when no idle is known
+    #: over the collectives the late rank started last (its excess idle known): medians of its excess idle (its
+    #: GPU's idle since its previous kernel of the name less the earliest rank's, at least 0:
+    #: :func:`.arrival.excess_idle`), of how late it started (its start − the earliest) and of
+    #: min(excess idle, lateness) / lateness (docs/FINDINGS.md "NCCL"); None (not written) when none is known
     late_idle_before_p50_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     late_by_p50_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     late_idle_share_p50: Optional[float] = field(default=None, metadata=NONE_OMITTED)
@@ -383,7 +385,10 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
         waiting = max((r for r in range(n_rank) if r != late), key=lambda r: (int(arr.waited[r]), -r))
         w = ranks[waiting]
         at = np.flatnonzero((rank_mi == late) & (arr.late[grp] == late))   # its kernels where it started last
-        ip, lp, sp = late_idle_medians(idle_before(k.start, k.end, k.device, rows[mi[at]]), skew[at])
+        # what made it late: its idle since its previous kernel of the name less the earliest member's (the first
+        # of its collective in (start, rank) order), against its lateness (.arrival, docs/FINDINGS.md "NCCL")
+        since = idle_since_previous(k.start, k.end, k.device, rows, g)[mi]
+        ip, lp, sp = late_idle_medians(excess_idle(since[at], since[starts][grp[at]]), skew[at])
         straggler = NcclStraggler(
             waiting_rank=w.rank, waiting_pid=w.pid, waiting_device_id=w.device_id, late_rank=lt.rank,
             late_pid=lt.pid, late_device_id=lt.device_id, wait_ns_total=int(arr.caused[late]),

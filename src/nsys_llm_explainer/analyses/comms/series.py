@@ -16,7 +16,7 @@ import numpy as np
 
 from ...model.trace import TraceModel
 from ..kernels.categories import CategoryResult
-from .arrival import idle_before
+from .arrival import idle_since_previous
 from .exposure import COMM_CATEGORIES
 from .nccl import NCCL_RE, nccl_collectives
 
@@ -35,9 +35,9 @@ class NcclSeries:
     start: np.ndarray     # int64 ns, export timeline
     end: np.ndarray       # int64 ns
     stream: np.ndarray    # int64 CUDA stream id
-    #: int64 ns: its device's idle time right before each kernel (:func:`.arrival.idle_before`; −1: no kernel of
-    #: the device started before it)
-    idle_before: np.ndarray
+    #: int64 ns: per kernel, its device's idle time since the end of the series' previous kernel
+    #: (:func:`.arrival.idle_since_previous`; −1 for the first)
+    idle_since: np.ndarray
     custom: bool = False  # a custom collective kernel's series (not NCCL)
 
 
@@ -61,8 +61,11 @@ def nccl_series(model: TraceModel, categories: CategoryResult) -> Tuple[NcclSeri
     ix, pid, dev, cc = rows[order], pid[order], dev[order], cc[order]
     start, end = k.start[ix].astype(np.int64), k.end[ix].astype(np.int64)
     stream = np.asarray(k.stream[ix], np.int64)
-    idle = idle_before(k.start, k.end, k.device, ix)   # over every kernel of the device, not only the series'
     cut = np.nonzero((np.diff(pid) != 0) | (np.diff(dev) != 0) | (np.diff(cc) != 0))[0] + 1
+    series_of = np.zeros(ix.shape[0], np.int64)
+    series_of[cut] = 1
+    # over every kernel of the device, not only the series'
+    idle = idle_since_previous(k.start, k.end, k.device, ix, np.cumsum(series_of))
     bounds = [0] + cut.tolist() + [ix.shape[0]]
     out = [NcclSeries(int(pid[a]), int(dev[a]), cnames[int(cc[a])], start[a:b], end[a:b], stream[a:b],
                       idle[a:b], bool(is_custom[int(cc[a])]))

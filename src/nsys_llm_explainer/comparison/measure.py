@@ -16,7 +16,7 @@ from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.categories import CategoryResult, classify
 from ..analyses.kernels.starts import KernelStarts
 from ..analyses.steps.periods import PeriodSpan
-from ..findings.idle import launch_bound_devices
+from ..findings.launch_bound import launch_bound_devices
 
 if TYPE_CHECKING:
     from ..report import Report

@@ -21,13 +21,12 @@ from ..analyses.steps.sync import StepSyncResult, StepSyncSeries
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
-from ..vocabulary.cause_kinds import COMPOSITE_CAUSES, KIND, CauseKind
+from ..vocabulary.cause_kinds import KIND, CauseKind
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
-from ..vocabulary.units import fmt_us_unit as us
 from .advice import speaks_of_steps
-from .base import HIGH_SHARE, MEDIUM_SHARE, Check, Claims, Finding, Quoted, Scope, finding
+from .base import MEDIUM_SHARE, Check, Claims, Finding, Quoted, Scope, finding
 from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting
 from .idle_once import (
     AUTOTUNE_MIN_TRIAL_PCT,
@@ -42,18 +41,13 @@ from .idle_once import (
     once_title,
     pause_line,
 )
+from .launch_bound import HOST_KINDS, kernel_lines, kind_severity, launch_bound_devices, launch_finding
 from .step_sync import timed_line
 from .unified_memory import is_unified_detail
 from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, thread_named, wait_story
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
-HOST_OVERHEAD = "host_overhead"   # the launch-bound finding's cause (vocabulary.cause_kinds.COMPOSITE_CAUSES)
-assert HOST_OVERHEAD in COMPOSITE_CAUSES
-HOST_KINDS = ("launch", "host_cpu")   # the launch overhead the launch-bound composite may claim
-LAUNCH_BOUND_MAX_BUSY = 50.0
-LAUNCH_BOUND_MAX_P50_NS = 20_000
-LAUNCH_BOUND_MIN_RATE = 5_000.0
 SPLIT_SHOWN_POINTS = 0.05   # a claimed share this far below the table's is stated and checked on its own
 #: the queued-latency variants' advice (the fusion line in three forms, by the ``gpu_pdl`` fact)
 QUEUED_LATENCY_ADVICE = ("queued_latency.fuse", "queued_latency.fuse.no_pdl", "queued_latency.fuse.pdl_unknown",
@@ -80,27 +74,6 @@ OFF_CPU_MIN_NS = 100_000_000
 #: other processes sampled in the `host_cpu` gaps where the host thread has no sample are named (and given the
 #: other-process advice) when those gaps hold at least this % of its `host_cpu` idle on the device: most of it
 UNSAMPLED_MIN_PCT = 50.0
-
-def _severity(share: float, kind: str) -> Optional[str]:
-    if share < MEDIUM_SHARE:
-        return None
-    if KIND[kind].low_only:
-        return "low"
-    return "high" if share >= HIGH_SHARE else "medium"
-
-
-def launch_bound_devices(gpu: GpuTimeResult) -> Dict[int, Tuple[Check, ...]]:
-    """Devices where the launch-bound pattern holds, with the checks that show it."""
-    out: Dict[int, Tuple[Check, ...]] = {}
-    for d in gpu.devices:
-        sc = Scope(device_id=d.device_id)
-        checks = (Check("busy_pct", d.busy_pct, "<", LAUNCH_BOUND_MAX_BUSY, sc),
-                  Check("kernel_p50_ns", d.kernel_p50_ns, "<=", LAUNCH_BOUND_MAX_P50_NS, sc),
-                  Check("launch_rate_per_s", d.launches_per_s, ">=", LAUNCH_BOUND_MIN_RATE, sc))
-        if all(c.holds() for c in checks):
-            out[d.device_id] = checks
-    return out
-
 
 def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: AbstractSet[int],
            claimed: Sequence[Claimed], launch_ranges: AbstractSet[str]
@@ -243,7 +216,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if not share:
             continue
         dev = max(share, key=lambda x: (share[x], -x))
-        sev = _severity(share[dev], kind)
+        sev = kind_severity(share[dev], kind)
         if sev is None:
             continue
         details: Counter[str] = sum(map(Counter, devs.values()), Counter())   # every ns > 0 (_split)
@@ -340,7 +313,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
             _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
-        ids = _kernel_lines(ids, traits)
+        ids = kernel_lines(ids, traits)
         if pause is not None and once_gap(main, once, gpu_time, dev):
             pause = None     # the largest gap is the start-up / shutdown gap: the once-per-run line speaks for it
         if pause is not None and not (growth or startup or tuned):   # one gap: no line about every step
@@ -412,7 +385,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             about_capture=KIND[kind].low_only or growth or startup or bool(tuned),
             quoted=_quoted(title_ns, total, title_det if title_ns is not None and title_ns < kind_dev else None,
                            in_loop is not None, txt.by if len(details) > 1 else "", dev, sorted(devs))))
-    lf = _launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
+    lf = launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)
     return tuple(out)
@@ -429,69 +402,6 @@ def _event_timed_series(step_sync: Optional[StepSyncResult], dev: int, call: str
     if not same or any(s.timed_steps is None for s in same):
         return None
     return max(same, key=lambda s: (s.steps, -s.gtid))
-
-
-def _launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int, int],
-                    lb: Dict[int, Tuple[Check, ...]], gpu: GpuTimeResult,
-                    traits: KernelTraitsResult, facts: Mapping[str, Any],
-                    samples: Optional[HostSamplesResult]) -> Optional[Finding]:
-    if not merged:
-        return None
-    share = {d: 100.0 * sum(v.values()) / win[d] for d, v in merged.items() if win.get(d)}
-    dev = max(share, key=lambda x: (share[x], -x))
-    sev = _severity(share[dev], "launch")
-    if sev is None:
-        return None
-    parts: Counter[Tuple[str, str]] = sum(map(Counter, merged.values()), Counter())
-    total = sum(parts.values())
-    d = gpu.device(dev)
-    assert d is not None   # a launch-bound device (lb) is one of gpu.devices
-    own = sum(merged[dev].values())     # the title's share and time are one quantity: the device's
-    # the device's launch overhead (GPU idle charged to it) per kernel: what the GPU waits per kernel for its
-    # launch, not how long a launch call takes (a 10 µs call overlapping the kernel before it costs less)
-    host_per_kernel = own / d.kernel_count if d.kernel_count else 0.0
-    ev = [f"Device {dev}: {d.launches_per_s:,.0f} kernels/s with a median kernel of {us(d.kernel_p50_ns)}, GPU busy "
-          f"{d.busy_pct:.1f} %; the GPU waits about {us(host_per_kernel)} per kernel for its launch (the launch "
-          f"overhead below over its {d.kernel_count:,} kernels: GPU idle, not the length of a launch call).",
-          "Launch overhead: " + "; ".join(
-              (f"launch calls {code_name(det)} {dur(ns)}" if kind == "launch" else
-               f"host CPU between launches inside range {code_name(det)} (gaps < 1 ms) {dur(ns)}" if kind == "nvtx" else
-               f"launched kernels waiting to start after host-paced launches (each launched only after the kernel "
-               f"before it started) {dur(ns)}" if kind == "queued" else
-               f"host CPU between launches (gaps < 1 ms) {dur(ns)}")
-              for (kind, det), ns in sorted(parts.items(), key=lambda x: -x[1])[:5]) + "; time inside NVTX ranges, "
-          "OS calls, other CUDA calls, syncs and copies is left to their own findings."]
-    sampled = samples_evidence(samples, dev, "host_cpu")      # what the host ran between launches
-    if sampled:
-        ev.append(sampled)
-    checks = lb[dev] + (Check("host_overhead_pct", share[dev], ">=", MEDIUM_SHARE, Scope(device_id=dev)),)
-    tiny = traits.traits.get("tiny_elementwise")
-    if tiny is not None and traits.kernel_count:
-        ev.append(f"{tiny.kernel_count:,} tiny elementwise kernels (median under 10 µs) are "
-                  f"{100.0 * tiny.kernel_count / traits.kernel_count:.0f} % of the kernels in the window: fusing "
-                  "them removes launches.")
-    return finding(
-        "launch_overhead", severity=sev,
-        title=f"Launch-bound: the GPU waits ~{us(host_per_kernel)} per kernel for its launch; the kernels run "
-              f"~{us(d.kernel_p50_ns)}: "
-              f"{share[dev]:.1f} % of the window ({dur(own)}" + (f" on device {dev}; {dur(total)} on all devices)"
-                                                               if len(merged) > 1 else ")"),
-        evidence=ev, advice=_kernel_lines(KIND["launch"].advice, traits),
-        facts=facts, time_at_stake_ns=total,
-        checks=checks,
-        device_id=dev, cause=(HOST_OVERHEAD, ""))
-
-
-def _kernel_lines(ids: Sequence[str], traits: KernelTraitsResult) -> List[str]:
-    """``ids`` without the lines whose claim about the window's kernels is false of the trace: with no eager
-    elementwise kernel (the ``elementwise`` trait), ``compiled.graph_breaks`` ("the small kernels left are eager
-    regions between graph breaks") and ``launch.fuse`` ("many tiny elementwise kernels"); ``launch.graphs.more``
-    ("the launches that remain are outside them") when every kernel ran as a graph node, ``launch.graphs.all``
-    unless every one did."""
-    eager = traits.traits.get("elementwise")
-    drop = set() if eager is not None and eager.kernel_count > 0 else {"compiled.graph_breaks", "launch.fuse"}
-    drop.add("launch.graphs.more" if traits.graph_node_kernels >= traits.kernel_count else "launch.graphs.all")
-    return [i for i in ids if i not in drop]
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],

@@ -405,11 +405,10 @@ def test_a_signal_during_matching_stops_the_run(tmp_path: Path, a_trace: Path, s
     proc = _cli(str(a_trace), "--out", str(tmp_path / "out"), "--quiet", "--step-marker", HOSTILE)
     time.sleep(2.0)   # started, reading or matching
     assert proc.poll() is None, proc.communicate()
-    t = time.monotonic()
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
-    # the match in flight ends within its limit; the rest is teardown, which a loaded 2-core CI can stretch (the
-    # exit code tells a run that went on — it would end with exit 2, the pattern's time-out — from a stopped one)
-    assert time.monotonic() - t < P.TIMEOUT_S + 12
+    # the match in flight ends within its limit; the rest is teardown, which a loaded 2-core CI stretches (20 s
+    # seen at load 10), so no wall-clock bound but communicate's: the exit code tells a run that went on — it
+    # would end with exit 2, the pattern's time-out — from a stopped one
+    out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     assert err.splitlines() == [f"nsys-llm-explain: interrupted by {signal.Signals(sig).name}; no output was written"]

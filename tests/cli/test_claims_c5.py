@@ -212,9 +212,9 @@ def test_compare_slow_driver_with_ten_anchors_a_step_is_not_no_change(tmp_path: 
     one of 1,186 − 900 = 286 µs (A) / 2,586 − 900 = 1,686 µs (B); 20 steps: 200 anchors per GPU, k searched up to
     200 // 4 = 50. At k = 1 the 19 gap intervals per GPU spoil 38 of 198 pairs: 160 / 198 = 80.8 % last alike (≥ 75
     %, the first k to repeat both ways, and the median period was one GEMM's, 0.100 → 0.100 ms, "no change" for a
-    run 2.2 × slower); at k = 10 all 189 pairs do (100 %), beyond noise in each trace (4 × √(0.808 × 0.192 / 396) = 0.079 <
-    0.192): k = 10, a step. Periods 1.186 / 2.586 ms (190 per GPU, every one equal), 2 × 199 // 10 = 38 complete
-    iterations, 400 / 10 = 40 units, +118.0 %, noise 0, main reason `epoll_wait` +1.400 ms per step."""
+    run 2.2 × slower); at k = 10 all 189 pairs do (100 %), beyond noise in each trace (4 × √(0.808 × 0.192 / 396) =
+    0.079 < 0.192): k = 10, a step. Periods 1.186 / 2.586 ms (190 per GPU, every one equal), 2 × 199 // 10 = 38
+    complete iterations, 400 / 10 = 40 units, +118.0 %, noise 0, main reason `epoll_wait` +1.400 ms per step."""
     a = _ray(tmp_path / "a.sqlite", sched=100, gpu=1000)
     b = _ray(tmp_path / "b.sqlite", sched=1500, gpu=1000)
     res = nle.compare([a, b], labels=["A", "B"])

@@ -274,13 +274,16 @@ class RepeatCounts:
 def repeat_counts(per_device: List[Tuple[np.ndarray, np.ndarray]], ks: Sequence[int]) -> RepeatCounts:
     """The :class:`RepeatCounts` of the anchor starts ``per_device`` ((anchor starts, all kernel starts) per device)
     for each ``k`` of ``ks``: one pass of array operations per ``k`` and device (no loop over intervals)."""
-    iv = [(np.diff(np.searchsorted(allk, a)), np.diff(a)) for a, allk in per_device]
+    # x, y ≥ 0 last alike when min ≥ ALIKE × max, i.e. x ≥ ALIKE × y and y ≥ ALIKE × x (ALIKE × d computed once;
+    # float64 holds every ns interval exactly, and compares as the int64 would be cast)
+    iv = [(np.diff(np.searchsorted(allk, a)), d, ALIKE * d)
+          for a, allk in per_device for d in (np.diff(a).astype(np.float64),)]
     out = np.zeros((3, len(ks)), np.int64)
     for j, k in enumerate(ks):
-        for sig, d in iv:
+        for sig, d, e in iv:
             if d.shape[0] > k:
-                lo, hi = np.minimum(d[k:], d[:-k]), np.maximum(d[k:], d[:-k])
-                out[:, j] += (d.shape[0] - k, int((sig[k:] == sig[:-k]).sum()), int((lo >= ALIKE * hi).sum()))
+                out[:, j] += (d.shape[0] - k, np.count_nonzero(sig[k:] == sig[:-k]),
+                              np.count_nonzero((d[k:] >= e[:-k]) & (d[:-k] >= e[k:])))
     return RepeatCounts(np.asarray(ks, np.int64), out[0], out[1], out[2])
 
 

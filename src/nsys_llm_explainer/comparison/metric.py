@@ -22,7 +22,8 @@ MAX_REPEAT_LONG = 128
 REPEAT_ITERATIONS = 4
 REPEAT_SCORE = 0.75
 #: a k's timing score is as good as the best k's when within this many standard errors of their difference (the
-#: shares' binomial errors in quadrature): noise alone moves no k, a gap once in 80 intervals over 20 steps does
+#: shares' binomial errors in quadrature): noise alone moved k in 2 of 4,200 seeded draws; a gap once in 80
+#: intervals is found over 10 steps or more (docs/COMPARE.md)
 TIMING_Z = 4.0
 
 
@@ -30,6 +31,8 @@ def max_repeat(n: int) -> int:
     """The largest repeat k searched when the busiest device of the trace with the fewest holds ``n`` anchor
     instances."""
     return max(MAX_REPEAT, min(MAX_REPEAT_LONG, n // REPEAT_ITERATIONS))
+
+
 #: z of the ~95 % half-width of a median, its standard error taken as IQR / √n (exact for uniform noise; for normal,
 #: exponential or heavy-tailed noise the error is smaller, so the bound is conservative). McGill's notch 1.58 is made
 #: for non-overlap (h1 + h2); in quadrature it called ~10 % of identical pairs different (docs/COMPARE.md, "Noise")

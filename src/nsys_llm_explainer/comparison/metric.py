@@ -23,7 +23,7 @@ REPEAT_ITERATIONS = 4
 REPEAT_SCORE = 0.75
 #: a k's timing score is as good as the best k's when within this many standard errors of their difference (the
 #: shares' binomial errors in quadrature): noise alone moved k in 2 of 4,200 seeded draws; a gap once in 80
-#: intervals is found over 10 steps or more (docs/COMPARE.md)
+#: intervals (1.5 × the others, ± 10 % noise) was found in 30 of 40 draws over 10 steps, 40 of 40 over 20
 TIMING_Z = 4.0
 
 

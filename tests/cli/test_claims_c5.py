@@ -205,19 +205,26 @@ def test_compare_slow_driver_with_healthy_is_not_no_change(tmp_path: Path) -> No
                                     "per iteration, of which `epoll_wait` +1.400 ms")
 
 
-_TEN_ANCHORS = (
-    "an anchor that runs more than MAX_REPEAT (8) times a step with the step's host gap once: the timing repeats at "
-    "k = 1 (8 of 10 interval pairs alike), so the median period is one GEMM's and skips the gap; window time per "
-    "iteration 0.118 → 0.258 ms (the headline's 'Largest change' line: `epoll_wait` +0.140 ms). Proposed: refuse "
-    "'no change' when the window time per iteration (the mean period) changes beyond its own noise (needs a noise "
-    "for the mean and the window edges' share)")
-
-
-@pytest.mark.xfail(strict=True, reason=_TEN_ANCHORS)
 def test_compare_slow_driver_with_ten_anchors_a_step_is_not_no_change(tmp_path: Path) -> None:
     """10 GEMMs of 100 µs all named alike (``names=1``): the anchor runs 10 times a step, 9 intervals of 100 µs then
-    one of 1,186 − 900 = 286 µs (A) / 1,686 µs (B). At k = 1 8 of every 10 interval pairs last alike (80 % ≥ 75 %),
-    so k stays 1 and the median period is 100 µs in both: "no change" for a run 2.2 × slower."""
+    one of 1,186 − 900 = 286 µs (A) / 2,586 − 900 = 1,686 µs (B); 20 steps: 200 anchors per GPU, k searched up to
+    200 // 4 = 50. At k = 1 the 19 gap intervals per GPU spoil 38 of 198 pairs: 160 / 198 = 80.8 % last alike (≥ 75
+    %, the first k to repeat both ways, and the median period was one GEMM's, 0.100 → 0.100 ms, "no change" for a
+    run 2.2 × slower); at k = 10 all 189 pairs do (100 %), beyond noise in each trace (4 × √(0.808 × 0.192 / 396) =
+    0.079 < 0.192): k = 10, a step. Periods 1.186 / 2.586 ms (190 per GPU, every one equal), 2 × 199 // 10 = 38
+    complete iterations, 400 / 10 = 40 units, +118.0 %, noise 0, main reason `epoll_wait` +1.400 ms per step."""
     a = _ray(tmp_path / "a.sqlite", sched=100, gpu=1000)
     b = _ray(tmp_path / "b.sqlite", sched=1500, gpu=1000)
-    assert nle.compare([a, b]).comparisons[0].verdict == "slower"
+    res = nle.compare([a, b], labels=["A", "B"])
+    m = res.metric
+    assert (m.name, m.anchor_kernel, m.anchor_repeat) == ("iteration_period_p50", GEMM, 10)
+    assert m.reason.endswith("the kernel sequence repeats every 1 instance of the anchor kernel, its timing every 10 "
+                             "instances (100.0 % of the anchor intervals last alike with the one 10 later, 80.8 % "
+                             "with the one 1 later, beyond noise): an iteration is 10 instances")
+    assert [(t.metric.p50_ns, t.metric.count, t.units) for t in res.traces] == [(1186 * US, 38, 40.0),
+                                                                                 (2586 * US, 38, 40.0)]
+    c = res.comparisons[0]
+    assert c.verdict == "slower" and c.noise_pct == 0.0 and round(c.change_pct, 2) == 118.04
+    assert c.headline[0] == "`B` is 118.0 % slower than `A` on the median iteration period: 1.186 ms → 2.586 ms."
+    assert c.headline[2].startswith("Main reason: GPU idle with the host in an OS call (idle cause `osrt`) +1.400 ms "
+                                    "per iteration, of which `epoll_wait` +1.400 ms")

@@ -1,6 +1,8 @@
-"""The anchor kernel's repeat k (docs/COMPARE.md, "The headline metric"): the smallest k ≤ 8 whose kernel sequence and
-timing both repeat, else the smallest whose kernel sequence does. Starts are hand-made: one device, the anchor's
-starts ``a`` and every kernel's starts ``allk`` (here the anchor plus 4 kernels after each instance)."""
+"""The anchor kernel's repeat k (docs/COMPARE.md, "The headline metric"): among the k ≤ max(8, min(128, n // 4))
+whose kernel sequence repeats, the smallest whose timing score is within 4 standard errors of the best score of a k
+whose kernel sequence and timing both repeat; the smallest whose kernel sequence repeats when none repeats both ways.
+Starts are hand-made: one device, the anchor's starts ``a`` and every kernel's starts ``allk`` (here the anchor plus
+4 kernels after each instance)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from typing import List, Tuple
 
 import numpy as np
 
-from nsys_llm_explainer.comparison.measure import repeat_score, timing_score
-from nsys_llm_explainer.comparison.metric import _repeat
+from nsys_llm_explainer.comparison.measure import repeat_counts, repeat_score, timing_score
+from nsys_llm_explainer.comparison.metric import _repeat, max_repeat
 
 US = 1_000
 
@@ -58,13 +60,65 @@ def test_noise_alone_moves_no_k() -> None:
     assert _repeat([dev])[0] == 1
 
 
-def test_no_timing_repeat_keeps_the_kernel_repeat() -> None:
-    """Intervals 100 µs × 9 then 1,000 µs (the host gap once in 10): at k = 1 pairs (100, 100) last alike 8 times in
-    10 (80 % ≥ 75 %) — k = 1. With the gap once in 3 (100, 100, 1,000) k = 1 scores 1/3, k = 2 1/3, k = 3 1:
-    k = 3."""
-    assert _repeat([_device(([100] * 9 + [1000]) * 10)])[0] == 1
+def test_a_gap_once_in_three_is_k_3() -> None:
+    """Intervals 100, 100, 1,000 µs × 20: k = 1 scores 1/3, k = 2 1/3, k = 3 1 (and every multiple of 3): k = 3."""
     dev = _device([100, 100, 1000] * 20)
     assert timing_score(dev, 3) == 1.0 and _repeat([dev])[0] == 3
+
+
+def test_a_gap_once_in_ten_is_k_10_beyond_noise() -> None:
+    """Intervals 100 µs × 9 then 1,000 µs (the host gap once in 10), 10 times: 101 anchors, k searched up to
+    max(8, 101 // 4 = 25). k = 1: 99 pairs, the 10 gaps (positions 9, 19, … 99) spoil 2 pairs each but the last 1:
+    19, so 80 / 99 = 80.8 % last alike — at least 75 %, the first k to repeat both ways. k = 10: 90 pairs all alike
+    (100 %), the best. Standard error of the difference √(0.808 × 0.192 / 99 + 0) = 0.0396; 4 × 0.0396 = 0.158 <
+    1 − 0.808 = 0.192: k = 1 is not as good as the best beyond noise; k = 2…9 score lower still (k = 9: the gap
+    pairs with a 100): k = 10, one step."""
+    dev = _device(([100] * 9 + [1000]) * 10)
+    assert (timing_score(dev, 1), timing_score(dev, 10)) == (80 / 99, 1.0)
+    assert _repeat([dev]) == (10, "the kernel sequence repeats every 1 instance of the anchor kernel, its timing every "
+                                  "10 instances (100.0 % of the anchor intervals last alike with the one 10 later, "
+                                  "80.8 % with the one 1 later, beyond noise): an iteration is 10 instances")
+
+
+def test_a_gap_once_in_ten_over_four_steps_is_not_told_from_noise() -> None:
+    """The same loop over 4 steps (40 intervals, 41 anchors, k ≤ max(8, 10)): k = 1 scores 32 / 39 = 0.821 (7
+    pairs spoilt: 2 + 2 + 2 + 1), k = 10 30 / 30. 4 × √(0.821 × 0.179 / 39) = 0.246 > 0.179: within noise, k stays
+    1 (the reason as before the timing test)."""
+    dev = _device(([100] * 9 + [1000]) * 4)
+    assert timing_score(dev, 1) == 32 / 39 and timing_score(dev, 10) == 1.0
+    assert _repeat([dev]) == (1, "the kernel sequence repeats every 1 instance of the anchor kernel")
+
+
+def test_the_search_leaves_four_iterations_per_device() -> None:
+    """k is searched up to max(8, min(128, n // 4)), n the anchor instances on the busiest device of the trace with
+    the fewest. A gap once in 12 intervals over 10 steps (121 anchors, k ≤ 30): k = 1 scores 100 / 119 = 0.840 (19
+    pairs spoilt), k = 12 108 / 108; 4 × √(0.840 × 0.160 / 119) = 0.134 < 0.160: k = 12. Compared with a trace of 41
+    anchors 100 µs apart, k ≤ 10: 12 is not searched, and k = 1 (the best of 1…10 in both traces) stays."""
+    assert [max_repeat(n) for n in (0, 7, 43, 44, 100, 512, 513, 10_000)] == [8, 8, 10, 11, 25, 128, 128, 128]
+    gap12 = _device(([100] * 11 + [1000]) * 10)
+    assert timing_score(gap12, 1) == 100 / 119 and _repeat([gap12])[0] == 12
+    assert _repeat([gap12, _device([100] * 40)])[0] == 1
+
+
+def test_counts_by_hand() -> None:
+    """Anchors at 0, 100, 200, 1,200, 1,300 µs (intervals 100, 100, 1,000, 100), each followed by 4 kernels (5 per
+    interval): k = 1 has 3 pairs, all with 5 kernels each, 1 alike ((100, 100)); k = 2 2 pairs, 1 alike ((100,
+    1,000) no, (100, 100) yes); k = 4 none."""
+    c = repeat_counts(_device([100, 100, 1000, 100]), (1, 2, 4))
+    assert (c.pairs.tolist(), c.same_count.tolist(), c.alike.tolist()) == ([3, 2, 0], [3, 2, 0], [1, 1, 0])
+    assert repeat_score(_device([100, 100, 1000, 100]), 4) is None
+
+
+def test_noise_around_three_quarters_moves_no_k() -> None:
+    """Intervals 1,000 µs ± up to 30 % (uniform, seed 1, 200 intervals): about 3 in 4 pairs last alike at every k, so
+    by chance k = 1 scores 0.709 (under 75 %) and k = 2 0.783: the first k to repeat both ways would be 2 (the rule
+    before the noise margin), but 0.709 is within 4 standard errors of the best score (0.796): k stays 1."""
+    rng = np.random.default_rng(1)
+    dev = _device([int(x) for x in rng.uniform(700, 1300, 200)])
+    s1, s2 = timing_score(dev, 1), timing_score(dev, 2)
+    assert s1 is not None and s2 is not None and round(s1, 3) == 0.709 and round(s2, 3) == 0.783
+    assert round(max(timing_score(dev, k) or 0.0 for k in range(1, 51)), 3) == 0.796
+    assert _repeat([dev])[0] == 1
 
 
 def test_irregular_timing_everywhere_falls_back_to_the_kernel_repeat() -> None:

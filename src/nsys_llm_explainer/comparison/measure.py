@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -254,21 +254,44 @@ def kernel_time_in_common(a: Facts, b: Facts, renamed: Renamed = NOT_RENAMED) ->
 
 
 # ------------------------------------------------------------------------------------------ anchor kernel
-def repeat_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
-    """Share of anchor intervals whose kernel count equals that of the interval ``k`` later (same device):
-    1.0 when the kernel sequence repeats every ``k`` anchor instances. None when no pair exists."""
-    same = total = 0
-    for a, allk in per_device:
-        sig = np.diff(np.searchsorted(allk, a))
-        if sig.shape[0] > k:
-            same += int((sig[k:] == sig[:-k]).sum())
-            total += int(sig.shape[0] - k)
-    return same / total if total else None
-
-
 #: two anchor intervals last alike when the shorter is at least this share of the longer (a host gap that adds a third
 #: of an interval or more is part of the loop's structure, not jitter: docs/COMPARE.md, "The headline metric")
 ALIKE = 0.75
+
+
+@dataclass(frozen=True)
+class RepeatCounts:
+    """Per ``k`` of ``ks``, over the devices: ``pairs`` of anchor intervals ``[a_i, a_i+1)`` and ``[a_i+k, a_i+k+1)``
+    (same device), how many hold as many kernels (``same_count``) and how many last alike (``alike``: the shorter at
+    least :data:`ALIKE` of the longer)."""
+
+    ks: np.ndarray
+    pairs: np.ndarray
+    same_count: np.ndarray
+    alike: np.ndarray
+
+
+def repeat_counts(per_device: List[Tuple[np.ndarray, np.ndarray]], ks: Sequence[int]) -> RepeatCounts:
+    """The :class:`RepeatCounts` of the anchor starts ``per_device`` ((anchor starts, all kernel starts) per device)
+    for each ``k`` of ``ks``: one pass of array operations per ``k`` and device (no loop over intervals)."""
+    # x, y ≥ 0 last alike when min ≥ ALIKE × max, i.e. x ≥ ALIKE × y and y ≥ ALIKE × x (ALIKE × d computed once;
+    # float64 holds every ns interval exactly, and compares as the int64 would be cast)
+    iv = [(np.diff(np.searchsorted(allk, a)), d, ALIKE * d)
+          for a, allk in per_device for d in (np.diff(a).astype(np.float64),)]
+    out = np.zeros((3, len(ks)), np.int64)
+    for j, k in enumerate(ks):
+        for sig, d, e in iv:
+            if d.shape[0] > k:
+                out[:, j] += (d.shape[0] - k, np.count_nonzero(sig[k:] == sig[:-k]),
+                              np.count_nonzero((d[k:] >= e[:-k]) & (d[:-k] >= e[k:])))
+    return RepeatCounts(np.asarray(ks, np.int64), out[0], out[1], out[2])
+
+
+def repeat_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
+    """Share of anchor intervals whose kernel count equals that of the interval ``k`` later (same device):
+    1.0 when the kernel sequence repeats every ``k`` anchor instances. None when no pair exists."""
+    c = repeat_counts(per_device, (k,))
+    return int(c.same_count[0]) / int(c.pairs[0]) if c.pairs[0] else None
 
 
 def timing_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
@@ -276,14 +299,8 @@ def timing_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Opt
     device): 1.0 when the timing repeats every ``k`` anchor instances. Noise alone scores every ``k`` alike (single
     intervals are compared, not sums of ``k``); a loop whose anchor runs twice per step with the step's host gap after
     every other instance scores 0 at ``k`` = 1. None when no pair exists."""
-    same = total = 0
-    for a, _ in per_device:
-        d = np.diff(a)
-        if d.shape[0] > k:
-            lo, hi = np.minimum(d[k:], d[:-k]), np.maximum(d[k:], d[:-k])
-            same += int((lo >= ALIKE * hi).sum())
-            total += int(d.shape[0] - k)
-    return same / total if total else None
+    c = repeat_counts(per_device, (k,))
+    return int(c.alike[0]) / int(c.pairs[0]) if c.pairs[0] else None
 
 
 def anchor_periods(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Tuple[np.ndarray, int, int]:

@@ -216,16 +216,14 @@ def test_the_capability_from_the_name_is_the_gpu_s(name: str, cc: Optional[str])
     assert (f.compute_capability, f.source) == ((cc, "name") if cc else (None, "unknown")), f
 
 
-@pytest.mark.xfail(strict=True, reason="the window's model keeps only copies inside the window, so the last step's "
-                   "readback call (inside) loses its copy (starting at the window's end) and is not counted; fix: "
-                   "StepSyncContext marks device-to-host copy calls from the whole capture's memcpy rows (by "
-                   "correlation id), not the clipped ones")
 def test_the_last_readback_counts(tmp_path: Path) -> None:
     """(trace: :func:`decode` with the unload tail) The auto window ends where the last kernel ends (58.820 ms), the
     instant the last step's logits copy starts ([58.820, 58.850) ms); its `cudaMemcpyAsync` call ([58.110, 58.116)
-    ms) and its `cudaStreamSynchronize` ([58.116, 58.852) ms) lie in the window. The evidence reads "20 blocking
-    calls …, 19 right after a device-to-host copy": the 20th sync comes right after a device-to-host copy call just
-    as the other 19 (without the tail, the whole trace kept, it reads 20)."""
+    ms) and its `cudaStreamSynchronize` ([58.116, 58.852) ms) lie in the window. What a call copied comes from the
+    whole capture's copy rows: the 20th sync comes right after a device-to-host copy call (made at 58.110 ms, after
+    the step's last launch call [58.100, 58.105) ms) just as the other 19, so the evidence reads "20 blocking calls
+    (`cudaStreamSynchronize` 20), 20 right after a device-to-host copy" (it read 19: the window's model had lost the
+    copy starting at its end)."""
     j = _report(decode("2024.2", unloads=100), tmp_path).to_dict()
     ev = finding_of(j, "step_sync")["evidence"][0]
     assert "(`cudaStreamSynchronize` 20), 20 right after a device-to-host copy (a readback of results); " in ev, ev

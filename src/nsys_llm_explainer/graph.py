@@ -78,6 +78,11 @@ def _steady(model: TraceModel, window: WindowResult) -> TraceModel:
     return model if window.is_full else clip_model(model, window.start_ns, window.end_ns)
 
 
+def _step_sync_context(model: TraceModel, steady: TraceModel, window: WindowResult) -> StepSyncContext:
+    """Per-step sync inputs of the window's calls, each call's copies read from the whole capture."""
+    return StepSyncContext(steady, model, window.start_ns, window.end_ns)
+
+
 def _full_times(model: TraceModel, window: WindowResult, options: Options) -> Optional[Dict[int, WindowTime]]:
     return full_times(model, window, options.include_memcpy_in_busy)
 
@@ -243,7 +248,7 @@ STEPS: Tuple[Step, ...] = (
     Step("clip to the window", _steady, ("model", "window"), ("steady",), "steady"),
     Step("full-capture busy", _full_times, ("model", "window", "options"), ("full_times",)),
     Step("timeline span", _timeline_span, ("model", "steady", "window", "options"), ("timeline_span",)),
-    Step("step sync context", StepSyncContext, ("steady",), ("step_sync_context",), "steady"),
+    Step("step sync context", _step_sync_context, ("model", "steady", "window"), ("step_sync_context",), "steady"),
     Step("host sample frames", host_sample_frames, ("model",), ("host_sample_frames",)),
     Step("pieces needed", _pieces_needed, ("step_sync_context", "host_sample_frames", "steady"), ("pieces_needed",),
          "steady"),

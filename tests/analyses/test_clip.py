@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from synth import TraceBuilder
 
-from nsys_llm_explainer.model.clip import clip_model
+from nsys_llm_explainer.model.clip import api_relink, clip_model
 from nsys_llm_explainer.pipeline import load_model
 
 PID = 100
@@ -65,3 +65,24 @@ def test_clip_equals_the_per_row_reference(tmp_path, layout):
     a, ca = m.api, c.api
     rs, re_, rc = _reference(a.start.tolist(), a.end.tolist(), {"corr": a.corr.tolist()}, W0, W1)
     assert ca.start.tolist() == rs and ca.end.tolist() == re_ and ca.corr.tolist() == rc["corr"]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "long_early", "tie"])
+def test_api_relink_finds_each_call_in_the_clipped_api_table(tmp_path, layout):
+    """``api_relink``: every API row of the whole model → the row of the same call (its correlation id) in the
+    clipped API table, -1 for a call outside ``[W0, W1)`` (each launch call [s − 40, s − 30) is inside exactly when
+    it intersects the window: those of the kernels starting at 1200, 1300, 1500 and 1950 ns; with the sync [1600,
+    1700), 5 calls) and for -1."""
+    m = load_model(_trace(tmp_path, layout))
+    c = clip_model(m, W0, W1)
+    n = len(m.api)
+    got = api_relink(m, W0, W1)(np.concatenate((np.arange(n), [-1]))).tolist()
+    assert got[-1] == -1
+    inside = 0
+    for i, li in enumerate(got[:-1]):
+        kept = m.api.start[i] < W1 and max(m.api.end[i], m.api.start[i]) > W0
+        assert (li >= 0) == bool(kept)
+        if li >= 0:
+            inside += 1
+            assert int(c.api.corr[li]) == int(m.api.corr[i]) and int(c.api.start[li]) == max(int(m.api.start[i]), W0)
+    assert inside == len(c.api) == 5      # the calls added by "long_early" / "tie" ([10, 20), [760 …), [810 …)) are out

@@ -216,31 +216,27 @@ def test_the_capability_from_the_name_is_the_gpu_s(name: str, cc: Optional[str])
     assert (f.compute_capability, f.source) == ((cc, "name") if cc else (None, "unknown")), f
 
 
-@pytest.mark.xfail(strict=True, reason="the window's model keeps only copies inside the window, so the last step's "
-                   "readback call (inside) loses its copy (starting at the window's end) and is not counted; fix: "
-                   "StepSyncContext marks device-to-host copy calls from the whole capture's memcpy rows (by "
-                   "correlation id), not the clipped ones")
 def test_the_last_readback_counts(tmp_path: Path) -> None:
     """(trace: :func:`decode` with the unload tail) The auto window ends where the last kernel ends (58.820 ms), the
     instant the last step's logits copy starts ([58.820, 58.850) ms); its `cudaMemcpyAsync` call ([58.110, 58.116)
-    ms) and its `cudaStreamSynchronize` ([58.116, 58.852) ms) lie in the window. The evidence reads "20 blocking
-    calls …, 19 right after a device-to-host copy": the 20th sync comes right after a device-to-host copy call just
-    as the other 19 (without the tail, the whole trace kept, it reads 20)."""
+    ms) and its `cudaStreamSynchronize` ([58.116, 58.852) ms) lie in the window. What a call copied comes from the
+    whole capture's copy rows: the 20th sync comes right after a device-to-host copy call (made at 58.110 ms, after
+    the step's last launch call [58.100, 58.105) ms) just as the other 19, so the evidence reads "20 blocking calls
+    (`cudaStreamSynchronize` 20), 20 right after a device-to-host copy" (it read 19: the window's model had lost the
+    copy starting at its end)."""
     j = _report(decode("2024.2", unloads=100), tmp_path).to_dict()
     ev = finding_of(j, "step_sync")["evidence"][0]
     assert "(`cudaStreamSynchronize` 20), 20 right after a device-to-host copy (a readback of results); " in ev, ev
 
 
-@pytest.mark.xfail(strict=True, reason="one_copy_engine() is None both when asyncEngines is not recorded and when "
-                   "the listed GPUs differ, and None selects the two-engine line; fix: a fact value for 'the GPUs "
-                   "differ and the export does not tie the device to one' selecting a conditional line ('on a GPU "
-                   "with two or more copy engines, …'), as the PDL advice does")
 def test_copy_directions_advice_beside_a_one_engine_gpu_is_conditional(tmp_path: Path) -> None:
     """(trace: the `h2d_pageable_step` scenario, its H100 (`asyncEngines` 3) joined by a Tesla T4 listed as GPU 1 with
     `asyncEngines` 1; no `TARGET_INFO_CUDA_DEVICE`) The H2D path sets the pace on CUDA device 0, which may be either
     GPU (CUDA_VISIBLE_DEVICES renumbers). The advice says unconditionally that the two directions "run on separate
-    copy engines only when they are issued on different streams" — false if device 0 is the T4. The PDL advice in
-    the same position names its condition; this line should too (or be left out)."""
+    copy engines only when they are issued on different streams" — false if device 0 is the T4. As the PDL advice in
+    the same position, the line names its condition: the fact `gpu_one_copy_engine` is "some" (the H100 records 3,
+    the T4 1, neither tied to device 0), and `copy_pace.engines.some` says the directions run on separate engines on
+    a GPU with two or more copy engines, and take turns on the T4's single one."""
     p = tmp_path / "c.sqlite"
     build_scenario("h2d_pageable_step", str(p), flavor="2024.2")
     con = sqlite3.connect(p)
@@ -252,4 +248,28 @@ def test_copy_directions_advice_beside_a_one_engine_gpu_is_conditional(tmp_path:
     con.commit()
     con.close()
     adv = finding_of(analyze_path(str(p), options_from_kwargs()).to_dict(), "copy_path")["recommendation"]
-    assert ADVICE["copy_pace.engines"].text not in adv, adv
+    assert ADVICE["copy_pace.engines"].text not in adv and ADVICE["copy_pace.engines.one"].text not in adv, adv
+    assert ADVICE["copy_pace.engines.some"].text in adv, adv
+
+
+def _facts(*gpus: tuple) -> Any:
+    """TraceFacts listing GPUs (id, asyncEngines, ran_kernels) and nothing else."""
+    from nsys_llm_explainer.analyses.trace.facts import GpuFact, TraceFacts
+    return TraceFacts(tuple(GpuFact(i, f"GPU {i}", "9.0", "Hopper", (), "compute capability", ran, ce)
+                            for i, ce, ran in gpus), "inference", (), "", (), "", False, "", False, "", False,
+                      False, "", False, ())
+
+
+@pytest.mark.parametrize("gpus,device,want", [
+    (((0, 1, None),), 0, True), (((0, 3, None),), 0, False), (((0, None, None),), 0, None),
+    (((0, 3, None), (1, 1, None)), 0, "some"),           # an H100 beside a T4, device 0 tied to neither
+    (((0, None, None), (1, 1, None)), 0, "some"),        # one records 1, the other nothing: device 0 may be the one
+    (((0, 3, None), (1, None, None)), 0, None),          # no GPU records 1: not recorded (the two-engine line)
+    (((0, 3, True), (1, 1, False)), 0, False), (((0, 3, False), (1, 1, True)), 1, True),   # tied: that GPU's
+    (((0, 3, None), (1, 2, None)), 0, False),
+])
+def test_one_copy_engine_by_the_gpus_the_device_may_be(gpus: tuple, device: int, want: Any) -> None:
+    """`gpu_one_copy_engine` (docs/FINDINGS.md, "Facts"): the GPU of the device where the export ties it to one, else
+    every listed GPU: one value when they agree, "some" when one of them records a single copy engine and another
+    does not, None when the others are only unrecorded."""
+    assert _facts(*gpus).one_copy_engine(device) == want

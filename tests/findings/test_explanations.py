@@ -82,6 +82,11 @@ TEXT_RULES = [
     # its condition where the GPU is not known (claims sweep C1)
     (r"; programmatic dependent launch", "gpu_pdl", {True}),
     (r"programmatic dependent launch", "gpu_pdl", {True, None}),
+    # copy directions on separate engines: unconditional only where no GPU the device may be records one copy engine
+    # (None: not recorded — today's words kept), with its condition where one of the listed GPUs has one (sweep C6)
+    (r"copies run on separate copy engines only when", "gpu_one_copy_engine", {False, None}),
+    (r"on a GPU with two or more copy engines", "gpu_one_copy_engine", {"some"}),
+    (r"This GPU has one copy engine", "gpu_one_copy_engine", {True}),
 ]
 
 

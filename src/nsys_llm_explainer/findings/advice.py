@@ -55,9 +55,10 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the processes that made the CUDA calls are native programs, not a Python interpreter (TraceFacts.native_host;
     # None: not known); set by findings/idle.py only
     "native_host": (True, False, None),
-    # the copy-path finding's GPU has one copy engine (``asyncEngines`` 1; None: not recorded, or the GPUs differ;
+    # the copy-path finding's GPU has one copy engine (``asyncEngines`` 1; "some": the device may be a GPU with one or
+    # one with more — the GPUs differ and the export does not tie the device to one; None: not recorded;
     # TraceFacts.one_copy_engine), set by findings/copy_path.py only
-    "gpu_one_copy_engine": (True, False, None),
+    "gpu_one_copy_engine": (True, False, None, "some"),
 }
 
 _PT = ("pytorch",)
@@ -152,6 +153,11 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("copy_pace.engines.one", "This GPU has one copy engine (`asyncEngines` 1): host-to-device and device-to-host "
        "copies take turns on it whatever their streams, so the two directions add up; split large transfers into "
        "chunks pipelined with the kernels that consume them.", copies_host=(True,), gpu_one_copy_engine=(True,)),
+    _a("copy_pace.engines.some", "To use both copy directions at once on a GPU with two or more copy engines, issue "
+       "host-to-device and device-to-host copies on different streams (only then do they run on separate engines); "
+       "one of the listed GPUs has a single copy engine (`asyncEngines` 1), on which the two directions take turns "
+       "whatever their streams, and the export does not say which GPU this device is. Split large transfers into "
+       "chunks pipelined with the kernels that consume them.", copies_host=(True,), gpu_one_copy_engine=("some",)),
     _a("copy_pace.fewer", "A saturated copy engine gains from larger, fewer copies (per-copy overhead) and from not "
        "copying what the step does not need; the kernels under it only get faster once the copies take less time."),
     _a("copy_pace.less", "A saturated copy engine gains from not copying what the step does not need (these copies "

@@ -65,7 +65,8 @@ def advice_ids(path: str, pageable: bool, other_direction: bool, large: bool) ->
     if path in ("D2D", "P2P"):      # layout changes and clones are the source of small copies (copy.d2d)
         ids = ["copy_pace.d2d.large" if large else "copy_pace.d2d"]
     elif path in HOST_PATHS:
-        ids = ["copy_pace.host.resident"] + (["copy_pace.engines", "copy_pace.engines.one"] if other_direction else [])
+        ids = ["copy_pace.host.resident"] + (
+            ["copy_pace.engines", "copy_pace.engines.one", "copy_pace.engines.some"] if other_direction else [])
         if pageable:
             ids += ["copy.pageable", "pageable.pin.torch"]
     else:

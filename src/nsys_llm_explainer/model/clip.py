@@ -69,6 +69,16 @@ def _take(t: R, sel: Tuple[Rows, np.ndarray, np.ndarray], relink: Relink, **fixe
     return dataclasses.replace(t, **{**cols, **fixed})
 
 
+def api_relink(model: TraceModel, start_ns: int, end_ns: int) -> Relink:
+    """``launch_idx`` of the whole model (a row of its API table, or -1) → the row of the API table of
+    ``clip_model(model, start_ns, end_ns)`` (-1 when that call lies outside the window): how a GPU row outside the
+    window finds its launch call inside it (analyses/steps/host_evidence.py)."""
+    a = model.api
+    if a is None:
+        return _relink(None, 0)
+    return _relink(_select(a.start, a.end, int(start_ns), int(end_ns))[0], len(a))
+
+
 def clip_model(model: TraceModel, start_ns: int, end_ns: int) -> TraceModel:
     """A new :class:`TraceModel` holding only the rows intersecting ``[start_ns, end_ns)``, clipped to it."""
     w0, w1 = int(start_ns), int(end_ns)

@@ -14,6 +14,7 @@ from typing import Callable, ClassVar, Dict, Optional, Tuple
 import numpy as np
 
 from ...jsonable import NONE_OMITTED, FieldsJson
+from ...model.clip import api_relink
 from ...model.timeline import D2H, H2D, PAGEABLE, rows_by_value
 from ...model.trace import ApiCalls, TraceModel
 from ..api import classes as ac
@@ -63,9 +64,15 @@ class HostSampling(FieldsJson):
 
 class StepSyncContext:
     """Per-model inputs of every series (computed once): per API row whether it is a blocking call and
-    whether it issued a device-to-host copy, and its base-name index."""
+    whether it issued a device-to-host copy, and its base-name index.
 
-    def __init__(self, steady: TraceModel) -> None:   # the analysis window's model
+    ``steady``: the analysis window's model; what a call in it copied comes from the whole capture's copy rows
+    (``model``, clipped to ``[start_ns, end_ns)`` as ``steady`` is; None: ``steady``'s own): a call in the window
+    whose copy runs past the window's end — the last step's readback when the window ends at the last kernel, the
+    instant its copy starts — still issued a device-to-host copy (docs/FINDINGS.md, "Per-step synchronization")."""
+
+    def __init__(self, steady: TraceModel, model: Optional[TraceModel] = None, start_ns: int = 0,
+                 end_ns: int = 0) -> None:
         self.model = steady
         api = steady.api
         self.ok = api is not None and len(api) > 0
@@ -86,9 +93,13 @@ class StepSyncContext:
         primary = api.primary
         self.copy_rows: np.ndarray = np.empty(0, np.int64)          # API rows that issued a D→H / H→D copy, ascending
         self.copy_row_bytes: np.ndarray = np.empty(0, np.float64)   # … the bytes each one copied
-        mc = steady.memcpy
+        mc, relink = steady.memcpy, None
+        if model is not None and model is not steady:
+            mc, relink = model.memcpy, api_relink(model, start_ns, end_ns)
         if mc is not None and len(mc):
-            li = np.asarray(mc.launch_idx, np.int64)
+            li = np.asarray(mc.launch_idx if mc.launch_idx.shape[0] == len(mc) else np.full(len(mc), -1), np.int64)
+            if relink is not None:
+                li = relink(li)                # a row of the window's API table, -1: a call outside the window
             kind = np.asarray(mc.copy_kind, np.int64)
             is_d2h, is_h2d = (kind == D2H) & (li >= 0), (kind == H2D) & (li >= 0)
             d2h[li[is_d2h]] = True

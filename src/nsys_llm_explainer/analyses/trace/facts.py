@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -58,6 +58,8 @@ _NAME_CC: Tuple[Tuple[re.Pattern[str], Tuple[int, int]], ...] = tuple((re.compil
 PDL_MIN_CC = (9, 0)
 #: share (%) of copy busy time under kernels from which copies "already overlap kernels"
 COPY_OVERLAP_PCT = 50.0
+#: :meth:`TraceFacts.one_copy_engine` where the device may be a GPU with one copy engine or one with more
+SOME_ONE_COPY_ENGINE = "some"
 _FRAMEWORK = {"vllm": "pytorch", "sglang": "pytorch", "pytorch": "pytorch", "tensorflow": "tensorflow",
               "jax": "jax", "tensorrt": "tensorrt", "trtllm": "", "onnxruntime": "onnxruntime",
               "onnxruntime + tensorrt": "onnxruntime",
@@ -150,13 +152,17 @@ class TraceFacts(FieldsJson):
         vals = {_cc_pair(g.compute_capability) >= PDL_MIN_CC for g in tied or gpus}
         return vals.pop() if len(vals) == 1 else None
 
-    def one_copy_engine(self, device: Optional[int] = None) -> Optional[bool]:
+    def one_copy_engine(self, device: Optional[int] = None) -> Union[bool, str, None]:
         """Whether the GPU has a single copy engine (``asyncEngines`` 1: host-to-device and device-to-host copies take
         turns), false with two or more; judged as :meth:`supports_pdl` (the GPU of CUDA device ``device`` where the
-        export ties the device to a GPU, else every listed GPU); None when not recorded (or 0) or they differ."""
+        export ties the device to a GPU, else every listed GPU); :data:`SOME_ONE_COPY_ENGINE` when the device may be
+        a GPU with one copy engine or one with more or unrecorded (an H100 beside a T4 recording 1, the export not
+        tying the device to either); None when not recorded (NULL or 0), alone or beside GPUs of two or more."""
         tied = [g for g in self.gpus if g.ran_kernels is not None and g.id == device]
         vals = {None if not g.copy_engines else g.copy_engines == 1 for g in tied or self.gpus}
-        return vals.pop() if len(vals) == 1 else None
+        if len(vals) == 1:
+            return vals.pop()
+        return SOME_ONE_COPY_ENGINE if True in vals else None
 
     def gpu_names_by_device(self) -> Dict[int, str]:
         """The GPU name to show beside each device id: by ``TARGET_INFO_GPU`` id where a device id is known to be

@@ -27,7 +27,7 @@ from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE, NCCL_RE
 from ..findings.base import Check, Finding, Scope
 from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
-from .collectives import CollectivesResult
+from .collectives import CollectivesResult, p2p_only
 
 if TYPE_CHECKING:
     from .summary import DeviceRow
@@ -115,7 +115,8 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
               _check("wait_caused_share", caused, ">=", MIN_LATE_SHARE, r.rank),
               _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
               _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
-              _check("split_names", len(coll.split_names), "==", 0)]
+              _check("split_names", len(coll.split_names), "==", 0),
+              _check("point_to_point_only", int(p2p_only(coll)), "==", 0)]
     if not all(c.holds() for c in checks):
         return None
     pct = 100.0 * share

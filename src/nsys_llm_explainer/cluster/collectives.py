@@ -14,7 +14,7 @@ import numpy as np
 from ..analyses.common.stats import median, round_half_up
 from ..analyses.comms.arrival import Arrivals, excess_idle, last_arrivals, late_idle_medians
 from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
-from ..analyses.comms.nccl import rank_label
+from ..analyses.comms.nccl import P2P_RE, rank_label
 from ..jsonable import NONE_OMITTED, FieldsJson
 from .align import Alignment
 from .summary import FileSummary
@@ -147,6 +147,19 @@ class CollectivesResult(FieldsJson):
         return "in issue order"
 
 
+def p2p_many(name: str, ranks: int) -> bool:
+    """A point-to-point collective name (send / recv: ``analyses/comms/nccl.P2P_RE``) run on more than two ranks:
+    its instances name no last arriver (each kernel has one peer, not every rank running the name)."""
+    return ranks > 2 and bool(P2P_RE.search(name))
+
+
+def p2p_only(coll: CollectivesResult) -> bool:
+    """Every matched instance is of a point-to-point name (send / recv): the single-file NCCL verdict's rule, no
+    late arriver (docs/FINDINGS.md "NCCL", docs/CLUSTER.md)."""
+    names = [r.name for r in coll.by_name if r.matched]
+    return bool(names) and all(P2P_RE.search(n) for n in names)
+
+
 def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
     """(file index, pid, device) → rank name (docs/CLUSTER.md)."""
     out: Dict[Tuple[int, int, int], str] = {}
@@ -212,7 +225,13 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
         lo, hi = _indices(lens, shifts) if len(members) >= 2 else (0, 0)
         m = hi - lo
         mem = np.array(members, np.int64)
-        matched_per[mem] += m
+        # a point-to-point name among > 2 ranks: each send/recv has one peer (a ring's neighbours, another pipeline
+        # pair), so an instance is not one collective of its members: matched (by_name), but not in the ranks'
+        # matched count, waits or last arrivals; its waiting parts stay in each rank's wait_in_window_ns (time
+        # spinning, net busy) (docs/CLUSTER.md)
+        many = p2p_many(cname, len(members))
+        if not many:
+            matched_per[mem] += m
         row = NameRow(cname, len(members), m, sum(lens), sum(lens) - m * len(members), method)
         if timed and m:
             # starts[j, k]: aligned start of member j's kernel of the k-th matched instance of this name
@@ -227,6 +246,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             # kernel, a member's wait = its duration − the instance's shortest; an instance whose kernels all ran
             # as long has no last arriver and counts for nobody, in neither part
             arr = last_arrivals(np.tile(np.arange(m), len(members)), np.repeat(mem, m), -durs.reshape(-1), n)
+            if many:   # the shortest kernel is not the one every member waited for: no last arriver
+                z = np.zeros_like(arr.last)
+                arr = Arrivals(np.full_like(arr.late, -1), z, z, arr.wait, z, z)
             wait = arr.wait.reshape(len(members), m)
             sk = wait.max(axis=0)
             last_cnt += arr.last
@@ -243,7 +265,8 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             idle_first = idle[np.argmax(durs, axis=0), np.arange(m)]
             kk = np.flatnonzero(has)
             for j in range(len(members)):
-                waits[members[j]].append(wait[j])
+                if not many:
+                    waits[members[j]].append(wait[j])
                 at = kk[late_j[kk] == j]   # the instances member j arrived last at
                 late_idle[members[j]].append(excess_idle(idle[j, at], idle_first[at]))
                 late_by[members[j]].append(sk[at])

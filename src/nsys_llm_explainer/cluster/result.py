@@ -12,7 +12,7 @@ from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..jsonable import FieldsJson, built, check_schema, dataclass_from_json
 from .align import Alignment, align
 from .claims import RankClaim, make_claims
-from .collectives import MATCH_ORDER, CollectivesResult, match_collectives
+from .collectives import MATCH_ORDER, CollectivesResult, match_collectives, p2p_many, p2p_only
 from .summary import DeviceRow, FileSummary
 
 SCHEMA_VERSION = "1.0"
@@ -80,6 +80,19 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
             "one of the same name on the rank with the most, so these were matched by issue order (the k-th kernel "
             "on every rank); the kernels of one collective run at the same time, so these are different collectives "
             "(other communicators, or captures sharing none) or the clocks disagree; no late-arriver claim is made.")
+    p2p = [r for r in coll.by_name if p2p_many(r.name, r.ranks)]
+    if p2p:
+        warnings.append(
+            f"{len(p2p)} point-to-point (send / recv) collective name(s) run on more than two ranks (e.g. "
+            f"{p2p[0].name} on {p2p[0].ranks}): each send/recv has one peer (a ring's neighbours, another pipeline "
+            "pair), not every rank running the name, so an instance is not one collective of its ranks: they are "
+            "left out of the ranks' matched counts, waits and last arrivals (their time spinning still counts in "
+            "the net busy %).")
+    if p2p_only(coll):
+        warnings.append(
+            "Every matched instance is point-to-point (send / recv): a receiver waits for its sender's data, in a "
+            "one-way hand-off (a pipeline stage, a KV-cache transfer) or in an exchange of send/recv pairs, which "
+            "kernel names do not tell apart; no late-arriver claim is made (the waits stay in the tables).")
     claims = make_claims(coll, devices, al.disjoint())
     rows = tuple(replace(f, offset_ns=o, device_rows=(), nccl=()) for f, o in zip(files, al.offsets_ns))
     return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings))

@@ -49,8 +49,8 @@ METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "ke
            # cluster claims about one rank (cluster/claims.py; docs/CLUSTER.md)
            "aligned", "ranks", "matched", "last_arrivals", "wait_caused_share", "others_mean_wait_ns",
            "end_spread_p50_ns", "late_idle_share_p50",
-           "split_names", "devices", "busy_pct_gap", "net_busy_pct_gap", "devices_with_steps", "step_p50_ratio",
-           "step_period_p50_ratio", "step_p50_ties")
+           "split_names", "point_to_point_only", "devices", "busy_pct_gap", "net_busy_pct_gap", "devices_with_steps",
+           "step_p50_ratio", "step_period_p50_ratio", "step_p50_ties")
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 
 

@@ -161,6 +161,9 @@ class NcclResult(FieldsJson):
     #: the names (sorted) matched by issue order: on some rank no kernel of the name overlaps one of the reference
     #: rank's (None, not written: none)
     order_fallbacks: Optional[Tuple[str, ...]] = field(default=None, metadata=NONE_OMITTED)
+    #: matched collectives left out of the arrival figures (skew, waits, last arrivals, the verdict) beside others
+    #: that are in them: point-to-point (send / recv) among > 2 ranks (None, not written: none, or every matched one)
+    p2p_left_out: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
     def how_matched(self) -> str:
         """How the collectives were matched, in words (the report's NCCL section)."""
@@ -298,8 +301,12 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
             "pairing them across all ranks compares kernels of different peers (and steps); no arrival figures and "
             "no straggler verdict"))
 
+    # arrival figures over the matched collectives that are not point-to-point among > 2 ranks (a send/recv has one
+    # peer: the latest start of all ranks is not what a rank of a ring or of another pair waits for)
+    judged_c = matched_c & ~p2p[c_coll] if n_rank > 2 else matched_c
+    judged = int(judged_c.sum())
     # per matched collective: earliest start, latest start, last-arriving rank
-    mi = np.nonzero(mrow)[0]
+    mi = np.nonzero(judged_c[cinv])[0]
     mc = cinv[mi]
     o = np.lexsort((rank[mi], s[mi], mc))
     mi, mc = mi[o], mc[o]
@@ -343,8 +350,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     share = arr.share(late)
     lt = ranks[late]
     lt_matched = int(lt.matched or 0)
-    if lt_matched == matched:
-        of_what = "of collectives" if contested == matched else f"of the {contested} collectives with a last arriver"
+    if lt_matched == judged:
+        of_what = "of collectives" if contested == judged else f"of the {contested} collectives with a last arriver"
     else:
         of_what = f"of the {contested} collectives with a last arriver it took part in"
     late_words = (f"{lt.rank} started last in {100 * share:.0f}% {of_what}, its late arrivals causing "
@@ -352,7 +359,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     straggler = None
     reason = None
     by = {MATCH_TIME: "time", MATCH_MIXED: "time or issue order"}.get(head.matching or MATCH_ORDER, MATCH_ORDER)
-    if p2p[c_coll[matched_c]].all():
+    if p2p[c_coll[judged_c]].all():
         reason = ("the matched NCCL kernels are point-to-point (send / recv): a receiver waits for its sender's "
                   "data, in a one-way hand-off (a pipeline stage, a KV-cache transfer) or in an all-to-all exchange "
                   "of send/recv pairs (MoE expert parallelism), which kernel names do not tell apart; no straggler "
@@ -393,8 +400,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
             waiting_rank=w.rank, waiting_pid=w.pid, waiting_device_id=w.device_id, late_rank=lt.rank,
             late_pid=lt.pid, late_device_id=lt.device_id, wait_ns_total=int(arr.caused[late]),
             wait_caused_share=caused, last_arrivals=int(last_cnt[late]), late_share=round(float(share), 4),
-            matched_collectives=matched, confidence="high" if max(share, caused) >= HIGH_SHARE else "medium",
-            tied_collectives=(matched - has_last) or None, with_last_arriver=contested,
+            matched_collectives=judged, confidence="high" if max(share, caused) >= HIGH_SHARE else "medium",
+            tied_collectives=(judged - has_last) or None, with_last_arriver=contested,
             late_idle_before_p50_ns=ip, late_by_p50_ns=lp, late_idle_share_p50=sp)
     return replace(head, ranks=tuple(ranks), wait_ns_total=wait_ns_total, straggler=straggler,
-                   straggler_reason=reason)
+                   straggler_reason=reason, p2p_left_out=(matched - judged) or None)

@@ -6,9 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from synth import TraceBuilder
 from test_claims_c6 import H100, decode, graph_tokens
 
 import nsys_llm_explainer as nle
+from nsys_llm_explainer.options import options_from_kwargs
+from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.render import render_markdown
+
+US = 1_000
+MS = 1_000_000
 
 
 def test_an_anchor_iteration_says_what_it_holds(tmp_path: Path) -> None:
@@ -26,3 +33,39 @@ def test_an_anchor_iteration_says_what_it_holds(tmp_path: Path) -> None:
     assert res.comparisons[0].headline[1] == (
         "Spread p90/p50 1.00 over 19 iterations vs 1.00 over 169 (an iteration: 2 instances of the anchor kernel; "
         "10.0 kernels per iteration in `eager`, 11.8 in `graph`).")
+
+
+def _one_pass(path: Path) -> None:
+    """One kernel [10, 20) µs, then one pass of 200 distinct kernels: launch i [t, t + 5) µs, kernel [t + 10, t + 100)
+    µs, t = 50 ms + 100 µs · i. The auto window trims the 50 ms warm-up: [50.010, 70.000) ms, 19,990,000 ns, and holds
+    no repeated step (distinct names, no sync): "the auto-detected window". Rows: 201 kernels + 201 launches = 402;
+    inside: 200 kernels + launches 1…199 = 399; outside: 3."""
+    b = TraceBuilder("2024.2")
+    b.process(100, "python3")
+    b.thread(100, 1, "python3")
+    b.gpu(0)
+    b.launch(0, 5 * US, 10 * US, 20 * US, pid=100, tid=1, name="warmup_kernel")
+    for i in range(200):
+        t = 50 * MS + i * 100 * US
+        b.launch(t, t + 5 * US, t + 10 * US, t + 100 * US, pid=100, tid=1, name=f"gemm_{i}")
+    b.write(str(path))
+
+
+def test_the_timeline_span_names_the_window_as_the_report_does(tmp_path: Path) -> None:
+    """(trace: :func:`_one_pass`) --timeline-events 400 keeps the window's 399 rows; 300 keeps its start: rows
+    starting before t = 65.010 ms are kernels 0…149 and launches 1…150, 300, so 15,000,000 ns of 19,990,000. The
+    span's words said "steady window" where every other sentence says "the auto-detected window"."""
+    p = tmp_path / "t.sqlite"
+    _one_pass(p)
+    r = analyze_path(str(p), options_from_kwargs(timeline_events=400))
+    assert (r.window.method, r.window_repeats) == ("auto", False)
+    assert r.timeline_file.span.left_out == ("the 3 rows outside the auto-detected window (warm-up and tail) are left "
+                                             "out (the capture has 402 rows, over --timeline-events 400)")
+    r = analyze_path(str(p), options_from_kwargs(timeline_events=300))
+    assert r.timeline_file.span.left_out == (
+        "only the first 15,000,000 ns of the 19,990,000 ns auto-detected window are kept (300 of its 399 rows, "
+        "--timeline-events 300); the 3 rows outside the auto-detected window")
+    md = render_markdown(r)
+    assert "Timeline file `timeline.pftrace` (open it in ui.perfetto.dev): the start of the auto-detected window, " \
+           "300 rows; left out: only the first 15,000,000 ns" in md, md
+    assert "steady" not in md.split("Timeline file")[1].split("\n")[0]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from synth import TraceBuilder
 from test_claims_c6 import H100, decode, graph_tokens
+from test_claims_caf import _embed_server
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.options import options_from_kwargs
@@ -69,3 +70,19 @@ def test_the_timeline_span_names_the_window_as_the_report_does(tmp_path: Path) -
     assert "Timeline file `timeline.pftrace` (open it in ui.perfetto.dev): the start of the auto-detected window, " \
            "300 rows; left out: only the first 15,000,000 ns" in md, md
     assert "steady" not in md.split("Timeline file")[1].split("\n")[0]
+
+
+def test_a_step_sync_series_of_idle_pauses_shows_no_per_step_value(tmp_path: Path) -> None:
+    """(trace: test_claims_caf's :func:`_embed_server`, 10 requests 20 ms apart, each followed by a
+    `pthread_cond_wait` that fills > 50 % of the host time after the sync) Every one of the 9 steps is an idle pause
+    and left out: no step is measured, so the period, GPU busy, wait and host time per step have no value — the
+    table showed "0.000" in each, as if measured; now "–" (null in report.json)."""
+    p = tmp_path / "t.sqlite"
+    _embed_server().write(str(p))
+    r = analyze_path(str(p), options_from_kwargs())
+    (s,) = r.step_sync.series
+    assert (s.holds, s.steps) == (False, 9)
+    assert (s.period_p50_ns, s.period_p90_ns, s.gpu_busy_p50_ns, s.wait_p50_ns, s.exposed_p50_ns,
+            s.exposed_p90_ns) == (None,) * 6
+    assert "| 0 | `python3` | no | `cudaMemcpy` | – | – | – | – | 0.0 | 0.000 | 0.0 | every step starts after an " \
+           "idle pause" in render_markdown(r)

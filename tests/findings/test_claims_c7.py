@@ -11,9 +11,12 @@ from test_claims_c6 import H100, decode, graph_tokens
 from test_claims_caf import _embed_server
 
 import nsys_llm_explainer as nle
+from nsys_llm_explainer.analyses.trace.facts import gpu_fact
+from nsys_llm_explainer.model.info import GpuInfo
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_markdown
+from nsys_llm_explainer.render.sections.findings import facts_pairs
 
 US = 1_000
 MS = 1_000_000
@@ -86,3 +89,17 @@ def test_a_step_sync_series_of_idle_pauses_shows_no_per_step_value(tmp_path: Pat
             s.exposed_p90_ns) == (None,) * 6
     assert "| 0 | `python3` | no | `cudaMemcpy` | – | – | – | – | 0.0 | 0.000 | 0.0 | every step starts after an " \
            "idle pause" in render_markdown(r)
+
+
+
+def test_a_gpu_without_tensor_cores_has_one_parenthesis(tmp_path: Path) -> None:
+    """A GTX 1650 (compute capability 7.5 read from the name: the export records none) is Turing without tensor cores:
+    the facts line read "Turing (no tensor cores) (compute capability 7.5, from the name)", two parentheses in a
+    row; now "Turing, no tensor cores (compute capability 7.5, from the name)". (trace: C6's :func:`decode` on it)"""
+    g = gpu_fact(GpuInfo(id=0, name="NVIDIA GeForce GTX 1650"))
+    assert (g.architecture, g.compute_capability, g.source) == ("Turing, no tensor cores", "7.5", "name")
+    p = tmp_path / "t.sqlite"
+    decode("2024.2", gpu=dict(name="NVIDIA GeForce GTX 1650", computeMajor=None, computeMinor=None)).write(str(p))
+    gpus = dict(facts_pairs(analyze_path(str(p), options_from_kwargs()).facts))["GPUs"]
+    assert gpus == "NVIDIA GeForce GTX 1650: Turing, no tensor cores (compute capability 7.5, from the name), " \
+                   "tensor cores none", gpus

@@ -48,7 +48,7 @@ from .analyses.steps.phases import PhaseResult, analyze_phases, with_phase_total
 from .analyses.steps.sync import StepSyncResult, device_step_sync, step_sync_result
 from .analyses.threads.waits import WaitsResult, analyze_waits
 from .analyses.timeline.content import TimelineFile, analyze_timeline, span_launch_config
-from .analyses.timeline.span import TimelineSpan, plan_span
+from .analyses.timeline.span import TimelineSpan, named_span, plan_span
 from .analyses.trace.facts import analyze_facts
 from .analyses.trace.info import analyze_trace_info
 from .analyses.trace.session import analyze_clock
@@ -66,6 +66,7 @@ from .model.timeline import DeviceTimeline, iter_timelines
 from .model.trace import TraceModel
 from .options import Options
 from .runner import Step
+from .vocabulary.windows import window_name
 
 
 # ---------------------------------------------------------------------------------------- window and model
@@ -231,10 +232,12 @@ def _window_repeats(window: WindowResult, steps: StepResult, step_sync: StepSync
     return steps.repeat_in(window.start_ns, window.end_ns) or bool(step_sync.holding())
 
 
-def _timeline(model: TraceModel, window: WindowResult, timeline_span: TimelineSpan, idle_causes: IdleCausesResult,
-              steps: StepResult, findings: Tuple[Finding, ...], categories: CategoryResult,
-              launch_config: Optional[LaunchConfig]) -> TimelineFile:
+def _timeline(model: TraceModel, window: WindowResult, window_repeats: bool, timeline_span: TimelineSpan,
+              idle_causes: IdleCausesResult, steps: StepResult, findings: Tuple[Finding, ...],
+              categories: CategoryResult, launch_config: Optional[LaunchConfig]) -> TimelineFile:
     refs = [(f.id, f.title, f.severity, f.time_at_stake_ns, f.device_id, f.cause) for f in findings]
+    timeline_span = named_span(timeline_span, window,
+                               window_name(window.method, window.details.bins is not None, window_repeats))
     return analyze_timeline(model, window, timeline_span, idle_causes, steps, refs, categories.name_category,
                             categories.categories, launch_config)
 
@@ -312,8 +315,8 @@ STEPS: Tuple[Step, ...] = (
                                      "step_sync_claims",
                                      "copy_path_claims", "idle_found", "kernel_found", "capture_found"),
          ("findings", "headline")),
-    Step("timeline file", _timeline, ("model", "window", "timeline_span", "idle_causes", "steps", "findings",
-                                      "categories", "launch_config"), ("timeline_file",)),
+    Step("timeline file", _timeline, ("model", "window", "window_repeats", "timeline_span", "idle_causes", "steps",
+                                      "findings", "categories", "launch_config"), ("timeline_file",)),
     Step("warnings", collect_warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
     # what a cluster reads of the trace (cluster.summary): not in report.json
     Step("clock", analyze_clock, ("model",), ("clock",)),

@@ -404,7 +404,9 @@ def test_an_anchor_kernel_that_runs_once_has_no_period(tmp_path):
     c = res.comparisons[0]
     assert (c.status, c.verdict, c.change_pct, c.noise_pct) == ("too_short", "not_compared", None, None)
     assert c.headline[:2] == ("`NEW` vs `BASE`: not compared — too short to compare: BASE has 0 iterations (< 10); "
-                              "NEW has 0 iterations (< 10).", "Spread p90/p50 – over 0 iterations vs – over 0.")
+                              "NEW has 0 iterations (< 10).",
+                              "Spread p90/p50 – over 0 iterations vs – over 0 (an iteration: 1 instance of the anchor "
+                              "kernel; 11.0 kernels per iteration in `BASE`, 11.0 in `NEW`).")   # 1 GEMM + 10 others
 
 
 def test_windows_without_kernels_have_no_main_reason(tmp_path):

@@ -142,8 +142,8 @@ def test_every_advice_id_used_exists_and_every_line_is_used():
 
 @pytest.mark.parametrize("row,arch,types", [
     ({"name": "NVIDIA GeForce RTX 2080 Ti", "computeMajor": 7, "computeMinor": 5}, "Turing", {"FP16", "INT8"}),
-    ({"name": "GeForce GTX 1650", "computeMajor": 7, "computeMinor": 5}, "Turing (no tensor cores)", set()),
-    ({"name": "GeForce GTX 1650"}, "Turing (no tensor cores)", set()),
+    ({"name": "GeForce GTX 1650", "computeMajor": 7, "computeMinor": 5}, "Turing, no tensor cores", set()),
+    ({"name": "GeForce GTX 1650"}, "Turing, no tensor cores", set()),
     ({"name": "TITAN RTX"}, "Turing", {"FP16", "INT8"}),
     ({"name": "Tesla V100-SXM2-16GB", "computeMajor": 7, "computeMinor": 0}, "Volta", {"FP16"}),
     ({"name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "computeMinor": 0}, "Ampere", {"TF32", "BF16", "FP16"}),

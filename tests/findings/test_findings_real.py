@@ -49,7 +49,7 @@ FACTS = {
     "07": ("unknown", "pytorch", "Ampere"),        # two start-up kernels, no model kernel
     # MPI daxpy: no model at all
     "08": ("unknown", "", "Ampere"),
-    "10": ("inference", "pytorch", "Turing"), "12": ("inference", "tensorflow", "Turing (no tensor cores)"),
+    "10": ("inference", "pytorch", "Turing"), "12": ("inference", "tensorflow", "Turing, no tensor cores"),
     # 14: nvFuser-generated kernels (`kernel1` …) name no model layer
     "14": ("unknown", "", "Volta"), "16": ("inference", "tensorrt", "Ampere"), "19": ("unknown", "", "Ampere"),
     "23": ("inference", "pytorch", "Ampere"), "24": ("inference", "pytorch", "Ada"),

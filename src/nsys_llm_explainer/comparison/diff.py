@@ -22,7 +22,7 @@ from .measure import (
     precision_renamed,
     weighted_jaccard,
 )
-from .metric import PERIOD, change
+from .metric import ITERATION, PERIOD, change
 from .result import Comparison, Delta, FindingChange, MetricSpec, TraceSummary
 
 NO_CHANGE_PCT = 0.5     # |change| below this is reported as no change even when it is above the noise
@@ -193,6 +193,22 @@ def _harness_line(names: Sequence[str], b: TraceSummary, n: TraceSummary, unit: 
             f"{unit} period; {timed}.")
 
 
+def _iteration_words(spec: MetricSpec, b: TraceSummary, n: TraceSummary) -> str:
+    """What an anchor iteration is, after its count: the anchor instances it holds and its kernels in each trace
+    (kernels in the steady window / iterations in it). An iteration is the same work in both traces only where the
+    kernel sequence is: a CUDA-graph token of 200 kernels whose anchor runs 34 times counts 17 iterations a token, a
+    step of 12 kernels, against an eager step of 10 (docs/COMPARE.md, "The headline metric")."""
+    if spec.name != ITERATION or not spec.anchor_repeat:
+        return ""
+    per = [f"{t.kernel_count / t.units:,.1f}" if t.units else "–" for t in (b, n)]
+    return (f" (an iteration: {_instances(spec.anchor_repeat)} of the anchor kernel; {per[0]} kernels per iteration "
+            f"in {code_name(b.label)}, {per[1]} in {code_name(n.label)})")
+
+
+def _instances(k: int) -> str:
+    return f"{k} instance{'s' if k > 1 else ''}"
+
+
 def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: TraceSummary,
               n: TraceSummary, renamed: Renamed = NOT_RENAMED) -> Tuple[str, ...]:
     """The headline lines of ``c`` (``details``: every (kind, detail) delta, not only the rows ``c`` keeps;
@@ -221,7 +237,8 @@ def _headline(spec: MetricSpec, c: Comparison, details: Sequence[Delta], b: Trac
         # workload) and any part's change say nothing about NEW (docs/COMPARE.md "Too short, too different")
         tail = "" if noise is None or verdict == "not_compared" else f"; noise ±{noise:.1f} %: " + (
             "the change is larger than the noise" if c.significant else "the change is within the noise")
-        lines.append(f"Spread p90/p50 {sp[0]} over {mb.count} {count_word(spec)}s vs {sp[1]} over {mn.count}{tail}.")
+        lines.append(f"Spread p90/p50 {sp[0]} over {mb.count} {count_word(spec)}s vs {sp[1]} over {mn.count}"
+                     f"{_iteration_words(spec, b, n)}{tail}.")
     r = c.main_reason
     wb, wn = c.window_per_unit_base_ns, c.window_per_unit_new_ns
     if r is not None and wb is not None and wn is not None and verdict != "not_compared":

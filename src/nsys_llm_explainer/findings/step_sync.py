@@ -80,7 +80,8 @@ def _title(s: StepSyncSeries, share: float, overlap: int, stake: int, dev: Optio
     per launching thread: two engines sharing a GPU are two), as a share of its window (``share``) and in time
     (``overlap``) — one quantity; with ``dev`` (several devices hold) also the time of every device (``stake``).
     The period is the main series'; per-step times are in the evidence."""
-    every = dur(s.period_p50_ns) if s.period_p90_ns <= MAX_PERIOD_SPREAD * s.period_p50_ns else \
+    p50, p90 = s.period_p50_ns or 0.0, s.period_p90_ns or 0.0   # a holding series kept steps: both measured
+    every = dur(p50) if p90 <= MAX_PERIOD_SPREAD * p50 else \
         f"{dur(s.period_p50_ns)} (p50; p90 {dur(s.period_p90_ns)})"     # steps of unlike GPU work: prefill, decode
     # the host samples each next token: the next step needs it, so the work overlaps only once sampling moves
     moved = "with sampling moved to the GPU, " if _host_samples(s) else ""

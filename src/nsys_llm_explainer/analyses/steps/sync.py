@@ -57,16 +57,18 @@ class StepSyncSeries(FieldsJson):
     device_kernels: int             # kernels of the device in the window
     kernel_share: float             # kernels_in_steps / device_kernels
     kernels_per_step_p50: float
-    period_p50_ns: float
-    period_p90_ns: float
+    #: the per-step medians and p90s below are over the steps kept (no idle pause): None when none is (no step, or
+    #: every step left out as an idle pause), shown "–", not a 0 that reads as measured
+    period_p50_ns: Optional[float]
+    period_p90_ns: Optional[float]
     exposed_ns: int                 # Σ X_i
-    exposed_p50_ns: float           # per step
-    exposed_p90_ns: float
-    wait_p50_ns: float              # per step
-    wait_p90_ns: float
+    exposed_p50_ns: Optional[float]           # per step
+    exposed_p90_ns: Optional[float]
+    wait_p50_ns: Optional[float]              # per step
+    wait_p90_ns: Optional[float]
     overlap_ns: int                 # Σ R_i
-    gpu_busy_p50_ns: float          # per step
-    gpu_busy_p90_ns: float
+    gpu_busy_p50_ns: Optional[float]          # per step
+    gpu_busy_p90_ns: Optional[float]
     window_ns: int
     idle_ns: int
     exposed_pct_of_window: float
@@ -273,6 +275,9 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
         why += f"; {n_paused} step{'s' if n_paused != 1 else ''} with an idle pause (host time after the sync over " \
                f"{PAUSE} × the median period, or mostly in an OS call that waits) left out"
     tot, ovl = int(exposed.sum()), int(over.sum())
+
+    def kept(v: float) -> Optional[float]:   # a per-step statistic: none without a kept step
+        return v if period.shape[0] else None
     is_step = names == uniq[top[0]]
     is_step[np.flatnonzero(is_step)[-1:]] = False      # the last step boundary has no next step
     hs = host_sampling(ctx, int(g), lastl, e, b, is_step) if holds else None
@@ -283,10 +288,11 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
         api=api_counts[0][0], api_counts=api_counts, blocking_calls=int(rows.shape[0]), sync_points=n,
         step_sync_points=m, readback_points=int(rb.sum()), steps=max(m - 1, 0), kernels_in_steps=in_steps,
         own_kernels_in_steps=own_in_steps,
-        device_kernels=dev_k, kernel_share=share, kernels_per_step_p50=percentile(kin, 50), period_p50_ns=p50,
-        period_p90_ns=p90, exposed_ns=tot, exposed_p50_ns=x50, exposed_p90_ns=x90,
-        wait_p50_ns=percentile(step_w, 50), wait_p90_ns=percentile(step_w, 90), overlap_ns=ovl,
-        gpu_busy_p50_ns=percentile(gpu_step, 50), gpu_busy_p90_ns=percentile(gpu_step, 90), window_ns=dc.window_ns,
+        device_kernels=dev_k, kernel_share=share, kernels_per_step_p50=percentile(kin, 50), period_p50_ns=kept(p50),
+        period_p90_ns=kept(p90), exposed_ns=tot, exposed_p50_ns=kept(x50), exposed_p90_ns=kept(x90),
+        wait_p50_ns=kept(percentile(step_w, 50)), wait_p90_ns=kept(percentile(step_w, 90)), overlap_ns=ovl,
+        gpu_busy_p50_ns=kept(percentile(gpu_step, 50)), gpu_busy_p90_ns=kept(percentile(gpu_step, 90)),
+        window_ns=dc.window_ns,
         idle_ns=dc.idle_ns, exposed_pct_of_window=pct(tot, dc.window_ns), exposed_pct_of_idle=pct(tot, dc.idle_ns),
         overlap_pct_of_window=pct(ovl, dc.window_ns), overlap_pct_of_idle=pct(ovl, dc.idle_ns),
         exposed_by_cause=by_cause, claimed=claimed, first_ns=int(e[0]), last_ns=int(e[-1]), host_sampling=hs,

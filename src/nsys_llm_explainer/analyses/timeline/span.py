@@ -4,7 +4,7 @@ window that holds at most ``--timeline-events`` rows. Definitions: docs/MODEL.md
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, List, Tuple
 
 import numpy as np
@@ -52,10 +52,9 @@ def plan_span(model: TraceModel, steady: TraceModel, window: WindowResult, limit
     if capture <= limit:
         return TimelineSpan(True, limit, "capture", int(window.full_start_ns), int(window.full_end_ns), capture,
                             inside, capture, "")
-    outside = (f"the {capture - inside:,} rows outside the steady window (warm-up and tail) are left out "
-               f"(the capture has {capture:,} rows, over --timeline-events {limit:,})")
     if inside <= limit:
-        return TimelineSpan(True, limit, "steady", w0, w1, capture, inside, inside, outside)
+        return TimelineSpan(True, limit, "steady", w0, w1, capture, inside, inside,
+                            _left_out("steady", window, w1, capture, inside, inside, limit, STEADY))
     tables = row_starts(steady)   # clipped to the window: every start is in [w0, w1)
     lo, hi = w0, w1               # invariant: rows before lo ≤ limit < rows before hi
     while hi - lo > 1:
@@ -65,7 +64,34 @@ def plan_span(model: TraceModel, steady: TraceModel, window: WindowResult, limit
         else:
             hi = mid
     kept = _rows_before(tables, lo)
-    rest = f"; {outside.split(' (')[0]}" if capture > inside else ""
     return TimelineSpan(True, limit, "steady_start", w0, lo, capture, inside, kept,
-                        f"only the first {lo - w0:,} ns of the {w1 - w0:,} ns steady window are kept ({kept:,} of its "
-                        f"{inside:,} rows, --timeline-events {limit:,}){rest}")
+                        _left_out("steady_start", window, lo, capture, inside, kept, limit, STEADY))
+
+
+#: the window's name :func:`plan_span` words its ``left_out`` with, before the report knows whether the window holds
+#: repeated steps; :func:`named_span` rewords it with the window's name (vocabulary.windows.window_name)
+STEADY = "the steady window"
+
+
+def _left_out(kept: str, window: WindowResult, end: int, capture: int, inside: int, kept_rows: int, limit: int,
+              where: str) -> str:
+    """What a span that keeps ``kept`` (``steady`` / ``steady_start``, up to ``end``) leaves out, the window named
+    ``where``; the rows outside are "(warm-up and tail)" only where the window rule trimmed them."""
+    w0, w1 = int(window.start_ns), int(window.end_ns)
+    outside = f"the {capture - inside:,} rows outside {where}"
+    if kept == "steady":
+        trimmed = " (warm-up and tail)" if window.method == "auto" else ""
+        return (f"{outside}{trimmed} are left out (the capture has {capture:,} rows, over --timeline-events "
+                f"{limit:,})")
+    rest = f"; {outside}" if capture > inside else ""
+    return (f"only the first {end - w0:,} ns of the {w1 - w0:,} ns {where.split(' ', 1)[1]} are kept ({kept_rows:,} "
+            f"of its {inside:,} rows, --timeline-events {limit:,}){rest}")
+
+
+def named_span(span: TimelineSpan, window: WindowResult, where: str) -> TimelineSpan:
+    """``span`` with its ``left_out`` naming the window ``where`` (the report's window name, known once the steps
+    are: "the auto-detected window" when it holds no repeated steps)."""
+    if where == STEADY or span.kept not in ("steady", "steady_start"):
+        return span
+    return replace(span, left_out=_left_out(span.kept, window, int(span.end_ns), span.capture_rows, span.steady_rows,
+                                            span.kept_rows, span.limit_rows, where))

@@ -221,7 +221,7 @@ def gpu_fact(g: GpuInfo) -> Optional[GpuFact]:
         if lo <= cc <= hi:
             arch, types = a, t
     if _NO_TENSOR_CORES.search(name):
-        arch, types = arch + " (no tensor cores)", ()
+        arch, types = arch + ", no tensor cores", ()   # one parenthesis after it: the capability's
     return GpuFact(gid, name, f"{cc[0]}.{cc[1]}", arch, tuple(types), source, copy_engines=engines)
 
 

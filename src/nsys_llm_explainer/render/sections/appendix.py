@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, List, Sequence
 
 from ...vocabulary.cause_kinds import KINDS
 from ...vocabulary.units import fmt_bool, fmt_bytes, fmt_count, fmt_dur, fmt_int
+from ...vocabulary.windows import window_name
 from ..document import (
     Code,
     Data,
@@ -32,8 +33,7 @@ if TYPE_CHECKING:
 ROW_COUNT_LABELS = (("kernels", "kernels"), ("cuda_api", "CUDA API calls"), ("nvtx_ranges", "NVTX ranges"),
                     ("memcpy", "memcpy"), ("memset", "memset"), ("sync", "sync records"),
                     ("graph_trace", "graph-trace rows"))
-_KEPT = {"capture": "the whole capture", "steady": "the steady window",
-         "steady_start": "the start of the steady window"}
+_KEPT = {"capture": "the whole capture"}   # steady / steady_start: the window's name (vocabulary.windows)
 
 
 def _session(t: TraceInfoResult) -> Inline:
@@ -50,7 +50,9 @@ def timeline_note(v: View) -> Inline:
     span, idle_out = v.r.timeline_file.span, v.r.timeline_file.idle_left_out
     if not span.written:
         return inline(" No ", Code("timeline.pftrace"), " (", Code("--timeline-events 0"), ").")
-    kept = _KEPT.get(span.kept, span.kept)
+    w = v.r.window
+    where = window_name(w.method, w.details.bins is not None, v.r.window_repeats)
+    kept = {"steady": where, "steady_start": f"the start of {where}"}.get(span.kept) or _KEPT.get(span.kept, span.kept)
     n = len(idle_out)
     idle = (f"; the idle-cause track{'s' if n > 1 else ''} of {n:,} device{'s' if n > 1 else ''} (their idle slices "
             f"would pass the file's {span.limit_rows:,})" if idle_out else "")

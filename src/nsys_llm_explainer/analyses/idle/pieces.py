@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Callable, List, Sequence, Tuple
 
 import numpy as np
@@ -84,6 +85,11 @@ class DeviceGaps:
     queued_from: np.ndarray
     copy_cover: Cover
     copy_det: np.ndarray
+
+    @cached_property
+    def copy_ends(self) -> np.ndarray:
+        """The device's copy ends (clipped to the window), sorted: sorted once, read by every thread's pass."""
+        return np.sort(self.tl.copy_end)
 
 
 #: the pieces of one thread's gaps, in time order: (gap index, kind code, detail code, length ns, start ns, shadow);
@@ -203,7 +209,7 @@ def thread_pieces(host: HostContext, gaps: DeviceGaps, g: int, gi: np.ndarray) -
         r = gaps.copy_cover.row(t0[cand])
         # and a copy ends after the piece, within its gap: else the work after the gap started while every copy in
         # flight still ran — it waited on none of them (docs/MODEL.md, "idle causes", row 1)
-        ends = np.sort(tl.copy_end)
+        ends = gaps.copy_ends
         j = np.searchsorted(ends, ge[gap[cand]], side="right") - 1
         hit = (r >= 0) & (j >= 0) & (ends[np.maximum(j, 0)] > t0[cand])
         cp, cdet = cand[hit], copy_det[r[hit]]

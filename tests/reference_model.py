@@ -874,6 +874,13 @@ COMM_NAME_RE = re.compile(
     re.IGNORECASE)
 
 
+def comm_devices(tr: Trace, w0: int, w1: int, devices: List[int]) -> List[int]:
+    """``comm_exposed_pct``'s devices: of ``devices`` (those that ran kernels), the ones with a communication kernel
+    (:data:`COMM_NAME_RE`) inside [w0, w1)."""
+    return sorted(d for d in devices if any(g.device == d and g.name and COMM_NAME_RE.search(g.name)
+                                            and g.end > w0 and g.start < w1 for g in tr.activity))
+
+
 def comm_exposed_pct(tr: Trace, w0: int, w1: int, devices: List[int],
                      wait: Optional[Tuple[Dict[int, int], int]]) -> float:
     """``comm_exposed_pct``: 100 · Σ |C \\ K| / Σ window over ``devices``, C = a device's communication kernels, K =

@@ -427,6 +427,8 @@ def test_finding_checks_hold(ctx):
             pooled = (chk.get("scope") or {}).get("devices")
             if pooled is not None:
                 want = rm.kernel_devices(ctx.timelines(ctx.steady))
+                if chk.get("metric") == "comm_exposed_pct":   # of those, the devices that ran communication
+                    want = rm.comm_devices(ctx.ref, *ctx.steady, want)
                 got = sorted(ctx.device_map()[d] for d in pooled)
                 if got != want:
                     problems.append(f"{where}: pooled over devices {got}, the reference's devices that ran kernels "

@@ -84,8 +84,9 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
     if p2p:
         warnings.append(
             f"{len(p2p)} point-to-point (send / recv) collective name(s) run on more than two ranks (e.g. "
-            f"{p2p[0].name} on {p2p[0].ranks}): each send/recv has one peer (a ring's neighbours, another pipeline "
-            "pair), not every rank running the name, so an instance is not one collective of its ranks: they are "
+            f"{p2p[0].name} on {p2p[0].ranks}): a send/recv kernel exchanges with its own peers (a ring's neighbours, "
+            "a pipeline pair, or every rank in an all-to-all), which kernel names do not tell apart, so an instance "
+            "need not be one collective of its ranks: they are "
             "left out of the ranks' matched counts, waits and last arrivals (their time spinning still counts in "
             "the net busy %).")
     if p2p_only(coll):

@@ -24,6 +24,17 @@ def _op_words(ops: List[str]) -> str:
     return "the " + (ops[0] if len(ops) == 1 else ", ".join(ops[:-1]) + " and " + ops[-1])
 
 
+def _devices_words(ids: Sequence[int], ran: Sequence[int], gpu_time: GpuTimeResult) -> str:
+    """Over which devices the exposed share is pooled, in words: those of the devices that ran the workload's kernels
+    (:func:`.base.pooled_words`) that ran communication kernels; the others named as running none."""
+    if list(ids) == list(ran):
+        return pooled_words(gpu_time)
+    none = [d for d in ran if d not in ids]
+    text = f"device {ids[0]}" if len(ids) == 1 else "devices " + ", ".join(str(i) for i in ids) + " summed"
+    return (text + ", the devices that ran communication kernels; " + ", ".join(f"device {i}" for i in none)
+            + " ran none and " + ("is" if len(none) == 1 else "are") + " not counted")
+
+
 def _straggler_wait(exposure: CommExposureResult, nccl: NcclResult, ids: Sequence[int]) -> Tuple[int, List[int]]:
     """The wait the ``nccl_wait`` finding claims, as exposed ns to leave out, and the devices it lies on: per device
     of ``ids`` other than the late rank's, the waits (``wait_ns_total``) of its ranks other than the late rank, at
@@ -44,13 +55,17 @@ def _straggler_wait(exposure: CommExposureResult, nccl: NcclResult, ids: Sequenc
 def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: TraceFacts, window: WindowResult,
                  repeats: bool, nccl: NcclResult, traits: KernelTraitsResult) -> Optional[Finding]:
     """``comm_exposed``: communication kernels run with no compute kernel beside them (exposed, docs/METRICS.md
-    "Exposed communication") ≥ ``COMM_EXPOSED_PCT`` of the window, pooled over the devices that ran kernels, less
-    the wait the ``nccl_wait`` finding explains (the straggler verdict's ``wait_ns_total``, at most the waiting
-    device's exposed ns: claimed once); time at stake = the exposed ns left (which ``gpu_bound`` then leaves out of
-    its own). The advice follows the collectives that are exposed (all-reduce: DDP / tensor parallelism by the
-    workload; all-gather, reduce-scatter: FSDP). ``repeats``: the window holds repeated steps (its name)."""
-    ids = gpu_time.kernel_devices()
-    if not exposure.available or not ids:
+    "Exposed communication") ≥ ``COMM_EXPOSED_PCT`` of the window, pooled over the devices that ran kernels and
+    communication kernels among them, less the wait the ``nccl_wait`` finding explains (the straggler verdict's
+    ``wait_ns_total``, at most the waiting device's exposed ns: claimed once); time at stake = the exposed ns left
+    (which ``gpu_bound`` then leaves out of its own). The advice follows the collectives that are exposed
+    (all-reduce: DDP / tensor parallelism by the workload; all-gather, reduce-scatter: FSDP). ``repeats``: the
+    window holds repeated steps (its name)."""
+    ran = gpu_time.kernel_devices()
+    # pooled over the devices that ran communication kernels in the window: a device with none (a pipeline pair on 2
+    # of 4 GPUs) has no exposed communication to share, and its window would dilute the share of those that do
+    ids = [d for d in ran if any(c.device_id == d for c in exposure.devices)] if exposure.available else []
+    if not ids:
         return None
     exposed, win, comm, ov = exposure.pooled(ids)
     v = nccl.straggler if nccl.available else None
@@ -73,7 +88,7 @@ def comm_exposed(exposure: CommExposureResult, gpu_time: GpuTimeResult, facts: T
     named = [op for op, (ns, _) in ranked if ns * 10 >= exposed][:3] or [ranked[0][0]]
     where = window_name(window.method, window.details.bins is not None, repeats)
     ov_pct = 100.0 * ov / comm if comm else 0.0
-    ev = [f"{dur(measured)} of {dur(win)} ({100.0 * measured / win:.1f} %, {pooled_words(gpu_time)}): "
+    ev = [f"{dur(measured)} of {dur(win)} ({100.0 * measured / win:.1f} %, {_devices_words(ids, ran, gpu_time)}): "
           "communication kernels (categories " + ", ".join(f"`{c}`" for c in COMM_CATEGORIES) + ") run with no compute "
           f"kernel (one of another category) beside them, so the compute streams wait; compute overlaps "
           f"{ov_pct:.1f} % of their {dur(comm)}.",

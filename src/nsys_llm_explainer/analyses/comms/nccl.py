@@ -34,8 +34,11 @@ NCCL_RE = re.compile(r"nccl", re.IGNORECASE)
 COLL_RE = re.compile(r"nccl\w*", re.IGNORECASE)
 #: point-to-point NCCL kernels (send / recv), by their collective name (:func:`collective_name`): a receiver that
 #: waits for its sender waits on the data it receives (a pipeline stage, a prefill-to-decode KV hand-off), not on a
-#: late rank of a collective, so they take no part in the straggler verdict
-P2P_RE = re.compile(r"_(?:SendRecv|Send|Recv)(?:_|$)", re.IGNORECASE)
+#: late rank of a collective, so they take no part in the straggler verdict. Spellings: ``ncclDevKernel_SendRecv``,
+#: ``ncclDevKernel_Send`` / ``_Recv`` (NCCL >= 2.19), ``ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t`` (2.9 - 2.18),
+#: ``ncclSendRecvKernel_copy_i8`` (2.7 - 2.8), and a mangled name left undemangled
+#: (``_Z22ncclDevKernel_SendRecv24ncclDevKernelArgs...``: the length of the next name follows)
+P2P_RE = re.compile(r"(?:^nccl|_)(?:SendRecv|Send|Recv)(?=_|Kernel|\d|$)", re.IGNORECASE)
 CUSTOM_AR_RE = re.compile(r"cross_device_reduce|all_?reduce", re.IGNORECASE)
 #: matched kernels "end together" when their median end spread is at most this share of the median wait / skew
 #: (the one definition, also used by the cluster's late-arriver claim)
@@ -297,9 +300,10 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     p2p = np.array([bool(P2P_RE.search(n)) for n in coll_names], bool)
     if n_rank > 2 and p2p[c_coll[matched_c]].all():   # a send/recv has one peer: order across all ranks pairs others
         return replace(head, straggler_reason=(
-            f"the matched NCCL kernels are point-to-point (send / recv) among {n_rank} ranks: each has one peer, so "
-            "pairing them across all ranks compares kernels of different peers (and steps); no arrival figures and "
-            "no straggler verdict"))
+            f"the matched NCCL kernels are point-to-point (send / recv) among {n_rank} ranks: each exchanges with its "
+            "own peers (a ring's neighbours, a pipeline pair, or every rank in an all-to-all), which kernel names do "
+            "not tell apart, so pairing them across all ranks may compare kernels of different peers (and steps); "
+            "no arrival figures and no straggler verdict"))
 
     # arrival figures over the matched collectives that are not point-to-point among > 2 ranks (a send/recv has one
     # peer: the latest start of all ranks is not what a rank of a ring or of another pair waits for)

@@ -253,8 +253,9 @@ def sec_nccl(v: View) -> SectionResult:
            f"{fmt_int(nc.matched_collectives)} matched, {fmt_int(nc.unmatched_kernels)} NCCL kernels outside them.")
     if nc.p2p_left_out:   # a send/recv among > 2 ranks has one peer: the others' starts are not what it waits for
         how += (f" The {fmt_int(nc.p2p_left_out)} point-to-point (send / recv) ones among {len(nc.ranks)} ranks are "
-                "left out of the arrival figures (mean to waits caused) and the straggler verdict: each has one "
-                "peer, not every rank.")
+                "left out of the arrival figures (mean to waits caused) and the straggler verdict: each exchanges "
+                "with its own peers (a ring's neighbours, a pipeline pair, or every rank in an all-to-all), which "
+                "kernel names do not tell apart.")
     body: List[Any] = [para(f"{fmt_int(nc.nccl_kernel_count)} NCCL kernels, {fmt_dur(nc.nccl_total_ns)} "
                             "(whole capture): ", per, "." + how)]
     if nc.ranks:

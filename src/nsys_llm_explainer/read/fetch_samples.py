@@ -115,5 +115,5 @@ def capture_requested(schema: Schema) -> Optional[bool]:
     return None if v is None else v.strip().lower() == "true"
 
 
-__all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "count_samples_by_pid", "fetch_sample_times", "fetch_samples",
-                       "has_samples_tables"]
+__all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "count_samples_by_pid",
+                       "fetch_sample_times", "fetch_samples", "has_samples_tables"]

@@ -54,9 +54,9 @@ def _other_processes(model: TraceModel, cuda: Dict[int, Dict[str, int]]) -> Opti
     """The processes outside ``cuda`` (the pids with kernels or CUDA API calls) with NVTX ranges, CPU samples or
     OS-runtime calls, most recorded activity first (then by pid); None when there is none."""
     counts: Dict[int, Dict[str, int]] = {}
-    for rows, what in ((model.nvtx, "nvtx_ranges"), (model.osrt, "os_runtime_calls")):
-        if rows is not None and len(rows):
-            u, c = np.unique(rows.pid, return_counts=True)
+    for table, what in ((model.nvtx, "nvtx_ranges"), (model.osrt, "os_runtime_calls")):
+        if table is not None and len(table):
+            u, c = np.unique(table.pid, return_counts=True)
             for p, n in zip(u.tolist(), c.tolist()):
                 counts.setdefault(p, {})[what] = n
     for p, n in model.info.samples_by_pid.items():

@@ -87,7 +87,7 @@ def sec_trace(v: View) -> SectionResult:
     if others:
         more = f"; and {len(others) - 8:,} more" if len(others) > 8 else ""
         items.append(inline("Other processes with recorded activity (no CUDA calls): ", joined([inline(
-            "pid ", Data(p.pid), " ", Code(p.name, 40), " (", ", ".join(
+            "pid ", Data(p.pid), (" ", Code(p.name, 40)) if p.name else None, " (", ", ".join(
                 fmt_count(n, what) for n, what in ((p.nvtx_ranges, "NVTX range"), (p.cpu_samples, "CPU sample"),
                                                    (p.os_runtime_calls, "OS-runtime call")) if n), ")")
             for p in others[:8]], "; "), more, "."))

@@ -228,3 +228,21 @@ def test_compare_slow_driver_with_ten_anchors_a_step_is_not_no_change(tmp_path: 
     assert c.headline[0] == "`B` is 118.0 % slower than `A` on the median iteration period: 1.186 ms → 2.586 ms."
     assert c.headline[2].startswith("Main reason: GPU idle with the host in an OS call (idle cause `osrt`) +1.400 ms "
                                     "per iteration, of which `epoll_wait` +1.400 ms")
+
+
+def test_the_driver_and_raylet_are_named_as_processes_without_cuda_calls(tmp_path: Path) -> None:
+    """sched 100 µs, GEMMs 1,800 µs, `raylet` busy: the driver (`python3`, pid 1000) has per step one `schedule`
+    range, one CPU sample (one per 100 µs of 100 µs) and two OS calls (`sendmsg`, `futex`): 20, 20 and 40 over the
+    20 steps; `raylet` (pid 50) is sampled every 100 µs from send + 30 µs to the step's end at send + 1,856 µs
+    (recv + 20 µs + 10 GEMMs of 180 µs + 16 µs): ⌊1,826 / 100⌋ = 18 per step, 360 in all, no NVTX nor OS call.
+    Most activity first: `raylet` (360) before `python3` (80); `gcs_server` (no activity) and the two workers
+    (CUDA calls) are not in the list; before this, the trace section named the workers alone."""
+    p = _ray(tmp_path / "t.sqlite", raylet_busy=True)
+    rep = analyze_path(p, options_from_kwargs())
+    assert rep.to_dict()["trace"]["other_processes"] == [
+        {"pid": 50, "name": "raylet", "nvtx_ranges": 0, "cpu_samples": 360, "os_runtime_calls": 0},
+        {"pid": 1000, "name": "python3", "nvtx_ranges": 20, "cpu_samples": 20, "os_runtime_calls": 40}]
+    assert [p["pid"] for p in rep.to_dict()["trace"]["processes"]] == [2000, 2001]
+    md = nle.render_markdown(rep)
+    assert ("- Other processes with recorded activity (no CUDA calls): pid 50 `raylet` (360 CPU samples); pid 1000 "
+            "`python3` (20 NVTX ranges, 20 CPU samples, 40 OS-runtime calls).") in md.splitlines()

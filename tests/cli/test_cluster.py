@@ -341,3 +341,29 @@ def test_cli_without_quiet_says_what_it_wrote(straggler, tmp_path, capsys):
     assert capsys.readouterr().out.splitlines() == [
         f"nsys-llm-explain: wrote {out / 'cluster.md'}, cluster.json, tables/, ranks/ (4 files)",
         "  rank3 is the rank the others wait for at NCCL collectives"]
+
+
+def test_ranks_heading_names_the_files_windows(straggler, pool_result):
+    """The Ranks heading and chart caption take the files' window words (``files[].window_name``,
+    vocabulary.windows.window_name), not "steady window" whatever the files' windows are: the planted straggler's four
+    files each have a steady window (repeated steps, trimmed); with ``--window`` each file's window is the one set by
+    that option; with files whose windows differ (one file's made the whole capture here) the words are "analysis
+    window", and the caption points at each file's."""
+    from dataclasses import replace
+
+    from nsys_llm_explainer.render.cluster import render_cluster_html
+
+    assert [f.window_name for f in pool_result.files] == ["the steady window"] * 4
+    assert "## Ranks (steady window of each file)" in render_cluster_markdown(pool_result)
+    two = pool_result.files[:2]   # ranks 0 and 1: one clock (rank 2 is exported with --ts-normalize)
+    w = (max(f.window_start_ns for f in two), min(f.window_end_ns for f in two))
+    set_ = nle.analyze_cluster([str(straggler[0] / f"{f.label}.sqlite") for f in two], jobs=1, window=w)
+    assert [f.window_name for f in set_.files] == ["the window set by --window"] * 2
+    assert "## Ranks (window set by --window of each file)" in render_cluster_markdown(set_)
+    files = list(pool_result.files)
+    files[1] = replace(files[1], window_name="the whole capture")
+    mixed = replace(pool_result, files=tuple(files))
+    md, page = render_cluster_markdown(mixed), render_cluster_html(mixed)
+    assert "## Ranks (analysis window of each file)" in md and "steady window" not in md
+    assert "over its own analysis window (each file&#x27;s: cluster.json <code>files[].window_name</code>)" in page
+    assert "steady window" not in page and "ms of each file's analysis window" in page

@@ -16,6 +16,7 @@ from ..errors import InputError
 from ..jsonable import NOT_IN_JSON, FieldsJson
 from ..options import Options
 from ..vocabulary.cause_kinds import KINDS
+from ..vocabulary.windows import window_name
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -29,7 +30,7 @@ RANK_PLOTLY = "plotly.min.js"
 
 @dataclass(frozen=True)
 class DeviceRow(FieldsJson):
-    """``devices[]`` of cluster.json: one device of one file over that file's steady window."""
+    """``devices[]`` of cluster.json: one device of one file over that file's analysis window."""
 
     rank: str                         # the file label, or ``label/GPU n`` when the file has several devices
     file: str                         # the file label
@@ -51,7 +52,7 @@ class DeviceRow(FieldsJson):
 
 @dataclass(frozen=True)
 class FileSummary(FieldsJson):
-    """``files[]`` of cluster.json: one input file — its steady window, clock facts and offset on the cluster clock —
+    """``files[]`` of cluster.json: one input file — its analysis window, clock facts and offset on the cluster clock —
     as the worker that analysed it summarises it, with its devices' rows and NCCL kernels (not in ``files[]``:
     :func:`result.build_result` moves the rows to ``devices[]`` and sets the offset)."""
 
@@ -59,6 +60,8 @@ class FileSummary(FieldsJson):
     path: str
     nsys_version: Optional[str]
     window_method: str
+    #: the window in words (vocabulary.windows.window_name): "the steady window" only when the window rule judged it
+    window_name: str
     window_start_ns: int
     window_end_ns: int
     clock: ClockInfo
@@ -104,7 +107,9 @@ def summarize(report: Report, label: str) -> FileSummary:
     rows, nccl = _devices(report, label), report.nccl_series
     return FileSummary(
         label=label, path=str(report.trace.path), nsys_version=report.trace.nsys_version,
-        window_method=str(w.method), window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns),
+        window_method=str(w.method),
+        window_name=window_name(str(w.method), w.details.bins is not None, report.window_repeats),
+        window_start_ns=int(w.start_ns), window_end_ns=int(w.end_ns),
         clock=report.clock, offset_ns=None, devices=len(rows),
         nccl_kernels=sum(len(x.start) for x in nccl if not x.custom),
         headline=str(report.headline.verdict), device_rows=rows, nccl=nccl)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..read import fetch as F
 from ..read import fetch_nvtx as FN
+from ..read import fetch_samples as FS
 from ..read.connection import TraceConnection
 from ..read.fetch_launch import rowid_range
 from ..read.schema import Schema
@@ -94,6 +95,12 @@ def _rows_map(conn: TraceConnection, schema: Schema, table: str, cols: Sequence[
         except (KeyError, TypeError, ValueError):
             continue
     return out
+
+
+def _samples_by_pid(conn: TraceConnection, schema: Schema) -> Dict[int, int]:
+    """CPU samples per process over the whole capture (``TraceInfo.samples_by_pid``); empty without samples."""
+    got = FS.count_samples_by_pid(conn, schema)
+    return {} if got is None else dict(zip(got["pid"].tolist(), got["samples"].tolist()))
 
 
 def _map_devices(device: np.ndarray, pid: np.ndarray, dmap: Dict[Tuple[int, int], int]) -> np.ndarray:
@@ -286,7 +293,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
         process_names=_rows_map(conn, schema, "PROCESSES", ("globalPid", "pid", "name"),
                                 lambda p: sql_int(p["pid"]), lambda p: str(p.get("name") or "")),
         session=SessionRecord(*F.fetch_session(conn, schema)),
-        row_counts=RowCounts(), graph_trace_mode=graph_mode,
+        row_counts=RowCounts(), graph_trace_mode=graph_mode, samples_by_pid=_samples_by_pid(conn, schema),
     )
     if schema.meta_table is None:
         warnings.append("No export metadata table (EXPORT_META_DATA / META_DATA_EXPORT): nsys version unknown.")

@@ -122,3 +122,6 @@ class TraceInfo:
     session: SessionRecord
     row_counts: RowCounts
     graph_trace_mode: Optional[str]   # "Graph" / "Node" from capture metadata, when recorded
+    #: CPU samples (``COMPOSITE_EVENTS`` rows) per process, whole capture (read/fetch_samples.count_samples_by_pid);
+    #: empty when the export has no samples
+    samples_by_pid: Mapping[int, int] = field(default_factory=dict)

@@ -32,6 +32,18 @@ def count_samples(conn: TraceConnection, schema: Schema) -> int:
     return int(_query(conn, f'SELECT count(*) FROM "{EVENTS}"')[0][0]) if schema.has(EVENTS) else 0
 
 
+def count_samples_by_pid(conn: TraceConnection, schema: Schema) -> Optional[Columns]:
+    """``pid`` and ``samples`` (rows of ``COMPOSITE_EVENTS``) of every process with a CPU sample, the process decoded
+    from the sample's serialized globalTid (bits 24-47, like :func:`model.trace.pid_of`); rows with a non-integer
+    globalTid are not counted. ``None`` when the table lacks ``globalTid``. One grouped scan (the trace facts'
+    "other processes", docs/METRICS.md "Trace and capture")."""
+    if not schema.has(EVENTS, "globalTid"):
+        return None
+    sql = (f'SELECT (e.globalTid >> 24) & {0xFFFFFF} AS pid, count(*) FROM "{EVENTS}" e '
+           f"WHERE typeof(e.globalTid) = 'integer' GROUP BY pid ORDER BY pid")
+    return _fetch_ints(conn, sql, ["pid", "samples"])
+
+
 def _ints(values: Iterable[int]) -> str:
     """An SQL list of integers (our own ints, never user text)."""
     out = ",".join(str(int(v)) for v in values)
@@ -103,5 +115,5 @@ def capture_requested(schema: Schema) -> Optional[bool]:
     return None if v is None else v.strip().lower() == "true"
 
 
-__all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "fetch_sample_times", "fetch_samples",
-                       "has_samples_tables"]
+__all__: List[str] = ["CALLER_DEPTH", "capture_requested", "count_samples", "count_samples_by_pid",
+                       "fetch_sample_times", "fetch_samples", "has_samples_tables"]

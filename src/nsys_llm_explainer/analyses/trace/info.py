@@ -2,7 +2,8 @@
 
 ``path`` is the trace as the user named it (``display_path`` when given: the report file a SQLite export
 was made from, or the demo's copy); ``span_ns`` = ``end_ns − start_ns`` of all captured activity;
-``processes`` lists the PIDs with kernels or CUDA API calls (their counts); ``schema_notes`` the schema
+``processes`` lists the PIDs with kernels or CUDA API calls (their counts); ``other_processes`` those with NVTX
+ranges, CPU samples or OS-runtime calls but no CUDA call (their counts, most first); ``schema_notes`` the schema
 quirks the reader handled; ``session`` the session as the export records it (:mod:`.session`); ``capture`` the
 capture and export settings the export's metadata records (:class:`CaptureSettings`); ``row_counts`` the rows of
 each activity table the model holds (:class:`model.info.RowCounts`).
@@ -30,6 +31,41 @@ class ProcessRow(FieldsJson):
     name: str
     kernels: int
     cuda_api_calls: int
+
+
+@dataclass(frozen=True)
+class OtherProcessRow(FieldsJson):
+    """A process the trace records activity of but no CUDA call (no kernel, no CUDA API call): its name
+    (``PROCESSES``; "" unknown), NVTX ranges, CPU samples and OS-runtime calls over the whole capture."""
+
+    pid: int
+    name: str
+    nvtx_ranges: int
+    cpu_samples: int
+    os_runtime_calls: int
+
+    @property
+    def activity(self) -> int:
+        """Its recorded activity: NVTX ranges + CPU samples + OS-runtime calls (the order of the list)."""
+        return self.nvtx_ranges + self.cpu_samples + self.os_runtime_calls
+
+
+def _other_processes(model: TraceModel, cuda: Dict[int, Dict[str, int]]) -> Optional[Tuple[OtherProcessRow, ...]]:
+    """The processes outside ``cuda`` (the pids with kernels or CUDA API calls) with NVTX ranges, CPU samples or
+    OS-runtime calls, most recorded activity first (then by pid); None when there is none."""
+    counts: Dict[int, Dict[str, int]] = {}
+    for table, what in ((model.nvtx, "nvtx_ranges"), (model.osrt, "os_runtime_calls")):
+        if table is not None and len(table):
+            u, c = np.unique(table.pid, return_counts=True)
+            for p, n in zip(u.tolist(), c.tolist()):
+                counts.setdefault(p, {})[what] = n
+    for p, n in model.info.samples_by_pid.items():
+        counts.setdefault(p, {})["cpu_samples"] = n
+    names = model.info.process_names
+    rows = [OtherProcessRow(p, names.get(p, ""), c.get("nvtx_ranges", 0), c.get("cpu_samples", 0),
+                            c.get("os_runtime_calls", 0)) for p, c in counts.items() if p >= 0 and p not in cuda]
+    rows.sort(key=lambda r: (-r.activity, r.pid))
+    return tuple(rows) or None
 
 
 def _recorded() -> Any:
@@ -79,6 +115,9 @@ class TraceInfoResult(FieldsJson):
     capture: CaptureSettings = CaptureSettings()
     schema_notes: Tuple[str, ...] = ()
     session: Optional[SessionSpan] = None   # the session's recorded length, the CUDA activity's place in it
+    #: the processes with NVTX ranges, CPU samples or OS-runtime calls but no CUDA call, most activity first
+    #: (:class:`OtherProcessRow`); None (no key in report.json) when there is none
+    other_processes: Optional[Tuple[OtherProcessRow, ...]] = field(default=None, metadata=NONE_OMITTED)
 
 
 def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) -> TraceInfoResult:
@@ -101,4 +140,5 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
         start_ns=t0, end_ns=t1, span_ns=(t1 - t0) if t0 is not None and t1 is not None else 0,
         gpus=info.gpus, processes=processes,
         row_counts=info.row_counts, cuda_graph_trace_mode=info.graph_trace_mode, capture=CaptureSettings(**recorded),
-        schema_notes=tuple(model.notes), session=analyze_session(model))
+        schema_notes=tuple(model.notes), session=analyze_session(model),
+        other_processes=_other_processes(model, active))

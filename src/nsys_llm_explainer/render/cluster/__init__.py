@@ -83,7 +83,15 @@ def sec_claims(d: ClusterResult) -> Section:
     return Section("findings", "Findings", parts(body), "Findings")
 
 
-def _busy_chart(devices: Sequence[DeviceRow], kinds: List[str]) -> Figure:
+def windows_words(d: ClusterResult) -> str:
+    """The files' analysis window in words without "the " ("steady window", "whole capture", …) when every file's
+    is the same (cluster.json ``files[].window_name``), else "analysis window"."""
+    names = {f.window_name for f in d.files}
+    one = names.pop() if len(names) == 1 else "the analysis window"
+    return one[len("the "):] if one.startswith("the ") else one
+
+
+def _busy_chart(devices: Sequence[DeviceRow], kinds: List[str], where: str, title: str) -> Figure:
     idx = list(range(len(devices)))
     ticks = [f"{plot_text(r.rank, 40)}<br>{fmt_pct(r.busy_pct)} % busy" for r in devices]
 
@@ -95,18 +103,23 @@ def _busy_chart(devices: Sequence[DeviceRow], kinds: List[str]) -> Figure:
     data = [bar(BUSY_LABEL, [r.busy_ns for r in devices], kind_color("busy"), "busy")]
     data += [bar(idle_label(k), [idle(k)(r) for r in devices], kind_color(k, i), f"idle {plot_text(k)}")
              for i, k in enumerate(kinds)]
-    lay = layout(360, "", "ms of the steady window", barmode="stack")
+    lay = layout(360, "", f"ms of the {where}" if where != "analysis window" else "ms of each file's analysis window",
+                 barmode="stack")
     lay["xaxis"].update({"tickvals": idx, "ticktext": ticks, "automargin": True})
     lay["legend"]["traceorder"] = "normal"
-    cap = inline("Busy time and idle time by cause of each rank's GPU over its own steady window (ms; the bar is the "
-                 "window; the tick label gives the steady busy %). Text equivalent: cluster.json ",
+    busy = "steady busy %" if where == "steady window" else "busy % over it"
+    which = (inline(" (each file's: cluster.json ", Code("files[].window_name"), ")") if where == "analysis window"
+             else ())
+    cap = inline(f"Busy time and idle time by cause of each rank's GPU over its own {where}", which, " (ms; the bar is "
+                 f"the window; the tick label gives the {busy}). Text equivalent: cluster.json ",
                  Code("devices[]"), " (", Code("busy_ns"), ", ", Code("busy_pct"), ", ", Code("idle_by_kind"), "), the "
-                 "table below, cluster.md “Ranks (steady window of each file)”, ", Code("tables/ranks.csv"), ".")
+                 f"table below, cluster.md “{title}”, ", Code("tables/ranks.csv"), ".")
     return Figure("rank-busy", data, lay, cap)
 
 
 def sec_ranks(d: ClusterResult, link: Linker) -> Section:
-    title = "Ranks (steady window of each file)"
+    where = windows_words(d)
+    title = f"Ranks ({where} of each file)"
     devices = d.devices
     kinds = in_kind_order(str(k) for r in devices for k in r.idle_by_kind)   # those present on any device
     absent = {f"idle_{k}_ns" for k in KINDS if k not in kinds}
@@ -114,7 +127,7 @@ def sec_ranks(d: ClusterResult, link: Linker) -> Section:
     cols = linked([c for c in RANKS.cols if c.key not in absent], link) + extra
     legend = causes_legend(kinds)
     return Section("ranks", title, parts(
-        Chart(lambda: _busy_chart(devices, kinds)) if devices else None,
+        Chart(lambda: _busy_chart(devices, kinds, where, title)) if devices else None,
         TablePart(cols, devices, (), "ranks-table"),
         HtmlOnly((para(legend, cls="legend"),)) if legend else None), "Ranks")
 

@@ -83,6 +83,14 @@ def sec_trace(v: View) -> SectionResult:
               ("rows with no process id in the export",)),
             f" ({fmt_count(p.kernels, 'kernel')}, {fmt_int(p.cuda_api_calls)} CUDA API calls)")
             for p in procs[:8]], "; "), more, "."))
+    others = t.other_processes or ()
+    if others:
+        more = f"; and {len(others) - 8:,} more" if len(others) > 8 else ""
+        items.append(inline("Other processes with recorded activity (no CUDA calls): ", joined([inline(
+            "pid ", Data(p.pid), (" ", Code(p.name, 40)) if p.name else None, " (", ", ".join(
+                fmt_count(n, what) for n, what in ((p.nvtx_ranges, "NVTX range"), (p.cpu_samples, "CPU sample"),
+                                                   (p.os_runtime_calls, "OS-runtime call")) if n), ")")
+            for p in others[:8]], "; "), more, "."))
     rc = t.row_counts
     if rc:
         items.append(inline("Rows: " + ", ".join(f"{fmt_int(rc[k])} {label}" for k, label in ROW_COUNT_LABELS

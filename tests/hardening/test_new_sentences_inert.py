@@ -33,6 +33,20 @@ HOSTILE = {
 }
 
 
+def csv_cells_inert(tables: Path) -> None:
+    """No cell of ``tables/*.csv`` starts like a spreadsheet formula unless it is a number."""
+    csv.field_size_limit(10_000_000)
+    for f in sorted(tables.glob("*.csv")):
+        with open(f, newline="", encoding="utf-8") as fh:
+            for row in csv.reader(fh):
+                for cell in row:
+                    if cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
+                        try:
+                            float(cell)
+                        except ValueError:
+                            pytest.fail(f"{f.name}: formula-like cell {cell[:40]!r}")
+
+
 def _mixed() -> Tuple[TraceBuilder, List[str]]:
     """test_claims_fbb's mixed trace: `init` [0, 600 µs), 10 steps of a 30 µs `send` then 10 kernels."""
     b = TraceBuilder()
@@ -96,13 +110,4 @@ def test_new_sentences_keep_hostile_names_inert(trace: str, hostile: str, tmp_pa
         for raw in ("<script>alert", "<img src") + (("](http://evil",) if f == "report.md" else ()):
             assert raw not in text, (f, raw, text[max(0, text.find(raw) - 300): text.find(raw) + 60])
         assert "L" * 5000 not in text, f
-    csv.field_size_limit(10_000_000)
-    for f in sorted((d / "tables").glob("*.csv")):
-        with open(f, newline="", encoding="utf-8") as fh:
-            for row in csv.reader(fh):
-                for cell in row:
-                    if cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
-                        try:
-                            float(cell)
-                        except ValueError:
-                            pytest.fail(f"{f.name}: formula-like cell {cell[:40]!r}")
+    csv_cells_inert(d / "tables")

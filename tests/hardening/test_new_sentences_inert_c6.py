@@ -7,7 +7,6 @@ tests/render/test_names_inert.py and test_new_sentences_inert.py)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import shutil
@@ -16,7 +15,7 @@ from typing import List, Sequence
 
 import pytest
 from test_claims_c6 import GGML, UNLOAD, decode, launch_bound
-from test_new_sentences_inert import HIDDEN, HOSTILE, _rename
+from test_new_sentences_inert import HIDDEN, HOSTILE, _rename, csv_cells_inert
 
 from nsys_llm_explainer.cli import main
 
@@ -33,16 +32,7 @@ def _inert(d: Path, files: Sequence[str], terminal: str) -> None:
         for raw in ("<script>alert", "<img src") + (("](http://evil",) if f.endswith(".md") else ()):
             assert raw not in text, (f, raw, text[max(0, text.find(raw) - 300): text.find(raw) + 60])
         assert "L" * 5000 not in text, (f, text.find("L" * 5000))
-    csv.field_size_limit(10_000_000)
-    for f in sorted((d / "tables").glob("*.csv")):
-        with open(f, newline="", encoding="utf-8") as fh:
-            for row in csv.reader(fh):
-                for cell in row:
-                    if cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
-                        try:
-                            float(cell)
-                        except ValueError:
-                            pytest.fail(f"{f.name}: formula-like cell {cell[:40]!r}")
+    csv_cells_inert(d / "tables")
 
 
 def _run(capsys, argv: List[str]) -> str:

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ..vocabulary.cause_kinds import KINDS
+from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.windows import window_name
 from .perfetto_packets import Encoder, lanes
 
@@ -89,7 +90,8 @@ class _Layout:
             if self.rank is None:
                 self.process(pid)
                 return self.enc.thread(pid, tid, label)
-            return self.enc.track(label if f"tid {tid}" in label else f"{label} (tid {tid})", self.process(pid))
+            shown = label_shows_tid(label, tid) or label == f"tid {tid}"   # the track's name names its own tid
+            return self.enc.track(label if shown else f"{label} (tid {tid})", self.process(pid))
         return _memo(self.tracks, ("tid", gtid), make)
 
     def thread_track(self, gtid: int, name: str) -> int:
@@ -111,6 +113,9 @@ class _Layout:
     def _reading(self) -> None:
         w, sp, enc = self.r.window, self.span, self.enc
         name = window_name(w.method, w.details.bins is not None, self.r.window_repeats)[4:]
+        before = [m for m in self.rows.markers if not m.cause and m.end_ns <= int(w.start_ns)]
+        for m in before:   # a warm-up marker ends where the window begins: written first, the track stays a stack
+            self._marker(m)
         enc.slice(int(w.start_ns), int(w.end_ns), self.analysis, name,
                   (("method", str(w.method)), ("reason", str(w.reason))))
         enc.instant(int(sp.start_ns), self.analysis, "timeline file: " + (sp.left_out or "the whole capture"),
@@ -126,13 +131,22 @@ class _Layout:
                          else _memo(self.tracks, ("steps",), lambda: self.enc.track("steps", self.root)))
                 enc.slice(int(st.start[i]), int(st.end[i]), track, f"step {i + 1}",
                           (("phase", st.phase_label(i)), ("pid", int(st.pid[i])), ("kernels", int(st.kernel_count[i]))))
+        after = [m for m in self.rows.markers if not m.cause and m.start_ns >= int(w.end_ns) and m not in before]
         for m in self.rows.markers:
-            track = self.gpu_track(m.device_id, "findings") if m.cause and m.device_id >= 0 else self.analysis
-            args: List[Tuple[str, object]] = [("finding", m.finding_id), ("severity", m.severity),
-                                              ("time_at_stake_ns", m.time_at_stake_ns)]
-            if m.cause:
-                args += [("cause", m.cause), ("gap_ns_charged", m.gap_ns)]
-            enc.slice(m.start_ns, m.end_ns, track, m.title, args)
+            if m not in before and m not in after:
+                self._marker(m)
+        for m in after:    # a tail marker begins where the window (and the markers over it) end: written last
+            self._marker(m)
+
+    def _marker(self, m: Any) -> None:
+        """A finding's marker (:class:`analyses.timeline.content.Marker`): on its device's ``findings`` track when it
+        marks a gap, else on ``analysis``."""
+        track = self.gpu_track(m.device_id, "findings") if m.cause and m.device_id >= 0 else self.analysis
+        args: List[Tuple[str, object]] = [("finding", m.finding_id), ("severity", m.severity),
+                                          ("time_at_stake_ns", m.time_at_stake_ns)]
+        if m.cause:
+            args += [("cause", m.cause), ("gap_ns_charged", m.gap_ns)]
+        self.enc.slice(m.start_ns, m.end_ns, track, m.title, args)
 
     def _on_lanes(self, key: np.ndarray, start: np.ndarray, end: np.ndarray, track: Callable[[int, int], int],
                   by_start: bool = False) -> Iterator[Tuple[int, int]]:

@@ -127,9 +127,19 @@ def _launch(t: Any, rows: np.ndarray, api_rows: np.ndarray) -> np.ndarray:
     return np.where((call >= 0) & (api_rows[pos] == call), call, -1)
 
 
-def _markers(findings: Sequence[FindingRef], causes: IdleCausesResult, w0: int, w1: int) -> Tuple[Marker, ...]:
+#: findings about what the window left out (the whole capture against the window): marked over the warm-up
+#: ``[full start, window start)`` and the tail ``[window end, full end)``, each where not empty
+ABOUT_TRIMMED = ("capture_window",)
+
+
+def _markers(findings: Sequence[FindingRef], causes: IdleCausesResult, window: WindowResult) -> Tuple[Marker, ...]:
     out = []
+    w0, w1 = int(window.start_ns), int(window.end_ns)
     for fid, title, sev, stake, dev, cause in findings:
+        if fid in ABOUT_TRIMMED:
+            out += [Marker(fid, title, sev, int(stake), -1, a, b, "", 0)
+                    for a, b in ((int(window.full_start_ns), w0), (w1, int(window.full_end_ns))) if b > a]
+            continue
         best = None   # (ns, device, example, cause)
         if cause is not None and causes.available:
             kind, detail = cause
@@ -240,7 +250,7 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
         memcpy=copy_rows(mc, rows["memcpy"], mc_launch), memset=copy_rows(ms, rows["memset"], ms_launch),
         graph_trace=graph_rows(model.graph_trace, rows["graph_trace"]),
         api=api_r, nvtx=nvtx_r, osrt=osrt_r, samples=smp_r,
-        idle=idle, markers=_markers(findings, causes, int(window.start_ns), int(window.end_ns)),
+        idle=idle, markers=_markers(findings, causes, window),
         counters=_counters(model, causes), steps=step_rows,
         thread_labels=labels_of(model, api_r.gtid, nvtx_r.gtid, osrt_r.gtid, smp_r.gtid),
         copy_kinds=dict(MEMCPY_KIND_LABEL), mem_kinds=dict(MEM_KIND_LABEL))

@@ -49,6 +49,8 @@ def test_graph_level_tracing_quotes_no_share_of_kernel_time(tmp_path: Path) -> N
     (g,) = [f for f in rep.findings if f.id == "gpu_bound"]
     assert g.title == "GPU-bound: the GPU is busy 91.3 % of the window set by --window; kernel time sets the pace"
     assert g.evidence[1:] == ("The kernels inside the 50 CUDA graph launches were not recorded (graph-level tracing): "
-                              "which kernels take the busy time is not known.",)
+                              "which kernels take the busy time is not known.",
+                              "Time at stake: the busy time, 10.500 ms — the time faster (or fewer) kernels would "
+                              "shorten, not time that can be saved outright.")
     assert not any("of kernel time" in e or "busy time goes" in e for e in g.evidence)
     assert [c.metric for c in g.checks] == ["busy_pct"]

@@ -110,7 +110,7 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     share = r.last_arrival_share or 0.0
     caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in ranks))
     checks = [_check("aligned", int(coll.timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
-              _check("matched", r.matched, ">=", MIN_MATCHED, r.rank),
+              _check("matched", r.matched or 0, ">=", MIN_MATCHED, r.rank),
               _check("last_arrivals", r.last_arrival_count or 0, ">=", MIN_LATE_ARRIVALS, r.rank),
               _check("wait_caused_share", caused, ">=", MIN_LATE_SHARE, r.rank),
               _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
@@ -120,7 +120,7 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     if not all(c.holds() for c in checks):
         return None
     pct = 100.0 * share
-    per_coll = mean_wait / r.matched
+    per_coll = mean_wait / (r.matched or 1)
     contested = r.with_last_arriver or 0
     kind = coll.kind()
     # the title names the kind of the collectives it arrived last at (a start-up NCCL all-gather on every rank
@@ -129,7 +129,7 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     at_kind = "NCCL" if at == {True} else "custom" if at == {False} else "NCCL and custom"
     of = (f"({r.last_arrival_count} of {r.matched}) of the matched {kind} collectives" if contested == r.matched
           else f"({r.last_arrival_count} of the {contested}) of its matched {kind} collectives that had a last "
-          f"arriver (in the other {r.matched - contested} every rank's kernel ran as long)")
+          f"arriver (in the other {(r.matched or 0) - contested} every rank's kernel ran as long)")
     # the waiting it caused, per other rank and per collective it arrived last at (the mean over every matched
     # collective counts the ones nobody waited at)
     per_late = (r.wait_caused_ns or 0) / (r.last_arrival_count or 1) / max(len(others), 1)

@@ -36,7 +36,9 @@ class RankRow(FieldsJson):
     device_id: int
     nccl_count: int                   # its NCCL kernels
     nccl_total_ns: int                # Σ (end − start) of its NCCL kernels
-    matched: int                      # its kernels in matched instances
+    #: its kernels in matched instances; None (not measured) when its every name is a point-to-point one on > 2 ranks
+    #: (:func:`p2p_many`: left out of the matched counts, waits and last arrivals), as are its wait columns below
+    matched: Optional[int]
     #: its custom all-reduce kernels and their Σ (end − start); None (not written) when no file has any
     custom_count: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     custom_total_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
@@ -296,7 +298,10 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
         cnt = {c: sum(len(s.start) for s in own if s.custom == c) for c in (False, True)}
         tot = {c: sum(int((np.asarray(s.end, np.int64) - np.asarray(s.start, np.int64)).sum())
                       for s in own if s.custom == c) for c in (False, True)}
-        rrow = RankRow(names[key], files[i].label, pid, dev, cnt[False], tot[False], int(matched_per[j]),
+        # only send/recv names left out of the figures (p2p_many): nothing measured, not "nobody waited"
+        measured = any(not p2p_many(nm, len(x)) for nm, x in series.items() if j in x)
+        rrow = RankRow(names[key], files[i].label, pid, dev, cnt[False], tot[False],
+                       int(matched_per[j]) if measured else None,
                        cnt[True] if n_custom else None, tot[True] if n_custom else None)
         if timed:
             w = np.concatenate(waits[j]) if waits[j] else np.empty(0, np.int64)
@@ -304,6 +309,10 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
                            wait_p50_ns=_half_up(median(w)) if w.shape[0] else 0, last_arrival_count=int(last_cnt[j]),
                            last_arrival_share=round(arrivals.share(j), 4), with_last_arriver=int(contested[j]),
                            wait_in_window_ns=int(in_window[j]), wait_caused_ns=int(caused[j]))
+            if not measured:     # its waiting parts stay in wait_in_window_ns (time spinning, net busy)
+                rrow = replace(rrow, wait_ns_total=None, wait_mean_ns=None, wait_p50_ns=None,
+                               last_arrival_count=None, last_arrival_share=None, with_last_arriver=None,
+                               wait_caused_ns=None)
             li, lb = (np.concatenate(x[j]) if x[j] else np.empty(0, np.int64) for x in (late_idle, late_by))
             ip, lp, sp = late_idle_medians(li, lb)
             rrow = replace(rrow, late_idle_before_p50_ns=ip, late_by_p50_ns=lp, late_idle_share_p50=sp)
@@ -314,6 +323,13 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
         what = "NCCL" if not n_custom else "custom collective" if not any(r.nccl_count for r in ranks) \
             else "communication"
         reason = "no collective could be matched across ranks" if n >= 2 else f"{what} kernels on a single rank"
+        alone = [(nm, names[order[next(iter(x))]]) for nm, x in sorted(series.items()) if len(x) == 1]
+        if n >= 2 and len(alone) == len(series) and any(P2P_RE.search(nm) for nm, _ in alone):
+            # a pair split across ranks: the send is one kernel name, the receive another (no name on two ranks)
+            on = ", ".join(f"{nm.split('(')[0]} on {rk}" for nm, rk in alone[:4])
+            reason += (f": the ranks' kernel names differ ({on}" + (f", {len(alone) - 4} more" if len(alone) > 4
+                                                                    else "") + "): a send on one rank and its "
+                       "receive on another are kernels of different names, and instances are matched by name")
     streams = [(names[(i, s.pid, s.device_id)], s.name, np.unique(np.asarray(s.stream, np.int64)))
                for i, f in enumerate(files) for s in f.nccl]   # one entry per (rank, name) series
     split = tuple(SplitName(r, nm, tuple(st.tolist())) for r, nm, st in streams if st.shape[0] > 1)

@@ -284,8 +284,8 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "further ahead; CPU sampling of the whole process tree and NVTX ranges in the data pipeline show which "
        "process runs through these waits.", workload=("training",)),
     _a("wait.other_process", "Another process ran on a CPU during these waits (named above: it was sampled running "
-       "then): the launching thread may be waiting for its output — a tokenizer, detokenizer, scheduler or API-server "
-       "process feeding or draining each step. Shorten that process's work per step, or let the engine run the next "
+       "then): the launching thread may be waiting for its output — the step's input, or the previous step's output it "
+       "drains. Shorten that process's work per step, or let the engine run the next "
        "step while it works (asynchronous output processing / scheduling); NVTX ranges in that process show which "
        "of its work the waits line up with.", workload=("inference", "unknown")),
     _a("wait.other_process.training", "Another process ran on a CPU during these waits (named above: it was sampled "

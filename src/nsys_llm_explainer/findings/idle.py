@@ -44,7 +44,7 @@ from .idle_once import (
 from .launch_bound import HOST_KINDS, kernel_lines, kind_severity, launch_bound_devices, launch_finding
 from .step_sync import timed_line
 from .unified_memory import is_unified_detail
-from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, thread_named, wait_story
+from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, source_line, thread_named, wait_story
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
@@ -159,8 +159,9 @@ def _sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult
     return {**facts, "cpu_samples": False, "host_thread_off_cpu": off and kind == "host_cpu"}
 
 
-def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int) -> Optional[Tuple[str, Tuple[Check, ...]]]:
-    """The evidence line (and its checks) of the ``host_cpu`` finding of ``dev`` when its gaps' host thread has no
+def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int
+                   ) -> Optional[Tuple[Tuple[str, ...], Tuple[Check, ...]]]:
+    """The evidence lines (and their checks) of the ``host_cpu`` finding of ``dev`` when its gaps' host thread has no
     CPU sample in pieces holding ≥ :data:`UNSAMPLED_MIN_PCT` % of its ``host_cpu`` idle and other processes were
     sampled running in them (:func:`.waits.qualifying`: the rule of the launching thread's waits); else None."""
     u = samples.unsampled_of(dev) if samples is not None else None
@@ -175,7 +176,8 @@ def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int) -> Optional[T
             f"of its `host_cpu` idle on device {dev} ({share:.1f} %, {gaps}): it was off the CPU there, or ran too "
             "briefly to be sampled. " + processes_line(every, u.sampled_elsewhere(), "these gaps", UNSAMPLED_KEY))
     sc = Scope(device_id=dev, kind="host_cpu")
-    return line, (Check("unsampled_pct_of_kind", share, ">=", UNSAMPLED_MIN_PCT, sc),)
+    return (line, source_line(every, "these gaps")), (Check("unsampled_pct_of_kind", share, ">=", UNSAMPLED_MIN_PCT,
+                                                             sc),)
 
 
 def _where(c: IdleCause, t0: int) -> str:
@@ -291,7 +293,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             ev.append(sampled)
         elsewhere_line = _ran_elsewhere(host_samples, dev) if kind == "host_cpu" else None
         if elsewhere_line is not None:
-            ev.append(elsewhere_line[0])
+            ev.extend(elsewhere_line[0])
         sc = Scope(device_id=dev, kind=kind)
         checks: Tuple[Check, ...] = (Check("cause_pct_of_window", table_share, ">=", MEDIUM_SHARE, sc),)
         if split:    # part of the kind is another finding's or at the window's edge: check the rest too

@@ -133,6 +133,9 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         if claimed:
             ev.append(f"{dur(claimed)} of the busy time is communication no compute kernel overlaps: the "
                       "exposed-communication finding claims it (not counted in this finding's time at stake).")
+        # the time at stake is the busy time (docs/FINDINGS.md "Kernels"): what faster kernels act on, not a saving
+        ev.append(f"Time at stake: the busy time{' left' if claimed else ''}, {dur(p.busy_ns - claimed)} — the time "
+                  "faster (or fewer) kernels would shorten, not time that can be saved outright.")
         title = (f"Communication-bound: the GPU is busy {p.busy_pct:.1f} % of {where}, {comm.observed:.1f} % of it "
                  "in collectives" if comm.holds() else f"GPU-bound: the GPU is busy {p.busy_pct:.1f} % of {where}; "
                  + ("kernels and copies set the pace" if copies else "kernel time sets the pace"))

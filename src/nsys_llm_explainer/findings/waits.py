@@ -148,7 +148,7 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     n_all = w.sampled_elsewhere()
     every = qualifying(w.processes or (), n_all)     # other processes sampled running through the waits
     if every:
-        ev.append(processes_line(every, n_all, "these waits"))
+        ev.extend((processes_line(every, n_all, "these waits"), source_line(every, "these waits")))
     elif w.process_samples:
         k = len(w.processes or ())
         ev.append(f"CPU samples of other processes taken during these waits: {w.process_samples:,} samples of "
@@ -181,3 +181,15 @@ def processes_line(every: Sequence[OtherProcess], n_all: int, during: str, liste
         + (f"; {more} more process{'es' if more != 1 else ''} with {sum(p.sampled for p in every[len(procs):]):,} "
            f"of them, each ≥ {SHOWN_PROCESS_PCT:g} % (all in report.json `{listed}`)" if more else "")
         + " (every thread's but the launching thread's).")
+
+
+def source_line(every: Sequence[OtherProcess], during: str) -> str:
+    """The evidence line naming the process(es) ``every`` (:func:`qualifying`) the launching thread may be waiting
+    for, so that the other-process advice speaks of a named process, not of a guessed role (tokenizer, scheduler)."""
+    procs = every[:SHOWN_THREADS]
+    more = len(every) - len(procs)
+    one = len(every) == 1
+    return (f"The process{'' if one else 'es'} that ran during {during}: " + ", ".join(_proc(p.process, p.pid)
+                                                                              for p in procs)
+            + (f" and {more} more" if more else "") + " — the step's input may come from "
+            + ("there" if one else "them") + " (the samples show that it ran then, not that the wait was for it).")

@@ -75,7 +75,7 @@ class Encoder:
         self.out, self.next_uuid = out, uuid_base + 1
         self.seq = _SEQ_ID + _varint(seq)                # trusted_packet_sequence_id, in every packet
         self.packets: List[bytes] = []
-        self.names: Dict[str, bytes] = {}                # name → its name_iid field
+        self.names: Dict[str, Tuple[int, bytes]] = {}    # name → its iid, its name_iid field
         self.arg_names: Dict[str, bytes] = {}            # argument name → its DebugAnnotation.name_iid field
         self.track_fields: Dict[int, bytes] = {}         # track uuid → its track_uuid field
         self._add(self.seq + _FLAGS + _BYTE[_CLEARED])   # the sequence's interned names start here
@@ -128,13 +128,13 @@ class Encoder:
     def _named(self, kind: bytes, ts: int, track: int, name: str, args: Sequence[Tuple[str, object]],
                more: bytes = b"") -> None:
         """A slice's begin or an instant: its name interned, its arguments, then ``more`` (flow fields)."""
-        iid = self.names.get(name)
+        known = self.names.get(name)
         interned = b""
-        if iid is None:   # InternedData.event_names 2 { iid 1, name 2 }
+        if known is None:   # InternedData.event_names 2 { iid 1, name 2 }
             n = _varint(len(self.names) + 1)
-            iid = self.names[name] = _NAME_IID + n
+            known = self.names[name] = (len(self.names) + 1, _NAME_IID + n)
             interned = _len(b"\x12", b"\x08" + n + _len(b"\x12", _utf8(name)))
-        event = kind + iid + self._track(track) + more
+        event = kind + known[1] + self._track(track) + more
         if args:
             annotations, arg_names = self._args(args)
             event, interned = annotations + event, interned + arg_names
@@ -166,11 +166,91 @@ class Encoder:
         self._named(_BEGIN, t0, track, name, args, more)
         self._event(max(t1, t0), _END + self._track(track))
 
+    def slices(self, t0: np.ndarray, t1: np.ndarray, tracks: np.ndarray, name: np.ndarray,
+               names: Sequence[str]) -> None:
+        """:meth:`slice` on each row (``names[name[i]]`` its name; no arguments or flows), in bulk: the packets laid
+        out as byte columns (constant fields; varints of timestamps, track uuids and name ids) and joined in row
+        order, ``CHUNK`` packets a write; a packet that interns a new name comes from :meth:`slice`."""
+        self.flush()
+        t1 = np.maximum(t1, t0)
+        first = np.full(len(names), -1, np.int64)       # the row where each name in use first comes
+        used, at = np.unique(name, return_index=True)
+        first[used] = at
+        iid = np.zeros(len(names), np.int64)
+        new = np.zeros(len(t0), bool)                   # rows whose begin packet interns their name
+        ahead: Dict[str, int] = {}                      # the iids slice() will give the new names, in row order
+        for j in used[np.argsort(at)].tolist():
+            known = self.names.get(names[j])
+            if known is None and names[j] not in ahead:
+                ahead[names[j]] = len(self.names) + len(ahead) + 1
+                new[first[j]] = True
+            iid[j] = known[0] if known is not None else ahead[names[j]]
+        block = max(CHUNK // 2, 1)
+        for a in range(0, len(t0), block):
+            rows = slice(a, a + block)
+            self._slice_block(t0[rows], t1[rows], tracks[rows], iid[name[rows]], new[rows], name[rows], names)
+
+    def _slice_block(self, t0: np.ndarray, t1: np.ndarray, tracks: np.ndarray, iid: np.ndarray, new: np.ndarray,
+                     name: np.ndarray, names: Sequence[str]) -> None:
+        """One block of :meth:`slices` (``iid``: each row's name id; ``new``: the rows whose name is interned at
+        them): each row's begin and end packets as masked byte columns, the kept bytes read in row order."""
+        n, seq = len(t0), np.frombuffer(self.seq, np.uint8)
+        ts0, ts1, tr, ni = _varints(t0), _varints(t1), _varints(tracks), _varints(iid)
+        begin = [_const(_BEGIN + _NAME_IID, n), ni, _const(_TRACK_UUID, n), tr]     # TrackEvent fields
+        end = [_const(_END + _TRACK_UUID, n), tr]
+        flags = _const(_FLAGS + _BYTE[_NEEDS], n)
+        begins = _packet(ts0, seq, begin, flags)
+        cols = begins + _packet(ts1, seq, end, None)
+        data = np.concatenate([d for d, _ in cols], axis=1)
+        keep = np.concatenate([k for _, k in cols], axis=1)
+        width = sum(d.shape[1] for d, _ in begins)
+        keep[new, :width] = False                       # those begin packets come from slice()
+        flat = data[keep].tobytes()
+        at = np.concatenate(([0], np.cumsum(keep.sum(axis=1))))
+        out, done = [], 0
+        for i in np.nonzero(new)[0].tolist():
+            out.append(flat[done:at[i]])
+            self._named(_BEGIN, int(t0[i]), int(tracks[i]), names[int(name[i])], ())
+            out += self.packets
+            self.packets, done = [], int(at[i])
+        out.append(flat[done:])
+        self.out.write(b"".join(out))
+
     def instant(self, ts: int, track: int, name: str, args: Sequence[Tuple[str, object]] = ()) -> None:
         self._named(_INSTANT, ts, track, name, args)
 
     def counter(self, ts: int, track: int, value: float) -> None:
         self._event(ts, _COUNTER + self._track(track) + _COUNTER_VALUE + _F64(float(value)))
+
+
+def _varints(v: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Each value's varint (:func:`_varint`) as a row of 10 bytes and the mask of the bytes it uses."""
+    u = v.astype(np.int64).view(np.uint64)[:, None] >> (np.arange(10, dtype=np.uint64) * np.uint64(7))
+    size = 1 + (u[:, 1:] != 0).sum(axis=1)
+    j = np.arange(10)
+    keep = j < size[:, None]
+    more = np.where(j < size[:, None] - 1, np.uint64(0x80), np.uint64(0))   # the continuation bit
+    return ((u & np.uint64(0x7F)) | more).astype(np.uint8), keep
+
+
+def _const(b: bytes, n: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``b`` on each of ``n`` rows, all its bytes used."""
+    return np.broadcast_to(np.frombuffer(b, np.uint8), (n, len(b))), np.ones((n, len(b)), bool)
+
+
+Column = Tuple[np.ndarray, np.ndarray]
+
+
+def _packet(ts: Column, seq: np.ndarray, event: List[Column], flags: Optional[Column]) -> List[Column]:
+    """The columns of one track-event packet a row (Trace.packet: timestamp, sequence id, track_event, flags;
+    every length here under 128, one byte)."""
+    n = ts[0].shape[0]
+    ev_len = sum(k.sum(axis=1) for _, k in event)
+    body_len = 1 + ts[1].sum(axis=1) + len(seq) + 2 + ev_len + (flags[0].shape[1] if flags is not None else 0)
+    cols = [(np.stack((np.full(n, 0x0A), body_len), axis=1).astype(np.uint8), np.ones((n, 2), bool)),
+            _const(_TIMESTAMP, n), ts, _const(bytes(seq), n),
+            (np.stack((np.full(n, 0x5A), ev_len), axis=1).astype(np.uint8), np.ones((n, 2), bool))]
+    return cols + event + ([flags] if flags is not None else [])
 
 
 def lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:

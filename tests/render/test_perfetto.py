@@ -16,7 +16,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from nsys_llm_explainer.pipeline import analyze_path, load_model
 from nsys_llm_explainer.render.perfetto import FILE_NAME
-from nsys_llm_explainer.render.perfetto_packets import lanes, shift_timestamps
+from nsys_llm_explainer.render.perfetto_packets import _varints, lanes, shift_timestamps
 
 
 class Slice:
@@ -213,6 +213,15 @@ def test_copy_bandwidth_spreads_bytes_over_the_bins() -> None:
     assert out.tolist() == pytest.approx([500.0, 500.0, 50.0])
     out = spread_per_bin(np.array([10]), np.array([30]), np.array([40]), np.array([0, 20, 40]))
     assert out.tolist() == pytest.approx([20.0, 20.0])
+
+
+def test_bulk_varints_are_the_protobuf_ones() -> None:
+    """The bulk slices' varints (7 bits a byte, low first, the high bit on all but the last; a negative int64 as
+    its 64-bit two's complement, 10 bytes): worked by hand, and as protobuf writes a timestamp."""
+    data, keep = _varints(np.array([0, 1, 127, 128, 300, -1, 3_295_714_899, 1 << 62], np.int64))
+    got = [bytes(d[k]) for d, k in zip(data, keep)]
+    assert got[:6] == [b"\x00", b"\x01", b"\x7f", b"\x80\x01", b"\xac\x02", b"\xff" * 9 + b"\x01"]
+    assert got[6:] == [pb.TracePacket(timestamp=v).SerializeToString()[1:] for v in (3_295_714_899, 1 << 62)]
 
 
 def test_lanes_keep_each_track_a_stack() -> None:

@@ -228,9 +228,10 @@ class _Layout:
             if len(p) == 0:
                 continue
             t = self.gpu_track(dev, "idle causes")
-            for a, b, k, d in zip(p.start.tolist(), p.end.tolist(), p.kind.tolist(), p.detail.tolist()):
-                detail = p.details[d]
-                self.enc.slice(a, b, t, f"{KINDS[k]}: {detail}" if detail else KINDS[k])
+            kinds, name = np.unique(p.kind.astype(np.int64) * len(p.details) + p.detail, return_inverse=True)
+            names = [f"{KINDS[k]}: {p.details[d]}" if p.details[d] else KINDS[k]
+                     for k, d in (divmod(kd, len(p.details)) for kd in kinds.tolist())]
+            self.enc.slices(p.start, p.end, np.full(len(p), t, np.int64), name.reshape(-1), names)
 
     def _api(self) -> None:
         api = self.rows.api
@@ -247,12 +248,27 @@ class _Layout:
         """NVTX ranges or OS-runtime calls (a :class:`analyses.timeline.rows.HostRows`) on their threads' tracks."""
         if len(h) == 0 or h.gtid is None:
             return
-        for i, t in self._on_lanes(h.gtid, h.start, h.end,
-                                   lambda g, ln: self.thread_track(g, what + (f" (overlap {ln})" if ln else "")),
-                                   by_start):
-            closed = h.closed is None or bool(h.closed[i])
-            args: Tuple[Tuple[str, object], ...] = () if closed else (("unterminated", True),)
-            self.enc.slice(int(h.start[i]), int(h.end[i]), t, h.names[int(h.name[i])], args)
+        rows: List[int] = []     # the rows not yet written (plain slices: written in bulk)
+        tracks: List[int] = []
+
+        def write() -> None:
+            if rows:
+                r = np.array(rows, np.int64)
+                self.enc.slices(h.start[r], h.end[r], np.array(tracks, np.int64), h.name[r], h.names)
+                rows.clear()
+                tracks.clear()
+
+        def track(g: int, ln: int) -> int:
+            write()   # the rows before a new track's descriptor
+            return self.thread_track(g, what + (f" (overlap {ln})" if ln else ""))
+        for i, t in self._on_lanes(h.gtid, h.start, h.end, track, by_start):
+            if h.closed is None or h.closed[i]:
+                rows.append(i)
+                tracks.append(t)
+            else:
+                write()
+                self.enc.slice(int(h.start[i]), int(h.end[i]), t, h.names[int(h.name[i])], (("unterminated", True),))
+        write()
 
     def _samples(self) -> None:
         s = self.rows.samples

@@ -38,6 +38,7 @@ import pytest
 from conftest import built_scenario, pause_env, run_cli, wait_until_staged
 from hostile import PROG, cli_env, copy_trace, digest, leftovers, one_line, one_line_of, run_subprocess
 from synth import TraceBuilder
+from synth.scenarios import build_cluster
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer import cli, interrupts
@@ -707,26 +708,52 @@ def test_the_early_address_space_refusal_on_a_full_stderr_still_exits_2(tmp_path
     assert sorted(os.listdir(tmp_path)) == ["in"]
 
 
-@pytest.mark.parametrize("command, module", [("report", "perfetto"), ("report", "regex"), ("report", "plotly"),
-                                             ("compare", "regex"), ("compare", "plotly")])   # no timeline in compare
-def test_a_declared_dependency_that_cannot_be_imported_is_one_line(tmp_path: Path, module: str, command: str) -> None:
-    """A package the tool declares (the timeline file's ``perfetto``, user patterns' ``regex``, the pages' ``plotly``)
-    missing or broken in the environment: one line naming it and how to repair, exit 2, nothing written — never an
-    "internal error", and never a page silently without its charts (report and compare alike)."""
-    trace = tmp_path / "t.sqlite"
-    built_scenario("healthy", str(trace))
-    out = tmp_path / "out"
-    args = [str(trace), "--out", str(out), "--quiet", "--step-marker", "nothing_matches"]
-    if command == "compare":
-        args = ["compare", str(trace), str(trace), "--out", str(out), "--quiet", "--step-marker", "nothing_matches"]
+def _without(module: str, args: List[str]) -> subprocess.CompletedProcess:
+    """The command line with ``module`` unimportable (as a missing or broken install makes it)."""
     code = (f"import sys; sys.modules[{module!r}] = None\n"
             "from nsys_llm_explainer.cli import main\n"
             f"sys.exit(main({args!r}))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("command, module", [("cluster", "perfetto"), ("report", "regex"), ("report", "plotly"),
+                                             ("compare", "regex"), ("compare", "plotly")])   # no timeline in compare
+def test_a_declared_dependency_that_cannot_be_imported_is_one_line(tmp_path: Path, module: str, command: str) -> None:
+    """A package the tool declares (``perfetto``, which the cluster's timeline reads the ranks' files with, user
+    patterns' ``regex``, the pages' ``plotly``) missing or broken in the environment: one line naming it and how to
+    repair, exit 2, nothing written — never an "internal error", and never a page silently without its charts
+    (report, compare and cluster alike). The cluster's ranks: the straggler set, one rank exported with
+    ``--ts-normalize`` (its clock offset is not 0, so its timeline file is read and shifted)."""
+    trace = tmp_path / "t.sqlite"
+    out = tmp_path / "out"
+    opts = ["--out", str(out), "--quiet", "--step-marker", "nothing_matches"]
+    if command == "cluster":
+        build_cluster("cluster_straggler", str(tmp_path / "ranks"), normalized=(2,))
+        args, kept = [str(tmp_path / "ranks"), *opts, "--jobs", "1"], ["ranks"]
+    else:
+        built_scenario("healthy", str(trace))
+        args, kept = [str(trace), *opts], ["t.sqlite"]
+        if command == "compare":
+            args = ["compare", str(trace), str(trace), *opts]
+    proc = _without(module, args)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "a package it needs cannot be imported" in proc.stderr, proc.stderr
     assert module in proc.stderr and "pip install --force-reinstall nsys-llm-explainer" in proc.stderr
-    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["t.sqlite"]
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == kept
+
+
+def test_a_report_writes_its_timeline_without_the_perfetto_package(tmp_path: Path) -> None:
+    """The single-file report encodes timeline.pftrace itself (render/perfetto_packets.py, protobuf wire bytes):
+    with ``perfetto`` unimportable it still exits 0 and writes the file, which ``perfetto_trace_pb2`` reads back
+    into packets (the first one clears the sequence's interned names, flag 1)."""
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2  # type: ignore[import-untyped]
+
+    trace = tmp_path / "t.sqlite"
+    built_scenario("healthy", str(trace))
+    proc = _without("perfetto", [str(trace), "--out", str(tmp_path / "out"), "--quiet"])
+    assert proc.returncode == 0, proc.stderr
+    packets = perfetto_trace_pb2.Trace.FromString((tmp_path / "out" / "timeline.pftrace").read_bytes()).packet
+    assert len(packets) > 10 and packets[0].sequence_flags == 1
 
 
 # ---------------------------------------------------------------------------------------- a deleted working directory

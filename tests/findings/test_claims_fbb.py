@@ -9,42 +9,11 @@ from pathlib import Path
 
 import pytest
 from conftest import real_report, real_trace, require_traces
-from synth import TraceBuilder
+from test_once_work import REG, US, _builder, _loop, _one, _run  # the start-up traces' builders
 
 from nsys_llm_explainer.findings.base import Quoted
-from nsys_llm_explainer.options import options_from_kwargs
-from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_all
 from nsys_llm_explainer.report import Report
-
-US = 1_000
-PID = 7
-REG = "cudaHostRegister_v4000"
-
-
-def _run(b: TraceBuilder, tmp_path: Path, name: str, end_us: int):
-    p = tmp_path / name
-    b.write(str(p), overwrite=True)
-    return analyze_path(str(p), options_from_kwargs(window=(0, end_us * US)))
-
-
-def _loop(b: TraceBuilder, t0: int, n: int, name: str = "gemm") -> int:
-    for i in range(n):
-        t = t0 + i * 10 * US
-        b.launch(t - 8 * US, t - 6 * US, t, t + 9 * US, pid=PID, tid=1, name=name)
-    return t0 + n * 10 * US
-
-
-def _builder():
-    b = TraceBuilder()
-    b.process(PID)
-    return b, b.thread(PID, 1)
-
-
-def _one(rep, kind: str):
-    found = [f for f in rep.findings if f.cause and f.cause[0] == kind]
-    assert len(found) == 1, [f.title for f in rep.findings]
-    return found[0]
 
 
 def _real(name: str, fid: str):

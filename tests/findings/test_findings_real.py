@@ -161,3 +161,13 @@ def test_timeline_bins_tile_the_window(prefix):
         for c in causes[dv["device_id"]]["causes"]:
             per_kind[c["kind"]] = per_kind.get(c["kind"], 0) + c["ns"]
         assert {k: sum(v) for k, v in dv["idle_ns_by_kind"].items()} == per_kind
+
+
+def test_nvtx_advice_on_a_thread_that_already_opens_ranges():
+    """24: the one launching thread (tid 26216) opens 180 NVTX ranges (`computing attention scores`, `computing
+    softmax`, ...) that enclose the launches of 8.6 % of kernel time. "Put the ranges on the launching threads" told
+    the reader to do what the trace shows done; the advice is to widen the ranges that thread already opens."""
+    (f,) = [f for f in report("24").findings if f.id == "nvtx_coverage"]
+    assert "180 range(s) on that thread" in " ".join(f.evidence)
+    assert any("thread named first opens ranges" in a and "widen them" in a for a in f.recommendation), f.recommendation
+    assert not any("put the ranges on the launching threads" in a for a in f.recommendation)

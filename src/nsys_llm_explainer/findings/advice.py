@@ -373,8 +373,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("nccl.gpu_work", "The late rank's GPU work before the collective takes longer: compare its kernels with a "
        "waiting rank's (more work, or a slower or throttled GPU: check its clocks with `nvidia-smi -q -d "
        "CLOCK,PERFORMANCE`), and balance the work across ranks."),
-    _a("nvtx.per_thread", "nsys gives a kernel the NVTX ranges open on the thread that launched it: put the ranges "
-       "on the launching threads named above."),
+    _a("nvtx.per_thread", "nsys gives a kernel the NVTX ranges open on its launching thread when the launch call "
+       "runs: the thread named first opens ranges, but the uncovered kernels are launched outside them; widen them "
+       "(one range around each whole step or phase on that thread)."),
     _a("nvtx.other_thread", "The uncovered kernels are launched by a thread that opens no NVTX range (nsys "
        "attributes ranges per thread): add ranges on that thread, not only on the main one."),
     _a("nvtx.autograd", "The uncovered kernels are the backward pass, launched by PyTorch's autograd thread, which "

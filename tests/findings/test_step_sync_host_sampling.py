@@ -33,7 +33,7 @@ DOUBLE_BUFFER = [ADVICE["step_sync.overlap"].text]
 
 
 def _trace(read: int = 256 * 1024, frames: Optional[List[Tuple[str, str]]] = SAMPLER, n: int = 20) -> TraceBuilder:
-    """As tests/findings/test_claims_cas.py `_cpu_sampling`: step i at t = T0 + 4 i ms, 10 kernels [t + 20,
+    """As tests/findings/test_claims_cpu_sampling_decode.py `_cpu_sampling`: step i at t = T0 + 4 i ms, 10 kernels [t + 20,
     t + 820) µs; ``read`` bytes read back (`cudaMemcpyAsync` [t + 100, t + 110) µs into pageable memory, copy
     [t + 820, t + 850) µs); `cudaStreamSynchronize` [t + 110, t + 852) µs; 3 ms on the host (``frames``: a CPU
     sample every 250 µs from t + 900 µs, 12 per gap; None: no sample); 8 B sent by `cudaMemcpy` [T − 20, T − 5) µs

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict
 
-import test_claims_cae3 as cae3
-import test_claims_ci as ci
+import test_claims_generations_and_missing_columns as cae3
+import test_claims_missing_export_parts as ci
 from claims_support import finding_of
 from synth import TraceBuilder
 
@@ -27,7 +27,7 @@ def _run(b: TraceBuilder, tmp_path: Path) -> Dict[str, Any]:
 
 
 def test_two_processes_sharing_correlation_ids_without_global_pid_name_that_cause(tmp_path: Path) -> None:
-    """(test_claims_cae3._two_ranks_no_kernel_gpid) 2 processes, 20 calls each with correlation ids 1 … 20, kernel
+    """(test_claims_generations_and_missing_columns._two_ranks_no_kernel_gpid) 2 processes, 20 calls each with correlation ids 1 … 20, kernel
     table without globalPid: no kernel links (every id is used by both processes), fact = 2 processes; the finding
     names the missing globalPid and advises keeping it, not "writes the kernels' `correlationId`"."""
     rep = _run(cae3._two_ranks_no_kernel_gpid(), tmp_path)
@@ -43,7 +43,7 @@ def test_two_processes_sharing_correlation_ids_without_global_pid_name_that_caus
 
 def test_one_process_without_global_pid_keeps_the_correlation_id_words(tmp_path: Path) -> None:
     """Negative: the kernel table has no globalPid but one process (its kernels take its pid) and the kernels carry
-    ids no call has (test_claims_ci._launch_loop, unlinked): no fact, today's evidence and `unknown.unlinked`."""
+    ids no call has (test_claims_missing_export_parts._launch_loop, unlinked): no fact, today's evidence and `unknown.unlinked`."""
     b = TraceBuilder("2022.4", kernel_has_global_pid=False)
     ci._launch_loop(b, linked=False)
     rep = _run(b, tmp_path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from synth import TraceBuilder
-from test_claims_af import spec_trace
+from test_claims_speculative_decoding import spec_trace
 
 from nsys_llm_explainer import analyze
 from nsys_llm_explainer.render import render_html, render_markdown
@@ -21,7 +21,7 @@ LONG = "L" * 100_000
 
 
 def _spec(path: Path, draft: str, verify: str) -> str:
-    """Speculative decoding (as tests/findings/test_claims_af.py): one process, one thread, GPU 0; 30 iterations of
+    """Speculative decoding (as tests/findings/test_claims_speculative_decoding.py): one process, one thread, GPU 0; 30 iterations of
     2 ms from 10 ms: 4 ``draft`` ranges of 100 µs (one 60 µs draft kernel each), then a 300 µs ``verify`` range
     launching the 900 µs target kernel and a 10 µs sampling kernel. The verify ranges are the step (79 % of the GPU
     time), confidence medium: they enclose 60 of the thread's 180 launches (33 %), the draft ranges ×120 between."""
@@ -99,7 +99,7 @@ def test_step_notes_show_their_kernel_names_as_names(tmp_path: Path) -> None:
 
 
 def _cycle(b: TraceBuilder, pid: int, T: int, name: str, thread: str) -> None:
-    """As tests/findings/test_claims_cab.py: 10 launches, kernels back to back [T + 20, T + 920) µs, then a
+    """As tests/findings/test_claims_shared_gpu.py: 10 launches, kernels back to back [T + 20, T + 920) µs, then a
     ``cudaStreamSynchronize`` [T + 100, T + 925) µs, on thread ``thread`` (tid = pid)."""
     g = b.thread(pid, pid, thread)
     for i in range(10):
@@ -110,7 +110,7 @@ def _cycle(b: TraceBuilder, pid: int, T: int, name: str, thread: str) -> None:
 
 
 def test_a_thread_name_with_backticks_is_shown_whole_in_the_step_sync_evidence(tmp_path: Path) -> None:
-    """Two engines time-sliced on GPU 0 (test_claims_cab's ``_two_engines``), engine A's thread named ``\\`x\\` <b>``.
+    """Two engines time-sliced on GPU 0 (test_claims_shared_gpu's ``_two_engines``), engine A's thread named ``\\`x\\` <b>``.
     The step-sync evidence was built as "Device 0, thread `{name}` (pid 100, tid 100): …"; the name's own backticks
     paired with the sentence's, so report.md read "Device 0, thread x<code> &lt;b&gt;</code> (pid 100 …": the name
     shown as ``x`` and a code span `` <b>``, not as itself (inert, but not the thread's name). With an odd count of

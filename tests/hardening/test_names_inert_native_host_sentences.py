@@ -3,7 +3,7 @@
 calls the window's teardown words name, a GGML kernel name the `gemm` category takes, and the trace labels in
 compare's note under the idle-by-cause table (and compare.html's page title). Exports of the oldest and the newest
 generation; report.md / .html (compare.md / .html), tables/*.csv and the terminal stay inert (the checkers of
-tests/render/test_names_inert.py and test_new_sentences_inert.py)."""
+tests/render/test_names_inert.py and test_names_inert_pause_and_harness_sentences.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import List, Sequence
 
 import pytest
-from test_claims_c6 import GGML, UNLOAD, decode, launch_bound
-from test_new_sentences_inert import HIDDEN, HOSTILE, _rename, csv_cells_inert
+from test_claims_generations_native_engines import GGML, UNLOAD, decode, launch_bound
+from test_names_inert_pause_and_harness_sentences import HIDDEN, HOSTILE, _rename, csv_cells_inert
 
 from nsys_llm_explainer.cli import main
 
@@ -45,7 +45,7 @@ def _run(capsys, argv: List[str]) -> str:
 @pytest.mark.parametrize("flavor", ["2021.5", "2026.2"])
 @pytest.mark.parametrize("hostile", sorted(HOSTILE))
 def test_native_host_teardown_and_ggml_names_stay_inert(hostile: str, flavor: str, tmp_path: Path, capsys) -> None:
-    """(trace: test_claims_c6's :func:`decode` with the 100 unload calls) The process `llama-server`, the unload
+    """(trace: test_claims_generations_native_engines's :func:`decode` with the 100 unload calls) The process `llama-server`, the unload
     call and the `mul_mat_vec_q` kernel renamed to a hostile name that keeps the original inside (so the rules still
     take it): the process is still a native host (report.json's `native_host` is the exact name: no stack, no
     Python interpreter's name), the tail still "teardown" (the call's name starts with `cuModuleUnload`; the formula
@@ -70,7 +70,7 @@ def test_native_host_teardown_and_ggml_names_stay_inert(hostile: str, flavor: st
 @pytest.mark.slow
 @pytest.mark.parametrize("hostile", sorted(HOSTILE))
 def test_compare_labels_in_the_host_paced_note_stay_inert(hostile: str, tmp_path: Path, capsys) -> None:
-    """(trace: test_claims_c6's :func:`launch_bound`, BASE written by the 2021.5 exporter, NEW by 2026.2) NEW's
+    """(trace: test_claims_generations_native_engines's :func:`launch_bound`, BASE written by the 2021.5 exporter, NEW by 2026.2) NEW's
     label is hostile (given with ``--labels``; the formula, which holds commas, as the file's name): the note under
     the idle-by-cause table names both traces with 0.100 ms/step each; compare.md / .html stay inert — the page
     title included (it named a 100 KB label whole)."""

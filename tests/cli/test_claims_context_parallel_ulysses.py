@@ -1,6 +1,6 @@
 """Claims sweep, context parallelism second pass (helper C9): NCCL send/recv kernel-name spellings across NCCL and
 exporter generations, Ulysses sequence parallelism (an all-to-all run as NCCL SendRecv on 4 ranks, one slow rank),
-and the exposed-communication share of a pipeline pair on 2 of 4 GPUs. Builders: tests/cli/test_claims_c8.py."""
+and the exposed-communication share of a pipeline pair on 2 of 4 GPUs. Builders: tests/cli/test_claims_context_parallel_p2p.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import List, Sequence, Tuple
 
 import pytest
-from test_claims_c8 import GEMM, SLOW2, SR, US, Plan, _cluster, _pairs, _ring, _single
+from test_claims_context_parallel_p2p import GEMM, SLOW2, SR, US, Plan, _cluster, _pairs, _ring, _single
 
 ATT = "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>(Flash_fwd_params)"
 MS = 1_000_000

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import real_report, real_trace, require_traces
-from test_once_work import REG, US, _builder, _loop, _one, _run  # the start-up traces' builders
+from test_claims_one_time_work import REG, US, _builder, _loop, _one, _run  # the start-up traces' builders
 
 from nsys_llm_explainer.findings.base import Quoted
 from nsys_llm_explainer.render import render_all

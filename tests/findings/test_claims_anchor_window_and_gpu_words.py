@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from synth import TraceBuilder
-from test_claims_c6 import H100, decode, graph_tokens
-from test_claims_caf import _embed_server
+from test_claims_embedding_servers import _embed_server
+from test_claims_generations_native_engines import H100, decode, graph_tokens
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.analyses.trace.facts import gpu_fact
@@ -76,7 +76,7 @@ def test_the_timeline_span_names_the_window_as_the_report_does(tmp_path: Path) -
 
 
 def test_a_step_sync_series_of_idle_pauses_shows_no_per_step_value(tmp_path: Path) -> None:
-    """(trace: test_claims_caf's :func:`_embed_server`, 10 requests 20 ms apart, each followed by a
+    """(trace: test_claims_embedding_servers's :func:`_embed_server`, 10 requests 20 ms apart, each followed by a
     `pthread_cond_wait` that fills > 50 % of the host time after the sync) Every one of the 9 steps is an idle pause
     and left out: no step is measured, so the period, GPU busy, wait and host time per step have no value — the
     table showed "0.000" in each, as if measured; now "–" (null in report.json)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import pytest
-import test_claims_cab as cab
+import test_claims_shared_gpu as cab
 from claims_support import finding_of
 from synth import FLAVORS, TraceBuilder
 
@@ -29,8 +29,8 @@ GENERATIONS = sorted(FLAVORS)      # 2021.5, 2022.4, 2023.4, 2024.2, 2026.2
 
 #: the test modules of this session's new claims (their traces are built with ``TraceBuilder()`` or
 #: ``TraceBuilder("2024.2")``)
-SESSION_MODULES = ("test_claims_cab", "test_claims_cz", "test_claims_ad", "test_claims_af", "test_claims_cac",
-                   "test_claims_cad", "test_cluster_claims_cz", "test_cluster_claims_hosts", "test_launching_thread",
+SESSION_MODULES = ("test_claims_shared_gpu", "test_claims_custom_collectives", "test_claims_kernel_categories", "test_claims_speculative_decoding", "test_claims_encoder_decoder_diffusion",
+                   "test_claims_kv_cache_swap", "test_cluster_claims_custom_collectives", "test_cluster_claims_hosts", "test_launching_thread",
                    "test_pipeline_bubble", "test_nccl_ties")
 #: their tests that build no trace (a pure function's table)
 NO_TRACE = {"test_last_arrivals_one_rule"}
@@ -85,7 +85,7 @@ def _with_device_map(path: Path, mapping: Mapping[Tuple[int, int], int]) -> None
 
 def _monitored(tmp_path: Path, flavor: str, mapping: Optional[Mapping[Tuple[int, int], int]] = None
                ) -> Dict[str, Any]:
-    """Report of :func:`test_claims_cab._monitored` (owner pid 100: 500 GEMMs of 90 µs, 45 ms, a sync per 1 ms
+    """Report of :func:`test_claims_shared_gpu._monitored` (owner pid 100: 500 GEMMs of 90 µs, 45 ms, a sync per 1 ms
     step; monitor pid 300: 49 probes of 2 µs, 98 µs, each on CUDA device 0 as its process sees it) written as
     ``flavor`` with two GPUs in TARGET_INFO_GPU, and with the 2026.x device map ``mapping`` when given."""
     b = TraceBuilder(flavor)

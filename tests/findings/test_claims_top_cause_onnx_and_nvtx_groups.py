@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from claims_support import report_of
 from synth import TraceBuilder
-from test_claims_cao import _server
+from test_claims_multi_model_server import _server
 
 from nsys_llm_explainer.analyses.kernels.traits import analyze_kernel_traits, detect_stack
 from nsys_llm_explainer.findings.advice import ADVICE
@@ -90,7 +90,7 @@ def test_onnx_runtime_is_its_own_stack_and_its_tensorrt_provider_is_named_beside
 
 
 def test_a_triton_server_with_onnx_runtime_and_tensorrt_models_gets_no_other_stacks_advice(tmp_path: Path) -> None:
-    """(trace: test_claims_cao._server) `tritonserver` runs ONNX Runtime kernels (`bert_onnx`) and a TensorRT
+    """(trace: test_claims_multi_model_server._server) `tritonserver` runs ONNX Runtime kernels (`bert_onnx`) and a TensorRT
     engine (`llm_trt`, `ExecutionContext::enqueue`): stack `onnxruntime + tensorrt`, framework `onnxruntime`; no
     recommendation reads as PyTorch, vLLM, SGLang or TensorRT-LLM advice."""
     rep = report_of(_server(), tmp_path)

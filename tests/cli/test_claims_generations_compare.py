@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Callable, List, Tuple
 
 import pytest
-import test_compare_claims_cbe as cbe
+import test_compare_claims_graphs_and_benchmarks as cbe
 from synth import TraceBuilder
 from synth.scenarios.names import K
 from synth.store import RowStore
-from test_new_sentences_inert import HIDDEN, HOSTILE, csv_cells_inert
+from test_names_inert_pause_and_harness_sentences import HIDDEN, HOSTILE, csv_cells_inert
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cli import main
@@ -33,16 +33,16 @@ MS = 1_000_000
 OTHER_GENERATIONS = ("2021.5", "2022.4", "2023.4", "2026.2")
 #: (module, test) of the last hour's hand-computed tests whose only argument is ``tmp_path``
 RULE_TESTS: List[Tuple[str, str]] = [
-    ("test_claims_cbh", "test_sync_delimited_prefill_steps_are_repeated_steps"),
-    ("test_claims_cbh", "test_single_pass_window_is_not_called_the_steady_window"),
-    ("test_compare_claims_cbh", "test_traces_table_does_not_call_step_periods_steps_in_window"),
-    ("test_compare_claims_cbe", "test_eager_to_cuda_graph_main_reason_is_the_launch_overhead"),
-    ("test_compare_claims_cbe", "test_the_launch_bound_title_says_the_gpu_waits_per_kernel"),
-    ("test_compare_claims_cbe", "test_two_do_bench_captures_are_compared_on_the_timed_kernels"),
-    ("test_compare_claims_cbe", "test_a_capture_not_event_timed_keeps_the_heaviest_common_kernel"),
-    ("test_claims_fba", "test_one_pause_holding_most_of_the_wait_is_called_a_pause"),
-    ("test_claims_fba", "test_epoch_boundary_of_a_pytorch_training_loop"),
-    ("test_claims_cbg", "test_fusion_title_of_a_harness_names_the_timed_kernel_time"),
+    ("test_claims_long_prefill_steps", "test_sync_delimited_prefill_steps_are_repeated_steps"),
+    ("test_claims_long_prefill_steps", "test_single_pass_window_is_not_called_the_steady_window"),
+    ("test_compare_claims_long_steps", "test_traces_table_does_not_call_step_periods_steps_in_window"),
+    ("test_compare_claims_graphs_and_benchmarks", "test_eager_to_cuda_graph_main_reason_is_the_launch_overhead"),
+    ("test_compare_claims_graphs_and_benchmarks", "test_the_launch_bound_title_says_the_gpu_waits_per_kernel"),
+    ("test_compare_claims_graphs_and_benchmarks", "test_two_do_bench_captures_are_compared_on_the_timed_kernels"),
+    ("test_compare_claims_graphs_and_benchmarks", "test_a_capture_not_event_timed_keeps_the_heaviest_common_kernel"),
+    ("test_claims_unsampled_launcher_gaps", "test_one_pause_holding_most_of_the_wait_is_called_a_pause"),
+    ("test_claims_unsampled_launcher_gaps", "test_epoch_boundary_of_a_pytorch_training_loop"),
+    ("test_claims_generations_and_empty_range_names", "test_fusion_title_of_a_harness_names_the_timed_kernel_time"),
 ]
 
 
@@ -72,7 +72,7 @@ PAIRS = [("2021.5", "2026.2"), ("2026.2", "2021.5"), ("2022.4", "2024.2")]
 @pytest.mark.slow
 @pytest.mark.parametrize("old,new", PAIRS)
 def test_do_bench_compare_across_generations(old: str, new: str, tmp_path: Path, monkeypatch) -> None:
-    """test_compare_claims_cbe's two `do_bench` captures (GEMM 30 → 20 µs, 250 fills of 80 µs outside every event
+    """test_compare_claims_graphs_and_benchmarks's two `do_bench` captures (GEMM 30 → 20 µs, 250 fills of 80 µs outside every event
     pair), A written by ``old``'s exporter, B by ``new``'s: the same answer as one generation — 111 → 101 µs per
     iteration, anchor the GEMM, fill left out (0.080 ms per iteration in each), timed kernels 0.030 → 0.020 ms
     (−33.3 %); compare.md carries the harness line; exit 0."""
@@ -92,7 +92,7 @@ def test_do_bench_compare_across_generations(old: str, new: str, tmp_path: Path,
 @pytest.mark.slow
 @pytest.mark.parametrize("old,new", PAIRS)
 def test_eager_to_graph_compare_across_generations(old: str, new: str, tmp_path: Path, monkeypatch) -> None:
-    """test_compare_claims_cbe's eager → CUDA-graph pair (313 → 245 µs per step), EAGER written by ``old``, GRAPH by
+    """test_compare_claims_graphs_and_benchmarks's eager → CUDA-graph pair (313 → 245 µs per step), EAGER written by ``old``, GRAPH by
     ``new``: main reason `launch` −0.068 ms per step; host-paced queued 40 → 5 µs per step; exit 0 and the
     `host-paced queued` row in tables/part_changes.csv (compare.md shows causes, not details)."""
     e = _as(old, lambda: cbe._eager_or_graph(tmp_path / "e.sqlite", False), monkeypatch)
@@ -153,11 +153,11 @@ def test_harness_line_and_compare_tables_keep_hostile_kernel_names_inert(hostile
 
 
 def _single_pass() -> TraceBuilder:
-    """test_claims_cbh's single pass without its 300 ms of tokenization: at T0 one prefill chunk (4 × 50 ms kernels,
+    """test_claims_long_prefill_steps's single pass without its 300 ms of tokenization: at T0 one prefill chunk (4 × 50 ms kernels,
     launched by 10 µs calls from T0, the first starting T0 + 15 µs, back to back) and its `cudaStreamSynchronize`,
     1 ms later one decode step (20 × 1 ms), no NVTX. The window rule finds no warm-up or tail to trim (method
     `full`); nothing shows repeated steps (no NVTX, 2 sync points < 5): `window_repeats` false."""
-    import test_claims_cbh as cbh
+    import test_claims_long_prefill_steps as cbh
     b = TraceBuilder()
     b.process(cbh.PID)
     g = b.thread(cbh.PID, 1, "main")

@@ -3,14 +3,14 @@ are. A training loop whose OS calls are not traced idles between steps in `host_
 call); its data-loader workers are sampled running in those gaps. The finding named no process and advised
 "Profile the host code (`nsys --sample=cpu`)" although the trace has CPU samples; it now counts the other processes'
 samples in the gaps where thread 1 has none — the rule of the launching thread's waits (docs/FINDINGS.md, "Follow the
-wait") — names them and gives the other-process advice. The trace is sweep CAX's (`test_claims_cax._loader_loop`,
+wait") — names them and gives the other-process advice. The trace is sweep CAX's (`test_claims_input_pipeline_training._loader_loop`,
 whose docstring times every row); the truth is worked out in the docstrings."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import test_claims_cax as cax
+import test_claims_input_pipeline_training as cax
 from claims_support import finding_of, report_of
 from synth import TraceBuilder
 

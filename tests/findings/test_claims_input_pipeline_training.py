@@ -129,7 +129,7 @@ def test_off_cpu_launcher_of_a_training_loop_is_not_told_lack_of_load(tmp_path: 
     has 4 × 30 = 120 samples, all in its launch bursts, none in the gaps (≥ 20 samples, gaps ≥ 100 ms): off-CPU
     there. Training: `host_cpu.off_cpu.training` (its next batch; trace OS calls), not "lack of load: batch
     requests". No worker process: with workers sampled in the gaps the finding names them instead (sweep FBA,
-    test_claims_fba.py)."""
+    test_claims_unsampled_launcher_gaps.py)."""
     rep = report_of(_loader_loop(osrt=False, main_sampled=True, n=30, workers=()), tmp_path)
     assert rep["facts"]["workload"] == "training"
     f = finding_of(rep, "idle_host_cpu")

@@ -113,7 +113,7 @@ def test_windows_of_traces_10_23_24_are_unchanged():
     and 60 NVTX steps, so they stay "steady state"; 10 (serving, no step detected) is no longer called one. Rule (7)
     moves trace 10's start only: from its first kernel (7,975,154,753) to the first kernel after its cuDNN benchmark
     pass (8,196,352,682 = 8,960,584,717 abs, the first kernel starting after the last trial's end 8,960,228,240 abs,
-    test_claims_rat.py)."""
+    test_claims_real_traces_unmarked_steps.py)."""
     want = {"10_abacus_dnn_serving_titanrtx_r1": (8_196_352_682, 9_849_414_215, False),
             "23_cs336_2p7b_a100_fp32_nvtx": (32_939_638_003, 36_398_982_351, True),
             "24_cs336_laptop_rtx5000ada_launch_bound": (1_361_409_433, 1_536_087_487, True)}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from claims_support import finding_of, report_of
 from synth import TraceBuilder
-from test_claims_c5 import _ray, _report
-from test_claims_c8 import AR, SR, US, Plan, _cluster, _pairs, _ring
+from test_claims_context_parallel_p2p import AR, SR, US, Plan, _cluster, _pairs, _ring
+from test_claims_ray_serving import _ray, _report
 
 from nsys_llm_explainer.findings.advice import ADVICE
 

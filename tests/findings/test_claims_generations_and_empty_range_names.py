@@ -31,19 +31,19 @@ OTHER_GENERATIONS = ("2021.5", "2022.4", "2023.4", "2026.2")
 GENERATION_PARAMS = [g if g == "2021.5" else pytest.param(g, marks=pytest.mark.slow) for g in OTHER_GENERATIONS]
 #: (module, test) of each new rule's hand-computed tests whose only argument is ``tmp_path``
 RULE_TESTS: List[Tuple[str, str]] = [
-    ("test_claims_fba", "test_unsampled_launcher_names_the_workers_sampled_in_its_gaps"),
-    ("test_claims_fba", "test_off_cpu_launcher_sampled_only_in_its_launch_bursts"),
-    ("test_claims_fba", "test_one_pause_holding_most_of_the_wait_is_called_a_pause"),
-    ("test_claims_fba", "test_epoch_boundary_of_a_pytorch_training_loop"),
-    ("test_claims_fbb", "test_mixed_finding_is_titled_after_its_largest_detail_in_the_loop"),
-    ("test_claims_fbb", "test_autotuning_title_quotes_every_call_of_the_kind"),
-    ("test_claims_fbb", "test_stake_over_all_details_is_labelled"),
-    ("test_claims_cay", "test_step_sync_of_an_event_timed_harness_is_not_told_to_double_buffer"),
-    ("test_claims_cay", "test_idle_sync_of_an_event_timed_harness_is_not_told_to_remove_the_sync"),
-    ("test_claims_cay", "test_l2_flush_of_a_do_bench_loop_is_not_the_fusion_target"),
-    ("test_claims_cay", "test_timed_elementwise_work_keeps_the_fusion_finding_at_its_timed_share"),
-    ("test_claims_cau", "test_an_rl_job_is_training_with_generation_on_vllm_and_pytorch"),
-    ("test_claims_cau", "test_large_device_to_device_copies_are_not_said_to_come_from_contiguous"),
+    ("test_claims_unsampled_launcher_gaps", "test_unsampled_launcher_names_the_workers_sampled_in_its_gaps"),
+    ("test_claims_unsampled_launcher_gaps", "test_off_cpu_launcher_sampled_only_in_its_launch_bursts"),
+    ("test_claims_unsampled_launcher_gaps", "test_one_pause_holding_most_of_the_wait_is_called_a_pause"),
+    ("test_claims_unsampled_launcher_gaps", "test_epoch_boundary_of_a_pytorch_training_loop"),
+    ("test_claims_one_time_work_titles", "test_mixed_finding_is_titled_after_its_largest_detail_in_the_loop"),
+    ("test_claims_one_time_work_titles", "test_autotuning_title_quotes_every_call_of_the_kind"),
+    ("test_claims_one_time_work_titles", "test_stake_over_all_details_is_labelled"),
+    ("test_claims_benchmark_harnesses", "test_step_sync_of_an_event_timed_harness_is_not_told_to_double_buffer"),
+    ("test_claims_benchmark_harnesses", "test_idle_sync_of_an_event_timed_harness_is_not_told_to_remove_the_sync"),
+    ("test_claims_benchmark_harnesses", "test_l2_flush_of_a_do_bench_loop_is_not_the_fusion_target"),
+    ("test_claims_benchmark_harnesses", "test_timed_elementwise_work_keeps_the_fusion_finding_at_its_timed_share"),
+    ("test_claims_rl_post_training", "test_an_rl_job_is_training_with_generation_on_vllm_and_pytorch"),
+    ("test_claims_rl_post_training", "test_large_device_to_device_copies_are_not_said_to_come_from_contiguous"),
     ("test_window_autotune", "test_an_autotuning_first_pass_before_warm_steps_is_trimmed"),
     ("test_window_autotune", "test_an_autotuning_pass_with_too_little_after_it_keeps_the_whole_trace"),
     ("test_window_autotune", "test_a_window_without_repeated_steps_is_not_called_a_steady_state"),
@@ -69,7 +69,7 @@ def test_each_new_rule_makes_the_same_claim_on_every_generation(flavor: str, mod
 # ---------------------------------------------------------------- (b) a range pushed with an empty name
 
 def _two_ranges(first: str, second: str, flavor: str) -> Tuple[TraceBuilder, int]:
-    """test_claims_fbb's stake trace: one thread (pid 7, tid 1) launching a 9 µs `gemm` every 10 µs (each launched
+    """test_claims_one_time_work_titles's stake trace: one thread (pid 7, tid 1) launching a 9 µs `gemm` every 10 µs (each launched
     8 µs ahead by a 2 µs call); 20 kernels (10 → 209 µs), then 10 steps of 160 µs from 220 µs: range ``first`` 60
     µs, range ``second`` 20 µs, 10 kernels from 90 µs after the step's start; 20 kernels at the end. Returns the
     builder and the window's end (2,307 µs: the last kernel's end)."""
@@ -121,10 +121,10 @@ def test_an_empty_name_beside_a_named_range_keeps_both_apart(tmp_path: Path) -> 
 
 
 def test_fusion_title_of_a_harness_names_the_timed_kernel_time(tmp_path: Path) -> None:
-    """test_claims_cay's do_bench with a 20 µs add inside each pair: the adds are 2.5 ms of 6.25 ms of timed kernel
+    """test_claims_benchmark_harnesses's do_bench with a 20 µs add inside each pair: the adds are 2.5 ms of 6.25 ms of timed kernel
     time (40.0 %) but of 16.25 ms of kernel time 15.4 %. The title says "40.0 % of kernel time"; gpu_bound's
     evidence says "of the timed kernel time" for the same base: the title should too."""
-    import test_claims_cay as cay
+    import test_claims_benchmark_harnesses as cay
     rep = cay._run(cay._do_bench(timed_add_us=20), tmp_path)
     f = next(f for f in rep["findings"] if f["id"] == "elementwise_fusion")
     assert f["title"] == "Unfused elementwise kernels take 40.0 % of the timed kernel time"

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 import pytest
-import test_claims_cax as cax
-import test_claims_cay as cay
-import test_claims_fba as fba
+import test_claims_benchmark_harnesses as cay
+import test_claims_input_pipeline_training as cax
+import test_claims_unsampled_launcher_gaps as fba
 from synth import TraceBuilder
-from test_claims_cbg import _two_ranges
+from test_claims_generations_and_empty_range_names import _two_ranges
 
 from nsys_llm_explainer.cli import main
 
@@ -48,7 +48,7 @@ def csv_cells_inert(tables: Path) -> None:
 
 
 def _mixed() -> Tuple[TraceBuilder, List[str]]:
-    """test_claims_fbb's mixed trace: `init` [0, 600 µs), 10 steps of a 30 µs `send` then 10 kernels."""
+    """test_claims_one_time_work_titles's mixed trace: `init` [0, 600 µs), 10 steps of a 30 µs `send` then 10 kernels."""
     b = TraceBuilder()
     b.process(7)
     g = b.thread(7, 1)

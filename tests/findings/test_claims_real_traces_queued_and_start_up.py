@@ -74,7 +74,7 @@ def test_trace12_alloc_is_autotuning_not_in_the_loop():
     the loop' while its window held the autotuning pass; a later fix called them autotuning allocations. Now the
     window's rule (6) trims the autotuning pass (docs/FINDINGS.md, "Steady-state window"): the window starts at
     5,872.112 ms, and no `cuMemAlloc*` row of CUPTI_ACTIVITY_KIND_RUNTIME starts at or after it (SQL: 0), so no
-    allocation finding is made at all (the autotuning-allocation words are tested in test_once_work.py)."""
+    allocation finding is made at all (the autotuning-allocation words are tested in test_claims_one_time_work.py)."""
     require_traces()
     rep = real_report(real_trace("12_gartangh_keras_gtx1650"))
     assert rep.window.start_ns - rep.window.full_start_ns == 5_872_112_331

@@ -39,7 +39,7 @@ UNLOAD = "cuModuleUnload"
 
 def decode(flavor: str, *, process: str = "llama-server", gpu: Optional[Dict[str, Any]] = None, unloads: int = 0,
            unload_name: str = UNLOAD) -> TraceBuilder:
-    """llama.cpp decode (test_claims_c2's): one process ``process`` (thread 1 of that name) on ``gpu`` (the T4 of
+    """llama.cpp decode (test_claims_native_host_words's): one process ``process`` (thread 1 of that name) on ``gpu`` (the T4 of
     :data:`T4_NO_CC` by default); 20 steps, step i at t = 1 ms + 3 ms · i: 10 GGML launches [t + 10 + 10 k,
     t + 15 + 10 k) µs run [t + 20 + 80 k, t + 100 + 80 k) µs (the last ends at t + 820); the logits come back (512,000
     B, `cudaMemcpyAsync` [t + 110, t + 116) µs, copy [t + 820, t + 850) µs, device → pageable), then
@@ -66,7 +66,7 @@ def decode(flavor: str, *, process: str = "llama-server", gpu: Optional[Dict[str
 
 
 def graph_tokens(flavor: str, gpu: Dict[str, Any]) -> TraceBuilder:
-    """llama.cpp with CUDA graphs (test_claims_c1's): per token one `cudaGraphLaunch` [t, t + 15 µs) of 200 GGML
+    """llama.cpp with CUDA graphs (test_claims_native_engines's): per token one `cudaGraphLaunch` [t, t + 15 µs) of 200 GGML
     kernels of 3 µs, 5 µs apart from t + 20 µs (199 gaps of 2 µs between back-to-back queued kernels), a
     `cudaStreamSynchronize` to 3 µs after the last kernel, then 200 µs of host work; 10 tokens."""
     b = TraceBuilder(flavor)

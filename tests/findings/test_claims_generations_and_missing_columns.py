@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
-import test_claims_cau as cau
-import test_claims_fxt as fxt
-import test_once_work as once
+import test_claims_one_time_work as once
+import test_claims_rl_post_training as cau
+import test_claims_top_cause_onnx_and_nvtx_groups as fxt
 import test_step_sync_host_sampling as sync_sampling
 import test_waits_other_process as other
 from claims_support import finding_of
@@ -86,7 +86,7 @@ def _by_cause(rep: Dict[str, Any], kind: str) -> Dict[str, Any]:
 # ------------------------------------------------------------------------------------------ every generation
 @pytest.mark.slow
 def test_start_up_and_autotuning_claims_under_every_generation(tmp_path: Path, flavor: str) -> None:
-    """(test_once_work) cudaHostRegister [0, 300 µs) then 100 kernels from 310 µs, window [0, 1,309 µs): all 300 µs
+    """(test_claims_one_time_work) cudaHostRegister [0, 300 µs) then 100 kernels from 310 µs, window [0, 1,309 µs): all 300 µs
     of `other_api` in the leading gap → "Start-up, not the loop", 100 % of the cause. The autotuning pass (10 ×
     (50 µs cudaMalloc + 5 `redzone_checker` trials)) then 100 warm gemms, window [0, 2,109 µs): trials hold 450 of
     the pass's 450 µs of kernel time → "Autotuning allocations, not the loop". Nothing these read (CUDA API and
@@ -131,7 +131,7 @@ def test_waits_and_step_sync_sampling_claims_under_every_generation(tmp_path: Pa
 
 @pytest.mark.slow
 def test_top_cause_nvtx_groups_and_onnx_claims_under_every_generation(tmp_path: Path, flavor: str) -> None:
-    """(test_claims_fxt) The top cause: `alloc` 29.820 ms of device 0's 30.090 ms of idle = 99.1 %. NVTX groups: 12
+    """(test_claims_top_cause_onnx_and_nvtx_groups) The top cause: `alloc` 29.820 ms of device 0's 30.090 ms of idle = 99.1 %. NVTX groups: 12
     ranges under 9 names, 3 groups once numbers read as N (NVTX text inline, no domain rows: the same in every
     layout). ONNX Runtime: 200 × (400 µs SGEMM + 50 µs ORT add): FP32 GEMMs 88.9 % of kernel time, stack
     `onnxruntime`."""
@@ -157,7 +157,7 @@ def test_top_cause_nvtx_groups_and_onnx_claims_under_every_generation(tmp_path: 
 
 @pytest.mark.slow
 def test_window_rule_5c_and_marker_pauses_under_every_generation(tmp_path: Path, flavor: str) -> None:
-    """(test_claims_cau) Two identical RL iterations (CUDA-graph decode, 300 ms reward, training): the leading
+    """(test_claims_rl_post_training) Two identical RL iterations (CUDA-graph decode, 300 ms reward, training): the leading
     generation repeats later, so nothing is trimmed — graph launches read from the graph tables of each layout
     (node-level CUDA_GRAPH_EVENTS ≤ 2023.4, CUDA_GRAPH_NODE_EVENTS after). (test_phases_steps) 14 marker iterations,
     the interval after marker 7 idle 50.69 ms > 10 × the 1 ms median: 12 steps, 1 pause."""

@@ -1,7 +1,7 @@
-"""Claims sweep, context parallelism and point-to-point NCCL (helper C8): ring attention (each rank's NCCL SendRecv
-sends its KV block to the next rank and receives the previous rank's, on stream 20 beside the attention on stream 7)
-and pipeline-style send/recv pairs, in one export and as a cluster of per-rank files. Each trace is simulated by hand
-(:func:`_ring`, :func:`_pairs`); the truth is worked out in the docstrings."""
+"""Context parallelism and point-to-point NCCL: ring attention (each rank's NCCL SendRecv sends its KV block to the next
+rank and receives the previous rank's, on stream 20 beside the attention on stream 7) and pipeline-style send/recv
+pairs, in one export and as a cluster of per-rank files. Each trace is simulated by hand (:func:`_ring`,
+:func:`_pairs`); the truth is worked out in the docstrings."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Claims sweep, context parallelism second pass (helper C9): NCCL send/recv kernel-name spellings across NCCL and
-exporter generations, Ulysses sequence parallelism (an all-to-all run as NCCL SendRecv on 4 ranks, one slow rank),
-and the exposed-communication share of a pipeline pair on 2 of 4 GPUs. Builders: tests/cli/test_claims_context_parallel_p2p.py."""
+"""Context and sequence parallelism: NCCL send/recv kernel-name spellings across NCCL and exporter generations, Ulysses
+sequence parallelism (an all-to-all run as NCCL SendRecv on 4 ranks, one slow rank), and the exposed-communication share
+of a pipeline pair on 2 of 4 GPUs. Builders: tests/cli/test_claims_context_parallel_p2p.py."""
 
 from __future__ import annotations
 
@@ -48,12 +48,12 @@ def _ulysses(n: int, gemm: Sequence[int], steps: int = 10) -> Plan:
 @pytest.mark.parametrize("name,flavor", [(NCCL27, "2021.5"), (NCCL27, "2024.2"), (MANGLED, "2023.4"),
                                          (NCCL29, "2021.5"), (NCCL29, "2023.4")])
 def test_send_recv_spellings_are_point_to_point(tmp_path: Path, name: str, flavor: str) -> None:
-    """(trace: C8's 4-rank ring, rank 2's attention 600 µs, the SendRecv spelled as older NCCL / an undemangled
-    export writes it) ``ncclSendRecvKernel_copy_i8`` (NCCL 2.7, no ``_`` before SendRecv) and the mangled
-    ``…ncclDevKernel_SendRecv24ncclDevKernelArgs…`` (a digit after it) were not point-to-point: the ring's
-    SendRecvs were judged as collectives of all 4 ranks and rank 0 — two hops from the straggler, never waiting at
-    them — was charged 11.9 ms (590 + 200 + 400 µs a step) instead of 5.9 ms. As C8's test: 30 left out; over the 10
-    all-reduces waits 5.9 / 2.95 / 0 / 2.95 ms; rank 2 late, rank 0 waits most, 11.8 ms caused."""
+    """(trace: the 4-rank ring of test_claims_context_parallel_p2p.py, rank 2's attention 600 µs, the SendRecv spelled
+    as older NCCL / an undemangled export writes it) ``ncclSendRecvKernel_copy_i8`` (NCCL 2.7, no ``_`` before SendRecv)
+    and the mangled ``…ncclDevKernel_SendRecv24ncclDevKernelArgs…`` (a digit after it) were not point-to-point: the
+    ring's SendRecvs were judged as collectives of all 4 ranks and rank 0 — two hops from the straggler, never waiting
+    at them — was charged 11.9 ms (590 + 200 + 400 µs a step) instead of 5.9 ms. As the ring's own test: 30 left out;
+    over the 10 all-reduces waits 5.9 / 2.95 / 0 / 2.95 ms; rank 2 late, rank 0 waits most, 11.8 ms caused."""
     nc = _single(tmp_path, _rename(_ring(4, SLOW2), name), flavor).nccl
     assert (nc.matched_collectives, nc.p2p_left_out) == (40, 30)
     assert [r.wait_ns_total for r in nc.ranks] == [5_900 * US, 2_950 * US, 0, 2_950 * US]
@@ -63,7 +63,7 @@ def test_send_recv_spellings_are_point_to_point(tmp_path: Path, name: str, flavo
 
 
 def test_cluster_nccl27_ring_names_no_last_arriver_at_send_recv(tmp_path: Path) -> None:
-    """(trace: the slow-rank ring, NCCL 2.7's ``ncclSendRecvKernel_copy_i8``, one file per rank) As C8's cluster
+    """(trace: the slow-rank ring, NCCL 2.7's ``ncclSendRecvKernel_copy_i8``, one file per rank) As the ring's cluster
     test: the SendRecv name on 4 ranks names no last arriver; over the 10 all-reduces rank 2 is last at all 10."""
     res = _cluster(tmp_path, _rename(_ring(4, SLOW2), NCCL27))
     assert [(r.rank, r.last_arrival_count, r.wait_ns_total) for r in res.collectives.ranks] == [
@@ -111,7 +111,7 @@ def test_cluster_lockstep_pipeline_pairs_end_together_yet_are_not_one_collective
 
 
 def test_exposed_share_is_of_the_devices_that_communicate(tmp_path: Path) -> None:
-    """(trace: C8's pipeline pair 0→1 on 4 GPUs, ranks 2, 3 run a 300 µs GEMM a step and no NCCL) Exposed: rank 0's
+    """(trace: the pipeline pair 0→1 on 4 GPUs, ranks 2, 3 run a 300 µs GEMM a step and no NCCL) Exposed: rank 0's
     send 20 µs + rank 1's receive [T+15, T+432] 417 µs a step, 4.37 ms over 10 steps. Over devices 0-3 the title
     said 12.1 % (devices 2, 3's windows counted, holding no communication); over the 2 that communicate it is
     4.37 ms / (2 × window) = 24.1 %: scope devices (0, 1), the evidence names 2 and 3 as not counted."""

@@ -1,12 +1,12 @@
-"""Sweep CBJ (a): the last hour's words under every exporter generation. `window_repeats` and "the auto-detected
-window", the one-pause line's workload examples, compare's "step periods in span" column, the host-paced `launch`
-row, the benchmark-harness headline line and the launch-bound title "the GPU waits ~X µs per kernel for its
-launch": each test that pins them (its numbers hand-computed in its own docstring) is run again with every
-`TraceBuilder()` in it writing the 2021.5, 2022.4, 2023.4 and 2026.2 exporters' tables and columns (the tests' own
-are 2024.2's; /work/shared/SCHEMA.md: the generations differ in tables and columns these rules do not read —
-ENUM tables, the metadata table's name, `greenContextId`, graph tables —, so each claim must come out the same).
-Compare runs also mix generations: an old export against a new one (and the reverse) must give the same verdict,
-harness line, host-paced row and window words as two exports of one generation."""
+"""The window, pause, compare and harness words under every exporter generation. `window_repeats` and "the auto-detected
+window", the one-pause line's workload examples, compare's "step periods in span" column, the host-paced `launch` row,
+the benchmark-harness headline line and the launch-bound title "the GPU waits ~X µs per kernel for its launch": each
+test that pins them (its numbers hand-computed in its own docstring) is run again with every `TraceBuilder()` in it
+writing the 2021.5, 2022.4, 2023.4 and 2026.2 exporters' tables and columns (the tests' own are 2024.2's;
+/work/shared/SCHEMA.md: the generations differ in tables and columns these rules do not read — ENUM tables, the metadata
+table's name, `greenContextId`, graph tables —, so each claim must come out the same). Compare runs also mix
+generations: an old export against a new one (and the reverse) must give the same verdict, harness line, host-paced row
+and window words as two exports of one generation."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, List, Tuple
 
 import pytest
-import test_compare_claims_graphs_and_benchmarks as cbe
+import test_compare_claims_graphs_and_benchmarks as graphs_benchmarks
 from synth import TraceBuilder
 from synth.scenarios.names import K
 from synth.store import RowStore
@@ -31,7 +31,7 @@ from nsys_llm_explainer.comparison.measure import HOST_PACED
 US = 1_000
 MS = 1_000_000
 OTHER_GENERATIONS = ("2021.5", "2022.4", "2023.4", "2026.2")
-#: (module, test) of the last hour's hand-computed tests whose only argument is ``tmp_path``
+#: (module, test) of the hand-computed tests of these words whose only argument is ``tmp_path``
 RULE_TESTS: List[Tuple[str, str]] = [
     ("test_claims_long_prefill_steps", "test_sync_delimited_prefill_steps_are_repeated_steps"),
     ("test_claims_long_prefill_steps", "test_single_pass_window_is_not_called_the_steady_window"),
@@ -72,16 +72,16 @@ PAIRS = [("2021.5", "2026.2"), ("2026.2", "2021.5"), ("2022.4", "2024.2")]
 @pytest.mark.slow
 @pytest.mark.parametrize("old,new", PAIRS)
 def test_do_bench_compare_across_generations(old: str, new: str, tmp_path: Path, monkeypatch) -> None:
-    """test_compare_claims_graphs_and_benchmarks's two `do_bench` captures (GEMM 30 → 20 µs, 250 fills of 80 µs outside every event
-    pair), A written by ``old``'s exporter, B by ``new``'s: the same answer as one generation — 111 → 101 µs per
-    iteration, anchor the GEMM, fill left out (0.080 ms per iteration in each), timed kernels 0.030 → 0.020 ms
+    """test_compare_claims_graphs_and_benchmarks's two `do_bench` captures (GEMM 30 → 20 µs, 250 fills of 80 µs outside
+    every event pair), A written by ``old``'s exporter, B by ``new``'s: the same answer as one generation — 111 → 101 µs
+    per iteration, anchor the GEMM, fill left out (0.080 ms per iteration in each), timed kernels 0.030 → 0.020 ms
     (−33.3 %); compare.md carries the harness line; exit 0."""
-    a = _as(old, lambda: cbe._do_bench(tmp_path / "a.sqlite", 30), monkeypatch)
-    b = _as(new, lambda: cbe._do_bench(tmp_path / "b.sqlite", 20), monkeypatch)
+    a = _as(old, lambda: graphs_benchmarks._do_bench(tmp_path / "a.sqlite", 30), monkeypatch)
+    b = _as(new, lambda: graphs_benchmarks._do_bench(tmp_path / "b.sqlite", 20), monkeypatch)
     res = nle.compare([a, b], labels=["A", "B"])
     c = res.comparisons[0]
     assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.verdict) == (111 * US, 101 * US, "faster")
-    assert (res.metric.anchor_kernel, res.metric.harness_left_out) == (K.GEMM_QKV, (cbe.FILL,))
+    assert (res.metric.anchor_kernel, res.metric.harness_left_out) == (K.GEMM_QKV, (graphs_benchmarks.FILL,))
     assert [(t.harness_kernel_ns, t.timed_kernel_ns) for t in res.traces] == [(20 * MS, 7_500 * US), (20 * MS, 5 * MS)]
     assert main(["compare", a, b, "-o", str(tmp_path / "cmp")]) == 0
     md = (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
@@ -92,11 +92,11 @@ def test_do_bench_compare_across_generations(old: str, new: str, tmp_path: Path,
 @pytest.mark.slow
 @pytest.mark.parametrize("old,new", PAIRS)
 def test_eager_to_graph_compare_across_generations(old: str, new: str, tmp_path: Path, monkeypatch) -> None:
-    """test_compare_claims_graphs_and_benchmarks's eager → CUDA-graph pair (313 → 245 µs per step), EAGER written by ``old``, GRAPH by
-    ``new``: main reason `launch` −0.068 ms per step; host-paced queued 40 → 5 µs per step; exit 0 and the
-    `host-paced queued` row in tables/part_changes.csv (compare.md shows causes, not details)."""
-    e = _as(old, lambda: cbe._eager_or_graph(tmp_path / "e.sqlite", False), monkeypatch)
-    g = _as(new, lambda: cbe._eager_or_graph(tmp_path / "g.sqlite", True), monkeypatch)
+    """test_compare_claims_graphs_and_benchmarks's eager → CUDA-graph pair (313 → 245 µs per step), EAGER written by
+    ``old``, GRAPH by ``new``: main reason `launch` −0.068 ms per step; host-paced queued 40 → 5 µs per step; exit 0 and
+    the `host-paced queued` row in tables/part_changes.csv (compare.md shows causes, not details)."""
+    e = _as(old, lambda: graphs_benchmarks._eager_or_graph(tmp_path / "e.sqlite", False), monkeypatch)
+    g = _as(new, lambda: graphs_benchmarks._eager_or_graph(tmp_path / "g.sqlite", True), monkeypatch)
     c = nle.compare([e, g], labels=["EAGER", "GRAPH"]).comparisons[0]
     assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.verdict) == (313 * US, 245 * US, "faster")
     assert c.main_reason is not None and c.main_reason.name == "launch"
@@ -130,9 +130,9 @@ def test_harness_line_and_compare_tables_keep_hostile_kernel_names_inert(hostile
     cell starts a formula (the CSVs keep names as data, docs/SECURITY.md)."""
     paths = []
     for n, us in (("a", 30), ("b", 20)):
-        p = cbe._do_bench(tmp_path / f"{n}.sqlite", us)
+        p = graphs_benchmarks._do_bench(tmp_path / f"{n}.sqlite", us)
         con = sqlite3.connect(p)
-        for old in (cbe.FILL, K.GEMM_QKV):
+        for old in (graphs_benchmarks.FILL, K.GEMM_QKV):
             con.execute("UPDATE StringIds SET value = ? WHERE value = ?", (HOSTILE[hostile].replace("NAME", old), old))
         con.commit()
         con.close()
@@ -153,18 +153,18 @@ def test_harness_line_and_compare_tables_keep_hostile_kernel_names_inert(hostile
 
 
 def _single_pass() -> TraceBuilder:
-    """test_claims_long_prefill_steps's single pass without its 300 ms of tokenization: at T0 one prefill chunk (4 × 50 ms kernels,
-    launched by 10 µs calls from T0, the first starting T0 + 15 µs, back to back) and its `cudaStreamSynchronize`,
-    1 ms later one decode step (20 × 1 ms), no NVTX. The window rule finds no warm-up or tail to trim (method
-    `full`); nothing shows repeated steps (no NVTX, 2 sync points < 5): `window_repeats` false."""
-    import test_claims_long_prefill_steps as cbh
+    """test_claims_long_prefill_steps's single pass without its 300 ms of tokenization: at T0 one prefill chunk (4 × 50
+    ms kernels, launched by 10 µs calls from T0, the first starting T0 + 15 µs, back to back) and its
+    `cudaStreamSynchronize`, 1 ms later one decode step (20 × 1 ms), no NVTX. The window rule finds no warm-up or tail
+    to trim (method `full`); nothing shows repeated steps (no NVTX, 2 sync points < 5): `window_repeats` false."""
+    import test_claims_long_prefill_steps as long_prefill
     b = TraceBuilder()
-    b.process(cbh.PID)
-    g = b.thread(cbh.PID, 1, "main")
+    b.process(long_prefill.PID)
+    g = b.thread(long_prefill.PID, 1, "main")
     b.gpu(0)
-    t = cbh._step(b, g, cbh.T0, [("flash_attn_prefill", 50 * MS), ("gemm_mlp", 50 * MS), ("gemm_qkv", 50 * MS),
-                                 ("gemm_out", 50 * MS)], False, "") + MS
-    cbh._step(b, g, t, [("decode_gemv", MS)] * 20, False, "")
+    t = long_prefill._step(b, g, long_prefill.T0, [("flash_attn_prefill", 50 * MS), ("gemm_mlp", 50 * MS),
+                                                   ("gemm_qkv", 50 * MS), ("gemm_out", 50 * MS)], False, "") + MS
+    long_prefill._step(b, g, t, [("decode_gemv", MS)] * 20, False, "")
     return b
 
 

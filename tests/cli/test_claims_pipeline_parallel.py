@@ -1,6 +1,5 @@
-"""Claims sweep, pipeline parallelism (helper CV): sentences the report or the cluster report made about a GPipe
-pipeline that its traces contradict. Each trace is built by hand (:func:`_gpipe`); the truth is worked out in the
-docstrings."""
+"""Pipeline parallelism: sentences the report or the cluster report made about a GPipe pipeline that its traces
+contradict. Each trace is built by hand (:func:`_gpipe`); the truth is worked out in the docstrings."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Claims sweep C12: words the sweeps called unclear. The traces are C5's Ray driver + GPU workers (``_ray``) and
-C8's rings and pipeline pairs (``_ring``, ``_pairs``); the truth is worked out in the docstrings."""
+"""Words that were unclear on multi-process and point-to-point traces: the other-process advice on a Ray driver, a
+cluster ring of send/recv only (not measured, not zero), send and recv split across ranks, the GPU-bound finding's time
+at stake. The traces are the Ray serving ones (``_ray``, test_claims_ray_serving.py) and the rings and pipeline pairs
+(``_ring``, ``_pairs``, test_claims_context_parallel_p2p.py); the truth is worked out in the docstrings."""
 
 from __future__ import annotations
 
@@ -21,10 +23,10 @@ RECV = "ncclDevKernel_Recv(ncclDevComm*, unsigned long, ncclWork*)"
 
 
 def test_other_process_advice_names_the_driver_not_a_guessed_role(tmp_path: Path) -> None:
-    """(C5's slow driver: sched 1,500 µs, GEMMs 500 µs) the driver `python3` (pid 1000) is sampled in 300 of the
-    300 samples inside the launching thread's waits. The advice said "a tokenizer, detokenizer, scheduler or
-    API-server process" although the trace names the process: the evidence now names it as the one the step's input
-    may come from, and the advice speaks of "that process", no guessed role."""
+    """(test_claims_ray_serving.py's slow driver: sched 1,500 µs, GEMMs 500 µs) the driver `python3` (pid 1000) is
+    sampled in 300 of the 300 samples inside the launching thread's waits. The advice said "a tokenizer, detokenizer,
+    scheduler or API-server process" although the trace names the process: the evidence now names it as the one the
+    step's input may come from, and the advice speaks of "that process", no guessed role."""
     f = finding_of(_report(_ray(tmp_path / "t.sqlite", sched=1500, gpu=500)), "idle_osrt")
     assert ("The process that ran during these waits: `python3` (pid 1000) — the step's input may come from there "
             "(the samples show that it ran then, not that the wait was for it).") in f["evidence"]
@@ -38,11 +40,11 @@ def _no_ar(plan: Plan) -> Plan:
 
 
 def test_cluster_ring_of_send_recv_only_is_not_measured_not_zero(tmp_path: Path) -> None:
-    """C8's 4-rank ring without its all-reduce (SendRecv only, 30 instances): a send/recv name on more than two ranks
-    is matched (by_name 30) but left out of the ranks' matched counts, waits and last arrivals. The table said
-    "matched 0, wait total 0.000" for every rank — "nobody waited" — although rank 1 spins 200 + 295 µs a step
-    (C8's 7,900 µs less its all-reduce's 2,950; rank 0 6,950 − 5,900 = 1,050 µs); now those columns are not measured
-    (None, "–"), the spinning still in wait_in_window_ns."""
+    """The 4-rank ring of test_claims_context_parallel_p2p.py without its all-reduce (SendRecv only, 30 instances): a
+    send/recv name on more than two ranks is matched (by_name 30) but left out of the ranks' matched counts, waits and
+    last arrivals. The table said "matched 0, wait total 0.000" for every rank — "nobody waited" — although rank 1 spins
+    200 + 295 µs a step (the ring's 7,900 µs less its all-reduce's 2,950; rank 0 6,950 − 5,900 = 1,050 µs); now those
+    columns are not measured (None, "–"), the spinning still in wait_in_window_ns."""
     res = _cluster(tmp_path, _no_ar(_ring(4, (400 * US, 400 * US, 600 * US, 400 * US))))
     c = res.collectives
     assert [(r.name.split("(")[0], r.matched) for r in c.by_name] == [("ncclDevKernel_SendRecv", 30)]
@@ -65,10 +67,10 @@ def test_cluster_send_and_recv_split_across_ranks_say_why_nothing_matched(tmp_pa
 
 
 def test_gpu_bound_says_its_time_at_stake_is_the_kernel_time(tmp_path: Path) -> None:
-    """600 periods of 40 µs from T: a 12 µs GEMM [0, 12), a 24 µs FlashAttention [13, 37) (C3's healthy loop without
-    its copies), launched 200 µs ahead. Busy 600 × 36 = 21,600 µs of the window [T, T + 23,997 µs) = 90.0 % ≥ 85:
-    `gpu_bound`, its time at stake the busy time (docs/FINDINGS.md "Kernels"), 21.600 ms — which read as time to
-    save; the evidence now says what it is."""
+    """600 periods of 40 µs from T: a 12 µs GEMM [0, 12), a 24 µs FlashAttention [13, 37)
+    (test_claims_well_optimized.py's healthy loop without its copies), launched 200 µs ahead. Busy 600 × 36 = 21,600 µs
+    of the window [T, T + 23,997 µs) = 90.0 % ≥ 85: `gpu_bound`, its time at stake the busy time (docs/FINDINGS.md
+    "Kernels"), 21.600 ms — which read as time to save; the evidence now says what it is."""
     b = TraceBuilder("2024.2")
     b.process(C3_PID, "python3")
     b.thread(C3_PID, C3_PID, "python3")

@@ -1,11 +1,11 @@
-"""Claims sweep C5: Ray-based multi-process serving (a driver process that schedules, one Ray worker process per
-GPU that launches that GPU's kernels, Ray's own processes). Each trace is built by hand (``_ray``); the truth is
-worked out in the docstrings. Step i: the driver (pid 1000, `python3`) schedules for ``sched`` µs (an NVTX range
-`schedule`, one CPU sample per 100 µs), `sendmsg`s 10 µs and waits in `futex`; worker r (pid 2000 + r,
-`ray::RayWorkerWrapper`, GPU r) waits in `epoll_wait` until 20 µs after the send (+ ``late_us`` for worker
-``late``), `recvmsg`s 10 µs, launches 10 GEMMs back to back (``gpu`` µs in all, + ``slow_us`` on worker ``slow``),
-optionally an all-reduce ending on every rank 30 µs after the last rank's GEMMs end, `cudaStreamSynchronize`s and
-`sendmsg`s its reply; the next step starts 30 µs after the last reply."""
+"""Ray-based multi-process serving (a driver process that schedules, one Ray worker process per GPU that launches that
+GPU's kernels, Ray's own processes). Each trace is built by hand (``_ray``); the truth is worked out in the docstrings.
+Step i: the driver (pid 1000, `python3`) schedules for ``sched`` µs (an NVTX range `schedule`, one CPU sample per 100
+µs), `sendmsg`s 10 µs and waits in `futex`; worker r (pid 2000 + r, `ray::RayWorkerWrapper`, GPU r) waits in
+`epoll_wait` until 20 µs after the send (+ ``late_us`` for worker ``late``), `recvmsg`s 10 µs, launches 10 GEMMs back to
+back (``gpu`` µs in all, + ``slow_us`` on worker ``slow``), optionally an all-reduce ending on every rank 30 µs after
+the last rank's GEMMs end, `cudaStreamSynchronize`s and `sendmsg`s its reply; the next step starts 30 µs after the last
+reply."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Cluster claims on ranks whose tensor-parallel all-reduce is a custom kernel, not NCCL (claims sweep CZ; the
-truth by construction in the docstring)."""
+"""Cluster claims on ranks whose tensor-parallel all-reduce is a custom kernel, not NCCL (the truth by construction in
+the docstring)."""
 
 from __future__ import annotations
 

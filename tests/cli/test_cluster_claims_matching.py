@@ -1,8 +1,8 @@
-"""Cluster claims checked against traces whose truth is known by construction (a claims sweep over several-rank
-NCCL workloads, docs/CLUSTER.md "Collectives across ranks" and "Per-rank view and claims"). Each rank: 10
-steps of 1 ms from 50 ms (common clock); a GEMM launched 10 µs into the step, then (unless the rank runs no NCCL
-kernel) a collective kernel starting 2 µs after the GEMM ends and ending on every rank at the same time; a
-``cudaStreamSynchronize`` and an ``execute_model`` NVTX range per step."""
+"""Cluster claims on several-rank NCCL workloads whose truth is known by construction (docs/CLUSTER.md "Collectives
+across ranks" and "Per-rank view and claims"): stragglers and late arrivers, ranks captured over different spans,
+instances matched by issue order. Each rank: 10 steps of 1 ms from 50 ms (common clock); a GEMM launched 10 µs into the
+step, then (unless the rank runs no NCCL kernel) a collective kernel starting 2 µs after the GEMM ends and ending on
+every rank at the same time; a ``cudaStreamSynchronize`` and an ``execute_model`` NVTX range per step."""
 
 from __future__ import annotations
 

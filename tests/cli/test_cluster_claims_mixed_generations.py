@@ -1,8 +1,8 @@
-"""Cluster claims on ranks exported by different nsys generations (claims sweep CAE): a job's rank files are often
-exported on different machines, one with 2022.4 (EXPORT_META_DATA, no ``--ts-normalize``), one with 2024.2 and
-``--ts-normalize`` (timestamps already UTC epoch ns), one with 2026.2 (TARGET_INFO_SESSION_START_TIME with
-``systemClockNs``). Every one records the session's UTC start, so the ranks align and the custom-collective
-late-arrival claims must read as when all files are 2024.2 (tests/cli/test_cluster_claims_custom_collectives.py)."""
+"""Cluster claims on ranks exported by different nsys generations: a job's rank files are often exported on different
+machines, one with 2022.4 (EXPORT_META_DATA, no ``--ts-normalize``), one with 2024.2 and ``--ts-normalize`` (timestamps
+already UTC epoch ns), one with 2026.2 (TARGET_INFO_SESSION_START_TIME with ``systemClockNs``). Every one records the
+session's UTC start, so the ranks align and the custom-collective late-arrival claims must read as when all files are
+2024.2 (tests/cli/test_cluster_claims_custom_collectives.py)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ VLLM_AR = "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(vllm::RankDat
 
 def _ranks(tmp_path: Path, ar: str, flavors: Sequence[str], normalized: Sequence[int] = (),
            utc: Optional[Sequence[int]] = None) -> None:
-    """The ranks of test_cluster_claims_custom_collectives._ranks (rank r: pid 5000 + r on GPU r, session 3 r ms after rank 0's; 10
-    steps of 1 ms from 50 ms on the common clock: a GEMM from 10 µs (rank 0 300 µs, rank 1 500 µs), then ``ar`` from 2
-    µs after the rank's GEMM to 532 µs into the step: rank 0's runs 220 µs, rank 1's 20 µs) with rank r written as
-    ``flavors[r]``; a rank in ``normalized`` is exported with ``--ts-normalize`` (its timestamps + its utcEpochNs);
-    ``utc``: the session starts written (0: none recorded)."""
+    """The ranks of test_cluster_claims_custom_collectives._ranks (rank r: pid 5000 + r on GPU r, session 3 r ms after
+    rank 0's; 10 steps of 1 ms from 50 ms on the common clock: a GEMM from 10 µs (rank 0 300 µs, rank 1 500 µs), then
+    ``ar`` from 2 µs after the rank's GEMM to 532 µs into the step: rank 0's runs 220 µs, rank 1's 20 µs) with rank r
+    written as ``flavors[r]``; a rank in ``normalized`` is exported with ``--ts-normalize`` (its timestamps + its
+    utcEpochNs); ``utc``: the session starts written (0: none recorded)."""
     for r, flavor in enumerate(flavors):
         u = BASE_UTC + 3 * r * MS if utc is None else utc[r]
         sh = -3 * r * MS + (u if r in normalized else 0)

@@ -1,6 +1,6 @@
-"""Cluster claims on an 8-rank DeepSeek-style MoE serving run (claims sweep CAL): tensor-parallel attention with
-vLLM's custom all-reduce, expert parallelism with DeepEP's dispatch / combine, one NCCL all-gather at start-up.
-Truth by construction (docstrings: hand-computed answers)."""
+"""Cluster claims on an 8-rank DeepSeek-style MoE serving run: tensor-parallel attention with vLLM's custom all-reduce,
+expert parallelism with DeepEP's dispatch / combine, one NCCL all-gather at start-up. Truth by construction (docstrings:
+hand-computed answers)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Compare verdicts on this session's new single-file claims (claims sweep CBE: docs/COMPARE.md): a longer start-up,
-eager launches replaced by a CUDA graph, two event-timed benchmark captures. Truth by construction; hand-computed."""
+"""Compare verdicts on single-file claims (docs/COMPARE.md): a longer start-up, eager launches replaced by a CUDA graph,
+two event-timed benchmark captures. Truth by construction; hand-computed."""
 
 from __future__ import annotations
 
@@ -204,11 +204,11 @@ def test_a_report_without_host_paced_time_keeps_it_queued(tmp_path: Path) -> Non
 
 
 def _do_bench(path: Path, gemm_us: int, reads: bool = True) -> str:
-    """`triton.testing.do_bench` of one GEMM (as tests/findings/test_claims_benchmark_harnesses.py's, 250 repetitions): per
-    repetition h = 1.3 ms + i · 20 µs an 80 µs L2-flush fill kernel (launched [h, h+5) µs) outside the event pair,
-    `cudaEventRecord` [h+5, h+7), the GEMM of ``gemm_us`` (launched [h+7, h+12)), `cudaEventRecord` [h+14, h+16);
-    the GPU runs them back to back from 1.32 ms (a repetition is 80 + 1 + ``gemm_us`` µs); then one
-    `cudaDeviceSynchronize` and 200 `cudaEventElapsedTime` reads (none without ``reads``: no event-timed thread)."""
+    """`triton.testing.do_bench` of one GEMM (as tests/findings/test_claims_benchmark_harnesses.py's, 250 repetitions):
+    per repetition h = 1.3 ms + i · 20 µs an 80 µs L2-flush fill kernel (launched [h, h+5) µs) outside the event pair,
+    `cudaEventRecord` [h+5, h+7), the GEMM of ``gemm_us`` (launched [h+7, h+12)), `cudaEventRecord` [h+14, h+16); the
+    GPU runs them back to back from 1.32 ms (a repetition is 80 + 1 + ``gemm_us`` µs); then one `cudaDeviceSynchronize`
+    and 200 `cudaEventElapsedTime` reads (none without ``reads``: no event-timed thread)."""
     b = TraceBuilder()
     b.process(7)
     g = b.thread(7, 1, "main")

@@ -1,6 +1,6 @@
-"""Sweep CBH (few, long steps), compare: two captures of 3 training iterations. The Traces table's "steps in
-window" column shows the comparison's units of work (`units`: the step periods of the period span, docs/COMPARE.md
-"Over whole step periods"), 2.0, while each window holds 3 whole steps. The truth is worked out in the docstring."""
+"""Few, long steps, compared: two captures of 3 training iterations. The Traces table's "steps in window" column showed
+the comparison's units of work (`units`: the step periods of the period span, docs/COMPARE.md "Over whole step
+periods"), 2.0, while each window holds 3 whole steps. The truth is worked out in the docstring."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_traces_table_does_not_call_step_periods_steps_in_window(tmp_path: Path)
     cells = [c.strip() for c in row.strip("|").split("|")]
     got = dict(zip(cols, cells))
     assert "steps in window" not in got, got
-    assert got["step periods in span"] == "2", got     # a whole count as an integer (sweep BL), 2.0 in compare.json
+    assert got["step periods in span"] == "2", got     # a whole count as an integer, 2.0 in compare.json
 
 
 def _traces_row(res: object, label: str) -> dict:
@@ -68,7 +68,7 @@ def _traces_row(res: object, label: str) -> dict:
 
 
 def test_traces_table_units_whole_as_integer_fraction_with_decimals(tmp_path: Path) -> None:
-    """Sweep BL: the Traces table printed whole counts as decimals ("step periods in span 119.0", "iterations in
+    """The Traces table printed whole counts as decimals ("step periods in span 119.0", "iterations in
     window 250.0"). The units stay floats in compare.json (2.0 here, as above); the table writes a whole count as
     an integer ("2") and a fraction with its decimals: an iteration count of 5 anchor instances over a repeat of 2
     is 2.5 iterations, written "2.500"; 1,250 periods are "1,250"."""

@@ -1,5 +1,5 @@
 """Compare and cluster claims checked against BASE/NEW pairs and rank groups whose truth is known by construction
-(a claims sweep over pairs of runs: docs/COMPARE.md, docs/CLUSTER.md "Per-rank view and claims").
+(docs/COMPARE.md, docs/CLUSTER.md "Per-rank view and claims").
 
 The loop (``_loop``, exact TraceBuilder rows, no jitter): per step, from its start t, a 16 µs pinned H2D copy
 (+2…+18 µs), a 200 µs GEMM (+20…+220 µs), a FlashAttention kernel of ``attn`` µs right after it, a 20 µs RMS norm,

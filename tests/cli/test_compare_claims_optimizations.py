@@ -1,4 +1,4 @@
-"""Compare verdicts on pairs where one well-known optimization changed (claims sweep CAG: docs/COMPARE.md).
+"""Compare verdicts on pairs where one well-known optimization changed (docs/COMPARE.md).
 
 The loop (:func:`synth.loops.synced_loop`, exact rows, no jitter): per step a 16 µs H2D copy, the kernels back to
 back from t + 20 µs, a ``cudaStreamSynchronize`` returning 5 µs after the last, an NVTX ``execute_model`` range;
@@ -78,7 +78,7 @@ def test_a_replaced_exchange_is_not_a_main_reason_twice_the_change(tmp_path):
     """The DeepEP pair: NEW is 0.040 ms per step faster, all of it the all-to-all exchange (80 → 40 µs). The headline
     reads "Main reason: non-overlapped GPU time in `nccl` kernels −0.080 ms per step (window time per step 1.060 ms →
     1.020 ms)": twice the whole change, with nothing saying that half of it came back as `all_to_all` +0.040 ms (the
-    next row of the parts table). The same shape in the sweep's other replacements: vLLM's custom all-reduce (`nccl`
+    next row of the parts table). The same shape in other replacements: vLLM's custom all-reduce (`nccl`
     −0.240, `custom_allreduce` +0.096 ms per step in a 0.144 ms gain) and torch.compile (eager RMS norm's pow / mean /
     rsqrt kernels, category `elementwise` −0.132 ms, fused into ``triton_per_…rsqrt`` kernels of category `norm`
     +0.044 ms).

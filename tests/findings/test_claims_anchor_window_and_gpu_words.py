@@ -1,6 +1,6 @@
-"""Claims sweep C7's fixes: words the sweeps found unclear or untrue (compare's anchor iteration, the window's
-name, the step-sync table of idle pauses, compare's idle rows, the GPU generation's words, the processes of the
-trace). Each trace is built by hand; the truth is worked out in the docstring."""
+"""Words that said less or other than what they hold: compare's anchor iteration, the window's name on the timeline, the
+step-sync table of a series of idle pauses, the GPU generation's parenthesis. Each trace is built by hand; the truth is
+worked out in the docstring."""
 
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ MS = 1_000_000
 
 
 def test_an_anchor_iteration_says_what_it_holds(tmp_path: Path) -> None:
-    """(traces: C6's :func:`decode` (eager, T4) as BASE, :func:`graph_tokens` (10 CUDA-graph tokens, H100) as NEW)
-    The anchor `quantize_q8_1` runs twice per eager step (GGML[k % 6], k = 0…9: k = 1, 7) and 34 times per graph
-    token (j % 6 = 1, j = 0…199); the eager loop's kernel sequence repeats every 2 anchors, so an iteration is 2
-    anchor instances in both: 19 complete iterations in BASE (40 anchors), (340 − 1) // 2 = 169 in NEW — 169
-    'iterations' of 12 kernels, not tokens. The line now says what an iteration is: 200 kernels / 20 iterations =
-    10.0 kernels per iteration in BASE, 2,000 / 170 = 11.8 in NEW."""
+    """(traces: :func:`decode` of test_claims_generations_native_engines.py (eager, T4) as BASE, :func:`graph_tokens`
+    (10 CUDA-graph tokens, H100) as NEW) The anchor `quantize_q8_1` runs twice per eager step (GGML[k % 6], k = 0…9: k =
+    1, 7) and 34 times per graph token (j % 6 = 1, j = 0…199); the eager loop's kernel sequence repeats every 2 anchors,
+    so an iteration is 2 anchor instances in both: 19 complete iterations in BASE (40 anchors), (340 − 1) // 2 = 169 in
+    NEW — 169 'iterations' of 12 kernels, not tokens. The line now says what an iteration is: 200 kernels / 20
+    iterations = 10.0 kernels per iteration in BASE, 2,000 / 170 = 11.8 in NEW."""
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
     decode("2024.2").write(str(a))
     graph_tokens("2024.2", H100).write(str(b))
@@ -95,7 +95,7 @@ def test_a_step_sync_series_of_idle_pauses_shows_no_per_step_value(tmp_path: Pat
 def test_a_gpu_without_tensor_cores_has_one_parenthesis(tmp_path: Path) -> None:
     """A GTX 1650 (compute capability 7.5 read from the name: the export records none) is Turing without tensor cores:
     the facts line read "Turing (no tensor cores) (compute capability 7.5, from the name)", two parentheses in a
-    row; now "Turing, no tensor cores (compute capability 7.5, from the name)". (trace: C6's :func:`decode` on it)"""
+    row; now "Turing, no tensor cores (compute capability 7.5, from the name)". (trace: :func:`decode` on it)"""
     g = gpu_fact(GpuInfo(id=0, name="NVIDIA GeForce GTX 1650"))
     assert (g.architecture, g.compute_capability, g.source) == ("Turing, no tensor cores", "7.5", "name")
     p = tmp_path / "t.sqlite"

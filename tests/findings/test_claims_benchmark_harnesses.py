@@ -1,5 +1,6 @@
-"""Claims sweep, kernel benchmarks and timing harnesses (helper CAY): sentences a report made that its trace
-contradicts. Each trace is built by hand; the truth is worked out in the docstring."""
+"""Kernel benchmarks and timing harnesses (event-timed loops, `triton.testing.do_bench`'s L2 flush, shape sweeps):
+sentences a report made that its trace contradicts. Each trace is built by hand; the truth is worked out in the
+docstring."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Claims sweep, structured output / CPU-side sampling / host work between decode steps (helper CAS): a decode loop
-whose host does real work between GPU steps (logits read back, sampled on the CPU, the token sent back; a grammar
-bitmask filled on the CPU; detokenization in another process). Each trace is built by hand; the truth is worked out
-in the docstring."""
+"""Structured output / CPU-side sampling / host work between decode steps: a decode loop whose host does real work
+between GPU steps (logits read back, sampled on the CPU, the token sent back; a grammar bitmask filled on the CPU;
+detokenization in another process). Each trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Claims sweep CZ: tensor-parallel communication outside NCCL (vLLM's custom all-reduce, TensorRT-LLM's one-shot
-all-reduce, DeepEP all-to-all, several ranks spinning in a custom all-reduce). Each trace is built by hand; the
-truth is worked out in the docstrings."""
+"""Tensor-parallel communication outside NCCL (vLLM's custom all-reduce, TensorRT-LLM's one-shot all-reduce, DeepEP
+all-to-all, several ranks spinning in a custom all-reduce). Each trace is built by hand; the truth is worked out in the
+docstrings."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Claims sweep, data-parallel training communication (DDP / FSDP; helper CT): sentences a report made that its
-trace contradicts. One rank per trace (pid 100, GPU 0), compute on stream 7, NCCL on stream 13; each trace is
-built by hand and the truth worked out in the docstring."""
+"""Data-parallel training communication (DDP / FSDP): sentences a report made that its trace contradicts. One rank per
+trace (pid 100, GPU 0), compute on stream 7, NCCL on stream 13; each trace is built by hand and the truth worked out in
+the docstring."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Claims sweep, disaggregated prefill/decode serving (helper CM): sentences a report made that its trace
-contradicts. Each trace is built by hand; the truth is worked out in the docstring."""
+"""Disaggregated prefill/decode serving (the KV cache handed off by NCCL send/recv): sentences a report made that its
+trace contradicts. Each trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

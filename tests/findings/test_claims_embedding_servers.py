@@ -1,7 +1,6 @@
-"""Claims sweep CAF: vision-language serving, embedding / reranker servers and MIG slices. An embedding server runs
-one forward per request and then waits for the next request; the per-step sync finding called that wait "host work
-after the sync that could overlap the next step". Each trace is built by hand; the truth is worked out in the
-docstrings."""
+"""Vision-language serving, embedding / reranker servers and MIG slices. An embedding server runs one forward per
+request and then waits for the next request; the per-step sync finding called that wait "host work after the sync that
+could overlap the next step". Each trace is built by hand; the truth is worked out in the docstrings."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Claims sweep CAC: encoder-decoder, multimodal and diffusion workloads (a Stable-Diffusion loop: text encoder, UNet
-denoising steps, VAE decode; Whisper: audio encoder once per request, then decoder steps). Each trace is built by
-hand; the truth is worked out in the docstrings."""
+"""Encoder-decoder, multimodal and diffusion workloads (a Stable-Diffusion loop: text encoder, UNet denoising steps, VAE
+decode; Whisper: audio encoder once per request, then decoder steps). Each trace is built by hand; the truth is worked
+out in the docstrings."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Claims sweep, PyTorch traces full of framework NVTX ranges (helper CAI: `emit_nvtx` / `record_function` op
-ranges, autograd's per-node ranges, `Optimizer.step#…`, `ProfilerStep#N`). Each trace is built by hand; the truth is
-worked out in the docstring."""
+"""PyTorch traces full of framework NVTX ranges (`emit_nvtx` / `record_function` op ranges, autograd's per-node ranges,
+`Optimizer.step#…`, `ProfilerStep#N`). Each trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

@@ -1,15 +1,14 @@
-"""Sweep CBG: the newest rules (window rule 6, the one-pause rule, unsampled `host_cpu` stretches naming other
-processes, harness kernels of event-timed threads, copy bytes not recorded, mixed start-up findings named "largest
-in the loop", the headline's quoted label) under every exporter generation, and with hostile names where their
-sentences pick names up.
+"""The window, pause and harness rules (window rule 6, the one-pause rule, unsampled `host_cpu` stretches naming other
+processes, harness kernels of event-timed threads, copy bytes not recorded, mixed start-up findings named "largest in
+the loop", the headline's quoted label) under every exporter generation, and an NVTX range pushed with an empty name.
 
-(a) Every generation: each rule's hand-computed test (its numbers in its own docstring) is run again on traces
-written as the 2021.5, 2022.4, 2023.4 and 2026.2 exporters write them (the tests' own are 2024.2's;
-/work/shared/SCHEMA.md: the generations differ in tables and columns these rules do not read — ENUM tables, the
-metadata table's name, `greenContextId`, graph tables —, so each claim must come out the same).
-(b) An NVTX range pushed with an empty name was called by the cause's own name: "The GPU idles while the host is in
-NVTX range `nvtx`", "largest in the loop `nvtx`", "10 idle gaps on device 0 hold `nvtx`" — no range is named
-`nvtx`. An empty name is now the unnamed range `[unnamed]`, as one without text (model/names.intern_strings)."""
+(a) Every generation: each rule's hand-computed test (its numbers in its own docstring) is run again on traces written
+as the 2021.5, 2022.4, 2023.4 and 2026.2 exporters write them (the tests' own are 2024.2's; /work/shared/SCHEMA.md: the
+generations differ in tables and columns these rules do not read — ENUM tables, the metadata table's name,
+`greenContextId`, graph tables —, so each claim must come out the same).
+(b) An NVTX range pushed with an empty name was called by the cause's own name: "The GPU idles while the host is in NVTX
+range `nvtx`", "largest in the loop `nvtx`", "10 idle gaps on device 0 hold `nvtx`" — no range is named `nvtx`. An empty
+name is the unnamed range `[unnamed]`, as one without text (model/names.intern_strings)."""
 
 from __future__ import annotations
 
@@ -69,10 +68,10 @@ def test_each_new_rule_makes_the_same_claim_on_every_generation(flavor: str, mod
 # ---------------------------------------------------------------- (b) a range pushed with an empty name
 
 def _two_ranges(first: str, second: str, flavor: str) -> Tuple[TraceBuilder, int]:
-    """test_claims_one_time_work_titles's stake trace: one thread (pid 7, tid 1) launching a 9 µs `gemm` every 10 µs (each launched
-    8 µs ahead by a 2 µs call); 20 kernels (10 → 209 µs), then 10 steps of 160 µs from 220 µs: range ``first`` 60
-    µs, range ``second`` 20 µs, 10 kernels from 90 µs after the step's start; 20 kernels at the end. Returns the
-    builder and the window's end (2,307 µs: the last kernel's end)."""
+    """test_claims_one_time_work_titles's stake trace: one thread (pid 7, tid 1) launching a 9 µs `gemm` every 10 µs
+    (each launched 8 µs ahead by a 2 µs call); 20 kernels (10 → 209 µs), then 10 steps of 160 µs from 220 µs: range
+    ``first`` 60 µs, range ``second`` 20 µs, 10 kernels from 90 µs after the step's start; 20 kernels at the end.
+    Returns the builder and the window's end (2,307 µs: the last kernel's end)."""
     b = TraceBuilder(flavor)
     b.process(7)
     g = b.thread(7, 1)
@@ -121,10 +120,10 @@ def test_an_empty_name_beside_a_named_range_keeps_both_apart(tmp_path: Path) -> 
 
 
 def test_fusion_title_of_a_harness_names_the_timed_kernel_time(tmp_path: Path) -> None:
-    """test_claims_benchmark_harnesses's do_bench with a 20 µs add inside each pair: the adds are 2.5 ms of 6.25 ms of timed kernel
-    time (40.0 %) but of 16.25 ms of kernel time 15.4 %. The title says "40.0 % of kernel time"; gpu_bound's
-    evidence says "of the timed kernel time" for the same base: the title should too."""
-    import test_claims_benchmark_harnesses as cay
-    rep = cay._run(cay._do_bench(timed_add_us=20), tmp_path)
+    """test_claims_benchmark_harnesses's do_bench with a 20 µs add inside each pair: the adds are 2.5 ms of 6.25 ms of
+    timed kernel time (40.0 %) but of 16.25 ms of kernel time 15.4 %. The title says "40.0 % of kernel time";
+    gpu_bound's evidence says "of the timed kernel time" for the same base: the title should too."""
+    import test_claims_benchmark_harnesses as harnesses
+    rep = harnesses._run(harnesses._do_bench(timed_add_us=20), tmp_path)
     f = next(f for f in rep["findings"] if f["id"] == "elementwise_fusion")
     assert f["title"] == "Unfused elementwise kernels take 40.0 % of the timed kernel time"

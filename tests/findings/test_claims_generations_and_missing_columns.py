@@ -1,8 +1,10 @@
-"""Claims sweep CAE3: this session's new claims under every exporter generation the synth writes (2021.5, 2022.4,
-2023.4, 2024.2, 2026.2: table / column layouts of /work/shared/SCHEMA.md §8) and on exports that lack what a claim
-reads (ThreadNames, PROCESSES, the memcpy ``bytes`` column). Each trace is the one of the rule's own test (named in
-the docstring) written under each generation; the numbers are that test's hand-computed ones: the same claim where
-the generation records what it needs. The generation is chosen by the builder's default flavor (``_flavor``)."""
+"""Claims (start-up and autotuning, waits and step-sync sampling, the top cause, NVTX groups and ONNX Runtime, window
+rule 5c and marker pauses, the cluster's late cause, the command line's exit) under every exporter generation the synth
+writes (2021.5, 2022.4, 2023.4, 2024.2, 2026.2: table / column layouts of /work/shared/SCHEMA.md §8) and on exports that
+lack what a claim reads (ThreadNames, PROCESSES, the memcpy ``bytes`` column, the kernels' global pid). Each trace is
+the one of the rule's own test (named in the docstring) written under each generation; the numbers are that test's
+hand-computed ones: the same claim where the generation records what it needs. The generation is chosen by the builder's
+default flavor (``_flavor``)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
 import test_claims_one_time_work as once
-import test_claims_rl_post_training as cau
-import test_claims_top_cause_onnx_and_nvtx_groups as fxt
+import test_claims_rl_post_training as rl_post_training
+import test_claims_top_cause_onnx_and_nvtx_groups as top_cause
 import test_step_sync_host_sampling as sync_sampling
 import test_waits_other_process as other
 from claims_support import finding_of
@@ -86,11 +88,11 @@ def _by_cause(rep: Dict[str, Any], kind: str) -> Dict[str, Any]:
 # ------------------------------------------------------------------------------------------ every generation
 @pytest.mark.slow
 def test_start_up_and_autotuning_claims_under_every_generation(tmp_path: Path, flavor: str) -> None:
-    """(test_claims_one_time_work) cudaHostRegister [0, 300 µs) then 100 kernels from 310 µs, window [0, 1,309 µs): all 300 µs
-    of `other_api` in the leading gap → "Start-up, not the loop", 100 % of the cause. The autotuning pass (10 ×
-    (50 µs cudaMalloc + 5 `redzone_checker` trials)) then 100 warm gemms, window [0, 2,109 µs): trials hold 450 of
-    the pass's 450 µs of kernel time → "Autotuning allocations, not the loop". Nothing these read (CUDA API and
-    kernel rows) differs between generations."""
+    """(test_claims_one_time_work) cudaHostRegister [0, 300 µs) then 100 kernels from 310 µs, window [0, 1,309 µs): all
+    300 µs of `other_api` in the leading gap → "Start-up, not the loop", 100 % of the cause. The autotuning pass (10 ×
+    (50 µs cudaMalloc + 5 `redzone_checker` trials)) then 100 warm gemms, window [0, 2,109 µs): trials hold 450 of the
+    pass's 450 µs of kernel time → "Autotuning allocations, not the loop". Nothing these read (CUDA API and kernel rows)
+    differs between generations."""
     b, g = once._builder()
     b.runtime(0, 300 * US, tid_g=g, name=once.REG)
     once._loop(b, 310 * US, 100)
@@ -131,13 +133,13 @@ def test_waits_and_step_sync_sampling_claims_under_every_generation(tmp_path: Pa
 
 @pytest.mark.slow
 def test_top_cause_nvtx_groups_and_onnx_claims_under_every_generation(tmp_path: Path, flavor: str) -> None:
-    """(test_claims_top_cause_onnx_and_nvtx_groups) The top cause: `alloc` 29.820 ms of device 0's 30.090 ms of idle = 99.1 %. NVTX groups: 12
-    ranges under 9 names, 3 groups once numbers read as N (NVTX text inline, no domain rows: the same in every
-    layout). ONNX Runtime: 200 × (400 µs SGEMM + 50 µs ORT add): FP32 GEMMs 88.9 % of kernel time, stack
+    """(test_claims_top_cause_onnx_and_nvtx_groups) The top cause: `alloc` 29.820 ms of device 0's 30.090 ms of idle =
+    99.1 %. NVTX groups: 12 ranges under 9 names, 3 groups once numbers read as N (NVTX text inline, no domain rows: the
+    same in every layout). ONNX Runtime: 200 × (400 µs SGEMM + 50 µs ORT add): FP32 GEMMs 88.9 % of kernel time, stack
     `onnxruntime`."""
-    _, md = _analyze(fxt._alloc_loop(), tmp_path)
+    _, md = _analyze(top_cause._alloc_loop(), tmp_path)
     assert "**Top cause:** `alloc` (largest `cudaMalloc`) — 29.820 ms at stake, 99.1 % of the GPU idle time." in md
-    rep, md = _analyze(fxt._per_op_ranges(), tmp_path)
+    rep, md = _analyze(top_cause._per_op_ranges(), tmp_path)
     assert [(g["name"], g["count"]) for g in rep["nvtx"]["groups"]] == [
         ("step", 4), ("aten::add, seq = N", 4), ("aten::mm, seq = N", 4)]
     assert "12 ranges (whole capture): 9 rows by name and style, 3 once the numbers in the names are read as N" in md
@@ -148,7 +150,7 @@ def test_top_cause_nvtx_groups_and_onnx_claims_under_every_generation(tmp_path: 
     t = MS
     for _ in range(200):
         b.launch(t, t + 5 * US, t + 10 * US, t + 410 * US, pid=100, tid=1, name="ampere_sgemm_128x64_nn")
-        b.launch(t + 6 * US, t + 11 * US, t + 412 * US, t + 462 * US, pid=100, tid=1, name=fxt.ORT_ADD)
+        b.launch(t + 6 * US, t + 11 * US, t + 412 * US, t + 462 * US, pid=100, tid=1, name=top_cause.ORT_ADD)
         t += 500 * US
     rep, _ = _analyze(b, tmp_path)
     assert (rep["kernel_traits"]["stack"], rep["facts"]["framework"]) == ("onnxruntime", "onnxruntime")
@@ -157,16 +159,16 @@ def test_top_cause_nvtx_groups_and_onnx_claims_under_every_generation(tmp_path: 
 
 @pytest.mark.slow
 def test_window_rule_5c_and_marker_pauses_under_every_generation(tmp_path: Path, flavor: str) -> None:
-    """(test_claims_rl_post_training) Two identical RL iterations (CUDA-graph decode, 300 ms reward, training): the leading
-    generation repeats later, so nothing is trimmed — graph launches read from the graph tables of each layout
-    (node-level CUDA_GRAPH_EVENTS ≤ 2023.4, CUDA_GRAPH_NODE_EVENTS after). (test_phases_steps) 14 marker iterations,
-    the interval after marker 7 idle 50.69 ms > 10 × the 1 ms median: 12 steps, 1 pause."""
+    """(test_claims_rl_post_training) Two identical RL iterations (CUDA-graph decode, 300 ms reward, training): the
+    leading generation repeats later, so nothing is trimmed — graph launches read from the graph tables of each layout
+    (node-level CUDA_GRAPH_EVENTS ≤ 2023.4, CUDA_GRAPH_NODE_EVENTS after). (test_phases_steps) 14 marker iterations, the
+    interval after marker 7 idle 50.69 ms > 10 × the 1 ms median: 12 steps, 1 pause."""
     b = TraceBuilder()
-    b.process(cau.PID)
-    b.thread(cau.PID, 101, "python3")
+    b.process(rl_post_training.PID)
+    b.thread(rl_post_training.PID, 101, "python3")
     t = 0
     for _ in range(2):
-        t = cau._rl(b, t, decode_steps=100, reward_ns=300 * MS, sampler=False)
+        t = rl_post_training._rl(b, t, decode_steps=100, reward_ns=300 * MS, sampler=False)
     rep, _ = _analyze(b, tmp_path)
     assert rep["window"]["warmup_ns"] == 0, rep["window"]["reason"]
     b = TraceBuilder()

@@ -1,7 +1,7 @@
-"""Claims sweep C6: this session's new words (native-host advice, readback words, PDL by GPU, one copy engine,
-capability "from the name", the window's start-up / teardown words, compare's host-paced note) under every exporter
-generation, and the sentences they make where a name or a GPU is not the usual one. Each trace is built by hand;
-the truth is worked out in the docstring."""
+"""The native-engine and GPU words (native-host advice, readback words, PDL by GPU, one copy engine, capability "from
+the name", the window's start-up / teardown words, compare's host-paced note) under every exporter generation, and the
+sentences they make where a name or a GPU is not the usual one. Each trace is built by hand; the truth is worked out in
+the docstring."""
 
 from __future__ import annotations
 
@@ -39,13 +39,13 @@ UNLOAD = "cuModuleUnload"
 
 def decode(flavor: str, *, process: str = "llama-server", gpu: Optional[Dict[str, Any]] = None, unloads: int = 0,
            unload_name: str = UNLOAD) -> TraceBuilder:
-    """llama.cpp decode (test_claims_native_host_words's): one process ``process`` (thread 1 of that name) on ``gpu`` (the T4 of
-    :data:`T4_NO_CC` by default); 20 steps, step i at t = 1 ms + 3 ms · i: 10 GGML launches [t + 10 + 10 k,
-    t + 15 + 10 k) µs run [t + 20 + 80 k, t + 100 + 80 k) µs (the last ends at t + 820); the logits come back (512,000
-    B, `cudaMemcpyAsync` [t + 110, t + 116) µs, copy [t + 820, t + 850) µs, device → pageable), then
-    `cudaStreamSynchronize` [t + 116, t + 852) µs: 20 sync points right after a device-to-host copy (a readback);
-    then 2.158 ms outside any traced call. The last kernel ends at 58.820 ms (absolute). ``unloads``: that many
-    driver calls ``unload_name`` of 80 µs every 100 µs from 61 ms (the last ends at 61 + 0.1 · (n − 1) + 0.08 ms)."""
+    """llama.cpp decode (test_claims_native_host_words's): one process ``process`` (thread 1 of that name) on ``gpu``
+    (the T4 of :data:`T4_NO_CC` by default); 20 steps, step i at t = 1 ms + 3 ms · i: 10 GGML launches [t + 10 + 10 k, t
+    + 15 + 10 k) µs run [t + 20 + 80 k, t + 100 + 80 k) µs (the last ends at t + 820); the logits come back (512,000 B,
+    `cudaMemcpyAsync` [t + 110, t + 116) µs, copy [t + 820, t + 850) µs, device → pageable), then
+    `cudaStreamSynchronize` [t + 116, t + 852) µs: 20 sync points right after a device-to-host copy (a readback); then
+    2.158 ms outside any traced call. The last kernel ends at 58.820 ms (absolute). ``unloads``: that many driver calls
+    ``unload_name`` of 80 µs every 100 µs from 61 ms (the last ends at 61 + 0.1 · (n − 1) + 0.08 ms)."""
     b = TraceBuilder(flavor)
     b.process(PID, process)
     g = b.thread(PID, 1, process)
@@ -66,8 +66,8 @@ def decode(flavor: str, *, process: str = "llama-server", gpu: Optional[Dict[str
 
 
 def graph_tokens(flavor: str, gpu: Dict[str, Any]) -> TraceBuilder:
-    """llama.cpp with CUDA graphs (test_claims_native_engines's): per token one `cudaGraphLaunch` [t, t + 15 µs) of 200 GGML
-    kernels of 3 µs, 5 µs apart from t + 20 µs (199 gaps of 2 µs between back-to-back queued kernels), a
+    """llama.cpp with CUDA graphs (test_claims_native_engines's): per token one `cudaGraphLaunch` [t, t + 15 µs) of 200
+    GGML kernels of 3 µs, 5 µs apart from t + 20 µs (199 gaps of 2 µs between back-to-back queued kernels), a
     `cudaStreamSynchronize` to 3 µs after the last kernel, then 200 µs of host work; 10 tokens."""
     b = TraceBuilder(flavor)
     b.process(PID, "llama-cli")

@@ -1,11 +1,11 @@
-"""Claims sweep CAE: this session's new claims (bystander process, a thread's own kernels in its sync steps, custom
-collectives across ranks, last arrivals, launching-thread share, the all_to_all / softmax / optimizer categories,
-XLA = jax, speculative steps, pipeline bubble) on every exporter generation the synthetic writer knows (2021.5 …
-2026.2; /work/shared/SCHEMA.md §8: no ENUM tables in 2021.5, EXPORT_META_DATA and no META_DATA_CAPTURE up to 2022.4,
+"""Claims about processes, threads and collectives (bystander process, a thread's own kernels in its sync steps, custom
+collectives across ranks, last arrivals, launching-thread share, the all_to_all / softmax / optimizer categories, XLA =
+jax, speculative steps, pipeline bubble) on every exporter generation the synthetic writer knows (2021.5 … 2026.2;
+/work/shared/SCHEMA.md §8: no ENUM tables in 2021.5, EXPORT_META_DATA and no META_DATA_CAPTURE up to 2022.4,
 greenContextId from 2023.4, graph-level tables from 2024.2, TARGET_INFO_CUDA_DEVICE only in 2026.x). Global ids,
-StringIds, ThreadNames, PROCESSES and the runtime / NVTX / OSRT columns are the same in all of them, so every one
-of these claims reads nothing a generation lacks: each test's hand-computed answers must come out of every
-generation. The one thing only 2026.x records, the per-process device map, is tested on its own."""
+StringIds, ThreadNames, PROCESSES and the runtime / NVTX / OSRT columns are the same in all of them, so every one of
+these claims reads nothing a generation lacks: each test's hand-computed answers must come out of every generation. The
+one thing only 2026.x records, the per-process device map, is tested on its own."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import pytest
-import test_claims_shared_gpu as cab
+import test_claims_shared_gpu as shared_gpu
 from claims_support import finding_of
 from synth import FLAVORS, TraceBuilder
 
@@ -27,18 +27,19 @@ US = 1_000
 MS = 1_000 * US
 GENERATIONS = sorted(FLAVORS)      # 2021.5, 2022.4, 2023.4, 2024.2, 2026.2
 
-#: the test modules of this session's new claims (their traces are built with ``TraceBuilder()`` or
+#: the test modules of these claims (their traces are built with ``TraceBuilder()`` or
 #: ``TraceBuilder("2024.2")``)
-SESSION_MODULES = ("test_claims_shared_gpu", "test_claims_custom_collectives", "test_claims_kernel_categories", "test_claims_speculative_decoding", "test_claims_encoder_decoder_diffusion",
-                   "test_claims_kv_cache_swap", "test_cluster_claims_custom_collectives", "test_cluster_claims_hosts", "test_launching_thread",
-                   "test_pipeline_bubble", "test_nccl_ties")
+CLAIM_MODULES = ("test_claims_shared_gpu", "test_claims_custom_collectives", "test_claims_kernel_categories",
+                 "test_claims_speculative_decoding", "test_claims_encoder_decoder_diffusion",
+                 "test_claims_kv_cache_swap", "test_cluster_claims_custom_collectives", "test_cluster_claims_hosts",
+                 "test_launching_thread", "test_pipeline_bubble", "test_nccl_ties")
 #: their tests that build no trace (a pure function's table)
 NO_TRACE = {"test_last_arrivals_one_rule"}
 
 
-def _session_tests() -> List[Tuple[str, str]]:
+def _claim_tests() -> List[Tuple[str, str]]:
     out = []
-    for m in SESSION_MODULES:
+    for m in CLAIM_MODULES:
         mod = importlib.import_module(m)
         out += [(m, n) for n, f in vars(mod).items()
                 if n.startswith("test_") and inspect.isfunction(f) and n not in NO_TRACE]
@@ -47,10 +48,10 @@ def _session_tests() -> List[Tuple[str, str]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("flavor", [g for g in GENERATIONS if g != "2024.2"])
-@pytest.mark.parametrize("module,name", _session_tests())
+@pytest.mark.parametrize("module,name", _claim_tests())
 def test_the_session_s_claims_hold_on_every_generation(module: str, name: str, flavor: str, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test of :data:`SESSION_MODULES` (its trace and its hand-computed answers, worked out in its docstring)
+    """Each test of :data:`CLAIM_MODULES` (its trace and its hand-computed answers, worked out in its docstring)
     run again with every trace written as ``flavor`` instead of 2024.2: the same answers (no traceback, the same
     findings, numbers and cluster claims)."""
     mod = importlib.import_module(module)
@@ -91,7 +92,7 @@ def _monitored(tmp_path: Path, flavor: str, mapping: Optional[Mapping[Tuple[int,
     b = TraceBuilder(flavor)
     b.gpu(0)
     b.gpu(1)
-    cab._monitored(b)
+    shared_gpu._monitored(b)
     p = tmp_path / "t.sqlite"
     b.write(str(p), overwrite=True)
     if mapping is not None:
@@ -106,9 +107,9 @@ SHARED_ID = "are used by several processes and the export has no per-process dev
 def test_bystander_probe_without_a_device_map(tmp_path: Path, flavor: str) -> None:
     """No device map (every generation can lack it; before 2026.x none has it): both processes' kernels are on
     "device 0", read as one GPU, and the report says so (the shared-id warning). The bystander rule then holds as in
-    sweep CAB: the monitor's probes (0.2 % of the device's kernel time) do not make its `nanosleep` the idle cause;
-    the owner's per-step sync finding holds 49 × 81 µs = 3.969 ms, beside the verdict GPU-bound (busy 45.098 ms of
-    49.925 ms: 90.3 %)."""
+    test_claims_shared_gpu.py: the monitor's probes (0.2 % of the device's kernel time) do not make its `nanosleep` the
+    idle cause; the owner's per-step sync finding holds 49 × 81 µs = 3.969 ms, beside the verdict GPU-bound (busy 45.098
+    ms of 49.925 ms: 90.3 %)."""
     rep = _monitored(tmp_path, flavor)
     assert any(SHARED_ID in w for w in rep["warnings"])
     assert [f["id"] for f in rep["findings"]] == ["gpu_bound", "step_sync"]

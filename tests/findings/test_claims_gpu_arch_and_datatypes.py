@@ -1,5 +1,6 @@
-"""Claims sweep, GPU generations / datatypes / quantized kernels (helper CQ): sentences a report made that its trace
-contradicts. Each trace is built by hand; the truth is worked out in the docstring."""
+"""GPU architectures, datatypes and quantized kernels: sentences a report made that its trace contradicts (a
+half-precision GEMV called FP32, a kernel both FP32 SIMT and tensor-core, FlashAttention advice on Turing). Each trace
+is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Claims sweep CAX (input-pipeline-bound training): a training loop whose launching thread waits for its next batch
-while the GPU idles was told the serving engine's story — "a tokenizer, detokenizer, scheduler or API-server process
-… let the engine run the next step … (asynchronous output processing / scheduling)" when its data-loader workers were
-sampled running through the waits, "the GPU idles for lack of load: batch requests or raise the load" when nothing
-else was seen. The advice lines that speak of requests, load and engines now need the workload `inference` (or
-`unknown`); a training workload gets the input-data lines. Each trace is built by hand; the truth is worked out in the
-docstrings. Rule: docs/FINDINGS.md, "Follow the wait" and the `host_cpu` facts."""
+"""Input-pipeline-bound training: a training loop whose launching thread waits for its next batch while the GPU idles
+was told the serving engine's story — "a tokenizer, detokenizer, scheduler or API-server process … let the engine run
+the next step … (asynchronous output processing / scheduling)" when its data-loader workers were sampled running through
+the waits, "the GPU idles for lack of load: batch requests or raise the load" when nothing else was seen. The advice
+lines that speak of requests, load and engines need the workload `inference` (or `unknown`); a training workload gets
+the input-data lines. Each trace is built by hand; the truth is worked out in the docstrings. Rule: docs/FINDINGS.md,
+"Follow the wait" and the `host_cpu` facts."""
 
 from __future__ import annotations
 
@@ -128,8 +128,8 @@ def test_off_cpu_launcher_of_a_training_loop_is_not_told_lack_of_load(tmp_path: 
     """OS calls not traced, 30 steps: the idle between steps is `host_cpu` (thread 1 outside any traced call). Thread 1
     has 4 × 30 = 120 samples, all in its launch bursts, none in the gaps (≥ 20 samples, gaps ≥ 100 ms): off-CPU
     there. Training: `host_cpu.off_cpu.training` (its next batch; trace OS calls), not "lack of load: batch
-    requests". No worker process: with workers sampled in the gaps the finding names them instead (sweep FBA,
-    test_claims_unsampled_launcher_gaps.py)."""
+    requests". No worker process: with workers sampled in the gaps the finding names them instead
+    (test_claims_unsampled_launcher_gaps.py)."""
     rep = report_of(_loader_loop(osrt=False, main_sampled=True, n=30, workers=()), tmp_path)
     assert rep["facts"]["workload"] == "training"
     f = finding_of(rep, "idle_host_cpu")

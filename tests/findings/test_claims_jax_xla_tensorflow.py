@@ -1,5 +1,5 @@
-"""Claims sweep, JAX / XLA and TensorFlow workloads (helper CX): sentences a report made that its trace contradicts.
-Each trace is built by hand; the truth is worked out in the docstring."""
+"""JAX / XLA and TensorFlow workloads: sentences a report made that its trace contradicts. Each trace is built by hand;
+the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Claims about kernel names (helper AD): what a softmax, Inductor's kernels, the optimizer step and XLA's fusions
-are called in the categories, and the workload of an XLA trace. Each trace is built by hand; the truth is worked
-out in the docstrings (rules: docs/FINDINGS.md, "Kernel categories" and "workload")."""
+"""Claims about kernel names: what a softmax, Inductor's kernels, the optimizer step and XLA's fusions are called in the
+categories, and the workload of an XLA trace. Each trace is built by hand; the truth is worked out in the docstrings
+(rules: docs/FINDINGS.md, "Kernel categories" and "workload")."""
 
 from __future__ import annotations
 

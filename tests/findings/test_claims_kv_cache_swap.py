@@ -1,6 +1,6 @@
-"""Claims sweep CAD: KV-cache management, long context, LoRA and quantized serving (KV blocks swapped to and from
-pinned host memory on a side stream, chunked prefill, AWQ / Marlin / FP8 GEMMs, punica LoRA kernels). Each trace is
-built by hand; the truth is worked out in the docstrings."""
+"""KV-cache management, long context, LoRA and quantized serving (KV blocks swapped to and from pinned host memory on a
+side stream, chunked prefill, AWQ / Marlin / FP8 GEMMs, punica LoRA kernels): the copy finding's "fewer, larger copies"
+advice follows the copies' sizes. Each trace is built by hand; the truth is worked out in the docstrings."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Sweep CBH (few, long steps): long-context chunked prefill captured without NVTX ranges and without sampling
-kernels. The steps analysis finds no step (no NVTX range, no marker kernel), but the launching thread synchronizes
-once per step and the per-step sync pattern holds (12 regular sync points holding the window's kernels): the
-window does hold repeated steps. The report said "auto-detected, no repeated steps in it (not shown to be a steady
-state)" and asked to capture several iterations "not one pass", beside a per-step sync table of those 12 steps.
-A holding step-sync series now counts as repeated steps of the window (docs/FINDINGS.md, window rules). Each trace
-is built by hand; the truth is worked out in the docstrings."""
+"""Few, long steps: long-context chunked prefill captured without NVTX ranges and without sampling kernels. The steps
+analysis finds no step (no NVTX range, no marker kernel), but the launching thread synchronizes once per step and the
+per-step sync pattern holds (12 regular sync points holding the window's kernels): the window does hold repeated steps.
+The report said "auto-detected, no repeated steps in it (not shown to be a steady state)" and asked to capture several
+iterations "not one pass", beside a per-step sync table of those 12 steps. A holding step-sync series counts as repeated
+steps of the window (docs/FINDINGS.md, window rules). Each trace is built by hand; the truth is worked out in the
+docstrings."""
 
 from __future__ import annotations
 

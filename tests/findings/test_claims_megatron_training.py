@@ -1,6 +1,6 @@
-"""Claims sweep CAH: large-scale training as Megatron-LM / NeMo run it (TransformerEngine FP8 kernels, tensor /
-sequence-parallel all-gathers and reduce-scatters inside the layers, a distributed optimizer, several ranks in one
-capture). Each trace is built by hand; the truth is worked out in the docstrings."""
+"""Large-scale training as Megatron-LM / NeMo run it (TransformerEngine FP8 kernels, tensor / sequence-parallel
+all-gathers and reduce-scatters inside the layers, a distributed optimizer, several ranks in one capture). Each trace is
+built by hand; the truth is worked out in the docstrings."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Claims sweep, exports with parts missing (helper CI): sentences a report made that its trace cannot support
-because the evidence they need is not in the export (no links from kernels to launch calls, no CUDA API rows, API
-names missing from StringIds). Each trace is built by hand; the truth is worked out in the docstring."""
+"""Exports with parts missing: sentences a report made that its trace cannot support because the evidence they need is
+not in the export (no links from kernels to launch calls, no CUDA API rows, API names missing from StringIds). Each
+trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

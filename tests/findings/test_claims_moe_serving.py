@@ -1,5 +1,6 @@
-"""Claims sweep, Mixture-of-Experts serving (helper CO): sentences a report made that its trace contradicts.
-Each trace is built by hand; the truth is worked out in the docstring."""
+"""Mixture-of-Experts serving (gating softmax, router top-k kernels, all-to-all dispatch, expert-parallel send/recv):
+sentences a report made that its trace contradicts. Each trace is built by hand; the truth is worked out in the
+docstring."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Claims sweep CAO: one server process serving several models (Triton Inference Server / ONNX Runtime hosting a
-BERT encoder beside a TensorRT LLM engine, each model instance on its own thread and CUDA stream, a dynamic batcher
-waking on a condition variable, pinned per-request copies, idle between request bursts). Each trace is built by
-hand; the truth is worked out in the docstrings."""
+"""One server process serving several models (Triton Inference Server / ONNX Runtime hosting a BERT encoder beside a
+TensorRT LLM engine, each model instance on its own thread and CUDA stream, a dynamic batcher waking on a condition
+variable, pinned per-request copies, idle between request bursts). Each trace is built by hand; the truth is worked out
+in the docstrings."""
 
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ def test_idle_between_requests_is_not_launch_overhead(tmp_path: Path) -> None:
     of `queued` after the launch call is host-paced too (docs/MODEL.md "Host-paced queued time": the call returned
     2 µs after the kernel before it ended, so after it started; capped at that kernel's own 2 µs delay): 15 such
     gaps per request pair (the 16th lies under a D2H copy), 100 pairs, less the first kernel's wait (no kernel
-    before it): 2.998 ms. Since sweep C3 the gap [t + 114, t + 118) µs under `bert_1`'s H2D copy [t + 110, t + 120)
+    before it): 2.998 ms. The gap [t + 114, t + 118) µs under `bert_1`'s H2D copy [t + 110, t + 120)
     µs is no copy time (the `bert_0` kernel after it starts while that copy still runs: docs/MODEL.md, idle causes
     row 1): its 2 µs in a launch call and 2 µs host-paced `queued` join them, + 100 × 4 µs. The launch-bound
     finding now holds the idle inside requests — 2.800 + 2.998 ms + 3 µs + 0.400 ms = 6.201 ms, 6.2 % (the host
@@ -195,7 +195,7 @@ def test_graph_launched_gemms_are_not_told_to_fuse_elementwise_kernels(tmp_path:
     20 to a graph (200 calls for 4,000 kernels: no per-kernel launch), the idle is the ~640 µs between requests, and
     151.131 ms is both GPUs' time — 152 % of the 99.368 ms window, not 76 %. Fix I would make: `launch.fuse` needs an
     elementwise share (a fact), the per-kernel host time is per launch call when graphs launch the kernels, and the
-    title's share is of the summed device windows (as the step-sync title was made one quantity, sweep CAB).
+    title's share is of the summed device windows (as the step-sync title is one quantity, test_claims_shared_gpu.py).
     Fixed: `launch.fuse` only with elementwise kernels in the window; the title's share and time are the chosen
     device's, with every device's time beside them ("… (X ms on device 0; 151.131 ms on all devices)").
     Since the host time after a drain is no launch overhead (`test_idle_between_requests_is_not_launch_overhead`)

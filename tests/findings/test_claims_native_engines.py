@@ -1,5 +1,6 @@
-"""Claims sweep, native (non-PyTorch) inference engines and mixed GPU models in one capture (helper C1): sentences a
-report made that its trace contradicts. Each trace is built by hand; the truth is worked out in the docstring."""
+"""Native (non-PyTorch) inference engines and mixed GPU models in one capture: sentences a report made that its trace
+contradicts (programmatic-dependent-launch advice before Hopper or on the wrong GPU, the step-sync title under host
+sampling, GGML kernels' categories). Each trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Claims sweep C2 (after C1's native engines and mixed GPUs): sentences that spoke of a stack or a GPU the trace
-does not show — PyTorch calls named on a llama.cpp trace, py-spy offered for a native process, a capability given
-as recorded when it was inferred from the GPU's name. Each trace is built by hand; the truth is in the docstring."""
+"""Native engines' hosts and GPUs: sentences that spoke of a stack or a GPU the trace does not show — PyTorch calls
+named on a llama.cpp trace, py-spy offered for a native process, a capability given as recorded when it was inferred
+from the GPU's name, copy-direction advice beside the GPU's copy engines. Each trace is built by hand; the truth is in
+the docstring."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Claims sweep, NVTX / CPU samples / Unified Memory (helper CF): sentences a report made that its trace contradicts.
-Each trace is built by hand; the truth is worked out in the docstring."""
+"""NVTX ranges, CPU samples and Unified Memory: sentences a report made that its trace contradicts (host_cpu advice
+citing samples that miss its gaps, push/pop vs start/end ranges in the coverage claims, UM migrations before or after
+the launch). Each trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

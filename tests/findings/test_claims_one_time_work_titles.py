@@ -1,7 +1,7 @@
-"""Titles and headline sizes that disagree with their own evidence (held-out read RAS, fix FBB; docs/FINDINGS.md,
-"Start-up and shutdown" — *Sides*, *Mixed findings named after start-up* —, "Autotuning allocations" and "One
-quantity per sentence"): real traces 03, 06, 07, 08, 12 and hand-built traces of each class (a kernel of 9 µs every
-10 µs launched 8 µs ahead by a 2 µs call, one thread, window = the whole capture; numbers in the docstrings)."""
+"""Titles and headline sizes that disagreed with their own evidence (docs/FINDINGS.md, "Start-up and shutdown" —
+*Sides*, *Mixed findings named after start-up* —, "Autotuning allocations" and "One quantity per sentence"): real traces
+03, 06, 07, 08, 12 and hand-built traces of each class (a kernel of 9 µs every 10 µs launched 8 µs ahead by a 2 µs call,
+one thread, window = the whole capture; numbers in the docstrings)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Claims sweep CAT: overlap scheduling and concurrent streams (SGLang's overlap scheduler / vLLM's async
-scheduling: the host launches step n+1 while the GPU runs step n, then blocks in `cudaEventSynchronize` while the
-GPU is still busy; a second thread keeping a side stream busy; copies on a copy stream under compute; tiny kernels
-launched one at a time). Each trace is built by hand; the truth is worked out in the docstrings."""
+"""Overlap scheduling and concurrent streams (SGLang's overlap scheduler / vLLM's async scheduling: the host launches
+step n+1 while the GPU runs step n, then blocks in `cudaEventSynchronize` while the GPU is still busy; a second thread
+keeping a side stream busy; copies on a copy stream under compute; tiny kernels launched one at a time). Each trace is
+built by hand; the truth is worked out in the docstrings."""
 
 from __future__ import annotations
 

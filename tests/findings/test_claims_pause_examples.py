@@ -1,5 +1,5 @@
-"""Fix FBI: the one-pause advice names what a pause may be by the workload fact (training / inference / unknown),
-from one table (``advice.PAUSE_EXAMPLES``); the trace-level cases are in test_claims_unsampled_launcher_gaps.py."""
+"""The one-pause advice names what a pause may be by the workload fact (training / inference / unknown), from one table
+(``advice.PAUSE_EXAMPLES``); the trace-level cases are in test_claims_unsampled_launcher_gaps.py."""
 
 from __future__ import annotations
 

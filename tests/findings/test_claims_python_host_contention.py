@@ -1,5 +1,5 @@
-"""Claims on serving traces with Python host contention and many host threads (helper CS's sweep): the waits
-section and the waits finding must not say more than the trace shows (numbers worked out in the docstrings)."""
+"""Serving traces with Python host contention and many host threads: the waits section and the waits finding must not
+say more than the trace shows (numbers worked out in the docstrings)."""
 
 from __future__ import annotations
 

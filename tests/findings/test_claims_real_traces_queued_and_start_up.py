@@ -1,6 +1,8 @@
-"""Held-out read AR of the 14 real traces' reports: claims that are not true of the trace they are made on. Each
-truth is read from the trace with plain read-only SQL (worked out in the docstrings); a missing trace directory fails
-the test (``raises=AssertionError`` keeps a missing file from passing as the expected failure)."""
+"""The real traces' reports against what the traces hold: the `queued` finding of trace 24 (its table's numbers, not "a
+few µs per kernel"), start-up registration (trace 08) and autotuning allocations (trace 12) that are not in the loop,
+and trace 10's memory facts, which are the windows'. Each truth is read from the trace with plain read-only SQL (worked
+out in the docstrings); a missing trace directory fails the test (``raises=AssertionError`` keeps a missing file from
+passing as the expected failure)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Held-out read RAT of the real traces' reports after this session's rules: claims not true of the trace they are
-made on. Each truth is read from the trace with plain read-only SQL (worked out in the docstrings); a missing trace
-directory fails the test (``raises=AssertionError`` keeps a missing file from passing as the expected failure)."""
+"""A real serving trace without NVTX or marker kernels (trace 10): its window repeats one request although no step is
+found, and leaves out the cuDNN benchmark pass. Each truth is read from the trace with plain read-only SQL (worked out
+in the docstrings); a missing trace directory fails the test (``raises=AssertionError`` keeps a missing file from
+passing as the expected failure)."""
 
 from __future__ import annotations
 

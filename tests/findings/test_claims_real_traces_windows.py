@@ -1,6 +1,8 @@
-"""Held-out read RAS of the 14 real traces' reports after this session's rules: claims not true of the trace they are
-made on. Each truth is read from the trace with plain read-only SQL (worked out in the docstrings); a missing trace
-directory fails the test (``raises=AssertionError`` keeps a missing file from passing as the expected failure)."""
+"""The real traces' windows and the words around them: an unnamed launching thread (trace 24), the steady window beside
+an autotuning pass (trace 12), the range advice and the samples it reads (trace 03), a single inference and its trimmed
+tail (trace 16), and windows that must not move (traces 10, 23, 24). Each truth is read from the trace with plain
+read-only SQL (worked out in the docstrings); a missing trace directory fails the test (``raises=AssertionError`` keeps
+a missing file from passing as the expected failure)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Claims sweep, colocated RL post-training (helper CAU): one process alternates a vLLM-like generation phase
-(CUDA-graph decode steps), a CPU-only reward phase (GPU idle) and a training phase (forward / backward / Adam
-kernels). Sentences the report made that such a trace contradicts; each trace is built by hand, the truth worked
-out in the docstring."""
+"""Colocated RL post-training: one process alternates a vLLM-like generation phase (CUDA-graph decode steps), a CPU-only
+reward phase (GPU idle) and a training phase (forward / backward / Adam kernels). Sentences the report made that such a
+trace contradicts; each trace is built by hand, the truth worked out in the docstring."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Held-out read BL of the real traces: true but misleading sentences made true and clear (CPU-sample shares
-read as times, a "By …" line summing devices unsaid). The truth is worked out in each docstring; the real-trace
-tests fail, not skip, when ../shared is missing."""
+"""True but misleading sentences made true and clear: CPU-sample shares read as times, and a "By …" line that sums
+devices without saying so. Hand-built traces and real traces 03 and 05; the truth is worked out in each docstring; the
+real-trace tests fail, not skip, when ../shared is missing."""
 
 from __future__ import annotations
 
@@ -82,8 +82,8 @@ def test_by_line_says_when_it_sums_devices(tmp_path: Path) -> None:
 
 
 def test_by_line_of_one_device_says_nothing_more(tmp_path: Path) -> None:
-    """One device (the CF trace: `prepare` [t+400, t+950) µs × 20 = 11.000 ms of `nvtx` idle on device 0): the
-    "By range" line is that device's own, no "summed" note."""
+    """One device (the trace of the test above, one thread: `prepare` [t+400, t+950) µs × 20 = 11.000 ms of `nvtx` idle
+    on device 0): the "By range" line is that device's own, no "summed" note."""
     b = TraceBuilder()
     b.process(PID)
     g1 = b.thread(PID, 1, "main")

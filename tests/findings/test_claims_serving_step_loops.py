@@ -1,6 +1,5 @@
-"""Claims sweep, serving-engine step loops (helper CG): vLLM V1 / SGLang-style `execute_model` ranges, CUDA-graph
-decode steps, prefill steps, idle pauses between request bursts. Each trace is built by hand; the truth is worked out
-in the docstring."""
+"""Serving-engine step loops: vLLM V1 / SGLang-style `execute_model` ranges, CUDA-graph decode steps, prefill steps,
+idle pauses between request bursts. Each trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

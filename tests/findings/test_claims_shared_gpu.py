@@ -1,6 +1,6 @@
-"""Claims sweep CAB: several processes sharing one GPU (two engines time-sliced or under MPS, a training job beside
-an inference job, a monitoring process launching a few tiny kernels on the GPU another process owns). Each trace is
-built by hand; the truth is worked out in the docstrings."""
+"""Several processes sharing one GPU (two engines time-sliced or under MPS, a training job beside an inference job, a
+monitoring process launching a few tiny kernels on the GPU another process owns). Each trace is built by hand; the truth
+is worked out in the docstrings."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Claims sweep, short captures / edges / windows (helper CN): sentences a report made that its trace contradicts.
-Each trace is built by hand; the truth is worked out in the docstring."""
+"""Short captures, edges and windows: the GPU-bound finding's words about a window not detected or chosen by an
+override. Each trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Claims sweep CY: small models and CPU-bound inference (a BERT-style embedding server answering one request at a
-time, idle between requests). Each trace is built by hand; the truth is worked out in the docstrings."""
+"""Small models and CPU-bound inference (a BERT-style embedding server answering one request at a time, idle between
+requests). Each trace is built by hand; the truth is worked out in the docstrings."""
 
 from __future__ import annotations
 

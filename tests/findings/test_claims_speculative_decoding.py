@@ -1,6 +1,6 @@
-"""Speculative decoding and two-engine steps (helper AF): which NVTX range is the step when draft and verify steps
-alternate, idle pauses and slowest steps that pooled kinds of step, per-step copy figures pooled over two engines.
-Each trace is built by hand; the truth is worked out in the docstring."""
+"""Speculative decoding and two-engine steps: which NVTX range is the step when draft and verify steps alternate, idle
+pauses and slowest steps that pooled kinds of step, per-step copy figures pooled over two engines. Each trace is built
+by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Claims sweep, TensorRT-LLM engines and one process driving several GPUs (helper CK): sentences a report made that
-its trace contradicts. Each trace is built by hand; the truth is worked out in the docstring."""
+"""TensorRT-LLM engines and one process driving several GPUs: sentences a report made that its trace contradicts. Each
+trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

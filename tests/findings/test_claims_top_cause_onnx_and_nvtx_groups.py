@@ -1,6 +1,6 @@
-"""Claims sweep FXT: the headline's top-cause line states one quantity; ONNX Runtime is its own stack; an FP8 KV cache
-is recognised; per-op NVTX ranges seen once each are grouped. Each trace is built by hand; the truth is worked out
-in the docstrings."""
+"""The headline's top-cause line states one quantity; ONNX Runtime is its own stack; an FP8 KV cache is recognised;
+per-op NVTX ranges seen once each are grouped. Each trace is built by hand; the truth is worked out in the
+docstrings."""
 
 from __future__ import annotations
 
@@ -90,9 +90,9 @@ def test_onnx_runtime_is_its_own_stack_and_its_tensorrt_provider_is_named_beside
 
 
 def test_a_triton_server_with_onnx_runtime_and_tensorrt_models_gets_no_other_stacks_advice(tmp_path: Path) -> None:
-    """(trace: test_claims_multi_model_server._server) `tritonserver` runs ONNX Runtime kernels (`bert_onnx`) and a TensorRT
-    engine (`llm_trt`, `ExecutionContext::enqueue`): stack `onnxruntime + tensorrt`, framework `onnxruntime`; no
-    recommendation reads as PyTorch, vLLM, SGLang or TensorRT-LLM advice."""
+    """(trace: test_claims_multi_model_server._server) `tritonserver` runs ONNX Runtime kernels (`bert_onnx`) and a
+    TensorRT engine (`llm_trt`, `ExecutionContext::enqueue`): stack `onnxruntime + tensorrt`, framework `onnxruntime`;
+    no recommendation reads as PyTorch, vLLM, SGLang or TensorRT-LLM advice."""
     rep = report_of(_server(), tmp_path)
     assert rep["kernel_traits"]["stack"] == "onnxruntime + tensorrt"
     assert rep["facts"]["framework"] == "onnxruntime"

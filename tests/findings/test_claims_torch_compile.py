@@ -1,5 +1,6 @@
-"""Claims sweep, torch.compile / Inductor (helper CR): sentences a report made that its trace contradicts.
-Each trace is built by hand; the truth is worked out in the docstring."""
+"""torch.compile / Inductor: sentences a report made that its trace contradicts (compiled kernels called eager, graph
+breaks blamed where none show, launches said to remain outside the graphs). Each trace is built by hand; the truth is
+worked out in the docstring."""
 
 from __future__ import annotations
 

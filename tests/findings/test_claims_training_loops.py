@@ -1,5 +1,6 @@
-"""Claims sweep, PyTorch training loops (helper CJ): sentences a report made about a training trace that the trace
-does not support. Each trace is built by hand; the truth is worked out in the docstring."""
+"""PyTorch training loops: sentences a report made about a training trace that the trace does not support (cuBLAS GEMMs
+called TensorRT, the optimizer step as the training step, a data-loader wait said to be inside the step, advice to add
+ranges the trace has). Each trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

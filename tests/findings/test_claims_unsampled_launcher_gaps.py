@@ -1,16 +1,17 @@
-"""Sweep FBA, item 1: the `host_cpu` gaps of a launching thread that is not sampled in them while other processes
-are. A training loop whose OS calls are not traced idles between steps in `host_cpu` (thread 1 outside any traced
-call); its data-loader workers are sampled running in those gaps. The finding named no process and advised
-"Profile the host code (`nsys --sample=cpu`)" although the trace has CPU samples; it now counts the other processes'
-samples in the gaps where thread 1 has none — the rule of the launching thread's waits (docs/FINDINGS.md, "Follow the
-wait") — names them and gives the other-process advice. The trace is sweep CAX's (`test_claims_input_pipeline_training._loader_loop`,
-whose docstring times every row); the truth is worked out in the docstrings."""
+"""The `host_cpu` gaps of a launching thread that is not sampled in them while other processes are. A training loop
+whose OS calls are not traced idles between steps in `host_cpu` (thread 1 outside any traced call); its data-loader
+workers are sampled running in those gaps. The finding named no process and advised "Profile the host code (`nsys
+--sample=cpu`)" although the trace has CPU samples; it counts the other processes' samples in the gaps where thread 1
+has none — the rule of the launching thread's waits (docs/FINDINGS.md, "Follow the wait") — names them and gives the
+other-process advice. The trace is the input-pipeline training loop's
+(`test_claims_input_pipeline_training._loader_loop`, whose docstring times every row); the truth is worked out in the
+docstrings."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import test_claims_input_pipeline_training as cax
+import test_claims_input_pipeline_training as input_pipeline
 from claims_support import finding_of, report_of
 from synth import TraceBuilder
 
@@ -38,7 +39,7 @@ def test_unsampled_launcher_names_the_workers_sampled_in_its_gaps(tmp_path: Path
     (16 each); in [t + 3.92, t + 8) ms j = 16 … 31, 16 per step (8 each): 32 + 19 × 16 = 336 samples, 16 + 19 × 8 =
     168 of each worker (50 % ≥ 10 %, ≥ 10 samples: both named). Training, PyTorch: the other-process lines, not
     "Profile … `nsys --sample=cpu`"."""
-    rep = report_of(cax._loader_loop(osrt=False), tmp_path)
+    rep = report_of(input_pipeline._loader_loop(osrt=False), tmp_path)
     (u,) = rep["host_samples"]["unsampled"]
     assert (u["kind_ns"], u["idle_ns"], u["pieces"], u["own_samples"], u["process_samples"]) == \
         (90_720_000, 90_720_000, 40, 0, 336)
@@ -56,7 +57,7 @@ def test_off_cpu_launcher_sampled_only_in_its_launch_bursts(tmp_path: Path) -> N
     shadow, never in a `host_cpu` piece): 13.01 + 29 × 4.09 = 131.62 ms in 60 pieces unsampled; 32 + 29 × 16 = 496
     worker samples in them, 248 each. The off-CPU line ("trace OS calls … see which processes run meanwhile") gave
     way to the processes the trace shows running."""
-    rep = report_of(cax._loader_loop(osrt=False, main_sampled=True, n=30), tmp_path)
+    rep = report_of(input_pipeline._loader_loop(osrt=False, main_sampled=True, n=30), tmp_path)
     f = finding_of(rep, "idle_host_cpu")
     assert _gap_line("131.620 ms", 60, 496, 248) in f["evidence"]
     assert f["recommendation"] == OTHER
@@ -65,7 +66,7 @@ def test_off_cpu_launcher_sampled_only_in_its_launch_bursts(tmp_path: Path) -> N
 def test_no_worker_process_keeps_the_off_cpu_words(tmp_path: Path) -> None:
     """No worker process: no sample of another process in the gaps (0 process samples), nothing qualifies; thread
     1 (120 samples, none in the gaps) is off-CPU there: today's `host_cpu.off_cpu.training`, no process line."""
-    rep = report_of(cax._loader_loop(osrt=False, main_sampled=True, n=30, workers=()), tmp_path)
+    rep = report_of(input_pipeline._loader_loop(osrt=False, main_sampled=True, n=30, workers=()), tmp_path)
     (u,) = rep["host_samples"]["unsampled"]
     assert (u["idle_ns"], u["process_samples"], u["processes"]) == (131_620_000, 0, [])
     f = finding_of(rep, "idle_host_cpu")
@@ -75,7 +76,7 @@ def test_no_worker_process_keeps_the_off_cpu_words(tmp_path: Path) -> None:
 
 def test_trace_without_samples_keeps_todays_words(tmp_path: Path) -> None:
     """The same loop with no CPU sample at all: no `unsampled` entry, the profiling line as before."""
-    b = cax._loader_loop(osrt=False, workers=())
+    b = input_pipeline._loader_loop(osrt=False, workers=())
     rep = report_of(b, tmp_path)
     assert "unsampled" not in rep["host_samples"]
     f = finding_of(rep, "idle_host_cpu")

@@ -1,7 +1,7 @@
-"""Claims sweep CW: vLLM V1 as it really runs (API server and EngineCore processes with no kernels, two
-tensor-parallel workers with piecewise CUDA graphs, the attention launched eagerly between the graph pieces, the
-sampler, a D2H copy of the sampled ids and a ``cudaStreamSynchronize`` per step). Each truth is worked out by hand
-in the docstrings."""
+"""vLLM V1 as it really runs (API server and EngineCore processes with no kernels, two tensor-parallel workers with
+piecewise CUDA graphs, the attention launched eagerly between the graph pieces, the sampler, a D2H copy of the sampled
+ids and a ``cudaStreamSynchronize`` per step): the host-gap advice asks for CUDA graphs only when they are not in use.
+Each truth is worked out by hand in the docstrings."""
 
 from __future__ import annotations
 

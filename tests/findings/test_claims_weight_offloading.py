@@ -1,6 +1,5 @@
-"""Claims on weight-offloading / CPU-offload traces (helper CP's sweep): the copy titles quote the copies they name,
-and the copy-path advice to use both copy directions needs copies in the other direction (numbers worked out in the
-docstrings)."""
+"""Weight-offloading / CPU-offload traces: the copy titles quote the copies they name, and the copy-path advice to use
+both copy directions needs copies in the other direction (numbers worked out in the docstrings)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Claims sweep, well-optimized workloads (helper C3): what a report on a healthy trace must not claim. Each trace is
-built by hand; the truth is worked out in the docstring."""
+"""Well-optimized workloads: what a report on a healthy trace must not claim (copies streaming under queued kernels, a
+copy ending in a gap). Each trace is built by hand; the truth is worked out in the docstring."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_copies_streaming_under_queued_kernels_neither_pace_nor_keep_them_waitin
     (`beyond_kernels_ns`), 7.4 % of the window — but none of it before a copy's end: `held_ns` 0, and those ns are
     `queued` (the kernels were launched 200 µs ahead and started while the copy ran). Queued: 2,597 − 4 = 2,593 µs.
 
-    Before sweep C3 every copy-in-flight ns was charged `copy`: the report's verdict read "The H2D copy path sets the
+    Charging every copy-in-flight ns to `copy`, the report's verdict read "The H2D copy path sets the
     pace on device 0 (busy 90.9 %): 7.4 % of the window (1.800 ms) beyond the kernels" (HIGH), or, with the
     copy-path finding held back, "Copies keep the kernels waiting" with "100 % had a kernel waiting on the copies" —
     both false: the kernels after those gaps started while the copies still ran."""

@@ -1,8 +1,8 @@
-"""Sweep C6 (b): hostile names where this session's new sentences pick names up — the process names of the
-`native_host` fact (report.json keeps them exactly; the host-gap advice they select names none), the module-unload
-calls the window's teardown words name, a GGML kernel name the `gemm` category takes, and the trace labels in
-compare's note under the idle-by-cause table (and compare.html's page title). Exports of the oldest and the newest
-generation; report.md / .html (compare.md / .html), tables/*.csv and the terminal stay inert (the checkers of
+"""Hostile names where the native-host, teardown and compare-note sentences pick names up — the process names of the
+`native_host` fact (report.json keeps them exactly; the host-gap advice they select names none), the module-unload calls
+the window's teardown words name, a GGML kernel name the `gemm` category takes, and the trace labels in compare's note
+under the idle-by-cause table (and compare.html's page title). Exports of the oldest and the newest generation;
+report.md / .html (compare.md / .html), tables/*.csv and the terminal stay inert (the checkers of
 tests/render/test_names_inert.py and test_names_inert_pause_and_harness_sentences.py)."""
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ def _run(capsys, argv: List[str]) -> str:
 @pytest.mark.parametrize("flavor", ["2021.5", "2026.2"])
 @pytest.mark.parametrize("hostile", sorted(HOSTILE))
 def test_native_host_teardown_and_ggml_names_stay_inert(hostile: str, flavor: str, tmp_path: Path, capsys) -> None:
-    """(trace: test_claims_generations_native_engines's :func:`decode` with the 100 unload calls) The process `llama-server`, the unload
-    call and the `mul_mat_vec_q` kernel renamed to a hostile name that keeps the original inside (so the rules still
-    take it): the process is still a native host (report.json's `native_host` is the exact name: no stack, no
-    Python interpreter's name), the tail still "teardown" (the call's name starts with `cuModuleUnload`; the formula
-    name does not, so no word: 12.160 ms of tail, the calls during 65.8 %), the kernel still `gemm` — and every
-    human-facing output inert."""
+    """(trace: test_claims_generations_native_engines's :func:`decode` with the 100 unload calls) The process
+    `llama-server`, the unload call and the `mul_mat_vec_q` kernel renamed to a hostile name that keeps the original
+    inside (so the rules still take it): the process is still a native host (report.json's `native_host` is the exact
+    name: no stack, no Python interpreter's name), the tail still "teardown" (the call's name starts with
+    `cuModuleUnload`; the formula name does not, so no word: 12.160 ms of tail, the calls during 65.8 %), the kernel
+    still `gemm` — and every human-facing output inert."""
     h = HOSTILE[hostile]
     proc, call, gemv = (h.replace("NAME", n) for n in ("llama-server", UNLOAD, GGML[2]))
     p = tmp_path / "t.sqlite"
@@ -70,10 +70,10 @@ def test_native_host_teardown_and_ggml_names_stay_inert(hostile: str, flavor: st
 @pytest.mark.slow
 @pytest.mark.parametrize("hostile", sorted(HOSTILE))
 def test_compare_labels_in_the_host_paced_note_stay_inert(hostile: str, tmp_path: Path, capsys) -> None:
-    """(trace: test_claims_generations_native_engines's :func:`launch_bound`, BASE written by the 2021.5 exporter, NEW by 2026.2) NEW's
-    label is hostile (given with ``--labels``; the formula, which holds commas, as the file's name): the note under
-    the idle-by-cause table names both traces with 0.100 ms/step each; compare.md / .html stay inert — the page
-    title included (it named a 100 KB label whole)."""
+    """(trace: test_claims_generations_native_engines's :func:`launch_bound`, BASE written by the 2021.5 exporter, NEW
+    by 2026.2) NEW's label is hostile (given with ``--labels``; the formula, which holds commas, as the file's name):
+    the note under the idle-by-cause table names both traces with 0.100 ms/step each; compare.md / .html stay inert —
+    the page title included (it named a 100 KB label whole)."""
     a, b = tmp_path / "a" / "base.sqlite", tmp_path / "b" / "new.sqlite"
     for p, fl in ((a, "2021.5"), (b, "2026.2")):
         p.parent.mkdir()

@@ -1,8 +1,9 @@
-"""Sweep CBG (b): hostile names where the newest sentences pick names up — the loop detail of a mixed start-up
+"""Hostile names where the start-up, pause and harness sentences pick names up — the loop detail of a mixed start-up
 finding ("largest in the loop `X`"), the quoted label ("… of it in `Z`, the verdict's"), the thread and the other
-processes of the pause and unsampled-`host_cpu` evidence, the event-timed thread and the GEMM of a harness. Each
-trace is a sweep's hand-built one (its docstring times it) with its names replaced in the written export; report.md,
-report.html, tables/*.csv and the terminal summary stay inert (the checkers of tests/render/test_names_inert.py)."""
+processes of the pause and unsampled-`host_cpu` evidence, the event-timed thread and the GEMM of a harness. Each trace
+is a hand-built one of the findings tests (its docstring times it) with its names replaced in the written export;
+report.md, report.html, tables/*.csv and the terminal summary stay inert (the checkers of
+tests/render/test_names_inert.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 import pytest
-import test_claims_benchmark_harnesses as cay
-import test_claims_input_pipeline_training as cax
-import test_claims_unsampled_launcher_gaps as fba
+import test_claims_benchmark_harnesses as harnesses
+import test_claims_input_pipeline_training as input_pipeline
+import test_claims_unsampled_launcher_gaps as unsampled_launcher
 from synth import TraceBuilder
 from test_claims_generations_and_empty_range_names import _two_ranges
 
@@ -48,7 +49,8 @@ def csv_cells_inert(tables: Path) -> None:
 
 
 def _mixed() -> Tuple[TraceBuilder, List[str]]:
-    """test_claims_one_time_work_titles's mixed trace: `init` [0, 600 µs), 10 steps of a 30 µs `send` then 10 kernels."""
+    """The mixed trace of test_claims_one_time_work_titles.py: `init` [0, 600 µs), 10 steps of a 30 µs `send` then 10
+    kernels."""
     b = TraceBuilder()
     b.process(7)
     g = b.thread(7, 1)
@@ -71,9 +73,9 @@ def _stake() -> Tuple[TraceBuilder, List[str]]:
 TRACES: Dict[str, Tuple[Callable[[], Tuple[TraceBuilder, List[str]]], List[str]]] = {
     "loop_detail": (_mixed, ["send", "init"]),
     "quoted_label": (_stake, ["load", "log"]),
-    "pause": (lambda: (fba._poll_loop(pause_at=5, training=True), []), ["pt_data_worker", "python3"]),
-    "unsampled": (lambda: (cax._loader_loop(osrt=False), []), ["pt_data_worker", "python3"]),
-    "harness": (lambda: (cay._do_bench(timed_add_us=20), []), [cay.GEMM, "main"]),
+    "pause": (lambda: (unsampled_launcher._poll_loop(pause_at=5, training=True), []), ["pt_data_worker", "python3"]),
+    "unsampled": (lambda: (input_pipeline._loader_loop(osrt=False), []), ["pt_data_worker", "python3"]),
+    "harness": (lambda: (harnesses._do_bench(timed_add_us=20), []), [harnesses.GEMM, "main"]),
 }
 
 

@@ -1,4 +1,4 @@
-"""Copy engines as a resource (issue 21, items 3 and 4): copy paths per device and direction, the copy-path
+"""Copy engines as a resource: copy paths per device and direction, the copy-path
 finding, and advice from the copies' own facts.
 
 Numbers are computed by hand from the planted layout of ``synth/scenarios/copy_engines.py`` (20 steps of 10 ms;
@@ -78,7 +78,7 @@ def test_d2d_bound_step_finding_and_advice(tmp_path_factory):
     (d,) = rep.idle_causes.devices
     assert d.ns_of("copy", "Device-to-Device") == 24 * MS and d.ns_of("copy") == 24 * MS
     assert not any(f.id == "idle_copy" for f in rep.findings)         # no ns claimed twice
-    # the title states what it claims (issue 21 item 7): 24 ms of a 200 ms window beyond the kernels, busy 94 %;
+    # the title states what it claims: 24 ms of a 200 ms window beyond the kernels, busy 94 %;
     # bytes per step and the rate are evidence
     assert "(busy 94.0 %): 12.0 % of the window (24.000 ms) beyond the kernels" in top.title
     ev = " ".join(top.evidence)

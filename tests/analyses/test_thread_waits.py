@@ -1,4 +1,4 @@
-"""Issue 21, items 1-2: a waiting OS call is charged to `osrt` even inside an NVTX range, and the other threads of
+"""A waiting OS call is charged to `osrt` even inside an NVTX range, and the other threads of
 the launcher's process are followed during its waits (scenario launcher_waits_io: numbers recomputed here in plain
 Python from the planted intervals)."""
 

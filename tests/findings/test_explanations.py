@@ -1,4 +1,4 @@
-"""Explanations that hold on traces never seen (issue: facts first, advice that declares what it needs, one
+"""Explanations that hold on traces never seen (facts first, advice that declares what it needs, one
 claim per cause, window edges to the bin, NVTX coverage explained).
 
 * The advice table is checked as a table: every advice line × every combination of the facts it reads (and
@@ -61,7 +61,7 @@ TEXT_RULES = [
     (r"with CUDA graphs and kernel fusion|capture the step", "cuda_graphs", {False}),
     (r"outside CUDA calls and OS calls that wait", "os_runtime", {True}),
     (r"OS calls were not traced", "os_runtime", {False}),
-    # copies (issue 21): pinning only where host copies are pageable, overlap only where copies do not overlap the
+    # copies: pinning only where host copies are pageable, overlap only where copies do not overlap the
     # kernels already, device-to-device words only for such copies, host-link words only with host copies
     (r"[Pp]ageable|cudaHostAlloc|cudaHostRegister|pin_memory=True", "host_copies_pageable", {True}),
     (r"Overlap copies with compute|on a side `torch\.cuda\.Stream`", "copies_overlap_kernels", {False, None}),
@@ -348,7 +348,7 @@ def test_named_range_outranks_the_launch_bound_composite(tmp_path_factory):
     assert table_ns == facts["idle_by_cause_ns"]["nvtx"]["read_layer_N_weights"]
     assert top.checks[0].metric == "cause_pct_of_window"       # the table's nvtx rows, all ranges
     assert top.checks[0].observed == pytest.approx(100.0 * dev.ns_of("nvtx") / dev.window_ns)
-    # the title states what the finding claims (issue 21): the range's share, capped by the kind's claimed part
+    # the title states what the finding claims: the range's share, capped by the kind's claimed part
     claimed = next((c.observed for c in top.checks if c.metric == "claimed_pct_of_window"), None)
     own = min(100.0 * table_ns / dev.window_ns, claimed if claimed is not None else 100.0)
     assert f"({own:.1f} % of the window, " in top.title and len(top.title) <= 120
@@ -407,7 +407,7 @@ def _titles_quote_the_table(rep):
         shares = {f"{100.0 * d.ns_of(kind) / d.window_ns:.1f} %",
                   f"{100.0 * d.ns_of(kind, detail) / d.window_ns:.1f} %"}
         claimed = [c.observed for c in f.checks if c.metric == "claimed_pct_of_window"]
-        if claimed:   # issue 21: the title states what the finding claims; the table's share is evidence
+        if claimed:   # the title states what the finding claims; the table's share is evidence
             shares = {f"{min(claimed[0], 100.0 * d.ns_of(kind, detail) / d.window_ns):.1f} %"}
             if "largest in the loop" in f.title:   # named after its loop detail: the kind's claimed share
                 shares = {f"{claimed[0]:.1f} % of the window"}

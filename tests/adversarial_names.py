@@ -1,5 +1,5 @@
-"""Names built to make a backtracking regex slow (issue 17 item 2): 100 KB each — long templated C++ kernel names
-nested thousands deep, long digit runs, long runs of the characters patterns alternate on, and the literal
+"""Names built to make a backtracking regex slow (docs/SECURITY.md "Bounded matching"): 100 KB each — long templated C++
+kernel names nested thousands deep, long digit runs, long runs of the characters patterns alternate on, and the literal
 pieces of the built-in patterns repeated (``xmmaxmma…``, ``triton_fused_triton_fused_…``, ``sm90_xmma_…``)."""
 
 from __future__ import annotations

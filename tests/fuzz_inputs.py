@@ -1,4 +1,4 @@
-"""Generators for the property tests of issue 17 (``test_fuzz_names.py``, ``test_fuzz_paths.py``,
+"""Generators for the property tests (``test_fuzz_names.py``, ``test_fuzz_paths.py``,
 ``test_fuzz_options.py``): hostile names, paths, option files and option values, each drawn from
 ``random.Random(seed)`` (no dependency), so a case is its seed.
 

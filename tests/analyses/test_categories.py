@@ -167,12 +167,12 @@ REAL_NAMES: List[Tuple[str, str]] = [
     ("void vllm::fused_add_rms_norm_kernel<c10::BFloat16, (int)8>(c10::BFloat16 *, c10::BFloat16 *)", "norm"),
     ("void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16 *, __nv_bfloat16 *)",
      "norm"),
-    # PyTorch's group norm: its statistics and its fused-parameter kernels (a UNet's GroupNorm, sweep CAC)
+    # PyTorch's group norm: its statistics and its fused-parameter kernels (a UNet's GroupNorm)
     ("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<float, float>(long, float, const T1 *, T2 *, "
      "T2 *)", "norm"),
     ("void at::native::(anonymous namespace)::ComputeFusedParamsCUDAKernel<float>(long, long, long, const T1 *)",
      "norm"),
-    # expert parallelism's token exchange (sweep CZ): communication, not MoE compute; DeepEP's layout stays moe
+    # expert parallelism's token exchange: communication, not MoE compute; DeepEP's layout stays moe
     ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*)", "all_to_all"),
     ("void deep_ep::internode_ll::combine<false>(void*, void const*)", "all_to_all"),
     ("void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*)", "moe"),

@@ -1,4 +1,4 @@
-"""Copy engines as a resource (issue 21, items 3 and 4): copy paths per device and direction, the copy-path
+"""Copy engines as a resource: copy paths per device and direction, the copy-path
 finding, and advice from the copies' own facts.
 
 Numbers are computed by hand from the planted layout of ``synth/scenarios/copy_engines.py`` (20 steps of 10 ms;
@@ -51,7 +51,7 @@ def test_d2d_bound_step_paths(tmp_path_factory):
     assert (d2d.kernel_overlap_ns, d2d.beyond_kernels_ns) == (150 * MS, 38 * MS)
     # held: only the kernel gap [t + 8.2, t + 10.5) ms (the last step's: to the window's end) holds a D2D copy's end
     # (t + 9.4 ms): its no-kernel D2D time [t + 8.2, t + 9.4) ms, 1.2 ms × 20; in [t, t + 0.5), [t + 3.0, t + 3.1)
-    # and [t + 5.6, t + 5.7) ms the GEMM after the gap starts while the D2D copy still runs (sweep C3)
+    # and [t + 5.6, t + 5.7) ms the GEMM after the gap starts while the D2D copy still runs
     assert d2d.held_ns == 24 * MS
     assert d2d.overlap_pct == pytest.approx(100 * 7.5 / 9.4)        # 79.79 %
     # steps: the ``step`` ranges [t − 0.2, t + 9.79) ms, 9.99 ms each, the D2D busy 9.4 ms of each
@@ -73,12 +73,12 @@ def test_d2d_bound_step_finding_and_advice(tmp_path_factory):
                                                                ("copy_path", "Device-to-Device"))
     # it claims the idle the table charges to Device-to-Device copies: the 1.2 ms per step up to the copy that ends
     # in the gap (t + 9.4 ms); the 0.5 + 0.1 + 0.1 ms before GEMMs that start while the copy still runs are `queued`
-    # (docs/MODEL.md, idle causes row 1; sweep C3)
+    # (docs/MODEL.md, idle causes row 1)
     assert top.time_at_stake_ns == 24 * MS
     (d,) = rep.idle_causes.devices
     assert d.ns_of("copy", "Device-to-Device") == 24 * MS and d.ns_of("copy") == 24 * MS
     assert not any(f.id == "idle_copy" for f in rep.findings)         # no ns claimed twice
-    # the title states what it claims (issue 21 item 7): 24 ms of a 200 ms window beyond the kernels, busy 94 %;
+    # the title states what it claims: 24 ms of a 200 ms window beyond the kernels, busy 94 %;
     # bytes per step and the rate are evidence
     assert "(busy 94.0 %): 12.0 % of the window (24.000 ms) beyond the kernels" in top.title
     ev = " ".join(top.evidence)

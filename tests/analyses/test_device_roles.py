@@ -1,4 +1,4 @@
-"""Busy % over the GPUs that ran kernels (issue 21, item 5): a device that only received copies is listed as
+"""Busy % over the GPUs that ran kernels: a device that only received copies is listed as
 ``copies only`` (``devices[].role``), never averaged into the headline, the findings or the comparison at 0 %, and
 none of its idle is claimed. The expected numbers are computed here from the SQLite with plain SQL, and by hand
 for the pooling rule itself."""

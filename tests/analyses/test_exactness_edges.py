@@ -1,6 +1,6 @@
-"""Issue 10 items 1–4 on small synthetic exports with hand-computed answers: API names as nsys prints them,
-NVTX start/end ranges in kernel attribution, kernels without ``globalPid`` in a multi-process trace, and the
-end given to unterminated NVTX ranges."""
+"""Exact answers at the edges of the read, on small synthetic exports with hand-computed answers: API names as nsys
+prints them, NVTX start/end ranges in kernel attribution, kernels without ``globalPid`` in a multi-process trace, and
+the end given to unterminated NVTX ranges."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fast paths added for scale (issue 8) against plain reference computations written here: counting instead
+"""The fast paths for scale against plain reference computations written here: counting instead
 of searching, partitions instead of sorts, one shared sort for nested groupings, a direct launch-join table,
 per-device timelines, lean unions, the attribution's nodes reused by the steps, long-list JSON layout."""
 

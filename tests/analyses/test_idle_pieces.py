@@ -1,5 +1,5 @@
 """Hand-computed checks of the interval helpers behind idle-cause attribution and the device timelines
-(issue 8: the fast paths must give exactly the answers of the definitions)."""
+(the fast paths must give exactly the answers of the definitions)."""
 
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ POSITIVE: Dict[str, List[str]] = {
         "sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize128x128x32_execute_kernel_trt",
         "trt_ampere_h16816gemm_64x64_ldg8_relu_stages_64x5_tn_v1", "void wgmma_kernel<cute::SM90_64x128x16>",
         "sm80_xmma_gemm_i8i8_i8i32_f32_tn_n_tilesize128x128x64",
-        # quantized serving (sweep CAD): Marlin, AWQ, vLLM's CUTLASS FP8 / INT8 GEMMs
+        # quantized serving: Marlin, AWQ, vLLM's CUTLASS FP8 / INT8 GEMMs
         "void marlin::Marlin<256, 1, 8, 8, 4, 8>(int4 const*, int4 const*, int4*, int4*)",
         "void gemm_forward_4bit_cuda_m16nXk32<128>(int, int, __half*, int*, __half*, int*, int, int, int, __half*)",
         "void cutlass::device_kernel<vllm::cutlass_3x_gemm<cutlass::float_e4m3_t, cutlass::bfloat16_t>>(Params)",
@@ -491,7 +491,7 @@ def test_an_xla_trace_is_unknown_not_inference():
     assert run(names, rows, thread_names=["pt_autograd_0"]).workload == "training"
 
 
-# ---------------------------------------------------------------- training with generation (RL: sweep CAU)
+# ---------------------------------------------------------------- training with generation (RL post-training)
 
 VLLM_NORM = "void vllm::rms_norm_kernel<c10::BFloat16>"
 ADAM = "void at::native::multi_tensor_apply_kernel<FusedAdamMathFunctor<float>>"

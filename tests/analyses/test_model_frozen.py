@@ -1,4 +1,4 @@
-"""The trace model and the trace facts are frozen, typed values (issue 22): every dataclass under model/ is frozen, a
+"""The trace model and the trace facts are frozen, typed values: every dataclass under model/ is frozen, a
 model of another window is a new one (model/clip.py) sharing what it does not change, and the trace facts' capture
 settings and row counts are typed, immutable and written to ``report.json`` as before (keys in the same order,
 absent settings absent)."""

@@ -437,7 +437,7 @@ def test_step_periods_of_ranges_that_do_not_tile_the_loop(tmp_path) -> None:
 
 
 def test_what_differed_picks_the_unit_of_long_durations():
-    """Sweep CBH (few, long steps): a 2 s slower prefill step read "+2,000,000.00 µs"; the durations now take the
+    """Few, long steps: a 2 s slower prefill step read "+2,000,000.00 µs"; the durations now take the
     unit that fits (``fmt_dur``: µs below 1 ms, ms below 10 s, else s)."""
     from nsys_llm_explainer.analyses.steps.metrics import _what_differed
 

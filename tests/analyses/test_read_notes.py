@@ -1,4 +1,4 @@
-"""The read's own notes reach the report (issue 17): rows of the wrong type left out and text that is not UTF-8 are
+"""The read's own notes reach the report: rows of the wrong type left out and text that is not UTF-8 are
 told in ``report.json`` ``warnings`` whichever table they were met in — NVTX text, process names and the samples
 are read after the kernel and API tables — and a file that is not SQLite gets a runnable ``nsys export``
 command (shell-quoted, absolute, never writing over the file)."""

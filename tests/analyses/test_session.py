@@ -1,4 +1,4 @@
-"""The capture as recorded (issue 21, item 8; docs/METRICS.md "Session and CUDA activity"): the session's length
+"""The capture as recorded (docs/METRICS.md "Session and CUDA activity"): the session's length
 from ``ANALYSIS_DETAILS``, its start on the export's timeline, the CUDA activity's place in it, and the one
 line report.md says when that activity starts or ends far (> max(10 % of the session, 1 s)) from its edges.
 Every number below is written by hand from the rows the test plants."""

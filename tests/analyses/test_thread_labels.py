@@ -1,4 +1,4 @@
-"""Threads are named unambiguously (issue 21, item 6): a name two threads share is shown as ``name (tid N)``
+"""Threads are named unambiguously: a name two threads share is shown as ``name (tid N)``
 everywhere a thread is named, defined once by ``model/names.thread_labels``; a unique name stays bare; a thread
 without a name keeps each output's own fallback. Scenario ``colliding_thread_names``: three threads of process
 21101 named ``pt_main_thread`` (tids 21101, 21102, 21103) and one ``tokenizer`` (tid 21104)."""

@@ -1,4 +1,4 @@
-"""Issue 21, items 1-2: a waiting OS call is charged to `osrt` even inside an NVTX range, and the other threads of
+"""A waiting OS call is charged to `osrt` even inside an NVTX range, and the other threads of
 the launcher's process are followed during its waits (scenario launcher_waits_io: numbers recomputed here in plain
 Python from the planted intervals)."""
 
@@ -295,9 +295,9 @@ def test_wait_samples_are_read_only_inside_the_waits(tmp_path):
     the CUDA-calling thread 7 waits in `sem_wait` [100, 200) µs: the two samples at 150 µs are inside the waits of a
     CUDA-calling thread — (7, 8) and (9, 9): every process's samples are read (process 9 calls no CUDA, yet the
     launcher may wait for it); the one at 250 µs is inside the GPU's idle gap [90, 310) µs (read too, for the
-    `host_cpu` gaps: sweep FBA); the one at 50 µs is inside the kernel [10, 90) µs: not read. `total` = the 4 rows
-    of COMPOSITE_EVENTS. The launcher's waits: 1 sample of its process's thread 8, 1 of process 9 (`other`, 50 % of
-    the 2)."""
+    `host_cpu` gaps: test_claims_unsampled_launcher_gaps.py); the one at 50 µs is inside the kernel [10, 90) µs: not
+    read. `total` = the 4 rows of COMPOSITE_EVENTS. The launcher's waits: 1 sample of its process's thread 8, 1 of
+    process 9 (`other`, 50 % of the 2)."""
     from nsys_llm_explainer.pipeline import load_model
     b = TraceBuilder()
     b.process(PID, "engine")

@@ -1,8 +1,8 @@
-"""Cluster claims on multi-node jobs (a claims sweep: ranks on several hosts, each host with its own session start
-and clock; docs/CLUSTER.md "Clock alignment" and "Per-rank view and claims"). Each rank: 10 steps (period 1 ms from
-50 ms on the true common clock unless said), a GEMM launched 10 µs into the step, an all-reduce kernel starting 2 µs
-after the GEMM ends and ending on every rank 20 µs after the latest start, a ``cudaStreamSynchronize`` and an
-``execute_model`` NVTX range ending 8 µs after the all-reduce."""
+"""Cluster claims on multi-node jobs (ranks on several hosts, each host with its own session start and clock;
+docs/CLUSTER.md "Clock alignment" and "Per-rank view and claims"). Each rank: 10 steps (period 1 ms from 50 ms on the
+true common clock unless said), a GEMM launched 10 µs into the step, an all-reduce kernel starting 2 µs after the GEMM
+ends and ending on every rank 20 µs after the latest start, a ``cudaStreamSynchronize`` and an ``execute_model`` NVTX
+range ending 8 µs after the all-reduce."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 different"): the smaller of the two runs' shares of kernel time spent in kernel names the other also ran, at least
 50 %. The weighted Jaccard of the kernel mixes is reported only.
 
-The loop (``_loop``, exact TraceBuilder rows, no jitter; the loop of test_compare_claims_sweep.py with its kernels
+The loop (``_loop``, exact TraceBuilder rows, no jitter; the loop of test_compare_claims_loop_pairs.py with its kernels
 given): per step from its start t a 16 µs H2D copy, then the ``kernels`` back to back from t + 20 µs, a
 ``cudaStreamSynchronize`` returning 5 µs after the last, an NVTX ``execute_model`` range to 10 µs after that; the next
 step starts 645 µs after the sync returns. So the step period is 670 µs + Σ kernel durations (1 ms for the four kernels

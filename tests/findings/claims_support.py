@@ -1,5 +1,5 @@
-"""What the claims-sweep tests share: write a hand-built trace and analyse it to its report.json dict; one finding
-of it by id."""
+"""What the claims tests share: write a hand-built trace and analyse it to its report.json dict; one finding of it by
+id."""
 
 from __future__ import annotations
 

@@ -26,10 +26,11 @@ OPT = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::na
 
 
 def _ddp(tmp_path: Path, ar_at: Optional[int], steps: int = 20) -> Dict[str, Any]:
-    """The DDP loop of test_claims_ct.py (pid 100, GPU 0; 10 forward GEMMs of 200 µs then 10 backward GEMMs of 400 µs
-    on stream 7, 2 µs apart, the first 20 µs into the step; a 2.5 ms all-reduce on stream 13; Adam 300 µs on stream
-    7 3 µs after the all-reduce ends; the next step 20 µs after Adam's end; a ``train_step`` range to 10 µs after
-    Adam), the all-reduce starting when backward ends (``ar_at`` None) or with GEMM number ``ar_at`` (0-based)."""
+    """The DDP loop of test_claims_data_parallel_training.py (pid 100, GPU 0; 10 forward GEMMs of 200 µs then 10
+    backward GEMMs of 400 µs on stream 7, 2 µs apart, the first 20 µs into the step; a 2.5 ms all-reduce on stream 13;
+    Adam 300 µs on stream 7 3 µs after the all-reduce ends; the next step 20 µs after Adam's end; a ``train_step`` range
+    to 10 µs after Adam), the all-reduce starting when backward ends (``ar_at`` None) or with GEMM number ``ar_at``
+    (0-based)."""
     b = TraceBuilder()
     b.process(100)
     g = b.thread(100, 100, "python3")

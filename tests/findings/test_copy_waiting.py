@@ -158,7 +158,7 @@ def test_a_copy_mostly_before_a_late_launch_runs_while_the_gpu_idles(tmp_path: P
 
 
 def _loader(b: TraceBuilder, call: str, n: int = 50) -> None:
-    """Issue 21's offloading pipeline, n periods of 200 µs from T0: a loader thread (tid 2) copies the next layer's
+    """A weight-offloading pipeline, n periods of 200 µs from T0: a loader thread (tid 2) copies the next layer's
     weights with a synchronous ``cudaMemcpy`` at [5, 85) µs, a pinned 4 MiB Host-to-Device copy on stream 8 at
     [10, 80) µs; the launcher (tid 1) is in the OS call ``call`` at [5, 85) µs, then launches the layer's kernel by a
     call at [85, 87) µs; the kernel runs [90, 200) µs on stream 7."""

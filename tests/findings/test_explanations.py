@@ -1,4 +1,4 @@
-"""Explanations that hold on traces never seen (issue: facts first, advice that declares what it needs, one
+"""Explanations that hold on traces never seen (facts first, advice that declares what it needs, one
 claim per cause, window edges to the bin, NVTX coverage explained).
 
 * The advice table is checked as a table: every advice line × every combination of the facts it reads (and
@@ -42,7 +42,8 @@ TEXT_RULES = [
      "workload", {"inference"}),
     (r"prefill|decode", "workload", {"inference"}),
     (r"backward pass|optimizer step|GradScaler|autograd", "workload", {"training"}),
-    # a serving engine's load and output processing, not a training loop's (sweep CAX); a training loop's batches
+    # a serving engine's load and output processing, not a training loop's (test_claims_input_pipeline_training.py);
+    # a training loop's batches
     (r"lack of load|batch requests|API-server|asynchronous output processing", "workload", {"inference", "unknown"}),
     (r"training loop|data-loader worker", "workload", {"training"}),
     (r"In PyTorch", "framework", {"pytorch"}),
@@ -60,7 +61,7 @@ TEXT_RULES = [
     (r"with CUDA graphs and kernel fusion|capture the step", "cuda_graphs", {False}),
     (r"outside CUDA calls and OS calls that wait", "os_runtime", {True}),
     (r"OS calls were not traced", "os_runtime", {False}),
-    # copies (issue 21): pinning only where host copies are pageable, overlap only where copies do not overlap the
+    # copies: pinning only where host copies are pageable, overlap only where copies do not overlap the
     # kernels already, device-to-device words only for such copies, host-link words only with host copies
     (r"[Pp]ageable|cudaHostAlloc|cudaHostRegister|pin_memory=True", "host_copies_pageable", {True}),
     (r"Overlap copies with compute|on a side `torch\.cuda\.Stream`", "copies_overlap_kernels", {False, None}),
@@ -69,21 +70,25 @@ TEXT_RULES = [
      "copies_async_side_stream", {False, None}),
     (r"already run asynchronously", "copies_async_side_stream", {True}),
     (r"host link|host-to-device and device-to-host|non_blocking=True\)` issued", "copies_host", {True}),
-    # the copy finding's prefetch line: "fewer and larger copies" only for copies that average ≤ 1 MiB (sweep CAD)
+    # the copy finding's prefetch line: "fewer and larger copies" only for copies that average ≤ 1 MiB
+    # (test_claims_kv_cache_swap.py)
     (r"move fewer and larger copies", "copies_large", {False, None}),
     (r"these copies are large \(over 1 MiB", "copies_large", {True}),
-    # the device-to-device line: "usually from `.contiguous()` …" only for copies that average ≤ 1 MiB (sweep CAU)
+    # the device-to-device line: "usually from `.contiguous()` …" only for copies that average ≤ 1 MiB
+    # (test_claims_rl_post_training.py)
     (r"copies usually come from `\.contiguous\(\)`", "d2d_copies_large", {False}),
     (r"These device-to-device copies average over 1 MiB", "d2d_copies_large", {True}),
-    # the FP32 finding: matmul settings for FP32 GEMMs, cuDNN's for FP32 convolutions (claims sweep CAC)
+    # the FP32 finding: matmul settings for FP32 GEMMs, cuDNN's for FP32 convolutions
+    # (test_claims_encoder_decoder_diffusion.py)
     (r"FP32 matmuls|matmul\.allow_tf32", "fp32_simt_gemm", {True}),
     (r"FP32 convolutions|cudnn\.allow_tf32", "fp32_simt_conv", {True}),
     # programmatic dependent launch needs compute capability 9.0 or newer: unconditional only on such a GPU, named with
-    # its condition where the GPU is not known (claims sweep C1)
+    # its condition where the GPU is not known (test_claims_native_engines.py)
     (r"; programmatic dependent launch", "gpu_pdl", {True}),
     (r"programmatic dependent launch", "gpu_pdl", {True, None}),
     # copy directions on separate engines: unconditional only where no GPU the device may be records one copy engine
-    # (None: not recorded — today's words kept), with its condition where one of the listed GPUs has one (sweep C6)
+    # (None: not recorded — today's words kept), with its condition where one of the listed GPUs has one
+    # (test_claims_generations_native_engines.py)
     (r"copies run on separate copy engines only when", "gpu_one_copy_engine", {False, None}),
     (r"on a GPU with two or more copy engines", "gpu_one_copy_engine", {"some"}),
     (r"This GPU has one copy engine", "gpu_one_copy_engine", {True}),
@@ -343,7 +348,7 @@ def test_named_range_outranks_the_launch_bound_composite(tmp_path_factory):
     assert table_ns == facts["idle_by_cause_ns"]["nvtx"]["read_layer_N_weights"]
     assert top.checks[0].metric == "cause_pct_of_window"       # the table's nvtx rows, all ranges
     assert top.checks[0].observed == pytest.approx(100.0 * dev.ns_of("nvtx") / dev.window_ns)
-    # the title states what the finding claims (issue 21): the range's share, capped by the kind's claimed part
+    # the title states what the finding claims: the range's share, capped by the kind's claimed part
     claimed = next((c.observed for c in top.checks if c.metric == "claimed_pct_of_window"), None)
     own = min(100.0 * table_ns / dev.window_ns, claimed if claimed is not None else 100.0)
     assert f"({own:.1f} % of the window, " in top.title and len(top.title) <= 120
@@ -402,9 +407,9 @@ def _titles_quote_the_table(rep):
         shares = {f"{100.0 * d.ns_of(kind) / d.window_ns:.1f} %",
                   f"{100.0 * d.ns_of(kind, detail) / d.window_ns:.1f} %"}
         claimed = [c.observed for c in f.checks if c.metric == "claimed_pct_of_window"]
-        if claimed:   # issue 21: the title states what the finding claims; the table's share is evidence
+        if claimed:   # the title states what the finding claims; the table's share is evidence
             shares = {f"{min(claimed[0], 100.0 * d.ns_of(kind, detail) / d.window_ns):.1f} %"}
-            if "largest in the loop" in f.title:   # named after its loop detail (FBB): the kind's claimed share
+            if "largest in the loop" in f.title:   # named after its loop detail: the kind's claimed share
                 shares = {f"{claimed[0]:.1f} % of the window"}
             table = f"charges {100.0 * d.ns_of(kind) / d.window_ns:.1f} % of device {d.device_id}'s window"
             assert any(table in e for e in f.evidence), (f.evidence, table)

@@ -1,11 +1,10 @@
-"""Per-step sync under sampling on the host (fix of sweep CAS's step-sync xfail): `StepSyncSeries.host_sampling`
-and the `step_sync.gpu_sampling` line. The double-buffer advice ("launch step N+1 before reading step N's
-results") is replaced only when the trace shows all of: a readback before the sync and a host-to-device copy by
-the same thread before its next launch on ≥ 80 % of the steps, ≥ 256× more bytes read than sent (p50 per step),
+"""Per-step sync under sampling on the host (a decode loop that samples its tokens on the CPU):
+`StepSyncSeries.host_sampling` and the `step_sync.gpu_sampling` line. The double-buffer advice ("launch step N+1 before
+reading step N's results") is replaced only when the trace shows all of: a readback before the sync and a host-to-device
+copy by the same thread before its next launch on ≥ 80 % of the steps, ≥ 256× more bytes read than sent (p50 per step),
 and ≥ 50 % of the thread's CPU samples in the gaps in sampling code. Frame names alone do not suffice: vLLM with GPU
-sampling runs `get_pythonized_sample_results` on the host after its token readback, where double-buffering is
-right. Each trace is built by hand; the truth is in the docstrings. Rule: docs/FINDINGS.md, "Per-step
-synchronization"."""
+sampling runs `get_pythonized_sample_results` on the host after its token readback, where double-buffering is right.
+Each trace is built by hand; the truth is in the docstrings. Rule: docs/FINDINGS.md, "Per-step synchronization"."""
 
 from __future__ import annotations
 
@@ -33,11 +32,11 @@ DOUBLE_BUFFER = [ADVICE["step_sync.overlap"].text]
 
 
 def _trace(read: int = 256 * 1024, frames: Optional[List[Tuple[str, str]]] = SAMPLER, n: int = 20) -> TraceBuilder:
-    """As tests/findings/test_claims_cas.py `_cpu_sampling`: step i at t = T0 + 4 i ms, 10 kernels [t + 20,
-    t + 820) µs; ``read`` bytes read back (`cudaMemcpyAsync` [t + 100, t + 110) µs into pageable memory, copy
-    [t + 820, t + 850) µs); `cudaStreamSynchronize` [t + 110, t + 852) µs; 3 ms on the host (``frames``: a CPU
-    sample every 250 µs from t + 900 µs, 12 per gap; None: no sample); 8 B sent by `cudaMemcpy` [T − 20, T − 5) µs
-    before the next step at T = t + 4 ms (19 steps)."""
+    """As tests/findings/test_claims_cpu_sampling_decode.py `_cpu_sampling`: step i at t = T0 + 4 i ms, 10 kernels [t +
+    20, t + 820) µs; ``read`` bytes read back (`cudaMemcpyAsync` [t + 100, t + 110) µs into pageable memory, copy [t +
+    820, t + 850) µs); `cudaStreamSynchronize` [t + 110, t + 852) µs; 3 ms on the host (``frames``: a CPU sample every
+    250 µs from t + 900 µs, 12 per gap; None: no sample); 8 B sent by `cudaMemcpy` [T − 20, T − 5) µs before the next
+    step at T = t + 4 ms (19 steps)."""
     b = TraceBuilder()
     b.process(PID)
     g = b.thread(PID, 1, "EngineCore")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict
 
-import test_claims_cae3 as cae3
-import test_claims_ci as ci
+import test_claims_generations_and_missing_columns as missing_columns
+import test_claims_missing_export_parts as missing_parts
 from claims_support import finding_of
 from synth import TraceBuilder
 
@@ -27,10 +27,11 @@ def _run(b: TraceBuilder, tmp_path: Path) -> Dict[str, Any]:
 
 
 def test_two_processes_sharing_correlation_ids_without_global_pid_name_that_cause(tmp_path: Path) -> None:
-    """(test_claims_cae3._two_ranks_no_kernel_gpid) 2 processes, 20 calls each with correlation ids 1 … 20, kernel
-    table without globalPid: no kernel links (every id is used by both processes), fact = 2 processes; the finding
-    names the missing globalPid and advises keeping it, not "writes the kernels' `correlationId`"."""
-    rep = _run(cae3._two_ranks_no_kernel_gpid(), tmp_path)
+    """(test_claims_generations_and_missing_columns._two_ranks_no_kernel_gpid) 2 processes, 20 calls each with
+    correlation ids 1 … 20, kernel table without globalPid: no kernel links (every id is used by both processes), fact =
+    2 processes; the finding names the missing globalPid and advises keeping it, not "writes the kernels'
+    `correlationId`"."""
+    rep = _run(missing_columns._two_ranks_no_kernel_gpid(), tmp_path)
     assert rep["facts"]["pidless_api_processes"] == 2
     f = finding_of(rep, "idle_unknown")
     assert ("The export holds 40 CUDA API calls, but no kernel, copy or memset of device 1 in the window is linked to "
@@ -43,9 +44,10 @@ def test_two_processes_sharing_correlation_ids_without_global_pid_name_that_caus
 
 def test_one_process_without_global_pid_keeps_the_correlation_id_words(tmp_path: Path) -> None:
     """Negative: the kernel table has no globalPid but one process (its kernels take its pid) and the kernels carry
-    ids no call has (test_claims_ci._launch_loop, unlinked): no fact, today's evidence and `unknown.unlinked`."""
+    ids no call has (test_claims_missing_export_parts._launch_loop, unlinked): no fact, today's evidence and
+    `unknown.unlinked`."""
     b = TraceBuilder("2022.4", kernel_has_global_pid=False)
-    ci._launch_loop(b, linked=False)
+    missing_parts._launch_loop(b, linked=False)
     rep = _run(b, tmp_path)
     assert "pidless_api_processes" not in rep["facts"]
     f = finding_of(rep, "idle_unknown")
@@ -57,7 +59,7 @@ def test_ids_no_other_process_uses_keep_the_correlation_id_words(tmp_path: Path)
     ids 10,001 … 10,200 that no call of either process has: a shared id is not the cause, so no fact and today's
     words (pid 200 makes one call, id 1, at 5 ms, after the loop)."""
     b = TraceBuilder("2022.4", kernel_has_global_pid=False)
-    ci._launch_loop(b, linked=False)
+    missing_parts._launch_loop(b, linked=False)
     b.process(200)
     b.runtime(5_000_000, 5_010_000, tid_g=b.thread(200, 2, "other"))
     rep = _run(b, tmp_path)

@@ -1,5 +1,5 @@
-"""Claims of the waits finding on multi-thread serving traces (helper CA's sweep): a thread said to *work* during
-the launching thread's waits must not be blocked itself (numbers worked out in the docstrings)."""
+"""Claims of the waits finding on multi-thread serving traces: a thread said to *work* during the launching thread's
+waits must not be blocked itself (numbers worked out in the docstrings)."""
 
 from __future__ import annotations
 

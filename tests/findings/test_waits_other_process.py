@@ -1,8 +1,8 @@
-"""Follow the wait into other processes (fix of sweep CAS's waits xfail): the CPU samples of every process taken
-inside the launching thread's waits are counted per process; a process with ≥ 10 % of those samples (every
-thread's but the launching thread's) and ≥ 10 of them is named in the `osrt` finding's evidence and
-`wait.other_process` replaces `wait.unseen` ("lack of load"). Each trace is built by hand; the truth is worked
-out in the docstrings. Rule: docs/FINDINGS.md, "Follow the wait"."""
+"""Follow the wait into other processes (a decode loop whose detokenizer runs in another process): the CPU samples of
+every process taken inside the launching thread's waits are counted per process; a process with ≥ 10 % of those samples
+(every thread's but the launching thread's) and ≥ 10 of them is named in the `osrt` finding's evidence and
+`wait.other_process` replaces `wait.unseen` ("lack of load"). Each trace is built by hand; the truth is worked out in
+the docstrings. Rule: docs/FINDINGS.md, "Follow the wait"."""
 
 from __future__ import annotations
 

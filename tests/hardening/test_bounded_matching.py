@@ -1,4 +1,4 @@
-"""Bounded matching (issue 17 item 2, docs/SECURITY.md "Bounded matching").
+"""Bounded matching (docs/SECURITY.md "Bounded matching").
 
 * Every built-in pattern the tool applies to names — found by importing every module (compiled patterns at
   module level, in dicts / lists / tuples), the category presets, the default step marker and every literal

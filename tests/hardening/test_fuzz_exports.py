@@ -1,4 +1,4 @@
-"""Fuzz (issue 9): damaged copies of real and synthetic exports — dropped tables/columns, NULLs, wrong types, extreme
+"""Fuzz: damaged copies of real and synthetic exports — dropped tables/columns, NULLs, wrong types, extreme
 and impossible values, hostile names, views, truncation (``fuzz_cases.py``) — for a bounded, deterministic set of
 cases. Every case must: exit 0 or 2 (never 1, never a traceback), leave the input byte-identical, and leave the output
 either complete (report.md/json/html + tables/, report.json valid JSON) or absent."""

@@ -1,4 +1,4 @@
-"""Property test (issue 17, item 8): hostile names are data. Each seed builds a small synthetic trace whose
+"""Property test: hostile names are data. Each seed builds a small synthetic trace whose
 kernel, NVTX, process and thread names come from :func:`fuzz_inputs.hostile_name` (controls, ESC / OSC-8
 sequences, bidi overrides, NUL, Markdown / HTML / CSV markup, formula prefixes, unicode, 100 KB lengths) and
 puts bytes that are not UTF-8 straight into ``StringIds`` (sqlite3), then runs the command line and checks:

@@ -1,4 +1,4 @@
-"""Property test (issue 17, item 8): hostile option files and option values.
+"""Property test: hostile option files and option values.
 
 * **Option files** (``--categories`` / ``categories_file``, ``--phase-map`` / ``phase_map``): each seed draws one
   file — nested past the depth limit (JSON, YAML flow or block, lists and objects at random), past the value limit

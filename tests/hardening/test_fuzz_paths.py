@@ -1,4 +1,4 @@
-"""Property test (issue 17, item 8): hostile paths. Each seed names the trace, its directories and ``--out`` with
+"""Property test: hostile paths. Each seed names the trace, its directories and ``--out`` with
 hostile components (spaces, a leading ``-``, newline, tab, ESC, bidi, quotes, shell and URI characters, unicode,
 200 bytes; sometimes a byte that is not UTF-8: refused in a trace name, fine in ``--out``), reaches the trace
 directly, relatively (after ``--`` when it starts with ``-``) or through a chain of symbolic links, and gives

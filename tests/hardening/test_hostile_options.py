@@ -1,4 +1,4 @@
-"""Hostile option files and option values (issue 17, items 5 and 6; docs/SECURITY.md "Option files"): each bad
+"""Hostile option files and option values (docs/SECURITY.md "Option files"): each bad
 file or value is refused quickly, in one line naming the option (the flag on the command line, the keyword in the
 API's ``OptionError``) and why, without quoting the file; option files within the limits are read. The random
 sweep of the same classes is ``test_fuzz_options.py``."""

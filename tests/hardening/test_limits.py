@@ -1,7 +1,7 @@
-"""Resources and limits: pathological trace shapes (issue 8, item 2; small versions of ``bench/pathological.py``)
+"""Resources and limits: pathological trace shapes (small versions of ``bench/pathological.py``)
 with exact answers computed by hand, scaling checks that fail if a tree walk regresses to one round per depth level,
-memory and time that grow with the trace's rows (not NVTX domains × kernels or devices × rows; issue 24, classes 9
-and 10), and the idle-cause partition path against cutting every gap."""
+memory and time that grow with the trace's rows (not NVTX domains × kernels or devices × rows), and the idle-cause
+partition path against cutting every gap."""
 
 from __future__ import annotations
 

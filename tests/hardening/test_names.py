@@ -1,4 +1,4 @@
-"""Names are data (issue 17, item 7; issue 24, class 2; docs/SECURITY.md "Faults, streams, signals" and §2): a
+"""Names are data (docs/SECURITY.md "Faults, streams, signals" and §2): a
 trace name that is not valid UTF-8 is refused in one line (such an ``--out`` works); a ``.nsys-rep`` named like an
 option reaches ``nsys export`` as an absolute path and the suggested command is shell-quoted; every parser and API
 message is one inert line (ESC, OSC-8, CSI, bidi controls and line breaks shown as escapes); a library's warning is

@@ -277,7 +277,7 @@ def test_gate_fails_closed_when_new_has_no_gpu_work(traces, tmp_path, capsys) ->
             "--fail-on-regression", "5"]
     assert main(argv) == EXIT_INCOMPARABLE == 4
     out, err = capsys.readouterr()
-    assert out == ""   # the failing gate's line is on stderr, also under --quiet (issue 24)
+    assert out == ""   # the failing gate's line is on stderr, also under --quiet
     # a trace without kernels keeps its whole capture (nothing to judge a steady window by): named so
     assert err.startswith(f"{PROG}: NOT COMPARABLE, failing (exit 4): NEW empty has no GPU work (no kernel in the "
                           "whole capture) — too different to compare: no kernel ran in the whole capture of empty")

@@ -374,7 +374,9 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
         return rm.launch_rate_per_s(ctx.ref, *w, dev)
     if metric in ("trait_share_pct", "claimed_pct_of_window", "autotune_trial_pct", "comm_nonoverlap_pct",
                   "unsampled_pct_of_kind", "largest_gap_pct_of_claimed"):   # the tool's own numbers, checked elsewhere
-        return None    # (autotune: tests/findings/test_once_work.py; unsampled, one pause: test_claims_fba.py)
+        # (autotune: tests/findings/test_claims_one_time_work.py; unsampled, one pause:
+        # test_claims_unsampled_launcher_gaps.py)
+        return None
     if metric in ("startup_pct_of_cause", "loop_pct_of_window"):   # the capture's edges, from the reference's own
         fw = rm.full_window(ctx.ref)
         at = (fw is not None and w[0] <= fw[0], fw is not None and w[1] >= fw[1])
@@ -489,13 +491,14 @@ def test_busy_claims_have_busy_check(ctx):
 
 def test_a_bystander_process_s_gaps_match_the_reference(tmp_path):
     """The bystander rule (docs/MODEL.md "The gap's host thread") against the reference model: a monitoring process
-    whose 2 µs probes land in the owner's gaps (tests/findings/test_claims_cab.py), and the same probes from a thread
-    of the owner's own process (no bystander): per kind and detail, the tool's idle causes equal the reference's."""
+    whose 2 µs probes land in the owner's gaps (tests/findings/test_claims_shared_gpu.py), and the same probes from a
+    thread of the owner's own process (no bystander): per kind and detail, the tool's idle causes equal the
+    reference's."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "findings"))
     from synth import TraceBuilder
-    from test_claims_cab import _monitored
+    from test_claims_shared_gpu import _monitored
 
     for pid in (300, 100):
         p = tmp_path / f"m{pid}.sqlite"

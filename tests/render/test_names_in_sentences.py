@@ -1,4 +1,4 @@
-"""Hostile names inside the tool's sentences (claims sweep CAK): names that the analyses write into a sentence —
+"""Hostile names inside the tool's sentences: names that the analyses write into a sentence —
 the steps' confidence reason (NVTX names quoted with ``repr``), the steps' notes naming MoE-router / resampling
 kernels, the step-sync evidence naming its thread — stay inert *and* keep the sentence true: a 100 KB name is
 shortened where it stands (docs/SECURITY.md §4, "Long names"), never by cutting the sentence's middle away, and
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from synth import TraceBuilder
-from test_claims_af import spec_trace
+from test_claims_speculative_decoding import spec_trace
 
 from nsys_llm_explainer import analyze
 from nsys_llm_explainer.render import render_html, render_markdown
@@ -21,10 +21,10 @@ LONG = "L" * 100_000
 
 
 def _spec(path: Path, draft: str, verify: str) -> str:
-    """Speculative decoding (as tests/findings/test_claims_af.py): one process, one thread, GPU 0; 30 iterations of
-    2 ms from 10 ms: 4 ``draft`` ranges of 100 µs (one 60 µs draft kernel each), then a 300 µs ``verify`` range
-    launching the 900 µs target kernel and a 10 µs sampling kernel. The verify ranges are the step (79 % of the GPU
-    time), confidence medium: they enclose 60 of the thread's 180 launches (33 %), the draft ranges ×120 between."""
+    """Speculative decoding (as tests/findings/test_claims_speculative_decoding.py): one process, one thread, GPU 0; 30
+    iterations of 2 ms from 10 ms: 4 ``draft`` ranges of 100 µs (one 60 µs draft kernel each), then a 300 µs ``verify``
+    range launching the 900 µs target kernel and a 10 µs sampling kernel. The verify ranges are the step (79 % of the
+    GPU time), confidence medium: they enclose 60 of the thread's 180 launches (33 %), the draft ranges ×120 between."""
     return spec_trace(draft, verify).write(str(path), overwrite=True)
 
 
@@ -99,7 +99,7 @@ def test_step_notes_show_their_kernel_names_as_names(tmp_path: Path) -> None:
 
 
 def _cycle(b: TraceBuilder, pid: int, T: int, name: str, thread: str) -> None:
-    """As tests/findings/test_claims_cab.py: 10 launches, kernels back to back [T + 20, T + 920) µs, then a
+    """As tests/findings/test_claims_shared_gpu.py: 10 launches, kernels back to back [T + 20, T + 920) µs, then a
     ``cudaStreamSynchronize`` [T + 100, T + 925) µs, on thread ``thread`` (tid = pid)."""
     g = b.thread(pid, pid, thread)
     for i in range(10):
@@ -110,13 +110,13 @@ def _cycle(b: TraceBuilder, pid: int, T: int, name: str, thread: str) -> None:
 
 
 def test_a_thread_name_with_backticks_is_shown_whole_in_the_step_sync_evidence(tmp_path: Path) -> None:
-    """Two engines time-sliced on GPU 0 (test_claims_cab's ``_two_engines``), engine A's thread named ``\\`x\\` <b>``.
-    The step-sync evidence was built as "Device 0, thread `{name}` (pid 100, tid 100): …"; the name's own backticks
-    paired with the sentence's, so report.md read "Device 0, thread x<code> &lt;b&gt;</code> (pid 100 …": the name
-    shown as ``x`` and a code span `` <b>``, not as itself (inert, but not the thread's name). With an odd count of
+    """Two engines time-sliced on GPU 0 (test_claims_shared_gpu's ``_two_engines``), engine A's thread named ``\\`x\\`
+    <b>``. The step-sync evidence was built as "Device 0, thread `{name}` (pid 100, tid 100): …"; the name's own
+    backticks paired with the sentence's, so report.md read "Device 0, thread x<code> &lt;b&gt;</code> (pid 100 …": the
+    name shown as ``x`` and a code span `` <b>``, not as itself (inert, but not the thread's name). With an odd count of
     backticks in a name every code span of the evidence turned to plain text. The name is now written by
-    ``vocabulary.code_spans.code_name`` as the fenced span "`` `x` <b> ``" (docs/SECURITY.md §4, "Names in
-    sentences"), which report.md shows as the one name, escaped in ``<code>``."""
+    ``vocabulary.code_spans.code_name`` as the fenced span "`` `x` <b> ``" (docs/SECURITY.md §4, "Names in sentences"),
+    which report.md shows as the one name, escaped in ``<code>``."""
     b = TraceBuilder()
     b.process(100, "A")
     b.process(200, "B")

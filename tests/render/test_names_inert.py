@@ -1,4 +1,4 @@
-"""Names are data (issue 9, items 4–5 and "names are data"): kernel / NVTX / process names that look like
+"""Names are data: kernel / NVTX / process names that look like
 spreadsheet formulas, terminal escape sequences, bidi overrides or are 1 MB long stay inert in every output —
 CSV cells neutralised with a leading ``'``, control and bidi characters shown as visible escapes in Markdown,
 HTML and on the terminal, long names shortened there — while report.json keeps every name exactly."""

@@ -1,4 +1,4 @@
-"""timeline.pftrace (issue 23): the file parsed back with the perfetto package's own protos and checked against the
+"""timeline.pftrace: the file parsed back with the perfetto package's own protos and checked against the
 report — kernels per device and stream, idle pieces per cause to the nanosecond, NVTX ranges, launch → kernel flows,
 findings' markers at their gaps, the span under --timeline-events, hostile names kept as data."""
 

@@ -1,5 +1,5 @@
-"""Claims sweep of timeline.pftrace (helper C11): a track or marker the file shows that its trace contradicts.
-Each trace is built by hand; the truth is worked out in the docstring."""
+"""Claims of timeline.pftrace: a track or marker the file shows that its trace contradicts. Each trace is built by hand;
+the truth is worked out in the docstring."""
 
 from __future__ import annotations
 

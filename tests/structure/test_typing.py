@@ -1,4 +1,4 @@
-"""Typed values that replaced loosely typed ones (issue 16, "types that are checked")."""
+"""Typed values read from loosely typed cells: ``sql_int`` reads an info cell as ``int()`` does."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ SCENARIOS: Dict[str, Callable[..., Dict[str, Any]]] = {
     # CPU samples inside host-side idle (analyses/idle/host_samples.py)
     "host_samples": host_samples,
     "step_sync_host_work": step_sync_host_work,   # per-step synchronization
-    # several host threads (issue 21): a launcher that waits on I/O worker threads
+    # several host threads: a launcher that waits on I/O worker threads
     "launcher_waits_io": launcher_waits_io,
     "copies_only_gpu": copies_only_gpu,   # a second GPU that only receives copies (devices[].role)
     "colliding_thread_names": colliding_thread_names,   # threads sharing a name: labelled `name (tid N)`

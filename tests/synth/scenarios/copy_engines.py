@@ -1,4 +1,4 @@
-"""Copy-engine scenarios (issue 21): a copy path sets the pace while the GEMMs run under it.
+"""Copy-engine scenarios: a copy path sets the pace while the GEMMs run under it.
 
 Every interval is exact (no jitter), so each number the tests check is computed by hand from the layout below.
 One process, one launching thread, device 0; ``STEPS`` steps of ``P`` = 10 ms starting at ``t = T0 + k·P``:

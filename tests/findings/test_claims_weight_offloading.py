@@ -1,0 +1,131 @@
+"""Weight-offloading / CPU-offload traces: the copy titles quote the copies they name, and the copy-path advice to use
+both copy directions needs copies in the other direction (numbers worked out in the docstrings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from synth import TraceBuilder
+
+from nsys_llm_explainer.findings.advice import ADVICE
+from nsys_llm_explainer.options import options_from_kwargs
+from nsys_llm_explainer.pipeline import analyze_path
+
+US, MS = 1_000, 1_000_000
+PID = 100
+PINNED, DEVICE = 1, 2
+H2D, D2H = 1, 2
+
+
+def _run(b: TraceBuilder, tmp_path: Path, name: str):
+    p = tmp_path / name
+    b.write(str(p), overwrite=True)
+    return analyze_path(str(p), options_from_kwargs())
+
+
+def _copy(b: TraceBuilder, g: int, call: int, start: int, end: int, *, kind: int = H2D, stream: int = 8) -> None:
+    """A pinned 64 MiB copy issued by ``cudaMemcpyAsync`` at [call, call + 10 µs), run [start, end) on ``stream``."""
+    src, dst = (PINNED, DEVICE) if kind == H2D else (DEVICE, PINNED)
+    c = b.runtime(call, call + 10 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
+    b.memcpy(start, end, pid=PID, bytes=64 << 20, copy_kind=kind, src_kind=src, dst_kind=dst, stream=stream, corr=c)
+
+
+def test_kv_swap_title_quotes_the_named_direction_s_time_not_both(tmp_path: Path) -> None:
+    """KV-cache swap on preemption: 30 decode kernels of 1 ms, each launched at t, run [t + 20, t + 1020) µs, the
+    host in `cudaStreamSynchronize` [t + 15, t + 1025) µs, next step at t + 1030 µs. Before step 10 a 5 ms swap-out
+    (Device-to-Host, stream 9) runs [t + 20, t + 5020) µs with the host synchronizing on it, before step 20 a 5 ms
+    swap-in (Host-to-Device); the next step starts 5040 µs later. Window [first call, last kernel end) =
+    30 × 1030 µs − 5 µs (the last step's tail) + 2 × 5040 µs − 20... = 40.975 ms; each copy is idle time charged
+    to `copy` (5 ms each, 10 ms together, 24.4 %). The title names `Device-to-Host` (half of the kind: tie broken by
+    name) and its share 5 / 40.975 = 12.2 %; it must quote D2H's 5.000 ms, not both directions' 10.000 ms (the old
+    title said "fill 12.2 % of the window, 10.000 ms"). Time at stake stays both directions' 10 ms."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, PID, "MainThread")
+    t = 1 * MS
+    for i in range(30):
+        if i in (10, 20):
+            _copy(b, g, t, t + 20 * US, t + 5_020 * US, kind=D2H if i == 10 else H2D, stream=9)
+            b.runtime(t + 15 * US, t + 5_030 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+            t += 5_040 * US
+        b.launch(t, t + 10 * US, t + 20 * US, t + 1_020 * US, pid=PID, tid=PID, name="decode")
+        b.runtime(t + 15 * US, t + 1_025 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+        t += 1_030 * US
+    rep = _run(b, tmp_path, "kvswap.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_copy"]
+    assert f.title == "Copies keep the kernels waiting: `Device-to-Host` copies fill 12.2 % of the window, 5.000 ms"
+    assert "By copy kind: `Device-to-Host` 5.000 ms; `Host-to-Device` 5.000 ms." in f.evidence
+    assert f.time_at_stake_ns == 10 * MS
+
+
+def test_zero_offload_nvtx_title_quotes_the_named_range_s_time(tmp_path: Path) -> None:
+    """ZeRO-Offload style training, 3 steps of 130 ms from 1 ms: NVTX `train_step` [t, t + 130 ms) on the launching
+    thread; 20 kernels of 990 µs at [t + j ms + 10 µs, t + (j + 1) ms); gradients D2H [t + 20, t + 25) ms (host in
+    `cudaStreamSynchronize` [t + 20 ms, t + 25.010 ms)); CPU Adam in NVTX `cpu_adam` [t + 25.020, t + 125) ms with
+    no CUDA call; parameters H2D [t + 125.020, t + 129.980) ms (host synchronizing until t + 129.990 ms). Idle in
+    `cpu_adam`: 3 × (125 − 25.020) ms = 299.940 ms = 76.9 % of the 390 ms window; `train_step` alone holds 3 × 25 µs
+    (the pieces outside `cpu_adam` and every CUDA call: [25.010, 25.020) and [129.990, 130.000) ms + 5 µs in the
+    launch gap) = 75 µs. The title names `cpu_adam` and must quote its 299.940 ms, not the `nvtx` kind's 300.005 ms
+    (`cpu_adam` + `train_step`, less the edge bins)."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, PID, "MainThread")
+    for s in range(3):
+        t = 1 * MS + s * 130 * MS
+        b.nvtx_push_pop(t, t + 130 * MS, "train_step", tid_g=g)
+        for j in range(20):
+            b.launch(t + j * 10 * US, t + j * 10 * US + 5 * US, t + j * MS + 10 * US, t + (j + 1) * MS, pid=PID,
+                     tid=PID, name="fwd_bwd")
+        _copy(b, g, t + 19_990 * US, t + 20 * MS, t + 25 * MS, kind=D2H)
+        b.runtime(t + 20 * MS, t + 25_010 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+        b.nvtx_push_pop(t + 25_020 * US, t + 125 * MS, "cpu_adam", tid_g=g)
+        _copy(b, g, t + 125 * MS, t + 125_020 * US, t + 129_980 * US)
+        b.runtime(t + 125_015 * US, t + 129_990 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+    rep = _run(b, tmp_path, "zero.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_nvtx"]
+    assert f.title == "The GPU idles while the host is in NVTX range `cpu_adam` (76.9 % of the window, 299.940 ms)"
+
+
+def _streamed_layers(d2h: bool) -> TraceBuilder:
+    """20 layers, per layer i (t = 1 ms + 3i ms): a pinned 64 MiB H2D copy [t, t + 3 ms) on stream 8, the layer's
+    kernel [t + 3, t + 4) ms on stream 7 and an event sync; with ``d2h`` also a 64 KiB pinned D2H copy
+    [t + 3.5, t + 3.6) ms on stream 9."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, PID, "MainThread")
+    for i in range(20):
+        t = 1 * MS + i * 3 * MS
+        _copy(b, g, t, t, t + 3 * MS)
+        b.launch(t + 20 * US, t + 30 * US, t + 3 * MS, t + 4 * MS, pid=PID, tid=PID, name="layer_fwd")
+        b.runtime(t + 40 * US, t + 2_990 * US, tid_g=g, name="cudaEventSynchronize_v3020")
+        if d2h:
+            c = b.runtime(t + 2_995 * US, t + 2_999 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
+            b.memcpy(t + 3_500 * US, t + 3_600 * US, pid=PID, bytes=64 << 10, copy_kind=D2H, src_kind=DEVICE,
+                     dst_kind=PINNED, stream=9, corr=c)
+    return b
+
+
+def test_a_one_direction_copy_path_is_not_told_to_use_both_directions(tmp_path: Path) -> None:
+    """Layer weights streamed H2D faster than... slower than compute: per layer i (t = 1 ms + 3i ms), a pinned 64 MiB
+    H2D copy [t, t + 3 ms) on stream 8 and the layer's kernel [t + 3, t + 4) ms on stream 7 (under copy i + 1).
+    H2D path busy 60 ms of the 61 ms window (98.4 %), 19 ms under kernels (31.7 %), 41 ms beyond them (67.2 %): the
+    copy path paces. The trace has no Device-to-Host copy at all, so "Use both copy directions at once: host-to-device
+    and device-to-host copies run on separate copy engines …" (`copy_pace.engines`) has nothing to act on; keeping
+    the weights resident / quantized (`copy_pace.host.resident`) stays. The copies are 64 MiB each: "larger, fewer
+    copies (per-copy overhead)" (`copy_pace.fewer`) does not fit them either; `copy_pace.less` is given instead."""
+    rep = _run(_streamed_layers(d2h=False), tmp_path, "stream.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "copy_path"]
+    assert f.title == ("The H2D copy path sets the pace on device 0 (busy 98.4 %): 67.2 % of the window (41.000 ms) "
+                       "beyond the kernels")
+    assert ADVICE["copy_pace.host.resident"].text in f.recommendation
+    assert ADVICE["copy_pace.engines"].text not in f.recommendation
+    assert f.recommendation[-1] == ADVICE["copy_pace.less"].text
+
+
+def test_a_copy_path_with_copies_the_other_way_keeps_the_both_directions_advice(tmp_path: Path) -> None:
+    """As above, plus per layer a 64 KiB pinned Device-to-Host copy [t + 3.5, t + 3.6) ms on stream 9 (activations
+    offloaded): the other direction has copies on device 0, so `copy_pace.engines` is given."""
+    rep = _run(_streamed_layers(d2h=True), tmp_path, "both.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "copy_path"]
+    assert f.cause == ("copy_path", "Host-to-Device")
+    assert ADVICE["copy_pace.engines"].text in f.recommendation

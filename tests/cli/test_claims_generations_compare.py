@@ -49,7 +49,7 @@ RULE_TESTS: List[Tuple[str, str]] = [
 @pytest.mark.slow
 @pytest.mark.parametrize("flavor", OTHER_GENERATIONS)
 @pytest.mark.parametrize("module,name", RULE_TESTS, ids=[n for _, n in RULE_TESTS])
-def test_each_new_sentence_is_the_same_on_every_generation(flavor: str, module: str, name: str,
+def test_each_compare_sentence_is_the_same_on_every_generation(flavor: str, module: str, name: str,
                                                            tmp_path: Path, monkeypatch) -> None:
     """The test's own hand-computed assertions, its traces written as ``flavor``'s exporter writes them."""
     monkeypatch.setattr(RowStore.__init__, "__defaults__", (flavor,))

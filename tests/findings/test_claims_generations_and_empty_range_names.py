@@ -54,7 +54,7 @@ RULE_TESTS: List[Tuple[str, str]] = [
 
 @pytest.mark.parametrize("flavor", GENERATION_PARAMS)
 @pytest.mark.parametrize("module,name", RULE_TESTS, ids=[n for _, n in RULE_TESTS])
-def test_each_new_rule_makes_the_same_claim_on_every_generation(flavor: str, module: str, name: str,
+def test_each_rule_makes_the_same_claim_on_every_generation(flavor: str, module: str, name: str,
                                                                  tmp_path: Path, monkeypatch) -> None:
     """The rule's test, every `TraceBuilder()` in it writing ``flavor``'s tables and columns: the same numbers and
     sentences (the test's own hand-computed assertions) — no generation-specific column is read by these rules."""

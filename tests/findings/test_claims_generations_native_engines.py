@@ -98,7 +98,7 @@ TEARDOWN = ("Auto-detected window: trimmed 12.160 ms of tail (GPU busy 0.0%; tea
 
 
 @pytest.mark.parametrize("flavor", sorted(FLAVORS))
-def test_new_words_are_the_same_under_every_exporter_generation(flavor: str, tmp_path: Path) -> None:
+def test_native_engine_words_are_the_same_under_every_exporter_generation(flavor: str, tmp_path: Path) -> None:
     """(trace: :func:`decode` with 100 `cuModuleUnload` after the last step, on a T4 whose export records no compute
     capability and `asyncEngines` 1) Every generation records what these sentences need (process names, the API
     names, `TARGET_INFO_GPU.name` / `asyncEngines`), so each says the same:

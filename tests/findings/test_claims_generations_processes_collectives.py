@@ -49,7 +49,7 @@ def _claim_tests() -> List[Tuple[str, str]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("flavor", [g for g in GENERATIONS if g != "2024.2"])
 @pytest.mark.parametrize("module,name", _claim_tests())
-def test_the_session_s_claims_hold_on_every_generation(module: str, name: str, flavor: str, tmp_path: Path,
+def test_the_claims_hold_on_every_generation(module: str, name: str, flavor: str, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test of :data:`CLAIM_MODULES` (its trace and its hand-computed answers, worked out in its docstring)
     run again with every trace written as ``flavor`` instead of 2024.2: the same answers (no traceback, the same

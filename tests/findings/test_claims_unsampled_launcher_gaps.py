@@ -74,7 +74,7 @@ def test_no_worker_process_keeps_the_off_cpu_words(tmp_path: Path) -> None:
     assert not any("other processes" in e for e in f["evidence"])
 
 
-def test_trace_without_samples_keeps_todays_words(tmp_path: Path) -> None:
+def test_trace_without_samples_keeps_the_plain_host_words(tmp_path: Path) -> None:
     """The same loop with no CPU sample at all: no `unsampled` entry, the profiling line as before."""
     b = input_pipeline._loader_loop(osrt=False, workers=())
     rep = report_of(b, tmp_path)
@@ -131,7 +131,7 @@ def test_one_pause_holding_most_of_the_wait_is_called_a_pause(tmp_path: Path) ->
     assert round(c["observed"], 4) == round(100 * 98 / 122, 4) and c["threshold"] == 50.0
 
 
-def test_wait_spread_evenly_keeps_todays_words(tmp_path: Path) -> None:
+def test_wait_spread_evenly_keeps_the_plain_host_words(tmp_path: Path) -> None:
     """No pause: 9 gaps of 3 ms `poll` (27 ms of a 47.2 ms window); the largest holds 3 / 27 = 11.1 % < 50 %: no pause
     line, no pause advice."""
     rep = report_of(_poll_loop(), tmp_path)

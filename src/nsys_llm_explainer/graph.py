@@ -234,12 +234,12 @@ def _window_repeats(window: WindowResult, steps: StepResult, step_sync: StepSync
 
 def _timeline(model: TraceModel, window: WindowResult, window_repeats: bool, timeline_span: TimelineSpan,
               idle_causes: IdleCausesResult, steps: StepResult, findings: Tuple[Finding, ...],
-              categories: CategoryResult, launch_config: Optional[LaunchConfig]) -> TimelineFile:
+              categories: CategoryResult, launch_config: Optional[LaunchConfig], options: Options) -> TimelineFile:
     refs = [(f.id, f.title, f.severity, f.time_at_stake_ns, f.device_id, f.cause) for f in findings]
     timeline_span = named_span(timeline_span, window,
                                window_name(window.method, window.details.bins is not None, window_repeats))
     return analyze_timeline(model, window, timeline_span, idle_causes, steps, refs, categories.name_category,
-                            categories.categories, launch_config)
+                            categories.categories, launch_config, options.include_memcpy_in_busy)
 
 
 #: every step of a report, in declaration order (also the order two threads take ready steps in: the long
@@ -316,7 +316,7 @@ STEPS: Tuple[Step, ...] = (
                                      "copy_path_claims", "idle_found", "kernel_found", "capture_found"),
          ("findings", "headline")),
     Step("timeline file", _timeline, ("model", "window", "window_repeats", "timeline_span", "idle_causes", "steps",
-                                      "findings", "categories", "launch_config"), ("timeline_file",)),
+                                      "findings", "categories", "launch_config", "options"), ("timeline_file",)),
     Step("warnings", collect_warnings, ("model", "kernels", "attribution", "graphs", "options"), ("warnings",)),
     # what a cluster reads of the trace (cluster.summary): not in report.json
     Step("clock", analyze_clock, ("model",), ("clock",)),

@@ -16,7 +16,7 @@ from ..read.fetch_launch import rowid_range
 from ..read.schema import Schema
 from .info import GPU_READ, GpuInfo, RowCounts, SessionRecord, TraceInfo
 from .link import ApiIndex, link_to_api, pid_from_launch, unknown_pid_message
-from .names import MISSING, base_api_name, distinct_small, intern_ids, thread_labels
+from .names import MISSING, UNNAMED, base_api_name, distinct_small, intern_ids, thread_labels
 from .nvtx_build import build_nvtx, possible_nvtx
 from .row_checks import drop_impossible
 from .samples import build_samples, build_wait_samples
@@ -213,7 +213,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
             ids, inv = distinct_small(kc["demangled"])
             short_map = F.fetch_short_for(conn, schema, ktable, [i for i in ids.tolist() if i not in strings])
             kc["short"] = np.array([short_map.get(i, -1) for i in ids.tolist()], np.int64)[inv]
-        name_idx, names = intern_ids(kc["demangled"], strings, kc["short"])
+        name_idx, names = intern_ids(kc["demangled"], strings, kc["short"], UNNAMED)
         missing = [n for n in names if n.startswith(MISSING)]
         if missing:
             warnings.append(f"{len(missing)} kernel name id(s) missing from StringIds; shown as [missing StringId N].")

@@ -72,10 +72,11 @@ def distinct_small(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return uniq, inv.reshape(-1)
 
 
-def intern_ids(ids: np.ndarray, strings: Dict[int, str],
-               fallback: Optional[np.ndarray] = None) -> Tuple[np.ndarray, List[str]]:
+def intern_ids(ids: np.ndarray, strings: Dict[int, str], fallback: Optional[np.ndarray] = None,
+               empty: str = "") -> Tuple[np.ndarray, List[str]]:
     """Map StringIds ids to (row → index into names, names); rows whose id is not in StringIds use
-    ``fallback`` ids, then ``[missing StringId N]``. Python work is per distinct id, not per row."""
+    ``fallback`` ids, then ``[missing StringId N]``; an empty (or NULL) string is ``empty``. Python work is per
+    distinct id, not per row."""
     n = ids.shape[0]
     if n == 0:
         return np.empty(0, np.int32), []
@@ -86,7 +87,7 @@ def intern_ids(ids: np.ndarray, strings: Dict[int, str],
     missing = []
     for i, primary in enumerate(uniq.tolist()):
         if primary in strings:
-            map_arr[i] = index.setdefault(strings[primary], len(index))
+            map_arr[i] = index.setdefault(strings[primary] or empty, len(index))
         else:
             map_arr[i] = -1
             missing.append(i)
@@ -98,12 +99,17 @@ def intern_ids(ids: np.ndarray, strings: Dict[int, str],
         pairs, pinv = np.unique(key, axis=0, return_inverse=True)
         pmap = np.empty(pairs.shape[0], np.int32)
         for j, (prim, f) in enumerate(pairs.tolist()):
-            pmap[j] = index.setdefault(strings[f] if f >= 0 and f in strings else missing_name(prim), len(index))
+            pmap[j] = index.setdefault((strings[f] or empty) if f >= 0 and f in strings else missing_name(prim),
+                                       len(index))
         out[rows] = pmap[pinv.reshape(-1)]
     return out, list(index)
 
 
-def intern_strings(values: Sequence[Optional[str]], placeholder: str = "[unnamed]") -> Tuple[np.ndarray, List[str]]:
+#: the name of a kernel or NVTX range whose name is empty or NULL (never the empty string, which reads as no value)
+UNNAMED = "[unnamed]"
+
+
+def intern_strings(values: Sequence[Optional[str]], placeholder: str = UNNAMED) -> Tuple[np.ndarray, List[str]]:
     """Intern a list of strings (e.g. NVTX text) into (index array, names); a missing or empty string is
     ``placeholder`` (an NVTX range pushed with ``""`` has no name, as one without text: never the cause's name)."""
     index: Dict[str, int] = {}

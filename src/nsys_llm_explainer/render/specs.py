@@ -354,7 +354,7 @@ NVTX_ATTRIBUTION: Table[Report] = Table("nvtx_attribution.csv", (
 
 NCCL_RANKS: Table[Report] = Table("nccl_ranks.csv", (
     text_col("rank", "rank", "rank"), csv_col("pid", "device_id"),
-    int_col("nccl_count", "nccl_count", "collectives"),
+    int_col("nccl_count", "nccl_count", "NCCL kernels"),   # every NCCL kernel of the rank, matched or not
     dur_col("nccl_total_ns", "nccl_total", "total"),
     dur_col("mean_ns", "mean", "mean", unit="us"),
     dur_col("p50_ns", "p50", "p50", unit="us"),

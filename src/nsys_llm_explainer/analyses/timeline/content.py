@@ -12,8 +12,9 @@ import numpy as np
 
 from ...jsonable import NOT_IN_JSON, FieldsJson
 from ...model.launch_config import LaunchConfig, read_launch_config
-from ...model.timeline import MEMCPY_KIND_LABEL, rows_by_value
+from ...model.timeline import MEMCPY_KIND_LABEL, build_timelines, rows_by_value
 from ...model.trace import TraceModel
+from ..idle.bins import DeviceBins, bins_for, device_bins
 from ..idle.result import IdleCausesResult, IdlePieces
 from ..memory.memcpy import MEM_KIND_LABEL
 from ..steps.metrics import StepResult
@@ -58,9 +59,9 @@ class Marker:
 
 @dataclass(frozen=True)
 class DeviceCounters:
-    """Per timeline bin of one device (the bins of report.json ``timeline``): ``busy_pct`` = busy ns / bin width ×
-    100, ``copy_gbps`` = memcpy bytes moved inside the bin / bin width (bytes per ns = GB/s; each copy's bytes
-    spread evenly over its duration, a zero-length copy counted at its start)."""
+    """Per bin of the file's span on one device (the bins of report.json ``timeline`` when the span is the window):
+    ``busy_pct`` = busy ns / bin width × 100, ``copy_gbps`` = memcpy bytes moved inside the bin / bin width (bytes
+    per ns = GB/s; each copy's bytes spread evenly over its duration, a zero-length copy counted at its start)."""
 
     device_id: int
     edges_ns: np.ndarray
@@ -191,11 +192,23 @@ def spread_per_bin(start: np.ndarray, end: np.ndarray, amount: np.ndarray, edges
     return out
 
 
-def _counters(model: TraceModel, causes: IdleCausesResult) -> Tuple[DeviceCounters, ...]:
+def _span_bins(model: TraceModel, causes: IdleCausesResult, window: WindowResult, span: TimelineSpan,
+               include_memcpy: bool) -> Sequence[DeviceBins]:
+    """The bins the counters show: the window's (report.json ``timeline``) when the span is the window, else the
+    span's own, cut alike (a capture-wide span shows its warm-up and tail, a span ending early stops there): the
+    counters cover what the slices cover (docs/MODEL.md, "Timeline file")."""
+    s0, s1 = int(span.start_ns), int(span.end_ns)
+    if not causes.bins or (s0, s1) == (int(window.start_ns), int(window.end_ns)):
+        return causes.bins
+    tls = build_timelines(model, s0, s1, include_memcpy)   # the span's rows: at most --timeline-events of them
+    return [device_bins(tl, _E, _E, _E, bins_for(len(tls))) for tl in tls.values()]
+
+
+def _counters(model: TraceModel, bins: Sequence[DeviceBins]) -> Tuple[DeviceCounters, ...]:
     mc = model.memcpy
     out = []
     copy_rows = dict(rows_by_value(np.asarray(mc.device))) if mc is not None and len(mc) else {}   # one sort
-    for b in causes.bins:
+    for b in bins:
         edges = np.asarray(b.edges_ns, np.int64)
         width = np.diff(edges).astype(np.float64)
         width[width <= 0] = 1.0
@@ -222,9 +235,11 @@ def span_launch_config(model: TraceModel, timeline_span: TimelineSpan) -> Option
 
 def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan, causes: IdleCausesResult,
                      steps: StepResult, findings: Sequence[FindingRef], name_category: Optional[np.ndarray] = None,
-                     categories: Sequence[str] = (), launch_config: Optional[LaunchConfig] = None) -> TimelineFile:
+                     categories: Sequence[str] = (), launch_config: Optional[LaunchConfig] = None,
+                     include_memcpy: bool = False) -> TimelineFile:
     """The timeline file's content (module docstring); no rows when the file is not written. ``launch_config``:
-    of the kernels inside the span (:func:`span_kernels`), read from the export by the graph."""
+    of the kernels inside the span (:func:`span_kernels`), read from the export by the graph; ``include_memcpy``:
+    copies count as busy (--include-memcpy-in-busy), as in the window's bins."""
     if not span.written:
         return TimelineFile(span)
     s0, s1, whole = span.start_ns, span.end_ns, span.kept == "capture"
@@ -251,7 +266,7 @@ def analyze_timeline(model: TraceModel, window: WindowResult, span: TimelineSpan
         graph_trace=graph_rows(model.graph_trace, rows["graph_trace"]),
         api=api_r, nvtx=nvtx_r, osrt=osrt_r, samples=smp_r,
         idle=idle, markers=_markers(findings, causes, window),
-        counters=_counters(model, causes), steps=step_rows,
+        counters=_counters(model, _span_bins(model, causes, window, span, include_memcpy)), steps=step_rows,
         thread_labels=labels_of(model, api_r.gtid, nvtx_r.gtid, osrt_r.gtid, smp_r.gtid),
         copy_kinds=dict(MEMCPY_KIND_LABEL), mem_kinds=dict(MEM_KIND_LABEL))
     return TimelineFile(span, tr, idle_left_out)

@@ -1,6 +1,6 @@
 """Captures bounded by the program: `nsys profile --capture-range=cudaProfilerApi` with several capture ranges in one
-file. After the program's `cudaProfilerStop` the profiler records nothing until the next range: that span is neither
-GPU busy nor idle, so no window spans it and the whole capture's busy / idle is over its recorded time
+file. After the program's `cudaProfilerStop` the profiler records nothing until the next range: what the GPU did
+then is unknown, so no window spans it and the whole capture's busy / idle is over its recorded time
 (docs/FINDINGS.md, "Steady-state window", "Capture ranges"). Before, a 120 s span between two 200 ms ranges was the
 report's window: "GPU busy 0.2 %", verdict "Host gaps: … 99.6 % of the window, 119.920 s", 1.66 launches/s.
 
@@ -77,8 +77,8 @@ def test_the_window_is_the_busiest_capture_range_not_the_span_between(tmp_path: 
     assert (w["details"]["capture_ranges"], w["details"]["not_recorded_ns"]) == (2, 119_999_999_000)
     assert w["reason"].startswith("Auto-detected window: capture range 2 of 2 (the one holding the most GPU busy "
                                   "time, 75.0%); the profiler recorded nothing for 120.000 s between the ranges, "
-                                  "after the program stopped it (`cudaProfilerStop`), time that is neither GPU busy "
-                                  "nor idle, so the window spans no part of it; in the range, nothing trimmed"), \
+                                  "after the program stopped it (`cudaProfilerStop`): what the GPU did then is "
+                                  "unknown, so the window spans no part of it; in the range, nothing trimmed"), \
         w["reason"]
     d = _device(rep)
     assert (d["window_ns"], d["busy_ns"], d["kernel_count"]) == (302_101_000, 210_000_000, 150)

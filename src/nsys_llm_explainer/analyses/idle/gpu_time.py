@@ -150,7 +150,7 @@ def _window_time(tl: DeviceTimeline, lost: int = 0) -> WindowTime:
 def full_times(model: TraceModel, window: WindowResult, include_memcpy: bool) -> Optional[Dict[int, WindowTime]]:
     """Per device, the full capture's busy/idle totals (None when the window is the whole capture: the steady
     timelines are then the full ones), over its recorded time: the spans the profiler did not record
-    (``window.details.not_recorded_ns``; no row lies in them) are neither busy nor idle. Only totals are kept: the
+    (``window.details.not_recorded_ns``; no row lies in them) count as neither busy nor idle. Only totals are kept: the
     full timelines' rows are dropped at once."""
     if window.is_full:
         return None

@@ -365,7 +365,7 @@ def not_recorded(model: TraceModel, full0: int, full1: int) -> List[Tuple[int, i
 def _capture_range(model: TraceModel, full0: int, full1: int, gaps: List[Tuple[int, int]]) -> WindowResult:
     """The window of a capture with spans the profiler did not record (:func:`not_recorded`): the capture range (the
     recorded stretch between them) holding the most pooled busy ns (ties: the earliest), trimmed inside by the
-    auto rule; no window spans a time nothing was recorded in, which is neither busy nor idle."""
+    auto rule; no window spans a time nothing was recorded in: what the GPU did then is unknown."""
     edges = [full0] + [x for g in gaps for x in g] + [full1]
     r0, r1 = np.array(edges[0::2], np.int64), np.array(edges[1::2], np.int64)
     busy = iv.overlap_length(iv.union_blocks(*gpu_work(model, "start", "end")), r0, r1)
@@ -374,8 +374,8 @@ def _capture_range(model: TraceModel, full0: int, full1: int, gaps: List[Tuple[i
     lost = sum(y - x for x, y in gaps)
     words = (f"Auto-detected window: capture range {i + 1} of {len(r0)} (the one holding the most GPU busy time, "
              f"{pct(int(busy[i]), max(int(busy.sum()), 1), 1)}%); the profiler recorded nothing for {dur(lost)} "
-             "between the ranges, after the program stopped it (`cudaProfilerStop`), time that is neither GPU busy "
-             "nor idle, so the window spans no part of it; in the range, ")
+             "between the ranges, after the program stopped it (`cudaProfilerStop`): what the GPU did then is "
+             "unknown, so the window spans no part of it; in the range, ")
     body = (inner.reason.replace("Full trace kept: ", "nothing trimmed: ").replace("Auto-detected window: ", "")
             .replace(" of the trace ", " of the range "))
     details = replace(inner.details, capture_ranges=len(r0), not_recorded_ns=lost)

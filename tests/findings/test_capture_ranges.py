@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 import pytest
-from claims_support import report_of
+from claims_support import finding_of, report_of
 from synth import TraceBuilder
 from synth.scenarios.names import K
 
@@ -113,3 +113,39 @@ def test_stop_calls_the_profiler_did_not_honour_change_nothing(tmp_path: Path) -
     w = report_of(b, tmp_path)["window"]
     assert (w["method"], w["start_ns"], w["end_ns"]) == ("full", 1 * S, 1 * S + 390 * MS + 8 * MS + 1 * US)
     assert "capture_ranges" not in w["details"]
+
+
+def test_what_a_capture_range_window_leaves_out_is_recorded_time_not_warm_up(tmp_path: Path) -> None:
+    """Range 1 from 1 s: start-up, 20 × (a 15 ms `cuModuleLoadData`, then a 100 µs fill kernel) every 20 ms, then
+    5 steps from 1.4 s; `cudaProfilerStop` [1.450, 1.452] s: 452 ms recorded, 2 + 35 = 37 ms busy. 60 s later
+    (`cudaProfilerStart` ends at 61.45 s) range 2: 30 steps from 61.4501 s, stop [61.7501, 61.7521] s: the window
+    [61.449999, 61.7521] s = 302.101 ms, 210 ms busy: idle 92.101 ms = 30.49 %. Not recorded 61.449999 − 1.452 =
+    59.997999 s. The whole capture's recorded time 61.7521 − 1 − 59.997999 = 0.754101 s, busy 247 ms: idle
+    507.101 ms = 67.25 %, 36.76 points more. Before: "(60.450 s of warm-up and 0.00 µs of tail trimmed)", at stake
+    60.450 s, "Idle 67.2 %" being 99.2 % of the span."""
+    b, g = _builder("2022.4")
+    t = 1 * S
+    for _ in range(20):
+        b.runtime(t, t + 15 * MS, tid_g=g, name="cuModuleLoadData", event_class=1)
+        b.launch(t + 15 * MS, t + 15 * MS + 5 * US, t + 15 * MS + 10 * US, t + 15 * MS + 110 * US, pid=100, tid=100,
+                 name="void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>()")
+        t += 20 * MS
+    t = _loop(b, g, t, 5)
+    b.runtime(t, t + 2 * MS, tid_g=g, name="cudaProfilerStop_v4000")
+    t += 60 * S
+    b.runtime(t - 1 * US, t, tid_g=g, name="cudaProfilerStart_v4000")
+    t = _loop(b, g, t + 100 * US, 30)
+    b.runtime(t, t + 2 * MS, tid_g=g, name="cudaProfilerStop_v4000")
+    rep = report_of(b, tmp_path)
+    assert (rep["window"]["start_ns"], rep["window"]["details"]["not_recorded_ns"]) == (61_449_999_000,
+                                                                                        59_997_999_000)
+    full = _device(rep)["full"]
+    assert (full["window_ns"], full["busy_ns"], full["idle_ns"]) == (754_101_000, 247_000_000, 507_101_000)
+    f = finding_of(rep, "capture_window")
+    assert f["title"] == "What the window leaves out makes the whole capture look 37 points idler than the steady state"
+    assert f["time_at_stake_ns"] == 452_000_000
+    assert f["evidence"][0].startswith(
+        "Idle 67.2 % over the whole capture's recorded time vs 30.5 % in the steady window (452.000 ms of recorded "
+        "time left out: the other capture ranges and any warm-up or tail trimmed in the kept one; 59.998 s not "
+        "recorded). Auto-detected window: capture range 2 of 2 (the one holding the most GPU busy time, 85.0%)"), \
+        f["evidence"][0]

@@ -113,9 +113,10 @@ def test_activity_outside_the_session_is_not_placed(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("meta, bound", [
-    ({"START_DELAY_MS": "3000"}, "a start delay of 3,000 ms (`START_DELAY_MS`)"),
+    ({"START_DELAY_MS": "3000"}, "the recording started after a start delay of 3,000 ms (`START_DELAY_MS`)"),
     ({"START_TRIGGER": "Delayed", "START_DELAY_MS": "3000"},
-     "a start delay of 3,000 ms (`START_DELAY_MS`) and the start trigger `Delayed` (`START_TRIGGER`)"),
+     "the recording started after a start delay of 3,000 ms (`START_DELAY_MS`); the recording started at the start "
+     "trigger `Delayed` (`START_TRIGGER`)"),
 ])
 def test_a_bounded_recording_is_not_called_a_session_without_cuda_work(tmp_path: Path, meta: Dict[str, str],
                                                                       bound: str) -> None:
@@ -127,13 +128,13 @@ def test_a_bounded_recording_is_not_called_a_session_without_cuda_work(tmp_path:
     lines = [ln for ln in md.splitlines() if ln.startswith("**Session:**")]
     assert lines == ["**Session:** 20.000 s long as the export records it; its CUDA activity (1,000.000 ms) starts "
                      "3,000.000 ms after the session's start and ends 16.000 s before its end: the rest of the "
-                     f"session has no CUDA activity recorded — {bound} bounded the recording, so the program may have "
-                     "run CUDA work then.  "]
+                     f"session has no CUDA activity recorded — {bound} — so the program may have run CUDA work "
+                     "then.  "]
 
 
 def test_the_programs_profiler_calls_bound_the_recording(tmp_path: Path) -> None:
     """`--capture-range=cudaProfilerApi`: the program's `cudaProfilerStop` is recorded (the start trigger left as
-    written, `Immediate`): the recording was bounded by the program's calls."""
+    written, `Immediate`): the calls may have bounded the recording (they do under that option only)."""
     p = tmp_path / "api.sqlite"
     b = TraceBuilder()
     b.session = (0, 20 * S)
@@ -144,5 +145,5 @@ def test_the_programs_profiler_calls_bound_the_recording(tmp_path: Path) -> None
     b.runtime(4 * S - 2 * MS, 4 * S - 1 * MS, tid_g=b.thread(10, 10), name="cudaProfilerStop_v4000")
     b.write(str(p))
     j, _ = _report(p, tmp_path / "o")
-    assert j["trace"]["session"]["bounded_by"] == ("the program's profiler start / stop calls (`cudaProfilerStart` / "
-                                                   "`cudaProfilerStop`)")
+    assert j["trace"]["session"]["bounded_by"] == ("the program calls `cudaProfilerStart` / `cudaProfilerStop`, which "
+                                                   "bound the recording under `--capture-range=cudaProfilerApi`")

@@ -68,21 +68,23 @@ def analyze_clock(model: TraceModel) -> ClockInfo:
 
 
 def capture_bound(model: TraceModel) -> Optional[str]:
-    """In words, what started or stopped the recording inside the session, when the export shows it: a start delay
-    (``START_DELAY_MS`` > 0, `nsys profile --delay`), a start trigger other than ``Immediate`` (``START_TRIGGER``: a
-    capture range), or the program's ``cudaProfilerStart`` / ``cudaProfilerStop`` calls (``cu…`` too); None: none."""
+    """In words, what started the recording inside the session or may have bounded it, when the export shows it: a
+    start delay (``START_DELAY_MS`` > 0, `nsys profile --delay`), a start trigger other than ``Immediate``
+    (``START_TRIGGER``: a capture range), the program's ``cudaProfilerStart`` / ``cudaProfilerStop`` calls (``cu…``
+    too: they bound it under ``--capture-range=cudaProfilerApi`` only); None: none."""
     meta, words = model.info.meta, []
     delay = _int((meta.get("capture:START_DELAY_MS") or ["0"])[0])
     if delay is not None and delay > 0:
-        words.append(f"a start delay of {delay:,} ms (`START_DELAY_MS`)")
+        words.append(f"the recording started after a start delay of {delay:,} ms (`START_DELAY_MS`)")
     trigger = (meta.get("capture:START_TRIGGER") or ["Immediate"])[0].strip()
     if trigger and trigger != "Immediate":
-        words.append(f"the start trigger {code_name(trigger)} (`START_TRIGGER`)")
+        words.append(f"the recording started at the start trigger {code_name(trigger)} (`START_TRIGGER`)")
     api = model.api
     calls = {"cudaProfilerStart", "cudaProfilerStop", "cuProfilerStart", "cuProfilerStop"}
     if api is not None and len(api) and any(api.base_names[i] in calls for i in np.unique(api.name_idx).tolist()):
-        words.append("the program's profiler start / stop calls (`cudaProfilerStart` / `cudaProfilerStop`)")
-    return " and ".join(words) or None
+        words.append("the program calls `cudaProfilerStart` / `cudaProfilerStop`, which bound the recording under "
+                     "`--capture-range=cudaProfilerApi`")
+    return "; ".join(words) or None
 
 
 def analyze_session(model: TraceModel) -> Optional[SessionSpan]:

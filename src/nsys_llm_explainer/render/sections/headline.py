@@ -69,8 +69,7 @@ def session_line(v: View) -> Inline:
     if t0 is None or t1 is None or c0 is None or c1 is None:
         return ()
     rest = ("no CUDA activity." if s.bounded_by is None else
-            f"no CUDA activity recorded — {s.bounded_by} bounded the recording, so the program may have run CUDA "
-            "work then.")
+            f"no CUDA activity recorded — {s.bounded_by} — so the program may have run CUDA work then.")
     return inline(Strong(("Session:",)), f" {fmt_dur(s.duration_ns)} long as the export records it; its CUDA "
                   f"activity ({fmt_dur(c1 - c0)}) starts {fmt_dur(c0 - t0)} after the session's start and ends "
                   f"{fmt_dur(t1 - c1)} before its end: the rest of the session has {rest}")

@@ -110,3 +110,40 @@ def test_activity_outside_the_session_is_not_placed(tmp_path: Path) -> None:
     s = j["trace"]["session"]
     assert (s["duration_ns"], s["placed"], s["starts_far"], s["ends_far"]) == (1 * S, False, False, False)
     assert "**Session:**" not in md and "; session 1,000.000 ms as recorded" in md
+
+
+@pytest.mark.parametrize("meta, bound", [
+    ({"START_DELAY_MS": "3000"}, "the recording started after a start delay of 3,000 ms (`START_DELAY_MS`)"),
+    ({"START_TRIGGER": "Delayed", "START_DELAY_MS": "3000"},
+     "the recording started after a start delay of 3,000 ms (`START_DELAY_MS`); the recording started at the start "
+     "trigger `Delayed` (`START_TRIGGER`)"),
+])
+def test_a_bounded_recording_is_not_called_a_session_without_cuda_work(tmp_path: Path, meta: Dict[str, str],
+                                                                      bound: str) -> None:
+    """`nsys profile --delay=3`: the session 0 → 20 s, recording from 3 s (activity 3 s → 4 s). What ran in the
+    first 3 s was not recorded (a model load's CUDA work): "the rest of the session has no CUDA activity" was false
+    of it; the line says nothing was recorded and what bounded the recording."""
+    j, md = _report(_trace(tmp_path, 3 * S, 4 * S, (0, 20 * S), meta=meta), tmp_path / "o")
+    assert j["trace"]["session"]["bounded_by"] == bound
+    lines = [ln for ln in md.splitlines() if ln.startswith("**Session:**")]
+    assert lines == ["**Session:** 20.000 s long as the export records it; its CUDA activity (1,000.000 ms) starts "
+                     "3,000.000 ms after the session's start and ends 16.000 s before its end: the rest of the "
+                     f"session has no CUDA activity recorded — {bound} — so the program may have run CUDA work "
+                     "then.  "]
+
+
+def test_the_programs_profiler_calls_bound_the_recording(tmp_path: Path) -> None:
+    """`--capture-range=cudaProfilerApi`: the program's `cudaProfilerStop` is recorded (the start trigger left as
+    written, `Immediate`): the calls may have bounded the recording (they do under that option only)."""
+    p = tmp_path / "api.sqlite"
+    b = TraceBuilder()
+    b.session = (0, 20 * S)
+    t = 3 * S
+    while t + 10 * MS <= 4 * S:
+        b.launch(t, t + 5_000, t + 20_000, t + 8 * MS, pid=10, tid=10)
+        t += 10 * MS
+    b.runtime(4 * S - 2 * MS, 4 * S - 1 * MS, tid_g=b.thread(10, 10), name="cudaProfilerStop_v4000")
+    b.write(str(p))
+    j, _ = _report(p, tmp_path / "o")
+    assert j["trace"]["session"]["bounded_by"] == ("the program calls `cudaProfilerStart` / `cudaProfilerStop`, which "
+                                                   "bound the recording under `--capture-range=cudaProfilerApi`")

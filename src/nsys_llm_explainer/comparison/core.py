@@ -70,9 +70,10 @@ def summarize(spec: MetricSpec, f: Facts) -> TraceSummary:
     if spec.name == PERIOD:
         sp = step_periods(rep.steps.arrays if rep.steps.available else None)
         if sp.paused:
+            lost = " or a span the profiler did not record" if rep.window.details.not_recorded_ns else ""
             notes.append(f"{sp.paused} step period{'s' if sp.paused != 1 else ''} spanning an idle pause (the idle — "
                          f"no step range, no GPU work — between a step's end and the next step's start over {PAUSE} × "
-                         "the median step period) not counted in the headline metric")
+                         f"the median step period){lost} not counted in the headline metric")
         if sp.overlapped:
             notes.append(f"{sp.overlapped} pair{'s' if sp.overlapped != 1 else ''} of consecutive steps of one "
                          "process overlap (step ranges on several threads): no period measured between them")

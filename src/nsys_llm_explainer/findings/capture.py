@@ -98,17 +98,23 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
     if not check.holds():
         return None
     advice = ["capture.range", "capture.range.torch", "capture.vllm"]
+    lost = w.details.not_recorded_ns or 0       # capture ranges: the whole capture's figures are of its recorded time
+    what, whole, left = ("Warm-up / tail make", "the whole capture",
+                         f"{dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed") if not lost else (
+        "What the window leaves out makes", "the whole capture's recorded time",
+        f"{dur(w.warmup_ns + w.tail_ns - lost)} of recorded time left out: the other capture ranges and any warm-up or "
+        f"tail trimmed in the kept one; {dur(lost)} not recorded")
     if w.method == "auto" and not repeats:   # one pass, or no steps detected: no steady state is shown
-        title = f"Warm-up / tail make the whole capture look {change:.0f} points idler than the auto-detected window"
-        ev = (f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the auto-detected "
-              f"window ({dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed), in which no repeated "
+        title = f"{what} the whole capture look {change:.0f} points idler than the auto-detected window"
+        ev = (f"Idle {full.idle_pct:.1f} % over {whole} vs {steady.idle_pct:.1f} % in the auto-detected "
+              f"window ({left}), in which no repeated "
               f"steps were found: it may be a single pass, or steps nothing marks; not shown to be a steady state. "
               f"{w.reason}")
         advice[0] = "capture.iterations"
     elif w.method == "auto":
-        title = f"Warm-up / tail make the whole capture look {change:.0f} points idler than the steady state"
-        ev = (f"Idle {full.idle_pct:.1f} % over the whole capture vs {steady.idle_pct:.1f} % in the steady "
-              f"window ({dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed). {w.reason}")
+        title = f"{what} the whole capture look {change:.0f} points idler than the steady state"
+        ev = (f"Idle {full.idle_pct:.1f} % over {whole} vs {steady.idle_pct:.1f} % in the steady "
+              f"window ({left}). {w.reason}")
     else:   # a window the user chose: what it leaves out was not judged to be warm-up or tail
         opt = "--window-nvtx" if w.method == "nvtx" else "--window"
         title = f"The whole capture is {change:.0f} points idler than the window chosen by {opt}"
@@ -118,7 +124,7 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
     return finding(
         "capture_window", severity="low", title=title, evidence=(ev,),
         advice=advice, facts=facts,
-        time_at_stake_ns=w.warmup_ns + w.tail_ns, checks=(check,), about_capture=True)
+        time_at_stake_ns=w.warmup_ns + w.tail_ns - lost, checks=(check,), about_capture=True)
 
 
 def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mapping[str, Any],

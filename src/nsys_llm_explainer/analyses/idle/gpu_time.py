@@ -141,18 +141,22 @@ def _histogram(durations: np.ndarray) -> Tuple[Bucket, ...]:
     return tuple(out)
 
 
-def _window_time(tl: DeviceTimeline) -> WindowTime:
-    return WindowTime(tl.w0, tl.w1, tl.window_ns, tl.busy_ns, tl.idle_ns, pct(tl.busy_ns, tl.window_ns),
-                      pct(tl.idle_ns, tl.window_ns))
+def _window_time(tl: DeviceTimeline, lost: int = 0) -> WindowTime:
+    """``tl``'s totals, less ``lost`` ns of its window that nothing was recorded in."""
+    w, idle = tl.window_ns - lost, tl.idle_ns - lost
+    return WindowTime(tl.w0, tl.w1, w, tl.busy_ns, idle, pct(tl.busy_ns, w), pct(idle, w))
 
 
 def full_times(model: TraceModel, window: WindowResult, include_memcpy: bool) -> Optional[Dict[int, WindowTime]]:
     """Per device, the full capture's busy/idle totals (None when the window is the whole capture: the steady
-    timelines are then the full ones). Only totals are kept: the full timelines' rows are dropped at once."""
+    timelines are then the full ones), over its recorded time: the spans the profiler did not record
+    (``window.details.not_recorded_ns``; no row lies in them) count as neither busy nor idle. Only totals are kept: the
+    full timelines' rows are dropped at once."""
     if window.is_full:
         return None
     tls = build_timelines(model, window.full_start_ns, window.full_end_ns, include_memcpy)
-    return {d: _window_time(tl) for d, tl in tls.items()}
+    lost = window.details.not_recorded_ns or 0
+    return {d: _window_time(tl, lost) for d, tl in tls.items()}
 
 
 def device_time(tl: DeviceTimeline, full: Union[DeviceTimeline, WindowTime, None],

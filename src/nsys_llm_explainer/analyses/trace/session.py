@@ -5,11 +5,14 @@ that place the export's timestamps on UTC (:class:`ClockInfo`, docs/CLUSTER.md "
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ...jsonable import FieldsJson
+import numpy as np
+
+from ...jsonable import NONE_OMITTED, FieldsJson
 from ...model.trace import TraceModel, trace_edge
+from ...vocabulary.code_spans import code_name
 
 #: a gap between the session's edge and the CUDA activity is *far* when it exceeds both this share of the
 #: session …
@@ -30,6 +33,8 @@ class SessionSpan(FieldsJson):
     placed: bool                     # the CUDA activity lies inside [start_ns, end_ns]
     starts_far: bool                 # placed, and cuda_start_ns − start_ns > max(FAR_SHARE × duration, FAR_NS)
     ends_far: bool                   # placed, and end_ns − cuda_end_ns > max(FAR_SHARE × duration, FAR_NS)
+    #: what bounded the recording inside the session, when the export shows it (:func:`capture_bound`); None: nothing
+    bounded_by: Optional[str] = field(default=None, metadata=NONE_OMITTED)
 
 
 def _int(v: Any) -> Optional[int]:
@@ -62,6 +67,26 @@ def analyze_clock(model: TraceModel) -> ClockInfo:
     return ClockInfo(utc if utc is not None and utc > 0 else None, norm, shift, model.trace_start, model.trace_end)
 
 
+def capture_bound(model: TraceModel) -> Optional[str]:
+    """In words, what started the recording inside the session or may have bounded it, when the export shows it: a
+    start delay (``START_DELAY_MS`` > 0, `nsys profile --delay`), a start trigger other than ``Immediate``
+    (``START_TRIGGER``: a capture range), the program's ``cudaProfilerStart`` / ``cudaProfilerStop`` calls (``cu…``
+    too: they bound it under ``--capture-range=cudaProfilerApi`` only); None: none."""
+    meta, words = model.info.meta, []
+    delay = _int((meta.get("capture:START_DELAY_MS") or ["0"])[0])
+    if delay is not None and delay > 0:
+        words.append(f"the recording started after a start delay of {delay:,} ms (`START_DELAY_MS`)")
+    trigger = (meta.get("capture:START_TRIGGER") or ["Immediate"])[0].strip()
+    if trigger and trigger != "Immediate":
+        words.append(f"the recording started at the start trigger {code_name(trigger)} (`START_TRIGGER`)")
+    api = model.api
+    calls = {"cudaProfilerStart", "cudaProfilerStop", "cuProfilerStart", "cuProfilerStop"}
+    if api is not None and len(api) and any(api.base_names[i] in calls for i in np.unique(api.name_idx).tolist()):
+        words.append("the program calls `cudaProfilerStart` / `cudaProfilerStop`, which bound the recording under "
+                     "`--capture-range=cudaProfilerApi`")
+    return "; ".join(words) or None
+
+
 def analyze_session(model: TraceModel) -> Optional[SessionSpan]:
     """The session of ``model`` (None when the export records no positive length)."""
     duration = _int(model.info.session.duration_ns)
@@ -76,4 +101,5 @@ def analyze_session(model: TraceModel) -> Optional[SessionSpan]:
     far_ns = max(FAR_SHARE * duration, FAR_NS)
     starts_far = placed and c0 is not None and start is not None and c0 - start > far_ns
     ends_far = placed and c1 is not None and end is not None and end - c1 > far_ns
-    return SessionSpan(duration, start, end, c0, c1, bool(placed), bool(starts_far), bool(ends_far))
+    return SessionSpan(duration, start, end, c0, c1, bool(placed), bool(starts_far), bool(ends_far),
+                       capture_bound(model))

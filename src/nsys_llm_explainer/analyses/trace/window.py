@@ -13,7 +13,7 @@ from ...config.window import Window
 from ...errors import OptionError
 from ...jsonable import NONE_OMITTED, FieldsJson
 from ...model import intervals as iv
-from ...model.trace import TraceModel
+from ...model.trace import NvtxRanges, TraceModel
 from ...vocabulary.code_spans import code_name
 from ...vocabulary.units import fmt_count
 from ...vocabulary.units import fmt_dur as dur
@@ -60,6 +60,8 @@ class WindowDetails(FieldsJson):
     one_off_pct: Optional[float] = _omitted()
     nvtx_name: Optional[str] = _omitted()
     nvtx_ranges: Optional[int] = _omitted()
+    capture_ranges: Optional[int] = _omitted()
+    not_recorded_ns: Optional[int] = _omitted()
 
 
 @dataclass(frozen=True)
@@ -333,6 +335,53 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     return _result(full0, full1, s, e, "auto", reason, details)
 
 
+def not_recorded(model: TraceModel, full0: int, full1: int) -> List[Tuple[int, int]]:
+    """The spans the profiler did not record (``--capture-range=cudaProfilerApi`` with a second capture range): after
+    a ``cudaProfilerStop`` / ``cuProfilerStop`` call, from the last end of the rows that start before the next
+    recorded row (any CUDA row, NVTX range or OS-runtime call; an NVTX range with no end in the export ends at its
+    start here) to that row's start, when longer than :data:`TRIM_MIN_SHARE` of the span ``[full0, full1)``; in
+    time order."""
+    api = model.api
+    if api is None or len(api) == 0:
+        return []
+    stop = np.array([b in ("cudaProfilerStop", "cuProfilerStop") for b in api.base_names] + [False], bool)
+    a = np.unique(np.asarray(api.end, np.int64)[stop[api.name_idx]])
+    if a.shape[0] == 0:
+        return []
+    tabs = [t for t in (*model.cuda_rows, model.nvtx, model.osrt) if t is not None and len(t)]
+    st = np.concatenate([np.asarray(t.start, np.int64) for t in tabs])
+    o = np.argsort(st, kind="stable")
+    st = st[o]
+    ends = [np.asarray(np.where(t.closed, t.end, t.start) if isinstance(t, NvtxRanges) else t.end, np.int64)
+            for t in tabs]
+    reach = np.maximum.accumulate(np.concatenate(ends)[o])
+    j = np.searchsorted(st, a, side="left")     # the first row starting at or after the stop call's end
+    j = np.unique(j[(j > 0) & (j < st.shape[0])])
+    c, b = reach[j - 1], st[j]
+    long = b - c > TRIM_MIN_SHARE * (full1 - full0)
+    return [(int(x), int(y)) for x, y in zip(c[long], b[long])]
+
+
+def _capture_range(model: TraceModel, full0: int, full1: int, gaps: List[Tuple[int, int]]) -> WindowResult:
+    """The window of a capture with spans the profiler did not record (:func:`not_recorded`): the capture range (the
+    recorded stretch between them) holding the most pooled busy ns (ties: the earliest), trimmed inside by the
+    auto rule; no window spans a time nothing was recorded in: what the GPU did then is unknown."""
+    edges = [full0] + [x for g in gaps for x in g] + [full1]
+    r0, r1 = np.array(edges[0::2], np.int64), np.array(edges[1::2], np.int64)
+    busy = iv.overlap_length(iv.union_blocks(*gpu_work(model, "start", "end")), r0, r1)
+    i = int(np.argmax(busy))
+    inner = _auto(model, int(r0[i]), int(r1[i]))
+    lost = sum(y - x for x, y in gaps)
+    words = (f"Auto-detected window: capture range {i + 1} of {len(r0)} (the one holding the most GPU busy time, "
+             f"{pct(int(busy[i]), max(int(busy.sum()), 1), 1)}%); the profiler recorded nothing for {dur(lost)} "
+             "between the ranges, after the program stopped it (`cudaProfilerStop`): what the GPU did then is "
+             "unknown, so the window spans no part of it; in the range, ")
+    body = (inner.reason.replace("Full trace kept: ", "nothing trimmed: ").replace("Auto-detected window: ", "")
+            .replace(" of the trace ", " of the range "))
+    details = replace(inner.details, capture_ranges=len(r0), not_recorded_ns=lost)
+    return _result(full0, full1, inner.start_ns, inner.end_ns, "auto", words + body, details)
+
+
 def _nvtx_window(model: TraceModel, name: str, full0: int, full1: int) -> WindowResult:
     n = model.nvtx
     if n is None or len(n) == 0:
@@ -365,4 +414,5 @@ def detect_window(model: TraceModel, override: Optional[Window] = None,
     if t0 is None:
         return _result(full0, full1, full0, full1, "full",
                        "Full trace kept: the trace has no timed activity.")
-    return _auto(model, full0, full1)
+    gaps = not_recorded(model, full0, full1)
+    return _capture_range(model, full0, full1, gaps) if gaps else _auto(model, full0, full1)

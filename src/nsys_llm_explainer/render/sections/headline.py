@@ -68,9 +68,11 @@ def session_line(v: View) -> Inline:
     t0, t1, c0, c1 = s.start_ns, s.end_ns, s.cuda_start_ns, s.cuda_end_ns
     if t0 is None or t1 is None or c0 is None or c1 is None:
         return ()
+    rest = ("no CUDA activity." if s.bounded_by is None else
+            f"no CUDA activity recorded — {s.bounded_by} — so the program may have run CUDA work then.")
     return inline(Strong(("Session:",)), f" {fmt_dur(s.duration_ns)} long as the export records it; its CUDA "
                   f"activity ({fmt_dur(c1 - c0)}) starts {fmt_dur(c0 - t0)} after the session's start and ends "
-                  f"{fmt_dur(t1 - c1)} before its end: the rest of the session has no CUDA activity.")
+                  f"{fmt_dur(t1 - c1)} before its end: the rest of the session has {rest}")
 
 
 def _busy(v: View, busy: float) -> Inline:

@@ -66,7 +66,8 @@ def device_line(v: View, d: DeviceTime) -> Inline:
     line += (f" busy {fmt_dur(d.busy_ns)} ({fmt_pct(d.busy_pct)} %), idle {fmt_dur(d.idle_ns)} "
              f"({fmt_pct(d.idle_pct)} %) of the {fmt_dur(d.window_ns)} window")
     if full is not None and full.window_ns != d.window_ns:
-        line += (f"; whole capture: busy {fmt_pct(full.busy_pct)} %, idle {fmt_dur(full.idle_ns)}"
+        rec = " (its recorded time)" if v.r.window.details.not_recorded_ns else ""
+        line += (f"; whole capture{rec}: busy {fmt_pct(full.busy_pct)} %, idle {fmt_dur(full.idle_ns)}"
                  f" of {fmt_dur(full.window_ns)}")
     line += f". {fmt_count(d.kernel_count, 'kernel')}, {fmt_count(d.gap_count, 'gap')}"
     if d.copy_busy_ns:

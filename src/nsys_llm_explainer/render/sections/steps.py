@@ -147,7 +147,7 @@ def _steps(v: View) -> List[Any]:
         para(Strong((f"{fmt_count(st.step_count, 'step')}",)), " from ", how, " (", conf, ")", scope, ".", brk=BR),
         para(f"Step time p50 {fmt_dur(s.p50_ns if s else None)}, p90 {fmt_dur(s.p90_ns if s else None)}, "
              f"p99 {fmt_dur(s.p99_ns if s else None)}, max {fmt_dur(s.max_ns if s else None)}"
-             + (";" if st.period else "."), _period(st))]
+             + (";" if st.period else "."), _period(st, bool(v.r.window.details.not_recorded_ns)))]
     if st.notes:
         out.append(bullets([inline("Note: ", Rich(n)) for n in st.notes]))   # kernel names in backticks
     if st.rows:
@@ -164,14 +164,16 @@ def _steps(v: View) -> List[Any]:
     return out
 
 
-def _period(st: StepResult) -> Optional[str]:
-    """The step period line of NVTX steps: what a step costs with the host work between the ranges."""
+def _period(st: StepResult, unrecorded: bool) -> Optional[str]:
+    """The step period line of NVTX steps: what a step costs with the host work between the ranges; ``unrecorded``:
+    the capture has spans the profiler did not record (a period over one has no step and no GPU work recorded)."""
     p, s = st.period, st.summary
     if p is None or s is None:
         return None
     c = st.period_cover_pct
     cover = f"; a step's range covers {c:.0f} % of its period (p50 of range ÷ period per step)" if c is not None else ""
-    pauses = (f"; {fmt_count(st.period_pauses, 'period')} over an idle pause left out" if st.period_pauses else "")
+    pause = "an idle pause or a span the profiler did not record" if unrecorded else "an idle pause"
+    pauses = f"; {fmt_count(st.period_pauses, 'period')} over {pause} left out" if st.period_pauses else ""
     return (f" step period (start to the next step's start, same process) p50 {fmt_dur(p.p50_ns)}, p90 "
             f"{fmt_dur(p.p90_ns)} over {fmt_count(p.count, 'period')}{cover}{pauses}.")
 

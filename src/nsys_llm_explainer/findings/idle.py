@@ -356,7 +356,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if kind == "queued":     # programmatic dependent launch: the finding's GPU (docs/FINDINGS.md, "Facts")
             kind_facts = {**kind_facts, "gpu_pdl": facts.supports_pdl(dev)}
         if kind == "host_cpu":   # py-spy only for a Python host (docs/FINDINGS.md, "Facts")
-            kind_facts = {**kind_facts, "native_host": True if facts.native_host else None}
+            kind_facts = {**kind_facts, "native_host": True if facts.native_host else False if facts.python_host
+                          else None}
         if kind == "copy":
             kind_facts, side_ev = copy_facts(kind_facts, copy_engines, set(devs), details)
             ev.extend(side_ev)

@@ -5,13 +5,14 @@ and advice chosen by what they did — file I/O, CUDA copies, other work, or not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analyses.common.stats import pct
 from ..analyses.threads.waits import LauncherWaits, OtherProcess, OverlapRow, WaitsResult
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.os_calls import is_wait
+from .base import MEDIUM_SHARE
 
 #: another thread is named when it is active during at least this % of the waits
 SHOWN_THREAD_PCT = 10.0
@@ -159,6 +160,29 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     if every:   # another process ran through the waits: not "no one is seen working" (lack of load)
         advice = tuple(a for a in advice if not a.startswith("wait.unseen")) + OTHER_PROCESS_ADVICE
     return WaitStory(context, tuple(ev), advice)
+
+
+def waits_alike(waits: Optional[WaitsResult], device: int, call: str, shares: Dict[int, float]
+                ) -> Tuple[Tuple[Tuple[int, float, bool], ...], List[str]]:
+    """The other devices whose launching thread waits in ``call`` too — ``call``'s idle-cause row holds ≥
+    :data:`~findings.base.MEDIUM_SHARE` % of the device's window (``shares``: device → that %) and the device's
+    followed launching thread waits in ``call`` — as (device, share, whether that thread is ``device``'s); and the
+    evidence naming their threads (none for ``device``'s own thread, which the story names)."""
+    w = launcher_of(waits, device)
+    out: List[Tuple[int, float, bool]] = []
+    lines: List[str] = []
+    for d, share in sorted(shares.items()):
+        o = launcher_of(waits, d)
+        c = next((c for c in o.calls if c.name == call), None) if o is not None else None
+        if o is None or c is None or share < MEDIUM_SHARE or w is None:
+            continue
+        out.append((d, share, o.gtid == w.gtid))
+        if o.gtid != w.gtid:
+            lines.append(f"Device {d}'s launching thread {thread_named(o.thread, o.tid)} waits alike: in OS calls "
+                         f"{o.wait_pct_of_window:.1f} % of the window ({code_name(call)} {c.pct_of_window:.1f} %).")
+    if len(lines) > SHOWN_THREADS:
+        lines = lines[:SHOWN_THREADS] + [f"{len(lines) - SHOWN_THREADS} more devices' launching threads wait alike."]
+    return tuple(out), lines
 
 
 def qualifying(processes: Sequence[OtherProcess], n_all: int) -> List[OtherProcess]:

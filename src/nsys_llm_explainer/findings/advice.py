@@ -218,6 +218,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        framework=("tensorflow",)),
     _a("module_load.exclude", "This is paid once per process (lazy module loading, JIT): leave it out of the "
        "steady-state capture (`--capture-range=cudaProfilerApi` after warm-up) rather than optimizing it."),
+    _a("module_load.graph_upload", "This is paid once per CUDA graph (its upload on first launch): upload each graph "
+       "ahead of its first timed launch (`cudaGraphUpload` after instantiation, or one warm-up replay), or leave it "
+       "out of the steady-state capture (`--capture-range=cudaProfilerApi` after warm-up)."),
     _a("launch.graphs", "Cut the number of launches per step with CUDA graphs and kernel fusion, or give each "
        "kernel more work (larger batches).", cuda_graphs=(False,)),
     _a("launch.graphs.torch", "In PyTorch: `torch.compile(mode=\"reduce-overhead\")` or `torch.cuda.graphs` "

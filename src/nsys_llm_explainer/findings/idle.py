@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..analyses.api.classes import normalize
+from ..analyses.api.classes import GRAPH_LAUNCH, normalize
 from ..analyses.api.cuda_api import CudaApiResult
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
@@ -71,7 +71,15 @@ VARIANTS: Dict[str, CauseKind] = {
     "queued_after_launch": replace(
         KIND["queued"], title="Per-kernel launch latency: each kernel starts a few µs after its launch ({share:.1f} % "
         "of the window)", advice=QUEUED_LATENCY_ADVICE),
+    # a graph launch that first-launches kernels is a graph's first launch (it uploads the graph), not a module load
+    "module_load_graph": replace(
+        KIND["module_load"], title="One-time cost: first CUDA-graph launches ({what}) take {share:.1f} % of the window",
+        advice=("module_load.graph_upload",)),
 }
+#: the evidence of a first graph launch (the ``module_load_graph`` variant)
+GRAPH_FIRST_LAUNCH = ("{what} here launches kernels that ran in no earlier launch of this process: a CUDA graph's "
+                      "first launch, which uploads the graph to the GPU (unless `cudaGraphUpload` ran before) — a "
+                      "one-time cost of the graph, not of the loop; module loads are charged to their own calls.")
 
 #: PyTorch's per-op NVTX ranges (`emit_nvtx`, `record_function` of ops): their host time is the framework's per-op
 #: work, not code to move out of the loop (advice ``nvtx.op_ranges``)
@@ -276,6 +284,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                 txt = VARIANTS["copy_unified" + suffix]
             elif suffix:
                 txt = VARIANTS["copy" + suffix]
+        if kind == "module_load" and normalize(top[0][0]) in GRAPH_LAUNCH:
+            txt = VARIANTS["module_load_graph"]
         what = top[0][0] or txt.noun or kind
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
         ev = [f"Device {d}: {dur(sum(v.values()))} of idle charged to `{kind}` ({100.0 * sum(v.values()) / win[d]:.1f} "
@@ -331,6 +341,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                        else first,) + story.evidence[1:] + tuple(alike_ev))
         if wait_line:
             ev.append(wait_line)
+        if txt is VARIANTS["module_load_graph"]:
+            ev.append(GRAPH_FIRST_LAUNCH.format(what=code_name(top[0][0])))
         sampled = samples_evidence(host_samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)

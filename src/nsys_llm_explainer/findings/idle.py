@@ -44,16 +44,7 @@ from .idle_once import (
 from .launch_bound import HOST_KINDS, kernel_lines, kind_severity, launch_bound_devices, launch_finding
 from .step_sync import timed_line
 from .unified_memory import is_unified_detail
-from .waits import (
-    OTHER_PROCESS_ADVICE,
-    WaitStory,
-    processes_line,
-    qualifying,
-    source_line,
-    thread_named,
-    wait_story,
-    waits_alike,
-)
+from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, source_line, thread_named, wait_story
 
 Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
 
@@ -120,53 +111,26 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
     return per_kind, merged
 
 
-def _devices(ds: Sequence[int]) -> str:
-    """"device 1", "devices 0 and 1", "devices 0, 1 and 2"."""
-    return f"device {ds[0]}" if len(ds) == 1 else "devices " + ", ".join(map(str, ds[:-1])) + f" and {ds[-1]}"
-
-
-def _alike(story: Optional[WaitStory], alike: Sequence[Tuple[int, float, bool]], dev: int) -> Tuple[str, str, str]:
-    """Who waits, its verb and the GPUs, as a waits title says them: the launching thread of ``dev`` alone, or, when
-    ``alike`` lists the other devices whose launching thread waits in the same call (device, share of its window,
-    whether that thread is ``dev``'s), the thread(s) of every such device — the title must not single one out."""
-    if story is None or not alike:
-        return "The launching thread", "waits", "the GPU idles"
-    ds = _devices(sorted([dev] + [d for d, _, _ in alike]))
-    one = all(same for _, _, same in alike)
-    return f"The launching thread{'' if one else 's'} of {ds}", "waits" if one else "wait", "the GPUs idle"
-
-
-def _others(alike: Sequence[Tuple[int, float, bool]]) -> str:
-    """The other devices' shares of the same wait, after the title's device's: ", 84.1 % on device 1", ", 83.9–84.2 %
-    on devices 1, 2 and 3" ("" when none)."""
-    if not alike:
-        return ""
-    lo, hi = min(x for _, x, _ in alike), max(x for _, x, _ in alike)
-    share = f"{lo:.1f} %" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f} %"
-    return f", {share} on {_devices(sorted(d for d, _, _ in alike))}"
-
-
 def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int, story: Optional[WaitStory],
-           main_ns: int, loop: bool, dev: int = 0, alike: Sequence[Tuple[int, float, bool]] = ()) -> Tuple[str, int]:
+           main_ns: int, loop: bool, dev: int = 0) -> Tuple[str, int]:
     """What the finding claims, with its share and time on its device, and that time (``ns``: the share's time, not
     the sum over devices, which is the time at stake; ``main_ns``: the named detail's part of it, quoted when the
     title names that detail alone): named after the largest detail when it holds most of the kind, else after the
     kind with the largest detail beside it; a wait is named with the range around it. ``loop``: ``what`` is the
     largest detail in the loop (the largest of all is mostly start-up / shutdown), ``main_share`` / ``main_ns`` its
-    part between kernels, which the title says. ``alike``: the other devices whose launching thread waits in ``what``
-    too (:func:`_alike`); the title then names them all, its numbers the device ``dev``'s and their shares."""
+    part between kernels, which the title says. When other devices' launching threads wait alike
+    (``WaitStory.alike``) the title names them all, its numbers the device ``dev``'s and their shares."""
     named = min(ns, main_ns)
     in_loop = " in the loop" if loop else ""
-    who, verb, gpus = _alike(story, alike, dev)
-    on = f" on device {dev}" if alike else ""
+    who, gpus, on, others = story.waiters(dev) if story is not None else ("", "", "", "")
     if (story is not None or txt.title_many) and main_share < 0.5 * kind_share:     # named after the kind
-        head = (f"{who} {verb} in OS calls while {gpus}: {kind_share:.1f} % ({dur(ns)}){on}"
+        head = (f"{who} in OS calls while {gpus}: {kind_share:.1f} % ({dur(ns)}){on}"
                 if story is not None else txt.title_many.format(share=kind_share) + f", {dur(ns)}")
         return head + f"; largest{in_loop} {code_name(what)} ({main_share:.1f} %)", ns
     if story is not None:
         inside = f" inside {code_name(story.context)}" if story.context else ""
-        return (f"{who} {verb} in {code_name(what)}{inside} while {gpus}: {main_share:.1f} % "
-                f"({dur(named)}{in_loop}){on}{_others(alike)}"), named
+        return (f"{who} in {code_name(what)}{inside} while {gpus}: {main_share:.1f} % "
+                f"({dur(named)}{in_loop}){on}{others}"), named
     return txt.title.format(what=code_name(what), share=main_share).replace(
         " % of the window", f" % of the window, {dur(named)}{in_loop}", 1), named
 
@@ -331,14 +295,10 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                       + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "")
                       + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")
                          + " for the rest" if findings_elsewhere else "") + ".")
-        story = wait_story(waits, dev, named_det) if kind == "osrt" else None
-        alike: Tuple[Tuple[int, float, bool], ...] = ()
+        story = wait_story(waits, dev, named_det, {d: 100.0 * by_dev[d].ns_of(kind, named_det) / win[d]
+                                                   for d in devs if d != dev}) if kind == "osrt" else None
         if story is not None:
-            alike, alike_ev = waits_alike(waits, dev, named_det, {
-                d: 100.0 * by_dev[d].ns_of(kind, named_det) / win[d] for d in sorted(devs) if d != dev})
-            first = story.evidence[0]      # beside other devices' threads, this one is the device's
-            ev.extend((first.replace("The launching thread", f"Device {dev}'s launching thread", 1) if alike_ev
-                       else first,) + story.evidence[1:] + tuple(alike_ev))
+            ev.extend(story.evidence)
         if wait_line:
             ev.append(wait_line)
         if txt is VARIANTS["module_load_graph"]:
@@ -434,7 +394,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                 f"{dur(named_ns)})") + ", all during the autotuning trials; no allocation idles the GPU after them")
         else:
             title, title_ns = _title(txt, title_det or txt.noun or kind, quoted, title_share, kind_dev, story,
-                                     title_det_ns, loop=in_loop is not None, dev=dev, alike=alike)
+                                     title_det_ns, loop=in_loop is not None, dev=dev)
         out.append(finding(
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=title,

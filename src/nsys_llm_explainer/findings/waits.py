@@ -39,6 +39,28 @@ class WaitStory:
     context: str
     evidence: Tuple[str, ...]
     advice: Tuple[str, ...]
+    #: the other devices whose launching thread waits in the same call (:func:`waits_alike`): (device, share of its
+    #: window, whether that thread is the finding's device's)
+    alike: Tuple[Tuple[int, float, bool], ...] = ()
+
+    def waiters(self, dev: int) -> Tuple[str, str, str, str]:
+        """Who waits (with its verb), the GPUs, the title device and the others' shares, as the title says them: the
+        launching thread of ``dev`` alone, or the thread(s) of every device in :attr:`alike` — the title must not
+        single one out ("The launching threads of devices 0 and 1 wait", "… on device 0, 84.1 % on device 1")."""
+        if not self.alike:
+            return "The launching thread waits", "the GPU idles", "", ""
+        one = all(same for _, _, same in self.alike)
+        shares = [x for _, x, _ in self.alike]
+        lo, hi = f"{min(shares):.1f}", f"{max(shares):.1f}"
+        return (f"The launching thread{'' if one else 's'} of {_devices([dev] + [d for d, _, _ in self.alike])} "
+                f"{'waits' if one else 'wait'}", "the GPUs idle", f" on device {dev}",
+                f", {lo if lo == hi else lo + '–' + hi} % on {_devices([d for d, _, _ in self.alike])}")
+
+
+def _devices(ds: Sequence[int]) -> str:
+    """"device 1", "devices 0 and 1", "devices 0, 1 and 2" (sorted)."""
+    ds = sorted(ds)
+    return f"device {ds[0]}" if len(ds) == 1 else "devices " + ", ".join(map(str, ds[:-1])) + f" and {ds[-1]}"
 
 
 def launcher_of(waits: Optional[WaitsResult], device: int) -> Optional[LauncherWaits]:
@@ -102,9 +124,11 @@ def _advice(w: LauncherWaits, shown: List[int], ran: bool = False) -> Tuple[str,
     return tuple(ids)
 
 
-def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional[WaitStory]:
+def wait_story(waits: Optional[WaitsResult], device: int, call: str,
+               shares: Optional[Dict[int, float]] = None) -> Optional[WaitStory]:
     """The evidence and advice of the ``osrt`` finding of ``device`` whose largest call is ``call``; None when
-    ``call`` does not wait or the launching thread was not followed (its waits < 1 % of the window)."""
+    ``call`` does not wait or the launching thread was not followed (its waits < 1 % of the window). ``shares``:
+    ``call``'s idle-cause share of each other device's window (:func:`waits_alike`)."""
     if not is_wait(call):
         return None
     w = launcher_of(waits, device)
@@ -159,7 +183,10 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     advice = _advice(w, named, n_s > 0)
     if every:   # another process ran through the waits: not "no one is seen working" (lack of load)
         advice = tuple(a for a in advice if not a.startswith("wait.unseen")) + OTHER_PROCESS_ADVICE
-    return WaitStory(context, tuple(ev), advice)
+    alike, alike_ev = waits_alike(waits, device, call, shares or {})
+    if alike_ev:       # beside other devices' threads, this one is the device's
+        ev[0] = ev[0].replace("The launching thread", f"Device {device}'s launching thread", 1)
+    return WaitStory(context, tuple(ev + alike_ev), advice, alike)
 
 
 def waits_alike(waits: Optional[WaitsResult], device: int, call: str, shares: Dict[int, float]

@@ -75,3 +75,75 @@ def test_no_other_process_no_line_and_no_key(tmp_path: Path) -> None:
     rep = analyze_path(str(p), Options())
     assert rep.trace.other_processes is None and "other_processes" not in rep.to_dict()["trace"]
     assert "Other processes" not in render_markdown(rep)
+
+
+def test_minor_processes_are_counted_in_one_phrase_the_active_ones_listed(tmp_path: Path) -> None:
+    """A serving capture with short-lived helpers (traces 01–03 list 24–26 `bash` / `readlink` / unnamed pids of
+    1–10 samples each, burying the one process that matters). The CUDA process (pid 1) has 500 CPU samples and 970
+    OS calls; `tokenizer` (pid 200) 20 samples; `api_server` (pid 300) 3 NVTX ranges and 1 sample; `nvidia-smi`
+    (pid 500) 30 OS calls; ten `bash` (pids 400…409) 2 samples each; `readlink` (pid 410) 1 sample and 5 OS calls.
+    Capture: 500 + 20 + 1 + 20 + 1 = 542 samples (1 % = 5.42), 970 + 30 + 5 = 1,005 OS calls (1 % = 10.05).
+    Listed: `nvidia-smi` (30 ≥ 10.05), `tokenizer` (20 ≥ 5.42), `api_server` (NVTX ranges: instrumented on
+    purpose); minor: the 11 others (2 or 1 samples < 5.42, 5 calls < 10.05): 21 samples and 5 OS calls."""
+    b = TraceBuilder("2022.4", seed=1)
+    b.process(1, "engine")
+    b.gpu(0)
+    _cuda_process(b)
+    g1 = b.thread(1, 2, "engine_io")
+    for j in range(500):
+        b.cpu_sample((300 + j) * US, tid_g=g1, frames=[("f", PY)])
+    for j in range(969):
+        b.osrt((300 + j) * US, (300 + j) * US + 500, tid_g=g1, name="read")
+
+    def proc(pid: int, name: str, samples: int, calls: int, ranges: int = 0) -> None:
+        b.process(pid, name)
+        g = b.thread(pid, pid, name)
+        for j in range(samples):
+            b.cpu_sample((30 + 10 * j) * US, tid_g=g, frames=[("f", PY)])
+        for j in range(calls):
+            b.osrt((40 + 10 * j) * US, (45 + 10 * j) * US, tid_g=g, name="ioctl")
+        for j in range(ranges):
+            b.nvtx_push_pop((40 + 10 * j) * US, (45 + 10 * j) * US, "handle_request", tid_g=g)
+
+    proc(200, "tokenizer", 20, 0)
+    proc(300, "api_server", 1, 0, ranges=3)
+    proc(500, "nvidia-smi", 0, 30)
+    for i in range(10):
+        proc(400 + i, "bash", 2, 0)
+    proc(410, "readlink", 1, 5)
+    p = tmp_path / "t.sqlite"
+    b.write(str(p))
+    rep = analyze_path(str(p), Options())
+    t = rep.to_dict()["trace"]
+    assert [(r["pid"], r["name"]) for r in t["other_processes"]] == [(500, "nvidia-smi"), (200, "tokenizer"),
+                                                                     (300, "api_server")]
+    assert t["minor_processes"] == {"processes": 11, "cpu_samples": 21, "os_runtime_calls": 5}
+    line = next(x for x in render_markdown(rep).splitlines() if x.startswith("- Other processes"))
+    assert line == ("- Other processes with recorded activity (no CUDA calls): pid 500 `nvidia-smi` (30 OS-runtime "
+                    "calls); pid 200 `tokenizer` (20 CPU samples); pid 300 `api_server` (3 NVTX ranges, 1 CPU "
+                    "sample); and 11 more processes with 21 CPU samples and 5 OS-runtime calls in all, each under 1 % "
+                    "of the capture's CPU samples and of its OS-runtime calls.")
+
+
+def test_only_minor_processes_one_phrase_of_the_kinds_the_capture_has(tmp_path: Path) -> None:
+    """No OS-runtime trace, a CUDA process with 300 samples and 3 `bash` pids of 2 samples each (2 / 306 < 1 %):
+    no list, the phrase names CPU samples only (the capture has no OS call to be a share of)."""
+    b = TraceBuilder("2024.2", seed=1)
+    b.process(1, "engine")
+    b.gpu(0)
+    g = b.thread(1, 1, "engine")
+    b.launch(10 * US, 15 * US, 20 * US, 120 * US, pid=1, tid=1, device=0, name="k")
+    for j in range(300):
+        b.cpu_sample((200 + j) * US, tid_g=g, frames=[("f", PY)])
+    for i in range(3):
+        b.process(400 + i, "bash")
+        gb = b.thread(400 + i, 400 + i, "bash")
+        for j in range(2):
+            b.cpu_sample((30 + 10 * j) * US, tid_g=gb, frames=[("f", PY)])
+    p = tmp_path / "t.sqlite"
+    b.write(str(p))
+    rep = analyze_path(str(p), Options())
+    assert rep.trace.other_processes is None and "other_processes" not in rep.to_dict()["trace"]
+    line = next(x for x in render_markdown(rep).splitlines() if x.startswith("- Other processes"))
+    assert line == ("- Other processes with recorded activity (no CUDA calls): 3 processes with 6 CPU samples in all, "
+                    "each under 1 % of the capture's CPU samples.")

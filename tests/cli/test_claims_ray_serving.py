@@ -101,10 +101,12 @@ def test_slow_driver_idle_is_a_wait_in_epoll_naming_the_driver(tmp_path: Path, f
     last sync (t0 + 19 × 2.086 + 2.045 ms = 41.679 ms); before the first GEMM (t0 + 1.540 ms) the wait holds 1.520
     ms: 19 × 1.550 + 1.520 = 30.970 ms = 74.3 % in `epoll_wait` (not launch overhead), and the driver `python3`
     (pid 1000) is the only process sampled inside the waits: 15 samples per step × 20 = 300 of 300.
-    Ray's `raylet` / `gcs_server` are not named (never sampled)."""
+    Ray's `raylet` / `gcs_server` are not named (never sampled). Both workers wait alike (74.3 % each): the title
+    names both devices, not device 0's thread alone."""
     j = _report(_ray(tmp_path / "t.sqlite", flavor=flavor, sched=1500, gpu=500))
     f = finding_of(j, "idle_osrt")
-    assert f["title"] == "The launching thread waits in `epoll_wait` while the GPU idles: 74.3 % (30.970 ms)"
+    assert f["title"] == ("The launching threads of devices 0 and 1 wait in `epoll_wait` while the GPUs idle: 74.3 % "
+                          "(30.970 ms) on device 0, 74.3 % on device 1")
     assert ("CPU samples of other processes taken during these waits: `python3` (pid 1000) sampled running in 300 of "
             "the 300 samples taken inside them (every thread's but the launching thread's).") in f["evidence"]
     assert not any("raylet" in e or "gcs_server" in e for e in f["evidence"])

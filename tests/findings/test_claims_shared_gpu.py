@@ -66,7 +66,8 @@ def test_step_sync_kernel_share_is_not_another_process_s_kernels(tmp_path: Path)
     thread, the rest by others)"."""
     rep = report_of(_two_engines(), tmp_path)
     ev = finding_of(rep, "step_sync")["evidence"][0]
-    assert "49 steps holding 98 % of the device's kernels (49 % launched by this thread, the rest by others)." in ev
+    assert ("the 49 steps from the first to the last sync point hold 98 % of the device's 1,000 kernels in the window "
+            "(49 % launched by this thread, the rest by others).") in ev
     series = [s for s in rep["step_sync"]["series"] if s["holds"]]
     assert sorted((s["kernels_in_steps"], s["own_kernels_in_steps"]) for s in series) == [(980, 490), (980, 490)]
 

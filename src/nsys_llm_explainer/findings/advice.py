@@ -52,8 +52,8 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the queued-latency finding's GPU takes programmatic dependent launch (compute capability ≥ 9.0; None: not known,
     # or the GPUs differ; TraceFacts.supports_pdl, set by findings/idle.py only)
     "gpu_pdl": (True, False, None),
-    # the processes that made the CUDA calls are native programs, not a Python interpreter (TraceFacts.native_host;
-    # None: not known); set by findings/idle.py only
+    # the processes that made the CUDA calls are native programs (TraceFacts.native_host), not a Python interpreter
+    # (False: TraceFacts.python_host; None: not known, an unnamed process); set by findings/idle.py only
     "native_host": (True, False, None),
     # the copy-path finding's GPU has one copy engine (``asyncEngines`` 1; "some": the device may be a GPU with one or
     # one with more — the GPUs differ and the export does not tie the device to one; None: not recorded;
@@ -218,6 +218,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        framework=("tensorflow",)),
     _a("module_load.exclude", "This is paid once per process (lazy module loading, JIT): leave it out of the "
        "steady-state capture (`--capture-range=cudaProfilerApi` after warm-up) rather than optimizing it."),
+    _a("module_load.graph_upload", "This is paid once per CUDA graph (its upload on first launch): upload each graph "
+       "ahead of its first timed launch (`cudaGraphUpload` after instantiation, or one warm-up replay), or leave it "
+       "out of the steady-state capture (`--capture-range=cudaProfilerApi` after warm-up)."),
     _a("launch.graphs", "Cut the number of launches per step with CUDA graphs and kernel fusion, or give each "
        "kernel more work (larger batches).", cuda_graphs=(False,)),
     _a("launch.graphs.torch", "In PyTorch: `torch.compile(mode=\"reduce-overhead\")` or `torch.cuda.graphs` "
@@ -306,13 +309,14 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "it may be waiting for its next batch (from data-loader worker processes or a data service): trace OS calls "
        "(`--trace=osrt`) to see what it blocks in, and see which processes run meanwhile (the whole process tree "
        "sampled) to find what prepares the batches.", host_thread_off_cpu=(True,), workload=("training",)),
-    # py-spy samples a Python interpreter only: not named for a native host (``native_host``, docs/FINDINGS.md)
+    # py-spy samples a Python interpreter only: named for a host known to be one (``native_host`` False), not for a
+    # native or unknown one (docs/FINDINGS.md)
     _a("host_cpu.profile", "Profile the host code that runs while the GPU idles (`nsys --sample=cpu`, py-spy) and "
        "overlap CPU work (scheduling, data preparation, Python) with GPU execution.", cpu_samples=(False,),
-       host_thread_off_cpu=(False,), native_host=(False, None)),
+       host_thread_off_cpu=(False,), native_host=(False,)),
     _a("host_cpu.profile.native", "Profile the host code that runs while the GPU idles (`nsys --sample=cpu`) and "
        "overlap CPU work (scheduling, data preparation) with GPU execution.", cpu_samples=(False,),
-       host_thread_off_cpu=(False,), native_host=(True,)),
+       host_thread_off_cpu=(False,), native_host=(True, None)),
     _a("host_cpu.samples", "The CPU samples of the launching thread (evidence above, `tables/host_samples.csv`) name "
        "the code that ran while the GPU idled: shorten it, move it to another thread, or overlap it with GPU "
        "execution.", cpu_samples=(True,)),

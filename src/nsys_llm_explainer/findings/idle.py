@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..analyses.api.classes import normalize
+from ..analyses.api.classes import GRAPH_LAUNCH, normalize
 from ..analyses.api.cuda_api import CudaApiResult
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
@@ -62,7 +62,15 @@ VARIANTS: Dict[str, CauseKind] = {
     "queued_after_launch": replace(
         KIND["queued"], title="Per-kernel launch latency: each kernel starts a few µs after its launch ({share:.1f} % "
         "of the window)", advice=QUEUED_LATENCY_ADVICE),
+    # a graph launch that first-launches kernels is a graph's first launch (it uploads the graph), not a module load
+    "module_load_graph": replace(
+        KIND["module_load"], title="One-time cost: first CUDA-graph launches ({what}) take {share:.1f} % of the window",
+        advice=("module_load.graph_upload",)),
 }
+#: the evidence of a first graph launch (the ``module_load_graph`` variant)
+GRAPH_FIRST_LAUNCH = ("{what} here launches kernels that ran in no earlier launch of this process: a CUDA graph's "
+                      "first launch, which uploads the graph to the GPU (unless `cudaGraphUpload` ran before) — a "
+                      "one-time cost of the graph, not of the loop; module loads are charged to their own calls.")
 
 #: PyTorch's per-op NVTX ranges (`emit_nvtx`, `record_function` of ops): their host time is the framework's per-op
 #: work, not code to move out of the loop (advice ``nvtx.op_ranges``)
@@ -104,23 +112,25 @@ def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: A
 
 
 def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int, story: Optional[WaitStory],
-           main_ns: int, loop: bool) -> Tuple[str, int]:
+           main_ns: int, loop: bool, dev: int = 0) -> Tuple[str, int]:
     """What the finding claims, with its share and time on its device, and that time (``ns``: the share's time, not
     the sum over devices, which is the time at stake; ``main_ns``: the named detail's part of it, quoted when the
     title names that detail alone): named after the largest detail when it holds most of the kind, else after the
     kind with the largest detail beside it; a wait is named with the range around it. ``loop``: ``what`` is the
     largest detail in the loop (the largest of all is mostly start-up / shutdown), ``main_share`` / ``main_ns`` its
-    part between kernels, which the title says."""
+    part between kernels, which the title says. When other devices' launching threads wait alike
+    (``WaitStory.alike``) the title names them all, its numbers the device ``dev``'s and their shares."""
     named = min(ns, main_ns)
     in_loop = " in the loop" if loop else ""
+    who, gpus, on, others = story.waiters(dev) if story is not None else ("", "", "", "")
     if (story is not None or txt.title_many) and main_share < 0.5 * kind_share:     # named after the kind
-        head = (f"The launching thread waits in OS calls while the GPU idles: {kind_share:.1f} % ({dur(ns)})"
+        head = (f"{who} in OS calls while {gpus}: {kind_share:.1f} % ({dur(ns)}){on}"
                 if story is not None else txt.title_many.format(share=kind_share) + f", {dur(ns)}")
         return head + f"; largest{in_loop} {code_name(what)} ({main_share:.1f} %)", ns
     if story is not None:
         inside = f" inside {code_name(story.context)}" if story.context else ""
-        return (f"The launching thread waits in {code_name(what)}{inside} while the GPU idles: {main_share:.1f} % "
-                f"({dur(named)}{in_loop})"), named
+        return (f"{who} in {code_name(what)}{inside} while {gpus}: {main_share:.1f} % "
+                f"({dur(named)}{in_loop}){on}{others}"), named
     return txt.title.format(what=code_name(what), share=main_share).replace(
         " % of the window", f" % of the window, {dur(named)}{in_loop}", 1), named
 
@@ -238,6 +248,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                 txt = VARIANTS["copy_unified" + suffix]
             elif suffix:
                 txt = VARIANTS["copy" + suffix]
+        if kind == "module_load" and normalize(top[0][0]) in GRAPH_LAUNCH:
+            txt = VARIANTS["module_load_graph"]
         what = top[0][0] or txt.noun or kind
         main_share = 100.0 * by_dev[dev].ns_of(kind, top[0][0]) / win[dev]      # the idle-cause table's row
         ev = [f"Device {d}: {dur(sum(v.values()))} of idle charged to `{kind}` ({100.0 * sum(v.values()) / win[d]:.1f} "
@@ -283,11 +295,14 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                       + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "")
                       + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")
                          + " for the rest" if findings_elsewhere else "") + ".")
-        story = wait_story(waits, dev, named_det) if kind == "osrt" else None
+        story = wait_story(waits, dev, named_det, {d: 100.0 * by_dev[d].ns_of(kind, named_det) / win[d]
+                                                   for d in devs if d != dev}) if kind == "osrt" else None
         if story is not None:
             ev.extend(story.evidence)
         if wait_line:
             ev.append(wait_line)
+        if txt is VARIANTS["module_load_graph"]:
+            ev.append(GRAPH_FIRST_LAUNCH.format(what=code_name(top[0][0])))
         sampled = samples_evidence(host_samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)
@@ -356,7 +371,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if kind == "queued":     # programmatic dependent launch: the finding's GPU (docs/FINDINGS.md, "Facts")
             kind_facts = {**kind_facts, "gpu_pdl": facts.supports_pdl(dev)}
         if kind == "host_cpu":   # py-spy only for a Python host (docs/FINDINGS.md, "Facts")
-            kind_facts = {**kind_facts, "native_host": True if facts.native_host else None}
+            kind_facts = {**kind_facts, "native_host": True if facts.native_host else False if facts.python_host
+                          else None}
         if kind == "copy":
             kind_facts, side_ev = copy_facts(kind_facts, copy_engines, set(devs), details)
             ev.extend(side_ev)
@@ -378,7 +394,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                 f"{dur(named_ns)})") + ", all during the autotuning trials; no allocation idles the GPU after them")
         else:
             title, title_ns = _title(txt, title_det or txt.noun or kind, quoted, title_share, kind_dev, story,
-                                     title_det_ns, loop=in_loop is not None)
+                                     title_det_ns, loop=in_loop is not None, dev=dev)
         out.append(finding(
             f"idle_{kind}", category=category, severity=sev, confidence="high" if kind != "unknown"
             else "low", title=title,

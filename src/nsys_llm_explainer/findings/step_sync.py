@@ -106,8 +106,9 @@ def _evidence(s: StepSyncSeries, ss: StepSyncResult, dev: int, torch: bool) -> L
         if others else ""
     return [f"Device {dev}, {who} ({ids}): {s.sync_points} blocking calls wait until the GPU "
             f"has finished the thread's work ({', '.join(f'{code_name(a)} {n}' for a, n in s.api_counts[:3])}){rb}; "
-            f"{code_name(s.api)} ends a step every {dur(s.period_p50_ns)} (p90 {dur(s.period_p90_ns)}), "
-            f"{fmt_count(s.steps, 'step')} holding {100 * s.kernel_share:.0f} % of the device's kernels" + own + "."
+            f"{code_name(s.api)} ends a step every {dur(s.period_p50_ns)} (p90 {dur(s.period_p90_ns)}); the "
+            f"{fmt_count(s.steps, 'step')} from the first to the last sync point hold {100 * s.kernel_share:.0f} % of "
+            f"the device's {s.device_kernels:,} kernels in the window" + own + "."
             + also,
             f"Per step (p50): GPU busy {dur(s.gpu_busy_p50_ns)}; the host waits in the sync {dur(s.wait_p50_ns)}; "
             f"then the GPU idles {dur(s.exposed_p50_ns)} (p90 {dur(s.exposed_p90_ns)}) while the host works before "

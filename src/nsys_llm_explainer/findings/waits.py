@@ -5,13 +5,14 @@ and advice chosen by what they did — file I/O, CUDA copies, other work, or not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analyses.common.stats import pct
 from ..analyses.threads.waits import LauncherWaits, OtherProcess, OverlapRow, WaitsResult
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.os_calls import is_wait
+from .base import MEDIUM_SHARE
 
 #: another thread is named when it is active during at least this % of the waits
 SHOWN_THREAD_PCT = 10.0
@@ -38,6 +39,28 @@ class WaitStory:
     context: str
     evidence: Tuple[str, ...]
     advice: Tuple[str, ...]
+    #: the other devices whose launching thread waits in the same call (:func:`waits_alike`): (device, share of its
+    #: window, whether that thread is the finding's device's)
+    alike: Tuple[Tuple[int, float, bool], ...] = ()
+
+    def waiters(self, dev: int) -> Tuple[str, str, str, str]:
+        """Who waits (with its verb), the GPUs, the title device and the others' shares, as the title says them: the
+        launching thread of ``dev`` alone, or the thread(s) of every device in :attr:`alike` — the title must not
+        single one out ("The launching threads of devices 0 and 1 wait", "… on device 0, 84.1 % on device 1")."""
+        if not self.alike:
+            return "The launching thread waits", "the GPU idles", "", ""
+        one = all(same for _, _, same in self.alike)
+        shares = [x for _, x, _ in self.alike]
+        lo, hi = f"{min(shares):.1f}", f"{max(shares):.1f}"
+        return (f"The launching thread{'' if one else 's'} of {_devices([dev] + [d for d, _, _ in self.alike])} "
+                f"{'waits' if one else 'wait'}", "the GPUs idle", f" on device {dev}",
+                f", {lo if lo == hi else lo + '–' + hi} % on {_devices([d for d, _, _ in self.alike])}")
+
+
+def _devices(ds: Sequence[int]) -> str:
+    """"device 1", "devices 0 and 1", "devices 0, 1 and 2" (sorted)."""
+    ds = sorted(ds)
+    return f"device {ds[0]}" if len(ds) == 1 else "devices " + ", ".join(map(str, ds[:-1])) + f" and {ds[-1]}"
 
 
 def launcher_of(waits: Optional[WaitsResult], device: int) -> Optional[LauncherWaits]:
@@ -101,9 +124,11 @@ def _advice(w: LauncherWaits, shown: List[int], ran: bool = False) -> Tuple[str,
     return tuple(ids)
 
 
-def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional[WaitStory]:
+def wait_story(waits: Optional[WaitsResult], device: int, call: str,
+               shares: Optional[Dict[int, float]] = None) -> Optional[WaitStory]:
     """The evidence and advice of the ``osrt`` finding of ``device`` whose largest call is ``call``; None when
-    ``call`` does not wait or the launching thread was not followed (its waits < 1 % of the window)."""
+    ``call`` does not wait or the launching thread was not followed (its waits < 1 % of the window). ``shares``:
+    ``call``'s idle-cause share of each other device's window (:func:`waits_alike`)."""
     if not is_wait(call):
         return None
     w = launcher_of(waits, device)
@@ -158,7 +183,33 @@ def wait_story(waits: Optional[WaitsResult], device: int, call: str) -> Optional
     advice = _advice(w, named, n_s > 0)
     if every:   # another process ran through the waits: not "no one is seen working" (lack of load)
         advice = tuple(a for a in advice if not a.startswith("wait.unseen")) + OTHER_PROCESS_ADVICE
-    return WaitStory(context, tuple(ev), advice)
+    alike, alike_ev = waits_alike(waits, device, call, shares or {})
+    if alike_ev:       # beside other devices' threads, this one is the device's
+        ev[0] = ev[0].replace("The launching thread", f"Device {device}'s launching thread", 1)
+    return WaitStory(context, tuple(ev + alike_ev), advice, alike)
+
+
+def waits_alike(waits: Optional[WaitsResult], device: int, call: str, shares: Dict[int, float]
+                ) -> Tuple[Tuple[Tuple[int, float, bool], ...], List[str]]:
+    """The other devices whose launching thread waits in ``call`` too — ``call``'s idle-cause row holds ≥
+    :data:`~findings.base.MEDIUM_SHARE` % of the device's window (``shares``: device → that %) and the device's
+    followed launching thread waits in ``call`` — as (device, share, whether that thread is ``device``'s); and the
+    evidence naming their threads (none for ``device``'s own thread, which the story names)."""
+    w = launcher_of(waits, device)
+    out: List[Tuple[int, float, bool]] = []
+    lines: List[str] = []
+    for d, share in sorted(shares.items()):
+        o = launcher_of(waits, d)
+        c = next((c for c in o.calls if c.name == call), None) if o is not None else None
+        if o is None or c is None or share < MEDIUM_SHARE or w is None:
+            continue
+        out.append((d, share, o.gtid == w.gtid))
+        if o.gtid != w.gtid:
+            lines.append(f"Device {d}'s launching thread {thread_named(o.thread, o.tid)} waits alike: in OS calls "
+                         f"{o.wait_pct_of_window:.1f} % of the window ({code_name(call)} {c.pct_of_window:.1f} %).")
+    if len(lines) > SHOWN_THREADS:
+        lines = lines[:SHOWN_THREADS] + [f"{len(lines) - SHOWN_THREADS} more devices' launching threads wait alike."]
+    return tuple(out), lines
 
 
 def qualifying(processes: Sequence[OtherProcess], n_all: int) -> List[OtherProcess]:

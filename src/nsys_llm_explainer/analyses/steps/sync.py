@@ -256,8 +256,8 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
     elif m > 1 and period.shape[0] == 0:
         holds, why = False, "every step starts after an idle pause: no host work of a step to overlap"
     elif share < MIN_KERNEL_SHARE:
-        holds, why = False, (f"the steps hold {100 * share:.0f} % of the device's kernels "
-                             f"(< {100 * MIN_KERNEL_SHARE:.0f} %)")
+        holds, why = False, (f"the steps between its sync points hold {100 * share:.0f} % of the device's kernels in "
+                             f"the window (< {100 * MIN_KERNEL_SHARE:.0f} %)")
     elif p90 > MAX_PERIOD_SPREAD * p50 and not host_regular:
         x_ok = x50 > 0 and x90 <= MAX_PERIOD_SPREAD * x50
         holds, why = False, (f"irregular period: p90 {dur(p90)} > {MAX_PERIOD_SPREAD:g} × p50 {dur(p50)}, and "
@@ -267,8 +267,9 @@ def _series(ctx: StepSyncContext, tl: DeviceTimeline, dc: DeviceCauses, g: int, 
                                 f"irregular host time after the sync: p90 {dur(x90)} "
                                 + (f"> {MAX_PERIOD_SPREAD:g} × p50 {dur(x50)}" if x50 > 0 else "with p50 0")))
     else:
-        holds, why = True, (f"{m} sync points of {code_name(api_counts[0][0])}; the steps hold {100 * share:.0f} % "
-                            f"of the device's kernels; period p90/p50 = {p90 / p50 if p50 else 0.0:.2f}")
+        holds, why = True, (f"{m} sync points of {code_name(api_counts[0][0])}; the steps between them hold "
+                            f"{100 * share:.0f} % of the device's kernels in the window; period p90/p50 = "
+                            f"{p90 / p50 if p50 else 0.0:.2f}")
         if p90 > MAX_PERIOD_SPREAD * p50:        # the GPU work differs per step (prefill / decode): the host's does not
             why += f"; host time after the sync p90/p50 = {x90 / x50:.2f}"
     if n_paused:

@@ -127,8 +127,11 @@ class TraceFacts(FieldsJson):
     #: otherwise (:func:`pidless_api_processes`)
     pidless_api_processes: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     #: the processes that made the CUDA calls (", "-joined) when the trace says they are native programs, not a
-    #: Python interpreter (:func:`native_host`); None otherwise
+    #: Python interpreter (:func:`host_language`); None otherwise
     native_host: Optional[str] = field(default=None, metadata=NONE_OMITTED)
+    #: the trace says the processes that made the CUDA calls run a Python interpreter (:func:`host_language`); with
+    #: neither this nor ``native_host`` the host's language is not known (an unnamed process)
+    python_host: bool = field(default=False, metadata=NOT_IN_JSON)
     JSON_DERIVED: ClassVar[Tuple[str, ...]] = ("advice_facts",)
 
     def known_gpus(self) -> List[GpuFact]:
@@ -255,11 +258,12 @@ def analyze_facts(model: TraceModel, traits: KernelTraitsResult, graphs: GraphRe
                for gt, cnt in sorted(zip(g.tolist(), n.tolist()), key=lambda x: (-x[1], x[0]))]
     stack = traits.stack
     compiled, compiled_ev = _inductor(model)
+    native, python = host_language(model, stack)
     return TraceFacts(gpus, traits.workload, traits.workload_evidence, stack, traits.stack_evidence,
                       _FRAMEWORK.get(stack, ""), uses_graphs, graph_ev, compiled, compiled_ev,
                       bool(model.samples is not None and len(model.samples)), um, um_ev, bool(threads),
                       tuple(threads), bool(model.osrt is not None and len(model.osrt)), **copy_facts(copy_engines),
-                      pidless_api_processes=pidless_api_processes(model), native_host=native_host(model, stack))
+                      pidless_api_processes=pidless_api_processes(model), native_host=native, python_host=python)
 
 
 #: a Python interpreter's process name (``python``, ``python3.11``, ``/usr/bin/python3``, ``ipython``)
@@ -269,21 +273,23 @@ _PYTHON_PROCESS = re.compile(r"(?:^|/)i?python[\d.]*$", re.I)
 _NATIVE_STACKS = ("", "tensorrt", "onnxruntime", "onnxruntime + tensorrt")
 
 
-def native_host(model: TraceModel, stack: str) -> Optional[str]:
-    """The processes that made CUDA calls (those of the kernels where no call is recorded), ", "-joined, when the
-    evidence says they are native programs (a llama.cpp ``llama-server``, a Rust ``candle`` server): the stack is one
-    of :data:`_NATIVE_STACKS`, every such process is named and none as a Python interpreter, and no CPU sample of a
-    CUDA thread is in the Python interpreter; None otherwise (a Python script started by its own name, with no
-    framework evidence, reads as native: docs/FINDINGS.md "Facts")."""
+def host_language(model: TraceModel, stack: str) -> Tuple[Optional[str], bool]:
+    """Whether the processes that made CUDA calls (those of the kernels where no call is recorded) are native
+    programs or a Python interpreter. Native (their names, ", "-joined; a llama.cpp ``llama-server``, a Rust
+    ``candle`` server) when the stack is one of :data:`_NATIVE_STACKS`, every such process is named and none as a
+    Python interpreter, and no CPU sample of a CUDA thread is in the Python interpreter. Python (True) when the stack
+    is another (a Python framework), a process is named as a Python interpreter or such a sample is. Neither when a
+    process is unnamed (the export records no name: nothing said of its language) and nothing else tells. A Python
+    script started by its own name, with no framework evidence, reads as native: docs/FINDINGS.md "Facts"."""
     rows = model.api if model.api is not None and len(model.api) else model.kernels
     if stack not in _NATIVE_STACKS or rows is None or not len(rows):
-        return None
+        return None, stack not in _NATIVE_STACKS
     names = [model.info.process_names.get(int(p), "") for p in np.unique(rows.pid).tolist()]
     smp = model.samples
-    if not all(names) or any(_PYTHON_PROCESS.search(n) for n in names) or (
+    if any(_PYTHON_PROCESS.search(n) for n in names) or (
             smp is not None and bool(np.any(smp.frame_group == GROUP_KEYS.index("python")))):
-        return None
-    return ", ".join(sorted(set(names)))
+        return None, True
+    return (", ".join(sorted(set(names))) if all(names) else None), False
 
 
 def pidless_api_processes(model: TraceModel) -> Optional[int]:

@@ -3,7 +3,8 @@
 ``path`` is the trace as the user named it (``display_path`` when given: the report file a SQLite export
 was made from, or the demo's copy); ``span_ns`` = ``end_ns − start_ns`` of all captured activity;
 ``processes`` lists the PIDs with kernels or CUDA API calls (their counts); ``other_processes`` those with NVTX
-ranges, CPU samples or OS-runtime calls but no CUDA call (their counts, most first); ``schema_notes`` the schema
+ranges, CPU samples or OS-runtime calls but no CUDA call (their counts, most first) save the minor ones, which
+``minor_processes`` counts (:data:`MINOR_PCT`); ``schema_notes`` the schema
 quirks the reader handled; ``session`` the session as the export records it (:mod:`.session`); ``capture`` the
 capture and export settings the export's metadata records (:class:`CaptureSettings`); ``row_counts`` the rows of
 each activity table the model holds (:class:`model.info.RowCounts`).
@@ -50,9 +51,18 @@ class OtherProcessRow(FieldsJson):
         return self.nvtx_ranges + self.cpu_samples + self.os_runtime_calls
 
 
-def _other_processes(model: TraceModel, cuda: Dict[int, Dict[str, int]]) -> Optional[Tuple[OtherProcessRow, ...]]:
+#: a process without CUDA calls is minor (counted, not listed) when it has no NVTX range and under this % of the
+#: capture's CPU samples and under this % of its OS-runtime calls: a shell, ``readlink`` or compiler the workload
+#: started for a moment (6-8 samples of 3,700 on traces 01-03), not a tokenizer, a Ray driver or a monitor
+MINOR_PCT = 1.0
+
+
+def _other_processes(model: TraceModel, cuda: Dict[int, Dict[str, int]]
+                     ) -> Tuple[Optional[Tuple[OtherProcessRow, ...]], Optional[MinorProcesses]]:
     """The processes outside ``cuda`` (the pids with kernels or CUDA API calls) with NVTX ranges, CPU samples or
-    OS-runtime calls, most recorded activity first (then by pid); None when there is none."""
+    OS-runtime calls, most recorded activity first (then by pid), None when there is none; and the minor ones left
+    out of that list (:data:`MINOR_PCT` of the whole capture's rows of each kind, every process's), None when none
+    is."""
     counts: Dict[int, Dict[str, int]] = {}
     for table, what in ((model.nvtx, "nvtx_ranges"), (model.osrt, "os_runtime_calls")):
         if table is not None and len(table):
@@ -64,8 +74,23 @@ def _other_processes(model: TraceModel, cuda: Dict[int, Dict[str, int]]) -> Opti
     names = model.info.process_names
     rows = [OtherProcessRow(p, names.get(p, ""), c.get("nvtx_ranges", 0), c.get("cpu_samples", 0),
                             c.get("os_runtime_calls", 0)) for p, c in counts.items() if p >= 0 and p not in cuda]
-    rows.sort(key=lambda r: (-r.activity, r.pid))
-    return tuple(rows) or None
+    total = {what: sum(c.get(what, 0) for c in counts.values()) for what in ("cpu_samples", "os_runtime_calls")}
+    kept = [r for r in rows if r.nvtx_ranges or any(
+        100.0 * getattr(r, what) >= MINOR_PCT * n > 0 for what, n in total.items())]
+    kept.sort(key=lambda r: (-r.activity, r.pid))
+    minor = [r for r in rows if r not in kept]
+    return tuple(kept) or None, MinorProcesses(len(minor), sum(r.cpu_samples for r in minor),
+                                               sum(r.os_runtime_calls for r in minor)) if minor else None
+
+
+@dataclass(frozen=True)
+class MinorProcesses(FieldsJson):
+    """The minor processes without CUDA calls (:data:`MINOR_PCT`), counted, not listed: how many, and their CPU
+    samples and OS-runtime calls summed."""
+
+    processes: int
+    cpu_samples: int
+    os_runtime_calls: int
 
 
 def _recorded() -> Any:
@@ -118,6 +143,9 @@ class TraceInfoResult(FieldsJson):
     #: the processes with NVTX ranges, CPU samples or OS-runtime calls but no CUDA call, most activity first
     #: (:class:`OtherProcessRow`); None (no key in report.json) when there is none
     other_processes: Optional[Tuple[OtherProcessRow, ...]] = field(default=None, metadata=NONE_OMITTED)
+    #: the minor processes without CUDA calls left out of ``other_processes`` (:data:`MINOR_PCT`); None (no key in
+    #: report.json) when there is none
+    minor_processes: Optional[MinorProcesses] = field(default=None, metadata=NONE_OMITTED)
 
 
 def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) -> TraceInfoResult:
@@ -134,6 +162,7 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
     processes = tuple(ProcessRow(p, names.get(p, ""), active[p].get("kernels", 0), active[p].get("cuda_api_calls", 0))
                       for p in sorted(active))
     recorded = {key.split(":")[-1]: info.meta[key][0] for key in CAPTURE_META_KEYS if info.meta.get(key)}
+    others, minor = _other_processes(model, active)
     return TraceInfoResult(
         path=display_path if display_path is not None else info.path, nsys_version=info.product_version,
         export_schema_version=info.schema_version, metadata_table=info.meta_table, kernel_table=info.kernel_table,
@@ -141,4 +170,4 @@ def analyze_trace_info(model: TraceModel, display_path: Optional[str] = None) ->
         gpus=info.gpus, processes=processes,
         row_counts=info.row_counts, cuda_graph_trace_mode=info.graph_trace_mode, capture=CaptureSettings(**recorded),
         schema_notes=tuple(model.notes), session=analyze_session(model),
-        other_processes=_other_processes(model, active))
+        other_processes=others, minor_processes=minor)

@@ -83,14 +83,21 @@ def sec_trace(v: View) -> SectionResult:
               ("rows with no process id in the export",)),
             f" ({fmt_count(p.kernels, 'kernel')}, {fmt_int(p.cuda_api_calls)} CUDA API calls)")
             for p in procs[:8]], "; "), more, "."))
-    others = t.other_processes or ()
-    if others:
+    others, minor = t.other_processes or (), t.minor_processes
+    if others or minor:
         more = f"; and {len(others) - 8:,} more" if len(others) > 8 else ""
+        few = ""
+        if minor is not None:      # analyses/trace/info.MINOR_PCT
+            n, kinds = minor.processes, [(k, w) for k, w in ((minor.cpu_samples, "CPU sample"),
+                                                             (minor.os_runtime_calls, "OS-runtime call")) if k]
+            few = (("; and " if others else "") + f"{n:,} {'more ' if others else ''}process{'es' if n != 1 else ''} "
+                   f"with {' and '.join(fmt_count(k, w) for k, w in kinds)}{' in all, each' if n != 1 else ','} "
+                   f"under 1 % of the capture's {' and of its '.join(w + 's' for _, w in kinds)}")
         items.append(inline("Other processes with recorded activity (no CUDA calls): ", joined([inline(
             "pid ", Data(p.pid), (" ", Code(p.name, 40)) if p.name else None, " (", ", ".join(
                 fmt_count(n, what) for n, what in ((p.nvtx_ranges, "NVTX range"), (p.cpu_samples, "CPU sample"),
                                                    (p.os_runtime_calls, "OS-runtime call")) if n), ")")
-            for p in others[:8]], "; "), more, "."))
+            for p in others[:8]], "; "), more, few, "."))
     rc = t.row_counts
     if rc:
         items.append(inline("Rows: " + ", ".join(f"{fmt_int(rc[k])} {label}" for k, label in ROW_COUNT_LABELS

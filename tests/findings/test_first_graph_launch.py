@@ -1,0 +1,58 @@
+"""A CUDA graph's first launch (graph upload on first launch) charged to the one-time kind `module_load` is named
+for what it is: "first CUDA-graph launches", not "module loading" — the trace holds no module-load call
+(docs/FINDINGS.md, "Idle causes → findings")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from claims_support import finding_of
+from synth import TraceBuilder
+
+from nsys_llm_explainer.findings.advice import ADVICE
+from nsys_llm_explainer.options import options_from_kwargs
+from nsys_llm_explainer.pipeline import analyze_path
+
+US, MS = 1_000, 1_000_000
+PID = 100
+
+
+def _graph_decode(path: Path, flavor: str) -> dict:
+    """Graph decode loop: per token one `cudaGraphLaunch` of 40 kernels of 20 µs (25 µs apart; 8 names, each first
+    run inside the first launch — the eager warm-up preceded the capture), then `cudaStreamSynchronize` and 200 µs
+    of host work; 10 tokens from t = 1 ms. The first launch call lasts 8 ms (the graph's upload), the others 15 µs.
+    The first kernel starts at 1 + 8 + 0.005 ms, the last ends at 21.015 ms; the window [0, 30) ms keeps the whole
+    capture, [1, 21.015) ms = 20.015 ms (no warm-up trimmed); its first gap [1, 9.005) ms holds 8.000 ms of the first
+    launch call = 40.0 % of the window; the finding claims 39.8 % (40 µs lie within one timeline bin of the edge)."""
+    b = TraceBuilder(flavor)
+    b.process(PID, "python3")
+    b.gpu(0)
+    g = b.thread(PID, 1, "python3")
+    t = 1 * MS
+    for i in range(10):
+        call = 8 * MS if i == 0 else 15 * US
+        ks = t + call + 5 * US
+        kern = []
+        for j in range(40):
+            kern.append((ks, ks + 20 * US, f"decode_kernel_{j % 8}"))
+            ks += 25 * US
+        b.graph_launch(t, t + call, pid=PID, tid=1, kernels=kern, device=0, graph_exec_id=1)
+        c = b.runtime(t + call + 1 * US, ks + 3 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+        b.sync(t + call + 2 * US, ks + 2 * US, pid=PID, corr=c, device=0)
+        t = ks + 3 * US + 200 * US
+    b.write(str(path), overwrite=True)
+    return analyze_path(str(path), options_from_kwargs(window=(0, 30 * MS))).to_dict()
+
+
+@pytest.mark.parametrize("flavor", ["2022.4", "2024.2"])
+def test_first_graph_launch_is_named_a_graph_upload_not_a_module_load(tmp_path: Path, flavor: str) -> None:
+    """Before: "One-time cost: module loading / first launches (`cudaGraphLaunch`) take 39.8 % of the window" and
+    advice about lazy module loading and JIT, though no module was loaded in the trace."""
+    f = finding_of(_graph_decode(tmp_path / "t.sqlite", flavor), "idle_module_load")
+    assert f["title"] == ("One-time cost: first CUDA-graph launches (`cudaGraphLaunch`) take 39.8 % of the window, "
+                          "7.960 ms")
+    assert not any("module load" in x and "charged to their own calls" not in x for x in f["evidence"])
+    assert any(x.startswith("`cudaGraphLaunch` here launches kernels that ran in no earlier launch of this process: a "
+                            "CUDA graph's first launch") for x in f["evidence"])
+    assert f["recommendation"] == [ADVICE["module_load.graph_upload"].text]

@@ -1,6 +1,7 @@
 """Owned, atomic output directories (report, demo, compare and cluster outputs): a manifest of the files written,
 one atomic commit, nothing created, replaced or removed outside the real ``--out``. The rules and their tests:
-docs/SECURITY.md, "2. Outputs: the tool writes only what it owns" and the third sweep's table (items 1, 3, 4).
+docs/SECURITY.md, "2. Outputs: the tool writes only what it owns" and "Containment, memory errors, API"
+(classes 1, 3, 4).
 """
 
 from __future__ import annotations

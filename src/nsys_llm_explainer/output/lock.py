@@ -1,5 +1,5 @@
 """One run at a time per ``--out``: an advisory ``flock`` on a hidden file beside it, held from the check of
-``--out`` to the end of its commit (docs/SECURITY.md, third sweep, item 3).
+``--out`` to the end of its commit (docs/SECURITY.md, "Containment, memory errors, API", class 3).
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ MAX_EXAMPLES = 3
 LONG_GAP_NS = 1_000_000   # gaps at least this long are "long"; ``short_gap_ns`` counts the others
 TINY_GAP_NS = 10_000      # ``tiny_gap_ns`` counts ns in gaps shorter than this (back-to-back kernels)
 #: host-side pieces kept after the device pass: ``max(PIECES_KEPT, ROWS_FACTOR × rows of the API, NVTX, OS-runtime
-#: and kernel tables)``; also the pieces cut before the pass turns to the partitions (docs/PERFORMANCE.md, "Issue 24")
+#: and kernel tables)``; also the pieces cut before the pass turns to the partitions (docs/PERFORMANCE.md,
+#: "Many device ids, many NVTX domains")
 PIECES_KEPT = 1 << 20
 ROWS_FACTOR = 4
 #: a process whose launched activity holds under this share of a device's launched activity time is a bystander (a

@@ -1,6 +1,6 @@
 """A host thread's time cut once into pieces with their idle-cause kind and detail (its *partition*), and exact sums of
 it over many intervals without cutting again: what charges a device's host-side gap parts when many devices are fed
-by one thread (docs/PERFORMANCE.md, "Issue 24").
+by one thread (docs/PERFORMANCE.md, "Many device ids, many NVTX domains").
 """
 
 from __future__ import annotations

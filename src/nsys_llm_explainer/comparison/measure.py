@@ -313,3 +313,13 @@ def anchor_periods(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> T
 def steps_in_window(f: Facts) -> float:
     """Steps inside the steady window: Σ over steps of the fraction of the step's wall inside it."""
     return f.report.steps.inside(f.report.window.start_ns, f.report.window.end_ns)
+
+
+def step_sequences(f: Facts, by: str) -> int:
+    """The step sequences run side by side in the steady window: the distinct ``by`` (``pid``: NVTX steps, one
+    sequence per process; ``device``: marker-kernel steps) of the steps that overlap it."""
+    a, w = f.report.steps.arrays, f.report.window
+    if not f.report.steps.available or a is None or len(a) == 0:
+        return 0
+    inside = (a.end > w.start_ns) & (a.start < w.end_ns)
+    return int(np.unique(getattr(a, by)[inside]).shape[0])

@@ -1,0 +1,82 @@
+"""Compare claims over the A/B pairs an inference engineer compares (docs/COMPARE.md): tensor parallel on two GPUs
+against one, however the processes and step ranges are laid out. Truth by construction; every answer hand-computed.
+
+The loop (``_loop``, exact TraceBuilder rows, no jitter): 40 steps from t = 1 ms, one every ``period``. Per step and
+GPU ``d`` the kernels run back to back from t + 20 µs + 5 µs·d, launched 0.5 µs calls every 0.6 µs from t + 19 µs on
+the thread of the process driving the GPU (one process may drive both: its second GPU's launches follow the first's);
+each process then calls ``cudaStreamSynchronize`` until 5 µs after its last kernel ends, inside an NVTX
+``execute_model`` range from t to 10 µs after that (in the processes ``nvtx`` names)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence, Tuple
+
+import pytest
+from synth import TraceBuilder
+from synth.scenarios.names import K
+
+import nsys_llm_explainer as nle
+
+US = 1_000
+MS = 1_000_000
+SAMPLER = "void at::native::sampling_kernel()"
+ONE_GPU = ((K.GEMM_QKV, 200), (K.FLASH, 100), (K.RMS_NORM, 20), (SAMPLER, 10))        # 330 µs
+TP2 = ((K.GEMM_QKV, 100), (K.FLASH, 50), (K.NCCL_AR, 20), (K.RMS_NORM, 20), (SAMPLER, 10))   # 200 µs per GPU
+
+
+def _loop(path: Path, kernels: Sequence[Tuple[str, int]], period: int, gpus: int = 1, one_process: bool = True,
+          nvtx: Optional[Sequence[int]] = None, flavor: str = "2024.2") -> str:
+    b = TraceBuilder(flavor=flavor)
+    pids = [100] if one_process else [100 + d for d in range(gpus)]
+    threads = {p: (b.process(p), b.thread(p, p))[1] for p in pids}
+    for d in range(gpus):
+        b.gpu(d)
+    t = MS
+    for _ in range(40):
+        api = {p: t + 19 * US for p in pids}
+        last = {p: 0 for p in pids}
+        for d in range(gpus):
+            p = pids[0] if one_process else pids[d]
+            k = t + (20 + 5 * d) * US
+            for name, dur in kernels:
+                b.launch(api[p], api[p] + 500, k, k + dur * US, pid=p, tid=p, device=d, name=name)
+                api[p], k = api[p] + 600, k + dur * US
+            last[p] = max(last[p], k)
+        for p in pids:
+            c = b.runtime(api[p], last[p] + 5 * US, tid_g=threads[p], name="cudaStreamSynchronize_v3020")
+            b.sync(api[p], last[p] + 5 * US, pid=p, corr=c)
+            if nvtx is None or p in nvtx:
+                b.nvtx_push_pop(t, last[p] + 15 * US, "execute_model", tid_g=threads[p])
+        t += period
+    return b.write(str(path), overwrite=True)
+
+
+@pytest.mark.parametrize("layout, one_process, nvtx, flavor", [
+    ("one process drives both GPUs", True, None, "2022.4"),
+    ("a process per GPU, step ranges in rank 0 only", False, (100,), "2026.2"),
+    ("a process per GPU, step ranges in each", False, None, "2024.2"),
+])
+def test_tp2_against_one_gpu_is_per_gpu_whoever_marks_the_steps(tmp_path: Path, layout: str, one_process: bool,
+                                                                 nvtx: Optional[Sequence[int]], flavor: str) -> None:
+    """BASE: one GPU, 330 µs of kernels a step, period 1.000 ms. NEW: the layers split over two GPUs (GEMM 100 µs,
+    attention 50 µs on each), an all-reduce of 20 µs on each, period 0.870 ms. Truth: 13.0 % faster; per GPU and
+    step, over the 39 whole periods from the first step's start to the last's (both GPUs' kernels lie in them):
+    `gemm` 200 → 100 µs, `attention` 100 → 50, `nccl` 0 → 20, norm 20 and sampling 10 as they were, non-GPU time
+    1 000 − 330 = 670 → 870 − 200 = 670 µs. So the main reason is `gemm` −0.100 ms per step (`nccl` +0.020 is under a
+    quarter of it: no "offset by"), and the window time per step is the period, 1.000 → 0.870 ms. The units are
+    summed over the GPUs (39 periods × 2 = 78), as the parts are. Where one process drives both GPUs, or only rank 0
+    has step ranges, the step periods counted were 39 against parts summed over two GPUs: "window time per step
+    1.000 ms → 1.740 ms" and a main reason of +0.670 ms of host idle per step in a run 13 % faster."""
+    base = _loop(tmp_path / "b.sqlite", ONE_GPU, MS)
+    new = _loop(tmp_path / "n.sqlite", TP2, 870 * US, gpus=2, one_process=one_process, nvtx=nvtx, flavor=flavor)
+    res = nle.compare([base, new], labels=["TP1", "TP2"])
+    c, (b, n) = res.comparisons[0], res.traces
+    assert (c.verdict, c.metric_base.p50_ns, c.metric_new.p50_ns) == ("faster", MS, 870 * US)
+    assert (b.units, n.units, n.device_count) == (39, 78, 2)
+    assert (c.window_per_unit_base_ns, c.window_per_unit_new_ns) == (MS, 870 * US)
+    assert {d.name: (d.base_per_unit_ns, d.new_per_unit_ns) for d in c.category_changes} == {
+        "gemm": (200 * US, 100 * US), "attention": (100 * US, 50 * US), "nccl": (0, 20 * US),
+        "norm": (20 * US, 20 * US), "sampling": (10 * US, 10 * US), "non_gpu": (670 * US, 670 * US)}
+    assert c.headline[2] == ("Main reason: non-overlapped GPU time in `gemm` kernels −0.100 ms per step (window time "
+                             "per step 1.000 ms → 0.870 ms).")

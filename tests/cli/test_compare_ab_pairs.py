@@ -80,3 +80,31 @@ def test_tp2_against_one_gpu_is_per_gpu_whoever_marks_the_steps(tmp_path: Path, 
         "norm": (20 * US, 20 * US), "sampling": (10 * US, 10 * US), "non_gpu": (670 * US, 670 * US)}
     assert c.headline[2] == ("Main reason: non-overlapped GPU time in `gemm` kernels −0.100 ms per step (window time "
                              "per step 1.000 ms → 0.870 ms).")
+
+
+@pytest.mark.parametrize("flavor", ["2021.5", "2026.2"])
+def test_a_capture_without_nvtx_moves_no_host_time_between_causes(tmp_path: Path, flavor: str) -> None:
+    """BASE: the one-GPU loop with its step ranges; NEW: the same loop captured without NVTX (no range at all).
+    Truth: the same loop, period 1.000 ms, no change. Neither trace has steps found alike, so the metric is the
+    anchor GEMM's period, 1 instance an iteration, 40 in each window. The GPU idles 670 µs a step; BASE's host is in
+    `execute_model` for 19 µs before the first launch and 10 µs after the sync returns, so the report charges 29 µs
+    of it to `nvtx` — time NEW, having no range, can only charge to `host_cpu`. The headline read "Largest change: GPU
+    idle with the host inside NVTX ranges (idle cause `nvtx`) −0.029 ms per iteration, of which `execute_model`
+    −0.029 ms": no host work went away. Now `nvtx` counts as `host_cpu` in every trace of the comparison. By hand,
+    over the full windows (BASE from the first range's start to the last range's end, 39 ms + 365 µs; NEW from the
+    first launch call to the last sync's end, 39 ms + 336 µs): BASE host_cpu 39 × 635 µs + 40 × (19 + 10) µs =
+    25 925 µs, 648.125 µs an iteration; NEW 39 × 664 µs = 25 896 µs, 647.4 µs. The −0.725 µs left is where the
+    captures start and end (docs/COMPARE.md: the anchor metric's edge), under 0.001 ms."""
+    base = _loop(tmp_path / "b.sqlite", ONE_GPU, MS, flavor=flavor)
+    new = _loop(tmp_path / "n.sqlite", ONE_GPU, MS, nvtx=(), flavor=flavor)
+    res = nle.compare([base, new], labels=["NVTX", "BARE"])
+    c, (b, n) = res.comparisons[0], res.traces
+    assert (c.verdict, res.metric.name, b.units, n.units) == ("no_change", "iteration_period_p50", 40, 40)
+    kinds = [{s.name: s.per_unit_ns for s in t.idle_by_kind} for t in (b, n)]
+    assert ("nvtx" in kinds[0], "nvtx" in kinds[1], kinds[0]["host_cpu"], kinds[1]["host_cpu"]) == (
+        False, False, 648_125, 647_400)
+    assert c.headline[2] == ("Largest change: GPU idle with the host outside CUDA, NVTX and OS calls (idle cause "
+                             "`host_cpu`) −0.001 ms per iteration (window time per iteration 0.984 ms → 0.983 ms).")
+    assert b.notes == ("idle cause nvtx (the host inside NVTX ranges) counted as host_cpu: BARE recorded no NVTX "
+                       "range, so no trace's host time outside CUDA calls is split by range",)
+    assert not any("counted as host_cpu" in x for x in n.notes)   # NEW had no `nvtx` time to count

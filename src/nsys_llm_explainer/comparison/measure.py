@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, AbstractSet, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -115,6 +115,20 @@ def gather(rep: Report, label: str, path: str, periods: bool = False) -> Facts:
     return Facts(label, path, rep, pooled_ns, busy, busy_pct, len(counted) or len(rep.gpu_time.devices), kernels,
                  kind, detail, _categories(cats, busy, counted), rep.steady_kernel_starts, rest,
                  pp.span if pp is not None else None)
+
+
+def nvtx_as_host_cpu(f: Facts) -> Facts:
+    """``f`` with its ``nvtx`` idle (the host inside NVTX ranges, outside CUDA calls) counted as ``host_cpu`` (the
+    host outside CUDA calls, NVTX ranges and OS calls): the split of one capture's host time by range cannot be set
+    against a capture with no range (docs/COMPARE.md, "Where the change comes from")."""
+    ns = f.idle_kind.get("nvtx", 0)
+    if not ns:
+        return f
+    kind = {k: v for k, v in f.idle_kind.items() if k != "nvtx"}
+    kind["host_cpu"] = kind.get("host_cpu", 0) + ns
+    detail = {k: v for k, v in f.idle_detail.items() if k[0] != "nvtx"}
+    detail[("host_cpu", "")] = detail.get(("host_cpu", ""), 0) + ns
+    return replace(f, idle_kind=kind, idle_detail=detail)
 
 
 # ------------------------------------------------------------------------------------------ similarity

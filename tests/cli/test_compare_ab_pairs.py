@@ -1,10 +1,11 @@
 """Compare claims over the A/B pairs an inference engineer compares (docs/COMPARE.md): tensor parallel on two GPUs
-against one, however the processes and step ranges are laid out. Truth by construction; every answer hand-computed.
+against one however the processes and step ranges are laid out, TP ranks' noise, a capture without NVTX, cold steps
+in one capture. Truth by construction; every answer hand-computed.
 
-The loop (``_loop``, exact TraceBuilder rows, no jitter): 40 steps from t = 1 ms, one every ``period``. Per step and
-GPU ``d`` the kernels run back to back from t + 20 µs + 5 µs·d, launched 0.5 µs calls every 0.6 µs from t + 19 µs on
-the thread of the process driving the GPU (one process may drive both: its second GPU's launches follow the first's);
-each process then calls ``cudaStreamSynchronize`` until 5 µs after its last kernel ends, inside an NVTX
+The loop (``_loop``, exact TraceBuilder rows, no jitter): 40 steps (``steps``) from t = 1 ms, one every ``period``.
+Per step and GPU ``d`` the kernels run back to back from t + 20 µs + 5 µs·d, launched 0.5 µs calls every 0.6 µs from
+t + 19 µs on the thread of the process driving the GPU (one process may drive both: its second GPU's launches follow
+the first's); each process then calls ``cudaStreamSynchronize`` until 5 µs after its last kernel ends, inside an NVTX
 ``execute_model`` range from t to 10 µs after that (in the processes ``nvtx`` names)."""
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ TP2 = ((K.GEMM_QKV, 100), (K.FLASH, 50), (K.NCCL_AR, 20), (K.RMS_NORM, 20), (SAM
 
 
 def _loop(path: Path, kernels: Sequence[Tuple[str, int]], period: Union[int, Sequence[int]], gpus: int = 1,
-          one_process: bool = True, nvtx: Optional[Sequence[int]] = None, flavor: str = "2024.2") -> str:
+          one_process: bool = True, nvtx: Optional[Sequence[int]] = None, flavor: str = "2024.2",
+          steps: int = 40, warm: int = 0) -> str:
     """The loop of the module docstring; ``period``: one period, or periods step i takes in turn (i modulo their
-    count)."""
+    count); the first ``warm`` steps run each kernel 3 times as long."""
     periods = [period] if isinstance(period, int) else list(period)
     b = TraceBuilder(flavor=flavor)
     pids = [100] if one_process else [100 + d for d in range(gpus)]
@@ -37,13 +39,14 @@ def _loop(path: Path, kernels: Sequence[Tuple[str, int]], period: Union[int, Seq
     for d in range(gpus):
         b.gpu(d)
     t = MS
-    for i in range(40):
+    for i in range(steps):
         api = {p: t + 19 * US for p in pids}
         last = {p: 0 for p in pids}
         for d in range(gpus):
             p = pids[0] if one_process else pids[d]
             k = t + (20 + 5 * d) * US
             for name, dur in kernels:
+                dur *= 3 if i < warm else 1
                 b.launch(api[p], api[p] + 500, k, k + dur * US, pid=p, tid=p, device=d, name=name)
                 api[p], k = api[p] + 600, k + dur * US
             last[p] = max(last[p], k)
@@ -133,3 +136,27 @@ def test_tp_ranks_in_lockstep_count_each_step_once_in_the_noise(tmp_path: Path, 
     assert c.noise_pct == pytest.approx(100 * math.sqrt(2) * 1.96 * iqr_us / math.sqrt(39) / 1_010)
     assert (c.verdict, c.headline[1]) == ("no_change", "Spread p90/p50 1.02 over 39 step periods vs 1.02 over 39; "
                                           f"noise ±{0.7 if iqr_us == 15 else 0.8} %: the change is within the noise.")
+
+
+@pytest.mark.parametrize("flavor", ["2022.4", "2026.2"])
+def test_warm_up_steps_in_one_capture_are_not_a_change_of_the_loop(tmp_path: Path, flavor: str) -> None:
+    """BASE: the one-GPU loop, 60 steps of 1 ms, captured after warm-up. NEW: the same loop captured from its start,
+    its first 2 steps cold — each kernel 3 times as long (990 µs a step), 3 ms apart — then 58 steps as BASE's.
+    Truth: the loop did not change. The medians agree (1.000 ms: 2 of NEW's 59 periods are 3 ms); the cold steps
+    are as busy as the rest (33 %), so the window rule keeps them in the steady window. The parts were over all 59
+    periods: window (2 × 3 + 57) / 59 = 1.068 ms a step against 1.000, busy (2 × 990 + 57 × 330) / 59 = 352.4 µs, so
+    `non_gpu` 715.4 µs against 670 and `gemm` (2 × 600 + 57 × 200) / 59 = 213.6 µs against 200: "Largest change: GPU
+    idle with the host outside CUDA, NVTX and OS calls (idle cause `host_cpu`) +0.045 ms per step (window time per
+    step 1.000 ms → 1.068 ms)" on a verdict of no change. Now each process's leading (and trailing) run of
+    periods over 2 × its median is left out of the span the parts are over: NEW's span is steps 2 → 59, 57 periods
+    of 1 ms, each 330 µs of kernels and 670 µs idle as in BASE, so no part changed and the headline names none."""
+    base = _loop(tmp_path / "b.sqlite", ONE_GPU, MS, flavor=flavor, steps=60)
+    new = _loop(tmp_path / "n.sqlite", ONE_GPU, [3 * MS] * 2 + [MS] * 58, flavor=flavor, steps=60, warm=2)
+    res = nle.compare([base, new], labels=["STEADY", "COLD"])
+    c, (b, n) = res.comparisons[0], res.traces
+    assert (c.verdict, c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_new.count) == ("no_change", MS, MS, 59)
+    assert (b.units, n.units, n.pooled_window_ns, n.busy_ns) == (59, 57, 57 * MS, 57 * 330 * US)
+    assert (c.window_per_unit_base_ns, c.window_per_unit_new_ns) == (MS, MS)
+    assert {d.name: d.delta_per_unit_ns for d in c.category_changes} == {
+        "gemm": 0, "attention": 0, "norm": 0, "sampling": 0, "non_gpu": 0}
+    assert c.main_reason is None and len(c.headline) == 3 and not any("change:" in x for x in c.headline)

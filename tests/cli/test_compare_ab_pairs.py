@@ -24,12 +24,13 @@ US = 1_000
 MS = 1_000_000
 SAMPLER = "void at::native::sampling_kernel()"
 ONE_GPU = ((K.GEMM_QKV, 200), (K.FLASH, 100), (K.RMS_NORM, 20), (SAMPLER, 10))        # 330 µs
+SM80_GEMM = "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage5_warpsize2x2x1_tensor16x8x16_kernel"
 TP2 = ((K.GEMM_QKV, 100), (K.FLASH, 50), (K.NCCL_AR, 20), (K.RMS_NORM, 20), (SAMPLER, 10))   # 200 µs per GPU
 
 
 def _loop(path: Path, kernels: Sequence[Tuple[str, int]], period: Union[int, Sequence[int]], gpus: int = 1,
           one_process: bool = True, nvtx: Optional[Sequence[int]] = None, flavor: str = "2024.2",
-          steps: int = 40, warm: int = 0) -> str:
+          steps: int = 40, warm: int = 0, gpu: str = "NVIDIA H100 80GB HBM3") -> str:
     """The loop of the module docstring; ``period``: one period, or periods step i takes in turn (i modulo their
     count); the first ``warm`` steps run each kernel 3 times as long."""
     periods = [period] if isinstance(period, int) else list(period)
@@ -37,7 +38,7 @@ def _loop(path: Path, kernels: Sequence[Tuple[str, int]], period: Union[int, Seq
     pids = [100] if one_process else [100 + d for d in range(gpus)]
     threads = {p: (b.process(p), b.thread(p, p))[1] for p in pids}
     for d in range(gpus):
-        b.gpu(d)
+        b.gpu(d, name=gpu)
     t = MS
     for i in range(steps):
         api = {p: t + 19 * US for p in pids}
@@ -160,3 +161,20 @@ def test_warm_up_steps_in_one_capture_are_not_a_change_of_the_loop(tmp_path: Pat
     assert {d.name: d.delta_per_unit_ns for d in c.category_changes} == {
         "gemm": 0, "attention": 0, "norm": 0, "sampling": 0, "non_gpu": 0}
     assert c.main_reason is None and len(c.headline) == 3 and not any("change:" in x for x in c.headline)
+
+
+def test_another_gpu_is_said_and_its_renamed_kernels_are_not_called_other_work(tmp_path: Path) -> None:
+    """BASE on an H100; NEW the same loop on an A100: cuBLAS picks an `sm80_` GEMM for the `sm90_` one, every kernel
+    takes 1.5 times as long (period 1.165 ms). Truth: the same work on another GPU. Not compared (different GPUs),
+    which the reasons say first; the GEMM — 200 of 330 µs in BASE, 300 of 495 µs in NEW — has another name, so each
+    run spends 130 / 330 = 195 / 495 = 39 % of its kernel time in names the other ran. The second reason read "the
+    runs share little kernel work", false of one model on two GPUs; it now says what the names show."""
+    a100 = ((SM80_GEMM, 300), (K.FLASH, 150), (K.RMS_NORM, 30), (SAMPLER, 15))
+    base = _loop(tmp_path / "h.sqlite", ONE_GPU, MS)
+    new = _loop(tmp_path / "a.sqlite", a100, 1_165 * US, gpu="NVIDIA A100-SXM4-80GB")
+    c = nle.compare([base, new], labels=["H100", "A100"]).comparisons[0]
+    assert (c.status, c.verdict, c.gpus_match) == ("too_different", "not_compared", False)
+    assert c.reasons == ("different GPUs (NVIDIA H100 80GB HBM3 vs NVIDIA A100-SXM4-80GB)",
+                         "the runs share few kernel names (libraries name kernels per GPU: on other GPUs this does "
+                         "not show other work): H100 and A100 spend only 39 % and 39 % of their kernel time in kernel "
+                         "names the other also ran (< 50 %)")

@@ -99,7 +99,9 @@ def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary,
         who = " and ".join(t.label for t, _ in low)
         pcts = " and ".join(f"{int(100 * x)} %" for _, x in low)   # floored: 49.6 % reads 49 %, not 50
         other = "the other" if len(low) > 1 else (n if low[0][0] is b else b).label
-        different.append(f"the runs share little kernel work: {who} spend{'s' if len(low) == 1 else ''} only {pcts} "
+        what = ("few kernel names (libraries name kernels per GPU: on other GPUs this does not show other work)"
+                if gpus_match is False else "little kernel work")
+        different.append(f"the runs share {what}: {who} spend{'s' if len(low) == 1 else ''} only {pcts} "
                          f"of {'its' if len(low) == 1 else 'their'} kernel time in kernel names {other} also ran "
                          f"(< {100 * spec.min_common_kernel_share:.0f} %)")
     if spec.name is None:

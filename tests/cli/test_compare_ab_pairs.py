@@ -19,6 +19,8 @@ from synth import TraceBuilder
 from synth.scenarios.names import K
 
 import nsys_llm_explainer as nle
+from nsys_llm_explainer.comparison.document import compare_document
+from nsys_llm_explainer.render.markdown import write_markdown
 
 US = 1_000
 MS = 1_000_000
@@ -75,7 +77,8 @@ def test_tp2_against_one_gpu_is_per_gpu_whoever_marks_the_steps(tmp_path: Path, 
     quarter of it: no "offset by"), and the window time per step is the period, 1.000 → 0.870 ms. The units are
     summed over the GPUs (39 periods × 2 = 78), as the parts are. Where one process drives both GPUs, or only rank 0
     has step ranges, the step periods counted were 39 against parts summed over two GPUs: "window time per step
-    1.000 ms → 1.740 ms" and a main reason of +0.670 ms of host idle per step in a run 13 % faster."""
+    1.000 ms → 1.740 ms" and a main reason of +0.670 ms of host idle per step in a run 13 % faster. The Traces table
+    heads the units "step periods in span, devices summed" when a trace has several devices (78 beside 40 steps)."""
     base = _loop(tmp_path / "b.sqlite", ONE_GPU, MS)
     new = _loop(tmp_path / "n.sqlite", TP2, 870 * US, gpus=2, one_process=one_process, nvtx=nvtx, flavor=flavor)
     res = nle.compare([base, new], labels=["TP1", "TP2"])
@@ -88,6 +91,9 @@ def test_tp2_against_one_gpu_is_per_gpu_whoever_marks_the_steps(tmp_path: Path, 
         "norm": (20 * US, 20 * US), "sampling": (10 * US, 10 * US), "non_gpu": (670 * US, 670 * US)}
     assert c.headline[2] == ("Main reason: non-overlapped GPU time in `gemm` kernels −0.100 ms per step (window time "
                              "per step 1.000 ms → 0.870 ms).")
+    # the Traces table heads the units as summed over the devices: 78 of them beside "40 (nvtx)" steps
+    md = write_markdown(compare_document(res))
+    assert "| GPU busy % | kernels | step periods in span, devices summed | steps |" in md
 
 
 @pytest.mark.parametrize("flavor", ["2021.5", "2026.2"])

@@ -112,6 +112,8 @@ def _traces(d: CompareResult, unit: str) -> Section:
     # ``units``: the step periods of the period span for step_period_p50 (docs/COMPARE.md "Over whole step
     # periods"), else the units of work in the window
     units = f"{count_word(d.metric)}s in span" if d.metric.name == PERIOD else f"{unit}s in window"
+    if any(t.device_count > 1 for t in d.traces):   # units summed over the devices, as the parts are
+        units += ", devices summed"
     cols = (_col("trace", "label", lambda v: Code(v, 40), False),
             show_col("GPUs", lambda r: Cell(", ".join(r.gpus) or "–"), False, lambda r: list(r.gpus), "gpus"),
             _col("devices", "device_count", fmt_int),

@@ -473,7 +473,9 @@ def test_too_different_gpus_and_kernels(tmp_path, base_trace):
     res = nle.compare([str(base_trace), str(train)])
     c = res.comparisons[0]
     assert c.status == "too_different" and c.similarity < 0.5
-    assert any("share little kernel work" in r for r in c.reasons), c.reasons
+    # the training scenario runs on an A100: on other GPUs the names alone show no other work (libraries name kernels
+    # per GPU), so the reason says what they show (docs/COMPARE.md "Too short, too different")
+    assert any("share few kernel names" in r for r in c.reasons), c.reasons
     lines, code = gate(res, 0.0)
     assert code == EXIT_INCOMPARABLE and lines[0].startswith(
         "NOT COMPARABLE, failing (exit 4): BASE base and NEW train differ too much — too different to compare")

@@ -32,9 +32,10 @@ TP2 = ((K.GEMM_QKV, 100), (K.FLASH, 50), (K.NCCL_AR, 20), (K.RMS_NORM, 20), (SAM
 
 def _loop(path: Path, kernels: Sequence[Tuple[str, int]], period: Union[int, Sequence[int]], gpus: int = 1,
           one_process: bool = True, nvtx: Optional[Sequence[int]] = None, flavor: str = "2024.2",
-          steps: int = 40, warm: int = 0, gpu: str = "NVIDIA H100 80GB HBM3") -> str:
+          steps: int = 40, warm: int = 0, gpu: str = "NVIDIA H100 80GB HBM3", skip: int = 0) -> str:
     """The loop of the module docstring; ``period``: one period, or periods step i takes in turn (i modulo their
-    count); the first ``warm`` steps run each kernel 3 times as long."""
+    count); the first ``warm`` steps run each kernel 3 times as long; the first step's first ``skip`` kernels (and
+    their launches) are not in the capture, as when it starts inside a step."""
     periods = [period] if isinstance(period, int) else list(period)
     b = TraceBuilder(flavor=flavor)
     pids = [100] if one_process else [100 + d for d in range(gpus)]
@@ -48,8 +49,11 @@ def _loop(path: Path, kernels: Sequence[Tuple[str, int]], period: Union[int, Seq
         for d in range(gpus):
             p = pids[0] if one_process else pids[d]
             k = t + (20 + 5 * d) * US
-            for name, dur in kernels:
+            for j, (name, dur) in enumerate(kernels):
                 dur *= 3 if i < warm else 1
+                if i == 0 and j < skip:
+                    api[p], k = api[p] + 600, k + dur * US
+                    continue
                 b.launch(api[p], api[p] + 500, k, k + dur * US, pid=p, tid=p, device=d, name=name)
                 api[p], k = api[p] + 600, k + dur * US
             last[p] = max(last[p], k)
@@ -184,3 +188,25 @@ def test_another_gpu_is_said_and_its_renamed_kernels_are_not_called_other_work(t
                          "the runs share few kernel names (libraries name kernels per GPU: on other GPUs this does "
                          "not show other work): H100 and A100 spend only 39 % and 39 % of their kernel time in kernel "
                          "names the other also ran (< 50 %)")
+
+
+@pytest.mark.parametrize("flavor", ["2021.5", "2024.2"])
+def test_a_capture_started_inside_a_step_moves_no_part_of_marker_steps(tmp_path: Path, flavor: str) -> None:
+    """No NVTX: steps run from one sampling kernel's end to the next's (marker-kernel steps, `step_time_p50`). BASE:
+    40 steps of the one-GPU loop, 1 ms apart; NEW: the same, its capture started inside the first step, after its
+    GEMM and attention kernels. Truth: the same loop. The steps tile each device from the first sampler's end
+    (t0 + 350 µs) to the last's: 39 steps of 1 ms, each 330 µs of kernels (the next step's GEMM … sampler) and 670 µs
+    idle, in both. The parts were over the window, which also holds the kernels before the first sampler (BASE all 4
+    of step 0, NEW its norm and sampler): BASE (40 × 200) / 39 = 205.1 µs of `gemm` a step, NEW 200 µs: "Largest
+    change: non-overlapped GPU time in `gemm` kernels −0.005 ms per step" of a loop where no kernel changed. Now the
+    parts are over the steps' own span, like the step periods': no part changed, no such line."""
+    base = _loop(tmp_path / "b.sqlite", ONE_GPU, MS, nvtx=(), flavor=flavor)
+    new = _loop(tmp_path / "n.sqlite", ONE_GPU, MS, nvtx=(), flavor=flavor, skip=2)
+    res = nle.compare([base, new], labels=["WHOLE", "CUT"])
+    c, (b, n) = res.comparisons[0], res.traces
+    assert (res.metric.name, c.verdict, c.metric_base.p50_ns, c.metric_new.p50_ns) == ("step_time_p50", "no_change",
+                                                                                     MS, MS)
+    assert [(t.units, t.pooled_window_ns, t.busy_ns) for t in (b, n)] == [(39, 39 * MS, 39 * 330 * US)] * 2
+    assert {d.name: d.delta_per_unit_ns for d in c.category_changes} == {
+        "gemm": 0, "attention": 0, "norm": 0, "sampling": 0, "non_gpu": 0}
+    assert c.main_reason is None and len(c.headline) == 3

@@ -16,7 +16,7 @@ from ..paths import check_name, stat_or_none
 from ..vocabulary.windows import window_name
 from .diff import compare_pair, per_unit
 from .measure import HOST_PACED, NON_GPU, Facts, gather, nvtx_as_host_cpu
-from .metric import PERIOD, choose_metric, measure
+from .metric import PERIOD, STEP, choose_metric, measure
 from .result import CompareResult, FindingBrief, MetricSpec, Share, StepInfo, TraceSummary
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] =
     labels = check_labels(labels, paths)
     facts = [gather(r, lab, p) for r, lab, p in zip(reports, labels, paths)]
     spec = choose_metric(facts)
-    if spec.name == PERIOD:   # the parts over whole step periods (docs/COMPARE.md, "Where the change comes from")
+    if spec.name in (PERIOD, STEP):   # the parts over whole steps (docs/COMPARE.md, "Where the change comes from")
         facts = [gather(r, lab, p, periods=True) for r, lab, p in zip(reports, labels, paths)]
     bare = [f.label for f in facts if not f.report.nvtx.available]
     held = [bool(f.idle_kind.get("nvtx")) and bool(bare) for f in facts]

@@ -195,7 +195,7 @@ def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
         wall = st.arrays.wall if st.arrays is not None else np.empty(0, np.int64)
         sm, seq = st.summary, step_sequences(f, "device")
         return (_value(wall, _per_sequence(st.step_count, seq), sm.p50_ns if sm else None, sm.p90_ns if sm else None),
-                _devices_summed(steps_in_window(f), f, seq))
+                _devices_summed(f.span.units if f.span is not None else steps_in_window(f), f, seq))
     if spec.name == ITERATION and spec.anchor_kernel is not None and spec.anchor_repeat:
         per_device = f.kernel_starts.per_device(spec.anchor_kernel)
         samples, complete, instances = anchor_periods(per_device, spec.anchor_repeat)

@@ -103,3 +103,21 @@ def period_span(a: Optional[StepArrays], w0: int, w1: int) -> Optional[PeriodSpa
         n += j.shape[0]
     lo, hi = (min(firsts), max(lasts)) if n else (0, 0)
     return PeriodSpan(lo, hi, float(n)) if n and hi > lo else None
+
+
+def tiled_span(a: Optional[StepArrays], w0: int, w1: int) -> Optional[PeriodSpan]:
+    """Marker-kernel steps, which tile each device's timeline (one marker kernel's end to the next's): the
+    :class:`PeriodSpan` from the first start to the last end of the steps inside ``[w0, w1]``; ``units`` the steps and
+    the intervals between them left out over an idle pause (the period span counts a period over a pause too). None
+    when no step lies inside."""
+    if a is None or len(a) == 0:
+        return None
+    inside = (a.start >= w0) & (a.end <= w1)
+    s, e, dev = a.start[inside], a.end[inside], a.device[inside]
+    if s.shape[0] == 0:
+        return None
+    o = np.lexsort((s, dev))
+    s, e, dev = s[o], e[o], dev[o]
+    gaps = int(((dev[1:] == dev[:-1]) & (s[1:] > e[:-1])).sum())
+    lo, hi = int(s.min()), int(e.max())
+    return PeriodSpan(lo, hi, float(s.shape[0] + gaps)) if hi > lo else None

@@ -20,6 +20,7 @@ from synth.scenarios.names import K
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.comparison.document import compare_document
+from nsys_llm_explainer.errors import OptionError
 from nsys_llm_explainer.render.markdown import write_markdown
 
 US = 1_000
@@ -210,3 +211,14 @@ def test_a_capture_started_inside_a_step_moves_no_part_of_marker_steps(tmp_path:
     assert {d.name: d.delta_per_unit_ns for d in c.category_changes} == {
         "gemm": 0, "attention": 0, "norm": 0, "sampling": 0, "non_gpu": 0}
     assert c.main_reason is None and len(c.headline) == 3
+
+
+def test_an_nvtx_window_that_one_trace_cannot_have_names_that_trace(tmp_path: Path) -> None:
+    """`--window-nvtx execute_model` over BASE with its step ranges and NEW captured without NVTX: NEW cannot have the
+    window. The error said "the trace has no NVTX ranges" of a comparison of two traces, BASE having them; it now
+    names the trace it means."""
+    base = _loop(tmp_path / "b.sqlite", ONE_GPU, MS)
+    new = _loop(tmp_path / "n.sqlite", ONE_GPU, MS, nvtx=())
+    with pytest.raises(OptionError) as e:
+        nle.compare([base, new], labels=["NVTX", "BARE"], window_nvtx="execute_model")
+    assert str(e.value) == f"window_nvtx 'execute_model': the trace has no NVTX ranges (trace BARE: {new})"

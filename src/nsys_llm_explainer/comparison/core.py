@@ -151,7 +151,14 @@ def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]], analyze
         check_name(str(pp))
     labels = check_labels(labels, paths)
     t0 = time.perf_counter()
-    reports = [analyze(p) for p in paths]
+    reports = []
+    for p, lab in zip(paths, labels):
+        try:
+            reports.append(analyze(p))
+        except OptionError as e:   # an option this trace cannot meet (--window-nvtx NAME, no such range): say which
+            if type(e) is not OptionError:
+                raise
+            raise OptionError(e.option, f"{e.detail} (trace {lab}: {p})", e.sep) from None
     t_analyze = round(time.perf_counter() - t0, 4)
     res = compare_reports(reports, labels, paths)
     return replace(res, timings_s={"analyze": t_analyze, **res.timings_s})

@@ -205,6 +205,12 @@ def _only(f: Facts, other: Facts) -> Dict[str, List[str]]:
     return out
 
 
+def renamed_kinds(a: Facts, b: Facts) -> Tuple[str, ...]:
+    """The kernel categories (never ``other``) of which each of ``a`` and ``b`` ran names the other did not: kernels of
+    one kind under other names (another library, version, GPU or precision), by each run's own category rules."""
+    return tuple(sorted((set(_only(a, b)) & set(_only(b, a))) - {"other"}))
+
+
 def _rest_in_common(f: Facts, other: Facts, renamed: AbstractSet[str]) -> float:
     """Share of ``f``'s kernel time outside the ``renamed`` names spent in names ``other`` also ran (1 when no time
     is left outside them)."""

@@ -192,7 +192,8 @@ def test_another_gpu_is_said_and_its_renamed_kernels_are_not_called_other_work(t
     assert c.reasons == ("different GPUs (NVIDIA H100 80GB HBM3 vs NVIDIA A100-SXM4-80GB)",
                          "the runs share few kernel names: H100 and A100 spend only 39 % and 39 % of their kernel "
                          "time in kernel names the other also ran (< 50 %); each ran gemm kernels the other did not "
-                         "(kernels of one kind renamed — another library, version or GPU — are not matched by name)")
+                         "(kernels are matched by name, not by kind: the same work under another library, version or "
+                         "GPU is not matched)")
 
 
 @pytest.mark.parametrize("flavor", ["2021.5", "2024.2"])
@@ -234,7 +235,7 @@ def test_flash_attention_2_to_3_on_an_attention_heavy_step_is_said_to_rename_att
     420 µs; period 1.320 ms). Kernel time in names the other ran: BASE 230 / 830 = 27.7 %, NEW 230 / 650 = 35.4 %,
     under 50 %: not compared, as for any kernel library swap (docs/COMPARE.md). The reason said "the runs share little
     kernel work" — false of one attention layer under another kernel's name; it now says what the names show: few
-    names in common, and attention kernels each run ran that the other did not, renamed ones not being matched."""
+    names in common, and attention kernels each run ran that the other did not, kinds not being matched."""
     base = _loop(tmp_path / "fa2.sqlite", ((K.GEMM_QKV, 200), (K.FLASH, 600), (K.RMS_NORM, 20), (SAMPLER, 10)),
                  1_500 * US)
     new = _loop(tmp_path / "fa3.sqlite", ((K.GEMM_QKV, 200), (FA3, 420), (K.RMS_NORM, 20), (SAMPLER, 10)), 1_320 * US)
@@ -242,4 +243,5 @@ def test_flash_attention_2_to_3_on_an_attention_heavy_step_is_said_to_rename_att
     assert (c.status, c.verdict, c.common_kernel_share) == ("too_different", "not_compared", pytest.approx(230 / 830))
     assert c.reasons == ("the runs share few kernel names: FA2 and FA3 spend only 27 % and 35 % of their kernel time "
                          "in kernel names the other also ran (< 50 %); each ran attention kernels the other did not "
-                         "(kernels of one kind renamed — another library, version or GPU — are not matched by name)",)
+                         "(kernels are matched by name, not by kind: the same work under another library, version or "
+                         "GPU is not matched)",)

@@ -36,8 +36,8 @@ TRT_SAMPLER = "void tensorrt_llm::kernels::topKStage2Sampling<__nv_bfloat16, 128
 REST = ((K.FLASH, 100), (K.RMS_NORM, 20), (SAMPLER, 10))
 BASE = ((K.GEMM_QKV, 200),) + REST
 #: the reasons' words when each run ran kernels of a kind the other did not (docs/COMPARE.md "Too short, too different")
-RENAMED = ("kernels the other did not (kernels of one kind renamed — another library, version or GPU — are not matched "
-           "by name)")
+RENAMED = ("kernels the other did not (kernels are matched by name, not by kind: the same work under another library, "
+           "version or GPU is not matched)")
 
 
 def _pair(tmp_path, new):

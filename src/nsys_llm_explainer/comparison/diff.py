@@ -105,8 +105,8 @@ def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary, n: T
         what = ("few kernel names" if kinds else "few kernel names (libraries name kernels per GPU: on other GPUs "
                 "this does not show other work)" if gpus_match is False else "little kernel work")
         names = " and ".join(x for x in (", ".join(kinds[:-1]), kinds[-1] if kinds else "") if x)
-        tail = (f"; each ran {names} kernels the other did not (kernels of one kind renamed — another library, "
-                "version or GPU — are not matched by name)" if kinds else "")
+        tail = (f"; each ran {names} kernels the other did not (kernels are matched by name, not by kind: the same "
+                "work under another library, version or GPU is not matched)" if kinds else "")
         different.append(f"the runs share {what}: {who} spend{'s' if len(low) == 1 else ''} only {pcts} "
                          f"of {'its' if len(low) == 1 else 'their'} kernel time in kernel names {other} also ran "
                          f"(< {100 * spec.min_common_kernel_share:.0f} %){tail}")

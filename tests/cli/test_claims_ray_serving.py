@@ -182,10 +182,11 @@ def test_cluster_names_the_slow_to_receive_worker_launched_late(tmp_path: Path) 
 
 
 def _slower_by_the_driver(res) -> None:
-    """The slow-driver pair's verdict, whatever k found the step: periods 1.186 / 2.586 ms over 38 iterations and 40
-    units each, +118.04 %, noise 0, the workers' `epoll_wait` the main reason (+1.400 ms per step)."""
-    assert [(t.metric.p50_ns, t.metric.count, t.units) for t in res.traces] == [(1186 * US, 38, 40.0),
-                                                                                 (2586 * US, 38, 40.0)]
+    """The slow-driver pair's verdict, whatever k found the step: periods 1.186 / 2.586 ms over 19 iterations (per GPU:
+    the two step in lockstep, docs/COMPARE.md "Noise") and 40 units each, +118.04 %, noise 0, the workers'
+    `epoll_wait` the main reason (+1.400 ms per step)."""
+    assert [(t.metric.p50_ns, t.metric.count, t.units) for t in res.traces] == [(1186 * US, 19, 40.0),
+                                                                                 (2586 * US, 19, 40.0)]
     c = res.comparisons[0]
     assert c.verdict == "slower" and c.noise_pct == 0.0 and round(c.change_pct, 2) == 118.04
     assert c.headline[0] == "`B` is 118.0 % slower than `A` on the median iteration period: 1.186 ms → 2.586 ms."
@@ -200,7 +201,7 @@ def test_compare_slow_driver_with_healthy_is_not_no_change(tmp_path: Path) -> No
     gap: every anchor interval holds 5 kernels (the kernel sequence repeats every instance), but the intervals last
     alike only 2 apart (500 ≥ 0.75 × 686 is false in A, 500 vs 2,086 in B), so an iteration is 2 instances, a step.
     Before, the median over half steps read 0.500 → 0.500 ms, "do not differ significantly". Now: periods 1.186 /
-    2.586 ms on both GPUs (20 steps: 40 anchors, 38 periods of 2 per GPU, 2 × 19 = 38 complete iterations), +118.0 %
+    2.586 ms on both GPUs (20 steps: 40 anchors, 38 periods of 2 per GPU, 19 complete iterations per GPU), +118.0 %
     = 1.4 / 1.186, noise 0 (every period equal), the main reason the workers' `epoll_wait` +1.400 ms per step."""
     a = _ray(tmp_path / "a.sqlite", sched=100, gpu=1000, names=5)
     b = _ray(tmp_path / "b.sqlite", sched=1500, gpu=1000, names=5)
@@ -219,8 +220,8 @@ def test_compare_slow_driver_with_ten_anchors_a_step_is_not_no_change(tmp_path: 
     200 // 4 = 50. At k = 1 the 19 gap intervals per GPU spoil 38 of 198 pairs: 160 / 198 = 80.8 % last alike (≥ 75
     %, the first k to repeat both ways, and the median period was one GEMM's, 0.100 → 0.100 ms, "no change" for a
     run 2.2 × slower); at k = 10 all 189 pairs do (100 %), beyond noise in each trace (4 × √(0.808 × 0.192 / 396) =
-    0.079 < 0.192): k = 10, a step. Periods 1.186 / 2.586 ms (190 per GPU, every one equal), 2 × 199 // 10 = 38
-    complete iterations, 400 / 10 = 40 units, +118.0 %, noise 0, main reason `epoll_wait` +1.400 ms per step."""
+    0.079 < 0.192): k = 10, a step. Periods 1.186 / 2.586 ms (190 per GPU, every one equal), 199 // 10 = 19
+    complete iterations per GPU, 400 / 10 = 40 units, +118.0 %, noise 0, main reason `epoll_wait` +1.400 ms per step."""
     a = _ray(tmp_path / "a.sqlite", sched=100, gpu=1000)
     b = _ray(tmp_path / "b.sqlite", sched=1500, gpu=1000)
     res = nle.compare([a, b], labels=["A", "B"])

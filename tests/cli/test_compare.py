@@ -473,7 +473,9 @@ def test_too_different_gpus_and_kernels(tmp_path, base_trace):
     res = nle.compare([str(base_trace), str(train)])
     c = res.comparisons[0]
     assert c.status == "too_different" and c.similarity < 0.5
-    assert any("share little kernel work" in r for r in c.reasons), c.reasons
+    # the training scenario runs on an A100: on other GPUs the names alone show no other work (libraries name kernels
+    # per GPU), so the reason says what they show (docs/COMPARE.md "Too short, too different")
+    assert any("share few kernel names" in r for r in c.reasons), c.reasons
     lines, code = gate(res, 0.0)
     assert code == EXIT_INCOMPARABLE and lines[0].startswith(
         "NOT COMPARABLE, failing (exit 4): BASE base and NEW train differ too much — too different to compare")
@@ -785,14 +787,15 @@ def test_each_process_is_its_own_step_sequence(tmp_path):
     """Two tensor-parallel ranks (pids 7 and 8, devices 0 and 1), each an ``execute_model`` every 10 ms for 30
     iterations, rank 8 3 ms behind rank 7; NEW the same with rank 8 4 ms behind. Start to start over both ranks in
     time order would give 3 / 7 ms (4 / 6 ms) periods and a median that moves with the offset; per process every
-    period is 10 ms: 2 × 29 = 58 periods in both, no change."""
+    period is 10 ms: 2 × 29 = 58 periods in both, no change; 29 a process, the noise's n (the ranks step in lockstep:
+    docs/COMPARE.md "Noise")."""
     base = _loops(tmp_path / "b.sqlite", {7: [i * 10 * MS for i in range(30)],
                                           8: [3 * MS + i * 10 * MS for i in range(30)]}, 8 * MS)
     new = _loops(tmp_path / "n.sqlite", {7: [i * 10 * MS for i in range(30)],
                                          8: [4 * MS + i * 10 * MS for i in range(30)]}, 8 * MS)
     c = nle.compare([base, new], labels=["BASE", "NEW"]).comparisons[0]
     assert (c.metric_base.p50_ns, c.metric_new.p50_ns, c.metric_base.count, c.metric_new.count, c.verdict) == (
-        10 * MS, 10 * MS, 58, 58, "no_change")
+        10 * MS, 10 * MS, 29, 29, "no_change")
 
 
 def test_a_period_spanning_an_idle_pause_is_not_a_step(tmp_path):

@@ -15,8 +15,8 @@ from ..errors import CWD_GONE, InputError, OptionError, cwd_gone
 from ..paths import check_name, stat_or_none
 from ..vocabulary.windows import window_name
 from .diff import compare_pair, per_unit
-from .measure import HOST_PACED, NON_GPU, Facts, gather
-from .metric import PERIOD, choose_metric, measure
+from .measure import HOST_PACED, NON_GPU, Facts, gather, nvtx_as_host_cpu
+from .metric import PERIOD, STEP, choose_metric, measure
 from .result import CompareResult, FindingBrief, MetricSpec, Share, StepInfo, TraceSummary
 
 if TYPE_CHECKING:
@@ -121,9 +121,15 @@ def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] =
     labels = check_labels(labels, paths)
     facts = [gather(r, lab, p) for r, lab, p in zip(reports, labels, paths)]
     spec = choose_metric(facts)
-    if spec.name == PERIOD:   # the parts over whole step periods (docs/COMPARE.md, "Where the change comes from")
+    if spec.name in (PERIOD, STEP):   # the parts over whole steps (docs/COMPARE.md, "Where the change comes from")
         facts = [gather(r, lab, p, periods=True) for r, lab, p in zip(reports, labels, paths)]
+    bare = [f.label for f in facts if not f.report.nvtx.available]
+    held = [bool(f.idle_kind.get("nvtx")) and bool(bare) for f in facts]
+    facts = [nvtx_as_host_cpu(f) if h else f for f, h in zip(facts, held)]   # docs/COMPARE.md: no split by range
     sums = [summarize(spec, f) for f in facts]
+    note = (f"idle cause nvtx (the host inside NVTX ranges) counted as host_cpu: {', '.join(bare)} recorded no "
+            "NVTX range, so no trace's host time outside CUDA calls is split by range")
+    sums = [replace(s, notes=s.notes + (note,)) if h else s for s, h in zip(sums, held)]
     comps = tuple(compare_pair(spec, facts[0], facts[i], sums[0], sums[i]) for i in range(1, len(facts)))
     warnings = tuple(f"{lab}: {w}" for r, lab in zip(reports, labels) for w in r.warnings)
     return CompareResult(__version__, spec, tuple(sums), comps, warnings,
@@ -146,7 +152,14 @@ def compare_paths(paths: Sequence[str], labels: Optional[Sequence[str]], analyze
         check_name(str(pp))
     labels = check_labels(labels, paths)
     t0 = time.perf_counter()
-    reports = [analyze(p) for p in paths]
+    reports = []
+    for p, lab in zip(paths, labels):
+        try:
+            reports.append(analyze(p))
+        except OptionError as e:   # an option this trace cannot meet (--window-nvtx NAME, no such range): say which
+            if type(e) is not OptionError:
+                raise
+            raise OptionError(e.option, f"{e.detail} (trace {lab}: {p})", e.sep) from None
     t_analyze = round(time.perf_counter() - t0, 4)
     res = compare_reports(reports, labels, paths)
     return replace(res, timings_s={"analyze": t_analyze, **res.timings_s})

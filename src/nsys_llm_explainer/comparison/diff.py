@@ -20,6 +20,7 @@ from .measure import (
     Renamed,
     kernel_time_in_common,
     precision_renamed,
+    renamed_kinds,
     weighted_jaccard,
 )
 from .metric import ITERATION, PERIOD, change
@@ -76,8 +77,10 @@ def graph_only(t: TraceSummary) -> bool:
     return t.kernel_count == 0 and any(s.name == GRAPH_UNTRACED and s.ns > 0 for s in t.categories)
 
 
-def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary,
-            n: TraceSummary) -> Tuple[str, Tuple[str, ...], Optional[bool]]:
+def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary, n: TraceSummary,
+            kinds: Sequence[str] = ()) -> Tuple[str, Tuple[str, ...], Optional[bool]]:
+    """(status, reasons, GPUs alike); ``kinds``: the kernel categories of which each run ran names the other did not
+    (:func:`.measure.renamed_kinds`), said when the runs share few kernel names."""
     different: List[str] = []
     short: List[str] = []
     gpus_match = None if not (b.gpus and n.gpus) else b.gpus == n.gpus
@@ -99,9 +102,14 @@ def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary,
         who = " and ".join(t.label for t, _ in low)
         pcts = " and ".join(f"{int(100 * x)} %" for _, x in low)   # floored: 49.6 % reads 49 %, not 50
         other = "the other" if len(low) > 1 else (n if low[0][0] is b else b).label
-        different.append(f"the runs share little kernel work: {who} spend{'s' if len(low) == 1 else ''} only {pcts} "
+        what = ("few kernel names" if kinds else "few kernel names (libraries name kernels per GPU: on other GPUs "
+                "this does not show other work)" if gpus_match is False else "little kernel work")
+        names = " and ".join(x for x in (", ".join(kinds[:-1]), kinds[-1] if kinds else "") if x)
+        tail = (f"; each ran {names} kernels the other did not (kernels are matched by name, not by kind: the same "
+                "work under another library, version or GPU is not matched)" if kinds else "")
+        different.append(f"the runs share {what}: {who} spend{'s' if len(low) == 1 else ''} only {pcts} "
                          f"of {'its' if len(low) == 1 else 'their'} kernel time in kernel names {other} also ran "
-                         f"(< {100 * spec.min_common_kernel_share:.0f} %)")
+                         f"(< {100 * spec.min_common_kernel_share:.0f} %){tail}")
     if spec.name is None:
         different.append("no common unit of work (no common steps and no common kernel)")
     unit = count_word(spec)
@@ -267,7 +275,7 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
     # no unit of work in common (units: window seconds), no launches per unit to match renamed kernels by
     renamed = precision_renamed(fb, fn, ub, un, spec.min_common_kernel_share) if spec.name is not None else NOT_RENAMED
     sim, common = weighted_jaccard(fb, fn), kernel_time_in_common(fb, fn, renamed)
-    status, reasons, gpus_match = _status(spec, common, b, n)
+    status, reasons, gpus_match = _status(spec, common, b, n, renamed_kinds(fb, fn))
     ch, noise = change(b.metric, n.metric)
     significant = None if ch is None else (noise is None or abs(ch) > noise)
     if status != "comparable" or ch is None:

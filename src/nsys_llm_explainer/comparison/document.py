@@ -36,7 +36,7 @@ from ..render.html.writer import html_page
 from ..render.table import Col, Joined, field_of, show_col
 from ..vocabulary.units import fmt_float, fmt_int, fmt_ms, fmt_pct, ms_value, signed_ms, signed_pct
 from .diff import UNIT_WORD, count_word, per_unit
-from .metric import PERIOD
+from .metric import PERIOD, STEP
 from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, Share, StepInfo, TraceSummary
 
 KERNEL_ROWS = 15
@@ -109,9 +109,11 @@ def _steps(st: StepInfo) -> Spans:
 
 
 def _traces(d: CompareResult, unit: str) -> Section:
-    # ``units``: the step periods of the period span for step_period_p50 (docs/COMPARE.md "Over whole step
-    # periods"), else the units of work in the window
-    units = f"{count_word(d.metric)}s in span" if d.metric.name == PERIOD else f"{unit}s in window"
+    # ``units``: the step periods of the period span for step_period_p50, the steps of the tiled span for
+    # step_time_p50 (docs/COMPARE.md "Over whole step periods"), else the units of work in the window
+    units = f"{count_word(d.metric)}s in span" if d.metric.name in (PERIOD, STEP) else f"{unit}s in window"
+    if any(t.device_count > 1 for t in d.traces):   # units summed over the devices, as the parts are
+        units += ", devices summed"
     cols = (_col("trace", "label", lambda v: Code(v, 40), False),
             show_col("GPUs", lambda r: Cell(", ".join(r.gpus) or "–"), False, lambda r: list(r.gpus), "gpus"),
             _col("devices", "device_count", fmt_int),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, AbstractSet, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -117,6 +117,20 @@ def gather(rep: Report, label: str, path: str, periods: bool = False) -> Facts:
                  pp.span if pp is not None else None)
 
 
+def nvtx_as_host_cpu(f: Facts) -> Facts:
+    """``f`` with its ``nvtx`` idle (the host inside NVTX ranges, outside CUDA calls) counted as ``host_cpu`` (the
+    host outside CUDA calls, NVTX ranges and OS calls): the split of one capture's host time by range cannot be set
+    against a capture with no range (docs/COMPARE.md, "Where the change comes from")."""
+    ns = f.idle_kind.get("nvtx", 0)
+    if not ns:
+        return f
+    kind = {k: v for k, v in f.idle_kind.items() if k != "nvtx"}
+    kind["host_cpu"] = kind.get("host_cpu", 0) + ns
+    detail = {k: v for k, v in f.idle_detail.items() if k[0] != "nvtx"}
+    detail[("host_cpu", "")] = detail.get(("host_cpu", ""), 0) + ns
+    return replace(f, idle_kind=kind, idle_detail=detail)
+
+
 # ------------------------------------------------------------------------------------------ similarity
 def shares(f: Facts) -> Dict[str, float]:
     tot = sum(ns for _, ns in f.kernels.values())
@@ -189,6 +203,12 @@ def _only(f: Facts, other: Facts) -> Dict[str, List[str]]:
     for n, i in zip(only, classify(only, rules).tolist()):
         out.setdefault(cats[i], []).append(n)
     return out
+
+
+def renamed_kinds(a: Facts, b: Facts) -> Tuple[str, ...]:
+    """The kernel categories (never ``other``) of which each of ``a`` and ``b`` ran names the other did not: kernels of
+    one kind under other names (another library, version, GPU or precision), by each run's own category rules."""
+    return tuple(sorted((set(_only(a, b)) & set(_only(b, a))) - {"other"}))
 
 
 def _rest_in_common(f: Facts, other: Facts, renamed: AbstractSet[str]) -> float:
@@ -313,3 +333,13 @@ def anchor_periods(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> T
 def steps_in_window(f: Facts) -> float:
     """Steps inside the steady window: Σ over steps of the fraction of the step's wall inside it."""
     return f.report.steps.inside(f.report.window.start_ns, f.report.window.end_ns)
+
+
+def step_sequences(f: Facts, by: str) -> int:
+    """The step sequences run side by side in the steady window: the distinct ``by`` (``pid``: NVTX steps, one
+    sequence per process; ``device``: marker-kernel steps) of the steps that overlap it."""
+    a, w = f.report.steps.arrays, f.report.window
+    if not f.report.steps.available or a is None or len(a) == 0:
+        return 0
+    inside = (a.end > w.start_ns) & (a.start < w.end_ns)
+    return int(np.unique(getattr(a, by)[inside]).shape[0])

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..analyses.common.stats import percentile, round_half_up
 from ..analyses.steps.periods import step_periods
-from .measure import Facts, RepeatCounts, anchor_periods, repeat_counts, shares, steps_in_window
+from .measure import Facts, RepeatCounts, anchor_periods, repeat_counts, shares, step_sequences, steps_in_window
 from .result import MetricSpec, MetricValue
 
 #: the repeat k is searched in 1 … max(MAX_REPEAT, min(MAX_REPEAT_LONG, n // REPEAT_ITERATIONS)), n the anchor
@@ -170,22 +170,37 @@ def _value(samples: np.ndarray, count: int, p50: Optional[int] = None, p90: Opti
     return MetricValue(p50, p90, count, (p90 / p50) if p50 > 0 else None, iqr)
 
 
+def _devices_summed(units: float, f: Facts, sequences: int) -> float:
+    """``units`` counted over ``sequences`` step sequences (processes, devices) run side by side, as units summed over
+    the devices counted (the parts are: docs/COMPARE.md "Where the change comes from"): a process that drives two
+    GPUs does a step's work on each, as two TP ranks' processes do."""
+    return units * f.device_count / sequences if sequences and f.device_count else units
+
+
+def _per_sequence(n: int, sequences: int) -> int:
+    """The samples (or units) ``n`` of ``sequences`` step sequences run side by side, per sequence: TP ranks step in
+    lockstep, so each rank's periods are the same steps, counted once in the noise's n (docs/COMPARE.md "Noise")."""
+    return n // sequences if sequences > 1 else n
+
+
 def measure(spec: MetricSpec, f: Facts) -> Tuple[MetricValue, Optional[float]]:
-    """(the metric of trace ``f``, units of work in its steady window)."""
+    """(the metric of trace ``f``, units of work in its steady window, summed over the devices counted)."""
     if spec.name == PERIOD:
         st = f.report.steps
         periods = step_periods(st.arrays if st.available else None).samples
-        return _value(periods, int(periods.shape[0])), (f.span.units if f.span is not None else steps_in_window(f))
+        units, seq = (f.span.units if f.span is not None else steps_in_window(f)), step_sequences(f, "pid")
+        return _value(periods, _per_sequence(int(periods.shape[0]), seq)), _devices_summed(units, f, seq)
     if spec.name == STEP:
         st = f.report.steps
         wall = st.arrays.wall if st.arrays is not None else np.empty(0, np.int64)
-        sm = st.summary
-        return (_value(wall, st.step_count, sm.p50_ns if sm else None, sm.p90_ns if sm else None),
-                steps_in_window(f))
+        sm, seq = st.summary, step_sequences(f, "device")
+        return (_value(wall, _per_sequence(st.step_count, seq), sm.p50_ns if sm else None, sm.p90_ns if sm else None),
+                _devices_summed(f.span.units if f.span is not None else steps_in_window(f), f, seq))
     if spec.name == ITERATION and spec.anchor_kernel is not None and spec.anchor_repeat:
-        samples, complete, instances = anchor_periods(f.kernel_starts.per_device(spec.anchor_kernel),
-                                                      spec.anchor_repeat)
-        return _value(samples, complete), instances / spec.anchor_repeat
+        per_device = f.kernel_starts.per_device(spec.anchor_kernel)
+        samples, complete, instances = anchor_periods(per_device, spec.anchor_repeat)
+        seq = sum(1 for a, _ in per_device if a.shape[0])
+        return _value(samples, _per_sequence(complete, seq)), _devices_summed(instances / spec.anchor_repeat, f, seq)
     return MetricValue(None, None, 0, None, None), f.pooled_window_ns / 1e9
 
 

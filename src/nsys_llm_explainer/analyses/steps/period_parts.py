@@ -17,7 +17,7 @@ from ..kernels.summary import KernelSummary, analyze_kernels
 from ..nvtx.tree import NvtxTree
 from ..trace.window import WindowResult
 from .metrics import StepResult
-from .periods import PeriodSpan, period_span
+from .periods import PeriodSpan, period_span, tiled_span
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,12 @@ class PeriodParts:
 def analyze_period_parts(model: TraceModel, steady: TraceModel, window: WindowResult, steps: StepResult,
                          tree: Optional[NvtxTree], categories: CategoryResult, include_memcpy: bool
                          ) -> Optional[PeriodParts]:
-    """The parts over the whole step periods of NVTX steps (:func:`.periods.period_span`); None for other steps
-    (marker-kernel steps tile the timeline: a step's wall is its period) or when no period lies in the window."""
-    if not steps.available or steps.method != "nvtx":
+    """The parts over the whole step periods of NVTX steps (:func:`.periods.period_span`) or over the marker-kernel
+    steps, which tile the timeline (:func:`.periods.tiled_span`); None without steps or when none lies in the
+    window."""
+    if not steps.available or steps.method not in ("nvtx", "marker"):
         return None
-    span = period_span(steps.arrays, window.start_ns, window.end_ns)
+    span = (period_span if steps.method == "nvtx" else tiled_span)(steps.arrays, window.start_ns, window.end_ns)
     if span is None:
         return None
     sub = clip_model(steady, span.start_ns, span.end_ns)

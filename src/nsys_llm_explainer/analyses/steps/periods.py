@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from .metrics import StepArrays
 
 PAUSE = 10   # idle between two steps longer than this many median step periods: a pause, not a step
+#: a process's leading or trailing run of step periods over this many of its median periods is warm-up or wind-down:
+#: outside the span the comparison splits into parts (its median leaves them out as well: docs/COMPARE.md)
+WARMUP = 2
 
 
 @dataclass(frozen=True)
@@ -67,9 +70,9 @@ def pauses(period: np.ndarray, idle: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class PeriodSpan:
     """Whole step periods of one trace inside its analysis window: ``[start_ns, end_ns)`` runs from the first step's
-    start to the last step's start (over all processes), and ``units`` counts the periods (start of a step to the
-    next step's start, same process; every one lies inside it) — N − 1 for the N steps of one process
-    (docs/COMPARE.md, "Where the change comes from")."""
+    start to the last step's start (over all processes; warm-up and wind-down periods left out: :func:`period_span`),
+    and ``units`` counts the periods (start of a step to the next step's start, same process; every one lies inside
+    it) — N − 1 for the N steps of one process (docs/COMPARE.md, "Where the change comes from")."""
 
     start_ns: int
     end_ns: int
@@ -77,8 +80,9 @@ class PeriodSpan:
 
 
 def period_span(a: Optional[StepArrays], w0: int, w1: int) -> Optional[PeriodSpan]:
-    """The :class:`PeriodSpan` of the steps starting inside ``[w0, w1]``; None when it holds no period (fewer than
-    two steps of one process)."""
+    """The :class:`PeriodSpan` of the steps starting inside ``[w0, w1]``, each process's leading and trailing run of
+    periods over :data:`WARMUP` × its median period (warm-up, wind-down) left out; None when it holds no period (fewer
+    than two steps of one process)."""
     if a is None or len(a) < 2:
         return None
     inside = (a.start >= w0) & (a.start <= w1)
@@ -87,6 +91,33 @@ def period_span(a: Optional[StepArrays], w0: int, w1: int) -> Optional[PeriodSpa
         return None
     o = np.lexsort((s, pid))
     s, pid = s[o], pid[o]
-    n = int(((pid[1:] == pid[:-1]) & (s[1:] > s[:-1])).sum())
-    lo, hi = int(s.min()), int(s.max())
+    same = (pid[1:] == pid[:-1]) & (s[1:] > s[:-1])
+    per = s[1:] - s[:-1]
+    firsts, lasts, n = [], [], 0
+    for p in np.unique(pid[1:][same]).tolist():   # per process (a handful), not per step
+        j = np.flatnonzero(same & (pid[1:] == p))
+        typical = j[per[j] <= WARMUP * float(np.median(per[j]))]
+        j = j[(j >= typical[0]) & (j <= typical[-1])]
+        firsts.append(int(s[j[0]]))
+        lasts.append(int(s[j[-1] + 1]))
+        n += j.shape[0]
+    lo, hi = (min(firsts), max(lasts)) if n else (0, 0)
     return PeriodSpan(lo, hi, float(n)) if n and hi > lo else None
+
+
+def tiled_span(a: Optional[StepArrays], w0: int, w1: int) -> Optional[PeriodSpan]:
+    """Marker-kernel steps, which tile each device's timeline (one marker kernel's end to the next's): the
+    :class:`PeriodSpan` from the first start to the last end of the steps inside ``[w0, w1]``; ``units`` the steps and
+    the intervals between them left out over an idle pause (the period span counts a period over a pause too). None
+    when no step lies inside."""
+    if a is None or len(a) == 0:
+        return None
+    inside = (a.start >= w0) & (a.end <= w1)
+    s, e, dev = a.start[inside], a.end[inside], a.device[inside]
+    if s.shape[0] == 0:
+        return None
+    o = np.lexsort((s, dev))
+    s, e, dev = s[o], e[o], dev[o]
+    gaps = int(((dev[1:] == dev[:-1]) & (s[1:] > e[:-1])).sum())
+    lo, hi = int(s.min()), int(e.max())
+    return PeriodSpan(lo, hi, float(s.shape[0] + gaps)) if hi > lo else None

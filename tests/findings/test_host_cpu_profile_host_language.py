@@ -1,7 +1,7 @@
 """The host-gap profiling advice by what the trace says of the host's language (fact ``native_host``,
 docs/FINDINGS.md "Facts"): py-spy (`host_cpu.profile`) only for a host known to run Python; a native host and a
 host whose process the export does not name (nothing said of its language) get `nsys --sample=cpu` alone
-(`host_cpu.profile.native`). Trace: test_claims_c6's llama.cpp-style decode loop (no stack recognised, no CPU
+(`host_cpu.profile.native`). Trace: test_claims_generations_native_engines's llama.cpp-style decode loop (no stack recognised, no CPU
 samples), its one process named or not."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from claims_support import finding_of
-from test_claims_c6 import PID, decode
+from test_claims_generations_native_engines import PID, decode
 
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.options import options_from_kwargs

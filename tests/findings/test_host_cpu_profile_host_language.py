@@ -1,8 +1,8 @@
 """The host-gap profiling advice by what the trace says of the host's language (fact ``native_host``,
 docs/FINDINGS.md "Facts"): py-spy (`host_cpu.profile`) only for a host known to run Python; a native host and a
 host whose process the export does not name (nothing said of its language) get `nsys --sample=cpu` alone
-(`host_cpu.profile.native`). Trace: test_claims_generations_native_engines's llama.cpp-style decode loop (no stack recognised, no CPU
-samples), its one process named or not."""
+(`host_cpu.profile.native`). Trace: the llama.cpp-style decode loop of
+test_claims_generations_native_engines (no stack recognised, no CPU samples), its one process named or not."""
 
 from __future__ import annotations
 

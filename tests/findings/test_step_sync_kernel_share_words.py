@@ -18,8 +18,9 @@ from nsys_llm_explainer.render import render_markdown
 def test_sync_steps_share_is_of_the_window_s_kernels_beside_nvtx_steps(tmp_path: Path) -> None:
     """The decode loop of test_claims_generations_native_engines (20 steps of 10 kernels, each ended by a readback
     and `cudaStreamSynchronize`) with an NVTX range `decode_step` around each whole step [1 + 3 i, 4 + 3 i) ms
-    (less 1 µs): the NVTX steps hold all 200 kernels; the sync points' 19 steps (first sync to last) hold the kernels of steps 1-19, 190 of the 200
-    in the window = 95 % — step 0's 10 kernels start before the first sync point."""
+    (less 1 µs): the NVTX steps hold all 200 kernels; the sync points' 19 steps (first sync to last) hold the
+    kernels of steps 1-19, 190 of the 200 in the window = 95 % — step 0's 10 kernels start before the first sync
+    point."""
     b = decode("2022.4")
     g = b.thread(PID, 1, "llama-server")
     for i in range(20):

@@ -98,27 +98,72 @@ def _claim(rank: str, id: str, severity: str, title: str, evidence: Sequence[str
     return c
 
 
-def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
+def _late_checks(coll: CollectivesResult) -> Optional[Tuple[int, List[RankCheck]]]:
+    """The rank the late-rank rule names (analyses/comms/arrival.late_rank: the rank whose late arrivals caused the
+    most waiting; its index in ``coll.ranks``) and the late-arriver claim's checks on it; None without ranks or
+    when a name was matched by issue order on aligned clocks (its kernels never overlapped: no wait claim)."""
     ranks = list(coll.ranks)
     if not coll.available or not ranks or coll.order_fallbacks():
-        return None   # a name matched by issue order on aligned clocks: its kernels never overlapped, no wait claim
-    # the one rule (analyses/comms/arrival.late_rank): the rank whose late arrivals caused the most waiting
+        return None
     late = late_rank([x.wait_caused_ns or 0 for x in ranks], [x.last_arrival_count or 0 for x in ranks])
+    r = ranks[late]
+    others = [x for j, x in enumerate(ranks) if j != late]
+    mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
+    caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in ranks))
+    return late, [_check("aligned", int(coll.timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
+                  _check("matched", r.matched or 0, ">=", MIN_MATCHED, r.rank),
+                  _check("last_arrivals", r.last_arrival_count or 0, ">=", MIN_LATE_ARRIVALS, r.rank),
+                  _check("wait_caused_share", caused, ">=", MIN_LATE_SHARE, r.rank),
+                  # ranks within a quarter of its lateness (a node late as a whole): the others wait for them too
+                  _check("late_with_ranks", len(r.late_with or ()), "==", 0, r.rank),
+                  _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
+                  _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=",
+                         int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
+                  _check("split_names", len(coll.split_names), "==", 0),
+                  _check("point_to_point_only", int(p2p_only(coll)), "==", 0)]
+
+
+def late_group(coll: CollectivesResult) -> Tuple[str, ...]:
+    """The late rank and the ranks late together with it (its ``late_with``) when that alone withheld the
+    late-arriver claim (every other check holds): a group the others waited for; () otherwise."""
+    found = _late_checks(coll)
+    if found is None:
+        return ()
+    r = coll.ranks[found[0]]
+    failed = {c.metric for c in found[1] if not c.holds()}
+    return (r.rank,) + tuple(r.late_with or ()) if failed == {"late_with_ranks"} else ()
+
+
+#: the late-arriver checks that say whether the matched instances can be judged at all, in words
+UNJUDGED = {"end_spread_p50_ns": "the matched kernels do not end together",
+            "split_names": "a collective name runs on several CUDA streams of a rank",
+            "point_to_point_only": "every matched instance is point-to-point (send / recv)"}
+
+
+def late_unjudged(coll: CollectivesResult) -> Optional[str]:
+    """Why no rank was judged late at the collectives although the clocks were aligned and collectives matched (a
+    name matched by issue order, or a failed check of :data:`UNJUDGED`), in words; None when it was judged."""
+    if not coll.timed:
+        return None
+    if coll.order_fallbacks():
+        return ("a collective name was matched by issue order, as on the aligned clocks its kernels on some rank "
+                "never overlap another rank's")
+    found = _late_checks(coll)
+    why = [UNJUDGED[c.metric] for c in (found[1] if found else ()) if c.metric in UNJUDGED and not c.holds()]
+    return "; ".join(why) or None
+
+
+def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
+    found = _late_checks(coll)
+    if found is None or not all(c.holds() for c in found[1]):
+        return None
+    late, checks = found
+    ranks = list(coll.ranks)
     r = ranks[late]
     others = [x for j, x in enumerate(ranks) if j != late]
     mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
     share = r.last_arrival_share or 0.0
     caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in ranks))
-    checks = [_check("aligned", int(coll.timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
-              _check("matched", r.matched or 0, ">=", MIN_MATCHED, r.rank),
-              _check("last_arrivals", r.last_arrival_count or 0, ">=", MIN_LATE_ARRIVALS, r.rank),
-              _check("wait_caused_share", caused, ">=", MIN_LATE_SHARE, r.rank),
-              _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
-              _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
-              _check("split_names", len(coll.split_names), "==", 0),
-              _check("point_to_point_only", int(p2p_only(coll)), "==", 0)]
-    if not all(c.holds() for c in checks):
-        return None
     pct = 100.0 * share
     per_coll = mean_wait / (r.matched or 1)
     contested = r.with_last_arriver or 0

@@ -8,6 +8,7 @@ started 2.7 s after node A's (each node's clock on its own base); one export per
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from synth import TraceBuilder
@@ -95,6 +96,9 @@ def test_a_node_late_as_a_whole_is_not_blamed_on_one_rank(tmp_path):
     md = render_cluster_markdown(res)
     assert "No single rank stands out: nodeB-gpu1, nodeB-gpu0 arrived late together" in md
     assert "No rank stands out" not in md
+    many = replace(res, late_group=tuple(f"r{i}" for i in range(12)))   # a 12-rank group: 9 named
+    assert "No single rank stands out: r0, r1, r2, r3, r4, r5, r6, r7, r8 and 3 more arrived late together" in \
+        render_cluster_markdown(many)
 
 
 def test_one_export_per_node_with_the_same_pids_keeps_the_ranks_apart(tmp_path):

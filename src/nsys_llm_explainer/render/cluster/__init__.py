@@ -79,7 +79,9 @@ def sec_claims(d: ClusterResult) -> Section:
                      "was not compared: the clocks are not aligned (every claim's preconditions are listed in "
                      "docs/CLUSTER.md).")]
     elif not body and d.late_group:   # a group late together (cluster.claims.late_group): not "no rank"
-        body = [para("No single rank stands out: ", Data(", ".join(d.late_group)), " arrived late together at the "
+        g = d.late_group
+        names = ", ".join(g[:9]) + (f" and {len(g) - 9} more" if len(g) > 9 else "")
+        body = [para("No single rank stands out: ", Data(names), " arrived late together at the "
                      "collectives, and the others waited for them (see the warnings; every claim's preconditions are "
                      "listed in docs/CLUSTER.md).")]
     elif not body and d.late_unjudged:   # the late-arriver claim was never judged: not "no rank stands out"

@@ -147,3 +147,52 @@ def test_tensor_parallel_pairs_sharing_a_kernel_name_are_not_no_rank_stands_out(
     md = render_cluster_markdown(res)
     assert "No rank stands out" not in md
     assert "No claim holds; whether a rank arrives late at the collectives was not judged (a collective name" in md
+
+
+def _replicas(tmp_path, gemm_us: Sequence[int], steps: int = 10, period_us: Sequence[int] = (1000,) * 4) -> None:
+    """One data-parallel replica per node, no collective across nodes: rank r runs a GEMM of ``gemm_us[r]`` 10 µs
+    into each step (no NCCL kernel), steps ``period_us[r]`` apart, each an NVTX ``step`` range from 10 µs before the
+    GEMM to 8 µs after it (GEMM + 18 µs)."""
+    for r in range(4):
+        n = r // 2
+        b = TraceBuilder("2024.2", seed=r, utc_epoch_ns=BASE_UTC + n * NODE_GAP)
+        pid = 4000 + r % 2
+        b.process(pid, "python3")
+        g = b.thread(pid, pid, "pt_main_thread")
+        b.gpu(r % 2)
+        for s in range(steps):
+            a = NODE_GAP + 50 * MS + s * period_us[r] * US + 10 * US - n * NODE_GAP
+            b.launch(a - 8 * US, a - 4 * US, a, a + gemm_us[r] * US, pid=pid, tid=pid, device=r % 2, name=GEMM)
+            if period_us != (1000,) * 4:
+                b.nvtx_push_pop(a - 10 * US, a + (gemm_us[r] + 8) * US, "step", tid_g=g)
+        b.write(str(tmp_path / f"{'nodeA' if n == 0 else 'nodeB'}-gpu{r % 2}.sqlite"), overwrite=True)
+
+
+def test_an_underloaded_replica_is_named_as_a_whole(tmp_path):
+    """Node B's replica gets a quarter of the work: GEMMs of 400, 400 µs on node A, 100 and 101 µs on node B. Each
+    file's window is its capture, from the first launch call (8 µs before the first GEMM) to the last GEMM's end:
+    9,008 µs + the GEMM. Busy: node A 4,000 / 9,408 µs = 42.517 %, nodeB-gpu0 1,000 / 9,108 = 10.979 %, nodeB-gpu1
+    1,010 / 9,109 = 11.088 %. Before: 'nodeB-gpu0 keeps its GPU busy less than the other ranks' against a median of
+    42.517 % over the others (42.517, 42.517, 11.088), as if nodeB-gpu1 were not as idle. Now nodeB-gpu1 is within a
+    quarter of nodeB-gpu0's gap (11.088 − 10.979 ≤ (42.517 − 10.979) / 4): the claim names both, compared with node
+    A's median: gap 42.517 − 11.088 = 31.429 points."""
+    _replicas(tmp_path, [400, 400, 100, 101])
+    res = nle.analyze_cluster(str(tmp_path), jobs=1)
+    claims = [c for c in res.claims if c.id == "low_busy_rank"]
+    assert [(c.rank, c.title) for c in claims] == [
+        ("nodeB-gpu0", "nodeB-gpu0 and nodeB-gpu1 keep their GPUs busy less than the other ranks")]
+    gap = round(100 * 4000 / 9408 - 100 * 1010 / 9109, 4)
+    assert {c.metric: c.observed for c in claims[0].checks}["busy_pct_gap"] == gap == 31.4291
+    assert claims[0].evidence[0].startswith("GPU busy 11.0–11.1% on these 2 devices (each within a quarter of the "
+                                            "lowest's gap) vs a median of 42.5% on the 2 other devices")
+
+
+def test_a_slower_replica_is_not_one_rank_with_the_slowest_steps(tmp_path):
+    """Node B's replica runs a longer GEMM (600 and 610 µs vs 300 µs) in 2 ms steps (node A: 1 ms). Step p50 (the
+    NVTX range, GEMM + 18 µs): 318, 318, 618, 628 µs. Before: 'nodeB-gpu1 has the slowest steps' (628 / median(318,
+    318, 618) = 1.97×, no exact tie), as if nodeB-gpu0 were not as slow. Now nodeB-gpu0 is within a quarter of
+    nodeB-gpu1's excess (618 ≥ 628 − (628 − 318) / 4 = 550.5): step_p50_ties 1, no slowest-steps claim."""
+    _replicas(tmp_path, [300, 300, 600, 610], period_us=(1000, 1000, 2000, 2000))
+    res = nle.analyze_cluster(str(tmp_path), jobs=1)
+    assert [d.step_p50_ns for d in res.devices] == [318 * US, 318 * US, 618 * US, 628 * US]
+    assert "slow_step_rank" not in [c.id for c in res.claims]

@@ -152,6 +152,25 @@ def test_a_single_stall_is_an_event_not_a_late_rank(tmp_path: Path) -> None:
         "but at 1 collective only (vs ≥ 2): one stall is an event, not a rank the others keep waiting for")
 
 
+def test_ranks_late_together_are_not_one_straggler(tmp_path: Path) -> None:
+    """4 ranks, 10 all-reduces 1 ms apart ending at +400 µs; ranks 0, 1 start at +100 µs, rank 2 at +250 µs and rank 3
+    at +252 µs (a group late together: a socket, a node's input). Waits 152, 152, 2, 0 µs per collective; rank 3
+    is last at 10 of 10 and caused 306 of the 306 µs each time (100 %), but rank 2 started within a quarter of
+    its lateness (2 ≤ 152 / 4) at all 10: before, 'pid 103 / GPU 3' was the straggler (had it been on time the others
+    would still have waited 150 µs for rank 2); now no verdict, and the reason names rank 2."""
+    p = tmp_path / "t.sqlite"
+    _trace(p, 4, 10, MS, lambda i, r: (100, 100, 250, 252)[r] * US, 400 * US)
+    r = _nccl(p)
+    assert [(x.pid, x.last_arrival_count, x.wait_ns_total) for x in r.ranks] == [
+        (100, 0, 1520 * US), (101, 0, 1520 * US), (102, 0, 20 * US), (103, 10, 0)]
+    assert r.straggler is None
+    assert r.straggler_reason == (
+        "pid 103 / GPU 3 started last in 100% of collectives, its late arrivals causing 100% of the 3.060 ms of "
+        "waiting, but pid 102 / GPU 2 started within a quarter of its lateness at half or more of those collectives: "
+        "those ranks were late together (the others would have waited for them had pid 103 / GPU 3 been on time), "
+        "not pid 103 / GPU 3 alone; no straggler verdict")
+
+
 def test_a_straggler_that_moves_is_not_named(tmp_path: Path) -> None:
     """4 ranks, 16 all-reduces 1 ms apart ending at +400 µs; at collective i rank i % 4 starts at +300 µs, the others
     at +210 µs (last by 90 µs). Every rank is last at 4 and caused 4 × 3 × 90 = 1,080 µs of the 16 × 270 = 4,320 µs

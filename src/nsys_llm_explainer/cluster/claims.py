@@ -14,6 +14,7 @@ from ..analyses.comms.arrival import (
     GPU_WORK,
     GPU_WORK_SHARE,
     HIGH_SHARE,
+    LATE_TOGETHER_SHARE,
     LAUNCHED_LATE,
     LAUNCHED_LATE_SHARE,
     MIN_LATE_ARRIVALS,
@@ -32,6 +33,9 @@ from .collectives import CollectivesResult, p2p_only
 if TYPE_CHECKING:
     from .summary import DeviceRow
 
+#: another device "as low" / "as slow" as the named one: within this share of its gap to the others (the late-rank
+#: rule's "late together" share, one definition)
+NEAR_SHARE = LATE_TOGETHER_SHARE
 #: the late-arriver rule's thresholds (MIN_MATCHED, MIN_LATE_ARRIVALS, MIN_LATE_SHARE) are the single-file
 #: verdict's: analyses/comms/arrival.py
 MIN_BUSY_GAP_PCT = 10.0
@@ -98,27 +102,72 @@ def _claim(rank: str, id: str, severity: str, title: str, evidence: Sequence[str
     return c
 
 
-def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
+def _late_checks(coll: CollectivesResult) -> Optional[Tuple[int, List[RankCheck]]]:
+    """The rank the late-rank rule names (analyses/comms/arrival.late_rank: the rank whose late arrivals caused the
+    most waiting; its index in ``coll.ranks``) and the late-arriver claim's checks on it; None without ranks or
+    when a name was matched by issue order on aligned clocks (its kernels never overlapped: no wait claim)."""
     ranks = list(coll.ranks)
     if not coll.available or not ranks or coll.order_fallbacks():
-        return None   # a name matched by issue order on aligned clocks: its kernels never overlapped, no wait claim
-    # the one rule (analyses/comms/arrival.late_rank): the rank whose late arrivals caused the most waiting
+        return None
     late = late_rank([x.wait_caused_ns or 0 for x in ranks], [x.last_arrival_count or 0 for x in ranks])
+    r = ranks[late]
+    others = [x for j, x in enumerate(ranks) if j != late]
+    mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
+    caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in ranks))
+    return late, [_check("aligned", int(coll.timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
+                  _check("matched", r.matched or 0, ">=", MIN_MATCHED, r.rank),
+                  _check("last_arrivals", r.last_arrival_count or 0, ">=", MIN_LATE_ARRIVALS, r.rank),
+                  _check("wait_caused_share", caused, ">=", MIN_LATE_SHARE, r.rank),
+                  # ranks within a quarter of its lateness (a node late as a whole): the others wait for them too
+                  _check("late_with_ranks", len(r.late_with or ()), "==", 0, r.rank),
+                  _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
+                  _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=",
+                         int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
+                  _check("split_names", len(coll.split_names), "==", 0),
+                  _check("point_to_point_only", int(p2p_only(coll)), "==", 0)]
+
+
+def late_group(coll: CollectivesResult) -> Tuple[str, ...]:
+    """The late rank and the ranks late together with it (its ``late_with``) when that alone withheld the
+    late-arriver claim (every other check holds): a group the others waited for; () otherwise."""
+    found = _late_checks(coll)
+    if found is None:
+        return ()
+    r = coll.ranks[found[0]]
+    failed = {c.metric for c in found[1] if not c.holds()}
+    return (r.rank,) + tuple(r.late_with or ()) if failed == {"late_with_ranks"} else ()
+
+
+#: the late-arriver checks that say whether the matched instances can be judged at all, in words
+UNJUDGED = {"end_spread_p50_ns": "the matched kernels do not end together",
+            "split_names": "a collective name runs on several CUDA streams of a rank",
+            "point_to_point_only": "every matched instance is point-to-point (send / recv)"}
+
+
+def late_unjudged(coll: CollectivesResult) -> Optional[str]:
+    """Why no rank was judged late at the collectives although the clocks were aligned and collectives matched (a
+    name matched by issue order, or a failed check of :data:`UNJUDGED`), in words; None when it was judged."""
+    if not coll.timed:
+        return None
+    if coll.order_fallbacks():
+        return ("a collective name was matched by issue order, as on the aligned clocks its kernels on some rank "
+                "never overlap another rank's")
+    found = _late_checks(coll)
+    why = [UNJUDGED[c.metric] for c in (found[1] if found else ()) if c.metric in UNJUDGED and not c.holds()]
+    return "; ".join(why) or None
+
+
+def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
+    found = _late_checks(coll)
+    if found is None or not all(c.holds() for c in found[1]):
+        return None
+    late, checks = found
+    ranks = list(coll.ranks)
     r = ranks[late]
     others = [x for j, x in enumerate(ranks) if j != late]
     mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
     share = r.last_arrival_share or 0.0
     caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in ranks))
-    checks = [_check("aligned", int(coll.timed), "==", 1), _check("ranks", len(ranks), ">=", 2),
-              _check("matched", r.matched or 0, ">=", MIN_MATCHED, r.rank),
-              _check("last_arrivals", r.last_arrival_count or 0, ">=", MIN_LATE_ARRIVALS, r.rank),
-              _check("wait_caused_share", caused, ">=", MIN_LATE_SHARE, r.rank),
-              _check("others_mean_wait_ns", int(round(mean_wait)), ">", 0, r.rank),
-              _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=", int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
-              _check("split_names", len(coll.split_names), "==", 0),
-              _check("point_to_point_only", int(p2p_only(coll)), "==", 0)]
-    if not all(c.holds() for c in checks):
-        return None
     pct = 100.0 * share
     per_coll = mean_wait / (r.matched or 1)
     contested = r.with_last_arriver or 0
@@ -192,37 +241,60 @@ def _net_busy_pct(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Opti
 
 def _low_busy(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
     """The device that keeps its GPU busy least, among the devices that ran kernels (a GPU that only received
-    copies is not a rank that idles: docs/MODEL.md "Pooled over the devices that ran kernels"). On aligned clocks
-    with matched collectives the gap must also hold net of each device's NCCL wait (the others' kernels spinning
-    while they wait for this rank are the late-arriver claim's, not work this GPU leaves undone)."""
+    copies is not a rank that idles: docs/MODEL.md "Pooled over the devices that ran kernels"), with the devices as
+    low as it (within a quarter of its gap, :data:`NEAR_SHARE`: a node or a replica underloaded as a whole; at most
+    half the devices), named together and compared with the rest. On aligned clocks with matched collectives the
+    gap must also hold net of each device's NCCL wait (the others' kernels spinning while they wait for this rank
+    are the late-arriver claim's, not work this GPU leaves undone)."""
     devices = [d for d in devices if d.role == "kernels"]
     if len(devices) < 2:
         return None
     j = min(range(len(devices)), key=lambda i: (devices[i].busy_pct, i))
     d = devices[j]
-    ref = median(np.array([x.busy_pct for i, x in enumerate(devices) if i != j], np.float64))
-    gap = round(float(ref - d.busy_pct), 4)
+    busy = [x.busy_pct for x in devices]
+    ref = median(np.array([x for i, x in enumerate(busy) if i != j], np.float64))
+    grp = [i for i, x in enumerate(busy) if i == j or x <= d.busy_pct + NEAR_SHARE * float(ref - d.busy_pct)]
+    if 2 * len(grp) > len(devices):   # most devices as low: the others are the outliers, not a group of low ones
+        grp = [j]
+    rest = [i for i in range(len(devices)) if i not in grp]
+    ref = median(np.array([busy[i] for i in rest], np.float64))
+    high = max(busy[i] for i in grp)   # the group's busiest: every member is below the others by the gap
+    gap = round(float(ref - high), 4)
     checks = [_check("devices", len(devices), ">=", 2),
               _check("busy_pct_gap", gap, ">=", MIN_BUSY_GAP_PCT, d.rank)]
     net = _net_busy_pct(coll, devices)
     net_ev = ""
     if net is not None:
-        net_ref = median(np.array([x for i, x in enumerate(net) if i != j], np.float64))
-        net_gap = round(float(net_ref - net[j]), 4)
+        net_ref = median(np.array([net[i] for i in rest], np.float64))
+        net_high = max(net[i] for i in grp)
+        net_gap = round(float(net_ref - net_high), 4)
         checks.append(_check("net_busy_pct_gap", net_gap, ">=", MIN_BUSY_GAP_PCT, d.rank))
-        net_ev = (f"Net of each device's wait in matched {coll.kind()} collectives: {net[j]:.1f}% vs a median of "
-                  f"{net_ref:.1f}%.")
+        net_ev = (f"Net of each device's wait in matched {coll.kind()} collectives: "
+                  + (f"{net[j]:.1f}%" if len(grp) == 1 else f"at most {net_high:.1f}%")
+                  + f" vs a median of {net_ref:.1f}%.")
         gap = min(gap, net_gap)
     if not all(c.holds() for c in checks):
         return None
     kinds = sorted(d.idle_by_kind.items(), key=lambda kv: -kv[1])
-    top = f"; its largest idle cause is {kinds[0][0]} ({dur(kinds[0][1])})" if kinds else ""
+    top = f"its largest idle cause is {kinds[0][0]} ({dur(kinds[0][1])})" if kinds else ""
+    window = sum(devices[i].window_ns for i in grp)
+    if len(grp) == 1:
+        return _claim(d.rank, "low_busy_rank", "medium", f"{d.rank} keeps its GPU busy less than the other ranks",
+                      [f"GPU busy {d.busy_pct:.1f}% vs a median of {ref:.1f}% on the other devices"
+                       + (f"; {top}." if top else ".")] + ([net_ev] if net_ev else []),
+                      int(round(gap / 100.0 * window)), checks,
+                      "Open this rank's report (ranks/) for where its idle time went.")
+    names = [devices[i].rank for i in grp]
+    span = f"{d.busy_pct:.1f}" if f"{d.busy_pct:.1f}" == f"{high:.1f}" else f"{d.busy_pct:.1f}–{high:.1f}"
     return _claim(d.rank, "low_busy_rank", "medium",
-                  f"{d.rank} keeps its GPU busy less than the other ranks",
-                  [f"GPU busy {d.busy_pct:.1f}% vs a median of {ref:.1f}% on the other devices{top}."]
-                  + ([net_ev] if net_ev else []),
-                  int(round(gap / 100.0 * d.window_ns)), checks,
-                  "Open this rank's report (ranks/) for where its idle time went.")
+                  f"{', '.join(names[:-1])} and {names[-1]} keep their GPUs busy less than the other ranks",
+                  [f"GPU busy {span}% on these {len(grp)} devices (each within a quarter of "
+                   f"the lowest's gap) vs a median of {ref:.1f}% on the {len(rest)} other devices"
+                   + (f"; {d.rank}'s largest idle cause is {top[len('its largest idle cause is '):]}." if top
+                      else ".")] + ([net_ev] if net_ev else []),
+                  int(round(gap / 100.0 * window)), checks,
+                  "They idle together: look at what they share (their node, their replica's load, an input) and "
+                  "at their reports (ranks/) for where the idle time went.")
 
 
 def _slow_step(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
@@ -233,7 +305,8 @@ def _slow_step(devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
     d, p50 = ds[j]
     ref = median(np.array([x for i, (_, x) in enumerate(ds) if i != j], np.float64))
     ratio = round(p50 / ref, 4) if ref > 0 else 0.0
-    ties = sum(1 for i, (_, x) in enumerate(ds) if i != j and x == p50)   # other devices as slow: no "slowest"
+    # other devices as slow (within a quarter of its excess, NEAR_SHARE: a node or a pipeline stage): no "slowest"
+    ties = sum(1 for i, (_, x) in enumerate(ds) if i != j and x >= p50 - NEAR_SHARE * max(p50 - ref, 0.0))
     checks = [_check("devices_with_steps", len(ds), ">=", 2),
               _check("step_p50_ratio", ratio, ">=", MIN_STEP_RATIO, d.rank),
               _check("step_p50_ties", ties, "==", 0, d.rank)]

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analyses.common.stats import median, round_half_up
-from ..analyses.comms.arrival import Arrivals, excess_idle, last_arrivals, late_idle_medians
+from ..analyses.comms.arrival import Arrivals, excess_idle, last_arrivals, late_idle_medians, late_together, late_with
 from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 from ..analyses.comms.nccl import P2P_RE, rank_label
 from ..jsonable import NONE_OMITTED, FieldsJson
@@ -62,6 +62,10 @@ class RankRow(FieldsJson):
     late_idle_before_p50_ns: Optional[int] = _timed()
     late_by_p50_ns: Optional[int] = _timed()
     late_idle_share_p50: Optional[float] = _timed()
+    #: the ranks late together with it (analyses/comms/arrival ``late_with``): at half or more of the instances it
+    #: arrived last at, each arrived within a quarter of its lateness; () none; None (not written) when it arrived
+    #: last nowhere
+    late_with: Optional[Tuple[str, ...]] = _timed()
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,7 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
     last_cnt = np.zeros(n, np.int64)
     contested = np.zeros(n, np.int64)    # per rank: its matched instances that had a last arriver
     caused = np.zeros(n, np.int64)       # per rank: the others' waits at the instances it arrived last at
+    together = np.zeros((n, n), np.int64)   # [L, q]: L's late arrivals with q within a quarter of its lateness
     waited = np.zeros(n, np.int64)       # per rank: Σ of its waits
     late_idle: List[List[np.ndarray]] = [[] for _ in range(n)]   # per rank: its excess idle, where it was last
     late_by: List[List[np.ndarray]] = [[] for _ in range(n)]     # … and how late it was there (the skew)
@@ -247,10 +252,12 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             # the one rule (analyses/comms/arrival), the arrival = − duration: the last arriver ran the shortest
             # kernel, a member's wait = its duration − the instance's shortest; an instance whose kernels all ran
             # as long has no last arriver and counts for nobody, in neither part
-            arr = last_arrivals(np.tile(np.arange(m), len(members)), np.repeat(mem, m), -durs.reshape(-1), n)
+            inst_k, rank_k = np.tile(np.arange(m), len(members)), np.repeat(mem, m)
+            arr = last_arrivals(inst_k, rank_k, -durs.reshape(-1), n)
             if many:   # the shortest kernel is not the one every member waited for: no last arriver
                 z = np.zeros_like(arr.last)
                 arr = Arrivals(np.full_like(arr.late, -1), z, z, arr.wait, z, z)
+            together += late_with(inst_k, rank_k, arr, n)
             wait = arr.wait.reshape(len(members), m)
             sk = wait.max(axis=0)
             last_cnt += arr.last
@@ -316,6 +323,9 @@ def match_collectives(files: Sequence[FileSummary], al: Alignment) -> Collective
             li, lb = (np.concatenate(x[j]) if x[j] else np.empty(0, np.int64) for x in (late_idle, late_by))
             ip, lp, sp = late_idle_medians(li, lb)
             rrow = replace(rrow, late_idle_before_p50_ns=ip, late_by_p50_ns=lp, late_idle_share_p50=sp)
+            if last_cnt[j]:   # the ranks within a quarter of its lateness at half or more of its late arrivals
+                rrow = replace(rrow, late_with=tuple(names[order[q]] for q in late_together(together[j],
+                                                                                          int(last_cnt[j]))))
         ranks.append(rrow)
     matched_total = sum(r.matched for r in by_name)
     reason = None if timed else f"clocks not aligned: {al.reason}"

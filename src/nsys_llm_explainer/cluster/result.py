@@ -5,13 +5,13 @@ the same whichever executor produced them (docs/CLUSTER.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
-from ..jsonable import FieldsJson, built, check_schema, dataclass_from_json
+from ..jsonable import NONE_OMITTED, FieldsJson, built, check_schema, dataclass_from_json
 from .align import Alignment, align
-from .claims import RankClaim, make_claims
+from .claims import RankClaim, late_group, late_unjudged, make_claims
 from .collectives import MATCH_ORDER, CollectivesResult, match_collectives, p2p_many, p2p_only
 from .summary import DeviceRow, FileSummary
 
@@ -32,6 +32,13 @@ class ClusterResult(FieldsJson):
     collectives: CollectivesResult
     claims: Tuple[RankClaim, ...]
     warnings: Tuple[str, ...]
+    #: the late rank and the ranks late together with it when that alone withheld the late-arriver claim
+    #: (claims.late_group; docs/CLUSTER.md); None (not written) otherwise
+    late_group: Optional[Tuple[str, ...]] = field(default=None, metadata=NONE_OMITTED)
+    #: why no rank was judged late at the collectives on aligned clocks with matched collectives (claims.late_unjudged:
+    #: an issue-order name, kernels that do not end together, a split name, point-to-point only); None (not written)
+    #: when it was judged
+    late_unjudged: Optional[str] = field(default=None, metadata=NONE_OMITTED)
 
     @classmethod
     def from_dict(cls, d: Any, where: str = JSON) -> ClusterResult:
@@ -94,6 +101,17 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
             "Every matched instance is point-to-point (send / recv): a receiver waits for its sender's data, in a "
             "one-way hand-off (a pipeline stage, a KV-cache transfer) or in an exchange of send/recv pairs, which "
             "kernel names do not tell apart; no late-arriver claim is made (the waits stay in the tables).")
+    group = late_group(coll)
+    if group:
+        r = next(x for x in coll.ranks if x.rank == group[0])
+        lw = group[1:]
+        more = f", {len(lw) - 8} more" if len(lw) > 8 else ""
+        warnings.append(
+            f"{r.rank} arrived last at {r.last_arrival_count} matched {coll.kind()} collectives, but at half or more "
+            f"of them {len(lw)} other rank(s) arrived within a quarter of its lateness ({', '.join(lw[:8])}{more}): "
+            "those ranks were late together (their node, its network link, an input they share), and the others "
+            f"would have waited for them had {r.rank} been on time; no late-arriver claim names one rank.")
     claims = make_claims(coll, devices, al.disjoint())
     rows = tuple(replace(f, offset_ns=o, device_rows=(), nccl=()) for f, o in zip(files, al.offsets_ns))
-    return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings))
+    return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings),
+                         group or None, late_unjudged(coll))

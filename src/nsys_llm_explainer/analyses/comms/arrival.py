@@ -16,7 +16,7 @@ instance's shortest: clock-free); the two agree when the ends coincide."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -95,6 +95,40 @@ def late_rank(caused: Sequence[int], last: Sequence[int]) -> int:
     then the first rank). A rank last by 3 µs at most collectives is not the one the others wait for when another
     is last by 90 µs at the rest, nor is a host stalled 2 ms twice less of a straggler for being last only twice."""
     return max(range(len(caused)), key=lambda j: (int(caused[j]), int(last[j]), -j))
+
+
+#: "late together": another rank arrived within this share of the last arriver's lateness (its wait ≤ share · the
+#: instance's skew). A group late as a whole (a node's ranks launched late by one cause) arrives within launch
+#: jitter of each other; lateness passed on by the late rank (a ring neighbour waiting for it) lands part-way (half
+#: way in a ring: tests/cli/test_claims_c8.py), and is the late rank's
+LATE_TOGETHER_SHARE = 0.25
+
+
+def late_with(inst: np.ndarray, rank: np.ndarray, arr: Arrivals, n_rank: int) -> np.ndarray:
+    """Ranks late together: ``out[L, q]`` = the instances rank L arrived last at where rank q (≠ L) arrived within
+    a quarter of L's lateness (q's wait ≤ :data:`LATE_TOGETHER_SHARE` · the instance's skew, its largest wait; a tie
+    at the latest arrival included). ``inst``, ``rank``: the rows given to :func:`last_arrivals`, ``arr`` its result.
+    When another rank arrives so close to L, the others would have waited for it had L been on time: a group was
+    late (a node, its network link, an input they share), not L alone (docs/FINDINGS.md "NCCL")."""
+    out = np.zeros((n_rank, n_rank), np.int64)
+    if arr.wait.shape[0] == 0:
+        return out
+    _, k = np.unique(np.asarray(inst, np.int64), return_inverse=True)
+    k = k.reshape(-1)
+    skew = np.zeros(arr.late.shape[0], np.int64)
+    np.maximum.at(skew, k, arr.wait)
+    lat, rank = arr.late[k], np.asarray(rank, np.int64)
+    near = (lat >= 0) & (rank != lat) & (arr.wait <= LATE_TOGETHER_SHARE * skew[k])
+    np.add.at(out, (lat[near], rank[near]), 1)
+    return out
+
+
+def late_together(near: np.ndarray, last: int) -> List[int]:
+    """The ranks late together with a rank that arrived last ``last`` times, from its row of :func:`late_with`
+    (summed over names where several): those within a quarter of its lateness at half or more of its late
+    arrivals."""
+    near = np.asarray(near, np.int64)
+    return np.flatnonzero((near > 0) & (2 * near >= last)).tolist()
 
 
 def caused_share(caused: int, all_waiting: int) -> float:

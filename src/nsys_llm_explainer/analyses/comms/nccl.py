@@ -27,6 +27,8 @@ from .arrival import (
     last_arrivals,
     late_idle_medians,
     late_rank,
+    late_together,
+    late_with,
 )
 from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 
@@ -353,6 +355,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     contested = int(arr.contested[late])    # those the late rank took part in: the share's denominator
     share = arr.share(late)
     lt = ranks[late]
+    together = late_together(late_with(mc, rank[mi], arr, n_rank)[late], int(last_cnt[late]))
     lt_matched = int(lt.matched or 0)
     if lt_matched == judged:
         of_what = "of collectives" if contested == judged else f"of the {contested} collectives with a last arriver"
@@ -392,6 +395,10 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     elif int(last_cnt[late]) < MIN_LATE_ARRIVALS:
         reason = (f"{late_words}, but at {int(last_cnt[late])} collective only (vs ≥ {MIN_LATE_ARRIVALS}): one "
                   "stall is an event, not a rank the others keep waiting for")
+    elif together:
+        reason = (f"{late_words}, but {', '.join(ranks[q].rank for q in together)} started within a quarter of "
+                  "its lateness at half or more of those collectives: those ranks were late together (the others would "
+                  f"have waited for them had {lt.rank} been on time), not {lt.rank} alone; no straggler verdict")
     else:
         waiting = max((r for r in range(n_rank) if r != late), key=lambda r: (int(arr.waited[r]), -r))
         w = ranks[waiting]

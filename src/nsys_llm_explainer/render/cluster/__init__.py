@@ -78,6 +78,16 @@ def sec_claims(d: ClusterResult) -> Section:
         body = [para("No claim holds of what could be compared; the ranks' timing (collective waits, late arrivers) "
                      "was not compared: the clocks are not aligned (every claim's preconditions are listed in "
                      "docs/CLUSTER.md).")]
+    elif not body and d.late_group:   # a group late together (cluster.claims.late_group): not "no rank"
+        g = d.late_group
+        names = ", ".join(g[:9]) + (f" and {len(g) - 9} more" if len(g) > 9 else "")
+        body = [para("No single rank stands out: ", Data(names), " arrived late together at the "
+                     "collectives, and the others waited for them (see the warnings; every claim's preconditions are "
+                     "listed in docs/CLUSTER.md).")]
+    elif not body and d.late_unjudged:   # the late-arriver claim was never judged: not "no rank stands out"
+        body = [para("No claim holds; whether a rank arrives late at the collectives was not judged (",
+                     Data(d.late_unjudged), "; see the warnings). Every claim's preconditions are listed in "
+                     "docs/CLUSTER.md.")]
     elif not body:
         body = [para("No rank stands out (every claim's preconditions are listed in docs/CLUSTER.md).")]
     return Section("findings", "Findings", parts(body), "Findings")

@@ -112,3 +112,12 @@ def test_loop_detail_gap_line_names_a_gap_in_the_loop() -> None:
     assert "in the loop `MPI:MPI_Send`" in f.title
     assert ("5 idle gaps on device 0 hold `MPI:MPI_Send`; largest between kernels at 1,401.761 ms → 1,631.158 ms "
             "from trace start (22.219 ms of it).") in f.evidence, f.evidence
+
+
+def test_do_first_of_a_pause_does_not_point_above_the_headline() -> None:
+    """Trace 12: one 27.077 ms gap holds 64.5 % of the `host_cpu` idle, so the advice says the idle is one pause. Its
+    words "(the gap named above)" open the report as **Do first**, where nothing above names a gap."""
+    h = real_report(real_trace("12_gartangh_keras_gtx1650")).headline
+    assert h.action is not None and h.action.startswith(
+        "Most of this idle time is one pause (the largest gap in the finding's evidence), not a cost paid in every "
+        "step"), h.action

@@ -115,8 +115,8 @@ def test_mix_with_a_loop_part_stays_in_the_loop(tmp_path: Path) -> None:
     f = _one(_run(b, tmp_path, "mix_loop.sqlite", 2_009), "other_api")
     assert f.category == "cuda_api" and f.recommendation == (ADVICE["other_api.find"].text,)
     assert ("630.00 µs of it on device 0 (70.0 %) lies before the GPU's first kernel (start-up / shutdown: once per "
-            "run, not in every step); the other 13.4 % of the window lies between kernels, in the loop: this finding "
-            "is about both.") in f.evidence
+            "run, not in every step); the other 270.00 µs (13.4 % of the window) lies between kernels, in the loop: "
+            "this finding is about both.") in f.evidence
 
 
 def test_mix_mostly_start_up_is_one_time(tmp_path: Path) -> None:

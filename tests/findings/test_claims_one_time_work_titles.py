@@ -45,8 +45,8 @@ def test_mixed_finding_is_titled_after_its_largest_detail_in_the_loop(tmp_path: 
     assert f.cause == ("nvtx", "init") and f.category == "host_range"     # still the loop finding, its largest row
     assert "10 idle gaps on device 0 hold `send`" in " ".join(f.evidence)
     assert ("630.00 µs of it on device 0 (70.0 %) lies before the GPU's first kernel (start-up / shutdown: once per "
-            "run, not in every step); the other 13.4 % of the window lies between kernels, in the loop: this finding "
-            "is about both.") in f.evidence
+            "run, not in every step); the other 270.00 µs (13.4 % of the window) lies between kernels, in the loop: "
+            "this finding is about both.") in f.evidence
     assert f.time_at_stake_ns == 895_982 and f.quoted is None   # the title quotes the stake itself
 
 

@@ -19,5 +19,6 @@ def test_each_workload_gets_one_pause_line_with_its_words() -> None:
     assert set(want) == set(FACT_DOMAINS["workload"])
     for workload, words in want.items():
         (line,) = advise(ids, {"workload": workload})
-        assert line.startswith("Most of this idle time is one pause (the gap named above), not a cost paid in every "
-                               f"step: find what the program did then {words} and whether it recurs;"), workload
+        assert line.startswith("Most of this idle time is one pause (the largest gap in the finding's evidence), not "
+                               f"a cost paid in every step: find what the program did then {words} and whether it "
+                               "recurs;"), workload

@@ -241,5 +241,5 @@ def test_gpu_bound_does_not_deny_the_host_gaps_beside_it(tmp_path: Path) -> None
     assert host is not None and host["time_at_stake_ns"] == 12_035 * US
     gb = _finding(rep, "gpu_bound")
     assert gb is None or not any("not the host" in e for e in gb["evidence"]), gb["evidence"]
-    assert gb["evidence"][0].endswith("kernel speed sets most of the step time; the GPU idles the other 12.0 % (the "
-                                      "idle findings say why).")
+    assert gb["evidence"][0].endswith("kernel speed sets most of the step time; the GPU idles the other 12.0 % "
+                                      "(where it goes: the idle-cause table).")

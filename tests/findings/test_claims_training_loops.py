@@ -73,7 +73,7 @@ def test_optimizer_step_is_not_the_training_step(tmp_path: Path) -> None:
     1.000 ms, 40 of its thread's 140 launches) is one part of it. The report said "10 steps from NVTX range
     `optimizer.step` (confidence medium: ... looks like a step ...)" with "Step time p50 1.000 ms" — the iteration
     is 10.000 ms. `step` as the optimizer's method does not make a step-like name: no range looks like a step, the
-    most frequent top-level range enclosing the most launches (`forward`, 100) is used with confidence low, and its
+    outermost repeating range enclosing the most launches (`forward`, 100) is used with confidence low, and its
     period is the iteration's 10.000 ms."""
     b = TraceBuilder()
     _train_loop(b)

@@ -341,4 +341,4 @@ def test_gpu_bound_says_step_time_only_where_steps_were_found(tmp_path: Path, st
     (f,) = [f for f in rep.findings if f.id == "gpu_bound"]
     assert f.evidence[0].startswith("GPU busy 90.0 % of the window set by --window (4.500 ms of 4.999 ms")
     assert f.evidence[0].endswith(": kernel speed sets most of the " + ("step" if steps else "elapsed")
-                                  + " time; the GPU idles the other 10.0 % (the idle findings say why).")
+                                  + " time; the GPU idles the other 10.0 % (where it goes: the idle-cause table).")

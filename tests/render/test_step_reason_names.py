@@ -1,11 +1,12 @@
-"""User names in the steps' and window's sentences (docs/SECURITY.md §4, "Names in sentences"): the steps'
-confidence reason ("NVTX range … (N instances) encloses …", "the most frequent top-level NVTX range …", the parts of
-one iteration "with … ×N between its instances"), the marker-regex reasons, the ``--step-range`` notes and the
-``--window-nvtx`` reason quoted names with Python's ``repr`` (``'decode_step'``): a backtick in the name paired with
-the sentence's other backticks, and ``repr`` wrote a newline or an ESC as the text ``\\n`` / ``\\x1b``. Each name is
-now a code span written by ``vocabulary.code_spans.code_name`` (fenced when it holds backticks): report.md and
-report.html show the name whole in ``<code>``, report.json and the CSV files keep the span with the name exactly, and
-no output holds a hidden character. Each trace is built by hand; the truth is in the docstrings."""
+"""User names in the steps' and window's sentences (docs/SECURITY.md §4, "Names in sentences"): the steps' confidence
+reason ("NVTX range … (N instances) encloses …", "the outermost NVTX range that repeats with kernel launches inside,
+…", the parts of one iteration "with … ×N between its instances"), the marker-regex reasons, the ``--step-range``
+notes and the ``--window-nvtx`` reason quoted names with Python's ``repr`` (``'decode_step'``): a backtick in the
+name paired with the sentence's other backticks, and ``repr`` wrote a newline or an ESC as the text ``\\n`` /
+``\\x1b``. Each name is now a code span written by ``vocabulary.code_spans.code_name`` (fenced when it holds
+backticks): report.md and report.html show the name whole in ``<code>``, report.json and the CSV files keep the span
+with the name exactly, and no output holds a hidden character. Each trace is built by hand; the truth is in the
+docstrings."""
 
 from __future__ import annotations
 

@@ -197,9 +197,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "`.to(device, non_blocking=True)`.", framework=_PT, host_copies_pageable=(True,)),
     _a("alloc.pool", "Allocate once outside the loop or use a caching / stream-ordered allocator (`cudaMallocAsync` "
        "with a pool); `cudaFree` synchronizes the device."),
-    *(_a(aid, "Most of this idle time is one pause (the gap named above), not a cost paid in every step: find what "
-         f"the program did then ({PAUSE_EXAMPLES[w]}) and whether it recurs; to size the cost the loop pays, capture "
-         "steady steps away from it (`nsys profile --delay=SECONDS` / `--duration`, or "
+    *(_a(aid, "Most of this idle time is one pause (the largest gap in the finding's evidence), not a cost paid in "
+         f"every step: find what the program did then ({PAUSE_EXAMPLES[w]}) and whether it recurs; to size the cost "
+         "the loop pays, capture steady steps away from it (`nsys profile --delay=SECONDS` / `--duration`, or "
          "`--capture-range=cudaProfilerApi`).", workload=tuple(ws)) for aid, w, ws in _PAUSE_LINES),
     _a("pause.torch", "In PyTorch, an epoch boundary starts the `DataLoader`'s worker processes again unless "
        "`persistent_workers=True`, and the first batch of the epoch waits until a worker has prepared it.",

@@ -190,11 +190,15 @@ def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int
                                                              sc),)
 
 
-def _where(c: IdleCause, t0: int) -> str:
-    if not c.examples:
+def _where(c: IdleCause, t0: int, between: Optional[Tuple[int, int]] = None) -> str:
+    """Where the largest gap of ``c`` lies; ``between``: (start, end) of the device's window when the title names
+    the detail's part in the loop: the largest gap between kernels then, not the leading or trailing gap."""
+    ex = [e for e in c.examples or () if between is None or between[0] < e.start_ns and e.end_ns < between[1]]
+    if not ex:
         return ""
-    e = c.examples[0]
-    return f"; largest at {dur(e.start_ns - t0)} → {dur(e.end_ns - t0)} from trace start ({dur(e.ns)} of it)"
+    e = ex[0]
+    return (f"; largest{' between kernels' if between else ''} at {dur(e.start_ns - t0)} → {dur(e.end_ns - t0)} from "
+            f"trace start ({dur(e.ns)} of it)")
 
 
 def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window: WindowResult,
@@ -218,8 +222,12 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     advice = facts.advice_facts()
     lb = launch_bound_devices(gpu_time)
     edges = edge_bin_ns(idle_causes)
-    per_kind, merged = _split(idle_causes, lb, set(gpu_time.kernel_devices()), (claimed, copy_claimed), launch_ranges)
     win = {d.device_id: d.window_ns for d in gpu_time.devices}
+    per_kind, merged = _split(idle_causes, lb, set(gpu_time.kernel_devices()), (claimed, copy_claimed), launch_ranges)
+    lf = launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
+    if lf is None and merged:    # no launch-bound finding to claim them: the ns stay with their kinds' findings
+        per_kind, merged = _split(idle_causes, {}, set(gpu_time.kernel_devices()), (claimed, copy_claimed),
+                                  launch_ranges)
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in idle_causes.devices}
     for kind, devs in per_kind.items():
@@ -276,7 +284,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if main is not None:
             holds = "holds" if main.gap_count == 1 else "hold"
             ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} {code_name(named_det or kind)}"
-                      f"{_where(main, window.full_start_ns)}.")
+                      f"{_where(main, window.full_start_ns, _window_of(gpu_time, dev) if in_loop else None)}.")
         pause = None if KIND[kind].one_time else pause_line(main, named_ns, dev, kind)
         pause_at = len(ev)      # its line follows the largest gap's (given unless the finding is one-time work)
         table_share = 100.0 * kind_ns / win[dev]      # titles quote the idle-cause table's shares
@@ -403,10 +411,14 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             about_capture=KIND[kind].low_only or growth or startup or bool(tuned),
             quoted=_quoted(title_ns, total, title_det if title_ns is not None and title_ns < kind_dev else None,
                            in_loop is not None, txt.by if len(details) > 1 else "", dev, sorted(devs))))
-    lf = launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is not None:
         out.append(lf)
     return tuple(out)
+
+
+def _window_of(gpu_time: GpuTimeResult, dev: int) -> Optional[Tuple[int, int]]:
+    t = gpu_time.device(dev)
+    return None if t is None else (t.window_start_ns, t.window_start_ns + t.window_ns)
 
 
 def _event_timed_series(step_sync: Optional[StepSyncResult], dev: int, call: str) -> Optional[StepSyncSeries]:

@@ -125,8 +125,8 @@ def once_line(once: Tuple[int, int], kind_ns: int, loop_pct: float, dev: int, st
             + ")")
     if startup:
         return head + f"; the rest, between kernels, is {loop_pct:.1f} % of the window."
-    return head + (f"; the other {loop_pct:.1f} % of the window lies between kernels, in the loop: this finding is "
-                   "about both.")
+    return head + (f"; the other {dur(kind_ns - n)} ({loop_pct:.1f} % of the window) lies between kernels, in the "
+                   "loop: this finding is about both.")
 
 
 def once_title(kind: str, detail: str, once: Tuple[int, int], main_share: float, ns: int) -> str:

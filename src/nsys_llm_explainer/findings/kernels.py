@@ -72,7 +72,9 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         out.append(exposed)
         claimed = int(exposed.time_at_stake_ns)
     hidden = graphs.available and graphs.graph_level_hidden   # kernel time misses the graphs' kernels
-    span = "the step time" if steps.available and steps.step_count else "the elapsed time"
+    # "the step time" only for steps the tool trusts: a low-confidence range (a layer's or an op's) is no step
+    span = "the step time" if steps.available and steps.step_count and steps.confidence != "low" else \
+        "the elapsed time"
     cut = harness if harness is not None and harness.kernel_count and harness.timed_traits is not None else None
     left_out = [] if cut is None else [
         f"{dur(cut.kernel_ns)} of harness kernels outside the timed regions left out: "
@@ -99,8 +101,8 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
             claim = f"{who} {'set' if copies else 'sets'} most of {span}"
         ev = [f"GPU busy {p.busy_pct:.1f} % of {where} ({dur(p.busy_ns)} of {dur(p.window_ns)}, "
               f"{pooled_words(gpu_time)}): " + claim
-              + ("." if idle < MEDIUM_SHARE else f"; the GPU idles the other {idle:.1f} % (the idle findings say "
-                                                 "why).")]
+              + ("." if idle < MEDIUM_SHARE else f"; the GPU idles the other {idle:.1f} % (where it goes: "
+                                                 "the idle-cause table).")]
         checks = [busy]
         if hidden:
             ev.append(f"The kernels inside the {graphs.graph_launch_count} CUDA graph launches were not recorded "
@@ -163,7 +165,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
             "fp32_gemm", severity="high" if h.share_pct >= 50.0 and p.busy_pct >= GPU_BOUND_PCT else "medium",
             confidence="high" if tensor_cores else "medium",
             title=f"FP32 {what} run on CUDA cores, not tensor cores: {h.share_pct:.1f} % {of_kt}",
-            evidence=(f"{h.kernel_count} FP32 (SIMT) GEMM/conv kernels take {dur(h.total_ns)}, {h.share_pct:.1f} % "
+            evidence=(f"{h.kernel_count:,} FP32 (SIMT) GEMM/conv kernels take {dur(h.total_ns)}, {h.share_pct:.1f} % "
                       f"{of_kt} in the window: {names}.",
                       f"The GPU is busy {p.busy_pct:.1f} %, " + (f"so these kernels set {span}."
                                                                  if p.busy_pct >= GPU_BOUND_PCT else
@@ -179,7 +181,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         out.append(finding(
             "attention_unfused", severity=sev_k, confidence="medium",
             title=f"Attention runs unfused (softmax + batched GEMMs): softmax alone is {a.share_pct:.1f} % {of_kt}",
-            evidence=(f"{a.kernel_count} softmax kernels ({dur(a.total_ns)}) next to GEMM kernels and no fused "
+            evidence=(f"{a.kernel_count:,} softmax kernels ({dur(a.total_ns)}) next to GEMM kernels and no fused "
                       "(flash/memory-efficient) attention kernel in the window.", *left_out),
             advice=["attention.fused", "attention.fused.pre_ampere", "attention.fused.jax"], facts=advice,
             time_at_stake_ns=int(a.total_ns * frac),
@@ -190,7 +192,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
         out.append(finding(
             "elementwise_fusion", severity=sev_k, confidence="medium",
             title=f"Unfused elementwise kernels take {e.share_pct:.1f} % {of_kt}",
-            evidence=(f"{e.kernel_count} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
+            evidence=(f"{e.kernel_count:,} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
                       + ", ".join(code_name(short(t.name, 50)) for t in e.top_kernels[:3]) + ".", *left_out),
             advice=["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts=advice,
             time_at_stake_ns=int(e.total_ns * frac),

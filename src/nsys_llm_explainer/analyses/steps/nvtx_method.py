@@ -174,16 +174,17 @@ def choose_nvtx(model: TraceModel, tree: NvtxTree, knode: np.ndarray, li: np.nda
     n_inst = int(inst.shape[0])
     every = int(lk.sum())
     if steplike and cov >= 0.5 and total < every:     # other threads launch too (an autograd thread's backward)
-        conf, why = "high", (f"NVTX range {desc} ({n_inst} instances) encloses {cov:.0%} of the kernel launches of "
+        conf, why = "high", (f"NVTX range {desc} ({n_inst:,} instances) encloses {cov:.0%} of the kernel launches of "
                              f"its threads ({int(sub[inst].sum()):,} of the trace's {every:,} launches: other "
                              "threads launched the rest)")
     elif steplike and cov >= 0.5:
-        conf, why = "high", f"NVTX range {desc} ({n_inst} instances) encloses {cov:.0%} of kernel launches"
+        conf, why = "high", f"NVTX range {desc} ({n_inst:,} instances) encloses {cov:.0%} of kernel launches"
     elif steplike:
-        conf, why = "medium", (f"NVTX range {desc} ({n_inst} instances) looks like a step but encloses only "
+        conf, why = "medium", (f"NVTX range {desc} ({n_inst:,} instances) looks like a step but encloses only "
                                f"{cov:.0%} of the kernel launches of its threads")
     else:
-        conf, why = "low", (f"the most frequent top-level NVTX range {desc} ({n_inst} instances) was used; "
+        conf, why = "low", (f"the outermost NVTX range that repeats with kernel launches inside, {desc} ({n_inst:,} "
+                            "instances), was used; "
                             "its name does not look like a model step")
     if part_of:
         why += f"; {part_of}"

@@ -1,0 +1,123 @@
+"""Sentences of the real traces' reports read as an engineer reads them before pasting one into a pull request:
+each sentence must be true of its trace and agree with the rest of the report. The numbers in the docstrings are
+read from the traces with plain SQL (and the traces' `oracle/` `nsys stats` output) or from the report's own
+idle-cause table, whose numbers tests/oracle checks against an independent reference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import real_report, real_trace, real_traces, trace_id
+
+from nsys_llm_explainer.render import render_markdown
+
+pytestmark = pytest.mark.slow   # real traces through the whole pipeline
+
+MS = 1_000_000
+
+
+def _one(rep: Any, fid: str) -> Any:
+    (f,) = [f for f in rep.findings if f.id == fid]
+    return f
+
+
+@pytest.mark.parametrize("trace", real_traces(), ids=trace_id)
+def test_a_finding_named_in_evidence_is_in_the_report(trace: Any) -> None:
+    """An idle finding said "the launch-bound finding … account(s) for the rest" of its kind on trace 12 (TF/Keras,
+    GTX 1650), whose report has no launch-bound finding: the launch-bound pattern held on the device (35.6 % busy,
+    median kernel 5.44 µs, 6,727 launches/s) but its overhead stayed under the finding's 5 % threshold, and those ns
+    were then claimed by no finding. A sentence may name another finding only when the report holds it."""
+    rep = real_report(trace)
+    ids = {f.id for f in rep.findings}
+    for f in rep.findings:
+        text = " ".join(f.evidence)
+        if "the launch-bound finding" in text:
+            assert "launch_overhead" in ids, (f.id, text)
+        if "the per-step sync finding" in text:
+            assert "step_sync" in ids, (f.id, text)
+        if "the copy-path finding" in text:
+            assert "copy_path" in ids, (f.id, text)
+
+
+def test_host_gap_without_a_launch_bound_finding_claims_its_short_gaps() -> None:
+    """Trace 12: the idle-cause table charges 42.112 ms (62.8 %) of the 67.046 ms window to `host_cpu`, 134.09 µs of
+    it within one timeline bin of the window's edges. With no launch-bound finding, the `host_cpu` finding claims all
+    the rest, 42.112 − 0.134 = 41.978 ms (62.6 %); it claimed 41.777 ms and said the launch-bound finding accounted
+    for the other 0.2 ms."""
+    f = _one(real_report(real_trace("12_gartangh_keras_gtx1650")), "idle_host_cpu")
+    assert abs(f.time_at_stake_ns - 41.978 * MS) < 0.001 * MS, f.time_at_stake_ns
+    assert f.title.endswith("(62.6 % of the window, 41.978 ms)"), f.title
+
+
+def test_short_elementwise_trait_does_not_call_a_gpu_bound_trace_launch_bound() -> None:
+    """Trace 05 (2 × H100 DiT training cut) is GPU-bound: 89.2 % busy, flash attention 50.9 % of kernel time; its
+    SOURCE.md: "would be wrong to claim: launch-bound". The kernel-traits table described its 1,659 sub-10 µs
+    elementwise kernels as "(launch-bound)"."""
+    rep = real_report(real_trace("05_nsysai_mfu_2gpu_before"))
+    assert rep.findings[0].id == "gpu_bound"
+    row = next(line for line in render_markdown(rep).splitlines() if line.startswith("| `tiny_elementwise`"))
+    assert "launch-bound" not in row and "not by itself a sign that launches limit the GPU" in row, row
+
+
+def test_low_confidence_step_range_is_not_called_most_frequent_or_top_level() -> None:
+    """Trace 08: the steps are the 5 `saxpy` ranges, chosen as the outermost range that repeats with kernel launches
+    inside; `MPI:MPI_Send` has 10 ranges (oracle nvtx_sum), so "the most frequent top-level NVTX range `saxpy`" was
+    false. Trace 01: `layer_N_forward` (8) lies inside `weight_streaming_demo` (1 range of 751 ms holding every
+    other range): not top-level; `prefetch_layer_N` has 13."""
+    r08 = real_report(real_trace("08_pipit_saxpy_mpi_a100")).steps
+    assert (r08.confidence, r08.confidence_reason) == (
+        "low", "the outermost NVTX range that repeats with kernel launches inside, `saxpy` (5 instances), was used; "
+               "its name does not look like a model step")
+    r01 = real_report(real_trace("01_llama3_demo")).steps
+    assert r01.confidence_reason.startswith("the outermost NVTX range that repeats with kernel launches inside, "
+                                            "`layer_N_forward` (8 instances)"), r01.confidence_reason
+
+
+def test_gpu_bound_points_at_the_idle_table_when_no_idle_finding_exists() -> None:
+    """Trace 16 (TensorRT ResNet-18, one inference): 93.9 % busy, 420.28 µs idle (6.1 %) split over causes of at most
+    3.7 % of the window, so no idle finding is made. The GPU-bound evidence said "(the idle findings say why)"."""
+    rep = real_report(real_trace("16_memfusion_tensorrt_rtx3090"))
+    assert not [f for f in rep.findings if f.id.startswith("idle_")]
+    assert _one(rep, "gpu_bound").evidence[0].endswith(
+        "the GPU idles the other 6.1 % (where it goes: the idle-cause table).")
+
+
+def test_low_confidence_steps_are_not_the_step_time() -> None:
+    """Trace 23 (FP32 2.7 B model on an A100): the steps are the 128 `scaled dot product attention` ranges (confidence
+    low: one per layer call, p50 2.8 ms against a 26.1 ms period). The FP32 finding said "these kernels set the step
+    time" and the GPU-bound finding "sets the step time": the loop's time, not an attention call's."""
+    rep = real_report(real_trace("23_cs336_2p7b_a100_fp32_nvtx"))
+    assert rep.steps.confidence == "low"
+    assert "The GPU is busy 98.3 %, so these kernels set the elapsed time." in _one(rep, "fp32_gemm").evidence
+    assert _one(rep, "gpu_bound").evidence[0].endswith("kernel speed, not the host, sets the elapsed time.")
+    assert _one(rep, "fp32_gemm").evidence[0].startswith("1,153 FP32 (SIMT) GEMM/conv kernels")
+
+
+def test_start_up_part_and_loop_part_share_one_denominator_each() -> None:
+    """Trace 08, `host_cpu`: 742.826 ms, of which 197.154 ms (26.5 %) before the first kernel and after the last; the
+    line went on "the other 27.0 % of the window", which read as the other 73.5 % of the finding. The loop part is
+    742.826 − 197.154 = 545.672 ms = 27.0 % of the 2,023.827 ms window."""
+    f = _one(real_report(real_trace("08_pipit_saxpy_mpi_a100")), "idle_host_cpu")
+    assert any("(26.5 %) lies before the GPU's first kernel and after its last" in e
+               and e.endswith("; the other 545.672 ms (27.0 % of the window) lies between kernels, in the loop: this "
+                              "finding is about both.") for e in f.evidence), f.evidence
+
+
+def test_loop_detail_gap_line_names_a_gap_in_the_loop() -> None:
+    """Trace 08, `nvtx`: titled "largest in the loop `MPI:MPI_Send`"; its gap line gave the largest `MPI_Send` gap,
+    0.000 → 859.804 ms from trace start: the gap before the first kernel (`saxpy` starts at 859.804 ms), not the
+    loop. The largest `MPI_Send` gap between kernels is 1,401.761 → 1,631.158 ms (22.219 ms of `MPI_Send`)."""
+    f = _one(real_report(real_trace("08_pipit_saxpy_mpi_a100")), "idle_nvtx")
+    assert "in the loop `MPI:MPI_Send`" in f.title
+    assert ("5 idle gaps on device 0 hold `MPI:MPI_Send`; largest between kernels at 1,401.761 ms → 1,631.158 ms "
+            "from trace start (22.219 ms of it).") in f.evidence, f.evidence
+
+
+def test_do_first_of_a_pause_does_not_point_above_the_headline() -> None:
+    """Trace 12: one 27.077 ms gap holds 64.5 % of the `host_cpu` idle, so the advice says the idle is one pause. Its
+    words "(the gap named above)" open the report as **Do first**, where nothing above names a gap."""
+    h = real_report(real_trace("12_gartangh_keras_gtx1650")).headline
+    assert h.action is not None and h.action.startswith(
+        "Most of this idle time is one pause (the largest gap in the finding's evidence), not a cost paid in every "
+        "step"), h.action

@@ -56,7 +56,7 @@ def test_short_elementwise_trait_does_not_call_a_gpu_bound_trace_launch_bound() 
     elementwise kernels as "(launch-bound)"."""
     rep = real_report(real_trace("05_nsysai_mfu_2gpu_before"))
     assert rep.findings[0].id == "gpu_bound"
-    row = next(line for line in render_markdown(rep).splitlines() if line.startswith("| `tiny_elementwise`"))
+    row = next(line for line in render_markdown(rep).splitlines() if line.startswith("| `tiny_eager_pointwise`"))
     assert "launch-bound" not in row and "not by itself a sign that launches limit the GPU" in row, row
 
 
@@ -121,3 +121,22 @@ def test_do_first_of_a_pause_does_not_point_above_the_headline() -> None:
     assert h.action is not None and h.action.startswith(
         "Most of this idle time is one pause (the largest gap in the finding's evidence), not a cost paid in every "
         "step"), h.action
+
+
+def test_eager_pointwise_trait_and_elementwise_category_are_named_apart() -> None:
+    """Trace 05 (2 × H100 DiT training): the kernel-traits table's `elementwise` trait read 30.1 % (3,238 kernels:
+    PyTorch's eager `elementwise_kernel`s, GELU included) and the categories table's `elementwise` 31.0 % (3,403
+    kernels: reductions and concatenations too, GELU under `activation`): one word, two numbers. The fusion finding's
+    time at stake, 161.106 ms × the 89.2 % busy fraction = 143.710 ms, was stated nowhere beside its evidence."""
+    rep = real_report(real_trace("05_nsysai_mfu_2gpu_before"))
+    md = render_markdown(rep).splitlines()
+    assert any(line.startswith("| `eager_pointwise` | 30.1 | 3,238 | 161.106 |") for line in md)
+    assert any(line.startswith("| `elementwise` | 3,403 | 165.849 | 31.0 |") for line in md)
+    assert not any(line.startswith("| `elementwise` | 30.1") for line in md)
+    f = _one(rep, "elementwise_fusion")
+    assert f.title == "Unfused (eager) pointwise kernels take 30.1 % of kernel time"
+    assert f.evidence[0].startswith("3,238 eager pointwise / copy / cast kernels (the `eager_pointwise` trait; the "
+                                    "kernel category `elementwise` is a different set of names), 161.106 ms")
+    assert f.time_at_stake_ns == 143_710_402          # int(kernel ns × busy fraction): unchanged
+    assert f.evidence[-1] == ("Time at stake: their kernel time × the GPU's busy fraction (89.2 %), 143.710 ms — what "
+                              "faster (or fused) kernels act on, not time that can be saved outright.")

@@ -140,3 +140,16 @@ def test_eager_pointwise_trait_and_elementwise_category_are_named_apart() -> Non
     assert f.time_at_stake_ns == 143_710_402          # int(kernel ns × busy fraction): unchanged
     assert f.evidence[-1] == ("Time at stake: their kernel time × the GPU's busy fraction (89.2 %), 143.710 ms — what "
                               "faster (or fused) kernels act on, not time that can be saved outright.")
+
+
+def test_copies_per_step_and_step_busy_say_which_copies_they_count() -> None:
+    """Trace 08 (MPI saxpy, A100): 5 `saxpy` steps of ~42 µs; the 18 ms pageable H2D copies are issued by
+    `cudaMemcpy` calls before the steps; the one before each of steps 2–5 still runs during its first 22–26 µs (0,
+    51.7, 60.3, 52.8, 62.3 % of the steps: median 52.8 %). The memory section read "Copies per step (median):
+    0, 0 B" beside the copy path's "median step busy % 52.8": one counts the copies a step issues, the other the
+    step's time under any copy — the words now say so."""
+    md = render_markdown(real_report(real_trace("08_pipit_saxpy_mpi_a100")))
+    assert "- Copies issued per step (median; a copy counts in the step its CUDA call starts in): 0, 0 B." in md
+    assert ("*median step busy %* = the median over the steps of the part of a step's time the path is busy, "
+            "whichever step issued the copies.") in md
+    assert "| 0 | `H2D` | 10 | 2.62 GB | 186.001 | 9.2 | 14.1 | 0.000 | 0.0 | 186.001 | 10 | 52.8 |" in md

@@ -127,11 +127,13 @@ def test_eager_pointwise_trait_and_elementwise_category_are_named_apart() -> Non
     """Trace 05 (2 × H100 DiT training): the kernel-traits table's `elementwise` trait read 30.1 % (3,238 kernels:
     PyTorch's eager `elementwise_kernel`s, GELU included) and the categories table's `elementwise` 31.0 % (3,403
     kernels: reductions and concatenations too, GELU under `activation`): one word, two numbers. The fusion finding's
-    time at stake, 161.106 ms × the 89.2 % busy fraction = 143.710 ms, was stated nowhere beside its evidence."""
+    time at stake, 161.106 ms × the 89.2 % busy fraction = 143.710 ms, was stated nowhere beside its evidence. The
+    category `elementwise` is now 3,269 kernels, 161.294 ms: its 134 `reduce_kernel`s (4.555 ms) are `reduction`."""
     rep = real_report(real_trace("05_nsysai_mfu_2gpu_before"))
     md = render_markdown(rep).splitlines()
     assert any(line.startswith("| `eager_pointwise` | 30.1 | 3,238 | 161.106 |") for line in md)
-    assert any(line.startswith("| `elementwise` | 3,403 | 165.849 | 31.0 |") for line in md)
+    assert any(line.startswith("| `elementwise` | 3,269 | 161.294 | 30.1 |") for line in md)
+    assert any(line.startswith("| `reduction` | 134 | 4.555 | 0.9 |") for line in md)
     assert not any(line.startswith("| `elementwise` | 30.1") for line in md)
     f = _one(rep, "elementwise_fusion")
     assert f.title == "Unfused (eager) pointwise kernels take 30.1 % of kernel time"
@@ -153,3 +155,13 @@ def test_copies_per_step_and_step_busy_say_which_copies_they_count() -> None:
     assert ("*median step busy %* = the median over the steps of the part of a step's time the path is busy, "
             "whichever step issued the copies.") in md
     assert "| 0 | `H2D` | 10 | 2.62 GB | 186.001 | 9.2 | 14.1 | 0.000 | 0.0 | 186.001 | 10 | 52.8 |" in md
+
+
+def test_an_old_captures_memsets_claim_no_rate() -> None:
+    """Trace 12 (nsys 2019.6, GTX 1650: 128–192 GB/s of memory bandwidth): 661 memsets, 2,617,261,764 B (Σ `bytes`,
+    as `nsys stats` sums them; 312 `cuMemsetD32Async` of 8 MiB) in 788,000 ns (oracle cuda_gpu_mem_time_sum) read
+    "3,321.40" GB/s. The bytes stay; the rate is not shown."""
+    rep = real_report(real_trace("12_gartangh_keras_gtx1650"))
+    (ms,) = rep.memcpy.memset
+    assert (ms.count, ms.bytes, ms.total_ns, ms.gb_per_s) == (661, 2_617_261_764, 788_000, None)
+    assert "| memset | – | Unknown | 661 | 2.62 GB | 0.788 | 1.19 | – |" in render_markdown(rep)

@@ -139,7 +139,7 @@ REAL_NAMES: List[Tuple[str, str]] = [
     ("void at::native::elementwise_kernel<(int)128, (int)4, void at::native::gpu_kernel_impl_nocast<at::nati"
      "ve::direct_copy_kernel_cuda(at::TensorIteratorBase &)>(int, T3)", "elementwise"),
     ("void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, at::native::MeanOps<float,"
-     " float, float, float>, unsigned int, float, (int)4, (int)4>>(T3)", "elementwise"),
+     " float, float, float>, unsigned int, float, (int)4, (int)4>>(T3)", "reduction"),
     ("void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<float, (int)4, void at::native:"
      ":templates::cuda::normal_and_transform<float, float>>(long, at::PhiloxCudaState, T3, T4)",
      "elementwise"),
@@ -153,6 +153,21 @@ REAL_NAMES: List[Tuple[str, str]] = [
     ("void gemv2T_kernel_val<int, int, float2, float2, float2, 128, 16, 2, 2, false, false>(float2)", "gemm"),
     ("CudaCodeGen::kernel1(CudaCodeGen::Tensor<CudaCodeGen::__bfloat, (int)2, (int)2>)", "triton"),
     ("saxpy(double *, double *, double *, double, int)", "elementwise"),
+    # reductions and pooling (real traces 07, 10, 16, 23): their own categories, not `elementwise`
+    ("void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, at::native::MaxOps<float>, "
+     "unsigned int, float, (int)4>>(T3)", "reduction"),
+    ("void tensorflow::functor::ColumnReduceKernel<float const*, float*, cub::Sum>(float const*, float*, int, int)",
+     "reduction"),
+    ("void Eigen::internal::FullReductionKernel<256, 128>(Eigen::internal::SumReducer<float>)", "reduction"),
+    ("void at::native::(anonymous namespace)::max_pool_forward_nchw<c10::Half, c10::Half>(int, c10::Half const*)",
+     "pooling"),
+    ("void at::native::(anonymous namespace)::adaptive_average_pool<float>(float *, float *, int, int)", "pooling"),
+    ("sm50_xmma_pooling_coalescedC_NHWC_kMAX_3_False_execute_kernel_trt", "pooling"),
+    ("void cudnn::detail::pooling_fw_4d_kernel<float, float, cudnn::detail::maxpooling_func<float>>()", "pooling"),
+    ("void MaxPoolForward<float>(int, float const*, int, int, int, int, int, int, int, int, float*)", "pooling"),
+    # TensorRT's reformat copy: `…ArrayNWithReducedDivisors…` in its arguments is no reduction
+    ("void genericReformat::copyVectorizedKernel<double, __half, __half, (bool)1, (bool)0, (int)1>(unsigned int, "
+     "genericReformat::ArrayNWithReducedDivisors<T6>)", "elementwise"),
     # vLLM / SGLang / FlashInfer / TRT-LLM / Triton names
     ("void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, "
      "at::native::ArgMaxOps<float>, unsigned int, long, (int)4, (int)4>>(T3)", "sampling"),
@@ -225,7 +240,7 @@ REAL_NAMES: List[Tuple[str, str]] = [
     ("void at::native::index_elementwise_kernel<(int)128, (int)4>(long, T3)", "elementwise"),
     ("void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int>(int)",
      "elementwise"),
-    ("triton_per_fused_sum_3", "elementwise"),
+    ("triton_per_fused_sum_3", "reduction"),
     ("_compute_slot_mapping_kernel", "triton"),
     ("[CUDA memcpy Host-to-Device]", "memcpy"),
     ("[CUDA memset]", "memcpy"),
@@ -277,8 +292,8 @@ NAME_RULES: List[Tuple[str, str, str]] = [
     # Inductor: the fused ops' part where they name one, else elementwise (pointwise / reduction)
     ("triton_poi_fused_add_mul_0", "elementwise", "elementwise"),
     ("triton_poi_fused_cat_1", "elementwise", "elementwise"),
-    ("triton_red_fused__to_copy_mean_pow_0", "elementwise", "elementwise"),
-    ("triton_per_fused_sum_3", "elementwise", "elementwise"),
+    ("triton_red_fused__to_copy_mean_pow_0", "reduction", "reduction"),
+    ("triton_per_fused_sum_3", "reduction", "reduction"),
     ("triton_poi_fused_mul_silu_0", "activation", "activation"),
     ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1", "norm", "norm"),
     ("triton_tem_fused_addmm_0", "gemm", "gemm"),
@@ -340,7 +355,7 @@ def test_category_rules_shared_with_traits() -> None:
 
 def test_category_names_and_presets_load() -> None:
     assert CATEGORY_NAMES[0] == "gemm" and CATEGORY_NAMES[-1] == "other"
-    assert len(CATEGORY_NAMES) == len(set(CATEGORY_NAMES)) == 17
+    assert len(CATEGORY_NAMES) == len(set(CATEGORY_NAMES)) == 19
     for p in PRESETS:
         data = json.loads((PRESET_DIR / f"categories_{p}.json").read_text())
         assert data["name"] == p

@@ -154,7 +154,7 @@ def test_clipping_prorates_bytes_and_unions_concurrent_copies():
     assert d2d.gb_per_s == pytest.approx(15.0)
     # 100 of its 400 ns lie in the window: a quarter of 4 000 bytes; pageable host copy
     assert (h2d.busy_ns, h2d.bytes, h2d.pageable_count, h2d.pageable_bytes) == (100, 1_000, 1, 1_000)
-    assert (mset.busy_ns, mset.bytes, mset.kernel_overlap_ns) == (100, 50, 0)
+    assert (mset.busy_ns, mset.bytes, mset.kernel_overlap_ns, mset.gb_per_s) == (100, 50, 0, None)   # no rate
     f = copy_facts(r)
     # all copies: [100, 300) ∪ [500, 600) ∪ [900, 1000) = 400 ns, 100 of them under the kernel: 25 % < 50 %
     # no CUDA calls in this model: whether the copies are issued asynchronously on a side stream is not known

@@ -48,22 +48,23 @@ def test_exact_numbers_three_names():
     assert (g.kernel_count, g.total_ns, g.p50_ns) == (3, 600, 200)
     assert g.share_pct == pytest.approx(100 * 600 / 681)
     assert g.top_kernels == (TopKernel(SGEMM, 3, 600),)
-    e = r.traits["elementwise"]
+    e = r.traits["eager_pointwise"]
     assert (e.kernel_count, e.total_ns, e.p50_ns) == (2, 31, 16)      # median 15.5 rounds half up
     assert e.share_pct == pytest.approx(100 * 31 / 681)
-    assert r.traits["tiny_elementwise"].total_ns == 31                 # median 15.5 ns < 10 µs
+    assert r.traits["tiny_eager_pointwise"].total_ns == 31                 # median 15.5 ns < 10 µs
     s = r.traits["softmax"]
     assert (s.kernel_count, s.total_ns, s.p50_ns, s.top_kernels) == (1, 50, 50, (TopKernel(SOFTMAX, 1, 50),))
     # softmax + a GEMM and no fused attention: unfused attention, numbers = the softmax kernels
     assert r.traits["attention_unfused"] == s.__class__("attention_unfused", 1, 50, s.share_pct, 50, s.top_kernels)
-    assert set(r.traits) == {"fp32_gemm_simt", "elementwise", "tiny_elementwise", "softmax", "attention_unfused"}
+    assert set(r.traits) == {"fp32_gemm_simt", "eager_pointwise", "tiny_eager_pointwise", "softmax",
+                             "attention_unfused"}
     assert r.workload == "inference"
 
 
 def test_top_kernels_order_and_limit():
     a, b, c, d = (f"void at::native::elementwise_kernel<{x}>" for x in "abcd")
     rows = [(0, 25), (0, 25), (1, 50), (2, 70), (3, 5)]
-    hit = run([a, b, c, d], rows).traits["elementwise"]
+    hit = run([a, b, c, d], rows).traits["eager_pointwise"]
     # largest total first; a/b tie on total 50: more launches first; d (5 ns) is cut (top 3)
     assert hit.top_kernels == (TopKernel(c, 1, 70), TopKernel(a, 2, 50), TopKernel(b, 1, 50))
     assert (hit.kernel_count, hit.total_ns, hit.p50_ns) == (5, 175, 25)
@@ -71,17 +72,17 @@ def test_top_kernels_order_and_limit():
 
 def test_names_outside_window_and_unused_names_are_ignored():
     r = run([SGEMM, ELT, "unused_name_nccl"], [(1, 4), (1, 6)])
-    assert set(r.traits) == {"elementwise", "tiny_elementwise"}
-    assert r.traits["elementwise"].p50_ns == 5
-    assert r.traits["elementwise"].share_pct == pytest.approx(100.0)
+    assert set(r.traits) == {"eager_pointwise", "tiny_eager_pointwise"}
+    assert r.traits["eager_pointwise"].p50_ns == 5
+    assert r.traits["eager_pointwise"].share_pct == pytest.approx(100.0)
 
 
-def test_tiny_elementwise_threshold_uses_per_name_median():
+def test_tiny_eager_pointwise_threshold_uses_per_name_median():
     slow = "void at::native::elementwise_kernel<slow>"
     fast = "void at::native::elementwise_kernel<fast>"
     r = run([slow, fast], [(0, 10_000), (0, 10_000), (0, 1), (1, 9_998), (1, 10_000)])   # medians 10000, 9999
-    assert r.traits["elementwise"].kernel_count == 5
-    t = r.traits["tiny_elementwise"]
+    assert r.traits["eager_pointwise"].kernel_count == 5
+    t = r.traits["tiny_eager_pointwise"]
     assert (t.kernel_count, t.total_ns, t.top_kernels) == (2, 19_998, (TopKernel(fast, 2, 19_998),))
 
 
@@ -144,10 +145,11 @@ POSITIVE: Dict[str, List[str]] = {
     "softmax": [SOFTMAX, "void cunn_SoftMaxForward<4, float>", "void (anonymous namespace)::softmax_kernel<>",
                 "void tensorflow::SoftmaxKernel<float>"],
     "inductor_pointwise": ["triton_poi_fused_add_mul_0", "triton_poi_fused__to_copy_cat_3"],
-    "elementwise": [ELT, "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda>",
-                    "void at::native::elementwise_kernel<128, 2, where_kernel_impl>",
-                    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
-                    "void cast_kernel<float, half>", "void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator>"],
+    "eager_pointwise": [ELT, "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda>",
+                        "void at::native::elementwise_kernel<128, 2, where_kernel_impl>",
+                        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
+                        "void cast_kernel<float, half>",
+                        "void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator>"],
     "norm": ["void at::native::<unnamed>::vectorized_layer_norm_kernel<float, float, (bool)0>",
              "void vllm::rms_norm_kernel<c10::BFloat16, 8>", "void cuApplyLayerNorm<float>",
              "void at::native::batch_norm_transform_input_kernel<c10::Half>", "generic_rmsnorm_kernel"],
@@ -184,9 +186,9 @@ NEGATIVE: Dict[str, List[str]] = {
     "attention_fused": [SOFTMAX, SGEMM, ELT, "ncclDevKernel_SendRecv", "pattn_kernel", "attnorm_fused",
                         "void at::native::reduce_kernel<512, 1, ReduceOp<float, MeanOps<float>>>"],
     "softmax": [FLASH, "void flash::flash_fwd_splitkv_kernel<softmax>", ELT],
-    "elementwise": [SGEMM, "void at::native::reduce_kernel<512>",
-                    "void at::native::<unnamed>::CatArrayBatchedCopy_vectorized<>", "broadcast_kernel",
-                    "void foo<static_cast<int>(3)>"],
+    "eager_pointwise": [SGEMM, "void at::native::reduce_kernel<512>",
+                        "void at::native::<unnamed>::CatArrayBatchedCopy_vectorized<>", "broadcast_kernel",
+                        "void foo<static_cast<int>(3)>"],
     "norm": [ELT, SGEMM, "normal_kernel_float"],
     "reduce": ["void cublasLt::splitKreduce_kernel<32, 16>", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", ELT],
     "backward": [FLASH, ELT, SGEMM, "void at::native::vectorized_layer_norm_kernel<float>"],
@@ -400,7 +402,7 @@ def test_real_05_flash_attention_training():
     assert 40 < r.traits["attention_fused"].share_pct < 60
     assert 5 < r.traits["tensor_core_gemm"].share_pct < 20       # nvjet BF16 GEMMs
     assert "fp32_gemm_simt" not in r.traits and "attention_unfused" not in r.traits
-    assert 25 < r.traits["elementwise"].share_pct < 35
+    assert 25 < r.traits["eager_pointwise"].share_pct < 35
     assert 3 < r.traits["nccl"].share_pct < 7
     assert (r.workload, r.stack) == ("training", "pytorch")
 
@@ -448,11 +450,11 @@ def test_real_01_unfused_attention():
     assert 5 < r.traits["attention_unfused"].share_pct < 8
 
 
-def test_real_24_laptop_ada_tiny_elementwise():
+def test_real_24_laptop_ada_tiny_eager_pointwise():
     r = real("24_cs336_laptop_rtx5000ada_launch_bound")
     assert 60 < r.traits["fp32_gemm_simt"].share_pct < 75
-    assert r.traits["tiny_elementwise"].share_pct > 20
-    assert r.traits["tiny_elementwise"].p50_ns < 10_000
+    assert r.traits["tiny_eager_pointwise"].share_pct > 20
+    assert r.traits["tiny_eager_pointwise"].p50_ns < 10_000
 
 
 def test_real_14_v100_nvfuser():

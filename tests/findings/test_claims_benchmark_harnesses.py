@@ -175,7 +175,7 @@ def _do_bench(*, reads: int = 100, timed_add_us: int = 0) -> TraceBuilder:
 
 def test_l2_flush_of_a_do_bench_loop_is_not_the_fusion_target(tmp_path: Path) -> None:
     """The fill is 125 × 80 = 10 ms of 13.75 ms kernel time (72.7 %), but it lies outside every event pair: the
-    harness's, not the measured workload. "Unfused elementwise kernels take 72.7 % of kernel time ... Fuse
+    harness's, not the measured workload. "Unfused (eager) pointwise kernels take 72.7 % of kernel time ... Fuse
     elementwise chains into their producers" advised fusing the cache flush. The thread records 250 events (125
     pairs) and reads 100 elapsed times (≥ 0.8 × 125 = 100, ≤ 125): event-timed; its 125 fills are launched after
     an even number of records (0, 2, …, 248: between pairs), its GEMMs after an odd one (inside). Left out: 125
@@ -199,10 +199,12 @@ def test_timed_elementwise_work_keeps_the_fusion_finding_at_its_timed_share(tmp_
     (not (10 + 2.5) / 16.25 = 76.9 % with the flush), and its evidence says what was left out."""
     rep = _run(_do_bench(timed_add_us=20), tmp_path)
     f = _finding(rep, "elementwise_fusion")
-    assert f["title"] == "Unfused elementwise kernels take 40.0 % of the timed kernel time"
-    assert f["evidence"][0].startswith("125 elementwise/copy/cast kernels, 2.500 ms, median 20.00 µs: "), f["evidence"]
-    assert f["evidence"][-1].startswith("10.000 ms " + LEFT_OUT + ": 125 kernels ")
-    assert f["evidence"][-1].endswith("the share is of the other 6.250 ms of kernel time.")
+    assert f["title"] == "Unfused (eager) pointwise kernels take 40.0 % of the timed kernel time"
+    assert f["evidence"][0].startswith("125 eager pointwise / copy / cast kernels (the `eager_pointwise` trait; the "
+                                       "kernel category `elementwise` is a different set of names), 2.500 ms, median "
+                                       "20.00 µs: "), f["evidence"]
+    assert f["evidence"][-2].startswith("10.000 ms " + LEFT_OUT + ": 125 kernels ")
+    assert f["evidence"][-2].endswith("the share is of the other 6.250 ms of kernel time.")
     top = _finding(rep, "gpu_bound")["evidence"][1]
     assert top.endswith(": 60.0 % of the timed kernel time (125 calls, avg 30.00 µs)."), top
 
@@ -213,7 +215,7 @@ def test_events_without_elapsed_reads_keep_the_fill_in_the_shares(tmp_path: Path
     ms), `elementwise_fusion` holds and `gpu_bound`'s top kernel is the fill."""
     rep = _run(_do_bench(reads=0), tmp_path)
     f = _finding(rep, "elementwise_fusion")
-    assert f["title"] == "Unfused elementwise kernels take 72.7 % of kernel time"
+    assert f["title"] == "Unfused (eager) pointwise kernels take 72.7 % of kernel time"
     ev = _finding(rep, "gpu_bound")["evidence"]
     assert "FillFunctor" in ev[1] and ev[1].endswith(": 72.7 % of kernel time (125 calls, avg 80.00 µs).")
     assert not any(LEFT_OUT in e for x in rep["findings"] for e in x["evidence"])
@@ -225,7 +227,8 @@ def test_too_few_or_too_many_elapsed_reads_are_no_event_timed_thread(tmp_path: P
     or shared events, whose consecutive records are no start/end pair): no thread is event-timed; the fill stays in
     the shares (72.7 %)."""
     rep = _run(_do_bench(reads=reads), tmp_path)
-    assert _finding(rep, "elementwise_fusion")["title"] == "Unfused elementwise kernels take 72.7 % of kernel time"
+    title = _finding(rep, "elementwise_fusion")["title"]
+    assert title == "Unfused (eager) pointwise kernels take 72.7 % of kernel time"
     assert not any(LEFT_OUT in e for x in rep["findings"] for e in x["evidence"])
 
 

@@ -126,4 +126,4 @@ def test_fusion_title_of_a_harness_names_the_timed_kernel_time(tmp_path: Path) -
     import test_claims_benchmark_harnesses as harnesses
     rep = harnesses._run(harnesses._do_bench(timed_add_us=20), tmp_path)
     f = next(f for f in rep["findings"] if f["id"] == "elementwise_fusion")
-    assert f["title"] == "Unfused elementwise kernels take 40.0 % of the timed kernel time"
+    assert f["title"] == "Unfused (eager) pointwise kernels take 40.0 % of the timed kernel time"

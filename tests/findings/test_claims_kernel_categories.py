@@ -44,13 +44,14 @@ def _split(rep: Dict[str, Any]) -> Dict[str, float]:
 def test_an_inductor_attention_softmax_is_no_sampling(tmp_path: Path) -> None:
     """A torch.compile'd layer: GEMMs 60 + 20 µs, the Inductor attention softmax `triton_per_fused__softmax_3`
     11 µs, Inductor pointwise / reduction kernels 10 + 9 + 10 µs, a template `addmm` 30 µs (150 µs a layer). Kernel
-    time: gemm (60 + 20 + 30) / 150 = 73.3 %, elementwise 29 / 150 = 19.3 %, softmax 11 / 150 = 7.3 %. It read
+    time: gemm (60 + 20 + 30) / 150 = 73.3 %, elementwise (the pointwise) 20 / 150 = 13.3 %, reduction 9 / 150 =
+    6.0 %, softmax 11 / 150 = 7.3 %. It read
     "sampling 7 %" (no sampler runs) and `triton` 33.3 % (the two pointwise kernels and the template GEMM) beside
     `elementwise` 6.0 % (the reduction), gemm 53.3 %; the GPU-bound finding quotes the split."""
     rep = report_of(_loop([(GEMM, 60), ("triton_per_fused__softmax_3", 11), (GEMM, 20),
                            ("triton_poi_fused_add_mul_0", 10), ("triton_red_fused__to_copy_mean_pow_0", 9),
                            ("triton_poi_fused_cat_1", 10), ("triton_tem_fused_addmm_0", 30)]), tmp_path)
-    assert _split(rep) == {"gemm": 73.3, "elementwise": 19.3, "softmax": 7.3}
+    assert _split(rep) == {"gemm": 73.3, "elementwise": 13.3, "softmax": 7.3, "reduction": 6.0}
     ev = " ".join(finding_of(rep, "gpu_bound")["evidence"])
     assert "sampling" not in ev and "softmax 7 %" in ev, ev
 

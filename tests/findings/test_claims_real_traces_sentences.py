@@ -56,7 +56,7 @@ def test_short_elementwise_trait_does_not_call_a_gpu_bound_trace_launch_bound() 
     elementwise kernels as "(launch-bound)"."""
     rep = real_report(real_trace("05_nsysai_mfu_2gpu_before"))
     assert rep.findings[0].id == "gpu_bound"
-    row = next(line for line in render_markdown(rep).splitlines() if line.startswith("| `tiny_elementwise`"))
+    row = next(line for line in render_markdown(rep).splitlines() if line.startswith("| `tiny_eager_pointwise`"))
     assert "launch-bound" not in row and "not by itself a sign that launches limit the GPU" in row, row
 
 
@@ -121,3 +121,47 @@ def test_do_first_of_a_pause_does_not_point_above_the_headline() -> None:
     assert h.action is not None and h.action.startswith(
         "Most of this idle time is one pause (the largest gap in the finding's evidence), not a cost paid in every "
         "step"), h.action
+
+
+def test_eager_pointwise_trait_and_elementwise_category_are_named_apart() -> None:
+    """Trace 05 (2 × H100 DiT training): the kernel-traits table's `elementwise` trait read 30.1 % (3,238 kernels:
+    PyTorch's eager `elementwise_kernel`s, GELU included) and the categories table's `elementwise` 31.0 % (3,403
+    kernels: reductions and concatenations too, GELU under `activation`): one word, two numbers. The fusion finding's
+    time at stake, 161.106 ms × the 89.2 % busy fraction = 143.710 ms, was stated nowhere beside its evidence. The
+    category `elementwise` is now 3,269 kernels, 161.294 ms: its 134 `reduce_kernel`s (4.555 ms) are `reduction`."""
+    rep = real_report(real_trace("05_nsysai_mfu_2gpu_before"))
+    md = render_markdown(rep).splitlines()
+    assert any(line.startswith("| `eager_pointwise` | 30.1 | 3,238 | 161.106 |") for line in md)
+    assert any(line.startswith("| `elementwise` | 3,269 | 161.294 | 30.1 |") for line in md)
+    assert any(line.startswith("| `reduction` | 134 | 4.555 | 0.9 |") for line in md)
+    assert not any(line.startswith("| `elementwise` | 30.1") for line in md)
+    f = _one(rep, "elementwise_fusion")
+    assert f.title == "Unfused (eager) pointwise kernels take 30.1 % of kernel time"
+    assert f.evidence[0].startswith("3,238 eager pointwise / copy / cast kernels (the `eager_pointwise` trait; the "
+                                    "kernel category `elementwise` is a different set of names), 161.106 ms")
+    assert f.time_at_stake_ns == 143_710_402          # int(kernel ns × busy fraction): unchanged
+    assert f.evidence[-1] == ("Time at stake: their kernel time × the GPU's busy fraction (89.2 %), 143.710 ms — what "
+                              "faster (or fused) kernels act on, not time that can be saved outright.")
+
+
+def test_copies_per_step_and_step_busy_say_which_copies_they_count() -> None:
+    """Trace 08 (MPI saxpy, A100): 5 `saxpy` steps of ~42 µs; the 18 ms pageable H2D copies are issued by
+    `cudaMemcpy` calls before the steps; the one before each of steps 2–5 still runs during its first 22–26 µs (0,
+    51.7, 60.3, 52.8, 62.3 % of the steps: median 52.8 %). The memory section read "Copies per step (median):
+    0, 0 B" beside the copy path's "median step busy % 52.8": one counts the copies a step issues, the other the
+    step's time under any copy — the words now say so."""
+    md = render_markdown(real_report(real_trace("08_pipit_saxpy_mpi_a100")))
+    assert "- Copies issued per step (median; a copy counts in the step its CUDA call starts in): 0, 0 B." in md
+    assert ("*median step busy %* = the median over the steps of the part of a step's time the path is busy, "
+            "whichever step issued the copies.") in md
+    assert "| 0 | `H2D` | 10 | 2.62 GB | 186.001 | 9.2 | 14.1 | 0.000 | 0.0 | 186.001 | 10 | 52.8 |" in md
+
+
+def test_an_old_captures_memsets_claim_no_rate() -> None:
+    """Trace 12 (nsys 2019.6, GTX 1650: 128–192 GB/s of memory bandwidth): 661 memsets, 2,617,261,764 B (Σ `bytes`,
+    as `nsys stats` sums them; 312 `cuMemsetD32Async` of 8 MiB) in 788,000 ns (oracle cuda_gpu_mem_time_sum) read
+    "3,321.40" GB/s. The bytes stay; the rate is not shown."""
+    rep = real_report(real_trace("12_gartangh_keras_gtx1650"))
+    (ms,) = rep.memcpy.memset
+    assert (ms.count, ms.bytes, ms.total_ns, ms.gb_per_s) == (661, 2_617_261_764, 788_000, None)
+    assert "| memset | – | Unknown | 661 | 2.62 GB | 0.788 | 1.19 | – |" in render_markdown(rep)

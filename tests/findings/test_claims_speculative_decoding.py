@@ -158,6 +158,7 @@ def test_copies_per_step_per_engine_not_pooled(tmp_path: Path) -> None:
     assert path.step_busy_pct_p50 is not None and abs(path.step_busy_pct_p50 - 100 * 50 / 900) < 1e-9
     render_all(rep, tmp_path / "out")
     md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
-    assert ("Copies per step (median), per process of the steps: pid 100 (20 steps): 1, 2.10 MB; pid 200 "
+    assert ("Copies issued per step (median; a copy counts in the step its CUDA call starts in), per process of the "
+            "steps: pid 100 (20 steps): 1, 2.10 MB; pid 200 "
             "(20 steps): 0, 0 B.") in md
     assert "0.500" not in md

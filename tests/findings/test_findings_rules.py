@@ -189,7 +189,9 @@ def test_unfused_attention_is_claimed_on_a_busy_gpu(tmp_path: Path) -> None:
     assert f.category == "attention_unfused" and f.severity == "low" and f.confidence == "medium" and f.holds()
     assert f.title == "Attention runs unfused (softmax + batched GEMMs): softmax alone is 33.3 % of kernel time"
     assert f.evidence == ("100 softmax kernels (2.000 ms) next to GEMM kernels and no fused (flash/memory-efficient) "
-                          "attention kernel in the window.",)
+                          "attention kernel in the window.",
+                          "Time at stake: their kernel time × the GPU's busy fraction (60.0 %), 1.200 ms — what faster "
+                          "(or fused) kernels act on, not time that can be saved outright.")
     assert f.time_at_stake_ns == 1_200 * US
     assert [(c.metric, round(c.observed, 1)) for c in f.checks] == [("busy_pct", 60.0), ("trait_share_pct", 33.3)]
     assert f.recommendation == (ADVICE["attention.fused"].text,)

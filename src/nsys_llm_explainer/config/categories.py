@@ -19,7 +19,7 @@ from .user_file import YAML_MAX_BYTES, Unreadable, load_json, load_yaml, read_te
 
 CATEGORY_NAMES: List[str] = [
     "gemm", "attention", "norm", "activation", "rope", "moe", "nccl", "custom_allreduce", "all_to_all", "sampling",
-    "softmax", "quantize", "elementwise", "optimizer", "memcpy", "triton", "other",
+    "softmax", "quantize", "reduction", "pooling", "elementwise", "optimizer", "memcpy", "triton", "other",
 ]
 PRESETS: Tuple[str, ...] = ("generic", "vllm", "sglang", "trtllm")
 ENGINE_PRESETS: Tuple[str, ...] = ("vllm", "sglang", "trtllm")

@@ -46,6 +46,13 @@ def _tensor_core_words(facts: TraceFacts, kinds: List[str]) -> str:
             "The GPU's tensor-core datatypes are not known from the trace.")
 
 
+def at_stake(total_ns: int, frac: float) -> str:
+    """The evidence line of a kernel-trait finding's time at stake (docs/FINDINGS.md, "Kernels")."""
+    return (f"Time at stake: their kernel time × the GPU's busy fraction ({100.0 * frac:.1f} %), "
+            f"{dur(int(total_ns * frac))} — what faster (or fused) kernels act on, not time that can be saved "
+            "outright.")
+
+
 def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_kernels: KernelSummary,
                     categories: CategoryResult, facts: TraceFacts, graphs: GraphResult,
                     window: WindowResult, window_repeats: bool, steps: StepResult, comm_exposure: CommExposureResult,
@@ -170,7 +177,7 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
                       f"The GPU is busy {p.busy_pct:.1f} %, " + (f"so these kernels set {span}."
                                                                  if p.busy_pct >= GPU_BOUND_PCT else
                                                                  "so faster GEMMs shorten the busy time."),
-                      _tensor_core_words(facts, kinds), *left_out),
+                      _tensor_core_words(facts, kinds), *left_out, at_stake(h.total_ns, frac)),
             advice=["fp32.tf32", "fp32.tf32.conv", "fp32.bf16", "fp32.fp16", "fp32.fp16.scaler", "fp32.generic"],
             facts=fp32,
             time_at_stake_ns=int(h.total_ns * frac),
@@ -182,20 +189,23 @@ def kernel_findings(gpu_time: GpuTimeResult, traits: KernelTraitsResult, steady_
             "attention_unfused", severity=sev_k, confidence="medium",
             title=f"Attention runs unfused (softmax + batched GEMMs): softmax alone is {a.share_pct:.1f} % {of_kt}",
             evidence=(f"{a.kernel_count:,} softmax kernels ({dur(a.total_ns)}) next to GEMM kernels and no fused "
-                      "(flash/memory-efficient) attention kernel in the window.", *left_out),
+                      "(flash/memory-efficient) attention kernel in the window.", *left_out,
+                      at_stake(a.total_ns, frac)),
             advice=["attention.fused", "attention.fused.pre_ampere", "attention.fused.jax"], facts=advice,
             time_at_stake_ns=int(a.total_ns * frac),
             checks=(mid, Check("trait_share_pct", a.share_pct, ">=", ATTN_MIN_SHARE,
                                Scope(trait="attention_unfused")))))
-    e = traits.traits.get("elementwise")
+    e = traits.traits.get("eager_pointwise")
     if e is not None and e.share_pct >= ELEMENTWISE_MIN_SHARE:
         out.append(finding(
             "elementwise_fusion", severity=sev_k, confidence="medium",
-            title=f"Unfused elementwise kernels take {e.share_pct:.1f} % {of_kt}",
-            evidence=(f"{e.kernel_count:,} elementwise/copy/cast kernels, {dur(e.total_ns)}, median {us(e.p50_ns)}: "
-                      + ", ".join(code_name(short(t.name, 50)) for t in e.top_kernels[:3]) + ".", *left_out),
+            title=f"Unfused (eager) pointwise kernels take {e.share_pct:.1f} % {of_kt}",
+            evidence=(f"{e.kernel_count:,} eager pointwise / copy / cast kernels (the `eager_pointwise` trait; the "
+                      f"kernel category `elementwise` is a different set of names), {dur(e.total_ns)}, median "
+                      f"{us(e.p50_ns)}: " + ", ".join(code_name(short(t.name, 50)) for t in e.top_kernels[:3]) + ".",
+                      *left_out, at_stake(e.total_ns, frac)),
             advice=["elementwise.fuse", "elementwise.compile", "compiled.graph_breaks"], facts=advice,
             time_at_stake_ns=int(e.total_ns * frac),
             checks=(mid, Check("trait_share_pct", e.share_pct, ">=", ELEMENTWISE_MIN_SHARE,
-                               Scope(trait="elementwise")))))
+                               Scope(trait="eager_pointwise")))))
     return tuple(out)

@@ -83,9 +83,9 @@ def launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int,
     if sampled:
         ev.append(sampled)
     checks = lb[dev] + (Check("host_overhead_pct", share[dev], ">=", MEDIUM_SHARE, Scope(device_id=dev)),)
-    tiny = traits.traits.get("tiny_elementwise")
+    tiny = traits.traits.get("tiny_eager_pointwise")
     if tiny is not None and traits.kernel_count:
-        ev.append(f"{tiny.kernel_count:,} tiny elementwise kernels (median under 10 µs) are "
+        ev.append(f"{tiny.kernel_count:,} tiny eager pointwise kernels (median under 10 µs) are "
                   f"{100.0 * tiny.kernel_count / traits.kernel_count:.0f} % of the kernels in the window: fusing "
                   "them removes launches.")
     return finding(
@@ -102,11 +102,11 @@ def launch_finding(merged: Dict[int, Dict[Tuple[str, str], int]], win: Dict[int,
 
 def kernel_lines(ids: Sequence[str], traits: KernelTraitsResult) -> List[str]:
     """``ids`` without the lines whose claim about the window's kernels is false of the trace: with no eager
-    elementwise kernel (the ``elementwise`` trait), ``compiled.graph_breaks`` ("the small kernels left are eager
+    pointwise kernel (the ``eager_pointwise`` trait), ``compiled.graph_breaks`` ("the small kernels left are eager
     regions between graph breaks") and ``launch.fuse`` ("many tiny elementwise kernels"); ``launch.graphs.more``
     ("the launches that remain are outside them") when every kernel ran as a graph node, ``launch.graphs.all``
     unless every one did."""
-    eager = traits.traits.get("elementwise")
+    eager = traits.traits.get("eager_pointwise")
     drop = set() if eager is not None and eager.kernel_count > 0 else {"compiled.graph_breaks", "launch.fuse"}
     drop.add("launch.graphs.more" if traits.graph_node_kernels >= traits.kernel_count else "launch.graphs.all")
     return [i for i in ids if i not in drop]

@@ -56,7 +56,7 @@ class CopyPath:
     bytes: Optional[int]                    # prorated bytes of the rows that record theirs; None: none does
     busy_ns: int
     busy_pct: float
-    gb_per_s: Optional[float]               # None also when a row of the path does not record its bytes
+    gb_per_s: Optional[float]               # None also when a row does not record its bytes, and for memsets
     kernel_overlap_ns: int
     overlap_pct: float
     beyond_kernels_ns: int
@@ -260,7 +260,7 @@ def analyze_copy_engines(model: TraceModel, steady: TraceModel, w0: int, w1: int
             paths.append(CopyPath(
                 device_id=int(d), path=names[c], label=PATH_LABEL[names[c]], count=int(sel.shape[0]), bytes=nb,
                 busy_ns=busy, busy_pct=100.0 * busy / win if win else 0.0,
-                gb_per_s=nb / busy if busy and nb is not None and kn.all() else None,
+                gb_per_s=nb / busy if busy and nb is not None and kn.all() and names[c] != "memset" else None,
                 kernel_overlap_ns=ov, overlap_pct=100.0 * ov / busy if busy else 0.0, beyond_kernels_ns=busy - ov,
                 pageable_count=int(pg.shape[0]), pageable_bytes=(int(round_half_up(float(rows["bytes"][pg].sum())))
                                                             if rows["known"][pg].any() or not pg.shape[0] else None),

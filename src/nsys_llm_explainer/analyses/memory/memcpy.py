@@ -26,7 +26,8 @@ def mem_kind(k: int) -> str:
 class CopyStatsRow(FieldsJson):
     """Count, bytes, GPU durations (ns) and achieved bandwidth of a group of copies or memsets (docs/METRICS.md;
     the rows below add the keys that name the group, written first: ``JSON_KEYS``). ``bytes``: of the rows that
-    record theirs, None when none does; ``gb_per_s``: those bytes over those rows' summed duration."""
+    record theirs, None when none does; ``gb_per_s``: those bytes over those rows' summed duration (None for
+    memsets: their recorded duration need not bound the write, docs/METRICS.md)."""
 
     count: int
     bytes: Optional[int]
@@ -89,7 +90,7 @@ R = TypeVar("R", MemcpyDirectionRow, MemcpyKindRow, MemsetRow)
 def _stats_rows(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, nbytes: np.ndarray,
                 **labels: Tuple[str, Callable[[int], str]]) -> Tuple[R, ...]:
     """A ``row`` per distinct combination of ``keys``, largest total first; ``labels``: each label field's key and
-    the function naming its value."""
+    the function naming its value; no rate for a :class:`MemsetRow`."""
     gs = group_stats(keys, dur)
     nb, known = recorded_bytes(nbytes)
     b = group_stats(keys, nb).total.tolist()      # the same groups in the same (key) order: integer sums
@@ -100,7 +101,8 @@ def _stats_rows(row: Type[R], keys: Dict[str, np.ndarray], dur: np.ndarray, nbyt
         t = group_stats(keys, np.where(known, dur, 0)).total.tolist()
     named = {f: [name(v) for v in gs.keys[k].tolist()] for f, (k, name) in labels.items()}
     return tuple(gs.rows(row, bytes=[bytes_or_none(x, k, 1) for x, k in zip(b, n)],
-                         gb_per_s=[x / d if k and d > 0 else None for x, k, d in zip(b, n, t)], **named))
+                         gb_per_s=[x / d if k and d > 0 and row is not MemsetRow else None
+                                   for x, k, d in zip(b, n, t)], **named))
 
 
 def analyze_memcpy(model: TraceModel) -> MemcpyResult:

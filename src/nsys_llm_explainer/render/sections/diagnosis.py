@@ -41,6 +41,9 @@ WAIT_ROWS = 12
 #: copy paths shown (all rows in the CSV): those busy at least MIN_COPY_PCT % of the window, at most COPY_ROWS
 COPY_ROWS = 12
 MIN_COPY_PCT = 5.0
+#: the memory section's copies-per-step line: a copy is counted in the step its CUDA call starts in (not by when it
+#: runs on the GPU, as the copy paths' step busy % is)
+ISSUED = "Copies issued per step (median; a copy counts in the step its CUDA call starts in)"
 
 
 def sec_sync(v: View) -> SectionResult:
@@ -144,11 +147,11 @@ def _memory_items(m: MemoryResult) -> List[Inline]:
             out.append((f"{label}: {fmt_count(a.count, 'call')}, {fmt_dur(a.total_ns)}{inside}.",))
     ps = m.per_step
     if ps is not None and ps.step_count and ps.by_pid:      # engines' steps differ in kind: one median each
-        out.append(("Copies per step (median), per process of the steps: " + "; ".join(
+        out.append((f"{ISSUED}, per process of the steps: " + "; ".join(
             f"pid {r.pid} ({fmt_count(r.step_count, 'step')}): {fmt_int(r.copies_per_step_median)}, "
             f"{fmt_bytes(r.bytes_per_step_median)}" for r in ps.by_pid) + ".",))
     elif ps is not None and ps.step_count:
-        out.append((f"Copies per step (median): {fmt_int(ps.copies_per_step_median)}, "
+        out.append((f"{ISSUED}: {fmt_int(ps.copies_per_step_median)}, "
                     f"{fmt_bytes(ps.bytes_per_step_median)}.",))
     return out
 
@@ -189,7 +192,9 @@ def copy_path_parts(v: View) -> List[Any]:
     note = inline(Strong(("Copy paths",)), " (analysis window), per device and direction: ", Em(("busy",)),
                   " = the union of the direction's copies (concurrent copies count once); bytes prorated to the "
                   "window; GB/s = bytes / busy; ", Em(("under kernels",)), " = the part of busy with a kernel "
-                  f"running. Paths busy at least {MIN_COPY_PCT:.0f} % of the window; ",
+                  "running; ", Em(("median step busy %",)), " = the median over the steps of the part of a step's "
+                  "time the path is busy, whichever step issued the copies. Paths busy at least "
+                  f"{MIN_COPY_PCT:.0f} % of the window; ",
                   capped(min(COPY_ROWS, len(rows)), len(every), COPY_PATHS.csv))
     return [para(note), TablePart(COPY_PATHS.cols, rows[:COPY_ROWS], (), "copy-paths")]
 

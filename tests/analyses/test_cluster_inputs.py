@@ -36,7 +36,7 @@ def test_clock_and_nccl_series_of_each_rank(tmp_path) -> None:
         rep = analyze_path(path, workers=1)
         utc = BASE_UTC + 5 * r * MS
         shift = -5 * r * MS + (utc if r == 2 else 0)
-        assert rep.clock == ClockInfo(utc, r == 2, 0, 50 * MS + shift, ar_end[3] + 8 * US + shift, "localhost")
+        assert rep.clock == ClockInfo(utc, r == 2, 0, 50 * MS + shift, ar_end[3] + 8 * US + shift)
         assert [(x.pid, x.device_id, x.name, x.start.tolist(), x.end.tolist(), x.stream.tolist())
                 for x in rep.nccl_series] == [(5000 + r, r, AR, [a + shift for a in ar[r]],
                                                [e + shift for e in ar_end], [7, 9, 7, 9])]

@@ -125,3 +125,12 @@ def test_a_label_names_its_host_as_a_word():
     assert says_host("nodeA-gpu0", "nodeA") and says_host("NID001608_rank0", "nid001608.perlmutter.nersc.gov")
     assert not says_host("node10-gpu0", "node1") and not says_host("rank0", "gpu-a17")
     assert says_host("rank0", None)                                       # no host: nothing to add
+
+
+def test_a_host_name_is_data_in_the_cluster_outputs(tmp_path):
+    """A host name is the export's text: Markdown-escaped in cluster.md, kept verbatim in cluster.json."""
+    _job(tmp_path, per_node=True, hosts=("a|<b>x</b>", "gpu-b03"))
+    res = nle.analyze_cluster(str(tmp_path), jobs=1)
+    assert res.devices[0].rank == "a|<b>x</b>:node0/GPU 0"
+    md = render_cluster_markdown(res)
+    assert "<b>x" not in md and "a\\|&lt;b&gt;x&lt;/b&gt;:node0/GPU 0" in md

@@ -176,7 +176,7 @@ def _write_session(w: _Writer, lo: int, hi: int) -> None:
     row = dict(zip((c[0] for c in ANALYSIS_COLS), (VM_GLOBAL, hi - lo, lo, hi)))
     names = w.create("ANALYSIS_DETAILS", ANALYSIS_COLS)   # a dropped column (drop_column) is left out
     w.insert("ANALYSIS_DETAILS", names, [tuple(row[n] for n in names)])
-    if w.b.host is not None and w.f >= 1:   # the capture's host (2022.4 flavors on; see SYSTEM_ENV_COLS)
+    if w.b.host is not None and w.f >= 1:   # the capture's host (2022.4 flavors on; RowStore.host)
         w.table("TARGET_INFO_SYSTEM_ENV", SYSTEM_ENV_COLS, [(VM_GLOBAL, "Local (CLI)", "Hostname", 619, w.b.host)])
 
 

@@ -20,7 +20,7 @@ from synth.scenarios.cluster import AR, BASE_UTC, GEMM, MS
 
 import nsys_llm_explainer as nle
 from nsys_llm_explainer.cluster.summary import says_host
-from nsys_llm_explainer.render.cluster import render_cluster_markdown
+from nsys_llm_explainer.render.cluster import render_cluster_html, render_cluster_markdown
 from nsys_llm_explainer.render.cluster.tables import CLUSTER_TABLES
 from nsys_llm_explainer.render.csv_tables import write_tables
 
@@ -67,8 +67,8 @@ def _csv_col(path: Path, key: str) -> List[str]:
 def test_ranks_of_node_exports_are_named_by_host_and_gpu_alike_in_every_output(tmp_path):
     """Before: the device table said "node0/GPU 0" and the NCCL table "node0/pid 4000/GPU 0" for one rank, and
     neither named the host (the labels do not). Now every output names it "gpu-a17:node0/GPU 0": ranks.csv,
-    nccl_ranks.csv, cluster.json, cluster.md's two rank tables and the late-group warning; files.csv and the Files
-    table give each file's host."""
+    nccl_ranks.csv, cluster.json, cluster.md's and cluster.html's rank tables and the late-group warning; files.csv
+    and the Files table give each file's host."""
     _job(tmp_path, per_node=True)
     res = nle.analyze_cluster(str(tmp_path), jobs=1)
     names = [f"{h}:node{n}/GPU {g}" for n, h in enumerate(HOSTS) for g in range(4)]
@@ -94,6 +94,8 @@ def test_ranks_of_node_exports_are_named_by_host_and_gpu_alike_in_every_output(t
             "rank(s) arrived within a quarter of its lateness (gpu-b03:node1/GPU 0, gpu-b03:node1/GPU 1, "
             "gpu-b03:node1/GPU 2)") in md
     assert "node0/pid" not in md
+    page = render_cluster_html(res, js="")
+    assert page.count(">gpu-b03:node1/GPU 3<") >= 2 and "/pid 400" not in page
 
 
 def test_rank_exports_are_named_by_host_where_their_labels_do_not_say_it(tmp_path):

@@ -1,13 +1,14 @@
 """What a cluster reads of each trace, made by the analysis graph (``Report.clock``, ``Report.nccl_series``; not in
 report.json): the clock facts and the NCCL kernel series of the planted straggler, hand-computed from
-synth/scenarios/cluster.py; a report loaded from report.json has neither, and a cluster summary of it says so."""
+synth/scenarios/cluster.py; a report loaded from report.json has neither, and a cluster summary of it says so; the
+host each real export records."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from conftest import built_scenario
+from conftest import built_scenario, real_trace, require_traces
 from synth.scenarios import build_cluster
 from synth.scenarios.cluster import BASE_UTC, MS, US
 
@@ -15,6 +16,9 @@ from nsys_llm_explainer.analyses.trace.session import ClockInfo
 from nsys_llm_explainer.cluster.summary import summarize
 from nsys_llm_explainer.errors import InputError
 from nsys_llm_explainer.pipeline import analyze_path
+from nsys_llm_explainer.read.connection import open_readonly
+from nsys_llm_explainer.read.fetch import fetch_host
+from nsys_llm_explainer.read.schema import probe
 from nsys_llm_explainer.report import Report
 
 AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"    # the collective name of the scenario's all-reduce kernel
@@ -53,3 +57,20 @@ def test_no_nccl_kernel_no_series(tmp_path) -> None:
     rep = analyze_path(str(p), workers=1)
     assert rep.nccl_series == ()
     assert rep.clock is not None and rep.clock.normalized is False and rep.clock.shift_ns == 0
+
+
+@pytest.mark.parametrize(("name", "host"), [
+    ("01_llama3_demo", "roger-System-Product-Name"),     # nsys 2024.6
+    ("08_pipit_saxpy_mpi_a100", "nid001608"),             # a 2022.2 capture (EXPORT_META_DATA)
+    ("05_nsysai_mfu_2gpu_before", "modal"),               # 2026.2
+    ("10_abacus_dnn_serving_titanrtx_r1", None),          # a 2020.3 capture: no Hostname row
+    ("12_gartangh_keras_gtx1650", None),                  # a 2019.6 capture
+])
+def test_the_host_a_real_export_records(name, host) -> None:
+    """``TARGET_INFO_SYSTEM_ENV``'s ``Hostname`` row, as ``sqlite3`` shows it (docs/CLUSTER.md "Names")."""
+    require_traces()
+    conn = open_readonly(real_trace(name))
+    try:
+        assert fetch_host(conn, probe(conn)) == host
+    finally:
+        conn.close()

@@ -51,7 +51,7 @@ def _job(tmp_path, late_us: Sequence[int], extra_us: Sequence[int], jitter_us: S
         n = grp[0] // 2
         host = "nodeA" if n == 0 else "nodeB"
         utc = BASE_UTC + n * NODE_GAP
-        b = TraceBuilder(flavors[n], seed=grp[0], utc_epoch_ns=utc)
+        b = TraceBuilder(flavors[n], seed=grp[0], utc_epoch_ns=utc, host=host)
         sh = -n * NODE_GAP + (utc if n in normalized else 0)
         if n in normalized:
             b.meta("EXPORT_PARAM_TIME_NORMALIZE", "true")
@@ -102,17 +102,18 @@ def test_a_node_late_as_a_whole_is_not_blamed_on_one_rank(tmp_path):
 
 
 def test_one_export_per_node_with_the_same_pids_keeps_the_ranks_apart(tmp_path):
-    """The same job exported once per node: both files hold pids 4000 and 4001 on GPUs 0 and 1. Four ranks, named
-    by file, pid and GPU, with the same waits; node B's pair is late together, no rank is claimed."""
+    """The same job exported once per node (hosts nodeA and nodeB, which the labels name): both files hold pids 4000
+    and 4001 on GPUs 0 and 1. Four ranks with the same waits, named by file and GPU (one process per GPU) as the
+    devices are (before, "nodeA/pid 4000/GPU 0" in the NCCL table and "nodeA/GPU 0" in the device table); node B's
+    pair is late together, no rank is claimed."""
     _node_b_late(tmp_path, per_node=True)
     res = nle.analyze_cluster(str(tmp_path), jobs=1)
     assert not [c for c in res.claims if c.id == "late_arriver"]
     assert {x.rank: (x.pid, x.device_id, x.wait_ns_total, x.late_with) for x in res.collectives.ranks} == {
-        "nodeA/pid 4000/GPU 0": (4000, 0, 1520 * US, None), "nodeA/pid 4001/GPU 1": (4001, 1, 1520 * US, None),
-        "nodeB/pid 4000/GPU 0": (4000, 0, 20 * US, None),
-        "nodeB/pid 4001/GPU 1": (4001, 1, 0, ("nodeB/pid 4000/GPU 0",))}
+        "nodeA/GPU 0": (4000, 0, 1520 * US, None), "nodeA/GPU 1": (4001, 1, 1520 * US, None),
+        "nodeB/GPU 0": (4000, 0, 20 * US, None), "nodeB/GPU 1": (4001, 1, 0, ("nodeB/GPU 0",))}
     assert [d.rank for d in res.devices] == ["nodeA/GPU 0", "nodeA/GPU 1", "nodeB/GPU 0", "nodeB/GPU 1"]
-    assert res.late_group == ("nodeB/pid 4001/GPU 1", "nodeB/pid 4000/GPU 0")
+    assert res.late_group == ("nodeB/GPU 1", "nodeB/GPU 0")
 
 
 def test_one_slow_gpu_on_a_node_is_still_the_late_rank(tmp_path):
@@ -155,7 +156,7 @@ def _replicas(tmp_path, gemm_us: Sequence[int], steps: int = 10, period_us: Sequ
     GEMM to 8 µs after it (GEMM + 18 µs)."""
     for r in range(4):
         n = r // 2
-        b = TraceBuilder("2024.2", seed=r, utc_epoch_ns=BASE_UTC + n * NODE_GAP)
+        b = TraceBuilder("2024.2", seed=r, utc_epoch_ns=BASE_UTC + n * NODE_GAP, host="nodeB" if n else "nodeA")
         pid = 4000 + r % 2
         b.process(pid, "python3")
         g = b.thread(pid, pid, "pt_main_thread")

@@ -485,3 +485,21 @@ def test_scenario_planted_shapes(tmp_path: Path) -> None:
     assert f["graph_trace_count"] == f["graph_launches"] and f["kernel_count"] == f["eager_kernel_count"]
     f = build_scenario("host_gap", str(tmp_path / "hg.sqlite"))
     assert f["gpu_idle_inside_host_gap_ns"] > 0.8 * f["gpu_idle_ns"]
+
+
+@pytest.mark.parametrize("flavor,trace", [("2023.4", "14_nvfuser_v100_nvtx_heavy"),
+                                          ("2026.2", "05_nsysai_mfu_2gpu_before")])
+def test_the_host_row_as_real_exports_hold_it(tmp_path: Path, flavor: str, trace: str) -> None:
+    """``host=``: ``TARGET_INFO_SYSTEM_ENV`` with the real columns and its ``Hostname`` row (nameEnum 619, as in the
+    real exports); a 2021.5 flavor and the default (no host) write no such table."""
+    for fl, host in ((flavor, "gpu-a17"), ("2021.5", "gpu-a17"), (flavor, None)):
+        p = tmp_path / f"{fl}-{host}.sqlite"
+        _small(fl, host=host).write(str(p))
+        con = _ro(p)
+        if host is None or fl == "2021.5":
+            assert "TARGET_INFO_SYSTEM_ENV" not in _tables(con)
+        else:
+            assert _cols(con, "TARGET_INFO_SYSTEM_ENV") == _real_columns(trace, "TARGET_INFO_SYSTEM_ENV")
+            assert con.execute("SELECT name, nameEnum, value FROM TARGET_INFO_SYSTEM_ENV").fetchall() == [
+                ("Hostname", 619, "gpu-a17")]
+        con.close()

@@ -98,7 +98,7 @@ def _same_pid_nodes(where: Path) -> List[str]:
     ar = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
     paths = []
     for r in range(2):
-        b = TraceBuilder("2024.2", seed=r, utc_epoch_ns=1_735_732_800_000_000_000)
+        b = TraceBuilder("2024.2", seed=r, utc_epoch_ns=1_735_732_800_000_000_000, host=f"gpu-a1{r}")
         b.process(5000, "python3")
         g = b.thread(5000, 5000, "worker")
         b.gpu(0)
@@ -124,9 +124,37 @@ def test_same_pid_on_two_hosts_stays_two_processes_in_the_cluster_timeline(tmp_p
     procs = [u for u, v in t.tracks.items() if v["name"] == "python3 (pid 5000)"]
     assert len(procs) == 2                                    # one per file, not merged
     roots: Dict[int, str] = {u: t.name(t.parent(u)) for u in procs}
-    assert sorted(roots.values()) == ["rank node0", "rank node1"]   # each under its file's rank
+    assert sorted(roots.values()) == ["rank node0 (host gpu-a10)", "rank node1 (host gpu-a11)"]   # its file's rank
     ranks = {t.tracks[t.parent(u)]["process"] for u in procs}
     assert len(ranks) == 2                                    # two process descriptors (distinct pids)
     per_proc = Counter(roots[t.parent(s.track)] for s in t.slices if t.parent(s.track) in roots
                        and t.name(s.track).startswith("worker"))
-    assert per_proc == {"rank node0": 10, "rank node1": 10}   # each file's 10 launch calls on its own thread track
+    assert per_proc == {"rank node0 (host gpu-a10)": 10, "rank node1 (host gpu-a11)": 10}   # 10 launch calls each
+
+
+def test_a_cluster_timeline_names_a_file_of_several_ranks_as_a_file_with_its_host(tmp_path: Path) -> None:
+    """A cluster worker's timeline of one node's export (host gpu-a17, label node0): pids 4000 and 4001 on GPUs 0
+    and 1. Before, its root track read "rank node0" (one rank); now "file node0 (host gpu-a17)", its ranks the GPU
+    tracks under it (cluster.md's "node0/GPU 0", …); a one-GPU export whose label names its host stays
+    "rank nodeA-gpu0"."""
+    from nsys_llm_explainer.cluster.summary import analyze_file
+
+    roots = {}
+    for label, host, gpus in (("node0", "gpu-a17", 2), ("nodeA-gpu0", "nodeA", 1)):
+        b = TraceBuilder("2026.2", seed=1, host=host)
+        for g in range(gpus):
+            b.process(4000 + g, "python3")
+            b.thread(4000 + g, 4000 + g, "pt_main_thread")
+            b.gpu(g)
+            for s in range(5):
+                t = MS + s * 200 * US
+                b.launch(t, t + 5 * US, t + 10 * US, t + 100 * US, pid=4000 + g, tid=4000 + g, device=g, name="gemm")
+        b.write(str(tmp_path / f"{label}.sqlite"), overwrite=True)
+        analyze_file(str(tmp_path / f"{label}.sqlite"), label, rank_dir=str(tmp_path / label))
+        t = Parsed((tmp_path / label / "timeline.pftrace").read_bytes())
+        top = [u for u in t.tracks if t.parent(u) is None]
+        roots[label] = (t.name(top[0]), sorted(t.name(u) for u in t.tracks if t.parent(u) == top[0]
+                                               and t.name(u).startswith("GPU")))
+    assert roots == {"node0": ("file node0 (host gpu-a17)", ["GPU 0 (NVIDIA H100 80GB HBM3)",
+                                                             "GPU 1 (NVIDIA H100 80GB HBM3)"]),
+                     "nodeA-gpu0": ("rank nodeA-gpu0", ["GPU 0 (NVIDIA H100 80GB HBM3)"])}

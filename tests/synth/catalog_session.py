@@ -61,6 +61,16 @@ ANALYSIS_COLS: List[Col] = [
     ("stopTime", "INTEGER", True, "Trace stop timestamp in nanoseconds."),
 ]
 
+#: ``TARGET_INFO_SYSTEM_ENV`` (every export; the builder writes the capture's ``Hostname`` row only, nameEnum 619 as in
+#: real exports: captures of 2022.x on record it, 2019.6 / 2020.3 ones do not)
+SYSTEM_ENV_COLS: List[Col] = [
+    ("globalVid", "INTEGER", False, "Serialized GlobalId."),
+    ("devStateName", "TEXT", True, "Device state name."),
+    ("name", "TEXT", True, "Property name."),
+    ("nameEnum", "INTEGER", True, "Property enum value."),
+    ("value", "TEXT", True, "Property value."),
+]
+
 
 def session_cols(flv: int) -> List[Col]:
     cols: List[Col] = [

@@ -46,6 +46,7 @@ class RowStore:
         auto_gpu: bool = True,
         shuffle: bool = True,
         utc_epoch_ns: int = 1735732800000000000,
+        host: Optional[str] = None,
     ) -> None:
         if flavor not in FLAVORS:
             raise ValueError(f"unknown flavor {flavor!r}; expected one of {sorted(FLAVORS)}")
@@ -56,6 +57,9 @@ class RowStore:
         self.auto_gpu = auto_gpu
         self.shuffle = shuffle
         self.utc_epoch_ns = utc_epoch_ns
+        #: TARGET_INFO_SYSTEM_ENV's Hostname row (2022.4 flavors on, as real captures of 2022.x on have it); None (the
+        #: default: the shipped demo traces stay as they are) writes no table
+        self.host = host
         self._flv = FLAVORS[flavor][3]
         self._strings: Dict[str, int] = {}
         self._string_list: List[Tuple[int, str]] = []

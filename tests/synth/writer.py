@@ -23,6 +23,7 @@ from .catalog_session import (
     PROCESS_COLS,
     STREAM_COLS,
     STRING_COLS,
+    SYSTEM_ENV_COLS,
     THREAD_COLS,
     ddl,
     session_cols,
@@ -175,6 +176,8 @@ def _write_session(w: _Writer, lo: int, hi: int) -> None:
     row = dict(zip((c[0] for c in ANALYSIS_COLS), (VM_GLOBAL, hi - lo, lo, hi)))
     names = w.create("ANALYSIS_DETAILS", ANALYSIS_COLS)   # a dropped column (drop_column) is left out
     w.insert("ANALYSIS_DETAILS", names, [tuple(row[n] for n in names)])
+    if w.b.host is not None and w.f >= 1:   # the capture's host (2022.4 flavors on; RowStore.host)
+        w.table("TARGET_INFO_SYSTEM_ENV", SYSTEM_ENV_COLS, [(VM_GLOBAL, "Local (CLI)", "Hostname", 619, w.b.host)])
 
 
 def _write_enums(w: _Writer) -> None:

@@ -46,7 +46,7 @@ CATEGORY = {"late_arriver": "nccl_wait", "low_busy_rank": "rank_outlier", "slow_
 
 @dataclass(frozen=True)
 class RankScope(Scope):
-    """The scope of a cluster check: the rank (file label, or ``label/GPU n``) it is about; None: the cluster."""
+    """The scope of a cluster check: the rank (its name: summary.device_rank) it is about; None: the cluster."""
 
     rank: Optional[str] = None
 

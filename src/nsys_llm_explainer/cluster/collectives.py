@@ -17,7 +17,7 @@ from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, memb
 from ..analyses.comms.nccl import P2P_RE, rank_label
 from ..jsonable import NONE_OMITTED, FieldsJson
 from .align import Alignment
-from .summary import FileSummary
+from .summary import FileSummary, device_rank, file_names
 
 
 def _timed() -> Any:
@@ -167,12 +167,15 @@ def p2p_only(coll: CollectivesResult) -> bool:
 
 
 def rank_names(files: Sequence[FileSummary]) -> Dict[Tuple[int, int, int], str]:
-    """(file index, pid, device) → rank name (docs/CLUSTER.md)."""
+    """(file index, pid, device) → rank name (docs/CLUSTER.md): its device's (:func:`summary.device_rank`), with the
+    pid when several processes run collectives on that device."""
     out: Dict[Tuple[int, int, int], str] = {}
-    for i, f in enumerate(files):
+    for i, (f, name) in enumerate(zip(files, file_names(files))):
         keys = sorted({(s.pid, s.device_id) for s in f.nccl})
+        devs = {d.device_id for d in f.device_rows} | {dev for _, dev in keys}
         for pid, dev in keys:
-            out[(i, pid, dev)] = f.label if len(keys) == 1 else f"{f.label}/{rank_label(pid, dev, '/')}"
+            shared = sum(d == dev for _, d in keys) > 1
+            out[(i, pid, dev)] = f"{name}/{rank_label(pid, dev, '/')}" if shared else device_rank(name, len(devs), dev)
     return out
 
 

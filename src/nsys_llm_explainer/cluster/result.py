@@ -13,7 +13,7 @@ from ..jsonable import NONE_OMITTED, FieldsJson, built, check_schema, dataclass_
 from .align import Alignment, align
 from .claims import RankClaim, late_group, late_unjudged, make_claims
 from .collectives import MATCH_ORDER, CollectivesResult, match_collectives, p2p_many, p2p_only
-from .summary import DeviceRow, FileSummary
+from .summary import DeviceRow, FileSummary, device_rank, file_names
 
 SCHEMA_VERSION = "1.0"
 #: what :meth:`ClusterResult.from_dict`'s messages call the dict
@@ -57,7 +57,8 @@ def _words(coll: CollectivesResult) -> str:
 def build_result(files: Sequence[FileSummary]) -> ClusterResult:
     al = align(files)
     coll: CollectivesResult = match_collectives(files, al)
-    devices = [d for f in files for d in f.device_rows]
+    devices = [replace(d, rank=device_rank(name, len(f.device_rows), d.device_id))
+               for f, name in zip(files, file_names(files)) for d in f.device_rows]
     warnings = []
     if not al.aligned:
         warnings.append(f"Clocks of the files cannot be aligned ({al.reason}); no cross-rank timing claim is made.")

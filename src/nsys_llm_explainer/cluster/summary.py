@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -32,7 +33,7 @@ RANK_PLOTLY = "plotly.min.js"
 class DeviceRow(FieldsJson):
     """``devices[]`` of cluster.json: one device of one file over that file's analysis window."""
 
-    rank: str                         # the file label, or ``label/GPU n`` when the file has several devices
+    rank: str                         # the file's name, or ``name/GPU n`` when it has several devices (device_rank)
     file: str                         # the file label
     device_id: int
     role: str                         # "kernels" | "few kernels" | "copies only" | "idle" (report.json devices[].role)
@@ -73,6 +74,26 @@ class FileSummary(FieldsJson):
     nccl: Tuple[NcclSeries, ...] = field(default=(), metadata=NOT_IN_JSON)
 
 
+def says_host(label: str, host: Optional[str]) -> bool:
+    """Whether a file label already names its host (unknown: None): the host's first name (to its first ".") is a
+    word of it, any case ("nodeA-gpu0" on nodeA; "node10" is not on node1)."""
+    short = (host or "").split(".")[0]
+    return not short or re.search(rf"(?<![a-z0-9]){re.escape(short)}(?![a-z0-9])", label, re.I) is not None
+
+
+def file_names(files: Sequence[FileSummary]) -> List[str]:
+    """Each file's name in its ranks' names (docs/CLUSTER.md, "Per-rank view and claims"): its label, as "host:label"
+    when the files come from several hosts and the label does not name its own."""
+    several = len({f.clock.host for f in files} - {None}) > 1
+    return [f"{f.clock.host}:{f.label}" if several and not says_host(f.label, f.clock.host) else f.label
+            for f in files]
+
+
+def device_rank(name: str, devices: int, device: int) -> str:
+    """A device's rank name: the file's name (:func:`file_names`) when the file has one device, else name/GPU n."""
+    return name if devices == 1 else f"{name}/GPU {device}"
+
+
 def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
     causes = {c.device_id: c for c in report.idle_causes.devices}
     st = report.steps
@@ -89,7 +110,7 @@ def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
         dc = causes.get(did)
         wall = walls.get(did)
         s = summary(wall) if wall is not None else None
-        rank = label if len(report.gpu_time.devices) == 1 else f"{label}/GPU {did}"
+        rank = device_rank(label, len(report.gpu_time.devices), did)
         out.append(DeviceRow(rank, label, did, dev.role, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
                              {k: ns for k in KINDS if dc is not None and (ns := dc.ns_of(k)) > 0}, dev.kernel_count,
                              len(wall) if wall is not None else 0, s.p50_ns if s else None, s.p90_ns if s else None,
@@ -129,5 +150,8 @@ def analyze_file(path: str, label: str, options: Optional[Options] = None,
         from ..render.perfetto import FILE_NAME, write_perfetto
 
         render_all(report, Path(rank_dir), plotly_src="../../" + RANK_PLOTLY)   # makes the directory
-        write_perfetto(report, Path(rank_dir) / FILE_NAME, rank=(rank_index, label))
+        one = len(report.gpu_time.devices) == 1 and sum(p.kernels > 0 for p in report.trace.processes) <= 1
+        host = report.clock.host if report.clock is not None else None
+        root = f"{'rank' if one else 'file'} {label}" + ("" if says_host(label, host) else f" (host {host})")
+        write_perfetto(report, Path(rank_dir) / FILE_NAME, rank=(rank_index, root))
     return summarize(report, label)

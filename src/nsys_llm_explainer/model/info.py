@@ -101,11 +101,12 @@ GPU_READ = GPU_COLUMNS + ("asyncEngines",)
 class SessionRecord:
     """The session as the export records it (values as stored: readers check their type): ``utc_epoch_ns``
     (``TARGET_INFO_SESSION_START_TIME.utcEpochNs``), ``utc_time``, ``duration_ns`` (``ANALYSIS_DETAILS.duration``,
-    else ``stopTime − startTime``); None when not recorded."""
+    else ``stopTime − startTime``), ``host`` (``TARGET_INFO_SYSTEM_ENV`` ``Hostname``); None when not recorded."""
 
     utc_epoch_ns: object = None
     utc_time: object = None
     duration_ns: object = None
+    host: Optional[str] = None
 
 
 @dataclass(frozen=True)

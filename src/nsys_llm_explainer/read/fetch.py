@@ -284,15 +284,26 @@ def fetch_rows(conn: TraceConnection, schema: Schema, table: str,
     return [dict(zip(cols, r)) for r in _query(conn, sql)]
 
 
-def fetch_session(conn: TraceConnection, schema: Schema) -> Tuple[object, object, object]:
-    """(``utcEpochNs``, ``utcTime``, the session's length: ``duration``, else ``stopTime − startTime``) as the export
-    records them, None each when not recorded."""
+def fetch_session(conn: TraceConnection, schema: Schema) -> Tuple[object, object, object, Optional[str]]:
+    """(``utcEpochNs``, ``utcTime``, the session's length: ``duration``, else ``stopTime − startTime``, the host)
+    as the export records them, None each when not recorded."""
     start = (fetch_rows(conn, schema, "TARGET_INFO_SESSION_START_TIME", ("utcEpochNs", "utcTime")) or [{}])[0]
     run = (fetch_rows(conn, schema, "ANALYSIS_DETAILS", ("duration", "startTime", "stopTime")) or [{}])[0]
     d, s0, s1 = run.get("duration"), run.get("startTime"), run.get("stopTime")
     if d is None and isinstance(s0, int) and isinstance(s1, int):
         d = s1 - s0
-    return start.get("utcEpochNs"), start.get("utcTime"), d
+    return start.get("utcEpochNs"), start.get("utcTime"), d, fetch_host(conn, schema)
+
+
+def fetch_host(conn: TraceConnection, schema: Schema) -> Optional[str]:
+    """The host the capture ran on: ``TARGET_INFO_SYSTEM_ENV``'s ``Hostname`` row (captures of 2022.x on; none in
+    2019.6 / 2020.3 ones, SCHEMA.md §3); None when absent, empty, or when its rows disagree."""
+    t = "TARGET_INFO_SYSTEM_ENV"
+    if not (schema.has(t, "name") and schema.has(t, "value")):
+        return None
+    vals = {str(v).strip() for (v,) in _query(conn, f"SELECT DISTINCT value FROM {t} WHERE name = 'Hostname'")}
+    vals.discard("")
+    return vals.pop() if len(vals) == 1 else None
 
 
 # --------------------------------------------------------------------------- Unified Memory (managed memory)

@@ -62,7 +62,7 @@ class _Layout:
         self.rows = tf.rows
         self.span = tf.span
         self.flow_base = (rank[0] + 1) << 40 if rank is not None else 1 << 40
-        self.root = enc.process(rank[0] + 1, f"rank {rank[1]}") if rank is not None else None
+        self.root = enc.process(rank[0] + 1, rank[1]) if rank is not None else None
         self.rank = rank
         self.proc_names = {p.pid: p.name for p in report.trace.processes}
         self.tracks: Dict[Tuple[Any, ...], int] = {}   # ("gpu" | "pid" | "tid", id[, track name]) → uuid
@@ -293,8 +293,8 @@ class _Layout:
 
 def write_perfetto(report: Report, path: Path, rank: Optional[Tuple[int, str]] = None) -> Optional[Path]:
     """Write ``path`` (``timeline.pftrace``) when the report's timeline file is on (``timeline_events`` > 0);
-    returns the path written, None when off. ``rank``: (index, label) in a cluster (the rank becomes a process, its
-    processes and threads tracks under it; ids kept apart from other ranks')."""
+    returns the path written, None when off. ``rank``: (index, root track name) in a cluster (the file becomes a
+    process, its GPUs', processes' and threads' tracks under it; ids kept apart from other files')."""
     if not report.timeline_file.span.written:
         return None
     with open(path, "wb") as f:

@@ -55,6 +55,8 @@ class ClockInfo(FieldsJson):
     shift_ns: int                   # EXPORT_CONFIG_TIME_SHIFT / EXPORT_PARAM_TIME_SHIFT (--ts-shift); 0 when absent
     start_ns: Optional[int]         # first / last activity timestamp, export timeline
     end_ns: Optional[int]
+    #: the host whose clock it is (``TARGET_INFO_SYSTEM_ENV`` ``Hostname``); None (not written): not recorded
+    host: Optional[str] = field(default=None, metadata=NONE_OMITTED)
 
 
 def analyze_clock(model: TraceModel) -> ClockInfo:
@@ -64,7 +66,8 @@ def analyze_clock(model: TraceModel) -> ClockInfo:
     shifts = [_int(v[0]) for v in (meta.get("EXPORT_CONFIG_TIME_SHIFT"), meta.get("EXPORT_PARAM_TIME_SHIFT")) if v]
     shift = next((s for s in shifts if s is not None), 0)     # the first key with a number wins
     utc = _int(model.info.session.utc_epoch_ns)
-    return ClockInfo(utc if utc is not None and utc > 0 else None, norm, shift, model.trace_start, model.trace_end)
+    return ClockInfo(utc if utc is not None and utc > 0 else None, norm, shift, model.trace_start, model.trace_end,
+                     model.info.session.host)
 
 
 def capture_bound(model: TraceModel) -> Optional[str]:

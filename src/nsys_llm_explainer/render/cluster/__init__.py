@@ -144,7 +144,8 @@ def sec_ranks(d: ClusterResult, link: Linker) -> Section:
 
 def sec_files(d: ClusterResult, link: Linker) -> Section:
     return Section("files", "Files", (
-        TablePart(linked(FILES.cols, link), d.files, (), "files-table"),
+        TablePart(linked([c for c in FILES.cols if c.key != "host" or any(f.clock.host for f in d.files)], link),
+                  d.files, (), "files-table"),
         para("Each file's own report: ", Code("ranks/<label>/report.md"), ". Definitions: docs/CLUSTER.md."),
         HtmlOnly((para("Clock offsets are relative to the earliest session start; each label links to the file's "
                        "own report.html.", cls="meta"),))), "Files")

@@ -109,6 +109,7 @@ CLAIMS: Table[ClusterResult] = Table("claims.csv", (   # rows: RankClaim
 FILES: Table[ClusterResult] = Table("files.csv", (
     show_col("label", lambda r: Data(r.label), False, raw("label"), "label").with_csv("label"),
     show_col("path", lambda r: Code(r.path), False, raw("path"), "path").with_csv("path"),
+    Col((("host", _clock("host")),), "host", lambda r: Data(r.clock.host), False, _clock("host"), "host"),
     text_col("nsys_version", "nsys_version", "nsys"), text_col("window_method", "window_method", "window"),
     csv_col("window_start_ns", "window_end_ns"),
     ns_col("offset_ns", "clock offset"),

@@ -110,7 +110,7 @@ def test_loop_detail_gap_line_names_a_gap_in_the_loop() -> None:
     loop. The largest `MPI_Send` gap between kernels is 1,401.761 → 1,631.158 ms (22.219 ms of `MPI_Send`)."""
     f = _one(real_report(real_trace("08_pipit_saxpy_mpi_a100")), "idle_nvtx")
     assert "in the loop `MPI:MPI_Send`" in f.title
-    assert ("5 idle gaps on device 0 hold `MPI:MPI_Send`; largest between kernels at 1,401.761 ms → 1,631.158 ms "
+    assert ("5 idle gaps on device 0 hold `MPI:MPI_Send`; largest between kernels at 1,401.761 → 1,631.158 ms "
             "from trace start (22.219 ms of it).") in f.evidence, f.evidence
 
 

@@ -23,7 +23,7 @@ from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..vocabulary.cause_kinds import KIND, CauseKind
 from ..vocabulary.code_spans import code_name
-from ..vocabulary.units import fmt_count
+from ..vocabulary.units import fmt_count, fmt_span
 from ..vocabulary.units import fmt_dur as dur
 from .advice import speaks_of_steps
 from .base import MEDIUM_SHARE, Check, Claims, Finding, Quoted, Scope, finding
@@ -197,7 +197,7 @@ def _where(c: IdleCause, t0: int, between: Optional[Tuple[int, int]] = None) -> 
     if not ex:
         return ""
     e = ex[0]
-    return (f"; largest{' between kernels' if between else ''} at {dur(e.start_ns - t0)} → {dur(e.end_ns - t0)} from "
+    return (f"; largest{' between kernels' if between else ''} at {fmt_span(e.start_ns, e.end_ns, t0)} from "
             f"trace start ({dur(e.ns)} of it)")
 
 

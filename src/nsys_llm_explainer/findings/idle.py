@@ -27,7 +27,7 @@ from ..vocabulary.units import fmt_count, fmt_span
 from ..vocabulary.units import fmt_dur as dur
 from .advice import speaks_of_steps
 from .base import MEDIUM_SHARE, Check, Claims, Finding, Quoted, Scope, finding
-from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting
+from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting, pageable_matters
 from .idle_once import (
     AUTOTUNE_MIN_TRIAL_PCT,
     STARTUP_MIN_SHARE,
@@ -337,7 +337,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if kind == "copy" and "(pageable)" in top[0][0]:
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
-            _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
+            _advice_ids(kind, txt, details, launch_ranges if attribution.available else None,
+                        pageable_matters(devs[dev], win[dev]))
         ids = kernel_lines(ids, traits)
         if pause is not None and once_gap(main, once, gpu_time, dev):
             pause = None     # the largest gap is the start-up / shutdown gap: the once-per-run line speaks for it
@@ -435,9 +436,10 @@ def _event_timed_series(step_sync: Optional[StepSyncResult], dev: int, call: str
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
-                launch_ranges: Optional[AbstractSet[str]]) -> List[str]:
+                launch_ranges: Optional[AbstractSet[str]], pageable: bool = False) -> List[str]:
     """The advice lines of a kind's finding that its own details call for: the device-to-device line only when
-    such copies are among them; the pinned-memory lines when a pageable copy is; for a range, the "launches no
+    such copies are among them; the pinned-memory lines when pageable copies hold enough of them (``pageable``:
+    :func:`.idle_copy.pageable_matters` on the finding's device); for a range, the "launches no
     kernel" lines only when the largest range encloses no launch (else the line about work between launches); for
     an OS call, the generic lines (the wait lines need the threads followed: :mod:`findings.waits`).
     ``launch_ranges`` None: whether a range launches is not known (no NVTX → kernel attribution)."""
@@ -455,7 +457,7 @@ def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
     if kind == "copy":
         if not any("Device-to-Device" in d for d in details):
             ids = [i for i in ids if i not in ("copy.d2d", "copy.d2d.large")]
-        if any("(pageable)" in d for d in details):
+        if pageable:
             ids += ["copy.pageable", "pageable.pin.torch"]
     return ids
 

@@ -133,7 +133,7 @@ def _memory_items(m: MemoryResult) -> List[Inline]:
     if pg is not None and pg.count:
         nb = fmt_bytes(pg.bytes) if pg.bytes is not None else "bytes not recorded by this export"
         out.append((f"Pageable host memory: {fmt_count(pg.count, 'copy', 'copies')}, {nb}, "
-                    f"{fmt_dur(pg.total_ns)} (staged through a bounce buffer; pin it to overlap).",))
+                    f"{fmt_dur(pg.total_ns)} (staged by the driver through a pinned bounce buffer).",))
     sc = m.sync_copies
     if sc is not None and sc.calls:
         out.append((f"Synchronous copies: {fmt_count(sc.calls, 'call')} blocked the host "

@@ -296,9 +296,10 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         elsewhere = findings_elsewhere + (["the window's edges"] if edge_ns[dev] > 0 else [])
         quoted = share[dev] if split else table_share   # titles state what the finding itself claims
         main_quoted = min(main_share, quoted)
-        if split:
-            ev.append(f"The idle-cause table charges {table_share:.1f} % of device {dev}'s window to "
-                      f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
+        if split or kind_ns != kind_dev:     # under 0.05 points the shares print alike: the times say it
+            charged, kept = (f"{table_share:.1f} %", f"{share[dev]:.1f} %") if split else (dur(kind_ns), dur(kind_dev))
+            ev.append(f"The idle-cause table charges {charged} of device {dev}'s window to "
+                      f"`{kind}`; this finding claims the {kept} that no more specific finding explains "
                       "and that lies more than one timeline bin from the window's edges"
                       + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "")
                       + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")

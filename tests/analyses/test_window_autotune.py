@@ -165,7 +165,7 @@ def test_a_window_without_repeated_steps_is_not_called_a_steady_state(tmp_path: 
             assert line.startswith("**Window:** the steady window (auto-detected), "), line
             assert f.recommendation[0] == ADVICE["capture.range"].text and "steady state" in f.title
         else:
-            assert line.startswith("**Window:** the auto-detected window, no repeated steps found in it (not shown to be a steady "
-                                   "state), "), line
+            assert line.startswith("**Window:** the auto-detected window, no repeated steps found in it (not shown "
+                                   "to be a steady state), "), line
             assert f.recommendation[0] == ADVICE["capture.iterations"].text
             assert f.title.endswith("idler than the auto-detected window")

@@ -123,6 +123,8 @@ def test_nested_nvtx_inclusive_innermost_and_self(tmp_path):
     # self time: step 1000 − 400 − 300 = 300; layer (400 − 100) + 100 + 300 = 700
     assert ranges["step"]["self_ns"] == 300 and ranges["layer"]["self_ns"] == 700
     assert ranges["step"]["pct_self"] == 30.0 and ranges["layer"]["pct_self"] == 70.0
+    # outer: layer's total less the [200, 300) nested in the [100, 500) `layer`: 800 − 100; step nests in no `step`
+    assert ranges["layer"]["outer_ns"] == 700 and "outer_ns" not in ranges["step"]
 
 
 def test_unterminated_range_and_domains(tmp_path):

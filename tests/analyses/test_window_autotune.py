@@ -148,7 +148,7 @@ def _one_run(tmp_path: Path, steps: bool):
 def test_a_window_without_repeated_steps_is_not_called_a_steady_state(tmp_path: Path) -> None:
     """With 6 steps in the window (each range starts 20 µs before its first kernel, so the first one's 1,000 µs are
     980 µs inside the window, which starts at that kernel: Σ fractions 5 + 0.98 = 5.98 ≥ 2) the window line says
-    "steady state (auto-detected)" and `capture_window` (whole capture ~99 % idle vs 30 % in the window) advises
+    "the steady window (auto-detected)" and `capture_window` (whole capture ~99 % idle vs 30 % in the window) advises
     capturing a few steps after warm-up; without steps (0 < 2) the line says no repeated steps, not a steady state,
     and the advice is `capture.iterations`."""
     from nsys_llm_explainer.findings.advice import ADVICE
@@ -162,10 +162,10 @@ def test_a_window_without_repeated_steps_is_not_called_a_steady_state(tmp_path: 
         line = next(x for x in render_markdown(rep).splitlines() if x.startswith("**Window:**"))
         (f,) = [f for f in rep.findings if f.id == "capture_window"]
         if steps:
-            assert line.startswith("**Window:** steady state (auto-detected), "), line
+            assert line.startswith("**Window:** the steady window (auto-detected), "), line
             assert f.recommendation[0] == ADVICE["capture.range"].text and "steady state" in f.title
         else:
-            assert line.startswith("**Window:** auto-detected, no repeated steps found in it (not shown to be a steady "
-                                   "state), "), line
+            assert line.startswith("**Window:** the auto-detected window, no repeated steps found in it (not shown "
+                                   "to be a steady state), "), line
             assert f.recommendation[0] == ADVICE["capture.iterations"].text
             assert f.title.endswith("idler than the auto-detected window")

@@ -102,7 +102,7 @@ def test_a_range_pushed_with_an_empty_name_is_not_named_after_the_cause(flavor: 
     f = next(f for f in rep["findings"] if f["id"] == "idle_nvtx")
     assert f["title"] == "The GPU idles while the host is in NVTX range `[unnamed]` (34.7 % of the window, 800.00 µs)"
     assert f["cause"] == {"kind": "nvtx", "detail": "[unnamed]"}
-    assert "10 idle gaps on device 0 hold `[unnamed]`; largest at 207.00 µs → 298.00 µs from trace start (80.00 µs " \
+    assert "10 idle gaps on device 0 hold `[unnamed]`; largest at 0.207 → 0.298 ms from trace start (80.00 µs " \
            "of it)." in f["evidence"]
     assert not any("`nvtx`" in s for s in [f["title"], *f["evidence"]][:1] + f["evidence"][1:2])
     assert [(r["name"], r["count"]) for r in rep["nvtx"]["ranges"]] == [("[unnamed]", 20)]

@@ -65,7 +65,7 @@ def test_sync_delimited_prefill_steps_are_repeated_steps(tmp_path: Path) -> None
     """No NVTX: no step detected (steps unavailable). Window: auto, [T0 + 300.140 ms, end). The 12 syncs of the
     window drain each step (12 sync points of `cudaStreamSynchronize`, 11 steps between them holding 96 % of the
     112 kernels, period p90/p50 = 1.00): the step-sync series holds, so the window holds repeated steps: the window
-    line says "steady state (auto-detected)", `capture_window` says "the steady state" and gives `capture.range`
+    line says "the steady window (auto-detected)", `capture_window` says "the steady state" and gives `capture.range`
     (a few steps after warm-up), not `capture.iterations` ("not one pass")."""
     p = tmp_path / "t.sqlite"
     _prefill().write(str(p))
@@ -78,7 +78,7 @@ def test_sync_delimited_prefill_steps_are_repeated_steps(tmp_path: Path) -> None
     assert rep["window_repeats"] is True
     md = render_markdown(report)
     assert NOT_STEADY not in md
-    assert "**Window:** steady state (auto-detected), 300.140 → " in md
+    assert "**Window:** the steady window (auto-detected), 300.140 → " in md
     f = finding_of(rep, "capture_window")
     assert f["title"] == "Warm-up / tail make the whole capture look 15 points idler than the steady state"
     assert "single pass" not in f["evidence"][0]

@@ -43,7 +43,8 @@ def test_trace10_window_does_not_claim_to_hold_no_repeated_steps():
     assert "holds no repeated steps" not in f.evidence[0]
     assert "in which no repeated steps were found: it may be a single pass, or steps nothing marks" in f.evidence[0]
     line = next(x for x in render_markdown(rep).splitlines() if x.startswith("**Window:**"))
-    assert line.startswith("**Window:** auto-detected, no repeated steps found in it (not shown to be a steady state)")
+    assert line.startswith("**Window:** the auto-detected window, no repeated steps found in it (not shown to be a "
+                           "steady state)")
 
 
 def test_trace10_window_leaves_out_the_cudnn_benchmark_pass():

@@ -89,12 +89,28 @@ def test_trace16_one_inference_is_not_called_a_steady_state():
     assert (w.method, w.start_ns - w.full_start_ns, w.end_ns - w.full_start_ns) == ("auto", 0, 6_835_525)
     assert rep.steps.step_count == 0
     line = next(x for x in render_markdown(rep).splitlines() if x.startswith("**Window:**"))
-    assert line.startswith("**Window:** auto-detected, no repeated steps found in it "
+    assert line.startswith("**Window:** the auto-detected window, no repeated steps found in it "
                            "(not shown to be a steady state), ")
-    assert "steady state (auto-detected)" not in line and "Auto-detected steady state" not in line
+    assert "the steady window (auto-detected)" not in line and "Auto-detected steady state" not in line
     (f,) = [f for f in rep.findings if f.id == "capture_window"]
     assert f.recommendation == (ADVICE["capture.iterations"].text,)
     assert "a few steps after warm-up" not in " ".join(f.recommendation)
+
+
+def test_trace05_window_line_names_the_window_as_the_findings_do():
+    """Trace 05 (FSDP, 2 GPUs): the window rule keeps the whole trace, 0.000 → 299.986 ms (method `full`, no warm-up
+    or tail above 10 % found) and the window holds repeated steps (`window_repeats`), so
+    :func:`vocabulary.windows.window_name` names it "the steady window", as the GPU-bound finding's title does ("…
+    busy 89.2 % of the steady window"). The window line said "whole trace" instead: one window, two names. It now
+    gives the same name, with how it was set beside it."""
+    from nsys_llm_explainer.render import render_markdown
+
+    rep = _report("05_nsysai_mfu_2gpu_before")
+    assert (rep.window.method, rep.window_repeats) == ("full", True)
+    assert any("of the steady window" in f.title for f in rep.findings)
+    line = next(x for x in render_markdown(rep).splitlines() if x.startswith("**Window:**"))
+    assert line.startswith("**Window:** the steady window (the whole trace), 0.000 → 299.986 ms from trace start "
+                           "(299.986 ms)."), line
 
 
 def test_trace16_trimmed_tail_is_named_teardown():

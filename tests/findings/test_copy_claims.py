@@ -376,3 +376,49 @@ def test_an_export_without_memory_kind_columns_does_not_say_pinned(tmp_path: Pat
     assert (h2d.pinned_count, h2d.pageable_count, h2d.kind_unknown_count) == (0, 0, 100)
     assert not any("pinned" in e for e in f.evidence), f.evidence
     assert rep.facts.advice_facts()["host_copies_pageable"] is None
+
+
+# ------------------------------------------------------------------ pinning advice only where pageable copies matter
+
+
+@pytest.mark.parametrize("pageable, advised", [(10, False), (11, True)])
+def test_pinning_advice_on_a_pacing_path_needs_pageable_copies_that_matter(tmp_path: Path, pageable: int,
+                                                                         advised: bool) -> None:
+    """The pacing H2D trace, copies ``i < pageable`` from pageable memory (srcKind 0), the rest pinned. Each copy holds
+    the GPU 48 µs beyond its kernel ([50, 98) µs of its period); the window ends with the last copy, 9.998 ms. The
+    pageable copies hold 10 × 48 = 480 µs = 4.80 % of the window (under 5 %: not worth pinning — the finding is about
+    the 90 pinned copies) or 11 × 48 = 528 µs = 5.28 % (worth it). The pinning line was given for any pageable copy
+    (real trace 05: 34 copies, 272 B)."""
+    rep, f, h2d = _pacing_h2d(tmp_path, f"pg{pageable}.sqlite", kinds=lambda i: (0, 2) if i < pageable else (1, 2))
+    assert (h2d.pinned_count, h2d.pageable_count) == (100 - pageable, pageable)
+    assert rep.facts.advice_facts()["host_copies_pageable"] is True
+    assert (ADVICE["copy.pageable"].text in f.recommendation) is advised, f.recommendation
+
+
+def test_pinning_advice_on_the_copy_idle_finding_needs_pageable_copies_that_matter(tmp_path: Path) -> None:
+    """100 periods of 100 µs: a 50 µs kernel at [0, 50) µs on stream 7, then a 1 MiB Host-to-Device copy at [55, 95) µs
+    on the same stream (the next kernel waits on it); copy 0 from pageable memory, the other 99 pinned. Window [T0,
+    T0 + 10 ms). The copies fill 40 µs of every 100 with the GPU idle (the `copy` idle finding; the H2D path is busy
+    40 %, under the pacing bar of 50 %); the pageable one holds 40 µs, 0.4 % of the window: the finding gives no
+    pinning line (it did, for any pageable copy among its details)."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, 1)
+    for i in range(100):
+        t = T0 + i * 100 * US
+        b.launch(t - 3 * US, t - 1 * US, t, t + 50 * US, pid=PID, tid=1, name="gemm")
+        c = b.runtime(t + 52 * US, t + 54 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
+        b.memcpy(t + 55 * US, t + 95 * US, pid=PID, bytes=1 << 20, src_kind=0 if i == 0 else 1, dst_kind=2, stream=7,
+                 corr=c)
+    rep = _run(b, tmp_path, "idlecopy.sqlite", window=(T0, T0 + 10_000 * US))
+    (f,) = [f for f in rep.findings if f.id == "idle_copy"]
+    assert "copy_path" not in [x.id for x in rep.findings]
+    details = {c.detail: c.ns for d in rep.idle_causes.devices for c in d.causes if c.kind == "copy"}
+    assert details == {"Host-to-Device": 99 * 40 * US, "Host-to-Device (pageable)": 40 * US}, details
+    assert ADVICE["copy.pageable"].text not in f.recommendation, f.recommendation
+    from nsys_llm_explainer.render import render_markdown
+
+    md = render_markdown(rep)     # the memory section states the fact; advice is the findings' (it said "pin it")
+    assert "- Pageable host memory: 1 copy, 1.05 MB, 40.00 µs (staged by the driver through a pinned bounce " \
+           "buffer).\n" in md
+    assert "pin it" not in md

@@ -97,7 +97,7 @@ def test_nvtx_range_with_backticks_in_every_output(tmp_path: Path, capsys, name:
     assert f"**Verdict: {title.format(md)}**" in text
     assert f"### 1. HIGH — {title.format(md)}\n" in text
     assert f"- By range: {md} 239.940 ms.\n" in text
-    assert f"- 3 idle gaps on device 0 hold {md}; largest at 20.000 ms" in text
+    assert f"- 3 idle gaps on device 0 hold {md}; largest at 20.000 → " in text
     html = (out / "report.html").read_text(encoding="utf-8")
     assert html.count(title.format(page)) == 2          # the verdict and the finding's title
     assert f"By range: {page} 239.940 ms." in html

@@ -14,7 +14,7 @@ from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
 from .base import MEDIUM_SHARE, Check, Claims, Scope, finding
-from .idle_copy import large_copies, side_stream
+from .idle_copy import large_copies, pageable_matters, side_stream
 
 BUSY_PCT = 50.0        # % of the window (and of the median step) the path is busy
 OVERLAP_PCT = 25.0     # % of the path's busy time with a kernel running
@@ -59,7 +59,8 @@ def claimed(causes: IdleCausesResult, paths: List[CopyPath]) -> Dict[int, Dict[T
 
 
 def advice_ids(path: str, pageable: bool, other_direction: bool, large: bool) -> List[str]:
-    """Advice lines for a pacing path (each still filtered by the facts); ``other_direction``: the device has copies
+    """Advice lines for a pacing path (each still filtered by the facts); ``pageable``: the path's pageable copies
+    hold enough of the idle it claims (:func:`.idle_copy.pageable_matters`); ``other_direction``: the device has copies
     in the opposite host direction in the window (using both directions at once needs some); ``large``: the path's
     copies average more than 1 MiB (:func:`.idle_copy.large_copies`: "larger, fewer copies" would not help)."""
     if path in ("D2D", "P2P"):      # layout changes and clones are the source of small copies (copy.d2d)
@@ -130,7 +131,7 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
         ev.append("Also busy most of the window with kernels under it: " + "; ".join(
             f"{q.label} on device {q.device_id} ({q.busy_pct:.1f} %)" for q in paths[1:5]) + ".")
     opposite = {"H2D": "D2H", "D2H": "H2D"}.get(p.path)
-    ids = advice_ids(p.path, p.pageable_count > 0, any(
+    ids = advice_ids(p.path, pageable_matters(taken.get(p.device_id, {}), win), any(
         q.device_id == p.device_id and q.path == opposite and q.count > 0 for q in copy_engines.paths),
         bool(large_copies([p])))
     f = finding(

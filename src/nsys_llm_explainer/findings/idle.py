@@ -23,11 +23,11 @@ from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
 from ..vocabulary.cause_kinds import KIND, CauseKind
 from ..vocabulary.code_spans import code_name
-from ..vocabulary.units import fmt_count
+from ..vocabulary.units import fmt_count, fmt_span
 from ..vocabulary.units import fmt_dur as dur
 from .advice import speaks_of_steps
 from .base import MEDIUM_SHARE, Check, Claims, Finding, Quoted, Scope, finding
-from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting
+from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting, pageable_matters
 from .idle_once import (
     AUTOTUNE_MIN_TRIAL_PCT,
     STARTUP_MIN_SHARE,
@@ -197,7 +197,7 @@ def _where(c: IdleCause, t0: int, between: Optional[Tuple[int, int]] = None) -> 
     if not ex:
         return ""
     e = ex[0]
-    return (f"; largest{' between kernels' if between else ''} at {dur(e.start_ns - t0)} → {dur(e.end_ns - t0)} from "
+    return (f"; largest{' between kernels' if between else ''} at {fmt_span(e.start_ns, e.end_ns, t0)} from "
             f"trace start ({dur(e.ns)} of it)")
 
 
@@ -296,9 +296,10 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         elsewhere = findings_elsewhere + (["the window's edges"] if edge_ns[dev] > 0 else [])
         quoted = share[dev] if split else table_share   # titles state what the finding itself claims
         main_quoted = min(main_share, quoted)
-        if split:
-            ev.append(f"The idle-cause table charges {table_share:.1f} % of device {dev}'s window to "
-                      f"`{kind}`; this finding claims the {share[dev]:.1f} % that no more specific finding explains "
+        if split or kind_ns != kind_dev:     # under 0.05 points the shares print alike: the times say it
+            charged, kept = (f"{table_share:.1f} %", f"{share[dev]:.1f} %") if split else (dur(kind_ns), dur(kind_dev))
+            ev.append(f"The idle-cause table charges {charged} of device {dev}'s window to "
+                      f"`{kind}`; this finding claims the {kept} that no more specific finding explains "
                       "and that lies more than one timeline bin from the window's edges"
                       + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "")
                       + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")
@@ -337,7 +338,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if kind == "copy" and "(pageable)" in top[0][0]:
             category = "memcpy"      # a pageable copy is the host-memory problem of the memcpy finding
         ids = story.advice if story is not None else \
-            _advice_ids(kind, txt, details, launch_ranges if attribution.available else None)
+            _advice_ids(kind, txt, details, launch_ranges if attribution.available else None,
+                        pageable_matters(devs[dev], win[dev]))
         ids = kernel_lines(ids, traits)
         if pause is not None and once_gap(main, once, gpu_time, dev):
             pause = None     # the largest gap is the start-up / shutdown gap: the once-per-run line speaks for it
@@ -435,9 +437,10 @@ def _event_timed_series(step_sync: Optional[StepSyncResult], dev: int, call: str
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
-                launch_ranges: Optional[AbstractSet[str]]) -> List[str]:
+                launch_ranges: Optional[AbstractSet[str]], pageable: bool = False) -> List[str]:
     """The advice lines of a kind's finding that its own details call for: the device-to-device line only when
-    such copies are among them; the pinned-memory lines when a pageable copy is; for a range, the "launches no
+    such copies are among them; the pinned-memory lines when pageable copies hold enough of them (``pageable``:
+    :func:`.idle_copy.pageable_matters` on the finding's device); for a range, the "launches no
     kernel" lines only when the largest range encloses no launch (else the line about work between launches); for
     an OS call, the generic lines (the wait lines need the threads followed: :mod:`findings.waits`).
     ``launch_ranges`` None: whether a range launches is not known (no NVTX → kernel attribution)."""
@@ -455,7 +458,7 @@ def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
     if kind == "copy":
         if not any("Device-to-Device" in d for d in details):
             ids = [i for i in ids if i not in ("copy.d2d", "copy.d2d.large")]
-        if any("(pageable)" in d for d in details):
+        if pageable:
             ids += ["copy.pageable", "pageable.pin.torch"]
     return ids
 

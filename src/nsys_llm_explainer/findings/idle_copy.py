@@ -17,7 +17,7 @@ from ..analyses.memory.copy_engines import (
 )
 from ..vocabulary.cause_kinds import KIND, CauseKind
 from ..vocabulary.units import fmt_dur as dur
-from .base import Check, Scope
+from .base import MEDIUM_SHARE, Check, Scope
 
 #: average bytes per copy above which per-copy overhead is small (1 MiB: ~40 µs over PCIe 4, a few µs fixed cost):
 #: "fewer, larger copies" is no advice for such copies (the copy-path finding and the ``copy`` idle finding)
@@ -91,6 +91,15 @@ def copy_waiting(d: DeviceCauses) -> Tuple[Optional[str], Tuple[Check, ...], str
     if not unknown or pct + upct < COPY_WAITING_PCT:
         return "early", (below,), line
     return "unknown", (below, Check("copy_waiting_unknown_pct", upct, ">=", COPY_WAITING_PCT - pct, sc)), line
+
+
+def pageable_matters(ns_by_detail: Mapping[Any, int], window_ns: int) -> bool:
+    """Whether the pageable host copies among a copy finding's idle ns (``ns_by_detail``: a ``copy`` detail, or a
+    ``("copy", detail)`` key, → ns on one device) hold at least :data:`.base.MEDIUM_SHARE` % of the device's window:
+    the pinning lines (``copy.pageable``, ``pageable.pin.torch``) are given only then — a few bytes of pageable copies
+    beside a finding about other copies are not worth pinning (docs/FINDINGS.md, "Advice and the facts it needs")."""
+    ns = sum(v for d, v in ns_by_detail.items() if str(d[-1] if isinstance(d, tuple) else d).endswith(" (pageable)"))
+    return window_ns > 0 and 100.0 * ns / window_ns >= MEDIUM_SHARE
 
 
 def copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: AbstractSet[int],

@@ -13,7 +13,7 @@ from ..analyses.kernels.traits import AutotunePass, KernelTraitsResult
 from ..analyses.trace.window import WindowResult
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.code_spans import code_name
-from ..vocabulary.units import fmt_count
+from ..vocabulary.units import fmt_at, fmt_count
 from ..vocabulary.units import fmt_dur as dur
 from .base import Check, Scope
 
@@ -158,7 +158,7 @@ def autotune_passes(causes: IdleCausesResult, traits: KernelTraitsResult,
 
 def autotune_line(p: AutotunePass, t0: int) -> str:
     return (f"Device {p.device_id} runs autotuning trials (kernel trait `autotune`: {code_name('redzone_checker')}, "
-            f"FFT trials) until {dur(p.until_ns - t0)} from trace start, where the first kernel after its last trial "
+            f"FFT trials) until {fmt_at(p.until_ns, t0)} from trace start, where the first kernel after its last trial "
             f"starts: they hold {100.0 * p.trial_ns / p.kernel_ns:.1f} % of its {dur(p.kernel_ns)} of kernel time "
             f"up to then; every idle gap with an allocation ends by then, and none idles the GPU among the "
             f"{fmt_count(p.after_count, 'kernel')} after it (one-time workspace for the algorithms tried, not "

@@ -326,6 +326,7 @@ _NVTX_STATS = (
     csv_col("pct_total"),
     dur_col("self_ns", "self", "self"),
     csv_col("pct_self"),
+    dur_col("outer_ns", "outer"),     # total less ranges nested in one of the same name (the report: a note)
 )
 
 NVTX_RANGES: Table[Report] = Table("nvtx_ranges.csv", (

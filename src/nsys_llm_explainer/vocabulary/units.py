@@ -82,6 +82,12 @@ def fmt_at(ns: Any, t0: Any, unit: bool = True) -> str:
     return _minus(f"{(v - z) / 1e6:,.3f}") + (" ms" if unit else "")
 
 
+def fmt_span(start: Any, end: Any, t0: Any) -> str:
+    """A from–to pair of trace times, ``start → end`` as ms from trace start ``t0`` (``0.000 → 213.377 ms``): the
+    one formatter of such a pair (tables, window line, findings)."""
+    return f"{fmt_at(start, t0, unit=False)} → {fmt_at(end, t0)}"
+
+
 def fmt_pct(x: Any, decimals: int = 1) -> str:
     v = num(x)
     return DASH if v is None else _minus(f"{v:.{decimals}f}")

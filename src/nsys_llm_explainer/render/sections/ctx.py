@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict
 
-from ...vocabulary.units import fmt_at
+from ...vocabulary.units import fmt_at, fmt_span
 from ..document import Cell, Code, Data, Inline, SectionResult, inline
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ class View:
 
     def span(self, start: Any, end: Any) -> str:
         """``start → end`` as ms from trace start."""
-        return f"{fmt_at(start, self.t0, unit=False)} → {fmt_at(end, self.t0)}"
+        return fmt_span(start, end, self.t0)
 
     def rel_ms(self, ns: int) -> float:
         """A timestamp (an integer ns of a typed result: checked when a report is loaded) as ms from trace start,

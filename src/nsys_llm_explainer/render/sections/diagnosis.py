@@ -3,7 +3,7 @@ CUDA API, memory copies (with the copy paths), NVTX ranges, CUDA graphs, NCCL.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from ...vocabulary.labels import label_shows_tid
 from ...vocabulary.units import fmt_bytes, fmt_count, fmt_dur, fmt_int, fmt_pct
@@ -15,6 +15,7 @@ from ..document import (
     Inline,
     Note,
     Omitted,
+    Paragraph,
     Rich,
     Section,
     SectionResult,
@@ -33,6 +34,7 @@ from .ctx import View, capped
 
 if TYPE_CHECKING:
     from ...analyses.memory.traffic import MemoryResult
+    from ...analyses.nvtx.ranges import NvtxRangeRow
 
 #: rows of the short tables (sync APIs, per-step sync, CUDA API, NVTX) whatever ``--top`` says; all rows in the CSVs
 SHORT = 6
@@ -136,7 +138,7 @@ def _memory_items(m: MemoryResult) -> List[Inline]:
     if pg is not None and pg.count:
         nb = fmt_bytes(pg.bytes) if pg.bytes is not None else "bytes not recorded by this export"
         out.append((f"Pageable host memory: {fmt_count(pg.count, 'copy', 'copies')}, {nb}, "
-                    f"{fmt_dur(pg.total_ns)} (staged through a bounce buffer; pin it to overlap).",))
+                    f"{fmt_dur(pg.total_ns)} (staged by the driver through a pinned bounce buffer).",))
     sc = m.sync_copies
     if sc is not None and sc.calls:
         out.append((f"Synchronous copies: {fmt_count(sc.calls, 'call')} blocked the host "
@@ -222,11 +224,24 @@ def sec_nvtx(v: View) -> SectionResult:
                       f"{cover} ", capped(len(gshown), len(groups), NVTX_RANGE_GROUPS.csv),
                       " Every name on its own (the ranges as ", Code("nsys stats"), " sums them): ",
                       Code(f"tables/{NVTX_RANGES.csv}"), ".")
-        return Section("nvtx", "NVTX ranges", (para(note), TablePart(NVTX_RANGE_GROUPS.cols, gshown, (),
-                                                                     "nvtx-ranges")))
+        return Section("nvtx", "NVTX ranges", parts(para(note), TablePart(NVTX_RANGE_GROUPS.cols, gshown, (),
+                                                                          "nvtx-ranges"), _nested_note(gshown)))
     note = inline(f"{fmt_count(nv.range_count, 'range')} (whole capture); self = time with no child range."
                   f"{cover} ", capped(len(shown), len(rows), NVTX_RANGES.csv))
-    return Section("nvtx", "NVTX ranges", (para(note), TablePart(NVTX_RANGES.cols, shown, (), "nvtx-ranges")))
+    return Section("nvtx", "NVTX ranges", parts(para(note), TablePart(NVTX_RANGES.cols, shown, (), "nvtx-ranges"),
+                                                _nested_note(shown)))
+
+
+def _nested_note(rows: Sequence[NvtxRangeRow]) -> Optional[Paragraph]:
+    """Under the NVTX table: when a shown row has ranges nested in a range of the same name (``outer_ns``), that its
+    total counts the nested time once per level, and each such row's total without them."""
+    nested = [r for r in rows if r.outer_ns is not None]
+    if not nested:
+        return None
+    return para("Ranges nested inside a range of the same name on their thread (a recursion, or pushes never popped) "
+                "are counted once per level in the total (as ", Code("nsys stats"), " sums them): such a total is not "
+                "time spent. Without them: ", joined([inline(Code(r.name), f" {fmt_dur(r.outer_ns)}")
+                                                      for r in nested], "; "), " (", Code("outer_ms"), " in the CSV).")
 
 
 def sec_graphs(v: View) -> SectionResult:

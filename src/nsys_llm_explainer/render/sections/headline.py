@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, List
 
 from ...serialize import SCHEMA_VERSION
 from ...vocabulary.units import fmt_dur, fmt_pct
+from ...vocabulary.windows import window_name
 from ..document import (
     BR,
     Code,
@@ -18,6 +19,7 @@ from ..document import (
     Rich,
     Section,
     SectionResult,
+    Spans,
     Strong,
     Value,
     inline,
@@ -30,20 +32,22 @@ from .findings import quoted_part
 if TYPE_CHECKING:
     from ...analyses.idle.gpu_time import DeviceTime
 
-WINDOW_METHOD = {
-    "full": ("whole trace",),
-    "auto": ("steady state (auto-detected)",),
-    "override": ("set by ", Code("--window")),
-    "nvtx": ("set by ", Code("--window-nvtx")),
+WINDOW_METHOD = {      # how the window was set, after its name (vocabulary.windows.window_name)
+    "full": " (the whole trace)",
+    "auto": " (auto-detected)",
 }
 
 
 def window_line(v: View) -> Inline:
-    """The analysis window stated once: method, start → end from trace start, length, why."""
+    """The analysis window stated once: its name (:func:`window_name`, as findings, compare and the timeline name
+    it), how it was set, start → end from trace start, length, why."""
     w = v.r.window
-    method = WINDOW_METHOD.get(w.method, (Data(w.method),))
-    if w.method == "auto" and not v.r.window_repeats:
-        method = ("auto-detected, no repeated steps found in it (not shown to be a steady state)",)
+    name = window_name(w.method, w.details.bins is not None, v.r.window_repeats)
+    method: Spans = (name + WINDOW_METHOD[w.method] if name == "the steady window" and w.method in WINDOW_METHOD
+                      else name + ", no repeated steps found in it (not shown to be a steady state)"
+                      if name == "the auto-detected window" else name)
+    if w.method in ("override", "nvtx"):
+        method = ("the window set by ", Code("--window" if w.method == "override" else "--window-nvtx"))
     where = f"{v.span(w.start_ns, w.end_ns)} from trace start ({fmt_dur(w.window_ns)}"
     if w.start_ns != w.full_start_ns or w.end_ns != w.full_end_ns:
         where += f" of the {v.at(w.full_end_ns)} traced span"

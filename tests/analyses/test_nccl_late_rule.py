@@ -71,9 +71,12 @@ def test_the_nccl_wait_finding_says_the_rule_and_checks_it(tmp_path: Path) -> No
     """The trace above through the pipeline: the ``nccl_wait`` finding names rank 2 as the late rank of 2 waiting
     ranks (rank 1 the most), gives the 1.080 ms it caused (90 % of the 1.2 ms) as time at stake, its 6 of 26 last
     arrivals (23 %) and the three checks of the rule on the late rank: matched 26 ≥ 5, last arrivals 6 ≥ 2, waiting
-    caused share 0.9 ≥ 0.6. The NCCL section says the 1.080 ms is the other 2 ranks' waiting in all."""
+    caused share 0.9 ≥ 0.6, and that the waiting matters: the all-reduces here run 410 µs apart (1 ms apart, the
+    1.080 ms is 2.14 % of the other two GPUs' 25.196 ms windows: no finding), so each GPU's window (first API call
+    T0 + 204 µs to the last end T0 + 25 × 410 + 400 µs) is 10.446 ms and 1.080 / (2 × 10.446) = 5.17 % ≥ 5 %. The
+    NCCL section says the 1.080 ms is the other 2 ranks' waiting in all."""
     p = tmp_path / "t.sqlite"
-    _trace(p, 3, 26, MS, _jitter_and_straggler, 400 * US)
+    _trace(p, 3, 26, 410 * US, _jitter_and_straggler, 400 * US)
     rep = analyze_path(str(p), options_from_kwargs())
     f = next(f for f in rep.findings if f.id == "nccl_wait")
     assert f.title == "NCCL wait: 2 ranks wait in collectives for late rank pid 102 / GPU 2 (the most: pid 101 / GPU 1)"
@@ -81,14 +84,15 @@ def test_the_nccl_wait_finding_says_the_rule_and_checks_it(tmp_path: Path) -> No
         "Across 26 matched collectives the late rank's 6 late arrivals cause 1.080 ms of waiting on the other ranks: "
         "90 % of all the waiting in them.", "pid 102 / GPU 2 arrived last in 23 % of them.",
         # nothing else runs on the GPUs: at collectives 4, …, 20 (0 has no previous all-reduce) rank 2 idles from
-        # the previous all-reduce's end (600 µs before t) to its start at t + 300 µs, 900 µs, the earliest (rank 0,
-        # +210 µs) 810 µs: 90 µs more idle while 90 µs late: launched late
+        # the previous all-reduce's end (10 µs before t) to its start at t + 300 µs, 310 µs, the earliest (rank 0,
+        # +210 µs) 220 µs: 90 µs more idle while 90 µs late: launched late
         "Launched late: at the collectives it started last, its GPU sat idle a median 90.00 µs longer than the "
         "earliest rank's since the previous kernel of that collective, while it started a median 90.00 µs after the "
         "earliest rank (extra idle / lateness: median 100 %) — the delay is on the host side.")
     assert (f.time_at_stake_ns, f.severity, f.confidence) == (1080 * US, "high", "high")
     assert [(c.metric, c.observed, c.op, c.threshold, c.scope.device_id) for c in f.checks] == [
         ("matched", 26, ">=", 5, 2), ("last_arrivals", 6, ">=", 2, 2), ("wait_caused_share", 0.9, ">=", 0.6, 2),
+        ("wait_pct_of_window", 5.17, ">=", 5.0, 2),
         ("late_idle_share_p50", 1.0, ">=", 0.5, 2)]
     assert f.holds()
     out = tmp_path / "out"
@@ -240,5 +244,5 @@ def test_the_verdict_says_the_late_rank_s_gpu_work_ran_longer(tmp_path: Path) ->
     q = tmp_path / "m.sqlite"
     _gemm_then_ar(q, lambda r: 360 if r == 1 else 300, lambda r: 22 if r == 1 else 2)
     (f,) = [f for f in analyze_path(str(q)).findings if f.id == "nccl_wait"]
-    assert f.checks[-1].metric == "wait_caused_share" and f.recommendation[0].startswith("Balance the work")
+    assert f.checks[-1].metric == "wait_pct_of_window" and f.recommendation[0].startswith("Balance the work")
     assert _nccl(q).straggler.late_idle_share_p50 == 0.25   # type: ignore[union-attr]

@@ -163,7 +163,10 @@ def test_three_ranks_captured_over_different_spans_match_where_all_three_ran(tmp
         "rank0": (6, 300 * US, 0), "rank1": (6, 120 * US, 0), "rank2": (6, 0, 6)}
     assert [(i.seq, i.first_start_ns, i.skew_ns, i.end_spread_ns) for i in coll.instances] == [
         (k, 54 * MS + k * MS + 312 * US, 50 * US, 0) for k in range(6)]
-    assert [(c.id, c.rank) for c in res.claims if c.id == "late_arriver"] == [("late_arriver", "rank2")]
+    # rank 2 is last at all 6, but the 420 µs of waiting it caused is < 5 % of ranks 0 and 1's windows (rank 0's
+    # ≥ 11 ms, steps 0–11; rank 1's ≥ 7 ms, steps 2–9: < 420 / 18,000 = 2.3 %): no late-arriver claim
+    # (docs/FINDINGS.md "NCCL", waiting that matters)
+    assert [(c.id, c.rank) for c in res.claims if c.id == "late_arriver"] == []
     assert "6 matched collectives, 10 unmatched kernels (matched per collective name, by time: the kernels that " \
         "overlap on the aligned clocks)." in render_cluster_markdown(res).splitlines()
 

@@ -132,6 +132,20 @@ def test_one_slow_gpu_on_a_node_is_still_the_late_rank(tmp_path):
     assert not [w for w in res.warnings if "late together" in w] and res.late_group is None
 
 
+def test_a_rank_late_by_launch_jitter_is_not_the_rank_the_others_wait_for(tmp_path):
+    """nodeB-gpu1's all-reduce starts 3 µs after the others' at every step (launch jitter): the late-rank rule names
+    it (last at 10 of 10, 3 × 3 µs × 10 = 90 µs caused, 100 % of the waiting; nobody within a quarter of its 3 µs),
+    but that is < 0.5 % of the other ranks' windows (each ≥ 9 steps of 2 ms: 90 / (3 × 18,000) = 0.17 %): no
+    late-arriver claim (docs/FINDINGS.md "NCCL", waiting that matters); the old code claimed it, severity high."""
+    _job(tmp_path, [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 3], per_node=False)
+    res = nle.analyze_cluster(str(tmp_path), jobs=1)
+    assert {x.rank: (x.wait_ns_total, x.last_arrival_count, x.wait_caused_ns) for x in res.collectives.ranks} == {
+        "nodeA-gpu0": (30 * US, 0, 0), "nodeA-gpu1": (30 * US, 0, 0), "nodeB-gpu0": (30 * US, 0, 0),
+        "nodeB-gpu1": (0, 10, 90 * US)}
+    assert all(d.window_ns >= 18 * MS for d in res.devices)
+    assert [c for c in res.claims if c.id == "late_arriver"] == []
+
+
 def test_tensor_parallel_pairs_sharing_a_kernel_name_are_not_no_rank_stands_out(tmp_path):
     """Node B late by 150 µs again, and each node's pair first runs its own tensor-parallel all-reduce (17 µs on node
     A, 19 µs on node B: its later rank arrives 2 µs after the other and the kernels end 15 µs after it) under one

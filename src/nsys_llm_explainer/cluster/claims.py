@@ -20,12 +20,13 @@ from ..analyses.comms.arrival import (
     MIN_LATE_ARRIVALS,
     MIN_LATE_SHARE,
     MIN_MATCHED,
+    caused_pct_of_window,
     caused_share,
     late_cause,
     late_rank,
 )
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE, NCCL_RE
-from ..findings.base import Check, Finding, Scope
+from ..findings.base import MEDIUM_SHARE, Check, Finding, Scope
 from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
 from .collectives import CollectivesResult, p2p_only
@@ -168,6 +169,11 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
     share = r.last_arrival_share or 0.0
     caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in ranks))
+    windows = {(d.file, d.device_id): d.window_ns for d in devices}
+    wait_pct = caused_pct_of_window(r.wait_caused_ns or 0, [windows.get((x.file, x.device_id), 0) for x in others])
+    if wait_pct < MEDIUM_SHARE:   # waiting that matters (docs/FINDINGS.md "NCCL"): launch jitter is no claim
+        return None
+    checks.append(_check("wait_pct_of_window", wait_pct, ">=", MEDIUM_SHARE, r.rank))
     pct = 100.0 * share
     per_coll = mean_wait / (r.matched or 1)
     contested = r.with_last_arriver or 0

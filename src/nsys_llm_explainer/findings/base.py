@@ -47,7 +47,7 @@ METRICS = ("busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", "ke
            "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct", "copy_path_beyond_kernels_pct",
            "copy_path_held_pct",
            # cluster claims about one rank (cluster/claims.py; docs/CLUSTER.md)
-           "aligned", "ranks", "matched", "last_arrivals", "wait_caused_share", "late_with_ranks",
+           "aligned", "ranks", "matched", "last_arrivals", "wait_caused_share", "wait_pct_of_window", "late_with_ranks",
            "others_mean_wait_ns", "end_spread_p50_ns", "late_idle_share_p50",
            "split_names", "point_to_point_only", "devices", "busy_pct_gap", "net_busy_pct_gap", "devices_with_steps",
            "step_p50_ratio", "step_period_p50_ratio", "step_p50_ties")

@@ -137,6 +137,15 @@ def caused_share(caused: int, all_waiting: int) -> float:
     return round(caused / all_waiting, 4) if all_waiting else 0.0
 
 
+def caused_pct_of_window(caused: int, windows: Sequence[int]) -> float:
+    """The late rank's waiting caused as a % of the other ranks' time: 100 · caused / Σ their devices' analysis
+    windows (``windows``: one per other rank), 2 places (0.0 without a window). A verdict rests on waiting that
+    matters: a rank last by launch jitter (3 µs at each collective) costs the others a sliver of their time, so the
+    finding / claim needs this at the findings' window shares (docs/FINDINGS.md "NCCL")."""
+    w = sum(int(x) for x in windows)
+    return round(100.0 * caused / w, 2) if w > 0 else 0.0
+
+
 # --------------------------------------------------------------------- what made the late rank late
 #: "launched late": the median over a rank's late arrivals of :func:`idle_share` reaches this (its GPU sat idle,
 #: since its previous collective of that name, longer than the earliest rank's by at least half of how late it was:

@@ -183,3 +183,17 @@ def test_title_time_and_evidence_time_differ_only_with_the_line_that_says_why(na
     assert (f"The idle-cause table charges {table} of device 0's window to `nvtx`; this finding claims the {claimed} "
             "that no more specific finding explains and that lies more than one timeline bin from the window's edges "
             f"({edge} lies within one bin of an edge).") in f.evidence, f.evidence
+
+
+def test_every_devices_table_charge_and_claim_differ_only_with_the_line_that_says_why() -> None:
+    """Trace 06 (FSDP, 2 GPUs), `idle_nvtx`: the idle-cause table charges 33,651,438 ns of `nvtx` to device 0 and
+    28,545,142 ns to device 1; the timeline's first and last bins hold 5,741 + 49,632 = 55,373 ns (device 0) and
+    42,052 + 49,862 = 91,914 ns (device 1) of it. The finding's time at stake, 62,049,293 ns, is 33,596,065 +
+    28,453,228: each device's charge less its edge-bin ns. The evidence said "Device 1: 28.545 ms" and explained only
+    device 0's difference; device 1's 91.91 µs stood unexplained. Each device's difference gets the same line."""
+    f = _one(real_report(real_trace("06_nsysai_mfu_2gpu_after")), "idle_nvtx")
+    assert f.time_at_stake_ns == 33_651_438 - 55_373 + 28_545_142 - 91_914
+    assert "Device 1: 28.545 ms of idle charged to `nvtx`" in f.evidence[1]
+    assert ("The idle-cause table charges 28.545 ms of device 1's window to `nvtx`; this finding claims the 28.453 ms "
+            "that no more specific finding explains and that lies more than one timeline bin from the window's edges "
+            "(91.91 µs lies within one bin of an edge).") in f.evidence, f.evidence

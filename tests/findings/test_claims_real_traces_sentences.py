@@ -197,3 +197,18 @@ def test_every_devices_table_charge_and_claim_differ_only_with_the_line_that_say
     assert ("The idle-cause table charges 28.545 ms of device 1's window to `nvtx`; this finding claims the 28.453 ms "
             "that no more specific finding explains and that lies more than one timeline bin from the window's edges "
             "(91.91 µs lies within one bin of an edge).") in f.evidence, f.evidence
+
+
+def test_a_single_warm_passs_lead_in_is_not_called_a_pause() -> None:
+    """Trace 12 (TF/Keras, GTX 1650; nsys 2019.6): the window holds no repeated steps (one warm forward, the NVTX
+    range `Model` at 6,881,963,573 → 6,929,682,683 ns, 47.719 ms). Its largest `host_cpu` gap, kernels 6,880,378,137
+    → 6,907,881,721 ns (27.5 ms; 27.077 ms of it `host_cpu`), holds the first 25.9 ms of that range: the main thread's
+    last traced call is a `cuMemcpyDtoHAsync_v2` ending at 6,894,410,088 ns and the executor thread's first call is at
+    6,907,328,138 ns; no OS call, CPU sample or other NVTX range is recorded in it (plain SQL). One pass cannot show
+    whether each call pays it: the report called it "a pause, not a per-step cost" and led with the pause advice."""
+    rep = real_report(real_trace("12_gartangh_keras_gtx1650"))
+    assert rep.window_repeats is False
+    f = _one(rep, "idle_host_cpu")
+    assert ("One gap of 27.077 ms holds 64.5 % of it; the other 4 gaps hold 14.901 ms; the window holds no repeated "
+            "steps, so whether each pass pays it is not known.") in f.evidence, f.evidence
+    assert not any("pause" in a for a in f.recommendation), f.recommendation

@@ -205,8 +205,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                   traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
                   host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
                   copy_path_claims: Claims, copy_engines: Optional[CopyEnginesResult] = None,
-                  cuda_api: Optional[CudaApiResult] = None, step_sync: Optional[StepSyncResult] = None
-                  ) -> Tuple[Finding, ...]:
+                  cuda_api: Optional[CudaApiResult] = None, step_sync: Optional[StepSyncResult] = None,
+                  window_repeats: bool = True) -> Tuple[Finding, ...]:
     """The idle-cause findings whose checks hold and the launch-bound composite, after the ns the per-step sync and
     copy-path findings claim. ``attribution``: which NVTX ranges enclose kernel launches (not known without it);
     ``host_samples``: CPU samples inside host-side idle, for an evidence line; ``waits``: what other threads did
@@ -214,7 +214,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     calls and streams decide the ``copy`` finding's overlap advice (:func:`.idle_copy.copy_facts`); ``cuda_api``:
     whether the export holds CUDA API calls at all, which decides what the ``unknown`` finding says is missing;
     ``step_sync``: the per-step sync series, whose event-timed steps decide the ``sync`` finding's advice
-    (:func:`_event_timed_series`)."""
+    (:func:`_event_timed_series`); ``window_repeats``: whether the window holds repeated steps, without which
+    one large gap is no pause (:func:`.idle_once.pause_line`)."""
     if not idle_causes.available or not gpu_time.available:
         return ()
     claimed, copy_claimed = step_sync_claims.claimed, copy_path_claims.claimed
@@ -285,7 +286,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             holds = "holds" if main.gap_count == 1 else "hold"
             ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} {code_name(named_det or kind)}"
                       f"{_where(main, window.full_start_ns, _window_of(gpu_time, dev) if in_loop else None)}.")
-        pause = None if KIND[kind].one_time else pause_line(main, named_ns, dev, kind)
+        pause = None if KIND[kind].one_time else pause_line(main, named_ns, dev, kind, window_repeats)
         pause_at = len(ev)      # its line follows the largest gap's (given unless the finding is one-time work)
         table_share = 100.0 * kind_ns / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
@@ -338,6 +339,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if pause is not None and not (growth or startup or tuned):   # one gap: no line about every step
             ev.insert(pause_at, pause[0])
             checks += pause[1]
+        if pause is not None and pause[1] and not (growth or startup or tuned):   # a pause (its check): its advice
             dropped = [i for i in ids if speaks_of_steps(i)]     # and the lines under them (`.torch` of a line)
             # the pause lines of every workload (advice.PAUSE_EXAMPLES): the facts keep the one of this trace's
             ids = ["pause.one_gap", "pause.one_gap.inference", "pause.one_gap.unknown", "pause.torch"] + \

@@ -114,13 +114,15 @@ def test_loop_detail_gap_line_names_a_gap_in_the_loop() -> None:
             "from trace start (22.219 ms of it).") in f.evidence, f.evidence
 
 
-def test_do_first_of_a_pause_does_not_point_above_the_headline() -> None:
-    """Trace 12: one 27.077 ms gap holds 64.5 % of the `host_cpu` idle, so the advice says the idle is one pause. Its
-    words "(the gap named above)" open the report as **Do first**, where nothing above names a gap."""
+def test_do_first_of_a_single_pass_is_no_pause_advice() -> None:
+    """Trace 12: one 27.077 ms gap holds 64.5 % of the `host_cpu` idle, but the window holds no repeated steps (one
+    warm forward): **Do first** said "Most of this idle time is one pause …, not a cost paid in every step", which
+    one pass cannot show. It is now the host-code line of the `host_cpu` finding. (The pause advice's own words, which
+    name the gap in the finding's evidence and not "above", are checked where a pause is shown:
+    test_claims_unsampled_launcher_gaps.py.)"""
     h = real_report(real_trace("12_gartangh_keras_gtx1650")).headline
     assert h.action is not None and h.action.startswith(
-        "Most of this idle time is one pause (the largest gap in the finding's evidence), not a cost paid in every "
-        "step"), h.action
+        "Profile the host code that runs while the GPU idles"), h.action
 
 
 def test_eager_pointwise_trait_and_elementwise_category_are_named_apart() -> None:

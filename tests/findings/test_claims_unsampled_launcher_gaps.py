@@ -135,6 +135,9 @@ def test_one_pause_holding_most_of_the_wait_is_called_a_pause(tmp_path: Path) ->
         in f["recommendation"][0] and "epoch" not in f["recommendation"][0]
     c = next(c for c in f["checks"] if c["metric"] == "largest_gap_pct_of_claimed")
     assert round(c["observed"], 4) == round(100 * 98 / (127 - 0.2944), 4) and c["threshold"] == 50.0
+    # as **Do first** its words name the gap in the finding's evidence, not a gap "above" the headline
+    assert rep["headline"]["action"].startswith("Most of this idle time is one pause (the largest gap in the "
+                                                "finding's evidence), not a cost paid in every step")
 
 
 def test_one_large_gap_in_a_window_without_repeated_steps_is_no_pause(tmp_path: Path) -> None:

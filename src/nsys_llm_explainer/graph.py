@@ -302,7 +302,7 @@ STEPS: Tuple[Step, ...] = (
          ("copy_path_claims",), "steady"),
     Step("findings: idle", idle_findings, ("idle_causes", "gpu_time", "window", "traits", "facts", "attribution",
                                        "host_samples", "waits", "step_sync_claims", "copy_path_claims",
-                                       "copy_engines", "cuda_api", "step_sync"),
+                                       "copy_engines", "cuda_api", "step_sync", "window_repeats"),
          ("idle_found",), "steady"),
     Step("findings: kernels", kernel_findings, ("gpu_time", "traits", "steady_kernels", "categories", "facts",
                                                 "graphs", "window", "window_repeats", "steps", "comm_exposure", "nccl",

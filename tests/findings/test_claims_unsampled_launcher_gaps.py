@@ -85,7 +85,8 @@ def test_trace_without_samples_keeps_the_plain_host_words(tmp_path: Path) -> Non
 
 # ---- item 2: one pause holds most of a wait finding
 
-def _poll_loop(pause_at: int = -1, pause_ms: int = 100, n: int = 10, training: bool = False) -> TraceBuilder:
+def _poll_loop(pause_at: int = -1, pause_ms: int = 100, n: int = 10, training: bool = False,
+               marked: bool = False) -> TraceBuilder:
     """One thread (pid 100, tid 1) waits in `poll` [t_i, s_i) for W_i = 5 ms (``pause_ms`` at step ``pause_at``),
     launches one 2 ms kernel at s_i ([s_i, s_i + 10 µs) call, kernel [s_i + 20 µs, s_i + 2.02 ms)) and waits again
     from t_{i+1} = s_i + 20 µs; t_0 = 50 ms. Window: the first call s_0 = 55 ms to the last kernel's end. Kernels
@@ -110,25 +111,51 @@ def _poll_loop(pause_at: int = -1, pause_ms: int = 100, n: int = 10, training: b
             "void multi_tensor_apply_kernel<AdamFunctor<float>>(int)" if i == n - 1 else \
             "convolution_backward_kernel" if i % 2 else "void at::native::elementwise_kernel<128, 4>"
         b.launch(s, s + 10 * US, s + 20 * US, s + 2020 * US, pid=100, tid=1, name=name)
+        if marked:     # each step an NVTX range `step` from its wait to its launch's return: repeated steps
+            b.nvtx_push_pop(t, s + 15 * US, "step", tid_g=g)
         t = s + 20 * US
     return b
 
 
 def test_one_pause_holding_most_of_the_wait_is_called_a_pause(tmp_path: Path) -> None:
-    """Pause at step 5: s_9 = s_0 + 9 × 20 µs + 8 × 5 ms + 100 ms, window 140.18 + 2.02 = 142.2 ms. The `poll` idle
-    in the gap after kernel i is [s_i + 2.02 ms, s_{i+1}) = W_{i+1} − 2 ms: 8 × 3 ms + 98 ms = 122 ms (85.8 %), 9 gaps;
-    the largest, 98 ms, holds 98 / 122 = 80.3 % ≥ 50 %: a pause. The pause line comes first; the wait line kept
-    (`wait.unseen`, workload inference: GEMMs only) speaks of no step."""
-    rep = report_of(_poll_loop(pause_at=5), tmp_path)
+    """Pause at step 5, each step an NVTX range `step` [t_i, s_i + 15 µs) (10 repeated steps: the window repeats).
+    The window opens at the first range, t_0 = 50 ms: s_9 = 50 + 9 × 5 + 100 + 9 × 0.02 = 195.18 ms, window to
+    s_9 + 2.02 = 197.2 ms (147.2 ms). The `poll` idle: the leading gap's [50, 55) = 5 ms and, in the gap after kernel
+    i, [s_i + 2.02 ms, s_{i+1}) = W_{i+1} − 2 ms: 8 × 3 + 98 = 122 ms; 127 ms in 10 gaps, of which the finding claims
+    127 − 0.2944 = 126.7056 ms (294.40 µs lies within one bin of an edge). The largest, 98 ms, holds 98 / 126.7056
+    = 77.3 % ≥ 50 %: a pause between steps. The pause line comes first; the wait line kept (`wait.unseen`, workload
+    inference: GEMMs only) speaks of no step."""
+    rep = report_of(_poll_loop(pause_at=5, marked=True), tmp_path)
+    assert rep["window_repeats"] is True
     f = finding_of(rep, "idle_osrt")
-    assert f["title"] == "The launching thread waits in `poll` while the GPU idles: 85.8 % (122.000 ms)"
-    assert ("One gap of 98.000 ms holds 80.3 % of it: a pause, not a per-step cost; the other 8 gaps hold "
-            "24.000 ms.") in f["evidence"]
+    assert ("One gap of 98.000 ms holds 77.3 % of it: a pause, not a per-step cost; the other 9 gaps hold "
+            "28.706 ms.") in f["evidence"]
     assert f["recommendation"] == [ADVICE["pause.one_gap.inference"].text, ADVICE["wait.unseen"].text]
     assert "(a request's tokenization or other pre-processing, the server idle between requests, a one-off stall)" \
         in f["recommendation"][0] and "epoch" not in f["recommendation"][0]
     c = next(c for c in f["checks"] if c["metric"] == "largest_gap_pct_of_claimed")
-    assert round(c["observed"], 4) == round(100 * 98 / 122, 4) and c["threshold"] == 50.0
+    assert round(c["observed"], 4) == round(100 * 98 / (127 - 0.2944), 4) and c["threshold"] == 50.0
+    # as **Do first** its words name the gap in the finding's evidence, not a gap "above" the headline
+    assert rep["headline"]["action"].startswith("Most of this idle time is one pause (the largest gap in the "
+                                                "finding's evidence), not a cost paid in every step")
+
+
+def test_one_large_gap_in_a_window_without_repeated_steps_is_no_pause(tmp_path: Path) -> None:
+    """The same loop with nothing marking its steps (the report says the window holds no repeated steps; real trace
+    12, one warm Keras forward pass, alike): s_9 = 55 + 8 × 5 + 100 + 9 × 0.02 = 195.18 ms, window from s_0 = 55 ms
+    to s_9 + 2.02 ms (142.2 ms); `poll` 8 × 3 + 98 = 122 ms in 9 gaps, the largest 98 / 122 = 80.3 %. Without a step
+    there is nothing to call it "not a per-step cost" against: it said "a pause, not a per-step cost" and gave the
+    pause advice ("not a cost paid in every step"). Now the line says whether each pass pays it is not known; no
+    pause advice, no pause check."""
+    rep = report_of(_poll_loop(pause_at=5), tmp_path)
+    assert rep["window_repeats"] is False
+    f = finding_of(rep, "idle_osrt")
+    assert f["title"] == "The launching thread waits in `poll` while the GPU idles: 85.8 % (122.000 ms)"
+    assert ("One gap of 98.000 ms holds 80.3 % of it; the other 8 gaps hold 24.000 ms; the window holds no repeated "
+            "steps, so whether each pass pays it is not known.") in f["evidence"]
+    assert not any("a pause" in e for e in f["evidence"])
+    assert f["recommendation"] == [ADVICE["wait.unseen"].text]
+    assert not any(c["metric"] == "largest_gap_pct_of_claimed" for c in f["checks"])
 
 
 def test_wait_spread_evenly_keeps_the_plain_host_words(tmp_path: Path) -> None:
@@ -142,16 +169,16 @@ def test_wait_spread_evenly_keeps_the_plain_host_words(tmp_path: Path) -> None:
 
 
 def test_epoch_boundary_of_a_pytorch_training_loop(tmp_path: Path) -> None:
-    """The training variant with a 100 ms pause at step 5 (the same times: `poll` 122 ms, the largest gap 80.3 %);
+    """The training variant with a 100 ms pause at step 5, steps marked (the same times: the largest gap 77.3 %);
     the data-loader process is sampled in every wait (its samples are all those taken inside them: named). Without
     the pause the advice is `wait.other_process.training` ("Make each batch cheaper to prepare …") and its
     `DataLoader` line; with it, both speak of every batch and give way to the pause lines, `pause.torch` (training,
     PyTorch: `persistent_workers`) included."""
     even = finding_of(report_of(_poll_loop(training=True), tmp_path), "idle_osrt")
     assert even["recommendation"] == OTHER
-    rep = report_of(_poll_loop(pause_at=5, training=True), tmp_path)
+    rep = report_of(_poll_loop(pause_at=5, training=True, marked=True), tmp_path)
     assert (rep["facts"]["workload"], rep["facts"]["framework"]) == ("training", "pytorch")
     f = finding_of(rep, "idle_osrt")
-    assert ("One gap of 98.000 ms holds 80.3 % of it: a pause, not a per-step cost; the other 8 gaps hold "
-            "24.000 ms.") in f["evidence"]
+    assert ("One gap of 98.000 ms holds 77.3 % of it: a pause, not a per-step cost; the other 9 gaps hold "
+            "28.706 ms.") in f["evidence"]
     assert f["recommendation"] == [ADVICE["pause.one_gap"].text, ADVICE["pause.torch"].text]

@@ -205,8 +205,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                   traits: KernelTraitsResult, facts: TraceFacts, attribution: AttributionResult,
                   host_samples: Optional[HostSamplesResult], waits: Optional[WaitsResult], step_sync_claims: Claims,
                   copy_path_claims: Claims, copy_engines: Optional[CopyEnginesResult] = None,
-                  cuda_api: Optional[CudaApiResult] = None, step_sync: Optional[StepSyncResult] = None
-                  ) -> Tuple[Finding, ...]:
+                  cuda_api: Optional[CudaApiResult] = None, step_sync: Optional[StepSyncResult] = None,
+                  window_repeats: bool = True) -> Tuple[Finding, ...]:
     """The idle-cause findings whose checks hold and the launch-bound composite, after the ns the per-step sync and
     copy-path findings claim. ``attribution``: which NVTX ranges enclose kernel launches (not known without it);
     ``host_samples``: CPU samples inside host-side idle, for an evidence line; ``waits``: what other threads did
@@ -214,7 +214,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     calls and streams decide the ``copy`` finding's overlap advice (:func:`.idle_copy.copy_facts`); ``cuda_api``:
     whether the export holds CUDA API calls at all, which decides what the ``unknown`` finding says is missing;
     ``step_sync``: the per-step sync series, whose event-timed steps decide the ``sync`` finding's advice
-    (:func:`_event_timed_series`)."""
+    (:func:`_event_timed_series`); ``window_repeats``: whether the window holds repeated steps, without which
+    one large gap is no pause (:func:`.idle_once.pause_line`)."""
     if not idle_causes.available or not gpu_time.available:
         return ()
     claimed, copy_claimed = step_sync_claims.claimed, copy_path_claims.claimed
@@ -285,25 +286,17 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             holds = "holds" if main.gap_count == 1 else "hold"
             ev.append(f"{fmt_count(main.gap_count, 'idle gap')} on device {dev} {holds} {code_name(named_det or kind)}"
                       f"{_where(main, window.full_start_ns, _window_of(gpu_time, dev) if in_loop else None)}.")
-        pause = None if KIND[kind].one_time else pause_line(main, named_ns, dev, kind)
+        pause = None if KIND[kind].one_time else pause_line(main, named_ns, dev, kind, window_repeats)
         pause_at = len(ev)      # its line follows the largest gap's (given unless the finding is one-time work)
         table_share = 100.0 * kind_ns / win[dev]      # titles quote the idle-cause table's shares
         split = table_share - share[dev] >= SPLIT_SHOWN_POINTS   # part of the kind is elsewhere: say and check it
-        findings_elsewhere = [w for w, m in (("the launch-bound finding", merged),
-                                             ("the per-step sync finding", claimed),
-                                             ("the copy-path finding", copy_claimed))
-                              if sum(v for (k, _), v in m.get(dev, {}).items() if k == kind) > 0]
-        elsewhere = findings_elsewhere + (["the window's edges"] if edge_ns[dev] > 0 else [])
         quoted = share[dev] if split else table_share   # titles state what the finding itself claims
         main_quoted = min(main_share, quoted)
-        if split or kind_ns != kind_dev:     # under 0.05 points the shares print alike: the times say it
-            charged, kept = (f"{table_share:.1f} %", f"{share[dev]:.1f} %") if split else (dur(kind_ns), dur(kind_dev))
-            ev.append(f"The idle-cause table charges {charged} of device {dev}'s window to "
-                      f"`{kind}`; this finding claims the {kept} that no more specific finding explains "
-                      "and that lies more than one timeline bin from the window's edges"
-                      + (f" ({dur(edge_ns[dev])} lies within one bin of an edge)" if edge_ns[dev] else "")
-                      + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")
-                         + " for the rest" if findings_elsewhere else "") + ".")
+        for d in [dev] + sorted(set(devs) - {dev}):   # every device's table charge and claim, one rule
+            line = _charge_line(d, kind, by_dev[d].ns_of(kind), sum(devs[d].values()) - edge_ns[d], edge_ns[d],
+                                win.get(d, 0), (merged, claimed, copy_claimed))
+            if line:
+                ev.append(line)
         story = wait_story(waits, dev, named_det, {d: 100.0 * by_dev[d].ns_of(kind, named_det) / win[d]
                                                    for d in devs if d != dev}) if kind == "osrt" else None
         if story is not None:
@@ -346,6 +339,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         if pause is not None and not (growth or startup or tuned):   # one gap: no line about every step
             ev.insert(pause_at, pause[0])
             checks += pause[1]
+        if pause is not None and pause[1] and not (growth or startup or tuned):   # a pause (its check): its advice
             dropped = [i for i in ids if speaks_of_steps(i)]     # and the lines under them (`.torch` of a line)
             # the pause lines of every workload (advice.PAUSE_EXAMPLES): the facts keep the one of this trace's
             ids = ["pause.one_gap", "pause.one_gap.inference", "pause.one_gap.unknown", "pause.torch"] + \
@@ -416,6 +410,27 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     if lf is not None:
         out.append(lf)
     return tuple(out)
+
+
+def _charge_line(dev: int, kind: str, table_ns: int, claim_ns: int, edge_ns: int, win_ns: int,
+                 claims: Tuple[Mapping[int, Mapping[Tuple[str, str], int]], ...]) -> Optional[str]:
+    """Why the idle-cause table's ``table_ns`` of ``kind`` on device ``dev`` differs from the ``claim_ns`` the
+    finding claims there (``claims``: the launch-bound, per-step sync and copy-path findings' ns; ``edge_ns``: the
+    ns within one bin of the window's edges); None when they agree. Shares when they differ by
+    ``SPLIT_SHOWN_POINTS`` or more, else the times (the shares would print alike)."""
+    if not win_ns or table_ns == claim_ns:
+        return None
+    split = 100.0 * (table_ns - claim_ns) / win_ns >= SPLIT_SHOWN_POINTS
+    charged, kept = (f"{100.0 * table_ns / win_ns:.1f} %", f"{100.0 * claim_ns / win_ns:.1f} %") if split else \
+        (dur(table_ns), dur(claim_ns))
+    found = [w for w, m in zip(("the launch-bound finding", "the per-step sync finding", "the copy-path finding"),
+                               claims) if sum(v for (k, _), v in m.get(dev, {}).items() if k == kind) > 0]
+    elsewhere = found + (["the window's edges"] if edge_ns > 0 else [])
+    return (f"The idle-cause table charges {charged} of device {dev}'s window to `{kind}`; this finding claims the "
+            f"{kept} that no more specific finding explains and that lies more than one timeline bin from the "
+            "window's edges" + (f" ({dur(edge_ns)} lies within one bin of an edge)" if edge_ns else "")
+            + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")
+               + " for the rest" if found else "") + ".")
 
 
 def _window_of(gpu_time: GpuTimeResult, dev: int) -> Optional[Tuple[int, int]]:

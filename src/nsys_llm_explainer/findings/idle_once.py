@@ -47,10 +47,13 @@ def loop_detail(d: DeviceCauses, kind: str, top: str, claimed: Mapping[str, int]
     return (det, ns) if ns > 0 else None
 
 
-def pause_line(c: Optional[IdleCause], claimed: int, dev: int, kind: str) -> Optional[Tuple[str, Tuple[Check, ...]]]:
+def pause_line(c: Optional[IdleCause], claimed: int, dev: int, kind: str, repeats: bool = True
+               ) -> Optional[Tuple[str, Tuple[Check, ...]]]:
     """The evidence line (and its check) when the largest gap of the finding's named cause ``c`` holds ≥
     :data:`PAUSE_MIN_PCT` % of the ns the finding claims of it on ``dev`` (``claimed``): a pause, not a per-step
-    cost; else None."""
+    cost, when the window holds repeated steps (``repeats``: the report's ``window_repeats``); without them no step
+    is known and the line says whether the pass pays it every time is not known, with no check (no pause claimed);
+    else None."""
     if c is None or not c.examples or claimed <= 0:
         return None
     e = c.examples[0]
@@ -59,6 +62,9 @@ def pause_line(c: Optional[IdleCause], claimed: int, dev: int, kind: str) -> Opt
         return None
     rest = (f"; the other {fmt_count(c.gap_count - 1, 'gap')} {'hold' if c.gap_count > 2 else 'holds'} "
             f"{dur(max(claimed - e.ns, 0))}" if c.gap_count > 1 else "")
+    if not repeats:
+        return (f"One gap of {dur(e.ns)} holds {share:.1f} % of it{rest}; the window holds no repeated steps, so "
+                "whether each pass pays it is not known.", ())
     return (f"One gap of {dur(e.ns)} holds {share:.1f} % of it: a pause, not a per-step cost{rest}.",
             (Check("largest_gap_pct_of_claimed", share, ">=", PAUSE_MIN_PCT, Scope(device_id=dev, kind=kind)),))
 

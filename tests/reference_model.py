@@ -906,7 +906,7 @@ def comm_exposed_pct(tr: Trace, w0: int, w1: int, devices: List[int],
 NCCL_NAME_RE = re.compile(r"nccl\w*", re.IGNORECASE)
 
 
-def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[float]:
+def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str, window_ns: int = 0) -> Optional[float]:
     """The late-rank rule's checks (docs/FINDINGS.md "NCCL": ``matched``, ``last_arrivals``, ``wait_caused_share``,
     ``late_idle_share_p50``)
     of the NCCL rank on ``device_id``, written plainly: per collective name, each (pid, device) rank's kernels in
@@ -916,7 +916,8 @@ def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[fl
     instances it is last at; the share = caused / Σ of all waits, rounded to 4 places; ``late_idle_share_p50``: at
     each instance it is last at, its device's idle since its previous kernel of the name (the stretch from that
     one's end to its start less the union of the device's kernels) less the earliest rank's, at least 0, capped at
-    how late it is, / how late it is; the median over those where both have a previous kernel."""
+    how late it is, / how late it is; the median over those where both have a previous kernel; ``wait_pct_of_window``: the waiting
+    it caused / (``window_ns``, the analysis window, × the number of other ranks) × 100, 2 places."""
     per: Dict[str, Dict[Tuple[int, int], List[Tuple[int, int]]]] = {}
     for g in tr.kernels:
         m = NCCL_NAME_RE.search(g.name or "")
@@ -981,6 +982,9 @@ def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str) -> Optional[fl
             if own is not None and earliest is not None:
                 shares.append(min(max(own - earliest, 0), late_by) / late_by)
         return round(float(statistics.median(shares)), 4) if shares else None
+    if metric == "wait_pct_of_window":
+        others = (len(ranks) - 1) * window_ns
+        return round(100.0 * caused[r] / others, 2) if others > 0 else 0.0
     assert metric == "wait_caused_share", metric
     total_wait = sum(waited.values())
     return round(caused[r] / total_wait, 4) if total_wait else 0.0

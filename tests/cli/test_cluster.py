@@ -85,7 +85,7 @@ def test_planted_straggler_exact(straggler, pool_result):
     late = next(c for c in res.claims if c.finding.id == "late_arriver")   # the single-file Finding and Check types
     assert late.rank == "rank3" and late.finding.category == "nccl_wait" and late.finding.holds()
     assert [c.scope.rank for c in late.finding.checks] == [None, None, "rank3", "rank3", "rank3", "rank3", "rank3",
-                                                           None, None, None, "rank3"]
+                                                           None, None, None, "rank3", "rank3"]
     devs = {r.rank: r for r in res.devices}
     assert all(devs[f"rank{r}"].step_count == 10 and devs[f"rank{r}"].kernel_count == 20 for r in range(4))
     json.dumps(res.to_dict(), allow_nan=False)

@@ -46,7 +46,7 @@ VOCABULARY = {"busy_pct", "idle_pct", "cause_pct_of_window", "idle_pct_change", 
               "step_sync_points", "step_sync_exposed_pct", "step_sync_overlap_pct",
               "copy_path_busy_pct", "copy_path_overlap_pct", "copy_path_step_busy_pct",
               "copy_path_beyond_kernels_pct", "copy_path_held_pct", "comm_exposed_pct", "matched", "last_arrivals",
-              "wait_caused_share",
+              "wait_caused_share", "wait_pct_of_window",
               "late_idle_share_p50",
               "startup_pct_of_cause", "loop_pct_of_window", "autotune_trial_pct", "comm_nonoverlap_pct",
               "unsampled_pct_of_kind", "largest_gap_pct_of_claimed"}
@@ -401,8 +401,9 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
                     per[dd] = per.get(dd, 0) + int(r.get("wait_ns_total") or 0)
             wait = (per, int(v["wait_ns_total"]))
         return rm.comm_exposed_pct(ctx.ref, *w, [ctx.device_map()[d] for d in scope["devices"]], wait)
-    if metric in ("matched", "last_arrivals", "wait_caused_share", "late_idle_share_p50"):   # the late-rank rule
-        return rm.nccl_late_rank_metric(ctx.ref, dev, metric)
+    if metric in ("matched", "last_arrivals", "wait_caused_share", "late_idle_share_p50",
+                  "wait_pct_of_window"):   # the late-rank rule; its share of the others' analysis windows
+        return rm.nccl_late_rank_metric(ctx.ref, dev, metric, ctx.steady[1] - ctx.steady[0])
     if metric.startswith("copy_path_"):   # steps: the tool's step rows (step detection is checked on its own)
         steps = [(int(r["start_ns"]), int(r["end_ns"])) for r in (ctx.report.get("steps") or {}).get("rows") or []]
         return rm.copy_path_metric(ctx.ref, *w, dev, scope["detail"], metric, steps)

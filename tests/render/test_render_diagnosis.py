@@ -88,8 +88,9 @@ def test_demo_fits_two_minutes(demo) -> None:  # noqa: ANN001
     data, md = demo
     lines = md.split("\n")
     # 250 held two findings; the demo's tensor-parallel all-reduce that nothing overlaps (12.5 % of the window,
-    # `comm_exposed`) is a third, true one: 15 lines more
-    assert len(lines) <= 265, len(lines)
+    # `comm_exposed`) is a third, true one: 15 lines more; the queued finding's line for device 1 (its idle-cause
+    # table charges 4.209 ms, the finding claims 4.200 ms: the rest lies at the window's edges) one more
+    assert len(lines) <= 266, len(lines)
     head = "\n".join(lines[:8])
     assert md_rich(data["headline"]["verdict"]) in head
     assert f"{data['headline']['steady_busy_pct']:.1f} %" in head

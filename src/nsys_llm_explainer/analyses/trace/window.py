@@ -13,11 +13,12 @@ from ...config.window import Window
 from ...errors import OptionError
 from ...jsonable import NONE_OMITTED, FieldsJson
 from ...model import intervals as iv
-from ...model.trace import NvtxRanges, TraceModel
+from ...model.trace import TraceModel
 from ...vocabulary.code_spans import code_name
 from ...vocabulary.units import fmt_count
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
+from .capture_ranges import not_recorded
 from .window_passes import autotune_lead, module_calls, one_off_lead
 
 N_BINS = 200
@@ -335,33 +336,6 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
     return _result(full0, full1, s, e, "auto", reason, details)
 
 
-def not_recorded(model: TraceModel, full0: int, full1: int) -> List[Tuple[int, int]]:
-    """The spans the profiler did not record (``--capture-range=cudaProfilerApi`` with a second capture range): after
-    a ``cudaProfilerStop`` / ``cuProfilerStop`` call, from the last end of the rows that start before the next
-    recorded row (any CUDA row, NVTX range or OS-runtime call; an NVTX range with no end in the export ends at its
-    start here) to that row's start, when longer than :data:`TRIM_MIN_SHARE` of the span ``[full0, full1)``; in
-    time order."""
-    api = model.api
-    if api is None or len(api) == 0:
-        return []
-    stop = np.array([b in ("cudaProfilerStop", "cuProfilerStop") for b in api.base_names] + [False], bool)
-    a = np.unique(np.asarray(api.end, np.int64)[stop[api.name_idx]])
-    if a.shape[0] == 0:
-        return []
-    tabs = [t for t in (*model.cuda_rows, model.nvtx, model.osrt) if t is not None and len(t)]
-    st = np.concatenate([np.asarray(t.start, np.int64) for t in tabs])
-    o = np.argsort(st, kind="stable")
-    st = st[o]
-    ends = [np.asarray(np.where(t.closed, t.end, t.start) if isinstance(t, NvtxRanges) else t.end, np.int64)
-            for t in tabs]
-    reach = np.maximum.accumulate(np.concatenate(ends)[o])
-    j = np.searchsorted(st, a, side="left")     # the first row starting at or after the stop call's end
-    j = np.unique(j[(j > 0) & (j < st.shape[0])])
-    c, b = reach[j - 1], st[j]
-    long = b - c > TRIM_MIN_SHARE * (full1 - full0)
-    return [(int(x), int(y)) for x, y in zip(c[long], b[long])]
-
-
 def _capture_range(model: TraceModel, full0: int, full1: int, gaps: List[Tuple[int, int]]) -> WindowResult:
     """The window of a capture with spans the profiler did not record (:func:`not_recorded`): the capture range (the
     recorded stretch between them) holding the most pooled busy ns (ties: the earliest), trimmed inside by the
@@ -414,5 +388,5 @@ def detect_window(model: TraceModel, override: Optional[Window] = None,
     if t0 is None:
         return _result(full0, full1, full0, full1, "full",
                        "Full trace kept: the trace has no timed activity.")
-    gaps = not_recorded(model, full0, full1)
+    gaps = not_recorded(model, full0, full1, TRIM_MIN_SHARE)
     return _capture_range(model, full0, full1, gaps) if gaps else _auto(model, full0, full1)

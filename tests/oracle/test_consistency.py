@@ -398,7 +398,7 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
             for r in ctx.report["nccl"].get("ranks") or []:
                 if (r["pid"], r["device_id"]) != (v["late_pid"], v["late_device_id"]):
                     dd = ctx.device_map()[int(r["device_id"])]
-                    per[dd] = per.get(dd, 0) + int(r.get("wait_ns_total") or 0)
+                    per[dd] = per.get(dd, 0) + int(r.get("wait_in_window_ns") or 0)
             wait = (per, int(v["wait_ns_total"]))
         return rm.comm_exposed_pct(ctx.ref, *w, [ctx.device_map()[d] for d in scope["devices"]], wait)
     if metric in ("matched", "last_arrivals", "wait_caused_share", "late_idle_share_p50",

@@ -113,6 +113,8 @@ class NcclRank(FieldsJson):
     wait_ns_total: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     #: the waiting its late arrivals caused: Σ over the collectives it started last of the other ranks' waits
     wait_caused_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: Σ of its waits' parts [own start, own start + wait) inside the analysis window (the cluster's definition)
+    wait_in_window_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)
@@ -346,6 +348,9 @@ def analyze_nccl(model: TraceModel, gpu_time: GpuTimeResult) -> NcclResult:
     last_cnt = arr.last
     ranks: List[NcclRank] = []
     rank_mi, d_mi = rank[mi], d[mi]
+    win = {dt.device_id: (dt.window_start_ns, dt.window_end_ns) for dt in gpu_time.devices}
+    w0, w1 = (np.array([win.get(int(x), (0, 0))[i] for x in rank_dev], np.int64)[rank_mi] for i in (0, 1))
+    in_win = np.bincount(rank_mi, np.maximum(np.minimum(s[mi] + arr.wait, w1) - np.maximum(s[mi], w0), 0), n_rank)
     of_rank = dict(rows_by_value(rank_mi))   # each rank's matched kernels in one sort (no mask per rank)
     empty = np.empty(0, np.int64)
     for r in range(n_rank):   # loop over ranks only
@@ -355,7 +360,8 @@ def analyze_nccl(model: TraceModel, gpu_time: GpuTimeResult) -> NcclResult:
             base_rank[r], matched=int(m.shape[0]), mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
             p50_ns=int(round_half_up(median(dd))),
             mean_start_skew_ns=int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
-            last_arrival_count=int(last_cnt[r]), wait_ns_total=int(arr.waited[r]), wait_caused_ns=int(arr.caused[r])))
+            last_arrival_count=int(last_cnt[r]), wait_ns_total=int(arr.waited[r]), wait_caused_ns=int(arr.caused[r]),
+            wait_in_window_ns=int(in_win[r])))
 
     late = late_rank(arr.caused.tolist(), last_cnt.tolist())   # the rank whose late arrivals caused the most waiting
     all_wait = int(arr.waited.sum())

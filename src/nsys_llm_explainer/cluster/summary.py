@@ -51,7 +51,7 @@ class DeviceRow(FieldsJson):
     step_period_p50_ns: Optional[int] = field(default=None, metadata=NOT_IN_JSON)
     #: its recorded time over the file's whole capture (report.json ``devices[].full.window_ns``): the scope of the
     #: waiting the collectives matched over the captures caused it (claims, the late-arriver's ``wait_pct_of_window``)
-    capture_ns: int = field(default=0, metadata=NOT_IN_JSON)
+    capture_ns: int = 0
 
 
 @dataclass(frozen=True)

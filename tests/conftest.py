@@ -160,6 +160,15 @@ def built_scenario(name: str, path: Any, seed: int = 0, flavor: Optional[str] = 
     return copy.deepcopy(facts)
 
 
+def nccl_of(model: Any) -> Any:
+    """The NCCL analysis of a built model, run through the analysis graph with what it reads besides the model (its
+    devices' captured time, the denominator of the waiting that matters)."""
+    from nsys_llm_explainer.graph import STEPS
+    from nsys_llm_explainer.options import Options
+    from nsys_llm_explainer.runner import run_graph
+    return run_graph(STEPS, {"model": model, "options": Options(), "display_path": None}, ["nccl"])[0]["nccl"]
+
+
 def read_table(path: Path) -> Tuple[List[str], List[List[str]]]:
     """A CSV the tool wrote, read back: (header, rows)."""
     with open(path, newline="", encoding="utf-8") as fh:

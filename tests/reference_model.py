@@ -917,7 +917,7 @@ def nccl_late_rank_metric(tr: Trace, device_id: int, metric: str, window_ns: int
     each instance it is last at, its device's idle since its previous kernel of the name (the stretch from that
     one's end to its start less the union of the device's kernels) less the earliest rank's, at least 0, capped at
     how late it is, / how late it is; the median over those where both have a previous kernel;
-    ``wait_pct_of_window``: the waiting it caused / (``window_ns``, the analysis window, × the number of other
+    ``wait_pct_of_window``: the waiting it caused / (``window_ns``, the whole capture, × the number of other
     ranks) × 100, 2 places."""
     per: Dict[str, Dict[Tuple[int, int], List[Tuple[int, int]]]] = {}
     for g in tr.kernels:

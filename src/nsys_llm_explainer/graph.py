@@ -269,7 +269,7 @@ STEPS: Tuple[Step, ...] = (
     Step("sync", analyze_sync, ("model",), ("sync",)),
     Step("memcpy", analyze_memcpy, ("model",), ("memcpy",)),
     Step("graphs", analyze_graphs, ("model",), ("graphs",)),
-    Step("nccl", analyze_nccl, ("model",), ("nccl",)),
+    Step("nccl", analyze_nccl, ("model", "gpu_time"), ("nccl",)),
     Step("timeline launch config", span_launch_config, ("model", "timeline_span"), ("launch_config",)),
     Step("steady kernel stats", window_kernel_stats, ("steady", "window", "kernel_stats"), ("steady_kernel_stats",),
          "steady"),

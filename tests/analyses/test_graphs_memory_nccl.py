@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import built_scenario
+from conftest import built_scenario, nccl_of
 from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.api.graphs import (
@@ -18,7 +18,7 @@ from nsys_llm_explainer.analyses.api.graphs import (
     LaunchSizeCount,
     analyze_graphs,
 )
-from nsys_llm_explainer.analyses.comms.nccl import CustomAllReduce, analyze_nccl, collective_name
+from nsys_llm_explainer.analyses.comms.nccl import CustomAllReduce, collective_name
 from nsys_llm_explainer.analyses.memory.traffic import AllocApi, AllocTotals, CopyTotals, SyncCopyApi, analyze_memory
 from nsys_llm_explainer.pipeline import load_model
 
@@ -256,7 +256,7 @@ def _nccl_fixture(n: int = 4, odd_stream: int = 7, late_end: int = 0) -> TraceBu
 
 
 def test_nccl_straggler(tmp_path: Path) -> None:
-    r = analyze_nccl(_load(_nccl_fixture(4), tmp_path))
+    r = nccl_of(_load(_nccl_fixture(4), tmp_path))
     assert r.available
     assert r.nccl_kernel_count == 8 and r.nccl_total_ns == 4 * 500 * US
     assert [(c.name, c.count, c.total_ns) for c in r.by_name] == [
@@ -287,7 +287,7 @@ def test_nccl_straggler(tmp_path: Path) -> None:
         "pid 101 / GPU 1 started last in 100% of collectives, its late arrivals causing 100% of the 1.200 ms of "
         "waiting, but it took part in 4 matched collective(s) only (vs ≥ 5): too few to name a late rank")
     # 5 steps: rank 1 last at all 5, causing rank 0's 5 × 300 µs = 1.5 ms, all the waiting: the verdict
-    v = analyze_nccl(_load(_nccl_fixture(5), tmp_path, "five.sqlite")).straggler
+    v = nccl_of(_load(_nccl_fixture(5), tmp_path, "five.sqlite")).straggler
     assert v is not None
     assert (v.waiting_pid, v.waiting_device_id, v.late_pid, v.late_device_id) == (100, 0, 101, 1)
     assert v.waiting_rank == "pid 100 / GPU 0" and v.late_rank == "pid 101 / GPU 1"
@@ -300,13 +300,13 @@ def test_nccl_no_verdict_when_the_matching_may_mix_communicators(tmp_path: Path)
     (b) rank 1's kernels ending 250 µs after rank 0's (more than half the 300 µs wait: not one collective):
     the waits are measured as before, no verdict is given, and the reason says why. (c) ending 100 µs later
     (within half the wait) keeps the verdict (5 steps: the rule needs 5 matched collectives)."""
-    split = analyze_nccl(_load(_nccl_fixture(4, odd_stream=9), tmp_path, "split.sqlite"))
+    split = nccl_of(_load(_nccl_fixture(4, odd_stream=9), tmp_path, "split.sqlite"))
     assert split.straggler is None and split.wait_ns_total == 4 * 300 * US
     assert "2 (rank, collective) pair(s) run on several CUDA streams" in split.straggler_reason
-    apart = analyze_nccl(_load(_nccl_fixture(4, late_end=250 * US), tmp_path, "apart.sqlite"))
+    apart = nccl_of(_load(_nccl_fixture(4, late_end=250 * US), tmp_path, "apart.sqlite"))
     assert apart.straggler is None and apart.wait_ns_total == 4 * 300 * US
     assert "do not end together (median end spread 250,000 ns vs median wait 300,000 ns)" in apart.straggler_reason
-    close = analyze_nccl(_load(_nccl_fixture(5, late_end=100 * US), tmp_path, "close.sqlite"))
+    close = nccl_of(_load(_nccl_fixture(5, late_end=100 * US), tmp_path, "close.sqlite"))
     assert close.straggler is not None and close.straggler.late_rank == "pid 101 / GPU 1"
 
 
@@ -321,7 +321,7 @@ def test_nccl_balanced_and_unmatched(tmp_path: Path) -> None:
     b.launch(
         T0 + 5000 * US, T0 + 5001 * US, T0 + 5002 * US, T0 + 5100 * US, pid=100, tid=101, device=0, name=AR
     )
-    r = analyze_nccl(_load(b, tmp_path))
+    r = nccl_of(_load(b, tmp_path))
     assert r.matched_collectives == 3 and r.unmatched_kernels == 1 and r.wait_ns_total == 0
     assert r.straggler is None and r.straggler_reason
 
@@ -339,7 +339,7 @@ def test_nccl_two_ranks_no_common_collective(tmp_path: Path) -> None:
         t = T0 + i * 1000 * US
         for pid, dev, name in ((100, 0, AR), (101, 1, ag)):
             b.launch(t - 4 * US, t - 2 * US, t, t + 100 * US, pid=pid, tid=pid + 1, device=dev, name=name)
-    r = analyze_nccl(_load(b, tmp_path))
+    r = nccl_of(_load(b, tmp_path))
     assert [(x.rank, x.nccl_count, x.matched) for x in r.ranks] == [("pid 100 / GPU 0", 3, None),
                                                                      ("pid 101 / GPU 1", 3, None)]
     assert (r.matched_collectives, r.unmatched_kernels, r.straggler) == (0, 6, None)
@@ -350,14 +350,14 @@ def test_nccl_none(tmp_path: Path) -> None:
     b = TraceBuilder()
     b.process(PID)
     b.launch(T0, T0 + 5, T0 + 10, T0 + 20, pid=PID, tid=101, name="allreduce_fusion_kernel")
-    r = analyze_nccl(_load(b, tmp_path))
+    r = nccl_of(_load(b, tmp_path))
     assert not r.available and r.custom_allreduce is not None and r.custom_allreduce.count == 1
 
 
 def test_nccl_scenario(tmp_path: Path) -> None:
     p = tmp_path / "nccl.sqlite"
     f = built_scenario("nccl_straggler", str(p))
-    r = analyze_nccl(load_model(str(p)))
+    r = nccl_of(load_model(str(p)))
     assert {str(x.pid): x.total_ns for x in r.per_pid} == f["nccl_kernel_ns_by_pid"]
     assert r.straggler is not None
     assert r.straggler.late_pid == f["straggler_pid"] and r.straggler.waiting_pid == f["waiting_pid"]

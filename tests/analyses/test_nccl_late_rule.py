@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from conftest import nccl_of
 from synth import TraceBuilder
 
-from nsys_llm_explainer.analyses.comms.nccl import NcclResult, analyze_nccl
+from nsys_llm_explainer.analyses.comms.nccl import NcclResult
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path, load_model
 from nsys_llm_explainer.render import render_all
@@ -37,7 +38,7 @@ def _trace(path: Path, n_ranks: int, n: int, period: int, start: Callable[[int, 
 
 
 def _nccl(path: Path) -> NcclResult:
-    return analyze_nccl(load_model(str(path)))
+    return nccl_of(load_model(str(path)))
 
 
 def _jitter_and_straggler(i: int, r: int) -> int:
@@ -49,14 +50,15 @@ def _jitter_and_straggler(i: int, r: int) -> int:
 
 
 def test_a_rank_last_by_microseconds_is_not_named_over_the_one_the_others_wait_for(tmp_path: Path) -> None:
-    """3 ranks, 26 all-reduces 1 ms apart ending at +400 µs (:func:`_jitter_and_straggler`). Waits (latest start −
+    """3 ranks, 26 all-reduces 410 µs apart ending at +400 µs (:func:`_jitter_and_straggler`). Waits (latest start −
     own): rank 0 6 × 90 = 540 µs, rank 1 20 × 3 + 6 × 90 = 600 µs, rank 2 20 × 3 = 60 µs: 1.2 ms in all. Waiting
     caused: rank 0 20 × (3 + 3) = 120 µs (10 %), rank 2 6 × (90 + 90) = 1,080 µs (90 % ≥ 60 %), last at 6 ≥ 2, in
     26 ≥ 5 matched: rank 2 is late although rank 0 is last at 20 of 26 (77 %); the other rank that waits most: rank
     1 (600 µs); confidence high (90 % ≥ 80 %). The old rule named nobody ("no significant imbalance": p50 durations
-    100 / 103 / 103 µs, ratio 1.01 < 1.5), and by its most-frequent-last-arriver count would have blamed rank 0."""
+    100 / 103 / 103 µs, ratio 1.01 < 1.5), and by its most-frequent-last-arriver count would have blamed rank 0. The
+    waiting matters: 1.080 ms / (2 × the 10.446 ms captured per GPU) = 5.17 % ≥ 5 % (the next test)."""
     p = tmp_path / "t.sqlite"
-    _trace(p, 3, 26, MS, _jitter_and_straggler, 400 * US)
+    _trace(p, 3, 26, 410 * US, _jitter_and_straggler, 400 * US)
     r = _nccl(p)
     assert r.matched_collectives == 26
     assert [(x.pid, x.last_arrival_count, x.wait_ns_total, x.wait_caused_ns) for x in r.ranks] == [
@@ -102,7 +104,7 @@ def test_the_nccl_wait_finding_says_the_rule_and_checks_it(tmp_path: Path) -> No
 
 
 def _stalls(at: tuple) -> Callable[[int, int], int]:
-    """2 ranks, collectives 5 ms apart ending at +400 µs (+2,400 µs at a stall): rank 1's host stalls 2 ms before
+    """2 ranks, collectives 2.5 ms apart ending at +400 µs (+2,400 µs at a stall): rank 1's host stalls 2 ms before
     the collectives ``at`` (rank 1 starts at +2,100 µs, rank 0 at +100 µs); at the others rank 0 starts at +105 µs,
     rank 1 at +100 µs (rank 0 last by 5 µs)."""
     def start(i: int, r: int) -> int:
@@ -119,7 +121,7 @@ def _stall_trace(path: Path, at: tuple) -> None:
         b.gpu(r)
     st = _stalls(at)
     for i in range(26):
-        t = T0 + i * 5 * MS
+        t = T0 + i * 2500 * US
         for r in range(2):
             s = t + st(i, r)
             b.launch(s - 6 * US, s - 2 * US, s, t + (2400 if i in at else 400) * US, pid=100 + r, tid=101 + r,
@@ -132,7 +134,8 @@ def test_a_host_stall_at_2_of_26_collectives_is_named(tmp_path: Path) -> None:
     2 × 2,000 µs = 4 ms (caused by rank 1) and rank 1 waits 24 × 5 = 120 µs (caused by rank 0): rank 1 caused 4 /
     4.12 = 97.09 % ≥ 60 %, at 2 ≥ 2 collectives: named, although rank 0 is last at 24 of 26 (92 %); rank 1's
     last-arrival share 2 / 26 = 0.0769; confidence high (97 % ≥ 80 %). The old rule named nobody (p50 durations
-    295 / 300 µs, ratio 1.02 < 1.5)."""
+    295 / 300 µs, ratio 1.02 < 1.5). The waiting matters: rank 0 captured T0 + 94 µs (rank 1's first API call) to
+    T0 + 25 × 2.5 ms + 400 µs, 62.806 ms, and 4 / 62.806 = 6.37 % ≥ 5 % (5 ms apart, 3.19 %: no verdict)."""
     p = tmp_path / "t.sqlite"
     _stall_trace(p, (9, 19))
     r = _nccl(p)
@@ -141,7 +144,7 @@ def test_a_host_stall_at_2_of_26_collectives_is_named(tmp_path: Path) -> None:
     v = r.straggler
     assert v is not None
     assert (v.late_pid, v.waiting_pid, v.wait_ns_total, v.wait_caused_share, v.last_arrivals, v.late_share,
-            v.confidence) == (101, 100, 4 * MS, 0.9709, 2, 0.0769, "high")
+            v.confidence, v.wait_pct_of_window) == (101, 100, 4 * MS, 0.9709, 2, 0.0769, "high", 6.37)
 
 
 def test_a_single_stall_is_an_event_not_a_late_rank(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Tuple
 
-from conftest import as_report
+from conftest import as_report, nccl_of
 from synth import TraceBuilder
 
-from nsys_llm_explainer.analyses.comms.nccl import NcclResult, analyze_nccl, rank_label
+from nsys_llm_explainer.analyses.comms.nccl import NcclResult, rank_label
 from nsys_llm_explainer.pipeline import Options, analyze_path, load_model
 from nsys_llm_explainer.render import render_markdown
 
@@ -54,7 +54,7 @@ def _mixed() -> TraceBuilder:
 def _run(b: TraceBuilder, tmp_path: Path, name: str = "t.sqlite") -> NcclResult:
     p = tmp_path / name
     b.write(str(p))
-    return analyze_nccl(load_model(str(p)))
+    return nccl_of(load_model(str(p)))
 
 
 def _ranks(r: NcclResult) -> list:

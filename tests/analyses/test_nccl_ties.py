@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from conftest import nccl_of
 from synth import TraceBuilder
 
 from nsys_llm_explainer.analyses.comms.arrival import last_arrivals
-from nsys_llm_explainer.analyses.comms.nccl import analyze_nccl
 from nsys_llm_explainer.pipeline import load_model
 
 US = 1000
@@ -35,7 +35,7 @@ def test_collectives_that_start_together_count_for_no_last_arriver(tmp_path: Pat
             b.launch(t - 4 * US, t - 2 * US, s, t + 200 * US, pid=pid, tid=pid + 1, device=dev, name=AR)
     p = str(tmp_path / "t.sqlite")
     b.write(p)
-    r = analyze_nccl(load_model(p))
+    r = nccl_of(load_model(p))
     assert r.matched_collectives == 10 and r.wait_ns_total == 500 * US
     assert [(x.pid, x.last_arrival_count) for x in r.ranks] == [(100, 5), (101, 0)]
     assert [(x.pid, x.wait_ns_total, x.wait_caused_ns) for x in r.ranks] == [(100, 0, 500 * US), (101, 500 * US, 0)]
@@ -80,7 +80,7 @@ def test_a_tie_at_the_latest_start_goes_to_the_lowest_rank_as_in_the_cluster(tmp
             b.launch(t - 4 * US, t - 2 * US, s, t + 200 * US, pid=pid, tid=pid + 1, device=dev, name=AR)
     p = str(tmp_path / "t.sqlite")
     b.write(p)
-    r = analyze_nccl(load_model(p))
+    r = nccl_of(load_model(p))
     assert [(x.pid, x.last_arrival_count) for x in r.ranks] == [(100, 10), (101, 0), (102, 0)]
     assert [x.wait_caused_ns for x in r.ranks] == [1000 * US, 0, 0]
     assert r.straggler is None

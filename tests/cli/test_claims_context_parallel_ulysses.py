@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import List, Sequence, Tuple
 
 import pytest
-from test_claims_context_parallel_p2p import GEMM, SLOW2, SR, US, Plan, _cluster, _pairs, _ring, _single
+from test_claims_context_parallel_p2p import AR, GEMM, SLOW2, SR, US, Plan, _cluster, _pairs, _ring, _single
+
+from nsys_llm_explainer.render.cluster import render_cluster_markdown
 
 ATT = "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>(Flash_fwd_params)"
 MS = 1_000_000
@@ -96,6 +98,36 @@ def test_cluster_ulysses_warning_names_the_all_to_all(tmp_path: Path) -> None:
     assert "late_arriver" not in [x.id for x in res.claims]
     w = [x for x in res.warnings if "point-to-point (send / recv) collective name" in x]
     assert len(w) == 1 and "one peer" not in w[0] and "every rank in an all-to-all" in w[0], w
+
+
+def _with_all_reduce(plan: Plan) -> Plan:
+    """``plan`` with a data-parallel all-reduce closing every step: on every rank from 2 µs after its last kernel
+    (ranks in lockstep after the second all-to-all: they start together) to 60 µs after it."""
+    return {r: [(t, ks + [(21, AR, ks[-1][3] + 2 * US, ks[-1][3] + 60 * US)]) for t, ks in st]
+            for r, st in plan.items()}
+
+
+def test_ulysses_with_a_data_parallel_all_reduce_says_what_was_judged(tmp_path: Path) -> None:
+    """(trace: the Ulysses run, rank 2's GEMM 200 µs longer, each step closed by an all-reduce that all 4 ranks start
+    together) The others wait 200 µs a step for rank 2 at the first all-to-all, run as SendRecv and not judged (20
+    point-to-point instances left out); the 10 all-reduces judged have no last arriver. Before: "no rank arrives late:
+    in every matched collective the kernels started together" (the 20 SendRecvs were matched and did not) and, in the
+    cluster, "No rank stands out"; now both say which collectives were judged."""
+    plan = _with_all_reduce(_ulysses(4, SLOW_U))
+    (tmp_path / "one").mkdir()
+    (tmp_path / "ranks").mkdir()
+    nc = _single(tmp_path / "one", plan).nccl
+    assert (nc.matched_collectives, nc.p2p_left_out, nc.straggler) == (30, 20, None)
+    assert nc.straggler_reason == (
+        "no rank arrives late at the 10 matched collectives judged: in every one the kernels started together on "
+        "every rank (the 20 point-to-point ones, where each rank waits for its own peers, are not judged)")
+    res = _cluster(tmp_path / "ranks", plan)
+    assert res.claims == () and res.p2p_left_out == (SR.split("(")[0],) and res.late_unjudged is None
+    md = render_cluster_markdown(res)
+    assert "No rank stands out (" not in md
+    assert ("No rank stands out at the collectives judged; the waits at the point-to-point (send / recv) name(s) "
+            f"{SR.split('(')[0]} were not judged (each kernel waits for its own peers: a ring's neighbours, a pipeline "
+            "pair, or every rank in an all-to-all; see the warnings).") in md
 
 
 def test_cluster_lockstep_pipeline_pairs_end_together_yet_are_not_one_collective(tmp_path: Path) -> None:

@@ -23,10 +23,12 @@ TP = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL128(ncclDevComm*, unsigned long, n
 
 
 def _job(tmp_path, late_us: Sequence[int], extra_us: Sequence[int], jitter_us: Sequence[int], per_node: bool,
-         flavors: Sequence[str] = ("2022.4", "2026.2"), normalized: Sequence[int] = (), tp_us: int = 0) -> None:
+         flavors: Sequence[str] = ("2022.4", "2026.2"), normalized: Sequence[int] = (), tp_us: int = 0,
+         steady_from: int = 10) -> None:
     """Ranks 0, 1 on nodeA, 2, 3 on nodeB; per rank its launch delay, extra GEMM time and arrival jitter (µs). With
     ``tp_us``, each node's pair first runs a tensor-parallel all-reduce (its own communicator, kernel name TP on both
-    nodes) ending ``tp_us`` after the pair's later arrival; the data-parallel one starts 2 µs after it."""
+    nodes) ending ``tp_us`` after the pair's later arrival; the data-parallel one starts 2 µs after it. The steps
+    from ``steady_from`` on are also NVTX ranges named "steady" (``--window-nvtx steady``)."""
     t0 = NODE_GAP + 50 * MS
     ks = {r: [] for r in range(4)}   # per rank: (name, start, end, stream), true clock
     for s in range(10):
@@ -63,6 +65,8 @@ def _job(tmp_path, late_us: Sequence[int], extra_us: Sequence[int], jitter_us: S
             for name, a, z, stream in ks[r]:
                 if name == "step":
                     b.nvtx_push_pop(a + sh, z + sh, "train_step", tid_g=g)
+                    if a >= t0 + steady_from * 2 * MS:
+                        b.nvtx_push_pop(a + sh, z + sh, "steady", tid_g=g)
                 else:
                     b.launch(a - 8 * US + sh, a - 4 * US + sh, a + sh, z + sh, pid=pid, tid=pid, device=dev,
                              stream=stream, name=name)
@@ -128,6 +132,9 @@ def test_one_slow_gpu_on_a_node_is_still_the_late_rank(tmp_path):
         "nodeB-gpu1": (0, ())}
     late = [c for c in res.claims if c.id == "late_arriver"]
     assert [(c.rank, c.time_at_stake_ns) for c in late] == [("nodeB-gpu1", 1_493_333)]
+    # the waiting it caused, (1,500 + 1,500 + 1,480) µs, over the others' captures (18.530 ms each: the last pop
+    # 9 × 2 ms + 522 + 8 µs after the first push): 4,480 / (3 × 18,530) = 8.06 % ≥ 5 %
+    assert {c.metric: c.observed for c in late[0].checks}["wait_pct_of_window"] == 8.06
     assert {c.metric: c.observed for c in late[0].checks}["late_with_ranks"] == 0
     assert not [w for w in res.warnings if "late together" in w] and res.late_group is None
 
@@ -135,15 +142,36 @@ def test_one_slow_gpu_on_a_node_is_still_the_late_rank(tmp_path):
 def test_a_rank_late_by_launch_jitter_is_not_the_rank_the_others_wait_for(tmp_path):
     """nodeB-gpu1's all-reduce starts 3 µs after the others' at every step (launch jitter): the late-rank rule names
     it (last at 10 of 10, 3 × 3 µs × 10 = 90 µs caused, 100 % of the waiting; nobody within a quarter of its 3 µs),
-    but that is < 0.5 % of the other ranks' windows (each ≥ 9 steps of 2 ms: 90 / (3 × 18,000) = 0.17 %): no
-    late-arriver claim (docs/FINDINGS.md "NCCL", waiting that matters); the old code claimed it, severity high."""
+    but each other rank captured 18.383 ms (the first step's NVTX push at t0 to the last one's pop, 9 × 2 ms + 375 +
+    8 µs later): 90 / (3 × 18,383) = 0.16 % < 5 %: no late-arriver claim (docs/FINDINGS.md "NCCL", waiting that
+    matters; the old code claimed it, severity high), and the Findings say why (before: "No rank stands out")."""
     _job(tmp_path, [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 3], per_node=False)
     res = nle.analyze_cluster(str(tmp_path), jobs=1)
     assert {x.rank: (x.wait_ns_total, x.last_arrival_count, x.wait_caused_ns) for x in res.collectives.ranks} == {
         "nodeA-gpu0": (30 * US, 0, 0), "nodeA-gpu1": (30 * US, 0, 0), "nodeB-gpu0": (30 * US, 0, 0),
         "nodeB-gpu1": (0, 10, 90 * US)}
-    assert all(d.window_ns >= 18 * MS for d in res.devices)
+    assert [d.capture_ns for d in res.devices] == [18_383 * US] * 4
     assert [c for c in res.claims if c.id == "late_arriver"] == []
+    why = ("nodeB-gpu1 arrives last in 100% (10 of 10) of the matched NCCL collectives, and its late arrivals cause "
+           "100 % of all the waiting, but that is a mean 3.00 µs per other rank at each collective it arrived last "
+           "at, 0.16 % of the other ranks' captured time (vs ≥ 5 %): too little waiting to name a rank the others "
+           "wait for")
+    assert res.late_little == why and type(res).from_dict(res.to_dict()).late_little == why
+    md = render_cluster_markdown(res)
+    assert f"No claim holds: {why} (every claim's preconditions" in md and "No rank stands out" not in md
+
+
+def test_a_late_rank_s_waiting_counts_against_the_whole_captures_not_the_windows(tmp_path):
+    """nodeB-gpu1's GEMM runs 40 µs longer: it arrives 40 µs late at all 10 all-reduces and caused 3 × 40 × 10 =
+    1,200 µs, over the whole captures (18.420 ms each: the last pop 9 × 2 ms + 412 + 8 µs after the first push):
+    1,200 / (3 × 18,420) = 2.17 % < 5 %: no claim. With each file's window the last 2 steps (``--window-nvtx
+    steady``: 2 ms + 420 µs) the waiting is still the captures', and so is the share (before: 1,200 µs over the
+    others' 3 × 2.42 ms windows, 16.53 %: a claim putting every step's waiting into two)."""
+    _job(tmp_path, [0, 0, 0, 0], [0, 0, 0, 40], [0, 0, 0, 0], per_node=False, steady_from=8)
+    res = nle.analyze_cluster(str(tmp_path), jobs=1, window_nvtx="steady")
+    assert [(d.window_ns, d.capture_ns) for d in res.devices] == [(2_420 * US, 18_420 * US)] * 4
+    assert [c for c in res.claims if c.id == "late_arriver"] == []
+    assert res.late_little is not None and ", 2.17 % of the other ranks' captured time" in res.late_little
 
 
 def test_tensor_parallel_pairs_sharing_a_kernel_name_are_not_no_rank_stands_out(tmp_path):

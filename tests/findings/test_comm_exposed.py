@@ -167,16 +167,10 @@ def test_collective_of_a_kernel_name(name: str, category: str, op: str) -> None:
     assert collective_op(name, category) == op
 
 
-def test_the_wait_for_a_late_rank_is_claimed_once(tmp_path: Path) -> None:
-    """Two ranks in one trace (pid 300 on GPU 0, pid 301 on GPU 1), 20 steps of 1,820 µs from t0 = 1 ms: a GEMM of
-    1,000 µs (rank 0) / 1,600 µs (rank 1, slow), then an all-reduce from the GEMM's end to 1,800 µs into the step
-    on both (rank 0's 800 µs, rank 1's 200 µs: ratio 4, rank 1 last every time). The straggler verdict: rank 0
-    waits, Σ start skew 20 × 600 = 12,000 µs (the nccl_wait finding's time at stake). Window (--window)
-    [t0, t0 + 20 × 1,820 − 20) = 36,380 µs per GPU. Exposed: GPU 0 16,000 µs, GPU 1 4,000 µs, 20,000 of 72,760 µs
-    = 27.49 %; less the wait nccl_wait explains (min(12,000, 16,000)): 8,000 µs = 10.995 % ≥ 10: claimed, medium,
-    time at stake 8,000 µs."""
+def _late_rank1(path: Path, t0: int, steps: int) -> None:
+    """Two ranks (pid 300 on GPU 0, pid 301 on GPU 1), ``steps`` steps of 1,820 µs from ``t0``: a GEMM of 1,000 µs
+    (rank 0) / 1,600 µs (rank 1, slow), then an all-reduce from the GEMM's end to 1,800 µs into the step on both."""
     b = TraceBuilder()
-    t0, steps = 1 * MS, 20
     for pid, dev, gemm in ((300, 0, 1_000 * US), (301, 1, 1_600 * US)):
         b.process(pid)
         b.thread(pid, pid, "python3")
@@ -186,8 +180,20 @@ def test_the_wait_for_a_late_rank_is_claimed_once(tmp_path: Path) -> None:
             b.launch(t - 10 * US, t - 8 * US, t, t + gemm, pid=pid, tid=pid, device=dev, stream=7, name=FWD)
             b.launch(t - 6 * US, t - 4 * US, t + gemm, t + 1_800 * US, pid=pid, tid=pid, device=dev, stream=13,
                      name=AR)
+    b.write(str(path), overwrite=True)
+
+
+def test_the_wait_for_a_late_rank_is_claimed_once(tmp_path: Path) -> None:
+    """Two ranks in one trace (pid 300 on GPU 0, pid 301 on GPU 1), 20 steps of 1,820 µs from t0 = 1 ms: a GEMM of
+    1,000 µs (rank 0) / 1,600 µs (rank 1, slow), then an all-reduce from the GEMM's end to 1,800 µs into the step
+    on both (rank 0's 800 µs, rank 1's 200 µs: ratio 4, rank 1 last every time). The straggler verdict: rank 0
+    waits, Σ start skew 20 × 600 = 12,000 µs (the nccl_wait finding's time at stake). Window (--window)
+    [t0, t0 + 20 × 1,820 − 20) = 36,380 µs per GPU. Exposed: GPU 0 16,000 µs, GPU 1 4,000 µs, 20,000 of 72,760 µs
+    = 27.49 %; less the wait nccl_wait explains (min(12,000, 16,000)): 8,000 µs = 10.995 % ≥ 10: claimed, medium,
+    time at stake 8,000 µs."""
+    t0, steps = 1 * MS, 20
     p = tmp_path / "late.sqlite"
-    b.write(str(p), overwrite=True)
+    _late_rank1(p, t0, steps)
     rep = analyze_path(str(p), options_from_kwargs(window=(t0, t0 + steps * 1_820 * US - 20 * US))).to_dict()
     assert [(d["device_id"], d["exposed_ns"], d["window_ns"]) for d in rep["comm_exposure"]["devices"]] == \
         [(0, 16 * MS, 36_380 * US), (1, 4 * MS, 36_380 * US)]
@@ -198,3 +204,24 @@ def test_the_wait_for_a_late_rank_is_claimed_once(tmp_path: Path) -> None:
     assert f["checks"][0]["observed"] == pytest.approx(100 * 8_000 / 72_760)
     assert f["evidence"][0].startswith("20.000 ms of 72.760 ms (27.5 %")
     assert any(e.startswith("Left out: 12.000 ms on device 0") for e in f["evidence"]), f["evidence"]
+
+
+def test_the_wait_left_out_is_the_part_inside_the_window(tmp_path: Path) -> None:
+    """The same trace with the window the last 10 steps, [t0 + 10 × 1,820, t0 + 20 × 1,820 − 20) = 18,180 µs per GPU.
+    Exposed there: GPU 0 10 × 800, GPU 1 10 × 200 µs, 10,000 of 36,360 µs = 27.50 %. Rank 0 waits 600 µs a step
+    ([t + 1,000, t + 1,600)): 6,000 µs inside the window (``wait_in_window_ns``), 12,000 µs over the capture (the
+    nccl_wait finding's, 12,000 / the 36,390 µs GPU 1 captured = 32.98 % ≥ 5). Left out: 6,000 µs, leaving 4,000 µs
+    = 11.00 % ≥ 10: claimed. Before, the capture's 12,000 µs (up to GPU 0's 8,000 exposed) was left out of the
+    window's 10,000: 2,000 µs, 5.5 %, no finding."""
+    t0, steps = 1 * MS, 20
+    p = tmp_path / "late.sqlite"
+    _late_rank1(p, t0, steps)
+    rep = analyze_path(str(p), options_from_kwargs(window=(t0 + 10 * 1_820 * US, t0 + steps * 1_820 * US - 20 * US)))
+    assert [(r.wait_ns_total, r.wait_in_window_ns) for r in rep.nccl.ranks] == [(12 * MS, 6 * MS), (0, 0)]
+    v = rep.nccl.straggler
+    assert v is not None and (v.wait_ns_total, v.wait_pct_of_window) == (12 * MS, 32.98)
+    d = rep.to_dict()
+    f = _finding(d, "comm_exposed")
+    assert f is not None and f["time_at_stake_ns"] == 4 * MS
+    assert f["checks"][0]["observed"] == pytest.approx(100 * 4_000 / 36_360)
+    assert any(e.startswith("Left out: 6.000 ms on device 0") for e in f["evidence"]), f["evidence"]

@@ -398,12 +398,12 @@ def recompute(ctx: Ctx, check: dict) -> Optional[float]:
             for r in ctx.report["nccl"].get("ranks") or []:
                 if (r["pid"], r["device_id"]) != (v["late_pid"], v["late_device_id"]):
                     dd = ctx.device_map()[int(r["device_id"])]
-                    per[dd] = per.get(dd, 0) + int(r.get("wait_ns_total") or 0)
+                    per[dd] = per.get(dd, 0) + int(r.get("wait_in_window_ns") or 0)
             wait = (per, int(v["wait_ns_total"]))
         return rm.comm_exposed_pct(ctx.ref, *w, [ctx.device_map()[d] for d in scope["devices"]], wait)
     if metric in ("matched", "last_arrivals", "wait_caused_share", "late_idle_share_p50",
-                  "wait_pct_of_window"):   # the late-rank rule; its share of the others' analysis windows
-        return rm.nccl_late_rank_metric(ctx.ref, dev, metric, ctx.steady[1] - ctx.steady[0])
+                  "wait_pct_of_window"):   # the late-rank rule; its share of the others' captured time
+        return rm.nccl_late_rank_metric(ctx.ref, dev, metric, ctx.full[1] - ctx.full[0])
     if metric.startswith("copy_path_"):   # steps: the tool's step rows (step detection is checked on its own)
         steps = [(int(r["start_ns"]), int(r["end_ns"])) for r in (ctx.report.get("steps") or {}).get("rows") or []]
         return rm.copy_path_metric(ctx.ref, *w, dev, scope["detail"], metric, steps)

@@ -20,18 +20,21 @@ from ..analyses.comms.arrival import (
     MIN_LATE_ARRIVALS,
     MIN_LATE_SHARE,
     MIN_MATCHED,
+    MIN_WAIT_PCT,
     caused_pct_of_window,
     caused_share,
     late_cause,
     late_rank,
+    little_waiting,
 )
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE, NCCL_RE
-from ..findings.base import MEDIUM_SHARE, Check, Finding, Scope
+from ..findings.base import Check, Finding, Scope
 from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
 from .collectives import CollectivesResult, p2p_only
 
 if TYPE_CHECKING:
+    from .collectives import RankRow
     from .summary import DeviceRow
 
 #: another device "as low" / "as slow" as the named one: within this share of its gap to the others (the late-rank
@@ -158,6 +161,41 @@ def late_unjudged(coll: CollectivesResult) -> Optional[str]:
     return "; ".join(why) or None
 
 
+def _late_words(coll: CollectivesResult, r: RankRow) -> str:
+    """How often the late rank ``r`` arrives last and its share of all the waiting, in words (the claim's evidence,
+    the reason it is withheld)."""
+    contested = r.with_last_arriver or 0
+    kind = coll.kind()
+    of = (f"({r.last_arrival_count} of {r.matched}) of the matched {kind} collectives" if contested == r.matched
+          else f"({r.last_arrival_count} of the {contested}) of its matched {kind} collectives that had a last "
+          f"arriver (in the other {(r.matched or 0) - contested} every rank's kernel ran as long)")
+    caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in coll.ranks))
+    return (f"{r.rank} arrives last in {100.0 * (r.last_arrival_share or 0.0):.0f}% {of}, and its late arrivals "
+            f"cause {100 * caused:.0f} % of all the waiting")
+
+
+def _wait_pct(coll: CollectivesResult, devices: Sequence[DeviceRow], late: int) -> Tuple[float, float]:
+    """The waiting the late rank caused as a % of the other ranks' captured time (``wait_pct_of_window``, one scope:
+    the collectives matched over the captures, their devices' whole captures) and per other rank at each of its
+    late arrivals (ns)."""
+    r = coll.ranks[late]
+    capture = {(d.file, d.device_id): d.capture_ns for d in devices}
+    others = [x for j, x in enumerate(coll.ranks) if j != late]
+    pct = caused_pct_of_window(r.wait_caused_ns or 0, [capture.get((x.file, x.device_id), 0) for x in others])
+    return pct, (r.wait_caused_ns or 0) / (r.last_arrival_count or 1) / max(len(others), 1)
+
+
+def late_little(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[str]:
+    """Why no late-arriver claim was made although every other check holds: the waiting the late rank caused is
+    under :data:`MIN_WAIT_PCT` of the other ranks' captured time (docs/FINDINGS.md "NCCL"), in words; None
+    otherwise."""
+    found = _late_checks(coll)
+    if found is None or not all(c.holds() for c in found[1]):
+        return None
+    pct, per = _wait_pct(coll, devices, found[0])
+    return f"{_late_words(coll, coll.ranks[found[0]])}, {little_waiting(pct, per)}" if pct < MIN_WAIT_PCT else None
+
+
 def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[RankClaim]:
     found = _late_checks(coll)
     if found is None or not all(c.holds() for c in found[1]):
@@ -169,28 +207,19 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
     share = r.last_arrival_share or 0.0
     caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in ranks))
-    windows = {(d.file, d.device_id): d.window_ns for d in devices}
-    wait_pct = caused_pct_of_window(r.wait_caused_ns or 0, [windows.get((x.file, x.device_id), 0) for x in others])
-    if wait_pct < MEDIUM_SHARE:   # waiting that matters (docs/FINDINGS.md "NCCL"): launch jitter is no claim
+    wait_pct, per_late = _wait_pct(coll, devices, late)
+    if wait_pct < MIN_WAIT_PCT:   # waiting that matters (docs/FINDINGS.md "NCCL"): launch jitter is no claim
         return None
-    checks.append(_check("wait_pct_of_window", wait_pct, ">=", MEDIUM_SHARE, r.rank))
-    pct = 100.0 * share
+    checks.append(_check("wait_pct_of_window", wait_pct, ">=", MIN_WAIT_PCT, r.rank))
     per_coll = mean_wait / (r.matched or 1)
-    contested = r.with_last_arriver or 0
-    kind = coll.kind()
     # the title names the kind of the collectives it arrived last at (a start-up NCCL all-gather on every rank
     # does not make an all-to-all straggler one "at NCCL and custom collectives")
     at = {bool(NCCL_RE.search(i.name)) for i in coll.instances if i.late_rank == r.rank}
     at_kind = "NCCL" if at == {True} else "custom" if at == {False} else "NCCL and custom"
-    of = (f"({r.last_arrival_count} of {r.matched}) of the matched {kind} collectives" if contested == r.matched
-          else f"({r.last_arrival_count} of the {contested}) of its matched {kind} collectives that had a last "
-          f"arriver (in the other {(r.matched or 0) - contested} every rank's kernel ran as long)")
     # the waiting it caused, per other rank and per collective it arrived last at (the mean over every matched
     # collective counts the ones nobody waited at)
-    per_late = (r.wait_caused_ns or 0) / (r.last_arrival_count or 1) / max(len(others), 1)
-    ev = [f"{r.rank} arrives last in {pct:.0f}% {of}, and its late arrivals cause {100 * caused:.0f} % of all the "
-          f"waiting; the other ranks wait {dur(mean_wait)} each in total ({dur(per_coll)} per matched collective; "
-          f"{dur(per_late)} for it at each collective it arrived last at)."]
+    ev = [f"{_late_words(coll, r)}; the other ranks wait {dur(mean_wait)} each in total ({dur(per_coll)} per "
+          f"matched collective; {dur(per_late)} for it at each collective it arrived last at)."]
     steps = {(d.file, d.device_id): d.step_count for d in devices}
     per_step = [(x.wait_ns_total or 0) / steps[(x.file, x.device_id)] for x in others
                 if steps.get((x.file, x.device_id))]

@@ -11,7 +11,7 @@ from .. import __version__
 from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE
 from ..jsonable import NONE_OMITTED, FieldsJson, built, check_schema, dataclass_from_json
 from .align import Alignment, align
-from .claims import RankClaim, late_group, late_unjudged, make_claims
+from .claims import RankClaim, late_group, late_little, late_unjudged, make_claims
 from .collectives import MATCH_ORDER, CollectivesResult, match_collectives, p2p_many, p2p_only
 from .summary import DeviceRow, FileSummary, device_rank, file_names
 
@@ -39,6 +39,12 @@ class ClusterResult(FieldsJson):
     #: an issue-order name, kernels that do not end together, a split name, point-to-point only); None (not written)
     #: when it was judged
     late_unjudged: Optional[str] = field(default=None, metadata=NONE_OMITTED)
+    #: why no late-arriver claim was made although its other checks hold: the waiting the late rank caused is too
+    #: little (claims.late_little), in words; None (not written) otherwise
+    late_little: Optional[str] = field(default=None, metadata=NONE_OMITTED)
+    #: the point-to-point (send / recv) names on more than two ranks left out of the arrival figures while the late
+    #: arriver was judged at the other names (sorted); None (not written) otherwise
+    p2p_left_out: Optional[Tuple[str, ...]] = field(default=None, metadata=NONE_OMITTED)
 
     @classmethod
     def from_dict(cls, d: Any, where: str = JSON) -> ClusterResult:
@@ -115,4 +121,5 @@ def build_result(files: Sequence[FileSummary]) -> ClusterResult:
     claims = make_claims(coll, devices, al.disjoint())
     rows = tuple(replace(f, offset_ns=o, device_rows=(), nccl=()) for f, o in zip(files, al.offsets_ns))
     return ClusterResult(__version__, rows, al, tuple(devices), coll, tuple(claims), tuple(warnings),
-                         group or None, late_unjudged(coll))
+                         group or None, late_unjudged(coll), late_little(coll, devices),
+                         tuple(sorted(r.name for r in p2p)) if p2p and coll.timed and not p2p_only(coll) else None)

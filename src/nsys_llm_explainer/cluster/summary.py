@@ -49,6 +49,9 @@ class DeviceRow(FieldsJson):
     #: p50 of the file's NVTX step periods (start to the next step's start, same process; report.json
     #: ``steps.period``), None without NVTX steps: ranks in lockstep share it whatever their step ranges' lengths
     step_period_p50_ns: Optional[int] = field(default=None, metadata=NOT_IN_JSON)
+    #: its recorded time over the file's whole capture (report.json ``devices[].full.window_ns``): the scope of the
+    #: waiting the collectives matched over the captures caused it (claims, the late-arriver's ``wait_pct_of_window``)
+    capture_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ def _devices(report: Report, label: str) -> Tuple[DeviceRow, ...]:
         out.append(DeviceRow(rank, label, did, dev.role, dev.window_ns, dev.busy_ns, dev.busy_pct, dev.idle_ns,
                              {k: ns for k in KINDS if dc is not None and (ns := dc.ns_of(k)) > 0}, dev.kernel_count,
                              len(wall) if wall is not None else 0, s.p50_ns if s else None, s.p90_ns if s else None,
-                             period if s else None))
+                             period if s else None, dev.full.window_ns if dev.full is not None else 0))
     return tuple(out)
 
 

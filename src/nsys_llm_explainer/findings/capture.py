@@ -15,7 +15,7 @@ from ..analyses.comms.arrival import (
     MIN_LATE_ARRIVALS,
     MIN_LATE_SHARE,
     MIN_MATCHED,
-    caused_pct_of_window,
+    MIN_WAIT_PCT,
     late_cause,
 )
 from ..analyses.comms.nccl import NcclResult
@@ -28,7 +28,7 @@ from ..vocabulary.device_roles import ROLE_COPIES, ROLE_KERNELS
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.units import fmt_count
 from ..vocabulary.units import fmt_dur as dur
-from .base import MEDIUM_SHARE, Check, Finding, Scope, finding, pooled_scope
+from .base import Check, Finding, Scope, finding, pooled_scope
 
 WARMUP_IDLE_POINTS = 10.0
 #: the "add NVTX ranges around …" advice, and the range names that show the trace has such ranges already
@@ -172,25 +172,20 @@ def nvtx_coverage_finding(att: AttributionResult, threshold: float, facts: Mappi
         evidence=ev, advice=ids, facts=facts, time_at_stake_ns=0, about_capture=True)
 
 
-def nccl_finding(n: NcclResult, gpu: GpuTimeResult, facts: Mapping[str, Any]) -> Optional[Finding]:
+def nccl_finding(n: NcclResult, facts: Mapping[str, Any]) -> Optional[Finding]:
     """``nccl_wait``: the single-file straggler verdict (docs/FINDINGS.md "NCCL"; the late-rank rule of
-    analyses/comms/arrival.py, the cluster's late-arriver claim's), its checks restated on the late rank, when the
-    waiting it caused is ≥ 5 % of the other ranks' windows (a rank late by launch jitter is no finding); time at
+    analyses/comms/arrival.py, the cluster's late-arriver claim's), its checks restated on the late rank; time at
     stake = the waiting the late rank's late arrivals caused on the other ranks."""
     v = n.straggler if n.available else None
     if v is None or v.wait_ns_total <= 0:
         return None
     wait = v.wait_ns_total
     matched = next((r.matched for r in n.ranks if r.rank == v.late_rank), None) or 0
-    wait_pct = caused_pct_of_window(wait, [d.window_ns if (d := gpu.device(r.device_id)) else 0
-                                           for r in n.ranks if r.rank != v.late_rank])
-    if wait_pct < MEDIUM_SHARE:
-        return None
     scope = Scope(window="full", device_id=v.late_device_id)
     checks = [Check("matched", matched, ">=", MIN_MATCHED, scope),
               Check("last_arrivals", v.last_arrivals, ">=", MIN_LATE_ARRIVALS, scope),
               Check("wait_caused_share", v.wait_caused_share, ">=", MIN_LATE_SHARE, scope),
-              Check("wait_pct_of_window", wait_pct, ">=", MEDIUM_SHARE, scope)]
+              Check("wait_pct_of_window", v.wait_pct_of_window, ">=", MIN_WAIT_PCT, scope)]
     others = len(n.ranks) - 1
     share = f"{v.late_rank} arrived last in {v.late_share * 100:.0f} % of "
     if v.with_last_arriver == v.matched_collectives:

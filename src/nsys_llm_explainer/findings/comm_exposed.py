@@ -37,9 +37,10 @@ def _devices_words(ids: Sequence[int], ran: Sequence[int], gpu_time: GpuTimeResu
 
 def _straggler_wait(exposure: CommExposureResult, nccl: NcclResult, ids: Sequence[int]) -> Tuple[int, List[int]]:
     """The wait the ``nccl_wait`` finding claims, as exposed ns to leave out, and the devices it lies on: per device
-    of ``ids`` other than the late rank's, the waits (``wait_ns_total``) of its ranks other than the late rank, at
-    most that device's exposed ns; in all at most the waiting the late rank caused (the straggler's
-    ``wait_ns_total``). With two ranks: the one waiting rank's wait up to its device's exposed ns."""
+    of ``ids`` other than the late rank's, the waits of its ranks other than the late rank inside the window (their
+    ``wait_in_window_ns``: one scope with the exposed ns), at most that device's exposed ns; in all at most the
+    waiting the late rank caused (the straggler's ``wait_ns_total``). With two ranks: the one waiting rank's wait in
+    the window up to its device's exposed ns."""
     v = nccl.straggler
     assert v is not None
     exposed_of = {d.device_id: d.exposed_ns for d in exposure.devices if d.device_id in ids}
@@ -47,7 +48,7 @@ def _straggler_wait(exposure: CommExposureResult, nccl: NcclResult, ids: Sequenc
     for r in nccl.ranks:
         if (r.pid, r.device_id) == (v.late_pid, v.late_device_id) or r.device_id not in exposed_of:
             continue
-        per_dev[r.device_id] = per_dev.get(r.device_id, 0) + int(r.wait_ns_total or 0)
+        per_dev[r.device_id] = per_dev.get(r.device_id, 0) + int(r.wait_in_window_ns or 0)
     capped = {d: min(w, exposed_of[d]) for d, w in sorted(per_dev.items()) if min(w, exposed_of[d]) > 0}
     return min(int(v.wait_ns_total), sum(capped.values())), sorted(capped)
 

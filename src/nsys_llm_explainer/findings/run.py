@@ -48,7 +48,7 @@ def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowRes
              capture_window_finding(window, gpu_time, advice, window_repeats),
              nvtx_coverage_finding(attribution, options.nvtx_coverage_warn_threshold, advice,
                                    [r.name for r in nvtx.ranges]),
-             nccl_finding(nccl, gpu_time, advice),
+             nccl_finding(nccl, advice),
              unified_memory_finding(unified_memory, active, advice,
                                     window_name(window.method, window.details.bins is not None,
                                                 window_repeats)))

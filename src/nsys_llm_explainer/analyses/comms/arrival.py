@@ -22,6 +22,7 @@ import numpy as np
 
 from ...model.intervals import covered_before, union_blocks
 from ...model.timeline import rows_by_value
+from ...vocabulary.units import fmt_dur
 from ..common.stats import median, round_half_up
 
 #: the late rank took part in at least this many matched collectives
@@ -137,13 +138,28 @@ def caused_share(caused: int, all_waiting: int) -> float:
     return round(caused / all_waiting, 4) if all_waiting else 0.0
 
 
+#: … and the waiting it caused is at least this % of the other ranks' captured time (:func:`caused_pct_of_window`;
+#: the findings' smallest window share, findings.base.MEDIUM_SHARE): waiting that matters
+MIN_WAIT_PCT = 5.0
+
+
 def caused_pct_of_window(caused: int, windows: Sequence[int]) -> float:
-    """The late rank's waiting caused as a % of the other ranks' time: 100 · caused / Σ their devices' analysis
-    windows (``windows``: one per other rank), 2 places (0.0 without a window). A verdict rests on waiting that
-    matters: a rank last by launch jitter (3 µs at each collective) costs the others a sliver of their time, so the
-    finding / claim needs this at the findings' window shares (docs/FINDINGS.md "NCCL")."""
+    """The late rank's waiting caused (at the collectives matched over the whole capture) as a % of the other ranks'
+    captured time: 100 · caused / Σ their devices' recorded time over the whole capture (``windows``: one per other
+    rank; one scope for both parts), 2 places (0.0 without a window). A verdict rests on waiting that matters: a rank
+    last by launch jitter (3 µs at each collective) costs the others a sliver of their time, so the rule needs this
+    ≥ :data:`MIN_WAIT_PCT` (docs/FINDINGS.md "NCCL")."""
     w = sum(int(x) for x in windows)
     return round(100.0 * caused / w, 2) if w > 0 else 0.0
+
+
+def little_waiting(pct: float, per_arrival_ns: float) -> str:
+    """Why the rule names no late rank when the waiting it caused is under :data:`MIN_WAIT_PCT` of the others'
+    time (``pct``; ``per_arrival_ns``: its waiting caused / its late arrivals / the other ranks), in the words the
+    single-file verdict and the cluster both end with."""
+    return (f"but that is a mean {fmt_dur(per_arrival_ns)} per other rank at each collective it arrived last at, "
+            f"{pct:.2f} % of the other ranks' captured time (vs ≥ {MIN_WAIT_PCT:.0f} %): too little waiting to name a "
+            "rank the others wait for")
 
 
 # --------------------------------------------------------------------- what made the late rank late

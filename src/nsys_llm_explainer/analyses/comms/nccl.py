@@ -16,11 +16,14 @@ from ...model.timeline import rows_by_value, spans_by
 from ...model.trace import Kernels, TraceModel
 from ...vocabulary.units import fmt_dur
 from ..common.stats import group_sums, median, pct, round_half_up
+from ..idle.gpu_time import GpuTimeResult
 from .arrival import (
     HIGH_SHARE,
     MIN_LATE_ARRIVALS,
     MIN_LATE_SHARE,
     MIN_MATCHED,
+    MIN_WAIT_PCT,
+    caused_pct_of_window,
     caused_share,
     excess_idle,
     idle_since_previous,
@@ -29,6 +32,7 @@ from .arrival import (
     late_rank,
     late_together,
     late_with,
+    little_waiting,
 )
 from .matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 
@@ -109,6 +113,8 @@ class NcclRank(FieldsJson):
     wait_ns_total: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     #: the waiting its late arrivals caused: Σ over the collectives it started last of the other ranks' waits
     wait_caused_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
+    #: Σ of its waits' parts [own start, own start + wait) inside the analysis window (the cluster's definition)
+    wait_in_window_ns: Optional[int] = field(default=None, metadata=NONE_OMITTED)
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,8 @@ class NcclStraggler(FieldsJson):
     tied_collectives: Optional[int] = field(default=None, metadata=NONE_OMITTED)
     #: ``late_share``'s denominator: the matched collectives the late rank took part in that had a last arriver
     with_last_arriver: int = 0
+    #: ``wait_ns_total`` as a % of the other ranks' captured time (:func:`.arrival.caused_pct_of_window`)
+    wait_pct_of_window: float = 0.0
     #: over the collectives the late rank started last (its excess idle known): medians of its excess idle (its
     #: GPU's idle since its previous kernel of the name less the earliest rank's, at least 0:
     #: :func:`.arrival.excess_idle`), of how late it started (its start − the earliest) and of
@@ -242,7 +250,9 @@ def _shifts(of_pair: List[Tuple[int, np.ndarray]], n_coll: int, n_rank: int, sta
     return shift, methods, fallbacks
 
 
-def analyze_nccl(model: TraceModel) -> NcclResult:
+def analyze_nccl(model: TraceModel, gpu_time: GpuTimeResult) -> NcclResult:
+    """The NCCL figures and the straggler verdict of the whole capture; ``gpu_time``: its devices' recorded time
+    over the whole capture (``full``), the denominator of the waiting that matters (:mod:`.arrival`)."""
     k = model.kernels
     if k is None or len(k) == 0:
         return NcclResult(False, "no CUDA kernels were captured")
@@ -311,6 +321,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     # peer: the latest start of all ranks is not what a rank of a ring or of another pair waits for)
     judged_c = matched_c & ~p2p[c_coll] if n_rank > 2 else matched_c
     judged = int(judged_c.sum())
+    p2p_out = matched - judged   # point-to-point among > 2 ranks: not judged
     # per matched collective: earliest start, latest start, last-arriving rank
     mi = np.nonzero(judged_c[cinv])[0]
     mc = cinv[mi]
@@ -337,6 +348,9 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     last_cnt = arr.last
     ranks: List[NcclRank] = []
     rank_mi, d_mi = rank[mi], d[mi]
+    win = {dt.device_id: (dt.window_start_ns, dt.window_end_ns) for dt in gpu_time.devices}
+    w0, w1 = (np.array([win.get(int(x), (0, 0))[i] for x in rank_dev], np.int64)[rank_mi] for i in (0, 1))
+    in_win = np.bincount(rank_mi, np.maximum(np.minimum(s[mi] + arr.wait, w1) - np.maximum(s[mi], w0), 0), n_rank)
     of_rank = dict(rows_by_value(rank_mi))   # each rank's matched kernels in one sort (no mask per rank)
     empty = np.empty(0, np.int64)
     for r in range(n_rank):   # loop over ranks only
@@ -346,7 +360,8 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
             base_rank[r], matched=int(m.shape[0]), mean_ns=int(round_half_up(dd.mean())) if dd.shape[0] else 0,
             p50_ns=int(round_half_up(median(dd))),
             mean_start_skew_ns=int(round_half_up(skew[m].mean())) if dd.shape[0] else 0,
-            last_arrival_count=int(last_cnt[r]), wait_ns_total=int(arr.waited[r]), wait_caused_ns=int(arr.caused[r])))
+            last_arrival_count=int(last_cnt[r]), wait_ns_total=int(arr.waited[r]), wait_caused_ns=int(arr.caused[r]),
+            wait_in_window_ns=int(in_win[r])))
 
     late = late_rank(arr.caused.tolist(), last_cnt.tolist())   # the rank whose late arrivals caused the most waiting
     all_wait = int(arr.waited.sum())
@@ -355,10 +370,14 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
     contested = int(arr.contested[late])    # those the late rank took part in: the share's denominator
     share = arr.share(late)
     lt = ranks[late]
+    full = {d.device_id: d.full.window_ns for d in gpu_time.devices if d.full is not None}
+    wait_pct = caused_pct_of_window(int(arr.caused[late]), [full.get(x.device_id, 0) for j, x in enumerate(ranks)
+                                                                if j != late])
     together = late_together(late_with(mc, rank[mi], arr, n_rank)[late], int(last_cnt[late]))
     lt_matched = int(lt.matched or 0)
     if lt_matched == judged:
-        of_what = "of collectives" if contested == judged else f"of the {contested} collectives with a last arriver"
+        of_what = ((f"of the {judged} collectives judged" if p2p_out else "of collectives") if contested == judged
+                   else f"of the {contested} collectives with a last arriver")
     else:
         of_what = f"of the {contested} collectives with a last arriver it took part in"
     late_words = (f"{lt.rank} started last in {100 * share:.0f}% {of_what}, its late arrivals causing "
@@ -385,7 +404,11 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
                   f"wait {wait_p50:,.0f} ns): matching by name and {by} may pair kernels of different "
                   "communicators; no straggler verdict")
     elif not has_last:
-        reason = "no rank arrives late: in every matched collective the kernels started together on every rank"
+        reason = ("no rank arrives late: in every matched collective the kernels started together on every rank"
+                  if not p2p_out else
+                  f"no rank arrives late at the {judged} matched collectives judged: in every one the kernels started "
+                  f"together on every rank (the {p2p_out} point-to-point ones, where each rank waits for its own "
+                  "peers, are not judged)")
     elif lt_matched < MIN_MATCHED:
         reason = (f"{late_words}, but it took part in {lt_matched} matched collective(s) only (vs ≥ {MIN_MATCHED}): "
                   "too few to name a late rank")
@@ -399,6 +422,9 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
         reason = (f"{late_words}, but {', '.join(ranks[q].rank for q in together)} started within a quarter of "
                   "its lateness at half or more of those collectives: those ranks were late together (the others would "
                   f"have waited for them had {lt.rank} been on time), not {lt.rank} alone; no straggler verdict")
+    elif wait_pct < MIN_WAIT_PCT:
+        per = int(arr.caused[late]) / max(int(last_cnt[late]), 1) / (n_rank - 1)
+        reason = f"{late_words}, {little_waiting(wait_pct, per)}; no straggler verdict"
     else:
         waiting = max((r for r in range(n_rank) if r != late), key=lambda r: (int(arr.waited[r]), -r))
         w = ranks[waiting]
@@ -412,7 +438,7 @@ def analyze_nccl(model: TraceModel) -> NcclResult:
             late_pid=lt.pid, late_device_id=lt.device_id, wait_ns_total=int(arr.caused[late]),
             wait_caused_share=caused, last_arrivals=int(last_cnt[late]), late_share=round(float(share), 4),
             matched_collectives=judged, confidence="high" if max(share, caused) >= HIGH_SHARE else "medium",
-            tied_collectives=(judged - has_last) or None, with_last_arriver=contested,
+            tied_collectives=(judged - has_last) or None, with_last_arriver=contested, wait_pct_of_window=wait_pct,
             late_idle_before_p50_ns=ip, late_by_p50_ns=lp, late_idle_share_p50=sp)
     return replace(head, ranks=tuple(ranks), wait_ns_total=wait_ns_total, straggler=straggler,
-                   straggler_reason=reason, p2p_left_out=(matched - judged) or None)
+                   straggler_reason=reason, p2p_left_out=p2p_out or None)

@@ -88,6 +88,14 @@ def sec_claims(d: ClusterResult) -> Section:
         body = [para("No claim holds; whether a rank arrives late at the collectives was not judged (",
                      Data(d.late_unjudged), "; see the warnings). Every claim's preconditions are listed in "
                      "docs/CLUSTER.md.")]
+    elif not body and d.late_little:   # a rank arrives last, but the waiting it causes is too little for a claim
+        body = [para("No claim holds: ", Data(d.late_little), " (every claim's preconditions are listed in "
+                     "docs/CLUSTER.md).")]
+    elif not body and d.p2p_left_out:   # the waits at the send/recv names were not judged: not "no rank"
+        body = [para("No rank stands out at the collectives judged; the waits at the point-to-point (send / recv) "
+                     "name(s) ", Data(", ".join(d.p2p_left_out)), " were not judged (each kernel waits for its own "
+                     "peers: a ring's neighbours, a pipeline pair, or every rank in an all-to-all; see the warnings). "
+                     "Every claim's preconditions are listed in docs/CLUSTER.md.")]
     elif not body:
         body = [para("No rank stands out (every claim's preconditions are listed in docs/CLUSTER.md).")]
     return Section("findings", "Findings", parts(body), "Findings")

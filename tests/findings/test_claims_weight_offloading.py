@@ -1,10 +1,12 @@
-"""Weight-offloading / CPU-offload traces: the copy titles quote the copies they name, and the copy-path advice to use
-both copy directions needs copies in the other direction (numbers worked out in the docstrings)."""
+"""Weight-offloading / CPU-offload traces: the copy titles quote the copies they name, the copy-path advice to use
+both copy directions needs copies in the other direction, and copies that outlast the kernels over twice are told to
+move fewer bytes before overlapping (numbers worked out in the docstrings)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
@@ -129,3 +131,57 @@ def test_a_copy_path_with_copies_the_other_way_keeps_the_both_directions_advice(
     (f,) = [f for f in rep.findings if f.id == "copy_path"]
     assert f.cause == ("copy_path", "Host-to-Device")
     assert ADVICE["copy_pace.engines"].text in f.recommendation
+
+
+def _accelerate_offload(flavor: str, kernel_us: int) -> TraceBuilder:
+    """accelerate ``device_map="auto"`` CPU offload, batch-1 decode: 32 offloaded layers, layer i from
+    t = 1 ms + i × (9.068 ms + 6 × ``kernel_us`` µs). Its AlignDevicesHook moves the layer's 3 weight tensors to the
+    GPU from pageable host memory on the default stream 7: copy j's ``cudaMemcpyAsync`` [s, s + 3.010 ms) (pageable:
+    the call returns when the copy is done), the copy [s + 5 µs, s + 3.005 ms), 3 ms for 30,000,000 B (10 GB/s),
+    s = t + 3.020 j ms; then the layer's 6 kernels, launched at [t + 9.060 ms + 6k µs, + 5 µs), run back to back
+    from t + 9.068 ms, ``kernel_us`` each, on stream 7 (serialized with the copies)."""
+    b = TraceBuilder(flavor)
+    b.process(PID)
+    g = b.thread(PID, PID, "python3")
+    t = 1 * MS
+    for _ in range(32):
+        for j in range(3):
+            s = t + j * 3_020 * US
+            c = b.runtime(s, s + 3_010 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
+            b.memcpy(s + 5 * US, s + 3_005 * US, pid=PID, bytes=30_000_000, copy_kind=H2D, src_kind=0,
+                     dst_kind=DEVICE, stream=7, corr=c)
+        for k in range(6):
+            k0 = t + 9_068 * US + k * kernel_us * US
+            b.launch(t + (9_060 + 6 * k) * US, t + (9_065 + 6 * k) * US, k0, k0 + kernel_us * US, pid=PID, tid=PID,
+                     name="void gemv2T_kernel_val<int, int, __half, __half, float, 128, 16, 4, 4, false, false>")
+        t += 9_068 * US + 6 * kernel_us * US
+    return b
+
+
+@pytest.mark.parametrize("flavor", ["2021.5", "2026.2"])
+def test_weights_copied_far_longer_than_the_kernels_run_are_told_to_move_fewer_bytes_first(tmp_path: Path,
+                                                                                           flavor: str) -> None:
+    """(trace: :func:`_accelerate_offload`, 30 µs kernels) Copy time with the GPU idle: 32 × 3 × 3 ms = 288 ms of
+    pageable Host-to-Device copies; kernels: 32 × 6 × 30 µs = 5.760 ms, less than half of it. Overlapping the copies
+    with compute could hide at most those 5.760 ms (2 % of them): the report's "Do first" said "Overlap copies with
+    compute …", a lever worth 2 % here. Now the finding says how little overlap can hide, and its first line is to move
+    fewer bytes over the host link (keep the layers resident / quantize); the overlap and pinning lines follow."""
+    rep = _run(_accelerate_offload(flavor, 30), tmp_path, "accelerate.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_copy"]
+    assert ("Device 0 ran 5.760 ms of kernels in the window, less than half the 288.000 ms these H2D copies ran with "
+            "the GPU idle: overlapping the copies with the kernels could hide at most that much; the rest takes fewer "
+            "bytes over the host link or faster copies.") in f.evidence
+    assert f.recommendation[0] == ADVICE["copy_pace.host.resident"].text
+    assert ADVICE["copy.overlap"].text in f.recommendation and ADVICE["copy.pageable"].text in f.recommendation
+
+
+def test_weights_copied_no_more_than_twice_as_long_as_the_kernels_run_keep_the_overlap_advice_first(tmp_path: Path
+                                                                                                    ) -> None:
+    """(trace: :func:`_accelerate_offload`, 800 µs kernels: a larger batch) The same 288 ms of copies beside
+    32 × 6 × 800 µs = 153.600 ms of kernels, more than half of them: overlap could hide over half the copy time, so
+    overlapping stays the first line and the fewer-bytes line and its evidence are not given."""
+    rep = _run(_accelerate_offload("2024.2", 800), tmp_path, "accelerate_batch.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_copy"]
+    assert f.recommendation[0] == ADVICE["copy.overlap"].text
+    assert ADVICE["copy_pace.host.resident"].text not in f.recommendation
+    assert not any("less than half" in e for e in f.evidence)

@@ -125,8 +125,8 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "`cudaHostRegister`) once and reuse them.", host_copies_pageable=(True,)),
     _a("copy.launch_first", "The launching thread had not launched the next kernel while these copies ran (it was "
        "working on the host: outside CUDA calls, or in NVTX ranges or other calls): the GPU idles for want of launched "
-       "work, and moving or shortening the copies would not shorten it. Shorten the host work between launches or "
-       "overlap it with GPU execution, so that the next kernel is queued before the GPU runs dry."),
+       "work, and faster copies would not shorten it. Shorten the host work between launches or overlap it with GPU "
+       "execution, so that the next kernel is queued before the GPU runs dry."),
     # per-op copies of activations are the "usual" source only of small copies: whole buffers (weights synced to a
     # generation engine, caches, optimizer state) move in copies of many MiB (docs/FINDINGS.md, "copy.d2d")
     _a("copy.d2d", "Device-to-device copies usually come from `.contiguous()`, `torch.cat`, `.clone()` or layout "

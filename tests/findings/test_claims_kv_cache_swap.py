@@ -93,9 +93,10 @@ def test_copies_the_launching_thread_issues_one_by_one_are_not_said_unshortenabl
     while the launching thread issues 500 copies: 500 × 4 µs = 2 ms of copies (6 ms in all) run with no kernel
     launched (the thread is in its next copy call or between calls: no kernel waited, "run while the GPU idles, before
     the next kernel is launched"), and before the first copy and between consecutive ones the thread sits in a
-    ``cudaMemcpyAsync`` call with no copy in flight: 3 × (3 µs + 499 × 3 µs) = 4.500 ms of `other_api` idle. The host work that idles the GPU is issuing these copies, so the
-    old line "moving or shortening the copies would not shorten it" was false of it (moving them to another thread,
-    or into fewer calls, would); what holds is that faster copies would not."""
+    ``cudaMemcpyAsync`` call with no copy in flight: 3 × (3 µs + 499 × 3 µs) = 4.500 ms of `other_api` idle. The
+    host work that idles the GPU is issuing these copies, so the old line "moving or shortening the copies would not
+    shorten it" was false of it (moving them to another thread, or into fewer calls, would); what holds is that
+    faster copies would not."""
     rep = report_of(_kv_retrieve(flavor), tmp_path)
     causes = {(c["kind"], c["detail"]): c for c in rep["idle_causes"]["devices"][0]["causes"]}
     assert causes[("copy", "Host-to-Device")]["ns"] == 6 * MS

@@ -243,3 +243,25 @@ def test_weights_prefetched_too_late_are_a_copy_path_that_paces_with_fewer_bytes
     assert f.title == ("The H2D copy path sets the pace on device 0 (busy 97.1 %): 35.2 % of the window (52.230 ms) "
                        "beyond the kernels")
     assert f.recommendation == (ADVICE["copy_pace.host.resident"].text, ADVICE["copy_pace.less"].text)
+
+
+def test_copies_that_ran_before_the_next_launch_are_not_said_to_need_fewer_bytes(tmp_path: Path) -> None:
+    """Layer weights copied while the host prepares the next launch: per 1 ms period from 1 ms, a pinned 64 MiB
+    Host-to-Device copy issued at [t, t + 10) µs runs [t + 5, t + 805) µs on side stream 8 while the host works
+    outside CUDA calls; the kernel is launched at [t + 900, t + 905) µs and runs [t + 910, t + 960) µs on stream 7.
+    The copies (800 µs a period) outlast the kernels (50 µs) over twice, but no kernel waited on them: the GPU idled
+    for want of a launched kernel ("run while the GPU idles, before the next kernel is launched", advice: the host's).
+    The evidence said "the rest takes fewer bytes over the host link or faster copies", which the finding's own
+    advice ("faster copies would not shorten it") contradicts; it is not given."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, PID, "MainThread")
+    for i in range(40):
+        t = 1 * MS + i * MS
+        _copy(b, g, t, t + 5 * US, t + 805 * US)
+        b.launch(t + 900 * US, t + 905 * US, t + 910 * US, t + 960 * US, pid=PID, tid=PID, name="layer_fwd")
+    rep = _run(b, tmp_path, "early.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_copy"]
+    assert f.title.startswith("Copies run while the GPU idles, before the next kernel is launched"), f.title
+    assert not any("less than half" in e for e in f.evidence), f.evidence
+    assert f.recommendation[0] == ADVICE["copy.launch_first"].text

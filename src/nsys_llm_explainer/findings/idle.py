@@ -379,7 +379,8 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                           else None}
         if kind == "copy":
             kind_facts, side_ev = copy_facts(kind_facts, copy_engines, set(devs), details)
-            outlast, bytes_ev = outlast_kernels(devs[dev], by_dev[dev].busy_ns, dev)
+            outlast, bytes_ev = outlast_kernels(devs[dev], by_dev[dev].busy_ns, dev) if txt is KIND["copy"] \
+                else (None, [])     # kernels waited on these explicit copies (not migrations, not host-paced)
             kind_facts = {**kind_facts, "copies_outlast_kernels": outlast}
             ev.extend(side_ev + bytes_ev)
         if in_loop:      # the largest detail in the loop, its part between kernels (docs/FINDINGS.md)

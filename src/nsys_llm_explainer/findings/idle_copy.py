@@ -117,7 +117,8 @@ def copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: 
 
 
 def outlast_kernels(ns_by_detail: Mapping[str, int], busy_ns: int, dev: int) -> Tuple[bool, List[str]]:
-    """Fact ``copies_outlast_kernels`` of the ``copy`` finding and its evidence line: on its device ``dev`` (``busy_ns``
+    """Fact ``copies_outlast_kernels`` of the ``copy`` finding whose copies keep the kernels waiting (the kind's own
+    title; None for the other titles) and its evidence line: on its device ``dev`` (``busy_ns``
     of kernels in the window) one host direction's copies (``ns_by_detail``: its idle ns by copy detail) ran with the
     GPU idle more than twice as long as the kernels ran at all, so overlapping them with compute could hide less than
     half of them: the bytes set the time (docs/FINDINGS.md, "Advice and the facts it needs")."""

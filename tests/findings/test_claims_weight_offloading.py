@@ -265,3 +265,45 @@ def test_copies_that_ran_before_the_next_launch_are_not_said_to_need_fewer_bytes
     assert f.title.startswith("Copies run while the GPU idles, before the next kernel is launched"), f.title
     assert not any("less than half" in e for e in f.evidence), f.evidence
     assert f.recommendation[0] == ADVICE["copy.launch_first"].text
+
+
+def _nvme_offload(flavor: str) -> TraceBuilder:
+    """ZeRO-Infinity style NVMe offload with libaio, 10 layers, layer i from t = 1 ms + 19.760 i ms: the I/O thread
+    ``ds_aio_worker`` (tid 107) reads the layer's weights in 4 blocks, each ``io_submit`` [r, r + 30) µs then
+    ``io_getevents`` [r + 40 µs, r + 4 ms), r = t + 4.020 k ms, then waits in ``pthread_cond_wait`` until the next
+    layer; the launching thread waits in ``pthread_cond_wait`` [t + 10 µs, t + 16.070 ms), then at h = t + 16.100 ms
+    copies the pinned buffer to the GPU (64 MiB, [h + 5 µs, h + 2.605 ms) on stream 7) and launches 4 GEMMs that run
+    back to back from h + 2.610 ms, 250 µs each, synchronizing until h + 3.615 ms."""
+    b = TraceBuilder(flavor)
+    b.process(PID)
+    g = b.thread(PID, PID, "python3")
+    io = b.thread(PID, PID + 7, "ds_aio_worker")
+    for i in range(10):
+        t = 1 * MS + i * 19_760 * US
+        for k in range(4):
+            r = t + k * 4_020 * US
+            b.osrt(r, r + 30 * US, tid_g=io, name="io_submit")
+            b.osrt(r + 40 * US, r + 4 * MS, tid_g=io, name="io_getevents")
+        b.osrt(t + 16_060 * US, t + 19_760 * US, tid_g=io, name="pthread_cond_wait")
+        b.osrt(t + 10 * US, t + 16_070 * US, tid_g=g, name="pthread_cond_wait")
+        h = t + 16_100 * US
+        _copy(b, g, h, h + 5 * US, h + 2_605 * US, stream=7)
+        for j in range(4):
+            k0 = h + 2_610 * US + j * 250 * US
+            b.launch(h + (12 + 6 * j) * US, h + (16 + 6 * j) * US, k0, k0 + 250 * US, pid=PID, tid=PID, name="gemm")
+        b.runtime(h + 40 * US, h + 3_615 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+    return b
+
+
+@pytest.mark.parametrize("flavor", ["2022.4", "2026.2"])
+def test_an_nvme_offload_thread_waiting_on_libaio_reads_is_file_io(tmp_path: Path, flavor: str) -> None:
+    """(trace: :func:`_nvme_offload`) While the launching thread waits (16.060 ms a layer), the I/O thread is in
+    ``io_getevents`` 4 × 3.960 = 15.840 ms (98.6 %) and ``io_submit`` 110 µs: it waits for its own reads to complete,
+    file I/O as a blocking ``pread`` is. The report said "No other thread of its process is seen working during these
+    waits … the GPU idles for lack of load: batch requests or raise the load" (``io_getevents`` was a call that waits
+    on another thread); it now says the I/O thread works 99 % of the waits in file I/O and gives the I/O advice."""
+    rep = _run(_nvme_offload(flavor), tmp_path, "nvme.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_osrt"]
+    assert f"Meanwhile: `ds_aio_worker` (tid {PID + 7}) works 99 % of that time (in `io_getevents` 99 %, file I/O)." \
+        in f.evidence, f.evidence
+    assert f.recommendation[0] == ADVICE["wait.io"].text

@@ -160,6 +160,7 @@ class Copy:
     corr: Optional[int]
     detail: str
     pageable: bool
+    user_prefetch: bool = False     # a Unified-Memory migration of migrationCause 1 (cudaMemPrefetchAsync)
 
 
 @dataclass
@@ -268,13 +269,14 @@ def load(path: str) -> Trace:
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             cols = _cols(conn, "CUPTI_ACTIVITY_KIND_MEMCPY")
             gp = "globalPid" if "globalPid" in cols else "NULL"
-            q = (f"SELECT start, end, deviceId, {gp}, correlationId, copyKind, srcKind, dstKind "
+            mc = "migrationCause" if "migrationCause" in cols else "NULL"
+            q = (f"SELECT start, end, deviceId, {gp}, correlationId, copyKind, srcKind, dstKind, {mc} "
                  "FROM CUPTI_ACTIVITY_KIND_MEMCPY")
-            for st, en, dev, gpid, corr, ck, sk, dk in conn.execute(q):
+            for st, en, dev, gpid, corr, ck, sk, dk, cause in conn.execute(q):
                 pid = None if gpid is None else _pid_of_tid(gpid)
                 pageable = sk == 0 or dk == 0
                 detail = COPY_KIND_NAMES.get(ck, f"copyKind {ck}") + (" (pageable)" if pageable else "")
-                tr.copies.append(Copy(st, en, dev, pid, corr, detail, pageable))
+                tr.copies.append(Copy(st, en, dev, pid, corr, detail, pageable, cause == 1))
                 if pageable:
                     tr.pageable_calls.add((pid, corr))
                 if ck == 2:
@@ -858,10 +860,11 @@ def host_overhead_pct(causes: Dict[int, DeviceCauses], device_id: int, ranges: O
 
 def um_overlap_pct(tr: Trace, w0: int, w1: int, device_id: int) -> float:
     """``um_overlap_pct_of_kernel_time``: 100 · |K ∩ M| / |K| on one device, K = kernels + graph executions,
-    M = Unified-Memory copies (copy kinds 11–13), both clipped to [w0, w1); |K ∩ M| = |K| + |M| − |K ∪ M|."""
+    M = Unified-Memory copies (copy kinds 11–13) other than user prefetches (migrationCause 1), both clipped to
+    [w0, w1); |K ∩ M| = |K| + |M| − |K ∪ M|."""
     k = union(clip(((g.start, g.end) for g in tr.activity if g.device == device_id), w0, w1))
     m = union(clip(((c.start, c.end) for c in tr.copies
-                    if c.device == device_id and c.detail.startswith("Unified")), w0, w1))
+                    if c.device == device_id and c.detail.startswith("Unified") and not c.user_prefetch), w0, w1))
     both = total(k) + total(m) - total(union(k + m))
     return 100.0 * both / total(k) if total(k) else 0.0
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from claims_support import finding_of, report_of
 from synth import TraceBuilder
 
@@ -60,3 +61,49 @@ def test_many_small_swap_copies_keep_the_fewer_larger_copies_advice(tmp_path: Pa
     f = finding_of(rep, "idle_copy")
     assert f["recommendation"] == [ADVICE["copy.prefetch"].text], f["recommendation"]
     assert FEWER in f["recommendation"][0]
+
+
+def _kv_retrieve(flavor: str) -> TraceBuilder:
+    """LMCache-style KV retrieval on a prefix hit, 4 requests on thread 1 from T0: request r ≥ 1 first retrieves
+    500 KV blocks of 64 KiB, one ``cudaMemcpyAsync`` each at [h, h + 5) µs, h = h0 + 7 i µs, issuing a pinned
+    Host-to-Device copy on side stream 8 that runs [h + 3, h + 7) µs; then the request's prefill kernel, launched at
+    [e, e + 5) µs (e = 10 µs after the last copy call starts), runs [e + 10 µs, e + 10.010 ms) on stream 7, the host in
+    ``cudaStreamSynchronize`` until 5 µs after it; the next request starts 50 µs after the kernel."""
+    b = TraceBuilder(flavor)
+    b.process(PID)
+    g = b.thread(PID, 1, "VllmWorker-0")
+    t = T0
+    for r in range(4):
+        if r:
+            for i in range(500):
+                h = t + 7 * i * US
+                c = b.runtime(h, h + 5 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
+                b.memcpy(h + 3 * US, h + 7 * US, pid=PID, bytes=64 << 10, src_kind=1, dst_kind=2, stream=8, corr=c)
+            t += 499 * 7 * US + 10 * US
+        b.launch(t, t + 5 * US, t + 10 * US, t + 10_010 * US, pid=PID, tid=1, name="flash_fwd_kernel")
+        b.runtime(t + 6 * US, t + 10_015 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+        t += 10_060 * US
+    return b
+
+
+@pytest.mark.parametrize("flavor", ["2021.5", "2024.2"])
+def test_copies_the_launching_thread_issues_one_by_one_are_not_said_unshortenable_by_moving_them(
+        tmp_path: Path, flavor: str) -> None:
+    """(trace: :func:`_kv_retrieve`) Before each of 3 prefills the GPU idles 499 × 7 µs + 10 µs + 10 µs = 3.513 ms
+    while the launching thread issues 500 copies: 500 × 4 µs = 2 ms of copies (6 ms in all) run with no kernel
+    launched (the thread is in its next copy call or between calls: no kernel waited, "run while the GPU idles, before
+    the next kernel is launched"), and before the first copy and between consecutive ones the thread sits in a
+    ``cudaMemcpyAsync`` call with no copy in flight: 3 × (3 µs + 499 × 3 µs) = 4.500 ms of `other_api` idle. The
+    host work that idles the GPU is issuing these copies, so the old line "moving or shortening the copies would not
+    shorten it" was false of it (moving them to another thread, or into fewer calls, would); what holds is that
+    faster copies would not."""
+    rep = report_of(_kv_retrieve(flavor), tmp_path)
+    causes = {(c["kind"], c["detail"]): c for c in rep["idle_causes"]["devices"][0]["causes"]}
+    assert causes[("copy", "Host-to-Device")]["ns"] == 6 * MS
+    assert causes[("copy", "Host-to-Device")]["waiting_ns"] == 0
+    assert causes[("other_api", "cudaMemcpyAsync")]["ns"] == 4_500 * US
+    f = finding_of(rep, "idle_copy")
+    assert f["title"].startswith("Copies run while the GPU idles, before the next kernel is launched: "), f["title"]
+    assert f["recommendation"][0] == ADVICE["copy.launch_first"].text
+    assert not any("moving or shortening the copies" in a for a in f["recommendation"])
+    assert "faster copies would not shorten it" in f["recommendation"][0]

@@ -1,10 +1,12 @@
-"""Weight-offloading / CPU-offload traces: the copy titles quote the copies they name, and the copy-path advice to use
-both copy directions needs copies in the other direction (numbers worked out in the docstrings)."""
+"""Weight-offloading / CPU-offload traces: the copy titles quote the copies they name, the copy-path advice to use
+both copy directions needs copies in the other direction, and copies that outlast the kernels over twice are told to
+move fewer bytes before overlapping (numbers worked out in the docstrings)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
@@ -129,3 +131,179 @@ def test_a_copy_path_with_copies_the_other_way_keeps_the_both_directions_advice(
     (f,) = [f for f in rep.findings if f.id == "copy_path"]
     assert f.cause == ("copy_path", "Host-to-Device")
     assert ADVICE["copy_pace.engines"].text in f.recommendation
+
+
+def _accelerate_offload(flavor: str, kernel_us: int) -> TraceBuilder:
+    """accelerate ``device_map="auto"`` CPU offload, batch-1 decode: 32 offloaded layers, layer i from
+    t = 1 ms + i × (9.068 ms + 6 × ``kernel_us`` µs). Its AlignDevicesHook moves the layer's 3 weight tensors to the
+    GPU from pageable host memory on the default stream 7: copy j's ``cudaMemcpyAsync`` [s, s + 3.010 ms) (pageable:
+    the call returns when the copy is done), the copy [s + 5 µs, s + 3.005 ms), 3 ms for 30,000,000 B (10 GB/s),
+    s = t + 3.020 j ms; then the layer's 6 kernels, launched at [t + 9.060 ms + 6k µs, + 5 µs), run back to back
+    from t + 9.068 ms, ``kernel_us`` each, on stream 7 (serialized with the copies)."""
+    b = TraceBuilder(flavor)
+    b.process(PID)
+    g = b.thread(PID, PID, "python3")
+    t = 1 * MS
+    for _ in range(32):
+        for j in range(3):
+            s = t + j * 3_020 * US
+            c = b.runtime(s, s + 3_010 * US, tid_g=g, name="cudaMemcpyAsync_v3020")
+            b.memcpy(s + 5 * US, s + 3_005 * US, pid=PID, bytes=30_000_000, copy_kind=H2D, src_kind=0,
+                     dst_kind=DEVICE, stream=7, corr=c)
+        for k in range(6):
+            k0 = t + 9_068 * US + k * kernel_us * US
+            b.launch(t + (9_060 + 6 * k) * US, t + (9_065 + 6 * k) * US, k0, k0 + kernel_us * US, pid=PID, tid=PID,
+                     name="void gemv2T_kernel_val<int, int, __half, __half, float, 128, 16, 4, 4, false, false>")
+        t += 9_068 * US + 6 * kernel_us * US
+    return b
+
+
+@pytest.mark.parametrize("flavor", ["2021.5", "2026.2"])
+def test_weights_copied_far_longer_than_the_kernels_run_are_told_to_move_fewer_bytes_first(tmp_path: Path,
+                                                                                           flavor: str) -> None:
+    """(trace: :func:`_accelerate_offload`, 30 µs kernels) Copy time with the GPU idle: 32 × 3 × 3 ms = 288 ms of
+    pageable Host-to-Device copies; kernels: 32 × 6 × 30 µs = 5.760 ms, less than half of it. Overlapping the copies
+    with compute could hide at most those 5.760 ms (2 % of them): the report's "Do first" said "Overlap copies with
+    compute …", a lever worth 2 % here. Now the finding says how little overlap can hide, and its first line is to move
+    fewer bytes over the host link (keep the layers resident / quantize); the overlap and pinning lines follow."""
+    rep = _run(_accelerate_offload(flavor, 30), tmp_path, "accelerate.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_copy"]
+    assert ("Device 0 ran 5.760 ms of kernels in the window, less than half the 288.000 ms these H2D copies ran with "
+            "the GPU idle: overlapping the copies with the kernels could hide at most that much; the rest takes fewer "
+            "bytes over the host link or faster copies.") in f.evidence
+    assert f.recommendation[0] == ADVICE["copy_pace.host.resident"].text
+    assert ADVICE["copy.overlap"].text in f.recommendation and ADVICE["copy.pageable"].text in f.recommendation
+
+
+def test_weights_copied_no_more_than_twice_as_long_as_the_kernels_run_keep_the_overlap_advice_first(tmp_path: Path
+                                                                                                    ) -> None:
+    """(trace: :func:`_accelerate_offload`, 800 µs kernels: a larger batch) The same 288 ms of copies beside
+    32 × 6 × 800 µs = 153.600 ms of kernels, more than half of them: overlap could hide over half the copy time, so
+    overlapping stays the first line and the fewer-bytes line and its evidence are not given."""
+    rep = _run(_accelerate_offload("2024.2", 800), tmp_path, "accelerate_batch.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_copy"]
+    assert f.recommendation[0] == ADVICE["copy.overlap"].text
+    assert ADVICE["copy_pace.host.resident"].text not in f.recommendation
+    assert not any("less than half" in e for e in f.evidence)
+
+
+def _zero_inference(copy_ms: int, layer_ms: int, flavor: str) -> TraceBuilder:
+    """DeepSpeed ZeRO-Inference style weight streaming, 24 layers: the host issues layer i (NVTX `fetch_sub_module`
+    around it) when layer i − 1's kernels start: a pinned 64 MiB Host-to-Device ``cudaMemcpyAsync`` on side stream
+    13, ``cudaEventRecord``, ``cudaStreamWaitEvent`` on stream 7 and 4 GEMM launches. Copy i runs ``copy_ms`` from
+    max(copy i − 1's end, layer i − 2's kernels' end + 10 µs) (two weight buffers); layer i's 4 GEMMs of
+    ``layer_ms`` / 4 each run back to back on stream 7 from max(copy i's end, layer i − 1's end); the host ends in
+    ``cudaStreamSynchronize`` until the last kernel ends."""
+    b = TraceBuilder(flavor)
+    b.process(PID)
+    g = b.thread(PID, PID, "python3")
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off"
+    k_start: dict = {}
+    k_end: dict = {}
+    copy_end, host = 0, 1 * MS
+    for i in range(24):
+        h = max(host, k_start.get(i - 1, 0))
+        b.nvtx_push_pop(h, h + 50 * US, "fetch_sub_module", tid_g=g)
+        c0 = max(copy_end, k_end.get(i - 2, 0), h + 10 * US)
+        copy_end = c0 + copy_ms * MS
+        _copy(b, g, h, c0, copy_end, stream=13)
+        b.runtime(h + 12 * US, h + 14 * US, tid_g=g, name="cudaEventRecord_v3020")
+        b.runtime(h + 15 * US, h + 16 * US, tid_g=g, name="cudaStreamWaitEvent_v3020")
+        k_start[i] = k = max(copy_end, k_end.get(i - 1, 0))
+        for j in range(4):
+            b.launch(h + (20 + 6 * j) * US, h + (24 + 6 * j) * US, k, k + layer_ms * MS // 4, pid=PID, tid=PID,
+                     name=gemm)
+            k += layer_ms * MS // 4
+        k_end[i], host = k, h + 60 * US
+    b.runtime(host, k_end[23] + 10 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+    return b
+
+
+def test_weights_prefetched_under_compute_are_not_called_the_bottleneck(tmp_path: Path) -> None:
+    """(trace: :func:`_zero_inference`, 3 ms copies under 8 ms layers) Copy i + 1 runs under layer i's kernels: the
+    kernels run back to back from the first copy's end (3.010 ms after the first call) to the end, 192 ms of a
+    195.010 ms window (98.5 %), and the copies hold the GPU idle only before the first layer (3 ms, 1.5 % < 5 %): the
+    run is GPU-bound and no copy finding names the copies."""
+    rep = _run(_zero_inference(3, 8, "2026.2"), tmp_path, "zero_hidden.sqlite")
+    assert rep.findings[0].id == "gpu_bound"
+    assert not [f for f in rep.findings if f.category == "copy_bound" or f.id in ("idle_copy", "copy_path")]
+
+
+def test_weights_prefetched_too_late_are_a_copy_path_that_paces_with_fewer_bytes_advice(tmp_path: Path) -> None:
+    """(trace: :func:`_zero_inference`, 6 ms copies beside 4 ms layers, 2022.4 exporter) The host issues each prefetch
+    when the previous layer's kernels start, right after its copy: the copies run 10 µs apart, copy i from
+    1.010 + 6.010 i ms, the last kernel ends at 149.240 ms; the H2D path is busy 24 × 6 = 144 ms of the 148.240 ms
+    window (97.1 %); with no kernel running: the first copy's 6 ms and 23 × (6.010 − 4) ms = 52.230 ms (35.2 %), the
+    time each layer's kernels wait on their event. The copy path sets the pace. Its copies are already asynchronous
+    on a side stream and 64 MiB each: the advice is fewer bytes over the host link and not copying what is not needed,
+    not "overlap" nor "fewer, larger copies"."""
+    rep = _run(_zero_inference(6, 4, "2022.4"), tmp_path, "zero_late.sqlite")
+    f = rep.findings[0]
+    assert f.id == "copy_path" and f.cause == ("copy_path", "Host-to-Device")
+    assert f.title == ("The H2D copy path sets the pace on device 0 (busy 97.1 %): 35.2 % of the window (52.230 ms) "
+                       "beyond the kernels")
+    assert f.recommendation == (ADVICE["copy_pace.host.resident"].text, ADVICE["copy_pace.less"].text)
+
+
+def test_copies_that_ran_before_the_next_launch_are_not_said_to_need_fewer_bytes(tmp_path: Path) -> None:
+    """Layer weights copied while the host prepares the next launch: per 1 ms period from 1 ms, a pinned 64 MiB
+    Host-to-Device copy issued at [t, t + 10) µs runs [t + 5, t + 805) µs on side stream 8 while the host works
+    outside CUDA calls; the kernel is launched at [t + 900, t + 905) µs and runs [t + 910, t + 960) µs on stream 7.
+    The copies (800 µs a period) outlast the kernels (50 µs) over twice, but no kernel waited on them: the GPU idled
+    for want of a launched kernel ("run while the GPU idles, before the next kernel is launched", advice: the host's).
+    The evidence said "the rest takes fewer bytes over the host link or faster copies", which the finding's own
+    advice ("faster copies would not shorten it") contradicts; it is not given."""
+    b = TraceBuilder()
+    b.process(PID)
+    g = b.thread(PID, PID, "MainThread")
+    for i in range(40):
+        t = 1 * MS + i * MS
+        _copy(b, g, t, t + 5 * US, t + 805 * US)
+        b.launch(t + 900 * US, t + 905 * US, t + 910 * US, t + 960 * US, pid=PID, tid=PID, name="layer_fwd")
+    rep = _run(b, tmp_path, "early.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_copy"]
+    assert f.title.startswith("Copies run while the GPU idles, before the next kernel is launched"), f.title
+    assert not any("less than half" in e for e in f.evidence), f.evidence
+    assert f.recommendation[0] == ADVICE["copy.launch_first"].text
+
+
+def _nvme_offload(flavor: str) -> TraceBuilder:
+    """ZeRO-Infinity style NVMe offload with libaio, 10 layers, layer i from t = 1 ms + 19.760 i ms: the I/O thread
+    ``ds_aio_worker`` (tid 107) reads the layer's weights in 4 blocks, each ``io_submit`` [r, r + 30) µs then
+    ``io_getevents`` [r + 40 µs, r + 4 ms), r = t + 4.020 k ms, then waits in ``pthread_cond_wait`` until the next
+    layer; the launching thread waits in ``pthread_cond_wait`` [t + 10 µs, t + 16.070 ms), then at h = t + 16.100 ms
+    copies the pinned buffer to the GPU (64 MiB, [h + 5 µs, h + 2.605 ms) on stream 7) and launches 4 GEMMs that run
+    back to back from h + 2.610 ms, 250 µs each, synchronizing until h + 3.615 ms."""
+    b = TraceBuilder(flavor)
+    b.process(PID)
+    g = b.thread(PID, PID, "python3")
+    io = b.thread(PID, PID + 7, "ds_aio_worker")
+    for i in range(10):
+        t = 1 * MS + i * 19_760 * US
+        for k in range(4):
+            r = t + k * 4_020 * US
+            b.osrt(r, r + 30 * US, tid_g=io, name="io_submit")
+            b.osrt(r + 40 * US, r + 4 * MS, tid_g=io, name="io_getevents")
+        b.osrt(t + 16_060 * US, t + 19_760 * US, tid_g=io, name="pthread_cond_wait")
+        b.osrt(t + 10 * US, t + 16_070 * US, tid_g=g, name="pthread_cond_wait")
+        h = t + 16_100 * US
+        _copy(b, g, h, h + 5 * US, h + 2_605 * US, stream=7)
+        for j in range(4):
+            k0 = h + 2_610 * US + j * 250 * US
+            b.launch(h + (12 + 6 * j) * US, h + (16 + 6 * j) * US, k0, k0 + 250 * US, pid=PID, tid=PID, name="gemm")
+        b.runtime(h + 40 * US, h + 3_615 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+    return b
+
+
+@pytest.mark.parametrize("flavor", ["2022.4", "2026.2"])
+def test_an_nvme_offload_thread_waiting_on_libaio_reads_is_file_io(tmp_path: Path, flavor: str) -> None:
+    """(trace: :func:`_nvme_offload`) While the launching thread waits (16.060 ms a layer), the I/O thread is in
+    ``io_getevents`` 4 × 3.960 = 15.840 ms (98.6 %) and ``io_submit`` 110 µs: it waits for its own reads to complete,
+    file I/O as a blocking ``pread`` is. The report said "No other thread of its process is seen working during these
+    waits … the GPU idles for lack of load: batch requests or raise the load" (``io_getevents`` was a call that waits
+    on another thread); it now says the I/O thread works 99 % of the waits in file I/O and gives the I/O advice."""
+    rep = _run(_nvme_offload(flavor), tmp_path, "nvme.sqlite")
+    (f,) = [f for f in rep.findings if f.id == "idle_osrt"]
+    assert f"Meanwhile: `ds_aio_worker` (tid {PID + 7}) works 99 % of that time (in `io_getevents` 99 %, file I/O)." \
+        in f.evidence, f.evidence
+    assert f.recommendation[0] == ADVICE["wait.io"].text

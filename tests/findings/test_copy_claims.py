@@ -220,7 +220,9 @@ def _copy_finding(rep):
 def test_async_side_stream_copies_get_the_advice_that_is_left(tmp_path: Path) -> None:
     """The offloading trace: 100 copies of 80 µs, every one issued by ``cudaMemcpyAsync`` on stream 8, kernels on
     stream 7 only: 8 000 of 8 000 µs of copy time (100.0 %) async on a side stream ≥ 90 %: the fact holds, trace-wide
-    and for the finding; the finding says so and gives the prefetch line, not the overlap lines."""
+    and for the finding; the finding says so and gives the prefetch line, not the overlap lines. The kernels run
+    100 × 19 µs = 1.900 ms, less than half the 8 ms of copies: the fewer-bytes line comes first
+    (test_claims_weight_offloading.py)."""
     b = TraceBuilder()
     _offload(b)
     rep = _run(b, tmp_path, "side.sqlite", window=(T0, T0 + 10_000 * US))
@@ -229,20 +231,21 @@ def test_async_side_stream_copies_get_the_advice_that_is_left(tmp_path: Path) ->
     assert (h2d.copy_time_ns, h2d.call_known_ns, h2d.async_side_ns) == (8_000 * US,) * 3
     f = _copy_finding(rep)
     assert any(e.startswith(SIDE) for e in f.evidence), f.evidence
-    assert f.recommendation == (ADVICE["copy.prefetch"].text,)
+    assert f.recommendation == (ADVICE["copy_pace.host.resident"].text, ADVICE["copy.prefetch"].text)
 
 
 def test_async_copies_on_the_kernels_stream_are_told_to_move_to_a_side_stream(tmp_path: Path) -> None:
     """The opposite case: the same ``cudaMemcpyAsync`` copies on stream 7, the kernels' stream (they serialize with
-    the kernels): 0 of 8 000 µs async on a side stream (0.0 %): the overlap advice holds and is given; no prefetch
-    line ("already run asynchronously, on streams no kernel uses" would be false)."""
+    the kernels): 0 of 8 000 µs async on a side stream (0.0 %): the overlap advice holds and is given, after the
+    fewer-bytes line (1.900 ms of kernels, less than half the copies); no prefetch line ("already run asynchronously,
+    on streams no kernel uses" would be false)."""
     b = TraceBuilder()
     _offload_variant(b, stream=lambda i: 7)
     rep = _run(b, tmp_path, "same.sqlite", window=(T0, T0 + 10_000 * US))
     assert rep.facts.copies_async_side_stream is False and rep.facts.async_side_pct == 0.0
     f = _copy_finding(rep)
     assert any(e.startswith("0.0 % of these copies' time was issued") for e in f.evidence), f.evidence
-    assert f.recommendation == (ADVICE["copy.overlap"].text,)
+    assert f.recommendation == (ADVICE["copy_pace.host.resident"].text, ADVICE["copy.overlap"].text)
 
 
 def test_synchronous_copies_on_a_side_stream_are_not_async(tmp_path: Path) -> None:

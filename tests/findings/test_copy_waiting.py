@@ -124,7 +124,8 @@ def test_a_copy_with_the_next_kernel_already_launched_keeps_it_waiting(tmp_path:
     ``cudaStreamWaitEvent`` [4, 5), `launch` [5, 7) and `queued` [7, 81): 2 + 74 = 76 of its 80 µs waited — but in
     the first period the launch call is the kernel's first launch (`module_load`, one-time: it does not wait), 74.
     Window [T0, T0 + 10 ms): 100 × 80 = 8.000 ms of copy, 7.598 ms waited (94.975 % ≥ 50): "keep the kernels
-    waiting", with the prefetch advice (the copies already run async on a side stream)."""
+    waiting", with the prefetch advice (the copies already run async on a side stream), after the fewer-bytes line
+    (100 × 19 µs = 1.900 ms of kernels, less than half the 8 ms of copies)."""
     b = TraceBuilder()
     _offload(b, launch_at=5)
     rep = _run(b, tmp_path, window=(T0, T0 + 10 * MS))
@@ -134,7 +135,7 @@ def test_a_copy_with_the_next_kernel_already_launched_keeps_it_waiting(tmp_path:
     assert f["title"].startswith(f"Copies {WAITING}: `Host-to-Device` copies fill "), f["title"]
     chk = _check(f)
     assert (chk["op"], chk["threshold"]) == (">=", 50.0) and abs(chk["observed"] - 94.975) < 1e-9
-    assert f["recommendation"] == [ADVICE["copy.prefetch"].text]
+    assert f["recommendation"] == [ADVICE["copy_pace.host.resident"].text, ADVICE["copy.prefetch"].text]
 
 
 def test_a_copy_mostly_before_a_late_launch_runs_while_the_gpu_idles(tmp_path: Path) -> None:

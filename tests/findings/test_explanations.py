@@ -72,6 +72,9 @@ TEXT_RULES = [
     (r"host link|host-to-device and device-to-host|non_blocking=True\)` issued", "copies_host", {True}),
     # the copy finding's prefetch line: "fewer and larger copies" only for copies that average ≤ 1 MiB
     # (test_claims_kv_cache_swap.py)
+    # the copy finding's host-link line: only where its copies outlast the kernels over twice
+    # (test_claims_weight_offloading.py); the copy-path finding leaves the fact unknown
+    (r"Fewer bytes over the host link", "copies_outlast_kernels", {True, None}),
     (r"move fewer and larger copies", "copies_large", {False, None}),
     (r"these copies are large \(over 1 MiB", "copies_large", {True}),
     # the device-to-device line: "usually from `.contiguous()` …" only for copies that average ≤ 1 MiB

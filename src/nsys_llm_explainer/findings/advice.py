@@ -49,6 +49,9 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the ``copy`` idle finding's own device-to-device / peer copies average more than 1 MiB (None: none, or bytes not
     # recorded; findings/idle_copy.copy_facts; set there only)
     "d2d_copies_large": (True, False, None),
+    # the ``copy`` idle finding's host copies of one direction ran with the GPU idle over twice as long as its
+    # device's kernels ran (findings/idle_copy.outlast_kernels; set there only: None elsewhere)
+    "copies_outlast_kernels": (True, False, None),
     # the queued-latency finding's GPU takes programmatic dependent launch (compute capability ≥ 9.0; None: not known,
     # or the GPUs differ; TraceFacts.supports_pdl, set by findings/idle.py only)
     "gpu_pdl": (True, False, None),
@@ -122,8 +125,8 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "`cudaHostRegister`) once and reuse them.", host_copies_pageable=(True,)),
     _a("copy.launch_first", "The launching thread had not launched the next kernel while these copies ran (it was "
        "working on the host: outside CUDA calls, or in NVTX ranges or other calls): the GPU idles for want of launched "
-       "work, and moving or shortening the copies would not shorten it. Shorten the host work between launches or "
-       "overlap it with GPU execution, so that the next kernel is queued before the GPU runs dry."),
+       "work, and faster copies would not shorten it. Shorten the host work between launches or overlap it with GPU "
+       "execution, so that the next kernel is queued before the GPU runs dry."),
     # per-op copies of activations are the "usual" source only of small copies: whole buffers (weights synced to a
     # generation engine, caches, optimizer state) move in copies of many MiB (docs/FINDINGS.md, "copy.d2d")
     _a("copy.d2d", "Device-to-device copies usually come from `.contiguous()`, `torch.cat`, `.clone()` or layout "
@@ -146,7 +149,7 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "instead of a copy.", copies_d2d=(True,)),
     _a("copy_pace.host.resident", "Fewer bytes over the host link: keep what is streamed every step resident on the "
        "GPU when memory allows (weights, KV blocks), or shrink it before it crosses (8-bit or 4-bit quantized weights "
-       "move a half or a quarter of the bytes).", copies_host=(True,)),
+       "move a half or a quarter of the bytes).", copies_host=(True,), copies_outlast_kernels=(True, None)),
     _a("copy_pace.engines", "Use both copy directions at once: host-to-device and device-to-host copies run on "
        "separate copy engines only when they are issued on different streams; split large transfers into chunks "
        "pipelined with the kernels that consume them.", copies_host=(True,), gpu_one_copy_engine=(False, None)),

@@ -116,6 +116,21 @@ def copy_facts(facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: 
                         "d2d_copies_large": large_copies([p for p in paths if p.path in ("D2D", "P2P")])}, paths)
 
 
+def outlast_kernels(ns_by_detail: Mapping[str, int], busy_ns: int, dev: int) -> Tuple[bool, List[str]]:
+    """Fact ``copies_outlast_kernels`` of the ``copy`` finding whose copies keep the kernels waiting (the kind's own
+    title; None for the other titles) and its evidence line: on its device ``dev`` (``busy_ns``
+    of kernels in the window) one host direction's copies (``ns_by_detail``: its idle ns by copy detail) ran with the
+    GPU idle more than twice as long as the kernels ran at all, so overlapping them with compute could hide less than
+    half of them: the bytes set the time (docs/FINDINGS.md, "Advice and the facts it needs")."""
+    ns = {p: sum(v for d, v in ns_by_detail.items() if path_of_detail(d) == p) for p in ("H2D", "D2H")}
+    path = max(ns, key=lambda p: (ns[p], p))
+    if ns[path] <= 2 * busy_ns:
+        return False, []
+    return True, [f"Device {dev} ran {dur(busy_ns)} of kernels in the window, less than half the {dur(ns[path])} "
+                  f"these {path} copies ran with the GPU idle: overlapping the copies with the kernels could hide at "
+                  "most that much; the rest takes fewer bytes over the host link or faster copies."]
+
+
 def large_copies(paths: Sequence[CopyPath]) -> Optional[bool]:
     """Whether the copies of ``paths`` average more than :data:`LARGE_COPY_BYTES` (None: no copy, or a path whose
     bytes the export does not record)."""

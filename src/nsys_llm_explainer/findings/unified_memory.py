@@ -27,8 +27,8 @@ def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult, 
     for d in considered:
         fd = full.device(d.device_id) if full is not None else None
         tail = f"; whole capture {fd.overlap_pct:.1f} %" if fd is not None else ""
-        ev.append(f"Device {d.device_id}: Unified-Memory migrations were in flight during {dur(d.overlap_ns)} of its "
-                  f"{dur(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in {where}{tail}.")
+        ev.append(f"Device {d.device_id}: Unified-Memory {w.overlap_of()} were in flight during {dur(d.overlap_ns)} "
+                  f"of its {dur(d.kernel_busy_ns)} of kernel time ({d.overlap_pct:.1f} %) in {where}{tail}.")
     if w.by_direction:
         ev.append(f"{fmt_count(w.migration_count, 'migration')}, {fmt_bytes(w.migration_bytes)}, "
                   f"{dur(w.migration_ns)} of GPU migration time in the window: " + "; ".join(
@@ -38,6 +38,10 @@ def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult, 
         ev.append("By migration cause: " + "; ".join(
             f"{r.label} {r.count:,}" for r in sorted(w.by_cause, key=lambda r: (-r.count, r.key)))
             + ".")
+    if w.overlap_of() != "migrations":
+        ev.append("User prefetches (`cudaMemPrefetchAsync`) move pages ahead of the kernels that read them, "
+                  "stream-ordered: a kernel does not wait on one it runs beside, so the kernel time under them is not "
+                  "counted above.")
     if um.sources.get("gpu_fault_table") and w.gpu_fault_events:
         ev.append(f"{w.gpu_page_faults:,} GPU page faults in {w.gpu_fault_events:,} fault groups (" + ", ".join(
             f"{r.access} {r.page_faults:,}" for r in w.gpu_faults_by_access) + ").")
@@ -70,8 +74,8 @@ def unified_memory_finding(um: Optional[UnifiedMemoryResult], active: Optional[A
     check = Check(METRIC, top.overlap_pct, ">=", MEDIUM_PCT, Scope(device_id=top.device_id))
     if not check.holds():
         return None
-    title = (f"Unified-Memory migrations run underneath {top.overlap_pct:.1f} % of the kernel time on device "
-             f"{top.device_id}: managed memory is moved while kernels run")
+    title = (f"Unified-Memory {um.steady.overlap_of()} run underneath {top.overlap_pct:.1f} % of the kernel time on "
+             f"device {top.device_id}: managed memory is moved while kernels run")
     return finding(
         "unified_memory", severity="high" if top.overlap_pct >= HIGH_PCT else "medium", title=title,
         evidence=_evidence(um.steady, considered, um, where), advice=ADVICE_IDS, facts=facts,

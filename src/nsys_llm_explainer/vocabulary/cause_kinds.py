@@ -37,8 +37,8 @@ class CauseKind:
 #: every kind, in precedence order
 CAUSE_KINDS: Tuple[CauseKind, ...] = (
     CauseKind("copy", "copy_bound", "a memcpy/memset was in flight", "GPU idle while a copy ran", "#00838f",
-              advice=("copy.overlap", "copy.overlap.torch", "copy.prefetch", "copy.prefetch.large", "copy.d2d",
-                      "copy.d2d.large"),
+              advice=("copy_pace.host.resident", "copy.overlap", "copy.overlap.torch", "copy.prefetch",
+                      "copy.prefetch.large", "copy.d2d", "copy.d2d.large"),
               title="Copies keep the kernels waiting: {what} copies fill {share:.1f} % of the window",
               title_many="Copies keep the kernels waiting: {share:.1f} % of the window",
               by="copy kind"),

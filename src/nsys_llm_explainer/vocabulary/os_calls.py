@@ -27,7 +27,7 @@ WAIT_CALLS: FrozenSet[str] = frozenset((
     "wait", "waitpid", "waitid", "wait3", "wait4",
     # messages, sockets, queues
     "recv", "recvfrom", "recvmsg", "recvmmsg", "accept", "accept4", "msgrcv", "mq_receive", "mq_timedreceive",
-    "io_getevents", "io_uring_enter",
+    "io_uring_enter",
 ))
 
 #: calls that read, write, open, map or sync files: the thread's own I/O
@@ -38,6 +38,9 @@ FILE_IO_CALLS: FrozenSet[str] = frozenset((
     "sync_file_range", "lseek", "stat", "lstat", "fstat", "fstatat", "newfstatat", "statx", "access", "faccessat",
     "readlink", "opendir", "readdir", "closedir", "getdents", "sendfile", "copy_file_range", "splice",
     "fallocate", "posix_fadvise", "truncate", "ftruncate", "unlink", "rename", "mkdir",
+    # Linux AIO (libaio: DeepSpeed's NVMe offload) reads and writes files only: waiting for its completions is the
+    # thread's own file I/O, as a blocking ``pread`` is (``io_uring_enter`` serves sockets too: it stays a wait)
+    "io_submit", "io_getevents",
 ))
 
 

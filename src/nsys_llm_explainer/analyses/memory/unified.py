@@ -25,6 +25,9 @@ CAUSE = {-1: "not recorded", 0: "unknown", 1: "user prefetch", 2: "page fault (c
          3: "speculative prefetch", 4: "eviction", 5: "access counters"}
 #: ENUM_CUDA_UNIF_MEM_ACCESS_TYPE labels
 ACCESS = {0: "unknown", 1: "read", 2: "write", 3: "atomic", 4: "prefetch"}
+#: ``migrationCause`` of a ``cudaMemPrefetchAsync`` migration: stream-ordered ahead of the kernels that read the pages,
+#: it never holds up a kernel it runs beside, so kernel time under it is not "kernel time under migrations"
+USER_PREFETCH = 1
 TOP_CPU = 10
 GPU_TABLE = "CUDA_UM_GPU_PAGE_FAULT_EVENTS"
 CPU_TABLE = "CUDA_UM_CPU_PAGE_FAULT_EVENTS"
@@ -105,6 +108,12 @@ class UmWindow(FieldsJson):
 
     def device(self, device_id: int) -> Optional[UmDevice]:
         return next((d for d in self.devices if d.device_id == device_id), None)
+
+    def overlap_of(self) -> str:
+        """The migrations ``overlap_ns`` counts, in words: "migrations", or "migrations other than user prefetches"
+        when the window has some (:data:`USER_PREFETCH`: not counted)."""
+        return "migrations" + (" other than user prefetches" if any(
+            r.key == USER_PREFETCH and r.count for r in self.by_cause) else "")
 
 
 @dataclass(frozen=True)
@@ -188,18 +197,20 @@ def _window(m: TraceModel, which: str, w0: int, w1: int) -> UmWindow:
     e0 = np.empty(0, np.int64)
     mig_rows, fault_rows = dict(rows_by_value(dev)), dict(rows_by_value(fdev))   # one sort each, no mask per device
     union_of = kernel_unions(m)
+    ahead = cause == USER_PREFETCH
     for d in sorted(set(mig_rows) | set(fault_rows)):
         sel = mig_rows.get(d, e0)
-        mig = iv.union_blocks(s[sel], e[sel])
-        ku = union_of(d)
-        over = int(iv.overlap_length(ku, mig.start, mig.end).sum()) if len(mig) and len(ku) else 0
+        mig, ku = iv.union_blocks(s[sel], e[sel]), union_of(d)
+        others = sel[~ahead[sel]]     # kernel time under user prefetches is not counted (USER_PREFETCH)
+        over, under = (int(iv.overlap_length(ku, u.start, u.end).sum()) if len(u) and len(ku) else 0
+                       for u in (iv.union_blocks(s[others], e[others]), mig))
         kb = ku.length
         fsel = fault_rows.get(d, e0)
         devices.append(UmDevice(
             device_id=int(d), migration_count=int(sel.shape[0]),
             migration_bytes=bytes_or_none(int(nb0[sel].sum()), int(known[sel].sum()), int(sel.shape[0])),
             migration_ns=int(dur[sel].sum()), migration_union_ns=mig.length, kernel_busy_ns=kb, overlap_ns=over,
-            overlap_pct=100.0 * over / kb if kb > 0 else 0.0, migration_idle_ns=mig.length - over,
+            overlap_pct=100.0 * over / kb if kb > 0 else 0.0, migration_idle_ns=mig.length - under,
             gpu_fault_events=int(fsel.shape[0]), gpu_page_faults=int(nf[fsel].sum()),
             gpu_fault_union_ns=iv.union_blocks(fs[fsel], fe[fsel]).length))
     kb_all = sum(x.kernel_busy_ns for x in devices)

@@ -54,8 +54,9 @@ def _items(w: UmWindow, full: Optional[UmWindow], same: bool) -> List[Inline]:
         out.append(inline(f"CPU page faults: {fmt_int(w.cpu_fault_count)}",
                           ("; functions ", funcs) if funcs else None, ("; modules ", mods) if mods else None, "."))
     if not same and full is not None:
+        them = "those other than user prefetches " if full.overlap_of() != "migrations" else ""
         out.append((f"Whole capture: {fmt_count(full.migration_count, 'migration')} "
-                    f"({fmt_bytes(full.migration_bytes)}), under {fmt_pct(full.overlap_pct)} % of kernel "
+                    f"({fmt_bytes(full.migration_bytes)}), {them}under {fmt_pct(full.overlap_pct)} % of kernel "
                     f"time; {fmt_int(full.gpu_page_faults)} GPU and {fmt_int(full.cpu_fault_count)} CPU "
                     "page faults.",))
     return out
@@ -71,7 +72,7 @@ def sec_unified_memory(v: View) -> SectionResult:
     where = "the whole capture" if same else window_name(rw.method, rw.details.bins is not None, v.r.window_repeats)
     note = inline(f"{fmt_int(w.migration_count)} Unified-Memory migrations "
                   f"({fmt_bytes(w.migration_bytes)}, {fmt_dur(w.migration_ns)} of GPU migration "
-                  f"time) in {where}. Migrations were in flight during {fmt_dur(w.overlap_ns)} of "
+                  f"time) in {where}. {w.overlap_of().capitalize()} were in flight during {fmt_dur(w.overlap_ns)} of "
                   f"{fmt_dur(w.kernel_busy_ns)} of kernel time "
                   f"({fmt_pct(w.overlap_pct)} %); {fmt_dur(w.migration_idle_ns)} of migration time ran "
                   "with no kernel (idle, under the ", Code("copy"), " idle cause).")

@@ -40,7 +40,8 @@ from .metric import PERIOD, STEP
 from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, Share, StepInfo, TraceSummary
 
 KERNEL_ROWS = 15
-CHANGE_TEXT = {"new": "new", "gone": "gone", "severity": "severity changed", "same": "unchanged"}
+CHANGE_TEXT = {"new": "new", "gone": "gone", "severity": "severity changed", "same": "unchanged",
+               "untraced": "not traced in the other"}
 CATEGORY_COLORS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#c62828", "#9e9d24", "#4527a0",
                    "#ad1457", "#00695c", "#5d4037", "#283593", "#f9a825", "#7cb342", "#039be5", "#8d6e63")
 NON_GPU_COLOR = "#bdbdbd"

@@ -135,7 +135,8 @@ class Delta(FieldsJson):
 class FindingChange(FieldsJson):
     id: str
     category: str
-    change: str                       # "new" | "gone" | "severity" | "same"
+    change: str                       # "new" | "gone" | "severity" | "same" | "untraced" (the other capture lacks
+    #                                   the finding's evidence: docs/COMPARE.md)
     base_severity: Optional[str]
     new_severity: Optional[str]
     title: str

@@ -26,7 +26,9 @@ from synth import TraceBuilder
 from synth.scenarios.names import K
 
 import nsys_llm_explainer as nle
+from nsys_llm_explainer.comparison.document import compare_document
 from nsys_llm_explainer.comparison.gate import gate
+from nsys_llm_explainer.render.markdown import write_markdown
 
 US = 1_000
 MS = 1_000_000
@@ -84,7 +86,8 @@ def test_a_capture_without_os_runtime_calls_moves_no_host_time_between_causes(tm
     Now, some trace lacking OS-runtime calls, `osrt`, `nvtx` and `host_cpu` count as `host_cpu` in every trace (a
     wait inside a range goes to the range, one outside to `host_cpu`: only their sum is known): 625 µs a step in
     both, no part changed, no such line; the trace notes say why, and `idle_osrt` is "untraced" (the other capture
-    cannot show it), not gone."""
+    cannot show it), not gone. Its other findings are each report's own, so the findings table first says the captures
+    differ (``capture_differences``)."""
     base, new = _loop(tmp_path / "b.sqlite", flavor=flavor), _loop(tmp_path / "n.sqlite", osrt=False, flavor=flavor)
     res = nle.compare([base, new], labels=["OSRT", "PLAIN"])
     c, (b, n) = res.comparisons[0], res.traces
@@ -98,6 +101,14 @@ def test_a_capture_without_os_runtime_calls_moves_no_host_time_between_causes(tm
     assert b.notes == ("idle causes nvtx (the host inside NVTX ranges) and osrt (the host in an OS call) " + why,)
     assert n.notes == ("idle cause nvtx (the host inside NVTX ranges) " + why,)
     assert {f.id: f.change for f in c.finding_changes}["idle_osrt"] == "untraced"
+    # PLAIN's report finds a per-step sync whose host work after it holds the `epoll_wait` it could not see: the
+    # findings table says the captures differ before it lists "new"
+    assert {f.id: f.change for f in c.finding_changes}["step_sync"] == "new"
+    assert c.capture_differences == ("PLAIN recorded no OS-runtime call (--trace=osrt)",)
+    md = write_markdown(compare_document(res))
+    assert ("The captures differ: PLAIN recorded no OS-runtime call (--trace=osrt). Each report's findings read what "
+            "its own capture records, so a finding new, gone or of another severity here may be the capture's "
+            "difference, not the code's.") in md
 
 
 @pytest.mark.parametrize("flavor", ["2021.5", "2024.2"])
@@ -123,6 +134,7 @@ def test_a_capture_without_nvtx_folds_the_os_calls_a_range_would_have_held(tmp_p
     assert [{s.name: s.ns for s in t.idle_by_kind if s.name in ("host_cpu", "osrt", "nvtx")} for t in (b, n)] == [
         {"host_cpu": 10_785 * US, "osrt": 13_700 * US}, {"host_cpu": 10_725 * US, "osrt": 13_650 * US}]
     assert {d.detail for d in c.idle_detail_changes if d.name == "osrt"} == {"epoll_wait", "pthread_mutex_lock"}
+    assert c.capture_differences == ("BARE recorded no NVTX range",)
     assert b.notes == ("idle cause nvtx (the host inside NVTX ranges) counted as host_cpu: BARE recorded no NVTX "
                        "range, so no trace's host time outside CUDA calls is split by range",)
     assert n.notes == ("idle cause osrt (the host in an OS call that does not wait) counted as host_cpu: BARE "
@@ -136,7 +148,7 @@ def test_cpu_samples_change_nothing_compared(tmp_path: Path) -> None:
     c, (b, n) = res.comparisons[0], res.traces
     assert _idle(b) == _idle(n) == FULL
     assert c.verdict == "no_change" and c.main_reason is None
-    assert {f.change for f in c.finding_changes} == {"same"} and b.notes == n.notes == ()
+    assert {f.change for f in c.finding_changes} == {"same"} and b.notes == n.notes == () == c.capture_differences
 
 
 @pytest.mark.parametrize("flavor", ["2024.2", "2026.2"])

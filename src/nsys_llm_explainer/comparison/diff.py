@@ -17,6 +17,7 @@ from .measure import (
     HOST_PACED,
     NON_GPU,
     NOT_RENAMED,
+    UNSEEN,
     Facts,
     Renamed,
     kernel_time_in_common,
@@ -320,6 +321,7 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
     main = _main_reason(cats, kinds, details, (wn - wb) if wb is not None and wn is not None else None)
     if verdict == "no_change" and main is not None and fmt_ms(abs(main.delta_per_unit_ns or 0)) == fmt_ms(0):
         main = None   # a largest change that reads "+0.000 ms" (a window edge moving a few ns per unit) is none
+    blind = (unseen(fb.report), unseen(fn.report))
     c = Comparison(
         base=b.label, new=n.label, status=status, reasons=reasons, similarity=sim,
         common_kernel_share=min(common), gpus_match=gpus_match,
@@ -327,5 +329,7 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
         verdict=verdict, headline=(), main_reason=main, busy_pct_base=b.busy_pct,
         busy_pct_new=n.busy_pct, window_per_unit_base_ns=wb, window_per_unit_new_ns=wn, idle_changes=kinds,
         idle_detail_changes=details[:IDLE_DETAIL_ROWS], category_changes=cats, kernel_deltas=kern,
-        finding_changes=_finding_changes(b, n, (unseen(fb.report), unseen(fn.report))))
+        finding_changes=_finding_changes(b, n, blind),
+        capture_differences=tuple(f"{t.label} recorded no {what}" for t, x, y in ((b, *blind), (n, *blind[::-1]))
+                                  for kind, _, what, _ in UNSEEN if kind in x and kind not in y))
     return replace(c, headline=_headline(spec, c, details, b, n, renamed))

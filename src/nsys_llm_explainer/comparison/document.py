@@ -235,8 +235,11 @@ def _pair(i: int, c: Comparison, unit: str, top: int) -> List[Section]:
     return [Section(f"pair-{i}", inline("Top kernel changes: ", title), (
                 para(f"Kernel time per {unit} by name (analysis window, all devices), largest absolute change first."),
                 TablePart(kcols, list(c.kernel_deltas[:top]), (), f"kernels-{i}")), "Kernels" if i == 0 else ""),
-            Section(f"findings-{i}", inline("Findings: ", title),
-                    (TablePart(fcols, list(c.finding_changes), (), f"findings-{i}"),), "Findings" if i == 0 else "")]
+            Section(f"findings-{i}", inline("Findings: ", title), ((para(
+                "The captures differ: ", Data("; ".join(c.capture_differences)), ". Each report's findings read what "
+                "its own capture records, so a finding new, gone or of another severity here may be the capture's "
+                "difference, not the code's."),) if c.capture_differences else ()) + (
+                    TablePart(fcols, list(c.finding_changes), (), f"findings-{i}"),), "Findings" if i == 0 else "")]
 
 
 def compare_document(d: CompareResult, top: Optional[int] = None) -> Document:

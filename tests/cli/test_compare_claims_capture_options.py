@@ -3,7 +3,7 @@ without OS-runtime calls, NVTX, CPU samples; CUDA graphs traced at node or graph
 one. The workload did not change, so no difference may be attributed to it. Truth by construction; every answer
 hand-computed.
 
-The loop (``_loop``, exact TraceBuilder rows, no jitter): 40 steps of a decode engine, one every 1 ms from t = 1 ms,
+The loop (``_loop``, exact TraceBuilder rows, no jitter): 40 steps of a decode engine, one every 1 ms from t = 6 ms,
 on thread 100 of pid 100, GPU 0. Per step from its start t: an ``epoll_wait`` (waits) [t, t + 300) µs, Python until
 t + 400 µs, then the NVTX range ``execute_model`` from t + 400 µs to 15 µs after the last kernel; in it an ``ioctl``
 (does not wait) [t + 410, t + 430) µs when ``ioctl``, a ``pthread_mutex_lock`` (waits) [t + 450, t + 500) µs, a
@@ -42,15 +42,21 @@ FULL = {"host_cpu": 215 * US, "osrt": 350 * US, "nvtx": 60 * US, "launch": 7_795
 
 
 def _loop(path: Path, *, osrt: bool = True, nvtx: bool = True, samples: bool = True, node: bool = True,
-          ioctl: bool = False, flavor: str = "2024.2") -> str:
+          ioctl: bool = False, flavor: str = "2024.2", period: int = MS, first: int = 0, last: int = 40,
+          cold: int = 0, startup: bool = False) -> str:
     """The loop of the module docstring; ``samples``: a CPU sample every 50 µs of the host work outside CUDA calls;
-    ``node``: the graph's kernels recorded (``--cuda-graph-trace=node``), else one graph-level row per launch."""
+    ``node``: the graph's kernels recorded (``--cuda-graph-trace=node``), else one graph-level row per launch; steps
+    ``first`` to ``last`` − 1 of a loop whose step i starts at 6 ms + i × ``period``, its first ``cold`` steps' graph
+    kernels 3 times as long; ``startup``: a ``cuModuleLoadData`` [1, 4) ms and a ``cudaMalloc`` [4, 5) ms before."""
     b = TraceBuilder(flavor=flavor)
     b.process(100)
     g = b.thread(100, 100)
     b.gpu(0, name="NVIDIA H100 80GB HBM3")
-    t = MS
-    for _ in range(40):
+    if startup:
+        b.runtime(MS, 4 * MS, tid_g=g, name="cuModuleLoadData")
+        b.runtime(4 * MS, 5 * MS, tid_g=g, name="cudaMalloc_v3020")
+    for i in range(first, last):
+        t = 6 * MS + i * period
         for a, e in ((t + 300 * US, t + 450 * US), (t + 885 * US, t + MS)) if samples else ():
             for x in range(a + 25 * US, e, 50 * US):
                 b.cpu_sample(x, tid_g=g, frames=PY)
@@ -61,6 +67,7 @@ def _loop(path: Path, *, osrt: bool = True, nvtx: bool = True, samples: bool = T
                 b.osrt(t + 410 * US, t + 430 * US, tid_g=g, name="ioctl")
         k, ks = t + 510 * US, []
         for name, dur in GRAPHED:
+            dur *= 3 if i < cold else 1
             ks.append((k, k + dur * US, name))
             k += dur * US
         b.graph_launch(t + 500 * US, t + 508 * US, pid=100, tid=100, kernels=ks, node_mode=node)
@@ -69,7 +76,6 @@ def _loop(path: Path, *, osrt: bool = True, nvtx: bool = True, samples: bool = T
         b.sync(t + 515 * US, k + 15 * US, pid=100, corr=c)
         if nvtx:
             b.nvtx_push_pop(t + 400 * US, k + 25 * US, "execute_model", tid_g=g)
-        t += MS
     return b.write(str(path), overwrite=True)
 
 
@@ -180,3 +186,26 @@ def test_an_old_exporter_against_a_new_one_changes_nothing(tmp_path: Path) -> No
     c, (b, n) = res.comparisons[0], res.traces
     assert _idle(b) == _idle(n) == FULL
     assert c.verdict == "no_change" and c.main_reason is None and {f.change for f in c.finding_changes} == {"same"}
+
+
+@pytest.mark.parametrize("flavor", ["2022.4", "2026.2"])
+def test_a_whole_run_against_a_profiler_range_is_compared_over_the_warm_loop(tmp_path: Path, flavor: str) -> None:
+    """One loop of 60 steps, 2 ms apart, its first 3 steps cold (the graph's kernels 3 times as long: 1 050 µs, the
+    period still 2 ms: the host paces the loop). BASE captured the whole run — a module load and an allocation before
+    the loop, every step; NEW with ``--capture-range=cudaProfilerApi`` from step 20 on (40 steps). Truth: the same
+    loop. Both medians are 2.000 ms; the cold periods are no longer than the rest, so the warm-up rule by period kept
+    them in BASE's span, and its parts were over 59 periods with 3 cold ones: `gemm` (3 × 750 + 56 × 250) / 59 =
+    275.4 µs a step against 250, `host_cpu` (the cold kernels fill 700 µs of its idle) lower: "Largest change: GPU idle
+    with the host outside CUDA, NVTX and OS calls (idle cause `host_cpu`) +0.036 ms per step", a capture's warm-up
+    read as a change. Now a leading (or trailing) run of periods whose GPU work is over 2 × the process's median is
+    warm-up too (1 060 µs against 360): BASE's span is steps 3 → 59, 56 periods, each part as NEW's 39."""
+    base = _loop(tmp_path / "b.sqlite", flavor=flavor, period=2 * MS, last=60, cold=3, startup=True)
+    new = _loop(tmp_path / "n.sqlite", flavor=flavor, period=2 * MS, first=20, last=60)
+    res = nle.compare([base, new], labels=["WHOLE", "RANGE"])
+    c, (b, n) = res.comparisons[0], res.traces
+    assert (c.verdict, c.metric_base.p50_ns, c.metric_new.p50_ns, b.units, n.units) == ("no_change", 2 * MS, 2 * MS,
+                                                                                       56, 39)
+    assert {d.name: (d.base_per_unit_ns, d.delta_per_unit_ns) for d in c.category_changes} == {
+        "gemm": (250 * US, 0), "attention": (80 * US, 0), "norm": (20 * US, 0), "sampling": (10 * US, 0),
+        "non_gpu": (1_640 * US, 0)}
+    assert c.main_reason is None and not any("change:" in x for x in c.headline)

@@ -42,10 +42,11 @@ FULL = {"host_cpu": 215 * US, "osrt": 350 * US, "nvtx": 60 * US, "launch": 7_795
 
 
 def _loop(path: Path, *, osrt: bool = True, nvtx: bool = True, samples: bool = True, node: bool = True,
-          ioctl: bool = False, flavor: str = "2024.2", period: int = MS, first: int = 0, last: int = 40,
-          cold: int = 0, startup: bool = False) -> str:
+          ioctl: bool = False, waits: bool = True, flavor: str = "2024.2", period: int = MS, first: int = 0,
+          last: int = 40, cold: int = 0, startup: bool = False) -> str:
     """The loop of the module docstring; ``samples``: a CPU sample every 50 µs of the host work outside CUDA calls;
-    ``node``: the graph's kernels recorded (``--cuda-graph-trace=node``), else one graph-level row per launch; steps
+    ``node``: the graph's kernels recorded (``--cuda-graph-trace=node``), else one graph-level row per launch;
+    ``waits``: the ``epoll_wait`` and ``pthread_mutex_lock`` recorded where OS calls are (else the host runs); steps
     ``first`` to ``last`` − 1 of a loop whose step i starts at 6 ms + i × ``period``, its first ``cold`` steps' graph
     kernels 3 times as long; ``startup``: a ``cuModuleLoadData`` [1, 4) ms and a ``cudaMalloc`` [4, 5) ms before."""
     b = TraceBuilder(flavor=flavor)
@@ -60,9 +61,10 @@ def _loop(path: Path, *, osrt: bool = True, nvtx: bool = True, samples: bool = T
         for a, e in ((t + 300 * US, t + 450 * US), (t + 885 * US, t + MS)) if samples else ():
             for x in range(a + 25 * US, e, 50 * US):
                 b.cpu_sample(x, tid_g=g, frames=PY)
-        if osrt:
+        if osrt and waits:
             b.osrt(t, t + 300 * US, tid_g=g, name="epoll_wait")
             b.osrt(t + 450 * US, t + 500 * US, tid_g=g, name="pthread_mutex_lock")
+        if osrt:
             if ioctl:
                 b.osrt(t + 410 * US, t + 430 * US, tid_g=g, name="ioctl")
         k, ks = t + 510 * US, []
@@ -115,6 +117,23 @@ def test_a_capture_without_os_runtime_calls_moves_no_host_time_between_causes(tm
     assert ("The captures differ: PLAIN recorded no OS-runtime call (--trace=osrt). Each report's findings read what "
             "its own capture records, so a finding new, gone or of another severity here may be the capture's "
             "difference, not the code's.") in md
+
+
+def test_a_capture_without_os_runtime_calls_keeps_the_range_split_when_the_other_records_no_wait(
+        tmp_path: Path) -> None:
+    """The loop without its two waits (the host runs there), an ``ioctl`` (does not wait) inside the range; BASE with
+    OS-runtime calls, NEW without. BASE holds no idle in an OS call: the range comes before the ``ioctl``, and no call
+    waits. So no wait of NEW's can hide in its range or its `host_cpu` unless the loop changed: nothing is folded, and
+    the range's time stays `nvtx` (110 µs a step: 100 before the launch, 10 after the sync; `host_cpu` 515) in both.
+    Folding every host place whenever a capture lacks OS calls lost the range split of one loop for nothing (real
+    trace 14 against itself without its OS calls: its `nvtx` 88 % of the window became `host_cpu`)."""
+    base = _loop(tmp_path / "b.sqlite", waits=False, ioctl=True)
+    new = _loop(tmp_path / "n.sqlite", waits=False, ioctl=True, osrt=False)
+    res = nle.compare([base, new], labels=["OSRT", "PLAIN"])
+    c, (b, n) = res.comparisons[0], res.traces
+    assert [(x["host_cpu"], x["nvtx"], "osrt" in x) for x in (_idle(b), _idle(n))] == [(515 * US, 110 * US, False)] * 2
+    assert b.notes == n.notes == () and c.main_reason is None
+    assert c.capture_differences == ("PLAIN recorded no OS-runtime call (--trace=osrt)",)
 
 
 @pytest.mark.parametrize("flavor", ["2021.5", "2024.2"])

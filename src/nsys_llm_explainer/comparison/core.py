@@ -109,17 +109,20 @@ def _harness_ns(spec: MetricSpec, rep: Report) -> Dict[str, int]:
 
 def _fold_unseen(facts: List[Facts]) -> Tuple[List[Facts], List[str]]:
     """The facts with the host places some capture cannot show counted as ``host_cpu`` (:func:`.measure.fold_unseen`:
-    from the first place of the evidence — OS-runtime calls, NVTX ranges — some trace lacks and another has), and per
-    trace the note saying so ("" when its idle did not move): docs/COMPARE.md, "Where the change comes from"."""
+    from the first place that an evidence — OS-runtime calls, NVTX ranges — some trace lacks decides and that holds idle
+    in a trace that has it), and per trace the note saying so ("" when its idle did not move): docs/COMPARE.md, "Where
+    the change comes from"."""
     blind = [unseen(f.report) for f in facts]
-    differ = [u for u in UNSEEN if 0 < sum(u[0] in b for b in blind) < len(facts)]   # what only some captures lack
-    lack = [(f.label, [u for u in differ if u[0] in b]) for f, b in zip(facts, blind)]
+    firsts = {u[0]: min((i for f, b in zip(facts, blind) if u[0] not in b for k, ns in f.idle_detail.items() if ns
+                         for i in (host_place(*k),) if i in u[1]), default=None) for u in UNSEEN}
+    lack = [(f.label, [u for u in UNSEEN if u[0] in b and firsts[u[0]] is not None]) for f, b in zip(facts, blind)]
     lack = [(label, us) for label, us in lack if us]
     if not lack:
         return facts, [""] * len(facts)
-    first = min(u[1] for _, us in lack for u in us)
+    first = min(firsts[u[0]] or 0 for _, us in lack for u in us)
     why = "; ".join(f"{label} recorded no {' and no '.join(u[2] for u in us)}" for label, us in lack) + \
-        ", so no trace's host time outside CUDA calls is split by " + " or ".join(u[3] for u in UNSEEN if u[1] >= first)
+        ", so no trace's host time outside CUDA calls is split by " + \
+        " or ".join(u[3] for u in UNSEEN if min(u[1]) >= first or any(u in us for _, us in lack))
     out, notes = [], []
     for f in facts:
         g = fold_unseen(f, first)

@@ -121,8 +121,8 @@ def gather(rep: Report, label: str, path: str, periods: bool = False) -> Facts:
 #: the host-side places of the idle-cause precedence (docs/MODEL.md rows 10, 11, 11b, 12), each a kind and, for
 #: ``osrt``, whether its call waits: a thread outside CUDA calls takes the first place whose evidence covers it
 HOST_PLACES = (("osrt", True), ("nvtx", None), ("osrt", False), ("host_cpu", None))
-#: the evidence a capture may lack (its option), the first host place it defines, and what it records
-UNSEEN = (("osrt", 0, "OS-runtime call (--trace=osrt)", "OS call"), ("nvtx", 1, "NVTX range", "range"))
+#: the evidence a capture may lack (its option), the host places it decides, and what it records
+UNSEEN = (("osrt", (0, 2), "OS-runtime call (--trace=osrt)", "OS call"), ("nvtx", (1,), "NVTX range", "range"))
 #: the folded kinds in the trace notes
 UNSEEN_TEXT = {"osrt": "the host in an OS call", "nvtx": "the host inside NVTX ranges"}
 

@@ -6,7 +6,7 @@ import stat
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..analyses.common.stats import pct
@@ -15,7 +15,7 @@ from ..errors import CWD_GONE, InputError, OptionError, cwd_gone
 from ..paths import check_name, stat_or_none
 from ..vocabulary.windows import window_name
 from .diff import compare_pair, per_unit
-from .measure import HOST_PACED, NON_GPU, Facts, gather, nvtx_as_host_cpu
+from .measure import HOST_PACED, NON_GPU, UNSEEN, UNSEEN_TEXT, Facts, fold_unseen, gather, host_place, unseen
 from .metric import PERIOD, STEP, choose_metric, measure
 from .result import CompareResult, FindingBrief, MetricSpec, Share, StepInfo, TraceSummary
 
@@ -107,6 +107,34 @@ def _harness_ns(spec: MetricSpec, rep: Report) -> Dict[str, int]:
     return {"harness_kernel_ns": int(h.kernel_ns), "timed_kernel_ns": timed}
 
 
+def _fold_unseen(facts: List[Facts]) -> Tuple[List[Facts], List[str]]:
+    """The facts with the host places some capture cannot show counted as ``host_cpu`` (:func:`.measure.fold_unseen`:
+    from the first place that an evidence — OS-runtime calls, NVTX ranges — some trace lacks decides and that holds idle
+    in a trace that has it), and per trace the note saying so ("" when its idle did not move): docs/COMPARE.md, "Where
+    the change comes from"."""
+    blind = [unseen(f.report) for f in facts]
+    firsts = {u[0]: min((i for f, b in zip(facts, blind) if u[0] not in b for k, ns in f.idle_detail.items() if ns
+                         for i in (host_place(*k),) if i in u[1]), default=None) for u in UNSEEN}
+    lack = [(f.label, [u for u in UNSEEN if u[0] in b and firsts[u[0]] is not None]) for f, b in zip(facts, blind)]
+    lack = [(label, us) for label, us in lack if us]
+    if not lack:
+        return facts, [""] * len(facts)
+    first = min(firsts[u[0]] or 0 for _, us in lack for u in us)
+    why = "; ".join(f"{label} recorded no {' and no '.join(u[2] for u in us)}" for label, us in lack) + \
+        ", so no trace's host time outside CUDA calls is split by " + \
+        " or ".join(u[3] for u in UNSEEN if min(u[1]) >= first or any(u in us for _, us in lack))
+    out, notes = [], []
+    for f in facts:
+        g = fold_unseen(f, first)
+        kinds = sorted({k for k, d in f.idle_detail if k != "host_cpu" and host_place(k, d) in range(first, 3)}) \
+            if g is not f else []
+        out.append(g)
+        notes.append(f"idle cause{'s' if len(kinds) > 1 else ''} " + " and ".join(
+            f"{k} ({UNSEEN_TEXT[k] if first == 0 or k == 'nvtx' else UNSEEN_TEXT[k] + ' that does not wait'})"
+            for k in kinds) + f" counted as host_cpu: {why}" if kinds else "")
+    return out, notes
+
+
 def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] = None,
                     paths: Optional[Sequence[str]] = None) -> CompareResult:
     """Compare typed reports: ``reports[0]`` is BASE, each later one a NEW compared against it."""
@@ -123,13 +151,9 @@ def compare_reports(reports: Sequence[Report], labels: Optional[Sequence[str]] =
     spec = choose_metric(facts)
     if spec.name in (PERIOD, STEP):   # the parts over whole steps (docs/COMPARE.md, "Where the change comes from")
         facts = [gather(r, lab, p, periods=True) for r, lab, p in zip(reports, labels, paths)]
-    bare = [f.label for f in facts if not f.report.nvtx.available]
-    held = [bool(f.idle_kind.get("nvtx")) and bool(bare) for f in facts]
-    facts = [nvtx_as_host_cpu(f) if h else f for f, h in zip(facts, held)]   # docs/COMPARE.md: no split by range
+    facts, notes = _fold_unseen(facts)
     sums = [summarize(spec, f) for f in facts]
-    note = (f"idle cause nvtx (the host inside NVTX ranges) counted as host_cpu: {', '.join(bare)} recorded no "
-            "NVTX range, so no trace's host time outside CUDA calls is split by range")
-    sums = [replace(s, notes=s.notes + (note,)) if h else s for s, h in zip(sums, held)]
+    sums = [replace(s, notes=s.notes + (n,)) if n else s for s, n in zip(sums, notes)]
     comps = tuple(compare_pair(spec, facts[0], facts[i], sums[0], sums[i]) for i in range(1, len(facts)))
     warnings = tuple(f"{lab}: {w}" for r, lab in zip(reports, labels) for w in r.warnings)
     return CompareResult(__version__, spec, tuple(sums), comps, warnings,

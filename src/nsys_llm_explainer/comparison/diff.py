@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
+from ..analyses.common.stats import pct
 from ..findings.base import SEVERITY_RANK
 from ..vocabulary.cause_kinds import KIND
 from ..vocabulary.code_spans import code_name
@@ -16,11 +17,13 @@ from .measure import (
     HOST_PACED,
     NON_GPU,
     NOT_RENAMED,
+    UNSEEN,
     Facts,
     Renamed,
     kernel_time_in_common,
     precision_renamed,
     renamed_kinds,
+    unseen,
     weighted_jaccard,
 )
 from .metric import ITERATION, PERIOD, change
@@ -55,18 +58,23 @@ def _by_abs(rows: List[Delta]) -> Tuple[Delta, ...]:
                                              r.detail)))
 
 
-def _finding_changes(b: TraceSummary, n: TraceSummary) -> Tuple[FindingChange, ...]:
+def _finding_changes(b: TraceSummary, n: TraceSummary, blind: Tuple[Sequence[str], Sequence[str]]
+                     ) -> Tuple[FindingChange, ...]:
+    """By finding id; ``blind``: the idle kinds BASE's and NEW's captures cannot show (:func:`.measure.unseen`): the
+    finding of such a kind in one report only is ``untraced``, not ``new`` or ``gone``."""
     fb = {f.id: f for f in b.findings}
     fn = {f.id: f for f in n.findings}
     out = []
     for fid in list(fb) + [i for i in fn if i not in fb]:
         x, y = fb.get(fid), fn.get(fid)
         kind = "new" if x is None else "gone" if y is None else "same" if x.severity == y.severity else "severity"
+        if kind in ("new", "gone") and fid in {f"idle_{k}" for k in blind[kind == "gone"]}:
+            kind = "untraced"
         ref = y or x
         assert ref is not None
         out.append(FindingChange(fid, ref.category, kind, x.severity if x else None, y.severity if y else None,
                                  ref.title, x.time_at_stake_ns if x else None, y.time_at_stake_ns if y else None))
-    order = {"new": 0, "severity": 1, "gone": 2, "same": 3}
+    order = {"new": 0, "severity": 1, "gone": 2, "untraced": 3, "same": 4}
     return tuple(sorted(out, key=lambda c: (order[c.change], SEVERITY_RANK.get(c.new_severity or c.base_severity
                                                                                or "info", 9), c.id)))
 
@@ -74,7 +82,13 @@ def _finding_changes(b: TraceSummary, n: TraceSummary) -> Tuple[FindingChange, .
 def graph_only(t: TraceSummary) -> bool:
     """The trace's GPU was busy in its window but recorded no kernel: whole CUDA-graph executions of a graph-level
     trace (category ``graph_untraced``), not a capture with no GPU work."""
-    return t.kernel_count == 0 and any(s.name == GRAPH_UNTRACED and s.ns > 0 for s in t.categories)
+    return t.kernel_count == 0 and _untraced(t) > 0
+
+
+def _untraced(t: TraceSummary) -> int:
+    """The trace's busy ns that no kernel explains (category ``graph_untraced``: whole CUDA-graph executions of a
+    graph-level capture)."""
+    return sum(s.ns for s in t.categories if s.name == GRAPH_UNTRACED)
 
 
 def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary, n: TraceSummary,
@@ -91,6 +105,14 @@ def _status(spec: MetricSpec, common: Tuple[float, float], b: TraceSummary, n: T
         different.append(f"the kernels of {t.label} are not in the trace: its GPU work in {t.window_name} is whole "
                          "CUDA-graph executions traced without their kernels (nsys --cuda-graph-trace=node records "
                          "them)")
+    hidden = [(t, _untraced(t)) for t in (b, n) if _untraced(t)]
+    if len(hidden) == 1 and not graphs:   # one capture hides its graphs' kernels, the other records every kernel
+        (t, ns), = hidden
+        graphs.append(t)
+        different.append(f"{t.label} was captured without its CUDA graphs' kernels (nsys --cuda-graph-trace=graph, "
+                         f"the default): {pct(ns, t.busy_ns):.0f} % of its GPU busy time in {t.window_name} is whole-"
+                         f"graph executions, which {(n if t is b else b).label}'s capture records kernel by kernel "
+                         "(capture both with --cuda-graph-trace=node)")
     empty = [t.label for t in (b, n) if t.kernel_count == 0 and not graph_only(t)]
     if empty:
         words = {t.window_name for t in (b, n) if t.label in empty}
@@ -299,6 +321,7 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
     main = _main_reason(cats, kinds, details, (wn - wb) if wb is not None and wn is not None else None)
     if verdict == "no_change" and main is not None and fmt_ms(abs(main.delta_per_unit_ns or 0)) == fmt_ms(0):
         main = None   # a largest change that reads "+0.000 ms" (a window edge moving a few ns per unit) is none
+    blind = (unseen(fb.report), unseen(fn.report))
     c = Comparison(
         base=b.label, new=n.label, status=status, reasons=reasons, similarity=sim,
         common_kernel_share=min(common), gpus_match=gpus_match,
@@ -306,5 +329,7 @@ def compare_pair(spec: MetricSpec, fb: Facts, fn: Facts, b: TraceSummary, n: Tra
         verdict=verdict, headline=(), main_reason=main, busy_pct_base=b.busy_pct,
         busy_pct_new=n.busy_pct, window_per_unit_base_ns=wb, window_per_unit_new_ns=wn, idle_changes=kinds,
         idle_detail_changes=details[:IDLE_DETAIL_ROWS], category_changes=cats, kernel_deltas=kern,
-        finding_changes=_finding_changes(b, n))
+        finding_changes=_finding_changes(b, n, blind),
+        capture_differences=tuple(f"{t.label} recorded no {what}" for t, x, y in ((b, *blind), (n, *blind[::-1]))
+                                  for kind, _, what, _ in UNSEEN if kind in x and kind not in y))
     return replace(c, headline=_headline(spec, c, details, b, n, renamed))

@@ -40,7 +40,8 @@ from .metric import PERIOD, STEP
 from .result import COMPARE_SCHEMA_VERSION, CompareResult, Comparison, Share, StepInfo, TraceSummary
 
 KERNEL_ROWS = 15
-CHANGE_TEXT = {"new": "new", "gone": "gone", "severity": "severity changed", "same": "unchanged"}
+CHANGE_TEXT = {"new": "new", "gone": "gone", "severity": "severity changed", "same": "unchanged",
+               "untraced": "not traced in the other"}
 CATEGORY_COLORS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#c62828", "#9e9d24", "#4527a0",
                    "#ad1457", "#00695c", "#5d4037", "#283593", "#f9a825", "#7cb342", "#039be5", "#8d6e63")
 NON_GPU_COLOR = "#bdbdbd"
@@ -234,8 +235,11 @@ def _pair(i: int, c: Comparison, unit: str, top: int) -> List[Section]:
     return [Section(f"pair-{i}", inline("Top kernel changes: ", title), (
                 para(f"Kernel time per {unit} by name (analysis window, all devices), largest absolute change first."),
                 TablePart(kcols, list(c.kernel_deltas[:top]), (), f"kernels-{i}")), "Kernels" if i == 0 else ""),
-            Section(f"findings-{i}", inline("Findings: ", title),
-                    (TablePart(fcols, list(c.finding_changes), (), f"findings-{i}"),), "Findings" if i == 0 else "")]
+            Section(f"findings-{i}", inline("Findings: ", title), ((para(
+                "The captures differ: ", Data("; ".join(c.capture_differences)), ". Each report's findings read what "
+                "its own capture records, so a finding new, gone or of another severity here may be the capture's "
+                "difference, not the code's."),) if c.capture_differences else ()) + (
+                    TablePart(fcols, list(c.finding_changes), (), f"findings-{i}"),), "Findings" if i == 0 else "")]
 
 
 def compare_document(d: CompareResult, top: Optional[int] = None) -> Document:

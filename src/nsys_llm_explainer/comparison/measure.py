@@ -17,6 +17,7 @@ from ..analyses.kernels.categories import CategoryResult, classify
 from ..analyses.kernels.starts import KernelStarts
 from ..analyses.steps.periods import PeriodSpan
 from ..findings.launch_bound import launch_bound_devices
+from ..vocabulary.os_calls import is_wait
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -117,18 +118,40 @@ def gather(rep: Report, label: str, path: str, periods: bool = False) -> Facts:
                  pp.span if pp is not None else None)
 
 
-def nvtx_as_host_cpu(f: Facts) -> Facts:
-    """``f`` with its ``nvtx`` idle (the host inside NVTX ranges, outside CUDA calls) counted as ``host_cpu`` (the
-    host outside CUDA calls, NVTX ranges and OS calls): the split of one capture's host time by range cannot be set
-    against a capture with no range (docs/COMPARE.md, "Where the change comes from")."""
-    ns = f.idle_kind.get("nvtx", 0)
-    if not ns:
+#: the host-side places of the idle-cause precedence (docs/MODEL.md rows 10, 11, 11b, 12), each a kind and, for
+#: ``osrt``, whether its call waits: a thread outside CUDA calls takes the first place whose evidence covers it
+HOST_PLACES = (("osrt", True), ("nvtx", None), ("osrt", False), ("host_cpu", None))
+#: the evidence a capture may lack (its option), the host places it decides, and what it records
+UNSEEN = (("osrt", (0, 2), "OS-runtime call (--trace=osrt)", "OS call"), ("nvtx", (1,), "NVTX range", "range"))
+#: the folded kinds in the trace notes
+UNSEEN_TEXT = {"osrt": "the host in an OS call", "nvtx": "the host inside NVTX ranges"}
+
+
+def unseen(rep: Report) -> Tuple[str, ...]:
+    """The kinds of :data:`UNSEEN` whose evidence the capture of ``rep`` lacks (no OS-runtime call, no NVTX range)."""
+    has = {"osrt": rep.facts.os_runtime, "nvtx": rep.nvtx.available}
+    return tuple(u[0] for u in UNSEEN if not has[u[0]])
+
+
+def host_place(kind: str, detail: str) -> int:
+    """The index in :data:`HOST_PLACES` of an idle cause (-1: not a host place)."""
+    return next((i for i, (k, w) in enumerate(HOST_PLACES) if k == kind and w in (None, is_wait(detail))), -1)
+
+
+def fold_unseen(f: Facts, first: int) -> Facts:
+    """``f`` with the idle of every host place from ``first`` on counted as ``host_cpu`` (detail empty). A capture
+    without the evidence of a place charges that place's time to the places after it (an OS call that waits inside an
+    NVTX range to the range, one outside to ``host_cpu``; a range's time to the OS call that does not wait inside it,
+    or ``host_cpu``), so only their sum can be set against it (docs/COMPARE.md, "Where the change comes from")."""
+    moved = {k: ns for k, ns in f.idle_detail.items() if host_place(*k) >= first}
+    if not sum(v for k, v in moved.items() if k[0] != "host_cpu"):
         return f
-    kind = {k: v for k, v in f.idle_kind.items() if k != "nvtx"}
-    kind["host_cpu"] = kind.get("host_cpu", 0) + ns
-    detail = {k: v for k, v in f.idle_detail.items() if k[0] != "nvtx"}
-    detail[("host_cpu", "")] = detail.get(("host_cpu", ""), 0) + ns
-    return replace(f, idle_kind=kind, idle_detail=detail)
+    detail = {k: v for k, v in f.idle_detail.items() if k not in moved}
+    detail[("host_cpu", "")] = sum(moved.values())
+    kind: Counter[str] = Counter()
+    for (k, _), ns in detail.items():
+        kind[k] += ns
+    return replace(f, idle_kind=dict(kind), idle_detail=detail)
 
 
 # ------------------------------------------------------------------------------------------ similarity

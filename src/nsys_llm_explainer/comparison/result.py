@@ -135,7 +135,8 @@ class Delta(FieldsJson):
 class FindingChange(FieldsJson):
     id: str
     category: str
-    change: str                       # "new" | "gone" | "severity" | "same"
+    change: str                       # "new" | "gone" | "severity" | "same" | "untraced" (the other capture lacks
+    #                                   the finding's evidence: docs/COMPARE.md)
     base_severity: Optional[str]
     new_severity: Optional[str]
     title: str
@@ -173,6 +174,9 @@ class Comparison(FieldsJson):
     category_changes: Tuple[Delta, ...] = ()   # per category and non_gpu
     kernel_deltas: Tuple[Delta, ...] = ()      # by kernel name, largest |Δ| first
     finding_changes: Tuple[FindingChange, ...] = ()
+    #: what one capture of the pair records and the other does not ("PLAIN recorded no OS-runtime call
+    #: (--trace=osrt)"): the host places folded (docs/COMPARE.md), and each report's findings read only its own capture
+    capture_differences: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     from .metrics import StepArrays
 
 PAUSE = 10   # idle between two steps longer than this many median step periods: a pause, not a step
-#: a process's leading or trailing run of step periods over this many of its median periods is warm-up or wind-down:
-#: outside the span the comparison splits into parts (its median leaves them out as well: docs/COMPARE.md)
+#: a process's leading or trailing run of step periods over this many of its median periods, or whose GPU work is over
+#: this many times its median, is warm-up or wind-down: outside the span the comparison splits into parts
+#: (docs/COMPARE.md)
 WARMUP = 2
 
 
@@ -81,8 +82,9 @@ class PeriodSpan:
 
 def period_span(a: Optional[StepArrays], w0: int, w1: int) -> Optional[PeriodSpan]:
     """The :class:`PeriodSpan` of the steps starting inside ``[w0, w1]``, each process's leading and trailing run of
-    periods over :data:`WARMUP` × its median period (warm-up, wind-down) left out; None when it holds no period (fewer
-    than two steps of one process)."""
+    periods over :data:`WARMUP` × its median period or GPU work in the period (``gpu_busy`` + ``gap_busy``) over
+    :data:`WARMUP` × its median (warm-up, wind-down: cold kernels in a loop the host paces) left out; None when it holds
+    no period (fewer than two steps of one process)."""
     if a is None or len(a) < 2:
         return None
     inside = (a.start >= w0) & (a.start <= w1)
@@ -91,12 +93,14 @@ def period_span(a: Optional[StepArrays], w0: int, w1: int) -> Optional[PeriodSpa
         return None
     o = np.lexsort((s, pid))
     s, pid = s[o], pid[o]
+    busy = (a.gpu_busy + (a.gap_busy if a.gap_busy is not None else 0))[inside][o][:-1]   # GPU work in the period
     same = (pid[1:] == pid[:-1]) & (s[1:] > s[:-1])
     per = s[1:] - s[:-1]
     firsts, lasts, n = [], [], 0
     for p in np.unique(pid[1:][same]).tolist():   # per process (a handful), not per step
         j = np.flatnonzero(same & (pid[1:] == p))
-        typical = j[per[j] <= WARMUP * float(np.median(per[j]))]
+        typical = j[(per[j] <= WARMUP * float(np.median(per[j]))) & (busy[j] <= WARMUP * float(np.median(busy[j])))]
+        typical = typical if typical.shape[0] else j[per[j] <= WARMUP * float(np.median(per[j]))]
         j = j[(j >= typical[0]) & (j <= typical[-1])]
         firsts.append(int(s[j[0]]))
         lasts.append(int(s[j[-1] + 1]))

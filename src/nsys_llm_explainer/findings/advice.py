@@ -33,7 +33,7 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     "host_copies_pageable": (True, False, None),
     "copies_overlap_kernels": (True, False, None),
     "copies_async_side_stream": (True, False, None),
-    # the gaps' host thread is sampled elsewhere but never inside these gaps (findings/idle._sampled_facts)
+    # the gaps' host thread is sampled elsewhere but never inside these gaps (findings/waits.sampled_facts)
     "host_thread_off_cpu": (True, False),
     # the trace runs custom (non-NCCL) all-reduce kernels (analyses/comms/nccl.py); set by findings/comm_exposed.py
     # only (not in the trace-level advice_facts)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from synth import TraceBuilder
 
-from nsys_llm_explainer.analyses.kernels import traits
+from nsys_llm_explainer.analyses.kernels import stack, traits
 from nsys_llm_explainer.analyses.kernels.categories import CategoryResult, CategoryShare, analyze_categories, classify
 from nsys_llm_explainer.analyses.kernels.category_split import nonoverlap_split
 from nsys_llm_explainer.config.categories import CATEGORY_NAMES, PRESET_DIR, PRESETS, builtin_preset, load_rules
@@ -350,7 +350,7 @@ def test_category_rules_shared_with_traits() -> None:
     category holds the kernels the training workload reads, the XLA fusions the ones that make it unknown)."""
     rules = builtin_preset("generic").rules
     assert [rx for rx, c in rules if c == "optimizer"] == [traits._RX["optimizer"].pattern]
-    assert (traits.XLA_FUSION, "elementwise") in rules
+    assert (stack.XLA_FUSION, "elementwise") in rules
 
 
 def test_category_names_and_presets_load() -> None:

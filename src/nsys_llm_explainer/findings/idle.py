@@ -249,7 +249,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             checks += pause[1]
         if pause is not None and pause[1] and not (growth or startup or tuned):   # a pause (its check): its advice
             dropped = [i for i in ids if speaks_of_steps(i)]     # and the lines under them (`.torch` of a line)
-            # the pause lines of every workload (advice.PAUSE_EXAMPLES): the facts keep the one of this trace's
+            # the pause lines of every workload (advice_idle.PAUSE_EXAMPLES): the facts keep the one of this trace's
             ids = ["pause.one_gap", "pause.one_gap.inference", "pause.one_gap.unknown", "pause.torch"] + \
                 [i for i in ids if not any(i == d or i.startswith(d + ".") for d in dropped)]
         if elsewhere_line is not None:    # another process ran while it did not: its data, not host code to profile

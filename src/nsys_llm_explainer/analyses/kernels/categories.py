@@ -17,7 +17,7 @@ from ...config.categories import (
     build_rules,
 )
 from ...config.patterns import first_match, for_matching
-from ...jsonable import NOT_IN_JSON, FieldsJson
+from ...jsonable import NOT_IN_JSON, FieldsJson, Outcome
 from ...model.names import distinct_small
 from ...model.timeline import copy_kind_label, rows_by_value
 from ...model.trace import Memcpy, TraceModel
@@ -138,9 +138,7 @@ class CategoryPhase(FieldsJson):
 
 
 @dataclass(frozen=True)
-class CategoryResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class CategoryResult(Outcome):
     preset: str = "generic"
     preset_reason: str = ""
     detect_pct: Dict[str, float] = field(default_factory=dict)

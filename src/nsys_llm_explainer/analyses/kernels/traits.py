@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...config.patterns import for_matching
-from ...jsonable import NOT_IN_JSON, FieldsJson
+from ...jsonable import NOT_IN_JSON, FieldsJson, Outcome
 from ...model.names import short
 from ...model.trace import TraceModel
 from ...vocabulary.code_spans import code_name
@@ -149,12 +149,10 @@ class AutotunePass:
 
 
 @dataclass(frozen=True)
-class KernelTraitsResult(FieldsJson):
+class KernelTraitsResult(Outcome):
     """Traits of the window's kernels, the workload kind and the software stack (the GPUs' capabilities are
     facts: :mod:`facts`)."""
 
-    available: bool
-    reason: Optional[str]
     kernel_count: int
     total_kernel_ns: int
     traits: Dict[str, TraitHit]

@@ -6,18 +6,18 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Tuple
 
 from ..analyses.api.classes import GRAPH_LAUNCH, normalize
 from ..analyses.api.cuda_api import CudaApiResult
 from ..analyses.idle.causes import IdleCause, IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
-from ..analyses.idle.host_samples import SHOWN_KINDS, HostSamplesResult, samples_evidence
+from ..analyses.idle.host_samples import SHOWN_KINDS, UNSAMPLED_KEY, HostSamplesResult, samples_evidence
 from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.memory.copy_engines import CopyEnginesResult
 from ..analyses.nvtx.attribution import AttributionResult
-from ..analyses.steps.sync import StepSyncResult, StepSyncSeries
+from ..analyses.steps.sync import StepSyncResult
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
@@ -43,9 +43,9 @@ from .idle_once import (
     pause_line,
 )
 from .launch_bound import kernel_lines, kind_severity, launch_bound_devices, launch_finding
-from .step_sync import timed_line
+from .step_sync import event_timed_series, timed_line
 from .unified_memory import is_unified_detail
-from .waits import OTHER_PROCESS_ADVICE, WaitStory, ran_elsewhere, sampled_facts, wait_story
+from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, source_line, thread_named, wait_story
 
 #: the queued-latency variants' advice (the fusion line in three forms, by the ``gpu_pdl`` fact)
 QUEUED_LATENCY_ADVICE = ("queued_latency.fuse", "queued_latency.fuse.no_pdl", "queued_latency.fuse.pdl_unknown",
@@ -74,6 +74,13 @@ GRAPH_FIRST_LAUNCH = ("{what} here launches kernels that ran in no earlier launc
 #: work, not code to move out of the loop (advice ``nvtx.op_ranges``)
 TORCH_OP_RANGE = re.compile(r"^(?:aten::|prim::|autograd::|torch::autograd::)|^[A-Z]\w*Backward\d+(?:$|,)")
 
+#: a host thread sampled this often in the trace, with no sample in ≥ OFF_CPU_MIN_NS of its gaps, is off-CPU there
+OFF_CPU_MIN_SAMPLES = 20
+OFF_CPU_MIN_NS = 100_000_000
+#: other processes sampled in the `host_cpu` gaps where the host thread has no sample are named (and given the
+#: other-process advice) when those gaps hold at least this % of its `host_cpu` idle on the device: most of it
+UNSAMPLED_MIN_PCT = 50.0
+
 def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int, story: Optional[WaitStory],
            main_ns: int, loop: bool, dev: int = 0) -> Tuple[str, int]:
     """What the finding claims, with its share and time on its device, and that time (``ns``: the share's time, not
@@ -96,6 +103,43 @@ def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: 
                 f"({dur(named)}{in_loop}){on}{others}"), named
     return txt.title.format(what=code_name(what), share=main_share).replace(
         " % of the window", f" % of the window, {dur(named)}{in_loop}", 1), named
+
+
+def _sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult], dev: int,
+                   kind: str) -> Mapping[str, Any]:
+    """The advice facts of one idle finding: ``cpu_samples`` holds only when CPU samples of the gaps' host thread
+    fall inside this kind's pieces on ``dev`` (advice citing "the samples above" needs some); ``host_thread_off_cpu``
+    when none does although the thread has :data:`OFF_CPU_MIN_SAMPLES` samples and the pieces last
+    :data:`OFF_CPU_MIN_NS` (at nsys's lowest rate, 100 Hz, ≥ 10 samples had it run there; docs/FINDINGS.md)."""
+    if not facts.get("cpu_samples") or kind not in SHOWN_KINDS or samples is None or not samples.available:
+        return facts
+    d = samples.device(dev)
+    k = d.kind(kind) if d is not None else None
+    if k is not None and k.samples > 0:
+        return facts
+    off = k is not None and d is not None and d.thread_samples >= OFF_CPU_MIN_SAMPLES and k.idle_ns >= OFF_CPU_MIN_NS
+    return {**facts, "cpu_samples": False, "host_thread_off_cpu": off and kind == "host_cpu"}
+
+
+def _ran_elsewhere(samples: Optional[HostSamplesResult], dev: int
+                   ) -> Optional[Tuple[Tuple[str, ...], Tuple[Check, ...]]]:
+    """The evidence lines (and their checks) of the ``host_cpu`` finding of ``dev`` when its gaps' host thread has no
+    CPU sample in pieces holding ≥ :data:`UNSAMPLED_MIN_PCT` % of its ``host_cpu`` idle and other processes were
+    sampled running in them (:func:`.waits.qualifying`: the rule of the launching thread's waits); else None."""
+    u = samples.unsampled_of(dev) if samples is not None else None
+    if u is None or not u.kind_ns:
+        return None
+    share = 100.0 * u.idle_ns / u.kind_ns
+    every = qualifying(u.processes, u.sampled_elsewhere())
+    if share < UNSAMPLED_MIN_PCT or not every:
+        return None
+    gaps = fmt_count(u.pieces, "piece")
+    line = (f"No CPU sample of the launching thread {thread_named(u.thread, u.tid)} falls inside {dur(u.idle_ns)} "
+            f"of its `host_cpu` idle on device {dev} ({share:.1f} %, {gaps}): it was off the CPU there, or ran too "
+            "briefly to be sampled. " + processes_line(every, u.sampled_elsewhere(), "these gaps", UNSAMPLED_KEY))
+    sc = Scope(device_id=dev, kind="host_cpu")
+    return (line, source_line(every, "these gaps")), (Check("unsampled_pct_of_kind", share, ">=", UNSAMPLED_MIN_PCT,
+                                                             sc),)
 
 
 def _where(c: IdleCause, t0: int, between: Optional[Tuple[int, int]] = None) -> str:
@@ -122,7 +166,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     calls and streams decide the ``copy`` finding's overlap advice (:func:`.idle_copy.copy_facts`); ``cuda_api``:
     whether the export holds CUDA API calls at all, which decides what the ``unknown`` finding says is missing;
     ``step_sync``: the per-step sync series, whose event-timed steps decide the ``sync`` finding's advice
-    (:func:`_event_timed_series`); ``window_repeats``: whether the window holds repeated steps, without which
+    (:func:`.step_sync.event_timed_series`); ``window_repeats``: whether the window holds repeated steps, without which
     one large gap is no pause (:func:`.idle_once.pause_line`)."""
     if not idle_causes.available or not gpu_time.available:
         return ()
@@ -216,7 +260,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         sampled = samples_evidence(host_samples, dev, kind) if kind in SHOWN_KINDS else None   # what the host ran
         if sampled:
             ev.append(sampled)
-        elsewhere_line = ran_elsewhere(host_samples, dev) if kind == "host_cpu" else None
+        elsewhere_line = _ran_elsewhere(host_samples, dev) if kind == "host_cpu" else None
         if elsewhere_line is not None:
             ev.extend(elsewhere_line[0])
         sc = Scope(device_id=dev, kind=kind)
@@ -263,7 +307,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         api_calls = cuda_api.call_count if cuda_api is not None and cuda_api.available else 0
         if api_calls > 0 and "unknown.trace_cuda" in ids and kind == "copy":   # a copy finding's "not known" title
             ids = [("unknown.unlinked" if i == "unknown.trace_cuda" else i) for i in ids]   # the links are missing
-        timed = _event_timed_series(step_sync, dev, top[0][0]) if kind == "sync" else None
+        timed = event_timed_series(step_sync, dev, top[0][0]) if kind == "sync" else None
         if timed is not None:      # the sync ends timed steps: the event-timing line, not "remove the sync"
             ids = [i for i in ids if not i.startswith("sync.")] + ["step_sync.event_timed"]
             who = f"thread {code_name(timed.thread_name)}" if timed.thread_name else "the thread"
@@ -279,7 +323,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                           "correlation id does not say whose call launched it (not guessed)" if pidless else
                           " (no call of its process has its correlation id)")
                       + ": which thread launched the work, and what it did in these gaps, is not known.")
-        kind_facts = sampled_facts(advice, host_samples, dev, kind)
+        kind_facts = _sampled_facts(advice, host_samples, dev, kind)
         if kind == "queued":     # programmatic dependent launch: the finding's GPU (docs/FINDINGS.md, "Facts")
             kind_facts = {**kind_facts, "gpu_pdl": facts.supports_pdl(dev)}
         if kind == "host_cpu":   # py-spy only for a Python host (docs/FINDINGS.md, "Facts")
@@ -323,19 +367,6 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
 def _window_of(gpu_time: GpuTimeResult, dev: int) -> Optional[Tuple[int, int]]:
     t = gpu_time.device(dev)
     return None if t is None else (t.window_start_ns, t.window_start_ns + t.window_ns)
-
-
-def _event_timed_series(step_sync: Optional[StepSyncResult], dev: int, call: str) -> Optional[StepSyncSeries]:
-    """The step-sync series of device ``dev`` whose steps end in ``call`` (the ``sync`` finding's named call) when
-    every such series is event-timed (``timed_steps`` set: its thread reads ``cudaEventElapsedTime`` after ≥ 80 % of
-    its step syncs) — the one with the most steps; None when none is, or when another thread's steps end in the same
-    call untimed (docs/FINDINGS.md, "Idle causes → findings": event-timed syncs)."""
-    if step_sync is None or not step_sync.available:
-        return None
-    same = [s for s in step_sync.series if s.device_id == dev and s.api == normalize(call)]
-    if not same or any(s.timed_steps is None for s in same):
-        return None
-    return max(same, key=lambda s: (s.steps, -s.gtid))
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],

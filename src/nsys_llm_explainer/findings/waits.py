@@ -1,22 +1,18 @@
 """Words of the ``osrt`` idle finding when the launching thread *waits* (docs/FINDINGS.md, "Follow the wait"):
 the NVTX range around the waits as context, what the other threads of its process did meanwhile (with numbers),
-and advice chosen by what they did — file I/O, CUDA copies, other work, or nothing traced; and what an idle
-finding's CPU samples say of the launching thread: off the CPU, or other processes running in its gaps."""
+and advice chosen by what they did — file I/O, CUDA copies, other work, or nothing traced."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analyses.common.stats import pct
-from ..analyses.idle.host_samples import SHOWN_KINDS, UNSAMPLED_KEY, HostSamplesResult
 from ..analyses.threads.waits import LauncherWaits, OtherProcess, OverlapRow, WaitsResult
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.labels import label_shows_tid
 from ..vocabulary.os_calls import is_wait
-from ..vocabulary.units import fmt_count
-from ..vocabulary.units import fmt_dur as dur
-from .base import MEDIUM_SHARE, Check, Scope
+from .base import MEDIUM_SHARE
 
 #: another thread is named when it is active during at least this % of the waits
 SHOWN_THREAD_PCT = 10.0
@@ -34,12 +30,6 @@ SHOWN_PROCESS_PCT = 10.0
 MIN_PROCESS_SAMPLES = 10
 #: the advice when another process ran through the waits (the workload fact picks one)
 OTHER_PROCESS_ADVICE = ("wait.other_process", "wait.other_process.training", "wait.other_process.torch")
-#: a host thread sampled this often in the trace, with no sample in ≥ OFF_CPU_MIN_NS of its gaps, is off-CPU there
-OFF_CPU_MIN_SAMPLES = 20
-OFF_CPU_MIN_NS = 100_000_000
-#: other processes sampled in the `host_cpu` gaps where the host thread has no sample are named (and given the
-#: other-process advice) when those gaps hold at least this % of its `host_cpu` idle on the device: most of it
-UNSAMPLED_MIN_PCT = 50.0
 
 
 @dataclass(frozen=True)
@@ -254,40 +244,3 @@ def source_line(every: Sequence[OtherProcess], during: str) -> str:
                                                                               for p in procs)
             + (f" and {more} more" if more else "") + " — the step's input may come from "
             + ("there" if one else "them") + " (the samples show that it ran then, not that the wait was for it).")
-
-
-def sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult], dev: int,
-                  kind: str) -> Mapping[str, Any]:
-    """The advice facts of one idle finding: ``cpu_samples`` holds only when CPU samples of the gaps' host thread
-    fall inside this kind's pieces on ``dev`` (advice citing "the samples above" needs some); ``host_thread_off_cpu``
-    when none does although the thread has :data:`OFF_CPU_MIN_SAMPLES` samples and the pieces last
-    :data:`OFF_CPU_MIN_NS` (at nsys's lowest rate, 100 Hz, ≥ 10 samples had it run there; docs/FINDINGS.md)."""
-    if not facts.get("cpu_samples") or kind not in SHOWN_KINDS or samples is None or not samples.available:
-        return facts
-    d = samples.device(dev)
-    k = d.kind(kind) if d is not None else None
-    if k is not None and k.samples > 0:
-        return facts
-    off = k is not None and d is not None and d.thread_samples >= OFF_CPU_MIN_SAMPLES and k.idle_ns >= OFF_CPU_MIN_NS
-    return {**facts, "cpu_samples": False, "host_thread_off_cpu": off and kind == "host_cpu"}
-
-
-def ran_elsewhere(samples: Optional[HostSamplesResult], dev: int
-                  ) -> Optional[Tuple[Tuple[str, ...], Tuple[Check, ...]]]:
-    """The evidence lines (and their checks) of the ``host_cpu`` finding of ``dev`` when its gaps' host thread has no
-    CPU sample in pieces holding ≥ :data:`UNSAMPLED_MIN_PCT` % of its ``host_cpu`` idle and other processes were
-    sampled running in them (:func:`qualifying`: the rule of the launching thread's waits); else None."""
-    u = samples.unsampled_of(dev) if samples is not None else None
-    if u is None or not u.kind_ns:
-        return None
-    share = 100.0 * u.idle_ns / u.kind_ns
-    every = qualifying(u.processes, u.sampled_elsewhere())
-    if share < UNSAMPLED_MIN_PCT or not every:
-        return None
-    gaps = fmt_count(u.pieces, "piece")
-    line = (f"No CPU sample of the launching thread {thread_named(u.thread, u.tid)} falls inside {dur(u.idle_ns)} "
-            f"of its `host_cpu` idle on device {dev} ({share:.1f} %, {gaps}): it was off the CPU there, or ran too "
-            "briefly to be sampled. " + processes_line(every, u.sampled_elsewhere(), "these gaps", UNSAMPLED_KEY))
-    sc = Scope(device_id=dev, kind="host_cpu")
-    return (line, source_line(every, "these gaps")), (Check("unsampled_pct_of_kind", share, ">=", UNSAMPLED_MIN_PCT,
-                                                             sc),)

@@ -45,7 +45,6 @@ def split_claims(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], act
     return per_kind, merged
 
 
-
 def title_quoted(title_ns: Optional[int], total: int, detail: Optional[str], loop: bool, by: str, dev: int,
                  devices: Sequence[int]) -> Optional[Quoted]:
     """What the title's time is and what the time at stake covers, when the two differ (docs/FINDINGS.md, "One
@@ -62,7 +61,6 @@ def title_quoted(title_ns: Optional[int], total: int, detail: Optional[str], loo
     if not what or not spans:      # the title's time differs only by the window's edges: nothing to label
         return None
     return Quoted(title_ns, what.lstrip(", "), spans.lstrip(", "))
-
 
 
 def charge_line(dev: int, kind: str, table_ns: int, claim_ns: int, edge_ns: int, win_ns: int,
@@ -84,7 +82,6 @@ def charge_line(dev: int, kind: str, table_ns: int, claim_ns: int, edge_ns: int,
             "window's edges" + (f" ({dur(edge_ns)} lies within one bin of an edge)" if edge_ns else "")
             + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")
                + " for the rest" if found else "") + ".")
-
 
 
 def edge_bin_ns(causes: IdleCausesResult) -> Dict[int, Dict[str, int]]:

@@ -10,6 +10,7 @@ import collections.abc
 import dataclasses
 import math
 import typing
+from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
@@ -104,6 +105,15 @@ class FieldsJson:
 
     def to_dict(self) -> Dict[str, Any]:
         return fields_json(self)
+
+
+@dataclass(frozen=True)
+class Outcome(FieldsJson):
+    """A result an export may not allow: ``available``, and when it is not, ``reason`` in one line (its fields come
+    first, in every result's ``report.json`` object)."""
+
+    available: bool
+    reason: Optional[str]
 
 
 # ------------------------------------------------------------------------------------------ from JSON

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from synth import TraceBuilder
 
-from nsys_llm_explainer.analyses.kernels import traits
+from nsys_llm_explainer.analyses.kernels import stack, traits
 from nsys_llm_explainer.analyses.kernels.categories import CategoryResult, CategoryShare, analyze_categories, classify
 from nsys_llm_explainer.analyses.kernels.category_split import nonoverlap_split
 from nsys_llm_explainer.config.categories import CATEGORY_NAMES, PRESET_DIR, PRESETS, builtin_preset, load_rules
@@ -350,7 +350,7 @@ def test_category_rules_shared_with_traits() -> None:
     category holds the kernels the training workload reads, the XLA fusions the ones that make it unknown)."""
     rules = builtin_preset("generic").rules
     assert [rx for rx, c in rules if c == "optimizer"] == [traits._RX["optimizer"].pattern]
-    assert (traits.XLA_FUSION, "elementwise") in rules
+    assert (stack.XLA_FUSION, "elementwise") in rules
 
 
 def test_category_names_and_presets_load() -> None:
@@ -481,14 +481,14 @@ def test_analyze_two_devices_and_phases(tmp_path: Path) -> None:
     assert (dec.busy_ns, dec.total_kernel_ns) == (7, 14)
     assert _row(dec.categories, "gemm").pct == 50.0
     assert (none.busy_ns, [c.category for c in none.categories]) == (3, ["other"])
-    # per-kernel category (not serialized)
-    cats = [r.categories[int(c)] for c in r.kernel_category]
+    # category per kernel name (not serialized), read for each kernel row
+    cats = [r.categories[int(r.name_category[i])] for i in m.kernels.name_idx]
     expect = {GEMM: "gemm", ATTN: "attention", NCCL: "nccl", NORM: "norm"}
     assert cats == [expect.get(n, "other") for n in names]
     d = r.to_dict()
     json.dumps(d)
     assert set(d) >= {"preset", "preset_reason", "other_ns", "other_pct", "overall", "devices", "phases"}
-    assert "kernel_category" not in d
+    assert "name_category" not in d
 
 
 def test_analyze_autodetects_engine(tmp_path: Path) -> None:
@@ -530,7 +530,7 @@ def test_analyze_include_memcpy(tmp_path: Path) -> None:
     assert r.busy_ns == 20 and r.kernel_count == 2
     assert _row(r.overall, "gemm").nonoverlap_ns == 8      # 5 + 2.5 → 8 (lowest index)
     assert _row(r.overall, "memcpy").nonoverlap_ns == 12   # 2.5 + 10 → 12
-    assert len(r.kernel_category) == 1
+    assert len(r.name_category) == 1      # the one kernel name: copies are no kernel names
     r0 = analyze_categories(m, load_rules("generic"))
     assert r0.busy_ns == 10 and r0.kernel_count == 1
 

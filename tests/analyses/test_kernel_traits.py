@@ -11,14 +11,9 @@ import numpy as np
 import pytest
 from conftest import require_traces
 
+from nsys_llm_explainer.analyses.kernels.stack import detect_stack
 from nsys_llm_explainer.analyses.kernels.summary import TopKernel
-from nsys_llm_explainer.analyses.kernels.traits import (
-    TRAITS,
-    KernelTraitsResult,
-    analyze_kernel_traits,
-    classify_names,
-    detect_stack,
-)
+from nsys_llm_explainer.analyses.kernels.traits import TRAITS, KernelTraitsResult, analyze_kernel_traits, classify_names
 
 SGEMM = "ampere_sgemm_128x64_tn"
 ELT = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctor_add<float>, " \

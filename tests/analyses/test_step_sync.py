@@ -12,7 +12,7 @@ from conftest import SHARED_TRACES, scenario_report
 from synth import TraceBuilder
 
 from nsys_llm_explainer.findings.advice import ADVICE
-from nsys_llm_explainer.findings.idle import edge_bin_ns
+from nsys_llm_explainer.findings.idle_claims import edge_bin_ns
 from nsys_llm_explainer.findings.step_sync import ADVICE_IDS, step_sync_finding
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.vocabulary.cause_kinds import HOST_PIECE_KINDS

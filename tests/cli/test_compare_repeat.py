@@ -6,14 +6,28 @@ Starts are hand-made: one device, the anchor's starts ``a`` and every kernel's s
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
-from nsys_llm_explainer.comparison.measure import repeat_counts, repeat_score, timing_score
+from nsys_llm_explainer.comparison.measure import repeat_counts
 from nsys_llm_explainer.comparison.metric import _repeat, max_repeat
 
 US = 1_000
+
+
+def repeat_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
+    """Share of anchor intervals whose kernel count equals that of the interval ``k`` later (same device), from
+    :func:`repeat_counts`: 1.0 when the kernel sequence repeats every ``k`` anchor instances; None without a pair."""
+    c = repeat_counts(per_device, (k,))
+    return int(c.same_count[0]) / int(c.pairs[0]) if c.pairs[0] else None
+
+
+def timing_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
+    """Share of anchor intervals that last alike (``measure.ALIKE``) with the interval ``k`` later (same device), from
+    :func:`repeat_counts`: 1.0 when the timing repeats every ``k`` anchor instances; None without a pair."""
+    c = repeat_counts(per_device, (k,))
+    return int(c.alike[0]) / int(c.pairs[0]) if c.pairs[0] else None
 
 
 def _device(intervals: List[int]) -> List[Tuple[np.ndarray, np.ndarray]]:

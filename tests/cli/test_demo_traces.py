@@ -57,9 +57,8 @@ def test_the_package_ships_the_scenarios_the_script_lists() -> None:
     shipped = demo_traces.names()
     assert shipped == tuple(sorted(_script().SHIPPED))
     assert shipped == ("demo", "h2d_pageable_step", "healthy", "launch_bound", "launcher_waits_io", "per_token_sync")
-    assert demo_traces.DEFAULT in shipped
     scenario = next(a for a in _demo_parser()._actions if a.dest == "scenario")
-    assert list(scenario.choices or ()) == list(shipped) and scenario.default == demo_traces.DEFAULT
+    assert list(scenario.choices or ()) == list(shipped) and scenario.default == "demo"
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert all(f"`{n}`" in readme.split("`--scenario NAME`", 1)[1][:300] for n in shipped if n != "demo"), readme
     total = sum((Path(demo_traces.__file__).parent / f"{n}{demo_traces.SUFFIX}").stat().st_size for n in shipped)

@@ -87,7 +87,7 @@ def test_tf_threads_do_not_outrank_jax_evidence() -> None:
     threads `python3`, `tf_XLAEigen`) read "Stack: tensorflow" because the TensorFlow rule, checked first, took
     `^tf_` threads. Now `^tf_` is evidence only after the JAX rule found none: jax here; a trace whose only evidence
     is a `tf_Compute` thread still reads tensorflow, and TensorFlow's own kernels (`Eigen::`) win first as before."""
-    from nsys_llm_explainer.analyses.kernels.traits import detect_stack
+    from nsys_llm_explainer.analyses.kernels.stack import detect_stack
 
     jax = detect_stack(["loop_fusion_1", "gemm_fusion_2"], ["jax.profiler step"], ["python3"],
                        ["python3", "tf_XLAEigen"])

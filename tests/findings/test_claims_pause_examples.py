@@ -1,9 +1,10 @@
 """The one-pause advice names what a pause may be by the workload fact (training / inference / unknown), from one table
-(``advice.PAUSE_EXAMPLES``); the trace-level cases are in test_claims_unsampled_launcher_gaps.py."""
+(``advice_idle.PAUSE_EXAMPLES``); the trace-level cases are in test_claims_unsampled_launcher_gaps.py."""
 
 from __future__ import annotations
 
-from nsys_llm_explainer.findings.advice import FACT_DOMAINS, advise
+from nsys_llm_explainer.findings.advice import advise
+from nsys_llm_explainer.findings.advice_facts import FACT_DOMAINS
 
 TRAINING = "(an epoch boundary, an evaluation, a checkpoint, a one-off stall)"
 INFERENCE = "(a request's tokenization or other pre-processing, the server idle between requests, a one-off stall)"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from synth import TraceBuilder
 
-from nsys_llm_explainer.analyses.kernels.traits import detect_stack
+from nsys_llm_explainer.analyses.kernels.stack import detect_stack
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path
 from nsys_llm_explainer.render import render_all

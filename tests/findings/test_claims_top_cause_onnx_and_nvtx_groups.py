@@ -11,7 +11,8 @@ from claims_support import report_of
 from synth import TraceBuilder
 from test_claims_multi_model_server import _server
 
-from nsys_llm_explainer.analyses.kernels.traits import analyze_kernel_traits, detect_stack
+from nsys_llm_explainer.analyses.kernels.stack import detect_stack
+from nsys_llm_explainer.analyses.kernels.traits import analyze_kernel_traits
 from nsys_llm_explainer.findings.advice import ADVICE
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path

@@ -35,7 +35,7 @@ import nsys_llm_explainer
 from nsys_llm_explainer import interrupts
 from nsys_llm_explainer.analyses.api.classes import normalize as api_normalize
 from nsys_llm_explainer.analyses.idle.range_names import normalize_range_name
-from nsys_llm_explainer.analyses.kernels import traits, trials
+from nsys_llm_explainer.analyses.kernels import stack, traits, trials
 from nsys_llm_explainer.analyses.kernels.categories import classify
 from nsys_llm_explainer.analyses.steps.detect import DEFAULT_MARKER
 from nsys_llm_explainer.analyses.steps.nvtx_method import _name_groups
@@ -120,7 +120,7 @@ def test_every_kind_of_built_in_pattern_is_found() -> None:
     found = {p for p, _ in PATTERNS}
     assert len(PATTERNS) > 100
     for must in (traits._RX["tensor_core_gemm"].pattern, DEFAULT_MARKER, builtin_preset("generic").rules[1][0],
-                 traits._STACKS[4][1]["kernel"][1].pattern, traits._STACKS[4][1]["nvtx"][1].pattern,
+                 stack._STACKS[4][1]["kernel"][1].pattern, stack._STACKS[4][1]["nvtx"][1].pattern,
                  r"(?<![A-Za-z0-9])triton_(?:poi|red|per|tem)_", r"[^A-Za-z0-9._-]+", r"(\d+)"):
         assert must in found, must
 
@@ -163,7 +163,7 @@ def test_the_patterns_that_backtracked_are_fast_on_the_names_that_made_them_slow
     cases = [(traits._RX["simt"], fill("xmma")), (traits._RX["tensor_core_gemm"], fill("xmma_gemm_")),
              (traits._RX["tensor_core_gemm"], fill("bf16")), (traits._RX["conv"], fill("cudnn")),
              (trials._FFT_TRIAL_RX, fill("transpose")), (traits._RX["gemv_lt"], fill("gemv")),
-             (traits._STACKS[4][1]["kernel"][1], fill("sm90_xmma_"))]
+             (stack._STACKS[4][1]["kernel"][1], fill("sm90_xmma_"))]
     for preset in PRESETS:
         rules = dict((c, rx) for rx, c in reversed(builtin_preset(preset).rules))
         cases += [(re.compile(rules["custom_allreduce"], re.I), fill("oneshot")),
@@ -181,7 +181,7 @@ NAME_FUNCTIONS: Dict[str, Callable[[str], object]] = {
     "nvtx name groups": lambda n: _name_groups([n]),
     "phase of names": lambda n: phase_of_names([n], build_phase_map(None)),
     "kernel traits": lambda n: traits.classify_names([n]),
-    "stack": lambda n: traits.detect_stack([n], [n], [n], [n]),
+    "stack": lambda n: stack.detect_stack([n], [n], [n], [n]),
     "categories": lambda n: classify([n], build_rules("generic")),
 }
 
@@ -235,14 +235,14 @@ def _linear_forms() -> Dict[str, Callable[[str], bool]]:
         "tensor_core_gemm": lambda s: bool(traits._RX["tensor_core_gemm"].search(s)),
         "conv": lambda s: bool(traits._RX["conv"].search(s)),
         "fft_trial": lambda s: bool(trials._FFT_TRIAL_RX.search(s)),
-        "trt": lambda s: bool(traits._STACKS[4][1]["kernel"][1].search(s)),
+        "trt": lambda s: bool(stack._STACKS[4][1]["kernel"][1].search(s)),
         "custom_allreduce": lambda s: bool(parts["custom_allreduce"].search(s)),
         "norm": lambda s: bool(parts["norm"].search(s)),
     }
 
 
 def test_linear_forms_match_exactly_what_the_documented_rules_match() -> None:
-    assert traits._STACKS[4][0] == "tensorrt" and traits._STACKS[4][1]["kernel"][0] == PLAIN["trt"]
+    assert stack._STACKS[4][0] == "tensorrt" and stack._STACKS[4][1]["kernel"][0] == PLAIN["trt"]
     forms = _linear_forms()
     plain = {k: re.compile(v, re.I) for k, v in PLAIN.items()}
     rnd = random.Random(17)

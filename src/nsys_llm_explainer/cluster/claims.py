@@ -31,10 +31,9 @@ from ..analyses.comms.nccl import MAX_END_SPREAD_SHARE, NCCL_RE
 from ..findings.base import Check, Finding, Scope
 from ..jsonable import FieldsJson
 from ..vocabulary.units import fmt_dur as dur
-from .collectives import CollectivesResult, p2p_only
+from .collectives import CollectivesResult, RankRow, p2p_only
 
 if TYPE_CHECKING:
-    from .collectives import RankRow
     from .summary import DeviceRow
 
 #: another device "as low" / "as slow" as the named one: within this share of its gap to the others (the late-rank
@@ -106,10 +105,11 @@ def _claim(rank: str, id: str, severity: str, title: str, evidence: Sequence[str
     return c
 
 
-def _late_checks(coll: CollectivesResult) -> Optional[Tuple[int, List[RankCheck]]]:
+def _late_checks(coll: CollectivesResult) -> Optional[Tuple[int, List[RankCheck], List[RankRow], float, float]]:
     """The rank the late-rank rule names (analyses/comms/arrival.late_rank: the rank whose late arrivals caused the
-    most waiting; its index in ``coll.ranks``) and the late-arriver claim's checks on it; None without ranks or
-    when a name was matched by issue order on aligned clocks (its kernels never overlapped: no wait claim)."""
+    most waiting; its index in ``coll.ranks``), the late-arriver claim's checks on it, the other ranks, their mean
+    wait and the share of all the waiting it caused; None without ranks or when a name was matched by issue order
+    on aligned clocks (its kernels never overlapped: no wait claim)."""
     ranks = list(coll.ranks)
     if not coll.available or not ranks or coll.order_fallbacks():
         return None
@@ -128,7 +128,7 @@ def _late_checks(coll: CollectivesResult) -> Optional[Tuple[int, List[RankCheck]
                   _check("end_spread_p50_ns", coll.end_spread_p50_ns, "<=",
                          int(coll.skew_p50_ns * MAX_END_SPREAD_SHARE)),
                   _check("split_names", len(coll.split_names), "==", 0),
-                  _check("point_to_point_only", int(p2p_only(coll)), "==", 0)]
+                  _check("point_to_point_only", int(p2p_only(coll)), "==", 0)], others, mean_wait, caused
 
 
 def late_group(coll: CollectivesResult) -> Tuple[str, ...]:
@@ -200,13 +200,9 @@ def _late(coll: CollectivesResult, devices: Sequence[DeviceRow]) -> Optional[Ran
     found = _late_checks(coll)
     if found is None or not all(c.holds() for c in found[1]):
         return None
-    late, checks = found
-    ranks = list(coll.ranks)
-    r = ranks[late]
-    others = [x for j, x in enumerate(ranks) if j != late]
-    mean_wait = float(np.mean([x.wait_ns_total or 0 for x in others])) if others else 0.0
+    late, checks, others, mean_wait, caused = found
+    r = coll.ranks[late]
     share = r.last_arrival_share or 0.0
-    caused = caused_share(r.wait_caused_ns or 0, sum(x.wait_ns_total or 0 for x in ranks))
     wait_pct, per_late = _wait_pct(coll, devices, late)
     if wait_pct < MIN_WAIT_PCT:   # waiting that matters (docs/FINDINGS.md "NCCL"): launch jitter is no claim
         return None

@@ -15,7 +15,7 @@ from ..analyses.common.stats import median, round_half_up
 from ..analyses.comms.arrival import Arrivals, excess_idle, last_arrivals, late_idle_medians, late_together, late_with
 from ..analyses.comms.matching import MATCH_MIXED, MATCH_ORDER, MATCH_TIME, member_shifts, overall_matching
 from ..analyses.comms.nccl import P2P_RE, rank_label
-from ..jsonable import NONE_OMITTED, FieldsJson
+from ..jsonable import NONE_OMITTED, FieldsJson, Outcome
 from .align import Alignment
 from .summary import FileSummary, device_rank, file_names
 
@@ -110,9 +110,7 @@ class SplitName(FieldsJson):
 
 
 @dataclass(frozen=True)
-class CollectivesResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class CollectivesResult(Outcome):
     timed: bool                       # waits / late arrivers computed (clocks aligned)
     ranks: Tuple[RankRow, ...] = ()
     by_name: Tuple[NameRow, ...] = ()

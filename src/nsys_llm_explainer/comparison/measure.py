@@ -330,22 +330,6 @@ def repeat_counts(per_device: List[Tuple[np.ndarray, np.ndarray]], ks: Sequence[
     return RepeatCounts(np.asarray(ks, np.int64), out[0], out[1], out[2])
 
 
-def repeat_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
-    """Share of anchor intervals whose kernel count equals that of the interval ``k`` later (same device):
-    1.0 when the kernel sequence repeats every ``k`` anchor instances. None when no pair exists."""
-    c = repeat_counts(per_device, (k,))
-    return int(c.same_count[0]) / int(c.pairs[0]) if c.pairs[0] else None
-
-
-def timing_score(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Optional[float]:
-    """Share of anchor intervals ``[a_i, a_i+1)`` that last alike (:data:`ALIKE`) with the interval ``k`` later (same
-    device): 1.0 when the timing repeats every ``k`` anchor instances. Noise alone scores every ``k`` alike (single
-    intervals are compared, not sums of ``k``); a loop whose anchor runs twice per step with the step's host gap after
-    every other instance scores 0 at ``k`` = 1. None when no pair exists."""
-    c = repeat_counts(per_device, (k,))
-    return int(c.alike[0]) / int(c.pairs[0]) if c.pairs[0] else None
-
-
 def anchor_periods(per_device: List[Tuple[np.ndarray, np.ndarray]], k: int) -> Tuple[np.ndarray, int, int]:
     """(samples start[i+k] − start[i] over devices, complete iterations Σ (n−1)//k, anchor instances)."""
     samples = [a[k:] - a[:-k] for a, _ in per_device if a.shape[0] > k]

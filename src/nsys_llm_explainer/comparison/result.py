@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from ..jsonable import NONE_OMITTED, FieldsJson
+from ..jsonable import NONE_OMITTED, FieldsJson, Outcome
 
 COMPARE_SCHEMA_VERSION = "1.0"
 
@@ -45,9 +45,7 @@ class MetricValue(FieldsJson):
 
 
 @dataclass(frozen=True)
-class StepInfo(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class StepInfo(Outcome):
     method: str
     confidence: str
     count: int

@@ -15,8 +15,6 @@ from typing import Tuple
 from ..errors import InputError
 
 SUFFIX = ".sqlite.xz"
-#: the scenario ``demo`` runs when none is named: a 2-GPU tensor-parallel vLLM-style capture
-DEFAULT = "demo"
 
 
 def names() -> Tuple[str, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Tuple
 
 from ..analyses.api.classes import GRAPH_LAUNCH, normalize
 from ..analyses.api.cuda_api import CudaApiResult
@@ -17,7 +17,7 @@ from ..analyses.idle.result import DeviceCauses
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.memory.copy_engines import CopyEnginesResult
 from ..analyses.nvtx.attribution import AttributionResult
-from ..analyses.steps.sync import StepSyncResult, StepSyncSeries
+from ..analyses.steps.sync import StepSyncResult
 from ..analyses.threads.waits import WaitsResult
 from ..analyses.trace.facts import TraceFacts
 from ..analyses.trace.window import WindowResult
@@ -26,7 +26,8 @@ from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_count, fmt_span
 from ..vocabulary.units import fmt_dur as dur
 from .advice import speaks_of_steps
-from .base import MEDIUM_SHARE, Check, Claims, Finding, Quoted, Scope, finding
+from .base import MEDIUM_SHARE, Check, Claims, Finding, Scope, finding
+from .idle_claims import SPLIT_SHOWN_POINTS, charge_line, edge_bin_ns, split_claims, title_quoted
 from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting, outlast_kernels, pageable_matters
 from .idle_once import (
     AUTOTUNE_MIN_TRIAL_PCT,
@@ -41,14 +42,11 @@ from .idle_once import (
     once_title,
     pause_line,
 )
-from .launch_bound import HOST_KINDS, kernel_lines, kind_severity, launch_bound_devices, launch_finding
-from .step_sync import timed_line
+from .launch_bound import kernel_lines, kind_severity, launch_bound_devices, launch_finding
+from .step_sync import event_timed_series, timed_line
 from .unified_memory import is_unified_detail
 from .waits import OTHER_PROCESS_ADVICE, WaitStory, processes_line, qualifying, source_line, thread_named, wait_story
 
-Claimed = Mapping[int, Mapping[Tuple[str, str], int]]
-
-SPLIT_SHOWN_POINTS = 0.05   # a claimed share this far below the table's is stated and checked on its own
 #: the queued-latency variants' advice (the fusion line in three forms, by the ``gpu_pdl`` fact)
 QUEUED_LATENCY_ADVICE = ("queued_latency.fuse", "queued_latency.fuse.no_pdl", "queued_latency.fuse.pdl_unknown",
                          "queued_latency.compile", "compiled.graph_breaks")
@@ -83,34 +81,6 @@ OFF_CPU_MIN_NS = 100_000_000
 #: other-process advice) when those gaps hold at least this % of its `host_cpu` idle on the device: most of it
 UNSAMPLED_MIN_PCT = 50.0
 
-def _split(causes: IdleCausesResult, lb: Dict[int, Tuple[Check, ...]], active: AbstractSet[int],
-           claimed: Sequence[Claimed], launch_ranges: AbstractSet[str]
-           ) -> Tuple[Dict[str, Dict[int, Dict[str, int]]], Dict[int, Dict[Tuple[str, str], int]]]:
-    """(per kind: per device list of (ns, detail ns dict)), launch-overhead parts per device (every ``launch`` ns;
-    of ``host_cpu`` and launching ranges' ``nvtx``, the short-gap ns not after a drain: the host time after a
-    blocking sync returned and before the thread's next launch is the step's, not per launch; the host-paced
-    ``queued`` ns: the host's launch interval, not GPU-side latency, docs/MODEL.md); devices
-    outside ``active`` (a copy or a few stray kernels on an otherwise unused GPU) are left out, and so are the ns
-    ``claimed`` by more specific findings."""
-    per_kind: Dict[str, Dict[int, Dict[str, int]]] = {}
-    merged: Dict[int, Dict[Tuple[str, str], int]] = {}
-    for d in causes.devices:
-        if d.device_id not in active:
-            continue
-        for c in d.causes:
-            ns = c.ns - sum(m.get(d.device_id, {}).get((c.kind, c.detail), 0) for m in claimed)
-            if d.device_id in lb and (c.kind in HOST_KINDS or (c.kind == "nvtx" and c.detail in launch_ranges)
-                                      or (c.kind == "queued" and c.host_paced_ns > 0)):
-                part = min(ns, c.ns if c.kind == "launch" else c.host_paced_ns if c.kind == "queued"
-                           else c.short_gap_ns - (c.after_sync_short_ns or 0))
-                if part > 0:
-                    merged.setdefault(d.device_id, {})[(c.kind, c.detail)] = part
-                ns -= part
-            if ns > 0:
-                per_kind.setdefault(c.kind, {}).setdefault(d.device_id, {})[c.detail] = ns
-    return per_kind, merged
-
-
 def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: int, story: Optional[WaitStory],
            main_ns: int, loop: bool, dev: int = 0) -> Tuple[str, int]:
     """What the finding claims, with its share and time on its device, and that time (``ns``: the share's time, not
@@ -133,24 +103,6 @@ def _title(txt: CauseKind, what: str, kind_share: float, main_share: float, ns: 
                 f"({dur(named)}{in_loop}){on}{others}"), named
     return txt.title.format(what=code_name(what), share=main_share).replace(
         " % of the window", f" % of the window, {dur(named)}{in_loop}", 1), named
-
-
-def _quoted(title_ns: Optional[int], total: int, detail: Optional[str], loop: bool, by: str, dev: int,
-            devices: Sequence[int]) -> Optional[Quoted]:
-    """What the title's time is and what the time at stake covers, when the two differ (docs/FINDINGS.md, "One
-    quantity per sentence"): ``detail`` the detail the title names alone (None: the kind's time on ``dev``),
-    ``loop`` its part between kernels only, ``by`` what the details are when the finding has more than one."""
-    if title_ns is None or title_ns == total:
-        return None
-    many_devs = len(devices) > 1
-    what = ((f"in {code_name(detail or '–')}" if detail is not None else "")
-            + (", in the loop" if loop else "") + (f" on device {dev}" if many_devs else "")).strip()
-    spans = (f"in all {by}s" if by and detail is not None else "") + (
-        ", start-up and shutdown included" if loop else "") + (
-        " on devices " + ", ".join(str(d) for d in devices[:-1]) + f" and {devices[-1]}" if many_devs else "")
-    if not what or not spans:      # the title's time differs only by the window's edges: nothing to label
-        return None
-    return Quoted(title_ns, what.lstrip(", "), spans.lstrip(", "))
 
 
 def _sampled_facts(facts: Mapping[str, Any], samples: Optional[HostSamplesResult], dev: int,
@@ -214,7 +166,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     calls and streams decide the ``copy`` finding's overlap advice (:func:`.idle_copy.copy_facts`); ``cuda_api``:
     whether the export holds CUDA API calls at all, which decides what the ``unknown`` finding says is missing;
     ``step_sync``: the per-step sync series, whose event-timed steps decide the ``sync`` finding's advice
-    (:func:`_event_timed_series`); ``window_repeats``: whether the window holds repeated steps, without which
+    (:func:`.step_sync.event_timed_series`); ``window_repeats``: whether the window holds repeated steps, without which
     one large gap is no pause (:func:`.idle_once.pause_line`)."""
     if not idle_causes.available or not gpu_time.available:
         return ()
@@ -224,11 +176,11 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
     lb = launch_bound_devices(gpu_time)
     edges = edge_bin_ns(idle_causes)
     win = {d.device_id: d.window_ns for d in gpu_time.devices}
-    per_kind, merged = _split(idle_causes, lb, set(gpu_time.kernel_devices()), (claimed, copy_claimed), launch_ranges)
+    active, taken = set(gpu_time.kernel_devices()), (claimed, copy_claimed)
+    per_kind, merged = split_claims(idle_causes, lb, active, taken, launch_ranges)
     lf = launch_finding(merged, win, lb, gpu_time, traits, advice, host_samples)
     if lf is None and merged:    # no launch-bound finding to claim them: the ns stay with their kinds' findings
-        per_kind, merged = _split(idle_causes, {}, set(gpu_time.kernel_devices()), (claimed, copy_claimed),
-                                  launch_ranges)
+        per_kind, merged = split_claims(idle_causes, {}, active, taken, launch_ranges)
     out: List[Finding] = []
     by_dev = {d.device_id: d for d in idle_causes.devices}
     for kind, devs in per_kind.items():
@@ -240,7 +192,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         sev = kind_severity(share[dev], kind)
         if sev is None:
             continue
-        details: Counter[str] = sum(map(Counter, devs.values()), Counter())   # every ns > 0 (_split)
+        details: Counter[str] = sum(map(Counter, devs.values()), Counter())   # every ns > 0 (split_claims)
         top = sorted(details.items(), key=lambda x: (-x[1], x[0]))
         total = sum(details.values()) - sum(edge_ns.values())
         txt = KIND[kind]
@@ -293,7 +245,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         quoted = share[dev] if split else table_share   # titles state what the finding itself claims
         main_quoted = min(main_share, quoted)
         for d in [dev] + sorted(set(devs) - {dev}):   # every device's table charge and claim, one rule
-            line = _charge_line(d, kind, by_dev[d].ns_of(kind), sum(devs[d].values()) - edge_ns[d], edge_ns[d],
+            line = charge_line(d, kind, by_dev[d].ns_of(kind), sum(devs[d].values()) - edge_ns[d], edge_ns[d],
                                 win.get(d, 0), (merged, claimed, copy_claimed))
             if line:
                 ev.append(line)
@@ -341,7 +293,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             checks += pause[1]
         if pause is not None and pause[1] and not (growth or startup or tuned):   # a pause (its check): its advice
             dropped = [i for i in ids if speaks_of_steps(i)]     # and the lines under them (`.torch` of a line)
-            # the pause lines of every workload (advice.PAUSE_EXAMPLES): the facts keep the one of this trace's
+            # the pause lines of every workload (advice_idle.PAUSE_EXAMPLES): the facts keep the one of this trace's
             ids = ["pause.one_gap", "pause.one_gap.inference", "pause.one_gap.unknown", "pause.torch"] + \
                 [i for i in ids if not any(i == d or i.startswith(d + ".") for d in dropped)]
         if elsewhere_line is not None:    # another process ran while it did not: its data, not host code to profile
@@ -355,7 +307,7 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
         api_calls = cuda_api.call_count if cuda_api is not None and cuda_api.available else 0
         if api_calls > 0 and "unknown.trace_cuda" in ids and kind == "copy":   # a copy finding's "not known" title
             ids = [("unknown.unlinked" if i == "unknown.trace_cuda" else i) for i in ids]   # the links are missing
-        timed = _event_timed_series(step_sync, dev, top[0][0]) if kind == "sync" else None
+        timed = event_timed_series(step_sync, dev, top[0][0]) if kind == "sync" else None
         if timed is not None:      # the sync ends timed steps: the event-timing line, not "remove the sync"
             ids = [i for i in ids if not i.startswith("sync.")] + ["step_sync.event_timed"]
             who = f"thread {code_name(timed.thread_name)}" if timed.thread_name else "the thread"
@@ -408,50 +360,16 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
             evidence=ev, advice=ids, facts=kind_facts, time_at_stake_ns=total,
             checks=checks, device_id=dev, cause=(kind, top[0][0]), loop_detail=in_loop[0] if in_loop else None,
             about_capture=KIND[kind].low_only or growth or startup or bool(tuned),
-            quoted=_quoted(title_ns, total, title_det if title_ns is not None and title_ns < kind_dev else None,
-                           in_loop is not None, txt.by if len(details) > 1 else "", dev, sorted(devs))))
+            quoted=title_quoted(title_ns, total, title_det if title_ns is not None and title_ns < kind_dev else None,
+                                 in_loop is not None, txt.by if len(details) > 1 else "", dev, sorted(devs))))
     if lf is not None:
         out.append(lf)
     return tuple(out)
 
 
-def _charge_line(dev: int, kind: str, table_ns: int, claim_ns: int, edge_ns: int, win_ns: int,
-                 claims: Tuple[Mapping[int, Mapping[Tuple[str, str], int]], ...]) -> Optional[str]:
-    """Why the idle-cause table's ``table_ns`` of ``kind`` on device ``dev`` differs from the ``claim_ns`` the
-    finding claims there (``claims``: the launch-bound, per-step sync and copy-path findings' ns; ``edge_ns``: the
-    ns within one bin of the window's edges); None when they agree. Shares when they differ by
-    ``SPLIT_SHOWN_POINTS`` or more, else the times (the shares would print alike)."""
-    if not win_ns or table_ns == claim_ns:
-        return None
-    split = 100.0 * (table_ns - claim_ns) / win_ns >= SPLIT_SHOWN_POINTS
-    charged, kept = (f"{100.0 * table_ns / win_ns:.1f} %", f"{100.0 * claim_ns / win_ns:.1f} %") if split else \
-        (dur(table_ns), dur(claim_ns))
-    found = [w for w, m in zip(("the launch-bound finding", "the per-step sync finding", "the copy-path finding"),
-                               claims) if sum(v for (k, _), v in m.get(dev, {}).items() if k == kind) > 0]
-    elsewhere = found + (["the window's edges"] if edge_ns > 0 else [])
-    return (f"The idle-cause table charges {charged} of device {dev}'s window to `{kind}`; this finding claims the "
-            f"{kept} that no more specific finding explains and that lies more than one timeline bin from the "
-            "window's edges" + (f" ({dur(edge_ns)} lies within one bin of an edge)" if edge_ns else "")
-            + ("; " + " and ".join(elsewhere) + (" account" if len(elsewhere) > 1 else " accounts")
-               + " for the rest" if found else "") + ".")
-
-
 def _window_of(gpu_time: GpuTimeResult, dev: int) -> Optional[Tuple[int, int]]:
     t = gpu_time.device(dev)
     return None if t is None else (t.window_start_ns, t.window_start_ns + t.window_ns)
-
-
-def _event_timed_series(step_sync: Optional[StepSyncResult], dev: int, call: str) -> Optional[StepSyncSeries]:
-    """The step-sync series of device ``dev`` whose steps end in ``call`` (the ``sync`` finding's named call) when
-    every such series is event-timed (``timed_steps`` set: its thread reads ``cudaEventElapsedTime`` after ≥ 80 % of
-    its step syncs) — the one with the most steps; None when none is, or when another thread's steps end in the same
-    call untimed (docs/FINDINGS.md, "Idle causes → findings": event-timed syncs)."""
-    if step_sync is None or not step_sync.available:
-        return None
-    same = [s for s in step_sync.series if s.device_id == dev and s.api == normalize(call)]
-    if not same or any(s.timed_steps is None for s in same):
-        return None
-    return max(same, key=lambda s: (s.steps, -s.gtid))
 
 
 def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
@@ -481,22 +399,11 @@ def _advice_ids(kind: str, txt: CauseKind, details: Mapping[str, int],
     return ids
 
 
-def edge_bin_ns(causes: IdleCausesResult) -> Dict[int, Dict[str, int]]:
-    """Per device and idle kind, the ns in the first and last bins of its timeline (``timeline`` in report.json):
-    idle that lies within one bin of the window's edges, on which no finding may rest (a window cut one bin off
-    would not hold it)."""
-    out: Dict[int, Dict[str, int]] = {}
-    for b in causes.bins:
-        n = len(b.edges_ns) - 1
-        out[b.device_id] = {k: int(v[0]) + (int(v[-1]) if n > 1 else 0) for k, v in b.idle_ns_by_kind.items() if v}
-    return out
-
-
 def _queued_share(by_dev: Mapping[int, DeviceCauses], lb: AbstractSet[int], tiny: bool) -> float:
     """Fraction of the ``queued`` ns (all devices) in gaps shorter than 10 µs (``tiny``: back-to-back kernels), else
     in pieces under 10 µs at the end of longer gaps (the launch latency after the host's launch; a mean hides a few
     gaps where launched kernels were held back hundreds of µs). On the launch-bound devices ``lb``, of the ns that
-    are not host-paced (the launch-bound finding's: :func:`_split`)."""
+    are not host-paced (the launch-bound finding's: :func:`.idle_claims.split_claims`)."""
     ns = held = 0
     for c, on_lb in ((c, i in lb) for i, d in by_dev.items() for c in d.causes if c.kind == "queued"):
         part, paced = (c.tiny_gap_ns, c.host_paced_tiny_ns) if tiny else (c.short_piece_ns, c.host_paced_short_piece_ns)

@@ -28,7 +28,7 @@ ONCE_SIDE_MIN_SHARE = 5.0
 #: autotuning's, not the loop's (docs/FINDINGS.md, "Autotuning allocations")
 AUTOTUNE_MIN_TRIAL_PCT = 50.0
 #: one gap holding at least this % of the time a finding claims of its named cause is a pause (examples by workload:
-#: advice.PAUSE_EXAMPLES), not a per-step cost: the finding says so and gives no advice about every step
+#: advice_idle.PAUSE_EXAMPLES), not a per-step cost: the finding says so and gives no advice about every step
 PAUSE_MIN_PCT = 50.0
 
 

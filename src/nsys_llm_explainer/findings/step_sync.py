@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
+from ..analyses.api.classes import normalize
 from ..analyses.common.stats import pct
 from ..analyses.steps.sync import MAX_PERIOD_SPREAD, MIN_SYNC_POINTS, StepSyncResult, StepSyncSeries
 from ..vocabulary.code_spans import code_name
@@ -140,3 +141,16 @@ def _sampling(s: StepSyncSeries) -> List[str]:
             f"{100 * h.sampler_samples / h.samples:.0f} % of its {h.samples:,} CPU samples in the gaps are in "
             f"sampling code ({code_name(h.sampler_frame)}): the host picks each next token from the step's "
             "logits, so the next step needs what the host computes from this one's results."]
+
+
+def event_timed_series(step_sync: Optional[StepSyncResult], dev: int, call: str) -> Optional[StepSyncSeries]:
+    """The step-sync series of device ``dev`` whose steps end in ``call`` (the ``sync`` finding's named call) when
+    every such series is event-timed (``timed_steps`` set: its thread reads ``cudaEventElapsedTime`` after ≥ 80 % of
+    its step syncs) — the one with the most steps; None when none is, or when another thread's steps end in the same
+    call untimed (docs/FINDINGS.md, "Idle causes → findings": event-timed syncs)."""
+    if step_sync is None or not step_sync.available:
+        return None
+    same = [s for s in step_sync.series if s.device_id == dev and s.api == normalize(call)]
+    if not same or any(s.timed_steps is None for s in same):
+        return None
+    return max(same, key=lambda s: (s.steps, -s.gtid))

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_AS_EMPTY, FieldsJson
+from ...jsonable import NONE_AS_EMPTY, FieldsJson, Outcome
 from ...model.timeline import few_distinct
 from ...model.trace import ApiCalls, TraceModel
 from ..common.stats import Summary, group_stats, pct, summary
@@ -47,9 +47,7 @@ class AllocFreeApi(FieldsJson):
 
 
 @dataclass(frozen=True)
-class CudaApiResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class CudaApiResult(Outcome):
     total_ns: int = 0
     call_count: int = 0
     apis: Tuple[ApiRow, ...] = ()

@@ -9,7 +9,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_AS_EMPTY, FieldsJson
+from ...jsonable import NONE_AS_EMPTY, FieldsJson, Outcome
 from ...model.timeline import spans_by
 from ...model.trace import TraceModel
 from ..common.stats import median, pct
@@ -71,9 +71,7 @@ class GraphTraceSummary(FieldsJson):
 
 
 @dataclass(frozen=True)
-class GraphResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class GraphResult(Outcome):
     trace_mode: str = "none"                    # "node" / "graph" / "none"
     capture_graph_trace_mode: Optional[str] = None
     graph_launch_count: int = 0

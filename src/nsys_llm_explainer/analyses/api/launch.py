@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_AS_EMPTY, FieldsJson
+from ...jsonable import NONE_AS_EMPTY, FieldsJson, Outcome
 from ...model.trace import TraceModel
 from ..common.stats import GroupStats, pct
 from ..kernels.stats import KernelStats, kernel_stats
@@ -72,9 +72,7 @@ class TinyKernel(FieldsJson):
 
 
 @dataclass(frozen=True)
-class LaunchResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class LaunchResult(Outcome):
     overall: Optional[LaunchStats] = field(default=None, metadata=NONE_AS_EMPTY)
     per_device: Tuple[LaunchDeviceRow, ...] = ()
     per_pid: Tuple[LaunchPidRow, ...] = ()

@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Optional, Tuple
+from typing import ClassVar, Tuple
 
-from ...jsonable import FieldsJson
+from ...jsonable import FieldsJson, Outcome
 from ...model.timeline import spans_by
 from ...model.trace import TraceModel
 from ..common.stats import group_stats
@@ -47,9 +47,7 @@ class SyncPidTotal(FieldsJson):
 
 
 @dataclass(frozen=True)
-class SyncResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class SyncResult(Outcome):
     total_ns: int = 0
     call_count: int = 0
     sync_apis: Tuple[SyncApiRow, ...] = ()

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson
+from ...jsonable import FieldsJson, Outcome
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import TraceModel
@@ -79,9 +79,7 @@ class CommExposureDevice(FieldsJson):
 
 
 @dataclass(frozen=True)
-class CommExposureResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class CommExposureResult(Outcome):
     window_start_ns: int = 0
     window_end_ns: int = 0
     devices: Tuple[CommExposureDevice, ...] = ()

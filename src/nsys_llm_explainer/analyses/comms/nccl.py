@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson
+from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson, Outcome
 from ...model.timeline import rows_by_value, spans_by
 from ...model.trace import Kernels, TraceModel
 from ...vocabulary.units import fmt_dur
@@ -153,9 +153,7 @@ class NcclStraggler(FieldsJson):
 
 
 @dataclass(frozen=True)
-class NcclResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class NcclResult(Outcome):
     nccl_kernel_count: int = 0
     nccl_total_ns: int = 0
     by_name: Tuple[NcclCollective, ...] = ()

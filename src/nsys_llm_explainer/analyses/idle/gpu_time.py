@@ -10,6 +10,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ...jsonable import Outcome
 from ...model.timeline import DeviceTimeline, build_timelines
 from ...model.trace import TraceModel
 from ...vocabulary.device_roles import ROLE_COPIES, ROLE_FEW, ROLE_IDLE, ROLE_KERNELS
@@ -106,9 +107,7 @@ class DeviceTime:
 
 
 @dataclass(frozen=True)
-class GpuTimeResult:
-    available: bool
-    reason: Optional[str]
+class GpuTimeResult(Outcome):
     include_memcpy: bool
     devices: Tuple[DeviceTime, ...] = ()
 

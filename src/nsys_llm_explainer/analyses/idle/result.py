@@ -7,7 +7,7 @@ from typing import ClassVar, Dict, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson
+from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson, Outcome
 from ...vocabulary.cause_kinds import KINDS
 from ..common.stats import pct
 from .bins import DeviceBins
@@ -134,9 +134,7 @@ class DeviceCauses(FieldsJson):
 
 
 @dataclass(frozen=True)
-class IdleCausesResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class IdleCausesResult(Outcome):
     precedence: Tuple[str, ...] = KINDS      # the cause kinds in charging order
     devices: Tuple[DeviceCauses, ...] = ()
     totals: Tuple[IdleCause, ...] = ()       # summed over devices, pct of Σ window / Σ idle

@@ -17,7 +17,7 @@ from ...config.categories import (
     build_rules,
 )
 from ...config.patterns import first_match, for_matching
-from ...jsonable import NOT_IN_JSON, FieldsJson
+from ...jsonable import NOT_IN_JSON, FieldsJson, Outcome
 from ...model.names import distinct_small
 from ...model.timeline import copy_kind_label, rows_by_value
 from ...model.trace import Memcpy, TraceModel
@@ -138,9 +138,7 @@ class CategoryPhase(FieldsJson):
 
 
 @dataclass(frozen=True)
-class CategoryResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class CategoryResult(Outcome):
     preset: str = "generic"
     preset_reason: str = ""
     detect_pct: Dict[str, float] = field(default_factory=dict)
@@ -158,10 +156,9 @@ class CategoryResult(FieldsJson):
     devices: Tuple[CategoryDevice, ...] = ()
     phases: Tuple[CategoryPhase, ...] = ()
     other_top_kernels: Tuple[TopKernel, ...] = ()
-    # helpers, not in to_dict(): the rules applied, category index per kernel name and per kernel row
+    # helpers, not in to_dict(): the rules applied, category index per kernel name
     rules: Optional[CategoryRules] = field(default=None, metadata=NOT_IN_JSON)
     name_category: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
-    kernel_category: Optional[np.ndarray] = field(default=None, metadata=NOT_IN_JSON)
 
 
 def _order(count: np.ndarray, total: np.ndarray, nonov: np.ndarray) -> List[int]:
@@ -278,7 +275,6 @@ def analyze_categories(model: TraceModel, rules: Optional[CategoryRules] = None,
         total_kernel_ns=tot_all, busy_ns=busy_all, other_ns=int(c_tot[other]),
         other_pct=pct(int(c_tot[other]), tot_all), overall=overall, devices=devices, phases=tuple(phases),
         other_top_kernels=other_top, rules=rules, name_category=name_cat[: len(names)],
-        kernel_category=cat[: len(k)],
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, List, Optional, Tuple
 
-from ...jsonable import FieldsJson
+from ...jsonable import FieldsJson, Outcome
 from ...model.trace import Kernels, TraceModel
 from ..common.stats import GroupStats, pct
 from .stats import KernelStats, kernel_stats
@@ -78,9 +78,7 @@ class TopKernel(FieldsJson):
 
 
 @dataclass(frozen=True)
-class KernelSummary(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class KernelSummary(Outcome):
     total_kernel_ns: int = 0
     kernel_count: int = 0
     by_name_device: Tuple[KernelDeviceRow, ...] = ()     # JSON "kernels"

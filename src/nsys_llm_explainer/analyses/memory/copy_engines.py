@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ...jsonable import FieldsJson
+from ...jsonable import Outcome
 from ...model import intervals as iv
 from ...model.timeline import MEMCPY_KIND_LABEL, PAGEABLE, rows_by_value
 from ...model.trace import ApiCalls, Memcpy, Memset, TraceModel
@@ -90,9 +90,7 @@ class CopyDevice:
 
 
 @dataclass(frozen=True)
-class CopyEnginesResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class CopyEnginesResult(Outcome):
     window_start_ns: int = 0
     window_end_ns: int = 0
     paths: Tuple[CopyPath, ...] = ()

@@ -8,7 +8,7 @@ from typing import Callable, ClassVar, Dict, Optional, Tuple, Type, TypeVar
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, FieldsJson
+from ...jsonable import NONE_OMITTED, FieldsJson, Outcome
 from ...model.timeline import copy_kind_label
 from ...model.trace import TraceModel
 from ..common.copy_bytes import bytes_or_none, recorded_bytes
@@ -72,9 +72,7 @@ class MemsetRow(CopyStatsRow):
 
 
 @dataclass(frozen=True)
-class MemcpyResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class MemcpyResult(Outcome):
     by_direction: Tuple[MemcpyDirectionRow, ...] = ()
     by_kind: Tuple[MemcpyKindRow, ...] = ()
     memset: Tuple[MemsetRow, ...] = ()

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson, json_name
+from ...jsonable import NONE_AS_EMPTY, NONE_OMITTED, FieldsJson, Outcome, json_name
 from ...model.timeline import D2H, H2D, PAGEABLE, rows_by_value
 from ...model.timeline import copy_kind_label as _direction
 from ...model.trace import ApiCalls, Memcpy, TraceModel
@@ -144,9 +144,7 @@ class AllocApi(FieldsJson):
 
 
 @dataclass(frozen=True)
-class MemoryResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class MemoryResult(Outcome):
     copy_count: int = 0
     copy_bytes: Optional[int] = 0      # None: no copy records its bytes
     copy_ns: int = 0

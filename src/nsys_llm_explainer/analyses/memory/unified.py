@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import FieldsJson, json_name
+from ...jsonable import FieldsJson, Outcome, json_name
 from ...model import intervals as iv
 from ...model.timeline import rows_by_value
 from ...model.trace import Memcpy, TraceModel
@@ -117,13 +117,11 @@ class UmWindow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class UnifiedMemoryResult(FieldsJson):
+class UnifiedMemoryResult(Outcome):
     """``available``: the trace holds Unified-Memory activity (a migration or a fault row); ``sources``: which
     inputs the export has (``gpu_fault_table``, ``cpu_fault_table``, ``migration_cause_column``); ``notes``:
     what could not be measured and why."""
 
-    available: bool
-    reason: Optional[str]
     sources: Dict[str, bool]
     notes: Tuple[str, ...] = ()
     steady: Optional[UmWindow] = None

@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
-from ...jsonable import NOT_IN_JSON, FieldsJson, json_name
+from ...jsonable import NOT_IN_JSON, FieldsJson, Outcome, json_name
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel
 from ..common.stats import group_stats, group_sums, int_sums, pct
@@ -90,9 +90,7 @@ class AttributionPhase(FieldsJson):
 
 
 @dataclass(frozen=True)
-class AttributionResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class AttributionResult(Outcome):
     coverage: float = 0.0
     total_kernel_ns: int = 0
     attributed_ns: int = 0

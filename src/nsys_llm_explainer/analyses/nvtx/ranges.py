@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson
+from ...jsonable import NONE_OMITTED, NOT_IN_JSON, FieldsJson, Outcome
 from ...model.nvtx_build import UNTERMINATED_END_RULE
 from ...model.trace import TraceModel
 from ..common.stats import GroupStats, group_stats, int_sums, pct
@@ -59,9 +59,7 @@ class NvtxPidRow(FieldsJson):
 
 
 @dataclass(frozen=True)
-class NvtxResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class NvtxResult(Outcome):
     range_count: int = 0
     unterminated: int = 0
     unterminated_end_rule: str = UNTERMINATED_END_RULE   # the rule unterminated ranges end by (a constant)

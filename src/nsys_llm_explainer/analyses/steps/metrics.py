@@ -17,6 +17,7 @@ from ...jsonable import (
     NONE_OMITTED,
     NOT_IN_JSON,
     FieldsJson,
+    Outcome,
     dataclass_from_json,
     fields_json,
     need,
@@ -174,9 +175,7 @@ class StepArrays:
 
 
 @dataclass(frozen=True)
-class StepResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class StepResult(Outcome):
     method: str                        # "nvtx" | "marker" | "none"
     confidence: str = "low"            # "high" | "medium" | "low"
     confidence_reason: str = ""

@@ -11,7 +11,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ...config.phase_map import UNMAPPED, PhaseMap
-from ...jsonable import NOT_IN_JSON, FieldsJson
+from ...jsonable import NOT_IN_JSON, FieldsJson, Outcome
 from ...model import intervals as iv
 from ...model.timeline import few_distinct, rows_by_value
 from ...model.trace import TraceModel
@@ -80,9 +80,7 @@ def resolve_nodes(tree: NvtxTree, name_phase: np.ndarray) -> Tuple[np.ndarray, n
 
 
 @dataclass(frozen=True)
-class PhaseResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class PhaseResult(Outcome):
     source: str
     phase_map: Dict[str, List[str]]
     phase_names: Tuple[str, ...] = ()   # phase map order; index = kernel_phase value

@@ -12,7 +12,7 @@ from typing import ClassVar, Dict, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, FieldsJson, json_name
+from ...jsonable import NONE_OMITTED, FieldsJson, Outcome, json_name
 from ...model.intervals import overlap_length
 from ...model.timeline import DeviceTimeline, few_distinct, rows_by_value
 from ...vocabulary.cause_kinds import KIND_CODE, KINDS
@@ -94,9 +94,7 @@ class StepSyncSeries(FieldsJson):
 
 
 @dataclass(frozen=True)
-class StepSyncResult(FieldsJson):
-    available: bool
-    reason: Optional[str]
+class StepSyncResult(Outcome):
     series: Tuple[StepSyncSeries, ...] = ()     # holding series first, then by overlappable ns
     thresholds: Dict[str, float] = field(default_factory=lambda: dict(THRESHOLDS))
 

@@ -10,7 +10,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...jsonable import NONE_OMITTED, FieldsJson
+from ...jsonable import NONE_OMITTED, Outcome
 from ...model.intervals import IntervalUnion, grouped_overlap, points_inside, union_blocks
 from ...model.names import distinct_small
 from ...model.timeline import rows_by_value
@@ -139,12 +139,10 @@ class LauncherWaits:
 
 
 @dataclass(frozen=True)
-class WaitsResult(FieldsJson):
+class WaitsResult(Outcome):
     """``launchers``: the launching threads whose waits hold ≥ :data:`MIN_WAIT_SHARE` % of the window, largest
     waits first."""
 
-    available: bool
-    reason: Optional[str]
     window_ns: int = 0
     launchers: Tuple[LauncherWaits, ...] = ()
 

@@ -187,7 +187,7 @@ class TraceFacts(FieldsJson):
                 "copies_host": self.copies_host, "host_copies_pageable": self.host_copies_pageable,
                 "copies_overlap_kernels": self.copies_overlap_kernels,
                 "copies_async_side_stream": self.copies_async_side_stream,
-                "host_thread_off_cpu": False}   # per finding: findings/idle._sampled_facts
+                "host_thread_off_cpu": False}   # per finding: findings/waits.sampled_facts
 
 
 def _cc_pair(cc: Optional[str]) -> Tuple[int, int]:

@@ -205,8 +205,11 @@ def _memory(steady: TraceModel, steps: StepResult) -> MemoryResult:
 
 def _copy_engines(model: TraceModel, steady: TraceModel, window: WindowResult, steps: StepResult
                   ) -> CopyEnginesResult:
-    a = steps.arrays if steps.bounds is not None else None
-    return analyze_copy_engines(model, steady, window.start_ns, window.end_ns, steps.bounds,
+    # per-step copy figures only over steps the report is confident of: a low-confidence range (a layer's fetch
+    # hook, an op's range) is no step, and a median over it would be quoted as the step's
+    sure = steps.bounds is not None and steps.confidence != "low"
+    a = steps.arrays if sure else None
+    return analyze_copy_engines(model, steady, window.start_ns, window.end_ns, steps.bounds if sure else None,
                                 a.device if a is not None else None)
 
 

@@ -188,12 +188,12 @@ def test_weights_copied_no_more_than_twice_as_long_as_the_kernels_run_keep_the_o
 
 
 def _zero_inference(copy_ms: int, layer_ms: int, flavor: str, hook: str = "fetch_sub_module") -> TraceBuilder:
-    """DeepSpeed ZeRO-Inference style weight streaming, 24 layers: the host issues layer i (NVTX ``hook`` range,
-    50 µs, around it) when layer i − 1's kernels start: a pinned 64 MiB Host-to-Device ``cudaMemcpyAsync`` on side stream
-    13, ``cudaEventRecord``, ``cudaStreamWaitEvent`` on stream 7 and 4 GEMM launches. Copy i runs ``copy_ms`` from
-    max(copy i − 1's end, layer i − 2's kernels' end + 10 µs) (two weight buffers); layer i's 4 GEMMs of
-    ``layer_ms`` / 4 each run back to back on stream 7 from max(copy i's end, layer i − 1's end); the host ends in
-    ``cudaStreamSynchronize`` until the last kernel ends."""
+    """DeepSpeed ZeRO-Inference style weight streaming, 24 layers: the host issues layer i (NVTX ``hook`` range, 50 µs,
+    around it) when layer i − 1's kernels start: a pinned 64 MiB Host-to-Device ``cudaMemcpyAsync`` on side stream 13,
+    ``cudaEventRecord``, ``cudaStreamWaitEvent`` on stream 7 and 4 GEMM launches. Copy i runs ``copy_ms`` from max(copy
+    i − 1's end, layer i − 2's kernels' end + 10 µs) (two weight buffers); layer i's 4 GEMMs of ``layer_ms`` / 4 each
+    run back to back on stream 7 from max(copy i's end, layer i − 1's end); the host ends in ``cudaStreamSynchronize``
+    until the last kernel ends."""
     b = TraceBuilder(flavor)
     b.process(PID)
     g = b.thread(PID, PID, "python3")

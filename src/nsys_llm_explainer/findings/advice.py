@@ -58,6 +58,9 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the processes that made the CUDA calls are native programs (TraceFacts.native_host), not a Python interpreter
     # (False: TraceFacts.python_host; None: not known, an unnamed process); set by findings/idle.py only
     "native_host": (True, False, None),
+    # the Unified Memory finding's window has user-prefetch migrations (``cudaMemPrefetchAsync``, migration cause
+    # "user prefetch"; None: the export records no causes); set by findings/unified_memory.py only
+    "um_user_prefetch": (True, False, None),
     # the copy-path finding's GPU has one copy engine (``asyncEngines`` 1; "some": the device may be a GPU with one or
     # one with more — the GPUs differ and the export does not tie the device to one; None: not recorded;
     # TraceFacts.one_copy_engine), set by findings/copy_path.py only
@@ -489,7 +492,13 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     # ---- unified memory (findings/unified_memory.py; the copy finding when its largest copy is a Unified one)
     _a("um.prefetch", "Prefetch managed buffers to the GPU before the kernels that read them: "
        "`cudaMemPrefetchAsync` to the device, on the stream of those kernels (or one they wait for), so pages "
-       "move in bulk ahead of use instead of on demand through GPU page faults.", unified_memory=(True,)),
+       "move in bulk ahead of use instead of on demand through GPU page faults.", unified_memory=(True,),
+       um_user_prefetch=(False, None)),
+    _a("um.prefetch.more", "The trace already prefetches (`cudaMemPrefetchAsync`); the migrations counted above are "
+       "others: prefetch the pages those still move too, earlier (before the kernel that reads them is launched, on "
+       "its stream or one it waits on) and in larger ranges; where they are evictions (more managed memory in use than "
+       "the GPU holds), prefetching more only evicts sooner: shrink what the kernels touch.", unified_memory=(True,),
+       um_user_prefetch=(True,)),
     _a("um.advise", "Tell the driver where managed data should live: `cudaMemAdvise` with "
        "`cudaMemAdviseSetPreferredLocation` (the GPU) for buffers the GPU owns, `cudaMemAdviseSetReadMostly` for "
        "data only read on the GPU (weights), so read copies are kept instead of pages moving back and forth.",

@@ -58,6 +58,10 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the processes that made the CUDA calls are native programs (TraceFacts.native_host), not a Python interpreter
     # (False: TraceFacts.python_host; None: not known, an unnamed process); set by findings/idle.py only
     "native_host": (True, False, None),
+    # the ``copy`` idle finding's device idles ≥ 5 % of its window with the host inside asynchronous copy calls and no
+    # copy running, and its copies average at most 1 MiB (None: bytes not recorded; findings/idle_copy.copy_calls_pace;
+    # set there only)
+    "copy_calls_pace": (True, False, None),
     # the Unified Memory finding's window has user-prefetch migrations (``cudaMemPrefetchAsync``, migration cause
     # "user prefetch"; None: the export records no causes); set by findings/unified_memory.py only
     "um_user_prefetch": (True, False, None),
@@ -126,6 +130,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     _a("copy.pageable", "Pageable host memory is behind these copies: the driver stages them through its own pinned "
        "buffer (slower, and they cannot overlap compute); allocate the host buffers pinned (`cudaHostAlloc` / "
        "`cudaHostRegister`) once and reuse them.", host_copies_pageable=(True,)),
+    _a("copy.batch", "The host issues these small copies one call each, and the GPU waits while it does: issue "
+       "fewer, larger copies — gather the pieces on the GPU with one kernel into a contiguous buffer and copy that "
+       "once, or submit them together with `cudaMemcpyBatchAsync` (CUDA 12.8 or newer) — so that the next kernel "
+       "is launched sooner.", copy_calls_pace=(True,)),
     _a("copy.launch_first", "The launching thread had not launched the next kernel while these copies ran (it was "
        "working on the host: outside CUDA calls, or in NVTX ranges or other calls): the GPU idles for want of launched "
        "work, and faster copies would not shorten it. Shorten the host work between launches or overlap it with GPU "

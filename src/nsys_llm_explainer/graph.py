@@ -205,11 +205,8 @@ def _memory(steady: TraceModel, steps: StepResult) -> MemoryResult:
 
 def _copy_engines(model: TraceModel, steady: TraceModel, window: WindowResult, steps: StepResult
                   ) -> CopyEnginesResult:
-    # per-step copy figures only over steps the report is confident of: a low-confidence range (a layer's fetch
-    # hook, an op's range) is no step, and a median over it would be quoted as the step's
-    sure = steps.bounds is not None and steps.confidence != "low"
-    a = steps.arrays if sure else None
-    return analyze_copy_engines(model, steady, window.start_ns, window.end_ns, steps.bounds if sure else None,
+    a = steps.arrays if steps.bounds is not None else None
+    return analyze_copy_engines(model, steady, window.start_ns, window.end_ns, steps.bounds,
                                 a.device if a is not None else None)
 
 
@@ -301,7 +298,7 @@ STEPS: Tuple[Step, ...] = (
     Step("window repeats", _window_repeats, ("window", "steps", "step_sync"), ("window_repeats",), "steady"),
     Step("finding: per-step sync", step_sync_claims, ("step_sync", "facts", "gpu_time"), ("step_sync_claims",),
          "steady"),
-    Step("finding: copy path", copy_path_claims, ("copy_engines", "idle_causes", "gpu_time", "facts"),
+    Step("finding: copy path", copy_path_claims, ("copy_engines", "idle_causes", "gpu_time", "facts", "steps"),
          ("copy_path_claims",), "steady"),
     Step("findings: idle", idle_findings, ("idle_causes", "gpu_time", "window", "traits", "facts", "attribution",
                                        "host_samples", "waits", "step_sync_claims", "copy_path_claims",

@@ -298,7 +298,7 @@ STEPS: Tuple[Step, ...] = (
     Step("window repeats", _window_repeats, ("window", "steps", "step_sync"), ("window_repeats",), "steady"),
     Step("finding: per-step sync", step_sync_claims, ("step_sync", "facts", "gpu_time"), ("step_sync_claims",),
          "steady"),
-    Step("finding: copy path", copy_path_claims, ("copy_engines", "idle_causes", "gpu_time", "facts"),
+    Step("finding: copy path", copy_path_claims, ("copy_engines", "idle_causes", "gpu_time", "facts", "steps"),
          ("copy_path_claims",), "steady"),
     Step("findings: idle", idle_findings, ("idle_causes", "gpu_time", "window", "traits", "facts", "attribution",
                                        "host_samples", "waits", "step_sync_claims", "copy_path_claims",

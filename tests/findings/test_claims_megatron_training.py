@@ -123,3 +123,29 @@ def test_exposed_comm_of_several_ranks_in_one_trace_points_to_its_nccl_section(t
     f = finding_of(report_of(_ddp_ranks(2), tmp_path), "comm_exposed")
     assert ADVICE["comm_exposed.generic.here"].text in f["recommendation"]
     assert ADVICE["comm_exposed.generic"].text not in f["recommendation"]
+
+
+def test_the_forward_backward_range_of_an_iteration_is_the_step_not_its_microbatches(tmp_path: Path) -> None:
+    """Megatron's ``forward_backward_func`` around one iteration: 5 iterations, iteration i at t = T0 + 25 i ms,
+    NVTX `forward-backward` [t, t + 20) ms holding 4 microbatch `forward_step` ranges [t + 2m, t + 2m + 2) ms (one
+    GEMM each, launched 10 µs in, run 1.5 ms) then 4 `backward_step` ranges [t + 8 + 3m, t + 11 + 3m) ms (one
+    flash-backward kernel each, 2.5 ms); the distributed optimizer's all-gather outside it at t + 21 ms. The
+    microbatch ranges (step-like: `forward_step`) were the steps, 20 of them of 2 ms, "step time" a microbatch's
+    forward; `forward-backward` spans the iteration and is now the step: 5 steps of 20 ms."""
+    b = TraceBuilder("2024.2")
+    b.process(100)
+    g = b.thread(100, 100, "pt_main_thread")
+    for i in range(5):
+        t = T0 + i * 25 * MS
+        b.nvtx_push_pop(t, t + 20 * MS, "forward-backward", tid_g=g)
+        for m in range(4):
+            f = t + 2 * m * MS
+            b.nvtx_push_pop(f, f + 2 * MS, "forward_step", tid_g=g)
+            b.launch(f + 10 * US, f + 15 * US, f + 20 * US, f + 1_520 * US, pid=100, tid=100, name=GEMM)
+            k = t + (8 + 3 * m) * MS
+            b.nvtx_push_pop(k, k + 3 * MS, "backward_step", tid_g=g)
+            b.launch(k + 10 * US, k + 15 * US, k + 20 * US, k + 2_520 * US, pid=100, tid=100, name=FLASH_B)
+        b.launch(t + 21 * MS, t + 21 * MS + 5 * US, t + 21 * MS + 10 * US, t + 22 * MS, pid=100, tid=100, name=AG)
+    steps = report_of(b, tmp_path)["steps"]
+    assert steps["step_ranges"] == ["forward-backward"], steps["step_ranges"]
+    assert steps["step_count"] == 5 and steps["summary"]["p50_ns"] == 20 * MS

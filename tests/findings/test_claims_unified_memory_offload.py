@@ -10,6 +10,8 @@ import pytest
 from claims_support import report_of
 from synth import TraceBuilder
 
+from nsys_llm_explainer.findings.advice import ADVICE
+
 US = 1_000
 MS = 1_000 * US
 T0 = 1 * MS
@@ -72,3 +74,35 @@ def test_prefetches_that_run_under_the_kernels_alone_make_no_unified_memory_find
     (d,) = rep["unified_memory"]["steady"]["devices"]
     assert (d["overlap_ns"], d["overlap_pct"], d["migration_union_ns"]) == (0, 0.0, 20 * MS)
     assert rep["findings"][0]["id"] == "gpu_bound"
+
+
+def test_a_trace_that_already_prefetches_is_told_what_its_prefetches_miss(tmp_path: Path) -> None:
+    """(trace: :func:`_prefetched_layers` with faults, 2026.2) The finding told the user "Prefetch managed buffers to
+    the GPU before the kernels that read them: `cudaMemPrefetchAsync` …", which every layer already does (200 user-
+    prefetch migrations). The migrations it counts are the 100 page-fault migrations of pages the prefetches do not
+    cover: the advice is to prefetch those pages too, earlier and in larger ranges, not to start prefetching."""
+    rep = report_of(_prefetched_layers("2026.2", faults=True), tmp_path)
+    (f,) = [f for f in rep["findings"] if f["id"] == "unified_memory"]
+    assert ADVICE["um.prefetch"].text not in f["recommendation"]
+    assert f["recommendation"][0] == ADVICE["um.prefetch.more"].text
+
+
+def test_a_trace_without_user_prefetches_keeps_the_prefetch_advice(tmp_path: Path) -> None:
+    """Only on-demand migrations: per 3.030 ms layer (10 layers) a GEMM [t + 20, t + 3020) µs faulting on 10 pages, each
+    a 64 KiB page-fault migration (cause 2) under it (4 ms of 30 ms kernel time, 13.3 %) and no `cudaMemPrefetchAsync`:
+    "Prefetch managed buffers …" is the first line and the already-prefetching line is not given."""
+    b = TraceBuilder("2026.2")
+    b.process(PID)
+    g = b.thread(PID, 1, "python3")
+    for i in range(10):
+        t = T0 + i * 3_030 * US
+        b.launch(t + 10 * US, t + 15 * US, t + 20 * US, t + 3_020 * US, pid=PID, tid=1, name=GEMM)
+        b.runtime(t + 16 * US, t + 3_025 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+        for f in range(10):
+            s, a = t + (2_500 + 50 * f) * US, ((64 * i + 40) << 21) | (f << 16)
+            b.um_gpu_fault(s - 5 * US, s + 40 * US, pid=PID, address=a, faults=2)
+            b.um_migration(s, s + 40 * US, pid=PID, bytes=64 << 10, copy_kind=11, cause=2, address=a)
+    rep = report_of(b, tmp_path)
+    (f,) = [f for f in rep["findings"] if f["id"] == "unified_memory"]
+    assert f["recommendation"][0] == ADVICE["um.prefetch"].text
+    assert ADVICE["um.prefetch.more"].text not in f["recommendation"]

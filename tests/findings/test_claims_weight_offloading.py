@@ -187,13 +187,13 @@ def test_weights_copied_no_more_than_twice_as_long_as_the_kernels_run_keep_the_o
     assert not any("less than half" in e for e in f.evidence)
 
 
-def _zero_inference(copy_ms: int, layer_ms: int, flavor: str) -> TraceBuilder:
-    """DeepSpeed ZeRO-Inference style weight streaming, 24 layers: the host issues layer i (NVTX `fetch_sub_module`
-    around it) when layer i − 1's kernels start: a pinned 64 MiB Host-to-Device ``cudaMemcpyAsync`` on side stream
-    13, ``cudaEventRecord``, ``cudaStreamWaitEvent`` on stream 7 and 4 GEMM launches. Copy i runs ``copy_ms`` from
-    max(copy i − 1's end, layer i − 2's kernels' end + 10 µs) (two weight buffers); layer i's 4 GEMMs of
-    ``layer_ms`` / 4 each run back to back on stream 7 from max(copy i's end, layer i − 1's end); the host ends in
-    ``cudaStreamSynchronize`` until the last kernel ends."""
+def _zero_inference(copy_ms: int, layer_ms: int, flavor: str, hook: str = "fetch_sub_module") -> TraceBuilder:
+    """DeepSpeed ZeRO-Inference style weight streaming, 24 layers: the host issues layer i (NVTX ``hook`` range, 50 µs,
+    around it) when layer i − 1's kernels start: a pinned 64 MiB Host-to-Device ``cudaMemcpyAsync`` on side stream 13,
+    ``cudaEventRecord``, ``cudaStreamWaitEvent`` on stream 7 and 4 GEMM launches. Copy i runs ``copy_ms`` from max(copy
+    i − 1's end, layer i − 2's kernels' end + 10 µs) (two weight buffers); layer i's 4 GEMMs of ``layer_ms`` / 4 each
+    run back to back on stream 7 from max(copy i's end, layer i − 1's end); the host ends in ``cudaStreamSynchronize``
+    until the last kernel ends."""
     b = TraceBuilder(flavor)
     b.process(PID)
     g = b.thread(PID, PID, "python3")
@@ -203,7 +203,7 @@ def _zero_inference(copy_ms: int, layer_ms: int, flavor: str) -> TraceBuilder:
     copy_end, host = 0, 1 * MS
     for i in range(24):
         h = max(host, k_start.get(i - 1, 0))
-        b.nvtx_push_pop(h, h + 50 * US, "fetch_sub_module", tid_g=g)
+        b.nvtx_push_pop(h, h + 50 * US, hook, tid_g=g)
         c0 = max(copy_end, k_end.get(i - 2, 0), h + 10 * US)
         copy_end = c0 + copy_ms * MS
         _copy(b, g, h, c0, copy_end, stream=13)

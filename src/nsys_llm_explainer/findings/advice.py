@@ -176,7 +176,13 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
     # ---- unified memory (findings/unified_memory.py; the copy finding when its largest copy is a Unified one)
     _a("um.prefetch", "Prefetch managed buffers to the GPU before the kernels that read them: "
        "`cudaMemPrefetchAsync` to the device, on the stream of those kernels (or one they wait for), so pages "
-       "move in bulk ahead of use instead of on demand through GPU page faults.", unified_memory=(True,)),
+       "move in bulk ahead of use instead of on demand through GPU page faults.", unified_memory=(True,),
+       um_user_prefetch=(False, None)),
+    _a("um.prefetch.more", "The trace already prefetches (`cudaMemPrefetchAsync`); the migrations counted above are "
+       "others: prefetch the pages those still move too, earlier (before the kernel that reads them is launched, on "
+       "its stream or one it waits on) and in larger ranges; where they are evictions (more managed memory in use than "
+       "the GPU holds), prefetching more only evicts sooner: shrink what the kernels touch.", unified_memory=(True,),
+       um_user_prefetch=(True,)),
     _a("um.advise", "Tell the driver where managed data should live: `cudaMemAdvise` with "
        "`cudaMemAdviseSetPreferredLocation` (the GPU) for buffers the GPU owns, `cudaMemAdviseSetReadMostly` for "
        "data only read on the GPU (weights), so read copies are kept instead of pages moving back and forth.",

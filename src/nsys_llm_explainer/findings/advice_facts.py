@@ -56,6 +56,13 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # the processes that made the CUDA calls are native programs (TraceFacts.native_host), not a Python interpreter
     # (False: TraceFacts.python_host; None: not known, an unnamed process); set by findings/idle.py only
     "native_host": (True, False, None),
+    # the ``copy`` idle finding's device idles ≥ 5 % of its window with the host inside asynchronous copy calls and no
+    # copy running, and its copies average at most 1 MiB (None: bytes not recorded; findings/idle_copy.copy_calls_pace;
+    # set there only)
+    "copy_calls_pace": (True, False, None),
+    # the Unified Memory finding's window has user-prefetch migrations (``cudaMemPrefetchAsync``, migration cause
+    # "user prefetch"; None: the export records no causes); set by findings/unified_memory.py only
+    "um_user_prefetch": (True, False, None),
     # the copy-path finding's GPU has one copy engine (``asyncEngines`` 1; "some": the device may be a GPU with one or
     # one with more — the GPUs differ and the export does not tie the device to one; None: not recorded;
     # TraceFacts.one_copy_engine), set by findings/copy_path.py only

@@ -45,6 +45,10 @@ IDLE_LINES: Tuple[Advice, ...] = (
     _a("copy.pageable", "Pageable host memory is behind these copies: the driver stages them through its own pinned "
        "buffer (slower, and they cannot overlap compute); allocate the host buffers pinned (`cudaHostAlloc` / "
        "`cudaHostRegister`) once and reuse them.", host_copies_pageable=(True,)),
+    _a("copy.batch", "The host issues these small copies one call each, and the GPU waits while it does: issue "
+       "fewer, larger copies — gather the pieces on the GPU with one kernel into a contiguous buffer and copy that "
+       "once, or submit them together with `cudaMemcpyBatchAsync` (CUDA 12.8 or newer) — so that the next kernel "
+       "is launched sooner.", copy_calls_pace=(True,)),
     _a("copy.launch_first", "The launching thread had not launched the next kernel while these copies ran (it was "
        "working on the host: outside CUDA calls, or in NVTX ranges or other calls): the GPU idles for want of launched "
        "work, and faster copies would not shorten it. Shorten the host work between launches or overlap it with GPU "

@@ -9,6 +9,7 @@ from typing import AbstractSet, Dict, List, Optional, Tuple
 from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.memory.copy_engines import HOST_PATHS, CopyEnginesResult, CopyPath, path_of_detail
+from ..analyses.steps.metrics import StepResult
 from ..analyses.trace.facts import TraceFacts
 from ..vocabulary.code_spans import code_name
 from ..vocabulary.units import fmt_bytes
@@ -22,27 +23,36 @@ HIGH_BUSY_PCT = 80.0
 COMPOSITE = "copy_path"
 PACE_PATHS = ("H2D", "D2H", "D2D", "P2P", "H2H", "memset")
 
-def checks(p: CopyPath, window_ns: int) -> Tuple[Check, ...]:
-    """The checks of one path (module docstring); ``window_ns``: the copy-engine window's length."""
+def checks(p: CopyPath, window_ns: int, sure: bool = True) -> Tuple[Check, ...]:
+    """The checks of one path (module docstring); ``window_ns``: the copy-engine window's length; ``sure``: the steps
+    are of medium or high confidence (the per-step check is made only over those: :func:`steps_sure`)."""
     sc = Scope(device_id=p.device_id, kind="copy", detail=p.path)
     beyond, held = (100.0 * ns / window_ns if window_ns > 0 else 0.0 for ns in (p.beyond_kernels_ns, p.held_ns))
     out: Tuple[Check, ...] = (Check("copy_path_busy_pct", p.busy_pct, ">=", BUSY_PCT, sc),
            Check("copy_path_overlap_pct", p.overlap_pct, ">=", OVERLAP_PCT, sc),
            Check("copy_path_beyond_kernels_pct", beyond, ">=", MEDIUM_SHARE, sc),
            Check("copy_path_held_pct", held, ">=", MEDIUM_SHARE, sc))
-    if p.steps and p.step_busy_pct_p50 is not None:
+    if sure and p.steps and p.step_busy_pct_p50 is not None:
         out += (Check("copy_path_step_busy_pct", p.step_busy_pct_p50, ">=", BUSY_PCT, sc),)
     return out
 
 
-def pacing_paths(ce: Optional[CopyEnginesResult], active: Optional[AbstractSet[int]]) -> List[CopyPath]:
-    """The paths whose checks hold on devices with kernels (and a workload), largest busy share first."""
+def steps_sure(steps: Optional[StepResult]) -> bool:
+    """Whether per-step figures may be checked and quoted: steps found with confidence medium or high (a low-confidence
+    range — a layer's fetch hook, an op's range — is no step a median may be taken over and called the step's)."""
+    return steps is not None and steps.available and steps.confidence != "low"
+
+
+def pacing_paths(ce: Optional[CopyEnginesResult], active: Optional[AbstractSet[int]], sure: bool = True
+                 ) -> List[CopyPath]:
+    """The paths whose checks hold on devices with kernels (and a workload), largest busy share first; ``sure``: see
+    :func:`checks`."""
     if ce is None or not ce.available:
         return []
     k = {d.device_id: d.kernel_busy_ns for d in ce.devices}
     win = ce.window_end_ns - ce.window_start_ns
     out = [p for p in ce.paths if p.path in PACE_PATHS and k.get(p.device_id, 0) > 0
-           and (active is None or p.device_id in active) and all(c.holds() for c in checks(p, win))]
+           and (active is None or p.device_id in active) and all(c.holds() for c in checks(p, win, sure))]
     return sorted(out, key=lambda p: (-p.busy_pct, p.device_id, PACE_PATHS.index(p.path)))
 
 
@@ -98,9 +108,11 @@ def host_memory_evidence(p: CopyPath) -> str:
 
 
 def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: IdleCausesResult,
-                     gpu_time: GpuTimeResult, facts: TraceFacts) -> Claims:
-    """The finding (None when no path holds) and the copy idle ns of its path (module docstring)."""
-    paths = pacing_paths(copy_engines, set(gpu_time.kernel_devices()) if gpu_time.available else None)
+                     gpu_time: GpuTimeResult, facts: TraceFacts, steps: Optional[StepResult] = None) -> Claims:
+    """The finding (None when no path holds) and the copy idle ns of its path (module docstring); per-step figures
+    only over ``steps`` of medium or high confidence (:func:`steps_sure`)."""
+    sure = steps_sure(steps)
+    paths = pacing_paths(copy_engines, set(gpu_time.kernel_devices()) if gpu_time.available else None, sure)
     if not paths:
         return Claims(None, {})
     p = paths[0]
@@ -117,7 +129,8 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
           f"({p.busy_pct:.1f} % of the window), "
           + (f"{fmt_bytes(p.bytes)} at {rate}" if p.bytes is not None else "bytes not recorded by this export")
           + (f"; median step: busy {p.step_busy_pct_p50:.1f} %, {fmt_bytes(p.bytes_per_step_p50 or 0)}"
-             if p.steps and p.bytes_per_step_p50 is not None and p.step_busy_pct_p50 is not None else "") + ".",
+             if sure and p.steps and p.bytes_per_step_p50 is not None and p.step_busy_pct_p50 is not None else "")
+          + ".",
           f"Kernels run under {p.overlap_pct:.1f} % of that time ({dur(p.kernel_overlap_ns)}); "
           f"{dur(p.beyond_kernels_ns)} of it runs with no kernel on the GPU.",
           f"This finding claims the {dur(at_stake)} of idle time the idle-cause table charges to "
@@ -138,6 +151,6 @@ def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: Idl
         "copy_path", category="copy_bound", severity="high" if p.busy_pct >= HIGH_BUSY_PCT else "medium",
         title=title, evidence=ev, advice=ids,
         facts=advice, time_at_stake_ns=at_stake,
-        checks=checks(p, copy_engines.window_end_ns - copy_engines.window_start_ns), device_id=p.device_id,
+        checks=checks(p, copy_engines.window_end_ns - copy_engines.window_start_ns, sure), device_id=p.device_id,
         cause=(COMPOSITE, p.label))
     return Claims(f, taken)

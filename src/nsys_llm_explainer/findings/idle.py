@@ -28,7 +28,7 @@ from ..vocabulary.units import fmt_dur as dur
 from .advice import speaks_of_steps
 from .base import MEDIUM_SHARE, Check, Claims, Finding, Scope, finding
 from .idle_claims import SPLIT_SHOWN_POINTS, charge_line, edge_bin_ns, split_claims, title_quoted
-from .idle_copy import COPY_VARIANTS, copy_facts, copy_waiting, outlast_kernels, pageable_matters
+from .idle_copy import COPY_VARIANTS, copy_calls_pace, copy_facts, copy_waiting, outlast_kernels, pageable_matters
 from .idle_once import (
     AUTOTUNE_MIN_TRIAL_PCT,
     STARTUP_MIN_SHARE,
@@ -331,6 +331,9 @@ def idle_findings(idle_causes: IdleCausesResult, gpu_time: GpuTimeResult, window
                           else None}
         if kind == "copy":
             kind_facts, side_ev = copy_facts(kind_facts, copy_engines, set(devs), details)
+            if txt is VARIANTS["copy_early"]:    # the host had not launched: was it issuing the copies?
+                kind_facts, calls_ev = copy_calls_pace(by_dev[dev], kind_facts, copy_engines, set(devs), details)
+                side_ev += calls_ev
             outlast, bytes_ev = outlast_kernels(devs[dev], by_dev[dev].busy_ns, dev) if txt is KIND["copy"] \
                 else (None, [])     # kernels waited on these explicit copies (not migrations, not host-paced)
             kind_facts = {**kind_facts, "copies_outlast_kernels": outlast}

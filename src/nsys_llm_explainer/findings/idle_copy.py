@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -16,6 +17,8 @@ from ..analyses.memory.copy_engines import (
     path_of_detail,
 )
 from ..vocabulary.cause_kinds import KIND, CauseKind
+from ..vocabulary.code_spans import code_name
+from ..vocabulary.units import fmt_bytes
 from ..vocabulary.units import fmt_dur as dur
 from .base import MEDIUM_SHARE, Check, Scope
 
@@ -28,6 +31,9 @@ _WAITING = "keep the kernels waiting"
 _EARLY = "run while the GPU idles, before the next kernel is launched"
 _UNKNOWN = "run while the GPU idles; whether kernels waited on them is not known (no launch call is linked)"
 _UM_ADVICE = ("um.see_finding", "um.prefetch", "um.advise")
+#: an asynchronous copy call (runtime or driver API: `cudaMemcpyAsync`, `cudaMemcpy2DAsync`, `cuMemcpyHtoDAsync`);
+#: blocking copies have their own idle kinds (`sync_memcpy`, `pageable_memcpy`)
+_ASYNC_COPY_CALL = re.compile(r"^cu(?:da)?Memcpy\w*Async", re.IGNORECASE)
 
 
 def _variant(unified: bool, doing: str, advice: Tuple[str, ...]) -> CauseKind:
@@ -45,7 +51,7 @@ def _variant(unified: bool, doing: str, advice: Tuple[str, ...]) -> CauseKind:
 #: on ("early"), and copies of which that is not known ("unknown")
 COPY_VARIANTS: Dict[str, CauseKind] = {
     "copy_unified": _variant(True, _WAITING, _UM_ADVICE),
-    "copy_early": _variant(False, _EARLY, ("copy.launch_first", "host_cpu.vllm", "host_cpu.vllm.graphs",
+    "copy_early": _variant(False, _EARLY, ("copy.batch", "copy.launch_first", "host_cpu.vllm", "host_cpu.vllm.graphs",
                                            "host_cpu.sglang", "host_cpu.trtllm", "host_cpu.trtllm.graphs")),
     "copy_unified_early": _variant(True, _EARLY, _UM_ADVICE),
     # no host thread is linked to the gaps (copy_waiting_unknown_pct decides the title): neither wording is shown
@@ -148,3 +154,28 @@ def side_stream(facts: Mapping[str, Any], paths: Sequence[CopyPath]) -> Tuple[Ma
     return facts, [] if share is None else [
         f"{share:.1f} % of these copies' time was issued by an asynchronous copy call on a side stream (a stream no "
         "kernel of the device runs on in the window)."]
+
+
+def copy_calls_pace(d: DeviceCauses, facts: Mapping[str, Any], ce: Optional[CopyEnginesResult], devs: AbstractSet[int],
+                    details: Mapping[str, int]) -> Tuple[Mapping[str, Any], List[str]]:
+    """``facts`` with ``copy_calls_pace``: on device ``d``, the idle time with no copy running while the host was
+    inside asynchronous copy calls (``other_api`` causes whose detail is one, :data:`_ASYNC_COPY_CALL`) holds at
+    least :data:`.base.MEDIUM_SHARE` % of the window, and the ``copy`` finding's copies (the copy paths of its
+    ``details`` on its ``devs``) are small (not :func:`large_copies`): the host issues many small copies one call
+    each and the GPU waits on the calls (None: the copies' bytes are not recorded); and the evidence line when it
+    holds (docs/FINDINGS.md, "Advice and the facts it needs")."""
+    want = {path_of_detail(x) for x in details}
+    paths = [p for p in ce.paths if p.device_id in devs and p.path in want] if ce is not None and ce.available else []
+    calls = [c for c in d.causes if c.kind == "other_api" and _ASYNC_COPY_CALL.match(c.detail) and c.ns > 0]
+    ns = sum(c.ns for c in calls)
+    held = d.window_ns > 0 and 100.0 * ns / d.window_ns >= MEDIUM_SHARE
+    large = large_copies(paths)
+    fact = None if large is None and held else held and large is False
+    if not fact:
+        return {**facts, "copy_calls_pace": fact}, []
+    n = sum(p.count for p in paths)
+    names = ", ".join(code_name(c.detail) for c in sorted(calls, key=lambda c: (-c.ns, c.detail))[:2])
+    return {**facts, "copy_calls_pace": True}, [
+        f"Between these copies the GPU idles a further {dur(ns)} ({100.0 * ns / d.window_ns:.1f} % of the window) "
+        f"with the host inside copy calls ({names}) and no copy running: the host issues the copies one call each, "
+        f"{n:,} copies averaging {fmt_bytes(sum(p.bytes or 0 for p in paths) // max(n, 1))}."]

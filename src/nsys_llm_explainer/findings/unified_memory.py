@@ -15,7 +15,7 @@ from .base import Check, Finding, Scope, finding
 MEDIUM_PCT = 10.0
 HIGH_PCT = 30.0
 METRIC = "um_overlap_pct_of_kernel_time"
-ADVICE_IDS = ("um.prefetch", "um.advise", "um.device_alloc", "um.torch")
+ADVICE_IDS = ("um.prefetch", "um.prefetch.more", "um.advise", "um.device_alloc", "um.torch")
 def is_unified_detail(detail: str) -> bool:
     """True for an idle-cause ``copy`` detail naming a Unified-Memory copy kind ("Unified Host-to-Device" …)."""
     return str(detail).startswith("Unified ")
@@ -59,6 +59,13 @@ def _evidence(w: UmWindow, considered: List[UmDevice], um: UnifiedMemoryResult, 
     return ev
 
 
+def _user_prefetch(w: UmWindow) -> Optional[bool]:
+    """Whether the window has user-prefetch migrations; None when the export records no migration cause."""
+    if w.overlap_of() != "migrations":
+        return True
+    return None if all(r.key < 0 for r in w.by_cause) else False
+
+
 def unified_memory_finding(um: Optional[UnifiedMemoryResult], active: Optional[AbstractSet[int]],
                            facts: Mapping[str, object], where: str = "the steady window") -> Optional[Finding]:
     """The finding when migrations overlap ≥ :data:`MEDIUM_PCT` % of a device's kernel time (module docstring).
@@ -78,5 +85,6 @@ def unified_memory_finding(um: Optional[UnifiedMemoryResult], active: Optional[A
              f"device {top.device_id}: managed memory is moved while kernels run")
     return finding(
         "unified_memory", severity="high" if top.overlap_pct >= HIGH_PCT else "medium", title=title,
-        evidence=_evidence(um.steady, considered, um, where), advice=ADVICE_IDS, facts=facts,
+        evidence=_evidence(um.steady, considered, um, where), advice=ADVICE_IDS,
+        facts={**facts, "um_user_prefetch": _user_prefetch(um.steady)},
         time_at_stake_ns=sum(d.overlap_ns for d in considered), checks=(check,), device_id=top.device_id)

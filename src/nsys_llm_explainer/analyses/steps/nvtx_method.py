@@ -76,12 +76,17 @@ _NOT_STEP = re.compile(
     r"^(?:[\w.]+:)?(?:nccl|mpi_|aten::|cublas|cudnn|cufft|nvshmem|cupti)"   # libraries, torch ops
     r"|, (?:seq|op_id) = "                                                 # torch emit_nvtx op ranges
     r"|^autograd::|^torch::autograd::|^\w+Backward(?:\d+|#)?$"               # torch autograd per-node ranges
-    r"|^tensorrt:(?!executioncontext)",                                    # TensorRT per-layer ranges
+    r"|^tensorrt:(?!executioncontext)"                                     # TensorRT per-layer ranges
+    # DeepSpeed ZeRO-3 / ZeRO-Inference per-submodule parameter hooks and collectives (`fetch_sub_module`,
+    # `PartitionedParameterCoordinator.release_sub_module`, `allgather_fn`, `reduce_scatter_coalesced`): one per layer
+    # or bucket inside the forward / backward, never a whole iteration
+    r"|(?:^|\.)_*(?:(?:fetch|release)_sub_module|(?:pre|post)_sub_module_\w+|all_?gather\w*|reduce_scatter\w*)$",
     re.IGNORECASE)
 #: a training step's optimizer part (``Optimizer.step#AdamW.step``, ``lr_scheduler.step``, ``scaler.step``): once per
 #: iteration, so as steps it would give the right count with the optimizer's time (1 ms of a 10 ms iteration) as
 #: the step time; never a step candidate
-_OPTIMIZER_STEP = re.compile(r"(?:optim(?:izer)?|lr_scheduler|scaler|adamw?|sgd)[.#_]step", re.IGNORECASE)
+#: (an optimizer class's own ``step``: ``DeepSpeedZeroOptimizer_Stage3.step``, ``FP16_Optimizer.step``)
+_OPTIMIZER_STEP = re.compile(r"(?:optim(?:izer\w*)?|lr_scheduler|scaler|adamw?|sgd)[.#_]step", re.IGNORECASE)
 #: not step-like names: those, any scheduler's ``step`` method, and a diffusion pipeline's VAE decode (``vae.decode``,
 #: diffusers' ``decode_latents``, LDM's ``decode_first_stage``): once per image after the denoising loop, not a decode
 #: step (the phase map's ``ignore`` list gives it no phase either)

@@ -106,6 +106,12 @@ def is_alloc(base: str) -> bool:
     return base in ALLOC_EXACT or base.startswith(ALLOC_PREFIXES)
 
 
+#: the program's profiler calls (they bound the recording under --capture-range=cudaProfilerApi) and the calls a
+#: process makes once, when it initializes CUDA (docs/MODEL.md, kind 7)
+PROFILER_CALLS = {"cudaProfilerStart", "cudaProfilerStop", "cuProfilerStart", "cuProfilerStop"}
+INIT_CALLS = {"cuInit", "cuModuleGetLoadingMode", "cuDevicePrimaryCtxRetain", "cuCtxCreate"}
+
+
 def is_module_load_name(base: str) -> bool:
     return "ModuleLoad" in base or "LibraryLoad" in base
 
@@ -149,6 +155,7 @@ class Gpu:
     name: Optional[str] = None       # demangled kernel name (None for graph-trace rows)
     short: Optional[str] = None
     launch: Optional[Api] = None
+    graph: Optional[int] = None      # graphNodeId of a kernel, graphExecId of a whole-graph row (None: none)
 
 
 @dataclass
@@ -179,6 +186,7 @@ class Trace:
     d2h_calls: set = field(default_factory=set)            # (pid, corr) of device-to-host copies
     pageable_d2h_calls: set = field(default_factory=set)   # … of those into pageable memory
     first_launches: set = field(default_factory=set)       # id() of Api rows launching a first kernel
+    mid_run: set = field(default_factory=set)              # pids whose capture began while they ran (MODEL.md, 7)
 
     @property
     def activity(self) -> List[Gpu]:
@@ -251,19 +259,21 @@ def load(path: str) -> Trace:
             gp = "globalPid" if "globalPid" in cols else "NULL"
             dn = "demangledName" if "demangledName" in cols else "NULL"
             sn = "shortName" if "shortName" in cols else "NULL"
-            q = f"SELECT start, end, deviceId, {gp}, correlationId, {dn}, {sn} FROM CUPTI_ACTIVITY_KIND_KERNEL"
-            for st, en, dev, gpid, corr, dname, sname in conn.execute(q):
+            gn = "graphNodeId" if "graphNodeId" in cols else "NULL"
+            q = f"SELECT start, end, deviceId, {gp}, correlationId, {dn}, {sn}, {gn} FROM CUPTI_ACTIVITY_KIND_KERNEL"
+            for st, en, dev, gpid, corr, dname, sname, node in conn.execute(q):
                 pid = None if gpid is None else _pid_of_tid(gpid)
                 short = s(sname)
                 name = s(dname) or short
-                tr.kernels.append(Gpu(st, en, dev, pid, corr, name, short, link(pid, corr)))
+                tr.kernels.append(Gpu(st, en, dev, pid, corr, name, short, link(pid, corr), node))
         if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" in tables:
             cols = _cols(conn, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
             gp = "globalPid" if "globalPid" in cols else "NULL"
-            q = f"SELECT start, end, deviceId, {gp}, correlationId FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
-            for st, en, dev, gpid, corr in conn.execute(q):
+            ge = "graphExecId" if "graphExecId" in cols else "NULL"
+            q = f"SELECT start, end, deviceId, {gp}, correlationId, {ge} FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+            for st, en, dev, gpid, corr, exe in conn.execute(q):
                 pid = None if gpid is None else _pid_of_tid(gpid)
-                tr.graphs.append(Gpu(st, en, dev, pid, corr, None, None, link(pid, corr)))
+                tr.graphs.append(Gpu(st, en, dev, pid, corr, None, None, link(pid, corr), exe))
 
         # --- copies
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
@@ -290,6 +300,26 @@ def load(path: str) -> Trace:
             for st, en, dev, gpid, corr in conn.execute(q):
                 pid = None if gpid is None else _pid_of_tid(gpid)
                 tr.copies.append(Copy(st, en, dev, pid, corr, "memset", False))
+        # --- processes whose recording began while they ran (their first launches in it may not be their first)
+        bounded = any(a.name in PROFILER_CALLS for a in tr.apis)
+        if "META_DATA_CAPTURE" in tables:
+            meta = dict(conn.execute("SELECT name, value FROM META_DATA_CAPTURE"))
+            bounded = bounded or int(meta.get("START_DELAY_MS") or 0) > 0 or \
+                (meta.get("START_TRIGGER") or "Immediate").strip() not in ("", "Immediate")
+        gpu_rows = [(k.pid, k.start, k.launch) for k in tr.kernels] + \
+            [(c.pid, c.start, link(c.pid, c.corr)) for c in tr.copies]
+        inf = float("inf")
+        first_call: Dict[int, float] = defaultdict(lambda: inf)
+        for _, _, a in gpu_rows:
+            if a is not None:
+                first_call[a.pid] = min(first_call[a.pid], a.start)
+        first_init: Dict[int, float] = defaultdict(lambda: inf)
+        for a in tr.apis:
+            if a.name in INIT_CALLS:
+                first_init[a.pid] = min(first_init[a.pid], a.start)
+        lead = {p for p, st, a in gpu_rows if a is None and st < first_call[p]}
+        tr.mid_run = {p for p in {a.pid for a in tr.apis}
+                      if first_init[p] > first_call[p] and (bounded or p in lead)}
         if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in tables:
             for st, en in conn.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"):
                 tr.other_ts += [t for t in (st, en) if t is not None]
@@ -321,11 +351,18 @@ def load(path: str) -> Trace:
     finally:
         conn.close()
 
-    # --- the launch call of the first kernel (by start) of each kernel name in its process
-    first: Dict[Tuple[Optional[int], Optional[str]], Gpu] = {}
+    # --- the launch call of the first kernel (by start) of each kernel name in its process, and of each graph's
+    # first launch (the first kernel of each graph node id, the first whole-graph row of each graphExecId)
+    first: Dict[Tuple[Optional[int], object], Gpu] = {}
     for k in sorted(tr.kernels, key=lambda k: (k.start, k.end, k.corr or 0)):
         first.setdefault((k.pid, k.name), k)
-    tr.first_launches = {id(k.launch) for k in first.values() if k.launch is not None}
+        if isinstance(k.graph, int) and k.graph >= 0:
+            first.setdefault((k.pid, ("node", k.graph)), k)
+    for k in sorted(tr.graphs, key=lambda k: (k.start, k.end, k.corr or 0)):
+        if isinstance(k.graph, int) and k.graph >= 0:
+            first.setdefault((k.pid, ("graph", k.graph)), k)
+    tr.first_launches = {id(k.launch) for k in first.values()
+                         if k.launch is not None and k.launch.pid not in tr.mid_run}
     return tr
 
 

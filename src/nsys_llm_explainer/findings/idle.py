@@ -60,15 +60,16 @@ VARIANTS: Dict[str, CauseKind] = {
     "queued_after_launch": replace(
         KIND["queued"], title="Per-kernel launch latency: each kernel starts a few µs after its launch ({share:.1f} % "
         "of the window)", advice=QUEUED_LATENCY_ADVICE),
-    # a graph launch that first-launches kernels is a graph's first launch (it uploads the graph), not a module load
+    # a graph launch charged as a first launch is its graph's first launch (it uploads the graph), not a module load
     "module_load_graph": replace(
         KIND["module_load"], title="One-time cost: first CUDA-graph launches ({what}) take {share:.1f} % of the window",
         advice=("module_load.graph_upload",)),
 }
 #: the evidence of a first graph launch (the ``module_load_graph`` variant)
-GRAPH_FIRST_LAUNCH = ("{what} here launches kernels that ran in no earlier launch of this process: a CUDA graph's "
-                      "first launch, which uploads the graph to the GPU (unless `cudaGraphUpload` ran before) — a "
-                      "one-time cost of the graph, not of the loop; module loads are charged to their own calls.")
+GRAPH_FIRST_LAUNCH = ("{what} here is a CUDA graph's first launch in this process (its graph, or kernels no earlier "
+                      "launch ran, run for the first time), which uploads the graph to the GPU (unless "
+                      "`cudaGraphUpload` ran before) — a one-time cost of the graph, not of the loop; module loads "
+                      "are charged to their own calls.")
 
 #: PyTorch's per-op NVTX ranges (`emit_nvtx`, `record_function` of ops): their host time is the framework's per-op
 #: work, not code to move out of the loop (advice ``nvtx.op_ranges``)

@@ -228,7 +228,7 @@ def build_model(conn: TraceConnection, schema: Schema, path: str, threads: int =
             start=kc["start"], end=kc["end"], device=_map_devices(narrow(kc["device"], (np.int32,)), pid, dmap),
             stream=narrow(kc["stream"], (np.int32,)), corr=narrow(kc["corr"], (np.int32,)), pid=pid,
             name_idx=name_idx, names=names,
-            graph_node=np.where(kc.pop("graph_node") >= 0, 1, -1).astype(np.int8),   # only "is a graph node" is used
+            graph_node=np.maximum(kc.pop("graph_node"), -1),
             launch_idx=launch_idx, rowid_base=rowid_base, read_pos=read_pos,
         )
         if not dmap and len(kernels):

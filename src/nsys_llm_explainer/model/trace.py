@@ -57,7 +57,7 @@ class Kernels(Rows):
     corr: np.ndarray          # correlationId (per process; int32 when every id fits)
     pid: np.ndarray           # -1 when the export has no globalPid column
     name_idx: np.ndarray      # index into ``names``
-    graph_node: np.ndarray    # int8: 1 when the kernel ran as a CUDA-graph node (graphNodeId set), else -1
+    graph_node: np.ndarray    # graphNodeId when the kernel ran as a CUDA-graph node, else -1
     names: List[str]
     launch_idx: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # row in ApiCalls or -1
     #: where each kernel was in the kernel table: the read returned every row, the k-th row read has rowid

@@ -171,24 +171,26 @@ OSRT_COLS = {"start": "start", "end": "end", "gtid": "globalTid", "name_id": "na
 
 
 def _packed(conn: TraceConnection, table: str, cols: Dict[str, str], ints: Sequence[str], ok: str, packed: str,
-            p2: Optional[str] = None) -> Optional[Columns]:
+            p2: Optional[str] = None, extra: Optional[Dict[str, str]] = None) -> Optional[Columns]:
     """The packed fast path (what big traces need: Python object creation dominates fetch cost): ``cols``, then the
     small columns packed into one integer ``p`` (and ``p2``) per row, unpacked in numpy by the caller; None when a
     row fails ``ok`` (its small columns do not fit, or ``ints`` are not all integers: a REAL would be truncated by
     the shifts), a value is not an integer, or the table is empty: the caller then takes the generic path."""
     ok += "".join(f" AND typeof({c}) = 'integer'" for c in ints)
     sel = [_strict(c) for c in cols.values()] + [f"CASE WHEN {ok} THEN {packed} ELSE -1 END"] + ([p2] if p2 else [])
+    sel += list((extra or {}).values())     # integer SQL expressions (``extra``: output name → expression)
     try:
-        c = _fetch_ints(conn, f'SELECT {", ".join(sel)} FROM "{table}"', [*cols, "p"] + (["p2"] if p2 else []))
+        c = _fetch_ints(conn, f'SELECT {", ".join(sel)} FROM "{table}"',
+                        [*cols, "p"] + (["p2"] if p2 else []) + list(extra or {}))
     except ValueTypeError:
         return None
     return None if c["p"].shape[0] == 0 or (c["p"] < 0).any() else c
 
 
 def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -> Optional[Columns]:
-    """Kernel rows: start, end, device, stream, corr, gpid, demangled, short, graph_node; through :func:`_packed`
-    when it can (``graph_node`` is then a flag, 1 = graph node; ``short`` is then resolved only for demangled ids
-    missing from StringIds: :func:`fetch_short_for`)."""
+    """Kernel rows: start, end, device, stream, corr, gpid, demangled, short, graph_node (graphNodeId, -1: none);
+    through :func:`_packed` when it can (``short`` is then resolved only for demangled ids missing from StringIds:
+    :func:`fetch_short_for`)."""
     if table is None or not schema.has(table, "start") or not schema.has(table, "end"):
         return None
     need = ("deviceId", "streamId", "correlationId", "globalPid", "demangledName")
@@ -197,22 +199,21 @@ def fetch_kernels(conn: TraceConnection, schema: Schema, table: Optional[str]) -
     if conn.columnar_uri:   # as the packed path: shortName only for ids missing from StringIds (fetch_short_for)
         return _select(conn, schema, table, {k: v for k, v in KERNEL_COLS.items() if k != "short"})
     has_gn = schema.has(table, "graphNodeId")
-    # only "is a graph node" is packed, but a text / blob / real id leaves its row out (one rule)
+    # the node id is its own column; a text / blob / real id leaves its row out (one rule)
     c = _packed(conn, table, {"start": "start", "end": "end"}, need,
                 "deviceId BETWEEN 0 AND 63 AND streamId BETWEEN 0 AND 16777215 AND correlationId BETWEEN 0 AND "
                 "4294967295 AND globalPid IS NOT NULL AND demangledName BETWEEN 0 AND 2147483647"
                 + (" AND typeof(graphNodeId) IN ('integer', 'null')" if has_gn else ""),
-                ("((graphNodeId IS NOT NULL) << 62) | " if has_gn else "")
-                + "(deviceId << 56) | (streamId << 32) | correlationId",
-                "(((globalPid >> 24) & 16777215) << 32) | demangledName")
+                "(deviceId << 56) | (streamId << 32) | correlationId",
+                "(((globalPid >> 24) & 16777215) << 32) | demangledName",
+                {"graph_node": "CASE WHEN typeof(graphNodeId) = 'integer' THEN graphNodeId ELSE -1 END"
+                 if has_gn else "-1"})
     if c is None:
         return _select(conn, schema, table, KERNEL_COLS)
     p1v, p2v = c.pop("p"), c.pop("p2")
     c["device"] = ((p1v >> 56) & 0x3F).astype(np.int32)
     c["stream"] = ((p1v >> 32) & 0xFFFFFF).astype(np.int32)
     c["corr"] = p1v & 0xFFFFFFFF
-    # graph-node flag only (1 = executed as a CUDA-graph node); the node id itself is not needed
-    c["graph_node"] = np.where((p1v >> 62) & 1, 1, NULL).astype(np.int64)
     del p1v
     pid = p2v >> 32
     # keep the globalPid layout the model expects (VM id 1 is irrelevant to PID decoding)

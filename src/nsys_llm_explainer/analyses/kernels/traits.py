@@ -350,7 +350,7 @@ def kernel_traits(model: TraceModel, steady: TraceModel, trace: TraceInfoResult,
     res = analyze_kernel_traits(sk.names, sk.name_idx, sk.dur, nv, threads, procs, steady_kernel_stats.by("name"),
                                 optimizer_steps)
     passes = autotune_passes(sk.names, sk.name_idx, sk.device, sk.start, sk.end) if "autotune" in res.traits else ()
-    return replace(res, graph_node_kernels=int((np.asarray(sk.graph_node) == 1).sum()), autotune_passes=passes)
+    return replace(res, graph_node_kernels=int((np.asarray(sk.graph_node) >= 0).sum()), autotune_passes=passes)
 
 
 def autotune_passes(names: Sequence[str], name_idx: np.ndarray, device: np.ndarray, start: np.ndarray,

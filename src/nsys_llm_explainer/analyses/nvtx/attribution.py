@@ -135,7 +135,7 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
         return AttributionResult(True, None, total_kernel_ns=total, linked_kernel_ns=int(dur[linked].sum()),
                                  startend_kernel_ns=se_ns, ranges=se_rows, by_pid=se_by_pid)
     # innermost range per distinct launch call, then per kernel
-    by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
+    by_dom = enclosing_by_domain(tree, api.gtid, api.start, api.end, calls)
     kernel_nodes = {d: per_call(len(api), li, calls, cn) for d, cn in by_dom.items()}
     # one domain: the innermost range over domains is that domain's (the same array, not a copy)
     node = next(iter(kernel_nodes.values())) if len(kernel_nodes) == 1 else \

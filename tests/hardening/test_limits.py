@@ -385,3 +385,52 @@ def test_interval_sums_equal_a_brute_force_sum(monkeypatch, prefix_min: int) -> 
         w, c, ns = H.interval_sums(p, a, b)
         assert {(int(i), int(k)): int(v) for i, k, v in zip(w, c, ns)} == want
         assert list(zip(w.tolist(), c.tolist())) == sorted(want)
+
+
+# ------------------------------------------------------------------------------------- memory: copies of a column
+def _peak_columns(f, n: int):
+    """(f(), the peak memory f allocated, in 8-byte columns of ``n`` rows)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        c0 = tracemalloc.get_traced_memory()[0]
+        out = f()
+        return out, (tracemalloc.get_traced_memory()[1] - c0) / (8 * n)
+    finally:
+        tracemalloc.stop()
+
+
+def test_per_row_helpers_hold_few_copies_of_their_rows():
+    """The helpers the 5 M-kernel report's peak memory is made of hold a bounded number of copies of their rows
+    (docs/PERFORMANCE.md, "Peak memory of the full report"): a duration summary one (the partition of the
+    durations; it held three: an all-zero key column, its packed sort key and the partition), the spread of a
+    value per launch call over the kernels two and a half (the table and the result; it held four), an interval
+    union with its row bookkeeping under five and a half (it held six and a half)."""
+    from nsys_llm_explainer.analyses.common.stats import Summary, summary
+    from nsys_llm_explainer.model import intervals as iv
+
+    n = 1_000_000
+    dur = (np.arange(n) % 1000).astype(np.int64)       # 0..999, each 1000 times
+    s, copies = _peak_columns(lambda: summary(dur), n)
+    # total 1000 · (0 + … + 999); p50 between sorted[499999] = 499 and sorted[500000] = 500; p90 at 899.1, p99 at 989.01
+    assert s == Summary(count=n, total_ns=499_500_000, avg_ns=500, min_ns=0, max_ns=999, p50_ns=500, p90_ns=899,
+                        p99_ns=989)
+    assert copies < 1.5, copies
+
+    li = np.arange(n, dtype=np.int64)[::-1].copy()      # kernel i launched by API row n − 1 − i, every third unlinked
+    li[::3] = -1
+    calls = np.arange(0, n, 2)                          # the even API rows are launch calls, each with value 10 × row
+    got, copies = _peak_columns(lambda: T.per_call(n, li, calls, calls * 10), n)
+    want = np.where((li >= 0) & (li % 2 == 0), li * 10, -1)
+    assert np.array_equal(got, want) and got.dtype == np.int64
+    assert copies < 3.0, copies
+
+    start = np.arange(n, dtype=np.int64) * 10           # rows [10 i, 10 i + 5); every fourth covers the next row
+    end = start + 5
+    end[::4] += 12
+    u, copies = _peak_columns(lambda: iv.union(start, end), n)
+    assert len(u) == n - n // 4                         # rows 4k and 4k + 1 make one block [40 k, 40 k + 17)
+    assert u.start[:4].tolist() == [0, 20, 30, 40] and u.end[:4].tolist() == [17, 25, 35, 57]
+    assert u.first_row[:4].tolist() == [0, 2, 3, 4] and u.last_row[:4].tolist() == [0, 2, 3, 4]
+    assert copies < 5.5, copies

@@ -65,21 +65,24 @@ def union(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
     if n == 0:
         e = np.empty(0, np.int64)
         return IntervalUnion(e, e, e, e)
-    cm = np.maximum.accumulate(np.maximum(end, start))
+    cm = np.maximum(end, start)
+    np.maximum.accumulate(cm, out=cm)
     new = np.empty(n, bool)
     new[0] = True
     np.greater(start[1:], cm[:-1], out=new[1:])
     first = np.nonzero(new)[0]
-    if first.shape[0] == n:                             # every row is its own block
-        return IntervalUnion(start.copy(), cm, first, first)
-    last_pos = np.append(first[1:] - 1, n - 1)
+    if first.shape[0] == n:                             # every row is its own block (no copy: arrays are not
+        return IntervalUnion(start, cm, first, first)   # written to in place)
     rise = np.empty(n, bool)                            # cm strictly increases here (block starts included)
     rise[0] = True
     np.greater(cm[1:], cm[:-1], out=rise[1:])
     at = np.nonzero(rise)[0]
+    del rise
     opens = np.nonzero(new[at])[0]                      # position in ``at`` of each block's first row
+    del new
     last = at[np.append(opens[1:] - 1, at.shape[0] - 1)]
-    return IntervalUnion(start[first], cm[last_pos], first, last)
+    del at, opens
+    return IntervalUnion(start[first], np.maximum.reduceat(cm, first), first, last)   # cm ascends: its block maxima
 
 
 def union_lean(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
@@ -90,13 +93,14 @@ def union_lean(start: np.ndarray, end: np.ndarray) -> IntervalUnion:
     if n == 0:
         return IntervalUnion(e0, e0, e0, e0)
     s = np.asarray(start, dtype=np.int64)
-    cm = np.maximum.accumulate(np.maximum(np.asarray(end, dtype=np.int64), s))
+    cm = np.maximum(np.asarray(end, dtype=np.int64), s)
+    np.maximum.accumulate(cm, out=cm)
     new = np.empty(n, bool)
     new[0] = True
     np.greater(s[1:], cm[:-1], out=new[1:])
     first = np.nonzero(new)[0]
-    last = np.append(first[1:] - 1, n - 1)
-    return IntervalUnion(s[first], cm[last], e0, e0)
+    del new
+    return IntervalUnion(s[first], np.maximum.reduceat(cm, first), e0, e0)   # cm ascends: each block's last value
 
 
 def union_blocks(start: np.ndarray, end: np.ndarray) -> IntervalUnion:

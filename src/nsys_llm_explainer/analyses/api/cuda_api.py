@@ -80,6 +80,7 @@ def analyze_cuda_api(model: TraceModel) -> CudaApiResult:
         ni, e = k >> 8, k & 0xFF
         e = -1 if e == 0xFF else e
         raw_by_group.setdefault((api.base_names[ni], e), set()).add(api.names[ni])
+    del key
     keys = list(zip(gs.keys["name"].tolist(), gs.keys["event_class"].tolist()))
     apis = gs.rows(ApiRow, bnames, raw_names=[tuple(sorted(raw_by_group.get((bnames[b], ec), ()))) for b, ec in keys],
                    api_class=[ac.api_class(bnames[b]) if ec in (0, 1, -1) else "wrapper" for b, ec in keys],

@@ -117,7 +117,7 @@ def analyze_comm_exposure(steady: TraceModel, categories: CategoryResult, w0: in
                                           len(op_ids))
     ops = list(op_ids)
     start, end = np.asarray(k.start, np.int64), np.asarray(k.end, np.int64)
-    dev = np.asarray(k.device, np.int64)
+    dev = k.device                                    # (as the model holds it: no int64 copy)
     g = steady.graph_trace
     gs, ge, gd = ((np.asarray(g.start, np.int64), np.asarray(g.end, np.int64), np.asarray(g.device, np.int64))
                   if g is not None and len(g) else (np.empty(0, np.int64),) * 3)

@@ -283,6 +283,7 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
     if key.shape[0] > 1:                                # merge runs of pieces of one cause in one gap
         at = run_starts(key, gap)
         key, gap, ln = key[at], gap[at], np.add.reduceat(ln, at)
+        del at
     ns_all = int_sums(key, ln, len(KINDS) * D)
     assert int(ns_all.sum()) == idle, (tl.device_id, int(ns_all.sum()), idle)
     ukey = np.nonzero(ns_all)[0]                       # every piece has ns > 0: ukey = the causes present
@@ -290,18 +291,16 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
     small = ukey.shape[0] <= 1 << 16                   # numpy sorts 16-bit integers stably by radix
     rank_of = np.zeros(ns_all.shape[0], np.uint16 if small else np.int64)
     rank_of[ukey] = np.arange(ukey.shape[0])
-    rank = rank_of[key]
-    order = np.argsort(rank, kind="stable")            # (cause, gap) order: pieces are in gap order
-    if one_per_gap:
-        pk, pg, pns = key[order], gap[order], ln[order]
-    else:
-        rs, gsrt = rank[order], gap[order]
-        start = run_starts(rs, gsrt)
-        pk = ukey[rs[start].astype(np.int64)]
-        pg = gsrt[start]
-        pns = np.add.reduceat(ln[order], start)
-        del rs, gsrt, start
-    del order, rank
+    order = np.argsort(rank_of[key], kind="stable")    # (cause, gap) order: pieces are in gap order
+    key = key[order]                                   # (one column at a time: less memory)
+    gap = gap[order]
+    ln = ln[order]
+    del order
+    if not one_per_gap:                                # one row per (cause, gap) pair
+        at = run_starts(key, gap)
+        key, gap, ln = key[at], gap[at], np.add.reduceat(ln, at)
+        del at
+    pk, pg, pns = key, gap, ln
     causes = []
     first_pair = np.searchsorted(pk, ukey, "left")
     last_pair = np.searchsorted(pk, ukey, "right")
@@ -332,7 +331,7 @@ def _aggregate(ctx: HostContext, tl: DeviceTimeline, gs: np.ndarray, ge: np.ndar
     causes.sort(key=lambda c: (-c.ns, K[c.kind], c.detail))
     if one_per_gap:
         code = np.full(len(gs), -1, np.int64)
-        code[gap] = key
+        code[pg] = pk
     else:
         code = gap_codes(len(gs), pk, pg, pns)
     seen = np.zeros(ns_all.shape[0], bool)

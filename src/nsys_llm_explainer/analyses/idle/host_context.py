@@ -119,8 +119,9 @@ class HostContext:
         if api is None or len(api) == 0:
             return np.empty(0, np.int64)
         if self.reach is None:
-            self.reach = (np.maximum.accumulate(np.maximum(api.start, api.end)),   # furthest end so far
-                          np.nonzero(api.end < api.start)[0])
+            reach = np.maximum(api.start, api.end)
+            np.maximum.accumulate(reach, out=reach)        # furthest end so far
+            self.reach = (reach, np.nonzero(api.end < api.start)[0])
         reach, backwards = self.reach
         lo = np.searchsorted(reach, a, side="left")
         hi = np.searchsorted(api.start, b, side="right")
@@ -140,8 +141,10 @@ class HostContext:
         thread and device)."""
         idx = self.by_thread.get(table)
         if idx is None and table == "api":
-            api, r = self.model.api, np.nonzero(self.kinds >= 0)[0]
+            api, r = self.model.api, np.flatnonzero(self.kinds >= 0)
             assert api is not None                  # asked only when the trace has API rows (api_near)
+            if len(api) < 1 << 31:                  # row numbers in half the bytes
+                r = r.astype(np.int32)
             idx = self.by_thread[table] = {t: r[x] for t, x in rows_by_value(np.asarray(api.gtid)[r])}
         elif idx is None:
             t = self.tree if table == "nvtx" else self.model.osrt

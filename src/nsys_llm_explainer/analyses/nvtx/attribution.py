@@ -121,8 +121,7 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
         return AttributionResult(False, "no kernels to attribute")
     if api is None or len(api) == 0:
         return AttributionResult(False, "no CUDA API calls: kernels cannot be linked to launching threads")
-    dur = k.dur
-    total = int(dur.sum())
+    total = int(k.dur.sum())
     li = k.launch_idx
     linked = li >= 0
     calls = distinct_calls(len(api), li)     # distinct launch calls (graph launches map to many kernels)
@@ -130,10 +129,10 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     if tree is None or len(tree) == 0:
         if model.nvtx is None or not se_rows:
             return AttributionResult(False, "no NVTX push/pop or start/end ranges to attribute kernels to")
-        return AttributionResult(True, None, total_kernel_ns=total, linked_kernel_ns=int(dur[linked].sum()),
+        return AttributionResult(True, None, total_kernel_ns=total, linked_kernel_ns=int(k.dur[linked].sum()),
                                  startend_kernel_ns=se_ns, ranges=se_rows, by_pid=se_by_pid)
     # innermost range per distinct launch call, then per kernel
-    by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
+    by_dom = enclosing_by_domain(tree, api.gtid, api.start, api.end, calls)
     kernel_nodes = {d: per_call(len(api), li, calls, cn) for d, cn in by_dom.items()}
     # one domain: the innermost range over domains is that domain's (the same array, not a copy)
     node = next(iter(kernel_nodes.values())) if len(kernel_nodes) == 1 else \
@@ -141,6 +140,7 @@ def analyze_attribution(model: TraceModel, tree: Optional[NvtxTree]) -> Attribut
     for a in (node, *kernel_nodes.values()):   # shared with phases and steps: read-only
         a.flags.writeable = False
     del by_dom
+    dur = k.dur                                # (made after the lookups: less memory at once)
     att = node >= 0
     attributed_ns = int(dur[att].sum())
 

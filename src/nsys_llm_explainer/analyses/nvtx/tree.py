@@ -179,16 +179,17 @@ def self_time(tree: NvtxTree) -> np.ndarray:
     return np.maximum(dur - child, 0)
 
 
-def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
-                        t1: np.ndarray) -> Dict[int, np.ndarray]:
+def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray, t1: np.ndarray,
+                        rows: Optional[np.ndarray] = None) -> Dict[int, np.ndarray]:
     """For each query (thread, [t0, t1]) and each NVTX domain: the innermost push/pop range of that domain on that
     thread with start ≤ t0 and end ≥ t1 — returned as **layers**: layer → per query a tree node (-1 none). A query's
     enclosing range of each domain is in exactly one layer, a layer holds at most one range per query, and the
     domain of a node is ``tree.domain[node]`` (:func:`domain_layer_nodes` gives one domain's). Domains whose
     queries do not meet share a layer (first fit); each (thread, domain) segment looks only at the queries of its
-    thread within its span (memory and time: docs/PERFORMANCE.md, "NVTX domains × kernels")."""
+    thread within its span (memory and time: docs/PERFORMANCE.md, "NVTX domains × kernels"). ``rows``: the queries
+    are these rows of the three arrays (None: every row), read without a copy of each array."""
     out: Dict[int, np.ndarray] = {}
-    n = gtid.shape[0]
+    n = gtid.shape[0] if rows is None else rows.shape[0]
     if len(tree) == 0 or n == 0:
         return out
     bounds = tree.thread_bounds
@@ -197,14 +198,18 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
     seg_d = tree.domain[seg_starts]
     seg_hi = np.maximum.reduceat(tree.end, seg_starts)          # latest end in the segment (a root's)
     seg_lo = tree.start[seg_starts]                             # earliest start (tree order: start ascending)
-    if n > 1 and bool((t0[1:] >= t0[:-1]).all()):             # queries by (thread, t0): launch calls come in
-        qs = np.argsort(gtid, kind="stable")                    # time order, so a stable sort by thread is enough
+    qt = t0 if rows is None else t0[rows]
+    qg = gtid if rows is None else gtid[rows]
+    if n > 1 and bool((qt[1:] >= qt[:-1]).all()):             # queries by (thread, t0): launch calls come in
+        qs = np.argsort(qg, kind="stable")                      # time order, so a stable sort by thread is enough
     else:
-        qs = np.lexsort((t0, gtid))
-    qg, qt = gtid[qs], t0[qs]
+        qs = np.lexsort((qt, qg))
+    qg = qg[qs]
     # per segment, the queries of its thread with seg_lo ≤ t0 ≤ seg_hi (the others have no enclosing range in it)
     g_lo = np.searchsorted(qg, seg_g, "left")
     g_hi = np.searchsorted(qg, seg_g, "right")
+    del qg
+    qt = qt[qs]
     lo = np.empty(seg_g.shape[0], np.int64)
     hi = np.empty(seg_g.shape[0], np.int64)
     for j, (a, b) in enumerate(zip(g_lo.tolist(), g_hi.tolist())):   # one step per segment, no per-query work
@@ -217,14 +222,15 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
     for j in np.nonzero(hi > lo)[0].tolist():
         q = qs[lo[j]:hi[j]]
         a, b = int(bounds[j]), int(bounds[j + 1])
-        cand = np.searchsorted(tree.start[a:b], t0[q], side="right") - 1
-        cand = np.where(cand >= 0, cand + a, -1)
+        cand = np.searchsorted(tree.start[a:b], qt[lo[j]:hi[j]], side="right")
+        cand += a - 1                                           # a tree node; < a: none starts at or before t0
+        cand[cand < a] = -1
         # climb to the first ancestor-or-self ending at or after t1 (ends never decrease upwards)
-        climb = np.nonzero(cand >= 0)[0]
-        climb = climb[tree.end[cand[climb]] < t1[q[climb]]]
+        qe = t1[q] if rows is None else t1[rows[q]]
+        climb = np.flatnonzero((tree.end[cand] < qe) & (cand >= 0))   # (a -1 reads the last node's end: masked)
         if climb.shape[0]:
             up = tree.lifting()
-            c, v = cand[climb], t1[q[climb]]
+            c, v = cand[climb], qe[climb]
             for k in range(len(up) - 1, -1, -1):
                 ROUNDS["n"] += 1
                 u = up[k][c]
@@ -232,10 +238,13 @@ def enclosing_by_domain(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray,
                 ok[ok] = tree.end[u[ok]] < v[ok]
                 c = np.where(ok, u, c)
             cand[climb] = tree.parent[c]
+        del qe, climb
         hit = cand >= 0
-        if not hit.any():
-            continue
-        q, cand = q[hit], cand[hit]
+        if not hit.all():
+            if not hit.any():
+                continue
+            q, cand = q[hit], cand[hit]
+        del hit
         key = int(seg_d[j])
         layer = layer_of.get(key)
         if layer is None or (out[layer][q] >= 0).any():
@@ -267,22 +276,21 @@ def distinct_calls(n_calls: int, li: np.ndarray) -> np.ndarray:
 
 def per_call(n_calls: int, li: np.ndarray, calls: np.ndarray, call_value: np.ndarray) -> np.ndarray:
     """Spread a value per distinct launch call (``calls``, sorted, rows of the ``n_calls`` API rows) to the work
-    items launched by it."""
-    out = np.full(li.shape[0], -1, np.int64)
-    linked = li >= 0
-    if calls.shape[0] == 0 or not linked.any():
-        return out
-    lut = np.full(n_calls, -1, np.int64)
+    items launched by it (``li``: each item's API row, -1 none: gets -1)."""
+    if calls.shape[0] == 0 or not (li >= 0).any():
+        return np.full(li.shape[0], -1, np.int64)
+    lut = np.full(n_calls + 1, -1, np.int64)     # the last slot, lut[-1], is the value of li = -1
     lut[calls] = call_value
-    out[linked] = lut[li[linked]]
-    return out
+    return lut[li]
 
 
-def innermost_enclosing(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-    """For each query (thread, [t0, t1]), the innermost push/pop range on that thread, over all domains,
-    with start ≤ t0 and end ≥ t1 (latest start wins; ties: earliest end), as an index into the tree;
-    -1 when none encloses it."""
-    return combine_innermost(tree, enclosing_by_domain(tree, gtid, t0, t1), gtid.shape[0])
+def innermost_enclosing(tree: NvtxTree, gtid: np.ndarray, t0: np.ndarray, t1: np.ndarray,
+                        rows: Optional[np.ndarray] = None) -> np.ndarray:
+    """For each query (thread, [t0, t1]; ``rows``: see :func:`enclosing_by_domain`), the innermost push/pop range on
+    that thread, over all domains, with start ≤ t0 and end ≥ t1 (latest start wins; ties: earliest end), as an index
+    into the tree; -1 when none encloses it."""
+    return combine_innermost(tree, enclosing_by_domain(tree, gtid, t0, t1, rows),
+                             gtid.shape[0] if rows is None else rows.shape[0])
 
 
 def combine_innermost(tree: NvtxTree, by_domain: Dict[int, np.ndarray], n: int) -> np.ndarray:

@@ -60,8 +60,7 @@ def kernel_nodes(model: TraceModel, tree: NvtxTree, li: np.ndarray) -> np.ndarra
     if api is None or not (li >= 0).any():
         return np.full(li.shape[0], -1, np.int64)
     calls = distinct_calls(len(api), li)
-    return per_call(len(api), li, calls, innermost_enclosing(tree, api.gtid[calls], api.start[calls],
-                                                           api.end[calls]))
+    return per_call(len(api), li, calls, innermost_enclosing(tree, api.gtid, api.start, api.end, calls))
 
 
 def _overlaps(pid: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
@@ -278,7 +277,7 @@ def step_of_work(model: TraceModel, tree: NvtxTree, nodes: np.ndarray, li: np.nd
         return _innermost_step(domain_nodes.values(), li.shape[0], tree, step_of_node)
     calls = distinct_calls(len(api), li)
     calls = calls[np.isin(api.gtid[calls], threads)]
-    by_dom = enclosing_by_domain(tree, api.gtid[calls], api.start[calls], api.end[calls])
+    by_dom = enclosing_by_domain(tree, api.gtid, api.start, api.end, calls)
     return per_call(len(api), li, calls, _innermost_step(by_dom.values(), calls.shape[0], tree, step_of_node))
 
 

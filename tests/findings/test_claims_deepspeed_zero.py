@@ -26,6 +26,10 @@ def test_zero_inference_layer_fetch_ranges_are_not_steps(tmp_path: Path) -> None
     (f,) = [f for f in rep.findings if f.id == "copy_path"]
     assert f.evidence[0] == ("Device 0: 24 Host-to-Device copies keep the copy path busy 144.000 ms (97.1 % of the "
                              "window), 1.61 GB at 11.2 GB/s.")
+    # no step was found, so the host-link line says no "every step": the 24 layers' weights cross again and again
+    assert f.recommendation[0].startswith("Fewer bytes over the host link: keep what is streamed again and again "
+                                          "resident on the GPU when memory allows (weights, KV blocks)")
+    assert not any("step" in line for line in f.recommendation), f.recommendation
 
 
 def _zero3_training(flavor: str) -> TraceBuilder:

@@ -195,7 +195,9 @@ def copy_path_parts(v: View) -> List[Any]:
                   " = the union of the direction's copies (concurrent copies count once); bytes prorated to the "
                   "window; GB/s = bytes / busy; ", Em(("under kernels",)), " = the part of busy with a kernel "
                   "running; ", Em(("median step busy %",)), " = the median over the steps of the part of a step's "
-                  "time the path is busy, whichever step issued the copies. Paths busy at least "
+                  "time the path is busy, whichever step issued the copies"
+                  f"{' (steps found with low confidence)' if v.r.steps.available and not v.r.steps.sure else ''}"
+                  ". Paths busy at least "
                   f"{MIN_COPY_PCT:.0f} % of the window; ",
                   capped(min(COPY_ROWS, len(rows)), len(every), COPY_PATHS.csv))
     return [para(note), TablePart(COPY_PATHS.cols, rows[:COPY_ROWS], (), "copy-paths")]

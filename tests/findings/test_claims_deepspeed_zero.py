@@ -10,6 +10,8 @@ import pytest
 from synth import TraceBuilder
 from test_claims_weight_offloading import PID, _run, _zero_inference
 
+from nsys_llm_explainer.render.markdown import render_markdown
+
 US, MS = 1_000, 1_000_000
 
 
@@ -26,6 +28,10 @@ def test_zero_inference_layer_fetch_ranges_are_not_steps(tmp_path: Path) -> None
     (f,) = [f for f in rep.findings if f.id == "copy_path"]
     assert f.evidence[0] == ("Device 0: 24 Host-to-Device copies keep the copy path busy 144.000 ms (97.1 % of the "
                              "window), 1.61 GB at 11.2 GB/s.")
+    # no step was found, so the host-link line says no "every step": the 24 layers' weights cross again and again
+    assert f.recommendation[0].startswith("Fewer bytes over the host link: keep what is streamed again and again "
+                                          "resident on the GPU when memory allows (weights, KV blocks)")
+    assert not any("step" in line for line in f.recommendation), f.recommendation
 
 
 def _zero3_training(flavor: str) -> TraceBuilder:
@@ -78,9 +84,12 @@ def test_per_step_copy_figures_are_not_quoted_over_low_confidence_steps(tmp_path
     """The same ZeRO-Inference stream with its 50 µs per-layer range named `layer_prefetch` (a user's hook range,
     not a known library name): it stays the step, confidence low. The copy-path evidence quoted "median step: busy
     80.0 %, 67.11 MB" over those 50 µs ranges (40 µs of copy in each); a per-step figure over steps the report is not
-    confident of is not quoted."""
+    confident of is not quoted. Nor in the memory section: it read "Copies issued per step (median; …): 1, 67.11 MB"
+    (the one copy issued inside each 50 µs range)."""
     rep = _run(_zero_inference(6, 4, "2026.2", hook="layer_prefetch"), tmp_path, "zero_hook.sqlite")
     assert rep.steps.method == "nvtx" and rep.steps.confidence == "low"
     (f,) = [f for f in rep.findings if f.id == "copy_path"]
     assert f.evidence[0] == ("Device 0: 24 Host-to-Device copies keep the copy path busy 144.000 ms (97.1 % of the "
                              "window), 1.61 GB at 11.2 GB/s.")
+    assert rep.memory.per_step is not None and rep.memory.per_step.copies_per_step_median == 1   # the data stays
+    assert "per step" not in render_markdown(rep).split("## Memory copies", 1)[1].split("\n## ", 1)[0]

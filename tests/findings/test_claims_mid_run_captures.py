@@ -103,3 +103,45 @@ def test_whole_run_capture_keeps_first_launches(tmp_path: Path, flavor: str) -> 
     kinds = _loop(tmp_path, flavor)
     assert kinds["module_load"] == 4 * 20 * US
     assert kinds["launch"] == 76 * 20 * US
+
+
+def _idle_lead(tmp_path: Path, flavor: str, attached: bool) -> str:
+    """A server idle 40 ms before its traffic, then 200 steps of the loop above from 40 ms (first kernel at
+    40.021 ms); ``attached``: `nsys start` while a 50 µs decode kernel [50, 100) µs runs (its launch call not
+    recorded), else a whole-run capture with `cuInit` at [10, 60) µs. Returns the window's reason."""
+    b = TraceBuilder(flavor)
+    b.process(PID, "python3")
+    b.gpu(0)
+    g = b.thread(PID, 1, "python3")
+    if attached:
+        b.kernel(50 * US, 100 * US, pid=PID, name="paged_attention_v2_kernel", corr=900_000)
+    else:
+        b.runtime(10 * US, 60 * US, tid_g=g, name="cuInit", event_class=1)
+    t = 40 * MS
+    for _ in range(200):
+        b.nvtx_push_pop(t, t + STEP, "step", tid_g=g)
+        for j in range(4):
+            b.launch(t, t + 20 * US, t + 21 * US, t + 24 * US, pid=PID, tid=1, name=f"k{j}")
+            t += 25 * US
+    p = tmp_path / "lead.sqlite"
+    b.write(str(p), overwrite=True)
+    return str(analyze_path(str(p), options_from_kwargs()).window.reason)
+
+
+@pytest.mark.parametrize("flavor", ["2022.4", "2024.2"])
+def test_attached_capture_lead_is_not_called_warm_up(tmp_path: Path, flavor: str) -> None:
+    """The window trims the 40 ms before the first step either way; attached mid-run, nothing in it warmed up (the
+    process ran before the capture): it read "trimmed 39.971 ms of warm-up", now a lead-in. The lead runs from the
+    trace's start (the in-flight kernel, 50 µs) to the first step's kernel (40.021 ms): 39.971 ms, busy 50 µs =
+    0.13 %."""
+    reason = _idle_lead(tmp_path, flavor, attached=True)
+    assert reason.startswith("Auto-detected window: trimmed 39.971 ms of lead-in (GPU busy 0.13%; the capture began "
+                             "while the program ran); "), reason
+    assert "warm-up" not in reason
+
+
+def test_whole_run_capture_lead_stays_warm_up(tmp_path: Path) -> None:
+    """The same server captured from its start (`cuInit` at 10 µs recorded): the 40.011 ms lead (10 µs → 40.021 ms,
+    no kernel) is its start-up, "warm-up"."""
+    reason = _idle_lead(tmp_path, "2024.2", attached=False)
+    assert reason.startswith("Auto-detected window: trimmed 40.011 ms of warm-up (GPU busy 0.0%); "), reason

@@ -25,9 +25,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "large per-op results; `nsys profile --cudabacktrace=memory` (it needs CPU sampling on) records the host call "
        "stack of each copy call. Copy less often what does not change, and let the consumer read the source buffer "
        "instead of a copy.", copies_d2d=(True,)),
-    _a("copy_pace.host.resident", "Fewer bytes over the host link: keep what is streamed every step resident on the "
-       "GPU when memory allows (weights, KV blocks), or shrink it before it crosses (8-bit or 4-bit quantized weights "
-       "move a half or a quarter of the bytes).", copies_host=(True,), copies_outlast_kernels=(True, None)),
+    _a("copy_pace.host.resident", "Fewer bytes over the host link: keep what is streamed again and again resident "
+       "on the GPU when memory allows (weights, KV blocks), or shrink it before it crosses (8-bit or 4-bit quantized "
+       "weights move a half or a quarter of the bytes).", copies_host=(True,), copies_outlast_kernels=(True, None)),
     _a("copy_pace.engines", "Use both copy directions at once: host-to-device and device-to-host copies run on "
        "separate copy engines only when they are issued on different streams; split large transfers into chunks "
        "pipelined with the kernels that consume them.", copies_host=(True,), gpu_one_copy_engine=(False, None)),
@@ -40,8 +40,8 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "whatever their streams, and the export does not say which GPU this device is. Split large transfers into "
        "chunks pipelined with the kernels that consume them.", copies_host=(True,), gpu_one_copy_engine=("some",)),
     _a("copy_pace.fewer", "A saturated copy engine gains from larger, fewer copies (per-copy overhead) and from not "
-       "copying what the step does not need; the kernels under it only get faster once the copies take less time."),
-    _a("copy_pace.less", "A saturated copy engine gains from not copying what the step does not need (these copies "
+       "copying what the kernels do not read; the kernels under it only get faster once the copies take less time."),
+    _a("copy_pace.less", "A saturated copy engine gains from not copying what the kernels do not read (these copies "
        "are large: per-copy overhead is not what costs); the kernels under it only get faster once the copies take "
        "less time."),
     _a("capture.vllm", "vLLM: start/stop the profiler from vLLM itself (`vllm bench serve --profile`) with "
@@ -224,9 +224,9 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
 )}
 
 
-#: words of an advice line about a cost paid in every step (findings/idle.py leaves such lines out when one pause
-#: holds most of a finding's time)
-_PER_STEP = re.compile(r"each step|per step|every step|per-step|next step|each batch|next batch")
+#: words of an advice line about a cost paid in every step or again and again (findings/idle.py leaves such lines
+#: out when one pause holds most of a finding's time)
+_PER_STEP = re.compile(r"each step|per step|every step|per-step|next step|each batch|next batch|again and again")
 
 
 def speaks_of_steps(aid: str) -> bool:

@@ -25,7 +25,7 @@ PACE_PATHS = ("H2D", "D2H", "D2D", "P2P", "H2H", "memset")
 
 def checks(p: CopyPath, window_ns: int, sure: bool = True) -> Tuple[Check, ...]:
     """The checks of one path (module docstring); ``window_ns``: the copy-engine window's length; ``sure``: the steps
-    are of medium or high confidence (the per-step check is made only over those: :func:`steps_sure`)."""
+    are of medium or high confidence (the per-step check is made only over those: :attr:`.StepResult.sure`)."""
     sc = Scope(device_id=p.device_id, kind="copy", detail=p.path)
     beyond, held = (100.0 * ns / window_ns if window_ns > 0 else 0.0 for ns in (p.beyond_kernels_ns, p.held_ns))
     out: Tuple[Check, ...] = (Check("copy_path_busy_pct", p.busy_pct, ">=", BUSY_PCT, sc),
@@ -35,12 +35,6 @@ def checks(p: CopyPath, window_ns: int, sure: bool = True) -> Tuple[Check, ...]:
     if sure and p.steps and p.step_busy_pct_p50 is not None:
         out += (Check("copy_path_step_busy_pct", p.step_busy_pct_p50, ">=", BUSY_PCT, sc),)
     return out
-
-
-def steps_sure(steps: Optional[StepResult]) -> bool:
-    """Whether per-step figures may be checked and quoted: steps found with confidence medium or high (a low-confidence
-    range — a layer's fetch hook, an op's range — is no step a median may be taken over and called the step's)."""
-    return steps is not None and steps.available and steps.confidence != "low"
 
 
 def pacing_paths(ce: Optional[CopyEnginesResult], active: Optional[AbstractSet[int]], sure: bool = True
@@ -110,8 +104,8 @@ def host_memory_evidence(p: CopyPath) -> str:
 def copy_path_claims(copy_engines: Optional[CopyEnginesResult], idle_causes: IdleCausesResult,
                      gpu_time: GpuTimeResult, facts: TraceFacts, steps: Optional[StepResult] = None) -> Claims:
     """The finding (None when no path holds) and the copy idle ns of its path (module docstring); per-step figures
-    only over ``steps`` of medium or high confidence (:func:`steps_sure`)."""
-    sure = steps_sure(steps)
+    only over ``steps`` of medium or high confidence (:attr:`.StepResult.sure`)."""
+    sure = steps is not None and steps.sure
     paths = pacing_paths(copy_engines, set(gpu_time.kernel_devices()) if gpu_time.available else None, sure)
     if not paths:
         return Claims(None, {})

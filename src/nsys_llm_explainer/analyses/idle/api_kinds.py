@@ -1,9 +1,10 @@
 """Which idle-cause kind each CUDA API row is charged as when it covers an idle piece on its thread (docs/MODEL.md):
 by its base name (sync, synchronous copy, alloc/free, module load, launch, other), an async copy from pageable memory
 as ``pageable_memcpy``, and the launch call of a process's first kernel of a name or a graph's first launch as
-``module_load`` (lazy loading, graph upload) where the capture shows the process's start (:func:`_started_mid_run`).
-A call the name lists do not know (``other_api``) that a kernel or graph launch links is a launch call; one whose
-name is missing from StringIds is also told by what else links it (a copy or memset, a synchronization).
+``module_load`` (lazy loading, graph upload) where the capture shows the process's start
+(:func:`..trace.session.started_mid_run`). A call the name lists do not know (``other_api``) that a kernel or graph
+launch links is a launch call; one whose name is missing from StringIds is also told by what else links it (a copy
+or memset, a synchronization).
 """
 
 from __future__ import annotations
@@ -18,14 +19,12 @@ from ...model.timeline import PAGEABLE, few_distinct
 from ...model.trace import ApiCalls, TraceModel
 from ...vocabulary.cause_kinds import KIND_CODE
 from ..api import classes as ac
-from ..trace.session import capture_bound
+from ..trace.session import started_mid_run
 
 K = KIND_CODE
 #: CUPTI syncType of a cudaStreamWaitEvent row (it links a call that does not block the host)
 SYNC_STREAM_WAIT_EVENT = 2
 _MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
-#: calls a process makes once, when it initializes CUDA: recorded before its first launch, they show its start
-INIT_CALLS = frozenset({"cuInit", "cuModuleGetLoadingMode", "cuDevicePrimaryCtxRetain", "cuCtxCreate"})
 
 
 def api_kinds(full: TraceModel, model: TraceModel) -> Tuple[np.ndarray, List[str], np.ndarray]:
@@ -157,37 +156,8 @@ def _first_launch_keys(full: TraceModel) -> np.ndarray:
         parts.append(_first_of(g.launch_idx, g.pid, g.graph_exec_id))
     li = np.concatenate(parts)
     li = li[li >= 0]
-    li = li[~np.isin(api.pid[li], _started_mid_run(full))]
+    li = li[~np.isin(api.pid[li], started_mid_run(full))]
     return np.unique(_pid_corr_key(api.pid[li], api.corr[li]))
-
-
-def _started_mid_run(full: TraceModel) -> np.ndarray:
-    """Pids whose first launches in the capture may not be their first (the recording began while they ran): no
-    CUDA initialization call (:data:`INIT_CALLS`) recorded before their first recorded launch call, and the capture
-    says it began inside the session (:func:`capture_bound`: a start delay, a start trigger, profiler start/stop
-    calls) or GPU work of theirs whose launch call was not recorded starts before that launch call (a capture
-    attached to a running process, ``nsys start``)."""
-    api, launched = full.api, [t for t in (full.kernels, full.memcpy, full.memset) if t is not None and len(t)]
-    if api is None or len(api) == 0 or not launched or any(t.launch_idx.shape[0] != len(t) for t in launched):
-        return np.empty(0, np.int64)
-    li = np.concatenate([np.asarray(t.launch_idx, np.int64) for t in launched])
-    pid = np.concatenate([np.asarray(t.pid, np.int64) for t in launched])
-    start = np.concatenate([np.asarray(t.start, np.int64) for t in launched])
-    pids = np.unique(api.pid)
-    big = np.iinfo(np.int64).max
-    first = np.full(pids.shape[0], big, np.int64)          # per pid: its first recorded launch call's start
-    ok = li >= 0
-    np.minimum.at(first, np.searchsorted(pids, api.pid[li[ok]]), api.start[li[ok]])
-    init = np.array([b in INIT_CALLS for b in api.base_names] + [False], bool)[api.name_idx]
-    first_init = np.full(pids.shape[0], big, np.int64)
-    np.minimum.at(first_init, np.searchsorted(pids, api.pid[init]), api.start[init])
-    lead = np.zeros(pids.shape[0], bool)                   # unlaunched GPU work before the first launch call
-    at = np.searchsorted(pids, pid[~ok])
-    known = at < pids.shape[0]
-    known[known] = pids[at[known]] == pid[~ok][known]
-    lead[at[known][start[~ok][known] < first[at[known]]]] = True
-    mid = (first_init > first) & (lead | (capture_bound(full) is not None))
-    return pids[mid]
 
 
 def _first_of(launch_idx: np.ndarray, pid: np.ndarray, ids: np.ndarray) -> np.ndarray:

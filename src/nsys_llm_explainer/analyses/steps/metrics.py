@@ -206,6 +206,13 @@ class StepResult(Outcome):
     optimizer_steps: Optional[int] = field(default=None, metadata=NOT_IN_JSON)
 
     @property
+    def sure(self) -> bool:
+        """Whether per-step figures may be checked and quoted (the copy-path finding, the memory section): steps found
+        with confidence medium or high (a low-confidence range — a layer's fetch hook, an op's range — is no step a
+        median may be taken over and called the step's)."""
+        return self.available and self.confidence != "low"
+
+    @property
     def bounds(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
         """(starts, ends) of every step, ns; None when there are no steps."""
         return (self.arrays.start, self.arrays.end) if self.available and self.arrays is not None else None

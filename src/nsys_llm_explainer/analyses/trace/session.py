@@ -70,6 +70,10 @@ def analyze_clock(model: TraceModel) -> ClockInfo:
                      model.info.session.host)
 
 
+#: calls a process makes once, when it initializes CUDA: recorded before its first launch, they show its start
+INIT_CALLS = frozenset({"cuInit", "cuModuleGetLoadingMode", "cuDevicePrimaryCtxRetain", "cuCtxCreate"})
+
+
 def capture_bound(model: TraceModel) -> Optional[str]:
     """In words, what started the recording inside the session or may have bounded it, when the export shows it: a
     start delay (``START_DELAY_MS`` > 0, `nsys profile --delay`), a start trigger other than ``Immediate``
@@ -88,6 +92,35 @@ def capture_bound(model: TraceModel) -> Optional[str]:
         words.append("the program calls `cudaProfilerStart` / `cudaProfilerStop`, which bound the recording under "
                      "`--capture-range=cudaProfilerApi`")
     return "; ".join(words) or None
+
+
+def started_mid_run(full: TraceModel) -> np.ndarray:
+    """Pids whose first launches in the capture may not be their first (the recording began while they ran): no
+    CUDA initialization call (:data:`INIT_CALLS`) recorded before their first recorded launch call, and the capture
+    says it began inside the session (:func:`capture_bound`: a start delay, a start trigger, profiler start/stop
+    calls) or GPU work of theirs whose launch call was not recorded starts before that launch call (a capture
+    attached to a running process, ``nsys start``)."""
+    api, launched = full.api, [t for t in (full.kernels, full.memcpy, full.memset) if t is not None and len(t)]
+    if api is None or len(api) == 0 or not launched or any(t.launch_idx.shape[0] != len(t) for t in launched):
+        return np.empty(0, np.int64)
+    li = np.concatenate([np.asarray(t.launch_idx, np.int64) for t in launched])
+    pid = np.concatenate([np.asarray(t.pid, np.int64) for t in launched])
+    start = np.concatenate([np.asarray(t.start, np.int64) for t in launched])
+    pids = np.unique(api.pid)
+    big = np.iinfo(np.int64).max
+    first = np.full(pids.shape[0], big, np.int64)          # per pid: its first recorded launch call's start
+    ok = li >= 0
+    np.minimum.at(first, np.searchsorted(pids, api.pid[li[ok]]), api.start[li[ok]])
+    init = np.array([b in INIT_CALLS for b in api.base_names] + [False], bool)[api.name_idx]
+    first_init = np.full(pids.shape[0], big, np.int64)
+    np.minimum.at(first_init, np.searchsorted(pids, api.pid[init]), api.start[init])
+    lead = np.zeros(pids.shape[0], bool)                   # unlaunched GPU work before the first launch call
+    at = np.searchsorted(pids, pid[~ok])
+    known = at < pids.shape[0]
+    known[known] = pids[at[known]] == pid[~ok][known]
+    lead[at[known][start[~ok][known] < first[at[known]]]] = True
+    mid = (first_init > first) & (lead | (capture_bound(full) is not None))
+    return pids[mid]
 
 
 def analyze_session(model: TraceModel) -> Optional[SessionSpan]:

@@ -19,6 +19,7 @@ from ...vocabulary.units import fmt_count
 from ...vocabulary.units import fmt_dur as dur
 from ..common.stats import pct
 from .capture_ranges import not_recorded
+from .session import started_mid_run
 from .window_passes import autotune_lead, module_calls, one_off_lead
 
 N_BINS = 200
@@ -317,8 +318,10 @@ def _auto(model: TraceModel, full0: int, full1: int) -> WindowResult:
         words = module_calls(model, a, b)
         return f"; {words}" if words else ""
 
-    if trim_lead:
-        parts.append(f"{dur(lead)} of warm-up (GPU busy {details.warmup_busy_pct}%{what(full0, cand0)})")
+    if trim_lead:     # a process already running when the recording began (:func:`.session.started_mid_run`): no
+        attached = started_mid_run(model).shape[0] > 0     # warm-up shown, a lead-in before its work
+        parts.append(f"{dur(lead)} of {'lead-in' if attached else 'warm-up'} (GPU busy {details.warmup_busy_pct}%"
+                     f"{'; the capture began while the program ran' if attached else ''}{what(full0, cand0)})")
     if tuned is not None:
         parts.append(f"{'the' if trim_lead else 'a leading'} {dur(tuned.until_ns - s)} autotuning pass"
                      f"{' after it' if trim_lead else ''} ({fmt_count(tuned.kernels, 'kernel')}, {tuned.trial_pct}% "

@@ -132,7 +132,7 @@ def sec_cuda_api(v: View) -> SectionResult:
     return Section("cuda-api", "CUDA API", (para(note), TablePart(CUDA_API.cols, shown, (), "cuda-api")))
 
 
-def _memory_items(m: MemoryResult) -> List[Inline]:
+def _memory_items(m: MemoryResult, sure: bool) -> List[Inline]:
     out: List[Inline] = []
     pg = m.pageable
     if pg is not None and pg.count:
@@ -145,9 +145,9 @@ def _memory_items(m: MemoryResult) -> List[Inline]:
                     f"{fmt_dur(sc.host_blocked_ns)}.",))
     for a, label in ((m.alloc, "Allocations"), (m.free, "Frees")):
         if a is not None and a.count:
-            inside = f", {fmt_int(a.in_steps)} inside steps" if a.in_steps is not None else ""
+            inside = f", {fmt_int(a.in_steps)} inside steps" if a.in_steps is not None and sure else ""
             out.append((f"{label}: {fmt_count(a.count, 'call')}, {fmt_dur(a.total_ns)}{inside}.",))
-    ps = m.per_step
+    ps = m.per_step if sure else None       # per-step figures over medium / high-confidence steps only
     if ps is not None and ps.step_count and ps.by_pid:      # engines' steps differ in kind: one median each
         out.append((f"{ISSUED}, per process of the steps: " + "; ".join(
             f"pid {r.pid} ({fmt_count(r.step_count, 'step')}): {fmt_int(r.copies_per_step_median)}, "
@@ -170,7 +170,7 @@ def _copied(total_bytes: Optional[int], unrecorded: Optional[int], total_ns: int
 def sec_memory(v: View) -> SectionResult:
     mc, mem = v.r.memcpy, v.r.memory
     rows = MEMCPY.rows(v.r)
-    facts = _memory_items(mem) if mem.available else []
+    facts = _memory_items(mem, v.r.steps.sure) if mem.available else []
     if not rows and not facts:
         return Omitted("Memory copies", mc.reason or mem.reason or "no copies")
     note = (_copied(mc.total_bytes, mc.bytes_unrecorded, mc.total_ns) if mc.by_kind else "Whole capture.")
@@ -195,7 +195,9 @@ def copy_path_parts(v: View) -> List[Any]:
                   " = the union of the direction's copies (concurrent copies count once); bytes prorated to the "
                   "window; GB/s = bytes / busy; ", Em(("under kernels",)), " = the part of busy with a kernel "
                   "running; ", Em(("median step busy %",)), " = the median over the steps of the part of a step's "
-                  "time the path is busy, whichever step issued the copies. Paths busy at least "
+                  "time the path is busy, whichever step issued the copies"
+                  f"{' (steps found with low confidence)' if v.r.steps.available and not v.r.steps.sure else ''}"
+                  ". Paths busy at least "
                   f"{MIN_COPY_PCT:.0f} % of the window; ",
                   capped(min(COPY_ROWS, len(rows)), len(every), COPY_PATHS.csv))
     return [para(note), TablePart(COPY_PATHS.cols, rows[:COPY_ROWS], (), "copy-paths")]

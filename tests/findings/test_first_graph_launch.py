@@ -18,6 +18,23 @@ US, MS = 1_000, 1_000_000
 PID = 100
 
 
+def _token_steps(b: TraceBuilder, g: int, t: int, node_mode: bool = True) -> None:
+    """10 token steps from ``t``: one `cudaGraphLaunch` (8 ms the first, 15 µs the others) of 40 kernels of 20 µs,
+    25 µs apart (names `decode_kernel_0` … `_7`), a `cudaStreamSynchronize` to 3 µs after the last kernel, then
+    200 µs of host work."""
+    for i in range(10):
+        call = 8 * MS if i == 0 else 15 * US
+        ks = t + call + 5 * US
+        kern = []
+        for j in range(40):
+            kern.append((ks, ks + 20 * US, f"decode_kernel_{j % 8}"))
+            ks += 25 * US
+        b.graph_launch(t, t + call, pid=PID, tid=1, kernels=kern, device=0, graph_exec_id=1, node_mode=node_mode)
+        c = b.runtime(t + call + 1 * US, ks + 3 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
+        b.sync(t + call + 2 * US, ks + 2 * US, pid=PID, corr=c, device=0)
+        t = ks + 3 * US + 200 * US
+
+
 def _graph_decode(path: Path, flavor: str) -> dict:
     """Graph decode loop: per token one `cudaGraphLaunch` of 40 kernels of 20 µs (25 µs apart; 8 names, each first
     run inside the first launch — the eager warm-up preceded the capture), then `cudaStreamSynchronize` and 200 µs
@@ -29,18 +46,7 @@ def _graph_decode(path: Path, flavor: str) -> dict:
     b.process(PID, "python3")
     b.gpu(0)
     g = b.thread(PID, 1, "python3")
-    t = 1 * MS
-    for i in range(10):
-        call = 8 * MS if i == 0 else 15 * US
-        ks = t + call + 5 * US
-        kern = []
-        for j in range(40):
-            kern.append((ks, ks + 20 * US, f"decode_kernel_{j % 8}"))
-            ks += 25 * US
-        b.graph_launch(t, t + call, pid=PID, tid=1, kernels=kern, device=0, graph_exec_id=1)
-        c = b.runtime(t + call + 1 * US, ks + 3 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
-        b.sync(t + call + 2 * US, ks + 2 * US, pid=PID, corr=c, device=0)
-        t = ks + 3 * US + 200 * US
+    _token_steps(b, g, 1 * MS)
     b.write(str(path), overwrite=True)
     return analyze_path(str(path), options_from_kwargs(window=(0, 30 * MS))).to_dict()
 
@@ -80,18 +86,7 @@ def _warm_then_graph(path: Path, flavor: str, node_mode: bool = True) -> dict:
     b.runtime(t, t + 50 * US, tid_g=g, name="cudaStreamBeginCapture_v10000")
     b.runtime(t + 60 * US, t + 500 * US, tid_g=g, name="cudaStreamEndCapture_v10000")
     b.runtime(t + 510 * US, t + 900 * US, tid_g=g, name="cudaGraphInstantiate_v10000")
-    t += 1 * MS
-    for i in range(10):
-        call = 8 * MS if i == 0 else 15 * US
-        ks = t + call + 5 * US
-        kern = []
-        for j in range(40):
-            kern.append((ks, ks + 20 * US, f"decode_kernel_{j % 8}"))
-            ks += 25 * US
-        b.graph_launch(t, t + call, pid=PID, tid=1, kernels=kern, device=0, graph_exec_id=1, node_mode=node_mode)
-        c = b.runtime(t + call + 1 * US, ks + 3 * US, tid_g=g, name="cudaStreamSynchronize_v3020")
-        b.sync(t + call + 2 * US, ks + 2 * US, pid=PID, corr=c, device=0)
-        t = ks + 3 * US + 200 * US
+    _token_steps(b, g, t + 1 * MS, node_mode=node_mode)
     b.write(str(path), overwrite=True)
     return analyze_path(str(path), options_from_kwargs(window=(0, 60 * MS))).to_dict()
 

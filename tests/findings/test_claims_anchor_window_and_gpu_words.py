@@ -58,13 +58,18 @@ def _one_pass(path: Path) -> None:
 def test_the_timeline_span_names_the_window_as_the_report_does(tmp_path: Path) -> None:
     """(trace: :func:`_one_pass`) --timeline-events 400 keeps the window's 399 rows; 300 keeps its start: rows
     starting before t = 65.010 ms are kernels 0…149 and launches 1…150, 300, so 15,000,000 ns of 19,990,000. The
-    span's words said "steady window" where every other sentence says "the auto-detected window"."""
+    span's words said "steady window" where every other sentence says "the auto-detected window". The window rule
+    trimmed 50.010 ms of warm-up and no tail (tail_ns 0): the 3 rows outside read "(warm-up and tail)", now "(what
+    the window rule trimmed)"."""
+    p = tmp_path / "t.sqlite"
     p = tmp_path / "t.sqlite"
     _one_pass(p)
     r = analyze_path(str(p), options_from_kwargs(timeline_events=400))
     assert (r.window.method, r.window_repeats) == ("auto", False)
-    assert r.timeline_file.span.left_out == ("the 3 rows outside the auto-detected window (warm-up and tail) are left "
-                                             "out (the capture has 402 rows, over --timeline-events 400)")
+    assert r.window.tail_ns == 0
+    assert r.timeline_file.span.left_out == ("the 3 rows outside the auto-detected window (what the window rule "
+                                             "trimmed) are left out (the capture has 402 rows, over "
+                                             "--timeline-events 400)")
     r = analyze_path(str(p), options_from_kwargs(timeline_events=300))
     assert r.timeline_file.span.left_out == (
         "only the first 15,000,000 ns of the 19,990,000 ns auto-detected window are kept (300 of its 399 rows, "

@@ -42,15 +42,18 @@ def _step(b: TraceBuilder, g: int, t: int, kernels: List[Tuple[str, int]], nvtx:
     return k + 10 * US
 
 
-def _prefill(nvtx: bool = False, chunks: int = 8, decodes: int = 4) -> TraceBuilder:
+def _prefill(nvtx: bool = False, chunks: int = 8, decodes: int = 4, profiler: bool = False) -> TraceBuilder:
     """A 100 µs ``warmup_fill`` kernel at T0 (with its sync), then 300 ms of host-only tokenization (no CUDA call),
     then ``chunks`` prefill chunks of 4 × 50 ms kernels (a 200.025 ms step) and ``decodes`` decode steps of 20 × 1 ms
     kernels (20.025 ms), 1 ms of host between steps; one ``cudaStreamSynchronize`` per step (13 in all). The window
-    rule trims the 300.140 ms before the first chunk as warm-up (GPU busy 0.03 %)."""
+    rule trims the 300.140 ms before the first chunk as warm-up (GPU busy 0.03 %). ``profiler``: a
+    ``cudaProfilerStart`` call [T0 − 30 µs, T0 − 25 µs) (a capture bounded by `--capture-range=cudaProfilerApi`)."""
     b = TraceBuilder()
     b.process(PID)
     g = b.thread(PID, 1, "main")
     b.gpu(0)
+    if profiler:
+        b.runtime(T0 - 30 * US, T0 - 25 * US, tid_g=g, name="cudaProfilerStart_v4000")
     t = _step(b, g, T0, [("warmup_fill", 100 * US)], False, "")
     t += 300 * MS
     for _ in range(chunks):
@@ -83,6 +86,19 @@ def test_sync_delimited_prefill_steps_are_repeated_steps(tmp_path: Path) -> None
     assert f["title"] == "Warm-up / tail make the whole capture look 15 points idler than the steady state"
     assert "single pass" not in f["evidence"][0]
     assert f["recommendation"][0] == ADVICE["capture.range"].text
+
+
+def test_a_capture_already_bounded_by_profiler_calls_is_told_to_start_later(tmp_path: Path) -> None:
+    """The same steps, the program calling `cudaProfilerStart` before the warm-up kernel: the recording is already
+    bounded by the profiler API, yet holds the 300.140 ms warm-up, so `capture_window` still holds (15 points) but
+    does not advise bounding it with `--capture-range=cudaProfilerApi` / `--delay` (`capture.range`, which it does
+    already): it advises starting it later (`capture.range.later`). The whole-run capture above keeps
+    `capture.range`."""
+    rep = report_of(_prefill(profiler=True), tmp_path)
+    f = finding_of(rep, "capture_window")
+    assert f["title"] == "Warm-up / tail make the whole capture look 15 points idler than the steady state"
+    assert f["recommendation"][0] == ADVICE["capture.range.later"].text
+    assert ADVICE["capture.range"].text not in f["recommendation"]
 
 
 def test_a_single_pass_still_shows_no_steady_state(tmp_path: Path) -> None:

@@ -48,7 +48,10 @@ ADVICE: Dict[str, Advice] = {a.id: a for a in (
        "`nsys profile --capture-range=cudaProfilerApi`.", stack=("vllm",), workload=("inference",)),
     # ---- capture
     _a("capture.range", "Capture only the steady state: `nsys profile --capture-range=cudaProfilerApi` around a few "
-       "steps after warm-up, or `--delay`/`--duration`."),
+       "steps after warm-up, or `--delay`/`--duration`.", capture_bounded=(False,)),
+    _a("capture.range.later", "The recording is already bounded (a start delay, a start trigger or profiler start/stop "
+       "calls) yet holds what the window leaves out: start it later or stop it sooner, so it holds only a few steps "
+       "after warm-up.", capture_bounded=(True,)),
     _a("capture.iterations", "Capture several iterations after warm-up (steps or requests, each marked with an NVTX "
        "range so the steps are found), not one pass: `nsys profile --capture-range=cudaProfilerApi` around them, or "
        "`--delay`/`--duration`; one pass shows no steady state."),

@@ -67,6 +67,9 @@ FACT_DOMAINS: Dict[str, Tuple[FactValue, ...]] = {
     # one with more — the GPUs differ and the export does not tie the device to one; None: not recorded;
     # TraceFacts.one_copy_engine), set by findings/copy_path.py only
     "gpu_one_copy_engine": (True, False, None, "some"),
+    # the recording was already bounded inside the session: a start delay, a start trigger or profiler start/stop
+    # calls (SessionSpan.bounded_by); set by findings/run.capture_rule only
+    "capture_bounded": (True, False),
 }
 
 PT = ("pytorch",)

@@ -98,7 +98,7 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
     check = Check("idle_pct_change", change, ">=", WARMUP_IDLE_POINTS, pooled_scope(gpu.kernel_devices()))
     if not check.holds():
         return None
-    advice = ["capture.range", "capture.range.torch", "capture.vllm"]
+    advice = ["capture.range", "capture.range.later", "capture.range.torch", "capture.vllm"]
     lost = w.details.not_recorded_ns or 0       # capture ranges: the whole capture's figures are of its recorded time
     what, whole, left = ("Warm-up / tail make", "the whole capture",
                          f"{dur(w.warmup_ns)} of warm-up and {dur(w.tail_ns)} of tail trimmed") if not lost else (
@@ -111,7 +111,7 @@ def capture_window_finding(w: WindowResult, gpu: GpuTimeResult, facts: Mapping[s
               f"window ({left}), in which no repeated "
               f"steps were found: it may be a single pass, or steps nothing marks; not shown to be a steady state. "
               f"{w.reason}")
-        advice[0] = "capture.iterations"
+        advice[:2] = ["capture.iterations"]
     elif w.method == "auto":
         title = f"{what} the whole capture look {change:.0f} points idler than the steady state"
         ev = (f"Idle {full.idle_pct:.1f} % over {whole} vs {steady.idle_pct:.1f} % in the steady "

@@ -16,6 +16,7 @@ from ..analyses.nvtx.attribution import AttributionResult
 from ..analyses.nvtx.ranges import NvtxResult
 from ..analyses.steps.sync import StepSyncResult
 from ..analyses.trace.facts import TraceFacts
+from ..analyses.trace.info import TraceInfoResult
 from ..analyses.trace.window import WindowResult
 from ..model.trace import TraceModel
 from ..options import Options
@@ -38,10 +39,12 @@ def step_sync_claims(step_sync: StepSyncResult, facts: TraceFacts, gpu_time: Gpu
 
 def capture_rule(graphs: GraphResult, gpu_time: GpuTimeResult, window: WindowResult, attribution: AttributionResult,
                  options: Options, nccl: NcclResult, unified_memory: Optional[UnifiedMemoryResult],
-                 facts: TraceFacts, nvtx: NvtxResult, window_repeats: bool) -> Tuple[Finding, ...]:
+                 facts: TraceFacts, nvtx: NvtxResult, window_repeats: bool,
+                 trace: TraceInfoResult) -> Tuple[Finding, ...]:
     """Findings about the capture and the signals beside the idle time: graph-level tracing, the window's edges,
     NVTX coverage, NCCL waits, Unified Memory; ``window_repeats``: the window holds repeated steps (graph value)."""
-    advice = facts.advice_facts()
+    advice = {**facts.advice_facts(),
+              "capture_bounded": trace.session is not None and trace.session.bounded_by is not None}
     pooled = gpu_time.pooled()
     active = set(gpu_time.kernel_devices()) if gpu_time.available else None
     found = (graph_trace_finding(graphs, pooled.idle_ns if pooled else 0, advice),

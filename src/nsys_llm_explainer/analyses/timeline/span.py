@@ -76,11 +76,12 @@ STEADY = "the steady window"
 def _left_out(kept: str, window: WindowResult, end: int, capture: int, inside: int, kept_rows: int, limit: int,
               where: str) -> str:
     """What a span that keeps ``kept`` (``steady`` / ``steady_start``, up to ``end``) leaves out, the window named
-    ``where``; the rows outside are "(warm-up and tail)" only where the window rule trimmed them."""
+    ``where``; the rows outside are "(what the window rule trimmed)" where it trimmed them (an ``auto`` window: warm-up,
+    a lead-in, one-time work, a tail, other capture ranges, as its reason says), nothing more where a user chose it."""
     w0, w1 = int(window.start_ns), int(window.end_ns)
     outside = f"the {capture - inside:,} rows outside {where}"
     if kept == "steady":
-        trimmed = " (warm-up and tail)" if window.method == "auto" else ""
+        trimmed = " (what the window rule trimmed)" if window.method == "auto" else ""
         return (f"{outside}{trimmed} are left out (the capture has {capture:,} rows, over --timeline-events "
                 f"{limit:,})")
     rest = f"; {outside}" if capture > inside else ""

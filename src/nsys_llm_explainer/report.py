@@ -13,7 +13,7 @@ from .analyses.api.graphs import GraphResult
 from .analyses.api.launch import LaunchResult
 from .analyses.api.sync import SyncResult
 from .analyses.comms.exposure import CommExposureResult
-from .analyses.comms.nccl import NcclResult
+from .analyses.comms.nccl_result import NcclResult
 from .analyses.comms.series import NcclSeries
 from .analyses.idle.causes import IdleCausesResult
 from .analyses.idle.gpu_time import GpuTimeResult

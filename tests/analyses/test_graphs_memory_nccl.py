@@ -18,7 +18,8 @@ from nsys_llm_explainer.analyses.api.graphs import (
     LaunchSizeCount,
     analyze_graphs,
 )
-from nsys_llm_explainer.analyses.comms.nccl import CustomAllReduce, collective_name
+from nsys_llm_explainer.analyses.comms.nccl import collective_name
+from nsys_llm_explainer.analyses.comms.nccl_result import CustomAllReduce
 from nsys_llm_explainer.analyses.memory.traffic import AllocApi, AllocTotals, CopyTotals, SyncCopyApi, analyze_memory
 from nsys_llm_explainer.pipeline import load_model
 

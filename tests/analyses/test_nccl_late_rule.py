@@ -11,7 +11,7 @@ from typing import Callable
 from conftest import nccl_of
 from synth import TraceBuilder
 
-from nsys_llm_explainer.analyses.comms.nccl import NcclResult
+from nsys_llm_explainer.analyses.comms.nccl_result import NcclResult
 from nsys_llm_explainer.options import options_from_kwargs
 from nsys_llm_explainer.pipeline import analyze_path, load_model
 from nsys_llm_explainer.render import render_all

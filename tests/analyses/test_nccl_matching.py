@@ -10,7 +10,8 @@ from typing import Dict, Iterable, Optional, Tuple
 from conftest import as_report, nccl_of
 from synth import TraceBuilder
 
-from nsys_llm_explainer.analyses.comms.nccl import NcclResult, rank_label
+from nsys_llm_explainer.analyses.comms.nccl import rank_label
+from nsys_llm_explainer.analyses.comms.nccl_result import NcclResult
 from nsys_llm_explainer.pipeline import Options, analyze_path, load_model
 from nsys_llm_explainer.render import render_markdown
 

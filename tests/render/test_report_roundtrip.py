@@ -21,7 +21,7 @@ from test_scenarios import expected
 
 from nsys_llm_explainer.analyses.api.graphs import GraphResult
 from nsys_llm_explainer.analyses.api.launch import LaunchDeviceRow, LaunchResult, LaunchStats
-from nsys_llm_explainer.analyses.comms.nccl import NcclResult
+from nsys_llm_explainer.analyses.comms.nccl_result import NcclResult
 from nsys_llm_explainer.analyses.idle.gpu_time import DeviceTime
 from nsys_llm_explainer.analyses.kernels.summary import KernelDeviceRow, KernelRow
 from nsys_llm_explainer.analyses.memory.traffic import AllocApi, MemoryResult

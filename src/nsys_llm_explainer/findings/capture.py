@@ -18,7 +18,7 @@ from ..analyses.comms.arrival import (
     MIN_WAIT_PCT,
     late_cause,
 )
-from ..analyses.comms.nccl import NcclResult
+from ..analyses.comms.nccl_result import NcclResult
 from ..analyses.idle.gpu_time import MIN_BUSY_NS, MIN_KERNELS, GpuTimeResult
 from ..analyses.kernels.traits import AUTOGRAD_THREAD
 from ..analyses.nvtx.attribution import AttributionResult

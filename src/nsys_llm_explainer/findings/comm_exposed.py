@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analyses.comms.exposure import COMM_CATEGORIES, CommExposureResult
-from ..analyses.comms.nccl import NcclResult
+from ..analyses.comms.nccl_result import NcclResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.traits import KernelTraitsResult
 from ..analyses.trace.facts import TraceFacts

@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 
 from ..analyses.api.graphs import GraphResult
 from ..analyses.comms.exposure import COMM_CATEGORIES, CommExposureResult
-from ..analyses.comms.nccl import NcclResult
+from ..analyses.comms.nccl_result import NcclResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.categories import CategoryResult
 from ..analyses.kernels.harness import HarnessKernels

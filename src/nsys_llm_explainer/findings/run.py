@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from ..analyses.api.graphs import GraphResult
-from ..analyses.comms.nccl import NcclResult
+from ..analyses.comms.nccl_result import NcclResult
 from ..analyses.idle.causes import IdleCausesResult
 from ..analyses.idle.gpu_time import GpuTimeResult
 from ..analyses.kernels.summary import KernelSummary
